@@ -1,1 +1,13 @@
-pub fn placeholder() {}
+//! Sans-IO state machines of herdr-continuity.
+//!
+//! Nothing in this crate touches the outside world: no clock (time comes in as
+//! [`Millis`]), no IO, no browser or tokio types, no randomness. Each machine lives in
+//! its own module with its driver contract documented on its type.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+/// Milliseconds on the shell's monotonic-enough clock (`Date.now()` in the browser).
+pub type Millis = u64;
+
+// Machines of the walking skeleton (companion link, HUD view model) and of the
+// continuity loop are declared below, one module per machine.
