@@ -11,3 +11,12 @@ pub type Millis = u64;
 
 // Machines of the walking skeleton (companion link, HUD view model) and of the
 // continuity loop are declared below, one module per machine.
+pub mod companion_link;
+pub mod hud;
+
+pub mod auto_gate;
+pub mod binding;
+pub mod progress_push;
+pub mod scope;
+pub mod settle_tracker;
+pub mod wake;

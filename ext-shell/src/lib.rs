@@ -1,1 +1,104 @@
+//! wasm-bindgen shell of herdr-continuity: drives `ext-core` inside the MV3 extension.
+//!
+//! Shells only translate (STYLE.md 4): Chrome events become core inputs, core outputs
+//! become Chrome calls, core view models become DOM. Product decisions live in `ext-core`.
+//!
+//! Where it runs — **ext-core runs in the service worker only** (and in extension pages
+//! such as the side panel and options page, which share the extension's CSP). Wasm in a
+//! content script obeys the page's CSP: a strict nonce CSP without `'wasm-unsafe-eval'`
+//! makes compiling fail and reports a `securitypolicyviolation` to the page, and whether
+//! chatgpt.com allows wasm is unknown. So `extension/content.js` never loads this module;
+//! it renders the view models the worker sends over a `page` port.
+//!
+//! Entry points (called by the hand-written loaders in `extension/`):
+//! - worker: [`start_worker`], [`page_connected`], [`page_message`], [`page_disconnected`],
+//!   [`on_alarm`];
+//! - extension pages: [`mount_side_panel`], [`mount_options`].
+//!
+//! Invariant: one [`driver::LinkDriver`] per worker life, created by the first
+//! [`start_worker`]; every other worker entry point creates it if needed, so the order
+//! in which Chrome delivers events after a worker start does not matter.
 
+pub mod driver;
+pub mod js;
+pub mod pages;
+pub mod wire;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ext_core::companion_link::Input;
+use js_sys::{Function, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use driver::LinkDriver;
+
+pub use pages::{mount_options, mount_side_panel};
+
+thread_local! {
+    /// The worker's driver, created on first use.
+    static WORKER: RefCell<Option<Rc<RefCell<LinkDriver>>>> = const { RefCell::new(None) };
+}
+
+/// `chrome.runtime.connectNative` bound to `chrome.runtime`.
+fn chrome_connect_native() -> Result<Function, JsValue> {
+    let chrome = Reflect::get(&js_sys::global(), &JsValue::from_str("chrome"))?;
+    let runtime = Reflect::get(&chrome, &JsValue::from_str("runtime"))?;
+    let connect = Reflect::get(&runtime, &JsValue::from_str("connectNative"))?;
+    let connect: Function = connect.dyn_into().map_err(|_| {
+        JsError::new(
+            "chrome.runtime.connectNative is missing: the manifest needs the \"nativeMessaging\" permission",
+        )
+    })?;
+    Ok(connect.bind0(&runtime))
+}
+
+/// The worker's driver, creating and starting it on first use.
+fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
+    if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
+        return Ok(driver);
+    }
+    let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version());
+    WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
+    LinkDriver::feed(&driver, Input::Start);
+    Ok(driver)
+}
+
+/// Service worker start (top level of `worker.js`, after `init()`): connect to the companion.
+#[wasm_bindgen]
+pub fn start_worker() -> Result<(), JsValue> {
+    worker().map(|_| ())
+}
+
+/// `chrome.runtime.onConnect` with a `page` or `panel` port.
+#[wasm_bindgen]
+pub fn page_connected(port: JsValue) -> Result<(), JsValue> {
+    if !driver::is_port(&port) {
+        return Err(JsError::new("page_connected needs a runtime.Port").into());
+    }
+    LinkDriver::page_connected(&worker()?, port);
+    Ok(())
+}
+
+/// A message on a page or panel port.
+#[wasm_bindgen]
+pub fn page_message(port: JsValue, message: JsValue) -> Result<(), JsValue> {
+    LinkDriver::page_message(&worker()?, &port, &message)
+        .map_err(|error| JsError::new(&error.to_string()).into())
+}
+
+/// `onDisconnect` of a page or panel port.
+#[wasm_bindgen]
+pub fn page_disconnected(port: JsValue) -> Result<(), JsValue> {
+    LinkDriver::page_disconnected(&worker()?, &port);
+    Ok(())
+}
+
+/// `chrome.alarms.onAlarm`: the keep-trying alarm wakes a worker whose timers died.
+#[wasm_bindgen]
+pub fn on_alarm(_name: String) -> Result<(), JsValue> {
+    let driver = worker()?;
+    LinkDriver::feed(&driver, Input::Timer);
+    Ok(())
+}

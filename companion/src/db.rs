@@ -1,0 +1,183 @@
+//! The runtime's `state.db` (SQLite, SPEC N3): the replayable event log and small
+//! key/value state (the last known Herdr catalog).
+//!
+//! Invariants:
+//! - `seq` is `INTEGER PRIMARY KEY AUTOINCREMENT`: strictly increasing and never reused,
+//!   also across runtime restarts and after retention deletes old rows (SPEC P9).
+//! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL.
+//! - At most [`EVENT_RETENTION`] events are kept; the oldest are dropped first.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+use thiserror::Error;
+
+/// How many events the log keeps.
+pub const EVENT_RETENTION: i64 = 10_000;
+
+/// A state.db failure.
+#[derive(Debug, Error)]
+pub enum DbError {
+    /// SQLite refused an operation.
+    #[error("state.db error: {0}; check that the companion home is writable and not on a full disk")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored JSON payload is corrupt.
+    #[error("state.db holds a corrupt event payload: {0}; delete state.db to reset the event log")]
+    Corrupt(#[from] serde_json::Error),
+}
+
+/// One event as stored and replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Position in the log; strictly increasing.
+    pub seq: i64,
+    /// The runtime boot that produced it.
+    pub boot_id: String,
+    /// Unix milliseconds when it was produced.
+    pub at: i64,
+    /// Event name, e.g. `agent_settled`.
+    pub event: String,
+    /// Payload (without `seq`/`boot_id`/`at`).
+    pub data: Value,
+}
+
+/// The open database.
+#[derive(Debug)]
+pub struct StateDb {
+    /// The connection (one per runtime; callers serialize access).
+    conn: Connection,
+}
+
+impl StateDb {
+    /// Opens (creating if needed) `path` with WAL and the schema.
+    pub fn open(path: &Path) -> Result<Self, DbError> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                boot_id TEXT NOT NULL,
+                at INTEGER NOT NULL,
+                event TEXT NOT NULL,
+                data TEXT NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+        )?;
+        Ok(Self { conn })
+    }
+
+    /// Appends one event and applies retention; returns it with its `seq`.
+    pub fn append(
+        &mut self,
+        boot_id: &str,
+        at: i64,
+        event: &str,
+        data: &Value,
+    ) -> Result<StoredEvent, DbError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
+            params![boot_id, at, event, data.to_string()],
+        )?;
+        let seq = tx.last_insert_rowid();
+        tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
+        tx.commit()?;
+        Ok(StoredEvent {
+            seq,
+            boot_id: boot_id.to_owned(),
+            at,
+            event: event.to_owned(),
+            data: data.clone(),
+        })
+    }
+
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    pub fn events_after(&self, after: i64, limit: i64) -> Result<Vec<StoredEvent>, DbError> {
+        let mut statement = self.conn.prepare(
+            "SELECT seq, boot_id, at, event, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )?;
+        let rows = statement.query_map(params![after, limit], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, boot_id, at, event, data) = row?;
+            events.push(StoredEvent { seq, boot_id, at, event, data: serde_json::from_str(&data)? });
+        }
+        Ok(events)
+    }
+
+    /// The highest `seq` ever assigned (0 when none), surviving retention deletes.
+    pub fn last_seq(&self) -> Result<i64, DbError> {
+        let from_sequence: Option<i64> = self
+            .conn
+            .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0))
+            .optional()?;
+        Ok(from_sequence.unwrap_or(0))
+    }
+
+    /// The oldest retained `seq` (None when the log is empty).
+    pub fn first_seq(&self) -> Result<Option<i64>, DbError> {
+        Ok(self.conn.query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// Reads a JSON value from the key/value table.
+    pub fn get(&self, key: &str) -> Result<Option<Value>, DbError> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM kv WHERE key = ?1", params![key], |r| r.get(0))
+            .optional()?;
+        Ok(match text {
+            Some(text) => Some(serde_json::from_str(&text)?),
+            None => None,
+        })
+    }
+
+    /// Writes a JSON value to the key/value table.
+    pub fn put(&mut self, key: &str, value: &Value) -> Result<(), DbError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO kv (key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value.to_string()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn seq_is_monotonic_across_reopen_and_retention() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.db");
+        let mut db = StateDb::open(&path).expect("open");
+        let first = db.append("boot-a", 1, "agent_working", &json!({"pane_id": "w1:p1"})).expect("append");
+        assert_eq!(first.seq, 1);
+        drop(db);
+        let mut db = StateDb::open(&path).expect("reopen");
+        let second = db.append("boot-b", 2, "agent_settled", &json!({})).expect("append");
+        assert_eq!(second.seq, 2, "P9: seq continues after a runtime restart");
+        let replay = db.events_after(0, 100).expect("replay");
+        assert_eq!(replay.iter().map(|e| (e.seq, e.boot_id.as_str())).collect::<Vec<_>>(), [(1, "boot-a"), (2, "boot-b")]);
+        assert_eq!(db.last_seq().expect("last"), 2);
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_events_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut db = StateDb::open(&dir.path().join("state.db")).expect("open");
+        for i in 0..(EVENT_RETENTION + 5) {
+            db.append("b", i, "x", &json!(i)).expect("append");
+        }
+        assert_eq!(db.first_seq().expect("first"), Some(6));
+        assert_eq!(db.last_seq().expect("last"), EVENT_RETENTION + 5);
+    }
+}

@@ -1,0 +1,99 @@
+//! Watches the Herdr connection and publishes its state (docs/PROTOCOL.md `herdr`).
+//!
+//! Invariant: the `watch` channel only changes when the published [`HerdrStatus`]
+//! changes, so every change is one `herdr_state` event, never a repeat.
+
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::watch;
+
+use super::client::{ping, HerdrError, Pong};
+
+/// Coarse connection state, as the HUD shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HerdrState {
+    /// Herdr answered `ping` with the supported protocol.
+    Connected,
+    /// No server on the socket.
+    NotRunning,
+    /// Herdr speaks another protocol.
+    UnsupportedProtocol,
+    /// The socket is not ours to use.
+    PermissionDenied,
+    /// Anything else (timeout, garbage answer, IO error).
+    Error,
+}
+
+/// The runtime's view of Herdr, exactly as sent on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HerdrStatus {
+    /// Coarse state.
+    pub state: HerdrState,
+    /// Herdr's protocol integer when known.
+    pub protocol: Option<u64>,
+    /// Herdr's version when known.
+    pub version: Option<String>,
+    /// The socket path probed.
+    pub socket: String,
+    /// What went wrong and what to do, when not connected.
+    pub detail: Option<String>,
+}
+
+impl HerdrStatus {
+    /// The status a `ping` outcome implies.
+    pub fn from_ping(socket: &std::path::Path, outcome: &Result<Pong, HerdrError>) -> Self {
+        let socket = socket.display().to_string();
+        let (state, protocol, version) = match outcome {
+            Ok(pong) => (
+                HerdrState::Connected,
+                Some(pong.protocol),
+                Some(pong.version.clone()),
+            ),
+            Err(HerdrError::NotRunning { .. }) => (HerdrState::NotRunning, None, None),
+            Err(HerdrError::PermissionDenied { .. }) => (HerdrState::PermissionDenied, None, None),
+            Err(HerdrError::UnsupportedProtocol { version, protocol }) => (
+                HerdrState::UnsupportedProtocol,
+                Some(*protocol),
+                Some(version.clone()),
+            ),
+            Err(_) => (HerdrState::Error, None, None),
+        };
+        Self {
+            state,
+            protocol,
+            version,
+            socket,
+            detail: outcome.as_ref().err().map(|e| e.to_string()),
+        }
+    }
+}
+
+/// Probes once, then keeps probing every `interval` in a background task; returns the
+/// receiving side of the published status.
+pub async fn spawn_monitor(
+    socket: PathBuf,
+    interval: Duration,
+    timeout: Duration,
+) -> watch::Receiver<HerdrStatus> {
+    let first = HerdrStatus::from_ping(&socket, &ping(&socket, timeout).await);
+    let (sender, receiver) = watch::channel(first);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let status = HerdrStatus::from_ping(&socket, &ping(&socket, timeout).await);
+            sender.send_if_modified(|current| {
+                if *current == status {
+                    return false;
+                }
+                *current = status;
+                true
+            });
+            if sender.is_closed() {
+                return;
+            }
+        }
+    });
+    receiver
+}

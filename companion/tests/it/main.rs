@@ -1,0 +1,11 @@
+//! Integration tests of the real `herdr-companion` binary (SPEC N1, N2).
+//!
+//! Each test uses its own temporary companion home (`HERDR_CONTINUITY_HOME`) and a Herdr
+//! socket path that does not exist unless the test is about Herdr.
+
+mod herdr_client;
+mod host;
+mod install;
+mod runtime;
+mod stream;
+mod support;

@@ -1,0 +1,196 @@
+//! The runtime daemon: socket permissions, single instance, stale sockets, peer uid
+//! (SPEC N2, docs/PROTOCOL.md "Names and places").
+
+use serde_json::json;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::process::Stdio;
+
+use crate::support::{LineClient, TestHome};
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// N2: the socket is 0600 inside a 0700 run directory inside a 0700 home.
+#[test]
+fn socket_is_0600_inside_a_private_directory() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    assert_eq!(mode(&home.home()), 0o700);
+    assert_eq!(mode(&home.home().join("run")), 0o700);
+    assert_eq!(mode(&home.socket()), 0o600);
+}
+
+/// docs/PROTOCOL.md "Methods": hello, ping, herdr.status, unknown methods and bad shapes.
+#[test]
+fn methods_answer_with_documented_shapes() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+
+    let hello = client.call(
+        "1",
+        "hello",
+        json!({"protocol": 1, "extension_version": "0.1.0"}),
+    );
+    let result = &hello["result"];
+    assert_eq!(result["type"], "hello");
+    assert_eq!(result["protocol"], 1);
+    assert_eq!(result["compatible"], true);
+    assert_eq!(result["runtime_version"], env!("CARGO_PKG_VERSION"));
+    assert!(result["boot_id"].as_str().is_some_and(|b| !b.is_empty()));
+    assert_eq!(result["herdr"]["state"], "not_running");
+    assert_eq!(
+        result["herdr"]["socket"],
+        home.herdr_socket.display().to_string()
+    );
+
+    let old = client.call(
+        "2",
+        "hello",
+        json!({"protocol": 0, "extension_version": "0.0.1"}),
+    );
+    assert_eq!(old["result"]["compatible"], false);
+
+    let pong = client.call("3", "ping", json!({}));
+    assert!(pong["result"]["server_time"]
+        .as_u64()
+        .is_some_and(|t| t > 0));
+
+    let status = client.call("4", "herdr.status", json!({}));
+    assert_eq!(status["result"]["type"], "herdr_status");
+    assert_eq!(status["result"]["herdr"]["state"], "not_running");
+    assert!(status["result"]["herdr"]["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("herdr server")));
+
+    let unknown = client.call("5", "no.such", json!({}));
+    assert_eq!(unknown["error"]["code"], "unknown_method");
+
+    let bad = client.call("6", "hello", json!({}));
+    assert_eq!(bad["error"]["code"], "bad_request");
+
+    client.send_raw(b"{\"method\":\"ping\"}");
+    let no_id = client.response_for("");
+    assert_eq!(no_id["error"]["code"], "bad_request");
+
+    let mut long = b"{\"id\":\"big\",\"method\":\"ping\",\"params\":{\"pad\":\"".to_vec();
+    long.extend(std::iter::repeat_n(b'x', 1024 * 1024));
+    long.extend_from_slice(b"\"}}");
+    client.send_raw(&long);
+    let too_long = client.response_for("");
+    assert_eq!(too_long["error"]["code"], "bad_request");
+    // The connection survives an oversize line.
+    assert_eq!(
+        client.call("7", "ping", json!({}))["result"]["type"],
+        "pong"
+    );
+}
+
+/// N2: a second runtime exits non-zero and leaves the live socket alone.
+#[test]
+fn a_second_runtime_exits_without_touching_the_live_socket() {
+    let home = TestHome::new();
+    let _first = home.start_runtime();
+    let inode_before = std::fs::metadata(home.socket()).expect("socket").ino();
+    let second = home
+        .command(&["runtime"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run second runtime");
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("already running"), "{stderr}");
+    assert_eq!(
+        std::fs::metadata(home.socket()).expect("socket").ino(),
+        inode_before
+    );
+    let mut client = LineClient::connect(&home.socket());
+    assert_eq!(
+        client.call("1", "ping", json!({}))["result"]["type"],
+        "pong"
+    );
+}
+
+/// N2: a socket file left by a crashed runtime is replaced by the next lock holder.
+#[test]
+fn a_stale_socket_file_is_recovered() {
+    let home = TestHome::new();
+    std::fs::create_dir_all(home.home().join("run")).expect("mkdir");
+    drop(std::os::unix::net::UnixListener::bind(home.socket()).expect("bind stale"));
+    assert!(home.socket().exists());
+    assert!(std::os::unix::net::UnixStream::connect(home.socket()).is_err());
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    assert_eq!(
+        client.call("1", "ping", json!({}))["result"]["type"],
+        "pong"
+    );
+}
+
+/// N2: SIGTERM stops the runtime cleanly and removes the socket.
+#[test]
+fn sigterm_removes_the_socket() {
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let status = runtime.terminate();
+    assert!(status.success(), "{status}");
+    assert!(!home.socket().exists());
+}
+
+/// N2: a client running as another uid is refused by the peer check itself. The test
+/// loosens the directory and socket modes first, so only the uid check stands in the way;
+/// the same doctor run as root (the runtime's uid) is answered.
+#[test]
+fn a_client_with_another_uid_is_refused() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!("this test needs root to run a client as `nobody`; run the suite as root (CI does)");
+    }
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    for dir in [
+        home.dir.path().to_path_buf(),
+        home.home(),
+        home.home().join("run"),
+    ] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::set_permissions(home.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod");
+
+    // A copy `nobody` can execute wherever the build directory lives.
+    let exe = home.dir.path().join("herdr-companion");
+    std::fs::copy(crate::support::bin(), &exe).expect("copy binary");
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let doctor = |as_nobody: bool| {
+        let mut command = if as_nobody {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&exe);
+            c
+        } else {
+            std::process::Command::new(crate::support::bin())
+        };
+        let output = command
+            .args(["doctor", "--user-data-dir"])
+            .arg(home.dir.path())
+            .env("HERDR_CONTINUITY_HOME", home.home())
+            .env("HERDR_SOCKET_PATH", &home.herdr_socket)
+            .output()
+            .expect("run doctor");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let as_root = doctor(false);
+    assert!(as_root.contains("answers hello"), "{as_root}");
+    let as_nobody = doctor(true);
+    assert!(
+        as_nobody.contains("FAIL  runtime does not answer hello"),
+        "{as_nobody}"
+    );
+    let log = std::fs::read_to_string(home.home().join("runtime.log")).expect("log");
+    assert!(log.contains("refused a client with uid 65534"), "{log}");
+}

@@ -1,0 +1,373 @@
+//! The runtime's Herdr catalog and replayable event stream (issue 3; SPEC P1, P2, P8, P9,
+//! N3) against the real `herdr-standin` and the real runtime binary.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use expect_test::{expect, Expect};
+
+use crate::support::{bin, TestHome};
+
+/// Path of the `herdr-standin` binary, built once if missing.
+fn standin_bin() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = Path::new(bin()).with_file_name("herdr-standin");
+        if !path.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            let status = Command::new(cargo)
+                .args(["build", "-p", "herdr-standin"])
+                .status()
+                .expect("run cargo build -p herdr-standin");
+            assert!(status.success(), "cargo build -p herdr-standin failed");
+        }
+        path
+    })
+    .clone()
+}
+
+/// A running stand-in; killed (by its own pid) when dropped.
+struct Standin {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Standin {
+    fn start(socket: &Path, seed: Option<&Value>, extra: &[&str]) -> Standin {
+        let mut command = Command::new(standin_bin());
+        command.arg("--socket").arg(socket).args(extra).stdout(Stdio::piped());
+        if let Some(seed) = seed {
+            let seed_path = socket.with_extension("seed.json");
+            std::fs::write(&seed_path, seed.to_string()).expect("write seed");
+            command.arg("--seed").arg(seed_path);
+        }
+        let mut child = command.spawn().expect("spawn herdr-standin");
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("ready");
+        assert!(ready.starts_with("ready "), "stand-in said {ready:?}");
+        Standin { child, socket: socket.to_path_buf() }
+    }
+
+    fn call(&self, method: &str, params: Value) -> Value {
+        let mut stream = UnixStream::connect(&self.socket).expect("connect stand-in");
+        let line = json!({"id": "t", "method": method, "params": params});
+        stream.write_all(format!("{line}\n").as_bytes()).expect("write");
+        let mut answer = String::new();
+        BufReader::new(stream).read_line(&mut answer).expect("read");
+        let value: Value = serde_json::from_str(&answer).expect("json");
+        assert!(value.get("result").is_some(), "stand-in refused {method}: {value}");
+        value
+    }
+
+    fn report(&self, pane: &str, state: &str) {
+        self.call("pane.report_agent", json!({"pane_id": pane, "source": "custom:test", "agent": "bot", "state": state}));
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Workspace `alpha`: w1:p1 and w1:p2 in the active tab, w1:p3 in a background tab.
+fn seed(states: [&str; 3]) -> Value {
+    json!({"workspaces": [{"label": "alpha", "tabs": [
+        {"panes": [{"agent": "bot", "state": states[0]}, {"agent": "bot", "state": states[1]}]},
+        {"label": "bg", "panes": [{"agent": "bot", "state": states[2]}]}]}]})
+}
+
+/// A runtime client that keeps responses and events apart.
+struct StreamClient {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl StreamClient {
+    fn connect(home: &TestHome) -> Self {
+        let stream = UnixStream::connect(home.socket()).expect("connect runtime");
+        stream.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+        let writer = stream.try_clone().expect("clone");
+        Self { reader: BufReader::new(stream), writer }
+    }
+
+    fn send(&mut self, id: &str, method: &str, params: Value) {
+        let line = json!({"id": id, "method": method, "params": params});
+        self.writer.write_all(format!("{line}\n").as_bytes()).expect("write");
+    }
+
+    /// The next message within `wait`, or None.
+    fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = Instant::now() + wait;
+        let mut line = String::new();
+        while Instant::now() < deadline {
+            match self.reader.read_line(&mut line) {
+                Ok(0) => return None,
+                Ok(_) if line.ends_with('\n') => return Some(serde_json::from_str(&line).expect("json")),
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e) => panic!("read runtime: {e}"),
+            }
+        }
+        None
+    }
+
+    /// Stream events (not responses) until `until` matches one; returns them all.
+    fn events_until(&mut self, until: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.next_within(Duration::from_secs(10)).unwrap_or_else(|| panic!("timed out; saw {seen:#?}"));
+            if message.get("event").is_none() {
+                continue;
+            }
+            let done = until(&message);
+            seen.push(message);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Every stream event arriving within `quiet`.
+    fn drain(&mut self, quiet: Duration) -> Vec<Value> {
+        let mut seen = Vec::new();
+        while let Some(message) = self.next_within(quiet) {
+            if message.get("event").is_some() {
+                seen.push(message);
+            }
+        }
+        seen
+    }
+
+    fn subscribe(&mut self, after_seq: Option<i64>) -> Value {
+        let params = after_seq.map_or(json!({}), |s| json!({"after_seq": s}));
+        self.send("sub", "events.subscribe", params);
+        let hello = self.events_until(|m| m["event"] == "hello");
+        hello.last().cloned().expect("hello")
+    }
+}
+
+fn is_agent(m: &Value) -> bool {
+    matches!(m["event"].as_str(), Some("agent_working" | "agent_settled"))
+}
+
+fn agent_event(event: &str, pane: &str) -> impl Fn(&Value) -> bool {
+    let (event, pane) = (event.to_owned(), pane.to_owned());
+    move |m: &Value| m["event"] == event.as_str() && m["data"]["pane_id"] == pane.as_str()
+}
+
+/// One line per agent event: `agent_settled w1:p1 working -> idle`.
+fn trace(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|m| is_agent(m))
+        .map(|m| {
+            let d = &m["data"];
+            format!(
+                "{} {} {} -> {}\n",
+                m["event"].as_str().unwrap_or(""),
+                d["pane_id"].as_str().unwrap_or(""),
+                d["previous_status"].as_str().unwrap_or(""),
+                d["status"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn check(events: &[Value], expected: Expect) {
+    expected.assert_eq(&trace(events));
+}
+
+struct Rig {
+    home: TestHome,
+    standin: Standin,
+    runtime: crate::support::RuntimeProcess,
+}
+
+fn rig(states: [&str; 3], extra: &[&str]) -> Rig {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let standin = Standin::start(&home.herdr_socket, Some(&seed(states)), extra);
+    let runtime = home.start_runtime();
+    Rig { home, standin, runtime }
+}
+
+/// Drives one report and waits for the event it must cause.
+fn step(rig: &Rig, client: &mut StreamClient, pane: &str, state: &str, event: &str, log: &mut Vec<Value>) {
+    rig.standin.report(pane, state);
+    log.extend(client.events_until(agent_event(event, pane)));
+}
+
+#[test]
+fn three_panes_settle_once_per_transition_in_any_order_p8() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    let mut client = StreamClient::connect(&rig.home);
+    let hello = client.subscribe(Some(0));
+    assert_eq!(hello["data"]["protocol"], "herdr-continuity-events/1");
+    // The catalog arrives first: one workspace, three panes.
+    let catalog = client.events_until(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3");
+    assert!(catalog.iter().any(|m| m["event"] == "workspace_upsert" && m["data"]["label"] == "alpha"));
+    std::thread::sleep(Duration::from_millis(300));
+
+    let mut log = Vec::new();
+    for pane in ["w1:p1", "w1:p2", "w1:p3"] {
+        step(&rig, &mut client, pane, "working", "agent_working", &mut log);
+    }
+    step(&rig, &mut client, "w1:p1", "idle", "agent_settled", &mut log);
+    step(&rig, &mut client, "w1:p2", "blocked", "agent_settled", &mut log);
+    step(&rig, &mut client, "w1:p3", "idle", "agent_settled", &mut log);
+    // Second order: reversed, and a blocked agent that goes idle does not settle again.
+    for pane in ["w1:p3", "w1:p1"] {
+        step(&rig, &mut client, pane, "working", "agent_working", &mut log);
+    }
+    rig.standin.report("w1:p2", "idle");
+    step(&rig, &mut client, "w1:p3", "blocked", "agent_settled", &mut log);
+    step(&rig, &mut client, "w1:p1", "idle", "agent_settled", &mut log);
+    log.extend(client.drain(Duration::from_millis(700)));
+    check(&log, expect![[r#"
+        agent_working w1:p1 idle -> working
+        agent_working w1:p2 idle -> working
+        agent_working w1:p3 done -> working
+        agent_settled w1:p1 working -> idle
+        agent_settled w1:p2 working -> blocked
+        agent_settled w1:p3 working -> done
+        agent_working w1:p3 done -> working
+        agent_working w1:p1 idle -> working
+        agent_settled w1:p3 working -> blocked
+        agent_settled w1:p1 working -> idle
+    "#]]);
+    let seqs: Vec<i64> = log.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq strictly increases: {seqs:?}");
+    drop(rig.runtime);
+}
+
+#[test]
+fn restarting_herdr_mid_run_resyncs_and_delivers_each_missed_settle_once_p9() {
+    let mut rig = rig(["working", "working", "idle"], &[]);
+    let mut client = StreamClient::connect(&rig.home);
+    client.subscribe(Some(0));
+    let mut log = client.events_until(agent_event("agent_working", "w1:p2"));
+    // Herdr goes away; while it is down the agents move on; it comes back with that state.
+    let socket = rig.standin.socket.clone();
+    drop(std::mem::replace(&mut rig.standin, Standin::start(&socket.with_extension("tmp"), None, &[])));
+    std::thread::sleep(Duration::from_millis(500));
+    rig.standin = Standin::start(&socket, Some(&seed(["idle", "blocked", "working"])), &[]);
+    log.extend(client.events_until(agent_event("agent_working", "w1:p3")));
+    log.extend(client.drain(Duration::from_secs(3)));
+    check(&log, expect![[r#"
+        agent_working w1:p1 unknown -> working
+        agent_working w1:p2 unknown -> working
+        agent_settled w1:p1 working -> idle
+        agent_settled w1:p2 working -> blocked
+        agent_working w1:p3 done -> working
+    "#]]);
+    // The runtime is live again: a new transition still arrives.
+    rig.standin.report("w1:p3", "idle");
+    let tail = client.events_until(agent_event("agent_settled", "w1:p3"));
+    check(&tail, expect![[r#"
+        agent_settled w1:p3 working -> done
+    "#]]);
+}
+
+#[test]
+fn a_reconnecting_client_gets_what_it_missed_once_and_old_boots_are_stale_p9() {
+    let mut rig = rig(["idle", "idle", "idle"], &[]);
+    let mut first = StreamClient::connect(&rig.home);
+    first.subscribe(Some(0));
+    first.events_until(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut seen = Vec::new();
+    step(&rig, &mut first, "w1:p1", "working", "agent_working", &mut seen);
+    let last_seq = seen.last().and_then(|m| m["data"]["seq"].as_i64()).expect("seq");
+    drop(first);
+
+    // While no client is connected: p1 settles, p2 starts.
+    rig.standin.report("w1:p1", "idle");
+    rig.standin.report("w1:p2", "working");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut second = StreamClient::connect(&rig.home);
+    let hello = second.subscribe(Some(last_seq));
+    let boot = hello["data"]["boot_id"].clone();
+    let missed = second.drain(Duration::from_millis(700));
+    check(&missed, expect![[r#"
+        agent_settled w1:p1 working -> idle
+        agent_working w1:p2 idle -> working
+    "#]]);
+    assert!(missed.iter().all(|m| m["data"]["seq"].as_i64() > Some(last_seq) && m["data"]["stale"] == false));
+    // A live event after the replay seam arrives once.
+    rig.standin.report("w1:p2", "idle");
+    let live = second.events_until(agent_event("agent_settled", "w1:p2"));
+    let live_more = second.drain(Duration::from_millis(500));
+    check(&[live, live_more].concat(), expect![[r#"
+        agent_settled w1:p2 working -> idle
+    "#]]);
+    drop(second);
+
+    // After a runtime restart the old events replay marked stale (other boot_id).
+    rig.runtime.terminate();
+    rig.runtime = rig.home.start_runtime();
+    let mut third = StreamClient::connect(&rig.home);
+    let hello = third.subscribe(Some(0));
+    assert_ne!(hello["data"]["boot_id"], boot);
+    let replay = third.drain(Duration::from_millis(700));
+    let old: Vec<&Value> = replay.iter().filter(|m| m["data"]["boot_id"] == boot).collect();
+    assert!(!old.is_empty() && old.iter().all(|m| m["data"]["stale"] == true));
+    let seqs: Vec<i64> = replay.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+}
+
+#[test]
+fn junk_lines_from_herdr_are_skipped_and_the_subscription_survives() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    let mut client = StreamClient::connect(&rig.home);
+    client.subscribe(Some(0));
+    client.events_until(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3");
+    std::thread::sleep(Duration::from_millis(300));
+    rig.standin.call("standin.inject_lines", json!({"oversized_bytes": 2 << 20, "lines": [
+        "not json at all", "[1,2,3]", "{\"event\":\"mystery\",\"data\":{}}",
+        "{\"event\":\"pane.agent_status_changed\",\"data\":{\"pane_id\":\"w1:p1\"}}",
+    ]}));
+    let mut log = Vec::new();
+    step(&rig, &mut client, "w1:p1", "working", "agent_working", &mut log);
+    step(&rig, &mut client, "w1:p1", "idle", "agent_settled", &mut log);
+    check(&log, expect![[r#"
+        agent_working w1:p1 idle -> working
+        agent_settled w1:p1 working -> idle
+    "#]]);
+    let read = {
+        client.send("r", "herdr.pane_read", json!({"pane_id": "w1:p1", "lines": 5}));
+        loop {
+            let m = client.next_within(Duration::from_secs(5)).expect("pane_read answer");
+            if m["id"] == "r" {
+                break m;
+            }
+        }
+    };
+    assert_eq!(read["result"]["type"], "herdr_pane_read", "{read}");
+}
+
+#[test]
+fn an_unsupported_herdr_protocol_is_reported_clearly() {
+    let rig = rig(["idle", "idle", "idle"], &["--protocol", "19"]);
+    let mut client = StreamClient::connect(&rig.home);
+    client.send("s", "herdr.status", json!({}));
+    client.send("w", "herdr.workspaces", json!({}));
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let m = client.next_within(Duration::from_secs(5)).expect("answers");
+        if m.get("id").is_some() {
+            answers.push(m);
+        }
+    }
+    answers.sort_by_key(|m| m["id"].as_str().unwrap_or("").to_owned());
+    assert_eq!(answers[0]["result"]["herdr"]["state"], "unsupported_protocol", "{}", answers[0]);
+    assert_eq!(answers[1]["error"]["code"], "unsupported_protocol", "{}", answers[1]);
+    let message = answers[1]["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("19") && message.contains("20") && message.contains("update"), "{message}");
+}

@@ -1,0 +1,51 @@
+// Reads the extension's in-page HUD: host element <herdr-continuity-hud> on
+// document.documentElement with an open shadow root (Playwright's CSS locators pierce open
+// shadow roots). Lines are identified by the i18n message key the worker chose
+// (ext-core/src/hud.rs `HudView`), so the tests do not depend on the wording.
+import { expect } from '@playwright/test';
+
+export const HUD_HOST = 'herdr-continuity-hud';
+
+/** Message keys of a companion that is not connected (ext-core hud.rs `offline_line`). */
+export const COMPANION_OFFLINE_KEYS = [
+  'companionExited',
+  'companionRuntimeUnreachable',
+  'companionNoAnswer',
+  'companionPortError',
+  'companionConnecting',
+];
+
+export class HudProbe {
+  constructor(page) {
+    this.page = page;
+    this.host = page.locator(HUD_HOST);
+    this.companion = this.host.locator('[data-hud-line="companion"]');
+    this.herdr = this.host.locator('[data-hud-line="herdr"]');
+  }
+
+  action(id) {
+    return this.host.locator(`[data-hud-action="${id}"]`);
+  }
+
+  async expectCompanionConnected(timeout = 20_000) {
+    await expect(this.companion, 'HUD companion line should say connected').toHaveAttribute('data-key', 'companionConnected', { timeout });
+  }
+
+  /** Herdr connected, and the protocol number Herdr reported is shown. */
+  async expectHerdrConnected(protocol, timeout = 20_000) {
+    await expect(this.herdr, 'HUD Herdr line should say connected').toHaveAttribute('data-key', 'herdrConnected', { timeout });
+    await expect(this.herdr).toContainText(String(protocol));
+  }
+
+  async expectCompanionOffline(timeout = 10_000) {
+    const offline = new RegExp(`^(${COMPANION_OFFLINE_KEYS.join('|')})$`);
+    await expect(this.companion, 'HUD companion line should say offline').toHaveAttribute('data-key', offline, { timeout });
+    await expect(this.herdr).not.toHaveAttribute('data-key', 'herdrConnected', { timeout });
+  }
+
+  /** A readable one-line summary of what the HUD shows (for the demo's narration). */
+  async describe() {
+    const text = async (loc) => ((await loc.count()) ? (await loc.first().innerText()).replace(/\s+/g, ' ').trim() : '(absent)');
+    return `companion: ${await text(this.companion)} | herdr: ${await text(this.herdr)}`;
+  }
+}

@@ -1,0 +1,165 @@
+// One isolated world per test: a temp dir holding a companion home, a Herdr stand-in
+// socket, and a Chromium profile with the companion's Native Messaging host installed.
+//
+// Invariants:
+// - Nothing outside the sandbox's temp dir is written by the companion or the stand-in:
+//   `HERDR_CONTINUITY_HOME` and `HERDR_SOCKET_PATH` point inside it, and Chromium reads the
+//   host manifest from `<userDataDir>/NativeMessagingHosts/`.
+// - `dispose()` stops every process the sandbox started, including a runtime the native host
+//   autostarted (found by its environment, which names this sandbox's home), and removes the dir.
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from '@playwright/test';
+import { CHROMIUM_BIN, EXTENSION_DIR, EXTENSION_ID } from './paths.mjs';
+import { runCompanion, sleep, startRuntime, startStandin } from './processes.mjs';
+import { recordSecurityPolicyViolations } from './csp-recorder.mjs';
+
+export class Sandbox {
+  /**
+   * @param {object} options
+   * @param {boolean} [options.autostart] whether the native host may start a runtime itself
+   *   (`HERDR_COMPANION_AUTOSTART`, docs/PROTOCOL.md). Default true.
+   */
+  constructor({ autostart = true } = {}) {
+    // A short base path: Unix socket paths are limited to 108 bytes.
+    this.dir = mkdtempSync(path.join(os.tmpdir(), 'hc-e2e-'));
+    this.home = path.join(this.dir, 'home');
+    this.herdrSocket = path.join(this.dir, 'herdr.sock');
+    this.userDataDir = path.join(this.dir, 'profile');
+    mkdirSync(this.home, { mode: 0o700 });
+    mkdirSync(this.userDataDir);
+    this.env = {
+      ...process.env,
+      HERDR_CONTINUITY_HOME: this.home,
+      HERDR_SOCKET_PATH: this.herdrSocket,
+      HERDR_COMPANION_AUTOSTART: autostart ? '1' : '0',
+    };
+    delete this.env.HERDR_SESSION;
+    this.standin = null;
+    this.runtime = null;
+    this.context = null;
+  }
+
+  /** Starts the Herdr stand-in on this sandbox's socket. */
+  async startHerdr(extraArgs = []) {
+    this.standin = await startStandin({ socketPath: this.herdrSocket, env: this.env, extraArgs });
+    return this.standin;
+  }
+
+  async stopHerdr() {
+    await this.standin?.stop();
+    this.standin = null;
+  }
+
+  /** Starts `herdr-companion runtime` as a child of the test. */
+  async startRuntime() {
+    this.runtime = await startRuntime({ home: this.home, env: this.env });
+    return this.runtime;
+  }
+
+  /** SIGTERM to the runtime and wait until it has exited. */
+  async stopRuntime() {
+    await this.runtime?.stop();
+    this.runtime = null;
+  }
+
+  /** `herdr-companion install --browser chromium --user-data-dir <profile>`. */
+  async installHost() {
+    return runCompanion(['install', '--browser', 'chromium', '--user-data-dir', this.userDataDir], this.env);
+  }
+
+  /**
+   * Launches headless Chromium with the built extension and this sandbox's environment
+   * (Chromium hands it to the native host it spawns). Returns `{ context, worker }`.
+   */
+  async launchBrowser() {
+    this.context = await chromium.launchPersistentContext(this.userDataDir, {
+      executablePath: CHROMIUM_BIN,
+      headless: true,
+      env: this.env,
+      args: [
+        `--disable-extensions-except=${EXTENSION_DIR}`,
+        `--load-extension=${EXTENSION_DIR}`,
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+    });
+    await recordSecurityPolicyViolations(this.context);
+    const worker = await this.extensionWorker();
+    return { context: this.context, worker };
+  }
+
+  /** The extension's MV3 service worker (waits for it to register). */
+  async extensionWorker(timeoutMs = 15_000) {
+    const isOurs = (w) => w.url().startsWith(`chrome-extension://${EXTENSION_ID}/`);
+    const found = this.context.serviceWorkers().find(isOurs);
+    if (found) return found;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const remaining = deadline - Date.now();
+      const w = await this.context.waitForEvent('serviceworker', { timeout: remaining }).catch(() => null);
+      if (w && isOurs(w)) return w;
+      const again = this.context.serviceWorkers().find(isOurs);
+      if (again) return again;
+    }
+    throw new Error(
+      `The extension's service worker (id ${EXTENSION_ID}) did not start within ${timeoutMs} ms. ` +
+        'Check that dist/extension exists (bash scripts/build.sh) and that its manifest loads.',
+    );
+  }
+
+  /** Pids of processes whose environment names this sandbox's companion home. */
+  processesOfThisHome() {
+    const needle = `HERDR_CONTINUITY_HOME=${this.home}\0`;
+    const pids = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+      try {
+        const environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
+        if ((environ + '\0').includes(needle)) pids.push(Number(entry));
+      } catch {
+        // The process exited or is not ours to read: nothing to clean up.
+      }
+    }
+    return pids;
+  }
+
+  async dispose() {
+    await this.context?.close().catch(() => {});
+    this.context = null;
+    await this.stopRuntime();
+    await this.stopHerdr();
+    // A runtime the host autostarted is no child of ours; it carries our home in its env.
+    let pids = this.processesOfThisHome();
+    for (const pid of pids) safeKill(pid, 'SIGTERM');
+    for (let i = 0; i < 40 && pids.length > 0; i++) {
+      await sleep(50);
+      pids = pids.filter(isAlive);
+    }
+    for (const pid of pids) safeKill(pid, 'SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function safeKill(pid, signal) {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

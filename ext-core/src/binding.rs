@@ -1,0 +1,456 @@
+//! Bindings: which web scope maps to which Herdr workspace (SPEC B1–B7).
+//!
+//! A binding maps a [`Scope`] (a ChatGPT Project by `project_id`, or one conversation) to
+//! a Herdr workspace. The workspace id is identity; its label is display only and is
+//! refreshed from the live catalog (B1). A Project remembers the concrete conversation
+//! open in it as the delivery target, `active_conv_key` (B3). A binding made on the
+//! ChatGPT root page is kept pending for that tab and migrated once, when the tab first
+//! enters a concrete Project or conversation (B4).
+//!
+//! Invariants:
+//! - A scope has at most one binding; a tab has at most one pending binding.
+//! - A pending binding is migrated at most once: after migration (or discard) it is gone.
+//! - Migration never overwrites an existing binding of the target scope: the durable
+//!   binding wins and the pending one is discarded with a displayable reason.
+//! - Bindings never change because of a label: only `Bind` / `Unbind` change identity.
+//! - The whole machine is plain serde data: a snapshot restores it exactly (B7).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
+use crate::Millis;
+
+/// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
+pub type TabId = u32;
+
+/// One workspace as the live Herdr catalog lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogWorkspace {
+    /// Herdr's workspace id (`w1`): the identity of a binding.
+    pub workspace_id: String,
+    /// Herdr's current label, for display only.
+    pub label: String,
+}
+
+/// A durable binding of one scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeBinding {
+    /// The bound scope.
+    pub scope: Scope,
+    /// The bound workspace's id (identity, B1).
+    pub workspace_id: String,
+    /// The workspace label last seen (display only, B1).
+    pub label: String,
+    /// False when the last catalog refresh did not list the workspace.
+    pub workspace_in_catalog: bool,
+    /// Project scopes: the conversation open in the Project, where messages go (B3).
+    /// Conversation scopes: always the conversation itself.
+    pub active_conv_key: Option<String>,
+    /// When the binding was made.
+    pub bound_at: Millis,
+}
+
+impl ScopeBinding {
+    /// Where progress and continue messages for this scope are delivered, if anywhere.
+    pub fn delivery_target(&self) -> Option<ConversationRef> {
+        let site = match &self.scope {
+            Scope::Project { .. } => Site::ChatGpt,
+            Scope::Conversation { site, .. } => *site,
+        };
+        self.active_conv_key
+            .as_ref()
+            .map(|conversation_id| ConversationRef {
+                site,
+                conversation_id: conversation_id.clone(),
+            })
+    }
+}
+
+/// A binding made on the root page, waiting for the tab to enter a concrete scope (B4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingBinding {
+    /// The chosen workspace's id.
+    pub workspace_id: String,
+    /// The chosen workspace's label (display only).
+    pub label: String,
+    /// When the user chose it.
+    pub saved_at: Millis,
+}
+
+/// Facts and commands the shell feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BindingInput {
+    /// The user binds the page shown in `tab` to a workspace.
+    Bind {
+        /// The tab the HUD acted in.
+        tab: TabId,
+        /// What the tab shows.
+        page: PageKind,
+        /// The chosen workspace.
+        workspace: CatalogWorkspace,
+    },
+    /// The user removes the binding of the page shown in `tab` (or its pending binding).
+    Unbind {
+        /// The tab the HUD acted in.
+        tab: TabId,
+        /// What the tab shows.
+        page: PageKind,
+    },
+    /// A tab now shows `page` (navigation, reload, SPA route change).
+    PageVisited {
+        /// The tab.
+        tab: TabId,
+        /// What it shows now.
+        page: PageKind,
+    },
+    /// A tab was closed: its pending binding is dropped.
+    TabClosed {
+        /// The closed tab.
+        tab: TabId,
+    },
+    /// A fresh list of the workspaces Herdr has (B1 label refresh).
+    CatalogRefreshed {
+        /// Every workspace currently listed.
+        workspaces: Vec<CatalogWorkspace>,
+    },
+}
+
+/// Why a pending root-page binding was dropped without migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingDiscardReason {
+    /// The tab was closed before it entered a conversation.
+    TabClosed,
+    /// The user removed it.
+    Unbound,
+    /// The scope the tab entered already had its own binding, which is kept.
+    ScopeAlreadyBound,
+}
+
+/// Why a bind request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "page", rename_all = "snake_case")]
+pub enum BindRefusal {
+    /// The page cannot be bound.
+    UnsupportedPage(UnsupportedPage),
+    /// The workspace id was empty.
+    EmptyWorkspaceId,
+}
+
+impl BindRefusal {
+    /// What happened and what to do, for the HUD.
+    pub fn message(self) -> &'static str {
+        match self {
+            BindRefusal::UnsupportedPage(reason) => reason.message(),
+            BindRefusal::EmptyWorkspaceId => "No workspace was chosen. Pick a Herdr workspace from the list and bind again.",
+        }
+    }
+}
+
+/// Decisions for the shell to persist, display or act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BindingOutput {
+    /// A scope is now bound (new binding or rebinding to another workspace).
+    Bound {
+        /// The scope.
+        scope: Scope,
+        /// Its workspace.
+        workspace_id: String,
+    },
+    /// A binding made on the root page is kept for the tab (B4).
+    PendingSaved {
+        /// The tab.
+        tab: TabId,
+        /// The chosen workspace.
+        workspace_id: String,
+    },
+    /// A pending binding became the binding of the scope the tab entered (B4).
+    PendingMigrated {
+        /// The tab.
+        tab: TabId,
+        /// The scope it entered.
+        scope: Scope,
+        /// The workspace.
+        workspace_id: String,
+    },
+    /// A pending binding was dropped.
+    PendingDiscarded {
+        /// The tab.
+        tab: TabId,
+        /// Why.
+        reason: PendingDiscardReason,
+    },
+    /// A Project's delivery target changed (B3).
+    ActiveTargetChanged {
+        /// The Project.
+        project_id: String,
+        /// The conversation now receiving messages.
+        conversation_id: String,
+    },
+    /// A scope's binding was removed.
+    Unbound {
+        /// The scope.
+        scope: Scope,
+        /// The workspace it was bound to.
+        workspace_id: String,
+    },
+    /// A bound workspace's label changed in the catalog (display only).
+    LabelRefreshed {
+        /// The workspace.
+        workspace_id: String,
+        /// Its new label.
+        label: String,
+    },
+    /// A bound workspace appeared in or vanished from the catalog.
+    WorkspacePresenceChanged {
+        /// The workspace.
+        workspace_id: String,
+        /// Whether the catalog lists it now.
+        in_catalog: bool,
+    },
+    /// A bind request was refused.
+    BindRefused {
+        /// Why.
+        reason: BindRefusal,
+    },
+}
+
+/// The binding table of the extension.
+///
+/// Driver contract: the shell calls [`Bindings::handle`] with each input and then drains
+/// [`Bindings::poll`] until `None`, persisting [`Bindings`] (it is serde data) after each
+/// drained batch; on a service-worker start it deserializes the last snapshot. This
+/// machine has no timers. Queries ([`Bindings::binding_for`], [`Bindings::list`], …) may be
+/// called at any time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bindings {
+    /// Durable bindings by [`Scope::key`].
+    bindings: BTreeMap<String, ScopeBinding>,
+    /// Root-page pending bindings by tab.
+    pending: BTreeMap<TabId, PendingBinding>,
+    /// Decisions not yet drained; not persisted (the effects are already in the state).
+    #[serde(skip)]
+    outputs: VecDeque<BindingOutput>,
+}
+
+impl Bindings {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one input.
+    pub fn handle(&mut self, now: Millis, input: BindingInput) {
+        match input {
+            BindingInput::Bind {
+                tab,
+                page,
+                workspace,
+            } => self.bind(now, tab, page, workspace),
+            BindingInput::Unbind { tab, page } => self.unbind(tab, &page),
+            BindingInput::PageVisited { tab, page } => self.visit(now, tab, &page),
+            BindingInput::TabClosed { tab } => {
+                if self.pending.remove(&tab).is_some() {
+                    self.outputs.push_back(BindingOutput::PendingDiscarded {
+                        tab,
+                        reason: PendingDiscardReason::TabClosed,
+                    });
+                }
+            }
+            BindingInput::CatalogRefreshed { workspaces } => self.refresh(&workspaces),
+        }
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<BindingOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The binding of a scope.
+    pub fn binding_for(&self, scope: &Scope) -> Option<&ScopeBinding> {
+        self.bindings.get(&scope.key())
+    }
+
+    /// The pending root-page binding of a tab.
+    pub fn pending_for(&self, tab: TabId) -> Option<&PendingBinding> {
+        self.pending.get(&tab)
+    }
+
+    /// Every binding, ordered by scope key.
+    pub fn list(&self) -> impl Iterator<Item = &ScopeBinding> {
+        self.bindings.values()
+    }
+
+    /// The scopes bound to a workspace (to route its settle events), ordered by key.
+    pub fn scopes_bound_to<'a>(&'a self, workspace_id: &'a str) -> impl Iterator<Item = &'a Scope> {
+        self.bindings
+            .values()
+            .filter(move |b| b.workspace_id == workspace_id)
+            .map(|b| &b.scope)
+    }
+
+    fn bind(&mut self, now: Millis, tab: TabId, page: PageKind, workspace: CatalogWorkspace) {
+        if workspace.workspace_id.is_empty() {
+            self.outputs.push_back(BindingOutput::BindRefused {
+                reason: BindRefusal::EmptyWorkspaceId,
+            });
+            return;
+        }
+        match (&page, page.scope()) {
+            (PageKind::Root, _) => {
+                self.outputs.push_back(BindingOutput::PendingSaved {
+                    tab,
+                    workspace_id: workspace.workspace_id.clone(),
+                });
+                self.pending.insert(
+                    tab,
+                    PendingBinding {
+                        workspace_id: workspace.workspace_id,
+                        label: workspace.label,
+                        saved_at: now,
+                    },
+                );
+            }
+            (_, Some(scope)) => {
+                // An explicit bind on a concrete page supersedes the tab's pending choice.
+                self.pending.remove(&tab);
+                self.install(now, scope, workspace.workspace_id, workspace.label);
+                self.note_active_conversation(&page);
+            }
+            (PageKind::Unsupported { reason }, None) => {
+                self.outputs.push_back(BindingOutput::BindRefused {
+                    reason: BindRefusal::UnsupportedPage(*reason),
+                });
+            }
+            (_, None) => self.outputs.push_back(BindingOutput::BindRefused {
+                reason: BindRefusal::UnsupportedPage(UnsupportedPage::NotAChatPage),
+            }),
+        }
+    }
+
+    fn install(&mut self, now: Millis, scope: Scope, workspace_id: String, label: String) {
+        let key = scope.key();
+        let previous_target = self.bindings.get(&key).and_then(|b| b.active_conv_key.clone());
+        let active_conv_key = match &scope {
+            Scope::Project { .. } => previous_target,
+            Scope::Conversation {
+                conversation_id, ..
+            } => Some(conversation_id.clone()),
+        };
+        self.outputs.push_back(BindingOutput::Bound {
+            scope: scope.clone(),
+            workspace_id: workspace_id.clone(),
+        });
+        self.bindings.insert(
+            key,
+            ScopeBinding {
+                scope,
+                workspace_id,
+                label,
+                workspace_in_catalog: true,
+                active_conv_key,
+                bound_at: now,
+            },
+        );
+    }
+
+    fn unbind(&mut self, tab: TabId, page: &PageKind) {
+        if let PageKind::Root = page {
+            if self.pending.remove(&tab).is_some() {
+                self.outputs.push_back(BindingOutput::PendingDiscarded {
+                    tab,
+                    reason: PendingDiscardReason::Unbound,
+                });
+            }
+            return;
+        }
+        if let Some(scope) = page.scope() {
+            if let Some(removed) = self.bindings.remove(&scope.key()) {
+                self.outputs.push_back(BindingOutput::Unbound {
+                    scope,
+                    workspace_id: removed.workspace_id,
+                });
+            }
+        }
+    }
+
+    fn visit(&mut self, now: Millis, tab: TabId, page: &PageKind) {
+        if let Some(scope) = page.scope() {
+            if let Some(pending) = self.pending.remove(&tab) {
+                if self.bindings.contains_key(&scope.key()) {
+                    self.outputs.push_back(BindingOutput::PendingDiscarded {
+                        tab,
+                        reason: PendingDiscardReason::ScopeAlreadyBound,
+                    });
+                } else {
+                    self.outputs.push_back(BindingOutput::PendingMigrated {
+                        tab,
+                        scope: scope.clone(),
+                        workspace_id: pending.workspace_id.clone(),
+                    });
+                    self.install(now, scope, pending.workspace_id, pending.label);
+                }
+            }
+        }
+        self.note_active_conversation(page);
+    }
+
+    /// B3: the concrete conversation open in a bound Project becomes its delivery target.
+    fn note_active_conversation(&mut self, page: &PageKind) {
+        let PageKind::ProjectChat {
+            project_id,
+            conversation_id,
+        } = page
+        else {
+            return;
+        };
+        let key = Scope::Project {
+            project_id: project_id.clone(),
+        }
+        .key();
+        if let Some(binding) = self.bindings.get_mut(&key) {
+            if binding.active_conv_key.as_deref() != Some(conversation_id.as_str()) {
+                binding.active_conv_key = Some(conversation_id.clone());
+                self.outputs.push_back(BindingOutput::ActiveTargetChanged {
+                    project_id: project_id.clone(),
+                    conversation_id: conversation_id.clone(),
+                });
+            }
+        }
+    }
+
+    fn refresh(&mut self, workspaces: &[CatalogWorkspace]) {
+        // Several scopes may share a workspace: report each change once per workspace.
+        let mut reported: BTreeSet<(String, &'static str)> = BTreeSet::new();
+        for binding in self.bindings.values_mut() {
+            let listed = workspaces
+                .iter()
+                .find(|w| w.workspace_id == binding.workspace_id);
+            let in_catalog = listed.is_some();
+            if let Some(live) = listed {
+                if live.label != binding.label {
+                    binding.label = live.label.clone();
+                    if reported.insert((live.workspace_id.clone(), "label")) {
+                        self.outputs.push_back(BindingOutput::LabelRefreshed {
+                            workspace_id: live.workspace_id.clone(),
+                            label: live.label.clone(),
+                        });
+                    }
+                }
+            }
+            if binding.workspace_in_catalog != in_catalog {
+                binding.workspace_in_catalog = in_catalog;
+                if reported.insert((binding.workspace_id.clone(), "presence")) {
+                    self.outputs.push_back(BindingOutput::WorkspacePresenceChanged {
+                        workspace_id: binding.workspace_id.clone(),
+                        in_catalog,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Progress push: low-noise progress messages while a scope is working (SPEC P2–P6, P8).
+//!
+//! `progressTickSec` is how often the machine *checks* for a summary, not how often it
+//! sends (P3). A progress message goes out only for a new, non-empty summary that differs
+//! from the last one sent (P4). After `progressFallbackSec` without a new summary, one
+//! fallback status may go out (P5). The last sent summary and its time are part of the
+//! persisted state, so dedup survives a service-worker restart (P6). Working starts the
+//! checks (P2); settle stops them (P8).
+//!
+//! Invariants:
+//! - Two delivered summaries in a row are never equal (after trimming), across working
+//!   episodes and restarts.
+//! - At most one message is in flight; nothing new is offered until the owner reports
+//!   [`ProgressInput::Delivered`] or [`ProgressInput::NotDelivered`].
+//! - At most one fallback per quiet stretch; a delivered new summary starts a new stretch.
+//! - While idle (settled), no deadline exists and nothing is offered.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// Options page settings (O4) in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressConfig {
+    /// How often to check for a new summary (`progressTickSec`, default 60 s).
+    pub tick_ms: Millis,
+    /// Quiet time before one fallback status (`progressFallbackSec`, default 1200 s).
+    pub fallback_ms: Millis,
+}
+
+impl Default for ProgressConfig {
+    fn default() -> Self {
+        Self {
+            tick_ms: 60_000,
+            fallback_ms: 1_200_000,
+        }
+    }
+}
+
+impl ProgressConfig {
+    /// The smallest check interval accepted; smaller values are raised to it so a bad
+    /// option can never make a busy loop.
+    pub const MIN_TICK_MS: Millis = 5_000;
+
+    fn clamped(self) -> Self {
+        let tick_ms = self.tick_ms.max(Self::MIN_TICK_MS);
+        Self {
+            tick_ms,
+            fallback_ms: self.fallback_ms.max(tick_ms),
+        }
+    }
+}
+
+/// A summary that was delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentSummary {
+    /// The trimmed text.
+    pub text: String,
+    /// When its delivery was confirmed.
+    pub at: Millis,
+}
+
+/// What is waiting for a delivery result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InFlightProgress {
+    /// A new summary.
+    Summary {
+        /// The trimmed text offered.
+        text: String,
+    },
+    /// The fallback status.
+    Fallback,
+}
+
+/// Whether the scope is working.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum ProgressPhase {
+    /// Settled or never worked: no checks.
+    Idle,
+    /// Working: checks run.
+    Working {
+        /// When the scope went working.
+        since: Millis,
+        /// Next summary check.
+        next_check_at: Millis,
+        /// When the fallback is due; `None` once sent in this quiet stretch.
+        fallback_due_at: Option<Millis>,
+    },
+}
+
+/// The machine's timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressTimer {
+    /// Time to ask for a summary.
+    Check,
+    /// Time for the fallback status.
+    Fallback,
+}
+
+/// Facts the owner feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProgressInput {
+    /// The scope went working (P2).
+    ScopeWorking,
+    /// The scope settled (P8).
+    ScopeSettled,
+    /// Answer to [`ProgressOutput::CheckSummary`]: the latest summary, if any.
+    SummaryChecked {
+        /// The summary text; `None` when none exists or the check failed.
+        summary: Option<String>,
+    },
+    /// The in-flight message was confirmed on the page.
+    Delivered,
+    /// The in-flight message was not sent (withheld or failed).
+    NotDelivered,
+    /// New options.
+    ConfigChanged {
+        /// The new settings.
+        config: ProgressConfig,
+    },
+}
+
+/// Decisions for the owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProgressOutput {
+    /// Ask the runtime for the workspace's latest summary; answer with `SummaryChecked`.
+    CheckSummary,
+    /// Offer a new summary for delivery.
+    SendProgress {
+        /// The trimmed summary.
+        summary: String,
+    },
+    /// Offer the one fallback status.
+    SendFallback {
+        /// How long there has been no new summary.
+        quiet_for_ms: Millis,
+    },
+}
+
+/// Progress push for one scope.
+///
+/// Driver contract: feed facts with [`ProgressPush::handle`]; when the clock reaches
+/// [`ProgressPush::next_deadline`], call [`ProgressPush::handle_timeout`]; after either,
+/// drain [`ProgressPush::poll`]. Every `SendProgress` / `SendFallback` must be answered
+/// with `Delivered` or `NotDelivered`. Persist the struct (serde) after each batch; an
+/// in-flight message stays in flight across a restart until the owner answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressPush {
+    /// The settings in force (clamped).
+    config: ProgressConfig,
+    /// Working or idle, with the timers of the working phase.
+    phase: ProgressPhase,
+    /// The last delivered summary (P6).
+    last_sent: Option<SentSummary>,
+    /// The message awaiting a delivery result.
+    in_flight: Option<InFlightProgress>,
+    /// Decisions not yet drained (not persisted).
+    #[serde(skip)]
+    outputs: VecDeque<ProgressOutput>,
+}
+
+impl ProgressPush {
+    /// An idle machine.
+    pub fn new(config: ProgressConfig) -> Self {
+        Self {
+            config: config.clamped(),
+            phase: ProgressPhase::Idle,
+            last_sent: None,
+            in_flight: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The last delivered summary.
+    pub fn last_sent(&self) -> Option<&SentSummary> {
+        self.last_sent.as_ref()
+    }
+
+    /// Whether the scope is working.
+    pub fn is_working(&self) -> bool {
+        matches!(self.phase, ProgressPhase::Working { .. })
+    }
+
+    /// What is awaiting a delivery result.
+    pub fn in_flight(&self) -> Option<&InFlightProgress> {
+        self.in_flight.as_ref()
+    }
+
+    /// Feeds one fact.
+    pub fn handle(&mut self, now: Millis, input: ProgressInput) {
+        match input {
+            ProgressInput::ScopeWorking => {
+                if !self.is_working() {
+                    self.phase = ProgressPhase::Working {
+                        since: now,
+                        next_check_at: now.saturating_add(self.config.tick_ms),
+                        fallback_due_at: Some(now.saturating_add(self.config.fallback_ms)),
+                    };
+                }
+            }
+            ProgressInput::ScopeSettled => self.phase = ProgressPhase::Idle,
+            ProgressInput::SummaryChecked { summary } => self.consider(summary),
+            ProgressInput::Delivered => {
+                if let Some(InFlightProgress::Summary { text }) = self.in_flight.take() {
+                    self.last_sent = Some(SentSummary { text, at: now });
+                    // A new summary starts a new quiet stretch (P5).
+                    if let ProgressPhase::Working {
+                        fallback_due_at, ..
+                    } = &mut self.phase
+                    {
+                        *fallback_due_at = Some(now.saturating_add(self.config.fallback_ms));
+                    }
+                }
+            }
+            ProgressInput::NotDelivered => {
+                if let Some(InFlightProgress::Fallback) = self.in_flight.take() {
+                    // Offer the fallback again at the next check, not in a tight loop.
+                    let tick = self.config.tick_ms;
+                    if let ProgressPhase::Working {
+                        fallback_due_at, ..
+                    } = &mut self.phase
+                    {
+                        *fallback_due_at = Some(now.saturating_add(tick));
+                    }
+                }
+                // An undelivered summary is simply forgotten: the next check offers it
+                // again while it is still newer than the last delivered one.
+            }
+            ProgressInput::ConfigChanged { config } => {
+                self.config = config.clamped();
+                let tick = self.config.tick_ms;
+                if let ProgressPhase::Working { next_check_at, .. } = &mut self.phase {
+                    *next_check_at = (*next_check_at).min(now.saturating_add(tick));
+                }
+            }
+        }
+    }
+
+    /// Fires the timers that are due at `now`.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        let quiet_since = self.quiet_since();
+        let ProgressPhase::Working {
+            next_check_at,
+            fallback_due_at,
+            ..
+        } = &mut self.phase
+        else {
+            return;
+        };
+        if now >= *next_check_at {
+            *next_check_at = now.saturating_add(self.config.tick_ms);
+            self.outputs.push_back(ProgressOutput::CheckSummary);
+        }
+        if let Some(due) = *fallback_due_at {
+            if now >= due && self.in_flight.is_none() {
+                *fallback_due_at = None;
+                self.in_flight = Some(InFlightProgress::Fallback);
+                self.outputs.push_back(ProgressOutput::SendFallback {
+                    quiet_for_ms: now.saturating_sub(quiet_since),
+                });
+            }
+        }
+    }
+
+    /// The earliest timer, if working.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.next_timer().map(|(_, at)| at)
+    }
+
+    /// The earliest timer and which one it is, if working.
+    pub fn next_timer(&self) -> Option<(ProgressTimer, Millis)> {
+        let ProgressPhase::Working {
+            next_check_at,
+            fallback_due_at,
+            ..
+        } = &self.phase
+        else {
+            return None;
+        };
+        let timers = [
+            (ProgressTimer::Check, Some(*next_check_at)),
+            (
+                ProgressTimer::Fallback,
+                fallback_due_at.filter(|_| self.in_flight.is_none()),
+            ),
+        ];
+        timers
+            .into_iter()
+            .filter_map(|(timer, at)| at.map(|at| (timer, at)))
+            .min_by_key(|(_, at)| *at)
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<ProgressOutput> {
+        self.outputs.pop_front()
+    }
+
+    fn quiet_since(&self) -> Millis {
+        let since = match &self.phase {
+            ProgressPhase::Working { since, .. } => *since,
+            ProgressPhase::Idle => 0,
+        };
+        match &self.last_sent {
+            Some(sent) => sent.at.max(since),
+            None => since,
+        }
+    }
+
+    fn consider(&mut self, summary: Option<String>) {
+        if !self.is_working() || self.in_flight.is_some() {
+            return;
+        }
+        let Some(text) = summary.map(|s| s.trim().to_string()) else {
+            return;
+        };
+        let unchanged = self.last_sent.as_ref().is_some_and(|sent| sent.text == text);
+        if text.is_empty() || unchanged {
+            return;
+        }
+        self.in_flight = Some(InFlightProgress::Summary { text: text.clone() });
+        self.outputs
+            .push_back(ProgressOutput::SendProgress { summary: text });
+    }
+}

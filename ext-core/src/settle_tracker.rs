@@ -1,0 +1,369 @@
+//! Settle tracking: turns the runtime's per-pane event stream into one working → settled
+//! signal per workspace (SPEC P1, P2, P7, P8, P9).
+//!
+//! All panes of a workspace form one task scope (P1). The scope is *working* while any of
+//! its panes works; one pane settling while others still work is only partial progress
+//! (P7); when no pane works any more the scope is *settled* and exactly one
+//! [`SettleOutput::ScopeSettled`] is emitted for that transition (P8). Events are
+//! deduplicated by a `(boot_id, seq)` high-water mark that is part of the persisted state,
+//! so a replay after a reconnect or a service-worker restart applies each event at most
+//! once, and settles that happened while offline are reported once (P9). Events of an older
+//! runtime generation (`boot_id`) are rejected (P9).
+//!
+//! Stream contract this machine relies on (docs/PROTOCOL.md "Event stream"): `seq` strictly
+//! increases in the order the runtime applied the events and is never reused, not even
+//! across runtime restarts (gaps are allowed); every subscription starts with `hello
+//! {boot_id}` naming the current runtime start; a stream delivers events in `seq` order
+//! (replay first, then live). An event whose `boot_id` is not the current one is *stale*.
+//!
+//! Invariants:
+//! - An event with `seq` at or below the high-water mark is dropped unread, so duplicates
+//!   and late (reordered) copies never change state or produce output.
+//! - A stale event (from another runtime start than the current `hello`) never changes
+//!   pane state and never wakes; only a `hello` changes the generation.
+//! - `ScopeSettled` for a workspace is only emitted while it was working and only when no
+//!   pane of it is working; between two `ScopeSettled` of a workspace lies a `ScopeWorking`.
+//! - A retired `boot_id` is never adopted again.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// How many retired runtime generations are remembered to reject their late events.
+const RETIRED_BOOTS_KEPT: usize = 16;
+
+/// Herdr's settled statuses (REFERENCE §1: "settled" is idle | done | blocked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettledStatus {
+    /// The agent is idle.
+    Idle,
+    /// The agent finished and the user has not looked yet.
+    Done,
+    /// The agent waits for input or approval.
+    Blocked,
+}
+
+/// What happened to a pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "status", rename_all = "snake_case")]
+pub enum PaneEventKind {
+    /// The pane's agent started working.
+    Working,
+    /// The pane's agent settled.
+    Settled(SettledStatus),
+    /// The pane (or its agent) went away.
+    PaneRemoved,
+}
+
+/// One event of the runtime's stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamEvent {
+    /// The runtime generation that produced it.
+    pub boot_id: String,
+    /// Its position in that generation's stream.
+    pub seq: u64,
+    /// Herdr workspace id.
+    pub workspace_id: String,
+    /// Herdr pane id.
+    pub pane_id: String,
+    /// What happened.
+    pub kind: PaneEventKind,
+    /// When it happened (runtime clock, ms).
+    pub at: Millis,
+}
+
+/// Facts the shell feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SettleInput {
+    /// The stream's first message: which runtime generation speaks.
+    StreamHello {
+        /// The runtime generation.
+        boot_id: String,
+    },
+    /// One pane event.
+    Event(StreamEvent),
+    /// The stream was lost and the shell is about to reopen it.
+    Reconnected,
+}
+
+/// The identity of one settle: the event that completed it. Unique per settle, so the
+/// delivery side can refuse to send the same wake twice.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct WakeId {
+    /// The runtime generation.
+    pub boot_id: String,
+    /// The completing event's seq.
+    pub seq: u64,
+}
+
+/// How a workspace settled, for the wake text (A3: blocked / gone are diagnosed further).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettleOutcome {
+    /// Every pane is idle.
+    Idle,
+    /// At least one pane is done, none blocked.
+    Done,
+    /// At least one pane is blocked.
+    Blocked,
+    /// The last working pane went away without settling.
+    PaneGone,
+}
+
+/// Where to resume a stream: the runtime replays everything after `after_seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumePoint {
+    /// The generation the mark belongs to.
+    pub boot_id: String,
+    /// The high-water mark.
+    pub after_seq: u64,
+}
+
+/// Decisions for the shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SettleOutput {
+    /// A workspace went from settled to working (P2).
+    ScopeWorking {
+        /// The workspace.
+        workspace_id: String,
+        /// When (event time).
+        at: Millis,
+    },
+    /// A pane settled while others in its workspace still work (P7).
+    PartialSettle {
+        /// The workspace.
+        workspace_id: String,
+        /// The pane that settled.
+        pane_id: String,
+        /// How many panes still work.
+        still_working: u32,
+    },
+    /// A workspace went from working to settled: wake its page once (P8).
+    ScopeSettled {
+        /// The workspace.
+        workspace_id: String,
+        /// The settle's identity.
+        wake_id: WakeId,
+        /// How it settled.
+        outcome: SettleOutcome,
+        /// When (event time).
+        at: Millis,
+    },
+    /// Reopen the stream from here (answer to `Reconnected`).
+    Resubscribe {
+        /// `None` when nothing was seen yet: subscribe from the start.
+        resume: Option<ResumePoint>,
+    },
+    /// A new runtime generation took over (a `hello` with a new `boot_id`).
+    GenerationChanged {
+        /// The new generation.
+        boot_id: String,
+    },
+    /// A `hello` of a retired generation or a stale event was rejected (P9).
+    StaleGenerationRejected {
+        /// The retired generation.
+        boot_id: String,
+    },
+}
+
+/// What the tracker knows about one workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceActivity {
+    /// Last known state of each pane.
+    panes: BTreeMap<String, PaneState>,
+    /// Whether the scope is in the working phase.
+    working: bool,
+}
+
+/// Last known state of one pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", content = "status", rename_all = "snake_case")]
+enum PaneState {
+    /// The agent works.
+    Working,
+    /// The agent settled.
+    Settled(SettledStatus),
+}
+
+/// Settle tracking over every workspace of one runtime stream.
+///
+/// Driver contract: feed every stream message with [`SettleTracker::handle`], then drain
+/// [`SettleTracker::poll`]; persist the struct (serde) after each drained batch so the
+/// high-water mark survives a service-worker restart. When the stream drops, feed
+/// `Reconnected` and reopen it from the `Resubscribe` output. No timers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettleTracker {
+    /// The runtime generation currently accepted.
+    boot_id: Option<String>,
+    /// Generations seen before, newest last; their messages are rejected.
+    retired_boots: Vec<String>,
+    /// Highest seq seen (applied or rejected as stale); seq is global across generations.
+    high_water: u64,
+    /// Per-workspace pane states and phase.
+    workspaces: BTreeMap<String, WorkspaceActivity>,
+    /// Decisions not yet drained (not persisted).
+    #[serde(skip)]
+    outputs: VecDeque<SettleOutput>,
+}
+
+impl SettleTracker {
+    /// Knows nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Where a reopened stream should resume.
+    pub fn resume_point(&self) -> Option<ResumePoint> {
+        self.boot_id.as_ref().map(|boot_id| ResumePoint {
+            boot_id: boot_id.clone(),
+            after_seq: self.high_water,
+        })
+    }
+
+    /// Whether the workspace is in the working phase.
+    pub fn is_working(&self, workspace_id: &str) -> bool {
+        self.workspaces
+            .get(workspace_id)
+            .is_some_and(|w| w.working)
+    }
+
+    /// How many panes of the workspace work right now.
+    pub fn working_panes(&self, workspace_id: &str) -> u32 {
+        self.workspaces.get(workspace_id).map_or(0, count_working)
+    }
+
+    /// Feeds one stream message. `now` is not needed by this machine's logic; it is taken
+    /// for a uniform driver shape.
+    pub fn handle(&mut self, _now: Millis, input: SettleInput) {
+        match input {
+            SettleInput::StreamHello { boot_id } => self.accept_generation(&boot_id),
+            SettleInput::Event(event) => self.apply(event),
+            SettleInput::Reconnected => self.outputs.push_back(SettleOutput::Resubscribe {
+                resume: self.resume_point(),
+            }),
+        }
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<SettleOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// A `hello` names the runtime generation speaking from now on.
+    fn accept_generation(&mut self, boot_id: &str) {
+        if self.retired_boots.iter().any(|b| b == boot_id) {
+            self.outputs.push_back(SettleOutput::StaleGenerationRejected {
+                boot_id: boot_id.to_string(),
+            });
+            return;
+        }
+        if self.boot_id.as_deref() == Some(boot_id) {
+            return;
+        }
+        if let Some(old) = self.boot_id.take() {
+            self.retired_boots.push(old);
+            if self.retired_boots.len() > RETIRED_BOOTS_KEPT {
+                self.retired_boots.remove(0);
+            }
+        }
+        // seq never repeats across runtime starts, so the high-water mark carries over.
+        self.boot_id = Some(boot_id.to_string());
+        self.outputs.push_back(SettleOutput::GenerationChanged {
+            boot_id: boot_id.to_string(),
+        });
+    }
+
+    fn apply(&mut self, event: StreamEvent) {
+        if event.seq <= self.high_water {
+            return;
+        }
+        if self.boot_id.as_deref() != Some(event.boot_id.as_str()) {
+            // Produced by an earlier runtime start (a replayed `stale` event): it moves the
+            // mark so it is not asked for again, but never changes state or wakes (P9).
+            self.high_water = event.seq;
+            self.outputs.push_back(SettleOutput::StaleGenerationRejected {
+                boot_id: event.boot_id,
+            });
+            return;
+        }
+        self.high_water = event.seq;
+        let workspace = self
+            .workspaces
+            .entry(event.workspace_id.clone())
+            .or_default();
+        match event.kind {
+            PaneEventKind::Working => {
+                workspace
+                    .panes
+                    .insert(event.pane_id.clone(), PaneState::Working);
+            }
+            PaneEventKind::Settled(status) => {
+                workspace
+                    .panes
+                    .insert(event.pane_id.clone(), PaneState::Settled(status));
+            }
+            PaneEventKind::PaneRemoved => {
+                workspace.panes.remove(&event.pane_id);
+            }
+        }
+        let still_working = count_working(workspace);
+        if !workspace.working && still_working > 0 {
+            workspace.working = true;
+            self.outputs.push_back(SettleOutput::ScopeWorking {
+                workspace_id: event.workspace_id,
+                at: event.at,
+            });
+        } else if workspace.working && still_working == 0 {
+            workspace.working = false;
+            let outcome = outcome_of(workspace, event.kind);
+            self.outputs.push_back(SettleOutput::ScopeSettled {
+                workspace_id: event.workspace_id,
+                wake_id: WakeId {
+                    boot_id: event.boot_id,
+                    seq: event.seq,
+                },
+                outcome,
+                at: event.at,
+            });
+        } else if workspace.working && event.kind != PaneEventKind::Working {
+            self.outputs.push_back(SettleOutput::PartialSettle {
+                workspace_id: event.workspace_id,
+                pane_id: event.pane_id,
+                still_working,
+            });
+        }
+        // Otherwise: working while already working, or a settle of a settled scope.
+    }
+}
+
+fn count_working(workspace: &WorkspaceActivity) -> u32 {
+    let working = workspace
+        .panes
+        .values()
+        .filter(|p| **p == PaneState::Working)
+        .count();
+    u32::try_from(working).unwrap_or(u32::MAX)
+}
+
+fn outcome_of(workspace: &WorkspaceActivity, trigger: PaneEventKind) -> SettleOutcome {
+    let statuses = || {
+        workspace.panes.values().filter_map(|p| match p {
+            PaneState::Settled(status) => Some(*status),
+            PaneState::Working => None,
+        })
+    };
+    if statuses().any(|s| s == SettledStatus::Blocked) {
+        SettleOutcome::Blocked
+    } else if trigger == PaneEventKind::PaneRemoved {
+        SettleOutcome::PaneGone
+    } else if statuses().any(|s| s == SettledStatus::Done) {
+        SettleOutcome::Done
+    } else {
+        SettleOutcome::Idle
+    }
+}

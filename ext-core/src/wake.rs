@@ -1,0 +1,486 @@
+//! The wake scheduler of one bound scope: decides when a settle wake or a progress message
+//! is actually submitted to the chat page (SPEC P8, M7, A3, X1).
+//!
+//! It combines the scope's settle signals (from [`crate::settle_tracker::SettleTracker`]),
+//! its [`ProgressPush`], its Auto state (from [`crate::auto_gate::AutoGate`]), the page's
+//! facts (generating, human draft, composer present) and delivery results. A settle becomes
+//! a *pending wake* that waits until [`wake_gate`] allows it; it is offered for delivery
+//! once, and nothing else is offered until the shell confirms or fails that delivery.
+//!
+//! Invariants:
+//! - A [`SchedulerOutput::Deliver`] is only emitted when [`wake_gate`] passes: never with
+//!   Auto off, never while the page generates or holds a human draft.
+//! - At most one delivery is in flight; a wake id that was confirmed delivered is never
+//!   offered again, whatever replays or restarts happen.
+//! - A failed wake delivery is retried on a bounded backoff ([`RETRY_BACKOFF_MS`]), then
+//!   withheld until the page's composer reappears (a reload): never an unbounded loop.
+//! - A new working phase supersedes an undelivered wake (its settle is no longer true).
+//! - Every message says a wake is a scheduling signal, not evidence of success (A3).
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
+use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
+use crate::settle_tracker::{SettleOutcome, SettleOutput, WakeId};
+use crate::Millis;
+
+/// Waits before the 1st, 2nd and 3rd retry of a failed wake delivery.
+pub const RETRY_BACKOFF_MS: [Millis; 3] = [15_000, 30_000, 60_000];
+
+/// The language of injected messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    /// English.
+    #[default]
+    En,
+    /// Chinese.
+    Zh,
+}
+
+/// What a delivered message is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MessageKind {
+    /// The settle wake (P8).
+    Wake {
+        /// The settle it reports.
+        wake_id: WakeId,
+        /// How the workspace settled.
+        outcome: SettleOutcome,
+    },
+    /// A new progress summary (P4).
+    Progress {
+        /// The summary.
+        summary: String,
+    },
+    /// The one fallback status after a long quiet stretch (P5).
+    Fallback {
+        /// How long no new summary came.
+        quiet_for_ms: Millis,
+    },
+}
+
+/// What the content script reports about the delivery target page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageFacts {
+    /// A usable composer exists on the open target conversation.
+    pub composer_present: bool,
+    /// The page is generating a reply.
+    pub generating: bool,
+    /// The composer holds unsent text the user typed.
+    pub human_draft: bool,
+}
+
+/// Facts the shell feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SchedulerInput {
+    /// An output of the settle tracker (only those of the bound workspace matter).
+    Settle(SettleOutput),
+    /// The scope's binding (from the binding table).
+    BindingChanged {
+        /// The bound workspace; `None` when unbound.
+        workspace_id: Option<String>,
+        /// Whether a conversation exists to deliver to (B3).
+        has_delivery_target: bool,
+    },
+    /// The scope's effective Auto state changed.
+    AutoChanged {
+        /// The new state.
+        auto: AutoState,
+    },
+    /// New facts about the target page.
+    Page(PageFacts),
+    /// A handoff of this conversation started or ended (X1: auto-wake paused meanwhile).
+    Handoff {
+        /// Whether a handoff is in flight.
+        in_progress: bool,
+    },
+    /// Answer to [`SchedulerOutput::CheckSummary`].
+    SummaryChecked {
+        /// The latest summary, if any.
+        summary: Option<String>,
+    },
+    /// The delivered message is confirmed on the page.
+    DeliveryConfirmed,
+    /// The delivery did not happen (submit failed, composer vanished).
+    DeliveryFailed,
+    /// New options.
+    ConfigChanged {
+        /// Progress timing.
+        progress: ProgressConfig,
+        /// Message language.
+        language: Language,
+    },
+}
+
+/// Decisions for the shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SchedulerOutput {
+    /// Submit `text` as the next user message; answer with `DeliveryConfirmed` or
+    /// `DeliveryFailed`.
+    Deliver {
+        /// What it is.
+        kind: MessageKind,
+        /// The exact text to submit.
+        text: String,
+    },
+    /// Ask the runtime for the workspace's latest summary; answer with `SummaryChecked`.
+    CheckSummary {
+        /// The workspace.
+        workspace_id: String,
+    },
+    /// The reason shown in the HUD changed (`None`: nothing is being held back).
+    WithheldChanged {
+        /// The reason.
+        reason: Option<WakeWithheld>,
+    },
+}
+
+/// A settle waiting to be delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingWake {
+    /// Its identity.
+    pub wake_id: WakeId,
+    /// How the workspace settled.
+    pub outcome: SettleOutcome,
+}
+
+/// What was offered and awaits a delivery result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InFlight {
+    /// A wake.
+    Wake(PendingWake),
+    /// A progress or fallback message (tracked inside [`ProgressPush`]).
+    Progress,
+}
+
+/// The scheduler's own timer (the progress timers live in [`ProgressPush`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryTimer {
+    /// When the failed wake may be offered again.
+    pub at: Millis,
+}
+
+/// The wake scheduler of one bound scope.
+///
+/// Driver contract: create one per bound scope; feed facts with [`WakeScheduler::handle`]
+/// (route the settle tracker's outputs of the bound workspace as `Settle`); when the clock
+/// reaches [`WakeScheduler::next_deadline`] call [`WakeScheduler::handle_timeout`]; after
+/// either, drain [`WakeScheduler::poll`] until `None`. Answer every `Deliver` with
+/// `DeliveryConfirmed` or `DeliveryFailed` (after a restart, an in-flight delivery is still
+/// awaiting its answer: check the page and answer). Persist the struct (serde) after each
+/// drained batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeScheduler {
+    /// The bound workspace.
+    workspace_id: Option<String>,
+    /// Whether the scope has a conversation to deliver to.
+    has_delivery_target: bool,
+    /// The scope's effective Auto state.
+    auto: AutoState,
+    /// Last reported page facts.
+    page: PageFacts,
+    /// Whether a handoff is in flight.
+    handoff_in_progress: bool,
+    /// Language of injected messages.
+    language: Language,
+    /// Progress push of the scope.
+    progress: ProgressPush,
+    /// The settle waiting for delivery.
+    pending_wake: Option<PendingWake>,
+    /// The newest wake ever accepted (pending, in flight or delivered); a settle of the
+    /// same runtime generation at or below it is a replay and is ignored.
+    newest_wake: Option<WakeId>,
+    /// What awaits a delivery result.
+    in_flight: Option<InFlight>,
+    /// Failed deliveries of the pending wake so far.
+    failed_attempts: u32,
+    /// Backoff before the next offer of a failed wake.
+    retry: Option<RetryTimer>,
+    /// The reason last shown in the HUD.
+    shown_withheld: Option<WakeWithheld>,
+    /// Decisions not yet drained (not persisted).
+    #[serde(skip)]
+    outputs: VecDeque<SchedulerOutput>,
+}
+
+impl WakeScheduler {
+    /// Unbound, Auto off, no page.
+    pub fn new(progress: ProgressConfig, language: Language) -> Self {
+        Self {
+            workspace_id: None,
+            has_delivery_target: false,
+            auto: AutoState::Off,
+            page: PageFacts::default(),
+            handoff_in_progress: false,
+            language,
+            progress: ProgressPush::new(progress),
+            pending_wake: None,
+            newest_wake: None,
+            in_flight: None,
+            failed_attempts: 0,
+            retry: None,
+            shown_withheld: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The settle waiting for delivery, if any.
+    pub fn pending_wake(&self) -> Option<&PendingWake> {
+        self.pending_wake.as_ref()
+    }
+
+    /// What the HUD should say is held back, if anything.
+    pub fn withheld(&self) -> Option<WakeWithheld> {
+        self.shown_withheld
+    }
+
+    /// Feeds one fact.
+    pub fn handle(&mut self, now: Millis, input: SchedulerInput) {
+        match input {
+            SchedulerInput::Settle(signal) => self.on_settle_signal(now, signal),
+            SchedulerInput::BindingChanged {
+                workspace_id,
+                has_delivery_target,
+            } => {
+                if workspace_id != self.workspace_id {
+                    // Another workspace (or none): the old one's signals no longer apply.
+                    self.pending_wake = None;
+                    self.retry = None;
+                    self.failed_attempts = 0;
+                    self.progress.handle(now, ProgressInput::ScopeSettled);
+                    self.workspace_id = workspace_id;
+                }
+                self.has_delivery_target = has_delivery_target;
+            }
+            SchedulerInput::AutoChanged { auto } => self.auto = auto,
+            SchedulerInput::Page(facts) => {
+                if facts.composer_present && !self.page.composer_present {
+                    // The composer reappeared (reload, navigation): a fresh delivery budget.
+                    self.failed_attempts = 0;
+                    self.retry = None;
+                }
+                self.page = facts;
+            }
+            SchedulerInput::Handoff { in_progress } => self.handoff_in_progress = in_progress,
+            SchedulerInput::SummaryChecked { summary } => self
+                .progress
+                .handle(now, ProgressInput::SummaryChecked { summary }),
+            SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
+                Some(InFlight::Wake(_)) => self.failed_attempts = 0,
+                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
+                None => {}
+            },
+            SchedulerInput::DeliveryFailed => match self.in_flight.take() {
+                Some(InFlight::Wake(wake)) => {
+                    // Keep it unless something newer replaced it meanwhile.
+                    if self.pending_wake.is_none() {
+                        self.pending_wake = Some(wake);
+                    }
+                    let attempt = usize::try_from(self.failed_attempts).unwrap_or(usize::MAX);
+                    self.failed_attempts = self.failed_attempts.saturating_add(1);
+                    self.retry = RETRY_BACKOFF_MS
+                        .get(attempt)
+                        .map(|wait| RetryTimer { at: now.saturating_add(*wait) });
+                }
+                Some(InFlight::Progress) => {
+                    self.progress.handle(now, ProgressInput::NotDelivered)
+                }
+                None => {}
+            },
+            SchedulerInput::ConfigChanged { progress, language } => {
+                self.language = language;
+                self.progress
+                    .handle(now, ProgressInput::ConfigChanged { config: progress });
+            }
+        }
+        self.pump(now);
+    }
+
+    /// Fires the timers that are due at `now`.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        if self.retry.is_some_and(|r| now >= r.at) {
+            self.retry = None;
+        }
+        self.progress.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// The earliest timer.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        let retry = self.retry.map(|r| r.at);
+        match (retry, self.progress.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<SchedulerOutput> {
+        self.outputs.pop_front()
+    }
+
+    fn on_settle_signal(&mut self, now: Millis, signal: SettleOutput) {
+        let ours = |workspace_id: &str| self.workspace_id.as_deref() == Some(workspace_id);
+        match signal {
+            SettleOutput::ScopeWorking { workspace_id, .. } if ours(&workspace_id) => {
+                // The settle that was waiting is no longer the truth.
+                self.pending_wake = None;
+                self.retry = None;
+                self.failed_attempts = 0;
+                self.progress.handle(now, ProgressInput::ScopeWorking);
+            }
+            SettleOutput::ScopeSettled {
+                workspace_id,
+                wake_id,
+                outcome,
+                ..
+            } if ours(&workspace_id) => {
+                self.progress.handle(now, ProgressInput::ScopeSettled);
+                let replayed = self.newest_wake.as_ref().is_some_and(|newest| {
+                    newest.boot_id == wake_id.boot_id && wake_id.seq <= newest.seq
+                });
+                if !replayed {
+                    self.newest_wake = Some(wake_id.clone());
+                    self.pending_wake = Some(PendingWake { wake_id, outcome });
+                    self.retry = None;
+                    self.failed_attempts = 0;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn facts(&self, real_state_change: bool) -> WakeFacts {
+        WakeFacts {
+            bound: self.workspace_id.is_some(),
+            has_delivery_target: self.has_delivery_target,
+            auto: self.auto,
+            handoff_in_progress: self.handoff_in_progress,
+            real_state_change,
+            unconfirmed_delivery: self.in_flight.is_some(),
+            page_generating: self.page.generating,
+            human_draft: self.page.human_draft,
+            composer_present: self.page.composer_present,
+        }
+    }
+
+    /// Why the pending wake cannot go now, including the retry budget.
+    fn wake_blocker(&self) -> Option<WakeWithheld> {
+        if let Err(reason) = wake_gate(&self.facts(self.pending_wake.is_some())) {
+            return Some(reason);
+        }
+        if self.failed_attempts > 0 && self.retry.is_none()
+            && usize::try_from(self.failed_attempts).unwrap_or(usize::MAX) > RETRY_BACKOFF_MS.len()
+        {
+            return Some(WakeWithheld::DeliveryFailedRepeatedly);
+        }
+        self.retry.map(|_| WakeWithheld::DeliveryRetryPending)
+    }
+
+    fn pump(&mut self, now: Millis) {
+        while let Some(decision) = self.progress.poll() {
+            match decision {
+                ProgressOutput::CheckSummary => {
+                    if let Some(workspace_id) = &self.workspace_id {
+                        self.outputs.push_back(SchedulerOutput::CheckSummary {
+                            workspace_id: workspace_id.clone(),
+                        });
+                    }
+                }
+                ProgressOutput::SendProgress { summary } => {
+                    self.offer_progress(now, MessageKind::Progress { summary });
+                }
+                ProgressOutput::SendFallback { quiet_for_ms } => {
+                    self.offer_progress(now, MessageKind::Fallback { quiet_for_ms });
+                }
+            }
+        }
+        if self.wake_blocker().is_none() {
+            if let Some(wake) = self.pending_wake.take() {
+                let kind = MessageKind::Wake {
+                    wake_id: wake.wake_id.clone(),
+                    outcome: wake.outcome,
+                };
+                let text = self.render(&kind);
+                self.in_flight = Some(InFlight::Wake(wake));
+                self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
+            }
+        }
+        let shown = match self.pending_wake {
+            Some(_) => self.wake_blocker(),
+            // Nothing pending: only a scope-level reason is worth showing.
+            None => wake_gate(&self.facts(true))
+                .err()
+                .filter(|r| !r.is_transient()),
+        };
+        if shown != self.shown_withheld {
+            self.shown_withheld = shown;
+            self.outputs
+                .push_back(SchedulerOutput::WithheldChanged { reason: shown });
+        }
+    }
+
+    fn offer_progress(&mut self, now: Millis, kind: MessageKind) {
+        // A settle outranks progress, and progress obeys the same gate as a wake.
+        let allowed = self.pending_wake.is_none() && wake_gate(&self.facts(true)).is_ok();
+        if allowed {
+            let text = self.render(&kind);
+            self.in_flight = Some(InFlight::Progress);
+            self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
+        } else {
+            self.progress.handle(now, ProgressInput::NotDelivered);
+        }
+    }
+
+    fn render(&self, kind: &MessageKind) -> String {
+        let workspace = self.workspace_id.as_deref().unwrap_or("?");
+        render_message(self.language, workspace, kind)
+    }
+}
+
+/// The exact text submitted for a message (A3). A wake never claims success: it asks the
+/// planner to re-read live state, inspect output, diff and tests, and decide; blocked and
+/// vanished agents are called out for diagnosis.
+pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind) -> String {
+    match (language, kind) {
+        (Language::En, MessageKind::Wake { outcome, .. }) => {
+            let (state, extra) = match outcome {
+                SettleOutcome::Idle => ("idle", ""),
+                SettleOutcome::Done => ("done", ""),
+                SettleOutcome::Blocked => ("blocked", " At least one agent is blocked: diagnose why before anything else."),
+                SettleOutcome::PaneGone => ("an agent's pane went away", " An agent disappeared before settling: find out what happened to it."),
+            };
+            format!("[Herdr] Workspace {workspace_id} settled ({state}). This is a scheduling signal, not evidence that the work succeeded.{extra} Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.")
+        }
+        (Language::Zh, MessageKind::Wake { outcome, .. }) => {
+            let (state, extra) = match outcome {
+                SettleOutcome::Idle => ("idle", ""),
+                SettleOutcome::Done => ("done", ""),
+                SettleOutcome::Blocked => ("blocked", "有 Agent 处于阻塞状态：请先诊断原因。"),
+                SettleOutcome::PaneGone => ("pane 已消失", "有 Agent 在收工前消失：请查明原因。"),
+            };
+            format!("[Herdr] workspace {workspace_id} 已收工（{state}）。这只是调度信号，不代表任务已成功。{extra}请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。")
+        }
+        (Language::En, MessageKind::Progress { summary }) => format!(
+            "[Herdr progress] Workspace {workspace_id} is still working. Latest summary:\n{summary}\n(Progress only, not a result: no action is needed until the agents settle.)"
+        ),
+        (Language::Zh, MessageKind::Progress { summary }) => format!(
+            "[Herdr 进度] workspace {workspace_id} 仍在工作。最新摘要：\n{summary}\n（仅为进度，不是结果：Agent 收工前无需操作。）"
+        ),
+        (Language::En, MessageKind::Fallback { quiet_for_ms }) => format!(
+            "[Herdr status] Workspace {workspace_id} is still working; no new summary for {} min. If that is unexpected, check the live Herdr state.",
+            quiet_for_ms / 60_000
+        ),
+        (Language::Zh, MessageKind::Fallback { quiet_for_ms }) => format!(
+            "[Herdr 状态] workspace {workspace_id} 仍在工作，已 {} 分钟没有新摘要。如不符合预期，请检查实时 Herdr 状态。",
+            quiet_for_ms / 60_000
+        ),
+    }
+}

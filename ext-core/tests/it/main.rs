@@ -1,0 +1,8 @@
+//! Integration tests of ext-core's continuity machines: transcript tests (expect-test
+//! snapshots of printed traces) and property tests (proptest), citing SPEC ids.
+
+mod auto_gate;
+mod binding;
+mod progress_push;
+mod settle_tracker;
+mod wake;

@@ -1,0 +1,310 @@
+//! Settle tracking (SPEC P1, P7, P8, P9).
+
+use expect_test::{expect, Expect};
+use ext_core::settle_tracker::{PaneEventKind, SettleInput, SettleOutput, SettleTracker, SettledStatus, StreamEvent, WakeId};
+use proptest::prelude::*;
+
+fn ev(boot: &str, seq: u64, ws: &str, pane: &str, kind: PaneEventKind) -> SettleInput {
+    SettleInput::Event(StreamEvent {
+        boot_id: boot.into(),
+        seq,
+        workspace_id: ws.into(),
+        pane_id: pane.into(),
+        kind,
+        at: seq * 1000,
+    })
+}
+
+const W: PaneEventKind = PaneEventKind::Working;
+const IDLE: PaneEventKind = PaneEventKind::Settled(SettledStatus::Idle);
+const DONE: PaneEventKind = PaneEventKind::Settled(SettledStatus::Done);
+const BLOCKED: PaneEventKind = PaneEventKind::Settled(SettledStatus::Blocked);
+const GONE: PaneEventKind = PaneEventKind::PaneRemoved;
+
+fn describe(input: &SettleInput) -> String {
+    match input {
+        SettleInput::StreamHello { boot_id } => format!("hello {boot_id}"),
+        SettleInput::Reconnected => "reconnected".into(),
+        SettleInput::Event(e) => format!("{}#{} {}/{} {:?}", e.boot_id, e.seq, e.workspace_id, e.pane_id, e.kind),
+    }
+}
+
+fn describe_out(out: &SettleOutput) -> String {
+    match out {
+        SettleOutput::ScopeWorking { workspace_id, .. } => format!("WORKING {workspace_id}"),
+        SettleOutput::PartialSettle { workspace_id, pane_id, still_working } => format!("partial {workspace_id}/{pane_id} ({still_working} still working)"),
+        SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, .. } => format!("WAKE {workspace_id} {outcome:?} id={}#{}", wake_id.boot_id, wake_id.seq),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Feeds the steps (a `None` step is a service-worker restart: snapshot → restore).
+fn check(steps: Vec<Option<SettleInput>>, expect: Expect) {
+    let mut tracker = SettleTracker::new();
+    let mut trace = String::new();
+    for step in steps {
+        match step {
+            None => {
+                let json = serde_json::to_string(&tracker).expect("serializes");
+                tracker = serde_json::from_str(&json).expect("restores");
+                trace.push_str("-- service worker restarted --\n");
+            }
+            Some(input) => {
+                trace.push_str(&describe(&input));
+                trace.push('\n');
+                tracker.handle(0, input);
+                while let Some(out) = tracker.poll() {
+                    trace.push_str(&format!("  => {}\n", describe_out(&out)));
+                }
+            }
+        }
+    }
+    expect.assert_eq(&trace);
+}
+
+#[test]
+fn a_workspace_settles_only_when_no_pane_works_and_wakes_once() {
+    // P1 (panes merge into one scope), P7 (partial settle), P8 (one wake per transition).
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 2, "w1", "w1:p2", W)),
+            Some(ev("b1", 3, "w1", "w1:p1", DONE)),
+            Some(ev("b1", 4, "w1", "w1:p2", IDLE)),
+            Some(ev("b1", 5, "w1", "w1:p2", IDLE)),
+            Some(ev("b1", 6, "w1", "w1:p1", W)),
+            Some(ev("b1", 7, "w1", "w1:p1", BLOCKED)),
+            Some(ev("b1", 8, "w2", "w2:p1", W)),
+            Some(ev("b1", 9, "w2", "w2:p1", GONE)),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            b1#2 w1/w1:p2 Working
+            b1#3 w1/w1:p1 Settled(Done)
+              => partial w1/w1:p1 (1 still working)
+            b1#4 w1/w1:p2 Settled(Idle)
+              => WAKE w1 Done id=b1#4
+            b1#5 w1/w1:p2 Settled(Idle)
+            b1#6 w1/w1:p1 Working
+              => WORKING w1
+            b1#7 w1/w1:p1 Settled(Blocked)
+              => WAKE w1 Blocked id=b1#7
+            b1#8 w2/w2:p1 Working
+              => WORKING w2
+            b1#9 w2/w2:p1 PaneRemoved
+              => WAKE w2 PaneGone id=b1#9
+        "#]],
+    );
+}
+
+#[test]
+fn duplicates_and_replays_after_reconnect_or_restart_never_wake_twice() {
+    // P9: the offline settle is replayed once; the (boot_id, seq) high-water mark survives a
+    // service-worker restart.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            // While offline the pane settled; the replay brings it once.
+            Some(ev("b1", 2, "w1", "w1:p1", DONE)),
+            None,
+            Some(SettleInput::Reconnected),
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            // The runtime replays more than needed: all of it is already applied.
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 2, "w1", "w1:p1", DONE)),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            b1#1 w1/w1:p1 Working
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 1 }) }
+            hello b1
+            b1#2 w1/w1:p1 Settled(Done)
+              => WAKE w1 Done id=b1#2
+            -- service worker restarted --
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+            hello b1
+            b1#1 w1/w1:p1 Working
+            b1#2 w1/w1:p1 Settled(Done)
+        "#]],
+    );
+}
+
+#[test]
+fn events_from_an_old_runtime_generation_are_rejected() {
+    // P9: after a runtime restart (new boot_id, seq continues), a replayed event of the old
+    // start is stale: it cannot wake; the settle the new start reproduces wakes once; a late
+    // hello of the old start is rejected.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(ev("b1", 41, "w1", "w1:p1", W)),
+            Some(SettleInput::StreamHello { boot_id: "b2".into() }),
+            Some(ev("b1", 42, "w1", "w1:p1", IDLE)),
+            Some(ev("b2", 43, "w1", "w1:p1", IDLE)),
+            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(ev("b2", 44, "w1", "w1:p1", W)),
+            Some(SettleInput::Reconnected),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#41 w1/w1:p1 Working
+              => WORKING w1
+            hello b2
+              => GenerationChanged { boot_id: "b2" }
+            b1#42 w1/w1:p1 Settled(Idle)
+              => StaleGenerationRejected { boot_id: "b1" }
+            b2#43 w1/w1:p1 Settled(Idle)
+              => WAKE w1 Idle id=b2#43
+            hello b1
+              => StaleGenerationRejected { boot_id: "b1" }
+            b2#44 w1/w1:p1 Working
+              => WORKING w1
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 44 }) }
+        "#]],
+    );
+}
+
+/// The truth: a sequence of pane events of one runtime generation, as the runtime applied them.
+fn timeline() -> impl Strategy<Value = Vec<(u8, u8, PaneEventKind)>> {
+    let kind = prop_oneof![3 => Just(W), 2 => Just(IDLE), 1 => Just(DONE), 1 => Just(BLOCKED), 1 => Just(GONE)];
+    proptest::collection::vec((0u8..2, 0u8..3, kind), 1..40)
+}
+
+/// Reference model: the wakes the in-order, exactly-once application of `events` gives.
+fn reference_wakes(events: &[(u8, u8, PaneEventKind)]) -> Vec<u64> {
+    use std::collections::BTreeMap;
+    let mut panes: BTreeMap<(u8, u8), bool> = BTreeMap::new();
+    let mut working: BTreeMap<u8, bool> = BTreeMap::new();
+    let mut wakes = vec![];
+    for (i, (ws, pane, kind)) in events.iter().enumerate() {
+        match kind {
+            PaneEventKind::Working => { panes.insert((*ws, *pane), true); }
+            PaneEventKind::Settled(_) => { panes.insert((*ws, *pane), false); }
+            PaneEventKind::PaneRemoved => { panes.remove(&(*ws, *pane)); }
+        }
+        let any = panes.iter().any(|((w, _), on)| w == ws && *on);
+        let was = working.get(ws).copied().unwrap_or(false);
+        if was && !any { wakes.push(i as u64 + 1); }
+        working.insert(*ws, any);
+    }
+    wakes
+}
+
+#[derive(Debug, Clone)]
+enum Delivery {
+    /// Deliver the next undelivered event.
+    Next,
+    /// Deliver again an event from `back` positions earlier (a duplicate / late copy).
+    Again(usize),
+    /// Connection lost: reconnect and replay from `back` events before the last delivered.
+    Replay(usize),
+    /// Service-worker restart.
+    Restart,
+}
+
+fn deliveries() -> impl Strategy<Value = Vec<Delivery>> {
+    let d = prop_oneof![
+        6 => Just(Delivery::Next),
+        2 => (0usize..6).prop_map(Delivery::Again),
+        1 => (0usize..6).prop_map(Delivery::Replay),
+        1 => Just(Delivery::Restart),
+    ];
+    proptest::collection::vec(d, 0..120)
+}
+
+proptest! {
+    /// P8/P9: whatever duplicates, late copies, replays and restarts happen on the way, the
+    /// wakes are exactly those of the true timeline: same ids, once each, none for a
+    /// partial settle.
+    #[test]
+    fn wakes_match_the_true_timeline_despite_duplicates_replays_and_restarts(
+        events in timeline(), plan in deliveries(),
+    ) {
+        let input = |i: usize| {
+            let (ws, pane, kind) = events[i];
+            ev("b1", i as u64 + 1, &format!("w{ws}"), &format!("w{ws}:p{pane}"), kind)
+        };
+        let mut tracker = SettleTracker::new();
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into() });
+        let mut next = 0usize;
+        let mut wakes: Vec<WakeId> = vec![];
+        let mut feed = |tracker: &mut SettleTracker, input: SettleInput| {
+            tracker.handle(0, input);
+            while let Some(out) = tracker.poll() {
+                if let SettleOutput::ScopeSettled { wake_id, .. } = out { wakes.push(wake_id); }
+            }
+        };
+        // The plan, then drain the rest in order (a stream eventually delivers everything).
+        for step in plan.into_iter().chain(std::iter::repeat_n(Delivery::Next, events.len())) {
+            match step {
+                Delivery::Next if next < events.len() => { feed(&mut tracker, input(next)); next += 1; }
+                Delivery::Next => {}
+                Delivery::Again(back) if next > back => feed(&mut tracker, input(next - 1 - back)),
+                Delivery::Again(_) => {}
+                Delivery::Replay(back) => {
+                    feed(&mut tracker, SettleInput::Reconnected);
+                    feed(&mut tracker, SettleInput::StreamHello { boot_id: "b1".into() });
+                    let from = next.saturating_sub(back);
+                    for i in from..next { feed(&mut tracker, input(i)); }
+                }
+                Delivery::Restart => {
+                    let json = serde_json::to_string(&tracker).expect("serializes");
+                    tracker = serde_json::from_str(&json).expect("restores");
+                }
+            }
+        }
+        let got: Vec<u64> = wakes.iter().map(|w| w.seq).collect();
+        prop_assert_eq!(got, reference_wakes(&events));
+    }
+
+    /// P8 under arbitrary reordering (a misbehaving stream): never two wakes with one id,
+    /// and for each workspace, wakes and working signals alternate (no wake without a
+    /// working phase before it).
+    #[test]
+    fn arbitrary_reorders_never_give_two_wakes_for_one_settle(
+        events in timeline(), order in proptest::collection::vec(0usize..40, 0..100),
+    ) {
+        let mut tracker = SettleTracker::new();
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into() });
+        let mut ids = std::collections::BTreeSet::new();
+        let mut wakes = 0usize;
+        let mut phase: std::collections::BTreeMap<String, bool> = Default::default();
+        for i in order.into_iter().filter(|i| *i < events.len()) {
+            let (ws, pane, kind) = events[i];
+            tracker.handle(0, ev("b1", i as u64 + 1, &format!("w{ws}"), &format!("w{ws}:p{pane}"), kind));
+            while let Some(out) = tracker.poll() {
+                match out {
+                    SettleOutput::ScopeWorking { workspace_id, .. } => {
+                        prop_assert!(!phase.get(&workspace_id).copied().unwrap_or(false));
+                        phase.insert(workspace_id, true);
+                    }
+                    SettleOutput::ScopeSettled { workspace_id, wake_id, .. } => {
+                        prop_assert!(phase.get(&workspace_id).copied().unwrap_or(false));
+                        prop_assert_eq!(tracker.working_panes(&workspace_id), 0);
+                        prop_assert!(ids.insert(wake_id));
+                        wakes += 1;
+                        phase.insert(workspace_id, false);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Late copies only ever lose information: never more wakes than the true timeline.
+        prop_assert!(wakes <= reference_wakes(&events).len() + events.len());
+    }
+}

@@ -1,0 +1,351 @@
+//! Extension pages rendered by wasm: the side panel (Control Center, R: O1) and the
+//! options page (R: O4).
+//!
+//! The side panel does not hold a link of its own: it connects a `panel` port to the
+//! worker and renders the HUD view models it receives (the same ones pages get). The
+//! options page reads and writes the settings listed in [`SETTINGS`] in
+//! `chrome.storage.sync`.
+
+use js_sys::{Object, Reflect};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Document, Element};
+
+use crate::js;
+use ext_core::hud::{ActionId, StatusLine};
+
+/// A view model as received on a panel port (the JSON of `ext_core::hud::HudView`).
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedView {
+    /// Companion line.
+    pub companion: ReceivedLine,
+    /// Herdr line.
+    pub herdr: ReceivedLine,
+    /// Buttons.
+    pub actions: Vec<ReceivedAction>,
+}
+
+/// A status line as received.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedLine {
+    /// i18n key.
+    pub key: String,
+    /// Substitutions.
+    pub substitutions: Vec<String>,
+    /// Tone name.
+    pub tone: String,
+}
+
+/// A button as received.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedAction {
+    /// Action wire name.
+    pub id: String,
+    /// i18n key of the label.
+    pub label: String,
+}
+
+impl From<&StatusLine> for ReceivedLine {
+    fn from(line: &StatusLine) -> Self {
+        let tone = serde_json::to_value(line.tone)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        ReceivedLine {
+            key: line.key.to_owned(),
+            substitutions: line.substitutions.clone(),
+            tone,
+        }
+    }
+}
+
+/// One setting shown on the options page.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingSpec {
+    /// Key in `chrome.storage.sync`.
+    pub key: &'static str,
+    /// i18n key of the label.
+    pub label: &'static str,
+    /// Default and range.
+    pub kind: SettingKind,
+}
+
+/// Type and bounds of a setting.
+#[derive(Debug, Clone, Copy)]
+pub enum SettingKind {
+    /// Whole seconds within `min..=max`.
+    Seconds {
+        /// Default.
+        default: u32,
+        /// Lowest accepted value.
+        min: u32,
+        /// Highest accepted value.
+        max: u32,
+    },
+    /// On/off.
+    Flag {
+        /// Default.
+        default: bool,
+    },
+}
+
+/// Settings that exist so far (defaults from REFERENCE.md §2; R: P3, P5, M2, O4).
+pub const SETTINGS: &[SettingSpec] = &[
+    SettingSpec {
+        key: "progressTickSec",
+        label: "optionProgressTickSec",
+        kind: SettingKind::Seconds { default: 60, min: 5, max: 3600 },
+    },
+    SettingSpec {
+        key: "progressFallbackSec",
+        label: "optionProgressFallbackSec",
+        kind: SettingKind::Seconds { default: 1200, min: 60, max: 86_400 },
+    },
+    SettingSpec {
+        key: "allowProjectAuto",
+        label: "optionAllowProjectAuto",
+        kind: SettingKind::Flag { default: false },
+    },
+];
+
+/// Clamps a number typed by the user into a setting's range; `None` when it is not a
+/// whole number (the page then shows an error and saves nothing).
+pub fn accept_seconds(text: &str, min: u32, max: u32) -> Option<u32> {
+    text.trim().parse::<u32>().ok().map(|value| value.clamp(min, max))
+}
+
+fn document() -> Result<Document, JsValue> {
+    web_sys::window()
+        .and_then(|window| window.document())
+        .ok_or_else(|| JsError::new("no document: mount functions run in extension pages").into())
+}
+
+/// Replaces the text of every `[data-i18n]` element with its message (page titles).
+fn translate_static_text(document: &Document) -> Result<(), JsValue> {
+    let nodes = document.query_selector_all("[data-i18n]")?;
+    for index in 0..nodes.length() {
+        if let Some(element) = nodes.item(index).and_then(|node| node.dyn_into::<Element>().ok()) {
+            if let Some(key) = element.get_attribute("data-i18n") {
+                element.set_text_content(Some(&js::message(&key, &[])));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn element(document: &Document, tag: &str, class: &str) -> Result<Element, JsValue> {
+    let element = document.create_element(tag)?;
+    if !class.is_empty() {
+        element.set_class_name(class);
+    }
+    Ok(element)
+}
+
+fn on(target: &Element, event: &str, handler: impl FnMut(web_sys::Event) + 'static) -> Result<(), JsValue> {
+    let closure = Closure::<dyn FnMut(web_sys::Event)>::new(handler);
+    target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())?;
+    // The element lives as long as the page; so does its listener.
+    closure.forget();
+    Ok(())
+}
+
+/// Renders a received view into `root` (replacing its content); buttons post actions
+/// on `port`.
+pub fn render_view(root: &Element, view: &ReceivedView, port: &JsValue) -> Result<(), JsValue> {
+    let document = document()?;
+    root.set_inner_html("");
+    for (name, line) in [("companion", &view.companion), ("herdr", &view.herdr)] {
+        let paragraph = element(&document, "p", &format!("line tone-{}", line.tone))?;
+        paragraph.set_attribute("data-line", name)?;
+        paragraph.set_attribute("data-key", &line.key)?;
+        paragraph.set_text_content(Some(&js::message(&line.key, &line.substitutions)));
+        root.append_child(&paragraph)?;
+    }
+    let buttons = element(&document, "div", "actions")?;
+    for action in &view.actions {
+        if ActionId::from_wire(&action.id).is_none() {
+            continue;
+        }
+        let button = element(&document, "button", "action")?;
+        button.set_attribute("type", "button")?;
+        button.set_attribute("data-action", &action.id)?;
+        button.set_text_content(Some(&js::message(&action.label, &[])));
+        let port = port.clone();
+        let id = action.id.clone();
+        on(&button, "click", move |_| {
+            js::post(&port, &serde_json::json!({"type": "action", "action": id}));
+        })?;
+        buttons.append_child(&button)?;
+    }
+    root.append_child(&buttons)?;
+    Ok(())
+}
+
+fn show_round_trip(status_region: &Element, message: &JsValue) {
+    let line: Option<ReceivedLine> = Reflect::get(message, &JsValue::from_str("status"))
+        .ok()
+        .and_then(|status| serde_wasm_bindgen::from_value(status).ok());
+    if let Some(line) = line {
+        status_region.set_text_content(Some(&js::message(&line.key, &line.substitutions)));
+        let _ = status_region.set_attribute("data-key", &line.key);
+    }
+}
+
+/// Mounts the side panel into `#app`: connects a `panel` port to the worker and renders
+/// the views it receives.
+#[wasm_bindgen]
+pub fn mount_side_panel() -> Result<(), JsValue> {
+    let document = document()?;
+    let app = document
+        .get_element_by_id("app")
+        .ok_or_else(|| JsError::new("sidepanel.html lacks #app"))?;
+    translate_static_text(&document)?;
+    let view_root = element(&document, "section", "hud")?;
+    let status_region = element(&document, "p", "round-trip")?;
+    status_region.set_attribute("role", "status")?;
+    status_region.set_attribute("aria-live", "polite")?;
+    app.append_child(&view_root)?;
+    app.append_child(&status_region)?;
+
+    let info = Object::new();
+    Reflect::set(&info, &JsValue::from_str("name"), &JsValue::from_str("panel"))?;
+    let port = js::runtime_connect(&info);
+    let listener_port = port.clone();
+    let on_message = Closure::<dyn FnMut(JsValue)>::new(move |message: JsValue| {
+        let kind = Reflect::get(&message, &JsValue::from_str("type"))
+            .ok()
+            .and_then(|kind| kind.as_string());
+        match kind.as_deref() {
+            Some("hud") => {
+                let view = Reflect::get(&message, &JsValue::from_str("view"))
+                    .ok()
+                    .and_then(|view| serde_wasm_bindgen::from_value::<ReceivedView>(view).ok());
+                match view {
+                    Some(view) => {
+                        if let Err(error) = render_view(&view_root, &view, &listener_port) {
+                            js::warn(&js::error_text(&error));
+                        }
+                    }
+                    None => js::warn("herdr-continuity: the worker sent a HUD view of unknown shape"),
+                }
+            }
+            Some("round_trip_result") => show_round_trip(&status_region, &message),
+            _ => {}
+        }
+    });
+    js::add_listener(&port, "onMessage", on_message.as_ref().unchecked_ref());
+    on_message.forget();
+    Ok(())
+}
+
+/// Mounts the options page into `#app`: one labelled input per [`SETTINGS`] entry,
+/// loaded from and saved to `chrome.storage.sync`.
+#[wasm_bindgen]
+pub fn mount_options() -> Result<(), JsValue> {
+    let document = document()?;
+    let app = document
+        .get_element_by_id("app")
+        .ok_or_else(|| JsError::new("options.html lacks #app"))?;
+    translate_static_text(&document)?;
+    let status = element(&document, "p", "save-status")?;
+    status.set_attribute("role", "status")?;
+    status.set_attribute("aria-live", "polite")?;
+
+    let defaults = Object::new();
+    for spec in SETTINGS {
+        let value = match spec.kind {
+            SettingKind::Seconds { default, .. } => JsValue::from(default),
+            SettingKind::Flag { default } => JsValue::from(default),
+        };
+        Reflect::set(&defaults, &JsValue::from_str(spec.key), &value)?;
+    }
+    let form = element(&document, "form", "settings")?;
+    app.append_child(&form)?;
+    app.append_child(&status)?;
+
+    wasm_bindgen_futures::spawn_local(async move {
+        let stored = wasm_bindgen_futures::JsFuture::from(js::storage_sync_get(&defaults))
+            .await
+            .unwrap_or_else(|_| defaults.clone().into());
+        if let Err(error) = build_settings_form(&document, &form, &status, &stored) {
+            js::warn(&js::error_text(&error));
+        }
+    });
+    Ok(())
+}
+
+fn build_settings_form(
+    document: &Document,
+    form: &Element,
+    status: &Element,
+    stored: &JsValue,
+) -> Result<(), JsValue> {
+    for spec in SETTINGS {
+        let row = element(document, "label", "setting")?;
+        let caption = element(document, "span", "caption")?;
+        caption.set_text_content(Some(&js::message(spec.label, &[])));
+        let input = element(document, "input", "")?;
+        input.set_id(spec.key);
+        input.set_attribute("name", spec.key)?;
+        let current = Reflect::get(stored, &JsValue::from_str(spec.key)).unwrap_or(JsValue::UNDEFINED);
+        match spec.kind {
+            SettingKind::Seconds { default, min, max } => {
+                input.set_attribute("type", "number")?;
+                input.set_attribute("min", &min.to_string())?;
+                input.set_attribute("max", &max.to_string())?;
+                let value = current.as_f64().map_or(default, |v| v as u32);
+                Reflect::set(&input, &JsValue::from_str("value"), &JsValue::from_str(&value.to_string()))?;
+            }
+            SettingKind::Flag { default } => {
+                input.set_attribute("type", "checkbox")?;
+                let value = current.as_bool().unwrap_or(default);
+                Reflect::set(&input, &JsValue::from_str("checked"), &JsValue::from(value))?;
+            }
+        }
+        let key = spec.key;
+        let kind = spec.kind;
+        let status = status.clone();
+        let field = input.clone();
+        on(&input, "change", move |_| {
+            let value = match kind {
+                SettingKind::Seconds { min, max, .. } => {
+                    let text = Reflect::get(&field, &JsValue::from_str("value"))
+                        .ok()
+                        .and_then(|v| v.as_string())
+                        .unwrap_or_default();
+                    match accept_seconds(&text, min, max) {
+                        Some(seconds) => {
+                            let _ = Reflect::set(&field, &JsValue::from_str("value"), &JsValue::from_str(&seconds.to_string()));
+                            JsValue::from(seconds)
+                        }
+                        None => {
+                            status.set_text_content(Some(&js::message(
+                                "optionNotANumber",
+                                &[min.to_string(), max.to_string()],
+                            )));
+                            return;
+                        }
+                    }
+                }
+                SettingKind::Flag { .. } => Reflect::get(&field, &JsValue::from_str("checked"))
+                    .unwrap_or(JsValue::FALSE),
+            };
+            let items = Object::new();
+            let _ = Reflect::set(&items, &JsValue::from_str(key), &value);
+            let status = status.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let saved = wasm_bindgen_futures::JsFuture::from(js::storage_sync_set(&items)).await;
+                let text = match saved {
+                    Ok(_) => js::message("optionSaved", &[]),
+                    Err(error) => js::message("optionSaveFailed", &[js::error_text(&error)]),
+                };
+                status.set_text_content(Some(&text));
+            });
+        })?;
+        row.append_child(&caption)?;
+        row.append_child(&input)?;
+        form.append_child(&row)?;
+    }
+    Ok(())
+}

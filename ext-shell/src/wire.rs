@@ -1,0 +1,213 @@
+//! JSON ⇄ core types: the messages of `docs/PROTOCOL.md` (native port) and of the
+//! extension-internal page ports ("Extension-internal ports" in the same file).
+//!
+//! Only conversions live here: a message that does not have the documented shape is a
+//! [`WireError`] and is dropped by the driver (logged), never guessed at.
+
+use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
+use ext_core::hud::{ActionId, HudView, StatusLine};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// A message that does not match the protocol.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WireError {
+    /// Not a JSON object of one of the three shapes (request, response, event).
+    #[error("the companion sent a message of unknown shape: {0}; update the companion or the extension so both speak herdr-continuity/1")]
+    UnknownShape(String),
+    /// A known shape with missing or mistyped fields.
+    #[error("the companion sent a malformed `{what}` message: {detail}; update the companion or the extension so both speak herdr-continuity/1")]
+    Malformed {
+        /// Which message.
+        what: String,
+        /// serde's explanation.
+        detail: String,
+    },
+    /// A result or event this shell does not route to the link (for other machines).
+    #[error("message `{0}` is not for the companion link")]
+    NotForLink(String),
+    /// A page message of unknown shape.
+    #[error("a page sent an unknown message: {0}")]
+    UnknownPageMessage(String),
+}
+
+#[derive(Deserialize)]
+struct HerdrWire {
+    state: String,
+    protocol: Option<u32>,
+    version: Option<String>,
+    #[serde(default)]
+    socket: String,
+    detail: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct HelloWire {
+    runtime_version: String,
+    protocol: u32,
+    compatible: bool,
+    herdr: HerdrWire,
+}
+
+#[derive(Deserialize)]
+struct HerdrHolder {
+    herdr: HerdrWire,
+}
+
+#[derive(Deserialize)]
+struct ErrorWire {
+    code: String,
+    message: String,
+}
+
+fn malformed(what: &str, error: serde_json::Error) -> WireError {
+    WireError::Malformed {
+        what: what.to_owned(),
+        detail: error.to_string(),
+    }
+}
+
+fn herdr_status(wire: HerdrWire) -> Result<HerdrStatus, WireError> {
+    let state = match wire.state.as_str() {
+        "connected" => HerdrConnection::Connected,
+        "not_running" => HerdrConnection::NotRunning,
+        "unsupported_protocol" => HerdrConnection::UnsupportedProtocol,
+        "permission_denied" => HerdrConnection::PermissionDenied,
+        "error" => HerdrConnection::Error,
+        other => {
+            return Err(WireError::Malformed {
+                what: "herdr".into(),
+                detail: format!("unknown state `{other}`"),
+            })
+        }
+    };
+    Ok(HerdrStatus {
+        state,
+        protocol: wire.protocol,
+        version: wire.version,
+        socket: wire.socket,
+        detail: wire.detail,
+    })
+}
+
+/// Parses one message received on the native port.
+pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
+    let Some(object) = value.as_object() else {
+        return Err(WireError::UnknownShape(value.to_string()));
+    };
+    if let Some(event) = object.get("event").and_then(Value::as_str) {
+        let data = object.get("data").cloned().unwrap_or(Value::Null);
+        return match event {
+            "herdr_state" => {
+                let holder: HerdrHolder =
+                    serde_json::from_value(data).map_err(|e| malformed("herdr_state", e))?;
+                Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
+            }
+            "host_error" => {
+                let error: ErrorWire =
+                    serde_json::from_value(data).map_err(|e| malformed("host_error", e))?;
+                Ok(RuntimeMessage::HostError {
+                    code: error.code,
+                    message: error.message,
+                })
+            }
+            other => Err(WireError::NotForLink(other.to_owned())),
+        };
+    }
+    let Some(id) = object.get("id").and_then(Value::as_str) else {
+        return Err(WireError::UnknownShape(value.to_string()));
+    };
+    let id = id.to_owned();
+    if let Some(error) = object.get("error") {
+        let error: ErrorWire =
+            serde_json::from_value(error.clone()).map_err(|e| malformed("error", e))?;
+        return Ok(RuntimeMessage::ErrorAnswer {
+            id,
+            code: error.code,
+            message: error.message,
+        });
+    }
+    let Some(result) = object.get("result") else {
+        return Err(WireError::UnknownShape(value.to_string()));
+    };
+    match result.get("type").and_then(Value::as_str) {
+        Some("hello") => {
+            let hello: HelloWire =
+                serde_json::from_value(result.clone()).map_err(|e| malformed("hello", e))?;
+            Ok(RuntimeMessage::HelloAnswer {
+                id,
+                runtime_version: hello.runtime_version,
+                protocol: hello.protocol,
+                compatible: hello.compatible,
+                herdr: herdr_status(hello.herdr)?,
+            })
+        }
+        Some("pong") => Ok(RuntimeMessage::Pong { id }),
+        Some("herdr_status") => {
+            let holder: HerdrHolder = serde_json::from_value(result.clone())
+                .map_err(|e| malformed("herdr_status", e))?;
+            Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
+        }
+        Some(other) => Err(WireError::NotForLink(other.to_owned())),
+        None => Err(WireError::UnknownShape(value.to_string())),
+    }
+}
+
+/// The JSON posted on the native port for a request.
+pub fn request_json(request: &Request) -> Value {
+    match request {
+        Request::Hello {
+            id,
+            extension_version,
+            protocol,
+        } => json!({
+            "id": id,
+            "method": "hello",
+            "params": {"extension_version": extension_version, "protocol": protocol},
+        }),
+        Request::Ping { id } => json!({"id": id, "method": "ping", "params": {}}),
+    }
+}
+
+/// A message from a page or panel port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageMessage {
+    /// `{"type":"page_facts","url":…}` — what page the content script runs in.
+    PageFacts {
+        /// `location.href`.
+        url: String,
+    },
+    /// `{"type":"action","action":"retry_companion"|"round_trip_test"}` — a HUD button.
+    Action(ActionId),
+}
+
+/// Parses one message received on a page or panel port.
+pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
+    let unknown = || WireError::UnknownPageMessage(value.to_string());
+    match value.get("type").and_then(Value::as_str) {
+        Some("page_facts") => Ok(PageMessage::PageFacts {
+            url: value
+                .get("url")
+                .and_then(Value::as_str)
+                .ok_or_else(unknown)?
+                .to_owned(),
+        }),
+        Some("action") => value
+            .get("action")
+            .and_then(Value::as_str)
+            .and_then(ActionId::from_wire)
+            .map(PageMessage::Action)
+            .ok_or_else(unknown),
+        _ => Err(unknown()),
+    }
+}
+
+/// `{"type":"hud","view":…}` sent to pages and panels.
+pub fn hud_json(view: &HudView) -> Value {
+    json!({"type": "hud", "view": view})
+}
+
+/// `{"type":"round_trip_result","ok":…,"ms":…,"status":…}` sent to the page that asked.
+pub fn round_trip_json(ms: Option<f64>, status: &StatusLine) -> Value {
+    json!({"type": "round_trip_result", "ok": ms.is_some(), "ms": ms, "status": status})
+}

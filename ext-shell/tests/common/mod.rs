@@ -1,0 +1,177 @@
+//! Checks shared by the browser and service-worker test binaries: the shell's
+//! translation code (JSON ⇄ core types), the driver with fake port objects, and the
+//! HUD view model as pages receive it. R: A4, N1, N4 (version agreement), O1.
+
+use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
+use ext_shell::driver::LinkDriver;
+use ext_shell::pages::ReceivedView;
+use ext_shell::wire::{self, PageMessage, WireError};
+use ext_core::hud::ActionId;
+use js_sys::{Array, Function, Reflect};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// `{connect, ports}`: a fake `connectNative` that records the port objects it hands out.
+/// Each fake port records what is posted to it (as plain JSON) and its listeners.
+pub fn fake_chrome() -> (Function, Array) {
+    let factory = Function::new_no_args(
+        r#"
+        const ports = [];
+        const connect = (name) => {
+          const port = {
+            name, sent: [], disconnected: false, messageListeners: [], disconnectListeners: [],
+            postMessage(message) { this.sent.push(JSON.parse(JSON.stringify(message))); },
+            disconnect() { this.disconnected = true; },
+          };
+          port.onMessage = { addListener: (f) => port.messageListeners.push(f) };
+          port.onDisconnect = { addListener: (f) => port.disconnectListeners.push(f) };
+          ports.push(port);
+          return port;
+        };
+        return { connect, ports };
+        "#,
+    );
+    let pair = factory.call0(&JsValue::NULL).expect("factory runs");
+    let connect: Function = Reflect::get(&pair, &"connect".into()).expect("connect").dyn_into().expect("fn");
+    let ports: Array = Reflect::get(&pair, &"ports".into()).expect("ports").dyn_into().expect("array");
+    (connect, ports)
+}
+
+fn get(value: &JsValue, key: &str) -> JsValue {
+    Reflect::get(value, &JsValue::from_str(key)).expect("property")
+}
+
+/// What was posted on a fake port, as JSON.
+pub fn sent(port: &JsValue) -> Vec<serde_json::Value> {
+    serde_wasm_bindgen::from_value(get(port, "sent")).expect("sent is JSON")
+}
+
+fn js(value: serde_json::Value) -> JsValue {
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).expect("to js")
+}
+use serde::Serialize;
+
+/// Delivers a message (as the host would) to every onMessage listener of a fake port.
+pub fn deliver(port: &JsValue, message: serde_json::Value) {
+    let message = js(message);
+    for listener in Array::from(&get(port, "messageListeners")).iter() {
+        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, &message).expect("listener ran");
+    }
+}
+
+/// Fires the onDisconnect listeners of a fake port (no lastError: the host exited).
+pub fn drop_port(port: &JsValue) {
+    for listener in Array::from(&get(port, "disconnectListeners")).iter() {
+        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, port).expect("listener ran");
+    }
+}
+
+fn hello_answer(id: &str, protocol: u32) -> serde_json::Value {
+    json!({"id": id, "result": {"type": "hello", "runtime_version": "0.1.0", "protocol": protocol,
+        "compatible": protocol == 1, "boot_id": "boot-1",
+        "herdr": {"state": "connected", "protocol": 20, "version": "0.8.2", "socket": "/tmp/herdr.sock", "detail": null}}})
+}
+
+pub fn runtime_messages_parse_into_core_types() {
+    assert_eq!(
+        wire::runtime_message(&hello_answer("hello-1", 1)),
+        Ok(RuntimeMessage::HelloAnswer {
+            id: "hello-1".into(),
+            runtime_version: "0.1.0".into(),
+            protocol: 1,
+            compatible: true,
+            herdr: HerdrStatus {
+                state: HerdrConnection::Connected,
+                protocol: Some(20),
+                version: Some("0.8.2".into()),
+                socket: "/tmp/herdr.sock".into(),
+                detail: None,
+            },
+        })
+    );
+    assert_eq!(
+        wire::runtime_message(&json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})),
+        Ok(RuntimeMessage::Pong { id: "ping-2".into() })
+    );
+    assert_eq!(
+        wire::runtime_message(&json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})),
+        Ok(RuntimeMessage::HostError { code: "runtime_unreachable".into(), message: "m".into() })
+    );
+    assert!(matches!(
+        wire::runtime_message(&json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})),
+        Err(WireError::Malformed { .. })
+    ));
+    assert_eq!(
+        wire::runtime_message(&json!({"event": "agent_settled", "data": {}})),
+        Err(WireError::NotForLink("agent_settled".into()))
+    );
+    assert!(matches!(wire::runtime_message(&json!([1, 2])), Err(WireError::UnknownShape(_))));
+    assert_eq!(
+        wire::request_json(&Request::Hello { id: "hello-1".into(), extension_version: "0.1.0".into(), protocol: 1 }),
+        json!({"id": "hello-1", "method": "hello", "params": {"extension_version": "0.1.0", "protocol": 1}})
+    );
+    assert_eq!(
+        wire::page_message(&json!({"type": "action", "action": "round_trip_test"})),
+        Ok(PageMessage::Action(ActionId::RoundTripTest))
+    );
+    assert!(wire::page_message(&json!({"type": "action", "action": "format_disk"})).is_err());
+}
+
+/// Start → hello → connected → round trip → host exits → reconnect after the backoff.
+pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
+    let (connect, ports) = fake_chrome();
+    let (page_factory, _page_ports) = fake_chrome();
+    let driver = LinkDriver::new(connect, "0.1.0");
+    LinkDriver::feed(&driver, ext_core::companion_link::Input::Start);
+    assert_eq!(ports.length(), 1, "Start opens one native port");
+    let native = ports.get(0);
+    assert_eq!(get(&native, "name").as_string().as_deref(), Some("dev.herdr.continuity"));
+    let hello = sent(&native);
+    assert_eq!(hello.len(), 1);
+    assert_eq!(hello[0]["method"], "hello");
+    assert_eq!(hello[0]["params"]["protocol"], 1);
+
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    LinkDriver::page_connected(&driver, page.clone());
+    assert_eq!(sent(&page)[0]["view"]["companion"]["key"], "companionConnecting");
+
+    deliver(&native, hello_answer(hello[0]["id"].as_str().expect("id"), 1));
+    let page_view = sent(&page).last().cloned().expect("a HUD update");
+    assert_eq!(page_view["type"], "hud");
+    let view: ReceivedView = serde_json::from_value(page_view["view"].clone()).expect("view shape");
+    assert_eq!(view.companion.key, "companionConnected");
+    assert_eq!(view.companion.substitutions, vec!["0.1.0".to_owned()]);
+    assert_eq!(view.herdr.key, "herdrConnected");
+    assert_eq!(view.herdr.tone, "good");
+    assert_eq!(view.actions[0].id, "round_trip_test");
+
+    LinkDriver::page_message(&driver, &page, &js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"})))
+        .expect("facts accepted");
+    assert_eq!(driver.borrow().page_urls(), vec!["https://chatgpt.com/c/1".to_owned()]);
+    LinkDriver::page_message(&driver, &page, &js(json!({"type": "action", "action": "round_trip_test"})))
+        .expect("action accepted");
+    let ping = sent(&native).last().cloned().expect("ping sent");
+    assert_eq!(ping["method"], "ping");
+    deliver(&native, json!({"id": ping["id"], "result": {"type": "pong", "server_time": 1}}));
+    let result = sent(&page).last().cloned().expect("round trip result");
+    assert_eq!(result["type"], "round_trip_result");
+    assert_eq!(result["ok"], true);
+    assert!(result["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "ms is measured: {result}");
+    assert_eq!(result["status"]["key"], "roundTripAnswered");
+
+    drop_port(&native);
+    assert_eq!(sent(&page).last().expect("hud")["view"]["companion"]["key"], "companionExited");
+    assert_eq!(ports.length(), 1, "no reconnect before the backoff");
+    gloo_timers::future::TimeoutFuture::new(700).await;
+    assert_eq!(ports.length(), 2, "reconnects after 0.5 s");
+    assert_eq!(sent(&ports.get(1))[0]["method"], "hello");
+
+    // A newer runtime: the HUD names the side to update and the port is closed.
+    let second = ports.get(1);
+    deliver(&second, hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 2));
+    assert_eq!(get(&second, "disconnected"), JsValue::TRUE);
+    let hud = sent(&page).last().cloned().expect("hud");
+    assert_eq!(hud["view"]["companion"]["key"], "companionUpdateExtension");
+    assert_eq!(hud["view"]["actions"][0]["id"], "retry_companion");
+}

@@ -1,0 +1,17 @@
+//! ext-shell in a service worker (where it runs in the extension). Run:
+//! `scripts/test-wasm.sh`.
+use wasm_bindgen_test::*;
+
+mod common;
+
+wasm_bindgen_test_configure!(run_in_service_worker);
+
+#[wasm_bindgen_test]
+fn runtime_messages_parse_into_core_types() {
+    common::runtime_messages_parse_into_core_types();
+}
+
+#[wasm_bindgen_test]
+async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
+    common::driver_handshakes_probes_and_reconnects_with_fake_ports().await;
+}

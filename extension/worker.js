@@ -1,0 +1,31 @@
+// Service worker loader (MV3, type: module). It only forwards Chrome events into the
+// wasm shell (ext-shell); every decision is made in ext-core.
+//
+// Every listener is registered synchronously at top level (Chrome only delivers the
+// events that woke the worker to listeners registered in the first turn), and each one
+// awaits the wasm init promise before forwarding. Port messages are forwarded through
+// the same promise, so their order is kept even while wasm is still compiling.
+import init, * as shell from './pkg/ext_shell.js';
+
+const ready = init().then(() => shell.start_worker());
+ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));
+
+const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
+
+chrome.runtime.onConnect.addListener((port) => {
+  if (port.name !== 'page' && port.name !== 'panel') return;
+  forward(() => shell.page_connected(port));
+  port.onMessage.addListener((message) => forward(() => shell.page_message(port, message)));
+  port.onDisconnect.addListener(() => forward(() => shell.page_disconnected(port)));
+});
+
+chrome.runtime.onInstalled.addListener(() => {
+  chrome.alarms.create('companion-link', { periodInMinutes: 0.5 });
+  chrome.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true }).catch(() => {});
+  forward(() => {});
+});
+chrome.runtime.onStartup.addListener(() => {
+  chrome.alarms.create('companion-link', { periodInMinutes: 0.5 });
+  forward(() => {});
+});
+chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.name)));

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the extension into dist/extension/ and the native binaries into target/release/.
+#
+#   1. ext-shell → wasm32-unknown-unknown (release: opt-level z, lto, panic=abort)
+#   2. wasm-bindgen --target web → dist/extension/pkg (CLI version = crate version)
+#   3. npm binaryen's wasm-opt -Oz (never Debian's /usr/bin/wasm-opt: it breaks
+#      wasm-bindgen 0.2.130 output; see /work/shared/TOOLCHAIN.md), no strip
+#   4. dist/extension/: manifest (with `key`), loaders, pages, CSS, _locales
+#   5. herdr-companion + herdr-standin (cargo build --release)
+# Honours CARGO_TARGET_DIR (default: target/). Prints the wasm size raw and gzipped and
+# fails when the wasm imports anything from `env`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf 'build: %s\n' "$*"; }
+die() { printf 'build: error: %s\n' "$*" >&2; exit 1; }
+
+target_dir="${CARGO_TARGET_DIR:-target}"
+dist="dist/extension"
+wasm_opt="node_modules/.bin/wasm-opt"
+
+want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
+[[ "$have" == "$want" ]] || die "wasm-bindgen CLI is '${have:-missing}' but Cargo.lock wants $want; run 'npm run setup' (or cargo install wasm-bindgen-cli --version $want)"
+[[ -x "$wasm_opt" ]] || die "$wasm_opt is missing; run 'npm ci' (binaryen 132 from npm is required, Debian's wasm-opt breaks the module)"
+
+say "cargo build ext-shell (wasm32-unknown-unknown, release)"
+cargo build --release -p ext-shell --target wasm32-unknown-unknown
+raw_wasm="$target_dir/wasm32-unknown-unknown/release/ext_shell.wasm"
+[[ -f "$raw_wasm" ]] || die "expected $raw_wasm after cargo build; is CARGO_TARGET_DIR set consistently?"
+
+say "assembling $dist"
+rm -rf "$dist"
+mkdir -p "$dist/pkg"
+wasm-bindgen --target web --out-dir "$dist/pkg" "$raw_wasm"
+bg="$dist/pkg/ext_shell_bg.wasm"
+before=$(stat -c %s "$bg")
+"$wasm_opt" -Oz --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  "$bg" -o "$bg.opt"
+mv "$bg.opt" "$bg"
+
+# The module must import nothing from `env` (an `env` import means a C dependency or a
+# missing wasm-bindgen shim, and the module would fail to instantiate).
+if grep -q 'from "env"\|from '"'"'env'"'"'' "$dist/pkg/ext_shell.js"; then
+  die "ext_shell.js imports from 'env'; a dependency needs a C/JS shim that is not provided"
+fi
+node -e '
+  const bytes = require("fs").readFileSync(process.argv[1]);
+  const mod = new WebAssembly.Module(bytes);
+  const bad = WebAssembly.Module.imports(mod).filter((i) => i.module === "env");
+  if (bad.length) { console.error("build: error: wasm imports from env:", bad.map((i) => i.name).join(", ")); process.exit(1); }
+' "$bg"
+
+cp extension/*.js extension/*.html extension/*.css "$dist/"
+cp -r extension/_locales "$dist/_locales"
+key="$(tr -d '\n' < manifest/extension-key.pub.b64)"
+node -e '
+  const fs = require("fs");
+  const [src, dst, key] = process.argv.slice(1);
+  const manifest = JSON.parse(fs.readFileSync(src, "utf8"));
+  manifest.key = key;
+  fs.writeFileSync(dst, JSON.stringify(manifest, null, 2) + "\n");
+' manifest/manifest.json "$dist/manifest.json" "$key"
+
+say "cargo build companion + herdr-standin (release)"
+cargo build --release -p companion -p herdr-standin
+
+after=$(stat -c %s "$bg")
+gz=$(gzip -9 -c "$bg" | wc -c)
+say "extension: $dist (id $(cat manifest/extension-id.txt))"
+say "binaries: $target_dir/release/herdr-companion $target_dir/release/herdr-standin"
+say "wasm: ${after} B raw (${before} B before wasm-opt), ${gz} B gzip"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Idempotent developer/CI setup for herdr-continuity.
+# Installs only what is missing and says what it skips. Never downloads browsers:
+# the tests use Debian's /usr/bin/chromium (see /work/shared/TOOLCHAIN.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf 'setup: %s\n' "$*"; }
+
+# 1. Chromium + chromedriver (Debian packages).
+if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
+  say "skip chromium: /usr/bin/chromium and /usr/bin/chromedriver present"
+elif [[ "$(id -u)" == 0 ]]; then
+  say "installing chromium chromium-driver with apt-get"
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+else
+  say "Chromium or chromedriver is missing and this is not root. Run:"
+  say "  sudo apt-get update && sudo apt-get install -y chromium chromium-driver"
+  exit 1
+fi
+
+# 2. Rust wasm target.
+if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "skip rust target: wasm32-unknown-unknown installed"
+else
+  say "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# 3. wasm-bindgen-cli at exactly the wasm-bindgen crate version in Cargo.lock.
+wb_want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+if [[ -z "$wb_want" ]]; then
+  say "Cargo.lock names no wasm-bindgen version; run 'cargo generate-lockfile' and retry"
+  exit 1
+fi
+wb_have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
+if [[ "$wb_have" == "$wb_want" ]]; then
+  say "skip wasm-bindgen-cli: $wb_have matches Cargo.lock"
+else
+  say "installing wasm-bindgen-cli $wb_want (have: ${wb_have:-none}); takes ~5 min on 2 cores"
+  # No --locked: its lockfile pins a webpki-roots this registry lacks (TOOLCHAIN.md).
+  cargo install wasm-bindgen-cli --version "$wb_want" --force
+fi
+
+# 4. wasm-pack (used by scripts/test-wasm.sh).
+if command -v wasm-pack >/dev/null 2>&1; then
+  say "skip wasm-pack: $(wasm-pack --version)"
+elif pgrep -f 'cargo install wasm-pack' >/dev/null 2>&1; then
+  say "wasm-pack is being installed by another process; waiting for it"
+  while pgrep -f 'cargo install wasm-pack' >/dev/null 2>&1; do sleep 5; done
+  command -v wasm-pack >/dev/null 2>&1 || cargo install wasm-pack --locked
+else
+  say "installing wasm-pack (~2 min)"
+  cargo install wasm-pack --locked
+fi
+
+# 5. npm packages (Playwright test runner, binaryen's wasm-opt).
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  say "running npm ci"
+  npm ci --no-audit --no-fund
+else
+  say "skip npm ci: node_modules is up to date with package-lock.json"
+fi
+
+say "done"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# ext-shell's wasm-bindgen tests in headless Chromium: tests/browser.rs (a page) and
+# tests/worker.rs (a service worker). Offline: needs /usr/bin/chromedriver, wasm-bindgen
+# (+ wasm-bindgen-test-runner) on PATH at the Cargo.lock version, and
+# ext-shell/webdriver.json (Chromium binary, --no-sandbox since we may run as root).
+# Uses wasm-pack when installed, else cargo's runner from .cargo/config.toml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+[[ -x "$CHROMEDRIVER" ]] || { echo "test-wasm: chromedriver not found at $CHROMEDRIVER; install chromium-driver (npm run setup)" >&2; exit 1; }
+command -v wasm-bindgen-test-runner >/dev/null || { echo "test-wasm: wasm-bindgen-test-runner missing; run npm run setup" >&2; exit 1; }
+
+status=0
+if command -v wasm-pack >/dev/null 2>&1; then
+  wasm-pack test --headless --chrome ext-shell || status=$?
+else
+  # wasm-bindgen-test-runner looks for webdriver.json in the current directory.
+  (cd ext-shell && cargo test --target wasm32-unknown-unknown --tests) || status=$?
+fi
+# Each chromedriver session leaves ~12 MB of scoped dirs behind.
+rm -rf /tmp/org.chromium.Chromium.scoped_dir.* 2>/dev/null || true
+exit $status

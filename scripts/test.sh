@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The whole test suite (`npm test`, `.ci/run`): setup → build → native Rust tests →
+# wasm tests in headless Chromium → Playwright end-to-end tests with the real extension,
+# companion and Herdr stand-in. Runs every suite even after one fails, prints one summary
+# line "N passed, N failed" and exits non-zero when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+
+logs="$(mktemp -d /tmp/herdr-continuity-test.XXXXXX)"
+total_passed=0
+total_failed=0
+failed_suites=()
+
+cleanup() {
+  # Each chromedriver/Chromium session leaves ~12 MB of scoped dirs in the temp dir.
+  rm -rf /tmp/org.chromium.Chromium.scoped_dir.* /tmp/.org.chromium.Chromium.* 2>/dev/null || true
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+# Sums "test result: ok. X passed; Y failed" lines (cargo test, wasm-bindgen-test-runner).
+count_rust() {
+  local log="$1" p f
+  p=$(grep -E 'test result: ' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+  f=$(grep -E 'test result: ' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+  echo "$p $f"
+}
+# Playwright list reporter ends with "  N passed (…)" and "  N failed".
+count_playwright() {
+  local log="$1" p f
+  p=$(grep -Eo '^ +[0-9]+ passed' "$log" | tail -1 | awk '{print $1+0}')
+  f=$(grep -Eo '^ +[0-9]+ (failed|flaky|interrupted|did not run)' "$log" | awk '{s+=$1} END {print s+0}')
+  echo "${p:-0} ${f:-0}"
+}
+
+# run_suite NAME COUNTER COMMAND... — runs a suite, tees its log, adds its counts.
+run_suite() {
+  local name="$1" counter="$2"; shift 2
+  local log="$logs/$name.log" rc counts p f
+  banner "$name: $*"
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r p f < <("$counter" "$log")
+  if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a suite that died before reporting
+  total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
+  if [[ $rc -ne 0 ]]; then failed_suites+=("$name"); fi
+  printf -- '---- %s: %s passed, %s failed (exit %s)\n' "$name" "$p" "$f" "$rc"
+}
+
+banner "setup"
+bash scripts/setup.sh || { echo "test: setup failed — fix the message above, then rerun npm test"; exit 1; }
+
+banner "build"
+bash scripts/build.sh || { echo "test: scripts/build.sh failed — the extension could not be built; see the error above"; exit 1; }
+# build.sh also builds the release binaries the e2e tests run (herdr-companion, herdr-standin).
+
+# ext-shell is a wasm-bindgen crate: its tests run in the browser (scripts/test-wasm.sh).
+run_suite cargo-test count_rust cargo test --workspace --exclude ext-shell
+run_suite wasm-test count_rust bash scripts/test-wasm.sh
+run_suite e2e count_playwright npx playwright test --config e2e/playwright.config.mjs
+
+banner "summary"
+echo "${total_passed} passed, ${total_failed} failed"
+if [[ ${#failed_suites[@]} -gt 0 ]]; then
+  echo "failing suites: ${failed_suites[*]}"
+  exit 1
+fi
