@@ -15,7 +15,14 @@ failed_suites=()
 
 cleanup() {
   # Each chromedriver/Chromium session leaves ~12 MB of scoped dirs in the temp dir.
-  rm -rf /tmp/org.chromium.Chromium.scoped_dir.* /tmp/.org.chromium.Chromium.* 2>/dev/null || true
+  # Remove them, except those a running browser still uses (its --user-data-dir names them),
+  # so a concurrent run on the same machine is not broken.
+  local in_use dir
+  in_use="$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -o '/tmp/org\.chromium\.Chromium\.scoped_dir\.[A-Za-z0-9]*' | sort -u || true)"
+  for dir in /tmp/org.chromium.Chromium.scoped_dir.*; do
+    [[ -e "$dir" ]] || continue
+    grep -qxF "$dir" <<<"$in_use" || rm -rf "$dir"
+  done
   rm -rf "$logs"
 }
 trap cleanup EXIT

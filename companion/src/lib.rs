@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod framing;
 pub mod herdr;
 pub mod host;
+pub mod inbox;
 pub mod install;
 pub mod paths;
 pub mod protocol;

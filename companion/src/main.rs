@@ -14,6 +14,8 @@ const USAGE: &str = "usage:
   herdr-companion install --browser chrome|chromium|edge|brave [--user-data-dir DIR] [--system]
   herdr-companion uninstall --browser … [--user-data-dir DIR] [--system]
   herdr-companion doctor [--browser …] [--user-data-dir DIR] [--system] [--herdr-session NAME]
+  herdr-companion task dispatch --session-ref R --workspace W --pane P [--turn T] [--home DIR] TEXT
+  herdr-companion task list --session-ref R [--home DIR]
   herdr-companion --version";
 
 /// Flags shared by the subcommands, parsed leniently per subcommand.
@@ -148,6 +150,7 @@ fn run() -> Result<i32> {
                 1
             })
         }
+        "task" => Ok(companion::inbox::cli::run(rest)?),
         other => bail!("unknown command `{other}`\n{USAGE}"),
     }
 }

@@ -2,6 +2,8 @@
 // document.documentElement with an open shadow root (Playwright's CSS locators pierce open
 // shadow roots). Lines are identified by the i18n message key the worker chose
 // (ext-core/src/hud.rs `HudView`), so the tests do not depend on the wording.
+// Hooks relied on (extension/content.js): `p[data-line="companion"|"herdr"][data-key]`,
+// `button[data-action]`, `p.status[data-key]` and the host's `data-roundtrip-ms`.
 import { expect } from '@playwright/test';
 
 export const HUD_HOST = 'herdr-continuity-hud';
@@ -19,12 +21,24 @@ export class HudProbe {
   constructor(page) {
     this.page = page;
     this.host = page.locator(HUD_HOST);
-    this.companion = this.host.locator('[data-hud-line="companion"]');
-    this.herdr = this.host.locator('[data-hud-line="herdr"]');
+    this.companion = this.host.locator('[data-line="companion"]');
+    this.herdr = this.host.locator('[data-line="herdr"]');
   }
 
   action(id) {
-    return this.host.locator(`[data-hud-action="${id}"]`);
+    return this.host.locator(`button[data-action="${id}"]`);
+  }
+
+  /**
+   * Presses the HUD's round-trip button (worker → host → runtime → worker) and returns the
+   * milliseconds the worker measured, once the HUD shows the answer.
+   */
+  async roundTrip(timeout = 10_000) {
+    await this.page.evaluate((hud) => document.querySelector(hud)?.removeAttribute('data-roundtrip-ms'), HUD_HOST);
+    await this.action('round_trip_test').click();
+    await expect(this.host.locator('p.status'), 'HUD round-trip status').toHaveAttribute('data-key', 'roundTripAnswered', { timeout });
+    await expect(this.host).toHaveAttribute('data-roundtrip-ms', /^\d+(\.\d+)?$/, { timeout });
+    return Number(await this.host.getAttribute('data-roundtrip-ms'));
   }
 
   async expectCompanionConnected(timeout = 20_000) {

@@ -2,6 +2,7 @@
 // wired end to end in real Chromium, on a ChatGPT page with and without a strict CSP.
 // R: A4 (local-only path), N1 (Native Messaging host), N2 (host ↔ runtime socket),
 // N4 (extension ↔ runtime version agreement), O1/A2 (HUD shows state, never decides).
+import { readFileSync } from 'node:fs';
 import { test, expect } from '../lib/test.mjs';
 import { ChatGptFixture, CSP_VARIANTS, chatgptUrl } from '../fixtures/chatgpt.mjs';
 import { securityPolicyViolations } from '../lib/csp-recorder.mjs';
@@ -9,6 +10,14 @@ import { HudProbe } from '../lib/hud.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
 
 const HERDR_PROTOCOL = 20;
+
+function commandLine(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
 const PROJECT_HEX = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
 async function openChatGpt(context, csp, url = chatgptUrl.projectHome(PROJECT_HEX)) {
@@ -35,6 +44,12 @@ for (const csp of CSP_VARIANTS) {
         await hud.expectCompanionConnected();
         await hud.expectHerdrConnected(HERDR_PROTOCOL);
 
+        // The HUD's own self-test: worker → host → runtime → worker, measured by the worker.
+        const hudRoundTripMs = await hud.roundTrip();
+        expect(hudRoundTripMs).toBeGreaterThan(0);
+        expect(hudRoundTripMs).toBeLessThan(5_000);
+
+        // The same path probed directly from the worker's global.
         const pong = await nativeRequestFromWorker(worker, 'ping');
         expect(pong.result?.type, JSON.stringify(pong)).toBe('pong');
         const hello = await nativeRequestFromWorker(worker, 'hello', { extension_version: 'e2e', protocol: 1 });
@@ -75,6 +90,8 @@ for (const csp of CSP_VARIANTS) {
 
         await hud.expectCompanionConnected(20_000);
         await hud.expectHerdrConnected(HERDR_PROTOCOL);
+        const runtimes = sandbox.processesOfThisHome().filter((pid) => commandLine(pid).includes(' runtime'));
+        expect(runtimes.length, 'exactly one runtime, started by the host').toBe(1);
         expect(await securityPolicyViolations(page)).toEqual([]);
       });
     });

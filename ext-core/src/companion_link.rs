@@ -432,7 +432,9 @@ impl CompanionLink {
                 }
             }
             Input::RetryNow => match self.state {
-                LinkState::Idle | LinkState::Disconnected { .. } | LinkState::Incompatible { .. } => {
+                LinkState::Idle
+                | LinkState::Disconnected { .. }
+                | LinkState::Incompatible { .. } => {
                     self.backoff = INITIAL_BACKOFF;
                     self.open_port(now);
                 }
@@ -579,7 +581,11 @@ impl CompanionLink {
                     });
                 }
             }
-            RuntimeMessage::ErrorAnswer { id, code: _, message } => {
+            RuntimeMessage::ErrorAnswer {
+                id,
+                code: _,
+                message,
+            } => {
                 if let Some(pending) = self.probes.remove(&id) {
                     self.outputs.push_back(Output::ProbeFinished {
                         probe: pending.probe,

@@ -116,7 +116,11 @@ pub fn view_of(state: &LinkState) -> HudView {
             herdr,
             ..
         } => HudView {
-            companion: line("companionConnected", vec![runtime_version.clone()], Tone::Good),
+            companion: line(
+                "companionConnected",
+                vec![runtime_version.clone()],
+                Tone::Good,
+            ),
             herdr: herdr_line(herdr),
             actions: vec![HudAction {
                 id: ActionId::RoundTripTest,
@@ -141,9 +145,11 @@ fn offline_line(reason: &OfflineReason) -> StatusLine {
         OfflineReason::HostNotInstalled => line("companionNotInstalled", Vec::new(), Tone::Bad),
         OfflineReason::HostForbidden => line("companionForbidden", Vec::new(), Tone::Bad),
         OfflineReason::HostExited => line("companionExited", Vec::new(), Tone::Warning),
-        OfflineReason::RuntimeUnreachable { message } => {
-            line("companionRuntimeUnreachable", vec![message.clone()], Tone::Bad)
-        }
+        OfflineReason::RuntimeUnreachable { message } => line(
+            "companionRuntimeUnreachable",
+            vec![message.clone()],
+            Tone::Bad,
+        ),
         OfflineReason::HelloTimedOut => line("companionNoAnswer", Vec::new(), Tone::Warning),
         OfflineReason::HelloRefused { message } => {
             line("companionHelloRefused", vec![message.clone()], Tone::Bad)
@@ -188,7 +194,9 @@ pub fn herdr_line(herdr: &HerdrStatus) -> StatusLine {
             "herdrConnected",
             vec![
                 or_unknown(&herdr.version),
-                herdr.protocol.map_or_else(|| "?".to_owned(), |p| p.to_string()),
+                herdr
+                    .protocol
+                    .map_or_else(|| "?".to_owned(), |p| p.to_string()),
             ],
             Tone::Good,
         ),
@@ -197,12 +205,16 @@ pub fn herdr_line(herdr: &HerdrStatus) -> StatusLine {
         }
         HerdrConnection::UnsupportedProtocol => line(
             "herdrUnsupportedProtocol",
-            vec![herdr.protocol.map_or_else(|| "?".to_owned(), |p| p.to_string())],
+            vec![herdr
+                .protocol
+                .map_or_else(|| "?".to_owned(), |p| p.to_string())],
             Tone::Bad,
         ),
-        HerdrConnection::PermissionDenied => {
-            line("herdrPermissionDenied", vec![herdr.socket.clone()], Tone::Bad)
-        }
+        HerdrConnection::PermissionDenied => line(
+            "herdrPermissionDenied",
+            vec![herdr.socket.clone()],
+            Tone::Bad,
+        ),
         HerdrConnection::Error => line("herdrError", vec![or_unknown(&herdr.detail)], Tone::Bad),
     }
 }
@@ -211,7 +223,9 @@ pub fn herdr_line(herdr: &HerdrStatus) -> StatusLine {
 /// measurement, already formatted (only shown when the runtime answered).
 pub fn round_trip_line(outcome: &ProbeOutcome, elapsed_ms: &str) -> StatusLine {
     match outcome {
-        ProbeOutcome::Answered => line("roundTripAnswered", vec![elapsed_ms.to_owned()], Tone::Good),
+        ProbeOutcome::Answered => {
+            line("roundTripAnswered", vec![elapsed_ms.to_owned()], Tone::Good)
+        }
         ProbeOutcome::CompanionOffline => line("roundTripOffline", Vec::new(), Tone::Warning),
         ProbeOutcome::ConnectionLost => line("roundTripConnectionLost", Vec::new(), Tone::Warning),
         ProbeOutcome::TimedOut => line("roundTripTimedOut", Vec::new(), Tone::Bad),

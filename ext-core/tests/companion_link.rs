@@ -26,7 +26,8 @@ impl Sim {
     }
 
     fn feed(&mut self, input: Input) {
-        self.trace.push_str(&format!("t={} <- {:?}\n", self.now, input));
+        self.trace
+            .push_str(&format!("t={} <- {:?}\n", self.now, input));
         self.link.handle(self.now, input);
         self.drain();
     }
@@ -110,7 +111,9 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
     sim.feed(Input::ProbeRequested { probe: 7 });
     sim.feed(Input::Message {
         port: port(1),
-        message: RuntimeMessage::Pong { id: "ping-2".into() },
+        message: RuntimeMessage::Pong {
+            id: "ping-2".into(),
+        },
     });
     sim.feed(Input::Start);
     sim.check(expect![[r#"
@@ -183,10 +186,16 @@ fn host_not_installed_retries_with_doubling_backoff_capped_at_five_seconds() {
 fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_reason() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
-    sim.feed(Input::PortClosed { port: port(1), error: Some("Native host has exited.".into()) });
+    sim.feed(Input::PortClosed {
+        port: port(1),
+        error: Some("Native host has exited.".into()),
+    });
     sim.advance();
     sim.feed(Input::PortOpened { port: port(2) });
-    sim.feed(Input::Message { port: port(2), message: hello_answer("hello-1", 1) });
+    sim.feed(Input::Message {
+        port: port(2),
+        message: hello_answer("hello-1", 1),
+    });
     sim.feed(Input::ProbeRequested { probe: 1 });
     sim.feed(Input::Message {
         port: port(2),
@@ -196,7 +205,10 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
         },
     });
     // Chrome reports the host's exit later; it must not change the reason or backoff.
-    sim.feed(Input::PortClosed { port: port(2), error: Some("Native host has exited.".into()) });
+    sim.feed(Input::PortClosed {
+        port: port(2),
+        error: Some("Native host has exited.".into()),
+    });
     sim.advance();
     sim.check(expect![[r#"
         t=0 <- Start
@@ -231,7 +243,10 @@ fn unanswered_hello_times_out_closes_and_retries() {
     sim.feed(Input::PortOpened { port: port(1) });
     sim.advance();
     // A late answer on the closed port is ignored.
-    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", 1) });
+    sim.feed(Input::Message {
+        port: port(1),
+        message: hello_answer("hello-1", 1),
+    });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
@@ -250,12 +265,18 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     sim.feed(Input::PortOpened { port: port(1) });
-    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", 2) });
+    sim.feed(Input::Message {
+        port: port(1),
+        message: hello_answer("hello-1", 2),
+    });
     sim.advance();
     sim.feed(Input::ProbeRequested { probe: 3 });
     sim.feed(Input::RetryNow);
     sim.feed(Input::PortOpened { port: port(2) });
-    sim.feed(Input::Message { port: port(2), message: hello_answer("hello-2", 0) });
+    sim.feed(Input::Message {
+        port: port(2),
+        message: hello_answer("hello-2", 0),
+    });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
@@ -284,11 +305,19 @@ fn probe_without_answer_times_out_once() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     sim.feed(Input::PortOpened { port: port(1) });
-    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", 1) });
+    sim.feed(Input::Message {
+        port: port(1),
+        message: hello_answer("hello-1", 1),
+    });
     sim.now = 100;
     sim.feed(Input::ProbeRequested { probe: 9 });
     sim.advance();
-    sim.feed(Input::Message { port: port(1), message: RuntimeMessage::Pong { id: "ping-2".into() } });
+    sim.feed(Input::Message {
+        port: port(1),
+        message: RuntimeMessage::Pong {
+            id: "ping-2".into(),
+        },
+    });
     sim.advance();
     let trace_tail: String = sim.trace.lines().skip(7).collect::<Vec<_>>().join("\n");
     expect![[r#"

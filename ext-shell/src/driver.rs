@@ -91,7 +91,10 @@ impl LinkDriver {
 
     /// The URLs reported by connected pages (for diagnostics and tests).
     pub fn page_urls(&self) -> Vec<String> {
-        self.pages.iter().filter_map(|page| page.url.clone()).collect()
+        self.pages
+            .iter()
+            .filter_map(|page| page.url.clone())
+            .collect()
     }
 
     /// Feeds one input and carries out every resulting output.
@@ -114,7 +117,9 @@ impl LinkDriver {
     pub fn page_disconnected(this: &Rc<RefCell<LinkDriver>>, port: &JsValue) {
         let mut driver = this.borrow_mut();
         driver.pages.retain(|page| !Object::is(&page.port, port));
-        driver.probes.retain(|_, probe| !Object::is(&probe.page, port));
+        driver
+            .probes
+            .retain(|_, probe| !Object::is(&probe.page, port));
     }
 
     /// A message from a page or panel port.
@@ -222,7 +227,9 @@ impl LinkDriver {
                     js::now_millis(),
                     Input::PortClosed {
                         port,
-                        error: Some(error.unwrap_or_else(|| "connectNative returned no port".into())),
+                        error: Some(
+                            error.unwrap_or_else(|| "connectNative returned no port".into()),
+                        ),
                     },
                 );
                 return;
@@ -255,7 +262,11 @@ impl LinkDriver {
             LinkDriver::feed(&this, Input::PortClosed { port, error });
         });
         js::add_listener(&object, "onMessage", on_message.as_ref().unchecked_ref());
-        js::add_listener(&object, "onDisconnect", on_disconnect.as_ref().unchecked_ref());
+        js::add_listener(
+            &object,
+            "onDisconnect",
+            on_disconnect.as_ref().unchecked_ref(),
+        );
         {
             let mut driver = this.borrow_mut();
             driver.listeners.push(on_message);
@@ -266,7 +277,9 @@ impl LinkDriver {
             driver.listeners.drain(..excess);
             driver.native = Some((port, object));
         }
-        this.borrow_mut().link.handle(js::now_millis(), Input::PortOpened { port });
+        this.borrow_mut()
+            .link
+            .handle(js::now_millis(), Input::PortOpened { port });
     }
 
     fn arm_timer(this: &Rc<RefCell<LinkDriver>>) {

@@ -51,7 +51,10 @@ pub fn performance_now() -> f64 {
         .filter(|performance| performance.is_object())
         .and_then(|performance| {
             let now = Reflect::get(&performance, &JsValue::from_str("now")).ok()?;
-            now.dyn_ref::<Function>()?.call0(&performance).ok()?.as_f64()
+            now.dyn_ref::<Function>()?
+                .call0(&performance)
+                .ok()?
+                .as_f64()
         })
         .unwrap_or_else(js_sys::Date::now)
 }
@@ -60,14 +63,19 @@ pub fn performance_now() -> f64 {
 pub fn call_method(object: &JsValue, name: &str, args: &[JsValue]) -> Option<JsValue> {
     let method = Reflect::get(object, &JsValue::from_str(name)).ok()?;
     let Some(method) = method.dyn_ref::<Function>() else {
-        warn(&format!("herdr-continuity: `{name}` is not a function on this object"));
+        warn(&format!(
+            "herdr-continuity: `{name}` is not a function on this object"
+        ));
         return None;
     };
     let array: js_sys::Array = args.iter().collect();
     match method.apply(object, &array) {
         Ok(result) => Some(result),
         Err(error) => {
-            warn(&format!("herdr-continuity: `{name}` failed: {}", error_text(&error)));
+            warn(&format!(
+                "herdr-continuity: `{name}` failed: {}",
+                error_text(&error)
+            ));
             None
         }
     }
@@ -80,7 +88,9 @@ pub fn post(port: &JsValue, message: &serde_json::Value) {
         Ok(value) => {
             call_method(port, "postMessage", &[value]);
         }
-        Err(error) => warn(&format!("herdr-continuity: cannot convert a message: {error}")),
+        Err(error) => warn(&format!(
+            "herdr-continuity: cannot convert a message: {error}"
+        )),
     }
 }
 
@@ -111,7 +121,9 @@ pub fn error_text(error: &JsValue) -> String {
     if let Some(error) = error.dyn_ref::<js_sys::Error>() {
         return String::from(error.message());
     }
-    error.as_string().unwrap_or_else(|| "unknown error".to_owned())
+    error
+        .as_string()
+        .unwrap_or_else(|| "unknown error".to_owned())
 }
 
 /// The extension's manifest version (`chrome.runtime.getManifest().version`).
@@ -127,7 +139,10 @@ pub fn extension_version() -> String {
 /// translation is visible rather than blank.
 pub fn message(key: &str, substitutions: &[String]) -> String {
     let array: js_sys::Array = substitutions.iter().map(|s| JsValue::from_str(s)).collect();
-    match i18n_get_message(key, &array).ok().and_then(|text| text.as_string()) {
+    match i18n_get_message(key, &array)
+        .ok()
+        .and_then(|text| text.as_string())
+    {
         Some(text) if !text.is_empty() => text,
         _ if substitutions.is_empty() => key.to_owned(),
         _ => format!("{key}: {}", substitutions.join(", ")),

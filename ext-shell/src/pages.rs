@@ -95,12 +95,20 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         key: "progressTickSec",
         label: "optionProgressTickSec",
-        kind: SettingKind::Seconds { default: 60, min: 5, max: 3600 },
+        kind: SettingKind::Seconds {
+            default: 60,
+            min: 5,
+            max: 3600,
+        },
     },
     SettingSpec {
         key: "progressFallbackSec",
         label: "optionProgressFallbackSec",
-        kind: SettingKind::Seconds { default: 1200, min: 60, max: 86_400 },
+        kind: SettingKind::Seconds {
+            default: 1200,
+            min: 60,
+            max: 86_400,
+        },
     },
     SettingSpec {
         key: "allowProjectAuto",
@@ -112,7 +120,10 @@ pub const SETTINGS: &[SettingSpec] = &[
 /// Clamps a number typed by the user into a setting's range; `None` when it is not a
 /// whole number (the page then shows an error and saves nothing).
 pub fn accept_seconds(text: &str, min: u32, max: u32) -> Option<u32> {
-    text.trim().parse::<u32>().ok().map(|value| value.clamp(min, max))
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .map(|value| value.clamp(min, max))
 }
 
 fn document() -> Result<Document, JsValue> {
@@ -125,7 +136,10 @@ fn document() -> Result<Document, JsValue> {
 fn translate_static_text(document: &Document) -> Result<(), JsValue> {
     let nodes = document.query_selector_all("[data-i18n]")?;
     for index in 0..nodes.length() {
-        if let Some(element) = nodes.item(index).and_then(|node| node.dyn_into::<Element>().ok()) {
+        if let Some(element) = nodes
+            .item(index)
+            .and_then(|node| node.dyn_into::<Element>().ok())
+        {
             if let Some(key) = element.get_attribute("data-i18n") {
                 element.set_text_content(Some(&js::message(&key, &[])));
             }
@@ -142,7 +156,11 @@ fn element(document: &Document, tag: &str, class: &str) -> Result<Element, JsVal
     Ok(element)
 }
 
-fn on(target: &Element, event: &str, handler: impl FnMut(web_sys::Event) + 'static) -> Result<(), JsValue> {
+fn on(
+    target: &Element,
+    event: &str,
+    handler: impl FnMut(web_sys::Event) + 'static,
+) -> Result<(), JsValue> {
     let closure = Closure::<dyn FnMut(web_sys::Event)>::new(handler);
     target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())?;
     // The element lives as long as the page; so does its listener.
@@ -209,7 +227,11 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
     app.append_child(&status_region)?;
 
     let info = Object::new();
-    Reflect::set(&info, &JsValue::from_str("name"), &JsValue::from_str("panel"))?;
+    Reflect::set(
+        &info,
+        &JsValue::from_str("name"),
+        &JsValue::from_str("panel"),
+    )?;
     let port = js::runtime_connect(&info);
     let listener_port = port.clone();
     let on_message = Closure::<dyn FnMut(JsValue)>::new(move |message: JsValue| {
@@ -227,7 +249,9 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
                             js::warn(&js::error_text(&error));
                         }
                     }
-                    None => js::warn("herdr-continuity: the worker sent a HUD view of unknown shape"),
+                    None => {
+                        js::warn("herdr-continuity: the worker sent a HUD view of unknown shape")
+                    }
                 }
             }
             Some("round_trip_result") => show_round_trip(&status_region, &message),
@@ -288,14 +312,19 @@ fn build_settings_form(
         let input = element(document, "input", "")?;
         input.set_id(spec.key);
         input.set_attribute("name", spec.key)?;
-        let current = Reflect::get(stored, &JsValue::from_str(spec.key)).unwrap_or(JsValue::UNDEFINED);
+        let current =
+            Reflect::get(stored, &JsValue::from_str(spec.key)).unwrap_or(JsValue::UNDEFINED);
         match spec.kind {
             SettingKind::Seconds { default, min, max } => {
                 input.set_attribute("type", "number")?;
                 input.set_attribute("min", &min.to_string())?;
                 input.set_attribute("max", &max.to_string())?;
                 let value = current.as_f64().map_or(default, |v| v as u32);
-                Reflect::set(&input, &JsValue::from_str("value"), &JsValue::from_str(&value.to_string()))?;
+                Reflect::set(
+                    &input,
+                    &JsValue::from_str("value"),
+                    &JsValue::from_str(&value.to_string()),
+                )?;
             }
             SettingKind::Flag { default } => {
                 input.set_attribute("type", "checkbox")?;
@@ -316,7 +345,11 @@ fn build_settings_form(
                         .unwrap_or_default();
                     match accept_seconds(&text, min, max) {
                         Some(seconds) => {
-                            let _ = Reflect::set(&field, &JsValue::from_str("value"), &JsValue::from_str(&seconds.to_string()));
+                            let _ = Reflect::set(
+                                &field,
+                                &JsValue::from_str("value"),
+                                &JsValue::from_str(&seconds.to_string()),
+                            );
                             JsValue::from(seconds)
                         }
                         None => {
@@ -328,14 +361,16 @@ fn build_settings_form(
                         }
                     }
                 }
-                SettingKind::Flag { .. } => Reflect::get(&field, &JsValue::from_str("checked"))
-                    .unwrap_or(JsValue::FALSE),
+                SettingKind::Flag { .. } => {
+                    Reflect::get(&field, &JsValue::from_str("checked")).unwrap_or(JsValue::FALSE)
+                }
             };
             let items = Object::new();
             let _ = Reflect::set(&items, &JsValue::from_str(key), &value);
             let status = status.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                let saved = wasm_bindgen_futures::JsFuture::from(js::storage_sync_set(&items)).await;
+                let saved =
+                    wasm_bindgen_futures::JsFuture::from(js::storage_sync_set(&items)).await;
                 let text = match saved {
                     Ok(_) => js::message("optionSaved", &[]),
                     Err(error) => js::message("optionSaveFailed", &[js::error_text(&error)]),

@@ -144,8 +144,8 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
         }
         Some("pong") => Ok(RuntimeMessage::Pong { id }),
         Some("herdr_status") => {
-            let holder: HerdrHolder = serde_json::from_value(result.clone())
-                .map_err(|e| malformed("herdr_status", e))?;
+            let holder: HerdrHolder =
+                serde_json::from_value(result.clone()).map_err(|e| malformed("herdr_status", e))?;
             Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
         }
         Some(other) => Err(WireError::NotForLink(other.to_owned())),

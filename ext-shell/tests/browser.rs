@@ -19,7 +19,9 @@ async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 #[wasm_bindgen_test]
 fn side_panel_renders_a_view_with_buttons() {
     use ext_shell::pages::{render_view, ReceivedView};
-    let document = web_sys::window().and_then(|w| w.document()).expect("document");
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .expect("document");
     let root = document.create_element("section").expect("element");
     let view: ReceivedView = serde_json::from_value(serde_json::json!({
         "companion": {"key": "companionNotInstalled", "substitutions": [], "tone": "bad"},
@@ -28,16 +30,30 @@ fn side_panel_renders_a_view_with_buttons() {
     }))
     .expect("view");
     let (connect, _) = common::fake_chrome();
-    let port = connect.call1(&wasm_bindgen::JsValue::NULL, &"panel".into()).expect("port");
+    let port = connect
+        .call1(&wasm_bindgen::JsValue::NULL, &"panel".into())
+        .expect("port");
     render_view(&root, &view, &port).expect("renders");
-    let line = root.query_selector("[data-line=companion]").expect("query").expect("line");
+    let line = root
+        .query_selector("[data-line=companion]")
+        .expect("query")
+        .expect("line");
     assert_eq!(line.class_name(), "line tone-bad");
     let buttons = root.query_selector_all("button").expect("query");
     assert_eq!(buttons.length(), 1, "unknown actions are not rendered");
-    let button = root.query_selector("button").expect("query").expect("button");
+    let button = root
+        .query_selector("button")
+        .expect("query")
+        .expect("button");
     assert_eq!(button.get_attribute("type").as_deref(), Some("button"));
     use wasm_bindgen::JsCast;
-    button.dyn_into::<web_sys::HtmlElement>().expect("html").click();
+    button
+        .dyn_into::<web_sys::HtmlElement>()
+        .expect("html")
+        .click();
     let posted = common::sent(&port);
-    assert_eq!(posted, vec![serde_json::json!({"type": "action", "action": "retry_companion"})]);
+    assert_eq!(
+        posted,
+        vec![serde_json::json!({"type": "action", "action": "retry_companion"})]
+    );
 }

@@ -521,6 +521,44 @@ impl Session {
                     ..Reply::default()
                 }
             }
+            "agent.prompt" => {
+                // Transcript §6/§10: blocked → agent_blocked; no agent or not settled →
+                // agent_not_ready; unknown target → agent_not_found. Idle/done agents take
+                // the prompt (typed into the pane); tests then drive the status with
+                // `pane.report_agent`, as a real agent's hooks would.
+                let p: AgentPromptParams = parse(&params, &invalid)?;
+                let refuse = |code: &'static str, message: String| Failure { id: id.clone(), code, message };
+                let Some(pane) = self.panes.get(&p.target) else {
+                    return Err(refuse("agent_not_found", format!("agent target {} not found", p.target)));
+                };
+                if p.wait.as_ref().is_some_and(|w| !w.is_null()) {
+                    return Err(refuse(
+                        "not_implemented",
+                        "herdr-standin does not implement `agent.prompt` with `wait`; use a real Herdr 0.8.2 for it".to_owned(),
+                    ));
+                }
+                match (pane.agent.is_some(), pane.status) {
+                    (true, AgentStatus::Blocked) => {
+                        return Err(refuse(
+                            "agent_blocked",
+                            format!("agent {} is blocked and requires interactive input", p.target),
+                        ))
+                    }
+                    (true, AgentStatus::Idle | AgentStatus::Done) => {}
+                    _ => {
+                        return Err(refuse(
+                            "agent_not_ready",
+                            format!("agent {} is not an active named agent", p.target),
+                        ))
+                    }
+                }
+                self.type_into(&p.target, &p.text, &["enter".to_owned()]);
+                let agent = self.agent_infos().into_iter().find(|a| a.pane_id == p.target);
+                done((
+                    OrderedObject::new().field("type", "agent_prompted").field("agent", &agent).finish(),
+                    vec![],
+                ))
+            }
             "standin.inject_lines" => {
                 let p: InjectLinesParams = parse(&params, &invalid)?;
                 let mut lines = p.lines;

@@ -175,6 +175,18 @@ pub struct AgentTarget {
     pub target: String,
 }
 
+/// Params of `agent.prompt` (the stand-in answers only the no-`wait` form).
+#[derive(Debug, Deserialize)]
+pub struct AgentPromptParams {
+    /// A pane id.
+    pub target: String,
+    /// The prompt text, typed into the pane followed by enter.
+    pub text: String,
+    /// Herdr's optional built-in wait; the stand-in refuses it (not implemented).
+    #[serde(default)]
+    pub wait: Option<serde_json::Value>,
+}
+
 /// Params of `pane.read`.
 #[derive(Debug, Deserialize)]
 pub struct PaneReadParams {

@@ -34,6 +34,8 @@ pub struct RuntimeContext {
     pub boot_id: String,
     /// The event log and Herdr catalog (set once at start-up; see `crate::stream`).
     pub event_hub: std::sync::OnceLock<Arc<crate::stream::EventHub>>,
+    /// The parent inbox (set once at start-up; see `crate::inbox`).
+    pub inbox: std::sync::OnceLock<Arc<crate::inbox::Inbox>>,
 }
 
 impl RuntimeContext {
@@ -51,6 +53,7 @@ impl RuntimeContext {
             log,
             boot_id: new_boot_id(),
             event_hub: std::sync::OnceLock::new(),
+            inbox: std::sync::OnceLock::new(),
         }
     }
 
@@ -140,6 +143,7 @@ impl Dispatcher {
             method if crate::stream::methods::owns(method) => {
                 crate::stream::methods::handle(&self.ctx, request, client).await
             }
+            method if crate::inbox::methods::owns(method) => crate::inbox::methods::handle(&self.ctx, request).await,
             other => Err((
                 "unknown_method",
                 format!(

@@ -171,6 +171,7 @@ pub async fn run(options: RuntimeOptions) -> Result<(), RuntimeError> {
     ));
     spawn_herdr_state_publisher(ctx.clone());
     crate::stream::start(&ctx, herdr_socket);
+    crate::inbox::start(&ctx);
     let dispatcher = Arc::new(Dispatcher::new(ctx.clone()));
 
     let own = own_uid();

@@ -3,10 +3,10 @@
 //! HUD view model as pages receive it. R: A4, N1, N4 (version agreement), O1.
 
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
+use ext_core::hud::ActionId;
 use ext_shell::driver::LinkDriver;
 use ext_shell::pages::ReceivedView;
 use ext_shell::wire::{self, PageMessage, WireError};
-use ext_core::hud::ActionId;
 use js_sys::{Array, Function, Reflect};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -33,8 +33,14 @@ pub fn fake_chrome() -> (Function, Array) {
         "#,
     );
     let pair = factory.call0(&JsValue::NULL).expect("factory runs");
-    let connect: Function = Reflect::get(&pair, &"connect".into()).expect("connect").dyn_into().expect("fn");
-    let ports: Array = Reflect::get(&pair, &"ports".into()).expect("ports").dyn_into().expect("array");
+    let connect: Function = Reflect::get(&pair, &"connect".into())
+        .expect("connect")
+        .dyn_into()
+        .expect("fn");
+    let ports: Array = Reflect::get(&pair, &"ports".into())
+        .expect("ports")
+        .dyn_into()
+        .expect("array");
     (connect, ports)
 }
 
@@ -48,7 +54,9 @@ pub fn sent(port: &JsValue) -> Vec<serde_json::Value> {
 }
 
 fn js(value: serde_json::Value) -> JsValue {
-    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).expect("to js")
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .expect("to js")
 }
 use serde::Serialize;
 
@@ -56,14 +64,22 @@ use serde::Serialize;
 pub fn deliver(port: &JsValue, message: serde_json::Value) {
     let message = js(message);
     for listener in Array::from(&get(port, "messageListeners")).iter() {
-        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, &message).expect("listener ran");
+        listener
+            .dyn_into::<Function>()
+            .expect("fn")
+            .call1(&JsValue::NULL, &message)
+            .expect("listener ran");
     }
 }
 
 /// Fires the onDisconnect listeners of a fake port (no lastError: the host exited).
 pub fn drop_port(port: &JsValue) {
     for listener in Array::from(&get(port, "disconnectListeners")).iter() {
-        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, port).expect("listener ran");
+        listener
+            .dyn_into::<Function>()
+            .expect("fn")
+            .call1(&JsValue::NULL, port)
+            .expect("listener ran");
     }
 }
 
@@ -91,24 +107,42 @@ pub fn runtime_messages_parse_into_core_types() {
         })
     );
     assert_eq!(
-        wire::runtime_message(&json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})),
-        Ok(RuntimeMessage::Pong { id: "ping-2".into() })
+        wire::runtime_message(
+            &json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})
+        ),
+        Ok(RuntimeMessage::Pong {
+            id: "ping-2".into()
+        })
     );
     assert_eq!(
-        wire::runtime_message(&json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})),
-        Ok(RuntimeMessage::HostError { code: "runtime_unreachable".into(), message: "m".into() })
+        wire::runtime_message(
+            &json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})
+        ),
+        Ok(RuntimeMessage::HostError {
+            code: "runtime_unreachable".into(),
+            message: "m".into()
+        })
     );
     assert!(matches!(
-        wire::runtime_message(&json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})),
+        wire::runtime_message(
+            &json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})
+        ),
         Err(WireError::Malformed { .. })
     ));
     assert_eq!(
         wire::runtime_message(&json!({"event": "agent_settled", "data": {}})),
         Err(WireError::NotForLink("agent_settled".into()))
     );
-    assert!(matches!(wire::runtime_message(&json!([1, 2])), Err(WireError::UnknownShape(_))));
+    assert!(matches!(
+        wire::runtime_message(&json!([1, 2])),
+        Err(WireError::UnknownShape(_))
+    ));
     assert_eq!(
-        wire::request_json(&Request::Hello { id: "hello-1".into(), extension_version: "0.1.0".into(), protocol: 1 }),
+        wire::request_json(&Request::Hello {
+            id: "hello-1".into(),
+            extension_version: "0.1.0".into(),
+            protocol: 1
+        }),
         json!({"id": "hello-1", "method": "hello", "params": {"extension_version": "0.1.0", "protocol": 1}})
     );
     assert_eq!(
@@ -126,17 +160,28 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     LinkDriver::feed(&driver, ext_core::companion_link::Input::Start);
     assert_eq!(ports.length(), 1, "Start opens one native port");
     let native = ports.get(0);
-    assert_eq!(get(&native, "name").as_string().as_deref(), Some("dev.herdr.continuity"));
+    assert_eq!(
+        get(&native, "name").as_string().as_deref(),
+        Some("dev.herdr.continuity")
+    );
     let hello = sent(&native);
     assert_eq!(hello.len(), 1);
     assert_eq!(hello[0]["method"], "hello");
     assert_eq!(hello[0]["params"]["protocol"], 1);
 
-    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    let page = page_factory
+        .call1(&JsValue::NULL, &"page".into())
+        .expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
-    assert_eq!(sent(&page)[0]["view"]["companion"]["key"], "companionConnecting");
+    assert_eq!(
+        sent(&page)[0]["view"]["companion"]["key"],
+        "companionConnecting"
+    );
 
-    deliver(&native, hello_answer(hello[0]["id"].as_str().expect("id"), 1));
+    deliver(
+        &native,
+        hello_answer(hello[0]["id"].as_str().expect("id"), 1),
+    );
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
     let view: ReceivedView = serde_json::from_value(page_view["view"].clone()).expect("view shape");
@@ -146,22 +191,42 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     assert_eq!(view.herdr.tone, "good");
     assert_eq!(view.actions[0].id, "round_trip_test");
 
-    LinkDriver::page_message(&driver, &page, &js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"})))
-        .expect("facts accepted");
-    assert_eq!(driver.borrow().page_urls(), vec!["https://chatgpt.com/c/1".to_owned()]);
-    LinkDriver::page_message(&driver, &page, &js(json!({"type": "action", "action": "round_trip_test"})))
-        .expect("action accepted");
+    LinkDriver::page_message(
+        &driver,
+        &page,
+        &js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"})),
+    )
+    .expect("facts accepted");
+    assert_eq!(
+        driver.borrow().page_urls(),
+        vec!["https://chatgpt.com/c/1".to_owned()]
+    );
+    LinkDriver::page_message(
+        &driver,
+        &page,
+        &js(json!({"type": "action", "action": "round_trip_test"})),
+    )
+    .expect("action accepted");
     let ping = sent(&native).last().cloned().expect("ping sent");
     assert_eq!(ping["method"], "ping");
-    deliver(&native, json!({"id": ping["id"], "result": {"type": "pong", "server_time": 1}}));
+    deliver(
+        &native,
+        json!({"id": ping["id"], "result": {"type": "pong", "server_time": 1}}),
+    );
     let result = sent(&page).last().cloned().expect("round trip result");
     assert_eq!(result["type"], "round_trip_result");
     assert_eq!(result["ok"], true);
-    assert!(result["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "ms is measured: {result}");
+    assert!(
+        result["ms"].as_f64().is_some_and(|ms| ms >= 0.0),
+        "ms is measured: {result}"
+    );
     assert_eq!(result["status"]["key"], "roundTripAnswered");
 
     drop_port(&native);
-    assert_eq!(sent(&page).last().expect("hud")["view"]["companion"]["key"], "companionExited");
+    assert_eq!(
+        sent(&page).last().expect("hud")["view"]["companion"]["key"],
+        "companionExited"
+    );
     assert_eq!(ports.length(), 1, "no reconnect before the backoff");
     gloo_timers::future::TimeoutFuture::new(700).await;
     assert_eq!(ports.length(), 2, "reconnects after 0.5 s");
@@ -169,7 +234,10 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 
     // A newer runtime: the HUD names the side to update and the port is closed.
     let second = ports.get(1);
-    deliver(&second, hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 2));
+    deliver(
+        &second,
+        hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 2),
+    );
     assert_eq!(get(&second, "disconnected"), JsValue::TRUE);
     let hud = sent(&page).last().cloned().expect("hud");
     assert_eq!(hud["view"]["companion"]["key"], "companionUpdateExtension");

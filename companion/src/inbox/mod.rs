@@ -1,0 +1,447 @@
+//! The runtime's durable parent inbox (issue 4, SPEC I1–I5).
+//!
+//! - [`methods`]: `task.dispatch`, `task.list`, `inbox.pending`, `inbox.ack`,
+//!   `inbox.counts` (docs/PROTOCOL.md "Parent inbox").
+//! - [`store`]: the `inbox_tasks` rows in `state.db` — the truth.
+//! - [`transition`]: which stream events end a task, and how (pure).
+//! - [`advisor`]: optional Parent guidance (I5).
+//! - [`cli`]: `herdr-companion task …`, a socket client standing in for the MCP downlink.
+//!
+//! Flow: `task.dispatch` records a `running` row (with `after_seq` = the event log's last
+//! seq) *before* sending Herdr `agent.prompt` without wait, and removes it again if Herdr
+//! refuses. A follower task reads the event log (`state.db` `events`, written by
+//! `crate::stream`) from its own durable cursor and ends running tasks on their pane's
+//! settle / removal / release, adding a bounded `pane.read` tail. Every row change pushes
+//! `inbox_changed {browser_session_ref, counts}` to all clients.
+//!
+//! Invariants:
+//! - The inbox row is the truth; the Herdr settle is only the trigger (I2).
+//! - A task leaves `running` at most once; replayed or duplicate settles (also across a
+//!   runtime restart, when the stream re-produces a settle under a new boot) change
+//!   nothing ([`store::InboxStore::finish`]).
+//! - Recording before prompting means the follower cannot miss a settle caused by the
+//!   prompt: that event is stored after the row exists.
+//! - The terminal fact is pending at once; advice (I5) is attached later, if ever.
+
+pub mod advisor;
+pub mod cli;
+pub mod methods;
+pub mod store;
+pub mod transition;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+
+use crate::db::StateDb;
+use crate::runtime::dispatch::unix_millis;
+use crate::runtime::{RuntimeContext, RuntimeLog};
+use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
+use store::{Counts, InboxStore, StoreError, TaskRecord};
+use transition::{ending_for, Ending};
+
+/// Longest pane tail kept in a result summary, in bytes.
+pub const MAX_RESULT_TAIL: usize = 4 * 1024;
+/// Longest string copied from the settle payload into a result summary.
+const MAX_PAYLOAD_FIELD: usize = 256;
+/// How often the follower looks for new stream events when idle.
+const FOLLOW_POLL: Duration = Duration::from_millis(150);
+/// Events read per follower batch.
+const FOLLOW_BATCH: i64 = 200;
+/// Timeout of the `pane.read` for a result tail.
+const TAIL_READ_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Default bound on one advisor call (I5).
+pub const DEFAULT_ADVICE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sends one event to every connected client.
+pub type Notify = Box<dyn Fn(Value) + Send + Sync>;
+
+/// The parent inbox service: the store, the event-log reader and the optional advisor.
+pub struct Inbox {
+    /// The inbox rows.
+    store: Mutex<InboxStore>,
+    /// A read connection to the event log.
+    events: Mutex<StateDb>,
+    /// Parent guidance source; `None` = no advisor configured (guidance stays null).
+    advisor: Option<Arc<dyn AttentionAdvisor>>,
+    /// Bound on one advisor call.
+    advice_timeout: Duration,
+    /// Pushes `inbox_changed` to all clients.
+    notify: Notify,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox").field("advisor", &self.advisor).field("advice_timeout", &self.advice_timeout).finish()
+    }
+}
+
+/// Why the inbox could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum InboxError {
+    /// The inbox tables could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The event log could not be opened.
+    #[error(transparent)]
+    Events(#[from] crate::db::DbError),
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh id: prefix, start-time nanos, pid and a counter, in hex.
+pub fn new_id(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{nanos:x}-{:x}-{:x}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The last `max_bytes` of `text` (on a char boundary) and whether it was cut.
+pub fn tail_of(text: &str, max_bytes: usize) -> (&str, bool) {
+    if text.len() <= max_bytes {
+        return (text, false);
+    }
+    let mut start = text.len() - max_bytes;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    (&text[start..], true)
+}
+
+/// The bounded result summary of a terminal transition: the settle payload's fields
+/// (each ≤ 256 bytes), the trigger and seq, and a pane tail ≤ [`MAX_RESULT_TAIL`] bytes.
+pub fn result_summary(ending: &Ending, seq: i64, payload: &Value, tail: Option<&str>) -> Value {
+    let field = |key: &str| {
+        payload.get(key).and_then(Value::as_str).map(|s| {
+            let mut end = s.len().min(MAX_PAYLOAD_FIELD);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s[..end].to_owned()
+        })
+    };
+    let (tail, tail_truncated) = match tail {
+        Some(text) => {
+            let (t, cut) = tail_of(text.trim_end(), MAX_RESULT_TAIL);
+            (Some(t.to_owned()), cut)
+        }
+        None => (None, false),
+    };
+    json!({
+        "trigger": ending.trigger,
+        "seq": seq,
+        "status": field("status"),
+        "previous_status": field("previous_status"),
+        "agent": field("agent"),
+        "workspace_label": field("workspace_label"),
+        "cwd": field("cwd"),
+        "tail": tail,
+        "tail_truncated": tail_truncated,
+    })
+}
+
+/// A short summary of a task for the advisor's frozen view.
+fn child_summary(task: &TaskRecord) -> Value {
+    let tail = task
+        .result
+        .as_ref()
+        .and_then(|r| r.get("tail"))
+        .and_then(Value::as_str)
+        .map(|t| tail_of(t, 512).0.to_owned());
+    json!({
+        "task_id": task.task_id,
+        "pane_id": task.pane_id,
+        "state": task.state,
+        "prompt_preview": task.prompt_preview,
+        "trigger": task.result.as_ref().and_then(|r| r.get("trigger")).cloned(),
+        "status": task.result.as_ref().and_then(|r| r.get("status")).cloned(),
+        "tail": tail,
+    })
+}
+
+impl Inbox {
+    /// Opens the inbox in the `state.db` at `db_path`.
+    pub fn open(
+        db_path: &Path,
+        advisor: Option<Arc<dyn AttentionAdvisor>>,
+        advice_timeout: Duration,
+        notify: Notify,
+    ) -> Result<Arc<Self>, InboxError> {
+        let events = StateDb::open(db_path)?;
+        let store = InboxStore::open(db_path)?;
+        Ok(Arc::new(Self { store: Mutex::new(store), events: Mutex::new(events), advisor, advice_timeout, notify }))
+    }
+
+    /// The store, locked (a poisoned lock is still usable: every write is one statement
+    /// or one transaction).
+    pub fn store(&self) -> MutexGuard<'_, InboxStore> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The event log's last seq (0 when empty).
+    pub fn last_event_seq(&self) -> Result<i64, crate::db::DbError> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).last_seq()
+    }
+
+    /// Pushes `inbox_changed {browser_session_ref, counts}` to all clients.
+    pub fn changed(&self, session_ref: &str) {
+        let counts = self.store().counts(session_ref).unwrap_or_default();
+        (self.notify)(changed_event(session_ref, counts));
+    }
+
+    /// Moves `task` to the terminal state of `ending`; returns `None` when it was already
+    /// terminal (nothing written), else the handle of the advice request, if an advisor
+    /// is configured. The item is pending before this returns, with `guidance: null`.
+    pub fn finish(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        ending: &Ending,
+        result: &Value,
+        now: i64,
+    ) -> Result<Option<Option<JoinHandle<()>>>, StoreError> {
+        if !self.store().finish(&task.task_id, ending.state, now, result)? {
+            return Ok(None);
+        }
+        self.changed(&task.browser_session_ref);
+        let advice = self.advisor.is_some().then(|| {
+            let inbox = Arc::clone(self);
+            let (session_ref, task_id) = (task.browser_session_ref.clone(), task.task_id.clone());
+            tokio::spawn(async move { inbox.advise(&session_ref, &task_id).await })
+        });
+        Ok(Some(advice))
+    }
+
+    /// Freezes the scope's view, asks the advisor once and attaches its guidance (I5).
+    async fn advise(&self, session_ref: &str, task_id: &str) {
+        let view = {
+            let store = self.store();
+            FrozenView {
+                browser_session_ref: session_ref.to_owned(),
+                task_id: task_id.to_owned(),
+                children: store.pending(session_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
+                running_siblings: store.running(session_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
+            }
+        };
+        let Some(advice) = advise_within(self.advisor.as_deref(), &view, self.advice_timeout).await else {
+            return;
+        };
+        if self.store().set_guidance(task_id, &advice.to_json()).unwrap_or(false) {
+            self.changed(session_ref);
+        }
+    }
+
+    /// Reads the next batch of stream events after the cursor and ends the running tasks
+    /// they concern; returns how many events were read.
+    pub async fn follow_once(self: &Arc<Self>, herdr_socket: &Path) -> Result<usize, InboxError> {
+        let cursor = match self.store().cursor()? {
+            Some(seq) => seq,
+            None => {
+                // First start: earlier events predate every task.
+                let last = self.last_event_seq()?;
+                self.store().advance_cursor(last)?;
+                last
+            }
+        };
+        let batch = self.events.lock().unwrap_or_else(|p| p.into_inner()).events_after(cursor, FOLLOW_BATCH)?;
+        for event in &batch {
+            if let Some(ending) = ending_for(&event.event, &event.data) {
+                let tasks = self.store().running_on_pane(&ending.pane_id, event.seq)?;
+                if !tasks.is_empty() {
+                    let tail = match ending.trigger {
+                        "agent_settled" => read_tail(herdr_socket, &ending.pane_id).await,
+                        _ => None,
+                    };
+                    let result = result_summary(&ending, event.seq, &event.data, tail.as_deref());
+                    for task in &tasks {
+                        self.finish(task, &ending, &result, unix_millis() as i64)?;
+                    }
+                }
+            }
+            self.store().advance_cursor(event.seq)?;
+        }
+        Ok(batch.len())
+    }
+}
+
+/// The `inbox_changed` event.
+pub fn changed_event(session_ref: &str, counts: Counts) -> Value {
+    json!({"event": "inbox_changed", "data": {"browser_session_ref": session_ref, "counts": counts}})
+}
+
+/// The pane's recent text, or `None` when Herdr cannot read it (the summary then has no tail).
+async fn read_tail(herdr_socket: &Path, pane_id: &str) -> Option<String> {
+    // No `lines`: below the screen height Herdr counts blank rows (REFERENCE §1).
+    let params = json!({"pane_id": pane_id, "source": "recent"});
+    let result = crate::herdr::request(herdr_socket, "pane.read", params, TAIL_READ_TIMEOUT).await.ok()?;
+    result.pointer("/read/text").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Follows the event log forever (spawn it).
+async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog>) {
+    loop {
+        let socket = std::path::PathBuf::from(ctx.herdr().socket);
+        match inbox.follow_once(&socket).await {
+            Ok(0) => tokio::time::sleep(FOLLOW_POLL).await,
+            Ok(_) => {}
+            Err(e) => {
+                log.line(format_args!("parent inbox: {e}"));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Opens the inbox in the companion home's `state.db`, stores it in `ctx.inbox` and
+/// spawns the follower. No attention advisor is configured in this build, so items carry
+/// `guidance: null` (I5 default). A failure is logged; the inbox methods then answer
+/// `not_ready`.
+pub fn start(ctx: &Arc<RuntimeContext>) {
+    let db_path = ctx.home.root().join("state.db");
+    let weak = Arc::downgrade(ctx);
+    let notify: Notify = Box::new(move |event| {
+        if let Some(ctx) = weak.upgrade() {
+            ctx.broadcast(&event);
+        }
+    });
+    match Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify) {
+        Ok(inbox) => {
+            let _ = ctx.inbox.set(Arc::clone(&inbox));
+            tokio::spawn(follow(inbox, Arc::clone(ctx), Arc::clone(&ctx.log)));
+        }
+        Err(e) => ctx.log.line(format_args!("parent inbox disabled: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advisor::{Advice, AdviceFuture, AdvisorError, GuidanceKind};
+    use super::store::NewTask;
+    use super::transition::TaskState;
+    use super::*;
+
+    /// The only fake allowed here: an advisor that answers after `delay`, or fails.
+    #[derive(Debug)]
+    struct ScriptedAdvisor {
+        delay: Duration,
+        fails: bool,
+        seen: Mutex<Vec<FrozenView>>,
+    }
+
+    impl AttentionAdvisor for ScriptedAdvisor {
+        fn advise<'a>(&'a self, view: &'a FrozenView) -> AdviceFuture<'a> {
+            Box::pin(async move {
+                self.seen.lock().unwrap_or_else(|p| p.into_inner()).push(view.clone());
+                tokio::time::sleep(self.delay).await;
+                if self.fails {
+                    return Err(AdvisorError::Failed("model unavailable".to_owned()));
+                }
+                Ok(Advice { kind: GuidanceKind::VerifyCompletion, note: Some("check the tests ran".to_owned()) })
+            })
+        }
+    }
+
+    struct Setup {
+        _dir: tempfile::TempDir,
+        inbox: Arc<Inbox>,
+        events: Arc<Mutex<Vec<Value>>>,
+    }
+
+    fn setup(advisor: Option<Arc<ScriptedAdvisor>>) -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        let notify: Notify = Box::new(move |e| sink.lock().unwrap_or_else(|p| p.into_inner()).push(e));
+        let advisor = advisor.map(|a| a as Arc<dyn AttentionAdvisor>);
+        let inbox = Inbox::open(&dir.path().join("state.db"), advisor, Duration::from_millis(100), notify).expect("open");
+        for (id, pane) in [("t1", "w1:p1"), ("t2", "w1:p2")] {
+            inbox
+                .store()
+                .insert_running(&NewTask {
+                    task_id: id.to_owned(),
+                    dispatch_id: format!("d-{id}"),
+                    turn_id: Some("turn-1".to_owned()),
+                    browser_session_ref: "chat-a".to_owned(),
+                    workspace_id: "w1".to_owned(),
+                    pane_id: pane.to_owned(),
+                    prompt_preview: "run the tests".to_owned(),
+                    after_seq: 0,
+                    created_at: 1,
+                })
+                .expect("insert");
+        }
+        Setup { _dir: dir, inbox, events }
+    }
+
+    fn settle_t1(setup: &Setup) -> Option<Option<JoinHandle<()>>> {
+        let task = setup.inbox.store().get("t1").expect("get").expect("t1");
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let result = result_summary(&ending, 3, &json!({"status": "idle", "previous_status": "working"}), Some("all green\n"));
+        setup.inbox.finish(&task, &ending, &result, 50).expect("finish")
+    }
+
+    fn guidance_of_pending(inbox: &Inbox) -> Vec<Option<Value>> {
+        inbox.store().pending("chat-a", 10).expect("pending").into_iter().map(|t| t.guidance).collect()
+    }
+
+    #[tokio::test]
+    async fn without_an_advisor_items_carry_null_guidance_i5() {
+        let setup = setup(None);
+        let advice = settle_t1(&setup).expect("first finish writes");
+        assert!(advice.is_none(), "no advisor configured: nothing to wait for");
+        assert_eq!(guidance_of_pending(&setup.inbox), [None]);
+        assert!(settle_t1(&setup).is_none(), "a duplicate settle writes nothing (I2)");
+        let events = setup.events.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(events, [json!({"event": "inbox_changed", "data": {"browser_session_ref": "chat-a",
+            "counts": {"running": 1, "unacked": 1, "acked": 0}}})]);
+    }
+
+    #[tokio::test]
+    async fn a_succeeding_advisor_attaches_guidance_after_the_fact_is_already_pending_i5() {
+        let advisor = Arc::new(ScriptedAdvisor { delay: Duration::from_millis(20), fails: false, seen: Mutex::default() });
+        let setup = setup(Some(Arc::clone(&advisor)));
+        let handle = settle_t1(&setup).expect("written").expect("advisor asked");
+        assert_eq!(guidance_of_pending(&setup.inbox), [None], "the terminal fact never waits for advice");
+        handle.await.expect("advice task");
+        assert_eq!(
+            guidance_of_pending(&setup.inbox),
+            [Some(json!({"kind": "verify_completion", "note": "check the tests ran"}))]
+        );
+        let seen = advisor.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(seen.len(), 1, "asked once");
+        assert_eq!((seen[0].children.len(), seen[0].running_siblings.len()), (1, 1), "frozen view: t1 done, t2 running");
+        assert_eq!(seen[0].children[0]["tail"], "all green");
+        assert_eq!(setup.events.lock().unwrap_or_else(|p| p.into_inner()).len(), 2, "terminal + guidance changes");
+    }
+
+    #[tokio::test]
+    async fn a_slow_or_failing_advisor_gives_the_same_result_as_none_i5() {
+        for (delay, fails) in [(Duration::from_secs(30), false), (Duration::ZERO, true)] {
+            let advisor = Arc::new(ScriptedAdvisor { delay, fails, seen: Mutex::default() });
+            let setup = setup(Some(advisor));
+            let started = std::time::Instant::now();
+            let handle = settle_t1(&setup).expect("written").expect("advisor asked");
+            handle.await.expect("advice task");
+            assert!(started.elapsed() < Duration::from_secs(5), "bounded by the advice timeout");
+            assert_eq!(guidance_of_pending(&setup.inbox), [None]);
+            assert_eq!(setup.events.lock().unwrap_or_else(|p| p.into_inner()).len(), 1, "only the terminal change");
+        }
+    }
+
+    #[test]
+    fn result_summaries_are_bounded() {
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let long = format!("{}é{}", "x".repeat(10_000), "y".repeat(4_095));
+        let summary = result_summary(&ending, 9, &json!({"status": "idle", "cwd": "c".repeat(1000)}), Some(&long));
+        let tail = summary["tail"].as_str().expect("tail");
+        assert!(tail.len() <= MAX_RESULT_TAIL && tail.ends_with('y'), "{}", tail.len());
+        assert_eq!(summary["tail_truncated"], true);
+        assert_eq!(summary["cwd"].as_str().map(str::len), Some(256));
+        assert!(summary.to_string().len() < 5 * 1024);
+    }
+}

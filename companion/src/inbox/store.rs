@@ -1,0 +1,397 @@
+//! The durable parent inbox: the `inbox_tasks` table in `state.db` (SPEC I2–I4).
+//!
+//! Invariants:
+//! - The row is the truth; Herdr's settle is only the trigger that moves it.
+//! - A row leaves `running` at most once ([`InboxStore::finish`] updates only running
+//!   rows), so a duplicate or replayed settle never writes a second terminal record.
+//! - Every query is scoped by `browser_session_ref`; a task of another ref is never
+//!   listed, counted or acknowledged (I3).
+//! - Acknowledging is idempotent and all-or-nothing per call.
+//! - The follower's cursor (`inbox_cursor`) only moves forward.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use serde::Serialize;
+use serde_json::{json, Value};
+use thiserror::Error;
+
+use super::transition::TaskState;
+
+/// A store failure.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    #[error("state.db (parent inbox) error: {0}; check that the companion home is writable and the disk not full")]
+    Sqlite(#[from] rusqlite::Error),
+    /// `inbox.ack` named a task that does not exist.
+    #[error("task {0} is not in the parent inbox; acknowledge only task_ids returned by inbox.pending")]
+    UnknownTask(String),
+    /// `inbox.ack` named a task of another browser session (I3).
+    #[error("task {0} belongs to another browser session; only the chat that dispatched it may acknowledge it")]
+    OtherSession(String),
+    /// `inbox.ack` named a task that has no terminal result yet (I4).
+    #[error("task {0} is still running; acknowledge it only after its terminal result was delivered")]
+    StillRunning(String),
+}
+
+/// A new task, as recorded at dispatch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    /// Runtime-chosen task id.
+    pub task_id: String,
+    /// Runtime-chosen id of this dispatch.
+    pub dispatch_id: String,
+    /// The chat turn that dispatched it, if the caller gave one.
+    pub turn_id: Option<String>,
+    /// The chat's stable session ref (I1).
+    pub browser_session_ref: String,
+    /// Target workspace.
+    pub workspace_id: String,
+    /// Target pane.
+    pub pane_id: String,
+    /// The first characters of the prompt (for lists and advisor summaries).
+    pub prompt_preview: String,
+    /// Only stream events above this seq may end the task.
+    pub after_seq: i64,
+    /// Unix ms.
+    pub created_at: i64,
+}
+
+/// One inbox row as the wire shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRecord {
+    /// Task id.
+    pub task_id: String,
+    /// Dispatch id.
+    pub dispatch_id: String,
+    /// Turn id, if given at dispatch.
+    pub turn_id: Option<String>,
+    /// Owning session ref.
+    pub browser_session_ref: String,
+    /// Target workspace.
+    pub workspace_id: String,
+    /// Target pane.
+    pub pane_id: String,
+    /// The first characters of the prompt.
+    pub prompt_preview: String,
+    /// `running | completed | blocked | failed`.
+    pub state: String,
+    /// Unix ms of the dispatch.
+    pub created_at: i64,
+    /// Unix ms of the terminal transition.
+    pub finished_at: Option<i64>,
+    /// Bounded result summary (settle payload + pane tail), once terminal.
+    pub result: Option<Value>,
+    /// Parent guidance from the attention advisor (I5), or null.
+    pub guidance: Option<Value>,
+    /// Unix ms of the acknowledgement.
+    pub acked_at: Option<i64>,
+}
+
+/// HUD counters of one session ref (I4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Counts {
+    /// Dispatched, not yet terminal.
+    pub running: i64,
+    /// Terminal, not yet acknowledged.
+    pub unacked: i64,
+    /// Terminal and acknowledged.
+    pub acked: i64,
+}
+
+/// What `inbox.ack` did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AckOutcome {
+    /// Newly acknowledged.
+    pub acked: Vec<String>,
+    /// Already acknowledged before (idempotent repeat).
+    pub already_acked: Vec<String>,
+}
+
+/// The inbox tables on their own connection to `state.db`.
+#[derive(Debug)]
+pub struct InboxStore {
+    /// The connection (callers serialize access).
+    conn: Connection,
+}
+
+const COLUMNS: &str = "task_id, dispatch_id, turn_id, browser_session_ref, workspace_id, pane_id, \
+    prompt_preview, state, created_at, finished_at, result, guidance, acked_at";
+
+fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
+    let json = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+    Ok(TaskRecord {
+        task_id: row.get(0)?,
+        dispatch_id: row.get(1)?,
+        turn_id: row.get(2)?,
+        browser_session_ref: row.get(3)?,
+        workspace_id: row.get(4)?,
+        pane_id: row.get(5)?,
+        prompt_preview: row.get(6)?,
+        state: row.get(7)?,
+        created_at: row.get(8)?,
+        finished_at: row.get(9)?,
+        result: json(row.get(10)?),
+        guidance: json(row.get(11)?),
+        acked_at: row.get(12)?,
+    })
+}
+
+impl InboxStore {
+    /// Opens (creating if needed) the inbox tables in the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS inbox_tasks (
+                task_id TEXT PRIMARY KEY,
+                dispatch_id TEXT NOT NULL UNIQUE,
+                turn_id TEXT,
+                browser_session_ref TEXT NOT NULL,
+                workspace_id TEXT NOT NULL,
+                pane_id TEXT NOT NULL,
+                prompt_preview TEXT NOT NULL,
+                state TEXT NOT NULL,
+                after_seq INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                finished_at INTEGER,
+                result TEXT,
+                guidance TEXT,
+                acked_at INTEGER
+            );
+            CREATE INDEX IF NOT EXISTS inbox_tasks_by_ref ON inbox_tasks (browser_session_ref, state);
+            CREATE INDEX IF NOT EXISTS inbox_tasks_by_pane ON inbox_tasks (pane_id, state);
+            CREATE TABLE IF NOT EXISTS inbox_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);",
+        )?;
+        Ok(Self { conn })
+    }
+
+    /// Records a dispatched task as `running`.
+    pub fn insert_running(&mut self, task: &NewTask) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO inbox_tasks (task_id, dispatch_id, turn_id, browser_session_ref, workspace_id,
+                pane_id, prompt_preview, state, after_seq, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9)",
+            params![
+                task.task_id,
+                task.dispatch_id,
+                task.turn_id,
+                task.browser_session_ref,
+                task.workspace_id,
+                task.pane_id,
+                task.prompt_preview,
+                task.after_seq,
+                task.created_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Removes a task whose prompt Herdr refused (it never ran).
+    pub fn forget(&mut self, task_id: &str) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM inbox_tasks WHERE task_id = ?1 AND state = 'running'", params![task_id])?;
+        Ok(())
+    }
+
+    /// Running tasks of `pane_id` that an event with `seq` may end, oldest first.
+    pub fn running_on_pane(&self, pane_id: &str, seq: i64) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM inbox_tasks WHERE pane_id = ?1 AND state = 'running' AND after_seq < ?2
+             ORDER BY created_at, rowid"
+        ))?;
+        let rows = statement.query_map(params![pane_id, seq], record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Moves a running task to a terminal state; false when it was not running (a
+    /// duplicate trigger), in which case nothing is written.
+    pub fn finish(&mut self, task_id: &str, state: TaskState, finished_at: i64, result: &Value) -> Result<bool, StoreError> {
+        let changed = self.conn.execute(
+            "UPDATE inbox_tasks SET state = ?2, finished_at = ?3, result = ?4
+             WHERE task_id = ?1 AND state = 'running'",
+            params![task_id, state.as_str(), finished_at, result.to_string()],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Attaches parent guidance to a terminal, unacknowledged task; false otherwise.
+    pub fn set_guidance(&mut self, task_id: &str, guidance: &Value) -> Result<bool, StoreError> {
+        let changed = self.conn.execute(
+            "UPDATE inbox_tasks SET guidance = ?2
+             WHERE task_id = ?1 AND state != 'running' AND acked_at IS NULL",
+            params![task_id, guidance.to_string()],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// One task by id.
+    pub fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE task_id = ?1"), params![task_id], record)
+            .optional()?)
+    }
+
+    /// `session_ref`'s unacknowledged terminal tasks, oldest terminal first, at most `limit`.
+    pub fn pending(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM inbox_tasks
+             WHERE browser_session_ref = ?1 AND state != 'running' AND acked_at IS NULL
+             ORDER BY finished_at, rowid LIMIT ?2"
+        ))?;
+        let rows = statement.query_map(params![session_ref, limit as i64], record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// `session_ref`'s tasks, newest first, at most `limit`.
+    pub fn list(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM inbox_tasks WHERE browser_session_ref = ?1
+             ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+        ))?;
+        let rows = statement.query_map(params![session_ref, limit as i64], record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// `session_ref`'s running tasks, oldest first, at most `limit`.
+    pub fn running(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM inbox_tasks WHERE browser_session_ref = ?1 AND state = 'running'
+             ORDER BY created_at, rowid LIMIT ?2"
+        ))?;
+        let rows = statement.query_map(params![session_ref, limit as i64], record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// HUD counters of `session_ref`.
+    pub fn counts(&self, session_ref: &str) -> Result<Counts, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT
+                COALESCE(SUM(state = 'running'), 0),
+                COALESCE(SUM(state != 'running' AND acked_at IS NULL), 0),
+                COALESCE(SUM(acked_at IS NOT NULL), 0)
+             FROM inbox_tasks WHERE browser_session_ref = ?1",
+            params![session_ref],
+            |r| Ok(Counts { running: r.get(0)?, unacked: r.get(1)?, acked: r.get(2)? }),
+        )?)
+    }
+
+    /// Acknowledges `task_ids` for `session_ref` (I4). Refuses the whole call when one id
+    /// is unknown, belongs to another ref (I3) or is still running; repeats are no-ops.
+    pub fn ack(&mut self, session_ref: &str, task_ids: &[String], now: i64) -> Result<AckOutcome, StoreError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut outcome = AckOutcome::default();
+        for task_id in task_ids {
+            let row: Option<(String, String, Option<i64>)> = tx
+                .query_row(
+                    "SELECT browser_session_ref, state, acked_at FROM inbox_tasks WHERE task_id = ?1",
+                    params![task_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            match row {
+                None => return Err(StoreError::UnknownTask(task_id.clone())),
+                Some((owner, _, _)) if owner != session_ref => return Err(StoreError::OtherSession(task_id.clone())),
+                Some((_, state, _)) if state == "running" => return Err(StoreError::StillRunning(task_id.clone())),
+                Some((_, _, Some(_))) => outcome.already_acked.push(task_id.clone()),
+                Some((_, _, None)) => {
+                    tx.execute("UPDATE inbox_tasks SET acked_at = ?2 WHERE task_id = ?1", params![task_id, now])?;
+                    outcome.acked.push(task_id.clone());
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(outcome)
+    }
+
+    /// The follower's position in the event log, if it ever ran.
+    pub fn cursor(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self.conn.query_row("SELECT seq FROM inbox_cursor WHERE id = 1", [], |r| r.get(0)).optional()?)
+    }
+
+    /// Moves the follower's position forward (never back).
+    pub fn advance_cursor(&mut self, seq: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO inbox_cursor (id, seq) VALUES (1, ?1)
+             ON CONFLICT(id) DO UPDATE SET seq = MAX(seq, excluded.seq)",
+            params![seq],
+        )?;
+        Ok(())
+    }
+}
+
+impl TaskRecord {
+    /// The wire object.
+    pub fn to_json(&self) -> Value {
+        json!(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, session_ref: &str, pane: &str, after_seq: i64) -> NewTask {
+        NewTask {
+            task_id: id.to_owned(),
+            dispatch_id: format!("d-{id}"),
+            turn_id: None,
+            browser_session_ref: session_ref.to_owned(),
+            workspace_id: "w1".to_owned(),
+            pane_id: pane.to_owned(),
+            prompt_preview: "do it".to_owned(),
+            after_seq,
+            created_at: 1,
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, InboxStore) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = InboxStore::open(&dir.path().join("state.db")).expect("open");
+        (dir, store)
+    }
+
+    #[test]
+    fn a_task_finishes_once_and_is_pending_only_for_its_ref_until_acked_i2_i3_i4() {
+        let (_dir, mut store) = store();
+        store.insert_running(&task("t1", "chat-a", "w1:p1", 5)).expect("insert");
+        store.insert_running(&task("t2", "chat-b", "w1:p2", 5)).expect("insert");
+        assert!(store.running_on_pane("w1:p1", 5).expect("query").is_empty(), "an event at after_seq predates the dispatch");
+        assert_eq!(store.running_on_pane("w1:p1", 6).expect("query").len(), 1);
+        assert!(store.finish("t1", TaskState::Completed, 10, &json!({"status": "idle"})).expect("finish"));
+        assert!(!store.finish("t1", TaskState::Blocked, 11, &json!({})).expect("finish"), "terminal states are final");
+        let pending = store.pending("chat-a", 10).expect("pending");
+        assert_eq!(pending.len(), 1);
+        assert_eq!((pending[0].state.as_str(), pending[0].finished_at), ("completed", Some(10)));
+        assert!(store.pending("chat-b", 10).expect("pending").is_empty());
+        assert_eq!(store.counts("chat-a").expect("counts"), Counts { running: 0, unacked: 1, acked: 0 });
+        assert_eq!(store.counts("chat-b").expect("counts"), Counts { running: 1, unacked: 0, acked: 0 });
+
+        let err = store.ack("chat-b", &["t1".to_owned()], 20).expect_err("other ref");
+        assert!(matches!(err, StoreError::OtherSession(_)), "{err}");
+        let err = store.ack("chat-b", &["t2".to_owned()], 20).expect_err("running");
+        assert!(matches!(err, StoreError::StillRunning(_)), "{err}");
+        let err = store.ack("chat-a", &["nope".to_owned()], 20).expect_err("unknown");
+        assert!(matches!(err, StoreError::UnknownTask(_)), "{err}");
+
+        let first = store.ack("chat-a", &["t1".to_owned()], 20).expect("ack");
+        assert_eq!(first.acked, ["t1"]);
+        let again = store.ack("chat-a", &["t1".to_owned()], 21).expect("ack twice");
+        assert_eq!((again.acked.len(), again.already_acked.as_slice()), (0, ["t1".to_owned()].as_slice()));
+        assert!(store.pending("chat-a", 10).expect("pending").is_empty());
+        assert_eq!(store.counts("chat-a").expect("counts"), Counts { running: 0, unacked: 0, acked: 1 });
+        assert!(!store.set_guidance("t1", &json!({"kind": "drift"})).expect("guidance"), "no guidance after ack");
+    }
+
+    #[test]
+    fn the_cursor_only_moves_forward() {
+        let (_dir, mut store) = store();
+        assert_eq!(store.cursor().expect("cursor"), None);
+        store.advance_cursor(7).expect("advance");
+        store.advance_cursor(3).expect("advance");
+        assert_eq!(store.cursor().expect("cursor"), Some(7));
+    }
+}
