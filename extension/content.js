@@ -24,7 +24,12 @@
     .tone-warning { border-color: #bc4c00; } .tone-bad { border-color: #cf222e; }
     button { font: inherit; margin: 4px 4px 0 0; padding: 2px 8px; cursor: pointer; }
     button:focus-visible { outline: 2px solid #0969da; outline-offset: 2px; }
-    .status:empty { display: none; }`;
+    .status:empty { display: none; }
+    .continuity:empty { display: none; }
+    .continuity { margin-top: 6px; padding-top: 6px; border-top: 1px solid #d0d7de; }
+    .continuity p { margin: 2px 0; }
+    .withheld { color: #9a6700; }
+    button[disabled] { cursor: not-allowed; opacity: .6; }`;
 
   const host = document.createElement('herdr-continuity-hud');
   const root = host.attachShadow({ mode: 'open' });
@@ -35,18 +40,85 @@
   panel.className = 'hud';
   panel.setAttribute('aria-label', chrome.i18n.getMessage('hudLabel'));
   const lines = document.createElement('div');
+  const continuity = document.createElement('div');
+  continuity.className = 'continuity';
   const actions = document.createElement('div');
   const status = document.createElement('p');
   status.className = 'status';
   status.setAttribute('role', 'status');
   status.setAttribute('aria-live', 'polite');
-  panel.append(lines, actions, status);
+  panel.append(lines, continuity, actions, status);
   root.append(panel);
   document.documentElement.append(host);
 
   const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
   let port = null;
   let roundTripStartedAt = 0;
+
+  const para = (name, key, substitutions, className = '') => {
+    const p = document.createElement('p');
+    p.dataset.line = name;
+    p.dataset.key = key;
+    if (className) p.className = className;
+    p.textContent = text(key, substitutions);
+    return p;
+  };
+  const fmtTime = (ms) => new Date(ms).toLocaleTimeString();
+
+  // The continuity part of the view (ext-core hud ContinuityView): lines, data-* hooks for
+  // tests, and buttons whose locks the worker decided.
+  const renderContinuity = (view) => {
+    const c = view.continuity;
+    const hooks = {
+      binding: c?.binding?.workspace_id ?? '',
+      activeTarget: c?.active_target ?? '',
+      auto: c?.auto ?? 'off',
+      scopeState: c?.scope_state ?? 'idle',
+      wakeCount: String(c?.wake_count ?? 0),
+      withheld: c?.withheld?.code ?? '',
+      tasks: c?.tasks ? `${c.tasks.running}/${c.tasks.unacked}` : '',
+      sessionRef: c?.session_ref ?? '',
+    };
+    Object.assign(host.dataset, hooks);
+    if (!c) { continuity.replaceChildren(); return []; }
+    const out = [];
+    if (c.binding) out.push(para('binding', 'hudBound', [c.binding.label, c.binding.workspace_id]));
+    else if (c.pending_binding) out.push(para('binding', 'hudPendingBinding', [c.pending_binding.label, c.pending_binding.workspace_id]));
+    else out.push(para('binding', 'hudNotBound', []));
+    if (c.page_kind === 'project_chat' || c.page_kind === 'project_home') {
+      out.push(c.active_target ? para('target', 'hudActiveTarget', [`/c/${c.active_target}`]) : para('target', 'hudNoActiveTarget', []));
+    }
+    if (c.session_ref) out.push(para('session', 'hudSessionRef', [c.session_ref]));
+    out.push(para('auto', c.auto === 'on' ? 'hudAutoOn' : 'hudAutoOff', []));
+    if (c.auto_note) { const p = para('auto-note', 'hudAutoNote', [c.auto_note], 'withheld'); p.textContent = c.auto_note; out.push(p); }
+    if (c.binding) {
+      out.push(c.scope_state === 'working'
+        ? para('scope', 'hudScopeWorking', [String(c.working_panes)])
+        : para('scope', c.scope_state === 'settled' ? 'hudScopeSettled' : 'hudScopeIdle', []));
+      if (c.inbox_missing) out.push(para('tasks', 'hudInboxMissing', []));
+      else if (c.tasks) out.push(para('tasks', 'hudTasks', [String(c.tasks.running), String(c.tasks.unacked), String(c.tasks.acked)]));
+      out.push(c.last_wake
+        ? para('last-wake', 'hudLastWake', [c.last_wake.kind, fmtTime(c.last_wake.at), String(c.wake_count)])
+        : para('last-wake', 'hudNoWakeYet', []));
+      if (c.withheld) { const p = para('withheld', 'hudWithheld', [], 'withheld'); p.textContent = c.withheld.text; p.dataset.code = c.withheld.code; out.push(p); }
+      else out.push(para('withheld', 'hudNothingWithheld', []));
+    }
+    continuity.replaceChildren(...out);
+    return c.actions.map((action) => {
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.dataset.action = action.id;
+      const label = action.id === 'toggle_auto' ? (c.auto === 'off' ? 'actionAutoTurnOn' : 'actionAutoTurnOff') : `action_${action.id}`;
+      button.textContent = text(label);
+      if (action.locked) {
+        button.disabled = true;
+        button.dataset.locked = action.locked.code;
+        button.title = action.locked.text;
+      }
+      button.addEventListener('click', () => port?.postMessage({ type: 'action', action: action.id }));
+      return button;
+    });
+  };
 
   const render = (view) => {
     lines.replaceChildren(...[['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) => {
@@ -67,13 +139,134 @@
         port?.postMessage({ type: 'action', action: action.id });
       });
       return button;
-    }));
+    }), ...renderContinuity(view));
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
   };
 
+  // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules
+  // one recompute; an unchanged result is not sent.
+  const composerEl = () => {
+    const byId = document.getElementById('prompt-textarea');
+    if (byId) return byId;
+    const candidates = [...document.querySelectorAll('div.ProseMirror[role="textbox"][contenteditable="true"]')]
+      .filter((el) => el.offsetParent !== null);
+    return candidates.length === 1 ? candidates[0] : null;
+  };
+  const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
+  let delivering = null;
+  let lastFacts = '';
+  const facts = () => {
+    const composer = composerEl();
+    const users = document.querySelectorAll('[data-message-author-role="user"]');
+    const markers = [];
+    for (const turn of [...users].slice(-5)) {
+      for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
+    }
+    return {
+      type: 'page_facts',
+      url: location.href,
+      composer: Boolean(composer),
+      draft: Boolean(composer && composer.innerText.trim() !== ''),
+      generating: Boolean(document.querySelector('button[data-testid="stop-button"], [data-is-streaming="true"], [data-message-author-role][aria-busy="true"], article[aria-busy="true"]')),
+      permission_card: Boolean(document.querySelector('[data-testid="tool-action-buttons"], [data-testid="tool-approval-card"], .tool-approval-card')),
+      user_turns: users.length,
+      last_user_turn_id: users.length ? users[users.length - 1].getAttribute('data-message-id') : null,
+      markers,
+      delivering: delivering?.id ?? null,
+    };
+  };
+  const sendFacts = (force = false) => {
+    const current = facts();
+    const json = JSON.stringify(current);
+    if (!force && json === lastFacts) return;
+    lastFacts = json;
+    port?.postMessage(current);
+  };
+  let factsScheduled = false;
+  const scheduleFacts = () => {
+    if (factsScheduled) return;
+    factsScheduled = true;
+    // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
+    // chat usually is one.
+    setTimeout(() => { factsScheduled = false; sendFacts(); }, 100);
+  };
+  new MutationObserver((records) => {
+    // Our own HUD lives outside the page's tree, but ignore it anyway.
+    if (records.every((r) => r.target === host || host.contains(r.target))) return;
+    scheduleFacts();
+  }).observe(document.documentElement, { subtree: true, childList: true, characterData: true,
+    attributes: true, attributeFilter: ['data-is-streaming', 'aria-busy', 'data-testid', 'disabled'] });
+  document.addEventListener('input', scheduleFacts, true);
+  addEventListener('popstate', scheduleFacts);
+
+  // ---- Delivery: type like a user, submit, confirm by the marker in a new user turn.
+  const results = new Map(); // id → result message, kept until the worker says delivery_seen
+  const answer = (id, ok, reason) => {
+    const message = { type: 'delivery_result', id, ok, reason };
+    results.set(id, message);
+    if (delivering?.id === id) delivering = null;
+    port?.postMessage(message);
+    scheduleFacts();
+  };
+  const typeInto = (composer, value) => {
+    composer.focus();
+    const selection = getSelection();
+    selection.selectAllChildren(composer);
+    selection.collapseToEnd();
+    if (document.execCommand('insertText', false, value)) return true;
+    const data = new DataTransfer();
+    data.setData('text/plain', value);
+    composer.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    return composer.innerText.includes(value.split('\n')[0]);
+  };
+  const deliver = ({ id, text: value }) => {
+    if (results.has(id) || delivering?.id === id) return; // never type the same message twice
+    const composer = composerEl();
+    if (!composer) return answer(id, false, 'no_composer');
+    const marker = `[herdr-continuity ${id}]`;
+    delivering = { id };
+    if (!typeInto(composer, value)) return answer(id, false, 'insert_failed');
+    const click = () => {
+      const send = document.querySelector('button[data-testid="send-button"], #composer-submit-button');
+      if (!send || send.disabled) return false;
+      send.click();
+      return true;
+    };
+    // The send button enables itself on the input event; give the page a moment.
+    let tries = 0;
+    const trySend = () => {
+      if (click()) return watch();
+      if (++tries > 20) return answer(id, false, 'send_button_missing');
+      setTimeout(trySend, 50);
+    };
+    const started = Date.now();
+    const watch = () => {
+      const confirmed = [...document.querySelectorAll('[data-message-author-role="user"]')]
+        .slice(-5).some((turn) => (turn.textContent || '').includes(marker));
+      if (confirmed) return answer(id, true, null);
+      if (Date.now() - started > 10_000) return answer(id, false, 'not_confirmed');
+      setTimeout(watch, 100);
+    };
+    trySend();
+  };
+  const insert = (value) => {
+    const composer = composerEl();
+    if (!composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
+    typeInto(composer, value);
+  };
+  const showNotice = (value, tone) => {
+    status.textContent = value;
+    status.dataset.key = 'notice';
+    status.dataset.tone = tone;
+  };
+
   const onMessage = (message) => {
     if (message?.type === 'hud') render(message.view);
+    if (message?.type === 'deliver') deliver(message);
+    if (message?.type === 'delivery_seen') results.delete(message.id);
+    if (message?.type === 'insert') insert(message.text);
+    if (message?.type === 'notice') showNotice(message.text, message.tone);
     if (message?.type === 'round_trip_result') {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
@@ -102,7 +295,10 @@
       port = null;
       setTimeout(connect, 1000);
     });
-    port.postMessage({ type: 'page_facts', url: location.href });
+    sendFacts(true);
+    // Results the previous worker never acknowledged are told again (exactly-once on the
+    // worker side: it ignores ids it no longer waits for).
+    for (const message of results.values()) port.postMessage(message);
   };
   connect();
 })();

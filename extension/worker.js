@@ -29,3 +29,10 @@ chrome.runtime.onStartup.addListener(() => {
   forward(() => {});
 });
 chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.name)));
+chrome.tabs.onRemoved.addListener((tabId) => forward(() => shell.tab_removed(tabId)));
+chrome.tabs.onActivated.addListener((info) => forward(() => shell.tab_activated(info.tabId)));
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === 'sync' && changes.allowProjectAuto) {
+    forward(() => shell.allow_project_auto_changed(Boolean(changes.allowProjectAuto.newValue)));
+  }
+});

@@ -9,6 +9,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 
 logs="$(mktemp -d /tmp/herdr-continuity-test.XXXXXX)"
+suite_timeout="${HC_SUITE_TIMEOUT:-1200}"   # seconds per suite
 total_passed=0
 total_failed=0
 failed_suites=()
@@ -49,8 +50,12 @@ run_suite() {
   local name="$1" counter="$2"; shift 2
   local log="$logs/$name.log" rc counts p f
   banner "$name: $*"
-  "$@" 2>&1 | tee "$log"
+  # A hung suite is a failure, not a stuck CI job.
+  timeout --kill-after=30 "$suite_timeout" "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    echo "test: suite $name did not finish within ${suite_timeout}s and was stopped (set HC_SUITE_TIMEOUT to change)"
+  fi
   read -r p f < <("$counter" "$log")
   if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a suite that died before reporting
   total_passed=$((total_passed + p)); total_failed=$((total_failed + f))

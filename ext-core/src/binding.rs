@@ -99,6 +99,11 @@ pub enum BindingInput {
         /// What the tab shows.
         page: PageKind,
     },
+    /// The user removes a binding by its scope (side panel list).
+    UnbindScope {
+        /// The bound scope.
+        scope: Scope,
+    },
     /// A tab now shows `page` (navigation, reload, SPA route change).
     PageVisited {
         /// The tab.
@@ -252,6 +257,14 @@ impl Bindings {
                 workspace,
             } => self.bind(now, tab, page, workspace),
             BindingInput::Unbind { tab, page } => self.unbind(tab, &page),
+            BindingInput::UnbindScope { scope } => {
+                if let Some(removed) = self.bindings.remove(&scope.key()) {
+                    self.outputs.push_back(BindingOutput::Unbound {
+                        scope,
+                        workspace_id: removed.workspace_id,
+                    });
+                }
+            }
             BindingInput::PageVisited { tab, page } => self.visit(now, tab, &page),
             BindingInput::TabClosed { tab } => {
                 if self.pending.remove(&tab).is_some() {

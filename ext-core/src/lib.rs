@@ -16,6 +16,7 @@ pub mod hud;
 
 pub mod auto_gate;
 pub mod binding;
+pub mod continuity;
 pub mod progress_push;
 pub mod scope;
 pub mod settle_tracker;

@@ -15,15 +15,23 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::{Rc, Weak};
 
-use ext_core::companion_link::{CompanionLink, Input, Output, PortGeneration, ProbeId};
+use ext_core::binding::TabId;
+use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
+use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
 use ext_core::hud::{self, ActionId};
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::continuity_wire::{self, PortCommand};
 use crate::js;
 use crate::wire::{self, PageMessage, WireError};
+
+/// How long persisted-state writes are coalesced (one write per burst, B7).
+pub const PERSIST_DEBOUNCE_MS: u32 = 200;
+/// The `chrome.storage.local` key of the continuity snapshot.
+pub const STORAGE_KEY: &str = "continuity";
 
 /// A page or panel port showing the HUD.
 struct PagePort {
@@ -31,6 +39,14 @@ struct PagePort {
     port: JsValue,
     /// The page's URL, once reported.
     url: Option<String>,
+    /// The tab of a content-script port (`port.sender.tab.id`); `None` for panels.
+    tab: Option<TabId>,
+    /// Whether this is a side-panel port.
+    panel: bool,
+    /// The tab a panel asked to show (`None` = the last active chat tab).
+    panel_tab: Option<TabId>,
+    /// The last JSON posted as view, to post only changes.
+    last_view: Option<String>,
 }
 
 /// A round-trip probe in flight.
@@ -61,6 +77,20 @@ pub struct LinkDriver {
     listeners: Vec<Closure<dyn FnMut(JsValue)>>,
     /// Back reference for callbacks.
     me: Weak<RefCell<LinkDriver>>,
+    /// The continuity machine (bindings, settle tracking, wakes).
+    continuity: Continuity,
+    /// Whether the link was connected after the last pump (edges feed LinkUp/LinkDown).
+    link_connected: bool,
+    /// Continuity calls on the wire, by wire id.
+    calls: BTreeMap<String, (CallId, RuntimeCall)>,
+    /// Next wire id number.
+    next_wire: u64,
+    /// Timer for the continuity machine's next deadline.
+    continuity_timer: Option<Timeout>,
+    /// Pending coalesced write of the snapshot.
+    persist_timer: Option<Timeout>,
+    /// The chat tab that reported or connected last (the panel's default tab).
+    last_active_tab: Option<TabId>,
 }
 
 /// The native messaging host name (docs/PROTOCOL.md).
@@ -80,8 +110,32 @@ impl LinkDriver {
                 timer: None,
                 listeners: Vec::new(),
                 me: me.clone(),
+                continuity: Continuity::new(),
+                link_connected: false,
+                calls: BTreeMap::new(),
+                next_wire: 0,
+                continuity_timer: None,
+                persist_timer: None,
+                last_active_tab: None,
             })
         })
+    }
+
+    /// Replaces the continuity machine with a restored snapshot (worker start, before any
+    /// event is handled).
+    pub fn restore(this: &Rc<RefCell<LinkDriver>>, continuity: Continuity) {
+        this.borrow_mut().continuity = continuity;
+    }
+
+    /// The continuity machine (read-only, for tests and diagnostics).
+    pub fn continuity(&self) -> &Continuity {
+        &self.continuity
+    }
+
+    /// Feeds the continuity machine and carries out its outputs.
+    pub fn feed_continuity(this: &Rc<RefCell<LinkDriver>>, input: ContinuityInput) {
+        this.borrow_mut().continuity.handle(js::now_millis(), input);
+        Self::pump_continuity(this);
     }
 
     /// The current HUD view model.
@@ -105,21 +159,263 @@ impl LinkDriver {
 
     /// A page or panel port connected: remember it and show it the HUD.
     pub fn page_connected(this: &Rc<RefCell<LinkDriver>>, port: JsValue) {
+        let tab = js::sender_tab_id(&port);
+        let panel = js::port_name(&port).as_deref() == Some("panel");
         let view = wire::hud_json(&this.borrow().hud());
         this.borrow_mut().pages.push(PagePort {
             port: port.clone(),
             url: None,
+            tab,
+            panel,
+            panel_tab: None,
+            last_view: None,
         });
         js::post(&port, &view);
+        Self::broadcast_views(this);
     }
 
     /// A page or panel port disconnected.
     pub fn page_disconnected(this: &Rc<RefCell<LinkDriver>>, port: &JsValue) {
-        let mut driver = this.borrow_mut();
-        driver.pages.retain(|page| !Object::is(&page.port, port));
-        driver
-            .probes
-            .retain(|_, probe| !Object::is(&probe.page, port));
+        let gone_tab = {
+            let mut driver = this.borrow_mut();
+            let tab = driver
+                .pages
+                .iter()
+                .find(|page| Object::is(&page.port, port))
+                .and_then(|page| page.tab);
+            driver.pages.retain(|page| !Object::is(&page.port, port));
+            driver
+                .probes
+                .retain(|_, probe| !Object::is(&probe.page, port));
+            tab.filter(|tab| !driver.pages.iter().any(|page| page.tab == Some(*tab)))
+        };
+        if let Some(tab) = gone_tab {
+            Self::feed_continuity(this, ContinuityInput::PageGone { tab });
+        }
+    }
+
+    /// `chrome.tabs.onRemoved`.
+    pub fn tab_closed(this: &Rc<RefCell<LinkDriver>>, tab: TabId) {
+        Self::feed_continuity(this, ContinuityInput::TabClosed { tab });
+    }
+
+    /// `chrome.tabs.onActivated`: the panel's default tab follows the active chat tab.
+    pub fn tab_activated(this: &Rc<RefCell<LinkDriver>>, tab: TabId) {
+        let known = this.borrow().pages.iter().any(|page| page.tab == Some(tab));
+        if known {
+            this.borrow_mut().last_active_tab = Some(tab);
+            Self::broadcast_views(this);
+        }
+    }
+
+    /// A message that is not one of the link's: continuity facts and commands.
+    fn continuity_message(
+        this: &Rc<RefCell<LinkDriver>>,
+        port: &JsValue,
+        value: &serde_json::Value,
+    ) -> Result<(), WireError> {
+        let (tab, panel) = {
+            let driver = this.borrow();
+            let page = driver.pages.iter().find(|p| Object::is(&p.port, port));
+            (page.and_then(|p| p.tab), page.is_some_and(|p| p.panel))
+        };
+        let command = continuity_wire::port_command(value)
+            .ok_or_else(|| WireError::UnknownPageMessage(value.to_string()))?;
+        let input = match (command, tab) {
+            (PortCommand::DeliveryResult { id, ok }, Some(tab)) => {
+                ContinuityInput::DeliveryResult { tab, id, ok }
+            }
+            (PortCommand::HudAction(action), Some(tab)) => match action {
+                "toggle_auto" => ContinuityInput::ToggleAuto { tab },
+                "continue" => ContinuityInput::Continue { tab },
+                "check_herdr" => ContinuityInput::CheckHerdr { tab },
+                _ => ContinuityInput::LlmJudge { tab },
+            },
+            (PortCommand::PanelHello { tab_id }, _) if panel => {
+                {
+                    let mut driver = this.borrow_mut();
+                    if let Some(page) = driver.pages.iter_mut().find(|p| Object::is(&p.port, port)) {
+                        page.panel_tab = tab_id;
+                        page.last_view = None;
+                    }
+                }
+                ContinuityInput::RefreshCatalog
+            }
+            (PortCommand::PanelRefresh, _) => ContinuityInput::RefreshCatalog,
+            (PortCommand::Bind { tab_id, workspace }, _) => ContinuityInput::Bind {
+                tab: tab_id,
+                workspace,
+            },
+            (PortCommand::Unbind { scope_key }, _) => ContinuityInput::Unbind { scope_key },
+            _ => return Err(WireError::UnknownPageMessage(value.to_string())),
+        };
+        Self::feed_continuity(this, input);
+        Ok(())
+    }
+
+    /// Posts each page its HUD (link view + continuity view) and each panel its panel
+    /// view, only when they changed.
+    fn broadcast_views(this: &Rc<RefCell<LinkDriver>>) {
+        let posts: Vec<(JsValue, Vec<serde_json::Value>)> = {
+            let mut driver = this.borrow_mut();
+            let hud = wire::hud_json(&driver.link.hud());
+            let default_tab = driver.last_active_tab;
+            let views: Vec<(Option<String>, Vec<serde_json::Value>)> = driver
+                .pages
+                .iter()
+                .map(|page| {
+                    let mut messages = Vec::new();
+                    let mut page_hud = hud.clone();
+                    if let Some(tab) = page.tab {
+                        page_hud["view"]["continuity"] =
+                            serde_json::to_value(driver.continuity.page_view(tab)).unwrap_or_default();
+                    }
+                    messages.push(page_hud);
+                    if page.panel {
+                        let tab = page.panel_tab.or(default_tab);
+                        messages.push(serde_json::json!({
+                            "type": "panel",
+                            "view": driver.continuity.panel_view(tab),
+                        }));
+                    }
+                    let text = serde_json::Value::Array(messages.clone()).to_string();
+                    let changed = page.last_view.as_deref() != Some(text.as_str());
+                    (changed.then_some(text), messages)
+                })
+                .collect();
+            let mut posts = Vec::new();
+            for (page, (changed, messages)) in driver.pages.iter_mut().zip(views) {
+                if let Some(text) = changed {
+                    page.last_view = Some(text);
+                    posts.push((page.port.clone(), messages));
+                }
+            }
+            posts
+        };
+        for (port, messages) in posts {
+            for message in messages {
+                js::post(&port, &message);
+            }
+        }
+    }
+
+    /// Drains the continuity machine's outputs, then re-arms its timer.
+    fn pump_continuity(this: &Rc<RefCell<LinkDriver>>) {
+        let mut offline_answers = Vec::new();
+        loop {
+            let Some(output) = this.borrow_mut().continuity.poll() else {
+                break;
+            };
+            match output {
+                ContinuityOutput::Request { id, call } => {
+                    let (native, wire_id) = {
+                        let mut driver = this.borrow_mut();
+                        driver.next_wire = driver.next_wire.wrapping_add(1);
+                        let wire_id = format!("{}{}", continuity_wire::CALL_ID_PREFIX, driver.next_wire);
+                        let native = driver.native.as_ref().map(|(_, object)| object.clone());
+                        if native.is_some() {
+                            driver.calls.insert(wire_id.clone(), (id, call.clone()));
+                        }
+                        (native, wire_id)
+                    };
+                    match native {
+                        Some(object) => js::post(&object, &continuity_wire::call_json(&wire_id, &call)),
+                        None => offline_answers.push(id),
+                    }
+                }
+                ContinuityOutput::Deliver { tab, id, text } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "deliver", "id": id, "text": text}));
+                }
+                ContinuityOutput::DeliverySeen { tab, id } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "delivery_seen", "id": id}));
+                }
+                ContinuityOutput::Insert { tab, text } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "insert", "text": text}));
+                }
+                ContinuityOutput::Notice { tab, text, tone } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "notice", "text": text, "tone": tone}));
+                }
+                ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
+                ContinuityOutput::Persist => Self::schedule_persist(this),
+            }
+        }
+        for id in offline_answers {
+            let error = CallError {
+                code: "offline".to_owned(),
+                message: "the companion is not connected; the extension retries when it reconnects".to_owned(),
+            };
+            Self::feed_continuity(this, ContinuityInput::Answered { id, result: Err(error) });
+        }
+        let deadline = this.borrow().continuity.next_deadline();
+        let timer = deadline.map(|deadline| {
+            let delay = deadline.saturating_sub(js::now_millis());
+            let weak = Rc::downgrade(this);
+            Timeout::new(u32::try_from(delay).unwrap_or(u32::MAX), move || {
+                if let Some(this) = weak.upgrade() {
+                    this.borrow_mut().continuity.handle_timeout(js::now_millis());
+                    LinkDriver::pump_continuity(&this);
+                }
+            })
+        });
+        this.borrow_mut().continuity_timer = timer;
+    }
+
+    fn post_to_tab(this: &Rc<RefCell<LinkDriver>>, tab: TabId, message: &serde_json::Value) {
+        let ports: Vec<JsValue> = this
+            .borrow()
+            .pages
+            .iter()
+            .filter(|page| page.tab == Some(tab))
+            .map(|page| page.port.clone())
+            .collect();
+        // One page port per tab is the norm; a delivery goes to the newest only so it is
+        // never typed twice.
+        if let Some(port) = ports.last() {
+            js::post(port, message);
+        }
+    }
+
+    /// One `chrome.storage.local` write per burst of changes (B7: no write storms).
+    fn schedule_persist(this: &Rc<RefCell<LinkDriver>>) {
+        if this.borrow().persist_timer.is_some() {
+            return;
+        }
+        let weak = Rc::downgrade(this);
+        let timer = Timeout::new(PERSIST_DEBOUNCE_MS, move || {
+            let Some(this) = weak.upgrade() else { return };
+            let snapshot = {
+                let mut driver = this.borrow_mut();
+                driver.persist_timer = None;
+                serde_json::to_string(&driver.continuity)
+            };
+            match snapshot {
+                Ok(text) => js::storage_local_write(STORAGE_KEY, &text),
+                Err(error) => js::warn(&format!("herdr-continuity: cannot save state: {error}")),
+            }
+        });
+        this.borrow_mut().persist_timer = Some(timer);
+    }
+
+    /// Routes a native message to the continuity machine; `false` when it is the link's.
+    fn native_for_continuity(this: &Rc<RefCell<LinkDriver>>, value: &serde_json::Value) -> bool {
+        if let Some(id) = value.get("id").and_then(serde_json::Value::as_str) {
+            if !id.starts_with(continuity_wire::CALL_ID_PREFIX) {
+                return false;
+            }
+            let call = this.borrow_mut().calls.remove(id);
+            if let Some((call_id, call)) = call {
+                let result = continuity_wire::answer(&call, value);
+                Self::feed_continuity(this, ContinuityInput::Answered { id: call_id, result });
+            }
+            return true;
+        }
+        match continuity_wire::event_input(value) {
+            Some(input) => {
+                Self::feed_continuity(this, input);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A message from a page or panel port.
@@ -130,11 +426,26 @@ impl LinkDriver {
     ) -> Result<(), WireError> {
         let value: serde_json::Value = serde_wasm_bindgen::from_value(message.clone())
             .map_err(|e| WireError::UnknownPageMessage(e.to_string()))?;
-        match wire::page_message(&value)? {
+        let parsed = match wire::page_message(&value) {
+            Ok(parsed) => parsed,
+            Err(_) => return Self::continuity_message(this, port, &value),
+        };
+        match parsed {
             PageMessage::PageFacts { url } => {
-                let mut driver = this.borrow_mut();
-                if let Some(page) = driver.pages.iter_mut().find(|p| Object::is(&p.port, port)) {
-                    page.url = Some(url);
+                let tab = {
+                    let mut driver = this.borrow_mut();
+                    let page = driver.pages.iter_mut().find(|p| Object::is(&p.port, port));
+                    let tab = page.as_ref().and_then(|p| p.tab);
+                    if let Some(page) = page {
+                        page.url = Some(url);
+                    }
+                    if tab.is_some() && driver.last_active_tab.is_none() {
+                        driver.last_active_tab = tab;
+                    }
+                    tab
+                };
+                if let (Some(tab), Some(report)) = (tab, continuity_wire::page_report(&value)) {
+                    Self::feed_continuity(this, ContinuityInput::PageReported { tab, report });
                 }
             }
             PageMessage::Action(ActionId::RetryCompanion) => Self::feed(this, Input::RetryNow),
@@ -187,17 +498,7 @@ impl LinkDriver {
                         js::post(&object, &wire::request_json(&request));
                     }
                 }
-                Output::HudChanged => {
-                    let (view, pages) = {
-                        let driver = this.borrow();
-                        let pages: Vec<JsValue> =
-                            driver.pages.iter().map(|page| page.port.clone()).collect();
-                        (wire::hud_json(&driver.hud()), pages)
-                    };
-                    for page in pages {
-                        js::post(&page, &view);
-                    }
-                }
+                Output::HudChanged => Self::broadcast_views(this),
                 Output::ProbeFinished { probe, outcome } => {
                     let Some(in_flight) = this.borrow_mut().probes.remove(&probe) else {
                         continue;
@@ -214,6 +515,17 @@ impl LinkDriver {
             }
         }
         Self::arm_timer(this);
+        // Link edges drive the event stream: subscribe after each hello, and tell the
+        // continuity machine when the connection (and its calls in flight) is lost.
+        let connected = matches!(this.borrow().link.state(), LinkState::Connected { .. });
+        let was = std::mem::replace(&mut this.borrow_mut().link_connected, connected);
+        if connected != was {
+            if !connected {
+                this.borrow_mut().calls.clear();
+            }
+            let input = if connected { ContinuityInput::LinkUp } else { ContinuityInput::LinkDown };
+            Self::feed_continuity(this, input);
+        }
     }
 
     fn open_native(this: &Rc<RefCell<LinkDriver>>, port: PortGeneration) {
@@ -240,9 +552,14 @@ impl LinkDriver {
             let weak = weak.clone();
             move |message: JsValue| {
                 let Some(this) = weak.upgrade() else { return };
-                let parsed = serde_wasm_bindgen::from_value::<serde_json::Value>(message)
-                    .map_err(|e| WireError::UnknownShape(e.to_string()))
-                    .and_then(|value| wire::runtime_message(&value));
+                let value = serde_wasm_bindgen::from_value::<serde_json::Value>(message)
+                    .map_err(|e| WireError::UnknownShape(e.to_string()));
+                if let Ok(value) = &value {
+                    if LinkDriver::native_for_continuity(&this, value) {
+                        return;
+                    }
+                }
+                let parsed = value.and_then(|value| wire::runtime_message(&value));
                 match parsed {
                     Ok(message) => LinkDriver::feed(&this, Input::Message { port, message }),
                     Err(WireError::NotForLink(_)) => {}

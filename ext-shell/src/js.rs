@@ -148,3 +148,77 @@ pub fn message(key: &str, substitutions: &[String]) -> String {
         _ => format!("{key}: {}", substitutions.join(", ")),
     }
 }
+
+/// `port.sender.tab.id` of a `runtime.Port` (content-script ports have it).
+pub fn sender_tab_id(port: &JsValue) -> Option<u32> {
+    let sender = Reflect::get(port, &JsValue::from_str("sender")).ok()?;
+    let tab = Reflect::get(&sender, &JsValue::from_str("tab")).ok()?;
+    let id = Reflect::get(&tab, &JsValue::from_str("id")).ok()?.as_f64()?;
+    (id >= 0.0 && id <= f64::from(u32::MAX)).then_some(id as u32)
+}
+
+/// `port.name`.
+pub fn port_name(port: &JsValue) -> Option<String> {
+    Reflect::get(port, &JsValue::from_str("name")).ok()?.as_string()
+}
+
+/// `chrome.storage.local`, when this global has it (not in unit-test pages).
+pub fn storage_local() -> Option<JsValue> {
+    let mut value: JsValue = js_sys::global().into();
+    for key in ["chrome", "storage", "local"] {
+        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+    }
+    Some(value)
+}
+
+/// `chrome.storage.local.set({key: text})`; a failure is logged.
+pub fn storage_local_write(key: &str, text: &str) {
+    let Some(storage) = storage_local() else { return };
+    let items = js_sys::Object::new();
+    let _ = Reflect::set(&items, &JsValue::from_str(key), &JsValue::from_str(text));
+    if let Some(promise) = call_method(&storage, "set", &[items.into()]) {
+        if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(error) = wasm_bindgen_futures::JsFuture::from(promise).await {
+                    warn(&format!("herdr-continuity: saving state failed: {}", error_text(&error)));
+                }
+            });
+        }
+    }
+}
+
+/// `chrome.storage.local.get(key)[key]` as text, when present.
+pub async fn storage_local_read(key: &str) -> Option<String> {
+    let storage = storage_local()?;
+    let promise = call_method(&storage, "get", &[JsValue::from_str(key)])?;
+    let promise: js_sys::Promise = promise.dyn_into().ok()?;
+    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
+}
+
+/// `chrome.storage.sync.get(key)[key]` as a bool, when present.
+pub async fn storage_sync_flag(key: &str) -> Option<bool> {
+    let mut value: JsValue = js_sys::global().into();
+    for name in ["chrome", "storage", "sync"] {
+        value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+    }
+    let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
+    let promise: js_sys::Promise = promise.dyn_into().ok()?;
+    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_bool()
+}
+
+/// `chrome.i18n.getUILanguage()`, when available.
+pub fn ui_language() -> Option<String> {
+    let i18n = Reflect::get(&Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok()?, &JsValue::from_str("i18n")).ok()?;
+    if !i18n.is_object() {
+        return None;
+    }
+    call_method(&i18n, "getUILanguage", &[])?.as_string()
+}

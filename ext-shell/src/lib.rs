@@ -19,6 +19,7 @@
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
 //! in which Chrome delivers events after a worker start does not matter.
 
+pub mod continuity_wire;
 pub mod driver;
 pub mod js;
 pub mod pages;
@@ -28,6 +29,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use ext_core::companion_link::Input;
+use ext_core::continuity::{Continuity, ContinuityInput};
+use ext_core::wake::Language;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -65,10 +68,61 @@ fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
     Ok(driver)
 }
 
-/// Service worker start (top level of `worker.js`, after `init()`): connect to the companion.
+/// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
+/// continuity state (B7), then connect to the companion. Resolves when both are done, so
+/// `worker.js` forwards no event before the state is back.
 #[wasm_bindgen]
-pub fn start_worker() -> Result<(), JsValue> {
-    worker().map(|_| ())
+pub async fn start_worker() -> Result<(), JsValue> {
+    let already = WORKER.with(|worker| worker.borrow().is_some());
+    if already {
+        return Ok(());
+    }
+    let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
+        Some(text) => serde_json::from_str::<Continuity>(&text).unwrap_or_else(|error| {
+            js::warn(&format!(
+                "herdr-continuity: the saved state could not be read ({error}); starting with no bindings. Bind your chats again from the side panel."
+            ));
+            Continuity::new()
+        }),
+        None => Continuity::new(),
+    };
+    let now = js::now_millis();
+    if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
+        restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
+    }
+    let language = match js::ui_language() {
+        Some(lang) if lang.starts_with("zh") => Language::Zh,
+        _ => Language::En,
+    };
+    restored.handle(now, ContinuityInput::LanguageChanged { language });
+    // Outputs of the restore itself (views, persist) have nothing to act on yet.
+    while restored.poll().is_some() {}
+    let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version());
+    LinkDriver::restore(&driver, restored);
+    WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
+    LinkDriver::feed(&driver, Input::Start);
+    Ok(())
+}
+
+/// `chrome.storage.onChanged` for `sync.allowProjectAuto` (options page, M2).
+#[wasm_bindgen]
+pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
+    LinkDriver::feed_continuity(&worker()?, ContinuityInput::AllowProjectAuto { allowed });
+    Ok(())
+}
+
+/// `chrome.tabs.onRemoved`.
+#[wasm_bindgen]
+pub fn tab_removed(tab_id: u32) -> Result<(), JsValue> {
+    LinkDriver::tab_closed(&worker()?, tab_id);
+    Ok(())
+}
+
+/// `chrome.tabs.onActivated`.
+#[wasm_bindgen]
+pub fn tab_activated(tab_id: u32) -> Result<(), JsValue> {
+    LinkDriver::tab_activated(&worker()?, tab_id);
+    Ok(())
 }
 
 /// `chrome.runtime.onConnect` with a `page` or `panel` port.

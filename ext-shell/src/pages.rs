@@ -210,6 +210,199 @@ fn show_round_trip(status_region: &Element, message: &JsValue) {
     }
 }
 
+/// A panel view as received (the JSON of `ext_core::continuity::PanelView`).
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedPanel {
+    /// The tab the panel is about.
+    pub tab: Option<ReceivedPanelTab>,
+    /// The live catalog.
+    pub catalog: Vec<ReceivedWorkspace>,
+    /// Why the catalog could not be read.
+    pub catalog_error: Option<String>,
+    /// Every binding.
+    pub bindings: Vec<ReceivedBinding>,
+}
+
+/// The panel's tab as received.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedPanelTab {
+    /// Chrome tab id.
+    pub tab_id: u32,
+    /// Its URL.
+    pub url: String,
+    /// Scope key, if the page has one.
+    pub scope_key: Option<String>,
+    /// Session ref.
+    pub session_ref: Option<String>,
+    /// Bound (or pending) workspace.
+    pub bound_to: Option<String>,
+    /// Whether it can be bound.
+    pub bindable: bool,
+    /// Why not.
+    pub reason: Option<String>,
+}
+
+/// A catalog workspace as received.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedWorkspace {
+    /// Id.
+    pub workspace_id: String,
+    /// Label.
+    pub label: String,
+}
+
+/// A binding row as received.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct ReceivedBinding {
+    /// Scope key.
+    pub scope_key: String,
+    /// Session ref.
+    pub session_ref: String,
+    /// Workspace id.
+    pub workspace_id: String,
+    /// Label.
+    pub label: String,
+    /// Active target.
+    pub active_target: Option<String>,
+    /// Listed in the catalog.
+    pub in_catalog: bool,
+}
+
+fn button(document: &Document, label: &str, attribute: (&str, &str), message: serde_json::Value, port: &JsValue) -> Result<Element, JsValue> {
+    let button = element(document, "button", "action")?;
+    button.set_attribute("type", "button")?;
+    button.set_attribute(attribute.0, attribute.1)?;
+    button.set_text_content(Some(label));
+    let port = port.clone();
+    on(&button, "click", move |_| js::post(&port, &message))?;
+    Ok(button)
+}
+
+/// Renders the Control Center part of the side panel: the current tab's scope, the live
+/// catalog with a Bind button per workspace, and the bindings with Unbind (B1, O1).
+pub fn render_panel(root: &Element, view: &ReceivedPanel, port: &JsValue) -> Result<(), JsValue> {
+    let document = document()?;
+    root.set_inner_html("");
+    let heading = |key: &str| -> Result<Element, JsValue> {
+        let h = element(&document, "h2", "")?;
+        h.set_text_content(Some(&js::message(key, &[])));
+        Ok(h)
+    };
+    let h = heading("panelCurrentTab")?;
+    root.append_child(&h)?;
+    let tab_line = element(&document, "p", "line")?;
+    tab_line.set_attribute("data-panel-tab", "")?;
+    match &view.tab {
+        Some(tab) => {
+            tab_line.set_attribute("data-tab-id", &tab.tab_id.to_string())?;
+            tab_line.set_attribute("data-scope-key", tab.scope_key.as_deref().unwrap_or(""))?;
+            tab_line.set_attribute("data-bound-to", tab.bound_to.as_deref().unwrap_or(""))?;
+            let mut text = match &tab.scope_key {
+                Some(key) => js::message("panelScope", &[key.clone()]),
+                None => tab.reason.clone().unwrap_or_else(|| tab.url.clone()),
+            };
+            if let Some(bound) = &tab.bound_to {
+                text.push(' ');
+                text.push_str(&js::message("panelBoundTo", &[bound.clone()]));
+            }
+            tab_line.set_text_content(Some(&text));
+        }
+        None => tab_line.set_text_content(Some(&js::message("panelNoTab", &[]))),
+    }
+    root.append_child(&tab_line)?;
+
+    let h = heading("panelCatalog")?;
+    root.append_child(&h)?;
+    if let Some(error) = &view.catalog_error {
+        let p = element(&document, "p", "line tone-bad")?;
+        p.set_attribute("data-catalog-error", "")?;
+        p.set_text_content(Some(&js::message("panelCatalogError", &[error.clone()])));
+        root.append_child(&p)?;
+    }
+    let catalog = element(&document, "ul", "catalog")?;
+    catalog.set_attribute("data-catalog", "")?;
+    let bind_tab = view.tab.as_ref().filter(|t| t.bindable).map(|t| t.tab_id);
+    for workspace in &view.catalog {
+        let item = element(&document, "li", "")?;
+        let label = format!("{} ({})", workspace.label, workspace.workspace_id);
+        match bind_tab {
+            Some(tab_id) => {
+                let b = button(
+                    &document,
+                    &js::message("panelBind", &[label]),
+                    ("data-bind", &workspace.workspace_id),
+                    serde_json::json!({"type": "bind", "tab_id": tab_id, "workspace_id": workspace.workspace_id, "label": workspace.label}),
+                    port,
+                )?;
+                item.append_child(&b)?;
+            }
+            None => item.set_text_content(Some(&label)),
+        }
+        catalog.append_child(&item)?;
+    }
+    if view.catalog.is_empty() {
+        let p = element(&document, "p", "line")?;
+        p.set_text_content(Some(&js::message("panelCatalogEmpty", &[])));
+        root.append_child(&p)?;
+    }
+    root.append_child(&catalog)?;
+    let refresh = button(
+        &document,
+        &js::message("panelRefresh", &[]),
+        ("data-refresh", ""),
+        serde_json::json!({"type": "panel_refresh"}),
+        port,
+    )?;
+    root.append_child(&refresh)?;
+
+    let h = heading("panelBindings")?;
+    root.append_child(&h)?;
+    let list = element(&document, "ul", "bindings")?;
+    list.set_attribute("data-bindings", "")?;
+    for binding in &view.bindings {
+        let row = element(&document, "li", "")?;
+        row.set_attribute("data-binding-row", &binding.scope_key)?;
+        row.set_attribute("data-workspace", &binding.workspace_id)?;
+        let mut text = format!("{} → {} ({})", binding.session_ref, binding.label, binding.workspace_id);
+        if let Some(target) = &binding.active_target {
+            text.push_str(&format!(" /c/{target}"));
+        }
+        if !binding.in_catalog {
+            text.push(' ');
+            text.push_str(&js::message("panelNotInCatalog", &[]));
+        }
+        let span = element(&document, "span", "")?;
+        span.set_text_content(Some(&text));
+        row.append_child(&span)?;
+        let unbind = button(
+            &document,
+            &js::message("panelUnbind", &[]),
+            ("data-unbind", &binding.scope_key),
+            serde_json::json!({"type": "unbind", "scope_key": binding.scope_key}),
+            port,
+        )?;
+        row.append_child(&unbind)?;
+        list.append_child(&row)?;
+    }
+    if view.bindings.is_empty() {
+        let p = element(&document, "p", "line")?;
+        p.set_text_content(Some(&js::message("panelNoBindings", &[])));
+        root.append_child(&p)?;
+    }
+    root.append_child(&list)?;
+    Ok(())
+}
+
+/// `?tab=<id>` of the panel's URL (a panel opened for a given tab), if any.
+fn tab_from_location() -> Option<u32> {
+    let search = web_sys::window()?.location().search().ok()?;
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("tab="))
+        .and_then(|id| id.parse().ok())
+}
+
 /// Mounts the side panel into `#app`: connects a `panel` port to the worker and renders
 /// the views it receives.
 #[wasm_bindgen]
@@ -223,8 +416,10 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
     let status_region = element(&document, "p", "round-trip")?;
     status_region.set_attribute("role", "status")?;
     status_region.set_attribute("aria-live", "polite")?;
+    let control_center = element(&document, "section", "control-center")?;
     app.append_child(&view_root)?;
     app.append_child(&status_region)?;
+    app.append_child(&control_center)?;
 
     let info = Object::new();
     Reflect::set(
@@ -255,11 +450,25 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
                 }
             }
             Some("round_trip_result") => show_round_trip(&status_region, &message),
+            Some("panel") => {
+                let view = Reflect::get(&message, &JsValue::from_str("view"))
+                    .ok()
+                    .and_then(|view| serde_wasm_bindgen::from_value::<ReceivedPanel>(view).ok());
+                match view {
+                    Some(view) => {
+                        if let Err(error) = render_panel(&control_center, &view, &listener_port) {
+                            js::warn(&js::error_text(&error));
+                        }
+                    }
+                    None => js::warn("herdr-continuity: the worker sent a panel view of unknown shape"),
+                }
+            }
             _ => {}
         }
     });
     js::add_listener(&port, "onMessage", on_message.as_ref().unchecked_ref());
     on_message.forget();
+    js::post(&port, &serde_json::json!({"type": "panel_hello", "tab_id": tab_from_location()}));
     Ok(())
 }
 

@@ -15,6 +15,12 @@ async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     common::driver_handshakes_probes_and_reconnects_with_fake_ports().await;
 }
 
+/// Continuity JSON ⇄ core types.
+#[wasm_bindgen_test]
+fn continuity_messages_translate() {
+    common::continuity_messages_translate();
+}
+
 /// The side panel renders lines with their tone and keyboard-usable buttons (R: O1).
 #[wasm_bindgen_test]
 fn side_panel_renders_a_view_with_buttons() {

@@ -174,7 +174,11 @@ impl Inbox {
         notify: Notify,
     ) -> Result<Arc<Self>, InboxError> {
         let events = StateDb::open(db_path)?;
-        let store = InboxStore::open(db_path)?;
+        let mut store = InboxStore::open(db_path)?;
+        if store.cursor()?.is_none() {
+            // First start: earlier events predate every task. Set before any dispatch.
+            store.advance_cursor(events.last_seq()?)?;
+        }
         Ok(Arc::new(Self { store: Mutex::new(store), events: Mutex::new(events), advisor, advice_timeout, notify }))
     }
 
@@ -239,15 +243,9 @@ impl Inbox {
     /// Reads the next batch of stream events after the cursor and ends the running tasks
     /// they concern; returns how many events were read.
     pub async fn follow_once(self: &Arc<Self>, herdr_socket: &Path) -> Result<usize, InboxError> {
-        let cursor = match self.store().cursor()? {
-            Some(seq) => seq,
-            None => {
-                // First start: earlier events predate every task.
-                let last = self.last_event_seq()?;
-                self.store().advance_cursor(last)?;
-                last
-            }
-        };
+        // `open` set the cursor; 0 only if the row vanished (then every event is re-read,
+        // which is harmless: endings are idempotent).
+        let cursor = self.store().cursor()?.unwrap_or(0);
         let batch = self.events.lock().unwrap_or_else(|p| p.into_inner()).events_after(cursor, FOLLOW_BATCH)?;
         for event in &batch {
             if let Some(ending) = ending_for(&event.event, &event.data) {

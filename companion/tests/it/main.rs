@@ -5,6 +5,7 @@
 
 mod herdr_client;
 mod host;
+mod inbox;
 mod install;
 mod runtime;
 mod stream;

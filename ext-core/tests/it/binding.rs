@@ -124,6 +124,7 @@ fn describe_input(input: &BindingInput) -> String {
             format!("bind tab {tab} on {} to {}", page_name(page), workspace.workspace_id)
         }
         BindingInput::Unbind { tab, page } => format!("unbind tab {tab} on {}", page_name(page)),
+        BindingInput::UnbindScope { scope } => format!("unbind scope {}", scope.key()),
         BindingInput::PageVisited { tab, page } => format!("tab {tab} visits {}", page_name(page)),
         BindingInput::TabClosed { tab } => format!("tab {tab} closed"),
         BindingInput::CatalogRefreshed { workspaces } => format!(

@@ -3,6 +3,7 @@
 
 mod auto_gate;
 mod binding;
+mod continuity;
 mod progress_push;
 mod settle_tracker;
 mod wake;

@@ -243,3 +243,46 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     assert_eq!(hud["view"]["companion"]["key"], "companionUpdateExtension");
     assert_eq!(hud["view"]["actions"][0]["id"], "retry_companion");
 }
+
+/// Continuity translation (docs/PROTOCOL.md "Continuity loop on the internal ports"):
+/// stream events, inbox answers, page facts and panel commands (P8, I3, I4, B1).
+pub fn continuity_messages_translate() {
+    use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
+    use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
+    use ext_shell::continuity_wire::{self as cw, PortCommand};
+    let settled = cw::event_input(&json!({"event": "agent_settled", "data": {"workspace_id": "w1",
+        "pane_id": "w1:p1", "status": "done", "previous_status": "working", "seq": 9, "boot_id": "b", "at": 5, "stale": false}}));
+    match settled {
+        Some(ContinuityInput::StreamEvent(e)) => {
+            assert_eq!((e.seq, e.kind), (9, PaneEventKind::Settled(SettledStatus::Done)));
+        }
+        other => panic!("not a settle: {other:?}"),
+    }
+    assert_eq!(cw::event_input(&json!({"event": "agent_output", "data": {"seq": 3}})), None);
+    let call = RuntimeCall::InboxAck { session_ref: "chatgpt:conv:x".into(), task_ids: vec!["t1".into()] };
+    assert_eq!(
+        cw::call_json("c-1", &call),
+        json!({"id": "c-1", "method": "inbox.ack", "params": {"browser_session_ref": "chatgpt:conv:x", "task_ids": ["t1"]}})
+    );
+    let pending = cw::answer(
+        &RuntimeCall::InboxPending { session_ref: "r".into() },
+        &json!({"id": "c-2", "result": {"type": "inbox_pending", "items": [{"task_id": "t1", "state": "completed",
+            "pane_id": "w1:p1", "prompt_preview": "p", "result": {"summary": "ok\n done"}}], "more": false}}),
+    );
+    match pending {
+        Ok(RuntimeAnswer::InboxPending { tasks }) => assert_eq!(tasks[0].result.as_deref(), Some("ok done")),
+        other => panic!("{other:?}"),
+    }
+    let missing = cw::answer(&RuntimeCall::InboxPending { session_ref: "r".into() },
+        &json!({"id": "c-3", "error": {"code": "unknown_method", "message": "no such method"}}));
+    assert_eq!(missing.map_err(|e| e.code), Err("unknown_method".to_owned()));
+    let report = cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "composer": true,
+        "draft": true, "markers": ["wake:w1#2"]})).expect("facts");
+    assert!(report.composer && report.draft && !report.generating);
+    assert_eq!(report.markers, vec!["wake:w1#2".to_owned()]);
+    assert_eq!(
+        cw::port_command(&json!({"type": "bind", "tab_id": 3, "workspace_id": "w1", "label": "api"})),
+        Some(PortCommand::Bind { tab_id: 3, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } })
+    );
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "format_disk"})), None);
+}

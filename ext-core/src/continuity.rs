@@ -1,0 +1,1463 @@
+//! The continuity loop of the extension: composes the binding table, the Auto gate, the
+//! settle tracker and one [`WakeScheduler`] per bound scope, and turns page facts, stream
+//! events and inbox answers into deliveries, inbox acknowledgements and HUD views
+//! (SPEC A3, B1–B8, P1–P9, I3–I4, M1–M4, M7).
+//!
+//! Flow of one wake: the runtime's stream settles workspace `w1` → every scope bound to
+//! `w1` asks the runtime for its own parent-inbox items (`inbox.pending` with the scope's
+//! `browser_session_ref`, so another chat's tasks never reach this chat, I3) → the settle
+//! is handed to the scope's scheduler, which waits until the target page is idle (M7) →
+//! [`ContinuityOutput::Deliver`] with a unique marker line → the page confirms the new user
+//! turn → the carried task ids are acknowledged (`inbox.ack`, I4). A delivery that fails
+//! leaves its tasks unacknowledged; the scheduler retries it once the page is idle again.
+//!
+//! Invariants:
+//! - A delivery id is never offered twice, and at most one delivery per scope is in flight;
+//!   in-flight deliveries are persisted and resolved after a worker restart from the page's
+//!   `markers` (present → confirmed) or, when the page is idle and not delivering, failed.
+//! - `inbox.ack` is only requested for the tasks of a delivery that was confirmed (I4).
+//! - Nothing is delivered automatically unless [`crate::auto_gate::wake_gate`] passes (the
+//!   schedulers enforce it); a manual Continue is refused while a delivery is in flight,
+//!   while the page generates, or while the composer holds a human draft.
+//! - All persisted state is serde data ([`Continuity`] itself); page facts and requests in
+//!   flight are not persisted (pages report again on reconnect, requests are re-issued).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
+use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
+use crate::progress_push::ProgressConfig;
+use crate::scope::{classify_url, PageKind, Scope};
+use crate::settle_tracker::{SettleInput, SettleOutput, SettleTracker, StreamEvent};
+use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use crate::Millis;
+
+/// How many lines of a pane Check Herdr reads.
+pub const CHECK_HERDR_LINES: u32 = 40;
+/// How many characters of Check Herdr's summary go into the composer.
+pub const CHECK_HERDR_MAX_CHARS: usize = 6_000;
+/// How many characters of one task's result go into a wake.
+pub const TASK_RESULT_MAX_CHARS: usize = 400;
+
+/// The stable id a chat passes to `herdr_prompt` so its tasks come back to it (I1, I3):
+/// `chatgpt:project:<g-p-id>` for a Project, `<site>:conv:<id>` for a conversation.
+pub fn browser_session_ref(scope: &Scope) -> String {
+    match scope {
+        Scope::Project { project_id } => format!("chatgpt:project:{project_id}"),
+        Scope::Conversation {
+            site,
+            conversation_id,
+        } => format!("{}:conv:{conversation_id}", site.as_str()),
+    }
+}
+
+/// The marker line that ends every delivered message; the page confirms a delivery by
+/// finding it in a new user turn.
+pub fn marker_line(delivery_id: &str) -> String {
+    format!("[herdr-continuity {delivery_id}]")
+}
+
+/// What the content script reports about its page (facts only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageReport {
+    /// `location.href`.
+    pub url: String,
+    /// A usable composer exists.
+    pub composer: bool,
+    /// The composer holds text the user typed.
+    pub draft: bool,
+    /// A reply is streaming.
+    pub generating: bool,
+    /// A tool permission card waits for the user.
+    pub permission_card: bool,
+    /// Number of user turns.
+    pub user_turns: u32,
+    /// `data-message-id` of the last user turn.
+    pub last_user_turn_id: Option<String>,
+    /// Delivery ids of the marker lines in the last user turns.
+    pub markers: Vec<String>,
+    /// A delivery the page is still carrying out.
+    pub delivering: Option<String>,
+}
+
+/// One terminal task of the parent inbox, reduced to what a wake shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxTask {
+    /// Task id (acknowledged after the wake is confirmed).
+    pub task_id: String,
+    /// `completed | blocked | failed`.
+    pub state: String,
+    /// The pane that ran it.
+    pub pane_id: String,
+    /// The first characters of its prompt.
+    pub prompt_preview: String,
+    /// A bounded one-line result summary, if the runtime gave one.
+    pub result: Option<String>,
+}
+
+/// HUD task counters of one session ref (I4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    /// Dispatched, not terminal.
+    pub running: u64,
+    /// Terminal, not acknowledged.
+    pub unacked: u64,
+    /// Terminal and acknowledged.
+    pub acked: u64,
+}
+
+/// One live pane, as `herdr.panes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneInfo {
+    /// Pane id.
+    pub pane_id: String,
+    /// Agent name, if any.
+    pub agent: Option<String>,
+    /// Agent status (`working`, `idle`, …).
+    pub agent_status: String,
+}
+
+/// A request to the runtime (docs/PROTOCOL.md); the shell adds the wire id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum RuntimeCall {
+    /// `events.subscribe {after_seq}`.
+    Subscribe {
+        /// Resume point; `None` subscribes from now.
+        after_seq: Option<u64>,
+    },
+    /// `herdr.workspaces {}`.
+    Workspaces,
+    /// `inbox.pending {browser_session_ref}`.
+    InboxPending {
+        /// The scope's ref.
+        session_ref: String,
+    },
+    /// `inbox.ack {browser_session_ref, task_ids}`.
+    InboxAck {
+        /// The scope's ref.
+        session_ref: String,
+        /// Tasks carried by a confirmed wake.
+        task_ids: Vec<String>,
+    },
+    /// `inbox.counts {browser_session_ref}`.
+    InboxCounts {
+        /// The scope's ref.
+        session_ref: String,
+    },
+    /// `herdr.panes {workspace_id}`.
+    Panes {
+        /// The workspace.
+        workspace_id: String,
+    },
+    /// `herdr.pane_read {pane_id, lines}`.
+    PaneRead {
+        /// The pane.
+        pane_id: String,
+        /// How many lines.
+        lines: u32,
+    },
+    /// `judge.turn_end {browser_session_ref, workspace_id}`.
+    JudgeTurnEnd {
+        /// The scope's ref.
+        session_ref: String,
+        /// The bound workspace.
+        workspace_id: String,
+    },
+}
+
+/// A successful answer, parsed by the shell according to the call it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum RuntimeAnswer {
+    /// `events_subscribed`.
+    Subscribed,
+    /// `herdr_workspaces`.
+    Workspaces {
+        /// The live catalog.
+        workspaces: Vec<CatalogWorkspace>,
+    },
+    /// `inbox_pending`.
+    InboxPending {
+        /// Terminal, unacknowledged tasks, oldest first.
+        tasks: Vec<InboxTask>,
+    },
+    /// `inbox_acked` / `inbox_counts`.
+    Counts {
+        /// The counters after the call.
+        counts: TaskCounts,
+    },
+    /// `herdr_panes`.
+    Panes {
+        /// The panes.
+        panes: Vec<PaneInfo>,
+    },
+    /// `herdr_pane_read`.
+    PaneText {
+        /// The pane.
+        pane_id: String,
+        /// Its tail.
+        text: String,
+    },
+    /// Any other result: its one-line text (the judge's verdict).
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// An error answer (or a request the shell could not send).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallError {
+    /// Machine code (`unknown_method`, `offline`, …).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// Identifies one runtime call made by this machine.
+pub type CallId = u64;
+
+/// Facts and commands the shell feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContinuityInput {
+    /// The companion link completed `hello`: (re)open the event stream.
+    LinkUp,
+    /// The companion link went down: requests in flight are lost.
+    LinkDown,
+    /// The stream's `hello` event.
+    StreamHello {
+        /// The runtime generation.
+        boot_id: String,
+    },
+    /// One pane event of the stream.
+    StreamEvent(StreamEvent),
+    /// `inbox_changed {browser_session_ref, counts}`.
+    InboxChanged {
+        /// The ref.
+        session_ref: String,
+        /// New counters.
+        counts: TaskCounts,
+    },
+    /// A page reported facts (on connect and on change).
+    PageReported {
+        /// Its tab.
+        tab: TabId,
+        /// The facts.
+        report: PageReport,
+    },
+    /// A page's port went away (navigation, close, reload).
+    PageGone {
+        /// Its tab.
+        tab: TabId,
+    },
+    /// A tab was closed (drops a pending root-page binding).
+    TabClosed {
+        /// The tab.
+        tab: TabId,
+    },
+    /// The page answered a `deliver`.
+    DeliveryResult {
+        /// The tab that answered.
+        tab: TabId,
+        /// The delivery id.
+        id: String,
+        /// Whether the new user turn with the marker appeared.
+        ok: bool,
+    },
+    /// The user chose a workspace for the page of `tab` (side panel).
+    Bind {
+        /// The tab.
+        tab: TabId,
+        /// The workspace.
+        workspace: CatalogWorkspace,
+    },
+    /// The user removed a binding (side panel list).
+    Unbind {
+        /// The scope key of the binding.
+        scope_key: String,
+    },
+    /// The side panel asked to re-read the catalog.
+    RefreshCatalog,
+    /// HUD: switch Auto of the page's scope.
+    ToggleAuto {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: send a manual continue.
+    Continue {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: bring live workspace state into the composer.
+    CheckHerdr {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: ask the LLM judge.
+    LlmJudge {
+        /// The tab.
+        tab: TabId,
+    },
+    /// Options page: "allow Project Auto".
+    AllowProjectAuto {
+        /// The option's value.
+        allowed: bool,
+    },
+    /// Message language (`chrome.i18n.getUILanguage()`).
+    LanguageChanged {
+        /// The language.
+        language: Language,
+    },
+    /// The answer to a [`ContinuityOutput::Request`].
+    Answered {
+        /// The call.
+        id: CallId,
+        /// Its result.
+        result: Result<RuntimeAnswer, CallError>,
+    },
+}
+
+/// How a notice looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeTone {
+    /// Informational.
+    Info,
+    /// Something failed; the text says what to do.
+    Bad,
+}
+
+/// Decisions for the shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContinuityOutput {
+    /// Send a request on the native port; answer with [`ContinuityInput::Answered`].
+    Request {
+        /// The call id.
+        id: CallId,
+        /// What to call.
+        call: RuntimeCall,
+    },
+    /// Post `{"type":"deliver",id,text}` to the page of `tab`.
+    Deliver {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id (also inside the marker line).
+        id: String,
+        /// The full text, ending with the marker line.
+        text: String,
+    },
+    /// Post `{"type":"delivery_seen",id}`: the page may forget its result.
+    DeliverySeen {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id.
+        id: String,
+    },
+    /// Post `{"type":"insert",text}`: put text into the composer without sending.
+    Insert {
+        /// The tab.
+        tab: TabId,
+        /// The text.
+        text: String,
+    },
+    /// Post `{"type":"notice",text,tone}` to the page.
+    Notice {
+        /// The tab.
+        tab: TabId,
+        /// What happened and what to do.
+        text: String,
+        /// How it looks.
+        tone: NoticeTone,
+    },
+    /// Views (HUDs, panels) may have changed: re-render them.
+    ViewsChanged,
+    /// Persisted state changed: schedule a (coalesced) write.
+    Persist,
+}
+
+/// What a delivery carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryKind {
+    /// A settle wake offered by the scheduler.
+    Wake,
+    /// A progress or fallback message offered by the scheduler.
+    Progress,
+    /// A manual continue (HUD button).
+    Continue,
+}
+
+/// A delivery waiting for the page's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlightDelivery {
+    /// The delivery id.
+    pub id: String,
+    /// The tab it was posted to.
+    pub tab: TabId,
+    /// What it is.
+    pub kind: DeliveryKind,
+    /// Inbox tasks to acknowledge once confirmed (I4).
+    pub task_ids: Vec<String>,
+    /// When it was posted.
+    pub at: Millis,
+    /// Posted in this worker life (else it is resolved from the page's markers).
+    #[serde(skip)]
+    pub posted_this_life: bool,
+}
+
+/// The last confirmed wake of a scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastWake {
+    /// When its delivery was confirmed.
+    pub at: Millis,
+    /// What it was.
+    pub kind: DeliveryKind,
+    /// Its delivery id.
+    pub id: String,
+}
+
+/// Per-scope state besides its scheduler.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeStatus {
+    /// The wake scheduler.
+    scheduler: Option<WakeScheduler>,
+    /// Inbox tasks fetched for the pending wake.
+    wake_tasks: Vec<InboxTask>,
+    /// The delivery waiting for the page.
+    in_flight: Option<InFlightDelivery>,
+    /// The last confirmed wake.
+    last_wake: Option<LastWake>,
+    /// Confirmed wakes since binding.
+    wake_count: u32,
+    /// Inbox counters; `None` until read.
+    counts: Option<TaskCounts>,
+    /// The runtime lacks the parent inbox (older runtime): wakes carry no task facts.
+    inbox_missing: bool,
+    /// Whether the bound workspace has settled at least once.
+    settled_once: bool,
+}
+
+/// What a runtime call in flight is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    Subscribe,
+    Catalog,
+    /// `inbox.pending` for a held settle of a scope.
+    WakeTasks { scope_key: String, settle: SettleOutput },
+    Ack { scope_key: String },
+    Counts { scope_key: String },
+    CheckPanes { tab: TabId },
+    CheckRead { tab: TabId },
+    Judge { tab: TabId },
+}
+
+/// A Check Herdr run being collected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct CheckRun {
+    workspace_id: String,
+    waiting: BTreeSet<CallId>,
+    panes: Vec<PaneInfo>,
+    texts: BTreeMap<String, String>,
+}
+
+/// The composed continuity machine of the worker.
+///
+/// Driver contract: restore from the persisted snapshot (serde) or [`Continuity::new`];
+/// feed every fact with [`Continuity::handle`]; when the clock reaches
+/// [`Continuity::next_deadline`] call [`Continuity::handle_timeout`]; after either drain
+/// [`Continuity::poll`] until `None`. Answer every `Request` with `Answered` (an error
+/// `offline` when it could not be sent) and every `Deliver` through the page's
+/// `delivery_result`. On `Persist`, write the serialized machine at most once per burst.
+/// Views ([`Continuity::page_view`], [`Continuity::panel_view`]) are pure queries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Continuity {
+    /// Bindings (B1–B7).
+    bindings: Bindings,
+    /// Auto settings (M1–M3).
+    auto: AutoGate,
+    /// Settle tracking with the seq high-water mark (P8, P9).
+    tracker: SettleTracker,
+    /// Per-scope state by scope key.
+    scopes: BTreeMap<String, ScopeStatus>,
+    /// Message language.
+    language: Language,
+    /// Counter for manual continue ids.
+    next_continue: u64,
+    /// Counter for progress ids.
+    next_progress: u64,
+    /// Last catalog read (display only).
+    catalog: Vec<CatalogWorkspace>,
+    /// The catalog could not be read: why.
+    #[serde(skip)]
+    catalog_error: Option<String>,
+    /// Pages by tab (not persisted: pages report again).
+    #[serde(skip)]
+    pages: BTreeMap<TabId, PageReport>,
+    /// Calls in flight.
+    #[serde(skip)]
+    calls: BTreeMap<CallId, Purpose>,
+    /// Next call id.
+    #[serde(skip)]
+    next_call: CallId,
+    /// Whether the companion link is up.
+    #[serde(skip)]
+    link_up: bool,
+    /// Check Herdr runs by tab.
+    #[serde(skip)]
+    checks: BTreeMap<TabId, CheckRun>,
+    /// The time of the input being handled (for answers made without IO).
+    #[serde(skip)]
+    now: Millis,
+    /// Decisions not yet drained.
+    #[serde(skip)]
+    outputs: VecDeque<ContinuityOutput>,
+}
+
+impl Continuity {
+    /// Nothing bound, Auto off everywhere.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The binding table.
+    pub fn bindings(&self) -> &Bindings {
+        &self.bindings
+    }
+
+    /// The Auto settings.
+    pub fn auto_gate(&self) -> &AutoGate {
+        &self.auto
+    }
+
+    /// The last facts of a tab's page.
+    pub fn page(&self, tab: TabId) -> Option<&PageReport> {
+        self.pages.get(&tab)
+    }
+
+    /// The tabs that reported a page, ordered.
+    pub fn tabs(&self) -> impl Iterator<Item = TabId> + '_ {
+        self.pages.keys().copied()
+    }
+
+    /// The in-flight delivery of a scope.
+    pub fn in_flight(&self, scope_key: &str) -> Option<&InFlightDelivery> {
+        self.scopes.get(scope_key).and_then(|s| s.in_flight.as_ref())
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<ContinuityOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The earliest scheduler timer.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.scopes
+            .values()
+            .filter_map(|s| s.scheduler.as_ref().and_then(WakeScheduler::next_deadline))
+            .min()
+    }
+
+    /// Fires due scheduler timers.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        let keys: Vec<String> = self.scopes.keys().cloned().collect();
+        for key in keys {
+            if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                if scheduler.next_deadline().is_some_and(|at| at <= now) {
+                    scheduler.handle_timeout(now);
+                    self.drain_scheduler(now, &key);
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Feeds one fact.
+    pub fn handle(&mut self, now: Millis, input: ContinuityInput) {
+        self.now = now;
+        match input {
+            ContinuityInput::LinkUp => {
+                self.link_up = true;
+                let after_seq = self.tracker.resume_point().map(|r| r.after_seq);
+                self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq });
+                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+                let refs: Vec<(String, String)> = self
+                    .bindings
+                    .list()
+                    .map(|b| (b.scope.key(), browser_session_ref(&b.scope)))
+                    .collect();
+                for (scope_key, session_ref) in refs {
+                    self.call(Purpose::Counts { scope_key }, RuntimeCall::InboxCounts { session_ref });
+                }
+            }
+            ContinuityInput::LinkDown => {
+                self.link_up = false;
+                self.tracker.handle(now, SettleInput::Reconnected);
+                self.drain_tracker(now);
+                // Answers to lost calls never come: settles held for their inbox read
+                // go on without task facts rather than being lost.
+                let lost = std::mem::take(&mut self.calls);
+                for (_, purpose) in lost {
+                    self.abandon(now, purpose, "the companion disconnected");
+                }
+                self.checks.clear();
+            }
+            ContinuityInput::StreamHello { boot_id } => {
+                self.tracker.handle(now, SettleInput::StreamHello { boot_id });
+                self.drain_tracker(now);
+            }
+            ContinuityInput::StreamEvent(event) => {
+                self.tracker.handle(now, SettleInput::Event(event));
+                self.drain_tracker(now);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::InboxChanged {
+                session_ref,
+                counts,
+            } => {
+                for status in self.scopes_with_ref(&session_ref) {
+                    status.counts = Some(counts);
+                    status.inbox_missing = false;
+                }
+            }
+            ContinuityInput::PageReported { tab, report } => {
+                let page = classify_url(&report.url);
+                self.bindings.handle(now, BindingInput::PageVisited { tab, page });
+                self.drain_bindings();
+                self.resolve_restored_delivery(now, tab, &report);
+                self.pages.insert(tab, report);
+            }
+            ContinuityInput::PageGone { tab } => {
+                self.pages.remove(&tab);
+                self.checks.remove(&tab);
+            }
+            ContinuityInput::TabClosed { tab } => {
+                self.pages.remove(&tab);
+                self.bindings.handle(now, BindingInput::TabClosed { tab });
+                self.drain_bindings();
+            }
+            ContinuityInput::DeliveryResult { tab, id, ok } => {
+                self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
+                self.delivery_result(now, &id, ok);
+            }
+            ContinuityInput::Bind { tab, workspace } => {
+                let page = self.page_kind(tab);
+                self.bindings.handle(now, BindingInput::Bind { tab, page, workspace });
+                self.drain_bindings();
+            }
+            ContinuityInput::Unbind { scope_key } => {
+                let scope = self.bindings.list().find(|b| b.scope.key() == scope_key).map(|b| b.scope.clone());
+                if let Some(scope) = scope {
+                    self.bindings.handle(now, BindingInput::UnbindScope { scope });
+                    self.drain_bindings();
+                }
+            }
+            ContinuityInput::RefreshCatalog => {
+                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+            }
+            ContinuityInput::ToggleAuto { tab } => {
+                let page = self.page_kind(tab);
+                if let (Some(scope), Ok(())) = (page.scope(), self.auto.hud_action(&page, HudAction::ToggleAuto)) {
+                    let on = !self.auto.scope_toggle(&scope);
+                    self.auto.set_scope_auto(&scope, on);
+                    self.outputs.push_back(ContinuityOutput::Persist);
+                }
+            }
+            ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
+            ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
+            ContinuityInput::LlmJudge { tab } => self.llm_judge(tab),
+            ContinuityInput::AllowProjectAuto { allowed } => {
+                self.auto.set_allow_project_auto(allowed);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::LanguageChanged { language } => self.language = language,
+            ContinuityInput::Answered { id, result } => {
+                if let Some(purpose) = self.calls.remove(&id) {
+                    self.answered(now, purpose, result);
+                }
+            }
+        }
+        self.sync_schedulers(now);
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        self.outputs.push_back(ContinuityOutput::ViewsChanged);
+        // Collapse repeated render/persist requests of one batch into one each.
+        let mut seen_views = false;
+        let mut seen_persist = false;
+        let mut kept = VecDeque::with_capacity(self.outputs.len());
+        while let Some(output) = self.outputs.pop_back() {
+            let keep = match output {
+                ContinuityOutput::ViewsChanged => !std::mem::replace(&mut seen_views, true),
+                ContinuityOutput::Persist => !std::mem::replace(&mut seen_persist, true),
+                _ => true,
+            };
+            if keep {
+                kept.push_front(output);
+            }
+        }
+        self.outputs = kept;
+    }
+
+    fn call(&mut self, purpose: Purpose, call: RuntimeCall) -> CallId {
+        let now = self.now;
+        self.next_call = self.next_call.wrapping_add(1);
+        let id = self.next_call;
+        if self.link_up {
+            self.calls.insert(id, purpose);
+            self.outputs.push_back(ContinuityOutput::Request { id, call });
+        } else {
+            // Offline: answer at once so nothing waits forever.
+            self.abandon(now, purpose, "the companion is not connected");
+        }
+        id
+    }
+
+    fn page_kind(&self, tab: TabId) -> PageKind {
+        self.pages
+            .get(&tab)
+            .map_or(PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NotAUrl }, |p| classify_url(&p.url))
+    }
+
+    fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<&mut ScopeStatus> {
+        let keys: BTreeSet<String> = self
+            .bindings
+            .list()
+            .filter(|b| browser_session_ref(&b.scope) == session_ref)
+            .map(|b| b.scope.key())
+            .collect();
+        self.scopes
+            .iter_mut()
+            .filter(|(k, _)| keys.contains(*k))
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    fn drain_bindings(&mut self) {
+        while let Some(output) = self.bindings.poll() {
+            match output {
+                BindingOutput::Bound { scope, .. } | BindingOutput::PendingMigrated { scope, .. } => {
+                    // A new binding starts with fresh per-scope state.
+                    let status = self.scopes.entry(scope.key()).or_default();
+                    *status = ScopeStatus::default();
+                    if self.link_up {
+                        self.call(
+                            Purpose::Counts { scope_key: scope.key() },
+                            RuntimeCall::InboxCounts { session_ref: browser_session_ref(&scope) },
+                        );
+                    }
+                }
+                BindingOutput::Unbound { scope, .. } => {
+                    self.scopes.remove(&scope.key());
+                }
+                _ => {}
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    fn drain_tracker(&mut self, now: Millis) {
+        while let Some(output) = self.tracker.poll() {
+            match &output {
+                SettleOutput::Resubscribe { .. } => {
+                    // The shell reopens the stream on the next LinkUp.
+                }
+                SettleOutput::ScopeWorking { workspace_id, .. }
+                | SettleOutput::PartialSettle { workspace_id, .. } => {
+                    let keys = self.keys_bound_to(workspace_id);
+                    for key in keys {
+                        self.feed_settle(now, &key, output.clone());
+                    }
+                }
+                SettleOutput::ScopeSettled { workspace_id, .. } => {
+                    let keys = self.keys_bound_to(workspace_id);
+                    for key in keys {
+                        let Some(session_ref) = self
+                            .bindings
+                            .list()
+                            .find(|b| b.scope.key() == key)
+                            .map(|b| browser_session_ref(&b.scope))
+                        else {
+                            continue;
+                        };
+                        if let Some(status) = self.scopes.get_mut(&key) {
+                            status.settled_once = true;
+                        }
+                        // Read the scope's own inbox first so the wake carries its task
+                        // facts (I2, I3); the settle is handed on when the answer comes.
+                        self.call(
+                            Purpose::WakeTasks { scope_key: key.clone(), settle: output.clone() },
+                            RuntimeCall::InboxPending { session_ref },
+                        );
+                    }
+                }
+                SettleOutput::GenerationChanged { .. } | SettleOutput::StaleGenerationRejected { .. } => {}
+            }
+        }
+    }
+
+    fn keys_bound_to(&self, workspace_id: &str) -> Vec<String> {
+        self.bindings.scopes_bound_to(workspace_id).map(Scope::key).collect()
+    }
+
+    fn feed_settle(&mut self, now: Millis, key: &str, signal: SettleOutput) {
+        if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+            scheduler.handle(now, SchedulerInput::Settle(signal));
+            self.drain_scheduler(now, key);
+        }
+    }
+
+    /// A call that will never be answered normally.
+    fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
+        let error = CallError {
+            code: "offline".to_owned(),
+            message: format!("{why}; the extension retries when it reconnects"),
+        };
+        self.answered(now, purpose, Err(error));
+    }
+
+    fn answered(&mut self, now: Millis, purpose: Purpose, result: Result<RuntimeAnswer, CallError>) {
+        match (purpose, result) {
+            (Purpose::Subscribe, _) => {}
+            (Purpose::Catalog, Ok(RuntimeAnswer::Workspaces { workspaces })) => {
+                self.catalog_error = None;
+                self.catalog = workspaces.clone();
+                self.bindings.handle(now, BindingInput::CatalogRefreshed { workspaces });
+                self.drain_bindings();
+            }
+            (Purpose::Catalog, Err(error)) => self.catalog_error = Some(error.message),
+            (Purpose::Catalog, Ok(_)) => {}
+            (Purpose::WakeTasks { scope_key, settle }, result) => {
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    match result {
+                        Ok(RuntimeAnswer::InboxPending { tasks }) => {
+                            status.inbox_missing = false;
+                            status.wake_tasks = tasks;
+                        }
+                        Err(error) if error.code == "unknown_method" => {
+                            status.inbox_missing = true;
+                            status.wake_tasks.clear();
+                        }
+                        _ => status.wake_tasks.clear(),
+                    }
+                }
+                self.feed_settle(now, &scope_key, settle);
+            }
+            (Purpose::Ack { scope_key } | Purpose::Counts { scope_key }, result) => {
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    match result {
+                        Ok(RuntimeAnswer::Counts { counts }) => {
+                            status.counts = Some(counts);
+                            status.inbox_missing = false;
+                        }
+                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        _ => {}
+                    }
+                }
+            }
+            (Purpose::CheckPanes { tab }, Ok(RuntimeAnswer::Panes { panes })) => {
+                let reads: Vec<PaneInfo> = panes.clone();
+                if let Some(run) = self.checks.get_mut(&tab) {
+                    run.panes = panes;
+                } else {
+                    return;
+                }
+                for pane in reads.iter().filter(|p| p.agent.is_some()).take(8) {
+                    let id = self.call(
+                        Purpose::CheckRead { tab },
+                        RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES },
+                    );
+                    if let Some(run) = self.checks.get_mut(&tab) {
+                        if self.calls.contains_key(&id) {
+                            run.waiting.insert(id);
+                        }
+                    }
+                }
+                self.finish_check(tab);
+            }
+            (Purpose::CheckRead { tab }, result) => {
+                if let Some(run) = self.checks.get_mut(&tab) {
+                    run.waiting.retain(|id| self.calls.contains_key(id));
+                    if let Ok(RuntimeAnswer::PaneText { pane_id, text }) = result {
+                        run.texts.insert(pane_id, text);
+                    }
+                }
+                self.finish_check(tab);
+            }
+            (Purpose::CheckPanes { tab }, result) => {
+                self.checks.remove(&tab);
+                let message = match result {
+                    Err(error) => error.message,
+                    Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
+                };
+                self.outputs.push_back(ContinuityOutput::Notice {
+                    tab,
+                    text: format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
+                    tone: NoticeTone::Bad,
+                });
+            }
+            (Purpose::Judge { tab }, result) => {
+                let (text, tone) = match result {
+                    Ok(RuntimeAnswer::Text { text }) => (format!("LLM judge: {text}"), NoticeTone::Info),
+                    Ok(_) => ("LLM judge: the companion gave no verdict.".to_owned(), NoticeTone::Info),
+                    Err(error) if error.code == "unknown_method" => (
+                        format!("LLM judge is not configured in the companion: {} Update the companion to a version with a semantic service.", error.message),
+                        NoticeTone::Bad,
+                    ),
+                    Err(error) => (format!("LLM judge failed: {}", error.message), NoticeTone::Bad),
+                };
+                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
+            }
+        }
+    }
+
+    fn scope_of_tab(&self, tab: TabId) -> Option<Scope> {
+        self.page_kind(tab).scope()
+    }
+
+    fn manual_continue(&mut self, now: Millis, tab: TabId) {
+        let page = self.page_kind(tab);
+        let refuse = |this: &mut Self, text: String| {
+            this.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+        };
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::Continue) {
+            return refuse(self, locked.message().to_owned());
+        }
+        let Some(scope) = page.scope() else { return };
+        let Some(binding) = self.bindings.binding_for(&scope).cloned() else {
+            return refuse(self, self.withheld_text(WakeWithheld::NotBound));
+        };
+        let report = self.pages.get(&tab).cloned().unwrap_or_default();
+        let blocker = if self.in_flight(&scope.key()).is_some() {
+            Some(WakeWithheld::UnconfirmedDelivery)
+        } else if report.generating || report.permission_card {
+            Some(WakeWithheld::PageGenerating)
+        } else if report.draft {
+            Some(WakeWithheld::HumanDraft)
+        } else if !report.composer {
+            Some(WakeWithheld::NoComposer)
+        } else {
+            None
+        };
+        if let Some(reason) = blocker {
+            return refuse(self, self.withheld_text(reason));
+        }
+        self.next_continue = self.next_continue.wrapping_add(1);
+        let id = format!("continue:{}", self.next_continue);
+        let body = match self.language {
+            Language::En => format!("[Herdr] Continue with workspace {} ({}). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.", binding.label, binding.workspace_id),
+            Language::Zh => format!("[Herdr] 继续 workspace {}（{}）。这是手动提醒，不代表任何工作已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。", binding.label, binding.workspace_id),
+        };
+        self.post_delivery(now, &scope.key(), tab, id, body, DeliveryKind::Continue, Vec::new());
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn post_delivery(&mut self, now: Millis, key: &str, tab: TabId, id: String, body: String, kind: DeliveryKind, task_ids: Vec<String>) {
+        let text = format!("{body}\n{}", marker_line(&id));
+        if let Some(status) = self.scopes.get_mut(key) {
+            status.in_flight = Some(InFlightDelivery {
+                id: id.clone(),
+                tab,
+                kind,
+                task_ids,
+                at: now,
+                posted_this_life: true,
+            });
+        }
+        self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text });
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    fn withheld_text(&self, reason: WakeWithheld) -> String {
+        match self.language {
+            Language::En => reason.message().to_owned(),
+            Language::Zh => reason.message_zh().to_owned(),
+        }
+    }
+
+    fn check_herdr(&mut self, tab: TabId) {
+        let page = self.page_kind(tab);
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: locked.message().to_owned(), tone: NoticeTone::Bad });
+            return;
+        }
+        let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s).cloned()) else {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.withheld_text(WakeWithheld::NotBound), tone: NoticeTone::Bad });
+            return;
+        };
+        self.checks.insert(tab, CheckRun { workspace_id: binding.workspace_id.clone(), ..CheckRun::default() });
+        self.call(Purpose::CheckPanes { tab }, RuntimeCall::Panes { workspace_id: binding.workspace_id });
+    }
+
+    fn finish_check(&mut self, tab: TabId) {
+        let done = self.checks.get(&tab).is_some_and(|run| run.waiting.is_empty());
+        if !done {
+            return;
+        }
+        let Some(run) = self.checks.remove(&tab) else { return };
+        let text = check_herdr_summary(&run.workspace_id, &run.panes, &run.texts);
+        self.outputs.push_back(ContinuityOutput::Insert { tab, text });
+    }
+
+    fn llm_judge(&mut self, tab: TabId) {
+        let page = self.page_kind(tab);
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: locked.message().to_owned(), tone: NoticeTone::Bad });
+            return;
+        }
+        let Some(scope) = page.scope() else { return };
+        let workspace_id = self.bindings.binding_for(&scope).map(|b| b.workspace_id.clone()).unwrap_or_default();
+        self.call(
+            Purpose::Judge { tab },
+            RuntimeCall::JudgeTurnEnd { session_ref: browser_session_ref(&scope), workspace_id },
+        );
+    }
+
+    /// The tab showing a binding's delivery target (lowest tab id when several do).
+    fn target_tab(&self, key: &str) -> Option<TabId> {
+        let binding = self.bindings.list().find(|b| b.scope.key() == key)?;
+        let target = binding.delivery_target()?;
+        self.pages
+            .iter()
+            .find(|(_, report)| classify_url(&report.url).conversation().as_ref() == Some(&target))
+            .map(|(tab, _)| *tab)
+    }
+
+    /// Keeps one scheduler per binding and feeds it the binding, Auto and page facts.
+    fn sync_schedulers(&mut self, now: Millis) {
+        let bound: Vec<(String, String, bool, AutoState)> = self
+            .bindings
+            .list()
+            .map(|b| (b.scope.key(), b.workspace_id.clone(), b.active_conv_key.is_some(), self.auto.state(&b.scope)))
+            .collect();
+        let keys: BTreeSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
+        self.scopes.retain(|k, _| keys.contains(k));
+        for (key, workspace_id, has_target, auto) in bound {
+            let facts = self
+                .target_tab(&key)
+                .and_then(|tab| self.pages.get(&tab))
+                .map(|r| PageFacts {
+                    composer_present: r.composer,
+                    generating: r.generating || r.permission_card,
+                    human_draft: r.draft,
+                })
+                .unwrap_or_default();
+            let language = self.language;
+            let status = self.scopes.entry(key.clone()).or_default();
+            let scheduler = status
+                .scheduler
+                .get_or_insert_with(|| WakeScheduler::new(ProgressConfig::default(), language));
+            scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some(workspace_id), has_delivery_target: has_target });
+            scheduler.handle(now, SchedulerInput::AutoChanged { auto });
+            scheduler.handle(now, SchedulerInput::Page(facts));
+            self.drain_scheduler(now, &key);
+        }
+    }
+
+    fn drain_scheduler(&mut self, now: Millis, key: &str) {
+        loop {
+            let Some(output) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()).and_then(WakeScheduler::poll) else {
+                break;
+            };
+            match output {
+                SchedulerOutput::Deliver { kind, text } => self.scheduler_delivery(now, key, kind, text),
+                SchedulerOutput::CheckSummary { .. } => {
+                    // The runtime has no summary service yet: report none, so only the
+                    // fallback status can go out (P4, P5).
+                    if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                        scheduler.handle(now, SchedulerInput::SummaryChecked { summary: None });
+                    }
+                }
+                SchedulerOutput::WithheldChanged { .. } => {}
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    fn scheduler_delivery(&mut self, now: Millis, key: &str, kind: MessageKind, text: String) {
+        let Some(tab) = self.target_tab(key) else {
+            // The gate said the composer is present, so a tab exists; if not, fail fast.
+            if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+            }
+            return;
+        };
+        let language = self.language;
+        let (id, body, delivery_kind, task_ids) = match &kind {
+            MessageKind::Wake { wake_id, .. } => {
+                let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
+                let status = self.scopes.get(key);
+                let tasks = status.map(|s| s.wake_tasks.clone()).unwrap_or_default();
+                let inbox_missing = status.is_some_and(|s| s.inbox_missing);
+                let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
+                let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
+                (format!("wake:{workspace}#{}", wake_id.seq), body, DeliveryKind::Wake, ids)
+            }
+            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => {
+                self.next_progress = self.next_progress.wrapping_add(1);
+                let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
+                (format!("progress:{workspace}#{}", self.next_progress), text, DeliveryKind::Progress, Vec::new())
+            }
+        };
+        self.post_delivery(now, key, tab, id, body, delivery_kind, task_ids);
+    }
+
+    fn delivery_result(&mut self, now: Millis, id: &str, ok: bool) {
+        let Some(key) = self
+            .scopes
+            .iter()
+            .find(|(_, s)| s.in_flight.as_ref().is_some_and(|d| d.id == id))
+            .map(|(k, _)| k.clone())
+        else {
+            return;
+        };
+        let Some(status) = self.scopes.get_mut(&key) else { return };
+        let Some(delivery) = status.in_flight.take() else { return };
+        self.outputs.push_back(ContinuityOutput::Persist);
+        let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);
+        if ok {
+            if delivery.kind == DeliveryKind::Wake {
+                status.wake_count = status.wake_count.saturating_add(1);
+                status.wake_tasks.clear();
+            }
+            if delivery.kind != DeliveryKind::Progress {
+                status.last_wake = Some(LastWake { at: now, kind: delivery.kind.clone(), id: delivery.id.clone() });
+            }
+            if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
+                scheduler.handle(now, SchedulerInput::DeliveryConfirmed);
+            }
+            if !delivery.task_ids.is_empty() {
+                let session_ref = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope));
+                if let Some(session_ref) = session_ref {
+                    self.call(Purpose::Ack { scope_key: key.clone() }, RuntimeCall::InboxAck { session_ref, task_ids: delivery.task_ids });
+                }
+            }
+        } else if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
+            scheduler.handle(now, SchedulerInput::DeliveryFailed);
+        }
+        self.drain_scheduler(now, &key);
+    }
+
+    /// After a worker restart, an in-flight delivery is resolved from what the page shows.
+    fn resolve_restored_delivery(&mut self, now: Millis, tab: TabId, report: &PageReport) {
+        let pending: Vec<(String, bool)> = self
+            .scopes
+            .values()
+            .filter_map(|s| s.in_flight.as_ref())
+            .filter(|d| d.tab == tab || report.markers.contains(&d.id))
+            .map(|d| (d.id.clone(), d.posted_this_life))
+            .collect();
+        for (id, posted_this_life) in pending {
+            if report.markers.contains(&id) {
+                self.delivery_result(now, &id, true);
+            } else if !posted_this_life
+                && report.delivering.as_deref() != Some(id.as_str())
+                && report.composer
+                && !report.generating
+            {
+                self.delivery_result(now, &id, false);
+            }
+        }
+    }
+
+    /// What the HUD of `tab` shows about continuity; `None` for pages that are not chats.
+    pub fn page_view(&self, tab: TabId) -> Option<ContinuityView> {
+        let page = self.page_kind(tab);
+        let page_kind = match &page {
+            PageKind::Root => "root",
+            PageKind::ProjectHome { .. } => "project_home",
+            PageKind::ProjectChat { .. } => "project_chat",
+            PageKind::Chat { .. } => "chat",
+            PageKind::Unsupported { .. } => return None,
+        };
+        let scope = page.scope();
+        let binding = scope.as_ref().and_then(|s| self.bindings.binding_for(s));
+        let status = scope.as_ref().and_then(|s| self.scopes.get(&s.key()));
+        let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef { workspace_id: p.workspace_id.clone(), label: p.label.clone(), in_catalog: true });
+        let auto = scope.as_ref().map_or(AutoState::Off, |s| self.auto.state(s));
+        let auto_note = match auto {
+            AutoState::ProjectAutoNotAllowed => Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed)),
+            _ if matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto() => {
+                Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed))
+            }
+            _ => None,
+        };
+        let (scope_state, working_panes) = match binding {
+            Some(b) if self.tracker.is_working(&b.workspace_id) => ("working", self.tracker.working_panes(&b.workspace_id)),
+            Some(_) if status.is_some_and(|s| s.settled_once) => ("settled", 0),
+            _ => ("idle", 0),
+        };
+        let withheld = status
+            .and_then(|s| s.scheduler.as_ref())
+            .and_then(WakeScheduler::withheld)
+            .filter(|_| binding.is_some())
+            .map(|reason| Withheld { code: reason, text: self.withheld_text(reason) });
+        let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
+        if page.has_composer_target() {
+            for (id, action) in [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)] {
+                actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
+            }
+        }
+        Some(ContinuityView {
+            page_kind,
+            scope_key: scope.as_ref().map(Scope::key),
+            session_ref: scope.as_ref().map(browser_session_ref),
+            binding: binding.map(|b| WorkspaceRef { workspace_id: b.workspace_id.clone(), label: b.label.clone(), in_catalog: b.workspace_in_catalog }),
+            pending_binding: pending,
+            active_target: binding.and_then(|b| match b.scope {
+                Scope::Project { .. } => b.active_conv_key.clone(),
+                Scope::Conversation { .. } => None,
+            }),
+            auto: match auto {
+                AutoState::On => "on",
+                AutoState::Off => "off",
+                AutoState::ProjectAutoNotAllowed => "not_allowed",
+            },
+            auto_note,
+            scope_state,
+            working_panes,
+            tasks: status.and_then(|s| s.counts).filter(|_| !status.is_some_and(|s| s.inbox_missing)),
+            inbox_missing: status.is_some_and(|s| s.inbox_missing),
+            last_wake: status.and_then(|s| s.last_wake.clone()),
+            wake_count: status.map_or(0, |s| s.wake_count),
+            in_flight: status.and_then(|s| s.in_flight.as_ref()).map(|d| d.id.clone()),
+            withheld,
+            actions,
+        })
+    }
+
+    /// What the side panel shows for `tab` (the tab it is about, if any).
+    pub fn panel_view(&self, tab: Option<TabId>) -> PanelView {
+        let tab_view = tab.and_then(|tab| {
+            let report = self.pages.get(&tab)?;
+            let page = classify_url(&report.url);
+            let (bindable, reason) = match &page {
+                PageKind::Unsupported { reason } => (false, Some(reason.message().to_owned())),
+                _ => (true, None),
+            };
+            Some(PanelTab {
+                tab_id: tab,
+                url: report.url.clone(),
+                scope_key: page.scope().map(|s| s.key()),
+                session_ref: page.scope().as_ref().map(browser_session_ref),
+                bound_to: page.scope().and_then(|s| self.bindings.binding_for(&s).map(|b| b.workspace_id.clone())).or_else(|| self.bindings.pending_for(tab).map(|p| p.workspace_id.clone())),
+                bindable,
+                reason,
+            })
+        });
+        PanelView {
+            tab: tab_view,
+            catalog: self.catalog.clone(),
+            catalog_error: self.catalog_error.clone(),
+            bindings: self
+                .bindings
+                .list()
+                .map(|b| PanelBinding {
+                    scope_key: b.scope.key(),
+                    session_ref: browser_session_ref(&b.scope),
+                    workspace_id: b.workspace_id.clone(),
+                    label: b.label.clone(),
+                    active_target: b.active_conv_key.clone(),
+                    in_catalog: b.workspace_in_catalog,
+                    auto: self.auto.state(&b.scope),
+                })
+                .collect(),
+        }
+    }
+
+    /// The scope shown by a tab, if any.
+    pub fn tab_scope(&self, tab: TabId) -> Option<Scope> {
+        self.scope_of_tab(tab)
+    }
+}
+
+/// The task-facts paragraph of a wake (I2): what each terminal task of this chat did.
+pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool) -> String {
+    if inbox_missing {
+        return match language {
+            Language::En => "\n(The companion has no parent inbox: task results are not included. Update the companion.)".to_owned(),
+            Language::Zh => "\n（companion 没有父收件箱：不包含任务结果。请更新 companion。）".to_owned(),
+        };
+    }
+    if tasks.is_empty() {
+        return String::new();
+    }
+    let mut out = match language {
+        Language::En => format!("\nTerminal tasks of this chat ({}):", tasks.len()),
+        Language::Zh => format!("\n此会话已结束的任务（{}）：", tasks.len()),
+    };
+    for task in tasks {
+        let result = task.result.as_deref().map(|r| bounded(r, TASK_RESULT_MAX_CHARS)).unwrap_or_default();
+        out.push_str(&format!("\n- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&task.prompt_preview, 120)));
+        if !result.is_empty() {
+            out.push_str(&format!(" → {result}"));
+        }
+    }
+    out
+}
+
+/// The Check Herdr text: one block per pane, bounded in total.
+pub fn check_herdr_summary(workspace_id: &str, panes: &[PaneInfo], texts: &BTreeMap<String, String>) -> String {
+    let mut out = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).", panes.len());
+    for pane in panes {
+        let agent = pane.agent.as_deref().unwrap_or("no agent");
+        out.push_str(&format!("\n## {} ({agent}, {})", pane.pane_id, pane.agent_status));
+        if let Some(text) = texts.get(&pane.pane_id) {
+            out.push('\n');
+            out.push_str(text.trim_end());
+        }
+    }
+    bounded(&out, CHECK_HERDR_MAX_CHARS)
+}
+
+/// At most `max` characters; a cut text ends with `…`.
+fn bounded(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// A workspace as the HUD shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkspaceRef {
+    /// Id (identity).
+    pub workspace_id: String,
+    /// Label (display).
+    pub label: String,
+    /// Whether the live catalog lists it.
+    pub in_catalog: bool,
+}
+
+/// Why nothing is sent now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Withheld {
+    /// The reason code.
+    pub code: WakeWithheld,
+    /// What happened and what to do.
+    pub text: String,
+}
+
+/// One HUD button.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ViewAction {
+    /// Wire action name.
+    pub id: &'static str,
+    /// Why it is locked, if it is.
+    pub locked: Option<LockedWhy>,
+}
+
+/// A locked button's reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockedWhy {
+    /// The code.
+    pub code: crate::auto_gate::ActionLocked,
+    /// What happened and what to do.
+    pub text: &'static str,
+}
+
+impl ViewAction {
+    fn new(id: &'static str, allowed: Result<(), crate::auto_gate::ActionLocked>) -> Self {
+        ViewAction {
+            id,
+            locked: allowed.err().map(|code| LockedWhy { code, text: code.message() }),
+        }
+    }
+}
+
+/// The continuity part of a page's HUD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContinuityView {
+    /// `root | project_home | project_chat | chat`.
+    pub page_kind: &'static str,
+    /// The page's scope key.
+    pub scope_key: Option<String>,
+    /// The scope's `browser_session_ref` (for `herdr_prompt`).
+    pub session_ref: Option<String>,
+    /// The scope's binding.
+    pub binding: Option<WorkspaceRef>,
+    /// Root page: the tab's pending binding (B4).
+    pub pending_binding: Option<WorkspaceRef>,
+    /// Project: the conversation receiving messages (B3).
+    pub active_target: Option<String>,
+    /// `on | off | not_allowed`.
+    pub auto: &'static str,
+    /// Why Project Auto is unavailable, if it is.
+    pub auto_note: Option<String>,
+    /// `idle | working | settled`.
+    pub scope_state: &'static str,
+    /// Panes working now.
+    pub working_panes: u32,
+    /// Inbox counters.
+    pub tasks: Option<TaskCounts>,
+    /// The companion lacks the parent inbox.
+    pub inbox_missing: bool,
+    /// The last confirmed message.
+    pub last_wake: Option<LastWake>,
+    /// Confirmed wakes since binding.
+    pub wake_count: u32,
+    /// The delivery awaiting confirmation.
+    pub in_flight: Option<String>,
+    /// Why the next message would not be sent now.
+    pub withheld: Option<Withheld>,
+    /// Buttons.
+    pub actions: Vec<ViewAction>,
+}
+
+/// The side panel's view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PanelView {
+    /// The tab the panel is about.
+    pub tab: Option<PanelTab>,
+    /// The live catalog.
+    pub catalog: Vec<CatalogWorkspace>,
+    /// Why the catalog could not be read.
+    pub catalog_error: Option<String>,
+    /// Every binding.
+    pub bindings: Vec<PanelBinding>,
+}
+
+/// The panel's current tab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PanelTab {
+    /// The tab.
+    pub tab_id: TabId,
+    /// Its URL.
+    pub url: String,
+    /// Its scope key.
+    pub scope_key: Option<String>,
+    /// Its session ref.
+    pub session_ref: Option<String>,
+    /// The workspace it is bound to (or pending for).
+    pub bound_to: Option<String>,
+    /// Whether it can be bound.
+    pub bindable: bool,
+    /// Why not.
+    pub reason: Option<String>,
+}
+
+/// One binding row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PanelBinding {
+    /// Scope key.
+    pub scope_key: String,
+    /// Session ref.
+    pub session_ref: String,
+    /// Workspace id.
+    pub workspace_id: String,
+    /// Label.
+    pub label: String,
+    /// Active target.
+    pub active_target: Option<String>,
+    /// Listed in the catalog.
+    pub in_catalog: bool,
+    /// Auto state.
+    pub auto: AutoState,
+}

@@ -1,0 +1,301 @@
+//! JSON ⇄ `ext_core::continuity` types: stream events and inbox/catalog answers from the
+//! native port, page facts and panel commands from the internal ports (docs/PROTOCOL.md
+//! "Event stream", "Parent inbox", "Continuity loop on the internal ports").
+//!
+//! Only conversions: a message without the documented shape is `None` / a `CallError`
+//! with code `bad_answer`, never guessed at.
+
+use ext_core::binding::CatalogWorkspace;
+use ext_core::continuity::{
+    CallError, ContinuityInput, InboxTask, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
+    TaskCounts,
+};
+use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
+use serde_json::{json, Value};
+
+/// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
+pub const CALL_ID_PREFIX: &str = "c-";
+
+/// The JSON request for a call.
+pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
+    let (method, params) = match call {
+        RuntimeCall::Subscribe { after_seq } => (
+            "events.subscribe",
+            match after_seq {
+                Some(seq) => json!({"after_seq": seq}),
+                None => json!({}),
+            },
+        ),
+        RuntimeCall::Workspaces => ("herdr.workspaces", json!({})),
+        RuntimeCall::InboxPending { session_ref } => {
+            ("inbox.pending", json!({"browser_session_ref": session_ref}))
+        }
+        RuntimeCall::InboxAck {
+            session_ref,
+            task_ids,
+        } => (
+            "inbox.ack",
+            json!({"browser_session_ref": session_ref, "task_ids": task_ids}),
+        ),
+        RuntimeCall::InboxCounts { session_ref } => {
+            ("inbox.counts", json!({"browser_session_ref": session_ref}))
+        }
+        RuntimeCall::Panes { workspace_id } => ("herdr.panes", json!({"workspace_id": workspace_id})),
+        RuntimeCall::PaneRead { pane_id, lines } => {
+            ("herdr.pane_read", json!({"pane_id": pane_id, "lines": lines}))
+        }
+        RuntimeCall::JudgeTurnEnd {
+            session_ref,
+            workspace_id,
+        } => (
+            "judge.turn_end",
+            json!({"browser_session_ref": session_ref, "workspace_id": workspace_id}),
+        ),
+    };
+    json!({"id": wire_id, "method": method, "params": params})
+}
+
+fn str_of(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn counts_of(value: &Value) -> Option<TaskCounts> {
+    let n = |key: &str| value.get(key).and_then(Value::as_u64);
+    Some(TaskCounts {
+        running: n("running")?,
+        unacked: n("unacked")?,
+        acked: n("acked")?,
+    })
+}
+
+/// A one-line summary of a task's `result` JSON (a string, or an object's `summary` /
+/// `status` / `tail`).
+fn result_summary(result: &Value) -> Option<String> {
+    let text = match result {
+        Value::Null => return None,
+        Value::String(s) => s.clone(),
+        Value::Object(map) => ["summary", "status", "tail", "text"]
+            .iter()
+            .find_map(|key| map.get(*key).and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| result.to_string()),
+        other => other.to_string(),
+    };
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!one_line.is_empty()).then_some(one_line)
+}
+
+fn bad_answer(what: &str) -> CallError {
+    CallError {
+        code: "bad_answer".to_owned(),
+        message: format!("the companion answered {what} in an unexpected shape; update the companion or the extension so both speak herdr-continuity/1"),
+    }
+}
+
+/// Parses the response to `call`.
+pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, CallError> {
+    if let Some(error) = response.get("error") {
+        return Err(CallError {
+            code: str_of(error, "code").unwrap_or_else(|| "error".to_owned()),
+            message: str_of(error, "message").unwrap_or_else(|| error.to_string()),
+        });
+    }
+    let result = response.get("result").ok_or_else(|| bad_answer("a request"))?;
+    match call {
+        RuntimeCall::Subscribe { .. } => Ok(RuntimeAnswer::Subscribed),
+        RuntimeCall::Workspaces => {
+            let list = result
+                .get("workspaces")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_answer("herdr.workspaces"))?;
+            let workspaces = list
+                .iter()
+                .filter_map(|w| {
+                    Some(CatalogWorkspace {
+                        workspace_id: str_of(w, "workspace_id")?,
+                        label: str_of(w, "label").unwrap_or_default(),
+                    })
+                })
+                .collect();
+            Ok(RuntimeAnswer::Workspaces { workspaces })
+        }
+        RuntimeCall::InboxPending { .. } => {
+            let items = result
+                .get("items")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_answer("inbox.pending"))?;
+            let tasks = items
+                .iter()
+                .filter_map(|item| {
+                    Some(InboxTask {
+                        task_id: str_of(item, "task_id")?,
+                        state: str_of(item, "state").unwrap_or_default(),
+                        pane_id: str_of(item, "pane_id").unwrap_or_default(),
+                        prompt_preview: str_of(item, "prompt_preview").unwrap_or_default(),
+                        result: item.get("result").and_then(result_summary),
+                    })
+                })
+                .collect();
+            Ok(RuntimeAnswer::InboxPending { tasks })
+        }
+        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => result
+            .get("counts")
+            .and_then(counts_of)
+            .map(|counts| RuntimeAnswer::Counts { counts })
+            .ok_or_else(|| bad_answer("inbox counts")),
+        RuntimeCall::Panes { .. } => {
+            let list = result
+                .get("panes")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_answer("herdr.panes"))?;
+            let panes = list
+                .iter()
+                .filter_map(|p| {
+                    Some(PaneInfo {
+                        pane_id: str_of(p, "pane_id")?,
+                        agent: str_of(p, "agent"),
+                        agent_status: str_of(p, "agent_status").unwrap_or_default(),
+                    })
+                })
+                .collect();
+            Ok(RuntimeAnswer::Panes { panes })
+        }
+        RuntimeCall::PaneRead { pane_id, .. } => Ok(RuntimeAnswer::PaneText {
+            pane_id: str_of(result, "pane_id").unwrap_or_else(|| pane_id.clone()),
+            text: str_of(result, "text").ok_or_else(|| bad_answer("herdr.pane_read"))?,
+        }),
+        RuntimeCall::JudgeTurnEnd { .. } => Ok(RuntimeAnswer::Text {
+            text: ["verdict", "summary", "text"]
+                .iter()
+                .find_map(|key| str_of(result, key))
+                .unwrap_or_else(|| result.to_string()),
+        }),
+    }
+}
+
+/// A stream or inbox event for the continuity machine; `None` for events it does not use.
+pub fn event_input(value: &Value) -> Option<ContinuityInput> {
+    let name = value.get("event")?.as_str()?;
+    let data = value.get("data")?;
+    let kind = match name {
+        "hello" => {
+            // The stream's hello names its protocol; the link's handshake is a response.
+            return Some(ContinuityInput::StreamHello {
+                boot_id: str_of(data, "boot_id")?,
+            });
+        }
+        "inbox_changed" => {
+            return Some(ContinuityInput::InboxChanged {
+                session_ref: str_of(data, "browser_session_ref")?,
+                counts: counts_of(data.get("counts")?)?,
+            });
+        }
+        "agent_working" => PaneEventKind::Working,
+        "agent_settled" => PaneEventKind::Settled(match data.get("status")?.as_str()? {
+            "idle" => SettledStatus::Idle,
+            "done" => SettledStatus::Done,
+            "blocked" => SettledStatus::Blocked,
+            _ => return None,
+        }),
+        "pane_removed" => PaneEventKind::PaneRemoved,
+        _ => return None,
+    };
+    Some(ContinuityInput::StreamEvent(StreamEvent {
+        boot_id: str_of(data, "boot_id")?,
+        seq: data.get("seq")?.as_u64()?,
+        workspace_id: str_of(data, "workspace_id")?,
+        pane_id: str_of(data, "pane_id")?,
+        kind,
+        at: data.get("at").and_then(Value::as_u64).unwrap_or(0),
+    }))
+}
+
+/// The facts of a `page_facts` message; fields a page did not send are "unknown" (false).
+pub fn page_report(value: &Value) -> Option<PageReport> {
+    let flag = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
+    Some(PageReport {
+        url: str_of(value, "url")?,
+        composer: flag("composer"),
+        draft: flag("draft"),
+        generating: flag("generating"),
+        permission_card: flag("permission_card"),
+        user_turns: value
+            .get("user_turns")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0),
+        last_user_turn_id: str_of(value, "last_user_turn_id"),
+        markers: value
+            .get("markers")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(|m| m.as_str().map(str::to_owned)).take(16).collect())
+            .unwrap_or_default(),
+        delivering: str_of(value, "delivering"),
+    })
+}
+
+/// A continuity command from a page or panel port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortCommand {
+    /// `delivery_result`.
+    DeliveryResult {
+        /// The delivery id.
+        id: String,
+        /// Confirmed.
+        ok: bool,
+    },
+    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr`, `llm_judge`.
+    HudAction(&'static str),
+    /// `panel_hello {tab_id}`.
+    PanelHello {
+        /// The tab to show; `None` = the last active chat tab.
+        tab_id: Option<u32>,
+    },
+    /// `panel_refresh`.
+    PanelRefresh,
+    /// `bind {tab_id, workspace_id, label}`.
+    Bind {
+        /// The tab.
+        tab_id: u32,
+        /// The workspace.
+        workspace: CatalogWorkspace,
+    },
+    /// `unbind {scope_key}`.
+    Unbind {
+        /// The binding's scope key.
+        scope_key: String,
+    },
+}
+
+/// Parses a continuity command; `None` when the message is not one.
+pub fn port_command(value: &Value) -> Option<PortCommand> {
+    let tab_of = |v: &Value| v.get("tab_id").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    match value.get("type")?.as_str()? {
+        "delivery_result" => Some(PortCommand::DeliveryResult {
+            id: str_of(value, "id")?,
+            ok: value.get("ok")?.as_bool()?,
+        }),
+        "action" => {
+            let action = match value.get("action")?.as_str()? {
+                "toggle_auto" => "toggle_auto",
+                "continue" => "continue",
+                "check_herdr" => "check_herdr",
+                "llm_judge" => "llm_judge",
+                _ => return None,
+            };
+            Some(PortCommand::HudAction(action))
+        }
+        "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
+        "panel_refresh" => Some(PortCommand::PanelRefresh),
+        "bind" => Some(PortCommand::Bind {
+            tab_id: tab_of(value)?,
+            workspace: CatalogWorkspace {
+                workspace_id: str_of(value, "workspace_id")?,
+                label: str_of(value, "label").unwrap_or_default(),
+            },
+        }),
+        "unbind" => Some(PortCommand::Unbind {
+            scope_key: str_of(value, "scope_key")?,
+        }),
+        _ => None,
+    }
+}
