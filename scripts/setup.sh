@@ -21,6 +21,13 @@ else
   exit 1
 fi
 
+for tool in rustup cargo node npm; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    say "$tool is not on PATH. Install Rust with rustup (https://rustup.rs) and Node.js 20 with npm, then rerun."
+    exit 1
+  fi
+done
+
 # 2. Rust wasm target.
 if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "skip rust target: wasm32-unknown-unknown installed"

@@ -152,6 +152,12 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             Ok(json!({"type": "inbox_counts", "browser_session_ref": session_ref, "counts": counts}))
         }
         "inbox.pending" => {
+            // A settle the client already received must be reflected here (I2); a failed
+            // catch-up leaves it to the follower and answers what is stored.
+            let socket = std::path::PathBuf::from(ctx.herdr().socket);
+            if let Err(error) = inbox.catch_up(&socket).await {
+                ctx.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
+            }
             let mut items = inbox.store().pending(&session_ref, MAX_PENDING + 1).map_err(store_error)?;
             let more = items.len() > MAX_PENDING;
             items.truncate(MAX_PENDING);

@@ -72,6 +72,9 @@ pub struct Inbox {
     advice_timeout: Duration,
     /// Pushes `inbox_changed` to all clients.
     notify: Notify,
+    /// Serializes event-log following (the follower task and `inbox.pending`'s catch-up),
+    /// so one event is never applied by two readers at once.
+    follow_gate: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -179,7 +182,14 @@ impl Inbox {
             // First start: earlier events predate every task. Set before any dispatch.
             store.advance_cursor(events.last_seq()?)?;
         }
-        Ok(Arc::new(Self { store: Mutex::new(store), events: Mutex::new(events), advisor, advice_timeout, notify }))
+        Ok(Arc::new(Self {
+            store: Mutex::new(store),
+            events: Mutex::new(events),
+            advisor,
+            advice_timeout,
+            notify,
+            follow_gate: tokio::sync::Mutex::new(()),
+        }))
     }
 
     /// The store, locked (a poisoned lock is still usable: every write is one statement
@@ -243,6 +253,7 @@ impl Inbox {
     /// Reads the next batch of stream events after the cursor and ends the running tasks
     /// they concern; returns how many events were read.
     pub async fn follow_once(self: &Arc<Self>, herdr_socket: &Path) -> Result<usize, InboxError> {
+        let _gate = self.follow_gate.lock().await;
         // `open` set the cursor; 0 only if the row vanished (then every event is re-read,
         // which is harmless: endings are idempotent).
         let cursor = self.store().cursor()?.unwrap_or(0);
@@ -264,6 +275,21 @@ impl Inbox {
             self.store().advance_cursor(event.seq)?;
         }
         Ok(batch.len())
+    }
+}
+
+impl Inbox {
+    /// Applies every event already in the log (I2): a client that saw a settle and then
+    /// asks `inbox.pending` gets the task it ended, even when the follower has not polled
+    /// yet. Stops at the seq that was last when called (new events are the follower's).
+    pub async fn catch_up(self: &Arc<Self>, herdr_socket: &Path) -> Result<(), InboxError> {
+        let target = self.last_event_seq()?;
+        while self.store().cursor()?.unwrap_or(0) < target {
+            if self.follow_once(herdr_socket).await? == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -385,6 +411,26 @@ mod tests {
 
     fn guidance_of_pending(inbox: &Inbox) -> Vec<Option<Value>> {
         inbox.store().pending("chat-a", 10).expect("pending").into_iter().map(|t| t.guidance).collect()
+    }
+
+    #[tokio::test]
+    async fn inbox_pending_catch_up_applies_a_settle_already_in_the_log_i2() {
+        // A client that received `agent_settled` and asks at once must not get an empty
+        // inbox just because the follower has not polled yet (the wake would carry no task
+        // and the task would never be acknowledged, I4).
+        let setup = setup(None);
+        let db_path = setup._dir.path().join("state.db");
+        StateDb::open(&db_path)
+            .expect("log")
+            .append("boot-1", 10, "agent_settled", &json!({"pane_id": "w1:p1", "workspace_id": "w1", "status": "idle", "previous_status": "working"}))
+            .expect("append");
+        assert!(setup.inbox.store().pending("chat-a", 10).expect("pending").is_empty(), "not applied before the catch-up");
+        let no_herdr = setup._dir.path().join("no-herdr.sock");
+        setup.inbox.catch_up(&no_herdr).await.expect("catch up");
+        let pending: Vec<String> = setup.inbox.store().pending("chat-a", 10).expect("pending").into_iter().map(|t| t.task_id).collect();
+        assert_eq!(pending, vec!["t1".to_owned()]);
+        setup.inbox.catch_up(&no_herdr).await.expect("a second catch-up is a no-op");
+        assert_eq!(setup.inbox.store().pending("chat-a", 10).expect("pending").len(), 1);
     }
 
     #[tokio::test]

@@ -1,0 +1,249 @@
+// Helpers for the continuity loop end to end (issue 4): a Herdr seed with one agent pane,
+// driving agent states the way a Herdr hook does (`pane.report_agent` on the stand-in
+// socket), dispatching tasks the way the MCP downlink does (`herdr-companion task
+// dispatch`), binding a chat from the side panel and switching Auto from the HUD.
+//
+// Invariants: nothing here sleeps to assert; every wait is a poll with a deadline that
+// fails with what was seen. Hooks used are the documented ones (docs/PROTOCOL.md
+// "Continuity loop on the internal ports").
+import { writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { expect } from '@playwright/test';
+import { EXTENSION_ORIGIN } from './paths.mjs';
+import { runCompanion } from './processes.mjs';
+import { HUD_HOST, HudProbe } from './hud.mjs';
+import { ChatGptFixture, chatgptUrl } from '../fixtures/chatgpt.mjs';
+
+/** The seeded workspaces: w1 "api" and w2 "web", each with one `claude` pane, idle. */
+export const SEED = {
+  workspaces: [
+    { label: 'api', cwd: '/home/user/api', tabs: [{ panes: [{ agent: 'claude', state: 'idle', output: 'claude ready' }] }] },
+    { label: 'web', cwd: '/home/user/web', tabs: [{ panes: [{ agent: 'claude', state: 'idle', output: 'claude ready' }] }] },
+  ],
+};
+export const WORKSPACE = { id: 'w1', label: 'api', pane: 'w1:p1' };
+export const OTHER_WORKSPACE = { id: 'w2', label: 'web', pane: 'w2:p1' };
+export const AGENT = 'claude';
+
+/** Starts the stand-in with SEED (written into the sandbox dir). */
+export async function startSeededHerdr(sandbox, seed = SEED) {
+  const seedPath = path.join(sandbox.dir, 'seed.json');
+  writeFileSync(seedPath, JSON.stringify(seed));
+  return sandbox.startHerdr(['--seed', seedPath]);
+}
+
+/** One request to a Herdr socket (one request per connection, as Herdr does). */
+export function herdrRequest(socketPath, method, params = {}, timeoutMs = 5_000) {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(socketPath);
+    let buffer = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`Herdr at ${socketPath} did not answer ${method} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('connect', () => socket.write(`${JSON.stringify({ id: `e2e-${method}`, method, params })}\n`));
+    socket.on('data', (chunk) => {
+      buffer += chunk;
+      const end = buffer.indexOf('\n');
+      if (end < 0) return;
+      clearTimeout(timer);
+      socket.destroy();
+      const answer = JSON.parse(buffer.slice(0, end));
+      if (answer.error) reject(new Error(`Herdr refused ${method}: ${answer.error.code}: ${answer.error.message}`));
+      else resolve(answer.result);
+    });
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot reach Herdr at ${socketPath} for ${method}: ${error.message}`));
+    });
+  });
+}
+
+/** What an agent's Herdr hook does: report the pane's state. */
+export function reportAgent(sandbox, paneId, state, agent = AGENT) {
+  return herdrRequest(sandbox.herdrSocket, 'pane.report_agent', { pane_id: paneId, source: 'custom:e2e', agent, state });
+}
+
+/** New output in a pane (what an agent prints while it works). */
+export function paneOutput(sandbox, paneId, text) {
+  return herdrRequest(sandbox.herdrSocket, 'pane.send_text', { pane_id: paneId, text, keys: ['enter'] });
+}
+
+/** `herdr-companion task dispatch` (the MCP downlink's `herdr_prompt` stand-in). */
+export async function dispatchTask(sandbox, { sessionRef, workspace = WORKSPACE.id, pane = WORKSPACE.pane, text }) {
+  const out = await runCompanion(
+    ['task', 'dispatch', '--session-ref', sessionRef, '--workspace', workspace, '--pane', pane, '--home', sandbox.home, text],
+    sandbox.env,
+  );
+  return JSON.parse(out);
+}
+
+/** `herdr-companion task list` for one session ref. */
+export async function listTasks(sandbox, sessionRef) {
+  const out = await runCompanion(['task', 'list', '--session-ref', sessionRef, '--home', sandbox.home], sandbox.env);
+  return JSON.parse(out).tasks;
+}
+
+/** The Chrome tab id of the page showing `url` (asked from the extension's worker). */
+export async function tabIdOf(worker, url) {
+  let tabs = [];
+  for (let i = 0; i < 50; i++) {
+    tabs = await worker.evaluate(() => chrome.tabs.query({}));
+    const tab = tabs.find((t) => t.url === url);
+    if (tab) return tab.id;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no tab shows ${url}; tabs: ${JSON.stringify(tabs.map((t) => t.url))}`);
+}
+
+/**
+ * Opens the side panel for the tab of `page` (as a page: sidepanel.html?tab=<id>) and binds
+ * that tab's scope to `workspaceId` with the panel's button. Returns the panel page.
+ */
+export async function bindFromPanel(context, worker, page, workspaceId) {
+  const tabId = await tabIdOf(worker, page.url());
+  const panel = await context.newPage();
+  await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${tabId}`);
+  await expect(panel.locator('[data-panel-tab]'), 'side panel shows the chat tab').toHaveAttribute('data-tab-id', String(tabId), { timeout: 15_000 });
+  const bind = panel.locator(`[data-catalog] button[data-bind="${workspaceId}"]`);
+  await expect(bind, `side panel lists workspace ${workspaceId}`).toBeVisible({ timeout: 15_000 });
+  await bind.click();
+  return { panel, tabId };
+}
+
+/** Ticks "allow Project Auto" on the options page (SPEC M2). */
+export async function allowProjectAuto(context) {
+  const options = await context.newPage();
+  await options.goto(`${EXTENSION_ORIGIN}options.html`);
+  const box = options.locator('input#allowProjectAuto');
+  await expect(box).toBeVisible({ timeout: 15_000 });
+  if (!(await box.isChecked())) await box.check();
+  await expect(options.locator('[role=status]')).not.toBeEmpty();
+  await options.close();
+}
+
+/** The continuity hooks of the HUD host element. */
+export class ContinuityHud {
+  constructor(page) {
+    this.page = page;
+    this.host = page.locator(HUD_HOST);
+  }
+
+  action(id) {
+    return this.host.locator(`button[data-action="${id}"]`);
+  }
+
+  expect(attribute, value, message, timeout = 20_000) {
+    return expect(this.host, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
+  }
+
+  async sessionRef() {
+    await this.expect('data-session-ref', /.+/, 'HUD shows the session ref');
+    return this.host.getAttribute('data-session-ref');
+  }
+
+  async turnAutoOn() {
+    await this.expect('data-auto', 'off', 'Auto is off before the toggle');
+    await expect(this.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
+    await this.action('toggle_auto').click();
+    await this.expect('data-auto', 'on', 'Auto is on after the toggle');
+  }
+
+  /** A one-line summary of the continuity hooks (for messages and the demo). */
+  async describe() {
+    return this.page.evaluate((tag) => {
+      const h = document.querySelector(tag);
+      if (!h) return '(no HUD)';
+      const d = h.dataset;
+      return `binding=${d.binding} target=${d.activeTarget || '-'} auto=${d.auto} state=${d.scopeState} wakes=${d.wakeCount} withheld=${d.withheld || '-'} tasks=${d.tasks || '-'}`;
+    }, HUD_HOST);
+  }
+}
+
+// ---- A whole continuity world: seeded Herdr, runtime, Chromium, the ChatGPT fixture.
+
+export const PROJECT_HEX = '5f0c2e7a9b1d4c3e8f6a0b2c4d6e8f01';
+export const CONVERSATION = '3b9f1c2d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+export const STREAM_MS = 300;
+
+/** The two kinds of chat a binding can have (REFERENCE §3). */
+export const CHATS = [
+  {
+    name: 'Project conversation',
+    url: chatgptUrl.projectConversation(PROJECT_HEX, CONVERSATION),
+    sessionRef: `chatgpt:project:g-p-${PROJECT_HEX}`,
+    project: true,
+  },
+  {
+    name: 'plain conversation',
+    url: chatgptUrl.conversation(CONVERSATION),
+    sessionRef: `chatgpt:conv:${CONVERSATION}`,
+    project: false,
+  },
+];
+
+/** Herdr with two seeded agent workspaces, the host installed, the runtime started, Chromium up. */
+export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none' } = {}) {
+  await startSeededHerdr(sandbox);
+  await sandbox.installHost();
+  await sandbox.startRuntime();
+  const { context, worker } = await sandbox.launchBrowser();
+  const fixture = new ChatGptFixture({ streamMs, csp });
+  fixture.conversations.set(CONVERSATION, {
+    title: 'Continuity',
+    turns: [
+      { role: 'user', text: 'Plan the API refactor and hand it to the agents.' },
+      { role: 'assistant', text: 'Dispatching to workspace api.' },
+    ],
+  });
+  await fixture.install(context);
+  return { context, worker, fixture };
+}
+
+/**
+ * Restarts the extension's service worker the documented way: close the browser context
+ * and launch the same profile again (the fixture's backend record lives on in this process).
+ */
+export async function relaunchBrowser(sandbox, fixture) {
+  await sandbox.context.close();
+  sandbox.context = null;
+  const { context, worker } = await sandbox.launchBrowser();
+  await fixture.install(context);
+  return { context, worker };
+}
+
+/** The worker's persisted continuity snapshot (`chrome.storage.local["continuity"]`), parsed. */
+export async function persistedContinuity(worker) {
+  const stored = await worker.evaluate(() => chrome.storage.local.get('continuity'));
+  const raw = stored?.continuity;
+  if (raw == null) return null;
+  return typeof raw === 'string' ? JSON.parse(raw) : raw;
+}
+
+/** Opens the chat, waits for a connected HUD, binds it to w1 from the side panel. */
+export async function openAndBind(context, worker, chat) {
+  const page = await context.newPage();
+  await page.goto(chat.url);
+  await new HudProbe(page).expectCompanionConnected();
+  const hud = new ContinuityHud(page);
+  const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
+  await hud.expect('data-binding', WORKSPACE.id, 'HUD shows the binding (B1)');
+  if (chat.project) await hud.expect('data-active-target', CONVERSATION, 'HUD shows the Project delivery target (B3)');
+  await expect(panel.locator(`[data-bindings] [data-binding-row]`)).toHaveCount(1);
+  await panel.close();
+  return { page, hud };
+}
+
+export async function turnAutoOn(context, hud, chat) {
+  await hud.expect('data-auto', 'off', 'Auto is off by default (M1)');
+  await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
+  await hud.action('toggle_auto').click();
+  if (chat.project) {
+    // M2: a Project's toggle only takes effect once the options page allows Project Auto.
+    await hud.expect('data-auto', 'not_allowed', 'Project Auto waits for the global option (M2)');
+    await allowProjectAuto(context);
+  }
+  await hud.expect('data-auto', 'on', 'Auto is on');
+}
+
