@@ -2,17 +2,33 @@
 // extension page, and the native round trip worker → host → runtime → worker next to a
 // minimal echo host, measured in the same browser run. Prints readable tables; exits 1
 // with a plain sentence when something needed is missing.
+//
+// Continuity (issue 4, issue 3): wake latency — from `pane.report_agent` idle at the Herdr
+// stand-in to the continue message recorded by the ChatGPT fixture's backend — p50/p99 over
+// BENCH_WAKES (≥ 20) settles; status-change latency — from `pane.report_agent` to the
+// stream event's arrival in the extension's service worker (a native port opened in the
+// worker, subscribed with `events.subscribe`: the same host → worker path the extension's
+// own port uses), next to a direct runtime-socket client, p50/p99 over BENCH_TRANSITIONS
+// (1 000) transitions paced at 100/s; and the runtime's RSS (VmRSS) idle and under that load.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Sandbox } from './lib/sandbox.mjs';
 import { EXTENSION_DIR, EXTENSION_ID, EXTENSION_ORIGIN, NATIVE_HOST_NAME, REPO_ROOT } from './lib/paths.mjs';
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import {
+  CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
+} from './lib/continuity.mjs';
 
 const ECHO_HOST_NAME = 'dev.herdr.bench_echo';
 const ECHO_HOST_PATH = path.join(REPO_ROOT, 'e2e', 'bench', 'echo-host.py');
 const INIT_RUNS = Number(process.env.BENCH_INIT_RUNS ?? 15);
 const ROUND_TRIPS = Number(process.env.BENCH_ROUND_TRIPS ?? 500);
 const WARMUP = 50;
+const WAKES = Math.max(20, Number(process.env.BENCH_WAKES ?? 20));
+const TRANSITIONS = Number(process.env.BENCH_TRANSITIONS ?? 1000);
+const TRANSITIONS_PER_SECOND = 100;
 
 function table(title, header, rows) {
   const all = [header, ...rows].map((r) => r.map(String));
@@ -174,7 +190,158 @@ async function main() {
         ['ratio companion / echo', `${(p50[0] / p50[1]).toFixed(2)}x`, `${(p99[0] / p99[1]).toFixed(2)}x`],
       ],
     );
-    console.log('\nbench: done');
+  } finally {
+    await sandbox.dispose();
+  }
+  await continuityBench();
+  console.log('\nbench: done');
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const wallNow = () => performance.timeOrigin + performance.now();
+
+async function waitUntil(what, predicate, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await sleep(5);
+  }
+  throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+}
+
+function rssKiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = status.match(/^VmRSS:\s+(\d+) kB/m);
+  return match ? Number(match[1]) : NaN;
+}
+
+/** A direct runtime-socket client subscribed to the event stream; records arrival times. */
+function directSubscriber(home) {
+  const arrivals = [];
+  const socket = net.createConnection(path.join(home, 'run', 'companion.sock'));
+  let buffer = '';
+  socket.on('data', (chunk) => {
+    const at = wallNow();
+    buffer += chunk;
+    let end;
+    while ((end = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      try {
+        const message = JSON.parse(line);
+        if (message.event) arrivals.push({ event: message.event, pane: message.data?.pane_id, at });
+      } catch {
+        // Not ours to judge here; the runtime's own tests cover framing.
+      }
+    }
+  });
+  socket.on('connect', () => socket.write(`${JSON.stringify({ id: 'bench-sub', method: 'events.subscribe', params: {} })}\n`));
+  return { arrivals, close: () => socket.destroy() };
+}
+
+/** A native port in the extension's service worker, subscribed to the event stream. */
+async function workerSubscriber(worker) {
+  await worker.evaluate((hostName) => new Promise((resolve) => {
+    const arrivals = [];
+    globalThis.__benchArrivals = arrivals;
+    const port = chrome.runtime.connectNative(hostName);
+    globalThis.__benchPort = port;
+    port.onMessage.addListener((message) => {
+      const at = performance.timeOrigin + performance.now();
+      if (message?.event) arrivals.push({ event: message.event, pane: message.data?.pane_id, at });
+      if (message?.id === 'bench-sub') resolve();
+    });
+    port.postMessage({ id: 'bench-hello', method: 'hello', params: { extension_version: 'bench', protocol: 1 } });
+    port.postMessage({ id: 'bench-sub', method: 'events.subscribe', params: {} });
+  }), NATIVE_HOST_NAME);
+  return {
+    arrivals: () => worker.evaluate(() => globalThis.__benchArrivals),
+    close: () => worker.evaluate(() => globalThis.__benchPort?.disconnect()),
+  };
+}
+
+function latencies(sent, arrivals, pane) {
+  const ours = arrivals.filter((a) => a.pane === pane && (a.event === 'agent_working' || a.event === 'agent_settled'));
+  if (ours.length < sent.length) throw new Error(`only ${ours.length} of ${sent.length} status events arrived`);
+  return sent.map((t0, i) => ours[i].at - t0).sort((a, b) => a - b);
+}
+
+async function continuityBench() {
+  const sandbox = new Sandbox({ autostart: false });
+  try {
+    const chat = CHATS[1];
+    const { context, worker, fixture } = await continuityWorld(sandbox, { streamMs: 20 });
+    const runtimePid = sandbox.runtime.child.pid;
+    const { page, hud } = await openAndBind(context, worker, chat);
+    await turnAutoOn(context, hud, chat);
+    const sessionRef = await hud.sessionRef();
+
+    // ---- Wake latency: report idle → continue message recorded by the fixture's backend.
+    const wakes = [];
+    for (let i = 0; i < WAKES; i++) {
+      await dispatchTask(sandbox, { sessionRef, text: `bench task ${i}` });
+      await reportAgent(sandbox, WORKSPACE.pane, 'working');
+      await waitUntil('HUD working', async () => (await hud.host.getAttribute('data-scope-state')) === 'working');
+      const before = fixture.automaticMessages(CONVERSATION).length;
+      const t0 = Date.now();
+      await reportAgent(sandbox, WORKSPACE.pane, 'idle');
+      await waitUntil(`wake ${i + 1}`, () => fixture.automaticMessages(CONVERSATION).length > before);
+      wakes.push(fixture.automaticMessages(CONVERSATION)[before].at - t0);
+      await waitUntil('the page idle and the wake counted', async () =>
+        (await page.locator('button[data-testid="send-button"]').count()) === 1 &&
+        (await hud.host.getAttribute('data-wake-count')) === String(i + 1) &&
+        (await hud.host.getAttribute('data-tasks')) === '0/0');
+    }
+    const sortedWakes = [...wakes].sort((a, b) => a - b);
+    const total = fixture.automaticMessages(CONVERSATION).length;
+    table(
+      `wake latency: pane.report_agent idle → continue message at the chat backend (${WAKES} settles, ${total} automatic messages recorded)`,
+      ['path', 'p50', 'p99', 'max'],
+      [['Herdr → runtime → host → worker → page → send → backend', ms(quantile(sortedWakes, 0.5)), ms(quantile(sortedWakes, 0.99)), ms(sortedWakes[sortedWakes.length - 1])]],
+    );
+    if (total !== WAKES) throw new Error(`expected exactly ${WAKES} automatic messages, the backend recorded ${total}`);
+
+    // ---- Status change → service worker, 1 000 transitions at 100/s on an unbound workspace.
+    await sleep(2_000);
+    const rssIdle = rssKiB(runtimePid);
+    const direct = directSubscriber(sandbox.home);
+    const inWorker = await workerSubscriber(worker);
+    await sleep(200);
+    const sent = [];
+    let rssPeak = rssIdle;
+    const start = wallNow();
+    for (let i = 0; i < TRANSITIONS; i++) {
+      const due = start + (i * 1000) / TRANSITIONS_PER_SECOND;
+      const wait = due - wallNow();
+      if (wait > 0) await sleep(wait);
+      sent.push(wallNow());
+      await reportAgent(sandbox, OTHER_WORKSPACE.pane, i % 2 === 0 ? 'working' : 'idle');
+      if (i % 100 === 99) rssPeak = Math.max(rssPeak, rssKiB(runtimePid));
+    }
+    const rate = TRANSITIONS / ((wallNow() - start) / 1000);
+    const rssLoad = rssKiB(runtimePid);
+    await waitUntil('every status event in the worker', async () =>
+      (await inWorker.arrivals()).filter((a) => a.pane === OTHER_WORKSPACE.pane && /^agent_(working|settled)$/.test(a.event)).length >= TRANSITIONS, 30_000);
+    await waitUntil('every status event at the direct client', () =>
+      direct.arrivals.filter((a) => a.pane === OTHER_WORKSPACE.pane && /^agent_(working|settled)$/.test(a.event)).length >= TRANSITIONS, 30_000);
+    const worked = latencies(sent, await inWorker.arrivals(), OTHER_WORKSPACE.pane);
+    const raw = latencies(sent, direct.arrivals, OTHER_WORKSPACE.pane);
+    direct.close();
+    await inWorker.close();
+    table(
+      `status change latency: pane.report_agent sent → event received (${TRANSITIONS} transitions at ${rate.toFixed(0)}/s)`,
+      ['receiver', 'p50', 'p99', 'max'],
+      [
+        ['extension service worker (native port, events.subscribe)', ms(quantile(worked, 0.5)), ms(quantile(worked, 0.99)), ms(worked[worked.length - 1])],
+        ['direct runtime-socket client (no host, no browser)', ms(quantile(raw, 0.5)), ms(quantile(raw, 0.99)), ms(raw[raw.length - 1])],
+        ['ratio worker / direct', `${(quantile(worked, 0.5) / quantile(raw, 0.5)).toFixed(2)}x`, `${(quantile(worked, 0.99) / quantile(raw, 0.99)).toFixed(2)}x`, ''],
+      ],
+    );
+    table('runtime memory (VmRSS of herdr-companion runtime)', ['when', 'KiB'], [
+      ['idle (after the wake bench, 2 s quiet)', rssIdle],
+      [`peak sampled under ${TRANSITIONS_PER_SECOND} transitions/s`, rssPeak],
+      ['right after the load', rssLoad],
+    ]);
   } finally {
     await sandbox.dispose();
   }

@@ -3,7 +3,10 @@
 // companion's native host into a temp Chromium profile, opens the ChatGPT fixture in
 // headless Chromium with the extension, and shows the HUD connecting. Screenshots go to
 // demo-output/. Exit 0 on success; on failure it says which step failed and exits 1.
-// Later issues extend it with: bind, Auto, dispatch, settle wake.
+// Then the main job (issue 4): bind a Project conversation to a Herdr workspace from the
+// side panel, turn Auto on, dispatch a task as the MCP downlink would, watch it work, let
+// it settle, and see the chat continue exactly once (the fixture's fake backend records
+// every user message), with the task acknowledged only after that.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Sandbox } from './lib/sandbox.mjs';
@@ -12,6 +15,9 @@ import { HudProbe } from './lib/hud.mjs';
 import { nativeRequestFromWorker } from './lib/extension.mjs';
 import { securityPolicyViolations } from './lib/csp-recorder.mjs';
 import { REPO_ROOT } from './lib/paths.mjs';
+import {
+  ContinuityHud, WORKSPACE, allowProjectAuto, bindFromPanel, dispatchTask, listTasks, reportAgent, startSeededHerdr,
+} from './lib/continuity.mjs';
 
 const OUTPUT = path.join(REPO_ROOT, 'demo-output');
 const PROJECT_HEX = 'd3e40000000000000000000000000001';
@@ -38,7 +44,8 @@ async function main() {
   try {
     say(`Working in a throw-away directory: ${sandbox.dir}`);
     await step('Start the Herdr stand-in (a local Herdr 0.8.2, protocol 20) with a demo workspace.', async () => {
-      await sandbox.startHerdr();
+      // Seeded with workspaces w1 "api" and w2 "web", each running a `claude` agent pane.
+      await startSeededHerdr(sandbox);
       const workspace = await createDemoWorkspace(sandbox.herdrSocket);
       say(`Herdr is listening on ${sandbox.herdrSocket}; workspace ${workspace} is ready.`);
     });
@@ -51,8 +58,8 @@ async function main() {
       say(`The extension's service worker runs at ${launched.worker.url()}.`);
       return launched;
     });
+    const fixture = new ChatGptFixture({ csp: 'strict', streamMs: 1_500, replyWith: (text) => (text.includes('[herdr-continuity') ? 'Re-reading the workspace: the agent finished; checking the diff and the tests next.' : 'Noted.') });
     const { page, hud } = await step('Open a ChatGPT Project page (local fixture with a strict CSP, like a real site may have).', async () => {
-      const fixture = new ChatGptFixture({ csp: 'strict' });
       await fixture.install(context);
       const opened = await context.newPage();
       await opened.setViewportSize({ width: 1280, height: 800 });
@@ -94,10 +101,94 @@ async function main() {
       await page.screenshot({ path: path.join(OUTPUT, '04-hud-reconnected.png') });
       say('Screenshots: demo-output/03-hud-offline.png, demo-output/04-hud-reconnected.png');
     });
+    await continuityDemo(sandbox, context, worker, fixture);
     process.stdout.write('\nDemo finished: every step worked.\n');
   } finally {
     await sandbox.dispose();
   }
+}
+
+const CONVERSATION = '0d5e1f2a-3b4c-4d5e-8f6a-7b8c9d0e1f2a';
+const shot = async (page, name) => {
+  const file = path.join(OUTPUT, name);
+  await page.screenshot({ path: file });
+  say(`Screenshot: ${path.relative(REPO_ROOT, file)}`);
+};
+const waitFor = async (what, predicate, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+};
+const hudAttr = (page, name) => page.evaluate((n) => document.querySelector('herdr-continuity-hud')?.getAttribute(n) ?? null, name);
+
+/** The main job: bind → Auto → dispatch → working → settle → the chat continues once. */
+async function continuityDemo(sandbox, context, worker, fixture) {
+  fixture.conversations.set(CONVERSATION, {
+    title: 'API refactor',
+    turns: [
+      { role: 'user', text: 'Plan the API client refactor and hand it to the agents in workspace api.' },
+      { role: 'assistant', text: 'Plan ready. Dispatching the first task to the agent in workspace api.' },
+    ],
+  });
+  const url = chatgptUrl.projectConversation(PROJECT_HEX, CONVERSATION);
+  const page = await step('Open a conversation of the ChatGPT Project.', async () => {
+    const opened = await context.newPage();
+    await opened.setViewportSize({ width: 1280, height: 800 });
+    await opened.goto(url);
+    await new HudProbe(opened).expectCompanionConnected(20_000);
+    return opened;
+  });
+  const hud = new ContinuityHud(page);
+  await step('Bind the Project to Herdr workspace "api" (w1) from the side panel.', async () => {
+    const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
+    await panel.setViewportSize({ width: 420, height: 640 });
+    await waitFor('the HUD showing the binding', async () => (await hudAttr(page, 'data-binding')) === WORKSPACE.id);
+    await waitFor('the HUD showing the active target', async () => (await hudAttr(page, 'data-active-target')) === CONVERSATION);
+    await shot(panel, '05-side-panel-bound.png');
+    await panel.close();
+    say(`The HUD shows: ${await hud.describe()}`);
+    await shot(page, '06-hud-bound.png');
+  });
+  await step('Turn Auto on: allow Project Auto in the options, then press the HUD\'s Auto toggle.', async () => {
+    await allowProjectAuto(context);
+    await hud.action('toggle_auto').click();
+    await waitFor('Auto on', async () => (await hudAttr(page, 'data-auto')) === 'on');
+    say(`The HUD shows: ${await hud.describe()}`);
+    await shot(page, '07-auto-on.png');
+  });
+  const sessionRef = await hudAttr(page, 'data-session-ref');
+  const task = await step(`Dispatch a task into pane ${WORKSPACE.pane} as the MCP downlink would (session ref ${sessionRef}); the agent starts working.`, async () => {
+    const dispatched = await dispatchTask(sandbox, { sessionRef, text: 'Refactor the API client and run the tests' });
+    say(`The runtime recorded task ${dispatched.task_id} (${dispatched.state}).`);
+    await reportAgent(sandbox, WORKSPACE.pane, 'working');
+    await waitFor('the HUD showing working', async () => (await hudAttr(page, 'data-scope-state')) === 'working');
+    say(`The HUD shows: ${await hud.describe()}`);
+    await shot(page, '08-working.png');
+    return dispatched;
+  });
+  await step('The agent finishes (Herdr reports idle): the chat continues by itself, exactly once.', async () => {
+    const t0 = Date.now();
+    await reportAgent(sandbox, WORKSPACE.pane, 'idle');
+    await waitFor('the wake reaching the chat', async () => fixture.automaticMessages(CONVERSATION).length === 1);
+    say(`${Date.now() - t0} ms from the settle to the continue message recorded by the chat's backend.`);
+    const [wake] = fixture.automaticMessages(CONVERSATION);
+    for (const line of wake.text.split('\n')) say(`  > ${line}`);
+    await waitFor('the reply to finish', async () => (await page.locator('button[data-testid="send-button"]').count()) === 1);
+    await waitFor('the wake counted', async () => (await hudAttr(page, 'data-wake-count')) === '1');
+    say(`The HUD shows: ${await hud.describe()}`);
+    await shot(page, '09-chat-continued.png');
+  });
+  await step('Check the parent inbox and that nothing else was sent.', async () => {
+    await waitFor('the task acknowledged', async () => (await listTasks(sandbox, sessionRef)).some((t) => t.task_id === task.task_id && t.acked_at));
+    const [row] = await listTasks(sandbox, sessionRef);
+    say(`Task ${row.task_id}: ${row.state}, acknowledged at ${new Date(row.acked_at).toISOString()} (after the wake was confirmed on the page).`);
+    const automatic = fixture.automaticMessages(CONVERSATION).length;
+    if (automatic !== 1) throw new Error(`expected exactly one automatic message, the backend recorded ${automatic}`);
+    say('Exactly one automatic message was recorded.');
+  });
 }
 
 async function commandOf(pid) {

@@ -440,6 +440,11 @@ pub struct ScopeStatus {
     inbox_missing: bool,
     /// Whether the bound workspace has settled at least once.
     settled_once: bool,
+    /// Tasks of confirmed wakes whose `inbox.ack` has not been answered yet; re-sent on
+    /// every link-up until the runtime answers (I4: a confirmed wake is always acked, even
+    /// when it was confirmed while the companion was unreachable or the worker restarted).
+    #[serde(default)]
+    ack_due: Vec<String>,
 }
 
 /// What a runtime call in flight is for.
@@ -449,7 +454,7 @@ enum Purpose {
     Catalog,
     /// `inbox.pending` for a held settle of a scope.
     WakeTasks { scope_key: String, settle: SettleOutput },
-    Ack { scope_key: String },
+    Ack { scope_key: String, task_ids: Vec<String> },
     Counts { scope_key: String },
     CheckPanes { tab: TabId },
     CheckRead { tab: TabId },
@@ -591,7 +596,8 @@ impl Continuity {
                     .map(|b| (b.scope.key(), browser_session_ref(&b.scope)))
                     .collect();
                 for (scope_key, session_ref) in refs {
-                    self.call(Purpose::Counts { scope_key }, RuntimeCall::InboxCounts { session_ref });
+                    self.call(Purpose::Counts { scope_key: scope_key.clone() }, RuntimeCall::InboxCounts { session_ref });
+                    self.send_due_acks(&scope_key);
                 }
             }
             ContinuityInput::LinkDown => {
@@ -848,7 +854,26 @@ impl Continuity {
                 }
                 self.feed_settle(now, &scope_key, settle);
             }
-            (Purpose::Ack { scope_key } | Purpose::Counts { scope_key }, result) => {
+            (Purpose::Ack { scope_key, task_ids }, result) => {
+                let retry_later = matches!(&result, Err(error) if error.code == "offline" || error.code == "not_ready");
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    if !retry_later {
+                        // Acked, or refused for good (forbidden / not_found / not_terminal):
+                        // either way there is nothing left to send for these ids.
+                        status.ack_due.retain(|id| !task_ids.contains(id));
+                        self.outputs.push_back(ContinuityOutput::Persist);
+                    }
+                    match result {
+                        Ok(RuntimeAnswer::Counts { counts }) => {
+                            status.counts = Some(counts);
+                            status.inbox_missing = false;
+                        }
+                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        _ => {}
+                    }
+                }
+            }
+            (Purpose::Counts { scope_key }, result) => {
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
                     match result {
                         Ok(RuntimeAnswer::Counts { counts }) => {
@@ -1132,15 +1157,39 @@ impl Continuity {
                 scheduler.handle(now, SchedulerInput::DeliveryConfirmed);
             }
             if !delivery.task_ids.is_empty() {
-                let session_ref = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope));
-                if let Some(session_ref) = session_ref {
-                    self.call(Purpose::Ack { scope_key: key.clone() }, RuntimeCall::InboxAck { session_ref, task_ids: delivery.task_ids });
+                for id in delivery.task_ids {
+                    if !status.ack_due.contains(&id) {
+                        status.ack_due.push(id);
+                    }
                 }
+                self.send_due_acks(&key);
             }
         } else if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
             scheduler.handle(now, SchedulerInput::DeliveryFailed);
         }
         self.drain_scheduler(now, &key);
+    }
+
+    /// Sends `inbox.ack` for the scope's confirmed-but-unacknowledged tasks (when online;
+    /// offline they stay due and go out on the next link-up).
+    fn send_due_acks(&mut self, key: &str) {
+        if !self.link_up {
+            return;
+        }
+        let Some(task_ids) = self.scopes.get(key).map(|s| s.ack_due.clone()).filter(|ids| !ids.is_empty()) else {
+            return;
+        };
+        let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope)) else {
+            return;
+        };
+        // inbox.ack takes at most 100 ids per call.
+        for chunk in task_ids.chunks(100) {
+            let task_ids = chunk.to_vec();
+            self.call(
+                Purpose::Ack { scope_key: key.to_owned(), task_ids: task_ids.clone() },
+                RuntimeCall::InboxAck { session_ref: session_ref.clone(), task_ids },
+            );
+        }
     }
 
     /// After a worker restart, an in-flight delivery is resolved from what the page shows.

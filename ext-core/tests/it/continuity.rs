@@ -167,3 +167,35 @@ fn another_chat_bound_elsewhere_is_not_woken_by_this_workspace() {
     drain(&mut c, 2, &[task("t9")], &mut log);
     assert!(log.is_empty(), "{log:?}");
 }
+
+#[test]
+fn a_wake_confirmed_after_a_worker_restart_before_the_link_is_up_is_acked_on_link_up() {
+    // I4, P6: the restarted worker confirms the wake from the page's markers before the
+    // companion link is back; the ack must not be lost, it goes out on the next link-up,
+    // once, and is not repeated after the runtime answered it.
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
+    drain(&mut c, 2, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 1);
+    let saved = serde_json::to_string(&c).expect("persist");
+    let mut restarted: Continuity = serde_json::from_str(&saved).expect("restore");
+    log.clear();
+    // The page (reconnected first) shows the marker: confirmed while the link is still down.
+    restarted.handle(10, ContinuityInput::PageReported {
+        tab: TAB,
+        report: PageReport { markers: vec!["wake:w1#2".into()], user_turns: 1, ..idle_page() },
+    });
+    drain(&mut restarted, 10, &[], &mut log);
+    assert!(log.iter().all(|l| !l.contains("inbox_ack")), "offline: nothing sent yet: {log:?}");
+    assert_eq!(restarted.page_view(TAB).expect("view").wake_count, 1);
+    restarted.handle(11, ContinuityInput::LinkUp);
+    drain(&mut restarted, 11, &[], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains(r#""call":"inbox_ack""#) && l.contains(r#"["t1"]"#)).count(), 1, "{log:?}");
+    // Answered: a later reconnect sends no second ack.
+    log.clear();
+    restarted.handle(12, ContinuityInput::LinkDown);
+    restarted.handle(13, ContinuityInput::LinkUp);
+    drain(&mut restarted, 13, &[], &mut log);
+    assert!(log.iter().all(|l| !l.contains("inbox_ack")), "{log:?}");
+}
