@@ -154,10 +154,13 @@ async function continuityDemo(sandbox, context, worker, fixture) {
   });
   await step('Turn Auto on: allow Project Auto in the options, then press the HUD\'s Auto toggle.', async () => {
     await allowProjectAuto(context);
+    await hud.expand(); // the HUD is a collapsed status pill by default
     await hud.action('toggle_auto').click();
     await waitFor('Auto on', async () => (await hudAttr(page, 'data-auto')) === 'on');
     say(`The HUD shows: ${await hud.describe()}`);
     await shot(page, '07-auto-on.png');
+    await hud.toggle.click(); // collapse back to the pill
+    await waitFor('the HUD collapsed', async () => (await hudAttr(page, 'data-expanded')) === 'false');
   });
   const sessionRef = await hudAttr(page, 'data-session-ref');
   const task = await step(`Dispatch a task into pane ${WORKSPACE.pane} as the MCP downlink would (session ref ${sessionRef}); the agent starts working.`, async () => {

@@ -14,30 +14,64 @@
   if (globalThis[GUARD] || document.querySelector('herdr-continuity-hud')) return;
   globalThis[GUARD] = true;
 
+  // Placement (HUD must never cover ChatGPT's composer or send button): fixed top-right,
+  // below ChatGPT's header. Collapsed by default to a one-line status pill (a real
+  // <button aria-expanded>; Enter/Space/click toggle, Esc collapses). The expanded panel
+  // is bounded (max-height, scrolls) so it ends well above the composer.
   const CSS = `
-    :host { all: initial; position: fixed; right: 12px; bottom: 12px; z-index: 2147483647; }
-    .hud { font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; background: #fff;
-      border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 10px; max-width: 340px;
+    :host { all: initial; position: fixed; top: 64px; right: 12px; z-index: 2147483647;
+      font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
+    .pill { display: inline-flex; align-items: center; gap: 6px; max-width: 320px;
+      float: right; margin: 0; padding: 3px 10px 3px 8px; border: 1px solid #d0d7de;
+      border-radius: 999px; background: #fff; box-shadow: 0 1px 4px rgba(0,0,0,.12);
+      font: inherit; color: inherit; cursor: pointer; white-space: nowrap; }
+    .pill .summary { overflow: hidden; text-overflow: ellipsis; }
+    .dot { flex: none; width: 8px; height: 8px; border-radius: 50%; background: #999; }
+    .dot.tone-good { background: #1a7f37; } .dot.tone-pending { background: #9a6700; }
+    .dot.tone-warning { background: #bc4c00; } .dot.tone-bad { background: #cf222e; }
+    .hud { clear: both; position: relative; top: 4px; background: #fff;
+      border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 10px; width: 320px;
+      max-height: min(520px, calc(100vh - 220px)); overflow-y: auto;
       box-shadow: 0 2px 8px rgba(0,0,0,.15); }
+    .hud.collapsed { display: none; }
     .line { margin: 2px 0; padding-left: 6px; border-left: 3px solid #999; }
-    .tone-good { border-color: #1a7f37; } .tone-pending { border-color: #9a6700; }
-    .tone-warning { border-color: #bc4c00; } .tone-bad { border-color: #cf222e; }
-    button { font: inherit; margin: 4px 4px 0 0; padding: 2px 8px; cursor: pointer; }
+    .line.tone-good { border-color: #1a7f37; } .line.tone-pending { border-color: #9a6700; }
+    .line.tone-warning { border-color: #bc4c00; } .line.tone-bad { border-color: #cf222e; }
+    .hud button { font: inherit; margin: 4px 4px 0 0; padding: 2px 8px; cursor: pointer; }
     button:focus-visible { outline: 2px solid #0969da; outline-offset: 2px; }
+    .status { clear: both; float: right; max-width: 300px; margin: 4px 0 0; padding: 3px 8px;
+      background: #fff; border: 1px solid #d0d7de; border-radius: 6px; }
     .status:empty { display: none; }
     .continuity:empty { display: none; }
     .continuity { margin-top: 6px; padding-top: 6px; border-top: 1px solid #d0d7de; }
     .continuity p { margin: 2px 0; }
     .withheld { color: #9a6700; }
-    button[disabled] { cursor: not-allowed; opacity: .6; }`;
+    .hud button[disabled] { cursor: not-allowed; opacity: .6; }`;
 
+  const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
   const host = document.createElement('herdr-continuity-hud');
   const root = host.attachShadow({ mode: 'open' });
   const sheet = new CSSStyleSheet();
   sheet.replaceSync(CSS);
   root.adoptedStyleSheets = [sheet];
+  // The pill: one line summary with a tone; toggles the panel.
+  const toggle = document.createElement('button');
+  toggle.type = 'button';
+  toggle.className = 'pill';
+  toggle.dataset.hudToggle = '';
+  toggle.setAttribute('aria-expanded', 'false');
+  toggle.setAttribute('aria-controls', 'herdr-continuity-panel');
+  const dot = document.createElement('span');
+  dot.className = 'dot';
+  dot.setAttribute('aria-hidden', 'true');
+  const summary = document.createElement('span');
+  summary.className = 'summary';
+  summary.textContent = `${text('pillBrand')} · …`;
+  toggle.title = text('hudShowDetails');
+  toggle.append(dot, summary);
   const panel = document.createElement('section');
-  panel.className = 'hud';
+  panel.className = 'hud collapsed';
+  panel.id = 'herdr-continuity-panel';
   panel.setAttribute('aria-label', chrome.i18n.getMessage('hudLabel'));
   const lines = document.createElement('div');
   const continuity = document.createElement('div');
@@ -47,11 +81,25 @@
   status.className = 'status';
   status.setAttribute('role', 'status');
   status.setAttribute('aria-live', 'polite');
-  panel.append(lines, continuity, actions, status);
-  root.append(panel);
+  panel.append(lines, continuity, actions);
+  root.append(toggle, panel, status);
+  host.dataset.expanded = 'false';
   document.documentElement.append(host);
 
-  const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
+  const setExpanded = (expanded) => {
+    panel.classList.toggle('collapsed', !expanded);
+    toggle.setAttribute('aria-expanded', String(expanded));
+    host.dataset.expanded = String(expanded);
+    toggle.title = text(expanded ? 'hudHideDetails' : 'hudShowDetails');
+  };
+  toggle.addEventListener('click', () => setExpanded(toggle.getAttribute('aria-expanded') !== 'true'));
+  root.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape' || toggle.getAttribute('aria-expanded') !== 'true') return;
+    event.stopPropagation();
+    setExpanded(false);
+    toggle.focus();
+  });
+
   let port = null;
   let roundTripStartedAt = 0;
 
@@ -75,6 +123,7 @@
       auto: c?.auto ?? 'off',
       scopeState: c?.scope_state ?? 'idle',
       wakeCount: String(c?.wake_count ?? 0),
+      progressCount: String(c?.progress_count ?? 0),
       withheld: c?.withheld?.code ?? '',
       tasks: c?.tasks ? `${c.tasks.running}/${c.tasks.unacked}` : '',
       sessionRef: c?.session_ref ?? '',
@@ -121,6 +170,8 @@
   };
 
   const render = (view) => {
+    // Buttons are rebuilt on every view; keep keyboard focus on the same action.
+    const focused = root.activeElement?.dataset?.action ?? null;
     lines.replaceChildren(...[['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) => {
       const p = document.createElement('p');
       p.className = `line tone-${line.tone}`;
@@ -142,6 +193,41 @@
     }), ...renderContinuity(view));
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
+    renderSummary(view);
+    if (focused) root.querySelector(`button[data-action="${focused}"]`)?.focus();
+  };
+
+  // The collapsed pill: the view's state as one short line and the worst tone. Pure
+  // presentation of what the worker decided (no decisions here).
+  const TONE_RANK = { good: 0, pending: 1, warning: 2, bad: 3 };
+  const renderSummary = (view) => {
+    const c = view.continuity;
+    const parts = [text('pillBrand')];
+    let tone = 'good';
+    const worse = (t) => { if (TONE_RANK[t] > TONE_RANK[tone]) tone = t; };
+    if (view.companion.tone !== 'good') {
+      parts.push(text('pillCompanionDown'));
+      worse(view.companion.tone);
+    } else if (view.herdr.tone !== 'good') {
+      parts.push(text('pillHerdrDown'));
+      worse(view.herdr.tone);
+    } else if (!c) {
+      parts.push(text('pillConnected'));
+    }
+    if (c) {
+      if (c.binding) parts.push(c.binding.label || c.binding.workspace_id);
+      else { parts.push(text('pillNotBound')); worse('pending'); }
+      parts.push(text(c.auto === 'on' ? 'pillAutoOn' : c.auto === 'not_allowed' ? 'pillAutoNotAllowed' : 'pillAutoOff'));
+      if (c.binding) {
+        if (c.scope_state === 'working') { parts.push(text('pillWorking', [String(c.working_panes)])); worse('pending'); }
+        else parts.push(text(c.scope_state === 'settled' ? 'pillSettled' : 'pillIdle'));
+      }
+      if (c.withheld) { parts.push(text('pillHeld')); worse('warning'); }
+    }
+    summary.textContent = parts.join(' · ');
+    dot.className = `dot tone-${tone}`;
+    host.dataset.summaryTone = tone;
+    toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
 
   // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules

@@ -35,4 +35,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'sync' && changes.allowProjectAuto) {
     forward(() => shell.allow_project_auto_changed(Boolean(changes.allowProjectAuto.newValue)));
   }
+  if (area === 'sync' && (changes.progressTickSec || changes.progressFallbackSec)) {
+    forward(() => shell.progress_settings_changed());
+  }
 });

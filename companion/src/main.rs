@@ -97,15 +97,10 @@ fn run() -> Result<i32> {
         }
         "runtime" => {
             let flags = parse_flags(rest, &["--home", "--herdr-session"])?;
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            rt.block_on(runtime::run(RuntimeOptions {
+            runtime::run_until_stopped(RuntimeOptions {
                 home: flags.home,
                 herdr_session: flags.herdr_session,
-            }))?;
+            })?;
             Ok(0)
         }
         "install" => {

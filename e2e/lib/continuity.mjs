@@ -123,6 +123,29 @@ export async function allowProjectAuto(context) {
   await options.close();
 }
 
+/**
+ * Sets the progress timing on the options page (O4) the way a user does: type a value,
+ * leave the field. Returns the values the page shows afterwards (clamped into range).
+ */
+export async function setProgressOptions(context, { tickSec, fallbackSec }) {
+  const options = await context.newPage();
+  await options.goto(`${EXTENSION_ORIGIN}options.html`);
+  const shown = {};
+  for (const [id, value] of [['progressTickSec', tickSec], ['progressFallbackSec', fallbackSec]]) {
+    if (value == null) continue;
+    const input = options.locator(`input#${id}`);
+    await expect(input).toBeVisible({ timeout: 15_000 });
+    const status = options.locator('[role=status]');
+    await status.evaluate((el) => { el.textContent = ''; });
+    await input.fill(String(value));
+    await input.press('Tab'); // `change` fires when the field loses focus
+    await expect(status, `options page saved ${id}`).not.toBeEmpty();
+    shown[id] = Number(await input.inputValue());
+  }
+  await options.close();
+  return shown;
+}
+
 /** The continuity hooks of the HUD host element. */
 export class ContinuityHud {
   constructor(page) {
@@ -132,6 +155,18 @@ export class ContinuityHud {
 
   action(id) {
     return this.host.locator(`button[data-action="${id}"]`);
+  }
+
+  /** The status pill (`<button aria-expanded>`) that shows/hides the HUD's details. */
+  get toggle() {
+    return this.host.locator('button[data-hud-toggle]');
+  }
+
+  /** Expands the HUD (collapsed by default) so its buttons can be pressed. */
+  async expand() {
+    await expect(this.toggle).toBeVisible({ timeout: 15_000 });
+    if ((await this.toggle.getAttribute('aria-expanded')) !== 'true') await this.toggle.click();
+    await expect(this.toggle).toHaveAttribute('aria-expanded', 'true');
   }
 
   expect(attribute, value, message, timeout = 20_000) {
@@ -145,6 +180,7 @@ export class ContinuityHud {
 
   async turnAutoOn() {
     await this.expect('data-auto', 'off', 'Auto is off before the toggle');
+    await this.expand();
     await expect(this.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
     await this.action('toggle_auto').click();
     await this.expect('data-auto', 'on', 'Auto is on after the toggle');
@@ -237,6 +273,7 @@ export async function openAndBind(context, worker, chat) {
 
 export async function turnAutoOn(context, hud, chat) {
   await hud.expect('data-auto', 'off', 'Auto is off by default (M1)');
+  await hud.expand();
   await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
   await hud.action('toggle_auto').click();
   if (chat.project) {

@@ -29,12 +29,21 @@ export class HudProbe {
     return this.host.locator(`button[data-action="${id}"]`);
   }
 
+  /** Expands the HUD (a collapsed status pill by default) so its buttons can be pressed. */
+  async expand() {
+    const toggle = this.host.locator('button[data-hud-toggle]');
+    await expect(toggle).toBeVisible({ timeout: 15_000 });
+    if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+    await expect(toggle).toHaveAttribute('aria-expanded', 'true');
+  }
+
   /**
    * Presses the HUD's round-trip button (worker → host → runtime → worker) and returns the
    * milliseconds the worker measured, once the HUD shows the answer.
    */
   async roundTrip(timeout = 10_000) {
     await this.page.evaluate((hud) => document.querySelector(hud)?.removeAttribute('data-roundtrip-ms'), HUD_HOST);
+    await this.expand();
     await this.action('round_trip_test').click();
     await expect(this.host.locator('p.status'), 'HUD round-trip status').toHaveAttribute('data-key', 'roundTripAnswered', { timeout });
     await expect(this.host).toHaveAttribute('data-roundtrip-ms', /^\d+(\.\d+)?$/, { timeout });

@@ -126,7 +126,7 @@ test.describe('continuity guards', () => {
     fixture.streamMs = 6_000;
     await page.locator('#prompt-textarea').click();
     await page.keyboard.type('Explain the retry policy');
-    await page.keyboard.press('Enter'); // the HUD overlaps the send button at this viewport
+    await page.locator('button[data-testid="send-button"]').click(); // the HUD never covers it
     await expect(page.locator('button[data-testid="stop-button"]')).toBeVisible();
     fixture.streamMs = 300;
 
@@ -155,7 +155,7 @@ test.describe('continuity guards', () => {
     fixture.streamMs = 60_000;
     await page.locator('#prompt-textarea').click();
     await page.keyboard.type('Summarise the open PRs');
-    await page.keyboard.press('Enter'); // the HUD overlaps the send button at this viewport
+    await page.locator('button[data-testid="send-button"]').click(); // the HUD never covers it
     await expect(page.locator('button[data-testid="stop-button"]')).toBeVisible();
     fixture.streamMs = 300;
     const task = await runTask(sandbox, hud, sessionRef, 'review PRs');

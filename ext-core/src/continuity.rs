@@ -11,6 +11,16 @@
 //! turn → the carried task ids are acknowledged (`inbox.ack`, I4). A delivery that fails
 //! leaves its tasks unacknowledged; the scheduler retries it once the page is idle again.
 //!
+//! Progress (P2–P6): the runtime's `agent_output` events (sent only when a working pane's
+//! normalised output changed) keep the latest tail per pane. When the scope goes working,
+//! each pane's current tail becomes its *baseline* (a pane first seen during the episode
+//! takes its first tail as baseline), so only output that appeared during the work counts.
+//! On a scheduler check the summary is, per pane with output past its baseline, the agent
+//! and its last [`PROGRESS_LINES_PER_PANE`] non-empty lines, ≤ [`PROGRESS_SUMMARY_MAX_CHARS`]
+//! in total ([`progress_summary`]); [`crate::progress_push::ProgressPush`] sends it only
+//! when it differs from the last one sent. Progress uses the wake's delivery path and gate;
+//! a settle stops progress before its inbox read starts, so it never precedes the wake.
+//!
 //! Invariants:
 //! - A delivery id is never offered twice, and at most one delivery per scope is in flight;
 //!   in-flight deliveries are persisted and resolved after a worker restart from the page's
@@ -30,7 +40,7 @@ use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
 use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
 use crate::progress_push::ProgressConfig;
 use crate::scope::{classify_url, PageKind, Scope};
-use crate::settle_tracker::{SettleInput, SettleOutput, SettleTracker, StreamEvent};
+use crate::settle_tracker::{PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent};
 use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use crate::Millis;
 
@@ -38,8 +48,31 @@ use crate::Millis;
 pub const CHECK_HERDR_LINES: u32 = 40;
 /// How many characters of Check Herdr's summary go into the composer.
 pub const CHECK_HERDR_MAX_CHARS: usize = 6_000;
-/// How many characters of one task's result go into a wake.
-pub const TASK_RESULT_MAX_CHARS: usize = 400;
+/// How many characters of one task's result go into a wake (the inbox's pane tail, cut).
+pub const TASK_RESULT_MAX_CHARS: usize = 300;
+/// How many non-empty output lines of one pane a progress summary shows.
+pub const PROGRESS_LINES_PER_PANE: usize = 4;
+/// How many characters of one output line a progress summary shows.
+pub const PROGRESS_LINE_MAX_CHARS: usize = 160;
+/// The longest progress summary (all panes together).
+pub const PROGRESS_SUMMARY_MAX_CHARS: usize = 600;
+
+/// The latest output of one pane (from `agent_output`), with the baseline of the current
+/// working episode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneOutput {
+    /// The workspace of the pane.
+    pub workspace_id: String,
+    /// The agent in the pane, if Herdr named one.
+    pub agent: Option<String>,
+    /// The latest tail (≤ 2 000 characters, runtime-bounded).
+    pub tail: String,
+    /// The tail when the episode began; output equal to it is not progress.
+    pub baseline: String,
+    /// Stream seq of the latest tail (a replayed older event never overwrites it).
+    #[serde(default)]
+    pub seq: u64,
+}
 
 /// The stable id a chat passes to `herdr_prompt` so its tasks come back to it (I1, I3):
 /// `chatgpt:project:<g-p-id>` for a Project, `<site>:conv:<id>` for a conversation.
@@ -93,7 +126,9 @@ pub struct InboxTask {
     pub pane_id: String,
     /// The first characters of its prompt.
     pub prompt_preview: String,
-    /// A bounded one-line result summary, if the runtime gave one.
+    /// The result, if the runtime gave one: a one-line status (first line), then the
+    /// pane's output tail (further lines; the wake shows its last ≤
+    /// [`TASK_RESULT_MAX_CHARS`] characters, whole lines).
     pub result: Option<String>,
 }
 
@@ -232,6 +267,10 @@ pub enum ContinuityInput {
     StreamHello {
         /// The runtime generation.
         boot_id: String,
+        /// The highest seq the runtime had stored when the subscription began: events up to
+        /// it are the replay (history), later ones are live.
+        #[serde(default)]
+        last_seq: Option<u64>,
     },
     /// One pane event of the stream.
     StreamEvent(StreamEvent),
@@ -311,6 +350,28 @@ pub enum ContinuityInput {
     LanguageChanged {
         /// The language.
         language: Language,
+    },
+    /// `agent_output {pane_id, workspace_id, agent, tail}` of the stream (P4).
+    AgentOutput {
+        /// The workspace.
+        workspace_id: String,
+        /// The pane.
+        pane_id: String,
+        /// The agent, if any.
+        agent: Option<String>,
+        /// The pane's recent output.
+        tail: String,
+        /// The event's stream seq.
+        seq: u64,
+        /// From an earlier runtime start (`stale: true`): ignored (P9).
+        stale: bool,
+    },
+    /// Options page: `progressTickSec` / `progressFallbackSec` (O4; clamped here).
+    ProgressSettings {
+        /// Check interval in seconds.
+        tick_sec: u64,
+        /// Quiet time before the fallback status, in seconds.
+        fallback_sec: u64,
     },
     /// The answer to a [`ContinuityOutput::Request`].
     Answered {
@@ -445,6 +506,9 @@ pub struct ScopeStatus {
     /// when it was confirmed while the companion was unreachable or the worker restarted).
     #[serde(default)]
     ack_due: Vec<String>,
+    /// Confirmed progress messages since binding.
+    #[serde(default)]
+    progress_count: u32,
 }
 
 /// What a runtime call in flight is for.
@@ -497,6 +561,12 @@ pub struct Continuity {
     next_progress: u64,
     /// Last catalog read (display only).
     catalog: Vec<CatalogWorkspace>,
+    /// Progress timing from the options page (clamped).
+    #[serde(default)]
+    progress: ProgressConfig,
+    /// Latest output per pane of bound workspaces (P4).
+    #[serde(default)]
+    pane_outputs: BTreeMap<String, PaneOutput>,
     /// The catalog could not be read: why.
     #[serde(skip)]
     catalog_error: Option<String>,
@@ -547,6 +617,16 @@ impl Continuity {
     /// The tabs that reported a page, ordered.
     pub fn tabs(&self) -> impl Iterator<Item = TabId> + '_ {
         self.pages.keys().copied()
+    }
+
+    /// The progress timing in force (clamped options).
+    pub fn progress_config(&self) -> ProgressConfig {
+        self.progress
+    }
+
+    /// The progress summary of a workspace now (what a check would offer), if any.
+    pub fn progress_summary(&self, workspace_id: &str) -> Option<String> {
+        progress_summary(workspace_id, &self.pane_outputs)
     }
 
     /// The in-flight delivery of a scope.
@@ -612,11 +692,15 @@ impl Continuity {
                 }
                 self.checks.clear();
             }
-            ContinuityInput::StreamHello { boot_id } => {
-                self.tracker.handle(now, SettleInput::StreamHello { boot_id });
+            ContinuityInput::StreamHello { boot_id, last_seq } => {
+                self.tracker
+                    .handle(now, SettleInput::StreamHello { boot_id, last_seq });
                 self.drain_tracker(now);
             }
             ContinuityInput::StreamEvent(event) => {
+                if event.kind == PaneEventKind::PaneRemoved {
+                    self.pane_outputs.remove(&event.pane_id);
+                }
                 self.tracker.handle(now, SettleInput::Event(event));
                 self.drain_tracker(now);
                 self.outputs.push_back(ContinuityOutput::Persist);
@@ -648,7 +732,7 @@ impl Continuity {
             }
             ContinuityInput::DeliveryResult { tab, id, ok } => {
                 self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
-                self.delivery_result(now, &id, ok);
+                self.delivery_result(now, tab, &id, ok);
             }
             ContinuityInput::Bind { tab, workspace } => {
                 let page = self.page_kind(tab);
@@ -680,7 +764,20 @@ impl Continuity {
                 self.auto.set_allow_project_auto(allowed);
                 self.outputs.push_back(ContinuityOutput::Persist);
             }
-            ContinuityInput::LanguageChanged { language } => self.language = language,
+            ContinuityInput::LanguageChanged { language } => {
+                self.language = language;
+                self.reconfigure_schedulers(now);
+            }
+            ContinuityInput::ProgressSettings { tick_sec, fallback_sec } => {
+                self.progress = ProgressConfig::from_settings(tick_sec, fallback_sec);
+                self.reconfigure_schedulers(now);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::AgentOutput { workspace_id, pane_id, agent, tail, seq, stale } => {
+                if !stale {
+                    self.agent_output(PaneOutput { workspace_id, agent, baseline: tail.clone(), tail, seq }, pane_id);
+                }
+            }
             ContinuityInput::Answered { id, result } => {
                 if let Some(purpose) = self.calls.remove(&id) {
                     self.answered(now, purpose, result);
@@ -689,6 +786,39 @@ impl Continuity {
         }
         self.sync_schedulers(now);
         self.finish();
+    }
+
+    /// Stores a pane's latest output (bound workspaces only). `fresh.baseline` is its own
+    /// tail: used only when the pane was never seen (its first output is the baseline).
+    fn agent_output(&mut self, fresh: PaneOutput, pane_id: String) {
+        if self.bindings.scopes_bound_to(&fresh.workspace_id).next().is_none() {
+            return;
+        }
+        match self.pane_outputs.get_mut(&pane_id) {
+            Some(known) if fresh.seq != 0 && fresh.seq <= known.seq => return, // a replay of older output
+            Some(known) => {
+                known.workspace_id = fresh.workspace_id;
+                known.agent = fresh.agent;
+                known.tail = fresh.tail;
+                known.seq = fresh.seq;
+            }
+            None => {
+                self.pane_outputs.insert(pane_id, fresh);
+            }
+        }
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    /// Hands the progress timing and language to every scheduler.
+    fn reconfigure_schedulers(&mut self, now: Millis) {
+        let (progress, language) = (self.progress, self.language);
+        let keys: Vec<String> = self.scopes.keys().cloned().collect();
+        for key in keys {
+            if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::ConfigChanged { progress, language });
+                self.drain_scheduler(now, &key);
+            }
+        }
     }
 
     fn finish(&mut self) {
@@ -760,6 +890,8 @@ impl Continuity {
                 }
                 BindingOutput::Unbound { scope, .. } => {
                     self.scopes.remove(&scope.key());
+                    let bindings = &self.bindings;
+                    self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
                 }
                 _ => {}
             }
@@ -775,6 +907,18 @@ impl Continuity {
                 }
                 SettleOutput::ScopeWorking { workspace_id, .. }
                 | SettleOutput::PartialSettle { workspace_id, .. } => {
+                    if matches!(output, SettleOutput::ScopeWorking { .. }) {
+                        // A new episode: output seen so far is not progress of it.
+                        for pane in self.pane_outputs.values_mut().filter(|o| &o.workspace_id == workspace_id) {
+                            pane.baseline = pane.tail.clone();
+                        }
+                        // A settle still waiting for its inbox read is no longer the truth:
+                        // drop it so it never wakes the page while the workspace works (P7,
+                        // P8; regression found by continuity_props (b)).
+                        self.calls.retain(|_, purpose| {
+                            !matches!(purpose, Purpose::WakeTasks { settle: SettleOutput::ScopeSettled { workspace_id: held, .. }, .. } if held == workspace_id)
+                        });
+                    }
                     let keys = self.keys_bound_to(workspace_id);
                     for key in keys {
                         self.feed_settle(now, &key, output.clone());
@@ -794,6 +938,11 @@ impl Continuity {
                         if let Some(status) = self.scopes.get_mut(&key) {
                             status.settled_once = true;
                         }
+                        // Progress stops now, before the inbox read (P8).
+                        if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                            scheduler.handle(now, SchedulerInput::SettleSeen);
+                        }
+                        self.drain_scheduler(now, &key);
                         // Read the scope's own inbox first so the wake carries its task
                         // facts (I2, I3); the settle is handed on when the answer comes.
                         self.call(
@@ -1063,20 +1212,28 @@ impl Continuity {
         let keys: BTreeSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
         self.scopes.retain(|k, _| keys.contains(k));
         for (key, workspace_id, has_target, auto) in bound {
+            // A manual continue awaiting its answer occupies the page like a reply being
+            // generated: the scheduler must not post a second delivery (regression found
+            // by continuity_props (e)).
+            let manual_in_flight = self
+                .scopes
+                .get(&key)
+                .and_then(|s| s.in_flight.as_ref())
+                .is_some_and(|d| d.kind == DeliveryKind::Continue);
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
                 .map(|r| PageFacts {
                     composer_present: r.composer,
-                    generating: r.generating || r.permission_card,
+                    generating: r.generating || r.permission_card || manual_in_flight,
                     human_draft: r.draft,
                 })
                 .unwrap_or_default();
-            let language = self.language;
+            let (language, progress) = (self.language, self.progress);
             let status = self.scopes.entry(key.clone()).or_default();
             let scheduler = status
                 .scheduler
-                .get_or_insert_with(|| WakeScheduler::new(ProgressConfig::default(), language));
+                .get_or_insert_with(|| WakeScheduler::new(progress, language));
             scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some(workspace_id), has_delivery_target: has_target });
             scheduler.handle(now, SchedulerInput::AutoChanged { auto });
             scheduler.handle(now, SchedulerInput::Page(facts));
@@ -1091,11 +1248,12 @@ impl Continuity {
             };
             match output {
                 SchedulerOutput::Deliver { kind, text } => self.scheduler_delivery(now, key, kind, text),
-                SchedulerOutput::CheckSummary { .. } => {
-                    // The runtime has no summary service yet: report none, so only the
-                    // fallback status can go out (P4, P5).
+                SchedulerOutput::CheckSummary { workspace_id } => {
+                    // Derived from the stream's `agent_output` tails (P4); `None` when no
+                    // pane printed anything new this episode.
+                    let summary = progress_summary(&workspace_id, &self.pane_outputs);
                     if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
-                        scheduler.handle(now, SchedulerInput::SummaryChecked { summary: None });
+                        scheduler.handle(now, SchedulerInput::SummaryChecked { summary });
                     }
                 }
                 SchedulerOutput::WithheldChanged { .. } => {}
@@ -1132,11 +1290,13 @@ impl Continuity {
         self.post_delivery(now, key, tab, id, body, delivery_kind, task_ids);
     }
 
-    fn delivery_result(&mut self, now: Millis, id: &str, ok: bool) {
+    /// Resolves the delivery `id` posted to `tab`. Two chats bound to one workspace get the
+    /// same wake id, so the tab picks the scope (regression found by continuity_props (e)).
+    fn delivery_result(&mut self, now: Millis, tab: TabId, id: &str, ok: bool) {
         let Some(key) = self
             .scopes
             .iter()
-            .find(|(_, s)| s.in_flight.as_ref().is_some_and(|d| d.id == id))
+            .find(|(_, s)| s.in_flight.as_ref().is_some_and(|d| d.id == id && d.tab == tab))
             .map(|(k, _)| k.clone())
         else {
             return;
@@ -1150,7 +1310,9 @@ impl Continuity {
                 status.wake_count = status.wake_count.saturating_add(1);
                 status.wake_tasks.clear();
             }
-            if delivery.kind != DeliveryKind::Progress {
+            if delivery.kind == DeliveryKind::Progress {
+                status.progress_count = status.progress_count.saturating_add(1);
+            } else {
                 status.last_wake = Some(LastWake { at: now, kind: delivery.kind.clone(), id: delivery.id.clone() });
             }
             if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
@@ -1194,22 +1356,26 @@ impl Continuity {
 
     /// After a worker restart, an in-flight delivery is resolved from what the page shows.
     fn resolve_restored_delivery(&mut self, now: Millis, tab: TabId, report: &PageReport) {
-        let pending: Vec<(String, bool)> = self
+        // Only this page's own scope: another chat bound to the same workspace carries the
+        // same wake id, and its marker says nothing about this chat.
+        let page_scope = classify_url(&report.url).scope().map(|s| s.key());
+        let pending: Vec<(String, TabId, bool)> = self
             .scopes
-            .values()
-            .filter_map(|s| s.in_flight.as_ref())
-            .filter(|d| d.tab == tab || report.markers.contains(&d.id))
-            .map(|d| (d.id.clone(), d.posted_this_life))
+            .iter()
+            .filter_map(|(key, s)| s.in_flight.as_ref().map(|d| (key, d)))
+            .filter(|(key, d)| d.tab == tab || (report.markers.contains(&d.id) && page_scope.as_deref() == Some(key.as_str())))
+            .map(|(_, d)| (d.id.clone(), d.tab, d.posted_this_life))
             .collect();
-        for (id, posted_this_life) in pending {
+        for (id, posted_to, posted_this_life) in pending {
             if report.markers.contains(&id) {
-                self.delivery_result(now, &id, true);
+                self.delivery_result(now, posted_to, &id, true);
             } else if !posted_this_life
+                && posted_to == tab
                 && report.delivering.as_deref() != Some(id.as_str())
                 && report.composer
                 && !report.generating
             {
-                self.delivery_result(now, &id, false);
+                self.delivery_result(now, posted_to, &id, false);
             }
         }
     }
@@ -1274,6 +1440,7 @@ impl Continuity {
             inbox_missing: status.is_some_and(|s| s.inbox_missing),
             last_wake: status.and_then(|s| s.last_wake.clone()),
             wake_count: status.map_or(0, |s| s.wake_count),
+            progress_count: status.map_or(0, |s| s.progress_count),
             in_flight: status.and_then(|s| s.in_flight.as_ref()).map(|d| d.id.clone()),
             withheld,
             actions,
@@ -1341,13 +1508,73 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool) 
         Language::Zh => format!("\n此会话已结束的任务（{}）：", tasks.len()),
     };
     for task in tasks {
-        let result = task.result.as_deref().map(|r| bounded(r, TASK_RESULT_MAX_CHARS)).unwrap_or_default();
-        out.push_str(&format!("\n- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&task.prompt_preview, 120)));
-        if !result.is_empty() {
-            out.push_str(&format!(" → {result}"));
+        let result = task.result.as_deref().unwrap_or_default();
+        let (status, output) = result.split_once('\n').unwrap_or((result, ""));
+        let status = bounded(&one_line(status), 120);
+        out.push_str(&format!("\n- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&one_line(&task.prompt_preview), 120)));
+        if !status.is_empty() {
+            out.push_str(&format!(" → {status}"));
+        }
+        // Each output line on a line of its own (the page inserts them as paragraphs),
+        // quoted with "| " (no leading spaces: a composer turns them into NBSPs).
+        for line in last_lines(output, TASK_RESULT_MAX_CHARS) {
+            out.push_str(&format!("\n| {line}"));
         }
     }
     out
+}
+
+/// `text` with every whitespace run (newlines included) turned into one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The last non-empty lines of `text` (trimmed) whose characters add up to at most
+/// `max_chars`; a last line longer than that is cut at its start (`…` marks the cut).
+pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::new();
+    let mut used = 0;
+    for line in text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
+        let len = line.chars().count();
+        if used + len <= max_chars {
+            used += len;
+            kept.push(line.to_owned());
+            continue;
+        }
+        if kept.is_empty() {
+            let tail: String = line.chars().skip(len - max_chars.saturating_sub(1)).collect();
+            kept.push(format!("…{tail}"));
+        }
+        break;
+    }
+    kept.reverse();
+    kept
+}
+
+/// The progress summary of `workspace_id` (P4): for each of its panes (ordered by id)
+/// whose latest output differs from the episode's baseline, a `pane (agent):` line and the
+/// last [`PROGRESS_LINES_PER_PANE`] non-empty lines of output (each ≤
+/// [`PROGRESS_LINE_MAX_CHARS`]); ≤ [`PROGRESS_SUMMARY_MAX_CHARS`] in total. `None` when no
+/// pane has new output. Deterministic, so equal output gives an equal summary (dedup).
+pub fn progress_summary(workspace_id: &str, outputs: &BTreeMap<String, PaneOutput>) -> Option<String> {
+    let mut blocks = Vec::new();
+    for (pane_id, output) in outputs {
+        if output.workspace_id != workspace_id || output.tail == output.baseline {
+            continue;
+        }
+        let lines: Vec<&str> = output.tail.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let agent = output.agent.as_deref().unwrap_or("no agent");
+        let mut block = format!("{pane_id} ({agent}):");
+        for line in &lines[lines.len().saturating_sub(PROGRESS_LINES_PER_PANE)..] {
+            block.push('\n');
+            block.push_str(&bounded(line.trim(), PROGRESS_LINE_MAX_CHARS));
+        }
+        blocks.push(block);
+    }
+    (!blocks.is_empty()).then(|| bounded(&blocks.join("\n"), PROGRESS_SUMMARY_MAX_CHARS))
 }
 
 /// The Check Herdr text: one block per pane, bounded in total.
@@ -1452,6 +1679,8 @@ pub struct ContinuityView {
     pub last_wake: Option<LastWake>,
     /// Confirmed wakes since binding.
     pub wake_count: u32,
+    /// Confirmed progress messages since binding.
+    pub progress_count: u32,
     /// The delivery awaiting confirmation.
     pub in_flight: Option<String>,
     /// Why the next message would not be sent now.

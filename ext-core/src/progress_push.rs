@@ -43,6 +43,25 @@ impl ProgressConfig {
     /// The smallest check interval accepted; smaller values are raised to it so a bad
     /// option can never make a busy loop.
     pub const MIN_TICK_MS: Millis = 5_000;
+    /// Accepted `progressTickSec` values (options page, O4).
+    pub const TICK_SEC_RANGE: (u64, u64) = (5, 3_600);
+    /// Accepted `progressFallbackSec` values (options page, O4).
+    pub const FALLBACK_SEC_RANGE: (u64, u64) = (60, 86_400);
+
+    /// The settings of the options page (`progressTickSec`, `progressFallbackSec`), each
+    /// clamped into its range ([`Self::TICK_SEC_RANGE`], [`Self::FALLBACK_SEC_RANGE`]) so
+    /// that a hand-edited or out-of-range value never makes a busy loop or a dead timer.
+    pub fn from_settings(tick_sec: u64, fallback_sec: u64) -> Self {
+        let (tick_min, tick_max) = Self::TICK_SEC_RANGE;
+        let (fallback_min, fallback_max) = Self::FALLBACK_SEC_RANGE;
+        Self {
+            tick_ms: tick_sec.clamp(tick_min, tick_max).saturating_mul(1_000),
+            fallback_ms: fallback_sec
+                .clamp(fallback_min, fallback_max)
+                .saturating_mul(1_000),
+        }
+        .clamped()
+    }
 
     fn clamped(self) -> Self {
         let tick_ms = self.tick_ms.max(Self::MIN_TICK_MS);

@@ -8,7 +8,18 @@
 //! deduplicated by a `(boot_id, seq)` high-water mark that is part of the persisted state,
 //! so a replay after a reconnect or a service-worker restart applies each event at most
 //! once, and settles that happened while offline are reported once (P9). Events of an older
-//! runtime generation (`boot_id`) are rejected (P9).
+//! *source* are rejected (P9): a `hello` of a retired runtime generation, and any event of a
+//! generation other than the current one that is not part of the current subscription's
+//! replay.
+//!
+//! Why replayed events of an older generation are applied: `seq` is global and persisted,
+//! so the runtime's replay is the durable record, delivered once by `seq`. A settle stored by
+//! the previous runtime start while this extension was offline exists nowhere else; dropping
+//! it would lose the wake, and dropping a replayed `working` would let a later partial settle
+//! look like a full one. What must be refused is an event that claims to be *live* from a
+//! generation that is no longer live (a zombie runtime, an old port): with `hello.last_seq`
+//! known, such an event has `seq > last_seq` and another `boot_id`. Without `last_seq` (an
+//! older runtime) every other-generation event is refused: fail closed.
 //!
 //! Stream contract this machine relies on (docs/PROTOCOL.md "Event stream"): `seq` strictly
 //! increases in the order the runtime applied the events and is never reused, not even
@@ -19,8 +30,9 @@
 //! Invariants:
 //! - An event with `seq` at or below the high-water mark is dropped unread, so duplicates
 //!   and late (reordered) copies never change state or produce output.
-//! - A stale event (from another runtime start than the current `hello`) never changes
-//!   pane state and never wakes; only a `hello` changes the generation.
+//! - An event of another runtime start than the current `hello` changes state (and may wake)
+//!   only when it is part of the replay (`seq <= hello.last_seq`); otherwise it never changes
+//!   pane state and never wakes. Only a `hello` changes the generation.
 //! - `ScopeSettled` for a workspace is only emitted while it was working and only when no
 //!   pane of it is working; between two `ScopeSettled` of a workspace lies a `ScopeWorking`.
 //! - A retired `boot_id` is never adopted again.
@@ -83,6 +95,10 @@ pub enum SettleInput {
     StreamHello {
         /// The runtime generation.
         boot_id: String,
+        /// The highest `seq` the runtime had stored when this subscription began (events up
+        /// to it are replayed history); `None` from a runtime that does not say.
+        #[serde(default)]
+        last_seq: Option<u64>,
     },
     /// One pane event.
     Event(StreamEvent),
@@ -204,6 +220,10 @@ pub struct SettleTracker {
     retired_boots: Vec<String>,
     /// Highest seq seen (applied or rejected as stale); seq is global across generations.
     high_water: u64,
+    /// The current subscription's replay horizon (`hello.last_seq`): events of another
+    /// generation up to it are history and applied; later ones are refused.
+    #[serde(default)]
+    replay_through: Option<u64>,
     /// Per-workspace pane states and phase.
     workspaces: BTreeMap<String, WorkspaceActivity>,
     /// Decisions not yet drained (not persisted).
@@ -241,7 +261,9 @@ impl SettleTracker {
     /// for a uniform driver shape.
     pub fn handle(&mut self, _now: Millis, input: SettleInput) {
         match input {
-            SettleInput::StreamHello { boot_id } => self.accept_generation(&boot_id),
+            SettleInput::StreamHello { boot_id, last_seq } => {
+                self.accept_generation(&boot_id, last_seq)
+            }
             SettleInput::Event(event) => self.apply(event),
             SettleInput::Reconnected => self.outputs.push_back(SettleOutput::Resubscribe {
                 resume: self.resume_point(),
@@ -255,13 +277,15 @@ impl SettleTracker {
     }
 
     /// A `hello` names the runtime generation speaking from now on.
-    fn accept_generation(&mut self, boot_id: &str) {
+    fn accept_generation(&mut self, boot_id: &str, last_seq: Option<u64>) {
         if self.retired_boots.iter().any(|b| b == boot_id) {
             self.outputs.push_back(SettleOutput::StaleGenerationRejected {
                 boot_id: boot_id.to_string(),
             });
             return;
         }
+        // Every subscription starts with a hello; its horizon replaces the previous one.
+        self.replay_through = last_seq;
         if self.boot_id.as_deref() == Some(boot_id) {
             return;
         }
@@ -282,9 +306,10 @@ impl SettleTracker {
         if event.seq <= self.high_water {
             return;
         }
-        if self.boot_id.as_deref() != Some(event.boot_id.as_str()) {
-            // Produced by an earlier runtime start (a replayed `stale` event): it moves the
-            // mark so it is not asked for again, but never changes state or wakes (P9).
+        let replayed = self.replay_through.is_some_and(|through| event.seq <= through);
+        if self.boot_id.as_deref() != Some(event.boot_id.as_str()) && !replayed {
+            // Another generation claiming to be live: an old source (P9). It moves the mark
+            // so it is not asked for again, but never changes state or wakes.
             self.high_water = event.seq;
             self.outputs.push_back(SettleOutput::StaleGenerationRejected {
                 boot_id: event.boot_id,

@@ -104,6 +104,10 @@ pub enum SchedulerInput {
         /// The latest summary, if any.
         summary: Option<String>,
     },
+    /// The bound workspace settled; its wake follows (as `Settle`) once the scope's inbox
+    /// facts are read. Stops progress at once (P8) so no progress message is offered in
+    /// between: progress never goes out after the settle is known.
+    SettleSeen,
     /// The delivered message is confirmed on the page.
     DeliveryConfirmed,
     /// The delivery did not happen (submit failed, composer vanished).
@@ -199,6 +203,11 @@ pub struct WakeScheduler {
     newest_wake: Option<WakeId>,
     /// What awaits a delivery result.
     in_flight: Option<InFlight>,
+    /// The wake in flight no longer reports the truth (the workspace went working again or
+    /// the binding changed since it was offered): if its delivery fails it is dropped, not
+    /// retried (P7, P8).
+    #[serde(default)]
+    in_flight_wake_superseded: bool,
     /// Failed deliveries of the pending wake so far.
     failed_attempts: u32,
     /// Backoff before the next offer of a failed wake.
@@ -224,6 +233,7 @@ impl WakeScheduler {
             pending_wake: None,
             newest_wake: None,
             in_flight: None,
+            in_flight_wake_superseded: false,
             failed_attempts: 0,
             retry: None,
             shown_withheld: None,
@@ -250,6 +260,7 @@ impl WakeScheduler {
                 has_delivery_target,
             } => {
                 if workspace_id != self.workspace_id {
+                    self.in_flight_wake_superseded = true;
                     // Another workspace (or none): the old one's signals no longer apply.
                     self.pending_wake = None;
                     self.retry = None;
@@ -272,6 +283,7 @@ impl WakeScheduler {
             SchedulerInput::SummaryChecked { summary } => self
                 .progress
                 .handle(now, ProgressInput::SummaryChecked { summary }),
+            SchedulerInput::SettleSeen => self.progress.handle(now, ProgressInput::ScopeSettled),
             SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
                 Some(InFlight::Wake(_)) => self.failed_attempts = 0,
                 Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
@@ -279,8 +291,10 @@ impl WakeScheduler {
             },
             SchedulerInput::DeliveryFailed => match self.in_flight.take() {
                 Some(InFlight::Wake(wake)) => {
-                    // Keep it unless something newer replaced it meanwhile.
-                    if self.pending_wake.is_none() {
+                    // Keep it unless something newer replaced it or the workspace went
+                    // working again meanwhile (regression: a failed wake was retried
+                    // while the workspace worked, continuity_props (b)).
+                    if self.pending_wake.is_none() && !self.in_flight_wake_superseded {
                         self.pending_wake = Some(wake);
                     }
                     let attempt = usize::try_from(self.failed_attempts).unwrap_or(usize::MAX);
@@ -330,6 +344,7 @@ impl WakeScheduler {
         let ours = |workspace_id: &str| self.workspace_id.as_deref() == Some(workspace_id);
         match signal {
             SettleOutput::ScopeWorking { workspace_id, .. } if ours(&workspace_id) => {
+                self.in_flight_wake_superseded = true;
                 // The settle that was waiting is no longer the truth.
                 self.pending_wake = None;
                 self.retry = None;
@@ -410,6 +425,7 @@ impl WakeScheduler {
                 };
                 let text = self.render(&kind);
                 self.in_flight = Some(InFlight::Wake(wake));
+                self.in_flight_wake_superseded = false;
                 self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
             }
         }
@@ -469,10 +485,10 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
             format!("[Herdr] workspace {workspace_id} 已收工（{state}）。这只是调度信号，不代表任务已成功。{extra}请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。")
         }
         (Language::En, MessageKind::Progress { summary }) => format!(
-            "[Herdr progress] Workspace {workspace_id} is still working. Latest summary:\n{summary}\n(Progress only, not a result: no action is needed until the agents settle.)"
+            "[Herdr progress] Workspace {workspace_id} is still working. New agent output:\n{summary}\nThis is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle."
         ),
         (Language::Zh, MessageKind::Progress { summary }) => format!(
-            "[Herdr 进度] workspace {workspace_id} 仍在工作。最新摘要：\n{summary}\n（仅为进度，不是结果：Agent 收工前无需操作。）"
+            "[Herdr 进度] workspace {workspace_id} 仍在工作。Agent 新输出：\n{summary}\n这只是进度，不代表任务已成功：除非输出显示必须立即处理的问题，否则无需操作。Agent 收工后会再次唤醒。"
         ),
         (Language::En, MessageKind::Fallback { quiet_for_ms }) => format!(
             "[Herdr status] Workspace {workspace_id} is still working; no new summary for {} min. If that is unexpected, check the live Herdr state.",

@@ -68,20 +68,27 @@ fn counts_of(value: &Value) -> Option<TaskCounts> {
     })
 }
 
-/// A one-line summary of a task's `result` JSON (a string, or an object's `summary` /
-/// `status` / `tail`).
+/// A task's `result` JSON as `InboxTask::result`: a one-line status (a string, or an
+/// object's `summary` / `status` / `text`), then — for an object with a `tail` — the pane's
+/// output tail on the following lines (the core bounds it for the wake).
 fn result_summary(result: &Value) -> Option<String> {
-    let text = match result {
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (status, tail) = match result {
         Value::Null => return None,
-        Value::String(s) => s.clone(),
-        Value::Object(map) => ["summary", "status", "tail", "text"]
-            .iter()
-            .find_map(|key| map.get(*key).and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_else(|| result.to_string()),
-        other => other.to_string(),
+        Value::String(s) => (one_line(s), None),
+        Value::Object(map) => (
+            ["summary", "status", "text"]
+                .iter()
+                .find_map(|key| map.get(*key).and_then(Value::as_str).map(one_line))
+                .unwrap_or_default(),
+            map.get("tail").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()),
+        ),
+        other => (one_line(&other.to_string()), None),
     };
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!one_line.is_empty()).then_some(one_line)
+    match tail {
+        Some(tail) => Some(format!("{status}\n{tail}")),
+        None => (!status.is_empty()).then_some(status),
+    }
 }
 
 fn bad_answer(what: &str) -> CallError {
@@ -181,6 +188,7 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             // The stream's hello names its protocol; the link's handshake is a response.
             return Some(ContinuityInput::StreamHello {
                 boot_id: str_of(data, "boot_id")?,
+                last_seq: data.get("last_seq").and_then(Value::as_u64),
             });
         }
         "inbox_changed" => {
@@ -197,6 +205,16 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             _ => return None,
         }),
         "pane_removed" => PaneEventKind::PaneRemoved,
+        "agent_output" => {
+            return Some(ContinuityInput::AgentOutput {
+                workspace_id: str_of(data, "workspace_id")?,
+                pane_id: str_of(data, "pane_id")?,
+                agent: str_of(data, "agent"),
+                tail: str_of(data, "tail")?,
+                seq: data.get("seq").and_then(Value::as_u64).unwrap_or(0),
+                stale: data.get("stale").and_then(Value::as_bool).unwrap_or(false),
+            });
+        }
         _ => return None,
     };
     Some(ContinuityInput::StreamEvent(StreamEvent {

@@ -214,6 +214,21 @@ pub async fn storage_sync_flag(key: &str) -> Option<bool> {
     Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_bool()
 }
 
+/// A number from `chrome.storage.sync` (options page), if stored and numeric.
+pub async fn storage_sync_number(key: &str) -> Option<f64> {
+    let mut value: JsValue = js_sys::global().into();
+    for name in ["chrome", "storage", "sync"] {
+        value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+    }
+    let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
+    let promise: js_sys::Promise = promise.dyn_into().ok()?;
+    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_f64()
+}
+
 /// `chrome.i18n.getUILanguage()`, when available.
 pub fn ui_language() -> Option<String> {
     let i18n = Reflect::get(&Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok()?, &JsValue::from_str("i18n")).ok()?;

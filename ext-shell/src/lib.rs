@@ -90,6 +90,8 @@ pub async fn start_worker() -> Result<(), JsValue> {
     if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }
+    let progress = progress_settings_stored().await;
+    restored.handle(now, progress);
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
         _ => Language::En,
@@ -108,6 +110,28 @@ pub async fn start_worker() -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
     LinkDriver::feed_continuity(&worker()?, ContinuityInput::AllowProjectAuto { allowed });
+    Ok(())
+}
+
+/// The stored `progressTickSec` / `progressFallbackSec` (options page, O4), defaults for
+/// missing ones; the core clamps them into range.
+async fn progress_settings_stored() -> ContinuityInput {
+    let seconds = |value: Option<f64>, default: u64| {
+        value.filter(|v| v.is_finite() && *v >= 0.0).map_or(default, |v| v as u64)
+    };
+    let defaults = ext_core::progress_push::ProgressConfig::default();
+    ContinuityInput::ProgressSettings {
+        tick_sec: seconds(js::storage_sync_number("progressTickSec").await, defaults.tick_ms / 1_000),
+        fallback_sec: seconds(js::storage_sync_number("progressFallbackSec").await, defaults.fallback_ms / 1_000),
+    }
+}
+
+/// `chrome.storage.onChanged` for `sync.progressTickSec` / `sync.progressFallbackSec`
+/// (options page, O4): re-reads both and hands them to the core (which clamps them).
+#[wasm_bindgen]
+pub async fn progress_settings_changed() -> Result<(), JsValue> {
+    let settings = progress_settings_stored().await;
+    LinkDriver::feed_continuity(&worker()?, settings);
     Ok(())
 }
 

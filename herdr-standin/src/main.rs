@@ -121,6 +121,10 @@ async fn serve(stream: UnixStream, shared: Arc<Mutex<Shared>>) -> anyhow::Result
         return Ok(());
     }
     let line = line.trim_end_matches(['\n', '\r']);
+    // The change, its events and the subscriber registration happen under one lock, and
+    // the events are queued before the response is written: a client that got the answer
+    // to request A and then sends request B always sees A's events before B's (as with
+    // Herdr, which publishes a change before answering the request that caused it).
     let (reply, receiver) = {
         let mut guard = shared.lock().map_err(|_| anyhow::anyhow!("state lock poisoned"))?;
         let reply = guard.session.handle_line(line);
@@ -132,11 +136,6 @@ async fn serve(stream: UnixStream, shared: Arc<Mutex<Shared>>) -> anyhow::Result
             guard.subscribers.push(Subscriber { filter, lines: sender.clone() });
             receiver
         });
-        (reply, receiver)
-    };
-    write.write_all(format!("{}\n", reply.response).as_bytes()).await?;
-    {
-        let mut guard = shared.lock().map_err(|_| anyhow::anyhow!("state lock poisoned"))?;
         guard.subscribers.retain(|s| !s.lines.is_closed());
         for event in &reply.events {
             let line = event.to_line();
@@ -151,7 +150,9 @@ async fn serve(stream: UnixStream, shared: Arc<Mutex<Shared>>) -> anyhow::Result
                 let _ = subscriber.lines.send(raw.clone());
             }
         }
-    }
+        (reply, receiver)
+    };
+    write.write_all(format!("{}\n", reply.response).as_bytes()).await?;
     let Some(mut receiver) = receiver else {
         write.shutdown().await?;
         return Ok(());

@@ -6,15 +6,22 @@
 //!    touched, so a second runtime never unlinks a live socket;
 //! 3. only the lock holder removes a stale socket file and binds a new one (mode 0600).
 //!
+//! Stopping (SIGTERM/SIGINT, see [`shutdown`]): the main future removes the socket and
+//! releases the lock without waiting for any task; the tokio runtime then gets
+//! one second (`TASK_SHUTDOWN_TIMEOUT`) to drop its tasks. Nothing on that path depends on a worker
+//! thread being free, and a watchdog forces the exit if it ever stalls.
+//!
 //! Every accepted connection is checked with `SO_PEERCRED` before a byte is read: only
 //! the runtime's own uid may talk to it ([`peer_allowed`]). Each client gets its own
 //! outbox; runtime-wide events (`herdr_state`) are broadcast to every outbox.
 
 pub mod dispatch;
 pub mod log;
+pub mod shutdown;
 
 pub use dispatch::{ClientHandle, Dispatcher, RuntimeContext};
 pub use log::RuntimeLog;
+pub use shutdown::Shutdown;
 
 use std::fs::{self, File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -25,7 +32,6 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::herdr::{self, SocketSources};
@@ -60,9 +66,12 @@ pub enum RuntimeError {
     /// The home could not be found.
     #[error(transparent)]
     NoHome(#[from] crate::paths::NoHome),
-    /// SIGTERM/SIGINT handlers could not be installed.
-    #[error("cannot install the SIGTERM/SIGINT handlers ({0}); the runtime would not stop cleanly, so it did not start; retry, and report this if it persists")]
+    /// SIGTERM/SIGINT handling could not be installed.
+    #[error("cannot install the SIGTERM/SIGINT handling ({0}); the runtime would not stop cleanly, so it did not start; retry, and report this if it persists")]
     Signals(std::io::Error),
+    /// The tokio runtime could not be built.
+    #[error("cannot start the async runtime ({0}); check the process limits (ulimit -u, ulimit -n) and retry")]
+    AsyncRuntime(std::io::Error),
     /// A filesystem step failed.
     #[error(
         "cannot {action} {path}: {source}; check that the companion home is writable by this user"
@@ -135,27 +144,68 @@ fn bind_socket(home: &CompanionHome) -> Result<UnixListener, RuntimeError> {
     Ok(listener)
 }
 
-/// Runs the daemon until SIGTERM or SIGINT.
-pub async fn run(options: RuntimeOptions) -> Result<(), RuntimeError> {
+/// How long the tokio runtime may take to drop its tasks after a stop; tasks stuck in
+/// blocking code are abandoned (the process exits right after).
+const TASK_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
+/// Pause after a failed `accept` (e.g. out of file descriptors) before the next one.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// `herdr-companion runtime`: installs the stop-signal handling, runs the daemon on its
+/// own tokio runtime until SIGTERM or SIGINT, and returns once the socket is removed and
+/// the lock released. Call it from the main thread before any other thread exists.
+pub fn run_until_stopped(options: RuntimeOptions) -> Result<(), RuntimeError> {
+    let shutdown = shutdown::install().map_err(RuntimeError::Signals)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(RuntimeError::AsyncRuntime)?;
+    let result = rt.block_on(run(options, &shutdown));
+    // Never wait unboundedly for tasks (a plain drop would wait for any worker that is
+    // inside blocking code, and the process would outlive its stop signal).
+    rt.shutdown_timeout(TASK_SHUTDOWN_TIMEOUT);
+    result
+}
+
+/// Runs the daemon until `shutdown` is requested; then removes the socket and releases
+/// the lock. A stop requested before the socket exists ends it right after binding.
+pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), RuntimeError> {
     // SAFETY: umask only changes this process's file-creation mask.
     unsafe { libc::umask(0o077) };
     let home = CompanionHome::resolve(options.home)?;
     home.ensure_private_dirs()
         .map_err(fs_error("create private directories in", home.root()))?;
-    // Handlers first: a SIGTERM that arrives once the socket exists is a clean stop.
-    let mut sigterm = signal(SignalKind::terminate()).map_err(RuntimeError::Signals)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(RuntimeError::Signals)?;
-    let _lock = acquire_lock(&home)?;
+    let lock = acquire_lock(&home)?;
     let log = Arc::new(RuntimeLog::open(&home.log_path()));
+    shutdown.set_log(log.clone());
     let listener = bind_socket(&home)?;
+    shutdown.set_socket(home.socket_path());
     log.line(format_args!(
         "runtime {} started, pid {}, socket {}",
         env!("CARGO_PKG_VERSION"),
         std::process::id(),
         home.socket_path().display()
     ));
+    tokio::select! {
+        biased;
+        () = shutdown.requested() => {}
+        () = serve(listener, home.clone(), options.herdr_session, log.clone()) => {}
+    }
+    let _ = fs::remove_file(home.socket_path());
+    shutdown.clear_socket();
+    drop(lock);
+    log.line(format_args!("runtime stopped by signal; socket removed, lock released"));
+    Ok(())
+}
 
-    let herdr_socket = herdr::discover_socket(&SocketSources::from_env(options.herdr_session));
+/// Starts the Herdr monitor, the event stream and the inbox, then accepts clients forever.
+async fn serve(
+    listener: UnixListener,
+    home: CompanionHome,
+    herdr_session: Option<String>,
+    log: Arc<RuntimeLog>,
+) {
+    let herdr_socket = herdr::discover_socket(&SocketSources::from_env(herdr_session));
     let herdr_status = herdr::spawn_monitor(
         herdr_socket.clone(),
         HERDR_POLL_INTERVAL,
@@ -163,12 +213,7 @@ pub async fn run(options: RuntimeOptions) -> Result<(), RuntimeError> {
     )
     .await;
     let (events, _) = broadcast::channel::<String>(1024);
-    let ctx = Arc::new(RuntimeContext::new(
-        home.clone(),
-        herdr_status,
-        events,
-        log.clone(),
-    ));
+    let ctx = Arc::new(RuntimeContext::new(home, herdr_status, events, log.clone()));
     spawn_herdr_state_publisher(ctx.clone());
     crate::stream::start(&ctx, herdr_socket);
     crate::inbox::start(&ctx);
@@ -176,20 +221,16 @@ pub async fn run(options: RuntimeOptions) -> Result<(), RuntimeError> {
 
     let own = own_uid();
     loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(serve_client(stream, own, dispatcher.clone()));
-                }
-                Err(e) => log.line(format_args!("accept failed: {e}")),
-            },
-            _ = sigterm.recv() => break,
-            _ = sigint.recv() => break,
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(serve_client(stream, own, dispatcher.clone()));
+            }
+            Err(e) => {
+                log.line(format_args!("accept failed: {e}"));
+                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
+            }
         }
     }
-    let _ = fs::remove_file(home.socket_path());
-    log.line(format_args!("runtime stopped by signal; socket removed"));
-    Ok(())
 }
 
 /// Turns every Herdr status change into a `herdr_state` event for all clients.

@@ -3,9 +3,11 @@
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-use crate::support::{frame, read_frame, read_frame_until, send_sigterm, TestHome, ORIGIN};
+use crate::support::{
+    frame, output_within, send_sigterm, ChildGuard, DetachedRuntime, FrameReader, TestHome,
+    ORIGIN, PROCESS_WAIT,
+};
 
 fn is_host_error(v: &Value) -> bool {
     v["event"] == "host_error"
@@ -22,11 +24,7 @@ fn a_wrong_origin_is_refused_without_output() {
         ],
         vec!["host"],
     ] {
-        let output = home
-            .command(&args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run host");
+        let output = output_within(&mut home.command(&args), "the host");
         assert!(!output.status.success(), "{args:?}");
         assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -41,27 +39,27 @@ fn a_wrong_origin_is_refused_without_output() {
 fn bad_frames_get_host_errors_and_the_host_stays_up() {
     let home = TestHome::new();
     let _runtime = home.start_runtime();
-    let mut host = home
-        .command(&["host", ORIGIN])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn host");
-    let mut stdin = host.stdin.take().expect("stdin");
-    let mut stdout = host.stdout.take().expect("stdout");
+    let mut host = ChildGuard::spawn(
+        home.command(&["host", ORIGIN])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the host",
+    );
+    let mut stdin = host.child.stdin.take().expect("stdin");
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
 
     stdin.write_all(&frame(b"{not json")).expect("write");
-    let error = read_frame_until(&mut stdout, is_host_error);
+    let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "bad_frame");
 
     stdin.write_all(&frame(b"[1,2,3]")).expect("write");
-    let error = read_frame_until(&mut stdout, is_host_error);
+    let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "bad_frame");
 
     let oversize = vec![b' '; 1024 * 1024 + 1];
     stdin.write_all(&frame(&oversize)).expect("write");
-    let error = read_frame_until(&mut stdout, is_host_error);
+    let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "frame_too_large");
     assert!(error["data"]["message"]
         .as_str()
@@ -74,7 +72,7 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
     stdin
         .write_all(&frame(hello.to_string().as_bytes()))
         .expect("write");
-    let answer = read_frame_until(&mut stdout, |v| v["id"] == "h1");
+    let answer = stdout.until(|v| v["id"] == "h1");
     assert_eq!(answer["result"]["type"], "hello");
     assert_eq!(answer["result"]["compatible"], true);
 
@@ -83,13 +81,13 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
     truncated.extend_from_slice(b"{\"id\":");
     stdin.write_all(&truncated).expect("write");
     drop(stdin);
-    let error = read_frame_until(&mut stdout, is_host_error);
+    let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "bad_frame");
     assert!(error["data"]["message"]
         .as_str()
         .unwrap_or("")
         .contains("mid-message"));
-    let status = host.wait().expect("host exit");
+    let status = host.wait_within(PROCESS_WAIT);
     assert!(status.success(), "host should exit cleanly, got {status}");
 }
 
@@ -98,69 +96,63 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
 #[test]
 fn the_host_starts_a_detached_runtime_that_outlives_it() {
     let home = TestHome::new();
-    let mut host = home
-        .command(&["host", ORIGIN])
-        .env_remove("HERDR_COMPANION_AUTOSTART")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn host");
-    let mut stdin = host.stdin.take().expect("stdin");
-    let mut stdout = host.stdout.take().expect("stdout");
+    let mut host = ChildGuard::spawn(
+        home.command(&["host", ORIGIN])
+            .env_remove("HERDR_COMPANION_AUTOSTART")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the host",
+    );
+    let mut stdin = host.child.stdin.take().expect("stdin");
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
     let ping = json!({"id":"p1","method":"ping","params":{}});
     stdin
         .write_all(&frame(ping.to_string().as_bytes()))
         .expect("write");
-    let answer = read_frame_until(&mut stdout, |v| v["id"] == "p1");
+    let answer = stdout.until(|v| v["id"] == "p1");
+    // From here on the runtime is ours to stop, even if an assertion fails.
+    let runtime = DetachedRuntime::from_log(&home);
     assert_eq!(answer["result"]["type"], "pong");
     drop(stdin);
-    assert!(host.wait().expect("host exit").success());
+    assert!(host.wait_within(PROCESS_WAIT).success());
 
     // The runtime is still there after the host is gone.
+    assert!(runtime.is_running(), "the runtime died with its host");
     let mut client = crate::support::LineClient::connect(&home.socket());
     let answer = client.call("again", "ping", json!({}));
     assert_eq!(answer["result"]["type"], "pong");
+    drop(client);
 
-    // Stop the runtime we caused to start (pid from its log), and see it remove its socket.
-    let log = std::fs::read_to_string(home.home().join("runtime.log")).expect("runtime.log");
-    let pid: u32 = log
-        .split(", pid ")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|pid| pid.trim().parse().ok())
-        .expect("pid in runtime.log");
-    send_sigterm(pid);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while home.socket().exists() {
-        assert!(
-            Instant::now() < deadline,
-            "runtime did not remove its socket on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Stop the runtime we caused to start: it removes its socket and exits.
+    send_sigterm(runtime.pid);
+    runtime.wait_for_exit();
+    assert!(
+        !home.socket().exists(),
+        "runtime did not remove its socket on SIGTERM"
+    );
 }
 
 /// N2: with no runtime and autostart disabled the host says so and exits 1.
 #[test]
 fn no_runtime_means_runtime_unreachable_and_exit_1() {
     let home = TestHome::new();
-    let mut host = home
-        .command(&["host", ORIGIN])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn host");
-    let mut stdout = host.stdout.take().expect("stdout");
-    let error = read_frame(&mut stdout).expect("a host_error frame");
+    let mut host = ChildGuard::spawn(
+        home.command(&["host", ORIGIN])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the host",
+    );
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
+    let error = stdout.next().expect("a host_error frame");
     assert_eq!(error["event"], "host_error");
     assert_eq!(error["data"]["code"], "runtime_unreachable");
     assert!(error["data"]["message"]
         .as_str()
         .unwrap_or("")
         .contains("herdr-companion runtime"));
-    assert_eq!(host.wait().expect("exit").code(), Some(1));
+    assert_eq!(host.wait_within(PROCESS_WAIT).code(), Some(1));
 }
 
 /// docs/PROTOCOL.md "Events": a runtime message over 1 MiB never reaches the browser; a
@@ -186,25 +178,25 @@ fn an_oversize_runtime_message_becomes_response_too_large() {
         // Keep the connection open until the host has read both.
         let _ = reader.read_line(&mut line);
     });
-    let mut host = home
-        .command(&["host", ORIGIN])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn host");
-    let mut stdin = host.stdin.take().expect("stdin");
-    let mut stdout = host.stdout.take().expect("stdout");
+    let mut host = ChildGuard::spawn(
+        home.command(&["host", ORIGIN])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the host",
+    );
+    let mut stdin = host.child.stdin.take().expect("stdin");
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
     stdin
         .write_all(&frame(br#"{"id":"big-1","method":"whatever","params":{}}"#))
         .expect("write");
-    let error = read_frame(&mut stdout).expect("frame");
+    let error = stdout.next().expect("frame");
     assert_eq!(error["event"], "host_error");
     assert_eq!(error["data"]["code"], "response_too_large");
     assert_eq!(error["data"]["id"], "big-1");
     // The relay continues with the next message.
-    assert_eq!(read_frame(&mut stdout).expect("frame")["event"], "after");
+    assert_eq!(stdout.next().expect("frame")["event"], "after");
     drop(stdin);
-    assert!(host.wait().expect("exit").success());
+    assert!(host.wait_within(PROCESS_WAIT).success());
     runtime.join().expect("stand-in runtime");
 }

@@ -4,74 +4,17 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{bin, RuntimeProcess, TestHome};
+use crate::support::{output_within, RuntimeProcess, Standin, TestHome};
 
-/// Path of the `herdr-standin` binary, built once if missing.
-fn standin_bin() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = Path::new(bin()).with_file_name("herdr-standin");
-        if !path.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-            let status = Command::new(cargo).args(["build", "-p", "herdr-standin"]).status().expect("cargo build");
-            assert!(status.success(), "cargo build -p herdr-standin failed");
-        }
-        path
-    })
-    .clone()
-}
-
-/// A running stand-in; killed (by its own pid) when dropped.
-struct Standin {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Standin {
-    /// Workspace `alpha`, one tab with panes w1:p1 and w1:p2, agents `bot` in `states`.
-    fn start(socket: &Path, states: [&str; 2]) -> Standin {
-        let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [
-            {"agent": "bot", "state": states[0]}, {"agent": "bot", "state": states[1]}]}]}]});
-        let seed_path = socket.with_extension("seed.json");
-        std::fs::write(&seed_path, seed.to_string()).expect("write seed");
-        let mut child = Command::new(standin_bin())
-            .arg("--socket")
-            .arg(socket)
-            .arg("--seed")
-            .arg(&seed_path)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn herdr-standin");
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("ready");
-        assert!(ready.starts_with("ready "), "stand-in said {ready:?}");
-        Standin { child, socket: socket.to_path_buf() }
-    }
-
-    fn call(&self, method: &str, params: Value) {
-        let mut stream = UnixStream::connect(&self.socket).expect("connect stand-in");
-        let line = json!({"id": "t", "method": method, "params": params});
-        stream.write_all(format!("{line}\n").as_bytes()).expect("write");
-        let mut answer = String::new();
-        BufReader::new(stream).read_line(&mut answer).expect("read");
-        assert!(answer.contains("\"result\""), "stand-in refused {method}: {answer}");
-    }
-
-    fn report(&self, pane: &str, state: &str) {
-        self.call("pane.report_agent", json!({"pane_id": pane, "source": "custom:test", "agent": "bot", "state": state}));
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts the stand-in with workspace `alpha`: one tab with panes w1:p1 and w1:p2,
+/// agents `bot` in `states`.
+fn start_standin(socket: &Path, states: [&str; 2]) -> Standin {
+    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [
+        {"agent": "bot", "state": states[0]}, {"agent": "bot", "state": states[1]}]}]}]});
+    Standin::start(socket, Some(&seed), &[])
 }
 
 /// A runtime client that keeps the events it sees.
@@ -162,18 +105,17 @@ struct Rig {
 fn rig(states: [&str; 2]) -> Rig {
     let mut home = TestHome::new();
     home.herdr_socket = home.dir.path().join("herdr.sock");
-    let standin = Standin::start(&home.herdr_socket, states);
+    let standin = start_standin(&home.herdr_socket, states);
     let runtime = home.start_runtime();
     Rig { home, standin, runtime }
 }
 
 /// `herdr-companion task dispatch …` (the downlink stand-in); returns its printed result.
 fn cli_dispatch(rig: &Rig, session_ref: &str, pane: &str, text: &str) -> Value {
-    let output = rig
-        .home
-        .command(&["task", "dispatch", "--session-ref", session_ref, "--workspace", "w1", "--pane", pane, "--turn", "turn-7", text])
-        .output()
-        .expect("run task dispatch");
+    let output = output_within(
+        &mut rig.home.command(&["task", "dispatch", "--session-ref", session_ref, "--workspace", "w1", "--pane", pane, "--turn", "turn-7", text]),
+        "task dispatch",
+    );
     assert!(output.status.success(), "task dispatch failed: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("task dispatch prints JSON")
 }
@@ -216,7 +158,7 @@ fn a_dispatched_task_settles_once_into_its_own_sessions_inbox_i1_i2_i3() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(client.pending("chat-a").len(), 1);
     assert_eq!(client.counts("chat-a"), json!({"running": 0, "unacked": 1, "acked": 0}));
-    let list = rig.home.command(&["task", "list", "--session-ref", "chat-a"]).output().expect("task list");
+    let list = output_within(&mut rig.home.command(&["task", "list", "--session-ref", "chat-a"]), "task list");
     let list: Value = serde_json::from_slice(&list.stdout).expect("task list prints JSON");
     assert_eq!(list["tasks"].as_array().map(Vec::len), Some(1), "{list}");
 
@@ -335,11 +277,10 @@ fn bad_dispatches_are_refused_clearly_and_leave_no_task() {
     assert_eq!(client.counts("chat-a"), json!({"running": 0, "unacked": 0, "acked": 0}));
 
     // The CLI says the same and exits 1.
-    let output = rig
-        .home
-        .command(&["task", "dispatch", "--session-ref", "chat-a", "--workspace", "w1", "--pane", "w1:p1", "go"])
-        .output()
-        .expect("run task dispatch");
+    let output = output_within(
+        &mut rig.home.command(&["task", "dispatch", "--session-ref", "chat-a", "--workspace", "w1", "--pane", "w1:p1", "go"]),
+        "task dispatch",
+    );
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("agent_blocked") && stderr.contains("answer it in Herdr"), "{stderr}");

@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::support::{frame, read_frame, TestHome, ORIGIN};
+use crate::support::{frame, output_within, ChildGuard, FrameReader, TestHome, ORIGIN, PROCESS_WAIT};
 
 /// N1: the manifest lands in `<user-data-dir>/NativeMessagingHosts/`, names our exact
 /// origin, and its `path` really runs the host; uninstall removes it.
@@ -13,16 +13,13 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
     let home = TestHome::new();
     let profile = home.dir.path().join("profile");
     let profile_arg = profile.display().to_string();
-    let output = home
-        .command(&[
+    let output = output_within(&mut home.command(&[
             "install",
             "--browser",
             "chromium",
             "--user-data-dir",
             &profile_arg,
-        ])
-        .output()
-        .expect("install");
+        ]), "install");
     assert!(
         output.status.success(),
         "{}",
@@ -42,45 +39,41 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
 
     // Run the wrapper the way Chrome does: only the origin as argv[1]. With no runtime
     // and autostart off the host answers runtime_unreachable, proving it is our host.
-    let mut host = std::process::Command::new(path)
-        .arg(ORIGIN)
-        .env("HERDR_CONTINUITY_HOME", home.home())
-        .env("HERDR_COMPANION_AUTOSTART", "0")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run wrapper");
-    let mut stdin = host.stdin.take().expect("stdin");
+    let mut host = ChildGuard::spawn(
+        std::process::Command::new(path)
+            .arg(ORIGIN)
+            .env("HERDR_CONTINUITY_HOME", home.home())
+            .env("HERDR_COMPANION_AUTOSTART", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the installed host wrapper",
+    );
+    let mut stdin = host.child.stdin.take().expect("stdin");
     let _ = stdin.write_all(&frame(b"{}"));
-    let error = read_frame(&mut host.stdout.take().expect("stdout")).expect("frame");
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
+    let error = stdout.next().expect("frame");
     assert_eq!(error["data"]["code"], "runtime_unreachable");
-    assert_eq!(host.wait().expect("exit").code(), Some(1));
+    assert_eq!(host.wait_within(PROCESS_WAIT).code(), Some(1));
 
     // The doctor accepts the installed manifest.
-    let doctor = home
-        .command(&[
+    let doctor = output_within(&mut home.command(&[
             "doctor",
             "--browser",
             "chromium",
             "--user-data-dir",
             &profile_arg,
-        ])
-        .output()
-        .expect("doctor");
+        ]), "doctor");
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert!(report.contains("ok    host manifest"), "{report}");
 
-    let output = home
-        .command(&[
+    let output = output_within(&mut home.command(&[
             "uninstall",
             "--browser",
             "chromium",
             "--user-data-dir",
             &profile_arg,
-        ])
-        .output()
-        .expect("uninstall");
+        ]), "uninstall");
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("removed host manifest"));
     assert!(!manifest_path.exists());
@@ -91,16 +84,13 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
 fn doctor_reports_a_missing_manifest_with_the_fix() {
     let home = TestHome::new();
     let profile = home.dir.path().join("profile").display().to_string();
-    let output = home
-        .command(&[
+    let output = output_within(&mut home.command(&[
             "doctor",
             "--browser",
             "chromium",
             "--user-data-dir",
             &profile,
-        ])
-        .output()
-        .expect("doctor");
+        ]), "doctor");
     assert_eq!(output.status.code(), Some(1));
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(report.contains("FAIL  host manifest"), "{report}");
@@ -118,10 +108,7 @@ fn doctor_reports_a_missing_manifest_with_the_fix() {
 /// `--version` prints the crate version.
 #[test]
 fn version_is_printed() {
-    let output = TestHome::new()
-        .command(&["--version"])
-        .output()
-        .expect("version");
+    let output = output_within(&mut TestHome::new().command(&["--version"]), "version");
     assert!(output.status.success());
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),

@@ -3,9 +3,8 @@
 
 use serde_json::json;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::Stdio;
 
-use crate::support::{LineClient, TestHome};
+use crate::support::{output_within, send_signal, wait_within, LineClient, TestHome, PROCESS_WAIT};
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path)
@@ -97,11 +96,7 @@ fn a_second_runtime_exits_without_touching_the_live_socket() {
     let home = TestHome::new();
     let _first = home.start_runtime();
     let inode_before = std::fs::metadata(home.socket()).expect("socket").ino();
-    let second = home
-        .command(&["runtime"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run second runtime");
+    let second = output_within(&mut home.command(&["runtime"]), "a second runtime");
     assert!(!second.status.success());
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(stderr.contains("already running"), "{stderr}");
@@ -132,14 +127,55 @@ fn a_stale_socket_file_is_recovered() {
     );
 }
 
-/// N2: SIGTERM stops the runtime cleanly and removes the socket.
+/// N2: SIGTERM and SIGINT stop the runtime cleanly: exit 0, socket removed, lock released
+/// (the next runtime starts at once), also with clients connected and mid-request.
 #[test]
-fn sigterm_removes_the_socket() {
+fn sigterm_and_sigint_remove_the_socket_and_release_the_lock() {
     let home = TestHome::new();
-    let mut runtime = home.start_runtime();
-    let status = runtime.terminate();
-    assert!(status.success(), "{status}");
-    assert!(!home.socket().exists());
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut runtime = home.start_runtime();
+        let mut idle = LineClient::connect(&home.socket());
+        assert_eq!(idle.call("1", "ping", json!({}))["result"]["type"], "pong");
+        let mut busy = LineClient::connect(&home.socket());
+        busy.send_raw(br#"{"id":"2","method":"inbox.pending","params":{"browser_session_ref":"r"}}"#);
+        let started = std::time::Instant::now();
+        let status = runtime.signal_and_wait(signal);
+        assert!(status.success(), "signal {signal}: {status}\n{}", runtime.diagnostics());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "signal {signal}: the stop took {:?}",
+            started.elapsed()
+        );
+        assert!(!home.socket().exists(), "signal {signal}: socket left behind");
+        assert!(home.runtime_log().contains("runtime stopped by signal; socket removed, lock released"));
+    }
+}
+
+/// N2: a stop signal at any moment of start-up ends the runtime promptly and leaves no
+/// socket and no lock behind. (A signal in the first instant, before the process could
+/// install its handling, kills it by the default action; that too leaves nothing.)
+#[test]
+fn a_stop_signal_during_start_up_is_never_lost() {
+    use std::os::unix::process::ExitStatusExt;
+    let home = TestHome::new();
+    for delay_ms in [0u64, 1, 2, 5, 10, 20, 40, 80] {
+        let mut runtime = home.spawn_runtime();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(runtime.child.id(), libc::SIGTERM);
+        let status = wait_within(&mut runtime.child, PROCESS_WAIT).unwrap_or_else(|| {
+            panic!("after {delay_ms} ms: the runtime ignored SIGTERM\n{}", runtime.diagnostics())
+        });
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGTERM),
+            "after {delay_ms} ms: {status}\n{}",
+            runtime.diagnostics()
+        );
+        assert!(!home.socket().exists(), "after {delay_ms} ms: socket left behind");
+    }
+    // The lock is free: a new runtime starts and answers.
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    assert_eq!(client.call("1", "ping", json!({}))["result"]["type"], "pong");
 }
 
 /// N2: a client running as another uid is refused by the peer check itself. The test
@@ -175,13 +211,14 @@ fn a_client_with_another_uid_is_refused() {
         } else {
             std::process::Command::new(crate::support::bin())
         };
-        let output = command
-            .args(["doctor", "--user-data-dir"])
-            .arg(home.dir.path())
-            .env("HERDR_CONTINUITY_HOME", home.home())
-            .env("HERDR_SOCKET_PATH", &home.herdr_socket)
-            .output()
-            .expect("run doctor");
+        let output = output_within(
+            command
+                .args(["doctor", "--user-data-dir"])
+                .arg(home.dir.path())
+                .env("HERDR_CONTINUITY_HOME", home.home())
+                .env("HERDR_SOCKET_PATH", &home.herdr_socket),
+            "doctor",
+        );
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
     let as_root = doctor(false);

@@ -4,77 +4,11 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use expect_test::{expect, Expect};
 
-use crate::support::{bin, TestHome};
-
-/// Path of the `herdr-standin` binary, built once if missing.
-fn standin_bin() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = Path::new(bin()).with_file_name("herdr-standin");
-        if !path.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "herdr-standin"])
-                .status()
-                .expect("run cargo build -p herdr-standin");
-            assert!(status.success(), "cargo build -p herdr-standin failed");
-        }
-        path
-    })
-    .clone()
-}
-
-/// A running stand-in; killed (by its own pid) when dropped.
-struct Standin {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Standin {
-    fn start(socket: &Path, seed: Option<&Value>, extra: &[&str]) -> Standin {
-        let mut command = Command::new(standin_bin());
-        command.arg("--socket").arg(socket).args(extra).stdout(Stdio::piped());
-        if let Some(seed) = seed {
-            let seed_path = socket.with_extension("seed.json");
-            std::fs::write(&seed_path, seed.to_string()).expect("write seed");
-            command.arg("--seed").arg(seed_path);
-        }
-        let mut child = command.spawn().expect("spawn herdr-standin");
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("ready");
-        assert!(ready.starts_with("ready "), "stand-in said {ready:?}");
-        Standin { child, socket: socket.to_path_buf() }
-    }
-
-    fn call(&self, method: &str, params: Value) -> Value {
-        let mut stream = UnixStream::connect(&self.socket).expect("connect stand-in");
-        let line = json!({"id": "t", "method": method, "params": params});
-        stream.write_all(format!("{line}\n").as_bytes()).expect("write");
-        let mut answer = String::new();
-        BufReader::new(stream).read_line(&mut answer).expect("read");
-        let value: Value = serde_json::from_str(&answer).expect("json");
-        assert!(value.get("result").is_some(), "stand-in refused {method}: {value}");
-        value
-    }
-
-    fn report(&self, pane: &str, state: &str) {
-        self.call("pane.report_agent", json!({"pane_id": pane, "source": "custom:test", "agent": "bot", "state": state}));
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{Standin, TestHome};
 
 /// Workspace `alpha`: w1:p1 and w1:p2 in the active tab, w1:p3 in a background tab.
 fn seed(states: [&str; 3]) -> Value {
@@ -198,6 +132,22 @@ fn rig(states: [&str; 3], extra: &[&str]) -> Rig {
     Rig { home, standin, runtime }
 }
 
+/// Waits (at most 10 s) until the runtime's catalog shows `pane` with `status`; the
+/// catalog changes in the same step that stores the event, so the event is in the log.
+fn wait_for_pane_status(home: &TestHome, pane: &str, status: &str) {
+    let mut client = crate::support::LineClient::connect(&home.socket());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = client.call("panes", "herdr.panes", json!({}));
+        let panes = answer["result"]["panes"].as_array().cloned().unwrap_or_default();
+        if panes.iter().any(|p| p["pane_id"] == pane && p["agent_status"] == status) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the runtime never saw {pane} {status}; last {answer}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Drives one report and waits for the event it must cause.
 fn step(rig: &Rig, client: &mut StreamClient, pane: &str, state: &str, event: &str, log: &mut Vec<Value>) {
     rig.standin.report(pane, state);
@@ -287,14 +237,17 @@ fn a_reconnecting_client_gets_what_it_missed_once_and_old_boots_are_stale_p9() {
     let last_seq = seen.last().and_then(|m| m["data"]["seq"].as_i64()).expect("seq");
     drop(first);
 
-    // While no client is connected: p1 settles, p2 starts.
+    // While no client is connected: p1 settles, then p2 starts (each stored by the
+    // runtime before the next happens).
     rig.standin.report("w1:p1", "idle");
+    wait_for_pane_status(&rig.home, "w1:p1", "idle");
     rig.standin.report("w1:p2", "working");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_pane_status(&rig.home, "w1:p2", "working");
     let mut second = StreamClient::connect(&rig.home);
     let hello = second.subscribe(Some(last_seq));
     let boot = hello["data"]["boot_id"].clone();
-    let missed = second.drain(Duration::from_millis(700));
+    let mut missed = second.events_until(agent_event("agent_working", "w1:p2"));
+    missed.extend(second.drain(Duration::from_millis(300)));
     check(&missed, expect![[r#"
         agent_settled w1:p1 working -> idle
         agent_working w1:p2 idle -> working

@@ -54,7 +54,7 @@ fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into() });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     if auto {
@@ -198,4 +198,188 @@ fn a_wake_confirmed_after_a_worker_restart_before_the_link_is_up_is_acked_on_lin
     restarted.handle(13, ContinuityInput::LinkUp);
     drain(&mut restarted, 13, &[], &mut log);
     assert!(log.iter().all(|l| !l.contains("inbox_ack")), "{log:?}");
+}
+
+// ---- Progress push glue (SPEC P2–P6, P8, A3): agent_output tails → summary → delivery.
+
+fn output(seq: u64, tail: &str) -> ContinuityInput {
+    ContinuityInput::AgentOutput {
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        agent: Some("claude".into()),
+        tail: tail.into(),
+        seq,
+        stale: false,
+    }
+}
+
+/// Fires every due timer up to `until`, draining after each.
+fn run_until(c: &mut Continuity, until: u64, log: &mut Vec<String>) {
+    while let Some(due) = c.next_deadline().filter(|at| *at <= until) {
+        c.handle_timeout(due);
+        drain(c, due, &[], log);
+    }
+}
+
+fn delivered(log: &[String]) -> Vec<&String> {
+    log.iter().filter(|l| l.starts_with("deliver")).collect()
+}
+
+#[test]
+fn new_output_while_working_is_pushed_once_unchanged_output_never_and_the_settle_still_wakes_once() {
+    let (mut c, mut log) = bound_with_auto(true);
+    // O4: a 5 s check interval from the options page.
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 5, fallback_sec: 3_600 });
+    c.handle(1_000, event(1, PaneEventKind::Working)); // P2: checks start
+    // The runtime's first read of the working pane: what was already on screen (baseline).
+    c.handle(2_000, output(2, "claude ready\nRefactor the API client"));
+    drain(&mut c, 2_000, &[], &mut log);
+    run_until(&mut c, 6_500, &mut log);
+    assert!(delivered(&log).is_empty(), "P4: no new output, no message: {log:?}");
+    // Real new output.
+    c.handle(7_000, output(3, "claude ready\nRefactor the API client\n\nrunning cargo test… 41 passed"));
+    drain(&mut c, 7_000, &[], &mut log);
+    run_until(&mut c, 11_000, &mut log);
+    expect_test::expect![[r#"
+        deliver tab=7 id=progress:w1#1
+        [Herdr progress] Workspace w1 is still working. New agent output:
+        w1:p1 (claude):
+        claude ready
+        Refactor the API client
+        running cargo test… 41 passed
+        This is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle.
+        [herdr-continuity progress:w1#1]"#]]
+    .assert_eq(&log.join("\n"));
+    log.clear();
+    c.handle(11_500, ContinuityInput::DeliveryResult { tab: TAB, id: "progress:w1#1".into(), ok: true });
+    drain(&mut c, 11_500, &[], &mut log);
+    assert_eq!(c.page_view(TAB).expect("view").progress_count, 1);
+    // Unchanged output: many checks, nothing sent (P3, P4).
+    run_until(&mut c, 40_000, &mut log);
+    assert!(delivered(&log).is_empty(), "{log:?}");
+    // Settle (P8): exactly one wake, no progress after it.
+    c.handle(41_000, event(4, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 41_000, &[task("t1")], &mut log);
+    run_until(&mut c, 120_000, &mut log);
+    let sent = delivered(&log);
+    assert_eq!(sent.len(), 1, "{log:?}");
+    assert!(sent[0].starts_with("deliver tab=7 id=wake:w1#4"), "{log:?}");
+}
+
+#[test]
+fn a_settle_cancels_pending_progress_and_progress_never_precedes_the_wake() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 5, fallback_sec: 60 });
+    c.handle(1_000, event(1, PaneEventKind::Working));
+    c.handle(1_500, output(2, "starting"));
+    c.handle(2_000, output(3, "starting\nstep 2 done"));
+    // The settle comes before the next check, with the inbox read still outstanding.
+    c.handle(3_000, event(4, PaneEventKind::Settled(SettledStatus::Idle)));
+    // A check due while the inbox answer is in flight must not push progress.
+    let mut pending = Vec::new();
+    while let Some(o) = c.poll() {
+        pending.push(o);
+    }
+    c.handle_timeout(10_000);
+    while let Some(o) = c.poll() {
+        assert!(!matches!(o, ContinuityOutput::Deliver { .. }), "no progress after the settle: {o:?}");
+    }
+    for o in pending {
+        if let ContinuityOutput::Request { id, call: RuntimeCall::InboxPending { .. } } = o {
+            c.handle(10_100, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::InboxPending { tasks: vec![] }) });
+        }
+    }
+    drain(&mut c, 10_100, &[], &mut log);
+    run_until(&mut c, 200_000, &mut log);
+    let sent = delivered(&log);
+    assert_eq!(sent.len(), 1, "{log:?}");
+    assert!(sent[0].starts_with("deliver tab=7 id=wake:w1#4"), "{log:?}");
+}
+
+#[test]
+fn a_progress_message_obeys_the_wake_gate_auto_off_sends_nothing() {
+    // M1, M7: progress uses the same gate as wakes.
+    let (mut c, mut log) = bound_with_auto(false);
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 5, fallback_sec: 60 });
+    c.handle(1_000, event(1, PaneEventKind::Working));
+    c.handle(1_500, output(2, "a"));
+    c.handle(2_000, output(3, "a\nb"));
+    drain(&mut c, 2_000, &[], &mut log);
+    run_until(&mut c, 200_000, &mut log);
+    assert!(delivered(&log).is_empty(), "{log:?}");
+}
+
+#[test]
+fn stale_and_replayed_output_and_output_of_unbound_workspaces_are_ignored() {
+    let (mut c, _) = bound_with_auto(true);
+    c.handle(1_000, event(1, PaneEventKind::Working));
+    c.handle(1_500, output(5, "baseline"));
+    c.handle(2_000, output(6, "baseline\nnew line"));
+    assert_eq!(c.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line"));
+    // P9: a stale event (earlier runtime start) and a replay of an older seq change nothing.
+    c.handle(2_100, ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: None, tail: "old".into(), seq: 7, stale: true });
+    c.handle(2_200, output(5, "baseline"));
+    assert_eq!(c.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line"));
+    c.handle(2_300, ContinuityInput::AgentOutput { workspace_id: "w2".into(), pane_id: "w2:p1".into(), agent: None, tail: "x".into(), seq: 8, stale: false });
+    assert_eq!(c.progress_summary("w2"), None, "w2 is bound by no chat");
+    // A new working episode: what is on screen now is the new baseline.
+    c.handle(3_000, event(9, PaneEventKind::Settled(SettledStatus::Idle)));
+    c.handle(4_000, event(10, PaneEventKind::Working));
+    assert_eq!(c.progress_summary("w1"), None);
+    // P6: the latest tails and baselines survive a worker restart.
+    c.handle(4_500, output(11, "baseline\nnew line\nepisode two"));
+    let restored: Continuity = serde_json::from_str(&serde_json::to_string(&c).expect("persist")).expect("restore");
+    assert_eq!(restored.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line\nepisode two"));
+}
+
+#[test]
+fn the_summary_is_bounded_per_line_per_pane_and_in_total() {
+    use ext_core::continuity::{progress_summary, PaneOutput, PROGRESS_SUMMARY_MAX_CHARS};
+    use std::collections::BTreeMap;
+    let mut outputs = BTreeMap::new();
+    let long_line = "x".repeat(500);
+    let many_lines: String = (1..=20).map(|i| format!("line {i}\n\n")).collect();
+    for (pane, tail) in [("w1:p1", many_lines.clone()), ("w1:p2", long_line.clone()), ("w1:p3", format!("{many_lines}{long_line}"))] {
+        outputs.insert(pane.to_owned(), PaneOutput { workspace_id: "w1".into(), agent: Some("codex".into()), tail, baseline: String::new(), seq: 1 });
+    }
+    outputs.insert("w1:p4".to_owned(), PaneOutput { workspace_id: "w1".into(), agent: None, tail: "same".into(), baseline: "same".into(), seq: 1 });
+    let summary = progress_summary("w1", &outputs).expect("new output");
+    assert!(summary.chars().count() <= PROGRESS_SUMMARY_MAX_CHARS, "{}", summary.chars().count());
+    let first_block: Vec<&str> = summary.lines().take(5).collect();
+    assert_eq!(first_block, ["w1:p1 (codex):", "line 17", "line 18", "line 19", "line 20"], "last 4 non-empty lines");
+    assert!(summary.lines().all(|l| l.chars().count() <= 160), "each line ≤ 160 chars");
+    assert!(!summary.contains("w1:p4"), "unchanged pane is not progress");
+}
+
+#[test]
+fn progress_settings_are_clamped_into_their_ranges() {
+    // O4: tick 5..3600 s, fallback 60..86400 s.
+    let mut c = Continuity::new();
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 1, fallback_sec: 10 });
+    assert_eq!((c.progress_config().tick_ms, c.progress_config().fallback_ms), (5_000, 60_000));
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 99_999, fallback_sec: 999_999 });
+    assert_eq!((c.progress_config().tick_ms, c.progress_config().fallback_ms), (3_600_000, 86_400_000));
+    c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 30, fallback_sec: 600 });
+    assert_eq!((c.progress_config().tick_ms, c.progress_config().fallback_ms), (30_000, 600_000));
+}
+
+#[test]
+fn a_wake_lists_each_task_on_its_own_line_with_its_bounded_output_tail() {
+    // I2, A3 + message polish: the task's pane tail (last lines, ≤ 300 chars) follows it.
+    use ext_core::continuity::{task_facts, TASK_RESULT_MAX_CHARS};
+    use ext_core::wake::Language;
+    let tail: String = (1..=40).map(|i| format!("test case {i:02} ... ok\n")).collect();
+    let tasks = [
+        InboxTask { result: Some(format!("done\n{tail}\n")), ..task("t1") },
+        InboxTask { result: Some("blocked".into()), prompt_preview: "ask\nthe user".into(), ..task("t2") },
+    ];
+    let text = task_facts(Language::En, &tasks, false);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "Terminal tasks of this chat (2):");
+    assert_eq!(lines[2], "- t1 [completed] pane w1:p1: fix the tests → done");
+    assert_eq!(*lines.last().expect("lines"), "- t2 [completed] pane w1:p1: ask the user → blocked");
+    let output: Vec<&str> = lines[3..lines.len() - 1].to_vec();
+    assert_eq!(output.last(), Some(&"| test case 40 ... ok"), "the newest output line is kept");
+    let chars: usize = output.iter().map(|l| l.trim_start_matches("| ").chars().count()).sum();
+    assert!(chars <= TASK_RESULT_MAX_CHARS && chars > TASK_RESULT_MAX_CHARS - 25, "{chars}");
 }

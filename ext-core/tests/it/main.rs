@@ -4,6 +4,7 @@
 mod auto_gate;
 mod binding;
 mod continuity;
+mod continuity_props;
 mod progress_push;
 mod settle_tracker;
 mod wake;

@@ -23,7 +23,10 @@ const GONE: PaneEventKind = PaneEventKind::PaneRemoved;
 
 fn describe(input: &SettleInput) -> String {
     match input {
-        SettleInput::StreamHello { boot_id } => format!("hello {boot_id}"),
+        SettleInput::StreamHello { boot_id, last_seq } => match last_seq {
+            Some(last) => format!("hello {boot_id} last_seq={last}"),
+            None => format!("hello {boot_id}"),
+        },
         SettleInput::Reconnected => "reconnected".into(),
         SettleInput::Event(e) => format!("{}#{} {}/{} {:?}", e.boot_id, e.seq, e.workspace_id, e.pane_id, e.kind),
     }
@@ -67,7 +70,7 @@ fn a_workspace_settles_only_when_no_pane_works_and_wakes_once() {
     // P1 (panes merge into one scope), P7 (partial settle), P8 (one wake per transition).
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 2, "w1", "w1:p2", W)),
             Some(ev("b1", 3, "w1", "w1:p1", DONE)),
@@ -107,16 +110,16 @@ fn duplicates_and_replays_after_reconnect_or_restart_never_wake_twice() {
     // service-worker restart.
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(SettleInput::Reconnected),
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             // While offline the pane settled; the replay brings it once.
             Some(ev("b1", 2, "w1", "w1:p1", DONE)),
             None,
             Some(SettleInput::Reconnected),
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             // The runtime replays more than needed: all of it is already applied.
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 2, "w1", "w1:p1", DONE)),
@@ -149,12 +152,12 @@ fn events_from_an_old_runtime_generation_are_rejected() {
     // hello of the old start is rejected.
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             Some(ev("b1", 41, "w1", "w1:p1", W)),
-            Some(SettleInput::StreamHello { boot_id: "b2".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: None }),
             Some(ev("b1", 42, "w1", "w1:p1", IDLE)),
             Some(ev("b2", 43, "w1", "w1:p1", IDLE)),
-            Some(SettleInput::StreamHello { boot_id: "b1".into() }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
             Some(ev("b2", 44, "w1", "w1:p1", W)),
             Some(SettleInput::Reconnected),
         ],
@@ -175,6 +178,46 @@ fn events_from_an_old_runtime_generation_are_rejected() {
               => WORKING w1
             reconnected
               => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 44 }) }
+        "#]],
+    );
+}
+
+#[test]
+fn replayed_history_of_an_old_generation_wakes_once_and_a_zombie_source_is_rejected() {
+    // P9: while the extension was offline the previous runtime start (b1) stored p2 working
+    // and then both panes settling, and the runtime restarted (b2). The replay (seq <=
+    // hello.last_seq) is history: the missed settle wakes once. An event of b1 *after* the
+    // replay horizon claims to be live from a retired generation: an old source, rejected.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: Some(40) }),
+            Some(ev("b1", 41, "w1", "w1:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: Some(44) }),
+            Some(ev("b1", 42, "w1", "w1:p2", W)),
+            Some(ev("b1", 43, "w1", "w1:p1", IDLE)),
+            Some(ev("b1", 44, "w1", "w1:p2", DONE)),
+            Some(ev("b1", 45, "w1", "w1:p1", W)),
+            Some(ev("b2", 46, "w1", "w1:p1", W)),
+        ],
+        expect![[r#"
+            hello b1 last_seq=40
+              => GenerationChanged { boot_id: "b1" }
+            b1#41 w1/w1:p1 Working
+              => WORKING w1
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 41 }) }
+            hello b2 last_seq=44
+              => GenerationChanged { boot_id: "b2" }
+            b1#42 w1/w1:p2 Working
+            b1#43 w1/w1:p1 Settled(Idle)
+              => partial w1/w1:p1 (1 still working)
+            b1#44 w1/w1:p2 Settled(Done)
+              => WAKE w1 Done id=b1#44
+            b1#45 w1/w1:p1 Working
+              => StaleGenerationRejected { boot_id: "b1" }
+            b2#46 w1/w1:p1 Working
+              => WORKING w1
         "#]],
     );
 }
@@ -240,7 +283,7 @@ proptest! {
             ev("b1", i as u64 + 1, &format!("w{ws}"), &format!("w{ws}:p{pane}"), kind)
         };
         let mut tracker = SettleTracker::new();
-        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into() });
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
         let mut next = 0usize;
         let mut wakes: Vec<WakeId> = vec![];
         let mut feed = |tracker: &mut SettleTracker, input: SettleInput| {
@@ -258,7 +301,7 @@ proptest! {
                 Delivery::Again(_) => {}
                 Delivery::Replay(back) => {
                     feed(&mut tracker, SettleInput::Reconnected);
-                    feed(&mut tracker, SettleInput::StreamHello { boot_id: "b1".into() });
+                    feed(&mut tracker, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
                     let from = next.saturating_sub(back);
                     for i in from..next { feed(&mut tracker, input(i)); }
                 }
@@ -280,7 +323,7 @@ proptest! {
         events in timeline(), order in proptest::collection::vec(0usize..40, 0..100),
     ) {
         let mut tracker = SettleTracker::new();
-        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into() });
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
         let mut ids = std::collections::BTreeSet::new();
         let mut phase: std::collections::BTreeMap<String, bool> = Default::default();
         for i in order.into_iter().filter(|i| *i < events.len()) {

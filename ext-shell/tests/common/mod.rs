@@ -259,6 +259,24 @@ pub fn continuity_messages_translate() {
         other => panic!("not a settle: {other:?}"),
     }
     assert_eq!(cw::event_input(&json!({"event": "agent_output", "data": {"seq": 3}})), None);
+    // P4: agent_output feeds the progress summary.
+    assert_eq!(
+        cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
+            "agent": "claude", "tail": "41 passed", "seq": 12, "boot_id": "b", "at": 5, "stale": true}})),
+        Some(ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()),
+            tail: "41 passed".into(), seq: 12, stale: true })
+    );
+    // A task's result: its status line, then the pane tail on the following lines.
+    let with_tail = cw::answer(
+        &RuntimeCall::InboxPending { session_ref: "r".into() },
+        &json!({"id": "c-4", "result": {"type": "inbox_pending", "items": [{"task_id": "t2", "state": "completed",
+            "pane_id": "w1:p1", "prompt_preview": "p", "result": {"trigger": "agent_settled", "status": "done",
+            "tail": "compiling\n41 passed\n", "tail_truncated": false}}], "more": false}}),
+    );
+    match with_tail {
+        Ok(RuntimeAnswer::InboxPending { tasks }) => assert_eq!(tasks[0].result.as_deref(), Some("done\ncompiling\n41 passed")),
+        other => panic!("{other:?}"),
+    }
     let call = RuntimeCall::InboxAck { session_ref: "chatgpt:conv:x".into(), task_ids: vec!["t1".into()] };
     assert_eq!(
         cw::call_json("c-1", &call),

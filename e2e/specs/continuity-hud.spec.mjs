@@ -1,0 +1,94 @@
+// The in-page HUD stays out of ChatGPT's way (A2, O1): collapsed by default to a one-line
+// status pill at the top right, below the header; it expands on click / Enter / Space (a
+// real <button aria-expanded>) and Esc collapses it. Neither state ever overlaps the
+// composer or the send button, at a common laptop viewport and a small one, so a human
+// (and the extension's own delivery) can always press Send.
+import { test, expect } from '../lib/test.mjs';
+import { CHATS, continuityWorld, openAndBind } from '../lib/continuity.mjs';
+
+const [PROJECT_CHAT] = CHATS;
+
+/** The page-coordinates box of `locator` (it must be rendered). */
+async function box(locator, what) {
+  const b = await locator.boundingBox();
+  expect(b, `${what} is rendered`).not.toBeNull();
+  return b;
+}
+
+function overlaps(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+/** The HUD's visible parts (pill, and the panel when expanded) never cover the composer. */
+async function expectComposerUncovered(page, hud) {
+  const composer = await box(page.locator('form[data-type="unified-composer"]'), 'the composer');
+  const send = await box(page.locator('button[data-testid="send-button"]'), 'the send button');
+  const parts = [await box(hud.toggle, 'the HUD pill')];
+  if ((await hud.toggle.getAttribute('aria-expanded')) === 'true') {
+    parts.push(await box(hud.host.locator('section.hud'), 'the HUD panel'));
+  }
+  for (const part of parts) {
+    expect(overlaps(part, composer), `HUD ${JSON.stringify(part)} must not overlap the composer ${JSON.stringify(composer)}`).toBe(false);
+    expect(overlaps(part, send), 'HUD must not overlap the send button').toBe(false);
+  }
+  // The point a user clicks on the send button really hits the send button, not the HUD.
+  const hit = await page.evaluate(({ x, y }) => document.elementFromPoint(x, y)?.closest('button')?.dataset.testid ?? null, {
+    x: send.x + send.width / 2,
+    y: send.y + send.height / 2,
+  });
+  expect(hit, 'a click at the centre of Send lands on Send').toBe('send-button');
+}
+
+test.describe('HUD placement', () => {
+  test.use({ sandboxOptions: { autostart: false } });
+
+  for (const viewport of [{ width: 1280, height: 800 }, { width: 820, height: 560 }]) {
+    test(`collapsed pill by default, keyboard toggle, never over the composer (${viewport.width}×${viewport.height})`, async ({ sandbox }) => {
+      const { context, worker } = await continuityWorld(sandbox);
+      const { page, hud } = await openAndBind(context, worker, PROJECT_CHAT);
+      await page.setViewportSize(viewport);
+
+      // Collapsed by default: a pill with a one-line summary; the details are hidden.
+      await expect(hud.toggle).toBeVisible();
+      await expect(hud.toggle).toHaveAttribute('aria-expanded', 'false');
+      await expect(hud.toggle, 'the pill names the bound workspace and Auto').toContainText(/api.*Auto/);
+      await expect(hud.host.locator('section.hud')).toBeHidden();
+      const pill = await box(hud.toggle, 'the HUD pill');
+      expect(pill.y, 'top placement, below the header').toBeGreaterThanOrEqual(56);
+      expect(pill.y + pill.height, 'the pill is one line').toBeLessThan(110);
+      expect(pill.x + pill.width, 'right-aligned').toBeGreaterThan(viewport.width - 40);
+      await expectComposerUncovered(page, hud);
+
+      // Enter expands (real button semantics); the action buttons are there and pressable.
+      await hud.toggle.focus();
+      await page.keyboard.press('Enter');
+      await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
+      await expect(hud.host).toHaveAttribute('data-expanded', 'true');
+      await expect(hud.action('toggle_auto')).toBeVisible();
+      await expect(hud.host.locator('[data-line="companion"]')).toBeVisible();
+      await expectComposerUncovered(page, hud);
+      const panel = await box(hud.host.locator('section.hud'), 'the HUD panel');
+      expect(panel.y + panel.height, 'the expanded panel ends inside the viewport').toBeLessThanOrEqual(viewport.height);
+
+      // Esc collapses and gives focus back to the pill; Space expands again.
+      await hud.action('toggle_auto').focus();
+      await page.keyboard.press('Escape');
+      await expect(hud.toggle).toHaveAttribute('aria-expanded', 'false');
+      await expect(hud.host.locator('section.hud')).toBeHidden();
+      expect(await page.evaluate((tag) => document.querySelector(tag).shadowRoot.activeElement?.dataset.hudToggle !== undefined, 'herdr-continuity-hud')).toBe(true);
+      await page.keyboard.press('Space');
+      await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
+
+      // The expanded HUD stays expanded across view updates (a click that changes state).
+      await hud.action('toggle_auto').click();
+      await hud.expect('data-auto', /^(on|not_allowed)$/);
+      await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
+
+      // A human can type and press the real Send button with the HUD expanded.
+      await page.locator('#prompt-textarea').click();
+      await page.keyboard.type('hello from a human');
+      await page.locator('button[data-testid="send-button"]').click();
+      await expect(page.locator('[data-message-author-role="user"]').last()).toHaveText('hello from a human');
+    });
+  }
+});
