@@ -4,7 +4,7 @@
 #   1. ext-shell → wasm32-unknown-unknown (release: opt-level z, lto, panic=abort)
 #   2. wasm-bindgen --target web → dist/extension/pkg (CLI version = crate version)
 #   3. npm binaryen's wasm-opt -Oz (never Debian's /usr/bin/wasm-opt: it breaks
-#      wasm-bindgen 0.2.130 output; see /work/shared/TOOLCHAIN.md), no strip
+#      wasm-bindgen 0.2.130 output; see ../shared/TOOLCHAIN.md), no strip
 #   4. dist/extension/: manifest (with `key`), loaders, pages, CSS, _locales
 #   5. herdr-companion + herdr-standin (cargo build --release)
 # Honours CARGO_TARGET_DIR (default: target/). Prints the wasm size raw and gzipped and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent developer/CI setup for herdr-continuity.
 # Installs only what is missing and says what it skips. Never downloads browsers:
-# the tests use Debian's /usr/bin/chromium (see /work/shared/TOOLCHAIN.md).
+# the tests use Debian's /usr/bin/chromium (see ../shared/TOOLCHAIN.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -220,11 +220,22 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
         ))
     } else {
         Check::fail(
-            format!("Herdr at {} is {:?}", status.socket, status.state),
+            format!("Herdr at {}: {}", status.socket, describe_state(status.state)),
             status
                 .detail
                 .unwrap_or_else(|| "check that `herdr server` runs".to_owned()),
         )
+    }
+}
+
+/// A user's words for a Herdr connection state.
+fn describe_state(state: HerdrState) -> &'static str {
+    match state {
+        HerdrState::Connected => "connected",
+        HerdrState::NotRunning => "not running",
+        HerdrState::UnsupportedProtocol => "unsupported protocol",
+        HerdrState::PermissionDenied => "permission denied",
+        HerdrState::Error => "not usable",
     }
 }
 

@@ -1,5 +1,5 @@
 //! `herdr-standin`: a local stand-in for a headless Herdr 0.8.2 server, for tests and the
-//! demo. It speaks Herdr's socket protocol as recorded in `/work/shared/herdr/transcript.md`.
+//! demo. It speaks Herdr's socket protocol as recorded in `../shared/herdr/transcript.md`.
 //!
 //! Usage: `herdr-standin --socket PATH [--protocol N] [--seed FILE]`; prints
 //! `ready <socket>` on stdout once listening.

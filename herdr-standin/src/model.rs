@@ -4,7 +4,7 @@
 //! (one response line), which events to publish, and whether the connection becomes a
 //! subscription. The socket loop in `main.rs` only moves bytes.
 //!
-//! Invariants (all from `/work/shared/herdr/transcript.md`):
+//! Invariants (all from `../shared/herdr/transcript.md`):
 //! - Ids: workspaces `wN` (global counter), tabs `wN:tM` and panes `wN:pK` (per-workspace
 //!   counters); ids are never reused.
 //! - `done` is derived, never reported: `idle` on a pane that is unseen (its workspace is

@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - One-shot responses keep Herdr's *struct* field order (as recorded in
-//!   `/work/shared/herdr/transcript.md`); they are serialized from the structs below, never
+//!   `../shared/herdr/transcript.md`); they are serialized from the structs below, never
 //!   through a `serde_json::Value` (whose map sorts keys).
 //! - Subscription events are written through `serde_json::Value`, so their keys come out
 //!   sorted, exactly as Herdr's events do in the transcript.

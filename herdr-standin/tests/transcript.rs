@@ -1,5 +1,5 @@
 //! Replays the recorded Herdr 0.8.2 transcript (`tests/fixtures/herdr-0.8.2-transcript.md`,
-//! a copy of `/work/shared/herdr/transcript.md`) against the real `herdr-standin` binary and
+//! a copy of `../shared/herdr/transcript.md`) against the real `herdr-standin` binary and
 //! compares every answer and every subscription line with what real Herdr sent.
 //!
 //! Only terminal ids (random in Herdr) are normalised. Requests that need a real shell

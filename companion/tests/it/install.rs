@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::support::{frame, output_within, ChildGuard, FrameReader, TestHome, ORIGIN, PROCESS_WAIT};
+use crate::support::{frame, output_within, ChildGuard, FrameReader, Standin, TestHome, ORIGIN, PROCESS_WAIT};
 
 /// N1: the manifest lands in `<user-data-dir>/NativeMessagingHosts/`, names our exact
 /// origin, and its `path` really runs the host; uninstall removes it.
@@ -103,6 +103,27 @@ fn doctor_reports_a_missing_manifest_with_the_fix() {
     );
     assert!(report.contains("FAIL  runtime socket"), "{report}");
     assert!(report.contains("FAIL  Herdr at"), "{report}");
+}
+
+/// Issue 3, acceptance 4: a Herdr that speaks another protocol gets a doctor line that says
+/// so, with both protocol numbers and what to update.
+#[test]
+fn doctor_explains_an_unsupported_herdr_protocol() {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let _standin = Standin::start(&home.herdr_socket, None, &["--protocol", "19"]);
+    let profile = home.dir.path().join("profile").display().to_string();
+    let output = output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", &profile]),
+        "doctor",
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(report.contains("unsupported protocol"), "{report}");
+    assert!(
+        report.contains("speaks socket protocol 19, this companion speaks 20; update Herdr or the companion"),
+        "{report}"
+    );
 }
 
 /// `--version` prints the crate version.
