@@ -258,7 +258,10 @@
       permission_card: Boolean(document.querySelector('[data-testid="tool-action-buttons"], [data-testid="tool-approval-card"], .tool-approval-card')),
       user_turns: users.length,
       last_user_turn_id: users.length ? users[users.length - 1].getAttribute('data-message-id') : null,
-      markers,
+      // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
+      // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
+      // send only the newest markers that fit.
+      markers: markers.filter((m) => m.length <= 256).slice(-16),
       delivering: delivering?.id ?? null,
     };
   };

@@ -3,12 +3,20 @@
 //! "Event stream", "Parent inbox", "Continuity loop on the internal ports").
 //!
 //! Only conversions: a message without the documented shape is `None` / a `CallError`
-//! with code `bad_answer`, never guessed at.
+//! with code `bad_answer`, never guessed at. Runtime text is bounded on the way in
+//! (`ext_core::limits`): ids longer than `MAX_ID_CHARS` make their item or event unusable
+//! (an id is never cut), text is clipped (tails and results to `MAX_RUNTIME_TEXT_CHARS`,
+//! labels to `MAX_LABEL_CHARS`, other strings to `MAX_RUNTIME_SHORT_CHARS`) and lists keep
+//! their first `MAX_RUNTIME_LIST_ITEMS`. Page facts over a cap are rejected whole.
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     CallError, ContinuityInput, InboxTask, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
     TaskCounts,
+};
+use ext_core::limits::{
+    self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
+    MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
 };
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 use serde_json::{json, Value};
@@ -59,6 +67,26 @@ fn str_of(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
+/// An id: `None` when missing or longer than [`MAX_ID_CHARS`] (never cut).
+fn id_of(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).filter(|s| limits::within(s, MAX_ID_CHARS)).map(str::to_owned)
+}
+
+/// A runtime string clipped to `max_chars`.
+fn clipped_of(value: &Value, key: &str, max_chars: usize) -> Option<String> {
+    str_of(value, key).map(|text| limits::clip(text, max_chars))
+}
+
+/// A runtime short string (states, previews, error texts) clipped.
+fn short_of(value: &Value, key: &str) -> Option<String> {
+    clipped_of(value, key, MAX_RUNTIME_SHORT_CHARS)
+}
+
+/// The first [`MAX_RUNTIME_LIST_ITEMS`] items of a runtime list.
+fn list_of<'a>(value: &'a Value, key: &str) -> Option<impl Iterator<Item = &'a Value>> {
+    Some(value.get(key)?.as_array()?.iter().take(MAX_RUNTIME_LIST_ITEMS))
+}
+
 fn counts_of(value: &Value) -> Option<TaskCounts> {
     let n = |key: &str| value.get(key).and_then(Value::as_u64);
     Some(TaskCounts {
@@ -85,8 +113,9 @@ fn result_summary(result: &Value) -> Option<String> {
         ),
         other => (one_line(&other.to_string()), None),
     };
+    let status = limits::clip(status, MAX_RUNTIME_SHORT_CHARS);
     match tail {
-        Some(tail) => Some(format!("{status}\n{tail}")),
+        Some(tail) => Some(limits::clip(format!("{status}\n{tail}"), MAX_RUNTIME_TEXT_CHARS)),
         None => (!status.is_empty()).then_some(status),
     }
 }
@@ -102,42 +131,35 @@ fn bad_answer(what: &str) -> CallError {
 pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, CallError> {
     if let Some(error) = response.get("error") {
         return Err(CallError {
-            code: str_of(error, "code").unwrap_or_else(|| "error".to_owned()),
-            message: str_of(error, "message").unwrap_or_else(|| error.to_string()),
+            code: id_of(error, "code").unwrap_or_else(|| "error".to_owned()),
+            message: short_of(error, "message")
+                .unwrap_or_else(|| limits::clip(error.to_string(), MAX_RUNTIME_SHORT_CHARS)),
         });
     }
     let result = response.get("result").ok_or_else(|| bad_answer("a request"))?;
     match call {
         RuntimeCall::Subscribe { .. } => Ok(RuntimeAnswer::Subscribed),
         RuntimeCall::Workspaces => {
-            let list = result
-                .get("workspaces")
-                .and_then(Value::as_array)
-                .ok_or_else(|| bad_answer("herdr.workspaces"))?;
+            let list = list_of(result, "workspaces").ok_or_else(|| bad_answer("herdr.workspaces"))?;
             let workspaces = list
-                .iter()
                 .filter_map(|w| {
                     Some(CatalogWorkspace {
-                        workspace_id: str_of(w, "workspace_id")?,
-                        label: str_of(w, "label").unwrap_or_default(),
+                        workspace_id: id_of(w, "workspace_id")?,
+                        label: clipped_of(w, "label", MAX_LABEL_CHARS).unwrap_or_default(),
                     })
                 })
                 .collect();
             Ok(RuntimeAnswer::Workspaces { workspaces })
         }
         RuntimeCall::InboxPending { .. } => {
-            let items = result
-                .get("items")
-                .and_then(Value::as_array)
-                .ok_or_else(|| bad_answer("inbox.pending"))?;
+            let items = list_of(result, "items").ok_or_else(|| bad_answer("inbox.pending"))?;
             let tasks = items
-                .iter()
                 .filter_map(|item| {
                     Some(InboxTask {
-                        task_id: str_of(item, "task_id")?,
-                        state: str_of(item, "state").unwrap_or_default(),
-                        pane_id: str_of(item, "pane_id").unwrap_or_default(),
-                        prompt_preview: str_of(item, "prompt_preview").unwrap_or_default(),
+                        task_id: id_of(item, "task_id")?,
+                        state: short_of(item, "state").unwrap_or_default(),
+                        pane_id: id_of(item, "pane_id").unwrap_or_default(),
+                        prompt_preview: short_of(item, "prompt_preview").unwrap_or_default(),
                         result: item.get("result").and_then(result_summary),
                     })
                 })
@@ -150,31 +172,27 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
             .map(|counts| RuntimeAnswer::Counts { counts })
             .ok_or_else(|| bad_answer("inbox counts")),
         RuntimeCall::Panes { .. } => {
-            let list = result
-                .get("panes")
-                .and_then(Value::as_array)
-                .ok_or_else(|| bad_answer("herdr.panes"))?;
+            let list = list_of(result, "panes").ok_or_else(|| bad_answer("herdr.panes"))?;
             let panes = list
-                .iter()
                 .filter_map(|p| {
                     Some(PaneInfo {
-                        pane_id: str_of(p, "pane_id")?,
-                        agent: str_of(p, "agent"),
-                        agent_status: str_of(p, "agent_status").unwrap_or_default(),
+                        pane_id: id_of(p, "pane_id")?,
+                        agent: short_of(p, "agent"),
+                        agent_status: short_of(p, "agent_status").unwrap_or_default(),
                     })
                 })
                 .collect();
             Ok(RuntimeAnswer::Panes { panes })
         }
         RuntimeCall::PaneRead { pane_id, .. } => Ok(RuntimeAnswer::PaneText {
-            pane_id: str_of(result, "pane_id").unwrap_or_else(|| pane_id.clone()),
-            text: str_of(result, "text").ok_or_else(|| bad_answer("herdr.pane_read"))?,
+            pane_id: id_of(result, "pane_id").unwrap_or_else(|| pane_id.clone()),
+            text: clipped_of(result, "text", MAX_RUNTIME_TEXT_CHARS).ok_or_else(|| bad_answer("herdr.pane_read"))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => Ok(RuntimeAnswer::Text {
             text: ["verdict", "summary", "text"]
                 .iter()
-                .find_map(|key| str_of(result, key))
-                .unwrap_or_else(|| result.to_string()),
+                .find_map(|key| clipped_of(result, key, MAX_RUNTIME_TEXT_CHARS))
+                .unwrap_or_else(|| limits::clip(result.to_string(), MAX_RUNTIME_TEXT_CHARS)),
         }),
     }
 }
@@ -187,13 +205,13 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
         "hello" => {
             // The stream's hello names its protocol; the link's handshake is a response.
             return Some(ContinuityInput::StreamHello {
-                boot_id: str_of(data, "boot_id")?,
+                boot_id: id_of(data, "boot_id")?,
                 last_seq: data.get("last_seq").and_then(Value::as_u64),
             });
         }
         "inbox_changed" => {
             return Some(ContinuityInput::InboxChanged {
-                session_ref: str_of(data, "browser_session_ref")?,
+                session_ref: id_of(data, "browser_session_ref")?,
                 counts: counts_of(data.get("counts")?)?,
             });
         }
@@ -207,10 +225,10 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
         "pane_removed" => PaneEventKind::PaneRemoved,
         "agent_output" => {
             return Some(ContinuityInput::AgentOutput {
-                workspace_id: str_of(data, "workspace_id")?,
-                pane_id: str_of(data, "pane_id")?,
-                agent: str_of(data, "agent"),
-                tail: str_of(data, "tail")?,
+                workspace_id: id_of(data, "workspace_id")?,
+                pane_id: id_of(data, "pane_id")?,
+                agent: short_of(data, "agent"),
+                tail: clipped_of(data, "tail", MAX_RUNTIME_TEXT_CHARS)?,
                 seq: data.get("seq").and_then(Value::as_u64).unwrap_or(0),
                 stale: data.get("stale").and_then(Value::as_bool).unwrap_or(false),
             });
@@ -218,20 +236,22 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
         _ => return None,
     };
     Some(ContinuityInput::StreamEvent(StreamEvent {
-        boot_id: str_of(data, "boot_id")?,
+        boot_id: id_of(data, "boot_id")?,
         seq: data.get("seq")?.as_u64()?,
-        workspace_id: str_of(data, "workspace_id")?,
-        pane_id: str_of(data, "pane_id")?,
+        workspace_id: id_of(data, "workspace_id")?,
+        pane_id: id_of(data, "pane_id")?,
         kind,
         at: data.get("at").and_then(Value::as_u64).unwrap_or(0),
     }))
 }
 
 /// The facts of a `page_facts` message; fields a page did not send are "unknown" (false).
+/// The driver has already rejected messages over the caps (`wire::check_page_message`);
+/// a URL over [`MAX_URL_CHARS`] is still refused here so this never stores one.
 pub fn page_report(value: &Value) -> Option<PageReport> {
     let flag = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
     Some(PageReport {
-        url: str_of(value, "url")?,
+        url: str_of(value, "url").filter(|url| limits::within(url, MAX_URL_CHARS))?,
         composer: flag("composer"),
         draft: flag("draft"),
         generating: flag("generating"),
@@ -245,7 +265,7 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
         markers: value
             .get("markers")
             .and_then(Value::as_array)
-            .map(|list| list.iter().filter_map(|m| m.as_str().map(str::to_owned)).take(16).collect())
+            .map(|list| list.iter().filter_map(|m| m.as_str().map(str::to_owned)).take(MAX_MARKERS).collect())
             .unwrap_or_default(),
         delivering: str_of(value, "delivering"),
     })

@@ -19,6 +19,7 @@ use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
 use ext_core::hud::{self, ActionId};
+use ext_core::limits::MAX_PAGE_MESSAGE_BYTES;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -241,12 +242,13 @@ impl LinkDriver {
                 }
                 ContinuityInput::RefreshCatalog
             }
-            (PortCommand::PanelRefresh, _) => ContinuityInput::RefreshCatalog,
-            (PortCommand::Bind { tab_id, workspace }, _) => ContinuityInput::Bind {
+            // Binding is the panel's (O1): a content script never sends these.
+            (PortCommand::PanelRefresh, _) if panel => ContinuityInput::RefreshCatalog,
+            (PortCommand::Bind { tab_id, workspace }, _) if panel => ContinuityInput::Bind {
                 tab: tab_id,
                 workspace,
             },
-            (PortCommand::Unbind { scope_key }, _) => ContinuityInput::Unbind { scope_key },
+            (PortCommand::Unbind { scope_key }, _) if panel => ContinuityInput::Unbind { scope_key },
             _ => return Err(WireError::UnknownPageMessage(value.to_string())),
         };
         Self::feed_continuity(this, input);
@@ -424,8 +426,21 @@ impl LinkDriver {
         port: &JsValue,
         message: &JsValue,
     ) -> Result<(), WireError> {
-        let value: serde_json::Value = serde_wasm_bindgen::from_value(message.clone())
-            .map_err(|e| WireError::UnknownPageMessage(e.to_string()))?;
+        // Size first, then shape (ext_core::limits): a page shapes these through its DOM.
+        let text = js::json_text(message)
+            .ok_or_else(|| WireError::PageMessageRejected("not a JSON value".into()))?;
+        if text.len() > MAX_PAGE_MESSAGE_BYTES {
+            return Err(WireError::PageMessageRejected(format!(
+                "{} bytes of JSON (at most {MAX_PAGE_MESSAGE_BYTES})",
+                text.len()
+            )));
+        }
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| WireError::PageMessageRejected(e.to_string()))?;
+        wire::check_page_message(&value)?;
+        if !this.borrow().pages.iter().any(|p| Object::is(&p.port, port)) {
+            return Err(WireError::PageMessageRejected("the port was not accepted".into()));
+        }
         let parsed = match wire::page_message(&value) {
             Ok(parsed) => parsed,
             Err(_) => return Self::continuity_message(this, port, &value),
@@ -552,8 +567,7 @@ impl LinkDriver {
             let weak = weak.clone();
             move |message: JsValue| {
                 let Some(this) = weak.upgrade() else { return };
-                let value = serde_wasm_bindgen::from_value::<serde_json::Value>(message)
-                    .map_err(|e| WireError::UnknownShape(e.to_string()));
+                let value = js::from_js::<serde_json::Value>(&message).map_err(WireError::UnknownShape);
                 if let Ok(value) = &value {
                     if LinkDriver::native_for_continuity(&this, value) {
                         return;

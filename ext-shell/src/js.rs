@@ -82,16 +82,31 @@ pub fn call_method(object: &JsValue, name: &str, args: &[JsValue]) -> Option<JsV
 }
 
 /// `port.postMessage(json)`; a closed port only logs.
+///
+/// JS ⇄ Rust values cross as JSON text (`JSON.stringify` / `JSON.parse` called from Rust,
+/// serde_json on this side): one serde path for the whole shell keeps the wasm small.
 pub fn post(port: &JsValue, message: &serde_json::Value) {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    match serde::Serialize::serialize(message, &serializer) {
+    match js_sys::JSON::parse(&message.to_string()) {
         Ok(value) => {
             call_method(port, "postMessage", &[value]);
         }
         Err(error) => warn(&format!(
-            "herdr-continuity: cannot convert a message: {error}"
+            "herdr-continuity: cannot convert a message: {}",
+            error_text(&error)
         )),
     }
+}
+
+/// `JSON.stringify(value)`; `None` for values JSON cannot carry (undefined, functions,
+/// cycles, BigInt).
+pub fn json_text(value: &JsValue) -> Option<String> {
+    js_sys::JSON::stringify(value).ok()?.as_string()
+}
+
+/// A JS value as a Rust type, through its JSON text (see [`post`]).
+pub fn from_js<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+    let text = json_text(value).ok_or_else(|| "not a JSON value".to_owned())?;
+    serde_json::from_str(&text).map_err(|error| error.to_string())
 }
 
 /// `object[event].addListener(listener)`.
@@ -155,6 +170,35 @@ pub fn sender_tab_id(port: &JsValue) -> Option<u32> {
     let tab = Reflect::get(&sender, &JsValue::from_str("tab")).ok()?;
     let id = Reflect::get(&tab, &JsValue::from_str("id")).ok()?.as_f64()?;
     (id >= 0.0 && id <= f64::from(u32::MAX)).then_some(id as u32)
+}
+
+/// `port.sender` as `ext_core::limits` sees it (`id`, `url`, whether `tab` is set).
+pub fn port_sender(port: &JsValue) -> ext_core::limits::PortSender {
+    let sender = Reflect::get(port, &JsValue::from_str("sender")).unwrap_or(JsValue::UNDEFINED);
+    let field = |key: &str| {
+        if sender.is_object() {
+            Reflect::get(&sender, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+        } else {
+            JsValue::UNDEFINED
+        }
+    };
+    ext_core::limits::PortSender {
+        extension_id: field("id").as_string(),
+        url: field("url").as_string(),
+        has_tab: field("tab").is_object(),
+    }
+}
+
+/// `chrome.runtime.id` (this extension's id), when this global has it.
+pub fn own_extension_id() -> Option<String> {
+    let mut value: JsValue = js_sys::global().into();
+    for key in ["chrome", "runtime", "id"] {
+        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
+        if value.is_undefined() || value.is_null() {
+            return None;
+        }
+    }
+    value.as_string()
 }
 
 /// `port.name`.

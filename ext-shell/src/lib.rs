@@ -30,6 +30,7 @@ use std::rc::Rc;
 
 use ext_core::companion_link::Input;
 use ext_core::continuity::{Continuity, ContinuityInput};
+use ext_core::limits;
 use ext_core::wake::Language;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
@@ -155,15 +156,36 @@ pub fn page_connected(port: JsValue) -> Result<(), JsValue> {
     if !driver::is_port(&port) {
         return Err(JsError::new("page_connected needs a runtime.Port").into());
     }
+    if let Err(rejected) = check_port_sender(&port) {
+        js::warn(&format!("herdr-continuity: refused a port: {rejected}"));
+        js::call_method(&port, "disconnect", &[]);
+        return Ok(());
+    }
     LinkDriver::page_connected(&worker()?, port);
     Ok(())
 }
 
-/// A message on a page or panel port.
+/// Whether a `page` / `panel` port comes from this extension (`ext_core::limits`): a content
+/// script in a chatgpt.com tab, or one of our extension pages. Ports of any other name are
+/// refused too.
+pub fn check_port_sender(port: &JsValue) -> Result<(), limits::SenderRejected> {
+    let kind = match js::port_name(port).as_deref() {
+        Some("page") => limits::PortKind::Page,
+        Some("panel") => limits::PortKind::Panel,
+        _ => return Err(limits::SenderRejected::ForeignExtension),
+    };
+    let own = js::own_extension_id().unwrap_or_default();
+    limits::check_sender(kind, &js::port_sender(port), &own)
+}
+
+/// A message on a page or panel port. A message of the wrong shape or over a cap
+/// (`ext_core::limits`) is dropped with a console warning; it never throws.
 #[wasm_bindgen]
 pub fn page_message(port: JsValue, message: JsValue) -> Result<(), JsValue> {
-    LinkDriver::page_message(&worker()?, &port, &message)
-        .map_err(|error| JsError::new(&error.to_string()).into())
+    if let Err(error) = LinkDriver::page_message(&worker()?, &port, &message) {
+        js::warn(&error.to_string());
+    }
+    Ok(())
 }
 
 /// `onDisconnect` of a page or panel port.

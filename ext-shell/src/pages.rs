@@ -203,7 +203,7 @@ pub fn render_view(root: &Element, view: &ReceivedView, port: &JsValue) -> Resul
 fn show_round_trip(status_region: &Element, message: &JsValue) {
     let line: Option<ReceivedLine> = Reflect::get(message, &JsValue::from_str("status"))
         .ok()
-        .and_then(|status| serde_wasm_bindgen::from_value(status).ok());
+        .and_then(|status| js::from_js(&status).ok());
     if let Some(line) = line {
         status_region.set_text_content(Some(&js::message(&line.key, &line.substitutions)));
         let _ = status_region.set_attribute("data-key", &line.key);
@@ -437,7 +437,7 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
             Some("hud") => {
                 let view = Reflect::get(&message, &JsValue::from_str("view"))
                     .ok()
-                    .and_then(|view| serde_wasm_bindgen::from_value::<ReceivedView>(view).ok());
+                    .and_then(|view| js::from_js::<ReceivedView>(&view).ok());
                 match view {
                     Some(view) => {
                         if let Err(error) = render_view(&view_root, &view, &listener_port) {
@@ -453,7 +453,7 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
             Some("panel") => {
                 let view = Reflect::get(&message, &JsValue::from_str("view"))
                     .ok()
-                    .and_then(|view| serde_wasm_bindgen::from_value::<ReceivedPanel>(view).ok());
+                    .and_then(|view| js::from_js::<ReceivedPanel>(&view).ok());
                 match view {
                     Some(view) => {
                         if let Err(error) = render_panel(&control_center, &view, &listener_port) {

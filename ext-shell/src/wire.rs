@@ -6,6 +6,7 @@
 
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
+use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -29,6 +30,9 @@ pub enum WireError {
     /// A page message of unknown shape.
     #[error("a page sent an unknown message: {0}")]
     UnknownPageMessage(String),
+    /// A page message over a size cap or of the wrong shape (`ext_core::limits`); dropped.
+    #[error("herdr-continuity: dropped a page message: {0}")]
+    PageMessageRejected(String),
 }
 
 #[derive(Deserialize)]
@@ -67,6 +71,11 @@ fn malformed(what: &str, error: serde_json::Error) -> WireError {
     }
 }
 
+/// Runtime text shown in the HUD, clipped (`ext_core::limits`).
+fn short(text: String) -> String {
+    limits::clip(text, limits::MAX_RUNTIME_SHORT_CHARS)
+}
+
 fn herdr_status(wire: HerdrWire) -> Result<HerdrStatus, WireError> {
     let state = match wire.state.as_str() {
         "connected" => HerdrConnection::Connected,
@@ -84,9 +93,9 @@ fn herdr_status(wire: HerdrWire) -> Result<HerdrStatus, WireError> {
     Ok(HerdrStatus {
         state,
         protocol: wire.protocol,
-        version: wire.version,
-        socket: wire.socket,
-        detail: wire.detail,
+        version: wire.version.map(short),
+        socket: short(wire.socket),
+        detail: wire.detail.map(short),
     })
 }
 
@@ -107,8 +116,8 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
                 let error: ErrorWire =
                     serde_json::from_value(data).map_err(|e| malformed("host_error", e))?;
                 Ok(RuntimeMessage::HostError {
-                    code: error.code,
-                    message: error.message,
+                    code: short(error.code),
+                    message: short(error.message),
                 })
             }
             other => Err(WireError::NotForLink(other.to_owned())),
@@ -123,8 +132,8 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
             serde_json::from_value(error.clone()).map_err(|e| malformed("error", e))?;
         return Ok(RuntimeMessage::ErrorAnswer {
             id,
-            code: error.code,
-            message: error.message,
+            code: short(error.code),
+            message: short(error.message),
         });
     }
     let Some(result) = object.get("result") else {
@@ -136,7 +145,7 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
                 serde_json::from_value(result.clone()).map_err(|e| malformed("hello", e))?;
             Ok(RuntimeMessage::HelloAnswer {
                 id,
-                runtime_version: hello.runtime_version,
+                runtime_version: short(hello.runtime_version),
                 protocol: hello.protocol,
                 compatible: hello.compatible,
                 herdr: herdr_status(hello.herdr)?,
@@ -179,6 +188,54 @@ pub enum PageMessage {
     },
     /// `{"type":"action","action":"retry_companion"|"round_trip_test"}` — a HUD button.
     Action(ActionId),
+}
+
+/// Checks a page or panel message against `ext_core::limits` before anything reads it: a
+/// flat JSON object of at most [`MAX_PAGE_FIELDS`] fields with a string `type`; `url` at most
+/// [`MAX_URL_CHARS`], `label` at most [`MAX_LABEL_CHARS`], every other string (ids, markers,
+/// scope keys, action names) at most [`MAX_ID_CHARS`]; only `markers` may be a list (of at
+/// most [`MAX_MARKERS`] strings); no nested objects. A page shapes these through its DOM,
+/// so anything else is rejected whole.
+pub fn check_page_message(value: &Value) -> Result<(), WireError> {
+    let reject = |why: String| Err(WireError::PageMessageRejected(why));
+    let Some(object) = value.as_object() else {
+        return reject("not a JSON object".into());
+    };
+    if object.len() > MAX_PAGE_FIELDS {
+        return reject(format!("{} fields (at most {MAX_PAGE_FIELDS})", object.len()));
+    }
+    if !object.get("type").is_some_and(Value::is_string) {
+        return reject("no string `type`".into());
+    }
+    let string_cap = |key: &str| match key {
+        "url" => MAX_URL_CHARS,
+        "label" => MAX_LABEL_CHARS,
+        _ => MAX_ID_CHARS,
+    };
+    for (key, field) in object {
+        if !limits::within(key, MAX_ID_CHARS) {
+            return reject("a field name is too long".into());
+        }
+        match field {
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            Value::String(text) => {
+                let cap = string_cap(key);
+                if !limits::within(text, cap) {
+                    return reject(format!("`{key}` is longer than {cap} characters"));
+                }
+            }
+            Value::Array(items) if key == "markers" => {
+                if items.len() > MAX_MARKERS {
+                    return reject(format!("{} markers (at most {MAX_MARKERS})", items.len()));
+                }
+                if !items.iter().all(|m| m.as_str().is_some_and(|m| limits::within(m, MAX_ID_CHARS))) {
+                    return reject(format!("a marker is not a string of at most {MAX_ID_CHARS} characters"));
+                }
+            }
+            Value::Array(_) | Value::Object(_) => return reject(format!("`{key}` has the wrong shape")),
+        }
+    }
+    Ok(())
 }
 
 /// Parses one message received on a page or panel port.

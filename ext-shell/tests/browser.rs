@@ -63,3 +63,9 @@ fn side_panel_renders_a_view_with_buttons() {
         vec![serde_json::json!({"type": "action", "action": "retry_companion"})]
     );
 }
+
+/// Page messages and ports are validated and size-capped; runtime text is clipped.
+#[wasm_bindgen_test]
+fn page_and_runtime_input_is_bounded() {
+    common::page_and_runtime_input_is_bounded();
+}

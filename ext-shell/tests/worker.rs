@@ -15,3 +15,9 @@ fn runtime_messages_parse_into_core_types() {
 async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     common::driver_handshakes_probes_and_reconnects_with_fake_ports().await;
 }
+
+/// Page messages and ports are validated and size-capped; runtime text is clipped.
+#[wasm_bindgen_test]
+fn page_and_runtime_input_is_bounded() {
+    common::page_and_runtime_input_is_bounded();
+}

@@ -304,3 +304,112 @@ pub fn continuity_messages_translate() {
     );
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "format_disk"})), None);
 }
+
+/// Quality bar "every message from the page or the wire is validated and size-capped"
+/// (ext_core::limits): page messages over a cap or of the wrong shape are rejected whole,
+/// ports from elsewhere are refused, runtime text is clipped before it reaches a page.
+pub fn page_and_runtime_input_is_bounded() {
+    use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
+    use ext_core::limits::{MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS};
+    use ext_shell::continuity_wire as cw;
+    let rejected = |value: serde_json::Value| matches!(wire::check_page_message(&value), Err(WireError::PageMessageRejected(_)));
+    let long = |n: usize| "x".repeat(n);
+
+    // Page → worker: at the caps is fine, one over is not.
+    let facts = json!({"type": "page_facts", "url": format!("https://chatgpt.com/{}", long(MAX_URL_CHARS - 20)),
+        "composer": true, "user_turns": 3, "last_user_turn_id": long(MAX_ID_CHARS), "delivering": null,
+        "markers": vec![long(MAX_ID_CHARS); MAX_MARKERS]});
+    assert_eq!(wire::check_page_message(&facts), Ok(()));
+    assert!(rejected(json!({"type": "page_facts", "url": format!("https://chatgpt.com/{}", long(MAX_URL_CHARS))})));
+    assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "last_user_turn_id": long(MAX_ID_CHARS + 1)})));
+    assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": vec!["m"; MAX_MARKERS + 1]})));
+    assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": [long(MAX_ID_CHARS + 1)]})));
+    assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": [{"id": 1}]})));
+    assert!(rejected(json!({"type": "delivery_result", "id": long(MAX_ID_CHARS + 1), "ok": true})));
+    assert!(rejected(json!({"type": "unbind", "scope_key": long(MAX_ID_CHARS + 1)})));
+    assert_eq!(wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})), Ok(()));
+    assert!(rejected(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS + 1)})));
+    assert!(rejected(json!({"type": "action", "action": {"id": "continue"}})), "nested objects are not a page message");
+    assert!(rejected(json!(["page_facts"])));
+    assert!(rejected(json!({"url": "https://chatgpt.com/"})), "no type");
+    let many: serde_json::Map<String, serde_json::Value> = (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();
+    assert!(rejected(serde_json::Value::Object(many)));
+
+    // The driver drops a rejected message (facts not stored), messages on a port it never
+    // accepted, and binding commands that do not come from the panel.
+    let (connect, _natives) = fake_chrome();
+    let (page_factory, _pages) = fake_chrome();
+    let driver = LinkDriver::new(connect, "0.1.0");
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    LinkDriver::page_connected(&driver, page.clone());
+    let over = js(json!({"type": "page_facts", "url": format!("https://chatgpt.com/{}", long(MAX_URL_CHARS))}));
+    assert!(matches!(LinkDriver::page_message(&driver, &page, &over), Err(WireError::PageMessageRejected(_))));
+    let huge = js(json!({"type": "page_facts", "url": "https://chatgpt.com/", "padding": long(20_000)}));
+    assert!(matches!(LinkDriver::page_message(&driver, &page, &huge), Err(WireError::PageMessageRejected(_))));
+    assert!(driver.borrow().page_urls().is_empty(), "nothing of a rejected message is kept");
+    let stranger = page_factory.call1(&JsValue::NULL, &"page".into()).expect("port");
+    let fine = js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"}));
+    assert!(matches!(LinkDriver::page_message(&driver, &stranger, &fine), Err(WireError::PageMessageRejected(_))));
+    assert!(driver.borrow().page_urls().is_empty());
+    let bind = js(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": "api"}));
+    assert!(matches!(LinkDriver::page_message(&driver, &page, &bind), Err(WireError::UnknownPageMessage(_))), "a page cannot bind");
+    LinkDriver::page_message(&driver, &page, &fine).expect("facts within the caps are accepted");
+    assert_eq!(driver.borrow().page_urls(), vec!["https://chatgpt.com/c/1".to_owned()]);
+
+    // Ports: only our content script on chatgpt.com (with a tab) or our own pages.
+    let port = |name: &str, sender: serde_json::Value| {
+        let port = page_factory.call1(&JsValue::NULL, &name.into()).expect("port");
+        Reflect::set(&port, &"sender".into(), &js(sender)).expect("set sender");
+        port
+    };
+    let global = js_sys::global();
+    // A plain page has no `chrome.runtime`: stand one in, then put the old `chrome` back.
+    let had_chrome = Reflect::has(&global, &"chrome".into()).unwrap_or(false);
+    let old_chrome = Reflect::get(&global, &"chrome".into()).unwrap_or(JsValue::UNDEFINED);
+    Reflect::set(&global, &"chrome".into(), &js(json!({"runtime": {"id": "ours"}}))).expect("fake chrome");
+    let own = ext_shell::js::own_extension_id();
+    if let Some(own) = own.as_deref() {
+        let ok = port("page", json!({"id": own, "url": "https://chatgpt.com/c/1", "tab": {"id": 4}}));
+        assert_eq!(ext_shell::check_port_sender(&ok), Ok(()));
+        let panel = port("panel", json!({"id": own, "url": format!("chrome-extension://{own}/sidepanel.html")}));
+        assert_eq!(ext_shell::check_port_sender(&panel), Ok(()));
+        let evil = port("page", json!({"id": own, "url": "https://chatgpt.com.evil.example/", "tab": {"id": 4}}));
+        assert!(ext_shell::check_port_sender(&evil).is_err());
+        let posing = port("panel", json!({"id": own, "url": "https://chatgpt.com/", "tab": {"id": 4}}));
+        assert!(ext_shell::check_port_sender(&posing).is_err());
+        let foreign = port("page", json!({"id": "someone-else", "url": "https://chatgpt.com/", "tab": {"id": 4}}));
+        assert!(ext_shell::check_port_sender(&foreign).is_err());
+        let renamed = port("admin", json!({"id": own, "url": "https://chatgpt.com/", "tab": {"id": 4}}));
+        assert!(ext_shell::check_port_sender(&renamed).is_err());
+    }
+    assert!(ext_shell::check_port_sender(&port("page", json!({}))).is_err(), "no sender, no port");
+    if had_chrome {
+        Reflect::set(&global, &"chrome".into(), &old_chrome).expect("restore chrome");
+    } else {
+        Reflect::delete_property(global.unchecked_ref::<js_sys::Object>(), &"chrome".into()).expect("remove fake chrome");
+    }
+    assert_eq!(own.as_deref().map(str::is_empty), Some(false), "chrome.runtime.id is read");
+
+    // Runtime → worker: text clipped, over-long ids make the item unusable, lists capped.
+    let output = cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
+        "tail": long(10_000), "seq": 1}}));
+    match output {
+        Some(ContinuityInput::AgentOutput { tail, .. }) => assert_eq!(tail.chars().count(), MAX_RUNTIME_TEXT_CHARS),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1",
+        "workspace_id": long(MAX_ID_CHARS + 1), "tail": "t", "seq": 1}})), None);
+    let catalog = cw::answer(&RuntimeCall::Workspaces, &json!({"id": "c-1", "result": {"workspaces":
+        (0..300).map(|i| json!({"workspace_id": format!("w{i}"), "label": long(1_000)})).collect::<Vec<_>>()}}));
+    match catalog {
+        Ok(RuntimeAnswer::Workspaces { workspaces }) => {
+            assert_eq!(workspaces.len(), ext_core::limits::MAX_RUNTIME_LIST_ITEMS);
+            assert_eq!(workspaces[0].label.chars().count(), MAX_LABEL_CHARS);
+        }
+        other => panic!("{other:?}"),
+    }
+    match wire::runtime_message(&json!({"event": "host_error", "data": {"code": "x", "message": long(5_000)}})) {
+        Ok(RuntimeMessage::HostError { message, .. }) => assert_eq!(message.chars().count(), ext_core::limits::MAX_RUNTIME_SHORT_CHARS),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,190 @@
+//! Size caps and sender rules for everything the extension receives (quality bar: "every
+//! message from the page or the wire is validated and size-capped").
+//!
+//! Two kinds of input reach the worker:
+//! - **page → worker** messages from the content script. A hostile page shapes them through
+//!   its DOM (URL, turn ids, marker text), so a message over a cap is *rejected* whole (the
+//!   shell logs a warning and drops it; nothing is truncated into state).
+//! - **runtime → worker** messages on the native port. The runtime is ours, but the text in
+//!   them (pane tails, labels, task results, error messages) comes from terminals and goes
+//!   on into the HUD and the composer, so it is *clipped* to a cap before it is used.
+//!
+//! Ports are accepted only from this extension: a `page` port from a content script in a tab
+//! on an allowed origin ([`ALLOWED_PAGE_ORIGINS`]), a `panel` port from one of our own
+//! extension pages. Everything here is a product rule; the shell (ext-shell) applies it.
+//!
+//! Invariant: every cap counts Unicode scalar values (`char`s), never bytes, so a cap never
+//! splits a character.
+
+/// Longest page URL a page may report (`page_facts.url`).
+pub const MAX_URL_CHARS: usize = 2_048;
+/// Longest id a page may send: delivery ids, turn ids, markers, workspace ids, scope keys,
+/// action names.
+pub const MAX_ID_CHARS: usize = 256;
+/// Longest workspace label a page or panel may send (`bind.label`).
+pub const MAX_LABEL_CHARS: usize = 256;
+/// Most markers one `page_facts` may carry (the content script reads the last five turns).
+pub const MAX_MARKERS: usize = 16;
+/// Most fields a page message may have (the widest, `page_facts`, has 11).
+pub const MAX_PAGE_FIELDS: usize = 16;
+/// Longest page message as JSON text; checked before it is parsed.
+pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
+
+/// Longest pane tail or task result text kept from the runtime (the runtime already bounds
+/// tails to 2 000 characters; this is the extension's own bound).
+pub const MAX_RUNTIME_TEXT_CHARS: usize = 4_000;
+/// Longest short runtime string kept: labels, ids, states, error codes and messages,
+/// prompt previews, verdicts.
+pub const MAX_RUNTIME_SHORT_CHARS: usize = 512;
+/// Most items kept from one runtime list (workspaces, panes, inbox tasks).
+pub const MAX_RUNTIME_LIST_ITEMS: usize = 256;
+
+/// Origins whose pages may connect a `page` port (the manifest's content-script matches).
+pub const ALLOWED_PAGE_ORIGINS: &[&str] = &["https://chatgpt.com"];
+
+/// Whether `text` has at most `max_chars` characters.
+pub fn within(text: &str, max_chars: usize) -> bool {
+    text.len() <= max_chars || text.chars().count() <= max_chars
+}
+
+/// `text` cut to at most `max_chars` characters; a cut text ends with `…` (which counts).
+pub fn clip(text: String, max_chars: usize) -> String {
+    if within(&text, max_chars) {
+        return text;
+    }
+    let mut clipped: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}
+
+/// Which internal port connected (its `name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// A content script's `page` port.
+    Page,
+    /// An extension page's `panel` port (side panel).
+    Panel,
+}
+
+/// What Chrome says about a port's sender (`port.sender`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortSender {
+    /// `sender.id`: the extension that opened the port.
+    pub extension_id: Option<String>,
+    /// `sender.url`: the page or extension page that opened it.
+    pub url: Option<String>,
+    /// Whether `sender.tab` is set (content scripts always have a tab).
+    pub has_tab: bool,
+}
+
+/// Why a port was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SenderRejected {
+    /// `sender.id` is missing or is another extension.
+    ForeignExtension,
+    /// A `page` port without a tab or from a page outside [`ALLOWED_PAGE_ORIGINS`].
+    PageNotAllowed,
+    /// A `panel` port that does not come from one of this extension's pages.
+    PanelNotOurs,
+}
+
+impl std::fmt::Display for SenderRejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ForeignExtension => "the port was opened by another extension",
+            Self::PageNotAllowed => "a page port came from a page outside https://chatgpt.com",
+            Self::PanelNotOurs => "a panel port came from outside this extension's pages",
+        })
+    }
+}
+
+/// Whether `url` is `origin` itself or a URL under it (`origin` then `/`, `?` or `#`), so
+/// `https://chatgpt.com.evil.example/` is not under `https://chatgpt.com`.
+pub fn url_under_origin(url: &str, origin: &str) -> bool {
+    url.strip_prefix(origin)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?', '#']))
+}
+
+/// Accepts a port only from this extension (`own_extension_id` = `chrome.runtime.id`):
+/// `page` ports from a tab on an allowed origin, `panel` ports from
+/// `chrome-extension://<own id>/…`.
+pub fn check_sender(kind: PortKind, sender: &PortSender, own_extension_id: &str) -> Result<(), SenderRejected> {
+    if own_extension_id.is_empty() || sender.extension_id.as_deref() != Some(own_extension_id) {
+        return Err(SenderRejected::ForeignExtension);
+    }
+    let url = sender.url.as_deref().unwrap_or("");
+    match kind {
+        PortKind::Page => {
+            let allowed = sender.has_tab
+                && within(url, MAX_URL_CHARS)
+                && ALLOWED_PAGE_ORIGINS.iter().any(|origin| url_under_origin(url, origin));
+            if allowed { Ok(()) } else { Err(SenderRejected::PageNotAllowed) }
+        }
+        PortKind::Panel => {
+            let ours = format!("chrome-extension://{own_extension_id}");
+            if url_under_origin(url, &ours) { Ok(()) } else { Err(SenderRejected::PanelNotOurs) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: &str = "abcdefghijklmnopabcdefghijklmnop";
+
+    fn sender(id: &str, url: &str, has_tab: bool) -> PortSender {
+        PortSender { extension_id: Some(id.into()), url: Some(url.into()), has_tab }
+    }
+
+    #[test]
+    fn caps_count_characters_not_bytes() {
+        assert!(within(&"é".repeat(MAX_ID_CHARS), MAX_ID_CHARS));
+        assert!(!within(&"é".repeat(MAX_ID_CHARS + 1), MAX_ID_CHARS));
+        assert_eq!(clip("short".into(), 10), "short");
+        let clipped = clip("日本語のテキスト".into(), 4);
+        assert_eq!(clipped, "日本語…");
+        assert_eq!(clipped.chars().count(), 4);
+    }
+
+    #[test]
+    fn a_page_port_must_come_from_our_content_script_on_chatgpt() {
+        assert_eq!(check_sender(PortKind::Page, &sender(OURS, "https://chatgpt.com/c/1", true), OURS), Ok(()));
+        assert_eq!(check_sender(PortKind::Page, &sender(OURS, "https://chatgpt.com", true), OURS), Ok(()));
+        assert_eq!(
+            check_sender(PortKind::Page, &sender("other", "https://chatgpt.com/", true), OURS),
+            Err(SenderRejected::ForeignExtension)
+        );
+        assert_eq!(
+            check_sender(PortKind::Page, &PortSender { has_tab: true, ..PortSender::default() }, OURS),
+            Err(SenderRejected::ForeignExtension)
+        );
+        for url in ["https://chatgpt.com.evil.example/", "http://chatgpt.com/", "https://evil.example/?https://chatgpt.com/"] {
+            assert_eq!(check_sender(PortKind::Page, &sender(OURS, url, true), OURS), Err(SenderRejected::PageNotAllowed), "{url}");
+        }
+        assert_eq!(
+            check_sender(PortKind::Page, &sender(OURS, "https://chatgpt.com/", false), OURS),
+            Err(SenderRejected::PageNotAllowed),
+            "a content script always has a tab"
+        );
+        let long = format!("https://chatgpt.com/{}", "a".repeat(MAX_URL_CHARS));
+        assert_eq!(check_sender(PortKind::Page, &sender(OURS, &long, true), OURS), Err(SenderRejected::PageNotAllowed));
+    }
+
+    #[test]
+    fn a_panel_port_must_come_from_our_extension_pages() {
+        let panel = format!("chrome-extension://{OURS}/sidepanel.html");
+        assert_eq!(check_sender(PortKind::Panel, &sender(OURS, &panel, false), OURS), Ok(()));
+        assert_eq!(check_sender(PortKind::Panel, &sender(OURS, &panel, true), OURS), Ok(()), "the panel opened in a tab");
+        assert_eq!(
+            check_sender(PortKind::Panel, &sender(OURS, "https://chatgpt.com/", true), OURS),
+            Err(SenderRejected::PanelNotOurs),
+            "a content script cannot pose as the panel"
+        );
+        assert_eq!(
+            check_sender(PortKind::Panel, &sender(OURS, &format!("chrome-extension://{OURS}x/p.html"), false), OURS),
+            Err(SenderRejected::PanelNotOurs)
+        );
+        assert_eq!(check_sender(PortKind::Panel, &sender("", "", false), ""), Err(SenderRejected::ForeignExtension));
+    }
+}
