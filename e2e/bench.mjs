@@ -10,6 +10,11 @@
 // worker, subscribed with `events.subscribe`: the same host → worker path the extension's
 // own port uses), next to a direct runtime-socket client, p50/p99 over BENCH_TRANSITIONS
 // (1 000) transitions paced at 100/s; and the runtime's RSS (VmRSS) idle and under that load.
+//
+// Content script cost (e2e/bench/content-cost.mjs): main-thread cost of a streaming
+// ChatGPT fixture page with the extension loaded versus a browser without it, and how many
+// page_facts the content script computed and sent for the streamed tokens.
+// BENCH_ONLY=content-script runs only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -17,6 +22,7 @@ import { Sandbox } from './lib/sandbox.mjs';
 import { EXTENSION_DIR, EXTENSION_ID, EXTENSION_ORIGIN, NATIVE_HOST_NAME, REPO_ROOT } from './lib/paths.mjs';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { contentScriptCostBench } from './bench/content-cost.mjs';
 import {
   CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
 } from './lib/continuity.mjs';
@@ -136,6 +142,12 @@ async function measureRoundTrips(worker, hostName, count, warmup) {
 }
 
 async function main() {
+  // BENCH_ONLY=content-script runs only the content script cost bench (e2e/bench/content-cost.mjs).
+  if (process.env.BENCH_ONLY === 'content-script') {
+    await contentScriptCostBench({ Sandbox, table });
+    console.log('\nbench: done');
+    return;
+  }
   const sizes = wasmSizes();
   table(`wasm bundles (${path.relative(REPO_ROOT, EXTENSION_DIR)}/pkg)`, ['bundle', 'raw bytes', 'gzip -9 bytes'], sizes.map((s) => [s.file, s.raw, s.gzip]));
 
@@ -194,6 +206,7 @@ async function main() {
     await sandbox.dispose();
   }
   await continuityBench();
+  await contentScriptCostBench({ Sandbox, table });
   console.log('\nbench: done');
 }
 

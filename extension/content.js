@@ -231,7 +231,13 @@
   };
 
   // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules
-  // one recompute; an unchanged result is not sent.
+  // one recompute (≤ 1 per 100 ms); an unchanged result is not sent.
+  // Cost invariants (REFERENCE.md §2: "a full DOM scan on every streamed token"; measured by
+  // e2e/bench/content-cost.mjs): the observer callback is O(1) per batch; a recompute reads
+  // no layout (textContent, never innerText) and, once the turn list is known, touches only
+  // the composer's form and the last TAIL_TURNS turns, plus one document-wide count of user
+  // turns when the turn list itself changed (a turn added or removed; streaming into the
+  // last turn does not change it). Old turns are virtualized away by ChatGPT anyway.
   const composerEl = () => {
     const byId = document.getElementById('prompt-textarea');
     if (byId) return byId;
@@ -240,22 +246,63 @@
     return candidates.length === 1 ? candidates[0] : null;
   };
   const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
+  const USER_TURN = '[data-message-author-role="user"]';
+  const STOP_BUTTON = 'button[data-testid="stop-button"]';
+  const STREAMING_TURN = '[data-is-streaming="true"], [data-message-author-role][aria-busy="true"], article[aria-busy="true"]';
+  const PERMISSION_CARD = '[data-testid="tool-action-buttons"], [data-testid="tool-approval-card"], .tool-approval-card';
+  const TAIL_TURNS = 12;
+  // The element whose children are the turns (found from the first turn, kept while it is
+  // in the document), and the user turns counted for its current shape.
+  let turnList = null;
+  let userTurns = { shape: null, list: [] };
+  const findTurnList = () => {
+    if (turnList?.isConnected && turnList.firstElementChild) return turnList;
+    const first = document.querySelector('[data-message-author-role]');
+    turnList = first?.closest('[data-testid^="conversation-turn-"], article')?.parentElement ?? null;
+    return turnList;
+  };
+  // Same answer as document.querySelectorAll(USER_TURN), recounted only when the turn
+  // list's shape changed or a cached user turn left the document.
+  const userTurnsNow = (list) => {
+    const shape = list && [list, list.childElementCount, list.firstElementChild, list.lastElementChild];
+    const same = shape && userTurns.shape && shape.every((part, i) => part === userTurns.shape[i]) &&
+      userTurns.list.slice(-5).every((turn) => turn.isConnected);
+    if (!same) userTurns = { shape, list: [...document.querySelectorAll(USER_TURN)] };
+    return userTurns.list;
+  };
+  // Whether `selector` matches in the last TAIL_TURNS turns (or in the whole document when
+  // the turn list is unknown).
+  const inTail = (list, selector) => {
+    if (!list) return Boolean(document.querySelector(selector));
+    let turn = list.lastElementChild;
+    for (let i = 0; turn && i < TAIL_TURNS; i++, turn = turn.previousElementSibling) {
+      if (turn.matches(selector) || turn.querySelector(selector)) return true;
+    }
+    return false;
+  };
   let delivering = null;
   let lastFacts = '';
   const facts = () => {
     const composer = composerEl();
-    const users = document.querySelectorAll('[data-message-author-role="user"]');
+    const list = findTurnList();
+    const users = userTurnsNow(list);
     const markers = [];
-    for (const turn of [...users].slice(-5)) {
+    for (const turn of users.slice(-5)) {
       for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
     }
+    // ChatGPT's Stop button lives in the composer's form; look there first. The safety facts
+    // (Stop button, permission card) fall back to one document-wide query each: a missed
+    // card or Stop button would let a wake be typed into a busy page, so they fail closed.
+    const form = composer?.closest('form');
+    const stop = form?.querySelector(STOP_BUTTON) || document.querySelector(STOP_BUTTON);
     return {
       type: 'page_facts',
       url: location.href,
       composer: Boolean(composer),
-      draft: Boolean(composer && composer.innerText.trim() !== ''),
-      generating: Boolean(document.querySelector('button[data-testid="stop-button"], [data-is-streaming="true"], [data-message-author-role][aria-busy="true"], article[aria-busy="true"]')),
-      permission_card: Boolean(document.querySelector('[data-testid="tool-action-buttons"], [data-testid="tool-approval-card"], .tool-approval-card')),
+      // textContent, not innerText: same emptiness answer without forcing a layout.
+      draft: Boolean(composer && composer.textContent.trim() !== ''),
+      generating: Boolean(stop) || inTail(list, list ? STREAMING_TURN : `${STOP_BUTTON}, ${STREAMING_TURN}`),
+      permission_card: Boolean(document.querySelector(PERMISSION_CARD)),
       user_turns: users.length,
       last_user_turn_id: users.length ? users[users.length - 1].getAttribute('data-message-id') : null,
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
@@ -265,12 +312,22 @@
       delivering: delivering?.id ?? null,
     };
   };
+  // Debug counters for e2e/bench (content script cost): data-* on our host, which the
+  // observer below does not watch (its attributeFilter), so writing them causes no recompute.
+  let factsComputed = 0;
+  let factsSent = 0;
+  let factsMs = 0;
   const sendFacts = (force = false) => {
+    const startedAt = performance.now();
     const current = facts();
     const json = JSON.stringify(current);
+    factsMs += performance.now() - startedAt;
+    host.dataset.factsComputed = String(++factsComputed);
+    host.dataset.factsMs = factsMs.toFixed(3);
     if (!force && json === lastFacts) return;
     lastFacts = json;
     port?.postMessage(current);
+    host.dataset.factsSent = String(++factsSent);
   };
   let factsScheduled = false;
   const scheduleFacts = () => {
@@ -280,11 +337,10 @@
     // chat usually is one.
     setTimeout(() => { factsScheduled = false; sendFacts(); }, 100);
   };
-  new MutationObserver((records) => {
-    // Our own HUD lives outside the page's tree, but ignore it anyway.
-    if (records.every((r) => r.target === host || host.contains(r.target))) return;
-    scheduleFacts();
-  }).observe(document.documentElement, { subtree: true, childList: true, characterData: true,
+  // O(1) per batch, records unread: the HUD's shadow tree is invisible to this observer,
+  // and our host's own data-* writes are outside attributeFilter, so no batch is ours alone
+  // (and an extra recompute would be coalesced and, unchanged, not sent).
+  new MutationObserver(scheduleFacts).observe(document.documentElement, { subtree: true, childList: true, characterData: true,
     attributes: true, attributeFilter: ['data-is-streaming', 'aria-busy', 'data-testid', 'disabled'] });
   document.addEventListener('input', scheduleFacts, true);
   addEventListener('popstate', scheduleFacts);

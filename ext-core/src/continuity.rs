@@ -11,6 +11,18 @@
 //! turn → the carried task ids are acknowledged (`inbox.ack`, I4). A delivery that fails
 //! leaves its tasks unacknowledged; the scheduler retries it once the page is idle again.
 //!
+//! Inbox wakes (I2, I4, P9: the parent inbox is the truth, the settle only a trigger): a
+//! settle the extension never saw (its saved state was lost and it subscribed live-only,
+//! or the settle fell outside the runtime's event retention) must not strand a result. So
+//! a scope gets an *inbox check* due after every link-up, every stream `hello`, its binding
+//! and every `inbox_changed` whose `unacked` count grew; the check (`inbox.pending`) runs
+//! only while the scope is quiet — link up, workspace not working, no settle read in
+//! flight, no wake pending or in flight — and at most one read per scope is in flight. Its
+//! unacknowledged terminal tasks become one wake of the scheduler
+//! ([`crate::wake::MessageKind::Inbox`], id `inbox:<ws>#<smallest task id>`, the same gate,
+//! Auto rules, retries and ack-after-confirmation as a settle wake). A settle's own inbox
+//! read replaces a due check, and a settle wake replaces a pending inbox wake.
+//!
 //! Progress (P2–P6): the runtime's `agent_output` events (sent only when a working pane's
 //! normalised output changed) keep the latest tail per pane. When the scope goes working,
 //! each pane's current tail becomes its *baseline* (a pane first seen during the episode
@@ -26,6 +38,10 @@
 //!   in-flight deliveries are persisted and resolved after a worker restart from the page's
 //!   `markers` (present → confirmed) or, when the page is idle and not delivering, failed.
 //! - `inbox.ack` is only requested for the tasks of a delivery that was confirmed (I4).
+//! - A task carried by a confirmed delivery is never carried again: the ids of confirmed
+//!   tasks are remembered per session ref (the newest [`CONFIRMED_TASKS_KEPT`], persisted,
+//!   kept across re-binding) and removed from every inbox answer, so an answer that raced
+//!   the `inbox.ack` cannot bring them back. A wake that failed carries its tasks again.
 //! - Nothing is delivered automatically unless [`crate::auto_gate::wake_gate`] passes (the
 //!   schedulers enforce it); a manual Continue is refused while a delivery is in flight,
 //!   while the page generates, or while the composer holds a human draft.
@@ -56,6 +72,8 @@ pub const PROGRESS_LINES_PER_PANE: usize = 4;
 pub const PROGRESS_LINE_MAX_CHARS: usize = 160;
 /// The longest progress summary (all panes together).
 pub const PROGRESS_SUMMARY_MAX_CHARS: usize = 600;
+/// How many task ids of confirmed deliveries are remembered per session ref.
+pub const CONFIRMED_TASKS_KEPT: usize = 512;
 
 /// The latest output of one pane (from `agent_output`), with the baseline of the current
 /// working episode.
@@ -84,6 +102,19 @@ pub fn browser_session_ref(scope: &Scope) -> String {
             conversation_id,
         } => format!("{}:conv:{conversation_id}", site.as_str()),
     }
+}
+
+/// The delivery id of an inbox wake: `inbox:<ws>#<first task id>`, stable across worker
+/// restarts. A task id the page's marker could not carry (whitespace, `]`) or that makes the
+/// id longer than [`crate::limits::MAX_ID_CHARS`] is replaced by its FNV-1a hash (`h<hex>`).
+pub fn inbox_delivery_id(workspace_id: &str, first_task: &str) -> String {
+    let plain = format!("inbox:{workspace_id}#{first_task}");
+    let marker_safe = !first_task.is_empty() && !first_task.chars().any(|c| c.is_whitespace() || c == ']');
+    if marker_safe && crate::limits::within(&plain, crate::limits::MAX_ID_CHARS) {
+        return plain;
+    }
+    let hash = first_task.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("inbox:{workspace_id}#h{hash:016x}")
 }
 
 /// The marker line that ends every delivered message; the page confirms a delivery by
@@ -509,6 +540,9 @@ pub struct ScopeStatus {
     /// Confirmed progress messages since binding.
     #[serde(default)]
     progress_count: u32,
+    /// An inbox check (`inbox.pending` outside a settle) should run once the scope is quiet.
+    #[serde(default)]
+    inbox_check_due: bool,
 }
 
 /// What a runtime call in flight is for.
@@ -520,6 +554,8 @@ enum Purpose {
     WakeTasks { scope_key: String, settle: SettleOutput },
     Ack { scope_key: String, task_ids: Vec<String> },
     Counts { scope_key: String },
+    /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
+    InboxCheck { scope_key: String, workspace_id: String },
     CheckPanes { tab: TabId },
     CheckRead { tab: TabId },
     Judge { tab: TabId },
@@ -567,6 +603,9 @@ pub struct Continuity {
     /// Latest output per pane of bound workspaces (P4).
     #[serde(default)]
     pane_outputs: BTreeMap<String, PaneOutput>,
+    /// Task ids carried by confirmed deliveries, per session ref (newest last, bounded).
+    #[serde(default)]
+    confirmed_tasks: BTreeMap<String, VecDeque<String>>,
     /// The catalog could not be read: why.
     #[serde(skip)]
     catalog_error: Option<String>,
@@ -658,6 +697,7 @@ impl Continuity {
                 }
             }
         }
+        self.run_due_inbox_checks();
         self.finish();
     }
 
@@ -679,6 +719,7 @@ impl Continuity {
                     self.call(Purpose::Counts { scope_key: scope_key.clone() }, RuntimeCall::InboxCounts { session_ref });
                     self.send_due_acks(&scope_key);
                 }
+                self.inbox_checks_due();
             }
             ContinuityInput::LinkDown => {
                 self.link_up = false;
@@ -696,6 +737,7 @@ impl Continuity {
                 self.tracker
                     .handle(now, SettleInput::StreamHello { boot_id, last_seq });
                 self.drain_tracker(now);
+                self.inbox_checks_due();
             }
             ContinuityInput::StreamEvent(event) => {
                 if event.kind == PaneEventKind::PaneRemoved {
@@ -710,6 +752,10 @@ impl Continuity {
                 counts,
             } => {
                 for status in self.scopes_with_ref(&session_ref) {
+                    // New unacknowledged results: read them once the scope is quiet.
+                    if counts.unacked > status.counts.map_or(0, |c| c.unacked) {
+                        status.inbox_check_due = true;
+                    }
                     status.counts = Some(counts);
                     status.inbox_missing = false;
                 }
@@ -785,7 +831,118 @@ impl Continuity {
             }
         }
         self.sync_schedulers(now);
+        self.run_due_inbox_checks();
         self.finish();
+    }
+
+    /// Marks an inbox check due for every bound scope (link-up, stream `hello`) that has
+    /// none in flight (a check sent on this link already sees what the `hello` announces:
+    /// the runtime catches up with its event log before answering `inbox.pending`).
+    fn inbox_checks_due(&mut self) {
+        let keys: Vec<String> = self.bindings.list().map(|b| b.scope.key()).collect();
+        for key in keys {
+            let check_in_flight = self
+                .calls
+                .values()
+                .any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
+            if check_in_flight {
+                continue;
+            }
+            if let Some(status) = self.scopes.get_mut(&key) {
+                status.inbox_check_due = true;
+            }
+        }
+    }
+
+    /// Why an inbox check of `key` must wait (or its answer must not become a wake): the
+    /// workspace works (its settle will carry the tasks), a settle's inbox read is in
+    /// flight, or a wake is pending or in flight (it carries them, or they follow it).
+    fn inbox_check_blocked(&self, key: &str) -> bool {
+        let Some(binding) = self.bindings.list().find(|b| b.scope.key() == key) else {
+            return true;
+        };
+        let settle_read_in_flight = self
+            .calls
+            .values()
+            .any(|p| matches!(p, Purpose::WakeTasks { scope_key, .. } if scope_key == key));
+        let status = self.scopes.get(key);
+        let wake_busy = status.is_none_or(|s| {
+            s.scheduler.as_ref().is_none_or(WakeScheduler::wake_pending_or_in_flight)
+                || s.in_flight.as_ref().is_some_and(|d| d.kind == DeliveryKind::Wake)
+        });
+        self.tracker.is_working(&binding.workspace_id) || settle_read_in_flight || wake_busy
+    }
+
+    /// Starts the due inbox checks of quiet scopes (at most one read per scope in flight).
+    fn run_due_inbox_checks(&mut self) {
+        if !self.link_up {
+            return;
+        }
+        let due: Vec<(String, String, String)> = self
+            .bindings
+            .list()
+            .filter(|b| self.scopes.get(&b.scope.key()).is_some_and(|s| s.inbox_check_due))
+            .map(|b| (b.scope.key(), b.workspace_id.clone(), browser_session_ref(&b.scope)))
+            .collect();
+        for (key, workspace_id, session_ref) in due {
+            let check_in_flight = self
+                .calls
+                .values()
+                .any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
+            if check_in_flight || self.inbox_check_blocked(&key) {
+                continue;
+            }
+            if let Some(status) = self.scopes.get_mut(&key) {
+                status.inbox_check_due = false;
+            }
+            self.call(Purpose::InboxCheck { scope_key: key, workspace_id }, RuntimeCall::InboxPending { session_ref });
+        }
+    }
+
+    /// `tasks` without those a confirmed delivery of `key`'s ref already carried.
+    fn unconfirmed(&self, key: &str, mut tasks: Vec<InboxTask>) -> Vec<InboxTask> {
+        let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope)) else {
+            return tasks;
+        };
+        if let Some(confirmed) = self.confirmed_tasks.get(&session_ref) {
+            tasks.retain(|t| !confirmed.contains(&t.task_id));
+        }
+        tasks
+    }
+
+    /// The answer to an inbox check: its unconfirmed tasks become one inbox wake if the scope
+    /// is still quiet; otherwise the check stays due (it runs again once the scope is quiet).
+    fn inbox_checked(&mut self, now: Millis, key: &str, workspace_id: &str, result: Result<RuntimeAnswer, CallError>) {
+        let tasks = match result {
+            Ok(RuntimeAnswer::InboxPending { tasks }) => tasks,
+            Err(error) if error.code == "unknown_method" => {
+                if let Some(status) = self.scopes.get_mut(key) {
+                    status.inbox_missing = true;
+                }
+                return;
+            }
+            // Offline or refused: the next link-up, `hello` or `inbox_changed` checks again.
+            _ => return,
+        };
+        let tasks = self.unconfirmed(key, tasks);
+        let same_binding = self.bindings.list().any(|b| b.scope.key() == key && b.workspace_id == workspace_id);
+        if tasks.is_empty() || !same_binding {
+            return;
+        }
+        if self.inbox_check_blocked(key) {
+            if let Some(status) = self.scopes.get_mut(key) {
+                status.inbox_check_due = true;
+            }
+            return;
+        }
+        let Some(first) = tasks.iter().map(|t| t.task_id.clone()).min() else { return };
+        let Some(status) = self.scopes.get_mut(key) else { return };
+        status.inbox_missing = false;
+        status.wake_tasks = tasks;
+        if let Some(scheduler) = status.scheduler.as_mut() {
+            scheduler.handle(now, SchedulerInput::InboxWake { key: first });
+        }
+        self.drain_scheduler(now, key);
     }
 
     /// Stores a pane's latest output (bound workspaces only). `fresh.baseline` is its own
@@ -880,7 +1037,8 @@ impl Continuity {
                 BindingOutput::Bound { scope, .. } | BindingOutput::PendingMigrated { scope, .. } => {
                     // A new binding starts with fresh per-scope state.
                     let status = self.scopes.entry(scope.key()).or_default();
-                    *status = ScopeStatus::default();
+                    // Existing results of this chat are read once the new binding is quiet.
+                    *status = ScopeStatus { inbox_check_due: true, ..ScopeStatus::default() };
                     if self.link_up {
                         self.call(
                             Purpose::Counts { scope_key: scope.key() },
@@ -937,6 +1095,8 @@ impl Continuity {
                         };
                         if let Some(status) = self.scopes.get_mut(&key) {
                             status.settled_once = true;
+                            // This settle's inbox read replaces a due inbox check.
+                            status.inbox_check_due = false;
                         }
                         // Progress stops now, before the inbox read (P8).
                         if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
@@ -988,6 +1148,10 @@ impl Continuity {
             (Purpose::Catalog, Err(error)) => self.catalog_error = Some(error.message),
             (Purpose::Catalog, Ok(_)) => {}
             (Purpose::WakeTasks { scope_key, settle }, result) => {
+                let result = result.map(|answer| match answer {
+                    RuntimeAnswer::InboxPending { tasks } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks) },
+                    other => other,
+                });
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
                     match result {
                         Ok(RuntimeAnswer::InboxPending { tasks }) => {
@@ -998,10 +1162,18 @@ impl Continuity {
                             status.inbox_missing = true;
                             status.wake_tasks.clear();
                         }
-                        _ => status.wake_tasks.clear(),
+                        _ => {
+                            // The wake goes without task facts; its tasks stay unacked and
+                            // an inbox check picks them up once the scope is quiet.
+                            status.wake_tasks.clear();
+                            status.inbox_check_due = true;
+                        }
                     }
                 }
                 self.feed_settle(now, &scope_key, settle);
+            }
+            (Purpose::InboxCheck { scope_key, workspace_id }, result) => {
+                self.inbox_checked(now, &scope_key, &workspace_id, result);
             }
             (Purpose::Ack { scope_key, task_ids }, result) => {
                 let retry_later = matches!(&result, Err(error) if error.code == "offline" || error.code == "not_ready");
@@ -1272,14 +1444,19 @@ impl Continuity {
         };
         let language = self.language;
         let (id, body, delivery_kind, task_ids) = match &kind {
-            MessageKind::Wake { wake_id, .. } => {
+            MessageKind::Wake { .. } | MessageKind::Inbox { .. } => {
                 let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
                 let status = self.scopes.get(key);
-                let tasks = status.map(|s| s.wake_tasks.clone()).unwrap_or_default();
+                let tasks = self.unconfirmed(key, status.map(|s| s.wake_tasks.clone()).unwrap_or_default());
                 let inbox_missing = status.is_some_and(|s| s.inbox_missing);
                 let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
                 let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
-                (format!("wake:{workspace}#{}", wake_id.seq), body, DeliveryKind::Wake, ids)
+                let id = match &kind {
+                    MessageKind::Wake { wake_id, .. } => format!("wake:{workspace}#{}", wake_id.seq),
+                    MessageKind::Inbox { key: first_task } => inbox_delivery_id(&workspace, first_task),
+                    MessageKind::Progress { .. } | MessageKind::Fallback { .. } => String::new(),
+                };
+                (id, body, DeliveryKind::Wake, ids)
             }
             MessageKind::Progress { .. } | MessageKind::Fallback { .. } => {
                 self.next_progress = self.next_progress.wrapping_add(1);
@@ -1301,6 +1478,9 @@ impl Continuity {
         else {
             return;
         };
+        if ok {
+            self.remember_confirmed(&key, self.scopes.get(&key).and_then(|s| s.in_flight.as_ref()).map(|d| d.task_ids.clone()).unwrap_or_default());
+        }
         let Some(status) = self.scopes.get_mut(&key) else { return };
         let Some(delivery) = status.in_flight.take() else { return };
         self.outputs.push_back(ContinuityOutput::Persist);
@@ -1308,7 +1488,8 @@ impl Continuity {
         if ok {
             if delivery.kind == DeliveryKind::Wake {
                 status.wake_count = status.wake_count.saturating_add(1);
-                status.wake_tasks.clear();
+                // A settle wake waiting behind this one keeps the tasks this one did not carry.
+                status.wake_tasks.retain(|t| !delivery.task_ids.contains(&t.task_id));
             }
             if delivery.kind == DeliveryKind::Progress {
                 status.progress_count = status.progress_count.saturating_add(1);
@@ -1330,6 +1511,25 @@ impl Continuity {
             scheduler.handle(now, SchedulerInput::DeliveryFailed);
         }
         self.drain_scheduler(now, &key);
+    }
+
+    /// Remembers the tasks of a confirmed delivery of `key` so no later wake carries them.
+    fn remember_confirmed(&mut self, key: &str, task_ids: Vec<String>) {
+        if task_ids.is_empty() {
+            return;
+        }
+        let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope)) else {
+            return;
+        };
+        let confirmed = self.confirmed_tasks.entry(session_ref).or_default();
+        for id in task_ids {
+            if !confirmed.contains(&id) {
+                confirmed.push_back(id);
+            }
+        }
+        while confirmed.len() > CONFIRMED_TASKS_KEPT {
+            confirmed.pop_front();
+        }
     }
 
     /// Sends `inbox.ack` for the scope's confirmed-but-unacknowledged tasks (when online;

@@ -15,6 +15,10 @@
 //! - A failed wake delivery is retried on a bounded backoff ([`RETRY_BACKOFF_MS`]), then
 //!   withheld until the page's composer reappears (a reload): never an unbounded loop.
 //! - A new working phase supersedes an undelivered wake (its settle is no longer true).
+//! - An *inbox wake* (unacknowledged terminal tasks found by reading the parent inbox
+//!   without having seen their settle, SPEC I2/I4/P9) obeys the same gate, retry budget and
+//!   single-delivery rule; a settle wake outranks it and replaces it (the settle's own inbox
+//!   read carries the same tasks), and a new working phase drops it.
 //! - Every message says a wake is a scheduling signal, not evidence of success (A3).
 
 use std::collections::VecDeque;
@@ -50,6 +54,14 @@ pub enum MessageKind {
         wake_id: WakeId,
         /// How the workspace settled.
         outcome: SettleOutcome,
+    },
+    /// Unacknowledged terminal tasks found in the parent inbox while the workspace was not
+    /// working and no settle wake was pending (I2, I4, P9: the inbox is the truth, the
+    /// settle only a trigger; a lost settle must not lose the results).
+    Inbox {
+        /// Stable identity of the wake: the smallest carried task id (the delivery id is
+        /// `inbox:<workspace>#<key>`), the same after a worker restart.
+        key: String,
     },
     /// A new progress summary (P4).
     Progress {
@@ -103,6 +115,13 @@ pub enum SchedulerInput {
     SummaryChecked {
         /// The latest summary, if any.
         summary: Option<String>,
+    },
+    /// The scope's parent inbox holds unacknowledged terminal tasks that no settle wake
+    /// carries (the shell checked: workspace not working, no wake pending or in flight).
+    /// Ignored while a settle wake is pending or any wake is in flight.
+    InboxWake {
+        /// The smallest carried task id (see [`MessageKind::Inbox`]).
+        key: String,
     },
     /// The bound workspace settled; its wake follows (as `Settle`) once the scope's inbox
     /// facts are read. Stops progress at once (P8) so no progress message is offered in
@@ -162,6 +181,11 @@ pub enum InFlight {
     Wake(PendingWake),
     /// A progress or fallback message (tracked inside [`ProgressPush`]).
     Progress,
+    /// An inbox wake.
+    Inbox {
+        /// The key of [`MessageKind::Inbox`].
+        key: String,
+    },
 }
 
 /// The scheduler's own timer (the progress timers live in [`ProgressPush`]).
@@ -198,6 +222,9 @@ pub struct WakeScheduler {
     progress: ProgressPush,
     /// The settle waiting for delivery.
     pending_wake: Option<PendingWake>,
+    /// An inbox wake waiting for delivery (key of [`MessageKind::Inbox`]).
+    #[serde(default)]
+    pending_inbox: Option<String>,
     /// The newest wake ever accepted (pending, in flight or delivered); a settle of the
     /// same runtime generation at or below it is a replay and is ignored.
     newest_wake: Option<WakeId>,
@@ -231,6 +258,7 @@ impl WakeScheduler {
             language,
             progress: ProgressPush::new(progress),
             pending_wake: None,
+            pending_inbox: None,
             newest_wake: None,
             in_flight: None,
             in_flight_wake_superseded: false,
@@ -244,6 +272,18 @@ impl WakeScheduler {
     /// The settle waiting for delivery, if any.
     pub fn pending_wake(&self) -> Option<&PendingWake> {
         self.pending_wake.as_ref()
+    }
+
+    /// The inbox wake waiting for delivery (its key), if any.
+    pub fn pending_inbox(&self) -> Option<&str> {
+        self.pending_inbox.as_deref()
+    }
+
+    /// Whether a wake (settle or inbox) is pending or awaits its delivery result.
+    pub fn wake_pending_or_in_flight(&self) -> bool {
+        self.pending_wake.is_some()
+            || self.pending_inbox.is_some()
+            || matches!(self.in_flight, Some(InFlight::Wake(_) | InFlight::Inbox { .. }))
     }
 
     /// What the HUD should say is held back, if anything.
@@ -263,6 +303,7 @@ impl WakeScheduler {
                     self.in_flight_wake_superseded = true;
                     // Another workspace (or none): the old one's signals no longer apply.
                     self.pending_wake = None;
+                    self.pending_inbox = None;
                     self.retry = None;
                     self.failed_attempts = 0;
                     self.progress.handle(now, ProgressInput::ScopeSettled);
@@ -283,9 +324,20 @@ impl WakeScheduler {
             SchedulerInput::SummaryChecked { summary } => self
                 .progress
                 .handle(now, ProgressInput::SummaryChecked { summary }),
-            SchedulerInput::SettleSeen => self.progress.handle(now, ProgressInput::ScopeSettled),
+            SchedulerInput::InboxWake { key } => {
+                if !self.wake_pending_or_in_flight() && self.workspace_id.is_some() {
+                    self.pending_inbox = Some(key);
+                    self.retry = None;
+                    self.failed_attempts = 0;
+                }
+            }
+            SchedulerInput::SettleSeen => {
+                // The settle's own inbox read carries the tasks an inbox wake would.
+                self.pending_inbox = None;
+                self.progress.handle(now, ProgressInput::ScopeSettled);
+            }
             SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
-                Some(InFlight::Wake(_)) => self.failed_attempts = 0,
+                Some(InFlight::Wake(_) | InFlight::Inbox { .. }) => self.failed_attempts = 0,
                 Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
                 None => {}
             },
@@ -296,12 +348,17 @@ impl WakeScheduler {
                     // while the workspace worked, continuity_props (b)).
                     if self.pending_wake.is_none() && !self.in_flight_wake_superseded {
                         self.pending_wake = Some(wake);
+                        self.pending_inbox = None;
                     }
-                    let attempt = usize::try_from(self.failed_attempts).unwrap_or(usize::MAX);
-                    self.failed_attempts = self.failed_attempts.saturating_add(1);
-                    self.retry = RETRY_BACKOFF_MS
-                        .get(attempt)
-                        .map(|wait| RetryTimer { at: now.saturating_add(*wait) });
+                    self.schedule_retry(now);
+                }
+                Some(InFlight::Inbox { key }) => {
+                    // Retried like a settle wake, unless a settle wake replaced it or the
+                    // workspace went working meanwhile (that settle will carry the tasks).
+                    if self.pending_wake.is_none() && self.pending_inbox.is_none() && !self.in_flight_wake_superseded {
+                        self.pending_inbox = Some(key);
+                    }
+                    self.schedule_retry(now);
                 }
                 Some(InFlight::Progress) => {
                     self.progress.handle(now, ProgressInput::NotDelivered)
@@ -315,6 +372,15 @@ impl WakeScheduler {
             }
         }
         self.pump(now);
+    }
+
+    /// Backoff after a failed wake delivery (bounded by [`RETRY_BACKOFF_MS`]).
+    fn schedule_retry(&mut self, now: Millis) {
+        let attempt = usize::try_from(self.failed_attempts).unwrap_or(usize::MAX);
+        self.failed_attempts = self.failed_attempts.saturating_add(1);
+        self.retry = RETRY_BACKOFF_MS
+            .get(attempt)
+            .map(|wait| RetryTimer { at: now.saturating_add(*wait) });
     }
 
     /// Fires the timers that are due at `now`.
@@ -345,8 +411,10 @@ impl WakeScheduler {
         match signal {
             SettleOutput::ScopeWorking { workspace_id, .. } if ours(&workspace_id) => {
                 self.in_flight_wake_superseded = true;
-                // The settle that was waiting is no longer the truth.
+                // The settle that was waiting is no longer the truth; tasks an inbox wake
+                // would carry are carried by the settle that ends this phase.
                 self.pending_wake = None;
+                self.pending_inbox = None;
                 self.retry = None;
                 self.failed_attempts = 0;
                 self.progress.handle(now, ProgressInput::ScopeWorking);
@@ -363,6 +431,7 @@ impl WakeScheduler {
                 });
                 if !replayed {
                     self.newest_wake = Some(wake_id.clone());
+                    self.pending_inbox = None;
                     self.pending_wake = Some(PendingWake { wake_id, outcome });
                     self.retry = None;
                     self.failed_attempts = 0;
@@ -388,7 +457,7 @@ impl WakeScheduler {
 
     /// Why the pending wake cannot go now, including the retry budget.
     fn wake_blocker(&self) -> Option<WakeWithheld> {
-        if let Err(reason) = wake_gate(&self.facts(self.pending_wake.is_some())) {
+        if let Err(reason) = wake_gate(&self.facts(self.pending_wake.is_some() || self.pending_inbox.is_some())) {
             return Some(reason);
         }
         if self.failed_attempts > 0 && self.retry.is_none()
@@ -427,12 +496,18 @@ impl WakeScheduler {
                 self.in_flight = Some(InFlight::Wake(wake));
                 self.in_flight_wake_superseded = false;
                 self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
+            } else if let Some(key) = self.pending_inbox.take() {
+                let kind = MessageKind::Inbox { key: key.clone() };
+                let text = self.render(&kind);
+                self.in_flight = Some(InFlight::Inbox { key });
+                self.in_flight_wake_superseded = false;
+                self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
             }
         }
-        let shown = match self.pending_wake {
-            Some(_) => self.wake_blocker(),
+        let shown = match (&self.pending_wake, &self.pending_inbox) {
+            (Some(_), _) | (_, Some(_)) => self.wake_blocker(),
             // Nothing pending: only a scope-level reason is worth showing.
-            None => wake_gate(&self.facts(true))
+            (None, None) => wake_gate(&self.facts(true))
                 .err()
                 .filter(|r| !r.is_transient()),
         };
@@ -445,7 +520,7 @@ impl WakeScheduler {
 
     fn offer_progress(&mut self, now: Millis, kind: MessageKind) {
         // A settle outranks progress, and progress obeys the same gate as a wake.
-        let allowed = self.pending_wake.is_none() && wake_gate(&self.facts(true)).is_ok();
+        let allowed = self.pending_wake.is_none() && self.pending_inbox.is_none() && wake_gate(&self.facts(true)).is_ok();
         if allowed {
             let text = self.render(&kind);
             self.in_flight = Some(InFlight::Progress);
@@ -484,6 +559,8 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
             };
             format!("[Herdr] workspace {workspace_id} 已收工（{state}）。这只是调度信号，不代表任务已成功。{extra}请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。")
         }
+        (Language::En, MessageKind::Inbox { .. }) => format!("[Herdr] Workspace {workspace_id} is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop."),
+        (Language::Zh, MessageKind::Inbox { .. }) => format!("[Herdr] workspace {workspace_id} 未在工作，此会话有任务已结束但尚未唤醒过本会话。这只是调度信号，不代表任务已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。"),
         (Language::En, MessageKind::Progress { summary }) => format!(
             "[Herdr progress] Workspace {workspace_id} is still working. New agent output:\n{summary}\nThis is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle."
         ),

@@ -4,7 +4,7 @@
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     Continuity, ContinuityInput, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
-    RuntimeCall,
+    RuntimeCall, TaskCounts,
 };
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 
@@ -382,4 +382,188 @@ fn a_wake_lists_each_task_on_its_own_line_with_its_bounded_output_tail() {
     assert_eq!(output.last(), Some(&"| test case 40 ... ok"), "the newest output line is kept");
     let chars: usize = output.iter().map(|l| l.trim_start_matches("| ").chars().count()).sum();
     assert!(chars <= TASK_RESULT_MAX_CHARS && chars > TASK_RESULT_MAX_CHARS - 25, "{chars}");
+}
+
+// ---- Inbox wakes (SPEC I2, I4, P9): the parent inbox is the truth, the settle a trigger.
+
+const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+
+/// Collects outputs without answering: the test answers requests itself.
+fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
+    std::iter::from_fn(|| c.poll())
+        .filter(|o| !matches!(o, ContinuityOutput::ViewsChanged | ContinuityOutput::Persist))
+        .collect()
+}
+
+fn inbox_reads(outputs: &[ContinuityOutput]) -> Vec<u64> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            ContinuityOutput::Request { id, call: RuntimeCall::InboxPending { .. } } => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_after_confirmation() {
+    // P9 + I2: the link drops, w1 works and settles, and the runtime's bounded retention no
+    // longer holds those events (the resubscribe replays nothing). The task's result sits
+    // in the parent inbox: the reconnect reads it and wakes the chat exactly once.
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::LinkDown);
+    drain(&mut c, 1, &[], &mut log);
+    c.handle(10, ContinuityInput::LinkUp);
+    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500) });
+    drain(&mut c, 10, &[task("t7"), task("t3")], &mut log);
+    expect_test::expect![[r#"
+        request {"call":"subscribe","after_seq":0}
+        request {"call":"workspaces"}
+        request {"call":"inbox_counts","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
+        request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
+        deliver tab=7 id=inbox:w1#t3
+        [Herdr] Workspace w1 is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
+        Terminal tasks of this chat (2):
+        - t7 [completed] pane w1:p1: fix the tests → all green
+        - t3 [completed] pane w1:p1: fix the tests → all green
+        [herdr-continuity inbox:w1#t3]"#]]
+    .assert_eq(&log.join("\n"));
+    log.clear();
+    // I4: nothing is acked before the page confirms. A worker restart while the wake is
+    // unconfirmed neither re-reads nor re-types it: the page's marker confirms it.
+    let mut c: Continuity = serde_json::from_str(&serde_json::to_string(&c).expect("persist")).expect("restore");
+    c.handle(20, ContinuityInput::LinkUp);
+    drain(&mut c, 20, &[task("t7"), task("t3")], &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver") && !l.contains("inbox_ack") && !l.contains("inbox_pending")), "{log:?}");
+    log.clear();
+    c.handle(21, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec!["inbox:w1#t3".into()], ..idle_page() } });
+    // The runtime has not processed the ack yet when the follow-up check is answered: the
+    // confirmed tasks are not carried again.
+    drain(&mut c, 21, &[task("t7"), task("t3")], &mut log);
+    expect_test::expect![[r#"
+        request {"call":"inbox_ack","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","task_ids":["t7","t3"]}
+        request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}"#]]
+    .assert_eq(&log.join("\n"));
+    assert_eq!(c.page_view(TAB).expect("view").wake_count, 1);
+    // Another reconnect with the tasks acked: nothing more.
+    log.clear();
+    c.handle(30, ContinuityInput::LinkDown);
+    c.handle(31, ContinuityInput::LinkUp);
+    drain(&mut c, 31, &[], &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "{log:?}");
+}
+
+#[test]
+fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once() {
+    // Storage cleared / extension reinstalled: a fresh machine subscribes live-only and
+    // never sees the settle. Binding the chat again reads its inbox (I2); Auto off holds
+    // the wake (M1), switching Auto on sends it, once.
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900) });
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    drain(&mut c, 0, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "{log:?}");
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "Auto off: {log:?}");
+    assert_eq!(c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code), Some(ext_core::auto_gate::WakeWithheld::AutoOff));
+    c.handle(1, ContinuityInput::ToggleAuto { tab: TAB });
+    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900) });
+    drain(&mut c, 2, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=inbox:w1#t1")).count(), 1, "{log:?}");
+    c.handle(3, ContinuityInput::DeliveryResult { tab: TAB, id: "inbox:w1#t1".into(), ok: true });
+    drain(&mut c, 3, &[], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains(r#""call":"inbox_ack""#) && l.contains(r#"["t1"]"#)).count(), 1, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 1, "{log:?}");
+}
+
+#[test]
+fn an_inbox_read_while_a_settle_wake_is_in_flight_gives_no_second_wake() {
+    // I4: the settle wake carries t1 and awaits its confirmation; a reconnect must not
+    // read the inbox into a second wake for the same task.
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 2, &[task("t1")], &mut log);
+    assert_eq!(c.in_flight(SCOPE).map(|d| d.task_ids.clone()), Some(vec!["t1".to_owned()]));
+    log.clear();
+    c.handle(3, ContinuityInput::LinkDown);
+    c.handle(4, ContinuityInput::LinkUp);
+    c.handle(4, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    drain(&mut c, 4, &[task("t1")], &mut log);
+    assert!(log.iter().all(|l| !l.contains("inbox_pending") && !l.starts_with("deliver")), "deferred while the wake is in flight: {log:?}");
+    // Confirmed: acked once; the deferred check then runs, and the runtime (not done with
+    // the ack yet) still lists t1 — it is not delivered again.
+    c.handle(5, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    drain(&mut c, 5, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains("inbox_ack")).count(), 1, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "{log:?}");
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "{log:?}");
+}
+
+#[test]
+fn an_inbox_check_answered_while_a_settle_read_is_in_flight_leaves_the_tasks_to_the_settle_wake() {
+    // The reconnect's check is in flight when w1 settles: the settle reads the inbox too.
+    // The check's answer must not become a wake; the settle wake carries t1, once.
+    let (mut c, _) = bound_with_auto(true);
+    c.handle(1, event(1, PaneEventKind::Working));
+    collect(&mut c);
+    c.handle(2, ContinuityInput::LinkDown);
+    c.handle(3, ContinuityInput::LinkUp);
+    let outputs = collect(&mut c);
+    assert!(inbox_reads(&outputs).is_empty(), "w1 works: its settle will carry the tasks: {outputs:?}");
+    c.handle(4, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
+    let settle_read = inbox_reads(&collect(&mut c));
+    assert_eq!(settle_read.len(), 1);
+    // An inbox_changed arrives while the settle read is out: no second read.
+    c.handle(5, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    assert!(inbox_reads(&collect(&mut c)).is_empty(), "at most one read per scope in flight");
+    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")] }) });
+    let delivered: Vec<String> = collect(&mut c)
+        .into_iter()
+        .filter_map(|o| match o {
+            ContinuityOutput::Deliver { id, text, .. } => Some(format!("{id}: {}", text.contains("- t1 ["))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(delivered, ["wake:w1#2: true"]);
+    // Confirmed: the check that was due runs now; t1 (acked, or not yet) is not sent again.
+    c.handle(7, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    let mut log = Vec::new();
+    drain(&mut c, 7, &[task("t1")], &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "{log:?}");
+    assert_eq!(c.page_view(TAB).expect("view").wake_count, 1);
+}
+
+#[test]
+fn a_settle_replaces_a_pending_inbox_wake_and_carries_its_tasks() {
+    // The inbox wake waits behind a human draft; then w1 works and settles: one wake, the
+    // settle's, with the task (never two deliveries carrying t1).
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: PageReport { draft: true, ..idle_page() } });
+    c.handle(1, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    drain(&mut c, 1, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "{log:?}");
+    c.handle(2, event(1, PaneEventKind::Working));
+    c.handle(3, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    drain(&mut c, 4, &[task("t1")], &mut log);
+    let sent = delivered(&log);
+    assert_eq!(sent.len(), 1, "{log:?}");
+    assert!(sent[0].starts_with("deliver tab=7 id=wake:w1#2") && sent[0].contains("- t1 ["), "{log:?}");
+}
+
+#[test]
+fn an_inbox_wake_id_is_stable_and_always_fits_a_marker_line() {
+    use ext_core::continuity::inbox_delivery_id;
+    use ext_core::limits::MAX_ID_CHARS;
+    assert_eq!(inbox_delivery_id("w1", "task-01HX"), "inbox:w1#task-01HX");
+    for odd in ["task 1", "a]b", &"x".repeat(300)] {
+        let id = inbox_delivery_id("w1", odd);
+        assert_eq!(id, inbox_delivery_id("w1", odd), "stable across worker restarts");
+        assert!(id.starts_with("inbox:w1#h") && !id.contains(char::is_whitespace) && !id.contains(']'), "{id}");
+        assert!(id.chars().count() <= MAX_ID_CHARS);
+    }
+    assert_ne!(inbox_delivery_id("w1", "a b"), inbox_delivery_id("w1", "a c"));
 }

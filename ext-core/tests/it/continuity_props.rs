@@ -19,9 +19,14 @@
 //! the page generates, holds a draft, has no composer or shows a permission card;
 //! (e) never two deliveries in flight for one scope; (f) `inbox.ack` only for tasks of a
 //! confirmed delivery of the same scope and ref; (g) a stale-generation event never wakes;
-//! I3: a wake carries only its own chat's tasks. At the end the world heals (link up,
-//! pages idle) and checks that a wake whose delivery failed is delivered once the page is
-//! idle again.
+//! I3: a wake carries only its own chat's tasks; (i) I2/I4: a task carried by a confirmed
+//! delivery is never carried by another delivery (settle wakes and inbox wakes together:
+//! never two deliveries carrying the same task), and an inbox wake (`inbox:<ws>#<task>`) is
+//! only offered for the chat's bound workspace while no pane of it works. At the end the
+//! world heals (link up, pages idle) and checks that a wake whose delivery failed is
+//! delivered once the page is idle again, and (j) P9/I4: every terminal, unacknowledged
+//! task of a bound, Auto-on chat whose workspace is settled and whose page is idle is
+//! eventually delivered and acknowledged — even when its settle was never seen.
 //!
 //! (h) Progress: `Continuity` answers every summary check with "no summary" (the runtime
 //! has no summary service yet), so only fallback statuses can go out through it; the
@@ -249,6 +254,12 @@ struct World {
     delivered_since_mark: Vec<(String, String)>,
 }
 
+/// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
+fn inbox_parts(id: &str) -> Option<(String, String)> {
+    let (ws, task) = id.strip_prefix("inbox:")?.split_once('#')?;
+    Some((ws.to_owned(), task.to_owned()))
+}
+
 fn wake_parts(id: &str) -> Option<(String, u64)> {
     let rest = id.strip_prefix("wake:")?;
     let (ws, seq) = rest.split_once('#')?;
@@ -360,6 +371,18 @@ impl World {
         }
     }
 
+    /// The inbox counters of a ref (what `inbox.counts` / `inbox_changed` report).
+    fn counts_of(&self, owner: &str) -> TaskCounts {
+        let mine = self.inbox.values().filter(|(o, _)| o == owner);
+        let acked = mine.clone().filter(|(_, acked)| *acked).count() as u64;
+        TaskCounts { running: 0, unacked: mine.count() as u64 - acked, acked }
+    }
+
+    /// Whether a pane of `ws` works now (runtime truth).
+    fn working_now(&self, ws: &str) -> bool {
+        self.panes.get(ws).is_some_and(|panes| panes.values().any(|w| *w))
+    }
+
     /// Whether the machine has been handed an event of `ws` after `seq` that made it work.
     fn known_working_after(&self, ws: &str, seq: u64) -> bool {
         self.log.iter().any(|p| {
@@ -440,6 +463,18 @@ impl World {
         for task in &carried {
             let owner = self.inbox.get(task).map(|(owner, _)| owner.clone()).unwrap_or_default();
             prop_assert_eq!(&owner, &session_ref(conv), "I3: {} of {} carried into {}", task, owner, conv);
+            // (i) I2/I4: never two deliveries carrying the same task (one confirmed before).
+            let earlier = self.confirmed.iter().find(|(_, (_, tasks))| tasks.contains(task)).map(|(k, _)| k.clone());
+            prop_assert!(earlier.is_none(), "(i) {id} carries {task} already carried by confirmed {earlier:?}");
+        }
+        // (a) no delivery id is offered again once confirmed (inbox wakes included).
+        prop_assert!(!self.confirmed.contains_key(&format!("{key}|{id}")), "(a) {id} delivered again to {key} after it was confirmed");
+        if let Some((ws, first)) = inbox_parts(&id) {
+            // (i) an inbox wake: the chat's own bound workspace, not working as far as the
+            // machine was told, named after the smallest task it carries.
+            prop_assert_eq!(self.bound.get(&key), Some(&ws), "inbox wake {} for a workspace this chat is not bound to", &id);
+            prop_assert!(!self.truth_working_at_handed(&ws), "(i) {id} while a pane of {ws} is working");
+            prop_assert_eq!(carried.iter().min(), Some(&first), "(i) {} is not named after its smallest task {:?}", &id, &carried);
         }
         if let Some((ws, seq)) = wake_parts(&id) {
             prop_assert_eq!(self.bound.get(&key), Some(&ws), "wake {} for a workspace this chat is not bound to", &id);
@@ -519,9 +554,9 @@ impl World {
                         entry.1 = true;
                     }
                 }
-                RuntimeAnswer::Counts { counts: TaskCounts::default() }
+                RuntimeAnswer::Counts { counts: self.counts_of(&acking) }
             }
-            RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: TaskCounts::default() },
+            RuntimeCall::InboxCounts { session_ref: asked } => RuntimeAnswer::Counts { counts: self.counts_of(&asked) },
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },
             RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Text { text: "done".into() },
@@ -698,7 +733,8 @@ impl World {
                 let task = format!("t{}-{}", self.next_task, owner);
                 self.inbox.insert(task, (session_ref(owner_conv), false));
                 if self.link_up {
-                    self.feed(ContinuityInput::InboxChanged { session_ref: session_ref(owner_conv), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } })?;
+                    let counts = self.counts_of(&session_ref(owner_conv));
+                    self.feed(ContinuityInput::InboxChanged { session_ref: session_ref(owner_conv), counts })?;
                 }
             }
             Op::ToggleAuto { chat } => {
@@ -778,6 +814,32 @@ impl World {
                 k == &key && wake_parts(d).is_some_and(|(dws, dseq)| dws == ws && dseq >= seq)
             }) || self.outstanding.get(&key).is_some_and(|o| o.id == id) || self.confirmed.contains_key(&format!("{key}|{id}"));
             prop_assert!(delivered_again, "owed wake {id} of {key} was not delivered after the page became idle again; machine in flight: {:?}", self.machine.in_flight(&key));
+        }
+        // (j) P9, I2, I4: the pages confirm whatever arrives; then every terminal, unacked
+        // task of a bound, Auto-on chat with an idle page and a settled workspace has been
+        // delivered and acknowledged, whether or not its settle ever reached the machine.
+        for _ in 0..6 {
+            let answers: Vec<(String, Outstanding)> = self.outstanding.iter().filter(|(_, o)| !o.lost).map(|(k, o)| (k.clone(), o.clone())).collect();
+            for (key, out) in answers {
+                if let Some(page) = self.pages.get_mut(&out.tab) {
+                    page.markers.push(out.id.clone());
+                }
+                self.resolve(&key, true);
+                self.feed(ContinuityInput::DeliveryResult { tab: out.tab, id: out.id, ok: true })?;
+            }
+            self.advance(2 * 60_000)?;
+        }
+        for (tab, conv) in CHATS {
+            let key = scope_key(conv);
+            let Some(ws) = self.bound.get(&key).cloned() else { continue };
+            let eligible = self.auto_on.get(&key).copied().unwrap_or(false)
+                && !self.working_now(&ws)
+                && self.pages.get(&tab).is_some_and(PageTruth::accepts_submission);
+            if !eligible {
+                continue;
+            }
+            let stranded: Vec<&String> = self.inbox.iter().filter(|(_, (owner, acked))| *owner == session_ref(conv) && !acked).map(|(t, _)| t).collect();
+            prop_assert!(stranded.is_empty(), "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}", self.machine.in_flight(&key));
         }
         Ok(())
     }
