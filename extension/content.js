@@ -369,6 +369,10 @@
     if (results.has(id) || delivering?.id === id) return; // never type the same message twice
     const composer = composerEl();
     if (!composer) return answer(id, false, 'no_composer');
+    // The worker decided on facts up to 100 ms old: if the human started typing since,
+    // refuse rather than send their draft along with ours (fail closed; the worker retries
+    // once the draft is gone).
+    if (composer.textContent.trim() !== '') return answer(id, false, 'human_draft');
     const marker = `[herdr-continuity ${id}]`;
     delivering = { id };
     if (!typeInto(composer, value)) return answer(id, false, 'insert_failed');

@@ -1414,10 +1414,7 @@ impl Continuity {
     }
 
     fn drain_scheduler(&mut self, now: Millis, key: &str) {
-        loop {
-            let Some(output) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()).and_then(WakeScheduler::poll) else {
-                break;
-            };
+        while let Some(output) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()).and_then(WakeScheduler::poll) {
             match output {
                 SchedulerOutput::Deliver { kind, text } => self.scheduler_delivery(now, key, kind, text),
                 SchedulerOutput::CheckSummary { workspace_id } => {

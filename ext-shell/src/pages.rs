@@ -298,12 +298,12 @@ pub fn render_panel(root: &Element, view: &ReceivedPanel, port: &JsValue) -> Res
             tab_line.set_attribute("data-scope-key", tab.scope_key.as_deref().unwrap_or(""))?;
             tab_line.set_attribute("data-bound-to", tab.bound_to.as_deref().unwrap_or(""))?;
             let mut text = match &tab.scope_key {
-                Some(key) => js::message("panelScope", &[key.clone()]),
+                Some(key) => js::message("panelScope", std::slice::from_ref(key)),
                 None => tab.reason.clone().unwrap_or_else(|| tab.url.clone()),
             };
             if let Some(bound) = &tab.bound_to {
                 text.push(' ');
-                text.push_str(&js::message("panelBoundTo", &[bound.clone()]));
+                text.push_str(&js::message("panelBoundTo", std::slice::from_ref(bound)));
             }
             tab_line.set_text_content(Some(&text));
         }
@@ -316,7 +316,7 @@ pub fn render_panel(root: &Element, view: &ReceivedPanel, port: &JsValue) -> Res
     if let Some(error) = &view.catalog_error {
         let p = element(&document, "p", "line tone-bad")?;
         p.set_attribute("data-catalog-error", "")?;
-        p.set_text_content(Some(&js::message("panelCatalogError", &[error.clone()])));
+        p.set_text_content(Some(&js::message("panelCatalogError", std::slice::from_ref(error))));
         root.append_child(&p)?;
     }
     let catalog = element(&document, "ul", "catalog")?;

@@ -246,6 +246,8 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 
 /// Continuity translation (docs/PROTOCOL.md "Continuity loop on the internal ports"):
 /// stream events, inbox answers, page facts and panel commands (P8, I3, I4, B1).
+/// Run by `browser.rs` only (`worker.rs` shares this module).
+#[allow(dead_code)]
 pub fn continuity_messages_translate() {
     use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
     use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
