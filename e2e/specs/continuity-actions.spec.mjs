@@ -177,11 +177,9 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     await hud.expect('data-auto', 'off', 'Continue never switches Auto on');
   });
 
-  // Product bug (report H14): a Continue refused because of a draft is dropped, not queued
-  // (the test above proves nothing follows when the draft is cleared), yet the notice is
-  // the automatic-wake text "Waiting: … Send or clear it and the update follows."
-  // (ext-core/src/continuity.rs `manual_continue` reuses `WakeWithheld::message()` from
-  // ext-core/src/auto_gate.rs). It must say Continue was not sent and to press it again.
+  // Regression: a Continue refused because of a draft is dropped, not queued (the test above
+  // proves nothing follows when the draft is cleared), so its notice must not be the
+  // automatic-wake text ("… the update follows"): it says it was not sent and to press again.
   test('a Continue refused for a human draft says it was not sent, without promising a later send (M7)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
@@ -191,6 +189,7 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     await expect(statusLine(hud)).toHaveAttribute('data-key', 'notice', { timeout: 15_000 });
     await expect(statusLine(hud), 'the draft is named as the reason').toContainText('unsent text');
     await expect(statusLine(hud), 'no promise of an automatic follow-up').not.toContainText(/Waiting|follows/);
+    await expect(statusLine(hud), 'says what to do').toContainText('press Continue again');
     expect(fixture.server).toEqual([]);
   });
 
@@ -242,11 +241,9 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     expect(fixture.server, 'Check Herdr sends nothing').toEqual([]);
   });
 
-  // Product bug (report H14): a pane whose last 40 rows exceed 4 000 characters loses its
-  // NEWEST rows: the worker clips `herdr.pane_read.text` from the end
-  // (ext-shell/src/continuity_wire.rs `clipped_of(.., MAX_RUNTIME_TEXT_CHARS)` →
-  // ext-core/src/limits.rs `clip` keeps the head), so Check Herdr shows older output and
-  // drops what the agent printed last. A tail must be clipped from its start.
+  // Regression: a pane whose last 40 rows exceed 4 000 characters used to lose its NEWEST
+  // rows (the worker clipped `herdr.pane_read.text` keeping the head). Terminal output is
+  // now clipped from its start (ext-core `limits::clip_tail`).
   test('Check Herdr keeps a busy pane\'s newest output line (bounded from the old end)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
@@ -268,8 +265,8 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     const status = statusLine(hud);
     await expect(status, 'a notice answers the judge button').toHaveAttribute('data-key', 'notice', { timeout: 15_000 });
     await expect(status).toHaveAttribute('data-tone', 'bad');
-    await expect(status, 'says what happened').toContainText('LLM judge is not configured in the companion');
-    await expect(status, 'says what to do').toContainText(/update the companion/i);
+    await expect(status, 'says what happened').toContainText('LLM judge is not available: this companion has no semantic judge service');
+    await expect(status, 'says what to do').toContainText('use Continue or Check Herdr instead');
     // The notice is visible even with the HUD collapsed.
     await hud.toggle.click();
     await expect(hud.toggle).toHaveAttribute('aria-expanded', 'false');

@@ -69,6 +69,15 @@ impl ActionLocked {
             ActionLocked::NoScopeOnThisPage => "This page is not a Project or conversation yet. Open one, then switch Auto.",
         }
     }
+
+    /// [`ActionLocked::message`] in Chinese.
+    pub fn message_zh(self) -> &'static str {
+        match self {
+            ActionLocked::AutoIsOn => "Auto 已开启，正在自动推进这个会话。要手动继续，请先关闭 Auto。",
+            ActionLocked::NoComposerOnThisPage => "这个页面没有可操作的会话。请打开一个会话后再使用此操作。",
+            ActionLocked::NoScopeOnThisPage => "这个页面还不是 Project 或会话。请先打开一个，再切换 Auto。",
+        }
+    }
 }
 
 /// The Auto settings of every scope the user touched, plus the global Project option.

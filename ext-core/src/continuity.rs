@@ -1241,21 +1241,33 @@ impl Continuity {
                     Err(error) => error.message,
                     Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
                 };
-                self.outputs.push_back(ContinuityOutput::Notice {
-                    tab,
-                    text: format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
-                    tone: NoticeTone::Bad,
-                });
+                let text = self.say(
+                    format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
+                    format!("提取 Herdr 状态失败：{message}。请查看上方的 companion 状态，然后重试。"),
+                );
+                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
             }
             (Purpose::Judge { tab }, result) => {
                 let (text, tone) = match result {
-                    Ok(RuntimeAnswer::Text { text }) => (format!("LLM judge: {text}"), NoticeTone::Info),
-                    Ok(_) => ("LLM judge: the companion gave no verdict.".to_owned(), NoticeTone::Info),
+                    Ok(RuntimeAnswer::Text { text }) => {
+                        (self.say(format!("LLM judge: {text}"), format!("LLM 判断：{text}")), NoticeTone::Info)
+                    }
+                    Ok(_) => (
+                        self.say("LLM judge: the companion gave no verdict.".to_owned(), "LLM 判断：companion 没有给出结论。".to_owned()),
+                        NoticeTone::Info,
+                    ),
+                    // J4: the extension holds no provider; only the runtime's semantic service judges.
                     Err(error) if error.code == "unknown_method" => (
-                        format!("LLM judge is not configured in the companion: {} Update the companion to a version with a semantic service.", error.message),
+                        self.say(
+                            format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
+                            format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
+                        ),
                         NoticeTone::Bad,
                     ),
-                    Err(error) => (format!("LLM judge failed: {}", error.message), NoticeTone::Bad),
+                    Err(error) => (
+                        self.say(format!("LLM judge failed: {}", error.message), format!("LLM 判断失败：{}", error.message)),
+                        NoticeTone::Bad,
+                    ),
                 };
                 self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
             }
@@ -1272,7 +1284,7 @@ impl Continuity {
             this.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
         };
         if let Err(locked) = self.auto.hud_action(&page, HudAction::Continue) {
-            return refuse(self, locked.message().to_owned());
+            return refuse(self, self.locked_text(locked));
         }
         let Some(scope) = page.scope() else { return };
         let Some(binding) = self.bindings.binding_for(&scope).cloned() else {
@@ -1291,7 +1303,7 @@ impl Continuity {
             None
         };
         if let Some(reason) = blocker {
-            return refuse(self, self.withheld_text(reason));
+            return refuse(self, self.manual_refusal_text(reason));
         }
         self.next_continue = self.next_continue.wrapping_add(1);
         let id = format!("continue:{}", self.next_continue);
@@ -1319,6 +1331,43 @@ impl Continuity {
         self.outputs.push_back(ContinuityOutput::Persist);
     }
 
+    /// The English or Chinese text, by the UI language.
+    fn say(&self, en: String, zh: String) -> String {
+        match self.language {
+            Language::En => en,
+            Language::Zh => zh,
+        }
+    }
+
+    /// Why a *manual* Continue was not sent: unlike an automatic wake, nothing follows by
+    /// itself, so the text says to press Continue again.
+    fn manual_refusal_text(&self, reason: WakeWithheld) -> String {
+        let (en, zh) = match reason {
+            WakeWithheld::HumanDraft => (
+                "Not sent: the composer has your unsent text. Send or clear it, then press Continue again.",
+                "未发送：输入框里有你尚未发送的文字。请先发送或清空，然后再按“继续”。",
+            ),
+            WakeWithheld::PageGenerating => (
+                "Not sent: a reply is still being written or a permission card is waiting. Press Continue again when the page is idle.",
+                "未发送：回复仍在生成，或有权限卡片等待处理。页面空闲后请再按“继续”。",
+            ),
+            WakeWithheld::UnconfirmedDelivery => (
+                "Not sent: an earlier message is still being confirmed. Press Continue again in a moment.",
+                "未发送：上一条消息仍在确认中。请稍后再按“继续”。",
+            ),
+            WakeWithheld::NoComposer => (
+                "Not sent: this page has no composer. Open the conversation, then press Continue again.",
+                "未发送：这个页面没有输入框。请打开会话后再按“继续”。",
+            ),
+            other => return self.withheld_text(other),
+        };
+        self.say(en.to_owned(), zh.to_owned())
+    }
+
+    fn locked_text(&self, locked: crate::auto_gate::ActionLocked) -> String {
+        self.say(locked.message().to_owned(), locked.message_zh().to_owned())
+    }
+
     fn withheld_text(&self, reason: WakeWithheld) -> String {
         match self.language {
             Language::En => reason.message().to_owned(),
@@ -1329,7 +1378,7 @@ impl Continuity {
     fn check_herdr(&mut self, tab: TabId) {
         let page = self.page_kind(tab);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text: locked.message().to_owned(), tone: NoticeTone::Bad });
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
             return;
         }
         let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s).cloned()) else {
@@ -1353,7 +1402,7 @@ impl Continuity {
     fn llm_judge(&mut self, tab: TabId) {
         let page = self.page_kind(tab);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text: locked.message().to_owned(), tone: NoticeTone::Bad });
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
             return;
         }
         let Some(scope) = page.scope() else { return };

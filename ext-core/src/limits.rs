@@ -57,6 +57,19 @@ pub fn clip(text: String, max_chars: usize) -> String {
     clipped
 }
 
+/// `text` cut to at most `max_chars` characters keeping its *end*; a cut text starts with
+/// `…` (which counts). For terminal output, where the newest lines are at the end.
+pub fn clip_tail(text: String, max_chars: usize) -> String {
+    if within(&text, max_chars) {
+        return text;
+    }
+    let total = text.chars().count();
+    let keep = max_chars.saturating_sub(1);
+    let mut clipped = String::from("…");
+    clipped.extend(text.chars().skip(total - keep.min(total)));
+    clipped
+}
+
 /// Which internal port connected (its `name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortKind {
@@ -145,6 +158,15 @@ mod tests {
         let clipped = clip("日本語のテキスト".into(), 4);
         assert_eq!(clipped, "日本語…");
         assert_eq!(clipped.chars().count(), 4);
+    }
+
+    #[test]
+    fn output_is_clipped_from_its_start_so_the_newest_lines_survive() {
+        assert_eq!(clip_tail("short".into(), 10), "short");
+        let clipped = clip_tail("line 1\nline 2\nline 3".into(), 8);
+        assert_eq!(clipped, "…\nline 3");
+        assert_eq!(clipped.chars().count(), 8);
+        assert_eq!(clip_tail("日本語のテキスト".into(), 4), "…キスト");
     }
 
     #[test]

@@ -115,7 +115,11 @@ fn result_summary(result: &Value) -> Option<String> {
     };
     let status = limits::clip(status, MAX_RUNTIME_SHORT_CHARS);
     match tail {
-        Some(tail) => Some(limits::clip(format!("{status}\n{tail}"), MAX_RUNTIME_TEXT_CHARS)),
+        // Output keeps its newest lines: the start of the tail is what gets cut.
+        Some(tail) => {
+            let room = MAX_RUNTIME_TEXT_CHARS.saturating_sub(status.chars().count() + 1);
+            Some(format!("{status}\n{}", limits::clip_tail(tail.to_owned(), room)))
+        }
         None => (!status.is_empty()).then_some(status),
     }
 }
@@ -186,7 +190,10 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
         }
         RuntimeCall::PaneRead { pane_id, .. } => Ok(RuntimeAnswer::PaneText {
             pane_id: id_of(result, "pane_id").unwrap_or_else(|| pane_id.clone()),
-            text: clipped_of(result, "text", MAX_RUNTIME_TEXT_CHARS).ok_or_else(|| bad_answer("herdr.pane_read"))?,
+            // Terminal output: keep the newest lines, cut from the start.
+            text: str_of(result, "text")
+                .map(|text| limits::clip_tail(text, MAX_RUNTIME_TEXT_CHARS))
+                .ok_or_else(|| bad_answer("herdr.pane_read"))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => Ok(RuntimeAnswer::Text {
             text: ["verdict", "summary", "text"]

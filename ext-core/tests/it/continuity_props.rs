@@ -845,6 +845,11 @@ impl World {
     }
 }
 
+/// 256 cases, or `PROPTEST_CASES` when set (e.g. 1000 for a deeper run).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
 fn world_ops() -> impl Strategy<Value = Vec<Op>> {
     (1u8..=3, 1u8..=3).prop_flat_map(|(workspaces, panes)| {
         // Start with both chats bound and Auto on half of the time, so wakes happen.
@@ -863,7 +868,7 @@ fn world_ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// P7, P8, P9, M1, M7, I3, I4, B7: random interleavings of status events with
     /// duplicates, reorders, reconnects and worker restarts never give two wakes for one
@@ -909,7 +914,7 @@ fn progress_op() -> impl Strategy<Value = ProgressOp> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// P4, P6: whatever the page, Auto, failures and worker restarts do, an unchanged
     /// progress summary is never delivered twice in a row, and nothing is offered while a
