@@ -56,7 +56,9 @@ use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
 use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
 use crate::progress_push::ProgressConfig;
 use crate::scope::{classify_url, PageKind, Scope};
-use crate::settle_tracker::{PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent};
+use crate::settle_tracker::{
+    AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent,
+};
 use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use crate::Millis;
 
@@ -302,6 +304,18 @@ pub enum ContinuityInput {
         /// it are the replay (history), later ones are live.
         #[serde(default)]
         last_seq: Option<u64>,
+        /// `hello.agents`: the runtime's agent panes when the subscription began, used to
+        /// settle a workspace whose settle fell outside the replay (`SettleTracker`);
+        /// `None` when the runtime did not send them.
+        #[serde(default)]
+        agents: Option<Vec<AgentSnapshot>>,
+    },
+    /// A stored stream event nothing else uses (`workspace_upsert`, `pane_upsert`,
+    /// `workspace_removed`, unknown names): only its `seq`, so the tracker notices the end of
+    /// the replay.
+    StreamPosition {
+        /// The event's seq.
+        seq: u64,
     },
     /// One pane event of the stream.
     StreamEvent(StreamEvent),
@@ -553,6 +567,8 @@ enum Purpose {
     /// `inbox.pending` for a held settle of a scope.
     WakeTasks { scope_key: String, settle: SettleOutput },
     Ack { scope_key: String, task_ids: Vec<String> },
+    /// `inbox.ack` for tasks of a binding that no longer exists.
+    OrphanAck { session_ref: String, task_ids: Vec<String> },
     Counts { scope_key: String },
     /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
     InboxCheck { scope_key: String, workspace_id: String },
@@ -606,6 +622,11 @@ pub struct Continuity {
     /// Task ids carried by confirmed deliveries, per session ref (newest last, bounded).
     #[serde(default)]
     confirmed_tasks: BTreeMap<String, VecDeque<String>>,
+    /// Confirmed-but-unacknowledged task ids of scopes that were unbound or re-bound before
+    /// the runtime answered their `inbox.ack`, per session ref. An ack belongs to the chat's
+    /// session ref, not to its binding, so it outlives the binding (I4).
+    #[serde(default)]
+    orphan_acks: BTreeMap<String, Vec<String>>,
     /// The catalog could not be read: why.
     #[serde(skip)]
     catalog_error: Option<String>,
@@ -719,6 +740,7 @@ impl Continuity {
                     self.call(Purpose::Counts { scope_key: scope_key.clone() }, RuntimeCall::InboxCounts { session_ref });
                     self.send_due_acks(&scope_key);
                 }
+                self.send_orphan_acks();
                 self.inbox_checks_due();
             }
             ContinuityInput::LinkDown => {
@@ -733,9 +755,19 @@ impl Continuity {
                 }
                 self.checks.clear();
             }
-            ContinuityInput::StreamHello { boot_id, last_seq } => {
-                self.tracker
-                    .handle(now, SettleInput::StreamHello { boot_id, last_seq });
+            ContinuityInput::StreamHello {
+                boot_id,
+                last_seq,
+                agents,
+            } => {
+                self.tracker.handle(
+                    now,
+                    SettleInput::StreamHello {
+                        boot_id,
+                        last_seq,
+                        agents,
+                    },
+                );
                 self.drain_tracker(now);
                 self.inbox_checks_due();
             }
@@ -764,8 +796,13 @@ impl Continuity {
                 let page = classify_url(&report.url);
                 self.bindings.handle(now, BindingInput::PageVisited { tab, page });
                 self.drain_bindings();
+                // The new facts reach the schedulers before a restored delivery is resolved
+                // from the same report: resolving may release the next wake, which must be
+                // judged on this page as it is now (regression: continuity_props (d) saw a
+                // wake go to a page that had just lost its composer).
+                self.pages.insert(tab, report.clone());
+                self.sync_schedulers(now);
                 self.resolve_restored_delivery(now, tab, &report);
-                self.pages.insert(tab, report);
             }
             ContinuityInput::PageGone { tab } => {
                 self.pages.remove(&tab);
@@ -819,7 +856,11 @@ impl Continuity {
                 self.reconfigure_schedulers(now);
                 self.outputs.push_back(ContinuityOutput::Persist);
             }
+            ContinuityInput::StreamPosition { seq } => self.stream_position(now, seq),
             ContinuityInput::AgentOutput { workspace_id, pane_id, agent, tail, seq, stale } => {
+                if seq > 0 {
+                    self.stream_position(now, seq);
+                }
                 if !stale {
                     self.agent_output(PaneOutput { workspace_id, agent, baseline: tail.clone(), tail, seq }, pane_id);
                 }
@@ -833,6 +874,17 @@ impl Continuity {
         self.sync_schedulers(now);
         self.run_due_inbox_checks();
         self.finish();
+    }
+
+    /// The stream got to `seq` (an event the tracker does not read): it may end the replay
+    /// and settle workspaces from the `hello` snapshot.
+    fn stream_position(&mut self, now: Millis, seq: u64) {
+        if !self.tracker.reconcile_pending() {
+            return;
+        }
+        self.tracker.handle(now, SettleInput::StreamPosition { seq });
+        self.drain_tracker(now);
+        self.outputs.push_back(ContinuityOutput::Persist);
     }
 
     /// Marks an inbox check due for every bound scope (link-up, stream `hello`) that has
@@ -1035,7 +1087,9 @@ impl Continuity {
         while let Some(output) = self.bindings.poll() {
             match output {
                 BindingOutput::Bound { scope, .. } | BindingOutput::PendingMigrated { scope, .. } => {
-                    // A new binding starts with fresh per-scope state.
+                    // A new binding starts with fresh per-scope state; acks still due from
+                    // the previous binding of this scope are kept by session ref.
+                    self.keep_orphan_acks(&scope);
                     let status = self.scopes.entry(scope.key()).or_default();
                     // Existing results of this chat are read once the new binding is quiet.
                     *status = ScopeStatus { inbox_check_due: true, ..ScopeStatus::default() };
@@ -1047,6 +1101,7 @@ impl Continuity {
                     }
                 }
                 BindingOutput::Unbound { scope, .. } => {
+                    self.keep_orphan_acks(&scope);
                     self.scopes.remove(&scope.key());
                     let bindings = &self.bindings;
                     self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
@@ -1192,6 +1247,18 @@ impl Continuity {
                         Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
                         _ => {}
                     }
+                }
+            }
+            (Purpose::OrphanAck { session_ref, task_ids }, result) => {
+                let retry_later = matches!(&result, Err(error) if error.code == "offline" || error.code == "not_ready");
+                if !retry_later {
+                    if let Some(due) = self.orphan_acks.get_mut(&session_ref) {
+                        due.retain(|id| !task_ids.contains(id));
+                        if due.is_empty() {
+                            self.orphan_acks.remove(&session_ref);
+                        }
+                    }
+                    self.outputs.push_back(ContinuityOutput::Persist);
                 }
             }
             (Purpose::Counts { scope_key }, result) => {
@@ -1575,6 +1642,41 @@ impl Continuity {
         }
         while confirmed.len() > CONFIRMED_TASKS_KEPT {
             confirmed.pop_front();
+        }
+    }
+
+    /// Moves the scope's confirmed-but-unacknowledged tasks to the per-session-ref list before
+    /// its per-scope state is dropped or reset, and sends them when online.
+    fn keep_orphan_acks(&mut self, scope: &Scope) {
+        let Some(status) = self.scopes.get_mut(&scope.key()) else { return };
+        if status.ack_due.is_empty() {
+            return;
+        }
+        let ids = std::mem::take(&mut status.ack_due);
+        let due = self.orphan_acks.entry(browser_session_ref(scope)).or_default();
+        for id in ids {
+            if !due.contains(&id) {
+                due.push(id);
+            }
+        }
+        self.send_orphan_acks();
+    }
+
+    /// Sends `inbox.ack` for every orphaned task (when online; offline they stay due).
+    fn send_orphan_acks(&mut self) {
+        if !self.link_up {
+            return;
+        }
+        let pending: Vec<(String, Vec<String>)> =
+            self.orphan_acks.iter().map(|(r, ids)| (r.clone(), ids.clone())).collect();
+        for (session_ref, ids) in pending {
+            for chunk in ids.chunks(100) {
+                let task_ids = chunk.to_vec();
+                self.call(
+                    Purpose::OrphanAck { session_ref: session_ref.clone(), task_ids: task_ids.clone() },
+                    RuntimeCall::InboxAck { session_ref: session_ref.clone(), task_ids },
+                );
+            }
         }
     }
 

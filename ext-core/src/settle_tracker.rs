@@ -21,6 +21,21 @@
 //! known, such an event has `seq > last_seq` and another `boot_id`. Without `last_seq` (an
 //! older runtime) every other-generation event is refused: fail closed.
 //!
+//! Closing a gap the replay cannot cover (P9, "nothing is lost: not a wake"): the runtime
+//! keeps only its newest events, so after a long offline period the replay may start after
+//! a gap that held a workspace's settle. The `hello` therefore carries the runtime's live
+//! agent snapshot (`agents`), taken when the subscription began, so at least as new as the
+//! replay's end (`last_seq`). Once the replay has been applied — an event or stream position
+//! with `seq >= last_seq` was handled, a live event is about to be, or the mark was already
+//! at `last_seq` — every workspace still believed working whose panes the snapshot shows as
+//! none working (none of them without a settled status) is settled with one `ScopeSettled` whose [`WakeId`] is `(hello.boot_id,
+//! max(last_seq, mark))`. A replay that carried the settle itself left the workspace settled,
+//! so it is never woken twice; a snapshot showing a pane working leaves it alone; no
+//! snapshot (`agents` absent) or no `last_seq` means no reconciliation (fail closed). The
+//! pending reconciliation belongs to one subscription: `Reconnected` or the next `hello`
+//! replaces it, and it is not persisted (a restarted worker resubscribes and gets a new
+//! `hello`).
+//!
 //! Stream contract this machine relies on (docs/PROTOCOL.md "Event stream"): `seq` strictly
 //! increases in the order the runtime applied the events and is never reused, not even
 //! across runtime restarts (gaps are allowed); every subscription starts with `hello
@@ -36,6 +51,9 @@
 //! - `ScopeSettled` for a workspace is only emitted while it was working and only when no
 //!   pane of it is working; between two `ScopeSettled` of a workspace lies a `ScopeWorking`.
 //! - A retired `boot_id` is never adopted again.
+//! - A `hello` snapshot settles a workspace at most once per subscription, only after the
+//!   replay was applied, only while it is still working, and only when no pane of it is
+//!   shown without a settled status.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -87,6 +105,18 @@ pub struct StreamEvent {
     pub at: Millis,
 }
 
+/// One agent pane in the runtime's live snapshot (`hello.agents`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSnapshot {
+    /// Herdr workspace id.
+    pub workspace_id: String,
+    /// Herdr pane id.
+    pub pane_id: String,
+    /// Its settled status (idle | done | blocked); `None` while the agent works or its
+    /// status is anything else (unknown counts as not settled: fail closed, no wake).
+    pub settled: Option<SettledStatus>,
+}
+
 /// Facts the shell feeds in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -99,9 +129,19 @@ pub enum SettleInput {
         /// to it are replayed history); `None` from a runtime that does not say.
         #[serde(default)]
         last_seq: Option<u64>,
+        /// The runtime's agent panes when this subscription began; `None` when the runtime
+        /// did not send them (then nothing is reconciled: fail closed).
+        #[serde(default)]
+        agents: Option<Vec<AgentSnapshot>>,
     },
     /// One pane event.
     Event(StreamEvent),
+    /// A stored stream event this machine has no use for (output, catalog changes): it only
+    /// tells how far the stream has got, so the end of the replay is noticed.
+    StreamPosition {
+        /// The event's seq.
+        seq: u64,
+    },
     /// The stream was lost and the shell is about to reopen it.
     Reconnected,
 }
@@ -206,6 +246,17 @@ enum PaneState {
     Settled(SettledStatus),
 }
 
+/// A `hello` snapshot waiting for the replay to be applied before it is compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PendingReconcile {
+    /// The `hello` generation (the wake id's `boot_id`).
+    boot_id: String,
+    /// `hello.last_seq`: the replay's end.
+    through: u64,
+    /// The snapshot.
+    agents: Vec<AgentSnapshot>,
+}
+
 /// Settle tracking over every workspace of one runtime stream.
 ///
 /// Driver contract: feed every stream message with [`SettleTracker::handle`], then drain
@@ -226,6 +277,10 @@ pub struct SettleTracker {
     replay_through: Option<u64>,
     /// Per-workspace pane states and phase.
     workspaces: BTreeMap<String, WorkspaceActivity>,
+    /// The current subscription's `hello` snapshot until its replay is applied (not
+    /// persisted: a new subscription brings a new one).
+    #[serde(skip)]
+    pending_reconcile: Option<PendingReconcile>,
     /// Decisions not yet drained (not persisted).
     #[serde(skip)]
     outputs: VecDeque<SettleOutput>,
@@ -252,22 +307,58 @@ impl SettleTracker {
             .is_some_and(|w| w.working)
     }
 
+    /// Whether a `hello` snapshot waits for the end of the replay.
+    pub fn reconcile_pending(&self) -> bool {
+        self.pending_reconcile.is_some()
+    }
+
     /// How many panes of the workspace work right now.
     pub fn working_panes(&self, workspace_id: &str) -> u32 {
         self.workspaces.get(workspace_id).map_or(0, count_working)
     }
 
-    /// Feeds one stream message. `now` is not needed by this machine's logic; it is taken
-    /// for a uniform driver shape.
-    pub fn handle(&mut self, _now: Millis, input: SettleInput) {
+    /// Feeds one stream message. `now` is only the `at` of a settle found by comparing the
+    /// `hello` snapshot (stream events carry their own time).
+    pub fn handle(&mut self, now: Millis, input: SettleInput) {
         match input {
-            SettleInput::StreamHello { boot_id, last_seq } => {
-                self.accept_generation(&boot_id, last_seq)
+            SettleInput::StreamHello {
+                boot_id,
+                last_seq,
+                agents,
+            } => {
+                self.pending_reconcile = None;
+                if self.accept_generation(&boot_id, last_seq) {
+                    if let (Some(through), Some(agents)) = (last_seq, agents) {
+                        self.pending_reconcile = Some(PendingReconcile {
+                            boot_id,
+                            through,
+                            agents,
+                        });
+                        // Nothing to replay: the snapshot already follows the mark.
+                        self.replay_reached(now, self.high_water);
+                    }
+                }
             }
-            SettleInput::Event(event) => self.apply(event),
-            SettleInput::Reconnected => self.outputs.push_back(SettleOutput::Resubscribe {
-                resume: self.resume_point(),
-            }),
+            SettleInput::Event(event) => {
+                // A live event: the replay is over, compare before applying it.
+                if self
+                    .pending_reconcile
+                    .as_ref()
+                    .is_some_and(|pending| event.seq > pending.through)
+                {
+                    self.reconcile(now);
+                }
+                let seq = event.seq;
+                self.apply(event);
+                self.replay_reached(now, seq);
+            }
+            SettleInput::StreamPosition { seq } => self.replay_reached(now, seq),
+            SettleInput::Reconnected => {
+                self.pending_reconcile = None;
+                self.outputs.push_back(SettleOutput::Resubscribe {
+                    resume: self.resume_point(),
+                });
+            }
         }
     }
 
@@ -276,18 +367,19 @@ impl SettleTracker {
         self.outputs.pop_front()
     }
 
-    /// A `hello` names the runtime generation speaking from now on.
-    fn accept_generation(&mut self, boot_id: &str, last_seq: Option<u64>) {
+    /// A `hello` names the runtime generation speaking from now on; `false` when it was
+    /// rejected as a retired one.
+    fn accept_generation(&mut self, boot_id: &str, last_seq: Option<u64>) -> bool {
         if self.retired_boots.iter().any(|b| b == boot_id) {
             self.outputs.push_back(SettleOutput::StaleGenerationRejected {
                 boot_id: boot_id.to_string(),
             });
-            return;
+            return false;
         }
         // Every subscription starts with a hello; its horizon replaces the previous one.
         self.replay_through = last_seq;
         if self.boot_id.as_deref() == Some(boot_id) {
-            return;
+            return true;
         }
         if let Some(old) = self.boot_id.take() {
             self.retired_boots.push(old);
@@ -300,6 +392,68 @@ impl SettleTracker {
         self.outputs.push_back(SettleOutput::GenerationChanged {
             boot_id: boot_id.to_string(),
         });
+        true
+    }
+
+    /// The stream got to `seq`: once that covers the replay, compare the snapshot.
+    fn replay_reached(&mut self, now: Millis, seq: u64) {
+        if self
+            .pending_reconcile
+            .as_ref()
+            .is_some_and(|pending| seq >= pending.through)
+        {
+            self.reconcile(now);
+        }
+    }
+
+    /// Settles every workspace still believed working that the `hello` snapshot shows with
+    /// no pane working (its settle fell into a gap the replay could not cover). Once per
+    /// subscription.
+    fn reconcile(&mut self, now: Millis) {
+        let Some(pending) = self.pending_reconcile.take() else {
+            return;
+        };
+        let wake_seq = pending.through.max(self.high_water);
+        for (workspace_id, workspace) in &mut self.workspaces {
+            if !workspace.working {
+                continue;
+            }
+            let snapshot = || pending.agents.iter().filter(|a| &a.workspace_id == workspace_id);
+            if snapshot().any(|agent| agent.settled.is_none()) {
+                continue;
+            }
+            let mut any_gone = false;
+            for (pane_id, state) in &mut workspace.panes {
+                if *state != PaneState::Working {
+                    continue;
+                }
+                match snapshot().find(|agent| &agent.pane_id == pane_id) {
+                    Some(AgentSnapshot {
+                        settled: Some(status),
+                        ..
+                    }) => *state = PaneState::Settled(*status),
+                    _ => any_gone = true,
+                }
+            }
+            if any_gone {
+                workspace.panes.retain(|_, state| *state != PaneState::Working);
+            }
+            workspace.working = false;
+            let trigger = if any_gone {
+                PaneEventKind::PaneRemoved
+            } else {
+                PaneEventKind::Settled(SettledStatus::Idle)
+            };
+            self.outputs.push_back(SettleOutput::ScopeSettled {
+                workspace_id: workspace_id.clone(),
+                wake_id: WakeId {
+                    boot_id: pending.boot_id.clone(),
+                    seq: wake_seq,
+                },
+                outcome: outcome_of(workspace, trigger),
+                at: now,
+            });
+        }
     }
 
     fn apply(&mut self, event: StreamEvent) {

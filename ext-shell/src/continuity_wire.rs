@@ -18,7 +18,7 @@ use ext_core::limits::{
     self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
     MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
 };
-use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
+use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettledStatus, StreamEvent};
 use serde_json::{json, Value};
 
 /// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
@@ -214,6 +214,7 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             return Some(ContinuityInput::StreamHello {
                 boot_id: id_of(data, "boot_id")?,
                 last_seq: data.get("last_seq").and_then(Value::as_u64),
+                agents: agent_snapshot(data),
             });
         }
         "inbox_changed" => {
@@ -230,6 +231,7 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             _ => return None,
         }),
         "pane_removed" => PaneEventKind::PaneRemoved,
+        // Stored events nothing uses still mark how far the stream (and its replay) got.
         "agent_output" => {
             return Some(ContinuityInput::AgentOutput {
                 workspace_id: id_of(data, "workspace_id")?,
@@ -240,7 +242,10 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
                 stale: data.get("stale").and_then(Value::as_bool).unwrap_or(false),
             });
         }
-        _ => return None,
+        // The link's own events (not stored, no seq).
+        "herdr_state" | "host_error" => return None,
+        // Stored events nothing reads still mark how far the stream (and its replay) got.
+        _ => return data.get("seq").and_then(Value::as_u64).map(|seq| ContinuityInput::StreamPosition { seq }),
     };
     Some(ContinuityInput::StreamEvent(StreamEvent {
         boot_id: id_of(data, "boot_id")?,
@@ -250,6 +255,32 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
         kind,
         at: data.get("at").and_then(Value::as_u64).unwrap_or(0),
     }))
+}
+
+/// `hello.agents` as the tracker's snapshot; `None` when the runtime sent no list or the
+/// list is cut (over [`MAX_RUNTIME_LIST_ITEMS`]: a missing pane could look settled, so no
+/// snapshot rather than a partial one). An agent without usable ids makes the whole
+/// snapshot unusable for the same reason. Statuses other than idle | done | blocked count
+/// as not settled.
+fn agent_snapshot(data: &Value) -> Option<Vec<AgentSnapshot>> {
+    let list = data.get("agents")?.as_array()?;
+    if list.len() > MAX_RUNTIME_LIST_ITEMS {
+        return None;
+    }
+    list.iter()
+        .map(|agent| {
+            Some(AgentSnapshot {
+                workspace_id: id_of(agent, "workspace_id")?,
+                pane_id: id_of(agent, "pane_id")?,
+                settled: match agent.get("status").and_then(Value::as_str) {
+                    Some("idle") => Some(SettledStatus::Idle),
+                    Some("done") => Some(SettledStatus::Done),
+                    Some("blocked") => Some(SettledStatus::Blocked),
+                    _ => None,
+                },
+            })
+        })
+        .collect()
 }
 
 /// The facts of a `page_facts` message; fields a page did not send are "unknown" (false).

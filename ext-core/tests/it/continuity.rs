@@ -54,7 +54,7 @@ fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     if auto {
@@ -414,7 +414,7 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
     c.handle(1, ContinuityInput::LinkDown);
     drain(&mut c, 1, &[], &mut log);
     c.handle(10, ContinuityInput::LinkUp);
-    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500) });
+    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500), agents: None });
     drain(&mut c, 10, &[task("t7"), task("t3")], &mut log);
     expect_test::expect![[r#"
         request {"call":"subscribe","after_seq":0}
@@ -461,7 +461,7 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900) });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     drain(&mut c, 0, &[task("t1")], &mut log);
@@ -469,7 +469,7 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "Auto off: {log:?}");
     assert_eq!(c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code), Some(ext_core::auto_gate::WakeWithheld::AutoOff));
     c.handle(1, ContinuityInput::ToggleAuto { tab: TAB });
-    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900) });
+    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
     drain(&mut c, 2, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=inbox:w1#t1")).count(), 1, "{log:?}");
     c.handle(3, ContinuityInput::DeliveryResult { tab: TAB, id: "inbox:w1#t1".into(), ok: true });

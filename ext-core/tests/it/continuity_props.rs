@@ -325,7 +325,7 @@ impl World {
                     }
                 }
             }
-            if let ContinuityInput::StreamHello { boot_id, last_seq } = &input {
+            if let ContinuityInput::StreamHello { boot_id, last_seq, .. } = &input {
                 self.hello_boot = Some(boot_id.clone());
                 self.hello_last_seq = *last_seq;
             }
@@ -507,6 +507,7 @@ impl World {
                 self.inputs.push_back(ContinuityInput::StreamHello {
                     boot_id: self.boot_id(),
                     last_seq: Some(self.log.iter().map(|p| p.event.seq).max().unwrap_or(0)),
+                    agents: None,
                 });
                 // Without after_seq only live events follow; with it, the log after it.
                 if let Some(after) = after_seq {

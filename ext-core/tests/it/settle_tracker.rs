@@ -1,7 +1,7 @@
 //! Settle tracking (SPEC P1, P7, P8, P9).
 
 use expect_test::{expect, Expect};
-use ext_core::settle_tracker::{PaneEventKind, SettleInput, SettleOutput, SettleTracker, SettledStatus, StreamEvent, WakeId};
+use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, SettledStatus, StreamEvent, WakeId};
 use proptest::prelude::*;
 
 fn ev(boot: &str, seq: u64, ws: &str, pane: &str, kind: PaneEventKind) -> SettleInput {
@@ -23,10 +23,21 @@ const GONE: PaneEventKind = PaneEventKind::PaneRemoved;
 
 fn describe(input: &SettleInput) -> String {
     match input {
-        SettleInput::StreamHello { boot_id, last_seq } => match last_seq {
-            Some(last) => format!("hello {boot_id} last_seq={last}"),
-            None => format!("hello {boot_id}"),
-        },
+        SettleInput::StreamHello { boot_id, last_seq, agents } => {
+            let mut line = match last_seq {
+                Some(last) => format!("hello {boot_id} last_seq={last}"),
+                None => format!("hello {boot_id}"),
+            };
+            if let Some(agents) = agents {
+                let panes: Vec<String> = agents
+                    .iter()
+                    .map(|a| format!("{}/{}={}", a.workspace_id, a.pane_id, a.settled.map_or("working".into(), |s| format!("{s:?}"))))
+                    .collect();
+                line.push_str(&format!(" agents=[{}]", panes.join(" ")));
+            }
+            line
+        }
+        SettleInput::StreamPosition { seq } => format!("position #{seq}"),
         SettleInput::Reconnected => "reconnected".into(),
         SettleInput::Event(e) => format!("{}#{} {}/{} {:?}", e.boot_id, e.seq, e.workspace_id, e.pane_id, e.kind),
     }
@@ -70,7 +81,7 @@ fn a_workspace_settles_only_when_no_pane_works_and_wakes_once() {
     // P1 (panes merge into one scope), P7 (partial settle), P8 (one wake per transition).
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 2, "w1", "w1:p2", W)),
             Some(ev("b1", 3, "w1", "w1:p1", DONE)),
@@ -110,16 +121,16 @@ fn duplicates_and_replays_after_reconnect_or_restart_never_wake_twice() {
     // service-worker restart.
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(SettleInput::Reconnected),
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             // While offline the pane settled; the replay brings it once.
             Some(ev("b1", 2, "w1", "w1:p1", DONE)),
             None,
             Some(SettleInput::Reconnected),
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             // The runtime replays more than needed: all of it is already applied.
             Some(ev("b1", 1, "w1", "w1:p1", W)),
             Some(ev("b1", 2, "w1", "w1:p1", DONE)),
@@ -152,12 +163,12 @@ fn events_from_an_old_runtime_generation_are_rejected() {
     // hello of the old start is rejected.
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             Some(ev("b1", 41, "w1", "w1:p1", W)),
-            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: None, agents: None }),
             Some(ev("b1", 42, "w1", "w1:p1", IDLE)),
             Some(ev("b2", 43, "w1", "w1:p1", IDLE)),
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
             Some(ev("b2", 44, "w1", "w1:p1", W)),
             Some(SettleInput::Reconnected),
         ],
@@ -190,10 +201,10 @@ fn replayed_history_of_an_old_generation_wakes_once_and_a_zombie_source_is_rejec
     // replay horizon claims to be live from a retired generation: an old source, rejected.
     check(
         vec![
-            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: Some(40) }),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: Some(40), agents: None }),
             Some(ev("b1", 41, "w1", "w1:p1", W)),
             Some(SettleInput::Reconnected),
-            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: Some(44) }),
+            Some(SettleInput::StreamHello { boot_id: "b2".into(), last_seq: Some(44), agents: None }),
             Some(ev("b1", 42, "w1", "w1:p2", W)),
             Some(ev("b1", 43, "w1", "w1:p1", IDLE)),
             Some(ev("b1", 44, "w1", "w1:p2", DONE)),
@@ -218,6 +229,149 @@ fn replayed_history_of_an_old_generation_wakes_once_and_a_zombie_source_is_rejec
               => StaleGenerationRejected { boot_id: "b1" }
             b2#46 w1/w1:p1 Working
               => WORKING w1
+        "#]],
+    );
+}
+
+fn hello_with(boot: &str, last_seq: u64, agents: &[(&str, &str, Option<SettledStatus>)]) -> SettleInput {
+    SettleInput::StreamHello {
+        boot_id: boot.into(),
+        last_seq: Some(last_seq),
+        agents: Some(
+            agents
+                .iter()
+                .map(|(ws, pane, settled)| AgentSnapshot { workspace_id: (*ws).into(), pane_id: (*pane).into(), settled: *settled })
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn a_settle_lost_to_a_replay_gap_wakes_once_from_the_hello_snapshot() {
+    // P9 "nothing is lost: not a wake": w1 and w2 were working; the extension was offline so
+    // long that the runtime's bounded log (newest 10 000) no longer holds w1's settle. The
+    // replay starts after the gap; the hello's agent snapshot shows w1 idle → one wake once
+    // the replay is applied; w2 is still working in the snapshot → no wake until its settle.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 2, "w2", "w2:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(hello_with("b1", 20_500, &[("w1", "w1:p1", Some(SettledStatus::Idle)), ("w2", "w2:p1", None)])),
+            Some(ev("b1", 10_501, "w3", "w3:p1", W)),
+            Some(ev("b1", 10_502, "w3", "w3:p1", DONE)),
+            Some(SettleInput::StreamPosition { seq: 20_500 }),
+            // A late copy of w1's settle (live) finds it settled: no second wake.
+            Some(ev("b1", 20_501, "w1", "w1:p1", IDLE)),
+            Some(ev("b1", 20_502, "w2", "w2:p1", DONE)),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            b1#2 w2/w2:p1 Working
+              => WORKING w2
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+            hello b1 last_seq=20500 agents=[w1/w1:p1=Idle w2/w2:p1=working]
+            b1#10501 w3/w3:p1 Working
+              => WORKING w3
+            b1#10502 w3/w3:p1 Settled(Done)
+              => WAKE w3 Done id=b1#10502
+            position #20500
+              => WAKE w1 Idle id=b1#20500
+            b1#20501 w1/w1:p1 Settled(Idle)
+            b1#20502 w2/w2:p1 Settled(Done)
+              => WAKE w2 Done id=b1#20502
+        "#]],
+    );
+}
+
+#[test]
+fn a_snapshot_that_still_shows_work_or_a_replay_that_holds_the_settle_never_adds_a_wake() {
+    // P8/P9: the snapshot only settles what the replay left working and nothing works on.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 2, "w2", "w2:p1", W)),
+            Some(ev("b1", 3, "w2", "w2:p2", W)),
+            Some(SettleInput::Reconnected),
+            // w1: the replay holds its settle → that one wake only. w2: one pane still works
+            // in the snapshot → no wake, even though the other one settled.
+            Some(hello_with("b1", 9, &[("w1", "w1:p1", Some(SettledStatus::Done)), ("w2", "w2:p1", Some(SettledStatus::Idle)), ("w2", "w2:p2", None)])),
+            Some(ev("b1", 8, "w1", "w1:p1", DONE)),
+            Some(ev("b1", 9, "w2", "w2:p1", IDLE)),
+            Some(SettleInput::StreamPosition { seq: 10 }),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            b1#2 w2/w2:p1 Working
+              => WORKING w2
+            b1#3 w2/w2:p2 Working
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 3 }) }
+            hello b1 last_seq=9 agents=[w1/w1:p1=Done w2/w2:p1=Idle w2/w2:p2=working]
+            b1#8 w1/w1:p1 Settled(Done)
+              => WAKE w1 Done id=b1#8
+            b1#9 w2/w2:p1 Settled(Idle)
+              => partial w2/w2:p1 (1 still working)
+            position #10
+        "#]],
+    );
+}
+
+#[test]
+fn the_snapshot_is_compared_when_the_replay_is_over_and_never_without_one() {
+    // P9: the replay may end on an event the tracker never reads; the first live event ends
+    // it too (compared before that event is applied). A mark already at `last_seq` compares
+    // at once. A runtime without `agents` gets no comparison (fail closed), and a gone pane
+    // settles as PaneGone.
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(ev("b1", 2, "w2", "w2:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: Some(50), agents: None }),
+            Some(SettleInput::StreamPosition { seq: 50 }),
+            Some(SettleInput::Reconnected),
+            // The live event #61 ends a replay whose last stored event (#60) was not a pane event.
+            Some(hello_with("b2", 60, &[("w2", "w2:p1", None)])),
+            Some(ev("b2", 61, "w1", "w1:p1", W)),
+            None,
+            Some(SettleInput::Reconnected),
+            // Nothing to replay: compared at the hello. w2's pane is gone from the snapshot.
+            Some(hello_with("b2", 61, &[("w1", "w1:p1", None)])),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            b1#2 w2/w2:p1 Working
+              => WORKING w2
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+            hello b1 last_seq=50
+            position #50
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+            hello b2 last_seq=60 agents=[w2/w2:p1=working]
+              => GenerationChanged { boot_id: "b2" }
+            b2#61 w1/w1:p1 Working
+              => WAKE w1 PaneGone id=b2#60
+              => WORKING w1
+            -- service worker restarted --
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 61 }) }
+            hello b2 last_seq=61 agents=[w1/w1:p1=working]
+              => WAKE w2 PaneGone id=b2#61
         "#]],
     );
 }
@@ -283,7 +437,7 @@ proptest! {
             ev("b1", i as u64 + 1, &format!("w{ws}"), &format!("w{ws}:p{pane}"), kind)
         };
         let mut tracker = SettleTracker::new();
-        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
         let mut next = 0usize;
         let mut wakes: Vec<WakeId> = vec![];
         let mut feed = |tracker: &mut SettleTracker, input: SettleInput| {
@@ -301,7 +455,7 @@ proptest! {
                 Delivery::Again(_) => {}
                 Delivery::Replay(back) => {
                     feed(&mut tracker, SettleInput::Reconnected);
-                    feed(&mut tracker, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
+                    feed(&mut tracker, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
                     let from = next.saturating_sub(back);
                     for i in from..next { feed(&mut tracker, input(i)); }
                 }
@@ -323,7 +477,7 @@ proptest! {
         events in timeline(), order in proptest::collection::vec(0usize..40, 0..100),
     ) {
         let mut tracker = SettleTracker::new();
-        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None });
+        tracker.handle(0, SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
         let mut ids = std::collections::BTreeSet::new();
         let mut phase: std::collections::BTreeMap<String, bool> = Default::default();
         for i in order.into_iter().filter(|i| *i < events.len()) {
