@@ -2038,7 +2038,7 @@ pub struct ContinuityView {
 }
 
 /// The side panel's view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelView {
     /// The tab the panel is about.
     pub tab: Option<PanelTab>,
@@ -2051,7 +2051,7 @@ pub struct PanelView {
 }
 
 /// The panel's current tab.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelTab {
     /// The tab.
     pub tab_id: TabId,
@@ -2070,7 +2070,7 @@ pub struct PanelTab {
 }
 
 /// One binding row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelBinding {
     /// Scope key.
     pub scope_key: String,

@@ -243,8 +243,8 @@ pub async fn storage_local_read(key: &str) -> Option<String> {
     Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
 }
 
-/// `chrome.storage.sync.get(key)[key]` as a bool, when present.
-pub async fn storage_sync_flag(key: &str) -> Option<bool> {
+/// `chrome.storage.sync.get(key)[key]` (options page settings), when present.
+async fn storage_sync_value(key: &str) -> Option<JsValue> {
     let mut value: JsValue = js_sys::global().into();
     for name in ["chrome", "storage", "sync"] {
         value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
@@ -255,22 +255,17 @@ pub async fn storage_sync_flag(key: &str) -> Option<bool> {
     let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
     let promise: js_sys::Promise = promise.dyn_into().ok()?;
     let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_bool()
+    Reflect::get(&items, &JsValue::from_str(key)).ok()
+}
+
+/// `chrome.storage.sync.get(key)[key]` as a bool, when present.
+pub async fn storage_sync_flag(key: &str) -> Option<bool> {
+    storage_sync_value(key).await?.as_bool()
 }
 
 /// A number from `chrome.storage.sync` (options page), if stored and numeric.
 pub async fn storage_sync_number(key: &str) -> Option<f64> {
-    let mut value: JsValue = js_sys::global().into();
-    for name in ["chrome", "storage", "sync"] {
-        value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
-        if !value.is_object() {
-            return None;
-        }
-    }
-    let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
-    let promise: js_sys::Promise = promise.dyn_into().ok()?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_f64()
+    storage_sync_value(key).await?.as_f64()
 }
 
 /// `chrome.i18n.getUILanguage()`, when available.

@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Document, Element};
 
 use crate::js;
+use ext_core::continuity::PanelView;
 use ext_core::hud::{ActionId, StatusLine};
 
 /// A view model as received on a panel port (the JSON of `ext_core::hud::HudView`).
@@ -210,64 +211,6 @@ fn show_round_trip(status_region: &Element, message: &JsValue) {
     }
 }
 
-/// A panel view as received (the JSON of `ext_core::continuity::PanelView`).
-#[derive(Debug, Deserialize, PartialEq)]
-pub struct ReceivedPanel {
-    /// The tab the panel is about.
-    pub tab: Option<ReceivedPanelTab>,
-    /// The live catalog.
-    pub catalog: Vec<ReceivedWorkspace>,
-    /// Why the catalog could not be read.
-    pub catalog_error: Option<String>,
-    /// Every binding.
-    pub bindings: Vec<ReceivedBinding>,
-}
-
-/// The panel's tab as received.
-#[derive(Debug, Deserialize, PartialEq)]
-pub struct ReceivedPanelTab {
-    /// Chrome tab id.
-    pub tab_id: u32,
-    /// Its URL.
-    pub url: String,
-    /// Scope key, if the page has one.
-    pub scope_key: Option<String>,
-    /// Session ref.
-    pub session_ref: Option<String>,
-    /// Bound (or pending) workspace.
-    pub bound_to: Option<String>,
-    /// Whether it can be bound.
-    pub bindable: bool,
-    /// Why not.
-    pub reason: Option<String>,
-}
-
-/// A catalog workspace as received.
-#[derive(Debug, Deserialize, PartialEq)]
-pub struct ReceivedWorkspace {
-    /// Id.
-    pub workspace_id: String,
-    /// Label.
-    pub label: String,
-}
-
-/// A binding row as received.
-#[derive(Debug, Deserialize, PartialEq)]
-pub struct ReceivedBinding {
-    /// Scope key.
-    pub scope_key: String,
-    /// Session ref.
-    pub session_ref: String,
-    /// Workspace id.
-    pub workspace_id: String,
-    /// Label.
-    pub label: String,
-    /// Active target.
-    pub active_target: Option<String>,
-    /// Listed in the catalog.
-    pub in_catalog: bool,
-}
-
 fn button(document: &Document, label: &str, attribute: (&str, &str), message: serde_json::Value, port: &JsValue) -> Result<Element, JsValue> {
     let button = element(document, "button", "action")?;
     button.set_attribute("type", "button")?;
@@ -280,7 +223,7 @@ fn button(document: &Document, label: &str, attribute: (&str, &str), message: se
 
 /// Renders the Control Center part of the side panel: the current tab's scope, the live
 /// catalog with a Bind button per workspace, and the bindings with Unbind (B1, O1).
-pub fn render_panel(root: &Element, view: &ReceivedPanel, port: &JsValue) -> Result<(), JsValue> {
+pub fn render_panel(root: &Element, view: &PanelView, port: &JsValue) -> Result<(), JsValue> {
     let document = document()?;
     root.set_inner_html("");
     let heading = |key: &str| -> Result<Element, JsValue> {
@@ -453,7 +396,7 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
             Some("panel") => {
                 let view = Reflect::get(&message, &JsValue::from_str("view"))
                     .ok()
-                    .and_then(|view| js::from_js::<ReceivedPanel>(&view).ok());
+                    .and_then(|view| js::from_js::<PanelView>(&view).ok());
                 match view {
                     Some(view) => {
                         if let Err(error) = render_panel(&control_center, &view, &listener_port) {

@@ -13,9 +13,10 @@ use serde_json::{json, Map, Value};
 
 use super::store::{NewTask, StoreError};
 use super::{new_id, Inbox};
-use crate::herdr::{HerdrError, HerdrState};
+use crate::herdr::HerdrError;
 use crate::protocol::Request;
 use crate::runtime::dispatch::{unix_millis, MethodError};
+use crate::stream::methods::herdr_not_ready;
 use crate::runtime::RuntimeContext;
 
 /// Longest ref or id accepted, in characters.
@@ -121,18 +122,6 @@ fn store_error(error: StoreError) -> MethodError {
         StoreError::Sqlite(_) => "inbox_unavailable",
     };
     (code, error.to_string())
-}
-
-fn herdr_not_ready(ctx: &RuntimeContext) -> Option<MethodError> {
-    let herdr = ctx.herdr();
-    let detail = herdr.detail.clone().unwrap_or_default();
-    match herdr.state {
-        HerdrState::Connected => None,
-        HerdrState::UnsupportedProtocol => Some(("unsupported_protocol", detail)),
-        HerdrState::NotRunning => Some(("herdr_not_running", detail)),
-        HerdrState::PermissionDenied => Some(("herdr_permission_denied", detail)),
-        HerdrState::Error => Some(("herdr_unavailable", detail)),
-    }
 }
 
 /// Serves one of [`owns`]'s methods.

@@ -25,7 +25,9 @@ pub fn owns(method: &str) -> bool {
     matches!(method, "events.subscribe" | "herdr.workspaces" | "herdr.panes" | "herdr.agents" | "herdr.pane_read")
 }
 
-fn not_ready(ctx: &RuntimeContext) -> Option<MethodError> {
+/// Why Herdr cannot serve a request right now, as a method error (`None` when connected);
+/// shared by every runtime method that needs Herdr.
+pub(crate) fn herdr_not_ready(ctx: &RuntimeContext) -> Option<MethodError> {
     let herdr = ctx.herdr();
     let detail = herdr.detail.clone().unwrap_or_default();
     match herdr.state {
@@ -45,7 +47,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHand
     if request.method == "events.subscribe" {
         return hub.subscribe(&request.params, client.clone());
     }
-    if let Some(error) = not_ready(ctx) {
+    if let Some(error) = herdr_not_ready(ctx) {
         return Err(error);
     }
     let catalog = hub.catalog();
