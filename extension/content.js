@@ -348,7 +348,10 @@
   // ---- Delivery: type like a user, submit, confirm by the marker in a new user turn.
   const results = new Map(); // id → result message, kept until the worker says delivery_seen
   const answer = (id, ok, reason) => {
-    const message = { type: 'delivery_result', id, ok, reason };
+    // Interim mapping onto the delivery_report contract (docs/PROTOCOL.md): the worker
+    // confirms from the marker in page_facts.
+    const outcome = ok ? 'submitted' : reason === 'not_confirmed' ? 'unconfirmed' : 'not_submitted';
+    const message = { type: 'delivery_report', id, outcome, reason: ok ? null : reason };
     results.set(id, message);
     if (delivering?.id === id) delivering = null;
     port?.postMessage(message);

@@ -146,6 +146,33 @@ pub struct PageReport {
     pub markers: Vec<String>,
     /// A delivery the page is still carrying out.
     pub delivering: Option<String>,
+    /// The site-profile layout generation the adapter matched (`chatgpt.classic`, …);
+    /// `None` = the markup matches no known layout: nothing is typed there (fail closed).
+    #[serde(default)]
+    pub generation: Option<String>,
+    /// The delivery id whose marker line is in the composer: text the extension typed and
+    /// did not send (not a human draft).
+    #[serde(default)]
+    pub composer_marker: Option<String>,
+    /// A random id drawn when the content script started: a reload reports a new one.
+    #[serde(default)]
+    pub page_load: String,
+}
+
+/// What the page adapter did with a `deliver` (docs/PROTOCOL.md, "One delivery path").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DeliveryOutcome {
+    /// Send was clicked and the composer no longer holds the text.
+    Submitted,
+    /// Nothing was sent; any text typed was removed again.
+    NotSubmitted {
+        /// `no_composer`, `human_draft`, `insert_failed`, `send_button_missing`,
+        /// `unknown_layout`, `busy`.
+        reason: String,
+    },
+    /// Send was clicked, but whether the page took the message is not known.
+    Unconfirmed,
 }
 
 /// One terminal task of the parent inbox, reduced to what a wake shows.
@@ -343,7 +370,7 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
-    /// The page answered a `deliver`.
+    /// Interim (removed with the delivery ledger): a delivery's final result.
     DeliveryResult {
         /// The tab that answered.
         tab: TabId,
@@ -351,6 +378,15 @@ pub enum ContinuityInput {
         id: String,
         /// Whether the new user turn with the marker appeared.
         ok: bool,
+    },
+    /// The page reported what it did with a `deliver` (`delivery_report`).
+    DeliveryReport {
+        /// The tab that answered.
+        tab: TabId,
+        /// The delivery id.
+        id: String,
+        /// What the adapter did.
+        outcome: DeliveryOutcome,
     },
     /// The user chose a workspace for the page of `tab` (side panel).
     Bind {
@@ -462,6 +498,14 @@ pub enum ContinuityOutput {
         /// The tab.
         tab: TabId,
         /// The delivery id.
+        id: String,
+    },
+    /// Post `{"type":"clear_composer",id}`: remove text we typed and did not send (the
+    /// composer carries `id`'s marker line).
+    ClearComposer {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id whose marker the composer must carry.
         id: String,
     },
     /// Post `{"type":"insert",text}`: put text into the composer without sending.
@@ -816,6 +860,14 @@ impl Continuity {
             ContinuityInput::DeliveryResult { tab, id, ok } => {
                 self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
                 self.delivery_result(now, tab, &id, ok);
+            }
+            ContinuityInput::DeliveryReport { tab, id, outcome } => {
+                self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
+                // Confirmation comes from the marker in `page_facts`; only a delivery that
+                // was certainly not sent fails here.
+                if let DeliveryOutcome::NotSubmitted { .. } = outcome {
+                    self.delivery_result(now, tab, &id, false);
+                }
             }
             ContinuityInput::Bind { tab, workspace } => {
                 let page = self.page_kind(tab);

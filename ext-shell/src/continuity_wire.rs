@@ -11,6 +11,7 @@
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
+    DeliveryOutcome,
     CallError, ContinuityInput, InboxTask, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
     TaskCounts,
 };
@@ -306,18 +307,21 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
             .map(|list| list.iter().filter_map(|m| m.as_str().map(str::to_owned)).take(MAX_MARKERS).collect())
             .unwrap_or_default(),
         delivering: str_of(value, "delivering"),
+        generation: str_of(value, "generation"),
+        composer_marker: str_of(value, "composer_marker"),
+        page_load: str_of(value, "page_load").unwrap_or_default(),
     })
 }
 
 /// A continuity command from a page or panel port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortCommand {
-    /// `delivery_result`.
-    DeliveryResult {
+    /// `delivery_report`.
+    DeliveryReport {
         /// The delivery id.
         id: String,
-        /// Confirmed.
-        ok: bool,
+        /// What the adapter did.
+        outcome: DeliveryOutcome,
     },
     /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr`, `llm_judge`.
     HudAction(&'static str),
@@ -346,9 +350,16 @@ pub enum PortCommand {
 pub fn port_command(value: &Value) -> Option<PortCommand> {
     let tab_of = |v: &Value| v.get("tab_id").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
     match value.get("type")?.as_str()? {
-        "delivery_result" => Some(PortCommand::DeliveryResult {
+        "delivery_report" => Some(PortCommand::DeliveryReport {
             id: str_of(value, "id")?,
-            ok: value.get("ok")?.as_bool()?,
+            outcome: match value.get("outcome")?.as_str()? {
+                "submitted" => DeliveryOutcome::Submitted,
+                "unconfirmed" => DeliveryOutcome::Unconfirmed,
+                "not_submitted" => DeliveryOutcome::NotSubmitted {
+                    reason: str_of(value, "reason").unwrap_or_else(|| "unknown".to_owned()),
+                },
+                _ => return None,
+            },
         }),
         "action" => {
             let action = match value.get("action")?.as_str()? {

@@ -223,8 +223,8 @@ impl LinkDriver {
         let command = continuity_wire::port_command(value)
             .ok_or_else(|| WireError::UnknownPageMessage(value.to_string()))?;
         let input = match (command, tab) {
-            (PortCommand::DeliveryResult { id, ok }, Some(tab)) => {
-                ContinuityInput::DeliveryResult { tab, id, ok }
+            (PortCommand::DeliveryReport { id, outcome }, Some(tab)) => {
+                ContinuityInput::DeliveryReport { tab, id, outcome }
             }
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
@@ -330,6 +330,9 @@ impl LinkDriver {
                 }
                 ContinuityOutput::DeliverySeen { tab, id } => {
                     Self::post_to_tab(this, tab, &serde_json::json!({"type": "delivery_seen", "id": id}));
+                }
+                ContinuityOutput::ClearComposer { tab, id } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "clear_composer", "id": id}));
                 }
                 ContinuityOutput::Insert { tab, text } => {
                     Self::post_to_tab(this, tab, &serde_json::json!({"type": "insert", "text": text}));

@@ -424,6 +424,7 @@ impl World {
                 ContinuityOutput::Deliver { tab, id, text } => self.check_delivery(tab, id, &text)?,
                 ContinuityOutput::Request { id, call } => self.answer_request(id, call)?,
                 ContinuityOutput::DeliverySeen { .. }
+                | ContinuityOutput::ClearComposer { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }
                 | ContinuityOutput::ViewsChanged

@@ -327,7 +327,7 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": vec!["m"; MAX_MARKERS + 1]})));
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": [long(MAX_ID_CHARS + 1)]})));
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": [{"id": 1}]})));
-    assert!(rejected(json!({"type": "delivery_result", "id": long(MAX_ID_CHARS + 1), "ok": true})));
+    assert!(rejected(json!({"type": "delivery_report", "id": long(MAX_ID_CHARS + 1), "outcome": "submitted"})));
     assert!(rejected(json!({"type": "unbind", "scope_key": long(MAX_ID_CHARS + 1)})));
     assert_eq!(wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})), Ok(()));
     assert!(rejected(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS + 1)})));
