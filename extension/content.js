@@ -282,6 +282,7 @@
   };
   let delivering = null;
   let lastFacts = '';
+  const PAGE_LOAD = Math.random().toString(36).slice(2, 12);
   const facts = () => {
     const composer = composerEl();
     const list = findTurnList();
@@ -310,6 +311,10 @@
       // send only the newest markers that fit.
       markers: markers.filter((m) => m.length <= 256).slice(-16),
       delivering: delivering?.id ?? null,
+      // Interim until the profile-driven adapter: the classic layout is the only one known.
+      generation: composer ? 'chatgpt.classic' : null,
+      composer_marker: composer ? ([...(composer.textContent || '').matchAll(MARKER)].map((m) => m[1]).pop() ?? null) : null,
+      page_load: PAGE_LOAD,
     };
   };
   // Debug counters for e2e/bench (content script cost): data-* on our host, which the

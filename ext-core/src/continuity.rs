@@ -54,6 +54,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
 use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
+use crate::delivery_ledger::{
+    Baseline, BeginRefused, Delivery, DeliveryLedger, DeliveryState, LedgerOutput, Resolution,
+};
 use crate::progress_push::ProgressConfig;
 use crate::scope::{classify_url, PageKind, Scope};
 use crate::settle_tracker::{
@@ -370,15 +373,6 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
-    /// Interim (removed with the delivery ledger): a delivery's final result.
-    DeliveryResult {
-        /// The tab that answered.
-        tab: TabId,
-        /// The delivery id.
-        id: String,
-        /// Whether the new user turn with the marker appeared.
-        ok: bool,
-    },
     /// The page reported what it did with a `deliver` (`delivery_report`).
     DeliveryReport {
         /// The tab that answered.
@@ -530,34 +524,22 @@ pub enum ContinuityOutput {
     Persist,
 }
 
-/// What a delivery carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryKind {
-    /// A settle wake offered by the scheduler.
-    Wake,
-    /// A progress or fallback message offered by the scheduler.
-    Progress,
-    /// A manual continue (HUD button).
-    Continue,
-}
+pub use crate::delivery_ledger::DeliveryKind;
 
-/// A delivery waiting for the page's answer.
+/// A delivery in flight as the previous release persisted it (per scope); restored into
+/// the [`DeliveryLedger`] as uncertain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InFlightDelivery {
+pub struct LegacyInFlight {
     /// The delivery id.
     pub id: String,
     /// The tab it was posted to.
     pub tab: TabId,
     /// What it is.
     pub kind: DeliveryKind,
-    /// Inbox tasks to acknowledge once confirmed (I4).
+    /// Inbox tasks to acknowledge once confirmed.
     pub task_ids: Vec<String>,
     /// When it was posted.
     pub at: Millis,
-    /// Posted in this worker life (else it is resolved from the page's markers).
-    #[serde(skip)]
-    pub posted_this_life: bool,
 }
 
 /// The last confirmed wake of a scope.
@@ -578,8 +560,14 @@ pub struct ScopeStatus {
     scheduler: Option<WakeScheduler>,
     /// Inbox tasks fetched for the pending wake.
     wake_tasks: Vec<InboxTask>,
-    /// The delivery waiting for the page.
-    in_flight: Option<InFlightDelivery>,
+    /// A delivery in flight saved by the previous release (moved into the ledger on
+    /// restore; never written).
+    #[serde(default, skip_serializing, rename = "in_flight")]
+    legacy_in_flight: Option<LegacyInFlight>,
+    /// A settle waiting for its `inbox.pending` answer (persisted: a worker restart in
+    /// that window must not lose it; the read is re-issued on link-up).
+    #[serde(default)]
+    settle_awaiting_tasks: Option<SettleOutput>,
     /// The last confirmed wake.
     last_wake: Option<LastWake>,
     /// Confirmed wakes since binding.
@@ -651,10 +639,9 @@ pub struct Continuity {
     scopes: BTreeMap<String, ScopeStatus>,
     /// Message language.
     language: Language,
-    /// Counter for manual continue ids.
-    next_continue: u64,
-    /// Counter for progress ids.
-    next_progress: u64,
+    /// Every message written into a page (ids, states, evidence).
+    #[serde(default)]
+    ledger: DeliveryLedger,
     /// Last catalog read (display only).
     catalog: Vec<CatalogWorkspace>,
     /// Progress timing from the options page (clamped).
@@ -734,8 +721,41 @@ impl Continuity {
     }
 
     /// The in-flight delivery of a scope.
-    pub fn in_flight(&self, scope_key: &str) -> Option<&InFlightDelivery> {
-        self.scopes.get(scope_key).and_then(|s| s.in_flight.as_ref())
+    pub fn in_flight(&self, scope_key: &str) -> Option<&Delivery> {
+        self.ledger.active_for(scope_key)
+    }
+
+    /// The delivery ledger (read-only).
+    pub fn ledger(&self) -> &DeliveryLedger {
+        &self.ledger
+    }
+
+    /// Call once after restoring a snapshot, before any input: a new ledger life (ids stay
+    /// unique), deliveries the old worker was waiting for become uncertain, and a delivery
+    /// saved by the previous release joins the ledger. `epoch` is fresh randomness from the
+    /// shell; it is kept only when the snapshot had none.
+    pub fn restored(&mut self, now: Millis, epoch: &str) {
+        self.ledger.ensure_epoch(epoch);
+        let legacy: Vec<(String, LegacyInFlight)> = self
+            .scopes
+            .iter_mut()
+            .filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d)))
+            .collect();
+        for (scope_key, old) in legacy {
+            self.ledger.adopt(Delivery {
+                id: old.id,
+                scope_key,
+                kind: old.kind,
+                task_ids: old.task_ids,
+                tab: old.tab,
+                conversation: None,
+                baseline: Baseline::default(),
+                posted_at: old.at,
+                state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
+                page_idle: false,
+            });
+        }
+        self.ledger.restored(now);
     }
 
     /// The next decision, if any.
@@ -748,11 +768,17 @@ impl Continuity {
         self.scopes
             .values()
             .filter_map(|s| s.scheduler.as_ref().and_then(WakeScheduler::next_deadline))
+            .chain(self.ledger.next_deadline())
             .min()
     }
 
-    /// Fires due scheduler timers.
+    /// Fires due scheduler and ledger timers.
     pub fn handle_timeout(&mut self, now: Millis) {
+        self.now = now;
+        if self.ledger.next_deadline().is_some_and(|at| at <= now) {
+            self.ledger.handle_timeout(now);
+            self.drain_ledger(now);
+        }
         let keys: Vec<String> = self.scopes.keys().cloned().collect();
         for key in keys {
             if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
@@ -786,6 +812,7 @@ impl Continuity {
                 }
                 self.send_orphan_acks();
                 self.inbox_checks_due();
+                self.reissue_held_settles();
             }
             ContinuityInput::LinkDown => {
                 self.link_up = false;
@@ -846,28 +873,24 @@ impl Continuity {
                 // wake go to a page that had just lost its composer).
                 self.pages.insert(tab, report.clone());
                 self.sync_schedulers(now);
-                self.resolve_restored_delivery(now, tab, &report);
+                self.ledger.page(now, tab, &report);
+                self.drain_ledger(now);
             }
             ContinuityInput::PageGone { tab } => {
                 self.pages.remove(&tab);
+                self.ledger.page_gone(now, tab);
                 self.checks.remove(&tab);
             }
             ContinuityInput::TabClosed { tab } => {
                 self.pages.remove(&tab);
+                self.ledger.page_gone(now, tab);
                 self.bindings.handle(now, BindingInput::TabClosed { tab });
                 self.drain_bindings();
             }
-            ContinuityInput::DeliveryResult { tab, id, ok } => {
-                self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
-                self.delivery_result(now, tab, &id, ok);
-            }
             ContinuityInput::DeliveryReport { tab, id, outcome } => {
                 self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
-                // Confirmation comes from the marker in `page_facts`; only a delivery that
-                // was certainly not sent fails here.
-                if let DeliveryOutcome::NotSubmitted { .. } = outcome {
-                    self.delivery_result(now, tab, &id, false);
-                }
+                self.ledger.report(now, tab, &id, &outcome);
+                self.drain_ledger(now);
             }
             ContinuityInput::Bind { tab, workspace } => {
                 let page = self.page_kind(tab);
@@ -928,6 +951,23 @@ impl Continuity {
         self.finish();
     }
 
+    /// Re-reads the inbox for every settle that was waiting for its `inbox.pending` answer
+    /// when the answer was lost (a worker restart): the settle still wakes, with its tasks.
+    fn reissue_held_settles(&mut self) {
+        let held: Vec<(String, SettleOutput)> = self
+            .scopes
+            .iter()
+            .filter_map(|(key, s)| s.settle_awaiting_tasks.clone().map(|settle| (key.clone(), settle)))
+            .filter(|(key, _)| !self.calls.values().any(|p| matches!(p, Purpose::WakeTasks { scope_key, .. } if scope_key == key)))
+            .collect();
+        for (scope_key, settle) in held {
+            let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == scope_key).map(|b| browser_session_ref(&b.scope)) else {
+                continue;
+            };
+            self.call(Purpose::WakeTasks { scope_key, settle }, RuntimeCall::InboxPending { session_ref });
+        }
+    }
+
     /// The stream got to `seq` (an event the tracker does not read): it may end the replay
     /// and settle workspaces from the `hello` snapshot.
     fn stream_position(&mut self, now: Millis, seq: u64) {
@@ -972,7 +1012,7 @@ impl Continuity {
         let status = self.scopes.get(key);
         let wake_busy = status.is_none_or(|s| {
             s.scheduler.as_ref().is_none_or(WakeScheduler::wake_pending_or_in_flight)
-                || s.in_flight.as_ref().is_some_and(|d| d.kind == DeliveryKind::Wake)
+                || self.ledger.active_for(key).is_some_and(|d| d.kind == DeliveryKind::Wake)
         });
         self.tracker.is_working(&binding.workspace_id) || settle_read_in_flight || wake_busy
     }
@@ -1183,6 +1223,11 @@ impl Continuity {
                         self.calls.retain(|_, purpose| {
                             !matches!(purpose, Purpose::WakeTasks { settle: SettleOutput::ScopeSettled { workspace_id: held, .. }, .. } if held == workspace_id)
                         });
+                        for key in self.keys_bound_to(workspace_id) {
+                            if let Some(status) = self.scopes.get_mut(&key) {
+                                status.settle_awaiting_tasks = None;
+                            }
+                        }
                     }
                     let keys = self.keys_bound_to(workspace_id);
                     for key in keys {
@@ -1201,6 +1246,7 @@ impl Continuity {
                             continue;
                         };
                         if let Some(status) = self.scopes.get_mut(&key) {
+                            status.settle_awaiting_tasks = Some(output.clone());
                             status.settled_once = true;
                             // This settle's inbox read replaces a due inbox check.
                             status.inbox_check_due = false;
@@ -1260,6 +1306,7 @@ impl Continuity {
                     other => other,
                 });
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    status.settle_awaiting_tasks = None;
                     match result {
                         Ok(RuntimeAnswer::InboxPending { tasks }) => {
                             status.inbox_missing = false;
@@ -1424,30 +1471,45 @@ impl Continuity {
         if let Some(reason) = blocker {
             return refuse(self, self.manual_refusal_text(reason));
         }
-        self.next_continue = self.next_continue.wrapping_add(1);
-        let id = format!("continue:{}", self.next_continue);
         let body = match self.language {
             Language::En => format!("[Herdr] Continue with workspace {} ({}). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.", binding.label, binding.workspace_id),
             Language::Zh => format!("[Herdr] 继续 workspace {}（{}）。这是手动提醒，不代表任何工作已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。", binding.label, binding.workspace_id),
         };
-        self.post_delivery(now, &scope.key(), tab, id, body, DeliveryKind::Continue, Vec::new());
+        let subject = format!("continue:{}", binding.workspace_id);
+        if self.post_delivery(now, &scope.key(), tab, DeliveryKind::Continue, &subject, &body, Vec::new()).is_err() {
+            refuse(self, self.manual_refusal_text(WakeWithheld::UnknownLayout));
+        }
     }
 
+    /// Hands a message to the ledger (the only way anything is typed into a page).
     #[allow(clippy::too_many_arguments)]
-    fn post_delivery(&mut self, now: Millis, key: &str, tab: TabId, id: String, body: String, kind: DeliveryKind, task_ids: Vec<String>) {
-        let text = format!("{body}\n{}", marker_line(&id));
-        if let Some(status) = self.scopes.get_mut(key) {
-            status.in_flight = Some(InFlightDelivery {
-                id: id.clone(),
-                tab,
-                kind,
-                task_ids,
-                at: now,
-                posted_this_life: true,
-            });
-        }
-        self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text });
+    fn post_delivery(
+        &mut self,
+        now: Millis,
+        key: &str,
+        tab: TabId,
+        kind: DeliveryKind,
+        subject: &str,
+        body: &str,
+        task_ids: Vec<String>,
+    ) -> Result<String, BeginRefused> {
+        let page = self.pages.get(&tab).cloned().unwrap_or_default();
+        let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page);
+        self.drain_ledger(now);
         self.outputs.push_back(ContinuityOutput::Persist);
+        result
+    }
+
+    /// Carries out the ledger's decisions.
+    fn drain_ledger(&mut self, now: Millis) {
+        while let Some(output) = self.ledger.poll() {
+            match output {
+                LedgerOutput::Post { tab, id, text } => self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text }),
+                LedgerOutput::Clear { tab, id } => self.outputs.push_back(ContinuityOutput::ClearComposer { tab, id }),
+                LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
     }
 
     /// The English or Chinese text, by the UI language.
@@ -1555,16 +1617,13 @@ impl Continuity {
             // A manual continue awaiting its answer occupies the page like a reply being
             // generated: the scheduler must not post a second delivery (regression found
             // by continuity_props (e)).
-            let manual_in_flight = self
-                .scopes
-                .get(&key)
-                .and_then(|s| s.in_flight.as_ref())
-                .is_some_and(|d| d.kind == DeliveryKind::Continue);
+            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| d.kind == DeliveryKind::Continue);
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
                 .map(|r| PageFacts {
                     composer_present: r.composer,
+                    layout_known: r.generation.is_some(),
                     generating: r.generating || r.permission_card || manual_in_flight,
                     human_draft: r.draft,
                 })
@@ -1608,49 +1667,55 @@ impl Continuity {
             return;
         };
         let language = self.language;
-        let (id, body, delivery_kind, task_ids) = match &kind {
+        let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
+        let (subject, body, delivery_kind, task_ids) = match &kind {
             MessageKind::Wake { .. } | MessageKind::Inbox { .. } => {
-                let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
                 let status = self.scopes.get(key);
                 let tasks = self.unconfirmed(key, status.map(|s| s.wake_tasks.clone()).unwrap_or_default());
                 let inbox_missing = status.is_some_and(|s| s.inbox_missing);
                 let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
                 let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
-                let id = match &kind {
+                let subject = match &kind {
                     MessageKind::Wake { wake_id, .. } => format!("wake:{workspace}#{}", wake_id.seq),
                     MessageKind::Inbox { key: first_task } => inbox_delivery_id(&workspace, first_task),
                     MessageKind::Progress { .. } | MessageKind::Fallback { .. } => String::new(),
                 };
-                (id, body, DeliveryKind::Wake, ids)
+                (subject, body, DeliveryKind::Wake, ids)
             }
-            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => {
-                self.next_progress = self.next_progress.wrapping_add(1);
-                let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
-                (format!("progress:{workspace}#{}", self.next_progress), text, DeliveryKind::Progress, Vec::new())
-            }
+            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (format!("progress:{workspace}"), text, DeliveryKind::Progress, Vec::new()),
         };
-        self.post_delivery(now, key, tab, id, body, delivery_kind, task_ids);
+        if self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids).is_err() {
+            if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+            }
+        }
     }
 
-    /// Resolves the delivery `id` posted to `tab`. Two chats bound to one workspace get the
-    /// same wake id, so the tab picks the scope (regression found by continuity_props (e)).
-    fn delivery_result(&mut self, now: Millis, tab: TabId, id: &str, ok: bool) {
-        let Some(key) = self
-            .scopes
-            .iter()
-            .find(|(_, s)| s.in_flight.as_ref().is_some_and(|d| d.id == id && d.tab == tab))
-            .map(|(k, _)| k.clone())
-        else {
-            return;
-        };
-        if ok {
-            self.remember_confirmed(&key, self.scopes.get(&key).and_then(|s| s.in_flight.as_ref()).map(|d| d.task_ids.clone()).unwrap_or_default());
+    /// Applies how a delivery ended: a confirmed one counts, acks its tasks (I4) and tells
+    /// its scheduler; one that certainly did not land lets the scheduler offer it again; an
+    /// abandoned one is not offered again (it may have landed) and the page says so.
+    fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
+        let key = delivery.scope_key.clone();
+        let confirmed = *resolution == Resolution::Confirmed;
+        if confirmed {
+            self.remember_confirmed(&key, delivery.task_ids.clone());
+        }
+        if *resolution == Resolution::Abandoned {
+            let text = self.say(
+                "Herdr Continuity could not tell whether its last message reached this chat, so it will not send it again by itself. If it is not in the thread, press Continue.".to_owned(),
+                "Herdr Continuity 无法确认上一条消息是否已发到这个对话，因此不会自动重发。如果对话里没有它，请按“继续”。".to_owned(),
+            );
+            self.outputs.push_back(ContinuityOutput::Notice { tab: delivery.tab, text, tone: NoticeTone::Bad });
         }
         let Some(status) = self.scopes.get_mut(&key) else { return };
-        let Some(delivery) = status.in_flight.take() else { return };
-        self.outputs.push_back(ContinuityOutput::Persist);
+        if *resolution == Resolution::Abandoned && !delivery.task_ids.is_empty() {
+            // Its tasks are still unacknowledged in the durable inbox: read them again once
+            // the scope is quiet (the inbox is the truth, I2/I4), instead of retyping this
+            // message blindly.
+            status.inbox_check_due = true;
+        }
         let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);
-        if ok {
+        if confirmed {
             if delivery.kind == DeliveryKind::Wake {
                 status.wake_count = status.wake_count.saturating_add(1);
                 // A settle wake waiting behind this one keeps the tasks this one did not carry.
@@ -1659,21 +1724,20 @@ impl Continuity {
             if delivery.kind == DeliveryKind::Progress {
                 status.progress_count = status.progress_count.saturating_add(1);
             } else {
-                status.last_wake = Some(LastWake { at: now, kind: delivery.kind.clone(), id: delivery.id.clone() });
+                status.last_wake = Some(LastWake { at: now, kind: delivery.kind, id: delivery.id.clone() });
             }
-            if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
-                scheduler.handle(now, SchedulerInput::DeliveryConfirmed);
-            }
-            if !delivery.task_ids.is_empty() {
-                for id in delivery.task_ids {
-                    if !status.ack_due.contains(&id) {
-                        status.ack_due.push(id);
-                    }
+            for id in &delivery.task_ids {
+                if !status.ack_due.contains(id) {
+                    status.ack_due.push(id.clone());
                 }
-                self.send_due_acks(&key);
             }
-        } else if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
-            scheduler.handle(now, SchedulerInput::DeliveryFailed);
+        }
+        if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
+            let input = if resolution.retryable() { SchedulerInput::DeliveryFailed } else { SchedulerInput::DeliveryConfirmed };
+            scheduler.handle(now, input);
+        }
+        if confirmed && !delivery.task_ids.is_empty() {
+            self.send_due_acks(&key);
         }
         self.drain_scheduler(now, &key);
     }
@@ -1754,32 +1818,6 @@ impl Continuity {
         }
     }
 
-    /// After a worker restart, an in-flight delivery is resolved from what the page shows.
-    fn resolve_restored_delivery(&mut self, now: Millis, tab: TabId, report: &PageReport) {
-        // Only this page's own scope: another chat bound to the same workspace carries the
-        // same wake id, and its marker says nothing about this chat.
-        let page_scope = classify_url(&report.url).scope().map(|s| s.key());
-        let pending: Vec<(String, TabId, bool)> = self
-            .scopes
-            .iter()
-            .filter_map(|(key, s)| s.in_flight.as_ref().map(|d| (key, d)))
-            .filter(|(key, d)| d.tab == tab || (report.markers.contains(&d.id) && page_scope.as_deref() == Some(key.as_str())))
-            .map(|(_, d)| (d.id.clone(), d.tab, d.posted_this_life))
-            .collect();
-        for (id, posted_to, posted_this_life) in pending {
-            if report.markers.contains(&id) {
-                self.delivery_result(now, posted_to, &id, true);
-            } else if !posted_this_life
-                && posted_to == tab
-                && report.delivering.as_deref() != Some(id.as_str())
-                && report.composer
-                && !report.generating
-            {
-                self.delivery_result(now, posted_to, &id, false);
-            }
-        }
-    }
-
     /// What the HUD of `tab` shows about continuity; `None` for pages that are not chats.
     pub fn page_view(&self, tab: TabId) -> Option<ContinuityView> {
         let page = self.page_kind(tab);
@@ -1841,7 +1879,7 @@ impl Continuity {
             last_wake: status.and_then(|s| s.last_wake.clone()),
             wake_count: status.map_or(0, |s| s.wake_count),
             progress_count: status.map_or(0, |s| s.progress_count),
-            in_flight: status.and_then(|s| s.in_flight.as_ref()).map(|d| d.id.clone()),
+            in_flight: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| d.id.clone()),
             withheld,
             actions,
         })

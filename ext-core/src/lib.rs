@@ -18,6 +18,7 @@ pub mod limits;
 pub mod auto_gate;
 pub mod binding;
 pub mod continuity;
+pub mod delivery_ledger;
 pub mod progress_push;
 pub mod scope;
 pub mod settle_tracker;

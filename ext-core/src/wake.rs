@@ -84,6 +84,9 @@ pub struct PageFacts {
     pub generating: bool,
     /// The composer holds unsent text the user typed.
     pub human_draft: bool,
+    /// The adapter recognised the page's layout (unknown: nothing is typed, fail closed).
+    #[serde(default)]
+    pub layout_known: bool,
 }
 
 /// Facts the shell feeds in.
@@ -452,6 +455,7 @@ impl WakeScheduler {
             page_generating: self.page.generating,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
+            layout_known: self.page.layout_known,
         }
     }
 

@@ -88,6 +88,10 @@ pub async fn start_worker() -> Result<(), JsValue> {
         None => Continuity::new(),
     };
     let now = js::now_millis();
+    // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
+    // reused (ext-core `delivery_ledger`); a restored state keeps its own.
+    let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
+    restored.restored(now, &epoch);
     if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }
