@@ -7,12 +7,19 @@
 # clang: `-arch arm64`, `--target=arm64-apple-macosx` and `-mmacosx-version-min=11.0`.
 # zig picks the target from its own `-target` and rejects or misreads those, so they are
 # dropped here; every other argument is passed through unchanged.
+#
+# `zig-cc-macos.sh --ar ARGS…` runs `zig ar ARGS…` instead (scripts/zig-ar.sh, the
+# archiver paired with this compiler), so both find zig in one place.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 zig="${HC_ZIG:-$root/target/tools/ziglang/ziglang/zig}"
 if [[ ! -x "$zig" ]]; then
   echo "zig-cc-macos: no zig at $zig; run scripts/setup.sh (it installs PyPI ziglang there) or set HC_ZIG" >&2
   exit 127
+fi
+if [[ "${1:-}" == --ar ]]; then
+  shift
+  exec "$zig" ar "$@"
 fi
 args=()
 while [[ $# -gt 0 ]]; do
