@@ -375,9 +375,12 @@ mod tests {
                 Path::new("/p/NativeMessagingHosts")
             );
         }
-        let err = native_hosts_dir(Browser::Brave, Os::MacOs, Scope::User, None)
-            .expect_err("no home");
-        assert!(err.to_string().contains("pass --user-data-dir DIR"), "{err}");
+        let err =
+            native_hosts_dir(Browser::Brave, Os::MacOs, Scope::User, None).expect_err("no home");
+        assert!(
+            err.to_string().contains("pass --user-data-dir DIR"),
+            "{err}"
+        );
         // The system directories need no home.
         assert!(native_hosts_dir(Browser::Edge, Os::MacOs, Scope::System, None).is_ok());
     }
@@ -388,6 +391,10 @@ mod tests {
             assert_eq!(Browser::parse(browser.cli_name()).expect("known"), browser);
         }
         let err = Browser::parse("firefox").expect_err("unknown");
-        assert!(err.to_string().contains("use --browser chrome, chromium, edge or brave"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("use --browser chrome, chromium, edge or brave"),
+            "{err}"
+        );
     }
 }

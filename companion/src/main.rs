@@ -304,7 +304,10 @@ mod tests {
         ])))
         .expect("parses");
         match cli.command {
-            Command::Host { origin: Some(o), ignored } => {
+            Command::Host {
+                origin: Some(o),
+                ignored,
+            } => {
                 assert_eq!(o, origin);
                 assert_eq!(ignored, args(&["--parent-window=0"]));
             }
@@ -319,14 +322,41 @@ mod tests {
     #[test]
     fn task_arguments_reach_the_inbox_cli_unchanged() {
         let cli = Cli::try_parse_from([
-            "herdr-companion", "task", "dispatch", "--session-ref", "R", "--workspace", "w1",
-            "--pane", "w1:p1", "do it", "--turn", "t", "--home", "/h",
+            "herdr-companion",
+            "task",
+            "dispatch",
+            "--session-ref",
+            "R",
+            "--workspace",
+            "w1",
+            "--pane",
+            "w1:p1",
+            "do it",
+            "--turn",
+            "t",
+            "--home",
+            "/h",
         ])
         .expect("parses");
-        let Command::Task(task) = cli.command else { panic!("not task") };
+        let Command::Task(task) = cli.command else {
+            panic!("not task")
+        };
         assert_eq!(
             task_args(task),
-            ["dispatch", "--session-ref", "R", "--workspace", "w1", "--pane", "w1:p1", "--turn", "t", "--home", "/h", "do it"]
+            [
+                "dispatch",
+                "--session-ref",
+                "R",
+                "--workspace",
+                "w1",
+                "--pane",
+                "w1:p1",
+                "--turn",
+                "t",
+                "--home",
+                "/h",
+                "do it"
+            ]
         );
     }
 }

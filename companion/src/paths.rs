@@ -169,7 +169,11 @@ mod tests {
 
     #[test]
     fn this_build_knows_its_system() {
-        let expected = if cfg!(target_os = "macos") { Os::MacOs } else { Os::Linux };
+        let expected = if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else {
+            Os::Linux
+        };
         assert_eq!(Os::current(), expected);
     }
 }

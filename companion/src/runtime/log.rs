@@ -10,7 +10,9 @@
 //! - the log never grows past its cap: before a line would take `runtime.log` over
 //!   [`LOG_CAP_BYTES`], the file is renamed to `runtime.log.1` (replacing the one before)
 //!   and a new `runtime.log` is started, so at most two files of at most the cap each
-//!   exist, and a line is never split between them;
+//!   exist (a single line longer than the cap gets a file of its own), and a line is
+//!   never split between them. The one exception: a [`RuntimeLog::try_line`] that finds
+//!   the lock held appends without counting (only while force-stopping);
 //! - logging never fails the runtime: if the file cannot be opened or written, lines go
 //!   to stderr instead ([`RuntimeLog::line`]) or are dropped ([`RuntimeLog::try_line`]);
 //! - [`RuntimeLog::try_line`] never waits for a lock.
@@ -41,19 +43,17 @@ pub struct CappedFile {
 }
 
 impl CappedFile {
-    /// Opens (appends to) `path`, rotating at `cap` bytes.
+    /// Opens (appends to) `path`, rotating at `cap` bytes. A file that cannot be opened
+    /// now is opened by the first write that finds it possible.
     pub fn open(path: &Path, cap: u64) -> Self {
-        let file = OpenOptions::new().create(true).append(true).open(path).ok();
-        let len = file
-            .as_ref()
-            .and_then(|f| f.metadata().ok())
-            .map_or(0, |m| m.len());
-        Self {
+        let mut file = Self {
             path: path.to_path_buf(),
-            file,
-            len,
+            file: None,
+            len: 0,
             cap,
-        }
+        };
+        let _ = file.reopen();
+        file
     }
 
     /// `<path>.1`: where the previous log goes on rotation.
@@ -63,17 +63,24 @@ impl CappedFile {
         PathBuf::from(name)
     }
 
-    /// Moves the live file to `<path>.1` and starts an empty one.
+    /// Moves the live file to `<path>.1` and starts an empty one. When the rename fails
+    /// the live file stays open (the next line tries again).
     fn rotate(&mut self) -> io::Result<()> {
-        self.file = None;
         fs::rename(&self.path, Self::rotated_path(&self.path))?;
-        self.file = Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?,
-        );
+        // The open handle now points at `<path>.1`; whatever happens next, stop using it.
+        self.file = None;
         self.len = 0;
+        self.reopen()
+    }
+
+    /// Opens (creates) the live file again after it could not be opened or was rotated.
+    fn reopen(&mut self) -> io::Result<()> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.len = file.metadata().map_or(0, |m| m.len());
+        self.file = Some(file);
         Ok(())
     }
 }
@@ -83,6 +90,9 @@ impl Write for CappedFile {
     /// not fit. A line longer than the cap is written alone into a fresh file.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let add = buf.len() as u64;
+        if self.file.is_none() {
+            self.reopen()?;
+        }
         if self.len > 0 && self.len.saturating_add(add) > self.cap {
             self.rotate()?;
         }
@@ -251,11 +261,17 @@ mod tests {
         let text = read(&path);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(lines[0].ends_with(" INFO runtime 0.1.0 started, pid 42"), "{text}");
+        assert!(
+            lines[0].ends_with(" INFO runtime 0.1.0 started, pid 42"),
+            "{text}"
+        );
         assert!(lines[1].ends_with(" WARN runtime forced to exit"), "{text}");
         // RFC 3339 UTC timestamp first, e.g. 2026-12-01T08:42:08.123456Z.
         let stamp = lines[0].split(' ').next().unwrap_or("");
-        assert!(stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
+        assert!(
+            stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+            "{stamp}"
+        );
     }
 
     /// The cap: rotation to `runtime.log.1` keeps one old file, neither file exceeds the
@@ -272,24 +288,47 @@ mod tests {
         let rotated = CappedFile::rotated_path(&path);
         assert_eq!(rotated, dir.path().join("runtime.log.1"));
         let (live, old) = (read(&path), read(&rotated));
-        assert!(live.len() as u64 <= cap, "runtime.log is {} bytes", live.len());
-        assert!(old.len() as u64 > cap / 2 && old.len() as u64 <= cap, "runtime.log.1 is {} bytes", old.len());
-        let mut files: Vec<_> = fs::read_dir(dir.path()).expect("dir").map(|e| e.expect("entry").file_name()).collect();
+        assert!(
+            live.len() as u64 <= cap,
+            "runtime.log is {} bytes",
+            live.len()
+        );
+        assert!(
+            old.len() as u64 > cap / 2 && old.len() as u64 <= cap,
+            "runtime.log.1 is {} bytes",
+            old.len()
+        );
+        let mut files: Vec<_> = fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
         files.sort();
         assert_eq!(files, ["runtime.log", "runtime.log.1"]);
         // The newest line is in the live file; the two files hold consecutive whole lines.
-        assert!(live.trim_end().ends_with(&format!("line 0199 {}", "x".repeat(20))), "{live}");
+        assert!(
+            live.trim_end()
+                .ends_with(&format!("line 0199 {}", "x".repeat(20))),
+            "{live}"
+        );
         let numbers: Vec<u32> = old
             .lines()
             .chain(live.lines())
             .map(|l| {
-                let rest = l.split(" INFO line ").nth(1).unwrap_or_else(|| panic!("split line: {l}"));
-                rest[..4].parse().unwrap_or_else(|_| panic!("number in {l}"))
+                let rest = l
+                    .split(" INFO line ")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("split line: {l}"));
+                rest[..4]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("number in {l}"))
             })
             .collect();
         assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
         assert_eq!(numbers.last(), Some(&199));
-        assert!(numbers[0] > 0, "the oldest lines were dropped with the second rotation");
+        assert!(
+            numbers[0] > 0,
+            "the oldest lines were dropped with the second rotation"
+        );
     }
 
     #[test]
@@ -299,7 +338,27 @@ mod tests {
         fs::write(&path, "x".repeat(990) + "\n").expect("seed");
         RuntimeLog::with_cap(&path, 1_000).line(format_args!("after restart"));
         assert_eq!(read(&CappedFile::rotated_path(&path)).len(), 991);
-        assert!(read(&path).ends_with(" INFO after restart\n"), "{}", read(&path));
+        assert!(
+            read(&path).ends_with(" INFO after restart\n"),
+            "{}",
+            read(&path)
+        );
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_opened_yet_is_opened_by_a_later_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("later/runtime.log");
+        let log = RuntimeLog::open(&path);
+        log.line(format_args!("to stderr: the directory is missing"));
+        assert!(!path.exists());
+        fs::create_dir(dir.path().join("later")).expect("mkdir");
+        log.line(format_args!("to the file"));
+        assert!(
+            read(&path).ends_with(" INFO to the file\n"),
+            "{}",
+            read(&path)
+        );
     }
 
     #[test]
