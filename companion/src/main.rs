@@ -321,42 +321,22 @@ mod tests {
 
     #[test]
     fn task_arguments_reach_the_inbox_cli_unchanged() {
-        let cli = Cli::try_parse_from([
-            "herdr-companion",
-            "task",
-            "dispatch",
-            "--session-ref",
-            "R",
-            "--workspace",
-            "w1",
-            "--pane",
-            "w1:p1",
-            "do it",
-            "--turn",
-            "t",
-            "--home",
-            "/h",
-        ])
+        // Words split at spaces; TEXT stands for the one argument "do it".
+        let words = |line: &'static str| {
+            line.split(' ')
+                .map(|w| if w == "TEXT" { "do it" } else { w })
+                .collect::<Vec<_>>()
+        };
+        let cli = Cli::try_parse_from(words(
+            "herdr-companion task dispatch --session-ref R --workspace w1 --pane w1:p1 TEXT --turn t --home /h",
+        ))
         .expect("parses");
         let Command::Task(task) = cli.command else {
             panic!("not task")
         };
         assert_eq!(
             task_args(task),
-            [
-                "dispatch",
-                "--session-ref",
-                "R",
-                "--workspace",
-                "w1",
-                "--pane",
-                "w1:p1",
-                "--turn",
-                "t",
-                "--home",
-                "/h",
-                "do it"
-            ]
+            words("dispatch --session-ref R --workspace w1 --pane w1:p1 --turn t --home /h TEXT")
         );
     }
 }

@@ -251,6 +251,11 @@ mod tests {
         fs::read_to_string(path).unwrap_or_default()
     }
 
+    fn assert_last_line(path: &Path, suffix: &str) {
+        let text = read(path);
+        assert!(text.ends_with(&format!("{suffix}\n")), "{text}");
+    }
+
     #[test]
     fn lines_are_tracing_events_with_a_timestamp_and_level() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -338,11 +343,7 @@ mod tests {
         fs::write(&path, "x".repeat(990) + "\n").expect("seed");
         RuntimeLog::with_cap(&path, 1_000).line(format_args!("after restart"));
         assert_eq!(read(&CappedFile::rotated_path(&path)).len(), 991);
-        assert!(
-            read(&path).ends_with(" INFO after restart\n"),
-            "{}",
-            read(&path)
-        );
+        assert_last_line(&path, " INFO after restart");
     }
 
     #[test]
@@ -354,11 +355,7 @@ mod tests {
         assert!(!path.exists());
         fs::create_dir(dir.path().join("later")).expect("mkdir");
         log.line(format_args!("to the file"));
-        assert!(
-            read(&path).ends_with(" INFO to the file\n"),
-            "{}",
-            read(&path)
-        );
+        assert_last_line(&path, " INFO to the file");
     }
 
     #[test]

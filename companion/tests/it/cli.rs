@@ -126,9 +126,9 @@ fn a_missing_or_unknown_value_says_what_is_accepted() {
 }
 
 #[test]
-fn dash_v_and_version_print_the_version() {
+fn the_version_is_printed_by_three_spellings() {
     let home = TestHome::new();
-    for args in [&["-V"][..], &["version"][..]] {
+    for args in [&["--version"][..], &["-V"][..], &["version"][..]] {
         let output = output_within(&mut home.command(args), "version");
         assert_eq!(output.status.code(), Some(0));
         assert_eq!(
