@@ -177,6 +177,8 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
         .map_err(fs_error("create private directories in", home.root()))?;
     let lock = acquire_lock(&home)?;
     let log = Arc::new(RuntimeLog::open(&home.log_path()));
+    // Any `tracing` event in this process goes to runtime.log too.
+    log.install_as_global_default();
     shutdown.set_log(log.clone());
     let listener = bind_socket(&home)?;
     shutdown.set_socket(home.socket_path());
