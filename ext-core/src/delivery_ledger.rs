@@ -130,6 +130,10 @@ pub struct Delivery {
     /// again after a restart).
     #[serde(skip)]
     pub page_idle: bool,
+    /// The last page report of its conversation showed its text still in the composer
+    /// (not persisted either).
+    #[serde(skip)]
+    pub left_in_composer: bool,
 }
 
 /// How a delivery ended.
@@ -300,6 +304,7 @@ impl DeliveryLedger {
             posted_at: now,
             state: DeliveryState::Typing { deadline: now.saturating_add(TYPING_DEADLINE_MS) },
             page_idle: is_idle(page),
+            left_in_composer: false,
         });
         self.outputs.push_back(LedgerOutput::Post { tab, id: id.clone(), text });
         Ok(id)
@@ -345,6 +350,7 @@ impl DeliveryLedger {
                 continue;
             }
             delivery.page_idle = idle && report.delivering.as_deref() != Some(delivery.id.as_str());
+            delivery.left_in_composer = report.composer_marker.as_deref() == Some(delivery.id.as_str());
             let reloaded = report.page_load != delivery.baseline.page_load;
             let newer_turn = reloaded
                 || report.user_turns > delivery.baseline.user_turns
@@ -354,10 +360,8 @@ impl DeliveryLedger {
                 continue;
             }
             let uncertain = matches!(delivery.state, DeliveryState::Uncertain { .. });
-            if uncertain && delivery.page_idle && report.composer_marker.as_deref() == Some(delivery.id.as_str()) {
-                let id = delivery.id.clone();
-                self.outputs.push_back(LedgerOutput::Clear { tab, id });
-                self.resolve(index, Resolution::NotSent { reason: "left_in_composer".to_owned() });
+            if uncertain && delivery.page_idle && delivery.left_in_composer {
+                self.clear_and_resolve(index, tab);
                 continue;
             }
             if uncertain && delivery.page_idle && reloaded && report.composer_marker.is_none() {
@@ -391,11 +395,14 @@ impl DeliveryLedger {
         while index < self.active.len() {
             let Some(delivery) = self.active.get_mut(index) else { break };
             match &delivery.state {
-                DeliveryState::Typing { deadline } if *deadline <= now => {
-                    delivery.state = DeliveryState::Uncertain { since: now, why: "no_answer".to_owned() };
-                }
-                DeliveryState::Submitted { deadline } if *deadline <= now => {
-                    delivery.state = DeliveryState::Uncertain { since: now, why: "not_seen".to_owned() };
+                DeliveryState::Typing { deadline } | DeliveryState::Submitted { deadline } if *deadline <= now => {
+                    if delivery.page_idle && delivery.left_in_composer {
+                        let tab = delivery.tab;
+                        self.clear_and_resolve(index, tab);
+                        continue;
+                    }
+                    let why = if matches!(delivery.state, DeliveryState::Typing { .. }) { "no_answer" } else { "not_seen" };
+                    delivery.state = DeliveryState::Uncertain { since: now, why: why.to_owned() };
                 }
                 DeliveryState::Uncertain { since, .. }
                     if delivery.page_idle && since.saturating_add(UNCERTAIN_GIVE_UP_MS) <= now =>
@@ -412,6 +419,14 @@ impl DeliveryLedger {
     /// The next decision.
     pub fn poll(&mut self) -> Option<LedgerOutput> {
         self.outputs.pop_front()
+    }
+
+    /// Our unsent text is still in the composer: remove it; the message was not sent.
+    fn clear_and_resolve(&mut self, index: usize, tab: TabId) {
+        if let Some(delivery) = self.active.get(index) {
+            self.outputs.push_back(LedgerOutput::Clear { tab, id: delivery.id.clone() });
+            self.resolve(index, Resolution::NotSent { reason: "left_in_composer".to_owned() });
+        }
     }
 
     fn resolve(&mut self, index: usize, resolution: Resolution) {

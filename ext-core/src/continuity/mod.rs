@@ -70,6 +70,7 @@ use crate::settle_tracker::{
     AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent,
 };
 use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::Millis;
 
 mod acks;
@@ -190,7 +191,7 @@ struct CheckRun {
 /// `offline` when it could not be sent) and every `Deliver` through the page's
 /// `delivery_result`. On `Persist`, write the serialized machine at most once per burst.
 /// Views ([`Continuity::page_view`], [`Continuity::panel_view`]) are pure queries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Continuity {
     /// Bindings (B1–B7).
     bindings: Bindings,
@@ -203,47 +204,34 @@ pub struct Continuity {
     /// Message language.
     language: Language,
     /// Every message written into a page (ids, states, evidence).
-    #[serde(default)]
     ledger: DeliveryLedger,
     /// Last catalog read (display only).
     catalog: Vec<CatalogWorkspace>,
     /// Progress timing from the options page (clamped).
-    #[serde(default)]
     progress: ProgressConfig,
     /// Latest output per pane of bound workspaces (P4).
-    #[serde(default)]
     pane_outputs: BTreeMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref (newest last, bounded).
-    #[serde(default)]
     confirmed_tasks: BTreeMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of scopes that were unbound or re-bound before
     /// the runtime answered their `inbox.ack`, per session ref. An ack belongs to the chat's
     /// session ref, not to its binding, so it outlives the binding (I4).
-    #[serde(default)]
     orphan_acks: BTreeMap<String, Vec<String>>,
     /// The catalog could not be read: why.
-    #[serde(skip)]
     catalog_error: Option<String>,
     /// Pages by tab (not persisted: pages report again).
-    #[serde(skip)]
     pages: BTreeMap<TabId, PageReport>,
     /// Calls in flight.
-    #[serde(skip)]
     calls: BTreeMap<CallId, Purpose>,
     /// Next call id.
-    #[serde(skip)]
     next_call: CallId,
     /// Whether the companion link is up.
-    #[serde(skip)]
     link_up: bool,
     /// Check Herdr runs by tab.
-    #[serde(skip)]
     checks: BTreeMap<TabId, CheckRun>,
     /// The time of the input being handled (for answers made without IO).
-    #[serde(skip)]
     now: Millis,
     /// Decisions not yet drained.
-    #[serde(skip)]
     outputs: VecDeque<ContinuityOutput>,
 }
 
@@ -293,11 +281,56 @@ impl Continuity {
         &self.ledger
     }
 
-    /// Call once after restoring a snapshot, before any input: a new ledger life (ids stay
-    /// unique), deliveries the old worker was waiting for become uncertain, and a delivery
-    /// saved by the previous release joins the ledger. `epoch` is fresh randomness from the
-    /// shell; it is kept only when the snapshot had none.
-    pub fn restored(&mut self, now: Millis, epoch: &str) {
+    /// What to persist (B7): the explicit, versioned [`Snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            bindings: self.bindings.clone(),
+            auto: self.auto.clone(),
+            tracker: self.tracker.clone(),
+            scopes: self.scopes.clone(),
+            language: self.language,
+            ledger: self.ledger.clone(),
+            catalog: self.catalog.clone(),
+            progress: self.progress,
+            pane_outputs: self.pane_outputs.clone(),
+            confirmed_tasks: self.confirmed_tasks.clone(),
+            orphan_acks: self.orphan_acks.clone(),
+        }
+    }
+
+    /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is
+    /// fresh randomness from the shell, kept only when the snapshot had none (an older
+    /// release's) so delivery ids stay unique.
+    pub fn from_snapshot(snapshot: Snapshot, now: Millis, epoch: &str) -> Self {
+        let mut machine = Self {
+            bindings: snapshot.bindings,
+            auto: snapshot.auto,
+            tracker: snapshot.tracker,
+            scopes: snapshot.scopes,
+            language: snapshot.language,
+            ledger: snapshot.ledger,
+            catalog: snapshot.catalog,
+            progress: snapshot.progress,
+            pane_outputs: snapshot.pane_outputs,
+            confirmed_tasks: snapshot.confirmed_tasks,
+            orphan_acks: snapshot.orphan_acks,
+            ..Self::default()
+        };
+        machine.restored(now, epoch);
+        machine
+    }
+
+    /// A fresh machine (nothing bound) whose delivery ids use `epoch` (fresh randomness from
+    /// the shell).
+    pub fn with_epoch(epoch: &str) -> Self {
+        Self { ledger: DeliveryLedger::new(epoch), ..Self::default() }
+    }
+
+    /// After a restore, before any input: a new ledger life (ids stay unique), deliveries
+    /// the old worker was waiting for become uncertain, and a delivery saved by the previous
+    /// release joins the ledger.
+    fn restored(&mut self, now: Millis, epoch: &str) {
         self.ledger.ensure_epoch(epoch);
         let legacy: Vec<(String, LegacyInFlight)> = self
             .scopes
@@ -316,6 +349,7 @@ impl Continuity {
                 posted_at: old.at,
                 state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
                 page_idle: false,
+                left_in_composer: false,
             });
         }
         self.ledger.restored(now);

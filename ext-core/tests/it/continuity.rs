@@ -6,6 +6,7 @@ use ext_core::continuity::{
     Continuity, ContinuityInput, DeliveryOutcome, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
     RuntimeCall, TaskCounts,
 };
+use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 
 const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
@@ -43,9 +44,8 @@ fn not_sent(c: &mut Continuity, now: u64, stem: &str) {
 
 /// A worker restart: the persisted state comes back into a new worker life.
 fn restart(c: &Continuity, now: u64) -> Continuity {
-    let mut restored: Continuity = serde_json::from_str(&serde_json::to_string(c).expect("persist")).expect("restore");
-    restored.restored(now, "r");
-    restored
+    let text = c.snapshot().to_json().expect("persist");
+    Continuity::from_snapshot(Snapshot::parse(&text).expect("restore"), now, "r")
 }
 
 fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
@@ -361,7 +361,7 @@ fn stale_and_replayed_output_and_output_of_unbound_workspaces_are_ignored() {
     assert_eq!(c.progress_summary("w1"), None);
     // P6: the latest tails and baselines survive a worker restart.
     c.handle(4_500, output(11, "baseline\nnew line\nepisode two"));
-    let restored: Continuity = serde_json::from_str(&serde_json::to_string(&c).expect("persist")).expect("restore");
+    let restored = restart(&c, 4_600);
     assert_eq!(restored.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line\nepisode two"));
 }
 

@@ -45,6 +45,7 @@ use ext_core::continuity::{
 };
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
+use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use ext_core::auto_gate::AutoState;
@@ -717,10 +718,10 @@ impl World {
     }
 
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
-        let snapshot = serde_json::to_string(&self.machine).map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
-        self.machine = serde_json::from_str(&snapshot).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+        let text = self.machine.snapshot().to_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
         self.lives += 1;
-        self.machine.restored(self.now, &format!("life{}", self.lives));
+        self.machine = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
         self.inputs.clear();
         // The new worker reconnects (a fresh stream) and the pages report again.
         if self.link_up {
