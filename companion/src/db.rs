@@ -4,7 +4,8 @@
 //! Invariants:
 //! - `seq` is `INTEGER PRIMARY KEY AUTOINCREMENT`: strictly increasing and never reused,
 //!   also across runtime restarts and after retention deletes old rows (SPEC P9).
-//! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL.
+//! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL with
+//!   `synchronous=FULL`, so a commit a client has seen survives a power loss.
 //! - At most [`EVENT_RETENTION`] events are kept; the oldest are dropped first.
 
 use std::path::Path;
@@ -57,7 +58,9 @@ impl StateDb {
         // while this one switches to WAL, which would otherwise fail at once with BUSY.
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss, and
+        // a lost commit makes `seq` go backwards for a client that already received it.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -124,6 +127,11 @@ impl StateDb {
     /// The oldest retained `seq` (None when the log is empty).
     pub fn first_seq(&self) -> Result<Option<i64>, DbError> {
         Ok(self.conn.query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// This connection's `PRAGMA synchronous` (2 = FULL).
+    pub fn synchronous(&self) -> Result<i64, DbError> {
+        Ok(self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
     }
 
     /// Reads a JSON value from the key/value table.

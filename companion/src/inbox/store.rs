@@ -146,7 +146,8 @@ impl InboxStore {
         // while this one switches to WAL, which would otherwise fail at once with BUSY.
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL: an acknowledgement or terminal result, once answered, survives power loss.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS inbox_tasks (
                 task_id TEXT PRIMARY KEY,
@@ -169,6 +170,11 @@ impl InboxStore {
             CREATE TABLE IF NOT EXISTS inbox_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);",
         )?;
         Ok(Self { conn })
+    }
+
+    /// This connection's `PRAGMA synchronous` (2 = FULL).
+    pub fn synchronous(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
     }
 
     /// Records a dispatched task as `running`.
