@@ -116,9 +116,6 @@ pub fn prompt_error(pane_id: &str, error: &HerdrError) -> MethodError {
 
 fn store_error(error: StoreError) -> MethodError {
     let code = match error {
-        StoreError::UnknownTask(_) => "not_found",
-        StoreError::OtherSession(_) => "forbidden",
-        StoreError::StillRunning(_) => "not_terminal",
         StoreError::Sqlite(_) => "inbox_unavailable",
     };
     (code, error.to_string())
@@ -176,7 +173,8 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             }
             let counts = inbox.store().counts(&session_ref).map_err(store_error)?;
             Ok(json!({"type": "inbox_acked", "browser_session_ref": session_ref, "acked": outcome.acked,
-                "already_acked": outcome.already_acked, "counts": counts}))
+                "already_acked": outcome.already_acked, "unknown": outcome.unknown, "forbidden": outcome.forbidden,
+                "not_terminal": outcome.not_terminal, "counts": counts}))
         }
     }
 }
