@@ -7,6 +7,14 @@
 //! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL with
 //!   `synchronous=FULL`, so a commit a client has seen survives a power loss.
 //! - At most [`EVENT_RETENTION`] events are kept; the oldest are dropped first.
+//!
+//! Threading: a rusqlite call blocks (on a lock held by another connection, up to the
+//! busy timeout, and on fsync under FULL), so **no rusqlite call runs on a tokio async
+//! worker**. The runtime's connections (`crate::stream::EventHub`'s and
+//! `crate::inbox::Inbox`'s) sit behind `std::sync::Mutex`es that are only locked inside
+//! [`off_worker`] closures, which run on tokio's blocking pool; the mutex serializes the
+//! calls of one connection, and an async worker only ever awaits the result. The types in
+//! this module are synchronous and know nothing of tokio (tests call them directly).
 
 use std::path::Path;
 
@@ -26,6 +34,25 @@ pub enum DbError {
     /// A stored JSON payload is corrupt.
     #[error("state.db holds a corrupt event payload: {0}; delete state.db to reset the event log")]
     Corrupt(#[from] serde_json::Error),
+    /// The call on the blocking pool was lost.
+    #[error(transparent)]
+    CallLost(#[from] DbCallLost),
+}
+
+/// A database call on the blocking pool ended without a result (it panicked, or the
+/// runtime is shutting down).
+#[derive(Debug, Error)]
+#[error("a state.db call stopped before it finished ({0}); the runtime is stopping or hit a bug — see runtime.log and restart it")]
+pub struct DbCallLost(#[from] tokio::task::JoinError);
+
+/// Runs the blocking `work` (anything that calls rusqlite) on tokio's blocking pool and
+/// awaits its result, so an async worker never waits on SQLite.
+pub async fn off_worker<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: From<DbCallLost> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|lost| E::from(DbCallLost(lost)))?
 }
 
 /// One event as stored and replayed.

@@ -25,6 +25,9 @@ pub enum StoreError {
     /// SQLite refused an operation.
     #[error("state.db (parent inbox) error: {0}; check that the companion home is writable and the disk not full")]
     Sqlite(#[from] rusqlite::Error),
+    /// The call on the blocking pool was lost.
+    #[error(transparent)]
+    CallLost(#[from] crate::db::DbCallLost),
 }
 
 /// A new task, as recorded at dispatch.

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use crate::db::{DbError, StateDb, StoredEvent};
+use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
 use crate::runtime::dispatch::unix_millis;
 use crate::runtime::ClientHandle;
@@ -36,7 +36,8 @@ const REPLAY_BATCH: i64 = 500;
 pub struct EventHub {
     /// This runtime's boot id.
     boot_id: String,
-    /// The database (writes and replays are serialized by this lock).
+    /// The database (writes and replays are serialized by this lock; locked only on the
+    /// blocking pool, see `crate::db`).
     db: Mutex<StateDb>,
     /// Live fan-out of stored events.
     live: broadcast::Sender<StoredEvent>,
@@ -66,8 +67,16 @@ impl EventHub {
     }
 
     /// Runs `change` on the catalog, stores and publishes the events it returns, and
-    /// persists the catalog.
-    pub fn update_catalog<R>(
+    /// persists the catalog (on the blocking pool: it writes state.db).
+    pub async fn update_catalog<R: Send + 'static>(
+        self: &Arc<Self>,
+        change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R) + Send + 'static,
+    ) -> Result<R, DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.update_catalog_blocking(change)).await
+    }
+
+    fn update_catalog_blocking<R>(
         &self,
         change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R),
     ) -> Result<R, DbError> {
@@ -86,11 +95,15 @@ impl EventHub {
     }
 
     /// Stores and publishes one event that is not a catalog change (e.g. `agent_output`).
-    pub fn publish(&self, event: &str, data: &Value) -> Result<(), DbError> {
-        let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
-        let stored = db.append(&self.boot_id, unix_millis() as i64, event, data)?;
-        let _ = self.live.send(stored);
-        Ok(())
+    pub async fn publish(self: &Arc<Self>, event: &'static str, data: Value) -> Result<(), DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || {
+            let mut db = hub.db.lock().unwrap_or_else(|p| p.into_inner());
+            let stored = db.append(&hub.boot_id, unix_millis() as i64, event, &data)?;
+            let _ = hub.live.send(stored);
+            Ok(())
+        })
+        .await
     }
 
     /// A copy of the catalog.
@@ -115,21 +128,21 @@ impl EventHub {
         json!({"event": stored.event, "data": data})
     }
 
-    fn last_seq(&self) -> i64 {
-        self.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq().unwrap_or(0)
+    async fn last_seq(self: &Arc<Self>) -> i64 {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq()).await.unwrap_or(0)
     }
 
-    fn replay_after(&self, after: i64) -> Vec<StoredEvent> {
-        self.db
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .events_after(after, REPLAY_BATCH)
+    async fn replay_after(self: &Arc<Self>, after: i64) -> Vec<StoredEvent> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).events_after(after, REPLAY_BATCH))
+            .await
             .unwrap_or_default()
     }
 
     /// Handles `events.subscribe {after_seq?}`: spawns the per-client sender and returns
     /// the result object. Without `after_seq` only live events follow `hello`.
-    pub fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
+    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
         let after_seq = match params.get("after_seq") {
             None | Some(Value::Null) => None,
             Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or((
@@ -139,7 +152,7 @@ impl EventHub {
         };
         // Subscribe to live events before reading the log, so nothing falls in between.
         let mut live = self.live.subscribe();
-        let last_seq = self.last_seq();
+        let last_seq = self.last_seq().await;
         let start = after_seq.unwrap_or(last_seq);
         let catalog = self.catalog();
         let hello = json!({"event": "hello", "data": {
@@ -158,7 +171,7 @@ impl EventHub {
             let mut sent = start;
             // Replay (and refill after lag) from the log.
             loop {
-                let batch = hub.replay_after(sent);
+                let batch = hub.replay_after(sent).await;
                 if batch.is_empty() {
                     break;
                 }
@@ -175,7 +188,7 @@ impl EventHub {
                     Ok(stored) => {
                         if stored.seq > sent + 1 {
                             // A gap (should not happen): refill from the log in order.
-                            for missed in hub.replay_after(sent).into_iter().take_while(|m| m.seq < stored.seq) {
+                            for missed in hub.replay_after(sent).await.into_iter().take_while(|m| m.seq < stored.seq) {
                                 if !client.send(&hub.to_message(&missed)).await {
                                     return;
                                 }
@@ -187,7 +200,7 @@ impl EventHub {
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => loop {
-                        let batch = hub.replay_after(sent);
+                        let batch = hub.replay_after(sent).await;
                         if batch.is_empty() {
                             break;
                         }
@@ -209,9 +222,10 @@ impl EventHub {
 /// Opens `state.db` in the companion home, stores the hub in `ctx.event_hub` and spawns the
 /// Herdr sync loop. A database that cannot be opened is logged; the stream methods then
 /// answer `not_ready` with the reason in `runtime.log`.
-pub fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
+pub async fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
     let db_path = ctx.home.root().join("state.db");
-    match EventHub::open(&db_path, ctx.boot_id.clone()) {
+    let boot_id = ctx.boot_id.clone();
+    match off_worker(move || EventHub::open(&db_path, boot_id)).await {
         Ok(hub) => {
             let _ = ctx.event_hub.set(Arc::clone(&hub));
             tokio::spawn(crate::herdr::subscribe::run_sync(herdr_socket, hub, Arc::clone(&ctx.log)));
