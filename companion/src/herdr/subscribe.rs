@@ -313,12 +313,12 @@ async fn session_inner(
                     };
                     let catalog = hub.catalog();
                     let pane = catalog.panes.get(&pane_id);
-                    hub.publish("agent_output", json!({
-                        "pane_id": pane_id,
-                        "workspace_id": pane.map(|p| p.workspace_id.clone()),
-                        "agent": pane.and_then(|p| p.agent.clone()),
-                        "tail": tail,
-                    })).await?;
+                    let mut data = serde_json::Map::new();
+                    data.insert("pane_id".to_owned(), json!(pane_id));
+                    data.insert("workspace_id".to_owned(), json!(pane.map(|p| p.workspace_id.clone())));
+                    data.insert("agent".to_owned(), json!(pane.and_then(|p| p.agent.clone())));
+                    data.insert("tail".to_owned(), json!(tail));
+                    hub.publish_output(&pane_id, data);
                 }
             }
         }

@@ -10,9 +10,12 @@
 //!   duplicates and no gaps (a lagging subscriber refills from the log).
 //! - Each event carries the `boot_id` of the runtime that produced it; events from an
 //!   older boot are sent with `stale: true` (docs/PROTOCOL.md "Event stream").
-
+//! - `agent_output` is not a stored event: pane output tails live in memory, newest per
+//!   pane ([`outputs`]), are sent live, and each subscription gets every pane's newest
+//!   tail once right after its replay (never an older tail after a newer one).
 
 pub mod methods;
+pub mod outputs;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -24,6 +27,7 @@ use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
 use crate::runtime::dispatch::unix_millis;
 use crate::runtime::ClientHandle;
+use outputs::{LatestOutputs, OutputTail, SentOutputs};
 
 /// Name and version of the event stream, sent in `hello`.
 pub const STREAM_PROTOCOL: &str = "herdr-continuity-events/1";
@@ -39,10 +43,21 @@ pub struct EventHub {
     /// The database (writes and replays are serialized by this lock; locked only on the
     /// blocking pool, see `crate::db`).
     db: Mutex<StateDb>,
-    /// Live fan-out of stored events.
-    live: broadcast::Sender<StoredEvent>,
+    /// Live fan-out of stored events and output tails.
+    live: broadcast::Sender<Live>,
     /// The latest Herdr catalog.
     catalog: Mutex<Catalog>,
+    /// The newest output tail per pane (memory only; no database call under this lock).
+    outputs: Mutex<LatestOutputs>,
+}
+
+/// One item of the live fan-out.
+#[derive(Debug, Clone)]
+enum Live {
+    /// An event already stored in the log.
+    Stored(StoredEvent),
+    /// A pane's newest output tail (not stored).
+    Output(Arc<OutputTail>),
 }
 
 /// Key of the persisted catalog in the kv table.
@@ -58,7 +73,13 @@ impl EventHub {
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
         let (live, _) = broadcast::channel(1024);
-        Ok(Arc::new(Self { boot_id, db: Mutex::new(db), live, catalog: Mutex::new(catalog) }))
+        Ok(Arc::new(Self {
+            boot_id,
+            db: Mutex::new(db),
+            live,
+            catalog: Mutex::new(catalog),
+            outputs: Mutex::new(LatestOutputs::default()),
+        }))
     }
 
     /// This runtime's boot id.
@@ -88,22 +109,26 @@ impl EventHub {
             db.put(CATALOG_KEY, &snapshot)?;
             for event in events {
                 let stored = db.append(&self.boot_id, unix_millis() as i64, event.event, &event.data)?;
-                let _ = self.live.send(stored);
+                let _ = self.live.send(Live::Stored(stored));
             }
+            // A pane that is gone has no output any more.
+            self.outputs.lock().unwrap_or_else(|p| p.into_inner()).retain_panes(|pane| catalog.panes.contains_key(pane));
         }
         Ok(result)
     }
 
-    /// Stores and publishes one event that is not a catalog change (e.g. `agent_output`).
-    pub async fn publish(self: &Arc<Self>, event: &'static str, data: Value) -> Result<(), DbError> {
-        let hub = Arc::clone(self);
-        off_worker(move || {
-            let mut db = hub.db.lock().unwrap_or_else(|p| p.into_inner());
-            let stored = db.append(&hub.boot_id, unix_millis() as i64, event, &data)?;
-            let _ = hub.live.send(stored);
-            Ok(())
-        })
-        .await
+    /// Records a pane's newest output tail (`agent_output` payload: `pane_id`,
+    /// `workspace_id`, `agent`, `tail`) and sends it live. Not stored: no `seq`.
+    pub fn publish_output(&self, pane_id: &str, data: serde_json::Map<String, Value>) {
+        let mut outputs = self.outputs.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = outputs.record(pane_id, unix_millis() as i64, data);
+        // Sent under the lock, so live tails leave in rev order.
+        let _ = self.live.send(Live::Output(tail));
+    }
+
+    /// Every pane's newest output tail.
+    fn latest_outputs(&self) -> Vec<Arc<OutputTail>> {
+        self.outputs.lock().unwrap_or_else(|p| p.into_inner()).snapshot()
     }
 
     /// A copy of the catalog.
@@ -163,59 +188,98 @@ impl EventHub {
             "workspaces": catalog.workspace_list(),
             "agents": catalog.agents(),
         }});
-        let hub = Arc::clone(self);
+        let mut feed = Feed { hub: Arc::clone(self), client, sent: start, outputs: SentOutputs::default() };
         tokio::spawn(async move {
-            if !client.send(&hello).await {
+            if !(feed.send(&hello).await && feed.refill(None).await && feed.send_latest_outputs().await) {
                 return;
             }
-            let mut sent = start;
-            // Replay (and refill after lag) from the log.
             loop {
-                let batch = hub.replay_after(sent).await;
-                if batch.is_empty() {
-                    break;
-                }
-                for stored in batch {
-                    sent = stored.seq;
-                    if !client.send(&hub.to_message(&stored)).await {
-                        return;
-                    }
-                }
-            }
-            loop {
-                match live.recv().await {
-                    Ok(stored) if stored.seq <= sent => {}
-                    Ok(stored) => {
-                        if stored.seq > sent + 1 {
-                            // A gap (should not happen): refill from the log in order.
-                            for missed in hub.replay_after(sent).await.into_iter().take_while(|m| m.seq < stored.seq) {
-                                if !client.send(&hub.to_message(&missed)).await {
-                                    return;
-                                }
-                            }
-                        }
-                        sent = stored.seq;
-                        if !client.send(&hub.to_message(&stored)).await {
-                            return;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => loop {
-                        let batch = hub.replay_after(sent).await;
-                        if batch.is_empty() {
-                            break;
-                        }
-                        for stored in batch {
-                            sent = stored.seq;
-                            if !client.send(&hub.to_message(&stored)).await {
-                                return;
-                            }
-                        }
-                    },
-                    Err(broadcast::error::RecvError::Closed) => return,
+                let more = match live.recv().await {
+                    Ok(Live::Stored(stored)) => feed.live_stored(&stored).await,
+                    Ok(Live::Output(tail)) => feed.output(&tail).await,
+                    // Missed items: refill stored events from the log, then resend the
+                    // tails that changed meanwhile.
+                    Err(broadcast::error::RecvError::Lagged(_)) => feed.refill(None).await && feed.send_latest_outputs().await,
+                    Err(broadcast::error::RecvError::Closed) => false,
+                };
+                if !more {
+                    return;
                 }
             }
         });
         Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "last_seq": last_seq, "after_seq": start}))
+    }
+}
+
+/// One subscription's sender: what it already sent, and where it goes.
+struct Feed {
+    /// The hub it reads.
+    hub: Arc<EventHub>,
+    /// The subscribed client.
+    client: ClientHandle,
+    /// The highest `seq` sent (or the replay start).
+    sent: i64,
+    /// The output tails sent, per pane.
+    outputs: SentOutputs,
+}
+
+impl Feed {
+    /// Sends one message; false once the client is gone.
+    async fn send(&self, message: &Value) -> bool {
+        self.client.send(message).await
+    }
+
+    async fn send_stored(&mut self, stored: &StoredEvent) -> bool {
+        self.sent = stored.seq;
+        self.client.send(&self.hub.to_message(stored)).await
+    }
+
+    /// Sends every stored event after `sent` (below `before`, when given) from the log.
+    async fn refill(&mut self, before: Option<i64>) -> bool {
+        loop {
+            let batch = self.hub.replay_after(self.sent).await;
+            if batch.is_empty() {
+                return true;
+            }
+            for stored in &batch {
+                if before.is_some_and(|b| stored.seq >= b) {
+                    return true;
+                }
+                if !self.send_stored(stored).await {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// A live stored event: dropped when already sent; a gap (should not happen) is
+    /// refilled from the log first, so events leave in `seq` order.
+    async fn live_stored(&mut self, stored: &StoredEvent) -> bool {
+        if stored.seq <= self.sent {
+            return true;
+        }
+        if stored.seq > self.sent + 1 && !self.refill(Some(stored.seq)).await {
+            return false;
+        }
+        self.send_stored(stored).await
+    }
+
+    /// A pane's tail, unless this subscription already sent it or a newer one.
+    async fn output(&mut self, tail: &OutputTail) -> bool {
+        if !self.outputs.take_if_new(tail) {
+            return true;
+        }
+        self.client.send(&tail.to_message(&self.hub.boot_id)).await
+    }
+
+    /// Every pane's newest tail that this subscription has not sent yet.
+    async fn send_latest_outputs(&mut self) -> bool {
+        for tail in self.hub.latest_outputs() {
+            if !self.output(&tail).await {
+                return false;
+            }
+        }
+        true
     }
 }
 

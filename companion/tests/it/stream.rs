@@ -324,3 +324,83 @@ fn an_unsupported_herdr_protocol_is_reported_clearly() {
     let message = answers[1]["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("19") && message.contains("20") && message.contains("update"), "{message}");
 }
+
+const PANES: [&str; 3] = ["w1:p1", "w1:p2", "w1:p3"];
+
+fn is_output_of(pane: &str, text: &str) -> impl Fn(&Value) -> bool {
+    let (pane, text) = (pane.to_owned(), text.to_owned());
+    move |m: &Value| {
+        m["event"] == "agent_output" && m["data"]["pane_id"] == pane.as_str() && m["data"]["tail"].as_str().is_some_and(|t| t.contains(&text))
+    }
+}
+
+/// Rows of `event` (of any event: `None`) in the runtime's durable log.
+fn stored_rows(home: &TestHome, event: Option<&str>) -> i64 {
+    let db = rusqlite::Connection::open(home.home().join("state.db")).expect("open state.db");
+    db.query_row("SELECT COUNT(*) FROM events WHERE ?1 IS NULL OR event = ?1", [event], |r| r.get(0)).expect("count")
+}
+
+/// The `agent_output` events of `events`, by pane, in arrival order.
+fn outputs_by_pane(events: &[Value]) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_pane = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for m in events.iter().filter(|m| m["event"] == "agent_output") {
+        let tail = m["data"]["tail"].as_str().unwrap_or("");
+        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
+        by_pane.entry(m["data"]["pane_id"].as_str().unwrap_or("").to_owned()).or_default().push(last);
+    }
+    by_pane
+}
+
+// R: P4, P9, N3 — pane output is the newest state, not history: busy panes write nothing
+// into the durable log (so they can never evict a settle from retention), and a
+// subscriber gets each pane's newest tail once, after its replay.
+#[test]
+fn agent_output_is_kept_latest_per_pane_outside_the_durable_log_p4_p9() {
+    let rig = rig(["working", "working", "working"], &[]);
+    let mut live = StreamClient::connect(&rig.home);
+    live.subscribe(Some(0));
+    live.events_until(agent_event("agent_working", "w1:p3"));
+    for round in 0..3 {
+        for pane in PANES {
+            let text = format!("round {round} of {pane}");
+            rig.standin.call("pane.send_text", json!({"pane_id": pane, "text": text, "keys": ["enter"]}));
+        }
+        for pane in PANES {
+            let seen = live.events_until(is_output_of(pane, &format!("round {round} of {pane}")));
+            let output = seen.last().expect("output");
+            assert!(output["data"].get("seq").is_none(), "agent_output consumes no durable seq: {output}");
+            assert_eq!(output["data"]["boot_id"], live_boot(&rig.home));
+        }
+    }
+    assert_eq!(stored_rows(&rig.home, Some("agent_output")), 0, "no output row in the durable log");
+    rig.standin.report("w1:p1", "idle");
+    live.events_until(agent_event("agent_settled", "w1:p1"));
+
+    // A replaying subscriber: every stored event, the settle of w1:p1 among them, then one
+    // agent_output per pane — its newest.
+    let mut replaying = StreamClient::connect(&rig.home);
+    replaying.subscribe(Some(0));
+    let mut seen = replaying.events_until(|m| m["event"] == "agent_output");
+    seen.extend(replaying.drain(Duration::from_millis(700)));
+    let settle = seen.iter().position(agent_event("agent_settled", "w1:p1")).expect("the settle is replayed");
+    let first_output = seen.iter().position(|m| m["event"] == "agent_output").expect("outputs");
+    assert!(settle < first_output, "the tails follow the replay");
+    let expected: std::collections::BTreeMap<String, Vec<String>> =
+        PANES.iter().map(|p| ((*p).to_owned(), vec![format!("round 2 of {p}")])).collect();
+    assert_eq!(outputs_by_pane(&seen), expected, "exactly one tail per pane, the newest");
+    let stored: Vec<i64> = seen.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect();
+    assert_eq!(stored.len() as i64, stored_rows(&rig.home, None), "everything else replayed is a stored event");
+
+    // A live-only subscriber gets the same newest tails.
+    let mut live_only = StreamClient::connect(&rig.home);
+    live_only.subscribe(None);
+    let mut seen = live_only.events_until(|m| m["event"] == "agent_output");
+    seen.extend(live_only.drain(Duration::from_millis(700)));
+    assert_eq!(outputs_by_pane(&seen), expected);
+}
+
+/// The current runtime's boot id (from `hello`).
+fn live_boot(home: &TestHome) -> Value {
+    let mut client = crate::support::LineClient::connect(&home.socket());
+    client.call("hello", "hello", json!({"protocol": 1, "extension_version": "test"}))["result"]["boot_id"].clone()
+}
