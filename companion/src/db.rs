@@ -7,6 +7,9 @@
 //! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL with
 //!   `synchronous=FULL`, so a commit a client has seen survives a power loss.
 //! - At most [`EVENT_RETENTION`] events are kept; the oldest are dropped first.
+//! - The log has an identity, `log_id` (random, in the kv table), created with the log and
+//!   never changed: a new or reset `state.db` is a new log with a new id, so a client can
+//!   tell that a `seq` it holds belongs to another log (docs/PROTOCOL.md "Event stream").
 //!
 //! Threading: a rusqlite call blocks (on a lock held by another connection, up to the
 //! busy timeout, and on fsync under FULL), so **no rusqlite call runs on a tokio async
@@ -37,6 +40,23 @@ pub enum DbError {
     /// The call on the blocking pool was lost.
     #[error(transparent)]
     CallLost(#[from] DbCallLost),
+    /// The kv table lost the log's id (written at open, never deleted).
+    #[error("state.db has no event log id (was it edited by hand?); delete state.db to start a new event log")]
+    NoLogId,
+    /// No random bytes for a new log's id.
+    #[error("cannot read /dev/urandom for the event log's id ({0}); check that /dev/urandom is readable")]
+    Random(std::io::Error),
+}
+
+/// Key of the event log's identity in the kv table.
+const LOG_ID_KEY: &str = "log_id";
+
+/// A fresh random log id: 128 bits from the kernel, in hex.
+fn new_log_id() -> Result<String, DbError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(DbError::Random)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// A database call on the blocking pool ended without a result (it panicked, or the
@@ -98,7 +118,21 @@ impl StateDb {
             );
             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
+        // The first open of a log names it; later opens (and the other connections of this
+        // runtime, which may race this one) keep the name.
+        conn.execute(
+            "INSERT OR IGNORE INTO kv (key, value) VALUES (?1, ?2)",
+            params![LOG_ID_KEY, Value::String(new_log_id()?).to_string()],
+        )?;
         Ok(Self { conn })
+    }
+
+    /// The log's identity (see the module invariants).
+    pub fn log_id(&self) -> Result<String, DbError> {
+        match self.get(LOG_ID_KEY)? {
+            Some(Value::String(id)) => Ok(id),
+            _ => Err(DbError::NoLogId),
+        }
     }
 
     /// Appends one event and applies retention; returns it with its `seq`.
@@ -205,6 +239,15 @@ mod tests {
         let replay = db.events_after(0, 100).expect("replay");
         assert_eq!(replay.iter().map(|e| (e.seq, e.boot_id.as_str())).collect::<Vec<_>>(), [(1, "boot-a"), (2, "boot-b")]);
         assert_eq!(db.last_seq().expect("last"), 2);
+    }
+
+    #[test]
+    fn a_log_keeps_its_id_across_reopens_and_a_new_log_gets_a_new_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = StateDb::open(&dir.path().join("a.db")).expect("open").log_id().expect("id");
+        let again = StateDb::open(&dir.path().join("a.db")).expect("reopen").log_id().expect("id");
+        let other = StateDb::open(&dir.path().join("b.db")).expect("open").log_id().expect("id");
+        assert_eq!((first.len(), first == again, first == other), (32, true, false));
     }
 
     #[test]

@@ -32,6 +32,9 @@ use outputs::{LatestOutputs, OutputTail, SentOutputs};
 /// Name and version of the event stream, sent in `hello`.
 pub const STREAM_PROTOCOL: &str = "herdr-continuity-events/1";
 
+/// Longest `log_id` accepted in `events.subscribe`.
+const MAX_LOG_ID_CHARS: usize = 64;
+
 /// Most events replayed per database read.
 const REPLAY_BATCH: i64 = 500;
 
@@ -40,6 +43,8 @@ const REPLAY_BATCH: i64 = 500;
 pub struct EventHub {
     /// This runtime's boot id.
     boot_id: String,
+    /// The event log's identity (`state.db`'s `log_id`).
+    log_id: String,
     /// The database (writes and replays are serialized by this lock; locked only on the
     /// blocking pool, see `crate::db`).
     db: Mutex<StateDb>,
@@ -68,6 +73,7 @@ impl EventHub {
     /// while the runtime was down is still produced once after restart).
     pub fn open(db_path: &Path, boot_id: String) -> Result<Arc<Self>, DbError> {
         let db = StateDb::open(db_path)?;
+        let log_id = db.log_id()?;
         let catalog = db
             .get(CATALOG_KEY)?
             .and_then(|v| serde_json::from_value(v).ok())
@@ -75,6 +81,7 @@ impl EventHub {
         let (live, _) = broadcast::channel(1024);
         Ok(Arc::new(Self {
             boot_id,
+            log_id,
             db: Mutex::new(db),
             live,
             catalog: Mutex::new(catalog),
@@ -165,8 +172,10 @@ impl EventHub {
             .unwrap_or_default()
     }
 
-    /// Handles `events.subscribe {after_seq?}`: spawns the per-client sender and returns
-    /// the result object. Without `after_seq` only live events follow `hello`.
+    /// Handles `events.subscribe {after_seq?, log_id?}`: spawns the per-client sender and
+    /// returns the result object. Without `after_seq` only live events follow `hello`. A
+    /// position that is not in this log (another `log_id`, or `after_seq` beyond the last
+    /// seq) replays the whole log, with `log_reset: true`.
     pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
         let after_seq = match params.get("after_seq") {
             None | Some(Value::Null) => None,
@@ -175,14 +184,25 @@ impl EventHub {
                 "events.subscribe: after_seq must be a non-negative integer (the last seq you received), or omitted for live events only".to_owned(),
             ))?),
         };
+        let log_id = match params.get("log_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_LOG_ID_CHARS => Some(id.as_str()),
+            Some(_) => return Err((
+                "bad_request",
+                format!("events.subscribe: log_id must be the string (1 to {MAX_LOG_ID_CHARS} characters) of an earlier hello's log_id, or omitted"),
+            )),
+        };
         // Subscribe to live events before reading the log, so nothing falls in between.
         let mut live = self.live.subscribe();
         let last_seq = self.last_seq().await;
-        let start = after_seq.unwrap_or(last_seq);
+        let log_reset = log_id.is_some_and(|id| id != self.log_id) || after_seq.is_some_and(|seq| seq > last_seq);
+        let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
         let catalog = self.catalog();
         let hello = json!({"event": "hello", "data": {
             "protocol": STREAM_PROTOCOL,
             "boot_id": self.boot_id,
+            "log_id": self.log_id,
+            "log_reset": log_reset,
             "server_time": unix_millis(),
             "last_seq": last_seq,
             "workspaces": catalog.workspace_list(),
@@ -207,7 +227,8 @@ impl EventHub {
                 }
             }
         });
-        Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "last_seq": last_seq, "after_seq": start}))
+        Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "log_id": self.log_id, "log_reset": log_reset,
+            "last_seq": last_seq, "after_seq": start}))
     }
 }
 

@@ -404,3 +404,89 @@ fn live_boot(home: &TestHome) -> Value {
     let mut client = crate::support::LineClient::connect(&home.socket());
     client.call("hello", "hello", json!({"protocol": 1, "extension_version": "test"}))["result"]["boot_id"].clone()
 }
+
+/// Subscribes with `params` and returns the `hello`, the `events_subscribed` result and
+/// the stored events replayed (up to a quiet period).
+fn subscribe_with(home: &TestHome, params: Value) -> (Value, Value, Vec<Value>) {
+    let mut client = StreamClient::connect(home);
+    client.send("sub", "events.subscribe", params);
+    let (mut hello, mut result, mut events) = (Value::Null, Value::Null, Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hello.is_null() || result.is_null() {
+        assert!(Instant::now() < deadline, "no hello or no answer to events.subscribe");
+        let Some(message) = client.next_within(Duration::from_secs(1)) else { continue };
+        if message["id"] == "sub" {
+            result = message.get("result").cloned().unwrap_or_else(|| panic!("events.subscribe failed: {message}"));
+        } else if message["event"] == "hello" {
+            hello = message["data"].clone();
+        } else if message["data"]["seq"].is_i64() {
+            events.push(message);
+        }
+    }
+    events.extend(client.drain(Duration::from_millis(500)).into_iter().filter(|m| m["data"]["seq"].is_i64()));
+    (hello, result, events)
+}
+
+fn seqs(events: &[Value]) -> Vec<i64> {
+    events.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect()
+}
+
+// R: P9, N3 — the event log has an identity: a client that resumes with the log's own
+// log_id and a seq it received gets exactly what followed, as before; an old client that
+// sends no log_id still works.
+#[test]
+fn a_resume_in_the_same_log_replays_only_what_followed_p9() {
+    let mut rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, result, replay) = subscribe_with(&rig.home, json!({"after_seq": 0}));
+    let log_id = hello["log_id"].as_str().expect("hello carries log_id").to_owned();
+    assert!(!log_id.is_empty());
+    assert_eq!((hello["log_reset"].clone(), result["log_id"].clone(), result["log_reset"].clone()), (json!(false), json!(log_id), json!(false)));
+    let last = hello["last_seq"].as_i64().expect("last_seq");
+    assert!(last >= 2 && seqs(&replay).last() == Some(&last), "{replay:?}");
+
+    for params in [json!({"after_seq": last - 1, "log_id": log_id}), json!({"after_seq": last - 1})] {
+        let (hello, result, replay) = subscribe_with(&rig.home, params.clone());
+        assert_eq!((hello["log_reset"].clone(), result["after_seq"].clone()), (json!(false), json!(last - 1)), "{params}");
+        assert_eq!(seqs(&replay), [last], "{params}");
+    }
+    // A runtime restart keeps the log, so it keeps its id.
+    rig.runtime.terminate();
+    rig.runtime = rig.home.start_runtime();
+    let (hello, _, _) = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": log_id}));
+    assert_eq!((hello["log_id"].clone(), hello["log_reset"].clone()), (json!(log_id), json!(false)));
+}
+
+// R: P9, N3 — a seq from another log (state.db reset: new log_id) or beyond the end of
+// this one (commits lost) is not a position in this log: the runtime replays its whole log
+// and says so, instead of the client dropping every event until seq catches up.
+#[test]
+fn a_resume_from_another_log_or_beyond_its_end_replays_the_whole_log_p9() {
+    let mut rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, _, everything) = subscribe_with(&rig.home, json!({"after_seq": 0}));
+    let (log_id, last) = (hello["log_id"].clone(), hello["last_seq"].as_i64().expect("last_seq"));
+    let whole = seqs(&everything);
+
+    let beyond = subscribe_with(&rig.home, json!({"after_seq": last + 5, "log_id": log_id}));
+    let other = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": "a-log-that-is-gone"}));
+    let beyond_without_id = subscribe_with(&rig.home, json!({"after_seq": last + 5}));
+    for (why, (hello, result, replay)) in [("beyond the end", beyond), ("another log", other), ("beyond, no log_id", beyond_without_id)] {
+        assert_eq!((hello["log_reset"].clone(), result["log_reset"].clone()), (json!(true), json!(true)), "{why}");
+        assert_eq!(result["after_seq"], json!(0), "{why}: the replay starts at the beginning of the log");
+        assert_eq!(seqs(&replay), whole, "{why}");
+    }
+
+    // A new state.db is a new log: the old client's position means nothing in it.
+    rig.runtime.terminate();
+    for file in ["state.db", "state.db-wal", "state.db-shm"] {
+        let _ = std::fs::remove_file(rig.home.home().join(file));
+    }
+    rig.runtime = rig.home.start_runtime();
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, _, replay) = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": log_id}));
+    assert_ne!(hello["log_id"], log_id, "a new state.db has a new log_id");
+    assert_eq!(hello["log_reset"], json!(true));
+    assert_eq!(seqs(&replay).first(), Some(&1), "the new log is replayed from its first event: {replay:?}");
+    assert!(replay.iter().any(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3"));
+}
