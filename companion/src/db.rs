@@ -144,20 +144,28 @@ impl StateDb {
         data: &Value,
     ) -> Result<StoredEvent, DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
-            params![boot_id, at, event, data.to_string()],
-        )?;
-        let seq = tx.last_insert_rowid();
-        tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
+        let stored = insert_event(&tx, boot_id, at, event, data)?;
         tx.commit()?;
-        Ok(StoredEvent {
-            seq,
-            boot_id: boot_id.to_owned(),
-            at,
-            event: event.to_owned(),
-            data: data.clone(),
-        })
+        Ok(stored)
+    }
+
+    /// Appends `events` (name, payload) and writes `state` (key, value) in one
+    /// transaction — all of it is committed or none — and applies retention.
+    pub fn append_all(
+        &mut self,
+        boot_id: &str,
+        at: i64,
+        events: &[(&str, &Value)],
+        state: (&str, &Value),
+    ) -> Result<Vec<StoredEvent>, DbError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        upsert(&tx, state.0, state.1)?;
+        let stored = events
+            .iter()
+            .map(|(event, data)| insert_event(&tx, boot_id, at, event, data))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit()?;
+        Ok(stored)
     }
 
     /// Events with `seq > after`, oldest first, at most `limit`.
@@ -210,14 +218,31 @@ impl StateDb {
     /// Writes a JSON value to the key/value table.
     pub fn put(&mut self, key: &str, value: &Value) -> Result<(), DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO kv (key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![key, value.to_string()],
-        )?;
+        upsert(&tx, key, value)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Inserts one event inside `tx` and drops what falls out of retention.
+fn insert_event(tx: &rusqlite::Transaction<'_>, boot_id: &str, at: i64, event: &str, data: &Value) -> Result<StoredEvent, DbError> {
+    tx.execute(
+        "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
+        params![boot_id, at, event, data.to_string()],
+    )?;
+    let seq = tx.last_insert_rowid();
+    tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
+    Ok(StoredEvent { seq, boot_id: boot_id.to_owned(), at, event: event.to_owned(), data: data.clone() })
+}
+
+/// Writes `key` = `value` into the kv table inside `tx`.
+fn upsert(tx: &rusqlite::Transaction<'_>, key: &str, value: &Value) -> Result<(), DbError> {
+    tx.execute(
+        "INSERT INTO kv (key, value) VALUES (?1, ?2)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        params![key, value.to_string()],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

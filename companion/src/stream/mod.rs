@@ -4,6 +4,10 @@
 //! Invariants:
 //! - Store-then-send under one lock: a live event is always already in the log, and live
 //!   events leave in `seq` order.
+//! - A catalog change and its events are committed in one transaction and become visible
+//!   (to `herdr.*` readers and `hello`) only after the commit; a failed write changes
+//!   nothing, so the next resync produces the same events again. Readers take a
+//!   published copy under a lock never held across a database call.
 //! - A subscription (`events.subscribe {after_seq}`) gets `hello`, then every stored event
 //!   with `seq > after_seq` in order, then live events; the subscriber remembers the last
 //!   `seq` it sent and drops anything not above it, so the replay/live seam has no
@@ -50,10 +54,24 @@ pub struct EventHub {
     db: Mutex<StateDb>,
     /// Live fan-out of stored events and output tails.
     live: broadcast::Sender<Live>,
-    /// The latest Herdr catalog.
+    /// The latest Herdr catalog, as the writer changes it (locked only on the blocking
+    /// pool, across the database write of the events it produced).
     catalog: Mutex<Catalog>,
+    /// What readers see: the catalog and the last stored seq after the latest committed
+    /// change, swapped in one step (never held across a database call, so an async worker
+    /// that reads it never waits on SQLite).
+    published: Mutex<Published>,
     /// The newest output tail per pane (memory only; no database call under this lock).
     outputs: Mutex<LatestOutputs>,
+}
+
+/// The reader's view of the hub.
+#[derive(Debug, Clone)]
+struct Published {
+    /// The catalog after the latest change.
+    catalog: Arc<Catalog>,
+    /// The highest stored `seq` (0 when none); this catalog is at least as new as it.
+    last_seq: i64,
 }
 
 /// One item of the live fan-out.
@@ -74,10 +92,11 @@ impl EventHub {
     pub fn open(db_path: &Path, boot_id: String) -> Result<Arc<Self>, DbError> {
         let db = StateDb::open(db_path)?;
         let log_id = db.log_id()?;
-        let catalog = db
+        let catalog: Catalog = db
             .get(CATALOG_KEY)?
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
+        let published = Published { catalog: Arc::new(catalog.clone()), last_seq: db.last_seq()? };
         let (live, _) = broadcast::channel(1024);
         Ok(Arc::new(Self {
             boot_id,
@@ -85,6 +104,7 @@ impl EventHub {
             db: Mutex::new(db),
             live,
             catalog: Mutex::new(catalog),
+            published: Mutex::new(published),
             outputs: Mutex::new(LatestOutputs::default()),
         }))
     }
@@ -104,22 +124,38 @@ impl EventHub {
         off_worker(move || hub.update_catalog_blocking(change)).await
     }
 
+    /// The catalog change is applied to a copy and takes effect only once its events and
+    /// the persisted catalog are committed together: a failed write changes nothing, so
+    /// the next resync produces the same events again (never lost, never twice).
     fn update_catalog_blocking<R>(
         &self,
         change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R),
     ) -> Result<R, DbError> {
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
-        let (events, result) = change(&mut catalog);
-        if !events.is_empty() {
-            let snapshot = serde_json::to_value(&*catalog).unwrap_or(Value::Null);
+        let mut next = catalog.clone();
+        let (events, result) = change(&mut next);
+        let stored = if events.is_empty() {
+            Vec::new()
+        } else {
+            let snapshot = serde_json::to_value(&next).unwrap_or(Value::Null);
+            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event, &e.data)).collect();
             let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
-            db.put(CATALOG_KEY, &snapshot)?;
-            for event in events {
-                let stored = db.append(&self.boot_id, unix_millis() as i64, event.event, &event.data)?;
-                let _ = self.live.send(Live::Stored(stored));
+            db.append_all(&self.boot_id, unix_millis() as i64, &rows, (CATALOG_KEY, &snapshot))?
+        };
+        *catalog = next;
+        // Publish before sending live: a subscriber that reads the new last_seq either
+        // gets these events live or finds them in the log.
+        {
+            let mut published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+            published.catalog = Arc::new(catalog.clone());
+            if let Some(last) = stored.last() {
+                published.last_seq = last.seq;
             }
-            // A pane that is gone has no output any more.
-            self.outputs.lock().unwrap_or_else(|p| p.into_inner()).retain_panes(|pane| catalog.panes.contains_key(pane));
+        }
+        // A pane that is gone has no output any more.
+        self.outputs.lock().unwrap_or_else(|p| p.into_inner()).retain_panes(|pane| catalog.panes.contains_key(pane));
+        for event in stored {
+            let _ = self.live.send(Live::Stored(event));
         }
         Ok(result)
     }
@@ -138,9 +174,13 @@ impl EventHub {
         self.outputs.lock().unwrap_or_else(|p| p.into_inner()).snapshot()
     }
 
-    /// A copy of the catalog.
-    pub fn catalog(&self) -> Catalog {
-        self.catalog.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The catalog after the latest committed change.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.published().catalog)
+    }
+
+    fn published(&self) -> Published {
+        self.published.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The wire form of a stored event for a client.
@@ -158,11 +198,6 @@ impl EventHub {
         data.insert("at".to_owned(), json!(stored.at));
         data.insert("stale".to_owned(), json!(stored.boot_id != self.boot_id));
         json!({"event": stored.event, "data": data})
-    }
-
-    async fn last_seq(self: &Arc<Self>) -> i64 {
-        let hub = Arc::clone(self);
-        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq()).await.unwrap_or(0)
     }
 
     async fn replay_after(self: &Arc<Self>, after: i64) -> Vec<StoredEvent> {
@@ -194,10 +229,10 @@ impl EventHub {
         };
         // Subscribe to live events before reading the log, so nothing falls in between.
         let mut live = self.live.subscribe();
-        let last_seq = self.last_seq().await;
+        // One read: the catalog (hello's agents) is at least as new as last_seq.
+        let Published { catalog, last_seq } = self.published();
         let log_reset = log_id.is_some_and(|id| id != self.log_id) || after_seq.is_some_and(|seq| seq > last_seq);
         let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
-        let catalog = self.catalog();
         let hello = json!({"event": "hello", "data": {
             "protocol": STREAM_PROTOCOL,
             "boot_id": self.boot_id,

@@ -490,3 +490,46 @@ fn a_resume_from_another_log_or_beyond_its_end_replays_the_whole_log_p9() {
     assert_eq!(seqs(&replay).first(), Some(&1), "the new log is replayed from its first event: {replay:?}");
     assert!(replay.iter().any(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3"));
 }
+
+// R: P9, N3 — an event write that waits for state.db's lock keeps no reader waiting, and
+// its change is visible only once stored; when the write fails (busy timeout) the change
+// is not half-applied: the next resync stores it, once.
+#[test]
+fn a_blocked_event_write_stalls_no_reader_and_is_stored_once_when_it_can_be_p9_n3() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let mut stream = StreamClient::connect(&rig.home);
+    stream.subscribe(None);
+    let blocker = rusqlite::Connection::open(rig.home.home().join("state.db")).expect("open state.db");
+    blocker.busy_timeout(crate::support::PROCESS_WAIT).expect("busy timeout");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    rig.standin.report("w1:p1", "working");
+
+    let mut client = crate::support::LineClient::connect(&rig.home.socket());
+    for n in 0..6 {
+        client.send_raw(json!({"id": format!("panes{n}"), "method": "herdr.panes", "params": {}}).to_string().as_bytes());
+    }
+    for _ in 0..6 {
+        let answer = loop {
+            let message = client.next().expect("runtime closed the connection");
+            if message.get("id").is_some() {
+                break message;
+            }
+        };
+        let panes = answer["result"]["panes"].as_array().cloned().unwrap_or_default();
+        let p1 = panes.iter().find(|p| p["pane_id"] == "w1:p1").unwrap_or_else(|| panic!("{answer}"));
+        assert_eq!(p1["agent_status"], "idle", "not stored, so not visible: {answer}");
+    }
+    let deadline = Instant::now() + crate::support::PROCESS_WAIT;
+    while !rig.home.runtime_log().contains("database is locked") {
+        assert!(Instant::now() < deadline, "the runtime never gave up waiting for the lock:\n{}", rig.home.runtime_log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    blocker.execute_batch("ROLLBACK").expect("release the write lock");
+    let mut seen = stream.events_until(agent_event("agent_working", "w1:p1"));
+    seen.extend(stream.drain(Duration::from_millis(700)));
+    check(&seen, expect![[r#"
+        agent_working w1:p1 idle -> working
+    "#]]);
+    wait_for_pane_status(&rig.home, "w1:p1", "working");
+}
