@@ -200,6 +200,12 @@ impl EventHub {
         json!({"event": stored.event, "data": data})
     }
 
+    /// The highest seq in the log itself (not the published copy).
+    async fn stored_last_seq(self: &Arc<Self>) -> Result<i64, DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq()).await
+    }
+
     async fn replay_after(self: &Arc<Self>, after: i64) -> Vec<StoredEvent> {
         let hub = Arc::clone(self);
         off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).events_after(after, REPLAY_BATCH))
@@ -231,7 +237,13 @@ impl EventHub {
         let mut live = self.live.subscribe();
         // One read: the catalog (hello's agents) is at least as new as last_seq.
         let Published { catalog, last_seq } = self.published();
-        let log_reset = log_id.is_some_and(|id| id != self.log_id) || after_seq.is_some_and(|seq| seq > last_seq);
+        let beyond_end = match after_seq {
+            // The published seq trails a commit by a moment (a replay may already have sent
+            // that event); only the log itself can say a seq was never stored.
+            Some(seq) if seq > last_seq => seq > self.stored_last_seq().await.unwrap_or(last_seq),
+            _ => false,
+        };
+        let log_reset = beyond_end || log_id.is_some_and(|id| id != self.log_id);
         let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
         let hello = json!({"event": "hello", "data": {
             "protocol": STREAM_PROTOCOL,
