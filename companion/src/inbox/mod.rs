@@ -22,6 +22,8 @@
 //! - Recording before prompting means the follower cannot miss a settle caused by the
 //!   prompt: that event is stored after the row exists.
 //! - The terminal fact is pending at once; advice (I5) is attached later, if ever.
+//! - Every store or event-log access from async code goes through [`Inbox::with_store`]
+//!   (or its event-log twin), which runs it on the blocking pool (`crate::db::off_worker`).
 
 pub mod advisor;
 pub mod cli;

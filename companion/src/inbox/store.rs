@@ -294,7 +294,11 @@ impl InboxStore {
     pub fn ack(&mut self, session_ref: &str, task_ids: &[String], now: i64) -> Result<AckOutcome, StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut outcome = AckOutcome::default();
+        let mut answered = std::collections::HashSet::new();
         for task_id in task_ids {
+            if !answered.insert(task_id) {
+                continue; // a repeated id is answered once
+            }
             let row: Option<(String, String, Option<i64>)> = tx
                 .query_row(
                     "SELECT browser_session_ref, state, acked_at FROM inbox_tasks WHERE task_id = ?1",
@@ -312,9 +316,7 @@ impl InboxStore {
                     &mut outcome.acked
                 }
             };
-            if !list.contains(task_id) {
-                list.push(task_id.clone());
-            }
+            list.push(task_id.clone());
         }
         tx.commit()?;
         Ok(outcome)
@@ -390,8 +392,8 @@ mod tests {
         );
         assert_eq!(store.counts("chat-a").expect("counts").unacked, 1, "a refused id is not acked");
 
-        let first = store.ack("chat-a", &["t1".to_owned()], 20).expect("ack");
-        assert_eq!(first.acked, ["t1"]);
+        let first = store.ack("chat-a", &["t1".to_owned(), "t1".to_owned()], 20).expect("ack");
+        assert_eq!(first, AckOutcome { acked: vec!["t1".into()], ..AckOutcome::default() }, "a repeated id is answered once");
         let again = store.ack("chat-a", &["t1".to_owned()], 21).expect("ack twice");
         assert_eq!((again.acked.len(), again.already_acked.as_slice()), (0, ["t1".to_owned()].as_slice()));
         assert!(store.pending("chat-a", 10).expect("pending").is_empty());
