@@ -279,7 +279,11 @@ mod tests {
     fn retention_keeps_the_newest_events_only() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut db = StateDb::open(&dir.path().join("state.db")).expect("open");
-        for i in 0..(EVENT_RETENTION + 5) {
+        // In a few transactions (each commit waits for the disk under synchronous=FULL).
+        let payload = json!({});
+        let bulk: Vec<(&str, &Value)> = (0..EVENT_RETENTION).map(|_| ("x", &payload)).collect();
+        db.append_all("b", 0, &bulk, ("k", &payload)).expect("append_all");
+        for i in 0..5 {
             db.append("b", i, "x", &json!(i)).expect("append");
         }
         assert_eq!(db.first_seq().expect("first"), Some(6));
