@@ -217,8 +217,8 @@ async fn serve(
     let (events, _) = broadcast::channel::<String>(1024);
     let ctx = Arc::new(RuntimeContext::new(home, herdr_status, events, log.clone()));
     spawn_herdr_state_publisher(ctx.clone());
-    crate::stream::start(&ctx, herdr_socket);
-    crate::inbox::start(&ctx);
+    crate::stream::start(&ctx, herdr_socket).await;
+    crate::inbox::start(&ctx).await;
     let dispatcher = Arc::new(Dispatcher::new(ctx.clone()));
 
     let own = own_uid();

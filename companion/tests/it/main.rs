@@ -4,6 +4,7 @@
 //! socket path that does not exist unless the test is about Herdr.
 
 mod cli;
+mod db;
 mod herdr_client;
 mod host;
 mod inbox;
