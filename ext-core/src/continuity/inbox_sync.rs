@@ -94,7 +94,14 @@ impl Continuity {
     /// is still quiet; otherwise the check stays due (it runs again once the scope is quiet).
     pub(super) fn inbox_checked(&mut self, now: Millis, key: &str, workspace_id: &str, result: Result<RuntimeAnswer, CallError>) {
         let tasks = match result {
-            Ok(RuntimeAnswer::InboxPending { tasks }) => tasks,
+            Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
+                if more {
+                    if let Some(status) = self.scopes.get_mut(key) {
+                        status.inbox_check_due = true;
+                    }
+                }
+                tasks
+            }
             Err(error) if error.code == "unknown_method" => {
                 if let Some(status) = self.scopes.get_mut(key) {
                     status.inbox_missing = true;

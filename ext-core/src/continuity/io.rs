@@ -100,10 +100,13 @@ pub struct PaneInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum RuntimeCall {
-    /// `events.subscribe {after_seq}`.
+    /// `events.subscribe {after_seq, log_id}`.
     Subscribe {
         /// Resume point; `None` subscribes from now.
         after_seq: Option<u64>,
+        /// The log the resume point belongs to.
+        #[serde(default)]
+        log_id: Option<String>,
     },
     /// `herdr.workspaces {}`.
     Workspaces,
@@ -160,6 +163,10 @@ pub enum RuntimeAnswer {
     InboxPending {
         /// Terminal, unacknowledged tasks, oldest first.
         tasks: Vec<InboxTask>,
+        /// More unacknowledged terminal items exist than this answer carries: read again
+        /// once these are delivered and acknowledged.
+        #[serde(default)]
+        more: bool,
     },
     /// `inbox_acked` / `inbox_counts`.
     Counts {
@@ -218,6 +225,14 @@ pub enum ContinuityInput {
         /// `None` when the runtime did not send them.
         #[serde(default)]
         agents: Option<Vec<AgentSnapshot>>,
+        /// `hello.log_id`: the identity of the runtime's event log (a new `state.db` has a
+        /// new one); `None` from an older runtime.
+        #[serde(default)]
+        log_id: Option<String>,
+        /// `hello.log_reset`: the log is not the one the resume point belonged to (another
+        /// `log_id`, or `after_seq` beyond its end): the replay starts at its beginning.
+        #[serde(default)]
+        log_reset: bool,
     },
     /// A stored stream event nothing else uses (`workspace_upsert`, `pane_upsert`,
     /// `workspace_removed`, unknown names): only its `seq`, so the tracker notices the end of

@@ -395,8 +395,10 @@ impl Continuity {
         match input {
             ContinuityInput::LinkUp => {
                 self.link_up = true;
-                let after_seq = self.tracker.resume_point().map(|r| r.after_seq);
-                self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq });
+                let resume = self.tracker.resume_point();
+                let after_seq = resume.as_ref().map(|r| r.after_seq);
+                let log_id = resume.and_then(|r| r.log_id);
+                self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq, log_id });
                 self.call(Purpose::Catalog, RuntimeCall::Workspaces);
                 let refs: Vec<(String, String)> = self
                     .bindings
@@ -427,7 +429,19 @@ impl Continuity {
                 boot_id,
                 last_seq,
                 agents,
+                log_id,
+                log_reset,
             } => {
+                // A new log (reset or replaced state.db): its seqs start again, so the marks
+                // of the old one must not drop its events (issue 7 item 5).
+                if log_reset || log_id.is_some() {
+                    self.tracker.handle(now, SettleInput::LogIdentity { log_id, reset: log_reset });
+                }
+                if log_reset {
+                    for scheduler in self.scopes.values_mut().filter_map(|s| s.scheduler.as_mut()) {
+                        scheduler.handle(now, SchedulerInput::LogReset);
+                    }
+                }
                 self.tracker.handle(
                     now,
                     SettleInput::StreamHello {
@@ -751,13 +765,15 @@ impl Continuity {
             (Purpose::Catalog, Ok(_)) => {}
             (Purpose::WakeTasks { scope_key, settle }, result) => {
                 let result = result.map(|answer| match answer {
-                    RuntimeAnswer::InboxPending { tasks } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks) },
+                    RuntimeAnswer::InboxPending { tasks, more } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks), more },
                     other => other,
                 });
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
                     status.settle_awaiting_tasks = None;
                     match result {
-                        Ok(RuntimeAnswer::InboxPending { tasks }) => {
+                        Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
+                            // The rest is read once this wake is confirmed and acked (paging).
+                            status.inbox_check_due |= more;
                             status.inbox_missing = false;
                             status.wake_tasks = tasks;
                         }
@@ -779,11 +795,11 @@ impl Continuity {
                 self.inbox_checked(now, &scope_key, &workspace_id, result);
             }
             (Purpose::Ack { scope_key, task_ids }, result) => {
-                let retry_later = matches!(&result, Err(error) if error.code == "offline" || error.code == "not_ready");
+                let retry_later = !ack_settled(&result);
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
                     if !retry_later {
-                        // Acked, or refused for good (forbidden / not_found / not_terminal):
-                        // either way there is nothing left to send for these ids.
+                        // The runtime answers every id (acked, already acked, unknown,
+                        // forbidden, not terminal): nothing is left to send for them.
                         status.ack_due.retain(|id| !task_ids.contains(id));
                         self.outputs.push_back(ContinuityOutput::Persist);
                     }
@@ -798,7 +814,7 @@ impl Continuity {
                 }
             }
             (Purpose::OrphanAck { session_ref, task_ids }, result) => {
-                let retry_later = matches!(&result, Err(error) if error.code == "offline" || error.code == "not_ready");
+                let retry_later = !ack_settled(&result);
                 if !retry_later {
                     if let Some(due) = self.orphan_acks.get_mut(&session_ref) {
                         due.retain(|id| !task_ids.contains(id));
@@ -895,3 +911,13 @@ impl Continuity {
 
 }
 
+/// Whether an `inbox.ack` answer settles its ids: any answer does (the runtime decides each
+/// id), and so does a runtime without an inbox; a call that failed as a whole (offline,
+/// `not_ready`, `inbox_unavailable`, a timeout, a bad request) is retried on the next
+/// link-up or confirmation (I4: acks are retried until answered).
+fn ack_settled(result: &Result<RuntimeAnswer, CallError>) -> bool {
+    match result {
+        Ok(_) => true,
+        Err(error) => error.code == "unknown_method",
+    }
+}

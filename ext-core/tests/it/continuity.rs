@@ -67,7 +67,7 @@ fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String
             ContinuityOutput::Request { id, call } => {
                 log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
                 let answer = match call {
-                    RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: tasks.to_vec() },
+                    RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: tasks.to_vec(), more: false },
                     RuntimeCall::Workspaces => RuntimeAnswer::Workspaces {
                         workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
                     },
@@ -87,7 +87,7 @@ fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     if auto {
@@ -319,7 +319,7 @@ fn a_settle_cancels_pending_progress_and_progress_never_precedes_the_wake() {
     }
     for o in pending {
         if let ContinuityOutput::Request { id, call: RuntimeCall::InboxPending { .. } } = o {
-            c.handle(10_100, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::InboxPending { tasks: vec![] }) });
+            c.handle(10_100, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::InboxPending { tasks: vec![], more: false }) });
         }
     }
     drain(&mut c, 10_100, &[], &mut log);
@@ -447,10 +447,10 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
     c.handle(1, ContinuityInput::LinkDown);
     drain(&mut c, 1, &[], &mut log);
     c.handle(10, ContinuityInput::LinkUp);
-    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500), agents: None });
+    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500), agents: None, log_id: None, log_reset: false });
     drain(&mut c, 10, &[task("t7"), task("t3")], &mut log);
     expect_test::expect![[r#"
-        request {"call":"subscribe","after_seq":0}
+        request {"call":"subscribe","after_seq":0,"log_id":null}
         request {"call":"workspaces"}
         request {"call":"inbox_counts","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
@@ -495,7 +495,7 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None, log_id: None, log_reset: false });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     drain(&mut c, 0, &[task("t1")], &mut log);
@@ -503,7 +503,7 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "Auto off: {log:?}");
     assert_eq!(c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code), Some(ext_core::auto_gate::WakeWithheld::AutoOff));
     c.handle(1, ContinuityInput::ToggleAuto { tab: TAB });
-    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
+    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None, log_id: None, log_reset: false });
     drain(&mut c, 2, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=inbox:w1#t1")).count(), 1, "{log:?}");
     confirm(&mut c, 3, "inbox:w1#t1");
@@ -553,7 +553,7 @@ fn an_inbox_check_answered_while_a_settle_read_is_in_flight_leaves_the_tasks_to_
     // An inbox_changed arrives while the settle read is out: no second read.
     c.handle(5, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
     assert!(inbox_reads(&collect(&mut c)).is_empty(), "at most one read per scope in flight");
-    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")] }) });
+    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false }) });
     let delivered: Vec<String> = collect(&mut c)
         .into_iter()
         .filter_map(|o| match o {

@@ -607,12 +607,14 @@ impl World {
 
     fn answer_request(&mut self, call_id: u64, call: RuntimeCall) -> Result<(), TestCaseError> {
         let answer = match call {
-            RuntimeCall::Subscribe { after_seq } => {
+            RuntimeCall::Subscribe { after_seq, .. } => {
                 self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(RuntimeAnswer::Subscribed) });
                 self.inputs.push_back(ContinuityInput::StreamHello {
                     boot_id: self.boot_id(),
                     last_seq: Some(self.log.iter().map(|p| p.event.seq).max().unwrap_or(0)),
                     agents: None,
+                    log_id: Some("log-1".into()),
+                    log_reset: false,
                 });
                 // Without after_seq only live events follow; with it, the log after it.
                 if let Some(after) = after_seq {
@@ -642,7 +644,7 @@ impl World {
                         result: None,
                     })
                     .collect();
-                RuntimeAnswer::InboxPending { tasks }
+                RuntimeAnswer::InboxPending { tasks, more: false }
             }
             RuntimeCall::InboxAck { session_ref: acking, task_ids } => {
                 for task in &task_ids {
