@@ -9,15 +9,15 @@ use ext_core::continuity::{
 use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 
-const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
-const TAB: u32 = 7;
+pub(crate) const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+pub(crate) const TAB: u32 = 7;
 
-fn idle_page() -> PageReport {
+pub(crate) fn idle_page() -> PageReport {
     PageReport { url: CONV.into(), composer: true, generation: Some("chatgpt.classic".into()), page_load: "load-1".into(), ..PageReport::default() }
 }
 
 /// The id of the active delivery whose id has the stem `stem` (e.g. `wake:w1#2`).
-fn active_id(c: &Continuity, stem: &str) -> String {
+pub(crate) fn active_id(c: &Continuity, stem: &str) -> String {
     c.ledger()
         .active()
         .find(|d| d.id.starts_with(&format!("{stem}/")))
@@ -27,7 +27,7 @@ fn active_id(c: &Continuity, stem: &str) -> String {
 
 /// The page took the message: the adapter says so, then the page shows a new user turn
 /// with its marker.
-fn confirm(c: &mut Continuity, now: u64, stem: &str) {
+pub(crate) fn confirm(c: &mut Continuity, now: u64, stem: &str) {
     let id = active_id(c, stem);
     c.handle(now, ContinuityInput::DeliveryReport { tab: TAB, id: id.clone(), outcome: DeliveryOutcome::Submitted });
     let mut page = c.page(TAB).cloned().unwrap_or_else(idle_page);
@@ -37,18 +37,18 @@ fn confirm(c: &mut Continuity, now: u64, stem: &str) {
 }
 
 /// The adapter could not send it (nothing reached the chat).
-fn not_sent(c: &mut Continuity, now: u64, stem: &str) {
+pub(crate) fn not_sent(c: &mut Continuity, now: u64, stem: &str) {
     let id = active_id(c, stem);
     c.handle(now, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
 }
 
 /// A worker restart: the persisted state comes back into a new worker life.
-fn restart(c: &Continuity, now: u64) -> Continuity {
+pub(crate) fn restart(c: &Continuity, now: u64) -> Continuity {
     let text = c.snapshot().to_json().expect("persist");
     Continuity::from_snapshot(Snapshot::parse(&text).expect("restore"), now, "r")
 }
 
-fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
+pub(crate) fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
     ContinuityInput::StreamEvent(StreamEvent {
         boot_id: "b1".into(),
         seq,
@@ -61,7 +61,7 @@ fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
 
 /// Drains outputs, answering every inbox.pending with `tasks` and every other call with a
 /// neutral answer; returns the delivered (tab, id, text) and the ack calls seen.
-fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>) {
+pub(crate) fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
@@ -83,7 +83,7 @@ fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String
     }
 }
 
-fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
+pub(crate) fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
@@ -98,7 +98,7 @@ fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     (c, log)
 }
 
-fn task(id: &str) -> InboxTask {
+pub(crate) fn task(id: &str) -> InboxTask {
     InboxTask { task_id: id.into(), state: "completed".into(), pane_id: "w1:p1".into(), prompt_preview: "fix the tests".into(), result: Some("all green".into()) }
 }
 
@@ -419,16 +419,16 @@ fn a_wake_lists_each_task_on_its_own_line_with_its_bounded_output_tail() {
 
 // ---- Inbox wakes (SPEC I2, I4, P9): the parent inbox is the truth, the settle a trigger.
 
-const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+pub(crate) const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 
 /// Collects outputs without answering: the test answers requests itself.
-fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
+pub(crate) fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
     std::iter::from_fn(|| c.poll())
         .filter(|o| !matches!(o, ContinuityOutput::ViewsChanged | ContinuityOutput::Persist))
         .collect()
 }
 
-fn inbox_reads(outputs: &[ContinuityOutput]) -> Vec<u64> {
+pub(crate) fn inbox_reads(outputs: &[ContinuityOutput]) -> Vec<u64> {
     outputs
         .iter()
         .filter_map(|o| match o {
