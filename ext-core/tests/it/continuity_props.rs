@@ -46,7 +46,7 @@ use ext_core::continuity::{
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
 use ext_core::snapshot::Snapshot;
-use ext_core::settle_tracker::{PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
+use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use ext_core::auto_gate::AutoState;
 use ext_core::Millis;
@@ -277,6 +277,11 @@ struct World {
     loads: u32,
     /// Worker lives so far (the epoch of each restore).
     lives: u32,
+    /// The runtime keeps only the newest this-many events for replay (retention overflow);
+    /// `None`: it keeps all.
+    retention: Option<usize>,
+    /// The stream `hello` carries the runtime's agent snapshot.
+    agents_in_hello: bool,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -297,7 +302,7 @@ fn stem(id: &str) -> &str {
 }
 
 impl World {
-    fn new() -> Result<Self, TestCaseError> {
+    fn new(retention: Option<usize>, agents_in_hello: bool) -> Result<Self, TestCaseError> {
         let mut world = World {
             now: 0,
             machine: Continuity::new(),
@@ -324,6 +329,8 @@ impl World {
             last_landed_wake: BTreeMap::new(),
             loads: 0,
             lives: 0,
+            retention,
+            agents_in_hello,
         };
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
@@ -589,8 +596,13 @@ impl World {
             // (replayed history of an earlier runtime start counts: it is the durable record)…
             let produced = self.log.iter().find(|p| p.event.seq == seq);
             prop_assert!(!self.has_stale_working(&ws), "an old-source working event of {ws} reached the machine");
+            // A settle lost to retention is recovered from the hello's agent snapshot and
+            // named after the replay horizon: the workspace must have no working pane then.
+            let reconciled = self.agents_in_hello
+                && self.hello_last_seq.is_some_and(|through| seq >= through)
+                && !self.truth_working_at_handed(&ws);
             prop_assert!(
-                produced.is_some_and(|p| p.event.workspace_id == ws && !p.working_after),
+                reconciled || produced.is_some_and(|p| p.event.workspace_id == ws && !p.working_after),
                 "(b) {id} is a partial settle of {ws}: {produced:?}"
             );
             // (g) P9: …produced by the generation that was speaking, never a stale one…
@@ -609,17 +621,32 @@ impl World {
         let answer = match call {
             RuntimeCall::Subscribe { after_seq, .. } => {
                 self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(RuntimeAnswer::Subscribed) });
+                // The runtime's agent snapshot: every known pane, settled or working.
+                let agents = self.agents_in_hello.then(|| {
+                    self.panes
+                        .iter()
+                        .flat_map(|(ws, panes)| {
+                            panes.iter().map(move |(pane_id, working)| AgentSnapshot {
+                                workspace_id: ws.clone(),
+                                pane_id: pane_id.clone(),
+                                settled: (!*working).then_some(SettledStatus::Idle),
+                            })
+                        })
+                        .collect()
+                });
                 self.inputs.push_back(ContinuityInput::StreamHello {
                     boot_id: self.boot_id(),
                     last_seq: Some(self.log.iter().map(|p| p.event.seq).max().unwrap_or(0)),
-                    agents: None,
+                    agents,
                     log_id: Some("log-1".into()),
                     log_reset: false,
                 });
                 // Without after_seq only live events follow; with it, the log after it.
                 if let Some(after) = after_seq {
                     prop_assert!(after <= self.handed_high_water, "resumes after an unseen seq {after}");
-                    let replay: Vec<StreamEvent> = self.log.iter().filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
+                    // Retention overflow: only the newest events are still there to replay.
+                    let kept = self.retention.map_or(0, |keep| self.log.len().saturating_sub(keep));
+                    let replay: Vec<StreamEvent> = self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
                     self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
                 } else {
                     // Nothing was ever handed over, so nothing is lost by starting live.
@@ -984,6 +1011,12 @@ fn cases() -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
 }
 
+/// The runtime's retention (none, or a handful of events) and whether its hello carries
+/// the agent snapshot.
+fn world_runtime() -> impl Strategy<Value = (Option<usize>, bool)> {
+    (prop_oneof![2 => Just(None), 1 => (2usize..8).prop_map(Some)], any::<bool>())
+}
+
 fn world_ops() -> impl Strategy<Value = Vec<Op>> {
     (1u8..=3, 1u8..=3).prop_flat_map(|(workspaces, panes)| {
         // Start with both chats bound and Auto on half of the time, so wakes happen.
@@ -1010,8 +1043,9 @@ proptest! {
     /// busy page, one delivery in flight per scope, acks only after confirmation, and an
     /// undelivered wake is delivered once the page is idle again.
     #[test]
-    fn the_continuity_loop_wakes_once_per_full_settle_and_only_when_allowed(ops in world_ops()) {
-        let mut world = World::new()?;
+    fn the_continuity_loop_wakes_once_per_full_settle_and_only_when_allowed(ops in world_ops(), runtime in world_runtime()) {
+        let (retention, agents_in_hello) = runtime;
+        let mut world = World::new(retention, agents_in_hello)?;
         for op in &ops {
             world.apply(op)?;
         }
