@@ -29,6 +29,8 @@ impl Continuity {
             Some(WakeWithheld::HumanDraft)
         } else if !report.composer {
             Some(WakeWithheld::NoComposer)
+        } else if report.generation.is_none() {
+            Some(WakeWithheld::UnknownLayout)
         } else {
             None
         };

@@ -68,6 +68,16 @@ impl Continuity {
             wake_count: status.map_or(0, |s| s.wake_count),
             progress_count: status.map_or(0, |s| s.progress_count),
             in_flight: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| d.id.clone()),
+            layout: self.pages.get(&tab).and_then(|p| p.generation.clone()),
+            delivery_state: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| match d.state {
+                DeliveryState::Typing { .. } => "typing",
+                DeliveryState::Submitted { .. } => "submitted",
+                DeliveryState::Uncertain { .. } => "uncertain",
+            }),
+            delivery_uncertain_why: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).and_then(|d| match &d.state {
+                DeliveryState::Uncertain { why, .. } => Some(why.clone()),
+                _ => None,
+            }),
             withheld,
             actions,
         })
@@ -198,6 +208,14 @@ pub struct ContinuityView {
     pub wake_count: u32,
     /// Confirmed progress messages since binding.
     pub progress_count: u32,
+    /// The layout generation the page adapter recognised (`chatgpt.thread`, …); `None`
+    /// when the markup matches no known layout: nothing is typed there (fail closed).
+    pub layout: Option<String>,
+    /// Where the delivery in flight stands (`typing`, `submitted`, `uncertain`), if any.
+    pub delivery_state: Option<&'static str>,
+    /// Why it is uncertain (`no_answer`, `not_seen`, `page_gone`, `unconfirmed`,
+    /// `restarted`).
+    pub delivery_uncertain_why: Option<String>,
     /// The delivery awaiting confirmation.
     pub in_flight: Option<String>,
     /// Why the next message would not be sent now.
