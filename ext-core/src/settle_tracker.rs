@@ -439,6 +439,16 @@ impl SettleTracker {
             return;
         };
         let wake_seq = pending.through.max(self.high_water);
+        // Panes the runtime says work that the replay never showed working (their working
+        // event fell outside the retention): they work, so their later settle wakes.
+        for agent in pending.agents.iter().filter(|a| a.settled.is_none()) {
+            let workspace = self.workspaces.entry(agent.workspace_id.clone()).or_default();
+            workspace.panes.insert(agent.pane_id.clone(), PaneState::Working);
+            if !workspace.working {
+                workspace.working = true;
+                self.outputs.push_back(SettleOutput::ScopeWorking { workspace_id: agent.workspace_id.clone(), at: now });
+            }
+        }
         for (workspace_id, workspace) in &mut self.workspaces {
             if !workspace.working {
                 continue;
@@ -515,7 +525,18 @@ impl SettleTracker {
                 workspace.panes.remove(&event.pane_id);
             }
         }
-        let still_working = count_working(workspace);
+        let mut still_working = count_working(workspace);
+        // A replay that lost events to retention: the hello's snapshot (the truth at the end
+        // of the replay) may show a pane of this workspace working whose working event is
+        // gone. Then this is not a full settle (P7): the pane works.
+        if workspace.working && still_working == 0 {
+            if let Some(pending) = self.pending_reconcile.as_ref().filter(|p| event.seq <= p.through) {
+                for agent in pending.agents.iter().filter(|a| a.workspace_id == event.workspace_id && a.settled.is_none()) {
+                    workspace.panes.insert(agent.pane_id.clone(), PaneState::Working);
+                }
+                still_working = count_working(workspace);
+            }
+        }
         if !workspace.working && still_working > 0 {
             workspace.working = true;
             self.outputs.push_back(SettleOutput::ScopeWorking {

@@ -282,6 +282,8 @@ struct World {
     retention: Option<usize>,
     /// The stream `hello` carries the runtime's agent snapshot.
     agents_in_hello: bool,
+    /// A replay lost events to retention since the last heal of the stream.
+    replay_gap: bool,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -331,6 +333,7 @@ impl World {
             lives: 0,
             retention,
             agents_in_hello,
+            replay_gap: false,
         };
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
@@ -598,8 +601,9 @@ impl World {
             prop_assert!(!self.has_stale_working(&ws), "an old-source working event of {ws} reached the machine");
             // A settle lost to retention is recovered from the hello's agent snapshot and
             // named after the replay horizon: the workspace must have no working pane then.
-            let reconciled = self.agents_in_hello
-                && self.hello_last_seq.is_some_and(|through| seq >= through)
+            // Within a replay that lost events to retention the tracker cannot know the exact
+            // settle event; what it must still hold is that no pane works when it wakes.
+            let reconciled = ((self.agents_in_hello && self.hello_last_seq.is_some_and(|through| seq >= through)) || self.replay_gap)
                 && !self.truth_working_at_handed(&ws);
             prop_assert!(
                 reconciled || produced.is_some_and(|p| p.event.workspace_id == ws && !p.working_after),
@@ -646,6 +650,7 @@ impl World {
                     prop_assert!(after <= self.handed_high_water, "resumes after an unseen seq {after}");
                     // Retention overflow: only the newest events are still there to replay.
                     let kept = self.retention.map_or(0, |keep| self.log.len().saturating_sub(keep));
+                    self.replay_gap |= self.log.iter().take(kept).any(|p| p.event.seq > after);
                     let replay: Vec<StreamEvent> = self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
                     self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
                 } else {

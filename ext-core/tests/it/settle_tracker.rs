@@ -291,6 +291,44 @@ fn a_settle_lost_to_a_replay_gap_wakes_once_from_the_hello_snapshot() {
 }
 
 #[test]
+fn a_replay_that_lost_a_panes_working_event_never_wakes_on_a_partial_settle() {
+    // Found by continuity_props with retention overflow (P7): w1:p2 started working inside
+    // the gap the runtime no longer holds; the replay then shows w1:p1 settling. The hello's
+    // snapshot (the truth at the end of the replay) says p2 works: not a full settle. And a
+    // pane the snapshot shows working that the replay never did makes its workspace working,
+    // so its later settle wakes (the mirror case of a lost settle).
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(hello_with("b1", 900, &[("w1", "w1:p1", Some(SettledStatus::Idle)), ("w1", "w1:p2", None), ("w2", "w2:p1", None)])),
+            Some(ev("b1", 899, "w1", "w1:p1", IDLE)),
+            Some(SettleInput::StreamPosition { seq: 900 }),
+            Some(ev("b1", 901, "w1", "w1:p2", DONE)),
+            Some(ev("b1", 902, "w2", "w2:p1", DONE)),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 1, log_id: None }) }
+            hello b1 last_seq=900 agents=[w1/w1:p1=Idle w1/w1:p2=working w2/w2:p1=working]
+            b1#899 w1/w1:p1 Settled(Idle)
+              => partial w1/w1:p1 (1 still working)
+            position #900
+              => WORKING w2
+            b1#901 w1/w1:p2 Settled(Done)
+              => WAKE w1 Done id=b1#901
+            b1#902 w2/w2:p1 Settled(Done)
+              => WAKE w2 Done id=b1#902
+        "#]],
+    );
+}
+
+#[test]
 fn a_snapshot_that_still_shows_work_or_a_replay_that_holds_the_settle_never_adds_a_wake() {
     // P8/P9: the snapshot only settles what the replay left working and nothing works on.
     check(
