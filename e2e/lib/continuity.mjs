@@ -91,6 +91,17 @@ export async function agentCycle(sandbox, hud, sessionRef, text) {
   return task;
 }
 
+/**
+ * The page is idle again after `wakes` confirmed wakes: the HUD counts them, the page's
+ * reply finished (no generation Stop, `fixture.ui.stop`) and nothing is withheld. A
+ * checkpoint for "exactly one" (lib/backend.mjs `expectExactlyOne`).
+ */
+export async function expectIdleAfterWakes(page, fixture, hud, wakes, timeout = 20_000) {
+  await hud.expect('data-wake-count', String(wakes), `HUD counts ${wakes} confirmed wake(s)`, timeout);
+  await expect(page.locator(fixture.ui.stop), 'the reply to the wake has finished').toHaveCount(0, { timeout });
+  await hud.expect('data-withheld', '');
+}
+
 /** `herdr-companion task list` for one session ref. */
 export async function listTasks(sandbox, sessionRef) {
   const out = await runCompanion(['task', 'list', '--session-ref', sessionRef, '--home', sandbox.home], sandbox.env);

@@ -13,7 +13,7 @@
 // The human's clicks and keys use the fixture's own selectors (`fixture.ui`); the
 // extension reads the page with its site profiles only.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, CONVERSATION, WORKSPACE, agentCycle, continuityWorld, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
+import { CHATS, CONVERSATION, WORKSPACE, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
 import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
 import { CSP_VARIANTS, LAYOUTS } from '../fixtures/chatgpt.mjs';
 
@@ -29,13 +29,6 @@ const CASES = [
     { name: `${layout}, an open edit box on an earlier message`, options: { layout, editOpen: true } },
   ]),
 ];
-
-/** The page is idle again: its reply finished (no generation Stop) and the HUD holds nothing back. */
-async function pageIdle(page, fixture, hud, wakes) {
-  await hud.expect('data-wake-count', String(wakes), `HUD counts ${wakes} confirmed wake(s)`);
-  await expect(page.locator(fixture.ui.stop), 'the reply to the wake has finished').toHaveCount(0, { timeout: 20_000 });
-  await hud.expect('data-withheld', '');
-}
 
 test.describe('continuity loop on every ChatGPT layout', () => {
   test.use({ sandboxOptions: { autostart: false } });
@@ -57,7 +50,7 @@ test.describe('continuity loop on every ChatGPT layout', () => {
       const first = await agentCycle(sandbox, hud, sessionRef, 'Refactor the API client');
       const wake = await expectExactlyOne(fixture, WAKES, {
         message: 'the settle wakes the chat exactly once (A3, P8, M7)',
-        checkpoint: () => pageIdle(page, fixture, hud, 1),
+        checkpoint: () => expectIdleAfterWakes(page, fixture, hud, 1),
       });
       expect(wake.text, 'the wake carries the finished task (I2)').toContain(first.task_id);
       await expect(page.locator(ui.userTurn).last(), 'the wake is the newest user message on the page').toContainText('[herdr-continuity wake:w1#');
@@ -84,7 +77,7 @@ test.describe('continuity loop on every ChatGPT layout', () => {
         const held = await expectExactlyOne(fixture, WAKES, {
           previous: 1,
           message: 'the held wake goes out once the draft is gone',
-          checkpoint: () => pageIdle(page, fixture, hud, 2),
+          checkpoint: () => expectIdleAfterWakes(page, fixture, hud, 2),
         });
         expect(held.text).toContain(second.task_id);
         expect(held.text).not.toContain('half-written');
