@@ -79,6 +79,29 @@ export async function dispatchTask(sandbox, { sessionRef, workspace = WORKSPACE.
   return JSON.parse(out);
 }
 
+/**
+ * One agent cycle on w1 for `sessionRef`: dispatch `text`, working (waits until the HUD
+ * shows it), idle. Returns the dispatched task.
+ */
+export async function agentCycle(sandbox, hud, sessionRef, text) {
+  const task = await dispatchTask(sandbox, { sessionRef, text });
+  await reportAgent(sandbox, WORKSPACE.pane, 'working');
+  await hud.expect('data-scope-state', 'working', 'HUD shows the bound workspace working (P2)');
+  await reportAgent(sandbox, WORKSPACE.pane, 'idle');
+  return task;
+}
+
+/**
+ * The page is idle again after `wakes` confirmed wakes: the HUD counts them, the page's
+ * reply finished (no generation Stop, `fixture.ui.stop`) and nothing is withheld. A
+ * checkpoint for "exactly one" (lib/backend.mjs `expectExactlyOne`).
+ */
+export async function expectIdleAfterWakes(page, fixture, hud, wakes, timeout = 20_000) {
+  await hud.expect('data-wake-count', String(wakes), `HUD counts ${wakes} confirmed wake(s)`, timeout);
+  await expect(page.locator(fixture.ui.stop), 'the reply to the wake has finished').toHaveCount(0, { timeout });
+  await hud.expect('data-withheld', '');
+}
+
 /** `herdr-companion task list` for one session ref. */
 export async function listTasks(sandbox, sessionRef) {
   const out = await runCompanion(['task', 'list', '--session-ref', sessionRef, '--home', sandbox.home], sandbox.env);
@@ -219,13 +242,17 @@ export const CHATS = [
   },
 ];
 
-/** Herdr with two seeded agent workspaces, the host installed, the runtime started, Chromium up. */
-export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none' } = {}) {
+/**
+ * Herdr with two seeded agent workspaces, the host installed, the runtime started, Chromium
+ * up, and the ChatGPT fixture with `fixtureOptions` (`csp`, `layout`, `lang`, `submit`,
+ * `wrap`, `editOpen`: see fixtures/chatgpt.mjs).
+ */
+export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none', ...fixtureOptions } = {}) {
   await startSeededHerdr(sandbox);
   await sandbox.installHost();
   await sandbox.startRuntime();
   const { context, worker } = await sandbox.launchBrowser();
-  const fixture = new ChatGptFixture({ streamMs, csp });
+  const fixture = new ChatGptFixture({ streamMs, csp, ...fixtureOptions });
   fixture.conversations.set(CONVERSATION, {
     title: 'Continuity',
     turns: [

@@ -60,7 +60,7 @@ for (const csp of CSP_VARIANTS) {
       await page.keyboard.type('Bind this chat to w1');
       await page.locator('button[data-testid="send-button"]').click();
       await expect(page.locator('[data-message-author-role="assistant"]').last()).toHaveText('Noted.');
-      await expect(page.locator('[data-is-streaming="true"]')).toHaveCount(0);
+      await expect(page.locator('.result-streaming, [aria-busy="true"]')).toHaveCount(0);
       const submitted = await submittedMessages(page);
       expect(submitted.map((m) => m.text)).toEqual(['Bind this chat to w1']);
       await expect(page.locator('[data-message-author-role="user"]').last()).toHaveText('Bind this chat to w1');

@@ -9,7 +9,7 @@
 // reached (settle seen, reason shown, task terminal), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
 import {
-  CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, listTasks,
+  agentCycle, CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, listTasks,
   openAndBind, persistedContinuity, relaunchBrowser, reportAgent, turnAutoOn,
 } from '../lib/continuity.mjs';
 import { chatgptUrl } from '../fixtures/chatgpt.mjs';
@@ -17,14 +17,7 @@ import { chatgptUrl } from '../fixtures/chatgpt.mjs';
 const [PROJECT_CHAT, PLAIN_CHAT] = CHATS;
 const OTHER_CONVERSATION = '7c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e7f';
 
-/** One agent cycle on w1 for `sessionRef`: dispatch, working, idle. Returns the task. */
-async function runTask(sandbox, hud, sessionRef, text) {
-  const task = await dispatchTask(sandbox, { sessionRef, text });
-  await reportAgent(sandbox, WORKSPACE.pane, 'working');
-  await hud.expect('data-scope-state', 'working', 'HUD shows working');
-  await reportAgent(sandbox, WORKSPACE.pane, 'idle');
-  return task;
-}
+const runTask = agentCycle;
 
 async function expectUnacked(sandbox, sessionRef, taskId) {
   await expect
