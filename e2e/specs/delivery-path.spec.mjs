@@ -12,8 +12,9 @@ import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const WAKES = { conversationId: CONVERSATION, marker: /^wake:/ };
-/** Longer than any confirmation wait of the delivery path (the content script waits 10 s today). */
-const LATE_CONFIRMATION_MS = 15_000;
+/** Longer than the ledger's wait for the marker (ext-core `SUBMITTED_DEADLINE_MS`, 20 s): the
+ * delivery is uncertain when its marker appears, and a late confirmation must still be one. */
+const LATE_CONFIRMATION_MS = 25_000;
 
 /** After `previous` wakes: the next agent cycle wakes the chat once more, carrying its task. */
 async function nextSettleWakesOnce({ sandbox, fixture, page, hud, sessionRef }, previous, text) {
