@@ -21,4 +21,5 @@ pub mod continuity;
 pub mod progress_push;
 pub mod scope;
 pub mod settle_tracker;
+pub mod sites;
 pub mod wake;
