@@ -187,7 +187,7 @@ pub const CLASSIC: Generation = Generation {
 };
 
 /// Section (2026-03 … 08): `section` turns in their own wrappers, `.result-streaming`,
-/// completion by the copy action.
+/// completion by the copy action; otherwise the classic facts.
 pub const SECTION: Generation = Generation {
     id: "chatgpt.section",
     detect: Detect {
@@ -196,42 +196,19 @@ pub const SECTION: Generation = Generation {
         none: &["article[data-testid^=\"conversation-turn-\"]", "[data-turn-key]", "form[data-chatgpt-composer]"],
     },
     facts: Facts {
-        composer: CLASSIC_COMPOSER,
-        root: CLASSIC_ROOT,
-        send: TESTID_SEND,
-        stop: TESTID_STOP,
-        turn_list: &[],
         turn: &[
             Probe::doc("section[data-testid^=\"conversation-turn-\"]"),
             Probe::doc("section[data-turn-id]"),
             Probe::doc("[data-testid^=\"conversation-turn-\"]"),
         ],
-        user: AUTHOR_USER,
-        assistant: AUTHOR_ASSISTANT,
-        message_id: &[id_attr("[data-message-id]", "data-message-id")],
-        assistant_body: &[Probe::within(Scope::Last, ".markdown"), Probe::within(Scope::Last, "[data-message-author-role=\"assistant\"] .whitespace-pre-wrap")],
-        streaming: &[
-            Probe::within(Scope::Tail, ".result-streaming"),
-            Probe::within(Scope::Tail, "[data-message-author-role=\"assistant\"][aria-busy=\"true\"]"),
+        assistant_body: &[
+            Probe::within(Scope::Last, ".markdown"),
+            Probe::within(Scope::Last, "[data-message-author-role=\"assistant\"] .whitespace-pre-wrap"),
         ],
-        complete: COPY_ACTION,
-        thread_error: &[
-            Probe::doc("[data-testid=\"regenerate-thread-error-button\"]"),
-            text("[role=\"alert\"]", "thread_error"),
-            text("[class*=\"text-token-text-error\"]", "thread_error"),
-        ],
-        retry: CLASSIC_RETRY,
-        permission_card: &[
-            Probe::doc("[data-testid=\"tool-action-buttons\"]"),
-            Probe::doc("[data-testid=\"tool-approval-card\"]"),
-            DENY_BESIDE_ALLOW,
-        ],
-        rate_limit: RATE_LIMIT,
+        ..CLASSIC.facts
     },
-    labels: LABELS,
-    never: NEVER,
-    disabled: DISABLED,
     pending_until_complete: true,
+    ..CLASSIC
 };
 
 const THREAD_COMPOSER_CSS: &str = "form[data-chatgpt-composer] [data-composer-markdown][contenteditable=\"true\"][role=\"textbox\"]";
