@@ -158,27 +158,53 @@ pub struct Facts {
     pub rate_limit: Probes,
 }
 
+/// The wire names of the facts, in report order (`page_diagnostics.facts` keys).
+pub const FACT_NAMES: [&str; 16] = [
+    "composer",
+    "root",
+    "send",
+    "stop",
+    "turn_list",
+    "turn",
+    "user",
+    "assistant",
+    "message_id",
+    "assistant_body",
+    "streaming",
+    "complete",
+    "thread_error",
+    "retry",
+    "permission_card",
+    "rate_limit",
+];
+
 impl Facts {
-    /// Every fact by its wire name, in report order.
+    /// Every fact by its wire name ([`FACT_NAMES`]), in report order.
     pub fn named(&self) -> [(&'static str, Probes); 16] {
-        [
-            ("composer", self.composer),
-            ("root", self.root),
-            ("send", self.send),
-            ("stop", self.stop),
-            ("turn_list", self.turn_list),
-            ("turn", self.turn),
-            ("user", self.user),
-            ("assistant", self.assistant),
-            ("message_id", self.message_id),
-            ("assistant_body", self.assistant_body),
-            ("streaming", self.streaming),
-            ("complete", self.complete),
-            ("thread_error", self.thread_error),
-            ("retry", self.retry),
-            ("permission_card", self.permission_card),
-            ("rate_limit", self.rate_limit),
-        ]
+        let lists = [
+            self.composer,
+            self.root,
+            self.send,
+            self.stop,
+            self.turn_list,
+            self.turn,
+            self.user,
+            self.assistant,
+            self.message_id,
+            self.assistant_body,
+            self.streaming,
+            self.complete,
+            self.thread_error,
+            self.retry,
+            self.permission_card,
+            self.rate_limit,
+        ];
+        let mut i = 0;
+        lists.map(|probes| {
+            let named = (FACT_NAMES[i], probes);
+            i += 1;
+            named
+        })
     }
 }
 

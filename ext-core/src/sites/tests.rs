@@ -186,3 +186,13 @@ fn profiles_serialise_small_and_without_empty_filters() {
     assert_eq!(classic["id"], "chatgpt.classic");
     assert_eq!(classic["facts"]["composer"][0], serde_json::json!({"css": "#prompt-textarea", "scope": "doc"}));
 }
+
+#[test]
+fn fact_names_are_the_serialised_field_names_in_order() {
+    let value = serde_json::to_value(chatgpt::CLASSIC.facts).expect("facts serialise");
+    let keys: Vec<&str> = value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+    let mut sorted = FACT_NAMES.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(keys, sorted, "serde_json orders keys; every fact name is a field");
+    assert_eq!(chatgpt::CLASSIC.facts.named().map(|(name, _)| name), FACT_NAMES);
+}
