@@ -30,7 +30,8 @@ pub const DS: Generation = Generation {
     detect: Detect { all: &[], any: &[".ds-message", ".ds-button--circle", ".ds-virtual-list"], none: &[] },
     facts: Facts {
         composer: &[Probe::doc("textarea[name=\"search\"]"), Probe { css: "textarea", unique: true, ..Probe::DOC }],
-        root: &[Probe::within(Scope::Closest, "form"), Probe::within(Scope::Closest, ".ds-virtual-list--printable")],
+        // No form is recorded around the composer; the printable list holds it (DSB).
+        root: &[Probe::within(Scope::Closest, ".ds-virtual-list--printable")],
         send: &[Probe { css: CIRCLE, icon: Some("M8.3125 0.980206"), ..Probe::DOC }],
         stop: &[Probe { css: CIRCLE, icon: Some("M2 4.88C2 3.68009"), ..Probe::DOC }],
         turn_list: &[Probe::within(Scope::Closest, ".ds-virtual-list-visible-items")],
