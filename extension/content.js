@@ -253,6 +253,20 @@
   const exists = (css) => { try { return document.querySelector(css) !== null; } catch { return false; } };
   const ruleHolds = (rule) => rule.all.every(exists) && (rule.any.length === 0 || rule.any.some(exists)) && !rule.none.some(exists);
   const detect = () => profile?.generations.find((gen) => ruleHolds(gen.detect)) ?? null;
+  // Detection costs a document-wide query per marker (one that is absent scans the whole
+  // DOM), so its answer is kept while the page keeps its shape: same URL, the same
+  // composer still in the document, the same turn list with as many units. Streaming into
+  // the last turn changes none of these.
+  let detected = null;
+  const generationNow = () => {
+    const list = turnCache.list;
+    const same = detected && detected.profile === profile && detected.href === location.href &&
+      detected.composer?.isConnected && detected.list === list && (!list || (list.isConnected && list.childElementCount === detected.units));
+    if (same) return detected.gen;
+    const gen = detect();
+    detected = { profile, gen, href: location.href, composer: gen ? find(gen, 'composer')?.el ?? null : null, list, units: list?.childElementCount };
+    return gen;
+  };
   // A control's whole label: aria-label, else title, else its text (textContent: no layout).
   const labelOf = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim().toLowerCase();
   const hasLabel = (gen, el, key) => labelsOf(gen, key).includes(labelOf(el));
@@ -390,7 +404,7 @@
   const typed = new Map(); // delivery id → text this page life typed (never typed twice)
   // Everything the adapter found, for facts, diagnostics and commands.
   const observe = () => {
-    const gen = detect();
+    const gen = generationNow();
     if (!gen) return { gen: null };
     const composerHit = find(gen, 'composer');
     const composer = composerHit?.el ?? null;
