@@ -293,8 +293,26 @@
     (!probe.icon || hasIcon(el, probe.icon)) &&
     (!probe.beside || besideLabel(gen, el, probe.beside));
   const selfAndInside = (el, css) => (el ? [...(matches(el, css) ? [el] : []), ...queryAll(el, css)] : []);
-  // The candidates of one probe in its scope (sites::Scope), filtered.
-  const candidates = (gen, probe, ctx) => {
+  // The first element a filterless probe finds, in the same order as `candidates` (one
+  // querySelector per scope element instead of collecting every match).
+  const firstOf = (probe, ctx) => {
+    const first = (el) => (el ? (matches(el, probe.css) ? el : (() => { try { return el.querySelector(probe.css); } catch { return null; } })()) : null);
+    switch (probe.scope) {
+      case 'doc': try { return document.querySelector(probe.css); } catch { return null; }
+      case 'root': return ctx.root && ctx.root !== document ? (() => { try { return ctx.root.querySelector(probe.css); } catch { return null; } })() : null;
+      case 'tail': for (const unit of ctx.tail) { const el = first(unit); if (el) return el; } return null;
+      case 'last': return first(ctx.last);
+      default: return undefined;
+    }
+  };
+  const filtered = (probe) => probe.label || probe.text || probe.icon || probe.beside || probe.unique;
+  // The candidates of one probe in its scope (sites::Scope), filtered; with `all` false only
+  // the first is needed.
+  const candidates = (gen, probe, ctx, all = true) => {
+    if (!all && !ctx.controls && !filtered(probe)) {
+      const el = firstOf(probe, ctx);
+      if (el !== undefined) return el ? [el] : [];
+    }
     let found;
     switch (probe.scope) {
       case 'doc': found = queryAll(document, probe.css); break;
@@ -315,13 +333,30 @@
     if (probe.unique && found.length !== 1) return [];
     return found;
   };
-  // The first probe of a fact that finds something wins: { el, list, probe } or null.
-  const find = (gen, fact, ctx = {}) => {
+  // The first probe of a fact that finds something wins: { el, list, probe } or null
+  // (`list` holds every match only when `all` is asked for).
+  const find = (gen, fact, ctx = {}, all = false) => {
     for (const probe of gen.facts[fact]) {
-      const list = candidates(gen, probe, ctx);
+      const list = candidates(gen, probe, ctx, all);
       if (list.length) return { el: list[0], list, probe };
     }
     return null;
+  };
+  // Whether a fact holds, for the facts that are only true or false on every recompute
+  // (Stop, permission card): the document-wide probes go into one selector, so the fact
+  // costs one document scan however many probes it has; each element found is then held
+  // against the probes' filters.
+  const present = (gen, fact, ctx) => {
+    const probes = gen.facts[fact];
+    const doc = probes.filter((probe) => probe.scope === 'doc' && !probe.unique);
+    if (doc.length < 2) return Boolean(find(gen, fact, ctx));
+    let found;
+    try { found = document.querySelectorAll(doc.map((probe) => probe.css).join(', ')); } catch { return Boolean(find(gen, fact, ctx)); }
+    for (const el of found) {
+      if (ctx.controls && neverControl(gen, el)) continue;
+      if (doc.some((probe) => matches(el, probe.css) && passes(gen, probe, el))) return true;
+    }
+    return probes.some((probe) => !doc.includes(probe) && candidates(gen, probe, ctx).length > 0);
   };
   const isStop = (gen, el) => gen.facts.stop.some((probe) => matches(el, probe.css) && passes(gen, probe, el)) && !neverControl(gen, el);
   const isDisabled = (gen, el) => el.disabled === true || gen.disabled.some((css) => matches(el, css));
@@ -358,7 +393,7 @@
       return { ...turnCache, tail: tailOf(turnCache.list) };
     }
     turnCache = { gen: null, list: null, probe: null, listProbe: null };
-    const turns = find(gen, 'turn');
+    const turns = find(gen, 'turn', {}, true);
     if (!turns) return { list: null, tail: [], probe: null, listProbe: null };
     const first = turns.list[0];
     const last = turns.list[turns.list.length - 1];
@@ -381,7 +416,7 @@
     const same = shape && userTurns.shape && shape.every((part, i) => part === userTurns.shape[i]) &&
       userTurns.list.slice(-5).every((turn) => turn.isConnected);
     if (!same) {
-      const users = find(gen, 'user');
+      const users = find(gen, 'user', {}, true);
       userTurns = { shape, list: users?.list ?? [], probe: users?.probe ?? null };
     }
     return userTurns;
@@ -390,8 +425,9 @@
   // `last` probes look in: its turn when that turn holds no user message, else itself.
   const lastAssistant = (gen, tail, turnProbe) => {
     for (const probe of gen.facts.assistant) {
-      const found = tail.length ? tail.flatMap((unit) => selfAndInside(unit, probe.css)) : queryAll(document, probe.css);
-      const el = found[found.length - 1];
+      let el = null;
+      for (let i = tail.length - 1; i >= 0 && !el; i--) el = selfAndInside(tail[i], probe.css).pop() ?? null;
+      if (!tail.length) el = queryAll(document, probe.css).pop() ?? null;
       if (!el) continue;
       const turn = turnProbe ? closest(el, turnProbe.css) : null;
       const userInside = turn && gen.facts.user.some((user) => queryAll(turn, user.css).length > 0);
@@ -414,7 +450,7 @@
     const users = usersNow(gen, turns.list);
     const last = lastAssistant(gen, turns.tail, turns.probe);
     const ctx = { root, tail: turns.tail, last: last?.scope ?? null, controls: true };
-    const stop = find(gen, 'stop', ctx);
+    const stop = present(gen, 'stop', ctx);
     ctx.controls = false;
     const streaming = find(gen, 'streaming', ctx);
     const complete = last ? find(gen, 'complete', ctx) : null;
@@ -461,7 +497,7 @@
       composer_marker: composerMarker,
       // A missed Stop or streaming cue would let a message be typed into a busy page.
       generating: generatingIn(seen),
-      permission_card: Boolean(find(seen.gen, 'permission_card', seen.ctx)),
+      permission_card: present(seen.gen, 'permission_card', seen.ctx),
       user_turns: users.length,
       last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
@@ -544,7 +580,7 @@
         composer: seen.composerHit,
         root: seen.rootHit,
         send: find(seen.gen, 'send', { ...seen.ctx, controls: true }),
-        stop: seen.stop,
+        stop: find(seen.gen, 'stop', { ...seen.ctx, controls: true }),
         turn_list: seen.turns.list ? { probe: seen.turns.listProbe } : null,
         turn: seen.turns.probe ? { probe: seen.turns.probe } : null,
         user: seen.users.probe ? { probe: seen.users.probe } : null,

@@ -94,7 +94,10 @@ const fn id_attr(css: &'static str, attr: &'static str) -> Probe {
 }
 
 /// Deny beside Allow: a permission card found by its labels (SITES-2026 §1.7, COS #349).
-const DENY_BESIDE_ALLOW: Probe = Probe { css: "button", label: Some("deny"), beside: Some("allow"), ..Probe::DOC };
+/// The card's buttons carry their label as text; excluding `aria-label`led buttons (every
+/// message action has one) keeps this document-wide probe cheap on long chats.
+const DENY_BESIDE_ALLOW: Probe =
+    Probe { css: "button:not([aria-label])", label: Some("deny"), beside: Some("allow"), ..Probe::DOC };
 
 const RATE_LIMIT: &[Probe] = &[
     text("[role=\"alert\"]", "rate_limit"),
