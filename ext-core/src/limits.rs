@@ -25,7 +25,7 @@ pub const MAX_ID_CHARS: usize = 256;
 pub const MAX_LABEL_CHARS: usize = 256;
 /// Most markers one `page_facts` may carry (the content script reads the last five turns).
 pub const MAX_MARKERS: usize = 16;
-/// Most fields a page message may have (the widest, `page_facts`, has 11).
+/// Most fields a page message may have (the widest, `page_facts`, has 13).
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
