@@ -63,7 +63,38 @@ else
   cargo install wasm-pack --locked
 fi
 
-# 5. npm packages (Playwright test runner, binaryen's wasm-opt).
+# 5. macOS cross-check (scripts/test.sh suite macos-check): the aarch64-apple-darwin std
+#    and zig (PyPI `ziglang`) as the C compiler for rusqlite's bundled SQLite. Installed
+#    with pip --target into target/tools/ziglang (ignored by git), so it does not depend on
+#    which python3 is first on PATH: Debian 12's "externally managed" python accepts a
+#    --target install as it is; the retry with --break-system-packages is for pips that
+#    refuse it (it touches nothing outside target/tools either way).
+if rustup target list --installed | grep -qx aarch64-apple-darwin; then
+  say "skip rust target: aarch64-apple-darwin installed"
+else
+  say "adding rust target aarch64-apple-darwin (for the macOS build check)"
+  rustup target add aarch64-apple-darwin
+fi
+zig_version=0.17.1
+zig_dir=target/tools/ziglang
+zig_have="$("$zig_dir/ziglang/zig" version 2>/dev/null || true)"
+if [[ "$zig_have" == "$zig_version" ]]; then
+  say "skip zig: $zig_dir has zig $zig_have"
+elif ! command -v python3 >/dev/null 2>&1; then
+  say "python3 is not on PATH; install it (apt-get install -y python3 python3-pip) and rerun"
+  exit 1
+else
+  say "installing PyPI ziglang==$zig_version into $zig_dir (have: ${zig_have:-none}; ~100 MB download)"
+  rm -rf "$zig_dir"
+  pip_install=(python3 -m pip install --disable-pip-version-check --no-input --target "$zig_dir" "ziglang==$zig_version")
+  if ! "${pip_install[@]}"; then
+    say "retrying with --break-system-packages (an externally managed python)"
+    "${pip_install[@]}" --break-system-packages
+  fi
+  "$zig_dir/ziglang/zig" version >/dev/null
+fi
+
+# 6. npm packages (Playwright test runner, binaryen's wasm-opt).
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   say "running npm ci"
   npm ci --no-audit --no-fund

@@ -45,6 +45,13 @@ count_playwright() {
   echo "${p:-0} ${f:-0}"
 }
 
+# A suite that reports nothing countable: 1 passed when it exited 0, else 1 failed
+# (run_suite reads the exit status, saved next to the log, for it).
+count_exit() {
+  local log="$1"
+  if [[ "$(cat "$log.rc" 2>/dev/null)" == 0 ]]; then echo "1 0"; else echo "0 1"; fi
+}
+
 # run_suite NAME COUNTER COMMAND... — runs a suite, tees its log, adds its counts.
 run_suite() {
   local name="$1" counter="$2"; shift 2
@@ -53,6 +60,7 @@ run_suite() {
   # A hung suite is a failure, not a stuck CI job.
   timeout --kill-after=30 "$suite_timeout" "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
+  echo "$rc" >"$log.rc"
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     echo "test: suite $name did not finish within ${suite_timeout}s and was stopped (set HC_SUITE_TIMEOUT to change)"
   fi
@@ -74,6 +82,13 @@ bash scripts/build.sh || { echo "test: scripts/build.sh failed — the extension
 # they run in headless Chromium through scripts/test-wasm.sh, so native cargo test skips it.
 run_suite cargo-test count_rust cargo test --workspace --exclude ext-shell --no-fail-fast
 run_suite wasm-test count_rust bash scripts/test-wasm.sh
+# The companion must build for macOS (issue 8): cargo check for aarch64-apple-darwin, with
+# rusqlite's bundled SQLite compiled by zig through scripts/zig-cc-macos.sh (setup.sh
+# installs the target and zig). Its own target/aarch64-apple-darwin keeps it incremental.
+run_suite macos-check count_exit env \
+  CC_aarch64_apple_darwin="$PWD/scripts/zig-cc-macos.sh" \
+  AR_aarch64_apple_darwin="$PWD/scripts/zig-ar.sh" \
+  cargo check -p companion --target aarch64-apple-darwin
 run_suite e2e count_playwright npx playwright test --config e2e/playwright.config.mjs
 
 banner "summary"

@@ -4,8 +4,20 @@
 //! Invariants:
 //! - `seq` is `INTEGER PRIMARY KEY AUTOINCREMENT`: strictly increasing and never reused,
 //!   also across runtime restarts and after retention deletes old rows (SPEC P9).
-//! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL.
+//! - Every write runs in one `BEGIN IMMEDIATE` transaction; the journal is WAL with
+//!   `synchronous=FULL`, so a commit a client has seen survives a power loss.
 //! - At most [`EVENT_RETENTION`] events are kept; the oldest are dropped first.
+//! - The log has an identity, `log_id` (random, in the kv table), created with the log and
+//!   never changed: a new or reset `state.db` is a new log with a new id, so a client can
+//!   tell that a `seq` it holds belongs to another log (docs/PROTOCOL.md "Event stream").
+//!
+//! Threading: a rusqlite call blocks (on a lock held by another connection, up to the
+//! busy timeout, and on fsync under FULL), so **no rusqlite call runs on a tokio async
+//! worker**. The runtime's connections (`crate::stream::EventHub`'s and
+//! `crate::inbox::Inbox`'s) sit behind `std::sync::Mutex`es that are only locked inside
+//! [`off_worker`] closures, which run on tokio's blocking pool; the mutex serializes the
+//! calls of one connection, and an async worker only ever awaits the result. The types in
+//! this module are synchronous and know nothing of tokio (tests call them directly).
 
 use std::path::Path;
 
@@ -25,6 +37,42 @@ pub enum DbError {
     /// A stored JSON payload is corrupt.
     #[error("state.db holds a corrupt event payload: {0}; delete state.db to reset the event log")]
     Corrupt(#[from] serde_json::Error),
+    /// The call on the blocking pool was lost.
+    #[error(transparent)]
+    CallLost(#[from] DbCallLost),
+    /// The kv table lost the log's id (written at open, never deleted).
+    #[error("state.db has no event log id (was it edited by hand?); delete state.db to start a new event log")]
+    NoLogId,
+    /// No random bytes for a new log's id.
+    #[error("cannot read /dev/urandom for the event log's id ({0}); check that /dev/urandom is readable")]
+    Random(std::io::Error),
+}
+
+/// Key of the event log's identity in the kv table.
+const LOG_ID_KEY: &str = "log_id";
+
+/// A fresh random log id: 128 bits from the kernel, in hex.
+fn new_log_id() -> Result<String, DbError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(DbError::Random)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A database call on the blocking pool ended without a result (it panicked, or the
+/// runtime is shutting down).
+#[derive(Debug, Error)]
+#[error("a state.db call stopped before it finished ({0}); the runtime is stopping or hit a bug — see runtime.log and restart it")]
+pub struct DbCallLost(#[from] tokio::task::JoinError);
+
+/// Runs the blocking `work` (anything that calls rusqlite) on tokio's blocking pool and
+/// awaits its result, so an async worker never waits on SQLite.
+pub async fn off_worker<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: From<DbCallLost> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|lost| E::from(DbCallLost(lost)))?
 }
 
 /// One event as stored and replayed.
@@ -57,7 +105,9 @@ impl StateDb {
         // while this one switches to WAL, which would otherwise fail at once with BUSY.
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss, and
+        // a lost commit makes `seq` go backwards for a client that already received it.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -68,7 +118,21 @@ impl StateDb {
             );
             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
+        // The first open of a log names it; later opens (and the other connections of this
+        // runtime, which may race this one) keep the name.
+        conn.execute(
+            "INSERT OR IGNORE INTO kv (key, value) VALUES (?1, ?2)",
+            params![LOG_ID_KEY, Value::String(new_log_id()?).to_string()],
+        )?;
         Ok(Self { conn })
+    }
+
+    /// The log's identity (see the module invariants).
+    pub fn log_id(&self) -> Result<String, DbError> {
+        match self.get(LOG_ID_KEY)? {
+            Some(Value::String(id)) => Ok(id),
+            _ => Err(DbError::NoLogId),
+        }
     }
 
     /// Appends one event and applies retention; returns it with its `seq`.
@@ -80,20 +144,28 @@ impl StateDb {
         data: &Value,
     ) -> Result<StoredEvent, DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
-            params![boot_id, at, event, data.to_string()],
-        )?;
-        let seq = tx.last_insert_rowid();
-        tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
+        let stored = insert_event(&tx, boot_id, at, event, data)?;
         tx.commit()?;
-        Ok(StoredEvent {
-            seq,
-            boot_id: boot_id.to_owned(),
-            at,
-            event: event.to_owned(),
-            data: data.clone(),
-        })
+        Ok(stored)
+    }
+
+    /// Appends `events` (name, payload) and writes `state` (key, value) in one
+    /// transaction — all of it is committed or none — and applies retention.
+    pub fn append_all(
+        &mut self,
+        boot_id: &str,
+        at: i64,
+        events: &[(&str, &Value)],
+        state: (&str, &Value),
+    ) -> Result<Vec<StoredEvent>, DbError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        upsert(&tx, state.0, state.1)?;
+        let stored = events
+            .iter()
+            .map(|(event, data)| insert_event(&tx, boot_id, at, event, data))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit()?;
+        Ok(stored)
     }
 
     /// Events with `seq > after`, oldest first, at most `limit`.
@@ -126,6 +198,11 @@ impl StateDb {
         Ok(self.conn.query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?)
     }
 
+    /// This connection's `PRAGMA synchronous` (2 = FULL).
+    pub fn synchronous(&self) -> Result<i64, DbError> {
+        Ok(self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
+    }
+
     /// Reads a JSON value from the key/value table.
     pub fn get(&self, key: &str) -> Result<Option<Value>, DbError> {
         let text: Option<String> = self
@@ -141,14 +218,31 @@ impl StateDb {
     /// Writes a JSON value to the key/value table.
     pub fn put(&mut self, key: &str, value: &Value) -> Result<(), DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO kv (key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![key, value.to_string()],
-        )?;
+        upsert(&tx, key, value)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Inserts one event inside `tx` and drops what falls out of retention.
+fn insert_event(tx: &rusqlite::Transaction<'_>, boot_id: &str, at: i64, event: &str, data: &Value) -> Result<StoredEvent, DbError> {
+    tx.execute(
+        "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
+        params![boot_id, at, event, data.to_string()],
+    )?;
+    let seq = tx.last_insert_rowid();
+    tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
+    Ok(StoredEvent { seq, boot_id: boot_id.to_owned(), at, event: event.to_owned(), data: data.clone() })
+}
+
+/// Writes `key` = `value` into the kv table inside `tx`.
+fn upsert(tx: &rusqlite::Transaction<'_>, key: &str, value: &Value) -> Result<(), DbError> {
+    tx.execute(
+        "INSERT INTO kv (key, value) VALUES (?1, ?2)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        params![key, value.to_string()],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -173,10 +267,23 @@ mod tests {
     }
 
     #[test]
+    fn a_log_keeps_its_id_across_reopens_and_a_new_log_gets_a_new_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = StateDb::open(&dir.path().join("a.db")).expect("open").log_id().expect("id");
+        let again = StateDb::open(&dir.path().join("a.db")).expect("reopen").log_id().expect("id");
+        let other = StateDb::open(&dir.path().join("b.db")).expect("open").log_id().expect("id");
+        assert_eq!((first.len(), first == again, first == other), (32, true, false));
+    }
+
+    #[test]
     fn retention_keeps_the_newest_events_only() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut db = StateDb::open(&dir.path().join("state.db")).expect("open");
-        for i in 0..(EVENT_RETENTION + 5) {
+        // In a few transactions (each commit waits for the disk under synchronous=FULL).
+        let payload = json!({});
+        let bulk: Vec<(&str, &Value)> = (0..EVENT_RETENTION).map(|_| ("x", &payload)).collect();
+        db.append_all("b", 0, &bulk, ("k", &payload)).expect("append_all");
+        for i in 0..5 {
             db.append("b", i, "x", &json!(i)).expect("append");
         }
         assert_eq!(db.first_seq().expect("first"), Some(6));

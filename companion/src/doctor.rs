@@ -3,6 +3,10 @@
 //!
 //! Output: one line per check, `ok    <what>` or `FAIL  <what>` followed by an indented
 //! `fix:` line. The exit status is 1 when any check failed.
+//!
+//! The wording names the browser and the operating system ([`Os`]) the manifest is for, and
+//! the fixes are the commands for that system (`sudo` for a machine-wide manifest; the
+//! socket-path limit, which is shorter on macOS, whose default home is also longer).
 
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -13,7 +17,8 @@ use std::time::Duration;
 
 use crate::herdr::{self, HerdrState, HerdrStatus, SocketSources};
 use crate::install::{check_manifest, Target};
-use crate::paths::CompanionHome;
+use std::path::Path;
+use crate::paths::{CompanionHome, Os};
 use crate::protocol::PROTOCOL_VERSION;
 
 /// One check's outcome.
@@ -62,27 +67,16 @@ pub fn run_checks(
     home: &CompanionHome,
     herdr_session: Option<String>,
 ) -> Vec<Check> {
+    let os = Os::current();
     let mut checks = Vec::new();
-    let flags = install_flags(target);
     match target.manifest_path() {
         Err(e) => checks.push(Check::fail("host manifest location", e.to_string())),
-        Ok(path) => match std::fs::read_to_string(&path) {
-            Err(_) => checks.push(Check::fail(
-                format!("host manifest {} is missing", path.display()),
-                format!("run `herdr-companion install {flags}`"),
-            )),
-            Ok(text) => {
-                let problems = check_manifest(&text);
-                if problems.is_empty() {
-                    checks.push(Check::ok(format!("host manifest {}", path.display())));
-                } else {
-                    checks.push(Check::fail(
-                        format!("host manifest {}: {}", path.display(), problems.join("; ")),
-                        format!("rerun `herdr-companion install {flags}`"),
-                    ));
-                }
-            }
-        },
+        Ok(path) => checks.push(manifest_check(
+            os,
+            target,
+            &path,
+            std::fs::read_to_string(&path).ok().as_deref(),
+        )),
     }
     for (label, dir) in [
         ("companion home", home.root().to_path_buf()),
@@ -103,6 +97,9 @@ pub fn run_checks(
         }
     }
     let socket = home.socket_path();
+    if let Some(check) = socket_path_length_check(os, &socket) {
+        checks.push(check);
+    }
     let socket_ok = match std::fs::metadata(&socket) {
         Ok(m) if m.permissions().mode() & 0o777 == 0o600 => {
             checks.push(Check::ok(format!(
@@ -151,20 +148,56 @@ pub fn run_checks(
     checks
 }
 
-fn install_flags(target: &Target) -> String {
-    let browser = match target.browser {
-        crate::install::Browser::Chrome => "chrome",
-        crate::install::Browser::Chromium => "chromium",
-        crate::install::Browser::Edge => "edge",
-        crate::install::Browser::Brave => "brave",
+/// The command that (re)writes the manifest for `target`, as the user types it on `os`.
+fn install_command(target: &Target) -> String {
+    let sudo = if target.system && target.user_data_dir.is_none() {
+        "sudo "
+    } else {
+        ""
     };
-    let mut flags = format!("--browser {browser}");
-    if let Some(dir) = &target.user_data_dir {
-        let _ = write!(flags, " --user-data-dir {}", dir.display());
-    } else if target.system {
-        flags.push_str(" --system");
+    format!("{sudo}herdr-companion install {}", target.flags())
+}
+
+/// Checks the manifest at `path` (`text` is its content, `None` when it cannot be read).
+fn manifest_check(os: Os, target: &Target, path: &Path, text: Option<&str>) -> Check {
+    let whose = match (&target.user_data_dir, target.system) {
+        (Some(_), _) => format!("{} profile", target.browser.display_name()),
+        (None, true) => format!("{} for every user on {}", target.browser.display_name(), os.display_name()),
+        (None, false) => format!("{} on {}", target.browser.display_name(), os.display_name()),
+    };
+    match text {
+        None => Check::fail(
+            format!("host manifest {} is missing ({whose} reads it there)", path.display()),
+            format!("run `{}`", install_command(target)),
+        ),
+        Some(text) => {
+            let problems = check_manifest(text);
+            if problems.is_empty() {
+                Check::ok(format!("host manifest {} ({whose})", path.display()))
+            } else {
+                Check::fail(
+                    format!("host manifest {}: {}", path.display(), problems.join("; ")),
+                    format!("rerun `{}`", install_command(target)),
+                )
+            }
+        }
     }
-    flags
+}
+
+/// A socket path longer than `os` allows cannot be bound; `None` when it fits.
+fn socket_path_length_check(os: Os, socket: &Path) -> Option<Check> {
+    let len = socket.as_os_str().len();
+    let max = os.max_socket_path_len();
+    (len > max).then(|| {
+        Check::fail(
+            format!(
+                "runtime socket path {} is {len} bytes; {} allows at most {max}",
+                socket.display(),
+                os.display_name()
+            ),
+            "set HERDR_CONTINUITY_HOME to a shorter private directory (for example ~/.herdr-continuity), then rerun `herdr-companion install` so the browser's host uses it too",
+        )
+    })
 }
 
 fn runtime_hello(socket: &std::path::Path) -> Result<Value, String> {
@@ -261,4 +294,46 @@ fn parse_status(value: &Value) -> Option<HerdrStatus> {
             .and_then(Value::as_str)
             .map(str::to_owned),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Browser;
+    use std::path::PathBuf;
+
+    fn target(browser: Browser, user_data_dir: Option<&str>, system: bool) -> Target {
+        Target { browser, user_data_dir: user_data_dir.map(PathBuf::from), system }
+    }
+
+    #[test]
+    fn a_missing_manifest_names_the_browser_and_system_and_the_command_to_run() {
+        let path = Path::new("/Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json");
+        let system = manifest_check(Os::MacOs, &target(Browser::Chrome, None, true), path, None);
+        expect_test::expect![[r#"
+            FAIL  host manifest /Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json is missing (Google Chrome for every user on macOS reads it there)
+                  fix: run `sudo herdr-companion install --browser chrome --system`
+        "#]]
+        .assert_eq(&render(&[system]));
+        let path = Path::new("/home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json");
+        let user = manifest_check(Os::Linux, &target(Browser::Brave, None, false), path, None);
+        expect_test::expect![[r#"
+            FAIL  host manifest /home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json is missing (Brave on Linux reads it there)
+                  fix: run `herdr-companion install --browser brave`
+        "#]]
+        .assert_eq(&render(&[user]));
+        let profile = manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
+        let report = render(&[profile]);
+        assert!(report.contains("fix: rerun `herdr-companion install --browser edge --user-data-dir /p`"), "{report}");
+    }
+
+    #[test]
+    fn a_socket_path_too_long_for_macos_is_reported_before_the_runtime_fails_to_bind() {
+        let long = PathBuf::from(format!("/Users/{}/Library/Application Support/herdr-continuity/run/companion.sock", "a".repeat(33)));
+        assert!(long.as_os_str().len() > 103 && long.as_os_str().len() <= 107);
+        assert_eq!(socket_path_length_check(Os::Linux, &long), None);
+        let check = socket_path_length_check(Os::MacOs, &long).expect("too long on macOS");
+        assert!(check.what.contains("macOS allows at most 103"), "{}", check.what);
+        assert!(check.fix.as_deref().is_some_and(|f| f.contains("HERDR_CONTINUITY_HOME")));
+    }
 }

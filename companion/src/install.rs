@@ -14,16 +14,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-use crate::paths::{user_home, CompanionHome};
+use crate::paths::{user_home, CompanionHome, Os};
 use crate::protocol::{EXTENSION_ORIGIN, HOST_NAME};
 
 /// The manifest template (`manifest/native-host.json.in`).
 const TEMPLATE: &str = include_str!("../../manifest/native-host.json.in");
 
 /// A browser we know where to register with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Browser {
-    /// Google Chrome.
+    /// Google Chrome (also Chrome for Testing).
     Chrome,
     /// Chromium.
     Chromium,
@@ -34,32 +34,106 @@ pub enum Browser {
 }
 
 impl Browser {
+    /// Every browser, in the order the CLI lists them.
+    pub const ALL: [Self; 4] = [Self::Chrome, Self::Chromium, Self::Edge, Self::Brave];
+
     /// Parses `chrome|chromium|edge|brave`.
     pub fn parse(name: &str) -> Result<Self, InstallError> {
-        match name {
-            "chrome" => Ok(Self::Chrome),
-            "chromium" => Ok(Self::Chromium),
-            "edge" => Ok(Self::Edge),
-            "brave" => Ok(Self::Brave),
-            other => Err(InstallError::UnknownBrowser(other.to_owned())),
+        Self::ALL
+            .into_iter()
+            .find(|b| b.cli_name() == name)
+            .ok_or_else(|| InstallError::UnknownBrowser(name.to_owned()))
+    }
+
+    /// The `--browser` value.
+    pub const fn cli_name(self) -> &'static str {
+        match self {
+            Self::Chrome => "chrome",
+            Self::Chromium => "chromium",
+            Self::Edge => "edge",
+            Self::Brave => "brave",
         }
     }
 
-    fn user_config_dir(self) -> &'static str {
+    /// The name a user knows the browser by.
+    pub const fn display_name(self) -> &'static str {
         match self {
-            Self::Chrome => ".config/google-chrome",
-            Self::Chromium => ".config/chromium",
-            Self::Edge => ".config/microsoft-edge",
-            Self::Brave => ".config/BraveSoftware/Brave-Browser",
+            Self::Chrome => "Google Chrome",
+            Self::Chromium => "Chromium",
+            Self::Edge => "Microsoft Edge",
+            Self::Brave => "Brave",
         }
     }
+}
 
-    fn system_dir(self) -> &'static str {
-        match self {
-            Self::Chrome | Self::Brave => "/etc/opt/chrome/native-messaging-hosts",
-            Self::Chromium => "/etc/chromium/native-messaging-hosts",
-            Self::Edge => "/etc/opt/edge/native-messaging-hosts",
-        }
+/// Whose browser reads the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The current user's (no privileges needed).
+    User,
+    /// Every user of the machine (`--system`; needs root).
+    System,
+}
+
+/// The `NativeMessagingHosts` directory `browser` reads on `os` for `scope`; `user_home`
+/// is needed only for [`Scope::User`] (`None` there is [`InstallError::NoUserHome`]).
+///
+/// Sources, checked 2026-12:
+/// - Chrome and Chromium: Chrome's "Native messaging" guide, section "Native messaging host
+///   location" (developer.chrome.com/docs/extensions/develop/concepts/native-messaging):
+///   Linux `/etc/opt/chrome/native-messaging-hosts`, `/etc/chromium/native-messaging-hosts`,
+///   `~/.config/google-chrome/NativeMessagingHosts`, `~/.config/chromium/NativeMessagingHosts`;
+///   macOS `/Library/Google/Chrome/NativeMessagingHosts`,
+///   `/Library/Application Support/Chromium/NativeMessagingHosts`,
+///   `~/Library/Application Support/Google/Chrome/NativeMessagingHosts`,
+///   `~/Library/Application Support/Chromium/NativeMessagingHosts`.
+/// - Edge: Microsoft's "Native messaging" guide for Edge extensions, step 3
+///   (learn.microsoft.com/microsoft-edge/extensions/developer-guide/native-messaging):
+///   macOS `/Library/Microsoft/Edge/NativeMessagingHosts` and
+///   `~/Library/Application Support/Microsoft Edge/NativeMessagingHosts`; Linux
+///   `/etc/opt/edge/native-messaging-hosts` and `~/.config/microsoft-edge/NativeMessagingHosts`.
+/// - Brave documents no location. Its profile roots are `~/.config/BraveSoftware/Brave-Browser`
+///   and `~/Library/Application Support/BraveSoftware/Brave-Browser`; the system directories
+///   are the ones long-lived hosts install to for Brave (browserpass-native's Makefile,
+///   targets `hosts-brave` and `hosts-brave-user`): `/etc/opt/brave/native-messaging-hosts`
+///   and `/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts`.
+pub fn native_hosts_dir(
+    browser: Browser,
+    os: Os,
+    scope: Scope,
+    user_home: Option<&Path>,
+) -> Result<PathBuf, InstallError> {
+    let user = |relative: &str| -> Result<PathBuf, InstallError> {
+        let home = user_home.ok_or(InstallError::NoUserHome)?;
+        Ok(home.join(relative).join("NativeMessagingHosts"))
+    };
+    match (os, scope) {
+        (Os::Linux, Scope::User) => user(match browser {
+            Browser::Chrome => ".config/google-chrome",
+            Browser::Chromium => ".config/chromium",
+            Browser::Edge => ".config/microsoft-edge",
+            Browser::Brave => ".config/BraveSoftware/Brave-Browser",
+        }),
+        (Os::Linux, Scope::System) => Ok(PathBuf::from(match browser {
+            Browser::Chrome => "/etc/opt/chrome/native-messaging-hosts",
+            Browser::Chromium => "/etc/chromium/native-messaging-hosts",
+            Browser::Edge => "/etc/opt/edge/native-messaging-hosts",
+            Browser::Brave => "/etc/opt/brave/native-messaging-hosts",
+        })),
+        (Os::MacOs, Scope::User) => user(match browser {
+            Browser::Chrome => "Library/Application Support/Google/Chrome",
+            Browser::Chromium => "Library/Application Support/Chromium",
+            Browser::Edge => "Library/Application Support/Microsoft Edge",
+            Browser::Brave => "Library/Application Support/BraveSoftware/Brave-Browser",
+        }),
+        (Os::MacOs, Scope::System) => Ok(PathBuf::from(match browser {
+            Browser::Chrome => "/Library/Google/Chrome/NativeMessagingHosts",
+            Browser::Chromium => "/Library/Application Support/Chromium/NativeMessagingHosts",
+            Browser::Edge => "/Library/Microsoft/Edge/NativeMessagingHosts",
+            Browser::Brave => {
+                "/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts"
+            }
+        })),
     }
 }
 
@@ -75,23 +149,42 @@ pub struct Target {
 }
 
 impl Target {
-    /// The `NativeMessagingHosts` directory for this target.
-    pub fn hosts_dir(&self) -> Result<PathBuf, InstallError> {
-        if let Some(dir) = &self.user_data_dir {
-            return Ok(dir.join("NativeMessagingHosts"));
-        }
+    /// The scope the flags ask for (meaningless when `user_data_dir` is set).
+    pub fn scope(&self) -> Scope {
         if self.system {
-            return Ok(PathBuf::from(self.browser.system_dir()));
+            Scope::System
+        } else {
+            Scope::User
         }
-        let home = user_home().ok_or(InstallError::NoUserHome)?;
-        Ok(home
-            .join(self.browser.user_config_dir())
-            .join("NativeMessagingHosts"))
+    }
+
+    /// The `NativeMessagingHosts` directory for this target on `os`.
+    pub fn hosts_dir_on(&self, os: Os, user_home: Option<&Path>) -> Result<PathBuf, InstallError> {
+        match &self.user_data_dir {
+            Some(dir) => Ok(dir.join("NativeMessagingHosts")),
+            None => native_hosts_dir(self.browser, os, self.scope(), user_home),
+        }
+    }
+
+    /// The `NativeMessagingHosts` directory for this target on this system.
+    pub fn hosts_dir(&self) -> Result<PathBuf, InstallError> {
+        self.hosts_dir_on(Os::current(), user_home().as_deref())
     }
 
     /// The manifest file path.
     pub fn manifest_path(&self) -> Result<PathBuf, InstallError> {
         Ok(self.hosts_dir()?.join(format!("{HOST_NAME}.json")))
+    }
+
+    /// The `install` flags that name this target (for messages that say what to run).
+    pub fn flags(&self) -> String {
+        let mut flags = format!("--browser {}", self.browser.cli_name());
+        if let Some(dir) = &self.user_data_dir {
+            flags.push_str(&format!(" --user-data-dir {}", dir.display()));
+        } else if self.system {
+            flags.push_str(" --system");
+        }
+        flags
     }
 }
 
@@ -110,7 +203,7 @@ pub enum InstallError {
     #[error(transparent)]
     NoHome(#[from] crate::paths::NoHome),
     /// A file could not be written or removed.
-    #[error("cannot {action} {path}: {source}; check permissions (use sudo for --system)")]
+    #[error("cannot {action} {path}: {source}; check its permissions (--system needs root: rerun with sudo)")]
     Fs {
         /// What was attempted.
         action: &'static str,
@@ -229,25 +322,79 @@ mod tests {
         );
     }
 
+    /// Every browser × {Linux, macOS} × {user, system}, as the browsers' docs name them.
     #[test]
-    fn directories_follow_reference_section_4() {
-        let target = |browser, user_data_dir: Option<&str>, system| Target {
-            browser,
-            user_data_dir: user_data_dir.map(PathBuf::from),
-            system,
+    fn every_browsers_directory_on_linux_and_macos() {
+        let home = Path::new("/home/ada");
+        let mut table = String::new();
+        for os in [Os::Linux, Os::MacOs] {
+            for scope in [Scope::User, Scope::System] {
+                for browser in Browser::ALL {
+                    let dir = native_hosts_dir(browser, os, scope, Some(home)).expect("dir");
+                    table.push_str(&format!(
+                        "{:<5} {:<6} {:<8} {}\n",
+                        os.display_name(),
+                        format!("{scope:?}"),
+                        browser.cli_name(),
+                        dir.display()
+                    ));
+                }
+            }
+        }
+        expect_test::expect![[r#"
+            Linux User   chrome   /home/ada/.config/google-chrome/NativeMessagingHosts
+            Linux User   chromium /home/ada/.config/chromium/NativeMessagingHosts
+            Linux User   edge     /home/ada/.config/microsoft-edge/NativeMessagingHosts
+            Linux User   brave    /home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts
+            Linux System chrome   /etc/opt/chrome/native-messaging-hosts
+            Linux System chromium /etc/chromium/native-messaging-hosts
+            Linux System edge     /etc/opt/edge/native-messaging-hosts
+            Linux System brave    /etc/opt/brave/native-messaging-hosts
+            macOS User   chrome   /home/ada/Library/Application Support/Google/Chrome/NativeMessagingHosts
+            macOS User   chromium /home/ada/Library/Application Support/Chromium/NativeMessagingHosts
+            macOS User   edge     /home/ada/Library/Application Support/Microsoft Edge/NativeMessagingHosts
+            macOS User   brave    /home/ada/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts
+            macOS System chrome   /Library/Google/Chrome/NativeMessagingHosts
+            macOS System chromium /Library/Application Support/Chromium/NativeMessagingHosts
+            macOS System edge     /Library/Microsoft/Edge/NativeMessagingHosts
+            macOS System brave    /Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts
+        "#]]
+        .assert_eq(&table);
+    }
+
+    #[test]
+    fn a_user_data_dir_wins_on_every_system_and_a_user_dir_needs_a_home() {
+        let target = Target {
+            browser: Browser::Chromium,
+            user_data_dir: Some(PathBuf::from("/p")),
+            system: true,
         };
-        let dir = |t: Target| t.hosts_dir().expect("dir").display().to_string();
-        assert_eq!(
-            dir(target(Browser::Chromium, Some("/p"), true)),
-            "/p/NativeMessagingHosts"
+        for os in [Os::Linux, Os::MacOs] {
+            assert_eq!(
+                target.hosts_dir_on(os, None).expect("dir"),
+                Path::new("/p/NativeMessagingHosts")
+            );
+        }
+        let err =
+            native_hosts_dir(Browser::Brave, Os::MacOs, Scope::User, None).expect_err("no home");
+        assert!(
+            err.to_string().contains("pass --user-data-dir DIR"),
+            "{err}"
         );
-        assert_eq!(
-            dir(target(Browser::Chrome, None, true)),
-            "/etc/opt/chrome/native-messaging-hosts"
-        );
-        assert_eq!(
-            dir(target(Browser::Chromium, None, true)),
-            "/etc/chromium/native-messaging-hosts"
+        // The system directories need no home.
+        assert!(native_hosts_dir(Browser::Edge, Os::MacOs, Scope::System, None).is_ok());
+    }
+
+    #[test]
+    fn browser_names_round_trip_and_an_unknown_one_is_explained() {
+        for browser in Browser::ALL {
+            assert_eq!(Browser::parse(browser.cli_name()).expect("known"), browser);
+        }
+        let err = Browser::parse("firefox").expect_err("unknown");
+        assert!(
+            err.to_string()
+                .contains("use --browser chrome, chromium, edge or brave"),
+            "{err}"
         );
     }
 }

@@ -1,72 +1,163 @@
 //! Command-line entry point of `herdr-companion`; parsing only, the work is in the library.
+//!
+//! Exit status: 0 success; 1 the command failed (for `doctor`: a check failed), with a
+//! message on stderr that says what to do; 2 the command line is wrong (clap's message
+//! names the mistake and the usage). `runtime` exits 70 when a stop was forced.
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use companion::doctor;
 use companion::install::{self, Browser, Target};
-use companion::paths::CompanionHome;
+use companion::paths::{CompanionHome, HOME_ENV};
 use companion::runtime::{self, RuntimeOptions};
 
-const USAGE: &str = "usage:
-  herdr-companion host ORIGIN          Native Messaging host (the browser runs this)
-  herdr-companion runtime [--home DIR] [--herdr-session NAME]
-  herdr-companion install --browser chrome|chromium|edge|brave [--user-data-dir DIR] [--system]
-  herdr-companion uninstall --browser … [--user-data-dir DIR] [--system]
-  herdr-companion doctor [--browser …] [--user-data-dir DIR] [--system] [--herdr-session NAME]
-  herdr-companion task dispatch --session-ref R --workspace W --pane P [--turn T] [--home DIR] TEXT
-  herdr-companion task list --session-ref R [--home DIR]
-  herdr-companion --version";
+/// The prefix of the origin a Chromium browser passes as argv[1] to a host it starts.
+const ORIGIN_PREFIX: &str = "chrome-extension://";
 
-/// Flags shared by the subcommands, parsed leniently per subcommand.
-#[derive(Default)]
-struct Flags {
+#[derive(Debug, Parser)]
+#[command(
+    name = "herdr-companion",
+    version,
+    about = "The native side of herdr-continuity: brings Herdr coding-agent events back into web AI chats.",
+    after_help = "Start with `herdr-companion install --browser chrome`, then `herdr-companion doctor`.\n\
+                  The companion home (socket, state.db, runtime.log) is --home, else $HERDR_CONTINUITY_HOME, \
+                  else ~/.local/state/herdr-continuity on Linux and ~/Library/Application Support/herdr-continuity on macOS."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Native Messaging host: relays the browser's frames to the runtime (the browser runs
+    /// this through the wrapper `install` writes; you do not run it yourself).
+    Host {
+        /// The calling extension's origin, `chrome-extension://<id>/`; anything else is refused.
+        origin: Option<String>,
+        /// Further arguments the browser may pass (e.g. `--parent-window=N` on Windows); ignored.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        ignored: Vec<OsString>,
+    },
+    /// The long-lived runtime daemon: owns the socket, state.db and the Herdr connection
+    /// (the host starts it when needed).
+    Runtime {
+        #[command(flatten)]
+        home: HomeArg,
+        #[command(flatten)]
+        herdr: HerdrSessionArg,
+    },
+    /// Registers the host with a browser: writes its Native Messaging host manifest and the
+    /// wrapper script the manifest points at.
+    Install(TargetArgs),
+    /// Removes the host manifest `install` wrote for a browser.
+    Uninstall(TargetArgs),
+    /// Checks every link (manifest, home, socket, runtime, Herdr) and says how to fix each
+    /// broken one; exits 1 when any check failed.
+    Doctor {
+        /// The browser whose manifest to check.
+        #[arg(long, value_enum, default_value = "chrome")]
+        browser: Browser,
+        #[command(flatten)]
+        location: LocationArgs,
+        #[command(flatten)]
+        home: HomeArg,
+        #[command(flatten)]
+        herdr: HerdrSessionArg,
+    },
+    /// Parent-inbox tasks through the runtime socket (stands in for the MCP downlink's
+    /// `herdr_prompt` in tests and the demo).
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Prints the version (same as --version).
+    Version,
+}
+
+#[derive(Debug, Subcommand)]
+enum TaskCommand {
+    /// Dispatches TEXT to a Herdr pane for a chat session (`task.dispatch`); prints the result as JSON.
+    Dispatch {
+        /// The browser session ref the result is reported back to.
+        #[arg(long, value_name = "R")]
+        session_ref: String,
+        /// The Herdr workspace id.
+        #[arg(long, value_name = "W")]
+        workspace: String,
+        /// The Herdr pane id.
+        #[arg(long, value_name = "P")]
+        pane: String,
+        /// The chat turn the task came from.
+        #[arg(long, value_name = "T")]
+        turn: Option<String>,
+        #[command(flatten)]
+        home: HomeArg,
+        /// The prompt (quote it as one argument).
+        text: String,
+    },
+    /// Lists a chat session's tasks (`task.list`); prints the result as JSON.
+    List {
+        /// The browser session ref.
+        #[arg(long, value_name = "R")]
+        session_ref: String,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+}
+
+#[derive(Debug, Args)]
+struct HomeArg {
+    /// The companion home directory (default: $HERDR_CONTINUITY_HOME, else the system's default).
+    #[arg(long, value_name = "DIR")]
     home: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct HerdrSessionArg {
+    /// The Herdr session whose socket to use (default: $HERDR_SESSION, else Herdr's default).
+    #[arg(long, value_name = "NAME")]
     herdr_session: Option<String>,
-    browser: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct TargetArgs {
+    /// The browser to register with.
+    #[arg(long, value_enum)]
+    browser: Browser,
+    #[command(flatten)]
+    location: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+struct LocationArgs {
+    /// A browser profile root (`--user-data-dir` of the browser): the manifest goes into its
+    /// `NativeMessagingHosts/`. Wins over --system.
+    #[arg(long, value_name = "DIR")]
     user_data_dir: Option<PathBuf>,
+    /// The machine-wide directory instead of the current user's (needs root: use sudo).
+    #[arg(long)]
     system: bool,
 }
 
-fn parse_flags(args: &[String], allowed: &[&str]) -> Result<Flags> {
-    let mut flags = Flags::default();
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if !allowed.contains(&arg.as_str()) {
-            bail!("unexpected argument `{arg}`\n{USAGE}");
-        }
-        let mut value = || {
-            iter.next()
-                .cloned()
-                .with_context(|| format!("{arg} needs a value\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--home" => flags.home = Some(PathBuf::from(value()?)),
-            "--herdr-session" => flags.herdr_session = Some(value()?),
-            "--browser" => flags.browser = Some(value()?),
-            "--user-data-dir" => flags.user_data_dir = Some(PathBuf::from(value()?)),
-            "--system" => flags.system = true,
-            _ => bail!("unexpected argument `{arg}`\n{USAGE}"),
+impl LocationArgs {
+    fn target(self, browser: Browser) -> Target {
+        Target {
+            browser,
+            user_data_dir: self.user_data_dir,
+            system: self.system,
         }
     }
-    Ok(flags)
-}
-
-fn target(flags: &Flags, default_browser: Option<&str>) -> Result<Target> {
-    let browser = flags
-        .browser
-        .as_deref()
-        .or(default_browser)
-        .with_context(|| format!("--browser is required\n{USAGE}"))?;
-    Ok(Target {
-        browser: Browser::parse(browser)?,
-        user_data_dir: flags.user_data_dir.clone(),
-        system: flags.system,
-    })
 }
 
 fn main() {
-    match run() {
+    let cli = match Cli::try_parse_from(host_compatible_args(std::env::args_os())) {
+        Ok(cli) => cli,
+        // --help and --version print and exit 0; a wrong command line exits 2.
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("herdr-companion: {e:#}");
@@ -75,46 +166,51 @@ fn main() {
     }
 }
 
-fn run() -> Result<i32> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((command, rest)) = args.split_first() else {
-        bail!("no command given\n{USAGE}");
-    };
-    match command.as_str() {
-        "--version" | "-V" | "version" => {
+/// A browser started with a manifest whose `path` is this binary itself (not the wrapper)
+/// passes the origin as argv[1]: run the host for it as if `host` had been given.
+fn host_compatible_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let origin_first = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| a.starts_with(ORIGIN_PREFIX));
+    if origin_first {
+        args.insert(1, OsString::from("host"));
+    }
+    args
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Version => {
             println!("herdr-companion {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
-        "--help" | "-h" | "help" => {
-            println!("{USAGE}");
+        Command::Host { origin, ignored: _ } => {
+            companion::host::run(origin)?;
             Ok(0)
         }
-        "host" => {
-            // Chrome passes the origin first; anything after it (e.g. --parent-window on
-            // other platforms) is ignored.
-            companion::host::run(rest.first().cloned())?;
-            Ok(0)
-        }
-        "runtime" => {
-            let flags = parse_flags(rest, &["--home", "--herdr-session"])?;
+        Command::Runtime { home, herdr } => {
             runtime::run_until_stopped(RuntimeOptions {
-                home: flags.home,
-                herdr_session: flags.herdr_session,
+                home: home.home,
+                herdr_session: herdr.herdr_session,
             })?;
             Ok(0)
         }
-        "install" => {
-            let flags = parse_flags(rest, &["--browser", "--user-data-dir", "--system"])?;
-            let target = target(&flags, None)?;
+        Command::Install(args) => {
+            let target = args.location.target(args.browser);
             let home = CompanionHome::resolve(None)?;
             let installed = install::install(&target, &home)?;
             println!("wrote host manifest {}", installed.manifest.display());
             println!("wrote host wrapper  {}", installed.wrapper.display());
+            println!(
+                "companion home      {} (set {HOME_ENV} before install to choose another)",
+                home.root().display()
+            );
             Ok(0)
         }
-        "uninstall" => {
-            let flags = parse_flags(rest, &["--browser", "--user-data-dir", "--system"])?;
-            let target = target(&flags, None)?;
+        Command::Uninstall(args) => {
+            let target = args.location.target(args.browser);
             match install::uninstall(&target)? {
                 Some(path) => println!("removed host manifest {}", path.display()),
                 None => println!(
@@ -124,20 +220,15 @@ fn run() -> Result<i32> {
             }
             Ok(0)
         }
-        "doctor" => {
-            let flags = parse_flags(
-                rest,
-                &[
-                    "--browser",
-                    "--user-data-dir",
-                    "--system",
-                    "--herdr-session",
-                    "--home",
-                ],
-            )?;
-            let target = target(&flags, Some("chrome"))?;
-            let home = CompanionHome::resolve(flags.home)?;
-            let checks = doctor::run_checks(&target, &home, flags.herdr_session);
+        Command::Doctor {
+            browser,
+            location,
+            home,
+            herdr,
+        } => {
+            let target = location.target(browser);
+            let home = CompanionHome::resolve(home.home)?;
+            let checks = doctor::run_checks(&target, &home, herdr.herdr_session);
             print!("{}", doctor::render(&checks));
             Ok(if checks.iter().all(|c| c.fix.is_none()) {
                 0
@@ -145,7 +236,107 @@ fn run() -> Result<i32> {
                 1
             })
         }
-        "task" => Ok(companion::inbox::cli::run(rest)?),
-        other => bail!("unknown command `{other}`\n{USAGE}"),
+        Command::Task(task) => Ok(companion::inbox::cli::run(&task_args(task))?),
+    }
+}
+
+/// The argument list `inbox::cli` parses, rebuilt from the checked clap arguments.
+fn task_args(task: TaskCommand) -> Vec<String> {
+    let home = |args: &mut Vec<String>, home: HomeArg| {
+        if let Some(dir) = home.home {
+            args.extend(["--home".to_owned(), dir.display().to_string()]);
+        }
+    };
+    match task {
+        TaskCommand::Dispatch {
+            session_ref,
+            workspace,
+            pane,
+            turn,
+            home: dir,
+            text,
+        } => {
+            let mut args = vec![
+                "dispatch".to_owned(),
+                "--session-ref".to_owned(),
+                session_ref,
+                "--workspace".to_owned(),
+                workspace,
+                "--pane".to_owned(),
+                pane,
+            ];
+            if let Some(turn) = turn {
+                args.extend(["--turn".to_owned(), turn]);
+            }
+            home(&mut args, dir);
+            args.push(text);
+            args
+        }
+        TaskCommand::List {
+            session_ref,
+            home: dir,
+        } => {
+            let mut args = vec!["list".to_owned(), "--session-ref".to_owned(), session_ref];
+            home(&mut args, dir);
+            args
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_origin_as_first_argument_runs_the_host() {
+        let args = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        let origin = "chrome-extension://gencedhnagpaccnkbgpcipafjlankiop/";
+        let cli = Cli::try_parse_from(host_compatible_args(args(&[
+            "herdr-companion",
+            origin,
+            "--parent-window=0",
+        ])))
+        .expect("parses");
+        match cli.command {
+            Command::Host {
+                origin: Some(o),
+                ignored,
+            } => {
+                assert_eq!(o, origin);
+                assert_eq!(ignored, args(&["--parent-window=0"]));
+            }
+            other => panic!("not the host: {other:?}"),
+        }
+        assert_eq!(
+            host_compatible_args(args(&["herdr-companion", "doctor"])),
+            args(&["herdr-companion", "doctor"])
+        );
+    }
+
+    #[test]
+    fn task_arguments_reach_the_inbox_cli_unchanged() {
+        // Words split at spaces; TEXT stands for the one argument "do it".
+        let words = |line: &'static str| {
+            line.split(' ')
+                .map(|w| if w == "TEXT" { "do it" } else { w })
+                .collect::<Vec<_>>()
+        };
+        let cli = Cli::try_parse_from(words(
+            "herdr-companion task dispatch --session-ref R --workspace w1 --pane w1:p1 TEXT --turn t --home /h",
+        ))
+        .expect("parses");
+        let Command::Task(task) = cli.command else {
+            panic!("not task")
+        };
+        assert_eq!(
+            task_args(task),
+            words("dispatch --session-ref R --workspace w1 --pane w1:p1 --turn t --home /h TEXT")
+        );
     }
 }

@@ -1,7 +1,10 @@
 //! Where the companion keeps its files (docs/PROTOCOL.md "Names and places").
 //!
 //! Invariants: the home and its `run/` directory are private (0700) once
-//! [`CompanionHome::ensure_private_dirs`] returns; nothing here creates files.
+//! [`CompanionHome::ensure_private_dirs`] returns; nothing here creates files. Which
+//! directory is the default depends on the operating system ([`Os`]); the choice is a pure
+//! function of an `Os` value and the user's home, so every platform's answer is tested on
+//! any machine.
 
 use std::fs;
 use std::io;
@@ -11,6 +14,54 @@ use thiserror::Error;
 
 /// Environment variable that overrides the companion home.
 pub const HOME_ENV: &str = "HERDR_CONTINUITY_HOME";
+
+/// The operating-system conventions the companion follows for its own files and for the
+/// browsers' host-manifest directories (`install`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    /// Linux (and any other Unix that is not macOS): XDG-style dot directories.
+    Linux,
+    /// macOS: `~/Library/Application Support/…`.
+    MacOs,
+}
+
+impl Os {
+    /// The system this binary was built for.
+    pub const fn current() -> Self {
+        if cfg!(target_os = "macos") {
+            Self::MacOs
+        } else {
+            Self::Linux
+        }
+    }
+
+    /// The name a user knows the system by.
+    pub const fn display_name(self) -> &'static str {
+        match self {
+            Self::Linux => "Linux",
+            Self::MacOs => "macOS",
+        }
+    }
+
+    /// The longest Unix socket path `bind` accepts, in bytes: `sun_path` is 108 bytes on
+    /// Linux and 104 on macOS, one of which is the terminating NUL.
+    pub const fn max_socket_path_len(self) -> usize {
+        match self {
+            Self::Linux => 107,
+            Self::MacOs => 103,
+        }
+    }
+}
+
+/// The default companion home for `os` under the user's home directory:
+/// `~/.local/state/herdr-continuity` on Linux (XDG state), and
+/// `~/Library/Application Support/herdr-continuity` on macOS.
+pub fn default_home(os: Os, user_home: &Path) -> PathBuf {
+    match os {
+        Os::Linux => user_home.join(".local/state/herdr-continuity"),
+        Os::MacOs => user_home.join("Library/Application Support/herdr-continuity"),
+    }
+}
 
 /// The home could not be determined.
 #[derive(Debug, Error)]
@@ -25,8 +76,8 @@ pub struct CompanionHome {
 }
 
 impl CompanionHome {
-    /// Resolves the home: `flag` (from `--home`), then `$HERDR_CONTINUITY_HOME`, then
-    /// `~/.local/state/herdr-continuity`.
+    /// Resolves the home: `flag` (from `--home`), then `$HERDR_CONTINUITY_HOME`, then the
+    /// system's [`default_home`].
     pub fn resolve(flag: Option<PathBuf>) -> Result<Self, NoHome> {
         if let Some(root) = flag {
             return Ok(Self { root });
@@ -38,7 +89,7 @@ impl CompanionHome {
         }
         let home = user_home().ok_or(NoHome)?;
         Ok(Self {
-            root: home.join(".local/state/herdr-continuity"),
+            root: default_home(Os::current(), &home),
         })
     }
 
@@ -67,7 +118,7 @@ impl CompanionHome {
         self.run_dir().join("runtime.lock")
     }
 
-    /// `runtime.log`.
+    /// `runtime.log` (rotated to `runtime.log.1`, see `runtime::log`).
     pub fn log_path(&self) -> PathBuf {
         self.root.join("runtime.log")
     }
@@ -97,4 +148,32 @@ pub fn user_home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_home_follows_each_systems_convention() {
+        let home = Path::new("/Users/ada");
+        assert_eq!(
+            default_home(Os::Linux, home),
+            Path::new("/Users/ada/.local/state/herdr-continuity")
+        );
+        assert_eq!(
+            default_home(Os::MacOs, home),
+            Path::new("/Users/ada/Library/Application Support/herdr-continuity")
+        );
+    }
+
+    #[test]
+    fn this_build_knows_its_system() {
+        let expected = if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else {
+            Os::Linux
+        };
+        assert_eq!(Os::current(), expected);
+    }
 }

@@ -181,6 +181,9 @@ pub enum WakeWithheld {
     HumanDraft,
     /// The page has no usable composer (closed tab, not loaded, or not a conversation).
     NoComposer,
+    /// The page's markup matches no chat layout the extension knows: nothing is typed
+    /// there (fail closed).
+    UnknownLayout,
     /// The last send failed; it is retried shortly.
     DeliveryRetryPending,
     /// Sending failed several times in a row; a reload of the page retries.
@@ -201,6 +204,7 @@ impl WakeWithheld {
             WakeWithheld::PageGenerating => "Waiting: the page is still generating a reply; the update is sent when it finishes.",
             WakeWithheld::HumanDraft => "Waiting: the composer has your unsent text. Send or clear it and the update follows.",
             WakeWithheld::NoComposer => "Waiting: the chat composer is not available. Open or reload the conversation.",
+            WakeWithheld::UnknownLayout => "Not sent: this page's layout is not one Herdr Continuity knows, so it types nothing here. Open the side panel's \"What the extension sees\" and report it.",
             WakeWithheld::DeliveryRetryPending => "Waiting: sending to the page failed; it is retried in a few seconds.",
             WakeWithheld::DeliveryFailedRepeatedly => "Not sent: delivery failed several times. Reload the conversation to retry.",
         }
@@ -219,6 +223,7 @@ impl WakeWithheld {
             WakeWithheld::PageGenerating => "等待：页面仍在生成回复，完成后发送更新。",
             WakeWithheld::HumanDraft => "等待：输入框里有你未发送的文字。发送或清空后再推送更新。",
             WakeWithheld::NoComposer => "等待：会话输入框不可用。请打开或刷新会话。",
+            WakeWithheld::UnknownLayout => "未发送：Herdr Continuity 不认识这个页面的布局，因此不会在这里输入任何内容。请打开侧边栏的“扩展看到的内容”并报告。",
             WakeWithheld::DeliveryRetryPending => "等待：投递到页面失败，几秒后重试。",
             WakeWithheld::DeliveryFailedRepeatedly => "未发送：多次投递失败。刷新会话以重试。",
         }
@@ -260,6 +265,8 @@ pub struct WakeFacts {
     pub human_draft: bool,
     /// The composer exists and can take a message.
     pub composer_present: bool,
+    /// The adapter recognised the page's layout.
+    pub layout_known: bool,
 }
 
 /// The M7 gate: `Ok(())` when an automatic message may be submitted now, else the first
@@ -280,6 +287,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         (facts.page_generating, WakeWithheld::PageGenerating),
         (facts.human_draft, WakeWithheld::HumanDraft),
         (!facts.composer_present, WakeWithheld::NoComposer),
+        (!facts.layout_known, WakeWithheld::UnknownLayout),
     ];
     match checks.iter().find(|(refused, _)| *refused) {
         Some((_, reason)) => Err(*reason),

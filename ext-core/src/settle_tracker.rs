@@ -121,6 +121,14 @@ pub struct AgentSnapshot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SettleInput {
+    /// The identity of the runtime's event log, from the stream `hello`; `reset` when the
+    /// runtime replays a log the high-water mark does not belong to (fed before the hello).
+    LogIdentity {
+        /// `hello.log_id`.
+        log_id: Option<String>,
+        /// `hello.log_reset`.
+        reset: bool,
+    },
     /// The stream's first message: which runtime generation speaks.
     StreamHello {
         /// The runtime generation.
@@ -177,6 +185,9 @@ pub struct ResumePoint {
     pub boot_id: String,
     /// The high-water mark.
     pub after_seq: u64,
+    /// The event log the mark belongs to (`None` before a runtime named one).
+    #[serde(default)]
+    pub log_id: Option<String>,
 }
 
 /// Decisions for the shell.
@@ -271,6 +282,9 @@ pub struct SettleTracker {
     retired_boots: Vec<String>,
     /// Highest seq seen (applied or rejected as stale); seq is global across generations.
     high_water: u64,
+    /// The event log `high_water` belongs to.
+    #[serde(default)]
+    log_id: Option<String>,
     /// The current subscription's replay horizon (`hello.last_seq`): events of another
     /// generation up to it are history and applied; later ones are refused.
     #[serde(default)]
@@ -297,6 +311,7 @@ impl SettleTracker {
         self.boot_id.as_ref().map(|boot_id| ResumePoint {
             boot_id: boot_id.clone(),
             after_seq: self.high_water,
+            log_id: self.log_id.clone(),
         })
     }
 
@@ -353,6 +368,16 @@ impl SettleTracker {
                 self.replay_reached(now, seq);
             }
             SettleInput::StreamPosition { seq } => self.replay_reached(now, seq),
+            SettleInput::LogIdentity { log_id, reset } => {
+                if reset {
+                    // The runtime replays its (new) log from the start: seqs begin again.
+                    self.high_water = 0;
+                    self.replay_through = None;
+                }
+                if log_id.is_some() {
+                    self.log_id = log_id;
+                }
+            }
             SettleInput::Reconnected => {
                 self.pending_reconcile = None;
                 self.outputs.push_back(SettleOutput::Resubscribe {
@@ -414,6 +439,16 @@ impl SettleTracker {
             return;
         };
         let wake_seq = pending.through.max(self.high_water);
+        // Panes the runtime says work that the replay never showed working (their working
+        // event fell outside the retention): they work, so their later settle wakes.
+        for agent in pending.agents.iter().filter(|a| a.settled.is_none()) {
+            let workspace = self.workspaces.entry(agent.workspace_id.clone()).or_default();
+            workspace.panes.insert(agent.pane_id.clone(), PaneState::Working);
+            if !workspace.working {
+                workspace.working = true;
+                self.outputs.push_back(SettleOutput::ScopeWorking { workspace_id: agent.workspace_id.clone(), at: now });
+            }
+        }
         for (workspace_id, workspace) in &mut self.workspaces {
             if !workspace.working {
                 continue;
@@ -490,7 +525,18 @@ impl SettleTracker {
                 workspace.panes.remove(&event.pane_id);
             }
         }
-        let still_working = count_working(workspace);
+        let mut still_working = count_working(workspace);
+        // A replay that lost events to retention: the hello's snapshot (the truth at the end
+        // of the replay) may show a pane of this workspace working whose working event is
+        // gone. Then this is not a full settle (P7): the pane works.
+        if workspace.working && still_working == 0 {
+            if let Some(pending) = self.pending_reconcile.as_ref().filter(|p| event.seq <= p.through) {
+                for agent in pending.agents.iter().filter(|a| a.workspace_id == event.workspace_id && a.settled.is_none()) {
+                    workspace.panes.insert(agent.pane_id.clone(), PaneState::Working);
+                }
+                still_working = count_working(workspace);
+            }
+        }
         if !workspace.working && still_working > 0 {
             workspace.working = true;
             self.outputs.push_back(SettleOutput::ScopeWorking {

@@ -84,6 +84,9 @@ pub struct PageFacts {
     pub generating: bool,
     /// The composer holds unsent text the user typed.
     pub human_draft: bool,
+    /// The adapter recognised the page's layout (unknown: nothing is typed, fail closed).
+    #[serde(default)]
+    pub layout_known: bool,
 }
 
 /// Facts the shell feeds in.
@@ -127,6 +130,9 @@ pub enum SchedulerInput {
     /// facts are read. Stops progress at once (P8) so no progress message is offered in
     /// between: progress never goes out after the settle is known.
     SettleSeen,
+    /// The runtime's event log was replaced (seqs start again): settles are no longer
+    /// compared with the old log's.
+    LogReset,
     /// The delivered message is confirmed on the page.
     DeliveryConfirmed,
     /// The delivery did not happen (submit failed, composer vanished).
@@ -336,6 +342,7 @@ impl WakeScheduler {
                 self.pending_inbox = None;
                 self.progress.handle(now, ProgressInput::ScopeSettled);
             }
+            SchedulerInput::LogReset => self.newest_wake = None,
             SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
                 Some(InFlight::Wake(_) | InFlight::Inbox { .. }) => self.failed_attempts = 0,
                 Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
@@ -452,6 +459,7 @@ impl WakeScheduler {
             page_generating: self.page.generating,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
+            layout_known: self.page.layout_known,
         }
     }
 

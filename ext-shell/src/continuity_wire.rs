@@ -28,11 +28,13 @@ pub const CALL_ID_PREFIX: &str = "c-";
 /// The JSON request for a call.
 pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
     let (method, params) = match call {
-        RuntimeCall::Subscribe { after_seq } => (
+        RuntimeCall::Subscribe { after_seq, log_id } => (
             "events.subscribe",
-            match after_seq {
-                Some(seq) => json!({"after_seq": seq}),
-                None => json!({}),
+            match (after_seq, log_id) {
+                (Some(seq), Some(log)) => json!({"after_seq": seq, "log_id": log}),
+                (Some(seq), None) => json!({"after_seq": seq}),
+                (None, Some(log)) => json!({"log_id": log}),
+                (None, None) => json!({}),
             },
         ),
         RuntimeCall::Workspaces => ("herdr.workspaces", json!({})),
@@ -169,7 +171,7 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
                     })
                 })
                 .collect();
-            Ok(RuntimeAnswer::InboxPending { tasks })
+            Ok(RuntimeAnswer::InboxPending { tasks, more: result.get("more").and_then(Value::as_bool).unwrap_or(false) })
         }
         RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => result
             .get("counts")
@@ -216,6 +218,8 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
                 boot_id: id_of(data, "boot_id")?,
                 last_seq: data.get("last_seq").and_then(Value::as_u64),
                 agents: agent_snapshot(data),
+                log_id: id_of(data, "log_id"),
+                log_reset: data.get("log_reset").and_then(Value::as_bool).unwrap_or(false),
             });
         }
         "inbox_changed" => {

@@ -33,6 +33,8 @@ use crate::wire::{self, PageMessage, WireError};
 pub const PERSIST_DEBOUNCE_MS: u32 = 200;
 /// The `chrome.storage.local` key of the continuity snapshot.
 pub const STORAGE_KEY: &str = "continuity";
+/// Where a stored state that could not be read is kept instead of being overwritten.
+pub const UNREADABLE_STATE_KEY: &str = "continuity_unreadable";
 
 /// A page or panel port showing the HUD.
 struct PagePort {
@@ -408,7 +410,7 @@ impl LinkDriver {
             let snapshot = {
                 let mut driver = this.borrow_mut();
                 driver.persist_timer = None;
-                serde_json::to_string(&driver.continuity)
+                driver.continuity.snapshot().to_json()
             };
             match snapshot {
                 Ok(text) => js::storage_local_write(STORAGE_KEY, &text),

@@ -31,6 +31,7 @@ use std::rc::Rc;
 use ext_core::companion_link::Input;
 use ext_core::continuity::{Continuity, ContinuityInput};
 use ext_core::limits;
+use ext_core::snapshot::Snapshot;
 use ext_core::wake::Language;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
@@ -78,16 +79,23 @@ pub async fn start_worker() -> Result<(), JsValue> {
     if already {
         return Ok(());
     }
-    let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
-        Some(text) => serde_json::from_str::<Continuity>(&text).unwrap_or_else(|error| {
-            js::warn(&format!(
-                "herdr-continuity: the saved state could not be read ({error}); starting with no bindings. Bind your chats again from the side panel."
-            ));
-            Continuity::new()
-        }),
-        None => Continuity::new(),
-    };
     let now = js::now_millis();
+    // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
+    // reused (ext-core `delivery_ledger`); a restored state keeps its own.
+    let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
+    let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
+        Some(text) => match Snapshot::parse(&text) {
+            Ok(snapshot) => Continuity::from_snapshot(snapshot, now, &epoch),
+            Err(error) => {
+                // Never overwrite what could not be read: keep it aside for a newer release
+                // (or a bug report), then start with nothing bound.
+                js::storage_local_write(driver::UNREADABLE_STATE_KEY, &text);
+                js::warn(&format!("herdr-continuity: {error}"));
+                Continuity::with_epoch(&epoch)
+            }
+        },
+        None => Continuity::with_epoch(&epoch),
+    };
     if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }

@@ -205,12 +205,14 @@ pub async fn run_sync(socket: PathBuf, hub: Arc<EventHub>, log: Arc<RuntimeLog>)
     }
 }
 
-async fn resync(socket: &Path, hub: &EventHub, log: &RuntimeLog) -> Result<Vec<String>, SessionEnd> {
+async fn resync(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog) -> Result<Vec<String>, SessionEnd> {
     let snapshot = request(socket, "session.snapshot", json!({}), REQUEST_TIMEOUT).await?;
-    let panes = hub.update_catalog(|catalog| match catalog.apply_snapshot(&snapshot) {
-        Ok(events) => (events, Ok(catalog.pane_ids())),
-        Err(e) => (Vec::new(), Err(e)),
-    })?;
+    let panes = hub
+        .update_catalog(move |catalog| match catalog.apply_snapshot(&snapshot) {
+            Ok(events) => (events, Ok(catalog.pane_ids())),
+            Err(e) => (Vec::new(), Err(e)),
+        })
+        .await?;
     panes.or_else(|e| {
         log.line(format_args!("herdr sync: {e}"));
         Ok(hub.catalog().pane_ids())
@@ -237,7 +239,7 @@ async fn next_line(sub: &mut Option<Subscription>) -> std::io::Result<Option<Res
 
 async fn session(
     socket: &Path,
-    hub: &EventHub,
+    hub: &Arc<EventHub>,
     log: &RuntimeLog,
     fingerprints: &mut std::collections::HashMap<String, String>,
 ) -> SessionEnd {
@@ -249,7 +251,7 @@ async fn session(
 
 async fn session_inner(
     socket: &Path,
-    hub: &EventHub,
+    hub: &Arc<EventHub>,
     log: &RuntimeLog,
     fingerprints: &mut std::collections::HashMap<String, String>,
 ) -> Result<std::convert::Infallible, SessionEnd> {
@@ -288,7 +290,7 @@ async fn session_inner(
                     Some(Err(len)) => log.line(format_args!("herdr sync: skipped an oversized status line ({len} bytes)")),
                     Some(Ok(text)) => match parse_event_line(&text) {
                         Ok((name, data)) if name == "pane.agent_status_changed" => {
-                            hub.update_catalog(|catalog| (catalog.apply_status(&data), ()))?;
+                            hub.update_catalog(move |catalog| (catalog.apply_status(&data), ())).await?;
                         }
                         Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event `{name}`")),
                         Err(why) => log.line(format_args!("herdr sync: skipped a status line: {why}")),
@@ -311,12 +313,12 @@ async fn session_inner(
                     };
                     let catalog = hub.catalog();
                     let pane = catalog.panes.get(&pane_id);
-                    hub.publish("agent_output", &json!({
-                        "pane_id": pane_id,
-                        "workspace_id": pane.map(|p| p.workspace_id.clone()),
-                        "agent": pane.and_then(|p| p.agent.clone()),
-                        "tail": tail,
-                    }))?;
+                    let mut data = serde_json::Map::new();
+                    data.insert("pane_id".to_owned(), json!(pane_id));
+                    data.insert("workspace_id".to_owned(), json!(pane.map(|p| p.workspace_id.clone())));
+                    data.insert("agent".to_owned(), json!(pane.and_then(|p| p.agent.clone())));
+                    data.insert("tail".to_owned(), json!(tail));
+                    hub.publish_output(&pane_id, data);
                 }
             }
         }

@@ -116,10 +116,7 @@ pub fn prompt_error(pane_id: &str, error: &HerdrError) -> MethodError {
 
 fn store_error(error: StoreError) -> MethodError {
     let code = match error {
-        StoreError::UnknownTask(_) => "not_found",
-        StoreError::OtherSession(_) => "forbidden",
-        StoreError::StillRunning(_) => "not_terminal",
-        StoreError::Sqlite(_) => "inbox_unavailable",
+        StoreError::Sqlite(_) | StoreError::CallLost(_) => "inbox_unavailable",
     };
     (code, error.to_string())
 }
@@ -137,7 +134,8 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
     let session_ref = required_ref(params, method, "browser_session_ref", "the chat's stable session ref")?;
     match method {
         "inbox.counts" => {
-            let counts = inbox.store().counts(&session_ref).map_err(store_error)?;
+            let owned = session_ref.clone();
+            let counts = inbox.with_store(move |store| store.counts(&owned)).await.map_err(store_error)?;
             Ok(json!({"type": "inbox_counts", "browser_session_ref": session_ref, "counts": counts}))
         }
         "inbox.pending" => {
@@ -147,14 +145,16 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             if let Err(error) = inbox.catch_up(&socket).await {
                 ctx.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
             }
-            let mut items = inbox.store().pending(&session_ref, MAX_PENDING + 1).map_err(store_error)?;
+            let owned = session_ref.clone();
+            let mut items = inbox.with_store(move |store| store.pending(&owned, MAX_PENDING + 1)).await.map_err(store_error)?;
             let more = items.len() > MAX_PENDING;
             items.truncate(MAX_PENDING);
             let items: Vec<Value> = items.iter().map(|t| t.to_json()).collect();
             Ok(json!({"type": "inbox_pending", "browser_session_ref": session_ref, "items": items, "more": more}))
         }
         "task.list" => {
-            let tasks = inbox.store().list(&session_ref, MAX_LIST).map_err(store_error)?;
+            let owned = session_ref.clone();
+            let tasks = inbox.with_store(move |store| store.list(&owned, MAX_LIST)).await.map_err(store_error)?;
             let tasks: Vec<Value> = tasks.iter().map(|t| t.to_json()).collect();
             Ok(json!({"type": "task_list", "browser_session_ref": session_ref, "tasks": tasks}))
         }
@@ -170,13 +170,20 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
                 .map(|v| v.as_str().filter(|s| !s.is_empty() && s.chars().count() <= MAX_REF_CHARS).map(str::to_owned))
                 .collect::<Option<_>>()
                 .ok_or_else(|| bad(format!("inbox.ack: every task id must be a string of 1 to {MAX_REF_CHARS} characters")))?;
-            let outcome = inbox.store().ack(&session_ref, &ids, unix_millis() as i64).map_err(store_error)?;
+            let owned = session_ref.clone();
+            let (outcome, counts) = inbox
+                .with_store(move |store| {
+                    let outcome = store.ack(&owned, &ids, unix_millis() as i64)?;
+                    Ok((outcome, store.counts(&owned)?))
+                })
+                .await
+                .map_err(store_error)?;
             if !outcome.acked.is_empty() {
-                inbox.changed(&session_ref);
+                inbox.changed(&session_ref).await;
             }
-            let counts = inbox.store().counts(&session_ref).map_err(store_error)?;
             Ok(json!({"type": "inbox_acked", "browser_session_ref": session_ref, "acked": outcome.acked,
-                "already_acked": outcome.already_acked, "counts": counts}))
+                "already_acked": outcome.already_acked, "unknown": outcome.unknown, "forbidden": outcome.forbidden,
+                "not_terminal": outcome.not_terminal, "counts": counts}))
         }
     }
 }
@@ -195,6 +202,7 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     }
     let after_seq = inbox
         .last_event_seq()
+        .await
         .map_err(|e| ("inbox_unavailable", format!("{e}; the task was not dispatched")))?;
     let task = NewTask {
         task_id: new_id("task"),
@@ -208,15 +216,17 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
         created_at: unix_millis() as i64,
     };
     // Record first: a settle caused by the prompt is then stored after the row exists.
-    inbox.store().insert_running(&task).map_err(store_error)?;
+    let row = task.clone();
+    inbox.with_store(move |store| store.insert_running(&row)).await.map_err(store_error)?;
     let socket = PathBuf::from(ctx.herdr().socket);
     let params = json!({"target": request.pane_id, "text": request.prompt});
     if let Err(error) = crate::herdr::request(&socket, "agent.prompt", params, PROMPT_TIMEOUT).await {
-        let _ = inbox.store().forget(&task.task_id);
+        let task_id = task.task_id.clone();
+        let _ = inbox.with_store(move |store| store.forget(&task_id)).await;
         ctx.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
         return Err(prompt_error(&task.pane_id, &error));
     }
-    inbox.changed(&task.browser_session_ref);
+    inbox.changed(&task.browser_session_ref).await;
     Ok(json!({
         "type": "task_dispatched",
         "task_id": task.task_id,

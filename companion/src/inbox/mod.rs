@@ -22,6 +22,8 @@
 //! - Recording before prompting means the follower cannot miss a settle caused by the
 //!   prompt: that event is stored after the row exists.
 //! - The terminal fact is pending at once; advice (I5) is attached later, if ever.
+//! - Every store or event-log access from async code goes through [`Inbox::with_store`]
+//!   (or its event-log twin), which runs it on the blocking pool (`crate::db::off_worker`).
 
 pub mod advisor;
 pub mod cli;
@@ -37,7 +39,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
-use crate::db::StateDb;
+use crate::db::{off_worker, DbCallLost, DbError, StateDb};
 use crate::runtime::dispatch::unix_millis;
 use crate::runtime::{RuntimeContext, RuntimeLog};
 use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
@@ -91,7 +93,10 @@ pub enum InboxError {
     Store(#[from] StoreError),
     /// The event log could not be opened.
     #[error(transparent)]
-    Events(#[from] crate::db::DbError),
+    Events(#[from] DbError),
+    /// The call on the blocking pool was lost.
+    #[error(transparent)]
+    CallLost(#[from] DbCallLost),
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -169,7 +174,8 @@ fn child_summary(task: &TaskRecord) -> Value {
 }
 
 impl Inbox {
-    /// Opens the inbox in the `state.db` at `db_path`.
+    /// Opens the inbox in the `state.db` at `db_path` (blocking: call it on the blocking
+    /// pool, see `crate::db`).
     pub fn open(
         db_path: &Path,
         advisor: Option<Arc<dyn AttentionAdvisor>>,
@@ -193,36 +199,62 @@ impl Inbox {
     }
 
     /// The store, locked (a poisoned lock is still usable: every write is one statement
-    /// or one transaction).
-    pub fn store(&self) -> MutexGuard<'_, InboxStore> {
+    /// or one transaction). Blocking: only inside [`Inbox::with_store`] (and tests).
+    fn lock_store(&self) -> MutexGuard<'_, InboxStore> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The store, locked, for synchronous tests.
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> MutexGuard<'_, InboxStore> {
+        self.lock_store()
+    }
+
+    /// Runs `work` on the store on the blocking pool (never on an async worker).
+    pub async fn with_store<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&mut InboxStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inbox = Arc::clone(self);
+        off_worker(move || work(&mut inbox.lock_store())).await
+    }
+
+    /// Runs `work` on the event-log connection on the blocking pool.
+    async fn with_events<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&StateDb) -> Result<T, DbError> + Send + 'static,
+    ) -> Result<T, DbError> {
+        let inbox = Arc::clone(self);
+        off_worker(move || work(&inbox.events.lock().unwrap_or_else(|p| p.into_inner()))).await
+    }
+
     /// The event log's last seq (0 when empty).
-    pub fn last_event_seq(&self) -> Result<i64, crate::db::DbError> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).last_seq()
+    pub async fn last_event_seq(self: &Arc<Self>) -> Result<i64, DbError> {
+        self.with_events(StateDb::last_seq).await
     }
 
     /// Pushes `inbox_changed {browser_session_ref, counts}` to all clients.
-    pub fn changed(&self, session_ref: &str) {
-        let counts = self.store().counts(session_ref).unwrap_or_default();
+    pub async fn changed(self: &Arc<Self>, session_ref: &str) {
+        let owned = session_ref.to_owned();
+        let counts = self.with_store(move |store| store.counts(&owned)).await.unwrap_or_default();
         (self.notify)(changed_event(session_ref, counts));
     }
 
     /// Moves `task` to the terminal state of `ending`; returns `None` when it was already
     /// terminal (nothing written), else the handle of the advice request, if an advisor
     /// is configured. The item is pending before this returns, with `guidance: null`.
-    pub fn finish(
+    pub async fn finish(
         self: &Arc<Self>,
         task: &TaskRecord,
         ending: &Ending,
         result: &Value,
         now: i64,
     ) -> Result<Option<Option<JoinHandle<()>>>, StoreError> {
-        if !self.store().finish(&task.task_id, ending.state, now, result)? {
+        let (task_id, state, result_row) = (task.task_id.clone(), ending.state, result.clone());
+        if !self.with_store(move |store| store.finish(&task_id, state, now, &result_row)).await? {
             return Ok(None);
         }
-        self.changed(&task.browser_session_ref);
+        self.changed(&task.browser_session_ref).await;
         let advice = self.advisor.is_some().then(|| {
             let inbox = Arc::clone(self);
             let (session_ref, task_id) = (task.browser_session_ref.clone(), task.task_id.clone());
@@ -232,21 +264,25 @@ impl Inbox {
     }
 
     /// Freezes the scope's view, asks the advisor once and attaches its guidance (I5).
-    async fn advise(&self, session_ref: &str, task_id: &str) {
-        let view = {
-            let store = self.store();
-            FrozenView {
-                browser_session_ref: session_ref.to_owned(),
-                task_id: task_id.to_owned(),
-                children: store.pending(session_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
-                running_siblings: store.running(session_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
-            }
-        };
+    async fn advise(self: &Arc<Self>, session_ref: &str, task_id: &str) {
+        let (owned_ref, owned_task) = (session_ref.to_owned(), task_id.to_owned());
+        let view = self
+            .with_store(move |store| {
+                Ok(FrozenView {
+                    children: store.pending(&owned_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
+                    running_siblings: store.running(&owned_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
+                    browser_session_ref: owned_ref,
+                    task_id: owned_task,
+                })
+            })
+            .await;
+        let Ok(view) = view else { return };
         let Some(advice) = advise_within(self.advisor.as_deref(), &view, self.advice_timeout).await else {
             return;
         };
-        if self.store().set_guidance(task_id, &advice.to_json()).unwrap_or(false) {
-            self.changed(session_ref);
+        let (owned_task, guidance) = (task_id.to_owned(), advice.to_json());
+        if self.with_store(move |store| store.set_guidance(&owned_task, &guidance)).await.unwrap_or(false) {
+            self.changed(session_ref).await;
         }
     }
 
@@ -256,11 +292,12 @@ impl Inbox {
         let _gate = self.follow_gate.lock().await;
         // `open` set the cursor; 0 only if the row vanished (then every event is re-read,
         // which is harmless: endings are idempotent).
-        let cursor = self.store().cursor()?.unwrap_or(0);
-        let batch = self.events.lock().unwrap_or_else(|p| p.into_inner()).events_after(cursor, FOLLOW_BATCH)?;
+        let cursor = self.with_store(|store| store.cursor()).await?.unwrap_or(0);
+        let batch = self.with_events(move |events| events.events_after(cursor, FOLLOW_BATCH)).await?;
         for event in &batch {
             if let Some(ending) = ending_for(&event.event, &event.data) {
-                let tasks = self.store().running_on_pane(&ending.pane_id, event.seq)?;
+                let (pane_id, seq) = (ending.pane_id.clone(), event.seq);
+                let tasks = self.with_store(move |store| store.running_on_pane(&pane_id, seq)).await?;
                 if !tasks.is_empty() {
                     let tail = match ending.trigger {
                         "agent_settled" => read_tail(herdr_socket, &ending.pane_id).await,
@@ -268,11 +305,12 @@ impl Inbox {
                     };
                     let result = result_summary(&ending, event.seq, &event.data, tail.as_deref());
                     for task in &tasks {
-                        self.finish(task, &ending, &result, unix_millis() as i64)?;
+                        self.finish(task, &ending, &result, unix_millis() as i64).await?;
                     }
                 }
             }
-            self.store().advance_cursor(event.seq)?;
+            let seq = event.seq;
+            self.with_store(move |store| store.advance_cursor(seq)).await?;
         }
         Ok(batch.len())
     }
@@ -283,8 +321,8 @@ impl Inbox {
     /// asks `inbox.pending` gets the task it ended, even when the follower has not polled
     /// yet. Stops at the seq that was last when called (new events are the follower's).
     pub async fn catch_up(self: &Arc<Self>, herdr_socket: &Path) -> Result<(), InboxError> {
-        let target = self.last_event_seq()?;
-        while self.store().cursor()?.unwrap_or(0) < target {
+        let target = self.last_event_seq().await?;
+        while self.with_store(|store| store.cursor()).await?.unwrap_or(0) < target {
             if self.follow_once(herdr_socket).await? == 0 {
                 break;
             }
@@ -325,7 +363,7 @@ async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog
 /// spawns the follower. No attention advisor is configured in this build, so items carry
 /// `guidance: null` (I5 default). A failure is logged; the inbox methods then answer
 /// `not_ready`.
-pub fn start(ctx: &Arc<RuntimeContext>) {
+pub async fn start(ctx: &Arc<RuntimeContext>) {
     let db_path = ctx.home.root().join("state.db");
     let weak = Arc::downgrade(ctx);
     let notify: Notify = Box::new(move |event| {
@@ -333,7 +371,7 @@ pub fn start(ctx: &Arc<RuntimeContext>) {
             ctx.broadcast(&event);
         }
     });
-    match Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify) {
+    match off_worker(move || Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify)).await {
         Ok(inbox) => {
             let _ = ctx.inbox.set(Arc::clone(&inbox));
             tokio::spawn(follow(inbox, Arc::clone(ctx), Arc::clone(&ctx.log)));
@@ -402,11 +440,11 @@ mod tests {
         Setup { _dir: dir, inbox, events }
     }
 
-    fn settle_t1(setup: &Setup) -> Option<Option<JoinHandle<()>>> {
+    async fn settle_t1(setup: &Setup) -> Option<Option<JoinHandle<()>>> {
         let task = setup.inbox.store().get("t1").expect("get").expect("t1");
         let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
         let result = result_summary(&ending, 3, &json!({"status": "idle", "previous_status": "working"}), Some("all green\n"));
-        setup.inbox.finish(&task, &ending, &result, 50).expect("finish")
+        setup.inbox.finish(&task, &ending, &result, 50).await.expect("finish")
     }
 
     fn guidance_of_pending(inbox: &Inbox) -> Vec<Option<Value>> {
@@ -436,10 +474,10 @@ mod tests {
     #[tokio::test]
     async fn without_an_advisor_items_carry_null_guidance_i5() {
         let setup = setup(None);
-        let advice = settle_t1(&setup).expect("first finish writes");
+        let advice = settle_t1(&setup).await.expect("first finish writes");
         assert!(advice.is_none(), "no advisor configured: nothing to wait for");
         assert_eq!(guidance_of_pending(&setup.inbox), [None]);
-        assert!(settle_t1(&setup).is_none(), "a duplicate settle writes nothing (I2)");
+        assert!(settle_t1(&setup).await.is_none(), "a duplicate settle writes nothing (I2)");
         let events = setup.events.lock().unwrap_or_else(|p| p.into_inner()).clone();
         assert_eq!(events, [json!({"event": "inbox_changed", "data": {"browser_session_ref": "chat-a",
             "counts": {"running": 1, "unacked": 1, "acked": 0}}})]);
@@ -449,7 +487,7 @@ mod tests {
     async fn a_succeeding_advisor_attaches_guidance_after_the_fact_is_already_pending_i5() {
         let advisor = Arc::new(ScriptedAdvisor { delay: Duration::from_millis(20), fails: false, seen: Mutex::default() });
         let setup = setup(Some(Arc::clone(&advisor)));
-        let handle = settle_t1(&setup).expect("written").expect("advisor asked");
+        let handle = settle_t1(&setup).await.expect("written").expect("advisor asked");
         assert_eq!(guidance_of_pending(&setup.inbox), [None], "the terminal fact never waits for advice");
         handle.await.expect("advice task");
         assert_eq!(
@@ -469,7 +507,7 @@ mod tests {
             let advisor = Arc::new(ScriptedAdvisor { delay, fails, seen: Mutex::default() });
             let setup = setup(Some(advisor));
             let started = std::time::Instant::now();
-            let handle = settle_t1(&setup).expect("written").expect("advisor asked");
+            let handle = settle_t1(&setup).await.expect("written").expect("advisor asked");
             handle.await.expect("advice task");
             assert!(started.elapsed() < Duration::from_secs(5), "bounded by the advice timeout");
             assert_eq!(guidance_of_pending(&setup.inbox), [None]);

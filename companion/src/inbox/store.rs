@@ -6,7 +6,8 @@
 //!   rows), so a duplicate or replayed settle never writes a second terminal record.
 //! - Every query is scoped by `browser_session_ref`; a task of another ref is never
 //!   listed, counted or acknowledged (I3).
-//! - Acknowledging is idempotent and all-or-nothing per call.
+//! - Acknowledging is idempotent and decided per id: an unknown, foreign or running id is
+//!   reported and skipped, never a reason to drop the rest of its call.
 //! - The follower's cursor (`inbox_cursor`) only moves forward.
 
 use std::path::Path;
@@ -24,15 +25,9 @@ pub enum StoreError {
     /// SQLite refused an operation.
     #[error("state.db (parent inbox) error: {0}; check that the companion home is writable and the disk not full")]
     Sqlite(#[from] rusqlite::Error),
-    /// `inbox.ack` named a task that does not exist.
-    #[error("task {0} is not in the parent inbox; acknowledge only task_ids returned by inbox.pending")]
-    UnknownTask(String),
-    /// `inbox.ack` named a task of another browser session (I3).
-    #[error("task {0} belongs to another browser session; only the chat that dispatched it may acknowledge it")]
-    OtherSession(String),
-    /// `inbox.ack` named a task that has no terminal result yet (I4).
-    #[error("task {0} is still running; acknowledge it only after its terminal result was delivered")]
-    StillRunning(String),
+    /// The call on the blocking pool was lost.
+    #[error(transparent)]
+    CallLost(#[from] crate::db::DbCallLost),
 }
 
 /// A new task, as recorded at dispatch.
@@ -100,13 +95,19 @@ pub struct Counts {
     pub acked: i64,
 }
 
-/// What `inbox.ack` did.
+/// What `inbox.ack` did, per id (every requested id is in exactly one list).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AckOutcome {
     /// Newly acknowledged.
     pub acked: Vec<String>,
     /// Already acknowledged before (idempotent repeat).
     pub already_acked: Vec<String>,
+    /// Not in the inbox at all (e.g. the id came from a `state.db` that was reset).
+    pub unknown: Vec<String>,
+    /// A task of another browser session (I3); not acknowledged.
+    pub forbidden: Vec<String>,
+    /// Still running: it has no terminal result yet, so nothing was delivered (I4).
+    pub not_terminal: Vec<String>,
 }
 
 /// The inbox tables on their own connection to `state.db`.
@@ -146,7 +147,8 @@ impl InboxStore {
         // while this one switches to WAL, which would otherwise fail at once with BUSY.
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL: an acknowledgement or terminal result, once answered, survives power loss.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS inbox_tasks (
                 task_id TEXT PRIMARY KEY,
@@ -169,6 +171,11 @@ impl InboxStore {
             CREATE TABLE IF NOT EXISTS inbox_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);",
         )?;
         Ok(Self { conn })
+    }
+
+    /// This connection's `PRAGMA synchronous` (2 = FULL).
+    pub fn synchronous(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
     }
 
     /// Records a dispatched task as `running`.
@@ -281,12 +288,17 @@ impl InboxStore {
         )?)
     }
 
-    /// Acknowledges `task_ids` for `session_ref` (I4). Refuses the whole call when one id
-    /// is unknown, belongs to another ref (I3) or is still running; repeats are no-ops.
+    /// Acknowledges `task_ids` for `session_ref` (I4), each id on its own: one unknown,
+    /// foreign (I3) or running id never keeps the others from being acknowledged. Repeats
+    /// are no-ops. One transaction, so the answer matches what was committed.
     pub fn ack(&mut self, session_ref: &str, task_ids: &[String], now: i64) -> Result<AckOutcome, StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut outcome = AckOutcome::default();
+        let mut answered = std::collections::HashSet::new();
         for task_id in task_ids {
+            if !answered.insert(task_id) {
+                continue; // a repeated id is answered once
+            }
             let row: Option<(String, String, Option<i64>)> = tx
                 .query_row(
                     "SELECT browser_session_ref, state, acked_at FROM inbox_tasks WHERE task_id = ?1",
@@ -294,16 +306,17 @@ impl InboxStore {
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .optional()?;
-            match row {
-                None => return Err(StoreError::UnknownTask(task_id.clone())),
-                Some((owner, _, _)) if owner != session_ref => return Err(StoreError::OtherSession(task_id.clone())),
-                Some((_, state, _)) if state == "running" => return Err(StoreError::StillRunning(task_id.clone())),
-                Some((_, _, Some(_))) => outcome.already_acked.push(task_id.clone()),
+            let list = match row {
+                None => &mut outcome.unknown,
+                Some((owner, _, _)) if owner != session_ref => &mut outcome.forbidden,
+                Some((_, state, _)) if state == "running" => &mut outcome.not_terminal,
+                Some((_, _, Some(_))) => &mut outcome.already_acked,
                 Some((_, _, None)) => {
                     tx.execute("UPDATE inbox_tasks SET acked_at = ?2 WHERE task_id = ?1", params![task_id, now])?;
-                    outcome.acked.push(task_id.clone());
+                    &mut outcome.acked
                 }
-            }
+            };
+            list.push(task_id.clone());
         }
         tx.commit()?;
         Ok(outcome)
@@ -372,15 +385,15 @@ mod tests {
         assert_eq!(store.counts("chat-a").expect("counts"), Counts { running: 0, unacked: 1, acked: 0 });
         assert_eq!(store.counts("chat-b").expect("counts"), Counts { running: 1, unacked: 0, acked: 0 });
 
-        let err = store.ack("chat-b", &["t1".to_owned()], 20).expect_err("other ref");
-        assert!(matches!(err, StoreError::OtherSession(_)), "{err}");
-        let err = store.ack("chat-b", &["t2".to_owned()], 20).expect_err("running");
-        assert!(matches!(err, StoreError::StillRunning(_)), "{err}");
-        let err = store.ack("chat-a", &["nope".to_owned()], 20).expect_err("unknown");
-        assert!(matches!(err, StoreError::UnknownTask(_)), "{err}");
+        let refused = store.ack("chat-b", &["t1".to_owned(), "t2".to_owned(), "nope".to_owned()], 20).expect("ack");
+        assert_eq!(
+            refused,
+            AckOutcome { forbidden: vec!["t1".into()], not_terminal: vec!["t2".into()], unknown: vec!["nope".into()], ..AckOutcome::default() }
+        );
+        assert_eq!(store.counts("chat-a").expect("counts").unacked, 1, "a refused id is not acked");
 
-        let first = store.ack("chat-a", &["t1".to_owned()], 20).expect("ack");
-        assert_eq!(first.acked, ["t1"]);
+        let first = store.ack("chat-a", &["t1".to_owned(), "t1".to_owned()], 20).expect("ack");
+        assert_eq!(first, AckOutcome { acked: vec!["t1".into()], ..AckOutcome::default() }, "a repeated id is answered once");
         let again = store.ack("chat-a", &["t1".to_owned()], 21).expect("ack twice");
         assert_eq!((again.acked.len(), again.already_acked.as_slice()), (0, ["t1".to_owned()].as_slice()));
         assert!(store.pending("chat-a", 10).expect("pending").is_empty());

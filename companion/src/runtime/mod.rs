@@ -177,6 +177,8 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
         .map_err(fs_error("create private directories in", home.root()))?;
     let lock = acquire_lock(&home)?;
     let log = Arc::new(RuntimeLog::open(&home.log_path()));
+    // Any `tracing` event in this process goes to runtime.log too.
+    log.install_as_global_default();
     shutdown.set_log(log.clone());
     let listener = bind_socket(&home)?;
     shutdown.set_socket(home.socket_path());
@@ -215,8 +217,8 @@ async fn serve(
     let (events, _) = broadcast::channel::<String>(1024);
     let ctx = Arc::new(RuntimeContext::new(home, herdr_status, events, log.clone()));
     spawn_herdr_state_publisher(ctx.clone());
-    crate::stream::start(&ctx, herdr_socket);
-    crate::inbox::start(&ctx);
+    crate::stream::start(&ctx, herdr_socket).await;
+    crate::inbox::start(&ctx).await;
     let dispatcher = Arc::new(Dispatcher::new(ctx.clone()));
 
     let own = own_uid();

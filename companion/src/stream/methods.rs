@@ -45,7 +45,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHand
         return Err(("not_ready", "the runtime's event log is not open yet (see runtime.log); retry in a moment".to_owned()));
     };
     if request.method == "events.subscribe" {
-        return hub.subscribe(&request.params, client.clone());
+        return hub.subscribe(&request.params, client.clone()).await;
     }
     if let Some(error) = herdr_not_ready(ctx) {
         return Err(error);

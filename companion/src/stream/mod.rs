@@ -4,15 +4,22 @@
 //! Invariants:
 //! - Store-then-send under one lock: a live event is always already in the log, and live
 //!   events leave in `seq` order.
+//! - A catalog change and its events are committed in one transaction and become visible
+//!   (to `herdr.*` readers and `hello`) only after the commit; a failed write changes
+//!   nothing, so the next resync produces the same events again. Readers take a
+//!   published copy under a lock never held across a database call.
 //! - A subscription (`events.subscribe {after_seq}`) gets `hello`, then every stored event
 //!   with `seq > after_seq` in order, then live events; the subscriber remembers the last
 //!   `seq` it sent and drops anything not above it, so the replay/live seam has no
 //!   duplicates and no gaps (a lagging subscriber refills from the log).
 //! - Each event carries the `boot_id` of the runtime that produced it; events from an
 //!   older boot are sent with `stale: true` (docs/PROTOCOL.md "Event stream").
-
+//! - `agent_output` is not a stored event: pane output tails live in memory, newest per
+//!   pane ([`outputs`]), are sent live, and each subscription gets every pane's newest
+//!   tail once right after its replay (never an older tail after a newer one).
 
 pub mod methods;
+pub mod outputs;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -20,13 +27,17 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use crate::db::{DbError, StateDb, StoredEvent};
+use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
 use crate::runtime::dispatch::unix_millis;
 use crate::runtime::ClientHandle;
+use outputs::{LatestOutputs, OutputTail, SentOutputs};
 
 /// Name and version of the event stream, sent in `hello`.
 pub const STREAM_PROTOCOL: &str = "herdr-continuity-events/1";
+
+/// Longest `log_id` accepted in `events.subscribe`.
+const MAX_LOG_ID_CHARS: usize = 64;
 
 /// Most events replayed per database read.
 const REPLAY_BATCH: i64 = 500;
@@ -36,12 +47,40 @@ const REPLAY_BATCH: i64 = 500;
 pub struct EventHub {
     /// This runtime's boot id.
     boot_id: String,
-    /// The database (writes and replays are serialized by this lock).
+    /// The event log's identity (`state.db`'s `log_id`).
+    log_id: String,
+    /// The database (writes and replays are serialized by this lock; locked only on the
+    /// blocking pool, see `crate::db`).
     db: Mutex<StateDb>,
-    /// Live fan-out of stored events.
-    live: broadcast::Sender<StoredEvent>,
-    /// The latest Herdr catalog.
+    /// Live fan-out of stored events and output tails.
+    live: broadcast::Sender<Live>,
+    /// The latest Herdr catalog, as the writer changes it (locked only on the blocking
+    /// pool, across the database write of the events it produced).
     catalog: Mutex<Catalog>,
+    /// What readers see: the catalog and the last stored seq after the latest committed
+    /// change, swapped in one step (never held across a database call, so an async worker
+    /// that reads it never waits on SQLite).
+    published: Mutex<Published>,
+    /// The newest output tail per pane (memory only; no database call under this lock).
+    outputs: Mutex<LatestOutputs>,
+}
+
+/// The reader's view of the hub.
+#[derive(Debug, Clone)]
+struct Published {
+    /// The catalog after the latest change.
+    catalog: Arc<Catalog>,
+    /// The highest stored `seq` (0 when none); this catalog is at least as new as it.
+    last_seq: i64,
+}
+
+/// One item of the live fan-out.
+#[derive(Debug, Clone)]
+enum Live {
+    /// An event already stored in the log.
+    Stored(StoredEvent),
+    /// A pane's newest output tail (not stored).
+    Output(Arc<OutputTail>),
 }
 
 /// Key of the persisted catalog in the kv table.
@@ -52,12 +91,22 @@ impl EventHub {
     /// while the runtime was down is still produced once after restart).
     pub fn open(db_path: &Path, boot_id: String) -> Result<Arc<Self>, DbError> {
         let db = StateDb::open(db_path)?;
-        let catalog = db
+        let log_id = db.log_id()?;
+        let catalog: Catalog = db
             .get(CATALOG_KEY)?
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
+        let published = Published { catalog: Arc::new(catalog.clone()), last_seq: db.last_seq()? };
         let (live, _) = broadcast::channel(1024);
-        Ok(Arc::new(Self { boot_id, db: Mutex::new(db), live, catalog: Mutex::new(catalog) }))
+        Ok(Arc::new(Self {
+            boot_id,
+            log_id,
+            db: Mutex::new(db),
+            live,
+            catalog: Mutex::new(catalog),
+            published: Mutex::new(published),
+            outputs: Mutex::new(LatestOutputs::default()),
+        }))
     }
 
     /// This runtime's boot id.
@@ -66,36 +115,72 @@ impl EventHub {
     }
 
     /// Runs `change` on the catalog, stores and publishes the events it returns, and
-    /// persists the catalog.
-    pub fn update_catalog<R>(
+    /// persists the catalog (on the blocking pool: it writes state.db).
+    pub async fn update_catalog<R: Send + 'static>(
+        self: &Arc<Self>,
+        change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R) + Send + 'static,
+    ) -> Result<R, DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.update_catalog_blocking(change)).await
+    }
+
+    /// The catalog change is applied to a copy and takes effect only once its events and
+    /// the persisted catalog are committed together: a failed write changes nothing, so
+    /// the next resync produces the same events again (never lost, never twice).
+    fn update_catalog_blocking<R>(
         &self,
         change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R),
     ) -> Result<R, DbError> {
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
-        let (events, result) = change(&mut catalog);
-        if !events.is_empty() {
-            let snapshot = serde_json::to_value(&*catalog).unwrap_or(Value::Null);
+        let mut next = catalog.clone();
+        let (events, result) = change(&mut next);
+        let stored = if events.is_empty() {
+            Vec::new()
+        } else {
+            let snapshot = serde_json::to_value(&next).unwrap_or(Value::Null);
+            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event, &e.data)).collect();
             let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
-            db.put(CATALOG_KEY, &snapshot)?;
-            for event in events {
-                let stored = db.append(&self.boot_id, unix_millis() as i64, event.event, &event.data)?;
-                let _ = self.live.send(stored);
+            db.append_all(&self.boot_id, unix_millis() as i64, &rows, (CATALOG_KEY, &snapshot))?
+        };
+        *catalog = next;
+        // Publish before sending live: a subscriber that reads the new last_seq either
+        // gets these events live or finds them in the log.
+        {
+            let mut published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+            published.catalog = Arc::new(catalog.clone());
+            if let Some(last) = stored.last() {
+                published.last_seq = last.seq;
             }
+        }
+        // A pane that is gone has no output any more.
+        self.outputs.lock().unwrap_or_else(|p| p.into_inner()).retain_panes(|pane| catalog.panes.contains_key(pane));
+        for event in stored {
+            let _ = self.live.send(Live::Stored(event));
         }
         Ok(result)
     }
 
-    /// Stores and publishes one event that is not a catalog change (e.g. `agent_output`).
-    pub fn publish(&self, event: &str, data: &Value) -> Result<(), DbError> {
-        let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
-        let stored = db.append(&self.boot_id, unix_millis() as i64, event, data)?;
-        let _ = self.live.send(stored);
-        Ok(())
+    /// Records a pane's newest output tail (`agent_output` payload: `pane_id`,
+    /// `workspace_id`, `agent`, `tail`) and sends it live. Not stored: no `seq`.
+    pub fn publish_output(&self, pane_id: &str, data: serde_json::Map<String, Value>) {
+        let mut outputs = self.outputs.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = outputs.record(pane_id, unix_millis() as i64, data);
+        // Sent under the lock, so live tails leave in rev order.
+        let _ = self.live.send(Live::Output(tail));
     }
 
-    /// A copy of the catalog.
-    pub fn catalog(&self) -> Catalog {
-        self.catalog.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// Every pane's newest output tail.
+    fn latest_outputs(&self) -> Vec<Arc<OutputTail>> {
+        self.outputs.lock().unwrap_or_else(|p| p.into_inner()).snapshot()
+    }
+
+    /// The catalog after the latest committed change.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.published().catalog)
+    }
+
+    fn published(&self) -> Published {
+        self.published.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The wire form of a stored event for a client.
@@ -115,21 +200,24 @@ impl EventHub {
         json!({"event": stored.event, "data": data})
     }
 
-    fn last_seq(&self) -> i64 {
-        self.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq().unwrap_or(0)
+    /// The highest seq in the log itself (not the published copy).
+    async fn stored_last_seq(self: &Arc<Self>) -> Result<i64, DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).last_seq()).await
     }
 
-    fn replay_after(&self, after: i64) -> Vec<StoredEvent> {
-        self.db
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .events_after(after, REPLAY_BATCH)
+    async fn replay_after(self: &Arc<Self>, after: i64) -> Vec<StoredEvent> {
+        let hub = Arc::clone(self);
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).events_after(after, REPLAY_BATCH))
+            .await
             .unwrap_or_default()
     }
 
-    /// Handles `events.subscribe {after_seq?}`: spawns the per-client sender and returns
-    /// the result object. Without `after_seq` only live events follow `hello`.
-    pub fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
+    /// Handles `events.subscribe {after_seq?, log_id?}`: spawns the per-client sender and
+    /// returns the result object. Without `after_seq` only live events follow `hello`. A
+    /// position that is not in this log (another `log_id`, or `after_seq` beyond the last
+    /// seq) replays the whole log, with `log_reset: true`.
+    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
         let after_seq = match params.get("after_seq") {
             None | Some(Value::Null) => None,
             Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or((
@@ -137,81 +225,139 @@ impl EventHub {
                 "events.subscribe: after_seq must be a non-negative integer (the last seq you received), or omitted for live events only".to_owned(),
             ))?),
         };
+        let log_id = match params.get("log_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_LOG_ID_CHARS => Some(id.as_str()),
+            Some(_) => return Err((
+                "bad_request",
+                format!("events.subscribe: log_id must be the string (1 to {MAX_LOG_ID_CHARS} characters) of an earlier hello's log_id, or omitted"),
+            )),
+        };
         // Subscribe to live events before reading the log, so nothing falls in between.
         let mut live = self.live.subscribe();
-        let last_seq = self.last_seq();
-        let start = after_seq.unwrap_or(last_seq);
-        let catalog = self.catalog();
+        // One read: the catalog (hello's agents) is at least as new as last_seq.
+        let Published { catalog, last_seq } = self.published();
+        let beyond_end = match after_seq {
+            // The published seq trails a commit by a moment (a replay may already have sent
+            // that event); only the log itself can say a seq was never stored.
+            Some(seq) if seq > last_seq => seq > self.stored_last_seq().await.unwrap_or(last_seq),
+            _ => false,
+        };
+        let log_reset = beyond_end || log_id.is_some_and(|id| id != self.log_id);
+        let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
         let hello = json!({"event": "hello", "data": {
             "protocol": STREAM_PROTOCOL,
             "boot_id": self.boot_id,
+            "log_id": self.log_id,
+            "log_reset": log_reset,
             "server_time": unix_millis(),
             "last_seq": last_seq,
             "workspaces": catalog.workspace_list(),
             "agents": catalog.agents(),
         }});
-        let hub = Arc::clone(self);
+        let mut feed = Feed { hub: Arc::clone(self), client, sent: start, outputs: SentOutputs::default() };
         tokio::spawn(async move {
-            if !client.send(&hello).await {
+            if !(feed.send(&hello).await && feed.refill(None).await && feed.send_latest_outputs().await) {
                 return;
             }
-            let mut sent = start;
-            // Replay (and refill after lag) from the log.
             loop {
-                let batch = hub.replay_after(sent);
-                if batch.is_empty() {
-                    break;
-                }
-                for stored in batch {
-                    sent = stored.seq;
-                    if !client.send(&hub.to_message(&stored)).await {
-                        return;
-                    }
-                }
-            }
-            loop {
-                match live.recv().await {
-                    Ok(stored) if stored.seq <= sent => {}
-                    Ok(stored) => {
-                        if stored.seq > sent + 1 {
-                            // A gap (should not happen): refill from the log in order.
-                            for missed in hub.replay_after(sent).into_iter().take_while(|m| m.seq < stored.seq) {
-                                if !client.send(&hub.to_message(&missed)).await {
-                                    return;
-                                }
-                            }
-                        }
-                        sent = stored.seq;
-                        if !client.send(&hub.to_message(&stored)).await {
-                            return;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => loop {
-                        let batch = hub.replay_after(sent);
-                        if batch.is_empty() {
-                            break;
-                        }
-                        for stored in batch {
-                            sent = stored.seq;
-                            if !client.send(&hub.to_message(&stored)).await {
-                                return;
-                            }
-                        }
-                    },
-                    Err(broadcast::error::RecvError::Closed) => return,
+                let more = match live.recv().await {
+                    Ok(Live::Stored(stored)) => feed.live_stored(&stored).await,
+                    Ok(Live::Output(tail)) => feed.output(&tail).await,
+                    // Missed items: refill stored events from the log, then resend the
+                    // tails that changed meanwhile.
+                    Err(broadcast::error::RecvError::Lagged(_)) => feed.refill(None).await && feed.send_latest_outputs().await,
+                    Err(broadcast::error::RecvError::Closed) => false,
+                };
+                if !more {
+                    return;
                 }
             }
         });
-        Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "last_seq": last_seq, "after_seq": start}))
+        Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "log_id": self.log_id, "log_reset": log_reset,
+            "last_seq": last_seq, "after_seq": start}))
+    }
+}
+
+/// One subscription's sender: what it already sent, and where it goes.
+struct Feed {
+    /// The hub it reads.
+    hub: Arc<EventHub>,
+    /// The subscribed client.
+    client: ClientHandle,
+    /// The highest `seq` sent (or the replay start).
+    sent: i64,
+    /// The output tails sent, per pane.
+    outputs: SentOutputs,
+}
+
+impl Feed {
+    /// Sends one message; false once the client is gone.
+    async fn send(&self, message: &Value) -> bool {
+        self.client.send(message).await
+    }
+
+    async fn send_stored(&mut self, stored: &StoredEvent) -> bool {
+        self.sent = stored.seq;
+        self.client.send(&self.hub.to_message(stored)).await
+    }
+
+    /// Sends every stored event after `sent` (below `before`, when given) from the log.
+    async fn refill(&mut self, before: Option<i64>) -> bool {
+        loop {
+            let batch = self.hub.replay_after(self.sent).await;
+            if batch.is_empty() {
+                return true;
+            }
+            for stored in &batch {
+                if before.is_some_and(|b| stored.seq >= b) {
+                    return true;
+                }
+                if !self.send_stored(stored).await {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// A live stored event: dropped when already sent; a gap (should not happen) is
+    /// refilled from the log first, so events leave in `seq` order.
+    async fn live_stored(&mut self, stored: &StoredEvent) -> bool {
+        if stored.seq <= self.sent {
+            return true;
+        }
+        if stored.seq > self.sent + 1 && !self.refill(Some(stored.seq)).await {
+            return false;
+        }
+        self.send_stored(stored).await
+    }
+
+    /// A pane's tail, unless this subscription already sent it or a newer one.
+    async fn output(&mut self, tail: &OutputTail) -> bool {
+        if !self.outputs.take_if_new(tail) {
+            return true;
+        }
+        self.client.send(&tail.to_message(&self.hub.boot_id)).await
+    }
+
+    /// Every pane's newest tail that this subscription has not sent yet.
+    async fn send_latest_outputs(&mut self) -> bool {
+        for tail in self.hub.latest_outputs() {
+            if !self.output(&tail).await {
+                return false;
+            }
+        }
+        true
     }
 }
 
 /// Opens `state.db` in the companion home, stores the hub in `ctx.event_hub` and spawns the
 /// Herdr sync loop. A database that cannot be opened is logged; the stream methods then
 /// answer `not_ready` with the reason in `runtime.log`.
-pub fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
+pub async fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
     let db_path = ctx.home.root().join("state.db");
-    match EventHub::open(&db_path, ctx.boot_id.clone()) {
+    let boot_id = ctx.boot_id.clone();
+    match off_worker(move || EventHub::open(&db_path, boot_id)).await {
         Ok(hub) => {
             let _ = ctx.event_hub.set(Arc::clone(&hub));
             tokio::spawn(crate::herdr::subscribe::run_sync(herdr_socket, hub, Arc::clone(&ctx.log)));

@@ -125,14 +125,3 @@ fn doctor_explains_an_unsupported_herdr_protocol() {
         "{report}"
     );
 }
-
-/// `--version` prints the crate version.
-#[test]
-fn version_is_printed() {
-    let output = output_within(&mut TestHome::new().command(&["--version"]), "version");
-    assert!(output.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
-        format!("herdr-companion {}", env!("CARGO_PKG_VERSION"))
-    );
-}

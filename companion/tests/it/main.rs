@@ -3,6 +3,8 @@
 //! Each test uses its own temporary companion home (`HERDR_CONTINUITY_HOME`) and a Herdr
 //! socket path that does not exist unless the test is about Herdr.
 
+mod cli;
+mod db;
 mod herdr_client;
 mod host;
 mod inbox;

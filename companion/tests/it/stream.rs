@@ -324,3 +324,212 @@ fn an_unsupported_herdr_protocol_is_reported_clearly() {
     let message = answers[1]["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("19") && message.contains("20") && message.contains("update"), "{message}");
 }
+
+const PANES: [&str; 3] = ["w1:p1", "w1:p2", "w1:p3"];
+
+fn is_output_of(pane: &str, text: &str) -> impl Fn(&Value) -> bool {
+    let (pane, text) = (pane.to_owned(), text.to_owned());
+    move |m: &Value| {
+        m["event"] == "agent_output" && m["data"]["pane_id"] == pane.as_str() && m["data"]["tail"].as_str().is_some_and(|t| t.contains(&text))
+    }
+}
+
+/// Rows of `event` (of any event: `None`) in the runtime's durable log.
+fn stored_rows(home: &TestHome, event: Option<&str>) -> i64 {
+    let db = rusqlite::Connection::open(home.home().join("state.db")).expect("open state.db");
+    db.query_row("SELECT COUNT(*) FROM events WHERE ?1 IS NULL OR event = ?1", [event], |r| r.get(0)).expect("count")
+}
+
+/// The `agent_output` events of `events`, by pane, in arrival order.
+fn outputs_by_pane(events: &[Value]) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_pane = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for m in events.iter().filter(|m| m["event"] == "agent_output") {
+        let tail = m["data"]["tail"].as_str().unwrap_or("");
+        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
+        by_pane.entry(m["data"]["pane_id"].as_str().unwrap_or("").to_owned()).or_default().push(last);
+    }
+    by_pane
+}
+
+// R: P4, P9, N3 — pane output is the newest state, not history: busy panes write nothing
+// into the durable log (so they can never evict a settle from retention), and a
+// subscriber gets each pane's newest tail once, after its replay.
+#[test]
+fn agent_output_is_kept_latest_per_pane_outside_the_durable_log_p4_p9() {
+    let rig = rig(["working", "working", "working"], &[]);
+    let mut live = StreamClient::connect(&rig.home);
+    live.subscribe(Some(0));
+    live.events_until(agent_event("agent_working", "w1:p3"));
+    for round in 0..3 {
+        for pane in PANES {
+            let text = format!("round {round} of {pane}");
+            rig.standin.call("pane.send_text", json!({"pane_id": pane, "text": text, "keys": ["enter"]}));
+        }
+        for pane in PANES {
+            let seen = live.events_until(is_output_of(pane, &format!("round {round} of {pane}")));
+            let output = seen.last().expect("output");
+            assert!(output["data"].get("seq").is_none(), "agent_output consumes no durable seq: {output}");
+            assert_eq!(output["data"]["boot_id"], live_boot(&rig.home));
+        }
+    }
+    assert_eq!(stored_rows(&rig.home, Some("agent_output")), 0, "no output row in the durable log");
+    rig.standin.report("w1:p1", "idle");
+    live.events_until(agent_event("agent_settled", "w1:p1"));
+
+    // A replaying subscriber: every stored event, the settle of w1:p1 among them, then one
+    // agent_output per pane — its newest.
+    let mut replaying = StreamClient::connect(&rig.home);
+    replaying.subscribe(Some(0));
+    let mut seen = replaying.events_until(|m| m["event"] == "agent_output");
+    seen.extend(replaying.drain(Duration::from_millis(700)));
+    let settle = seen.iter().position(agent_event("agent_settled", "w1:p1")).expect("the settle is replayed");
+    let first_output = seen.iter().position(|m| m["event"] == "agent_output").expect("outputs");
+    assert!(settle < first_output, "the tails follow the replay");
+    let expected: std::collections::BTreeMap<String, Vec<String>> =
+        PANES.iter().map(|p| ((*p).to_owned(), vec![format!("round 2 of {p}")])).collect();
+    assert_eq!(outputs_by_pane(&seen), expected, "exactly one tail per pane, the newest");
+    let stored: Vec<i64> = seen.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect();
+    assert_eq!(stored.len() as i64, stored_rows(&rig.home, None), "everything else replayed is a stored event");
+
+    // A live-only subscriber gets the same newest tails.
+    let mut live_only = StreamClient::connect(&rig.home);
+    live_only.subscribe(None);
+    let mut seen = live_only.events_until(|m| m["event"] == "agent_output");
+    seen.extend(live_only.drain(Duration::from_millis(700)));
+    assert_eq!(outputs_by_pane(&seen), expected);
+}
+
+/// The current runtime's boot id (from `hello`).
+fn live_boot(home: &TestHome) -> Value {
+    let mut client = crate::support::LineClient::connect(&home.socket());
+    client.call("hello", "hello", json!({"protocol": 1, "extension_version": "test"}))["result"]["boot_id"].clone()
+}
+
+/// Subscribes with `params` and returns the `hello`, the `events_subscribed` result and
+/// the stored events replayed (up to a quiet period).
+fn subscribe_with(home: &TestHome, params: Value) -> (Value, Value, Vec<Value>) {
+    let mut client = StreamClient::connect(home);
+    client.send("sub", "events.subscribe", params);
+    let (mut hello, mut result, mut events) = (Value::Null, Value::Null, Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hello.is_null() || result.is_null() {
+        assert!(Instant::now() < deadline, "no hello or no answer to events.subscribe");
+        let Some(message) = client.next_within(Duration::from_secs(1)) else { continue };
+        if message["id"] == "sub" {
+            result = message.get("result").cloned().unwrap_or_else(|| panic!("events.subscribe failed: {message}"));
+        } else if message["event"] == "hello" {
+            hello = message["data"].clone();
+        } else if message["data"]["seq"].is_i64() {
+            events.push(message);
+        }
+    }
+    events.extend(client.drain(Duration::from_millis(500)).into_iter().filter(|m| m["data"]["seq"].is_i64()));
+    (hello, result, events)
+}
+
+fn seqs(events: &[Value]) -> Vec<i64> {
+    events.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect()
+}
+
+// R: P9, N3 — the event log has an identity: a client that resumes with the log's own
+// log_id and a seq it received gets exactly what followed, as before; an old client that
+// sends no log_id still works.
+#[test]
+fn a_resume_in_the_same_log_replays_only_what_followed_p9() {
+    let mut rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, result, replay) = subscribe_with(&rig.home, json!({"after_seq": 0}));
+    let log_id = hello["log_id"].as_str().expect("hello carries log_id").to_owned();
+    assert!(!log_id.is_empty());
+    assert_eq!((hello["log_reset"].clone(), result["log_id"].clone(), result["log_reset"].clone()), (json!(false), json!(log_id), json!(false)));
+    let last = hello["last_seq"].as_i64().expect("last_seq");
+    assert!(last >= 2 && seqs(&replay).last() == Some(&last), "{replay:?}");
+
+    for params in [json!({"after_seq": last - 1, "log_id": log_id}), json!({"after_seq": last - 1})] {
+        let (hello, result, replay) = subscribe_with(&rig.home, params.clone());
+        assert_eq!((hello["log_reset"].clone(), result["after_seq"].clone()), (json!(false), json!(last - 1)), "{params}");
+        assert_eq!(seqs(&replay), [last], "{params}");
+    }
+    // A runtime restart keeps the log, so it keeps its id.
+    rig.runtime.terminate();
+    rig.runtime = rig.home.start_runtime();
+    let (hello, _, _) = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": log_id}));
+    assert_eq!((hello["log_id"].clone(), hello["log_reset"].clone()), (json!(log_id), json!(false)));
+}
+
+// R: P9, N3 — a seq from another log (state.db reset: new log_id) or beyond the end of
+// this one (commits lost) is not a position in this log: the runtime replays its whole log
+// and says so, instead of the client dropping every event until seq catches up.
+#[test]
+fn a_resume_from_another_log_or_beyond_its_end_replays_the_whole_log_p9() {
+    let mut rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, _, everything) = subscribe_with(&rig.home, json!({"after_seq": 0}));
+    let (log_id, last) = (hello["log_id"].clone(), hello["last_seq"].as_i64().expect("last_seq"));
+    let whole = seqs(&everything);
+
+    let beyond = subscribe_with(&rig.home, json!({"after_seq": last + 5, "log_id": log_id}));
+    let other = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": "a-log-that-is-gone"}));
+    let beyond_without_id = subscribe_with(&rig.home, json!({"after_seq": last + 5}));
+    for (why, (hello, result, replay)) in [("beyond the end", beyond), ("another log", other), ("beyond, no log_id", beyond_without_id)] {
+        assert_eq!((hello["log_reset"].clone(), result["log_reset"].clone()), (json!(true), json!(true)), "{why}");
+        assert_eq!(result["after_seq"], json!(0), "{why}: the replay starts at the beginning of the log");
+        assert_eq!(seqs(&replay), whole, "{why}");
+    }
+
+    // A new state.db is a new log: the old client's position means nothing in it.
+    rig.runtime.terminate();
+    for file in ["state.db", "state.db-wal", "state.db-shm"] {
+        let _ = std::fs::remove_file(rig.home.home().join(file));
+    }
+    rig.runtime = rig.home.start_runtime();
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let (hello, _, replay) = subscribe_with(&rig.home, json!({"after_seq": last, "log_id": log_id}));
+    assert_ne!(hello["log_id"], log_id, "a new state.db has a new log_id");
+    assert_eq!(hello["log_reset"], json!(true));
+    assert_eq!(seqs(&replay).first(), Some(&1), "the new log is replayed from its first event: {replay:?}");
+    assert!(replay.iter().any(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3"));
+}
+
+// R: P9, N3 — an event write that waits for state.db's lock keeps no reader waiting, and
+// its change is visible only once stored; when the write fails (busy timeout) the change
+// is not half-applied: the next resync stores it, once.
+#[test]
+fn a_blocked_event_write_stalls_no_reader_and_is_stored_once_when_it_can_be_p9_n3() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let mut stream = StreamClient::connect(&rig.home);
+    stream.subscribe(None);
+    let blocker = rusqlite::Connection::open(rig.home.home().join("state.db")).expect("open state.db");
+    blocker.busy_timeout(crate::support::PROCESS_WAIT).expect("busy timeout");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    rig.standin.report("w1:p1", "working");
+
+    let mut client = crate::support::LineClient::connect(&rig.home.socket());
+    for n in 0..6 {
+        client.send_raw(json!({"id": format!("panes{n}"), "method": "herdr.panes", "params": {}}).to_string().as_bytes());
+    }
+    for _ in 0..6 {
+        let answer = loop {
+            let message = client.next().expect("runtime closed the connection");
+            if message.get("id").is_some() {
+                break message;
+            }
+        };
+        let panes = answer["result"]["panes"].as_array().cloned().unwrap_or_default();
+        let p1 = panes.iter().find(|p| p["pane_id"] == "w1:p1").unwrap_or_else(|| panic!("{answer}"));
+        assert_eq!(p1["agent_status"], "idle", "not stored, so not visible: {answer}");
+    }
+    let deadline = Instant::now() + crate::support::PROCESS_WAIT;
+    while !rig.home.runtime_log().contains("database is locked") {
+        assert!(Instant::now() < deadline, "the runtime never gave up waiting for the lock:\n{}", rig.home.runtime_log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    blocker.execute_batch("ROLLBACK").expect("release the write lock");
+    let mut seen = stream.events_until(agent_event("agent_working", "w1:p1"));
+    seen.extend(stream.drain(Duration::from_millis(700)));
+    check(&seen, expect![[r#"
+        agent_working w1:p1 idle -> working
+    "#]]);
+    wait_for_pane_status(&rig.home, "w1:p1", "working");
+}

@@ -3,19 +3,52 @@
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
+    Continuity, ContinuityInput, DeliveryOutcome, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
     RuntimeCall, TaskCounts,
 };
+use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 
-const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
-const TAB: u32 = 7;
+pub(crate) const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+pub(crate) const TAB: u32 = 7;
 
-fn idle_page() -> PageReport {
-    PageReport { url: CONV.into(), composer: true, ..PageReport::default() }
+pub(crate) fn idle_page() -> PageReport {
+    PageReport { url: CONV.into(), composer: true, generation: Some("chatgpt.classic".into()), page_load: "load-1".into(), ..PageReport::default() }
 }
 
-fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
+/// The id of the active delivery whose id has the stem `stem` (e.g. `wake:w1#2`).
+pub(crate) fn active_id(c: &Continuity, stem: &str) -> String {
+    c.ledger()
+        .active()
+        .find(|d| d.id.starts_with(&format!("{stem}/")))
+        .map(|d| d.id.clone())
+        .unwrap_or_else(|| panic!("no active delivery {stem}: {:?}", c.ledger().active().collect::<Vec<_>>()))
+}
+
+/// The page took the message: the adapter says so, then the page shows a new user turn
+/// with its marker.
+pub(crate) fn confirm(c: &mut Continuity, now: u64, stem: &str) {
+    let id = active_id(c, stem);
+    c.handle(now, ContinuityInput::DeliveryReport { tab: TAB, id: id.clone(), outcome: DeliveryOutcome::Submitted });
+    let mut page = c.page(TAB).cloned().unwrap_or_else(idle_page);
+    page.user_turns += 1;
+    page.markers.push(id);
+    c.handle(now, ContinuityInput::PageReported { tab: TAB, report: page });
+}
+
+/// The adapter could not send it (nothing reached the chat).
+pub(crate) fn not_sent(c: &mut Continuity, now: u64, stem: &str) {
+    let id = active_id(c, stem);
+    c.handle(now, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
+}
+
+/// A worker restart: the persisted state comes back into a new worker life.
+pub(crate) fn restart(c: &Continuity, now: u64) -> Continuity {
+    let text = c.snapshot().to_json().expect("persist");
+    Continuity::from_snapshot(Snapshot::parse(&text).expect("restore"), now, "r")
+}
+
+pub(crate) fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
     ContinuityInput::StreamEvent(StreamEvent {
         boot_id: "b1".into(),
         seq,
@@ -28,13 +61,13 @@ fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
 
 /// Drains outputs, answering every inbox.pending with `tasks` and every other call with a
 /// neutral answer; returns the delivered (tab, id, text) and the ack calls seen.
-fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>) {
+pub(crate) fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
                 log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
                 let answer = match call {
-                    RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: tasks.to_vec() },
+                    RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: tasks.to_vec(), more: false },
                     RuntimeCall::Workspaces => RuntimeAnswer::Workspaces {
                         workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
                     },
@@ -50,11 +83,11 @@ fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String
     }
 }
 
-fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
+pub(crate) fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     if auto {
@@ -65,7 +98,7 @@ fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
     (c, log)
 }
 
-fn task(id: &str) -> InboxTask {
+pub(crate) fn task(id: &str) -> InboxTask {
     InboxTask { task_id: id.into(), state: "completed".into(), pane_id: "w1:p1".into(), prompt_preview: "fix the tests".into(), result: Some("all green".into()) }
 }
 
@@ -79,17 +112,17 @@ fn a_settle_wakes_the_idle_page_once_with_its_own_tasks_and_acks_after_confirmat
     // A replay of the same settle (reconnect) does nothing (P9).
     c.handle(3, event(2, PaneEventKind::Settled(SettledStatus::Done)));
     drain(&mut c, 3, &tasks, &mut log);
-    assert_eq!(c.in_flight("chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0").map(|d| d.id.as_str()), Some("wake:w1#2"));
-    c.handle(4, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    assert_eq!(c.in_flight("chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0").map(|d| d.id.as_str()), Some("wake:w1#2/0.0.0"));
+    confirm(&mut c, 4, "wake:w1#2");
     drain(&mut c, 4, &tasks, &mut log);
     expect_test::expect![[r#"
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
-        deliver tab=7 id=wake:w1#2
+        deliver tab=7 id=wake:w1#2/0.0.0
         [Herdr] Workspace w1 settled (done). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
         Terminal tasks of this chat (1):
         - t1 [completed] pane w1:p1: fix the tests → all green
-        [herdr-continuity wake:w1#2]
-        DeliverySeen { tab: 7, id: "wake:w1#2" }
+        [herdr-continuity wake:w1#2/0.0.0]
+        DeliverySeen { tab: 7, id: "wake:w1#2/0.0.0" }
         request {"call":"inbox_ack","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","task_ids":["t1"]}"#]]
     .assert_eq(&log.join("\n"));
     let view = c.page_view(TAB).expect("chat page has a view");
@@ -127,14 +160,14 @@ fn a_human_draft_holds_the_wake_and_a_failed_delivery_is_retried_without_acking(
     drain(&mut c, 3, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 1);
     // The page could not confirm it: no ack (I4), retried after the backoff when idle.
-    c.handle(4, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: false });
+    not_sent(&mut c, 4, "wake:w1#2");
     drain(&mut c, 4, &[task("t1")], &mut log);
     assert!(log.iter().all(|l| !l.contains("inbox_ack")));
     let due = c.next_deadline().expect("a retry is scheduled");
     c.handle_timeout(due);
     drain(&mut c, due, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 2, "{log:?}");
-    c.handle(due + 1, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    confirm(&mut c, due + 1, "wake:w1#2");
     drain(&mut c, due + 1, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.contains("inbox_ack")).count(), 1);
 }
@@ -146,11 +179,11 @@ fn an_unconfirmed_delivery_survives_a_worker_restart_and_is_confirmed_from_the_p
     c.handle(1, event(1, PaneEventKind::Working));
     c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
     drain(&mut c, 2, &[task("t1")], &mut log);
-    let snapshot = serde_json::to_string(&c).expect("serialize");
-    let mut restored: Continuity = serde_json::from_str(&snapshot).expect("restore");
+    let id = active_id(&c, "wake:w1#2");
+    let mut restored = restart(&c, 10);
     let mut after = Vec::new();
     restored.handle(10, ContinuityInput::LinkUp);
-    restored.handle(10, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec!["wake:w1#2".into()], ..idle_page() } });
+    restored.handle(10, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec![id], user_turns: 1, ..idle_page() } });
     drain(&mut restored, 10, &[], &mut after);
     assert!(after.iter().all(|l| !l.starts_with("deliver")), "not sent again: {after:?}");
     assert!(after.iter().any(|l| l.contains(r#""call":"inbox_ack""#) && l.contains("t1")), "{after:?}");
@@ -178,13 +211,13 @@ fn a_wake_confirmed_after_a_worker_restart_before_the_link_is_up_is_acked_on_lin
     c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
     drain(&mut c, 2, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 1);
-    let saved = serde_json::to_string(&c).expect("persist");
-    let mut restarted: Continuity = serde_json::from_str(&saved).expect("restore");
+    let id = active_id(&c, "wake:w1#2");
+    let mut restarted = restart(&c, 10);
     log.clear();
     // The page (reconnected first) shows the marker: confirmed while the link is still down.
     restarted.handle(10, ContinuityInput::PageReported {
         tab: TAB,
-        report: PageReport { markers: vec!["wake:w1#2".into()], user_turns: 1, ..idle_page() },
+        report: PageReport { markers: vec![id], user_turns: 1, ..idle_page() },
     });
     drain(&mut restarted, 10, &[], &mut log);
     assert!(log.iter().all(|l| !l.contains("inbox_ack")), "offline: nothing sent yet: {log:?}");
@@ -241,17 +274,17 @@ fn new_output_while_working_is_pushed_once_unchanged_output_never_and_the_settle
     drain(&mut c, 7_000, &[], &mut log);
     run_until(&mut c, 11_000, &mut log);
     expect_test::expect![[r#"
-        deliver tab=7 id=progress:w1#1
+        deliver tab=7 id=progress:w1/0.0.0
         [Herdr progress] Workspace w1 is still working. New agent output:
         w1:p1 (claude):
         claude ready
         Refactor the API client
         running cargo test… 41 passed
         This is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle.
-        [herdr-continuity progress:w1#1]"#]]
+        [herdr-continuity progress:w1/0.0.0]"#]]
     .assert_eq(&log.join("\n"));
     log.clear();
-    c.handle(11_500, ContinuityInput::DeliveryResult { tab: TAB, id: "progress:w1#1".into(), ok: true });
+    confirm(&mut c, 11_500, "progress:w1");
     drain(&mut c, 11_500, &[], &mut log);
     assert_eq!(c.page_view(TAB).expect("view").progress_count, 1);
     // Unchanged output: many checks, nothing sent (P3, P4).
@@ -286,7 +319,7 @@ fn a_settle_cancels_pending_progress_and_progress_never_precedes_the_wake() {
     }
     for o in pending {
         if let ContinuityOutput::Request { id, call: RuntimeCall::InboxPending { .. } } = o {
-            c.handle(10_100, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::InboxPending { tasks: vec![] }) });
+            c.handle(10_100, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::InboxPending { tasks: vec![], more: false }) });
         }
     }
     drain(&mut c, 10_100, &[], &mut log);
@@ -328,7 +361,7 @@ fn stale_and_replayed_output_and_output_of_unbound_workspaces_are_ignored() {
     assert_eq!(c.progress_summary("w1"), None);
     // P6: the latest tails and baselines survive a worker restart.
     c.handle(4_500, output(11, "baseline\nnew line\nepisode two"));
-    let restored: Continuity = serde_json::from_str(&serde_json::to_string(&c).expect("persist")).expect("restore");
+    let restored = restart(&c, 4_600);
     assert_eq!(restored.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line\nepisode two"));
 }
 
@@ -386,16 +419,16 @@ fn a_wake_lists_each_task_on_its_own_line_with_its_bounded_output_tail() {
 
 // ---- Inbox wakes (SPEC I2, I4, P9): the parent inbox is the truth, the settle a trigger.
 
-const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+pub(crate) const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 
 /// Collects outputs without answering: the test answers requests itself.
-fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
+pub(crate) fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
     std::iter::from_fn(|| c.poll())
         .filter(|o| !matches!(o, ContinuityOutput::ViewsChanged | ContinuityOutput::Persist))
         .collect()
 }
 
-fn inbox_reads(outputs: &[ContinuityOutput]) -> Vec<u64> {
+pub(crate) fn inbox_reads(outputs: &[ContinuityOutput]) -> Vec<u64> {
     outputs
         .iter()
         .filter_map(|o| match o {
@@ -414,29 +447,30 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
     c.handle(1, ContinuityInput::LinkDown);
     drain(&mut c, 1, &[], &mut log);
     c.handle(10, ContinuityInput::LinkUp);
-    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500), agents: None });
+    c.handle(10, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(500), agents: None, log_id: None, log_reset: false });
     drain(&mut c, 10, &[task("t7"), task("t3")], &mut log);
     expect_test::expect![[r#"
-        request {"call":"subscribe","after_seq":0}
+        request {"call":"subscribe","after_seq":0,"log_id":null}
         request {"call":"workspaces"}
         request {"call":"inbox_counts","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
-        deliver tab=7 id=inbox:w1#t3
+        deliver tab=7 id=inbox:w1#t3/0.0.0
         [Herdr] Workspace w1 is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
         Terminal tasks of this chat (2):
         - t7 [completed] pane w1:p1: fix the tests → all green
         - t3 [completed] pane w1:p1: fix the tests → all green
-        [herdr-continuity inbox:w1#t3]"#]]
+        [herdr-continuity inbox:w1#t3/0.0.0]"#]]
     .assert_eq(&log.join("\n"));
     log.clear();
     // I4: nothing is acked before the page confirms. A worker restart while the wake is
     // unconfirmed neither re-reads nor re-types it: the page's marker confirms it.
-    let mut c: Continuity = serde_json::from_str(&serde_json::to_string(&c).expect("persist")).expect("restore");
+    let id = active_id(&c, "inbox:w1#t3");
+    let mut c = restart(&c, 20);
     c.handle(20, ContinuityInput::LinkUp);
     drain(&mut c, 20, &[task("t7"), task("t3")], &mut log);
     assert!(log.iter().all(|l| !l.starts_with("deliver") && !l.contains("inbox_ack") && !l.contains("inbox_pending")), "{log:?}");
     log.clear();
-    c.handle(21, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec!["inbox:w1#t3".into()], ..idle_page() } });
+    c.handle(21, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec![id], user_turns: 1, ..idle_page() } });
     // The runtime has not processed the ack yet when the follow-up check is answered: the
     // confirmed tasks are not carried again.
     drain(&mut c, 21, &[task("t7"), task("t3")], &mut log);
@@ -461,7 +495,7 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     let mut c = Continuity::new();
     let mut log = Vec::new();
     c.handle(0, ContinuityInput::LinkUp);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None, log_id: None, log_reset: false });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     drain(&mut c, 0, &[task("t1")], &mut log);
@@ -469,10 +503,10 @@ fn lost_extension_state_then_rebinding_delivers_the_chats_waiting_results_once()
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "Auto off: {log:?}");
     assert_eq!(c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code), Some(ext_core::auto_gate::WakeWithheld::AutoOff));
     c.handle(1, ContinuityInput::ToggleAuto { tab: TAB });
-    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None });
+    c.handle(2, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(900), agents: None, log_id: None, log_reset: false });
     drain(&mut c, 2, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=inbox:w1#t1")).count(), 1, "{log:?}");
-    c.handle(3, ContinuityInput::DeliveryResult { tab: TAB, id: "inbox:w1#t1".into(), ok: true });
+    confirm(&mut c, 3, "inbox:w1#t1");
     drain(&mut c, 3, &[], &mut log);
     assert_eq!(log.iter().filter(|l| l.contains(r#""call":"inbox_ack""#) && l.contains(r#"["t1"]"#)).count(), 1, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver")).count(), 1, "{log:?}");
@@ -495,7 +529,7 @@ fn an_inbox_read_while_a_settle_wake_is_in_flight_gives_no_second_wake() {
     assert!(log.iter().all(|l| !l.contains("inbox_pending") && !l.starts_with("deliver")), "deferred while the wake is in flight: {log:?}");
     // Confirmed: acked once; the deferred check then runs, and the runtime (not done with
     // the ack yet) still lists t1 — it is not delivered again.
-    c.handle(5, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    confirm(&mut c, 5, "wake:w1#2");
     drain(&mut c, 5, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.contains("inbox_ack")).count(), 1, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "{log:?}");
@@ -519,7 +553,7 @@ fn an_inbox_check_answered_while_a_settle_read_is_in_flight_leaves_the_tasks_to_
     // An inbox_changed arrives while the settle read is out: no second read.
     c.handle(5, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
     assert!(inbox_reads(&collect(&mut c)).is_empty(), "at most one read per scope in flight");
-    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")] }) });
+    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false }) });
     let delivered: Vec<String> = collect(&mut c)
         .into_iter()
         .filter_map(|o| match o {
@@ -527,9 +561,9 @@ fn an_inbox_check_answered_while_a_settle_read_is_in_flight_leaves_the_tasks_to_
             _ => None,
         })
         .collect();
-    assert_eq!(delivered, ["wake:w1#2: true"]);
+    assert_eq!(delivered, ["wake:w1#2/0.0.0: true"]);
     // Confirmed: the check that was due runs now; t1 (acked, or not yet) is not sent again.
-    c.handle(7, ContinuityInput::DeliveryResult { tab: TAB, id: "wake:w1#2".into(), ok: true });
+    confirm(&mut c, 7, "wake:w1#2");
     let mut log = Vec::new();
     drain(&mut c, 7, &[task("t1")], &mut log);
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "{log:?}");

@@ -40,11 +40,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
-    RuntimeCall, TaskCounts,
+    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, PageReport,
+    RuntimeAnswer, RuntimeCall, TaskCounts,
 };
+use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
-use ext_core::settle_tracker::{PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
+use ext_core::snapshot::Snapshot;
+use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use ext_core::auto_gate::AutoState;
 use ext_core::Millis;
@@ -102,8 +104,12 @@ enum Op {
     WorkerRestart,
     /// A page reports new facts.
     Page { chat: usize, composer: bool, draft: bool, generating: bool, permission_card: bool },
-    /// A page's port goes away (navigation, reload).
+    /// A page's port goes away (navigation, reload, tab closed); the next report of that
+    /// chat is a fresh page load rendered from the server.
     PageGone { chat: usize },
+    /// A message whose answer was lost lands late (a slow submit), if nothing since showed
+    /// that it cannot any more (a reload, our text still in the composer).
+    LandLate { chat: usize },
     /// A page answers its oldest unanswered delivery.
     Answer { chat: usize, how: Answer },
     /// A task of chat 0, chat 1 or the unopened chat becomes terminal in the inbox.
@@ -127,8 +133,9 @@ enum Answer {
     Confirmed,
     /// Submitting failed.
     Failed,
-    /// The answer is lost; `landed` says whether the turn appeared anyway.
-    NeverAnswered { landed: bool },
+    /// The answer is lost; `landed` says whether the turn appeared anyway, `left` whether
+    /// our text stayed in the composer (Send never took it).
+    NeverAnswered { landed: bool, left: bool },
 }
 
 fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
@@ -139,7 +146,7 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
     let answer = prop_oneof![
         4 => Just(Answer::Confirmed),
         2 => Just(Answer::Failed),
-        1 => any::<bool>().prop_map(|landed| Answer::NeverAnswered { landed }),
+        2 => (any::<bool>(), any::<bool>()).prop_map(|(landed, left)| Answer::NeverAnswered { landed, left: left && !landed }),
     ];
     prop_oneof![
         6 => (ws.clone(), p.clone()).prop_map(|(ws, pane)| Op::Work { ws, pane }),
@@ -155,6 +162,7 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         4 => (chat.clone(), prop::bool::weighted(0.85), prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.1))
             .prop_map(|(chat, composer, draft, generating, permission_card)| Op::Page { chat, composer, draft, generating, permission_card }),
         1 => chat.clone().prop_map(|chat| Op::PageGone { chat }),
+        1 => chat.clone().prop_map(|chat| Op::LandLate { chat }),
         5 => (chat.clone(), answer).prop_map(|(chat, how)| Op::Answer { chat, how }),
         2 => (0usize..3).prop_map(|owner| Op::TaskDone { owner }),
         2 => chat.clone().prop_map(|chat| Op::ToggleAuto { chat }),
@@ -180,8 +188,12 @@ struct PageTruth {
     draft: bool,
     generating: bool,
     permission_card: bool,
-    /// Delivery ids whose user turn is on the page.
+    /// Delivery ids whose user turn is on the page (the server's thread).
     markers: Vec<String>,
+    /// Which load of the page this is (a reload draws a new one).
+    load: u32,
+    /// Our unsent text in the composer (its delivery id).
+    composer_marker: Option<String>,
 }
 
 impl PageTruth {
@@ -196,12 +208,15 @@ impl PageTruth {
             generating: self.generating,
             permission_card: self.permission_card,
             user_turns: u32::try_from(self.markers.len()).unwrap_or(u32::MAX),
-            markers: self.markers.clone(),
+            markers: self.markers.iter().rev().take(5).rev().cloned().collect(),
+            generation: Some("chatgpt.classic".into()),
+            composer_marker: self.composer_marker.clone(),
+            page_load: format!("L{}", self.load),
             ..PageReport::default()
         }
     }
     fn accepts_submission(&self) -> bool {
-        self.composer && !self.draft && !self.generating && !self.permission_card
+        self.composer && !self.draft && !self.generating && !self.permission_card && self.composer_marker.is_none()
     }
 }
 
@@ -213,8 +228,10 @@ struct Outstanding {
     tasks: Vec<String>,
     /// The page will never answer it (its answer was lost).
     lost: bool,
-    /// Posted by an earlier worker life (resolved from the page's markers).
-    restored: bool,
+    /// Its user turn exists (the server has it).
+    landed: bool,
+    /// It can no longer land (the page reloaded, or Send never took the text).
+    cannot_land: bool,
 }
 
 /// The simulated world around one `Continuity`.
@@ -252,6 +269,21 @@ struct World {
     owed_wake: BTreeMap<String, (String, String, u64)>,
     /// Every `Deliver` id since the last heal mark.
     delivered_since_mark: Vec<(String, String)>,
+    /// Per conversation: the ids whose user turn the server has (survives reloads).
+    threads: BTreeMap<String, Vec<String>>,
+    /// Per scope: the last settle wake that landed, `(workspace, seq)`.
+    last_landed_wake: BTreeMap<String, (String, u64)>,
+    /// Page loads drawn so far.
+    loads: u32,
+    /// Worker lives so far (the epoch of each restore).
+    lives: u32,
+    /// The runtime keeps only the newest this-many events for replay (retention overflow);
+    /// `None`: it keeps all.
+    retention: Option<usize>,
+    /// The stream `hello` carries the runtime's agent snapshot.
+    agents_in_hello: bool,
+    /// A replay lost events to retention since the last heal of the stream.
+    replay_gap: bool,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -261,13 +293,18 @@ fn inbox_parts(id: &str) -> Option<(String, String)> {
 }
 
 fn wake_parts(id: &str) -> Option<(String, u64)> {
-    let rest = id.strip_prefix("wake:")?;
+    let rest = stem(id).strip_prefix("wake:")?;
     let (ws, seq) = rest.split_once('#')?;
     Some((ws.to_owned(), seq.parse().ok()?))
 }
 
+/// What a delivery id is about, without its unique suffix (`wake:w1#4/e.1.0` → `wake:w1#4`).
+fn stem(id: &str) -> &str {
+    id.split_once('/').map_or(id, |(stem, _)| stem)
+}
+
 impl World {
-    fn new() -> Result<Self, TestCaseError> {
+    fn new(retention: Option<usize>, agents_in_hello: bool) -> Result<Self, TestCaseError> {
         let mut world = World {
             now: 0,
             machine: Continuity::new(),
@@ -290,12 +327,19 @@ impl World {
             confirmed: BTreeMap::new(),
             owed_wake: BTreeMap::new(),
             delivered_since_mark: Vec::new(),
+            threads: BTreeMap::new(),
+            last_landed_wake: BTreeMap::new(),
+            loads: 0,
+            lives: 0,
+            retention,
+            agents_in_hello,
+            replay_gap: false,
         };
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
-        for (tab, conv) in CHATS {
-            world.pages.insert(tab, PageTruth::idle());
-            world.feed(ContinuityInput::PageReported { tab, report: PageTruth::idle().report(conv) })?;
+        for (tab, _) in CHATS {
+            world.open_page(tab);
+            world.report_page(tab)?;
         }
         Ok(world)
     }
@@ -336,35 +380,82 @@ impl World {
             if std::env::var_os("CONTINUITY_PROPS_TRACE").is_some() {
                 eprintln!("{:>8} <- {input:?}", self.now);
             }
+            let _ = is_page_report;
             self.machine.handle(self.now, input);
-            // The machine resolves deliveries from the report before anything it outputs.
-            if let Some((tab, report)) = is_page_report {
-                self.model_page_resolution(tab, &report);
-            }
+            // The machine resolves deliveries before anything it outputs.
+            self.observe_ledger();
             self.drain()?;
+            self.check_ledger()?;
         }
         Ok(())
     }
 
-    /// Mirrors the documented resolution of deliveries from a page report (B7): a marker
-    /// on the page confirms; a restored delivery the idle page does not show failed.
-    fn model_page_resolution(&mut self, tab: u32, report: &PageReport) {
+    /// A page load of `tab` (first open or reload): it shows the server's thread.
+    fn open_page(&mut self, tab: u32) {
+        self.loads += 1;
+        let markers = self.threads.get(conv_of_tab(tab)).cloned().unwrap_or_default();
+        let page = PageTruth { markers, load: self.loads, ..PageTruth::idle() };
+        self.pages.insert(tab, page);
+        // A message that had not reached the server when its page went away never will.
+        for out in self.outstanding.values_mut().filter(|o| o.tab == tab && !o.landed) {
+            out.cannot_land = true;
+        }
+    }
+
+    /// The server gets the message `out` of scope `key`: its user turn joins the thread
+    /// and every open page of the conversation.
+    fn land(&mut self, key: &str) -> Result<(), TestCaseError> {
+        let Some(out) = self.outstanding.get_mut(key) else { return Ok(()) };
+        prop_assert!(!out.cannot_land, "the model landed {} after it could not land", out.id);
+        out.landed = true;
+        let (id, tab) = (out.id.clone(), out.tab);
+        let conv = conv_of_tab(tab).to_owned();
+        self.threads.entry(conv.clone()).or_default().push(id.clone());
+        for (page_tab, page) in self.pages.iter_mut() {
+            if conv_of_tab(*page_tab) == conv {
+                page.markers.push(id.clone());
+            }
+        }
+        if let Some(ws_seq) = wake_parts(&id) {
+            self.last_landed_wake.insert(key.to_owned(), ws_seq);
+        }
+        Ok(())
+    }
+
+    /// Mirrors what the machine decided: a delivery no longer in its ledger was resolved —
+    /// confirmed if it landed, otherwise not sent, lost or abandoned.
+    fn observe_ledger(&mut self) {
         let keys: Vec<String> = self.outstanding.keys().cloned().collect();
         for key in keys {
             let Some(out) = self.outstanding.get(&key).cloned() else { continue };
-            let same_scope = key == scope_key(conv_of_tab(tab));
-            if report.markers.contains(&out.id) && (out.tab == tab || same_scope) {
-                self.resolve(&key, true);
-            } else if out.tab == tab && out.restored && report.composer && !report.generating {
-                self.resolve(&key, false);
+            if self.machine.ledger().active().any(|d| d.id == out.id) {
+                continue;
             }
+            self.resolve(&key, out.landed);
         }
+    }
+
+    /// Ledger invariants after every step: at most one active delivery per scope, and
+    /// (liveness) none older than the bound while its page is idle.
+    fn check_ledger(&self) -> Result<(), TestCaseError> {
+        let mut scopes = BTreeSet::new();
+        for delivery in self.machine.ledger().active() {
+            prop_assert!(scopes.insert(delivery.scope_key.clone()), "(e) two active deliveries for {}", delivery.scope_key);
+        }
+        Ok(())
     }
 
     fn resolve(&mut self, key: &str, ok: bool) {
         let Some(out) = self.outstanding.remove(key) else { return };
+        if !ok && !out.cannot_land {
+            // Abandoned (no evidence either way): the machine does not offer it again.
+            if self.owed_wake.get(key).is_some_and(|(id, ..)| stem(id) == stem(&out.id)) {
+                self.owed_wake.remove(key);
+            }
+            return;
+        }
         if ok {
-            self.confirmed.insert(format!("{key}|{}", out.id), (key.to_owned(), out.tasks));
+            self.confirmed.insert(format!("{key}|{}", stem(&out.id)), (key.to_owned(), out.tasks));
             self.owed_wake.remove(key);
         } else if let Some((ws, seq)) = wake_parts(&out.id) {
             self.owed_wake.insert(key.to_owned(), (out.id.clone(), ws, seq));
@@ -423,8 +514,14 @@ impl World {
             match output {
                 ContinuityOutput::Deliver { tab, id, text } => self.check_delivery(tab, id, &text)?,
                 ContinuityOutput::Request { id, call } => self.answer_request(id, call)?,
+                ContinuityOutput::ClearComposer { tab, id } => {
+                    if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.composer_marker.as_deref() == Some(id.as_str())) {
+                        page.composer_marker = None;
+                        let report = page.report(conv_of_tab(tab));
+                        self.inputs.push_back(ContinuityInput::PageReported { tab, report });
+                    }
+                }
                 ContinuityOutput::DeliverySeen { .. }
-                | ContinuityOutput::ClearComposer { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }
                 | ContinuityOutput::ViewsChanged
@@ -441,8 +538,15 @@ impl World {
         let page = self.pages.get(&tab);
         // (d) M7: only an idle page with a composer and no draft or permission card.
         prop_assert!(page.is_some_and(PageTruth::accepts_submission), "(d) {id} delivered to a busy or absent page: {page:?}");
-        // (e) never two deliveries in flight for one scope.
-        prop_assert!(!self.outstanding.contains_key(&key), "(e) {id} while {:?} is in flight", self.outstanding.get(&key));
+        // (e) never two deliveries in flight for one scope; nothing typed twice: the previous
+        // message of this scope is resolved, and if it landed the machine knew it.
+        if let Some(previous) = self.outstanding.get(&key) {
+            prop_assert!(!previous.landed, "typed twice: {id} while {} had landed", previous.id);
+            prop_assert!(false, "(e) {id} while {:?} is in flight", previous);
+        }
+        // A landed wake of this settle is never typed again (whatever its id).
+        let landed_before = self.threads.get(conv).is_some_and(|thread| thread.iter().any(|d| stem(d) == stem(&id)));
+        prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
         prop_assert!(text.ends_with(&format!("[herdr-continuity {id}]")), "marker line missing: {text}");
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
         if id.starts_with("continue:") {
@@ -469,8 +573,10 @@ impl World {
             prop_assert!(earlier.is_none(), "(i) {id} carries {task} already carried by confirmed {earlier:?}");
         }
         // (a) no delivery id is offered again once confirmed (inbox wakes included).
-        prop_assert!(!self.confirmed.contains_key(&format!("{key}|{id}")), "(a) {id} delivered again to {key} after it was confirmed");
-        if let Some((ws, first)) = inbox_parts(&id) {
+        if id.starts_with("wake:") || id.starts_with("inbox:") {
+            prop_assert!(!self.confirmed.contains_key(&format!("{key}|{}", stem(&id))), "(a) {id} delivered again to {key} after it was confirmed");
+        }
+        if let Some((ws, first)) = inbox_parts(stem(&id)) {
             // (i) an inbox wake: the chat's own bound workspace, not working as far as the
             // machine was told, named after the smallest task it carries.
             prop_assert_eq!(self.bound.get(&key), Some(&ws), "inbox wake {} for a workspace this chat is not bound to", &id);
@@ -480,13 +586,27 @@ impl World {
         if let Some((ws, seq)) = wake_parts(&id) {
             prop_assert_eq!(self.bound.get(&key), Some(&ws), "wake {} for a workspace this chat is not bound to", &id);
             // (a) P8: once confirmed, a settle is never delivered again.
-            prop_assert!(!self.confirmed.contains_key(&format!("{key}|{id}")), "(a) {id} delivered again to {key} after it was confirmed");
+            // Two wakes of one scope are separated by a working event of its workspace.
+            if let Some((last_ws, last_seq)) = self.last_landed_wake.get(&key) {
+                if *last_ws == ws {
+                    let worked_between = self.log.iter().any(|p| {
+                        p.event.workspace_id == ws && p.event.kind == PaneEventKind::Working && p.event.seq > *last_seq && p.event.seq < seq
+                    });
+                    prop_assert!(worked_between, "two wakes of {key} ({last_seq}, {seq}) without a working event of {ws} between them");
+                }
+            }
             // (b) P7/P8: a wake reports a settle of its workspace that left no pane working
             // (replayed history of an earlier runtime start counts: it is the durable record)…
             let produced = self.log.iter().find(|p| p.event.seq == seq);
             prop_assert!(!self.has_stale_working(&ws), "an old-source working event of {ws} reached the machine");
+            // A settle lost to retention is recovered from the hello's agent snapshot and
+            // named after the replay horizon: the workspace must have no working pane then.
+            // Within a replay that lost events to retention the tracker cannot know the exact
+            // settle event; what it must still hold is that no pane works when it wakes.
+            let reconciled = ((self.agents_in_hello && self.hello_last_seq.is_some_and(|through| seq >= through)) || self.replay_gap)
+                && !self.truth_working_at_handed(&ws);
             prop_assert!(
-                produced.is_some_and(|p| p.event.workspace_id == ws && !p.working_after),
+                reconciled || produced.is_some_and(|p| p.event.workspace_id == ws && !p.working_after),
                 "(b) {id} is a partial settle of {ws}: {produced:?}"
             );
             // (g) P9: …produced by the generation that was speaking, never a stale one…
@@ -497,23 +617,41 @@ impl World {
             self.owed_wake.remove(&key);
         }
         self.delivered_since_mark.push((key.clone(), id.clone()));
-        self.outstanding.insert(key, Outstanding { id, tab, tasks: carried, lost: false, restored: false });
+        self.outstanding.insert(key, Outstanding { id, tab, tasks: carried, lost: false, landed: false, cannot_land: false });
         Ok(())
     }
 
     fn answer_request(&mut self, call_id: u64, call: RuntimeCall) -> Result<(), TestCaseError> {
         let answer = match call {
-            RuntimeCall::Subscribe { after_seq } => {
+            RuntimeCall::Subscribe { after_seq, .. } => {
                 self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(RuntimeAnswer::Subscribed) });
+                // The runtime's agent snapshot: every known pane, settled or working.
+                let agents = self.agents_in_hello.then(|| {
+                    self.panes
+                        .iter()
+                        .flat_map(|(ws, panes)| {
+                            panes.iter().map(move |(pane_id, working)| AgentSnapshot {
+                                workspace_id: ws.clone(),
+                                pane_id: pane_id.clone(),
+                                settled: (!*working).then_some(SettledStatus::Idle),
+                            })
+                        })
+                        .collect()
+                });
                 self.inputs.push_back(ContinuityInput::StreamHello {
                     boot_id: self.boot_id(),
                     last_seq: Some(self.log.iter().map(|p| p.event.seq).max().unwrap_or(0)),
-                    agents: None,
+                    agents,
+                    log_id: Some("log-1".into()),
+                    log_reset: false,
                 });
                 // Without after_seq only live events follow; with it, the log after it.
                 if let Some(after) = after_seq {
                     prop_assert!(after <= self.handed_high_water, "resumes after an unseen seq {after}");
-                    let replay: Vec<StreamEvent> = self.log.iter().filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
+                    // Retention overflow: only the newest events are still there to replay.
+                    let kept = self.retention.map_or(0, |keep| self.log.len().saturating_sub(keep));
+                    self.replay_gap |= self.log.iter().take(kept).any(|p| p.event.seq > after);
+                    let replay: Vec<StreamEvent> = self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
                     self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
                 } else {
                     // Nothing was ever handed over, so nothing is lost by starting live.
@@ -538,7 +676,7 @@ impl World {
                         result: None,
                     })
                     .collect();
-                RuntimeAnswer::InboxPending { tasks }
+                RuntimeAnswer::InboxPending { tasks, more: false }
             }
             RuntimeCall::InboxAck { session_ref: acking, task_ids } => {
                 for task in &task_ids {
@@ -614,12 +752,11 @@ impl World {
     }
 
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
-        let snapshot = serde_json::to_string(&self.machine).map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
-        self.machine = serde_json::from_str(&snapshot).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+        let text = self.machine.snapshot().to_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+        self.lives += 1;
+        self.machine = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
         self.inputs.clear();
-        for out in self.outstanding.values_mut() {
-            out.restored = true;
-        }
         // The new worker reconnects (a fresh stream) and the pages report again.
         if self.link_up {
             self.feed(ContinuityInput::LinkUp)?;
@@ -642,6 +779,7 @@ impl World {
             prop_assert!(fired < 1_000, "runaway deadlines");
             self.now = self.now.max(deadline);
             self.machine.handle_timeout(self.now);
+            self.observe_ledger();
             self.drain()?;
             self.run()?;
         }
@@ -684,7 +822,10 @@ impl World {
             Op::WorkerRestart => self.worker_restart()?,
             Op::Page { chat, composer, draft, generating, permission_card } => {
                 let tab = CHATS[chat].0;
-                let page = self.pages.entry(tab).or_default();
+                if !self.pages.contains_key(&tab) {
+                    self.open_page(tab);
+                }
+                let Some(page) = self.pages.get_mut(&tab) else { return Ok(()) };
                 page.composer = composer;
                 page.draft = draft;
                 page.generating = generating;
@@ -694,11 +835,21 @@ impl World {
             Op::PageGone { chat } => {
                 let tab = CHATS[chat].0;
                 if self.pages.remove(&tab).is_some() {
-                    // The page's answers for deliveries in flight are lost with its port.
+                    // The page's answers for deliveries in flight are lost with its port, and
+                    // a message that had not reached the server never will.
                     for out in self.outstanding.values_mut().filter(|o| o.tab == tab) {
                         out.lost = true;
+                        out.cannot_land |= !out.landed;
                     }
                     self.feed(ContinuityInput::PageGone { tab })?;
+                }
+            }
+            Op::LandLate { chat } => {
+                let key = scope_key(CHATS[chat].1);
+                let late = self.outstanding.get(&key).is_some_and(|o| o.lost && !o.landed && !o.cannot_land);
+                if late {
+                    self.land(&key)?;
+                    self.report_page(CHATS[chat].0)?;
                 }
             }
             Op::Answer { chat, how } => {
@@ -707,25 +858,30 @@ impl World {
                 let Some(out) = self.outstanding.get(&key).filter(|o| !o.lost && o.tab == tab).cloned() else { return Ok(()) };
                 match how {
                     Answer::Confirmed => {
-                        if let Some(page) = self.pages.get_mut(&tab) {
-                            page.markers.push(out.id.clone());
-                        }
-                        self.resolve(&key, true);
-                        self.feed(ContinuityInput::DeliveryResult { tab, id: out.id, ok: true })?;
+                        self.land(&key)?;
+                        self.feed(ContinuityInput::DeliveryReport { tab, id: out.id, outcome: DeliveryOutcome::Submitted })?;
+                        self.report_page(tab)?;
                     }
                     Answer::Failed => {
-                        self.resolve(&key, false);
-                        self.feed(ContinuityInput::DeliveryResult { tab, id: out.id, ok: false })?;
+                        if let Some(o) = self.outstanding.get_mut(&key) {
+                            o.cannot_land = true;
+                        }
+                        self.feed(ContinuityInput::DeliveryReport { tab, id: out.id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } })?;
                     }
-                    Answer::NeverAnswered { landed } => {
+                    Answer::NeverAnswered { landed, left } => {
                         if landed {
-                            if let Some(page) = self.pages.get_mut(&tab) {
-                                page.markers.push(out.id.clone());
-                            }
+                            self.land(&key)?;
                         }
                         if let Some(o) = self.outstanding.get_mut(&key) {
                             o.lost = true;
+                            o.cannot_land |= left;
                         }
+                        if left {
+                            if let Some(page) = self.pages.get_mut(&tab) {
+                                page.composer_marker = Some(out.id.clone());
+                            }
+                        }
+                        self.report_page(tab)?;
                     }
                 }
             }
@@ -783,13 +939,10 @@ impl World {
     fn heal_and_check_owed_wakes(&mut self) -> Result<(), TestCaseError> {
         self.link_up()?;
         for (tab, _) in CHATS {
-            // A reload: the composer disappears and comes back (a fresh retry budget).
-            self.pages.entry(tab).or_insert_with(PageTruth::idle);
+            // A reload: a fresh page load whose composer comes back (a fresh retry budget).
+            self.open_page(tab);
             if let Some(page) = self.pages.get_mut(&tab) {
                 page.composer = false;
-                page.draft = false;
-                page.generating = false;
-                page.permission_card = false;
             }
         }
         self.worker_restart()?;
@@ -823,11 +976,12 @@ impl World {
         for _ in 0..6 {
             let answers: Vec<(String, Outstanding)> = self.outstanding.iter().filter(|(_, o)| !o.lost).map(|(k, o)| (k.clone(), o.clone())).collect();
             for (key, out) in answers {
-                if let Some(page) = self.pages.get_mut(&out.tab) {
-                    page.markers.push(out.id.clone());
+                if out.cannot_land {
+                    continue;
                 }
-                self.resolve(&key, true);
-                self.feed(ContinuityInput::DeliveryResult { tab: out.tab, id: out.id, ok: true })?;
+                self.land(&key)?;
+                self.feed(ContinuityInput::DeliveryReport { tab: out.tab, id: out.id, outcome: DeliveryOutcome::Submitted })?;
+                self.report_page(out.tab)?;
             }
             self.advance(2 * 60_000)?;
         }
@@ -843,6 +997,16 @@ impl World {
             let stranded: Vec<&String> = self.inbox.iter().filter(|(_, (owner, acked))| *owner == session_ref(conv) && !acked).map(|(t, _)| t).collect();
             prop_assert!(stranded.is_empty(), "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}", self.machine.in_flight(&key));
         }
+        // Liveness: the pages stay idle and answer nothing more; every delivery then resolves
+        // within the ledger's bound (typing deadline + give-up time), reload or not.
+        let bound = TYPING_DEADLINE_MS.max(SUBMITTED_DEADLINE_MS) + UNCERTAIN_GIVE_UP_MS;
+        self.advance(bound + 1_000)?;
+        for delivery in self.machine.ledger().active() {
+            prop_assert!(
+                delivery.posted_at + bound >= self.now,
+                "liveness: {} posted at {} is still unresolved at {} on an idle page", delivery.id, delivery.posted_at, self.now
+            );
+        }
         Ok(())
     }
 }
@@ -850,6 +1014,12 @@ impl World {
 /// 256 cases, or `PROPTEST_CASES` when set (e.g. 1000 for a deeper run).
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
+/// The runtime's retention (none, or a handful of events) and whether its hello carries
+/// the agent snapshot.
+fn world_runtime() -> impl Strategy<Value = (Option<usize>, bool)> {
+    (prop_oneof![2 => Just(None), 1 => (2usize..8).prop_map(Some)], any::<bool>())
 }
 
 fn world_ops() -> impl Strategy<Value = Vec<Op>> {
@@ -878,8 +1048,9 @@ proptest! {
     /// busy page, one delivery in flight per scope, acks only after confirmation, and an
     /// undelivered wake is delivered once the page is idle again.
     #[test]
-    fn the_continuity_loop_wakes_once_per_full_settle_and_only_when_allowed(ops in world_ops()) {
-        let mut world = World::new()?;
+    fn the_continuity_loop_wakes_once_per_full_settle_and_only_when_allowed(ops in world_ops(), runtime in world_runtime()) {
+        let (retention, agents_in_hello) = runtime;
+        let mut world = World::new(retention, agents_in_hello)?;
         for op in &ops {
             world.apply(op)?;
         }
@@ -927,7 +1098,7 @@ proptest! {
         let mut scheduler = WakeScheduler::new(ProgressConfig { tick_ms: 60_000, fallback_ms: 600_000 }, Language::En);
         let mut now: Millis = 0;
         scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some("w1".into()), has_delivery_target: true });
-        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false }));
+        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, layout_known: true }));
         scheduler.handle(now, SchedulerInput::AutoChanged { auto: AutoState::On });
         let mut summary: Option<String> = None;
         let mut awaiting: Option<MessageKind> = None;
@@ -943,7 +1114,7 @@ proptest! {
                     at: now,
                 })),
                 ProgressOp::Summary(i) => summary = Some(texts[usize::from(i)].to_owned()),
-                ProgressOp::Page { composer, generating, draft } => scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft })),
+                ProgressOp::Page { composer, generating, draft } => scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, layout_known: true })),
                 ProgressOp::Auto(on) => scheduler.handle(now, SchedulerInput::AutoChanged { auto: if on { AutoState::On } else { AutoState::Off } }),
                 ProgressOp::Answer(ok) => {
                     if let Some(kind) = awaiting.take() {

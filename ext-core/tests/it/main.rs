@@ -5,6 +5,8 @@ mod auto_gate;
 mod binding;
 mod continuity;
 mod continuity_props;
+mod delivery;
 mod progress_push;
 mod settle_tracker;
+mod snapshot;
 mod wake;

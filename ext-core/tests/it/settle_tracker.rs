@@ -23,6 +23,7 @@ const GONE: PaneEventKind = PaneEventKind::PaneRemoved;
 
 fn describe(input: &SettleInput) -> String {
     match input {
+        SettleInput::LogIdentity { log_id, reset } => format!("log {log_id:?} reset={reset}"),
         SettleInput::StreamHello { boot_id, last_seq, agents } => {
             let mut line = match last_seq {
                 Some(last) => format!("hello {boot_id} last_seq={last}"),
@@ -142,13 +143,13 @@ fn duplicates_and_replays_after_reconnect_or_restart_never_wake_twice() {
               => WORKING w1
             b1#1 w1/w1:p1 Working
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 1 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 1, log_id: None }) }
             hello b1
             b1#2 w1/w1:p1 Settled(Done)
               => WAKE w1 Done id=b1#2
             -- service worker restarted --
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2, log_id: None }) }
             hello b1
             b1#1 w1/w1:p1 Working
             b1#2 w1/w1:p1 Settled(Done)
@@ -188,7 +189,7 @@ fn events_from_an_old_runtime_generation_are_rejected() {
             b2#44 w1/w1:p1 Working
               => WORKING w1
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 44 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 44, log_id: None }) }
         "#]],
     );
 }
@@ -217,7 +218,7 @@ fn replayed_history_of_an_old_generation_wakes_once_and_a_zombie_source_is_rejec
             b1#41 w1/w1:p1 Working
               => WORKING w1
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 41 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 41, log_id: None }) }
             hello b2 last_seq=44
               => GenerationChanged { boot_id: "b2" }
             b1#42 w1/w1:p2 Working
@@ -274,7 +275,7 @@ fn a_settle_lost_to_a_replay_gap_wakes_once_from_the_hello_snapshot() {
             b1#2 w2/w2:p1 Working
               => WORKING w2
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2, log_id: None }) }
             hello b1 last_seq=20500 agents=[w1/w1:p1=Idle w2/w2:p1=working]
             b1#10501 w3/w3:p1 Working
               => WORKING w3
@@ -285,6 +286,44 @@ fn a_settle_lost_to_a_replay_gap_wakes_once_from_the_hello_snapshot() {
             b1#20501 w1/w1:p1 Settled(Idle)
             b1#20502 w2/w2:p1 Settled(Done)
               => WAKE w2 Done id=b1#20502
+        "#]],
+    );
+}
+
+#[test]
+fn a_replay_that_lost_a_panes_working_event_never_wakes_on_a_partial_settle() {
+    // Found by continuity_props with retention overflow (P7): w1:p2 started working inside
+    // the gap the runtime no longer holds; the replay then shows w1:p1 settling. The hello's
+    // snapshot (the truth at the end of the replay) says p2 works: not a full settle. And a
+    // pane the snapshot shows working that the replay never did makes its workspace working,
+    // so its later settle wakes (the mirror case of a lost settle).
+    check(
+        vec![
+            Some(SettleInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None }),
+            Some(ev("b1", 1, "w1", "w1:p1", W)),
+            Some(SettleInput::Reconnected),
+            Some(hello_with("b1", 900, &[("w1", "w1:p1", Some(SettledStatus::Idle)), ("w1", "w1:p2", None), ("w2", "w2:p1", None)])),
+            Some(ev("b1", 899, "w1", "w1:p1", IDLE)),
+            Some(SettleInput::StreamPosition { seq: 900 }),
+            Some(ev("b1", 901, "w1", "w1:p2", DONE)),
+            Some(ev("b1", 902, "w2", "w2:p1", DONE)),
+        ],
+        expect![[r#"
+            hello b1
+              => GenerationChanged { boot_id: "b1" }
+            b1#1 w1/w1:p1 Working
+              => WORKING w1
+            reconnected
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 1, log_id: None }) }
+            hello b1 last_seq=900 agents=[w1/w1:p1=Idle w1/w1:p2=working w2/w2:p1=working]
+            b1#899 w1/w1:p1 Settled(Idle)
+              => partial w1/w1:p1 (1 still working)
+            position #900
+              => WORKING w2
+            b1#901 w1/w1:p2 Settled(Done)
+              => WAKE w1 Done id=b1#901
+            b1#902 w2/w2:p1 Settled(Done)
+              => WAKE w2 Done id=b1#902
         "#]],
     );
 }
@@ -315,7 +354,7 @@ fn a_snapshot_that_still_shows_work_or_a_replay_that_holds_the_settle_never_adds
               => WORKING w2
             b1#3 w2/w2:p2 Working
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 3 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 3, log_id: None }) }
             hello b1 last_seq=9 agents=[w1/w1:p1=Done w2/w2:p1=Idle w2/w2:p2=working]
             b1#8 w1/w1:p1 Settled(Done)
               => WAKE w1 Done id=b1#8
@@ -357,11 +396,11 @@ fn the_snapshot_is_compared_when_the_replay_is_over_and_never_without_one() {
             b1#2 w2/w2:p1 Working
               => WORKING w2
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2, log_id: None }) }
             hello b1 last_seq=50
             position #50
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b1", after_seq: 2, log_id: None }) }
             hello b2 last_seq=60 agents=[w2/w2:p1=working]
               => GenerationChanged { boot_id: "b2" }
             b2#61 w1/w1:p1 Working
@@ -369,7 +408,7 @@ fn the_snapshot_is_compared_when_the_replay_is_over_and_never_without_one() {
               => WORKING w1
             -- service worker restarted --
             reconnected
-              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 61 }) }
+              => Resubscribe { resume: Some(ResumePoint { boot_id: "b2", after_seq: 61, log_id: None }) }
             hello b2 last_seq=61 agents=[w1/w1:p1=working]
               => WAKE w2 PaneGone id=b2#61
         "#]],

@@ -278,7 +278,7 @@ pub fn continuity_messages_translate() {
             "tail": "compiling\n41 passed\n", "tail_truncated": false}}], "more": false}}),
     );
     match with_tail {
-        Ok(RuntimeAnswer::InboxPending { tasks }) => assert_eq!(tasks[0].result.as_deref(), Some("done\ncompiling\n41 passed")),
+        Ok(RuntimeAnswer::InboxPending { tasks, .. }) => assert_eq!(tasks[0].result.as_deref(), Some("done\ncompiling\n41 passed")),
         other => panic!("{other:?}"),
     }
     let call = RuntimeCall::InboxAck { session_ref: "chatgpt:conv:x".into(), task_ids: vec!["t1".into()] };
@@ -292,7 +292,7 @@ pub fn continuity_messages_translate() {
             "pane_id": "w1:p1", "prompt_preview": "p", "result": {"summary": "ok\n done"}}], "more": false}}),
     );
     match pending {
-        Ok(RuntimeAnswer::InboxPending { tasks }) => assert_eq!(tasks[0].result.as_deref(), Some("ok done")),
+        Ok(RuntimeAnswer::InboxPending { tasks, .. }) => assert_eq!(tasks[0].result.as_deref(), Some("ok done")),
         other => panic!("{other:?}"),
     }
     let missing = cw::answer(&RuntimeCall::InboxPending { session_ref: "r".into() },

@@ -1,0 +1,67 @@
+//! `state.db` durability and threading (issue 7; SPEC N3, P9, I4), on real SQLite files
+//! and against the real runtime binary.
+
+use std::time::{Duration, Instant};
+
+use companion::db::StateDb;
+use companion::inbox::store::InboxStore;
+use serde_json::{json, Value};
+
+use crate::support::{LineClient, TestHome, PROCESS_WAIT};
+
+/// `PRAGMA synchronous` value of FULL.
+const SYNCHRONOUS_FULL: i64 = 2;
+
+// R: N3, P9, I4 — with `synchronous=NORMAL` a WAL commit can be lost on power loss, so the
+// event log's seq could go backwards and an acknowledged inbox item could come back.
+#[test]
+fn the_event_log_and_the_inbox_commit_with_synchronous_full() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let events = StateDb::open(&path).expect("open the event log");
+    assert_eq!(events.synchronous().expect("pragma"), SYNCHRONOUS_FULL, "event log connection");
+    let inbox = InboxStore::open(&path).expect("open the inbox");
+    assert_eq!(inbox.synchronous().expect("pragma"), SYNCHRONOUS_FULL, "inbox connection");
+}
+
+// R: N3 — SQLite calls wait on locks (busy timeout) and on the disk (fsync under FULL);
+// run on the async workers they stall every other client. With state.db's write lock held
+// elsewhere, writes wait, and a ping sent after them must still be answered first.
+#[test]
+fn a_waiting_state_db_write_never_stalls_other_requests_n3() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let deadline = Instant::now() + PROCESS_WAIT;
+    while client.call("counts", "inbox.counts", json!({"browser_session_ref": "chat-a"})).get("result").is_none() {
+        assert!(Instant::now() < deadline, "the inbox never opened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let blocker = rusqlite::Connection::open(home.home().join("state.db")).expect("open state.db");
+    blocker.busy_timeout(PROCESS_WAIT).expect("busy timeout");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    // More waiting writes than the runtime has async workers.
+    let acks: Vec<String> = (0..6).map(|n| format!("ack{n}")).collect();
+    for id in &acks {
+        let line = json!({"id": id, "method": "inbox.ack", "params": {"browser_session_ref": "chat-a", "task_ids": ["t"]}});
+        client.send_raw(line.to_string().as_bytes());
+    }
+    // Give the writes a moment to reach SQLite (no assertion depends on this pause: the
+    // ping must come first however long it is), then ping on a second connection.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut other = LineClient::connect(&home.socket());
+    // (A runtime whose workers are stuck in SQLite answers nothing: the read times out.)
+    let pong = other.call("ping", "ping", json!({}));
+    assert_eq!(pong["result"]["type"], "pong", "{pong}");
+    blocker.execute_batch("ROLLBACK").expect("release the write lock");
+    let mut answered = Vec::new();
+    while answered.len() < acks.len() {
+        let message = client.next().expect("runtime closed the connection");
+        if let Some(id) = message.get("id").and_then(Value::as_str) {
+            assert_eq!(message["result"]["unknown"], json!(["t"]), "{message}");
+            answered.push(id.to_owned());
+        }
+    }
+    answered.sort();
+    assert_eq!(answered, acks, "every waiting write completes once the lock is free");
+}

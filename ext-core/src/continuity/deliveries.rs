@@ -1,0 +1,189 @@
+//! Schedulers and deliveries: one [`WakeScheduler`] per binding, fed the binding, Auto and
+//! the target page's facts; what a scheduler offers is handed to the [`DeliveryLedger`],
+//! and what the ledger resolves is applied back (counts, acks, retries).
+//!
+//! Invariants: nothing reaches a page except through the ledger; a retry follows only a
+//! delivery that certainly did not land; an abandoned one is never retyped.
+
+use super::*;
+
+impl Continuity {
+    /// Hands a message to the ledger (the only way anything is typed into a page).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn post_delivery(
+        &mut self,
+        now: Millis,
+        key: &str,
+        tab: TabId,
+        kind: DeliveryKind,
+        subject: &str,
+        body: &str,
+        task_ids: Vec<String>,
+    ) -> Result<String, BeginRefused> {
+        let page = self.pages.get(&tab).cloned().unwrap_or_default();
+        let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page);
+        self.drain_ledger(now);
+        self.outputs.push_back(ContinuityOutput::Persist);
+        result
+    }
+
+    /// Carries out the ledger's decisions.
+    pub(super) fn drain_ledger(&mut self, now: Millis) {
+        while let Some(output) = self.ledger.poll() {
+            match output {
+                LedgerOutput::Post { tab, id, text } => self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text }),
+                LedgerOutput::Clear { tab, id } => self.outputs.push_back(ContinuityOutput::ClearComposer { tab, id }),
+                LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    /// The tab showing a binding's delivery target (lowest tab id when several do).
+    pub(super) fn target_tab(&self, key: &str) -> Option<TabId> {
+        let binding = self.bindings.list().find(|b| b.scope.key() == key)?;
+        let target = binding.delivery_target()?;
+        self.pages
+            .iter()
+            .find(|(_, report)| classify_url(&report.url).conversation().as_ref() == Some(&target))
+            .map(|(tab, _)| *tab)
+    }
+
+    /// Keeps one scheduler per binding and feeds it the binding, Auto and page facts.
+    pub(super) fn sync_schedulers(&mut self, now: Millis) {
+        let bound: Vec<(String, String, bool, AutoState)> = self
+            .bindings
+            .list()
+            .map(|b| (b.scope.key(), b.workspace_id.clone(), b.active_conv_key.is_some(), self.auto.state(&b.scope)))
+            .collect();
+        let keys: BTreeSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
+        self.scopes.retain(|k, _| keys.contains(k));
+        for (key, workspace_id, has_target, auto) in bound {
+            // A manual continue awaiting its answer occupies the page like a reply being
+            // generated: the scheduler must not post a second delivery (regression found
+            // by continuity_props (e)).
+            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| d.kind == DeliveryKind::Continue);
+            let facts = self
+                .target_tab(&key)
+                .and_then(|tab| self.pages.get(&tab))
+                .map(|r| PageFacts {
+                    composer_present: r.composer,
+                    layout_known: r.generation.is_some(),
+                    generating: r.generating || r.permission_card || manual_in_flight,
+                    human_draft: r.draft,
+                })
+                .unwrap_or_default();
+            let (language, progress) = (self.language, self.progress);
+            let status = self.scopes.entry(key.clone()).or_default();
+            let scheduler = status
+                .scheduler
+                .get_or_insert_with(|| WakeScheduler::new(progress, language));
+            scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some(workspace_id), has_delivery_target: has_target });
+            scheduler.handle(now, SchedulerInput::AutoChanged { auto });
+            scheduler.handle(now, SchedulerInput::Page(facts));
+            self.drain_scheduler(now, &key);
+        }
+    }
+
+    pub(super) fn drain_scheduler(&mut self, now: Millis, key: &str) {
+        while let Some(output) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()).and_then(WakeScheduler::poll) {
+            match output {
+                SchedulerOutput::Deliver { kind, text } => self.scheduler_delivery(now, key, kind, text),
+                SchedulerOutput::CheckSummary { workspace_id } => {
+                    // Derived from the stream's `agent_output` tails (P4); `None` when no
+                    // pane printed anything new this episode.
+                    let summary = progress_summary(&workspace_id, &self.pane_outputs);
+                    if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                        scheduler.handle(now, SchedulerInput::SummaryChecked { summary });
+                    }
+                }
+                SchedulerOutput::WithheldChanged { .. } => {}
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    pub(super) fn scheduler_delivery(&mut self, now: Millis, key: &str, kind: MessageKind, text: String) {
+        let Some(tab) = self.target_tab(key) else {
+            // The gate said the composer is present, so a tab exists; if not, fail fast.
+            if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+            }
+            return;
+        };
+        let language = self.language;
+        let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
+        let (subject, body, delivery_kind, task_ids) = match &kind {
+            MessageKind::Wake { .. } | MessageKind::Inbox { .. } => {
+                let status = self.scopes.get(key);
+                let tasks = self.unconfirmed(key, status.map(|s| s.wake_tasks.clone()).unwrap_or_default());
+                let inbox_missing = status.is_some_and(|s| s.inbox_missing);
+                let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
+                let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
+                let subject = match &kind {
+                    MessageKind::Wake { wake_id, .. } => format!("wake:{workspace}#{}", wake_id.seq),
+                    MessageKind::Inbox { key: first_task } => inbox_delivery_id(&workspace, first_task),
+                    MessageKind::Progress { .. } | MessageKind::Fallback { .. } => String::new(),
+                };
+                (subject, body, DeliveryKind::Wake, ids)
+            }
+            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (format!("progress:{workspace}"), text, DeliveryKind::Progress, Vec::new()),
+        };
+        if self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids).is_err() {
+            if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+            }
+        }
+    }
+
+    /// Applies how a delivery ended: a confirmed one counts, acks its tasks (I4) and tells
+    /// its scheduler; one that certainly did not land lets the scheduler offer it again; an
+    /// abandoned one is not offered again (it may have landed) and the page says so.
+    pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
+        let key = delivery.scope_key.clone();
+        let confirmed = *resolution == Resolution::Confirmed;
+        if confirmed {
+            self.remember_confirmed(&key, delivery.task_ids.clone());
+        }
+        if *resolution == Resolution::Abandoned {
+            let text = self.say(
+                "Herdr Continuity could not tell whether its last message reached this chat, so it will not send it again by itself. If it is not in the thread, press Continue.".to_owned(),
+                "Herdr Continuity 无法确认上一条消息是否已发到这个对话，因此不会自动重发。如果对话里没有它，请按“继续”。".to_owned(),
+            );
+            self.outputs.push_back(ContinuityOutput::Notice { tab: delivery.tab, text, tone: NoticeTone::Bad });
+        }
+        let Some(status) = self.scopes.get_mut(&key) else { return };
+        if *resolution == Resolution::Abandoned && !delivery.task_ids.is_empty() {
+            // Its tasks are still unacknowledged in the durable inbox: read them again once
+            // the scope is quiet (the inbox is the truth, I2/I4), instead of retyping this
+            // message blindly.
+            status.inbox_check_due = true;
+        }
+        let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);
+        if confirmed {
+            if delivery.kind == DeliveryKind::Wake {
+                status.wake_count = status.wake_count.saturating_add(1);
+                // A settle wake waiting behind this one keeps the tasks this one did not carry.
+                status.wake_tasks.retain(|t| !delivery.task_ids.contains(&t.task_id));
+            }
+            if delivery.kind == DeliveryKind::Progress {
+                status.progress_count = status.progress_count.saturating_add(1);
+            } else {
+                status.last_wake = Some(LastWake { at: now, kind: delivery.kind, id: delivery.id.clone() });
+            }
+            for id in &delivery.task_ids {
+                if !status.ack_due.contains(id) {
+                    status.ack_due.push(id.clone());
+                }
+            }
+        }
+        if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
+            let input = if resolution.retryable() { SchedulerInput::DeliveryFailed } else { SchedulerInput::DeliveryConfirmed };
+            scheduler.handle(now, input);
+        }
+        if confirmed && !delivery.task_ids.is_empty() {
+            self.send_due_acks(&key);
+        }
+        self.drain_scheduler(now, &key);
+    }
+}

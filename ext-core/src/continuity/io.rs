@@ -1,0 +1,419 @@
+//! The continuity machine's inputs and outputs: what the shell feeds in (page facts,
+//! stream events, runtime answers, HUD and panel commands) and what it must carry out
+//! (runtime requests, deliveries, notices, views, persistence). Plain serde data; the
+//! shell translates the wire (docs/PROTOCOL.md) into these and back.
+//!
+//! Invariant: nothing here decides anything; every field is a fact or a command.
+
+use super::*;
+
+/// What the content script reports about its page (facts only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageReport {
+    /// `location.href`.
+    pub url: String,
+    /// A usable composer exists.
+    pub composer: bool,
+    /// The composer holds text the user typed.
+    pub draft: bool,
+    /// A reply is streaming.
+    pub generating: bool,
+    /// A tool permission card waits for the user.
+    pub permission_card: bool,
+    /// Number of user turns.
+    pub user_turns: u32,
+    /// `data-message-id` of the last user turn.
+    pub last_user_turn_id: Option<String>,
+    /// Delivery ids of the marker lines in the last user turns.
+    pub markers: Vec<String>,
+    /// A delivery the page is still carrying out.
+    pub delivering: Option<String>,
+    /// The site-profile layout generation the adapter matched (`chatgpt.classic`, …);
+    /// `None` = the markup matches no known layout: nothing is typed there (fail closed).
+    #[serde(default)]
+    pub generation: Option<String>,
+    /// The delivery id whose marker line is in the composer: text the extension typed and
+    /// did not send (not a human draft).
+    #[serde(default)]
+    pub composer_marker: Option<String>,
+    /// A random id drawn when the content script started: a reload reports a new one.
+    #[serde(default)]
+    pub page_load: String,
+}
+
+/// What the page adapter did with a `deliver` (docs/PROTOCOL.md, "One delivery path").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DeliveryOutcome {
+    /// Send was clicked and the composer no longer holds the text.
+    Submitted,
+    /// Nothing was sent; any text typed was removed again.
+    NotSubmitted {
+        /// `no_composer`, `human_draft`, `insert_failed`, `send_button_missing`,
+        /// `unknown_layout`, `busy`.
+        reason: String,
+    },
+    /// Send was clicked, but whether the page took the message is not known.
+    Unconfirmed,
+}
+
+/// One terminal task of the parent inbox, reduced to what a wake shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxTask {
+    /// Task id (acknowledged after the wake is confirmed).
+    pub task_id: String,
+    /// `completed | blocked | failed`.
+    pub state: String,
+    /// The pane that ran it.
+    pub pane_id: String,
+    /// The first characters of its prompt.
+    pub prompt_preview: String,
+    /// The result, if the runtime gave one: a one-line status (first line), then the
+    /// pane's output tail (further lines; the wake shows its last ≤
+    /// [`TASK_RESULT_MAX_CHARS`] characters, whole lines).
+    pub result: Option<String>,
+}
+
+/// HUD task counters of one session ref (I4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    /// Dispatched, not terminal.
+    pub running: u64,
+    /// Terminal, not acknowledged.
+    pub unacked: u64,
+    /// Terminal and acknowledged.
+    pub acked: u64,
+}
+
+/// One live pane, as `herdr.panes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneInfo {
+    /// Pane id.
+    pub pane_id: String,
+    /// Agent name, if any.
+    pub agent: Option<String>,
+    /// Agent status (`working`, `idle`, …).
+    pub agent_status: String,
+}
+
+/// A request to the runtime (docs/PROTOCOL.md); the shell adds the wire id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum RuntimeCall {
+    /// `events.subscribe {after_seq, log_id}`.
+    Subscribe {
+        /// Resume point; `None` subscribes from now.
+        after_seq: Option<u64>,
+        /// The log the resume point belongs to.
+        #[serde(default)]
+        log_id: Option<String>,
+    },
+    /// `herdr.workspaces {}`.
+    Workspaces,
+    /// `inbox.pending {browser_session_ref}`.
+    InboxPending {
+        /// The scope's ref.
+        session_ref: String,
+    },
+    /// `inbox.ack {browser_session_ref, task_ids}`.
+    InboxAck {
+        /// The scope's ref.
+        session_ref: String,
+        /// Tasks carried by a confirmed wake.
+        task_ids: Vec<String>,
+    },
+    /// `inbox.counts {browser_session_ref}`.
+    InboxCounts {
+        /// The scope's ref.
+        session_ref: String,
+    },
+    /// `herdr.panes {workspace_id}`.
+    Panes {
+        /// The workspace.
+        workspace_id: String,
+    },
+    /// `herdr.pane_read {pane_id, lines}`.
+    PaneRead {
+        /// The pane.
+        pane_id: String,
+        /// How many lines.
+        lines: u32,
+    },
+    /// `judge.turn_end {browser_session_ref, workspace_id}`.
+    JudgeTurnEnd {
+        /// The scope's ref.
+        session_ref: String,
+        /// The bound workspace.
+        workspace_id: String,
+    },
+}
+
+/// A successful answer, parsed by the shell according to the call it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum RuntimeAnswer {
+    /// `events_subscribed`.
+    Subscribed,
+    /// `herdr_workspaces`.
+    Workspaces {
+        /// The live catalog.
+        workspaces: Vec<CatalogWorkspace>,
+    },
+    /// `inbox_pending`.
+    InboxPending {
+        /// Terminal, unacknowledged tasks, oldest first.
+        tasks: Vec<InboxTask>,
+        /// More unacknowledged terminal items exist than this answer carries: read again
+        /// once these are delivered and acknowledged.
+        #[serde(default)]
+        more: bool,
+    },
+    /// `inbox_acked` / `inbox_counts`.
+    Counts {
+        /// The counters after the call.
+        counts: TaskCounts,
+    },
+    /// `herdr_panes`.
+    Panes {
+        /// The panes.
+        panes: Vec<PaneInfo>,
+    },
+    /// `herdr_pane_read`.
+    PaneText {
+        /// The pane.
+        pane_id: String,
+        /// Its tail.
+        text: String,
+    },
+    /// Any other result: its one-line text (the judge's verdict).
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// An error answer (or a request the shell could not send).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallError {
+    /// Machine code (`unknown_method`, `offline`, …).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// Identifies one runtime call made by this machine.
+pub type CallId = u64;
+
+/// Facts and commands the shell feeds in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContinuityInput {
+    /// The companion link completed `hello`: (re)open the event stream.
+    LinkUp,
+    /// The companion link went down: requests in flight are lost.
+    LinkDown,
+    /// The stream's `hello` event.
+    StreamHello {
+        /// The runtime generation.
+        boot_id: String,
+        /// The highest seq the runtime had stored when the subscription began: events up to
+        /// it are the replay (history), later ones are live.
+        #[serde(default)]
+        last_seq: Option<u64>,
+        /// `hello.agents`: the runtime's agent panes when the subscription began, used to
+        /// settle a workspace whose settle fell outside the replay (`SettleTracker`);
+        /// `None` when the runtime did not send them.
+        #[serde(default)]
+        agents: Option<Vec<AgentSnapshot>>,
+        /// `hello.log_id`: the identity of the runtime's event log (a new `state.db` has a
+        /// new one); `None` from an older runtime.
+        #[serde(default)]
+        log_id: Option<String>,
+        /// `hello.log_reset`: the log is not the one the resume point belonged to (another
+        /// `log_id`, or `after_seq` beyond its end): the replay starts at its beginning.
+        #[serde(default)]
+        log_reset: bool,
+    },
+    /// A stored stream event nothing else uses (`workspace_upsert`, `pane_upsert`,
+    /// `workspace_removed`, unknown names): only its `seq`, so the tracker notices the end of
+    /// the replay.
+    StreamPosition {
+        /// The event's seq.
+        seq: u64,
+    },
+    /// One pane event of the stream.
+    StreamEvent(StreamEvent),
+    /// `inbox_changed {browser_session_ref, counts}`.
+    InboxChanged {
+        /// The ref.
+        session_ref: String,
+        /// New counters.
+        counts: TaskCounts,
+    },
+    /// A page reported facts (on connect and on change).
+    PageReported {
+        /// Its tab.
+        tab: TabId,
+        /// The facts.
+        report: PageReport,
+    },
+    /// A page's port went away (navigation, close, reload).
+    PageGone {
+        /// Its tab.
+        tab: TabId,
+    },
+    /// A tab was closed (drops a pending root-page binding).
+    TabClosed {
+        /// The tab.
+        tab: TabId,
+    },
+    /// The page reported what it did with a `deliver` (`delivery_report`).
+    DeliveryReport {
+        /// The tab that answered.
+        tab: TabId,
+        /// The delivery id.
+        id: String,
+        /// What the adapter did.
+        outcome: DeliveryOutcome,
+    },
+    /// The user chose a workspace for the page of `tab` (side panel).
+    Bind {
+        /// The tab.
+        tab: TabId,
+        /// The workspace.
+        workspace: CatalogWorkspace,
+    },
+    /// The user removed a binding (side panel list).
+    Unbind {
+        /// The scope key of the binding.
+        scope_key: String,
+    },
+    /// The side panel asked to re-read the catalog.
+    RefreshCatalog,
+    /// HUD: switch Auto of the page's scope.
+    ToggleAuto {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: send a manual continue.
+    Continue {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: bring live workspace state into the composer.
+    CheckHerdr {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: ask the LLM judge.
+    LlmJudge {
+        /// The tab.
+        tab: TabId,
+    },
+    /// Options page: "allow Project Auto".
+    AllowProjectAuto {
+        /// The option's value.
+        allowed: bool,
+    },
+    /// Message language (`chrome.i18n.getUILanguage()`).
+    LanguageChanged {
+        /// The language.
+        language: Language,
+    },
+    /// `agent_output {pane_id, workspace_id, agent, tail}` of the stream (P4).
+    AgentOutput {
+        /// The workspace.
+        workspace_id: String,
+        /// The pane.
+        pane_id: String,
+        /// The agent, if any.
+        agent: Option<String>,
+        /// The pane's recent output.
+        tail: String,
+        /// The event's stream seq.
+        seq: u64,
+        /// From an earlier runtime start (`stale: true`): ignored (P9).
+        stale: bool,
+    },
+    /// Options page: `progressTickSec` / `progressFallbackSec` (O4; clamped here).
+    ProgressSettings {
+        /// Check interval in seconds.
+        tick_sec: u64,
+        /// Quiet time before the fallback status, in seconds.
+        fallback_sec: u64,
+    },
+    /// The answer to a [`ContinuityOutput::Request`].
+    Answered {
+        /// The call.
+        id: CallId,
+        /// Its result.
+        result: Result<RuntimeAnswer, CallError>,
+    },
+}
+
+/// How a notice looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeTone {
+    /// Informational.
+    Info,
+    /// Something failed; the text says what to do.
+    Bad,
+}
+
+/// Decisions for the shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContinuityOutput {
+    /// Send a request on the native port; answer with [`ContinuityInput::Answered`].
+    Request {
+        /// The call id.
+        id: CallId,
+        /// What to call.
+        call: RuntimeCall,
+    },
+    /// Post `{"type":"deliver",id,text}` to the page of `tab`.
+    Deliver {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id (also inside the marker line).
+        id: String,
+        /// The full text, ending with the marker line.
+        text: String,
+    },
+    /// Post `{"type":"delivery_seen",id}`: the page may forget its result.
+    DeliverySeen {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id.
+        id: String,
+    },
+    /// Post `{"type":"clear_composer",id}`: remove text we typed and did not send (the
+    /// composer carries `id`'s marker line).
+    ClearComposer {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id whose marker the composer must carry.
+        id: String,
+    },
+    /// Post `{"type":"insert",text}`: put text into the composer without sending.
+    Insert {
+        /// The tab.
+        tab: TabId,
+        /// The text.
+        text: String,
+    },
+    /// Post `{"type":"notice",text,tone}` to the page.
+    Notice {
+        /// The tab.
+        tab: TabId,
+        /// What happened and what to do.
+        text: String,
+        /// How it looks.
+        tone: NoticeTone,
+    },
+    /// Views (HUDs, panels) may have changed: re-render them.
+    ViewsChanged,
+    /// Persisted state changed: schedule a (coalesced) write.
+    Persist,
+}

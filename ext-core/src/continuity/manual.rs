@@ -1,0 +1,87 @@
+//! The HUD's manual actions (M4): Continue (through the delivery ledger, like every other
+//! message), Check Herdr (live pane state into the composer, not sent) and the LLM judge
+//! (the runtime's semantic service; the extension holds no provider, J4).
+//!
+//! Invariants: a manual Continue is refused, with the reason, while a delivery is in
+//! flight, while the page generates or holds a human draft, or when its layout is unknown.
+
+use super::*;
+
+impl Continuity {
+    pub(super) fn manual_continue(&mut self, now: Millis, tab: TabId) {
+        let page = self.page_kind(tab);
+        let refuse = |this: &mut Self, text: String| {
+            this.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+        };
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::Continue) {
+            return refuse(self, self.locked_text(locked));
+        }
+        let Some(scope) = page.scope() else { return };
+        let Some(binding) = self.bindings.binding_for(&scope).cloned() else {
+            return refuse(self, self.withheld_text(WakeWithheld::NotBound));
+        };
+        let report = self.pages.get(&tab).cloned().unwrap_or_default();
+        let blocker = if self.in_flight(&scope.key()).is_some() {
+            Some(WakeWithheld::UnconfirmedDelivery)
+        } else if report.generating || report.permission_card {
+            Some(WakeWithheld::PageGenerating)
+        } else if report.draft {
+            Some(WakeWithheld::HumanDraft)
+        } else if !report.composer {
+            Some(WakeWithheld::NoComposer)
+        } else if report.generation.is_none() {
+            Some(WakeWithheld::UnknownLayout)
+        } else {
+            None
+        };
+        if let Some(reason) = blocker {
+            return refuse(self, self.manual_refusal_text(reason));
+        }
+        let body = match self.language {
+            Language::En => format!("[Herdr] Continue with workspace {} ({}). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.", binding.label, binding.workspace_id),
+            Language::Zh => format!("[Herdr] 继续 workspace {}（{}）。这是手动提醒，不代表任何工作已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。", binding.label, binding.workspace_id),
+        };
+        let subject = format!("continue:{}", binding.workspace_id);
+        if self.post_delivery(now, &scope.key(), tab, DeliveryKind::Continue, &subject, &body, Vec::new()).is_err() {
+            refuse(self, self.manual_refusal_text(WakeWithheld::UnknownLayout));
+        }
+    }
+
+    pub(super) fn check_herdr(&mut self, tab: TabId) {
+        let page = self.page_kind(tab);
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
+            return;
+        }
+        let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s).cloned()) else {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.withheld_text(WakeWithheld::NotBound), tone: NoticeTone::Bad });
+            return;
+        };
+        self.checks.insert(tab, CheckRun { workspace_id: binding.workspace_id.clone(), ..CheckRun::default() });
+        self.call(Purpose::CheckPanes { tab }, RuntimeCall::Panes { workspace_id: binding.workspace_id });
+    }
+
+    pub(super) fn finish_check(&mut self, tab: TabId) {
+        let done = self.checks.get(&tab).is_some_and(|run| run.waiting.is_empty());
+        if !done {
+            return;
+        }
+        let Some(run) = self.checks.remove(&tab) else { return };
+        let text = check_herdr_summary(&run.workspace_id, &run.panes, &run.texts);
+        self.outputs.push_back(ContinuityOutput::Insert { tab, text });
+    }
+
+    pub(super) fn llm_judge(&mut self, tab: TabId) {
+        let page = self.page_kind(tab);
+        if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
+            return;
+        }
+        let Some(scope) = page.scope() else { return };
+        let workspace_id = self.bindings.binding_for(&scope).map(|b| b.workspace_id.clone()).unwrap_or_default();
+        self.call(
+            Purpose::Judge { tab },
+            RuntimeCall::JudgeTurnEnd { session_ref: browser_session_ref(&scope), workspace_id },
+        );
+    }
+}

@@ -1,0 +1,923 @@
+//! The continuity loop of the extension: composes the binding table, the Auto gate, the
+//! settle tracker and one [`WakeScheduler`] per bound scope, and turns page facts, stream
+//! events and inbox answers into deliveries, inbox acknowledgements and HUD views
+//! (SPEC A3, B1–B8, P1–P9, I3–I4, M1–M4, M7).
+//!
+//! Flow of one wake: the runtime's stream settles workspace `w1` → every scope bound to
+//! `w1` asks the runtime for its own parent-inbox items (`inbox.pending` with the scope's
+//! `browser_session_ref`, so another chat's tasks never reach this chat, I3) → the settle
+//! is handed to the scope's scheduler, which waits until the target page is idle (M7) →
+//! [`ContinuityOutput::Deliver`] with a unique marker line → the page confirms the new user
+//! turn → the carried task ids are acknowledged (`inbox.ack`, I4). A delivery that fails
+//! leaves its tasks unacknowledged; the scheduler retries it once the page is idle again.
+//!
+//! Inbox wakes (I2, I4, P9: the parent inbox is the truth, the settle only a trigger): a
+//! settle the extension never saw (its saved state was lost and it subscribed live-only,
+//! or the settle fell outside the runtime's event retention) must not strand a result. So
+//! a scope gets an *inbox check* due after every link-up, every stream `hello`, its binding
+//! and every `inbox_changed` whose `unacked` count grew; the check (`inbox.pending`) runs
+//! only while the scope is quiet — link up, workspace not working, no settle read in
+//! flight, no wake pending or in flight — and at most one read per scope is in flight. Its
+//! unacknowledged terminal tasks become one wake of the scheduler
+//! ([`crate::wake::MessageKind::Inbox`], id `inbox:<ws>#<smallest task id>`, the same gate,
+//! Auto rules, retries and ack-after-confirmation as a settle wake). A settle's own inbox
+//! read replaces a due check, and a settle wake replaces a pending inbox wake.
+//!
+//! Progress (P2–P6): the runtime's `agent_output` events (sent only when a working pane's
+//! normalised output changed) keep the latest tail per pane. When the scope goes working,
+//! each pane's current tail becomes its *baseline* (a pane first seen during the episode
+//! takes its first tail as baseline), so only output that appeared during the work counts.
+//! On a scheduler check the summary is, per pane with output past its baseline, the agent
+//! and its last [`PROGRESS_LINES_PER_PANE`] non-empty lines, ≤ [`PROGRESS_SUMMARY_MAX_CHARS`]
+//! in total ([`progress_summary`]); [`crate::progress_push::ProgressPush`] sends it only
+//! when it differs from the last one sent. Progress uses the wake's delivery path and gate;
+//! a settle stops progress before its inbox read starts, so it never precedes the wake.
+//!
+//! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
+//! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
+//! (progress tails), `manual` (HUD actions), `views` (HUD and panel), `texts` (every text);
+//! this file routes inputs to them.
+//!
+//! Invariants:
+//! - Every message typed into a page goes through the [`DeliveryLedger`]: ids are unique
+//!   across restarts and lost state, at most one delivery per scope is active, a delivery
+//!   is confirmed only by its marker in a newer user turn, and an uncertain one is resolved
+//!   from page evidence, never retyped blindly and never blocking its scope.
+//! - `inbox.ack` is only requested for the tasks of a delivery that was confirmed (I4).
+//! - A task carried by a confirmed delivery is never carried again: the ids of confirmed
+//!   tasks are remembered per session ref (the newest [`CONFIRMED_TASKS_KEPT`], persisted,
+//!   kept across re-binding) and removed from every inbox answer, so an answer that raced
+//!   the `inbox.ack` cannot bring them back. A wake that failed carries its tasks again.
+//! - Nothing is delivered automatically unless [`crate::auto_gate::wake_gate`] passes (the
+//!   schedulers enforce it); a manual Continue is refused while a delivery is in flight,
+//!   while the page generates, or while the composer holds a human draft.
+//! - Persisted: bindings, Auto, tracker marks, the ledger, acks due, per-scope counters and
+//!   a settle waiting for its inbox read; page facts and requests in flight are not (pages
+//!   report again on reconnect, requests are re-issued).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
+use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
+use crate::delivery_ledger::{
+    Baseline, BeginRefused, Delivery, DeliveryLedger, DeliveryState, LedgerOutput, Resolution,
+};
+use crate::progress_push::ProgressConfig;
+use crate::scope::{classify_url, PageKind, Scope};
+use crate::settle_tracker::{
+    AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent,
+};
+use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
+use crate::Millis;
+
+mod acks;
+mod deliveries;
+mod inbox_sync;
+mod io;
+mod manual;
+mod pane_output;
+mod texts;
+mod views;
+
+pub use acks::CONFIRMED_TASKS_KEPT;
+pub use io::*;
+pub use pane_output::*;
+pub use texts::*;
+pub use views::*;
+
+pub use crate::delivery_ledger::DeliveryKind;
+
+/// A delivery in flight as the previous release persisted it (per scope); restored into
+/// the [`DeliveryLedger`] as uncertain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyInFlight {
+    /// The delivery id.
+    pub id: String,
+    /// The tab it was posted to.
+    pub tab: TabId,
+    /// What it is.
+    pub kind: DeliveryKind,
+    /// Inbox tasks to acknowledge once confirmed.
+    pub task_ids: Vec<String>,
+    /// When it was posted.
+    pub at: Millis,
+}
+
+/// The last confirmed wake of a scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastWake {
+    /// When its delivery was confirmed.
+    pub at: Millis,
+    /// What it was.
+    pub kind: DeliveryKind,
+    /// Its delivery id.
+    pub id: String,
+}
+
+/// Per-scope state besides its scheduler.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeStatus {
+    /// The wake scheduler.
+    scheduler: Option<WakeScheduler>,
+    /// Inbox tasks fetched for the pending wake.
+    wake_tasks: Vec<InboxTask>,
+    /// A delivery in flight saved by the previous release (moved into the ledger on
+    /// restore; never written).
+    #[serde(default, skip_serializing, rename = "in_flight")]
+    legacy_in_flight: Option<LegacyInFlight>,
+    /// A settle waiting for its `inbox.pending` answer (persisted: a worker restart in
+    /// that window must not lose it; the read is re-issued on link-up).
+    #[serde(default)]
+    settle_awaiting_tasks: Option<SettleOutput>,
+    /// The last confirmed wake.
+    last_wake: Option<LastWake>,
+    /// Confirmed wakes since binding.
+    wake_count: u32,
+    /// Inbox counters; `None` until read.
+    counts: Option<TaskCounts>,
+    /// The runtime lacks the parent inbox (older runtime): wakes carry no task facts.
+    inbox_missing: bool,
+    /// Whether the bound workspace has settled at least once.
+    settled_once: bool,
+    /// Tasks of confirmed wakes whose `inbox.ack` has not been answered yet; re-sent on
+    /// every link-up until the runtime answers (I4: a confirmed wake is always acked, even
+    /// when it was confirmed while the companion was unreachable or the worker restarted).
+    #[serde(default)]
+    ack_due: Vec<String>,
+    /// Confirmed progress messages since binding.
+    #[serde(default)]
+    progress_count: u32,
+    /// An inbox check (`inbox.pending` outside a settle) should run once the scope is quiet.
+    #[serde(default)]
+    inbox_check_due: bool,
+}
+
+/// What a runtime call in flight is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    Subscribe,
+    Catalog,
+    /// `inbox.pending` for a held settle of a scope.
+    WakeTasks { scope_key: String, settle: SettleOutput },
+    Ack { scope_key: String, task_ids: Vec<String> },
+    /// `inbox.ack` for tasks of a binding that no longer exists.
+    OrphanAck { session_ref: String, task_ids: Vec<String> },
+    Counts { scope_key: String },
+    /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
+    InboxCheck { scope_key: String, workspace_id: String },
+    CheckPanes { tab: TabId },
+    CheckRead { tab: TabId },
+    Judge { tab: TabId },
+}
+
+/// A Check Herdr run being collected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct CheckRun {
+    workspace_id: String,
+    waiting: BTreeSet<CallId>,
+    panes: Vec<PaneInfo>,
+    texts: BTreeMap<String, String>,
+}
+
+/// The composed continuity machine of the worker.
+///
+/// Driver contract: restore from the persisted snapshot (serde) or [`Continuity::new`];
+/// feed every fact with [`Continuity::handle`]; when the clock reaches
+/// [`Continuity::next_deadline`] call [`Continuity::handle_timeout`]; after either drain
+/// [`Continuity::poll`] until `None`. Answer every `Request` with `Answered` (an error
+/// `offline` when it could not be sent) and every `Deliver` through the page's
+/// `delivery_result`. On `Persist`, write the serialized machine at most once per burst.
+/// Views ([`Continuity::page_view`], [`Continuity::panel_view`]) are pure queries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Continuity {
+    /// Bindings (B1–B7).
+    bindings: Bindings,
+    /// Auto settings (M1–M3).
+    auto: AutoGate,
+    /// Settle tracking with the seq high-water mark (P8, P9).
+    tracker: SettleTracker,
+    /// Per-scope state by scope key.
+    scopes: BTreeMap<String, ScopeStatus>,
+    /// Message language.
+    language: Language,
+    /// Every message written into a page (ids, states, evidence).
+    ledger: DeliveryLedger,
+    /// Last catalog read (display only).
+    catalog: Vec<CatalogWorkspace>,
+    /// Progress timing from the options page (clamped).
+    progress: ProgressConfig,
+    /// Latest output per pane of bound workspaces (P4).
+    pane_outputs: BTreeMap<String, PaneOutput>,
+    /// Task ids carried by confirmed deliveries, per session ref (newest last, bounded).
+    confirmed_tasks: BTreeMap<String, VecDeque<String>>,
+    /// Confirmed-but-unacknowledged task ids of scopes that were unbound or re-bound before
+    /// the runtime answered their `inbox.ack`, per session ref. An ack belongs to the chat's
+    /// session ref, not to its binding, so it outlives the binding (I4).
+    orphan_acks: BTreeMap<String, Vec<String>>,
+    /// The catalog could not be read: why.
+    catalog_error: Option<String>,
+    /// Pages by tab (not persisted: pages report again).
+    pages: BTreeMap<TabId, PageReport>,
+    /// Calls in flight.
+    calls: BTreeMap<CallId, Purpose>,
+    /// Next call id.
+    next_call: CallId,
+    /// Whether the companion link is up.
+    link_up: bool,
+    /// Check Herdr runs by tab.
+    checks: BTreeMap<TabId, CheckRun>,
+    /// The time of the input being handled (for answers made without IO).
+    now: Millis,
+    /// Decisions not yet drained.
+    outputs: VecDeque<ContinuityOutput>,
+}
+
+impl Continuity {
+    /// Nothing bound, Auto off everywhere.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The binding table.
+    pub fn bindings(&self) -> &Bindings {
+        &self.bindings
+    }
+
+    /// The Auto settings.
+    pub fn auto_gate(&self) -> &AutoGate {
+        &self.auto
+    }
+
+    /// The last facts of a tab's page.
+    pub fn page(&self, tab: TabId) -> Option<&PageReport> {
+        self.pages.get(&tab)
+    }
+
+    /// The tabs that reported a page, ordered.
+    pub fn tabs(&self) -> impl Iterator<Item = TabId> + '_ {
+        self.pages.keys().copied()
+    }
+
+    /// The progress timing in force (clamped options).
+    pub fn progress_config(&self) -> ProgressConfig {
+        self.progress
+    }
+
+    /// The progress summary of a workspace now (what a check would offer), if any.
+    pub fn progress_summary(&self, workspace_id: &str) -> Option<String> {
+        progress_summary(workspace_id, &self.pane_outputs)
+    }
+
+    /// The in-flight delivery of a scope.
+    pub fn in_flight(&self, scope_key: &str) -> Option<&Delivery> {
+        self.ledger.active_for(scope_key)
+    }
+
+    /// The delivery ledger (read-only).
+    pub fn ledger(&self) -> &DeliveryLedger {
+        &self.ledger
+    }
+
+    /// What to persist (B7): the explicit, versioned [`Snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            bindings: self.bindings.clone(),
+            auto: self.auto.clone(),
+            tracker: self.tracker.clone(),
+            scopes: self.scopes.clone(),
+            language: self.language,
+            ledger: self.ledger.clone(),
+            catalog: self.catalog.clone(),
+            progress: self.progress,
+            pane_outputs: self.pane_outputs.clone(),
+            confirmed_tasks: self.confirmed_tasks.clone(),
+            orphan_acks: self.orphan_acks.clone(),
+        }
+    }
+
+    /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is
+    /// fresh randomness from the shell, kept only when the snapshot had none (an older
+    /// release's) so delivery ids stay unique.
+    pub fn from_snapshot(snapshot: Snapshot, now: Millis, epoch: &str) -> Self {
+        let mut machine = Self {
+            bindings: snapshot.bindings,
+            auto: snapshot.auto,
+            tracker: snapshot.tracker,
+            scopes: snapshot.scopes,
+            language: snapshot.language,
+            ledger: snapshot.ledger,
+            catalog: snapshot.catalog,
+            progress: snapshot.progress,
+            pane_outputs: snapshot.pane_outputs,
+            confirmed_tasks: snapshot.confirmed_tasks,
+            orphan_acks: snapshot.orphan_acks,
+            ..Self::default()
+        };
+        machine.restored(now, epoch);
+        machine
+    }
+
+    /// A fresh machine (nothing bound) whose delivery ids use `epoch` (fresh randomness from
+    /// the shell).
+    pub fn with_epoch(epoch: &str) -> Self {
+        Self { ledger: DeliveryLedger::new(epoch), ..Self::default() }
+    }
+
+    /// After a restore, before any input: a new ledger life (ids stay unique), deliveries
+    /// the old worker was waiting for become uncertain, and a delivery saved by the previous
+    /// release joins the ledger.
+    fn restored(&mut self, now: Millis, epoch: &str) {
+        self.ledger.ensure_epoch(epoch);
+        let legacy: Vec<(String, LegacyInFlight)> = self
+            .scopes
+            .iter_mut()
+            .filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d)))
+            .collect();
+        for (scope_key, old) in legacy {
+            self.ledger.adopt(Delivery {
+                id: old.id,
+                scope_key,
+                kind: old.kind,
+                task_ids: old.task_ids,
+                tab: old.tab,
+                conversation: None,
+                baseline: Baseline::default(),
+                posted_at: old.at,
+                state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
+                page_idle: false,
+                left_in_composer: false,
+            });
+        }
+        self.ledger.restored(now);
+    }
+
+    /// The next decision, if any.
+    pub fn poll(&mut self) -> Option<ContinuityOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The earliest scheduler timer.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.scopes
+            .values()
+            .filter_map(|s| s.scheduler.as_ref().and_then(WakeScheduler::next_deadline))
+            .chain(self.ledger.next_deadline())
+            .min()
+    }
+
+    /// Fires due scheduler and ledger timers.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.now = now;
+        if self.ledger.next_deadline().is_some_and(|at| at <= now) {
+            self.ledger.handle_timeout(now);
+            self.drain_ledger(now);
+        }
+        let keys: Vec<String> = self.scopes.keys().cloned().collect();
+        for key in keys {
+            if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                if scheduler.next_deadline().is_some_and(|at| at <= now) {
+                    scheduler.handle_timeout(now);
+                    self.drain_scheduler(now, &key);
+                }
+            }
+        }
+        self.run_due_inbox_checks();
+        self.finish();
+    }
+
+    /// Feeds one fact.
+    pub fn handle(&mut self, now: Millis, input: ContinuityInput) {
+        self.now = now;
+        match input {
+            ContinuityInput::LinkUp => {
+                self.link_up = true;
+                let resume = self.tracker.resume_point();
+                let after_seq = resume.as_ref().map(|r| r.after_seq);
+                let log_id = resume.and_then(|r| r.log_id);
+                self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq, log_id });
+                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+                let refs: Vec<(String, String)> = self
+                    .bindings
+                    .list()
+                    .map(|b| (b.scope.key(), browser_session_ref(&b.scope)))
+                    .collect();
+                for (scope_key, session_ref) in refs {
+                    self.call(Purpose::Counts { scope_key: scope_key.clone() }, RuntimeCall::InboxCounts { session_ref });
+                    self.send_due_acks(&scope_key);
+                }
+                self.send_orphan_acks();
+                self.inbox_checks_due();
+                self.reissue_held_settles();
+            }
+            ContinuityInput::LinkDown => {
+                self.link_up = false;
+                self.tracker.handle(now, SettleInput::Reconnected);
+                self.drain_tracker(now);
+                // Answers to lost calls never come: settles held for their inbox read
+                // go on without task facts rather than being lost.
+                let lost = std::mem::take(&mut self.calls);
+                for (_, purpose) in lost {
+                    self.abandon(now, purpose, "the companion disconnected");
+                }
+                self.checks.clear();
+            }
+            ContinuityInput::StreamHello {
+                boot_id,
+                last_seq,
+                agents,
+                log_id,
+                log_reset,
+            } => {
+                // A new log (reset or replaced state.db): its seqs start again, so the marks
+                // of the old one must not drop its events (issue 7 item 5).
+                if log_reset || log_id.is_some() {
+                    self.tracker.handle(now, SettleInput::LogIdentity { log_id, reset: log_reset });
+                }
+                if log_reset {
+                    for scheduler in self.scopes.values_mut().filter_map(|s| s.scheduler.as_mut()) {
+                        scheduler.handle(now, SchedulerInput::LogReset);
+                    }
+                }
+                self.tracker.handle(
+                    now,
+                    SettleInput::StreamHello {
+                        boot_id,
+                        last_seq,
+                        agents,
+                    },
+                );
+                self.drain_tracker(now);
+                self.inbox_checks_due();
+            }
+            ContinuityInput::StreamEvent(event) => {
+                if event.kind == PaneEventKind::PaneRemoved {
+                    self.pane_outputs.remove(&event.pane_id);
+                }
+                self.tracker.handle(now, SettleInput::Event(event));
+                self.drain_tracker(now);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::InboxChanged {
+                session_ref,
+                counts,
+            } => {
+                for status in self.scopes_with_ref(&session_ref) {
+                    // New unacknowledged results: read them once the scope is quiet.
+                    if counts.unacked > status.counts.map_or(0, |c| c.unacked) {
+                        status.inbox_check_due = true;
+                    }
+                    status.counts = Some(counts);
+                    status.inbox_missing = false;
+                }
+            }
+            ContinuityInput::PageReported { tab, report } => {
+                let page = classify_url(&report.url);
+                self.bindings.handle(now, BindingInput::PageVisited { tab, page });
+                self.drain_bindings();
+                // The new facts reach the schedulers before a restored delivery is resolved
+                // from the same report: resolving may release the next wake, which must be
+                // judged on this page as it is now (regression: continuity_props (d) saw a
+                // wake go to a page that had just lost its composer).
+                self.pages.insert(tab, report.clone());
+                self.sync_schedulers(now);
+                self.ledger.page(now, tab, &report);
+                self.drain_ledger(now);
+            }
+            ContinuityInput::PageGone { tab } => {
+                self.pages.remove(&tab);
+                self.ledger.page_gone(now, tab);
+                self.checks.remove(&tab);
+            }
+            ContinuityInput::TabClosed { tab } => {
+                self.pages.remove(&tab);
+                self.ledger.page_gone(now, tab);
+                self.bindings.handle(now, BindingInput::TabClosed { tab });
+                self.drain_bindings();
+            }
+            ContinuityInput::DeliveryReport { tab, id, outcome } => {
+                self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
+                self.ledger.report(now, tab, &id, &outcome);
+                self.drain_ledger(now);
+            }
+            ContinuityInput::Bind { tab, workspace } => {
+                let page = self.page_kind(tab);
+                self.bindings.handle(now, BindingInput::Bind { tab, page, workspace });
+                self.drain_bindings();
+            }
+            ContinuityInput::Unbind { scope_key } => {
+                let scope = self.bindings.list().find(|b| b.scope.key() == scope_key).map(|b| b.scope.clone());
+                if let Some(scope) = scope {
+                    self.bindings.handle(now, BindingInput::UnbindScope { scope });
+                    self.drain_bindings();
+                }
+            }
+            ContinuityInput::RefreshCatalog => {
+                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+            }
+            ContinuityInput::ToggleAuto { tab } => {
+                let page = self.page_kind(tab);
+                if let (Some(scope), Ok(())) = (page.scope(), self.auto.hud_action(&page, HudAction::ToggleAuto)) {
+                    let on = !self.auto.scope_toggle(&scope);
+                    self.auto.set_scope_auto(&scope, on);
+                    self.outputs.push_back(ContinuityOutput::Persist);
+                }
+            }
+            ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
+            ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
+            ContinuityInput::LlmJudge { tab } => self.llm_judge(tab),
+            ContinuityInput::AllowProjectAuto { allowed } => {
+                self.auto.set_allow_project_auto(allowed);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::LanguageChanged { language } => {
+                self.language = language;
+                self.reconfigure_schedulers(now);
+            }
+            ContinuityInput::ProgressSettings { tick_sec, fallback_sec } => {
+                self.progress = ProgressConfig::from_settings(tick_sec, fallback_sec);
+                self.reconfigure_schedulers(now);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            ContinuityInput::StreamPosition { seq } => self.stream_position(now, seq),
+            ContinuityInput::AgentOutput { workspace_id, pane_id, agent, tail, seq, stale } => {
+                if seq > 0 {
+                    self.stream_position(now, seq);
+                }
+                if !stale {
+                    self.agent_output(PaneOutput { workspace_id, agent, baseline: tail.clone(), tail, seq }, pane_id);
+                }
+            }
+            ContinuityInput::Answered { id, result } => {
+                if let Some(purpose) = self.calls.remove(&id) {
+                    self.answered(now, purpose, result);
+                }
+            }
+        }
+        self.sync_schedulers(now);
+        self.run_due_inbox_checks();
+        self.finish();
+    }
+
+    /// The stream got to `seq` (an event the tracker does not read): it may end the replay
+    /// and settle workspaces from the `hello` snapshot.
+    fn stream_position(&mut self, now: Millis, seq: u64) {
+        if !self.tracker.reconcile_pending() {
+            return;
+        }
+        self.tracker.handle(now, SettleInput::StreamPosition { seq });
+        self.drain_tracker(now);
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    /// Hands the progress timing and language to every scheduler.
+    fn reconfigure_schedulers(&mut self, now: Millis) {
+        let (progress, language) = (self.progress, self.language);
+        let keys: Vec<String> = self.scopes.keys().cloned().collect();
+        for key in keys {
+            if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                scheduler.handle(now, SchedulerInput::ConfigChanged { progress, language });
+                self.drain_scheduler(now, &key);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.outputs.push_back(ContinuityOutput::ViewsChanged);
+        // Collapse repeated render/persist requests of one batch into one each.
+        let mut seen_views = false;
+        let mut seen_persist = false;
+        let mut kept = VecDeque::with_capacity(self.outputs.len());
+        while let Some(output) = self.outputs.pop_back() {
+            let keep = match output {
+                ContinuityOutput::ViewsChanged => !std::mem::replace(&mut seen_views, true),
+                ContinuityOutput::Persist => !std::mem::replace(&mut seen_persist, true),
+                _ => true,
+            };
+            if keep {
+                kept.push_front(output);
+            }
+        }
+        self.outputs = kept;
+    }
+
+    fn call(&mut self, purpose: Purpose, call: RuntimeCall) -> CallId {
+        let now = self.now;
+        self.next_call = self.next_call.wrapping_add(1);
+        let id = self.next_call;
+        if self.link_up {
+            self.calls.insert(id, purpose);
+            self.outputs.push_back(ContinuityOutput::Request { id, call });
+        } else {
+            // Offline: answer at once so nothing waits forever.
+            self.abandon(now, purpose, "the companion is not connected");
+        }
+        id
+    }
+
+    fn page_kind(&self, tab: TabId) -> PageKind {
+        self.pages
+            .get(&tab)
+            .map_or(PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NotAUrl }, |p| classify_url(&p.url))
+    }
+
+    fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<&mut ScopeStatus> {
+        let keys: BTreeSet<String> = self
+            .bindings
+            .list()
+            .filter(|b| browser_session_ref(&b.scope) == session_ref)
+            .map(|b| b.scope.key())
+            .collect();
+        self.scopes
+            .iter_mut()
+            .filter(|(k, _)| keys.contains(*k))
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    fn drain_bindings(&mut self) {
+        while let Some(output) = self.bindings.poll() {
+            match output {
+                BindingOutput::Bound { scope, .. } | BindingOutput::PendingMigrated { scope, .. } => {
+                    // A new binding starts with fresh per-scope state; acks still due from
+                    // the previous binding of this scope are kept by session ref.
+                    self.keep_orphan_acks(&scope);
+                    let status = self.scopes.entry(scope.key()).or_default();
+                    // Existing results of this chat are read once the new binding is quiet.
+                    *status = ScopeStatus { inbox_check_due: true, ..ScopeStatus::default() };
+                    if self.link_up {
+                        self.call(
+                            Purpose::Counts { scope_key: scope.key() },
+                            RuntimeCall::InboxCounts { session_ref: browser_session_ref(&scope) },
+                        );
+                    }
+                }
+                BindingOutput::Unbound { scope, .. } => {
+                    self.keep_orphan_acks(&scope);
+                    self.scopes.remove(&scope.key());
+                    let bindings = &self.bindings;
+                    self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
+                }
+                _ => {}
+            }
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    fn drain_tracker(&mut self, now: Millis) {
+        while let Some(output) = self.tracker.poll() {
+            match &output {
+                SettleOutput::Resubscribe { .. } => {
+                    // The shell reopens the stream on the next LinkUp.
+                }
+                SettleOutput::ScopeWorking { workspace_id, .. }
+                | SettleOutput::PartialSettle { workspace_id, .. } => {
+                    if matches!(output, SettleOutput::ScopeWorking { .. }) {
+                        // A new episode: output seen so far is not progress of it.
+                        for pane in self.pane_outputs.values_mut().filter(|o| &o.workspace_id == workspace_id) {
+                            pane.baseline = pane.tail.clone();
+                        }
+                        // A settle still waiting for its inbox read is no longer the truth:
+                        // drop it so it never wakes the page while the workspace works (P7,
+                        // P8; regression found by continuity_props (b)).
+                        self.calls.retain(|_, purpose| {
+                            !matches!(purpose, Purpose::WakeTasks { settle: SettleOutput::ScopeSettled { workspace_id: held, .. }, .. } if held == workspace_id)
+                        });
+                        for key in self.keys_bound_to(workspace_id) {
+                            if let Some(status) = self.scopes.get_mut(&key) {
+                                status.settle_awaiting_tasks = None;
+                            }
+                        }
+                    }
+                    let keys = self.keys_bound_to(workspace_id);
+                    for key in keys {
+                        self.feed_settle(now, &key, output.clone());
+                    }
+                }
+                SettleOutput::ScopeSettled { workspace_id, .. } => {
+                    let keys = self.keys_bound_to(workspace_id);
+                    for key in keys {
+                        let Some(session_ref) = self
+                            .bindings
+                            .list()
+                            .find(|b| b.scope.key() == key)
+                            .map(|b| browser_session_ref(&b.scope))
+                        else {
+                            continue;
+                        };
+                        if let Some(status) = self.scopes.get_mut(&key) {
+                            status.settle_awaiting_tasks = Some(output.clone());
+                            status.settled_once = true;
+                            // This settle's inbox read replaces a due inbox check.
+                            status.inbox_check_due = false;
+                        }
+                        // Progress stops now, before the inbox read (P8).
+                        if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {
+                            scheduler.handle(now, SchedulerInput::SettleSeen);
+                        }
+                        self.drain_scheduler(now, &key);
+                        // Read the scope's own inbox first so the wake carries its task
+                        // facts (I2, I3); the settle is handed on when the answer comes.
+                        self.call(
+                            Purpose::WakeTasks { scope_key: key.clone(), settle: output.clone() },
+                            RuntimeCall::InboxPending { session_ref },
+                        );
+                    }
+                }
+                SettleOutput::GenerationChanged { .. } | SettleOutput::StaleGenerationRejected { .. } => {}
+            }
+        }
+    }
+
+    fn keys_bound_to(&self, workspace_id: &str) -> Vec<String> {
+        self.bindings.scopes_bound_to(workspace_id).map(Scope::key).collect()
+    }
+
+    fn feed_settle(&mut self, now: Millis, key: &str, signal: SettleOutput) {
+        if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+            scheduler.handle(now, SchedulerInput::Settle(signal));
+            self.drain_scheduler(now, key);
+        }
+    }
+
+    /// A call that will never be answered normally.
+    fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
+        let error = CallError {
+            code: "offline".to_owned(),
+            message: format!("{why}; the extension retries when it reconnects"),
+        };
+        self.answered(now, purpose, Err(error));
+    }
+
+    fn answered(&mut self, now: Millis, purpose: Purpose, result: Result<RuntimeAnswer, CallError>) {
+        match (purpose, result) {
+            (Purpose::Subscribe, _) => {}
+            (Purpose::Catalog, Ok(RuntimeAnswer::Workspaces { workspaces })) => {
+                self.catalog_error = None;
+                self.catalog = workspaces.clone();
+                self.bindings.handle(now, BindingInput::CatalogRefreshed { workspaces });
+                self.drain_bindings();
+            }
+            (Purpose::Catalog, Err(error)) => self.catalog_error = Some(error.message),
+            (Purpose::Catalog, Ok(_)) => {}
+            (Purpose::WakeTasks { scope_key, settle }, result) => {
+                let result = result.map(|answer| match answer {
+                    RuntimeAnswer::InboxPending { tasks, more } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks), more },
+                    other => other,
+                });
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    status.settle_awaiting_tasks = None;
+                    match result {
+                        Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
+                            // The rest is read once this wake is confirmed and acked (paging).
+                            status.inbox_check_due |= more;
+                            status.inbox_missing = false;
+                            status.wake_tasks = tasks;
+                        }
+                        Err(error) if error.code == "unknown_method" => {
+                            status.inbox_missing = true;
+                            status.wake_tasks.clear();
+                        }
+                        _ => {
+                            // The wake goes without task facts; its tasks stay unacked and
+                            // an inbox check picks them up once the scope is quiet.
+                            status.wake_tasks.clear();
+                            status.inbox_check_due = true;
+                        }
+                    }
+                }
+                self.feed_settle(now, &scope_key, settle);
+            }
+            (Purpose::InboxCheck { scope_key, workspace_id }, result) => {
+                self.inbox_checked(now, &scope_key, &workspace_id, result);
+            }
+            (Purpose::Ack { scope_key, task_ids }, result) => {
+                let retry_later = !ack_settled(&result);
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    if !retry_later {
+                        // The runtime answers every id (acked, already acked, unknown,
+                        // forbidden, not terminal): nothing is left to send for them.
+                        status.ack_due.retain(|id| !task_ids.contains(id));
+                        self.outputs.push_back(ContinuityOutput::Persist);
+                    }
+                    match result {
+                        Ok(RuntimeAnswer::Counts { counts }) => {
+                            status.counts = Some(counts);
+                            status.inbox_missing = false;
+                        }
+                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        _ => {}
+                    }
+                }
+            }
+            (Purpose::OrphanAck { session_ref, task_ids }, result) => {
+                let retry_later = !ack_settled(&result);
+                if !retry_later {
+                    if let Some(due) = self.orphan_acks.get_mut(&session_ref) {
+                        due.retain(|id| !task_ids.contains(id));
+                        if due.is_empty() {
+                            self.orphan_acks.remove(&session_ref);
+                        }
+                    }
+                    self.outputs.push_back(ContinuityOutput::Persist);
+                }
+            }
+            (Purpose::Counts { scope_key }, result) => {
+                if let Some(status) = self.scopes.get_mut(&scope_key) {
+                    match result {
+                        Ok(RuntimeAnswer::Counts { counts }) => {
+                            status.counts = Some(counts);
+                            status.inbox_missing = false;
+                        }
+                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        _ => {}
+                    }
+                }
+            }
+            (Purpose::CheckPanes { tab }, Ok(RuntimeAnswer::Panes { panes })) => {
+                let reads: Vec<PaneInfo> = panes.clone();
+                if let Some(run) = self.checks.get_mut(&tab) {
+                    run.panes = panes;
+                } else {
+                    return;
+                }
+                for pane in reads.iter().filter(|p| p.agent.is_some()).take(8) {
+                    let id = self.call(
+                        Purpose::CheckRead { tab },
+                        RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES },
+                    );
+                    if let Some(run) = self.checks.get_mut(&tab) {
+                        if self.calls.contains_key(&id) {
+                            run.waiting.insert(id);
+                        }
+                    }
+                }
+                self.finish_check(tab);
+            }
+            (Purpose::CheckRead { tab }, result) => {
+                if let Some(run) = self.checks.get_mut(&tab) {
+                    run.waiting.retain(|id| self.calls.contains_key(id));
+                    if let Ok(RuntimeAnswer::PaneText { pane_id, text }) = result {
+                        run.texts.insert(pane_id, text);
+                    }
+                }
+                self.finish_check(tab);
+            }
+            (Purpose::CheckPanes { tab }, result) => {
+                self.checks.remove(&tab);
+                let message = match result {
+                    Err(error) => error.message,
+                    Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
+                };
+                let text = self.say(
+                    format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
+                    format!("提取 Herdr 状态失败：{message}。请查看上方的 companion 状态，然后重试。"),
+                );
+                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+            }
+            (Purpose::Judge { tab }, result) => {
+                let (text, tone) = match result {
+                    Ok(RuntimeAnswer::Text { text }) => {
+                        (self.say(format!("LLM judge: {text}"), format!("LLM 判断：{text}")), NoticeTone::Info)
+                    }
+                    Ok(_) => (
+                        self.say("LLM judge: the companion gave no verdict.".to_owned(), "LLM 判断：companion 没有给出结论。".to_owned()),
+                        NoticeTone::Info,
+                    ),
+                    // J4: the extension holds no provider; only the runtime's semantic service judges.
+                    Err(error) if error.code == "unknown_method" => (
+                        self.say(
+                            format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
+                            format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
+                        ),
+                        NoticeTone::Bad,
+                    ),
+                    Err(error) => (
+                        self.say(format!("LLM judge failed: {}", error.message), format!("LLM 判断失败：{}", error.message)),
+                        NoticeTone::Bad,
+                    ),
+                };
+                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
+            }
+        }
+    }
+
+    fn scope_of_tab(&self, tab: TabId) -> Option<Scope> {
+        self.page_kind(tab).scope()
+    }
+
+}
+
+/// Whether an `inbox.ack` answer settles its ids: any answer does (the runtime decides each
+/// id), and so does a runtime without an inbox; a call that failed as a whole (offline,
+/// `not_ready`, `inbox_unavailable`, a timeout, a bad request) is retried on the next
+/// link-up or confirmation (I4: acks are retried until answered).
+fn ack_settled(result: &Result<RuntimeAnswer, CallError>) -> bool {
+    match result {
+        Ok(_) => true,
+        Err(error) => error.code == "unknown_method",
+    }
+}

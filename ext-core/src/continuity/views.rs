@@ -1,0 +1,276 @@
+//! The views of the continuity state: the page HUD ([`ContinuityView`]) and the side
+//! panel ([`PanelView`]). Pure queries over the machine; the shells only render them.
+//!
+//! Invariant: every withheld wake shows its named reason; locked actions say why.
+
+use super::*;
+
+impl Continuity {
+    /// What the HUD of `tab` shows about continuity; `None` for pages that are not chats.
+    pub fn page_view(&self, tab: TabId) -> Option<ContinuityView> {
+        let page = self.page_kind(tab);
+        let page_kind = match &page {
+            PageKind::Root => "root",
+            PageKind::ProjectHome { .. } => "project_home",
+            PageKind::ProjectChat { .. } => "project_chat",
+            PageKind::Chat { .. } => "chat",
+            PageKind::Unsupported { .. } => return None,
+        };
+        let scope = page.scope();
+        let binding = scope.as_ref().and_then(|s| self.bindings.binding_for(s));
+        let status = scope.as_ref().and_then(|s| self.scopes.get(&s.key()));
+        let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef { workspace_id: p.workspace_id.clone(), label: p.label.clone(), in_catalog: true });
+        let auto = scope.as_ref().map_or(AutoState::Off, |s| self.auto.state(s));
+        let auto_note = match auto {
+            AutoState::ProjectAutoNotAllowed => Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed)),
+            _ if matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto() => {
+                Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed))
+            }
+            _ => None,
+        };
+        let (scope_state, working_panes) = match binding {
+            Some(b) if self.tracker.is_working(&b.workspace_id) => ("working", self.tracker.working_panes(&b.workspace_id)),
+            Some(_) if status.is_some_and(|s| s.settled_once) => ("settled", 0),
+            _ => ("idle", 0),
+        };
+        let withheld = status
+            .and_then(|s| s.scheduler.as_ref())
+            .and_then(WakeScheduler::withheld)
+            .filter(|_| binding.is_some())
+            .map(|reason| Withheld { code: reason, text: self.withheld_text(reason) });
+        let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
+        if page.has_composer_target() {
+            for (id, action) in [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)] {
+                actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
+            }
+        }
+        Some(ContinuityView {
+            page_kind,
+            scope_key: scope.as_ref().map(Scope::key),
+            session_ref: scope.as_ref().map(browser_session_ref),
+            binding: binding.map(|b| WorkspaceRef { workspace_id: b.workspace_id.clone(), label: b.label.clone(), in_catalog: b.workspace_in_catalog }),
+            pending_binding: pending,
+            active_target: binding.and_then(|b| match b.scope {
+                Scope::Project { .. } => b.active_conv_key.clone(),
+                Scope::Conversation { .. } => None,
+            }),
+            auto: match auto {
+                AutoState::On => "on",
+                AutoState::Off => "off",
+                AutoState::ProjectAutoNotAllowed => "not_allowed",
+            },
+            auto_note,
+            scope_state,
+            working_panes,
+            tasks: status.and_then(|s| s.counts).filter(|_| !status.is_some_and(|s| s.inbox_missing)),
+            inbox_missing: status.is_some_and(|s| s.inbox_missing),
+            last_wake: status.and_then(|s| s.last_wake.clone()),
+            wake_count: status.map_or(0, |s| s.wake_count),
+            progress_count: status.map_or(0, |s| s.progress_count),
+            in_flight: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| d.id.clone()),
+            layout: self.pages.get(&tab).and_then(|p| p.generation.clone()),
+            delivery_state: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| match d.state {
+                DeliveryState::Typing { .. } => "typing",
+                DeliveryState::Submitted { .. } => "submitted",
+                DeliveryState::Uncertain { .. } => "uncertain",
+            }),
+            delivery_uncertain_why: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).and_then(|d| match &d.state {
+                DeliveryState::Uncertain { why, .. } => Some(why.clone()),
+                _ => None,
+            }),
+            withheld,
+            actions,
+        })
+    }
+
+    /// What the side panel shows for `tab` (the tab it is about, if any).
+    pub fn panel_view(&self, tab: Option<TabId>) -> PanelView {
+        let tab_view = tab.and_then(|tab| {
+            let report = self.pages.get(&tab)?;
+            let page = classify_url(&report.url);
+            let (bindable, reason) = match &page {
+                PageKind::Unsupported { reason } => (false, Some(reason.message().to_owned())),
+                _ => (true, None),
+            };
+            Some(PanelTab {
+                tab_id: tab,
+                url: report.url.clone(),
+                scope_key: page.scope().map(|s| s.key()),
+                session_ref: page.scope().as_ref().map(browser_session_ref),
+                bound_to: page.scope().and_then(|s| self.bindings.binding_for(&s).map(|b| b.workspace_id.clone())).or_else(|| self.bindings.pending_for(tab).map(|p| p.workspace_id.clone())),
+                bindable,
+                reason,
+            })
+        });
+        PanelView {
+            tab: tab_view,
+            catalog: self.catalog.clone(),
+            catalog_error: self.catalog_error.clone(),
+            bindings: self
+                .bindings
+                .list()
+                .map(|b| PanelBinding {
+                    scope_key: b.scope.key(),
+                    session_ref: browser_session_ref(&b.scope),
+                    workspace_id: b.workspace_id.clone(),
+                    label: b.label.clone(),
+                    active_target: b.active_conv_key.clone(),
+                    in_catalog: b.workspace_in_catalog,
+                    auto: self.auto.state(&b.scope),
+                })
+                .collect(),
+        }
+    }
+
+    /// The scope shown by a tab, if any.
+    pub fn tab_scope(&self, tab: TabId) -> Option<Scope> {
+        self.scope_of_tab(tab)
+    }
+}
+
+/// A workspace as the HUD shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkspaceRef {
+    /// Id (identity).
+    pub workspace_id: String,
+    /// Label (display).
+    pub label: String,
+    /// Whether the live catalog lists it.
+    pub in_catalog: bool,
+}
+
+/// Why nothing is sent now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Withheld {
+    /// The reason code.
+    pub code: WakeWithheld,
+    /// What happened and what to do.
+    pub text: String,
+}
+
+/// One HUD button.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ViewAction {
+    /// Wire action name.
+    pub id: &'static str,
+    /// Why it is locked, if it is.
+    pub locked: Option<LockedWhy>,
+}
+
+/// A locked button's reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockedWhy {
+    /// The code.
+    pub code: crate::auto_gate::ActionLocked,
+    /// What happened and what to do.
+    pub text: &'static str,
+}
+
+impl ViewAction {
+    fn new(id: &'static str, allowed: Result<(), crate::auto_gate::ActionLocked>) -> Self {
+        ViewAction {
+            id,
+            locked: allowed.err().map(|code| LockedWhy { code, text: code.message() }),
+        }
+    }
+}
+
+/// The continuity part of a page's HUD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContinuityView {
+    /// `root | project_home | project_chat | chat`.
+    pub page_kind: &'static str,
+    /// The page's scope key.
+    pub scope_key: Option<String>,
+    /// The scope's `browser_session_ref` (for `herdr_prompt`).
+    pub session_ref: Option<String>,
+    /// The scope's binding.
+    pub binding: Option<WorkspaceRef>,
+    /// Root page: the tab's pending binding (B4).
+    pub pending_binding: Option<WorkspaceRef>,
+    /// Project: the conversation receiving messages (B3).
+    pub active_target: Option<String>,
+    /// `on | off | not_allowed`.
+    pub auto: &'static str,
+    /// Why Project Auto is unavailable, if it is.
+    pub auto_note: Option<String>,
+    /// `idle | working | settled`.
+    pub scope_state: &'static str,
+    /// Panes working now.
+    pub working_panes: u32,
+    /// Inbox counters.
+    pub tasks: Option<TaskCounts>,
+    /// The companion lacks the parent inbox.
+    pub inbox_missing: bool,
+    /// The last confirmed message.
+    pub last_wake: Option<LastWake>,
+    /// Confirmed wakes since binding.
+    pub wake_count: u32,
+    /// Confirmed progress messages since binding.
+    pub progress_count: u32,
+    /// The layout generation the page adapter recognised (`chatgpt.thread`, …); `None`
+    /// when the markup matches no known layout: nothing is typed there (fail closed).
+    pub layout: Option<String>,
+    /// Where the delivery in flight stands (`typing`, `submitted`, `uncertain`), if any.
+    pub delivery_state: Option<&'static str>,
+    /// Why it is uncertain (`no_answer`, `not_seen`, `page_gone`, `unconfirmed`,
+    /// `restarted`).
+    pub delivery_uncertain_why: Option<String>,
+    /// The delivery awaiting confirmation.
+    pub in_flight: Option<String>,
+    /// Why the next message would not be sent now.
+    pub withheld: Option<Withheld>,
+    /// Buttons.
+    pub actions: Vec<ViewAction>,
+}
+
+/// The side panel's view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelView {
+    /// The tab the panel is about.
+    pub tab: Option<PanelTab>,
+    /// The live catalog.
+    pub catalog: Vec<CatalogWorkspace>,
+    /// Why the catalog could not be read.
+    pub catalog_error: Option<String>,
+    /// Every binding.
+    pub bindings: Vec<PanelBinding>,
+}
+
+/// The panel's current tab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelTab {
+    /// The tab.
+    pub tab_id: TabId,
+    /// Its URL.
+    pub url: String,
+    /// Its scope key.
+    pub scope_key: Option<String>,
+    /// Its session ref.
+    pub session_ref: Option<String>,
+    /// The workspace it is bound to (or pending for).
+    pub bound_to: Option<String>,
+    /// Whether it can be bound.
+    pub bindable: bool,
+    /// Why not.
+    pub reason: Option<String>,
+}
+
+/// One binding row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelBinding {
+    /// Scope key.
+    pub scope_key: String,
+    /// Session ref.
+    pub session_ref: String,
+    /// Workspace id.
+    pub workspace_id: String,
+    /// Label.
+    pub label: String,
+    /// Active target.
+    pub active_target: Option<String>,
+    /// Listed in the catalog.
+    pub in_catalog: bool,
+    /// Auto state.
+    pub auto: AutoState,
+}

@@ -1,0 +1,118 @@
+//! The persisted state of the extension's continuity loop: an explicit, versioned snapshot
+//! (SPEC B7, P6, I4). The service worker writes it to `chrome.storage.local` after every
+//! burst of changes and reads it once at start; an upgrade of the extension must never
+//! wipe a user's bindings.
+//!
+//! What is kept: bindings and Auto toggles, the settle tracker's marks (generation, seq
+//! high-water mark, per-pane states), each bound scope's scheduler (pending wake, last
+//! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
+//! the acks still due and the tasks already carried, the latest pane output per pane, the
+//! progress timing and the message language. What is not: page facts (pages report again),
+//! runtime calls in flight (re-issued), views.
+//!
+//! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a
+//! delivery in flight per scope (`scopes.*.in_flight`); it loads, and that delivery joins the
+//! ledger as uncertain. `2` is today's. A snapshot of a *newer* version is refused with
+//! [`SnapshotError::Newer`] (the shell keeps the stored text aside instead of overwriting it).
+//!
+//! Invariant: every snapshot this or an earlier release wrote loads with its bindings and
+//! Auto intact (`tests/it/snapshot.rs` loads the recorded one of release 0.1.0).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::auto_gate::AutoGate;
+use crate::binding::{Bindings, CatalogWorkspace};
+use crate::continuity::{PaneOutput, ScopeStatus};
+use crate::delivery_ledger::DeliveryLedger;
+use crate::progress_push::ProgressConfig;
+use crate::settle_tracker::SettleTracker;
+use crate::wake::Language;
+
+/// The version this release writes.
+pub const SNAPSHOT_VERSION: u32 = 2;
+
+/// Why a stored snapshot was not loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// The text is not a snapshot of any known shape.
+    Unreadable(String),
+    /// A newer release wrote it.
+    Newer(u32),
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unreadable(why) => write!(f, "the saved state could not be read ({why}); starting with no bindings. Bind your chats again from the side panel."),
+            Self::Newer(version) => write!(f, "the saved state was written by a newer version of Herdr Continuity (format {version}); it is kept aside, not overwritten. Update the extension to use it."),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+/// The persisted continuity state (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
+    #[serde(default)]
+    pub version: u32,
+    /// Bindings (B1–B7).
+    pub(crate) bindings: Bindings,
+    /// Auto settings (M1–M3).
+    pub(crate) auto: AutoGate,
+    /// Settle tracking marks (P8, P9).
+    pub(crate) tracker: SettleTracker,
+    /// Per-scope state by scope key.
+    pub(crate) scopes: BTreeMap<String, ScopeStatus>,
+    /// Message language.
+    #[serde(default)]
+    pub(crate) language: Language,
+    /// Every message on its way into a page.
+    #[serde(default)]
+    pub(crate) ledger: DeliveryLedger,
+    /// Last catalog read (display only).
+    #[serde(default)]
+    pub(crate) catalog: Vec<CatalogWorkspace>,
+    /// Progress timing (clamped).
+    #[serde(default)]
+    pub(crate) progress: ProgressConfig,
+    /// Latest output per pane of bound workspaces.
+    #[serde(default)]
+    pub(crate) pane_outputs: BTreeMap<String, PaneOutput>,
+    /// Task ids carried by confirmed deliveries, per session ref.
+    #[serde(default)]
+    pub(crate) confirmed_tasks: BTreeMap<String, VecDeque<String>>,
+    /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
+    #[serde(default)]
+    pub(crate) orphan_acks: BTreeMap<String, Vec<String>>,
+}
+
+impl Snapshot {
+    /// Reads a stored snapshot of this or an earlier release.
+    pub fn parse(text: &str) -> Result<Self, SnapshotError> {
+        // The version first: a newer release's snapshot may have another shape.
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            #[serde(default)]
+            version: u32,
+        }
+        let unreadable = |e: serde_json::Error| SnapshotError::Unreadable(e.to_string());
+        let VersionOnly { version } = serde_json::from_str(text).map_err(unreadable)?;
+        if version > SNAPSHOT_VERSION {
+            return Err(SnapshotError::Newer(version));
+        }
+        let mut snapshot: Snapshot = serde_json::from_str(text).map_err(unreadable)?;
+        if snapshot.version == 0 {
+            snapshot.version = 1;
+        }
+        Ok(snapshot)
+    }
+
+    /// The text to store.
+    pub fn to_json(&self) -> Result<String, SnapshotError> {
+        serde_json::to_string(self).map_err(|e| SnapshotError::Unreadable(e.to_string()))
+    }
+}
