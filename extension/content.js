@@ -230,91 +230,281 @@
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
 
+  // ---- The site profile (ext-core `sites`, docs/PROTOCOL.md "One delivery path"). The
+  // worker sends it on connect; until then, and on a page that matches none of its
+  // generations, the adapter reports `generation: null` and types and clicks nothing.
+  // Everything site-specific (selectors, labels, icon paths) is in the profile; this
+  // script only knows how to evaluate a probe (ext-core sites::Probe).
+  const pageLoad = crypto.randomUUID();
+  let profile = null;
+  const labelSets = new WeakMap(); // generation → Map(label key → lower-cased labels)
+  const labelsOf = (gen, key) => {
+    let sets = labelSets.get(gen);
+    if (!sets) {
+      sets = new Map(gen.labels.map((set) => [set.key, [...set.en, ...set.zh].map((l) => l.toLowerCase())]));
+      labelSets.set(gen, sets);
+    }
+    return sets.get(key) ?? [];
+  };
+  // A selector the browser rejects (a profile newer than this Chrome) matches nothing.
+  const queryAll = (scope, css) => { try { return [...scope.querySelectorAll(css)]; } catch { return []; } };
+  const matches = (el, css) => { try { return el.matches(css); } catch { return false; } };
+  const closest = (el, css) => { try { return el?.closest(css) ?? null; } catch { return null; } };
+  const exists = (css) => { try { return document.querySelector(css) !== null; } catch { return false; } };
+  const ruleHolds = (rule) => rule.all.every(exists) && (rule.any.length === 0 || rule.any.some(exists)) && !rule.none.some(exists);
+  const detect = () => profile?.generations.find((gen) => ruleHolds(gen.detect)) ?? null;
+  // Detection costs a document-wide query per marker (one that is absent scans the whole
+  // DOM), so its answer is kept while the page keeps its shape: same URL, the same
+  // composer still in the document, the same turn list with as many units. Streaming into
+  // the last turn changes none of these.
+  let detected = null;
+  const generationNow = () => {
+    const list = turnCache.list;
+    const same = detected && detected.profile === profile && detected.href === location.href &&
+      detected.composer?.isConnected && detected.list === list && (!list || (list.isConnected && list.childElementCount === detected.units));
+    if (same) return detected.gen;
+    const gen = detect();
+    detected = { profile, gen, href: location.href, composer: gen ? find(gen, 'composer')?.el ?? null : null, list, units: list?.childElementCount };
+    return gen;
+  };
+  // A control's whole label: aria-label, else title, else its text (textContent: no layout).
+  const labelOf = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim().toLowerCase();
+  const hasLabel = (gen, el, key) => labelsOf(gen, key).includes(labelOf(el));
+  const hasText = (gen, el, key) => {
+    const content = (el.textContent || '').toLowerCase();
+    return labelsOf(gen, key).some((phrase) => content.includes(phrase));
+  };
+  const hasIcon = (el, prefix) => queryAll(el, 'path').some((path) => (path.getAttribute('d') || '').startsWith(prefix));
+  const besideLabel = (gen, el, key) => {
+    for (let node = el, i = 0; node && i <= 3; node = node.parentElement, i++) {
+      if (queryAll(node, 'button').some((button) => button !== el && hasLabel(gen, button, key))) return true;
+    }
+    return false;
+  };
+  // Dictation, voice and read-aloud controls are never Send or Stop (sites::Generation::never).
+  const neverControl = (gen, el) => {
+    if (gen.never.some((css) => matches(el, css))) return true;
+    const names = `${el.getAttribute('aria-label') || ''} ${el.getAttribute('title') || ''} ${el.getAttribute('data-testid') || ''}`.toLowerCase();
+    return labelsOf(gen, 'not_stop_words').some((word) => names.includes(word));
+  };
+  const passes = (gen, probe, el) =>
+    (!probe.label || hasLabel(gen, el, probe.label)) &&
+    (!probe.text || hasText(gen, el, probe.text)) &&
+    (!probe.icon || hasIcon(el, probe.icon)) &&
+    (!probe.beside || besideLabel(gen, el, probe.beside));
+  const selfAndInside = (el, css) => (el ? [...(matches(el, css) ? [el] : []), ...queryAll(el, css)] : []);
+  // The first element a filterless probe finds, in the same order as `candidates` (one
+  // querySelector per scope element instead of collecting every match).
+  const firstOf = (probe, ctx) => {
+    const first = (el) => (el ? (matches(el, probe.css) ? el : (() => { try { return el.querySelector(probe.css); } catch { return null; } })()) : null);
+    switch (probe.scope) {
+      case 'doc': try { return document.querySelector(probe.css); } catch { return null; }
+      case 'root': return ctx.root && ctx.root !== document ? (() => { try { return ctx.root.querySelector(probe.css); } catch { return null; } })() : null;
+      case 'tail': for (const unit of ctx.tail) { const el = first(unit); if (el) return el; } return null;
+      case 'last': return first(ctx.last);
+      default: return undefined;
+    }
+  };
+  const filtered = (probe) => probe.label || probe.text || probe.icon || probe.beside || probe.unique;
+  // The candidates of one probe in its scope (sites::Scope), filtered; with `all` false only
+  // the first is needed.
+  const candidates = (gen, probe, ctx, all = true) => {
+    if (!all && !ctx.controls && !filtered(probe)) {
+      const el = firstOf(probe, ctx);
+      if (el !== undefined) return el ? [el] : [];
+    }
+    let found;
+    switch (probe.scope) {
+      case 'doc': found = queryAll(document, probe.css); break;
+      case 'root': found = ctx.root ? queryAll(ctx.root, probe.css) : []; break;
+      case 'closest': { const up = closest(ctx.from?.parentElement, probe.css); found = up ? [up] : []; break; }
+      case 'tail': found = ctx.tail.flatMap((unit) => selfAndInside(unit, probe.css)); break;
+      case 'last': found = selfAndInside(ctx.last, probe.css); break;
+      case 'message': {
+        const el = ctx.message;
+        const own = el ? selfAndInside(el, probe.css)[0] ?? closest(el, probe.css) : null;
+        found = own ? [own] : [];
+        break;
+      }
+      default: found = [];
+    }
+    found = found.filter((el) => passes(gen, probe, el));
+    if (ctx.controls) found = found.filter((el) => !neverControl(gen, el));
+    if (probe.unique && found.length !== 1) return [];
+    return found;
+  };
+  // The first probe of a fact that finds something wins: { el, list, probe } or null
+  // (`list` holds every match only when `all` is asked for).
+  const find = (gen, fact, ctx = {}, all = false) => {
+    for (const probe of gen.facts[fact]) {
+      const list = candidates(gen, probe, ctx, all);
+      if (list.length) return { el: list[0], list, probe };
+    }
+    return null;
+  };
+  // Whether a fact holds, for the facts that are only true or false on every recompute
+  // (Stop, permission card): the document-wide probes go into one selector, so the fact
+  // costs one document scan however many probes it has; each element found is then held
+  // against the probes' filters.
+  const present = (gen, fact, ctx) => {
+    const probes = gen.facts[fact];
+    const doc = probes.filter((probe) => probe.scope === 'doc' && !probe.unique);
+    if (doc.length < 2) return Boolean(find(gen, fact, ctx));
+    let found;
+    try { found = document.querySelectorAll(doc.map((probe) => probe.css).join(', ')); } catch { return Boolean(find(gen, fact, ctx)); }
+    for (const el of found) {
+      if (ctx.controls && neverControl(gen, el)) continue;
+      if (doc.some((probe) => matches(el, probe.css) && passes(gen, probe, el))) return true;
+    }
+    return probes.some((probe) => !doc.includes(probe) && candidates(gen, probe, ctx).length > 0);
+  };
+  const isStop = (gen, el) => gen.facts.stop.some((probe) => matches(el, probe.css) && passes(gen, probe, el)) && !neverControl(gen, el);
+  const isDisabled = (gen, el) => el.disabled === true || gen.disabled.some((css) => matches(el, css));
+  const describe = (probe) => {
+    if (!probe) return null;
+    const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
+    if (probe.unique) filters.push('unique');
+    return [probe.css, ...filters].join(' ').slice(0, 256);
+  };
+
   // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules
   // one recompute (≤ 1 per 100 ms); an unchanged result is not sent.
   // Cost invariants (REFERENCE.md §2: "a full DOM scan on every streamed token"; measured by
   // e2e/bench/content-cost.mjs): the observer callback is O(1) per batch; a recompute reads
   // no layout (textContent, never innerText) and, once the turn list is known, touches only
-  // the composer's form and the last TAIL_TURNS turns, plus one document-wide count of user
-  // turns when the turn list itself changed (a turn added or removed; streaming into the
-  // last turn does not change it). Old turns are virtualized away by ChatGPT anyway.
-  const composerEl = () => {
-    const byId = document.getElementById('prompt-textarea');
-    if (byId) return byId;
-    const candidates = [...document.querySelectorAll('div.ProseMirror[role="textbox"][contenteditable="true"]')]
-      .filter((el) => el.offsetParent !== null);
-    return candidates.length === 1 ? candidates[0] : null;
-  };
+  // the composer's form and the last TAIL_TURNS units of the turn list, plus one
+  // document-wide query of user messages when the turn list itself changed (a turn added
+  // or removed; streaming into the last turn does not change it). Old turns are
+  // virtualized away by the sites anyway.
   const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
-  const USER_TURN = '[data-message-author-role="user"]';
-  const STOP_BUTTON = 'button[data-testid="stop-button"]';
-  const STREAMING_TURN = '[data-is-streaming="true"], [data-message-author-role][aria-busy="true"], article[aria-busy="true"]';
-  const PERMISSION_CARD = '[data-testid="tool-action-buttons"], [data-testid="tool-approval-card"], .tool-approval-card';
   const TAIL_TURNS = 12;
-  // The element whose children are the turns (found from the first turn, kept while it is
-  // in the document), and the user turns counted for its current shape.
-  let turnList = null;
-  let userTurns = { shape: null, list: [] };
-  const findTurnList = () => {
-    if (turnList?.isConnected && turnList.firstElementChild) return turnList;
-    const first = document.querySelector('[data-message-author-role]');
-    turnList = first?.closest('[data-testid^="conversation-turn-"], article')?.parentElement ?? null;
-    return turnList;
+  // The turn list: the element whose children are the turns or their wrappers (a profile
+  // `turn_list` probe, else the nearest common ancestor of the first and last turn, so
+  // turns wrapped in their own `section` / `div` still share one list). Kept while it is
+  // in the document and the generation holds; with fewer than two turns nothing is kept.
+  let turnCache = { gen: null, list: null, probe: null, listProbe: null };
+  let userTurns = { shape: null, list: [], probe: null };
+  const commonAncestor = (a, b) => {
+    for (let node = a.parentElement; node; node = node.parentElement) if (node.contains(b)) return node;
+    return null;
   };
-  // Same answer as document.querySelectorAll(USER_TURN), recounted only when the turn
-  // list's shape changed or a cached user turn left the document.
-  const userTurnsNow = (list) => {
-    const shape = list && [list, list.childElementCount, list.firstElementChild, list.lastElementChild];
+  const turnsNow = (gen) => {
+    if (turnCache.gen === gen && turnCache.list?.isConnected && turnCache.list.firstElementChild) {
+      return { ...turnCache, tail: tailOf(turnCache.list) };
+    }
+    turnCache = { gen: null, list: null, probe: null, listProbe: null };
+    const turns = find(gen, 'turn', {}, true);
+    if (!turns) return { list: null, tail: [], probe: null, listProbe: null };
+    const first = turns.list[0];
+    const last = turns.list[turns.list.length - 1];
+    const listed = find(gen, 'turn_list', { from: first });
+    const byProbe = listed && listed.el.contains(last) ? listed.el : null;
+    const list = byProbe ?? (first === last ? null : commonAncestor(first, last));
+    if (!list) return { list: null, tail: [first], probe: turns.probe, listProbe: null };
+    turnCache = { gen, list, probe: turns.probe, listProbe: byProbe ? listed.probe : null };
+    return { ...turnCache, tail: tailOf(list) };
+  };
+  const tailOf = (list) => {
+    const tail = [];
+    for (let unit = list.lastElementChild; unit && tail.length < TAIL_TURNS; unit = unit.previousElementSibling) tail.unshift(unit);
+    return tail;
+  };
+  // The user messages, queried document-wide again only when the turn list's shape
+  // changed, a cached one left the document, or no list is known (a short chat).
+  const usersNow = (gen, list) => {
+    const shape = list && [gen, list, list.childElementCount, list.firstElementChild, list.lastElementChild];
     const same = shape && userTurns.shape && shape.every((part, i) => part === userTurns.shape[i]) &&
       userTurns.list.slice(-5).every((turn) => turn.isConnected);
-    if (!same) userTurns = { shape, list: [...document.querySelectorAll(USER_TURN)] };
-    return userTurns.list;
-  };
-  // Whether `selector` matches in the last TAIL_TURNS turns (or in the whole document when
-  // the turn list is unknown).
-  const inTail = (list, selector) => {
-    if (!list) return Boolean(document.querySelector(selector));
-    let turn = list.lastElementChild;
-    for (let i = 0; turn && i < TAIL_TURNS; i++, turn = turn.previousElementSibling) {
-      if (turn.matches(selector) || turn.querySelector(selector)) return true;
+    if (!same) {
+      const users = find(gen, 'user', {}, true);
+      userTurns = { shape, list: users?.list ?? [], probe: users?.probe ?? null };
     }
-    return false;
+    return userTurns;
   };
+  // The last assistant message (searched in the tail, else in the document) and the scope
+  // `last` probes look in: its turn when that turn holds no user message, else itself.
+  const lastAssistant = (gen, tail, turnProbe) => {
+    for (const probe of gen.facts.assistant) {
+      let el = null;
+      for (let i = tail.length - 1; i >= 0 && !el; i--) el = selfAndInside(tail[i], probe.css).pop() ?? null;
+      if (!tail.length) el = queryAll(document, probe.css).pop() ?? null;
+      if (!el) continue;
+      const turn = turnProbe ? closest(el, turnProbe.css) : null;
+      const userInside = turn && gen.facts.user.some((user) => queryAll(turn, user.css).length > 0);
+      return { el, probe, scope: turn && !userInside ? turn : el };
+    }
+    return null;
+  };
+  const composerText = (el) => (el.tagName === 'TEXTAREA' || el.tagName === 'INPUT' ? el.value : el.textContent) || '';
+  const squash = (value) => value.replace(/\s+/g, '');
+  const typed = new Map(); // delivery id → text this page life typed (never typed twice)
+  // Everything the adapter found, for facts, diagnostics and commands.
+  const observe = () => {
+    const gen = generationNow();
+    if (!gen) return { gen: null };
+    const composerHit = find(gen, 'composer');
+    const composer = composerHit?.el ?? null;
+    const rootHit = composer ? find(gen, 'root', { from: composer }) : null;
+    const root = rootHit?.el ?? null;
+    const turns = turnsNow(gen);
+    const users = usersNow(gen, turns.list);
+    const last = lastAssistant(gen, turns.tail, turns.probe);
+    const ctx = { root, tail: turns.tail, last: last?.scope ?? null, controls: true };
+    const stop = present(gen, 'stop', ctx);
+    ctx.controls = false;
+    const streaming = find(gen, 'streaming', ctx);
+    const complete = last ? find(gen, 'complete', ctx) : null;
+    return { gen, composerHit, composer, rootHit, root, turns, users, last, ctx, stop, streaming, complete };
+  };
+  const generatingIn = (seen) => Boolean(seen.stop || seen.streaming ||
+    (seen.gen.pending_until_complete && seen.last && !seen.complete));
+  const sendControl = (seen) => {
+    const hit = find(seen.gen, 'send', { ...seen.ctx, controls: true });
+    if (!hit || isStop(seen.gen, hit.el) || isDisabled(seen.gen, hit.el)) return null;
+    return hit.el;
+  };
+  const messageId = (gen, el) => {
+    const hit = el ? find(gen, 'message_id', { message: el }) : null;
+    const value = hit ? hit.el.getAttribute(hit.probe.attr) : null;
+    return value ? value.trim().split(/\s+/)[0] : null;
+  };
+
   let delivering = null;
   let lastFacts = '';
-  const PAGE_LOAD = Math.random().toString(36).slice(2, 12);
+  let lastGeneration;
   const facts = () => {
-    const composer = composerEl();
-    const list = findTurnList();
-    const users = userTurnsNow(list);
+    const seen = observe();
+    lastGeneration = seen.gen?.id ?? null;
+    const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
+    if (!seen.gen) {
+      return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
+        user_turns: 0, last_user_turn_id: null, markers: [], delivering: delivering?.id ?? null };
+    }
+    const users = seen.users.list;
     const markers = [];
     for (const turn of users.slice(-5)) {
       for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
     }
-    // ChatGPT's Stop button lives in the composer's form; look there first. The safety facts
-    // (Stop button, permission card) fall back to one document-wide query each: a missed
-    // card or Stop button would let a wake be typed into a busy page, so they fail closed.
-    const form = composer?.closest('form');
-    const stop = form?.querySelector(STOP_BUTTON) || document.querySelector(STOP_BUTTON);
+    const text = seen.composer ? composerText(seen.composer) : '';
+    const composerMarker = [...text.matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null;
+    // Text this page typed and did not send is not a draft; anything else in the composer
+    // is. After a reload the typed text is unknown: the marker line alone says it is ours.
+    const ours = composerMarker !== null && (!typed.has(composerMarker) || squash(text) === squash(typed.get(composerMarker)));
     return {
-      type: 'page_facts',
-      url: location.href,
-      composer: Boolean(composer),
-      // textContent, not innerText: same emptiness answer without forcing a layout.
-      draft: Boolean(composer && composer.textContent.trim() !== ''),
-      generating: Boolean(stop) || inTail(list, list ? STREAMING_TURN : `${STOP_BUTTON}, ${STREAMING_TURN}`),
-      permission_card: Boolean(document.querySelector(PERMISSION_CARD)),
+      ...base,
+      composer: Boolean(seen.composer),
+      draft: text.trim() !== '' && !ours,
+      composer_marker: composerMarker,
+      // A missed Stop or streaming cue would let a message be typed into a busy page.
+      generating: generatingIn(seen),
+      permission_card: present(seen.gen, 'permission_card', seen.ctx),
       user_turns: users.length,
-      last_user_turn_id: users.length ? users[users.length - 1].getAttribute('data-message-id') : null,
+      last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
       // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
       // send only the newest markers that fit.
       markers: markers.filter((m) => m.length <= 256).slice(-16),
       delivering: delivering?.id ?? null,
-      // Interim until the profile-driven adapter: the classic layout is the only one known.
-      generation: composer ? 'chatgpt.classic' : null,
-      composer_marker: composer ? ([...(composer.textContent || '').matchAll(MARKER)].map((m) => m[1]).pop() ?? null) : null,
-      page_load: PAGE_LOAD,
     };
   };
   // Debug counters for e2e/bench (content script cost): data-* on our host, which the
@@ -324,15 +514,19 @@
   let factsMs = 0;
   const sendFacts = (force = false) => {
     const startedAt = performance.now();
+    const before = lastGeneration;
     const current = facts();
     const json = JSON.stringify(current);
     factsMs += performance.now() - startedAt;
     host.dataset.factsComputed = String(++factsComputed);
     host.dataset.factsMs = factsMs.toFixed(3);
+    host.dataset.generation = current.generation ?? '';
+    if (profile && before !== undefined && current.generation !== before) sendDiagnostics(true);
     if (!force && json === lastFacts) return;
     lastFacts = json;
     port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
+    scheduleDiagnostics();
   };
   let factsScheduled = false;
   const scheduleFacts = () => {
@@ -344,84 +538,223 @@
   };
   // O(1) per batch, records unread: the HUD's shadow tree is invisible to this observer,
   // and our host's own data-* writes are outside attributeFilter, so no batch is ours alone
-  // (and an extra recompute would be coalesced and, unchanged, not sent).
-  new MutationObserver(scheduleFacts).observe(document.documentElement, { subtree: true, childList: true, characterData: true,
-    attributes: true, attributeFilter: ['data-is-streaming', 'aria-busy', 'data-testid', 'disabled'] });
+  // (and an extra recompute would be coalesced and, unchanged, not sent). The attributes
+  // watched are the ones the profile's selectors name, plus the label, class, disabled
+  // and icon-path attributes the probe filters read.
+  const observer = new MutationObserver(scheduleFacts);
+  const watch = () => {
+    const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
+    for (const gen of profile?.generations ?? []) {
+      for (const probes of Object.values(gen.facts)) {
+        for (const probe of probes) {
+          for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
+          if (probe.attr) names.add(probe.attr);
+        }
+      }
+    }
+    observer.disconnect();
+    observer.observe(document.documentElement, { subtree: true, childList: true, characterData: true,
+      attributes: true, attributeFilter: [...names] });
+  };
+  watch();
   document.addEventListener('input', scheduleFacts, true);
   addEventListener('popstate', scheduleFacts);
 
-  // ---- Delivery: type like a user, submit, confirm by the marker in a new user turn.
-  const results = new Map(); // id → result message, kept until the worker says delivery_seen
-  const answer = (id, ok, reason) => {
-    // Interim mapping onto the delivery_report contract (docs/PROTOCOL.md): the worker
-    // confirms from the marker in page_facts.
-    const outcome = ok ? 'submitted' : reason === 'not_confirmed' ? 'unconfirmed' : 'not_submitted';
-    const message = { type: 'delivery_report', id, outcome, reason: ok ? null : reason };
-    results.set(id, message);
+  // ---- Diagnostics ("What the extension sees"): the generation, per fact the probe that
+  // matched, the CSP as a content script can observe it (violation events; whether a
+  // <meta> policy exists — response headers are out of reach) and the last delivery
+  // outcomes. No page content: selectors, ids and counts only.
+  const csp = { violations: 0, directives: [] };
+  document.addEventListener('securitypolicyviolation', (event) => {
+    csp.violations += 1;
+    const directive = String(event.effectiveDirective || event.violatedDirective || '').slice(0, 64);
+    if (directive && !csp.directives.includes(directive) && csp.directives.length < 8) csp.directives.push(directive);
+    scheduleDiagnostics();
+  }, true);
+  const recentOutcomes = [];
+  const diagnostics = () => {
+    const seen = observe();
+    const out = {};
+    if (seen.gen) {
+      const hits = {
+        composer: seen.composerHit,
+        root: seen.rootHit,
+        send: find(seen.gen, 'send', { ...seen.ctx, controls: true }),
+        stop: find(seen.gen, 'stop', { ...seen.ctx, controls: true }),
+        turn_list: seen.turns.list ? { probe: seen.turns.listProbe } : null,
+        turn: seen.turns.probe ? { probe: seen.turns.probe } : null,
+        user: seen.users.probe ? { probe: seen.users.probe } : null,
+        assistant: seen.last ? { probe: seen.last.probe } : null,
+        message_id: (() => {
+          const el = seen.users.list[seen.users.list.length - 1];
+          return el ? find(seen.gen, 'message_id', { message: el }) : null;
+        })(),
+        assistant_body: seen.last ? find(seen.gen, 'assistant_body', seen.ctx) : null,
+        streaming: seen.streaming,
+        complete: seen.complete,
+      };
+      for (const fact of Object.keys(seen.gen.facts)) {
+        const hit = fact in hits ? hits[fact] : find(seen.gen, fact, seen.ctx);
+        out[fact] = hit ? (fact === 'turn_list' && !hit.probe ? '(common ancestor of the turns)' : describe(hit.probe)) : null;
+      }
+    }
+    return {
+      type: 'page_diagnostics',
+      page_load: pageLoad,
+      site: profile?.site ?? null,
+      generation: seen.gen?.id ?? null,
+      matching: (profile?.generations ?? []).filter((gen) => ruleHolds(gen.detect)).map((gen) => gen.id),
+      facts: out,
+      csp: { meta: exists('meta[http-equiv="Content-Security-Policy" i]'), violations: csp.violations, directives: [...csp.directives] },
+      deliveries: recentOutcomes.slice(-5),
+    };
+  };
+  let lastDiagnostics = '';
+  let diagnosticsSent = 0;
+  const sendDiagnostics = (force = false) => {
+    const current = diagnostics();
+    const json = JSON.stringify(current);
+    if (!force && json === lastDiagnostics) return;
+    lastDiagnostics = json;
+    port?.postMessage(current);
+    host.dataset.diagnosticsSent = String(++diagnosticsSent);
+  };
+  // At most one diagnostics pass per 2 s: it evaluates every fact, not only the cheap ones.
+  let diagnosticsScheduled = false;
+  const scheduleDiagnostics = () => {
+    if (diagnosticsScheduled || !profile) return;
+    diagnosticsScheduled = true;
+    setTimeout(() => { diagnosticsScheduled = false; sendDiagnostics(); }, 2000);
+  };
+
+  // ---- Delivery (docs/PROTOCOL.md "One delivery path"): type like a user, click Send
+  // (re-checked to be Send and not Stop right before the click), report what was done.
+  // Whether it landed is the worker's call, from the markers in later page_facts. The
+  // only waits here are plumbing around one DOM action, each ≤ 2 s.
+  const PLUMBING_WAIT_MS = 2000;
+  const reports = new Map(); // id → delivery_report, kept until the worker says delivery_seen
+  const report = (id, outcome, reason = null) => {
+    const message = { type: 'delivery_report', id, outcome, reason };
+    reports.set(id, message);
+    recentOutcomes.push({ id, outcome, reason });
+    if (recentOutcomes.length > 5) recentOutcomes.shift();
     if (delivering?.id === id) delivering = null;
     port?.postMessage(message);
     scheduleFacts();
+    sendDiagnostics();
+  };
+  const selectContents = (composer) => {
+    composer.focus();
+    if (composer.tagName === 'TEXTAREA' || composer.tagName === 'INPUT') { composer.select(); return; }
+    getSelection().selectAllChildren(composer);
+  };
+  // Removes the composer's text through the editor (select it all, delete), and only when
+  // it is ours: it carries `id`'s marker, or all of it is a part of what we typed.
+  const removeOurs = (id) => {
+    const gen = detect();
+    const composer = gen ? find(gen, 'composer')?.el : null;
+    if (!composer) return false;
+    const text = composerText(composer);
+    const mine = text.includes(`[herdr-continuity ${id}]`) ||
+      (typed.has(id) && squash(text) !== '' && squash(typed.get(id)).includes(squash(text)));
+    if (!mine) return false;
+    selectContents(composer);
+    document.execCommand('delete');
+    scheduleFacts();
+    return true;
   };
   const typeInto = (composer, value) => {
     composer.focus();
+    if (composer.tagName === 'TEXTAREA' || composer.tagName === 'INPUT') {
+      composer.setSelectionRange(composer.value.length, composer.value.length);
+      document.execCommand('insertText', false, value);
+      return composerText(composer).includes(value.split('\n').pop());
+    }
     const selection = getSelection();
     selection.selectAllChildren(composer);
     selection.collapseToEnd();
-    if (document.execCommand('insertText', false, value)) return true;
-    const data = new DataTransfer();
-    data.setData('text/plain', value);
-    composer.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    return composer.innerText.includes(value.split('\n')[0]);
+    if (!document.execCommand('insertText', false, value)) {
+      const data = new DataTransfer();
+      data.setData('text/plain', value);
+      composer.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    }
+    return composerText(composer).includes(value.split('\n').pop());
   };
   const deliver = ({ id, text: value }) => {
-    if (results.has(id) || delivering?.id === id) return; // never type the same message twice
-    const composer = composerEl();
-    if (!composer) return answer(id, false, 'no_composer');
+    // Never type one id twice in a page life; a repeated command gets the same answer.
+    if (reports.has(id)) { port?.postMessage(reports.get(id)); return; }
+    if (delivering?.id === id || typed.has(id)) return;
+    if (delivering) return report(id, 'not_submitted', 'busy');
+    const seen = observe();
+    if (!seen.gen) return report(id, 'not_submitted', 'unknown_layout');
+    if (!seen.composer) return report(id, 'not_submitted', 'no_composer');
+    if (generatingIn(seen)) return report(id, 'not_submitted', 'busy');
     // The worker decided on facts up to 100 ms old: if the human started typing since,
-    // refuse rather than send their draft along with ours (fail closed; the worker retries
-    // once the draft is gone).
-    if (composer.textContent.trim() !== '') return answer(id, false, 'human_draft');
+    // refuse rather than send their draft along with ours (the worker retries later).
+    if (composerText(seen.composer).trim() !== '') return report(id, 'not_submitted', 'human_draft');
     const marker = `[herdr-continuity ${id}]`;
     delivering = { id };
-    if (!typeInto(composer, value)) return answer(id, false, 'insert_failed');
-    const click = () => {
-      const send = document.querySelector('button[data-testid="send-button"], #composer-submit-button');
-      if (!send || send.disabled) return false;
-      send.click();
-      return true;
-    };
-    // The send button enables itself on the input event; give the page a moment.
-    let tries = 0;
+    typed.set(id, value);
+    if (!typeInto(seen.composer, value)) {
+      removeOurs(id);
+      return report(id, 'not_submitted', 'insert_failed');
+    }
+    // The send control enables itself on the input event; give the page a moment. It is
+    // looked up again on every try, and clicked only while it is Send (not Stop, not
+    // disabled): a flipping submit button that shows Stop is never clicked.
+    const startedAt = Date.now();
     const trySend = () => {
-      if (click()) return watch();
-      if (++tries > 20) return answer(id, false, 'send_button_missing');
+      const now = observe();
+      const send = now.gen ? sendControl(now) : null;
+      if (send) {
+        send.click();
+        const clickedAt = Date.now();
+        const settle = () => {
+          const composer = observe().composer;
+          if (!composer || !composerText(composer).includes(marker)) return report(id, 'submitted');
+          if (Date.now() - clickedAt >= PLUMBING_WAIT_MS) return report(id, 'unconfirmed');
+          setTimeout(settle, 100);
+        };
+        return settle();
+      }
+      if (Date.now() - startedAt >= PLUMBING_WAIT_MS) {
+        removeOurs(id);
+        return report(id, 'not_submitted', 'send_button_missing');
+      }
       setTimeout(trySend, 50);
-    };
-    const started = Date.now();
-    const watch = () => {
-      const confirmed = [...document.querySelectorAll('[data-message-author-role="user"]')]
-        .slice(-5).some((turn) => (turn.textContent || '').includes(marker));
-      if (confirmed) return answer(id, true, null);
-      if (Date.now() - started > 10_000) return answer(id, false, 'not_confirmed');
-      setTimeout(watch, 100);
     };
     trySend();
   };
+  const clearComposer = ({ id }) => {
+    if (delivering?.id === id) return;
+    removeOurs(id);
+  };
   const insert = (value) => {
-    const composer = composerEl();
-    if (!composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
-    typeInto(composer, value);
+    const seen = observe();
+    if (!seen.gen || !seen.composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
+    typeInto(seen.composer, value);
   };
   const showNotice = (value, tone) => {
     status.textContent = value;
     status.dataset.key = 'notice';
     status.dataset.tone = tone;
   };
+  const setProfile = (next) => {
+    profile = next && Array.isArray(next.generations) ? next : null;
+    turnCache = { gen: null, list: null, probe: null, listProbe: null };
+    userTurns = { shape: null, list: [], probe: null };
+    watch();
+    sendFacts(true);
+    // Always answered with diagnostics, also on a page that matches no generation.
+    sendDiagnostics(true);
+  };
 
   const onMessage = (message) => {
+    if (message?.type === 'profile') setProfile(message.profile);
     if (message?.type === 'hud') render(message.view);
     if (message?.type === 'deliver') deliver(message);
-    if (message?.type === 'delivery_seen') results.delete(message.id);
+    if (message?.type === 'clear_composer') clearComposer(message);
+    if (message?.type === 'delivery_seen') reports.delete(message.id);
     if (message?.type === 'insert') insert(message.text);
     if (message?.type === 'notice') showNotice(message.text, message.tone);
     if (message?.type === 'round_trip_result') {
@@ -453,9 +786,9 @@
       setTimeout(connect, 1000);
     });
     sendFacts(true);
-    // Results the previous worker never acknowledged are told again (exactly-once on the
-    // worker side: it ignores ids it no longer waits for).
-    for (const message of results.values()) port.postMessage(message);
+    // Reports the previous worker never acknowledged are told again (the worker ignores
+    // ids it no longer waits for).
+    for (const message of reports.values()) port.postMessage(message);
   };
   connect();
 })();

@@ -22,5 +22,6 @@ pub mod delivery_ledger;
 pub mod progress_push;
 pub mod scope;
 pub mod settle_tracker;
+pub mod sites;
 pub mod snapshot;
 pub mod wake;

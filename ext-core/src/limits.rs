@@ -25,10 +25,21 @@ pub const MAX_ID_CHARS: usize = 256;
 pub const MAX_LABEL_CHARS: usize = 256;
 /// Most markers one `page_facts` may carry (the content script reads the last five turns).
 pub const MAX_MARKERS: usize = 16;
-/// Most fields a page message may have (the widest, `page_facts`, has 11).
+/// Most fields a page message may have (the widest, `page_facts`, has 13).
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
+
+/// Most facts one `page_diagnostics` may report (`sites::Facts` has 16).
+pub const MAX_DIAGNOSTIC_FACTS: usize = 24;
+/// Longest selector description a `page_diagnostics` fact may carry.
+pub const MAX_SELECTOR_CHARS: usize = 256;
+/// Most items of a `page_diagnostics` list (matching generations, CSP directives, delivery
+/// outcomes).
+pub const MAX_DIAGNOSTIC_ITEMS: usize = 8;
+/// Longest short name in a `page_diagnostics` (site, generation, fact name, CSP directive,
+/// delivery outcome).
+pub const MAX_DIAGNOSTIC_NAME_CHARS: usize = 64;
 
 /// Longest pane tail or task result text kept from the runtime (the runtime already bounds
 /// tails to 2 000 characters; this is the extension's own bound).

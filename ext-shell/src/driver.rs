@@ -50,6 +50,8 @@ struct PagePort {
     panel_tab: Option<TabId>,
     /// The last JSON posted as view, to post only changes.
     last_view: Option<String>,
+    /// The page's last `page_diagnostics` (content-script ports only).
+    diagnostics: Option<wire::PageDiagnostics>,
 }
 
 /// A round-trip probe in flight.
@@ -160,10 +162,15 @@ impl LinkDriver {
         Self::pump(this);
     }
 
-    /// A page or panel port connected: remember it and show it the HUD.
+    /// A page or panel port connected: remember it, send a page its site profile (before
+    /// anything else, docs/PROTOCOL.md "One delivery path") and show it the HUD.
     pub fn page_connected(this: &Rc<RefCell<LinkDriver>>, port: JsValue) {
         let tab = js::sender_tab_id(&port);
         let panel = js::port_name(&port).as_deref() == Some("panel");
+        if !panel {
+            let url = js::port_sender(&port).url.unwrap_or_default();
+            js::post(&port, &wire::profile_json(ext_core::sites::profile_for(&url)));
+        }
         let view = wire::hud_json(&this.borrow().hud());
         this.borrow_mut().pages.push(PagePort {
             port: port.clone(),
@@ -172,6 +179,7 @@ impl LinkDriver {
             panel,
             panel_tab: None,
             last_view: None,
+            diagnostics: None,
         });
         js::post(&port, &view);
         Self::broadcast_views(this);
@@ -280,6 +288,15 @@ impl LinkDriver {
                         messages.push(serde_json::json!({
                             "type": "panel",
                             "view": driver.continuity.panel_view(tab),
+                        }));
+                        // The newest report of the tab's page ("What the extension sees").
+                        let seen = tab.and_then(|tab| {
+                            driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some())
+                        });
+                        messages.push(serde_json::json!({
+                            "type": "diagnostics",
+                            "tab_id": tab,
+                            "diagnostics": seen.and_then(|p| p.diagnostics.as_ref()),
                         }));
                     }
                     let text = serde_json::Value::Array(messages.clone()).to_string();
@@ -442,6 +459,9 @@ impl LinkDriver {
         }
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| WireError::PageMessageRejected(e.to_string()))?;
+        if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
+            return Self::diagnostics_reported(this, port, &value);
+        }
         wire::check_page_message(&value)?;
         if !this.borrow().pages.iter().any(|p| Object::is(&p.port, port)) {
             return Err(WireError::PageMessageRejected("the port was not accepted".into()));
@@ -486,6 +506,26 @@ impl LinkDriver {
                 Self::feed(this, Input::ProbeRequested { probe });
             }
         }
+        Ok(())
+    }
+
+    /// A content script's `page_diagnostics`: kept for its tab's side panel.
+    fn diagnostics_reported(
+        this: &Rc<RefCell<LinkDriver>>,
+        port: &JsValue,
+        value: &serde_json::Value,
+    ) -> Result<(), WireError> {
+        let diagnostics = wire::page_diagnostics(value)?;
+        {
+            let mut driver = this.borrow_mut();
+            let page = driver
+                .pages
+                .iter_mut()
+                .find(|p| Object::is(&p.port, port) && !p.panel)
+                .ok_or_else(|| WireError::PageMessageRejected("the port was not accepted".into()))?;
+            page.diagnostics = Some(diagnostics);
+        }
+        Self::broadcast_views(this);
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Document, Element};
 
 use crate::js;
+use crate::wire::PageDiagnostics;
 use ext_core::continuity::PanelView;
 use ext_core::hud::{ActionId, StatusLine};
 
@@ -336,6 +337,146 @@ pub fn render_panel(root: &Element, view: &PanelView, port: &JsValue) -> Result<
     Ok(())
 }
 
+/// The diagnostics as plain text for a bug report ("Copy diagnostics"): the same facts the
+/// panel shows, in fixed English field names so any maintainer can read them; selectors,
+/// ids and counts only, never page content.
+pub fn diagnostics_text(extension_version: &str, diagnostics: &PageDiagnostics) -> String {
+    let none = "none";
+    let mut lines = vec![
+        format!("herdr-continuity diagnostics (extension {extension_version})"),
+        format!("site: {}", diagnostics.site.as_deref().unwrap_or(none)),
+        format!("generation: {}", diagnostics.generation.as_deref().unwrap_or(none)),
+        format!("matching rules: {}", if diagnostics.matching.is_empty() { none.to_owned() } else { diagnostics.matching.join(", ") }),
+    ];
+    for name in ordered_facts(diagnostics) {
+        let probe = diagnostics.facts.get(name).cloned().flatten();
+        lines.push(format!("fact {name}: {}", probe.as_deref().unwrap_or(none)));
+    }
+    let csp = &diagnostics.csp;
+    lines.push(format!(
+        "csp: meta policy {}, {} violation(s){}",
+        if csp.meta { "present" } else { "absent" },
+        csp.violations,
+        if csp.directives.is_empty() { String::new() } else { format!(" ({})", csp.directives.join(", ")) }
+    ));
+    for delivery in &diagnostics.deliveries {
+        let reason = delivery.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+        lines.push(format!("delivery {}: {}{reason}", delivery.id, delivery.outcome));
+    }
+    lines.join("\n")
+}
+
+/// The reported facts in `ext_core::sites::FACT_NAMES` order, then any others.
+fn ordered_facts(diagnostics: &PageDiagnostics) -> Vec<&str> {
+    let mut names: Vec<&str> = ext_core::sites::FACT_NAMES.iter().copied().filter(|n| diagnostics.facts.contains_key(*n)).collect();
+    names.extend(diagnostics.facts.keys().map(String::as_str).filter(|n| !ext_core::sites::FACT_NAMES.contains(n)));
+    names
+}
+
+/// Renders "What the extension sees" for the panel's tab: the layout generation, each
+/// fact with the probe that matched (or "none"), the CSP as observed, the last delivery
+/// outcomes, and a button copying [`diagnostics_text`].
+pub fn render_diagnostics(root: &Element, diagnostics: Option<&PageDiagnostics>) -> Result<(), JsValue> {
+    let document = document()?;
+    root.set_inner_html("");
+    let heading = element(&document, "h2", "")?;
+    heading.set_text_content(Some(&js::message("panelSees", &[])));
+    root.append_child(&heading)?;
+    let Some(diagnostics) = diagnostics else {
+        let p = element(&document, "p", "line")?;
+        p.set_attribute("data-diagnostics-missing", "")?;
+        p.set_text_content(Some(&js::message("panelSeesNothing", &[])));
+        root.append_child(&p)?;
+        return Ok(());
+    };
+    let line = element(&document, "p", "line")?;
+    line.set_attribute("data-generation", diagnostics.generation.as_deref().unwrap_or(""))?;
+    match &diagnostics.generation {
+        Some(generation) => line.set_text_content(Some(&js::message("panelGeneration", std::slice::from_ref(generation)))),
+        None => {
+            line.set_class_name("line tone-bad");
+            line.set_text_content(Some(&js::message("panelGenerationUnknown", &[])));
+        }
+    }
+    root.append_child(&line)?;
+    let facts = element(&document, "ul", "facts")?;
+    facts.set_attribute("data-facts", "")?;
+    let none = js::message("panelFactNone", &[]);
+    for name in ordered_facts(diagnostics) {
+        let probe = diagnostics.facts.get(name).cloned().flatten();
+        let item = element(&document, "li", "")?;
+        item.set_attribute("data-fact", name)?;
+        item.set_attribute("data-selector", probe.as_deref().unwrap_or(""))?;
+        item.set_text_content(Some(&format!("{name}: {}", probe.as_deref().unwrap_or(&none))));
+        facts.append_child(&item)?;
+    }
+    root.append_child(&facts)?;
+    let csp = element(&document, "p", "line")?;
+    csp.set_attribute("data-csp-meta", if diagnostics.csp.meta { "true" } else { "false" })?;
+    csp.set_attribute("data-csp-violations", &diagnostics.csp.violations.to_string())?;
+    let meta = js::message(if diagnostics.csp.meta { "panelCspMeta" } else { "panelCspNoMeta" }, &[]);
+    let violations = js::message(
+        "panelCspViolations",
+        &[diagnostics.csp.violations.to_string(), diagnostics.csp.directives.join(", ")],
+    );
+    csp.set_text_content(Some(&format!("{meta} {violations}")));
+    root.append_child(&csp)?;
+    let heading = element(&document, "h3", "")?;
+    heading.set_text_content(Some(&js::message("panelDeliveries", &[])));
+    root.append_child(&heading)?;
+    let list = element(&document, "ul", "deliveries")?;
+    list.set_attribute("data-deliveries", "")?;
+    for delivery in &diagnostics.deliveries {
+        let item = element(&document, "li", "")?;
+        item.set_attribute("data-delivery", &delivery.id)?;
+        item.set_attribute("data-outcome", &delivery.outcome)?;
+        let reason = delivery.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+        item.set_text_content(Some(&format!("{} → {}{reason}", delivery.id, delivery.outcome)));
+        list.append_child(&item)?;
+    }
+    if diagnostics.deliveries.is_empty() {
+        let p = element(&document, "p", "line")?;
+        p.set_text_content(Some(&js::message("panelNoDeliveries", &[])));
+        root.append_child(&p)?;
+    }
+    root.append_child(&list)?;
+    let copy_status = element(&document, "p", "")?;
+    copy_status.set_attribute("role", "status")?;
+    copy_status.set_attribute("data-copy-status", "")?;
+    let copy = element(&document, "button", "action")?;
+    copy.set_attribute("type", "button")?;
+    copy.set_attribute("data-copy-diagnostics", "")?;
+    copy.set_text_content(Some(&js::message("panelCopyDiagnostics", &[])));
+    let text = diagnostics_text(&js::extension_version(), diagnostics);
+    let status = copy_status.clone();
+    on(&copy, "click", move |_| {
+        let text = text.clone();
+        let status = status.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let copied = match clipboard_write(&text) {
+                Some(promise) => wasm_bindgen_futures::JsFuture::from(promise).await.map(|_| ()),
+                None => Err(JsValue::from_str("navigator.clipboard is not available")),
+            };
+            let message = match copied {
+                Ok(()) => js::message("panelCopied", &[]),
+                Err(error) => js::message("panelCopyFailed", &[js::error_text(&error)]),
+            };
+            status.set_text_content(Some(&message));
+        });
+    })?;
+    root.append_child(&copy)?;
+    root.append_child(&copy_status)?;
+    Ok(())
+}
+
+/// `navigator.clipboard.writeText(text)`; `None` when the page has no clipboard API.
+fn clipboard_write(text: &str) -> Option<js_sys::Promise> {
+    let navigator = Reflect::get(&js_sys::global(), &JsValue::from_str("navigator")).ok()?;
+    let clipboard = Reflect::get(&navigator, &JsValue::from_str("clipboard")).ok()?;
+    let write: js_sys::Function = Reflect::get(&clipboard, &JsValue::from_str("writeText")).ok()?.dyn_into().ok()?;
+    write.call1(&clipboard, &JsValue::from_str(text)).ok()?.dyn_into().ok()
+}
+
 /// `?tab=<id>` of the panel's URL (a panel opened for a given tab), if any.
 fn tab_from_location() -> Option<u32> {
     let search = web_sys::window()?.location().search().ok()?;
@@ -360,9 +501,12 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
     status_region.set_attribute("role", "status")?;
     status_region.set_attribute("aria-live", "polite")?;
     let control_center = element(&document, "section", "control-center")?;
+    let sees = element(&document, "section", "diagnostics")?;
+    sees.set_attribute("data-diagnostics", "")?;
     app.append_child(&view_root)?;
     app.append_child(&status_region)?;
     app.append_child(&control_center)?;
+    app.append_child(&sees)?;
 
     let info = Object::new();
     Reflect::set(
@@ -404,6 +548,15 @@ pub fn mount_side_panel() -> Result<(), JsValue> {
                         }
                     }
                     None => js::warn("herdr-continuity: the worker sent a panel view of unknown shape"),
+                }
+            }
+            Some("diagnostics") => {
+                let diagnostics = Reflect::get(&message, &JsValue::from_str("diagnostics"))
+                    .ok()
+                    .filter(|value| !value.is_null() && !value.is_undefined())
+                    .and_then(|value| js::from_js::<PageDiagnostics>(&value).ok());
+                if let Err(error) = render_diagnostics(&sees, diagnostics.as_ref()) {
+                    js::warn(&js::error_text(&error));
                 }
             }
             _ => {}

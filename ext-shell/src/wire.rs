@@ -7,7 +7,8 @@
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 /// A message that does not match the protocol.
@@ -238,6 +239,94 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     Ok(())
 }
 
+/// The CSP as a content script observed it (`page_diagnostics.csp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservedCsp {
+    /// Whether the page has a `<meta http-equiv=Content-Security-Policy>`.
+    pub meta: bool,
+    /// How many `securitypolicyviolation` events the content script saw.
+    pub violations: u64,
+    /// The distinct directives those events named.
+    pub directives: Vec<String>,
+}
+
+/// One delivery outcome a page reported (`page_diagnostics.deliveries`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryOutcomeSeen {
+    /// The delivery id.
+    pub id: String,
+    /// `submitted`, `not_submitted` or `unconfirmed`.
+    pub outcome: String,
+    /// Why it was not submitted.
+    pub reason: Option<String>,
+}
+
+/// `{"type":"page_diagnostics",…}`: what the page adapter sees ("What the extension sees"
+/// in the side panel). The only page message with nested values; no page content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageDiagnostics {
+    /// Always `page_diagnostics`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The content script's start id (`page_facts.page_load`).
+    pub page_load: String,
+    /// The profile's site, `null` before the page had one.
+    pub site: Option<String>,
+    /// The generation the adapter uses, `null` when none matched.
+    pub generation: Option<String>,
+    /// Every generation whose detection rule holds (more than one means the rules drifted).
+    pub matching: Vec<String>,
+    /// Fact name → the probe that matched (described) or `null`.
+    pub facts: BTreeMap<String, Option<String>>,
+    /// The CSP as observed.
+    pub csp: ObservedCsp,
+    /// The newest delivery outcomes of this page, oldest first.
+    pub deliveries: Vec<DeliveryOutcomeSeen>,
+}
+
+/// Parses a `page_diagnostics` message, checking it against the caps of
+/// `ext_core::limits` (it is exempt from [`check_page_message`]'s flatness only): at most
+/// `MAX_DIAGNOSTIC_FACTS` facts named by at most `MAX_DIAGNOSTIC_NAME_CHARS` characters with
+/// descriptions of at most `MAX_SELECTOR_CHARS`; lists of at most `MAX_DIAGNOSTIC_ITEMS`;
+/// names at most `MAX_DIAGNOSTIC_NAME_CHARS`, ids and reasons at most [`MAX_ID_CHARS`].
+pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
+    use limits::{MAX_DIAGNOSTIC_FACTS, MAX_DIAGNOSTIC_ITEMS, MAX_DIAGNOSTIC_NAME_CHARS, MAX_SELECTOR_CHARS};
+    let reject = |why: &str| Err(WireError::PageMessageRejected(format!("page_diagnostics: {why}")));
+    let diagnostics: PageDiagnostics = serde_json::from_value(value.clone())
+        .map_err(|e| WireError::PageMessageRejected(format!("page_diagnostics: {e}")))?;
+    let name = |text: &str| limits::within(text, MAX_DIAGNOSTIC_NAME_CHARS);
+    let names = |list: &[String]| list.len() <= MAX_DIAGNOSTIC_ITEMS && list.iter().all(|n| name(n));
+    if diagnostics.kind != "page_diagnostics" || !limits::within(&diagnostics.page_load, MAX_ID_CHARS) {
+        return reject("wrong type or page_load");
+    }
+    if !diagnostics.site.iter().chain(&diagnostics.generation).all(|n| name(n)) || !names(&diagnostics.matching) {
+        return reject("a site or generation name is too long");
+    }
+    if diagnostics.facts.len() > MAX_DIAGNOSTIC_FACTS
+        || !diagnostics.facts.iter().all(|(fact, probe)| {
+            name(fact) && probe.as_deref().is_none_or(|p| limits::within(p, MAX_SELECTOR_CHARS))
+        })
+    {
+        return reject("too many facts or a fact too long");
+    }
+    if !names(&diagnostics.csp.directives) {
+        return reject("too many or too long CSP directives");
+    }
+    if diagnostics.deliveries.len() > MAX_DIAGNOSTIC_ITEMS
+        || !diagnostics.deliveries.iter().all(|d| {
+            limits::within(&d.id, MAX_ID_CHARS)
+                && name(&d.outcome)
+                && d.reason.as_deref().is_none_or(|r| limits::within(r, MAX_ID_CHARS))
+        })
+    {
+        return reject("too many or too long delivery outcomes");
+    }
+    Ok(diagnostics)
+}
+
 /// Parses one message received on a page or panel port.
 pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
     let unknown = || WireError::UnknownPageMessage(value.to_string());
@@ -257,6 +346,12 @@ pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
             .ok_or_else(unknown),
         _ => Err(unknown()),
     }
+}
+
+/// `{"type":"profile","profile":…}` sent to a page on connect; `null` for an origin with no
+/// profile (the adapter then types and clicks nothing).
+pub fn profile_json(profile: Option<&ext_core::sites::SiteProfile>) -> Value {
+    json!({"type": "profile", "profile": profile})
 }
 
 /// `{"type":"hud","view":…}` sent to pages and panels.

@@ -69,3 +69,9 @@ fn side_panel_renders_a_view_with_buttons() {
 fn page_and_runtime_input_is_bounded() {
     common::page_and_runtime_input_is_bounded();
 }
+
+/// `page_diagnostics` is validated against its own caps.
+#[wasm_bindgen_test]
+fn page_diagnostics_are_bounded() {
+    common::page_diagnostics_are_bounded();
+}

@@ -21,3 +21,9 @@ async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 fn page_and_runtime_input_is_bounded() {
     common::page_and_runtime_input_is_bounded();
 }
+
+/// `page_diagnostics` is validated against its own caps in the worker too.
+#[wasm_bindgen_test]
+fn page_diagnostics_are_bounded() {
+    common::page_diagnostics_are_bounded();
+}

@@ -173,8 +173,10 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
         .call1(&JsValue::NULL, &"page".into())
         .expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
+    // The site profile goes first (none for a port without a chat URL), then the HUD.
+    assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null}));
     assert_eq!(
-        sent(&page)[0]["view"]["companion"]["key"],
+        sent(&page)[1]["view"]["companion"]["key"],
         "companionConnecting"
     );
 
@@ -414,4 +416,36 @@ pub fn page_and_runtime_input_is_bounded() {
         Ok(RuntimeMessage::HostError { message, .. }) => assert_eq!(message.chars().count(), ext_core::limits::MAX_RUNTIME_SHORT_CHARS),
         other => panic!("{other:?}"),
     }
+}
+
+/// `page_diagnostics` is the one page message with nested values: accepted within its caps,
+/// rejected whole beyond them or with unknown fields.
+pub fn page_diagnostics_are_bounded() {
+    use ext_core::limits::{MAX_DIAGNOSTIC_ITEMS, MAX_SELECTOR_CHARS};
+    use ext_shell::wire::page_diagnostics;
+    let good = json!({
+        "type": "page_diagnostics", "page_load": "p1", "site": "chatgpt", "generation": "chatgpt.classic",
+        "matching": ["chatgpt.classic"],
+        "facts": {"composer": "#prompt-textarea", "stop": null},
+        "csp": {"meta": false, "violations": 2, "directives": ["script-src-elem"]},
+        "deliveries": [{"id": "wake:w1#3", "outcome": "submitted", "reason": null}],
+    });
+    let parsed = page_diagnostics(&good).expect("within the caps");
+    assert_eq!(parsed.facts.get("stop"), Some(&None));
+    assert_eq!(parsed.csp.violations, 2);
+    let with = |key: &str, value: serde_json::Value| {
+        let mut message = good.clone();
+        message[key] = value;
+        page_diagnostics(&message)
+    };
+    let long = "a".repeat(MAX_SELECTOR_CHARS + 1);
+    assert!(with("facts", json!({"composer": long})).is_err(), "a selector over the cap");
+    assert!(with("matching", json!(vec!["x"; MAX_DIAGNOSTIC_ITEMS + 1])).is_err());
+    assert!(with("csp", json!({"meta": true, "violations": 0, "directives": [], "header": "x"})).is_err(), "unknown fields");
+    assert!(with("text", json!("page content")).is_err(), "no other fields");
+    assert!(with("facts", json!({"composer": {"nested": true}})).is_err());
+    let text = ext_shell::pages::diagnostics_text("0.1.0", &parsed);
+    assert!(text.contains("generation: chatgpt.classic"), "{text}");
+    assert!(text.contains("fact composer: #prompt-textarea\nfact stop: none"), "facts in FACT_NAMES order: {text}");
+    assert!(text.contains("delivery wake:w1#3: submitted"), "{text}");
 }

@@ -1,0 +1,305 @@
+// Site profiles against recorded DOM snippets (issue 9 acceptance 3; issue 7's page half):
+// the real content script, fed the profiles ext-core produces, in real Chromium. No
+// extension and no companion: e2e/lib/adapter-harness.mjs plays the worker's side of the
+// page port. Checks that every snippet proves exactly its own generation, that every probe
+// of every generation matches in a snippet of that generation, that dictation / voice /
+// read-aloud Stop controls never read as generating, and the delivery contract of
+// docs/PROTOCOL.md "One delivery path on the internal ports" in every generation.
+import { chromium } from '@playwright/test';
+import { test, expect } from '../lib/test.mjs';
+import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import {
+  allPosted, clicks, describeProbe, lastPosted, openSnippet, sendToPage, serveSnippets, siteProfiles, snippets,
+} from '../lib/adapter-harness.mjs';
+
+const PROFILES = siteProfiles();
+const SNIPPETS = snippets();
+
+let browser;
+let context;
+test.beforeEach(async () => {
+  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  context = await browser.newContext();
+  await serveSnippets(context);
+});
+test.afterEach(async () => {
+  await browser?.close();
+});
+
+const open = (file) => openSnippet(context, file, PROFILES[SNIPPETS.find((s) => s.file === file).site]);
+
+test('every snippet proves exactly its own generation and no other', async () => {
+  expect(SNIPPETS.length).toBeGreaterThanOrEqual(15);
+  for (const snippet of SNIPPETS) {
+    const page = await open(snippet.file);
+    const diagnostics = await lastPosted(page, 'page_diagnostics');
+    expect(diagnostics.generation, snippet.file).toBe(snippet.generation);
+    expect(diagnostics.matching, `${snippet.file}: detection rules are mutually exclusive`).toEqual(snippet.generation ? [snippet.generation] : []);
+    expect((await lastPosted(page, 'page_facts')).generation, snippet.file).toBe(snippet.generation);
+    await page.close();
+  }
+});
+
+test('every probe of every generation matches in a recorded snippet of that generation', async () => {
+  const uncovered = [];
+  for (const [site, profile] of Object.entries(PROFILES)) {
+    for (const generation of profile.generations) {
+      const files = SNIPPETS.filter((s) => s.generation === generation.id).map((s) => s.file);
+      expect(files.length, `${generation.id} has snippets`).toBeGreaterThan(0);
+      const covered = new Set();
+      for (const file of files) {
+        const page = await openSnippet(context, file, profile);
+        for (const [fact, probes] of Object.entries(generation.facts)) {
+          for (const [index, probe] of probes.entries()) {
+            // The same profile with only this probe for this fact: the adapter must report it.
+            const variant = structuredClone(profile);
+            variant.generations.find((g) => g.id === generation.id).facts[fact] = [probe];
+            await sendToPage(page, { type: 'profile', profile: variant });
+            const seen = await lastPosted(page, 'page_diagnostics');
+            if (seen.generation === generation.id && seen.facts[fact] === describeProbe(probe)) covered.add(`${fact}#${index}`);
+          }
+        }
+        await page.close();
+      }
+      for (const [fact, probes] of Object.entries(generation.facts)) {
+        probes.forEach((probe, index) => {
+          if (!covered.has(`${fact}#${index}`)) uncovered.push(`${site} ${generation.id} ${fact}#${index} ${describeProbe(probe)}`);
+        });
+      }
+    }
+  }
+  expect(uncovered).toEqual([]);
+});
+
+test('a Stop-labelled dictation, voice or read-aloud control never reads as generating, and the dictation button is not Send', async () => {
+  for (const file of ['chatgpt-classic.html', 'chatgpt-section.html', 'chatgpt-thread.html']) {
+    const page = await open(file);
+    const facts = await lastPosted(page, 'page_facts');
+    const diagnostics = await lastPosted(page, 'page_diagnostics');
+    expect(facts.generating, `${file} has "Stop reading" / "Stop voice" controls only`).toBe(false);
+    expect(diagnostics.facts.stop, file).toBeNull();
+    if (file === 'chatgpt-thread.html') expect(diagnostics.facts.send, 'the Dictate button in the send slot').toBeNull();
+    await page.close();
+  }
+  // The same pages streaming do read as generating (the check above is not vacuous).
+  for (const file of ['chatgpt-classic-streaming.html', 'chatgpt-section-streaming.html', 'chatgpt-thread-streaming.html',
+    'chatgpt-classic-zh.html', 'chatgpt-section-zh.html', 'zai-streaming.html', 'deepseek-streaming.html', 'deepseek-thinking.html']) {
+    const page = await open(file);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await page.close();
+  }
+});
+
+test('page facts per generation: user turns, the last user turn id, markers and drafts', async () => {
+  const expected = {
+    'chatgpt-classic.html': { user_turns: 2, last_user_turn_id: 'c1-user-2', markers: ['wake:w1#7'], draft: false },
+    'chatgpt-section.html': { user_turns: 2, last_user_turn_id: 's1-user-2', markers: ['wake:w1#9'], draft: false },
+    'chatgpt-thread.html': { user_turns: 2, last_user_turn_id: 't-user-2', markers: ['wake:w1#11'], draft: false },
+    'chatgpt-thread-zh.html': { user_turns: 2, last_user_turn_id: 'z-user-2', markers: [], draft: true, permission_card: true },
+    'zai.html': { user_turns: 2, last_user_turn_id: 'message-u2', markers: ['wake:w1#5'], draft: false },
+    'deepseek.html': { user_turns: 2, last_user_turn_id: 'k-u2', markers: ['wake:w1#3'], draft: false },
+  };
+  for (const [file, want] of Object.entries(expected)) {
+    const page = await open(file);
+    const facts = await lastPosted(page, 'page_facts');
+    expect(facts, file).toMatchObject({ composer: true, composer_marker: null, permission_card: false, ...want });
+    expect(facts.page_load, 'a random id per content-script start').toMatch(/^[0-9a-f-]{36}$/);
+    await page.close();
+  }
+  const attention = await open('chatgpt-thread-attention.html');
+  expect((await lastPosted(attention, 'page_facts')).permission_card).toBe(true);
+});
+
+// The page's side of a submit, per generation, written for the test from SITES-2026.md:
+// the send control enables (or replaces the dictation button) on input; a click takes the
+// composer's text into a new user turn and empties the composer. Options: `flipOnInput`
+// (classic: the single submit button turns into Stop as soon as there is text),
+// `ignoreClicks` (the page does not react to Send).
+function simulateSite({ kind, flipOnInput = false, ignoreClicks = false }) {
+  const shapes = {
+    classic: { composer: '#prompt-textarea', send: '#composer-submit-button' },
+    section: { composer: '#prompt-textarea', send: '#composer-submit-button' },
+    thread: { composer: '[data-composer-markdown]', send: 'button[aria-label="Send"]' },
+    zai: { composer: '#chat-input', send: '#send-message-button' },
+    deepseek: { composer: 'textarea', send: '.ds-button--circle' },
+  };
+  const shape = shapes[kind];
+  const composer = () => document.querySelector(shape.composer);
+  const text = () => (composer().tagName === 'TEXTAREA' ? composer().value : composer().textContent);
+  const site = { submitted: [] };
+  Object.defineProperty(window, '__site', { value: site });
+  document.querySelector('form')?.addEventListener('submit', (event) => event.preventDefault());
+  let n = 0;
+  const appendUser = (value) => {
+    n += 1;
+    const holder = document.createElement('div');
+    if (kind === 'classic') {
+      holder.innerHTML = `<article data-testid="conversation-turn-${90 + n}" data-turn="user"><div data-message-author-role="user" data-message-id="sent-${n}"><div class="whitespace-pre-wrap"></div></div></article>`;
+      document.querySelector('article').parentElement.append(holder.firstElementChild);
+    } else if (kind === 'section') {
+      holder.innerHTML = `<div><section data-testid="conversation-turn-${90 + n}" data-turn="user" data-turn-id="request-abc-0"><div data-message-author-role="user" data-message-id="sent-${n}"><div class="whitespace-pre-wrap"></div></div></section></div>`;
+      document.querySelector('section').parentElement.parentElement.append(holder.firstElementChild);
+    } else if (kind === 'thread') {
+      // The user turn's id appears only later.
+      holder.innerHTML = `<div data-turn-key="sent-${n}"><div data-chatgpt-search-unit-key="conv:${90 + n}:user"><div data-user-message-bubble><div class="whitespace-pre-wrap"></div></div></div></div>`;
+      const unit = holder.querySelector('[data-chatgpt-search-unit-key]');
+      document.querySelector('[data-turn-key]').parentElement.append(holder.firstElementChild);
+      setTimeout(() => unit.setAttribute('data-chatgpt-search-message-ids', `late-${n}`), 300);
+    } else if (kind === 'zai') {
+      holder.innerHTML = `<div id="message-sent${n}" class="message-sent${n}"><div class="chat-user"></div></div>`;
+      document.getElementById('messages-container').append(holder.firstElementChild);
+    } else {
+      holder.innerHTML = `<div data-virtual-list-item-key="k-sent${n}"><div class="ds-message"><div class="ds-collapsible-text"></div></div></div>`;
+      document.querySelector('.ds-virtual-list-visible-items').append(holder.firstElementChild);
+    }
+    document.querySelectorAll('.whitespace-pre-wrap, .chat-user, .ds-collapsible-text').forEach((el) => { if (el.textContent === '') el.textContent = value; });
+  };
+  const submit = () => {
+    if (ignoreClicks || text().trim() === '') return;
+    site.submitted.push(text());
+    if (composer().tagName === 'TEXTAREA') composer().value = '';
+    else composer().innerHTML = '<p><br class="ProseMirror-trailingBreak"></p>';
+    appendUser(site.submitted[site.submitted.length - 1]);
+  };
+  document.addEventListener('click', (event) => {
+    if (event.target.closest?.(shape.send)) submit();
+  });
+  composer().addEventListener('input', () => {
+    const has = text().trim() !== '';
+    if (kind === 'thread') {
+      const dictate = document.querySelector('button[aria-label="Dictate"]');
+      if (has && dictate) dictate.outerHTML = '<button type="button" aria-label="Send">↑</button>';
+      return;
+    }
+    const send = document.querySelector(shape.send);
+    if (flipOnInput && has) {
+      send.setAttribute('data-testid', 'stop-button');
+      send.setAttribute('aria-label', 'Stop streaming');
+      send.disabled = false;
+      return;
+    }
+    if (kind === 'deepseek') {
+      send.classList.toggle('ds-button--disabled', !has);
+      send.setAttribute('aria-disabled', String(!has));
+    } else {
+      send.disabled = !has;
+    }
+  });
+}
+
+const composerText = (page) => page.evaluate(() => {
+  const el = document.querySelector('#prompt-textarea, [data-composer-markdown], #chat-input, textarea');
+  return el.tagName === 'TEXTAREA' ? el.value : el.textContent;
+});
+const reportOf = (page, id) => page.evaluate((i) => window.__herdr.posted.map((p) => p.message)
+  .filter((m) => m.type === 'delivery_report' && m.id === i).pop() ?? null, id);
+
+for (const [kind, file] of [['classic', 'chatgpt-classic.html'], ['section', 'chatgpt-section.html'], ['thread', 'chatgpt-thread.html'],
+  ['zai', 'zai.html'], ['deepseek', 'deepseek.html']]) {
+  test(`delivery on ${file}: typed, Send clicked, reported submitted; the marker shows in the next facts`, async () => {
+    const page = await open(file);
+    await page.evaluate(simulateSite, { kind });
+    const id = `wake:w1#${kind}`;
+    await sendToPage(page, { type: 'deliver', id, text: `[Herdr] Workspace w1 settled.\n[herdr-continuity ${id}]` });
+    await expect.poll(() => reportOf(page, id)).toEqual({ type: 'delivery_report', id, outcome: 'submitted', reason: null });
+    expect(await page.evaluate(() => window.__site.submitted.length)).toBe(1);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).markers).toContain(id);
+    const facts = await lastPosted(page, 'page_facts');
+    expect(facts).toMatchObject({ user_turns: 3, draft: false, composer_marker: null, delivering: null });
+    if (kind === 'thread') {
+      // The id appears late; the facts follow it.
+      await expect.poll(async () => (await lastPosted(page, 'page_facts')).last_user_turn_id).toBe('late-1');
+    }
+    // A repeated command for the same id is answered again, never typed twice.
+    await sendToPage(page, { type: 'deliver', id, text: `again\n[herdr-continuity ${id}]` });
+    expect(await page.evaluate(() => window.__site.submitted.length)).toBe(1);
+    const diagnostics = await lastPosted(page, 'page_diagnostics');
+    expect(diagnostics.deliveries).toContainEqual({ id, outcome: 'submitted', reason: null });
+  });
+}
+
+test('a page that matches no generation: reported unknown, nothing typed or clicked', async () => {
+  const page = await open('chatgpt-unknown.html');
+  expect(await lastPosted(page, 'page_facts')).toMatchObject({ generation: null, composer: false, generating: false });
+  const diagnostics = await lastPosted(page, 'page_diagnostics');
+  expect(diagnostics).toMatchObject({ site: 'chatgpt', generation: null, matching: [], facts: {} });
+  await sendToPage(page, { type: 'deliver', id: 'wake:w1#1', text: 'hello\n[herdr-continuity wake:w1#1]' });
+  await sendToPage(page, { type: 'insert', text: 'check herdr' });
+  expect(await reportOf(page, 'wake:w1#1')).toEqual({ type: 'delivery_report', id: 'wake:w1#1', outcome: 'not_submitted', reason: 'unknown_layout' });
+  expect(await composerText(page)).toBe('');
+  expect(await clicks(page)).toEqual([]);
+  // Without any profile (an origin ext-core has none for) it is the same.
+  const bare = await openSnippet(context, 'chatgpt-classic.html', null);
+  expect((await lastPosted(bare, 'page_facts')).generation).toBeNull();
+  await sendToPage(bare, { type: 'deliver', id: 'wake:w1#2', text: 'x\n[herdr-continuity wake:w1#2]' });
+  expect((await reportOf(bare, 'wake:w1#2')).reason).toBe('unknown_layout');
+  expect(await composerText(bare)).toBe('');
+});
+
+test('the single submit button is never clicked while it is Stop', async () => {
+  // Streaming: the flipped button is Stop; the page is busy and nothing is typed.
+  const busy = await open('chatgpt-classic-streaming.html');
+  await sendToPage(busy, { type: 'deliver', id: 'wake:w1#3', text: 'x\n[herdr-continuity wake:w1#3]' });
+  expect(await reportOf(busy, 'wake:w1#3')).toMatchObject({ outcome: 'not_submitted', reason: 'busy' });
+  expect(await composerText(busy)).toBe('');
+  expect(await clicks(busy)).toEqual([]);
+  // The button flips to Stop as soon as we typed: re-checked before the click, never
+  // clicked, and our text is removed again.
+  const flips = await open('chatgpt-classic.html');
+  await flips.evaluate(simulateSite, { kind: 'classic', flipOnInput: true });
+  await sendToPage(flips, { type: 'deliver', id: 'wake:w1#4', text: 'x\n[herdr-continuity wake:w1#4]' });
+  await expect.poll(() => reportOf(flips, 'wake:w1#4')).toMatchObject({ outcome: 'not_submitted', reason: 'send_button_missing' });
+  expect(await clicks(flips)).toEqual([]);
+  expect((await composerText(flips)).trim()).toBe('');
+  // DeepSeek's circle showing the Stop icon is not Send either.
+  const deepseek = await open('deepseek-streaming.html');
+  await sendToPage(deepseek, { type: 'deliver', id: 'wake:w1#5', text: 'x\n[herdr-continuity wake:w1#5]' });
+  expect(await reportOf(deepseek, 'wake:w1#5')).toMatchObject({ outcome: 'not_submitted', reason: 'busy' });
+  expect(await clicks(deepseek)).toEqual([]);
+});
+
+test('unconfirmed when the page keeps the text; composer_marker; clear_composer removes only its own text', async () => {
+  const page = await open('chatgpt-classic.html');
+  await page.evaluate(simulateSite, { kind: 'classic', ignoreClicks: true });
+  const id = 'wake:w1#50';
+  await sendToPage(page, { type: 'deliver', id, text: `[Herdr] settled.\n[herdr-continuity ${id}]` });
+  await expect.poll(() => reportOf(page, id), { timeout: 10_000 }).toMatchObject({ outcome: 'unconfirmed', reason: null });
+  expect(await clicks(page)).toEqual(['Send prompt']);
+  await expect.poll(async () => (await lastPosted(page, 'page_facts')).composer_marker).toBe(id);
+  expect((await lastPosted(page, 'page_facts')).draft, 'our own unsent text is not a draft').toBe(false);
+  await sendToPage(page, { type: 'clear_composer', id: 'wake:w1#49' });
+  expect(await composerText(page)).toContain(`[herdr-continuity ${id}]`);
+  await sendToPage(page, { type: 'clear_composer', id });
+  expect((await composerText(page)).trim()).toBe('');
+  await expect.poll(async () => (await lastPosted(page, 'page_facts')).composer_marker).toBeNull();
+});
+
+test('a human draft is never sent along, and reports are re-sent after a reconnect until delivery_seen', async () => {
+  const draft = await open('chatgpt-thread-zh.html');
+  await sendToPage(draft, { type: 'deliver', id: 'wake:w1#6', text: 'x\n[herdr-continuity wake:w1#6]' });
+  expect(await reportOf(draft, 'wake:w1#6')).toMatchObject({ outcome: 'not_submitted', reason: 'human_draft' });
+  expect(await composerText(draft)).toBe('草稿');
+  expect(await clicks(draft)).toEqual([]);
+  // The worker went away before acknowledging: the next port hears the report again.
+  await draft.evaluate(() => window.__herdr.drop());
+  await expect.poll(() => draft.evaluate(() => window.__herdr.ports.length)).toBe(2);
+  const again = (await allPosted(draft)).filter((p) => p.port === 1 && p.message.type === 'delivery_report');
+  expect(again.map((p) => p.message.id)).toEqual(['wake:w1#6']);
+  await sendToPage(draft, { type: 'delivery_seen', id: 'wake:w1#6' });
+  await draft.evaluate(() => window.__herdr.drop());
+  await expect.poll(() => draft.evaluate(() => window.__herdr.ports.length)).toBe(3);
+  const third = (await allPosted(draft)).filter((p) => p.port === 2 && p.message.type === 'delivery_report');
+  expect(third).toEqual([]);
+});
+
+test('diagnostics carry the CSP as observed: the meta policy and violation events, no page content', async () => {
+  const strict = await browser.newContext();
+  await serveSnippets(strict, { head: `<meta http-equiv="Content-Security-Policy" content="img-src 'none'">` });
+  const page = await openSnippet(strict, 'chatgpt-classic.html', PROFILES.chatgpt);
+  await page.evaluate(() => { const img = new Image(); img.src = 'https://images.herdr.test/a.png'; document.body.append(img); });
+  await expect.poll(async () => (await lastPosted(page, 'page_diagnostics')).csp).toEqual({ meta: true, violations: 1, directives: ['img-src'] });
+  const text = JSON.stringify(await lastPosted(page, 'page_diagnostics'));
+  for (const content of ['Hello', 'Done.', 'Hi.']) expect(text).not.toContain(content);
+  const plain = await open('chatgpt-classic.html');
+  expect((await lastPosted(plain, 'page_diagnostics')).csp).toEqual({ meta: false, violations: 0, directives: [] });
+});

@@ -1,0 +1,289 @@
+//! Site profiles: what the page adapter looks for on each chat site, as data.
+//!
+//! Purpose: the content script (`extension/content.js`) holds no site selector. On
+//! connect the worker sends it the profile of the page's origin ([`profile_for`]); the
+//! script detects which layout *generation* of the site is live ([`Detect`]), finds each
+//! fact ([`Facts`]) by the generation's ordered [`Probe`]s, reports the generation and,
+//! per fact, which probe matched (`page_diagnostics`), and carries out delivery
+//! commands through the elements it found. docs/PROTOCOL.md "One delivery path on the
+//! internal ports" is the contract; `../shared/SITES-2026.md` is the source of every
+//! selector and label (each site file names its sources and their dates).
+//!
+//! Shape: a [`SiteProfile`] is a list of [`Generation`]s in detection order; a generation
+//! is a detection rule, one probe list per fact, the en / zh label sets its probes name,
+//! and the controls a Send or Stop candidate must never be ([`Generation::never`]). The
+//! tables are `&'static` data serialised only when sent (`serde_json::to_value`), so
+//! they cost nothing until a page connects.
+//!
+//! Invariants:
+//! - Probes are tag-agnostic unless the tag *is* the layout marker (article vs section
+//!   turns); the first probe of a list that finds an element wins.
+//! - Within one site the detection rules are mutually exclusive on every recorded
+//!   snippet; a page that matches none has generation `null` and the adapter types and
+//!   clicks nothing there (fail closed).
+//! - A Stop probe never matches a dictation, voice or read-aloud control: every
+//!   generation's `never` list and its `not_stop_words` label set exclude them, and
+//!   label probes compare the whole label, so "Stop reading" is not "Stop".
+//! - A Send candidate that also matches a Stop probe is not Send (one flipping submit
+//!   button; DeepSeek's circle that differs only by its icon).
+
+use serde::Serialize;
+
+pub mod chatgpt;
+pub mod deepseek;
+pub mod zai;
+
+/// Where a probe looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The whole document (`document.querySelectorAll`).
+    Doc,
+    /// Inside the composer's root (the element the `root` fact found), never outside it.
+    Root,
+    /// From the composer up: the nearest ancestor matching the selector (`closest`).
+    Closest,
+    /// Inside the last turns of the turn list (the adapter's tail window).
+    Tail,
+    /// The last assistant message itself or inside it.
+    Last,
+    /// The message element itself, inside it, or its nearest ancestor (message ids, read
+    /// per user message).
+    Message,
+}
+
+/// One way to find a fact: a CSS selector plus optional filters, all of which must hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Probe {
+    /// CSS selector, matched regardless of tag unless the tag is the layout's marker.
+    pub css: &'static str,
+    /// Where to look.
+    pub scope: Scope,
+    /// Label-set key: the element's whole label (`aria-label`, else `title`, else its
+    /// trimmed text) equals one of the set's en or zh labels, ignoring case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<&'static str>,
+    /// Label-set key: the element's text contains one of the set's phrases, ignoring case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<&'static str>,
+    /// The element holds an SVG `path` whose `d` starts with this prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<&'static str>,
+    /// For message ids: the attribute holding the id (its first whitespace-separated token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attr: Option<&'static str>,
+    /// Label-set key: within three ancestors there is a button with one of these labels
+    /// (a Deny button beside an Allow button makes a permission card).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<&'static str>,
+    /// Counts only when exactly one element matches (a generic editor selector).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unique: bool,
+}
+
+impl Probe {
+    /// A document-wide probe with no filters; the base the tables extend with `..`.
+    pub const DOC: Probe = Probe {
+        css: "",
+        scope: Scope::Doc,
+        label: None,
+        text: None,
+        icon: None,
+        attr: None,
+        beside: None,
+        unique: false,
+    };
+
+    /// A document-wide probe for `css`.
+    pub const fn doc(css: &'static str) -> Probe {
+        Probe { css, ..Probe::DOC }
+    }
+
+    /// A probe for `css` in `scope`.
+    pub const fn within(scope: Scope, css: &'static str) -> Probe {
+        Probe { css, scope, ..Probe::DOC }
+    }
+}
+
+/// Which markers prove a generation: every `all` selector and at least one `any`
+/// selector (when `any` is not empty) match in the document, and no `none` selector does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Detect {
+    /// All of these match.
+    pub all: &'static [&'static str],
+    /// At least one of these matches (ignored when empty).
+    pub any: &'static [&'static str],
+    /// None of these matches.
+    pub none: &'static [&'static str],
+}
+
+/// One fact's probes, in order.
+pub type Probes = &'static [Probe];
+
+/// The probe lists of one generation, one per fact the adapter reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    /// The editor the adapter types into.
+    pub composer: Probes,
+    /// The composer's root (its form), found upwards from the composer; scopes Send/Stop.
+    pub root: Probes,
+    /// The Send control.
+    pub send: Probes,
+    /// The Stop control (the page is generating while it is there).
+    pub stop: Probes,
+    /// The element whose children are the turns, upwards from the first turn (empty: the
+    /// adapter uses the nearest common ancestor of the first and last turn).
+    pub turn_list: Probes,
+    /// One conversation turn (a unit of the turn list, possibly wrapped).
+    pub turn: Probes,
+    /// A user message (role fact): counted, and read for delivery markers.
+    pub user: Probes,
+    /// An assistant message (role fact).
+    pub assistant: Probes,
+    /// A message's id, read on or in a user message.
+    pub message_id: Probes,
+    /// The assistant's prose.
+    pub assistant_body: Probes,
+    /// A reply is being streamed.
+    pub streaming: Probes,
+    /// The last reply is final.
+    pub complete: Probes,
+    /// The thread shows a failed reply.
+    pub thread_error: Probes,
+    /// The Retry control of a failed reply.
+    pub retry: Probes,
+    /// A tool / connector permission card waits for the human.
+    pub permission_card: Probes,
+    /// A rate-limit notice is shown.
+    pub rate_limit: Probes,
+}
+
+/// The wire names of the facts, in report order (`page_diagnostics.facts` keys).
+pub const FACT_NAMES: [&str; 16] = [
+    "composer",
+    "root",
+    "send",
+    "stop",
+    "turn_list",
+    "turn",
+    "user",
+    "assistant",
+    "message_id",
+    "assistant_body",
+    "streaming",
+    "complete",
+    "thread_error",
+    "retry",
+    "permission_card",
+    "rate_limit",
+];
+
+impl Facts {
+    /// Every fact by its wire name ([`FACT_NAMES`]), in report order.
+    pub fn named(&self) -> [(&'static str, Probes); 16] {
+        let lists = [
+            self.composer,
+            self.root,
+            self.send,
+            self.stop,
+            self.turn_list,
+            self.turn,
+            self.user,
+            self.assistant,
+            self.message_id,
+            self.assistant_body,
+            self.streaming,
+            self.complete,
+            self.thread_error,
+            self.retry,
+            self.permission_card,
+            self.rate_limit,
+        ];
+        let mut i = 0;
+        lists.map(|probes| {
+            let named = (FACT_NAMES[i], probes);
+            i += 1;
+            named
+        })
+    }
+}
+
+/// Labels in English and Chinese under one key, named by probes' `label`, `text` and
+/// `beside`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LabelSet {
+    /// The key probes use.
+    pub key: &'static str,
+    /// English labels or phrases.
+    pub en: &'static [&'static str],
+    /// Chinese labels or phrases.
+    pub zh: &'static [&'static str],
+}
+
+/// The key of the label set whose words (substrings of a control's label, title or test
+/// id) mark a dictation, voice or read-aloud control: never Send, never Stop.
+pub const NOT_STOP_WORDS: &str = "not_stop_words";
+
+/// One layout generation of a site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Generation {
+    /// `site.layout`, e.g. `chatgpt.thread`; reported as `page_facts.generation`.
+    pub id: &'static str,
+    /// Which markers prove this layout.
+    pub detect: Detect,
+    /// The probes per fact.
+    pub facts: Facts,
+    /// Label sets the probes name, plus [`NOT_STOP_WORDS`].
+    pub labels: &'static [LabelSet],
+    /// Selectors a Send or Stop candidate must not match (dictation, voice, read aloud).
+    pub never: &'static [&'static str],
+    /// Selectors that mark a found control as disabled (not clickable yet).
+    pub disabled: &'static [&'static str],
+    /// Whether the last reply counts as streaming until a `complete` probe matches on it
+    /// (layouts whose only streaming cue is the absence of a final marker).
+    pub pending_until_complete: bool,
+}
+
+/// The profile of one site: its generations in detection order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SiteProfile {
+    /// Site name (`chatgpt`, `zai`, `deepseek`).
+    pub site: &'static str,
+    /// The origin the profile is for.
+    pub origin: &'static str,
+    /// Generations; the adapter takes the first whose rule matches.
+    pub generations: &'static [Generation],
+}
+
+impl SiteProfile {
+    /// The generation with this id.
+    pub fn generation(&self, id: &str) -> Option<&'static Generation> {
+        self.generations.iter().find(|generation| generation.id == id)
+    }
+}
+
+/// Selectors of a disabled control shared by most generations.
+pub(crate) const DISABLED: &[&str] = &["[disabled]", "[aria-disabled=\"true\"]"];
+
+/// Every known site profile.
+pub const PROFILES: &[&SiteProfile] = &[&chatgpt::PROFILE, &zai::PROFILE, &deepseek::PROFILE];
+
+/// The profile for a page URL or origin (`https://chatgpt.com/c/…` → ChatGPT's), by the
+/// same origin rule as the port check (`limits::url_under_origin`).
+pub fn profile_for(url_or_origin: &str) -> Option<&'static SiteProfile> {
+    PROFILES
+        .iter()
+        .copied()
+        .find(|profile| crate::limits::url_under_origin(url_or_origin, profile.origin))
+}
+
+/// The [`NOT_STOP_WORDS`] set every generation carries: the words that make a control
+/// dictation, voice or read aloud.
+pub(crate) const NOT_STOP: LabelSet = LabelSet {
+    key: NOT_STOP_WORDS,
+    en: &["dictat", "voice", "read aloud", "stop reading", "speech", "listen"],
+    zh: &["听写", "语音", "朗读"],
+};
+
+#[cfg(test)]
+mod tests;
