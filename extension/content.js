@@ -127,6 +127,8 @@
       withheld: c?.withheld?.code ?? '',
       tasks: c?.tasks ? `${c.tasks.running}/${c.tasks.unacked}` : '',
       sessionRef: c?.session_ref ?? '',
+      layout: c?.layout ?? '',
+      deliveryState: c?.delivery_state ?? '',
     };
     Object.assign(host.dataset, hooks);
     if (!c) { continuity.replaceChildren(); return []; }
@@ -138,6 +140,9 @@
       out.push(c.active_target ? para('target', 'hudActiveTarget', [`/c/${c.active_target}`]) : para('target', 'hudNoActiveTarget', []));
     }
     if (c.session_ref) out.push(para('session', 'hudSessionRef', [c.session_ref]));
+    // Fail closed, visibly: an unrecognised layout gets nothing typed into it (ext-core).
+    if (!c.layout) out.push(para('layout', 'hudLayoutUnknown', [], 'withheld'));
+    if (c.delivery_state === 'uncertain') out.push(para('delivery', 'hudDeliveryUncertain', [], 'withheld'));
     out.push(para('auto', c.auto === 'on' ? 'hudAutoOn' : 'hudAutoOff', []));
     if (c.auto_note) { const p = para('auto-note', 'hudAutoNote', [c.auto_note], 'withheld'); p.textContent = c.auto_note; out.push(p); }
     if (c.binding) {
@@ -222,6 +227,7 @@
         if (c.scope_state === 'working') { parts.push(text('pillWorking', [String(c.working_panes)])); worse('pending'); }
         else parts.push(text(c.scope_state === 'settled' ? 'pillSettled' : 'pillIdle'));
       }
+      if (!c.layout) { parts.push(text('pillLayoutUnknown')); worse('warning'); }
       if (c.withheld) { parts.push(text('pillHeld')); worse('warning'); }
     }
     summary.textContent = parts.join(' · ');

@@ -62,6 +62,12 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await page.goto('https://chatgpt.com/c/7d3e2a10-5b6c-4d7e-8f90-a1b2c3d4e5f6');
   await new HudProbe(page).expectCompanionConnected();
   await expect(page.locator('herdr-continuity-hud')).toHaveAttribute('data-generation', '');
+  // The HUD says so too (issue 9 acceptance 2): the worker's view has no layout, the pill warns.
+  const hud = page.locator('herdr-continuity-hud');
+  await expect(hud).toHaveAttribute('data-layout', '');
+  await expect(hud).toHaveAttribute('data-summary-tone', 'warning');
+  await hud.locator('button[data-hud-toggle]').click();
+  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudLayoutUnknown');
   const panel = await context.newPage();
   await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${await tabIdOf(worker, page.url())}`);
   const sees = panel.locator('[data-diagnostics]');
