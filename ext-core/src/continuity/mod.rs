@@ -837,71 +837,9 @@ impl Continuity {
                     }
                 }
             }
-            (Purpose::CheckPanes { tab }, Ok(RuntimeAnswer::Panes { panes })) => {
-                let reads: Vec<PaneInfo> = panes.clone();
-                if let Some(run) = self.checks.get_mut(&tab) {
-                    run.panes = panes;
-                } else {
-                    return;
-                }
-                for pane in reads.iter().filter(|p| p.agent.is_some()).take(8) {
-                    let id = self.call(
-                        Purpose::CheckRead { tab },
-                        RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES },
-                    );
-                    if let Some(run) = self.checks.get_mut(&tab) {
-                        if self.calls.contains_key(&id) {
-                            run.waiting.insert(id);
-                        }
-                    }
-                }
-                self.finish_check(tab);
-            }
-            (Purpose::CheckRead { tab }, result) => {
-                if let Some(run) = self.checks.get_mut(&tab) {
-                    run.waiting.retain(|id| self.calls.contains_key(id));
-                    if let Ok(RuntimeAnswer::PaneText { pane_id, text }) = result {
-                        run.texts.insert(pane_id, text);
-                    }
-                }
-                self.finish_check(tab);
-            }
-            (Purpose::CheckPanes { tab }, result) => {
-                self.checks.remove(&tab);
-                let message = match result {
-                    Err(error) => error.message,
-                    Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
-                };
-                let text = self.say(
-                    format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
-                    format!("提取 Herdr 状态失败：{message}。请查看上方的 companion 状态，然后重试。"),
-                );
-                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
-            }
-            (Purpose::Judge { tab }, result) => {
-                let (text, tone) = match result {
-                    Ok(RuntimeAnswer::Text { text }) => {
-                        (self.say(format!("LLM judge: {text}"), format!("LLM 判断：{text}")), NoticeTone::Info)
-                    }
-                    Ok(_) => (
-                        self.say("LLM judge: the companion gave no verdict.".to_owned(), "LLM 判断：companion 没有给出结论。".to_owned()),
-                        NoticeTone::Info,
-                    ),
-                    // J4: the extension holds no provider; only the runtime's semantic service judges.
-                    Err(error) if error.code == "unknown_method" => (
-                        self.say(
-                            format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
-                            format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
-                        ),
-                        NoticeTone::Bad,
-                    ),
-                    Err(error) => (
-                        self.say(format!("LLM judge failed: {}", error.message), format!("LLM 判断失败：{}", error.message)),
-                        NoticeTone::Bad,
-                    ),
-                };
-                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
-            }
+            (Purpose::CheckPanes { tab }, result) => self.check_panes_answered(tab, result),
+            (Purpose::CheckRead { tab }, result) => self.check_read_answered(tab, result),
+            (Purpose::Judge { tab }, result) => self.judge_answered(tab, result),
         }
     }
 
