@@ -34,6 +34,17 @@
 //! the [`ext_core::progress_push::ProgressPush`] of a scope) with real summaries,
 //! failed deliveries and serde restarts.
 //!
+//! The delivery path (issue 7, acceptance 2): the pages answer through `delivery_report`
+//! or not at all; a message may land late, land although its answer was lost, stay in the
+//! composer, or be lost with a reload or a closed tab; the runtime may drop events to
+//! retention (its hello then carries the agent snapshot); the extension may lose its whole
+//! state (a new epoch, old markers still on the pages). After every step: nothing typed
+//! twice (a landed wake is never typed again, and no message goes out while the previous
+//! one of its scope has landed unconfirmed); no ack without a confirmed delivery (f); two
+//! wakes of one scope are separated by a working event of its workspace; at most one
+//! active delivery per scope; and at the end, liveness: with the pages idle, every
+//! delivery resolves within the ledger's bound.
+//!
 //! `CONTINUITY_PROPS_TRACE=1` prints every input and output of the world to stderr.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -102,6 +113,9 @@ enum Op {
     LinkUp,
     /// The service worker restarts from its persisted snapshot.
     WorkerRestart,
+    /// The extension's stored state is lost (storage cleared, reinstall): a fresh machine
+    /// with a new epoch; bindings and Auto are gone, the pages still show old markers.
+    LoseState,
     /// A page reports new facts.
     Page { chat: usize, composer: bool, draft: bool, generating: bool, permission_card: bool },
     /// A page's port goes away (navigation, reload, tab closed); the next report of that
@@ -159,6 +173,7 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         2 => Just(Op::LinkDown),
         2 => Just(Op::LinkUp),
         2 => Just(Op::WorkerRestart),
+        1 => Just(Op::LoseState),
         4 => (chat.clone(), prop::bool::weighted(0.85), prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.1))
             .prop_map(|(chat, composer, draft, generating, permission_card)| Op::Page { chat, composer, draft, generating, permission_card }),
         1 => chat.clone().prop_map(|chat| Op::PageGone { chat }),
@@ -284,6 +299,12 @@ struct World {
     agents_in_hello: bool,
     /// A replay lost events to retention since the last heal of the stream.
     replay_gap: bool,
+    /// Ids the server got since the extension last lost its state: a wake or inbox stem in
+    /// here is never typed again. (Before a loss, a confirmed task whose ack was lost with
+    /// the state may rightly be reported again.)
+    landed_since_loss: BTreeSet<String>,
+    /// Deliveries of a machine whose state was lost: they may still land late.
+    orphans: Vec<Outstanding>,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -334,6 +355,8 @@ impl World {
             retention,
             agents_in_hello,
             replay_gap: false,
+            landed_since_loss: BTreeSet::new(),
+            orphans: Vec::new(),
         };
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
@@ -410,6 +433,7 @@ impl World {
         out.landed = true;
         let (id, tab) = (out.id.clone(), out.tab);
         let conv = conv_of_tab(tab).to_owned();
+        self.landed_since_loss.insert(format!("{conv}|{}", stem(&id)));
         self.threads.entry(conv.clone()).or_default().push(id.clone());
         for (page_tab, page) in self.pages.iter_mut() {
             if conv_of_tab(*page_tab) == conv {
@@ -545,7 +569,7 @@ impl World {
             prop_assert!(false, "(e) {id} while {:?} is in flight", previous);
         }
         // A landed wake of this settle is never typed again (whatever its id).
-        let landed_before = self.threads.get(conv).is_some_and(|thread| thread.iter().any(|d| stem(d) == stem(&id)));
+        let landed_before = self.landed_since_loss.contains(&format!("{conv}|{}", stem(&id)));
         prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
         prop_assert!(text.ends_with(&format!("[herdr-continuity {id}]")), "marker line missing: {text}");
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
@@ -768,6 +792,36 @@ impl World {
         Ok(())
     }
 
+    /// The stored state is gone: a fresh machine (new epoch) that knows no binding.
+    fn lose_state(&mut self) -> Result<(), TestCaseError> {
+        self.lives += 1;
+        self.machine = Continuity::with_epoch(&format!("lost{}", self.lives));
+        self.inputs.clear();
+        self.bound.clear();
+        self.auto_on.clear();
+        self.owed_wake.clear();
+        self.last_landed_wake.clear();
+        self.landed_since_loss.clear();
+        self.orphans.extend(std::mem::take(&mut self.outstanding).into_values().filter(|o| !o.landed));
+        // Confirmed tasks whose ack was lost with the state stay unacknowledged: the new
+        // machine may rightly report them again.
+        let inbox = &self.inbox;
+        for (_, tasks) in self.confirmed.values_mut() {
+            tasks.retain(|t| inbox.get(t).is_some_and(|(_, acked)| *acked));
+        }
+        // The new worker reconnects and the pages report again.
+        self.hello_boot = None;
+        self.handed_high_water = 0;
+        if self.link_up {
+            self.feed(ContinuityInput::LinkUp)?;
+        }
+        let tabs: Vec<u32> = self.pages.keys().copied().collect();
+        for tab in tabs {
+            self.report_page(tab)?;
+        }
+        Ok(())
+    }
+
     fn advance(&mut self, by: Millis) -> Result<(), TestCaseError> {
         let until = self.now + by;
         let mut fired = 0;
@@ -820,6 +874,7 @@ impl World {
             Op::LinkDown => self.link_down()?,
             Op::LinkUp => self.link_up()?,
             Op::WorkerRestart => self.worker_restart()?,
+            Op::LoseState => self.lose_state()?,
             Op::Page { chat, composer, draft, generating, permission_card } => {
                 let tab = CHATS[chat].0;
                 if !self.pages.contains_key(&tab) {
@@ -842,6 +897,19 @@ impl World {
                         out.cannot_land |= !out.landed;
                     }
                     self.feed(ContinuityInput::PageGone { tab })?;
+                }
+            }
+            Op::LandLate { chat } if self.orphans.iter().any(|o| o.tab == CHATS[chat].0 && !o.cannot_land) => {
+                // A message of the lost machine lands now: its marker must confirm nothing.
+                let tab = CHATS[chat].0;
+                if let Some(index) = self.orphans.iter().position(|o| o.tab == tab && !o.cannot_land) {
+                    let orphan = self.orphans.remove(index);
+                    let conv = conv_of_tab(tab).to_owned();
+                    self.threads.entry(conv).or_default().push(orphan.id.clone());
+                    if let Some(page) = self.pages.get_mut(&tab) {
+                        page.markers.push(orphan.id);
+                    }
+                    self.report_page(tab)?;
                 }
             }
             Op::LandLate { chat } => {
