@@ -329,7 +329,8 @@ mod tests {
         let unknown = Method::parse("events.unsubscribe").err().map(|e| e.to_string());
         assert_eq!(unknown.as_deref(), Some("`events.unsubscribe` is not a known Method of herdr-continuity/1"));
         assert!("unknown_method" == ErrorCode::UnknownMethod);
-        assert!(*"offline".to_owned() == ErrorCode::Offline && "x".to_owned() != ErrorCode::Offline);
+        let owned: String = ["off", "line"].concat();
+        assert!(owned == ErrorCode::Offline && owned != ErrorCode::BadAnswer);
         assert_eq!(serde_json::to_string(&Method::InboxAck).ok().as_deref(), Some("\"inbox.ack\""));
         assert!(serde_json::from_str::<Method>("\"nope\"").is_err());
     }

@@ -10,21 +10,8 @@ use tokio::sync::watch;
 
 use super::client::{ping, HerdrError, Pong};
 
-/// Coarse connection state, as the HUD shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HerdrState {
-    /// Herdr answered `ping` with the supported protocol.
-    Connected,
-    /// No server on the socket.
-    NotRunning,
-    /// Herdr speaks another protocol.
-    UnsupportedProtocol,
-    /// The socket is not ours to use.
-    PermissionDenied,
-    /// Anything else (timeout, garbage answer, IO error).
-    Error,
-}
+/// Coarse connection state, as the HUD shows it (the wire's `herdr.state`).
+pub use continuity_protocol::HerdrState;
 
 /// The runtime's view of Herdr, exactly as sent on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -14,7 +14,8 @@ use serde_json::{json, Map, Value};
 use super::store::{NewTask, StoreError};
 use super::{new_id, Inbox};
 use crate::herdr::HerdrError;
-use crate::protocol::Request;
+use crate::protocol::{ErrorCode, Method, Request};
+use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
 use crate::runtime::dispatch::{unix_millis, MethodError};
 use crate::stream::methods::herdr_not_ready;
 use crate::runtime::RuntimeContext;
@@ -34,11 +35,6 @@ const PROMPT_PREVIEW_CHARS: usize = 200;
 /// Timeout of Herdr `agent.prompt`.
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// True for the methods this module serves.
-pub fn owns(method: &str) -> bool {
-    matches!(method, "task.dispatch" | "task.list" | "inbox.pending" | "inbox.ack" | "inbox.counts")
-}
-
 /// A validated `task.dispatch`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DispatchRequest {
@@ -55,7 +51,7 @@ pub struct DispatchRequest {
 }
 
 fn bad(message: String) -> MethodError {
-    ("bad_request", message)
+    (ErrorCode::BadRequest, message)
 }
 
 /// A required id-like string param of 1..=[`MAX_REF_CHARS`] characters.
@@ -73,7 +69,7 @@ fn required_ref(params: &Map<String, Value>, method: &str, key: &str, example: &
 impl DispatchRequest {
     /// Validates `task.dispatch` params.
     pub fn parse(params: &Map<String, Value>) -> Result<Self, MethodError> {
-        let m = "task.dispatch";
+        let m = Method::TaskDispatch.as_str();
         let browser_session_ref = required_ref(params, m, "browser_session_ref", "the chat's stable session ref")?;
         let workspace_id = required_ref(params, m, "workspace_id", "\"w1\"")?;
         let pane_id = required_ref(params, m, "pane_id", "\"w1:p1\"")?;
@@ -98,47 +94,47 @@ impl DispatchRequest {
 /// The error a Herdr refusal of `agent.prompt` becomes.
 pub fn prompt_error(pane_id: &str, error: &HerdrError) -> MethodError {
     match error {
-        HerdrError::Remote { code, .. } => match code.as_str() {
-            "agent_blocked" => ("agent_blocked", format!(
+        HerdrError::Remote { code, .. } => match HerdrErrorCode::parse(code) {
+            Ok(HerdrErrorCode::AgentBlocked) => (ErrorCode::AgentBlocked, format!(
                 "the agent in pane {pane_id} is blocked waiting for interactive input; answer it in Herdr, then dispatch again"
             )),
-            "agent_not_ready" => ("agent_not_ready", format!(
+            Ok(HerdrErrorCode::AgentNotReady) => (ErrorCode::AgentNotReady, format!(
                 "pane {pane_id} has no agent ready for a prompt (it is busy, or not a recognised agent); wait until it is idle or pick another pane, then dispatch again"
             )),
-            "agent_not_found" | "pane_not_found" | "not_found" => ("not_found", format!(
+            Ok(HerdrErrorCode::AgentNotFound | HerdrErrorCode::PaneNotFound | HerdrErrorCode::NotFound) => (ErrorCode::NotFound, format!(
                 "Herdr has no agent in pane {pane_id} (closed, or never ran an agent); pick a pane from herdr.panes and dispatch again"
             )),
-            _ => ("herdr_error", format!("{error}; the task was not dispatched")),
+            _ => (ErrorCode::HerdrError, format!("{error}; the task was not dispatched")),
         },
-        other => ("herdr_unavailable", format!("{other}; the task was not dispatched")),
+        other => (ErrorCode::HerdrUnavailable, format!("{other}; the task was not dispatched")),
     }
 }
 
 fn store_error(error: StoreError) -> MethodError {
     let code = match error {
-        StoreError::Sqlite(_) | StoreError::CallLost(_) => "inbox_unavailable",
+        StoreError::Sqlite(_) | StoreError::CallLost(_) => ErrorCode::InboxUnavailable,
     };
     (code, error.to_string())
 }
 
-/// Serves one of [`owns`]'s methods.
+/// Serves `task.*` and `inbox.*` (the router sends no other method).
 pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, MethodError> {
     let Some(inbox) = ctx.inbox.get() else {
-        return Err(("not_ready", "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
+        return Err((ErrorCode::NotReady, "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
     };
     let params = &request.params;
     let method = request.method.as_str();
-    if method == "task.dispatch" {
+    if request.method == Method::TaskDispatch {
         return dispatch(ctx, inbox, DispatchRequest::parse(params)?).await;
     }
     let session_ref = required_ref(params, method, "browser_session_ref", "the chat's stable session ref")?;
-    match method {
-        "inbox.counts" => {
+    match request.method {
+        Method::InboxCounts => {
             let owned = session_ref.clone();
             let counts = inbox.with_store(move |store| store.counts(&owned)).await.map_err(store_error)?;
             Ok(json!({"type": "inbox_counts", "browser_session_ref": session_ref, "counts": counts}))
         }
-        "inbox.pending" => {
+        Method::InboxPending => {
             // A settle the client already received must be reflected here (I2); a failed
             // catch-up leaves it to the follower and answers what is stored.
             let socket = std::path::PathBuf::from(ctx.herdr().socket);
@@ -152,7 +148,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             let items: Vec<Value> = items.iter().map(|t| t.to_json()).collect();
             Ok(json!({"type": "inbox_pending", "browser_session_ref": session_ref, "items": items, "more": more}))
         }
-        "task.list" => {
+        Method::TaskList => {
             let owned = session_ref.clone();
             let tasks = inbox.with_store(move |store| store.list(&owned, MAX_LIST)).await.map_err(store_error)?;
             let tasks: Vec<Value> = tasks.iter().map(|t| t.to_json()).collect();
@@ -203,7 +199,7 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     let after_seq = inbox
         .last_event_seq()
         .await
-        .map_err(|e| ("inbox_unavailable", format!("{e}; the task was not dispatched")))?;
+        .map_err(|e| (ErrorCode::InboxUnavailable, format!("{e}; the task was not dispatched")))?;
     let task = NewTask {
         task_id: new_id("task"),
         dispatch_id: new_id("dispatch"),
@@ -220,7 +216,7 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     inbox.with_store(move |store| store.insert_running(&row)).await.map_err(store_error)?;
     let socket = PathBuf::from(ctx.herdr().socket);
     let params = json!({"target": request.pane_id, "text": request.prompt});
-    if let Err(error) = crate::herdr::request(&socket, "agent.prompt", params, PROMPT_TIMEOUT).await {
+    if let Err(error) = crate::herdr::request(&socket, HerdrMethod::AgentPrompt, params, PROMPT_TIMEOUT).await {
         let task_id = task.task_id.clone();
         let _ = inbox.with_store(move |store| store.forget(&task_id)).await;
         ctx.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
@@ -285,12 +281,18 @@ mod tests {
 
     #[test]
     fn herdr_refusals_become_clear_errors() {
-        let remote = |code: &str| HerdrError::Remote { method: "agent.prompt".into(), code: code.into(), message: "m".into() };
-        let codes: Vec<&str> = ["agent_blocked", "agent_not_ready", "agent_not_found", "pane_not_found", "weird"]
+        let remote = |code: &str| HerdrError::Remote { method: HerdrMethod::AgentPrompt.as_str().into(), code: code.into(), message: "m".into() };
+        let codes: Vec<ErrorCode> = ["agent_blocked", "agent_not_ready", "agent_not_found", "pane_not_found", "weird"]
             .iter()
             .map(|c| prompt_error("w1:p1", &remote(c)).0)
             .collect();
-        assert_eq!(codes, ["agent_blocked", "agent_not_ready", "not_found", "not_found", "herdr_error"]);
+        assert_eq!(codes, [
+            ErrorCode::AgentBlocked,
+            ErrorCode::AgentNotReady,
+            ErrorCode::NotFound,
+            ErrorCode::NotFound,
+            ErrorCode::HerdrError,
+        ]);
         assert!(prompt_error("w1:p1", &remote("agent_blocked")).1.contains("answer it in Herdr"));
     }
 }

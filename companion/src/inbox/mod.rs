@@ -31,6 +31,8 @@ pub mod methods;
 pub mod store;
 pub mod transition;
 
+use continuity_protocol::herdr::HerdrMethod;
+use continuity_protocol::{EventName, TaskTrigger};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -300,7 +302,7 @@ impl Inbox {
                 let tasks = self.with_store(move |store| store.running_on_pane(&pane_id, seq)).await?;
                 if !tasks.is_empty() {
                     let tail = match ending.trigger {
-                        "agent_settled" => read_tail(herdr_socket, &ending.pane_id).await,
+                        TaskTrigger::AgentSettled => read_tail(herdr_socket, &ending.pane_id).await,
                         _ => None,
                     };
                     let result = result_summary(&ending, event.seq, &event.data, tail.as_deref());
@@ -333,14 +335,14 @@ impl Inbox {
 
 /// The `inbox_changed` event.
 pub fn changed_event(session_ref: &str, counts: Counts) -> Value {
-    json!({"event": "inbox_changed", "data": {"browser_session_ref": session_ref, "counts": counts}})
+    json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": session_ref, "counts": counts}})
 }
 
 /// The pane's recent text, or `None` when Herdr cannot read it (the summary then has no tail).
 async fn read_tail(herdr_socket: &Path, pane_id: &str) -> Option<String> {
     // No `lines`: below the screen height Herdr counts blank rows (REFERENCE §1).
     let params = json!({"pane_id": pane_id, "source": "recent"});
-    let result = crate::herdr::request(herdr_socket, "pane.read", params, TAIL_READ_TIMEOUT).await.ok()?;
+    let result = crate::herdr::request(herdr_socket, HerdrMethod::PaneRead, params, TAIL_READ_TIMEOUT).await.ok()?;
     result.pointer("/read/text").and_then(Value::as_str).map(str::to_owned)
 }
 
@@ -442,7 +444,7 @@ mod tests {
 
     async fn settle_t1(setup: &Setup) -> Option<Option<JoinHandle<()>>> {
         let task = setup.inbox.store().get("t1").expect("get").expect("t1");
-        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
         let result = result_summary(&ending, 3, &json!({"status": "idle", "previous_status": "working"}), Some("all green\n"));
         setup.inbox.finish(&task, &ending, &result, 50).await.expect("finish")
     }
@@ -479,7 +481,7 @@ mod tests {
         assert_eq!(guidance_of_pending(&setup.inbox), [None]);
         assert!(settle_t1(&setup).await.is_none(), "a duplicate settle writes nothing (I2)");
         let events = setup.events.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        assert_eq!(events, [json!({"event": "inbox_changed", "data": {"browser_session_ref": "chat-a",
+        assert_eq!(events, [json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": "chat-a",
             "counts": {"running": 1, "unacked": 1, "acked": 0}}})]);
     }
 
@@ -517,7 +519,7 @@ mod tests {
 
     #[test]
     fn result_summaries_are_bounded() {
-        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
         let long = format!("{}é{}", "x".repeat(10_000), "y".repeat(4_095));
         let summary = result_summary(&ending, 9, &json!({"status": "idle", "cwd": "c".repeat(1000)}), Some(&long));
         let tail = summary["tail"].as_str().expect("tail");

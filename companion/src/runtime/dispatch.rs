@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use super::log::RuntimeLog;
 use crate::herdr::HerdrStatus;
 use crate::paths::CompanionHome;
-use crate::protocol::{self, Request, PROTOCOL_VERSION};
+use crate::protocol::{self, ErrorCode, Method, Request, PROTOCOL_VERSION};
 
 /// State shared by every connection.
 #[derive(Debug)]
@@ -98,8 +98,8 @@ impl ClientHandle {
     }
 }
 
-/// A method failure: a snake_case code and a message saying what to do.
-pub type MethodError = (&'static str, String);
+/// A method failure: its code and a message saying what to do.
+pub type MethodError = (ErrorCode, String);
 
 /// Routes requests to handlers.
 #[derive(Debug)]
@@ -122,7 +122,7 @@ impl Dispatcher {
     /// Validates one request line and returns the response to send.
     pub async fn handle_line(&self, line: &[u8], client: &ClientHandle) -> Value {
         match protocol::parse_request(line) {
-            Err(bad) => protocol::error_response(bad.id.as_deref(), "bad_request", &bad.reason),
+            Err(bad) => protocol::error_response(bad.id.as_deref(), bad.code, &bad.reason),
             Ok(request) => match self.dispatch(&request, client).await {
                 Ok(result) => protocol::result_response(&request.id, result),
                 Err((code, message)) => protocol::error_response(Some(&request.id), code, &message),
@@ -136,20 +136,24 @@ impl Dispatcher {
         request: &Request,
         client: &ClientHandle,
     ) -> Result<Value, MethodError> {
-        match request.method.as_str() {
-            "hello" => self.hello(request),
-            "ping" => Ok(json!({ "type": "pong", "server_time": unix_millis() })),
-            "herdr.status" => Ok(json!({ "type": "herdr_status", "herdr": self.ctx.herdr() })),
-            method if crate::stream::methods::owns(method) => {
-                crate::stream::methods::handle(&self.ctx, request, client).await
-            }
-            method if crate::inbox::methods::owns(method) => crate::inbox::methods::handle(&self.ctx, request).await,
-            other => Err((
-                "unknown_method",
-                format!(
-                    "the runtime does not know method `{other}`; update the companion (herdr-companion {}) to match the extension",
-                    env!("CARGO_PKG_VERSION")
-                ),
+        match request.method {
+            Method::Hello => self.hello(request),
+            Method::Ping => Ok(json!({ "type": "pong", "server_time": unix_millis() })),
+            Method::HerdrStatus => Ok(json!({ "type": "herdr_status", "herdr": self.ctx.herdr() })),
+            Method::EventsSubscribe
+            | Method::HerdrWorkspaces
+            | Method::HerdrPanes
+            | Method::HerdrAgents
+            | Method::HerdrPaneRead => crate::stream::methods::handle(&self.ctx, request, client).await,
+            Method::TaskDispatch
+            | Method::TaskList
+            | Method::InboxPending
+            | Method::InboxAck
+            | Method::InboxCounts => crate::inbox::methods::handle(&self.ctx, request).await,
+            // Reserved by the protocol; no service serves it yet.
+            Method::JudgeTurnEnd => Err((
+                ErrorCode::UnknownMethod,
+                protocol::unknown_method_reason(request.method.as_str()),
             )),
         }
     }
@@ -157,7 +161,7 @@ impl Dispatcher {
     fn hello(&self, request: &Request) -> Result<Value, MethodError> {
         let Some(protocol) = request.params.get("protocol").and_then(Value::as_u64) else {
             return Err((
-                "bad_request",
+                ErrorCode::BadRequest,
                 "hello needs params.protocol (an integer); send {\"protocol\":1,\"extension_version\":\"…\"}".to_owned(),
             ));
         };

@@ -244,7 +244,7 @@ fn spawn_herdr_state_publisher(ctx: Arc<RuntimeContext>) {
             ctx.log
                 .line(format_args!("herdr state: {:?}", current.state));
             ctx.broadcast(&protocol::event(
-                "herdr_state",
+                protocol::EventName::HerdrState,
                 serde_json::json!({ "herdr": current }),
             ));
         }
@@ -356,7 +356,7 @@ async fn serve_client(stream: UnixStream, own: u32, dispatcher: Arc<Dispatcher>)
             ClientLine::TooLong => {
                 let reply = protocol::error_response(
                     None,
-                    "bad_request",
+                    protocol::ErrorCode::BadRequest,
                     "request line exceeds 1 MiB and was discarded; send smaller requests",
                 );
                 let _ = outbox.send(protocol::to_line(&reply)).await;

@@ -21,6 +21,8 @@
 pub mod methods;
 pub mod outputs;
 
+use crate::protocol::{ErrorCode, EventName};
+use crate::runtime::dispatch::MethodError;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -34,7 +36,7 @@ use crate::runtime::ClientHandle;
 use outputs::{LatestOutputs, OutputTail, SentOutputs};
 
 /// Name and version of the event stream, sent in `hello`.
-pub const STREAM_PROTOCOL: &str = "herdr-continuity-events/1";
+pub const STREAM_PROTOCOL: &str = continuity_protocol::EVENTS_PROTOCOL;
 
 /// Longest `log_id` accepted in `events.subscribe`.
 const MAX_LOG_ID_CHARS: usize = 64;
@@ -138,7 +140,7 @@ impl EventHub {
             Vec::new()
         } else {
             let snapshot = serde_json::to_value(&next).unwrap_or(Value::Null);
-            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event, &e.data)).collect();
+            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event.as_str(), &e.data)).collect();
             let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
             db.append_all(&self.boot_id, unix_millis() as i64, &rows, (CATALOG_KEY, &snapshot))?
         };
@@ -217,11 +219,11 @@ impl EventHub {
     /// returns the result object. Without `after_seq` only live events follow `hello`. A
     /// position that is not in this log (another `log_id`, or `after_seq` beyond the last
     /// seq) replays the whole log, with `log_reset: true`.
-    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
+    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, MethodError> {
         let after_seq = match params.get("after_seq") {
             None | Some(Value::Null) => None,
             Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or((
-                "bad_request",
+                ErrorCode::BadRequest,
                 "events.subscribe: after_seq must be a non-negative integer (the last seq you received), or omitted for live events only".to_owned(),
             ))?),
         };
@@ -229,7 +231,7 @@ impl EventHub {
             None | Some(Value::Null) => None,
             Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_LOG_ID_CHARS => Some(id.as_str()),
             Some(_) => return Err((
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("events.subscribe: log_id must be the string (1 to {MAX_LOG_ID_CHARS} characters) of an earlier hello's log_id, or omitted"),
             )),
         };
@@ -245,7 +247,7 @@ impl EventHub {
         };
         let log_reset = beyond_end || log_id.is_some_and(|id| id != self.log_id);
         let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
-        let hello = json!({"event": "hello", "data": {
+        let hello = json!({"event": EventName::Hello, "data": {
             "protocol": STREAM_PROTOCOL,
             "boot_id": self.boot_id,
             "log_id": self.log_id,

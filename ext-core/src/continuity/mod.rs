@@ -55,6 +55,7 @@
 //!   a settle waiting for its inbox read; page facts and requests in flight are not (pages
 //!   report again on reconnect, requests are re-issued).
 
+use continuity_protocol::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -746,7 +747,7 @@ impl Continuity {
     /// A call that will never be answered normally.
     fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
         let error = CallError {
-            code: "offline".to_owned(),
+            code: ErrorCode::Offline.as_str().to_owned(),
             message: format!("{why}; the extension retries when it reconnects"),
         };
         self.answered(now, purpose, Err(error));
@@ -777,7 +778,7 @@ impl Continuity {
                             status.inbox_missing = false;
                             status.wake_tasks = tasks;
                         }
-                        Err(error) if error.code == "unknown_method" => {
+                        Err(error) if error.code == ErrorCode::UnknownMethod => {
                             status.inbox_missing = true;
                             status.wake_tasks.clear();
                         }
@@ -808,7 +809,7 @@ impl Continuity {
                             status.counts = Some(counts);
                             status.inbox_missing = false;
                         }
-                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
                         _ => {}
                     }
                 }
@@ -832,7 +833,7 @@ impl Continuity {
                             status.counts = Some(counts);
                             status.inbox_missing = false;
                         }
-                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
                         _ => {}
                     }
                 }
@@ -888,7 +889,7 @@ impl Continuity {
                         NoticeTone::Info,
                     ),
                     // J4: the extension holds no provider; only the runtime's semantic service judges.
-                    Err(error) if error.code == "unknown_method" => (
+                    Err(error) if error.code == ErrorCode::UnknownMethod => (
                         self.say(
                             format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
                             format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
@@ -918,6 +919,6 @@ impl Continuity {
 fn ack_settled(result: &Result<RuntimeAnswer, CallError>) -> bool {
     match result {
         Ok(_) => true,
-        Err(error) => error.code == "unknown_method",
+        Err(error) => error.code == ErrorCode::UnknownMethod,
     }
 }
