@@ -14,6 +14,9 @@ pub use continuity_protocol::{
     PROTOCOL_VERSION,
 };
 
+/// A method failure: its code and a message saying what to do.
+pub type MethodError = (ErrorCode, String);
+
 /// A validated request from the extension.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {

@@ -1,7 +1,5 @@
 //! The runtime's durable parent inbox (issue 4, SPEC I1–I5).
 //!
-//! - [`methods`]: `task.dispatch`, `task.list`, `inbox.pending`, `inbox.ack`,
-//!   `inbox.counts` (docs/PROTOCOL.md "Parent inbox").
 //! - [`store`]: the `inbox_tasks` rows in `state.db` — the truth.
 //! - [`transition`]: which stream events end a task, and how (pure).
 //! - [`advisor`]: optional Parent guidance (I5).
@@ -27,13 +25,12 @@
 
 pub mod advisor;
 pub mod cli;
-pub mod methods;
 pub mod store;
 pub mod transition;
 
 use continuity_protocol::herdr::HerdrMethod;
 use continuity_protocol::{EventName, TaskTrigger};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -42,8 +39,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::db::{off_worker, DbCallLost, DbError, StateDb};
-use crate::runtime::dispatch::unix_millis;
-use crate::runtime::{RuntimeContext, RuntimeLog};
+use crate::clock::unix_millis;
+use crate::herdr::HerdrStatus;
+use crate::log::RuntimeLog;
+use crate::outbox::Broadcast;
+use tokio::sync::watch;
 use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
 use store::{Counts, InboxStore, StoreError, TaskRecord};
 use transition::{ending_for, Ending};
@@ -347,9 +347,9 @@ async fn read_tail(herdr_socket: &Path, pane_id: &str) -> Option<String> {
 }
 
 /// Follows the event log forever (spawn it).
-async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog>) {
+async fn follow(inbox: Arc<Inbox>, herdr: watch::Receiver<HerdrStatus>, log: Arc<RuntimeLog>) {
     loop {
-        let socket = std::path::PathBuf::from(ctx.herdr().socket);
+        let socket = std::path::PathBuf::from(herdr.borrow().socket.clone());
         match inbox.follow_once(&socket).await {
             Ok(0) => tokio::time::sleep(FOLLOW_POLL).await,
             Ok(_) => {}
@@ -361,24 +361,27 @@ async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog
     }
 }
 
-/// Opens the inbox in the companion home's `state.db`, stores it in `ctx.inbox` and
-/// spawns the follower. No attention advisor is configured in this build, so items carry
-/// `guidance: null` (I5 default). A failure is logged; the inbox methods then answer
-/// `not_ready`.
-pub async fn start(ctx: &Arc<RuntimeContext>) {
-    let db_path = ctx.home.root().join("state.db");
-    let weak = Arc::downgrade(ctx);
-    let notify: Notify = Box::new(move |event| {
-        if let Some(ctx) = weak.upgrade() {
-            ctx.broadcast(&event);
-        }
-    });
+/// Opens the inbox in `db_path` (`state.db`) and spawns the follower, which reads Herdr
+/// (for result tails) at the socket `herdr` names; every change is announced on
+/// `broadcast`. No attention advisor is configured in this build, so items carry
+/// `guidance: null` (I5 default). A failure is logged and gives `None`; the inbox methods
+/// then answer `not_ready`.
+pub async fn start(
+    db_path: PathBuf,
+    herdr: watch::Receiver<HerdrStatus>,
+    broadcast: Broadcast,
+    log: Arc<RuntimeLog>,
+) -> Option<Arc<Inbox>> {
+    let notify: Notify = Box::new(move |event| broadcast.send(&event));
     match off_worker(move || Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify)).await {
         Ok(inbox) => {
-            let _ = ctx.inbox.set(Arc::clone(&inbox));
-            tokio::spawn(follow(inbox, Arc::clone(ctx), Arc::clone(&ctx.log)));
+            tokio::spawn(follow(Arc::clone(&inbox), herdr, log));
+            Some(inbox)
         }
-        Err(e) => ctx.log.line(format_args!("parent inbox disabled: {e}")),
+        Err(e) => {
+            log.line(format_args!("parent inbox disabled: {e}"));
+            None
+        }
     }
 }
 

@@ -18,12 +18,11 @@
 //!   pane ([`outputs`]), are sent live, and each subscription gets every pane's newest
 //!   tail once right after its replay (never an older tail after a newer one).
 
-pub mod methods;
 pub mod outputs;
+pub mod sync;
 
-use crate::protocol::{ErrorCode, EventName};
-use crate::runtime::dispatch::MethodError;
-use std::path::Path;
+use crate::protocol::{ErrorCode, EventName, MethodError};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -31,8 +30,9 @@ use tokio::sync::broadcast;
 
 use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
-use crate::runtime::dispatch::unix_millis;
-use crate::runtime::ClientHandle;
+use crate::clock::unix_millis;
+use crate::log::RuntimeLog;
+use crate::outbox::ClientHandle;
 use outputs::{LatestOutputs, OutputTail, SentOutputs};
 
 /// Name and version of the event stream, sent in `hello`.
@@ -353,17 +353,18 @@ impl Feed {
     }
 }
 
-/// Opens `state.db` in the companion home, stores the hub in `ctx.event_hub` and spawns the
-/// Herdr sync loop. A database that cannot be opened is logged; the stream methods then
-/// answer `not_ready` with the reason in `runtime.log`.
-pub async fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
-    let db_path = ctx.home.root().join("state.db");
-    let boot_id = ctx.boot_id.clone();
+/// Opens the event log in `db_path` (`state.db`) and spawns the Herdr sync loop
+/// ([`sync::run_sync`]). A database that cannot be opened is logged and gives `None`; the
+/// stream methods then answer `not_ready` with the reason in `runtime.log`.
+pub async fn start(db_path: PathBuf, boot_id: String, herdr_socket: PathBuf, log: Arc<RuntimeLog>) -> Option<Arc<EventHub>> {
     match off_worker(move || EventHub::open(&db_path, boot_id)).await {
         Ok(hub) => {
-            let _ = ctx.event_hub.set(Arc::clone(&hub));
-            tokio::spawn(crate::herdr::subscribe::run_sync(herdr_socket, hub, Arc::clone(&ctx.log)));
+            tokio::spawn(sync::run_sync(herdr_socket, Arc::clone(&hub), log));
+            Some(hub)
         }
-        Err(e) => ctx.log.line(format_args!("event stream disabled: {e}")),
+        Err(e) => {
+            log.line(format_args!("event stream disabled: {e}"));
+            None
+        }
     }
 }

@@ -416,6 +416,11 @@ impl LineClient {
         }
     }
 
+    /// Sends a line; false when the runtime already closed the connection.
+    pub fn try_send_raw(&mut self, line: &[u8]) -> bool {
+        self.writer.write_all(line).is_ok() && self.writer.write_all(b"\n").is_ok()
+    }
+
     pub fn send_raw(&mut self, line: &[u8]) {
         self.writer.write_all(line).expect("write");
         self.writer.write_all(b"\n").expect("write");

@@ -10,34 +10,26 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::Router;
 use crate::herdr::request as herdr_request;
-use crate::protocol::{ErrorCode, Method, Request};
+use crate::outbox::ClientHandle;
+use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::HerdrMethod;
-use crate::runtime::dispatch::MethodError;
-use crate::runtime::{ClientHandle, RuntimeContext};
 
 /// Most rows `herdr.pane_read` returns.
 pub const MAX_READ_LINES: u64 = 200;
 /// Most characters `herdr.pane_read` returns (the tail is kept).
 pub const MAX_READ_CHARS: usize = 64 * 1024;
 
-/// Why Herdr cannot serve a request right now, as a method error (`None` when connected);
-/// shared by every runtime method that needs Herdr.
-pub(crate) fn herdr_not_ready(ctx: &RuntimeContext) -> Option<MethodError> {
-    let herdr = ctx.herdr();
-    let code = herdr.state.not_ready_code()?;
-    Some((code, herdr.detail.unwrap_or_default()))
-}
-
 /// Serves `events.subscribe` and the `herdr.*` views (the router sends no other method).
-pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
-    let Some(hub) = ctx.event_hub.get() else {
+pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
+    let Some(hub) = api.events.as_ref() else {
         return Err((ErrorCode::NotReady, "the runtime's event log is not open yet (see runtime.log); retry in a moment".to_owned()));
     };
     if request.method == Method::EventsSubscribe {
         return hub.subscribe(&request.params, client.clone()).await;
     }
-    if let Some(error) = herdr_not_ready(ctx) {
+    if let Some(error) = api.herdr_not_ready() {
         return Err(error);
     }
     let catalog = hub.catalog();
@@ -65,7 +57,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHand
                     format!("herdr.pane_read: lines must be an integer from 1 to {MAX_READ_LINES}"),
                 ))?,
             };
-            let socket = PathBuf::from(ctx.herdr().socket);
+            let socket = PathBuf::from(api.herdr().socket);
             // No `lines` to Herdr: below the screen height it counts blank rows (REFERENCE §1).
             let params = json!({"pane_id": pane_id, "source": "recent"});
             let result = herdr_request(&socket, HerdrMethod::PaneRead, params, Duration::from_secs(3))

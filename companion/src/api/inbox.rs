@@ -11,14 +11,13 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::store::{NewTask, StoreError};
-use super::{new_id, Inbox};
+use super::Router;
+use crate::clock::unix_millis;
 use crate::herdr::HerdrError;
-use crate::protocol::{ErrorCode, Method, Request};
+use crate::inbox::store::{NewTask, StoreError};
+use crate::inbox::{new_id, Inbox};
+use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
-use crate::runtime::dispatch::{unix_millis, MethodError};
-use crate::stream::methods::herdr_not_ready;
-use crate::runtime::RuntimeContext;
 
 /// Longest ref or id accepted, in characters.
 pub const MAX_REF_CHARS: usize = 256;
@@ -118,14 +117,14 @@ fn store_error(error: StoreError) -> MethodError {
 }
 
 /// Serves `task.*` and `inbox.*` (the router sends no other method).
-pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, MethodError> {
-    let Some(inbox) = ctx.inbox.get() else {
+pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
+    let Some(inbox) = api.inbox.as_ref() else {
         return Err((ErrorCode::NotReady, "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
     };
     let params = &request.params;
     let method = request.method.as_str();
     if request.method == Method::TaskDispatch {
-        return dispatch(ctx, inbox, DispatchRequest::parse(params)?).await;
+        return dispatch(api, inbox, DispatchRequest::parse(params)?).await;
     }
     let session_ref = required_ref(params, method, "browser_session_ref", "the chat's stable session ref")?;
     match request.method {
@@ -137,9 +136,9 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
         Method::InboxPending => {
             // A settle the client already received must be reflected here (I2); a failed
             // catch-up leaves it to the follower and answers what is stored.
-            let socket = std::path::PathBuf::from(ctx.herdr().socket);
+            let socket = std::path::PathBuf::from(api.herdr().socket);
             if let Err(error) = inbox.catch_up(&socket).await {
-                ctx.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
+                api.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
             }
             let owned = session_ref.clone();
             let mut items = inbox.with_store(move |store| store.pending(&owned, MAX_PENDING + 1)).await.map_err(store_error)?;
@@ -184,11 +183,11 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
     }
 }
 
-async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: DispatchRequest) -> Result<Value, MethodError> {
-    if let Some(error) = herdr_not_ready(ctx) {
+async fn dispatch(api: &Router, inbox: &std::sync::Arc<Inbox>, request: DispatchRequest) -> Result<Value, MethodError> {
+    if let Some(error) = api.herdr_not_ready() {
         return Err(error);
     }
-    if let Some(pane) = ctx.event_hub.get().and_then(|hub| hub.catalog().panes.get(&request.pane_id).cloned()) {
+    if let Some(pane) = api.events.as_ref().and_then(|hub| hub.catalog().panes.get(&request.pane_id).cloned()) {
         if pane.workspace_id != request.workspace_id {
             return Err(bad(format!(
                 "task.dispatch: pane {} is in workspace {}, not {}; send the pane's own workspace_id",
@@ -214,12 +213,12 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     // Record first: a settle caused by the prompt is then stored after the row exists.
     let row = task.clone();
     inbox.with_store(move |store| store.insert_running(&row)).await.map_err(store_error)?;
-    let socket = PathBuf::from(ctx.herdr().socket);
+    let socket = PathBuf::from(api.herdr().socket);
     let params = json!({"target": request.pane_id, "text": request.prompt});
     if let Err(error) = crate::herdr::request(&socket, HerdrMethod::AgentPrompt, params, PROMPT_TIMEOUT).await {
         let task_id = task.task_id.clone();
         let _ = inbox.with_store(move |store| store.forget(&task_id)).await;
-        ctx.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
+        api.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
         return Err(prompt_error(&task.pane_id, &error));
     }
     inbox.changed(&task.browser_session_ref).await;

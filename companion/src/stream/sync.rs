@@ -22,9 +22,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::UnixStream;
 
-use super::client::{ping, request, HerdrError};
-use crate::runtime::RuntimeLog;
-use crate::stream::EventHub;
+use super::EventHub;
+use crate::herdr::{ping, request, HerdrError};
+use crate::log::RuntimeLog;
 
 /// Longest Herdr event line accepted; longer lines are skipped.
 pub const MAX_EVENT_LINE: usize = 1024 * 1024;
