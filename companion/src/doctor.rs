@@ -241,7 +241,7 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
                     return Check::fail(format!("cannot check Herdr: {e}"), "rerun the doctor")
                 }
             };
-            HerdrStatus::from_ping(&socket, &outcome)
+            herdr::monitor::status_from_ping(&socket, &outcome)
         }
     };
     if status.state == HerdrState::Connected {
