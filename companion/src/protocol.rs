@@ -65,7 +65,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
         return Err(BadRequest::shape(None, "request must be a JSON object with id, method and params".to_owned()));
     };
     let id = match object.remove("id") {
-        Some(Value::String(id)) if !id.is_empty() && id.chars().count() <= MAX_ID_LEN => id,
+        Some(Value::String(id)) if continuity_protocol::limits::is_request_id(&id) => id,
         _ => {
             return Err(BadRequest::shape(
                 None,

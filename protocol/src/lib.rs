@@ -4,7 +4,7 @@
 //! serde only: no IO, no clock. The names ([`Method`], [`EventName`], [`ErrorCode`], …)
 //! are closed enums whose `parse` refuses unknown strings; the messages ([`Request`],
 //! [`Response`], [`Event`], the params of each [`Call`] and each [`MethodResult`]) are
-//! plain serde structs. The examples in docs/PROTOCOL.md are this crate's round-trip tests
+//! plain serde structs; [`limits`] holds the documented id and input sizes. The examples in docs/PROTOCOL.md are this crate's round-trip tests
 //! (`tests/doc_examples.rs`).
 //!
 //! Invariant: nothing here changes the bytes on the wire; every name's `as_str` is the
@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod herdr;
+pub mod limits;
 mod messages;
 mod names;
 
@@ -38,5 +39,5 @@ pub const EXTENSION_ORIGIN: &str = "chrome-extension://gencedhnagpaccnkbgpcipafj
 /// Longest line on the host ↔ runtime socket, newline excluded (1 MiB).
 pub const MAX_LINE: usize = 1024 * 1024;
 
-/// Longest request id.
-pub const MAX_ID_LEN: usize = 64;
+/// Longest request id (also [`limits::MAX_REQUEST_ID_CHARS`]).
+pub const MAX_ID_LEN: usize = limits::MAX_REQUEST_ID_CHARS;

@@ -13,7 +13,8 @@ use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
-    /// Caller-chosen id, 1..=64 chars ([`crate::MAX_ID_LEN`]), echoed in the response.
+    /// Caller-chosen id, 1..=64 chars ([`crate::limits::is_request_id`]), echoed in the
+    /// response.
     pub id: String,
     /// The method.
     pub method: Method,

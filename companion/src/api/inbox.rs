@@ -19,16 +19,8 @@ use crate::inbox::{new_id, Inbox};
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
 
-/// Longest ref or id accepted, in characters.
-pub const MAX_REF_CHARS: usize = 256;
-/// Largest prompt accepted, in bytes.
-pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
-/// Most task ids in one `inbox.ack`.
-pub const MAX_ACK_IDS: usize = 100;
-/// Most items `inbox.pending` returns (oldest first; `more` says if there are others).
-pub const MAX_PENDING: usize = 50;
-/// Most tasks `task.list` returns (newest first).
-pub const MAX_LIST: usize = 100;
+pub use continuity_protocol::limits::{MAX_ACK_IDS, MAX_LIST, MAX_PENDING, MAX_PROMPT_BYTES, MAX_REF_CHARS};
+use continuity_protocol::limits::is_ref;
 /// Characters of the prompt kept in the row.
 const PROMPT_PREVIEW_CHARS: usize = 200;
 /// Timeout of Herdr `agent.prompt`.
@@ -56,7 +48,7 @@ fn bad(message: String) -> MethodError {
 /// A required id-like string param of 1..=[`MAX_REF_CHARS`] characters.
 fn required_ref(params: &Map<String, Value>, method: &str, key: &str, example: &str) -> Result<String, MethodError> {
     match params.get(key) {
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_REF_CHARS => Ok(s.clone()),
+        Some(Value::String(s)) if is_ref(s) => Ok(s.clone()),
         Some(Value::String(s)) if !s.is_empty() => Err(bad(format!(
             "{method}: params.{key} is {} characters; at most {MAX_REF_CHARS} are allowed",
             s.chars().count()
@@ -162,7 +154,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
             };
             let ids: Vec<String> = ids
                 .iter()
-                .map(|v| v.as_str().filter(|s| !s.is_empty() && s.chars().count() <= MAX_REF_CHARS).map(str::to_owned))
+                .map(|v| v.as_str().filter(|s| is_ref(s)).map(str::to_owned))
                 .collect::<Option<_>>()
                 .ok_or_else(|| bad(format!("inbox.ack: every task id must be a string of 1 to {MAX_REF_CHARS} characters")))?;
             let owned = session_ref.clone();

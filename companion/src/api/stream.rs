@@ -16,10 +16,7 @@ use crate::outbox::ClientHandle;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::HerdrMethod;
 
-/// Most rows `herdr.pane_read` returns.
-pub const MAX_READ_LINES: u64 = 200;
-/// Most characters `herdr.pane_read` returns (the tail is kept).
-pub const MAX_READ_CHARS: usize = 64 * 1024;
+pub use continuity_protocol::limits::{DEFAULT_READ_LINES, MAX_READ_CHARS, MAX_READ_LINES};
 
 /// Serves `events.subscribe` and the `herdr.*` views (the router sends no other method).
 pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
@@ -51,7 +48,7 @@ pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> R
                 return Err((ErrorCode::BadRequest, "herdr.pane_read needs params.pane_id (e.g. \"w1:p1\")".to_owned()));
             };
             let lines = match request.params.get("lines") {
-                None => 80,
+                None => DEFAULT_READ_LINES,
                 Some(v) => v.as_u64().filter(|n| (1..=MAX_READ_LINES).contains(n)).ok_or((
                     ErrorCode::BadRequest,
                     format!("herdr.pane_read: lines must be an integer from 1 to {MAX_READ_LINES}"),

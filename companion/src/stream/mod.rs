@@ -38,8 +38,8 @@ use outputs::{LatestOutputs, OutputTail, SentOutputs};
 /// Name and version of the event stream, sent in `hello`.
 pub const STREAM_PROTOCOL: &str = continuity_protocol::EVENTS_PROTOCOL;
 
-/// Longest `log_id` accepted in `events.subscribe`.
-const MAX_LOG_ID_CHARS: usize = 64;
+/// `log_id`s accepted in `events.subscribe` (1 to 64 characters).
+use continuity_protocol::limits::{is_log_id, MAX_LOG_ID_CHARS};
 
 /// Most events replayed per database read.
 const REPLAY_BATCH: i64 = 500;
@@ -229,7 +229,7 @@ impl EventHub {
         };
         let log_id = match params.get("log_id") {
             None | Some(Value::Null) => None,
-            Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_LOG_ID_CHARS => Some(id.as_str()),
+            Some(Value::String(id)) if is_log_id(id) => Some(id.as_str()),
             Some(_) => return Err((
                 ErrorCode::BadRequest,
                 format!("events.subscribe: log_id must be the string (1 to {MAX_LOG_ID_CHARS} characters) of an earlier hello's log_id, or omitted"),
