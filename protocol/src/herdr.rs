@@ -149,3 +149,26 @@ impl HerdrSubscription {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_herdr_method_but_the_stand_in_control_is_in_herdrs_schema() {
+        for method in HerdrMethod::ALL {
+            let in_schema = HERDR_SCHEMA_METHODS.contains(&method.as_str());
+            assert_eq!(in_schema, *method != HerdrMethod::StandinInjectLines, "{method}");
+        }
+    }
+
+    #[test]
+    fn subscription_kinds_name_their_events_as_herdr_does() {
+        assert_eq!(HerdrSubscription::PaneAgentStatusChanged.event_name(), "pane.agent_status_changed");
+        assert_eq!(HerdrSubscription::WorkspaceCreated.event_name(), "workspace_created");
+        assert!(HerdrSubscription::PaneOutputMatched.is_per_pane());
+        assert!(!HerdrSubscription::PaneClosed.is_per_pane());
+        assert_eq!(HerdrErrorCode::parse("agent_blocked"), Ok(HerdrErrorCode::AgentBlocked));
+        assert!(HerdrErrorCode::parse("weird").is_err());
+    }
+}

@@ -47,7 +47,10 @@ pub struct Limits {
     pub max_line: usize,
     /// Most requests of one connection running at once.
     pub max_in_flight: usize,
-    /// How long one request may run before it is dropped and answered `timeout`.
+    /// How long one request may run before it is dropped and answered `timeout`. Dropping
+    /// is safe for every method: reads change nothing, `inbox.ack` and the inbox's
+    /// catch-up are idempotent, and a `task.dispatch` dropped after its row was recorded
+    /// leaves a `running` task that the client, told `timeout`, sees in `task.list`.
     pub request_timeout: Duration,
 }
 
