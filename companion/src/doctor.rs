@@ -19,7 +19,7 @@ use crate::herdr::{self, HerdrState, HerdrStatus, SocketSources};
 use crate::install::{check_manifest, Target};
 use std::path::Path;
 use crate::paths::{CompanionHome, Os};
-use crate::protocol::PROTOCOL_VERSION;
+use crate::protocol::{Method, PROTOCOL_VERSION};
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +206,7 @@ fn runtime_hello(socket: &std::path::Path) -> Result<Value, String> {
     stream
         .set_read_timeout(timeout)
         .map_err(|e| e.to_string())?;
-    let request = json!({"id": "doctor", "method": "hello", "params": {"protocol": PROTOCOL_VERSION, "extension_version": "doctor"}});
+    let request = json!({"id": "doctor", "method": Method::Hello, "params": {"protocol": PROTOCOL_VERSION, "extension_version": "doctor"}});
     stream
         .write_all(format!("{request}\n").as_bytes())
         .map_err(|e| e.to_string())?;
@@ -241,7 +241,7 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
                     return Check::fail(format!("cannot check Herdr: {e}"), "rerun the doctor")
                 }
             };
-            HerdrStatus::from_ping(&socket, &outcome)
+            herdr::monitor::status_from_ping(&socket, &outcome)
         }
     };
     if status.state == HerdrState::Connected {
@@ -274,13 +274,7 @@ fn describe_state(state: HerdrState) -> &'static str {
 
 /// Reads the runtime's `herdr` object back into a status.
 fn parse_status(value: &Value) -> Option<HerdrStatus> {
-    let state = match value.get("state")?.as_str()? {
-        "connected" => HerdrState::Connected,
-        "not_running" => HerdrState::NotRunning,
-        "unsupported_protocol" => HerdrState::UnsupportedProtocol,
-        "permission_denied" => HerdrState::PermissionDenied,
-        _ => HerdrState::Error,
-    };
+    let state = value.get("state")?.as_str().and_then(|s| HerdrState::parse(s).ok()).unwrap_or(HerdrState::Error);
     Some(HerdrStatus {
         state,
         protocol: value.get("protocol").and_then(Value::as_u64),

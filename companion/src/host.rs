@@ -24,7 +24,7 @@ use thiserror::Error;
 
 use crate::framing::{encode_frame, Decoded, FrameDecoder, MAX_INCOMING_FRAME};
 use crate::paths::CompanionHome;
-use crate::protocol::{self, EXTENSION_ORIGIN};
+use crate::protocol::{self, HostErrorCode, EXTENSION_ORIGIN};
 
 /// Environment variable that, set to `0`, stops the host from starting a runtime.
 pub const AUTOSTART_ENV: &str = "HERDR_COMPANION_AUTOSTART";
@@ -67,7 +67,7 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
     let stream = match connect_or_start_runtime(&home) {
         Ok(stream) => stream,
         Err(message) => {
-            let event = protocol::host_error("runtime_unreachable", &message, None);
+            let event = protocol::host_error(HostErrorCode::RuntimeUnreachable, &message, None);
             write_message(&stdout, &event);
             return Err(HostError::RuntimeUnreachable(message));
         }
@@ -78,7 +78,7 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
             let message = format!("cannot use the runtime connection: {e}; reopen the extension");
             write_message(
                 &stdout,
-                &protocol::host_error("runtime_unreachable", &message, None),
+                &protocol::host_error(HostErrorCode::RuntimeUnreachable, &message, None),
             );
             return Err(HostError::RuntimeUnreachable(message));
         }
@@ -166,7 +166,7 @@ fn write_line(stdout: &Mutex<io::Stdout>, line: &[u8]) {
                 "the runtime's answer was {} bytes, over the 1 MiB browser limit, and was dropped; ask for less (e.g. a smaller page of results)",
                 too_large.len
             );
-            let replacement = protocol::host_error("response_too_large", &message, id.as_deref());
+            let replacement = protocol::host_error(HostErrorCode::ResponseTooLarge, &message, id.as_deref());
             match encode_frame(protocol::to_line(&replacement).as_bytes()) {
                 Ok(frame) => frame,
                 Err(_) => return,
@@ -210,7 +210,7 @@ pub enum FrameVerdict {
 pub fn judge_frame(decoded: Decoded) -> FrameVerdict {
     match decoded {
         Decoded::TooLarge { declared_len } => FrameVerdict::Reject(protocol::host_error(
-            "frame_too_large",
+            HostErrorCode::FrameTooLarge,
             &format!(
                 "a message of {declared_len} bytes exceeds the host's 1 MiB limit and was dropped; send smaller messages"
             ),
@@ -219,12 +219,12 @@ pub fn judge_frame(decoded: Decoded) -> FrameVerdict {
         Decoded::Frame(bytes) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(value @ Value::Object(_)) => FrameVerdict::Relay(protocol::to_line(&value)),
             Ok(_) => FrameVerdict::Reject(protocol::host_error(
-                "bad_frame",
+                HostErrorCode::BadFrame,
                 "a message was valid JSON but not an object and was dropped; send {\"id\",\"method\",\"params\"} objects",
                 None,
             )),
             Err(e) => FrameVerdict::Reject(protocol::host_error(
-                "bad_frame",
+                HostErrorCode::BadFrame,
                 &format!("a message was not valid UTF-8 JSON ({e}) and was dropped; send JSON objects"),
                 None,
             )),
@@ -265,7 +265,7 @@ fn relay_browser_to_runtime(
         let message = format!(
             "the browser closed the port mid-message ({truncated}); nothing was relayed for it"
         );
-        write_message(stdout, &protocol::host_error("bad_frame", &message, None));
+        write_message(stdout, &protocol::host_error(HostErrorCode::BadFrame, &message, None));
     }
     let _ = runtime.shutdown(std::net::Shutdown::Write);
 }

@@ -6,9 +6,18 @@
 //! - [`install`]: writes the browser's host manifest;
 //! - [`doctor`]: checks the whole chain and says how to fix it.
 //!
+//! The runtime is layered; no module imports a layer above its own:
+//! - leaves: [`protocol`], [`db`], [`herdr`] (client, monitor, catalog), [`log`],
+//!   [`outbox`], [`clock`], [`paths`];
+//! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox);
+//! - [`api`]: the one router from methods to services (it owns them);
+//! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.
+//!
 //! Architecture invariants: the host holds no state and makes no product decisions; only
-//! the runtime talks to Herdr; nothing but a same-uid peer ever reaches the dispatcher.
+//! the runtime talks to Herdr; nothing but a same-uid peer ever reaches the router.
 
+pub mod api;
+pub mod clock;
 pub mod db;
 pub mod doctor;
 pub mod framing;
@@ -16,6 +25,8 @@ pub mod herdr;
 pub mod host;
 pub mod inbox;
 pub mod install;
+pub mod log;
+pub mod outbox;
 pub mod paths;
 pub mod protocol;
 pub mod runtime;

@@ -118,7 +118,7 @@ impl CompanionHome {
         self.run_dir().join("runtime.lock")
     }
 
-    /// `runtime.log` (rotated to `runtime.log.1`, see `runtime::log`).
+    /// `runtime.log` (rotated to `runtime.log.1`, see `crate::log`).
     pub fn log_path(&self) -> PathBuf {
         self.root.join("runtime.log")
     }

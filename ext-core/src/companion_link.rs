@@ -25,6 +25,7 @@
 //!   to update and is left only by [`Input::RetryNow`] (or a new worker).
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
+use continuity_protocol::HostErrorCode;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::hud::{self, HudView};
@@ -604,7 +605,7 @@ impl CompanionLink {
             RuntimeMessage::HostError { code, message } => {
                 // Other host errors (bad_frame, frame_too_large, response_too_large) are
                 // about one message; the host keeps running, so the link stays up.
-                if code == "runtime_unreachable" {
+                if code == HostErrorCode::RuntimeUnreachable {
                     self.go_offline(now, OfflineReason::RuntimeUnreachable { message }, true);
                 }
             }

@@ -9,6 +9,7 @@
 //! labels to `MAX_LABEL_CHARS`, other strings to `MAX_RUNTIME_SHORT_CHARS`) and lists keep
 //! their first `MAX_RUNTIME_LIST_ITEMS`. Page facts over a cap are rejected whole.
 
+use continuity_protocol::{ErrorCode, EventName, Method};
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     DeliveryOutcome,
@@ -29,7 +30,7 @@ pub const CALL_ID_PREFIX: &str = "c-";
 pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
     let (method, params) = match call {
         RuntimeCall::Subscribe { after_seq, log_id } => (
-            "events.subscribe",
+            Method::EventsSubscribe,
             match (after_seq, log_id) {
                 (Some(seq), Some(log)) => json!({"after_seq": seq, "log_id": log}),
                 (Some(seq), None) => json!({"after_seq": seq}),
@@ -37,33 +38,33 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
                 (None, None) => json!({}),
             },
         ),
-        RuntimeCall::Workspaces => ("herdr.workspaces", json!({})),
+        RuntimeCall::Workspaces => (Method::HerdrWorkspaces, json!({})),
         RuntimeCall::InboxPending { session_ref } => {
-            ("inbox.pending", json!({"browser_session_ref": session_ref}))
+            (Method::InboxPending, json!({"browser_session_ref": session_ref}))
         }
         RuntimeCall::InboxAck {
             session_ref,
             task_ids,
         } => (
-            "inbox.ack",
+            Method::InboxAck,
             json!({"browser_session_ref": session_ref, "task_ids": task_ids}),
         ),
         RuntimeCall::InboxCounts { session_ref } => {
-            ("inbox.counts", json!({"browser_session_ref": session_ref}))
+            (Method::InboxCounts, json!({"browser_session_ref": session_ref}))
         }
-        RuntimeCall::Panes { workspace_id } => ("herdr.panes", json!({"workspace_id": workspace_id})),
+        RuntimeCall::Panes { workspace_id } => (Method::HerdrPanes, json!({"workspace_id": workspace_id})),
         RuntimeCall::PaneRead { pane_id, lines } => {
-            ("herdr.pane_read", json!({"pane_id": pane_id, "lines": lines}))
+            (Method::HerdrPaneRead, json!({"pane_id": pane_id, "lines": lines}))
         }
         RuntimeCall::JudgeTurnEnd {
             session_ref,
             workspace_id,
         } => (
-            "judge.turn_end",
+            Method::JudgeTurnEnd,
             json!({"browser_session_ref": session_ref, "workspace_id": workspace_id}),
         ),
     };
-    json!({"id": wire_id, "method": method, "params": params})
+    json!({"id": wire_id, "method": method.as_str(), "params": params})
 }
 
 fn str_of(value: &Value, key: &str) -> Option<String> {
@@ -129,7 +130,7 @@ fn result_summary(result: &Value) -> Option<String> {
 
 fn bad_answer(what: &str) -> CallError {
     CallError {
-        code: "bad_answer".to_owned(),
+        code: ErrorCode::BadAnswer.as_str().to_owned(),
         message: format!("the companion answered {what} in an unexpected shape; update the companion or the extension so both speak herdr-continuity/1"),
     }
 }
@@ -138,7 +139,7 @@ fn bad_answer(what: &str) -> CallError {
 pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, CallError> {
     if let Some(error) = response.get("error") {
         return Err(CallError {
-            code: id_of(error, "code").unwrap_or_else(|| "error".to_owned()),
+            code: id_of(error, "code").unwrap_or_else(|| ErrorCode::Error.as_str().to_owned()),
             message: short_of(error, "message")
                 .unwrap_or_else(|| limits::clip(error.to_string(), MAX_RUNTIME_SHORT_CHARS)),
         });
@@ -147,7 +148,7 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
     match call {
         RuntimeCall::Subscribe { .. } => Ok(RuntimeAnswer::Subscribed),
         RuntimeCall::Workspaces => {
-            let list = list_of(result, "workspaces").ok_or_else(|| bad_answer("herdr.workspaces"))?;
+            let list = list_of(result, "workspaces").ok_or_else(|| bad_answer(Method::HerdrWorkspaces.as_str()))?;
             let workspaces = list
                 .filter_map(|w| {
                     Some(CatalogWorkspace {
@@ -159,7 +160,7 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
             Ok(RuntimeAnswer::Workspaces { workspaces })
         }
         RuntimeCall::InboxPending { .. } => {
-            let items = list_of(result, "items").ok_or_else(|| bad_answer("inbox.pending"))?;
+            let items = list_of(result, "items").ok_or_else(|| bad_answer(Method::InboxPending.as_str()))?;
             let tasks = items
                 .filter_map(|item| {
                     Some(InboxTask {
@@ -179,7 +180,7 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
             .map(|counts| RuntimeAnswer::Counts { counts })
             .ok_or_else(|| bad_answer("inbox counts")),
         RuntimeCall::Panes { .. } => {
-            let list = list_of(result, "panes").ok_or_else(|| bad_answer("herdr.panes"))?;
+            let list = list_of(result, "panes").ok_or_else(|| bad_answer(Method::HerdrPanes.as_str()))?;
             let panes = list
                 .filter_map(|p| {
                     Some(PaneInfo {
@@ -196,7 +197,7 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
             // Terminal output: keep the newest lines, cut from the start.
             text: str_of(result, "text")
                 .map(|text| limits::clip_tail(text, MAX_RUNTIME_TEXT_CHARS))
-                .ok_or_else(|| bad_answer("herdr.pane_read"))?,
+                .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => Ok(RuntimeAnswer::Text {
             text: ["verdict", "summary", "text"]
@@ -209,10 +210,10 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
 
 /// A stream or inbox event for the continuity machine; `None` for events it does not use.
 pub fn event_input(value: &Value) -> Option<ContinuityInput> {
-    let name = value.get("event")?.as_str()?;
+    let name = EventName::parse(value.get("event")?.as_str()?);
     let data = value.get("data")?;
     let kind = match name {
-        "hello" => {
+        Ok(EventName::Hello) => {
             // The stream's hello names its protocol; the link's handshake is a response.
             return Some(ContinuityInput::StreamHello {
                 boot_id: id_of(data, "boot_id")?,
@@ -222,22 +223,22 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
                 log_reset: data.get("log_reset").and_then(Value::as_bool).unwrap_or(false),
             });
         }
-        "inbox_changed" => {
+        Ok(EventName::InboxChanged) => {
             return Some(ContinuityInput::InboxChanged {
                 session_ref: id_of(data, "browser_session_ref")?,
                 counts: counts_of(data.get("counts")?)?,
             });
         }
-        "agent_working" => PaneEventKind::Working,
-        "agent_settled" => PaneEventKind::Settled(match data.get("status")?.as_str()? {
+        Ok(EventName::AgentWorking) => PaneEventKind::Working,
+        Ok(EventName::AgentSettled) => PaneEventKind::Settled(match data.get("status")?.as_str()? {
             "idle" => SettledStatus::Idle,
             "done" => SettledStatus::Done,
             "blocked" => SettledStatus::Blocked,
             _ => return None,
         }),
-        "pane_removed" => PaneEventKind::PaneRemoved,
+        Ok(EventName::PaneRemoved) => PaneEventKind::PaneRemoved,
         // Stored events nothing uses still mark how far the stream (and its replay) got.
-        "agent_output" => {
+        Ok(EventName::AgentOutput) => {
             return Some(ContinuityInput::AgentOutput {
                 workspace_id: id_of(data, "workspace_id")?,
                 pane_id: id_of(data, "pane_id")?,
@@ -248,7 +249,7 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             });
         }
         // The link's own events (not stored, no seq).
-        "herdr_state" | "host_error" => return None,
+        Ok(EventName::HerdrState | EventName::HostError) => return None,
         // Stored events nothing reads still mark how far the stream (and its replay) got.
         _ => return data.get("seq").and_then(Value::as_u64).map(|seq| ContinuityInput::StreamPosition { seq }),
     };

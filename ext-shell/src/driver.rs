@@ -11,6 +11,7 @@
 //! tagged with its old generation and therefore ignored by the core; no `RefCell` borrow
 //! is held while calling into JS.
 
+use continuity_protocol::ErrorCode;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::{Rc, Weak};
@@ -365,7 +366,7 @@ impl LinkDriver {
         }
         for id in offline_answers {
             let error = CallError {
-                code: "offline".to_owned(),
+                code: ErrorCode::Offline.as_str().to_owned(),
                 message: "the companion is not connected; the extension retries when it reconnects".to_owned(),
             };
             Self::feed_continuity(this, ContinuityInput::Answered { id, result: Err(error) });

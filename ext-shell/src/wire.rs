@@ -4,6 +4,7 @@
 //! Only conversions live here: a message that does not have the documented shape is a
 //! [`WireError`] and is dropped by the driver (logged), never guessed at.
 
+use continuity_protocol::{EventName, Method};
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
@@ -107,13 +108,13 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
     };
     if let Some(event) = object.get("event").and_then(Value::as_str) {
         let data = object.get("data").cloned().unwrap_or(Value::Null);
-        return match event {
-            "herdr_state" => {
+        return match EventName::parse(event) {
+            Ok(EventName::HerdrState) => {
                 let holder: HerdrHolder =
                     serde_json::from_value(data).map_err(|e| malformed("herdr_state", e))?;
                 Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
             }
-            "host_error" => {
+            Ok(EventName::HostError) => {
                 let error: ErrorWire =
                     serde_json::from_value(data).map_err(|e| malformed("host_error", e))?;
                 Ok(RuntimeMessage::HostError {
@@ -121,7 +122,7 @@ pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
                     message: short(error.message),
                 })
             }
-            other => Err(WireError::NotForLink(other.to_owned())),
+            _ => Err(WireError::NotForLink(event.to_owned())),
         };
     }
     let Some(id) = object.get("id").and_then(Value::as_str) else {
@@ -172,10 +173,10 @@ pub fn request_json(request: &Request) -> Value {
             protocol,
         } => json!({
             "id": id,
-            "method": "hello",
+            "method": Method::Hello.as_str(),
             "params": {"extension_version": extension_version, "protocol": protocol},
         }),
-        Request::Ping { id } => json!({"id": id, "method": "ping", "params": {}}),
+        Request::Ping { id } => json!({"id": id, "method": Method::Ping.as_str(), "params": {}}),
     }
 }
 

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::wire::*;
+use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod, HerdrSubscription, HERDR_SCHEMA_METHODS};
 
 /// A pane's screen height when its workspace has one tab (no tab bar).
 const SCREEN_ROWS_SINGLE_TAB: u32 = 40;
@@ -56,8 +57,8 @@ impl SubscriptionFilter {
     /// Whether `event` goes to this subscriber.
     pub fn wants(&self, event: &Event) -> bool {
         self.subscriptions.iter().any(|sub| {
-            if sub.kind == "pane.agent_status_changed" {
-                if event.name != "pane.agent_status_changed" {
+            if sub.kind == HerdrSubscription::PaneAgentStatusChanged {
+                if event.name != HerdrSubscription::PaneAgentStatusChanged.event_name() {
                     return false;
                 }
                 let same_pane = event.data.get("pane_id").and_then(Value::as_str)
@@ -202,7 +203,7 @@ struct Failure {
     /// Id to answer with (`""` for deserialization errors).
     id: String,
     /// Error code.
-    code: &'static str,
+    code: HerdrErrorCode,
     /// Message.
     message: String,
 }
@@ -309,12 +310,12 @@ impl Session {
     fn dispatch(&mut self, line: &str) -> Result<Reply, Failure> {
         let invalid = |message: String| Failure {
             id: String::new(),
-            code: "invalid_request",
+            code: HerdrErrorCode::InvalidRequest,
             message: format!("invalid request: {message} at line 1 column {}", line.len()),
         };
         let request: Value = serde_json::from_str(line).map_err(|e| Failure {
             id: String::new(),
-            code: "invalid_request",
+            code: HerdrErrorCode::InvalidRequest,
             message: format!("invalid request: {e}"),
         })?;
         let id = match request.get("id").and_then(Value::as_str) {
@@ -343,8 +344,28 @@ impl Session {
             f
         };
         let ok = || OrderedObject::new().field("type", "ok").finish();
+        let method = match HerdrMethod::parse(method) {
+            Ok(method) => method,
+            Err(_) if HERDR_SCHEMA_METHODS.contains(&method) => {
+                return Err(Failure {
+                    id,
+                    code: HerdrErrorCode::NotImplemented,
+                    message: format!(
+                        "herdr-standin does not implement `{method}`; use a real Herdr 0.8.2 for it"
+                    ),
+                })
+            }
+            Err(_) => {
+                let list = HERDR_SCHEMA_METHODS
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(invalid(format!("unknown variant `{method}`, expected one of {list}")));
+            }
+        };
         let reply = match method {
-            "ping" => done((
+            HerdrMethod::Ping => done((
                 OrderedObject::new()
                     .field("type", "pong")
                     .field("version", "0.8.2")
@@ -356,14 +377,14 @@ impl Session {
                     .finish(),
                 vec![],
             )),
-            "workspace.list" => done((
+            HerdrMethod::WorkspaceList => done((
                 OrderedObject::new()
                     .field("type", "workspace_list")
                     .field("workspaces", &self.workspace_infos())
                     .finish(),
                 vec![],
             )),
-            "workspace.create" => {
+            HerdrMethod::WorkspaceCreate => {
                 let p: WorkspaceCreateParams = parse(&params, &invalid)?;
                 let (ws, tab, pane, events) = self.create_workspace(p.label, p.cwd, p.focus);
                 done((
@@ -376,12 +397,12 @@ impl Session {
                     events,
                 ))
             }
-            "workspace.close" => {
+            HerdrMethod::WorkspaceClose => {
                 let p: WorkspaceTarget = parse(&params, &invalid)?;
                 let events = self.close_workspace(&p.workspace_id).map_err(with_id)?;
                 done((ok(), events))
             }
-            "tab.create" => {
+            HerdrMethod::TabCreate => {
                 let p: TabCreateParams = parse(&params, &invalid)?;
                 let workspace_id = p
                     .workspace_id
@@ -398,7 +419,7 @@ impl Session {
                     events,
                 ))
             }
-            "tab.list" => {
+            HerdrMethod::TabList => {
                 let p: WorkspaceFilter = parse(&params, &invalid)?;
                 let tabs: Vec<TabInfo> = self
                     .ordered_tabs()
@@ -410,7 +431,7 @@ impl Session {
                     vec![],
                 ))
             }
-            "pane.split" => {
+            HerdrMethod::PaneSplit => {
                 let p: PaneSplitParams = parse(&params, &invalid)?;
                 let target = p.target_pane_id.unwrap_or_default();
                 let (pane, events) =
@@ -423,12 +444,12 @@ impl Session {
                     events,
                 ))
             }
-            "pane.close" => {
+            HerdrMethod::PaneClose => {
                 let p: PaneTarget = parse(&params, &invalid)?;
                 let events = self.close_pane(&p.pane_id).map_err(with_id)?;
                 done((ok(), events))
             }
-            "pane.list" => {
+            HerdrMethod::PaneList => {
                 let p: WorkspaceFilter = parse(&params, &invalid)?;
                 let panes: Vec<PaneInfo> = self
                     .ordered_panes()
@@ -440,20 +461,20 @@ impl Session {
                     vec![],
                 ))
             }
-            "agent.list" => done((
+            HerdrMethod::AgentList => done((
                 OrderedObject::new()
                     .field("type", "agent_list")
                     .field("agents", &self.agent_infos())
                     .finish(),
                 vec![],
             )),
-            "agent.get" => {
+            HerdrMethod::AgentGet => {
                 let p: AgentTarget = parse(&params, &invalid)?;
                 let agent = self.agent_infos().into_iter().find(|a| a.pane_id == p.target);
                 let Some(agent) = agent else {
                     return Err(Failure {
                         id,
-                        code: "agent_not_found",
+                        code: HerdrErrorCode::AgentNotFound,
                         message: format!("agent target {} not found", p.target),
                     });
                 };
@@ -462,8 +483,8 @@ impl Session {
                     vec![],
                 ))
             }
-            "session.snapshot" => done((self.snapshot(), vec![])),
-            "pane.read" => {
+            HerdrMethod::SessionSnapshot => done((self.snapshot(), vec![])),
+            HerdrMethod::PaneRead => {
                 let p: PaneReadParams = parse(&params, &invalid)?;
                 let read = self.read(&p).map_err(with_id)?;
                 done((
@@ -471,30 +492,29 @@ impl Session {
                     vec![],
                 ))
             }
-            "pane.send_input" | "pane.send_text" | "pane.send_keys" => {
+            HerdrMethod::PaneSendInput | HerdrMethod::PaneSendText | HerdrMethod::PaneSendKeys => {
                 let p: PaneSendInputParams = parse(&params, &invalid)?;
                 self.pane(&p.pane_id).map_err(with_id)?;
                 self.type_into(&p.pane_id, &p.text, &p.keys);
                 done((ok(), vec![]))
             }
-            "pane.report_agent" => {
+            HerdrMethod::PaneReportAgent => {
                 let p: PaneReportAgentParams = parse(&params, &invalid)?;
                 let _ = (&p.source, &p.message);
                 let events = self.report(&p.pane_id, &p.agent, p.state).map_err(with_id)?;
                 done((ok(), events))
             }
-            "pane.release_agent" => {
+            HerdrMethod::PaneReleaseAgent => {
                 let p: PaneReleaseAgentParams = parse(&params, &invalid)?;
                 let _ = (&p.source, &p.agent);
                 let events = self.release(&p.pane_id).map_err(with_id)?;
                 done((ok(), events))
             }
-            "events.subscribe" => {
+            HerdrMethod::EventsSubscribe => {
                 let p: EventsSubscribeParams = parse(&params, &invalid)?;
                 let mut initial_events = Vec::new();
                 for sub in &p.subscriptions {
-                    let per_pane =
-                        matches!(sub.kind.as_str(), "pane.agent_status_changed" | "pane.output_matched");
+                    let per_pane = HerdrSubscription::parse(&sub.kind).is_ok_and(HerdrSubscription::is_per_pane);
                     if !per_pane {
                         continue;
                     }
@@ -503,7 +523,7 @@ impl Session {
                     };
                     let pane = self.pane(pane_id).map_err(with_id)?;
                     // The current status goes first (REFERENCE.md §1) when there is one.
-                    if sub.kind == "pane.agent_status_changed" && pane.agent.is_some() {
+                    if sub.kind == HerdrSubscription::PaneAgentStatusChanged && pane.agent.is_some() {
                         let event = status_event(pane);
                         let filter = SubscriptionFilter { subscriptions: vec![sub.clone()] };
                         if filter.wants(&event) {
@@ -521,33 +541,33 @@ impl Session {
                     ..Reply::default()
                 }
             }
-            "agent.prompt" => {
+            HerdrMethod::AgentPrompt => {
                 // Transcript §6/§10: blocked → agent_blocked; no agent or not settled →
                 // agent_not_ready; unknown target → agent_not_found. Idle/done agents take
                 // the prompt (typed into the pane); tests then drive the status with
                 // `pane.report_agent`, as a real agent's hooks would.
                 let p: AgentPromptParams = parse(&params, &invalid)?;
-                let refuse = |code: &'static str, message: String| Failure { id: id.clone(), code, message };
+                let refuse = |code: HerdrErrorCode, message: String| Failure { id: id.clone(), code, message };
                 let Some(pane) = self.panes.get(&p.target) else {
-                    return Err(refuse("agent_not_found", format!("agent target {} not found", p.target)));
+                    return Err(refuse(HerdrErrorCode::AgentNotFound, format!("agent target {} not found", p.target)));
                 };
                 if p.wait.as_ref().is_some_and(|w| !w.is_null()) {
                     return Err(refuse(
-                        "not_implemented",
+                        HerdrErrorCode::NotImplemented,
                         "herdr-standin does not implement `agent.prompt` with `wait`; use a real Herdr 0.8.2 for it".to_owned(),
                     ));
                 }
                 match (pane.agent.is_some(), pane.status) {
                     (true, AgentStatus::Blocked) => {
                         return Err(refuse(
-                            "agent_blocked",
+                            HerdrErrorCode::AgentBlocked,
                             format!("agent {} is blocked and requires interactive input", p.target),
                         ))
                     }
                     (true, AgentStatus::Idle | AgentStatus::Done) => {}
                     _ => {
                         return Err(refuse(
-                            "agent_not_ready",
+                            HerdrErrorCode::AgentNotReady,
                             format!("agent {} is not an active named agent", p.target),
                         ))
                     }
@@ -559,7 +579,7 @@ impl Session {
                     vec![],
                 ))
             }
-            "standin.inject_lines" => {
+            HerdrMethod::StandinInjectLines => {
                 let p: InjectLinesParams = parse(&params, &invalid)?;
                 let mut lines = p.lines;
                 if let Some(bytes) = p.oversized_bytes {
@@ -567,23 +587,6 @@ impl Session {
                     lines.push(format!("{{\"event\":\"pane.agent_status_changed\",\"data\":{{\"pad\":\"{padding}\"}}}}"));
                 }
                 Reply { response: result_line(&id, &ok()), inject_lines: lines, ..Reply::default() }
-            }
-            known if HERDR_METHODS.contains(&known) => {
-                return Err(Failure {
-                    id,
-                    code: "not_implemented",
-                    message: format!(
-                        "herdr-standin does not implement `{known}`; use a real Herdr 0.8.2 for it"
-                    ),
-                })
-            }
-            unknown => {
-                let list = HERDR_METHODS
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                return Err(invalid(format!("unknown variant `{unknown}`, expected one of {list}")));
             }
         };
         Ok(reply)
@@ -594,7 +597,7 @@ impl Session {
     fn pane(&self, pane_id: &str) -> Result<&Pane, Failure> {
         self.panes.get(pane_id).ok_or_else(|| Failure {
             id: "\u{0}".to_owned(),
-            code: "pane_not_found",
+            code: HerdrErrorCode::PaneNotFound,
             message: format!("pane {pane_id} not found"),
         })
     }
@@ -602,7 +605,7 @@ impl Session {
     fn workspace_index(&self, workspace_id: &str) -> Result<usize, Failure> {
         self.workspaces.iter().position(|w| w.id == workspace_id).ok_or_else(|| Failure {
             id: "\u{0}".to_owned(),
-            code: "workspace_not_found",
+            code: HerdrErrorCode::WorkspaceNotFound,
             message: format!("workspace {workspace_id} not found"),
         })
     }
@@ -1164,7 +1167,7 @@ struct CapabilitiesInfo {
 
 fn status_event(pane: &Pane) -> Event {
     Event {
-        name: "pane.agent_status_changed".to_owned(),
+        name: HerdrSubscription::PaneAgentStatusChanged.event_name(),
         data: json!({"agent": pane.agent, "agent_status": pane.status,
             "pane_id": pane.id, "workspace_id": pane.workspace_id}),
     }

@@ -10,33 +10,8 @@
 //! - A request line that does not deserialize is answered with `"id":""` and code
 //!   `invalid_request` (Herdr reports serde errors before it knows the id).
 
+use continuity_protocol::herdr::HerdrErrorCode;
 use serde::{Deserialize, Serialize};
-
-/// Every method name Herdr 0.8.2 (protocol 20) knows, in the order of its schema; the
-/// "unknown variant" error lists them like Herdr does.
-pub const HERDR_METHODS: &[&str] = &[
-    "ping", "server.stop", "server.live_handoff", "server.reload_config",
-    "server.agent_manifests", "server.reload_agent_manifests", "notification.show",
-    "client.window_title.set", "client.window_title.clear", "session.snapshot",
-    "workspace.create", "workspace.list", "workspace.get", "workspace.focus",
-    "workspace.rename", "workspace.move", "workspace.move_block", "workspace.report_metadata",
-    "workspace.close", "worktree.list", "worktree.create", "worktree.open", "worktree.remove",
-    "tab.create", "tab.list", "tab.get", "tab.focus", "tab.rename", "tab.move", "tab.close",
-    "agent.list", "agent.get", "agent.read", "agent.explain", "agent.send_keys",
-    "agent.rename", "agent.view.set", "agent.view.clear", "agent.focus", "agent.start",
-    "agent.prompt", "agent.wait", "pane.split", "pane.swap", "pane.move", "pane.zoom",
-    "pane.layout", "pane.process_info", "layout.export", "layout.apply",
-    "layout.set_split_ratio", "pane.neighbor", "pane.edges", "pane.focus_direction",
-    "pane.resize", "pane.list", "pane.current", "pane.get", "pane.focus", "pane.input.set",
-    "pane.rename", "pane.send_text", "pane.send_keys", "pane.send_input", "pane.read",
-    "pane.graphics.set", "pane.graphics.clear", "pane.graphics.info", "pane.report_agent",
-    "pane.report_agent_session", "pane.report_metadata", "pane.clear_agent_authority",
-    "pane.release_agent", "pane.close", "popup.close", "events.subscribe", "events.wait",
-    "pane.wait_for_output", "integration.install", "integration.uninstall", "plugin.link",
-    "plugin.list", "plugin.unlink", "plugin.enable", "plugin.disable", "plugin.action.list",
-    "plugin.action.invoke", "plugin.log.list", "plugin.pane.open", "plugin.pane.focus",
-    "plugin.pane.close",
-];
 
 /// Herdr's `AgentStatus`. `done` is never reported by a client: Herdr derives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -497,9 +472,9 @@ pub fn result_line(id: &str, result_json: &str) -> String {
 }
 
 /// `{"id":…,"error":{"code":…,"message":…}}`.
-pub fn error_line(id: &str, code: &str, message: &str) -> String {
+pub fn error_line(id: &str, code: HerdrErrorCode, message: &str) -> String {
     let error = OrderedObject::new()
-        .field("code", code)
+        .field("code", code.as_str())
         .field("message", message)
         .finish();
     OrderedObject::new().field("id", id).raw("error", &error).finish()

@@ -14,6 +14,7 @@
 //!   that happened while disconnected is produced exactly once, and none is invented (P9).
 //! - Labels are display only; ids are identity (B1): a relabel is a `*_upsert`.
 
+use continuity_protocol::EventName;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -24,7 +25,7 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamEvent {
     /// Event name, e.g. `agent_settled`.
-    pub event: &'static str,
+    pub event: EventName,
     /// Payload.
     pub data: Value,
 }
@@ -34,35 +35,11 @@ pub struct StreamEvent {
 #[error("Herdr's session.snapshot has an unexpected shape ({0}); update the companion to match this Herdr")]
 pub struct SnapshotShapeError(String);
 
-/// What the catalog knows about a workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkspaceEntry {
-    /// Identity.
-    pub workspace_id: String,
-    /// Display label (refreshed on every snapshot).
-    pub label: String,
-    /// 1-based position.
-    pub number: u64,
-    /// Herdr's aggregated status.
-    pub agent_status: String,
-}
+/// What the catalog knows about a workspace: its wire shape (`herdr.workspaces`).
+pub use continuity_protocol::Workspace as WorkspaceEntry;
 
-/// What the catalog knows about a pane.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PaneEntry {
-    /// Identity.
-    pub pane_id: String,
-    /// Owner workspace.
-    pub workspace_id: String,
-    /// Owner tab.
-    pub tab_id: String,
-    /// Agent name if one is known.
-    pub agent: Option<String>,
-    /// `idle | working | blocked | done | unknown`.
-    pub agent_status: String,
-    /// Working directory.
-    pub cwd: String,
-}
+/// What the catalog knows about a pane: its wire shape (`herdr.panes`).
+pub use continuity_protocol::Pane as PaneEntry;
 
 /// The catalog.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -74,11 +51,11 @@ pub struct Catalog {
 }
 
 /// The stream event a status change produces, if any.
-fn transition_event(previous: &str, next: &str) -> Option<&'static str> {
+fn transition_event(previous: &str, next: &str) -> Option<EventName> {
     match (previous, next) {
         (p, n) if p == n => None,
-        (_, "working") => Some("agent_working"),
-        ("working", "idle" | "done" | "blocked") => Some("agent_settled"),
+        (_, "working") => Some(EventName::AgentWorking),
+        ("working", "idle" | "done" | "blocked") => Some(EventName::AgentSettled),
         _ => None,
     }
 }
@@ -193,7 +170,7 @@ impl Catalog {
         for (id, w) in &workspaces {
             let known = self.workspaces.get(id);
             if known.map(|k| (&k.label, k.number)) != Some((&w.label, w.number)) {
-                events.push(StreamEvent { event: "workspace_upsert", data: json!(w) });
+                events.push(StreamEvent { event: EventName::WorkspaceUpsert, data: json!(w) });
             }
         }
         for (id, p) in &panes {
@@ -202,20 +179,20 @@ impl Catalog {
                 (&k.workspace_id, &k.tab_id, &k.agent, &k.cwd) == (&p.workspace_id, &p.tab_id, &p.agent, &p.cwd)
             });
             if !same {
-                events.push(StreamEvent { event: "pane_upsert", data: json!(p) });
+                events.push(StreamEvent { event: EventName::PaneUpsert, data: json!(p) });
             }
         }
         for (id, p) in &self.panes {
             if !panes.contains_key(id) {
                 events.push(StreamEvent {
-                    event: "pane_removed",
+                    event: EventName::PaneRemoved,
                     data: json!({"pane_id": id, "workspace_id": p.workspace_id}),
                 });
             }
         }
         for id in self.workspaces.keys() {
             if !workspaces.contains_key(id) {
-                events.push(StreamEvent { event: "workspace_removed", data: json!({"workspace_id": id}) });
+                events.push(StreamEvent { event: EventName::WorkspaceRemoved, data: json!({"workspace_id": id}) });
             }
         }
         let previous_panes = std::mem::take(&mut self.panes);
@@ -258,7 +235,7 @@ mod tests {
             .map(|e| {
                 let d = &e.data;
                 match e.event {
-                    "agent_working" | "agent_settled" => format!(
+                    EventName::AgentWorking | EventName::AgentSettled => format!(
                         "{} {} {} -> {}\n",
                         e.event, d["pane_id"].as_str().unwrap_or(""), d["previous_status"].as_str().unwrap_or(""), d["status"].as_str().unwrap_or("")
                     ),
@@ -327,9 +304,9 @@ mod tests {
             ("idle", "done", None),
             ("blocked", "idle", None),
             ("unknown", "idle", None),
-            ("idle", "working", Some("agent_working")),
+            ("idle", "working", Some(EventName::AgentWorking)),
             ("working", "unknown", None),
-            ("working", "done", Some("agent_settled")),
+            ("working", "done", Some(EventName::AgentSettled)),
         ] {
             assert_eq!(transition_event(from, to), expected, "{from} -> {to}");
         }

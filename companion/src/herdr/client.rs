@@ -7,6 +7,7 @@
 //! Invariant: a response whose `id` differs from the request's is never returned as a
 //! result (it is a [`HerdrError::BadResponse`]).
 
+use continuity_protocol::herdr::HerdrMethod;
 use serde_json::{json, Value};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -96,7 +97,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Sends one request on a fresh connection and returns Herdr's `result` object.
 pub async fn request(
     socket: &Path,
-    method: &str,
+    method: HerdrMethod,
     params: Value,
     timeout: Duration,
 ) -> Result<Value, HerdrError> {
@@ -105,7 +106,7 @@ pub async fn request(
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,
         Err(_) => Err(HerdrError::Timeout {
-            method: method.to_owned(),
+            method: method.as_str().to_owned(),
             timeout,
         }),
     }
@@ -114,7 +115,7 @@ pub async fn request(
 async fn exchange(
     socket: &Path,
     id: &str,
-    method: &str,
+    method: HerdrMethod,
     params: Value,
 ) -> Result<Value, HerdrError> {
     let io_error = |source: io::Error| classify_io(socket, source);
@@ -126,7 +127,7 @@ async fn exchange(
     let mut answer = String::new();
     reader.read_line(&mut answer).await.map_err(io_error)?;
     let bad = |detail: String| HerdrError::BadResponse {
-        method: method.to_owned(),
+        method: method.as_str().to_owned(),
         detail,
     };
     if answer.is_empty() {
@@ -146,7 +147,7 @@ async fn exchange(
                 .to_owned()
         };
         return Err(HerdrError::Remote {
-            method: method.to_owned(),
+            method: method.as_str().to_owned(),
             code: text("code"),
             message: text("message"),
         });
@@ -172,9 +173,9 @@ fn classify_io(socket: &Path, source: io::Error) -> HerdrError {
 /// Pings Herdr and checks its protocol: anything but [`SUPPORTED_PROTOCOL`] is
 /// [`HerdrError::UnsupportedProtocol`].
 pub async fn ping(socket: &Path, timeout: Duration) -> Result<Pong, HerdrError> {
-    let result = request(socket, "ping", json!({}), timeout).await?;
+    let result = request(socket, HerdrMethod::Ping, json!({}), timeout).await?;
     let pong = parse_pong(&result).ok_or_else(|| HerdrError::BadResponse {
-        method: "ping".to_owned(),
+        method: HerdrMethod::Ping.as_str().to_owned(),
         detail: format!("expected a pong with version and protocol, got {result}"),
     })?;
     if pong.protocol != SUPPORTED_PROTOCOL {

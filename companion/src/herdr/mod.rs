@@ -2,14 +2,14 @@
 //!
 //! - [`client`]: one request per connection, typed errors, the `ping` protocol check.
 //! - [`monitor`]: polls Herdr and publishes a [`HerdrStatus`] on a `watch` channel.
+//! - [`catalog`]: the pure snapshot / status diff that becomes stream events.
 //!
-//! Later method families (catalog, event subscriptions) live in sibling files and reuse
-//! [`client::request`] and [`discover_socket`].
+//! A leaf of the runtime's layering: it knows Herdr's protocol and nothing of the event
+//! stream (whose Herdr sync loop, `crate::stream::sync`, calls into this module).
 
 pub mod catalog;
 pub mod client;
 pub mod monitor;
-pub mod subscribe;
 
 pub use client::{ping, request, HerdrError, Pong};
 pub use monitor::{spawn_monitor, HerdrState, HerdrStatus};

@@ -3,70 +3,42 @@
 //! Invariant: the `watch` channel only changes when the published [`HerdrStatus`]
 //! changes, so every change is one `herdr_state` event, never a repeat.
 
-use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::watch;
 
 use super::client::{ping, HerdrError, Pong};
 
-/// Coarse connection state, as the HUD shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HerdrState {
-    /// Herdr answered `ping` with the supported protocol.
-    Connected,
-    /// No server on the socket.
-    NotRunning,
-    /// Herdr speaks another protocol.
-    UnsupportedProtocol,
-    /// The socket is not ours to use.
-    PermissionDenied,
-    /// Anything else (timeout, garbage answer, IO error).
-    Error,
-}
+/// Coarse connection state, as the HUD shows it (the wire's `herdr.state`).
+pub use continuity_protocol::HerdrState;
 
-/// The runtime's view of Herdr, exactly as sent on the wire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HerdrStatus {
-    /// Coarse state.
-    pub state: HerdrState,
-    /// Herdr's protocol integer when known.
-    pub protocol: Option<u64>,
-    /// Herdr's version when known.
-    pub version: Option<String>,
-    /// The socket path probed.
-    pub socket: String,
-    /// What went wrong and what to do, when not connected.
-    pub detail: Option<String>,
-}
+/// The runtime's view of Herdr, exactly as sent on the wire (`herdr`).
+pub use continuity_protocol::HerdrConnection as HerdrStatus;
 
-impl HerdrStatus {
-    /// The status a `ping` outcome implies.
-    pub fn from_ping(socket: &std::path::Path, outcome: &Result<Pong, HerdrError>) -> Self {
-        let socket = socket.display().to_string();
-        let (state, protocol, version) = match outcome {
-            Ok(pong) => (
-                HerdrState::Connected,
-                Some(pong.protocol),
-                Some(pong.version.clone()),
-            ),
-            Err(HerdrError::NotRunning { .. }) => (HerdrState::NotRunning, None, None),
-            Err(HerdrError::PermissionDenied { .. }) => (HerdrState::PermissionDenied, None, None),
-            Err(HerdrError::UnsupportedProtocol { version, protocol }) => (
-                HerdrState::UnsupportedProtocol,
-                Some(*protocol),
-                Some(version.clone()),
-            ),
-            Err(_) => (HerdrState::Error, None, None),
-        };
-        Self {
-            state,
-            protocol,
-            version,
-            socket,
-            detail: outcome.as_ref().err().map(|e| e.to_string()),
-        }
+/// The status a `ping` outcome implies.
+pub fn status_from_ping(socket: &std::path::Path, outcome: &Result<Pong, HerdrError>) -> HerdrStatus {
+    let socket = socket.display().to_string();
+    let (state, protocol, version) = match outcome {
+        Ok(pong) => (
+            HerdrState::Connected,
+            Some(pong.protocol),
+            Some(pong.version.clone()),
+        ),
+        Err(HerdrError::NotRunning { .. }) => (HerdrState::NotRunning, None, None),
+        Err(HerdrError::PermissionDenied { .. }) => (HerdrState::PermissionDenied, None, None),
+        Err(HerdrError::UnsupportedProtocol { version, protocol }) => (
+            HerdrState::UnsupportedProtocol,
+            Some(*protocol),
+            Some(version.clone()),
+        ),
+        Err(_) => (HerdrState::Error, None, None),
+    };
+    HerdrStatus {
+        state,
+        protocol,
+        version,
+        socket,
+        detail: outcome.as_ref().err().map(|e| e.to_string()),
     }
 }
 
@@ -77,12 +49,12 @@ pub async fn spawn_monitor(
     interval: Duration,
     timeout: Duration,
 ) -> watch::Receiver<HerdrStatus> {
-    let first = HerdrStatus::from_ping(&socket, &ping(&socket, timeout).await);
+    let first = status_from_ping(&socket, &ping(&socket, timeout).await);
     let (sender, receiver) = watch::channel(first);
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(interval).await;
-            let status = HerdrStatus::from_ping(&socket, &ping(&socket, timeout).await);
+            let status = status_from_ping(&socket, &ping(&socket, timeout).await);
             sender.send_if_modified(|current| {
                 if *current == status {
                     return false;

@@ -6,6 +6,7 @@
 //! Both print the response's `result` as JSON on stdout; a refusal is an error whose
 //! message is the runtime's (which says what to do).
 
+use crate::protocol::Method;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -111,11 +112,11 @@ pub fn run(args: &[String]) -> Result<i32, TaskCliError> {
                 "turn_id": a.turn,
                 "prompt": require(a.text, "the prompt TEXT")?,
             });
-            ("task.dispatch", a.home, params)
+            (Method::TaskDispatch, a.home, params)
         }
         "list" => {
             let a = parse(rest, &["--session-ref", "--home"], false)?;
-            ("task.list", a.home, json!({"browser_session_ref": require(a.session_ref, "--session-ref")?}))
+            (Method::TaskList, a.home, json!({"browser_session_ref": require(a.session_ref, "--session-ref")?}))
         }
         other => return Err(TaskCliError::Usage(format!("unknown task subcommand `{other}`"))),
     };
@@ -126,7 +127,7 @@ pub fn run(args: &[String]) -> Result<i32, TaskCliError> {
 }
 
 /// Sends one request and returns its `result`, skipping events.
-fn call(socket: &std::path::Path, method: &'static str, params: Value) -> Result<Value, TaskCliError> {
+fn call(socket: &std::path::Path, method: Method, params: Value) -> Result<Value, TaskCliError> {
     let unreachable = |source| TaskCliError::Unreachable { socket: socket.to_path_buf(), source };
     let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
     stream.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(unreachable)?;
@@ -145,7 +146,7 @@ fn call(socket: &std::path::Path, method: &'static str, params: Value) -> Result
         }
         if let Some(error) = value.get("error") {
             let text = |k: &str| error.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-            return Err(TaskCliError::Refused { method, code: text("code"), message: text("message") });
+            return Err(TaskCliError::Refused { method: method.as_str(), code: text("code"), message: text("message") });
         }
         return Ok(value.get("result").cloned().unwrap_or(Value::Null));
     }

@@ -1,7 +1,5 @@
 //! The runtime's durable parent inbox (issue 4, SPEC I1–I5).
 //!
-//! - [`methods`]: `task.dispatch`, `task.list`, `inbox.pending`, `inbox.ack`,
-//!   `inbox.counts` (docs/PROTOCOL.md "Parent inbox").
 //! - [`store`]: the `inbox_tasks` rows in `state.db` — the truth.
 //! - [`transition`]: which stream events end a task, and how (pure).
 //! - [`advisor`]: optional Parent guidance (I5).
@@ -27,11 +25,12 @@
 
 pub mod advisor;
 pub mod cli;
-pub mod methods;
 pub mod store;
 pub mod transition;
 
-use std::path::Path;
+use continuity_protocol::herdr::HerdrMethod;
+use continuity_protocol::{EventName, TaskTrigger};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -40,8 +39,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::db::{off_worker, DbCallLost, DbError, StateDb};
-use crate::runtime::dispatch::unix_millis;
-use crate::runtime::{RuntimeContext, RuntimeLog};
+use crate::clock::unix_millis;
+use crate::herdr::HerdrStatus;
+use crate::log::RuntimeLog;
+use crate::outbox::Broadcast;
+use tokio::sync::watch;
 use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
 use store::{Counts, InboxStore, StoreError, TaskRecord};
 use transition::{ending_for, Ending};
@@ -300,7 +302,7 @@ impl Inbox {
                 let tasks = self.with_store(move |store| store.running_on_pane(&pane_id, seq)).await?;
                 if !tasks.is_empty() {
                     let tail = match ending.trigger {
-                        "agent_settled" => read_tail(herdr_socket, &ending.pane_id).await,
+                        TaskTrigger::AgentSettled => read_tail(herdr_socket, &ending.pane_id).await,
                         _ => None,
                     };
                     let result = result_summary(&ending, event.seq, &event.data, tail.as_deref());
@@ -333,21 +335,21 @@ impl Inbox {
 
 /// The `inbox_changed` event.
 pub fn changed_event(session_ref: &str, counts: Counts) -> Value {
-    json!({"event": "inbox_changed", "data": {"browser_session_ref": session_ref, "counts": counts}})
+    json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": session_ref, "counts": counts}})
 }
 
 /// The pane's recent text, or `None` when Herdr cannot read it (the summary then has no tail).
 async fn read_tail(herdr_socket: &Path, pane_id: &str) -> Option<String> {
     // No `lines`: below the screen height Herdr counts blank rows (REFERENCE §1).
     let params = json!({"pane_id": pane_id, "source": "recent"});
-    let result = crate::herdr::request(herdr_socket, "pane.read", params, TAIL_READ_TIMEOUT).await.ok()?;
+    let result = crate::herdr::request(herdr_socket, HerdrMethod::PaneRead, params, TAIL_READ_TIMEOUT).await.ok()?;
     result.pointer("/read/text").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// Follows the event log forever (spawn it).
-async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog>) {
+async fn follow(inbox: Arc<Inbox>, herdr: watch::Receiver<HerdrStatus>, log: Arc<RuntimeLog>) {
     loop {
-        let socket = std::path::PathBuf::from(ctx.herdr().socket);
+        let socket = std::path::PathBuf::from(herdr.borrow().socket.clone());
         match inbox.follow_once(&socket).await {
             Ok(0) => tokio::time::sleep(FOLLOW_POLL).await,
             Ok(_) => {}
@@ -359,24 +361,27 @@ async fn follow(inbox: Arc<Inbox>, ctx: Arc<RuntimeContext>, log: Arc<RuntimeLog
     }
 }
 
-/// Opens the inbox in the companion home's `state.db`, stores it in `ctx.inbox` and
-/// spawns the follower. No attention advisor is configured in this build, so items carry
-/// `guidance: null` (I5 default). A failure is logged; the inbox methods then answer
-/// `not_ready`.
-pub async fn start(ctx: &Arc<RuntimeContext>) {
-    let db_path = ctx.home.root().join("state.db");
-    let weak = Arc::downgrade(ctx);
-    let notify: Notify = Box::new(move |event| {
-        if let Some(ctx) = weak.upgrade() {
-            ctx.broadcast(&event);
-        }
-    });
+/// Opens the inbox in `db_path` (`state.db`) and spawns the follower, which reads Herdr
+/// (for result tails) at the socket `herdr` names; every change is announced on
+/// `broadcast`. No attention advisor is configured in this build, so items carry
+/// `guidance: null` (I5 default). A failure is logged and gives `None`; the inbox methods
+/// then answer `not_ready`.
+pub async fn start(
+    db_path: PathBuf,
+    herdr: watch::Receiver<HerdrStatus>,
+    broadcast: Broadcast,
+    log: Arc<RuntimeLog>,
+) -> Option<Arc<Inbox>> {
+    let notify: Notify = Box::new(move |event| broadcast.send(&event));
     match off_worker(move || Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify)).await {
         Ok(inbox) => {
-            let _ = ctx.inbox.set(Arc::clone(&inbox));
-            tokio::spawn(follow(inbox, Arc::clone(ctx), Arc::clone(&ctx.log)));
+            tokio::spawn(follow(Arc::clone(&inbox), herdr, log));
+            Some(inbox)
         }
-        Err(e) => ctx.log.line(format_args!("parent inbox disabled: {e}")),
+        Err(e) => {
+            log.line(format_args!("parent inbox disabled: {e}"));
+            None
+        }
     }
 }
 
@@ -442,7 +447,7 @@ mod tests {
 
     async fn settle_t1(setup: &Setup) -> Option<Option<JoinHandle<()>>> {
         let task = setup.inbox.store().get("t1").expect("get").expect("t1");
-        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
         let result = result_summary(&ending, 3, &json!({"status": "idle", "previous_status": "working"}), Some("all green\n"));
         setup.inbox.finish(&task, &ending, &result, 50).await.expect("finish")
     }
@@ -479,7 +484,7 @@ mod tests {
         assert_eq!(guidance_of_pending(&setup.inbox), [None]);
         assert!(settle_t1(&setup).await.is_none(), "a duplicate settle writes nothing (I2)");
         let events = setup.events.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        assert_eq!(events, [json!({"event": "inbox_changed", "data": {"browser_session_ref": "chat-a",
+        assert_eq!(events, [json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": "chat-a",
             "counts": {"running": 1, "unacked": 1, "acked": 0}}})]);
     }
 
@@ -517,7 +522,7 @@ mod tests {
 
     #[test]
     fn result_summaries_are_bounded() {
-        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: "agent_settled" };
+        let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
         let long = format!("{}é{}", "x".repeat(10_000), "y".repeat(4_095));
         let summary = result_summary(&ending, 9, &json!({"status": "idle", "cwd": "c".repeat(1000)}), Some(&long));
         let tail = summary["tail"].as_str().expect("tail");

@@ -309,7 +309,7 @@ impl InboxStore {
             let list = match row {
                 None => &mut outcome.unknown,
                 Some((owner, _, _)) if owner != session_ref => &mut outcome.forbidden,
-                Some((_, state, _)) if state == "running" => &mut outcome.not_terminal,
+                Some((_, state, _)) if state == TaskState::Running => &mut outcome.not_terminal,
                 Some((_, _, Some(_))) => &mut outcome.already_acked,
                 Some((_, _, None)) => {
                     tx.execute("UPDATE inbox_tasks SET acked_at = ?2 WHERE task_id = ?1", params![task_id, now])?;

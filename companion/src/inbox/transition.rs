@@ -13,55 +13,23 @@
 //!   replayed settles never produce a second terminal record ([`TaskState::finish`]).
 //! - An event at or below `after_seq` happened before the prompt and never ends the task.
 
+use continuity_protocol::{EventName, TaskTrigger};
 use serde_json::Value;
 
-/// Where a dispatched task stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskState {
-    /// Prompt delivered; no terminal event yet.
-    Running,
-    /// The agent settled `idle` or `done`.
-    Completed,
-    /// The agent settled `blocked` (it needs a human or a decision).
-    Blocked,
-    /// The pane closed or the agent was released before settling.
-    Failed,
+/// Where a dispatched task stands (the wire and database spelling is the protocol's).
+pub use continuity_protocol::TaskState;
+
+/// True for `completed`, `blocked` and `failed`.
+pub fn is_terminal(state: TaskState) -> bool {
+    state != TaskState::Running
 }
 
-impl TaskState {
-    /// The wire / database spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Running => "running",
-            TaskState::Completed => "completed",
-            TaskState::Blocked => "blocked",
-            TaskState::Failed => "failed",
-        }
-    }
-
-    /// Parses [`TaskState::as_str`]'s spelling.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "running" => TaskState::Running,
-            "completed" => TaskState::Completed,
-            "blocked" => TaskState::Blocked,
-            "failed" => TaskState::Failed,
-            _ => return None,
-        })
-    }
-
-    /// True for `completed`, `blocked` and `failed`.
-    pub fn is_terminal(self) -> bool {
-        self != TaskState::Running
-    }
-
-    /// The state after `ending` is seen: a running task takes it, a terminal one keeps
-    /// its own (terminal states are final).
-    pub fn finish(self, ending: &Ending) -> TaskState {
-        match self {
-            TaskState::Running => ending.state,
-            done => done,
-        }
+/// The state after `ending` is seen: a running task takes it, a terminal one keeps its own
+/// (terminal states are final).
+pub fn finish(state: TaskState, ending: &Ending) -> TaskState {
+    match state {
+        TaskState::Running => ending.state,
+        done => done,
     }
 }
 
@@ -72,22 +40,22 @@ pub struct Ending {
     pub pane_id: String,
     /// The terminal state they take.
     pub state: TaskState,
-    /// Why, for the result summary: `agent_settled`, `pane_closed` or `agent_released`.
-    pub trigger: &'static str,
+    /// Why, for the result summary.
+    pub trigger: TaskTrigger,
 }
 
 /// The ending a stream event implies, if any.
 pub fn ending_for(event: &str, data: &Value) -> Option<Ending> {
     let pane_id = data.get("pane_id").and_then(Value::as_str)?.to_owned();
-    let (state, trigger) = match event {
-        "agent_settled" => match data.get("status").and_then(Value::as_str)? {
-            "idle" | "done" => (TaskState::Completed, "agent_settled"),
-            "blocked" => (TaskState::Blocked, "agent_settled"),
+    let (state, trigger) = match EventName::parse(event).ok()? {
+        EventName::AgentSettled => match data.get("status").and_then(Value::as_str)? {
+            "idle" | "done" => (TaskState::Completed, TaskTrigger::AgentSettled),
+            "blocked" => (TaskState::Blocked, TaskTrigger::AgentSettled),
             _ => return None,
         },
-        "pane_removed" => (TaskState::Failed, "pane_closed"),
-        "pane_upsert" if data.get("agent").is_some_and(Value::is_null) => {
-            (TaskState::Failed, "agent_released")
+        EventName::PaneRemoved => (TaskState::Failed, TaskTrigger::PaneClosed),
+        EventName::PaneUpsert if data.get("agent").is_some_and(Value::is_null) => {
+            (TaskState::Failed, TaskTrigger::AgentReleased)
         }
         _ => return None,
     };
@@ -114,9 +82,9 @@ mod tests {
         for (seq, name, data) in events {
             let ending = ending_for(name, data).filter(|e| e.pane_id == "w1:p1" && after_dispatch(10, *seq));
             if let Some(ending) = &ending {
-                state = state.finish(ending);
+                state = finish(state, ending);
             }
-            let why = ending.map_or("-", |e| e.trigger);
+            let why = ending.map_or("-", |e| e.trigger.as_str());
             trace.push_str(&format!("#{seq} {name} ({why}) -> {}\n", state.as_str()));
         }
         expected.assert_eq(&trace);
@@ -179,9 +147,9 @@ mod tests {
     #[test]
     fn states_round_trip_through_their_spelling() {
         for state in [TaskState::Running, TaskState::Completed, TaskState::Blocked, TaskState::Failed] {
-            assert_eq!(TaskState::parse(state.as_str()), Some(state));
+            assert_eq!(TaskState::parse(state.as_str()), Ok(state));
         }
-        assert_eq!(TaskState::parse("done"), None);
+        assert!(TaskState::parse("done").is_err());
     }
 
     fn any_event() -> impl Strategy<Value = (i64, &'static str, Value)> {
@@ -204,11 +172,11 @@ mod tests {
             for (seq, name, data) in &events {
                 if let Some(ending) = ending_for(name, data) {
                     if ending.pane_id == "w1:p1" && after_dispatch(10, *seq) {
-                        let next = state.finish(&ending);
+                        let next = finish(state, &ending);
                         if next != state {
                             changes += 1;
                             prop_assert_eq!(state, TaskState::Running);
-                            prop_assert!(next.is_terminal());
+                            prop_assert!(is_terminal(next));
                         }
                         state = next;
                     }

@@ -11,16 +11,22 @@
 //! one second (`TASK_SHUTDOWN_TIMEOUT`) to drop its tasks. Nothing on that path depends on a worker
 //! thread being free, and a watchdog forces the exit if it ever stalls.
 //!
+//! Serving (the top of the layering; see `crate::lib`): the Herdr monitor and the
+//! services (`crate::stream`, `crate::inbox`) are built first, then the one router
+//! (`crate::api::Router`) that owns them, then the accept loop ([`connections`]).
+//! Nothing is set on a service or the router after it is built.
+//!
 //! Every accepted connection is checked with `SO_PEERCRED` before a byte is read: only
-//! the runtime's own uid may talk to it ([`peer_allowed`]). Each client gets its own
-//! outbox; runtime-wide events (`herdr_state`) are broadcast to every outbox.
+//! the runtime's own uid may talk to it ([`peer_allowed`]). At most
+//! [`Limits::max_connections`] are served at once, and every request is bounded
+//! ([`connections::Limits`]). Each client gets its own outbox; runtime-wide events
+//! (`herdr_state`, `inbox_changed`) are broadcast to every outbox.
 
-pub mod dispatch;
-pub mod log;
+pub mod connections;
 pub mod shutdown;
 
-pub use dispatch::{ClientHandle, Dispatcher, RuntimeContext};
-pub use log::RuntimeLog;
+pub use crate::log::RuntimeLog;
+pub use connections::{own_uid, peer_allowed, Limits};
 pub use shutdown::Shutdown;
 
 use std::fs::{self, File, OpenOptions};
@@ -30,13 +36,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{broadcast, mpsc};
+use tokio::net::UnixListener;
+use tokio::sync::watch;
 
-use crate::herdr::{self, SocketSources};
+use crate::api::{Router, Services};
+use crate::herdr::{self, HerdrStatus, SocketSources};
+use crate::outbox::Broadcast;
 use crate::paths::CompanionHome;
-use crate::protocol::{self, MAX_LINE};
+use crate::protocol::{self, EventName};
 
 /// How often the Herdr connection is re-checked.
 const HERDR_POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -84,17 +91,6 @@ pub enum RuntimeError {
         /// The error.
         source: std::io::Error,
     },
-}
-
-/// True when a peer with `peer_uid` may use a runtime running as `own_uid`.
-pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
-    peer_uid == own_uid
-}
-
-/// The uid this process runs as.
-pub fn own_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 fn fs_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RuntimeError {
@@ -147,8 +143,6 @@ fn bind_socket(home: &CompanionHome) -> Result<UnixListener, RuntimeError> {
 /// How long the tokio runtime may take to drop its tasks after a stop; tasks stuck in
 /// blocking code are abandoned (the process exits right after).
 const TASK_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
-/// Pause after a failed `accept` (e.g. out of file descriptors) before the next one.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// `herdr-companion runtime`: installs the stop-signal handling, runs the daemon on its
 /// own tokio runtime until SIGTERM or SIGINT, and returns once the socket is removed and
@@ -200,7 +194,8 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
     Ok(())
 }
 
-/// Starts the Herdr monitor, the event stream and the inbox, then accepts clients forever.
+/// Starts the Herdr monitor and the services, builds the router over them, then accepts
+/// clients forever.
 async fn serve(
     listener: UnixListener,
     home: CompanionHome,
@@ -214,192 +209,32 @@ async fn serve(
         HERDR_PROBE_TIMEOUT,
     )
     .await;
-    let (events, _) = broadcast::channel::<String>(1024);
-    let ctx = Arc::new(RuntimeContext::new(home, herdr_status, events, log.clone()));
-    spawn_herdr_state_publisher(ctx.clone());
-    crate::stream::start(&ctx, herdr_socket).await;
-    crate::inbox::start(&ctx).await;
-    let dispatcher = Arc::new(Dispatcher::new(ctx.clone()));
-
-    let own = own_uid();
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(serve_client(stream, own, dispatcher.clone()));
-            }
-            Err(e) => {
-                log.line(format_args!("accept failed: {e}"));
-                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
-            }
-        }
-    }
+    let events = Broadcast::new(1024);
+    spawn_herdr_state_publisher(herdr_status.clone(), events.clone(), log.clone());
+    let boot_id = new_boot_id();
+    let db_path = home.root().join("state.db");
+    let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, log.clone()).await;
+    let inbox = crate::inbox::start(db_path, herdr_status.clone(), events.clone(), log.clone()).await;
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox }));
+    connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 
 /// Turns every Herdr status change into a `herdr_state` event for all clients.
-fn spawn_herdr_state_publisher(ctx: Arc<RuntimeContext>) {
-    let mut status = ctx.herdr_status.clone();
+fn spawn_herdr_state_publisher(mut status: watch::Receiver<HerdrStatus>, events: Broadcast, log: Arc<RuntimeLog>) {
     tokio::spawn(async move {
         while status.changed().await.is_ok() {
             let current = status.borrow_and_update().clone();
-            ctx.log
-                .line(format_args!("herdr state: {:?}", current.state));
-            ctx.broadcast(&protocol::event(
-                "herdr_state",
-                serde_json::json!({ "herdr": current }),
-            ));
+            log.line(format_args!("herdr state: {:?}", current.state));
+            events.send(&protocol::event(EventName::HerdrState, serde_json::json!({ "herdr": current })));
         }
     });
 }
 
-/// One line read from a client, bounded by [`MAX_LINE`].
-enum ClientLine {
-    /// A complete line without its newline.
-    Line(Vec<u8>),
-    /// A line longer than the cap; it was discarded up to its newline.
-    TooLong,
-}
-
-/// Reads one line of at most `cap` bytes without ever buffering more than `cap`.
-async fn read_capped_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    cap: usize,
-) -> std::io::Result<Option<ClientLine>> {
-    let mut line = Vec::new();
-    let mut too_long = false;
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            // EOF: a final unterminated line is still a line.
-            return Ok(match (too_long, line.is_empty()) {
-                (true, _) => Some(ClientLine::TooLong),
-                (false, true) => None,
-                (false, false) => Some(ClientLine::Line(line)),
-            });
-        }
-        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(at) => (at + 1, Some(at)),
-            None => (chunk.len(), None),
-        };
-        let content = &chunk[..done.unwrap_or(used)];
-        if !too_long {
-            if line.len() + content.len() > cap {
-                too_long = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(content);
-            }
-        }
-        reader.consume(used);
-        if done.is_some() {
-            return Ok(Some(if too_long {
-                ClientLine::TooLong
-            } else {
-                ClientLine::Line(line)
-            }));
-        }
-    }
-}
-
-/// Serves one client connection until it closes.
-async fn serve_client(stream: UnixStream, own: u32, dispatcher: Arc<Dispatcher>) {
-    let log = dispatcher.context().log.clone();
-    let peer_uid = match stream.peer_cred() {
-        Ok(cred) => cred.uid(),
-        Err(e) => {
-            log.line(format_args!(
-                "refused a client: cannot read its credentials: {e}"
-            ));
-            return;
-        }
-    };
-    if !peer_allowed(peer_uid, own) {
-        log.line(format_args!(
-            "refused a client with uid {peer_uid}: only uid {own} may use this runtime"
-        ));
-        return;
-    }
-    let (read_half, mut write_half) = stream.into_split();
-    let (outbox, mut outbox_rx) = mpsc::channel::<String>(256);
-    let client = ClientHandle::new(outbox.clone());
-
-    let writer = tokio::spawn(async move {
-        while let Some(mut line) = outbox_rx.recv().await {
-            line.push('\n');
-            if write_half.write_all(line.as_bytes()).await.is_err() {
-                return;
-            }
-        }
-    });
-    let mut events = dispatcher.context().subscribe();
-    let event_outbox = outbox.clone();
-    let forwarder = tokio::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(line) => {
-                    if event_outbox.send(line).await.is_err() {
-                        return;
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    });
-
-    let mut reader = BufReader::new(read_half);
-    loop {
-        let line = match read_capped_line(&mut reader, MAX_LINE).await {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(_) => break,
-        };
-        match line {
-            ClientLine::TooLong => {
-                let reply = protocol::error_response(
-                    None,
-                    "bad_request",
-                    "request line exceeds 1 MiB and was discarded; send smaller requests",
-                );
-                let _ = outbox.send(protocol::to_line(&reply)).await;
-            }
-            ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
-            ClientLine::Line(bytes) => {
-                let dispatcher = dispatcher.clone();
-                let client = client.clone();
-                tokio::spawn(async move {
-                    let reply = dispatcher.handle_line(&bytes, &client).await;
-                    client.send(&reply).await;
-                });
-            }
-        }
-    }
-    forwarder.abort();
-    drop(outbox);
-    drop(client);
-    let _ = writer.await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_runtime_uid_is_allowed() {
-        assert!(peer_allowed(1000, 1000));
-        assert!(!peer_allowed(0, 1000));
-        assert!(!peer_allowed(65534, 0));
-    }
-
-    #[tokio::test]
-    async fn capped_lines_are_split_and_oversize_lines_discarded() {
-        let input: &[u8] = b"short\nwaytoolongline\n\nlast";
-        let mut reader = BufReader::with_capacity(3, input);
-        let mut seen = Vec::new();
-        while let Some(line) = read_capped_line(&mut reader, 8).await.expect("read") {
-            seen.push(match line {
-                ClientLine::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                ClientLine::TooLong => "<too long>".to_owned(),
-            });
-        }
-        assert_eq!(seen, ["short", "<too long>", "", "last"]);
-    }
+/// A boot id unique per runtime start: start time in nanoseconds and the pid, in hex.
+fn new_boot_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{nanos:x}-{:x}", std::process::id())
 }

@@ -18,10 +18,11 @@
 //!   pane ([`outputs`]), are sent live, and each subscription gets every pane's newest
 //!   tail once right after its replay (never an older tail after a newer one).
 
-pub mod methods;
 pub mod outputs;
+pub mod sync;
 
-use std::path::Path;
+use crate::protocol::{ErrorCode, EventName, MethodError};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -29,15 +30,16 @@ use tokio::sync::broadcast;
 
 use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
-use crate::runtime::dispatch::unix_millis;
-use crate::runtime::ClientHandle;
+use crate::clock::unix_millis;
+use crate::log::RuntimeLog;
+use crate::outbox::ClientHandle;
 use outputs::{LatestOutputs, OutputTail, SentOutputs};
 
 /// Name and version of the event stream, sent in `hello`.
-pub const STREAM_PROTOCOL: &str = "herdr-continuity-events/1";
+pub const STREAM_PROTOCOL: &str = continuity_protocol::EVENTS_PROTOCOL;
 
-/// Longest `log_id` accepted in `events.subscribe`.
-const MAX_LOG_ID_CHARS: usize = 64;
+/// `log_id`s accepted in `events.subscribe` (1 to 64 characters).
+use continuity_protocol::limits::{is_log_id, MAX_LOG_ID_CHARS};
 
 /// Most events replayed per database read.
 const REPLAY_BATCH: i64 = 500;
@@ -138,7 +140,7 @@ impl EventHub {
             Vec::new()
         } else {
             let snapshot = serde_json::to_value(&next).unwrap_or(Value::Null);
-            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event, &e.data)).collect();
+            let rows: Vec<(&str, &Value)> = events.iter().map(|e| (e.event.as_str(), &e.data)).collect();
             let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
             db.append_all(&self.boot_id, unix_millis() as i64, &rows, (CATALOG_KEY, &snapshot))?
         };
@@ -217,19 +219,19 @@ impl EventHub {
     /// returns the result object. Without `after_seq` only live events follow `hello`. A
     /// position that is not in this log (another `log_id`, or `after_seq` beyond the last
     /// seq) replays the whole log, with `log_reset: true`.
-    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, (&'static str, String)> {
+    pub async fn subscribe(self: &Arc<Self>, params: &serde_json::Map<String, Value>, client: ClientHandle) -> Result<Value, MethodError> {
         let after_seq = match params.get("after_seq") {
             None | Some(Value::Null) => None,
             Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or((
-                "bad_request",
+                ErrorCode::BadRequest,
                 "events.subscribe: after_seq must be a non-negative integer (the last seq you received), or omitted for live events only".to_owned(),
             ))?),
         };
         let log_id = match params.get("log_id") {
             None | Some(Value::Null) => None,
-            Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_LOG_ID_CHARS => Some(id.as_str()),
+            Some(Value::String(id)) if is_log_id(id) => Some(id.as_str()),
             Some(_) => return Err((
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("events.subscribe: log_id must be the string (1 to {MAX_LOG_ID_CHARS} characters) of an earlier hello's log_id, or omitted"),
             )),
         };
@@ -245,7 +247,7 @@ impl EventHub {
         };
         let log_reset = beyond_end || log_id.is_some_and(|id| id != self.log_id);
         let start = if log_reset { 0 } else { after_seq.unwrap_or(last_seq) };
-        let hello = json!({"event": "hello", "data": {
+        let hello = json!({"event": EventName::Hello, "data": {
             "protocol": STREAM_PROTOCOL,
             "boot_id": self.boot_id,
             "log_id": self.log_id,
@@ -351,17 +353,18 @@ impl Feed {
     }
 }
 
-/// Opens `state.db` in the companion home, stores the hub in `ctx.event_hub` and spawns the
-/// Herdr sync loop. A database that cannot be opened is logged; the stream methods then
-/// answer `not_ready` with the reason in `runtime.log`.
-pub async fn start(ctx: &Arc<crate::runtime::RuntimeContext>, herdr_socket: std::path::PathBuf) {
-    let db_path = ctx.home.root().join("state.db");
-    let boot_id = ctx.boot_id.clone();
+/// Opens the event log in `db_path` (`state.db`) and spawns the Herdr sync loop
+/// ([`sync::run_sync`]). A database that cannot be opened is logged and gives `None`; the
+/// stream methods then answer `not_ready` with the reason in `runtime.log`.
+pub async fn start(db_path: PathBuf, boot_id: String, herdr_socket: PathBuf, log: Arc<RuntimeLog>) -> Option<Arc<EventHub>> {
     match off_worker(move || EventHub::open(&db_path, boot_id)).await {
         Ok(hub) => {
-            let _ = ctx.event_hub.set(Arc::clone(&hub));
-            tokio::spawn(crate::herdr::subscribe::run_sync(herdr_socket, hub, Arc::clone(&ctx.log)));
+            tokio::spawn(sync::run_sync(herdr_socket, Arc::clone(&hub), log));
+            Some(hub)
         }
-        Err(e) => ctx.log.line(format_args!("event stream disabled: {e}")),
+        Err(e) => {
+            log.line(format_args!("event stream disabled: {e}"));
+            None
+        }
     }
 }

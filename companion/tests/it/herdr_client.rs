@@ -30,7 +30,7 @@ async fn fake_herdr(listener: UnixListener, protocol: u64) {
 }
 
 fn status(socket: &Path, outcome: &Result<herdr::Pong, HerdrError>) -> HerdrStatus {
-    HerdrStatus::from_ping(socket, outcome)
+    herdr::monitor::status_from_ping(socket, outcome)
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod herdr_client;
 mod host;
 mod inbox;
 mod install;
+mod layering;
 mod runtime;
 mod stream;
 mod support;

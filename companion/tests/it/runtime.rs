@@ -231,3 +231,46 @@ fn a_client_with_another_uid_is_refused() {
     let log = std::fs::read_to_string(home.home().join("runtime.log")).expect("log");
     assert!(log.contains("refused a client with uid 65534"), "{log}");
 }
+
+/// Bounded work (issue 8): the runtime serves at most 64 connections at once; the 65th is
+/// told `overloaded` (id `""`) and closed, and a closed connection frees its place.
+#[test]
+fn the_sixty_fifth_connection_is_told_overloaded_and_closed() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut open: Vec<LineClient> = (0..64)
+        .map(|i| {
+            let mut client = LineClient::connect(&home.socket());
+            // An answer proves the connection holds a place under the cap.
+            let answer = client.call(&format!("p{i}"), "ping", json!({}));
+            assert_eq!(answer["result"]["type"], "pong", "{answer}");
+            client
+        })
+        .collect();
+
+    let mut extra = LineClient::connect(&home.socket());
+    let refusal = extra.next().expect("an error line before the close");
+    assert_eq!(refusal["id"], "");
+    assert_eq!(refusal["error"]["code"], "overloaded");
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("64 connections") && message.contains("reconnect"), "{message}");
+    assert!(extra.next().is_none(), "the refused connection is closed");
+
+    drop(open.pop());
+    // The runtime notices the close on its own time: wait until a newcomer is served.
+    loop {
+        let mut newcomer = LineClient::connect(&home.socket());
+        newcomer.try_send_raw(br#"{"id":"again","method":"ping","params":{}}"#);
+        let answer = loop {
+            match newcomer.next() {
+                Some(message) if message.get("event").is_some() => continue,
+                other => break other,
+            }
+        };
+        match answer {
+            Some(answer) if answer["id"] == "again" => break,
+            Some(answer) => assert_eq!(answer["error"]["code"], "overloaded", "{answer}"),
+            None => {}
+        }
+    }
+}

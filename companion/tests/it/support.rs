@@ -397,7 +397,17 @@ impl Standin {
     }
 }
 
-/// A line-protocol client of the runtime.
+/// Every message the runtime sends is a message of `continuity_protocol` that serializes
+/// back to the same JSON (so the typed crate and the runtime never drift apart).
+pub fn assert_typed_message(value: &Value) {
+    let typed = continuity_protocol::Message::from_value(value.clone())
+        .unwrap_or_else(|e| panic!("the runtime sent a message the protocol crate does not type ({e}): {value}"));
+    let back = typed.to_value().expect("a typed message serializes");
+    assert_eq!(&back, value, "the protocol crate does not round-trip this runtime message");
+}
+
+/// A line-protocol client of the runtime; every message it reads is checked against the
+/// protocol crate ([`assert_typed_message`]).
 pub struct LineClient {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
@@ -414,6 +424,11 @@ impl LineClient {
             reader: BufReader::new(stream),
             writer,
         }
+    }
+
+    /// Sends a line; false when the runtime already closed the connection.
+    pub fn try_send_raw(&mut self, line: &[u8]) -> bool {
+        self.writer.write_all(line).is_ok() && self.writer.write_all(b"\n").is_ok()
     }
 
     pub fn send_raw(&mut self, line: &[u8]) {
@@ -442,7 +457,11 @@ impl LineClient {
         let mut line = Vec::new();
         match self.reader.read_until(b'\n', &mut line) {
             Ok(0) => None,
-            Ok(_) => Some(serde_json::from_slice(&line).expect("runtime sent JSON")),
+            Ok(_) => {
+                let value: Value = serde_json::from_slice(&line).expect("runtime sent JSON");
+                assert_typed_message(&value);
+                Some(value)
+            }
             Err(e) => panic!("reading from runtime (10 s timeout): {e}"),
         }
     }

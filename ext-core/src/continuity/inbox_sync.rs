@@ -6,6 +6,7 @@
 //! Invariants: at most one inbox read per scope in flight; an inbox wake never goes out
 //! while the workspace works or another wake is pending or in flight.
 
+use continuity_protocol::ErrorCode;
 use super::*;
 
 impl Continuity {
@@ -102,7 +103,7 @@ impl Continuity {
                 }
                 tasks
             }
-            Err(error) if error.code == "unknown_method" => {
+            Err(error) if error.code == ErrorCode::UnknownMethod => {
                 if let Some(status) = self.scopes.get_mut(key) {
                     status.inbox_missing = true;
                 }

@@ -148,7 +148,7 @@ impl Continuity {
                 NoticeTone::Info,
             ),
             // J4: the extension holds no provider; only the runtime's semantic service judges.
-            Err(error) if error.code == "unknown_method" => (
+            Err(error) if error.code == ErrorCode::UnknownMethod => (
                 self.say(
                     format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
                     format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),

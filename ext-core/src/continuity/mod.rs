@@ -55,6 +55,7 @@
 //!   a settle waiting for its inbox read; page facts and requests in flight are not (pages
 //!   report again on reconnect, requests are re-issued).
 
+use continuity_protocol::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
@@ -746,7 +747,7 @@ impl Continuity {
     /// A call that will never be answered normally.
     fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
         let error = CallError {
-            code: "offline".to_owned(),
+            code: ErrorCode::Offline.as_str().to_owned(),
             message: format!("{why}; the extension retries when it reconnects"),
         };
         self.answered(now, purpose, Err(error));
@@ -777,7 +778,7 @@ impl Continuity {
                             status.inbox_missing = false;
                             status.wake_tasks = tasks;
                         }
-                        Err(error) if error.code == "unknown_method" => {
+                        Err(error) if error.code == ErrorCode::UnknownMethod => {
                             status.inbox_missing = true;
                             status.wake_tasks.clear();
                         }
@@ -808,7 +809,7 @@ impl Continuity {
                             status.counts = Some(counts);
                             status.inbox_missing = false;
                         }
-                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
                         _ => {}
                     }
                 }
@@ -832,7 +833,7 @@ impl Continuity {
                             status.counts = Some(counts);
                             status.inbox_missing = false;
                         }
-                        Err(error) if error.code == "unknown_method" => status.inbox_missing = true,
+                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
                         _ => {}
                     }
                 }
@@ -856,6 +857,6 @@ impl Continuity {
 fn ack_settled(result: &Result<RuntimeAnswer, CallError>) -> bool {
     match result {
         Ok(_) => true,
-        Err(error) => error.code == "unknown_method",
+        Err(error) => error.code == ErrorCode::UnknownMethod,
     }
 }

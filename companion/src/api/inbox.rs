@@ -11,33 +11,20 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::store::{NewTask, StoreError};
-use super::{new_id, Inbox};
+use super::Router;
+use crate::clock::unix_millis;
 use crate::herdr::HerdrError;
-use crate::protocol::Request;
-use crate::runtime::dispatch::{unix_millis, MethodError};
-use crate::stream::methods::herdr_not_ready;
-use crate::runtime::RuntimeContext;
+use crate::inbox::store::{NewTask, StoreError};
+use crate::inbox::{new_id, Inbox};
+use crate::protocol::{ErrorCode, Method, MethodError, Request};
+use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
 
-/// Longest ref or id accepted, in characters.
-pub const MAX_REF_CHARS: usize = 256;
-/// Largest prompt accepted, in bytes.
-pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
-/// Most task ids in one `inbox.ack`.
-pub const MAX_ACK_IDS: usize = 100;
-/// Most items `inbox.pending` returns (oldest first; `more` says if there are others).
-pub const MAX_PENDING: usize = 50;
-/// Most tasks `task.list` returns (newest first).
-pub const MAX_LIST: usize = 100;
+pub use continuity_protocol::limits::{MAX_ACK_IDS, MAX_LIST, MAX_PENDING, MAX_PROMPT_BYTES, MAX_REF_CHARS};
+use continuity_protocol::limits::is_ref;
 /// Characters of the prompt kept in the row.
 const PROMPT_PREVIEW_CHARS: usize = 200;
 /// Timeout of Herdr `agent.prompt`.
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// True for the methods this module serves.
-pub fn owns(method: &str) -> bool {
-    matches!(method, "task.dispatch" | "task.list" | "inbox.pending" | "inbox.ack" | "inbox.counts")
-}
 
 /// A validated `task.dispatch`.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,13 +42,13 @@ pub struct DispatchRequest {
 }
 
 fn bad(message: String) -> MethodError {
-    ("bad_request", message)
+    (ErrorCode::BadRequest, message)
 }
 
 /// A required id-like string param of 1..=[`MAX_REF_CHARS`] characters.
 fn required_ref(params: &Map<String, Value>, method: &str, key: &str, example: &str) -> Result<String, MethodError> {
     match params.get(key) {
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_REF_CHARS => Ok(s.clone()),
+        Some(Value::String(s)) if is_ref(s) => Ok(s.clone()),
         Some(Value::String(s)) if !s.is_empty() => Err(bad(format!(
             "{method}: params.{key} is {} characters; at most {MAX_REF_CHARS} are allowed",
             s.chars().count()
@@ -73,7 +60,7 @@ fn required_ref(params: &Map<String, Value>, method: &str, key: &str, example: &
 impl DispatchRequest {
     /// Validates `task.dispatch` params.
     pub fn parse(params: &Map<String, Value>) -> Result<Self, MethodError> {
-        let m = "task.dispatch";
+        let m = Method::TaskDispatch.as_str();
         let browser_session_ref = required_ref(params, m, "browser_session_ref", "the chat's stable session ref")?;
         let workspace_id = required_ref(params, m, "workspace_id", "\"w1\"")?;
         let pane_id = required_ref(params, m, "pane_id", "\"w1:p1\"")?;
@@ -98,52 +85,52 @@ impl DispatchRequest {
 /// The error a Herdr refusal of `agent.prompt` becomes.
 pub fn prompt_error(pane_id: &str, error: &HerdrError) -> MethodError {
     match error {
-        HerdrError::Remote { code, .. } => match code.as_str() {
-            "agent_blocked" => ("agent_blocked", format!(
+        HerdrError::Remote { code, .. } => match HerdrErrorCode::parse(code) {
+            Ok(HerdrErrorCode::AgentBlocked) => (ErrorCode::AgentBlocked, format!(
                 "the agent in pane {pane_id} is blocked waiting for interactive input; answer it in Herdr, then dispatch again"
             )),
-            "agent_not_ready" => ("agent_not_ready", format!(
+            Ok(HerdrErrorCode::AgentNotReady) => (ErrorCode::AgentNotReady, format!(
                 "pane {pane_id} has no agent ready for a prompt (it is busy, or not a recognised agent); wait until it is idle or pick another pane, then dispatch again"
             )),
-            "agent_not_found" | "pane_not_found" | "not_found" => ("not_found", format!(
+            Ok(HerdrErrorCode::AgentNotFound | HerdrErrorCode::PaneNotFound | HerdrErrorCode::NotFound) => (ErrorCode::NotFound, format!(
                 "Herdr has no agent in pane {pane_id} (closed, or never ran an agent); pick a pane from herdr.panes and dispatch again"
             )),
-            _ => ("herdr_error", format!("{error}; the task was not dispatched")),
+            _ => (ErrorCode::HerdrError, format!("{error}; the task was not dispatched")),
         },
-        other => ("herdr_unavailable", format!("{other}; the task was not dispatched")),
+        other => (ErrorCode::HerdrUnavailable, format!("{other}; the task was not dispatched")),
     }
 }
 
 fn store_error(error: StoreError) -> MethodError {
     let code = match error {
-        StoreError::Sqlite(_) | StoreError::CallLost(_) => "inbox_unavailable",
+        StoreError::Sqlite(_) | StoreError::CallLost(_) => ErrorCode::InboxUnavailable,
     };
     (code, error.to_string())
 }
 
-/// Serves one of [`owns`]'s methods.
-pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, MethodError> {
-    let Some(inbox) = ctx.inbox.get() else {
-        return Err(("not_ready", "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
+/// Serves `task.*` and `inbox.*` (the router sends no other method).
+pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
+    let Some(inbox) = api.inbox.as_ref() else {
+        return Err((ErrorCode::NotReady, "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
     };
     let params = &request.params;
     let method = request.method.as_str();
-    if method == "task.dispatch" {
-        return dispatch(ctx, inbox, DispatchRequest::parse(params)?).await;
+    if request.method == Method::TaskDispatch {
+        return dispatch(api, inbox, DispatchRequest::parse(params)?).await;
     }
     let session_ref = required_ref(params, method, "browser_session_ref", "the chat's stable session ref")?;
-    match method {
-        "inbox.counts" => {
+    match request.method {
+        Method::InboxCounts => {
             let owned = session_ref.clone();
             let counts = inbox.with_store(move |store| store.counts(&owned)).await.map_err(store_error)?;
             Ok(json!({"type": "inbox_counts", "browser_session_ref": session_ref, "counts": counts}))
         }
-        "inbox.pending" => {
+        Method::InboxPending => {
             // A settle the client already received must be reflected here (I2); a failed
             // catch-up leaves it to the follower and answers what is stored.
-            let socket = std::path::PathBuf::from(ctx.herdr().socket);
+            let socket = std::path::PathBuf::from(api.herdr().socket);
             if let Err(error) = inbox.catch_up(&socket).await {
-                ctx.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
+                api.log.line(format_args!("parent inbox: catch-up before inbox.pending failed: {error}"));
             }
             let owned = session_ref.clone();
             let mut items = inbox.with_store(move |store| store.pending(&owned, MAX_PENDING + 1)).await.map_err(store_error)?;
@@ -152,7 +139,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             let items: Vec<Value> = items.iter().map(|t| t.to_json()).collect();
             Ok(json!({"type": "inbox_pending", "browser_session_ref": session_ref, "items": items, "more": more}))
         }
-        "task.list" => {
+        Method::TaskList => {
             let owned = session_ref.clone();
             let tasks = inbox.with_store(move |store| store.list(&owned, MAX_LIST)).await.map_err(store_error)?;
             let tasks: Vec<Value> = tasks.iter().map(|t| t.to_json()).collect();
@@ -167,7 +154,7 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
             };
             let ids: Vec<String> = ids
                 .iter()
-                .map(|v| v.as_str().filter(|s| !s.is_empty() && s.chars().count() <= MAX_REF_CHARS).map(str::to_owned))
+                .map(|v| v.as_str().filter(|s| is_ref(s)).map(str::to_owned))
                 .collect::<Option<_>>()
                 .ok_or_else(|| bad(format!("inbox.ack: every task id must be a string of 1 to {MAX_REF_CHARS} characters")))?;
             let owned = session_ref.clone();
@@ -188,11 +175,11 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request) -> Result<Value, Me
     }
 }
 
-async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: DispatchRequest) -> Result<Value, MethodError> {
-    if let Some(error) = herdr_not_ready(ctx) {
+async fn dispatch(api: &Router, inbox: &std::sync::Arc<Inbox>, request: DispatchRequest) -> Result<Value, MethodError> {
+    if let Some(error) = api.herdr_not_ready() {
         return Err(error);
     }
-    if let Some(pane) = ctx.event_hub.get().and_then(|hub| hub.catalog().panes.get(&request.pane_id).cloned()) {
+    if let Some(pane) = api.events.as_ref().and_then(|hub| hub.catalog().panes.get(&request.pane_id).cloned()) {
         if pane.workspace_id != request.workspace_id {
             return Err(bad(format!(
                 "task.dispatch: pane {} is in workspace {}, not {}; send the pane's own workspace_id",
@@ -203,7 +190,7 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     let after_seq = inbox
         .last_event_seq()
         .await
-        .map_err(|e| ("inbox_unavailable", format!("{e}; the task was not dispatched")))?;
+        .map_err(|e| (ErrorCode::InboxUnavailable, format!("{e}; the task was not dispatched")))?;
     let task = NewTask {
         task_id: new_id("task"),
         dispatch_id: new_id("dispatch"),
@@ -218,12 +205,12 @@ async fn dispatch(ctx: &RuntimeContext, inbox: &std::sync::Arc<Inbox>, request: 
     // Record first: a settle caused by the prompt is then stored after the row exists.
     let row = task.clone();
     inbox.with_store(move |store| store.insert_running(&row)).await.map_err(store_error)?;
-    let socket = PathBuf::from(ctx.herdr().socket);
+    let socket = PathBuf::from(api.herdr().socket);
     let params = json!({"target": request.pane_id, "text": request.prompt});
-    if let Err(error) = crate::herdr::request(&socket, "agent.prompt", params, PROMPT_TIMEOUT).await {
+    if let Err(error) = crate::herdr::request(&socket, HerdrMethod::AgentPrompt, params, PROMPT_TIMEOUT).await {
         let task_id = task.task_id.clone();
         let _ = inbox.with_store(move |store| store.forget(&task_id)).await;
-        ctx.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
+        api.log.line(format_args!("task.dispatch to {} refused: {error}", task.pane_id));
         return Err(prompt_error(&task.pane_id, &error));
     }
     inbox.changed(&task.browser_session_ref).await;
@@ -285,12 +272,18 @@ mod tests {
 
     #[test]
     fn herdr_refusals_become_clear_errors() {
-        let remote = |code: &str| HerdrError::Remote { method: "agent.prompt".into(), code: code.into(), message: "m".into() };
-        let codes: Vec<&str> = ["agent_blocked", "agent_not_ready", "agent_not_found", "pane_not_found", "weird"]
+        let remote = |code: &str| HerdrError::Remote { method: HerdrMethod::AgentPrompt.as_str().into(), code: code.into(), message: "m".into() };
+        let codes: Vec<ErrorCode> = ["agent_blocked", "agent_not_ready", "agent_not_found", "pane_not_found", "weird"]
             .iter()
             .map(|c| prompt_error("w1:p1", &remote(c)).0)
             .collect();
-        assert_eq!(codes, ["agent_blocked", "agent_not_ready", "not_found", "not_found", "herdr_error"]);
+        assert_eq!(codes, [
+            ErrorCode::AgentBlocked,
+            ErrorCode::AgentNotReady,
+            ErrorCode::NotFound,
+            ErrorCode::NotFound,
+            ErrorCode::HerdrError,
+        ]);
         assert!(prompt_error("w1:p1", &remote("agent_blocked")).1.contains("answer it in Herdr"));
     }
 }

@@ -10,51 +10,30 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::herdr::{request as herdr_request, HerdrState};
-use crate::protocol::Request;
-use crate::runtime::dispatch::MethodError;
-use crate::runtime::{ClientHandle, RuntimeContext};
+use super::Router;
+use crate::herdr::request as herdr_request;
+use crate::outbox::ClientHandle;
+use crate::protocol::{ErrorCode, Method, MethodError, Request};
+use continuity_protocol::herdr::HerdrMethod;
 
-/// Most rows `herdr.pane_read` returns.
-pub const MAX_READ_LINES: u64 = 200;
-/// Most characters `herdr.pane_read` returns (the tail is kept).
-pub const MAX_READ_CHARS: usize = 64 * 1024;
+pub use continuity_protocol::limits::{DEFAULT_READ_LINES, MAX_READ_CHARS, MAX_READ_LINES};
 
-/// True for the methods this module serves.
-pub fn owns(method: &str) -> bool {
-    matches!(method, "events.subscribe" | "herdr.workspaces" | "herdr.panes" | "herdr.agents" | "herdr.pane_read")
-}
-
-/// Why Herdr cannot serve a request right now, as a method error (`None` when connected);
-/// shared by every runtime method that needs Herdr.
-pub(crate) fn herdr_not_ready(ctx: &RuntimeContext) -> Option<MethodError> {
-    let herdr = ctx.herdr();
-    let detail = herdr.detail.clone().unwrap_or_default();
-    match herdr.state {
-        HerdrState::Connected => None,
-        HerdrState::UnsupportedProtocol => Some(("unsupported_protocol", detail)),
-        HerdrState::NotRunning => Some(("herdr_not_running", detail)),
-        HerdrState::PermissionDenied => Some(("herdr_permission_denied", detail)),
-        HerdrState::Error => Some(("herdr_unavailable", detail)),
-    }
-}
-
-/// Serves one of [`owns`]'s methods.
-pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
-    let Some(hub) = ctx.event_hub.get() else {
-        return Err(("not_ready", "the runtime's event log is not open yet (see runtime.log); retry in a moment".to_owned()));
+/// Serves `events.subscribe` and the `herdr.*` views (the router sends no other method).
+pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
+    let Some(hub) = api.events.as_ref() else {
+        return Err((ErrorCode::NotReady, "the runtime's event log is not open yet (see runtime.log); retry in a moment".to_owned()));
     };
-    if request.method == "events.subscribe" {
+    if request.method == Method::EventsSubscribe {
         return hub.subscribe(&request.params, client.clone()).await;
     }
-    if let Some(error) = herdr_not_ready(ctx) {
+    if let Some(error) = api.herdr_not_ready() {
         return Err(error);
     }
     let catalog = hub.catalog();
-    match request.method.as_str() {
-        "herdr.workspaces" => Ok(json!({"type": "herdr_workspaces", "workspaces": catalog.workspace_list()})),
-        "herdr.agents" => Ok(json!({"type": "herdr_agents", "agents": catalog.agents()})),
-        "herdr.panes" => {
+    match request.method {
+        Method::HerdrWorkspaces => Ok(json!({"type": "herdr_workspaces", "workspaces": catalog.workspace_list()})),
+        Method::HerdrAgents => Ok(json!({"type": "herdr_agents", "agents": catalog.agents()})),
+        Method::HerdrPanes => {
             let filter = request.params.get("workspace_id").and_then(Value::as_str);
             let panes: Vec<Value> = catalog
                 .panes
@@ -66,21 +45,21 @@ pub async fn handle(ctx: &RuntimeContext, request: &Request, client: &ClientHand
         }
         _ => {
             let Some(pane_id) = request.params.get("pane_id").and_then(Value::as_str) else {
-                return Err(("bad_request", "herdr.pane_read needs params.pane_id (e.g. \"w1:p1\")".to_owned()));
+                return Err((ErrorCode::BadRequest, "herdr.pane_read needs params.pane_id (e.g. \"w1:p1\")".to_owned()));
             };
             let lines = match request.params.get("lines") {
-                None => 80,
+                None => DEFAULT_READ_LINES,
                 Some(v) => v.as_u64().filter(|n| (1..=MAX_READ_LINES).contains(n)).ok_or((
-                    "bad_request",
+                    ErrorCode::BadRequest,
                     format!("herdr.pane_read: lines must be an integer from 1 to {MAX_READ_LINES}"),
                 ))?,
             };
-            let socket = PathBuf::from(ctx.herdr().socket);
+            let socket = PathBuf::from(api.herdr().socket);
             // No `lines` to Herdr: below the screen height it counts blank rows (REFERENCE §1).
             let params = json!({"pane_id": pane_id, "source": "recent"});
-            let result = herdr_request(&socket, "pane.read", params, Duration::from_secs(3))
+            let result = herdr_request(&socket, HerdrMethod::PaneRead, params, Duration::from_secs(3))
                 .await
-                .map_err(|e| ("herdr_error", e.to_string()))?;
+                .map_err(|e| (ErrorCode::HerdrError, e.to_string()))?;
             let text = result.pointer("/read/text").and_then(Value::as_str).unwrap_or("");
             let rows: Vec<&str> = text.trim_end_matches('\n').split('\n').collect();
             let rows_clipped = rows.len() > lines as usize;

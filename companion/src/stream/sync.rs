@@ -12,6 +12,7 @@
 //! Invariant: a malformed, oversized or unknown line from Herdr is logged and skipped; it
 //! never ends a subscription.
 
+use continuity_protocol::herdr::{HerdrMethod, HerdrSubscription};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,9 +22,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::UnixStream;
 
-use super::client::{ping, request, HerdrError};
-use crate::runtime::RuntimeLog;
-use crate::stream::EventHub;
+use super::EventHub;
+use crate::herdr::{ping, request, HerdrError};
+use crate::log::RuntimeLog;
 
 /// Longest Herdr event line accepted; longer lines are skipped.
 pub const MAX_EVENT_LINE: usize = 1024 * 1024;
@@ -41,10 +42,12 @@ const OUTPUT_LINES: u32 = 60;
 const OUTPUT_TAIL_CHARS: usize = 2000;
 
 /// The lifecycle kinds the runtime subscribes to.
-const LIFECYCLE: &[&str] = &[
-    "workspace.created", "workspace.updated", "workspace.renamed", "workspace.closed",
-    "tab.created", "tab.closed", "pane.created", "pane.updated", "pane.closed", "pane.exited",
-    "pane.agent_detected",
+const LIFECYCLE: &[HerdrSubscription] = &[
+    HerdrSubscription::WorkspaceCreated, HerdrSubscription::WorkspaceUpdated,
+    HerdrSubscription::WorkspaceRenamed, HerdrSubscription::WorkspaceClosed,
+    HerdrSubscription::TabCreated, HerdrSubscription::TabClosed, HerdrSubscription::PaneCreated,
+    HerdrSubscription::PaneUpdated, HerdrSubscription::PaneClosed, HerdrSubscription::PaneExited,
+    HerdrSubscription::PaneAgentDetected,
 ];
 
 /// One open `events.subscribe` connection.
@@ -76,7 +79,7 @@ async fn open_subscription(socket: &Path, subscriptions: Vec<Value>) -> Result<S
         .map_err(|_| SessionEnd::Closed("connect timed out".into()))?
         .map_err(closed)?;
     let (read, mut write) = stream.into_split();
-    let line = json!({"id": "hc-sub", "method": "events.subscribe", "params": {"subscriptions": subscriptions}});
+    let line = json!({"id": "hc-sub", "method": HerdrMethod::EventsSubscribe, "params": {"subscriptions": subscriptions}});
     write.write_all(format!("{line}\n").as_bytes()).await.map_err(closed)?;
     let mut lines = BufReader::new(read);
     let ack = tokio::time::timeout(REQUEST_TIMEOUT, read_capped_line(&mut lines, MAX_EVENT_LINE))
@@ -206,7 +209,7 @@ pub async fn run_sync(socket: PathBuf, hub: Arc<EventHub>, log: Arc<RuntimeLog>)
 }
 
 async fn resync(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog) -> Result<Vec<String>, SessionEnd> {
-    let snapshot = request(socket, "session.snapshot", json!({}), REQUEST_TIMEOUT).await?;
+    let snapshot = request(socket, HerdrMethod::SessionSnapshot, json!({}), REQUEST_TIMEOUT).await?;
     let panes = hub
         .update_catalog(move |catalog| match catalog.apply_snapshot(&snapshot) {
             Ok(events) => (events, Ok(catalog.pane_ids())),
@@ -225,7 +228,7 @@ async fn status_subscription(socket: &Path, panes: &[String]) -> Result<Option<S
     }
     let subs = panes
         .iter()
-        .map(|p| json!({"type": "pane.agent_status_changed", "pane_id": p}))
+        .map(|p| json!({"type": HerdrSubscription::PaneAgentStatusChanged, "pane_id": p}))
         .collect();
     open_subscription(socket, subs).await.map(Some)
 }
@@ -289,7 +292,7 @@ async fn session_inner(
                     None => return Err(SessionEnd::Closed("status stream ended".into())),
                     Some(Err(len)) => log.line(format_args!("herdr sync: skipped an oversized status line ({len} bytes)")),
                     Some(Ok(text)) => match parse_event_line(&text) {
-                        Ok((name, data)) if name == "pane.agent_status_changed" => {
+                        Ok((name, data)) if name == HerdrSubscription::PaneAgentStatusChanged.event_name() => {
                             hub.update_catalog(move |catalog| (catalog.apply_status(&data), ())).await?;
                         }
                         Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event `{name}`")),
@@ -300,7 +303,7 @@ async fn session_inner(
             _ = poll.tick() => {
                 for pane_id in hub.catalog().working_panes() {
                     let params = json!({"pane_id": pane_id, "source": "recent", "lines": OUTPUT_LINES});
-                    let Ok(result) = request(socket, "pane.read", params, REQUEST_TIMEOUT).await else { continue };
+                    let Ok(result) = request(socket, HerdrMethod::PaneRead, params, REQUEST_TIMEOUT).await else { continue };
                     let text = result.pointer("/read/text").and_then(Value::as_str).unwrap_or("");
                     let fingerprint = output_fingerprint(text);
                     if fingerprint.is_empty() || fingerprints.get(&pane_id) == Some(&fingerprint) {

@@ -1,0 +1,121 @@
+//! The one router from runtime methods to the services that serve them.
+//!
+//! [`Router`] is built after the services (the event stream and the parent inbox) and owns
+//! them; nothing is set on it later. Each method family has its own file — [`stream`]
+//! (`events.subscribe`, `herdr.*` views) and [`inbox`] (`task.*`, `inbox.*`) — and the
+//! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
+//! its service to [`Services`], a file here, and its arms in [`Router::route`].
+//!
+//! Invariants:
+//! - Every method of [`Method`] has exactly one arm; the match is exhaustive, so a new
+//!   protocol method does not compile until it is routed (or refused as `unknown_method`).
+//! - A service that failed to open answers `not_ready` for its methods; the others work.
+//! - The router does no connection work: reading lines, limits, timeouts and the reply
+//!   itself are the runtime's (`crate::runtime`).
+
+pub mod inbox;
+pub mod stream;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::clock::unix_millis;
+use crate::herdr::HerdrStatus;
+use crate::log::RuntimeLog;
+use crate::outbox::ClientHandle;
+use crate::protocol::{self, ErrorCode, Method, MethodError, Request, PROTOCOL_VERSION};
+
+/// The services the router serves, built (and started) before it.
+#[derive(Debug)]
+pub struct Services {
+    /// Latest Herdr connection status.
+    pub herdr_status: watch::Receiver<HerdrStatus>,
+    /// This runtime start (changes on every start).
+    pub boot_id: String,
+    /// The runtime log.
+    pub log: Arc<RuntimeLog>,
+    /// The event log and Herdr catalog; `None` when `state.db` could not be opened.
+    pub events: Option<Arc<crate::stream::EventHub>>,
+    /// The parent inbox; `None` when it could not be opened.
+    pub inbox: Option<Arc<crate::inbox::Inbox>>,
+}
+
+/// Routes validated requests to the services.
+#[derive(Debug)]
+pub struct Router {
+    /// Latest Herdr connection status.
+    herdr_status: watch::Receiver<HerdrStatus>,
+    /// This runtime start.
+    boot_id: String,
+    /// The runtime log.
+    log: Arc<RuntimeLog>,
+    /// The event stream service.
+    events: Option<Arc<crate::stream::EventHub>>,
+    /// The parent inbox service.
+    inbox: Option<Arc<crate::inbox::Inbox>>,
+}
+
+impl Router {
+    /// A router that owns `services`.
+    pub fn new(services: Services) -> Self {
+        let Services { herdr_status, boot_id, log, events, inbox } = services;
+        Self { herdr_status, boot_id, log, events, inbox }
+    }
+
+    /// The current Herdr status.
+    pub fn herdr(&self) -> HerdrStatus {
+        self.herdr_status.borrow().clone()
+    }
+
+    /// Why Herdr cannot serve a request right now, as a method error (`None` when
+    /// connected); shared by every method that needs Herdr.
+    fn herdr_not_ready(&self) -> Option<MethodError> {
+        let herdr = self.herdr();
+        let code = herdr.state.not_ready_code()?;
+        Some((code, herdr.detail.unwrap_or_default()))
+    }
+
+    /// Runs one validated request for `client` (which a subscription keeps, to push its
+    /// events later) and returns its result object or its error.
+    pub async fn route(&self, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
+        match request.method {
+            Method::Hello => self.hello(request),
+            Method::Ping => Ok(json!({ "type": "pong", "server_time": unix_millis() })),
+            Method::HerdrStatus => Ok(json!({ "type": "herdr_status", "herdr": self.herdr() })),
+            Method::EventsSubscribe
+            | Method::HerdrWorkspaces
+            | Method::HerdrPanes
+            | Method::HerdrAgents
+            | Method::HerdrPaneRead => stream::handle(self, request, client).await,
+            Method::TaskDispatch
+            | Method::TaskList
+            | Method::InboxPending
+            | Method::InboxAck
+            | Method::InboxCounts => inbox::handle(self, request).await,
+            // Reserved by the protocol; no service serves it yet.
+            Method::JudgeTurnEnd => Err((
+                ErrorCode::UnknownMethod,
+                protocol::unknown_method_reason(request.method.as_str()),
+            )),
+        }
+    }
+
+    fn hello(&self, request: &Request) -> Result<Value, MethodError> {
+        let Some(protocol) = request.params.get("protocol").and_then(Value::as_u64) else {
+            return Err((
+                ErrorCode::BadRequest,
+                "hello needs params.protocol (an integer); send {\"protocol\":1,\"extension_version\":\"…\"}".to_owned(),
+            ));
+        };
+        Ok(json!({
+            "type": "hello",
+            "runtime_version": env!("CARGO_PKG_VERSION"),
+            "protocol": PROTOCOL_VERSION,
+            "compatible": protocol == PROTOCOL_VERSION,
+            "boot_id": self.boot_id,
+            "herdr": self.herdr(),
+        }))
+    }
+}

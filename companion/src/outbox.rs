@@ -1,0 +1,59 @@
+//! The runtime's two ways out to clients, as plain channels: one client's outbox
+//! ([`ClientHandle`], for answers and a subscription's events) and the broadcast to every
+//! client ([`Broadcast`], for `herdr_state` and `inbox_changed`). A leaf: services push
+//! into them without knowing about connections, the router or the accept loop.
+
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::protocol;
+
+/// The sending side of one client connection.
+#[derive(Debug, Clone)]
+pub struct ClientHandle {
+    /// Lines queued for this client's socket.
+    outbox: mpsc::Sender<String>,
+}
+
+impl ClientHandle {
+    /// Wraps a client's outbox.
+    pub fn new(outbox: mpsc::Sender<String>) -> Self {
+        Self { outbox }
+    }
+
+    /// Queues a message for this client; false once the client is gone.
+    pub async fn send(&self, message: &Value) -> bool {
+        self.outbox.send(protocol::to_line(message)).await.is_ok()
+    }
+
+    /// True once the client connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.outbox.is_closed()
+    }
+}
+
+/// Runtime-wide events, already serialized as lines, for every connected client.
+#[derive(Debug, Clone)]
+pub struct Broadcast {
+    /// The fan-out; each connection holds a receiver.
+    sender: broadcast::Sender<String>,
+}
+
+impl Broadcast {
+    /// A broadcast that keeps up to `capacity` lines for slow clients (older ones are
+    /// skipped for a client that lags behind).
+    pub fn new(capacity: usize) -> Self {
+        Self { sender: broadcast::channel(capacity).0 }
+    }
+
+    /// Sends an event to every connected client.
+    pub fn send(&self, message: &Value) {
+        // No receivers is fine: nobody is connected.
+        let _ = self.sender.send(protocol::to_line(message));
+    }
+
+    /// A receiver of runtime-wide events (one per client).
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.sender.subscribe()
+    }
+}

@@ -1,0 +1,425 @@
+//! The accept loop and one connection's life: peer check, the connection cap, bounded
+//! lines, bounded in-flight requests and a deadline per request (as tokio's mini-redis
+//! bounds its connections).
+//!
+//! Order per connection: the peer's uid is checked before anything is read or written
+//! ([`peer_allowed`]); a connection over [`Limits::max_connections`] then gets one
+//! `overloaded` error line (id `""`) and is closed; an accepted one holds its permit until
+//! it closes. Per request: a line over [`Limits::max_line`] is discarded and answered
+//! `bad_request`; at most [`Limits::max_in_flight`] requests of one connection run at once
+//! (the next line is read only when one finishes); a request still running after
+//! [`Limits::request_timeout`] is dropped and answered `timeout`.
+//!
+//! Invariant: every request line gets exactly one response line with the same `id` (or
+//! `""` when the id could not be read), in whatever order the requests finish.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
+
+use crate::log::RuntimeLog;
+use crate::outbox::{Broadcast, ClientHandle};
+use crate::protocol::{self, ErrorCode, MethodError, Request, MAX_LINE};
+
+/// What serves validated requests (the runtime uses `crate::api::Router`).
+pub trait Handler: Send + Sync + 'static {
+    /// Runs one request for `client`.
+    fn handle(&self, request: &Request, client: &ClientHandle) -> impl Future<Output = Result<Value, MethodError>> + Send;
+}
+
+impl Handler for crate::api::Router {
+    fn handle(&self, request: &Request, client: &ClientHandle) -> impl Future<Output = Result<Value, MethodError>> + Send {
+        self.route(request, client)
+    }
+}
+
+/// The bounds on connections and requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most connections served at once; one more is told `overloaded` and closed.
+    pub max_connections: usize,
+    /// Longest request line in bytes, newline excluded.
+    pub max_line: usize,
+    /// Most requests of one connection running at once.
+    pub max_in_flight: usize,
+    /// How long one request may run before it is dropped and answered `timeout`. Dropping
+    /// is safe for every method: reads change nothing, `inbox.ack` and the inbox's
+    /// catch-up are idempotent, and a `task.dispatch` dropped after its row was recorded
+    /// leaves a `running` task that the client, told `timeout`, sees in `task.list`.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    /// 64 connections (a browser needs one per profile, plus the CLI and doctor), 1 MiB
+    /// lines, 16 requests in flight per connection, 30 s per request (the slowest method,
+    /// `task.dispatch`, waits at most 5 s for Herdr).
+    fn default() -> Self {
+        Self {
+            max_connections: 64,
+            max_line: MAX_LINE,
+            max_in_flight: 16,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) before the next one.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+/// How long the `overloaded` line may take to write before the connection is dropped.
+const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// True when a peer with `peer_uid` may use a runtime running as `own_uid`.
+pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
+    peer_uid == own_uid
+}
+
+/// The uid this process runs as.
+pub fn own_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Accepts clients forever: each same-uid peer within the cap is served on its own task.
+pub async fn accept_loop<H: Handler>(
+    listener: UnixListener,
+    handler: Arc<H>,
+    events: Broadcast,
+    limits: Limits,
+    log: Arc<RuntimeLog>,
+) {
+    let own = own_uid();
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                log.line(format_args!("accept failed: {e}"));
+                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                continue;
+            }
+        };
+        let peer_uid = match stream.peer_cred() {
+            Ok(cred) => cred.uid(),
+            Err(e) => {
+                log.line(format_args!("refused a client: cannot read its credentials: {e}"));
+                continue;
+            }
+        };
+        if !peer_allowed(peer_uid, own) {
+            log.line(format_args!("refused a client with uid {peer_uid}: only uid {own} may use this runtime"));
+            continue;
+        }
+        match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => {
+                let client = serve_client(stream, Arc::clone(&handler), events.subscribe(), limits, permit);
+                tokio::spawn(client);
+            }
+            Err(_) => {
+                log.line(format_args!(
+                    "refused a client: {} connections are open, the most this runtime serves",
+                    limits.max_connections
+                ));
+                tokio::spawn(refuse_overloaded(stream, limits.max_connections));
+            }
+        }
+    }
+}
+
+/// Tells a client over the connection cap why it is closed, then closes it.
+async fn refuse_overloaded(mut stream: UnixStream, max_connections: usize) {
+    let reply = protocol::error_response(
+        None,
+        ErrorCode::Overloaded,
+        &format!(
+            "the runtime already serves {max_connections} connections, its limit; close other clients of it (another browser profile, a stuck `herdr-companion task`) and reconnect"
+        ),
+    );
+    let mut line = protocol::to_line(&reply);
+    line.push('\n');
+    let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
+        let _ = stream.write_all(line.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// One line read from a client, bounded by a cap.
+enum ClientLine {
+    /// A complete line without its newline.
+    Line(Vec<u8>),
+    /// A line longer than the cap; it was discarded up to its newline.
+    TooLong,
+}
+
+/// Reads one line of at most `cap` bytes without ever buffering more than `cap`.
+async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Option<ClientLine>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            // EOF: a final unterminated line is still a line.
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Some(ClientLine::TooLong),
+                (false, true) => None,
+                (false, false) => Some(ClientLine::Line(line)),
+            });
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, Some(at)),
+            None => (chunk.len(), None),
+        };
+        let content = &chunk[..done.unwrap_or(used)];
+        if !too_long {
+            if line.len() + content.len() > cap {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(content);
+            }
+        }
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(if too_long { ClientLine::TooLong } else { ClientLine::Line(line) }));
+        }
+    }
+}
+
+/// The response to one request line: parsed, run within `limits.request_timeout`.
+async fn respond<H: Handler>(handler: &H, line: &[u8], client: &ClientHandle, timeout: Duration) -> Value {
+    let request = match protocol::parse_request(line) {
+        Ok(request) => request,
+        Err(bad) => return protocol::error_response(bad.id.as_deref(), bad.code, &bad.reason),
+    };
+    match tokio::time::timeout(timeout, handler.handle(&request, client)).await {
+        Ok(Ok(result)) => protocol::result_response(&request.id, result),
+        Ok(Err((code, message))) => protocol::error_response(Some(&request.id), code, &message),
+        Err(_) => protocol::error_response(
+            Some(&request.id),
+            ErrorCode::Timeout,
+            &format!(
+                "{} took longer than {} ms and was abandoned; retry, and see runtime.log if it keeps happening",
+                request.method,
+                timeout.as_millis()
+            ),
+        ),
+    }
+}
+
+/// Serves one client connection until it closes; `_permit` is its place under the cap.
+async fn serve_client<H: Handler>(
+    stream: UnixStream,
+    handler: Arc<H>,
+    mut events: broadcast::Receiver<String>,
+    limits: Limits,
+    _permit: OwnedSemaphorePermit,
+) {
+    let (read_half, mut write_half) = stream.into_split();
+    let (outbox, mut outbox_rx) = mpsc::channel::<String>(256);
+    let client = ClientHandle::new(outbox.clone());
+
+    let writer = tokio::spawn(async move {
+        while let Some(mut line) = outbox_rx.recv().await {
+            line.push('\n');
+            if write_half.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let event_outbox = outbox.clone();
+    let forwarder = tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(line) => {
+                    if event_outbox.send(line).await.is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    let mut reader = BufReader::new(read_half);
+    loop {
+        let line = match read_capped_line(&mut reader, limits.max_line).await {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => break,
+        };
+        match line {
+            ClientLine::TooLong => {
+                let reply = protocol::error_response(
+                    None,
+                    ErrorCode::BadRequest,
+                    "request line exceeds 1 MiB and was discarded; send smaller requests",
+                );
+                let _ = outbox.send(protocol::to_line(&reply)).await;
+            }
+            ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+            ClientLine::Line(bytes) => {
+                let Ok(slot) = Arc::clone(&in_flight).acquire_owned().await else { break };
+                let handler = Arc::clone(&handler);
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let reply = respond(handler.as_ref(), &bytes, &client, limits.request_timeout).await;
+                    client.send(&reply).await;
+                    drop(slot);
+                });
+            }
+        }
+    }
+    forwarder.abort();
+    drop(outbox);
+    drop(client);
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Method;
+    use serde_json::json;
+    use std::path::Path;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    #[test]
+    fn only_the_runtime_uid_is_allowed() {
+        assert!(peer_allowed(1000, 1000));
+        assert!(!peer_allowed(0, 1000));
+        assert!(!peer_allowed(65534, 0));
+    }
+
+    #[tokio::test]
+    async fn capped_lines_are_split_and_oversize_lines_discarded() {
+        let input: &[u8] = b"short\nwaytoolongline\n\nlast";
+        let mut reader = BufReader::with_capacity(3, input);
+        let mut seen = Vec::new();
+        while let Some(line) = read_capped_line(&mut reader, 8).await.expect("read") {
+            seen.push(match line {
+                ClientLine::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                ClientLine::TooLong => "<too long>".to_owned(),
+            });
+        }
+        assert_eq!(seen, ["short", "<too long>", "", "last"]);
+    }
+
+    /// Answers `ping` at once and never finishes `herdr.status` (a stuck request).
+    struct StuckStatus;
+
+    impl Handler for StuckStatus {
+        async fn handle(&self, request: &Request, _client: &ClientHandle) -> Result<Value, MethodError> {
+            match request.method {
+                Method::HerdrStatus => std::future::pending().await,
+                _ => Ok(json!({"type": "pong", "server_time": 0})),
+            }
+        }
+    }
+
+    /// A test client on a real Unix socket.
+    struct Client {
+        lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+        write: tokio::net::unix::OwnedWriteHalf,
+    }
+
+    impl Client {
+        async fn connect(socket: &Path) -> Self {
+            let (read, write) = UnixStream::connect(socket).await.expect("connect").into_split();
+            Self { lines: BufReader::new(read).lines(), write }
+        }
+
+        /// Sends a request; a runtime that already closed the connection (a refused
+        /// newcomer) makes the write fail, which the following read then shows.
+        async fn send(&mut self, id: &str, method: &str) {
+            let line = format!("{}\n", json!({"id": id, "method": method, "params": {}}));
+            let _ = self.write.write_all(line.as_bytes()).await;
+        }
+
+        /// The next line as JSON; `None` once the runtime closed the connection.
+        async fn next(&mut self) -> Option<Value> {
+            let line = self.lines.next_line().await.ok()??;
+            Some(serde_json::from_str(&line).expect("JSON line"))
+        }
+
+        async fn call(&mut self, id: &str, method: &str) -> Option<Value> {
+            self.send(id, method).await;
+            self.next().await
+        }
+    }
+
+    fn start(dir: &tempfile::TempDir, limits: Limits) -> std::path::PathBuf {
+        let socket = dir.path().join("test.sock");
+        let listener = UnixListener::bind(&socket).expect("bind");
+        let log = Arc::new(RuntimeLog::open(&dir.path().join("runtime.log")));
+        tokio::spawn(accept_loop(listener, Arc::new(StuckStatus), Broadcast::new(8), limits, log));
+        socket
+    }
+
+    #[tokio::test]
+    async fn a_connection_over_the_cap_is_told_overloaded_and_closed_and_its_place_is_freed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = start(&dir, Limits { max_connections: 2, ..Limits::default() });
+        let mut first = Client::connect(&socket).await;
+        let mut second = Client::connect(&socket).await;
+        // Answered requests prove both connections hold a place under the cap.
+        assert_eq!(first.call("1", "ping").await.map(|v| v["id"].clone()), Some(json!("1")));
+        assert_eq!(second.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")));
+
+        let mut third = Client::connect(&socket).await;
+        let refusal = third.next().await.expect("an error line before the close");
+        assert_eq!(refusal["id"], "");
+        assert_eq!(refusal["error"]["code"], "overloaded");
+        let message = refusal["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("2 connections") && message.contains("reconnect"), "{message}");
+        assert!(third.next().await.is_none(), "the refused connection is closed");
+        assert_eq!(first.call("3", "ping").await.map(|v| v["id"].clone()), Some(json!("3")), "others keep working");
+
+        // A closed connection gives its place back: wait until a newcomer is served.
+        drop(second);
+        loop {
+            let mut newcomer = Client::connect(&socket).await;
+            match newcomer.call("4", "ping").await {
+                Some(answer) if answer["id"] == "4" => break,
+                Some(answer) => assert_eq!(answer["error"]["code"], "overloaded"),
+                None => {}
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_over_its_deadline_is_answered_timeout_and_the_connection_keeps_serving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let limits = Limits { request_timeout: Duration::from_millis(50), ..Limits::default() };
+        let socket = start(&dir, limits);
+        let mut client = Client::connect(&socket).await;
+        client.send("stuck", "herdr.status").await;
+        client.send("quick", "ping").await;
+        let answers = [client.next().await, client.next().await];
+        let by_id = |id: &str| answers.iter().flatten().find(|a| a["id"] == id).cloned().unwrap_or_default();
+        assert_eq!(by_id("quick")["result"]["type"], "pong", "a stuck request does not block the next one");
+        let timeout = by_id("stuck");
+        assert_eq!(timeout["error"]["code"], "timeout");
+        expect_test::expect!["herdr.status took longer than 50 ms and was abandoned; retry, and see runtime.log if it keeps happening"]
+            .assert_eq(timeout["error"]["message"].as_str().unwrap_or_default());
+    }
+
+    #[tokio::test]
+    async fn a_connection_runs_at_most_max_in_flight_requests_and_reads_on_when_one_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let limits = Limits { max_in_flight: 1, request_timeout: Duration::from_millis(50), ..Limits::default() };
+        let socket = start(&dir, limits);
+        let mut client = Client::connect(&socket).await;
+        client.send("stuck", "herdr.status").await;
+        client.send("quick", "ping").await;
+        // With one slot, `quick` is read only after `stuck` timed out: the order shows it.
+        let ids: Vec<Value> = [client.next().await, client.next().await].into_iter().flatten().map(|v| v["id"].clone()).collect();
+        assert_eq!(ids, [json!("stuck"), json!("quick")]);
+    }
+}

@@ -1,0 +1,57 @@
+//! The sizes docs/PROTOCOL.md fixes for ids and method inputs, and the id checks built on
+//! them. Lengths count characters (Unicode scalar values) unless the name says bytes.
+
+/// Longest request id (`1..=64` characters).
+pub const MAX_REQUEST_ID_CHARS: usize = 64;
+/// Longest `log_id` (`1..=64` characters; the runtime makes 32 hex characters).
+pub const MAX_LOG_ID_CHARS: usize = 64;
+/// Longest `browser_session_ref`, workspace, pane, turn or task id of the inbox methods.
+pub const MAX_REF_CHARS: usize = 256;
+/// Largest `task.dispatch` prompt, in bytes (64 KiB).
+pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+/// Most task ids in one `inbox.ack`.
+pub const MAX_ACK_IDS: usize = 100;
+/// Most items one `inbox.pending` answer carries (`more` says whether there are others).
+pub const MAX_PENDING: usize = 50;
+/// Most tasks one `task.list` answer carries (newest first).
+pub const MAX_LIST: usize = 100;
+/// Most rows `herdr.pane_read` returns.
+pub const MAX_READ_LINES: u64 = 200;
+/// Rows `herdr.pane_read` returns without `lines`.
+pub const DEFAULT_READ_LINES: u64 = 80;
+/// Most characters `herdr.pane_read` returns (the tail is kept).
+pub const MAX_READ_CHARS: usize = 64 * 1024;
+
+/// True for a string of 1 to `max` characters.
+pub fn within(text: &str, max: usize) -> bool {
+    !text.is_empty() && text.chars().count() <= max
+}
+
+/// True for a valid request id.
+pub fn is_request_id(id: &str) -> bool {
+    within(id, MAX_REQUEST_ID_CHARS)
+}
+
+/// True for a valid `log_id`.
+pub fn is_log_id(id: &str) -> bool {
+    within(id, MAX_LOG_ID_CHARS)
+}
+
+/// True for a valid `browser_session_ref` or inbox id.
+pub fn is_ref(id: &str) -> bool {
+    within(id, MAX_REF_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_one_to_max_characters_not_bytes() {
+        assert!(!is_request_id(""));
+        assert!(is_request_id(&"é".repeat(64)), "64 two-byte characters are 64 characters");
+        assert!(!is_request_id(&"x".repeat(65)));
+        assert!(is_ref(&"r".repeat(256)) && !is_ref(&"r".repeat(257)));
+        assert!(is_log_id("5f0c9a7e2b1d4c3a8e6f0b2d4a6c8e01"));
+    }
+}

@@ -1,0 +1,696 @@
+//! The three message shapes and the typed params, results and event payloads of every
+//! runtime method (docs/PROTOCOL.md "Messages", "Event stream", "Parent inbox").
+//!
+//! Serializing any of these through `serde_json::Value` (whose map sorts keys, as the
+//! companion's lines always were) gives the bytes the runtime sends; optional *params* that
+//! are absent are left out, optional *result* fields are `null`, as documented.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, TaskState, TaskTrigger};
+
+/// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Caller-chosen id, 1..=64 chars ([`crate::limits::is_request_id`]), echoed in the
+    /// response.
+    pub id: String,
+    /// The method.
+    pub method: Method,
+    /// The params object.
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+impl Request {
+    /// A request for `call` with id `id`.
+    pub fn new(id: impl Into<String>, call: &Call) -> Self {
+        Self { id: id.into(), method: call.method(), params: call.params() }
+    }
+
+    /// The params as the typed call of [`Self::method`].
+    pub fn call(&self) -> Result<Call, serde_json::Error> {
+        Call::from_parts(self.method, &self.params)
+    }
+}
+
+/// A response: `{"id", "result"}` or `{"id", "error"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The request's id (`""` when it could not be read).
+    pub id: String,
+    /// The outcome.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What a response carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `"result": {"type": …, …}`.
+    Result(MethodResult),
+    /// `"error": {"code", "message"}`.
+    Error(ErrorBody),
+}
+
+/// `{"code", "message"}` of an error response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What kind of failure.
+    pub code: ErrorCode,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// Any message of the runtime protocol, told apart by its keys (`method` → request,
+/// `event` → event, otherwise a response).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Extension → runtime.
+    Request(Request),
+    /// Runtime → extension.
+    Response(Response),
+    /// Runtime or host → extension.
+    Event(Event),
+}
+
+impl Message {
+    /// Reads one message from its JSON.
+    pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
+        let is = |key: &str| value.get(key).is_some();
+        if is("method") {
+            serde_json::from_value(value).map(Message::Request)
+        } else if is("event") {
+            serde_json::from_value(value).map(Message::Event)
+        } else {
+            serde_json::from_value(value).map(Message::Response)
+        }
+    }
+
+    /// The message's JSON.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        match self {
+            Message::Request(m) => serde_json::to_value(m),
+            Message::Response(m) => serde_json::to_value(m),
+            Message::Event(m) => serde_json::to_value(m),
+        }
+    }
+}
+
+/// `{}`: the params of a method that takes none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoParams {}
+
+/// Params of `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloParams {
+    /// The extension's version.
+    pub extension_version: String,
+    /// The protocol integer ([`crate::PROTOCOL_VERSION`]).
+    pub protocol: u64,
+}
+
+/// Params of `events.subscribe`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeParams {
+    /// Replay stored events with a greater `seq`; absent = only live events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// The log the `after_seq` belongs to (1..64 chars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_id: Option<String>,
+}
+
+/// Params of `herdr.panes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanesParams {
+    /// Only this workspace's panes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+}
+
+/// Params of `herdr.pane_read`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneReadParams {
+    /// The pane.
+    pub pane_id: String,
+    /// Rows from the bottom, 1..=200 (default 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
+}
+
+/// Params of `task.dispatch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DispatchParams {
+    /// The chat's stable ref.
+    pub browser_session_ref: String,
+    /// Target workspace.
+    pub workspace_id: String,
+    /// Target pane.
+    pub pane_id: String,
+    /// The prompt (non-empty, ≤ 64 KiB).
+    pub prompt: String,
+    /// The chat turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+/// Params of `task.list`, `inbox.pending`, `inbox.counts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionParams {
+    /// The chat's stable ref (1–256 chars).
+    pub browser_session_ref: String,
+}
+
+/// Params of `inbox.ack`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckParams {
+    /// The chat's stable ref.
+    pub browser_session_ref: String,
+    /// 1..100 task ids.
+    pub task_ids: Vec<String>,
+}
+
+/// Params of `judge.turn_end` (reserved, see [`Method::JudgeTurnEnd`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeTurnEndParams {
+    /// The chat's stable ref.
+    pub browser_session_ref: String,
+    /// The bound workspace.
+    pub workspace_id: String,
+}
+
+/// A method with its typed params.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    /// `hello`.
+    Hello(HelloParams),
+    /// `ping`.
+    Ping(NoParams),
+    /// `herdr.status`.
+    HerdrStatus(NoParams),
+    /// `events.subscribe`.
+    EventsSubscribe(SubscribeParams),
+    /// `herdr.workspaces`.
+    HerdrWorkspaces(NoParams),
+    /// `herdr.panes`.
+    HerdrPanes(PanesParams),
+    /// `herdr.agents`.
+    HerdrAgents(NoParams),
+    /// `herdr.pane_read`.
+    HerdrPaneRead(PaneReadParams),
+    /// `task.dispatch`.
+    TaskDispatch(DispatchParams),
+    /// `task.list`.
+    TaskList(SessionParams),
+    /// `inbox.pending`.
+    InboxPending(SessionParams),
+    /// `inbox.ack`.
+    InboxAck(AckParams),
+    /// `inbox.counts`.
+    InboxCounts(SessionParams),
+    /// `judge.turn_end`.
+    JudgeTurnEnd(JudgeTurnEndParams),
+}
+
+impl Call {
+    /// Reads `params` as the params of `method`.
+    pub fn from_parts(method: Method, params: &Map<String, Value>) -> Result<Self, serde_json::Error> {
+        fn typed<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, serde_json::Error> {
+            serde_json::from_value(Value::Object(params.clone()))
+        }
+        Ok(match method {
+            Method::Hello => Call::Hello(typed(params)?),
+            Method::Ping => Call::Ping(typed(params)?),
+            Method::HerdrStatus => Call::HerdrStatus(typed(params)?),
+            Method::EventsSubscribe => Call::EventsSubscribe(typed(params)?),
+            Method::HerdrWorkspaces => Call::HerdrWorkspaces(typed(params)?),
+            Method::HerdrPanes => Call::HerdrPanes(typed(params)?),
+            Method::HerdrAgents => Call::HerdrAgents(typed(params)?),
+            Method::HerdrPaneRead => Call::HerdrPaneRead(typed(params)?),
+            Method::TaskDispatch => Call::TaskDispatch(typed(params)?),
+            Method::TaskList => Call::TaskList(typed(params)?),
+            Method::InboxPending => Call::InboxPending(typed(params)?),
+            Method::InboxAck => Call::InboxAck(typed(params)?),
+            Method::InboxCounts => Call::InboxCounts(typed(params)?),
+            Method::JudgeTurnEnd => Call::JudgeTurnEnd(typed(params)?),
+        })
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        match self {
+            Call::Hello(_) => Method::Hello,
+            Call::Ping(_) => Method::Ping,
+            Call::HerdrStatus(_) => Method::HerdrStatus,
+            Call::EventsSubscribe(_) => Method::EventsSubscribe,
+            Call::HerdrWorkspaces(_) => Method::HerdrWorkspaces,
+            Call::HerdrPanes(_) => Method::HerdrPanes,
+            Call::HerdrAgents(_) => Method::HerdrAgents,
+            Call::HerdrPaneRead(_) => Method::HerdrPaneRead,
+            Call::TaskDispatch(_) => Method::TaskDispatch,
+            Call::TaskList(_) => Method::TaskList,
+            Call::InboxPending(_) => Method::InboxPending,
+            Call::InboxAck(_) => Method::InboxAck,
+            Call::InboxCounts(_) => Method::InboxCounts,
+            Call::JudgeTurnEnd(_) => Method::JudgeTurnEnd,
+        }
+    }
+
+    /// The params object.
+    pub fn params(&self) -> Map<String, Value> {
+        let value = match self {
+            Call::Hello(p) => serde_json::to_value(p),
+            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) => serde_json::to_value(p),
+            Call::EventsSubscribe(p) => serde_json::to_value(p),
+            Call::HerdrPanes(p) => serde_json::to_value(p),
+            Call::HerdrPaneRead(p) => serde_json::to_value(p),
+            Call::TaskDispatch(p) => serde_json::to_value(p),
+            Call::TaskList(p) | Call::InboxPending(p) | Call::InboxCounts(p) => serde_json::to_value(p),
+            Call::InboxAck(p) => serde_json::to_value(p),
+            Call::JudgeTurnEnd(p) => serde_json::to_value(p),
+        };
+        match value {
+            Ok(Value::Object(map)) => map,
+            // Every params type is a struct of strings, integers and lists: always an object.
+            _ => Map::new(),
+        }
+    }
+}
+
+/// The runtime's Herdr connection (`herdr`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HerdrConnection {
+    /// The state.
+    pub state: HerdrState,
+    /// Herdr's protocol integer once known.
+    pub protocol: Option<u64>,
+    /// Herdr's version once known.
+    pub version: Option<String>,
+    /// The socket path used.
+    pub socket: String,
+    /// What is wrong and what to do (`null` when connected).
+    pub detail: Option<String>,
+}
+
+/// A catalog workspace (`herdr.workspaces`, `workspace_upsert`, `hello.workspaces`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    /// Id, e.g. `w1`.
+    pub workspace_id: String,
+    /// Display label.
+    pub label: String,
+    /// 1-based position.
+    pub number: u64,
+    /// Herdr's aggregated status.
+    pub agent_status: String,
+}
+
+/// A catalog pane (`herdr.panes`, `pane_upsert`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pane {
+    /// Id, e.g. `w1:p1`.
+    pub pane_id: String,
+    /// Owner workspace.
+    pub workspace_id: String,
+    /// Owner tab.
+    pub tab_id: String,
+    /// Agent name, `null` without one.
+    pub agent: Option<String>,
+    /// `idle | working | blocked | done | unknown`.
+    pub agent_status: String,
+    /// Working directory.
+    pub cwd: String,
+}
+
+/// The agent payload (`herdr.agents`, `hello.agents`, `agent_working`, `agent_settled`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    /// Owner workspace.
+    pub workspace_id: String,
+    /// Its label, `null` when the workspace is not in the catalog.
+    pub workspace_label: Option<String>,
+    /// The pane.
+    pub pane_id: String,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// Current status.
+    pub status: String,
+    /// The status before this change (events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_status: Option<String>,
+    /// Working directory.
+    pub cwd: String,
+}
+
+/// A task's result (`task.result`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskResult {
+    /// What ended the task.
+    pub trigger: TaskTrigger,
+    /// The `seq` of that event.
+    pub seq: u64,
+    /// The pane's status then.
+    pub status: Option<String>,
+    /// The status before.
+    pub previous_status: Option<String>,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// Workspace label.
+    pub workspace_label: Option<String>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// The pane's recent text, last ≤ 4 KiB.
+    pub tail: Option<String>,
+    /// Whether `tail` was cut.
+    pub tail_truncated: bool,
+}
+
+/// The attention advisor's guidance (`task.guidance`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guidance {
+    /// What the advisor suggests.
+    pub kind: GuidanceKind,
+    /// Why, in words.
+    pub note: Option<String>,
+}
+
+/// A parent-inbox task (`task`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// Task id.
+    pub task_id: String,
+    /// Dispatch id.
+    pub dispatch_id: String,
+    /// The chat turn.
+    pub turn_id: Option<String>,
+    /// The owning ref.
+    pub browser_session_ref: String,
+    /// Target workspace.
+    pub workspace_id: String,
+    /// Target pane.
+    pub pane_id: String,
+    /// The prompt's first ≤ 200 chars.
+    pub prompt_preview: String,
+    /// The state.
+    pub state: TaskState,
+    /// Unix ms.
+    pub created_at: i64,
+    /// Unix ms, when terminal.
+    pub finished_at: Option<i64>,
+    /// The terminal record.
+    pub result: Option<TaskResult>,
+    /// The advisor's guidance.
+    pub guidance: Option<Guidance>,
+    /// Unix ms, when acknowledged.
+    pub acked_at: Option<i64>,
+}
+
+/// A ref's task counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Running tasks.
+    pub running: u64,
+    /// Terminal, unacknowledged tasks.
+    pub unacked: u64,
+    /// Acknowledged tasks.
+    pub acked: u64,
+}
+
+/// A result object, told apart by its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MethodResult {
+    /// Answer to `hello`.
+    Hello {
+        /// The companion's version.
+        runtime_version: String,
+        /// The runtime's protocol integer.
+        protocol: u64,
+        /// Whether both integers are equal.
+        compatible: bool,
+        /// This runtime start.
+        boot_id: String,
+        /// The Herdr connection.
+        herdr: HerdrConnection,
+    },
+    /// Answer to `ping`.
+    Pong {
+        /// Unix ms.
+        server_time: u64,
+    },
+    /// Answer to `herdr.status`.
+    HerdrStatus {
+        /// The Herdr connection.
+        herdr: HerdrConnection,
+    },
+    /// Answer to `events.subscribe`.
+    EventsSubscribed {
+        /// This runtime start.
+        boot_id: String,
+        /// The event log.
+        log_id: String,
+        /// Whether the client's position was not in this log.
+        log_reset: bool,
+        /// The newest stored `seq`.
+        last_seq: u64,
+        /// Where the replay starts (`0` on a reset).
+        after_seq: u64,
+    },
+    /// Answer to `herdr.workspaces`.
+    HerdrWorkspaces {
+        /// By position.
+        workspaces: Vec<Workspace>,
+    },
+    /// Answer to `herdr.panes`.
+    HerdrPanes {
+        /// The panes.
+        panes: Vec<Pane>,
+    },
+    /// Answer to `herdr.agents`.
+    HerdrAgents {
+        /// Panes with an agent.
+        agents: Vec<Agent>,
+    },
+    /// Answer to `herdr.pane_read`.
+    HerdrPaneRead {
+        /// The pane.
+        pane_id: String,
+        /// Rows asked for.
+        lines: u64,
+        /// The text (≤ 64 KiB, tail kept).
+        text: String,
+        /// Whether rows or characters were left out.
+        truncated: bool,
+    },
+    /// Answer to `task.dispatch`.
+    TaskDispatched {
+        /// Task id.
+        task_id: String,
+        /// Dispatch id.
+        dispatch_id: String,
+        /// The chat turn.
+        turn_id: Option<String>,
+        /// The owning ref.
+        browser_session_ref: String,
+        /// Target workspace.
+        workspace_id: String,
+        /// Target pane.
+        pane_id: String,
+        /// Always `running`.
+        state: TaskState,
+        /// Unix ms.
+        created_at: i64,
+    },
+    /// Answer to `task.list`.
+    TaskList {
+        /// The ref.
+        browser_session_ref: String,
+        /// Newest first, ≤ 100.
+        tasks: Vec<Task>,
+    },
+    /// Answer to `inbox.pending`.
+    InboxPending {
+        /// The ref.
+        browser_session_ref: String,
+        /// Terminal unacknowledged tasks, oldest first, ≤ 50.
+        items: Vec<Task>,
+        /// Whether there are more than `items`.
+        more: bool,
+    },
+    /// Answer to `inbox.ack` (every requested id in exactly one list).
+    InboxAcked {
+        /// The ref.
+        browser_session_ref: String,
+        /// Newly acknowledged.
+        acked: Vec<String>,
+        /// Acknowledged before.
+        already_acked: Vec<String>,
+        /// No such task.
+        unknown: Vec<String>,
+        /// Another ref's task.
+        forbidden: Vec<String>,
+        /// Still running.
+        not_terminal: Vec<String>,
+        /// The ref's counts after the call.
+        counts: Counts,
+    },
+    /// Answer to `inbox.counts`.
+    InboxCounts {
+        /// The ref.
+        browser_session_ref: String,
+        /// The counts.
+        counts: Counts,
+    },
+}
+
+/// Fields every stored stream event carries next to its payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stored<T> {
+    /// The payload.
+    #[serde(flatten)]
+    pub payload: T,
+    /// Global, strictly increasing position.
+    pub seq: u64,
+    /// The runtime start that produced it.
+    pub boot_id: String,
+    /// Unix ms.
+    pub at: u64,
+    /// Whether `boot_id` is not the current runtime's.
+    pub stale: bool,
+}
+
+/// The stream's `hello` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamHello {
+    /// Always [`crate::EVENTS_PROTOCOL`].
+    pub protocol: String,
+    /// This runtime start.
+    pub boot_id: String,
+    /// The event log.
+    pub log_id: String,
+    /// As in `events_subscribed`.
+    pub log_reset: bool,
+    /// Unix ms.
+    pub server_time: u64,
+    /// The newest stored `seq` (the replay horizon).
+    pub last_seq: u64,
+    /// The catalog's workspaces.
+    pub workspaces: Vec<Workspace>,
+    /// The agent snapshot at subscribe time.
+    pub agents: Vec<Agent>,
+}
+
+/// `herdr_state` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HerdrStateData {
+    /// The new connection state.
+    pub herdr: HerdrConnection,
+}
+
+/// `host_error` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostErrorData {
+    /// What went wrong.
+    pub code: HostErrorCode,
+    /// What happened and what to do.
+    pub message: String,
+    /// The request whose response was dropped, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// `agent_output` data (not stored: no `seq`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentOutput {
+    /// The pane.
+    pub pane_id: String,
+    /// Owner workspace.
+    pub workspace_id: String,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// The newest ≤ 2 000 characters.
+    pub tail: String,
+    /// This runtime start.
+    pub boot_id: String,
+    /// Unix ms.
+    pub at: u64,
+    /// Always false.
+    pub stale: bool,
+    /// Orders one pane's tails within one `boot_id`.
+    pub output_rev: u64,
+}
+
+/// `workspace_removed` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceRef {
+    /// The workspace.
+    pub workspace_id: String,
+}
+
+/// `pane_removed` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneRef {
+    /// The pane.
+    pub pane_id: String,
+    /// Its workspace.
+    pub workspace_id: String,
+}
+
+/// `inbox_changed` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxChanged {
+    /// The ref whose tasks changed.
+    pub browser_session_ref: String,
+    /// Its counts now.
+    pub counts: Counts,
+}
+
+/// An event: `{"event": NAME, "data": {…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    /// [`EventName::Hello`].
+    Hello(StreamHello),
+    /// [`EventName::HerdrState`].
+    HerdrState(HerdrStateData),
+    /// [`EventName::HostError`].
+    HostError(HostErrorData),
+    /// [`EventName::AgentWorking`].
+    AgentWorking(Stored<Agent>),
+    /// [`EventName::AgentSettled`].
+    AgentSettled(Stored<Agent>),
+    /// [`EventName::AgentOutput`].
+    AgentOutput(AgentOutput),
+    /// [`EventName::WorkspaceUpsert`].
+    WorkspaceUpsert(Stored<Workspace>),
+    /// [`EventName::WorkspaceRemoved`].
+    WorkspaceRemoved(Stored<WorkspaceRef>),
+    /// [`EventName::PaneUpsert`].
+    PaneUpsert(Stored<Pane>),
+    /// [`EventName::PaneRemoved`].
+    PaneRemoved(Stored<PaneRef>),
+    /// [`EventName::InboxChanged`].
+    InboxChanged(InboxChanged),
+}
+
+impl Event {
+    /// The event's name.
+    pub fn name(&self) -> EventName {
+        match self {
+            Event::Hello(_) => EventName::Hello,
+            Event::HerdrState(_) => EventName::HerdrState,
+            Event::HostError(_) => EventName::HostError,
+            Event::AgentWorking(_) => EventName::AgentWorking,
+            Event::AgentSettled(_) => EventName::AgentSettled,
+            Event::AgentOutput(_) => EventName::AgentOutput,
+            Event::WorkspaceUpsert(_) => EventName::WorkspaceUpsert,
+            Event::WorkspaceRemoved(_) => EventName::WorkspaceRemoved,
+            Event::PaneUpsert(_) => EventName::PaneUpsert,
+            Event::PaneRemoved(_) => EventName::PaneRemoved,
+            Event::InboxChanged(_) => EventName::InboxChanged,
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The closed sets of names on the wire: methods, events, error codes, states.
+//!
+//! Each is an enum whose `as_str` is the exact wire spelling and whose `parse` refuses
+//! any other string with an [`UnknownName`] (there is no catch-all variant: a name this
+//! crate does not list is an error the caller answers, e.g. `unknown_method`).
+
+use std::fmt;
+
+/// A string that is not one of a name set's wire spellings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// Which set was asked (`Method`, `ErrorCode`, …).
+    pub set: &'static str,
+    /// The string that was given.
+    pub name: String,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not a known {} of herdr-continuity/1", self.name, self.set)
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// Declares a wire name set: the enum, `ALL`, `as_str`, `parse`, `Display`, `FromStr`,
+/// serde as a plain string, and `==` against `str` / `String`.
+macro_rules! wire_names {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        impl $name {
+            /// Every name of the set, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The wire spelling.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )*
+                }
+            }
+
+            /// The name spelled `name` on the wire; any other string is an error.
+            pub fn parse(name: &str) -> Result<Self, $crate::names::UnknownName> {
+                match name {
+                    $( $wire => Ok($name::$variant), )*
+                    _ => Err($crate::names::UnknownName {
+                        set: stringify!($name),
+                        name: name.to_owned(),
+                    }),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::names::UnknownName;
+            fn from_str(name: &str) -> Result<Self, Self::Err> {
+                Self::parse(name)
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(deserializer)?;
+                Self::parse(&name).map_err(<D::Error as ::serde::de::Error>::custom)
+            }
+        }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, other: &$name) -> bool {
+                self == other.as_str()
+            }
+        }
+
+        impl PartialEq<$name> for &str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.as_str()
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+    };
+}
+pub(crate) use wire_names;
+
+wire_names! {
+    /// A runtime method (docs/PROTOCOL.md "Methods", "Event stream", "Parent inbox").
+    pub enum Method {
+        /// `hello {extension_version, protocol}` → `hello`.
+        Hello = "hello",
+        /// `ping {}` → `pong`.
+        Ping = "ping",
+        /// `herdr.status {}` → `herdr_status`.
+        HerdrStatus = "herdr.status",
+        /// `events.subscribe {after_seq?, log_id?}` → `events_subscribed`, then the stream.
+        EventsSubscribe = "events.subscribe",
+        /// `herdr.workspaces {}` → `herdr_workspaces`.
+        HerdrWorkspaces = "herdr.workspaces",
+        /// `herdr.panes {workspace_id?}` → `herdr_panes`.
+        HerdrPanes = "herdr.panes",
+        /// `herdr.agents {}` → `herdr_agents`.
+        HerdrAgents = "herdr.agents",
+        /// `herdr.pane_read {pane_id, lines?}` → `herdr_pane_read`.
+        HerdrPaneRead = "herdr.pane_read",
+        /// `task.dispatch {browser_session_ref, workspace_id, pane_id, prompt, turn_id?}`.
+        TaskDispatch = "task.dispatch",
+        /// `task.list {browser_session_ref}` → `task_list`.
+        TaskList = "task.list",
+        /// `inbox.pending {browser_session_ref}` → `inbox_pending`.
+        InboxPending = "inbox.pending",
+        /// `inbox.ack {browser_session_ref, task_ids}` → `inbox_acked`.
+        InboxAck = "inbox.ack",
+        /// `inbox.counts {browser_session_ref}` → `inbox_counts`.
+        InboxCounts = "inbox.counts",
+        /// `judge.turn_end {browser_session_ref, workspace_id}`: reserved. The extension's
+        /// LLM judge button calls it; no runtime serves it yet, so it is answered
+        /// `unknown_method` (the extension then says the judge is not available).
+        JudgeTurnEnd = "judge.turn_end",
+    }
+}
+
+wire_names! {
+    /// An event name (`{"event": NAME, "data": {…}}`).
+    pub enum EventName {
+        /// The stream's first event on every subscription (not stored).
+        Hello = "hello",
+        /// The runtime's Herdr connection state changed (to every client).
+        HerdrState = "herdr_state",
+        /// From the host: a frame it could not relay.
+        HostError = "host_error",
+        /// A pane entered `working` (stored).
+        AgentWorking = "agent_working",
+        /// A pane went `working → idle | done | blocked` (stored).
+        AgentSettled = "agent_settled",
+        /// A pane's newest output tail (not stored, no `seq`).
+        AgentOutput = "agent_output",
+        /// A workspace is new, relabelled or moved (stored).
+        WorkspaceUpsert = "workspace_upsert",
+        /// A workspace is gone (stored).
+        WorkspaceRemoved = "workspace_removed",
+        /// A pane is new or changed (stored).
+        PaneUpsert = "pane_upsert",
+        /// A pane is gone (stored).
+        PaneRemoved = "pane_removed",
+        /// A ref's inbox counts changed (not stored).
+        InboxChanged = "inbox_changed",
+    }
+}
+
+impl EventName {
+    /// True for the events stored in the runtime's log (they carry `seq`).
+    pub const fn is_stored(self) -> bool {
+        matches!(
+            self,
+            EventName::AgentWorking
+                | EventName::AgentSettled
+                | EventName::WorkspaceUpsert
+                | EventName::WorkspaceRemoved
+                | EventName::PaneUpsert
+                | EventName::PaneRemoved
+        )
+    }
+}
+
+wire_names! {
+    /// A response error code (`{"error": {"code", "message"}}`), from the runtime or, for
+    /// the last few, made up by the extension for a call that never got a runtime answer.
+    pub enum ErrorCode {
+        /// The request's shape is invalid (`id` is `""` when it could not be read).
+        BadRequest = "bad_request",
+        /// The runtime does not serve this method.
+        UnknownMethod = "unknown_method",
+        /// A service the method needs (event log, inbox) is not open.
+        NotReady = "not_ready",
+        /// The inbox's store failed for this call.
+        InboxUnavailable = "inbox_unavailable",
+        /// Herdr speaks another protocol.
+        UnsupportedProtocol = "unsupported_protocol",
+        /// Herdr is not running.
+        HerdrNotRunning = "herdr_not_running",
+        /// Herdr's socket refused this user.
+        HerdrPermissionDenied = "herdr_permission_denied",
+        /// Herdr is not usable for another reason (message = its detail).
+        HerdrUnavailable = "herdr_unavailable",
+        /// Herdr answered the runtime's request with an error.
+        HerdrError = "herdr_error",
+        /// `task.dispatch`: no such pane or agent.
+        NotFound = "not_found",
+        /// `task.dispatch`: the agent waits for interactive input.
+        AgentBlocked = "agent_blocked",
+        /// `task.dispatch`: the agent is busy or not a recognised agent.
+        AgentNotReady = "agent_not_ready",
+        /// The runtime closed a connection over its connection cap.
+        Overloaded = "overloaded",
+        /// The runtime gave up on a request that took longer than its per-request limit.
+        Timeout = "timeout",
+        /// Extension only: the call was not sent, the companion is not connected.
+        Offline = "offline",
+        /// Extension only: the runtime's answer did not have the documented shape.
+        BadAnswer = "bad_answer",
+        /// Extension only: an error answer without a usable `code`.
+        Error = "error",
+    }
+}
+
+wire_names! {
+    /// A `host_error` code (docs/PROTOCOL.md "Framing", "Events").
+    pub enum HostErrorCode {
+        /// A frame from the browser that is not UTF-8 JSON or not an object.
+        BadFrame = "bad_frame",
+        /// A frame from the browser over 1 MiB (read and discarded).
+        FrameTooLarge = "frame_too_large",
+        /// The host cannot reach the runtime (it then exits 1).
+        RuntimeUnreachable = "runtime_unreachable",
+        /// A runtime message over 1 MiB was dropped.
+        ResponseTooLarge = "response_too_large",
+    }
+}
+
+wire_names! {
+    /// The runtime's Herdr connection state (`herdr.state`).
+    pub enum HerdrState {
+        /// Herdr answered `ping` with a supported protocol.
+        Connected = "connected",
+        /// No Herdr socket, or nothing listens on it.
+        NotRunning = "not_running",
+        /// Herdr speaks another protocol integer.
+        UnsupportedProtocol = "unsupported_protocol",
+        /// The socket refused this user.
+        PermissionDenied = "permission_denied",
+        /// Any other failure (see `detail`).
+        Error = "error",
+    }
+}
+
+impl HerdrState {
+    /// The method error a request that needs Herdr gets in this state (`None` when
+    /// connected).
+    pub const fn not_ready_code(self) -> Option<ErrorCode> {
+        match self {
+            HerdrState::Connected => None,
+            HerdrState::NotRunning => Some(ErrorCode::HerdrNotRunning),
+            HerdrState::UnsupportedProtocol => Some(ErrorCode::UnsupportedProtocol),
+            HerdrState::PermissionDenied => Some(ErrorCode::HerdrPermissionDenied),
+            HerdrState::Error => Some(ErrorCode::HerdrUnavailable),
+        }
+    }
+}
+
+wire_names! {
+    /// A task's state (`task.state`).
+    pub enum TaskState {
+        /// Dispatched, not terminal yet.
+        Running = "running",
+        /// Settled `idle` / `done`.
+        Completed = "completed",
+        /// Settled `blocked`.
+        Blocked = "blocked",
+        /// The pane closed or Herdr released the agent.
+        Failed = "failed",
+    }
+}
+
+wire_names! {
+    /// What ended a task (`task.result.trigger`).
+    pub enum TaskTrigger {
+        /// An `agent_settled` event of its pane.
+        AgentSettled = "agent_settled",
+        /// A `pane_removed` event of its pane.
+        PaneClosed = "pane_closed",
+        /// A `pane_upsert` with `agent: null`.
+        AgentReleased = "agent_released",
+    }
+}
+
+wire_names! {
+    /// The attention advisor's guidance kind (`task.guidance.kind`, I5).
+    pub enum GuidanceKind {
+        /// Check that the work is really complete.
+        VerifyCompletion = "verify_completion",
+        /// The agent may continue on its own.
+        ContinueUnobserved = "continue_unobserved",
+        /// A human has to decide.
+        NeedsHuman = "needs_human",
+        /// Something blocks the work.
+        Blocker = "blocker",
+        /// The work drifted from the request.
+        Drift = "drift",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back_and_others_are_refused() {
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.as_str()), Ok(*m));
+        }
+        for e in ErrorCode::ALL {
+            assert_eq!(e.as_str().parse::<ErrorCode>(), Ok(*e));
+        }
+        let unknown = Method::parse("events.unsubscribe").err().map(|e| e.to_string());
+        assert_eq!(unknown.as_deref(), Some("`events.unsubscribe` is not a known Method of herdr-continuity/1"));
+        assert!("unknown_method" == ErrorCode::UnknownMethod);
+        let owned: String = ["off", "line"].concat();
+        assert!(owned == ErrorCode::Offline && owned != ErrorCode::BadAnswer);
+        assert_eq!(serde_json::to_string(&Method::InboxAck).ok().as_deref(), Some("\"inbox.ack\""));
+        assert!(serde_json::from_str::<Method>("\"nope\"").is_err());
+    }
+}
