@@ -331,3 +331,50 @@ mod tests {
         assert!(check.fix.as_deref().is_some_and(|f| f.contains("HERDR_CONTINUITY_HOME")));
     }
 }
+
+/// What the extension last reported about a chat page (`diagnostics.report`, kept in
+/// `diagnostics.json` in the companion home): a few lines for the doctor's report, or
+/// why there is nothing to show.
+pub fn page_diagnostics(home: &CompanionHome) -> String {
+    let path = home.root().join(crate::api::diagnostics::DIAGNOSTICS_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return "info  no page diagnostics yet: open a chat page with the extension and the side panel's \"What the extension sees\" fills in\n".to_owned();
+    };
+    let Ok(stored) = serde_json::from_str::<Value>(&text) else {
+        return format!("info  {} is not readable JSON; it is replaced by the next report\n", path.display());
+    };
+    render_page_diagnostics(&stored)
+}
+
+/// The lines of one stored report (`{stored_at, diagnostics}`).
+pub fn render_page_diagnostics(stored: &Value) -> String {
+    let d = &stored["diagnostics"];
+    let mut out = String::new();
+    let site = d["site"].as_str().unwrap_or("unknown site");
+    let when = stored["stored_at"].as_u64().map_or_else(|| "at an unknown time".to_owned(), |ms| format!("at {ms} ms since the Unix epoch"));
+    let _ = writeln!(out, "info  last page diagnostics ({site}, reported {when}):");
+    match d["generation"].as_str() {
+        Some(generation) => {
+            let _ = writeln!(out, "        layout: {generation}");
+        }
+        None => {
+            let _ = writeln!(out, "        layout: none recognised — nothing is typed into that page; copy the side panel's diagnostics into a bug report");
+        }
+    }
+    if let Some(facts) = d["facts"].as_object() {
+        let missing: Vec<&str> = facts.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.as_str()).collect();
+        let _ = writeln!(out, "        facts: {} matched, {} without a match{}", facts.len() - missing.len(), missing.len(),
+            if missing.is_empty() { String::new() } else { format!(" ({})", missing.join(", ")) });
+    }
+    let csp = &d["csp"];
+    let _ = writeln!(out, "        csp: meta policy {}, {} violation(s) seen",
+        if csp["meta"].as_bool().unwrap_or(false) { "present" } else { "absent" }, csp["violations"].as_u64().unwrap_or(0));
+    if let Some(deliveries) = d["deliveries"].as_array().filter(|l| !l.is_empty()) {
+        let outcomes: Vec<String> = deliveries
+            .iter()
+            .map(|x| format!("{} {}", x["outcome"].as_str().unwrap_or("?"), x["reason"].as_str().map(|r| format!("({r})")).unwrap_or_default()).trim().to_owned())
+            .collect();
+        let _ = writeln!(out, "        last deliveries: {}", outcomes.join(", "));
+    }
+    out
+}

@@ -230,6 +230,7 @@ fn run(cli: Cli) -> Result<i32> {
             let home = CompanionHome::resolve(home.home)?;
             let checks = doctor::run_checks(&target, &home, herdr.herdr_session);
             print!("{}", doctor::render(&checks));
+            print!("{}", doctor::page_diagnostics(&home));
             Ok(if checks.iter().all(|c| c.fix.is_none()) {
                 0
             } else {

@@ -527,6 +527,21 @@ impl LinkDriver {
             page.diagnostics = Some(diagnostics);
         }
         Self::broadcast_views(this);
+        // The companion keeps the newest report for `herdr-companion doctor`. Fire and forget:
+        // the answer carries a continuity id no call waits for, so it is dropped on arrival.
+        let native = this.borrow().native.as_ref().map(|(_, object)| object.clone());
+        if let Some(object) = native {
+            let mut diagnostics = value.clone();
+            if let Some(map) = diagnostics.as_object_mut() {
+                map.remove("type");
+            }
+            let request = serde_json::json!({
+                "id": format!("{}diag-{}", continuity_wire::CALL_ID_PREFIX, js::now_millis()),
+                "method": continuity_protocol::Method::DiagnosticsReport.as_str(),
+                "params": { "diagnostics": diagnostics },
+            });
+            js::post(&object, &request);
+        }
         Ok(())
     }
 

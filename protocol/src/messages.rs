@@ -213,6 +213,17 @@ pub enum Call {
     InboxCounts(SessionParams),
     /// `judge.turn_end`.
     JudgeTurnEnd(JudgeTurnEndParams),
+    /// `diagnostics.report`.
+    DiagnosticsReport(DiagnosticsParams),
+}
+
+/// Params of `diagnostics.report`: the page diagnostics as the extension validated them
+/// (docs/PROTOCOL.md "Site profiles and page diagnostics"; at most
+/// [`crate::limits::MAX_DIAGNOSTICS_BYTES`] of JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosticsParams {
+    /// The `page_diagnostics` object, without its `type`.
+    pub diagnostics: Value,
 }
 
 impl Call {
@@ -236,6 +247,7 @@ impl Call {
             Method::InboxAck => Call::InboxAck(typed(params)?),
             Method::InboxCounts => Call::InboxCounts(typed(params)?),
             Method::JudgeTurnEnd => Call::JudgeTurnEnd(typed(params)?),
+            Method::DiagnosticsReport => Call::DiagnosticsReport(typed(params)?),
         })
     }
 
@@ -256,6 +268,7 @@ impl Call {
             Call::InboxAck(_) => Method::InboxAck,
             Call::InboxCounts(_) => Method::InboxCounts,
             Call::JudgeTurnEnd(_) => Method::JudgeTurnEnd,
+            Call::DiagnosticsReport(_) => Method::DiagnosticsReport,
         }
     }
 
@@ -271,6 +284,7 @@ impl Call {
             Call::TaskList(p) | Call::InboxPending(p) | Call::InboxCounts(p) => serde_json::to_value(p),
             Call::InboxAck(p) => serde_json::to_value(p),
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
+            Call::DiagnosticsReport(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -543,6 +557,11 @@ pub enum MethodResult {
         browser_session_ref: String,
         /// The counts.
         counts: Counts,
+    },
+    /// Answer to `diagnostics.report`.
+    DiagnosticsStored {
+        /// When the runtime stored them (ms since the Unix epoch).
+        stored_at: u64,
     },
 }
 

@@ -141,6 +141,10 @@ wire_names! {
         /// LLM judge button calls it; no runtime serves it yet, so it is answered
         /// `unknown_method` (the extension then says the judge is not available).
         JudgeTurnEnd = "judge.turn_end",
+        /// `diagnostics.report {diagnostics}` → `diagnostics_stored`: the extension's latest
+        /// "what the extension sees" of a chat page (selectors, ids, counts; no page content),
+        /// kept for `herdr-companion doctor`.
+        DiagnosticsReport = "diagnostics.report",
     }
 }
 

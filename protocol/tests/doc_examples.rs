@@ -145,6 +145,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
     let expected_results = [
         "hello", "pong", "herdr_status", "events_subscribed", "herdr_workspaces", "herdr_panes", "herdr_agents",
         "herdr_pane_read", "task_dispatched", "task_list", "inbox_pending", "inbox_acked", "inbox_counts",
+        "diagnostics_stored",
     ];
     for ty in expected_results {
         if !result_types.iter().any(|t| t == ty) {

@@ -13,6 +13,7 @@
 //! - The router does no connection work: reading lines, limits, timeouts and the reply
 //!   itself are the runtime's (`crate::runtime`).
 
+pub mod diagnostics;
 pub mod inbox;
 pub mod stream;
 
@@ -40,6 +41,8 @@ pub struct Services {
     pub events: Option<Arc<crate::stream::EventHub>>,
     /// The parent inbox; `None` when it could not be opened.
     pub inbox: Option<Arc<crate::inbox::Inbox>>,
+    /// The companion home (where `diagnostics.report` keeps the newest report).
+    pub home: std::path::PathBuf,
 }
 
 /// Routes validated requests to the services.
@@ -55,13 +58,15 @@ pub struct Router {
     events: Option<Arc<crate::stream::EventHub>>,
     /// The parent inbox service.
     inbox: Option<Arc<crate::inbox::Inbox>>,
+    /// The companion home.
+    home: std::path::PathBuf,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox } = services;
-        Self { herdr_status, boot_id, log, events, inbox }
+        let Services { herdr_status, boot_id, log, events, inbox, home } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home }
     }
 
     /// The current Herdr status.
@@ -94,6 +99,7 @@ impl Router {
             | Method::InboxPending
             | Method::InboxAck
             | Method::InboxCounts => inbox::handle(self, request).await,
+            Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             // Reserved by the protocol; no service serves it yet.
             Method::JudgeTurnEnd => Err((
                 ErrorCode::UnknownMethod,

@@ -215,7 +215,7 @@ async fn serve(
     let db_path = home.root().join("state.db");
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, log.clone()).await;
     let inbox = crate::inbox::start(db_path, herdr_status.clone(), events.clone(), log.clone()).await;
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox }));
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf() }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 

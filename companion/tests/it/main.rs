@@ -5,6 +5,7 @@
 
 mod cli;
 mod db;
+mod diagnostics;
 mod herdr_client;
 mod host;
 mod inbox;

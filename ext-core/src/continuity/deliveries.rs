@@ -69,7 +69,10 @@ impl Continuity {
                 .map(|r| PageFacts {
                     composer_present: r.composer,
                     layout_known: r.generation.is_some(),
-                    generating: r.generating || r.permission_card || manual_in_flight,
+                    // Our own unsent text in the composer occupies it like a reply being
+                    // written: the ledger clears it first (found by continuity_props: a wake
+                    // was typed after a Continue whose text was still there).
+                    generating: r.generating || r.permission_card || manual_in_flight || r.composer_marker.is_some(),
                     human_draft: r.draft,
                 })
                 .unwrap_or_default();

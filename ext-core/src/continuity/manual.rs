@@ -21,7 +21,7 @@ impl Continuity {
             return refuse(self, self.withheld_text(WakeWithheld::NotBound));
         };
         let report = self.pages.get(&tab).cloned().unwrap_or_default();
-        let blocker = if self.in_flight(&scope.key()).is_some() {
+        let blocker = if self.in_flight(&scope.key()).is_some() || report.composer_marker.is_some() {
             Some(WakeWithheld::UnconfirmedDelivery)
         } else if report.generating || report.permission_card {
             Some(WakeWithheld::PageGenerating)
