@@ -25,10 +25,11 @@
 //!   to update and is left only by [`Input::RetryNow`] (or a new worker).
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::hud::{self, HudView};
 use crate::Millis;
+use crate::vec_map::VecMap;
 
 /// The protocol integer this extension speaks (`herdr-continuity/1`).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -367,7 +368,7 @@ pub struct CompanionLink {
     /// Counter for request ids.
     next_request: u64,
     /// Pings in flight, by request id.
-    probes: BTreeMap<String, PendingProbe>,
+    probes: VecMap<String, PendingProbe>,
     /// Outputs not yet polled.
     outputs: VecDeque<Output>,
 }
@@ -381,7 +382,7 @@ impl CompanionLink {
             backoff: INITIAL_BACKOFF,
             generation: 0,
             next_request: 0,
-            probes: BTreeMap::new(),
+            probes: VecMap::new(),
             outputs: VecDeque::new(),
         }
     }

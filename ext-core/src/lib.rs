@@ -22,4 +22,5 @@ pub mod delivery_ledger;
 pub mod progress_push;
 pub mod scope;
 pub mod settle_tracker;
+pub mod vec_map;
 pub mod wake;

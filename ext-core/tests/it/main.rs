@@ -7,4 +7,5 @@ mod continuity;
 mod continuity_props;
 mod progress_push;
 mod settle_tracker;
+mod snapshot;
 mod wake;
