@@ -79,7 +79,7 @@ pub async fn start_worker() -> Result<(), JsValue> {
         return Ok(());
     }
     let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
-        Some(text) => serde_json::from_str::<Continuity>(&text).unwrap_or_else(|error| {
+        Some(text) => js::from_json_text::<Continuity>(&text).unwrap_or_else(|error| {
             js::warn(&format!(
                 "herdr-continuity: the saved state could not be read ({error}); starting with no bindings. Bind your chats again from the side panel."
             ));
