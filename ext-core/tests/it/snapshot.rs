@@ -8,7 +8,8 @@ use ext_core::continuity::Continuity;
 const RELEASE_0_1_0: &str = include_str!("../fixtures/snapshot-release-0.1.0.json");
 
 fn load() -> Continuity {
-    let mut restored: Continuity = serde_json::from_str(RELEASE_0_1_0).expect("the 0.1.0 snapshot loads");
+    let mut restored: Continuity =
+        serde_json::from_str(RELEASE_0_1_0).expect("the 0.1.0 snapshot loads");
     restored.restored(10, "r");
     restored
 }
@@ -25,7 +26,12 @@ fn release_0_1_0_snapshot_keeps_bindings_and_auto() {
                 AutoState::Off => "off",
                 AutoState::ProjectAutoNotAllowed => "project-not-allowed",
             };
-            format!("{} -> {} ({}) auto {auto}", b.scope.key(), b.workspace_id, b.label)
+            format!(
+                "{} -> {} ({}) auto {auto}",
+                b.scope.key(),
+                b.workspace_id,
+                b.label
+            )
         })
         .collect();
     expect_test::expect![[r#"
@@ -44,5 +50,8 @@ fn restored_release_0_1_0_snapshot_persists_the_same_json() {
     let json = serde_json::to_string_pretty(&restored).expect("persists");
     expect_test::expect_file!["../fixtures/snapshot-release-0.1.0.restored.json"].assert_eq(&json);
     let again: Continuity = serde_json::from_str(&json).expect("reloads");
-    assert_eq!(serde_json::to_string_pretty(&again).expect("persists"), json);
+    assert_eq!(
+        serde_json::to_string_pretty(&again).expect("persists"),
+        json
+    );
 }
