@@ -14,11 +14,11 @@
 //!   be sent; every refusal is a [`WakeWithheld`] value with a displayable message, never a
 //!   silent `false`.
 
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::scope::{PageKind, Scope};
+use crate::vec_map::VecMap;
 
 /// The effective Auto state of a scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +90,7 @@ pub struct AutoGate {
     /// Options page: "allow Project Auto" (M2). Off by default.
     allow_project_auto: bool,
     /// Per-scope toggles by [`Scope::key`]; absent means off (M1).
-    toggles: BTreeMap<String, bool>,
+    toggles: VecMap<String, bool>,
 }
 
 impl AutoGate {

@@ -15,12 +15,13 @@
 //! - Bindings never change because of a label: only `Bind` / `Unbind` change identity.
 //! - The whole machine is plain serde data: a snapshot restores it exactly (B7).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::Millis;
+use crate::vec_map::{VecMap, VecSet};
 
 /// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
 pub type TabId = u32;
@@ -234,9 +235,9 @@ pub enum BindingOutput {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bindings {
     /// Durable bindings by [`Scope::key`].
-    bindings: BTreeMap<String, ScopeBinding>,
+    bindings: VecMap<String, ScopeBinding>,
     /// Root-page pending bindings by tab.
-    pending: BTreeMap<TabId, PendingBinding>,
+    pending: VecMap<TabId, PendingBinding>,
     /// Decisions not yet drained; not persisted (the effects are already in the state).
     #[serde(skip)]
     outputs: VecDeque<BindingOutput>,
@@ -438,7 +439,7 @@ impl Bindings {
 
     fn refresh(&mut self, workspaces: &[CatalogWorkspace]) {
         // Several scopes may share a workspace: report each change once per workspace.
-        let mut reported: BTreeSet<(String, &'static str)> = BTreeSet::new();
+        let mut reported: VecSet<(String, &'static str)> = VecSet::new();
         for binding in self.bindings.values_mut() {
             let listed = workspaces
                 .iter()

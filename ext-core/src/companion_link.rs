@@ -26,10 +26,11 @@
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
 use continuity_protocol::HostErrorCode;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::hud::{self, HudView};
 use crate::Millis;
+use crate::vec_map::VecMap;
 
 /// The protocol integer this extension speaks (`herdr-continuity/1`).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -368,7 +369,7 @@ pub struct CompanionLink {
     /// Counter for request ids.
     next_request: u64,
     /// Pings in flight, by request id.
-    probes: BTreeMap<String, PendingProbe>,
+    probes: VecMap<String, PendingProbe>,
     /// Outputs not yet polled.
     outputs: VecDeque<Output>,
 }
@@ -382,7 +383,7 @@ impl CompanionLink {
             backoff: INITIAL_BACKOFF,
             generation: 0,
             next_request: 0,
-            probes: BTreeMap::new(),
+            probes: VecMap::new(),
             outputs: VecDeque::new(),
         }
     }

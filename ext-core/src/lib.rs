@@ -24,4 +24,5 @@ pub mod scope;
 pub mod settle_tracker;
 pub mod sites;
 pub mod snapshot;
+pub mod vec_map;
 pub mod wake;

@@ -55,11 +55,12 @@
 //!   replay was applied, only while it is still working, and only when no pane of it is
 //!   shown without a settled status.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use crate::Millis;
+use crate::vec_map::VecMap;
 
 /// How many retired runtime generations are remembered to reject their late events.
 const RETIRED_BOOTS_KEPT: usize = 16;
@@ -242,7 +243,7 @@ pub enum SettleOutput {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkspaceActivity {
     /// Last known state of each pane.
-    panes: BTreeMap<String, PaneState>,
+    panes: VecMap<String, PaneState>,
     /// Whether the scope is in the working phase.
     working: bool,
 }
@@ -290,7 +291,7 @@ pub struct SettleTracker {
     #[serde(default)]
     replay_through: Option<u64>,
     /// Per-workspace pane states and phase.
-    workspaces: BTreeMap<String, WorkspaceActivity>,
+    workspaces: VecMap<String, WorkspaceActivity>,
     /// The current subscription's `hello` snapshot until its replay is applied (not
     /// persisted: a new subscription brings a new one).
     #[serde(skip)]

@@ -18,7 +18,7 @@
 //! Invariant: every snapshot this or an earlier release wrote loads with its bindings and
 //! Auto intact (`tests/it/snapshot.rs` loads the recorded one of release 0.1.0).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,7 @@ use crate::continuity::{PaneOutput, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
+use crate::vec_map::VecMap;
 use crate::wake::Language;
 
 /// The version this release writes.
@@ -66,7 +67,7 @@ pub struct Snapshot {
     /// Settle tracking marks (P8, P9).
     pub(crate) tracker: SettleTracker,
     /// Per-scope state by scope key.
-    pub(crate) scopes: BTreeMap<String, ScopeStatus>,
+    pub(crate) scopes: VecMap<String, ScopeStatus>,
     /// Message language.
     #[serde(default)]
     pub(crate) language: Language,
@@ -81,13 +82,13 @@ pub struct Snapshot {
     pub(crate) progress: ProgressConfig,
     /// Latest output per pane of bound workspaces.
     #[serde(default)]
-    pub(crate) pane_outputs: BTreeMap<String, PaneOutput>,
+    pub(crate) pane_outputs: VecMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref.
     #[serde(default)]
-    pub(crate) confirmed_tasks: BTreeMap<String, VecDeque<String>>,
+    pub(crate) confirmed_tasks: VecMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
     #[serde(default)]
-    pub(crate) orphan_acks: BTreeMap<String, Vec<String>>,
+    pub(crate) orphan_acks: VecMap<String, Vec<String>>,
 }
 
 impl Snapshot {

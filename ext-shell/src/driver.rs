@@ -13,7 +13,6 @@
 
 use continuity_protocol::ErrorCode;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::{Rc, Weak};
 
 use ext_core::binding::TabId;
@@ -21,6 +20,7 @@ use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGene
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
 use ext_core::hud::{self, ActionId};
 use ext_core::limits::MAX_PAGE_MESSAGE_BYTES;
+use ext_core::vec_map::VecMap;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -74,7 +74,7 @@ pub struct LinkDriver {
     /// Pages and panels.
     pages: Vec<PagePort>,
     /// Probes by id.
-    probes: BTreeMap<ProbeId, ProbeInFlight>,
+    probes: VecMap<ProbeId, ProbeInFlight>,
     /// Next probe id.
     next_probe: ProbeId,
     /// Timer for the link's next deadline (dropping it cancels it).
@@ -88,7 +88,7 @@ pub struct LinkDriver {
     /// Whether the link was connected after the last pump (edges feed LinkUp/LinkDown).
     link_connected: bool,
     /// Continuity calls on the wire, by wire id.
-    calls: BTreeMap<String, (CallId, RuntimeCall)>,
+    calls: VecMap<String, (CallId, RuntimeCall)>,
     /// Next wire id number.
     next_wire: u64,
     /// Timer for the continuity machine's next deadline.
@@ -111,14 +111,14 @@ impl LinkDriver {
                 connect_native,
                 native: None,
                 pages: Vec::new(),
-                probes: BTreeMap::new(),
+                probes: VecMap::new(),
                 next_probe: 1,
                 timer: None,
                 listeners: Vec::new(),
                 me: me.clone(),
                 continuity: Continuity::new(),
                 link_connected: false,
-                calls: BTreeMap::new(),
+                calls: VecMap::new(),
                 next_wire: 0,
                 continuity_timer: None,
                 persist_timer: None,

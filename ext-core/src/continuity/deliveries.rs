@@ -56,7 +56,7 @@ impl Continuity {
             .list()
             .map(|b| (b.scope.key(), b.workspace_id.clone(), b.active_conv_key.is_some(), self.auto.state(&b.scope)))
             .collect();
-        let keys: BTreeSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
+        let keys: VecSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
         self.scopes.retain(|k, _| keys.contains(k));
         for (key, workspace_id, has_target, auto) in bound {
             // A manual continue awaiting its answer occupies the page like a reply being

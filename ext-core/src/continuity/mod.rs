@@ -56,7 +56,7 @@
 //!   report again on reconnect, requests are re-issued).
 
 use continuity_protocol::ErrorCode;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,7 @@ use crate::scope::{classify_url, PageKind, Scope};
 use crate::settle_tracker::{
     AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent,
 };
+use crate::vec_map::{VecMap, VecSet};
 use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::Millis;
@@ -178,9 +179,9 @@ enum Purpose {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct CheckRun {
     workspace_id: String,
-    waiting: BTreeSet<CallId>,
+    waiting: VecSet<CallId>,
     panes: Vec<PaneInfo>,
-    texts: BTreeMap<String, String>,
+    texts: VecMap<String, String>,
 }
 
 /// The composed continuity machine of the worker.
@@ -201,7 +202,7 @@ pub struct Continuity {
     /// Settle tracking with the seq high-water mark (P8, P9).
     tracker: SettleTracker,
     /// Per-scope state by scope key.
-    scopes: BTreeMap<String, ScopeStatus>,
+    scopes: VecMap<String, ScopeStatus>,
     /// Message language.
     language: Language,
     /// Every message written into a page (ids, states, evidence).
@@ -211,25 +212,25 @@ pub struct Continuity {
     /// Progress timing from the options page (clamped).
     progress: ProgressConfig,
     /// Latest output per pane of bound workspaces (P4).
-    pane_outputs: BTreeMap<String, PaneOutput>,
+    pane_outputs: VecMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref (newest last, bounded).
-    confirmed_tasks: BTreeMap<String, VecDeque<String>>,
+    confirmed_tasks: VecMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of scopes that were unbound or re-bound before
     /// the runtime answered their `inbox.ack`, per session ref. An ack belongs to the chat's
     /// session ref, not to its binding, so it outlives the binding (I4).
-    orphan_acks: BTreeMap<String, Vec<String>>,
+    orphan_acks: VecMap<String, Vec<String>>,
     /// The catalog could not be read: why.
     catalog_error: Option<String>,
     /// Pages by tab (not persisted: pages report again).
-    pages: BTreeMap<TabId, PageReport>,
+    pages: VecMap<TabId, PageReport>,
     /// Calls in flight.
-    calls: BTreeMap<CallId, Purpose>,
+    calls: VecMap<CallId, Purpose>,
     /// Next call id.
     next_call: CallId,
     /// Whether the companion link is up.
     link_up: bool,
     /// Check Herdr runs by tab.
-    checks: BTreeMap<TabId, CheckRun>,
+    checks: VecMap<TabId, CheckRun>,
     /// The time of the input being handled (for answers made without IO).
     now: Millis,
     /// Decisions not yet drained.
@@ -626,7 +627,7 @@ impl Continuity {
     }
 
     fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<&mut ScopeStatus> {
-        let keys: BTreeSet<String> = self
+        let keys: VecSet<String> = self
             .bindings
             .list()
             .filter(|b| browser_session_ref(&b.scope) == session_ref)

@@ -38,7 +38,7 @@ pub struct PaneOutput {
 /// last [`PROGRESS_LINES_PER_PANE`] non-empty lines of output (each ≤
 /// [`PROGRESS_LINE_MAX_CHARS`]); ≤ [`PROGRESS_SUMMARY_MAX_CHARS`] in total. `None` when no
 /// pane has new output. Deterministic, so equal output gives an equal summary (dedup).
-pub fn progress_summary(workspace_id: &str, outputs: &BTreeMap<String, PaneOutput>) -> Option<String> {
+pub fn progress_summary(workspace_id: &str, outputs: &VecMap<String, PaneOutput>) -> Option<String> {
     let mut blocks = Vec::new();
     for (pane_id, output) in outputs {
         if output.workspace_id != workspace_id || output.tail == output.baseline {

@@ -107,7 +107,7 @@ pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
 }
 
 /// The Check Herdr text: one block per pane, bounded in total.
-pub fn check_herdr_summary(workspace_id: &str, panes: &[PaneInfo], texts: &BTreeMap<String, String>) -> String {
+pub fn check_herdr_summary(workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>) -> String {
     let mut out = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).", panes.len());
     for pane in panes {
         let agent = pane.agent.as_deref().unwrap_or("no agent");

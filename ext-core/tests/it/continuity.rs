@@ -368,8 +368,8 @@ fn stale_and_replayed_output_and_output_of_unbound_workspaces_are_ignored() {
 #[test]
 fn the_summary_is_bounded_per_line_per_pane_and_in_total() {
     use ext_core::continuity::{progress_summary, PaneOutput, PROGRESS_SUMMARY_MAX_CHARS};
-    use std::collections::BTreeMap;
-    let mut outputs = BTreeMap::new();
+    use ext_core::vec_map::VecMap;
+    let mut outputs = VecMap::new();
     let long_line = "x".repeat(500);
     let many_lines: String = (1..=20).map(|i| format!("line {i}\n\n")).collect();
     for (pane, tail) in [("w1:p1", many_lines.clone()), ("w1:p2", long_line.clone()), ("w1:p3", format!("{many_lines}{long_line}"))] {
