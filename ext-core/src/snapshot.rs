@@ -94,18 +94,17 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads a stored snapshot of this or an earlier release.
     pub fn parse(text: &str) -> Result<Self, SnapshotError> {
-        // The version first: a newer release's snapshot may have another shape.
-        #[derive(Deserialize)]
-        struct VersionOnly {
-            #[serde(default)]
-            version: u32,
-        }
+        // One JSON reader for every type (serde_json's `Value`, which the shell uses for
+        // everything else too), and the version first: a newer release's snapshot may have
+        // another shape.
         let unreadable = |e: serde_json::Error| SnapshotError::Unreadable(e.to_string());
-        let VersionOnly { version } = serde_json::from_str(text).map_err(unreadable)?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(unreadable)?;
+        let version = value.get("version").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let version = u32::try_from(version).unwrap_or(u32::MAX);
         if version > SNAPSHOT_VERSION {
             return Err(SnapshotError::Newer(version));
         }
-        let mut snapshot: Snapshot = serde_json::from_str(text).map_err(unreadable)?;
+        let mut snapshot: Snapshot = serde_json::from_value(value).map_err(unreadable)?;
         if snapshot.version == 0 {
             snapshot.version = 1;
         }
