@@ -250,6 +250,10 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
         }
         // The link's own events (not stored, no seq).
         Ok(EventName::HerdrState | EventName::HostError) => return None,
+        // The runtime's catalog changed: re-read it (the side panel shows it live).
+        Ok(EventName::WorkspaceUpsert | EventName::WorkspaceRemoved) => {
+            return data.get("seq").and_then(Value::as_u64).map(|seq| ContinuityInput::CatalogChanged { seq });
+        }
         // Stored events nothing reads still mark how far the stream (and its replay) got.
         _ => return data.get("seq").and_then(Value::as_u64).map(|seq| ContinuityInput::StreamPosition { seq }),
     };

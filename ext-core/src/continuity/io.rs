@@ -234,9 +234,13 @@ pub enum ContinuityInput {
         #[serde(default)]
         log_reset: bool,
     },
-    /// A stored stream event nothing else uses (`workspace_upsert`, `pane_upsert`,
-    /// `workspace_removed`, unknown names): only its `seq`, so the tracker notices the end of
-    /// the replay.
+    /// `workspace_upsert` / `workspace_removed` of the stream: the catalog changed.
+    CatalogChanged {
+        /// The event's seq.
+        seq: u64,
+    },
+    /// A stored stream event nothing else uses (`pane_upsert`, unknown names): only its
+    /// `seq`, so the tracker notices the end of the replay.
     StreamPosition {
         /// The event's seq.
         seq: u64,

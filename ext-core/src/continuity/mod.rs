@@ -231,6 +231,8 @@ pub struct Continuity {
     link_up: bool,
     /// Check Herdr runs by tab.
     checks: VecMap<TabId, CheckRun>,
+    /// The catalog changed while a read was out: read it again when that one answers.
+    catalog_reread: bool,
     /// The time of the input being handled (for answers made without IO).
     now: Millis,
     /// Decisions not yet drained.
@@ -545,6 +547,15 @@ impl Continuity {
                 self.outputs.push_back(ContinuityOutput::Persist);
             }
             ContinuityInput::StreamPosition { seq } => self.stream_position(now, seq),
+            ContinuityInput::CatalogChanged { seq } => {
+                self.stream_position(now, seq);
+                // One catalog read at a time; a change while one is out is read after it.
+                if self.calls.values().any(|p| matches!(p, Purpose::Catalog)) {
+                    self.catalog_reread = true;
+                } else {
+                    self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+                }
+            }
             ContinuityInput::AgentOutput { workspace_id, pane_id, agent, tail, seq, stale } => {
                 if seq > 0 {
                     self.stream_position(now, seq);
@@ -757,6 +768,9 @@ impl Continuity {
     fn answered(&mut self, now: Millis, purpose: Purpose, result: Result<RuntimeAnswer, CallError>) {
         match (purpose, result) {
             (Purpose::Subscribe, _) => {}
+            (Purpose::Catalog, _) if std::mem::take(&mut self.catalog_reread) => {
+                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+            }
             (Purpose::Catalog, Ok(RuntimeAnswer::Workspaces { workspaces })) => {
                 self.catalog_error = None;
                 self.catalog = workspaces.clone();

@@ -601,3 +601,28 @@ fn an_inbox_wake_id_is_stable_and_always_fits_a_marker_line() {
     }
     assert_ne!(inbox_delivery_id("w1", "a b"), inbox_delivery_id("w1", "a c"));
 }
+
+#[test]
+fn a_catalog_change_is_read_at_once_and_a_burst_costs_one_read_more_at_most() {
+    // B1 / O1: the side panel's catalog follows Herdr without a Refresh click (a Refresh
+    // that raced the runtime's own catalog update showed the old list).
+    let (mut c, _) = bound_with_auto(false);
+    c.handle(1, ContinuityInput::CatalogChanged { seq: 7 });
+    c.handle(1, ContinuityInput::CatalogChanged { seq: 8 });
+    c.handle(1, ContinuityInput::CatalogChanged { seq: 9 });
+    let reads = |outputs: &[ContinuityOutput]| -> Vec<u64> {
+        outputs.iter().filter_map(|o| match o {
+            ContinuityOutput::Request { id, call: RuntimeCall::Workspaces } => Some(*id),
+            _ => None,
+        }).collect()
+    };
+    let first = reads(&collect(&mut c));
+    assert_eq!(first.len(), 1, "one read while it is out");
+    let docs = CatalogWorkspace { workspace_id: "w9".into(), label: "docs".into() };
+    c.handle(2, ContinuityInput::Answered { id: first[0], result: Ok(RuntimeAnswer::Workspaces { workspaces: vec![] }) });
+    let second = reads(&collect(&mut c));
+    assert_eq!(second.len(), 1, "the changes seen meanwhile are read once more");
+    c.handle(3, ContinuityInput::Answered { id: second[0], result: Ok(RuntimeAnswer::Workspaces { workspaces: vec![docs] }) });
+    assert!(reads(&collect(&mut c)).is_empty());
+    assert_eq!(c.panel_view(Some(TAB)).catalog.iter().map(|w| w.workspace_id.as_str()).collect::<Vec<_>>(), ["w9"]);
+}
