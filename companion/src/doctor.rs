@@ -290,48 +290,6 @@ fn parse_status(value: &Value) -> Option<HerdrStatus> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::install::Browser;
-    use std::path::PathBuf;
-
-    fn target(browser: Browser, user_data_dir: Option<&str>, system: bool) -> Target {
-        Target { browser, user_data_dir: user_data_dir.map(PathBuf::from), system }
-    }
-
-    #[test]
-    fn a_missing_manifest_names_the_browser_and_system_and_the_command_to_run() {
-        let path = Path::new("/Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json");
-        let system = manifest_check(Os::MacOs, &target(Browser::Chrome, None, true), path, None);
-        expect_test::expect![[r#"
-            FAIL  host manifest /Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json is missing (Google Chrome for every user on macOS reads it there)
-                  fix: run `sudo herdr-companion install --browser chrome --system`
-        "#]]
-        .assert_eq(&render(&[system]));
-        let path = Path::new("/home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json");
-        let user = manifest_check(Os::Linux, &target(Browser::Brave, None, false), path, None);
-        expect_test::expect![[r#"
-            FAIL  host manifest /home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json is missing (Brave on Linux reads it there)
-                  fix: run `herdr-companion install --browser brave`
-        "#]]
-        .assert_eq(&render(&[user]));
-        let profile = manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
-        let report = render(&[profile]);
-        assert!(report.contains("fix: rerun `herdr-companion install --browser edge --user-data-dir /p`"), "{report}");
-    }
-
-    #[test]
-    fn a_socket_path_too_long_for_macos_is_reported_before_the_runtime_fails_to_bind() {
-        let long = PathBuf::from(format!("/Users/{}/Library/Application Support/herdr-continuity/run/companion.sock", "a".repeat(33)));
-        assert!(long.as_os_str().len() > 103 && long.as_os_str().len() <= 107);
-        assert_eq!(socket_path_length_check(Os::Linux, &long), None);
-        let check = socket_path_length_check(Os::MacOs, &long).expect("too long on macOS");
-        assert!(check.what.contains("macOS allows at most 103"), "{}", check.what);
-        assert!(check.fix.as_deref().is_some_and(|f| f.contains("HERDR_CONTINUITY_HOME")));
-    }
-}
-
 /// What the extension last reported about a chat page (`diagnostics.report`, kept in
 /// `diagnostics.json` in the companion home): a few lines for the doctor's report, or
 /// why there is nothing to show.
@@ -377,4 +335,46 @@ pub fn render_page_diagnostics(stored: &Value) -> String {
         let _ = writeln!(out, "        last deliveries: {}", outcomes.join(", "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Browser;
+    use std::path::PathBuf;
+
+    fn target(browser: Browser, user_data_dir: Option<&str>, system: bool) -> Target {
+        Target { browser, user_data_dir: user_data_dir.map(PathBuf::from), system }
+    }
+
+    #[test]
+    fn a_missing_manifest_names_the_browser_and_system_and_the_command_to_run() {
+        let path = Path::new("/Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json");
+        let system = manifest_check(Os::MacOs, &target(Browser::Chrome, None, true), path, None);
+        expect_test::expect![[r#"
+            FAIL  host manifest /Library/Google/Chrome/NativeMessagingHosts/dev.herdr.continuity.json is missing (Google Chrome for every user on macOS reads it there)
+                  fix: run `sudo herdr-companion install --browser chrome --system`
+        "#]]
+        .assert_eq(&render(&[system]));
+        let path = Path::new("/home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json");
+        let user = manifest_check(Os::Linux, &target(Browser::Brave, None, false), path, None);
+        expect_test::expect![[r#"
+            FAIL  host manifest /home/ada/.config/BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.continuity.json is missing (Brave on Linux reads it there)
+                  fix: run `herdr-companion install --browser brave`
+        "#]]
+        .assert_eq(&render(&[user]));
+        let profile = manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
+        let report = render(&[profile]);
+        assert!(report.contains("fix: rerun `herdr-companion install --browser edge --user-data-dir /p`"), "{report}");
+    }
+
+    #[test]
+    fn a_socket_path_too_long_for_macos_is_reported_before_the_runtime_fails_to_bind() {
+        let long = PathBuf::from(format!("/Users/{}/Library/Application Support/herdr-continuity/run/companion.sock", "a".repeat(33)));
+        assert!(long.as_os_str().len() > 103 && long.as_os_str().len() <= 107);
+        assert_eq!(socket_path_length_check(Os::Linux, &long), None);
+        let check = socket_path_length_check(Os::MacOs, &long).expect("too long on macOS");
+        assert!(check.what.contains("macOS allows at most 103"), "{}", check.what);
+        assert!(check.fix.as_deref().is_some_and(|f| f.contains("HERDR_CONTINUITY_HOME")));
+    }
 }

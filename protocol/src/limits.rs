@@ -42,6 +42,10 @@ pub fn is_ref(id: &str) -> bool {
     within(id, MAX_REF_CHARS)
 }
 
+/// Largest `diagnostics.report` payload (the JSON of `params.diagnostics`): the page
+/// message it comes from is capped at 16 KiB.
+pub const MAX_DIAGNOSTICS_BYTES: usize = 16 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +59,3 @@ mod tests {
         assert!(is_log_id("5f0c9a7e2b1d4c3a8e6f0b2d4a6c8e01"));
     }
 }
-/// Largest `diagnostics.report` payload (the JSON of `params.diagnostics`): the page
-/// message it comes from is capped at 16 KiB.
-pub const MAX_DIAGNOSTICS_BYTES: usize = 16 * 1024;
