@@ -12,9 +12,10 @@
 // (1 000) transitions paced at 100/s; and the runtime's RSS (VmRSS) idle and under that load.
 //
 // Content script cost (e2e/bench/content-cost.mjs): main-thread cost of a streaming
-// ChatGPT fixture page with the extension loaded versus a browser without it, and how many
-// page_facts the content script computed and sent for the streamed tokens.
-// BENCH_ONLY=content-script runs only that part.
+// ChatGPT fixture page with the extension loaded versus a browser without it, per layout
+// generation (BENCH_LAYOUTS, default `classic,thread`), the ScriptDuration ratio next to
+// its target (≤ 1.15x) with PASS / OVER, and how many page_facts the content script
+// computed and sent for the streamed tokens. BENCH_ONLY=content-script runs only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';

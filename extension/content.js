@@ -267,11 +267,23 @@
   const generationNow = () => {
     const list = turnCache.list;
     const same = detected && detected.profile === profile && detected.href === location.href &&
-      detected.composer?.isConnected && detected.list === list && (!list || (list.isConnected && list.childElementCount === detected.units));
+      detected.composerHit?.el.isConnected && detected.list === list && (!list || (list.isConnected && list.childElementCount === detected.units));
     if (same) return detected.gen;
     const gen = detect();
-    detected = { profile, gen, href: location.href, composer: gen ? find(gen, 'composer')?.el ?? null : null, list, units: list?.childElementCount };
+    detected = { profile, gen, href: location.href, composerHit: gen ? find(gen, 'composer') : null, list, units: list?.childElementCount, fresh: true };
     return gen;
+  };
+  // The composer is found with the generation (the thread layout's composer sits after the
+  // turns, so a document query for it walks the whole thread). Kept while it is in the
+  // document and still matches the fact's first probe; a fallback or `unique` probe is
+  // looked up again, since an earlier probe, or a second match, may have appeared since.
+  const composerNow = (gen) => {
+    const hit = detected.composerHit;
+    const kept = detected.fresh || (hit && hit.probe === gen.facts.composer[0] && !hit.probe.unique &&
+      matches(hit.el, hit.probe.css) && passes(gen, hit.probe, hit.el));
+    if (!kept) detected.composerHit = find(gen, 'composer');
+    detected.fresh = false;
+    return detected.composerHit;
   };
   // A control's whole label: aria-label, else title, else its text (textContent: no layout).
   const labelOf = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim().toLowerCase();
@@ -352,17 +364,37 @@
   // (Stop, permission card): the document-wide probes go into one selector, so the fact
   // costs one document scan however many probes it has; each element found is then held
   // against the probes' filters.
-  const present = (gen, fact, ctx) => {
-    const probes = gen.facts[fact];
-    const doc = probes.filter((probe) => probe.scope === 'doc' && !probe.unique);
-    if (doc.length < 2) return Boolean(find(gen, fact, ctx));
-    let found;
-    try { found = document.querySelectorAll(doc.map((probe) => probe.css).join(', ')); } catch { return Boolean(find(gen, fact, ctx)); }
-    for (const el of found) {
-      if (ctx.controls && neverControl(gen, el)) continue;
-      if (doc.some((probe) => matches(el, probe.css) && passes(gen, probe, el))) return true;
+  // Order does not matter for a yes / no answer, so the cheap scopes go first: the
+  // composer's root (where Stop's test ids live) and the other scoped probes; the document
+  // is scanned only when they found nothing.
+  const compiledPresence = new WeakMap(); // generation → Map(fact → { doc, css, rest })
+  const presenceOf = (gen, fact) => {
+    let facts = compiledPresence.get(gen);
+    if (!facts) { facts = new Map(); compiledPresence.set(gen, facts); }
+    let compiled = facts.get(fact);
+    if (!compiled) {
+      const doc = gen.facts[fact].filter((probe) => probe.scope === 'doc' && !probe.unique);
+      const css = doc.map((probe) => probe.css).join(', ');
+      const valid = css !== '' && (() => { try { document.createDocumentFragment().querySelector(css); return true; } catch { return false; } })();
+      compiled = valid ? { doc, css, rest: gen.facts[fact].filter((probe) => !doc.includes(probe)) } : null;
+      facts.set(fact, compiled);
     }
-    return probes.some((probe) => !doc.includes(probe) && candidates(gen, probe, ctx).length > 0);
+    return compiled;
+  };
+  const present = (gen, fact, ctx) => {
+    const compiled = presenceOf(gen, fact);
+    if (!compiled) return Boolean(find(gen, fact, ctx));
+    const { doc, css, rest } = compiled;
+    const holds = (found) => {
+      for (const el of found) {
+        if (ctx.controls && neverControl(gen, el)) continue;
+        if (doc.some((probe) => matches(el, probe.css) && passes(gen, probe, el))) return true;
+      }
+      return false;
+    };
+    if (rest.some((probe) => candidates(gen, probe, ctx).length > 0)) return true;
+    if (ctx.root && ctx.root !== document && holds(ctx.root.querySelectorAll(css))) return true;
+    return holds(document.querySelectorAll(css));
   };
   const isStop = (gen, el) => gen.facts.stop.some((probe) => matches(el, probe.css) && passes(gen, probe, el)) && !neverControl(gen, el);
   const isDisabled = (gen, el) => el.disabled === true || gen.disabled.some((css) => matches(el, css));
@@ -380,8 +412,10 @@
   // no layout (textContent, never innerText) and, once the turn list is known, touches only
   // the composer's form and the last TAIL_TURNS units of the turn list, plus one
   // document-wide query of user messages when the turn list itself changed (a turn added
-  // or removed; streaming into the last turn does not change it). Old turns are
-  // virtualized away by the sites anyway.
+  // or removed; streaming into the last turn does not change it), and the document-wide
+  // probes of Stop and the permission card when their scoped look found nothing. A
+  // recompute whose mutations were all text inside the streaming reply evaluates nothing
+  // (the quiet path, below). Old turns are virtualized away by the sites anyway.
   const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
   const TAIL_TURNS = 12;
   // The turn list: the element whose children are the turns or their wrappers (a profile
@@ -436,7 +470,7 @@
       if (!tail.length) el = queryAll(document, probe.css).pop() ?? null;
       if (!el) continue;
       const turn = turnProbe ? closest(el, turnProbe.css) : null;
-      const userInside = turn && gen.facts.user.some((user) => queryAll(turn, user.css).length > 0);
+      const userInside = turn && gen.facts.user.some((user) => { try { return turn.querySelector(user.css) !== null; } catch { return false; } });
       return { el, probe, scope: turn && !userInside ? turn : el };
     }
     return null;
@@ -448,7 +482,7 @@
   const observe = () => {
     const gen = generationNow();
     if (!gen) return { gen: null };
-    const composerHit = find(gen, 'composer');
+    const composerHit = composerNow(gen);
     const composer = composerHit?.el ?? null;
     const rootHit = composer ? find(gen, 'root', { from: composer }) : null;
     const root = rootHit?.el ?? null;
@@ -480,6 +514,7 @@
   let lastGeneration;
   const facts = () => {
     const seen = observe();
+    quiet = quietZoneOf(seen);
     lastGeneration = seen.gen?.id ?? null;
     const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
     if (!seen.gen) {
@@ -513,13 +548,83 @@
       delivering: delivering?.id ?? null,
     };
   };
+  // ---- The quiet path. While a reply streams, almost every mutation is text added to the
+  // reply's body, and no page fact reads that text (markers are read in user turns, the
+  // draft in the composer; streaming and completion cues are attributes and elements). So
+  // a recompute whose mutations all lie inside that body, and added no element any probe
+  // could match, has the facts it had, and is answered without evaluating them. The body
+  // qualifies ("quiet zone") only when nothing in it matches a probe of a page fact, no
+  // element around it is read for its text (composer, user message, label or text probes),
+  // and the generation's selectors depend on no sibling or descendant structure (`:has`,
+  // `:nth-…`, `+`, `~`), which added text could change elsewhere. Anything else — an
+  // attribute change, a mutation outside the body, a new URL, input, a command — makes
+  // the next recompute a full one.
+  const STRUCTURAL = /:has\(|:nth-|:first-|:last-|:only-|:empty|[+~](?!=)/;
+  const PAGE_FACTS = ['composer', 'root', 'stop', 'turn_list', 'turn', 'user', 'assistant', 'message_id',
+    'assistant_body', 'streaming', 'complete', 'permission_card'];
+  const compiledQuiet = new WeakMap(); // generation → { inside, around } selector lists, or null
+  const quietSelectorsOf = (gen) => {
+    if (compiledQuiet.has(gen)) return compiledQuiet.get(gen);
+    const probes = PAGE_FACTS.flatMap((fact) => gen.facts[fact]);
+    const inside = ['button', ...gen.detect.all, ...gen.detect.any, ...gen.detect.none, ...gen.never, ...probes.map((probe) => probe.css)];
+    const around = [...gen.facts.composer, ...gen.facts.user, ...probes.filter((probe) => probe.label || probe.text || probe.beside)].map((probe) => probe.css);
+    let compiled = null;
+    if (!inside.some((css) => STRUCTURAL.test(css))) {
+      compiled = { inside: [...new Set(inside)].join(', '), around: [...new Set(around)].join(', ') || ':not(*)' };
+      try { document.createDocumentFragment().querySelector(`${compiled.inside}, ${compiled.around}`); } catch { compiled = null; }
+    }
+    compiledQuiet.set(gen, compiled);
+    return compiled;
+  };
+  let quiet = null; // { zone, css, href, profile } from the last full recompute
+  const quietZoneOf = (seen) => {
+    if (!seen.gen || !seen.last) return null;
+    const selectors = quietSelectorsOf(seen.gen);
+    const zone = selectors ? find(seen.gen, 'assistant_body', seen.ctx)?.el : null;
+    if (!zone || zone.querySelector(selectors.inside) || zone.closest(selectors.around)) return null;
+    return { zone, css: selectors.inside, href: location.href, profile };
+  };
+  // Runs in the recompute (never in the observer callback): O(records since the last one).
+  const onlyQuietText = (batches) => {
+    if (!quiet || quiet.profile !== profile || quiet.href !== location.href || !quiet.zone.isConnected) return false;
+    const { zone, css } = quiet;
+    for (const records of batches) {
+      for (const record of records) {
+        if (record.type === 'attributes' || !zone.contains(record.target)) return false;
+        for (const node of record.addedNodes) {
+          if (node.nodeType === Node.ELEMENT_NODE && (node.matches(css) || node.querySelector(css))) return false;
+        }
+      }
+    }
+    return true;
+  };
+  // Mutation batches since the last recompute, kept (not read) by the observer callback;
+  // past QUIET_RECORDS_MAX records the next recompute is a full one anyway.
+  const QUIET_RECORDS_MAX = 256;
+  let pending = [];
+  let pendingRecords = 0;
+  let dirty = true;
+
   // Debug counters for e2e/bench (content script cost): data-* on our host, which the
   // observer below does not watch (its attributeFilter), so writing them causes no recompute.
   let factsComputed = 0;
+  let factsSkipped = 0;
   let factsSent = 0;
   let factsMs = 0;
   const sendFacts = (force = false) => {
     const startedAt = performance.now();
+    const batches = pending;
+    const full = force || dirty;
+    pending = [];
+    pendingRecords = 0;
+    dirty = false;
+    if (!full && onlyQuietText(batches)) {
+      factsMs += performance.now() - startedAt;
+      host.dataset.factsComputed = String(++factsComputed);
+      host.dataset.factsSkipped = String(++factsSkipped);
+      host.dataset.factsMs = factsMs.toFixed(3);
+      return;
+    }
     const before = lastGeneration;
     const current = facts();
     const json = JSON.stringify(current);
@@ -535,19 +640,31 @@
     scheduleDiagnostics();
   };
   let factsScheduled = false;
-  const scheduleFacts = () => {
+  const scheduleRecompute = () => {
     if (factsScheduled) return;
     factsScheduled = true;
     // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
     // chat usually is one.
     setTimeout(() => { factsScheduled = false; sendFacts(); }, 100);
   };
-  // O(1) per batch, records unread: the HUD's shadow tree is invisible to this observer,
-  // and our host's own data-* writes are outside attributeFilter, so no batch is ours alone
-  // (and an extra recompute would be coalesced and, unchanged, not sent). The attributes
-  // watched are the ones the profile's selectors name, plus the label, class, disabled
-  // and icon-path attributes the probe filters read.
-  const observer = new MutationObserver(scheduleFacts);
+  // Anything but the observer (input, navigation, a command) makes the next recompute full.
+  const scheduleFacts = () => {
+    dirty = true;
+    scheduleRecompute();
+  };
+  // O(1) per batch, records unread here (the recompute reads them for the quiet path): the
+  // HUD's shadow tree is invisible to this observer, and our host's own data-* writes are
+  // outside attributeFilter, so no batch is ours alone (and an extra recompute would be
+  // coalesced and, unchanged, not sent). The attributes watched are the ones the profile's
+  // selectors name, plus the label, class, disabled and icon-path attributes the probe
+  // filters read.
+  const observer = new MutationObserver((records) => {
+    if (!dirty) {
+      pendingRecords += records.length;
+      if (pendingRecords > QUIET_RECORDS_MAX) { dirty = true; pending = []; } else pending.push(records);
+    }
+    scheduleRecompute();
+  });
   const watch = () => {
     const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
     for (const gen of profile?.generations ?? []) {
@@ -747,6 +864,7 @@
   };
   const setProfile = (next) => {
     profile = next && Array.isArray(next.generations) ? next : null;
+    quiet = null;
     turnCache = { gen: null, list: null, probe: null, listProbe: null };
     userTurns = { shape: null, list: [], probe: null };
     watch();

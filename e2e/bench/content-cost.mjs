@@ -1,30 +1,53 @@
 // Content script cost on a streaming page (REFERENCE.md §2: "a full DOM scan on every
-// streamed token"). The ChatGPT fixture is opened on a conversation with BENCH_TURNS
-// (200) existing turns; then, in the page's main world, an assistant reply streams
-// BENCH_STREAM_TOKENS tokens at one token every BENCH_TOKEN_MS ms into a turn carrying
-// `data-is-streaming="true"` / `aria-busy="true"` with ChatGPT's Stop button shown, and
-// finishes (attributes removed, Send button back). Two runs in one invocation:
+// streamed token"), per ChatGPT layout generation (BENCH_LAYOUTS, default `classic,thread`:
+// the fixture's `article` layout and the newest, 2026-09 `thread` one). The ChatGPT fixture
+// is opened on a conversation with BENCH_TURNS (200) existing turns; a message is typed
+// into the composer, then, in the page's main world, it is submitted through the fixture's
+// own front end (Enter): the fixture shows Stop, appends the user turn and the assistant
+// turn with that layout's own streaming cues (classic: `.result-streaming` and
+// `aria-busy`; thread: no message id and no `data-chatgpt-selection-message-id` yet). The
+// bench then streams BENCH_STREAM_TOKENS tokens at one token every BENCH_TOKEN_MS ms into
+// the reply's body (a new <p> every few tokens, like markdown rendering; the fixture's
+// own reply is told to stream for an hour so that it never overwrites them) and ends the
+// reply with the fixture's Stop, which finishes the message the way a completed stream
+// does (id, final marker, actions, Send back). Two runs per layout:
 //   (a) the extension loaded, the chat bound to a workspace (HUD + page facts active);
 //   (b) baseline: a second browser without `--load-extension`, same fixture, same stream.
 // Main-thread cost is CDP `Performance.getMetrics` deltas over the stream (the content
 // script runs on the page's main thread, so its work is in the page's metrics). The
 // content script's own counters come from the HUD host's `data-facts-computed` /
-// `data-facts-sent` / `data-facts-ms` (extension/content.js). Nothing here asserts a time: it prints.
+// `data-facts-skipped` / `data-facts-sent` / `data-facts-ms` (extension/content.js).
+// Nothing here asserts a time: it prints, and says PASS or OVER next to the target.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from '@playwright/test';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
-import { ChatGptFixture, chatgptUrl } from '../fixtures/chatgpt.mjs';
+import { ChatGptFixture, LAYOUTS, chatgptUrl, layoutUi } from '../fixtures/chatgpt.mjs';
 import { CONVERSATION, continuityWorld, openAndBind } from '../lib/continuity.mjs';
 import { HUD_HOST } from '../lib/hud.mjs';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const TOKENS = Number(process.env.BENCH_STREAM_TOKENS ?? 400);
 const TOKEN_MS = Number(process.env.BENCH_TOKEN_MS ?? 20);
+const BENCH_LAYOUTS = (process.env.BENCH_LAYOUTS ?? 'classic,thread').split(',').map((l) => l.trim()).filter(Boolean);
 /** Tokens per paragraph of the streamed reply (a new <p> then, like markdown rendering). */
 const TOKENS_PER_PARAGRAPH = 25;
+/** issue 8 "Small and quick": the content script's ScriptDuration ≤ 1.15× the baseline. */
+const SCRIPT_RATIO_TARGET = 1.15;
+/** Long enough that the fixture's own reply never streams a second step during the bench. */
+const FIXTURE_STREAM_MS = 3_600_000;
+const PROMPT = 'What does the next step of the refactor change?';
 const METRICS = ['ScriptDuration', 'TaskDuration', 'LayoutCount', 'RecalcStyleCount', 'LayoutDuration', 'RecalcStyleDuration'];
+/**
+ * The element the fixture streams a reply's text into, per layout (chatgpt-page.js:
+ * `classicMessage`'s `.markdown` body; the thread unit's assistant-message markdown).
+ */
+const REPLY_BODY = {
+  classic: '[data-message-author-role="assistant"] > .markdown',
+  section: '[data-message-author-role="assistant"] > .markdown',
+  thread: '[data-chatgpt-search-unit-key$=":assistant"] [data-markdown-text-style="assistant-message"]',
+};
 
 /** A long existing conversation: alternating user / assistant turns of a few lines. */
 function longConversation(turns) {
@@ -39,54 +62,52 @@ function longConversation(turns) {
   return out;
 }
 
-/** Runs in the page's main world: streams `tokens` tokens, resolves with what it did. */
-function streamInPage({ tokens, tokenMs, tokensPerParagraph }) {
-  return new Promise((resolve) => {
-    const thread = document.getElementById('thread');
-    const slot = document.getElementById('composer-trailing');
-    const stop = document.createElement('button');
-    stop.type = 'button';
-    stop.setAttribute('data-testid', 'stop-button');
-    stop.textContent = 'Stop streaming';
-    const send = slot.firstElementChild;
-    slot.replaceChildren(stop);
-    const article = document.createElement('article');
-    article.setAttribute('data-testid', `conversation-turn-${thread.children.length + 1}`);
-    article.setAttribute('data-turn', 'assistant');
-    const message = document.createElement('div');
-    message.setAttribute('data-message-author-role', 'assistant');
-    message.setAttribute('data-message-id', crypto.randomUUID());
-    message.setAttribute('data-is-streaming', 'true');
-    message.setAttribute('aria-busy', 'true');
-    const body = document.createElement('div');
-    body.className = 'markdown prose';
-    message.append(body);
-    article.append(message);
-    thread.append(article);
-    let paragraph = null;
-    let sent = 0;
-    let mutations = 4; // stop button swap, the turn
+/**
+ * Runs in the page's main world: submits the typed message through the fixture's front end
+ * (Enter), waits for the fixture's streaming reply, streams `tokens` tokens into its body,
+ * then ends it with the fixture's Stop. Resolves with what it did.
+ */
+function streamInPage({ composer, stop, body, tokens, tokenMs, tokensPerParagraph }) {
+  return new Promise((resolve, reject) => {
+    const bodies = () => document.querySelectorAll(body);
+    const before = bodies().length;
     const start = performance.now();
-    const tick = () => {
-      if (sent % tokensPerParagraph === 0) {
-        paragraph = document.createElement('p');
-        body.append(paragraph);
-        mutations += 1;
-      }
-      paragraph.append(document.createTextNode(`${sent === 0 ? '' : ' '}tok${sent}`));
-      mutations += 1;
-      sent += 1;
-      if (sent < tokens) {
-        setTimeout(tick, Math.max(0, start + sent * tokenMs - performance.now()));
-        return;
-      }
-      message.removeAttribute('data-is-streaming');
-      message.removeAttribute('aria-busy');
-      slot.replaceChildren(send);
-      mutations += 3;
-      resolve({ tokens: sent, mutations, ms: performance.now() - start });
+    document.querySelector(composer).dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
+    // The fixture's reply shows its first words at once (its first streaming step); the
+    // bench's tokens follow them.
+    const waitForReply = () => {
+      const all = bodies();
+      const reply = all.length > before ? all[all.length - 1] : null;
+      if (reply && reply.textContent !== '') return streamInto(reply);
+      if (performance.now() - start > 10_000) return reject(new Error('the fixture showed no streaming reply within 10 s'));
+      setTimeout(waitForReply, 10);
     };
-    setTimeout(tick, tokenMs);
+    const streamInto = (reply) => {
+      let paragraph = null;
+      let sent = 0;
+      let appended = 0;
+      const streamStart = performance.now();
+      const tick = () => {
+        if (sent % tokensPerParagraph === 0) {
+          paragraph = document.createElement('p');
+          reply.append(paragraph);
+          appended += 1;
+        }
+        paragraph.append(document.createTextNode(` tok${sent}`));
+        appended += 1;
+        sent += 1;
+        if (sent < tokens) {
+          setTimeout(tick, Math.max(0, streamStart + sent * tokenMs - performance.now()));
+          return;
+        }
+        const stopButton = document.querySelector(stop);
+        if (!stopButton) return reject(new Error(`no Stop (${stop}) while the reply streamed`));
+        stopButton.click();
+        resolve({ tokens: sent, appended, ms: performance.now() - streamStart, total: performance.now() - start });
+      };
+      setTimeout(tick, tokenMs);
+    };
+    waitForReply();
   });
 }
 
@@ -101,53 +122,57 @@ async function hostCounters(page) {
   return page.evaluate((selector) => {
     const host = document.querySelector(selector);
     if (!host) return null;
-    return { computed: Number(host.dataset.factsComputed ?? NaN), sent: Number(host.dataset.factsSent ?? NaN), ms: Number(host.dataset.factsMs ?? NaN) };
+    const n = (value) => Number(value ?? NaN);
+    const d = host.dataset;
+    return { computed: n(d.factsComputed), skipped: n(d.factsSkipped ?? 0), sent: n(d.factsSent), ms: n(d.factsMs) };
   }, HUD_HOST);
 }
 
 /** One streaming run on an open page; returns metric deltas and counters. */
-async function measureStream(page) {
+async function measureStream(page, layout) {
+  const ui = layoutUi(layout);
+  await page.locator(ui.composer).fill(PROMPT);
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
-  await sleep(1_000); // let the load and the first facts settle
+  await sleep(1_000); // let the load, the typed draft and the first facts settle
   const countersBefore = await hostCounters(page);
   const before = await metricsOf(cdp);
-  const stream = await page.evaluate(streamInPage, { tokens: TOKENS, tokenMs: TOKEN_MS, tokensPerParagraph: TOKENS_PER_PARAGRAPH });
+  const stream = await page.evaluate(streamInPage, {
+    composer: ui.composer, stop: ui.stop, body: REPLY_BODY[layout], tokens: TOKENS, tokenMs: TOKEN_MS, tokensPerParagraph: TOKENS_PER_PARAGRAPH,
+  });
   await sleep(500); // the last coalesced recompute (≤ 100 ms) lands inside the window
   const after = await metricsOf(cdp);
   const countersAfter = await hostCounters(page);
   await cdp.detach();
+  const finished = await page.locator(ui.finished).count();
   const delta = Object.fromEntries(METRICS.map((name) => [name, (after[name] ?? 0) - (before[name] ?? 0)]));
   const counters = countersBefore && countersAfter
-    ? { computed: countersAfter.computed - countersBefore.computed, sent: countersAfter.sent - countersBefore.sent, ms: countersAfter.ms - countersBefore.ms }
+    ? Object.fromEntries(Object.keys(countersAfter).map((key) => [key, countersAfter[key] - countersBefore[key]]))
     : null;
-  return { stream, delta, counters };
+  return { stream, delta, counters, finished };
 }
 
-function seededFixture() {
-  const fixture = new ChatGptFixture({ csp: 'none' });
-  fixture.conversations.set(CONVERSATION, { title: 'Long conversation', turns: longConversation(TURNS) });
-  return fixture;
-}
+const fixtureOptions = (layout) => ({ csp: 'none', layout, streamMs: FIXTURE_STREAM_MS });
 
 /** (a) the extension loaded and the chat bound: the HUD and page facts are live. */
-async function withExtension(Sandbox) {
+async function withExtension(Sandbox, layout) {
   const sandbox = new Sandbox({ autostart: false });
   try {
-    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const { context, worker, fixture } = await continuityWorld(sandbox, fixtureOptions(layout));
     // continuityWorld seeded a short conversation; the long one replaces it.
     fixture.conversations.set(CONVERSATION, { title: 'Long conversation', turns: longConversation(TURNS) });
     const chat = { url: chatgptUrl.conversation(CONVERSATION), project: false };
     const { page } = await openAndBind(context, worker, chat);
-    const turns = await page.locator('[data-message-author-role]').count();
-    return { turns, ...(await measureStream(page)) };
+    const generation = await page.locator(HUD_HOST).getAttribute('data-generation');
+    const turns = await page.locator(layoutUi(layout).userTurn).count() * 2;
+    return { turns, generation, ...(await measureStream(page, layout)) };
   } finally {
     await sandbox.dispose();
   }
 }
 
 /** (b) the same page in a browser without the extension. */
-async function baseline() {
+async function baseline(layout) {
   const profile = mkdtempSync(path.join(os.tmpdir(), 'hc-bench-'));
   let context = null;
   try {
@@ -156,33 +181,34 @@ async function baseline() {
       headless: true,
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic', '--disable-extensions'],
     });
-    const fixture = seededFixture();
+    const fixture = new ChatGptFixture(fixtureOptions(layout));
+    fixture.conversations.set(CONVERSATION, { title: 'Long conversation', turns: longConversation(TURNS) });
     await fixture.install(context);
     const page = await context.newPage();
     await page.goto(chatgptUrl.conversation(CONVERSATION));
-    const turns = await page.locator('[data-message-author-role]').count();
+    const turns = await page.locator(layoutUi(layout).userTurn).count() * 2;
     if ((await page.locator(HUD_HOST).count()) !== 0) throw new Error('the baseline browser shows the HUD: it loaded the extension');
-    return { turns, ...(await measureStream(page)) };
+    return { turns, ...(await measureStream(page, layout)) };
   } finally {
     await context?.close().catch(() => {});
     rmSync(profile, { recursive: true, force: true });
   }
 }
 
-/** Runs both and prints the tables with `table(title, header, rows)`. */
-export async function contentScriptCostBench({ Sandbox, table }) {
-  const ext = await withExtension(Sandbox);
-  const base = await baseline();
+const ratioOf = (a, b) => (b > 0 ? a / b : NaN);
+const fmtRatio = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}x` : 'n/a');
+
+/** The detailed tables of one layout. */
+function layoutTables(table, layout, ext, base) {
   const fmtMs = (seconds) => `${(seconds * 1000).toFixed(1)} ms`;
   const perToken = (seconds) => `${((seconds * 1e6) / TOKENS).toFixed(1)} µs`;
-  const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a');
   const row = (name, fmt, per) => [
-    name, fmt(ext.delta[name]), fmt(base.delta[name]), per(ext.delta[name] - base.delta[name]), ratio(ext.delta[name], base.delta[name]),
+    name, fmt(ext.delta[name]), fmt(base.delta[name]), per(ext.delta[name] - base.delta[name]), fmtRatio(ratioOf(ext.delta[name], base.delta[name])),
   ];
   const count = (n) => String(Math.round(n));
   const perTokenCount = (n) => (n / TOKENS).toFixed(3);
   table(
-    `content script cost on a streaming page: ${ext.stream.tokens} tokens every ${TOKEN_MS} ms (${ext.stream.ms.toFixed(0)} ms stream, ${ext.stream.mutations} DOM mutations) after ${ext.turns} existing turns; CDP Performance.getMetrics deltas`,
+    `[${layout}] content script cost on a streaming page: ${ext.stream.tokens} tokens every ${TOKEN_MS} ms (${ext.stream.ms.toFixed(0)} ms stream, ${ext.stream.appended} nodes appended by the bench plus the fixture's own submit and finish) after ${ext.turns} existing turns; CDP Performance.getMetrics deltas`,
     ['metric', '(a) extension', '(b) baseline', '(a-b) per token', 'ratio (a)/(b)'],
     [
       row('ScriptDuration', fmtMs, perToken),
@@ -193,22 +219,46 @@ export async function contentScriptCostBench({ Sandbox, table }) {
       row('RecalcStyleCount', count, perTokenCount),
     ],
   );
-  if (!ext.counters || Number.isNaN(ext.counters.computed)) {
-    throw new Error('the HUD host carries no data-facts-computed / data-facts-sent counters; rebuild the extension (bash scripts/build.sh)');
-  }
+  const c = ext.counters;
   table(
-    'page facts during the stream (extension/content.js counters on the HUD host)',
+    `[${layout}] page facts during the stream (extension/content.js counters on the HUD host; generation ${ext.generation || 'none'})`,
     ['what', 'count', 'per token'],
     [
       ['tokens streamed', ext.stream.tokens, '1.000'],
-      ['DOM mutations made by the stream', ext.stream.mutations, (ext.stream.mutations / TOKENS).toFixed(3)],
-      ['facts recomputes (coalesced, ≤ 1 per 100 ms)', ext.counters.computed, (ext.counters.computed / TOKENS).toFixed(3)],
-      ['page_facts messages sent (changed facts only)', ext.counters.sent, (ext.counters.sent / TOKENS).toFixed(3)],
+      ['facts recomputes (coalesced, ≤ 1 per 100 ms)', c.computed, (c.computed / TOKENS).toFixed(3)],
+      ['  of which answered by the quiet path (only reply text changed)', c.skipped, (c.skipped / TOKENS).toFixed(3)],
+      ['page_facts messages sent (changed facts only)', c.sent, (c.sent / TOKENS).toFixed(3)],
     ],
   );
   table(
-    'time inside the facts recompute (content.js data-facts-ms: facts() + JSON.stringify, performance.now())',
+    `[${layout}] time inside the facts recompute (content.js data-facts-ms: facts() + JSON.stringify, performance.now(), which a page without cross-origin isolation coarsens to 100 µs: rough per recompute)`,
     ['what', 'total', 'per recompute', 'per token'],
-    [['facts recompute', `${ext.counters.ms.toFixed(2)} ms`, `${((ext.counters.ms * 1000) / Math.max(1, ext.counters.computed)).toFixed(1)} µs`, `${((ext.counters.ms * 1000) / TOKENS).toFixed(1)} µs`]],
+    [['facts recompute', `${c.ms.toFixed(2)} ms`, `${((c.ms * 1000) / Math.max(1, c.computed)).toFixed(1)} µs`, `${((c.ms * 1000) / TOKENS).toFixed(1)} µs`]],
+  );
+}
+
+/** Runs both per layout and prints the tables with `table(title, header, rows)`. */
+export async function contentScriptCostBench({ Sandbox, table }) {
+  const unknown = BENCH_LAYOUTS.filter((layout) => !LAYOUTS.includes(layout));
+  if (unknown.length) throw new Error(`BENCH_LAYOUTS names ${unknown.join(', ')}; use some of ${LAYOUTS.join(', ')}`);
+  const results = [];
+  for (const layout of BENCH_LAYOUTS) {
+    const ext = await withExtension(Sandbox, layout);
+    const base = await baseline(layout);
+    if (!ext.counters || Number.isNaN(ext.counters.computed)) {
+      throw new Error('the HUD host carries no data-facts-computed / data-facts-sent counters; rebuild the extension (bash scripts/build.sh)');
+    }
+    if (!ext.generation) throw new Error(`[${layout}] the content script recognised no layout generation on the fixture`);
+    if (ext.finished === 0 || base.finished === 0) throw new Error(`[${layout}] the streamed reply never finished in the fixture`);
+    layoutTables(table, layout, ext, base);
+    results.push({ layout, generation: ext.generation, ext, base, ratio: ratioOf(ext.delta.ScriptDuration, base.delta.ScriptDuration) });
+  }
+  table(
+    `content script ScriptDuration against the no-extension baseline (target ≤ ${SCRIPT_RATIO_TARGET.toFixed(2)}x, issue 8 "Small and quick")`,
+    ['layout', 'generation', '(a) extension', '(b) baseline', 'ratio', 'target', 'verdict'],
+    results.map(({ layout, generation, ext, base, ratio }) => [
+      layout, generation, `${(ext.delta.ScriptDuration * 1000).toFixed(1)} ms`, `${(base.delta.ScriptDuration * 1000).toFixed(1)} ms`,
+      fmtRatio(ratio), `≤ ${SCRIPT_RATIO_TARGET.toFixed(2)}x`, ratio <= SCRIPT_RATIO_TARGET ? 'PASS' : 'OVER',
+    ]),
   );
 }
