@@ -334,7 +334,7 @@ impl DeliveryLedger {
     }
 
     /// A page report: evidence for every delivery typed into the page's conversation.
-    pub fn page(&mut self, now: Millis, tab: TabId, report: &PageReport) {
+    pub fn page(&mut self, tab: TabId, report: &PageReport) {
         let conversation = classify_url(&report.url).conversation();
         let idle = is_idle(report);
         let mut index = 0;
@@ -368,7 +368,6 @@ impl DeliveryLedger {
                 self.resolve(index, Resolution::Lost);
                 continue;
             }
-            let _ = now;
             index += 1;
         }
     }

@@ -186,12 +186,13 @@ struct CheckRun {
 
 /// The composed continuity machine of the worker.
 ///
-/// Driver contract: restore from the persisted snapshot (serde) or [`Continuity::new`];
-/// feed every fact with [`Continuity::handle`]; when the clock reaches
-/// [`Continuity::next_deadline`] call [`Continuity::handle_timeout`]; after either drain
-/// [`Continuity::poll`] until `None`. Answer every `Request` with `Answered` (an error
-/// `offline` when it could not be sent) and every `Deliver` through the page's
-/// `delivery_result`. On `Persist`, write the serialized machine at most once per burst.
+/// Driver contract: build it with [`Continuity::from_snapshot`] (the stored [`Snapshot`])
+/// or [`Continuity::with_epoch`] (nothing stored), both with fresh randomness; feed every
+/// fact with [`Continuity::handle`]; when the clock reaches [`Continuity::next_deadline`]
+/// call [`Continuity::handle_timeout`]; after either drain [`Continuity::poll`] until
+/// `None`. Answer every `Request` with `Answered` (an error `offline` when it could not be
+/// sent); pass the page's `delivery_report` for every `Deliver` as `DeliveryReport`. On
+/// `Persist`, write [`Continuity::snapshot`] at most once per burst.
 /// Views ([`Continuity::page_view`], [`Continuity::panel_view`]) are pure queries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Continuity {
@@ -488,7 +489,7 @@ impl Continuity {
                 // wake go to a page that had just lost its composer).
                 self.pages.insert(tab, report.clone());
                 self.sync_schedulers(now);
-                self.ledger.page(now, tab, &report);
+                self.ledger.page(tab, &report);
                 self.drain_ledger(now);
             }
             ContinuityInput::PageGone { tab } => {
@@ -819,14 +820,7 @@ impl Continuity {
                         status.ack_due.retain(|id| !task_ids.contains(id));
                         self.outputs.push_back(ContinuityOutput::Persist);
                     }
-                    match result {
-                        Ok(RuntimeAnswer::Counts { counts }) => {
-                            status.counts = Some(counts);
-                            status.inbox_missing = false;
-                        }
-                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
-                        _ => {}
-                    }
+                    status.apply_counts(&result);
                 }
             }
             (Purpose::OrphanAck { session_ref, task_ids }, result) => {
@@ -843,14 +837,7 @@ impl Continuity {
             }
             (Purpose::Counts { scope_key }, result) => {
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
-                    match result {
-                        Ok(RuntimeAnswer::Counts { counts }) => {
-                            status.counts = Some(counts);
-                            status.inbox_missing = false;
-                        }
-                        Err(error) if error.code == ErrorCode::UnknownMethod => status.inbox_missing = true,
-                        _ => {}
-                    }
+                    status.apply_counts(&result);
                 }
             }
             (Purpose::CheckPanes { tab }, result) => self.check_panes_answered(tab, result),
@@ -863,6 +850,21 @@ impl Continuity {
         self.page_kind(tab).scope()
     }
 
+}
+
+impl ScopeStatus {
+    /// The inbox counters an `inbox.ack` / `inbox.counts` answer carries; an old runtime
+    /// without the inbox marks it missing.
+    fn apply_counts(&mut self, result: &Result<RuntimeAnswer, CallError>) {
+        match result {
+            Ok(RuntimeAnswer::Counts { counts }) => {
+                self.counts = Some(*counts);
+                self.inbox_missing = false;
+            }
+            Err(error) if error.code == ErrorCode::UnknownMethod => self.inbox_missing = true,
+            _ => {}
+        }
+    }
 }
 
 /// Whether an `inbox.ack` answer settles its ids: any answer does (the runtime decides each

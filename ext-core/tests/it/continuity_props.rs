@@ -396,14 +396,9 @@ impl World {
                 self.hello_boot = Some(boot_id.clone());
                 self.hello_last_seq = *last_seq;
             }
-            let is_page_report = match &input {
-                ContinuityInput::PageReported { tab, report } => Some((*tab, report.clone())),
-                _ => None,
-            };
             if std::env::var_os("CONTINUITY_PROPS_TRACE").is_some() {
                 eprintln!("{:>8} <- {input:?}", self.now);
             }
-            let _ = is_page_report;
             self.machine.handle(self.now, input);
             // The machine resolves deliveries before anything it outputs.
             self.observe_ledger();
