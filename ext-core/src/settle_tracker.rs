@@ -343,6 +343,9 @@ impl SettleTracker {
                 agents,
             } => {
                 self.pending_reconcile = None;
+                // A tracker that never heard a runtime subscribed live-only: no replay follows,
+                // so the snapshot is the state now (a pane it shows working works).
+                let live_only = self.boot_id.is_none();
                 if self.accept_generation(&boot_id, last_seq) {
                     if let (Some(through), Some(agents)) = (last_seq, agents) {
                         self.pending_reconcile = Some(PendingReconcile {
@@ -350,8 +353,12 @@ impl SettleTracker {
                             through,
                             agents,
                         });
-                        // Nothing to replay: the snapshot already follows the mark.
-                        self.replay_reached(now, self.high_water);
+                        if live_only {
+                            self.reconcile(now);
+                        } else {
+                            // Nothing to replay: the snapshot already follows the mark.
+                            self.replay_reached(now, self.high_water);
+                        }
                     }
                 }
             }

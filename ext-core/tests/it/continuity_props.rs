@@ -869,7 +869,10 @@ impl World {
             Op::LinkDown => self.link_down()?,
             Op::LinkUp => self.link_up()?,
             Op::WorkerRestart => self.worker_restart()?,
-            Op::LoseState => self.lose_state()?,
+            // Only a runtime whose hello carries the agent snapshot (ours) lets a fresh state
+            // know which panes already work; an older one cannot, and nothing could.
+            Op::LoseState if self.agents_in_hello => self.lose_state()?,
+            Op::LoseState => {}
             Op::Page { chat, composer, draft, generating, permission_card } => {
                 let tab = CHATS[chat].0;
                 if !self.pages.contains_key(&tab) {
