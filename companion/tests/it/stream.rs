@@ -365,11 +365,14 @@ fn agent_output_is_kept_latest_per_pane_outside_the_durable_log_p4_p9() {
             let text = format!("round {round} of {pane}");
             rig.standin.call("pane.send_text", json!({"pane_id": pane, "text": text, "keys": ["enter"]}));
         }
-        for pane in PANES {
-            let seen = live.events_until(is_output_of(pane, &format!("round {round} of {pane}")));
+        // Panes are read independently, so their outputs arrive in any order.
+        let mut waiting: Vec<&str> = PANES.to_vec();
+        while !waiting.is_empty() {
+            let seen = live.events_until(|m| waiting.iter().any(|p| is_output_of(p, &format!("round {round} of {p}"))(m)));
             let output = seen.last().expect("output");
             assert!(output["data"].get("seq").is_none(), "agent_output consumes no durable seq: {output}");
             assert_eq!(output["data"]["boot_id"], live_boot(&rig.home));
+            waiting.retain(|p| output["data"]["pane_id"] != *p);
         }
     }
     assert_eq!(stored_rows(&rig.home, Some("agent_output")), 0, "no output row in the durable log");
