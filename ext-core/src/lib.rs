@@ -20,6 +20,7 @@ pub mod binding;
 pub mod continuity;
 pub mod delivery_ledger;
 pub mod progress_push;
+pub mod queue;
 pub mod scope;
 pub mod settle_tracker;
 pub mod sites;

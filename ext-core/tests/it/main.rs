@@ -7,6 +7,7 @@ mod continuity;
 mod continuity_props;
 mod delivery;
 mod progress_push;
+mod queue;
 mod settle_tracker;
 mod snapshot;
 mod wake;
