@@ -69,6 +69,8 @@ pub enum DeliveryKind {
     Progress,
     /// A manual continue (HUD button).
     Continue,
+    /// The user's queued messages (Q2).
+    Queue,
 }
 
 /// What the page looked like when typing began.
@@ -226,6 +228,12 @@ impl DeliveryLedger {
     /// The epoch in use.
     pub fn epoch(&self) -> &str {
         &self.epoch
+    }
+
+    /// `<epoch>.<life>`: unique to this state and worker life, for ids of other records.
+    pub fn token(&self) -> String {
+        let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
+        format!("{epoch}.{}", self.life)
     }
 
     /// Sets the epoch of a ledger that has none (a snapshot of the previous release).

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auto_gate::AutoGate;
 use crate::binding::{Bindings, CatalogWorkspace};
-use crate::continuity::{PaneOutput, ScopeStatus};
+use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
@@ -89,6 +89,9 @@ pub struct Snapshot {
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
     #[serde(default)]
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
+    /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
+    #[serde(default)]
+    pub(crate) queue: QueueDurable,
 }
 
 impl Snapshot {

@@ -205,3 +205,239 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The queue in the composed continuity loop, with a simulated `chrome.storage.local`.
+
+mod flow {
+    use ext_core::continuity::{Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageReport};
+    use ext_core::delivery_ledger::{TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
+    use ext_core::queue::QueueBook;
+    use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
+
+    use crate::continuity::{bound_with_auto, event, idle_page, restart, TAB};
+
+    const KEY: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+
+    /// The browser around the machine: storage that can fail, and a log of what the page
+    /// was told.
+    #[derive(Default)]
+    struct Browser {
+        stored: Option<String>,
+        fail_reads: u32,
+        fail_writes: u32,
+        log: Vec<String>,
+    }
+
+    impl Browser {
+        fn drain(&mut self, c: &mut Continuity, now: u64) {
+            while let Some(output) = c.poll() {
+                match output {
+                    ContinuityOutput::QueueRead { op } => {
+                        let stored = if self.fail_reads > 0 {
+                            self.fail_reads -= 1;
+                            Err("storage error".to_owned())
+                        } else {
+                            Ok(self.stored.clone())
+                        };
+                        c.handle(now, ContinuityInput::QueueRead { op, stored });
+                    }
+                    ContinuityOutput::QueueWrite { op, json } => {
+                        let result = if self.fail_writes > 0 {
+                            self.fail_writes -= 1;
+                            Err("quota".to_owned())
+                        } else {
+                            self.stored = Some(json);
+                            Ok(())
+                        };
+                        c.handle(now, ContinuityInput::QueueWritten { op, result });
+                    }
+                    ContinuityOutput::Request { id, .. } => c.handle(
+                        now,
+                        ContinuityInput::Answered {
+                            id,
+                            result: Ok(ext_core::continuity::RuntimeAnswer::InboxPending { tasks: Vec::new(), more: false }),
+                        },
+                    ),
+                    ContinuityOutput::Deliver { id, text, .. } => self.log.push(format!("deliver {}: {text:?}", id.split('/').next().unwrap_or(""))),
+                    ContinuityOutput::QueueAccepted { text, .. } => self.log.push(format!("accepted {text:?}")),
+                    ContinuityOutput::Notice { text, .. } => self.log.push(format!("notice {text}")),
+                    _ => {}
+                }
+            }
+        }
+
+        fn queued(&self) -> Vec<String> {
+            QueueBook::parse(self.stored.as_deref()).expect("readable").items(KEY).iter().map(|i| i.text.clone()).collect()
+        }
+
+        fn take_log(&mut self) -> String {
+            std::mem::take(&mut self.log).join("\n")
+        }
+    }
+
+    fn page(generating: bool) -> PageReport {
+        PageReport { generating, ..idle_page() }
+    }
+
+    fn feed(c: &mut Continuity, b: &mut Browser, now: u64, input: ContinuityInput) {
+        c.handle(now, input);
+        b.drain(c, now);
+    }
+
+    fn queue_id(c: &Continuity) -> String {
+        c.ledger().active().find(|d| d.id.starts_with("qb:")).map(|d| d.id.clone()).expect("a queue batch in flight")
+    }
+
+    fn landed(c: &mut Continuity, b: &mut Browser, now: u64, id: &str, turns: u32) {
+        feed(c, b, now, ContinuityInput::DeliveryReport { tab: TAB, id: id.to_owned(), outcome: DeliveryOutcome::Submitted });
+        feed(c, b, now, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: turns, markers: vec![id.to_owned()], ..idle_page() } });
+    }
+
+    // R: Q1, Q2, Q3, Q5 — text queued while a reply streams is sent once, after the turn
+    // ends, merged in order; the composer is emptied only once the text is stored; the
+    // items leave storage only when the batch is confirmed; and the user's queued turn goes
+    // before a wake that became due at the same time.
+    #[test]
+    fn queued_while_streaming_goes_once_after_the_turn_merged_in_order_before_a_wake_q2() {
+        let (mut c, _) = bound_with_auto(true);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 1, ContinuityInput::PageReported { tab: TAB, report: page(true) });
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "first, then".into() });
+        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "second\r\n".into() });
+        // The workspace settles while the reply still streams: the wake waits too.
+        feed(&mut c, &mut b, 4, event(1, PaneEventKind::Working));
+        feed(&mut c, &mut b, 4, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
+        expect_test::expect![[r#"
+            accepted "first, then"
+            notice Queued. It is sent as your next message when the reply ends.
+            accepted "second\r\n"
+            notice Queued. It is sent as your next message when the reply ends."#]]
+        .assert_eq(&b.take_log());
+        assert_eq!(c.page_view(TAB).and_then(|v| v.queue).map(|q| (q.count, q.state)), Some((2, "waiting")));
+        // The turn ends.
+        feed(&mut c, &mut b, 10, ContinuityInput::PageReported { tab: TAB, report: page(false) });
+        let id = queue_id(&c);
+        expect_test::expect![[r#"deliver qb:477d4da4bc03723c: "first, then\n\nsecond\n[herdr-continuity qb:477d4da4bc03723c/0.0.0]""#]]
+            .assert_eq(&b.take_log());
+        assert_eq!(b.queued(), ["first, then", "second"], "kept until confirmed");
+        landed(&mut c, &mut b, 11, &id, 1);
+        assert!(b.queued().is_empty(), "removed once confirmed");
+        // The wake follows on the next idle report, never the batch again.
+        feed(&mut c, &mut b, 20, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } });
+        let log = b.take_log();
+        assert!(log.starts_with("deliver wake:w1#2"), "{log}");
+        assert!(!log.contains("qb:"), "{log}");
+    }
+
+    // R: Q4 — a send that did not go through keeps the batch and sends it again once;
+    // nothing is deleted.
+    #[test]
+    fn a_blocked_send_keeps_the_batch_and_sends_it_again_once_q4() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into() });
+        let id = queue_id(&c);
+        feed(&mut c, &mut b, 2, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
+        assert_eq!(b.queued(), ["run the tests"]);
+        feed(&mut c, &mut b, 3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+        let log = b.take_log();
+        assert_eq!(log.matches("deliver qb:").count(), 2, "{log}");
+        let again = queue_id(&c);
+        landed(&mut c, &mut b, 4, &again, 1);
+        assert!(b.queued().is_empty());
+    }
+
+    // R: Q4, fail closed — a failed storage read refuses the add (the composer keeps the
+    // text: no `accepted`) and never overwrites what is stored; a failed write likewise.
+    #[test]
+    fn a_storage_read_error_leaves_the_queue_intact_and_the_text_in_the_composer_q4() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser { stored: Some(r#"{"version":1,"conversations":{"chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0":[{"id":"q:old","text":"kept","created_at":0}]}}"#.into()), ..Browser::default() };
+        feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
+        b.fail_reads = 1;
+        let before = b.stored.clone();
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        let log = b.take_log();
+        assert!(!log.contains("accepted"), "{log}");
+        assert!(log.contains("could not be read or saved (storage error)"), "{log}");
+        assert_eq!(b.stored, before, "nothing written after a failed read");
+        b.fail_writes = 1;
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        assert!(!b.take_log().contains("accepted"));
+        assert_eq!(b.stored, before);
+        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        assert!(b.take_log().contains("accepted \"new\""));
+        assert_eq!(b.queued(), ["kept", "new"]);
+        // An unreadable record is never replaced.
+        b.stored = Some("{garbage".into());
+        feed(&mut c, &mut b, 4, ContinuityInput::QueueAdd { tab: TAB, text: "more".into() });
+        assert_eq!(b.stored.as_deref(), Some("{garbage"));
+        assert_eq!(c.page_view(TAB).and_then(|v| v.queue).map(|q| q.state), Some("unreadable"));
+    }
+
+    // R: Q6 — over-limit input is refused with a message in the HUD; nothing is stored.
+    #[test]
+    fn over_limit_input_is_refused_with_a_message_in_the_hud_q6() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "x".repeat(24_001) });
+        let log = b.take_log();
+        assert!(log.contains("notice Not queued: the queued text would be 24001 characters, more than 24000."), "{log}");
+        assert!(b.queued().is_empty());
+    }
+
+    // R: B7, Q5 — a worker restart with a batch in flight: the confirmation that arrives
+    // after it still removes exactly that batch, and nothing is typed again.
+    #[test]
+    fn a_batch_in_flight_survives_a_worker_restart_and_is_removed_once_confirmed() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "next step".into() });
+        let id = queue_id(&c);
+        let mut c = restart(&c, 5);
+        b.drain(&mut c, 5);
+        b.take_log();
+        feed(&mut c, &mut b, 6, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } });
+        assert!(b.queued().is_empty(), "the marker confirmed it after the restart");
+        assert!(!b.take_log().contains("deliver"));
+    }
+
+    // R: Q8 — a batch that may have landed is not resent by itself; the HUD says so, and a
+    // Queue click with an empty composer sends it again.
+    #[test]
+    fn an_unconfirmed_batch_waits_for_the_user_and_an_empty_queue_click_retries_it_q8() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "deploy".into() });
+        b.take_log();
+        let give_up = 1 + TYPING_DEADLINE_MS + UNCERTAIN_GIVE_UP_MS + 1;
+        while let Some(at) = c.next_deadline().filter(|at| *at <= give_up) {
+            c.handle_timeout(at);
+            b.drain(&mut c, at);
+        }
+        let log = b.take_log();
+        assert!(log.contains("could not tell whether your queued messages reached this chat"), "{log}");
+        assert!(!log.contains("deliver"), "{log}");
+        assert_eq!(c.page_view(TAB).and_then(|v| v.queue).map(|q| q.state), Some("undelivered"));
+        assert_eq!(b.queued(), ["deploy"]);
+        feed(&mut c, &mut b, give_up + 1, ContinuityInput::QueueAdd { tab: TAB, text: "  ".into() });
+        let log = b.take_log();
+        assert!(log.contains("deliver qb:"), "{log}");
+    }
+
+    // R: Q7 — clearing (confirmed in the HUD) empties this conversation's queue.
+    #[test]
+    fn clearing_empties_the_conversations_queue_q7() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "a".into() });
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueClear { tab: TAB });
+        assert!(b.queued().is_empty());
+        assert!(b.take_log().ends_with("notice The queue of this conversation is cleared."));
+        feed(&mut c, &mut b, 3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+        assert!(!b.take_log().contains("deliver"));
+    }
+}
