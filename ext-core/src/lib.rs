@@ -22,6 +22,7 @@ pub mod delivery_ledger;
 pub mod progress_push;
 pub mod queue;
 pub mod scope;
+pub mod semantic_auto;
 pub mod settle_tracker;
 pub mod sites;
 pub mod snapshot;

@@ -8,6 +8,7 @@ mod continuity_props;
 mod delivery;
 mod progress_push;
 mod queue;
+mod semantic_auto;
 mod settle_tracker;
 mod snapshot;
 mod wake;
