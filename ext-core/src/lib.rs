@@ -17,6 +17,7 @@ pub mod limits;
 
 pub mod auto_gate;
 pub mod binding;
+pub mod context_pressure;
 pub mod continuity;
 pub mod delivery_ledger;
 pub mod progress_push;

@@ -3,6 +3,7 @@
 
 mod auto_gate;
 mod binding;
+mod context_pressure;
 mod continuity;
 mod continuity_props;
 mod delivery;
