@@ -23,6 +23,7 @@ pub mod delivery_ledger;
 pub mod progress_push;
 pub mod queue;
 pub mod rate_limit;
+pub mod recovery;
 pub mod scope;
 pub mod semantic_auto;
 pub mod settle_tracker;

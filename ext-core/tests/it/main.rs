@@ -10,6 +10,7 @@ mod delivery;
 mod progress_push;
 mod queue;
 mod rate_limit;
+mod recovery;
 mod semantic_auto;
 mod settle_tracker;
 mod snapshot;
