@@ -20,6 +20,7 @@ pub mod binding;
 pub mod context_pressure;
 pub mod continuity;
 pub mod delivery_ledger;
+pub mod permission_card;
 pub mod progress_push;
 pub mod queue;
 pub mod rate_limit;

@@ -7,6 +7,7 @@ mod context_pressure;
 mod continuity;
 mod continuity_props;
 mod delivery;
+mod permission_card;
 mod progress_push;
 mod queue;
 mod rate_limit;
