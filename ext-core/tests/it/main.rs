@@ -4,6 +4,7 @@
 mod auto_gate;
 mod binding;
 mod context_pressure;
+mod handoff;
 mod health;
 mod continuity;
 mod continuity_props;
