@@ -200,7 +200,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
     sim.feed(Input::Message {
         port: port(2),
         message: RuntimeMessage::HostError {
-            code: "runtime_unreachable".into(),
+            code: continuity_protocol::HostErrorCode::RuntimeUnreachable,
             message: "The companion runtime did not start; see runtime.log.".into(),
         },
     });
@@ -422,7 +422,7 @@ proptest! {
                 },
                 Op::HostUnreachable => current.map(|generation| Input::Message {
                     port: generation,
-                    message: RuntimeMessage::HostError { code: "runtime_unreachable".into(), message: "down".into() },
+                    message: RuntimeMessage::HostError { code: continuity_protocol::HostErrorCode::RuntimeUnreachable, message: "down".into() },
                 }),
                 Op::HerdrNotRunning => current.map(|generation| Input::Message {
                     port: generation,

@@ -1,6 +1,7 @@
 //! Bindings to the browser and Chrome APIs the shell uses, and duck-typed helpers for
 //! port-like objects. Nothing here decides anything.
 
+use ext_core::json_read::ReadJson;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -103,17 +104,16 @@ pub fn json_text(value: &JsValue) -> Option<String> {
     js_sys::JSON::stringify(value).ok()?.as_string()
 }
 
-/// A JS value as a Rust type, through its JSON text (see [`post`]).
-pub fn from_js<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+/// A JS value as parsed JSON, through its JSON text (see [`post`]).
+pub fn json_value(value: &JsValue) -> Result<serde_json::Value, String> {
     let text = json_text(value).ok_or_else(|| "not a JSON value".to_owned())?;
-    from_json_text(&text).map_err(|error| error.to_string())
+    serde_json::from_str(&text).map_err(|error| error.to_string())
 }
 
-/// JSON text as a Rust type, parsed into a `serde_json::Value` first. Every type is then
-/// read by the one `Value` deserializer the wire already uses, instead of also getting a
-/// copy of the text parser inlined into its `Deserialize` impl: a much smaller wasm.
-pub fn from_json_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str::<serde_json::Value>(text).and_then(serde_json::from_value)
+/// A JS value as a Rust type: parsed into a `serde_json::Value`, then read by the type's
+/// hand-written reader (`ext_core::json_read`; serde's derived visitors cost far more wasm).
+pub fn from_js<T: ReadJson>(value: &JsValue) -> Result<T, String> {
+    T::read_json(&json_value(value)?).map_err(|error| error.to_string())
 }
 
 /// `object[event].addListener(listener)`.
