@@ -15,13 +15,16 @@
 //!   silent `false`.
 
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{read_unit_enum, Fields, ReadError, ReadJson};
 
 use crate::scope::{PageKind, Scope};
 use crate::vec_map::VecMap;
 
 /// The effective Auto state of a scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AutoState {
     /// Auto is off for this scope (the default, M1).
@@ -33,7 +36,7 @@ pub enum AutoState {
 }
 
 /// HUD controls whose availability depends on the page and on Auto.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HudAction {
     /// Manual continue.
@@ -49,7 +52,7 @@ pub enum HudAction {
 }
 
 /// Why a HUD control is unavailable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionLocked {
     /// Auto is on: it already drives this chat (M4).
@@ -85,7 +88,7 @@ impl ActionLocked {
 /// Driver contract: the shell calls the setters when the user changes the Options page or
 /// a HUD toggle and persists the struct (plain serde data) afterwards; queries are pure.
 /// There are no timers and no outputs to poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AutoGate {
     /// Options page: "allow Project Auto" (M2). Off by default.
     allow_project_auto: bool,
@@ -158,7 +161,7 @@ impl AutoGate {
 }
 
 /// Every reason an automatic wake or progress message is not sent (M7). Displayable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WakeWithheld {
     /// The scope is not bound to a Herdr workspace.
@@ -245,7 +248,7 @@ impl WakeWithheld {
 }
 
 /// Everything [`wake_gate`] looks at, as plain facts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct WakeFacts {
     /// The scope is bound to a workspace.
     pub bound: bool,
@@ -292,5 +295,31 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
     match checks.iter().find(|(refused, _)| *refused) {
         Some((_, reason)) => Err(*reason),
         None => Ok(()),
+    }
+}
+
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+read_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
+read_unit_enum!(WakeWithheld {
+    "not_bound" => NotBound,
+    "no_active_conversation" => NoActiveConversation,
+    "auto_off" => AutoOff,
+    "project_auto_not_allowed" => ProjectAutoNotAllowed,
+    "handoff_in_progress" => HandoffInProgress,
+    "no_real_state_change" => NoRealStateChange,
+    "unconfirmed_delivery" => UnconfirmedDelivery,
+    "page_generating" => PageGenerating,
+    "human_draft" => HumanDraft,
+    "no_composer" => NoComposer,
+    "unknown_layout" => UnknownLayout,
+    "delivery_retry_pending" => DeliveryRetryPending,
+    "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
+});
+
+impl ReadJson for AutoGate {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(AutoGate { allow_project_auto: f.get("allow_project_auto")?, toggles: f.get("toggles")? })
     }
 }

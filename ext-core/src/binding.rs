@@ -17,17 +17,18 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::Millis;
+use crate::json_read::{Fields, ReadError, ReadJson};
 use crate::vec_map::{VecMap, VecSet};
 
 /// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
 pub type TabId = u32;
 
 /// One workspace as the live Herdr catalog lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogWorkspace {
     /// Herdr's workspace id (`w1`): the identity of a binding.
     pub workspace_id: String,
@@ -36,7 +37,7 @@ pub struct CatalogWorkspace {
 }
 
 /// A durable binding of one scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScopeBinding {
     /// The bound scope.
     pub scope: Scope,
@@ -70,7 +71,7 @@ impl ScopeBinding {
 }
 
 /// A binding made on the root page, waiting for the tab to enter a concrete scope (B4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PendingBinding {
     /// The chosen workspace's id.
     pub workspace_id: String,
@@ -81,7 +82,7 @@ pub struct PendingBinding {
 }
 
 /// Facts and commands the shell feeds in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BindingInput {
     /// The user binds the page shown in `tab` to a workspace.
@@ -125,7 +126,7 @@ pub enum BindingInput {
 }
 
 /// Why a pending root-page binding was dropped without migration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PendingDiscardReason {
     /// The tab was closed before it entered a conversation.
@@ -137,7 +138,7 @@ pub enum PendingDiscardReason {
 }
 
 /// Why a bind request was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "page", rename_all = "snake_case")]
 pub enum BindRefusal {
     /// The page cannot be bound.
@@ -157,7 +158,7 @@ impl BindRefusal {
 }
 
 /// Decisions for the shell to persist, display or act on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BindingOutput {
     /// A scope is now bound (new binding or rebinding to another workspace).
@@ -232,7 +233,7 @@ pub enum BindingOutput {
 /// drained batch; on a service-worker start it deserializes the last snapshot. This
 /// machine has no timers. Queries ([`Bindings::binding_for`], [`Bindings::list`], …) may be
 /// called at any time.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Bindings {
     /// Durable bindings by [`Scope::key`].
     bindings: VecMap<String, ScopeBinding>,
@@ -466,5 +467,42 @@ impl Bindings {
                 }
             }
         }
+    }
+}
+
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+impl ReadJson for CatalogWorkspace {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(CatalogWorkspace { workspace_id: f.get("workspace_id")?, label: f.get("label")? })
+    }
+}
+
+impl ReadJson for ScopeBinding {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ScopeBinding {
+            scope: f.get("scope")?,
+            workspace_id: f.get("workspace_id")?,
+            label: f.get("label")?,
+            workspace_in_catalog: f.get("workspace_in_catalog")?,
+            active_conv_key: f.get("active_conv_key")?,
+            bound_at: f.get("bound_at")?,
+        })
+    }
+}
+
+impl ReadJson for PendingBinding {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(PendingBinding { workspace_id: f.get("workspace_id")?, label: f.get("label")?, saved_at: f.get("saved_at")? })
+    }
+}
+
+impl ReadJson for Bindings {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(Bindings { bindings: f.get("bindings")?, pending: f.get("pending")?, outputs: VecDeque::new() })
     }
 }

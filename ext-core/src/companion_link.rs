@@ -25,7 +25,7 @@
 //!   to update and is left only by [`Input::RetryNow`] (or a new worker).
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
-use continuity_protocol::HostErrorCode;
+use continuity_protocol::{ErrorCode, HostErrorCode};
 use std::collections::VecDeque;
 
 use crate::hud::{self, HudView};
@@ -105,8 +105,8 @@ pub enum RuntimeMessage {
     ErrorAnswer {
         /// Request id it answers.
         id: String,
-        /// Machine-readable code.
-        code: String,
+        /// What kind of failure (an unlisted code reads as [`ErrorCode::Error`]).
+        code: ErrorCode,
         /// What happened and what to do.
         message: String,
     },
@@ -114,8 +114,8 @@ pub enum RuntimeMessage {
     HerdrState(HerdrStatus),
     /// `host_error` event from the native host.
     HostError {
-        /// `bad_frame`, `frame_too_large`, `runtime_unreachable`, `response_too_large`.
-        code: String,
+        /// What went wrong in the host.
+        code: HostErrorCode,
         /// What happened and what to do.
         message: String,
     },

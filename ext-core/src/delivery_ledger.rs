@@ -44,7 +44,10 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::binding::TabId;
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
@@ -60,7 +63,7 @@ pub const SUBMITTED_DEADLINE_MS: Millis = 20_000;
 pub const UNCERTAIN_GIVE_UP_MS: Millis = 120_000;
 
 /// What a delivery carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryKind {
     /// A settle or inbox wake offered by the scheduler.
@@ -74,7 +77,7 @@ pub enum DeliveryKind {
 }
 
 /// What the page looked like when typing began.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Baseline {
     /// The content script's load id.
     pub page_load: String,
@@ -85,7 +88,7 @@ pub struct Baseline {
 }
 
 /// Where a delivery stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum DeliveryState {
     /// Posted to the page; the adapter has not answered yet.
@@ -108,7 +111,7 @@ pub enum DeliveryState {
 }
 
 /// One message on its way into a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Delivery {
     /// Unique id, also in the marker line.
     pub id: String,
@@ -139,7 +142,7 @@ pub struct Delivery {
 }
 
 /// How a delivery ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "resolution", rename_all = "snake_case")]
 pub enum Resolution {
     /// Its marker appeared in a new user turn.
@@ -202,7 +205,7 @@ pub enum BeginRefused {
 }
 
 /// The ledger of deliveries in progress (persisted with the continuity snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DeliveryLedger {
     /// Drawn by the shell when the state was created.
     epoch: String,
@@ -466,4 +469,63 @@ fn marker_safe(subject: &str) -> String {
         .map(|c| if c.is_whitespace() || c == ']' || c == '/' { '_' } else { c })
         .take(96)
         .collect()
+}
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+
+read_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
+
+impl ReadJson for Baseline {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(Baseline {
+            page_load: f.get("page_load")?,
+            user_turns: f.get("user_turns")?,
+            last_user_turn_id: f.get("last_user_turn_id")?,
+        })
+    }
+}
+
+impl ReadJson for DeliveryState {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("state")? {
+            "typing" => Ok(DeliveryState::Typing { deadline: f.get("deadline")? }),
+            "submitted" => Ok(DeliveryState::Submitted { deadline: f.get("deadline")? }),
+            "uncertain" => Ok(DeliveryState::Uncertain { since: f.get("since")?, why: f.get("why")? }),
+            _ => Err(unknown_variant("a known delivery state")),
+        }
+    }
+}
+
+impl ReadJson for Delivery {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(Delivery {
+            id: f.get("id")?,
+            scope_key: f.get("scope_key")?,
+            kind: f.get("kind")?,
+            task_ids: f.get("task_ids")?,
+            tab: f.get("tab")?,
+            conversation: f.get("conversation")?,
+            baseline: f.get("baseline")?,
+            posted_at: f.get("posted_at")?,
+            state: f.get("state")?,
+            page_idle: false,
+            left_in_composer: false,
+        })
+    }
+}
+
+impl ReadJson for DeliveryLedger {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(DeliveryLedger {
+            epoch: f.get("epoch")?,
+            life: f.get("life")?,
+            next: f.get("next")?,
+            active: f.get("active")?,
+            outputs: VecDeque::new(),
+        })
+    }
 }

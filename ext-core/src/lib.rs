@@ -15,6 +15,7 @@ pub mod companion_link;
 pub mod handoff;
 pub mod health;
 pub mod hud;
+pub mod json_read;
 pub mod limits;
 
 pub mod auto_gate;

@@ -17,12 +17,15 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::Millis;
 
 /// Options page settings (O4) in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ProgressConfig {
     /// How often to check for a new summary (`progressTickSec`, default 60 s).
     pub tick_ms: Millis,
@@ -73,7 +76,7 @@ impl ProgressConfig {
 }
 
 /// A summary that was delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SentSummary {
     /// The trimmed text.
     pub text: String,
@@ -82,7 +85,7 @@ pub struct SentSummary {
 }
 
 /// What is waiting for a delivery result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InFlightProgress {
     /// A new summary.
@@ -95,7 +98,7 @@ pub enum InFlightProgress {
 }
 
 /// Whether the scope is working.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum ProgressPhase {
     /// Settled or never worked: no checks.
@@ -121,7 +124,7 @@ pub enum ProgressTimer {
 }
 
 /// Facts the owner feeds in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ProgressInput {
     /// The scope went working (P2).
@@ -145,7 +148,7 @@ pub enum ProgressInput {
 }
 
 /// Decisions for the owner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ProgressOutput {
     /// Ask the runtime for the workspace's latest summary; answer with `SummaryChecked`.
@@ -169,7 +172,7 @@ pub enum ProgressOutput {
 /// drain [`ProgressPush::poll`]. Every `SendProgress` / `SendFallback` must be answered
 /// with `Delivered` or `NotDelivered`. Persist the struct (serde) after each batch; an
 /// in-flight message stays in flight across a restart until the owner answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProgressPush {
     /// The settings in force (clamped).
     config: ProgressConfig,
@@ -345,5 +348,60 @@ impl ProgressPush {
         self.in_flight = Some(InFlightProgress::Summary { text: text.clone() });
         self.outputs
             .push_back(ProgressOutput::SendProgress { summary: text });
+    }
+}
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+
+impl ReadJson for ProgressConfig {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ProgressConfig { tick_ms: f.get("tick_ms")?, fallback_ms: f.get("fallback_ms")? })
+    }
+}
+
+impl ReadJson for SentSummary {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(SentSummary { text: f.get("text")?, at: f.get("at")? })
+    }
+}
+
+impl ReadJson for InFlightProgress {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("kind")? {
+            "summary" => Ok(InFlightProgress::Summary { text: f.get("text")? }),
+            "fallback" => Ok(InFlightProgress::Fallback),
+            _ => Err(unknown_variant("a known progress in flight")),
+        }
+    }
+}
+
+impl ReadJson for ProgressPhase {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("phase")? {
+            "idle" => Ok(ProgressPhase::Idle),
+            "working" => Ok(ProgressPhase::Working {
+                since: f.get("since")?,
+                next_check_at: f.get("next_check_at")?,
+                fallback_due_at: f.get("fallback_due_at")?,
+            }),
+            _ => Err(unknown_variant("a known progress phase")),
+        }
+    }
+}
+
+impl ReadJson for ProgressPush {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ProgressPush {
+            config: f.get("config")?,
+            phase: f.get("phase")?,
+            last_sent: f.get("last_sent")?,
+            in_flight: f.get("in_flight")?,
+            outputs: VecDeque::new(),
+        })
     }
 }

@@ -15,10 +15,13 @@
 //! - Only [`PageKind::ProjectChat`] and [`PageKind::Chat`] have a composer target; root and
 //!   Project home pages offer scope controls only (B5).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 /// A web chat site the extension supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Site {
     /// chatgpt.com (and the legacy chat.openai.com host).
@@ -41,7 +44,7 @@ impl Site {
 }
 
 /// What a binding or an Auto setting belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Scope {
     /// A ChatGPT Project, keyed by its stable id (B2).
@@ -72,7 +75,7 @@ impl Scope {
 }
 
 /// A concrete conversation: where progress and continue messages are delivered.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ConversationRef {
     /// The site the conversation lives on.
     pub site: Site,
@@ -81,7 +84,7 @@ pub struct ConversationRef {
 }
 
 /// Why a page cannot be bound or driven.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsupportedPage {
     /// The string is not an http(s) URL.
@@ -110,7 +113,7 @@ impl UnsupportedPage {
 }
 
 /// What kind of page a tab shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PageKind {
     /// The ChatGPT root page (`/`): a new chat without an id yet; bindings made here stay
@@ -310,5 +313,27 @@ fn generic_chat(site: Site, id: &str) -> PageKind {
         }
     } else {
         unsupported(UnsupportedPage::NotAChatPage)
+    }
+}
+
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+read_unit_enum!(Site { "chatgpt" => ChatGpt, "zai" => Zai, "deepseek" => DeepSeek });
+
+impl ReadJson for Scope {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("kind")? {
+            "project" => Ok(Scope::Project { project_id: f.get("project_id")? }),
+            "conversation" => Ok(Scope::Conversation { site: f.get("site")?, conversation_id: f.get("conversation_id")? }),
+            _ => Err(unknown_variant("a known Scope kind")),
+        }
+    }
+}
+
+impl ReadJson for ConversationRef {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ConversationRef { site: f.get("site")?, conversation_id: f.get("conversation_id")? })
     }
 }

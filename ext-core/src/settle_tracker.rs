@@ -57,7 +57,10 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::Millis;
 use crate::vec_map::VecMap;
@@ -66,7 +69,7 @@ use crate::vec_map::VecMap;
 const RETIRED_BOOTS_KEPT: usize = 16;
 
 /// Herdr's settled statuses (REFERENCE §1: "settled" is idle | done | blocked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SettledStatus {
     /// The agent is idle.
@@ -78,7 +81,7 @@ pub enum SettledStatus {
 }
 
 /// What happened to a pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "status", rename_all = "snake_case")]
 pub enum PaneEventKind {
     /// The pane's agent started working.
@@ -90,7 +93,7 @@ pub enum PaneEventKind {
 }
 
 /// One event of the runtime's stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StreamEvent {
     /// The runtime generation that produced it.
     pub boot_id: String,
@@ -107,7 +110,7 @@ pub struct StreamEvent {
 }
 
 /// One agent pane in the runtime's live snapshot (`hello.agents`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentSnapshot {
     /// Herdr workspace id.
     pub workspace_id: String,
@@ -119,7 +122,7 @@ pub struct AgentSnapshot {
 }
 
 /// Facts the shell feeds in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SettleInput {
     /// The identity of the runtime's event log, from the stream `hello`; `reset` when the
@@ -157,7 +160,7 @@ pub enum SettleInput {
 
 /// The identity of one settle: the event that completed it. Unique per settle, so the
 /// delivery side can refuse to send the same wake twice.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct WakeId {
     /// The runtime generation.
     pub boot_id: String,
@@ -166,7 +169,7 @@ pub struct WakeId {
 }
 
 /// How a workspace settled, for the wake text (A3: blocked / gone are diagnosed further).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SettleOutcome {
     /// Every pane is idle.
@@ -180,7 +183,7 @@ pub enum SettleOutcome {
 }
 
 /// Where to resume a stream: the runtime replays everything after `after_seq`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResumePoint {
     /// The generation the mark belongs to.
     pub boot_id: String,
@@ -192,7 +195,7 @@ pub struct ResumePoint {
 }
 
 /// Decisions for the shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SettleOutput {
     /// A workspace went from settled to working (P2).
@@ -240,7 +243,7 @@ pub enum SettleOutput {
 }
 
 /// What the tracker knows about one workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct WorkspaceActivity {
     /// Last known state of each pane.
     panes: VecMap<String, PaneState>,
@@ -249,7 +252,7 @@ pub struct WorkspaceActivity {
 }
 
 /// Last known state of one pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", content = "status", rename_all = "snake_case")]
 enum PaneState {
     /// The agent works.
@@ -275,7 +278,7 @@ struct PendingReconcile {
 /// [`SettleTracker::poll`]; persist the struct (serde) after each drained batch so the
 /// high-water mark survives a service-worker restart. When the stream drops, feed
 /// `Reconnected` and reopen it from the `Resubscribe` output. No timers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SettleTracker {
     /// The runtime generation currently accepted.
     boot_id: Option<String>,
@@ -598,5 +601,82 @@ fn outcome_of(workspace: &WorkspaceActivity, trigger: PaneEventKind) -> SettleOu
         SettleOutcome::Done
     } else {
         SettleOutcome::Idle
+    }
+}
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+
+read_unit_enum!(SettledStatus { "idle" => Idle, "done" => Done, "blocked" => Blocked });
+read_unit_enum!(SettleOutcome { "idle" => Idle, "done" => Done, "blocked" => Blocked, "pane_gone" => PaneGone });
+
+impl ReadJson for WakeId {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(WakeId { boot_id: f.get("boot_id")?, seq: f.get("seq")? })
+    }
+}
+
+impl ReadJson for ResumePoint {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ResumePoint { boot_id: f.get("boot_id")?, after_seq: f.get("after_seq")?, log_id: f.or_default("log_id")? })
+    }
+}
+
+impl ReadJson for SettleOutput {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(match f.tag("type")? {
+            "scope_working" => SettleOutput::ScopeWorking { workspace_id: f.get("workspace_id")?, at: f.get("at")? },
+            "partial_settle" => SettleOutput::PartialSettle {
+                workspace_id: f.get("workspace_id")?,
+                pane_id: f.get("pane_id")?,
+                still_working: f.get("still_working")?,
+            },
+            "scope_settled" => SettleOutput::ScopeSettled {
+                workspace_id: f.get("workspace_id")?,
+                wake_id: f.get("wake_id")?,
+                outcome: f.get("outcome")?,
+                at: f.get("at")?,
+            },
+            "resubscribe" => SettleOutput::Resubscribe { resume: f.get("resume")? },
+            "generation_changed" => SettleOutput::GenerationChanged { boot_id: f.get("boot_id")? },
+            "stale_generation_rejected" => SettleOutput::StaleGenerationRejected { boot_id: f.get("boot_id")? },
+            _ => return Err(unknown_variant("a known SettleOutput type")),
+        })
+    }
+}
+
+impl ReadJson for PaneState {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("state")? {
+            "working" => Ok(PaneState::Working),
+            "settled" => Ok(PaneState::Settled(f.get("status")?)),
+            _ => Err(unknown_variant("a known pane state")),
+        }
+    }
+}
+
+impl ReadJson for WorkspaceActivity {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(WorkspaceActivity { panes: f.get("panes")?, working: f.get("working")? })
+    }
+}
+
+impl ReadJson for SettleTracker {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(SettleTracker {
+            boot_id: f.get("boot_id")?,
+            retired_boots: f.get("retired_boots")?,
+            high_water: f.get("high_water")?,
+            log_id: f.or_default("log_id")?,
+            replay_through: f.or_default("replay_through")?,
+            workspaces: f.get("workspaces")?,
+            pending_reconcile: None,
+            outputs: VecDeque::new(),
+        })
     }
 }

@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::auto_gate::AutoGate;
 use crate::binding::{Bindings, CatalogWorkspace};
@@ -29,6 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
+use crate::json_read::{Fields, ReadError, ReadJson};
 use crate::wake::Language;
 
 /// The version this release writes.
@@ -55,7 +56,7 @@ impl std::fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The persisted continuity state (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
     #[serde(default)]
@@ -97,9 +98,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads a stored snapshot of this or an earlier release.
     pub fn parse(text: &str) -> Result<Self, SnapshotError> {
-        // One JSON reader for every type (serde_json's `Value`, which the shell uses for
-        // everything else too), and the version first: a newer release's snapshot may have
-        // another shape.
+        // Parsed once into serde_json's `Value` (which the shell uses for everything else
+        // too), the version first: a newer release's snapshot may have another shape. Then
+        // the hand-written readers (`crate::json_read`), not serde's derived visitors.
         let unreadable = |e: serde_json::Error| SnapshotError::Unreadable(e.to_string());
         let value: serde_json::Value = serde_json::from_str(text).map_err(unreadable)?;
         let version = value.get("version").and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -107,7 +108,7 @@ impl Snapshot {
         if version > SNAPSHOT_VERSION {
             return Err(SnapshotError::Newer(version));
         }
-        let mut snapshot: Snapshot = serde_json::from_value(value).map_err(unreadable)?;
+        let mut snapshot = Snapshot::read_json(&value).map_err(|e| SnapshotError::Unreadable(e.to_string()))?;
         if snapshot.version == 0 {
             snapshot.version = 1;
         }
@@ -117,5 +118,26 @@ impl Snapshot {
     /// The text to store.
     pub fn to_json(&self) -> Result<String, SnapshotError> {
         serde_json::to_string(self).map_err(|e| SnapshotError::Unreadable(e.to_string()))
+    }
+}
+
+impl ReadJson for Snapshot {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(Snapshot {
+            version: f.or_default("version")?,
+            bindings: f.get("bindings")?,
+            auto: f.get("auto")?,
+            tracker: f.get("tracker")?,
+            scopes: f.get("scopes")?,
+            language: f.or_default("language")?,
+            ledger: f.or_default("ledger")?,
+            catalog: f.or_default("catalog")?,
+            progress: f.or_default("progress")?,
+            pane_outputs: f.or_default("pane_outputs")?,
+            confirmed_tasks: f.or_default("confirmed_tasks")?,
+            orphan_acks: f.or_default("orphan_acks")?,
+            queue: f.or_default("queue")?,
+        })
     }
 }

@@ -7,15 +7,14 @@
 //! `BTreeSet`'s observable behaviour:
 //!
 //! - iteration is in ascending key order;
-//! - serde writes a map (a sequence for the set) in that order and reads any order, a
-//!   repeated key keeping its last value, so persisted JSON is unchanged;
+//! - serde writes a map (a sequence for the set) in that order, so persisted JSON is
+//!   unchanged; `crate::json_read` reads a map in any order, a repeated key keeping its
+//!   last value;
 //! - `Debug` prints like the std collections.
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 /// An ordered map: entries sorted by key, unique keys.
@@ -263,27 +262,6 @@ impl<K: Serialize, V: Serialize> Serialize for VecMap<K, V> {
     }
 }
 
-impl<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>> Deserialize<'de> for VecMap<K, V> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Reads a map in any key order.
-        struct MapVisitor<K, V>(PhantomData<(K, V)>);
-        impl<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>> Visitor<'de> for MapVisitor<K, V> {
-            type Value = VecMap<K, V>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-                let mut map = VecMap::new();
-                while let Some((k, v)) = access.next_entry()? {
-                    map.insert(k, v);
-                }
-                Ok(map)
-            }
-        }
-        deserializer.deserialize_map(MapVisitor(PhantomData))
-    }
-}
-
 /// An ordered set: values sorted, no value twice.
 #[derive(Clone, PartialEq, Eq)]
 pub struct VecSet<T> {
@@ -409,27 +387,6 @@ impl<T: Serialize> Serialize for VecSet<T> {
             seq.serialize_element(value)?;
         }
         seq.end()
-    }
-}
-
-impl<'de, T: Deserialize<'de> + Ord> Deserialize<'de> for VecSet<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Reads a sequence in any order.
-        struct SeqVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de> + Ord> Visitor<'de> for SeqVisitor<T> {
-            type Value = VecSet<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a sequence")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-                let mut set = VecSet::new();
-                while let Some(value) = access.next_element()? {
-                    set.insert(value);
-                }
-                Ok(set)
-            }
-        }
-        deserializer.deserialize_seq(SeqVisitor(PhantomData))
     }
 }
 

@@ -23,7 +23,10 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
 use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
@@ -34,7 +37,7 @@ use crate::Millis;
 pub const RETRY_BACKOFF_MS: [Millis; 3] = [15_000, 30_000, 60_000];
 
 /// The language of injected messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Language {
     /// English.
@@ -45,7 +48,7 @@ pub enum Language {
 }
 
 /// What a delivered message is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MessageKind {
     /// The settle wake (P8).
@@ -76,7 +79,7 @@ pub enum MessageKind {
 }
 
 /// What the content script reports about the delivery target page.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PageFacts {
     /// A usable composer exists on the open target conversation.
     pub composer_present: bool,
@@ -90,7 +93,7 @@ pub struct PageFacts {
 }
 
 /// Facts the shell feeds in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SchedulerInput {
     /// An output of the settle tracker (only those of the bound workspace matter).
@@ -147,7 +150,7 @@ pub enum SchedulerInput {
 }
 
 /// Decisions for the shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SchedulerOutput {
     /// Submit `text` as the next user message; answer with `DeliveryConfirmed` or
@@ -171,7 +174,7 @@ pub enum SchedulerOutput {
 }
 
 /// A settle waiting to be delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PendingWake {
     /// Its identity.
     pub wake_id: WakeId,
@@ -180,7 +183,7 @@ pub struct PendingWake {
 }
 
 /// What was offered and awaits a delivery result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InFlight {
     /// A wake.
@@ -195,7 +198,7 @@ pub enum InFlight {
 }
 
 /// The scheduler's own timer (the progress timers live in [`ProgressPush`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RetryTimer {
     /// When the failed wake may be offered again.
     pub at: Millis,
@@ -210,7 +213,7 @@ pub struct RetryTimer {
 /// `DeliveryConfirmed` or `DeliveryFailed` (after a restart, an in-flight delivery is still
 /// awaiting its answer: check the page and answer). Persist the struct (serde) after each
 /// drained batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WakeScheduler {
     /// The bound workspace.
     workspace_id: Option<String>,
@@ -583,5 +586,70 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
             "[Herdr 状态] workspace {workspace_id} 仍在工作，已 {} 分钟没有新摘要。如不符合预期，请检查实时 Herdr 状态。",
             quiet_for_ms / 60_000
         ),
+    }
+}
+
+// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+
+read_unit_enum!(Language { "en" => En, "zh" => Zh });
+
+impl ReadJson for PageFacts {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(PageFacts {
+            composer_present: f.get("composer_present")?,
+            generating: f.get("generating")?,
+            human_draft: f.get("human_draft")?,
+            layout_known: f.or_default("layout_known")?,
+        })
+    }
+}
+
+impl ReadJson for PendingWake {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(PendingWake { wake_id: f.get("wake_id")?, outcome: f.get("outcome")? })
+    }
+}
+
+impl ReadJson for InFlight {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        match f.tag("kind")? {
+            "wake" => PendingWake::read_json(value).map(InFlight::Wake),
+            "progress" => Ok(InFlight::Progress),
+            "inbox" => Ok(InFlight::Inbox { key: f.get("key")? }),
+            _ => Err(unknown_variant("a known delivery in flight")),
+        }
+    }
+}
+
+impl ReadJson for RetryTimer {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        Ok(RetryTimer { at: Fields::of(value)?.get("at")? })
+    }
+}
+
+impl ReadJson for WakeScheduler {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(WakeScheduler {
+            workspace_id: f.get("workspace_id")?,
+            has_delivery_target: f.get("has_delivery_target")?,
+            auto: f.get("auto")?,
+            page: f.get("page")?,
+            handoff_in_progress: f.get("handoff_in_progress")?,
+            language: f.get("language")?,
+            progress: f.get("progress")?,
+            pending_wake: f.get("pending_wake")?,
+            pending_inbox: f.or_default("pending_inbox")?,
+            newest_wake: f.get("newest_wake")?,
+            in_flight: f.get("in_flight")?,
+            in_flight_wake_superseded: f.or_default("in_flight_wake_superseded")?,
+            failed_attempts: f.get("failed_attempts")?,
+            retry: f.get("retry")?,
+            shown_withheld: f.get("shown_withheld")?,
+            outputs: VecDeque::new(),
+        })
     }
 }

@@ -200,7 +200,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
     sim.feed(Input::Message {
         port: port(2),
         message: RuntimeMessage::HostError {
-            code: "runtime_unreachable".into(),
+            code: continuity_protocol::HostErrorCode::RuntimeUnreachable,
             message: "The companion runtime did not start; see runtime.log.".into(),
         },
     });
@@ -225,7 +225,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=500 <- ProbeRequested { probe: 1 }
             -> Send { port: PortGeneration(2), request: Ping { id: "ping-2" } }
-        t=500 <- Message { port: PortGeneration(2), message: HostError { code: "runtime_unreachable", message: "The companion runtime did not start; see runtime.log." } }
+        t=500 <- Message { port: PortGeneration(2), message: HostError { code: RuntimeUnreachable, message: "The companion runtime did not start; see runtime.log." } }
             -> ClosePort { port: PortGeneration(2) }
             -> ProbeFinished { probe: 1, outcome: ConnectionLost }
             -> HudChanged [companionRuntimeUnreachable ["The companion runtime did not start; see runtime.log."] | herdrUnknown []]
@@ -422,7 +422,7 @@ proptest! {
                 },
                 Op::HostUnreachable => current.map(|generation| Input::Message {
                     port: generation,
-                    message: RuntimeMessage::HostError { code: "runtime_unreachable".into(), message: "down".into() },
+                    message: RuntimeMessage::HostError { code: continuity_protocol::HostErrorCode::RuntimeUnreachable, message: "down".into() },
                 }),
                 Op::HerdrNotRunning => current.map(|generation| Input::Message {
                     port: generation,

@@ -126,3 +126,15 @@ fn retry_is_offered_exactly_when_offline_or_incompatible_and_round_trip_when_con
     assert!(connecting.actions.is_empty());
     assert_eq!(connecting.herdr.key, "herdrUnknown");
 }
+
+#[test]
+fn the_round_trip_line_shows_the_elapsed_time_with_two_decimals() {
+    use ext_core::companion_link::ProbeOutcome;
+    use ext_core::hud::round_trip_line;
+    let shown = |ms: f64| round_trip_line(&ProbeOutcome::Answered, ms).substitutions;
+    assert_eq!(shown(12.345_6), ["12.35"]);
+    assert_eq!(shown(0.049), ["0.05"]);
+    assert_eq!(shown(7.0), ["7.00"]);
+    assert_eq!(shown(1234.5), ["1234.50"]);
+    assert!(round_trip_line(&ProbeOutcome::TimedOut, 3.0).substitutions.is_empty(), "no time when nothing answered");
+}

@@ -130,21 +130,14 @@ fn result_summary(result: &Value) -> Option<String> {
 
 fn bad_answer(what: &str) -> CallError {
     CallError {
-        code: ErrorCode::BadAnswer.as_str().to_owned(),
+        code: ErrorCode::BadAnswer,
         message: format!("the companion answered {what} in an unexpected shape; update the companion or the extension so both speak herdr-continuity/1"),
     }
 }
 
-/// Parses the response to `call`.
-pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, CallError> {
-    if let Some(error) = response.get("error") {
-        return Err(CallError {
-            code: id_of(error, "code").unwrap_or_else(|| ErrorCode::Error.as_str().to_owned()),
-            message: short_of(error, "message")
-                .unwrap_or_else(|| limits::clip(error.to_string(), MAX_RUNTIME_SHORT_CHARS)),
-        });
-    }
-    let result = response.get("result").ok_or_else(|| bad_answer("a request"))?;
+/// Reads the response to `call` (its `result` object, or the error `wire::inbound` read).
+pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<RuntimeAnswer, CallError> {
+    let result = outcome?;
     match call {
         RuntimeCall::Subscribe { .. } => Ok(RuntimeAnswer::Subscribed),
         RuntimeCall::Workspaces => {
@@ -208,12 +201,11 @@ pub fn answer(call: &RuntimeCall, response: &Value) -> Result<RuntimeAnswer, Cal
     }
 }
 
-/// A stream or inbox event for the continuity machine; `None` for events it does not use.
-pub fn event_input(value: &Value) -> Option<ContinuityInput> {
-    let name = EventName::parse(value.get("event")?.as_str()?);
-    let data = value.get("data")?;
+/// A stream or inbox event for the continuity machine (`name` `None`: a name the protocol
+/// does not list); `None` for events it does not use.
+pub fn event_input(name: Option<EventName>, data: &Value) -> Option<ContinuityInput> {
     let kind = match name {
-        Ok(EventName::Hello) => {
+        Some(EventName::Hello) => {
             // The stream's hello names its protocol; the link's handshake is a response.
             return Some(ContinuityInput::StreamHello {
                 boot_id: id_of(data, "boot_id")?,
@@ -223,22 +215,22 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
                 log_reset: data.get("log_reset").and_then(Value::as_bool).unwrap_or(false),
             });
         }
-        Ok(EventName::InboxChanged) => {
+        Some(EventName::InboxChanged) => {
             return Some(ContinuityInput::InboxChanged {
                 session_ref: id_of(data, "browser_session_ref")?,
                 counts: counts_of(data.get("counts")?)?,
             });
         }
-        Ok(EventName::AgentWorking) => PaneEventKind::Working,
-        Ok(EventName::AgentSettled) => PaneEventKind::Settled(match data.get("status")?.as_str()? {
+        Some(EventName::AgentWorking) => PaneEventKind::Working,
+        Some(EventName::AgentSettled) => PaneEventKind::Settled(match data.get("status")?.as_str()? {
             "idle" => SettledStatus::Idle,
             "done" => SettledStatus::Done,
             "blocked" => SettledStatus::Blocked,
             _ => return None,
         }),
-        Ok(EventName::PaneRemoved) => PaneEventKind::PaneRemoved,
+        Some(EventName::PaneRemoved) => PaneEventKind::PaneRemoved,
         // Stored events nothing uses still mark how far the stream (and its replay) got.
-        Ok(EventName::AgentOutput) => {
+        Some(EventName::AgentOutput) => {
             return Some(ContinuityInput::AgentOutput {
                 workspace_id: id_of(data, "workspace_id")?,
                 pane_id: id_of(data, "pane_id")?,
@@ -249,9 +241,9 @@ pub fn event_input(value: &Value) -> Option<ContinuityInput> {
             });
         }
         // The link's own events (not stored, no seq).
-        Ok(EventName::HerdrState | EventName::HostError) => return None,
+        Some(EventName::HerdrState | EventName::HostError) => return None,
         // The runtime's catalog changed: re-read it (the side panel shows it live).
-        Ok(EventName::WorkspaceUpsert | EventName::WorkspaceRemoved) => {
+        Some(EventName::WorkspaceUpsert | EventName::WorkspaceRemoved) => {
             return data.get("seq").and_then(Value::as_u64).map(|seq| ContinuityInput::CatalogChanged { seq });
         }
         // Stored events nothing reads still mark how far the stream (and its replay) got.

@@ -28,7 +28,7 @@ use wasm_bindgen::JsCast;
 
 use crate::continuity_wire::{self, PortCommand};
 use crate::js;
-use crate::wire::{self, PageMessage, WireError};
+use crate::wire::{self, Inbound, PageMessage, WireError};
 
 /// How long persisted-state writes are coalesced (one write per burst, B7).
 pub const PERSIST_DEBOUNCE_MS: u32 = 200;
@@ -360,13 +360,34 @@ impl LinkDriver {
                 ContinuityOutput::Notice { tab, text, tone } => {
                     Self::post_to_tab(this, tab, &serde_json::json!({"type": "notice", "text": text, "tone": tone}));
                 }
+                ContinuityOutput::QueueRead { op } => {
+                    let weak = Rc::downgrade(this);
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let stored = js::storage_local_get_text(ext_core::queue::STORE_KEY).await;
+                        if let Some(this) = weak.upgrade() {
+                            Self::feed_continuity(&this, ContinuityInput::QueueRead { op, stored });
+                        }
+                    });
+                }
+                ContinuityOutput::QueueWrite { op, json } => {
+                    let weak = Rc::downgrade(this);
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let result = js::storage_local_set_text(ext_core::queue::STORE_KEY, &json).await;
+                        if let Some(this) = weak.upgrade() {
+                            Self::feed_continuity(&this, ContinuityInput::QueueWritten { op, result });
+                        }
+                    });
+                }
+                ContinuityOutput::QueueAccepted { tab, text } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "queue_accepted", "text": text}));
+                }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
             }
         }
         for id in offline_answers {
             let error = CallError {
-                code: ErrorCode::Offline.as_str().to_owned(),
+                code: ErrorCode::Offline,
                 message: "the companion is not connected; the extension retries when it reconnects".to_owned(),
             };
             Self::feed_continuity(this, ContinuityInput::Answered { id, result: Err(error) });
@@ -421,25 +442,13 @@ impl LinkDriver {
         this.borrow_mut().persist_timer = Some(timer);
     }
 
-    /// Routes a native message to the continuity machine; `false` when it is the link's.
-    fn native_for_continuity(this: &Rc<RefCell<LinkDriver>>, value: &serde_json::Value) -> bool {
-        if let Some(id) = value.get("id").and_then(serde_json::Value::as_str) {
-            if !id.starts_with(continuity_wire::CALL_ID_PREFIX) {
-                return false;
-            }
-            let call = this.borrow_mut().calls.remove(id);
-            if let Some((call_id, call)) = call {
-                let result = continuity_wire::answer(&call, value);
-                Self::feed_continuity(this, ContinuityInput::Answered { id: call_id, result });
-            }
-            return true;
-        }
-        match continuity_wire::event_input(value) {
-            Some(input) => {
-                Self::feed_continuity(this, input);
-                true
-            }
-            None => false,
+    /// The answer to a continuity call (an answer to a call no longer waited for, such as
+    /// the fire-and-forget `diagnostics.report`, is dropped).
+    fn call_answered(this: &Rc<RefCell<LinkDriver>>, id: &str, outcome: Result<&serde_json::Value, CallError>) {
+        let call = this.borrow_mut().calls.remove(id);
+        if let Some((call_id, call)) = call {
+            let result = continuity_wire::answer(&call, outcome);
+            Self::feed_continuity(this, ContinuityInput::Answered { id: call_id, result });
         }
     }
 
@@ -582,7 +591,7 @@ impl LinkDriver {
                     let elapsed = js::performance_now() - in_flight.started_at;
                     let rounded = (elapsed * 1000.0).round() / 1000.0;
                     let answered = outcome == ext_core::companion_link::ProbeOutcome::Answered;
-                    let status = hud::round_trip_line(&outcome, &format!("{rounded:.2}"));
+                    let status = hud::round_trip_line(&outcome, elapsed);
                     js::post(
                         &in_flight.page,
                         &wire::round_trip_json(answered.then_some(rounded), &status),
@@ -628,16 +637,16 @@ impl LinkDriver {
             let weak = weak.clone();
             move |message: JsValue| {
                 let Some(this) = weak.upgrade() else { return };
-                let value = js::from_js::<serde_json::Value>(&message).map_err(WireError::UnknownShape);
-                if let Ok(value) = &value {
-                    if LinkDriver::native_for_continuity(&this, value) {
-                        return;
-                    }
-                }
-                let parsed = value.and_then(|value| wire::runtime_message(&value));
-                match parsed {
-                    Ok(message) => LinkDriver::feed(&this, Input::Message { port, message }),
-                    Err(WireError::NotForLink(_)) => {}
+                // Parsed once, read once into what it is for (wire::inbound).
+                let value = match js::json_value(&message) {
+                    Ok(value) => value,
+                    Err(error) => return js::warn(&WireError::UnknownShape(error).to_string()),
+                };
+                match wire::inbound(&value) {
+                    Ok(Inbound::Link(message)) => LinkDriver::feed(&this, Input::Message { port, message }),
+                    Ok(Inbound::CallAnswer { id, outcome }) => LinkDriver::call_answered(&this, id, outcome),
+                    Ok(Inbound::Continuity(input)) => LinkDriver::feed_continuity(&this, input),
+                    Ok(Inbound::Unused) => {}
                     Err(error) => js::warn(&error.to_string()),
                 }
             }

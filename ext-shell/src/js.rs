@@ -1,6 +1,7 @@
 //! Bindings to the browser and Chrome APIs the shell uses, and duck-typed helpers for
 //! port-like objects. Nothing here decides anything.
 
+use ext_core::json_read::ReadJson;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -103,17 +104,16 @@ pub fn json_text(value: &JsValue) -> Option<String> {
     js_sys::JSON::stringify(value).ok()?.as_string()
 }
 
-/// A JS value as a Rust type, through its JSON text (see [`post`]).
-pub fn from_js<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+/// A JS value as parsed JSON, through its JSON text (see [`post`]).
+pub fn json_value(value: &JsValue) -> Result<serde_json::Value, String> {
     let text = json_text(value).ok_or_else(|| "not a JSON value".to_owned())?;
-    from_json_text(&text).map_err(|error| error.to_string())
+    serde_json::from_str(&text).map_err(|error| error.to_string())
 }
 
-/// JSON text as a Rust type, parsed into a `serde_json::Value` first. Every type is then
-/// read by the one `Value` deserializer the wire already uses, instead of also getting a
-/// copy of the text parser inlined into its `Deserialize` impl: a much smaller wasm.
-pub fn from_json_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str::<serde_json::Value>(text).and_then(serde_json::from_value)
+/// A JS value as a Rust type: parsed into a `serde_json::Value`, then read by the type's
+/// hand-written reader (`ext_core::json_read`; serde's derived visitors cost far more wasm).
+pub fn from_js<T: ReadJson>(value: &JsValue) -> Result<T, String> {
+    T::read_json(&json_value(value)?).map_err(|error| error.to_string())
 }
 
 /// `object[event].addListener(listener)`.
@@ -248,6 +248,31 @@ pub async fn storage_local_read(key: &str) -> Option<String> {
     let promise: js_sys::Promise = promise.dyn_into().ok()?;
     let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
     Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
+}
+
+/// `chrome.storage.local.get(key)[key]`, strictly: `Ok(None)` when nothing is stored,
+/// `Err` with what went wrong when the read failed or the value is not text (the caller
+/// must not write over what it could not read).
+pub async fn storage_local_get_text(key: &str) -> Result<Option<String>, String> {
+    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
+    let promise = call_method(&storage, "get", &[JsValue::from_str(key)]).ok_or_else(|| "chrome.storage.local.get failed".to_owned())?;
+    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.get gave no promise".to_owned())?;
+    let items = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| error_text(&e))?;
+    let value = Reflect::get(&items, &JsValue::from_str(key)).map_err(|e| error_text(&e))?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    value.as_string().map(Some).ok_or_else(|| "the stored value is not text".to_owned())
+}
+
+/// `chrome.storage.local.set({key: text})`, awaited: `Err` with what went wrong.
+pub async fn storage_local_set_text(key: &str, text: &str) -> Result<(), String> {
+    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
+    let items = js_sys::Object::new();
+    let _ = Reflect::set(&items, &JsValue::from_str(key), &JsValue::from_str(text));
+    let promise = call_method(&storage, "set", &[items.into()]).ok_or_else(|| "chrome.storage.local.set failed".to_owned())?;
+    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.set gave no promise".to_owned())?;
+    wasm_bindgen_futures::JsFuture::from(promise).await.map(|_| ()).map_err(|e| error_text(&e))
 }
 
 /// `chrome.storage.sync.get(key)[key]` (options page settings), when present.

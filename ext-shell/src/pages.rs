@@ -7,7 +7,6 @@
 //! `chrome.storage.sync`.
 
 use js_sys::{Object, Reflect};
-use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Element};
@@ -16,9 +15,10 @@ use crate::js;
 use crate::wire::PageDiagnostics;
 use ext_core::continuity::PanelView;
 use ext_core::hud::{ActionId, StatusLine};
+use ext_core::json_read::{Fields, ReadError, ReadJson};
 
 /// A view model as received on a panel port (the JSON of `ext_core::hud::HudView`).
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ReceivedView {
     /// Companion line.
     pub companion: ReceivedLine,
@@ -29,7 +29,7 @@ pub struct ReceivedView {
 }
 
 /// A status line as received.
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ReceivedLine {
     /// i18n key.
     pub key: String,
@@ -40,12 +40,33 @@ pub struct ReceivedLine {
 }
 
 /// A button as received.
-#[derive(Debug, Deserialize, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ReceivedAction {
     /// Action wire name.
     pub id: String,
     /// i18n key of the label.
     pub label: String,
+}
+
+impl ReadJson for ReceivedView {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ReceivedView { companion: f.get("companion")?, herdr: f.get("herdr")?, actions: f.get("actions")? })
+    }
+}
+
+impl ReadJson for ReceivedLine {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ReceivedLine { key: f.get("key")?, substitutions: f.get("substitutions")?, tone: f.get("tone")? })
+    }
+}
+
+impl ReadJson for ReceivedAction {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(ReceivedAction { id: f.get("id")?, label: f.get("label")? })
+    }
 }
 
 impl From<&StatusLine> for ReceivedLine {

@@ -4,13 +4,17 @@
 //! Only conversions live here: a message that does not have the documented shape is a
 //! [`WireError`] and is dropped by the driver (logged), never guessed at.
 
-use continuity_protocol::{EventName, Method};
+use continuity_protocol::{ErrorCode, EventName, HerdrState, HostErrorCode, Method, ResultType};
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use ext_core::continuity::{CallError, ContinuityInput};
+use ext_core::json_read::{Fields, ReadError, ReadJson};
+use ext_core::vec_map::VecMap;
+use serde::Serialize;
 use serde_json::{json, Value};
+
+use crate::continuity_wire::{self, CALL_ID_PREFIX};
 
 /// A message that does not match the protocol.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -26,9 +30,6 @@ pub enum WireError {
         /// serde's explanation.
         detail: String,
     },
-    /// A result or event this shell does not route to the link (for other machines).
-    #[error("message `{0}` is not for the companion link")]
-    NotForLink(String),
     /// A page message of unknown shape.
     #[error("a page sent an unknown message: {0}")]
     UnknownPageMessage(String),
@@ -37,40 +38,8 @@ pub enum WireError {
     PageMessageRejected(String),
 }
 
-#[derive(Deserialize)]
-struct HerdrWire {
-    state: String,
-    protocol: Option<u32>,
-    version: Option<String>,
-    #[serde(default)]
-    socket: String,
-    detail: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct HelloWire {
-    runtime_version: String,
-    protocol: u32,
-    compatible: bool,
-    herdr: HerdrWire,
-}
-
-#[derive(Deserialize)]
-struct HerdrHolder {
-    herdr: HerdrWire,
-}
-
-#[derive(Deserialize)]
-struct ErrorWire {
-    code: String,
-    message: String,
-}
-
-fn malformed(what: &str, error: serde_json::Error) -> WireError {
-    WireError::Malformed {
-        what: what.to_owned(),
-        detail: error.to_string(),
-    }
+fn malformed(what: &str, error: ReadError) -> WireError {
+    WireError::Malformed { what: what.to_owned(), detail: error.to_string() }
 }
 
 /// Runtime text shown in the HUD, clipped (`ext_core::limits`).
@@ -78,90 +47,117 @@ fn short(text: String) -> String {
     limits::clip(text, limits::MAX_RUNTIME_SHORT_CHARS)
 }
 
-fn herdr_status(wire: HerdrWire) -> Result<HerdrStatus, WireError> {
-    let state = match wire.state.as_str() {
-        "connected" => HerdrConnection::Connected,
-        "not_running" => HerdrConnection::NotRunning,
-        "unsupported_protocol" => HerdrConnection::UnsupportedProtocol,
-        "permission_denied" => HerdrConnection::PermissionDenied,
-        "error" => HerdrConnection::Error,
-        other => {
-            return Err(WireError::Malformed {
-                what: "herdr".into(),
-                detail: format!("unknown state `{other}`"),
-            })
+/// One message of the native port, read once into what it is for (docs/PROTOCOL.md
+/// "Messages"): names and codes are the protocol crate's enums, never compared as strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inbound<'a> {
+    /// For the companion link: answers to its `hello` / `ping`, Herdr and host state.
+    Link(RuntimeMessage),
+    /// The response to a continuity call (an id with [`CALL_ID_PREFIX`]): its wire id and
+    /// what it carries. The result object is read against the call it answers
+    /// ([`crate::continuity_wire::answer`]), the only reader of it.
+    CallAnswer {
+        /// The request's wire id.
+        id: &'a str,
+        /// The `result` object, or the error the runtime answered.
+        outcome: Result<&'a Value, CallError>,
+    },
+    /// A stream or inbox event for the continuity machine.
+    Continuity(ContinuityInput),
+    /// A protocol message nothing in the extension uses (a result type or an event the
+    /// link and the continuity machine do not read).
+    Unused,
+}
+
+/// Reads one message received on the native port.
+pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
+    let unknown = || WireError::UnknownShape(value.to_string());
+    let message = Fields::of(value).map_err(|_| unknown())?;
+    if let Some(event) = value.get("event") {
+        let data = value.get("data").unwrap_or(&Value::Null);
+        return match event.as_str().map(EventName::parse) {
+            Some(Ok(EventName::HerdrState)) => {
+                Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&data["herdr"])?)))
+            }
+            Some(Ok(EventName::HostError)) => {
+                let data = Fields::of(data).map_err(|e| malformed("host_error", e))?;
+                let code = data.get::<String>("code").map_err(|e| malformed("host_error", e))?;
+                let code = HostErrorCode::parse(&code).map_err(|e| WireError::Malformed { what: "host_error".into(), detail: e.to_string() })?;
+                let message = data.get::<String>("message").map_err(|e| malformed("host_error", e))?;
+                Ok(Inbound::Link(RuntimeMessage::HostError { code, message: short(message) }))
+            }
+            Some(name) => Ok(continuity_wire::event_input(name.ok(), data).map_or(Inbound::Unused, Inbound::Continuity)),
+            None => Err(unknown()),
+        };
+    }
+    let id = message.get::<String>("id").map_err(|_| unknown())?;
+    let id_str = value.get("id").and_then(Value::as_str).unwrap_or_default();
+    let for_continuity = id.starts_with(CALL_ID_PREFIX);
+    if let Some(error) = value.get("error") {
+        let error = error_body(error);
+        return Ok(match for_continuity {
+            true => Inbound::CallAnswer { id: id_str, outcome: Err(error) },
+            false => Inbound::Link(RuntimeMessage::ErrorAnswer { id, code: error.code, message: error.message }),
+        });
+    }
+    let result = value.get("result").ok_or_else(unknown)?;
+    if for_continuity {
+        return Ok(Inbound::CallAnswer { id: id_str, outcome: Ok(result) });
+    }
+    let fields = Fields::of(result).map_err(|e| malformed("result", e))?;
+    let kind = fields.get::<String>("type").map_err(|_| unknown())?;
+    match ResultType::parse(&kind) {
+        Ok(ResultType::Hello) => {
+            let read = |e| malformed("hello", e);
+            Ok(Inbound::Link(RuntimeMessage::HelloAnswer {
+                id,
+                runtime_version: short(fields.get("runtime_version").map_err(read)?),
+                protocol: fields.get("protocol").map_err(read)?,
+                compatible: fields.get("compatible").map_err(read)?,
+                herdr: herdr_status(&result["herdr"])?,
+            }))
         }
+        Ok(ResultType::Pong) => Ok(Inbound::Link(RuntimeMessage::Pong { id })),
+        Ok(ResultType::HerdrStatus) => {
+            Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&result["herdr"])?)))
+        }
+        Ok(_) => Ok(Inbound::Unused),
+        Err(_) => Err(unknown()),
+    }
+}
+
+/// `{"code", "message"}` of an error response; a code the protocol does not list reads as
+/// [`ErrorCode::Error`] and a missing message as the error's JSON, so nothing the runtime
+/// said is dropped.
+pub fn error_body(error: &Value) -> CallError {
+    let code = error.get("code").and_then(Value::as_str).and_then(|code| ErrorCode::parse(code).ok());
+    let message = match error.get("message").and_then(Value::as_str) {
+        Some(message) => message.to_owned(),
+        None => error.to_string(),
+    };
+    CallError { code: code.unwrap_or(ErrorCode::Error), message: short(message) }
+}
+
+/// The `herdr` object as the link's status (a `protocol` over `u32` is unknown).
+fn herdr_status(herdr: &Value) -> Result<HerdrStatus, WireError> {
+    let read = |e| malformed("herdr", e);
+    let fields = Fields::of(herdr).map_err(read)?;
+    let state = fields.get::<String>("state").map_err(read)?;
+    let state = match HerdrState::parse(&state) {
+        Ok(HerdrState::Connected) => HerdrConnection::Connected,
+        Ok(HerdrState::NotRunning) => HerdrConnection::NotRunning,
+        Ok(HerdrState::UnsupportedProtocol) => HerdrConnection::UnsupportedProtocol,
+        Ok(HerdrState::PermissionDenied) => HerdrConnection::PermissionDenied,
+        Ok(HerdrState::Error) => HerdrConnection::Error,
+        Err(e) => return Err(WireError::Malformed { what: "herdr".into(), detail: e.to_string() }),
     };
     Ok(HerdrStatus {
         state,
-        protocol: wire.protocol,
-        version: wire.version.map(short),
-        socket: short(wire.socket),
-        detail: wire.detail.map(short),
+        protocol: fields.get("protocol").map_err(read)?,
+        version: fields.get::<Option<String>>("version").map_err(read)?.map(short),
+        socket: short(fields.or_default("socket").map_err(read)?),
+        detail: fields.get::<Option<String>>("detail").map_err(read)?.map(short),
     })
-}
-
-/// Parses one message received on the native port.
-pub fn runtime_message(value: &Value) -> Result<RuntimeMessage, WireError> {
-    let Some(object) = value.as_object() else {
-        return Err(WireError::UnknownShape(value.to_string()));
-    };
-    if let Some(event) = object.get("event").and_then(Value::as_str) {
-        let data = object.get("data").cloned().unwrap_or(Value::Null);
-        return match EventName::parse(event) {
-            Ok(EventName::HerdrState) => {
-                let holder: HerdrHolder =
-                    serde_json::from_value(data).map_err(|e| malformed("herdr_state", e))?;
-                Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
-            }
-            Ok(EventName::HostError) => {
-                let error: ErrorWire =
-                    serde_json::from_value(data).map_err(|e| malformed("host_error", e))?;
-                Ok(RuntimeMessage::HostError {
-                    code: short(error.code),
-                    message: short(error.message),
-                })
-            }
-            _ => Err(WireError::NotForLink(event.to_owned())),
-        };
-    }
-    let Some(id) = object.get("id").and_then(Value::as_str) else {
-        return Err(WireError::UnknownShape(value.to_string()));
-    };
-    let id = id.to_owned();
-    if let Some(error) = object.get("error") {
-        let error: ErrorWire =
-            serde_json::from_value(error.clone()).map_err(|e| malformed("error", e))?;
-        return Ok(RuntimeMessage::ErrorAnswer {
-            id,
-            code: short(error.code),
-            message: short(error.message),
-        });
-    }
-    let Some(result) = object.get("result") else {
-        return Err(WireError::UnknownShape(value.to_string()));
-    };
-    match result.get("type").and_then(Value::as_str) {
-        Some("hello") => {
-            let hello: HelloWire =
-                serde_json::from_value(result.clone()).map_err(|e| malformed("hello", e))?;
-            Ok(RuntimeMessage::HelloAnswer {
-                id,
-                runtime_version: short(hello.runtime_version),
-                protocol: hello.protocol,
-                compatible: hello.compatible,
-                herdr: herdr_status(hello.herdr)?,
-            })
-        }
-        Some("pong") => Ok(RuntimeMessage::Pong { id }),
-        Some("herdr_status") => {
-            let holder: HerdrHolder =
-                serde_json::from_value(result.clone()).map_err(|e| malformed("herdr_status", e))?;
-            Ok(RuntimeMessage::HerdrState(herdr_status(holder.herdr)?))
-        }
-        Some(other) => Err(WireError::NotForLink(other.to_owned())),
-        None => Err(WireError::UnknownShape(value.to_string())),
-    }
 }
 
 /// The JSON posted on the native port for a request.
@@ -241,8 +237,7 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
 }
 
 /// The CSP as a content script observed it (`page_diagnostics.csp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ObservedCsp {
     /// Whether the page has a `<meta http-equiv=Content-Security-Policy>`.
     pub meta: bool,
@@ -253,8 +248,7 @@ pub struct ObservedCsp {
 }
 
 /// One delivery outcome a page reported (`page_diagnostics.deliveries`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeliveryOutcomeSeen {
     /// The delivery id.
     pub id: String,
@@ -266,8 +260,7 @@ pub struct DeliveryOutcomeSeen {
 
 /// `{"type":"page_diagnostics",…}`: what the page adapter sees ("What the extension sees"
 /// in the side panel). The only page message with nested values; no page content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PageDiagnostics {
     /// Always `page_diagnostics`.
     #[serde(rename = "type")]
@@ -281,11 +274,42 @@ pub struct PageDiagnostics {
     /// Every generation whose detection rule holds (more than one means the rules drifted).
     pub matching: Vec<String>,
     /// Fact name → the probe that matched (described) or `null`.
-    pub facts: BTreeMap<String, Option<String>>,
+    pub facts: VecMap<String, Option<String>>,
     /// The CSP as observed.
     pub csp: ObservedCsp,
     /// The newest delivery outcomes of this page, oldest first.
     pub deliveries: Vec<DeliveryOutcomeSeen>,
+}
+
+impl ReadJson for ObservedCsp {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?.only(&["meta", "violations", "directives"])?;
+        Ok(ObservedCsp { meta: f.get("meta")?, violations: f.get("violations")?, directives: f.get("directives")? })
+    }
+}
+
+impl ReadJson for DeliveryOutcomeSeen {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?.only(&["id", "outcome", "reason"])?;
+        Ok(DeliveryOutcomeSeen { id: f.get("id")?, outcome: f.get("outcome")?, reason: f.get("reason")? })
+    }
+}
+
+impl ReadJson for PageDiagnostics {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        const FIELDS: &[&str] = &["type", "page_load", "site", "generation", "matching", "facts", "csp", "deliveries"];
+        let f = Fields::of(value)?.only(FIELDS)?;
+        Ok(PageDiagnostics {
+            kind: f.get("type")?,
+            page_load: f.get("page_load")?,
+            site: f.get("site")?,
+            generation: f.get("generation")?,
+            matching: f.get("matching")?,
+            facts: f.get("facts")?,
+            csp: f.get("csp")?,
+            deliveries: f.get("deliveries")?,
+        })
+    }
 }
 
 /// Parses a `page_diagnostics` message, checking it against the caps of
@@ -296,7 +320,7 @@ pub struct PageDiagnostics {
 pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
     use limits::{MAX_DIAGNOSTIC_FACTS, MAX_DIAGNOSTIC_ITEMS, MAX_DIAGNOSTIC_NAME_CHARS, MAX_SELECTOR_CHARS};
     let reject = |why: &str| Err(WireError::PageMessageRejected(format!("page_diagnostics: {why}")));
-    let diagnostics: PageDiagnostics = serde_json::from_value(value.clone())
+    let diagnostics = PageDiagnostics::read_json(value)
         .map_err(|e| WireError::PageMessageRejected(format!("page_diagnostics: {e}")))?;
     let name = |text: &str| limits::within(text, MAX_DIAGNOSTIC_NAME_CHARS);
     let names = |list: &[String]| list.len() <= MAX_DIAGNOSTIC_ITEMS && list.iter().all(|n| name(n));

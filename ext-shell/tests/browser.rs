@@ -29,7 +29,7 @@ fn side_panel_renders_a_view_with_buttons() {
         .and_then(|w| w.document())
         .expect("document");
     let root = document.create_element("section").expect("element");
-    let view: ReceivedView = serde_json::from_value(serde_json::json!({
+    let view = <ReceivedView as ext_core::json_read::ReadJson>::read_json(&serde_json::json!({
         "companion": {"key": "companionNotInstalled", "substitutions": [], "tone": "bad"},
         "herdr": {"key": "herdrUnknown", "substitutions": [], "tone": "pending"},
         "actions": [{"id": "retry_companion", "label": "actionRetryCompanion"}, {"id": "bogus", "label": "x"}]

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, TaskState, TaskTrigger};
+use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -563,6 +563,28 @@ pub enum MethodResult {
         /// When the runtime stored them (ms since the Unix epoch).
         stored_at: u64,
     },
+}
+
+impl MethodResult {
+    /// The result's `type` on the wire.
+    pub fn result_type(&self) -> ResultType {
+        match self {
+            MethodResult::Hello { .. } => ResultType::Hello,
+            MethodResult::Pong { .. } => ResultType::Pong,
+            MethodResult::HerdrStatus { .. } => ResultType::HerdrStatus,
+            MethodResult::EventsSubscribed { .. } => ResultType::EventsSubscribed,
+            MethodResult::HerdrWorkspaces { .. } => ResultType::HerdrWorkspaces,
+            MethodResult::HerdrPanes { .. } => ResultType::HerdrPanes,
+            MethodResult::HerdrAgents { .. } => ResultType::HerdrAgents,
+            MethodResult::HerdrPaneRead { .. } => ResultType::HerdrPaneRead,
+            MethodResult::TaskDispatched { .. } => ResultType::TaskDispatched,
+            MethodResult::TaskList { .. } => ResultType::TaskList,
+            MethodResult::InboxPending { .. } => ResultType::InboxPending,
+            MethodResult::InboxAcked { .. } => ResultType::InboxAcked,
+            MethodResult::InboxCounts { .. } => ResultType::InboxCounts,
+            MethodResult::DiagnosticsStored { .. } => ResultType::DiagnosticsStored,
+        }
+    }
 }
 
 /// Fields every stored stream event carries next to its payload.

@@ -192,6 +192,41 @@ impl EventName {
 }
 
 wire_names! {
+    /// The `type` of a result object, one per [`crate::MethodResult`] variant: how a reader
+    /// of `{"id", "result"}` tells the answers apart without comparing strings.
+    pub enum ResultType {
+        /// [`crate::MethodResult::Hello`].
+        Hello = "hello",
+        /// [`crate::MethodResult::Pong`].
+        Pong = "pong",
+        /// [`crate::MethodResult::HerdrStatus`].
+        HerdrStatus = "herdr_status",
+        /// [`crate::MethodResult::EventsSubscribed`].
+        EventsSubscribed = "events_subscribed",
+        /// [`crate::MethodResult::HerdrWorkspaces`].
+        HerdrWorkspaces = "herdr_workspaces",
+        /// [`crate::MethodResult::HerdrPanes`].
+        HerdrPanes = "herdr_panes",
+        /// [`crate::MethodResult::HerdrAgents`].
+        HerdrAgents = "herdr_agents",
+        /// [`crate::MethodResult::HerdrPaneRead`].
+        HerdrPaneRead = "herdr_pane_read",
+        /// [`crate::MethodResult::TaskDispatched`].
+        TaskDispatched = "task_dispatched",
+        /// [`crate::MethodResult::TaskList`].
+        TaskList = "task_list",
+        /// [`crate::MethodResult::InboxPending`].
+        InboxPending = "inbox_pending",
+        /// [`crate::MethodResult::InboxAcked`].
+        InboxAcked = "inbox_acked",
+        /// [`crate::MethodResult::InboxCounts`].
+        InboxCounts = "inbox_counts",
+        /// [`crate::MethodResult::DiagnosticsStored`].
+        DiagnosticsStored = "diagnostics_stored",
+    }
+}
+
+wire_names! {
     /// A response error code (`{"error": {"code", "message"}}`), from the runtime or, for
     /// the last few, made up by the extension for a call that never got a runtime answer.
     pub enum ErrorCode {

@@ -137,18 +137,16 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
         .iter()
         .filter_map(|m| match m {
             Message::Response(Response { outcome: Outcome::Result(result), .. }) => {
-                serde_json::to_value(result).ok().and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+                let written = serde_json::to_value(result).ok()?.get("type")?.as_str()?.to_owned();
+                // The names set spells each result's `type` as serde writes it.
+                assert_eq!(written, result.result_type().as_str(), "ResultType of {result:?}");
+                Some(written)
             }
             _ => None,
         })
         .collect();
-    let expected_results = [
-        "hello", "pong", "herdr_status", "events_subscribed", "herdr_workspaces", "herdr_panes", "herdr_agents",
-        "herdr_pane_read", "task_dispatched", "task_list", "inbox_pending", "inbox_acked", "inbox_counts",
-        "diagnostics_stored",
-    ];
-    for ty in expected_results {
-        if !result_types.iter().any(|t| t == ty) {
+    for ty in continuity_protocol::ResultType::ALL {
+        if !result_types.iter().any(|t| t == ty.as_str()) {
             missing.push(format!("result {ty}"));
         }
     }

@@ -8,7 +8,7 @@
 use super::*;
 
 /// What the content script reports about its page (facts only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PageReport {
     /// `location.href`.
     pub url: String,
@@ -42,7 +42,7 @@ pub struct PageReport {
 }
 
 /// What the page adapter did with a `deliver` (docs/PROTOCOL.md, "One delivery path").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum DeliveryOutcome {
     /// Send was clicked and the composer no longer holds the text.
@@ -58,7 +58,7 @@ pub enum DeliveryOutcome {
 }
 
 /// One terminal task of the parent inbox, reduced to what a wake shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InboxTask {
     /// Task id (acknowledged after the wake is confirmed).
     pub task_id: String,
@@ -75,7 +75,7 @@ pub struct InboxTask {
 }
 
 /// HUD task counters of one session ref (I4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TaskCounts {
     /// Dispatched, not terminal.
     pub running: u64,
@@ -86,7 +86,7 @@ pub struct TaskCounts {
 }
 
 /// One live pane, as `herdr.panes` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PaneInfo {
     /// Pane id.
     pub pane_id: String,
@@ -97,7 +97,7 @@ pub struct PaneInfo {
 }
 
 /// A request to the runtime (docs/PROTOCOL.md); the shell adds the wire id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum RuntimeCall {
     /// `events.subscribe {after_seq, log_id}`.
@@ -149,7 +149,7 @@ pub enum RuntimeCall {
 }
 
 /// A successful answer, parsed by the shell according to the call it answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum RuntimeAnswer {
     /// `events_subscribed`.
@@ -193,10 +193,11 @@ pub enum RuntimeAnswer {
 }
 
 /// An error answer (or a request the shell could not send).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CallError {
-    /// Machine code (`unknown_method`, `offline`, …).
-    pub code: String,
+    /// What kind of failure (a runtime code the protocol does not list reads as
+    /// [`ErrorCode::Error`]; the message still says what happened).
+    pub code: ErrorCode,
     /// What happened and what to do.
     pub message: String,
 }
@@ -205,7 +206,7 @@ pub struct CallError {
 pub type CallId = u64;
 
 /// Facts and commands the shell feeds in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContinuityInput {
     /// The companion link completed `hello`: (re)open the event stream.
@@ -384,7 +385,7 @@ pub enum ContinuityInput {
 }
 
 /// How a notice looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeTone {
     /// Informational.
@@ -394,7 +395,7 @@ pub enum NoticeTone {
 }
 
 /// Decisions for the shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContinuityOutput {
     /// Send a request on the native port; answer with [`ContinuityInput::Answered`].

@@ -58,7 +58,7 @@
 use continuity_protocol::ErrorCode;
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
 use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
@@ -81,6 +81,7 @@ mod inbox_sync;
 mod io;
 mod manual;
 mod pane_output;
+mod persisted;
 mod queue;
 mod texts;
 mod views;
@@ -96,7 +97,7 @@ pub use crate::delivery_ledger::DeliveryKind;
 
 /// A delivery in flight as the previous release persisted it (per scope); restored into
 /// the [`DeliveryLedger`] as uncertain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LegacyInFlight {
     /// The delivery id.
     pub id: String,
@@ -111,7 +112,7 @@ pub struct LegacyInFlight {
 }
 
 /// The last confirmed wake of a scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LastWake {
     /// When its delivery was confirmed.
     pub at: Millis,
@@ -122,7 +123,7 @@ pub struct LastWake {
 }
 
 /// Per-scope state besides its scheduler.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ScopeStatus {
     /// The wake scheduler.
     scheduler: Option<WakeScheduler>,
@@ -779,7 +780,7 @@ impl Continuity {
     /// A call that will never be answered normally.
     fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
         let error = CallError {
-            code: ErrorCode::Offline.as_str().to_owned(),
+            code: ErrorCode::Offline,
             message: format!("{why}; the extension retries when it reconnects"),
         };
         self.answered(now, purpose, Err(error));

@@ -18,7 +18,7 @@ pub const PROGRESS_SUMMARY_MAX_CHARS: usize = 600;
 
 /// The latest output of one pane (from `agent_output`), with the baseline of the current
 /// working episode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PaneOutput {
     /// The workspace of the pane.
     pub workspace_id: String,

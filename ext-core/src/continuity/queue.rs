@@ -22,10 +22,11 @@
 //! - The queue calls no runtime method and changes no binding (Q10).
 
 use super::*;
+use crate::json_read::{Fields, ReadError, ReadJson};
 use crate::queue::{Batch, QueueBook, QueueRefusal};
 
 /// A batch on its way into a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QueueSend {
     /// The conversation key (`<site>:<conversation id>`).
     pub conversation: String,
@@ -36,7 +37,7 @@ pub struct QueueSend {
 }
 
 /// What the queue keeps across worker restarts (in the snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct QueueDurable {
     /// Batches in flight, by delivery id.
     #[serde(default)]
@@ -82,6 +83,25 @@ pub(super) struct QueueFlow {
     next_op: u64,
     /// When the book was last read because it was not known.
     last_load: Option<Millis>,
+}
+
+impl ReadJson for QueueSend {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(QueueSend { conversation: f.get("conversation")?, batch_id: f.get("batch_id")?, item_ids: f.get("item_ids")? })
+    }
+}
+
+impl ReadJson for QueueDurable {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(QueueDurable {
+            sending: f.or_default("sending")?,
+            removals: f.or_default("removals")?,
+            undelivered: f.or_default("undelivered")?,
+            next_item: f.or_default("next_item")?,
+        })
+    }
 }
 
 impl QueueFlow {

@@ -228,7 +228,7 @@ pub struct ContinuityView {
 }
 
 /// The side panel's view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PanelView {
     /// The tab the panel is about.
     pub tab: Option<PanelTab>,
@@ -241,7 +241,7 @@ pub struct PanelView {
 }
 
 /// The panel's current tab.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PanelTab {
     /// The tab.
     pub tab_id: TabId,
@@ -260,7 +260,7 @@ pub struct PanelTab {
 }
 
 /// One binding row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PanelBinding {
     /// Scope key.
     pub scope_key: String,
@@ -276,4 +276,48 @@ pub struct PanelBinding {
     pub in_catalog: bool,
     /// Auto state.
     pub auto: AutoState,
+}
+
+// The side panel (an extension page running this same wasm) reads the panel view the
+// worker posted with these readers (`crate::json_read`), not serde's derived visitors.
+impl crate::json_read::ReadJson for PanelView {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        let f = crate::json_read::Fields::of(value)?;
+        Ok(PanelView {
+            tab: f.get("tab")?,
+            catalog: f.get("catalog")?,
+            catalog_error: f.get("catalog_error")?,
+            bindings: f.get("bindings")?,
+        })
+    }
+}
+
+impl crate::json_read::ReadJson for PanelTab {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        let f = crate::json_read::Fields::of(value)?;
+        Ok(PanelTab {
+            tab_id: f.get("tab_id")?,
+            url: f.get("url")?,
+            scope_key: f.get("scope_key")?,
+            session_ref: f.get("session_ref")?,
+            bound_to: f.get("bound_to")?,
+            bindable: f.get("bindable")?,
+            reason: f.get("reason")?,
+        })
+    }
+}
+
+impl crate::json_read::ReadJson for PanelBinding {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        let f = crate::json_read::Fields::of(value)?;
+        Ok(PanelBinding {
+            scope_key: f.get("scope_key")?,
+            session_ref: f.get("session_ref")?,
+            workspace_id: f.get("workspace_id")?,
+            label: f.get("label")?,
+            active_target: f.get("active_target")?,
+            in_catalog: f.get("in_catalog")?,
+            auto: f.get("auto")?,
+        })
+    }
 }

@@ -234,7 +234,7 @@ fn bindings_survive_a_snapshot_round_trip() {
     table.handle(1, BindingInput::Bind { tab: 7, page: classify_url(PROJECT_CHAT_A), workspace: workspace("w1", "api") });
     table.handle(2, BindingInput::Bind { tab: 9, page: PageKind::Root, workspace: workspace("w2", "docs") });
     let json = serde_json::to_string(&table).expect("serializes");
-    let mut restored: Bindings = serde_json::from_str(&json).expect("deserializes");
+    let mut restored: Bindings = ext_core::json_read::from_str(&json).expect("deserializes");
     while table.poll().is_some() {}
     assert_eq!(restored, table);
     let scope = Scope::Project { project_id: "g-p-0123456789abcdef0123456789abcdef".into() };

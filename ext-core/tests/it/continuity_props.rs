@@ -894,6 +894,10 @@ impl World {
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
         let text = self.machine.snapshot().to_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
         let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+        // B7: the hand-written readers give back exactly what was written (write → read →
+        // write is the same text, every persisted field included).
+        let again = snapshot.to_json().map_err(|e| TestCaseError::fail(format!("snapshot again: {e}")))?;
+        prop_assert_eq!(&again, &text, "the snapshot read back differs from the one written");
         self.lives += 1;
         self.machine = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
         self.inputs.clear();
@@ -1348,7 +1352,7 @@ proptest! {
                 }
                 ProgressOp::Restart => {
                     let json = serde_json::to_string(&scheduler).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    scheduler = serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    scheduler = ext_core::json_read::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 }
                 ProgressOp::Advance(ms) => {
                     let until = now + ms;

@@ -200,7 +200,7 @@ fn acks_are_retried_until_the_runtime_answers_them_item_7() {
     while let Some(output) = c.poll() {
         if let ContinuityOutput::Request { id, call: RuntimeCall::InboxAck { task_ids, .. } } = output {
             acks.push(task_ids);
-            let error = CallError { code: "inbox_unavailable".into(), message: "the inbox database is busy".into() };
+            let error = CallError { code: continuity_protocol::ErrorCode::InboxUnavailable, message: "the inbox database is busy".into() };
             c.handle(3, ContinuityInput::Answered { id, result: Err(error) });
         }
     }

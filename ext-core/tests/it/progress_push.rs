@@ -116,7 +116,7 @@ fn the_last_sent_summary_survives_a_restart_and_is_not_sent_again() {
     sim.input(ProgressInput::ScopeWorking);
     sim.advance_to(2 * MIN);
     let snapshot = serde_json::to_string(&sim.push).expect("serializes");
-    sim.push = serde_json::from_str(&snapshot).expect("restores");
+    sim.push = ext_core::json_read::from_str(&snapshot).expect("restores");
     sim.trace.push_str("  -- service worker restarted --\n");
     sim.advance_to(10 * MIN);
     sim.summaries.push((10 * MIN, "  step 1 of 3 done  "));
@@ -191,7 +191,7 @@ proptest! {
                 Op::Summary(i) => current = Some(texts[usize::from(i)]),
                 Op::Restart => {
                     let json = serde_json::to_string(&push).expect("serializes");
-                    push = serde_json::from_str(&json).expect("restores");
+                    push = ext_core::json_read::from_str(&json).expect("restores");
                 }
                 Op::FlipDelivery => deliver = !deliver,
                 Op::Advance(ms) => {

@@ -61,7 +61,7 @@ fn check(steps: Vec<Option<SettleInput>>, expect: Expect) {
         match step {
             None => {
                 let json = serde_json::to_string(&tracker).expect("serializes");
-                tracker = serde_json::from_str(&json).expect("restores");
+                tracker = ext_core::json_read::from_str(&json).expect("restores");
                 trace.push_str("-- service worker restarted --\n");
             }
             Some(input) => {
@@ -500,7 +500,7 @@ proptest! {
                 }
                 Delivery::Restart => {
                     let json = serde_json::to_string(&tracker).expect("serializes");
-                    tracker = serde_json::from_str(&json).expect("restores");
+                    tracker = ext_core::json_read::from_str(&json).expect("restores");
                 }
             }
         }

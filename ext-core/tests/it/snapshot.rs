@@ -73,3 +73,78 @@ fn a_newer_or_broken_snapshot_is_refused_with_a_reason() {
     assert!(SnapshotError::Newer(3).to_string().contains("kept aside"), "says the state is not overwritten");
     assert!(matches!(Snapshot::parse("{not json"), Err(SnapshotError::Unreadable(_))));
 }
+
+/// Write → read = identity for `value` through serde's writer and the hand-written reader.
+fn round_trips<T>(values: &[T])
+where
+    T: serde::Serialize + ext_core::json_read::ReadJson + PartialEq + std::fmt::Debug,
+{
+    for value in values {
+        let text = serde_json::to_string(value).expect("serialize");
+        let back: T = ext_core::json_read::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(&back, value, "read back from {text}");
+    }
+}
+
+#[test]
+fn every_persisted_enum_variant_reads_back_what_serde_wrote() {
+    use ext_core::auto_gate::WakeWithheld;
+    use ext_core::delivery_ledger::DeliveryKind;
+    use ext_core::scope::{Scope, Site};
+    use ext_core::settle_tracker::{ResumePoint, SettleOutcome, SettleOutput, SettledStatus, WakeId};
+    use ext_core::wake::Language;
+    round_trips(&[AutoState::Off, AutoState::On, AutoState::ProjectAutoNotAllowed]);
+    round_trips(&[
+        WakeWithheld::NotBound,
+        WakeWithheld::NoActiveConversation,
+        WakeWithheld::AutoOff,
+        WakeWithheld::ProjectAutoNotAllowed,
+        WakeWithheld::HandoffInProgress,
+        WakeWithheld::NoRealStateChange,
+        WakeWithheld::UnconfirmedDelivery,
+        WakeWithheld::PageGenerating,
+        WakeWithheld::HumanDraft,
+        WakeWithheld::NoComposer,
+        WakeWithheld::UnknownLayout,
+        WakeWithheld::DeliveryRetryPending,
+        WakeWithheld::DeliveryFailedRepeatedly,
+    ]);
+    round_trips(&[Site::ChatGpt, Site::Zai, Site::DeepSeek]);
+    round_trips(&[SettledStatus::Idle, SettledStatus::Done, SettledStatus::Blocked]);
+    round_trips(&[SettleOutcome::Idle, SettleOutcome::Done, SettleOutcome::Blocked, SettleOutcome::PaneGone]);
+    round_trips(&[DeliveryKind::Wake, DeliveryKind::Progress, DeliveryKind::Continue]);
+    round_trips(&[Language::En, Language::Zh]);
+    round_trips(&[
+        Scope::Project { project_id: "g-p-1".into() },
+        Scope::Conversation { site: Site::Zai, conversation_id: "c\"1\u{e9}".into() },
+    ]);
+    round_trips(&[
+        DeliveryState::Typing { deadline: 1 },
+        DeliveryState::Submitted { deadline: u64::MAX },
+        DeliveryState::Uncertain { since: 3, why: "page gone".into() },
+    ]);
+    let wake_id = WakeId { boot_id: "b1".into(), seq: 9 };
+    round_trips(&[
+        SettleOutput::ScopeWorking { workspace_id: "w1".into(), at: 5 },
+        SettleOutput::PartialSettle { workspace_id: "w1".into(), pane_id: "w1:p1".into(), still_working: 2 },
+        SettleOutput::ScopeSettled { workspace_id: "w1".into(), wake_id, outcome: SettleOutcome::Blocked, at: 6 },
+        SettleOutput::Resubscribe { resume: None },
+        SettleOutput::Resubscribe {
+            resume: Some(ResumePoint { boot_id: "b1".into(), after_seq: 4, log_id: Some("log".into()) }),
+        },
+        SettleOutput::GenerationChanged { boot_id: "b2".into() },
+        SettleOutput::StaleGenerationRejected { boot_id: "b0".into() },
+    ]);
+}
+
+#[test]
+fn a_snapshot_of_the_wrong_shape_is_unreadable_and_says_where() {
+    let wrong_field = r#"{"version": 2, "bindings": {"bindings": {}, "pending": {}}, "auto": {"allow_project_auto": "yes", "toggles": {}}}"#;
+    match Snapshot::parse(wrong_field) {
+        Err(SnapshotError::Unreadable(why)) => assert!(why.contains("auto.allow_project_auto"), "{why}"),
+        other => panic!("a mistyped field must not load: {other:?}"),
+    }
+    let unknown_tag = RELEASE_0_1_0.replacen(r#""kind": "conversation""#, r#""kind": "channel""#, 1);
+    assert_ne!(unknown_tag, RELEASE_0_1_0, "the fixture has a conversation scope to change");
+    assert!(matches!(Snapshot::parse(&unknown_tag), Err(SnapshotError::Unreadable(_))));
+}

@@ -249,7 +249,7 @@ fn a_delivery_in_flight_across_a_restart_waits_for_its_answer() {
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
     sim.input(working("w1")).input(settled("w1", 2, SettleOutcome::Idle));
     let json = serde_json::to_string(&sim.scheduler).expect("serializes");
-    sim.scheduler = serde_json::from_str(&json).expect("restores");
+    sim.scheduler = ext_core::json_read::from_str(&json).expect("restores");
     sim.trace.push_str("  -- service worker restarted --\n");
     sim.input(settled("w1", 2, SettleOutcome::Idle));
     sim.input(working("w1")).input(settled("w1", 5, SettleOutcome::Done));
@@ -367,7 +367,7 @@ proptest! {
                 }
                 Op::Restart => {
                     let json = serde_json::to_string(&s).expect("serializes");
-                    s = serde_json::from_str(&json).expect("restores");
+                    s = ext_core::json_read::from_str(&json).expect("restores");
                 }
                 Op::Summary(i) => summary = summaries[usize::from(i)],
             }

@@ -89,9 +89,39 @@ fn hello_answer(id: &str, protocol: u32) -> serde_json::Value {
         "herdr": {"state": "connected", "protocol": 20, "version": "0.8.2", "socket": "/tmp/herdr.sock", "detail": null}}})
 }
 
+/// A message for the companion link, through the one reader of the native port.
+fn link_message(value: &serde_json::Value) -> Result<RuntimeMessage, WireError> {
+    match wire::inbound(value)? {
+        wire::Inbound::Link(message) => Ok(message),
+        other => panic!("not a link message: {other:?}"),
+    }
+}
+
+/// A continuity event, through the one reader of the native port.
+#[allow(dead_code)]
+fn event_of(value: &serde_json::Value) -> Option<ext_core::continuity::ContinuityInput> {
+    match wire::inbound(value) {
+        Ok(wire::Inbound::Continuity(input)) => Some(input),
+        Ok(wire::Inbound::Unused) => None,
+        other => panic!("not a continuity event: {other:?}"),
+    }
+}
+
+/// The answer to `call`, through the one reader of the native port.
+#[allow(dead_code)]
+fn answer_of(
+    call: &ext_core::continuity::RuntimeCall,
+    value: &serde_json::Value,
+) -> Result<ext_core::continuity::RuntimeAnswer, ext_core::continuity::CallError> {
+    match wire::inbound(value) {
+        Ok(wire::Inbound::CallAnswer { outcome, .. }) => ext_shell::continuity_wire::answer(call, outcome),
+        other => panic!("not a call answer: {other:?}"),
+    }
+}
+
 pub fn runtime_messages_parse_into_core_types() {
     assert_eq!(
-        wire::runtime_message(&hello_answer("hello-1", 1)),
+        link_message(&hello_answer("hello-1", 1)),
         Ok(RuntimeMessage::HelloAnswer {
             id: "hello-1".into(),
             runtime_version: "0.1.0".into(),
@@ -107,7 +137,7 @@ pub fn runtime_messages_parse_into_core_types() {
         })
     );
     assert_eq!(
-        wire::runtime_message(
+        link_message(
             &json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})
         ),
         Ok(RuntimeMessage::Pong {
@@ -115,26 +145,50 @@ pub fn runtime_messages_parse_into_core_types() {
         })
     );
     assert_eq!(
-        wire::runtime_message(
+        link_message(
             &json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})
         ),
         Ok(RuntimeMessage::HostError {
-            code: "runtime_unreachable".into(),
+            code: continuity_protocol::HostErrorCode::RuntimeUnreachable,
             message: "m".into()
         })
     );
     assert!(matches!(
-        wire::runtime_message(
+        link_message(
             &json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})
         ),
         Err(WireError::Malformed { .. })
     ));
+    // Names and codes are the protocol's enums: a host error code it does not list is a
+    // clear error, a runtime error code it does not list keeps the runtime's message.
+    assert!(matches!(
+        link_message(&json!({"event": "host_error", "data": {"code": "melted", "message": "m"}})),
+        Err(WireError::Malformed { .. })
+    ));
     assert_eq!(
-        wire::runtime_message(&json!({"event": "agent_settled", "data": {}})),
-        Err(WireError::NotForLink("agent_settled".into()))
+        link_message(&json!({"id": "hello-3", "error": {"code": "brand_new", "message": "try later"}})),
+        Ok(RuntimeMessage::ErrorAnswer {
+            id: "hello-3".into(),
+            code: continuity_protocol::ErrorCode::Error,
+            message: "try later".into()
+        })
+    );
+    // Events and answers the link does not read go elsewhere or nowhere, never to it.
+    assert_eq!(wire::inbound(&json!({"event": "pane_upsert", "data": {}})), Ok(wire::Inbound::Unused));
+    assert_eq!(
+        wire::inbound(&json!({"id": "hello-4", "result": {"type": "events_subscribed"}})),
+        Ok(wire::Inbound::Unused)
     );
     assert!(matches!(
-        wire::runtime_message(&json!([1, 2])),
+        wire::inbound(&json!({"id": "c-9", "result": {"type": "inbox_counts"}})),
+        Ok(wire::Inbound::CallAnswer { id: "c-9", outcome: Ok(_) })
+    ));
+    assert!(matches!(
+        wire::inbound(&json!({"id": "hello-5", "result": {"type": "no_such_result"}})),
+        Err(WireError::UnknownShape(_))
+    ));
+    assert!(matches!(
+        link_message(&json!([1, 2])),
         Err(WireError::UnknownShape(_))
     ));
     assert_eq!(
@@ -186,7 +240,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     );
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
-    let view: ReceivedView = serde_json::from_value(page_view["view"].clone()).expect("view shape");
+    let view = <ReceivedView as ext_core::json_read::ReadJson>::read_json(&page_view["view"]).expect("view shape");
     assert_eq!(view.companion.key, "companionConnected");
     assert_eq!(view.companion.substitutions, vec!["0.1.0".to_owned()]);
     assert_eq!(view.herdr.key, "herdrConnected");
@@ -254,7 +308,7 @@ pub fn continuity_messages_translate() {
     use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
     use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
     use ext_shell::continuity_wire::{self as cw, PortCommand};
-    let settled = cw::event_input(&json!({"event": "agent_settled", "data": {"workspace_id": "w1",
+    let settled = event_of(&json!({"event": "agent_settled", "data": {"workspace_id": "w1",
         "pane_id": "w1:p1", "status": "done", "previous_status": "working", "seq": 9, "boot_id": "b", "at": 5, "stale": false}}));
     match settled {
         Some(ContinuityInput::StreamEvent(e)) => {
@@ -262,16 +316,16 @@ pub fn continuity_messages_translate() {
         }
         other => panic!("not a settle: {other:?}"),
     }
-    assert_eq!(cw::event_input(&json!({"event": "agent_output", "data": {"seq": 3}})), None);
+    assert_eq!(event_of(&json!({"event": "agent_output", "data": {"seq": 3}})), None);
     // P4: agent_output feeds the progress summary.
     assert_eq!(
-        cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
+        event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
             "agent": "claude", "tail": "41 passed", "seq": 12, "boot_id": "b", "at": 5, "stale": true}})),
         Some(ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()),
             tail: "41 passed".into(), seq: 12, stale: true })
     );
     // A task's result: its status line, then the pane tail on the following lines.
-    let with_tail = cw::answer(
+    let with_tail = answer_of(
         &RuntimeCall::InboxPending { session_ref: "r".into() },
         &json!({"id": "c-4", "result": {"type": "inbox_pending", "items": [{"task_id": "t2", "state": "completed",
             "pane_id": "w1:p1", "prompt_preview": "p", "result": {"trigger": "agent_settled", "status": "done",
@@ -286,7 +340,7 @@ pub fn continuity_messages_translate() {
         cw::call_json("c-1", &call),
         json!({"id": "c-1", "method": "inbox.ack", "params": {"browser_session_ref": "chatgpt:conv:x", "task_ids": ["t1"]}})
     );
-    let pending = cw::answer(
+    let pending = answer_of(
         &RuntimeCall::InboxPending { session_ref: "r".into() },
         &json!({"id": "c-2", "result": {"type": "inbox_pending", "items": [{"task_id": "t1", "state": "completed",
             "pane_id": "w1:p1", "prompt_preview": "p", "result": {"summary": "ok\n done"}}], "more": false}}),
@@ -295,9 +349,9 @@ pub fn continuity_messages_translate() {
         Ok(RuntimeAnswer::InboxPending { tasks, .. }) => assert_eq!(tasks[0].result.as_deref(), Some("ok done")),
         other => panic!("{other:?}"),
     }
-    let missing = cw::answer(&RuntimeCall::InboxPending { session_ref: "r".into() },
+    let missing = answer_of(&RuntimeCall::InboxPending { session_ref: "r".into() },
         &json!({"id": "c-3", "error": {"code": "unknown_method", "message": "no such method"}}));
-    assert_eq!(missing.map_err(|e| e.code), Err("unknown_method".to_owned()));
+    assert_eq!(missing.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::UnknownMethod));
     let report = cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "composer": true,
         "draft": true, "markers": ["wake:w1#2"]})).expect("facts");
     assert!(report.composer && report.draft && !report.generating);
@@ -315,7 +369,6 @@ pub fn continuity_messages_translate() {
 pub fn page_and_runtime_input_is_bounded() {
     use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
     use ext_core::limits::{MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS};
-    use ext_shell::continuity_wire as cw;
     let rejected = |value: serde_json::Value| matches!(wire::check_page_message(&value), Err(WireError::PageMessageRejected(_)));
     let long = |n: usize| "x".repeat(n);
 
@@ -395,15 +448,15 @@ pub fn page_and_runtime_input_is_bounded() {
     assert_eq!(own.as_deref().map(str::is_empty), Some(false), "chrome.runtime.id is read");
 
     // Runtime → worker: text clipped, over-long ids make the item unusable, lists capped.
-    let output = cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
+    let output = event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
         "tail": long(10_000), "seq": 1}}));
     match output {
         Some(ContinuityInput::AgentOutput { tail, .. }) => assert_eq!(tail.chars().count(), MAX_RUNTIME_TEXT_CHARS),
         other => panic!("{other:?}"),
     }
-    assert_eq!(cw::event_input(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1",
+    assert_eq!(event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1",
         "workspace_id": long(MAX_ID_CHARS + 1), "tail": "t", "seq": 1}})), None);
-    let catalog = cw::answer(&RuntimeCall::Workspaces, &json!({"id": "c-1", "result": {"workspaces":
+    let catalog = answer_of(&RuntimeCall::Workspaces, &json!({"id": "c-1", "result": {"workspaces":
         (0..300).map(|i| json!({"workspace_id": format!("w{i}"), "label": long(1_000)})).collect::<Vec<_>>()}}));
     match catalog {
         Ok(RuntimeAnswer::Workspaces { workspaces }) => {
@@ -412,7 +465,7 @@ pub fn page_and_runtime_input_is_bounded() {
         }
         other => panic!("{other:?}"),
     }
-    match wire::runtime_message(&json!({"event": "host_error", "data": {"code": "x", "message": long(5_000)}})) {
+    match link_message(&json!({"event": "host_error", "data": {"code": "bad_frame", "message": long(5_000)}})) {
         Ok(RuntimeMessage::HostError { message, .. }) => assert_eq!(message.chars().count(), ext_core::limits::MAX_RUNTIME_SHORT_CHARS),
         other => panic!("{other:?}"),
     }
