@@ -20,8 +20,8 @@ mod names;
 
 pub use messages::*;
 pub use names::{
-    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, TaskState, TaskTrigger,
-    UnknownName,
+    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, TaskState,
+    TaskTrigger, UnknownName,
 };
 
 /// The integer protocol version both sides exchange in `hello`.

@@ -145,7 +145,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
     let expected_results = [
         "hello", "pong", "herdr_status", "events_subscribed", "herdr_workspaces", "herdr_panes", "herdr_agents",
         "herdr_pane_read", "task_dispatched", "task_list", "inbox_pending", "inbox_acked", "inbox_counts",
-        "diagnostics_stored",
+        "diagnostics_stored", "judge_verdict",
     ];
     for ty in expected_results {
         if !result_types.iter().any(|t| t == ty) {
@@ -157,7 +157,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
             missing.push(format!("event {name}"));
         }
     }
-    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout"] {
+    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "config_refused"] {
         let seen = messages.iter().any(|m| {
             matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code)
         });
