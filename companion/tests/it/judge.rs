@@ -51,6 +51,7 @@ fn a_confident_decision_is_final_and_the_llm_is_not_asked() {
     assert_eq!((result["verdict"].as_str(), result["source"].as_str()), (Some("continue"), Some("jev")), "{answer}");
     assert_eq!(result["confidence"], 0.92);
     assert!(chat.seen().is_empty(), "a confident decision is final: the LLM is not asked");
+    assert!(!answer.to_string().contains("key-") && !home.runtime_log().contains("key-"), "keys stay in config.json: {answer}");
     let seen = decision.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/v1/systemone");
@@ -104,6 +105,7 @@ fn with_both_providers_down_the_script_answers() {
     assert_eq!(result["confidence"], Value::Null);
     let reason = result["reason"].as_str().unwrap_or("");
     assert!(reason.contains("jev failed: HTTP 503") && reason.contains("small failed: unusable answer"), "{reason}");
+    assert!(!answer.to_string().contains("key-"), "no provider key ever reaches the extension: {answer}");
     // Both time out: still the script, fail closed for a finished reply.
     decision.set(Behaviour::Hang);
     chat.set(Behaviour::Hang);
