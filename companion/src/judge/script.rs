@@ -517,6 +517,45 @@ mod tests {
         assert_eq!(sentences("one test is red — fixing it now"), ["one test is red —", "fixing it now"]);
     }
 
+    /// One reply per rule of the module doc, with what the script says about it.
+    #[test]
+    fn each_rule_reads_as_documented() {
+        let replies = [
+            "Schema migrated. I'll wire the HUD text next.",
+            "Schema migrated. I'll wire the HUD text next. Let me know if the wording should change.",
+            "Schema migrated and the HUD text is wired. Should I also update the screenshots?",
+            "The HUD waits for the page to be idle. I'll wire the text now.",
+            "I'll wire the HUD text once the agent in w1:p2 settles.",
+            "Say the word and I'll wire the HUD text too.",
+            "The plan said \"next I will wire the HUD\"; that is done and committed.",
+            "- [x] schema\n- [ ] HUD text\nNext: wiring the HUD text (in progress)",
+            "Next: review the diff and merge it when you are happy with it.",
+            "schema 已迁移。接下来我会接 HUD 的文案。",
+            "schema 已迁移，HUD 文案也接好了。需要的话我还可以更新截图。",
+            "我已经把 HUD 文案接好了，测试也通过。",
+        ];
+        let printed: Vec<String> = replies
+            .iter()
+            .map(|reply| {
+                let verdict = judge(reply);
+                format!("{} | {}", if verdict.pending { "continue" } else { "done    " }, verdict.reason)
+            })
+            .collect();
+        expect_test::expect![[r#"
+            continue | the reply announces its own next step (first person, next or now): "i'll wire the hud text next."
+            done     | the reply asks the user to reply ("let me know"); the script fails closed: done
+            done     | the reply ends with a question to the user; the script fails closed: done
+            continue | the reply announces its own next step (first person, next or now): "i'll wire the text now."
+            done     | no step of the assistant's own is announced; the script fails closed: done
+            done     | the reply waits for the user's word ("say the word"); the script fails closed: done
+            done     | no step of the assistant's own is announced; the script fails closed: done
+            continue | the reply announces its own next step (a "next" line of its own): "next: wiring the hud text (in progress)"
+            done     | no step of the assistant's own is announced; the script fails closed: done
+            continue | the reply announces its own next step (下一步 of its own): "接下来我会接 hud 的文案。"
+            done     | no step of the assistant's own is announced; the script fails closed: done
+            done     | no step of the assistant's own is announced; the script fails closed: done"#]].assert_eq(&printed.join("\n"));
+    }
+
     #[test]
     fn list_markers_are_dropped() {
         assert_eq!(strip_list_marker("- [x] done"), "done");
