@@ -97,7 +97,7 @@ impl JudgeService {
         )
         .await;
         if let Some(log) = &self.log {
-            log.line(format_args!("judge: {conversation}: {} from {} ({})", verdict.verdict, verdict.source, verdict.reason));
+            log.line(format_args!("judge: {conversation:?}: {} from {} ({})", verdict.verdict, verdict.source, verdict.reason));
         }
         Ok(verdict)
     }
