@@ -154,6 +154,10 @@ fn a_config_json_readable_by_others_is_refused_with_how_to_fix_it() {
     let out = output_within(home.command(&["judge", "classify"]).stdin(Stdio::null()), "judge classify");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"), "{out:?}");
+    // And the doctor names it as a failed check with the same fix.
+    let doctor = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("is refused") && report.contains(&format!("chmod 600 {}", path.display())), "{report}");
     runtime.terminate();
 }
 
