@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use companion::doctor;
 use companion::install::{self, Browser, Target};
+use companion::mcp::McpOptions;
 use companion::paths::{CompanionHome, HOME_ENV};
 use companion::runtime::{self, RuntimeOptions};
 
@@ -72,6 +73,17 @@ enum Command {
     /// `herdr_prompt` in tests and the demo).
     #[command(subcommand)]
     Task(TaskCommand),
+    /// The planner tools (herdr_prompt, herdr_call, herdr_methods, herdr_inspect) as an MCP
+    /// server: stdio by default, streamable HTTP on a loopback address with --http.
+    Mcp {
+        #[command(flatten)]
+        home: HomeArg,
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; ADDR must be loopback
+        /// (127.0.0.1:PORT or [::1]:PORT). Requests need `Authorization: Bearer <mcp.token>`
+        /// from config.json in the companion home (created 0600 when missing).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// Prints the version (same as --version).
     Version,
 }
@@ -238,6 +250,10 @@ fn run(cli: Cli) -> Result<i32> {
             })
         }
         Command::Task(task) => Ok(companion::inbox::cli::run(&task_args(task))?),
+        Command::Mcp { home, http } => {
+            companion::mcp::run(McpOptions { home: home.home, http })?;
+            Ok(0)
+        }
     }
 }
 

@@ -17,12 +17,14 @@ pub mod herdr;
 pub mod limits;
 mod messages;
 mod names;
+pub mod tools;
 
 pub use messages::*;
 pub use names::{
     ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, TaskState, TaskTrigger,
     UnknownName,
 };
+pub use tools::{LocalMethod, ToolName};
 
 /// The integer protocol version both sides exchange in `hello`.
 pub const PROTOCOL_VERSION: u64 = 1;

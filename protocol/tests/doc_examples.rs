@@ -21,7 +21,8 @@
 //!
 //! Left out although complete JSON ([`NOT_RUNTIME_MESSAGES`], checked to be exactly
 //! these): the error-response template, whose code is the placeholder `<snake_case>`; the
-//! params default `{}`; and the extension-internal port messages `page_facts` (url only),
+//! params default `{}`; the shape of the companion's `config.json` (`{"mcp": {"token": …}}`);
+//! and the extension-internal port messages `page_facts` (url only),
 //! `deliver`, `panel_refresh` and the HUD `actions` list, which never cross the native
 //! port (ext-shell's `wire` and `continuity_wire` read them).
 
@@ -37,6 +38,7 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"[{"id":"<action>","label":"<i18n key>"}]"#,
     r#"{"type":"deliver","id":"<delivery id>","text":"<full message>"}"#,
     r#"{"type":"panel_refresh"}"#,
+    r#"{"mcp": {"token": "…"}}"#,
 ];
 
 fn protocol_md() -> String {
@@ -145,7 +147,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
     let expected_results = [
         "hello", "pong", "herdr_status", "events_subscribed", "herdr_workspaces", "herdr_panes", "herdr_agents",
         "herdr_pane_read", "task_dispatched", "task_list", "inbox_pending", "inbox_acked", "inbox_counts",
-        "diagnostics_stored",
+        "diagnostics_stored", "tools_list", "tool_result",
     ];
     for ty in expected_results {
         if !result_types.iter().any(|t| t == ty) {
@@ -157,7 +159,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
             missing.push(format!("event {name}"));
         }
     }
-    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout"] {
+    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "unknown_tool", "not_available"] {
         let seen = messages.iter().any(|m| {
             matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code)
         });

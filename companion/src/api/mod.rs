@@ -2,7 +2,8 @@
 //!
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
-//! (`events.subscribe`, `herdr.*` views) and [`inbox`] (`task.*`, `inbox.*`) — and the
+//! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`) and [`tools`] (the
+//! planner tool registry, `tools.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -16,6 +17,7 @@
 pub mod diagnostics;
 pub mod inbox;
 pub mod stream;
+pub mod tools;
 
 use std::sync::Arc;
 
@@ -100,6 +102,7 @@ impl Router {
             | Method::InboxAck
             | Method::InboxCounts => inbox::handle(self, request).await,
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
+            Method::ToolsList | Method::ToolsCall => tools::handle(self, request).await,
             // Reserved by the protocol; no service serves it yet.
             Method::JudgeTurnEnd => Err((
                 ErrorCode::UnknownMethod,

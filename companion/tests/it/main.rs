@@ -11,6 +11,7 @@ mod host;
 mod inbox;
 mod install;
 mod layering;
+mod mcp;
 mod runtime;
 mod stream;
 mod support;
