@@ -34,6 +34,16 @@ use continuity_protocol::{LocalMethod, ToolName, ToolSpec};
 /// How long `herdr_call` waits for Herdr.
 const HERDR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The arguments each tool takes (its schema's `properties`, checked by a test).
+const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
+    match tool {
+        ToolName::HerdrPrompt => &["browser_session_ref", "target", "text", "workspace_id", "turn_id"],
+        ToolName::HerdrCall => &["method", "params"],
+        ToolName::HerdrMethods => &["query"],
+        ToolName::HerdrInspect => &[],
+    }
+}
+
 /// Every planner tool, in the order `tools.list` gives them.
 pub fn specs() -> Vec<ToolSpec> {
     let id = |what: &str| json!({"type": "string", "minLength": 1, "maxLength": MAX_REF_CHARS, "description": what});
@@ -117,8 +127,9 @@ struct Arguments<'a> {
 }
 
 impl Arguments<'_> {
-    /// Refuses a key outside `allowed`.
-    fn only(&self, allowed: &[&str]) -> Result<(), MethodError> {
+    /// Refuses a key the tool does not take.
+    fn only_known(&self) -> Result<(), MethodError> {
+        let allowed = arguments_of(self.tool);
         match self.map.keys().find(|k| !allowed.contains(&k.as_str())) {
             None => Ok(()),
             Some(key) => Err(bad(format!(
@@ -188,7 +199,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
 }
 
 async fn prompt(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
-    args.only(&["browser_session_ref", "target", "text", "workspace_id", "turn_id"])?;
+    args.only_known()?;
     let browser_session_ref = args.required("browser_session_ref", MAX_REF_CHARS, "send the ref the herdr-continuity HUD shows for this chat")?;
     let pane_id = args.required("target", MAX_REF_CHARS, "send a pane id such as w1:p1 from herdr_inspect")?;
     let turn_id = args.text("turn_id", MAX_REF_CHARS, "send the chat turn id, or leave it out")?;
@@ -218,7 +229,7 @@ async fn prompt(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError
 }
 
 async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
-    args.only(&["method", "params"])?;
+    args.only_known()?;
     let method = args.required("method", MAX_METHOD_CHARS, "send a method name from herdr_methods, e.g. pane.read")?;
     let params = match args.map.get("params") {
         None | Some(Value::Null) => Value::Object(Map::new()),
@@ -268,7 +279,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
 }
 
 fn methods(args: &Arguments<'_>) -> Result<Value, MethodError> {
-    args.only(&["query"])?;
+    args.only_known()?;
     let query = args.text("query", MAX_QUERY_CHARS, "send part of a method name, or leave it out")?.map(|q| q.to_lowercase());
     let herdr = CALLABLE_HERDR_METHODS
         .iter()
@@ -288,7 +299,7 @@ fn methods(args: &Arguments<'_>) -> Result<Value, MethodError> {
 }
 
 fn inspect(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
-    args.only(&[])?;
+    args.only_known()?;
     let (workspaces, panes) = match api.events.as_ref() {
         Some(hub) => {
             let catalog = hub.catalog();
@@ -303,4 +314,26 @@ fn inspect(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
         "workspaces": workspaces,
         "panes": panes,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_listed_once_and_its_schema_names_exactly_the_arguments_it_accepts() {
+        let specs = specs();
+        let names: Vec<ToolName> = specs.iter().map(|s| s.name).collect();
+        assert_eq!(names, ToolName::ALL);
+        for spec in &specs {
+            let mut schema: Vec<&str> = spec.input_schema["properties"].as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+            let mut accepted = arguments_of(spec.name).to_vec();
+            schema.sort_unstable();
+            accepted.sort_unstable();
+            assert_eq!(schema, accepted, "{}", spec.name);
+            assert_eq!(spec.input_schema["additionalProperties"], false, "{}", spec.name);
+            let required = spec.input_schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+            assert!(required.iter().all(|r| r.as_str().is_some_and(|r| accepted.contains(&r))), "{}", spec.name);
+        }
+    }
 }
