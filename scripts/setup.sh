@@ -94,7 +94,8 @@ else
   "$zig_dir/ziglang/zig" version >/dev/null
 fi
 
-# 6. npm packages (Playwright test runner, binaryen's wasm-opt).
+# 6. npm packages (Playwright test runner, binaryen's wasm-opt, the MCP SDK's client for the
+#    e2e MCP spec).
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   say "running npm ci"
   npm ci --no-audit --no-fund

@@ -93,8 +93,9 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
     std::process::exit(0);
 }
 
-/// Connects to the runtime, starting one if needed and allowed.
-fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, String> {
+/// Connects to the runtime, starting one if needed and allowed (the host, and `mcp` at its
+/// start).
+pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, String> {
     let socket = home.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(stream);

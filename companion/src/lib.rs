@@ -1,7 +1,9 @@
 //! `herdr-companion`: the native side of herdr-continuity (SPEC N).
 //!
-//! One binary, four roles:
+//! One binary, five roles:
 //! - [`host`]: the Chrome Native Messaging stdio host, a thin frame ↔ line relay;
+//! - [`mcp`]: the planner tools as an MCP server (stdio or loopback HTTP), a client of the
+//!   runtime's socket;
 //! - [`runtime`]: the long-lived daemon that owns the Unix socket and the Herdr connection;
 //! - [`install`]: writes the browser's host manifest;
 //! - [`doctor`]: checks the whole chain and says how to fix it.
@@ -12,7 +14,8 @@
 //!   judge's provider HTTP clients);
 //! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`judge`]
 //!   (the turn-end judge);
-//! - [`api`]: the one router from methods to services (it owns them);
+//! - [`api`]: the one router from methods to services (it owns them), and the planner tool
+//!   registry (`api::tools`) every planner front end uses;
 //! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.
 //!
 //! Architecture invariants: the host holds no state and makes no product decisions; only
@@ -30,6 +33,7 @@ pub mod inbox;
 pub mod install;
 pub mod judge;
 pub mod log;
+pub mod mcp;
 pub mod outbox;
 pub mod paths;
 pub mod protocol;

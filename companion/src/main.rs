@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use companion::doctor;
 use companion::install::{self, Browser, Target};
 use companion::judge::Stages;
+use companion::mcp::McpOptions;
 use companion::paths::{CompanionHome, HOME_ENV};
 use companion::runtime::{self, RuntimeOptions};
 
@@ -76,6 +77,17 @@ enum Command {
     /// The turn-end judge (the same chain as the runtime's `judge.turn_end`).
     #[command(subcommand)]
     Judge(JudgeCommand),
+    /// The planner tools (herdr_prompt, herdr_call, herdr_methods, herdr_inspect) as an MCP
+    /// server: stdio by default, streamable HTTP on a loopback address with --http.
+    Mcp {
+        #[command(flatten)]
+        home: HomeArg,
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; ADDR must be loopback
+        /// (127.0.0.1:PORT or [::1]:PORT). Requests need `Authorization: Bearer <mcp.token>`
+        /// from config.json in the companion home (created 0600 when missing).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// Prints the version (same as --version).
     Version,
 }
@@ -269,6 +281,10 @@ fn run(cli: Cli) -> Result<i32> {
                 eprintln!("herdr-companion: judge classify: {} line(s) judged, {} refused (see their \"error\")", done.judged, done.refused);
                 return Ok(1);
             }
+            Ok(0)
+        }
+        Command::Mcp { home, http } => {
+            companion::mcp::run(McpOptions { home: home.home, http })?;
             Ok(0)
         }
     }

@@ -17,6 +17,7 @@ pub mod herdr;
 pub mod limits;
 mod messages;
 mod names;
+pub mod tools;
 
 pub use messages::*;
 pub use names::{
@@ -24,6 +25,7 @@ pub use names::{
     TaskState,
     TaskTrigger, UnknownName,
 };
+pub use tools::{LocalMethod, ToolName};
 
 /// The integer protocol version both sides exchange in `hello`.
 pub const PROTOCOL_VERSION: u64 = 1;

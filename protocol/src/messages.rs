@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
+use crate::tools::ToolName;
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -235,6 +236,35 @@ pub enum Call {
     JudgeTurnEnd(JudgeTurnEndParams),
     /// `diagnostics.report`.
     DiagnosticsReport(DiagnosticsParams),
+    /// `tools.list`.
+    ToolsList(NoParams),
+    /// `tools.call`.
+    ToolsCall(ToolCallParams),
+}
+
+/// Params of `tools.call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallParams {
+    /// The tool's name (a [`ToolName`]; another string is answered `unknown_tool`).
+    pub tool: String,
+    /// The tool's arguments (at most [`crate::tools::MAX_TOOL_ARGUMENTS_BYTES`] of JSON).
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+/// One planner tool as `tools.list` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool.
+    pub name: ToolName,
+    /// A short human title.
+    pub title: String,
+    /// What it does and when to use it (shown to the model).
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+    /// True when it changes nothing.
+    pub read_only: bool,
 }
 
 /// Params of `diagnostics.report`: the page diagnostics as the extension validated them
@@ -268,6 +298,8 @@ impl Call {
             Method::InboxCounts => Call::InboxCounts(typed(params)?),
             Method::JudgeTurnEnd => Call::JudgeTurnEnd(typed(params)?),
             Method::DiagnosticsReport => Call::DiagnosticsReport(typed(params)?),
+            Method::ToolsList => Call::ToolsList(typed(params)?),
+            Method::ToolsCall => Call::ToolsCall(typed(params)?),
         })
     }
 
@@ -289,6 +321,8 @@ impl Call {
             Call::InboxCounts(_) => Method::InboxCounts,
             Call::JudgeTurnEnd(_) => Method::JudgeTurnEnd,
             Call::DiagnosticsReport(_) => Method::DiagnosticsReport,
+            Call::ToolsList(_) => Method::ToolsList,
+            Call::ToolsCall(_) => Method::ToolsCall,
         }
     }
 
@@ -296,7 +330,9 @@ impl Call {
     pub fn params(&self) -> Map<String, Value> {
         let value = match self {
             Call::Hello(p) => serde_json::to_value(p),
-            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) => serde_json::to_value(p),
+            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p) => {
+                serde_json::to_value(p)
+            }
             Call::EventsSubscribe(p) => serde_json::to_value(p),
             Call::HerdrPanes(p) => serde_json::to_value(p),
             Call::HerdrPaneRead(p) => serde_json::to_value(p),
@@ -305,6 +341,7 @@ impl Call {
             Call::InboxAck(p) => serde_json::to_value(p),
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
+            Call::ToolsCall(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -596,6 +633,18 @@ pub enum MethodResult {
         /// When the runtime stored them (ms since the Unix epoch).
         stored_at: u64,
     },
+    /// Answer to `tools.list`.
+    ToolsList {
+        /// Every planner tool.
+        tools: Vec<ToolSpec>,
+    },
+    /// Answer to `tools.call`.
+    ToolResult {
+        /// The tool that ran.
+        tool: ToolName,
+        /// What it returned (a JSON object).
+        result: Value,
+    },
 }
 
 impl MethodResult {
@@ -617,6 +666,8 @@ impl MethodResult {
             MethodResult::InboxCounts { .. } => ResultType::InboxCounts,
             MethodResult::DiagnosticsStored { .. } => ResultType::DiagnosticsStored,
             MethodResult::JudgeVerdict { .. } => ResultType::JudgeVerdict,
+            MethodResult::ToolsList { .. } => ResultType::ToolsList,
+            MethodResult::ToolResult { .. } => ResultType::ToolResult,
         }
     }
 }

@@ -144,6 +144,12 @@ wire_names! {
         /// "what the extension sees" of a chat page (selectors, ids, counts; no page content),
         /// kept for `herdr-companion doctor`.
         DiagnosticsReport = "diagnostics.report",
+        /// `tools.list {}` → `tools_list`: the planner tool registry (`herdr_prompt`,
+        /// `herdr_call`, `herdr_methods`, `herdr_inspect`) that `herdr-companion mcp` serves
+        /// as MCP tools.
+        ToolsList = "tools.list",
+        /// `tools.call {tool, arguments}` → `tool_result`: runs one planner tool.
+        ToolsCall = "tools.call",
     }
 }
 
@@ -224,6 +230,10 @@ wire_names! {
         DiagnosticsStored = "diagnostics_stored",
         /// [`crate::MethodResult::JudgeVerdict`].
         JudgeVerdict = "judge_verdict",
+        /// [`crate::MethodResult::ToolsList`].
+        ToolsList = "tools_list",
+        /// [`crate::MethodResult::ToolResult`].
+        ToolResult = "tool_result",
     }
 }
 
@@ -255,6 +265,10 @@ wire_names! {
         AgentBlocked = "agent_blocked",
         /// `task.dispatch`: the agent is busy or not a recognised agent.
         AgentNotReady = "agent_not_ready",
+        /// `tools.call`: no planner tool of that name (`tools.list` names them).
+        UnknownTool = "unknown_tool",
+        /// `tools.call`: a method the registry lists but this companion does not serve yet.
+        NotAvailable = "not_available",
         /// The runtime closed a connection over its connection cap.
         Overloaded = "overloaded",
         /// The runtime gave up on a request that took longer than its per-request limit.

@@ -21,7 +21,8 @@
 //!
 //! Left out although complete JSON ([`NOT_RUNTIME_MESSAGES`], checked to be exactly
 //! these): the error-response template, whose code is the placeholder `<snake_case>`; the
-//! params default `{}`; and the extension-internal port messages `page_facts` (url only),
+//! params default `{}`; the shape of the companion's `config.json` (`{"mcp": {"token": …}}`);
+//! and the extension-internal port messages `page_facts` (url only),
 //! `deliver`, `panel_refresh` and the HUD `actions` list, which never cross the native
 //! port (ext-shell's `wire` and `continuity_wire` read them).
 
@@ -37,6 +38,7 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"[{"id":"<action>","label":"<i18n key>"}]"#,
     r#"{"type":"deliver","id":"<delivery id>","text":"<full message>"}"#,
     r#"{"type":"panel_refresh"}"#,
+    r#"{"mcp": {"token": "…"}}"#,
 ];
 
 fn protocol_md() -> String {
@@ -155,7 +157,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
             missing.push(format!("event {name}"));
         }
     }
-    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "config_refused"] {
+    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "config_refused", "unknown_tool", "not_available"] {
         let seen = messages.iter().any(|m| {
             matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code)
         });

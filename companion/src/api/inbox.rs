@@ -15,7 +15,7 @@ use super::Router;
 use crate::clock::unix_millis;
 use crate::herdr::HerdrError;
 use crate::inbox::store::{NewTask, StoreError};
-use crate::inbox::{new_id, Inbox};
+use crate::inbox::new_id;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
 
@@ -68,17 +68,21 @@ impl DispatchRequest {
             None | Some(Value::Null) => None,
             Some(_) => Some(required_ref(params, m, "turn_id", "the chat turn id, or omit it")?),
         };
-        let prompt = match params.get("prompt") {
-            Some(Value::String(p)) if p.len() > MAX_PROMPT_BYTES => {
-                return Err(bad(format!(
-                    "task.dispatch: the prompt is {} bytes; at most {MAX_PROMPT_BYTES} (64 KiB) are allowed — shorten it or point the agent at a file",
-                    p.len()
-                )))
-            }
-            Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
-            _ => return Err(bad("task.dispatch needs params.prompt, a non-empty string (the text for the agent)".to_owned())),
-        };
+        let prompt = checked_prompt(params.get("prompt"), m, "params.prompt")?;
         Ok(Self { browser_session_ref, workspace_id, pane_id, prompt, turn_id })
+    }
+}
+
+/// A prompt for an agent: a non-empty string of at most [`MAX_PROMPT_BYTES`]; `method` and
+/// `key` name it in the refusal (`task.dispatch` / `params.prompt`, `herdr_prompt` / `text`).
+pub(super) fn checked_prompt(value: Option<&Value>, method: &str, key: &str) -> Result<String, MethodError> {
+    match value {
+        Some(Value::String(p)) if p.len() > MAX_PROMPT_BYTES => Err(bad(format!(
+            "{method}: {key} is {} bytes; at most {MAX_PROMPT_BYTES} (64 KiB) are allowed — shorten it or point the agent at a file",
+            p.len()
+        ))),
+        Some(Value::String(p)) if !p.trim().is_empty() => Ok(p.clone()),
+        _ => Err(bad(format!("{method} needs {key}, a non-empty string (the text for the agent)"))),
     }
 }
 
@@ -108,15 +112,19 @@ fn store_error(error: StoreError) -> MethodError {
     (code, error.to_string())
 }
 
+fn inbox_not_open() -> MethodError {
+    (ErrorCode::NotReady, "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned())
+}
+
 /// Serves `task.*` and `inbox.*` (the router sends no other method).
 pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
     let Some(inbox) = api.inbox.as_ref() else {
-        return Err((ErrorCode::NotReady, "the runtime's parent inbox is not open (see runtime.log); retry in a moment".to_owned()));
+        return Err(inbox_not_open());
     };
     let params = &request.params;
     let method = request.method.as_str();
     if request.method == Method::TaskDispatch {
-        return dispatch(api, inbox, DispatchRequest::parse(params)?).await;
+        return dispatch(api, DispatchRequest::parse(params)?).await;
     }
     let session_ref = required_ref(params, method, "browser_session_ref", "the chat's stable session ref")?;
     match request.method {
@@ -175,7 +183,12 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
     }
 }
 
-async fn dispatch(api: &Router, inbox: &std::sync::Arc<Inbox>, request: DispatchRequest) -> Result<Value, MethodError> {
+/// Records the task, then sends the prompt (`task.dispatch`, and `herdr_prompt` of the
+/// planner tools).
+pub(super) async fn dispatch(api: &Router, request: DispatchRequest) -> Result<Value, MethodError> {
+    let Some(inbox) = api.inbox.as_ref() else {
+        return Err(inbox_not_open());
+    };
     if let Some(error) = api.herdr_not_ready() {
         return Err(error);
     }
@@ -259,7 +272,7 @@ mod tests {
             .assert_eq(&error_of(long_ref));
         let mut big = good.clone();
         big["prompt"] = json!("x".repeat(MAX_PROMPT_BYTES + 1));
-        expect_test::expect![[r#"bad_request: task.dispatch: the prompt is 65537 bytes; at most 65536 (64 KiB) are allowed — shorten it or point the agent at a file"#]]
+        expect_test::expect![[r#"bad_request: task.dispatch: params.prompt is 65537 bytes; at most 65536 (64 KiB) are allowed — shorten it or point the agent at a file"#]]
             .assert_eq(&error_of(big));
         let mut exact = good.clone();
         exact["prompt"] = json!("x".repeat(MAX_PROMPT_BYTES));

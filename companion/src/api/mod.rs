@@ -2,8 +2,8 @@
 //!
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
-//! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`) and [`judge`]
-//! (`judge.turn_end`) — and the
+//! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
+//! (`judge.turn_end`) and [`tools`] (the planner tool registry, `tools.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -18,6 +18,7 @@ pub mod diagnostics;
 pub mod inbox;
 pub mod judge;
 pub mod stream;
+pub mod tools;
 
 use std::sync::Arc;
 
@@ -107,6 +108,7 @@ impl Router {
             | Method::InboxCounts => inbox::handle(self, request).await,
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             Method::JudgeTurnEnd => judge::handle(self, request).await,
+            Method::ToolsList | Method::ToolsCall => tools::handle(self, request).await,
         }
     }
 

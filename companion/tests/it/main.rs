@@ -13,6 +13,7 @@ mod install;
 mod judge;
 mod layering;
 mod provider_standin;
+mod mcp;
 mod runtime;
 mod stream;
 mod support;

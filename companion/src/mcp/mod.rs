@@ -1,0 +1,105 @@
+//! `herdr-companion mcp`: the planner tools as an MCP server (official Rust SDK, `rmcp`),
+//! on stdio by default or on streamable HTTP with `--http 127.0.0.1:PORT`.
+//!
+//! A front end, not part of the runtime: it is a client of the running runtime over its
+//! Unix socket ([`runtime_client`]) and serves what the runtime's tool registry
+//! (`tools.list`, `tools.call`) says ([`server`]). It reaches the runtime only through the
+//! socket — it names no runtime module (`companion/tests/it/layering.rs`) — so MCP, the
+//! later JSON bridge and any other front end share one registry.
+//!
+//! - [`server`]: the `rmcp` `ServerHandler` (MCP ⇄ `tools.*`);
+//! - [`http`]: loopback-only HTTP with bearer token, Host / Origin checks and a body cap;
+//! - [`config`]: the bearer token in `config.json` (0600 or refused).
+
+pub mod config;
+pub mod http;
+pub mod runtime_client;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use rmcp::ServiceExt;
+use thiserror::Error;
+
+use crate::paths::CompanionHome;
+use runtime_client::RuntimeClient;
+use server::PlannerTools;
+
+/// What `herdr-companion mcp` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// `--home DIR`.
+    pub home: Option<PathBuf>,
+    /// `--http ADDR`: serve streamable HTTP there instead of stdio.
+    pub http: Option<String>,
+}
+
+/// Why the MCP server could not run.
+#[derive(Debug, Error)]
+pub enum McpError {
+    /// No companion home.
+    #[error(transparent)]
+    NoHome(#[from] crate::paths::NoHome),
+    /// `--http` is not an address.
+    #[error("--http {0} is not an IP address with a port; use 127.0.0.1:PORT (or [::1]:PORT)")]
+    BadAddress(String),
+    /// `--http` is not a loopback address.
+    #[error("--http {0} is not a loopback address; the MCP server only listens on this machine: use 127.0.0.1:PORT (or [::1]:PORT)")]
+    NotLoopback(SocketAddr),
+    /// The bearer token is not usable.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// The address could not be bound.
+    #[error("cannot listen on {address}: {source}; pick another port")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The server stopped with an error.
+    #[error("the MCP server stopped: {0}")]
+    Serve(std::io::Error),
+    /// The stdio session failed.
+    #[error("the MCP session on stdio failed: {0}")]
+    Session(String),
+}
+
+/// Runs the MCP server until its client goes away (stdio) or a stop signal (HTTP).
+pub fn run(options: McpOptions) -> Result<(), McpError> {
+    let home = CompanionHome::resolve(options.home)?;
+    // Check the HTTP settings before anything starts, so a refusal is immediate.
+    let http = match &options.http {
+        Some(text) => {
+            let address = http::loopback_address(text)?;
+            let token = config::mcp_token(&home)?;
+            if token.created {
+                eprintln!("herdr-companion mcp: wrote a new bearer token to {} (mode 0600)", token.path.display());
+            }
+            Some((address, token.token))
+        }
+        None => None,
+    };
+    // Like the browser's host, start a runtime when none runs, so a client that starts
+    // before the browser works; the tools say what to do when this fails.
+    if let Err(message) = crate::host::connect_or_start_runtime(&home) {
+        eprintln!("herdr-companion mcp: {message}");
+    }
+    let tools = PlannerTools::new(RuntimeClient::new(home.socket_path()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(McpError::Serve)?;
+    runtime.block_on(async move {
+        match http {
+            Some((address, token)) => http::serve(address, token, tools).await,
+            None => {
+                let running = tools.serve(rmcp::transport::stdio()).await.map_err(|e| McpError::Session(e.to_string()))?;
+                running.waiting().await.map_err(|e| McpError::Session(e.to_string()))?;
+                Ok(())
+            }
+        }
+    })
+}

@@ -1,0 +1,96 @@
+//! The MCP server handler: MCP `tools/list` and `tools/call` become the runtime's
+//! `tools.list` and `tools.call` (the planner tool registry, `crate::api::tools` in the
+//! runtime process). Nothing is decided here; it translates.
+//!
+//! How runtime answers map to MCP: a result is a tool result with the JSON both as
+//! `structuredContent` and as text; an unknown tool is a JSON-RPC `invalid_params` error;
+//! every other refusal (a bad argument, Herdr not running, `not_available`, the runtime
+//! unreachable) is a tool result with `isError: true` whose text says what to do, so the
+//! model can read it and correct its call.
+
+use std::sync::Arc;
+
+use continuity_protocol::{Call, ErrorCode, MethodResult, NoParams, ToolCallParams, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::runtime_client::{RuntimeCallError, RuntimeClient};
+
+/// What the server tells a client about itself at `initialize`.
+const INSTRUCTIONS: &str = "Tools of the local herdr-continuity companion. herdr_inspect shows the Herdr workspaces and panes; \
+herdr_prompt gives an agent work for this chat and returns at once (the result comes back into the chat as one wake message when the agent settles); \
+herdr_call and herdr_methods reach other Herdr methods. Re-check live state before acting on old results.";
+
+/// The MCP face of the runtime's planner tools.
+#[derive(Debug, Clone)]
+pub struct PlannerTools {
+    /// The runtime it forwards to.
+    runtime: Arc<RuntimeClient>,
+}
+
+impl PlannerTools {
+    /// Tools served by the runtime at `runtime`.
+    pub fn new(runtime: RuntimeClient) -> Self {
+        Self { runtime: Arc::new(runtime) }
+    }
+}
+
+/// The MCP description of one registry tool.
+fn mcp_tool(spec: ToolSpec) -> Tool {
+    let schema = match spec.input_schema {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    Tool::new(spec.name.as_str(), spec.description, schema)
+        .with_title(spec.title.clone())
+        .with_annotations(ToolAnnotations::with_title(spec.title).read_only(spec.read_only))
+}
+
+fn internal(error: &RuntimeCallError) -> ErrorData {
+    ErrorData::internal_error(error.to_string(), None)
+}
+
+impl ServerHandler for PlannerTools {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("herdr-companion", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        match self.runtime.call(&Call::ToolsList(NoParams {})).await {
+            Ok(MethodResult::ToolsList { tools }) => Ok(ListToolsResult::with_all_items(tools.into_iter().map(mcp_tool).collect())),
+            Ok(other) => Err(ErrorData::internal_error(format!("the runtime answered tools.list with {other:?}"), None)),
+            Err(error) => Err(internal(&error)),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = Call::ToolsCall(ToolCallParams {
+            tool: request.name.into_owned(),
+            arguments: request.arguments.unwrap_or_default(),
+        });
+        let result = match self.runtime.call(&call).await {
+            Ok(MethodResult::ToolResult { result, .. }) => CallToolResult::structured(result),
+            Ok(other) => return Err(ErrorData::internal_error(format!("the runtime answered tools.call with {other:?}"), None)),
+            Err(RuntimeCallError::Refused(error)) if error.code == ErrorCode::UnknownTool => {
+                return Err(ErrorData::invalid_params(error.message, None))
+            }
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        };
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,299 @@
+//! `herdr-companion mcp` (issue 13; SPEC I1) driven by a real MCP client — the official
+//! Rust SDK's (`rmcp`) — over stdio and over streamable HTTP, against the real runtime and
+//! the real `herdr-standin`: initialize, list the tools, `herdr_prompt` → a parent-inbox
+//! task that the agent's settle ends; and the HTTP server's refusals (no token, another
+//! Host or Origin, an oversize body) and argument checks (oversize text).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{ChildStderr, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use crate::support::{bin, ChildGuard, LineClient, RuntimeProcess, Standin, TestHome, PROCESS_WAIT};
+
+/// The runtime with the stand-in behind it: workspace `alpha` (w1) with idle agents `bot`
+/// in panes w1:p1 and w1:p2.
+struct World {
+    home: TestHome,
+    standin: Standin,
+    _runtime: RuntimeProcess,
+}
+
+fn world() -> World {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [
+        {"agent": "bot", "state": "idle"}, {"agent": "bot", "state": "idle"}]}]}]});
+    let standin = Standin::start(&home.herdr_socket, Some(&seed), &[]);
+    let runtime = home.start_runtime();
+    let world = World { home, standin, _runtime: runtime };
+    world.wait_for_pane("w1:p1", "idle");
+    world
+}
+
+impl World {
+    /// Polls the runtime (at most 10 s) until `check` holds for the result of `method`.
+    fn poll(&self, method: &str, params: Value, check: impl Fn(&Value) -> bool) -> Value {
+        let mut client = LineClient::connect(&self.home.socket());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut n = 0;
+        loop {
+            n += 1;
+            let answer = client.call(&format!("t{n}"), method, params.clone());
+            if check(&answer["result"]) {
+                return answer["result"].clone();
+            }
+            assert!(Instant::now() < deadline, "{method} never got there; last answer {answer}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for_pane(&self, pane: &str, status: &str) {
+        self.poll("herdr.panes", json!({}), |r| {
+            r["panes"].as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == pane && p["agent_status"] == status))
+        });
+    }
+
+    /// The agent in w1:p1 takes the prompt, works and settles; returns the chat's one
+    /// pending inbox item.
+    fn agent_works_and_settles(&self, session_ref: &str) -> Value {
+        self.standin.report("w1:p1", "working");
+        self.wait_for_pane("w1:p1", "working");
+        self.standin.report("w1:p1", "idle");
+        let pending = self.poll("inbox.pending", json!({"browser_session_ref": session_ref}), |r| {
+            r["items"].as_array().is_some_and(|items| !items.is_empty())
+        });
+        let items = pending["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), 1, "exactly one terminal task for {session_ref}: {pending}");
+        items[0].clone()
+    }
+
+    /// `herdr-companion mcp ARGS` with this world's environment.
+    fn mcp_command(&self, args: &[&str]) -> Command {
+        let mut command = self.home.command(&["mcp"]);
+        command.args(args);
+        command
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else { panic!("arguments must be an object") };
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
+}
+
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "expected a tool error, got {result:?}");
+    serde_json::to_value(&result.content).map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// What both transports must do: the server names itself, lists the four tools, and
+/// `herdr_prompt` records a running task at once that the agent's settle completes (I1).
+async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: &World, session_ref: &str) {
+    let server = client.peer_info().expect("initialized");
+    assert_eq!(server.server_info.as_ref().map(|i| i.name.as_str()), Some("herdr-companion"));
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"]);
+    let read_only: Vec<bool> = tools.iter().map(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)).collect();
+    assert_eq!(read_only, [false, false, true, true], "herdr_methods and herdr_inspect are read-only");
+    let prompt_schema = Value::Object((*tools[0].input_schema).clone());
+    assert_eq!(prompt_schema["required"], json!(["browser_session_ref", "target", "text"]));
+
+    let inspect = call(client, "herdr_inspect", json!({})).await;
+    let panes = inspect.structured_content.as_ref().map(|s| s["panes"].clone()).unwrap_or_default();
+    assert!(panes.as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == "w1:p1" && p["agent"] == "bot")), "{inspect:?}");
+
+    let dispatched = call(client, "herdr_prompt", json!({
+        "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails", "turn_id": "turn-3",
+    }))
+    .await;
+    assert_eq!(dispatched.is_error, Some(false), "{dispatched:?}");
+    let task = dispatched.structured_content.clone().expect("structured result");
+    assert_eq!((task["state"].as_str(), task["workspace_id"].as_str(), task["turn_id"].as_str()), (Some("running"), Some("w1"), Some("turn-3")));
+    let task_id = task["task_id"].as_str().expect("task_id").to_owned();
+    assert!(task["dispatch_id"].as_str().is_some_and(|d| !d.is_empty() && d != task_id));
+
+    let item = world.agent_works_and_settles(session_ref);
+    assert_eq!((item["task_id"].as_str(), item["state"].as_str()), (Some(task_id.as_str()), Some("completed")));
+    assert_eq!(item["result"]["trigger"], "agent_settled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbox_task_i1() {
+    let world = world();
+    let mut command = tokio::process::Command::new(bin());
+    command.arg("mcp");
+    for (key, value) in world.mcp_command(&[]).get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command).stderr(Stdio::null()).spawn().expect("spawn mcp");
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    lists_the_tools_and_a_prompt_reaches_the_inbox(&client, &world, "chatgpt:conv:mcp-stdio").await;
+
+    // Arguments are checked with messages that say what to do; nothing reaches Herdr.
+    let oversize = call(&client, "herdr_prompt", json!({
+        "browser_session_ref": "chatgpt:conv:mcp-stdio", "target": "w1:p1", "text": "x".repeat(64 * 1024 + 1),
+    }))
+    .await;
+    assert!(error_text(&oversize).contains("text is 65537 bytes; at most 65536 (64 KiB)"), "{oversize:?}");
+    let unknown_argument = call(&client, "herdr_inspect", json!({"verbose": true})).await;
+    assert!(error_text(&unknown_argument).contains("herdr_inspect has no argument `verbose`"));
+    let not_json = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{pane_id"})).await;
+    assert!(error_text(&not_json).contains("params is not valid JSON"));
+    let not_yet = call(&client, "herdr_call", json!({"method": "continuity.resume", "params": "{\"continuity_id\":\"hc:1\"}"})).await;
+    assert!(error_text(&not_yet).contains("not_available: continuity.resume is not available yet"), "{not_yet:?}");
+    let bypass = call(&client, "herdr_call", json!({"method": "agent.prompt", "params": "{\"target\":\"w1:p1\",\"text\":\"hi\"}"})).await;
+    assert!(error_text(&bypass).contains("use herdr_prompt"));
+    let read = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w1:p1\",\"source\":\"recent\"}"})).await;
+    assert_eq!(read.is_error, Some(false), "{read:?}");
+    assert!(read.structured_content.as_ref().is_some_and(|r| r["result"]["read"]["text"].as_str().is_some_and(|t| t.contains("run the tests"))), "{read:?}");
+    let methods = call(&client, "herdr_methods", json!({"query": "work_memory"})).await;
+    let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
+    assert!(listed.as_array().is_some_and(|ms| !ms.is_empty() && ms.iter().all(|m| m["available"] == false && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
+    let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_exec")).await;
+    assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_exec`")), "an unknown tool is a protocol error");
+
+    // The registry's own answers are typed protocol messages (LineClient checks each).
+    let listed = world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == 4));
+    assert_eq!(listed["tools"][3]["name"], "herdr_inspect");
+    world.poll("tools.call", json!({"tool": "herdr_methods", "arguments": {}}), |r| r["type"] == "tool_result");
+
+    // The oversize prompt left no task behind.
+    let tasks = world.poll("task.list", json!({"browser_session_ref": "chatgpt:conv:mcp-stdio"}), |_| true);
+    assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
+    client.cancel().await.expect("close the session");
+}
+
+/// `mcp --http` started on a free loopback port; its address from its stderr line.
+struct HttpServer {
+    _process: ChildGuard,
+    port: u16,
+    token: String,
+}
+
+fn start_http(world: &World) -> HttpServer {
+    let mut command = world.mcp_command(&["--http", "127.0.0.1:0"]);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut process = ChildGuard::spawn(&mut command, "herdr-companion mcp --http");
+    let stderr: ChildStderr = process.child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + PROCESS_WAIT;
+    let port = loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("mcp --http says where it serves");
+        if let Some(rest) = line.split("serving MCP on http://127.0.0.1:").nth(1) {
+            break rest.trim_end_matches("/mcp").parse::<u16>().expect("a port");
+        }
+    };
+    let config: Value = serde_json::from_slice(&std::fs::read(world.home.home().join("config.json")).expect("config.json")).expect("JSON");
+    let token = config["mcp"]["token"].as_str().expect("mcp.token").to_owned();
+    HttpServer { _process: process, port, token }
+}
+
+/// A named raw request: what it varies, its extra headers, its body.
+type RawCase<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>);
+
+/// One raw HTTP/1.1 POST to `/mcp`; returns the status code.
+fn post(port: u16, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut head = format!("POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    if !headers.iter().any(|(name, _)| *name == "Host") {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write head");
+    // A server may answer (413) before reading the whole body; the status is what counts.
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    text.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_over_http_with_the_token_works_and_other_requests_are_refused() {
+    let world = world();
+    let server = start_http(&world);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(world.home.home().join("config.json")).expect("meta").permissions());
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(server.token.clone()));
+    let client = ().serve(transport).await.expect("initialize over HTTP");
+    lists_the_tools_and_a_prompt_reaches_the_inbox(&client, &world, "chatgpt:conv:mcp-http").await;
+    client.cancel().await.expect("close the session");
+
+    let no_token = ().serve(StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url))).await;
+    assert!(no_token.is_err(), "a client without the token cannot initialize");
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    let bearer = format!("Bearer {}", server.token);
+    let wrong = format!("Bearer {}", "0".repeat(server.token.len()));
+    let evil_host = format!("evil.example:{}", server.port);
+    let own_origin = format!("http://127.0.0.1:{}", server.port);
+    let cases: Vec<RawCase> = vec![
+        ("everything right", vec![("Authorization", &bearer)], initialize.clone().into_bytes()),
+        ("own origin", vec![("Authorization", &bearer), ("Origin", &own_origin)], initialize.clone().into_bytes()),
+        ("no token", vec![], initialize.clone().into_bytes()),
+        ("wrong token", vec![("Authorization", &wrong)], initialize.clone().into_bytes()),
+        ("another Host", vec![("Authorization", &bearer), ("Host", &evil_host)], initialize.clone().into_bytes()),
+        ("another Origin", vec![("Authorization", &bearer), ("Origin", "https://evil.example")], initialize.clone().into_bytes()),
+        ("oversize body", vec![("Authorization", &bearer)], format!("{{\"pad\":\"{}\"}}", "x".repeat(200 * 1024)).into_bytes()),
+    ];
+    let printed: Vec<String> = cases.iter().map(|(what, headers, body)| format!("{what}: {}", post(server.port, headers, body))).collect();
+    expect_test::expect![[r#"
+        everything right: 200
+        own origin: 200
+        no token: 401
+        wrong token: 401
+        another Host: 403
+        another Origin: 403
+        oversize body: 413"#]]
+    .assert_eq(&printed.join("\n"));
+}
+
+#[test]
+fn mcp_http_refuses_a_readable_token_file_and_a_non_loopback_address() {
+    let home = TestHome::new();
+    std::fs::create_dir_all(home.home()).expect("home");
+    let config = home.home().join("config.json");
+    std::fs::write(&config, format!("{{\"mcp\":{{\"token\":\"{}\"}}}}", "t".repeat(40))).expect("write");
+    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
+    let refused = crate::support::output_within(&mut home.command(&["mcp", "--http", "127.0.0.1:0"]), "mcp --http");
+    assert_eq!(refused.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("has mode 644") && message.contains("chmod 600"), "{message}");
+
+    let exposed = crate::support::output_within(&mut home.command(&["mcp", "--http", "0.0.0.0:0"]), "mcp --http");
+    assert_eq!(exposed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&exposed.stderr).contains("is not a loopback address"));
+}

@@ -1,0 +1,135 @@
+//! The planner tool registry's names and bounds (docs/PROTOCOL.md "Planner tools"): the
+//! tools `tools.list` / `tools.call` serve, which `herdr-companion mcp` offers as MCP tools
+//! (and the JSON bridge will offer later), and the methods `herdr_call` may reach.
+//!
+//! Invariant: `herdr_call` reaches only [`CALLABLE_HERDR_METHODS`] and the
+//! [`LocalMethod`]s; `agent.prompt` is never among them (a prompt goes through
+//! `herdr_prompt`, which records the task in the chat's parent inbox).
+
+use crate::herdr::HerdrMethod;
+use crate::names::wire_names;
+
+wire_names! {
+    /// A planner tool.
+    pub enum ToolName {
+        /// `agent.prompt` for a chat: records a parent-inbox task and answers at once (I1).
+        HerdrPrompt = "herdr_prompt",
+        /// One allowlisted Herdr method or runtime-local method, params as a JSON string.
+        HerdrCall = "herdr_call",
+        /// The methods `herdr_call` accepts (read-only).
+        HerdrMethods = "herdr_methods",
+        /// The runtime's view of Herdr: connection, workspaces, panes (read-only).
+        HerdrInspect = "herdr_inspect",
+    }
+}
+
+wire_names! {
+    /// A runtime-local method family member `herdr_call` knows by name (Herdr does not
+    /// serve these; the companion will). None is served yet: each answers `not_available`.
+    pub enum LocalMethod {
+        /// Resume a continuity chain by id or conversation URL.
+        ContinuityResume = "continuity.resume",
+        /// The continuity chain of a conversation.
+        ContinuityResolve = "continuity.resolve",
+        /// Search continuity chains.
+        ContinuitySearch = "continuity.search",
+        /// Recent continuity chains.
+        ContinuityList = "continuity.list",
+        /// Bind a chat to a work chain.
+        WorkMemoryBind = "work_memory.bind",
+        /// Record one chat turn.
+        WorkMemoryAppendTurn = "work_memory.append_turn",
+        /// Record evidence.
+        WorkMemoryAppendEvidence = "work_memory.append_evidence",
+        /// Store a checkpoint.
+        WorkMemoryCheckpointPut = "work_memory.checkpoint.put",
+        /// Resume a work chain.
+        WorkMemoryResume = "work_memory.resume",
+        /// Search a work chain.
+        WorkMemorySearch = "work_memory.search",
+        /// Prepare a browser handoff to a new conversation.
+        BrowserHandoffPrepare = "herdr_mcp.browser_handoff.prepare",
+    }
+}
+
+impl LocalMethod {
+    /// True when the method only reads (resume, resolve, search, list, prepare).
+    pub const fn is_read_only(self) -> bool {
+        !matches!(
+            self,
+            LocalMethod::WorkMemoryBind
+                | LocalMethod::WorkMemoryAppendTurn
+                | LocalMethod::WorkMemoryAppendEvidence
+                | LocalMethod::WorkMemoryCheckpointPut
+        )
+    }
+}
+
+/// A Herdr method `herdr_call` forwards, and whether it only reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallableHerdrMethod {
+    /// The method.
+    pub method: HerdrMethod,
+    /// True when it changes nothing in Herdr.
+    pub read_only: bool,
+}
+
+const fn reads(method: HerdrMethod) -> CallableHerdrMethod {
+    CallableHerdrMethod { method, read_only: true }
+}
+
+const fn writes(method: HerdrMethod) -> CallableHerdrMethod {
+    CallableHerdrMethod { method, read_only: false }
+}
+
+/// The Herdr methods `herdr_call` forwards unchanged: reads, and typing into a pane (to
+/// answer an agent's question). Creating or closing workspaces, panes and agents stays
+/// with the user.
+pub const CALLABLE_HERDR_METHODS: &[CallableHerdrMethod] = &[
+    reads(HerdrMethod::SessionSnapshot),
+    reads(HerdrMethod::WorkspaceList),
+    reads(HerdrMethod::TabList),
+    reads(HerdrMethod::PaneList),
+    reads(HerdrMethod::PaneRead),
+    reads(HerdrMethod::AgentList),
+    reads(HerdrMethod::AgentGet),
+    writes(HerdrMethod::PaneSendText),
+    writes(HerdrMethod::PaneSendKeys),
+    writes(HerdrMethod::PaneSendInput),
+];
+
+/// The allowlist entry of `method`, if `herdr_call` may forward it.
+pub fn callable_herdr_method(method: &str) -> Option<CallableHerdrMethod> {
+    CALLABLE_HERDR_METHODS.iter().copied().find(|c| c.method.as_str() == method)
+}
+
+/// Largest `tools.call` `arguments`, as JSON bytes (a 64 KiB prompt fits with room).
+pub const MAX_TOOL_ARGUMENTS_BYTES: usize = 96 * 1024;
+/// Largest `herdr_call` `params` string, in bytes.
+pub const MAX_CALL_PARAMS_BYTES: usize = 64 * 1024;
+/// Longest `herdr_call` `method`, in characters.
+pub const MAX_METHOD_CHARS: usize = 128;
+/// Longest `herdr_methods` `query`, in characters.
+pub const MAX_QUERY_CHARS: usize = 128;
+/// Largest Herdr answer `herdr_call` passes on, as JSON bytes.
+pub const MAX_CALL_RESULT_BYTES: usize = 256 * 1024;
+/// Largest HTTP request body `herdr-companion mcp --http` reads (arguments plus the
+/// JSON-RPC envelope); a larger one is refused with 413.
+pub const MAX_MCP_HTTP_BODY_BYTES: usize = 128 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn herdr_call_never_reaches_agent_prompt_and_names_parse_back() {
+        assert!(callable_herdr_method("agent.prompt").is_none());
+        assert_eq!(callable_herdr_method("pane.read").map(|c| c.read_only), Some(true));
+        assert_eq!(callable_herdr_method("pane.send_keys").map(|c| c.read_only), Some(false));
+        for local in LocalMethod::ALL {
+            assert!(callable_herdr_method(local.as_str()).is_none(), "{local} is local, not Herdr's");
+        }
+        assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
+        assert!(ToolName::parse("herdr_exec").is_err());
+    }
+}
