@@ -205,7 +205,9 @@ impl<K: ReadKey + Ord, V: ReadJson> ReadJson for VecMap<K, V> {
     }
 }
 
-/// `impl ReadJson` for a unit-only enum written as its variant's snake_case name.
+/// `impl ReadJson` for a unit-only enum written as its variant's snake_case name:
+/// `read_unit_enum!(Language { "en" => En, "zh" => Zh });`
+#[macro_export]
 macro_rules! read_unit_enum {
     ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
         impl $crate::json_read::ReadJson for $ty {
@@ -218,4 +220,26 @@ macro_rules! read_unit_enum {
         }
     };
 }
-pub(crate) use read_unit_enum;
+pub use read_unit_enum;
+
+/// `impl ReadJson` for a struct written as an object keyed by field name:
+/// `read_struct!(Baseline { page_load, user_turns: default } skip { cached });` — a plain
+/// field is required (an `Option` one may be absent), `: default` is `#[serde(default)]`,
+/// `skip { … }` lists the `#[serde(skip)]` fields (their `Default`).
+#[macro_export]
+macro_rules! read_struct {
+    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
+        impl $crate::json_read::ReadJson for $ty {
+            fn read_json(value: &::serde_json::Value) -> Result<Self, $crate::json_read::ReadError> {
+                let fields = $crate::json_read::Fields::of(value)?;
+                Ok($ty {
+                    $($field: $crate::read_struct!(@field fields, $field $(, $how)?),)*
+                    $($($skipped: Default::default(),)*)?
+                })
+            }
+        }
+    };
+    (@field $fields:ident, $field:ident) => { $fields.get(stringify!($field))? };
+    (@field $fields:ident, $field:ident, default) => { $fields.or_default(stringify!($field))? };
+}
+pub use read_struct;
