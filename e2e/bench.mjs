@@ -16,6 +16,11 @@
 // generation (BENCH_LAYOUTS, default `classic,thread`), the ScriptDuration ratio next to
 // its target (≤ 1.15x) with PASS / OVER, and how many page_facts the content script
 // computed and sent for the streamed tokens. BENCH_ONLY=content-script runs only that part.
+//
+// Turn-end judge (e2e/bench/judge-corpus.mjs, issue 11): the mechanical script's precision,
+// recall and false-continue rate on the labeled corpus, overall, per language and for the
+// hard half, through `herdr-companion judge classify --script-only`. BENCH_ONLY=judge runs
+// only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -24,6 +29,8 @@ import { EXTENSION_DIR, EXTENSION_ID, EXTENSION_ORIGIN, NATIVE_HOST_NAME, REPO_R
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { contentScriptCostBench } from './bench/content-cost.mjs';
+import { judgeCorpusBench } from './bench/judge-corpus.mjs';
+import { table } from './bench/table.mjs';
 import {
   CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
 } from './lib/continuity.mjs';
@@ -38,16 +45,6 @@ const TRANSITIONS = Number(process.env.BENCH_TRANSITIONS ?? 1000);
 const TRANSITIONS_PER_SECOND = 100;
 // Issue 8 ("Small and quick"): all wasm bundles together, gzip -9.
 const WASM_GZIP_TARGET = 150_000;
-
-function table(title, header, rows) {
-  const all = [header, ...rows].map((r) => r.map(String));
-  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i].length)));
-  const fmt = (r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  console.log(`\n${title}`);
-  console.log(fmt(all[0]));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of all.slice(1)) console.log(fmt(r));
-}
 
 function quantile(sorted, q) {
   if (sorted.length === 0) return NaN;
@@ -151,6 +148,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=judge runs only the turn-end judge's corpus figures (e2e/bench/judge-corpus.mjs).
+  if (process.env.BENCH_ONLY === 'judge') {
+    await judgeCorpusBench({ table });
+    console.log('\nbench: done');
+    return;
+  }
   const sizes = wasmSizes();
   const totalGzip = sizes.reduce((sum, s) => sum + s.gzip, 0);
   table(`wasm bundles (${path.relative(REPO_ROOT, EXTENSION_DIR)}/pkg)`, ['bundle', 'raw bytes', 'gzip -9 bytes'], [
@@ -215,6 +218,7 @@ async function main() {
   }
   await continuityBench();
   await contentScriptCostBench({ Sandbox, table });
+  await judgeCorpusBench({ table });
   console.log('\nbench: done');
 }
 

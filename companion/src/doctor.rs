@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use crate::config::{config_path, Capability, Config};
 use crate::herdr::{self, HerdrState, HerdrStatus, SocketSources};
 use crate::install::{check_manifest, Target};
 use std::path::Path;
@@ -42,6 +43,22 @@ impl Check {
             what: what.into(),
             fix: Some(fix.into()),
         }
+    }
+}
+
+/// `config.json`: absent (the judge runs on its script alone), private and valid (how many
+/// routes of each kind), or refused (with the fix the loader names).
+fn config_check(home: &Path) -> Check {
+    let path = config_path(home);
+    match Config::load(home) {
+        Ok(_) if !path.exists() => Check::ok(format!("config.json: none at {} (turn-end judge: script only)", path.display())),
+        Ok(config) => Check::ok(format!(
+            "config.json {} is private; turn-end judge routes: {} decision, {} chat",
+            path.display(),
+            config.judge.routes_of(Capability::Decision).count(),
+            config.judge.routes_of(Capability::Chat).count()
+        )),
+        Err(refused) => Check::fail(format!("config.json {} is refused", path.display()), refused.to_string()),
     }
 }
 
@@ -96,6 +113,7 @@ pub fn run_checks(
             )),
         }
     }
+    checks.push(config_check(home.root()));
     let socket = home.socket_path();
     if let Some(check) = socket_path_length_check(os, &socket) {
         checks.push(check);

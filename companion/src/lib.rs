@@ -8,8 +8,10 @@
 //!
 //! The runtime is layered; no module imports a layer above its own:
 //! - leaves: [`protocol`], [`db`], [`herdr`] (client, monitor, catalog), [`log`],
-//!   [`outbox`], [`clock`], [`paths`];
-//! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox);
+//!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
+//!   judge's provider HTTP clients);
+//! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`judge`]
+//!   (the turn-end judge);
 //! - [`api`]: the one router from methods to services (it owns them);
 //! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.
 //!
@@ -18,6 +20,7 @@
 
 pub mod api;
 pub mod clock;
+pub mod config;
 pub mod db;
 pub mod doctor;
 pub mod framing;
@@ -25,9 +28,11 @@ pub mod herdr;
 pub mod host;
 pub mod inbox;
 pub mod install;
+pub mod judge;
 pub mod log;
 pub mod outbox;
 pub mod paths;
 pub mod protocol;
+pub mod providers;
 pub mod runtime;
 pub mod stream;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use companion::doctor;
 use companion::install::{self, Browser, Target};
+use companion::judge::Stages;
 use companion::paths::{CompanionHome, HOME_ENV};
 use companion::runtime::{self, RuntimeOptions};
 
@@ -72,8 +73,28 @@ enum Command {
     /// `herdr_prompt` in tests and the demo).
     #[command(subcommand)]
     Task(TaskCommand),
+    /// The turn-end judge (the same chain as the runtime's `judge.turn_end`).
+    #[command(subcommand)]
+    Judge(JudgeCommand),
     /// Prints the version (same as --version).
     Version,
+}
+
+#[derive(Debug, Subcommand)]
+enum JudgeCommand {
+    /// Judges replies read as JSON lines on stdin, `{"id": …, "text": "<assistant reply>"}`
+    /// (optionally "user_text"), and writes one `{"id", "verdict", "source", "reason"}`
+    /// line per input; a line that cannot be judged gets `{"line", "id", "error"}`.
+    /// Exits 1 when any line was refused or config.json is refused.
+    #[command(after_help = "Providers come from config.json in the companion home (mode 0600); see the README's \"Turn-end judge\".\n\
+                            Example: echo '{\"id\":\"1\",\"text\":\"Tests pass. Next I will update the docs.\"}' | herdr-companion judge classify --script-only")]
+    Classify {
+        /// Only the safety gate and the mechanical script; config.json is not read.
+        #[arg(long)]
+        script_only: bool,
+        #[command(flatten)]
+        home: HomeArg,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +259,18 @@ fn run(cli: Cli) -> Result<i32> {
             })
         }
         Command::Task(task) => Ok(companion::inbox::cli::run(&task_args(task))?),
+        Command::Judge(JudgeCommand::Classify { script_only, home }) => {
+            let home = CompanionHome::resolve(home.home)?;
+            let stages = if script_only { Stages::ScriptOnly } else { Stages::All };
+            let stdin = std::io::stdin().lock();
+            let stdout = std::io::stdout().lock();
+            let done = companion::judge::cli::run(home.root().to_path_buf(), stages, stdin, stdout)?;
+            if done.refused > 0 {
+                eprintln!("herdr-companion: judge classify: {} line(s) judged, {} refused (see their \"error\")", done.judged, done.refused);
+                return Ok(1);
+            }
+            Ok(0)
+        }
     }
 }
 

@@ -6,7 +6,9 @@
 //   success; the HUD's last-message line updates; a human draft is never overwritten or sent.
 // - Check Herdr: reads the live workspace through the runtime (`herdr.panes`,
 //   `herdr.pane_read`) and puts a bounded summary into the composer; sends nothing.
-// - LLM judge with no judge in the companion: a notice says so and what to do; nothing sent.
+// - LLM judge while the extension does not send the reply's text yet (the companion's
+//   `judge.turn_end` needs it): a notice says why the companion refused and what to do;
+//   nothing sent.
 // - Auto on locks the three (M4): `disabled` + `data-locked`, keyboard cannot reach them;
 //   Auto off unlocks them.
 // - Side panel (B1): live catalog with Herdr's labels, bind, the bindings list, Unbind;
@@ -257,7 +259,7 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     expect(fixture.server).toEqual([]);
   });
 
-  test('LLM judge with no judge in the companion: the HUD says it is not configured and what to do; nothing is sent (M4, J4)', async ({ sandbox }) => {
+  test('LLM judge before the extension sends the reply: the HUD says what the companion refused and what to do; nothing is sent (M4, J4)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
     await clearStatus(page);
@@ -265,8 +267,8 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     const status = statusLine(hud);
     await expect(status, 'a notice answers the judge button').toHaveAttribute('data-key', 'notice', { timeout: 15_000 });
     await expect(status).toHaveAttribute('data-tone', 'bad');
-    await expect(status, 'says what happened').toContainText('LLM judge is not available: this companion has no semantic judge service');
-    await expect(status, 'says what to do').toContainText('use Continue or Check Herdr instead');
+    await expect(status, 'says what happened').toContainText('LLM judge failed: judge.turn_end needs params {user_text, assistant_text, conversation}');
+    await expect(status, 'says what to do').toContainText('older than this companion: update it');
     // The notice is visible even with the HUD collapsed.
     await hud.toggle.click();
     await expect(hud.toggle).toHaveAttribute('aria-expanded', 'false');

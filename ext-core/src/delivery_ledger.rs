@@ -72,6 +72,8 @@ pub enum DeliveryKind {
     Progress,
     /// A manual continue (HUD button).
     Continue,
+    /// The user's queued messages (Q2).
+    Queue,
 }
 
 /// What the page looked like when typing began.
@@ -229,6 +231,12 @@ impl DeliveryLedger {
     /// The epoch in use.
     pub fn epoch(&self) -> &str {
         &self.epoch
+    }
+
+    /// `<epoch>.<life>`: unique to this state and worker life, for ids of other records.
+    pub fn token(&self) -> String {
+        let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
+        format!("{epoch}.{}", self.life)
     }
 
     /// Sets the epoch of a ledger that has none (a snapshot of the previous release).
@@ -465,7 +473,7 @@ fn marker_safe(subject: &str) -> String {
 
 // Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
 
-read_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue });
+read_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
 
 read_struct!(Baseline { page_load, user_turns, last_user_turn_id });
 

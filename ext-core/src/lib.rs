@@ -12,18 +12,27 @@ pub type Millis = u64;
 // Machines of the walking skeleton (companion link, HUD view model) and of the
 // continuity loop are declared below, one module per machine.
 pub mod companion_link;
+pub mod handoff;
+pub mod health;
 pub mod hud;
 pub mod json_read;
 pub mod limits;
 
 pub mod auto_gate;
 pub mod binding;
+pub mod context_pressure;
 pub mod continuity;
 pub mod delivery_ledger;
+pub mod permission_card;
 pub mod progress_push;
+pub mod queue;
+pub mod rate_limit;
+pub mod recovery;
 pub mod scope;
+pub mod semantic_auto;
 pub mod settle_tracker;
 pub mod sites;
 pub mod snapshot;
+pub mod stale_view;
 pub mod vec_map;
 pub mod wake;

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::auto_gate::AutoGate;
 use crate::binding::{Bindings, CatalogWorkspace};
-use crate::continuity::{PaneOutput, ScopeStatus};
+use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
@@ -90,6 +90,9 @@ pub struct Snapshot {
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
     #[serde(default)]
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
+    /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
+    #[serde(default)]
+    pub(crate) queue: QueueDurable,
 }
 
 impl Snapshot {
@@ -134,4 +137,5 @@ read_struct!(Snapshot {
     pane_outputs: default,
     confirmed_tasks: default,
     orphan_acks: default,
+    queue: default,
 });

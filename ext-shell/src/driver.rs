@@ -360,6 +360,27 @@ impl LinkDriver {
                 ContinuityOutput::Notice { tab, text, tone } => {
                     Self::post_to_tab(this, tab, &serde_json::json!({"type": "notice", "text": text, "tone": tone}));
                 }
+                ContinuityOutput::QueueRead { op } => {
+                    let weak = Rc::downgrade(this);
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let stored = js::storage_local_get_text(ext_core::queue::STORE_KEY).await;
+                        if let Some(this) = weak.upgrade() {
+                            Self::feed_continuity(&this, ContinuityInput::QueueRead { op, stored });
+                        }
+                    });
+                }
+                ContinuityOutput::QueueWrite { op, json } => {
+                    let weak = Rc::downgrade(this);
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let result = js::storage_local_set_text(ext_core::queue::STORE_KEY, &json).await;
+                        if let Some(this) = weak.upgrade() {
+                            Self::feed_continuity(&this, ContinuityInput::QueueWritten { op, result });
+                        }
+                    });
+                }
+                ContinuityOutput::QueueAccepted { tab, text } => {
+                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "queue_accepted", "text": text}));
+                }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
             }

@@ -250,6 +250,31 @@ pub async fn storage_local_read(key: &str) -> Option<String> {
     Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
 }
 
+/// `chrome.storage.local.get(key)[key]`, strictly: `Ok(None)` when nothing is stored,
+/// `Err` with what went wrong when the read failed or the value is not text (the caller
+/// must not write over what it could not read).
+pub async fn storage_local_get_text(key: &str) -> Result<Option<String>, String> {
+    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
+    let promise = call_method(&storage, "get", &[JsValue::from_str(key)]).ok_or_else(|| "chrome.storage.local.get failed".to_owned())?;
+    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.get gave no promise".to_owned())?;
+    let items = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| error_text(&e))?;
+    let value = Reflect::get(&items, &JsValue::from_str(key)).map_err(|e| error_text(&e))?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    value.as_string().map(Some).ok_or_else(|| "the stored value is not text".to_owned())
+}
+
+/// `chrome.storage.local.set({key: text})`, awaited: `Err` with what went wrong.
+pub async fn storage_local_set_text(key: &str, text: &str) -> Result<(), String> {
+    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
+    let items = js_sys::Object::new();
+    let _ = Reflect::set(&items, &JsValue::from_str(key), &JsValue::from_str(text));
+    let promise = call_method(&storage, "set", &[items.into()]).ok_or_else(|| "chrome.storage.local.set failed".to_owned())?;
+    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.set gave no promise".to_owned())?;
+    wasm_bindgen_futures::JsFuture::from(promise).await.map(|_| ()).map_err(|e| error_text(&e))
+}
+
 /// `chrome.storage.sync.get(key)[key]` (options page settings), when present.
 async fn storage_sync_value(key: &str) -> Option<JsValue> {
     let mut value: JsValue = js_sys::global().into();

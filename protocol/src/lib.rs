@@ -20,7 +20,8 @@ mod names;
 
 pub use messages::*;
 pub use names::{
-    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState,
+    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
+    TaskState,
     TaskTrigger, UnknownName,
 };
 

@@ -173,13 +173,33 @@ pub struct AckParams {
     pub task_ids: Vec<String>,
 }
 
-/// Params of `judge.turn_end` (reserved, see [`Method::JudgeTurnEnd`]).
+/// Params of `judge.turn_end`: the turn to judge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JudgeTurnEndParams {
-    /// The chat's stable ref.
-    pub browser_session_ref: String,
-    /// The bound workspace.
-    pub workspace_id: String,
+    /// The user's message that started the turn (may be empty).
+    #[serde(default)]
+    pub user_text: String,
+    /// The assistant's final reply of the turn.
+    pub assistant_text: String,
+    /// The chat it belongs to (its `browser_session_ref`), named in the runtime log.
+    pub conversation: String,
+}
+
+/// The five bounded goal-mode priors a decision route may also answer (SPEC J7); each a
+/// probability in [0, 1], `null` when the route did not give it. Advice only: they never
+/// decide a verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GoalPriors {
+    /// The assistant can go on by itself.
+    pub can_continue: Option<f64>,
+    /// A human has to act or decide.
+    pub needs_human: Option<f64>,
+    /// Something outside the chat (an agent, CI) is still running.
+    pub waiting_external: Option<f64>,
+    /// The task the user asked for is complete.
+    pub task_completed: Option<f64>,
+    /// The chat should hand off to a new conversation.
+    pub needs_handoff: Option<f64>,
 }
 
 /// A method with its typed params.
@@ -558,6 +578,19 @@ pub enum MethodResult {
         /// The counts.
         counts: Counts,
     },
+    /// Answer to `judge.turn_end`.
+    JudgeVerdict {
+        /// `continue`, `done` or `uncertain`.
+        verdict: crate::names::JudgeVerdict,
+        /// Which judge decided.
+        source: crate::names::JudgeSource,
+        /// The deciding provider's probability that work is left, when it gave one.
+        confidence: Option<f64>,
+        /// Why, in one line.
+        reason: String,
+        /// A decision route's goal-mode priors, when it answered them (advice only).
+        priors: Option<GoalPriors>,
+    },
     /// Answer to `diagnostics.report`.
     DiagnosticsStored {
         /// When the runtime stored them (ms since the Unix epoch).
@@ -583,6 +616,7 @@ impl MethodResult {
             MethodResult::InboxAcked { .. } => ResultType::InboxAcked,
             MethodResult::InboxCounts { .. } => ResultType::InboxCounts,
             MethodResult::DiagnosticsStored { .. } => ResultType::DiagnosticsStored,
+            MethodResult::JudgeVerdict { .. } => ResultType::JudgeVerdict,
         }
     }
 }

@@ -137,9 +137,8 @@ wire_names! {
         InboxAck = "inbox.ack",
         /// `inbox.counts {browser_session_ref}` → `inbox_counts`.
         InboxCounts = "inbox.counts",
-        /// `judge.turn_end {browser_session_ref, workspace_id}`: reserved. The extension's
-        /// LLM judge button calls it; no runtime serves it yet, so it is answered
-        /// `unknown_method` (the extension then says the judge is not available).
+        /// `judge.turn_end {user_text, assistant_text, conversation}` → `judge_verdict`:
+        /// whether a finished-looking reply left work it means to do (SPEC J1–J3).
         JudgeTurnEnd = "judge.turn_end",
         /// `diagnostics.report {diagnostics}` → `diagnostics_stored`: the extension's latest
         /// "what the extension sees" of a chat page (selectors, ids, counts; no page content),
@@ -223,6 +222,8 @@ wire_names! {
         InboxCounts = "inbox_counts",
         /// [`crate::MethodResult::DiagnosticsStored`].
         DiagnosticsStored = "diagnostics_stored",
+        /// [`crate::MethodResult::JudgeVerdict`].
+        JudgeVerdict = "judge_verdict",
     }
 }
 
@@ -258,6 +259,9 @@ wire_names! {
         Overloaded = "overloaded",
         /// The runtime gave up on a request that took longer than its per-request limit.
         Timeout = "timeout",
+        /// `judge.turn_end`: the companion's `config.json` is refused (readable by others,
+        /// unreadable, or not valid); the message says how to fix it.
+        ConfigRefused = "config_refused",
         /// Extension only: the call was not sent, the companion is not connected.
         Offline = "offline",
         /// Extension only: the runtime's answer did not have the documented shape.
@@ -372,5 +376,29 @@ mod tests {
         assert!(owned == ErrorCode::Offline && owned != ErrorCode::BadAnswer);
         assert_eq!(serde_json::to_string(&Method::InboxAck).ok().as_deref(), Some("\"inbox.ack\""));
         assert!(serde_json::from_str::<Method>("\"nope\"").is_err());
+    }
+}
+
+wire_names! {
+    /// A turn-end verdict (`judge_verdict.verdict`, SPEC J1).
+    pub enum JudgeVerdict {
+        /// The reply left a step the assistant itself means to do next: continue it.
+        Continue = "continue",
+        /// The turn is over: finished, handed to the user, or waiting on something else.
+        Done = "done",
+        /// The judge could not tell (only a provider says this; the chain goes on).
+        Uncertain = "uncertain",
+    }
+}
+
+wire_names! {
+    /// Which judge gave a verdict (`judge_verdict.source`, SPEC J2).
+    pub enum JudgeSource {
+        /// A typed decision route (Jev / System One).
+        Jev = "jev",
+        /// An OpenAI-compatible chat route.
+        Llm = "llm",
+        /// The companion itself: the safety gate or the mechanical script.
+        Script = "script",
     }
 }

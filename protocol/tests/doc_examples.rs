@@ -155,7 +155,7 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
             missing.push(format!("event {name}"));
         }
     }
-    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout"] {
+    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "config_refused"] {
         let seen = messages.iter().any(|m| {
             matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code)
         });

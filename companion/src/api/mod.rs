@@ -2,7 +2,8 @@
 //!
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
-//! (`events.subscribe`, `herdr.*` views) and [`inbox`] (`task.*`, `inbox.*`) — and the
+//! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`) and [`judge`]
+//! (`judge.turn_end`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -15,6 +16,7 @@
 
 pub mod diagnostics;
 pub mod inbox;
+pub mod judge;
 pub mod stream;
 
 use std::sync::Arc;
@@ -26,7 +28,7 @@ use crate::clock::unix_millis;
 use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::ClientHandle;
-use crate::protocol::{self, ErrorCode, Method, MethodError, Request, PROTOCOL_VERSION};
+use crate::protocol::{ErrorCode, Method, MethodError, Request, PROTOCOL_VERSION};
 
 /// The services the router serves, built (and started) before it.
 #[derive(Debug)]
@@ -43,6 +45,8 @@ pub struct Services {
     pub inbox: Option<Arc<crate::inbox::Inbox>>,
     /// The companion home (where `diagnostics.report` keeps the newest report).
     pub home: std::path::PathBuf,
+    /// The turn-end judge; `None` when its HTTP client could not start.
+    pub judge: Option<Arc<crate::judge::JudgeService>>,
 }
 
 /// Routes validated requests to the services.
@@ -60,13 +64,15 @@ pub struct Router {
     inbox: Option<Arc<crate::inbox::Inbox>>,
     /// The companion home.
     home: std::path::PathBuf,
+    /// The turn-end judge.
+    judge: Option<Arc<crate::judge::JudgeService>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge }
     }
 
     /// The current Herdr status.
@@ -100,11 +106,7 @@ impl Router {
             | Method::InboxAck
             | Method::InboxCounts => inbox::handle(self, request).await,
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
-            // Reserved by the protocol; no service serves it yet.
-            Method::JudgeTurnEnd => Err((
-                ErrorCode::UnknownMethod,
-                protocol::unknown_method_reason(request.method.as_str()),
-            )),
+            Method::JudgeTurnEnd => judge::handle(self, request).await,
         }
     }
 

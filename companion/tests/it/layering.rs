@@ -8,8 +8,8 @@ use std::path::Path;
 /// binary (host, install, doctor, CLI), which are not part of the runtime's layering.
 fn layer(module: &str) -> Option<u8> {
     match module {
-        "protocol" | "db" | "herdr" | "log" | "outbox" | "clock" | "paths" | "framing" => Some(0),
-        "stream" | "inbox" => Some(1),
+        "protocol" | "db" | "herdr" | "log" | "outbox" | "clock" | "paths" | "framing" | "config" | "providers" => Some(0),
+        "stream" | "inbox" | "judge" => Some(1),
         "api" => Some(2),
         "runtime" => Some(3),
         _ => None,

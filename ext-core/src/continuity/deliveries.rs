@@ -62,7 +62,8 @@ impl Continuity {
             // A manual continue awaiting its answer occupies the page like a reply being
             // generated: the scheduler must not post a second delivery (regression found
             // by continuity_props (e)).
-            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| d.kind == DeliveryKind::Continue);
+            // So does a queued batch of the user (their next turn goes first, Q2).
+            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| d.kind == DeliveryKind::Continue) || self.queue_in_flight(&key);
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
@@ -143,6 +144,9 @@ impl Continuity {
     /// its scheduler; one that certainly did not land lets the scheduler offer it again; an
     /// abandoned one is not offered again (it may have landed) and the page says so.
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
+        if delivery.kind == DeliveryKind::Queue {
+            return self.queue_resolved(now, &delivery, resolution);
+        }
         let key = delivery.scope_key.clone();
         let confirmed = *resolution == Resolution::Confirmed;
         if confirmed {

@@ -347,6 +347,34 @@ pub enum ContinuityInput {
         /// Quiet time before the fallback status, in seconds.
         fallback_sec: u64,
     },
+    /// HUD Queue button or shortcut: queue the composer's text of `tab` (Q1); an empty
+    /// text retries an undelivered batch (Q8).
+    QueueAdd {
+        /// The tab.
+        tab: TabId,
+        /// The composer's text as the page read it.
+        text: String,
+    },
+    /// HUD: the user confirmed clearing the queue of `tab`'s conversation (Q7).
+    QueueClear {
+        /// The tab.
+        tab: TabId,
+    },
+    /// The stored queue record as read for a [`ContinuityOutput::QueueRead`]: `Ok(None)`
+    /// when nothing is stored, `Err` with what went wrong when the read failed.
+    QueueRead {
+        /// The change it was read for.
+        op: u64,
+        /// The stored JSON text.
+        stored: Result<Option<String>, String>,
+    },
+    /// How a [`ContinuityOutput::QueueWrite`] ended.
+    QueueWritten {
+        /// The change.
+        op: u64,
+        /// `Err` with what went wrong.
+        result: Result<(), String>,
+    },
     /// The answer to a [`ContinuityOutput::Request`].
     Answered {
         /// The call.
@@ -406,6 +434,27 @@ pub enum ContinuityOutput {
         /// The tab.
         tab: TabId,
         /// The text.
+        text: String,
+    },
+    /// Read the queue's record (`chrome.storage.local`, key [`crate::queue::STORE_KEY`]) and
+    /// answer with [`ContinuityInput::QueueRead`].
+    QueueRead {
+        /// The change it is for.
+        op: u64,
+    },
+    /// Write the queue's record and answer with [`ContinuityInput::QueueWritten`].
+    QueueWrite {
+        /// The change it is for.
+        op: u64,
+        /// The record.
+        json: String,
+    },
+    /// Post `{"type":"queue_accepted",text}`: the text is durably queued; the page empties
+    /// its composer if it still holds exactly that text.
+    QueueAccepted {
+        /// The tab.
+        tab: TabId,
+        /// The queued text as the page sent it.
         text: String,
     },
     /// Post `{"type":"notice",text,tone}` to the page.

@@ -82,12 +82,14 @@ mod io;
 mod manual;
 mod pane_output;
 mod persisted;
+mod queue;
 mod texts;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
 pub use io::*;
 pub use pane_output::*;
+pub use queue::{QueueDurable, QueueSend, QueueView};
 pub use texts::*;
 pub use views::*;
 
@@ -237,6 +239,8 @@ pub struct Continuity {
     catalog_reread: bool,
     /// The time of the input being handled (for answers made without IO).
     now: Millis,
+    /// The Queue's changes and batches (Q1–Q8).
+    queue: queue::QueueFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -302,6 +306,7 @@ impl Continuity {
             pane_outputs: self.pane_outputs.clone(),
             confirmed_tasks: self.confirmed_tasks.clone(),
             orphan_acks: self.orphan_acks.clone(),
+            queue: self.queue.durable.clone(),
         }
     }
 
@@ -321,6 +326,7 @@ impl Continuity {
             pane_outputs: snapshot.pane_outputs,
             confirmed_tasks: snapshot.confirmed_tasks,
             orphan_acks: snapshot.orphan_acks,
+            queue: queue::QueueFlow::with_durable(snapshot.queue),
             ..Self::default()
         };
         machine.restored(now, epoch);
@@ -359,6 +365,7 @@ impl Continuity {
             });
         }
         self.ledger.restored(now);
+        self.queue_restored();
     }
 
     /// The next decision, if any.
@@ -372,6 +379,7 @@ impl Continuity {
             .values()
             .filter_map(|s| s.scheduler.as_ref().and_then(WakeScheduler::next_deadline))
             .chain(self.ledger.next_deadline())
+            .chain(self.queue_deadline())
             .min()
     }
 
@@ -381,6 +389,9 @@ impl Continuity {
         if self.ledger.next_deadline().is_some_and(|at| at <= now) {
             self.ledger.handle_timeout(now);
             self.drain_ledger(now);
+            // A resolution may free the page for a scheduler's wake (e.g. a queued batch
+            // given up on): the schedulers see the page as it is now.
+            self.sync_schedulers(now);
         }
         let keys: Vec<String> = self.scopes.keys().cloned().collect();
         for key in keys {
@@ -391,6 +402,7 @@ impl Continuity {
                 }
             }
         }
+        self.flush_queues(now);
         self.run_due_inbox_checks();
         self.finish();
     }
@@ -489,6 +501,7 @@ impl Continuity {
                 // judged on this page as it is now (regression: continuity_props (d) saw a
                 // wake go to a page that had just lost its composer).
                 self.pages.insert(tab, report.clone());
+                self.flush_queues(now);
                 self.sync_schedulers(now);
                 self.ledger.page(tab, &report);
                 self.drain_ledger(now);
@@ -571,7 +584,13 @@ impl Continuity {
                     self.answered(now, purpose, result);
                 }
             }
+            ContinuityInput::QueueAdd { tab, text } => self.queue_add(tab, &text),
+            ContinuityInput::QueueClear { tab } => self.queue_clear(tab),
+            ContinuityInput::QueueRead { op, stored } => self.queue_read(now, op, stored),
+            ContinuityInput::QueueWritten { op, result } => self.queue_written(now, op, result),
         }
+        // The user's queued turn goes before anything the schedulers offer.
+        self.flush_queues(now);
         self.sync_schedulers(now);
         self.run_due_inbox_checks();
         self.finish();

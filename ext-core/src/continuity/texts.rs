@@ -175,3 +175,76 @@ impl Continuity {
         }
     }
 }
+
+impl Continuity {
+    /// Why a queue change was refused and what to do (Q6), in the UI language.
+    pub(super) fn queue_refusal_text(&self, refusal: &crate::queue::QueueRefusal) -> String {
+        use crate::queue::{QueueRefusal as R, MAX_CONVERSATIONS, MAX_ITEMS, MAX_MERGED_CHARS};
+        let (en, zh) = match refusal {
+            R::NoConversation => (
+                "Not queued: this page is not a conversation yet. Open or start a chat, then queue again.".to_owned(),
+                "未加入队列：这个页面还不是一个会话。请打开或开始一个对话后再试。".to_owned(),
+            ),
+            R::EmptyText => (
+                "Nothing to queue: type the message in the composer first, then press Queue.".to_owned(),
+                "没有可排队的内容：请先在输入框中输入消息，再按“排队”。".to_owned(),
+            ),
+            R::TooManyItems { count } => (
+                format!("Not queued: {count} of {MAX_ITEMS} messages are already waiting. Wait until they are sent, or clear the queue (right-click Queue)."),
+                format!("未加入队列：已有 {count}/{MAX_ITEMS} 条消息在等待。请等它们发出，或右键“排队”清空队列。"),
+            ),
+            R::TooLong { merged_chars } => (
+                format!("Not queued: the queued text would be {merged_chars} characters, more than {MAX_MERGED_CHARS}. Shorten it, or wait until the queue is sent. Your text stays in the composer."),
+                format!("未加入队列：排队文字将达到 {merged_chars} 个字符，超过 {MAX_MERGED_CHARS}。请缩短，或等队列发出。你的文字仍在输入框中。"),
+            ),
+            R::TooManyConversations => (
+                format!("Not queued: queues of {MAX_CONVERSATIONS} conversations are stored. Clear the queue of a conversation you no longer use."),
+                format!("未加入队列：已保存 {MAX_CONVERSATIONS} 个会话的队列。请清空不再使用的会话的队列。"),
+            ),
+            R::BadId => (
+                "Not queued: the entry had a bad id. Reload the page and queue again.".to_owned(),
+                "未加入队列：条目 id 无效。请刷新页面后重试。".to_owned(),
+            ),
+            R::StorageUnreadable { detail } => (
+                format!("The queue could not be read or saved ({detail}); nothing was changed and your text stays in the composer. Try again; if it keeps failing, reload the extension."),
+                format!("无法读取或保存队列（{detail}）；没有做任何更改，你的文字仍在输入框中。请重试；若一直失败，请重新加载扩展。"),
+            ),
+        };
+        self.say(en, zh)
+    }
+
+    /// The HUD's queue line for a state of [`super::QueueView`].
+    pub(super) fn queue_line(&self, state: &str, count: usize, chars: usize) -> String {
+        match state {
+            "unreadable" => self.say(
+                "Queue: the stored queue cannot be read; nothing is sent from it and nothing is overwritten.".to_owned(),
+                "队列：无法读取已保存的队列；不会从中发送，也不会覆盖它。".to_owned(),
+            ),
+            "undelivered" => self.say(
+                format!("Queue: {count} message(s) not confirmed. Press Queue with an empty composer to send them again."),
+                format!("队列：{count} 条消息未确认。输入框为空时按“排队”可重新发送。"),
+            ),
+            "sending" => self.say(format!("Queue: sending {count} message(s)…"), format!("队列：正在发送 {count} 条消息…")),
+            "waiting" => self.say(
+                format!("Queue: {count} message(s), {chars} characters, sent when the reply ends."),
+                format!("队列：{count} 条消息，{chars} 个字符，回复结束后发出。"),
+            ),
+            _ => self.say("Queue: empty.".to_owned(), "队列：空。".to_owned()),
+        }
+    }
+
+    /// What the user is told about the queue.
+    pub(super) fn queue_note_text(&self, note: &super::queue::QueueNote) -> String {
+        use super::queue::QueueNote as N;
+        let (en, zh) = match note {
+            N::Queued => ("Queued. It is sent as your next message when the reply ends.", "已排队。回复结束后会作为你的下一条消息发出。"),
+            N::Cleared => ("The queue of this conversation is cleared.", "已清空这个会话的队列。"),
+            N::Expired => ("Queued messages older than 7 days were removed.", "超过 7 天的排队消息已被移除。"),
+            N::Undelivered => (
+                "Herdr Continuity could not tell whether your queued messages reached this chat, so it will not send them again by itself. If they are not in the thread, press Queue with an empty composer to send them again.",
+                "Herdr Continuity 无法确认排队的消息是否已发到这个对话，因此不会自动重发。如果对话里没有它们，请在输入框为空时按“排队”重新发送。",
+            ),
+        };
+        self.say(en.to_owned(), zh.to_owned())
+    }
+}

@@ -80,6 +80,7 @@ impl Continuity {
             }),
             withheld,
             actions,
+            queue: self.queue_view(tab),
         })
     }
 
@@ -222,6 +223,8 @@ pub struct ContinuityView {
     pub withheld: Option<Withheld>,
     /// Buttons.
     pub actions: Vec<ViewAction>,
+    /// The Queue of this page's conversation (Q1–Q8); `None` off a conversation.
+    pub queue: Option<QueueView>,
 }
 
 /// The side panel's view.

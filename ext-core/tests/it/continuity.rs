@@ -78,6 +78,8 @@ pub(crate) fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut
             }
             ContinuityOutput::Deliver { tab, id, text } => log.push(format!("deliver tab={tab} id={id}\n{text}")),
             ContinuityOutput::ViewsChanged | ContinuityOutput::Persist => {}
+            // Nothing is queued in these transcripts: the queue's record is empty.
+            ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(None) }),
             other => log.push(format!("{other:?}")),
         }
     }

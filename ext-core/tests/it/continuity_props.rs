@@ -138,6 +138,12 @@ enum Op {
     Continue { chat: usize },
     /// Time passes, firing every deadline on the way.
     Advance(Millis),
+    /// The user types a message and presses Queue (Q1), whatever the page is doing.
+    Queue { chat: usize },
+    /// The next read of the queue's stored record fails (Q4: nothing is overwritten).
+    QueueReadFails,
+    /// The next write of the queue's stored record fails.
+    QueueWriteFails,
 }
 
 /// How a page answers a delivery.
@@ -185,6 +191,9 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         1 => chat.clone().prop_map(|chat| Op::Unbind { chat }),
         1 => chat.prop_map(|chat| Op::Continue { chat }),
         3 => (1_000u64..(25 * 60_000)).prop_map(Op::Advance),
+        2 => (0..CHATS.len()).prop_map(|chat| Op::Queue { chat }),
+        1 => Just(Op::QueueReadFails),
+        1 => Just(Op::QueueWriteFails),
     ]
 }
 
@@ -305,6 +314,25 @@ struct World {
     landed_since_loss: BTreeSet<String>,
     /// Deliveries of a machine whose state was lost: they may still land late.
     orphans: Vec<Outstanding>,
+    // --- the queue (Q1–Q8) ---
+    /// The stored queue record (`chrome.storage.local`; survives worker restarts and a
+    /// lost continuity state).
+    queue_store: Option<String>,
+    /// The next read / write of it fails.
+    queue_read_fails: bool,
+    queue_write_fails: bool,
+    /// Per conversation: texts durably queued and not yet in the thread, in order.
+    queue_model: BTreeMap<String, Vec<String>>,
+    /// Queued texts that reached the thread.
+    queue_landed: BTreeSet<String>,
+    /// Queue deliveries: id → (conversation, texts).
+    queue_sent: BTreeMap<String, (String, Vec<String>)>,
+    /// The text each tab's user is queueing (typed, Queue pressed, not yet accepted).
+    queue_typing: BTreeMap<u32, String>,
+    next_queue_text: u32,
+    /// The continuity state was lost while something was queued: exactly-once is then
+    /// best effort (markers in view), no loss is still required.
+    queue_state_lost: bool,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -357,6 +385,15 @@ impl World {
             replay_gap: false,
             landed_since_loss: BTreeSet::new(),
             orphans: Vec::new(),
+            queue_store: None,
+            queue_read_fails: false,
+            queue_write_fails: false,
+            queue_model: BTreeMap::new(),
+            queue_landed: BTreeSet::new(),
+            queue_sent: BTreeMap::new(),
+            queue_typing: BTreeMap::new(),
+            next_queue_text: 0,
+            queue_state_lost: false,
         };
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
@@ -438,7 +475,18 @@ impl World {
         if let Some(ws_seq) = wake_parts(&id) {
             self.last_landed_wake.insert(key.to_owned(), ws_seq);
         }
+        self.queue_batch_landed(&id);
         Ok(())
+    }
+
+    /// A queue batch's texts are in the thread now.
+    fn queue_batch_landed(&mut self, id: &str) {
+        if let Some((conv, texts)) = self.queue_sent.get(id).cloned() {
+            for text in texts {
+                self.queue_model.entry(conv.clone()).or_default().retain(|t| *t != text);
+                self.queue_landed.insert(text);
+            }
+        }
     }
 
     /// Mirrors what the machine decided: a delivery no longer in its ledger was resolved —
@@ -540,6 +588,20 @@ impl World {
                         self.inputs.push_back(ContinuityInput::PageReported { tab, report });
                     }
                 }
+                ContinuityOutput::QueueRead { op } => {
+                    let stored = if std::mem::take(&mut self.queue_read_fails) { Err("read failed".to_owned()) } else { Ok(self.queue_store.clone()) };
+                    self.inputs.push_back(ContinuityInput::QueueRead { op, stored });
+                }
+                ContinuityOutput::QueueWrite { op, json } => {
+                    let result = if std::mem::take(&mut self.queue_write_fails) {
+                        Err("quota".to_owned())
+                    } else {
+                        self.queue_store = Some(json);
+                        Ok(())
+                    };
+                    self.inputs.push_back(ContinuityInput::QueueWritten { op, result });
+                }
+                ContinuityOutput::QueueAccepted { tab, text } => self.queue_accepted(tab, &text)?,
                 ContinuityOutput::DeliverySeen { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }
@@ -568,7 +630,10 @@ impl World {
         prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
         prop_assert!(text.ends_with(&format!("[herdr-continuity {id}]")), "marker line missing: {text}");
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
-        if id.starts_with("continue:") {
+        if id.starts_with("qb:") {
+            // The user's own queued turn: Auto and bindings do not matter (Q10).
+            self.check_queue_delivery(tab, &id, text)?;
+        } else if id.starts_with("continue:") {
             // M4: a manual continue exists only while Auto is off.
             prop_assert!(!auto, "manual continue {id} with Auto on");
         } else {
@@ -637,6 +702,62 @@ impl World {
         }
         self.delivered_since_mark.push((key.clone(), id.clone()));
         self.outstanding.insert(key, Outstanding { id, tab, tasks: carried, lost: false, landed: false, cannot_land: false });
+        Ok(())
+    }
+
+    /// The stored queue texts of `conv`, in order.
+    fn stored_queue(&self, conv: &str) -> Vec<String> {
+        let book = ext_core::queue::QueueBook::parse(self.queue_store.as_deref()).expect("the machine writes only readable records");
+        book.items(&scope_key(conv)).iter().map(|i| i.text.clone()).collect()
+    }
+
+    /// Q1, Q4: the page may empty its composer only once the text is durably stored, and
+    /// the store then holds every queued text of the conversation, in order.
+    fn queue_accepted(&mut self, tab: u32, text: &str) -> Result<(), TestCaseError> {
+        let conv = conv_of_tab(tab);
+        let typed = self.queue_typing.remove(&tab);
+        prop_assert_eq!(typed.as_deref(), Some(text), "accepted a text the user did not queue");
+        let stored = self.stored_queue(conv);
+        prop_assert!(stored.iter().any(|t| t == text), "Q4: {} accepted but not stored: {:?}", text, stored);
+        let model = self.queue_model.entry(scope_key(conv)).or_default();
+        model.push(text.to_owned());
+        if !self.queue_state_lost {
+            let unlanded: Vec<&String> = stored.iter().filter(|t| !self.queue_landed.contains(*t)).collect();
+            prop_assert_eq!(unlanded, model.iter().collect::<Vec<_>>(), "Q3: the stored queue is not what was queued, in order");
+        }
+        if let Some(page) = self.pages.get_mut(&tab) {
+            page.draft = false;
+            let report = page.report(conv);
+            self.inputs.push_back(ContinuityInput::PageReported { tab, report });
+        }
+        Ok(())
+    }
+
+    /// Q2, Q3, Q5: a batch carries what is queued and not in the thread, in order, once.
+    fn check_queue_delivery(&mut self, tab: u32, id: &str, text: &str) -> Result<(), TestCaseError> {
+        let conv = conv_of_tab(tab);
+        let body = text.strip_suffix(&format!("\n[herdr-continuity {id}]")).unwrap_or(text);
+        let texts: Vec<String> = body.split("\n\n").map(str::to_owned).collect();
+        if !self.queue_state_lost {
+            for t in &texts {
+                prop_assert!(!self.queue_landed.contains(t), "Q5: typed twice: {t} is already in the thread ({id})");
+            }
+            let model = self.queue_model.get(&scope_key(conv)).cloned().unwrap_or_default();
+            prop_assert_eq!(&texts, &model, "Q3: batch {} is not the queue in order", id);
+        }
+        self.queue_sent.insert(id.to_owned(), (scope_key(conv), texts));
+        Ok(())
+    }
+
+    /// Nothing queued is lost: every durably queued text is in the thread or still stored.
+    fn check_queue_kept(&self) -> Result<(), TestCaseError> {
+        for (key, texts) in &self.queue_model {
+            let conv = key.trim_start_matches("chatgpt:");
+            let stored = self.stored_queue(conv);
+            for t in texts {
+                prop_assert!(stored.contains(t) || self.queue_landed.contains(t), "Q4: {t} was lost");
+            }
+        }
         Ok(())
     }
 
@@ -794,6 +915,7 @@ impl World {
     /// The stored state is gone: a fresh machine (new epoch) that knows no binding.
     fn lose_state(&mut self) -> Result<(), TestCaseError> {
         self.lives += 1;
+        self.queue_state_lost |= self.queue_model.values().any(|q| !q.is_empty()) || !self.queue_sent.is_empty();
         self.machine = Continuity::with_epoch(&format!("lost{}", self.lives));
         self.inputs.clear();
         self.bound.clear();
@@ -908,6 +1030,7 @@ impl World {
                     let orphan = self.orphans.remove(index);
                     let conv = conv_of_tab(tab).to_owned();
                     self.threads.entry(conv).or_default().push(orphan.id.clone());
+                    self.queue_batch_landed(&orphan.id);
                     if let Some(page) = self.pages.get_mut(&tab) {
                         page.markers.push(orphan.id);
                     }
@@ -998,9 +1121,23 @@ impl World {
                 self.feed(ContinuityInput::Continue { tab })?;
             }
             Op::Advance(ms) => self.advance(ms)?,
+            Op::Queue { chat } => {
+                let tab = CHATS[chat].0;
+                if let Some(page) = self.pages.get_mut(&tab) {
+                    self.next_queue_text += 1;
+                    let text = format!("queued message {}", self.next_queue_text);
+                    // The user's text is in the composer until it is durably queued.
+                    page.draft = true;
+                    self.queue_typing.insert(tab, text.clone());
+                    self.report_page(tab)?;
+                    self.feed(ContinuityInput::QueueAdd { tab, text })?;
+                }
+            }
+            Op::QueueReadFails => self.queue_read_fails = true,
+            Op::QueueWriteFails => self.queue_write_fails = true,
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));
-        Ok(())
+        self.check_queue_kept()
     }
 
     /// The page comes back idle, the link is up, lost answers are resolved by a worker
@@ -1067,6 +1204,16 @@ impl World {
             let stranded: Vec<&String> = self.inbox.iter().filter(|(_, (owner, acked))| *owner == session_ref(conv) && !acked).map(|(t, _)| t).collect();
             prop_assert!(stranded.is_empty(), "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}", self.machine.in_flight(&key));
         }
+        // Q2: on idle pages every queued text went out, unless its batch may have landed
+        // unconfirmed (then the user is asked to retry, Q8) or the state was lost.
+        for (tab, conv) in CHATS {
+            let remaining = self.queue_model.get(&scope_key(conv)).cloned().unwrap_or_default();
+            let state = self.machine.page_view(tab).and_then(|v| v.queue).map(|q| q.state);
+            if !remaining.is_empty() && !self.queue_state_lost {
+                prop_assert_eq!(state, Some("undelivered"), "Q2: {:?} of {} never sent on an idle page", remaining, conv);
+            }
+        }
+        self.check_queue_kept()?;
         // Liveness: the pages stay idle and answer nothing more; every delivery then resolves
         // within the ledger's bound (typing deadline + give-up time), reload or not.
         let bound = TYPING_DEADLINE_MS.max(SUBMITTED_DEADLINE_MS) + UNCERTAIN_GIVE_UP_MS;

@@ -3,10 +3,19 @@
 
 mod auto_gate;
 mod binding;
+mod context_pressure;
+mod handoff;
+mod health;
 mod continuity;
 mod continuity_props;
 mod delivery;
+mod permission_card;
 mod progress_push;
+mod queue;
+mod rate_limit;
+mod recovery;
+mod semantic_auto;
 mod settle_tracker;
 mod snapshot;
+mod stale_view;
 mod wake;

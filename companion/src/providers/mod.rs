@@ -1,0 +1,113 @@
+//! The turn-end judge's provider clients (a leaf: they know the providers' HTTP APIs and
+//! nothing of the chain that asks them).
+//!
+//! - [`decision`]: typed evaluation, TypeSafe System One style (`POST <url>/systemone`):
+//!   one question, an answer probability in [0, 1].
+//! - [`chat`]: an OpenAI-compatible chat completion (`POST …/v1/chat/completions`) asked
+//!   for a one-line JSON verdict.
+//!
+//! Invariants: every call has its own timeout (the caller's per-call setting); a body is
+//! read up to [`MAX_ANSWER_BYTES`] and never trusted: a status other than 2xx, a body that
+//! is not the documented shape, or a number outside [0, 1] is a [`ProviderError`], never
+//! a verdict. Texts are cut to their newest [`MAX_USER_CHARS`] / [`MAX_ASSISTANT_CHARS`]
+//! before they leave the machine. The key is sent only as `Authorization: Bearer`.
+
+pub mod chat;
+pub mod decision;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::config::Route;
+
+/// Characters of the user's message sent to a provider (its end is kept).
+pub const MAX_USER_CHARS: usize = 6_000;
+/// Characters of the assistant's reply sent to a provider (its end is kept).
+pub const MAX_ASSISTANT_CHARS: usize = 12_000;
+/// The largest answer body read.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
+
+/// The turn a provider is asked about.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    /// The user's message (may be empty).
+    pub user_text: &'a str,
+    /// The assistant's reply.
+    pub assistant_text: &'a str,
+}
+
+/// Why a provider gave no usable answer.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ProviderError {
+    /// No answer within the per-call timeout.
+    #[error("no answer within {0} ms")]
+    Timeout(u64),
+    /// Connecting or sending failed.
+    #[error("unreachable ({0})")]
+    Transport(String),
+    /// A non-2xx status.
+    #[error("HTTP {0}")]
+    Status(u16),
+    /// A 2xx answer that is not the documented shape.
+    #[error("unusable answer ({0})")]
+    Garbage(String),
+}
+
+/// The newest `max` characters of `text`.
+pub fn tail_chars(text: &str, max: usize) -> &str {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let skip = count - max;
+    let start = text.char_indices().nth(skip).map_or(text.len(), |(at, _)| at);
+    &text[start..]
+}
+
+/// POSTs `body` to `url` for `route` and returns the answer's JSON.
+async fn post_json(
+    client: &reqwest::Client,
+    route: &Route,
+    url: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Result<Value, ProviderError> {
+    let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut request = client.post(url).timeout(timeout).json(body);
+    if !route.api_key.is_empty() {
+        request = request.bearer_auth(&route.api_key);
+    }
+    let exchange = async {
+        let mut response = request.send().await.map_err(|e| transport(&e, millis))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(ProviderError::Status(status.as_u16()));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| transport(&e, millis))? {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(ProviderError::Garbage(format!("body over {MAX_ANSWER_BYTES} bytes")));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice::<Value>(&bytes).map_err(|e| ProviderError::Garbage(format!("not JSON: {e}")))
+    };
+    // reqwest's own timeout covers connect to the end of the body; this one also bounds
+    // anything reqwest does not (name resolution on some platforms).
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(answer) => answer,
+        Err(_) => Err(ProviderError::Timeout(millis)),
+    }
+}
+
+fn transport(error: &reqwest::Error, millis: u64) -> ProviderError {
+    if error.is_timeout() {
+        ProviderError::Timeout(millis)
+    } else {
+        // Only the kind, never the URL (it may carry a token in a query string).
+        let kind = if error.is_connect() { "connection failed" } else if error.is_body() { "body broken" } else { "request failed" };
+        ProviderError::Transport(kind.to_owned())
+    }
+}

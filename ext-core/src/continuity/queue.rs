@@ -1,0 +1,439 @@
+//! The Queue in the continuity loop (SPEC Q1–Q8, Q10): the user's next turn first.
+//!
+//! The book ([`crate::queue::QueueBook`]) lives in `chrome.storage.local`; this file runs
+//! the changes to it one at a time — each re-reads the stored record first
+//! ([`ContinuityOutput::QueueRead`]), applies the change, writes it back
+//! ([`ContinuityOutput::QueueWrite`]) — and sends a conversation's batch through the
+//! [`DeliveryLedger`] when its page is idle: a reply streaming when the user queued has
+//! ended, no delivery of the scope is active, the composer is empty of human text and the
+//! layout is known. A queued batch goes before any wake or progress message of the scope
+//! (the schedulers see the page occupied while it is in flight).
+//!
+//! Invariants:
+//! - A failed read or an unreadable record never leads to a write (fail closed): the change
+//!   is refused with the reason, and the composer keeps what the user typed until the add
+//!   is durably written.
+//! - A batch's items are removed only after the ledger confirmed it (Q5); that removal is
+//!   persisted in the snapshot until it is written, and items waiting for removal are never
+//!   sent again.
+//! - A batch that certainly did not land (not sent, lost) goes again on the next idle
+//!   page; one that may have landed (abandoned) is not resent until the user clicks Queue
+//!   with an empty composer (Q8).
+//! - The queue calls no runtime method and changes no binding (Q10).
+
+use super::*;
+use crate::json_read::read_struct;
+use crate::queue::{Batch, QueueBook, QueueRefusal};
+
+/// A batch on its way into a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueSend {
+    /// The conversation key (`<site>:<conversation id>`).
+    pub conversation: String,
+    /// The batch id.
+    pub batch_id: String,
+    /// The items it carries.
+    pub item_ids: Vec<String>,
+}
+
+/// What the queue keeps across worker restarts (in the snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QueueDurable {
+    /// Batches in flight, by delivery id.
+    #[serde(default)]
+    pub sending: VecMap<String, QueueSend>,
+    /// Confirmed batches whose removal is not written yet.
+    #[serde(default)]
+    pub removals: Vec<QueueSend>,
+    /// Conversations whose last batch may or may not have landed: batch id. Not resent
+    /// until the user asks (Q8).
+    #[serde(default)]
+    pub undelivered: VecMap<String, String>,
+    /// Next item number (item ids are `q:<ledger token>`).
+    #[serde(default)]
+    pub next_item: u64,
+}
+
+/// One change to the stored book.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum QueueChange {
+    /// Read it (worker start, before the first flush).
+    Load,
+    /// The user queued `text` from `tab`.
+    Add { tab: TabId, conversation: String, item_id: String, text: String },
+    /// A confirmed batch leaves.
+    Remove { send: QueueSend },
+    /// The user cleared the conversation's queue from `tab`.
+    Clear { tab: TabId, conversation: String },
+}
+
+/// The queue's working state (not persisted except [`QueueDurable`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct QueueFlow {
+    /// The persisted part.
+    pub(super) durable: QueueDurable,
+    /// The book as last read or written; `None` before the first read.
+    book: Option<QueueBook>,
+    /// Why the last read failed, for the HUD.
+    unreadable: Option<String>,
+    /// Changes waiting; the front one is running.
+    changes: VecDeque<(u64, QueueChange)>,
+    /// The running change's id and whether it is writing (`Some(book)`) or reading.
+    running: Option<(u64, Option<QueueBook>)>,
+    next_op: u64,
+    /// When the book was last read because it was not known.
+    last_load: Option<Millis>,
+}
+
+read_struct!(QueueSend { conversation, batch_id, item_ids });
+read_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
+
+impl QueueFlow {
+    /// The flow of a restored snapshot: nothing read yet.
+    pub(super) fn with_durable(durable: QueueDurable) -> Self {
+        Self { durable, ..Self::default() }
+    }
+}
+
+/// The conversation key of a page, if it shows one.
+pub(super) fn conversation_key(report: &PageReport) -> Option<String> {
+    classify_url(&report.url).conversation().map(|c| format!("{}:{}", c.site.as_str(), c.conversation_id))
+}
+
+/// The queue's figures for the HUD of one conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QueueView {
+    /// Items queued (including a batch on its way).
+    pub count: usize,
+    /// Characters of the merged batch.
+    pub merged_chars: usize,
+    /// `waiting | sending | undelivered | unreadable | empty`.
+    pub state: &'static str,
+    /// The first characters of each item, in order.
+    pub previews: Vec<String>,
+    /// The HUD line, in the UI language.
+    pub line: String,
+    /// The question asked before the queue is cleared (Q7).
+    pub clear_confirm: String,
+}
+
+impl Continuity {
+    /// Queues the composer's `text` of `tab` (Q1); with an empty composer, sends an
+    /// undelivered batch again (Q8).
+    pub(super) fn queue_add(&mut self, tab: TabId, text: &str) {
+        let Some(conversation) = self.pages.get(&tab).and_then(conversation_key) else {
+            return self.queue_refused(tab, &QueueRefusal::NoConversation);
+        };
+        if crate::queue::normalize_text(text).is_empty() {
+            if self.queue.durable.undelivered.remove(&conversation).is_some() {
+                self.outputs.push_back(ContinuityOutput::Persist);
+                let text = self.say("Sending the queued messages again.".to_owned(), "正在重新发送排队的消息。".to_owned());
+                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Info });
+            } else {
+                self.queue_refused(tab, &QueueRefusal::EmptyText);
+            }
+            return;
+        }
+        self.queue.durable.next_item += 1;
+        let item_id = format!("q:{}.{}", self.ledger.token(), self.queue.durable.next_item);
+        self.outputs.push_back(ContinuityOutput::Persist);
+        self.queue_change(QueueChange::Add { tab, conversation, item_id, text: text.to_owned() });
+    }
+
+    /// Clears the queue of `tab`'s conversation (Q7; the HUD asked the user first).
+    pub(super) fn queue_clear(&mut self, tab: TabId) {
+        match self.pages.get(&tab).and_then(conversation_key) {
+            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation }),
+            None => self.queue_refused(tab, &QueueRefusal::NoConversation),
+        }
+    }
+
+    /// Retries the removals the last worker could not write (worker start; the book itself
+    /// is read before the first flush).
+    pub(super) fn queue_restored(&mut self) {
+        for send in self.queue.durable.removals.clone() {
+            self.queue_change(QueueChange::Remove { send });
+        }
+    }
+
+    fn queue_change(&mut self, change: QueueChange) {
+        self.queue.next_op += 1;
+        self.queue.changes.push_back((self.queue.next_op, change));
+        self.queue_next();
+    }
+
+    /// Starts the next change when none is running.
+    fn queue_next(&mut self) {
+        if self.queue.running.is_some() {
+            return;
+        }
+        if let Some((op, _)) = self.queue.changes.front() {
+            self.queue.running = Some((*op, None));
+            self.outputs.push_back(ContinuityOutput::QueueRead { op: *op });
+        }
+    }
+
+    /// The stored record as read for change `op`: `Err` when the read failed.
+    pub(super) fn queue_read(&mut self, now: Millis, op: u64, stored: Result<Option<String>, String>) {
+        if self.queue.running.as_ref().map(|(id, _)| *id) != Some(op) {
+            return;
+        }
+        let book = stored.map_err(|detail| QueueRefusal::StorageUnreadable { detail }).and_then(|s| QueueBook::parse(s.as_deref()));
+        let mut book = match book {
+            Ok(book) => book,
+            Err(refusal) => {
+                self.queue.unreadable = Some(refusal.to_string());
+                self.queue.book = None;
+                return self.queue_finished(now, Err(refusal));
+            }
+        };
+        self.queue.unreadable = None;
+        let before = book.clone();
+        let expired = book.expire(now);
+        let Some((_, change)) = self.queue.changes.front().cloned() else { return };
+        let applied = match &change {
+            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Clear { .. } => Ok(()),
+            QueueChange::Add { conversation, item_id, text, .. } => book.add(conversation, item_id, text, now).map(|_| ()),
+        };
+        match &change {
+            QueueChange::Remove { send } => {
+                book.remove(&send.conversation, &send.item_ids);
+            }
+            QueueChange::Clear { conversation, .. } => {
+                book.clear(conversation);
+            }
+            _ => {}
+        }
+        for (conversation, _) in &expired {
+            self.queue_notice_conversation(conversation, &QueueNote::Expired);
+        }
+        if let Err(refusal) = applied {
+            // Refused whole and said so now; what expired is still written.
+            self.queue_report(&change, Some(&refusal));
+            if let Some(front) = self.queue.changes.front_mut() {
+                front.1 = QueueChange::Load;
+            }
+        }
+        if book == before {
+            self.queue.book = Some(book);
+            return self.queue_finished(now, Ok(()));
+        }
+        self.outputs.push_back(ContinuityOutput::QueueWrite { op, json: book.to_json() });
+        self.queue.running = Some((op, Some(book)));
+    }
+
+    /// The write of change `op` ended.
+    pub(super) fn queue_written(&mut self, now: Millis, op: u64, result: Result<(), String>) {
+        let Some((id, Some(book))) = self.queue.running.clone() else { return };
+        if id != op {
+            return;
+        }
+        match result {
+            Ok(()) => {
+                self.queue.book = Some(book);
+                self.queue_finished(now, Ok(()));
+            }
+            Err(detail) => {
+                // What is stored is unknown now: read it again before the next decision.
+                self.queue.book = None;
+                self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
+            }
+        }
+    }
+
+    fn queue_finished(&mut self, now: Millis, result: Result<(), QueueRefusal>) {
+        self.queue.running = None;
+        if let Some((_, change)) = self.queue.changes.pop_front() {
+            self.queue_report(&change, result.as_ref().err());
+            if let (QueueChange::Remove { send }, Ok(())) = (&change, &result) {
+                self.queue.durable.removals.retain(|r| r != send);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+        }
+        self.queue_next();
+        self.flush_queues(now);
+    }
+
+    /// Tells the user how their change went.
+    fn queue_report(&mut self, change: &QueueChange, refusal: Option<&QueueRefusal>) {
+        match (change, refusal) {
+            (QueueChange::Add { tab, text, .. }, None) => {
+                // Only now, with the item durably stored, may the composer be emptied.
+                self.outputs.push_back(ContinuityOutput::QueueAccepted { tab: *tab, text: text.clone() });
+                self.queue_notice(*tab, &QueueNote::Queued);
+            }
+            (QueueChange::Clear { tab, .. }, None) => self.queue_notice(*tab, &QueueNote::Cleared),
+            (QueueChange::Add { tab, .. } | QueueChange::Clear { tab, .. }, Some(refusal)) => self.queue_refused(*tab, refusal),
+            (QueueChange::Load | QueueChange::Remove { .. }, _) => {}
+        }
+    }
+
+    fn queue_refused(&mut self, tab: TabId, refusal: &QueueRefusal) {
+        let text = self.queue_refusal_text(refusal);
+        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+    }
+
+    fn queue_notice(&mut self, tab: TabId, note: &QueueNote) {
+        let text = self.queue_note_text(note);
+        let tone = if matches!(note, QueueNote::Undelivered) { NoticeTone::Bad } else { NoticeTone::Info };
+        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
+    }
+
+    fn queue_notice_conversation(&mut self, conversation: &str, note: &QueueNote) {
+        let tabs: Vec<TabId> = self.pages.iter().filter(|(_, r)| conversation_key(r).as_deref() == Some(conversation)).map(|(t, _)| *t).collect();
+        for tab in tabs {
+            self.queue_notice(tab, note);
+        }
+    }
+
+    /// The batch of `conversation` that may go out now: its items minus those of batches in
+    /// flight or confirmed and not yet removed.
+    fn queue_batch(&self, conversation: &str) -> Option<Batch> {
+        let book = self.queue.book.as_ref()?;
+        let durable = &self.queue.durable;
+        let busy = durable.sending.values().chain(&durable.removals).any(|s| s.conversation == conversation);
+        if busy || durable.undelivered.contains_key(conversation) {
+            return None;
+        }
+        book.batch(conversation)
+    }
+
+    /// Sends every conversation's batch whose page is idle (Q2). Runs before the schedulers
+    /// so the user's next turn goes first.
+    pub(super) fn flush_queues(&mut self, now: Millis) {
+        if self.queue.running.is_some() {
+            return;
+        }
+        if self.queue.book.is_none() {
+            // Not read yet, or the last read failed: read it (again at most every
+            // QUEUE_RELOAD_MS while it fails).
+            if self.queue.last_load.is_none_or(|at| now.saturating_sub(at) >= QUEUE_RELOAD_MS) && !self.pages.is_empty() {
+                self.queue.last_load = Some(now);
+                self.queue_change(QueueChange::Load);
+            }
+            return;
+        }
+        // A confirmed batch whose removal could not be written yet: write it now.
+        let unwritten = self.queue.durable.removals.iter().find(|r| !self.queue.changes.iter().any(|(_, c)| matches!(c, QueueChange::Remove { send } if send == *r))).cloned();
+        if let Some(send) = unwritten {
+            return self.queue_change(QueueChange::Remove { send });
+        }
+        let tabs: Vec<(TabId, String, String)> = self
+            .pages
+            .iter()
+            .filter(|(_, r)| is_idle_for_queue(r))
+            .filter_map(|(tab, r)| {
+                let conversation = conversation_key(r)?;
+                let scope = classify_url(&r.url).scope()?;
+                Some((*tab, conversation, scope.key()))
+            })
+            .collect();
+        for (tab, conversation, scope_key) in tabs {
+            if self.ledger.active_for(&scope_key).is_some() {
+                continue;
+            }
+            let Some(batch) = self.queue_batch(&conversation) else { continue };
+            // Its marker already in the thread (the confirmation was lost with the state
+            // that knew it): it landed, so it is removed, never typed again.
+            let landed = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|m| m.split_once('/').is_some_and(|(stem, _)| stem == batch.id)));
+            if landed {
+                let send = QueueSend { conversation, batch_id: batch.id, item_ids: batch.item_ids };
+                self.queue.durable.removals.push(send.clone());
+                self.outputs.push_back(ContinuityOutput::Persist);
+                self.queue_change(QueueChange::Remove { send });
+                return;
+            }
+            let send = QueueSend { conversation, batch_id: batch.id.clone(), item_ids: batch.item_ids.clone() };
+            if let Ok(id) = self.post_delivery(now, &scope_key, tab, DeliveryKind::Queue, &batch.id, &batch.text, Vec::new()) {
+                self.queue.durable.sending.insert(id, send);
+            }
+        }
+    }
+
+    /// How a batch's delivery ended (Q4, Q5, Q8).
+    pub(super) fn queue_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
+        let Some(send) = self.queue.durable.sending.remove(&delivery.id) else { return };
+        self.outputs.push_back(ContinuityOutput::Persist);
+        match resolution {
+            Resolution::Confirmed => {
+                self.queue.durable.removals.push(send.clone());
+                self.queue_change(QueueChange::Remove { send });
+            }
+            Resolution::Abandoned => {
+                self.queue.durable.undelivered.insert(send.conversation.clone(), send.batch_id);
+                self.queue_notice(delivery.tab, &QueueNote::Undelivered);
+            }
+            // Certainly not in the thread: it goes again on the next idle page.
+            _ => self.flush_queues(now),
+        }
+    }
+
+    /// The HUD's queue figures of `tab`'s conversation.
+    pub(super) fn queue_view(&self, tab: TabId) -> Option<QueueView> {
+        let conversation = self.pages.get(&tab).and_then(conversation_key)?;
+        let durable = &self.queue.durable;
+        let items = self.queue.book.as_ref().map(|b| b.items(&conversation)).unwrap_or_default();
+        let state = if self.queue.unreadable.is_some() {
+            "unreadable"
+        } else if durable.undelivered.contains_key(&conversation) {
+            "undelivered"
+        } else if durable.sending.values().any(|s| s.conversation == conversation) {
+            "sending"
+        } else if items.is_empty() {
+            "empty"
+        } else {
+            "waiting"
+        };
+        let status = self.queue.book.as_ref().map(|b| b.status(&conversation)).unwrap_or_default();
+        Some(QueueView {
+            count: status.count,
+            merged_chars: status.merged_chars,
+            state,
+            previews: items.iter().map(|i| i.text.chars().take(QUEUE_PREVIEW_CHARS).collect()).collect(),
+            line: self.queue_line(state, status.count, status.merged_chars),
+            clear_confirm: self.say(
+                format!("Clear the {} queued message(s) of this conversation? They will not be sent.", status.count),
+                format!("清空这个会话中排队的 {} 条消息？它们将不会被发送。", status.count),
+            ),
+        })
+    }
+
+    /// When an unknown or unreadable book is read again.
+    pub(super) fn queue_deadline(&self) -> Option<Millis> {
+        if self.queue.book.is_some() || self.queue.running.is_some() || self.pages.is_empty() {
+            return None;
+        }
+        Some(self.queue.last_load.map_or(0, |at| at.saturating_add(QUEUE_RELOAD_MS)))
+    }
+
+    /// Whether a batch is in flight on the scope `key` (it occupies the page like a reply).
+    pub(super) fn queue_in_flight(&self, key: &str) -> bool {
+        self.ledger.active_for(key).is_some_and(|d| d.kind == DeliveryKind::Queue)
+    }
+}
+
+/// How long an unreadable book waits before it is read again.
+const QUEUE_RELOAD_MS: Millis = 10_000;
+
+/// How many characters of each item the HUD shows.
+const QUEUE_PREVIEW_CHARS: usize = 80;
+
+/// What the user is told about the queue.
+pub(super) enum QueueNote {
+    Queued,
+    Cleared,
+    Expired,
+    Undelivered,
+}
+
+/// A page a batch may be typed into: composer there, nothing streaming or waiting for a
+/// permission, no human draft, none of our text left in the composer, layout known.
+fn is_idle_for_queue(report: &PageReport) -> bool {
+    report.composer
+        && !report.generating
+        && !report.permission_card
+        && !report.draft
+        && report.composer_marker.is_none()
+        && report.delivering.is_none()
+        && report.generation.is_some()
+}

@@ -1,0 +1,342 @@
+//! Handoff of a ChatGPT Project's conversation to a new one (SPEC X1–X8, B8, C2, Q9): the
+//! old conversation stays authoritative until the new one is confirmed.
+//!
+//! One transfer, step by step (each step waits for evidence, never for time alone):
+//! 1. [`HandoffInput::Start`] from the HUD (X1) — refused while the bound workspace works
+//!    (X2) or another transfer of the Project is in flight; the source's automatic wakes
+//!    pause ([`HandoffOutput::PauseSource`]).
+//! 2. The continuity id is confirmed live (C2: `continuity.resolve`), then the runtime's
+//!    read-only `herdr_mcp.browser_handoff.prepare` returns the package (X4). A failure of
+//!    either fails the transfer and keeps the source and its full URL (X5): nothing asks a
+//!    chat or an LLM for a summary.
+//! 3. A new conversation is opened in the same Project ([`HandoffOutput::OpenNewChat`]) and
+//!    the package's message is submitted through the delivery ledger as the seed.
+//! 4. Cut-over ([`HandoffOutput::CutOver`]: the Project's active target switches, never its
+//!    binding or continuity id, B8) only when the new conversation's id **and** the seed's
+//!    confirmation are both known (X6). Unsent queue items move with it, in order (Q9).
+//! 5. An uncertain seed keeps the old target and a recoverable state (X7); "Resume handoff"
+//!    probes the target: seed present → cut over, absent → the seed goes again.
+//!
+//! Copy Prompt (X8): when browser control is confirmed unavailable, the package's
+//! `copy_prompt` (byte-identical to the automatic message) is offered instead; never while a
+//! seed is uncertain or any mutation of the transfer is uncertain.
+//!
+//! Invariants (property test in `tests/it/handoff.rs`): cut-over never precedes both
+//! confirmations; at most one transfer per Project; Copy Prompt is never offered after a
+//! seed was sent and not confirmed failed; a failed transfer leaves the source target.
+
+use serde::{Deserialize, Serialize};
+
+/// What the runtime's `browser_handoff.prepare` returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Package {
+    /// The transfer's id (in the seed's marker subject).
+    pub transfer_id: String,
+    /// The journal chain.
+    pub continuity_id: String,
+    /// The source conversation's full URL.
+    pub source_url: String,
+    /// `automatic_delivery.params.message`.
+    pub message: String,
+    /// `manual_delivery.copy_prompt` (the same bytes).
+    pub copy_prompt: String,
+}
+
+/// Why a transfer did not go ahead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum HandoffRefusal {
+    /// A pane of the bound workspace works (X2).
+    WorkspaceWorking,
+    /// Another transfer of this Project is in flight.
+    InFlight,
+    /// Not a ChatGPT Project conversation with a journal chain (X3).
+    NoContinuity,
+    /// The journal or the live confirmation failed (X5).
+    JournalUnavailable {
+        /// What the runtime said.
+        detail: String,
+    },
+    /// The package is not usable (its two messages differ, or it is empty).
+    BadPackage,
+    /// The seed certainly did not land and its retry was spent.
+    SeedFailed,
+}
+
+/// Where a transfer stands (persist it with the Project).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum HandoffState {
+    /// Nothing in flight.
+    Idle,
+    /// Confirming the continuity id live (C2).
+    Confirming {
+        /// The chain.
+        continuity_id: String,
+        /// The source's full URL.
+        source_url: String,
+    },
+    /// Waiting for the package.
+    Preparing {
+        /// The chain.
+        continuity_id: String,
+        /// The source's full URL.
+        source_url: String,
+    },
+    /// The new conversation is being opened.
+    Opening {
+        /// The package.
+        package: Package,
+        /// Its id once the page shows one.
+        new_conversation: Option<String>,
+    },
+    /// The seed is on its way.
+    Seeding {
+        /// The package.
+        package: Package,
+        /// The new conversation, once known.
+        new_conversation: Option<String>,
+        /// The seed's confirmation came.
+        seed_confirmed: bool,
+        /// Seeds sent (at most two: the first and one retry after a certain failure).
+        attempts: u8,
+    },
+    /// The seed may or may not have landed: recoverable by "Resume handoff" (X7).
+    SeedUncertain {
+        /// The package.
+        package: Package,
+        /// The new conversation, if known.
+        new_conversation: Option<String>,
+    },
+    /// Browser control is unavailable: the user pastes the prompt (X8).
+    CopyPrompt {
+        /// The package.
+        package: Package,
+    },
+    /// Done: the target is the new conversation.
+    Done {
+        /// The new conversation.
+        new_conversation: String,
+    },
+    /// Failed; the source stays the target (X5).
+    Failed {
+        /// Why.
+        reason: HandoffRefusal,
+        /// The source's full URL, to go back to.
+        source_url: String,
+    },
+}
+
+/// Inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandoffInput {
+    /// The HUD's Handoff button (X1).
+    Start {
+        /// The journal chain of the source, if it has one.
+        continuity_id: Option<String>,
+        /// The source's full URL.
+        source_url: String,
+        /// A pane of the bound workspace works now.
+        workspace_working: bool,
+    },
+    /// `continuity.resolve` confirmed (or not) that the chain exists.
+    Confirmed(Result<(), String>),
+    /// `browser_handoff.prepare` answered.
+    Prepared(Result<Package, String>),
+    /// Browser control is confirmed unavailable (no new tab could be opened).
+    BrowserControlUnavailable,
+    /// The new chat's page is ready for the seed (a Project's new chat has no id until
+    /// its first message is sent).
+    TargetReady,
+    /// The new conversation's page shows its id.
+    NewConversation {
+        /// Its id.
+        conversation_id: String,
+    },
+    /// The seed's delivery ended.
+    Seed(SeedOutcome),
+    /// "Resume handoff": what the target shows now.
+    Resume {
+        /// The seed's marker is in the target's thread.
+        seed_present: bool,
+    },
+}
+
+/// How the seed's delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeedOutcome {
+    /// Its marker is in a new user turn.
+    Confirmed,
+    /// It certainly did not land (not sent, lost).
+    NotSent,
+    /// No evidence either way.
+    Uncertain,
+}
+
+/// Outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandoffOutput {
+    /// Pause the source's automatic wakes (X2).
+    PauseSource,
+    /// Resume them (the transfer ended without a cut-over).
+    ResumeSource,
+    /// Call `continuity.resolve` for the chain (C2).
+    Confirm {
+        /// The chain.
+        continuity_id: String,
+    },
+    /// Call `herdr_mcp.browser_handoff.prepare`.
+    Prepare {
+        /// The chain.
+        continuity_id: String,
+    },
+    /// Open a new conversation in the Project.
+    OpenNewChat,
+    /// Send the seed through the delivery ledger (subject `handoff:<transfer id>`).
+    SendSeed {
+        /// The subject.
+        subject: String,
+        /// The message.
+        text: String,
+    },
+    /// Switch the Project's active target to `new_conversation` and move the source's
+    /// unsent queue items there, in order (B8, Q9).
+    CutOver {
+        /// The new conversation.
+        new_conversation: String,
+    },
+}
+
+/// The handoff of one Project (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    state: HandoffState,
+    #[serde(skip)]
+    outputs: Vec<HandoffOutput>,
+}
+
+impl Default for Handoff {
+    fn default() -> Self {
+        Self { state: HandoffState::Idle, outputs: Vec::new() }
+    }
+}
+
+impl Handoff {
+    /// Where the transfer stands.
+    pub fn state(&self) -> &HandoffState {
+        &self.state
+    }
+
+    /// A transfer is in flight (the Project's other automation waits).
+    pub fn in_flight(&self) -> bool {
+        !matches!(self.state, HandoffState::Idle | HandoffState::Done { .. } | HandoffState::Failed { .. })
+    }
+
+    /// The Copy Prompt text, when it may be offered (X8).
+    pub fn copy_prompt(&self) -> Option<&str> {
+        match &self.state {
+            HandoffState::CopyPrompt { package } => Some(&package.copy_prompt),
+            _ => None,
+        }
+    }
+
+    /// The next output.
+    pub fn poll(&mut self) -> Option<HandoffOutput> {
+        (!self.outputs.is_empty()).then(|| self.outputs.remove(0))
+    }
+
+    /// Feeds one input; `Err` when a Start is refused.
+    pub fn handle(&mut self, input: HandoffInput) -> Result<(), HandoffRefusal> {
+        let state = std::mem::replace(&mut self.state, HandoffState::Idle);
+        let (next, result) = self.step(state, input);
+        self.state = next;
+        result
+    }
+
+    fn fail(&mut self, reason: HandoffRefusal, source_url: String) -> HandoffState {
+        self.outputs.push(HandoffOutput::ResumeSource);
+        HandoffState::Failed { reason, source_url }
+    }
+
+    fn seed(&mut self, package: Package, new_conversation: Option<String>, attempts: u8) -> HandoffState {
+        self.outputs.push(HandoffOutput::SendSeed { subject: format!("handoff:{}", package.transfer_id), text: package.message.clone() });
+        HandoffState::Seeding { package, new_conversation, seed_confirmed: false, attempts }
+    }
+
+    /// Cut over if both confirmations are in.
+    fn maybe_cut_over(&mut self, package: Package, new_conversation: Option<String>, seed_confirmed: bool, attempts: u8) -> HandoffState {
+        match new_conversation {
+            Some(new_conversation) if seed_confirmed => {
+                self.outputs.push(HandoffOutput::CutOver { new_conversation: new_conversation.clone() });
+                HandoffState::Done { new_conversation }
+            }
+            new_conversation => HandoffState::Seeding { package, new_conversation, seed_confirmed, attempts },
+        }
+    }
+
+    fn step(&mut self, state: HandoffState, input: HandoffInput) -> (HandoffState, Result<(), HandoffRefusal>) {
+        use HandoffInput as I;
+        use HandoffState as S;
+        match (state, input) {
+            (state, I::Start { .. }) if !matches!(state, S::Idle | S::Done { .. } | S::Failed { .. }) => (state, Err(HandoffRefusal::InFlight)),
+            (state, I::Start { workspace_working: true, .. }) => (state, Err(HandoffRefusal::WorkspaceWorking)),
+            (state, I::Start { continuity_id: None, .. }) => (state, Err(HandoffRefusal::NoContinuity)),
+            (_, I::Start { continuity_id: Some(continuity_id), source_url, .. }) => {
+                self.outputs.push(HandoffOutput::PauseSource);
+                self.outputs.push(HandoffOutput::Confirm { continuity_id: continuity_id.clone() });
+                (S::Confirming { continuity_id, source_url }, Ok(()))
+            }
+            (S::Confirming { continuity_id, source_url }, I::Confirmed(Ok(()))) => {
+                self.outputs.push(HandoffOutput::Prepare { continuity_id: continuity_id.clone() });
+                (S::Preparing { continuity_id, source_url }, Ok(()))
+            }
+            (S::Confirming { source_url, .. }, I::Confirmed(Err(detail))) | (S::Preparing { source_url, .. }, I::Prepared(Err(detail))) => {
+                (self.fail(HandoffRefusal::JournalUnavailable { detail }, source_url), Ok(()))
+            }
+            (S::Preparing { .. }, I::Prepared(Ok(package))) => {
+                if package.message.trim().is_empty() || package.message != package.copy_prompt {
+                    let url = package.source_url.clone();
+                    return (self.fail(HandoffRefusal::BadPackage, url), Ok(()));
+                }
+                self.outputs.push(HandoffOutput::OpenNewChat);
+                (S::Opening { package, new_conversation: None }, Ok(()))
+            }
+            // Confirmed unavailable before anything was sent: the same bytes to paste.
+            (S::Opening { package, .. }, I::BrowserControlUnavailable) => (S::CopyPrompt { package }, Ok(())),
+            // The new chat's composer is ready (on ChatGPT the id appears after the first
+            // message): the seed goes now; the id may come before or after its confirmation.
+            (S::Opening { package, new_conversation }, I::TargetReady) => (self.seed(package, new_conversation, 1), Ok(())),
+            (S::Opening { package, .. }, I::NewConversation { conversation_id }) => {
+                (self.seed(package, Some(conversation_id), 1), Ok(()))
+            }
+            (S::Seeding { package, seed_confirmed, attempts, .. }, I::NewConversation { conversation_id }) => {
+                (self.maybe_cut_over(package, Some(conversation_id), seed_confirmed, attempts), Ok(()))
+            }
+            (S::Seeding { package, new_conversation, attempts, .. }, I::Seed(SeedOutcome::Confirmed)) => {
+                (self.maybe_cut_over(package, new_conversation, true, attempts), Ok(()))
+            }
+            (S::Seeding { package, new_conversation, attempts, .. }, I::Seed(SeedOutcome::NotSent)) if attempts < 2 => {
+                (self.seed(package, new_conversation, attempts + 1), Ok(()))
+            }
+            (S::Seeding { package, .. }, I::Seed(SeedOutcome::NotSent)) => {
+                let url = package.source_url.clone();
+                (self.fail(HandoffRefusal::SeedFailed, url), Ok(()))
+            }
+            (S::Seeding { package, new_conversation, .. }, I::Seed(SeedOutcome::Uncertain)) => {
+                (S::SeedUncertain { package, new_conversation }, Ok(()))
+            }
+            (S::SeedUncertain { package, new_conversation }, I::NewConversation { conversation_id }) if new_conversation.is_none() => {
+                (S::SeedUncertain { package, new_conversation: Some(conversation_id) }, Ok(()))
+            }
+            (S::SeedUncertain { package, new_conversation: Some(id) }, I::Resume { seed_present: true }) => {
+                (self.maybe_cut_over(package, Some(id), true, 2), Ok(()))
+            }
+            (S::SeedUncertain { package, new_conversation }, I::Resume { seed_present: false }) => {
+                (self.seed(package, new_conversation, 2), Ok(()))
+            }
+            // Anything else changes nothing (late or repeated answers).
+            (state, _) => (state, Ok(())),
+        }
+    }
+}

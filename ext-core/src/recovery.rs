@@ -1,0 +1,399 @@
+//! The recovery planner of one ChatGPT conversation (SPEC S1–S8, H5–H7): notices a page
+//! that seems stuck, asks for evidence (the conversation snapshot, through the
+//! [`crate::stale_view`] probe) and acts on evidence only — one safe reload, one click on
+//! ChatGPT's own Retry — within budgets that a worker restart cannot reset.
+//!
+//! When a page is *suspect* (each from the page adapter's facts; times are the planner's):
+//! - a user turn waits and no assistant output appeared for [`REPLY_TIMEOUT_MS`];
+//! - a reply streams but its body has not grown nor its signature changed for
+//!   [`ASSISTANT_STALL_MS`] (a "connection interrupted" placeholder is not progress, S8);
+//! - the thread shows a send-timeout error (S6).
+//!
+//! Then, at most one probe per [`PROBE_INTERVAL_MS`] and none while healthy (a healthy
+//! idle tab costs the site nothing), the snapshot decides:
+//! - synced → nothing (normal flow); still suspect → probe again later;
+//! - server ahead → one view sync (a reload; never a resubmit, S3);
+//! - request not accepted → ChatGPT's Retry, once, if the page offers it; otherwise the
+//!   HUD asks the user (a reload would drop a human's unsent turn from view);
+//! - server stalled → wait [`SERVER_STALL_WAIT_MS`] more, then one reload (S4);
+//! - unknown → nothing (S5) — except with a send-timeout error on the page, where a view
+//!   sync is preferred over a second user turn (S6);
+//! - a send-timeout error: server at the assistant → reload, never Retry; server still at
+//!   the user → Retry once.
+//!
+//! Budgets (S7, H5, H6): one Retry, one page reload (`location.reload()`), then one tab
+//! reload (`chrome.tabs.reload`) for the same fault, and a [`RELOAD_COOLDOWN_MS`] between
+//! reloads. Every action is recorded in the durable state *before* the driver carries it
+//! out ([`RecoveryPlanner::pending`]), so a worker restart meanwhile never repeats it.
+//! Spent → [`RecoveryStatus::RolloverRecommended`].
+//!
+//! Gate: nothing is probed or done unless the scope's Auto is on and the page is ChatGPT
+//! (M6); no action while the composer holds a human draft, a permission card waits, one of
+//! our deliveries is unconfirmed, or a 429 cooldown runs (H7, then not even a probe).
+//!
+//! Invariants (property test in `tests/it/recovery.rs`): never more actions than the
+//! budgets, none without a snapshot that calls for it (or the S6 view sync), none from
+//! `unknown` otherwise, never a probe while not suspect or during a 429 cooldown.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rate_limit::RateLimit;
+use crate::stale_view::{classify, DomView, ServerRole, Snapshot, ViewState};
+use crate::Millis;
+
+/// A user turn without any reply output for this long is suspect (REFERENCE §2).
+pub const REPLY_TIMEOUT_MS: Millis = 30_000;
+/// A streaming reply without progress for this long is suspect.
+pub const ASSISTANT_STALL_MS: Millis = 30_000;
+/// Extra wait for a stalled server before the one reload.
+pub const SERVER_STALL_WAIT_MS: Millis = 60_000;
+/// At most one snapshot probe per this interval while suspect.
+pub const PROBE_INTERVAL_MS: Millis = 15_000;
+/// Between two reloads.
+pub const RELOAD_COOLDOWN_MS: Millis = 60_000;
+
+/// What the page adapter reports for recovery, on every page report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryFacts {
+    /// The page's load id (a reload gives a new one).
+    pub page_load: String,
+    /// A reply streams (Stop shown or streaming markup).
+    pub generating: bool,
+    /// What the DOM shows (last assistant message, a user turn waiting).
+    pub view: DomView,
+    /// A signature of the last assistant body (changes when it changes).
+    pub signature: String,
+    /// A send-timeout thread error is shown; `Some(true)` when it has a Retry button.
+    pub send_timeout: Option<bool>,
+    /// The composer holds a human draft.
+    pub human_draft: bool,
+    /// A tool permission card waits.
+    pub permission_card: bool,
+    /// One of our deliveries on this page is unconfirmed.
+    pub delivery_uncertain: bool,
+    /// The scope's Auto is on.
+    pub auto_on: bool,
+    /// The page is ChatGPT.
+    pub chatgpt: bool,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum RecoveryAction {
+    /// Read the conversation snapshot and answer with [`RecoveryPlanner::snapshot`].
+    Probe,
+    /// `location.reload()` in the page (level 1).
+    ReloadPage,
+    /// `chrome.tabs.reload` of the page's own tab (level 2).
+    ReloadTab,
+    /// Click ChatGPT's Retry of the thread error.
+    ClickRetry,
+}
+
+/// Where the planner stands (HUD).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RecoveryStatus {
+    /// Nothing suspect.
+    Healthy,
+    /// Suspect; evidence is being gathered.
+    Checking {
+        /// Why the page is suspect.
+        why: Suspect,
+    },
+    /// The last probe gave this; nothing to do (yet).
+    Observed {
+        /// The probe's verdict.
+        state: ViewState,
+    },
+    /// Waiting for a stalled server before the one reload.
+    WaitingForServer {
+        /// Until when.
+        until: Millis,
+    },
+    /// The server never got the user turn and the page offers no Retry: the user decides.
+    NeedsUser,
+    /// An action was carried out (or is being).
+    Acted {
+        /// Which.
+        action: RecoveryAction,
+    },
+    /// Budgets spent: a new conversation is the way on (S7, H6).
+    RolloverRecommended,
+}
+
+/// Why a page is suspect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Suspect {
+    /// No reply output after a user turn.
+    ReplyTimeout,
+    /// A streaming reply stopped progressing.
+    AssistantStall,
+    /// A send-timeout error is shown.
+    SendTimeout,
+}
+
+/// An action recorded before it is carried out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The action.
+    pub action: RecoveryAction,
+    /// When it was decided.
+    pub at: Millis,
+    /// The page load it was decided on (a new load means it happened).
+    pub page_load: String,
+}
+
+/// The planner of one conversation (see the module doc). Persist it whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryPlanner {
+    retries_used: u8,
+    page_reloads_used: u8,
+    tab_reloads_used: u8,
+    last_reload_at: Option<Millis>,
+    /// An action decided and not yet seen done.
+    pending: Option<Pending>,
+    /// 429 back-off.
+    rate_limit: RateLimit,
+    status: Option<RecoveryStatus>,
+    // Progress tracking (reset by every page load).
+    #[serde(skip)]
+    page_load: String,
+    #[serde(skip)]
+    progress_at: Option<Millis>,
+    #[serde(skip)]
+    signature: String,
+    #[serde(skip)]
+    waiting_since: Option<Millis>,
+    #[serde(skip)]
+    last_probe_at: Option<Millis>,
+    #[serde(skip)]
+    probe_out: bool,
+    #[serde(skip)]
+    stall_wait_until: Option<Millis>,
+    #[serde(skip)]
+    facts: RecoveryFacts,
+    /// Probes asked for in this worker life (for the bench).
+    #[serde(skip)]
+    probes: u64,
+}
+
+impl RecoveryPlanner {
+    /// The HUD's status.
+    pub fn status(&self) -> RecoveryStatus {
+        self.status.clone().unwrap_or(RecoveryStatus::Healthy)
+    }
+
+    /// The action recorded and not yet seen done.
+    pub fn pending(&self) -> Option<&Pending> {
+        self.pending.as_ref()
+    }
+
+    /// Probes asked for in this worker life.
+    pub fn probes(&self) -> u64 {
+        self.probes
+    }
+
+    /// The running 429 cooldown's end.
+    pub fn cooling_until(&self, now: Millis) -> Option<Millis> {
+        self.rate_limit.cooling_until(now)
+    }
+
+    /// A 429 or a visible rate-limit notice on the page.
+    pub fn rate_limited(&mut self, now: Millis) {
+        self.rate_limit.observe(now);
+    }
+
+    /// A page report; returns what to do now.
+    pub fn page(&mut self, now: Millis, facts: RecoveryFacts) -> Option<RecoveryAction> {
+        if facts.page_load != self.page_load {
+            // A new page load: whatever was pending happened; progress starts again.
+            self.page_load = facts.page_load.clone();
+            self.pending = None;
+            self.progress_at = Some(now);
+            self.waiting_since = None;
+            self.stall_wait_until = None;
+            self.probe_out = false;
+        }
+        if self.pending.as_ref().is_some_and(|p| p.action == RecoveryAction::ClickRetry) && facts.send_timeout.is_none() {
+            // The error card is gone: the Retry was taken.
+            self.pending = None;
+        }
+        if facts.signature != self.signature {
+            self.signature = facts.signature.clone();
+            self.progress_at = Some(now);
+        }
+        if facts.view.user_waiting && !facts.generating {
+            self.waiting_since.get_or_insert(now);
+        } else {
+            self.waiting_since = None;
+        }
+        self.facts = facts;
+        self.tick(now)
+    }
+
+    /// Time passed (call at least every few seconds while a page is watched).
+    pub fn tick(&mut self, now: Millis) -> Option<RecoveryAction> {
+        if self.pending.as_ref().is_some_and(|p| now.saturating_sub(p.at) >= RELOAD_COOLDOWN_MS) {
+            // Not seen done within the cooldown: it counts as spent, never repeated.
+            self.pending = None;
+        }
+        let Some(why) = self.suspect(now) else {
+            if !matches!(self.status, Some(RecoveryStatus::RolloverRecommended | RecoveryStatus::Acted { .. })) {
+                self.status = Some(RecoveryStatus::Healthy);
+            }
+            self.stall_wait_until = None;
+            return None;
+        };
+        if !self.facts.auto_on || !self.facts.chatgpt || self.pending.is_some() || self.probe_out {
+            return None;
+        }
+        if self.rate_limit.cooling_until(now).is_some() {
+            return None;
+        }
+        if let Some(until) = self.stall_wait_until {
+            if now < until {
+                self.status = Some(RecoveryStatus::WaitingForServer { until });
+                return None;
+            }
+        }
+        if self.last_probe_at.is_some_and(|at| now.saturating_sub(at) < PROBE_INTERVAL_MS) {
+            return None;
+        }
+        if !matches!(self.status, Some(RecoveryStatus::Observed { .. } | RecoveryStatus::NeedsUser)) {
+            self.status = Some(RecoveryStatus::Checking { why });
+        }
+        self.last_probe_at = Some(now);
+        self.probe_out = true;
+        self.probes += 1;
+        Some(RecoveryAction::Probe)
+    }
+
+    fn suspect(&self, now: Millis) -> Option<Suspect> {
+        if self.facts.send_timeout.is_some() {
+            return Some(Suspect::SendTimeout);
+        }
+        let quiet_since = |since: Option<Millis>, limit: Millis| since.is_some_and(|at| now.saturating_sub(at) >= limit);
+        let last_progress = self.progress_at.max(self.waiting_since);
+        if self.waiting_since.is_some() && quiet_since(last_progress, REPLY_TIMEOUT_MS) {
+            return Some(Suspect::ReplyTimeout);
+        }
+        if self.facts.generating && quiet_since(self.progress_at, ASSISTANT_STALL_MS) {
+            return Some(Suspect::AssistantStall);
+        }
+        None
+    }
+
+    /// The snapshot probe's answer; returns the action it calls for, already recorded.
+    pub fn snapshot(&mut self, now: Millis, snapshot: &Snapshot) -> Option<RecoveryAction> {
+        if !std::mem::take(&mut self.probe_out) {
+            return None;
+        }
+        let state = classify(&self.facts.view, snapshot, now);
+        self.status = Some(RecoveryStatus::Observed { state });
+        let wanted = match (state, self.facts.send_timeout) {
+            // S6 is decided on the server's node itself.
+            (_, Some(retry_offered)) => match s6(&self.facts.view, snapshot) {
+                Want::Retry if !retry_offered => {
+                    self.status = Some(RecoveryStatus::NeedsUser);
+                    return None;
+                }
+                want => want,
+            },
+            (ViewState::RequestNotAccepted, None) => {
+                self.status = Some(RecoveryStatus::NeedsUser);
+                return None;
+            }
+            (ViewState::ServerAhead, None) => Want::Reload,
+            (ViewState::ServerStalled, None) => match self.stall_wait_until {
+                Some(until) if now >= until => Want::Reload,
+                Some(_) => return None,
+                None => {
+                    let until = now.saturating_add(SERVER_STALL_WAIT_MS);
+                    self.stall_wait_until = Some(until);
+                    self.status = Some(RecoveryStatus::WaitingForServer { until });
+                    return None;
+                }
+            },
+            (ViewState::Synced | ViewState::Unknown, None) => return None,
+        };
+        self.act(now, wanted)
+    }
+
+    fn act(&mut self, now: Millis, want: Want) -> Option<RecoveryAction> {
+        let f = &self.facts;
+        if f.human_draft || f.permission_card || f.delivery_uncertain || self.rate_limit.cooling_until(now).is_some() {
+            return None;
+        }
+        let action = match want {
+            Want::Retry if self.retries_used == 0 => RecoveryAction::ClickRetry,
+            Want::Retry => return self.spent(),
+            Want::Reload => {
+                if self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < RELOAD_COOLDOWN_MS) {
+                    return None;
+                }
+                if self.page_reloads_used == 0 {
+                    RecoveryAction::ReloadPage
+                } else if self.tab_reloads_used == 0 {
+                    RecoveryAction::ReloadTab
+                } else {
+                    return self.spent();
+                }
+            }
+        };
+        match action {
+            RecoveryAction::ClickRetry => self.retries_used += 1,
+            RecoveryAction::ReloadPage => self.page_reloads_used += 1,
+            RecoveryAction::ReloadTab => self.tab_reloads_used += 1,
+            RecoveryAction::Probe => {}
+        }
+        if action != RecoveryAction::ClickRetry {
+            self.last_reload_at = Some(now);
+        }
+        self.stall_wait_until = None;
+        self.pending = Some(Pending { action: action.clone(), at: now, page_load: self.page_load.clone() });
+        self.status = Some(RecoveryStatus::Acted { action: action.clone() });
+        Some(action)
+    }
+
+    fn spent(&mut self) -> Option<RecoveryAction> {
+        self.status = Some(RecoveryStatus::RolloverRecommended);
+        None
+    }
+
+    /// After a restore: an action recorded by the old worker counts as done (it may have
+    /// happened); nothing is repeated.
+    pub fn restored(&mut self) {
+        self.pending = None;
+    }
+
+    /// The human wrote a new turn: the fault is behind them, budgets start again (a
+    /// healthy reply alone does not reset them, so faults that come back cannot loop).
+    pub fn human_turn(&mut self) {
+        let rate_limit = self.rate_limit;
+        *self = Self { rate_limit, page_load: std::mem::take(&mut self.page_load), ..Self::default() };
+    }
+}
+
+/// S6, a send-timeout error on the page: the server already has an assistant message the
+/// page does not show as its last one (answered, or answering) → sync the view, never
+/// Retry; the server is still at the user, or ends at the page's last assistant message
+/// (the turn never arrived) → ChatGPT's Retry; no evidence → a view sync, never a second
+/// user turn.
+fn s6(view: &DomView, snapshot: &Snapshot) -> Want {
+    let Snapshot::Read(node) = snapshot else { return Want::Reload };
+    let dom_id = view.last_assistant.as_ref().and_then(|m| m.id.as_deref());
+    match node.role {
+        ServerRole::Assistant if dom_id == Some(node.id.as_str()) && node.finished => Want::Retry,
+        ServerRole::User => Want::Retry,
+        ServerRole::Assistant | ServerRole::Other => Want::Reload,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Want {
+    Retry,
+    Reload,
+}

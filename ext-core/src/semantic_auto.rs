@@ -1,0 +1,305 @@
+//! Semantic Auto of one ChatGPT conversation (SPEC J1–J3, M4, M6, M7): when a reply that
+//! looks finished ends, ask the runtime's turn-end judge whether the assistant stopped
+//! with work still pending, and if it says so, continue it — bounded, once per reply, and
+//! never before what the user queued.
+//!
+//! The judge itself (decision route → LLM → script, fail closed) is the runtime's
+//! `judge.turn_end`; this machine decides only *whether to ask* and *what to do with the
+//! verdict*.
+//!
+//! Driver contract: feed [`SemanticInput::TurnEnded`] when the page's reply finished
+//! (generating went false) with the reply's facts, [`SemanticInput::HumanTurn`] when a user
+//! turn without our marker appears, [`SemanticInput::HerdrActivity`] for every working or
+//! settle signal of the bound workspace, [`SemanticInput::Verdict`] for the judge's answer
+//! (an error answer as [`Verdict::Uncertain`]) and [`SemanticInput::ContinueResolved`] when
+//! the continue's delivery ended; drain [`SemanticAuto::poll`].
+//!
+//! Invariants (tests in `tests/it/semantic_auto.rs`, property test there):
+//! - Nothing is asked or continued unless the mode allows it, Auto is on for the scope,
+//!   the site is ChatGPT (M6), and nothing is queued for the conversation (the user's next
+//!   turn goes first).
+//! - A reply is judged at most once (by its fingerprint), also across reloads and worker
+//!   restarts (the fingerprints are persisted).
+//! - Only [`Verdict::Continue`] continues; done, uncertain and errors stop (fail closed).
+//! - At most `max_continues` automatic continues in a row without a human turn or Herdr
+//!   activity (M7); the next one is withheld with that reason.
+//! - One judge call and one continue at a time.
+
+use serde::{Deserialize, Serialize};
+
+/// When the judge is used (options page, O4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeMode {
+    /// Never.
+    Off,
+    /// Only from the HUD button (M4).
+    #[default]
+    ManualOnly,
+    /// Also automatically at turn end while Auto is on.
+    InAuto,
+}
+
+/// Default bound on automatic continues in a row (M7).
+pub const DEFAULT_MAX_CONTINUES: u32 = 3;
+/// Most continues in a row an option may allow.
+pub const MAX_MAX_CONTINUES: u32 = 10;
+/// Fingerprints of judged replies kept.
+const JUDGED_KEPT: usize = 32;
+/// A reply shorter than this (characters, trimmed) is not judged: nothing to continue.
+pub const MIN_REPLY_CHARS: usize = 40;
+
+/// The judge's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Work the assistant declared is still pending: continue.
+    Continue,
+    /// Finished, or waiting on the user.
+    Done,
+    /// Not sure (also: the judge failed). Treated as done.
+    Uncertain,
+}
+
+/// What ended on the page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedTurn {
+    /// The assistant reply's text (the page bounds it).
+    pub assistant_text: String,
+    /// The user turn it answers (with our marker lines removed by the page adapter).
+    pub user_text: String,
+}
+
+/// Inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SemanticInput {
+    /// A reply finished. `auto_on`, `chatgpt` and `queue_waiting` are the gate's facts now.
+    TurnEnded {
+        /// The reply.
+        turn: EndedTurn,
+        /// Auto is on for the scope.
+        auto_on: bool,
+        /// The page is ChatGPT (M6).
+        chatgpt: bool,
+        /// The conversation has queued messages (they go first).
+        queue_waiting: bool,
+    },
+    /// The human wrote a turn (no marker of ours).
+    HumanTurn,
+    /// The bound workspace worked or settled.
+    HerdrActivity,
+    /// The judge answered for `fingerprint`.
+    Verdict {
+        /// Which reply.
+        fingerprint: String,
+        /// The verdict.
+        verdict: Verdict,
+        /// `jev | llm | script`.
+        source: String,
+        /// Why, in the judge's words (bounded by the shell).
+        reason: String,
+    },
+    /// The continue's delivery ended; `confirmed` when it is in the thread.
+    ContinueResolved {
+        /// Whether it landed.
+        confirmed: bool,
+    },
+}
+
+/// Why a reply was not judged or continued (HUD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SemanticWithheld {
+    /// The judge is off or manual only.
+    ModeOff,
+    /// Auto is off for the scope.
+    AutoOff,
+    /// Not a ChatGPT page (M6).
+    NotChatGpt,
+    /// Queued messages go first.
+    QueueFirst,
+    /// `max_continues` automatic continues in a row (M7).
+    StreakLimit,
+    /// This reply was judged already.
+    JudgedBefore,
+    /// The reply is too short to hold pending work.
+    ShortReply,
+    /// A judge call or a continue is already out.
+    Busy,
+}
+
+/// Outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SemanticOutput {
+    /// Ask `judge.turn_end` and answer with [`SemanticInput::Verdict`].
+    Judge {
+        /// The reply's fingerprint.
+        fingerprint: String,
+        /// The user turn.
+        user_text: String,
+        /// The reply.
+        assistant_text: String,
+    },
+    /// Send a continue (through the delivery ledger) and answer with
+    /// [`SemanticInput::ContinueResolved`].
+    Continue {
+        /// Subject for the delivery id: `judge:<fingerprint>`.
+        subject: String,
+        /// Which judge decided.
+        source: String,
+        /// Why.
+        reason: String,
+    },
+    /// The verdict, for the HUD.
+    Decided {
+        /// The verdict.
+        verdict: Verdict,
+        /// `jev | llm | script`.
+        source: String,
+        /// Why.
+        reason: String,
+    },
+    /// A reply was not judged or continued, and why.
+    Withheld(SemanticWithheld),
+}
+
+/// Semantic Auto of one conversation (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SemanticAuto {
+    /// The judge mode.
+    pub mode: JudgeMode,
+    /// Bound on automatic continues in a row (clamped to 1..=[`MAX_MAX_CONTINUES`]).
+    max_continues: u32,
+    /// Automatic continues since the last human turn or Herdr activity.
+    streak: u32,
+    /// Fingerprints of replies judged (newest last).
+    judged: Vec<String>,
+    /// A judge call out for this fingerprint.
+    #[serde(default)]
+    asking: Option<String>,
+    /// A continue out.
+    #[serde(default)]
+    continuing: bool,
+    #[serde(skip)]
+    outputs: Vec<SemanticOutput>,
+}
+
+/// `<chars>:<fnv-1a 64 of the text>`: the same reply gives the same fingerprint after a
+/// reload or restart.
+pub fn fingerprint(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.trim().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}:{hash:016x}", text.trim().chars().count())
+}
+
+impl SemanticAuto {
+    /// A machine with `mode` and the bound `max_continues`.
+    pub fn new(mode: JudgeMode, max_continues: u32) -> Self {
+        Self { mode, max_continues: max_continues.clamp(1, MAX_MAX_CONTINUES), ..Self::default() }
+    }
+
+    /// Automatic continues since the last human turn or Herdr activity.
+    pub fn streak(&self) -> u32 {
+        self.streak
+    }
+
+    /// The bound in force.
+    pub fn max_continues(&self) -> u32 {
+        if self.max_continues == 0 {
+            DEFAULT_MAX_CONTINUES
+        } else {
+            self.max_continues
+        }
+    }
+
+    /// Feeds one input.
+    pub fn handle(&mut self, input: SemanticInput) {
+        match input {
+            SemanticInput::TurnEnded { turn, auto_on, chatgpt, queue_waiting } => {
+                if let Err(why) = self.may_ask(&turn, auto_on, chatgpt, queue_waiting) {
+                    self.outputs.push(SemanticOutput::Withheld(why));
+                    return;
+                }
+                let fingerprint = fingerprint(&turn.assistant_text);
+                self.judged.push(fingerprint.clone());
+                if self.judged.len() > JUDGED_KEPT {
+                    self.judged.remove(0);
+                }
+                self.asking = Some(fingerprint.clone());
+                self.outputs.push(SemanticOutput::Judge { fingerprint, user_text: turn.user_text, assistant_text: turn.assistant_text });
+            }
+            // A new run starts; a continue still on its way belongs to it.
+            SemanticInput::HumanTurn | SemanticInput::HerdrActivity => self.streak = u32::from(self.continuing),
+            SemanticInput::Verdict { fingerprint, verdict, source, reason } => {
+                if self.asking.as_deref() != Some(fingerprint.as_str()) {
+                    return;
+                }
+                self.asking = None;
+                self.outputs.push(SemanticOutput::Decided { verdict, source: source.clone(), reason: reason.clone() });
+                if verdict != Verdict::Continue {
+                    return;
+                }
+                if self.streak >= self.max_continues() {
+                    self.outputs.push(SemanticOutput::Withheld(SemanticWithheld::StreakLimit));
+                    return;
+                }
+                self.streak += 1;
+                self.continuing = true;
+                self.outputs.push(SemanticOutput::Continue { subject: format!("judge:{fingerprint}"), source, reason });
+            }
+            SemanticInput::ContinueResolved { confirmed } => {
+                self.continuing = false;
+                if !confirmed {
+                    // It did not land: it does not count against the bound.
+                    self.streak = self.streak.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    fn may_ask(&self, turn: &EndedTurn, auto_on: bool, chatgpt: bool, queue_waiting: bool) -> Result<(), SemanticWithheld> {
+        if self.mode != JudgeMode::InAuto {
+            return Err(SemanticWithheld::ModeOff);
+        }
+        if !chatgpt {
+            return Err(SemanticWithheld::NotChatGpt);
+        }
+        if !auto_on {
+            return Err(SemanticWithheld::AutoOff);
+        }
+        if queue_waiting {
+            return Err(SemanticWithheld::QueueFirst);
+        }
+        if self.asking.is_some() || self.continuing {
+            return Err(SemanticWithheld::Busy);
+        }
+        if turn.assistant_text.trim().chars().count() < MIN_REPLY_CHARS {
+            return Err(SemanticWithheld::ShortReply);
+        }
+        if self.judged.contains(&fingerprint(&turn.assistant_text)) {
+            return Err(SemanticWithheld::JudgedBefore);
+        }
+        if self.streak >= self.max_continues() {
+            return Err(SemanticWithheld::StreakLimit);
+        }
+        Ok(())
+    }
+
+    /// The next output, if any.
+    pub fn poll(&mut self) -> Option<SemanticOutput> {
+        if self.outputs.is_empty() {
+            None
+        } else {
+            Some(self.outputs.remove(0))
+        }
+    }
+
+    /// After a restore: a judge call of the old worker is never answered, a continue's
+    /// resolution comes from the ledger again.
+    pub fn restored(&mut self) {
+        self.asking = None;
+    }
+}

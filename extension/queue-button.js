@@ -1,0 +1,124 @@
+// The Queue button (SPEC Q1, Q7, Q8): our own element in its own shadow root, a child of
+// document.documentElement (never inside ChatGPT's React tree), placed beside the
+// composer from the composer's box. Loaded before content.js, which mounts it once with
+// what it needs (the composer it found, the port). It decides nothing: the worker
+// (ext-core `queue`, `continuity/queue`) says what is queued, what the HUD line and the
+// clear question say, and when the composer may be emptied.
+//
+// - click / Enter / Space: queue the composer's text (`queue_add {text}`); with an empty
+//   composer the worker retries an undelivered batch (Q8);
+// - right-click / the context-menu key: ask (the worker's question, in the UI language)
+//   and on yes clear this conversation's queue (`queue_clear`, Q7);
+// - the `queue-composer` command (chrome.commands) does what a click does.
+(() => {
+  const KEY = Symbol.for('herdr-continuity.queue-ui');
+  if (globalThis[KEY]) return;
+
+  const CSS = `
+    :host { all: initial; position: fixed; z-index: 2147483646; display: none;
+      font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
+    :host([data-placed]) { display: block; }
+    button { font: inherit; cursor: pointer; border: 1px solid #d0d7de; border-radius: 999px;
+      background: #fff; color: inherit; padding: 2px 10px; box-shadow: 0 1px 3px rgba(0,0,0,.12); }
+    button:focus-visible { outline: 2px solid #0969da; outline-offset: 2px; }
+    .count { display: inline-block; min-width: 1.4em; margin-left: 4px; padding: 0 4px;
+      border-radius: 999px; background: #0969da; color: #fff; text-align: center; }
+    .count:empty { display: none; }
+    .confirm { position: absolute; bottom: 100%; right: 0; margin-bottom: 6px; width: 260px;
+      padding: 8px; background: #fff; border: 1px solid #d0d7de; border-radius: 8px;
+      box-shadow: 0 2px 8px rgba(0,0,0,.15); }
+    .confirm[hidden] { display: none; }
+    .confirm p { margin: 0 0 6px; }
+    .confirm button { margin-right: 6px; border-radius: 6px; box-shadow: none; }`;
+
+  globalThis[KEY] = (deps) => {
+    // deps: { text(key, subs), post(message), composer() → element | null,
+    //         composerText(el) → string, clearComposer(el) }
+    const host = document.createElement('herdr-continuity-queue');
+    const root = host.attachShadow({ mode: 'open' });
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.dataset.action = 'queue';
+    const label = document.createElement('span');
+    label.textContent = deps.text('queueButton');
+    const count = document.createElement('span');
+    count.className = 'count';
+    button.append(label, count);
+    const confirm = document.createElement('div');
+    confirm.className = 'confirm';
+    confirm.hidden = true;
+    confirm.setAttribute('role', 'alertdialog');
+    const question = document.createElement('p');
+    const yes = document.createElement('button');
+    yes.type = 'button';
+    yes.dataset.action = 'queue_clear_yes';
+    yes.textContent = deps.text('queueClearYes');
+    const no = document.createElement('button');
+    no.type = 'button';
+    no.dataset.action = 'queue_clear_no';
+    no.textContent = deps.text('queueClearNo');
+    confirm.append(question, yes, no);
+    root.append(confirm, button);
+    document.documentElement.append(host);
+
+    let view = null;
+    const queueNow = () => {
+      const el = deps.composer();
+      deps.post({ type: 'queue_add', text: el ? deps.composerText(el) : '' });
+    };
+    const closeConfirm = () => { confirm.hidden = true; button.focus(); };
+    button.addEventListener('click', queueNow);
+    button.addEventListener('contextmenu', (event) => {
+      event.preventDefault();
+      question.textContent = view?.clear_confirm ?? deps.text('queueClearQuestion');
+      confirm.hidden = false;
+      no.focus();
+    });
+    yes.addEventListener('click', () => { deps.post({ type: 'queue_clear' }); closeConfirm(); });
+    no.addEventListener('click', closeConfirm);
+    confirm.addEventListener('keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
+
+    // Placement: just above the composer's right edge, re-measured only when the view
+    // changes or the window resizes (no per-mutation work).
+    let placedFor = null;
+    const place = () => {
+      const el = deps.composer();
+      if (!el || !el.isConnected) { host.removeAttribute('data-placed'); placedFor = null; return; }
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 && box.height === 0) { host.removeAttribute('data-placed'); return; }
+      host.style.left = 'auto';
+      host.style.right = `${Math.max(8, window.innerWidth - box.right)}px`;
+      host.style.top = `${Math.max(8, box.top - 30)}px`;
+      host.setAttribute('data-placed', '');
+      placedFor = el;
+    };
+    window.addEventListener('resize', place, { passive: true });
+
+    return {
+      // The worker's queue view (ContinuityView.queue), or null off a conversation.
+      render(next) {
+        view = next ?? null;
+        host.dataset.queueState = view?.state ?? '';
+        host.dataset.queueCount = String(view?.count ?? 0);
+        count.textContent = view && view.count > 0 ? String(view.count) : '';
+        button.title = view?.line ?? deps.text('queueButtonTitle');
+        button.setAttribute('aria-label', `${deps.text('queueButton')}${view?.count ? ` (${view.count})` : ''}`);
+        if (!view) { host.removeAttribute('data-placed'); return; }
+        if (placedFor !== deps.composer() || !host.hasAttribute('data-placed')) place();
+      },
+      // The worker stored `text`: empty the composer only if it still holds exactly it.
+      accepted(text) {
+        const el = deps.composer();
+        if (!el) return;
+        const squash = (value) => value.replace(/\r\n?/g, '\n').trim();
+        if (squash(deps.composerText(el)) === squash(text)) deps.clearComposer(el);
+      },
+      // The keyboard command.
+      request: queueNow,
+      place,
+    };
+  };
+})();
