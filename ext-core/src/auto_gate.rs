@@ -16,9 +16,8 @@
 
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::json_read::{read_unit_enum, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, read_unit_enum};
 
 use crate::scope::{PageKind, Scope};
 use crate::vec_map::VecMap;
@@ -317,9 +316,4 @@ read_unit_enum!(WakeWithheld {
     "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
 });
 
-impl ReadJson for AutoGate {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(AutoGate { allow_project_auto: f.get("allow_project_auto")?, toggles: f.get("toggles")? })
-    }
-}
+read_struct!(AutoGate { allow_project_auto, toggles });

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::Millis;
-use crate::json_read::{Fields, ReadError, ReadJson};
+use crate::json_read::read_struct;
 use crate::vec_map::{VecMap, VecSet};
 
 /// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
@@ -472,37 +472,17 @@ impl Bindings {
 
 
 // Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
-impl ReadJson for CatalogWorkspace {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(CatalogWorkspace { workspace_id: f.get("workspace_id")?, label: f.get("label")? })
-    }
-}
+read_struct!(CatalogWorkspace { workspace_id, label });
 
-impl ReadJson for ScopeBinding {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ScopeBinding {
-            scope: f.get("scope")?,
-            workspace_id: f.get("workspace_id")?,
-            label: f.get("label")?,
-            workspace_in_catalog: f.get("workspace_in_catalog")?,
-            active_conv_key: f.get("active_conv_key")?,
-            bound_at: f.get("bound_at")?,
-        })
-    }
-}
+read_struct!(ScopeBinding {
+    scope,
+    workspace_id,
+    label,
+    workspace_in_catalog,
+    active_conv_key,
+    bound_at,
+});
 
-impl ReadJson for PendingBinding {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(PendingBinding { workspace_id: f.get("workspace_id")?, label: f.get("label")?, saved_at: f.get("saved_at")? })
-    }
-}
+read_struct!(PendingBinding { workspace_id, label, saved_at });
 
-impl ReadJson for Bindings {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(Bindings { bindings: f.get("bindings")?, pending: f.get("pending")?, outputs: VecDeque::new() })
-    }
-}
+read_struct!(Bindings { bindings, pending } skip { outputs });

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::binding::TabId;
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
@@ -475,16 +475,7 @@ fn marker_safe(subject: &str) -> String {
 
 read_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
 
-impl ReadJson for Baseline {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(Baseline {
-            page_load: f.get("page_load")?,
-            user_turns: f.get("user_turns")?,
-            last_user_turn_id: f.get("last_user_turn_id")?,
-        })
-    }
-}
+read_struct!(Baseline { page_load, user_turns, last_user_turn_id });
 
 impl ReadJson for DeliveryState {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -498,34 +489,16 @@ impl ReadJson for DeliveryState {
     }
 }
 
-impl ReadJson for Delivery {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(Delivery {
-            id: f.get("id")?,
-            scope_key: f.get("scope_key")?,
-            kind: f.get("kind")?,
-            task_ids: f.get("task_ids")?,
-            tab: f.get("tab")?,
-            conversation: f.get("conversation")?,
-            baseline: f.get("baseline")?,
-            posted_at: f.get("posted_at")?,
-            state: f.get("state")?,
-            page_idle: false,
-            left_in_composer: false,
-        })
-    }
-}
+read_struct!(Delivery {
+    id,
+    scope_key,
+    kind,
+    task_ids,
+    tab,
+    conversation,
+    baseline,
+    posted_at,
+    state,
+} skip { page_idle, left_in_composer });
 
-impl ReadJson for DeliveryLedger {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(DeliveryLedger {
-            epoch: f.get("epoch")?,
-            life: f.get("life")?,
-            next: f.get("next")?,
-            active: f.get("active")?,
-            outputs: VecDeque::new(),
-        })
-    }
-}
+read_struct!(DeliveryLedger { epoch, life, next, active } skip { outputs });

@@ -26,20 +26,21 @@ use crate::vec_map::VecMap;
 pub struct ReadError {
     /// What was expected, e.g. `a string`.
     expected: &'static str,
-    /// The field path from the outermost value, innermost last.
-    path: Vec<&'static str>,
+    /// The innermost field whose value it was, when it was a field's.
+    field: Option<&'static str>,
 }
 
 impl ReadError {
     /// A value that is not `expected`.
     pub fn expected(expected: &'static str) -> Self {
-        Self { expected, path: Vec::new() }
+        Self { expected, field: None }
     }
 
-    /// The same error, one field further out.
-    fn in_field(mut self, name: &'static str) -> Self {
-        self.path.push(name);
-        self
+    /// The same error, naming `name` unless an inner field is named already (kept small:
+    /// this runs inlined for every field of every type).
+    #[inline(never)]
+    fn in_field(self, name: &'static str) -> Self {
+        Self { field: self.field.or(Some(name)), ..self }
     }
 }
 
@@ -47,14 +48,10 @@ impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("expected ")?;
         f.write_str(self.expected)?;
-        if !self.path.is_empty() {
-            f.write_str(" at ")?;
-            for (i, name) in self.path.iter().rev().enumerate() {
-                if i > 0 {
-                    f.write_str(".")?;
-                }
-                f.write_str(name)?;
-            }
+        if let Some(field) = self.field {
+            f.write_str(" in `")?;
+            f.write_str(field)?;
+            f.write_str("`")?;
         }
         Ok(())
     }
@@ -87,6 +84,7 @@ impl<'a> Fields<'a> {
         value.as_object().map(Fields).ok_or(ReadError::expected("an object"))
     }
 
+    #[inline(never)]
     fn raw(self, name: &str) -> Option<&'a Value> {
         self.0.get(name)
     }
@@ -207,7 +205,9 @@ impl<K: ReadKey + Ord, V: ReadJson> ReadJson for VecMap<K, V> {
     }
 }
 
-/// `impl ReadJson` for a unit-only enum written as its variant's snake_case name.
+/// `impl ReadJson` for a unit-only enum written as its variant's snake_case name:
+/// `read_unit_enum!(Language { "en" => En, "zh" => Zh });`
+#[macro_export]
 macro_rules! read_unit_enum {
     ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
         impl $crate::json_read::ReadJson for $ty {
@@ -220,4 +220,26 @@ macro_rules! read_unit_enum {
         }
     };
 }
-pub(crate) use read_unit_enum;
+pub use read_unit_enum;
+
+/// `impl ReadJson` for a struct written as an object keyed by field name:
+/// `read_struct!(Baseline { page_load, user_turns: default } skip { cached });` — a plain
+/// field is required (an `Option` one may be absent), `: default` is `#[serde(default)]`,
+/// `skip { … }` lists the `#[serde(skip)]` fields (their `Default`).
+#[macro_export]
+macro_rules! read_struct {
+    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
+        impl $crate::json_read::ReadJson for $ty {
+            fn read_json(value: &::serde_json::Value) -> Result<Self, $crate::json_read::ReadError> {
+                let fields = $crate::json_read::Fields::of(value)?;
+                Ok($ty {
+                    $($field: $crate::read_struct!(@field fields, $field $(, $how)?),)*
+                    $($($skipped: Default::default(),)*)?
+                })
+            }
+        }
+    };
+    (@field $fields:ident, $field:ident) => { $fields.get(stringify!($field))? };
+    (@field $fields:ident, $field:ident, default) => { $fields.or_default(stringify!($field))? };
+}
+pub use read_struct;

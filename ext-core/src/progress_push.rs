@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::Millis;
 
@@ -353,19 +353,9 @@ impl ProgressPush {
 
 // Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
 
-impl ReadJson for ProgressConfig {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ProgressConfig { tick_ms: f.get("tick_ms")?, fallback_ms: f.get("fallback_ms")? })
-    }
-}
+read_struct!(ProgressConfig { tick_ms, fallback_ms });
 
-impl ReadJson for SentSummary {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(SentSummary { text: f.get("text")?, at: f.get("at")? })
-    }
-}
+read_struct!(SentSummary { text, at });
 
 impl ReadJson for InFlightProgress {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -393,15 +383,4 @@ impl ReadJson for ProgressPhase {
     }
 }
 
-impl ReadJson for ProgressPush {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ProgressPush {
-            config: f.get("config")?,
-            phase: f.get("phase")?,
-            last_sent: f.get("last_sent")?,
-            in_flight: f.get("in_flight")?,
-            outputs: VecDeque::new(),
-        })
-    }
-}
+read_struct!(ProgressPush { config, phase, last_sent, in_flight } skip { outputs });

@@ -18,7 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 /// A web chat site the extension supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -331,9 +331,4 @@ impl ReadJson for Scope {
     }
 }
 
-impl ReadJson for ConversationRef {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ConversationRef { site: f.get("site")?, conversation_id: f.get("conversation_id")? })
-    }
-}
+read_struct!(ConversationRef { site, conversation_id });

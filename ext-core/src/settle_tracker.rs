@@ -60,7 +60,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::Millis;
 use crate::vec_map::VecMap;
@@ -609,19 +609,9 @@ fn outcome_of(workspace: &WorkspaceActivity, trigger: PaneEventKind) -> SettleOu
 read_unit_enum!(SettledStatus { "idle" => Idle, "done" => Done, "blocked" => Blocked });
 read_unit_enum!(SettleOutcome { "idle" => Idle, "done" => Done, "blocked" => Blocked, "pane_gone" => PaneGone });
 
-impl ReadJson for WakeId {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(WakeId { boot_id: f.get("boot_id")?, seq: f.get("seq")? })
-    }
-}
+read_struct!(WakeId { boot_id, seq });
 
-impl ReadJson for ResumePoint {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ResumePoint { boot_id: f.get("boot_id")?, after_seq: f.get("after_seq")?, log_id: f.or_default("log_id")? })
-    }
-}
+read_struct!(ResumePoint { boot_id, after_seq, log_id: default });
 
 impl ReadJson for SettleOutput {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -658,25 +648,13 @@ impl ReadJson for PaneState {
     }
 }
 
-impl ReadJson for WorkspaceActivity {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(WorkspaceActivity { panes: f.get("panes")?, working: f.get("working")? })
-    }
-}
+read_struct!(WorkspaceActivity { panes, working });
 
-impl ReadJson for SettleTracker {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(SettleTracker {
-            boot_id: f.get("boot_id")?,
-            retired_boots: f.get("retired_boots")?,
-            high_water: f.get("high_water")?,
-            log_id: f.or_default("log_id")?,
-            replay_through: f.or_default("replay_through")?,
-            workspaces: f.get("workspaces")?,
-            pending_reconcile: None,
-            outputs: VecDeque::new(),
-        })
-    }
-}
+read_struct!(SettleTracker {
+    boot_id,
+    retired_boots,
+    high_water,
+    log_id: default,
+    replay_through: default,
+    workspaces,
+} skip { pending_reconcile, outputs });

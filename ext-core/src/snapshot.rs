@@ -29,7 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
-use crate::json_read::{Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, ReadJson};
 use crate::wake::Language;
 
 /// The version this release writes.
@@ -117,27 +117,25 @@ impl Snapshot {
 
     /// The text to store.
     pub fn to_json(&self) -> Result<String, SnapshotError> {
-        serde_json::to_string(self).map_err(|e| SnapshotError::Unreadable(e.to_string()))
+        // Through `Value` (keys sorted), like every other message the extension writes: the
+        // types are then serialized by the one `Value` serializer the views already use, not
+        // by a second, text serializer instantiated for every persisted type (smaller wasm).
+        serde_json::to_value(self).map(|value| value.to_string()).map_err(|e| SnapshotError::Unreadable(e.to_string()))
     }
 }
 
-impl ReadJson for Snapshot {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(Snapshot {
-            version: f.or_default("version")?,
-            bindings: f.get("bindings")?,
-            auto: f.get("auto")?,
-            tracker: f.get("tracker")?,
-            scopes: f.get("scopes")?,
-            language: f.or_default("language")?,
-            ledger: f.or_default("ledger")?,
-            catalog: f.or_default("catalog")?,
-            progress: f.or_default("progress")?,
-            pane_outputs: f.or_default("pane_outputs")?,
-            confirmed_tasks: f.or_default("confirmed_tasks")?,
-            orphan_acks: f.or_default("orphan_acks")?,
-            queue: f.or_default("queue")?,
-        })
-    }
-}
+read_struct!(Snapshot {
+    version: default,
+    bindings,
+    auto,
+    tracker,
+    scopes,
+    language: default,
+    ledger: default,
+    catalog: default,
+    progress: default,
+    pane_outputs: default,
+    confirmed_tasks: default,
+    orphan_acks: default,
+    queue: default,
+});

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
 
 use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
 use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
@@ -593,24 +593,9 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
 
 read_unit_enum!(Language { "en" => En, "zh" => Zh });
 
-impl ReadJson for PageFacts {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(PageFacts {
-            composer_present: f.get("composer_present")?,
-            generating: f.get("generating")?,
-            human_draft: f.get("human_draft")?,
-            layout_known: f.or_default("layout_known")?,
-        })
-    }
-}
+read_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default });
 
-impl ReadJson for PendingWake {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(PendingWake { wake_id: f.get("wake_id")?, outcome: f.get("outcome")? })
-    }
-}
+read_struct!(PendingWake { wake_id, outcome });
 
 impl ReadJson for InFlight {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -624,32 +609,22 @@ impl ReadJson for InFlight {
     }
 }
 
-impl ReadJson for RetryTimer {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        Ok(RetryTimer { at: Fields::of(value)?.get("at")? })
-    }
-}
+read_struct!(RetryTimer { at });
 
-impl ReadJson for WakeScheduler {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(WakeScheduler {
-            workspace_id: f.get("workspace_id")?,
-            has_delivery_target: f.get("has_delivery_target")?,
-            auto: f.get("auto")?,
-            page: f.get("page")?,
-            handoff_in_progress: f.get("handoff_in_progress")?,
-            language: f.get("language")?,
-            progress: f.get("progress")?,
-            pending_wake: f.get("pending_wake")?,
-            pending_inbox: f.or_default("pending_inbox")?,
-            newest_wake: f.get("newest_wake")?,
-            in_flight: f.get("in_flight")?,
-            in_flight_wake_superseded: f.or_default("in_flight_wake_superseded")?,
-            failed_attempts: f.get("failed_attempts")?,
-            retry: f.get("retry")?,
-            shown_withheld: f.get("shown_withheld")?,
-            outputs: VecDeque::new(),
-        })
-    }
-}
+read_struct!(WakeScheduler {
+    workspace_id,
+    has_delivery_target,
+    auto,
+    page,
+    handoff_in_progress,
+    language,
+    progress,
+    pending_wake,
+    pending_inbox: default,
+    newest_wake,
+    in_flight,
+    in_flight_wake_superseded: default,
+    failed_attempts,
+    retry,
+    shown_withheld,
+} skip { outputs });

@@ -15,7 +15,7 @@ use crate::js;
 use crate::wire::PageDiagnostics;
 use ext_core::continuity::PanelView;
 use ext_core::hud::{ActionId, StatusLine};
-use ext_core::json_read::{Fields, ReadError, ReadJson};
+use ext_core::json_read::read_struct;
 
 /// A view model as received on a panel port (the JSON of `ext_core::hud::HudView`).
 #[derive(Debug, PartialEq)]
@@ -48,26 +48,11 @@ pub struct ReceivedAction {
     pub label: String,
 }
 
-impl ReadJson for ReceivedView {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ReceivedView { companion: f.get("companion")?, herdr: f.get("herdr")?, actions: f.get("actions")? })
-    }
-}
+read_struct!(ReceivedView { companion, herdr, actions });
 
-impl ReadJson for ReceivedLine {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ReceivedLine { key: f.get("key")?, substitutions: f.get("substitutions")?, tone: f.get("tone")? })
-    }
-}
+read_struct!(ReceivedLine { key, substitutions, tone });
 
-impl ReadJson for ReceivedAction {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(ReceivedAction { id: f.get("id")?, label: f.get("label")? })
-    }
-}
+read_struct!(ReceivedAction { id, label });
 
 impl From<&StatusLine> for ReceivedLine {
     fn from(line: &StatusLine) -> Self {

@@ -5,47 +5,15 @@
 use serde_json::Value;
 
 use super::*;
-use crate::json_read::{Fields, ReadError, ReadJson};
+use crate::json_read::{read_struct, Fields, ReadError, ReadJson};
 
-impl ReadJson for InboxTask {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(InboxTask {
-            task_id: f.get("task_id")?,
-            state: f.get("state")?,
-            pane_id: f.get("pane_id")?,
-            prompt_preview: f.get("prompt_preview")?,
-            result: f.get("result")?,
-        })
-    }
-}
+read_struct!(InboxTask { task_id, state, pane_id, prompt_preview, result });
 
-impl ReadJson for TaskCounts {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(TaskCounts { running: f.get("running")?, unacked: f.get("unacked")?, acked: f.get("acked")? })
-    }
-}
+read_struct!(TaskCounts { running, unacked, acked });
 
-impl ReadJson for LegacyInFlight {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(LegacyInFlight {
-            id: f.get("id")?,
-            tab: f.get("tab")?,
-            kind: f.get("kind")?,
-            task_ids: f.get("task_ids")?,
-            at: f.get("at")?,
-        })
-    }
-}
+read_struct!(LegacyInFlight { id, tab, kind, task_ids, at });
 
-impl ReadJson for LastWake {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(LastWake { at: f.get("at")?, kind: f.get("kind")?, id: f.get("id")? })
-    }
-}
+read_struct!(LastWake { at, kind, id });
 
 impl ReadJson for ScopeStatus {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -68,15 +36,4 @@ impl ReadJson for ScopeStatus {
     }
 }
 
-impl ReadJson for PaneOutput {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(PaneOutput {
-            workspace_id: f.get("workspace_id")?,
-            agent: f.get("agent")?,
-            tail: f.get("tail")?,
-            baseline: f.get("baseline")?,
-            seq: f.or_default("seq")?,
-        })
-    }
-}
+read_struct!(PaneOutput { workspace_id, agent, tail, baseline, seq: default });

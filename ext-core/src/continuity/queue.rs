@@ -22,7 +22,7 @@
 //! - The queue calls no runtime method and changes no binding (Q10).
 
 use super::*;
-use crate::json_read::{Fields, ReadError, ReadJson};
+use crate::json_read::read_struct;
 use crate::queue::{Batch, QueueBook, QueueRefusal};
 
 /// A batch on its way into a page.
@@ -85,24 +85,8 @@ pub(super) struct QueueFlow {
     last_load: Option<Millis>,
 }
 
-impl ReadJson for QueueSend {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(QueueSend { conversation: f.get("conversation")?, batch_id: f.get("batch_id")?, item_ids: f.get("item_ids")? })
-    }
-}
-
-impl ReadJson for QueueDurable {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(QueueDurable {
-            sending: f.or_default("sending")?,
-            removals: f.or_default("removals")?,
-            undelivered: f.or_default("undelivered")?,
-            next_item: f.or_default("next_item")?,
-        })
-    }
-}
+read_struct!(QueueSend { conversation, batch_id, item_ids });
+read_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
 
 impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.

@@ -278,46 +278,20 @@ pub struct PanelBinding {
     pub auto: AutoState,
 }
 
+use crate::json_read::read_struct;
+
 // The side panel (an extension page running this same wasm) reads the panel view the
 // worker posted with these readers (`crate::json_read`), not serde's derived visitors.
-impl crate::json_read::ReadJson for PanelView {
-    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
-        let f = crate::json_read::Fields::of(value)?;
-        Ok(PanelView {
-            tab: f.get("tab")?,
-            catalog: f.get("catalog")?,
-            catalog_error: f.get("catalog_error")?,
-            bindings: f.get("bindings")?,
-        })
-    }
-}
+read_struct!(PanelView { tab, catalog, catalog_error, bindings });
 
-impl crate::json_read::ReadJson for PanelTab {
-    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
-        let f = crate::json_read::Fields::of(value)?;
-        Ok(PanelTab {
-            tab_id: f.get("tab_id")?,
-            url: f.get("url")?,
-            scope_key: f.get("scope_key")?,
-            session_ref: f.get("session_ref")?,
-            bound_to: f.get("bound_to")?,
-            bindable: f.get("bindable")?,
-            reason: f.get("reason")?,
-        })
-    }
-}
+read_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
 
-impl crate::json_read::ReadJson for PanelBinding {
-    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
-        let f = crate::json_read::Fields::of(value)?;
-        Ok(PanelBinding {
-            scope_key: f.get("scope_key")?,
-            session_ref: f.get("session_ref")?,
-            workspace_id: f.get("workspace_id")?,
-            label: f.get("label")?,
-            active_target: f.get("active_target")?,
-            in_catalog: f.get("in_catalog")?,
-            auto: f.get("auto")?,
-        })
-    }
-}
+read_struct!(PanelBinding {
+    scope_key,
+    session_ref,
+    workspace_id,
+    label,
+    active_target,
+    in_catalog,
+    auto,
+});
