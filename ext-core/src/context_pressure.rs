@@ -19,10 +19,10 @@
 //!   a monotone function of the estimate.
 //! - Fail closed: a page that reports no turns gives no level (`None`), never "normal".
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Thresholds and sizes, in tokens (defaults: REFERENCE §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PressureConfig {
     /// The context the model effectively uses.
     pub effective: u64,
@@ -39,7 +39,7 @@ impl Default for PressureConfig {
 }
 
 /// How full the context is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PressureLevel {
     /// Nothing to do.
@@ -57,7 +57,7 @@ pub enum PressureLevel {
 }
 
 /// What the page reports about its visible thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct VisibleThread {
     /// Turns rendered.
     pub turns: u32,
@@ -70,7 +70,7 @@ pub struct VisibleThread {
 }
 
 /// The estimate for the HUD.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Pressure {
     /// Estimated tokens, reserve included.
     pub tokens: u64,

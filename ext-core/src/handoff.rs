@@ -25,10 +25,10 @@
 //! confirmations; at most one transfer per Project; Copy Prompt is never offered after a
 //! seed was sent and not confirmed failed; a failed transfer leaves the source target.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// What the runtime's `browser_handoff.prepare` returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Package {
     /// The transfer's id (in the seed's marker subject).
     pub transfer_id: String,
@@ -43,7 +43,7 @@ pub struct Package {
 }
 
 /// Why a transfer did not go ahead.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "why", rename_all = "snake_case")]
 pub enum HandoffRefusal {
     /// A pane of the bound workspace works (X2).
@@ -64,7 +64,7 @@ pub enum HandoffRefusal {
 }
 
 /// Where a transfer stands (persist it with the Project).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum HandoffState {
     /// Nothing in flight.
@@ -163,7 +163,7 @@ pub enum HandoffInput {
 }
 
 /// How the seed's delivery ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SeedOutcome {
     /// Its marker is in a new user turn.
@@ -209,7 +209,7 @@ pub enum HandoffOutput {
 }
 
 /// The handoff of one Project (see the module doc).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Handoff {
     state: HandoffState,
     #[serde(skip)]
@@ -340,3 +340,45 @@ impl Handoff {
         }
     }
 }
+
+crate::json_read::read_struct!(Package { transfer_id, continuity_id, source_url, message, copy_prompt });
+
+impl crate::json_read::ReadJson for HandoffRefusal {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        let f = crate::json_read::Fields::of(value)?;
+        match f.tag("why")? {
+            "workspace_working" => Ok(Self::WorkspaceWorking),
+            "in_flight" => Ok(Self::InFlight),
+            "no_continuity" => Ok(Self::NoContinuity),
+            "journal_unavailable" => Ok(Self::JournalUnavailable { detail: f.get("detail")? }),
+            "bad_package" => Ok(Self::BadPackage),
+            "seed_failed" => Ok(Self::SeedFailed),
+            _ => Err(crate::json_read::unknown_variant("a known handoff refusal")),
+        }
+    }
+}
+
+impl crate::json_read::ReadJson for HandoffState {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        let f = crate::json_read::Fields::of(value)?;
+        Ok(match f.tag("step")? {
+            "idle" => Self::Idle,
+            "confirming" => Self::Confirming { continuity_id: f.get("continuity_id")?, source_url: f.get("source_url")? },
+            "preparing" => Self::Preparing { continuity_id: f.get("continuity_id")?, source_url: f.get("source_url")? },
+            "opening" => Self::Opening { package: f.get("package")?, new_conversation: f.get("new_conversation")? },
+            "seeding" => Self::Seeding {
+                package: f.get("package")?,
+                new_conversation: f.get("new_conversation")?,
+                seed_confirmed: f.get("seed_confirmed")?,
+                attempts: f.get::<u32>("attempts")?.min(u32::from(u8::MAX)) as u8,
+            },
+            "seed_uncertain" => Self::SeedUncertain { package: f.get("package")?, new_conversation: f.get("new_conversation")? },
+            "copy_prompt" => Self::CopyPrompt { package: f.get("package")? },
+            "done" => Self::Done { new_conversation: f.get("new_conversation")? },
+            "failed" => Self::Failed { reason: f.get("reason")?, source_url: f.get("source_url")? },
+            _ => return Err(crate::json_read::unknown_variant("a known handoff step")),
+        })
+    }
+}
+
+crate::json_read::read_struct!(Handoff { state } skip { outputs });

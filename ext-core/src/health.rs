@@ -22,7 +22,7 @@
 //! [`SUSTAINED_MS`] never makes anything eligible; a maintenance reload is never eligible
 //! while a blocker holds or within [`QUIET_MS`] of one.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Millis;
 
@@ -42,7 +42,7 @@ pub const HEAP_CRITICAL_BYTES: u64 = 3 * 512 * 1024 * 1024;
 pub const HEAP_CRITICAL_PER_MILLE: u64 = 780;
 
 /// What the adapter counted since its last sample.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct HealthSample {
     /// MutationObserver callbacks.
     pub callbacks: u64,
@@ -57,7 +57,7 @@ pub struct HealthSample {
 }
 
 /// A meter's level.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HealthLevel {
     /// Fine.
@@ -70,7 +70,7 @@ pub enum HealthLevel {
 }
 
 /// One window's figures (HUD).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Window {
     /// When it started.
     pub start: Millis,
@@ -83,7 +83,7 @@ pub struct Window {
 }
 
 /// What the page is doing that blocks a maintenance reload (H4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Activity {
     /// A reply streams or a tool runs.
     pub busy: bool,

@@ -14,7 +14,7 @@
 //! Invariants (tests in `tests/it/permission_card.rs`): a card that lacks any of these is
 //! never clicked; a card (by its key) is clicked at most once; only ChatGPT pages (M6).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Connector names accepted by default.
 pub const HERDR_CONNECTORS: &[&str] = &["herdr"];
@@ -22,7 +22,7 @@ pub const HERDR_CONNECTORS: &[&str] = &["herdr"];
 const ACCEPTED_KEPT: usize = 64;
 
 /// One button of a card as the page shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardButton {
     /// Its label (text or `aria-label`), as shown.
     pub label: String,
@@ -35,7 +35,7 @@ pub struct CardButton {
 }
 
 /// A card as the page adapter read it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardFacts {
     /// Stable for one card on one page (e.g. its turn id and wording).
     pub key: String,
@@ -46,7 +46,7 @@ pub struct CardFacts {
 }
 
 /// What to do with a card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum CardDecision {
     /// Click button `index` (the Allow).
@@ -64,7 +64,7 @@ pub enum CardDecision {
 }
 
 /// Why a card is left alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "why", rename_all = "snake_case")]
 pub enum CardRefusal {
     /// Not a ChatGPT page (M6).
@@ -117,7 +117,7 @@ pub fn asked_connector(wording: &str) -> Option<String> {
 }
 
 /// The cards accepted on a conversation's pages (persist it with the conversation).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardLedger {
     accepted: Vec<String>,
 }
@@ -153,3 +153,5 @@ impl CardLedger {
         CardDecision::Accept { index: *index, connector }
     }
 }
+
+crate::json_read::read_struct!(CardLedger { accepted });

@@ -10,7 +10,7 @@
 //! [`COUNT_WINDOW_MS`]; the cooldown never exceeds the cap and never shortens while it
 //! runs; after [`RESET_AFTER_MS`] without a 429 the next one starts at 30 s again.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Millis;
 
@@ -22,10 +22,10 @@ pub const COUNT_WINDOW_MS: Millis = 10_000;
 pub const RESET_AFTER_MS: Millis = 10 * 60_000;
 
 /// The back-off state of one tab's site.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RateLimit {
     /// 429s counted in this run of back-offs (0 = none).
-    step: usize,
+    step: u32,
     /// When the last counted 429 was seen.
     last_counted: Option<Millis>,
     /// The cooldown's end.
@@ -43,9 +43,9 @@ impl RateLimit {
                 self.step = 0;
             }
         }
-        self.step = (self.step + 1).min(COOLDOWNS_MS.len());
+        self.step = (self.step + 1).min(COOLDOWNS_MS.len() as u32);
         self.last_counted = Some(now);
-        let until = now.saturating_add(COOLDOWNS_MS[self.step - 1]);
+        let until = now.saturating_add(COOLDOWNS_MS[self.step as usize - 1]);
         self.until = Some(self.until.map_or(until, |u| u.max(until)));
         true
     }
@@ -55,3 +55,5 @@ impl RateLimit {
         self.until.filter(|until| *until > now)
     }
 }
+
+crate::json_read::read_struct!(RateLimit { step, last_counted, until });

@@ -35,7 +35,7 @@
 //! budgets, none without a snapshot that calls for it (or the S6 view sync), none from
 //! `unknown` otherwise, never a probe while not suspect or during a 429 cooldown.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::rate_limit::RateLimit;
 use crate::stale_view::{classify, DomView, ServerRole, Snapshot, ViewState};
@@ -53,7 +53,7 @@ pub const PROBE_INTERVAL_MS: Millis = 15_000;
 pub const RELOAD_COOLDOWN_MS: Millis = 60_000;
 
 /// What the page adapter reports for recovery, on every page report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoveryFacts {
     /// The page's load id (a reload gives a new one).
     pub page_load: String,
@@ -78,7 +78,7 @@ pub struct RecoveryFacts {
 }
 
 /// What the driver must do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum RecoveryAction {
     /// Read the conversation snapshot and answer with [`RecoveryPlanner::snapshot`].
@@ -92,7 +92,7 @@ pub enum RecoveryAction {
 }
 
 /// Where the planner stands (HUD).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RecoveryStatus {
     /// Nothing suspect.
@@ -124,7 +124,7 @@ pub enum RecoveryStatus {
 }
 
 /// Why a page is suspect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Suspect {
     /// No reply output after a user turn.
@@ -136,7 +136,7 @@ pub enum Suspect {
 }
 
 /// An action recorded before it is carried out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pending {
     /// The action.
     pub action: RecoveryAction,
@@ -147,16 +147,18 @@ pub struct Pending {
 }
 
 /// The planner of one conversation (see the module doc). Persist it whole.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoveryPlanner {
-    retries_used: u8,
-    page_reloads_used: u8,
-    tab_reloads_used: u8,
+    retries_used: u32,
+    page_reloads_used: u32,
+    tab_reloads_used: u32,
     last_reload_at: Option<Millis>,
     /// An action decided and not yet seen done.
     pending: Option<Pending>,
     /// 429 back-off.
     rate_limit: RateLimit,
+    /// For the HUD (not persisted: the next page report tells it again).
+    #[serde(skip)]
     status: Option<RecoveryStatus>,
     // Progress tracking (reset by every page load).
     #[serde(skip)]
@@ -397,3 +399,19 @@ enum Want {
     Retry,
     Reload,
 }
+
+impl crate::json_read::ReadJson for RecoveryAction {
+    fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
+        match crate::json_read::Fields::of(value)?.tag("action")? {
+            "probe" => Ok(Self::Probe),
+            "reload_page" => Ok(Self::ReloadPage),
+            "reload_tab" => Ok(Self::ReloadTab),
+            "click_retry" => Ok(Self::ClickRetry),
+            _ => Err(crate::json_read::unknown_variant("a known recovery action")),
+        }
+    }
+}
+
+crate::json_read::read_struct!(Pending { action, at, page_load });
+crate::json_read::read_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, last_reload_at, pending, rate_limit }
+    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes });

@@ -25,10 +25,10 @@
 //!   activity (M7); the next one is withheld with that reason.
 //! - One judge call and one continue at a time.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// When the judge is used (options page, O4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JudgeMode {
     /// Never.
@@ -50,7 +50,7 @@ const JUDGED_KEPT: usize = 32;
 pub const MIN_REPLY_CHARS: usize = 40;
 
 /// The judge's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Work the assistant declared is still pending: continue.
@@ -62,7 +62,7 @@ pub enum Verdict {
 }
 
 /// What ended on the page.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct EndedTurn {
     /// The assistant reply's text (the page bounds it).
     pub assistant_text: String,
@@ -107,7 +107,7 @@ pub enum SemanticInput {
 }
 
 /// Why a reply was not judged or continued (HUD).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SemanticWithheld {
     /// The judge is off or manual only.
@@ -164,7 +164,7 @@ pub enum SemanticOutput {
 }
 
 /// Semantic Auto of one conversation (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SemanticAuto {
     /// The judge mode.
     pub mode: JudgeMode,
@@ -175,10 +175,8 @@ pub struct SemanticAuto {
     /// Fingerprints of replies judged (newest last).
     judged: Vec<String>,
     /// A judge call out for this fingerprint.
-    #[serde(default)]
     asking: Option<String>,
     /// A continue out.
-    #[serde(default)]
     continuing: bool,
     #[serde(skip)]
     outputs: Vec<SemanticOutput>,
@@ -303,3 +301,6 @@ impl SemanticAuto {
         self.asking = None;
     }
 }
+
+crate::json_read::read_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
+crate::json_read::read_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });

@@ -24,7 +24,7 @@
 //! `Unknown`, and `Synced` is only ever said when the server's node is the DOM's or is
 //! still updating.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Millis;
 
@@ -38,7 +38,7 @@ pub const CLEARLY_LONGER_CHARS: u32 = 16;
 pub const CLEARLY_LONGER_PERCENT: u32 = 5;
 
 /// The DOM's last assistant message.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DomMessage {
     /// Its message id, when the page shows one (streaming prose often has none).
     pub id: Option<String>,
@@ -49,7 +49,7 @@ pub struct DomMessage {
 }
 
 /// What the page shows.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DomView {
     /// The last assistant message, if any.
     pub last_assistant: Option<DomMessage>,
@@ -58,7 +58,7 @@ pub struct DomView {
 }
 
 /// Who wrote the server's current node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerRole {
     /// A user message.
@@ -70,7 +70,7 @@ pub enum ServerRole {
 }
 
 /// The server's current node, as the page adapter extracted it from the snapshot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerNode {
     /// The message id.
     pub id: String,
@@ -85,7 +85,7 @@ pub struct ServerNode {
 }
 
 /// The snapshot probe's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "snapshot", rename_all = "snake_case")]
 pub enum Snapshot {
     /// Read and understood.
@@ -98,7 +98,7 @@ pub enum Snapshot {
 }
 
 /// What the comparison says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ViewState {
     /// The page shows what the server has (or the server is still working on it).

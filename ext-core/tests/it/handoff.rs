@@ -45,6 +45,23 @@ fn cut_over_follows_both_confirmations_x6() {
     assert_eq!(h.state(), &HandoffState::Done { new_conversation: "new".into() });
 }
 
+// R: B7 — a transfer in flight survives a worker restart in the state it had, and goes on
+// from there without a second new conversation.
+#[test]
+fn a_transfer_in_flight_survives_a_restart_without_a_second_new_chat() {
+    let mut h = Handoff::default();
+    to_seeding(&mut h);
+    drain(&mut h);
+    let mut back = ext_core::json_read::from_str::<Handoff>(&serde_json::to_string(&h).expect("json")).expect("read");
+    assert_eq!(back.state(), h.state());
+    back.handle(HandoffInput::Seed(SeedOutcome::Confirmed)).expect("seed");
+    assert_eq!(drain(&mut back), [HandoffOutput::CutOver { new_conversation: "new".into() }]);
+    for state in [HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail: "x".into() }, source_url: "u".into() }, HandoffState::CopyPrompt { package: package() }] {
+        let text = serde_json::to_string(&state).expect("json");
+        assert_eq!(ext_core::json_read::from_str::<HandoffState>(&text).expect("read"), state);
+    }
+}
+
 // R: X2, X3 — refused while the workspace works, without a chain, or while one is in
 // flight.
 #[test]

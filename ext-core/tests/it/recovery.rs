@@ -45,7 +45,7 @@ fn a_frozen_reply_the_server_finished_gets_one_reload_never_a_resubmit_s3() {
     assert_eq!(p.snapshot(T0 + ASSISTANT_STALL_MS, &node("a2", ServerRole::Assistant, true, T0)), Some(RecoveryAction::ReloadPage));
     assert_eq!(p.pending().map(|x| &x.action), Some(&RecoveryAction::ReloadPage), "recorded before it is done");
     // The worker restarts before the page reloaded: nothing is repeated.
-    let mut back: RecoveryPlanner = serde_json::from_str(&serde_json::to_string(&p).expect("json")).expect("read");
+    let mut back = ext_core::json_read::from_str::<RecoveryPlanner>(&serde_json::to_string(&p).expect("json")).expect("read");
     back.restored();
     back.page(T0 + ASSISTANT_STALL_MS + 1, streaming("L1", "s1"));
     for dt in (0..10).map(|i| i * PROBE_INTERVAL_MS) {
@@ -229,7 +229,7 @@ proptest! {
                 }
                 Op::RateLimited => p.rate_limited(now),
                 Op::Restart => {
-                    p = serde_json::from_str(&serde_json::to_string(&p).expect("json")).expect("read");
+                    p = ext_core::json_read::from_str::<RecoveryPlanner>(&serde_json::to_string(&p).expect("json")).expect("read");
                     p.restored();
                     probe_out = false;
                     action = p.page(now, facts.clone());

@@ -101,7 +101,7 @@ fn judged_replies_and_the_streak_survive_a_restart() {
     let mut m = SemanticAuto::new(JudgeMode::InAuto, 3);
     m.handle(ended(reply(1)));
     drain(&mut m);
-    let mut back: SemanticAuto = serde_json::from_str(&serde_json::to_string(&m).expect("json")).expect("read");
+    let mut back = ext_core::json_read::from_str::<SemanticAuto>(&serde_json::to_string(&m).expect("json")).expect("read");
     back.restored();
     back.handle(ended(reply(1)));
     assert_eq!(drain(&mut back), [SemanticOutput::Withheld(SemanticWithheld::JudgedBefore)]);
@@ -170,7 +170,7 @@ proptest! {
                 Op::Human => { m.handle(SemanticInput::HumanTurn); landed_in_a_row = 0; }
                 Op::Herdr => { m.handle(SemanticInput::HerdrActivity); landed_in_a_row = 0; }
                 Op::Restart => {
-                    m = serde_json::from_str(&serde_json::to_string(&m).expect("json")).expect("read");
+                    m = ext_core::json_read::from_str::<SemanticAuto>(&serde_json::to_string(&m).expect("json")).expect("read");
                     m.restored();
                     asked = None;
                 }
