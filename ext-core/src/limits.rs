@@ -29,6 +29,14 @@ pub const MAX_MARKERS: usize = 16;
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
+/// Longest `queue_add` message as JSON text (the one page message that carries the user's
+/// composer text: up to the queue's merged limit of 24 000 characters, which may need four
+/// bytes each, plus escapes). Checked before it is parsed; a longer text is refused with a
+/// message by the queue, never cut.
+pub const MAX_QUEUE_MESSAGE_BYTES: usize = 128 * 1_024;
+/// Longest composer text a `queue_add` may carry, in characters: one more than the
+/// queue's merged limit, so that an over-long text is refused with the queue's message.
+pub const MAX_QUEUE_TEXT_CHARS: usize = crate::queue::MAX_MERGED_CHARS + 1_000;
 
 /// Most facts one `page_diagnostics` may report (`sites::Facts` has 16).
 pub const MAX_DIAGNOSTIC_FACTS: usize = 24;

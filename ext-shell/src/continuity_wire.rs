@@ -333,6 +333,13 @@ pub enum PortCommand {
     },
     /// `panel_refresh`.
     PanelRefresh,
+    /// `queue_add {text}`: the Queue button or its shortcut with the composer's text.
+    QueueAdd {
+        /// The composer's text (may be empty: retry an undelivered batch).
+        text: String,
+    },
+    /// `queue_clear`: the user confirmed clearing the conversation's queue.
+    QueueClear,
     /// `bind {tab_id, workspace_id, label}`.
     Bind {
         /// The tab.
@@ -374,6 +381,8 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),
+        "queue_add" => Some(PortCommand::QueueAdd { text: value.get("text")?.as_str()?.to_owned() }),
+        "queue_clear" => Some(PortCommand::QueueClear),
         "bind" => Some(PortCommand::Bind {
             tab_id: tab_of(value)?,
             workspace: CatalogWorkspace {

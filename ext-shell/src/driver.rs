@@ -19,7 +19,7 @@ use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
 use ext_core::hud::{self, ActionId};
-use ext_core::limits::MAX_PAGE_MESSAGE_BYTES;
+use ext_core::limits::{MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
 use ext_core::vec_map::VecMap;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
@@ -243,6 +243,8 @@ impl LinkDriver {
                 "check_herdr" => ContinuityInput::CheckHerdr { tab },
                 _ => ContinuityInput::LlmJudge { tab },
             },
+            (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
+            (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
             (PortCommand::PanelHello { tab_id }, _) if panel => {
                 {
                     let mut driver = this.borrow_mut();
@@ -461,14 +463,17 @@ impl LinkDriver {
         // Size first, then shape (ext_core::limits): a page shapes these through its DOM.
         let text = js::json_text(message)
             .ok_or_else(|| WireError::PageMessageRejected("not a JSON value".into()))?;
-        if text.len() > MAX_PAGE_MESSAGE_BYTES {
-            return Err(WireError::PageMessageRejected(format!(
-                "{} bytes of JSON (at most {MAX_PAGE_MESSAGE_BYTES})",
-                text.len()
-            )));
+        // Only `queue_add` carries the user's composer text and may be longer than the
+        // other messages' cap.
+        let too_long = |cap: usize| WireError::PageMessageRejected(format!("{} bytes of JSON (at most {cap})", text.len()));
+        if text.len() > MAX_QUEUE_MESSAGE_BYTES {
+            return Err(too_long(MAX_QUEUE_MESSAGE_BYTES));
         }
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| WireError::PageMessageRejected(e.to_string()))?;
+        if text.len() > MAX_PAGE_MESSAGE_BYTES && value.get("type").and_then(serde_json::Value::as_str) != Some("queue_add") {
+            return Err(too_long(MAX_PAGE_MESSAGE_BYTES));
+        }
         if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
             return Self::diagnostics_reported(this, port, &value);
         }

@@ -205,9 +205,11 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     if !object.get("type").is_some_and(Value::is_string) {
         return reject("no string `type`".into());
     }
+    let queue_add = object.get("type").and_then(Value::as_str) == Some("queue_add");
     let string_cap = |key: &str| match key {
         "url" => MAX_URL_CHARS,
         "label" => MAX_LABEL_CHARS,
+        "text" if queue_add => limits::MAX_QUEUE_TEXT_CHARS,
         _ => MAX_ID_CHARS,
     };
     for (key, field) in object {
