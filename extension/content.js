@@ -157,6 +157,21 @@
       if (c.withheld) { const p = para('withheld', 'hudWithheld', [], 'withheld'); p.textContent = c.withheld.text; p.dataset.code = c.withheld.code; out.push(p); }
       else out.push(para('withheld', 'hudNothingWithheld', []));
     }
+    // The Queue (Q1–Q8): the worker's line and the first characters of each item.
+    if (c.queue && c.queue.state !== 'empty') {
+      const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
+      p.textContent = c.queue.line;
+      p.dataset.state = c.queue.state;
+      out.push(p);
+      const list = document.createElement('ol');
+      list.dataset.line = 'queue-items';
+      list.replaceChildren(...c.queue.previews.map((preview) => {
+        const li = document.createElement('li');
+        li.textContent = preview;
+        return li;
+      }));
+      out.push(list);
+    }
     continuity.replaceChildren(...out);
     return c.actions.map((action) => {
       const button = document.createElement('button');
@@ -199,6 +214,7 @@
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
     renderSummary(view);
+    queueUi?.render(view.continuity?.queue ?? null);
     if (focused) root.querySelector(`button[data-action="${focused}"]`)?.focus();
   };
 
@@ -881,6 +897,7 @@
     if (message?.type === 'delivery_seen') reports.delete(message.id);
     if (message?.type === 'insert') insert(message.text);
     if (message?.type === 'notice') showNotice(message.text, message.tone);
+    if (message?.type === 'queue_accepted') queueUi?.accepted(message.text);
     if (message?.type === 'round_trip_result') {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
@@ -891,6 +908,27 @@
       }
     }
   };
+
+  // The Queue button (queue-button.js, loaded before this script): our own element beside
+  // the composer; it reads the composer this adapter found and posts through its port.
+  const queueUi = globalThis[Symbol.for('herdr-continuity.queue-ui')]?.({
+    text,
+    post: (message) => port?.postMessage(message),
+    composer: () => {
+      const gen = detect();
+      return gen ? find(gen, 'composer')?.el ?? null : null;
+    },
+    composerText,
+    clearComposer: (el) => {
+      selectContents(el);
+      document.execCommand('delete');
+      scheduleFacts();
+    },
+  }) ?? null;
+  // The `queue-composer` keyboard command (chrome.commands), sent by our worker only.
+  chrome.runtime.onMessage.addListener((message, sender) => {
+    if (sender.id === chrome.runtime.id && message?.type === 'queue_request') queueUi?.request();
+  });
 
   // The worker may restart (MV3); reconnect the page port when it goes away. The
   // extension being reloaded or removed ends this script's context, which throws here.

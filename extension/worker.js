@@ -28,6 +28,12 @@ chrome.runtime.onStartup.addListener(() => {
   chrome.alarms.create('companion-link', { periodInMinutes: 0.5 });
   forward(() => {});
 });
+// The Queue's keyboard shortcut: the tab's content script queues its composer text.
+chrome.commands?.onCommand.addListener((command, tab) => {
+  if (command === 'queue-composer' && tab?.id !== undefined) {
+    chrome.tabs.sendMessage(tab.id, { type: 'queue_request' }).catch(() => {});
+  }
+});
 chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.name)));
 chrome.tabs.onRemoved.addListener((tabId) => forward(() => shell.tab_removed(tabId)));
 chrome.tabs.onActivated.addListener((info) => forward(() => shell.tab_activated(info.tabId)));

@@ -1,0 +1,183 @@
+// Issue 11, the Queue (SPEC Q1–Q8, Q10), in real Chromium with the built extension, the
+// real companion and the ChatGPT fixture: the user queues their next message while a reply
+// streams; it is sent once, merged in order, after the turn ends; it survives a worker
+// restart; a storage failure never loses or overwrites it; over-limit text is refused with a
+// message; it goes before a wake that became due at the same time.
+//
+// "Sent once" is counted at the fixture's backend after a checkpoint (the queue is empty
+// again and the reply finished), never after a sleep.
+import { test, expect } from '../lib/test.mjs';
+import { CHATS, CONVERSATION, agentCycle, continuityWorld, openAndBind, relaunchBrowser, turnAutoOn } from '../lib/continuity.mjs';
+import { HUD_HOST, HudProbe } from '../lib/hud.mjs';
+import { backendMessages, countMessages, expectExactlyOne } from '../lib/backend.mjs';
+
+const CHAT = CHATS.find((c) => !c.project);
+const STORE_KEY = 'herdrContinuityQueueV1';
+const BATCHES = { conversationId: CONVERSATION, marker: /^qb:/ };
+/** Long enough to queue two messages while the reply streams. */
+const SLOW_REPLY_MS = 9_000;
+
+function queueHost(page) {
+  return page.locator('herdr-continuity-queue');
+}
+
+function queueButton(page) {
+  return queueHost(page).locator('button[data-action="queue"]');
+}
+
+async function composerText(page, fixture) {
+  return page.locator(fixture.ui.composer).evaluate((el) => el.innerText.replace(/\n+$/, ''));
+}
+
+/** The human types `text` into the composer (and sends it with `send`). */
+async function type(page, fixture, text, { send = false } = {}) {
+  await page.locator(fixture.ui.composer).click();
+  await page.keyboard.insertText(text);
+  if (send) await page.keyboard.press('Enter');
+}
+
+async function openChat(context, fixture) {
+  const page = await context.newPage();
+  await page.goto(CHAT.url);
+  await new HudProbe(page).expectCompanionConnected();
+  await expect(queueButton(page), 'the Queue button sits beside the composer').toBeVisible({ timeout: 15_000 });
+  return page;
+}
+
+/** The human's message whose reply streams for a while. */
+async function startSlowReply(page, fixture) {
+  fixture.streamMs = SLOW_REPLY_MS;
+  await type(page, fixture, 'Refactor the parser, please.', { send: true });
+  await expect(page.locator(fixture.ui.stop), 'the reply streams').toBeVisible({ timeout: 10_000 });
+  fixture.streamMs = 300;
+}
+
+/** Queues `text` and waits until the worker stored it (the composer is emptied then). */
+async function queue(page, fixture, text, count) {
+  await type(page, fixture, text);
+  await queueButton(page).click();
+  await expect(queueHost(page), `${count} queued`).toHaveAttribute('data-queue-count', String(count), { timeout: 10_000 });
+  await expect.poll(() => composerText(page, fixture), { message: 'the composer is emptied once the text is stored' }).toBe('');
+}
+
+async function storedQueue(worker) {
+  const stored = await worker.evaluate((key) => chrome.storage.local.get(key), STORE_KEY);
+  return stored?.[STORE_KEY] ?? null;
+}
+
+function statusLine(page) {
+  return page.locator(HUD_HOST).locator('p.status');
+}
+
+/** Checkpoint: the queue is empty again and the reply to the batch has finished. */
+async function queueDrained(page, fixture) {
+  await expect(queueHost(page), 'the batch was confirmed and removed').toHaveAttribute('data-queue-count', '0', { timeout: 30_000 });
+  await expect(page.locator(fixture.ui.stop), 'the reply to the batch finished').toHaveCount(0, { timeout: 20_000 });
+}
+
+test.describe('the Queue (issue 11)', () => {
+  test.use({ sandboxOptions: { autostart: false } });
+
+  test('text queued while a reply streams is sent once after the turn ends, merged in order (Q1–Q3, Q5)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture);
+    await queue(page, fixture, 'Then run the tests.', 1);
+    await queue(page, fixture, 'And update the changelog.', 2);
+    await expect(page.locator(fixture.ui.stop), 'still streaming: nothing was interrupted').toBeVisible();
+    expect(countMessages(fixture, BATCHES), 'nothing is sent while the reply streams').toBe(0);
+    expect(JSON.parse(await storedQueue(worker)).conversations[`chatgpt:${CONVERSATION}`].map((i) => i.text)).toEqual(['Then run the tests.', 'And update the changelog.']);
+
+    const batch = await expectExactlyOne(fixture, BATCHES, {
+      timeout: SLOW_REPLY_MS + 20_000,
+      message: 'the queued messages go out once, as one message',
+      checkpoint: () => queueDrained(page, fixture),
+    });
+    expect(batch.text).toMatch(/^Then run the tests\.\n\nAnd update the changelog\.\n\[herdr-continuity qb:[0-9a-f]{16}\//);
+    expect(JSON.parse(await storedQueue(worker)).conversations, 'deleted only once confirmed: now gone').toEqual({});
+    // The human's own message and the batch: nothing else reached the backend.
+    expect(fixture.server.map((m) => m.text.split('\n')[0])).toEqual(['Refactor the parser, please.', 'Then run the tests.']);
+  });
+
+  test('a queued message survives a worker restart and goes out once on the reopened page (B7, Q4)', async ({ sandbox }) => {
+    const { context, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture);
+    await queue(page, fixture, 'Queued before the restart.', 1);
+    // The browser (and with it the worker and the page) goes away mid-reply.
+    const { context: next } = await relaunchBrowser(sandbox, fixture);
+    const again = await openChat(next, fixture);
+    const batch = await expectExactlyOne(fixture, BATCHES, {
+      timeout: 30_000,
+      message: 'the queue outlived the worker and was sent once',
+      checkpoint: () => queueDrained(again, fixture),
+    });
+    expect(batch.text).toMatch(/^Queued before the restart\.\n\[herdr-continuity qb:/);
+  });
+
+  test('a storage read error leaves the stored queue intact and the text in the composer (Q4)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    // What is stored is not readable (another version, a corrupted write): never replaced.
+    await worker.evaluate((key) => chrome.storage.local.set({ [key]: '{"version":7,"conversations":{}}' }), STORE_KEY);
+    await startSlowReply(page, fixture);
+    await type(page, fixture, 'Do not lose me.');
+    await queueButton(page).click();
+    await expect(statusLine(page), 'the HUD says why and what to do').toContainText('nothing was changed', { timeout: 10_000 });
+    expect(await composerText(page, fixture), 'the text stays in the composer').toBe('Do not lose me.');
+    expect(await storedQueue(worker), 'the unreadable record is not overwritten').toBe('{"version":7,"conversations":{}}');
+    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable');
+  });
+
+  test('over-limit text is refused with a message and nothing is stored (Q6)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture);
+    await type(page, fixture, 'x'.repeat(24_001));
+    await queueButton(page).click();
+    await expect(statusLine(page)).toContainText('24001 characters, more than 24000', { timeout: 10_000 });
+    expect((await composerText(page, fixture)).length, 'nothing was cut from the composer').toBe(24_001);
+    expect(await storedQueue(worker)).toBeNull();
+  });
+
+  test('the queued turn goes before a wake that became due while the reply streamed (Q2, M7)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, CHAT);
+    await turnAutoOn(context, hud, CHAT);
+    const sessionRef = await hud.sessionRef();
+    await startSlowReply(page, fixture);
+    await queue(page, fixture, 'First my follow-up.', 1);
+    await agentCycle(sandbox, hud, sessionRef, 'Agent work');
+    await expectExactlyOne(fixture, BATCHES, { timeout: SLOW_REPLY_MS + 20_000, checkpoint: () => queueDrained(page, fixture) });
+    await expect.poll(() => countMessages(fixture, { conversationId: CONVERSATION, marker: /^wake:/ }), { timeout: 30_000, message: 'the wake follows' }).toBe(1);
+    const order = backendMessages(fixture, { conversationId: CONVERSATION, automatic: true }).map((m) => m.text.match(/\[herdr-continuity ([a-z]+):/)?.[1]);
+    expect(order, 'the user\'s queued turn first, then the wake').toEqual(['qb', 'wake']);
+  });
+
+  test('the Queue button is mounted once, outside the page\'s own DOM, works from the keyboard, and right-click asks before clearing (Q1, Q7)', async ({ sandbox }) => {
+    const { context, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await expect(page.locator('herdr-continuity-queue')).toHaveCount(1);
+    const parent = await page.evaluate(() => document.querySelector('herdr-continuity-queue')?.parentElement?.tagName);
+    expect(parent, 'a child of <html>, not of the React tree').toBe('HTML');
+    // A reload mounts it again, once (the content script's guard keeps a second injection
+    // from mounting a second one).
+    await page.reload();
+    await expect(queueButton(page)).toBeVisible({ timeout: 15_000 });
+    await expect(page.locator('herdr-continuity-queue')).toHaveCount(1);
+    await startSlowReply(page, fixture);
+    await type(page, fixture, 'From the keyboard.');
+    await queueButton(page).focus();
+    await page.keyboard.press('Enter');
+    await expect(queueHost(page)).toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
+    // Right-click asks first; Keep changes nothing, Clear empties the queue (Q7).
+    await queueButton(page).click({ button: 'right' });
+    await queueHost(page).locator('button[data-action="queue_clear_no"]').click();
+    await expect(queueHost(page)).toHaveAttribute('data-queue-count', '1');
+    await queueButton(page).click({ button: 'right' });
+    await queueHost(page).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(queueHost(page)).toHaveAttribute('data-queue-count', '0', { timeout: 10_000 });
+    await expect(page.locator(fixture.ui.stop)).toHaveCount(0, { timeout: SLOW_REPLY_MS + 10_000 });
+    expect(countMessages(fixture, BATCHES), 'a cleared queue sends nothing').toBe(0);
+  });
+});
