@@ -13,9 +13,11 @@
 //
 // Content script cost (e2e/bench/content-cost.mjs): main-thread cost of a streaming
 // ChatGPT fixture page with the extension loaded versus a browser without it, per layout
-// generation (BENCH_LAYOUTS, default `classic,thread`), the ScriptDuration ratio next to
-// its target (≤ 1.15x) with PASS / OVER, and how many page_facts the content script
-// computed and sent for the streamed tokens. BENCH_ONLY=content-script runs only that part.
+// generation (BENCH_LAYOUTS, default `classic,section,thread`), the ScriptDuration ratio
+// (median of BENCH_RUNS alternating windows per side) next to its target (≤ 1.15x) with
+// PASS / OVER, and how many page_facts the content script computed and sent for the
+// streamed tokens. BENCH_ONLY=content-script runs only that part; BENCH_PROFILE=1 adds a
+// CPU profile of the content script's entry points.
 //
 // Turn-end judge (e2e/bench/judge-corpus.mjs, issue 11): the mechanical script's precision,
 // recall and false-continue rate on the labeled corpus, overall, per language and for the

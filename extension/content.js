@@ -431,7 +431,8 @@
   // or removed; streaming into the last turn does not change it), and the document-wide
   // probes of Stop and the permission card when their scoped look found nothing. A
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
-  // (the quiet path, below). Old turns are virtualized away by the sites anyway.
+  // (the quiet path, below), and while a reply streams its text makes no mutation record
+  // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
   const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
   const TAIL_TURNS = 12;
   // The turn list: the element whose children are the turns or their wrappers (a profile
@@ -601,9 +602,13 @@
     return { zone, css: selectors.inside, href: location.href, profile };
   };
   // Runs in the recompute (never in the observer callback): O(records since the last one).
+  // While the observer leaves the zone's content out (the streaming watch, below), an
+  // element added or changed deep inside the zone makes no record, so the zone is looked
+  // at again instead (a query bounded by the reply's body).
   const onlyQuietText = (batches) => {
     if (!quiet || quiet.profile !== profile || quiet.href !== location.href || !quiet.zone.isConnected) return false;
     const { zone, css } = quiet;
+    if (watchedZone === zone && zone.querySelector(css)) return false;
     for (const records of batches) {
       for (const record of records) {
         if (record.type === 'attributes' || !zone.contains(record.target)) return false;
@@ -623,10 +628,20 @@
 
   // Debug counters for e2e/bench (content script cost): data-* on our host, which the
   // observer below does not watch (its attributeFilter), so writing them causes no recompute.
+  // They are written on each full recompute and whenever the page asks (a
+  // `herdr-continuity:counters` event on the host, which runs this listener synchronously),
+  // not on each quiet recompute: an attribute write there would cost more than the
+  // recompute itself.
   let factsComputed = 0;
   let factsSkipped = 0;
   let factsSent = 0;
   let factsMs = 0;
+  const publishCounters = () => {
+    host.dataset.factsComputed = String(factsComputed);
+    host.dataset.factsSkipped = String(factsSkipped);
+    host.dataset.factsMs = factsMs.toFixed(3);
+  };
+  host.addEventListener('herdr-continuity:counters', publishCounters);
   const sendFacts = (force = false) => {
     const startedAt = performance.now();
     const batches = pending;
@@ -634,19 +649,20 @@
     pending = [];
     pendingRecords = 0;
     dirty = false;
+    factsComputed += 1;
     if (!full && onlyQuietText(batches)) {
+      factsSkipped += 1;
       factsMs += performance.now() - startedAt;
-      host.dataset.factsComputed = String(++factsComputed);
-      host.dataset.factsSkipped = String(++factsSkipped);
-      host.dataset.factsMs = factsMs.toFixed(3);
+      // The streaming watch sees no text or element added inside the zone: look again.
+      if (watchedZone) scheduleRecheck();
       return;
     }
     const before = lastGeneration;
     const current = facts();
     const json = JSON.stringify(current);
+    watchFor(current);
     factsMs += performance.now() - startedAt;
-    host.dataset.factsComputed = String(++factsComputed);
-    host.dataset.factsMs = factsMs.toFixed(3);
+    publishCounters();
     host.dataset.generation = current.generation ?? '';
     if (profile && before !== undefined && current.generation !== before) sendDiagnostics(true);
     if (!force && json === lastFacts) return;
@@ -655,13 +671,22 @@
     host.dataset.factsSent = String(++factsSent);
     scheduleDiagnostics();
   };
-  let factsScheduled = false;
-  const scheduleRecompute = () => {
-    if (factsScheduled) return;
-    factsScheduled = true;
+  // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
+  // streaming watch's next look into the zone, after the profile's streaming_recheck_ms);
+  // a mutation brings a pending recheck forward.
+  let scheduled = null; // null | { kind: 'soon' | 'recheck', timer }
+  const scheduleAfter = (kind, ms) => {
     // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
     // chat usually is one.
-    setTimeout(() => { factsScheduled = false; sendFacts(); }, 100);
+    scheduled = { kind, timer: setTimeout(() => { scheduled = null; sendFacts(); }, ms) };
+  };
+  const scheduleRecompute = () => {
+    if (scheduled?.kind === 'soon') return;
+    if (scheduled) clearTimeout(scheduled.timer);
+    scheduleAfter('soon', 100);
+  };
+  const scheduleRecheck = () => {
+    if (!scheduled) scheduleAfter('recheck', profile?.streaming_recheck_ms ?? 100);
   };
   // Anything but the observer (input, navigation, a command) makes the next recompute full.
   const scheduleFacts = () => {
@@ -674,13 +699,15 @@
   // coalesced and, unchanged, not sent). The attributes watched are the ones the profile's
   // selectors name, plus the label, class, disabled and icon-path attributes the probe
   // filters read.
-  const observer = new MutationObserver((records) => {
+  const onRecords = (records) => {
     if (!dirty) {
       pendingRecords += records.length;
       if (pendingRecords > QUIET_RECORDS_MAX) { dirty = true; pending = []; } else pending.push(records);
     }
     scheduleRecompute();
-  });
+  };
+  const observer = new MutationObserver(onRecords);
+  let watched = null; // { whole, shallow, own } observe() options for the profile's attributes
   const watch = () => {
     const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
     for (const gen of profile?.generations ?? []) {
@@ -691,9 +718,55 @@
         }
       }
     }
+    const attributeFilter = [...names];
+    watched = {
+      whole: { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter },
+      shallow: { childList: true, attributes: true, attributeFilter },
+      own: { attributes: true, attributeFilter },
+    };
+    watchWhole();
+  };
+  // ---- The streaming watch. While a reply streams into a quiet zone, nearly every
+  // mutation is a token of its text, and a document-wide observer pays for each one (a
+  // record, a callback, a timer) only for the quiet path to set it aside. So while the
+  // last full recompute saw the page generating into a quiet zone, the observer watches
+  // every node but the zone's content: the zone for its own attributes, each ancestor of
+  // it for its attributes and children (not deeper), and every other child of those
+  // ancestors with its whole subtree. Every change outside the zone still makes a record,
+  // as do the zone's own attributes (classic's streaming cue, thread's final id); what
+  // does not (text, elements added or changed in the zone) is looked at by a recompute
+  // that comes every profile `streaming_recheck_ms` while the watch lasts (onlyQuietText).
+  // A full recompute that finds the page no longer generating, or no quiet zone, goes
+  // back to watching the whole document.
+  let watchedZone = null; // the zone whose content the observer leaves out, or null
+  const rewatch = (observe) => {
+    // Records of our own synchronous work (none are expected) are not lost by disconnect().
+    if (observer.takeRecords().length) dirty = true;
     observer.disconnect();
-    observer.observe(document.documentElement, { subtree: true, childList: true, characterData: true,
-      attributes: true, attributeFilter: [...names] });
+    observe();
+    if (dirty) scheduleRecompute();
+  };
+  const watchWhole = () => rewatch(() => {
+    watchedZone = null;
+    observer.observe(document.documentElement, watched.whole);
+  });
+  const watchAround = (zone) => rewatch(() => {
+    watchedZone = zone;
+    observer.observe(zone, watched.own);
+    for (let node = zone; node !== document.documentElement; node = node.parentElement) {
+      const parent = node.parentElement;
+      observer.observe(parent, watched.shallow);
+      for (let other = parent.firstChild; other; other = other.nextSibling) {
+        if (other !== node) observer.observe(other, watched.whole);
+      }
+    }
+    scheduleRecheck();
+  });
+  const watchFor = (current) => {
+    const zone = current.generating && quiet && quiet.zone.getRootNode() === document ? quiet.zone : null;
+    // Re-registered after every full recompute: it may have followed a new sibling.
+    if (zone) watchAround(zone);
+    else if (watchedZone) watchWhole();
   };
   watch();
   document.addEventListener('input', scheduleFacts, true);

@@ -218,6 +218,54 @@ for (const [kind, file] of [['classic', 'chatgpt-classic.html'], ['section', 'ch
   });
 }
 
+// While a reply streams, the observer leaves the reply body's content out (content.js "the
+// streaming watch"): its text costs nothing, yet a probe's element that appears deep inside
+// the body, or anywhere else, still reaches the facts (M5: a permission card is never missed).
+test('while a reply streams, what appears inside its body or elsewhere still reaches the facts', async () => {
+  const bodies = {
+    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
+  };
+  const card = (page) => lastPosted(page, 'page_facts').then((facts) => facts.permission_card);
+  for (const [file, body] of Object.entries(bodies)) {
+    const page = await open(file);
+    expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
+    // Tokens and paragraphs, one task each, like a streamed reply.
+    await page.evaluate((css) => new Promise((resolve) => {
+      const reply = document.querySelector(css);
+      let paragraph = null;
+      let sent = 0;
+      const tick = () => {
+        if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
+        paragraph.append(document.createTextNode(` tok${sent}`));
+        sent += 1;
+        if (sent < 60) setTimeout(tick, 5); else resolve();
+      };
+      tick();
+    }), body);
+    // A card nested in the reply's last paragraph (no record of the document observer's
+    // kind reaches the adapter for it while the reply streams).
+    await page.evaluate((css) => {
+      const inner = document.createElement('span');
+      inner.dataset.testid = 'tool-action-buttons';
+      document.querySelector(css).lastElementChild.append(inner);
+    }, body);
+    await expect.poll(() => card(page), { message: `${file}: a card inside the streaming reply`, timeout: 10_000 }).toBe(true);
+    await page.evaluate(() => document.querySelector('[data-testid="tool-action-buttons"]').remove());
+    await expect.poll(() => card(page), { message: `${file}: the card went away`, timeout: 10_000 }).toBe(false);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    // And one outside the reply, while it still streams.
+    await page.evaluate(() => {
+      const outside = document.createElement('div');
+      outside.dataset.testid = 'tool-action-buttons';
+      document.body.append(outside);
+    });
+    await expect.poll(() => card(page), { message: `${file}: a card outside the reply`, timeout: 10_000 }).toBe(true);
+    await page.close();
+  }
+});
+
 test('a page that matches no generation: reported unknown, nothing typed or clicked', async () => {
   const page = await open('chatgpt-unknown.html');
   expect(await lastPosted(page, 'page_facts')).toMatchObject({ generation: null, composer: false, generating: false });

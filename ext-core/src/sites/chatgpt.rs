@@ -32,7 +32,7 @@
 //!   a source recorded them and ChatGPT's zh-CN wording otherwise; no zh rate-limit
 //!   wording is recorded, so that set has none.
 
-use super::{Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP};
+use super::{Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
 
 /// Labels shared by the ChatGPT generations.
 const LABELS: &[LabelSet] = &[
@@ -277,4 +277,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     site: "chatgpt",
     origin: "https://chatgpt.com",
     generations: &[THREAD, SECTION, CLASSIC],
+    streaming_recheck_ms: STREAMING_RECHECK_MS,
 };

@@ -20,7 +20,7 @@
 //! - No source records a completion marker, an error card, a permission card or a
 //!   rate-limit notice; those lists are empty and report "none".
 
-use super::{Detect, Facts, Generation, Probe, Scope, SiteProfile, DISABLED, NOT_STOP};
+use super::{Detect, Facts, Generation, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
 
 const CIRCLE: &str = "div[role=\"button\"].ds-button--primary.ds-button--circle";
 
@@ -69,5 +69,9 @@ pub const DS: Generation = Generation {
 };
 
 /// DeepSeek's profile.
-pub const PROFILE: SiteProfile =
-    SiteProfile { site: "deepseek", origin: "https://chat.deepseek.com", generations: &[DS] };
+pub const PROFILE: SiteProfile = SiteProfile {
+    site: "deepseek",
+    origin: "https://chat.deepseek.com",
+    generations: &[DS],
+    streaming_recheck_ms: STREAMING_RECHECK_MS,
+};

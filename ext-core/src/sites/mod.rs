@@ -253,6 +253,11 @@ pub struct SiteProfile {
     pub origin: &'static str,
     /// Generations; the adapter takes the first whose rule matches.
     pub generations: &'static [Generation],
+    /// While a reply streams into its body, how often (ms) the adapter looks inside that
+    /// body again: its observer then leaves the body's content out (a streamed token costs
+    /// nothing), so an element added or changed deep in it is seen only by this look;
+    /// every change elsewhere is seen as it happens.
+    pub streaming_recheck_ms: u32,
 }
 
 impl SiteProfile {
@@ -261,6 +266,12 @@ impl SiteProfile {
         self.generations.iter().find(|generation| generation.id == id)
     }
 }
+
+/// [`SiteProfile::streaming_recheck_ms`] of every site: a probe's element that appears
+/// deep inside a streaming reply's body (nothing any recorded generation puts there: its
+/// streaming and completion cues sit on the body, its message or turn, or the composer)
+/// is seen within half a second; five looks a second would cost more than the reply.
+pub(crate) const STREAMING_RECHECK_MS: u32 = 500;
 
 /// Selectors of a disabled control shared by most generations.
 pub(crate) const DISABLED: &[&str] = &["[disabled]", "[aria-disabled=\"true\"]"];

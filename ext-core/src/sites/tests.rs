@@ -188,6 +188,17 @@ fn profiles_serialise_small_and_without_empty_filters() {
 }
 
 #[test]
+fn every_profile_tells_the_adapter_how_often_to_look_into_a_streaming_reply() {
+    for profile in PROFILES {
+        let value = serde_json::to_value(profile).expect("profiles serialise");
+        let recheck = value["streaming_recheck_ms"].as_u64().unwrap_or(0);
+        // Never more often than the adapter's 100 ms coalescing (it would cost more than
+        // the observer it replaces), never so rarely that a reply's new element waits a second.
+        assert!((100..1000).contains(&recheck), "{}: streaming_recheck_ms {recheck}", profile.site);
+    }
+}
+
+#[test]
 fn fact_names_are_the_serialised_field_names_in_order() {
     let value = serde_json::to_value(chatgpt::CLASSIC.facts).expect("facts serialise");
     let keys: Vec<&str> = value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();

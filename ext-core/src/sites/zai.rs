@@ -15,7 +15,7 @@
 //!   report "none" rather than a guess.
 //! - Detection needs `#chat-input` or `#send-message-button`.
 
-use super::{Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP};
+use super::{Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
 
 /// Open WebUI layout of chat.z.ai.
 pub const OPEN_WEBUI: Generation = Generation {
@@ -58,4 +58,9 @@ pub const OPEN_WEBUI: Generation = Generation {
 };
 
 /// z.ai's profile.
-pub const PROFILE: SiteProfile = SiteProfile { site: "zai", origin: "https://chat.z.ai", generations: &[OPEN_WEBUI] };
+pub const PROFILE: SiteProfile = SiteProfile {
+    site: "zai",
+    origin: "https://chat.z.ai",
+    generations: &[OPEN_WEBUI],
+    streaming_recheck_ms: STREAMING_RECHECK_MS,
+};
