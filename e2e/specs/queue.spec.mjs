@@ -115,6 +115,28 @@ test.describe('the Queue (issue 11)', () => {
     expect(batch.text).toMatch(/^Queued before the restart\.\n\[herdr-continuity qb:/);
   });
 
+  test('a batch whose send was lost to a reload stays queued and is sent once (Q4, Q5)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture);
+    await queue(page, fixture, 'Survive the reload.', 1);
+    // The page holds its next submit: Send is clicked, nothing reaches the backend, and a
+    // reload loses the message (as on ChatGPT).
+    fixture.holdSubmit = true;
+    await expect.poll(() => fixture.heldSubmits, { timeout: SLOW_REPLY_MS + 20_000, message: 'the batch was typed and Send clicked' }).toBe(1);
+    expect(countMessages(fixture, BATCHES)).toBe(0);
+    expect(JSON.parse(await storedQueue(worker)).conversations[`chatgpt:${CONVERSATION}`], 'kept while unconfirmed').toHaveLength(1);
+    await page.reload();
+    fixture.holdSubmit = false;
+    expect(fixture.releaseSubmits(), 'the reload lost the held message').toBe(1);
+    const batch = await expectExactlyOne(fixture, BATCHES, {
+      timeout: 40_000,
+      message: 'the lost batch is sent again, once',
+      checkpoint: () => queueDrained(page, fixture),
+    });
+    expect(batch.text).toMatch(/^Survive the reload\.\n\[herdr-continuity qb:/);
+  });
+
   test('a storage read error leaves the stored queue intact and the text in the composer (Q4)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const page = await openChat(context, fixture);

@@ -23,7 +23,7 @@
 //! these): the error-response template, whose code is the placeholder `<snake_case>`; the
 //! params default `{}`; the shape of the companion's `config.json` (`{"mcp": {"token": …}}`);
 //! and the extension-internal port messages `page_facts` (url only),
-//! `deliver`, `panel_refresh` and the HUD `actions` list, which never cross the native
+//! `deliver`, `panel_refresh`, `queue_clear`, `queue_request` and the HUD `actions` list, which never cross the native
 //! port (ext-shell's `wire` and `continuity_wire` read them).
 
 use continuity_protocol::{Call, Event, Message, MethodResult, Outcome, Request, Response};
@@ -35,6 +35,8 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"{"id": "…", "error": {"code": "<snake_case>", "message": "<what happened and what to do>"}}"#,
     r#"{}"#,
     r#"{"type":"page_facts","url":"<location.href>"}"#,
+    r#"{"type":"queue_clear"}"#,
+    r#"{"type":"queue_request"}"#,
     r#"[{"id":"<action>","label":"<i18n key>"}]"#,
     r#"{"type":"deliver","id":"<delivery id>","text":"<full message>"}"#,
     r#"{"type":"panel_refresh"}"#,
