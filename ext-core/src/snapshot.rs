@@ -56,10 +56,9 @@ impl std::fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The persisted continuity state (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
-    #[serde(default)]
     pub version: u32,
     /// Bindings (B1–B7).
     pub(crate) bindings: Bindings,
@@ -70,28 +69,20 @@ pub struct Snapshot {
     /// Per-scope state by scope key.
     pub(crate) scopes: VecMap<String, ScopeStatus>,
     /// Message language.
-    #[serde(default)]
     pub(crate) language: Language,
     /// Every message on its way into a page.
-    #[serde(default)]
     pub(crate) ledger: DeliveryLedger,
     /// Last catalog read (display only).
-    #[serde(default)]
     pub(crate) catalog: Vec<CatalogWorkspace>,
     /// Progress timing (clamped).
-    #[serde(default)]
     pub(crate) progress: ProgressConfig,
     /// Latest output per pane of bound workspaces.
-    #[serde(default)]
     pub(crate) pane_outputs: VecMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref.
-    #[serde(default)]
     pub(crate) confirmed_tasks: VecMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
-    #[serde(default)]
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
     /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
-    #[serde(default)]
     pub(crate) queue: QueueDurable,
 }
 
@@ -117,6 +108,60 @@ impl Snapshot {
 
     /// The text to store.
     pub fn to_json(&self) -> Result<String, SnapshotError> {
+        SnapshotRef {
+            version: self.version,
+            bindings: &self.bindings,
+            auto: &self.auto,
+            tracker: &self.tracker,
+            scopes: &self.scopes,
+            language: self.language,
+            ledger: &self.ledger,
+            catalog: &self.catalog,
+            progress: self.progress,
+            pane_outputs: &self.pane_outputs,
+            confirmed_tasks: &self.confirmed_tasks,
+            orphan_acks: &self.orphan_acks,
+            queue: &self.queue,
+        }
+        .to_json()
+    }
+}
+
+/// A [`Snapshot`] of borrowed parts: what is written, without cloning the machines' state
+/// first (`Continuity::snapshot_json`). The field names are the stored keys.
+#[derive(Serialize)]
+pub(crate) struct SnapshotRef<'a> {
+    /// See [`Snapshot::version`].
+    pub(crate) version: u32,
+    /// See [`Snapshot::bindings`].
+    pub(crate) bindings: &'a Bindings,
+    /// See [`Snapshot::auto`].
+    pub(crate) auto: &'a AutoGate,
+    /// See [`Snapshot::tracker`].
+    pub(crate) tracker: &'a SettleTracker,
+    /// See [`Snapshot::scopes`].
+    pub(crate) scopes: &'a VecMap<String, ScopeStatus>,
+    /// See [`Snapshot::language`].
+    pub(crate) language: Language,
+    /// See [`Snapshot::ledger`].
+    pub(crate) ledger: &'a DeliveryLedger,
+    /// See [`Snapshot::catalog`].
+    pub(crate) catalog: &'a [CatalogWorkspace],
+    /// See [`Snapshot::progress`].
+    pub(crate) progress: ProgressConfig,
+    /// See [`Snapshot::pane_outputs`].
+    pub(crate) pane_outputs: &'a VecMap<String, PaneOutput>,
+    /// See [`Snapshot::confirmed_tasks`].
+    pub(crate) confirmed_tasks: &'a VecMap<String, VecDeque<String>>,
+    /// See [`Snapshot::orphan_acks`].
+    pub(crate) orphan_acks: &'a VecMap<String, Vec<String>>,
+    /// See [`Snapshot::queue`].
+    pub(crate) queue: &'a QueueDurable,
+}
+
+impl SnapshotRef<'_> {
+    /// The text to store.
+    pub(crate) fn to_json(&self) -> Result<String, SnapshotError> {
         // Through `Value` (keys sorted), like every other message the extension writes: the
         // types are then serialized by the one `Value` serializer the views already use, not
         // by a second, text serializer instantiated for every persisted type (smaller wasm).

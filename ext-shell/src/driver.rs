@@ -432,7 +432,7 @@ impl LinkDriver {
             let snapshot = {
                 let mut driver = this.borrow_mut();
                 driver.persist_timer = None;
-                driver.continuity.snapshot().to_json()
+                driver.continuity.snapshot_json()
             };
             match snapshot {
                 Ok(text) => js::storage_local_write(STORAGE_KEY, &text),
