@@ -29,7 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
-use crate::json_read::{read_struct, ReadJson};
+use crate::json_read::{read_struct, Object, ReadJson};
 use crate::wake::Language;
 
 /// The version this release writes.
@@ -56,7 +56,7 @@ impl std::fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The persisted continuity state (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
     pub version: u32,
@@ -128,8 +128,8 @@ impl Snapshot {
 }
 
 /// A [`Snapshot`] of borrowed parts: what is written, without cloning the machines' state
-/// first (`Continuity::snapshot_json`). The field names are the stored keys.
-#[derive(Serialize)]
+/// first (`Continuity::snapshot_json`). The field names are the stored keys. (`Snapshot`
+/// derives serde's `Serialize` only so tests can check that this writer writes its shape.)
 pub(crate) struct SnapshotRef<'a> {
     /// See [`Snapshot::version`].
     pub(crate) version: u32,
@@ -160,12 +160,25 @@ pub(crate) struct SnapshotRef<'a> {
 }
 
 impl SnapshotRef<'_> {
-    /// The text to store.
+    /// The text to store: the hand-written writers (`crate::json_read`), not serde's
+    /// derived `Serialize` (smaller wasm), through `Value` (keys sorted).
     pub(crate) fn to_json(&self) -> Result<String, SnapshotError> {
-        // Through `Value` (keys sorted), like every other message the extension writes: the
-        // types are then serialized by the one `Value` serializer the views already use, not
-        // by a second, text serializer instantiated for every persisted type (smaller wasm).
-        serde_json::to_value(self).map(|value| value.to_string()).map_err(|e| SnapshotError::Unreadable(e.to_string()))
+        let value = Object::default()
+            .with("version", &self.version)
+            .with("bindings", self.bindings)
+            .with("auto", self.auto)
+            .with("tracker", self.tracker)
+            .with("scopes", self.scopes)
+            .with("language", &self.language)
+            .with("ledger", self.ledger)
+            .with("catalog", self.catalog)
+            .with("progress", &self.progress)
+            .with("pane_outputs", self.pane_outputs)
+            .with("confirmed_tasks", self.confirmed_tasks)
+            .with("orphan_acks", self.orphan_acks)
+            .with("queue", self.queue)
+            .done();
+        Ok(value.to_string())
     }
 }
 

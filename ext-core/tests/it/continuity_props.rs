@@ -892,7 +892,15 @@ impl World {
     }
 
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
-        let text = self.machine.snapshot().to_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        // The shell's path: written from the machine in place, by the hand-written writers.
+        let text = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        // B7: in the very shape serde's derived `Serialize` writes (what every release so far
+        // wrote and reads), every persisted field included.
+        let written: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("snapshot text: {e}")))?;
+        let serde_shape = serde_json::to_value(self.machine.snapshot())
+            .map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
+        prop_assert_eq!(written, serde_shape, "the hand-written writer differs from serde's shape");
         let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
         // B7: the hand-written readers give back exactly what was written (write → read →
         // write is the same text, every persisted field included).
