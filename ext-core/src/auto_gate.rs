@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use crate::json_read::{json_struct, json_unit_enum};
+use crate::json_read::{json_struct, json_unit_enum, write_unit_enum};
 
 use crate::scope::{PageKind, Scope};
 use crate::vec_map::VecMap;
@@ -317,3 +317,9 @@ json_unit_enum!(WakeWithheld {
 });
 
 json_struct!(AutoGate { allow_project_auto, toggles });
+
+write_unit_enum!(ActionLocked {
+    "auto_is_on" => AutoIsOn,
+    "no_composer_on_this_page" => NoComposerOnThisPage,
+    "no_scope_on_this_page" => NoScopeOnThisPage,
+});

@@ -247,6 +247,12 @@ impl WriteJson for u64 {
     }
 }
 
+impl WriteJson for usize {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
 impl WriteJson for u32 {
     fn write_json(&self) -> Value {
         Value::from(*self)
@@ -359,11 +365,11 @@ macro_rules! read_unit_enum {
 }
 pub use read_unit_enum;
 
-/// [`read_unit_enum!`] and the matching writer (the variant's name as a string).
+/// `impl WriteJson` for a unit-only enum written as its variant's snake_case name:
+/// `write_unit_enum!(Tone { "good" => Good, "bad" => Bad });`
 #[macro_export]
-macro_rules! json_unit_enum {
+macro_rules! write_unit_enum {
     ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
-        $crate::read_unit_enum!($ty { $($wire => $variant),* });
         impl $crate::json_read::WriteJson for $ty {
             fn write_json(&self) -> ::serde_json::Value {
                 ::serde_json::Value::from(match self {
@@ -371,6 +377,16 @@ macro_rules! json_unit_enum {
                 })
             }
         }
+    };
+}
+pub use write_unit_enum;
+
+/// [`read_unit_enum!`] and [`write_unit_enum!`] from one list of names.
+#[macro_export]
+macro_rules! json_unit_enum {
+    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
+        $crate::read_unit_enum!($ty { $($wire => $variant),* });
+        $crate::write_unit_enum!($ty { $($wire => $variant),* });
     };
 }
 pub use json_unit_enum;
@@ -397,12 +413,12 @@ macro_rules! read_struct {
 }
 pub use read_struct;
 
-/// [`read_struct!`] and the matching writer from the same field list: every field but the
-/// skipped ones is written under its name (`: default` only changes the reading).
+/// `impl WriteJson` for a struct written as an object keyed by field name:
+/// `write_struct!(HudView { companion, herdr, actions });` (fields not listed are not
+/// written).
 #[macro_export]
-macro_rules! json_struct {
-    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
-        $crate::read_struct!($ty { $($field $(: $how)?),* } $(skip { $($skipped),* })?);
+macro_rules! write_struct {
+    ($ty:ident { $($field:ident),* $(,)? }) => {
         impl $crate::json_read::WriteJson for $ty {
             fn write_json(&self) -> ::serde_json::Value {
                 let mut object = $crate::json_read::Object::default();
@@ -410,6 +426,17 @@ macro_rules! json_struct {
                 object.done()
             }
         }
+    };
+}
+pub use write_struct;
+
+/// [`read_struct!`] and [`write_struct!`] from one field list: every field but the
+/// skipped ones is written under its name (`: default` only changes the reading).
+#[macro_export]
+macro_rules! json_struct {
+    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
+        $crate::read_struct!($ty { $($field $(: $how)?),* } $(skip { $($skipped),* })?);
+        $crate::write_struct!($ty { $($field),* });
     };
 }
 pub use json_struct;

@@ -22,7 +22,7 @@
 //! - The queue calls no runtime method and changes no binding (Q10).
 
 use super::*;
-use crate::json_read::json_struct;
+use crate::json_read::{json_struct, write_struct};
 use crate::queue::{Batch, QueueBook, QueueRefusal};
 
 /// A batch on its way into a page.
@@ -87,6 +87,7 @@ pub(super) struct QueueFlow {
 
 json_struct!(QueueSend { conversation, batch_id, item_ids });
 json_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
+write_struct!(QueueView { count, merged_chars, state, previews, line, clear_confirm });
 
 impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.
