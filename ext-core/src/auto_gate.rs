@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use crate::json_read::{read_struct, read_unit_enum};
+use crate::json_read::{json_struct, json_unit_enum, write_unit_enum};
 
 use crate::scope::{PageKind, Scope};
 use crate::vec_map::VecMap;
@@ -298,9 +298,9 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
 }
 
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
-read_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
-read_unit_enum!(WakeWithheld {
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
+json_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
+json_unit_enum!(WakeWithheld {
     "not_bound" => NotBound,
     "no_active_conversation" => NoActiveConversation,
     "auto_off" => AutoOff,
@@ -316,4 +316,10 @@ read_unit_enum!(WakeWithheld {
     "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
 });
 
-read_struct!(AutoGate { allow_project_auto, toggles });
+json_struct!(AutoGate { allow_project_auto, toggles });
+
+write_unit_enum!(ActionLocked {
+    "auto_is_on" => AutoIsOn,
+    "no_composer_on_this_page" => NoComposerOnThisPage,
+    "no_scope_on_this_page" => NoScopeOnThisPage,
+});

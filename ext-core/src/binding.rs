@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::Millis;
-use crate::json_read::read_struct;
+use crate::json_read::json_struct;
 use crate::vec_map::{VecMap, VecSet};
 
 /// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
@@ -471,10 +471,10 @@ impl Bindings {
 }
 
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
-read_struct!(CatalogWorkspace { workspace_id, label });
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
+json_struct!(CatalogWorkspace { workspace_id, label });
 
-read_struct!(ScopeBinding {
+json_struct!(ScopeBinding {
     scope,
     workspace_id,
     label,
@@ -483,6 +483,6 @@ read_struct!(ScopeBinding {
     bound_at,
 });
 
-read_struct!(PendingBinding { workspace_id, label, saved_at });
+json_struct!(PendingBinding { workspace_id, label, saved_at });
 
-read_struct!(Bindings { bindings, pending } skip { outputs });
+json_struct!(Bindings { bindings, pending } skip { outputs });

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 use crate::binding::TabId;
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
@@ -471,11 +471,11 @@ fn marker_safe(subject: &str) -> String {
         .collect()
 }
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-read_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
+json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
 
-read_struct!(Baseline { page_load, user_turns, last_user_turn_id });
+json_struct!(Baseline { page_load, user_turns, last_user_turn_id });
 
 impl ReadJson for DeliveryState {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -489,7 +489,18 @@ impl ReadJson for DeliveryState {
     }
 }
 
-read_struct!(Delivery {
+impl WriteJson for DeliveryState {
+    fn write_json(&self) -> Value {
+        match self {
+            DeliveryState::Typing { deadline } => Object::tagged("state", "typing").with("deadline", deadline),
+            DeliveryState::Submitted { deadline } => Object::tagged("state", "submitted").with("deadline", deadline),
+            DeliveryState::Uncertain { since, why } => Object::tagged("state", "uncertain").with("since", since).with("why", why),
+        }
+        .done()
+    }
+}
+
+json_struct!(Delivery {
     id,
     scope_key,
     kind,
@@ -501,4 +512,4 @@ read_struct!(Delivery {
     state,
 } skip { page_idle, left_in_composer });
 
-read_struct!(DeliveryLedger { epoch, life, next, active } skip { outputs });
+json_struct!(DeliveryLedger { epoch, life, next, active } skip { outputs });

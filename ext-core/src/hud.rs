@@ -273,3 +273,15 @@ pub const MESSAGE_KEYS: &[&str] = &[
     "roundTripTimedOut",
     "roundTripRefused",
 ];
+
+// The worker writes the HUD view with these writers (`crate::json_read`), not serde's
+// derived code; serde's `Serialize` (tests, native tools) writes the same.
+crate::json_read::write_unit_enum!(Tone { "good" => Good, "pending" => Pending, "warning" => Warning, "bad" => Bad });
+
+crate::json_read::write_struct!(StatusLine { key, substitutions, tone });
+
+crate::json_read::write_unit_enum!(ActionId { "retry_companion" => RetryCompanion, "round_trip_test" => RoundTripTest });
+
+crate::json_read::write_struct!(HudAction { id, label });
+
+crate::json_read::write_struct!(HudView { companion, herdr, actions });

@@ -1,19 +1,24 @@
-//! Hand-written readers of the persisted state's JSON ([`crate::snapshot`]).
+//! Hand-written readers and writers of the persisted state's JSON ([`crate::snapshot`]).
 //!
 //! serde's derived `Deserialize` generates a visitor per type and field set, and that code
 //! was most of the wasm bundle (about 190 KB of 540 KB, Cargo.toml records the measurements).
 //! A reader here walks a parsed `serde_json::Value` instead: one small function per type,
 //! with the field lookups, the error and the primitive readers shared and not generic.
 //!
-//! The writer stays serde's derived `Serialize`, so each reader follows the shape serde
-//! writes for its type: structs as objects keyed by field name (unknown keys ignored, an
-//! absent `Option` field is `None`, an absent `#[serde(default)]` field its default),
-//! `rename_all = "snake_case"` unit enums as strings, internally tagged enums as objects
-//! with their tag, maps with string keys (integers as decimal text).
+//! The writer ([`WriteJson`]) is hand-written too, for the same reason (serde's derived
+//! `Serialize`, inlined into the persist timer, was the largest function left):
+//! [`json_struct!`] emits a struct's reader and writer from one field list, and each
+//! tagged enum's writer sits next to its reader. Both keep the shape serde's derives write
+//! (the types still derive `Serialize` for the tests and native tools): structs as objects
+//! keyed by field name (unknown keys ignored, an absent `Option` field is `None`, an absent
+//! `#[serde(default)]` field its default), `rename_all = "snake_case"` unit enums as
+//! strings, internally tagged enums as objects with their tag, maps with string keys
+//! (integers as decimal text).
 //!
-//! Invariant: for every persisted value `v`, reading what serde wrote gives `v` back
+//! Invariants: for every persisted value `v`, reading what was written gives `v` back
 //! (`tests/it/continuity_props.rs` checks write → read → write on every worker restart;
-//! the machines' own property tests restore through these readers).
+//! the machines' own property tests restore through these readers), and what
+//! [`WriteJson`] writes equals what serde's `Serialize` writes (`tests/it/snapshot.rs`).
 
 use std::collections::VecDeque;
 
@@ -176,6 +181,144 @@ impl<T: ReadJson> ReadJson for VecDeque<T> {
     }
 }
 
+/// A type written as the JSON its [`ReadJson`] reads.
+pub trait WriteJson {
+    /// The JSON of `self`.
+    fn write_json(&self) -> Value;
+}
+
+/// The fields of a JSON object being written, for a struct's or a tagged enum's writer.
+#[derive(Default)]
+pub struct Object(Map<String, Value>);
+
+impl Object {
+    /// An object whose tag field `name` is `tag` (an internally tagged enum's variant).
+    pub fn tagged(name: &'static str, tag: &'static str) -> Self {
+        let mut object = Self::default();
+        object.put(name, Value::from(tag));
+        object
+    }
+
+    /// Sets field `name` (not generic and not inlined: it runs for every field written).
+    #[inline(never)]
+    pub fn put(&mut self, name: &'static str, value: Value) {
+        insert(&mut self.0, name.to_owned(), value);
+    }
+
+    /// Sets field `name` to `value`'s JSON.
+    pub fn with<T: WriteJson + ?Sized>(mut self, name: &'static str, value: &T) -> Self {
+        self.put(name, value.write_json());
+        self
+    }
+
+    /// The object.
+    pub fn done(self) -> Value {
+        Value::Object(self.0)
+    }
+}
+
+impl<T: WriteJson + ?Sized> WriteJson for &T {
+    fn write_json(&self) -> Value {
+        (**self).write_json()
+    }
+}
+
+impl WriteJson for str {
+    fn write_json(&self) -> Value {
+        Value::from(self)
+    }
+}
+
+impl WriteJson for String {
+    fn write_json(&self) -> Value {
+        Value::from(self.as_str())
+    }
+}
+
+impl WriteJson for bool {
+    fn write_json(&self) -> Value {
+        Value::Bool(*self)
+    }
+}
+
+impl WriteJson for u64 {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl WriteJson for usize {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl WriteJson for u32 {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl<T: WriteJson> WriteJson for Option<T> {
+    fn write_json(&self) -> Value {
+        self.as_ref().map_or(Value::Null, T::write_json)
+    }
+}
+
+impl<T: WriteJson> WriteJson for [T] {
+    fn write_json(&self) -> Value {
+        Value::Array(self.iter().map(T::write_json).collect())
+    }
+}
+
+impl<T: WriteJson> WriteJson for Vec<T> {
+    fn write_json(&self) -> Value {
+        self.as_slice().write_json()
+    }
+}
+
+impl<T: WriteJson> WriteJson for VecDeque<T> {
+    fn write_json(&self) -> Value {
+        Value::Array(self.iter().map(T::write_json).collect())
+    }
+}
+
+/// One entry into a map being written (not generic, not inlined).
+#[inline(never)]
+fn insert(map: &mut Map<String, Value>, key: String, value: Value) {
+    map.insert(key, value);
+}
+
+/// A map key written as serde_json writes it (integers as decimal text).
+pub trait WriteKey {
+    /// The key text.
+    fn write_key(&self) -> String;
+}
+
+impl WriteKey for String {
+    fn write_key(&self) -> String {
+        self.clone()
+    }
+}
+
+impl WriteKey for u32 {
+    fn write_key(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl<K: WriteKey + Ord, V: WriteJson> WriteJson for VecMap<K, V> {
+    fn write_json(&self) -> Value {
+        // Inserted one by one: collecting into serde_json's map sorts first, and that sort
+        // instantiated for (String, Value) costs more wasm than the inserts.
+        let mut map = Map::new();
+        for (key, value) in self.iter() {
+            insert(&mut map, key.write_key(), value.write_json());
+        }
+        Value::Object(map)
+    }
+}
+
 /// A map key as serde_json writes it: a string, integers in decimal.
 pub trait ReadKey: Sized {
     /// Reads `key`.
@@ -222,6 +365,32 @@ macro_rules! read_unit_enum {
 }
 pub use read_unit_enum;
 
+/// `impl WriteJson` for a unit-only enum written as its variant's snake_case name:
+/// `write_unit_enum!(Tone { "good" => Good, "bad" => Bad });`
+#[macro_export]
+macro_rules! write_unit_enum {
+    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
+        impl $crate::json_read::WriteJson for $ty {
+            fn write_json(&self) -> ::serde_json::Value {
+                ::serde_json::Value::from(match self {
+                    $($ty::$variant => $wire,)*
+                })
+            }
+        }
+    };
+}
+pub use write_unit_enum;
+
+/// [`read_unit_enum!`] and [`write_unit_enum!`] from one list of names.
+#[macro_export]
+macro_rules! json_unit_enum {
+    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
+        $crate::read_unit_enum!($ty { $($wire => $variant),* });
+        $crate::write_unit_enum!($ty { $($wire => $variant),* });
+    };
+}
+pub use json_unit_enum;
+
 /// `impl ReadJson` for a struct written as an object keyed by field name:
 /// `read_struct!(Baseline { page_load, user_turns: default } skip { cached });` — a plain
 /// field is required (an `Option` one may be absent), `: default` is `#[serde(default)]`,
@@ -243,3 +412,31 @@ macro_rules! read_struct {
     (@field $fields:ident, $field:ident, default) => { $fields.or_default(stringify!($field))? };
 }
 pub use read_struct;
+
+/// `impl WriteJson` for a struct written as an object keyed by field name:
+/// `write_struct!(HudView { companion, herdr, actions });` (fields not listed are not
+/// written).
+#[macro_export]
+macro_rules! write_struct {
+    ($ty:ident { $($field:ident),* $(,)? }) => {
+        impl $crate::json_read::WriteJson for $ty {
+            fn write_json(&self) -> ::serde_json::Value {
+                let mut object = $crate::json_read::Object::default();
+                $(object.put(stringify!($field), $crate::json_read::WriteJson::write_json(&self.$field));)*
+                object.done()
+            }
+        }
+    };
+}
+pub use write_struct;
+
+/// [`read_struct!`] and [`write_struct!`] from one field list: every field but the
+/// skipped ones is written under its name (`: default` only changes the reading).
+#[macro_export]
+macro_rules! json_struct {
+    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
+        $crate::read_struct!($ty { $($field $(: $how)?),* } $(skip { $($skipped),* })?);
+        $crate::write_struct!($ty { $($field),* });
+    };
+}
+pub use json_struct;

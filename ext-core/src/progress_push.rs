@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_struct, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 use crate::Millis;
 
@@ -351,11 +351,11 @@ impl ProgressPush {
     }
 }
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-read_struct!(ProgressConfig { tick_ms, fallback_ms });
+json_struct!(ProgressConfig { tick_ms, fallback_ms });
 
-read_struct!(SentSummary { text, at });
+json_struct!(SentSummary { text, at });
 
 impl ReadJson for InFlightProgress {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -365,6 +365,16 @@ impl ReadJson for InFlightProgress {
             "fallback" => Ok(InFlightProgress::Fallback),
             _ => Err(unknown_variant("a known progress in flight")),
         }
+    }
+}
+
+impl WriteJson for InFlightProgress {
+    fn write_json(&self) -> Value {
+        match self {
+            InFlightProgress::Summary { text } => Object::tagged("kind", "summary").with("text", text),
+            InFlightProgress::Fallback => Object::tagged("kind", "fallback"),
+        }
+        .done()
     }
 }
 
@@ -383,4 +393,17 @@ impl ReadJson for ProgressPhase {
     }
 }
 
-read_struct!(ProgressPush { config, phase, last_sent, in_flight } skip { outputs });
+impl WriteJson for ProgressPhase {
+    fn write_json(&self) -> Value {
+        match self {
+            ProgressPhase::Idle => Object::tagged("phase", "idle"),
+            ProgressPhase::Working { since, next_check_at, fallback_due_at } => Object::tagged("phase", "working")
+                .with("since", since)
+                .with("next_check_at", next_check_at)
+                .with("fallback_due_at", fallback_due_at),
+        }
+        .done()
+    }
+}
+
+json_struct!(ProgressPush { config, phase, last_sent, in_flight } skip { outputs });

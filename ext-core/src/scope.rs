@@ -18,7 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 /// A web chat site the extension supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -317,8 +317,8 @@ fn generic_chat(site: Site, id: &str) -> PageKind {
 }
 
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
-read_unit_enum!(Site { "chatgpt" => ChatGpt, "zai" => Zai, "deepseek" => DeepSeek });
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
+json_unit_enum!(Site { "chatgpt" => ChatGpt, "zai" => Zai, "deepseek" => DeepSeek });
 
 impl ReadJson for Scope {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -331,4 +331,16 @@ impl ReadJson for Scope {
     }
 }
 
-read_struct!(ConversationRef { site, conversation_id });
+impl WriteJson for Scope {
+    fn write_json(&self) -> Value {
+        match self {
+            Scope::Project { project_id } => Object::tagged("kind", "project").with("project_id", project_id),
+            Scope::Conversation { site, conversation_id } => {
+                Object::tagged("kind", "conversation").with("site", site).with("conversation_id", conversation_id)
+            }
+        }
+        .done()
+    }
+}
+
+json_struct!(ConversationRef { site, conversation_id });

@@ -60,7 +60,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 use crate::Millis;
 use crate::vec_map::VecMap;
@@ -604,14 +604,14 @@ fn outcome_of(workspace: &WorkspaceActivity, trigger: PaneEventKind) -> SettleOu
     }
 }
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-read_unit_enum!(SettledStatus { "idle" => Idle, "done" => Done, "blocked" => Blocked });
-read_unit_enum!(SettleOutcome { "idle" => Idle, "done" => Done, "blocked" => Blocked, "pane_gone" => PaneGone });
+json_unit_enum!(SettledStatus { "idle" => Idle, "done" => Done, "blocked" => Blocked });
+json_unit_enum!(SettleOutcome { "idle" => Idle, "done" => Done, "blocked" => Blocked, "pane_gone" => PaneGone });
 
-read_struct!(WakeId { boot_id, seq });
+json_struct!(WakeId { boot_id, seq });
 
-read_struct!(ResumePoint { boot_id, after_seq, log_id: default });
+json_struct!(ResumePoint { boot_id, after_seq, log_id: default });
 
 impl ReadJson for SettleOutput {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -637,6 +637,31 @@ impl ReadJson for SettleOutput {
     }
 }
 
+impl WriteJson for SettleOutput {
+    fn write_json(&self) -> Value {
+        match self {
+            SettleOutput::ScopeWorking { workspace_id, at } => {
+                Object::tagged("type", "scope_working").with("workspace_id", workspace_id).with("at", at)
+            }
+            SettleOutput::PartialSettle { workspace_id, pane_id, still_working } => Object::tagged("type", "partial_settle")
+                .with("workspace_id", workspace_id)
+                .with("pane_id", pane_id)
+                .with("still_working", still_working),
+            SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, at } => Object::tagged("type", "scope_settled")
+                .with("workspace_id", workspace_id)
+                .with("wake_id", wake_id)
+                .with("outcome", outcome)
+                .with("at", at),
+            SettleOutput::Resubscribe { resume } => Object::tagged("type", "resubscribe").with("resume", resume),
+            SettleOutput::GenerationChanged { boot_id } => Object::tagged("type", "generation_changed").with("boot_id", boot_id),
+            SettleOutput::StaleGenerationRejected { boot_id } => {
+                Object::tagged("type", "stale_generation_rejected").with("boot_id", boot_id)
+            }
+        }
+        .done()
+    }
+}
+
 impl ReadJson for PaneState {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
         let f = Fields::of(value)?;
@@ -648,9 +673,19 @@ impl ReadJson for PaneState {
     }
 }
 
-read_struct!(WorkspaceActivity { panes, working });
+impl WriteJson for PaneState {
+    fn write_json(&self) -> Value {
+        match self {
+            PaneState::Working => Object::tagged("state", "working"),
+            PaneState::Settled(status) => Object::tagged("state", "settled").with("status", status),
+        }
+        .done()
+    }
+}
 
-read_struct!(SettleTracker {
+json_struct!(WorkspaceActivity { panes, working });
+
+json_struct!(SettleTracker {
     boot_id,
     retired_boots,
     high_water,

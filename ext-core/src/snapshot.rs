@@ -29,7 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
-use crate::json_read::{read_struct, ReadJson};
+use crate::json_read::{read_struct, Object, ReadJson};
 use crate::wake::Language;
 
 /// The version this release writes.
@@ -59,7 +59,6 @@ impl std::error::Error for SnapshotError {}
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
-    #[serde(default)]
     pub version: u32,
     /// Bindings (B1–B7).
     pub(crate) bindings: Bindings,
@@ -70,28 +69,20 @@ pub struct Snapshot {
     /// Per-scope state by scope key.
     pub(crate) scopes: VecMap<String, ScopeStatus>,
     /// Message language.
-    #[serde(default)]
     pub(crate) language: Language,
     /// Every message on its way into a page.
-    #[serde(default)]
     pub(crate) ledger: DeliveryLedger,
     /// Last catalog read (display only).
-    #[serde(default)]
     pub(crate) catalog: Vec<CatalogWorkspace>,
     /// Progress timing (clamped).
-    #[serde(default)]
     pub(crate) progress: ProgressConfig,
     /// Latest output per pane of bound workspaces.
-    #[serde(default)]
     pub(crate) pane_outputs: VecMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref.
-    #[serde(default)]
     pub(crate) confirmed_tasks: VecMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
-    #[serde(default)]
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
     /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
-    #[serde(default)]
     pub(crate) queue: QueueDurable,
 }
 
@@ -117,10 +108,77 @@ impl Snapshot {
 
     /// The text to store.
     pub fn to_json(&self) -> Result<String, SnapshotError> {
-        // Through `Value` (keys sorted), like every other message the extension writes: the
-        // types are then serialized by the one `Value` serializer the views already use, not
-        // by a second, text serializer instantiated for every persisted type (smaller wasm).
-        serde_json::to_value(self).map(|value| value.to_string()).map_err(|e| SnapshotError::Unreadable(e.to_string()))
+        SnapshotRef {
+            version: self.version,
+            bindings: &self.bindings,
+            auto: &self.auto,
+            tracker: &self.tracker,
+            scopes: &self.scopes,
+            language: self.language,
+            ledger: &self.ledger,
+            catalog: &self.catalog,
+            progress: self.progress,
+            pane_outputs: &self.pane_outputs,
+            confirmed_tasks: &self.confirmed_tasks,
+            orphan_acks: &self.orphan_acks,
+            queue: &self.queue,
+        }
+        .to_json()
+    }
+}
+
+/// A [`Snapshot`] of borrowed parts: what is written, without cloning the machines' state
+/// first (`Continuity::snapshot_json`). The field names are the stored keys. (`Snapshot`
+/// derives serde's `Serialize` only so tests can check that this writer writes its shape.)
+pub(crate) struct SnapshotRef<'a> {
+    /// See [`Snapshot::version`].
+    pub(crate) version: u32,
+    /// See [`Snapshot::bindings`].
+    pub(crate) bindings: &'a Bindings,
+    /// See [`Snapshot::auto`].
+    pub(crate) auto: &'a AutoGate,
+    /// See [`Snapshot::tracker`].
+    pub(crate) tracker: &'a SettleTracker,
+    /// See [`Snapshot::scopes`].
+    pub(crate) scopes: &'a VecMap<String, ScopeStatus>,
+    /// See [`Snapshot::language`].
+    pub(crate) language: Language,
+    /// See [`Snapshot::ledger`].
+    pub(crate) ledger: &'a DeliveryLedger,
+    /// See [`Snapshot::catalog`].
+    pub(crate) catalog: &'a [CatalogWorkspace],
+    /// See [`Snapshot::progress`].
+    pub(crate) progress: ProgressConfig,
+    /// See [`Snapshot::pane_outputs`].
+    pub(crate) pane_outputs: &'a VecMap<String, PaneOutput>,
+    /// See [`Snapshot::confirmed_tasks`].
+    pub(crate) confirmed_tasks: &'a VecMap<String, VecDeque<String>>,
+    /// See [`Snapshot::orphan_acks`].
+    pub(crate) orphan_acks: &'a VecMap<String, Vec<String>>,
+    /// See [`Snapshot::queue`].
+    pub(crate) queue: &'a QueueDurable,
+}
+
+impl SnapshotRef<'_> {
+    /// The text to store: the hand-written writers (`crate::json_read`), not serde's
+    /// derived `Serialize` (smaller wasm), through `Value` (keys sorted).
+    pub(crate) fn to_json(&self) -> Result<String, SnapshotError> {
+        let value = Object::default()
+            .with("version", &self.version)
+            .with("bindings", self.bindings)
+            .with("auto", self.auto)
+            .with("tracker", self.tracker)
+            .with("scopes", self.scopes)
+            .with("language", &self.language)
+            .with("ledger", self.ledger)
+            .with("catalog", self.catalog)
+            .with("progress", &self.progress)
+            .with("pane_outputs", self.pane_outputs)
+            .with("confirmed_tasks", self.confirmed_tasks)
+            .with("orphan_acks", self.orphan_acks)
+            .with("queue", self.queue)
+            .done();
+        Ok(value.to_string())
     }
 }
 

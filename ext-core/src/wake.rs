@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{read_struct, read_unit_enum, unknown_variant, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
 use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
@@ -589,13 +589,13 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
     }
 }
 
-// Readers of the persisted shapes (crate::json_read; serde's Serialize writes them).
+// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-read_unit_enum!(Language { "en" => En, "zh" => Zh });
+json_unit_enum!(Language { "en" => En, "zh" => Zh });
 
-read_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default });
+json_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default });
 
-read_struct!(PendingWake { wake_id, outcome });
+json_struct!(PendingWake { wake_id, outcome });
 
 impl ReadJson for InFlight {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -609,9 +609,22 @@ impl ReadJson for InFlight {
     }
 }
 
-read_struct!(RetryTimer { at });
+impl WriteJson for InFlight {
+    fn write_json(&self) -> Value {
+        match self {
+            InFlight::Wake(pending) => {
+                Object::tagged("kind", "wake").with("wake_id", &pending.wake_id).with("outcome", &pending.outcome)
+            }
+            InFlight::Progress => Object::tagged("kind", "progress"),
+            InFlight::Inbox { key } => Object::tagged("kind", "inbox").with("key", key),
+        }
+        .done()
+    }
+}
 
-read_struct!(WakeScheduler {
+json_struct!(RetryTimer { at });
+
+json_struct!(WakeScheduler {
     workspace_id,
     has_delivery_target,
     auto,

@@ -68,6 +68,11 @@ fn substitutions_match_the_placeholders_each_message_uses() {
     ];
     for state in &states {
         let view = view_of(state);
+        // The worker posts the view written by hand (ext_core::json_read), in serde's shape.
+        assert_eq!(
+            ext_core::json_read::WriteJson::write_json(&view),
+            serde_json::to_value(&view).expect("serialize")
+        );
         for line in [&view.companion, &view.herdr] {
             let text = messages[line.key]["message"]
                 .as_str()

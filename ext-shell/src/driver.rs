@@ -18,6 +18,7 @@ use std::rc::{Rc, Weak};
 use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
+use ext_core::json_read::WriteJson;
 use ext_core::hud::{self, ActionId};
 use ext_core::limits::{MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
 use ext_core::vec_map::VecMap;
@@ -282,15 +283,14 @@ impl LinkDriver {
                     let mut messages = Vec::new();
                     let mut page_hud = hud.clone();
                     if let Some(tab) = page.tab {
-                        page_hud["view"]["continuity"] =
-                            serde_json::to_value(driver.continuity.page_view(tab)).unwrap_or_default();
+                        page_hud["view"]["continuity"] = driver.continuity.page_view(tab).write_json();
                     }
                     messages.push(page_hud);
                     if page.panel {
                         let tab = page.panel_tab.or(default_tab);
                         messages.push(serde_json::json!({
                             "type": "panel",
-                            "view": driver.continuity.panel_view(tab),
+                            "view": driver.continuity.panel_view(tab).write_json(),
                         }));
                         // The newest report of the tab's page ("What the extension sees").
                         let seen = tab.and_then(|tab| {
@@ -434,7 +434,7 @@ impl LinkDriver {
             let snapshot = {
                 let mut driver = this.borrow_mut();
                 driver.persist_timer = None;
-                driver.continuity.snapshot().to_json()
+                driver.continuity.snapshot_json()
             };
             match snapshot {
                 Ok(text) => js::storage_local_write(STORAGE_KEY, &text),

@@ -9,7 +9,7 @@ use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMes
 use ext_core::hud::{ActionId, HudView, StatusLine};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use ext_core::continuity::{CallError, ContinuityInput};
-use ext_core::json_read::{Fields, ReadError, ReadJson};
+use ext_core::json_read::{Fields, ReadError, ReadJson, WriteJson};
 use ext_core::vec_map::VecMap;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -383,10 +383,10 @@ pub fn profile_json(profile: Option<&ext_core::sites::SiteProfile>) -> Value {
 
 /// `{"type":"hud","view":…}` sent to pages and panels.
 pub fn hud_json(view: &HudView) -> Value {
-    json!({"type": "hud", "view": view})
+    json!({"type": "hud", "view": view.write_json()})
 }
 
 /// `{"type":"round_trip_result","ok":…,"ms":…,"status":…}` sent to the page that asked.
 pub fn round_trip_json(ms: Option<f64>, status: &StatusLine) -> Value {
-    json!({"type": "round_trip_result", "ok": ms.is_some(), "ms": ms, "status": status})
+    json!({"type": "round_trip_result", "ok": ms.is_some(), "ms": ms, "status": status.write_json()})
 }

@@ -310,6 +310,27 @@ impl Continuity {
         }
     }
 
+    /// The text of [`Self::snapshot`] to store (B7), written from the machines' state in
+    /// place (no clone of it first).
+    pub fn snapshot_json(&self) -> Result<String, crate::snapshot::SnapshotError> {
+        crate::snapshot::SnapshotRef {
+            version: SNAPSHOT_VERSION,
+            bindings: &self.bindings,
+            auto: &self.auto,
+            tracker: &self.tracker,
+            scopes: &self.scopes,
+            language: self.language,
+            ledger: &self.ledger,
+            catalog: &self.catalog,
+            progress: self.progress,
+            pane_outputs: &self.pane_outputs,
+            confirmed_tasks: &self.confirmed_tasks,
+            orphan_acks: &self.orphan_acks,
+            queue: &self.queue.durable,
+        }
+        .to_json()
+    }
+
     /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is
     /// fresh randomness from the shell, kept only when the snapshot had none (an older
     /// release's) so delivery ids stay unique.

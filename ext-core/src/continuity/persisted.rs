@@ -1,19 +1,19 @@
-//! Readers of the composition's persisted parts ([`ScopeStatus`] and what it holds, the
-//! inbox items and counts, [`PaneOutput`]); `crate::json_read` explains the shapes. serde's
-//! derived `Serialize` writes them.
+//! Readers and writers of the composition's persisted parts ([`ScopeStatus`] and what it
+//! holds, the inbox items and counts, [`PaneOutput`]); `crate::json_read` explains the
+//! shapes. Release 0.1.0's delivery in flight is read, never written.
 
 use serde_json::Value;
 
 use super::*;
-use crate::json_read::{read_struct, Fields, ReadError, ReadJson};
+use crate::json_read::{json_struct, read_struct, Fields, Object, ReadError, ReadJson, WriteJson};
 
-read_struct!(InboxTask { task_id, state, pane_id, prompt_preview, result });
+json_struct!(InboxTask { task_id, state, pane_id, prompt_preview, result });
 
-read_struct!(TaskCounts { running, unacked, acked });
+json_struct!(TaskCounts { running, unacked, acked });
 
 read_struct!(LegacyInFlight { id, tab, kind, task_ids, at });
 
-read_struct!(LastWake { at, kind, id });
+json_struct!(LastWake { at, kind, id });
 
 impl ReadJson for ScopeStatus {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -36,4 +36,23 @@ impl ReadJson for ScopeStatus {
     }
 }
 
-read_struct!(PaneOutput { workspace_id, agent, tail, baseline, seq: default });
+impl WriteJson for ScopeStatus {
+    fn write_json(&self) -> Value {
+        // `legacy_in_flight` is never written (`#[serde(skip_serializing)]`).
+        Object::default()
+            .with("scheduler", &self.scheduler)
+            .with("wake_tasks", &self.wake_tasks)
+            .with("settle_awaiting_tasks", &self.settle_awaiting_tasks)
+            .with("last_wake", &self.last_wake)
+            .with("wake_count", &self.wake_count)
+            .with("counts", &self.counts)
+            .with("inbox_missing", &self.inbox_missing)
+            .with("settled_once", &self.settled_once)
+            .with("ack_due", &self.ack_due)
+            .with("progress_count", &self.progress_count)
+            .with("inbox_check_due", &self.inbox_check_due)
+            .done()
+    }
+}
+
+json_struct!(PaneOutput { workspace_id, agent, tail, baseline, seq: default });

@@ -22,7 +22,7 @@
 //! - The queue calls no runtime method and changes no binding (Q10).
 
 use super::*;
-use crate::json_read::read_struct;
+use crate::json_read::{json_struct, write_struct};
 use crate::queue::{Batch, QueueBook, QueueRefusal};
 
 /// A batch on its way into a page.
@@ -85,8 +85,9 @@ pub(super) struct QueueFlow {
     last_load: Option<Millis>,
 }
 
-read_struct!(QueueSend { conversation, batch_id, item_ids });
-read_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
+json_struct!(QueueSend { conversation, batch_id, item_ids });
+json_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
+write_struct!(QueueView { count, merged_chars, state, previews, line, clear_confirm });
 
 impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.

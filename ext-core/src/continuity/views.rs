@@ -278,15 +278,49 @@ pub struct PanelBinding {
     pub auto: AutoState,
 }
 
-use crate::json_read::read_struct;
+use crate::json_read::{json_struct, write_struct};
 
-// The side panel (an extension page running this same wasm) reads the panel view the
-// worker posted with these readers (`crate::json_read`), not serde's derived visitors.
-read_struct!(PanelView { tab, catalog, catalog_error, bindings });
+// The worker writes the views with these writers and the side panel (an extension page
+// running this same wasm) reads the panel view with these readers (`crate::json_read`),
+// not serde's derived code; serde's `Serialize` (tests, native tools) writes the same.
+write_struct!(WorkspaceRef { workspace_id, label, in_catalog });
 
-read_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
+write_struct!(Withheld { code, text });
 
-read_struct!(PanelBinding {
+write_struct!(ViewAction { id, locked });
+
+write_struct!(LockedWhy { code, text });
+
+write_struct!(ContinuityView {
+    page_kind,
+    scope_key,
+    session_ref,
+    binding,
+    pending_binding,
+    active_target,
+    auto,
+    auto_note,
+    scope_state,
+    working_panes,
+    tasks,
+    inbox_missing,
+    last_wake,
+    wake_count,
+    progress_count,
+    layout,
+    delivery_state,
+    delivery_uncertain_why,
+    in_flight,
+    withheld,
+    actions,
+    queue,
+});
+
+json_struct!(PanelView { tab, catalog, catalog_error, bindings });
+
+json_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
+
+json_struct!(PanelBinding {
     scope_key,
     session_ref,
     workspace_id,

@@ -56,6 +56,7 @@ use ext_core::continuity::{
 };
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
+use ext_core::json_read::WriteJson;
 use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
@@ -892,7 +893,26 @@ impl World {
     }
 
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
-        let text = self.machine.snapshot().to_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        // The shell's path: written from the machine in place, by the hand-written writers.
+        let text = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        // B7: in the very shape serde's derived `Serialize` writes (what every release so far
+        // wrote and reads), every persisted field included.
+        let written: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("snapshot text: {e}")))?;
+        let serde_shape = serde_json::to_value(self.machine.snapshot())
+            .map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
+        prop_assert_eq!(written, serde_shape, "the hand-written writer differs from serde's shape");
+        // The views the worker posts are written by hand too, in serde's shape (what the
+        // page adapter and the side panel read).
+        let tabs: Vec<Option<u32>> = self.pages.keys().copied().map(Some).chain([None]).collect();
+        for tab in tabs {
+            if let Some(tab) = tab {
+                let view = self.machine.page_view(tab);
+                prop_assert_eq!(view.write_json(), serde_json::to_value(&view).expect("page view"));
+            }
+            let panel = self.machine.panel_view(tab);
+            prop_assert_eq!(panel.write_json(), serde_json::to_value(&panel).expect("panel view"));
+        }
         let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
         // B7: the hand-written readers give back exactly what was written (write → read →
         // write is the same text, every persisted field included).

@@ -77,17 +77,19 @@ fn a_newer_or_broken_snapshot_is_refused_with_a_reason() {
 /// Write → read = identity for `value` through serde's writer and the hand-written reader.
 fn round_trips<T>(values: &[T])
 where
-    T: serde::Serialize + ext_core::json_read::ReadJson + PartialEq + std::fmt::Debug,
+    T: serde::Serialize + ext_core::json_read::ReadJson + ext_core::json_read::WriteJson + PartialEq + std::fmt::Debug,
 {
     for value in values {
         let text = serde_json::to_string(value).expect("serialize");
+        // B7: the hand-written writer writes what serde's derive writes.
+        assert_eq!(value.write_json(), serde_json::to_value(value).expect("serialize"), "written as {text}");
         let back: T = ext_core::json_read::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(&back, value, "read back from {text}");
     }
 }
 
 #[test]
-fn every_persisted_enum_variant_reads_back_what_serde_wrote() {
+fn every_persisted_enum_variant_is_written_as_serde_writes_it_and_reads_back() {
     use ext_core::auto_gate::WakeWithheld;
     use ext_core::delivery_ledger::DeliveryKind;
     use ext_core::scope::{Scope, Site};
