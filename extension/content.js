@@ -999,7 +999,7 @@
     },
   }) ?? null;
   // The `queue-composer` keyboard command (chrome.commands), sent by our worker only.
-  chrome.runtime.onMessage.addListener((message, sender) => {
+  chrome.runtime.onMessage?.addListener((message, sender) => {
     if (sender.id === chrome.runtime.id && message?.type === 'queue_request') queueUi?.request();
   });
 
