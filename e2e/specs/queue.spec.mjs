@@ -46,8 +46,11 @@ async function openChat(context, fixture) {
 
 /** The human's message whose reply streams for a while. */
 async function startSlowReply(page, fixture) {
+  const before = fixture.server.length;
   fixture.streamMs = SLOW_REPLY_MS;
   await type(page, fixture, 'Refactor the parser, please.', { send: true });
+  // The backend answered the message with the slow stream (it reads `streamMs` then).
+  await expect.poll(() => fixture.server.length, { message: 'the human message reached the backend' }).toBe(before + 1);
   await expect(page.locator(fixture.ui.stop), 'the reply streams').toBeVisible({ timeout: 10_000 });
   fixture.streamMs = 300;
 }
