@@ -178,9 +178,18 @@ impl QueueBook {
     /// not a version-[`STORE_VERSION`] record of well-formed items is refused whole, so the
     /// caller never writes over data it could not read.
     pub fn parse(stored: Option<&str>) -> Result<Self, QueueRefusal> {
-        let Some(raw) = stored else { return Ok(Self::new()) };
+        let bad = || QueueRefusal::StorageUnreadable { detail: "not JSON".to_owned() };
+        match stored {
+            None => Ok(Self::new()),
+            Some(raw) => Self::read(Some(&serde_json::from_str(raw).map_err(|_| bad())?)),
+        }
+    }
+
+    /// [`Self::parse`] of a record already parsed into JSON (the shell parses the stored
+    /// text with the browser's `JSON.parse`).
+    pub fn read(stored: Option<&Value>) -> Result<Self, QueueRefusal> {
+        let Some(value) = stored else { return Ok(Self::new()) };
         let bad = |detail: &str| QueueRefusal::StorageUnreadable { detail: detail.to_owned() };
-        let value: Value = serde_json::from_str(raw).map_err(|_| bad("not JSON"))?;
         match value.get("version").and_then(Value::as_u64) {
             Some(STORE_VERSION) => {}
             Some(_) => return Err(bad("written by a newer version")),
@@ -211,15 +220,20 @@ impl QueueBook {
         Ok(book)
     }
 
-    /// The stored record.
+    /// The stored record's text.
     pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// The stored record.
+    pub fn to_value(&self) -> Value {
         let mut conversations = Map::new();
         for (key, items) in self.conversations.iter() {
             let items: Vec<Value> =
                 items.iter().map(|i| json!({"id": i.id, "text": i.text, "created_at": i.created_at})).collect();
             conversations.insert(key.clone(), Value::Array(items));
         }
-        json!({"version": STORE_VERSION, "conversations": conversations}).to_string()
+        json!({"version": STORE_VERSION, "conversations": conversations})
     }
 
     /// The items of `conversation`, in order.

@@ -89,17 +89,20 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads a stored snapshot of this or an earlier release.
     pub fn parse(text: &str) -> Result<Self, SnapshotError> {
-        // Parsed once into serde_json's `Value` (which the shell uses for everything else
-        // too), the version first: a newer release's snapshot may have another shape. Then
-        // the hand-written readers (`crate::json_read`), not serde's derived visitors.
         let unreadable = |e: serde_json::Error| SnapshotError::Unreadable(e.to_string());
-        let value: serde_json::Value = serde_json::from_str(text).map_err(unreadable)?;
+        Self::read(&serde_json::from_str(text).map_err(unreadable)?)
+    }
+
+    /// Reads a stored snapshot already parsed into JSON (the shell parses text with the
+    /// browser's `JSON.parse`): the version first, since a newer release's snapshot may have
+    /// another shape, then the hand-written readers (`crate::json_read`).
+    pub fn read(value: &serde_json::Value) -> Result<Self, SnapshotError> {
         let version = value.get("version").and_then(serde_json::Value::as_u64).unwrap_or(0);
         let version = u32::try_from(version).unwrap_or(u32::MAX);
         if version > SNAPSHOT_VERSION {
             return Err(SnapshotError::Newer(version));
         }
-        let mut snapshot = Snapshot::read_json(&value).map_err(|e| SnapshotError::Unreadable(e.to_string()))?;
+        let mut snapshot = Snapshot::read_json(value).map_err(|e| SnapshotError::Unreadable(e.to_string()))?;
         if snapshot.version == 0 {
             snapshot.version = 1;
         }
@@ -108,7 +111,7 @@ impl Snapshot {
 
     /// The text to store.
     pub fn to_json(&self) -> Result<String, SnapshotError> {
-        SnapshotRef {
+        Ok(SnapshotRef {
             version: self.version,
             bindings: &self.bindings,
             auto: &self.auto,
@@ -123,7 +126,8 @@ impl Snapshot {
             orphan_acks: &self.orphan_acks,
             queue: &self.queue,
         }
-        .to_json()
+        .to_value()
+        .to_string())
     }
 }
 
@@ -160,10 +164,10 @@ pub(crate) struct SnapshotRef<'a> {
 }
 
 impl SnapshotRef<'_> {
-    /// The text to store: the hand-written writers (`crate::json_read`), not serde's
-    /// derived `Serialize` (smaller wasm), through `Value` (keys sorted).
-    pub(crate) fn to_json(&self) -> Result<String, SnapshotError> {
-        let value = Object::default()
+    /// What to store: the hand-written writers (`crate::json_read`), not serde's derived
+    /// `Serialize` (smaller wasm); keys sorted.
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        Object::default()
             .with("version", &self.version)
             .with("bindings", self.bindings)
             .with("auto", self.auto)
@@ -177,8 +181,7 @@ impl SnapshotRef<'_> {
             .with("confirmed_tasks", self.confirmed_tasks)
             .with("orphan_acks", self.orphan_acks)
             .with("queue", self.queue)
-            .done();
-        Ok(value.to_string())
+            .done()
     }
 }
 

@@ -343,10 +343,11 @@ impl<T> VecSet<T> {
 
 impl<T: Ord> FromIterator<T> for VecSet<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        let mut items: Vec<T> = iter.into_iter().collect();
-        items.sort();
-        items.dedup();
-        Self { items }
+        // Inserted one by one (binary search) rather than sorted: the sets are small, and
+        // the standard sort's code is 4 KB of wasm.
+        let mut set = Self { items: Vec::new() };
+        set.extend(iter);
+        set
     }
 }
 

@@ -115,7 +115,7 @@ fn result_summary(result: &Value) -> Option<String> {
                 .unwrap_or_default(),
             map.get("tail").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()),
         ),
-        other => (one_line(&other.to_string()), None),
+        other => (one_line(&crate::js::stringify(other)), None),
     };
     let status = limits::clip(status, MAX_RUNTIME_SHORT_CHARS);
     match tail {
@@ -196,7 +196,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
             text: ["verdict", "summary", "text"]
                 .iter()
                 .find_map(|key| clipped_of(result, key, MAX_RUNTIME_TEXT_CHARS))
-                .unwrap_or_else(|| limits::clip(result.to_string(), MAX_RUNTIME_TEXT_CHARS)),
+                .unwrap_or_else(|| limits::clip(crate::js::stringify(result), MAX_RUNTIME_TEXT_CHARS)),
         }),
     }
 }

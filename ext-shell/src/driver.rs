@@ -51,7 +51,7 @@ struct PagePort {
     /// The tab a panel asked to show (`None` = the last active chat tab).
     panel_tab: Option<TabId>,
     /// The last JSON posted as view, to post only changes.
-    last_view: Option<String>,
+    last_view: Option<Vec<serde_json::Value>>,
     /// The page's last `page_diagnostics` (content-script ports only).
     diagnostics: Option<wire::PageDiagnostics>,
 }
@@ -233,7 +233,7 @@ impl LinkDriver {
             (page.and_then(|p| p.tab), page.is_some_and(|p| p.panel))
         };
         let command = continuity_wire::port_command(value)
-            .ok_or_else(|| WireError::UnknownPageMessage(value.to_string()))?;
+            .ok_or_else(|| WireError::UnknownPageMessage(js::stringify(value)))?;
         let input = match (command, tab) {
             (PortCommand::DeliveryReport { id, outcome }, Some(tab)) => {
                 ContinuityInput::DeliveryReport { tab, id, outcome }
@@ -263,7 +263,7 @@ impl LinkDriver {
                 workspace,
             },
             (PortCommand::Unbind { scope_key }, _) if panel => ContinuityInput::Unbind { scope_key },
-            _ => return Err(WireError::UnknownPageMessage(value.to_string())),
+            _ => return Err(WireError::UnknownPageMessage(js::stringify(value))),
         };
         Self::feed_continuity(this, input);
         Ok(())
@@ -276,7 +276,7 @@ impl LinkDriver {
             let mut driver = this.borrow_mut();
             let hud = wire::hud_json(&driver.link.hud());
             let default_tab = driver.last_active_tab;
-            let views: Vec<(Option<String>, Vec<serde_json::Value>)> = driver
+            let views: Vec<(bool, Vec<serde_json::Value>)> = driver
                 .pages
                 .iter()
                 .map(|page| {
@@ -302,15 +302,13 @@ impl LinkDriver {
                             "diagnostics": seen.and_then(|p| p.diagnostics.as_ref()),
                         }));
                     }
-                    let text = serde_json::Value::Array(messages.clone()).to_string();
-                    let changed = page.last_view.as_deref() != Some(text.as_str());
-                    (changed.then_some(text), messages)
+                    (page.last_view.as_ref() != Some(&messages), messages)
                 })
                 .collect();
             let mut posts = Vec::new();
             for (page, (changed, messages)) in driver.pages.iter_mut().zip(views) {
-                if let Some(text) = changed {
-                    page.last_view = Some(text);
+                if changed {
+                    page.last_view = Some(messages.clone());
                     posts.push((page.port.clone(), messages));
                 }
             }
@@ -365,16 +363,18 @@ impl LinkDriver {
                 ContinuityOutput::QueueRead { op } => {
                     let weak = Rc::downgrade(this);
                     wasm_bindgen_futures::spawn_local(async move {
-                        let stored = js::storage_local_get_text(ext_core::queue::STORE_KEY).await;
+                        let stored = js::storage_local_get_text(ext_core::queue::STORE_KEY)
+                            .await
+                            .and_then(|text| text.map(|text| js::parse(&text)).transpose());
                         if let Some(this) = weak.upgrade() {
                             Self::feed_continuity(&this, ContinuityInput::QueueRead { op, stored });
                         }
                     });
                 }
-                ContinuityOutput::QueueWrite { op, json } => {
+                ContinuityOutput::QueueWrite { op, record } => {
                     let weak = Rc::downgrade(this);
                     wasm_bindgen_futures::spawn_local(async move {
-                        let result = js::storage_local_set_text(ext_core::queue::STORE_KEY, &json).await;
+                        let result = js::storage_local_set_text(ext_core::queue::STORE_KEY, &js::stringify(&record)).await;
                         if let Some(this) = weak.upgrade() {
                             Self::feed_continuity(&this, ContinuityInput::QueueWritten { op, result });
                         }
@@ -434,12 +434,9 @@ impl LinkDriver {
             let snapshot = {
                 let mut driver = this.borrow_mut();
                 driver.persist_timer = None;
-                driver.continuity.snapshot_json()
+                driver.continuity.snapshot_value()
             };
-            match snapshot {
-                Ok(text) => js::storage_local_write(STORAGE_KEY, &text),
-                Err(error) => js::warn(&format!("herdr-continuity: cannot save state: {error}")),
-            }
+            js::storage_local_write(STORAGE_KEY, &js::stringify(&snapshot));
         });
         this.borrow_mut().persist_timer = Some(timer);
     }
@@ -469,8 +466,7 @@ impl LinkDriver {
         if text.len() > MAX_QUEUE_MESSAGE_BYTES {
             return Err(too_long(MAX_QUEUE_MESSAGE_BYTES));
         }
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| WireError::PageMessageRejected(e.to_string()))?;
+        let value = js::json_value(message).map_err(WireError::PageMessageRejected)?;
         if text.len() > MAX_PAGE_MESSAGE_BYTES && value.get("type").and_then(serde_json::Value::as_str) != Some("queue_add") {
             return Err(too_long(MAX_PAGE_MESSAGE_BYTES));
         }

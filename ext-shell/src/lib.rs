@@ -31,7 +31,7 @@ use std::rc::Rc;
 use ext_core::companion_link::Input;
 use ext_core::continuity::{Continuity, ContinuityInput};
 use ext_core::limits;
-use ext_core::snapshot::Snapshot;
+use ext_core::snapshot::{Snapshot, SnapshotError};
 use ext_core::wake::Language;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
@@ -84,7 +84,7 @@ pub async fn start_worker() -> Result<(), JsValue> {
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
     let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
     let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
-        Some(text) => match Snapshot::parse(&text) {
+        Some(text) => match js::parse(&text).map_err(SnapshotError::Unreadable).and_then(|value| Snapshot::read(&value)) {
             Ok(snapshot) => Continuity::from_snapshot(snapshot, now, &epoch),
             Err(error) => {
                 // Never overwrite what could not be read: keep it aside for a newer release

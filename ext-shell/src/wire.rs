@@ -71,7 +71,7 @@ pub enum Inbound<'a> {
 
 /// Reads one message received on the native port.
 pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
-    let unknown = || WireError::UnknownShape(value.to_string());
+    let unknown = || WireError::UnknownShape(crate::js::stringify(value));
     let message = Fields::of(value).map_err(|_| unknown())?;
     if let Some(event) = value.get("event") {
         let data = value.get("data").unwrap_or(&Value::Null);
@@ -133,7 +133,7 @@ pub fn error_body(error: &Value) -> CallError {
     let code = error.get("code").and_then(Value::as_str).and_then(|code| ErrorCode::parse(code).ok());
     let message = match error.get("message").and_then(Value::as_str) {
         Some(message) => message.to_owned(),
-        None => error.to_string(),
+        None => crate::js::stringify(error),
     };
     CallError { code: code.unwrap_or(ErrorCode::Error), message: short(message) }
 }
@@ -356,7 +356,7 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
 
 /// Parses one message received on a page or panel port.
 pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
-    let unknown = || WireError::UnknownPageMessage(value.to_string());
+    let unknown = || WireError::UnknownPageMessage(crate::js::stringify(value));
     match value.get("type").and_then(Value::as_str) {
         Some("page_facts") => Ok(PageMessage::PageFacts {
             url: value

@@ -75,3 +75,9 @@ fn page_and_runtime_input_is_bounded() {
 fn page_diagnostics_are_bounded() {
     common::page_diagnostics_are_bounded();
 }
+
+/// JS values cross as their JSON, without serde_json's text parser.
+#[wasm_bindgen_test]
+fn js_values_cross_as_their_json() {
+    common::js_values_cross_as_their_json();
+}

@@ -365,8 +365,8 @@ pub enum ContinuityInput {
     QueueRead {
         /// The change it was read for.
         op: u64,
-        /// The stored JSON text.
-        stored: Result<Option<String>, String>,
+        /// The stored record (the shell parses its JSON text).
+        stored: Result<Option<serde_json::Value>, String>,
     },
     /// How a [`ContinuityOutput::QueueWrite`] ended.
     QueueWritten {
@@ -446,8 +446,8 @@ pub enum ContinuityOutput {
     QueueWrite {
         /// The change it is for.
         op: u64,
-        /// The record.
-        json: String,
+        /// The record (the shell stores its JSON text).
+        record: serde_json::Value,
     },
     /// Post `{"type":"queue_accepted",text}`: the text is durably queued; the page empties
     /// its composer if it still holds exactly that text.

@@ -310,9 +310,14 @@ impl Continuity {
         }
     }
 
-    /// The text of [`Self::snapshot`] to store (B7), written from the machines' state in
-    /// place (no clone of it first).
+    /// The text of [`Self::snapshot`] to store (B7); see [`Self::snapshot_value`].
     pub fn snapshot_json(&self) -> Result<String, crate::snapshot::SnapshotError> {
+        Ok(self.snapshot_value().to_string())
+    }
+
+    /// [`Self::snapshot`] as the JSON to store (B7), written from the machines' state in
+    /// place (no clone of it first).
+    pub fn snapshot_value(&self) -> serde_json::Value {
         crate::snapshot::SnapshotRef {
             version: SNAPSHOT_VERSION,
             bindings: &self.bindings,
@@ -328,7 +333,7 @@ impl Continuity {
             orphan_acks: &self.orphan_acks,
             queue: &self.queue.durable,
         }
-        .to_json()
+        .to_value()
     }
 
     /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is

@@ -175,11 +175,11 @@ impl Continuity {
     }
 
     /// The stored record as read for change `op`: `Err` when the read failed.
-    pub(super) fn queue_read(&mut self, now: Millis, op: u64, stored: Result<Option<String>, String>) {
+    pub(super) fn queue_read(&mut self, now: Millis, op: u64, stored: Result<Option<serde_json::Value>, String>) {
         if self.queue.running.as_ref().map(|(id, _)| *id) != Some(op) {
             return;
         }
-        let book = stored.map_err(|detail| QueueRefusal::StorageUnreadable { detail }).and_then(|s| QueueBook::parse(s.as_deref()));
+        let book = stored.map_err(|detail| QueueRefusal::StorageUnreadable { detail }).and_then(|s| QueueBook::read(s.as_ref()));
         let mut book = match book {
             Ok(book) => book,
             Err(refusal) => {
@@ -219,7 +219,7 @@ impl Continuity {
             self.queue.book = Some(book);
             return self.queue_finished(now, Ok(()));
         }
-        self.outputs.push_back(ContinuityOutput::QueueWrite { op, json: book.to_json() });
+        self.outputs.push_back(ContinuityOutput::QueueWrite { op, record: book.to_value() });
         self.queue.running = Some((op, Some(book)));
     }
 

@@ -590,14 +590,14 @@ impl World {
                     }
                 }
                 ContinuityOutput::QueueRead { op } => {
-                    let stored = if std::mem::take(&mut self.queue_read_fails) { Err("read failed".to_owned()) } else { Ok(self.queue_store.clone()) };
+                    let stored = if std::mem::take(&mut self.queue_read_fails) { Err("read failed".to_owned()) } else { self.queue_store.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose() };
                     self.inputs.push_back(ContinuityInput::QueueRead { op, stored });
                 }
-                ContinuityOutput::QueueWrite { op, json } => {
+                ContinuityOutput::QueueWrite { op, record } => {
                     let result = if std::mem::take(&mut self.queue_write_fails) {
                         Err("quota".to_owned())
                     } else {
-                        self.queue_store = Some(json);
+                        self.queue_store = Some(record.to_string());
                         Ok(())
                     };
                     self.inputs.push_back(ContinuityInput::QueueWritten { op, result });

@@ -238,16 +238,17 @@ mod flow {
                             self.fail_reads -= 1;
                             Err("storage error".to_owned())
                         } else {
-                            Ok(self.stored.clone())
+                            // As the shell does: text that is not JSON is a failed read.
+                            self.stored.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose()
                         };
                         c.handle(now, ContinuityInput::QueueRead { op, stored });
                     }
-                    ContinuityOutput::QueueWrite { op, json } => {
+                    ContinuityOutput::QueueWrite { op, record } => {
                         let result = if self.fail_writes > 0 {
                             self.fail_writes -= 1;
                             Err("quota".to_owned())
                         } else {
-                            self.stored = Some(json);
+                            self.stored = Some(record.to_string());
                             Ok(())
                         };
                         c.handle(now, ContinuityInput::QueueWritten { op, result });

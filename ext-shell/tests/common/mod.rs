@@ -502,3 +502,33 @@ pub fn page_diagnostics_are_bounded() {
     assert!(text.contains("fact composer: #prompt-textarea\nfact stop: none"), "facts in FACT_NAMES order: {text}");
     assert!(text.contains("delivery wake:w1#3: submitted"), "{text}");
 }
+
+/// JS ⇄ JSON without serde_json's text parser (issue 8): a JS value reads as the JSON of
+/// its `JSON.stringify` text, and a JSON value posts as what `JSON.parse` would give.
+pub fn js_values_cross_as_their_json() {
+    use ext_shell::js;
+    // Every kind of value, read as serde_json reads the same text.
+    let text = r#"{"a":[1,-2,2.5,"x",true,null,{"b":{}}],"n":9007199254740991,"s":"\u00e9\u4e2d","__proto__":{"k":1}}"#;
+    let parsed = js::parse(text).expect("JSON");
+    let expected: serde_json::Value = serde_json::from_str(text).expect("JSON");
+    assert_eq!(parsed, expected);
+    assert_eq!(parsed["a"][0].as_u64(), Some(1), "integral numbers are integers");
+    assert_eq!(parsed["a"][1].as_i64(), Some(-2));
+    // And back: the same text for JSON.parse, `__proto__` kept as an own member.
+    let back: serde_json::Value = serde_json::from_str(&js::stringify(&parsed)).expect("JSON");
+    assert_eq!(back, expected);
+    // What JSON.stringify drops or nulls.
+    let object = js_sys::Object::new();
+    Reflect::set(&object, &"gone".into(), &JsValue::UNDEFINED).expect("set");
+    Reflect::set(&object, &"f".into(), &Function::new_no_args("return 1")).expect("set");
+    let array = Array::of2(&JsValue::UNDEFINED, &JsValue::from_f64(3.0));
+    Reflect::set(&object, &"list".into(), &array).expect("set");
+    assert_eq!(js::json_value(&object).expect("JSON"), json!({"list": [null, 3]}));
+    // Refused: not finite, a symbol, nesting deeper than the cap; undefined is no value.
+    assert!(js::json_value(&JsValue::from_f64(f64::NAN)).is_err());
+    assert!(js::json_value(&JsValue::symbol(Some("s"))).is_err());
+    assert!(js::json_value(&JsValue::UNDEFINED).is_err());
+    let deep = js_sys::JSON::parse(&format!("{}{}", "[".repeat(80), "]".repeat(80))).expect("set");
+    assert!(js::json_value(&deep).expect_err("refused").contains("nested deeper"));
+    assert_eq!(js::parse("{nope").expect_err("refused"), "not JSON");
+}
