@@ -171,13 +171,20 @@ fn items(value: &Value) -> Result<&[Value], ReadError> {
 
 impl<T: ReadJson> ReadJson for Vec<T> {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
-        items(value)?.iter().map(T::read_json).collect()
+        // A loop, not `collect()` into a `Result`: its adapter is several times larger
+        // in wasm for each item type.
+        let items = items(value)?;
+        let mut read = Vec::with_capacity(items.len());
+        for item in items {
+            read.push(T::read_json(item)?);
+        }
+        Ok(read)
     }
 }
 
 impl<T: ReadJson> ReadJson for VecDeque<T> {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
-        items(value)?.iter().map(T::read_json).collect()
+        Vec::read_json(value).map(VecDeque::from)
     }
 }
 
@@ -254,6 +261,24 @@ impl WriteJson for usize {
 }
 
 impl WriteJson for u32 {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl WriteJson for Value {
+    fn write_json(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl WriteJson for f64 {
+    fn write_json(&self) -> Value {
+        Value::from(*self)
+    }
+}
+
+impl WriteJson for i64 {
     fn write_json(&self) -> Value {
         Value::from(*self)
     }
@@ -429,6 +454,20 @@ macro_rules! write_struct {
     };
 }
 pub use write_struct;
+
+/// A JSON object of the given members, each written by its [`WriteJson`]:
+/// `json_object!("type": "notice", "text": text)` — what `serde_json::json!` gives for
+/// the same members, without serde's `Serialize` (and its panicking `to_value`) in the wasm.
+#[macro_export]
+macro_rules! json_object {
+    ($($key:literal : $value:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut object = $crate::json_read::Object::default();
+        $(object.put($key, $crate::json_read::WriteJson::write_json(&$value));)*
+        object.done()
+    }};
+}
+pub use json_object;
 
 /// [`read_struct!`] and [`write_struct!`] from one field list: every field but the
 /// skipped ones is written under its name (`: default` only changes the reading).

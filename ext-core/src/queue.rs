@@ -24,8 +24,9 @@
 //!   items, even if more were queued meanwhile.
 //! - The queue never names a Herdr method and never touches a binding (Q10): it holds text.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
+use crate::json_object;
 use crate::vec_map::VecMap;
 use crate::Millis;
 
@@ -230,10 +231,10 @@ impl QueueBook {
         let mut conversations = Map::new();
         for (key, items) in self.conversations.iter() {
             let items: Vec<Value> =
-                items.iter().map(|i| json!({"id": i.id, "text": i.text, "created_at": i.created_at})).collect();
+                items.iter().map(|i| json_object!("id": i.id, "text": i.text, "created_at": i.created_at)).collect();
             conversations.insert(key.clone(), Value::Array(items));
         }
-        json!({"version": STORE_VERSION, "conversations": conversations})
+        json_object!("version": STORE_VERSION, "conversations": Value::Object(conversations))
     }
 
     /// The items of `conversation`, in order.

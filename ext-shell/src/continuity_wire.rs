@@ -10,6 +10,7 @@
 //! their first `MAX_RUNTIME_LIST_ITEMS`. Page facts over a cap are rejected whole.
 
 use continuity_protocol::{ErrorCode, EventName, Method};
+use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     DeliveryOutcome,
@@ -21,7 +22,7 @@ use ext_core::limits::{
     MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
 };
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettledStatus, StreamEvent};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
 pub const CALL_ID_PREFIX: &str = "c-";
@@ -32,39 +33,39 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::Subscribe { after_seq, log_id } => (
             Method::EventsSubscribe,
             match (after_seq, log_id) {
-                (Some(seq), Some(log)) => json!({"after_seq": seq, "log_id": log}),
-                (Some(seq), None) => json!({"after_seq": seq}),
-                (None, Some(log)) => json!({"log_id": log}),
-                (None, None) => json!({}),
+                (Some(seq), Some(log)) => json_object!("after_seq": seq, "log_id": log),
+                (Some(seq), None) => json_object!("after_seq": seq),
+                (None, Some(log)) => json_object!("log_id": log),
+                (None, None) => json_object!(),
             },
         ),
-        RuntimeCall::Workspaces => (Method::HerdrWorkspaces, json!({})),
+        RuntimeCall::Workspaces => (Method::HerdrWorkspaces, json_object!()),
         RuntimeCall::InboxPending { session_ref } => {
-            (Method::InboxPending, json!({"browser_session_ref": session_ref}))
+            (Method::InboxPending, json_object!("browser_session_ref": session_ref))
         }
         RuntimeCall::InboxAck {
             session_ref,
             task_ids,
         } => (
             Method::InboxAck,
-            json!({"browser_session_ref": session_ref, "task_ids": task_ids}),
+            json_object!("browser_session_ref": session_ref, "task_ids": task_ids),
         ),
         RuntimeCall::InboxCounts { session_ref } => {
-            (Method::InboxCounts, json!({"browser_session_ref": session_ref}))
+            (Method::InboxCounts, json_object!("browser_session_ref": session_ref))
         }
-        RuntimeCall::Panes { workspace_id } => (Method::HerdrPanes, json!({"workspace_id": workspace_id})),
+        RuntimeCall::Panes { workspace_id } => (Method::HerdrPanes, json_object!("workspace_id": workspace_id)),
         RuntimeCall::PaneRead { pane_id, lines } => {
-            (Method::HerdrPaneRead, json!({"pane_id": pane_id, "lines": lines}))
+            (Method::HerdrPaneRead, json_object!("pane_id": pane_id, "lines": lines))
         }
         RuntimeCall::JudgeTurnEnd {
             session_ref,
             workspace_id,
         } => (
             Method::JudgeTurnEnd,
-            json!({"browser_session_ref": session_ref, "workspace_id": workspace_id}),
+            json_object!("browser_session_ref": session_ref, "workspace_id": workspace_id),
         ),
     };
-    json!({"id": wire_id, "method": method.as_str(), "params": params})
+    json_object!("id": wire_id, "method": method.as_str(), "params": params)
 }
 
 fn str_of(value: &Value, key: &str) -> Option<String> {

@@ -15,6 +15,7 @@ use continuity_protocol::ErrorCode;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
+use ext_core::json_object;
 use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
@@ -283,24 +284,26 @@ impl LinkDriver {
                     let mut messages = Vec::new();
                     let mut page_hud = hud.clone();
                     if let Some(tab) = page.tab {
-                        page_hud["view"]["continuity"] = driver.continuity.page_view(tab).write_json();
+                        if let Some(view) = page_hud.get_mut("view").and_then(serde_json::Value::as_object_mut) {
+                            view.insert("continuity".to_owned(), driver.continuity.page_view(tab).write_json());
+                        }
                     }
                     messages.push(page_hud);
                     if page.panel {
                         let tab = page.panel_tab.or(default_tab);
-                        messages.push(serde_json::json!({
+                        messages.push(json_object!(
                             "type": "panel",
                             "view": driver.continuity.panel_view(tab).write_json(),
-                        }));
+                        ));
                         // The newest report of the tab's page ("What the extension sees").
                         let seen = tab.and_then(|tab| {
                             driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some())
                         });
-                        messages.push(serde_json::json!({
+                        messages.push(json_object!(
                             "type": "diagnostics",
                             "tab_id": tab,
                             "diagnostics": seen.and_then(|p| p.diagnostics.as_ref()),
-                        }));
+                        ));
                     }
                     (page.last_view.as_ref() != Some(&messages), messages)
                 })
@@ -346,19 +349,19 @@ impl LinkDriver {
                     }
                 }
                 ContinuityOutput::Deliver { tab, id, text } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "deliver", "id": id, "text": text}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "deliver", "id": id, "text": text));
                 }
                 ContinuityOutput::DeliverySeen { tab, id } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "delivery_seen", "id": id}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "delivery_seen", "id": id));
                 }
                 ContinuityOutput::ClearComposer { tab, id } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "clear_composer", "id": id}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "clear_composer", "id": id));
                 }
                 ContinuityOutput::Insert { tab, text } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "insert", "text": text}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "insert", "text": text));
                 }
                 ContinuityOutput::Notice { tab, text, tone } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "notice", "text": text, "tone": tone}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "notice", "text": text, "tone": tone));
                 }
                 ContinuityOutput::QueueRead { op } => {
                     let weak = Rc::downgrade(this);
@@ -381,7 +384,7 @@ impl LinkDriver {
                     });
                 }
                 ContinuityOutput::QueueAccepted { tab, text } => {
-                    Self::post_to_tab(this, tab, &serde_json::json!({"type": "queue_accepted", "text": text}));
+                    Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
                 }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
@@ -545,11 +548,11 @@ impl LinkDriver {
             if let Some(map) = diagnostics.as_object_mut() {
                 map.remove("type");
             }
-            let request = serde_json::json!({
+            let request = json_object!(
                 "id": format!("{}diag-{}", continuity_wire::CALL_ID_PREFIX, js::now_millis()),
                 "method": continuity_protocol::Method::DiagnosticsReport.as_str(),
-                "params": { "diagnostics": diagnostics },
-            });
+                "params": json_object!("diagnostics": diagnostics),
+            );
             js::post(&object, &request);
         }
         Ok(())

@@ -5,14 +5,15 @@
 //! [`WireError`] and is dropped by the driver (logged), never guessed at.
 
 use continuity_protocol::{ErrorCode, EventName, HerdrState, HostErrorCode, Method, ResultType};
+use ext_core::json_object;
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use ext_core::continuity::{CallError, ContinuityInput};
-use ext_core::json_read::{Fields, ReadError, ReadJson, WriteJson};
+use ext_core::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
 use ext_core::vec_map::VecMap;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::continuity_wire::{self, CALL_ID_PREFIX};
 
@@ -167,12 +168,12 @@ pub fn request_json(request: &Request) -> Value {
             id,
             extension_version,
             protocol,
-        } => json!({
+        } => json_object!(
             "id": id,
             "method": Method::Hello.as_str(),
-            "params": {"extension_version": extension_version, "protocol": protocol},
-        }),
-        Request::Ping { id } => json!({"id": id, "method": Method::Ping.as_str(), "params": {}}),
+            "params": json_object!("extension_version": extension_version, "protocol": protocol),
+        ),
+        Request::Ping { id } => json_object!("id": id, "method": Method::Ping.as_str(), "params": json_object!()),
     }
 }
 
@@ -283,6 +284,33 @@ pub struct PageDiagnostics {
     pub deliveries: Vec<DeliveryOutcomeSeen>,
 }
 
+impl WriteJson for ObservedCsp {
+    fn write_json(&self) -> Value {
+        Object::default().with("meta", &self.meta).with("violations", &self.violations).with("directives", &self.directives).done()
+    }
+}
+
+impl WriteJson for DeliveryOutcomeSeen {
+    fn write_json(&self) -> Value {
+        Object::default().with("id", &self.id).with("outcome", &self.outcome).with("reason", &self.reason).done()
+    }
+}
+
+impl WriteJson for PageDiagnostics {
+    fn write_json(&self) -> Value {
+        Object::default()
+            .with("type", &self.kind)
+            .with("page_load", &self.page_load)
+            .with("site", &self.site)
+            .with("generation", &self.generation)
+            .with("matching", &self.matching)
+            .with("facts", &self.facts)
+            .with("csp", &self.csp)
+            .with("deliveries", &self.deliveries)
+            .done()
+    }
+}
+
 impl ReadJson for ObservedCsp {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
         let f = Fields::of(value)?.only(&["meta", "violations", "directives"])?;
@@ -378,15 +406,15 @@ pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
 /// `{"type":"profile","profile":…}` sent to a page on connect; `null` for an origin with no
 /// profile (the adapter then types and clicks nothing).
 pub fn profile_json(profile: Option<&ext_core::sites::SiteProfile>) -> Value {
-    json!({"type": "profile", "profile": profile})
+    json_object!("type": "profile", "profile": profile)
 }
 
 /// `{"type":"hud","view":…}` sent to pages and panels.
 pub fn hud_json(view: &HudView) -> Value {
-    json!({"type": "hud", "view": view.write_json()})
+    json_object!("type": "hud", "view": view.write_json())
 }
 
 /// `{"type":"round_trip_result","ok":…,"ms":…,"status":…}` sent to the page that asked.
 pub fn round_trip_json(ms: Option<f64>, status: &StatusLine) -> Value {
-    json!({"type": "round_trip_result", "ok": ms.is_some(), "ms": ms, "status": status.write_json()})
+    json_object!("type": "round_trip_result", "ok": ms.is_some(), "ms": ms, "status": status.write_json())
 }

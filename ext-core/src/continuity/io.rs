@@ -394,6 +394,8 @@ pub enum NoticeTone {
     Bad,
 }
 
+crate::json_read::write_unit_enum!(NoticeTone { "info" => Info, "bad" => Bad });
+
 /// Decisions for the shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -267,6 +267,36 @@ impl SiteProfile {
     }
 }
 
+// The profile as posted to the page: hand-written writers (`crate::json_read`), not serde's
+// derived `Serialize` (kept for the test that the two agree: smaller wasm).
+crate::json_read::write_unit_enum!(Scope {
+    "doc" => Doc, "root" => Root, "closest" => Closest, "tail" => Tail, "last" => Last, "message" => Message,
+});
+
+impl crate::json_read::WriteJson for Probe {
+    fn write_json(&self) -> serde_json::Value {
+        let mut object = crate::json_read::Object::default().with("css", self.css).with("scope", &self.scope);
+        for (name, value) in [("label", self.label), ("text", self.text), ("icon", self.icon), ("attr", self.attr), ("beside", self.beside)] {
+            if let Some(value) = value {
+                object.put(name, value.into());
+            }
+        }
+        if self.unique {
+            object.put("unique", true.into());
+        }
+        object.done()
+    }
+}
+
+crate::json_read::write_struct!(Detect { all, any, none });
+crate::json_read::write_struct!(Facts {
+    composer, root, send, stop, turn_list, turn, user, assistant, message_id, assistant_body, streaming, complete,
+    thread_error, retry, permission_card, rate_limit,
+});
+crate::json_read::write_struct!(LabelSet { key, en, zh });
+crate::json_read::write_struct!(Generation { id, detect, facts, labels, never, disabled, pending_until_complete });
+crate::json_read::write_struct!(SiteProfile { site, origin, generations, streaming_recheck_ms });
+
 /// [`SiteProfile::streaming_recheck_ms`] of every site: a probe's element that appears
 /// deep inside a streaming reply's body (nothing any recorded generation puts there: its
 /// streaming and completion cues sit on the body, its message or turn, or the composer)

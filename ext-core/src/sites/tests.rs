@@ -207,3 +207,14 @@ fn fact_names_are_the_serialised_field_names_in_order() {
     assert_eq!(keys, sorted, "serde_json orders keys; every fact name is a field");
     assert_eq!(chatgpt::CLASSIC.facts.named().map(|(name, _)| name), FACT_NAMES);
 }
+
+/// The page gets each profile from the hand-written writer (smaller wasm): it writes exactly
+/// what serde's derived `Serialize` writes, for every profile of every site.
+#[test]
+fn the_posted_profile_is_what_serde_writes() {
+    use crate::json_read::WriteJson;
+    for profile in PROFILES {
+        let serde = serde_json::to_value(profile).expect("profiles serialise");
+        assert_eq!(profile.write_json(), serde, "{}", profile.site);
+    }
+}

@@ -486,6 +486,8 @@ pub fn page_diagnostics_are_bounded() {
     let parsed = page_diagnostics(&good).expect("within the caps");
     assert_eq!(parsed.facts.get("stop"), Some(&None));
     assert_eq!(parsed.csp.violations, 2);
+    // The side panel gets back exactly what the page reported (the worker's writer).
+    assert_eq!(ext_core::json_read::WriteJson::write_json(&parsed), good);
     let with = |key: &str, value: serde_json::Value| {
         let mut message = good.clone();
         message[key] = value;
