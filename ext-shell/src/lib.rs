@@ -19,6 +19,12 @@
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
 //! in which Chrome delivers events after a worker start does not matter.
 
+/// The wasm heap: talc instead of Rust's default dlmalloc (issue 8: smaller code; the
+/// worker is single-threaded, so no atomics).
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 pub mod continuity_wire;
 pub mod driver;
 pub mod js;
