@@ -296,11 +296,7 @@ impl LinkDriver {
                         let seen = tab.and_then(|tab| {
                             driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some())
                         });
-                        messages.push(serde_json::json!({
-                            "type": "diagnostics",
-                            "tab_id": tab,
-                            "diagnostics": seen.and_then(|p| p.diagnostics.as_ref()),
-                        }));
+                        messages.push(wire::panel_diagnostics_json(tab, seen.and_then(|p| p.diagnostics.as_ref())));
                     }
                     let text = serde_json::Value::Array(messages.clone()).to_string();
                     let changed = page.last_view.as_deref() != Some(text.as_str());
