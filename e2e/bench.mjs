@@ -1,5 +1,6 @@
 // `npm run bench` (after setup + build): sizes of the wasm bundles and their gzip total next
-// to its 150 000 B target (PASS/OVER), wasm init time in an extension page, and the native
+// to its 150 000 B target (PASS/OVER), wasm init time (what the service worker, the one
+// loader of the module, pays at each start; measured from an extension page), and the native
 // round trip worker → host → runtime → worker next to a minimal echo host, measured in the same browser run. Prints readable tables; exits 1
 // with a plain sentence when something needed is missing.
 //
@@ -71,7 +72,11 @@ function wasmSizes() {
   });
 }
 
-/** Runs in an extension page: N fresh imports + init() of each wasm-bindgen glue module. */
+/**
+ * Runs in an extension page: N fresh imports + init() of each wasm-bindgen glue module. The
+ * pages themselves load no wasm (they are JS renderers); the page is only a place with the
+ * extension's CSP from which the module can be imported.
+ */
 async function measureInit(page, glueFiles, runs) {
   return page.evaluate(
     async ({ glueFiles, runs }) => {

@@ -1,9 +1,207 @@
-// Side panel loader: extension pages may run wasm (the extension CSP allows
-// 'wasm-unsafe-eval'), so the panel is rendered by ext-shell's mount_side_panel().
-import init, { mount_side_panel } from './pkg/ext_shell.js';
+// The side panel (Control Center, SPEC O1): a renderer of the views the worker computes.
+// It connects a `panel` port, renders each view it receives — the HUD view (ext-core
+// `hud::HudView`), the panel view (`continuity::PanelView`) and the tab's page diagnostics
+// ("What the extension sees") — and posts the buttons' commands back. It decides nothing:
+// every view comes whole from the worker (docs/PROTOCOL.md "panel ↔ worker"), and a
+// message of a shape it does not know is refused visibly instead of rendered in part.
+import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 
-init()
-  .then(() => mount_side_panel())
-  .catch((error) => {
-    document.getElementById('app').textContent = chrome.i18n.getMessage('pageLoadFailed', [String(error)]);
+// ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
+// carry the continuity part the content script shows); a missing or mistyped one is not.
+const string = (value) => typeof value === 'string';
+const flag = (value) => typeof value === 'boolean';
+const whole = (value) => Number.isInteger(value) && value >= 0;
+const optional = (check) => (value) => value == null || check(value);
+const list = (check) => (value) => Array.isArray(value) && value.every(check);
+const object = (value) => typeof value === 'object' && value !== null && !Array.isArray(value);
+const record = (fields) => (value) => object(value) && Object.entries(fields).every(([name, check]) => check(value[name]));
+const dictionary = (check) => (value) => object(value) && Object.values(value).every(check);
+
+const STATUS_LINE = record({ key: string, substitutions: list(string), tone: string });
+const HUD_VIEW = record({
+  companion: STATUS_LINE,
+  herdr: STATUS_LINE,
+  actions: list(record({ id: string, label: string })),
+});
+const PANEL_VIEW = record({
+  tab: optional(record({
+    tab_id: whole, url: string, scope_key: optional(string), bound_to: optional(string), bindable: flag, reason: optional(string),
+  })),
+  catalog: list(record({ workspace_id: string, label: string })),
+  catalog_error: optional(string),
+  bindings: list(record({
+    scope_key: string, session_ref: string, workspace_id: string, label: string, active_target: optional(string), in_catalog: flag,
+  })),
+});
+const PAGE_DIAGNOSTICS = record({
+  site: optional(string),
+  generation: optional(string),
+  matching: list(string),
+  facts: dictionary(optional(string)),
+  csp: record({ meta: flag, violations: whole, directives: list(string) }),
+  deliveries: list(record({ id: string, outcome: string, reason: optional(string) })),
+});
+
+// ---- Renderers: each returns the new content of its region.
+
+/** The HUD view: the companion and Herdr lines with their tone, and its buttons. */
+function hudView({ view }, post) {
+  const lines = [['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) =>
+    element('p', `line tone-${line.tone}`, { 'data-line': name, 'data-key': line.key }, message(line.key, line.substitutions)));
+  const actions = element('div', 'actions', {}, ...view.actions.map((action) =>
+    button(message(action.label), { 'data-action': action.id }, () => post({ type: 'action', action: action.id }))));
+  return [...lines, actions];
+}
+
+/** The answer to a round-trip test, in the status region. */
+function roundTrip({ status }, _post, region) {
+  region.setAttribute('data-key', status.key);
+  return [message(status.key, status.substitutions)];
+}
+
+/** The Control Center: the tab's scope, the catalog with Bind buttons, the bindings with Unbind (B1, O1). */
+function panelView({ view }, post) {
+  const { tab } = view;
+  const nodes = [element('h2', '', {}, message('panelCurrentTab'))];
+  if (tab) {
+    let text = tab.scope_key != null ? message('panelScope', [tab.scope_key]) : tab.reason ?? tab.url;
+    if (tab.bound_to != null) text += ` ${message('panelBoundTo', [tab.bound_to])}`;
+    nodes.push(element('p', 'line', {
+      'data-panel-tab': '', 'data-tab-id': String(tab.tab_id), 'data-scope-key': tab.scope_key ?? '', 'data-bound-to': tab.bound_to ?? '',
+    }, text));
+  } else {
+    nodes.push(element('p', 'line', { 'data-panel-tab': '' }, message('panelNoTab')));
+  }
+
+  nodes.push(element('h2', '', {}, message('panelCatalog')));
+  if (view.catalog_error != null) {
+    nodes.push(element('p', 'line tone-bad', { 'data-catalog-error': '' }, message('panelCatalogError', [view.catalog_error])));
+  }
+  const bindTab = tab?.bindable ? tab.tab_id : null;
+  const catalog = element('ul', 'catalog', { 'data-catalog': '' }, ...view.catalog.map(({ workspace_id, label }) => {
+    const name = `${label} (${workspace_id})`;
+    if (bindTab === null) return element('li', '', {}, name);
+    return element('li', '', {}, button(message('panelBind', [name]), { 'data-bind': workspace_id },
+      () => post({ type: 'bind', tab_id: bindTab, workspace_id, label })));
+  }));
+  if (view.catalog.length === 0) nodes.push(element('p', 'line', {}, message('panelCatalogEmpty')));
+  nodes.push(catalog, button(message('panelRefresh'), { 'data-refresh': '' }, () => post({ type: 'panel_refresh' })));
+
+  nodes.push(element('h2', '', {}, message('panelBindings')));
+  const bindings = element('ul', 'bindings', { 'data-bindings': '' }, ...view.bindings.map((binding) => {
+    let text = `${binding.session_ref} → ${binding.label} (${binding.workspace_id})`;
+    if (binding.active_target != null) text += ` /c/${binding.active_target}`;
+    if (!binding.in_catalog) text += ` ${message('panelNotInCatalog')}`;
+    return element('li', '', { 'data-binding-row': binding.scope_key, 'data-workspace': binding.workspace_id },
+      element('span', '', {}, text),
+      button(message('panelUnbind'), { 'data-unbind': binding.scope_key }, () => post({ type: 'unbind', scope_key: binding.scope_key })));
+  }));
+  if (view.bindings.length === 0) nodes.push(element('p', 'line', {}, message('panelNoBindings')));
+  nodes.push(bindings);
+  return nodes;
+}
+
+const reasonSuffix = (reason) => (reason != null ? ` (${reason})` : '');
+
+/**
+ * The diagnostics as plain text for a bug report ("Copy diagnostics"): the facts the
+ * panel shows, under fixed English field names so any maintainer can read them;
+ * selectors, ids and counts only, never page content.
+ */
+function diagnosticsText(extensionVersion, diagnostics, factOrder) {
+  const { csp } = diagnostics;
+  const directives = csp.directives.length ? ` (${csp.directives.join(', ')})` : '';
+  return [
+    `herdr-continuity diagnostics (extension ${extensionVersion})`,
+    `site: ${diagnostics.site ?? 'none'}`,
+    `generation: ${diagnostics.generation ?? 'none'}`,
+    `matching rules: ${diagnostics.matching.length ? diagnostics.matching.join(', ') : 'none'}`,
+    ...factOrder.map((name) => `fact ${name}: ${diagnostics.facts[name] ?? 'none'}`),
+    `csp: meta policy ${csp.meta ? 'present' : 'absent'}, ${csp.violations} violation(s)${directives}`,
+    ...diagnostics.deliveries.map((d) => `delivery ${d.id}: ${d.outcome}${reasonSuffix(d.reason)}`),
+  ].join('\n');
+}
+
+/**
+ * "What the extension sees" for the panel's tab: the layout generation, each fact with
+ * the probe that matched (in the worker's `fact_order`), the CSP as observed, the last
+ * delivery outcomes, and a button copying diagnosticsText.
+ */
+function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
+  const nodes = [element('h2', '', {}, message('panelSees'))];
+  if (diagnostics == null) {
+    nodes.push(element('p', 'line', { 'data-diagnostics-missing': '' }, message('panelSeesNothing')));
+    return nodes;
+  }
+  const { generation, csp } = diagnostics;
+  nodes.push(generation != null
+    ? element('p', 'line', { 'data-generation': generation }, message('panelGeneration', [generation]))
+    : element('p', 'line tone-bad', { 'data-generation': '' }, message('panelGenerationUnknown')));
+  const none = message('panelFactNone');
+  nodes.push(element('ul', 'facts', { 'data-facts': '' }, ...factOrder.map((name) => {
+    const probe = diagnostics.facts[name];
+    return element('li', '', { 'data-fact': name, 'data-selector': probe ?? '' }, `${name}: ${probe ?? none}`);
+  })));
+  const meta = message(csp.meta ? 'panelCspMeta' : 'panelCspNoMeta');
+  const violations = message('panelCspViolations', [String(csp.violations), csp.directives.join(', ')]);
+  nodes.push(element('p', 'line', { 'data-csp-meta': String(csp.meta), 'data-csp-violations': String(csp.violations) }, `${meta} ${violations}`));
+  nodes.push(element('h3', '', {}, message('panelDeliveries')));
+  if (diagnostics.deliveries.length === 0) nodes.push(element('p', 'line', {}, message('panelNoDeliveries')));
+  nodes.push(element('ul', 'deliveries', { 'data-deliveries': '' }, ...diagnostics.deliveries.map((d) =>
+    element('li', '', { 'data-delivery': d.id, 'data-outcome': d.outcome }, `${d.id} → ${d.outcome}${reasonSuffix(d.reason)}`))));
+  const copyStatus = element('p', '', { role: 'status', 'data-copy-status': '' });
+  const text = diagnosticsText(chrome.runtime.getManifest().version, diagnostics, factOrder);
+  const copy = button(message('panelCopyDiagnostics'), { 'data-copy-diagnostics': '' }, async () => {
+    try {
+      if (!navigator.clipboard) throw new Error('navigator.clipboard is not available');
+      await navigator.clipboard.writeText(text);
+      copyStatus.textContent = message('panelCopied');
+    } catch (error) {
+      copyStatus.textContent = message('panelCopyFailed', [errorText(error)]);
+    }
   });
+  nodes.push(copy, copyStatus);
+  return nodes;
+}
+
+/** `?tab=<id>` of the panel's URL (a panel opened for a given tab), else null. */
+function tabFromLocation() {
+  const tab = new URLSearchParams(location.search).get('tab');
+  return tab !== null && /^\d+$/.test(tab) ? Number(tab) : null;
+}
+
+startPage((app) => {
+  const regions = {
+    hud: element('section', 'hud'),
+    status: statusRegion('round-trip'),
+    panel: element('section', 'control-center'),
+    diagnostics: element('section', 'diagnostics', { 'data-diagnostics': '' }),
+  };
+  app.append(regions.hud, regions.status, regions.panel, regions.diagnostics);
+  // Message type → its shape, the region it replaces and the renderer of that region.
+  const RENDERERS = {
+    hud: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
+    round_trip_result: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
+    panel: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
+    diagnostics: {
+      shape: record({ diagnostics: optional(PAGE_DIAGNOSTICS), fact_order: list(string) }),
+      region: regions.diagnostics,
+      render: pageDiagnostics,
+    },
+  };
+
+  const port = chrome.runtime.connect({ name: 'panel' });
+  const post = (command) => port.postMessage(command);
+  port.onMessage.addListener((received) => {
+    const type = object(received) && string(received.type) ? received.type : '?';
+    const renderer = Object.hasOwn(RENDERERS, type) ? RENDERERS[type] : null;
+    const region = renderer?.region ?? regions.status;
+    if (!renderer?.shape(received)) {
+      console.warn(`herdr-continuity: the worker sent a ${type} message of unknown shape`, received);
+      region.replaceChildren(element('p', 'line tone-bad', { 'data-unknown-shape': type }, message('panelUnknownShape', [type])));
+      return;
+    }
+    region.replaceChildren(...renderer.render(received, post, region));
+  });
+  post({ type: 'panel_hello', tab_id: tabFromLocation() });
+});

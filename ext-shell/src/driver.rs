@@ -299,11 +299,7 @@ impl LinkDriver {
                         let seen = tab.and_then(|tab| {
                             driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some())
                         });
-                        messages.push(json_object!(
-                            "type": "diagnostics",
-                            "tab_id": tab,
-                            "diagnostics": seen.and_then(|p| p.diagnostics.as_ref()),
-                        ));
+                        messages.push(wire::panel_diagnostics_json(tab, seen.and_then(|p| p.diagnostics.as_ref())));
                     }
                     (page.last_view.as_ref() != Some(&messages), messages)
                 })

@@ -1,7 +1,6 @@
 //! Bindings to the browser and Chrome APIs the shell uses, and duck-typed helpers for
 //! port-like objects. Nothing here decides anything.
 
-use ext_core::json_read::ReadJson;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -14,25 +13,9 @@ extern "C" {
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = connectNative, catch)]
     pub fn connect_native(name: &str) -> Result<JsValue, JsValue>;
 
-    /// `chrome.runtime.connect({name})`.
-    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = connect)]
-    pub fn runtime_connect(info: &JsValue) -> JsValue;
-
     /// `chrome.runtime.getManifest()`.
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
     fn get_manifest() -> JsValue;
-
-    /// `chrome.i18n.getMessage(key, substitutions)`.
-    #[wasm_bindgen(js_namespace = ["chrome", "i18n"], js_name = getMessage, catch)]
-    fn i18n_get_message(key: &str, substitutions: &JsValue) -> Result<JsValue, JsValue>;
-
-    /// `chrome.storage.sync.get(keys)` (promise form).
-    #[wasm_bindgen(js_namespace = ["chrome", "storage", "sync"], js_name = get)]
-    pub fn storage_sync_get(keys: &JsValue) -> js_sys::Promise;
-
-    /// `chrome.storage.sync.set(items)` (promise form).
-    #[wasm_bindgen(js_namespace = ["chrome", "storage", "sync"], js_name = set)]
-    pub fn storage_sync_set(items: &JsValue) -> js_sys::Promise;
 
     /// `console.warn(text)`.
     #[wasm_bindgen(js_namespace = console, js_name = warn)]
@@ -206,12 +189,6 @@ fn number(n: f64) -> Result<serde_json::Value, String> {
     serde_json::Number::from_f64(n).map(serde_json::Value::Number).ok_or_else(|| "a number that is not finite".to_owned())
 }
 
-/// A JS value as a Rust type: parsed into a `serde_json::Value`, then read by the type's
-/// hand-written reader (`ext_core::json_read`; serde's derived visitors cost far more wasm).
-pub fn from_js<T: ReadJson>(value: &JsValue) -> Result<T, String> {
-    T::read_json(&json_value(value)?).map_err(|error| error.to_string())
-}
-
 /// `object[event].addListener(listener)`.
 pub fn add_listener(object: &JsValue, event: &str, listener: &Function) {
     match Reflect::get(object, &JsValue::from_str(event)) {
@@ -250,21 +227,6 @@ pub fn extension_version() -> String {
         .ok()
         .and_then(|version| version.as_string())
         .unwrap_or_else(|| "0.0.0".to_owned())
-}
-
-/// `chrome.i18n.getMessage(key, substitutions)`; falls back to the key (and its
-/// substitutions) when a locale lacks it or `chrome.i18n` is absent, so a missing
-/// translation is visible rather than blank.
-pub fn message(key: &str, substitutions: &[String]) -> String {
-    let array: js_sys::Array = substitutions.iter().map(|s| JsValue::from_str(s)).collect();
-    match i18n_get_message(key, &array)
-        .ok()
-        .and_then(|text| text.as_string())
-    {
-        Some(text) if !text.is_empty() => text,
-        _ if substitutions.is_empty() => key.to_owned(),
-        _ => format!("{key}: {}", substitutions.join(", ")),
-    }
 }
 
 /// `port.sender.tab.id` of a `runtime.Port` (content-script ports have it).

@@ -1,19 +1,20 @@
 //! wasm-bindgen shell of herdr-continuity: drives `ext-core` inside the MV3 extension.
 //!
 //! Shells only translate (STYLE.md 4): Chrome events become core inputs, core outputs
-//! become Chrome calls, core view models become DOM. Product decisions live in `ext-core`.
+//! become Chrome calls, core view models become the JSON the pages render. Product
+//! decisions live in `ext-core`.
 //!
-//! Where it runs — **ext-core runs in the service worker only** (and in extension pages
-//! such as the side panel and options page, which share the extension's CSP). Wasm in a
-//! content script obeys the page's CSP: a strict nonce CSP without `'wasm-unsafe-eval'`
-//! makes compiling fail and reports a `securitypolicyviolation` to the page, and whether
-//! chatgpt.com allows wasm is unknown. So `extension/content.js` never loads this module;
-//! it renders the view models the worker sends over a `page` port.
+//! Where it runs — **in the service worker only**. Wasm in a content script obeys the
+//! page's CSP: a strict nonce CSP without `'wasm-unsafe-eval'` makes compiling fail and
+//! reports a `securitypolicyviolation` to the page, and whether chatgpt.com allows wasm is
+//! unknown. So `extension/content.js` never loads this module; it renders the view models
+//! the worker sends over a `page` port. The side panel and the options page load no wasm
+//! either: they are plain JS renderers (`extension/sidepanel.js`, `extension/options.js`)
+//! of the views the worker sends over a `panel` port, and of `chrome.storage.sync`.
 //!
-//! Entry points (called by the hand-written loaders in `extension/`):
-//! - worker: [`start_worker`], [`page_connected`], [`page_message`], [`page_disconnected`],
-//!   [`on_alarm`];
-//! - extension pages: [`mount_side_panel`], [`mount_options`].
+//! Entry points (called by `extension/worker.js`): [`start_worker`], [`page_connected`],
+//! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
+//! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`].
 //!
 //! Invariant: one [`driver::LinkDriver`] per worker life, created by the first
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
@@ -28,7 +29,6 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 pub mod continuity_wire;
 pub mod driver;
 pub mod js;
-pub mod pages;
 pub mod wire;
 
 use std::cell::RefCell;
@@ -44,8 +44,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use driver::LinkDriver;
-
-pub use pages::{mount_options, mount_side_panel};
 
 thread_local! {
     /// The worker's driver, created on first use.

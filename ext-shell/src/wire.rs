@@ -5,6 +5,7 @@
 //! [`WireError`] and is dropped by the driver (logged), never guessed at.
 
 use continuity_protocol::{ErrorCode, EventName, HerdrState, HostErrorCode, Method, ResultType};
+use ext_core::binding::TabId;
 use ext_core::json_object;
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::{ActionId, HudView, StatusLine};
@@ -380,6 +381,20 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
         return reject("too many or too long delivery outcomes");
     }
     Ok(diagnostics)
+}
+
+/// `{"type":"diagnostics","tab_id":…,"diagnostics":…|null,"fact_order":[…]}` for a side
+/// panel showing `tab`: its page's newest report and the order the panel lists the facts
+/// in — `ext_core::sites::FACT_NAMES` order, then any others (the `facts` object itself
+/// is written with its keys sorted).
+pub fn panel_diagnostics_json(tab: Option<TabId>, diagnostics: Option<&PageDiagnostics>) -> Value {
+    let mut order: Vec<&str> = Vec::new();
+    if let Some(diagnostics) = diagnostics {
+        let known = ext_core::sites::FACT_NAMES;
+        order.extend(known.iter().copied().filter(|name| diagnostics.facts.contains_key(*name)));
+        order.extend(diagnostics.facts.keys().map(String::as_str).filter(|name| !known.contains(name)));
+    }
+    json_object!("type": "diagnostics", "tab_id": tab, "diagnostics": diagnostics, "fact_order": order)
 }
 
 /// Parses one message received on a page or panel port.

@@ -278,11 +278,11 @@ pub struct PanelBinding {
     pub auto: AutoState,
 }
 
-use crate::json_read::{json_struct, write_struct};
+use crate::json_read::write_struct;
 
-// The worker writes the views with these writers and the side panel (an extension page
-// running this same wasm) reads the panel view with these readers (`crate::json_read`),
-// not serde's derived code; serde's `Serialize` (tests, native tools) writes the same.
+// The worker writes the views with these writers (`crate::json_read`), not serde's derived
+// code; serde's `Serialize` (tests, native tools) writes the same. Nothing reads them back
+// in Rust: the HUD and the side panel are JS renderers of this JSON.
 write_struct!(WorkspaceRef { workspace_id, label, in_catalog });
 
 write_struct!(Withheld { code, text });
@@ -316,11 +316,11 @@ write_struct!(ContinuityView {
     queue,
 });
 
-json_struct!(PanelView { tab, catalog, catalog_error, bindings });
+write_struct!(PanelView { tab, catalog, catalog_error, bindings });
 
-json_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
+write_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
 
-json_struct!(PanelBinding {
+write_struct!(PanelBinding {
     scope_key,
     session_ref,
     workspace_id,

@@ -5,7 +5,6 @@
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::hud::ActionId;
 use ext_shell::driver::LinkDriver;
-use ext_shell::pages::ReceivedView;
 use ext_shell::wire::{self, PageMessage, WireError};
 use js_sys::{Array, Function, Reflect};
 use serde_json::json;
@@ -240,12 +239,12 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     );
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
-    let view = <ReceivedView as ext_core::json_read::ReadJson>::read_json(&page_view["view"]).expect("view shape");
-    assert_eq!(view.companion.key, "companionConnected");
-    assert_eq!(view.companion.substitutions, vec!["0.1.0".to_owned()]);
-    assert_eq!(view.herdr.key, "herdrConnected");
-    assert_eq!(view.herdr.tone, "good");
-    assert_eq!(view.actions[0].id, "round_trip_test");
+    // The shape the pages render (extension/content.js, extension/sidepanel.js).
+    let view = &page_view["view"];
+    assert_eq!(view["companion"], json!({"key": "companionConnected", "substitutions": ["0.1.0"], "tone": "good"}));
+    assert_eq!(view["herdr"]["key"], "herdrConnected");
+    assert_eq!(view["herdr"]["tone"], "good");
+    assert_eq!(view["actions"][0], json!({"id": "round_trip_test", "label": "actionRoundTripTest"}));
 
     LinkDriver::page_message(
         &driver,
@@ -499,10 +498,16 @@ pub fn page_diagnostics_are_bounded() {
     assert!(with("csp", json!({"meta": true, "violations": 0, "directives": [], "header": "x"})).is_err(), "unknown fields");
     assert!(with("text", json!("page content")).is_err(), "no other fields");
     assert!(with("facts", json!({"composer": {"nested": true}})).is_err());
-    let text = ext_shell::pages::diagnostics_text("0.1.0", &parsed);
-    assert!(text.contains("generation: chatgpt.classic"), "{text}");
-    assert!(text.contains("fact composer: #prompt-textarea\nfact stop: none"), "facts in FACT_NAMES order: {text}");
-    assert!(text.contains("delivery wake:w1#3: submitted"), "{text}");
+    // The side panel lists the facts in FACT_NAMES order, then any the profile added.
+    let mut with_extra = good.clone();
+    with_extra["facts"]["a_new_fact"] = json!("div.new");
+    let extra = page_diagnostics(&with_extra).expect("within the caps");
+    let panel = wire::panel_diagnostics_json(Some(7), Some(&extra));
+    assert_eq!(panel["fact_order"], json!(["composer", "stop", "a_new_fact"]));
+    assert_eq!(panel["diagnostics"]["facts"]["composer"], "#prompt-textarea");
+    assert_eq!(panel["tab_id"], 7);
+    let nothing = wire::panel_diagnostics_json(None, None);
+    assert_eq!(nothing, json!({"type": "diagnostics", "tab_id": null, "diagnostics": null, "fact_order": []}));
 }
 
 /// JS ⇄ JSON without serde_json's text parser (issue 8): a JS value reads as the JSON of

@@ -1,0 +1,265 @@
+// The extension pages' JS renderers (extension/sidepanel.js, extension/options.js) on
+// their own, in real Chromium: the pages are served from extension/ with a stand-in
+// `chrome` (a panel port the test drives, chrome.i18n from _locales/en, an in-memory
+// chrome.storage.sync), so the test plays the worker. SPEC O1 (Control Center), O4
+// (options), B1 (binding from the panel). The pages with the real worker and companion
+// are covered by continuity-actions, continuity-progress and site-diagnostics.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium } from '@playwright/test';
+import { test, expect } from '../lib/test.mjs';
+import { CHROMIUM_BIN, REPO_ROOT } from '../lib/paths.mjs';
+
+const ORIGIN = 'https://pages.herdr.test';
+const EXTENSION_SRC = path.join(REPO_ROOT, 'extension');
+const MESSAGES = JSON.parse(readFileSync(path.join(EXTENSION_SRC, '_locales', 'en', 'messages.json'), 'utf8'));
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
+
+// Runs in the page before its scripts: the stand-in chrome API. `window.__herdr` holds the
+// messages the page posted and the stored settings, and sends messages as the worker.
+function installChrome({ messages, stored, failSet }) {
+  const herdr = { posted: [], listeners: [], sync: { ...stored }, warnings: [] };
+  herdr.send = (message) => herdr.listeners.forEach((listener) => listener(message));
+  const warn = console.warn.bind(console);
+  console.warn = (...args) => { herdr.warnings.push(String(args[0])); warn(...args); };
+  const getMessage = (key, substitutions = []) => {
+    const entry = messages[key];
+    return entry ? entry.message.replace(/\$(\d)/g, (_, n) => substitutions[n - 1] ?? '') : '';
+  };
+  window.__herdr = herdr;
+  window.chrome = {
+    i18n: { getMessage },
+    runtime: {
+      getManifest: () => ({ version: '0.1.0' }),
+      connect: ({ name }) => {
+        herdr.portName = name;
+        return {
+          postMessage: (message) => herdr.posted.push(JSON.parse(JSON.stringify(message))),
+          onMessage: { addListener: (listener) => herdr.listeners.push(listener) },
+          onDisconnect: { addListener: () => {} },
+        };
+      },
+    },
+    storage: {
+      sync: {
+        get: async (defaults) => ({ ...defaults, ...herdr.sync }),
+        set: async (items) => {
+          if (failSet) throw new Error('sync storage is disabled');
+          Object.assign(herdr.sync, items);
+        },
+      },
+    },
+  };
+}
+
+let browser;
+let context;
+test.beforeEach(async () => {
+  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  context = await browser.newContext();
+  await context.route(`${ORIGIN}/**`, (route) => {
+    const file = path.basename(new URL(route.request().url()).pathname);
+    route.fulfill({ status: 200, contentType: TYPES[path.extname(file)], body: readFileSync(path.join(EXTENSION_SRC, file)) });
+  });
+});
+test.afterEach(async () => {
+  await browser?.close();
+});
+
+/** Opens `file` (with `query`) under the stand-in chrome; waits until `ready` is shown. */
+async function open(file, { query = '', stored = {}, failSet = false, ready = '#app > *' } = {}) {
+  const page = await context.newPage();
+  await page.addInitScript(installChrome, { messages: MESSAGES, stored, failSet });
+  await page.goto(`${ORIGIN}/${file}${query}`);
+  await expect(page.locator(ready).first()).toBeAttached();
+  return page;
+}
+const send = (page, message) => page.evaluate((m) => window.__herdr.send(m), message);
+const posted = (page) => page.evaluate(() => window.__herdr.posted);
+const stored = (page) => page.evaluate(() => window.__herdr.sync);
+
+const HUD = {
+  type: 'hud',
+  view: {
+    companion: { key: 'companionNotInstalled', substitutions: [], tone: 'bad' },
+    herdr: { key: 'herdrUnknown', substitutions: [], tone: 'pending' },
+    actions: [{ id: 'retry_companion', label: 'actionRetryCompanion' }],
+  },
+};
+
+test('the side panel says which tab it shows, renders a HUD view with keyboard-usable buttons, and a button posts its action (O1)', async () => {
+  const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
+  expect(await page.evaluate(() => window.__herdr.portName)).toBe('panel');
+  expect(await posted(page)).toEqual([{ type: 'panel_hello', tab_id: 7 }]);
+  await expect(page.locator('h1')).toHaveText(MESSAGES.sidePanelTitle.message);
+
+  await send(page, HUD);
+  const companion = page.locator('section.hud [data-line="companion"]');
+  await expect(companion).toHaveClass('line tone-bad');
+  await expect(companion).toHaveAttribute('data-key', 'companionNotInstalled');
+  await expect(companion).toHaveText(MESSAGES.companionNotInstalled.message);
+  await expect(page.locator('section.hud [data-line="herdr"]')).toHaveClass('line tone-pending');
+  const retry = page.locator('section.hud .actions button');
+  await expect(retry).toHaveCount(1);
+  await expect(retry).toHaveAttribute('type', 'button');
+  await expect(retry).toHaveAttribute('data-action', 'retry_companion');
+  await retry.click();
+  await retry.focus();
+  await page.keyboard.press('Enter');
+  expect((await posted(page)).slice(1)).toEqual([
+    { type: 'action', action: 'retry_companion' },
+    { type: 'action', action: 'retry_companion' },
+  ]);
+
+  await send(page, { type: 'round_trip_result', ok: true, ms: 3, status: { key: 'roundTripOk', substitutions: ['3'], tone: 'good' } });
+  await expect(page.locator('p.round-trip[role=status]')).toHaveAttribute('data-key', 'roundTripOk');
+});
+
+test('the Control Center lists the catalog with Bind, the bindings with Unbind, and posts each command (B1, O1)', async () => {
+  const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.control-center' });
+  await send(page, {
+    type: 'panel',
+    view: {
+      tab: { tab_id: 7, url: 'https://chatgpt.com/c/abc', scope_key: 'chatgpt:conv:abc', session_ref: 'chatgpt:conv:abc', bound_to: null, bindable: true, reason: null },
+      catalog: [{ workspace_id: 'w1', label: 'api' }],
+      catalog_error: null,
+      bindings: [{ scope_key: 'chatgpt:conv:old', session_ref: 'chatgpt:conv:old', workspace_id: 'w9', label: 'gone', active_target: 'old', in_catalog: false, auto: 'off' }],
+    },
+  });
+  const tab = page.locator('[data-panel-tab]');
+  await expect(tab).toHaveAttribute('data-tab-id', '7');
+  await expect(tab).toHaveAttribute('data-scope-key', 'chatgpt:conv:abc');
+  await expect(tab).toHaveText('Scope: chatgpt:conv:abc');
+  await expect(page.locator('[data-catalog-error]')).toHaveCount(0);
+  const row = page.locator('[data-bindings] [data-binding-row="chatgpt:conv:old"]');
+  await expect(row).toHaveAttribute('data-workspace', 'w9');
+  await expect(row.locator('span')).toHaveText(`chatgpt:conv:old → gone (w9) /c/old ${MESSAGES.panelNotInCatalog.message}`);
+
+  await page.locator('[data-catalog] button[data-bind="w1"]').click();
+  await page.locator('button[data-refresh]').click();
+  await row.locator('button[data-unbind]').click();
+  expect((await posted(page)).slice(1)).toEqual([
+    { type: 'bind', tab_id: 7, workspace_id: 'w1', label: 'api' },
+    { type: 'panel_refresh' },
+    { type: 'unbind', scope_key: 'chatgpt:conv:old' },
+  ]);
+});
+
+test('"What the extension sees" lists the facts in the worker\'s order and copies them as text without page content', async () => {
+  const page = await open('sidepanel.html', { ready: 'section.diagnostics' });
+  expect(await posted(page)).toEqual([{ type: 'panel_hello', tab_id: null }]);
+  const sees = page.locator('[data-diagnostics]');
+  await send(page, { type: 'diagnostics', tab_id: null, diagnostics: null, fact_order: [] });
+  await expect(sees.locator('[data-diagnostics-missing]')).toHaveText(MESSAGES.panelSeesNothing.message);
+
+  await send(page, {
+    type: 'diagnostics',
+    tab_id: 3,
+    diagnostics: {
+      type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
+      facts: { composer: '#prompt-textarea', send: 'button[data-testid="send-button"]', stop: null },
+      csp: { meta: false, violations: 2, directives: ['script-src-elem'] },
+      deliveries: [{ id: 'wake:w1#3', outcome: 'not_submitted', reason: 'no_composer' }],
+    },
+    fact_order: ['composer', 'stop', 'send'],
+  });
+  await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', 'chatgpt.classic');
+  await expect(sees.locator('[data-fact]')).toHaveText(['composer: #prompt-textarea', 'stop: none', 'send: button[data-testid="send-button"]']);
+  await expect(sees.locator('[data-fact="stop"]')).toHaveAttribute('data-selector', '');
+  await expect(sees.locator('[data-csp-violations]')).toHaveAttribute('data-csp-violations', '2');
+  await expect(sees.locator('[data-delivery="wake:w1#3"]')).toHaveText('wake:w1#3 → not_submitted (no_composer)');
+
+  await page.evaluate(() => { navigator.clipboard.writeText = async (text) => { window.__copied = text; }; });
+  await sees.locator('button[data-copy-diagnostics]').click();
+  await expect(sees.locator('[data-copy-status]')).toHaveText(MESSAGES.panelCopied.message);
+  expect(await page.evaluate(() => window.__copied)).toBe([
+    'herdr-continuity diagnostics (extension 0.1.0)',
+    'site: chatgpt',
+    'generation: chatgpt.classic',
+    'matching rules: chatgpt.classic',
+    'fact composer: #prompt-textarea',
+    'fact stop: none',
+    'fact send: button[data-testid="send-button"]',
+    'csp: meta policy absent, 2 violation(s) (script-src-elem)',
+    'delivery wake:w1#3: not_submitted (no_composer)',
+  ].join('\n'));
+
+  await page.evaluate(() => { navigator.clipboard.writeText = async () => { throw new Error('denied'); }; });
+  await sees.locator('button[data-copy-diagnostics]').click();
+  await expect(sees.locator('[data-copy-status]')).toHaveText('Copying failed: denied');
+});
+
+test('a message of unknown shape is refused visibly and nothing of it is rendered', async () => {
+  const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
+  await send(page, HUD);
+  await expect(page.locator('section.hud [data-line]')).toHaveCount(2);
+
+  // A HUD view whose Herdr line has no tone replaces the last view with the refusal.
+  const toneless = structuredClone(HUD);
+  delete toneless.view.herdr.tone;
+  await send(page, toneless);
+  const refusal = page.locator('section.hud [data-unknown-shape]');
+  await expect(refusal).toHaveAttribute('data-unknown-shape', 'hud');
+  await expect(refusal).toHaveClass('line tone-bad');
+  await expect(refusal).toContainText('“hud” message it cannot read');
+  await expect(page.locator('section.hud [data-line], section.hud button')).toHaveCount(0);
+
+  await send(page, { type: 'panel', view: { tab: null, catalog: 'w1', catalog_error: null, bindings: [] } });
+  await expect(page.locator('section.control-center [data-unknown-shape="panel"]')).toBeVisible();
+  await expect(page.locator('section.control-center [data-catalog], section.control-center h2')).toHaveCount(0);
+
+  await send(page, { type: 'diagnostics', tab_id: 7, diagnostics: { generation: 'chatgpt.classic', facts: ['composer'] }, fact_order: [] });
+  await expect(page.locator('[data-diagnostics] [data-unknown-shape="diagnostics"]')).toBeVisible();
+  await expect(page.locator('[data-diagnostics] [data-generation]')).toHaveCount(0);
+
+  // A type the panel does not know goes to the status region.
+  await send(page, { type: 'bogus' });
+  await expect(page.locator('p.round-trip [data-unknown-shape="bogus"]')).toBeVisible();
+  await send(page, 'not an object');
+  await expect(page.locator('p.round-trip [data-unknown-shape="?"]')).toBeVisible();
+  expect(await page.evaluate(() => window.__herdr.warnings.length)).toBe(5);
+  expect(await posted(page), 'nothing is posted for a refused message').toEqual([{ type: 'panel_hello', tab_id: 7 }]);
+});
+
+test('the options page shows each setting from storage or its default, clamps numbers into range, refuses a non-whole number, and saves flags (O4)', async () => {
+  const page = await open('options.html', { stored: { progressFallbackSec: 900 }, ready: 'input#allowProjectAuto' });
+  await expect(page.locator('h1')).toHaveText(MESSAGES.optionsTitle.message);
+  const tick = page.locator('input#progressTickSec');
+  const fallback = page.locator('input#progressFallbackSec');
+  const allow = page.locator('input#allowProjectAuto');
+  await expect(page.locator('label.setting .caption')).toHaveText([
+    MESSAGES.optionProgressTickSec.message, MESSAGES.optionProgressFallbackSec.message, MESSAGES.optionAllowProjectAuto.message,
+  ]);
+  await expect(tick).toHaveValue('60');
+  await expect(tick).toHaveAttribute('min', '5');
+  await expect(tick).toHaveAttribute('max', '3600');
+  await expect(fallback).toHaveValue('900');
+  await expect(allow).not.toBeChecked();
+  const status = page.locator('p.save-status[role=status]');
+
+  await tick.fill('2');
+  await tick.press('Tab');
+  await expect(status).toHaveText(MESSAGES.optionSaved.message);
+  await expect(tick, 'below the range: clamped to its minimum').toHaveValue('5');
+  expect(await stored(page)).toEqual({ progressFallbackSec: 900, progressTickSec: 5 });
+
+  await fallback.fill('100000');
+  await fallback.press('Tab');
+  await expect(fallback, 'above the range: clamped to its maximum').toHaveValue('86400');
+  expect((await stored(page)).progressFallbackSec).toBe(86_400);
+
+  await tick.fill('7.5');
+  await tick.press('Tab');
+  await expect(status).toHaveText('Not saved: enter a whole number of seconds between 5 and 3600.');
+  expect((await stored(page)).progressTickSec, 'a non-whole number saves nothing').toBe(5);
+
+  await allow.press('Space');
+  await expect(status).toHaveText(MESSAGES.optionSaved.message);
+  expect((await stored(page)).allowProjectAuto).toBe(true);
+});
+
+test('the options page says when saving failed', async () => {
+  const page = await open('options.html', { failSet: true, ready: 'input#allowProjectAuto' });
+  await page.locator('input#allowProjectAuto').check();
+  await expect(page.locator('p.save-status')).toHaveText(/^Could not save: sync storage is disabled\./);
+});
