@@ -52,8 +52,10 @@ class ProviderStandin {
       this.server.once('error', reject);
       this.server.listen(0, '127.0.0.1', resolve);
     });
-    /** The route `url` to configure: the API base, `http://127.0.0.1:<port>/v1`. */
-    this.base = `http://127.0.0.1:${this.server.address().port}/v1`;
+    /** `http://127.0.0.1:<port>`. */
+    this.origin = `http://127.0.0.1:${this.server.address().port}`;
+    /** The route `url` to configure for `openai-chat` and `decision`: the API base, `<origin>/v1`. */
+    this.base = `${this.origin}/v1`;
     return this;
   }
 
@@ -93,9 +95,14 @@ class ProviderStandin {
     return this;
   }
 
-  /** A route object for config.json pointing here: `{name, protocol, url, model, api_key}`. */
+  /**
+   * A route object for config.json pointing here: `{name, protocol, url, model, api_key}`.
+   * A `decision-vercel` route's url is the endpoint itself (`<origin><path>`), the others'
+   * the API base.
+   */
   route(name, { apiKey = `key-${name}`, model = `${name}-model`, protocol = this.protocol } = {}) {
-    return { name, protocol, url: this.base, model, api_key: apiKey };
+    const url = protocol === 'decision-vercel' ? `${this.origin}${this.path}` : this.base;
+    return { name, protocol, url, model, api_key: apiKey };
   }
 
   /** Forgets the recorded requests. */
@@ -203,11 +210,13 @@ export function decisionAnswer(p, priors = {}) {
 /**
  * Starts a System One–style decision stand-in. `answer(what)`: a probability that work is
  * left (`0.92`), or `{p, priors}` with any of the five goal priors. Starts answering 0.5
- * (unsure at the default threshold).
+ * (unsure at the default threshold). `path` is where it serves: `/v1/systemone` for a
+ * `decision` route; a `decision-vercel` stand-in serves at a deployed function's path
+ * (`{ path: '/api/jev' }`), which its `route(name, {protocol: 'decision-vercel'})` names.
  */
-export async function startDecisionStandin(initial = 0.5) {
+export async function startDecisionStandin(initial = 0.5, { path: servedPath = '/v1/systemone' } = {}) {
   const answerBody = (what = initial) => (typeof what === 'number' ? decisionAnswer(what) : decisionAnswer(what.p, what.priors));
-  const standin = new ProviderStandin({ kind: 'decision', protocol: 'decision', path: '/v1/systemone', answerBody });
+  const standin = new ProviderStandin({ kind: 'decision', protocol: 'decision', path: servedPath, answerBody });
   await standin.listen();
   return standin.answer(initial);
 }

@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
 import { COMPANION_BIN } from '../lib/paths.mjs';
-import { startChatStandin, startDecisionStandin, writeJudgeConfig } from '../lib/provider-standins.mjs';
+import { GOAL_PRIORS, startChatStandin, startDecisionStandin, writeJudgeConfig } from '../lib/provider-standins.mjs';
 
 /** The script reads this reply's own next step (continue). */
 const PENDING = 'The config loader is finished and its tests pass. Next I\'ll write the route pool and its cooldown tests.';
@@ -219,5 +219,26 @@ test('the per-call timeout and the pool deadline are separate bounds (J6)', asyn
     expect(stuck[2].count).toBe(1);
   } finally {
     for (const standin of stuck) await standin.close();
+  }
+});
+
+test('a decision-vercel route is typed evaluation at its url as written, and its priors ride along (J5, J7)', async ({ sandbox }) => {
+  const edge = await startDecisionStandin(0.5, { path: '/api/jev' });
+  const chat = await startChatStandin({ verdict: 'done', reason: 'the rest is for the user' });
+  try {
+    edge.answer({ p: 0.93, priors: { can_continue: 0.9, needs_human: 0.05 } });
+    writeJudgeConfig(sandbox.home, { routes: [edge.route('edge', { protocol: 'decision-vercel' }), chat.route('small')], goal_priors: true });
+    await sandbox.startRuntime();
+
+    const answer = await turnEnd(sandbox, FINISHED);
+    expect(answer.result, JSON.stringify(answer)).toMatchObject({ verdict: 'continue', source: 'jev', confidence: 0.93 });
+    expect(answer.result.priors).toEqual({ can_continue: 0.9, needs_human: 0.05, waiting_external: null, task_completed: null, needs_handoff: null });
+    expect(chat.count, 'a confident decision-vercel answer is final').toBe(0);
+    expect(edge.requests.map((r) => [r.method, r.path, r.bearer])).toEqual([['POST', '/api/jev', 'key-edge']]);
+    const asked = Object.keys(edge.requests[0].body.questions);
+    expect(asked.sort(), 'the System One question and the five priors').toEqual(['has_unfinished_work', ...GOAL_PRIORS].sort());
+  } finally {
+    await edge.close();
+    await chat.close();
   }
 });
