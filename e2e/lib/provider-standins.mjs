@@ -1,7 +1,8 @@
 // Local stand-ins for the turn-end judge's providers (issue 11, SPEC J2–J7), for the
 // end-to-end specs: an OpenAI-compatible chat endpoint (`POST <base>/chat/completions`,
-// base `http://127.0.0.1:<port>/v1`) and a TypeSafe System One–style decision endpoint
-// (`POST <base>/systemone`), each on its own ephemeral loopback port. They speak the wire
+// base `http://127.0.0.1:<port>/v1`), a TypeSafe System One–style decision endpoint
+// (`POST <base>/systemone`) and an authenticated global route pool (`GET <origin>/v1/routes`),
+// each on its own ephemeral loopback port. They speak the wire
 // shapes the companion's `providers::chat` and `providers::decision` send and read (the
 // same as the Rust stand-in in companion/tests/it/provider_standin.rs), and a helper
 // writes the companion's `config.json` with routes pointing at them.
@@ -27,7 +28,7 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 /** A provider stand-in; build it with `startChatStandin` or `startDecisionStandin`. */
 class ProviderStandin {
-  constructor({ kind, protocol, path: servedPath, answerBody }) {
+  constructor({ kind, protocol, path: servedPath, answerBody, method = 'POST', token = null }) {
     /** `chat` or `decision`. */
     this.kind = kind;
     /** The route protocol a config names it with (`openai-chat`, `decision`). */
@@ -36,6 +37,10 @@ class ProviderStandin {
     this.path = servedPath;
     /** Every request so far, oldest first. */
     this.requests = [];
+    /** The request method it serves (`POST`; the route pool `GET`). */
+    this.method = method;
+    /** The bearer token it requires (answering 401 to any other), or null for none. */
+    this.token = token;
     /** Builds the 200 body of an answer from `answer(...)`'s argument. */
     this.answerBody = answerBody;
     this.behaviour = { kind: 'answer', body: null, delayMs: 0 };
@@ -133,8 +138,12 @@ class ProviderStandin {
       const authorization = request.headers.authorization ?? null;
       const bearer = authorization?.startsWith('Bearer ') ? authorization.slice('Bearer '.length) : null;
       this.requests.push({ method: request.method, path: request.url, headers: { ...request.headers }, authorization, bearer, raw, body });
-      if (request.method !== 'POST' || request.url !== this.path) {
-        sendJson(response, 404, { error: { message: `the stand-in serves POST ${this.path}, not ${request.method} ${request.url}` } });
+      if (request.method !== this.method || request.url !== this.path) {
+        sendJson(response, 404, { error: { message: `the stand-in serves ${this.method} ${this.path}, not ${request.method} ${request.url}` } });
+        return;
+      }
+      if (this.token !== null && bearer !== this.token) {
+        sendJson(response, 401, { error: { message: 'unknown token' } });
         return;
       }
       this.#reply(response);
@@ -219,6 +228,25 @@ export async function startDecisionStandin(initial = 0.5, { path: servedPath = '
   const standin = new ProviderStandin({ kind: 'decision', protocol: 'decision', path: servedPath, answerBody });
   await standin.listen();
   return standin.answer(initial);
+}
+
+/**
+ * Starts a global route pool stand-in (SPEC J5; README "Turn-end judge"): `GET
+ * <origin>/v1/routes` with `Authorization: Bearer <token>` answers `{routes}`; any other
+ * token gets 401. `answer(routes)` changes the list; `fail`, `garbage`, `hang` as for the
+ * providers. `config()` is the `judge.global_pool` section pointing here (with another
+ * token, to see it refused).
+ */
+export async function startRoutePoolStandin({ token, routes = [] }) {
+  const answerBody = (what = routes) => ({ routes: what });
+  const standin = new ProviderStandin({ kind: 'route-pool', protocol: null, path: '/v1/routes', answerBody, method: 'GET', token });
+  await standin.listen();
+  standin.config = ({ token: sent = token, cacheTtlMs } = {}) => ({
+    url: `${standin.origin}/v1/routes`,
+    token: sent,
+    ...(cacheTtlMs === undefined ? {} : { cache_ttl_ms: cacheTtlMs }),
+  });
+  return standin.answer(routes);
 }
 
 /**

@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
 import { COMPANION_BIN } from '../lib/paths.mjs';
-import { GOAL_PRIORS, startChatStandin, startDecisionStandin, writeJudgeConfig } from '../lib/provider-standins.mjs';
+import { GOAL_PRIORS, startChatStandin, startDecisionStandin, startRoutePoolStandin, writeJudgeConfig } from '../lib/provider-standins.mjs';
 
 /** The script reads this reply's own next step (continue). */
 const PENDING = 'The config loader is finished and its tests pass. Next I\'ll write the route pool and its cooldown tests.';
@@ -62,6 +62,9 @@ function classify(sandbox, lines) {
     child.stderr.on('data', (c) => { stderr += c; });
     child.once('error', reject);
     child.once('exit', (code) => resolve({ code, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr }));
+    // A refused config.json ends the CLI before it reads stdin: the write may then fail
+    // with EPIPE, which the exit code and stderr already report.
+    child.stdin.on('error', () => {});
     child.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n'));
   });
 }
@@ -240,5 +243,40 @@ test('a decision-vercel route is typed evaluation at its url as written, and its
   } finally {
     await edge.close();
     await chat.close();
+  }
+});
+
+test('the global route pool follows the local routes, and a refused token leaves local routes and the script (J5)', async ({ sandbox }) => {
+  const local = await startDecisionStandin(0.9);
+  const shared = await startDecisionStandin(0.1);
+  const pool = await startRoutePoolStandin({ token: 'pool-token', routes: [shared.route('typesafe')] });
+  try {
+    writeJudgeConfig(sandbox.home, { routes: [local.route('mine')], global_pool: pool.config(), cooldown_ms: 0 });
+    await sandbox.startRuntime();
+
+    // A healthy local route wins: the pool is not even fetched.
+    const first = await turnEnd(sandbox, FINISHED);
+    expect(first.result, JSON.stringify(first)).toMatchObject({ verdict: 'continue', source: 'jev', confidence: 0.9 });
+    expect(pool.count + shared.count).toBe(0);
+
+    // The local route fails: the pool's route takes over.
+    local.fail(500);
+    const second = await turnEnd(sandbox, PENDING);
+    expect(second.result, JSON.stringify(second)).toMatchObject({ verdict: 'done', source: 'jev', confidence: 0.1 });
+    expect(second.result.reason).toContain('global:typesafe gives');
+    expect(pool.requests.map((r) => [r.method, r.path, r.bearer])).toEqual([['GET', '/v1/routes', 'pool-token']]);
+    expect(shared.requests.map((r) => r.bearer), 'a pool route carries its own key to its provider').toEqual(['key-typesafe']);
+    expect(local.requests.every((r) => r.bearer === 'key-mine'), 'the pool token never reaches a provider').toBe(true);
+
+    // A wrong token: the pool refuses it, nothing of it is used, and the reason says so.
+    writeJudgeConfig(sandbox.home, { routes: [local.route('mine')], global_pool: pool.config({ token: 'not-the-token' }), cooldown_ms: 0 });
+    const refused = await turnEnd(sandbox, PENDING);
+    expect(refused.result, JSON.stringify(refused)).toMatchObject({ verdict: 'continue', source: 'script' });
+    expect(refused.result.reason).toContain('mine failed: HTTP 500');
+    expect(refused.result.reason).toContain("global route pool unavailable (the pool refused this machine's token (HTTP 401)");
+    expect(shared.count, 'no route of a refusing pool is asked').toBe(1);
+    expect(JSON.stringify([first, second, refused]), 'no token or key comes back to a client').not.toMatch(/pool-token|not-the-token|key-/);
+  } finally {
+    for (const standin of [local, shared, pool]) await standin.close();
   }
 });
