@@ -52,6 +52,31 @@ pub struct JudgeConfig {
     pub cooldown_ms: u64,
     /// Whether decision routes are also asked the five goal-mode priors (SPEC J7).
     pub goal_priors: bool,
+    /// The authenticated global route pool whose routes follow the local ones (SPEC J5).
+    pub global_pool: Option<GlobalPoolConfig>,
+}
+
+/// `judge.global_pool`: where the shared routes are fetched and with which token.
+///
+/// `GET <url>` with `Authorization: Bearer <token>` answers `{"routes": [Route, …]}`
+/// (see [`crate::providers::route_pool`]); the routes are kept for `cache_ttl_ms` and
+/// asked only after the local routes of the same capability gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalPoolConfig {
+    /// The pool's address (`https://…`; `http://` only for loopback stand-ins).
+    pub url: String,
+    /// The bearer token that authenticates this machine to the pool.
+    pub token: String,
+    /// How long a fetched route list is used before it is fetched again, in ms.
+    #[serde(default = "GlobalPoolConfig::default_cache_ttl_ms")]
+    pub cache_ttl_ms: u64,
+}
+
+impl GlobalPoolConfig {
+    fn default_cache_ttl_ms() -> u64 {
+        300_000
+    }
 }
 
 /// Bounds of [`JudgeConfig`]'s numbers. Both pools together must fit in the runtime's
@@ -65,6 +90,10 @@ pub mod bounds {
     pub const POOL_DEADLINE_MS: (u64, u64) = (200, 14_000);
     /// `cooldown_ms`: lowest and highest allowed.
     pub const COOLDOWN_MS: (u64, u64) = (0, 3_600_000);
+    /// `global_pool.cache_ttl_ms`: lowest and highest allowed.
+    pub const CACHE_TTL_MS: (u64, u64) = (1_000, 3_600_000);
+    /// The most routes a global pool may answer.
+    pub const MAX_POOL_ROUTES: usize = 32;
 }
 
 impl Default for JudgeConfig {
@@ -76,6 +105,7 @@ impl Default for JudgeConfig {
             pool_deadline_ms: 12_000,
             cooldown_ms: 60_000,
             goal_priors: false,
+            global_pool: None,
         }
     }
 }
@@ -103,7 +133,8 @@ pub enum RouteProtocol {
     /// Typed evaluation, TypeSafe System One style: `POST <url>/systemone`.
     #[serde(rename = "decision")]
     Decision,
-    /// Typed evaluation through another gateway; named by the spec, not served yet.
+    /// Typed evaluation on a Vercel-hosted endpoint: the same System One request and
+    /// answer as [`RouteProtocol::Decision`], POSTed to `url` as written.
     #[serde(rename = "decision-vercel")]
     DecisionVercel,
     /// OpenAI-compatible chat: `POST …/v1/chat/completions`.
@@ -245,28 +276,42 @@ impl JudgeConfig {
                 return Err(format!("judge.{key} is {value}; it must be between {low} and {high}"));
             }
         }
-        for (index, route) in self.routes.iter().enumerate() {
-            let at = format!("judge.routes[{index}] ({:?})", route.name);
-            if route.name.trim().is_empty() || route.model.trim().is_empty() {
-                return Err(format!("{at} needs a non-empty name and model"));
+        check_routes(&self.routes, "judge.routes")?;
+        if let Some(pool) = &self.global_pool {
+            if !is_allowed_url(&pool.url) {
+                return Err(format!("judge.global_pool has url {:?}; {URL_RULE}", pool.url));
             }
-            if route.protocol == RouteProtocol::DecisionVercel {
-                return Err(format!(
-                    "{at} uses protocol \"decision-vercel\", which this companion does not serve yet; use \"decision\" (POST <url>/systemone) or \"openai-chat\""
-                ));
+            if pool.token.trim().is_empty() {
+                return Err("judge.global_pool needs a non-empty token (the pool serves only authenticated machines)".to_owned());
             }
-            if !is_allowed_url(&route.url) {
-                return Err(format!(
-                    "{at} has url {:?}; use https://…, or http:// only for 127.0.0.1 / localhost",
-                    route.url
-                ));
-            }
-            if self.routes[..index].iter().any(|other| other.name == route.name) {
-                return Err(format!("{at}: another route already has this name; names must be unique"));
+            let (low, high) = bounds::CACHE_TTL_MS;
+            if !(low..=high).contains(&pool.cache_ttl_ms) {
+                return Err(format!("judge.global_pool.cache_ttl_ms is {}; it must be between {low} and {high}", pool.cache_ttl_ms));
             }
         }
         Ok(())
     }
+}
+
+/// What a route or pool url may be.
+const URL_RULE: &str = "use https://…, or http:// only for 127.0.0.1 / localhost";
+
+/// Checks each route of `routes` (named `field` in messages): a name and a model, an
+/// allowed url, names unique. Local routes and a global pool's answer are checked alike.
+pub fn check_routes(routes: &[Route], field: &str) -> Result<(), String> {
+    for (index, route) in routes.iter().enumerate() {
+        let at = format!("{field}[{index}] ({:?})", route.name);
+        if route.name.trim().is_empty() || route.model.trim().is_empty() {
+            return Err(format!("{at} needs a non-empty name and model"));
+        }
+        if !is_allowed_url(&route.url) {
+            return Err(format!("{at} has url {:?}; {URL_RULE}", route.url));
+        }
+        if routes[..index].iter().any(|other| other.name == route.name) {
+            return Err(format!("{at}: another route already has this name; names must be unique"));
+        }
+    }
+    Ok(())
 }
 
 /// `https://` anywhere; plain `http://` only to this machine (keys never cross a network
@@ -302,6 +347,9 @@ mod tests {
         let config = Config::parse(&format!(r#"{{"judge":{{"routes":[{}],"threshold":0.9}}}}"#, route("openai-chat", "https://x.test/v1"))).expect("valid");
         assert_eq!(config.judge.routes[0].protocol.capability(), Capability::Chat);
         assert_eq!(config.judge.threshold, 0.9);
+        let vercel = Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "https://jev.example.vercel.app/api/systemone"))).expect("decision-vercel is served");
+        assert_eq!(vercel.judge.routes[0].protocol.capability(), Capability::Decision, "J5: decision-vercel is typed evaluation");
+        assert!(Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "http://10.0.0.2/api"))).is_err(), "the same url rule as every route");
     }
 
     #[test]
@@ -311,10 +359,23 @@ mod tests {
         assert!(refused(r#"{"judge":{"threshold":0.3}}"#.to_owned()).contains("between 0.5 and 0.99"));
         assert!(refused(r#"{"judge":{"pool_deadline_ms":60000}}"#.to_owned()).contains("pool_deadline_ms is 60000"));
         assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://10.0.0.2/v1"))).contains("http:// only for 127.0.0.1"));
-        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "https://x.test"))).contains("does not serve yet"));
         assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test"))).contains("unknown variant `grpc`"));
         let twice = format!(r#"{{"judge":{{"routes":[{},{}]}}}}"#, route("decision", "https://a.test"), route("decision", "https://b.test"));
         assert!(refused(twice).contains("names must be unique"));
+    }
+
+    #[test]
+    fn a_global_pool_needs_an_allowed_url_and_a_token() {
+        let pool = |body: &str| Config::parse(&format!(r#"{{"judge":{{"global_pool":{body}}}}}"#));
+        let read = pool(r#"{"url":"https://routes.example.workers.dev/v1/routes","token":"t"}"#).expect("valid");
+        let global = read.judge.global_pool.expect("the pool");
+        assert_eq!((global.url.as_str(), global.token.as_str(), global.cache_ttl_ms), ("https://routes.example.workers.dev/v1/routes", "t", 300_000));
+        assert_eq!(Config::parse("{}").expect("valid").judge.global_pool, None, "no pool unless configured");
+        assert!(pool(r#"{"url":"http://10.1.1.1/routes","token":"t"}"#).expect_err("refused").contains("judge.global_pool has url"));
+        assert!(pool(r#"{"url":"https://x.test","token":" "}"#).expect_err("refused").contains("non-empty token"));
+        assert!(pool(r#"{"url":"https://x.test"}"#).expect_err("refused").contains("missing field `token`"));
+        assert!(pool(r#"{"url":"https://x.test","token":"t","cache_ttl_ms":10}"#).expect_err("refused").contains("cache_ttl_ms is 10"));
+        assert!(pool(r#"{"url":"https://x.test","token":"t","ttl":10}"#).expect_err("refused").contains("unknown field `ttl`"));
     }
 
     #[test]

@@ -53,10 +53,11 @@ fn config_check(home: &Path) -> Check {
     match Config::load(home) {
         Ok(_) if !path.exists() => Check::ok(format!("config.json: none at {} (turn-end judge: script only)", path.display())),
         Ok(config) => Check::ok(format!(
-            "config.json {} is private; turn-end judge routes: {} decision, {} chat",
+            "config.json {} is private; turn-end judge routes: {} decision, {} chat{}",
             path.display(),
             config.judge.routes_of(Capability::Decision).count(),
-            config.judge.routes_of(Capability::Chat).count()
+            config.judge.routes_of(Capability::Chat).count(),
+            if config.judge.global_pool.is_some() { ", then the global route pool's" } else { "" }
         )),
         Err(refused) => Check::fail(format!("config.json {} is refused", path.display()), refused.to_string()),
     }

@@ -9,7 +9,10 @@
 //! home ([`crate::config`]), re-read on every call so an edit needs no restart; a file
 //! that is not private is refused, and then nothing is judged. Each capability's routes
 //! form a [`pool::RoutePool`] (priority order, cooldown after a failure, per-call timeout
-//! and whole-pool deadline).
+//! and whole-pool deadline). The authenticated global route pool's routes ([`global`])
+//! follow the local routes of the same capability inside the same deadline: they are
+//! fetched only when no local route of that capability answered, and a pool that cannot
+//! be reached leaves the local routes and the script, with the reason saying so.
 //!
 //! Invariants: the extension holds no endpoint, model or key (J4) — it sends the turn's
 //! text and gets a verdict; a provider's answer that is not the documented shape is a
@@ -18,6 +21,7 @@
 pub mod chain;
 pub mod cli;
 pub mod gate;
+pub mod global;
 pub mod pool;
 pub mod script;
 
@@ -26,12 +30,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Capability, Config, ConfigError, JudgeConfig, Route};
+use crate::config::{Capability, Config, ConfigError, GlobalPoolConfig, JudgeConfig, Route};
 use crate::log::RuntimeLog;
 use crate::providers::chat::{self, ChatVerdict};
-use crate::providers::{decision, ProviderError, Turn};
+use crate::providers::{decision, route_pool, ProviderError, Turn};
 use chain::{Decided, Opinion, Verdict};
+use global::{GlobalRouteCache, PoolRoutes};
 use pool::{Answered, RoutePool};
+use tokio::time::Instant;
 
 /// Which stages may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +59,8 @@ pub struct JudgeService {
     decision_pool: RoutePool,
     /// Cooldowns of the chat routes.
     chat_pool: RoutePool,
+    /// The global route pool's last fetch.
+    global_routes: GlobalRouteCache,
     /// The runtime log (`None` for the CLI).
     log: Option<Arc<RuntimeLog>>,
 }
@@ -73,7 +81,7 @@ impl JudgeService {
             .user_agent(concat!("herdr-companion/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ClientError(e.to_string()))?;
-        Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), log })
+        Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), global_routes: GlobalRouteCache::default(), log })
     }
 
     /// Judges one turn. `conversation` only names it in the log.
@@ -102,33 +110,72 @@ impl JudgeService {
         Ok(verdict)
     }
 
-    /// The first answer of `capability`'s routes through `pool`, or why there is none.
-    async fn first_answer_of<'s, T, F, Fut>(
+    /// The first answer of `capability`'s routes through `pool` — the local routes, then
+    /// the global pool's — or why there is none.
+    async fn first_answer_of<T, F, Fut>(
+        &self,
         pool: &RoutePool,
         capability: Capability,
-        settings: &'s JudgeConfig,
+        settings: &JudgeConfig,
         skipped: bool,
-        call: F,
+        mut call: F,
     ) -> Result<Answered<T>, Opinion>
     where
-        F: FnMut(&'s Route, Duration) -> Fut,
+        F: FnMut(Route, Duration) -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
     {
         if skipped {
             return Err(Opinion::Unavailable { reason: "skipped (script only)".to_owned() });
         }
-        if settings.routes_of(capability).next().is_none() {
-            let kind = if capability == Capability::Decision { "decision" } else { "chat" };
-            return Err(Opinion::Unavailable { reason: format!("no {kind} route configured") });
+        let kind = if capability == Capability::Decision { "decision" } else { "chat" };
+        let deadline = RoutePool::deadline(settings);
+        let mut failures = Vec::new();
+        let no_local = settings.routes_of(capability).next().is_none();
+        if let Some(answered) = pool.first_answer_until(settings.routes_of(capability), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await {
+            return Ok(answered);
         }
-        pool.first_answer(settings.routes_of(capability), settings, call).await.map_err(|reason| Opinion::Unavailable { reason })
+        match &settings.global_pool {
+            None if no_local => failures.push(format!("no {kind} route configured")),
+            None => {}
+            Some(global) => match self.global_routes_for(global, settings, deadline).await {
+                Ok(routes) => {
+                    let shared: Vec<Route> = routes.iter().filter(|r| r.protocol.capability() == capability).cloned().collect();
+                    if shared.is_empty() && no_local {
+                        failures.push(format!("no {kind} route configured, locally or in the global route pool"));
+                    }
+                    if let Some(answered) = pool.first_answer_until(shared.iter(), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await {
+                        return Ok(answered);
+                    }
+                }
+                Err(why) if no_local => failures.push(format!("global route pool unavailable ({why}) and no local {kind} route")),
+                Err(why) => failures.push(format!("global route pool unavailable ({why}), so only the local routes were asked")),
+            },
+        }
+        Err(Opinion::Unavailable { reason: failures.join(", ") })
+    }
+
+    /// The global pool's routes: the cached list while fresh, else a fetch bounded by the
+    /// per-call timeout and what is left of `deadline`.
+    async fn global_routes_for(&self, global: &GlobalPoolConfig, settings: &JudgeConfig, deadline: Instant) -> PoolRoutes {
+        let retry_after = Duration::from_millis(settings.cooldown_ms);
+        if let Some(known) = self.global_routes.fresh(global, Instant::now(), retry_after) {
+            return known;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("the pool's {} ms deadline passed before it was asked", settings.pool_deadline_ms));
+        }
+        let fetched = route_pool::fetch(&self.client, global, Duration::from_millis(settings.call_timeout_ms).min(left)).await;
+        self.global_routes.store(global, Instant::now(), fetched)
     }
 
     async fn ask_decision(&self, settings: &JudgeConfig, turn: Turn<'_>, skipped: bool) -> Opinion {
-        let answered = Self::first_answer_of(&self.decision_pool, Capability::Decision, settings, skipped, |route, timeout| {
-            decision::ask(&self.client, route, turn, settings.goal_priors, timeout)
-        })
-        .await;
+        let client = &self.client;
+        let answered = self
+            .first_answer_of(&self.decision_pool, Capability::Decision, settings, skipped, |route, timeout| async move {
+                decision::ask(client, &route, turn, settings.goal_priors, timeout).await
+            })
+            .await;
         let answered = match answered {
             Ok(answered) => answered,
             Err(unavailable) => return unavailable,
@@ -147,10 +194,10 @@ impl JudgeService {
     }
 
     async fn ask_chat(&self, settings: &JudgeConfig, turn: Turn<'_>, skipped: bool) -> Opinion {
-        let answered = Self::first_answer_of(&self.chat_pool, Capability::Chat, settings, skipped, |route, timeout| {
-            chat::ask(&self.client, route, turn, timeout)
-        })
-        .await;
+        let client = &self.client;
+        let answered = self
+            .first_answer_of(&self.chat_pool, Capability::Chat, settings, skipped, |route, timeout| async move { chat::ask(client, &route, turn, timeout).await })
+            .await;
         let answered = match answered {
             Ok(answered) => answered,
             Err(unavailable) => return unavailable,

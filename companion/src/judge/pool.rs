@@ -38,21 +38,44 @@ pub struct Answered<T> {
 }
 
 impl RoutePool {
+    /// When a pool started now must have its answer (`pool_deadline_ms` from now).
+    pub fn deadline(settings: &JudgeConfig) -> Instant {
+        Instant::now() + Duration::from_millis(settings.pool_deadline_ms)
+    }
+
     /// Asks `routes` in order through `call(route, timeout)` until one answers; the error
     /// lists what happened to each route.
-    pub async fn first_answer<'r, T, F, Fut>(
+    pub async fn first_answer<'r, T, F, Fut>(&self, routes: impl IntoIterator<Item = &'r Route>, settings: &JudgeConfig, call: F) -> Result<Answered<T>, String>
+    where
+        F: FnMut(&'r Route, Duration) -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
+        let mut failures = Vec::new();
+        if let Some(answered) = self.first_answer_until(routes, settings, Self::deadline(settings), &mut failures, call).await {
+            return Ok(answered);
+        }
+        if failures.is_empty() {
+            failures.push("no route configured".to_owned());
+        }
+        Err(failures.join(", "))
+    }
+
+    /// [`RoutePool::first_answer`] against a `deadline` the caller holds (so the local
+    /// routes and a global pool's share one), adding what happened to each route that gave
+    /// no answer to `failures`.
+    pub async fn first_answer_until<'r, T, F, Fut>(
         &self,
         routes: impl IntoIterator<Item = &'r Route>,
         settings: &JudgeConfig,
+        deadline: Instant,
+        failures: &mut Vec<String>,
         mut call: F,
-    ) -> Result<Answered<T>, String>
+    ) -> Option<Answered<T>>
     where
         F: FnMut(&'r Route, Duration) -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
     {
         let call_timeout = Duration::from_millis(settings.call_timeout_ms);
-        let deadline = Instant::now() + Duration::from_millis(settings.pool_deadline_ms);
-        let mut failures = Vec::new();
         for route in routes {
             let key = (route.name.clone(), route.url.clone());
             let now = Instant::now();
@@ -69,7 +92,7 @@ impl RoutePool {
             match call(route, call_timeout.min(left)).await {
                 Ok(answer) => {
                     self.set(&key, None);
-                    return Ok(Answered { route: route.name.clone(), answer });
+                    return Some(Answered { route: route.name.clone(), answer });
                 }
                 Err(error) => {
                     if !(cut_by_deadline && matches!(error, ProviderError::Timeout(_))) {
@@ -79,10 +102,7 @@ impl RoutePool {
                 }
             }
         }
-        if failures.is_empty() {
-            failures.push("no route configured".to_owned());
-        }
-        Err(failures.join(", "))
+        None
     }
 
     fn cooling_until(&self, key: &(String, String)) -> Option<Instant> {

@@ -5,6 +5,7 @@
 //!   one question, an answer probability in [0, 1].
 //! - [`chat`]: an OpenAI-compatible chat completion (`POST …/v1/chat/completions`) asked
 //!   for a one-line JSON verdict.
+//! - [`route_pool`]: the authenticated global route pool (`GET <url>` → `{routes}`).
 //!
 //! Invariants: every call has its own timeout (the caller's per-call setting); a body is
 //! read up to [`MAX_ANSWER_BYTES`] and never trusted: a status other than 2xx, a body that
@@ -14,6 +15,7 @@
 
 pub mod chat;
 pub mod decision;
+pub mod route_pool;
 
 use std::time::Duration;
 
@@ -74,11 +76,17 @@ async fn post_json(
     body: &Value,
     timeout: Duration,
 ) -> Result<Value, ProviderError> {
-    let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-    let mut request = client.post(url).timeout(timeout).json(body);
+    let mut request = client.post(url).json(body);
     if !route.api_key.is_empty() {
         request = request.bearer_auth(&route.api_key);
     }
+    exchange_json(request, timeout, MAX_ANSWER_BYTES).await
+}
+
+/// Sends `request` within `timeout` and reads a 2xx answer of at most `max_bytes` as JSON.
+async fn exchange_json(request: reqwest::RequestBuilder, timeout: Duration, max_bytes: usize) -> Result<Value, ProviderError> {
+    let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    let request = request.timeout(timeout);
     let exchange = async {
         let mut response = request.send().await.map_err(|e| transport(&e, millis))?;
         let status = response.status();
@@ -87,8 +95,8 @@ async fn post_json(
         }
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| transport(&e, millis))? {
-            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(ProviderError::Garbage(format!("body over {MAX_ANSWER_BYTES} bytes")));
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(ProviderError::Garbage(format!("body over {max_bytes} bytes")));
             }
             bytes.extend_from_slice(&chunk);
         }

@@ -258,6 +258,155 @@ fn goal_priors_ride_on_the_verdict_and_never_decide() {
 }
 
 #[test]
+fn a_decision_vercel_route_sends_the_system_one_request_to_its_url_as_written() {
+    // The seed names decision-vercel as typed evaluation and defines no wire of its own:
+    // it is the System One request and answer, POSTed to the route's url as written (a
+    // deployed function's full address), not to `<url>/systemone`.
+    let edge = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let typesafe = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let origin = edge.base.trim_end_matches("/v1").to_owned();
+    let vercel = json!({"name": "edge", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "jev-model", "api_key": "key-edge"});
+    let ask = |route: Value| {
+        let home = tempfile::tempdir().expect("tempdir");
+        write_config(home.path(), json!({"routes": [route]}));
+        let service = JudgeService::new(home.path().to_path_buf(), None).expect("service");
+        block_on(service.turn_end("Please build the judge.", FINISHED, "t", Stages::All)).expect("verdict")
+    };
+    let verdict = ask(vercel);
+    assert_eq!((verdict.verdict, verdict.source, verdict.confidence), (JudgeVerdict::Continue, JudgeSource::Jev, Some(0.9)), "{verdict:?}");
+    assert!(verdict.reason.contains("edge gives p(unfinished work) = 0.90"), "{}", verdict.reason);
+    let seen = edge.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/api/jev", "the url as written, nothing appended");
+    assert_eq!(seen[0].bearer.as_deref(), Some("key-edge"));
+    ask(json!({"name": "edge", "protocol": "decision", "url": typesafe.base, "model": "jev-model", "api_key": "key-typesafe"}));
+    assert_eq!(seen[0].body, typesafe.seen()[0].body, "the same System One request as a decision route");
+    // Its failures hand on like any decision route's: a garbage answer is no verdict.
+    edge.set(Behaviour::Garbage);
+    let verdict = ask(json!({"name": "edge2", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "m", "api_key": ""}));
+    assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
+    assert!(verdict.reason.contains("edge2 failed: unusable answer"), "{}", verdict.reason);
+}
+
+/// A global route pool stand-in that serves `routes` to the bearer `token` only.
+fn route_pool(token: &str, routes: Vec<Value>) -> ProviderStandin {
+    ProviderStandin::start(Behaviour::Authorized(token.to_owned(), json!({"routes": routes})))
+}
+
+fn global_pool(pool: &ProviderStandin, token: &str) -> Value {
+    json!({"url": format!("{}/routes", pool.base), "token": token})
+}
+
+#[test]
+fn the_global_pool_is_asked_only_after_the_local_routes_of_the_same_capability() {
+    let local = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let shared = ProviderStandin::start(ProviderStandin::decision(0.1));
+    let shared_chat = ProviderStandin::start(ProviderStandin::chat(r#"{"verdict":"continue","reason":"shared chat"}"#));
+    let local_chat = ProviderStandin::start(ProviderStandin::chat(r#"{"verdict":"done","reason":"local chat"}"#));
+    let pool = route_pool("pool-token", vec![route("typesafe", "decision", &shared), route("big", "openai-chat", &shared_chat)]);
+    let home = tempfile::tempdir().expect("tempdir");
+    write_config(home.path(), json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "pool-token"), "cooldown_ms": 0}));
+    let service = JudgeService::new(home.path().to_path_buf(), None).expect("service");
+    let judge = |reply: &str| block_on(service.turn_end("Please build the judge.", reply, "t", Stages::All)).expect("verdict");
+
+    // A healthy local route answers: the pool is not even fetched (J5: local wins).
+    let verdict = judge(FINISHED);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Continue, JudgeSource::Jev), "{verdict:?}");
+    assert!(verdict.reason.contains("mine gives"), "{}", verdict.reason);
+    assert_eq!((pool.seen().len(), shared.seen().len()), (0, 0));
+
+    // The local route fails: the pool's decision route takes over, named as the pool's.
+    local.set(Behaviour::Status(500));
+    let verdict = judge(PENDING);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Done, JudgeSource::Jev), "{verdict:?}");
+    assert!(verdict.reason.contains("global:typesafe gives p(unfinished work) = 0.10"), "{}", verdict.reason);
+    let fetches = pool.seen();
+    assert_eq!(fetches.len(), 1);
+    assert_eq!((fetches[0].path.as_str(), fetches[0].bearer.as_deref()), ("/v1/routes", Some("pool-token")), "the token goes only to the pool, as its bearer");
+    assert_eq!(shared.seen()[0].bearer.as_deref(), Some("key-typesafe"), "a pool route's own key goes to its provider");
+    assert_eq!(local.seen().iter().filter(|s| s.bearer.as_deref() == Some("pool-token")).count(), 0);
+
+    // Within the ttl the fetched list is reused.
+    judge(PENDING);
+    assert_eq!(pool.seen().len(), 1, "cached within the ttl");
+    assert_eq!(shared.seen().len(), 2);
+
+    // Chat: the decision is unsure; a local chat route wins over the pool's.
+    shared.set(ProviderStandin::decision(0.5));
+    write_config(
+        home.path(),
+        json!({"routes": [route("mine", "decision", &local), route("small", "openai-chat", &local_chat)], "global_pool": global_pool(&pool, "pool-token"), "cooldown_ms": 0}),
+    );
+    let verdict = judge(PENDING);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Done, JudgeSource::Llm), "{verdict:?}");
+    assert!(verdict.reason.contains("small: local chat"), "{}", verdict.reason);
+    assert!(shared_chat.seen().is_empty(), "the pool's chat route waits behind the local one");
+    // …and takes over when the local chat route fails.
+    local_chat.set(Behaviour::Garbage);
+    let verdict = judge(FINISHED);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Continue, JudgeSource::Llm), "{verdict:?}");
+    assert!(verdict.reason.contains("global:big: shared chat"), "{}", verdict.reason);
+    assert_eq!(local_chat.seen().len(), 2, "the local chat route was asked first");
+}
+
+#[test]
+fn a_pool_that_refuses_the_token_or_fails_leaves_the_local_routes_and_the_script() {
+    let local = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let shared = ProviderStandin::start(ProviderStandin::decision(0.1));
+    let pool = route_pool("right-token", vec![route("typesafe", "decision", &shared)]);
+    let home = tempfile::tempdir().expect("tempdir");
+    let service = JudgeService::new(home.path().to_path_buf(), None).expect("service");
+    let judge = |reply: &str| block_on(service.turn_end("", reply, "t", Stages::All)).expect("verdict");
+
+    // The wrong token: refused, so nothing from the pool; the script decides, and says why.
+    write_config(home.path(), json!({"global_pool": global_pool(&pool, "wrong-token"), "cooldown_ms": 0}));
+    let verdict = judge(PENDING);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Continue, JudgeSource::Script), "{verdict:?}");
+    assert!(verdict.reason.contains("global route pool unavailable (the pool refused this machine's token (HTTP 401)"), "{}", verdict.reason);
+    assert!(verdict.reason.contains("check judge.global_pool.token"), "{}", verdict.reason);
+    assert_eq!(pool.seen()[0].bearer.as_deref(), Some("wrong-token"));
+    assert!(shared.seen().is_empty(), "no route of a refusing pool is asked");
+
+    // A local route still answers while the pool is down (only the pool is consulted after it fails).
+    pool.set(Behaviour::Hang);
+    local.set(Behaviour::Status(502));
+    write_config(home.path(), json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "right-token"), "call_timeout_ms": 300, "cooldown_ms": 0}));
+    let verdict = judge(FINISHED);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Done, JudgeSource::Script), "{verdict:?}");
+    assert!(
+        verdict.reason.contains("mine failed: HTTP 502, global route pool unavailable (no answer within 300 ms), so only the local routes were asked"),
+        "{}",
+        verdict.reason
+    );
+
+    // An answer with a route that fails the local checks spoils the whole list.
+    pool.set(Behaviour::Authorized(
+        "right-token".to_owned(),
+        json!({"routes": [route("typesafe", "decision", &shared), {"name": "leak", "protocol": "decision", "url": "http://10.0.0.2/v1", "model": "m", "api_key": "k"}]}),
+    ));
+    write_config(home.path(), json!({"global_pool": global_pool(&pool, "right-token"), "cooldown_ms": 0}));
+    let verdict = judge(FINISHED);
+    assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
+    assert!(verdict.reason.contains("unusable answer (routes[1] (\"leak\") has url"), "{}", verdict.reason);
+    assert!(shared.seen().is_empty(), "no route of a spoilt answer is used");
+
+    // A failed fetch is remembered for the cooldown: one attempt, not one per turn.
+    pool.set(Behaviour::Authorized("right-token".to_owned(), json!({"routes": [route("typesafe", "decision", &shared)]})));
+    write_config(home.path(), json!({"global_pool": global_pool(&pool, "stale-token"), "cooldown_ms": 3_600_000}));
+    let before = pool.seen().len();
+    for _ in 0..3 {
+        let verdict = judge(FINISHED);
+        assert!(verdict.reason.contains("(HTTP 401); check judge.global_pool.token) and no local decision route"), "{}", verdict.reason);
+    }
+    assert_eq!(pool.seen().len(), before + 1, "the pool is not asked again during the cooldown");
+    // The corrected token is another pool: fetched at once, and its routes are used.
+    write_config(home.path(), json!({"global_pool": global_pool(&pool, "right-token"), "cooldown_ms": 3_600_000}));
+    let verdict = judge(PENDING);
+    assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Done, JudgeSource::Jev), "{verdict:?}");
+    assert_eq!(pool.seen().len(), before + 2);
+}
+
+#[test]
 fn judge_classify_answers_every_line_and_names_bad_ones() {
     let home = TestHome::new();
     let input = [

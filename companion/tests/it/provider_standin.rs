@@ -24,6 +24,9 @@ pub enum Behaviour {
     Garbage,
     /// Read the request and never answer (the connection stays open).
     Hang,
+    /// Answer 200 with this JSON only to a request whose bearer token is `token`; 401
+    /// to any other (an authenticated route pool).
+    Authorized(String, Value),
 }
 
 /// One recorded request.
@@ -120,8 +123,13 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let behaviour = {
         let mut shared = shared.lock().expect("lock");
+        let behaviour = match &shared.behaviour {
+            Behaviour::Authorized(token, answer) if bearer.as_deref() == Some(token.as_str()) => Behaviour::Answer(answer.clone()),
+            Behaviour::Authorized(..) => Behaviour::Status(401),
+            other => other.clone(),
+        };
         shared.seen.push(Seen { path, bearer, body });
-        shared.behaviour.clone()
+        behaviour
     };
     let mut stream = stream;
     let (status, text) = match behaviour {
@@ -136,6 +144,7 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) {
             std::thread::sleep(Duration::from_secs(60));
             return;
         }
+        Behaviour::Authorized(..) => unreachable!("resolved above"),
     };
     let response = format!(
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
