@@ -19,7 +19,7 @@
   // <button aria-expanded>; Enter/Space/click toggle, Esc collapses). The expanded panel
   // is bounded (max-height, scrolls) so it ends well above the composer.
   const CSS = `
-    :host { all: initial; position: fixed; top: 64px; right: 12px; z-index: 2147483647;
+    :host { all: initial; position: fixed; contain: layout paint style; top: 64px; right: 12px; z-index: 2147483647;
       font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
     .pill { display: inline-flex; align-items: center; gap: 6px; max-width: 320px;
       float: right; margin: 0; padding: 3px 10px 3px 8px; border: 1px solid #d0d7de;
@@ -527,6 +527,7 @@
   };
 
   let delivering = null;
+  let lastGenerating = false;
   let lastFacts = '';
   let lastGeneration;
   const facts = () => {
@@ -661,6 +662,11 @@
     const current = facts();
     const json = JSON.stringify(current);
     watchFor(current);
+    lastGenerating = current.generating;
+    if (diagnosticsDeferred && !lastGenerating) {
+      diagnosticsDeferred = false;
+      scheduleDiagnostics();
+    }
     factsMs += performance.now() - startedAt;
     publishCounters();
     host.dataset.generation = current.generation ?? '';
@@ -748,20 +754,42 @@
   };
   const watchWhole = () => rewatch(() => {
     watchedZone = null;
+    watchedNodes = [];
     observer.observe(document.documentElement, watched.whole);
   });
-  const watchAround = (zone) => rewatch(() => {
-    watchedZone = zone;
-    observer.observe(zone, watched.own);
+  // The nodes the watch registered on, in order: when a later full recompute finds the
+  // same zone with the same ancestors and siblings, the registrations stand as they are
+  // (comparing is far cheaper than registering a long turn list's siblings again).
+  let watchedNodes = [];
+  const nodesAround = (zone) => {
+    const nodes = [zone];
     for (let node = zone; node !== document.documentElement; node = node.parentElement) {
       const parent = node.parentElement;
-      observer.observe(parent, watched.shallow);
-      for (let other = parent.firstChild; other; other = other.nextSibling) {
-        if (other !== node) observer.observe(other, watched.whole);
-      }
+      nodes.push(parent);
+      for (let other = parent.firstChild; other; other = other.nextSibling) if (other !== node) nodes.push(other);
     }
-    scheduleRecheck();
-  });
+    return nodes;
+  };
+  const watchAround = (zone) => {
+    const nodes = nodesAround(zone);
+    if (watchedZone === zone && nodes.length === watchedNodes.length && nodes.every((node, i) => node === watchedNodes[i])) {
+      scheduleRecheck();
+      return;
+    }
+    rewatch(() => {
+      watchedZone = zone;
+      watchedNodes = nodes;
+      observer.observe(zone, watched.own);
+      for (let node = zone; node !== document.documentElement; node = node.parentElement) {
+        const parent = node.parentElement;
+        observer.observe(parent, watched.shallow);
+        for (let other = parent.firstChild; other; other = other.nextSibling) {
+          if (other !== node) observer.observe(other, watched.whole);
+        }
+      }
+      scheduleRecheck();
+    });
+  };
   const watchFor = (current) => {
     const zone = current.generating && quiet && quiet.zone.getRootNode() === document ? quiet.zone : null;
     // Re-registered after every full recompute: it may have followed a new sibling.
@@ -832,11 +860,19 @@
     host.dataset.diagnosticsSent = String(++diagnosticsSent);
   };
   // At most one diagnostics pass per 2 s: it evaluates every fact, not only the cheap ones.
+  // While a reply streams it waits for the reply to end (the streaming page is where the
+  // content script's cost is measured; a generation change and a delivery outcome are
+  // still reported at once).
   let diagnosticsScheduled = false;
+  let diagnosticsDeferred = false;
   const scheduleDiagnostics = () => {
     if (diagnosticsScheduled || !profile) return;
     diagnosticsScheduled = true;
-    setTimeout(() => { diagnosticsScheduled = false; sendDiagnostics(); }, 2000);
+    setTimeout(() => {
+      diagnosticsScheduled = false;
+      if (lastGenerating) diagnosticsDeferred = true;
+      else sendDiagnostics();
+    }, 2000);
   };
 
   // ---- Delivery (docs/PROTOCOL.md "One delivery path"): type like a user, click Send

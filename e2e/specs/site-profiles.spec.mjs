@@ -351,3 +351,29 @@ test('diagnostics carry the CSP as observed: the meta policy and violation event
   const plain = await open('chatgpt-classic.html');
   expect((await lastPosted(plain, 'page_diagnostics')).csp).toEqual({ meta: false, violations: 0, directives: [] });
 });
+
+test('while a reply streams, the diagnostics pass waits for the reply to end, then reports what happened meanwhile', async () => {
+  // The diagnostics pass evaluates every fact; on a streaming page it would be the content
+  // script's largest cost (issue 8), so it runs once the reply ended.
+  const strict = await browser.newContext();
+  await serveSnippets(strict, { head: `<meta http-equiv="Content-Security-Policy" content="img-src 'none'">` });
+  const page = await openSnippet(strict, 'chatgpt-classic-streaming.html', PROFILES.chatgpt);
+  await expect.poll(async () => (await lastPosted(page, 'page_facts'))?.generating).toBe(true);
+  await expect.poll(async () => (await lastPosted(page, 'page_diagnostics'))?.generation).toBe('chatgpt.classic');
+  await page.evaluate(() => { const img = new Image(); img.src = 'https://images.herdr.test/a.png'; document.body.append(img); });
+  // Past the 2 s the pass would otherwise wait: still the report from before the violation.
+  await page.waitForTimeout(2_500);
+  expect((await lastPosted(page, 'page_diagnostics')).csp.violations).toBe(0);
+  // The reply ends: Stop becomes Send, the streaming cues go.
+  await page.evaluate(() => {
+    const button = document.querySelector('#composer-submit-button');
+    button.dataset.testid = 'send-button';
+    button.setAttribute('aria-label', 'Send prompt');
+    document.querySelector('[aria-busy]').removeAttribute('aria-busy');
+    document.querySelector('.result-streaming').classList.remove('result-streaming');
+  });
+  await expect.poll(async () => (await lastPosted(page, 'page_facts')).generating).toBe(false);
+  await expect.poll(async () => (await lastPosted(page, 'page_diagnostics')).csp, { timeout: 10_000 })
+    .toEqual({ meta: true, violations: 1, directives: ['img-src'] });
+  await strict.close();
+});
