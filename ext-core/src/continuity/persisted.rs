@@ -1,5 +1,6 @@
-//! Readers and writers of the composition's persisted parts ([`ScopeStatus`] and what it
-//! holds, the inbox items and counts, [`PaneOutput`]); `crate::json_read` explains the
+//! The composition's persisted state: the [`Snapshot`] it writes and is restored from
+//! (B7), and the readers and writers of its own persisted parts ([`ScopeStatus`] and what
+//! it holds, the inbox items and counts, [`PaneOutput`]); `crate::json_read` explains the
 //! shapes. Release 0.1.0's delivery in flight is read, never written.
 
 use serde_json::Value;
@@ -56,3 +57,108 @@ impl WriteJson for ScopeStatus {
 }
 
 json_struct!(PaneOutput { workspace_id, agent, tail, baseline, seq: default });
+
+impl Continuity {
+    /// What to persist (B7): the explicit, versioned [`Snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            version: SNAPSHOT_VERSION,
+            bindings: self.bindings.clone(),
+            auto: self.auto.clone(),
+            tracker: self.tracker.clone(),
+            scopes: self.scopes.clone(),
+            language: self.language,
+            ledger: self.ledger.clone(),
+            catalog: self.catalog.clone(),
+            progress: self.progress,
+            pane_outputs: self.pane_outputs.clone(),
+            confirmed_tasks: self.confirmed_tasks.clone(),
+            orphan_acks: self.orphan_acks.clone(),
+            queue: self.queue.durable.clone(),
+        }
+    }
+
+    /// The text of [`Self::snapshot`] to store (B7); see [`Self::snapshot_value`].
+    pub fn snapshot_json(&self) -> Result<String, crate::snapshot::SnapshotError> {
+        Ok(self.snapshot_value().to_string())
+    }
+
+    /// [`Self::snapshot`] as the JSON to store (B7), written from the machines' state in
+    /// place (no clone of it first).
+    pub fn snapshot_value(&self) -> serde_json::Value {
+        crate::snapshot::SnapshotRef {
+            version: SNAPSHOT_VERSION,
+            bindings: &self.bindings,
+            auto: &self.auto,
+            tracker: &self.tracker,
+            scopes: &self.scopes,
+            language: self.language,
+            ledger: &self.ledger,
+            catalog: &self.catalog,
+            progress: self.progress,
+            pane_outputs: &self.pane_outputs,
+            confirmed_tasks: &self.confirmed_tasks,
+            orphan_acks: &self.orphan_acks,
+            queue: &self.queue.durable,
+        }
+        .to_value()
+    }
+
+    /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is
+    /// fresh randomness from the shell, kept only when the snapshot had none (an older
+    /// release's) so delivery ids stay unique.
+    pub fn from_snapshot(snapshot: Snapshot, now: Millis, epoch: &str) -> Self {
+        let mut machine = Self {
+            bindings: snapshot.bindings,
+            auto: snapshot.auto,
+            tracker: snapshot.tracker,
+            scopes: snapshot.scopes,
+            language: snapshot.language,
+            ledger: snapshot.ledger,
+            catalog: snapshot.catalog,
+            progress: snapshot.progress,
+            pane_outputs: snapshot.pane_outputs,
+            confirmed_tasks: snapshot.confirmed_tasks,
+            orphan_acks: snapshot.orphan_acks,
+            queue: queue::QueueFlow::with_durable(snapshot.queue),
+            ..Self::default()
+        };
+        machine.restored(now, epoch);
+        machine
+    }
+
+    /// A fresh machine (nothing bound) whose delivery ids use `epoch` (fresh randomness from
+    /// the shell).
+    pub fn with_epoch(epoch: &str) -> Self {
+        Self { ledger: DeliveryLedger::new(epoch), ..Self::default() }
+    }
+
+    /// After a restore, before any input: a new ledger life (ids stay unique), deliveries
+    /// the old worker was waiting for become uncertain, and a delivery saved by the previous
+    /// release joins the ledger.
+    fn restored(&mut self, now: Millis, epoch: &str) {
+        self.ledger.ensure_epoch(epoch);
+        let legacy: Vec<(String, LegacyInFlight)> = self
+            .scopes
+            .iter_mut()
+            .filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d)))
+            .collect();
+        for (scope_key, old) in legacy {
+            self.ledger.adopt(Delivery {
+                id: old.id,
+                scope_key,
+                kind: old.kind,
+                task_ids: old.task_ids,
+                tab: old.tab,
+                conversation: None,
+                baseline: Baseline::default(),
+                posted_at: old.at,
+                state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
+                page_idle: false,
+                left_in_composer: false,
+            });
+        }
+        self.ledger.restored(now);
+        self.queue_restored();
+    }
+}

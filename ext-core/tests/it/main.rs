@@ -16,6 +16,7 @@ mod rate_limit;
 mod recovery;
 mod semantic_auto;
 mod settle_tracker;
+mod shape;
 mod snapshot;
 mod stale_view;
 mod wake;
