@@ -248,3 +248,69 @@ impl Continuity {
         self.say(en.to_owned(), zh.to_owned())
     }
 }
+
+/// The turn-end judge's texts (HUD judge button, semantic Auto, its continue message).
+impl Continuity {
+    fn verdict_word(&self, verdict: crate::semantic_auto::Verdict) -> &'static str {
+        use crate::semantic_auto::Verdict::*;
+        match (self.language, verdict) {
+            (Language::En, Continue) => "continue",
+            (Language::En, Done) => "done",
+            (Language::En, Uncertain) => "not sure",
+            (Language::Zh, Continue) => "继续",
+            (Language::Zh, Done) => "完成",
+            (Language::Zh, Uncertain) => "不确定",
+        }
+    }
+
+    /// The HUD button's answer: verdict, source, reason, and the J7 priors as advice.
+    pub(super) fn judge_answer_text(&self, answer: &JudgeAnswer) -> String {
+        let word = self.verdict_word(answer.verdict);
+        let (source, reason) = (&answer.source, &answer.reason);
+        let mut text = self.say(format!("Judge ({source}): {word} — {reason}"), format!("判断（{source}）：{word} — {reason}"));
+        if !answer.priors.is_empty() {
+            let priors: Vec<String> = answer.priors.iter().map(|(name, percent)| format!("{name} {percent}%")).collect();
+            let priors = priors.join(", ");
+            text.push_str(&self.say(format!(". Advice only (goal priors): {priors}"), format!("。仅供参考（目标先验）：{priors}")));
+        }
+        text
+    }
+
+    /// Semantic Auto's HUD line for a verdict.
+    pub(super) fn semantic_decided_text(&self, verdict: crate::semantic_auto::Verdict, source: &str, reason: &str) -> String {
+        let word = self.verdict_word(verdict);
+        match verdict {
+            crate::semantic_auto::Verdict::Continue => self.say(format!("Judge ({source}): {word} — {reason}"), format!("判断（{source}）：{word} — {reason}")),
+            _ => self.say(
+                format!("Judge ({source}): {word} — {reason}. Auto does not continue this reply (it fails closed)."),
+                format!("判断（{source}）：{word} — {reason}。Auto 不会继续这条回复（不确定即停止）。"),
+            ),
+        }
+    }
+
+    /// Why semantic Auto did not ask about a reply; `None` when there is nothing to say
+    /// (Auto off, judge use not "in Auto", not ChatGPT).
+    pub(super) fn semantic_withheld_text(&self, why: crate::semantic_auto::SemanticWithheld) -> Option<String> {
+        use crate::semantic_auto::SemanticWithheld::*;
+        let (en, zh) = match why {
+            ModeOff | AutoOff | NotChatGpt => return None,
+            QueueFirst => ("Your queued messages go first; the judge was not asked about this reply.", "你排队的消息优先；没有就这条回复询问判断服务。"),
+            StreakLimit => (
+                "Auto stopped continuing: it reached the most automatic continues in a row without a human turn or Herdr activity (options page). Write in the chat to go on.",
+                "Auto 已停止继续：在没有人工回复或 Herdr 活动的情况下已达到连续自动继续的上限（见选项页）。请在对话中回复以继续。",
+            ),
+            JudgedBefore => ("This reply was judged already; it is not judged again.", "这条回复已经判断过，不会再次判断。"),
+            ShortReply => ("The reply is too short to hold pending work; the judge was not asked.", "回复太短，不可能包含未完成的工作；没有询问判断服务。"),
+            Busy => return None,
+        };
+        Some(self.say(en.to_owned(), zh.to_owned()))
+    }
+
+    /// The continue message semantic Auto types: which judge decided and why.
+    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, streak: u32, max: u32) -> String {
+        self.say(
+            format!("[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ({source}) decided: {reason}. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue {streak} of at most {max} in a row.)"),
+            format!("[Herdr] 继续：你上一条回复宣布了自己的下一步，但还没有做。回合结束判断（{source}）的结论：{reason}。请现在继续这一步；如果它需要我或已经完成，请说明并停止。（连续自动继续第 {streak} 次，最多 {max} 次。）"),
+        )
+    }
+}
