@@ -101,6 +101,8 @@ pub async fn start_worker() -> Result<(), JsValue> {
     }
     let progress = progress_settings_stored().await;
     restored.handle(now, progress);
+    let stored = js::storage_local_read(ext_core::semantic_auto::SETTINGS_KEY).await;
+    restored.handle(now, ContinuityInput::JudgeSettings { stored });
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
         _ => Language::En,
@@ -141,6 +143,15 @@ async fn progress_settings_stored() -> ContinuityInput {
 pub async fn progress_settings_changed() -> Result<(), JsValue> {
     let settings = progress_settings_stored().await;
     LinkDriver::feed_continuity(&worker()?, settings);
+    Ok(())
+}
+
+/// `chrome.storage.onChanged` for `local.herdrContinuityJudgeV1` (options page, O4): the
+/// stored judge settings, read and validated by the core.
+#[wasm_bindgen]
+pub async fn judge_settings_changed() -> Result<(), JsValue> {
+    let stored = js::storage_local_read(ext_core::semantic_auto::SETTINGS_KEY).await;
+    LinkDriver::feed_continuity(&worker()?, ContinuityInput::JudgeSettings { stored });
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! `chrome.storage.sync`.
 
 use js_sys::{Object, Reflect};
+use ext_core::semantic_auto::{JudgeMode, JudgeSettings, MAX_MAX_CONTINUES, SETTINGS_KEY};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Element};
@@ -598,6 +599,9 @@ pub fn mount_options() -> Result<(), JsValue> {
     let form = element(&document, "form", "settings")?;
     app.append_child(&form)?;
     app.append_child(&status)?;
+    let judge = element(&document, "fieldset", "judge")?;
+    app.append_child(&judge)?;
+    wasm_bindgen_futures::spawn_local(mount_judge_options(document.clone(), judge));
 
     wasm_bindgen_futures::spawn_local(async move {
         let stored = wasm_bindgen_futures::JsFuture::from(js::storage_sync_get(&defaults))
@@ -693,5 +697,90 @@ fn build_settings_form(
         row.append_child(&input)?;
         form.append_child(&row)?;
     }
+    Ok(())
+}
+
+/// The options page's turn-end judge section (O4): judge use and the bound on automatic
+/// continues, in `chrome.storage.local` under `ext_core::semantic_auto::SETTINGS_KEY`
+/// (read and validated by the core: a bad stored value shows the default and says so),
+/// and the queue's limits (fixed, shown only).
+async fn mount_judge_options(document: Document, fieldset: Element) {
+    let stored = js::storage_local_read(SETTINGS_KEY).await;
+    if let Err(error) = build_judge_options(&document, &fieldset, stored.as_deref()) {
+        js::warn(&js::error_text(&error));
+    }
+}
+
+fn build_judge_options(document: &Document, fieldset: &Element, stored: Option<&str>) -> Result<(), JsValue> {
+    let (settings, problem) = JudgeSettings::parse(stored);
+    let legend = element(document, "legend", "")?;
+    legend.set_text_content(Some(&js::message("optionJudgeHeading", &[])));
+    fieldset.append_child(&legend)?;
+    let note = element(document, "p", "judge-note")?;
+    note.set_attribute("role", "status")?;
+    note.set_attribute("aria-live", "polite")?;
+    if let Some(problem) = problem {
+        note.set_text_content(Some(&js::message("optionJudgeReset", &[problem.to_owned()])));
+    }
+    let mode = element(document, "select", "")?;
+    mode.set_id("judgeMode");
+    for (value, label, current) in [
+        ("off", "optionJudgeOff", JudgeMode::Off),
+        ("manual_only", "optionJudgeManual", JudgeMode::ManualOnly),
+        ("in_auto", "optionJudgeInAuto", JudgeMode::InAuto),
+    ] {
+        let option = element(document, "option", "")?;
+        option.set_attribute("value", value)?;
+        option.set_text_content(Some(&js::message(label, &[])));
+        if settings.mode == current {
+            option.set_attribute("selected", "")?;
+        }
+        mode.append_child(&option)?;
+    }
+    let max = element(document, "input", "")?;
+    max.set_id("maxContinues");
+    max.set_attribute("type", "number")?;
+    max.set_attribute("min", "1")?;
+    max.set_attribute("max", &MAX_MAX_CONTINUES.to_string())?;
+    Reflect::set(&max, &JsValue::from_str("value"), &JsValue::from_str(&settings.max_continues.to_string()))?;
+    for (label_key, control) in [("optionJudgeMode", &mode), ("optionMaxContinues", &max)] {
+        let row = element(document, "label", "setting")?;
+        let caption = element(document, "span", "caption")?;
+        caption.set_text_content(Some(&js::message(label_key, &[])));
+        row.append_child(&caption)?;
+        row.append_child(control)?;
+        fieldset.append_child(&row)?;
+    }
+    let limits = element(document, "p", "queue-limits")?;
+    limits.set_id("queueLimits");
+    let days = (ext_core::queue::MAX_AGE_MS / 86_400_000).to_string();
+    limits.set_text_content(Some(&js::message(
+        "optionQueueLimits",
+        &[ext_core::queue::MAX_ITEMS.to_string(), ext_core::queue::MAX_MERGED_CHARS.to_string(), days],
+    )));
+    fieldset.append_child(&limits)?;
+    fieldset.append_child(&note)?;
+    let save = {
+        let (mode, max, note) = (mode.clone(), max.clone(), note.clone());
+        move |_| {
+            let value = |el: &Element| Reflect::get(el, &JsValue::from_str("value")).ok().and_then(|v| v.as_string()).unwrap_or_default();
+            let record = format!(r#"{{"mode":"{}","max_continues":{}}}"#, value(&mode), value(&max).trim());
+            let (settings, problem) = JudgeSettings::parse(Some(&record));
+            if problem.is_some() {
+                note.set_text_content(Some(&js::message("optionNotANumber", &["1".to_owned(), MAX_MAX_CONTINUES.to_string()])));
+                return;
+            }
+            let note = note.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let text = match js::storage_local_set_text(SETTINGS_KEY, &settings.to_json()).await {
+                    Ok(()) => js::message("optionSaved", &[]),
+                    Err(error) => js::message("optionSaveFailed", &[error]),
+                };
+                note.set_text_content(Some(&text));
+            });
+        }
+    };
+    on(&mode, "change", save.clone())?;
+    on(&max, "change", save)?;
     Ok(())
 }
