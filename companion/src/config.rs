@@ -103,7 +103,8 @@ pub enum RouteProtocol {
     /// Typed evaluation, TypeSafe System One style: `POST <url>/systemone`.
     #[serde(rename = "decision")]
     Decision,
-    /// Typed evaluation through another gateway; named by the spec, not served yet.
+    /// Typed evaluation on a Vercel-hosted endpoint: the same System One request and
+    /// answer as [`RouteProtocol::Decision`], POSTed to `url` as written.
     #[serde(rename = "decision-vercel")]
     DecisionVercel,
     /// OpenAI-compatible chat: `POST …/v1/chat/completions`.
@@ -250,11 +251,6 @@ impl JudgeConfig {
             if route.name.trim().is_empty() || route.model.trim().is_empty() {
                 return Err(format!("{at} needs a non-empty name and model"));
             }
-            if route.protocol == RouteProtocol::DecisionVercel {
-                return Err(format!(
-                    "{at} uses protocol \"decision-vercel\", which this companion does not serve yet; use \"decision\" (POST <url>/systemone) or \"openai-chat\""
-                ));
-            }
             if !is_allowed_url(&route.url) {
                 return Err(format!(
                     "{at} has url {:?}; use https://…, or http:// only for 127.0.0.1 / localhost",
@@ -302,6 +298,9 @@ mod tests {
         let config = Config::parse(&format!(r#"{{"judge":{{"routes":[{}],"threshold":0.9}}}}"#, route("openai-chat", "https://x.test/v1"))).expect("valid");
         assert_eq!(config.judge.routes[0].protocol.capability(), Capability::Chat);
         assert_eq!(config.judge.threshold, 0.9);
+        let vercel = Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "https://jev.example.vercel.app/api/systemone"))).expect("decision-vercel is served");
+        assert_eq!(vercel.judge.routes[0].protocol.capability(), Capability::Decision, "J5: decision-vercel is typed evaluation");
+        assert!(Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "http://10.0.0.2/api"))).is_err(), "the same url rule as every route");
     }
 
     #[test]
@@ -311,7 +310,6 @@ mod tests {
         assert!(refused(r#"{"judge":{"threshold":0.3}}"#.to_owned()).contains("between 0.5 and 0.99"));
         assert!(refused(r#"{"judge":{"pool_deadline_ms":60000}}"#.to_owned()).contains("pool_deadline_ms is 60000"));
         assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://10.0.0.2/v1"))).contains("http:// only for 127.0.0.1"));
-        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "https://x.test"))).contains("does not serve yet"));
         assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test"))).contains("unknown variant `grpc`"));
         let twice = format!(r#"{{"judge":{{"routes":[{},{}]}}}}"#, route("decision", "https://a.test"), route("decision", "https://b.test"));
         assert!(refused(twice).contains("names must be unique"));

@@ -1,6 +1,11 @@
 //! Typed evaluation, TypeSafe System One style: `POST <url>/systemone` with the turn as
 //! `state` and one yes/no question whose answer is a probability (`noul`) in [0, 1].
 //!
+//! `decision-vercel` routes send the same request and read the same answer; only the
+//! address differs: the route's `url` is the endpoint itself (a deployed function's full
+//! address, such as `https://….vercel.app/api/systemone`), nothing is appended. The
+//! product document names the protocol as typed evaluation and defines no other wire.
+//!
 //! Request: `{model, state: {user_request, assistant_latest_response}, questions:
 //! {has_unfinished_work: {type: "noul", instructions, criteria: {true, false}}, …}}`;
 //! answer: `{answers: {has_unfinished_work: {noul: p}, …}}`. With goal priors on, the five
@@ -13,7 +18,7 @@ use continuity_protocol::GoalPriors;
 use serde_json::{json, Map, Value};
 
 use super::{post_json, tail_chars, ProviderError, Turn, MAX_ASSISTANT_CHARS, MAX_USER_CHARS};
-use crate::config::Route;
+use crate::config::{Route, RouteProtocol};
 
 /// The question every decision call asks.
 pub const QUESTION: &str = "has_unfinished_work";
@@ -55,6 +60,15 @@ pub fn endpoint(url: &str) -> String {
     format!("{}/systemone", url.trim_end_matches('/'))
 }
 
+/// Where `route`'s request goes: [`endpoint`] for `decision`, the url as written for
+/// `decision-vercel`.
+pub fn endpoint_of(route: &Route) -> String {
+    match route.protocol {
+        RouteProtocol::DecisionVercel => route.url.clone(),
+        RouteProtocol::Decision | RouteProtocol::OpenaiChat => endpoint(&route.url),
+    }
+}
+
 /// The request body for `turn`.
 pub fn request_body(route: &Route, turn: Turn<'_>, goal_priors: bool) -> Value {
     let mut questions = Map::new();
@@ -85,7 +99,7 @@ pub async fn ask(
     goal_priors: bool,
     timeout: Duration,
 ) -> Result<DecisionAnswer, ProviderError> {
-    let answer = post_json(client, route, &endpoint(&route.url), &request_body(route, turn, goal_priors), timeout).await?;
+    let answer = post_json(client, route, &endpoint_of(route), &request_body(route, turn, goal_priors), timeout).await?;
     read_answer(&answer, goal_priors)
 }
 
@@ -145,5 +159,8 @@ mod tests {
     fn the_endpoint_joins_one_slash() {
         assert_eq!(endpoint("https://example.test/v1/"), "https://example.test/v1/systemone");
         assert_eq!(endpoint("http://127.0.0.1:9/v1"), "http://127.0.0.1:9/v1/systemone");
+        let route = |protocol| Route { name: "r".to_owned(), protocol, url: "https://jev.example.vercel.app/api/jev".to_owned(), model: "m".to_owned(), api_key: String::new() };
+        assert_eq!(endpoint_of(&route(RouteProtocol::DecisionVercel)), "https://jev.example.vercel.app/api/jev");
+        assert_eq!(endpoint_of(&route(RouteProtocol::Decision)), "https://jev.example.vercel.app/api/jev/systemone");
     }
 }

@@ -258,6 +258,37 @@ fn goal_priors_ride_on_the_verdict_and_never_decide() {
 }
 
 #[test]
+fn a_decision_vercel_route_sends_the_system_one_request_to_its_url_as_written() {
+    // The seed names decision-vercel as typed evaluation and defines no wire of its own:
+    // it is the System One request and answer, POSTed to the route's url as written (a
+    // deployed function's full address), not to `<url>/systemone`.
+    let edge = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let typesafe = ProviderStandin::start(ProviderStandin::decision(0.9));
+    let origin = edge.base.trim_end_matches("/v1").to_owned();
+    let vercel = json!({"name": "edge", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "jev-model", "api_key": "key-edge"});
+    let ask = |route: Value| {
+        let home = tempfile::tempdir().expect("tempdir");
+        write_config(home.path(), json!({"routes": [route]}));
+        let service = JudgeService::new(home.path().to_path_buf(), None).expect("service");
+        block_on(service.turn_end("Please build the judge.", FINISHED, "t", Stages::All)).expect("verdict")
+    };
+    let verdict = ask(vercel);
+    assert_eq!((verdict.verdict, verdict.source, verdict.confidence), (JudgeVerdict::Continue, JudgeSource::Jev, Some(0.9)), "{verdict:?}");
+    assert!(verdict.reason.contains("edge gives p(unfinished work) = 0.90"), "{}", verdict.reason);
+    let seen = edge.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/api/jev", "the url as written, nothing appended");
+    assert_eq!(seen[0].bearer.as_deref(), Some("key-edge"));
+    ask(json!({"name": "edge", "protocol": "decision", "url": typesafe.base, "model": "jev-model", "api_key": "key-typesafe"}));
+    assert_eq!(seen[0].body, typesafe.seen()[0].body, "the same System One request as a decision route");
+    // Its failures hand on like any decision route's: a garbage answer is no verdict.
+    edge.set(Behaviour::Garbage);
+    let verdict = ask(json!({"name": "edge2", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "m", "api_key": ""}));
+    assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
+    assert!(verdict.reason.contains("edge2 failed: unusable answer"), "{}", verdict.reason);
+}
+
+#[test]
 fn judge_classify_answers_every_line_and_names_bad_ones() {
     let home = TestHome::new();
     let input = [
