@@ -716,8 +716,9 @@ fn build_judge_options(document: &Document, fieldset: &Element, stored: Option<&
     let legend = element(document, "legend", "")?;
     legend.set_text_content(Some(&js::message("optionJudgeHeading", &[])));
     fieldset.append_child(&legend)?;
+    // Announced like the page's save status, but not a second `[role=status]` (the page
+    // has one status line, for the settings above).
     let note = element(document, "p", "judge-note")?;
-    note.set_attribute("role", "status")?;
     note.set_attribute("aria-live", "polite")?;
     if let Some(problem) = problem {
         note.set_text_content(Some(&js::message("optionJudgeReset", &[problem.to_owned()])));
