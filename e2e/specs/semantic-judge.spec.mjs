@@ -21,7 +21,7 @@ import { HUD_HOST, HudProbe } from '../lib/hud.mjs';
 import { backendMessages, expectExactlyOne, waitForMessages } from '../lib/backend.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
-import { startChatStandin, startDecisionStandin, writeJudgeConfig } from '../lib/provider-standins.mjs';
+import { withProviderStandins, writeJudgeConfig } from '../lib/provider-standins.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const USER_TEXT = 'Please add the config loader and its tests.';
@@ -41,17 +41,8 @@ function judgeLine(page) {
   return page.locator(HUD_HOST).locator('p[data-line="judge"]');
 }
 
-/** A decision and a chat stand-in for `use`, closed afterwards. */
-async function withStandins(use) {
-  const decision = await startDecisionStandin(0.5);
-  const chat = await startChatStandin();
-  try {
-    await use({ decision, chat });
-  } finally {
-    await decision.close();
-    await chat.close();
-  }
-}
+/** A decision stand-in (unsure until told otherwise) and a chat stand-in for `use`. */
+const withStandins = (use) => withProviderStandins(use, { decision: 0.5 });
 
 function routes({ decision, chat }) {
   return [decision.route('jev', { apiKey: KEYS.jev }), chat.route('small', { apiKey: KEYS.small })];

@@ -79,10 +79,7 @@ impl Continuity {
         }
         let Some(scope) = page.scope() else { return };
         if self.semantic.settings.mode == crate::semantic_auto::JudgeMode::Off {
-            let text = self.say(
-                "The judge is off (options page, \"Turn-end judge\"); nothing was asked.".to_owned(),
-                "判断服务已关闭（选项页“回合结束判断”）；没有询问。".to_owned(),
-            );
+            let text = self.fill("The judge is off (options page, \"Turn-end judge\"); nothing was asked.", "判断服务已关闭（选项页“回合结束判断”）；没有询问。", &[]);
             self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
             return;
         }
@@ -147,21 +144,16 @@ impl Continuity {
     pub(super) fn judge_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
         let (text, tone) = match result {
             Ok(RuntimeAnswer::Verdict(answer)) => (self.judge_answer_text(&answer), NoticeTone::Info),
-            Ok(_) => (
-                self.say("Judge: the companion gave no verdict.".to_owned(), "判断：companion 没有给出结论。".to_owned()),
-                NoticeTone::Bad,
-            ),
+            Ok(_) => (self.fill("Judge: the companion gave no verdict.", "判断：companion 没有给出结论。", &[]), NoticeTone::Bad),
             Err(error) if error.code == ErrorCode::UnknownMethod => (
-                self.say(
-                    format!("The judge is not available: this companion has no turn-end judge (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
-                    format!("判断不可用：这个 companion 没有回合结束判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
+                self.fill(
+                    "The judge is not available: this companion has no turn-end judge (it answered: $1). Nothing was sent; use Continue or Check Herdr instead.",
+                    "判断不可用：这个 companion 没有回合结束判断服务（它的回答：$1）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。",
+                    &[error.message.trim_end_matches('.')],
                 ),
                 NoticeTone::Bad,
             ),
-            Err(error) => (
-                self.say(format!("Judge failed: {}", error.message), format!("判断失败：{}", error.message)),
-                NoticeTone::Bad,
-            ),
+            Err(error) => (self.fill("Judge failed: $1", "判断失败：$1", &[&error.message]), NoticeTone::Bad),
         };
         self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
     }

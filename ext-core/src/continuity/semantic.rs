@@ -18,6 +18,7 @@
 //!   nothing streaming, no draft, layout known); otherwise nothing is sent and the HUD
 //!   says why.
 
+use super::texts::JudgeTail;
 use super::*;
 use crate::scope::Site;
 use crate::semantic_auto::{EndedTurn, JudgeMode, JudgeSettings, SemanticAuto, SemanticInput, SemanticOutput, Verdict};
@@ -68,9 +69,10 @@ impl Continuity {
             machine.handle(SemanticInput::HumanTurn);
         }
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
-            let text = self.say(
-                "Semantic Auto needs this chat bound to a Herdr workspace; the judge was not asked.".to_owned(),
-                "语义 Auto 需要先把这个对话绑定到 Herdr workspace；没有询问判断服务。".to_owned(),
+            let text = self.fill(
+                "Semantic Auto needs this chat bound to a Herdr workspace; the judge was not asked.",
+                "语义 Auto 需要先把这个对话绑定到 Herdr workspace；没有询问判断服务。",
+                &[],
             );
             self.semantic.notes.insert(conversation, text);
             return;
@@ -105,7 +107,9 @@ impl Continuity {
                     self.call(purpose, RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: session_ref });
                     None
                 }
-                SemanticOutput::Decided { verdict, source, reason } => Some(self.semantic_decided_text(verdict, &source, &reason)),
+                // A continue's line is written when it is sent (or not).
+                SemanticOutput::Decided { verdict: Verdict::Continue, .. } => None,
+                SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line_text(verdict, &source, &reason, JudgeTail::Stops)),
                 SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
                 SemanticOutput::Withheld(why) => self.semantic_withheld_text(why),
             };
@@ -124,10 +128,7 @@ impl Continuity {
             if let Some(machine) = self.semantic.autos.get_mut(conversation) {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
-            return Some(self.say(
-                format!("Judge ({source}): continue — {reason}. Nothing was sent: Auto is off or the chat is not bound any more."),
-                format!("判断（{source}）：继续 — {reason}。没有发送：Auto 已关闭或对话已解除绑定。"),
-            ));
+            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::AutoOff));
         }
         if self.queue_holds(conversation) {
             // The user queued their next turn while the judge was thinking: it goes first.
@@ -145,18 +146,12 @@ impl Continuity {
             _ => false,
         };
         if posted {
-            return Some(self.say(
-                format!("Judge ({source}): continue — {reason}. A continue was sent ({streak} of at most {max} in a row)."),
-                format!("判断（{source}）：继续 — {reason}。已发送继续消息（连续第 {streak} 次，最多 {max} 次）。"),
-            ));
+            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
         }
         if let Some(machine) = self.semantic.autos.get_mut(conversation) {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
         }
-        Some(self.say(
-            format!("Judge ({source}): continue — {reason}. Nothing was sent: the page is not free (a reply, a draft or another message of the extension)."),
-            format!("判断（{source}）：继续 — {reason}。没有发送：页面正忙（回复、草稿或扩展的另一条消息）。"),
-        ))
+        Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::NotFree))
     }
 
     /// How a continue's delivery ended.
@@ -212,9 +207,10 @@ impl Continuity {
         let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
         self.semantic.notes.get(&conversation).cloned().or_else(|| {
             self.semantic.problem.map(|problem| {
-                self.say(
-                    format!("Judge settings: {problem}; the defaults are used (judge use manual only, at most 3 automatic continues). Fix them on the options page."),
-                    format!("判断设置：{problem}；已改用默认值（仅手动判断，最多连续 3 次自动继续）。请在选项页修正。"),
+                self.fill(
+                    "Judge settings: $1; the defaults are used (judge use manual only, at most 3 automatic continues). Fix them on the options page.",
+                    "判断设置：$1；已改用默认值（仅手动判断，最多连续 3 次自动继续）。请在选项页修正。",
+                    &[problem],
                 )
             })
         })
