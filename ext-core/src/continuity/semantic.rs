@@ -13,7 +13,8 @@
 //!   HUD says why.
 //! - A user turn that carries our marker (a wake, a continue) is not a human turn, so our
 //!   own continues count towards the bound: at most `max_continues` in a row without a
-//!   human turn or an event of the bound workspace (M7).
+//!   human turn or an event of the bound workspace (M7); and its text is never sent to the
+//!   judge as the user's request (the judge gets `""`), so our "go on" is not read as work.
 //! - A continue is typed only into an idle page of the same conversation (composer there,
 //!   nothing streaming, no draft, layout known); otherwise nothing is sent and the HUD
 //!   says why.
@@ -65,7 +66,11 @@ impl Continuity {
         let queue_waiting = self.queue_holds(&conversation);
         let settings = self.semantic.settings;
         let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
-        if human_turn(user_marker) {
+        // Our own message (a continue, a wake) is never shown to the judge as the user's
+        // request: "go on" would read as work asked for.
+        let human = human_turn(user_marker);
+        let user_text = if human { user_text } else { String::new() };
+        if human {
             machine.handle(SemanticInput::HumanTurn);
         }
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {

@@ -116,6 +116,9 @@ fn auto_stops_after_the_bound_until_a_human_turn_or_herdr_activity() {
     }
     let continues = log.iter().filter(|l| l.starts_with("deliver judge:")).count();
     assert_eq!(continues, 2, "{log:#?}");
+    // Our continue in the user turn is not shown to the judge as the user's request.
+    let asked: Vec<&String> = log.iter().filter(|l| l.starts_with("judge.turn_end")).collect();
+    assert!(asked[0].contains(r#"user="build the judge""#) && asked[1].contains(r#"user="""#), "{asked:#?}");
     assert!(judge_line(&c).starts_with("Auto stopped continuing"), "{}", judge_line(&c));
     // The workspace worked: a new run may continue again.
     c.handle(10, event(1, PaneEventKind::Working));
@@ -156,6 +159,17 @@ fn done_uncertain_and_errors_stop_and_the_hud_says_why() {
         assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
         assert_eq!(judge_line(&c), line);
     }
+}
+
+// R: O4 — the judge's texts are Chinese in a Chinese UI.
+#[test]
+fn the_judge_line_and_the_continue_are_chinese_in_a_chinese_ui() {
+    let (mut c, mut log) = semantic_world(3);
+    c.handle(0, ContinuityInput::LanguageChanged { language: ext_core::wake::Language::Zh });
+    ended(&mut c, 1, 1, None);
+    drain(&mut c, 1, &verdict(Verdict::Continue, "jev", "p = 0.91"), &mut None, &mut log);
+    assert!(log.iter().any(|l| l.contains("回合结束判断（jev）的结论：p = 0.91") && l.contains("连续自动继续第 1 次，最多 3 次")), "{log:#?}");
+    assert_eq!(judge_line(&c), "判断（jev）：继续 — p = 0.91。已发送继续消息（连续第 1 次，最多 3 次）。");
 }
 
 // R: Q2 — the user's queued turn goes first: the judge is not asked while the
