@@ -157,6 +157,8 @@
       if (c.withheld) { const p = para('withheld', 'hudWithheld', [], 'withheld'); p.textContent = c.withheld.text; p.dataset.code = c.withheld.code; out.push(p); }
       else out.push(para('withheld', 'hudNothingWithheld', []));
     }
+    // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
+    if (c.judge) { const p = para('judge', 'hudJudge', [], 'judge'); p.textContent = c.judge; out.push(p); }
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
@@ -184,7 +186,11 @@
         button.dataset.locked = action.locked.code;
         button.title = action.locked.text;
       }
-      button.addEventListener('click', () => port?.postMessage({ type: 'action', action: action.id }));
+      // The judge button carries the page's last turn (read now, once per press).
+      button.addEventListener('click', () => {
+        const turn = action.id === 'llm_judge' ? endedTurn() : null;
+        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
+      });
       return button;
     });
   };
@@ -526,6 +532,35 @@
     return value ? value.trim().split(/\s+/)[0] : null;
   };
 
+  // ---- The ended turn (semantic Auto and the judge button, docs/PROTOCOL.md
+  // "turn_ended"): the last user turn's text without our marker lines and the last reply's
+  // text, each bounded (keeping the tail). Read only when a reply has ended (a full
+  // recompute saw generating go false) or the judge button is pressed, never per mutation;
+  // innerText (one layout read) keeps the reply's line structure for the judge.
+  const TURN_USER_MAX = 6000; // ext-core limits::MAX_TURN_USER_CHARS
+  const TURN_ASSISTANT_MAX = 12000; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
+  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+\].*$/gm;
+  const tailChars = (value, max) => {
+    const chars = Array.from(value);
+    return chars.length > max ? chars.slice(-max).join('') : value;
+  };
+  const readText = (el) => (el ? (el.innerText ?? el.textContent ?? '') : '').trim();
+  const endedTurn = () => {
+    const seen = observe();
+    if (!seen.gen) return { user_text: '', assistant_text: '', user_marker: null };
+    const users = seen.users.list;
+    const raw = readText(users[users.length - 1] ?? null);
+    const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
+    const body = seen.last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
+    return {
+      user_text: tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX),
+      assistant_text: tailChars(readText(body), TURN_ASSISTANT_MAX),
+      user_marker: marker && marker.length <= 256 ? marker : null,
+    };
+  };
+  let wasGenerating = false;
+  const sendTurnEnded = () => port?.postMessage({ type: 'turn_ended', ...endedTurn() });
+
   let delivering = null;
   let lastGenerating = false;
   let lastFacts = '';
@@ -661,6 +696,9 @@
     const before = lastGeneration;
     const current = facts();
     const json = JSON.stringify(current);
+    // A reply ended: its turn is reported once, after the facts that say so.
+    const ended = wasGenerating && !current.generating && current.generation !== null;
+    wasGenerating = current.generating;
     watchFor(current);
     lastGenerating = current.generating;
     if (diagnosticsDeferred && !lastGenerating) {
@@ -671,10 +709,14 @@
     publishCounters();
     host.dataset.generation = current.generation ?? '';
     if (profile && before !== undefined && current.generation !== before) sendDiagnostics(true);
-    if (!force && json === lastFacts) return;
+    if (!force && json === lastFacts) {
+      if (ended) sendTurnEnded();
+      return;
+    }
     lastFacts = json;
     port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
+    if (ended) sendTurnEnded();
     scheduleDiagnostics();
   };
   // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the

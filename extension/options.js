@@ -72,10 +72,70 @@ function settingRow(spec, stored, status) {
   return element('label', 'setting', {}, element('span', 'caption', {}, message(spec.label)), input);
 }
 
+// ---- The turn-end judge (O4, M4, M7): its use and the bound on automatic continues, one
+// record in chrome.storage.local under JUDGE_KEY (ext_core::semantic_auto::SETTINGS_KEY),
+// which the worker reads and ext-core validates again (a bad record falls back to the
+// defaults there too, and the HUD says so). The queue's limits are fixed and only shown
+// (ext_core::queue MAX_ITEMS, MAX_MERGED_CHARS, MAX_AGE_MS).
+const JUDGE_KEY = 'herdrContinuityJudgeV1';
+const JUDGE_DEFAULTS = { mode: 'manual_only', max_continues: 3 };
+const JUDGE_MODES = [['off', 'optionJudgeOff'], ['manual_only', 'optionJudgeManual'], ['in_auto', 'optionJudgeInAuto']];
+const MAX_CONTINUES = { min: 1, max: 10 };
+const QUEUE_LIMITS = { items: 20, chars: 24_000, days: 7 };
+
+/** The stored judge record read as the core reads it: `{settings, problem}`. */
+function readJudge(text) {
+  if (typeof text !== 'string') return { settings: { ...JUDGE_DEFAULTS }, problem: null };
+  let record;
+  try { record = JSON.parse(text); } catch { return { settings: { ...JUDGE_DEFAULTS }, problem: 'the stored judge settings are not JSON' }; }
+  const settings = { ...JUDGE_DEFAULTS };
+  let problem = null;
+  if (JUDGE_MODES.some(([mode]) => mode === record?.mode)) settings.mode = record.mode;
+  else problem = 'the stored judge use is not off, manual_only or in_auto';
+  const max = record?.max_continues;
+  if (Number.isInteger(max) && max >= MAX_CONTINUES.min && max <= MAX_CONTINUES.max) settings.max_continues = max;
+  else problem ??= 'the stored maximum of automatic continues is not a whole number from 1 to 10';
+  return { settings, problem };
+}
+
+/** The judge fieldset: judge use, the bound, the queue limits and its own note line. */
+async function judgeSection() {
+  const stored = await chrome.storage.local.get(JUDGE_KEY).then((items) => items[JUDGE_KEY], () => undefined);
+  const { settings, problem } = readJudge(stored);
+  // Announced like the page's save status, but not a second [role=status].
+  const note = element('p', 'judge-note', { 'aria-live': 'polite' }, problem ? message('optionJudgeReset', [problem]) : '');
+  const mode = element('select', '', { id: 'judgeMode' },
+    ...JUDGE_MODES.map(([value, label]) => element('option', '', { value }, message(label))));
+  mode.value = settings.mode;
+  const max = element('input', '', { id: 'maxContinues', type: 'number', min: String(MAX_CONTINUES.min), max: String(MAX_CONTINUES.max) });
+  max.value = String(settings.max_continues);
+  const save = async () => {
+    const value = acceptWhole(max.value, MAX_CONTINUES);
+    if (value === null || String(value) !== max.value.trim()) {
+      note.textContent = message('optionNotANumber', [String(MAX_CONTINUES.min), String(MAX_CONTINUES.max)]);
+      return;
+    }
+    try {
+      await chrome.storage.local.set({ [JUDGE_KEY]: JSON.stringify({ mode: mode.value, max_continues: value }) });
+      note.textContent = message('optionSaved');
+    } catch (failure) {
+      note.textContent = message('optionSaveFailed', [errorText(failure)]);
+    }
+  };
+  mode.addEventListener('change', save);
+  max.addEventListener('change', save);
+  const row = (label, control) => element('label', 'setting', {}, element('span', 'caption', {}, message(label)), control);
+  const limits = element('p', 'queue-limits', { id: 'queueLimits' },
+    message('optionQueueLimits', [String(QUEUE_LIMITS.items), String(QUEUE_LIMITS.chars), String(QUEUE_LIMITS.days)]));
+  return element('fieldset', 'judge', {}, element('legend', '', {}, message('optionJudgeHeading')),
+    row('optionJudgeMode', mode), row('optionMaxContinues', max), limits, note);
+}
+
 startPage((app) => {
   const form = element('form', 'settings');
   const status = statusRegion('save-status');
   app.append(form, status);
+  judgeSection().then((section) => app.append(section));
   const defaults = Object.fromEntries(SETTINGS.map((spec) => [spec.key, spec.default]));
   chrome.storage.sync.get(defaults)
     .catch(() => defaults)

@@ -44,4 +44,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'sync' && (changes.progressTickSec || changes.progressFallbackSec)) {
     forward(() => shell.progress_settings_changed());
   }
+  if (area === 'local' && changes.herdrContinuityJudgeV1) {
+    forward(() => shell.judge_settings_changed());
+  }
 });

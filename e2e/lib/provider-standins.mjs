@@ -269,3 +269,19 @@ export function writeJudgeConfig(home, judge, { mode = 0o600 } = {}) {
   chmodSync(file, mode);
   return file;
 }
+
+/**
+ * Runs `use({decision, chat})` with a decision stand-in answering `decision` and a chat
+ * stand-in answering `chat` (the start functions' defaults when omitted); both are closed
+ * afterwards, also when `use` fails.
+ */
+export async function withProviderStandins(use, { decision: decisionAnswerAt, chat: chatAnswerWith } = {}) {
+  const decision = await startDecisionStandin(decisionAnswerAt);
+  const chat = await startChatStandin(chatAnswerWith);
+  try {
+    return await use({ decision, chat });
+  } finally {
+    await decision.close();
+    await chat.close();
+  }
+}

@@ -74,6 +74,8 @@ pub enum DeliveryKind {
     Continue,
     /// The user's queued messages (Q2).
     Queue,
+    /// A continue semantic Auto sent on the turn-end judge's verdict (J1, M7).
+    JudgeContinue,
 }
 
 /// What the page looked like when typing began.
@@ -473,7 +475,7 @@ fn marker_safe(subject: &str) -> String {
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue });
+json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue, "judge_continue" => JudgeContinue });
 
 json_struct!(Baseline { page_load, user_turns, last_user_turn_id });
 

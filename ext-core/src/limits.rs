@@ -25,6 +25,12 @@ pub const MAX_ID_CHARS: usize = 256;
 pub const MAX_LABEL_CHARS: usize = 256;
 /// Most markers one `page_facts` may carry (the content script reads the last five turns).
 pub const MAX_MARKERS: usize = 16;
+/// Longest user-turn text a `turn_ended` or `llm_judge` action may carry (characters; the
+/// page keeps the tail).
+pub const MAX_TURN_USER_CHARS: usize = 6_000;
+/// Longest assistant-reply text those messages may carry (characters; the page keeps the
+/// tail).
+pub const MAX_TURN_ASSISTANT_CHARS: usize = 12_000;
 /// Most fields a page message may have (the widest, `page_facts`, has 13).
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.

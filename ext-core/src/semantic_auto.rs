@@ -300,7 +300,66 @@ impl SemanticAuto {
     pub fn restored(&mut self) {
         self.asking = None;
     }
+
+    /// New options (O4): the mode and the bound apply from the next reply on.
+    pub fn configure(&mut self, settings: JudgeSettings) {
+        self.mode = settings.mode;
+        self.max_continues = settings.max_continues.clamp(1, MAX_MAX_CONTINUES);
+    }
 }
 
-crate::json_read::read_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
-crate::json_read::read_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });
+/// The `chrome.storage.local` key of the options page's judge settings (versioned).
+pub const SETTINGS_KEY: &str = "herdrContinuityJudgeV1";
+
+/// The judge settings of the options page (O4): `{"mode", "max_continues"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct JudgeSettings {
+    /// When the judge is used.
+    pub mode: JudgeMode,
+    /// Automatic continues in a row at most (1..=[`MAX_MAX_CONTINUES`]).
+    pub max_continues: u32,
+}
+
+impl Default for JudgeSettings {
+    fn default() -> Self {
+        Self { mode: JudgeMode::ManualOnly, max_continues: DEFAULT_MAX_CONTINUES }
+    }
+}
+
+impl JudgeSettings {
+    /// Reads the stored record (`None`: nothing stored, the defaults). A part that is not
+    /// valid falls back to its default, and the second value says which (for the options
+    /// page and the HUD); nothing is guessed.
+    pub fn parse(stored: Option<&str>) -> (Self, Option<&'static str>) {
+        Self::read(stored.map(|text| serde_json::from_str(text).map_err(|_| ())).as_ref().map(|r| r.as_ref()))
+    }
+
+    /// [`Self::parse`] of a record already parsed (the shell parses the stored text with
+    /// the browser's `JSON.parse`): `Some(Err(()))` when the stored text is not JSON.
+    pub fn read(stored: Option<Result<&serde_json::Value, &()>>) -> (Self, Option<&'static str>) {
+        let mut settings = Self::default();
+        let Some(parsed) = stored else { return (settings, None) };
+        let Ok(value) = parsed else {
+            return (settings, Some("the stored judge settings are not JSON"));
+        };
+        let mut problem = None;
+        match value.get("mode").map(crate::json_read::ReadJson::read_json) {
+            Some(Ok(mode)) => settings.mode = mode,
+            _ => problem = Some("the stored judge use is not off, manual_only or in_auto"),
+        }
+        match value.get("max_continues").and_then(serde_json::Value::as_u64) {
+            Some(n @ 1..=10) => settings.max_continues = n as u32,
+            _ => problem = problem.or(Some("the stored maximum of automatic continues is not a whole number from 1 to 10")),
+        }
+        (settings, problem)
+    }
+
+    /// The record to store.
+    pub fn to_json(&self) -> String {
+        crate::json_read::WriteJson::write_json(self).to_string()
+    }
+}
+
+crate::json_read::json_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
+crate::json_read::write_struct!(JudgeSettings { mode, max_continues });
+crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });

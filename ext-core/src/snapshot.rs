@@ -27,6 +27,7 @@ use crate::binding::{Bindings, CatalogWorkspace};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
+use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
 use crate::json_read::{read_struct, Object, ReadJson};
@@ -84,6 +85,8 @@ pub struct Snapshot {
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
     /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
     pub(crate) queue: QueueDurable,
+    /// Semantic Auto per conversation key: judged fingerprints, the streak (M7).
+    pub(crate) semantic: VecMap<String, SemanticAuto>,
 }
 
 impl Snapshot {
@@ -125,6 +128,7 @@ impl Snapshot {
             confirmed_tasks: &self.confirmed_tasks,
             orphan_acks: &self.orphan_acks,
             queue: &self.queue,
+            semantic: &self.semantic,
         }
         .to_value()
         .to_string())
@@ -161,6 +165,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) orphan_acks: &'a VecMap<String, Vec<String>>,
     /// See [`Snapshot::queue`].
     pub(crate) queue: &'a QueueDurable,
+    /// See [`Snapshot::semantic`].
+    pub(crate) semantic: &'a VecMap<String, SemanticAuto>,
 }
 
 impl SnapshotRef<'_> {
@@ -181,6 +187,7 @@ impl SnapshotRef<'_> {
             .with("confirmed_tasks", self.confirmed_tasks)
             .with("orphan_acks", self.orphan_acks)
             .with("queue", self.queue)
+            .with("semantic", self.semantic)
             .done()
     }
 }
@@ -199,4 +206,5 @@ read_struct!(Snapshot {
     confirmed_tasks: default,
     orphan_acks: default,
     queue: default,
+    semantic: default,
 });

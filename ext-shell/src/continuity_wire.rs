@@ -14,9 +14,10 @@ use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     DeliveryOutcome,
-    CallError, ContinuityInput, InboxTask, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
+    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
     TaskCounts,
 };
+use ext_core::semantic_auto::Verdict;
 use ext_core::limits::{
     self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
     MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
@@ -57,12 +58,9 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::PaneRead { pane_id, lines } => {
             (Method::HerdrPaneRead, json_object!("pane_id": pane_id, "lines": lines))
         }
-        RuntimeCall::JudgeTurnEnd {
-            session_ref,
-            workspace_id,
-        } => (
+        RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation } => (
             Method::JudgeTurnEnd,
-            json_object!("browser_session_ref": session_ref, "workspace_id": workspace_id),
+            json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation),
         ),
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
@@ -193,13 +191,31 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                 .map(|text| limits::clip_tail(text, MAX_RUNTIME_TEXT_CHARS))
                 .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
-        RuntimeCall::JudgeTurnEnd { .. } => Ok(RuntimeAnswer::Text {
-            text: ["verdict", "summary", "text"]
-                .iter()
-                .find_map(|key| clipped_of(result, key, MAX_RUNTIME_TEXT_CHARS))
-                .unwrap_or_else(|| limits::clip(crate::js::stringify(result), MAX_RUNTIME_TEXT_CHARS)),
-        }),
+        RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
     }
+}
+
+/// A `judge_verdict` result: verdict, source, reason and the J7 priors present (whole
+/// percents); `None` when it is not that shape.
+fn judge_verdict(result: &Value) -> Option<RuntimeAnswer> {
+    let verdict = match result.get("verdict")?.as_str()? {
+        "continue" => Verdict::Continue,
+        "done" => Verdict::Done,
+        "uncertain" => Verdict::Uncertain,
+        _ => return None,
+    };
+    let source = short_of(result, "source")?;
+    let priors = result
+        .get("priors")
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(name, p)| Some((limits::clip(name.clone(), 32), (p.as_f64()?.clamp(0.0, 1.0) * 100.0).round() as u8)))
+                .take(5)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(RuntimeAnswer::Verdict(JudgeAnswer { verdict, source, reason: short_of(result, "reason").unwrap_or_default(), priors }))
 }
 
 /// A stream or inbox event for the continuity machine (`name` `None`: a name the protocol
@@ -341,6 +357,23 @@ pub enum PortCommand {
     },
     /// `queue_clear`: the user confirmed clearing the conversation's queue.
     QueueClear,
+    /// `action` `llm_judge {user_text, assistant_text}`: the HUD judge button with the
+    /// page's last turn.
+    LlmJudge {
+        /// The last user turn (marker lines removed).
+        user_text: String,
+        /// The last reply.
+        assistant_text: String,
+    },
+    /// `turn_ended {user_text, assistant_text, user_marker}`: a reply ended.
+    TurnEnded {
+        /// The last user turn (marker lines removed).
+        user_text: String,
+        /// The reply.
+        assistant_text: String,
+        /// The marker id in that user turn, if it was a message of ours.
+        user_marker: Option<String>,
+    },
     /// `bind {tab_id, workspace_id, label}`.
     Bind {
         /// The tab.
@@ -375,11 +408,19 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "toggle_auto" => "toggle_auto",
                 "continue" => "continue",
                 "check_herdr" => "check_herdr",
-                "llm_judge" => "llm_judge",
+                "llm_judge" => {
+                    let text = |key| str_of(value, key).unwrap_or_default();
+                    return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });
+                }
                 _ => return None,
             };
             Some(PortCommand::HudAction(action))
         }
+        "turn_ended" => Some(PortCommand::TurnEnded {
+            user_text: str_of(value, "user_text")?,
+            assistant_text: str_of(value, "assistant_text")?,
+            user_marker: str_of(value, "user_marker"),
+        }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),
         "queue_add" => Some(PortCommand::QueueAdd { text: value.get("text")?.as_str()?.to_owned() }),

@@ -242,9 +242,12 @@ impl LinkDriver {
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
-                "check_herdr" => ContinuityInput::CheckHerdr { tab },
-                _ => ContinuityInput::LlmJudge { tab },
+                _ => ContinuityInput::CheckHerdr { tab },
             },
+            (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
+            (PortCommand::TurnEnded { user_text, assistant_text, user_marker }, Some(tab)) => {
+                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker }
+            }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
             (PortCommand::PanelHello { tab_id }, _) if panel => {
@@ -459,14 +462,15 @@ impl LinkDriver {
         // Size first, then shape (ext_core::limits): a page shapes these through its DOM.
         let text = js::json_text(message)
             .ok_or_else(|| WireError::PageMessageRejected("not a JSON value".into()))?;
-        // Only `queue_add` carries the user's composer text and may be longer than the
-        // other messages' cap.
+        // `queue_add`, `turn_ended` and the judge button carry page text and may be longer
+        // than the other messages' cap.
         let too_long = |cap: usize| WireError::PageMessageRejected(format!("{} bytes of JSON (at most {cap})", text.len()));
         if text.len() > MAX_QUEUE_MESSAGE_BYTES {
             return Err(too_long(MAX_QUEUE_MESSAGE_BYTES));
         }
         let value = js::json_value(message).map_err(WireError::PageMessageRejected)?;
-        if text.len() > MAX_PAGE_MESSAGE_BYTES && value.get("type").and_then(serde_json::Value::as_str) != Some("queue_add") {
+        let carries_text = matches!(value.get("type").and_then(serde_json::Value::as_str), Some("queue_add" | "turn_ended" | "action"));
+        if text.len() > MAX_PAGE_MESSAGE_BYTES && !carries_text {
             return Err(too_long(MAX_PAGE_MESSAGE_BYTES));
         }
         if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {

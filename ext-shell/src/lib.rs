@@ -105,6 +105,8 @@ pub async fn start_worker() -> Result<(), JsValue> {
     }
     let progress = progress_settings_stored().await;
     restored.handle(now, progress);
+    let stored = judge_settings_stored().await;
+    restored.handle(now, ContinuityInput::JudgeSettings { stored });
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
         _ => Language::En,
@@ -145,6 +147,21 @@ async fn progress_settings_stored() -> ContinuityInput {
 pub async fn progress_settings_changed() -> Result<(), JsValue> {
     let settings = progress_settings_stored().await;
     LinkDriver::feed_continuity(&worker()?, settings);
+    Ok(())
+}
+
+/// The stored judge settings (options page), parsed: `Some(Err(()))` when not JSON.
+async fn judge_settings_stored() -> Option<Result<serde_json::Value, ()>> {
+    let text = js::storage_local_read(ext_core::semantic_auto::SETTINGS_KEY).await?;
+    Some(js::parse(&text).map_err(|_| ()))
+}
+
+/// `chrome.storage.onChanged` for `local.herdrContinuityJudgeV1` (options page, O4): the
+/// stored judge settings, read and validated by the core.
+#[wasm_bindgen]
+pub async fn judge_settings_changed() -> Result<(), JsValue> {
+    let stored = judge_settings_stored().await;
+    LinkDriver::feed_continuity(&worker()?, ContinuityInput::JudgeSettings { stored });
     Ok(())
 }
 

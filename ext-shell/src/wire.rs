@@ -212,6 +212,8 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
         "url" => MAX_URL_CHARS,
         "label" => MAX_LABEL_CHARS,
         "text" if queue_add => limits::MAX_QUEUE_TEXT_CHARS,
+        "user_text" => limits::MAX_TURN_USER_CHARS,
+        "assistant_text" => limits::MAX_TURN_ASSISTANT_CHARS,
         _ => MAX_ID_CHARS,
     };
     for (key, field) in object {

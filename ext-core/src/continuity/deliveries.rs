@@ -63,7 +63,7 @@ impl Continuity {
             // generated: the scheduler must not post a second delivery (regression found
             // by continuity_props (e)).
             // So does a queued batch of the user (their next turn goes first, Q2).
-            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| d.kind == DeliveryKind::Continue) || self.queue_in_flight(&key);
+            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| matches!(d.kind, DeliveryKind::Continue | DeliveryKind::JudgeContinue)) || self.queue_in_flight(&key);
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
@@ -146,6 +146,9 @@ impl Continuity {
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
         if delivery.kind == DeliveryKind::Queue {
             return self.queue_resolved(now, &delivery, resolution);
+        }
+        if delivery.kind == DeliveryKind::JudgeContinue {
+            self.semantic_resolved(&delivery, resolution);
         }
         let key = delivery.scope_key.clone();
         let confirmed = *resolution == Resolution::Confirmed;

@@ -139,13 +139,28 @@ pub enum RuntimeCall {
         /// How many lines.
         lines: u32,
     },
-    /// `judge.turn_end {browser_session_ref, workspace_id}`.
+    /// `judge.turn_end {user_text, assistant_text, conversation}`.
     JudgeTurnEnd {
-        /// The scope's ref.
-        session_ref: String,
-        /// The bound workspace.
-        workspace_id: String,
+        /// The user turn the reply answers (our marker lines removed by the page).
+        user_text: String,
+        /// The reply.
+        assistant_text: String,
+        /// The chat's `browser_session_ref`.
+        conversation: String,
     },
+}
+
+/// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JudgeAnswer {
+    /// The verdict.
+    pub verdict: crate::semantic_auto::Verdict,
+    /// `jev | llm | script`.
+    pub source: String,
+    /// Why, in one line (bounded by the shell).
+    pub reason: String,
+    /// The goal-mode priors a decision route gave, as whole percents (advice only, J7).
+    pub priors: Vec<(String, u8)>,
 }
 
 /// A successful answer, parsed by the shell according to the call it answers.
@@ -185,11 +200,8 @@ pub enum RuntimeAnswer {
         /// Its tail.
         text: String,
     },
-    /// Any other result: its one-line text (the judge's verdict).
-    Text {
-        /// The text.
-        text: String,
-    },
+    /// `judge_verdict`.
+    Verdict(JudgeAnswer),
 }
 
 /// An error answer (or a request the shell could not send).
@@ -310,10 +322,32 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
-    /// HUD: ask the LLM judge.
+    /// HUD: ask the turn-end judge about the page's last turn (it does not continue).
     LlmJudge {
         /// The tab.
         tab: TabId,
+        /// The last user turn's text, our marker lines removed (bounded by the page).
+        user_text: String,
+        /// The last reply's text (bounded by the page).
+        assistant_text: String,
+    },
+    /// The page's reply ended (generating went false): the turn, for semantic Auto.
+    TurnEnded {
+        /// The tab.
+        tab: TabId,
+        /// The last user turn's text, our marker lines removed (bounded by the page).
+        user_text: String,
+        /// The reply's text (bounded by the page).
+        assistant_text: String,
+        /// The marker id in that user turn, when it is a message of ours.
+        user_marker: Option<String>,
+    },
+    /// Options page: the stored judge settings (`chrome.storage.local`,
+    /// [`crate::semantic_auto::SETTINGS_KEY`]); `None` when nothing is stored. Read here
+    /// (validated; a bad value falls back to the default and the HUD says so).
+    JudgeSettings {
+        /// The stored record, parsed by the shell (`Err` when its text is not JSON).
+        stored: Option<Result<serde_json::Value, ()>>,
     },
     /// Options page: "allow Project Auto".
     AllowProjectAuto {

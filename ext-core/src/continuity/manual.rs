@@ -71,18 +71,20 @@ impl Continuity {
         self.outputs.push_back(ContinuityOutput::Insert { tab, text });
     }
 
-    pub(super) fn llm_judge(&mut self, tab: TabId) {
+    pub(super) fn llm_judge(&mut self, tab: TabId, user_text: String, assistant_text: String) {
         let page = self.page_kind(tab);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
             self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
             return;
         }
         let Some(scope) = page.scope() else { return };
-        let workspace_id = self.bindings.binding_for(&scope).map(|b| b.workspace_id.clone()).unwrap_or_default();
-        self.call(
-            Purpose::Judge { tab },
-            RuntimeCall::JudgeTurnEnd { session_ref: browser_session_ref(&scope), workspace_id },
-        );
+        if self.semantic.settings.mode == crate::semantic_auto::JudgeMode::Off {
+            let text = self.fill("The judge is off (options page, \"Turn-end judge\"); nothing was asked.", "判断服务已关闭（选项页“回合结束判断”）；没有询问。", &[]);
+            self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+            return;
+        }
+        // The same chain as semantic Auto; the answer is shown, never acted on.
+        self.call(Purpose::Judge { tab }, RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: browser_session_ref(&scope) });
     }
 }
 
@@ -137,28 +139,21 @@ impl Continuity {
         self.finish_check(tab);
     }
 
-    /// The LLM judge's verdict (J4: only the runtime's semantic service judges).
+    /// The judge's verdict for the HUD button (J4: only the runtime's semantic service
+    /// judges): verdict, source, reason and the J7 priors as advice.
     pub(super) fn judge_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
         let (text, tone) = match result {
-            Ok(RuntimeAnswer::Text { text }) => {
-                (self.say(format!("LLM judge: {text}"), format!("LLM 判断：{text}")), NoticeTone::Info)
-            }
-            Ok(_) => (
-                self.say("LLM judge: the companion gave no verdict.".to_owned(), "LLM 判断：companion 没有给出结论。".to_owned()),
-                NoticeTone::Info,
-            ),
-            // J4: the extension holds no provider; only the runtime's semantic service judges.
+            Ok(RuntimeAnswer::Verdict(answer)) => (self.judge_answer_text(&answer), NoticeTone::Info),
+            Ok(_) => (self.fill("Judge: the companion gave no verdict.", "判断：companion 没有给出结论。", &[]), NoticeTone::Bad),
             Err(error) if error.code == ErrorCode::UnknownMethod => (
-                self.say(
-                    format!("LLM judge is not available: this companion has no semantic judge service (it answered: {}). Nothing was sent; use Continue or Check Herdr instead.", error.message.trim_end_matches('.')),
-                    format!("LLM 判断不可用：这个 companion 没有语义判断服务（它的回答：{}）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。", error.message.trim_end_matches('.')),
+                self.fill(
+                    "The judge is not available: this companion has no turn-end judge (it answered: $1). Nothing was sent; use Continue or Check Herdr instead.",
+                    "判断不可用：这个 companion 没有回合结束判断服务（它的回答：$1）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。",
+                    &[error.message.trim_end_matches('.')],
                 ),
                 NoticeTone::Bad,
             ),
-            Err(error) => (
-                self.say(format!("LLM judge failed: {}", error.message), format!("LLM 判断失败：{}", error.message)),
-                NoticeTone::Bad,
-            ),
+            Err(error) => (self.fill("Judge failed: $1", "判断失败：$1", &[&error.message]), NoticeTone::Bad),
         };
         self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
     }

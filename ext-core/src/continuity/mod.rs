@@ -76,6 +76,7 @@ use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::Millis;
 
 mod acks;
+mod answers;
 mod deliveries;
 mod inbox_sync;
 mod io;
@@ -83,6 +84,7 @@ mod manual;
 mod pane_output;
 mod persisted;
 mod queue;
+mod semantic;
 mod texts;
 mod views;
 
@@ -90,6 +92,7 @@ pub use acks::CONFIRMED_TASKS_KEPT;
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
+pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use texts::*;
 pub use views::*;
 
@@ -176,6 +179,8 @@ enum Purpose {
     CheckPanes { tab: TabId },
     CheckRead { tab: TabId },
     Judge { tab: TabId },
+    /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
+    SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
 }
 
 /// A Check Herdr run being collected.
@@ -241,6 +246,8 @@ pub struct Continuity {
     now: Millis,
     /// The Queue's changes and batches (Q1–Q8).
     queue: queue::QueueFlow,
+    /// Semantic Auto per conversation and the judge settings (J1–J3, M7, O4).
+    semantic: semantic::SemanticFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -398,6 +405,7 @@ impl Continuity {
                 if event.kind == PaneEventKind::PaneRemoved {
                     self.pane_outputs.remove(&event.pane_id);
                 }
+                self.semantic_herdr_activity(&event.workspace_id);
                 self.tracker.handle(now, SettleInput::Event(event));
                 self.drain_tracker(now);
                 self.outputs.push_back(ContinuityOutput::Persist);
@@ -470,7 +478,11 @@ impl Continuity {
             }
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
-            ContinuityInput::LlmJudge { tab } => self.llm_judge(tab),
+            ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker } => {
+                self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
+            }
+            ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {
                 self.auto.set_allow_project_auto(allowed);
                 self.outputs.push_back(ContinuityOutput::Persist);
@@ -700,123 +712,8 @@ impl Continuity {
         }
     }
 
-    /// A call that will never be answered normally.
-    fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
-        let error = CallError {
-            code: ErrorCode::Offline,
-            message: format!("{why}; the extension retries when it reconnects"),
-        };
-        self.answered(now, purpose, Err(error));
-    }
-
-    fn answered(&mut self, now: Millis, purpose: Purpose, result: Result<RuntimeAnswer, CallError>) {
-        match (purpose, result) {
-            (Purpose::Subscribe, _) => {}
-            (Purpose::Catalog, _) if std::mem::take(&mut self.catalog_reread) => {
-                self.call(Purpose::Catalog, RuntimeCall::Workspaces);
-            }
-            (Purpose::Catalog, Ok(RuntimeAnswer::Workspaces { workspaces })) => {
-                self.catalog_error = None;
-                self.catalog = workspaces.clone();
-                self.bindings.handle(now, BindingInput::CatalogRefreshed { workspaces });
-                self.drain_bindings();
-            }
-            (Purpose::Catalog, Err(error)) => self.catalog_error = Some(error.message),
-            (Purpose::Catalog, Ok(_)) => {}
-            (Purpose::WakeTasks { scope_key, settle }, result) => {
-                let result = result.map(|answer| match answer {
-                    RuntimeAnswer::InboxPending { tasks, more } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks), more },
-                    other => other,
-                });
-                if let Some(status) = self.scopes.get_mut(&scope_key) {
-                    status.settle_awaiting_tasks = None;
-                    match result {
-                        Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
-                            // The rest is read once this wake is confirmed and acked (paging).
-                            status.inbox_check_due |= more;
-                            status.inbox_missing = false;
-                            status.wake_tasks = tasks;
-                        }
-                        Err(error) if error.code == ErrorCode::UnknownMethod => {
-                            status.inbox_missing = true;
-                            status.wake_tasks.clear();
-                        }
-                        _ => {
-                            // The wake goes without task facts; its tasks stay unacked and
-                            // an inbox check picks them up once the scope is quiet.
-                            status.wake_tasks.clear();
-                            status.inbox_check_due = true;
-                        }
-                    }
-                }
-                self.feed_settle(now, &scope_key, settle);
-            }
-            (Purpose::InboxCheck { scope_key, workspace_id }, result) => {
-                self.inbox_checked(now, &scope_key, &workspace_id, result);
-            }
-            (Purpose::Ack { scope_key, task_ids }, result) => {
-                let retry_later = !ack_settled(&result);
-                if let Some(status) = self.scopes.get_mut(&scope_key) {
-                    if !retry_later {
-                        // The runtime answers every id (acked, already acked, unknown,
-                        // forbidden, not terminal): nothing is left to send for them.
-                        status.ack_due.retain(|id| !task_ids.contains(id));
-                        self.outputs.push_back(ContinuityOutput::Persist);
-                    }
-                    status.apply_counts(&result);
-                }
-            }
-            (Purpose::OrphanAck { session_ref, task_ids }, result) => {
-                let retry_later = !ack_settled(&result);
-                if !retry_later {
-                    if let Some(due) = self.orphan_acks.get_mut(&session_ref) {
-                        due.retain(|id| !task_ids.contains(id));
-                        if due.is_empty() {
-                            self.orphan_acks.remove(&session_ref);
-                        }
-                    }
-                    self.outputs.push_back(ContinuityOutput::Persist);
-                }
-            }
-            (Purpose::Counts { scope_key }, result) => {
-                if let Some(status) = self.scopes.get_mut(&scope_key) {
-                    status.apply_counts(&result);
-                }
-            }
-            (Purpose::CheckPanes { tab }, result) => self.check_panes_answered(tab, result),
-            (Purpose::CheckRead { tab }, result) => self.check_read_answered(tab, result),
-            (Purpose::Judge { tab }, result) => self.judge_answered(tab, result),
-        }
-    }
-
     fn scope_of_tab(&self, tab: TabId) -> Option<Scope> {
         self.page_kind(tab).scope()
     }
 
-}
-
-impl ScopeStatus {
-    /// The inbox counters an `inbox.ack` / `inbox.counts` answer carries; an old runtime
-    /// without the inbox marks it missing.
-    fn apply_counts(&mut self, result: &Result<RuntimeAnswer, CallError>) {
-        match result {
-            Ok(RuntimeAnswer::Counts { counts }) => {
-                self.counts = Some(*counts);
-                self.inbox_missing = false;
-            }
-            Err(error) if error.code == ErrorCode::UnknownMethod => self.inbox_missing = true,
-            _ => {}
-        }
-    }
-}
-
-/// Whether an `inbox.ack` answer settles its ids: any answer does (the runtime decides each
-/// id), and so does a runtime without an inbox; a call that failed as a whole (offline,
-/// `not_ready`, `inbox_unavailable`, a timeout, a bad request) is retried on the next
-/// link-up or confirmation (I4: acks are retried until answered).
-fn ack_settled(result: &Result<RuntimeAnswer, CallError>) -> bool {
-    match result {
-        Ok(_) => true,
-        Err(error) => error.code == ErrorCode::UnknownMethod,
-    }
 }

@@ -75,6 +75,7 @@ impl Continuity {
             confirmed_tasks: self.confirmed_tasks.clone(),
             orphan_acks: self.orphan_acks.clone(),
             queue: self.queue.durable.clone(),
+            semantic: self.semantic.autos.clone(),
         }
     }
 
@@ -100,6 +101,7 @@ impl Continuity {
             confirmed_tasks: &self.confirmed_tasks,
             orphan_acks: &self.orphan_acks,
             queue: &self.queue.durable,
+            semantic: &self.semantic.autos,
         }
         .to_value()
     }
@@ -121,6 +123,7 @@ impl Continuity {
             confirmed_tasks: snapshot.confirmed_tasks,
             orphan_acks: snapshot.orphan_acks,
             queue: queue::QueueFlow::with_durable(snapshot.queue),
+            semantic: semantic::SemanticFlow::with_autos(snapshot.semantic),
             ..Self::default()
         };
         machine.restored(now, epoch);
@@ -160,5 +163,6 @@ impl Continuity {
         }
         self.ledger.restored(now);
         self.queue_restored();
+        self.semantic_restored();
     }
 }

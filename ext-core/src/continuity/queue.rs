@@ -407,6 +407,15 @@ impl Continuity {
         Some(self.queue.last_load.map_or(0, |at| at.saturating_add(QUEUE_RELOAD_MS)))
     }
 
+    /// Whether `conversation` has anything queued, on its way or unsent (the user's next
+    /// turn goes before semantic Auto, Q2); a book not read yet counts as holding some.
+    pub(super) fn queue_holds(&self, conversation: &str) -> bool {
+        let durable = &self.queue.durable;
+        self.queue.book.as_ref().is_none_or(|b| b.status(conversation).count > 0)
+            || durable.sending.values().chain(&durable.removals).any(|s| s.conversation == conversation)
+            || durable.undelivered.contains_key(conversation)
+    }
+
     /// Whether a batch is in flight on the scope `key` (it occupies the page like a reply).
     pub(super) fn queue_in_flight(&self, key: &str) -> bool {
         self.ledger.active_for(key).is_some_and(|d| d.kind == DeliveryKind::Queue)
@@ -429,7 +438,7 @@ pub(super) enum QueueNote {
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a
 /// permission, no human draft, none of our text left in the composer, layout known.
-fn is_idle_for_queue(report: &PageReport) -> bool {
+pub(super) fn is_idle_for_queue(report: &PageReport) -> bool {
     report.composer
         && !report.generating
         && !report.permission_card

@@ -248,3 +248,116 @@ impl Continuity {
         self.say(en.to_owned(), zh.to_owned())
     }
 }
+
+/// What follows a verdict in the HUD's judge line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum JudgeTail {
+    /// Nothing (the HUD button's answer).
+    None,
+    /// Semantic Auto does not continue (done, uncertain, an error).
+    Stops,
+    /// A continue was sent: the `n`th of at most `max` in a row.
+    Sent { n: u32, max: u32 },
+    /// A continue was due but the page was not free.
+    NotFree,
+    /// A continue was due but Auto went off or the chat was unbound meanwhile.
+    AutoOff,
+}
+
+/// The turn-end judge's texts (HUD judge button, semantic Auto, its continue message),
+/// written as templates with `$1`… filled in once ([`Continuity::fill`]): one fill per
+/// text instead of an English and a Chinese `format!` each (smaller wasm).
+impl Continuity {
+    /// The template of the UI language with `$1`…`$9` replaced by `args`.
+    pub(super) fn fill(&self, en: &str, zh: &str, args: &[&str]) -> String {
+        let template = if self.language == Language::Zh { zh } else { en };
+        let mut out = String::with_capacity(template.len() + args.iter().map(|a| a.len()).sum::<usize>());
+        let mut chars = template.chars().peekable();
+        while let Some(c) = chars.next() {
+            let arg = chars.peek().and_then(|d| d.to_digit(10)).filter(|d| *d >= 1).and_then(|d| args.get(d as usize - 1));
+            match (c, arg) {
+                ('$', Some(arg)) => {
+                    out.push_str(arg);
+                    chars.next();
+                }
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// `Judge (<source>): <verdict> — <reason>` and what followed.
+    pub(super) fn judge_line_text(&self, verdict: crate::semantic_auto::Verdict, source: &str, reason: &str, tail: JudgeTail) -> String {
+        use crate::semantic_auto::Verdict::*;
+        let word = match (self.language, verdict) {
+            (Language::En, Continue) => "continue",
+            (Language::En, Done) => "done",
+            (Language::En, Uncertain) => "not sure",
+            (Language::Zh, Continue) => "继续",
+            (Language::Zh, Done) => "完成",
+            (Language::Zh, Uncertain) => "不确定",
+        };
+        let (en, zh) = match tail {
+            JudgeTail::None => ("", ""),
+            JudgeTail::Stops => (". Auto does not continue this reply (it fails closed).", "。Auto 不会继续这条回复（不确定即停止）。"),
+            JudgeTail::Sent { .. } => (". A continue was sent ($1 of at most $2 in a row).", "。已发送继续消息（连续第 $1 次，最多 $2 次）。"),
+            JudgeTail::NotFree => (
+                ". Nothing was sent: the page is not free (a reply, a draft or another message of the extension).",
+                "。没有发送：页面正忙（回复、草稿或扩展的另一条消息）。",
+            ),
+            JudgeTail::AutoOff => (". Nothing was sent: Auto is off or the chat is not bound any more.", "。没有发送：Auto 已关闭或对话已解除绑定。"),
+        };
+        let (n, max) = match tail {
+            JudgeTail::Sent { n, max } => (n.to_string(), max.to_string()),
+            _ => (String::new(), String::new()),
+        };
+        let mut text = self.fill("Judge ($1): $2 — $3", "判断（$1）：$2 — $3", &[source, word, reason]);
+        text.push_str(&self.fill(en, zh, &[&n, &max]));
+        text
+    }
+
+    /// The HUD button's answer: verdict, source, reason, and the J7 priors as advice.
+    pub(super) fn judge_answer_text(&self, answer: &JudgeAnswer) -> String {
+        let mut text = self.judge_line_text(answer.verdict, &answer.source, &answer.reason, JudgeTail::None);
+        if !answer.priors.is_empty() {
+            let mut priors = String::new();
+            for (name, percent) in &answer.priors {
+                if !priors.is_empty() {
+                    priors.push_str(", ");
+                }
+                priors.push_str(name);
+                priors.push(' ');
+                priors.push_str(&percent.to_string());
+                priors.push('%');
+            }
+            text.push_str(&self.fill(". Advice only (goal priors): $1", "。仅供参考（目标先验）：$1", &[&priors]));
+        }
+        text
+    }
+
+    /// Why semantic Auto did not ask about a reply; `None` when there is nothing to say
+    /// (Auto off, judge use not "in Auto", not ChatGPT, busy).
+    pub(super) fn semantic_withheld_text(&self, why: crate::semantic_auto::SemanticWithheld) -> Option<String> {
+        use crate::semantic_auto::SemanticWithheld::*;
+        let (en, zh) = match why {
+            ModeOff | AutoOff | NotChatGpt | Busy => return None,
+            QueueFirst => ("Your queued messages go first; the judge was not asked about this reply.", "你排队的消息优先；没有就这条回复询问判断服务。"),
+            StreakLimit => (
+                "Auto stopped continuing: it reached the most automatic continues in a row without a human turn or Herdr activity (options page). Write in the chat to go on.",
+                "Auto 已停止继续：在没有人工回复或 Herdr 活动的情况下已达到连续自动继续的上限（见选项页）。请在对话中回复以继续。",
+            ),
+            JudgedBefore => ("This reply was judged already; it is not judged again.", "这条回复已经判断过，不会再次判断。"),
+            ShortReply => ("The reply is too short to hold pending work; the judge was not asked.", "回复太短，不可能包含未完成的工作；没有询问判断服务。"),
+        };
+        Some(self.fill(en, zh, &[]))
+    }
+
+    /// The continue message semantic Auto types: which judge decided and why.
+    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32) -> String {
+        self.fill(
+            "[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ($1) decided: $2. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue $3 of at most $4 in a row.)",
+            "[Herdr] 继续：你上一条回复宣布了自己的下一步，但还没有做。回合结束判断（$1）的结论：$2。请现在继续这一步；如果它需要我或已经完成，请说明并停止。（连续自动继续第 $3 次，最多 $4 次。）",
+            &[source, reason, &n.to_string(), &max.to_string()],
+        )
+    }
+}

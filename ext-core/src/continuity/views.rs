@@ -81,6 +81,7 @@ impl Continuity {
             withheld,
             actions,
             queue: self.queue_view(tab),
+            judge: self.semantic_line(tab),
         })
     }
 
@@ -225,6 +226,9 @@ pub struct ContinuityView {
     pub actions: Vec<ViewAction>,
     /// The Queue of this page's conversation (Q1–Q8); `None` off a conversation.
     pub queue: Option<QueueView>,
+    /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
+    /// not asked), or a judge settings problem; `None` when there is nothing to say.
+    pub judge: Option<String>,
 }
 
 /// The side panel's view.
@@ -314,6 +318,7 @@ write_struct!(ContinuityView {
     withheld,
     actions,
     queue,
+    judge,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -51,9 +51,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, PageReport,
+    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
+use ext_core::semantic_auto::Verdict;
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
 use ext_core::json_read::WriteJson;
@@ -69,6 +70,8 @@ const CHATS: [(u32, &str); 2] = [
     (1, "0a000000-0000-4000-8000-00000000000a"),
     (2, "0b000000-0000-4000-8000-00000000000b"),
 ];
+/// Semantic Auto's bound in this world (options page: judge use "in Auto").
+const JUDGE_MAX: u32 = 2;
 /// A third chat that is never open: its tasks must never reach the two tabs (I3).
 const OTHER_CONV: &str = "0c000000-0000-4000-8000-00000000000c";
 
@@ -145,6 +148,8 @@ enum Op {
     QueueReadFails,
     /// The next write of the queue's stored record fails.
     QueueWriteFails,
+    /// The page's reply ends (semantic Auto, J1); `pending`: it announces a next step.
+    ReplyEnds { chat: usize, pending: bool },
 }
 
 /// How a page answers a delivery.
@@ -195,6 +200,7 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         2 => (0..CHATS.len()).prop_map(|chat| Op::Queue { chat }),
         1 => Just(Op::QueueReadFails),
         1 => Just(Op::QueueWriteFails),
+        3 => (0..CHATS.len(), any::<bool>()).prop_map(|(chat, pending)| Op::ReplyEnds { chat, pending }),
     ]
 }
 
@@ -334,6 +340,11 @@ struct World {
     /// The continuity state was lost while something was queued: exactly-once is then
     /// best effort (markers in view), no loss is still required.
     queue_state_lost: bool,
+    // --- semantic Auto (J1, M7) ---
+    /// Per conversation: judge continues in the thread since the last human turn or stream
+    /// event of the workspace it is bound to.
+    judge_run: BTreeMap<String, u32>,
+    next_reply: u32,
 }
 
 /// The workspace and first task of an inbox wake id `inbox:<ws>#<task>`.
@@ -395,7 +406,11 @@ impl World {
             queue_typing: BTreeMap::new(),
             next_queue_text: 0,
             queue_state_lost: false,
+            judge_run: BTreeMap::new(),
+            next_reply: 0,
         };
+        let settings = format!(r#"{{"mode":"in_auto","max_continues":{JUDGE_MAX}}}"#);
+        world.feed(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) })?;
         world.link_up = true;
         world.feed(ContinuityInput::LinkUp)?;
         for (tab, _) in CHATS {
@@ -429,6 +444,10 @@ impl World {
                         self.stale_seqs.insert(event.seq);
                     }
                 }
+            }
+            if let ContinuityInput::StreamEvent(event) = &input {
+                let bound = &self.bound;
+                self.judge_run.retain(|conv, _| bound.get(&scope_key(conv)) != Some(&event.workspace_id));
             }
             if let ContinuityInput::StreamHello { boot_id, last_seq, .. } = &input {
                 self.hello_boot = Some(boot_id.clone());
@@ -477,6 +496,12 @@ impl World {
             self.last_landed_wake.insert(key.to_owned(), ws_seq);
         }
         self.queue_batch_landed(&id);
+        if id.starts_with("judge:") {
+            // M7: at most JUDGE_MAX automatic continues in a row.
+            let run = self.judge_run.entry(conv.clone()).or_default();
+            *run += 1;
+            prop_assert!(*run <= JUDGE_MAX, "M7: {} judge continues in a row in {} ({})", run, conv, id);
+        }
         Ok(())
     }
 
@@ -634,6 +659,11 @@ impl World {
         if id.starts_with("qb:") {
             // The user's own queued turn: Auto and bindings do not matter (Q10).
             self.check_queue_delivery(tab, &id, text)?;
+        } else if id.starts_with("judge:") {
+            // Semantic Auto: Auto on, bound, and the user's queued turn goes first (Q2).
+            prop_assert!(auto && self.bound.contains_key(&key), "{id} with Auto off or unbound");
+            let queued = self.queue_model.get(&key).is_some_and(|q| !q.is_empty());
+            prop_assert!(!queued || self.queue_state_lost, "Q2: judge continue {id} while {conv} has queued messages");
         } else if id.starts_with("continue:") {
             // M4: a manual continue exists only while Auto is off.
             prop_assert!(!auto, "manual continue {id} with Auto on");
@@ -840,7 +870,14 @@ impl World {
             RuntimeCall::InboxCounts { session_ref: asked } => RuntimeAnswer::Counts { counts: self.counts_of(&asked) },
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },
-            RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Text { text: "done".into() },
+            RuntimeCall::JudgeTurnEnd { assistant_text, conversation, .. } => {
+                // Q2: the queue beats the judge: it is never asked while the user's turn waits.
+                let conv = conversation.trim_start_matches("chatgpt:conv:");
+                let queued = self.queue_model.get(&scope_key(conv)).is_some_and(|q| !q.is_empty());
+                prop_assert!(!queued || self.queue_state_lost, "Q2: the judge was asked for {} while messages are queued", conv);
+                let verdict = if assistant_text.contains("Next I will") { Verdict::Continue } else { Verdict::Done };
+                RuntimeAnswer::Verdict(JudgeAnswer { verdict, source: "script".into(), reason: "the last line".into(), priors: Vec::new() })
+            }
         };
         self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(answer) });
         Ok(())
@@ -937,7 +974,10 @@ impl World {
         self.lives += 1;
         self.queue_state_lost |= self.queue_model.values().any(|q| !q.is_empty()) || !self.queue_sent.is_empty();
         self.machine = Continuity::with_epoch(&format!("lost{}", self.lives));
+        self.judge_run.clear();
         self.inputs.clear();
+        let settings = format!(r#"{{"mode":"in_auto","max_continues":{JUDGE_MAX}}}"#);
+        self.inputs.push_back(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) });
         self.bound.clear();
         self.auto_on.clear();
         self.owed_wake.clear();
@@ -1155,6 +1195,24 @@ impl World {
             }
             Op::QueueReadFails => self.queue_read_fails = true,
             Op::QueueWriteFails => self.queue_write_fails = true,
+            Op::ReplyEnds { chat, pending } => {
+                let (tab, conv) = CHATS[chat];
+                // The page reports first that it stopped generating (content.js sends its
+                // facts, then the ended turn): a queued batch may go out at once.
+                if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.generating) {
+                    page.generating = false;
+                    self.report_page(tab)?;
+                }
+                let Some(page) = self.pages.get(&tab) else { return Ok(()) };
+                let user_marker = page.markers.last().cloned();
+                if user_marker.as_deref().is_none_or(|m| m.starts_with("qb:")) {
+                    self.judge_run.remove(conv);
+                }
+                self.next_reply += 1;
+                let step = if pending { "Next I will run the integration tests." } else { "Everything is merged and green." };
+                let assistant_text = format!("Reply {}: the parser handles nested lists now. {step}", self.next_reply);
+                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker })?;
+            }
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));
         self.check_queue_kept()
@@ -1292,6 +1350,53 @@ proptest! {
     fn the_continuity_loop_wakes_once_per_full_settle_and_only_when_allowed(ops in world_ops(), runtime in world_runtime()) {
         let (retention, agents_in_hello) = runtime;
         let mut world = World::new(retention, agents_in_hello)?;
+        for op in &ops {
+            world.apply(op)?;
+        }
+        world.heal_and_check_owed_wakes()?;
+    }
+}
+
+/// Semantic Auto's world: chat 0 bound with Auto on; its replies end, mostly announcing a
+/// next step, while the user sometimes queues a message, pages get busy, deliveries fail or
+/// never answer, the worker restarts, and the workspace only rarely works.
+fn semantic_ops() -> impl Strategy<Value = Vec<Op>> {
+    let answer = prop_oneof![
+        6 => Just(Answer::Confirmed),
+        1 => Just(Answer::Failed),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(landed, left)| Answer::NeverAnswered { landed, left: left && !landed }),
+    ];
+    let op = prop_oneof![
+        8 => prop::bool::weighted(0.9).prop_map(|pending| Op::ReplyEnds { chat: 0, pending }),
+        8 => answer.prop_map(|how| Op::Answer { chat: 0, how }),
+        2 => Just(Op::Queue { chat: 0 }),
+        3 => (prop::bool::weighted(0.9), prop::bool::weighted(0.1), prop::bool::weighted(0.6))
+            .prop_map(|(composer, draft, generating)| Op::Page { chat: 0, composer, draft, generating, permission_card: false }),
+        1 => Just(Op::WorkerRestart),
+        1 => Just(Op::QueueReadFails),
+        1 => (0u8..1, 0u8..2).prop_map(|(ws, pane)| Op::Work { ws, pane }),
+        1 => (0u8..1, 0u8..2).prop_map(|(ws, pane)| Op::Settle { ws, pane, status: SettledStatus::Idle }),
+        1 => Just(Op::ToggleAuto { chat: 0 }),
+        2 => (1_000u64..200_000).prop_map(Op::Advance),
+    ];
+    prop::collection::vec(op, 1..80).prop_map(|ops| {
+        let mut all = vec![Op::Bind { chat: 0, ws: 0 }, Op::ToggleAuto { chat: 0 }];
+        all.extend(ops);
+        all
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// J1, M7, Q2: Auto never continues more than `max_continues` times in a row without
+    /// a human turn or an event of the bound workspace, never while Auto is off or the
+    /// chat unbound, and the queue beats the judge (it is never asked, and nothing is
+    /// continued, while the user's queued message waits) — checked by the world after
+    /// every step, with every other invariant of the loop.
+    #[test]
+    fn semantic_auto_is_bounded_and_the_queue_beats_the_judge(ops in semantic_ops()) {
+        let mut world = World::new(None, true)?;
         for op in &ops {
             world.apply(op)?;
         }

@@ -360,6 +360,31 @@ pub fn continuity_messages_translate() {
         Some(PortCommand::Bind { tab_id: 3, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } })
     );
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "format_disk"})), None);
+    // Issue 11: the judge gets the turn's text; its verdict is read whole, or refused.
+    let judge = RuntimeCall::JudgeTurnEnd { user_text: "build it".into(), assistant_text: "Next I will test.".into(), conversation: "chatgpt:conv:x".into() };
+    assert_eq!(
+        cw::call_json("c-7", &judge),
+        json!({"id": "c-7", "method": "judge.turn_end", "params": {"user_text": "build it", "assistant_text": "Next I will test.", "conversation": "chatgpt:conv:x"}})
+    );
+    let verdict = answer_of(&judge, &json!({"id": "c-7", "result": {"type": "judge_verdict", "verdict": "done", "source": "llm",
+        "confidence": null, "reason": "the user's turn", "priors": {"can_continue": 0.4, "needs_human": 0.704, "needs_handoff": null}}}));
+    match verdict {
+        Ok(RuntimeAnswer::Verdict(v)) => {
+            assert_eq!((v.verdict, v.source.as_str(), v.reason.as_str()), (ext_core::semantic_auto::Verdict::Done, "llm", "the user's turn"));
+            assert_eq!(v.priors, vec![("can_continue".to_owned(), 40), ("needs_human".to_owned(), 70)]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let odd = answer_of(&judge, &json!({"id": "c-8", "result": {"type": "judge_verdict", "verdict": "maybe", "source": "llm", "reason": "?"}}));
+    assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
+    assert_eq!(
+        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()) })
+    );
+    assert_eq!(
+        cw::port_command(&json!({"type": "action", "action": "llm_judge", "user_text": "u", "assistant_text": "a"})),
+        Some(PortCommand::LlmJudge { user_text: "u".into(), assistant_text: "a".into() })
+    );
 }
 
 /// Quality bar "every message from the page or the wire is validated and size-capped"
@@ -386,6 +411,12 @@ pub fn page_and_runtime_input_is_bounded() {
     assert_eq!(wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})), Ok(()));
     assert!(rejected(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS + 1)})));
     assert!(rejected(json!({"type": "action", "action": {"id": "continue"}})), "nested objects are not a page message");
+    // Issue 11: the ended turn's text, at most 6 000 / 12 000 characters.
+    use ext_core::limits::{MAX_TURN_ASSISTANT_CHARS, MAX_TURN_USER_CHARS};
+    let turn = |user: usize, reply: usize| json!({"type": "turn_ended", "user_text": long(user), "assistant_text": long(reply), "user_marker": null});
+    assert_eq!(wire::check_page_message(&turn(MAX_TURN_USER_CHARS, MAX_TURN_ASSISTANT_CHARS)), Ok(()));
+    assert!(rejected(turn(MAX_TURN_USER_CHARS + 1, 1)));
+    assert!(rejected(turn(1, MAX_TURN_ASSISTANT_CHARS + 1)));
     assert!(rejected(json!(["page_facts"])));
     assert!(rejected(json!({"url": "https://chatgpt.com/"})), "no type");
     let many: serde_json::Map<String, serde_json::Value> = (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();
@@ -403,6 +434,9 @@ pub fn page_and_runtime_input_is_bounded() {
     let huge = js(json!({"type": "page_facts", "url": "https://chatgpt.com/", "padding": long(20_000)}));
     assert!(matches!(LinkDriver::page_message(&driver, &page, &huge), Err(WireError::PageMessageRejected(_))));
     assert!(driver.borrow().page_urls().is_empty(), "nothing of a rejected message is kept");
+    // The ended turn may be longer than the other messages' 16 KiB cap (its fields are capped).
+    let ended = js(json!({"type": "turn_ended", "user_text": long(MAX_TURN_USER_CHARS), "assistant_text": long(MAX_TURN_ASSISTANT_CHARS)}));
+    assert!(!matches!(LinkDriver::page_message(&driver, &page, &ended), Err(WireError::PageMessageRejected(_))), "a full turn is within its caps");
     let stranger = page_factory.call1(&JsValue::NULL, &"page".into()).expect("port");
     let fine = js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"}));
     assert!(matches!(LinkDriver::page_message(&driver, &stranger, &fine), Err(WireError::PageMessageRejected(_))));

@@ -1,0 +1,223 @@
+//! Semantic Auto in the continuity loop (SPEC J1–J3, M6, M7, Q2, O4): when a ChatGPT
+//! reply ends, the page reports the turn's text ([`ContinuityInput::TurnEnded`]); the
+//! conversation's [`SemanticAuto`] decides whether to ask the runtime's `judge.turn_end`,
+//! and a `continue` verdict becomes one continue message through the [`DeliveryLedger`]
+//! ([`DeliveryKind::JudgeContinue`]) that names the judge and its reason.
+//!
+//! Invariants:
+//! - Nothing is asked unless the judge use is "in Auto", Auto is on for the page's scope,
+//!   the scope is bound (M7), the page is ChatGPT (M6), and nothing is queued, on its way
+//!   or unsent for the conversation (the user's next turn goes first, Q2).
+//! - A reply is judged once (its fingerprint is kept in the snapshot); only `continue`
+//!   continues; `done`, an uncertain verdict and a failed call stop (fail closed), and the
+//!   HUD says why.
+//! - A user turn that carries our marker (a wake, a continue) is not a human turn, so our
+//!   own continues count towards the bound: at most `max_continues` in a row without a
+//!   human turn or an event of the bound workspace (M7); and its text is never sent to the
+//!   judge as the user's request (the judge gets `""`), so our "go on" is not read as work.
+//! - A continue is typed only into an idle page of the same conversation (composer there,
+//!   nothing streaming, no draft, layout known); otherwise nothing is sent and the HUD
+//!   says why.
+
+use super::texts::JudgeTail;
+use super::*;
+use crate::scope::Site;
+use crate::semantic_auto::{EndedTurn, JudgeMode, JudgeSettings, SemanticAuto, SemanticInput, SemanticOutput, Verdict};
+
+/// The judge's reason is cut to this many characters in a continue message and the HUD.
+pub const SEMANTIC_REASON_MAX_CHARS: usize = 300;
+
+/// Semantic Auto's state in the composition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct SemanticFlow {
+    /// One machine per conversation key (`<site>:<conversation id>`); persisted.
+    pub(super) autos: VecMap<String, SemanticAuto>,
+    /// The options page's settings in force.
+    pub(super) settings: JudgeSettings,
+    /// What was wrong with the stored settings, if anything (the defaults are used).
+    problem: Option<&'static str>,
+    /// The HUD's last line per conversation (not persisted).
+    notes: VecMap<String, String>,
+}
+
+impl SemanticFlow {
+    /// The flow of a restored snapshot.
+    pub(super) fn with_autos(autos: VecMap<String, SemanticAuto>) -> Self {
+        Self { autos, ..Self::default() }
+    }
+}
+
+/// Whether the last user turn was the human's: no marker, or the marker of a queued batch
+/// (the user's own text, Q2). A wake or a continue of ours is not.
+fn human_turn(user_marker: Option<&str>) -> bool {
+    user_marker.is_none_or(|marker| marker.starts_with("qb:"))
+}
+
+impl Continuity {
+    /// The page's reply ended: the turn goes to the conversation's semantic Auto.
+    pub(super) fn turn_ended(&mut self, now: Millis, tab: TabId, user_text: String, assistant_text: String, user_marker: Option<&str>) {
+        let Some(report) = self.pages.get(&tab) else { return };
+        let Some(conversation) = queue::conversation_key(report) else { return };
+        let page = classify_url(&report.url);
+        let chatgpt = page.conversation().is_some_and(|c| c.site == Site::ChatGpt);
+        let scope = page.scope();
+        let auto_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On);
+        let bound = scope.as_ref().is_some_and(|s| self.bindings.binding_for(s).is_some());
+        let queue_waiting = self.queue_holds(&conversation);
+        let settings = self.semantic.settings;
+        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
+        // Our own message (a continue, a wake) is never shown to the judge as the user's
+        // request: "go on" would read as work asked for.
+        let human = human_turn(user_marker);
+        let user_text = if human { user_text } else { String::new() };
+        if human {
+            machine.handle(SemanticInput::HumanTurn);
+        }
+        if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
+            let text = self.fill(
+                "Semantic Auto needs this chat bound to a Herdr workspace; the judge was not asked.",
+                "语义 Auto 需要先把这个对话绑定到 Herdr workspace；没有询问判断服务。",
+                &[],
+            );
+            self.semantic.notes.insert(conversation, text);
+            return;
+        }
+        let turn = EndedTurn { user_text, assistant_text };
+        machine.handle(SemanticInput::TurnEnded { turn, auto_on, chatgpt, queue_waiting });
+        self.outputs.push_back(ContinuityOutput::Persist);
+        self.semantic_drain(now, &conversation, tab);
+    }
+
+    /// The judge answered (or the call failed: fail closed, as uncertain).
+    pub(super) fn semantic_answered(&mut self, now: Millis, conversation: &str, fingerprint: String, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
+        let (verdict, source, reason) = match result {
+            Ok(RuntimeAnswer::Verdict(answer)) => (answer.verdict, answer.source, answer.reason),
+            Ok(_) => (Verdict::Uncertain, "error".to_owned(), "the companion gave no verdict".to_owned()),
+            Err(error) => (Verdict::Uncertain, "error".to_owned(), error.message),
+        };
+        let reason = crate::limits::clip(reason, SEMANTIC_REASON_MAX_CHARS);
+        let Some(machine) = self.semantic.autos.get_mut(conversation) else { return };
+        machine.handle(SemanticInput::Verdict { fingerprint, verdict, source, reason });
+        self.outputs.push_back(ContinuityOutput::Persist);
+        self.semantic_drain(now, conversation, tab);
+    }
+
+    /// Carries out what the conversation's machine decided.
+    fn semantic_drain(&mut self, now: Millis, conversation: &str, tab: TabId) {
+        while let Some(output) = self.semantic.autos.get_mut(conversation).and_then(SemanticAuto::poll) {
+            let note = match output {
+                SemanticOutput::Judge { fingerprint, user_text, assistant_text } => {
+                    let session_ref = self.scope_of_tab(tab).map(|s| browser_session_ref(&s)).unwrap_or_default();
+                    let purpose = Purpose::SemanticJudge { conversation: conversation.to_owned(), fingerprint, tab };
+                    self.call(purpose, RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: session_ref });
+                    None
+                }
+                // A continue's line is written when it is sent (or not).
+                SemanticOutput::Decided { verdict: Verdict::Continue, .. } => None,
+                SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line_text(verdict, &source, &reason, JudgeTail::Stops)),
+                SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
+                SemanticOutput::Withheld(why) => self.semantic_withheld_text(why),
+            };
+            if let Some(text) = note {
+                self.semantic.notes.insert(conversation.to_owned(), text);
+            }
+        }
+    }
+
+    /// Types the continue into the page, if it is free; the HUD line when it is not.
+    fn semantic_continue(&mut self, now: Millis, conversation: &str, tab: TabId, subject: &str, source: &str, reason: &str) -> Option<String> {
+        let scope = self.scope_of_tab(tab);
+        let still_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On && self.bindings.binding_for(s).is_some());
+        if !still_on {
+            // Auto was switched off (or the chat unbound) while the judge was thinking.
+            if let Some(machine) = self.semantic.autos.get_mut(conversation) {
+                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
+            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::AutoOff));
+        }
+        if self.queue_holds(conversation) {
+            // The user queued their next turn while the judge was thinking: it goes first.
+            if let Some(machine) = self.semantic.autos.get_mut(conversation) {
+                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
+            return self.semantic_withheld_text(crate::semantic_auto::SemanticWithheld::QueueFirst);
+        }
+        let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
+        let streak = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::streak);
+        let max = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::max_continues);
+        let body = self.judge_continue_text(source, reason, streak, max);
+        let posted = match (free.is_some(), scope) {
+            (true, Some(scope)) => self.post_delivery(now, &scope.key(), tab, DeliveryKind::JudgeContinue, subject, &body, Vec::new()).is_ok(),
+            _ => false,
+        };
+        if posted {
+            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
+        }
+        if let Some(machine) = self.semantic.autos.get_mut(conversation) {
+            machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+        }
+        Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::NotFree))
+    }
+
+    /// How a continue's delivery ended.
+    pub(super) fn semantic_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        let Some(conversation) = delivery.conversation.as_ref().map(|c| format!("{}:{}", c.site.as_str(), c.conversation_id)) else { return };
+        if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
+            // Only a continue that certainly did not land leaves the bound (M7, fail closed).
+            machine.handle(SemanticInput::ContinueResolved { confirmed: !resolution.retryable() });
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+    }
+
+    /// An event of `workspace_id` starts a new run for the conversations bound to it (M7).
+    pub(super) fn semantic_herdr_activity(&mut self, workspace_id: &str) {
+        let conversations: Vec<String> = self
+            .pages
+            .values()
+            .filter(|r| classify_url(&r.url).scope().and_then(|s| self.bindings.binding_for(&s)).is_some_and(|b| b.workspace_id == workspace_id))
+            .filter_map(queue::conversation_key)
+            .collect();
+        for conversation in conversations {
+            if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
+                machine.handle(SemanticInput::HerdrActivity);
+            }
+        }
+    }
+
+    /// The options page's judge settings (O4), validated here.
+    pub(super) fn judge_settings(&mut self, stored: Option<Result<&serde_json::Value, &()>>) {
+        let (settings, problem) = JudgeSettings::read(stored);
+        self.semantic.settings = settings;
+        self.semantic.problem = problem;
+        for machine in self.semantic.autos.values_mut() {
+            machine.configure(settings);
+        }
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    /// The judge settings in force.
+    pub fn judge_settings_in_force(&self) -> JudgeSettings {
+        self.semantic.settings
+    }
+
+    /// After a restore: judge calls of the old worker are never answered.
+    pub(super) fn semantic_restored(&mut self) {
+        for machine in self.semantic.autos.values_mut() {
+            machine.restored();
+        }
+    }
+
+    /// The HUD line of `tab`'s conversation.
+    pub(super) fn semantic_line(&self, tab: TabId) -> Option<String> {
+        let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
+        self.semantic.notes.get(&conversation).cloned().or_else(|| {
+            self.semantic.problem.map(|problem| {
+                self.fill(
+                    "Judge settings: $1; the defaults are used (judge use manual only, at most 3 automatic continues). Fix them on the options page.",
+                    "判断设置：$1；已改用默认值（仅手动判断，最多连续 3 次自动继续）。请在选项页修正。",
+                    &[problem],
+                )
+            })
+        })
+    }
+}
