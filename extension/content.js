@@ -19,7 +19,7 @@
   // <button aria-expanded>; Enter/Space/click toggle, Esc collapses). The expanded panel
   // is bounded (max-height, scrolls) so it ends well above the composer.
   const CSS = `
-    :host { all: initial; position: fixed; contain: layout paint style; top: 64px; right: 12px; z-index: 2147483647;
+    :host { all: initial; position: fixed; contain: layout style; top: 64px; right: 12px; z-index: 2147483647;
       font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
     .pill { display: inline-flex; align-items: center; gap: 6px; max-width: 320px;
       float: right; margin: 0; padding: 3px 10px 3px 8px; border: 1px solid #d0d7de;

@@ -15,7 +15,7 @@
   if (globalThis[KEY]) return;
 
   const CSS = `
-    :host { all: initial; position: fixed; contain: layout paint style; z-index: 2147483646; display: none;
+    :host { all: initial; position: fixed; contain: layout style; z-index: 2147483646; display: none;
       font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
     :host([data-placed]) { display: block; }
     button { font: inherit; cursor: pointer; border: 1px solid #d0d7de; border-radius: 999px;
