@@ -110,9 +110,11 @@ async function judgeSection() {
   const max = element('input', '', { id: 'maxContinues', type: 'number', min: String(MAX_CONTINUES.min), max: String(MAX_CONTINUES.max) });
   max.value = String(settings.max_continues);
   const save = async () => {
-    const value = acceptWhole(max.value, MAX_CONTINUES);
-    if (value === null || String(value) !== max.value.trim()) {
-      note.textContent = message('optionNotANumber', [String(MAX_CONTINUES.min), String(MAX_CONTINUES.max)]);
+    // Not clamped like the settings above: the core refuses a bound outside 1–10.
+    const text = max.value.trim();
+    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!(value >= MAX_CONTINUES.min && value <= MAX_CONTINUES.max)) {
+      note.textContent = message('optionNotAWholeNumber', [String(MAX_CONTINUES.min), String(MAX_CONTINUES.max)]);
       return;
     }
     try {

@@ -17,8 +17,8 @@ const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/cs
 
 // Runs in the page before its scripts: the stand-in chrome API. `window.__herdr` holds the
 // messages the page posted and the stored settings, and sends messages as the worker.
-function installChrome({ messages, stored, failSet }) {
-  const herdr = { posted: [], listeners: [], sync: { ...stored }, warnings: [] };
+function installChrome({ messages, stored, storedLocal = {}, failSet }) {
+  const herdr = { posted: [], listeners: [], sync: { ...stored }, local: { ...storedLocal }, warnings: [] };
   herdr.send = (message) => herdr.listeners.forEach((listener) => listener(message));
   const warn = console.warn.bind(console);
   console.warn = (...args) => { herdr.warnings.push(String(args[0])); warn(...args); };
@@ -48,6 +48,10 @@ function installChrome({ messages, stored, failSet }) {
           Object.assign(herdr.sync, items);
         },
       },
+      local: {
+        get: async (key) => (key in herdr.local ? { [key]: herdr.local[key] } : {}),
+        set: async (items) => { Object.assign(herdr.local, items); },
+      },
     },
   };
 }
@@ -67,9 +71,9 @@ test.afterEach(async () => {
 });
 
 /** Opens `file` (with `query`) under the stand-in chrome; waits until `ready` is shown. */
-async function open(file, { query = '', stored = {}, failSet = false, ready = '#app > *' } = {}) {
+async function open(file, { query = '', stored = {}, storedLocal = {}, failSet = false, ready = '#app > *' } = {}) {
   const page = await context.newPage();
-  await page.addInitScript(installChrome, { messages: MESSAGES, stored, failSet });
+  await page.addInitScript(installChrome, { messages: MESSAGES, stored, storedLocal, failSet });
   await page.goto(`${ORIGIN}/${file}${query}`);
   await expect(page.locator(ready).first()).toBeAttached();
   return page;
@@ -227,7 +231,7 @@ test('the options page shows each setting from storage or its default, clamps nu
   const tick = page.locator('input#progressTickSec');
   const fallback = page.locator('input#progressFallbackSec');
   const allow = page.locator('input#allowProjectAuto');
-  await expect(page.locator('label.setting .caption')).toHaveText([
+  await expect(page.locator('form.settings label.setting .caption')).toHaveText([
     MESSAGES.optionProgressTickSec.message, MESSAGES.optionProgressFallbackSec.message, MESSAGES.optionAllowProjectAuto.message,
   ]);
   await expect(tick).toHaveValue('60');
@@ -262,4 +266,27 @@ test('the options page says when saving failed', async () => {
   const page = await open('options.html', { failSet: true, ready: 'input#allowProjectAuto' });
   await page.locator('input#allowProjectAuto').check();
   await expect(page.locator('p.save-status')).toHaveText(/^Could not save: sync storage is disabled\./);
+});
+
+test('the options page\'s judge section: a bad stored record shows the defaults and says so; an out-of-range bound saves nothing (O4, M7)', async () => {
+  const key = 'herdrContinuityJudgeV1';
+  const page = await open('options.html', { storedLocal: { [key]: '{"mode":"always","max_continues":3}' }, ready: 'select#judgeMode' });
+  const mode = page.locator('select#judgeMode');
+  const max = page.locator('input#maxContinues');
+  const note = page.locator('p.judge-note');
+  await expect(mode, 'an unknown judge use falls back to the default').toHaveValue('manual_only');
+  await expect(max).toHaveValue('3');
+  await expect(note).toContainText('the stored judge use is not off, manual_only or in_auto');
+  await expect(page.locator('#queueLimits')).toContainText('20');
+  const local = () => page.evaluate((k) => window.__herdr.local[k], key);
+
+  await max.fill('11');
+  await max.press('Tab');
+  await expect(note).toHaveText('Not saved: enter a whole number between 1 and 10.');
+  expect(await local(), 'nothing saved').toBe('{"mode":"always","max_continues":3}');
+
+  await max.fill('2');
+  await mode.selectOption('in_auto');
+  await expect(note).toHaveText(MESSAGES.optionSaved.message);
+  expect(JSON.parse(await local())).toEqual({ mode: 'in_auto', max_continues: 2 });
 });

@@ -242,45 +242,21 @@ impl WriteJson for String {
     }
 }
 
-impl WriteJson for bool {
-    fn write_json(&self) -> Value {
-        Value::Bool(*self)
-    }
+/// Scalars written as serde_json's `From` writes them.
+macro_rules! write_scalar {
+    ($($ty:ty),*) => {$(
+        impl WriteJson for $ty {
+            fn write_json(&self) -> Value {
+                Value::from(*self)
+            }
+        }
+    )*};
 }
-
-impl WriteJson for u64 {
-    fn write_json(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl WriteJson for usize {
-    fn write_json(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl WriteJson for u32 {
-    fn write_json(&self) -> Value {
-        Value::from(*self)
-    }
-}
+write_scalar!(bool, u64, usize, u32, i64, f64);
 
 impl WriteJson for Value {
     fn write_json(&self) -> Value {
         self.clone()
-    }
-}
-
-impl WriteJson for f64 {
-    fn write_json(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl WriteJson for i64 {
-    fn write_json(&self) -> Value {
-        Value::from(*self)
     }
 }
 

@@ -287,17 +287,9 @@ pub struct PageDiagnostics {
     pub deliveries: Vec<DeliveryOutcomeSeen>,
 }
 
-impl WriteJson for ObservedCsp {
-    fn write_json(&self) -> Value {
-        Object::default().with("meta", &self.meta).with("violations", &self.violations).with("directives", &self.directives).done()
-    }
-}
+ext_core::json_read::write_struct!(ObservedCsp { meta, violations, directives });
 
-impl WriteJson for DeliveryOutcomeSeen {
-    fn write_json(&self) -> Value {
-        Object::default().with("id", &self.id).with("outcome", &self.outcome).with("reason", &self.reason).done()
-    }
-}
+ext_core::json_read::write_struct!(DeliveryOutcomeSeen { id, outcome, reason });
 
 impl WriteJson for PageDiagnostics {
     fn write_json(&self) -> Value {
