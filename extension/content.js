@@ -441,6 +441,8 @@
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
   const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
   const TAIL_TURNS = 12;
+  // Markers are read from this many of the newest user turns (facts(), the streaming watch).
+  const MARKER_USER_TURNS = 5;
   // The turn list: the element whose children are the turns or their wrappers (a profile
   // `turn_list` probe, else the nearest common ancestor of the first and last turn, so
   // turns wrapped in their own `section` / `div` still share one list). Kept while it is
@@ -477,7 +479,7 @@
   const usersNow = (gen, list) => {
     const shape = list && [gen, list, list.childElementCount, list.firstElementChild, list.lastElementChild];
     const same = shape && userTurns.shape && shape.every((part, i) => part === userTurns.shape[i]) &&
-      userTurns.list.slice(-5).every((turn) => turn.isConnected);
+      userTurns.list.slice(-MARKER_USER_TURNS).every((turn) => turn.isConnected);
     if (!same) {
       const users = find(gen, 'user', {}, true);
       userTurns = { shape, list: users?.list ?? [], probe: users?.probe ?? null };
@@ -576,7 +578,7 @@
     }
     const users = seen.users.list;
     const markers = [];
-    for (const turn of users.slice(-5)) {
+    for (const turn of users.slice(-MARKER_USER_TURNS)) {
       for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
     }
     const text = seen.composer ? composerText(seen.composer) : '';
@@ -778,10 +780,11 @@
   // mutation is a token of its text, and a document-wide observer pays for each one (a
   // record, a callback, a timer) only for the quiet path to set it aside. So while the
   // last full recompute saw the page generating into a quiet zone, the observer watches
-  // every node but the zone's content: the zone for its own attributes, each ancestor of
-  // it for its attributes and children (not deeper), and every other child of those
-  // ancestors with its whole subtree. Every change outside the zone still makes a record,
-  // as do the zone's own attributes (classic's streaming cue, thread's final id); what
+  // around the zone but not its content: the zone for its own attributes, each ancestor of
+  // it for its attributes and children (not deeper), and the other children of those
+  // ancestors with their whole subtrees (of the ones before the zone's branch, only the
+  // nearest: WATCH_BEFORE, below). Every change the facts read outside the zone still
+  // makes a record, as do the zone's own attributes (classic's streaming cue, thread's final id); what
   // does not (text, elements added or changed in the zone) is looked at by a recompute
   // that comes every profile `streaming_recheck_ms` while the watch lasts (onlyQuietText).
   // A full recompute that finds the page no longer generating, or no quiet zone, goes
@@ -796,25 +799,40 @@
   };
   const watchWhole = () => rewatch(() => {
     watchedZone = null;
-    watchedNodes = [];
+    watchedNodes = { zone: null, ancestors: [], siblings: [] };
     observer.observe(document.documentElement, watched.whole);
   });
-  // The nodes the watch registered on, in order: when a later full recompute finds the
-  // same zone with the same ancestors and siblings, the registrations stand as they are
-  // (comparing is far cheaper than registering a long turn list's siblings again).
-  let watchedNodes = [];
+  // The nodes the watch registered on: the zone, its ancestors, and the siblings it
+  // watches whole. When a later full recompute finds the same nodes, the registrations
+  // stand as they are (comparing is cheaper than registering them again).
+  let watchedNodes = { zone: null, ancestors: [], siblings: [] };
+  // Of an ancestor's other children, the watch takes every one after the zone's branch and
+  // only the WATCH_BEFORE nearest before it: in a long chat those are the turn list's old
+  // turns, hundreds of subtrees that no page fact reads (markers come from the last
+  // MARKER_USER_TURNS user turns, the rest from the tail and the composer). The turn list
+  // itself is still watched for added and removed children, so a turn that appears or
+  // leaves makes a record; a change deep inside an older turn waits for the next full
+  // recompute (at the latest when the reply ends).
+  const WATCH_BEFORE = 2 * MARKER_USER_TURNS + 2;
   const nodesAround = (zone) => {
-    const nodes = [zone];
+    const ancestors = [];
+    const siblings = [];
     for (let node = zone; node !== document.documentElement; node = node.parentElement) {
       const parent = node.parentElement;
-      nodes.push(parent);
-      for (let other = parent.firstChild; other; other = other.nextSibling) if (other !== node) nodes.push(other);
+      ancestors.push(parent);
+      let before = 0;
+      for (let other = node.previousSibling; other && before < WATCH_BEFORE; other = other.previousSibling) {
+        siblings.push(other);
+        if (other.nodeType === Node.ELEMENT_NODE) before += 1;
+      }
+      for (let other = node.nextSibling; other; other = other.nextSibling) siblings.push(other);
     }
-    return nodes;
+    return { zone, ancestors, siblings };
   };
+  const sameNodes = (a, b) => a.length === b.length && a.every((node, i) => node === b[i]);
   const watchAround = (zone) => {
     const nodes = nodesAround(zone);
-    if (watchedZone === zone && nodes.length === watchedNodes.length && nodes.every((node, i) => node === watchedNodes[i])) {
+    if (watchedZone === zone && sameNodes(nodes.ancestors, watchedNodes.ancestors) && sameNodes(nodes.siblings, watchedNodes.siblings)) {
       scheduleRecheck();
       return;
     }
@@ -822,13 +840,8 @@
       watchedZone = zone;
       watchedNodes = nodes;
       observer.observe(zone, watched.own);
-      for (let node = zone; node !== document.documentElement; node = node.parentElement) {
-        const parent = node.parentElement;
-        observer.observe(parent, watched.shallow);
-        for (let other = parent.firstChild; other; other = other.nextSibling) {
-          if (other !== node) observer.observe(other, watched.whole);
-        }
-      }
+      for (const node of nodes.ancestors) observer.observe(node, watched.shallow);
+      for (const node of nodes.siblings) observer.observe(node, watched.whole);
       scheduleRecheck();
     });
   };

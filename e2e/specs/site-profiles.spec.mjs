@@ -266,6 +266,51 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
   }
 });
 
+// The streaming watch leaves out the old turns of a long chat (content.js WATCH_BEFORE), but
+// never the ones a page fact reads: a marker in any of the five newest user turns, and a new
+// turn, still reach the facts while a reply streams.
+test('while a reply streams in a long chat, the newest user turns and new turns still reach the facts', async () => {
+  const layouts = {
+    'chatgpt-classic-streaming.html': { body: '[data-message-author-role="assistant"] > .markdown', user: '[data-message-author-role="user"]', id: 'data-message-id' },
+    'chatgpt-section-streaming.html': { body: '[data-message-author-role="assistant"] > .markdown', user: '[data-message-author-role="user"]', id: 'data-message-id' },
+    'chatgpt-thread-streaming.html': { body: '[data-markdown-text-style="assistant-message"]', user: '[data-user-message-bubble]', id: 'data-chatgpt-selection-message-id' },
+  };
+  for (const [file, layout] of Object.entries(layouts)) {
+    const page = await open(file);
+    // Thirty older user turns before the streaming reply's turn, each its own subtree.
+    await page.evaluate(({ body, user, id }) => {
+      const zone = document.querySelector(body);
+      let branch = document.querySelector(user);
+      while (!branch.parentElement.contains(zone)) branch = branch.parentElement;
+      for (let i = 0; i < 30; i++) {
+        const copy = branch.cloneNode(true);
+        const message = copy.matches(user) ? copy : copy.querySelector(user);
+        message.setAttribute(id, `old-${i}`);
+        branch.before(copy);
+      }
+    }, layout);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).user_turns, { message: file }).toBe(31);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    // A token, so the watch is the streaming one, then a marker into the fifth newest user turn.
+    await page.evaluate((body) => document.querySelector(body).append(document.createTextNode(' tok')), layout.body);
+    await page.evaluate((user) => {
+      const users = document.querySelectorAll(user);
+      users[users.length - 5].append(document.createTextNode(' [herdr-continuity wake:old#5]'));
+    }, layout.user);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).markers, { message: `${file}: fifth newest user turn`, timeout: 10_000 }).toContain('wake:old#5');
+    // A turn added at the end while the reply still streams.
+    await page.evaluate(({ body, user }) => {
+      const zone = document.querySelector(body);
+      let branch = document.querySelector(user);
+      while (!branch.parentElement.contains(zone)) branch = branch.parentElement;
+      branch.parentElement.append(branch.cloneNode(true));
+    }, layout);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).user_turns, { message: `${file}: a new turn`, timeout: 10_000 }).toBe(32);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await page.close();
+  }
+});
+
 test('a page that matches no generation: reported unknown, nothing typed or clicked', async () => {
   const page = await open('chatgpt-unknown.html');
   expect(await lastPosted(page, 'page_facts')).toMatchObject({ generation: null, composer: false, generating: false });
