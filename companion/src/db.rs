@@ -75,6 +75,21 @@ where
     tokio::task::spawn_blocking(work).await.map_err(|lost| E::from(DbCallLost(lost)))?
 }
 
+/// A connection to `state.db` at `path` as every store of the runtime opens one: a busy
+/// timeout, WAL, and `synchronous=FULL`.
+pub fn open_durable(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    // The busy timeout first: the other connections of this runtime may hold a lock while
+    // this one switches to WAL, which would otherwise fail at once with BUSY.
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
+    // lost commit would make the event log's `seq` go backwards for a client that already
+    // received it, or lose an answered acknowledgement, terminal result or checkpoint.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
 /// One event as stored and replayed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
@@ -100,14 +115,7 @@ pub struct StateDb {
 impl StateDb {
     /// Opens (creating if needed) `path` with WAL and the schema.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = Connection::open(path)?;
-        // The busy timeout first: the other connections of this runtime may hold a lock
-        // while this one switches to WAL, which would otherwise fail at once with BUSY.
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss, and
-        // a lost commit makes `seq` go backwards for a client that already received it.
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let conn = open_durable(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -13,7 +13,7 @@
 //!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
 //!   judge's provider HTTP clients);
 //! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`judge`]
-//!   (the turn-end judge);
+//!   (the turn-end judge), [`work_memory`] (W1–W5);
 //! - [`api`]: the one router from methods to services (it owns them), and the planner tool
 //!   registry (`api::tools`) every planner front end uses;
 //! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.
@@ -40,3 +40,4 @@ pub mod protocol;
 pub mod providers;
 pub mod runtime;
 pub mod stream;
+pub mod work_memory;

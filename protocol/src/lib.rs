@@ -18,6 +18,7 @@ pub mod limits;
 mod messages;
 mod names;
 pub mod tools;
+pub mod work_memory;
 
 pub use messages::*;
 pub use names::{

@@ -25,7 +25,7 @@ wire_names! {
 
 wire_names! {
     /// A runtime-local method family member `herdr_call` knows by name (Herdr does not
-    /// serve these; the companion will). None is served yet: each answers `not_available`.
+    /// serve these; the companion does): `work_memory.*` is served, the rest answer `not_available`.
     pub enum LocalMethod {
         /// Resume a continuity chain by id or conversation URL.
         ContinuityResume = "continuity.resume",

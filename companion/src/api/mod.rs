@@ -48,6 +48,8 @@ pub struct Services {
     pub home: std::path::PathBuf,
     /// The turn-end judge; `None` when its HTTP client could not start.
     pub judge: Option<Arc<crate::judge::JudgeService>>,
+    /// Work Memory (`work_memory.*` through `herdr_call`); `None` when it could not open.
+    pub work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
 }
 
 /// Routes validated requests to the services.
@@ -67,13 +69,15 @@ pub struct Router {
     home: std::path::PathBuf,
     /// The turn-end judge.
     judge: Option<Arc<crate::judge::JudgeService>>,
+    /// Work Memory.
+    work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, work_memory } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, work_memory }
     }
 
     /// The current Herdr status.

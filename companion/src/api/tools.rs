@@ -10,9 +10,9 @@
 //! - `herdr_prompt` is `task.dispatch` (the same code path): the task is recorded in the
 //!   chat's parent inbox before Herdr gets the prompt, and the answer comes at once (I1).
 //! - `herdr_call` reaches only the allowlist of `continuity_protocol::tools`; `agent.prompt`
-//!   is refused there (it would bypass the inbox), and the runtime-local families
-//!   (`continuity.*`, `work_memory.*`, `herdr_mcp.browser_handoff.prepare`) answer
-//!   `not_available` until a service serves them.
+//!   is refused there (it would bypass the inbox); `work_memory.*` goes to the Work Memory
+//!   service (`crate::work_memory`), and the other runtime-local methods (`continuity.*`,
+//!   `herdr_mcp.browser_handoff.prepare`) answer `not_available` until a service serves them.
 //! - `herdr_methods` and `herdr_inspect` change nothing.
 
 use std::path::PathBuf;
@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 
 use super::inbox::{checked_prompt, dispatch, DispatchRequest};
 use super::Router;
+use crate::work_memory::{WorkMemory, WorkMemoryError};
 use crate::herdr::HerdrError;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::limits::MAX_REF_CHARS;
@@ -192,7 +193,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
     let result = match tool {
         ToolName::HerdrPrompt => prompt(api, &args).await?,
         ToolName::HerdrCall => call(api, &args).await?,
-        ToolName::HerdrMethods => methods(&args)?,
+        ToolName::HerdrMethods => methods(api, &args)?,
         ToolName::HerdrInspect => inspect(api, &args)?,
     };
     Ok(json!({"type": "tool_result", "tool": tool, "result": result}))
@@ -246,14 +247,8 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
         },
         Some(_) => return Err(bad("herdr_call: params must be a string holding a JSON object (not the object itself), e.g. \"{\\\"pane_id\\\":\\\"w1:p1\\\"}\"".to_owned())),
     };
-    if LocalMethod::parse(&method).is_ok() {
-        return Err((
-            ErrorCode::NotAvailable,
-            format!(
-                "{method} is not available yet in herdr-companion {}: it has no continuity or work-memory store yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
-                env!("CARGO_PKG_VERSION")
-            ),
-        ));
+    if let Ok(local) = LocalMethod::parse(&method) {
+        return local_call(api, local, params).await;
     }
     if method == continuity_protocol::herdr::HerdrMethod::AgentPrompt {
         return Err(bad("herdr_call does not send prompts; use herdr_prompt, which records the task so its result comes back to the chat".to_owned()));
@@ -278,7 +273,33 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
     Ok(json!({"method": method, "read_only": callable.read_only, "result": result}))
 }
 
-fn methods(args: &Arguments<'_>) -> Result<Value, MethodError> {
+/// A runtime-local method through `herdr_call`: `work_memory.*` by the Work Memory
+/// service, the others `not_available` until a service serves them.
+async fn local_call(api: &Router, method: LocalMethod, params: Value) -> Result<Value, MethodError> {
+    if !WorkMemory::serves(method) {
+        return Err((
+            ErrorCode::NotAvailable,
+            format!(
+                "{method} is not available yet in herdr-companion {}: it has no continuity store yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ));
+    }
+    let Some(work_memory) = &api.work_memory else {
+        return Err((ErrorCode::NotReady, format!("{method}: the Work Memory store in state.db could not be opened; see runtime.log (herdr-companion doctor) and restart the runtime")));
+    };
+    let result = work_memory.call(method, params).await.map_err(|error| {
+        let code = match error {
+            WorkMemoryError::NotFound(_) => ErrorCode::NotFound,
+            WorkMemoryError::Store(_) | WorkMemoryError::CallLost(_) => ErrorCode::Error,
+            _ => ErrorCode::BadRequest,
+        };
+        (code, format!("{}: {error}", error.code()))
+    })?;
+    Ok(json!({"method": method, "read_only": method.is_read_only(), "result": result}))
+}
+
+fn methods(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
     args.only_known()?;
     let query = args.text("query", MAX_QUERY_CHARS, "send part of a method name, or leave it out")?.map(|q| q.to_lowercase());
     let herdr = CALLABLE_HERDR_METHODS
@@ -286,7 +307,7 @@ fn methods(args: &Arguments<'_>) -> Result<Value, MethodError> {
         .map(|c| json!({"method": c.method, "source": "herdr", "read_only": c.read_only, "available": true}));
     let local = LocalMethod::ALL
         .iter()
-        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": false}));
+        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": WorkMemory::serves(*m) && api.work_memory.is_some()}));
     let matches = |entry: &Value| {
         let name = entry.get("method").and_then(Value::as_str).unwrap_or("");
         query.as_deref().is_none_or(|q| name.contains(q))

@@ -166,7 +166,8 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     assert!(read.structured_content.as_ref().is_some_and(|r| r["result"]["read"]["text"].as_str().is_some_and(|t| t.contains("run the tests"))), "{read:?}");
     let methods = call(&client, "herdr_methods", json!({"query": "work_memory"})).await;
     let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
-    assert!(listed.as_array().is_some_and(|ms| !ms.is_empty() && ms.iter().all(|m| m["available"] == false && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
+    assert!(listed.as_array().is_some_and(|ms| ms.len() == 6 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
+    work_memory_through_herdr_call(&client).await;
     let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_exec")).await;
     assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_exec`")), "an unknown tool is a protocol error");
 
@@ -179,6 +180,38 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     let tasks = world.poll("task.list", json!({"browser_session_ref": "chatgpt:conv:mcp-stdio"}), |_| true);
     assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
     client.cancel().await.expect("close the session");
+}
+
+/// W1–W3 through a real MCP client: `herdr_call` reaches the runtime's Work Memory (its
+/// store in the runtime's `state.db`), params as a JSON string.
+async fn work_memory_through_herdr_call(client: &Client) {
+    let wm = |method: &'static str, params: Value| {
+        let arguments = json!({"method": method, "params": params.to_string()});
+        async move { call(client, "herdr_call", arguments).await }
+    };
+    let partition = json!({"project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main"});
+    let bound = wm("work_memory.bind", json!({"continuity_id": "hc:mcp", "project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main",
+        "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio", "bound_at": 1})).await;
+    assert_eq!(bound.structured_content.as_ref().map(|r| r["result"]["retention_policy"].clone()), Some(json!("retain_all")), "{bound:?}");
+    let turn = wm("work_memory.append_turn", json!({"continuity_id": "hc:mcp", "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio",
+        "provider_message_ref": "u1", "role": "user", "text": "split the parser", "observed_at": 2})).await;
+    let message_id = turn.structured_content.as_ref().and_then(|r| r["result"]["message_id"].as_str().map(str::to_owned)).expect("message_id");
+    let put = |expected: u64| wm("work_memory.checkpoint.put", json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": expected,
+        "summary": "parser split planned", "checkpoint_json": "{\"next\":\"write tests\"}", "through_message_id": message_id, "created_at": 3}));
+    let stored = put(0).await;
+    assert_eq!(stored.structured_content.as_ref().map(|r| r["result"]["checkpoint"]["revision"].clone()), Some(json!(1)), "{stored:?}");
+    let stale = wm("work_memory.checkpoint.put", json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": 0, "summary": "another",
+        "checkpoint_json": "{}", "through_message_id": message_id, "created_at": 4})).await;
+    let conflict = stale.structured_content.as_ref().map(|r| r["result"].clone()).unwrap_or_default();
+    assert_eq!((conflict["ok"].clone(), conflict["code"].clone(), conflict["actual"].clone()),
+        (json!(false), json!("work_memory_checkpoint_revision_conflict"), json!(1)), "{stale:?}");
+    let resumed = wm("work_memory.resume", partition.clone()).await;
+    let result = resumed.structured_content.as_ref().map(|r| r["result"].clone()).unwrap_or_default();
+    assert_eq!((result["checkpoint_revision"].clone(), result["checkpoint"]["summary"].clone()), (json!(1), json!("parser split planned")), "{resumed:?}");
+    let missing = wm("work_memory.resume", json!({"project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "other"})).await;
+    assert!(error_text(&missing).contains("work_memory_not_found"), "{missing:?}");
+    let bad = wm("work_memory.bind", json!({"continuity_id": "", "project_ref": "p"})).await;
+    assert!(error_text(&bad).contains("work_memory_invalid"), "{bad:?}");
 }
 
 /// `mcp --http` started on a free loopback port; its address from its stderr line.
