@@ -1,10 +1,12 @@
-// The side panel (Control Center, SPEC O1): a renderer of the views the worker computes.
+// The side panel (Control Center, SPEC O1): a renderer of the views the worker computes,
+// and the live Herdr tree with the Pinned Target (live-tree.js).
 // It connects a `panel` port, renders each view it receives — the HUD view (ext-core
 // `hud::HudView`), the panel view (`continuity::PanelView`) and the tab's page diagnostics
 // ("What the extension sees") — and posts the buttons' commands back. It decides nothing:
 // every view comes whole from the worker (docs/PROTOCOL.md "panel ↔ worker"), and a
 // message of a shape it does not know is refused visibly instead of rendered in part.
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
+import { mountLiveTree } from './live-tree.js';
 
 // ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
 // carry the continuity part the content script shows); a missing or mistyped one is not.
@@ -176,8 +178,12 @@ startPage((app) => {
     status: statusRegion('round-trip'),
     panel: element('section', 'control-center'),
     diagnostics: element('section', 'diagnostics', { 'data-diagnostics': '' }),
+    live: element('section', 'live', { 'data-live': '' }),
   };
-  app.append(regions.hud, regions.status, regions.panel, regions.diagnostics);
+  app.append(regions.hud, regions.status, regions.panel, regions.live, regions.diagnostics);
+  // The live Herdr tree and the Pinned Target keep their own companion connection
+  // (live-tree.js): they only display, so they need nothing from the worker's core.
+  mountLiveTree(regions.live);
   // Message type → its shape, the region it replaces and the renderer of that region.
   const RENDERERS = {
     hud: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },

@@ -1,0 +1,84 @@
+// Issue 13 / SPEC O1: the Control Center's live Herdr view, end to end — the side panel in
+// real Chromium with the built extension, its own connection through the real native host
+// to the real companion runtime, and the Herdr stand-in.
+// - The tree shows workspace → tab → pane → agent from the event stream, and follows a
+//   status change, new output and a new pane without a reload or a Refresh.
+// - A Pinned Target stays what the user pinned (it does not follow focus or another pane),
+//   survives the panel being reopened, reads a bounded tail (the last 40 lines), and is
+//   shown stale, with the reason, while another agent runs in its pane and once it closes.
+// Latency ("within a second of a change") is not asserted here (no timed assertions on a
+// shared machine): the tree is fed by the same live events the HUD uses.
+import { test, expect } from '../lib/test.mjs';
+import { AGENT, WORKSPACE, continuityWorld, herdrRequest, paneOutput, reportAgent } from '../lib/continuity.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+
+test.describe('Control Center live view', () => {
+  test('the tree follows Herdr live; a pinned pane reads a bounded tail and turns stale when it closes (O1)', async ({ sandbox }) => {
+    const { context } = await continuityWorld(sandbox);
+    const panel = await context.newPage();
+    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
+    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+
+    // The seeded catalog: both workspaces, each pane with its agent, status and cwd.
+    const pane = panel.locator(`[data-tree-pane="${WORKSPACE.pane}"]`);
+    await expect(panel.locator(`[data-tree-workspace="${WORKSPACE.id}"]`)).toContainText(`${WORKSPACE.label} (${WORKSPACE.id})`, { timeout: 15_000 });
+    await expect(pane).toHaveAttribute('data-agent', AGENT);
+    await expect(pane).toHaveAttribute('data-status', 'idle');
+    await expect(pane).toContainText('/home/user/api');
+    await expect(panel.locator('[data-tree-pane="w2:p1"]')).toHaveCount(1);
+
+    // A status change and new output reach the tree from the stream (no Refresh exists here).
+    await reportAgent(sandbox, WORKSPACE.pane, 'working');
+    await expect(pane, 'the status follows Herdr').toHaveAttribute('data-status', 'working', { timeout: 15_000 });
+    await paneOutput(sandbox, WORKSPACE.pane, 'compiling crate parser');
+    await expect(pane.locator('[data-last-line]'), 'the last output line').toContainText('compiling crate parser', { timeout: 15_000 });
+    await reportAgent(sandbox, WORKSPACE.pane, 'idle');
+    await expect(pane).toHaveAttribute('data-status', 'idle', { timeout: 15_000 });
+
+    // A new pane appears in the tree by itself.
+    const split = await herdrRequest(sandbox.herdrSocket, 'pane.split', { target_pane_id: WORKSPACE.pane, direction: 'right' });
+    const newPane = split.pane?.pane_id ?? split.pane_id;
+    expect(typeof newPane, JSON.stringify(split)).toBe('string');
+    await expect(panel.locator(`[data-tree-pane="${newPane}"]`), 'a new pane is listed').toHaveCount(1, { timeout: 15_000 });
+
+    // Pin w1:p1: it is the target, and stays it when the panel is reopened.
+    await panel.locator(`button[data-pin="${WORKSPACE.pane}"]`).focus();
+    await panel.keyboard.press('Enter');
+    const pinned = panel.locator('[data-pinned]');
+    await expect(pinned).toHaveAttribute('data-pinned', WORKSPACE.pane);
+    await expect(pinned).toHaveAttribute('data-stale', 'false');
+    await panel.reload();
+    await expect(pinned, 'the pin is kept').toHaveAttribute('data-pinned', WORKSPACE.pane, { timeout: 15_000 });
+    await expect(pinned).toHaveAttribute('data-stale', 'false', { timeout: 15_000 });
+
+    // Read-only actions: inspect, and the last 40 lines (bounded even when the pane has more).
+    for (let i = 0; i < 60; i++) await paneOutput(sandbox, WORKSPACE.pane, `line ${i}`);
+    const output = panel.locator('[data-pinned-output]');
+    await panel.locator('button[data-pinned-action="inspect"]').click();
+    await expect(output).toContainText(`pane_id: ${WORKSPACE.pane}`);
+    await expect(output).toContainText(`agent: ${AGENT}`);
+    await panel.locator('button[data-pinned-action="read"]').click();
+    await expect(output, 'the tail').toContainText('line 59', { timeout: 15_000 });
+    const lines = (await output.textContent()).split('\n');
+    expect(lines.length, 'at most 40 lines').toBeLessThanOrEqual(40);
+    expect(lines.join('\n')).not.toContain('line 0\n');
+
+    // Another agent takes the pane: stale, and says why; the first agent back: live again.
+    await reportAgent(sandbox, WORKSPACE.pane, 'idle', 'codex');
+    await expect(pinned, 'stale with another agent in the pane').toHaveAttribute('data-stale', 'true', { timeout: 15_000 });
+    await expect(pinned).toHaveAttribute('data-stale-reason', `another agent runs in it now (codex, pinned with ${AGENT})`);
+    await reportAgent(sandbox, WORKSPACE.pane, 'idle', AGENT);
+    await expect(pinned).toHaveAttribute('data-stale', 'false', { timeout: 15_000 });
+
+    // Its pane closes: the pin stays, marked stale with the reason; the tree drops the pane.
+    await herdrRequest(sandbox.herdrSocket, 'pane.close', { pane_id: WORKSPACE.pane });
+    await expect(pinned, 'stale once its pane closed').toHaveAttribute('data-stale', 'true', { timeout: 15_000 });
+    await expect(pinned).toHaveAttribute('data-stale-reason', 'the pane is closed');
+    await expect(panel.locator(`[data-tree-pane="${WORKSPACE.pane}"]`)).toHaveCount(0);
+    await expect(pinned, 'it did not move to another pane').toHaveAttribute('data-pinned', WORKSPACE.pane);
+
+    // Unpin.
+    await panel.locator('button[data-pinned-action="unpin"]').click();
+    await expect(panel.locator('[data-pinned-none]')).toHaveCount(1);
+  });
+});

@@ -1,0 +1,303 @@
+// The Control Center's live Herdr view (SPEC O1): the workspace → tab → pane → agent tree,
+// the Pinned Target and its read-only actions. Display only: it changes nothing in Herdr,
+// the chat or the continuity state, so it does not go through the worker's core — while
+// the side panel is open it keeps its own connection to the companion (the same native
+// host, `docs/PROTOCOL.md` "Event stream"): `hello`, `events.subscribe` (no position: the
+// current catalog arrives in the stream's `hello`, then live changes), `herdr.panes` once,
+// and `herdr.pane_read` when the user asks for a pane's tail.
+//
+// Every message from the port is checked for the fields used (anything else is ignored);
+// the pinned pane is kept in chrome.storage.local and is never followed by focus: it stays
+// what the user chose, marked stale with the reason when its pane closes or another agent
+// runs in it.
+import { button, element, errorText, message } from './page-dom.js';
+
+const HOST = 'dev.herdr.continuity';
+const PROTOCOL = 1;
+export const PINNED_KEY = 'herdrContinuityPinnedV1';
+/** Lines the "Read last lines" action asks for. */
+export const TAIL_LINES = 40;
+/** Longest last-output line shown per pane, in characters. */
+const LAST_LINE_MAX = 160;
+const RECONNECT_MS = 2_000;
+
+const string = (value) => typeof value === 'string';
+const object = (value) => typeof value === 'object' && value !== null && !Array.isArray(value);
+const optionalString = (value) => value == null || string(value);
+
+/** The last non-blank line of a tail, clipped. */
+function lastLine(tail) {
+  const lines = tail.split('\n').map((line) => line.trimEnd()).filter((line) => line.trim() !== '');
+  const line = lines.length ? lines[lines.length - 1] : '';
+  return line.length > LAST_LINE_MAX ? `${line.slice(0, LAST_LINE_MAX - 1)}…` : line;
+}
+
+/** What the companion told us about Herdr, kept current from the stream. */
+export class HerdrModel {
+  constructor() {
+    this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
+    this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
+  }
+
+  workspace(data) {
+    if (!object(data) || !string(data.workspace_id)) return;
+    const label = string(data.label) ? data.label : data.workspace_id;
+    this.workspaces.set(data.workspace_id, { workspace_id: data.workspace_id, label, number: Number.isInteger(data.number) ? data.number : 0 });
+  }
+
+  pane(data) {
+    if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return;
+    const before = this.panes.get(data.pane_id);
+    this.panes.set(data.pane_id, {
+      pane_id: data.pane_id,
+      workspace_id: data.workspace_id,
+      tab_id: string(data.tab_id) ? data.tab_id : before?.tab_id ?? '',
+      agent: optionalString(data.agent) ? data.agent ?? null : before?.agent ?? null,
+      status: string(data.agent_status) ? data.agent_status : string(data.status) ? data.status : before?.status ?? 'unknown',
+      cwd: string(data.cwd) ? data.cwd : before?.cwd ?? '',
+      last_line: before?.last_line ?? '',
+    });
+  }
+
+  /** One stream event or hello; true when the tree changed. */
+  apply(name, data) {
+    if (!object(data)) return false;
+    switch (name) {
+      case 'hello':
+        if (!Array.isArray(data.workspaces)) return false;
+        this.workspaces.clear();
+        for (const ws of data.workspaces) this.workspace(ws);
+        if (Array.isArray(data.agents)) for (const agent of data.agents) this.agentUpdate(agent);
+        return true;
+      case 'workspace_upsert':
+        this.workspace(data);
+        return true;
+      case 'workspace_removed':
+        if (!string(data.workspace_id)) return false;
+        this.workspaces.delete(data.workspace_id);
+        for (const [id, pane] of this.panes) if (pane.workspace_id === data.workspace_id) this.panes.delete(id);
+        return true;
+      case 'pane_upsert':
+        this.pane(data);
+        return true;
+      case 'pane_removed':
+        return string(data.pane_id) && this.panes.delete(data.pane_id);
+      case 'agent_working':
+      case 'agent_settled':
+        return this.agentUpdate(data);
+      case 'agent_output': {
+        const pane = string(data.pane_id) ? this.panes.get(data.pane_id) : null;
+        if (!pane || !string(data.tail)) return false;
+        pane.last_line = lastLine(data.tail);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  agentUpdate(data) {
+    if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return false;
+    const pane = this.panes.get(data.pane_id);
+    if (!pane) {
+      this.pane({ ...data, agent_status: data.status });
+      return true;
+    }
+    if (optionalString(data.agent)) pane.agent = data.agent ?? null;
+    if (string(data.status)) pane.status = data.status;
+    if (string(data.cwd)) pane.cwd = data.cwd;
+    return true;
+  }
+
+  /** Why the pinned pane is stale, or null when it is still what was pinned. */
+  staleReason(pinned) {
+    const pane = this.panes.get(pinned.pane_id);
+    if (!pane) return message('treePinnedClosed');
+    if ((pane.agent ?? null) !== (pinned.agent ?? null)) return message('treePinnedOtherAgent', [pane.agent ?? '—', pinned.agent ?? '—']);
+    return null;
+  }
+}
+
+/** The companion connection of the live view: requests by id, events to `onEvent`. */
+class LiveLink {
+  constructor({ onEvent, onState }) {
+    this.onEvent = onEvent;
+    this.onState = onState;
+    this.pending = new Map();
+    this.next = 1;
+    this.port = null;
+    this.connect();
+  }
+
+  connect() {
+    let port;
+    try {
+      port = chrome.runtime.connectNative(HOST);
+    } catch (error) {
+      this.onState('down', errorText(error));
+      setTimeout(() => this.connect(), RECONNECT_MS);
+      return;
+    }
+    this.port = port;
+    port.onMessage.addListener((received) => this.received(received));
+    port.onDisconnect.addListener(() => {
+      const reason = chrome.runtime.lastError?.message ?? message('treeDisconnected');
+      this.port = null;
+      for (const { reject } of this.pending.values()) reject(new Error(reason));
+      this.pending.clear();
+      this.onState('down', reason);
+      setTimeout(() => this.connect(), RECONNECT_MS);
+    });
+    this.request('hello', { protocol: PROTOCOL, extension_version: chrome.runtime.getManifest().version })
+      .then((hello) => {
+        if (hello.compatible === false) throw new Error(message('treeIncompatible'));
+        this.onState('up', null);
+        return Promise.all([this.request('events.subscribe', {}), this.request('herdr.panes', {})]);
+      })
+      .then(([, panes]) => {
+        if (Array.isArray(panes?.panes)) for (const pane of panes.panes) this.onEvent('pane_upsert', pane);
+      })
+      .catch((error) => this.onState('down', errorText(error)));
+  }
+
+  request(method, params) {
+    if (!this.port) return Promise.reject(new Error(message('treeDisconnected')));
+    const id = `panel-${this.next++}`;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.port.postMessage({ id, method, params });
+    });
+  }
+
+  received(received) {
+    if (!object(received)) return;
+    if (string(received.event)) {
+      this.onEvent(received.event, received.data);
+      return;
+    }
+    const waiting = string(received.id) ? this.pending.get(received.id) : null;
+    if (!waiting) return;
+    this.pending.delete(received.id);
+    if (object(received.error)) {
+      const code = string(received.error.code) ? received.error.code : 'error';
+      waiting.reject(new Error(`${code}: ${string(received.error.message) ? received.error.message : ''}`));
+    } else if (object(received.result)) {
+      waiting.resolve(received.result);
+    } else {
+      waiting.reject(new Error(message('treeBadAnswer')));
+    }
+  }
+}
+
+/** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button. */
+function treeNodes(model, pinned, pin) {
+  const workspaces = [...model.workspaces.values()].sort((a, b) => a.number - b.number || a.workspace_id.localeCompare(b.workspace_id));
+  if (workspaces.length === 0) return [element('p', 'line', { 'data-tree-empty': '' }, message('treeEmpty'))];
+  return [element('ul', 'tree', { 'data-tree': '' }, ...workspaces.map((ws) => {
+    const panes = [...model.panes.values()].filter((pane) => pane.workspace_id === ws.workspace_id);
+    const tabs = [...new Set(panes.map((pane) => pane.tab_id))].sort();
+    return element('li', '', { 'data-tree-workspace': ws.workspace_id },
+      element('span', 'tree-label', {}, `${ws.label} (${ws.workspace_id})`),
+      element('ul', '', {}, ...tabs.map((tab) => element('li', '', { 'data-tree-tab': tab },
+        element('span', 'tree-label', {}, message('treeTab', [tab || '—'])),
+        element('ul', '', {}, ...panes.filter((pane) => pane.tab_id === tab).sort((a, b) => a.pane_id.localeCompare(b.pane_id)).map((pane) => {
+          const text = `${pane.pane_id} · ${pane.agent ?? message('treeNoAgent')} · ${pane.status} · ${pane.cwd}`;
+          const tone = { working: 'tone-good', blocked: 'tone-warning' }[pane.status] ?? '';
+          return element('li', `pane ${tone}`, {
+            'data-tree-pane': pane.pane_id, 'data-status': pane.status, 'data-agent': pane.agent ?? '',
+          },
+          element('span', '', {}, text),
+          pane.last_line ? element('span', 'last-line', { 'data-last-line': '' }, ` — ${pane.last_line}`) : '',
+          pinned?.pane_id === pane.pane_id
+            ? element('span', '', { 'data-pinned-marker': '' }, ` ${message('treePinnedMark')}`)
+            : button(message('treePin'), { 'data-pin': pane.pane_id, 'aria-label': message('treePinLabel', [pane.pane_id]) }, () => pin(pane)));
+        }))))));
+  }))];
+}
+
+/** The Pinned Target with its read-only actions (inspect, read the last TAIL_LINES lines). */
+function pinnedNodes(model, pinned, actions, output) {
+  const nodes = [element('h2', '', {}, message('treePinnedTitle'))];
+  if (!pinned) {
+    nodes.push(element('p', 'line', { 'data-pinned-none': '' }, message('treePinnedNone')));
+    return nodes;
+  }
+  const stale = model.staleReason(pinned);
+  const pane = model.panes.get(pinned.pane_id);
+  nodes.push(element('p', `line tone-${stale ? 'warning' : 'good'}`, {
+    'data-pinned': pinned.pane_id, 'data-stale': stale ? 'true' : 'false', 'data-stale-reason': stale ?? '',
+  }, stale
+    ? message('treePinnedStale', [pinned.pane_id, stale])
+    : message('treePinnedLive', [pinned.pane_id, pane?.agent ?? message('treeNoAgent'), pane?.status ?? ''])));
+  nodes.push(element('div', 'actions', {},
+    button(message('treeInspect'), { 'data-pinned-action': 'inspect' }, () => actions.inspect()),
+    button(message('treeReadTail', [String(TAIL_LINES)]), { 'data-pinned-action': 'read' }, () => actions.read()),
+    button(message('treeUnpin'), { 'data-pinned-action': 'unpin' }, () => actions.unpin())));
+  nodes.push(output);
+  return nodes;
+}
+
+/** Mounts the live view into `region` (the side panel's `section.live`). */
+export function mountLiveTree(region) {
+  const model = new HerdrModel();
+  let pinned = null;
+  let state = { up: false, reason: null };
+  const output = element('pre', 'pane-tail', { 'data-pinned-output': '', tabindex: '0' });
+  const status = element('p', 'line', { role: 'status', 'aria-live': 'polite', 'data-live-state': 'connecting' }, message('treeConnecting'));
+  const treeRegion = element('div', '', {});
+  const pinnedRegion = element('div', '', {});
+  region.replaceChildren(element('h2', '', {}, message('treeTitle')), status, treeRegion, pinnedRegion);
+
+  let scheduled = null;
+  const render = () => {
+    scheduled = null;
+    status.dataset.liveState = state.up ? 'up' : 'down';
+    status.textContent = state.up ? message('treeLive') : message('treeDown', [state.reason ?? '']);
+    treeRegion.replaceChildren(...treeNodes(model, pinned, pin));
+    pinnedRegion.replaceChildren(...pinnedNodes(model, pinned, actions, output));
+  };
+  // Coalesced: a burst of events renders once (a timer, so a hidden panel does not pile up frames).
+  const schedule = () => { if (!scheduled) scheduled = setTimeout(render, 50); };
+
+  const savePinned = (value) => {
+    pinned = value;
+    const write = value ? chrome.storage.local.set({ [PINNED_KEY]: value }) : chrome.storage.local.remove(PINNED_KEY);
+    Promise.resolve(write).catch((error) => { output.textContent = message('treePinSaveFailed', [errorText(error)]); });
+    output.textContent = '';
+    schedule();
+  };
+  const pin = (pane) => savePinned({ pane_id: pane.pane_id, workspace_id: pane.workspace_id, agent: pane.agent ?? null, pinned_at: Date.now() });
+  const link = new LiveLink({
+    onEvent: (name, data) => { if (model.apply(name, data)) schedule(); },
+    onState: (up, reason) => { state = { up: up === 'up', reason }; schedule(); },
+  });
+  const actions = {
+    inspect: () => {
+      const pane = model.panes.get(pinned.pane_id);
+      output.dataset.kind = 'inspect';
+      output.textContent = pane
+        ? [`pane_id: ${pane.pane_id}`, `workspace_id: ${pane.workspace_id}`, `tab_id: ${pane.tab_id}`, `agent: ${pane.agent ?? '—'}`,
+          `status: ${pane.status}`, `cwd: ${pane.cwd}`].join('\n')
+        : message('treePinnedClosed');
+    },
+    read: () => {
+      output.dataset.kind = 'read';
+      output.textContent = message('treeReading');
+      link.request('herdr.pane_read', { pane_id: pinned.pane_id, lines: TAIL_LINES })
+        .then((read) => {
+          const text = string(read.text) ? read.text : '';
+          output.textContent = text.split('\n').slice(-TAIL_LINES).join('\n') || message('treeTailEmpty');
+        })
+        .catch((error) => { output.textContent = message('treeReadFailed', [errorText(error)]); });
+    },
+    unpin: () => savePinned(null),
+  };
+  Promise.resolve(chrome.storage.local.get(PINNED_KEY))
+    .then((items) => {
+      const stored = items?.[PINNED_KEY];
+      if (object(stored) && string(stored.pane_id) && string(stored.workspace_id) && optionalString(stored.agent)) pinned = stored;
+      schedule();
+    })
+    .catch((error) => { output.textContent = message('treePinSaveFailed', [errorText(error)]); schedule(); });
+  render();
+}
