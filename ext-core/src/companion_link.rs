@@ -258,9 +258,9 @@ impl OfflineReason {
     pub fn from_port_error(error: Option<&str>) -> Self {
         match error {
             None => OfflineReason::HostExited,
-            Some(text) if text.contains("not found") => OfflineReason::HostNotInstalled,
-            Some(text) if text.contains("forbidden") => OfflineReason::HostForbidden,
-            Some(text) if text.contains("exited") => OfflineReason::HostExited,
+            Some(text) if crate::text::contains_str(text, "not found") => OfflineReason::HostNotInstalled,
+            Some(text) if crate::text::contains_str(text, "forbidden") => OfflineReason::HostForbidden,
+            Some(text) if crate::text::contains_str(text, "exited") => OfflineReason::HostExited,
             Some(text) => OfflineReason::PortError {
                 message: text.to_owned(),
             },

@@ -34,5 +34,6 @@ pub mod settle_tracker;
 pub mod sites;
 pub mod snapshot;
 pub mod stale_view;
+pub mod text;
 pub mod vec_map;
 pub mod wake;

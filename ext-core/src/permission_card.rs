@@ -103,17 +103,25 @@ fn is_deny(label: &str) -> bool {
 pub fn asked_connector(wording: &str) -> Option<String> {
     let text = wording.trim();
     let lower = text.to_lowercase();
-    let (start, end_chars): (usize, &[char]) = if let Some(i) = lower.find("allow chatgpt to use ") {
-        (i + "allow chatgpt to use ".len(), &['?'])
-    } else if let Some(i) = text.find("允许 ChatGPT 使用") {
-        (i + "允许 ChatGPT 使用".len(), &['？', '?'])
+    let (rest, end_chars): (&str, &[char]) = if let Some(i) = crate::text::find_str(&lower, "allow chatgpt to use ") {
+        (lower_tail(text, &lower, i + "allow chatgpt to use ".len())?, &['?'])
+    } else if let Some(i) = crate::text::find_str(text, "允许 ChatGPT 使用") {
+        (text.get(i + "允许 ChatGPT 使用".len()..)?, &['？', '?'])
     } else {
         return None;
     };
-    let rest = &text[start..];
     let end = rest.find(end_chars)?;
-    let name = rest[..end].trim();
+    let name = rest.get(..end)?.trim();
     (!name.is_empty() && name.chars().count() <= 64).then(|| name.to_owned())
+}
+
+/// `text` from the char of `lower` (its lowercase) at byte `at` on, or `None` when
+/// lowercasing changed the lengths before it (then the offsets do not line up).
+fn lower_tail<'a>(text: &'a str, lower: &str, at: usize) -> Option<&'a str> {
+    let chars = lower.get(..at)?.chars().count();
+    let (start, _) = text.char_indices().nth(chars).unwrap_or((text.len(), ' '));
+    (text.get(..start)?.to_lowercase().len() == at).then_some(())?;
+    text.get(start..)
 }
 
 /// The cards accepted on a conversation's pages (persist it with the conversation).

@@ -138,9 +138,20 @@ pub struct QueueBook {
     conversations: VecMap<String, Vec<QueueItem>>,
 }
 
-/// CRLF and lone CR become LF; surrounding whitespace goes.
+/// CRLF and lone CR become LF; surrounding whitespace goes. One pass over the chars, not
+/// `replace("\r\n", …)`: a `&str` pattern brings std's substring searcher into the wasm.
 pub fn normalize_text(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n").trim().to_owned()
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            chars.next_if_eq(&'\n');
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out.trim().to_owned()
 }
 
 /// Characters of `texts` merged with [`SEPARATOR`].

@@ -202,10 +202,12 @@ pub fn classify_url(url: &str) -> PageKind {
         return unsupported(UnsupportedPage::NotAUrl);
     };
     let (host_and_path, query) = split_query(rest);
-    let (host, path) = match host_and_path.find('/') {
-        Some(slash) => (&host_and_path[..slash], &host_and_path[slash..]),
-        None => (host_and_path, "/"),
-    };
+    // `split_at_checked`, not indexing: nothing here can panic (and the wasm carries no
+    // slicing-panic message for it).
+    let (host, path) = host_and_path
+        .find('/')
+        .and_then(|slash| host_and_path.split_at_checked(slash))
+        .unwrap_or((host_and_path, "/"));
     let host = host.to_ascii_lowercase();
     let host = host.split(':').next().unwrap_or_default();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -265,10 +267,7 @@ fn unsupported(reason: UnsupportedPage) -> PageKind {
 
 fn split_query(rest: &str) -> (&str, &str) {
     let without_fragment = rest.split('#').next().unwrap_or_default();
-    match without_fragment.find('?') {
-        Some(q) => (&without_fragment[..q], &without_fragment[q + 1..]),
-        None => (without_fragment, ""),
-    }
+    without_fragment.split_once('?').unwrap_or((without_fragment, ""))
 }
 
 /// `g-p-<32 hex>[-slug]` → `g-p-<32 lower-case hex>`.

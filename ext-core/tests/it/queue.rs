@@ -442,3 +442,14 @@ mod flow {
         assert!(!b.take_log().contains("deliver"));
     }
 }
+
+proptest! {
+    /// Q1: a queued text is kept as typed, with its line ends made LF — CRLF and a lone CR
+    /// each become one LF — and its surrounding whitespace trimmed (the same as the plain
+    /// `replace` definition).
+    #[test]
+    fn q1_normalize_text_makes_line_ends_lf_and_trims(text in "[a \r\n\t中]{0,24}") {
+        let reference = text.replace("\r\n", "\n").replace('\r', "\n").trim().to_owned();
+        prop_assert_eq!(ext_core::queue::normalize_text(&text), reference);
+    }
+}

@@ -1,6 +1,7 @@
 //! The code's shape (issue 8, acceptance 1): no ext-core source file over 900 lines, each
 //! opens with its purpose (`//!`), and ARCHITECTURE.md's codemap names every module of the
-//! crate and of the continuity composition.
+//! crate and of the continuity composition. And one size rule of the wasm (acceptance
+//! "small"): no `&str` pattern method outside `text.rs` and tests.
 
 use std::path::{Path, PathBuf};
 
@@ -49,4 +50,37 @@ fn the_codemap_names_every_module() {
             assert!(named, "ARCHITECTURE.md's codemap does not name `{stem}` ({})", path.display());
         }
     }
+}
+
+/// `str` methods that take a pattern; with a string literal they instantiate std's
+/// substring searcher (ext-core `text`).
+const STR_PATTERN_METHODS: &[&str] = &[
+    "contains", "find", "rfind", "replace", "replacen", "split", "rsplit", "splitn", "rsplitn", "split_once",
+    "rsplit_once", "split_terminator", "matches", "rmatches", "match_indices", "rmatch_indices", "trim_matches",
+    "trim_start_matches", "trim_end_matches",
+];
+
+#[test]
+fn no_str_pattern_search_reaches_the_wasm() {
+    let mut files = Vec::new();
+    sources(&src(), &mut files);
+    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../ext-shell/src"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        if file.ends_with("text.rs") || file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        // A file's own test module comes last (`#[cfg(test)]`): not in the wasm.
+        let shipped = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in shipped.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for method in STR_PATTERN_METHODS {
+                if code.contains(&format!(".{method}(\"")) {
+                    found.push(format!("{}:{}: .{method}(\"…\")", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "use ext_core::text (find_str / contains_str) or a char pattern instead:\n{}", found.join("\n"));
 }
