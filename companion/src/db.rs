@@ -51,12 +51,17 @@ pub enum DbError {
 /// Key of the event log's identity in the kv table.
 const LOG_ID_KEY: &str = "log_id";
 
-/// A fresh random log id: 128 bits from the kernel, in hex.
-fn new_log_id() -> Result<String, DbError> {
+/// 128 random bits from the kernel, in hex (32 characters): the ids `state.db` makes.
+pub fn random_hex_128() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(DbError::Random)?;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A fresh random log id.
+fn new_log_id() -> Result<String, DbError> {
+    random_hex_128().map_err(DbError::Random)
 }
 
 /// A database call on the blocking pool ended without a result (it panicked, or the

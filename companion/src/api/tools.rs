@@ -10,9 +10,11 @@
 //! - `herdr_prompt` is `task.dispatch` (the same code path): the task is recorded in the
 //!   chat's parent inbox before Herdr gets the prompt, and the answer comes at once (I1).
 //! - `herdr_call` reaches only the allowlist of `continuity_protocol::tools`; `agent.prompt`
-//!   is refused there (it would bypass the inbox), and the runtime-local families
-//!   (`continuity.*`, `work_memory.*`, `herdr_mcp.browser_handoff.prepare`) answer
-//!   `not_available` until a service serves them.
+//!   is refused there (it would bypass the inbox). Of the runtime-local families, the
+//!   journal's reads (`continuity.resolve|search|resume|list`) run the same code as the
+//!   runtime methods of that name ([`super::journal`]); `work_memory.*` and
+//!   `herdr_mcp.browser_handoff.prepare` answer `not_available` until a service serves them.
+//!   The journal's write, `continuity.append`, is not reachable from a planner.
 //! - `herdr_methods` and `herdr_inspect` change nothing.
 
 use std::path::PathBuf;
@@ -232,7 +234,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
     args.only_known()?;
     let method = args.required("method", MAX_METHOD_CHARS, "send a method name from herdr_methods, e.g. pane.read")?;
     let params = match args.map.get("params") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
+        None | Some(Value::Null) => Map::new(),
         Some(Value::String(text)) if text.len() > MAX_CALL_PARAMS_BYTES => {
             return Err(bad(format!(
                 "herdr_call: params is {} bytes; at most {MAX_CALL_PARAMS_BYTES} are allowed",
@@ -240,20 +242,24 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
             )))
         }
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(object @ Value::Object(_)) => object,
+            Ok(Value::Object(object)) => object,
             Ok(_) => return Err(bad("herdr_call: params must decode to a JSON object, e.g. \"{\\\"pane_id\\\":\\\"w1:p1\\\"}\"".to_owned())),
             Err(e) => return Err(bad(format!("herdr_call: params is not valid JSON ({e}); send a JSON object encoded as a string, e.g. \"{{\\\"pane_id\\\":\\\"w1:p1\\\"}}\""))),
         },
         Some(_) => return Err(bad("herdr_call: params must be a string holding a JSON object (not the object itself), e.g. \"{\\\"pane_id\\\":\\\"w1:p1\\\"}\"".to_owned())),
     };
-    if LocalMethod::parse(&method).is_ok() {
-        return Err((
-            ErrorCode::NotAvailable,
-            format!(
-                "{method} is not available yet in herdr-companion {}: it has no continuity or work-memory store yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
-                env!("CARGO_PKG_VERSION")
-            ),
-        ));
+    if let Ok(local) = LocalMethod::parse(&method) {
+        let Some(served) = local.runtime_method() else {
+            return Err((
+                ErrorCode::NotAvailable,
+                format!(
+                    "{method} is not available yet in herdr-companion {}: it has no work-memory store or handoff yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        };
+        let result = super::journal::handle(api, served, &params).await?;
+        return Ok(json!({"method": method, "read_only": local.is_read_only(), "result": result}));
     }
     if method == continuity_protocol::herdr::HerdrMethod::AgentPrompt {
         return Err(bad("herdr_call does not send prompts; use herdr_prompt, which records the task so its result comes back to the chat".to_owned()));
@@ -265,7 +271,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
         return Err(error);
     }
     let socket = PathBuf::from(api.herdr().socket);
-    let result = crate::herdr::request(&socket, callable.method, params, HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
+    let result = crate::herdr::request(&socket, callable.method, Value::Object(params), HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
         HerdrError::Remote { .. } => (ErrorCode::HerdrError, format!("{error}; check the params against Herdr's schema for {method}")),
         other => (ErrorCode::HerdrUnavailable, other.to_string()),
     })?;
@@ -286,7 +292,7 @@ fn methods(args: &Arguments<'_>) -> Result<Value, MethodError> {
         .map(|c| json!({"method": c.method, "source": "herdr", "read_only": c.read_only, "available": true}));
     let local = LocalMethod::ALL
         .iter()
-        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": false}));
+        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": m.runtime_method().is_some()}));
     let matches = |entry: &Value| {
         let name = entry.get("method").and_then(Value::as_str).unwrap_or("");
         query.as_deref().is_none_or(|q| name.contains(q))

@@ -12,7 +12,7 @@
 //! thread being free, and a watchdog forces the exit if it ever stalls.
 //!
 //! Serving (the top of the layering; see `crate::lib`): the Herdr monitor and the
-//! services (`crate::stream`, `crate::inbox`) are built first, then the one router
+//! services (`crate::stream`, `crate::inbox`, `crate::journal`, `crate::judge`) are built first, then the one router
 //! (`crate::api::Router`) that owns them, then the accept loop ([`connections`]).
 //! Nothing is set on a service or the router after it is built.
 //!
@@ -214,7 +214,8 @@ async fn serve(
     let boot_id = new_boot_id();
     let db_path = home.root().join("state.db");
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, log.clone()).await;
-    let inbox = crate::inbox::start(db_path, herdr_status.clone(), events.clone(), log.clone()).await;
+    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone()).await;
+    let journal = crate::journal::start(db_path, log.clone()).await;
     let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
         Ok(judge) => Some(Arc::new(judge)),
         Err(error) => {
@@ -222,7 +223,7 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge }));
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 
