@@ -3,6 +3,7 @@
 //! from (`continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`).
 //!
 //! - [`store`]: the tables, the idempotent append and the bounded reads (synchronous).
+//! - [`bench`]: the bench's synthetic fill (`herdr-companion journal-fill`, hidden).
 //! - This module: the service ([`Journal`], whose every store call runs on the blocking
 //!   pool), ChatGPT conversation URLs ([`ConversationUrl`]) and the read operations that
 //!   turn store rows into the methods' results ([`search`], [`resume`], [`resolve`],
@@ -19,6 +20,7 @@
 //!   instruction to re-check live state (C7); a conversation never journaled is named as
 //!   such (C6).
 
+pub mod bench;
 pub mod store;
 
 use std::path::PathBuf;

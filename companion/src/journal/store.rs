@@ -154,13 +154,9 @@ pub struct JournalStore {
 impl JournalStore {
     /// Opens (creating if needed) the journal tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, JournalError> {
-        let conn = Connection::open(path)?;
-        // The busy timeout first: the other connections of this runtime may hold a lock
-        // while this one switches to WAL, which would otherwise fail at once with BUSY.
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL: a turn the runtime acknowledged survives a power loss, not only a crash.
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        // WAL and synchronous=FULL: a turn the runtime acknowledged survives a power loss,
+        // not only a crash.
+        let conn = crate::db::open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS journal_chains (
                 continuity_id TEXT PRIMARY KEY,

@@ -297,7 +297,7 @@ fn fixed_turn(index: usize) -> ContinuityAppendParams {
     let mut t = turn(
         &format!("conv-{conversation}"),
         &format!("msg-{index}"),
-        if index % 2 == 0 { TurnRole::User } else { TurnRole::Assistant },
+        if index.is_multiple_of(2) { TurnRole::User } else { TurnRole::Assistant },
         &format!("{} and {}", WORDS[index % WORDS.len()], WORDS[(index / 3) % WORDS.len()]),
     );
     t.project_id = [Some(PROJECT), Some(OTHER_PROJECT), None][conversation % 3].map(str::to_owned);
