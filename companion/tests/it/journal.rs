@@ -31,7 +31,7 @@ fn turn(writer: usize, index: usize) -> Value {
     json!({
         "conversation_id": format!("conv-{writer}"),
         "message_id": format!("m-{writer}-{index}"),
-        "role": if index % 2 == 0 { "user" } else { "assistant" },
+        "role": if index.is_multiple_of(2) { "user" } else { "assistant" },
         "text": format!("writer {writer} turn {index}: the route pool is wired and its tests pass"),
         "observed_at": 1_764_547_200_000u64 + index as u64,
         "workspace_id": "w1",
