@@ -103,6 +103,7 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
     check_id(m, "project_id", p.project_id.as_ref())?;
     check_id(m, "workspace_id", p.workspace_id.as_ref())?;
     check_id(m, "conversation_id", p.conversation_id.as_ref())?;
+    let conversation_from_url = p.conversation_id.is_none() && p.conversation_url.is_some();
     let mut identity = Identity { conversation_id: p.conversation_id, project_id: p.project_id, workspace_id: p.workspace_id };
     if let Some(url) = &p.conversation_url {
         let parsed = check_url(m, url)?;
@@ -129,7 +130,7 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
     if identity.is_empty() && fts.is_none() {
         return Err(bad(m, "give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)".to_owned()));
     }
-    Ok(SearchQuery { identity, fts, limit: check_limit(m, p.limit, DEFAULT_SEARCH_LIMIT)? })
+    Ok(SearchQuery { identity, fts, limit: check_limit(m, p.limit, DEFAULT_SEARCH_LIMIT)?, conversation_from_url })
 }
 
 /// Validates `continuity.resume` params: exactly one anchor (C5).

@@ -27,6 +27,8 @@ const WORDS_PER_TURN: u64 = 24;
 pub const VOCABULARY: u64 = 4096;
 /// Turns per transaction.
 const BATCH: u64 = 50_000;
+/// The fill's page cache (its indexes outgrow SQLite's default 2 MiB early).
+const FILL_CACHE_KIB: u32 = 256 * 1024;
 
 const SYLLABLES: [&str; 16] = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ba", "de", "fu", "gi", "ho", "ju", "pe", "zo"];
 
@@ -76,6 +78,7 @@ fn fill_turn(n: u64, mix: &mut Mix) -> ContinuityAppendParams {
 /// the counts, the time taken, and identities it can search by.
 pub fn fill(db_path: &Path, turns: u64) -> Result<Value, JournalError> {
     let mut store = JournalStore::open(db_path)?;
+    store.set_cache_kib(FILL_CACHE_KIB)?;
     let mut mix = Mix(0x5eed);
     let started = Instant::now();
     let mut written = 0;

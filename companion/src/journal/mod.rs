@@ -131,6 +131,10 @@ pub struct SearchQuery {
     pub fts: Option<String>,
     /// 1..=10 candidates.
     pub limit: u64,
+    /// True when `identity.conversation_id` came from `conversation_url` alone: a URL of a
+    /// chat the journal never saw then narrows by its Project only, as `continuity.resume`
+    /// does with it (C5).
+    pub conversation_from_url: bool,
 }
 
 fn candidates(store: &JournalStore, chains: &[ChainRow], reasons: &[MatchReason]) -> Result<Vec<ChainCandidate>, JournalError> {
@@ -140,19 +144,29 @@ fn candidates(store: &JournalStore, chains: &[ChainRow], reasons: &[MatchReason]
 /// `continuity.search`: every chain matching the identity and the text up to the bound;
 /// `unique_exact` only when identity alone names exactly the one chain found (C4).
 pub fn search(store: &JournalStore, query: &SearchQuery) -> Result<MethodResult, JournalError> {
-    let mut chains = match &query.fts {
-        Some(fts) => store.chains_matching(fts, &query.identity, query.limit + 1)?,
-        None => store.chains_by_identity(&query.identity, query.limit + 1)?,
+    let mut identity = query.identity.clone();
+    if query.conversation_from_url {
+        if let Some(conversation) = &identity.conversation_id {
+            if store.chain_of_conversation(conversation)?.is_none() {
+                identity.conversation_id = None;
+            }
+        }
+    }
+    let mut chains = match (&query.fts, identity.is_empty()) {
+        (Some(fts), _) => store.chains_matching(fts, &identity, query.limit + 1)?,
+        (None, false) => store.chains_by_identity(&identity, query.limit + 1)?,
+        // A URL of an unjournaled chat outside any Project: nothing to search by.
+        (None, true) => Vec::new(),
     };
     let more = chains.len() as u64 > query.limit;
     chains.truncate(query.limit as usize);
-    let by_identity_alone = if query.identity.is_empty() { Vec::new() } else { store.chains_by_identity(&query.identity, 2)? };
+    let by_identity_alone = if identity.is_empty() { Vec::new() } else { store.chains_by_identity(&identity, 2)? };
     let resolution = match chains.as_slice() {
         [] => Resolution::None,
         [only] if by_identity_alone.len() == 1 && by_identity_alone[0].continuity_id == only.continuity_id => Resolution::UniqueExact,
         _ => Resolution::ConfirmationRequired,
     };
-    let mut reasons = query.identity.reasons();
+    let mut reasons = identity.reasons();
     if query.fts.is_some() {
         reasons.push(MatchReason::Query);
     }

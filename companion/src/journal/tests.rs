@@ -45,7 +45,7 @@ fn chain_of(store: &JournalStore, conversation: &str) -> String {
 }
 
 fn searched(store: &JournalStore, identity: Identity, query: Option<&str>) -> (Resolution, bool, Vec<String>) {
-    let query = SearchQuery { identity, fts: query.and_then(fts_query), limit: 5 };
+    let query = SearchQuery { identity, fts: query.and_then(fts_query), limit: 5, conversation_from_url: false };
     match search(store, &query).expect("search") {
         MethodResult::ContinuitySearch { resolution, auto_resume_safe, candidates, .. } => {
             (resolution, auto_resume_safe, candidates.into_iter().map(|c| c.continuity_id).collect())
@@ -136,11 +136,36 @@ fn c4_only_stable_identity_makes_a_search_unique_exact() {
 }
 
 #[test]
+fn c5_a_searched_url_of_an_unjournaled_chat_narrows_by_its_project_only() {
+    let (_dir, mut store) = open();
+    store.append(&in_project(turn("old", "m1", TurnRole::User, "build the loader"), PROJECT, "w1"), 1).expect("append");
+    let chain = chain_of(&store, "old");
+    let from_url = |conversation: &str, project: Option<&str>| SearchQuery {
+        identity: Identity { conversation_id: Some(conversation.to_owned()), project_id: project.map(str::to_owned), workspace_id: None },
+        fts: None,
+        limit: 5,
+        conversation_from_url: true,
+    };
+    let answer = |query: SearchQuery| match search(&store, &query).expect("search") {
+        MethodResult::ContinuitySearch { resolution, candidates, .. } => {
+            (resolution, candidates.into_iter().map(|c| (c.continuity_id, c.match_reasons)).collect::<Vec<_>>())
+        }
+        other => panic!("not a search answer: {other:?}"),
+    };
+    assert_eq!(answer(from_url("new-chat", Some(PROJECT))), (Resolution::UniqueExact, vec![(chain.clone(), vec![MatchReason::ProjectId])]));
+    assert_eq!(answer(from_url("old", Some(PROJECT))).1, vec![(chain, vec![MatchReason::ConversationId, MatchReason::ProjectId])]);
+    assert_eq!(answer(from_url("new-chat", None)), (Resolution::None, vec![]));
+    // An explicit conversation_id is always a filter.
+    let explicit = SearchQuery { conversation_from_url: false, ..from_url("new-chat", Some(PROJECT)) };
+    assert_eq!(answer(explicit), (Resolution::None, vec![]));
+}
+
+#[test]
 fn c4_a_search_answer_names_why_each_candidate_is_listed_and_what_to_do() {
     let (_dir, mut store) = open();
     store.append(&in_project(turn("a", "a1", TurnRole::User, "wire the route pool"), PROJECT, "w1"), 1).expect("append");
     store.append(&in_project(turn("a", "a2", TurnRole::Assistant, "The pool is wired."), PROJECT, "w1"), 2).expect("append");
-    let query = SearchQuery { identity: Identity { workspace_id: Some("w1".into()), ..Identity::default() }, fts: fts_query("pool"), limit: 5 };
+    let query = SearchQuery { identity: Identity { workspace_id: Some("w1".into()), ..Identity::default() }, fts: fts_query("pool"), limit: 5, conversation_from_url: false };
     let MethodResult::ContinuitySearch { candidates, instruction, confirmation_required, more, .. } = search(&store, &query).expect("search") else {
         panic!("not a search answer")
     };
@@ -160,7 +185,7 @@ fn c4_search_candidates_are_bounded_and_say_there_are_more() {
     for i in 0..7 {
         store.append(&turn(&format!("c{i}"), "m", TurnRole::User, "same words here"), i).expect("append");
     }
-    let query = SearchQuery { identity: Identity::default(), fts: fts_query("words"), limit: 5 };
+    let query = SearchQuery { identity: Identity::default(), fts: fts_query("words"), limit: 5, conversation_from_url: false };
     let MethodResult::ContinuitySearch { candidates, more, resolution, .. } = search(&store, &query).expect("search") else {
         panic!("not a search answer")
     };
