@@ -191,6 +191,7 @@ pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -
             let anchor = resume_params(params)?;
             journal.with_store(move |store| crate::journal::resume(store, &anchor)).await.map_err(journal_error)?
         }
+        // `continuity.list` (the router sends no other method here).
         _ => {
             let p: ContinuityListParams = typed(method, params, "{} or {\"limit\": 1..10}")?;
             let limit = check_limit(method, p.limit, MAX_CANDIDATES)?;
