@@ -27,6 +27,10 @@ use thiserror::Error;
 
 use crate::db::DbCallLost;
 
+/// Up to this many chains named by identity, a text search reads their turns; with more,
+/// it reads the text index's matches (see [`JournalStore::chains_matching`]).
+pub const FEW_CHAINS: u64 = 64;
+
 /// A journal failure.
 #[derive(Debug, Error)]
 pub enum JournalError {
@@ -275,6 +279,12 @@ impl JournalStore {
     /// first. Which chains fill the bound when more match is the index's order, never a
     /// ranking.
     pub fn chains_matching(&self, fts: &str, identity: &Identity, limit: u64) -> Result<Vec<ChainRow>, JournalError> {
+        if !identity.is_empty() {
+            let named = self.chains_by_identity(identity, FEW_CHAINS + 1)?;
+            if named.len() as u64 <= FEW_CHAINS {
+                return self.chains_matching_among(fts, named, limit);
+            }
+        }
         let (filter, identity_values) = identity.filter("t.continuity_id");
         let narrowed = if identity.is_empty() { String::new() } else { format!("AND {filter}") };
         let mut values = vec![fts.to_owned()];
@@ -289,6 +299,27 @@ impl JournalStore {
         let mut statement = self.conn.prepare_cached(&sql)?;
         let rows = statement.query_map(params_from_iter(values.iter()), chain_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Of `chains` (at most [`FEW_CHAINS`], most recently updated first), the first `limit`
+    /// with a turn that contains every word of `fts`. Each chain's turns are read through
+    /// its index and checked against the set of FTS matches (the `+` keeps SQLite from
+    /// looking every match up instead), which costs the chains' turns, not the matches of
+    /// common words across the whole journal.
+    fn chains_matching_among(&self, fts: &str, chains: Vec<ChainRow>, limit: u64) -> Result<Vec<ChainRow>, JournalError> {
+        if chains.is_empty() {
+            return Ok(chains);
+        }
+        let marks = vec!["?"; chains.len()].join(", ");
+        let sql = format!(
+            "SELECT DISTINCT t.continuity_id FROM journal_turns t WHERE t.continuity_id IN ({marks})
+             AND +t.turn_id IN (SELECT rowid FROM journal_fts WHERE journal_fts MATCH ?)"
+        );
+        let mut values: Vec<&str> = chains.iter().map(|c| c.continuity_id.as_str()).collect();
+        values.push(fts);
+        let mut statement = self.conn.prepare_cached(&sql)?;
+        let found: Vec<String> = statement.query_map(params_from_iter(values.iter()), |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(chains.into_iter().filter(|c| found.contains(&c.continuity_id)).take(limit as usize).collect())
     }
 
     /// Up to `limit` chains, most recently updated first.

@@ -396,3 +396,34 @@ proptest! {
         prop_assert_eq!(store.turn_count().expect("count"), appended.len() as u64, "no turn recorded twice");
     }
 }
+
+/// C4: a text search narrowed by identity gives the same chains whether identity names a
+/// few chains (their turns are read) or many (the text index's matches are read).
+#[test]
+fn c4_identity_and_text_match_alike_for_few_and_many_named_chains() {
+    let (_dir, mut store) = open();
+    let chains = super::store::FEW_CHAINS as usize + 6;
+    let mut turns = Vec::new();
+    for i in 0..chains {
+        let word = if i % 10 == 3 { "needle" } else { "hay" };
+        let mut t = turn(&format!("c{i}"), "m", TurnRole::User, &format!("some {word} here"));
+        t.workspace_id = Some(if i < 20 { "twenty" } else { "fifty" }.to_owned());
+        t.continuity_id = Some(format!("hc-{i:03}"));
+        turns.push(t);
+        // Every chain is in the big workspace too.
+        let mut also = turn(&format!("c{i}"), "n", TurnRole::Assistant, "plain");
+        also.workspace_id = Some("all".to_owned());
+        also.continuity_id = Some(format!("hc-{i:03}"));
+        turns.push(also);
+    }
+    store.append_batch(turns, 1).expect("fill");
+    let found = |workspace: &str| {
+        let mut ids = searched(&store, Identity { workspace_id: Some(workspace.into()), ..Identity::default() }, Some("needle")).2;
+        ids.sort();
+        ids
+    };
+    assert_eq!(found("twenty"), ["hc-003", "hc-013"], "20 named chains: their turns are read");
+    assert_eq!(found("all").len(), 5, "{} named chains: the index's matches are read, up to the bound", chains);
+    assert!(found("all").iter().all(|id| (0..chains).any(|i| i % 10 == 3 && *id == format!("hc-{i:03}"))));
+    assert_eq!(found("fifty"), (20..chains).filter(|i| i % 10 == 3).map(|i| format!("hc-{i:03}")).collect::<Vec<_>>());
+}
