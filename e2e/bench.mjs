@@ -24,6 +24,11 @@
 // recall and false-continue rate on the labeled corpus, overall, per language and for the
 // hard half, through `herdr-companion judge classify --script-only`. BENCH_ONLY=judge runs
 // only that part.
+//
+// Continuity Journal (e2e/bench/journal.mjs, issue 12): `continuity.append` throughput and
+// `continuity.search` p50/p99 over 1 000 000 journaled turns (BENCH_JOURNAL_TURNS) through the
+// release runtime's socket, next to the target (p50 ≤ 10 ms) with PASS / OVER.
+// BENCH_ONLY=journal runs only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -32,6 +37,7 @@ import { EXTENSION_DIR, EXTENSION_ID, EXTENSION_ORIGIN, NATIVE_HOST_NAME, REPO_R
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { contentScriptCostBench } from './bench/content-cost.mjs';
+import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
 import { table } from './bench/table.mjs';
 import {
@@ -161,6 +167,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=journal runs only the Continuity Journal's figures (e2e/bench/journal.mjs).
+  if (process.env.BENCH_ONLY === 'journal') {
+    await journalBench({ table });
+    console.log('\nbench: done');
+    return;
+  }
   const sizes = wasmSizes();
   const totalGzip = sizes.reduce((sum, s) => sum + s.gzip, 0);
   table(`wasm bundles (${path.relative(REPO_ROOT, EXTENSION_DIR)}/pkg)`, ['bundle', 'raw bytes', 'gzip -9 bytes'], [
@@ -226,6 +238,7 @@ async function main() {
   await continuityBench();
   await contentScriptCostBench({ Sandbox, table });
   await judgeCorpusBench({ table });
+  await journalBench({ table });
   console.log('\nbench: done');
 }
 

@@ -51,12 +51,17 @@ pub enum DbError {
 /// Key of the event log's identity in the kv table.
 const LOG_ID_KEY: &str = "log_id";
 
-/// A fresh random log id: 128 bits from the kernel, in hex.
-fn new_log_id() -> Result<String, DbError> {
+/// 128 random bits from the kernel, in hex (32 characters): the ids `state.db` makes.
+pub fn random_hex_128() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(DbError::Random)?;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A fresh random log id.
+fn new_log_id() -> Result<String, DbError> {
+    random_hex_128().map_err(DbError::Random)
 }
 
 /// A database call on the blocking pool ended without a result (it panicked, or the
@@ -73,21 +78,6 @@ where
     E: From<DbCallLost> + Send + 'static,
 {
     tokio::task::spawn_blocking(work).await.map_err(|lost| E::from(DbCallLost(lost)))?
-}
-
-/// A connection to `state.db` at `path` as every store of the runtime opens one: a busy
-/// timeout, WAL, and `synchronous=FULL`.
-pub fn open_durable(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    // The busy timeout first: the other connections of this runtime may hold a lock while
-    // this one switches to WAL, which would otherwise fail at once with BUSY.
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
-    // lost commit would make the event log's `seq` go backwards for a client that already
-    // received it, or lose an answered acknowledgement, terminal result or checkpoint.
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    Ok(conn)
 }
 
 /// One event as stored and replayed.
@@ -112,10 +102,25 @@ pub struct StateDb {
     conn: Connection,
 }
 
+/// Opens (creating if needed) a connection to `state.db` at `path` the way every part of
+/// the runtime does: a 5 s busy timeout, WAL, and `synchronous=FULL`.
+pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    // The busy timeout first: the other connections of this runtime may hold a lock
+    // while this one switches to WAL, which would otherwise fail at once with BUSY.
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
+    // lost commit makes `seq` go backwards for a client that already received it, and
+    // loses an acknowledged inbox result or journal turn.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
 impl StateDb {
     /// Opens (creating if needed) `path` with WAL and the schema.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_durable(path)?;
+        let conn = open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,

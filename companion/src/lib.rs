@@ -12,8 +12,8 @@
 //! - leaves: [`protocol`], [`db`], [`herdr`] (client, monitor, catalog), [`log`],
 //!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
 //!   judge's provider HTTP clients);
-//! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`judge`]
-//!   (the turn-end judge), [`work_memory`] (W1–W5);
+//! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`journal`]
+//!   (the Continuity Journal), [`judge`] (the turn-end judge), [`work_memory`] (W1–W5);
 //! - [`api`]: the one router from methods to services (it owns them), and the planner tool
 //!   registry (`api::tools`) every planner front end uses;
 //! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.
@@ -31,6 +31,7 @@ pub mod herdr;
 pub mod host;
 pub mod inbox;
 pub mod install;
+pub mod journal;
 pub mod judge;
 pub mod log;
 pub mod mcp;

@@ -90,6 +90,16 @@ enum Command {
     },
     /// Prints the version (same as --version).
     Version,
+    /// Bench only (`npm run bench`): writes TURNS synthetic turns into the Continuity
+    /// Journal of the home's state.db in batched transactions and prints a JSON summary.
+    #[command(hide = true)]
+    JournalFill {
+        #[command(flatten)]
+        home: HomeArg,
+        /// How many turns to write.
+        #[arg(long, value_name = "TURNS")]
+        turns: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -285,6 +295,13 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Mcp { home, http } => {
             companion::mcp::run(McpOptions { home: home.home, http })?;
+            Ok(0)
+        }
+        Command::JournalFill { home, turns } => {
+            let home = CompanionHome::resolve(home.home)?;
+            home.ensure_private_dirs()?;
+            let summary = companion::journal::bench::fill(&home.root().join("state.db"), turns)?;
+            println!("{summary}");
             Ok(0)
         }
     }

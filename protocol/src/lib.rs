@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod herdr;
+pub mod journal;
 pub mod limits;
 mod messages;
 mod names;
@@ -26,6 +27,7 @@ pub use names::{
     TaskState,
     TaskTrigger, UnknownName,
 };
+pub use journal::{ChainCandidate, JournalTurn, MatchReason, Resolution, TurnRole};
 pub use tools::{LocalMethod, ToolName};
 
 /// The integer protocol version both sides exchange in `hello`.

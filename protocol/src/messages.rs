@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
+use crate::journal::{
+    ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
+    ContinuitySearchParams, JournalTurn, Resolution,
+};
 use crate::tools::ToolName;
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
@@ -240,6 +244,16 @@ pub enum Call {
     ToolsList(NoParams),
     /// `tools.call`.
     ToolsCall(ToolCallParams),
+    /// `continuity.append`.
+    ContinuityAppend(ContinuityAppendParams),
+    /// `continuity.resolve`.
+    ContinuityResolve(ContinuityResolveParams),
+    /// `continuity.search`.
+    ContinuitySearch(ContinuitySearchParams),
+    /// `continuity.resume`.
+    ContinuityResume(ContinuityResumeParams),
+    /// `continuity.list`.
+    ContinuityList(ContinuityListParams),
 }
 
 /// Params of `tools.call`.
@@ -300,6 +314,11 @@ impl Call {
             Method::DiagnosticsReport => Call::DiagnosticsReport(typed(params)?),
             Method::ToolsList => Call::ToolsList(typed(params)?),
             Method::ToolsCall => Call::ToolsCall(typed(params)?),
+            Method::ContinuityAppend => Call::ContinuityAppend(typed(params)?),
+            Method::ContinuityResolve => Call::ContinuityResolve(typed(params)?),
+            Method::ContinuitySearch => Call::ContinuitySearch(typed(params)?),
+            Method::ContinuityResume => Call::ContinuityResume(typed(params)?),
+            Method::ContinuityList => Call::ContinuityList(typed(params)?),
         })
     }
 
@@ -323,6 +342,11 @@ impl Call {
             Call::DiagnosticsReport(_) => Method::DiagnosticsReport,
             Call::ToolsList(_) => Method::ToolsList,
             Call::ToolsCall(_) => Method::ToolsCall,
+            Call::ContinuityAppend(_) => Method::ContinuityAppend,
+            Call::ContinuityResolve(_) => Method::ContinuityResolve,
+            Call::ContinuitySearch(_) => Method::ContinuitySearch,
+            Call::ContinuityResume(_) => Method::ContinuityResume,
+            Call::ContinuityList(_) => Method::ContinuityList,
         }
     }
 
@@ -342,6 +366,11 @@ impl Call {
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
             Call::ToolsCall(p) => serde_json::to_value(p),
+            Call::ContinuityAppend(p) => serde_json::to_value(p),
+            Call::ContinuityResolve(p) => serde_json::to_value(p),
+            Call::ContinuitySearch(p) => serde_json::to_value(p),
+            Call::ContinuityResume(p) => serde_json::to_value(p),
+            Call::ContinuityList(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -645,6 +674,71 @@ pub enum MethodResult {
         /// What it returned (a JSON object).
         result: Value,
     },
+    /// Answer to `continuity.append`.
+    ContinuityAppended {
+        /// The chain the turn is in.
+        continuity_id: String,
+        /// Its conversation.
+        conversation_id: String,
+        /// Its message id.
+        message_id: String,
+        /// False when this key was already recorded with the same text (a retry).
+        inserted: bool,
+    },
+    /// Answer to `continuity.resolve`.
+    ContinuityResolved {
+        /// The conversation's chain.
+        continuity_id: String,
+        /// The conversation asked for.
+        conversation_id: String,
+        /// The chain's Project, if any.
+        project_id: Option<String>,
+        /// The chain's newest title, if any.
+        title: Option<String>,
+        /// When the chain's newest turn was recorded (ms).
+        updated_at: u64,
+    },
+    /// Answer to `continuity.search`.
+    ContinuitySearch {
+        /// What the search concluded.
+        resolution: Resolution,
+        /// True only when stable identity alone names exactly this one chain (C4).
+        auto_resume_safe: bool,
+        /// True when the user has to choose (or confirm) a candidate.
+        confirmation_required: bool,
+        /// At most `limit` chains, most recently updated first (a display order, never a choice).
+        candidates: Vec<ChainCandidate>,
+        /// Whether more chains matched than are listed.
+        more: bool,
+        /// What the planner should do next.
+        instruction: String,
+    },
+    /// Answer to `continuity.resume`.
+    ContinuityResumed {
+        /// The chain.
+        continuity_id: String,
+        /// Its newest title, if any.
+        title: Option<String>,
+        /// Its Project, if any.
+        project_id: Option<String>,
+        /// Workspaces its turns were written under.
+        workspace_ids: Vec<String>,
+        /// Its newest turns, oldest first (≤ 32).
+        turns: Vec<JournalTurn>,
+        /// Whether older turns exist that are not returned.
+        more_turns: bool,
+        /// When its newest turn was recorded (ms).
+        updated_at: u64,
+        /// Treat this as persisted context; re-check live state first (C7).
+        instruction: String,
+    },
+    /// Answer to `continuity.list`.
+    ContinuityList {
+        /// At most `limit` chains, most recently updated first.
+        candidates: Vec<ChainCandidate>,
+        /// Whether there are more chains.
+        more: bool,
+    },
 }
 
 impl MethodResult {
@@ -668,6 +762,11 @@ impl MethodResult {
             MethodResult::JudgeVerdict { .. } => ResultType::JudgeVerdict,
             MethodResult::ToolsList { .. } => ResultType::ToolsList,
             MethodResult::ToolResult { .. } => ResultType::ToolResult,
+            MethodResult::ContinuityAppended { .. } => ResultType::ContinuityAppended,
+            MethodResult::ContinuityResolved { .. } => ResultType::ContinuityResolved,
+            MethodResult::ContinuitySearch { .. } => ResultType::ContinuitySearch,
+            MethodResult::ContinuityResumed { .. } => ResultType::ContinuityResumed,
+            MethodResult::ContinuityList { .. } => ResultType::ContinuityList,
         }
     }
 }

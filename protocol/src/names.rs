@@ -150,6 +150,19 @@ wire_names! {
         ToolsList = "tools.list",
         /// `tools.call {tool, arguments}` → `tool_result`: runs one planner tool.
         ToolsCall = "tools.call",
+        /// `continuity.append {conversation_id, message_id, role, text, observed_at, …}` →
+        /// `continuity_appended`: one finalized chat turn into the Continuity Journal (C1).
+        ContinuityAppend = "continuity.append",
+        /// `continuity.resolve {conversation_id}` → `continuity_resolved`: the conversation's chain.
+        ContinuityResolve = "continuity.resolve",
+        /// `continuity.search {project_id?, workspace_id?, conversation_id?, conversation_url?,
+        /// query?, limit?}` → `continuity_search`: bounded candidates and a resolution (C4).
+        ContinuitySearch = "continuity.search",
+        /// `continuity.resume {continuity_id | conversation_url}` → `continuity_resumed`:
+        /// bounded recent turns and the instruction to re-check live state (C5, C7).
+        ContinuityResume = "continuity.resume",
+        /// `continuity.list {limit?}` → `continuity_list`: the chains, most recently updated first.
+        ContinuityList = "continuity.list",
     }
 }
 
@@ -234,6 +247,16 @@ wire_names! {
         ToolsList = "tools_list",
         /// [`crate::MethodResult::ToolResult`].
         ToolResult = "tool_result",
+        /// [`crate::MethodResult::ContinuityAppended`].
+        ContinuityAppended = "continuity_appended",
+        /// [`crate::MethodResult::ContinuityResolved`].
+        ContinuityResolved = "continuity_resolved",
+        /// [`crate::MethodResult::ContinuitySearch`].
+        ContinuitySearch = "continuity_search",
+        /// [`crate::MethodResult::ContinuityResumed`].
+        ContinuityResumed = "continuity_resumed",
+        /// [`crate::MethodResult::ContinuityList`].
+        ContinuityList = "continuity_list",
     }
 }
 
@@ -276,6 +299,17 @@ wire_names! {
         /// `judge.turn_end`: the companion's `config.json` is refused (readable by others,
         /// unreadable, or not valid); the message says how to fix it.
         ConfigRefused = "config_refused",
+        /// `continuity.*`: no journaled chain matches (a conversation never journaled, an
+        /// unknown `continuity_id`); the message says what was looked for (C6).
+        ContinuityNotFound = "continuity_not_found",
+        /// `continuity.resume` / `continuity.append`: stable identity names more than one
+        /// chain; the message says to search and ask the user (C5).
+        ContinuityAmbiguous = "continuity_ambiguous",
+        /// `continuity.append`: the turn's key is recorded with another text, or the
+        /// conversation already belongs to another chain; never retried.
+        ContinuityConflict = "continuity_conflict",
+        /// `continuity.*`: the journal's store failed for this call (retry).
+        ContinuityStoreUnavailable = "continuity_store_unavailable",
         /// Extension only: the call was not sent, the companion is not connected.
         Offline = "offline",
         /// Extension only: the runtime's answer did not have the documented shape.

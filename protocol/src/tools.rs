@@ -25,7 +25,9 @@ wire_names! {
 
 wire_names! {
     /// A runtime-local method family member `herdr_call` knows by name (Herdr does not
-    /// serve these; the companion does): `work_memory.*` is served, the rest answer `not_available`.
+    /// serve these; the companion does). The `continuity.*` reads are served by the
+    /// runtime's journal ([`LocalMethod::runtime_method`]), `work_memory.*` by its Work
+    /// Memory; `herdr_mcp.browser_handoff.prepare` answers `not_available`.
     pub enum LocalMethod {
         /// Resume a continuity chain by id or conversation URL.
         ContinuityResume = "continuity.resume",
@@ -53,6 +55,18 @@ wire_names! {
 }
 
 impl LocalMethod {
+    /// The runtime method that serves this one, when the companion serves it.
+    pub const fn runtime_method(self) -> Option<crate::names::Method> {
+        use crate::names::Method;
+        match self {
+            LocalMethod::ContinuityResume => Some(Method::ContinuityResume),
+            LocalMethod::ContinuityResolve => Some(Method::ContinuityResolve),
+            LocalMethod::ContinuitySearch => Some(Method::ContinuitySearch),
+            LocalMethod::ContinuityList => Some(Method::ContinuityList),
+            _ => None,
+        }
+    }
+
     /// True when the method only reads (resume, resolve, search, list, prepare).
     pub const fn is_read_only(self) -> bool {
         !matches!(

@@ -3,7 +3,8 @@
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
-//! (`judge.turn_end`) and [`tools`] (the planner tool registry, `tools.*`) — and the
+//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal) and [`tools`]
+//! (the planner tool registry, `tools.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -16,6 +17,7 @@
 
 pub mod diagnostics;
 pub mod inbox;
+pub mod journal;
 pub mod judge;
 pub mod stream;
 pub mod tools;
@@ -48,6 +50,8 @@ pub struct Services {
     pub home: std::path::PathBuf,
     /// The turn-end judge; `None` when its HTTP client could not start.
     pub judge: Option<Arc<crate::judge::JudgeService>>,
+    /// The Continuity Journal; `None` when it could not be opened.
+    pub journal: Option<Arc<crate::journal::Journal>>,
     /// Work Memory (`work_memory.*` through `herdr_call`); `None` when it could not open.
     pub work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
 }
@@ -69,6 +73,8 @@ pub struct Router {
     home: std::path::PathBuf,
     /// The turn-end judge.
     judge: Option<Arc<crate::judge::JudgeService>>,
+    /// The Continuity Journal.
+    journal: Option<Arc<crate::journal::Journal>>,
     /// Work Memory.
     work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
 }
@@ -76,8 +82,8 @@ pub struct Router {
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, work_memory } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, work_memory }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory }
     }
 
     /// The current Herdr status.
@@ -113,6 +119,11 @@ impl Router {
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             Method::JudgeTurnEnd => judge::handle(self, request).await,
             Method::ToolsList | Method::ToolsCall => tools::handle(self, request).await,
+            Method::ContinuityAppend
+            | Method::ContinuityResolve
+            | Method::ContinuitySearch
+            | Method::ContinuityResume
+            | Method::ContinuityList => journal::handle(self, request.method, &request.params).await,
         }
     }
 

@@ -10,9 +10,12 @@
 //! - `herdr_prompt` is `task.dispatch` (the same code path): the task is recorded in the
 //!   chat's parent inbox before Herdr gets the prompt, and the answer comes at once (I1).
 //! - `herdr_call` reaches only the allowlist of `continuity_protocol::tools`; `agent.prompt`
-//!   is refused there (it would bypass the inbox); `work_memory.*` goes to the Work Memory
-//!   service (`crate::work_memory`), and the other runtime-local methods (`continuity.*`,
-//!   `herdr_mcp.browser_handoff.prepare`) answer `not_available` until a service serves them.
+//!   is refused there (it would bypass the inbox). Of the runtime-local families, the
+//!   journal's reads (`continuity.resolve|search|resume|list`) run the same code as the
+//!   runtime methods of that name ([`super::journal`]); `work_memory.*` goes to the Work
+//!   Memory service (`crate::work_memory`); `herdr_mcp.browser_handoff.prepare` answers
+//!   `not_available` until a service serves it. The journal's write, `continuity.append`,
+//!   is not reachable from a planner.
 //! - `herdr_methods` and `herdr_inspect` change nothing.
 
 use std::path::PathBuf;
@@ -233,7 +236,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
     args.only_known()?;
     let method = args.required("method", MAX_METHOD_CHARS, "send a method name from herdr_methods, e.g. pane.read")?;
     let params = match args.map.get("params") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
+        None | Some(Value::Null) => Map::new(),
         Some(Value::String(text)) if text.len() > MAX_CALL_PARAMS_BYTES => {
             return Err(bad(format!(
                 "herdr_call: params is {} bytes; at most {MAX_CALL_PARAMS_BYTES} are allowed",
@@ -241,7 +244,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
             )))
         }
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(object @ Value::Object(_)) => object,
+            Ok(Value::Object(object)) => object,
             Ok(_) => return Err(bad("herdr_call: params must decode to a JSON object, e.g. \"{\\\"pane_id\\\":\\\"w1:p1\\\"}\"".to_owned())),
             Err(e) => return Err(bad(format!("herdr_call: params is not valid JSON ({e}); send a JSON object encoded as a string, e.g. \"{{\\\"pane_id\\\":\\\"w1:p1\\\"}}\""))),
         },
@@ -260,7 +263,7 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
         return Err(error);
     }
     let socket = PathBuf::from(api.herdr().socket);
-    let result = crate::herdr::request(&socket, callable.method, params, HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
+    let result = crate::herdr::request(&socket, callable.method, Value::Object(params), HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
         HerdrError::Remote { .. } => (ErrorCode::HerdrError, format!("{error}; check the params against Herdr's schema for {method}")),
         other => (ErrorCode::HerdrUnavailable, other.to_string()),
     })?;
@@ -273,14 +276,18 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
     Ok(json!({"method": method, "read_only": callable.read_only, "result": result}))
 }
 
-/// A runtime-local method through `herdr_call`: `work_memory.*` by the Work Memory
-/// service, the others `not_available` until a service serves them.
-async fn local_call(api: &Router, method: LocalMethod, params: Value) -> Result<Value, MethodError> {
+/// A runtime-local method through `herdr_call`: the journal's reads as the runtime methods of
+/// that name, `work_memory.*` by the Work Memory service, the rest `not_available`.
+async fn local_call(api: &Router, method: LocalMethod, params: Map<String, Value>) -> Result<Value, MethodError> {
+    if let Some(served) = method.runtime_method() {
+        let result = super::journal::handle(api, served, &params).await?;
+        return Ok(json!({"method": method, "read_only": method.is_read_only(), "result": result}));
+    }
     if !WorkMemory::serves(method) {
         return Err((
             ErrorCode::NotAvailable,
             format!(
-                "{method} is not available yet in herdr-companion {}: it has no continuity store yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
+                "{method} is not available yet in herdr-companion {}: it has no handoff yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
                 env!("CARGO_PKG_VERSION")
             ),
         ));
@@ -288,7 +295,7 @@ async fn local_call(api: &Router, method: LocalMethod, params: Value) -> Result<
     let Some(work_memory) = &api.work_memory else {
         return Err((ErrorCode::NotReady, format!("{method}: the Work Memory store in state.db could not be opened; see runtime.log (herdr-companion doctor) and restart the runtime")));
     };
-    let result = work_memory.call(method, params).await.map_err(|error| {
+    let result = work_memory.call(method, Value::Object(params)).await.map_err(|error| {
         let code = match error {
             WorkMemoryError::NotFound(_) => ErrorCode::NotFound,
             WorkMemoryError::Store(_) | WorkMemoryError::CallLost(_) => ErrorCode::Error,
@@ -307,7 +314,7 @@ fn methods(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
         .map(|c| json!({"method": c.method, "source": "herdr", "read_only": c.read_only, "available": true}));
     let local = LocalMethod::ALL
         .iter()
-        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": WorkMemory::serves(*m) && api.work_memory.is_some()}));
+        .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": m.runtime_method().is_some() || WorkMemory::serves(*m) && api.work_memory.is_some()}));
     let matches = |entry: &Value| {
         let name = entry.get("method").and_then(Value::as_str).unwrap_or("");
         query.as_deref().is_none_or(|q| name.contains(q))

@@ -142,7 +142,8 @@ fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
 impl InboxStore {
     /// Opens (creating if needed) the inbox tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = crate::db::open_durable(path)?;
+        // FULL: an acknowledgement or terminal result, once answered, survives power loss.
+        let conn = crate::db::open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS inbox_tasks (
                 task_id TEXT PRIMARY KEY,

@@ -12,7 +12,7 @@
 //! thread being free, and a watchdog forces the exit if it ever stalls.
 //!
 //! Serving (the top of the layering; see `crate::lib`): the Herdr monitor and the
-//! services (`crate::stream`, `crate::inbox`) are built first, then the one router
+//! services (`crate::stream`, `crate::inbox`, `crate::journal`, `crate::judge`) are built first, then the one router
 //! (`crate::api::Router`) that owns them, then the accept loop ([`connections`]).
 //! Nothing is set on a service or the router after it is built.
 //!
@@ -222,6 +222,7 @@ async fn serve(
             None
         }
     };
+    let journal = crate::journal::start(db_path.clone(), log.clone()).await;
     let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
         Ok(judge) => Some(Arc::new(judge)),
         Err(error) => {
@@ -229,7 +230,7 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, work_memory }));
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 

@@ -156,7 +156,7 @@ fn fts_query(query: &str) -> String {
 impl WorkMemoryStore {
     /// Opens (creating if needed) the Work Memory tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = crate::db::open_durable(path)?;
+        let conn = crate::db::open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS wm_chains (
                 continuity_id TEXT PRIMARY KEY,

@@ -10,6 +10,7 @@ mod herdr_client;
 mod host;
 mod inbox;
 mod install;
+mod journal;
 mod judge;
 mod layering;
 mod provider_standin;

@@ -157,8 +157,10 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     assert!(error_text(&unknown_argument).contains("herdr_inspect has no argument `verbose`"));
     let not_json = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{pane_id"})).await;
     assert!(error_text(&not_json).contains("params is not valid JSON"));
-    let not_yet = call(&client, "herdr_call", json!({"method": "continuity.resume", "params": "{\"continuity_id\":\"hc:1\"}"})).await;
-    assert!(error_text(&not_yet).contains("not_available: continuity.resume is not available yet"), "{not_yet:?}");
+    let not_yet = call(&client, "herdr_call", json!({"method": "herdr_mcp.browser_handoff.prepare", "params": "{}"})).await;
+    assert!(error_text(&not_yet).contains("not_available: herdr_mcp.browser_handoff.prepare is not available yet"), "{not_yet:?}");
+    let never = call(&client, "herdr_call", json!({"method": "continuity.resume", "params": "{\"continuity_id\":\"hc:1\"}"})).await;
+    assert!(error_text(&never).contains("continuity_not_found: there is no continuity chain hc:1"), "{never:?}");
     let bypass = call(&client, "herdr_call", json!({"method": "agent.prompt", "params": "{\"target\":\"w1:p1\",\"text\":\"hi\"}"})).await;
     assert!(error_text(&bypass).contains("use herdr_prompt"));
     let read = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w1:p1\",\"source\":\"recent\"}"})).await;

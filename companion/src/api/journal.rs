@@ -1,0 +1,370 @@
+//! Runtime methods of the Continuity Journal (docs/PROTOCOL.md "Continuity Journal"):
+//! `continuity.append` (the extension's write, C1) and the planner's reads
+//! `continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`
+//! (also reached through `herdr_call`, [`super::tools`]).
+//!
+//! Invariants:
+//! - Every param is checked before any IO: unknown keys, types, and sizes (ids ≤ 256
+//!   characters, text ≤ 64 KiB, URL ≤ 2048, title ≤ 512, query ≤ 512 characters); a write
+//!   over a limit is refused whole, never cut, with a message that names the limit.
+//! - `continuity.resume` takes exactly one of `continuity_id` and `conversation_url` (C5).
+
+use continuity_protocol::journal::{
+    ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
+    DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS, MAX_TURN_TEXT_BYTES,
+    MAX_URL_CHARS,
+};
+use continuity_protocol::MethodResult;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::Router;
+use crate::clock::unix_millis;
+use crate::journal::store::{fts_query, Appended, Identity, JournalError};
+use crate::journal::{ConversationUrl, ResumeAnchor, SearchQuery};
+use crate::protocol::{ErrorCode, Method, MethodError};
+
+fn bad(method: Method, message: String) -> MethodError {
+    (ErrorCode::BadRequest, format!("{method}: {message}"))
+}
+
+/// `params` as `T` (unknown keys, missing keys and wrong types refused by serde).
+fn typed<T: DeserializeOwned>(method: Method, params: &Map<String, Value>, shape: &str) -> Result<T, MethodError> {
+    serde_json::from_value(Value::Object(params.clone())).map_err(|e| bad(method, format!("{e}; send {shape}")))
+}
+
+/// Refuses a string over `max` characters (or empty, or with control characters when
+/// `plain`); `what` names it.
+fn check_chars(method: Method, what: &str, value: &str, max: usize, plain: bool) -> Result<(), MethodError> {
+    let count = value.chars().count();
+    if count > max {
+        return Err(bad(method, format!("{what} is {count} characters; at most {max} are allowed")));
+    }
+    if value.trim().is_empty() {
+        return Err(bad(method, format!("{what} must be a non-empty string")));
+    }
+    if plain && value.chars().any(char::is_control) {
+        return Err(bad(method, format!("{what} must not contain control characters")));
+    }
+    Ok(())
+}
+
+fn check_id(method: Method, what: &str, value: Option<&String>) -> Result<(), MethodError> {
+    value.map_or(Ok(()), |v| check_chars(method, what, v, MAX_JOURNAL_ID_CHARS, true))
+}
+
+fn check_url(method: Method, value: &str) -> Result<ConversationUrl, MethodError> {
+    check_chars(method, "conversation_url", value, MAX_URL_CHARS, true)?;
+    ConversationUrl::parse(value).map_err(|e| bad(method, e))
+}
+
+fn check_limit(method: Method, limit: Option<u64>, default: u64) -> Result<u64, MethodError> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (1..=MAX_CANDIDATES).contains(&n) => Ok(n),
+        Some(n) => Err(bad(method, format!("limit is {n}; send 1 to {MAX_CANDIDATES}"))),
+    }
+}
+
+/// Validates `continuity.append` params.
+pub fn append_params(params: &Map<String, Value>) -> Result<ContinuityAppendParams, MethodError> {
+    let m = Method::ContinuityAppend;
+    let turn: ContinuityAppendParams = typed(m, params, "{conversation_id, message_id, role: \"user\"|\"assistant\", text, observed_at, continuity_id?, project_id?, workspace_id?, conversation_url?, title?}")?;
+    check_id(m, "continuity_id", turn.continuity_id.as_ref())?;
+    check_id(m, "conversation_id", Some(&turn.conversation_id))?;
+    check_id(m, "message_id", Some(&turn.message_id))?;
+    check_id(m, "project_id", turn.project_id.as_ref())?;
+    check_id(m, "workspace_id", turn.workspace_id.as_ref())?;
+    if turn.text.len() > MAX_TURN_TEXT_BYTES {
+        return Err(bad(m, format!(
+            "text is {} bytes; at most {MAX_TURN_TEXT_BYTES} (64 KiB) are allowed — the turn was not recorded (it is refused whole, never cut)",
+            turn.text.len()
+        )));
+    }
+    if turn.text.trim().is_empty() {
+        return Err(bad(m, "text must be the turn's non-empty text".to_owned()));
+    }
+    if let Some(title) = &turn.title {
+        check_chars(m, "title", title, MAX_TITLE_CHARS, true)?;
+    }
+    if let Some(url) = &turn.conversation_url {
+        let parsed = check_url(m, url)?;
+        if parsed.conversation_id != turn.conversation_id {
+            return Err(bad(m, format!("conversation_url names conversation {}, not {}", parsed.conversation_id, turn.conversation_id)));
+        }
+    }
+    Ok(turn)
+}
+
+/// Validates `continuity.search` params (merging the URL's ids into the identity).
+pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodError> {
+    let m = Method::ContinuitySearch;
+    let p: ContinuitySearchParams = typed(m, params, "{project_id?, workspace_id?, conversation_id?, conversation_url?, query?, limit?} with at least one of them")?;
+    check_id(m, "project_id", p.project_id.as_ref())?;
+    check_id(m, "workspace_id", p.workspace_id.as_ref())?;
+    check_id(m, "conversation_id", p.conversation_id.as_ref())?;
+    let conversation_from_url = p.conversation_id.is_none() && p.conversation_url.is_some();
+    let mut identity = Identity { conversation_id: p.conversation_id, project_id: p.project_id, workspace_id: p.workspace_id };
+    if let Some(url) = &p.conversation_url {
+        let parsed = check_url(m, url)?;
+        for (what, explicit, derived) in [
+            ("conversation_id", &mut identity.conversation_id, Some(parsed.conversation_id)),
+            ("project_id", &mut identity.project_id, parsed.project_id),
+        ] {
+            match (explicit.as_ref(), derived) {
+                (Some(given), Some(from_url)) if *given != from_url => {
+                    return Err(bad(m, format!("{what} {given} contradicts conversation_url, which names {from_url}; send one of them")));
+                }
+                (None, Some(from_url)) => *explicit = Some(from_url),
+                _ => {}
+            }
+        }
+    }
+    let fts = match &p.query {
+        None => None,
+        Some(text) => {
+            check_chars(m, "query", text, MAX_SEARCH_QUERY_CHARS, false)?;
+            Some(fts_query(text).ok_or_else(|| bad(m, "query has no words to search for; send words the old conversation contained".to_owned()))?)
+        }
+    };
+    if identity.is_empty() && fts.is_none() {
+        return Err(bad(m, "give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)".to_owned()));
+    }
+    Ok(SearchQuery { identity, fts, limit: check_limit(m, p.limit, DEFAULT_SEARCH_LIMIT)?, conversation_from_url })
+}
+
+/// Validates `continuity.resume` params: exactly one anchor (C5).
+pub fn resume_params(params: &Map<String, Value>) -> Result<ResumeAnchor, MethodError> {
+    let m = Method::ContinuityResume;
+    let p: ContinuityResumeParams = typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}")?;
+    match (p.continuity_id, p.conversation_url) {
+        (Some(id), None) => {
+            check_id(m, "continuity_id", Some(&id))?;
+            Ok(ResumeAnchor::Chain(id))
+        }
+        (None, Some(url)) => Ok(ResumeAnchor::Url(check_url(m, &url)?)),
+        (Some(_), Some(_)) => Err(bad(m, "pass continuity_id or conversation_url, not both".to_owned())),
+        (None, None) => Err(bad(m, "needs continuity_id or conversation_url (exactly one); continuity.search finds candidates".to_owned())),
+    }
+}
+
+/// The method error of a journal failure.
+fn journal_error(error: JournalError) -> MethodError {
+    let code = match &error {
+        JournalError::NotFound(_) => ErrorCode::ContinuityNotFound,
+        JournalError::Ambiguous(_) => ErrorCode::ContinuityAmbiguous,
+        JournalError::Conflict(_) => ErrorCode::ContinuityConflict,
+        JournalError::Sqlite(_) | JournalError::CallLost(_) | JournalError::Random(_) => ErrorCode::ContinuityStoreUnavailable,
+    };
+    (code, error.to_string())
+}
+
+/// Serves `method` (one of the `continuity.*` methods) with `params`; `tools.call`'s
+/// `herdr_call` comes here too.
+pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -> Result<Value, MethodError> {
+    let Some(journal) = api.journal.as_ref() else {
+        return Err((ErrorCode::NotReady, "the runtime's continuity journal is not open (see runtime.log); retry in a moment".to_owned()));
+    };
+    let result = match method {
+        Method::ContinuityAppend => {
+            let turn = append_params(params)?;
+            let now = unix_millis() as i64;
+            let (conversation_id, message_id) = (turn.conversation_id.clone(), turn.message_id.clone());
+            let appended = journal.with_store(move |store| store.append(&turn, now)).await.map_err(journal_error)?;
+            MethodResult::ContinuityAppended {
+                continuity_id: appended.continuity_id().to_owned(),
+                conversation_id,
+                message_id,
+                inserted: matches!(appended, Appended::Inserted(_)),
+            }
+        }
+        Method::ContinuityResolve => {
+            let p: ContinuityResolveParams = typed(method, params, "{\"conversation_id\": …}")?;
+            check_id(method, "conversation_id", Some(&p.conversation_id))?;
+            journal.with_store(move |store| crate::journal::resolve(store, &p.conversation_id)).await.map_err(journal_error)?
+        }
+        Method::ContinuitySearch => {
+            let query = search_params(params)?;
+            journal.with_store(move |store| crate::journal::search(store, &query)).await.map_err(journal_error)?
+        }
+        Method::ContinuityResume => {
+            let anchor = resume_params(params)?;
+            journal.with_store(move |store| crate::journal::resume(store, &anchor)).await.map_err(journal_error)?
+        }
+        // `continuity.list` (the router sends no other method here).
+        _ => {
+            let p: ContinuityListParams = typed(method, params, "{} or {\"limit\": 1..10}")?;
+            let limit = check_limit(method, p.limit, MAX_CANDIDATES)?;
+            journal.with_store(move |store| crate::journal::list(store, limit)).await.map_err(journal_error)?
+        }
+    };
+    serde_json::to_value(result).map_err(|e| (ErrorCode::ContinuityStoreUnavailable, format!("the answer could not be written ({e})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::Services;
+    use crate::herdr::HerdrStatus;
+    use crate::outbox::ClientHandle;
+    use crate::protocol::Request;
+    use continuity_protocol::HerdrState;
+
+    /// A router over a real journal in `dir` (or none) and no other service.
+    async fn router(dir: &std::path::Path, with_journal: bool) -> Router {
+        let (_tx, herdr_status) = tokio::sync::watch::channel(HerdrStatus {
+            state: HerdrState::NotRunning,
+            protocol: None,
+            version: None,
+            socket: dir.join("no-herdr.sock").display().to_string(),
+            detail: None,
+        });
+        let log = Arc::new(crate::log::RuntimeLog::open(&dir.join("runtime.log")));
+        let journal = if with_journal { crate::journal::start(dir.join("state.db"), log.clone()).await } else { None };
+        Router::new(Services { herdr_status, boot_id: "boot".into(), log, events: None, inbox: None, home: dir.to_path_buf(), judge: None, journal, work_memory: None })
+    }
+
+    async fn call(router: &Router, method: &str, params: Value) -> Result<Value, MethodError> {
+        let (tx, _rx) = tokio::sync::mpsc::channel(8);
+        let Value::Object(params) = params else { panic!("params must be an object") };
+        let request = Request { id: "t".into(), method: Method::parse(method).expect("a method"), params };
+        router.route(&request, &ClientHandle::new(tx)).await
+    }
+
+    fn refusal(answer: Result<Value, MethodError>) -> String {
+        match answer {
+            Ok(value) => format!("accepted {value}"),
+            Err((code, message)) => format!("{code}: {message}"),
+        }
+    }
+
+    fn append(conversation: &str, message: &str, text: &str) -> Value {
+        json!({"conversation_id": conversation, "message_id": message, "role": "user", "text": text, "observed_at": 5,
+            "project_id": "g-p-0123456789abcdef0123456789abcdef", "workspace_id": "w1",
+            "conversation_url": format!("https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/{conversation}")})
+    }
+
+    #[tokio::test]
+    async fn c1_continuity_append_is_acknowledged_once_and_retries_answer_already_recorded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        let first = call(&router, "continuity.append", append("c1", "m1", "Run the tests")).await.expect("append");
+        assert_eq!((first["type"].as_str(), first["inserted"].as_bool()), (Some("continuity_appended"), Some(true)));
+        let chain = first["continuity_id"].clone();
+        let again = call(&router, "continuity.append", append("c1", "m1", "Run the tests")).await.expect("retry");
+        assert_eq!((&again["continuity_id"], again["inserted"].as_bool()), (&chain, Some(false)));
+        expect_test::expect![[r#"continuity_conflict: message m1 of chain <chain> is already recorded with another conversation, role or text; a finalized turn is never rewritten — give an edited turn a new message_id"#]]
+            .assert_eq(&refusal(call(&router, "continuity.append", append("c1", "m1", "Run them")).await).replace(chain.as_str().unwrap_or("?"), "<chain>"));
+    }
+
+    #[tokio::test]
+    async fn c1_an_append_over_a_limit_is_refused_whole_with_the_limit_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        let exact = call(&router, "continuity.append", append("c1", "m1", &"x".repeat(MAX_TURN_TEXT_BYTES))).await;
+        assert!(exact.is_ok(), "64 KiB exactly is allowed: {exact:?}");
+        let cases = [
+            append("c1", "m2", &"x".repeat(MAX_TURN_TEXT_BYTES + 1)),
+            append("c1", &"m".repeat(257), "hi"),
+            append("c1", "m3", "   "),
+            json!({"conversation_id": "c1", "message_id": "m4", "role": "user", "text": "hi", "observed_at": 5, "colour": "red"}),
+            json!({"conversation_id": "c1", "message_id": "m5", "role": "system", "text": "hi", "observed_at": 5}),
+            json!({"conversation_id": "c1", "message_id": "m6", "role": "user", "text": "hi"}),
+            json!({"conversation_id": "c2", "message_id": "m7", "role": "user", "text": "hi", "observed_at": 5, "conversation_url": "https://chatgpt.com/c/c3"}),
+        ];
+        let mut printed = Vec::new();
+        for params in cases {
+            printed.push(refusal(call(&router, "continuity.append", params).await));
+        }
+        expect_test::expect![[r#"
+            bad_request: continuity.append: text is 65537 bytes; at most 65536 (64 KiB) are allowed — the turn was not recorded (it is refused whole, never cut)
+            bad_request: continuity.append: message_id is 257 characters; at most 256 are allowed
+            bad_request: continuity.append: text must be the turn's non-empty text
+            bad_request: continuity.append: unknown field `colour`, expected one of `continuity_id`, `conversation_id`, `message_id`, `role`, `text`, `observed_at`, `project_id`, `workspace_id`, `conversation_url`, `title`; send {conversation_id, message_id, role: "user"|"assistant", text, observed_at, continuity_id?, project_id?, workspace_id?, conversation_url?, title?}
+            bad_request: continuity.append: `system` is not a known TurnRole of herdr-continuity/1; send {conversation_id, message_id, role: "user"|"assistant", text, observed_at, continuity_id?, project_id?, workspace_id?, conversation_url?, title?}
+            bad_request: continuity.append: missing field `observed_at`; send {conversation_id, message_id, role: "user"|"assistant", text, observed_at, continuity_id?, project_id?, workspace_id?, conversation_url?, title?}
+            bad_request: continuity.append: conversation_url names conversation c3, not c2"#]]
+        .assert_eq(&printed.join("\n"));
+        let listed = call(&router, "continuity.list", json!({})).await.expect("list");
+        assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(1), "nothing of the refused writes was recorded");
+    }
+
+    #[tokio::test]
+    async fn c5_resume_takes_exactly_one_anchor_and_search_needs_something_to_search_by() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        let cases = [
+            ("continuity.resume", json!({"continuity_id": "hc-1", "conversation_url": "https://chatgpt.com/c/1"})),
+            ("continuity.resume", json!({})),
+            ("continuity.resume", json!({"conversation_url": "https://example.com/c/1"})),
+            ("continuity.resume", json!({"conversation_url": "https://chatgpt.com/c/1"})),
+            ("continuity.search", json!({})),
+            ("continuity.search", json!({"query": "?!"})),
+            ("continuity.search", json!({"conversation_id": "a", "conversation_url": "https://chatgpt.com/c/b"})),
+            ("continuity.search", json!({"project_id": "p", "limit": 11})),
+            ("continuity.search", json!({"query": "x".repeat(513)})),
+            ("continuity.resolve", json!({})),
+            ("continuity.list", json!({"limit": 0})),
+        ];
+        let mut printed = Vec::new();
+        for (method, params) in cases {
+            printed.push(refusal(call(&router, method, params).await));
+        }
+        expect_test::expect![[r#"
+            bad_request: continuity.resume: pass continuity_id or conversation_url, not both
+            bad_request: continuity.resume: needs continuity_id or conversation_url (exactly one); continuity.search finds candidates
+            bad_request: continuity.resume: `https://example.com/c/1` is not a ChatGPT conversation URL; send https://chatgpt.com/c/<id> or https://chatgpt.com/g/g-p-<32 hex>/c/<id>
+            continuity_not_found: conversation 1 was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)
+            bad_request: continuity.search: give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)
+            bad_request: continuity.search: query has no words to search for; send words the old conversation contained
+            bad_request: continuity.search: conversation_id a contradicts conversation_url, which names b; send one of them
+            bad_request: continuity.search: limit is 11; send 1 to 10
+            bad_request: continuity.search: query is 513 characters; at most 512 are allowed
+            bad_request: continuity.resolve: missing field `conversation_id`; send {"conversation_id": …}
+            bad_request: continuity.list: limit is 0; send 1 to 10"#]]
+        .assert_eq(&printed.join("\n"));
+    }
+
+    #[tokio::test]
+    async fn without_a_journal_its_methods_answer_not_ready() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), false).await;
+        let answer = refusal(call(&router, "continuity.list", json!({})).await);
+        assert!(answer.starts_with("not_ready: the runtime's continuity journal is not open"), "{answer}");
+    }
+
+    /// C4 through the planner tool registry: `herdr_call` with `continuity.search` (params as
+    /// a JSON string, as herdr-mcp's planners send them) runs the journal's search.
+    #[tokio::test]
+    async fn c4_herdr_call_reaches_continuity_search_through_the_registry() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        call(&router, "continuity.append", append("c1", "m1", "Wire the route pool")).await.expect("append");
+        let arguments = json!({"method": "continuity.search", "params": "{\"project_id\":\"g-p-0123456789abcdef0123456789abcdef\",\"query\":\"route pool\"}"});
+        let answer = call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": arguments})).await.expect("tools.call");
+        assert_eq!(answer["type"], "tool_result");
+        let inner = &answer["result"];
+        assert_eq!((inner["method"].as_str(), inner["read_only"].as_bool()), (Some("continuity.search"), Some(true)));
+        let result = &inner["result"];
+        assert_eq!((result["type"].as_str(), result["resolution"].as_str()), (Some("continuity_search"), Some("unique_exact")));
+        assert_eq!(result["candidates"][0]["recent_user_excerpt"], "Wire the route pool");
+        let resumed = call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {
+            "method": "continuity.resume", "params": format!("{{\"continuity_id\":{}}}", result["candidates"][0]["continuity_id"]),
+        }}))
+        .await
+        .expect("resume");
+        assert_eq!(resumed["result"]["result"]["turns"][0]["text"], "Wire the route pool");
+        // The journal's write is not a planner method; the handoff is not served yet.
+        let write = refusal(call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "continuity.append", "params": "{}"}})).await);
+        assert!(write.starts_with("bad_request: herdr_call cannot reach `continuity.append`"), "{write}");
+        let later = refusal(call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "herdr_mcp.browser_handoff.prepare"}})).await);
+        assert!(later.starts_with("not_available: herdr_mcp.browser_handoff.prepare is not available yet"), "{later}");
+        let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "continuity."}})).await.expect("methods");
+        let listed = methods["result"]["methods"].as_array().cloned().unwrap_or_default();
+        assert!(listed.len() == 4 && listed.iter().all(|m| m["available"] == true), "{listed:?}");
+    }
+}

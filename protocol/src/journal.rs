@@ -1,0 +1,198 @@
+//! The Continuity Journal's wire types (docs/PROTOCOL.md "Continuity Journal", SPEC
+//! C1–C7): the params of `continuity.append`, `continuity.resolve`, `continuity.search`,
+//! `continuity.resume` and `continuity.list`, the parts of their results, the closed name
+//! sets they use, and their size caps.
+//!
+//! The read methods keep herdr-mcp's names and field names (HERDR-MCP-FACTS §1.5), so a
+//! planner that knows herdr-mcp calls them unchanged through `herdr_call`; the results add
+//! the runtime protocol's `type`. Every params struct refuses unknown keys.
+
+use serde::{Deserialize, Serialize};
+
+use crate::names::wire_names;
+
+/// Largest turn text `continuity.append` takes, in bytes (64 KiB).
+pub const MAX_TURN_TEXT_BYTES: usize = 64 * 1024;
+/// Longest id (`continuity_id`, `conversation_id`, `message_id`, `project_id`,
+/// `workspace_id`), in characters.
+pub const MAX_JOURNAL_ID_CHARS: usize = 256;
+/// Longest `conversation_url`, in characters.
+pub const MAX_URL_CHARS: usize = 2048;
+/// Longest conversation `title`, in characters.
+pub const MAX_TITLE_CHARS: usize = 512;
+/// Longest `continuity.search` `query`, in characters.
+pub const MAX_SEARCH_QUERY_CHARS: usize = 512;
+/// Most candidates one `continuity.search` or `continuity.list` answer carries.
+pub const MAX_CANDIDATES: u64 = 10;
+/// Candidates `continuity.search` gives without `limit`.
+pub const DEFAULT_SEARCH_LIMIT: u64 = 5;
+/// Most turns `continuity.resume` returns (the newest ones).
+pub const RESUME_TURNS: usize = 32;
+/// Most bytes of one turn's text `continuity.resume` returns (the start is kept).
+pub const RESUME_TURN_TEXT_BYTES: usize = 8 * 1024;
+/// Most characters of a candidate's recent user / assistant excerpt.
+pub const EXCERPT_CHARS: usize = 240;
+/// Most workspace ids listed per candidate.
+pub const MAX_CANDIDATE_WORKSPACES: usize = 8;
+
+wire_names! {
+    /// Who wrote a journaled turn.
+    pub enum TurnRole {
+        /// The person in the chat (or a message the extension typed for them).
+        User = "user",
+        /// The chat's model.
+        Assistant = "assistant",
+    }
+}
+
+wire_names! {
+    /// What `continuity.search` concluded (C4).
+    pub enum Resolution {
+        /// No chain matches.
+        None = "none",
+        /// Stable identity alone names exactly one chain: it may be resumed without asking.
+        UniqueExact = "unique_exact",
+        /// One or more candidates, but identity alone does not single one out: show them
+        /// and let the user choose.
+        ConfirmationRequired = "confirmation_required",
+    }
+}
+
+wire_names! {
+    /// Why a chain is a candidate.
+    pub enum MatchReason {
+        /// One of its conversations is the given `conversation_id` (or the URL's).
+        ConversationId = "conversation_id",
+        /// It belongs to the given `project_id` (or the URL's).
+        ProjectId = "project_id",
+        /// A turn of it was written while bound to the given `workspace_id`.
+        WorkspaceId = "workspace_id",
+        /// A turn of it contains every word of `query`.
+        Query = "query",
+    }
+}
+
+/// Params of `continuity.append`: one finalized turn (C1). Idempotent on
+/// `(continuity_id, message_id)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuityAppendParams {
+    /// The chain; absent = the conversation's chain, else the Project's only chain (C3),
+    /// else a new chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuity_id: Option<String>,
+    /// The chat's conversation id (ChatGPT's `/c/<id>`).
+    pub conversation_id: String,
+    /// The turn's stable id (the page's message id).
+    pub message_id: String,
+    /// `user` or `assistant`.
+    pub role: TurnRole,
+    /// The turn's text (non-empty, ≤ [`MAX_TURN_TEXT_BYTES`]).
+    pub text: String,
+    /// When the extension saw the turn end (ms since the Unix epoch).
+    pub observed_at: u64,
+    /// The ChatGPT Project (`g-p-<32 hex>`), when the chat is in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// The Herdr workspace the chat is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The conversation's full URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_url: Option<String>,
+    /// The conversation's title as the page shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Params of `continuity.resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuityResolveParams {
+    /// The conversation whose chain is asked for.
+    pub conversation_id: String,
+}
+
+/// Params of `continuity.search`: stable identities and/or a text query (at least one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuitySearchParams {
+    /// Chains of this ChatGPT Project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// Chains with a turn written while bound to this workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The chain of this conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// A conversation URL; its conversation and Project ids count as given (they must not
+    /// contradict explicit ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_url: Option<String>,
+    /// Words every matching turn contains (never a ranking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// 1..=[`MAX_CANDIDATES`] (default [`DEFAULT_SEARCH_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Params of `continuity.resume`: exactly one of the two (C5).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuityResumeParams {
+    /// The chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuity_id: Option<String>,
+    /// A journaled conversation's full URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_url: Option<String>,
+}
+
+/// Params of `continuity.list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuityListParams {
+    /// 1..=[`MAX_CANDIDATES`] (default [`MAX_CANDIDATES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// One chain as `continuity.search` and `continuity.list` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainCandidate {
+    /// The chain.
+    pub continuity_id: String,
+    /// The newest conversation title it was given, if any.
+    pub title: Option<String>,
+    /// Its ChatGPT Project, if any.
+    pub project_id: Option<String>,
+    /// Workspaces its turns were written under (≤ [`MAX_CANDIDATE_WORKSPACES`]).
+    pub workspace_ids: Vec<String>,
+    /// When its newest turn was recorded (ms since the Unix epoch).
+    pub updated_at: u64,
+    /// The start of its newest user turn (≤ [`EXCERPT_CHARS`]).
+    pub recent_user_excerpt: Option<String>,
+    /// The start of its newest assistant turn (≤ [`EXCERPT_CHARS`]).
+    pub recent_assistant_excerpt: Option<String>,
+    /// Why it is listed (empty in `continuity.list`).
+    pub match_reasons: Vec<MatchReason>,
+}
+
+/// One journaled turn as `continuity.resume` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalTurn {
+    /// Its conversation.
+    pub conversation_id: String,
+    /// Its message id.
+    pub message_id: String,
+    /// `user` or `assistant`.
+    pub role: TurnRole,
+    /// Its text, cut to [`RESUME_TURN_TEXT_BYTES`].
+    pub text: String,
+    /// Whether `text` was cut.
+    pub text_truncated: bool,
+    /// When the extension saw it (ms since the Unix epoch).
+    pub observed_at: u64,
+}
