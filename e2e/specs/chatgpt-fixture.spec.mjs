@@ -94,15 +94,25 @@ for (const csp of CSP_VARIANTS) {
       const response = await fetch(path, { headers });
       return { status: response.status, body: await response.json().catch(() => null) };
     }, { path, headers });
-
-    test('the snapshot needs the session\'s Bearer and follows a reply from in_progress to finished (S2)', async () => {
+    const SNAPSHOT = `/backend-api/conversation/${CONVERSATION}`;
+    // The seeded conversation open, and the server's current node as the page reads it.
+    const openSnapshot = async () => {
       const page = await context.newPage();
       await page.goto(chatgptUrl.conversation(CONVERSATION));
-      const path = `/backend-api/conversation/${CONVERSATION}`;
+      const bearer = { authorization: `Bearer ${fixture.accessToken}` };
+      const current = async () => {
+        const body = (await fetchJson(page, SNAPSHOT, bearer)).body;
+        return body.mapping[body.current_node].message;
+      };
+      return { page, bearer, current };
+    };
+
+    test('the snapshot needs the session\'s Bearer and follows a reply from in_progress to finished (S2)', async () => {
+      const { page, bearer, current } = await openSnapshot();
+      const path = SNAPSHOT;
       expect((await fetchJson(page, path)).status, 'no Bearer: 401').toBe(401);
       const session = await fetchJson(page, '/api/auth/session');
       expect(session.body.accessToken).toBe(fixture.accessToken);
-      const bearer = { authorization: `Bearer ${session.body.accessToken}` };
       const seeded = (await fetchJson(page, path, bearer)).body;
       const last = seeded.mapping[seeded.current_node].message;
       expect(last).toMatchObject({ author: { role: 'assistant' }, status: 'finished_successfully', end_turn: true, content: { parts: ['All green.'] } });
@@ -114,10 +124,6 @@ for (const csp of CSP_VARIANTS) {
       await page.locator('#prompt-textarea').click();
       await page.keyboard.type('Stream a long one');
       await page.keyboard.press('Enter');
-      const current = async () => {
-        const body = (await fetchJson(page, path, bearer)).body;
-        return body.mapping[body.current_node].message;
-      };
       await expect.poll(async () => {
         const node = await current();
         return `${node.author.role} ${node.status}`;
@@ -130,10 +136,8 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('snapshot faults switch at run time: 429, 500, odd shape', async () => {
-      const page = await context.newPage();
-      await page.goto(chatgptUrl.conversation(CONVERSATION));
-      const bearer = { authorization: `Bearer ${fixture.accessToken}` };
-      const path = `/backend-api/conversation/${CONVERSATION}`;
+      const { page, bearer } = await openSnapshot();
+      const path = SNAPSHOT;
       fixture.snapshotFault = '429';
       expect((await fetchJson(page, path, bearer)).status).toBe(429);
       fixture.snapshotFault = '500';
@@ -148,14 +152,7 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('faults of a message: server ahead freezes the page, send timeouts show the card with Retry (S3, S6)', async () => {
-      const page = await context.newPage();
-      await page.goto(chatgptUrl.conversation(CONVERSATION));
-      const bearer = { authorization: `Bearer ${fixture.accessToken}` };
-      const path = `/backend-api/conversation/${CONVERSATION}`;
-      const currentNode = async () => {
-        const body = (await fetchJson(page, path, bearer)).body;
-        return body.mapping[body.current_node].message;
-      };
+      const { page, current: currentNode } = await openSnapshot();
       const send = async (text) => {
         await page.locator('#prompt-textarea').click();
         await page.keyboard.type(text);
