@@ -114,6 +114,12 @@ for (const csp of CSP_VARIANTS) {
       // Longer than any recovery timer: a suspect page would have been probed by now.
       await page.waitForTimeout(STALL_MS + TICK_MS + 2_000);
       expect(fixture.counts).toMatchObject({ snapshotRequests: 0, sessionRequests: 0, pageLoads: 1, retryClicks: 0 });
+      // A reply that starts after the quiet spell is no stall either (regression: it was
+      // probed at its first token).
+      await send(page, fixture, 'And goodbye');
+      await expect(page.locator(fixture.ui.finished)).toHaveCount(3);
+      await hud.expect('data-recovery-state', 'healthy');
+      expect(fixture.counts).toMatchObject({ snapshotRequests: 0, sessionRequests: 0, userMessages: 2 });
       await hud.expect('data-recovery-probes', '0');
 
       // Now a stuck reply, so the content script holds the token: it is nowhere but in its

@@ -233,7 +233,9 @@ impl RecoveryPlanner {
             // The error card is gone: the Retry was taken.
             self.pending = None;
         }
-        if facts.signature != self.signature {
+        // Progress: the body changed, or a reply started (after a quiet spell the last
+        // change may be long ago; a reply's start is not a stall).
+        if facts.signature != self.signature || (facts.generating && !self.facts.generating) {
             self.signature = facts.signature.clone();
             self.progress_at = Some(now);
         }
