@@ -198,17 +198,6 @@ fn server_ahead_reloads_once_and_a_restart_before_the_reload_does_not_reload_aga
     assert_eq!(w.hud(), "healthy  retries=1 reloads=1 probes=2");
 }
 
-/// A send-timeout card answered by `server`; after 5 s the page shows `then`.
-fn send_timeout_case(server: ProbeAnswer, then: Shown) -> World {
-    let mut w = World::new(Shown::send_timeout("L1"), server, true);
-    w.run(5_000);
-    w.shown = then;
-    w.show();
-    w.run(10 * 60_000);
-    assert!(w.durable);
-    w
-}
-
 // S6 (HERDR-MCP-FACTS §2.1 bug 8): "Message delivery timed out". With the server still at
 // the user → ChatGPT's Retry, once, never a reload (the Retry was taken: the card goes and
 // the reply arrives in the same page). With the server at a finished assistant → a reload
