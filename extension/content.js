@@ -129,6 +129,9 @@
       sessionRef: c?.session_ref ?? '',
       layout: c?.layout ?? '',
       deliveryState: c?.delivery_state ?? '',
+      recoveryState: c?.recovery?.state ?? '',
+      recoveryReason: c?.recovery?.reason ?? '',
+      recoveryProbes: String(c?.recovery?.probes ?? 0),
     };
     Object.assign(host.dataset, hooks);
     if (!c) { continuity.replaceChildren(); return []; }
@@ -159,6 +162,7 @@
     }
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
     if (c.judge) { const p = para('judge', 'hudJudge', [], 'judge'); p.textContent = c.judge; out.push(p); }
+    if (c.recovery) out.push(recoveryLine(c.recovery));
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
@@ -570,6 +574,7 @@
   const facts = () => {
     const seen = observe();
     quiet = quietZoneOf(seen);
+    if (seen.gen) sendRecoveryFacts(seen);
     lastGeneration = seen.gen?.id ?? null;
     const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
     if (!seen.gen) {
@@ -1053,6 +1058,126 @@
     sendDiagnostics(true);
   };
 
+  // ---- Recovery (docs/PROTOCOL.md "Recovery"): the facts the worker's recovery planner
+  // reads (the last assistant message, a user turn waiting, a send-timeout card, a
+  // rate-limit notice), the snapshot probe it asks for and the two page actions it may
+  // order. Whether and when is decided there; this only reads and carries out. The
+  // session's access token lives in this closure only: never stored, never posted.
+  let lastRecovery = '';
+  let accessToken = null;
+  let probing = false;
+  const PROBE_TIMEOUT_MS = 10000; // plumbing around one request, like PLUMBING_WAIT_MS
+  // FNV-1a of the body's tail with its length: changes when the text does.
+  const signatureOf = (value) => {
+    let hash = 0x811c9dc5;
+    for (let i = Math.max(0, value.length - 512); i < value.length; i++) hash = Math.imul(hash ^ value.charCodeAt(i), 0x01000193) >>> 0;
+    return `${value.length}:${hash.toString(36)}`;
+  };
+  // A card's text: a probe that matched its button reads the card around it.
+  const showsLabel = (gen, key, el) => {
+    const card = el?.tagName === 'BUTTON' ? el.parentElement : el;
+    const value = (card?.textContent || '').toLowerCase();
+    return labelsOf(gen, key).some((label) => value.includes(label));
+  };
+  const recoveryFacts = (seen) => {
+    const last = seen.last;
+    const body = last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
+    const bodyText = body?.textContent ?? '';
+    const users = seen.users.list;
+    const lastUser = users[users.length - 1] ?? null;
+    const generating = generatingIn(seen);
+    // Error cards and notices are looked for only while nothing streams.
+    const error = generating ? null : find(seen.gen, 'thread_error', seen.ctx);
+    const sendTimeout = Boolean(error && showsLabel(seen.gen, 'send_timeout', error.el));
+    return {
+      type: 'recovery_facts',
+      page_load: pageLoad,
+      assistant: Boolean(last),
+      assistant_id: last ? messageId(seen.gen, last.el) : null,
+      assistant_len: bodyText.length,
+      assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
+      signature: signatureOf(bodyText),
+      user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
+      send_timeout: sendTimeout,
+      retry_offered: sendTimeout && present(seen.gen, 'retry', seen.ctx),
+      rate_limited: !generating && present(seen.gen, 'rate_limit', seen.ctx),
+    };
+  };
+  const sendRecoveryFacts = (seen) => {
+    const current = recoveryFacts(seen);
+    const json = JSON.stringify(current);
+    if (json === lastRecovery) return;
+    lastRecovery = json;
+    port?.postMessage(current);
+  };
+  // One GET from the page's origin (cookies included), bounded in time; the body is read
+  // here and never leaves this script.
+  const getJson = async (path, headers) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), PROBE_TIMEOUT_MS);
+    try {
+      const response = await fetch(path, { headers, credentials: 'include', cache: 'no-store', signal: controller.signal });
+      const status = response.status;
+      if (!response.ok) return { status, failure: [401, 403, 429].includes(status) ? `http_${status}` : status >= 500 ? 'http_5xx' : 'http_4xx' };
+      try { return { status, body: await response.json() }; } catch { return { status, failure: controller.signal.aborted ? 'timeout' : 'odd_shape' }; }
+    } catch {
+      return { failure: controller.signal.aborted ? 'timeout' : 'network' };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  // The snapshot's current node, summarised (REFERENCE §3); anything else is odd.
+  const summarize = (body) => {
+    const message = typeof body?.current_node === 'string' ? body.mapping?.[body.current_node]?.message : null;
+    const role = message?.author?.role;
+    if (!message || typeof message.id !== 'string' || message.id === '' || typeof role !== 'string') return { failure: 'odd_shape' };
+    const parts = Array.isArray(message.content?.parts) ? message.content.parts : [];
+    return {
+      node_id: message.id.slice(0, 256),
+      role: role === 'user' || role === 'assistant' ? role : 'other',
+      text_len: parts.reduce((n, part) => n + (typeof part === 'string' ? part.length : 0), 0),
+      finished: message.end_turn === true || message.status === 'finished_successfully',
+      update_time: Number.isFinite(message.update_time) ? message.update_time : null,
+    };
+  };
+  const snapshotProbe = async (conversationId) => {
+    const answer = (fields) => port?.postMessage({ type: 'snapshot_result', page_load: pageLoad, ...fields });
+    if (probing) return;
+    if (typeof conversationId !== 'string' || !/^[0-9A-Za-z-]{1,64}$/.test(conversationId)) { answer({ failure: 'odd_shape' }); return; }
+    probing = true;
+    try {
+      if (!accessToken) {
+        const session = await getJson('/api/auth/session', {});
+        if (session.failure) { answer({ failure: session.failure }); return; }
+        accessToken = typeof session.body?.accessToken === 'string' && session.body.accessToken !== '' ? session.body.accessToken : null;
+        if (!accessToken) { answer({ failure: 'no_token' }); return; }
+      }
+      const snapshot = await getJson(`/backend-api/conversation/${conversationId}`, { authorization: `Bearer ${accessToken}` });
+      if (snapshot.status === 401) accessToken = null;
+      answer(snapshot.failure ? { failure: snapshot.failure } : summarize(snapshot.body));
+    } finally {
+      probing = false;
+    }
+  };
+  // ChatGPT's own Retry, only beside a send-timeout card and only while it is enabled.
+  const clickRetry = () => {
+    const seen = observe();
+    if (!seen.gen || generatingIn(seen)) return;
+    const error = find(seen.gen, 'thread_error', seen.ctx);
+    if (!error || !showsLabel(seen.gen, 'send_timeout', error.el)) return;
+    const retry = find(seen.gen, 'retry', seen.ctx)?.el;
+    if (retry && !isDisabled(seen.gen, retry)) retry.click();
+    scheduleFacts();
+  };
+  // The HUD's recovery line (ext-core continuity::RecoveryLine) with test hooks.
+  const recoveryLine = (r) => {
+    const reason = r.reason ? text(`recoveryReason_${r.reason}`) : '';
+    const p = para('recovery', 'hudRecovery', [text(`recoveryState_${r.state}`), reason, String(r.retries_left), String(r.reloads_left), String(r.probes)],
+      ['needs_user', 'rollover', 'cooling'].includes(r.state) ? 'withheld' : '');
+    p.dataset.state = r.state;
+    return p;
+  };
+
   const onMessage = (message) => {
     if (message?.type === 'profile') setProfile(message.profile);
     if (message?.type === 'hud') render(message.view);
@@ -1062,6 +1187,9 @@
     if (message?.type === 'insert') insert(message.text);
     if (message?.type === 'notice') showNotice(message.text, message.tone);
     if (message?.type === 'queue_accepted') queueUi?.accepted(message.text);
+    if (message?.type === 'snapshot_probe') snapshotProbe(message.conversation_id);
+    if (message?.type === 'recovery_reload') location.reload();
+    if (message?.type === 'recovery_retry') clickRetry();
     if (message?.type === 'round_trip_result') {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
@@ -1111,6 +1239,7 @@
       port = null;
       setTimeout(connect, 1000);
     });
+    lastRecovery = '';
     sendFacts(true);
     // Reports the previous worker never acknowledged are told again (the worker ignores
     // ids it no longer waits for).

@@ -56,4 +56,4 @@ impl RateLimit {
     }
 }
 
-crate::json_read::read_struct!(RateLimit { step, last_counted, until });
+crate::json_read::json_struct!(RateLimit { step, last_counted, until });

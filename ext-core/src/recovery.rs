@@ -198,6 +198,16 @@ impl RecoveryPlanner {
         self.probes
     }
 
+    /// Retries of ChatGPT's Retry button left (S7).
+    pub fn retries_left(&self) -> u32 {
+        1u32.saturating_sub(self.retries_used)
+    }
+
+    /// Reloads left: the page reload, then the tab reload (S7, H5).
+    pub fn reloads_left(&self) -> u32 {
+        1u32.saturating_sub(self.page_reloads_used) + 1u32.saturating_sub(self.tab_reloads_used)
+    }
+
     /// The running 429 cooldown's end.
     pub fn cooling_until(&self, now: Millis) -> Option<Millis> {
         self.rate_limit.cooling_until(now)
@@ -223,7 +233,9 @@ impl RecoveryPlanner {
             // The error card is gone: the Retry was taken.
             self.pending = None;
         }
-        if facts.signature != self.signature {
+        // Progress: the body changed, or a reply started (after a quiet spell the last
+        // change may be long ago; a reply's start is not a stall).
+        if facts.signature != self.signature || (facts.generating && !self.facts.generating) {
             self.signature = facts.signature.clone();
             self.progress_at = Some(now);
         }
@@ -412,6 +424,18 @@ impl crate::json_read::ReadJson for RecoveryAction {
     }
 }
 
-crate::json_read::read_struct!(Pending { action, at, page_load });
-crate::json_read::read_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, last_reload_at, pending, rate_limit }
+impl crate::json_read::WriteJson for RecoveryAction {
+    fn write_json(&self) -> serde_json::Value {
+        let tag = match self {
+            Self::Probe => "probe",
+            Self::ReloadPage => "reload_page",
+            Self::ReloadTab => "reload_tab",
+            Self::ClickRetry => "click_retry",
+        };
+        crate::json_read::Object::tagged("action", tag).done()
+    }
+}
+
+crate::json_read::json_struct!(Pending { action, at, page_load });
+crate::json_read::json_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, last_reload_at, pending, rate_limit }
     skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes });

@@ -27,6 +27,7 @@ use crate::binding::{Bindings, CatalogWorkspace};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
+use crate::recovery::RecoveryPlanner;
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
@@ -87,6 +88,9 @@ pub struct Snapshot {
     pub(crate) queue: QueueDurable,
     /// Semantic Auto per conversation key: judged fingerprints, the streak (M7).
     pub(crate) semantic: VecMap<String, SemanticAuto>,
+    /// Stuck-page recovery per conversation key: budgets, the last reload, the pending
+    /// record, the 429 back-off (S7, H5).
+    pub(crate) recovery: VecMap<String, RecoveryPlanner>,
 }
 
 impl Snapshot {
@@ -129,6 +133,7 @@ impl Snapshot {
             orphan_acks: &self.orphan_acks,
             queue: &self.queue,
             semantic: &self.semantic,
+            recovery: &self.recovery,
         }
         .to_value()
         .to_string())
@@ -167,6 +172,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) queue: &'a QueueDurable,
     /// See [`Snapshot::semantic`].
     pub(crate) semantic: &'a VecMap<String, SemanticAuto>,
+    /// See [`Snapshot::recovery`].
+    pub(crate) recovery: &'a VecMap<String, RecoveryPlanner>,
 }
 
 impl SnapshotRef<'_> {
@@ -188,6 +195,7 @@ impl SnapshotRef<'_> {
             .with("orphan_acks", self.orphan_acks)
             .with("queue", self.queue)
             .with("semantic", self.semantic)
+            .with("recovery", self.recovery)
             .done()
     }
 }
@@ -207,4 +215,5 @@ read_struct!(Snapshot {
     orphan_acks: default,
     queue: default,
     semantic: default,
+    recovery: default,
 });

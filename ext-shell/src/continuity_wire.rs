@@ -14,9 +14,10 @@ use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     DeliveryOutcome,
-    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageReport, PaneInfo, RuntimeAnswer, RuntimeCall,
-    TaskCounts,
+    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, ProbeAnswer, ProbeNode,
+    RuntimeAnswer, RuntimeCall, TaskCounts,
 };
+use ext_core::stale_view::ServerRole;
 use ext_core::semantic_auto::Verdict;
 use ext_core::limits::{
     self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
@@ -386,6 +387,16 @@ pub enum PortCommand {
         /// The binding's scope key.
         scope_key: String,
     },
+    /// `recovery_facts {…}`: the page's last assistant message and thread error.
+    RecoveryFacts(PageRecoveryReport),
+    /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
+    /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
+    SnapshotResult {
+        /// The page load that answered.
+        page_load: String,
+        /// The summary.
+        answer: ProbeAnswer,
+    },
 }
 
 /// Parses a continuity command; `None` when the message is not one.
@@ -435,6 +446,52 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         "unbind" => Some(PortCommand::Unbind {
             scope_key: str_of(value, "scope_key")?,
         }),
+        "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
+        "snapshot_result" => Some(PortCommand::SnapshotResult {
+            page_load: str_of(value, "page_load")?,
+            answer: probe_answer(value),
+        }),
         _ => None,
+    }
+}
+
+fn count_of(value: &Value, key: &str) -> u32 {
+    value.get(key).and_then(Value::as_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// The facts of a `recovery_facts` message; fields a page did not send are "not seen".
+fn recovery_facts(value: &Value) -> PageRecoveryReport {
+    let flag = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
+    PageRecoveryReport {
+        page_load: str_of(value, "page_load").unwrap_or_default(),
+        assistant: flag("assistant"),
+        assistant_id: str_of(value, "assistant_id"),
+        assistant_len: count_of(value, "assistant_len"),
+        assistant_streaming: flag("assistant_streaming"),
+        signature: str_of(value, "signature").unwrap_or_default(),
+        user_waiting: flag("user_waiting"),
+        send_timeout: flag("send_timeout"),
+        retry_offered: flag("retry_offered"),
+        rate_limited: flag("rate_limited"),
+    }
+}
+
+/// A `snapshot_result`'s summary: a node with an id and a known role, else the page's
+/// failure kind (`odd_shape` when it sent neither).
+fn probe_answer(value: &Value) -> ProbeAnswer {
+    let node = str_of(value, "node_id").filter(|id| !id.is_empty()).map(|id| ProbeNode {
+        id,
+        role: match value.get("role").and_then(Value::as_str) {
+            Some("user") => ServerRole::User,
+            Some("assistant") => ServerRole::Assistant,
+            _ => ServerRole::Other,
+        },
+        text_len: count_of(value, "text_len"),
+        finished: value.get("finished").and_then(Value::as_bool).unwrap_or(false),
+        update_time_ms: value.get("update_time").and_then(Value::as_f64).and_then(ext_core::stale_view::update_time_ms),
+    });
+    match node {
+        Some(node) => ProbeAnswer::Node(node),
+        None => ProbeAnswer::Failed(str_of(value, "failure").unwrap_or_else(|| "odd_shape".to_owned())),
     }
 }

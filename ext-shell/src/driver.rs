@@ -18,7 +18,7 @@ use std::rc::{Rc, Weak};
 use ext_core::json_object;
 use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
-use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RuntimeCall};
+use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RecoveryCommand, RuntimeCall};
 use ext_core::json_read::WriteJson;
 use ext_core::hud::{self, ActionId};
 use ext_core::limits::{MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
@@ -250,6 +250,10 @@ impl LinkDriver {
             }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
+            (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
+            (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
+                ContinuityInput::SnapshotResult { tab, page_load, answer }
+            }
             (PortCommand::PanelHello { tab_id }, _) if panel => {
                 {
                     let mut driver = this.borrow_mut();
@@ -385,6 +389,7 @@ impl LinkDriver {
                 ContinuityOutput::QueueAccepted { tab, text } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
                 }
+                ContinuityOutput::Recovery { tab, command } => Self::recovery_command(this, tab, &command),
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
             }
@@ -426,6 +431,32 @@ impl LinkDriver {
     }
 
     /// One `chrome.storage.local` write per burst of changes (B7: no write storms).
+    /// Carries out a recovery command; a budgeted one only once the snapshot holding its
+    /// pending record is written (a worker restart must find it, never repeat it).
+    fn recovery_command(this: &Rc<RefCell<LinkDriver>>, tab: TabId, command: &RecoveryCommand) {
+        let message = match command {
+            RecoveryCommand::Probe { conversation_id } => {
+                return Self::post_to_tab(this, tab, &json_object!("type": "snapshot_probe", "conversation_id": conversation_id));
+            }
+            RecoveryCommand::ReloadPage => Some(json_object!("type": "recovery_reload")),
+            RecoveryCommand::ClickRetry => Some(json_object!("type": "recovery_retry")),
+            RecoveryCommand::ReloadTab => None,
+        };
+        let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
+        let weak = Rc::downgrade(this);
+        wasm_bindgen_futures::spawn_local(async move {
+            // Not carried out when the write failed: the budget is spent, nothing repeats.
+            if js::storage_local_set_text(STORAGE_KEY, &snapshot).await.is_err() {
+                return;
+            }
+            let Some(this) = weak.upgrade() else { return };
+            match message {
+                Some(message) => Self::post_to_tab(&this, tab, &message),
+                None => js::reload_tab(tab),
+            }
+        });
+    }
+
     fn schedule_persist(this: &Rc<RefCell<LinkDriver>>) {
         if this.borrow().persist_timer.is_some() {
             return;

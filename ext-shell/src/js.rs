@@ -283,6 +283,15 @@ pub fn storage_local() -> Option<JsValue> {
     Some(value)
 }
 
+/// `chrome.tabs.reload(tab)` (recovery's level 2, the page's own tab only); a failure
+/// (the tab is gone) is ignored: the budget it spent stays spent.
+pub fn reload_tab(tab: u32) {
+    let chrome = Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok();
+    if let Some(tabs) = chrome.and_then(|c| Reflect::get(&c, &JsValue::from_str("tabs")).ok()).filter(JsValue::is_object) {
+        let _ = call_method(&tabs, "reload", &[JsValue::from(tab)]);
+    }
+}
+
 /// `chrome.storage.local.set({key: text})`; a failure is logged.
 pub fn storage_local_write(key: &str, text: &str) {
     let Some(storage) = storage_local() else { return };

@@ -274,6 +274,22 @@ pub enum ContinuityInput {
         /// The facts.
         report: PageReport,
     },
+    /// A page's `recovery_facts`: its last assistant message and thread error (S2, S6).
+    RecoveryFacts {
+        /// Its tab.
+        tab: TabId,
+        /// The facts.
+        facts: PageRecoveryReport,
+    },
+    /// A page's answer to a [`RecoveryCommand::Probe`] (`snapshot_result`).
+    SnapshotResult {
+        /// Its tab.
+        tab: TabId,
+        /// The page load that answered.
+        page_load: String,
+        /// The server's current node, or why it could not be read.
+        answer: ProbeAnswer,
+    },
     /// A page's port went away (navigation, close, reload).
     PageGone {
         /// Its tab.
@@ -501,6 +517,15 @@ pub enum ContinuityOutput {
         text: String,
         /// How it looks.
         tone: NoticeTone,
+    },
+    /// Carry out a recovery command in the page of `tab`; when
+    /// [`RecoveryCommand::durable_first`], only after the snapshot with the planner's
+    /// pending record has been written (a worker restart must not repeat it).
+    Recovery {
+        /// The tab.
+        tab: TabId,
+        /// What to do.
+        command: RecoveryCommand,
     },
     /// Views (HUDs, panels) may have changed: re-render them.
     ViewsChanged,

@@ -35,8 +35,8 @@
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `views` (HUD and panel), `texts` (every text);
-//! this file routes inputs to them.
+//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `views` (HUD
+//! and panel), `texts` (every text); this file routes inputs to them.
 //!
 //! Invariants:
 //! - Every message typed into a page goes through the [`DeliveryLedger`]: ids are unique
@@ -84,6 +84,7 @@ mod manual;
 mod pane_output;
 mod persisted;
 mod queue;
+mod recovery;
 mod semantic;
 mod texts;
 mod views;
@@ -92,6 +93,7 @@ pub use acks::CONFIRMED_TASKS_KEPT;
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
+pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use texts::*;
 pub use views::*;
@@ -248,6 +250,8 @@ pub struct Continuity {
     queue: queue::QueueFlow,
     /// Semantic Auto per conversation and the judge settings (J1–J3, M7, O4).
     semantic: semantic::SemanticFlow,
+    /// Stuck-page recovery: a planner per ChatGPT conversation (S1–S8, H5, H7).
+    recovery: recovery::RecoveryFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -310,6 +314,7 @@ impl Continuity {
             .filter_map(|s| s.scheduler.as_ref().and_then(WakeScheduler::next_deadline))
             .chain(self.ledger.next_deadline())
             .chain(self.queue_deadline())
+            .chain(self.recovery.deadline())
             .min()
     }
 
@@ -334,6 +339,7 @@ impl Continuity {
         }
         self.flush_queues(now);
         self.run_due_inbox_checks();
+        self.recovery_tick(now);
         self.finish();
     }
 
@@ -436,13 +442,18 @@ impl Continuity {
                 self.sync_schedulers(now);
                 self.ledger.page(tab, &report);
                 self.drain_ledger(now);
+                self.recovery_page(now, tab);
             }
+            ContinuityInput::RecoveryFacts { tab, facts } => self.recovery_facts(now, tab, facts),
+            ContinuityInput::SnapshotResult { tab, page_load, answer } => self.recovery_answer(now, tab, &page_load, answer),
             ContinuityInput::PageGone { tab } => {
+                self.recovery_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.checks.remove(&tab);
             }
             ContinuityInput::TabClosed { tab } => {
+                self.recovery_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.bindings.handle(now, BindingInput::TabClosed { tab });
@@ -528,6 +539,8 @@ impl Continuity {
         self.flush_queues(now);
         self.sync_schedulers(now);
         self.run_due_inbox_checks();
+        // The Auto switch or a page may have changed what recovery watches.
+        self.recovery_schedule(now);
         self.finish();
     }
 

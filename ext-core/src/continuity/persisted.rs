@@ -76,6 +76,7 @@ impl Continuity {
             orphan_acks: self.orphan_acks.clone(),
             queue: self.queue.durable.clone(),
             semantic: self.semantic.autos.clone(),
+            recovery: self.recovery.planners.clone(),
         }
     }
 
@@ -102,6 +103,7 @@ impl Continuity {
             orphan_acks: &self.orphan_acks,
             queue: &self.queue.durable,
             semantic: &self.semantic.autos,
+            recovery: &self.recovery.planners,
         }
         .to_value()
     }
@@ -124,6 +126,7 @@ impl Continuity {
             orphan_acks: snapshot.orphan_acks,
             queue: queue::QueueFlow::with_durable(snapshot.queue),
             semantic: semantic::SemanticFlow::with_autos(snapshot.semantic),
+            recovery: recovery::RecoveryFlow::with_planners(snapshot.recovery),
             ..Self::default()
         };
         machine.restored(now, epoch);

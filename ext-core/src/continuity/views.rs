@@ -82,6 +82,7 @@ impl Continuity {
             actions,
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
+            recovery: self.recovery_line(tab),
         })
     }
 
@@ -229,6 +230,8 @@ pub struct ContinuityView {
     /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
     /// not asked), or a judge settings problem; `None` when there is nothing to say.
     pub judge: Option<String>,
+    /// Stuck-page recovery on a ChatGPT conversation: state, reason, budgets left, probes.
+    pub recovery: Option<RecoveryLine>,
 }
 
 /// The side panel's view.
@@ -319,6 +322,7 @@ write_struct!(ContinuityView {
     actions,
     queue,
     judge,
+    recovery,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

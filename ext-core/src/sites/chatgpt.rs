@@ -55,6 +55,8 @@ const LABELS: &[LabelSet] = &[
         ],
         zh: &["消息发送超时", "连接已中断"],
     },
+    // The thread error of S6, told apart from the others (SITES-2026 §1.6).
+    LabelSet { key: "send_timeout", en: &["Message delivery timed out"], zh: &["消息发送超时"] },
     LabelSet {
         key: "rate_limit",
         en: &[

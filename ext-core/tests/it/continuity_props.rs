@@ -628,6 +628,10 @@ impl World {
                     self.inputs.push_back(ContinuityInput::QueueWritten { op, result });
                 }
                 ContinuityOutput::QueueAccepted { tab, text } => self.queue_accepted(tab, &text)?,
+                // These pages never report recovery facts: recovery has nothing to act on.
+                ContinuityOutput::Recovery { tab, command } => {
+                    prop_assert!(false, "recovery acted without recovery facts: {command:?} on tab {tab}");
+                }
                 ContinuityOutput::DeliverySeen { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }

@@ -8,6 +8,7 @@ mod handoff;
 mod health;
 mod continuity;
 mod continuity_props;
+mod continuity_recovery;
 mod continuity_semantic;
 mod delivery;
 mod permission_card;

@@ -258,3 +258,15 @@ proptest! {
         }
     }
 }
+
+// Regression (seen in e2e: a probe at the first token of every reply after an idle page):
+// a reply that starts after a long quiet spell is progress, not a stall.
+#[test]
+fn a_reply_starting_after_a_long_idle_is_not_a_stall() {
+    let mut p = RecoveryPlanner::default();
+    let idle = RecoveryFacts { generating: false, ..streaming("L1", "s1") };
+    assert_eq!(p.page(T0, idle), None);
+    assert_eq!(p.page(T0 + 10 * ASSISTANT_STALL_MS, streaming("L1", "s1")), None, "the reply just started");
+    assert_eq!(p.tick(T0 + 10 * ASSISTANT_STALL_MS + 1_000), None);
+    assert_eq!(p.tick(T0 + 11 * ASSISTANT_STALL_MS), Some(RecoveryAction::Probe), "a real stall is still seen");
+}

@@ -1,0 +1,378 @@
+//! Stuck ChatGPT pages, driven (SPEC S1–S8, H5, H7): feeds each watched page's recovery
+//! facts and the answers of its snapshot probes to the conversation's
+//! [`RecoveryPlanner`] (which asks [`crate::stale_view`] what the snapshot shows), and turns
+//! the planner's actions into page commands ([`ContinuityOutput::Recovery`]): a probe of the
+//! conversation snapshot, one `location.reload()`, one click on ChatGPT's own Retry, one
+//! `chrome.tabs.reload` of the page's own tab.
+//!
+//! What each situation leads to is the planner's call (see `crate::recovery`): server ahead
+//! → one reload; a send-timeout card with the server still at the user → Retry once; with
+//! the server at a finished assistant → a reload, never Retry; a snapshot that could not be
+//! read → nothing but, beside a send-timeout card, a view sync. This file only composes:
+//! which page is watched, which planner it feeds, when the planners are ticked, and what is
+//! made durable before a command leaves.
+//!
+//! Invariants:
+//! - Only ChatGPT conversations (`/c/<id>`, a Project's `/c/<id>`) are watched, and a
+//!   planner acts only where the scope's Auto is on (M6, S1–S8); z.ai and DeepSeek pages
+//!   never get a recovery command.
+//! - A healthy idle page costs the site nothing: the planners are ticked only while a
+//!   watched page with Auto on shows a reply streaming, a user turn waiting or a thread
+//!   error, and the planner asks for at most one probe per `PROBE_INTERVAL_MS` while a
+//!   turn is suspect. Every probe is counted and shown in the HUD.
+//! - A reload or a Retry is recorded in the planner (budgets, executed-at, the pending
+//!   record) before its command is output, and the command tells the shell to write the
+//!   snapshot before carrying it out: a worker restart in between can never do it again.
+//! - A probe's answer counts only for the page load it was asked of; a late answer from a
+//!   page that reloaded meanwhile is dropped. A 429 answer starts the planner's back-off (no
+//!   probe, Retry or reload while it runs, H7).
+//! - Nothing here types into a page: recovery never resubmits a user turn.
+
+use super::*;
+use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, Suspect};
+use crate::stale_view::{DomMessage, DomView, ServerNode, ServerRole, Snapshot as ServerSnapshot, ViewState};
+
+/// How often the planners are ticked while a watched page could go stale (the planner's
+/// own timeouts are 15 s and more, so a 5 s tick loses at most a third of a probe interval).
+pub const RECOVERY_TICK_MS: Millis = 5_000;
+
+/// What the page adapter reports for recovery (`recovery_facts`, docs/PROTOCOL.md
+/// "Recovery"): the DOM's last assistant message and the thread's error state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PageRecoveryReport {
+    /// The content script's start id (the same as `page_facts.page_load`).
+    pub page_load: String,
+    /// A last assistant message is shown.
+    pub assistant: bool,
+    /// Its message id, when the page shows one (streaming prose has none).
+    pub assistant_id: Option<String>,
+    /// Characters of its body text.
+    pub assistant_len: u32,
+    /// The page shows it streaming.
+    pub assistant_streaming: bool,
+    /// A short signature of its body (changes when the text changes).
+    pub signature: String,
+    /// A user turn is shown after it.
+    pub user_waiting: bool,
+    /// A send-timeout thread error is shown ("Message delivery timed out").
+    pub send_timeout: bool,
+    /// The page offers ChatGPT's Retry for it.
+    pub retry_offered: bool,
+    /// A rate-limit notice is visible.
+    pub rate_limited: bool,
+}
+
+/// The server's current node as the page summarised it (`snapshot_result.node`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeNode {
+    /// The message id.
+    pub id: String,
+    /// Its author.
+    pub role: ServerRole,
+    /// Characters of its text parts.
+    pub text_len: u32,
+    /// `end_turn` or status `finished_successfully`.
+    pub finished: bool,
+    /// `update_time` in milliseconds, when the snapshot gave one.
+    pub update_time_ms: Option<Millis>,
+}
+
+/// The page's answer to a snapshot probe (`snapshot_result`): the server's current node, or
+/// why it could not be read (`http_401`, `http_403`, `http_429`, `http_5xx`, `http_4xx`,
+/// `timeout`, `network`, `odd_shape`, `no_token`). Never the snapshot itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum ProbeAnswer {
+    /// The current node, summarised by the page.
+    Node(ProbeNode),
+    /// The failure's kind.
+    Failed(String),
+}
+
+/// A recovery command for a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum RecoveryCommand {
+    /// `{"type":"snapshot_probe",conversation_id}`: read the snapshot, answer with a summary.
+    Probe {
+        /// The conversation to read.
+        conversation_id: String,
+    },
+    /// `{"type":"recovery_reload"}`: `location.reload()` in the page (level 1).
+    ReloadPage,
+    /// `chrome.tabs.reload` of the page's own tab, by the worker (level 2).
+    ReloadTab,
+    /// `{"type":"recovery_retry"}`: click ChatGPT's Retry of the thread error.
+    ClickRetry,
+}
+
+impl RecoveryCommand {
+    /// Whether the shell must write the snapshot before carrying the command out (every
+    /// command but a probe changes the page and is budgeted).
+    pub fn durable_first(&self) -> bool {
+        !matches!(self, Self::Probe { .. })
+    }
+}
+
+/// The HUD's recovery line for one conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecoveryLine {
+    /// `off | healthy | checking | observed | waiting | needs_user | acted | cooling |
+    /// rollover`.
+    pub state: &'static str,
+    /// Why: the suspicion, the probe's verdict or the action (`""` when there is none).
+    pub reason: &'static str,
+    /// Retries left.
+    pub retries_left: u32,
+    /// Reloads left (page, then tab).
+    pub reloads_left: u32,
+    /// Snapshot probes asked for in this worker life.
+    pub probes: u64,
+}
+
+crate::json_read::write_struct!(RecoveryLine { state, reason, retries_left, reloads_left, probes });
+
+/// The composition's recovery state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct RecoveryFlow {
+    /// One planner per conversation key (`chatgpt:<id>`), persisted: budgets, the last
+    /// reload, the pending record and the 429 back-off survive a worker restart.
+    pub(super) planners: VecMap<String, RecoveryPlanner>,
+    /// The newest recovery facts per tab (pages report again after a restart).
+    facts: VecMap<TabId, PageRecoveryReport>,
+    /// The probe out per conversation key: the tab and page load it was asked of.
+    probing: VecMap<String, (TabId, String)>,
+    /// When the planners are ticked next, if a watched page could go stale.
+    next_tick: Option<Millis>,
+}
+
+impl RecoveryFlow {
+    /// The planners of a restored snapshot: what the old worker recorded as pending may have
+    /// happened and is never repeated (the budgets it spent stay spent).
+    pub(super) fn with_planners(mut planners: VecMap<String, RecoveryPlanner>) -> Self {
+        for planner in planners.values_mut() {
+            planner.restored();
+        }
+        Self { planners, ..Self::default() }
+    }
+
+    /// The next tick, if any.
+    pub(super) fn deadline(&self) -> Option<Millis> {
+        self.next_tick
+    }
+}
+
+/// The conversation key and id of a ChatGPT conversation page.
+fn chatgpt_conversation(report: &PageReport) -> Option<(String, String)> {
+    let page = classify_url(&report.url);
+    let conversation = page.conversation()?;
+    if conversation.site != crate::scope::Site::ChatGpt {
+        return None;
+    }
+    let key = queue::conversation_key(report)?;
+    Some((key, conversation.conversation_id.to_owned()))
+}
+
+impl Continuity {
+    /// A page's `recovery_facts`.
+    pub(super) fn recovery_facts(&mut self, now: Millis, tab: TabId, facts: PageRecoveryReport) {
+        self.recovery.facts.insert(tab, facts);
+        self.recovery_page(now, tab);
+    }
+
+    /// The page of `tab` reported (facts or recovery facts): its planner sees it now.
+    pub(super) fn recovery_page(&mut self, now: Millis, tab: TabId) {
+        let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
+        let planner = self.recovery.planners.entry(key.clone()).or_default();
+        if rate_limited {
+            planner.rate_limited(now);
+        }
+        let action = planner.page(now, facts);
+        self.recovery_act(tab, &key, &conversation_id, action);
+        self.recovery_schedule(now);
+    }
+
+    /// A tab's page went away: its facts (and a probe asked of it) with it.
+    pub(super) fn recovery_page_gone(&mut self, tab: TabId) {
+        self.recovery.facts.remove(&tab);
+        self.recovery.probing.retain(|_, (asked, _)| *asked != tab);
+    }
+
+    /// The planners' tick.
+    pub(super) fn recovery_tick(&mut self, now: Millis) {
+        if self.recovery.next_tick.is_none_or(|at| at > now) {
+            return;
+        }
+        let tabs: Vec<TabId> = self.recovery.facts.keys().copied().collect();
+        for tab in tabs {
+            let Some((key, conversation_id, facts, _)) = self.recovery_input(tab) else { continue };
+            let Some(planner) = self.recovery.planners.get_mut(&key) else { continue };
+            // The facts as they are now (the Auto switch may have changed since the page's
+            // last report); a page report of unchanged facts only moves the planner's clock.
+            let action = planner.page(now, facts);
+            self.recovery_act(tab, &key, &conversation_id, action);
+        }
+        self.recovery_schedule(now);
+    }
+
+    /// A probe's answer from the page of `tab`.
+    pub(super) fn recovery_answer(&mut self, now: Millis, tab: TabId, page_load: &str, answer: ProbeAnswer) {
+        let Some((key, conversation_id, _, _)) = self.recovery_input(tab) else { return };
+        let asked = self.recovery.probing.get(&key).is_some_and(|(t, load)| *t == tab && load == page_load);
+        if !asked {
+            return;
+        }
+        self.recovery.probing.remove(&key);
+        let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
+        let snapshot = match answer {
+            // Milliseconds since the epoch are ≥ 1e10, which `update_time_ms` reads as such.
+            #[allow(clippy::cast_precision_loss)]
+            ProbeAnswer::Node(node) => ServerSnapshot::Read(ServerNode {
+                id: node.id,
+                role: node.role,
+                text_len: node.text_len,
+                finished: node.finished,
+                update_time: node.update_time_ms.map(|ms| ms as f64),
+            }),
+            ProbeAnswer::Failed(why) => {
+                if why == "http_429" {
+                    planner.rate_limited(now);
+                }
+                ServerSnapshot::Unknown { why }
+            }
+        };
+        let action = planner.snapshot(now, &snapshot);
+        self.recovery_act(tab, &key, &conversation_id, action);
+        self.recovery_schedule(now);
+    }
+
+    /// What the planner of `tab`'s conversation is fed: its key, the conversation id, the
+    /// facts, and whether a rate-limit notice is visible. `None` off a ChatGPT conversation
+    /// or before the page's first recovery facts.
+    fn recovery_input(&self, tab: TabId) -> Option<(String, String, RecoveryFacts, bool)> {
+        let report = self.pages.get(&tab)?;
+        let seen = self.recovery.facts.get(&tab)?;
+        let (key, conversation_id) = chatgpt_conversation(report)?;
+        let scope = classify_url(&report.url).scope();
+        let auto_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On);
+        let delivery_uncertain = scope
+            .as_ref()
+            .and_then(|s| self.ledger.active_for(&s.key()))
+            .is_some_and(|d| matches!(d.state, DeliveryState::Uncertain { .. }));
+        let last_assistant = seen.assistant.then(|| DomMessage {
+            id: seen.assistant_id.clone(),
+            text_len: seen.assistant_len,
+            streaming: seen.assistant_streaming,
+        });
+        let facts = RecoveryFacts {
+            page_load: seen.page_load.clone(),
+            generating: report.generating,
+            view: DomView { last_assistant, user_waiting: seen.user_waiting },
+            signature: seen.signature.clone(),
+            send_timeout: seen.send_timeout.then_some(seen.retry_offered),
+            human_draft: report.draft,
+            permission_card: report.permission_card,
+            delivery_uncertain,
+            auto_on,
+            chatgpt: true,
+        };
+        Some((key, conversation_id, facts, seen.rate_limited))
+    }
+
+    /// Turns a planner's action into a page command; a budgeted one is persisted first.
+    fn recovery_act(&mut self, tab: TabId, key: &str, conversation_id: &str, action: Option<RecoveryAction>) {
+        let Some(action) = action else { return };
+        let command = match action {
+            RecoveryAction::Probe => {
+                let page_load = self.recovery.facts.get(&tab).map(|f| f.page_load.clone()).unwrap_or_default();
+                self.recovery.probing.insert(key.to_owned(), (tab, page_load));
+                RecoveryCommand::Probe { conversation_id: conversation_id.to_owned() }
+            }
+            RecoveryAction::ReloadPage => RecoveryCommand::ReloadPage,
+            RecoveryAction::ReloadTab => RecoveryCommand::ReloadTab,
+            RecoveryAction::ClickRetry => RecoveryCommand::ClickRetry,
+        };
+        if command.durable_first() {
+            self.outputs.push_back(ContinuityOutput::Persist);
+        }
+        self.outputs.push_back(ContinuityOutput::Recovery { tab, command });
+    }
+
+    /// Ticks again in [`RECOVERY_TICK_MS`] while a watched page with Auto on could go stale
+    /// (a reply streams, a user turn waits, a thread error shows, a probe is out or a wait
+    /// runs); otherwise not at all.
+    pub(super) fn recovery_schedule(&mut self, now: Millis) {
+        let watched = self.recovery.facts.keys().any(|tab| {
+            self.recovery_input(*tab).is_some_and(|(key, _, facts, _)| {
+                facts.auto_on
+                    && (facts.generating
+                        || facts.view.user_waiting
+                        || facts.send_timeout.is_some()
+                        || self.recovery.probing.contains_key(&key)
+                        || self.recovery.planners.get(&key).is_some_and(|p| matches!(p.status(), RecoveryStatus::WaitingForServer { .. })))
+            })
+        });
+        self.recovery.next_tick = match self.recovery.next_tick {
+            Some(at) if watched && at > now => Some(at),
+            _ if watched => Some(now.saturating_add(RECOVERY_TICK_MS)),
+            _ => None,
+        };
+    }
+
+    /// The HUD's recovery line for `tab`, on a ChatGPT conversation.
+    pub(super) fn recovery_line(&self, tab: TabId) -> Option<RecoveryLine> {
+        let report = self.pages.get(&tab)?;
+        let (key, _) = chatgpt_conversation(report)?;
+        let auto_on = classify_url(&report.url).scope().is_some_and(|s| self.auto.state(&s) == AutoState::On);
+        let default = RecoveryPlanner::default();
+        let planner = self.recovery.planners.get(&key).unwrap_or(&default);
+        let (state, reason) = if !auto_on {
+            ("off", "")
+        } else if planner.cooling_until(self.now).is_some() {
+            ("cooling", "rate_limited")
+        } else {
+            match planner.status() {
+                RecoveryStatus::Healthy => ("healthy", ""),
+                RecoveryStatus::Checking { why } => ("checking", suspect_name(why)),
+                RecoveryStatus::Observed { state } => ("observed", view_state_name(state)),
+                RecoveryStatus::WaitingForServer { .. } => ("waiting", "server_stalled"),
+                RecoveryStatus::NeedsUser => ("needs_user", "request_not_accepted"),
+                RecoveryStatus::Acted { action } => ("acted", action_name(&action)),
+                RecoveryStatus::RolloverRecommended => ("rollover", "budgets_spent"),
+            }
+        };
+        Some(RecoveryLine {
+            state,
+            reason,
+            retries_left: planner.retries_left(),
+            reloads_left: planner.reloads_left(),
+            probes: planner.probes(),
+        })
+    }
+}
+
+fn suspect_name(why: Suspect) -> &'static str {
+    match why {
+        Suspect::ReplyTimeout => "reply_timeout",
+        Suspect::AssistantStall => "assistant_stall",
+        Suspect::SendTimeout => "send_timeout",
+    }
+}
+
+fn view_state_name(state: ViewState) -> &'static str {
+    match state {
+        ViewState::Synced => "synced",
+        ViewState::ServerAhead => "server_ahead",
+        ViewState::RequestNotAccepted => "request_not_accepted",
+        ViewState::ServerStalled => "server_stalled",
+        ViewState::Unknown => "unknown",
+    }
+}
+
+fn action_name(action: &RecoveryAction) -> &'static str {
+    match action {
+        RecoveryAction::Probe => "probe",
+        RecoveryAction::ReloadPage => "reload_page",
+        RecoveryAction::ReloadTab => "reload_tab",
+        RecoveryAction::ClickRetry => "click_retry",
+    }
+}
