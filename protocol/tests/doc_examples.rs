@@ -23,7 +23,7 @@
 //! these): the error-response template, whose code is the placeholder `<snake_case>`; the
 //! params default `{}`; the shape of the companion's `config.json` (`{"mcp": {"token": …}}`);
 //! and the extension-internal port messages `page_facts` (url only),
-//! `deliver`, `panel_refresh`, `queue_clear`, `queue_request` and the HUD `actions` list, which never cross the native
+//! `deliver`, `panel_refresh`, `queue_clear`, `queue_request`, `recovery_reload`, `recovery_retry` and the HUD `actions` list, which never cross the native
 //! port (ext-shell's `wire` and `continuity_wire` read them).
 
 use continuity_protocol::{Call, Event, Message, MethodResult, Outcome, Request, Response};
@@ -41,6 +41,8 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"{"type":"deliver","id":"<delivery id>","text":"<full message>"}"#,
     r#"{"type":"panel_refresh"}"#,
     r#"{"mcp": {"token": "…"}}"#,
+    r#"{"type":"recovery_reload"}"#,
+    r#"{"type":"recovery_retry"}"#,
 ];
 
 fn protocol_md() -> String {
