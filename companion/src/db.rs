@@ -97,17 +97,25 @@ pub struct StateDb {
     conn: Connection,
 }
 
+/// A connection to `state.db` at `path` as every part of the runtime opens it: a 5 s busy
+/// timeout, WAL, and `synchronous=FULL`.
+pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    // The busy timeout first: the other connections of this runtime may hold a lock
+    // while this one switches to WAL, which would otherwise fail at once with BUSY.
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
+    // lost commit makes `seq` go backwards for a client that already received it, undoes an
+    // acknowledgement, or forgets that a bridge call was claimed (it would run again).
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
 impl StateDb {
     /// Opens (creating if needed) `path` with WAL and the schema.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = Connection::open(path)?;
-        // The busy timeout first: the other connections of this runtime may hold a lock
-        // while this one switches to WAL, which would otherwise fail at once with BUSY.
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss, and
-        // a lost commit makes `seq` go backwards for a client that already received it.
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let conn = open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,

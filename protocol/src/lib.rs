@@ -21,7 +21,7 @@ pub mod tools;
 
 pub use messages::*;
 pub use names::{
-    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
+    BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
     TaskState,
     TaskTrigger, UnknownName,
 };

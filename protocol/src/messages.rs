@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
+use crate::names::{BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
 use crate::tools::ToolName;
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
@@ -240,6 +240,43 @@ pub enum Call {
     ToolsList(NoParams),
     /// `tools.call`.
     ToolsCall(ToolCallParams),
+    /// `bridge.prompt`.
+    BridgePrompt(BridgePromptParams),
+    /// `bridge.reply`.
+    BridgeReply(BridgeReplyParams),
+    /// `bridge.delivered`.
+    BridgeDelivered(BridgeDeliveredParams),
+}
+
+/// Params of `bridge.prompt`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgePromptParams {
+    /// The chat's `browser_session_ref`, named in the prompt so `herdr_prompt` reports back
+    /// to it (left out: the prompt does not name one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_session_ref: Option<String>,
+}
+
+/// Params of `bridge.reply`: one assistant reply of a z.ai / DeepSeek chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeReplyParams {
+    /// The chat (`<site>:<conversation id>`, e.g. `zai:7c1d…`).
+    pub conversation: String,
+    /// The reply's message id on the page (`""` when the page shows none: the reply's text
+    /// stands in for it).
+    #[serde(default)]
+    pub message_id: String,
+    /// The reply's text as the page shows it.
+    pub text: String,
+    /// Whether the page has finished writing the reply.
+    pub finished: bool,
+}
+
+/// Params of `bridge.delivered`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeDeliveredParams {
+    /// The `delivery_id` of a `bridge_reply`.
+    pub delivery_id: String,
 }
 
 /// Params of `tools.call`.
@@ -300,6 +337,9 @@ impl Call {
             Method::DiagnosticsReport => Call::DiagnosticsReport(typed(params)?),
             Method::ToolsList => Call::ToolsList(typed(params)?),
             Method::ToolsCall => Call::ToolsCall(typed(params)?),
+            Method::BridgePrompt => Call::BridgePrompt(typed(params)?),
+            Method::BridgeReply => Call::BridgeReply(typed(params)?),
+            Method::BridgeDelivered => Call::BridgeDelivered(typed(params)?),
         })
     }
 
@@ -323,6 +363,9 @@ impl Call {
             Call::DiagnosticsReport(_) => Method::DiagnosticsReport,
             Call::ToolsList(_) => Method::ToolsList,
             Call::ToolsCall(_) => Method::ToolsCall,
+            Call::BridgePrompt(_) => Method::BridgePrompt,
+            Call::BridgeReply(_) => Method::BridgeReply,
+            Call::BridgeDelivered(_) => Method::BridgeDelivered,
         }
     }
 
@@ -342,6 +385,9 @@ impl Call {
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
             Call::ToolsCall(p) => serde_json::to_value(p),
+            Call::BridgePrompt(p) => serde_json::to_value(p),
+            Call::BridgeReply(p) => serde_json::to_value(p),
+            Call::BridgeDelivered(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -645,6 +691,32 @@ pub enum MethodResult {
         /// What it returned (a JSON object).
         result: Value,
     },
+    /// Answer to `bridge.prompt`.
+    BridgePrompt {
+        /// The protocol prompt: how to write tool calls, and every tool with its arguments.
+        text: String,
+    },
+    /// Answer to `bridge.reply`.
+    BridgeReply {
+        /// What the reply held.
+        state: BridgeState,
+        /// How many tool call lines it held (those past the batch cap included).
+        calls: u64,
+        /// The results message's stable id (`bridge:<hex>`; the same on every replay of the
+        /// reply), `null` unless `state` is `results`.
+        delivery_id: Option<String>,
+        /// The results message to send as the next user turn, `null` unless `results`.
+        text: Option<String>,
+        /// Whether `bridge.delivered` already confirmed it (then it is not sent again).
+        delivered: bool,
+    },
+    /// Answer to `bridge.delivered`.
+    BridgeDelivered {
+        /// The id.
+        delivery_id: String,
+        /// Whether the runtime knows it (an unknown id changes nothing).
+        known: bool,
+    },
 }
 
 impl MethodResult {
@@ -668,6 +740,9 @@ impl MethodResult {
             MethodResult::JudgeVerdict { .. } => ResultType::JudgeVerdict,
             MethodResult::ToolsList { .. } => ResultType::ToolsList,
             MethodResult::ToolResult { .. } => ResultType::ToolResult,
+            MethodResult::BridgePrompt { .. } => ResultType::BridgePrompt,
+            MethodResult::BridgeReply { .. } => ResultType::BridgeReply,
+            MethodResult::BridgeDelivered { .. } => ResultType::BridgeDelivered,
         }
     }
 }

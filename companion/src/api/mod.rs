@@ -3,7 +3,8 @@
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
-//! (`judge.turn_end`) and [`tools`] (the planner tool registry, `tools.*`) — and the
+//! (`judge.turn_end`), [`tools`] (the planner tool registry, `tools.*`) and [`bridge`]
+//! (the JSON bridge, `bridge.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -14,6 +15,7 @@
 //! - The router does no connection work: reading lines, limits, timeouts and the reply
 //!   itself are the runtime's (`crate::runtime`).
 
+pub mod bridge;
 pub mod diagnostics;
 pub mod inbox;
 pub mod judge;
@@ -48,6 +50,8 @@ pub struct Services {
     pub home: std::path::PathBuf,
     /// The turn-end judge; `None` when its HTTP client could not start.
     pub judge: Option<Arc<crate::judge::JudgeService>>,
+    /// The JSON bridge; `None` when its tables in `state.db` could not be opened.
+    pub bridge: Option<Arc<crate::bridge::BridgeService>>,
 }
 
 /// Routes validated requests to the services.
@@ -67,13 +71,15 @@ pub struct Router {
     home: std::path::PathBuf,
     /// The turn-end judge.
     judge: Option<Arc<crate::judge::JudgeService>>,
+    /// The JSON bridge.
+    bridge: Option<Arc<crate::bridge::BridgeService>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, bridge } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, bridge }
     }
 
     /// The current Herdr status.
@@ -109,6 +115,7 @@ impl Router {
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             Method::JudgeTurnEnd => judge::handle(self, request).await,
             Method::ToolsList | Method::ToolsCall => tools::handle(self, request).await,
+            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered => bridge::handle(self, request).await,
         }
     }
 

@@ -142,13 +142,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
 impl InboxStore {
     /// Opens (creating if needed) the inbox tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path)?;
-        // The busy timeout first: the other connections of this runtime may hold a lock
-        // while this one switches to WAL, which would otherwise fail at once with BUSY.
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL: an acknowledgement or terminal result, once answered, survives power loss.
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let conn = crate::db::open_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS inbox_tasks (
                 task_id TEXT PRIMARY KEY,

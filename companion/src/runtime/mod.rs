@@ -214,7 +214,7 @@ async fn serve(
     let boot_id = new_boot_id();
     let db_path = home.root().join("state.db");
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, log.clone()).await;
-    let inbox = crate::inbox::start(db_path, herdr_status.clone(), events.clone(), log.clone()).await;
+    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone()).await;
     let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
         Ok(judge) => Some(Arc::new(judge)),
         Err(error) => {
@@ -222,7 +222,14 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge }));
+    let bridge = match crate::bridge::BridgeService::open(&db_path) {
+        Ok(bridge) => Some(Arc::new(bridge)),
+        Err(error) => {
+            log.line(format_args!("bridge: {error}"));
+            None
+        }
+    };
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, bridge }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 
