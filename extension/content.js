@@ -159,6 +159,8 @@
     }
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
     if (c.judge) { const p = para('judge', 'hudJudge', [], 'judge'); p.textContent = c.judge; out.push(p); }
+    // The JSON bridge on z.ai / DeepSeek (O2): the worker's last word on its tool calls.
+    if (c.bridge) { const p = para('bridge', `hudBridge_${c.bridge}`, [], c.bridge === 'sent' ? '' : 'withheld'); p.dataset.state = c.bridge; out.push(p); }
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
@@ -186,10 +188,11 @@
         button.dataset.locked = action.locked.code;
         button.title = action.locked.text;
       }
-      // The judge button carries the page's last turn (read now, once per press).
+      // The judge and Send tool results buttons carry the page's last turn (read now, once
+      // per press).
       button.addEventListener('click', () => {
-        const turn = action.id === 'llm_judge' ? endedTurn() : null;
-        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
+        const turn = action.id === 'llm_judge' || action.id === 'bridge_send' ? endedTurn() : null;
+        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text, message_id: turn.message_id }) });
       });
       return button;
     });
@@ -556,6 +559,8 @@
       user_text: tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX),
       assistant_text: tailChars(readText(body), TURN_ASSISTANT_MAX),
       user_marker: marker && marker.length <= 256 ? marker : null,
+      // The reply's own id (the JSON bridge keys its calls by it, O2).
+      message_id: seen.last ? messageId(seen.gen, seen.last.el) : null,
     };
   };
   let wasGenerating = false;

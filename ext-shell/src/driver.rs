@@ -242,11 +242,13 @@ impl LinkDriver {
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
+                "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
-            (PortCommand::TurnEnded { user_text, assistant_text, user_marker }, Some(tab)) => {
-                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker }
+            (PortCommand::BridgeSend { assistant_text, message_id }, Some(tab)) => ContinuityInput::BridgeSend { tab, message_id, assistant_text },
+            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id }, Some(tab)) => {
+                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id }
             }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },

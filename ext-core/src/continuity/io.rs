@@ -148,6 +148,25 @@ pub enum RuntimeCall {
         /// The chat's `browser_session_ref`.
         conversation: String,
     },
+    /// `bridge.reply {conversation, message_id, text, finished: true}`.
+    BridgeReply {
+        /// `<site>:<conversation id>`.
+        conversation: String,
+        /// The reply's id on the page (`""` when it shows none).
+        message_id: String,
+        /// The reply's text.
+        text: String,
+    },
+    /// `bridge.prompt {browser_session_ref}`.
+    BridgePrompt {
+        /// The chat's ref, named in the prompt.
+        session_ref: String,
+    },
+    /// `bridge.delivered {delivery_id}`.
+    BridgeDelivered {
+        /// The results message's stable id.
+        delivery_id: String,
+    },
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -202,6 +221,16 @@ pub enum RuntimeAnswer {
     },
     /// `judge_verdict`.
     Verdict(JudgeAnswer),
+    /// `bridge_reply` (`None` unless its state is `results`) or `bridge_delivered`.
+    Bridge {
+        /// The results message to send.
+        results: Option<super::bridge::BridgeResults>,
+    },
+    /// `bridge_prompt`.
+    BridgePrompt {
+        /// The protocol prompt.
+        text: String,
+    },
 }
 
 /// An error answer (or a request the shell could not send).
@@ -341,6 +370,23 @@ pub enum ContinuityInput {
         assistant_text: String,
         /// The marker id in that user turn, when it is a message of ours.
         user_marker: Option<String>,
+        /// The reply's message id on the page, when it shows one.
+        #[serde(default)]
+        message_id: Option<String>,
+    },
+    /// HUD: put the JSON bridge's protocol prompt into the composer.
+    BridgePrompt {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: send the JSON bridge's waiting tool results (the page sends its last reply).
+    BridgeSend {
+        /// The tab.
+        tab: TabId,
+        /// The reply's message id, when the page shows one.
+        message_id: Option<String>,
+        /// The reply's text.
+        assistant_text: String,
     },
     /// Options page: the stored judge settings (`chrome.storage.local`,
     /// [`crate::semantic_auto::SETTINGS_KEY`]); `None` when nothing is stored. Read here

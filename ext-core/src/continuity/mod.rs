@@ -77,6 +77,7 @@ use crate::Millis;
 
 mod acks;
 mod answers;
+mod bridge;
 mod deliveries;
 mod inbox_sync;
 mod io;
@@ -93,6 +94,7 @@ pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
+pub use bridge::BridgeResults;
 pub use texts::*;
 pub use views::*;
 
@@ -181,6 +183,12 @@ enum Purpose {
     Judge { tab: TabId },
     /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
+    /// `bridge.reply` for a reply of `conversation` on `tab`.
+    Bridge { tab: TabId, conversation: String, pressed: bool },
+    /// `bridge.prompt` for the HUD of `tab`.
+    BridgePrompt { tab: TabId },
+    /// `bridge.delivered` (its answer changes nothing).
+    BridgeDelivered,
 }
 
 /// A Check Herdr run being collected.
@@ -248,6 +256,8 @@ pub struct Continuity {
     queue: queue::QueueFlow,
     /// Semantic Auto per conversation and the judge settings (J1–J3, M7, O4).
     semantic: semantic::SemanticFlow,
+    /// The JSON bridge's waiting results and HUD lines (O2; not persisted).
+    bridge: bridge::BridgeFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -479,9 +489,12 @@ impl Continuity {
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker } => {
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id } => {
+                self.bridge_turn_ended(tab, message_id, &assistant_text, false);
                 self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
             }
+            ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
+            ContinuityInput::BridgeSend { tab, message_id, assistant_text } => self.bridge_turn_ended(tab, message_id, &assistant_text, true),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {
                 self.auto.set_allow_project_auto(allowed);

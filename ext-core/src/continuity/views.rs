@@ -44,6 +44,13 @@ impl Continuity {
                 actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
             }
         }
+        let bridge = self.bridge_state(tab);
+        if let Some(state) = &bridge {
+            actions.push(ViewAction::new("bridge_prompt", Ok(())));
+            if state == "ready" {
+                actions.push(ViewAction::new("bridge_send", Ok(())));
+            }
+        }
         Some(ContinuityView {
             page_kind,
             scope_key: scope.as_ref().map(Scope::key),
@@ -82,6 +89,7 @@ impl Continuity {
             actions,
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
+            bridge: bridge.filter(|s| !s.is_empty()),
         })
     }
 
@@ -229,6 +237,9 @@ pub struct ContinuityView {
     /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
     /// not asked), or a judge settings problem; `None` when there is nothing to say.
     pub judge: Option<String>,
+    /// The JSON bridge's state on this z.ai / DeepSeek conversation (O2): `ready`, `sent`
+    /// or `failed`; the HUD shows the locale text `hudBridge_<state>`.
+    pub bridge: Option<String>,
 }
 
 /// The side panel's view.
@@ -319,6 +330,7 @@ write_struct!(ContinuityView {
     actions,
     queue,
     judge,
+    bridge,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });
