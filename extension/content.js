@@ -159,8 +159,6 @@
     }
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
     if (c.judge) { const p = para('judge', 'hudJudge', [], 'judge'); p.textContent = c.judge; out.push(p); }
-    // The JSON bridge on z.ai / DeepSeek (O2): the worker's last word on its tool calls.
-    if (c.bridge) { const p = para('bridge', `hudBridge_${c.bridge}`, [], c.bridge === 'sent' ? '' : 'withheld'); p.dataset.state = c.bridge; out.push(p); }
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
@@ -188,11 +186,13 @@
         button.dataset.locked = action.locked.code;
         button.title = action.locked.text;
       }
-      // The judge and Send tool results buttons carry the page's last turn (read now, once
-      // per press).
+      // The judge button carries the page's last turn (read now, once per press); Send tool
+      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       button.addEventListener('click', () => {
-        const turn = action.id === 'llm_judge' || action.id === 'bridge_send' ? endedTurn() : null;
-        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text, message_id: turn.message_id }) });
+        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(), pressed: true });
+        if (action.id === 'bridge_prompt') return insertBridgePrompt(c.session_ref);
+        const turn = action.id === 'llm_judge' ? endedTurn() : null;
+        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
       });
       return button;
     });
@@ -1028,6 +1028,15 @@
     const seen = observe();
     if (!seen.gen || !seen.composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
     typeInto(seen.composer, value);
+  };
+  // The JSON bridge's protocol prompt (HUD button, offered by the worker on bound z.ai /
+  // DeepSeek chats): worker.js relays the runtime's `bridge.prompt`; the answer goes into
+  // the composer like Check Herdr's summary, and nothing is sent.
+  const insertBridgePrompt = (sessionRef) => {
+    chrome.runtime.sendMessage({ type: 'bridge_prompt', browser_session_ref: sessionRef ?? null }).then((answer) => {
+      if (typeof answer?.text === 'string') insert(answer.text);
+      else showNotice(answer?.error ?? text('noticeBridgePromptFailed'), 'bad');
+    }).catch(() => showNotice(text('noticeBridgePromptFailed'), 'bad'));
   };
   const showNotice = (value, tone) => {
     status.textContent = value;

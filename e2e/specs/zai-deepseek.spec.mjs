@@ -109,7 +109,6 @@ for (const site of ['zai', 'deepseek']) {
       const [results] = bridgeMessages(fixture);
       expect(results.text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true,"result":\{"method":"pane.send_text"/);
       expect(await timesInPane(sandbox, token), 'the call ran once at Herdr').toBe(1);
-      await expect(hud.host.locator('[data-line="bridge"]')).toHaveAttribute('data-state', 'sent');
       await expect(page.locator(fixture.ui.assistantTurn).last()).toHaveText('The token is in the pane.', { timeout: 20_000 });
 
       // A reload, then a worker restart: nothing runs or is sent again.

@@ -130,7 +130,7 @@ impl std::fmt::Display for SenderRejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::ForeignExtension => "the port was opened by another extension",
-            Self::PageNotAllowed => "a page port came from a page outside https://chatgpt.com, https://chat.z.ai and https://chat.deepseek.com",
+            Self::PageNotAllowed => "a page port came from a site the extension does not serve",
             Self::PanelNotOurs => "a panel port came from outside this extension's pages",
         })
     }

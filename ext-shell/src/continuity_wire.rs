@@ -67,8 +67,6 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             Method::BridgeReply,
             json_object!("conversation": conversation, "message_id": message_id, "text": text, "finished": true),
         ),
-        RuntimeCall::BridgePrompt { session_ref } => (Method::BridgePrompt, json_object!("browser_session_ref": session_ref)),
-        RuntimeCall::BridgeDelivered { delivery_id } => (Method::BridgeDelivered, json_object!("delivery_id": delivery_id)),
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
 }
@@ -200,15 +198,9 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
         }),
         RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
         // Only `state: results` carries a message (`nothing` and `streaming` send nothing).
-        RuntimeCall::BridgeReply { .. } | RuntimeCall::BridgeDelivered { .. } => Ok(RuntimeAnswer::Bridge {
-            results: id_of(result, "delivery_id").zip(str_of(result, "text")).map(|(delivery_id, text)| BridgeResults {
-                delivery_id,
-                text,
-                delivered: result.get("delivered").and_then(Value::as_bool).unwrap_or(false),
-            }),
-        }),
-        RuntimeCall::BridgePrompt { .. } => {
-            str_of(result, "text").map(|text| RuntimeAnswer::BridgePrompt { text }).ok_or_else(|| bad_answer(Method::BridgePrompt.as_str()))
+        RuntimeCall::BridgeReply { .. } => {
+            let results = || Some(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? });
+            Ok(RuntimeAnswer::Bridge { results: results() })
         }
     }
 }
@@ -359,8 +351,9 @@ pub enum PortCommand {
         /// What the adapter did.
         outcome: DeliveryOutcome,
     },
-    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr`, `bridge_prompt`
-    /// (`llm_judge` and `bridge_send` carry the page's turn: their own commands).
+    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr` (`llm_judge`
+    /// carries the page's turn; `bridge_send` is a `turn_ended` with `pressed: true`;
+    /// `bridge_prompt` goes to `worker.js`, which relays `bridge.prompt`).
     HudAction(&'static str),
     /// `panel_hello {tab_id}`.
     PanelHello {
@@ -384,14 +377,6 @@ pub enum PortCommand {
         /// The last reply.
         assistant_text: String,
     },
-    /// `action` `bridge_send {assistant_text, message_id}`: the HUD's Send tool results with
-    /// the page's last reply.
-    BridgeSend {
-        /// The last reply.
-        assistant_text: String,
-        /// Its message id, when the page shows one.
-        message_id: Option<String>,
-    },
     /// `turn_ended {user_text, assistant_text, user_marker}`: a reply ended.
     TurnEnded {
         /// The last user turn (marker lines removed).
@@ -402,6 +387,8 @@ pub enum PortCommand {
         user_marker: Option<String>,
         /// The reply's message id, when the page shows one.
         message_id: Option<String>,
+        /// `pressed: true`: the HUD's Send tool results sent the turn again.
+        pressed: bool,
     },
     /// `bind {tab_id, workspace_id, label}`.
     Bind {
@@ -437,10 +424,6 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "toggle_auto" => "toggle_auto",
                 "continue" => "continue",
                 "check_herdr" => "check_herdr",
-                "bridge_prompt" => "bridge_prompt",
-                "bridge_send" => {
-                    return Some(PortCommand::BridgeSend { assistant_text: str_of(value, "assistant_text").unwrap_or_default(), message_id: id_of(value, "message_id") });
-                }
                 "llm_judge" => {
                     let text = |key| str_of(value, key).unwrap_or_default();
                     return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });
@@ -454,6 +437,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             assistant_text: str_of(value, "assistant_text")?,
             user_marker: str_of(value, "user_marker"),
             message_id: id_of(value, "message_id"),
+            pressed: value.get("pressed").and_then(Value::as_bool).unwrap_or(false),
         }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),

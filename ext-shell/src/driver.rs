@@ -242,13 +242,11 @@ impl LinkDriver {
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
-                "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
-            (PortCommand::BridgeSend { assistant_text, message_id }, Some(tab)) => ContinuityInput::BridgeSend { tab, message_id, assistant_text },
-            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id }, Some(tab)) => {
-                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id }
+            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, pressed }, Some(tab)) => {
+                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, pressed }
             }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },

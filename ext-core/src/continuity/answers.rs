@@ -96,9 +96,7 @@ impl Continuity {
             (Purpose::SemanticJudge { conversation, fingerprint, tab }, result) => {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
-            (Purpose::Bridge { tab, conversation, pressed }, result) => self.bridge_answered(now, tab, conversation, pressed, result),
-            (Purpose::BridgePrompt { tab }, Ok(RuntimeAnswer::BridgePrompt { text })) => self.outputs.push_back(ContinuityOutput::Insert { tab, text }),
-            (Purpose::BridgePrompt { .. } | Purpose::BridgeDelivered, _) => {}
+            (Purpose::Bridge { tab, pressed }, result) => self.bridge_answered(now, tab, pressed, result),
         }
     }
 }

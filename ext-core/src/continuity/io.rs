@@ -157,16 +157,6 @@ pub enum RuntimeCall {
         /// The reply's text.
         text: String,
     },
-    /// `bridge.prompt {browser_session_ref}`.
-    BridgePrompt {
-        /// The chat's ref, named in the prompt.
-        session_ref: String,
-    },
-    /// `bridge.delivered {delivery_id}`.
-    BridgeDelivered {
-        /// The results message's stable id.
-        delivery_id: String,
-    },
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -221,15 +211,10 @@ pub enum RuntimeAnswer {
     },
     /// `judge_verdict`.
     Verdict(JudgeAnswer),
-    /// `bridge_reply` (`None` unless its state is `results`) or `bridge_delivered`.
+    /// `bridge_reply` (`None` unless its state is `results`).
     Bridge {
         /// The results message to send.
         results: Option<super::bridge::BridgeResults>,
-    },
-    /// `bridge_prompt`.
-    BridgePrompt {
-        /// The protocol prompt.
-        text: String,
     },
 }
 
@@ -373,20 +358,10 @@ pub enum ContinuityInput {
         /// The reply's message id on the page, when it shows one.
         #[serde(default)]
         message_id: Option<String>,
-    },
-    /// HUD: put the JSON bridge's protocol prompt into the composer.
-    BridgePrompt {
-        /// The tab.
-        tab: TabId,
-    },
-    /// HUD: send the JSON bridge's waiting tool results (the page sends its last reply).
-    BridgeSend {
-        /// The tab.
-        tab: TabId,
-        /// The reply's message id, when the page shows one.
-        message_id: Option<String>,
-        /// The reply's text.
-        assistant_text: String,
+        /// The HUD's Send tool results was pressed (the page sent its last turn again):
+        /// only the JSON bridge hears of it.
+        #[serde(default)]
+        pressed: bool,
     },
     /// Options page: the stored judge settings (`chrome.storage.local`,
     /// [`crate::semantic_auto::SETTINGS_KEY`]); `None` when nothing is stored. Read here

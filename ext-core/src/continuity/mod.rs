@@ -184,11 +184,7 @@ enum Purpose {
     /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
     /// `bridge.reply` for a reply of `conversation` on `tab`.
-    Bridge { tab: TabId, conversation: String, pressed: bool },
-    /// `bridge.prompt` for the HUD of `tab`.
-    BridgePrompt { tab: TabId },
-    /// `bridge.delivered` (its answer changes nothing).
-    BridgeDelivered,
+    Bridge { tab: TabId, pressed: bool },
 }
 
 /// A Check Herdr run being collected.
@@ -256,8 +252,6 @@ pub struct Continuity {
     queue: queue::QueueFlow,
     /// Semantic Auto per conversation and the judge settings (J1–J3, M7, O4).
     semantic: semantic::SemanticFlow,
-    /// The JSON bridge's waiting results and HUD lines (O2; not persisted).
-    bridge: bridge::BridgeFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -489,12 +483,12 @@ impl Continuity {
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id } => {
-                self.bridge_turn_ended(tab, message_id, &assistant_text, false);
-                self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, pressed } => {
+                self.bridge_turn_ended(tab, message_id, &assistant_text, pressed);
+                if !pressed {
+                    self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
+                }
             }
-            ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
-            ContinuityInput::BridgeSend { tab, message_id, assistant_text } => self.bridge_turn_ended(tab, message_id, &assistant_text, true),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {
                 self.auto.set_allow_project_auto(allowed);

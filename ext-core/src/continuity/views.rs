@@ -44,12 +44,10 @@ impl Continuity {
                 actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
             }
         }
-        let bridge = self.bridge_state(tab);
-        if let Some(state) = &bridge {
+        if self.bridge_scope(tab).is_some() {
+            // The JSON bridge (O2): insert its prompt; send the last reply's results again.
             actions.push(ViewAction::new("bridge_prompt", Ok(())));
-            if state == "ready" {
-                actions.push(ViewAction::new("bridge_send", Ok(())));
-            }
+            actions.push(ViewAction::new("bridge_send", Ok(())));
         }
         Some(ContinuityView {
             page_kind,
@@ -89,7 +87,6 @@ impl Continuity {
             actions,
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
-            bridge: bridge.filter(|s| !s.is_empty()),
         })
     }
 
@@ -237,9 +234,6 @@ pub struct ContinuityView {
     /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
     /// not asked), or a judge settings problem; `None` when there is nothing to say.
     pub judge: Option<String>,
-    /// The JSON bridge's state on this z.ai / DeepSeek conversation (O2): `ready`, `sent`
-    /// or `failed`; the HUD shows the locale text `hudBridge_<state>`.
-    pub bridge: Option<String>,
 }
 
 /// The side panel's view.
@@ -330,7 +324,6 @@ write_struct!(ContinuityView {
     actions,
     queue,
     judge,
-    bridge,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });
