@@ -14,6 +14,8 @@ use expect_test::expect;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
+use super::support::{LineClient, TestHome};
+
 /// A stand-in tool registry: counts every run per (tool, args), the most running at once,
 /// and answers `{"echo": args}` (`big` answers a long string; `fail` an error).
 #[derive(Default)]
@@ -297,4 +299,39 @@ proptest! {
         let claimed = rt.block_on(bridge.claimed_calls()).expect("the store answers") as usize;
         prop_assert_eq!(claimed, tools.total());
     }
+}
+
+// R: O2 — through the real runtime: `bridge.reply` runs a call through the tool registry
+// (an unknown tool is refused as `tools.call` refuses it), a streaming reply runs nothing,
+// and after a runtime restart the same reply gets the same message and runs nothing again.
+#[test]
+fn the_runtime_answers_bridge_reply_through_the_registry_and_the_same_after_a_restart() {
+    let home = TestHome::new();
+    let reply = "{\"tool\":\"herdr_methods\",\"args\":{\"query\":\"pane.read\"}}\n{\"tool\":\"herdr_exec\",\"args\":{}}";
+    let params = |finished: bool| json!({"conversation": "zai:conv:c1", "message_id": "message-a3", "text": reply, "finished": finished});
+    let first = {
+        let mut runtime = home.start_runtime();
+        let mut client = LineClient::connect(&home.socket());
+        let streaming = client.call("b-1", "bridge.reply", params(false));
+        assert_eq!(streaming["result"]["state"], "streaming", "{streaming}");
+        let answer = client.call("b-2", "bridge.reply", params(true));
+        let prompt = client.call("b-3", "bridge.prompt", json!({}));
+        assert!(prompt["result"]["text"].as_str().is_some_and(|t| t.starts_with("[herdr-continuity JSON bridge v1]\n") && t.contains("- herdr_inspect: ")), "{prompt}");
+        runtime.terminate();
+        answer
+    };
+    let result = &first["result"];
+    assert_eq!((result["state"].as_str(), result["calls"].as_u64()), (Some("results"), Some(2)), "{first}");
+    let text = result["text"].as_str().expect("a results message");
+    let lines: Vec<Value> = text.lines().skip(1).take(2).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines[0]["result"]["methods"][0]["method"], "pane.read", "{text}");
+    assert_eq!((lines[1]["error"].as_str(), lines[1]["ok"].as_bool()), (Some("unknown_tool"), Some(false)), "{text}");
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let again = client.call("b-4", "bridge.reply", params(true));
+    assert_eq!(again["result"], first["result"], "a replay after a restart: the same message, the same id");
+    let delivered = client.call("b-5", "bridge.delivered", json!({"delivery_id": result["delivery_id"]}));
+    assert_eq!(delivered["result"]["known"], true, "{delivered}");
+    assert_eq!(client.call("b-6", "bridge.reply", params(true))["result"]["delivered"], true);
+    runtime.terminate();
 }
