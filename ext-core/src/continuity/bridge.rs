@@ -4,8 +4,9 @@
 //! ([`DeliveryKind::BridgeResults`], subject = the runtime's stable delivery id) — at once
 //! with Auto on into a free page, else after the HUD's Send tool results (which asks the
 //! runtime again with the page's last reply: it answers from its record, nothing runs
-//! twice). The delivery shows in the HUD as every delivery does (in flight, confirmed). Detection, execution, the caps and the
-//! record of what ran are the runtime's (`companion/src/bridge`), not this machine's (O3).
+//! twice). The delivery shows in the HUD as every delivery does (in flight, confirmed).
+//! Detection, execution, the caps and the record of what ran are the runtime's
+//! (`companion/src/bridge`), not this machine's (O3).
 //!
 //! Invariants:
 //! - Only z.ai and DeepSeek chats, only bound ones; ChatGPT has a real MCP connector.
