@@ -190,8 +190,11 @@
         button.dataset.locked = action.locked.code;
         button.title = action.locked.text;
       }
-      // The judge button carries the page's last turn (read now, once per press).
+      // The judge button carries the page's last turn (read now, once per press); Send tool
+      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       button.addEventListener('click', () => {
+        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(), pressed: true });
+        if (action.id === 'bridge_prompt') return insertBridgePrompt(c.session_ref);
         const turn = action.id === 'llm_judge' ? endedTurn() : null;
         port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
       });
@@ -562,6 +565,8 @@
       user_text: tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX),
       assistant_text: tailChars(readText(body), TURN_ASSISTANT_MAX),
       user_marker: marker && marker.length <= 256 ? marker : null,
+      // The reply's own id (the JSON bridge keys its calls by it, O2).
+      message_id: seen.last ? messageId(seen.gen, seen.last.el) : null,
     };
   };
   let wasGenerating = false;
@@ -1041,6 +1046,15 @@
     const seen = observe();
     if (!seen.gen || !seen.composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
     typeInto(seen.composer, value);
+  };
+  // The JSON bridge's protocol prompt (HUD button, offered by the worker on bound z.ai /
+  // DeepSeek chats): worker.js relays the runtime's `bridge.prompt`; the answer goes into
+  // the composer like Check Herdr's summary, and nothing is sent.
+  const insertBridgePrompt = (sessionRef) => {
+    chrome.runtime.sendMessage({ type: 'bridge_prompt', browser_session_ref: sessionRef ?? null }).then((answer) => {
+      if (typeof answer?.text === 'string') insert(answer.text);
+      else showNotice(answer?.error ?? text('noticeBridgePromptFailed'), 'bad');
+    }).catch(() => showNotice(text('noticeBridgePromptFailed'), 'bad'));
   };
   const showNotice = (value, tone) => {
     status.textContent = value;

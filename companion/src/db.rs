@@ -111,8 +111,9 @@ pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
-    // lost commit makes `seq` go backwards for a client that already received it, and
-    // loses an acknowledged inbox result or journal turn.
+    // lost commit makes `seq` go backwards for a client that already received it, undoes an
+    // acknowledgement, loses a journal turn, or forgets that a bridge call was claimed (it
+    // would run again).
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
 }

@@ -22,6 +22,7 @@
 //! the runtime talks to Herdr; nothing but a same-uid peer ever reaches the router.
 
 pub mod api;
+pub mod bridge;
 pub mod clock;
 pub mod config;
 pub mod db;

@@ -65,7 +65,7 @@ pub const MAX_RUNTIME_SHORT_CHARS: usize = 512;
 pub const MAX_RUNTIME_LIST_ITEMS: usize = 256;
 
 /// Origins whose pages may connect a `page` port (the manifest's content-script matches).
-pub const ALLOWED_PAGE_ORIGINS: &[&str] = &["https://chatgpt.com"];
+pub const ALLOWED_PAGE_ORIGINS: &[&str] = &["https://chatgpt.com", "https://chat.z.ai", "https://chat.deepseek.com"];
 
 /// Whether `text` has at most `max_chars` characters.
 pub fn within(text: &str, max_chars: usize) -> bool {
@@ -130,7 +130,7 @@ impl std::fmt::Display for SenderRejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::ForeignExtension => "the port was opened by another extension",
-            Self::PageNotAllowed => "a page port came from a page outside https://chatgpt.com",
+            Self::PageNotAllowed => "a page port came from a site the extension does not serve",
             Self::PanelNotOurs => "a panel port came from outside this extension's pages",
         })
     }
@@ -192,6 +192,17 @@ mod tests {
         assert_eq!(clipped, "…\nline 3");
         assert_eq!(clipped.chars().count(), 8);
         assert_eq!(clip_tail("日本語のテキスト".into(), 4), "…キスト");
+    }
+
+    #[test]
+    fn a_page_port_may_come_from_our_content_script_on_zai_and_deepseek() {
+        // B6, M3: z.ai and DeepSeek conversations bind and run Auto like ChatGPT's.
+        for url in ["https://chat.z.ai/c/7c1d", "https://chat.deepseek.com/a/chat/s/9e2f"] {
+            assert_eq!(check_sender(PortKind::Page, &sender(OURS, url, true), OURS), Ok(()), "{url}");
+        }
+        for url in ["https://chat.z.ai.evil.example/", "https://z.ai/", "https://deepseek.com/"] {
+            assert_eq!(check_sender(PortKind::Page, &sender(OURS, url, true), OURS), Err(SenderRejected::PageNotAllowed), "{url}");
+        }
     }
 
     #[test]

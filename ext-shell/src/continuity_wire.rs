@@ -13,6 +13,7 @@ use continuity_protocol::{ErrorCode, EventName, Method};
 use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
+    BridgeResults,
     DeliveryOutcome,
     CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
@@ -62,6 +63,10 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation } => (
             Method::JudgeTurnEnd,
             json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation),
+        ),
+        RuntimeCall::BridgeReply { conversation, message_id, text } => (
+            Method::BridgeReply,
+            json_object!("conversation": conversation, "message_id": message_id, "text": text, "finished": true),
         ),
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
@@ -193,6 +198,11 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                 .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
+        // Only `state: results` carries a message (`nothing` and `streaming` send nothing).
+        RuntimeCall::BridgeReply { .. } => {
+            let results = || Some(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? });
+            Ok(RuntimeAnswer::Bridge { results: results() })
+        }
     }
 }
 
@@ -342,7 +352,9 @@ pub enum PortCommand {
         /// What the adapter did.
         outcome: DeliveryOutcome,
     },
-    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr`, `llm_judge`.
+    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr` (`llm_judge`
+    /// carries the page's turn; `bridge_send` is a `turn_ended` with `pressed: true`;
+    /// `bridge_prompt` goes to `worker.js`, which relays `bridge.prompt`).
     HudAction(&'static str),
     /// `panel_hello {tab_id}`.
     PanelHello {
@@ -374,6 +386,10 @@ pub enum PortCommand {
         assistant_text: String,
         /// The marker id in that user turn, if it was a message of ours.
         user_marker: Option<String>,
+        /// The reply's message id, when the page shows one.
+        message_id: Option<String>,
+        /// `pressed: true`: the HUD's Send tool results sent the turn again.
+        pressed: bool,
     },
     /// `bind {tab_id, workspace_id, label}`.
     Bind {
@@ -431,6 +447,8 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             user_text: str_of(value, "user_text")?,
             assistant_text: str_of(value, "assistant_text")?,
             user_marker: str_of(value, "user_marker"),
+            message_id: id_of(value, "message_id"),
+            pressed: value.get("pressed").and_then(Value::as_bool).unwrap_or(false),
         }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),

@@ -23,7 +23,7 @@ pub mod work_memory;
 
 pub use messages::*;
 pub use names::{
-    ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
+    BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
     TaskState,
     TaskTrigger, UnknownName,
 };

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
+use crate::names::{BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
 use crate::journal::{
     ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
     ContinuitySearchParams, JournalTurn, Resolution,
@@ -254,6 +254,43 @@ pub enum Call {
     ContinuityResume(ContinuityResumeParams),
     /// `continuity.list`.
     ContinuityList(ContinuityListParams),
+    /// `bridge.prompt`.
+    BridgePrompt(BridgePromptParams),
+    /// `bridge.reply`.
+    BridgeReply(BridgeReplyParams),
+    /// `bridge.delivered`.
+    BridgeDelivered(BridgeDeliveredParams),
+}
+
+/// Params of `bridge.prompt`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgePromptParams {
+    /// The chat's `browser_session_ref`, named in the prompt so `herdr_prompt` reports back
+    /// to it (left out: the prompt does not name one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_session_ref: Option<String>,
+}
+
+/// Params of `bridge.reply`: one assistant reply of a z.ai / DeepSeek chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeReplyParams {
+    /// The chat (`<site>:<conversation id>`, e.g. `zai:7c1d…`).
+    pub conversation: String,
+    /// The reply's message id on the page (`""` when the page shows none: the reply's text
+    /// stands in for it).
+    #[serde(default)]
+    pub message_id: String,
+    /// The reply's text as the page shows it.
+    pub text: String,
+    /// Whether the page has finished writing the reply.
+    pub finished: bool,
+}
+
+/// Params of `bridge.delivered`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeDeliveredParams {
+    /// The `delivery_id` of a `bridge_reply`.
+    pub delivery_id: String,
 }
 
 /// Params of `tools.call`.
@@ -319,6 +356,9 @@ impl Call {
             Method::ContinuitySearch => Call::ContinuitySearch(typed(params)?),
             Method::ContinuityResume => Call::ContinuityResume(typed(params)?),
             Method::ContinuityList => Call::ContinuityList(typed(params)?),
+            Method::BridgePrompt => Call::BridgePrompt(typed(params)?),
+            Method::BridgeReply => Call::BridgeReply(typed(params)?),
+            Method::BridgeDelivered => Call::BridgeDelivered(typed(params)?),
         })
     }
 
@@ -347,6 +387,9 @@ impl Call {
             Call::ContinuitySearch(_) => Method::ContinuitySearch,
             Call::ContinuityResume(_) => Method::ContinuityResume,
             Call::ContinuityList(_) => Method::ContinuityList,
+            Call::BridgePrompt(_) => Method::BridgePrompt,
+            Call::BridgeReply(_) => Method::BridgeReply,
+            Call::BridgeDelivered(_) => Method::BridgeDelivered,
         }
     }
 
@@ -371,6 +414,9 @@ impl Call {
             Call::ContinuitySearch(p) => serde_json::to_value(p),
             Call::ContinuityResume(p) => serde_json::to_value(p),
             Call::ContinuityList(p) => serde_json::to_value(p),
+            Call::BridgePrompt(p) => serde_json::to_value(p),
+            Call::BridgeReply(p) => serde_json::to_value(p),
+            Call::BridgeDelivered(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -739,6 +785,32 @@ pub enum MethodResult {
         /// Whether there are more chains.
         more: bool,
     },
+    /// Answer to `bridge.prompt`.
+    BridgePrompt {
+        /// The protocol prompt: how to write tool calls, and every tool with its arguments.
+        text: String,
+    },
+    /// Answer to `bridge.reply`.
+    BridgeReply {
+        /// What the reply held.
+        state: BridgeState,
+        /// How many tool call lines it held (those past the batch cap included).
+        calls: u64,
+        /// The results message's stable id (`bridge:<hex>`; the same on every replay of the
+        /// reply), `null` unless `state` is `results`.
+        delivery_id: Option<String>,
+        /// The results message to send as the next user turn, `null` unless `results`.
+        text: Option<String>,
+        /// Whether `bridge.delivered` already confirmed it (then it is not sent again).
+        delivered: bool,
+    },
+    /// Answer to `bridge.delivered`.
+    BridgeDelivered {
+        /// The id.
+        delivery_id: String,
+        /// Whether the runtime knows it (an unknown id changes nothing).
+        known: bool,
+    },
 }
 
 impl MethodResult {
@@ -767,6 +839,9 @@ impl MethodResult {
             MethodResult::ContinuitySearch { .. } => ResultType::ContinuitySearch,
             MethodResult::ContinuityResumed { .. } => ResultType::ContinuityResumed,
             MethodResult::ContinuityList { .. } => ResultType::ContinuityList,
+            MethodResult::BridgePrompt { .. } => ResultType::BridgePrompt,
+            MethodResult::BridgeReply { .. } => ResultType::BridgeReply,
+            MethodResult::BridgeDelivered { .. } => ResultType::BridgeDelivered,
         }
     }
 }

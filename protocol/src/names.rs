@@ -163,6 +163,15 @@ wire_names! {
         ContinuityResume = "continuity.resume",
         /// `continuity.list {limit?}` → `continuity_list`: the chains, most recently updated first.
         ContinuityList = "continuity.list",
+        /// `bridge.prompt {}` → `bridge_prompt`: the JSON bridge's protocol prompt for z.ai /
+        /// DeepSeek, built from the tool list (SPEC O2).
+        BridgePrompt = "bridge.prompt",
+        /// `bridge.reply {conversation, message_id, text, finished}` → `bridge_reply`: the
+        /// tool calls of an assistant reply, run once each, and the results message.
+        BridgeReply = "bridge.reply",
+        /// `bridge.delivered {delivery_id}` → `bridge_delivered`: a results message was
+        /// confirmed in its chat; later replays of its reply say so.
+        BridgeDelivered = "bridge.delivered",
     }
 }
 
@@ -257,6 +266,25 @@ wire_names! {
         ContinuityResumed = "continuity_resumed",
         /// [`crate::MethodResult::ContinuityList`].
         ContinuityList = "continuity_list",
+        /// [`crate::MethodResult::BridgePrompt`].
+        BridgePrompt = "bridge_prompt",
+        /// [`crate::MethodResult::BridgeReply`].
+        BridgeReply = "bridge_reply",
+        /// [`crate::MethodResult::BridgeDelivered`].
+        BridgeDelivered = "bridge_delivered",
+    }
+}
+
+wire_names! {
+    /// What `bridge.reply` found in an assistant reply (`bridge_reply.state`).
+    pub enum BridgeState {
+        /// No tool call line: nothing to run, nothing to send.
+        Nothing = "nothing",
+        /// A tool call object is not closed yet, or the reply has not finished: nothing
+        /// runs until it has.
+        Streaming = "streaming",
+        /// The calls ran (or were answered from the record); `text` is the results message.
+        Results = "results",
     }
 }
 

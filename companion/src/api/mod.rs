@@ -3,8 +3,8 @@
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
-//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal) and [`tools`]
-//! (the planner tool registry, `tools.*`) — and the
+//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal), [`tools`]
+//! (the planner tool registry, `tools.*`) and [`bridge`] (the JSON bridge, `bridge.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -15,6 +15,7 @@
 //! - The router does no connection work: reading lines, limits, timeouts and the reply
 //!   itself are the runtime's (`crate::runtime`).
 
+pub mod bridge;
 pub mod diagnostics;
 pub mod inbox;
 pub mod journal;
@@ -54,6 +55,8 @@ pub struct Services {
     pub journal: Option<Arc<crate::journal::Journal>>,
     /// Work Memory (`work_memory.*` through `herdr_call`); `None` when it could not open.
     pub work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
+    /// The JSON bridge; `None` when its tables in `state.db` could not be opened.
+    pub bridge: Option<Arc<crate::bridge::BridgeService>>,
 }
 
 /// Routes validated requests to the services.
@@ -77,13 +80,15 @@ pub struct Router {
     journal: Option<Arc<crate::journal::Journal>>,
     /// Work Memory.
     work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
+    /// The JSON bridge.
+    bridge: Option<Arc<crate::bridge::BridgeService>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge }
     }
 
     /// The current Herdr status.
@@ -124,6 +129,7 @@ impl Router {
             | Method::ContinuitySearch
             | Method::ContinuityResume
             | Method::ContinuityList => journal::handle(self, request.method, &request.params).await,
+            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered => bridge::handle(self, request).await,
         }
     }
 

@@ -175,17 +175,24 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         Some(Value::String(name)) => name,
         _ => return Err(bad("tools.call needs params.tool, the name of a tool from tools.list".to_owned())),
     };
+    let empty = Map::new();
+    let map = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(bad(format!("{name}: arguments must be a JSON object"))),
+    };
+    let (tool, result) = run(api, name, map).await?;
+    Ok(json!({"type": "tool_result", "tool": tool, "result": result}))
+}
+
+/// Runs the tool named `name` with `map` as its arguments: the one code path of
+/// `tools.call` and the JSON bridge.
+pub async fn run(api: &Router, name: &str, map: &Map<String, Value>) -> Result<(ToolName, Value), MethodError> {
     let tool = ToolName::parse(name).map_err(|_| {
         let known: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
         let shown: String = name.chars().take(MAX_METHOD_CHARS).collect();
         (ErrorCode::UnknownTool, format!("there is no tool `{shown}`; the tools are {}", known.join(", ")))
     })?;
-    let empty = Map::new();
-    let map = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(map)) => map,
-        Some(_) => return Err(bad(format!("{tool}: arguments must be a JSON object"))),
-    };
     let size = serde_json::to_vec(map).map(|b| b.len()).unwrap_or(usize::MAX);
     if size > MAX_TOOL_ARGUMENTS_BYTES {
         return Err(bad(format!(
@@ -199,7 +206,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         ToolName::HerdrMethods => methods(api, &args)?,
         ToolName::HerdrInspect => inspect(api, &args)?,
     };
-    Ok(json!({"type": "tool_result", "tool": tool, "result": result}))
+    Ok((tool, result))
 }
 
 async fn prompt(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {

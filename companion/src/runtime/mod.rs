@@ -230,7 +230,14 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory }));
+    let bridge = match crate::bridge::BridgeService::open(&db_path) {
+        Ok(bridge) => Some(Arc::new(bridge)),
+        Err(error) => {
+            log.line(format_args!("bridge: {error}"));
+            None
+        }
+    };
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory, bridge }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 

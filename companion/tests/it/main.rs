@@ -3,6 +3,7 @@
 //! Each test uses its own temporary companion home (`HERDR_CONTINUITY_HOME`) and a Herdr
 //! socket path that does not exist unless the test is about Herdr.
 
+mod bridge;
 mod cli;
 mod db;
 mod diagnostics;

@@ -96,6 +96,7 @@ impl Continuity {
             (Purpose::SemanticJudge { conversation, fingerprint, tab }, result) => {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
+            (Purpose::Bridge { tab, pressed }, result) => self.bridge_answered(now, tab, pressed, result),
         }
     }
 }

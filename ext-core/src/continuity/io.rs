@@ -148,6 +148,15 @@ pub enum RuntimeCall {
         /// The chat's `browser_session_ref`.
         conversation: String,
     },
+    /// `bridge.reply {conversation, message_id, text, finished: true}`.
+    BridgeReply {
+        /// `<site>:<conversation id>`.
+        conversation: String,
+        /// The reply's id on the page (`""` when it shows none).
+        message_id: String,
+        /// The reply's text.
+        text: String,
+    },
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -202,6 +211,11 @@ pub enum RuntimeAnswer {
     },
     /// `judge_verdict`.
     Verdict(JudgeAnswer),
+    /// `bridge_reply` (`None` unless its state is `results`).
+    Bridge {
+        /// The results message to send.
+        results: Option<super::bridge::BridgeResults>,
+    },
 }
 
 /// An error answer (or a request the shell could not send).
@@ -357,6 +371,13 @@ pub enum ContinuityInput {
         assistant_text: String,
         /// The marker id in that user turn, when it is a message of ours.
         user_marker: Option<String>,
+        /// The reply's message id on the page, when it shows one.
+        #[serde(default)]
+        message_id: Option<String>,
+        /// The HUD's Send tool results was pressed (the page sent its last turn again):
+        /// only the JSON bridge hears of it.
+        #[serde(default)]
+        pressed: bool,
     },
     /// Options page: the stored judge settings (`chrome.storage.local`,
     /// [`crate::semantic_auto::SETTINGS_KEY`]); `None` when nothing is stored. Read here

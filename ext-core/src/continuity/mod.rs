@@ -77,6 +77,7 @@ use crate::Millis;
 
 mod acks;
 mod answers;
+mod bridge;
 mod deliveries;
 mod inbox_sync;
 mod io;
@@ -95,6 +96,7 @@ pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
+pub use bridge::BridgeResults;
 pub use texts::*;
 pub use views::*;
 
@@ -183,6 +185,8 @@ enum Purpose {
     Judge { tab: TabId },
     /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
+    /// `bridge.reply` for a reply of `conversation` on `tab`.
+    Bridge { tab: TabId, pressed: bool },
 }
 
 /// A Check Herdr run being collected.
@@ -490,8 +494,11 @@ impl Continuity {
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker } => {
-                self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, pressed } => {
+                self.bridge_turn_ended(tab, message_id, &assistant_text, pressed);
+                if !pressed {
+                    self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
+                }
             }
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {

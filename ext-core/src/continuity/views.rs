@@ -44,6 +44,11 @@ impl Continuity {
                 actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
             }
         }
+        if self.bridge_scope(tab).is_some() {
+            // The JSON bridge (O2): insert its prompt; send the last reply's results again.
+            actions.push(ViewAction::new("bridge_prompt", Ok(())));
+            actions.push(ViewAction::new("bridge_send", Ok(())));
+        }
         Some(ContinuityView {
             page_kind,
             scope_key: scope.as_ref().map(Scope::key),

@@ -882,6 +882,10 @@ impl World {
                 let verdict = if assistant_text.contains("Next I will") { Verdict::Continue } else { Verdict::Done };
                 RuntimeAnswer::Verdict(JudgeAnswer { verdict, source: "script".into(), reason: "the last line".into(), priors: Vec::new() })
             }
+            // The model's chats are ChatGPT's, which has a real MCP connector (O2, M6).
+            RuntimeCall::BridgeReply { .. } => {
+                return Err(TestCaseError::fail(format!("O2: a ChatGPT chat used the JSON bridge: {call:?}")));
+            }
         };
         self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(answer) });
         Ok(())
@@ -1215,7 +1219,7 @@ impl World {
                 self.next_reply += 1;
                 let step = if pending { "Next I will run the integration tests." } else { "Everything is merged and green." };
                 let assistant_text = format!("Reply {}: the parser handles nested lists now. {step}", self.next_reply);
-                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker })?;
+                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, pressed: false })?;
             }
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));

@@ -379,8 +379,21 @@ pub fn continuity_messages_translate() {
     assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()) })
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, pressed: false })
     );
+    assert_eq!(
+        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3"})),
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), pressed: false })
+    );
+    // The JSON bridge (O2): only `state: results` carries a message to send.
+    let reply = RuntimeCall::BridgeReply { conversation: "zai:c1".into(), message_id: "m".into(), text: "{}".into() };
+    let results = answer_of(&reply, &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false}}));
+    assert_eq!(
+        results.map_err(|e| e.code),
+        Ok(RuntimeAnswer::Bridge { results: Some(ext_core::continuity::BridgeResults { delivery_id: "bridge:00ff".into(), text: "HERDR_TOOL_RESULTS (1 call)".into() }) })
+    );
+    let streaming = answer_of(&reply, &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false}}));
+    assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { results: None }));
     assert_eq!(
         cw::port_command(&json!({"type": "action", "action": "llm_judge", "user_text": "u", "assistant_text": "a"})),
         Some(PortCommand::LlmJudge { user_text: "u".into(), assistant_text: "a".into() })

@@ -1,0 +1,463 @@
+//! The JSON bridge's machine (SPEC O2, O3): what an assistant reply of a z.ai / DeepSeek
+//! chat asks for, which of its tool calls run, and the results message that goes back.
+//! Sans-IO: it reads no clock, opens no database and runs no tool; [`super::BridgeService`]
+//! feeds it what `state.db` remembers and the tools' answers, and carries out its outputs.
+//! It is the bridge's own machine, shared with nothing of the continuity loop (O3).
+//!
+//! Detection ([`detect`]): a tool call is a JSON object that begins a line (after blanks)
+//! and whose first key is `"tool"`: `{"tool": "<name>", "args": {…}}`. Its end is found by
+//! a balanced-brace walk that skips braces inside strings and honours escapes, so an
+//! object may span lines. An object that is not closed yet means the reply is still being
+//! written ([`Detection::Streaming`]); so does any call in a reply the page has not
+//! finished. A closed object that is not `{"tool": non-empty string, "args": object?}` is
+//! answered as malformed, never run.
+//!
+//! Invariants:
+//! - A call runs at most once, ever: its idempotency key ([`CallKey`]: conversation,
+//!   message, position, hash of tool and arguments) is claimed in `state.db` before it
+//!   runs; a key that was claimed before is answered from the record (its result, or
+//!   "interrupted" when the runtime stopped while it ran), never run again.
+//! - At most [`MAX_CALLS_PER_BATCH`] calls of one reply run; the others are answered with a
+//!   line that says so. At most [`MAX_IN_FLIGHT`] run at once.
+//! - Each result is at most [`MAX_RESULT_CHARS`] characters of JSON in the message (cut
+//!   with a note that says so), and the whole message at most [`MAX_MESSAGE_CHARS`].
+//! - The results message of a reply is a function of the reply and the recorded results:
+//!   its [`delivery_id`] depends only on the conversation, the message and the calls, so a
+//!   replay (a reload, a worker or runtime restart) gives the same id and text.
+//!
+//! Driver contract: [`detect`] the reply; for [`Detection::Calls`] build a [`Batch`], tell
+//! it every call's record ([`Batch::recorded`]) before the first [`Batch::poll`], then
+//! alternate: drain [`Batch::poll`] (claim and start each [`BatchOutput::Run`]) and feed
+//! each finished call to [`Batch::finished`], until [`BatchOutput::Done`].
+
+use serde_json::{Map, Value};
+
+/// The most calls of one reply that run.
+pub const MAX_CALLS_PER_BATCH: usize = 24;
+/// The most calls that run at once.
+pub const MAX_IN_FLIGHT: usize = 4;
+/// The most characters of one call's result in the results message.
+pub const MAX_RESULT_CHARS: usize = 60_000;
+/// The most characters of a whole results message (the page's composer and the native
+/// port's 1 MiB frame both need a bound).
+pub const MAX_MESSAGE_CHARS: usize = 400_000;
+/// The first line of every results message (the model's prompt names it).
+pub const RESULTS_HEADER: &str = "HERDR_TOOL_RESULTS";
+/// The first line of the protocol prompt.
+pub const PROMPT_HEADER: &str = "[herdr-continuity JSON bridge v1]";
+
+/// One tool call line of a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallLine {
+    /// Its position among the reply's call lines, from 0.
+    pub index: usize,
+    /// The tool and its arguments, or why the object is not a call.
+    pub call: Result<(String, Map<String, Value>), String>,
+    /// FNV-1a 64 of the object as written (the part of the key that tells two calls apart).
+    pub hash: u64,
+}
+
+/// What a reply holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detection {
+    /// No tool call line.
+    Nothing,
+    /// A call object is unclosed, or the reply has not finished.
+    Streaming,
+    /// The reply's call lines, in order (never empty).
+    Calls(Vec<CallLine>),
+}
+
+/// 64-bit FNV-1a: stable across builds and runs (std's hasher is not promised to be).
+pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The end (exclusive byte offset) of the JSON object that starts at `start` (a `{`), or
+/// `None` when the text ends first.
+fn object_end(text: &str, start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, byte) in text.as_bytes()[start..].iter().enumerate() {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(start + offset + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether the object at `start` opens with the key `"tool"`.
+fn opens_with_tool_key(text: &str, start: usize) -> bool {
+    let rest = text[start + 1..].trim_start();
+    rest.strip_prefix("\"tool\"").is_some_and(|after| after.trim_start().starts_with(':'))
+}
+
+/// Reads one closed call object.
+fn read_call(object: &str) -> Result<(String, Map<String, Value>), String> {
+    let value: Value = serde_json::from_str(object).map_err(|e| format!("the line is not valid JSON ({e})"))?;
+    let Value::Object(mut map) = value else { return Err("the line is not a JSON object".to_owned()) };
+    let tool = match map.remove("tool") {
+        Some(Value::String(tool)) if !tool.trim().is_empty() => tool,
+        _ => return Err("\"tool\" must be a tool's name as a non-empty string".to_owned()),
+    };
+    let args = match map.remove("args") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args,
+        Some(_) => return Err("\"args\" must be a JSON object".to_owned()),
+    };
+    if let Some(extra) = map.keys().next() {
+        return Err(format!("a call line has only \"tool\" and \"args\", not \"{extra}\""));
+    }
+    Ok((tool, args))
+}
+
+/// The tool calls of a reply (see the module doc for the rules).
+pub fn detect(text: &str, finished: bool) -> Detection {
+    let mut calls = Vec::new();
+    let mut line_start = 0;
+    while line_start < text.len() {
+        let blank = text[line_start..].len() - text[line_start..].trim_start_matches([' ', '\t']).len();
+        let start = line_start + blank;
+        let next_line = |from: usize| text[from..].find('\n').map_or(text.len(), |n| from + n + 1);
+        if text[start..].starts_with('{') && opens_with_tool_key(text, start) {
+            let Some(end) = object_end(text, start) else { return Detection::Streaming };
+            let object = &text[start..end];
+            calls.push(CallLine { index: calls.len(), call: read_call(object), hash: fnv1a(&[object.as_bytes()]) });
+            line_start = next_line(end);
+        } else {
+            line_start = next_line(start);
+        }
+    }
+    match (calls.is_empty(), finished) {
+        (true, _) => Detection::Nothing,
+        (false, false) => Detection::Streaming,
+        (false, true) => Detection::Calls(calls),
+    }
+}
+
+/// A call's idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallKey {
+    /// The chat.
+    pub conversation: String,
+    /// The reply's message id (or its text's stand-in, see [`message_key`]).
+    pub message: String,
+    /// The call's position among the reply's call lines.
+    pub index: usize,
+    /// The call's hash (hex).
+    pub hash: String,
+}
+
+/// The reply's message key: the page's id, or a hash of the text when the page shows none.
+pub fn message_key(message_id: &str, text: &str) -> String {
+    if message_id.is_empty() {
+        format!("text:{:016x}", fnv1a(&[text.as_bytes()]))
+    } else {
+        message_id.to_owned()
+    }
+}
+
+/// The results message's id: the same for the same conversation, message and calls.
+pub fn delivery_id(conversation: &str, message: &str, calls: &[CallLine]) -> String {
+    let hashes: Vec<String> = calls.iter().map(|c| format!("{:016x}", c.hash)).collect();
+    let joined = hashes.join(",");
+    format!("bridge:{:016x}", fnv1a(&[conversation.as_bytes(), message.as_bytes(), joined.as_bytes()]))
+}
+
+/// How one call was answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool's result.
+    Ok(Value),
+    /// The tool refused or failed: its error code and message.
+    Failed {
+        /// The registry's error code.
+        code: String,
+        /// What happened and what to do.
+        message: String,
+    },
+    /// The call was claimed but the runtime stopped before it answered; it is not run again.
+    Interrupted,
+}
+
+/// What `state.db` remembers of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// Never claimed.
+    New,
+    /// Claimed, with its outcome when it finished.
+    Claimed(Option<CallOutcome>),
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchOutput {
+    /// Claim `key` in `state.db`, then run the tool.
+    Run {
+        /// The call's position.
+        index: usize,
+        /// Its idempotency key.
+        key: CallKey,
+        /// The tool's name.
+        tool: String,
+        /// Its arguments.
+        args: Map<String, Value>,
+    },
+    /// Every call is answered: send this message.
+    Done {
+        /// The stable id.
+        delivery_id: String,
+        /// The results message.
+        text: String,
+    },
+}
+
+/// One call's place in the batch.
+#[derive(Debug, Clone, PartialEq)]
+enum Slot {
+    /// Not asked yet (its record is unknown until [`Batch::recorded`]).
+    Unknown,
+    /// Not claimed: runs when a place is free.
+    Ready,
+    /// Claimed and running.
+    Running,
+    /// Answered.
+    Answered(CallOutcome),
+    /// Not a call: why.
+    Malformed(String),
+    /// Past the batch cap: not run.
+    OverCap,
+}
+
+/// The calls of one finished reply on their way to one results message.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The chat.
+    conversation: String,
+    /// The reply's message key.
+    message: String,
+    /// The reply's call lines.
+    calls: Vec<CallLine>,
+    /// Each call's state, by index.
+    slots: Vec<Slot>,
+    /// The message's id.
+    delivery_id: String,
+    /// Whether [`BatchOutput::Done`] was given.
+    done: bool,
+}
+
+impl Batch {
+    /// A batch for `calls` (from [`detect`]) of `message` in `conversation`.
+    pub fn new(conversation: &str, message: &str, calls: Vec<CallLine>) -> Self {
+        let slots = calls
+            .iter()
+            .map(|c| match (&c.call, c.index < MAX_CALLS_PER_BATCH) {
+                (_, false) => Slot::OverCap,
+                (Err(why), true) => Slot::Malformed(why.clone()),
+                (Ok(_), true) => Slot::Unknown,
+            })
+            .collect();
+        let delivery_id = delivery_id(conversation, message, &calls);
+        Self { conversation: conversation.to_owned(), message: message.to_owned(), calls, slots, delivery_id, done: false }
+    }
+
+    /// The message's id.
+    pub fn delivery_id(&self) -> &str {
+        &self.delivery_id
+    }
+
+    /// The keys the driver looks up before the first poll (the runnable calls').
+    pub fn keys(&self) -> Vec<CallKey> {
+        self.calls.iter().filter(|c| self.slots[c.index] == Slot::Unknown).map(|c| self.key(c)).collect()
+    }
+
+    fn key(&self, call: &CallLine) -> CallKey {
+        CallKey { conversation: self.conversation.clone(), message: self.message.clone(), index: call.index, hash: format!("{:016x}", call.hash) }
+    }
+
+    /// What `state.db` remembers of the call at `index`.
+    pub fn recorded(&mut self, index: usize, record: Recorded) {
+        if let Some(slot @ Slot::Unknown) = self.slots.get_mut(index) {
+            *slot = match record {
+                Recorded::New => Slot::Ready,
+                Recorded::Claimed(Some(outcome)) => Slot::Answered(outcome),
+                Recorded::Claimed(None) => Slot::Answered(CallOutcome::Interrupted),
+            };
+        }
+    }
+
+    /// Answers every call whose record was never given as interrupted (never run).
+    pub fn forget_unknown(&mut self) {
+        for slot in &mut self.slots {
+            if *slot == Slot::Unknown {
+                *slot = Slot::Answered(CallOutcome::Interrupted);
+            }
+        }
+    }
+
+    /// A running call finished.
+    pub fn finished(&mut self, index: usize, outcome: CallOutcome) {
+        if let Some(slot @ Slot::Running) = self.slots.get_mut(index) {
+            *slot = Slot::Answered(outcome);
+        }
+    }
+
+    /// How many calls run now.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| **s == Slot::Running).count()
+    }
+
+    /// The next thing to do, if any (`None` while calls run and no place is free, or
+    /// before every record is known).
+    pub fn poll(&mut self) -> Option<BatchOutput> {
+        if self.done || self.slots.contains(&Slot::Unknown) {
+            return None;
+        }
+        if self.in_flight() < MAX_IN_FLIGHT {
+            if let Some(index) = self.slots.iter().position(|s| *s == Slot::Ready) {
+                self.slots[index] = Slot::Running;
+                let call = &self.calls[index];
+                let (tool, args) = call.call.clone().unwrap_or_default();
+                return Some(BatchOutput::Run { index, key: self.key(call), tool, args });
+            }
+        }
+        if self.slots.iter().any(|s| matches!(s, Slot::Ready | Slot::Running)) {
+            return None;
+        }
+        self.done = true;
+        Some(BatchOutput::Done { delivery_id: self.delivery_id.clone(), text: self.message_text() })
+    }
+
+    /// The results message: a header line, one JSON line per call, a closing line.
+    fn message_text(&self) -> String {
+        let total = self.calls.len();
+        let mut text = format!("{RESULTS_HEADER} ({total} call{})\n", if total == 1 { "" } else { "s" });
+        let mut left_out = 0;
+        for (call, slot) in self.calls.iter().zip(&self.slots) {
+            let line = result_line(call, slot);
+            if text.chars().count() + line.chars().count() + 1 > MAX_MESSAGE_CHARS - 400 {
+                left_out += 1;
+                continue;
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        if left_out > 0 {
+            text.push_str(&format!(
+                "({left_out} result(s) left out: this message reached its {MAX_MESSAGE_CHARS}-character cap. Call those tools again, fewer per reply.)\n"
+            ));
+        }
+        text.push_str("Write the next tool call lines, or answer the user.");
+        text
+    }
+}
+
+/// One call's line in the results message.
+fn result_line(call: &CallLine, slot: &Slot) -> String {
+    let mut line = Map::new();
+    line.insert("call".to_owned(), Value::from(call.index + 1));
+    if let Ok((tool, _)) = &call.call {
+        line.insert("tool".to_owned(), Value::from(tool.as_str()));
+    }
+    let (ok, fields): (bool, Vec<(&str, Value)>) = match slot {
+        Slot::Answered(CallOutcome::Ok(result)) => (true, clipped_result(result)),
+        Slot::Answered(CallOutcome::Failed { code, message }) => {
+            (false, vec![("error", Value::from(code.as_str())), ("message", Value::from(message.as_str()))])
+        }
+        Slot::Answered(CallOutcome::Interrupted) => (false, vec![
+            ("error", Value::from("interrupted")),
+            ("message", Value::from("the runtime stopped while this call ran, so its effect is unknown; it is not run again. Check the state (e.g. with herdr_inspect) before you repeat it.")),
+        ]),
+        Slot::Malformed(why) => (false, vec![
+            ("error", Value::from("malformed")),
+            ("message", Value::from(format!("{why}; write {{\"tool\":\"<name>\",\"args\":{{…}}}} on one line"))),
+        ]),
+        Slot::OverCap => (false, vec![
+            ("error", Value::from("not_run")),
+            ("message", Value::from(format!("at most {MAX_CALLS_PER_BATCH} calls of one reply run; write this call again in your next reply"))),
+        ]),
+        // A batch is only written when every call is answered.
+        Slot::Unknown | Slot::Ready | Slot::Running => (false, vec![("error", Value::from("not_run"))]),
+    };
+    line.insert("ok".to_owned(), Value::from(ok));
+    for (key, value) in fields {
+        line.insert(key.to_owned(), value);
+    }
+    Value::Object(line).to_string()
+}
+
+/// A result as the message carries it: whole when its JSON fits [`MAX_RESULT_CHARS`],
+/// else its JSON text cut there, with a note.
+fn clipped_result(result: &Value) -> Vec<(&'static str, Value)> {
+    let json = result.to_string();
+    let chars = json.chars().count();
+    if chars <= MAX_RESULT_CHARS {
+        return vec![("result", result.clone())];
+    }
+    let cut: String = json.chars().take(MAX_RESULT_CHARS).collect();
+    vec![
+        ("result_truncated", Value::from(cut)),
+        ("note", Value::from(format!("[truncated: the result was {chars} characters of JSON; the first {MAX_RESULT_CHARS} are shown. Ask for less, e.g. fewer lines.]"))),
+    ]
+}
+
+/// The protocol prompt for `tools` (name, description, input schema), naming the chat's
+/// `browser_session_ref` when it is known.
+pub fn protocol_prompt(tools: &[(String, String, Value)], browser_session_ref: Option<&str>) -> String {
+    let mut text = format!(
+        "{PROMPT_HEADER}\n\
+         This chat can use local Herdr tools through the herdr-continuity extension. To call a tool, write a line that holds only\n\
+         {{\"tool\":\"<tool name>\",\"args\":{{<arguments>}}}}\n\
+         Rules:\n\
+         - One call per line, with nothing else on that line and no Markdown fence around it. Up to {MAX_CALLS_PER_BATCH} calls in one reply run together (at most {MAX_IN_FLIGHT} at a time), so put calls in one reply only when they do not depend on each other.\n\
+         - Use only the tools and arguments listed below; never invent a tool or an argument.\n\
+         - The results come back as the next user message, which starts with {RESULTS_HEADER}. Do not claim a call worked before you have seen its result; then write the next calls, or answer the user normally.\n\
+         - Each call runs once. To repeat one, write it again in a later reply.\n\
+         - If the page shows $…$ as math, write $ as \\u0024 inside JSON strings.\n"
+    );
+    if let Some(session) = browser_session_ref {
+        text.push_str(&format!("- This chat's browser_session_ref is {session}.\n"));
+    }
+    text.push_str("Tools:\n");
+    for (name, description, schema) in tools {
+        text.push_str(&format!("- {name}: {description}\n"));
+        let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { continue };
+        if properties.is_empty() {
+            text.push_str("  args: none ({})\n");
+        }
+        for (arg, spec) in properties {
+            let kind = spec.get("type").and_then(Value::as_str).unwrap_or("any");
+            let need = if required.contains(&arg.as_str()) { "required" } else { "optional" };
+            let about = spec.get("description").and_then(Value::as_str).unwrap_or("");
+            text.push_str(&format!("  - {arg} ({kind}, {need}): {about}\n"));
+        }
+    }
+    text.push_str("Example: {\"tool\":\"herdr_inspect\",\"args\":{}}");
+    text
+}
