@@ -73,6 +73,10 @@ impl Continuity {
 
     pub(super) fn llm_judge(&mut self, tab: TabId, user_text: String, assistant_text: String) {
         let page = self.page_kind(tab);
+        // No button offers it elsewhere (views): a request from another site asks nothing.
+        if !super::views::judged_site(&page) {
+            return;
+        }
         if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
             self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
             return;

@@ -5,6 +5,13 @@
 
 use super::*;
 
+/// True where the turn-end judge is offered: ChatGPT pages only (M6; z.ai and DeepSeek get
+/// progress, wakes and the JSON bridge).
+pub(super) fn judged_site(page: &PageKind) -> bool {
+    use crate::scope::Site;
+    !matches!(page.scope(), Some(Scope::Conversation { site: Site::Zai | Site::DeepSeek, .. }))
+}
+
 impl Continuity {
     /// What the HUD of `tab` shows about continuity; `None` for pages that are not chats.
     pub fn page_view(&self, tab: TabId) -> Option<ContinuityView> {
@@ -41,6 +48,10 @@ impl Continuity {
         let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
         if page.has_composer_target() {
             for (id, action) in [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)] {
+                // The turn-end judge is ChatGPT's only (M6).
+                if action == HudAction::LlmJudge && !judged_site(&page) {
+                    continue;
+                }
                 actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
             }
         }

@@ -108,7 +108,7 @@ fn without_auto_the_results_wait_for_the_send_button() {
     ended(&mut c, 1, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
     drain(&mut c, 1, &results(), &mut log);
     assert_eq!(deliveries(&log), 0, "{log:?}");
-    assert_eq!(actions(&c), ["toggle_auto", "continue", "check_herdr", "llm_judge", "bridge_prompt", "bridge_send"]);
+    assert_eq!(actions(&c), ["toggle_auto", "continue", "check_herdr", "bridge_prompt", "bridge_send"]);
     turn(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}", true);
     drain(&mut c, 2, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "{log:?}");
@@ -148,4 +148,18 @@ fn the_bridge_is_only_for_bound_zai_and_deepseek_chats() {
     drain(&mut unbound, 1, &results(), &mut log);
     assert!(log.iter().all(|l| !l.contains("bridge")), "{log:?}");
     assert!(!actions(&unbound).contains(&"bridge_prompt"));
+}
+
+// R: M6 — the turn-end judge is ChatGPT's only: z.ai / DeepSeek pages get no judge button,
+// and a judge request from such a page (a stale or forged page message) asks nothing.
+#[test]
+fn the_judge_is_not_offered_on_zai_and_deepseek() {
+    let mut c = zai_world(false);
+    assert!(!actions(&c).contains(&"llm_judge"), "{:?}", actions(&c));
+    c.handle(1, ContinuityInput::LlmJudge { tab: TAB, user_text: "go on?".into(), assistant_text: "Next I will run the tests.".into() });
+    let mut log = Vec::new();
+    drain(&mut c, 1, &results(), &mut log);
+    assert!(log.iter().all(|l| !l.contains("judge")), "{log:?}");
+    let (chatgpt, _) = super::continuity::bound_with_auto(false);
+    assert!(actions(&chatgpt).contains(&"llm_judge"), "ChatGPT keeps it");
 }
