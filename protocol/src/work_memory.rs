@@ -38,6 +38,10 @@ pub const MAX_QUERY_BYTES: usize = 512;
 pub const DEFAULT_RESUME_TURNS: u32 = 32;
 /// The most turns one resume returns.
 pub const MAX_RESUME_TURNS: u32 = 64;
+/// The most bytes of one turn's text or one evidence's content a resume returns (the rest
+/// is cut at a character boundary and `display_excerpt_truncated` says so), so that a resume
+/// stays far below the 1 MiB line of the runtime socket.
+pub const MAX_RESUME_TEXT_BYTES: usize = 8 * 1024;
 /// The most evidence items one resume returns (newest first kept).
 pub const MAX_RESUME_EVIDENCE: usize = 16;
 /// `work_memory.search`'s `limit`: default and maximum.
@@ -333,8 +337,10 @@ pub struct Coverage {
     pub through_evidence_id: Option<String>,
     /// True when more turns or evidence exist after the checkpoint than were returned.
     pub display_truncated: bool,
-    /// `display_page_truncated` when so; `source_revision_unverified` when evidence points
-    /// into a repository (this companion does not read repositories).
+    /// `display_page_truncated` when more turns or evidence exist than were returned,
+    /// `display_excerpt_truncated` when a text was cut to [`MAX_RESUME_TEXT_BYTES`],
+    /// `source_revision_unverified` when evidence points into a repository (this companion
+    /// does not read repositories).
     pub limitations: Vec<String>,
 }
 

@@ -25,7 +25,7 @@ use std::path::Path;
 use continuity_protocol::work_memory::{
     AppendEvidenceParams, AppendEvidenceResult, AppendTurnParams, AppendTurnResult, BindParams, BindResult, Checkpoint,
     CheckpointPutParams, CheckpointPutResult, Coverage, ResumeEvidence, ResumeParams, ResumeResult, ResumeTurn,
-    SearchHit, SearchParams, SearchResult, DEFAULT_RESUME_TURNS, DEFAULT_SEARCH_LIMIT, MAX_RESUME_EVIDENCE,
+    SearchHit, SearchParams, SearchResult, DEFAULT_RESUME_TURNS, DEFAULT_SEARCH_LIMIT, MAX_RESUME_EVIDENCE, MAX_RESUME_TEXT_BYTES,
     RETENTION_POLICY,
 };
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
@@ -453,9 +453,16 @@ impl WorkMemoryStore {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let evidence_truncated = oldest_first(&mut evidence, MAX_RESUME_EVIDENCE);
         let display_truncated = turns_truncated || evidence_truncated;
+        let mut cut = false;
+        for text in turns.iter_mut().map(|t| &mut t.text).chain(evidence.iter_mut().map(|e| &mut e.content)) {
+            cut |= cut_to(text, MAX_RESUME_TEXT_BYTES);
+        }
         let mut limitations = Vec::new();
         if display_truncated {
             limitations.push("display_page_truncated".to_owned());
+        }
+        if cut {
+            limitations.push("display_excerpt_truncated".to_owned());
         }
         if evidence.iter().any(|e| e.portable_ref.is_some()) {
             limitations.push("source_revision_unverified".to_owned());
@@ -547,6 +554,19 @@ fn bound(tx: &Transaction<'_>, continuity_id: &str, what: &str) -> Result<Chain>
             "work_memory.{what}: continuity_id `{continuity_id}` is not bound to a work chain; call work_memory.bind first"
         ))
     })
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary; true when it was longer.
+fn cut_to(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
 }
 
 /// Rows fetched newest first, one more than `max`: keeps the newest `max`, oldest first;

@@ -156,6 +156,19 @@ fn w3_resume_is_by_exact_partition_and_returns_what_follows_the_checkpoint() {
 }
 
 #[test]
+fn w3_resume_cuts_long_texts_and_says_so() {
+    let (_dir, mut s) = store();
+    bind(&mut s, "k1", "main").expect("ok");
+    // 20 KiB of a multi-byte text: the cut lands on a character boundary.
+    turn(&mut s, "k1", "u1", &"日志".repeat(20 * 1024 / 6)).expect("ok");
+    let resumed = resume(&mut s, "main", None).expect("ok");
+    let text = resumed["turns"][0]["text"].as_str().expect("text");
+    assert!(text.len() <= continuity_protocol::work_memory::MAX_RESUME_TEXT_BYTES && text.len() > 8_000, "{}", text.len());
+    assert!(text.starts_with("日志"));
+    assert_eq!(resumed["coverage"]["limitations"], json!(["display_excerpt_truncated"]));
+}
+
+#[test]
 fn bind_keeps_one_chain_per_partition() {
     let (_dir, mut s) = store();
     bind(&mut s, "k1", "main").expect("ok");
