@@ -360,6 +360,16 @@ impl JudgeSettings {
     }
 }
 
+crate::json_read::write_unit_enum!(SemanticWithheld {
+    "mode_off" => ModeOff,
+    "auto_off" => AutoOff,
+    "not_chat_gpt" => NotChatGpt,
+    "queue_first" => QueueFirst,
+    "streak_limit" => StreakLimit,
+    "judged_before" => JudgedBefore,
+    "short_reply" => ShortReply,
+    "busy" => Busy,
+});
 crate::json_read::json_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
 crate::json_read::write_struct!(JudgeSettings { mode, max_continues });
 crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });
