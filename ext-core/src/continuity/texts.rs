@@ -288,9 +288,18 @@ impl Continuity {
     pub(super) fn judge_answer(&self, answer: &JudgeAnswer) -> Say {
         let mut say = self.judge_line(answer.verdict, &answer.source, &answer.reason, JudgeTail::None);
         if !answer.priors.is_empty() {
-            let priors: Vec<String> = answer.priors.iter().map(|(name, percent)| [name.as_str(), " ", &percent.to_string(), "%"].concat()).collect();
+            let mut priors = String::new();
+            for (name, percent) in &answer.priors {
+                if !priors.is_empty() {
+                    priors.push_str(", ");
+                }
+                priors.push_str(name);
+                priors.push(' ');
+                priors.push_str(&percent.to_string());
+                priors.push('%');
+            }
             say.key.push_str("_priors");
-            say.args.push(priors.join(", "));
+            say.args.push(priors);
         }
         say
     }
