@@ -206,7 +206,7 @@ impl Continuity {
     pub(super) fn semantic_line(&self, tab: TabId) -> Option<Say> {
         let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
         self.semantic.notes.get(&conversation).cloned().or_else(|| {
-            self.semantic.problem.map(|problem| Say::new("judgeSettingsBad", vec![problem.to_owned()]))
+            self.semantic.problem.map(|problem| Say::coded("judgeSettingsBad", problem, vec![]))
         })
     }
 }

@@ -105,6 +105,18 @@ fn every_say() -> Vec<Say> {
         all.push(Say::new(tail.key(), vec!["x".into(); n]));
     }
     all.push(Say::new("judgeLine_priors", vec!["x".into(); 4]));
+    // JudgeSettings::read's problem codes (the options page shows `judgeProblem_<code>`).
+    for problem in ["not_json", "bad_mode", "bad_max"] {
+        let record = match problem {
+            "bad_mode" => serde_json::json!({"mode": "x", "max_continues": 3}),
+            _ => serde_json::json!({"mode": "off", "max_continues": 0}),
+        };
+        let stored = if problem == "not_json" { Err(&()) } else { Ok(&record) };
+        let (_, read) = ext_core::semantic_auto::JudgeSettings::read(Some(stored));
+        assert_eq!(read, Some(problem), "the core names this problem");
+        all.push(Say::coded("judgeSettingsBad", problem, vec![]));
+        all.push(Say::coded("judgeProblem", problem, vec![]));
+    }
     all.extend(
         SemanticWithheld::ALL
             .iter()
@@ -113,7 +125,6 @@ fn every_say() -> Vec<Say> {
     );
     for (key, n) in [
         ("semanticNotBound", 0),
-        ("judgeSettingsBad", 1),
         ("judgeOff", 0),
         ("judgeNoVerdict", 0),
         ("judgeUnavailable", 1),
