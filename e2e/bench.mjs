@@ -29,6 +29,10 @@
 // `continuity.search` p50/p99 over 1 000 000 journaled turns (BENCH_JOURNAL_TURNS) through the
 // release runtime's socket, next to the target (p50 ≤ 10 ms) with PASS / OVER.
 // BENCH_ONLY=journal runs only that part.
+//
+// Stuck-page recovery (e2e/bench/recovery.mjs, issue 10): snapshot and auth-session requests
+// per hour of a healthy bound ChatGPT tab with Auto on that keeps streaming (expected 0).
+// BENCH_ONLY=recovery runs only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -39,6 +43,7 @@ import { performance } from 'node:perf_hooks';
 import { contentScriptCostBench } from './bench/content-cost.mjs';
 import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
+import { recoveryBench } from './bench/recovery.mjs';
 import { table } from './bench/table.mjs';
 import {
   CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
@@ -167,6 +172,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=recovery runs only the healthy streaming tab's snapshot requests (e2e/bench/recovery.mjs).
+  if (process.env.BENCH_ONLY === 'recovery') {
+    await recoveryBench({ Sandbox, table });
+    console.log('\nbench: done');
+    return;
+  }
   // BENCH_ONLY=journal runs only the Continuity Journal's figures (e2e/bench/journal.mjs).
   if (process.env.BENCH_ONLY === 'journal') {
     await journalBench({ table });
@@ -239,6 +250,7 @@ async function main() {
   await contentScriptCostBench({ Sandbox, table });
   await judgeCorpusBench({ table });
   await journalBench({ table });
+  await recoveryBench({ Sandbox, table });
   console.log('\nbench: done');
 }
 
