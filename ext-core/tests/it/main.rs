@@ -7,6 +7,7 @@ mod context_pressure;
 mod handoff;
 mod health;
 mod continuity;
+mod continuity_activity;
 mod continuity_bridge;
 mod continuity_props;
 mod continuity_recovery;
