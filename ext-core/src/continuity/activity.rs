@@ -123,9 +123,10 @@ impl WriteJson for Activity {
     fn write_json(&self) -> Value {
         Object::default()
             .with("scope_key", &self.scope_key)
-            .with("kind", &self.kind)
-            .with("outcome", &self.outcome)
-            .with("reason", &self.reason)
+            // Each written first: `with` is then the `Value` instance every writer shares.
+            .with("kind", &self.kind.write_json())
+            .with("outcome", &self.outcome.write_json())
+            .with("reason", &self.reason.write_json())
             .with("id", &self.id)
             .done()
     }
@@ -161,6 +162,19 @@ pub const REASON_CODES: &[&str] = &[
 /// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).
 pub(super) fn wake_stem(workspace_id: &str, seq: u64) -> String {
     format!("wake:{workspace_id}#{seq}")
+}
+
+/// The pending wake of a scope's scheduler that is held back, and why: `(id stem, reason)`.
+fn withheld_wake(bindings: &Bindings, key: &str, status: &ScopeStatus) -> Option<(String, WakeWithheld)> {
+    let scheduler = status.scheduler.as_ref()?;
+    let reason = scheduler.withheld()?;
+    let workspace = bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.as_str()).unwrap_or_default();
+    let subject = match (scheduler.pending_wake(), scheduler.pending_inbox()) {
+        (Some(wake), _) => wake_stem(workspace, wake.wake_id.seq),
+        (None, Some(first_task)) => inbox_delivery_id(workspace, first_task),
+        (None, None) => return None,
+    };
+    Some((subject, reason))
 }
 
 impl Continuity {
@@ -201,19 +215,6 @@ impl Continuity {
         self.record_activity(&delivery.scope_key, kind, outcome, ActivityReason::Code(reason), Some(&delivery.id));
     }
 
-    /// The pending wake of `key`'s scheduler that is held back, and why: `(id stem, reason)`.
-    fn withheld_wake_of_scheduler(&self, key: &str) -> Option<(String, WakeWithheld)> {
-        let scheduler = self.scopes.get(key)?.scheduler.as_ref()?;
-        let reason = scheduler.withheld()?;
-        let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.as_str()).unwrap_or_default();
-        let subject = match (scheduler.pending_wake(), scheduler.pending_inbox()) {
-            (Some(wake), _) => wake_stem(workspace, wake.wake_id.seq),
-            (None, Some(first_task)) => inbox_delivery_id(workspace, first_task),
-            (None, None) => return None,
-        };
-        Some((subject, reason))
-    }
-
     /// After a scheduler step: a pending wake held back is recorded once per (wake, reason).
     /// Nothing is recorded while the scope's page has not reported: after a worker restart
     /// the schedulers see no composer until the pages report again, no reason worth recording.
@@ -221,7 +222,7 @@ impl Continuity {
         if self.target_tab(key).is_none() {
             return;
         }
-        let Some(mark) = self.withheld_wake_of_scheduler(key) else { return };
+        let Some(mark) = self.scopes.get(key).and_then(|status| withheld_wake(&self.bindings, key, status)) else { return };
         let Some(status) = self.scopes.get_mut(key).filter(|s| s.activity_withheld.as_ref() != Some(&mark)) else { return };
         status.activity_withheld = Some(mark.clone());
         self.record_activity(key, ActivityKind::Wake, ActivityOutcome::Withheld, ActivityReason::Withheld(mark.1), Some(&mark.0));
@@ -230,9 +231,8 @@ impl Continuity {
     /// After a restore: what the restored schedulers hold back was recorded before the
     /// snapshot was written (the check runs before every `Persist`), so it is not again.
     pub(super) fn activity_restored(&mut self) {
-        let marks: Vec<_> = self.scopes.keys().map(|key| self.withheld_wake_of_scheduler(key)).collect();
-        for (status, mark) in self.scopes.values_mut().zip(marks) {
-            status.activity_withheld = mark;
+        for (key, status) in self.scopes.iter_mut() {
+            status.activity_withheld = withheld_wake(&self.bindings, key, status);
         }
     }
 }
