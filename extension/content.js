@@ -147,7 +147,7 @@
     if (!c.layout) out.push(para('layout', 'hudLayoutUnknown', [], 'withheld'));
     if (c.delivery_state === 'uncertain') out.push(para('delivery', 'hudDeliveryUncertain', [], 'withheld'));
     out.push(para('auto', c.auto === 'on' ? 'hudAutoOn' : 'hudAutoOff', []));
-    if (c.auto_note) { const p = para('auto-note', 'hudAutoNote', [c.auto_note], 'withheld'); p.textContent = c.auto_note; out.push(p); }
+    if (c.auto_note) out.push(para('auto-note', `withheld_${c.auto_note}`, [], 'withheld'));
     if (c.binding) {
       out.push(c.scope_state === 'working'
         ? para('scope', 'hudScopeWorking', [String(c.working_panes)])
@@ -157,16 +157,16 @@
       out.push(c.last_wake
         ? para('last-wake', 'hudLastWake', [c.last_wake.kind, fmtTime(c.last_wake.at), String(c.wake_count)])
         : para('last-wake', 'hudNoWakeYet', []));
-      if (c.withheld) { const p = para('withheld', 'hudWithheld', [], 'withheld'); p.textContent = c.withheld.text; p.dataset.code = c.withheld.code; out.push(p); }
+      if (c.withheld) { const p = para('withheld', `withheld_${c.withheld.code}`, [], 'withheld'); p.dataset.code = c.withheld.code; out.push(p); }
       else out.push(para('withheld', 'hudNothingWithheld', []));
     }
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
-    if (c.judge) { const p = para('judge', 'hudJudge', [], 'judge'); p.textContent = c.judge; out.push(p); }
+    if (c.judge) out.push(para('judge', c.judge.key, c.judge.args, 'judge'));
     if (c.recovery) out.push(recoveryLine(c.recovery));
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
-      const p = para('queue', 'hudQueue', [], c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
-      p.textContent = c.queue.line;
+      const figures = [String(c.queue.count), String(c.queue.merged_chars)];
+      const p = para('queue', `queueLine_${c.queue.state}`, figures, c.queue.state === 'waiting' || c.queue.state === 'sending' ? '' : 'withheld');
       p.dataset.state = c.queue.state;
       out.push(p);
       const list = document.createElement('ol');
@@ -188,7 +188,7 @@
       if (action.locked) {
         button.disabled = true;
         button.dataset.locked = action.locked.code;
-        button.title = action.locked.text;
+        button.title = text(`locked_${action.locked.code}`);
       }
       // The judge button carries the page's last turn (read now, once per press); Send tool
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
@@ -1199,7 +1199,7 @@
     if (message?.type === 'clear_composer') clearComposer(message);
     if (message?.type === 'delivery_seen') reports.delete(message.id);
     if (message?.type === 'insert') insert(message.text);
-    if (message?.type === 'notice') showNotice(message.text, message.tone);
+    if (message?.type === 'notice') showNotice(text(message.key, message.args), message.tone);
     if (message?.type === 'queue_accepted') queueUi?.accepted(message.text);
     if (message?.type === 'snapshot_probe') snapshotProbe(message.conversation_id);
     if (message?.type === 'recovery_reload') location.reload();

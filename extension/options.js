@@ -83,18 +83,18 @@ const JUDGE_MODES = [['off', 'optionJudgeOff'], ['manual_only', 'optionJudgeManu
 const MAX_CONTINUES = { min: 1, max: 10 };
 const QUEUE_LIMITS = { items: 20, chars: 24_000, days: 7 };
 
-/** The stored judge record read as the core reads it: `{settings, problem}`. */
+/** The stored judge record read as the core reads it: `{settings, problem}` (a problem code). */
 function readJudge(text) {
   if (typeof text !== 'string') return { settings: { ...JUDGE_DEFAULTS }, problem: null };
   let record;
-  try { record = JSON.parse(text); } catch { return { settings: { ...JUDGE_DEFAULTS }, problem: 'the stored judge settings are not JSON' }; }
+  try { record = JSON.parse(text); } catch { return { settings: { ...JUDGE_DEFAULTS }, problem: 'not_json' }; }
   const settings = { ...JUDGE_DEFAULTS };
   let problem = null;
   if (JUDGE_MODES.some(([mode]) => mode === record?.mode)) settings.mode = record.mode;
-  else problem = 'the stored judge use is not off, manual_only or in_auto';
+  else problem = 'bad_mode';
   const max = record?.max_continues;
   if (Number.isInteger(max) && max >= MAX_CONTINUES.min && max <= MAX_CONTINUES.max) settings.max_continues = max;
-  else problem ??= 'the stored maximum of automatic continues is not a whole number from 1 to 10';
+  else problem ??= 'bad_max';
   return { settings, problem };
 }
 
@@ -103,7 +103,7 @@ async function judgeSection() {
   const stored = await chrome.storage.local.get(JUDGE_KEY).then((items) => items[JUDGE_KEY], () => undefined);
   const { settings, problem } = readJudge(stored);
   // Announced like the page's save status, but not a second [role=status].
-  const note = element('p', 'judge-note', { 'aria-live': 'polite' }, problem ? message('optionJudgeReset', [problem]) : '');
+  const note = element('p', 'judge-note', { 'aria-live': 'polite' }, problem ? message('optionJudgeReset', [message(`judgeProblem_${problem}`)]) : '');
   const mode = element('select', '', { id: 'judgeMode' },
     ...JUDGE_MODES.map(([value, label]) => element('option', '', { value }, message(label))));
   mode.value = settings.mode;

@@ -7,7 +7,7 @@
 //
 // - click / Enter / Space: queue the composer's text (`queue_add {text}`); with an empty
 //   composer the worker retries an undelivered batch (Q8);
-// - right-click / the context-menu key: ask (the worker's question, in the UI language)
+// - right-click / the context-menu key: ask (`queueClearConfirm` with the worker's count)
 //   and on yes clear this conversation's queue (`queue_clear`, Q7);
 // - the `queue-composer` command (chrome.commands) does what a click does.
 (() => {
@@ -73,7 +73,7 @@
     button.addEventListener('click', queueNow);
     button.addEventListener('contextmenu', (event) => {
       event.preventDefault();
-      question.textContent = view?.clear_confirm ?? deps.text('queueClearQuestion');
+      question.textContent = view ? deps.text('queueClearConfirm', [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
       no.focus();
     });
@@ -104,7 +104,7 @@
         host.dataset.queueState = view?.state ?? '';
         host.dataset.queueCount = String(view?.count ?? 0);
         count.textContent = view && view.count > 0 ? String(view.count) : '';
-        button.title = view?.line ?? deps.text('queueButtonTitle');
+        button.title = view ? deps.text(`queueLine_${view.state}`, [String(view.count), String(view.merged_chars)]) : deps.text('queueButtonTitle');
         button.setAttribute('aria-label', `${deps.text('queueButton')}${view?.count ? ` (${view.count})` : ''}`);
         if (!view) { host.removeAttribute('data-placed'); return; }
         if (placedFor !== deps.composer() || !host.hasAttribute('data-placed')) place();

@@ -69,7 +69,7 @@ function panelView({ view }, post) {
   const { tab } = view;
   const nodes = [element('h2', '', {}, message('panelCurrentTab'))];
   if (tab) {
-    let text = tab.scope_key != null ? message('panelScope', [tab.scope_key]) : tab.reason ?? tab.url;
+    let text = tab.scope_key != null ? message('panelScope', [tab.scope_key]) : tab.reason != null ? message(`unsupported_${tab.reason}`) : tab.url;
     if (tab.bound_to != null) text += ` ${message('panelBoundTo', [tab.bound_to])}`;
     nodes.push(element('p', 'line', {
       'data-panel-tab': '', 'data-tab-id': String(tab.tab_id), 'data-scope-key': tab.scope_key ?? '', 'data-bound-to': tab.bound_to ?? '',

@@ -21,6 +21,19 @@ else
   exit 1
 fi
 
+# 1b. Chromium's Chinese UI (chromium-l10n): the e2e suite checks that the HUD speaks the
+# browser's language (Debian's chromium ships only en-US.pak without it).
+if [[ -f /usr/lib/chromium/locales/zh-CN.pak ]]; then
+  say "skip chromium-l10n: /usr/lib/chromium/locales/zh-CN.pak present"
+elif [[ "$(id -u)" == 0 ]]; then
+  say "installing chromium-l10n with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium-l10n || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium-l10n; }
+else
+  say "Chromium's locales are missing and this is not root. Run:"
+  say "  sudo apt-get update && sudo apt-get install -y chromium-l10n"
+  exit 1
+fi
+
 for tool in rustup cargo node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     say "$tool is not on PATH. Install Rust with rustup (https://rustup.rs) and Node.js 20 with npm, then rerun."

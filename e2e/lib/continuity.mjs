@@ -244,14 +244,15 @@ export const CHATS = [
 
 /**
  * Herdr with two seeded agent workspaces, the host installed, the runtime started, Chromium
- * up, and the ChatGPT fixture with `fixtureOptions` (`csp`, `layout`, `lang`, `submit`,
- * `wrap`, `editOpen`: see fixtures/chatgpt.mjs).
+ * up (`uiLang`: the browser's UI language, e.g. `zh-CN`), and the ChatGPT fixture with
+ * `fixtureOptions` (`csp`, `layout`, `lang`, `submit`, `wrap`, `editOpen`: see
+ * fixtures/chatgpt.mjs).
  */
-export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none', ...fixtureOptions } = {}) {
+export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none', uiLang = null, ...fixtureOptions } = {}) {
   await startSeededHerdr(sandbox);
   await sandbox.installHost();
   await sandbox.startRuntime();
-  const { context, worker } = await sandbox.launchBrowser();
+  const { context, worker } = await sandbox.launchBrowser({ lang: uiLang });
   const fixture = new ChatGptFixture({ streamMs, csp, ...fixtureOptions });
   fixture.conversations.set(CONVERSATION, {
     title: 'Continuity',

@@ -2,13 +2,13 @@
 // SDK's client (npm `@modelcontextprotocol/sdk`) on stdio (it starts the process) and on
 // streamable HTTP (`mcp --http 127.0.0.1:0`, started here, bearer token from the sandbox's
 // config.json). Every process started here is stopped by the `close()` it returns.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { COMPANION_BIN } from './paths.mjs';
+import { COMPANION_BIN, REPO_ROOT } from './paths.mjs';
 import { OwnedProcess } from './processes.mjs';
 
 function newClient() {
@@ -43,4 +43,25 @@ export async function connectHttp(url, token) {
   const headers = token === null ? {} : { Authorization: `Bearer ${token}` };
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   return { client, close: () => client.close() };
+}
+
+/**
+ * The MCP Inspector's CLI (npm `@modelcontextprotocol/inspector`, a client written apart
+ * from us) against `target`: the companion on stdio when `target` is null, else the HTTP
+ * URL. Resolves with `{ ok, json }` — its JSON answer, or its error. Its own files (catalog,
+ * settings) go to a HOME inside the sandbox.
+ */
+export function inspectorCli(sandbox, { url = null, headers = [], args = [] } = {}) {
+  const home = path.join(sandbox.dir, 'inspector-home');
+  mkdirSync(home, { recursive: true });
+  const bin = path.join(REPO_ROOT, 'node_modules', '.bin', 'mcp-inspector');
+  const target = url === null ? [COMPANION_BIN, 'mcp', '--home', sandbox.home] : [url, '--transport', 'http'];
+  const argv = ['--cli', ...target, ...headers.flatMap((h) => ['--header', h]), ...args];
+  return new Promise((resolve) => {
+    execFile(bin, argv, { env: { ...sandbox.env, HOME: home }, timeout: 60_000, maxBuffer: 4 << 20 }, (error, stdout, stderr) => {
+      let json = null;
+      try { json = JSON.parse(stdout); } catch { json = null; }
+      resolve({ ok: !error && json !== null && !json.error, json, output: `${stdout}${stderr}` });
+    });
+  });
 }

@@ -71,14 +71,19 @@ export class Sandbox {
 
   /**
    * Launches headless Chromium with the built extension and this sandbox's environment
-   * (Chromium hands it to the native host it spawns). Returns `{ context, worker }`.
+   * (Chromium hands it to the native host it spawns); `lang` (e.g. `zh-CN`) sets the
+   * browser's UI language, which `chrome.i18n` and the core's language follow. Returns
+   * `{ context, worker }`.
    */
-  async launchBrowser() {
+  async launchBrowser({ lang = null } = {}) {
     this.context = await chromium.launchPersistentContext(this.userDataDir, {
       executablePath: CHROMIUM_BIN,
       headless: true,
-      env: this.env,
+      // Chromium on Linux takes its UI language from the environment, not from --lang.
+      env: lang ? { ...this.env, LANGUAGE: lang.replace('-', '_'), LANG: `${lang.replace('-', '_')}.UTF-8` } : this.env,
+      ...(lang && { locale: lang }),
       args: [
+        ...(lang ? [`--lang=${lang}`] : []),
         `--disable-extensions-except=${EXTENSION_DIR}`,
         `--load-extension=${EXTENSION_DIR}`,
         '--no-sandbox',

@@ -196,6 +196,22 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     expect(fixture.server).toEqual([]);
   });
 
+  // A2: the HUD speaks the browser's language. Its texts are _locales messages the core
+  // names by key (ext-core texts::Say), so a Chinese browser gets the Chinese ones.
+  test('in a Chinese browser the refused Continue and the withheld reason are Chinese (A2)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox, { uiLang: 'zh-CN' });
+    expect(await worker.evaluate(() => chrome.i18n.getUILanguage()), 'the browser runs in Chinese').toMatch(/^zh/);
+    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
+    await typeDraft(page, '关于缓存层的半句话');
+    await clearStatus(page);
+    await press(hud, 'continue');
+    await expect(statusLine(hud)).toHaveAttribute('data-key', 'notice', { timeout: 15_000 });
+    await expect(statusLine(hud), 'the zh_CN text of manualRefused_human_draft').toHaveText('未发送：输入框里有你尚未发送的文字。请先发送或清空，然后再按“继续”。');
+    // Auto is off here, so that is what the withheld line names, in Chinese too.
+    await expect(hud.host.locator('[data-line="withheld"]'), 'the withheld line too').toHaveText('未发送：此会话的自动已关闭。开启自动，或手动继续。');
+    expect(fixture.server).toEqual([]);
+  });
+
   test('Check Herdr puts a summary of the live workspace (panes, agents, statuses, recent output) into the composer and sends nothing (M4)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);

@@ -1,4 +1,5 @@
-// Issue 13 acceptance 1 (SPEC I1): a real MCP client — the official TypeScript SDK — talks
+// Issue 13 acceptance 1 (SPEC I1): real MCP clients — the official TypeScript SDK, and the
+// MCP Inspector's CLI for listing and a read-only call — talk
 // to `herdr-companion mcp` over stdio and over streamable HTTP, lists the planner tools and
 // calls `herdr_prompt` for the bound ChatGPT chat; the task lands in the chat's parent inbox,
 // the agent works and settles, and exactly one wake reaches the chat, carrying the task,
@@ -7,9 +8,10 @@
 import { test, expect } from '../lib/test.mjs';
 import { expectExactlyOne } from '../lib/backend.mjs';
 import {
-  CHATS, CONVERSATION, WORKSPACE, continuityWorld, expectIdleAfterWakes, listTasks, openAndBind, reportAgent, turnAutoOn,
+  CHATS, CONVERSATION, WORKSPACE, continuityWorld, expectIdleAfterWakes, listTasks, openAndBind, reportAgent, startSeededHerdr,
+  turnAutoOn,
 } from '../lib/continuity.mjs';
-import { connectHttp, connectStdio, startHttpMcp } from '../lib/mcp.mjs';
+import { connectHttp, connectStdio, inspectorCli, startHttpMcp } from '../lib/mcp.mjs';
 
 const PLAIN_CHAT = CHATS.find((chat) => !chat.project);
 const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect'];
@@ -85,6 +87,34 @@ test.describe('MCP downlink (issue 13)', () => {
       await expect(connectHttp(server.url, null), 'no token, no session').rejects.toThrow(/401|Unauthorized|bearer/i);
     } finally {
       await server?.stop();
+    }
+  });
+
+  // Acceptance 1's second client: the MCP Inspector CLI from npm runs offline here, so it
+  // talks to the companion too — stdio and HTTP, listing the tools and calling one.
+  test('the MCP Inspector CLI lists the tools and calls herdr_inspect over stdio and HTTP; without the token it is refused', async ({ sandbox }) => {
+    await startSeededHerdr(sandbox);
+    await sandbox.startRuntime();
+    const listed = await inspectorCli(sandbox, { args: ['--method', 'tools/list'] });
+    expect(listed.ok, listed.output).toBe(true);
+    expect(listed.json.tools.map((t) => t.name)).toEqual(TOOLS);
+    const inspected = await inspectorCli(sandbox, { args: ['--method', 'tools/call', '--tool-name', 'herdr_inspect'] });
+    expect(inspected.ok, inspected.output).toBe(true);
+    expect(inspected.json.isError ?? false, inspected.output).toBe(false);
+    expect(JSON.stringify(inspected.json.content), 'herdr_inspect shows the seeded pane').toContain(WORKSPACE.pane);
+
+    const server = await startHttpMcp(sandbox);
+    try {
+      const overHttp = await inspectorCli(sandbox, { url: server.url, headers: [`Authorization: Bearer ${server.token}`], args: ['--stored-auth-only', '--method', 'tools/list'] });
+      expect(overHttp.ok, overHttp.output).toBe(true);
+      expect(overHttp.json.tools.map((t) => t.name)).toEqual(TOOLS);
+      // Without it the server answers 401 and the Inspector, which would start an OAuth
+      // login there, stops (non-interactive) with what it was told.
+      const refused = await inspectorCli(sandbox, { url: server.url, args: ['--stored-auth-only', '--method', 'tools/list'] });
+      expect(refused.ok, 'no token: refused').toBe(false);
+      expect(refused.output, refused.output).toMatch(/401|Unauthorized|auth_required/i);
+    } finally {
+      await server.stop();
     }
   });
 });

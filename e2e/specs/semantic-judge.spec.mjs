@@ -177,7 +177,9 @@ test.describe('the turn-end judge in the extension (issue 11)', () => {
       seen.ports.push(`native ${JSON.stringify(native)}`);
       const ports = seen.ports.join('\n');
       expect(ports, 'the recording saw the page\'s turn on the page port').toContain('"action":"llm_judge"');
-      expect(ports, 'and the verdict shown to the page').toContain('Judge (jev): continue');
+      // The page gets the verdict as a _locales message and its substitutions.
+      expect(ports, 'and the verdict shown to the page').toContain('"args":["jev","continue",');
+      expect(ports, 'as the judge line').toContain('"key":"judgeLine"');
       expect(ports, 'and the runtime\'s verdict on a native port').toContain('"type":"judge_verdict"');
       for (const key of Object.values(KEYS)) {
         expect(ports, 'no key on any port').not.toContain(key);

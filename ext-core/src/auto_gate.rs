@@ -11,7 +11,7 @@
 //! - A scope never seen before is [`AutoState::Off`].
 //! - A Project is [`AutoState::On`] only when both the global option and its toggle are on.
 //! - [`wake_gate`] is the single place that decides whether a wake or progress message may
-//!   be sent; every refusal is a [`WakeWithheld`] value with a displayable message, never a
+//!   be sent; every refusal is a [`WakeWithheld`] value (its `_locales` text: `withheld_<code>`), never a
 //!   silent `false`.
 
 
@@ -60,26 +60,6 @@ pub enum ActionLocked {
     NoComposerOnThisPage,
     /// The page has no scope yet (root page), so there is nothing to switch Auto for.
     NoScopeOnThisPage,
-}
-
-impl ActionLocked {
-    /// What happened and what to do, for the HUD.
-    pub fn message(self) -> &'static str {
-        match self {
-            ActionLocked::AutoIsOn => "Auto is on and already continues this chat. Turn Auto off to continue by hand.",
-            ActionLocked::NoComposerOnThisPage => "This page has no conversation to act on. Open a conversation to use this action.",
-            ActionLocked::NoScopeOnThisPage => "This page is not a Project or conversation yet. Open one, then switch Auto.",
-        }
-    }
-
-    /// [`ActionLocked::message`] in Chinese.
-    pub fn message_zh(self) -> &'static str {
-        match self {
-            ActionLocked::AutoIsOn => "Auto 已开启，正在自动推进这个会话。要手动继续，请先关闭 Auto。",
-            ActionLocked::NoComposerOnThisPage => "这个页面没有可操作的会话。请打开一个会话后再使用此操作。",
-            ActionLocked::NoScopeOnThisPage => "这个页面还不是 Project 或会话。请先打开一个，再切换 Auto。",
-        }
-    }
 }
 
 /// The Auto settings of every scope the user touched, plus the global Project option.
@@ -193,44 +173,6 @@ pub enum WakeWithheld {
 }
 
 impl WakeWithheld {
-    /// What happened and what to do, in English, for the HUD.
-    pub fn message(self) -> &'static str {
-        match self {
-            WakeWithheld::NotBound => "Not sent: this chat is not bound to a Herdr workspace. Bind it from the HUD.",
-            WakeWithheld::NoActiveConversation => "Not sent: no conversation of this Project is open. Open one to receive updates.",
-            WakeWithheld::AutoOff => "Not sent: Auto is off for this chat. Turn Auto on, or continue by hand.",
-            WakeWithheld::ProjectAutoNotAllowed => "Not sent: Project Auto is not allowed. Enable \"allow Project Auto\" in the extension options.",
-            WakeWithheld::HandoffInProgress => "Waiting: a handoff is in progress; automatic wakes resume after it finishes.",
-            WakeWithheld::NoRealStateChange => "Nothing to send: the workspace has not changed since the last message.",
-            WakeWithheld::UnconfirmedDelivery => "Waiting: the last message is not yet confirmed on the page. Check the chat before sending anything else.",
-            WakeWithheld::PageGenerating => "Waiting: the page is still generating a reply; the update is sent when it finishes.",
-            WakeWithheld::HumanDraft => "Waiting: the composer has your unsent text. Send or clear it and the update follows.",
-            WakeWithheld::NoComposer => "Waiting: the chat composer is not available. Open or reload the conversation.",
-            WakeWithheld::UnknownLayout => "Not sent: this page's layout is not one Herdr Continuity knows, so it types nothing here. Open the side panel's \"What the extension sees\" and report it.",
-            WakeWithheld::DeliveryRetryPending => "Waiting: sending to the page failed; it is retried in a few seconds.",
-            WakeWithheld::DeliveryFailedRepeatedly => "Not sent: delivery failed several times. Reload the conversation to retry.",
-        }
-    }
-
-    /// The same in Chinese.
-    pub fn message_zh(self) -> &'static str {
-        match self {
-            WakeWithheld::NotBound => "未发送：此会话未绑定 Herdr workspace。请在 HUD 中绑定。",
-            WakeWithheld::NoActiveConversation => "未发送：此 Project 没有打开的会话。打开一个会话以接收更新。",
-            WakeWithheld::AutoOff => "未发送：此会话的自动已关闭。开启自动，或手动继续。",
-            WakeWithheld::ProjectAutoNotAllowed => "未发送：未允许 Project 自动。请在扩展选项中开启“允许 Project 自动”。",
-            WakeWithheld::HandoffInProgress => "等待：接力进行中，完成后恢复自动唤醒。",
-            WakeWithheld::NoRealStateChange => "无需发送：上次消息后 workspace 没有变化。",
-            WakeWithheld::UnconfirmedDelivery => "等待：上一条消息尚未在页面上确认。发送其他内容前请先检查会话。",
-            WakeWithheld::PageGenerating => "等待：页面仍在生成回复，完成后发送更新。",
-            WakeWithheld::HumanDraft => "等待：输入框里有你未发送的文字。发送或清空后再推送更新。",
-            WakeWithheld::NoComposer => "等待：会话输入框不可用。请打开或刷新会话。",
-            WakeWithheld::UnknownLayout => "未发送：Herdr Continuity 不认识这个页面的布局，因此不会在这里输入任何内容。请打开侧边栏的“扩展看到的内容”并报告。",
-            WakeWithheld::DeliveryRetryPending => "等待：投递到页面失败，几秒后重试。",
-            WakeWithheld::DeliveryFailedRepeatedly => "未发送：多次投递失败。刷新会话以重试。",
-        }
-    }
-
     /// Whether the reason goes away by itself when the page settles down (the pending wake
     /// is kept and sent then), as opposed to needing a user decision.
     pub fn is_transient(self) -> bool {

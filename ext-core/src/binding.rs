@@ -148,11 +148,11 @@ pub enum BindRefusal {
 }
 
 impl BindRefusal {
-    /// What happened and what to do, for the HUD.
-    pub fn message(self) -> &'static str {
+    /// Its `_locales` message: `unsupported_<code>` or `bindRefused_empty_workspace_id`.
+    pub fn message_key(self) -> String {
         match self {
-            BindRefusal::UnsupportedPage(reason) => reason.message(),
-            BindRefusal::EmptyWorkspaceId => "No workspace was chosen. Pick a Herdr workspace from the list and bind again.",
+            BindRefusal::UnsupportedPage(reason) => ["unsupported_", reason.wire_name()].concat(),
+            BindRefusal::EmptyWorkspaceId => "bindRefused_empty_workspace_id".to_owned(),
         }
     }
 }

@@ -371,11 +371,21 @@ pub use read_unit_enum;
 #[macro_export]
 macro_rules! write_unit_enum {
     ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
+        impl $ty {
+            /// Every variant, in declaration order (tests walk them: each has its texts).
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
+
+            /// The variant's wire name (snake_case), also the suffix of its `_locales` keys.
+            pub fn wire_name(&self) -> &'static str {
+                match self {
+                    $($ty::$variant => $wire,)*
+                }
+            }
+        }
+
         impl $crate::json_read::WriteJson for $ty {
             fn write_json(&self) -> ::serde_json::Value {
-                ::serde_json::Value::from(match self {
-                    $($ty::$variant => $wire,)*
-                })
+                ::serde_json::Value::from(self.wire_name())
             }
         }
     };

@@ -99,18 +99,13 @@ pub enum UnsupportedPage {
     NotAChatPage,
 }
 
-impl UnsupportedPage {
-    /// What happened and what to do, for the HUD.
-    pub fn message(self) -> &'static str {
-        match self {
-            UnsupportedPage::NotAUrl => "This page has no web address the extension understands. Open a ChatGPT, z.ai or DeepSeek chat.",
-            UnsupportedPage::UnknownSite => "This site is not supported. Open a ChatGPT, z.ai or DeepSeek chat to bind it to a Herdr workspace.",
-            UnsupportedPage::TemporaryChat => "Temporary chats have no conversation id, so they cannot be bound. Start a normal chat or open a Project.",
-            UnsupportedPage::NoConversationYet => "This chat has no conversation id yet. Send the first message, then bind the conversation.",
-            UnsupportedPage::NotAChatPage => "This page is not a chat. Open a conversation or a Project home page to bind it.",
-        }
-    }
-}
+crate::json_read::write_unit_enum!(UnsupportedPage {
+    "not_a_url" => NotAUrl,
+    "unknown_site" => UnknownSite,
+    "temporary_chat" => TemporaryChat,
+    "no_conversation_yet" => NoConversationYet,
+    "not_a_chat_page" => NotAChatPage,
+});
 
 /// What kind of page a tab shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

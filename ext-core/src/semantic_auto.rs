@@ -328,8 +328,9 @@ impl Default for JudgeSettings {
 
 impl JudgeSettings {
     /// Reads the stored record (`None`: nothing stored, the defaults). A part that is not
-    /// valid falls back to its default, and the second value says which (for the options
-    /// page and the HUD); nothing is guessed.
+    /// valid falls back to its default, and the second value says which, as a code
+    /// (`not_json`, `bad_mode`, `bad_max`: the `_locales` texts `judgeSettingsBad_<code>` of
+    /// the HUD and `judgeProblem_<code>` of the options page); nothing is guessed.
     pub fn parse(stored: Option<&str>) -> (Self, Option<&'static str>) {
         Self::read(stored.map(|text| serde_json::from_str(text).map_err(|_| ())).as_ref().map(|r| r.as_ref()))
     }
@@ -340,16 +341,16 @@ impl JudgeSettings {
         let mut settings = Self::default();
         let Some(parsed) = stored else { return (settings, None) };
         let Ok(value) = parsed else {
-            return (settings, Some("the stored judge settings are not JSON"));
+            return (settings, Some("not_json"));
         };
         let mut problem = None;
         match value.get("mode").map(crate::json_read::ReadJson::read_json) {
             Some(Ok(mode)) => settings.mode = mode,
-            _ => problem = Some("the stored judge use is not off, manual_only or in_auto"),
+            _ => problem = Some("bad_mode"),
         }
         match value.get("max_continues").and_then(serde_json::Value::as_u64) {
             Some(n @ 1..=10) => settings.max_continues = n as u32,
-            _ => problem = problem.or(Some("the stored maximum of automatic continues is not a whole number from 1 to 10")),
+            _ => problem = problem.or(Some("bad_max")),
         }
         (settings, problem)
     }
@@ -360,6 +361,16 @@ impl JudgeSettings {
     }
 }
 
+crate::json_read::write_unit_enum!(SemanticWithheld {
+    "mode_off" => ModeOff,
+    "auto_off" => AutoOff,
+    "not_chat_gpt" => NotChatGpt,
+    "queue_first" => QueueFirst,
+    "streak_limit" => StreakLimit,
+    "judged_before" => JudgedBefore,
+    "short_reply" => ShortReply,
+    "busy" => Busy,
+});
 crate::json_read::json_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
 crate::json_read::write_struct!(JudgeSettings { mode, max_continues });
 crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });

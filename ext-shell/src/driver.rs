@@ -363,8 +363,8 @@ impl LinkDriver {
                 ContinuityOutput::Insert { tab, text } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "insert", "text": text));
                 }
-                ContinuityOutput::Notice { tab, text, tone } => {
-                    Self::post_to_tab(this, tab, &json_object!("type": "notice", "text": text, "tone": tone));
+                ContinuityOutput::Notice { tab, say, tone } => {
+                    Self::post_to_tab(this, tab, &json_object!("type": "notice", "key": say.key, "args": say.args, "tone": tone));
                 }
                 ContinuityOutput::QueueRead { op } => {
                     let weak = Rc::downgrade(this);

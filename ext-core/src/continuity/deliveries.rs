@@ -167,11 +167,7 @@ impl Continuity {
             self.remember_confirmed(&key, delivery.task_ids.clone());
         }
         if *resolution == Resolution::Abandoned {
-            let text = self.say(
-                "Herdr Continuity could not tell whether its last message reached this chat, so it will not send it again by itself. If it is not in the thread, press Continue.".to_owned(),
-                "Herdr Continuity 无法确认上一条消息是否已发到这个对话，因此不会自动重发。如果对话里没有它，请按“继续”。".to_owned(),
-            );
-            self.outputs.push_back(ContinuityOutput::Notice { tab: delivery.tab, text, tone: NoticeTone::Bad });
+            self.notice(delivery.tab, Say::new("deliveryAbandoned", vec![]), NoticeTone::Bad);
         }
         let Some(status) = self.scopes.get_mut(&key) else { return };
         if *resolution == Resolution::Abandoned && !delivery.task_ids.is_empty() {

@@ -530,12 +530,12 @@ pub enum ContinuityOutput {
         /// The queued text as the page sent it.
         text: String,
     },
-    /// Post `{"type":"notice",text,tone}` to the page.
+    /// Post `{"type":"notice",key,args,tone}` to the page.
     Notice {
         /// The tab.
         tab: TabId,
-        /// What happened and what to do.
-        text: String,
+        /// What happened and what to do (a `_locales` text).
+        say: Say,
         /// How it looks.
         tone: NoticeTone,
     },

@@ -10,15 +10,13 @@ use super::*;
 impl Continuity {
     pub(super) fn manual_continue(&mut self, now: Millis, tab: TabId) {
         let page = self.page_kind(tab);
-        let refuse = |this: &mut Self, text: String| {
-            this.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
-        };
+        let refuse = |this: &mut Self, say: Say| this.notice(tab, say, NoticeTone::Bad);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::Continue) {
-            return refuse(self, self.locked_text(locked));
+            return refuse(self, locked_say(locked));
         }
         let Some(scope) = page.scope() else { return };
         let Some(binding) = self.bindings.binding_for(&scope).cloned() else {
-            return refuse(self, self.withheld_text(WakeWithheld::NotBound));
+            return refuse(self, withheld_say(WakeWithheld::NotBound));
         };
         let report = self.pages.get(&tab).cloned().unwrap_or_default();
         let blocker = if self.in_flight(&scope.key()).is_some() || report.composer_marker.is_some() {
@@ -35,7 +33,7 @@ impl Continuity {
             None
         };
         if let Some(reason) = blocker {
-            return refuse(self, self.manual_refusal_text(reason));
+            return refuse(self, Self::manual_refusal(reason));
         }
         let body = match self.language {
             Language::En => format!("[Herdr] Continue with workspace {} ({}). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.", binding.label, binding.workspace_id),
@@ -43,19 +41,17 @@ impl Continuity {
         };
         let subject = format!("continue:{}", binding.workspace_id);
         if self.post_delivery(now, &scope.key(), tab, DeliveryKind::Continue, &subject, &body, Vec::new()).is_err() {
-            refuse(self, self.manual_refusal_text(WakeWithheld::UnknownLayout));
+            refuse(self, Self::manual_refusal(WakeWithheld::UnknownLayout));
         }
     }
 
     pub(super) fn check_herdr(&mut self, tab: TabId) {
         let page = self.page_kind(tab);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
-            return;
+            return self.notice(tab, locked_say(locked), NoticeTone::Bad);
         }
         let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s).cloned()) else {
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.withheld_text(WakeWithheld::NotBound), tone: NoticeTone::Bad });
-            return;
+            return self.notice(tab, withheld_say(WakeWithheld::NotBound), NoticeTone::Bad);
         };
         self.checks.insert(tab, CheckRun { workspace_id: binding.workspace_id.clone(), ..CheckRun::default() });
         self.call(Purpose::CheckPanes { tab }, RuntimeCall::Panes { workspace_id: binding.workspace_id });
@@ -78,14 +74,11 @@ impl Continuity {
             return;
         }
         if let Err(locked) = self.auto.hud_action(&page, HudAction::LlmJudge) {
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text: self.locked_text(locked), tone: NoticeTone::Bad });
-            return;
+            return self.notice(tab, locked_say(locked), NoticeTone::Bad);
         }
         let Some(scope) = page.scope() else { return };
         if self.semantic.settings.mode == crate::semantic_auto::JudgeMode::Off {
-            let text = self.fill("The judge is off (options page, \"Turn-end judge\"); nothing was asked.", "判断服务已关闭（选项页“回合结束判断”）；没有询问。", &[]);
-            self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
-            return;
+            return self.notice(tab, Say::new("judgeOff", vec![]), NoticeTone::Bad);
         }
         // The same chain as semantic Auto; the answer is shown, never acted on.
         self.call(Purpose::Judge { tab }, RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: browser_session_ref(&scope) });
@@ -125,11 +118,7 @@ impl Continuity {
             Err(error) => error.message,
             Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
         };
-        let text = self.say(
-            format!("Check Herdr failed: {message}. Check the companion line above, then try again."),
-            format!("提取 Herdr 状态失败：{message}。请查看上方的 companion 状态，然后重试。"),
-        );
-        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+        self.notice(tab, Say::new("checkHerdrFailed", vec![message]), NoticeTone::Bad);
     }
 
     /// One pane's text for a Check Herdr run.
@@ -146,19 +135,14 @@ impl Continuity {
     /// The judge's verdict for the HUD button (J4: only the runtime's semantic service
     /// judges): verdict, source, reason and the J7 priors as advice.
     pub(super) fn judge_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
-        let (text, tone) = match result {
-            Ok(RuntimeAnswer::Verdict(answer)) => (self.judge_answer_text(&answer), NoticeTone::Info),
-            Ok(_) => (self.fill("Judge: the companion gave no verdict.", "判断：companion 没有给出结论。", &[]), NoticeTone::Bad),
-            Err(error) if error.code == ErrorCode::UnknownMethod => (
-                self.fill(
-                    "The judge is not available: this companion has no turn-end judge (it answered: $1). Nothing was sent; use Continue or Check Herdr instead.",
-                    "判断不可用：这个 companion 没有回合结束判断服务（它的回答：$1）。没有发送任何内容；请改用“继续”或“提取 Herdr 状态”。",
-                    &[error.message.trim_end_matches('.')],
-                ),
-                NoticeTone::Bad,
-            ),
-            Err(error) => (self.fill("Judge failed: $1", "判断失败：$1", &[&error.message]), NoticeTone::Bad),
+        let (say, tone) = match result {
+            Ok(RuntimeAnswer::Verdict(answer)) => (self.judge_answer(&answer), NoticeTone::Info),
+            Ok(_) => (Say::new("judgeNoVerdict", vec![]), NoticeTone::Bad),
+            Err(error) if error.code == ErrorCode::UnknownMethod => {
+                (Say::new("judgeUnavailable", vec![error.message.trim_end_matches('.').to_owned()]), NoticeTone::Bad)
+            }
+            Err(error) => (Say::new("judgeFailed", vec![error.message]), NoticeTone::Bad),
         };
-        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
+        self.notice(tab, say, tone);
     }
 }

@@ -39,7 +39,9 @@ pub struct PaneOutput {
 /// [`PROGRESS_LINE_MAX_CHARS`]); ≤ [`PROGRESS_SUMMARY_MAX_CHARS`] in total. `None` when no
 /// pane has new output. Deterministic, so equal output gives an equal summary (dedup).
 pub fn progress_summary(workspace_id: &str, outputs: &VecMap<String, PaneOutput>) -> Option<String> {
-    let mut blocks = Vec::new();
+    // One text, blocks separated by a newline (no `join`: it is one more generic copy in
+    // the wasm).
+    let mut summary = String::new();
     for (pane_id, output) in outputs {
         if output.workspace_id != workspace_id || output.tail == output.baseline {
             continue;
@@ -49,14 +51,16 @@ pub fn progress_summary(workspace_id: &str, outputs: &VecMap<String, PaneOutput>
             continue;
         }
         let agent = output.agent.as_deref().unwrap_or("no agent");
-        let mut block = format!("{pane_id} ({agent}):");
-        for line in &lines[lines.len().saturating_sub(PROGRESS_LINES_PER_PANE)..] {
-            block.push('\n');
-            block.push_str(&bounded(line.trim(), PROGRESS_LINE_MAX_CHARS));
+        if !summary.is_empty() {
+            summary.push('\n');
         }
-        blocks.push(block);
+        summary.push_str(&format!("{pane_id} ({agent}):"));
+        for line in &lines[lines.len().saturating_sub(PROGRESS_LINES_PER_PANE)..] {
+            summary.push('\n');
+            summary.push_str(&bounded(line.trim(), PROGRESS_LINE_MAX_CHARS));
+        }
     }
-    (!blocks.is_empty()).then(|| bounded(&blocks.join("\n"), PROGRESS_SUMMARY_MAX_CHARS))
+    (!summary.is_empty()).then(|| bounded(&summary, PROGRESS_SUMMARY_MAX_CHARS))
 }
 
 impl Continuity {

@@ -74,8 +74,8 @@ pub(super) struct QueueFlow {
     pub(super) durable: QueueDurable,
     /// The book as last read or written; `None` before the first read.
     book: Option<QueueBook>,
-    /// Why the last read failed, for the HUD.
-    unreadable: Option<String>,
+    /// The last read failed (the HUD says so; the refusal's notice said why).
+    unreadable: bool,
     /// Changes waiting; the front one is running.
     changes: VecDeque<(u64, QueueChange)>,
     /// The running change's id and whether it is writing (`Some(book)`) or reading.
@@ -87,7 +87,7 @@ pub(super) struct QueueFlow {
 
 json_struct!(QueueSend { conversation, batch_id, item_ids });
 json_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
-write_struct!(QueueView { count, merged_chars, state, previews, line, clear_confirm });
+write_struct!(QueueView { count, merged_chars, state, previews });
 
 impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.
@@ -112,10 +112,6 @@ pub struct QueueView {
     pub state: &'static str,
     /// The first characters of each item, in order.
     pub previews: Vec<String>,
-    /// The HUD line, in the UI language.
-    pub line: String,
-    /// The question asked before the queue is cleared (Q7).
-    pub clear_confirm: String,
 }
 
 impl Continuity {
@@ -128,8 +124,7 @@ impl Continuity {
         if crate::queue::normalize_text(text).is_empty() {
             if self.queue.durable.undelivered.remove(&conversation).is_some() {
                 self.outputs.push_back(ContinuityOutput::Persist);
-                let text = self.say("Sending the queued messages again.".to_owned(), "正在重新发送排队的消息。".to_owned());
-                self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Info });
+                self.queue_notice(tab, &QueueNote::Resending);
             } else {
                 self.queue_refused(tab, &QueueRefusal::EmptyText);
             }
@@ -183,12 +178,12 @@ impl Continuity {
         let mut book = match book {
             Ok(book) => book,
             Err(refusal) => {
-                self.queue.unreadable = Some(refusal.to_string());
+                self.queue.unreadable = true;
                 self.queue.book = None;
                 return self.queue_finished(now, Err(refusal));
             }
         };
-        self.queue.unreadable = None;
+        self.queue.unreadable = false;
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
@@ -270,14 +265,12 @@ impl Continuity {
     }
 
     fn queue_refused(&mut self, tab: TabId, refusal: &QueueRefusal) {
-        let text = self.queue_refusal_text(refusal);
-        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone: NoticeTone::Bad });
+        self.notice(tab, queue_refusal_say(refusal), NoticeTone::Bad);
     }
 
     fn queue_notice(&mut self, tab: TabId, note: &QueueNote) {
-        let text = self.queue_note_text(note);
         let tone = if matches!(note, QueueNote::Undelivered) { NoticeTone::Bad } else { NoticeTone::Info };
-        self.outputs.push_back(ContinuityOutput::Notice { tab, text, tone });
+        self.notice(tab, texts::queue_note_say(note), tone);
     }
 
     fn queue_notice_conversation(&mut self, conversation: &str, note: &QueueNote) {
@@ -375,7 +368,7 @@ impl Continuity {
         let conversation = self.pages.get(&tab).and_then(conversation_key)?;
         let durable = &self.queue.durable;
         let items = self.queue.book.as_ref().map(|b| b.items(&conversation)).unwrap_or_default();
-        let state = if self.queue.unreadable.is_some() {
+        let state = if self.queue.unreadable {
             "unreadable"
         } else if durable.undelivered.contains_key(&conversation) {
             "undelivered"
@@ -392,11 +385,6 @@ impl Continuity {
             merged_chars: status.merged_chars,
             state,
             previews: items.iter().map(|i| i.text.chars().take(QUEUE_PREVIEW_CHARS).collect()).collect(),
-            line: self.queue_line(state, status.count, status.merged_chars),
-            clear_confirm: self.say(
-                format!("Clear the {} queued message(s) of this conversation? They will not be sent.", status.count),
-                format!("清空这个会话中排队的 {} 条消息？它们将不会被发送。", status.count),
-            ),
         })
     }
 
@@ -435,6 +423,7 @@ pub(super) enum QueueNote {
     Cleared,
     Expired,
     Undelivered,
+    Resending,
 }
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a

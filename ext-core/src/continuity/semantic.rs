@@ -37,7 +37,7 @@ pub(super) struct SemanticFlow {
     /// What was wrong with the stored settings, if anything (the defaults are used).
     problem: Option<&'static str>,
     /// The HUD's last line per conversation (not persisted).
-    notes: VecMap<String, String>,
+    notes: VecMap<String, Say>,
 }
 
 impl SemanticFlow {
@@ -74,12 +74,7 @@ impl Continuity {
             machine.handle(SemanticInput::HumanTurn);
         }
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
-            let text = self.fill(
-                "Semantic Auto needs this chat bound to a Herdr workspace; the judge was not asked.",
-                "语义 Auto 需要先把这个对话绑定到 Herdr workspace；没有询问判断服务。",
-                &[],
-            );
-            self.semantic.notes.insert(conversation, text);
+            self.semantic.notes.insert(conversation, Say::new("semanticNotBound", vec![]));
             return;
         }
         let turn = EndedTurn { user_text, assistant_text };
@@ -114,11 +109,11 @@ impl Continuity {
                 }
                 // A continue's line is written when it is sent (or not).
                 SemanticOutput::Decided { verdict: Verdict::Continue, .. } => None,
-                SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line_text(verdict, &source, &reason, JudgeTail::Stops)),
+                SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line(verdict, &source, &reason, JudgeTail::Stops)),
                 SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
                 // The HUD says why the judge was not asked (or its continue held to the
                 // bound); the timeline records what happened to a `continue` verdict below.
-                SemanticOutput::Withheld(why) => self.semantic_withheld_text(why),
+                SemanticOutput::Withheld(why) => texts::semantic_withheld_say(why),
             };
             if let Some(text) = note {
                 self.semantic.notes.insert(conversation.to_owned(), text);
@@ -127,7 +122,7 @@ impl Continuity {
     }
 
     /// Types the continue into the page, if it is free; the HUD line when it is not.
-    fn semantic_continue(&mut self, now: Millis, conversation: &str, tab: TabId, subject: &str, source: &str, reason: &str) -> Option<String> {
+    fn semantic_continue(&mut self, now: Millis, conversation: &str, tab: TabId, subject: &str, source: &str, reason: &str) -> Option<Say> {
         let scope = self.scope_of_tab(tab);
         let still_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On && self.bindings.binding_for(s).is_some());
         if !still_on {
@@ -136,7 +131,7 @@ impl Continuity {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
             self.judge_activity(tab, ActivityOutcome::Withheld, "auto_off", Some(subject));
-            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::AutoOff));
+            return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::AutoOff));
         }
         if self.queue_holds(conversation) {
             // The user queued their next turn while the judge was thinking: it goes first.
@@ -144,7 +139,7 @@ impl Continuity {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
             self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
-            return self.semantic_withheld_text(crate::semantic_auto::SemanticWithheld::QueueFirst);
+            return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);
         }
         let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
         let streak = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::streak);
@@ -156,13 +151,13 @@ impl Continuity {
         };
         if let Some(id) = posted {
             self.judge_activity(tab, ActivityOutcome::Sent, "verdict_continue", Some(&id));
-            return Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
+            return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
         }
         self.judge_activity(tab, ActivityOutcome::Withheld, "page_busy", Some(subject));
         if let Some(machine) = self.semantic.autos.get_mut(conversation) {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
         }
-        Some(self.judge_line_text(Verdict::Continue, source, reason, JudgeTail::NotFree))
+        Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::NotFree))
     }
 
     /// A judge continue's entry in the Activity timeline of `tab`'s scope.
@@ -221,16 +216,10 @@ impl Continuity {
     }
 
     /// The HUD line of `tab`'s conversation.
-    pub(super) fn semantic_line(&self, tab: TabId) -> Option<String> {
+    pub(super) fn semantic_line(&self, tab: TabId) -> Option<Say> {
         let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
         self.semantic.notes.get(&conversation).cloned().or_else(|| {
-            self.semantic.problem.map(|problem| {
-                self.fill(
-                    "Judge settings: $1; the defaults are used (judge use manual only, at most 3 automatic continues). Fix them on the options page.",
-                    "判断设置：$1；已改用默认值（仅手动判断，最多连续 3 次自动继续）。请在选项页修正。",
-                    &[problem],
-                )
-            })
+            self.semantic.problem.map(|problem| Say::coded("judgeSettingsBad", problem, vec![]))
         })
     }
 }

@@ -1,9 +1,12 @@
 //! Every text the continuity machine writes: ids and marker lines, task facts of a wake,
-//! Check Herdr summaries, and the HUD's refusals in the UI language (English or Chinese).
+//! Check Herdr summaries and the judge's continue (these go into the chat, in the UI
+//! language); and [`Say`], the `_locales` message key and substitutions of every HUD text
+//! (refusals, notes, the queue and judge lines): the core writes no HUD sentence itself.
 //!
 //! Invariants: every text a chat receives is bounded ([`TASK_RESULT_MAX_CHARS`],
-//! [`CHECK_HERDR_MAX_CHARS`]); a marker line carries no whitespace or `]`; every refusal
-//! says what happened and what to do.
+//! [`CHECK_HERDR_MAX_CHARS`]); a marker line carries no whitespace or `]`; every key the
+//! core names exists in English and Chinese with the substitutions it sends, and every
+//! refusal's message says what happened and what to do (tests/it/locales.rs).
 
 use super::*;
 
@@ -130,143 +133,115 @@ pub(super) fn bounded(text: &str, max: usize) -> String {
     cut
 }
 
-impl Continuity {
-    /// The English or Chinese text, by the UI language.
-    pub(super) fn say(&self, en: String, zh: String) -> String {
-        match self.language {
-            Language::En => en,
-            Language::Zh => zh,
-        }
+/// A text of the HUD: a `_locales` message key and its `$1`… substitutions. The page
+/// renders it with `chrome.i18n.getMessage(key, args)` in the browser's language (the same
+/// choice as [`Continuity::language`]); the core writes no HUD sentence of its own, so
+/// neither language's texts weigh on the wasm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Say {
+    /// The message key (`extension/_locales/*/messages.json`).
+    pub key: String,
+    /// Its substitutions, in order.
+    pub args: Vec<String>,
+}
+
+crate::json_read::write_struct!(Say { key, args });
+
+impl Say {
+    /// The message `key` with `args`.
+    pub fn new(key: &str, args: Vec<String>) -> Self {
+        Say { key: key.to_owned(), args }
     }
 
-    /// Why a *manual* Continue was not sent: unlike an automatic wake, nothing follows by
-    /// itself, so the text says to press Continue again.
-    pub(super) fn manual_refusal_text(&self, reason: WakeWithheld) -> String {
-        let (en, zh) = match reason {
-            WakeWithheld::HumanDraft => (
-                "Not sent: the composer has your unsent text. Send or clear it, then press Continue again.",
-                "未发送：输入框里有你尚未发送的文字。请先发送或清空，然后再按“继续”。",
-            ),
-            WakeWithheld::PageGenerating => (
-                "Not sent: a reply is still being written or a permission card is waiting. Press Continue again when the page is idle.",
-                "未发送：回复仍在生成，或有权限卡片等待处理。页面空闲后请再按“继续”。",
-            ),
-            WakeWithheld::UnconfirmedDelivery => (
-                "Not sent: an earlier message is still being confirmed. Press Continue again in a moment.",
-                "未发送：上一条消息仍在确认中。请稍后再按“继续”。",
-            ),
-            WakeWithheld::NoComposer => (
-                "Not sent: this page has no composer. Open the conversation, then press Continue again.",
-                "未发送：这个页面没有输入框。请打开会话后再按“继续”。",
-            ),
-            other => return self.withheld_text(other),
-        };
-        self.say(en.to_owned(), zh.to_owned())
-    }
-
-    pub(super) fn locked_text(&self, locked: crate::auto_gate::ActionLocked) -> String {
-        self.say(locked.message().to_owned(), locked.message_zh().to_owned())
-    }
-
-    pub(super) fn withheld_text(&self, reason: WakeWithheld) -> String {
-        match self.language {
-            Language::En => reason.message().to_owned(),
-            Language::Zh => reason.message_zh().to_owned(),
-        }
+    /// The message `<prefix>_<code>` (one per variant of a reason enum).
+    pub fn coded(prefix: &str, code: &str, args: Vec<String>) -> Self {
+        Say { key: [prefix, "_", code].concat(), args }
     }
 }
 
+/// Why a *manual* Continue was not sent: unlike an automatic wake, nothing follows by
+/// itself, so these four say to press Continue again; every other reason says what its
+/// `withheld_<code>` text says.
+pub const MANUAL_REFUSALS: [WakeWithheld; 4] =
+    [WakeWithheld::HumanDraft, WakeWithheld::PageGenerating, WakeWithheld::UnconfirmedDelivery, WakeWithheld::NoComposer];
+
+/// The `_locales` key of a queue refusal, with its substitutions (Q6).
+pub fn queue_refusal_say(refusal: &crate::queue::QueueRefusal) -> Say {
+    use crate::queue::{QueueRefusal as R, MAX_CONVERSATIONS, MAX_ITEMS, MAX_MERGED_CHARS};
+    let (code, args) = match refusal {
+        R::NoConversation => ("no_conversation", vec![]),
+        R::EmptyText => ("empty_text", vec![]),
+        R::TooManyItems { count } => ("too_many_items", vec![count.to_string(), MAX_ITEMS.to_string()]),
+        R::TooLong { merged_chars } => ("too_long", vec![merged_chars.to_string(), MAX_MERGED_CHARS.to_string()]),
+        R::TooManyConversations => ("too_many_conversations", vec![MAX_CONVERSATIONS.to_string()]),
+        R::BadId => ("bad_id", vec![]),
+        R::StorageUnreadable { detail } => ("storage_unreadable", vec![detail.clone()]),
+    };
+    Say::coded("queueRefused", code, args)
+}
+
 impl Continuity {
-    /// Why a queue change was refused and what to do (Q6), in the UI language.
-    pub(super) fn queue_refusal_text(&self, refusal: &crate::queue::QueueRefusal) -> String {
-        use crate::queue::{QueueRefusal as R, MAX_CONVERSATIONS, MAX_ITEMS, MAX_MERGED_CHARS};
-        let (en, zh) = match refusal {
-            R::NoConversation => (
-                "Not queued: this page is not a conversation yet. Open or start a chat, then queue again.".to_owned(),
-                "未加入队列：这个页面还不是一个会话。请打开或开始一个对话后再试。".to_owned(),
-            ),
-            R::EmptyText => (
-                "Nothing to queue: type the message in the composer first, then press Queue.".to_owned(),
-                "没有可排队的内容：请先在输入框中输入消息，再按“排队”。".to_owned(),
-            ),
-            R::TooManyItems { count } => (
-                format!("Not queued: {count} of {MAX_ITEMS} messages are already waiting. Wait until they are sent, or clear the queue (right-click Queue)."),
-                format!("未加入队列：已有 {count}/{MAX_ITEMS} 条消息在等待。请等它们发出，或右键“排队”清空队列。"),
-            ),
-            R::TooLong { merged_chars } => (
-                format!("Not queued: the queued text would be {merged_chars} characters, more than {MAX_MERGED_CHARS}. Shorten it, or wait until the queue is sent. Your text stays in the composer."),
-                format!("未加入队列：排队文字将达到 {merged_chars} 个字符，超过 {MAX_MERGED_CHARS}。请缩短，或等队列发出。你的文字仍在输入框中。"),
-            ),
-            R::TooManyConversations => (
-                format!("Not queued: queues of {MAX_CONVERSATIONS} conversations are stored. Clear the queue of a conversation you no longer use."),
-                format!("未加入队列：已保存 {MAX_CONVERSATIONS} 个会话的队列。请清空不再使用的会话的队列。"),
-            ),
-            R::BadId => (
-                "Not queued: the entry had a bad id. Reload the page and queue again.".to_owned(),
-                "未加入队列：条目 id 无效。请刷新页面后重试。".to_owned(),
-            ),
-            R::StorageUnreadable { detail } => (
-                format!("The queue could not be read or saved ({detail}); nothing was changed and your text stays in the composer. Try again; if it keeps failing, reload the extension."),
-                format!("无法读取或保存队列（{detail}）；没有做任何更改，你的文字仍在输入框中。请重试；若一直失败，请重新加载扩展。"),
-            ),
-        };
-        self.say(en, zh)
+    /// A notice to the page of `tab`.
+    pub(super) fn notice(&mut self, tab: TabId, say: Say, tone: NoticeTone) {
+        self.outputs.push_back(ContinuityOutput::Notice { tab, say, tone });
     }
 
-    /// The HUD's queue line for a state of [`super::QueueView`].
-    pub(super) fn queue_line(&self, state: &str, count: usize, chars: usize) -> String {
-        match state {
-            "unreadable" => self.say(
-                "Queue: the stored queue cannot be read; nothing is sent from it and nothing is overwritten.".to_owned(),
-                "队列：无法读取已保存的队列；不会从中发送，也不会覆盖它。".to_owned(),
-            ),
-            "undelivered" => self.say(
-                format!("Queue: {count} message(s) not confirmed. Press Queue with an empty composer to send them again."),
-                format!("队列：{count} 条消息未确认。输入框为空时按“排队”可重新发送。"),
-            ),
-            "sending" => self.say(format!("Queue: sending {count} message(s)…"), format!("队列：正在发送 {count} 条消息…")),
-            "waiting" => self.say(
-                format!("Queue: {count} message(s), {chars} characters, sent when the reply ends."),
-                format!("队列：{count} 条消息，{chars} 个字符，回复结束后发出。"),
-            ),
-            _ => self.say("Queue: empty.".to_owned(), "队列：空。".to_owned()),
-        }
+    /// Why a *manual* Continue was not sent ([`MANUAL_REFUSALS`]).
+    pub(super) fn manual_refusal(reason: WakeWithheld) -> Say {
+        let prefix = if MANUAL_REFUSALS.contains(&reason) { "manualRefused" } else { "withheld" };
+        Say::coded(prefix, reason.wire_name(), vec![])
     }
+}
 
-    /// What the user is told about the queue.
-    pub(super) fn queue_note_text(&self, note: &super::queue::QueueNote) -> String {
-        use super::queue::QueueNote as N;
-        let (en, zh) = match note {
-            N::Queued => ("Queued. It is sent as your next message when the reply ends.", "已排队。回复结束后会作为你的下一条消息发出。"),
-            N::Cleared => ("The queue of this conversation is cleared.", "已清空这个会话的队列。"),
-            N::Expired => ("Queued messages older than 7 days were removed.", "超过 7 天的排队消息已被移除。"),
-            N::Undelivered => (
-                "Herdr Continuity could not tell whether your queued messages reached this chat, so it will not send them again by itself. If they are not in the thread, press Queue with an empty composer to send them again.",
-                "Herdr Continuity 无法确认排队的消息是否已发到这个对话，因此不会自动重发。如果对话里没有它们，请在输入框为空时按“排队”重新发送。",
-            ),
-        };
-        self.say(en.to_owned(), zh.to_owned())
-    }
+/// What the user is told about the queue: `queueNote_<code>`.
+pub(super) fn queue_note_say(note: &super::queue::QueueNote) -> Say {
+    use super::queue::QueueNote as N;
+    let code = match note {
+        N::Queued => "queued",
+        N::Cleared => "cleared",
+        N::Expired => "expired",
+        N::Undelivered => "undelivered",
+        N::Resending => "resending",
+    };
+    Say::coded("queueNote", code, vec![])
 }
 
 /// What follows a verdict in the HUD's judge line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum JudgeTail {
+pub enum JudgeTail {
     /// Nothing (the HUD button's answer).
     None,
     /// Semantic Auto does not continue (done, uncertain, an error).
     Stops,
     /// A continue was sent: the `n`th of at most `max` in a row.
-    Sent { n: u32, max: u32 },
+    Sent {
+        /// The streak so far.
+        n: u32,
+        /// Its bound (M7).
+        max: u32,
+    },
     /// A continue was due but the page was not free.
     NotFree,
     /// A continue was due but Auto went off or the chat was unbound meanwhile.
     AutoOff,
 }
 
-/// The turn-end judge's texts (HUD judge button, semantic Auto, its continue message),
-/// written as templates with `$1`… filled in once ([`Continuity::fill`]): one fill per
-/// text instead of an English and a Chinese `format!` each (smaller wasm).
+impl JudgeTail {
+    /// The `_locales` key of the judge line with this tail.
+    pub fn key(self) -> &'static str {
+        match self {
+            JudgeTail::None => "judgeLine",
+            JudgeTail::Stops => "judgeLine_stops",
+            JudgeTail::Sent { .. } => "judgeLine_sent",
+            JudgeTail::NotFree => "judgeLine_not_free",
+            JudgeTail::AutoOff => "judgeLine_auto_off",
+        }
+    }
+}
+
+/// The turn-end judge's texts (HUD judge button, semantic Auto, its continue message); the
+/// continue goes into the chat, so it is written here as a template with `$1`… filled in
+/// once ([`Continuity::fill`]).
 impl Continuity {
     /// The template of the UI language with `$1`…`$9` replaced by `args`.
     pub(super) fn fill(&self, en: &str, zh: &str, args: &[&str]) -> String {
@@ -287,38 +262,31 @@ impl Continuity {
     }
 
     /// `Judge (<source>): <verdict> — <reason>` and what followed.
-    pub(super) fn judge_line_text(&self, verdict: crate::semantic_auto::Verdict, source: &str, reason: &str, tail: JudgeTail) -> String {
+    pub(super) fn judge_line(&self, verdict: crate::semantic_auto::Verdict, source: &str, reason: &str, tail: JudgeTail) -> Say {
+        let mut args = vec![source.to_owned(), self.verdict_word(verdict).to_owned(), reason.to_owned()];
+        if let JudgeTail::Sent { n, max } = tail {
+            args.push(n.to_string());
+            args.push(max.to_string());
+        }
+        Say::new(tail.key(), args)
+    }
+
+    /// The verdict in the UI language (a substitution of the judge line).
+    fn verdict_word(&self, verdict: crate::semantic_auto::Verdict) -> &'static str {
         use crate::semantic_auto::Verdict::*;
-        let word = match (self.language, verdict) {
+        match (self.language, verdict) {
             (Language::En, Continue) => "continue",
             (Language::En, Done) => "done",
             (Language::En, Uncertain) => "not sure",
             (Language::Zh, Continue) => "继续",
             (Language::Zh, Done) => "完成",
             (Language::Zh, Uncertain) => "不确定",
-        };
-        let (en, zh) = match tail {
-            JudgeTail::None => ("", ""),
-            JudgeTail::Stops => (". Auto does not continue this reply (it fails closed).", "。Auto 不会继续这条回复（不确定即停止）。"),
-            JudgeTail::Sent { .. } => (". A continue was sent ($1 of at most $2 in a row).", "。已发送继续消息（连续第 $1 次，最多 $2 次）。"),
-            JudgeTail::NotFree => (
-                ". Nothing was sent: the page is not free (a reply, a draft or another message of the extension).",
-                "。没有发送：页面正忙（回复、草稿或扩展的另一条消息）。",
-            ),
-            JudgeTail::AutoOff => (". Nothing was sent: Auto is off or the chat is not bound any more.", "。没有发送：Auto 已关闭或对话已解除绑定。"),
-        };
-        let (n, max) = match tail {
-            JudgeTail::Sent { n, max } => (n.to_string(), max.to_string()),
-            _ => (String::new(), String::new()),
-        };
-        let mut text = self.fill("Judge ($1): $2 — $3", "判断（$1）：$2 — $3", &[source, word, reason]);
-        text.push_str(&self.fill(en, zh, &[&n, &max]));
-        text
+        }
     }
 
     /// The HUD button's answer: verdict, source, reason, and the J7 priors as advice.
-    pub(super) fn judge_answer_text(&self, answer: &JudgeAnswer) -> String {
-        let mut text = self.judge_line_text(answer.verdict, &answer.source, &answer.reason, JudgeTail::None);
+    pub(super) fn judge_answer(&self, answer: &JudgeAnswer) -> Say {
+        let mut say = self.judge_line(answer.verdict, &answer.source, &answer.reason, JudgeTail::None);
         if !answer.priors.is_empty() {
             let mut priors = String::new();
             for (name, percent) in &answer.priors {
@@ -330,26 +298,10 @@ impl Continuity {
                 priors.push_str(&percent.to_string());
                 priors.push('%');
             }
-            text.push_str(&self.fill(". Advice only (goal priors): $1", "。仅供参考（目标先验）：$1", &[&priors]));
+            say.key.push_str("_priors");
+            say.args.push(priors);
         }
-        text
-    }
-
-    /// Why semantic Auto did not ask about a reply; `None` when there is nothing to say
-    /// (Auto off, judge use not "in Auto", not ChatGPT, busy).
-    pub(super) fn semantic_withheld_text(&self, why: crate::semantic_auto::SemanticWithheld) -> Option<String> {
-        use crate::semantic_auto::SemanticWithheld::*;
-        let (en, zh) = match why {
-            ModeOff | AutoOff | NotChatGpt | Busy => return None,
-            QueueFirst => ("Your queued messages go first; the judge was not asked about this reply.", "你排队的消息优先；没有就这条回复询问判断服务。"),
-            StreakLimit => (
-                "Auto stopped continuing: it reached the most automatic continues in a row without a human turn or Herdr activity (options page). Write in the chat to go on.",
-                "Auto 已停止继续：在没有人工回复或 Herdr 活动的情况下已达到连续自动继续的上限（见选项页）。请在对话中回复以继续。",
-            ),
-            JudgedBefore => ("This reply was judged already; it is not judged again.", "这条回复已经判断过，不会再次判断。"),
-            ShortReply => ("The reply is too short to hold pending work; the judge was not asked.", "回复太短，不可能包含未完成的工作；没有询问判断服务。"),
-        };
-        Some(self.fill(en, zh, &[]))
+        say
     }
 
     /// The continue message semantic Auto types: which judge decided and why.
@@ -360,4 +312,24 @@ impl Continuity {
             &[source, reason, &n.to_string(), &max.to_string()],
         )
     }
+}
+
+/// Why semantic Auto did not ask about a reply: `semanticWithheld_<code>`; `None` when there
+/// is nothing to say (Auto off, judge use not "in Auto", not ChatGPT, busy).
+pub(super) fn semantic_withheld_say(why: crate::semantic_auto::SemanticWithheld) -> Option<Say> {
+    use crate::semantic_auto::SemanticWithheld::*;
+    match why {
+        ModeOff | AutoOff | NotChatGpt | Busy => None,
+        QueueFirst | StreakLimit | JudgedBefore | ShortReply => Some(Say::coded("semanticWithheld", why.wire_name(), vec![])),
+    }
+}
+
+/// Why a wake (or a manual action) is held back: `withheld_<code>`.
+pub fn withheld_say(reason: WakeWithheld) -> Say {
+    Say::coded("withheld", reason.wire_name(), vec![])
+}
+
+/// Why a HUD control is locked: `locked_<code>`.
+pub fn locked_say(locked: crate::auto_gate::ActionLocked) -> Say {
+    Say::coded("locked", locked.wire_name(), vec![])
 }

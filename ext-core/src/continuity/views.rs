@@ -28,13 +28,8 @@ impl Continuity {
         let status = scope.as_ref().and_then(|s| self.scopes.get(&s.key()));
         let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef { workspace_id: p.workspace_id.clone(), label: p.label.clone(), in_catalog: true });
         let auto = scope.as_ref().map_or(AutoState::Off, |s| self.auto.state(s));
-        let auto_note = match auto {
-            AutoState::ProjectAutoNotAllowed => Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed)),
-            _ if matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto() => {
-                Some(self.withheld_text(WakeWithheld::ProjectAutoNotAllowed))
-            }
-            _ => None,
-        };
+        let project_auto_barred = matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto();
+        let auto_note = (auto == AutoState::ProjectAutoNotAllowed || project_auto_barred).then_some(WakeWithheld::ProjectAutoNotAllowed);
         let (scope_state, working_panes) = match binding {
             Some(b) if self.tracker.is_working(&b.workspace_id) => ("working", self.tracker.working_panes(&b.workspace_id)),
             Some(_) if status.is_some_and(|s| s.settled_once) => ("settled", 0),
@@ -44,7 +39,7 @@ impl Continuity {
             .and_then(|s| s.scheduler.as_ref())
             .and_then(WakeScheduler::withheld)
             .filter(|_| binding.is_some())
-            .map(|reason| Withheld { code: reason, text: self.withheld_text(reason) });
+            .map(|code| Withheld { code });
         let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
         if page.has_composer_target() {
             for (id, action) in [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)] {
@@ -108,7 +103,7 @@ impl Continuity {
             let report = self.pages.get(&tab)?;
             let page = classify_url(&report.url);
             let (bindable, reason) = match &page {
-                PageKind::Unsupported { reason } => (false, Some(reason.message().to_owned())),
+                PageKind::Unsupported { reason } => (false, Some(*reason)),
                 _ => (true, None),
             };
             Some(PanelTab {
@@ -158,13 +153,11 @@ pub struct WorkspaceRef {
     pub in_catalog: bool,
 }
 
-/// Why nothing is sent now.
+/// Why nothing is sent now (the HUD shows `withheld_<code>` of `_locales`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Withheld {
     /// The reason code.
     pub code: WakeWithheld,
-    /// What happened and what to do.
-    pub text: String,
 }
 
 /// One HUD button.
@@ -176,20 +169,18 @@ pub struct ViewAction {
     pub locked: Option<LockedWhy>,
 }
 
-/// A locked button's reason.
+/// A locked button's reason (the HUD shows `locked_<code>` of `_locales`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LockedWhy {
     /// The code.
     pub code: crate::auto_gate::ActionLocked,
-    /// What happened and what to do.
-    pub text: &'static str,
 }
 
 impl ViewAction {
     fn new(id: &'static str, allowed: Result<(), crate::auto_gate::ActionLocked>) -> Self {
         ViewAction {
             id,
-            locked: allowed.err().map(|code| LockedWhy { code, text: code.message() }),
+            locked: allowed.err().map(|code| LockedWhy { code }),
         }
     }
 }
@@ -211,8 +202,8 @@ pub struct ContinuityView {
     pub active_target: Option<String>,
     /// `on | off | not_allowed`.
     pub auto: &'static str,
-    /// Why Project Auto is unavailable, if it is.
-    pub auto_note: Option<String>,
+    /// Why Project Auto is unavailable, if it is (`withheld_<code>` of `_locales`).
+    pub auto_note: Option<WakeWithheld>,
     /// `idle | working | settled`.
     pub scope_state: &'static str,
     /// Panes working now.
@@ -245,7 +236,7 @@ pub struct ContinuityView {
     pub queue: Option<QueueView>,
     /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
     /// not asked), or a judge settings problem; `None` when there is nothing to say.
-    pub judge: Option<String>,
+    pub judge: Option<Say>,
     /// Stuck-page recovery on a ChatGPT conversation: state, reason, budgets left, probes.
     pub recovery: Option<RecoveryLine>,
 }
@@ -278,8 +269,8 @@ pub struct PanelTab {
     pub bound_to: Option<String>,
     /// Whether it can be bound.
     pub bindable: bool,
-    /// Why not.
-    pub reason: Option<String>,
+    /// Why not (the panel shows `unsupported_<code>` of `_locales`).
+    pub reason: Option<crate::scope::UnsupportedPage>,
 }
 
 /// One binding row.
@@ -308,11 +299,11 @@ use crate::json_read::write_struct;
 // in Rust: the HUD and the side panel are JS renderers of this JSON.
 write_struct!(WorkspaceRef { workspace_id, label, in_catalog });
 
-write_struct!(Withheld { code, text });
+write_struct!(Withheld { code });
 
 write_struct!(ViewAction { id, locked });
 
-write_struct!(LockedWhy { code, text });
+write_struct!(LockedWhy { code });
 
 write_struct!(ContinuityView {
     page_kind,

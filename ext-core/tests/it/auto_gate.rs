@@ -100,26 +100,20 @@ fn auto_on_with_a_human_draft_withholds_and_says_why() {
     // M7 and the acceptance line.
     let facts = WakeFacts { human_draft: true, ..all_clear() };
     assert_eq!(wake_gate(&facts), Err(WakeWithheld::HumanDraft));
-    expect!["Waiting: the composer has your unsent text. Send or clear it and the update follows."].assert_eq(WakeWithheld::HumanDraft.message());
+    expect!["Waiting: the composer has your unsent text. Send or clear it and the update follows."]
+        .assert_eq(&crate::locales::en(&ext_core::continuity::withheld_say(WakeWithheld::HumanDraft)));
     assert_eq!(wake_gate(&all_clear()), Ok(()));
 }
 
 #[test]
-fn every_withheld_reason_has_an_english_and_a_chinese_message() {
-    let all = [
-        WakeWithheld::NotBound, WakeWithheld::NoActiveConversation, WakeWithheld::AutoOff,
-        WakeWithheld::ProjectAutoNotAllowed, WakeWithheld::HandoffInProgress,
-        WakeWithheld::NoRealStateChange, WakeWithheld::UnconfirmedDelivery,
-        WakeWithheld::PageGenerating, WakeWithheld::HumanDraft, WakeWithheld::NoComposer,
-        WakeWithheld::DeliveryRetryPending, WakeWithheld::DeliveryFailedRepeatedly,
-    ];
-    for reason in all {
-        assert!(reason.message().len() > 20, "{reason:?}");
-        assert!(!reason.message_zh().is_empty(), "{reason:?}");
+fn every_withheld_reason_and_lock_is_listed_once() {
+    // Their texts are `_locales` messages (checked in `locales`); here the lists they are
+    // checked from hold every variant exactly once.
+    assert_eq!(WakeWithheld::ALL.len(), 13);
+    for (i, reason) in WakeWithheld::ALL.iter().enumerate() {
+        assert!(!WakeWithheld::ALL[..i].contains(reason), "{reason:?} twice");
     }
-    for lock in [ActionLocked::AutoIsOn, ActionLocked::NoComposerOnThisPage, ActionLocked::NoScopeOnThisPage] {
-        assert!(lock.message().contains('.'), "{lock:?}");
-    }
+    assert_eq!(ActionLocked::ALL, [ActionLocked::AutoIsOn, ActionLocked::NoComposerOnThisPage, ActionLocked::NoScopeOnThisPage]);
 }
 
 fn any_auto() -> impl Strategy<Value = AutoState> {

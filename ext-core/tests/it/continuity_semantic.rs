@@ -35,7 +35,7 @@ fn drain(c: &mut Continuity, now: u64, answer: &Result<JudgeAnswer, CallError>, 
             }
             ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
             ContinuityOutput::Deliver { id, text, .. } => log.push(format!("deliver {id}\n{text}")),
-            ContinuityOutput::Notice { text, .. } => log.push(format!("notice {text}")),
+            ContinuityOutput::Notice { say, .. } => log.push(format!("notice {}", crate::locales::en(&say))),
             ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(queue.as_deref().map(|t| serde_json::from_str(t).expect("stored JSON"))) }),
             ContinuityOutput::QueueWrite { op, record } => {
                 *queue = Some(record.to_string());
@@ -63,7 +63,7 @@ fn confirm_judge(c: &mut Continuity, now: u64) -> String {
 }
 
 fn judge_line(c: &Continuity) -> String {
-    c.page_view(TAB).and_then(|v| v.judge).unwrap_or_default()
+    c.page_view(TAB).and_then(|v| v.judge).map(|say| crate::locales::en(&say)).unwrap_or_default()
 }
 
 fn semantic_world(max: u32) -> (Continuity, Vec<String>) {
@@ -169,7 +169,10 @@ fn the_judge_line_and_the_continue_are_chinese_in_a_chinese_ui() {
     ended(&mut c, 1, 1, None);
     drain(&mut c, 1, &verdict(Verdict::Continue, "jev", "p = 0.91"), &mut None, &mut log);
     assert!(log.iter().any(|l| l.contains("回合结束判断（jev）的结论：p = 0.91") && l.contains("连续自动继续第 1 次，最多 3 次")), "{log:#?}");
-    assert_eq!(judge_line(&c), "判断（jev）：继续 — p = 0.91。已发送继续消息（连续第 1 次，最多 3 次）。");
+    // The HUD line is a `_locales` message (zh_CN in a Chinese browser) with the verdict
+    // word in the UI language.
+    let say = c.page_view(TAB).and_then(|v| v.judge).expect("a judge line");
+    assert_eq!(crate::locales::zh(&say), "判断（jev）：继续 — p = 0.91。已发送继续消息（连续第 1 次，最多 3 次）。");
 }
 
 // R: Q2 — the user's queued turn goes first: the judge is not asked while the

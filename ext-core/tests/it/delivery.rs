@@ -259,7 +259,7 @@ fn a_delivery_the_page_never_answers_is_given_up_on_an_idle_page_and_never_retyp
     advance(&mut c, 1 + TYPING_DEADLINE_MS + UNCERTAIN_GIVE_UP_MS + 1, &mut log);
     assert!(c.in_flight(SCOPE).is_none(), "resolved within the bound");
     assert_eq!(delivers(&log), 1, "{log:?}");
-    assert!(log.iter().any(|l| l.contains("Notice") && l.contains("could not tell")), "the HUD says so: {log:?}");
+    assert!(log.iter().any(|l| l.contains("Notice") && l.contains("deliveryAbandoned")), "the HUD says so: {log:?}");
     settle(&mut c, 200_000, 3, &mut log);
     assert_eq!(delivers(&log), 2, "the scope is free for the next settle: {log:?}");
 }

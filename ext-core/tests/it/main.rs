@@ -6,6 +6,7 @@ mod binding;
 mod context_pressure;
 mod handoff;
 mod health;
+mod locales;
 mod continuity;
 mod continuity_activity;
 mod continuity_bridge;

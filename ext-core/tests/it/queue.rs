@@ -262,7 +262,7 @@ mod flow {
                     ),
                     ContinuityOutput::Deliver { id, text, .. } => self.log.push(format!("deliver {}: {text:?}", id.split('/').next().unwrap_or(""))),
                     ContinuityOutput::QueueAccepted { text, .. } => self.log.push(format!("accepted {text:?}")),
-                    ContinuityOutput::Notice { text, .. } => self.log.push(format!("notice {text}")),
+                    ContinuityOutput::Notice { say, .. } => self.log.push(format!("notice {}", crate::locales::en(&say))),
                     _ => {}
                 }
             }

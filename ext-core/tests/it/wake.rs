@@ -75,7 +75,7 @@ impl Sim {
                     self.trace.push_str(&format!("t={:>4}s    => DELIVER {kind:?}\n", self.now / SEC));
                 }
                 SchedulerOutput::WithheldChanged { reason } => {
-                    let text = reason.map_or("(nothing held back)", |r| r.message());
+                    let text = reason.map_or_else(|| "(nothing held back)".to_owned(), |r| crate::locales::en(&ext_core::continuity::withheld_say(r)));
                     self.trace.push_str(&format!("t={:>4}s    => HUD: {text}\n", self.now / SEC));
                 }
             }

@@ -1,0 +1,187 @@
+//! The continuity HUD's texts live in `extension/_locales` (A2, M4, M7, Q6): the core sends a
+//! message key and its substitutions ([`Say`]). Here every key the core can produce is
+//! checked in English and Chinese, with the substitutions its message uses, and the
+//! transcripts render a `Say` in English exactly as `chrome.i18n.getMessage` would.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use ext_core::auto_gate::{ActionLocked, WakeWithheld};
+use ext_core::continuity::{locked_say, queue_refusal_say, withheld_say, JudgeTail, Say, MANUAL_REFUSALS};
+use ext_core::binding::BindRefusal;
+use ext_core::queue::QueueRefusal;
+use ext_core::scope::UnsupportedPage;
+use ext_core::semantic_auto::SemanticWithheld;
+
+type Messages = BTreeMap<String, serde_json::Value>;
+
+fn load(name: &str) -> Messages {
+    let path = format!("{}/../extension/_locales/{name}/messages.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path}: {e}"))
+}
+
+fn locale(name: &str) -> &'static Messages {
+    static EN: OnceLock<Messages> = OnceLock::new();
+    static ZH: OnceLock<Messages> = OnceLock::new();
+    match name {
+        "en" => EN.get_or_init(|| load("en")),
+        _ => ZH.get_or_init(|| load("zh_CN")),
+    }
+}
+
+fn message<'a>(messages: &'a Messages, key: &str) -> Option<&'a str> {
+    messages.get(key).and_then(|m| m["message"].as_str())
+}
+
+/// `chrome.i18n.getMessage(key, args)` over `messages`: `$1`…`$9` replaced, `$$` is `$`.
+fn render(messages: &Messages, say: &Say) -> String {
+    let template = message(messages, &say.key).unwrap_or_else(|| panic!("no message {:?}", say.key));
+    let mut out = String::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('$', Some('$')) => {
+                out.push('$');
+                chars.next();
+            }
+            ('$', Some(d @ '1'..='9')) => {
+                let index = d.to_digit(10).map_or(0, |d| d as usize - 1);
+                out.push_str(say.args.get(index).map_or("", String::as_str));
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The English text the HUD shows for `say` (transcripts print it).
+pub fn en(say: &Say) -> String {
+    render(locale("en"), say)
+}
+
+/// The Chinese text the HUD shows for `say`.
+pub fn zh(say: &Say) -> String {
+    render(locale("zh_CN"), say)
+}
+
+/// The highest `$N` a message uses.
+fn placeholders(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    (1..bytes.len()).filter(|&i| bytes[i - 1] == b'$' && bytes[i].is_ascii_digit()).map(|i| usize::from(bytes[i] - b'0')).max().unwrap_or(0)
+}
+
+/// Every `Say` the core can produce, one per key (with its substitutions filled).
+fn every_say() -> Vec<Say> {
+    let mut all: Vec<Say> = WakeWithheld::ALL.iter().map(|w| withheld_say(*w)).collect();
+    all.extend(ActionLocked::ALL.iter().map(|l| locked_say(*l)));
+    // The side panel's "cannot be bound" line and a refused bind.
+    all.extend(UnsupportedPage::ALL.iter().map(|u| Say::new(&BindRefusal::UnsupportedPage(*u).message_key(), vec![])));
+    all.push(Say::new(&BindRefusal::EmptyWorkspaceId.message_key(), vec![]));
+    all.extend(MANUAL_REFUSALS.iter().map(|w| Say::coded("manualRefused", w.wire_name(), vec![])));
+    for refusal in [
+        QueueRefusal::NoConversation,
+        QueueRefusal::EmptyText,
+        QueueRefusal::TooManyItems { count: 20 },
+        QueueRefusal::TooLong { merged_chars: 9 },
+        QueueRefusal::TooManyConversations,
+        QueueRefusal::BadId,
+        QueueRefusal::StorageUnreadable { detail: "d".into() },
+    ] {
+        all.push(queue_refusal_say(&refusal));
+    }
+    // The queue view's states (the HUD and the Queue button render `queueLine_<state>` with
+    // the count and the characters) and the clear question.
+    for state in ["waiting", "sending", "undelivered", "unreadable", "empty"] {
+        all.push(Say::coded("queueLine", state, vec!["2".into(), "40".into()]));
+    }
+    all.push(Say::new("queueClearConfirm", vec!["2".into()]));
+    for note in ["queued", "cleared", "expired", "undelivered", "resending"] {
+        all.push(Say::coded("queueNote", note, vec![]));
+    }
+    for tail in [JudgeTail::None, JudgeTail::Stops, JudgeTail::Sent { n: 1, max: 3 }, JudgeTail::NotFree, JudgeTail::AutoOff] {
+        let n = if matches!(tail, JudgeTail::Sent { .. }) { 5 } else { 3 };
+        all.push(Say::new(tail.key(), vec!["x".into(); n]));
+    }
+    all.push(Say::new("judgeLine_priors", vec!["x".into(); 4]));
+    // JudgeSettings::read's problem codes (the options page shows `judgeProblem_<code>`).
+    for problem in ["not_json", "bad_mode", "bad_max"] {
+        let record = match problem {
+            "bad_mode" => serde_json::json!({"mode": "x", "max_continues": 3}),
+            _ => serde_json::json!({"mode": "off", "max_continues": 0}),
+        };
+        let stored = if problem == "not_json" { Err(&()) } else { Ok(&record) };
+        let (_, read) = ext_core::semantic_auto::JudgeSettings::read(Some(stored));
+        assert_eq!(read, Some(problem), "the core names this problem");
+        all.push(Say::coded("judgeSettingsBad", problem, vec![]));
+        all.push(Say::coded("judgeProblem", problem, vec![]));
+    }
+    all.extend(
+        SemanticWithheld::ALL
+            .iter()
+            .filter(|w| matches!(w, SemanticWithheld::QueueFirst | SemanticWithheld::StreakLimit | SemanticWithheld::JudgedBefore | SemanticWithheld::ShortReply))
+            .map(|w| Say::coded("semanticWithheld", w.wire_name(), vec![])),
+    );
+    for (key, n) in [
+        ("semanticNotBound", 0),
+        ("judgeOff", 0),
+        ("judgeNoVerdict", 0),
+        ("judgeUnavailable", 1),
+        ("judgeFailed", 1),
+        ("checkHerdrFailed", 1),
+        ("deliveryAbandoned", 0),
+    ] {
+        all.push(Say::new(key, vec!["x".into(); n]));
+    }
+    all
+}
+
+#[test]
+fn every_continuity_text_exists_in_english_and_chinese_with_its_substitutions() {
+    for name in ["en", "zh_CN"] {
+        let messages = locale(name);
+        for say in every_say() {
+            let text = message(messages, &say.key).unwrap_or_else(|| panic!("{name} has no message {:?}", say.key));
+            assert!(text.chars().count() > 4, "{name} {:?} says what happened: {text:?}", say.key);
+            // No message names a substitution the core does not send (a queue line may leave
+            // out one of the two figures every queue line gets).
+            assert!(placeholders(text) <= say.args.len(), "{name} {:?} names more than the core sends: {text:?}", say.key);
+            let english = message(locale("en"), &say.key).unwrap_or_default();
+            assert_eq!(placeholders(text), placeholders(english), "{name} {:?} uses what English uses", say.key);
+            if !say.key.starts_with("queueLine_") {
+                assert_eq!(placeholders(text), say.args.len(), "{name} {:?} uses every substitution: {text:?}", say.key);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_key_the_core_names_is_in_the_list_above() {
+    // A new `Say::new("…")` / `Say::coded("…", …)` in ext-core must join `every_say`, so
+    // that its texts are checked: the sources are scanned for the literals.
+    let listed: Vec<String> = every_say().into_iter().map(|s| s.key).collect();
+    let dir = format!("{}/src/continuity", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(&dir).expect("read src/continuity") {
+        let path = entry.expect("entry").path();
+        let source = std::fs::read_to_string(&path).expect("read source");
+        for (pattern, coded) in [("Say::new(\"", false), ("Say::coded(\"", true)] {
+            for piece in source.split(pattern).skip(1) {
+                let name = piece.split('"').next().unwrap_or_default();
+                if name.is_empty() || name.contains(' ') {
+                    continue;
+                }
+                let known = if coded { listed.iter().any(|k| k.starts_with(&format!("{name}_"))) } else { listed.iter().any(|k| k == name) };
+                assert!(known, "{}: {pattern}{name}… is not checked by every_say", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_say_renders_like_chrome_i18n() {
+    let say = queue_refusal_say(&QueueRefusal::TooManyItems { count: 20 });
+    expect_test::expect!["Not queued: 20 of 20 messages are already waiting. Wait until they are sent, or clear the queue (right-click Queue)."].assert_eq(&en(&say));
+    let zh = render(locale("zh_CN"), &say);
+    expect_test::expect!["未加入队列：已有 20/20 条消息在等待。请等它们发出，或右键“排队”清空队列。"].assert_eq(&zh);
+}
