@@ -5,8 +5,11 @@
 // ("What the extension sees") — and posts the buttons' commands back. It decides nothing:
 // every view comes whole from the worker (docs/PROTOCOL.md "panel ↔ worker"), and a
 // message of a shape it does not know is refused visibly instead of rendered in part.
+// The Activity timeline is read from its own stored record (activity-log.js), which the
+// worker writes: what the extension did or held back, and why, for the panel's tab.
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
+import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
 
 // ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
 // carry the continuity part the content script shows); a missing or mistyped one is not.
@@ -166,6 +169,95 @@ function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
   return nodes;
 }
 
+/** The text of one of the core's codes (`<prefix><code>` in _locales); the code itself when it has none. */
+function codeText(prefix, code) {
+  let text = '';
+  try {
+    text = chrome.i18n.getMessage(`${prefix}${code}`);
+  } catch {
+    // A code that is not a valid message name, or no chrome.i18n: the code shows.
+  }
+  return text || code;
+}
+
+/** Local time of day, HH:MM:SS. */
+const clock = (t) => {
+  const date = new Date(t);
+  return [date.getHours(), date.getMinutes(), date.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+};
+
+/** One timeline row: when, what, how it went, why, and the delivery id when there is one. */
+function activityRow(entry, showScope) {
+  const cells = [
+    element('time', 'activity-time', { datetime: new Date(entry.t).toISOString() }, clock(entry.t)),
+    element('span', 'activity-kind', {}, codeText('activityKind_', entry.kind)),
+    element('span', `activity-outcome outcome-${entry.outcome}`, {}, codeText('activityOutcome_', entry.outcome)),
+    element('span', 'activity-reason', {}, codeText('activityReason_', entry.reason)),
+  ];
+  if (entry.id !== undefined) cells.push(element('code', 'activity-id', {}, entry.id));
+  if (showScope) cells.push(element('span', 'activity-scope', {}, entry.scope));
+  return element('li', '', {
+    'data-activity-entry': '', 'data-kind': entry.kind, 'data-outcome': entry.outcome, 'data-reason': entry.reason,
+    'data-id': entry.id ?? '', 'data-scope': entry.scope,
+  }, ...cells);
+}
+
+/**
+ * The Activity section: the timeline of the panel's tab's scope (or of every scope),
+ * newest first, updated whenever the stored record changes. Its controls are built once
+ * and only relabelled, so an update never takes the keyboard focus away.
+ */
+function mountActivity(region) {
+  let scopeKey = null;
+  let all = false;
+  let shown = 0;
+  const toggle = button(message('activityShowAll'), { 'data-activity-all': '', 'aria-pressed': 'false' }, () => {
+    all = !all;
+    refresh();
+  });
+  const note = element('p', 'line', { 'data-activity-note': '', role: 'status' });
+  const clear = button(message('activityClear'), { 'data-activity-clear': '' }, () => clearActivity());
+  clear.hidden = true;
+  const rows = element('ol', 'activity', { 'data-activity': '' });
+  region.append(element('h2', '', {}, message('activityTitle')), toggle, note, clear, rows);
+
+  async function refresh() {
+    const turn = ++shown;
+    const read = await loadActivity().catch((error) => ({ ok: false, error: errorText(error) }));
+    if (turn !== shown) return; // a newer refresh is on its way
+    toggle.setAttribute('aria-pressed', String(all));
+    toggle.textContent = message(all ? 'activityShowScope' : 'activityShowAll');
+    clear.hidden = read.ok;
+    region.setAttribute('data-activity-state', read.ok ? 'ok' : 'unreadable');
+    if (!read.ok) {
+      note.className = 'line tone-bad';
+      note.textContent = message('activityUnreadable', [read.error]);
+      rows.replaceChildren();
+      return;
+    }
+    const { scopes } = read.record;
+    const keys = all ? Object.keys(scopes) : [scopeKey].filter((key) => key != null && Object.hasOwn(scopes, key));
+    const entries = keys.flatMap((key) => scopes[key].map((entry) => ({ ...entry, scope: key }))).sort((a, b) => b.t - a.t);
+    note.className = 'line';
+    note.textContent = entries.length ? '' : message(all || scopeKey != null ? 'activityEmpty' : 'activityNoScope');
+    note.hidden = entries.length > 0;
+    rows.replaceChildren(...entries.map((entry) => activityRow(entry, all)));
+  }
+
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area === 'local' && Object.hasOwn(changes, ACTIVITY_KEY)) refresh();
+  });
+  refresh();
+  return {
+    /** The panel's tab now shows `key` (a scope key or null). */
+    scope(key) {
+      if (key === scopeKey) return;
+      scopeKey = key;
+      refresh();
+    },
+  };
+}
+
 /** `?tab=<id>` of the panel's URL (a panel opened for a given tab), else null. */
 function tabFromLocation() {
   const tab = new URLSearchParams(location.search).get('tab');
@@ -179,8 +271,10 @@ startPage((app) => {
     panel: element('section', 'control-center'),
     diagnostics: element('section', 'diagnostics', { 'data-diagnostics': '' }),
     live: element('section', 'live', { 'data-live': '' }),
+    activity: element('section', 'activity-log', { 'data-activity-log': '' }),
   };
-  app.append(regions.hud, regions.status, regions.panel, regions.live, regions.diagnostics);
+  app.append(regions.hud, regions.status, regions.panel, regions.activity, regions.live, regions.diagnostics);
+  const activity = mountActivity(regions.activity);
   // The live Herdr tree and the Pinned Target keep their own companion connection
   // (live-tree.js): they only display, so they need nothing from the worker's core.
   mountLiveTree(regions.live);
@@ -208,6 +302,7 @@ startPage((app) => {
       return;
     }
     region.replaceChildren(...renderer.render(received, post, region));
+    if (type === 'panel') activity.scope(received.view.tab?.scope_key ?? null);
   });
   post({ type: 'panel_hello', tab_id: tabFromLocation() });
 });

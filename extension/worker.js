@@ -6,6 +6,12 @@
 // awaits the wasm init promise before forwarding. Port messages are forwarded through
 // the same promise, so their order is kept even while wasm is still compiling.
 import init, * as shell from './pkg/ext_shell.js';
+import { recordActivity } from './activity-log.js';
+
+// The Activity timeline: ext-shell hands each entry the core records to this global
+// (set before the wasm starts) and activity-log.js stamps and stores it. A global rather
+// than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
+globalThis.herdrActivity = recordActivity;
 
 const ready = init().then(() => shell.start_worker());
 ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));

@@ -312,3 +312,17 @@ export async function turnAutoOn(context, hud, chat) {
   await hud.expect('data-auto', 'on', 'Auto is on');
 }
 
+/**
+ * A whole world with `chat` bound to w1, Auto on, and `draft` typed into its composer by
+ * the user (a human draft, which holds wakes back: M7).
+ */
+export async function boundChatWithDraft(sandbox, chat, draft) {
+  const { context, worker, fixture } = await continuityWorld(sandbox);
+  const { page, hud } = await openAndBind(context, worker, chat);
+  await turnAutoOn(context, hud, chat);
+  const sessionRef = await hud.sessionRef();
+  const composer = page.locator('#prompt-textarea');
+  await composer.click();
+  await page.keyboard.type(draft);
+  return { context, worker, fixture, page, hud, sessionRef, composer };
+}

@@ -9,7 +9,7 @@
 // reached (settle seen, reason shown, task terminal), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
 import {
-  agentCycle, CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, listTasks,
+  agentCycle, boundChatWithDraft, CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, listTasks,
   openAndBind, persistedContinuity, relaunchBrowser, reportAgent, turnAutoOn,
 } from '../lib/continuity.mjs';
 import { chatgptUrl } from '../fixtures/chatgpt.mjs';
@@ -54,13 +54,7 @@ test.describe('continuity guards', () => {
   }
 
   test('a human draft is never sent; the HUD says why; clearing it lets the wake go once (M7)', async ({ sandbox }) => {
-    const { context, worker, fixture } = await continuityWorld(sandbox);
-    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
-    await turnAutoOn(context, hud, PLAIN_CHAT);
-    const sessionRef = await hud.sessionRef();
-    const composer = page.locator('#prompt-textarea');
-    await composer.click();
-    await page.keyboard.type('half-written thought about the schema');
+    const { fixture, page, hud, sessionRef, composer } = await boundChatWithDraft(sandbox, PLAIN_CHAT, 'half-written thought about the schema');
 
     const task = await runTask(sandbox, hud, sessionRef, 'migrate the schema');
     await hud.expect('data-withheld', 'human_draft', 'HUD: held back because of the draft');

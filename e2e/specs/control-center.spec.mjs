@@ -8,8 +8,14 @@
 //   shown stale, with the reason, while another agent runs in its pane and once it closes.
 // Latency ("within a second of a change") is not asserted here (no timed assertions on a
 // shared machine): the tree is fed by the same live events the HUD uses.
+// - The Activity timeline: after a settle it shows the wake sent with its reason and
+//   delivery id, and a wake held back by a human draft as withheld with why — once, not
+//   once per page fact; the entries survive the panel reopening and a worker restart.
 import { test, expect } from '../lib/test.mjs';
-import { AGENT, WORKSPACE, continuityWorld, herdrRequest, paneOutput, reportAgent } from '../lib/continuity.mjs';
+import {
+  AGENT, CHATS, CONVERSATION, ContinuityHud, WORKSPACE, agentCycle, boundChatWithDraft, continuityWorld, herdrRequest, paneOutput,
+  relaunchBrowser, reportAgent, tabIdOf,
+} from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 test.describe('Control Center live view', () => {
@@ -80,5 +86,84 @@ test.describe('Control Center live view', () => {
     // Unpin.
     await panel.locator('button[data-pinned-action="unpin"]').click();
     await expect(panel.locator('[data-pinned-none]')).toHaveCount(1);
+  });
+});
+
+const PLAIN_CHAT = CHATS[1];
+
+/** The side panel for the tab showing `page` (sidepanel.html?tab=<id>), with its Activity section. */
+async function activityPanel(context, worker, page) {
+  const tabId = await tabIdOf(worker, page.url());
+  const panel = await context.newPage();
+  await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${tabId}`);
+  await expect(panel.locator('[data-panel-tab]'), 'the panel shows the chat tab').toHaveAttribute('data-tab-id', String(tabId), { timeout: 15_000 });
+  await expect(panel.locator('[data-activity-log]')).toHaveAttribute('data-activity-state', 'ok');
+  return panel;
+}
+
+const rows = (panel, filter = '') => panel.locator(`[data-activity] [data-activity-entry]${filter}`);
+
+test.describe('Control Center Activity timeline', () => {
+  test.use({ sandboxOptions: { autostart: false } });
+
+  test('a wake held back by a draft shows withheld with why, once; the sent wake its reason and id; both survive a reopen and a worker restart (O1, M7)', async ({ sandbox }) => {
+    const { context, worker, fixture, page, hud, sessionRef, composer } = await boundChatWithDraft(sandbox, PLAIN_CHAT, 'a draft of my own');
+
+    // The agent settles while the draft is in the composer: the wake is held back.
+    await agentCycle(sandbox, hud, sessionRef, 'migrate the schema');
+    await hud.expect('data-withheld', 'human_draft', 'HUD: held back because of the draft');
+    const panel = await activityPanel(context, worker, page);
+    const withheld = rows(panel, '[data-outcome="withheld"][data-reason="human_draft"]');
+    await expect(withheld, 'the withheld wake is in the timeline').toHaveCount(1, { timeout: 15_000 });
+    await expect(withheld).toHaveAttribute('data-kind', 'wake');
+    await expect(withheld).toContainText('withheld');
+    await expect(withheld, 'why, in English').toContainText('your draft is in the composer');
+    await expect(withheld.locator('time')).toHaveText(/^\d\d:\d\d:\d\d$/);
+
+    // More page facts of the same state (each keystroke is one) record nothing more.
+    await composer.click();
+    await page.keyboard.type(' and some more words');
+
+    // Keyboard: the panel's control keeps the focus while the timeline updates.
+    const showAll = panel.locator('button[data-activity-all]');
+    await showAll.focus();
+
+    // The user clears the draft: the wake goes, and is confirmed.
+    await composer.click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await expect.poll(() => fixture.automaticMessages(CONVERSATION).length, { timeout: 20_000 }).toBe(1);
+    await hud.expect('data-wake-count', '1');
+    const sent = rows(panel, '[data-kind="wake"][data-outcome="sent"]');
+    await expect(sent, 'the sent wake is in the timeline').toHaveCount(1, { timeout: 15_000 });
+    await expect(sent).toHaveAttribute('data-reason', 'settled');
+    await expect(sent, 'why, in English').toContainText('the agents settled');
+    const id = await sent.getAttribute('data-id');
+    expect(id, 'the delivery id').toMatch(/^wake:w1#\d+\//);
+    await expect(sent.locator('code')).toHaveText(id);
+    await expect(rows(panel, `[data-outcome="confirmed"][data-id="${id}"]`), 'then confirmed by its marker').toHaveCount(1, { timeout: 15_000 });
+    await expect(rows(panel).first(), 'newest first').toHaveAttribute('data-outcome', 'confirmed');
+    await expect(withheld, 'the draft was recorded once, not once per page fact').toHaveCount(1);
+    expect(await panel.evaluate(() => document.activeElement?.hasAttribute('data-activity-all')), 'focus stayed on the control').toBe(true);
+
+    // Show all chats with the keyboard: every scope's entries, each with its scope.
+    await panel.keyboard.press('Enter');
+    await expect(showAll).toHaveAttribute('aria-pressed', 'true');
+    await expect(rows(panel, '[data-outcome="withheld"]').locator('.activity-scope')).toHaveText(`chatgpt:${CONVERSATION}`);
+
+    // The panel reopened: the entries are still there.
+    await panel.reload();
+    await expect(rows(panel, '[data-outcome="withheld"][data-reason="human_draft"]'), 'kept across a reopen').toHaveCount(1, { timeout: 15_000 });
+    await expect(rows(panel, `[data-outcome="sent"][data-id="${id}"]`)).toHaveCount(1);
+
+    // A worker restart (the browser closed and the same profile launched again): still there.
+    const relaunched = await relaunchBrowser(sandbox, fixture);
+    const reopened = await relaunched.context.newPage();
+    await reopened.goto(PLAIN_CHAT.url);
+    await new ContinuityHud(reopened).expect('data-binding', WORKSPACE.id);
+    const panel2 = await activityPanel(relaunched.context, relaunched.worker, reopened);
+    await expect(rows(panel2, '[data-outcome="withheld"][data-reason="human_draft"]'), 'kept across a worker restart').toHaveCount(1, { timeout: 15_000 });
+    await expect(rows(panel2, `[data-outcome="sent"][data-id="${id}"]`)).toHaveCount(1);
+    await expect(rows(panel2, `[data-outcome="confirmed"][data-id="${id}"]`)).toHaveCount(1);
   });
 });

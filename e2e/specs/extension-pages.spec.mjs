@@ -26,6 +26,12 @@ function installChrome({ messages, stored, storedLocal = {}, failSet }) {
     const entry = messages[key];
     return entry ? entry.message.replace(/\$(\d)/g, (_, n) => substitutions[n - 1] ?? '') : '';
   };
+  // chrome.storage.onChanged for the local area, as Chrome fires it after a write.
+  herdr.storageListeners = [];
+  herdr.changed = (items) => {
+    const changes = Object.fromEntries(Object.keys(items).map((key) => [key, { newValue: items[key] }]));
+    herdr.storageListeners.forEach((listener) => listener(changes, 'local'));
+  };
   window.__herdr = herdr;
   window.chrome = {
     i18n: { getMessage },
@@ -50,8 +56,10 @@ function installChrome({ messages, stored, storedLocal = {}, failSet }) {
       },
       local: {
         get: async (key) => (key in herdr.local ? { [key]: herdr.local[key] } : {}),
-        set: async (items) => { Object.assign(herdr.local, items); },
+        set: async (items) => { Object.assign(herdr.local, items); herdr.changed(items); },
+        remove: async (key) => { delete herdr.local[key]; herdr.changed({ [key]: undefined }); },
       },
+      onChanged: { addListener: (listener) => herdr.storageListeners.push(listener) },
     },
   };
 }
@@ -147,6 +155,105 @@ test('the Control Center lists the catalog with Bind, the bindings with Unbind, 
     { type: 'panel_refresh' },
     { type: 'unbind', scope_key: 'chatgpt:conv:old' },
   ]);
+});
+
+const ACTIVITY_KEY = 'herdrContinuityActivityV1';
+const SCOPE = 'chatgpt:conv:abc';
+const panelFor = (scopeKey) => ({
+  type: 'panel',
+  view: { tab: { tab_id: 7, url: 'https://chatgpt.com/c/abc', scope_key: scopeKey, bound_to: 'w1', bindable: true, reason: null }, catalog: [], catalog_error: null, bindings: [] },
+});
+const activityRows = (page) => page.locator('[data-activity] [data-activity-entry]');
+
+test('the Activity timeline shows the tab\'s scope newest first with each code\'s text (or the code), updates live, keeps focus, and shows all chats (O1)', async () => {
+  const record = {
+    version: 1,
+    scopes: {
+      [SCOPE]: [
+        { t: Date.UTC(2026, 11, 1, 9, 0, 1), kind: 'wake', outcome: 'withheld', reason: 'human_draft', id: 'wake:w1#2' },
+        { t: Date.UTC(2026, 11, 1, 9, 0, 5), kind: 'wake', outcome: 'sent', reason: 'settled', id: 'wake:w1#2/e.0.0' },
+      ],
+      'chatgpt:conv:other': [{ t: Date.UTC(2026, 11, 1, 9, 0, 3), kind: 'progress', outcome: 'failed', reason: 'some_future_code' }],
+    },
+  };
+  const page = await open('sidepanel.html', { query: '?tab=7', storedLocal: { [ACTIVITY_KEY]: record }, ready: '[data-activity-log]' });
+  await expect(page.locator('[data-activity-note]'), 'no scope yet').toHaveText(MESSAGES.activityNoScope.message);
+  await send(page, panelFor(SCOPE));
+  await expect(activityRows(page)).toHaveCount(2);
+  await expect(activityRows(page).first(), 'newest first').toHaveAttribute('data-outcome', 'sent');
+  await expect(activityRows(page).first()).toContainText(MESSAGES.activityReason_settled.message);
+  await expect(activityRows(page).first().locator('code')).toHaveText('wake:w1#2/e.0.0');
+  await expect(activityRows(page).nth(1)).toContainText(`${MESSAGES.activityKind_wake.message}${MESSAGES.activityOutcome_withheld.message}${MESSAGES.activityReason_human_draft.message}`);
+  await expect(activityRows(page).nth(1).locator('time')).toHaveText(/^\d\d:\d\d:01$/);
+
+  // A new entry lands while the control has the focus: the list updates, the focus stays.
+  const showAll = page.locator('button[data-activity-all]');
+  await showAll.focus();
+  await page.evaluate(async () => {
+    const log = await import('./activity-log.js');
+    await log.recordActivity({ scope_key: 'chatgpt:conv:abc', kind: 'queue_batch', outcome: 'sent', reason: 'queued_turn', id: 'qb:1/e.0.1' });
+  });
+  await expect(activityRows(page)).toHaveCount(3);
+  await expect(activityRows(page).first()).toHaveAttribute('data-kind', 'queue_batch');
+  expect(await page.evaluate(() => document.activeElement?.hasAttribute('data-activity-all'))).toBe(true);
+
+  // Every chat, with the keyboard; a code without a text shows the code, not a blank.
+  await page.keyboard.press('Enter');
+  await expect(showAll).toHaveAttribute('aria-pressed', 'true');
+  await expect(showAll).toHaveText(MESSAGES.activityShowScope.message);
+  const other = page.locator('[data-activity] [data-scope="chatgpt:conv:other"]');
+  await expect(other).toContainText('some_future_code');
+  await expect(other.locator('.activity-scope')).toHaveText('chatgpt:conv:other');
+  await page.keyboard.press('Space');
+  await expect(showAll).toHaveAttribute('aria-pressed', 'false');
+  await expect(other).toHaveCount(0);
+});
+
+test('an unreadable Activity record is never overwritten: the panel says so and clearing it starts a new one (O1)', async () => {
+  const page = await open('sidepanel.html', { query: '?tab=7', storedLocal: { [ACTIVITY_KEY]: { version: 9, scopes: {} } }, ready: '[data-activity-log]' });
+  await send(page, panelFor(SCOPE));
+  const log = page.locator('[data-activity-log]');
+  await expect(log).toHaveAttribute('data-activity-state', 'unreadable');
+  await expect(page.locator('[data-activity-note]')).toContainText('cannot be read (it is not a version 1 Activity record)');
+  // A new entry is not written over it.
+  await page.evaluate(async () => {
+    const activity = await import('./activity-log.js');
+    await activity.recordActivity({ scope_key: 'chatgpt:conv:abc', kind: 'wake', outcome: 'sent', reason: 'settled', id: 'wake:w1#3/e.0.0' });
+  });
+  expect(await page.evaluate((key) => window.__herdr.local[key], ACTIVITY_KEY)).toEqual({ version: 9, scopes: {} });
+  await page.locator('button[data-activity-clear]').click();
+  await expect(log).toHaveAttribute('data-activity-state', 'ok');
+  await expect(page.locator('button[data-activity-clear]')).toBeHidden();
+  await expect(page.locator('[data-activity-note]')).toHaveText(MESSAGES.activityEmpty.message);
+});
+
+test('the Activity store keeps both of two entries that land together, and stays bounded per scope and in scopes (O1)', async () => {
+  const page = await open('sidepanel.html', { ready: '[data-activity-log]' });
+  const result = await page.evaluate(async (key) => {
+    const log = await import('./activity-log.js');
+    const entry = (scope, n) => ({ scope_key: scope, kind: 'progress', outcome: 'sent', reason: 'new_output', id: `progress:w1/e.0.${n}` });
+    // Two at once: the second write reads what the first wrote.
+    await Promise.all([log.recordActivity(entry('a', 0)), log.recordActivity(entry('a', 1))]);
+    const both = window.__herdr.local[key].scopes.a.map((e) => e.id);
+    for (let n = 2; n < log.MAX_ENTRIES_PER_SCOPE + 5; n++) log.recordActivity(entry('a', n));
+    await log.recordActivity(entry('a', 999));
+    const a = window.__herdr.local[key].scopes.a;
+    // More scopes than the bound, each newer than the last ('a' is the least recently active).
+    for (let n = 0; n < log.MAX_SCOPES + 2; n++) log.recordActivity(entry(`s${n}`, n));
+    await log.recordActivity(entry('s0', 0));
+    return { both, perScope: a.length, first: a[0].id, last: a.at(-1).id, scopes: Object.keys(window.__herdr.local[key].scopes), max: [log.MAX_ENTRIES_PER_SCOPE, log.MAX_SCOPES] };
+  }, ACTIVITY_KEY);
+  expect(result.both).toEqual(['progress:w1/e.0.0', 'progress:w1/e.0.1']);
+  const [maxEntries, maxScopes] = result.max;
+  expect(result.perScope).toBe(maxEntries);
+  // 206 entries recorded (0 … 204 and 999): the oldest six were dropped.
+  expect(result.first, 'the oldest were dropped').toBe('progress:w1/e.0.6');
+  expect(result.last).toBe('progress:w1/e.0.999');
+  expect(result.scopes).toHaveLength(maxScopes);
+  expect(result.scopes, 'the least recently active scopes were dropped').not.toContain('a');
+  expect(result.scopes).not.toContain('s1');
+  expect(result.scopes, 'a scope active again is kept').toContain('s0');
+  expect(result.scopes).toContain(`s${maxScopes + 1}`);
 });
 
 test('"What the extension sees" lists the facts in the worker\'s order and copies them as text without page content', async () => {

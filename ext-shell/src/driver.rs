@@ -390,6 +390,10 @@ impl LinkDriver {
                     Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
                 }
                 ContinuityOutput::Recovery { tab, command } => Self::recovery_command(this, tab, &command),
+                // The Activity timeline: worker.js's `activity-log.js` stamps and stores it.
+                ContinuityOutput::Activity(entry) => {
+                    js::call_method(&js_sys::global(), "herdrActivity", &[js::to_js(&entry.write_json())]);
+                }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
             }

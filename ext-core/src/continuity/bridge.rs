@@ -59,7 +59,9 @@ impl Continuity {
         let Some(scope) = self.bridge_scope(tab).filter(|s| !seen && (pressed || self.auto.state(s) == AutoState::On)) else { return };
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             // Refused only while another delivery of the scope is on its way: Send later.
-            let _ = self.post_delivery(now, &scope.key(), tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new());
+            if let Ok(id) = self.post_delivery(now, &scope.key(), tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new()) {
+                self.activity_sent(&scope.key(), DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
+            }
         }
     }
 }

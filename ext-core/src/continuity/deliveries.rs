@@ -105,6 +105,7 @@ impl Continuity {
             }
             self.outputs.push_back(ContinuityOutput::Persist);
         }
+        self.activity_withheld_check(key);
     }
 
     pub(super) fn scheduler_delivery(&mut self, now: Millis, key: &str, kind: MessageKind, text: String) {
@@ -125,7 +126,7 @@ impl Continuity {
                 let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
                 let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
                 let subject = match &kind {
-                    MessageKind::Wake { wake_id, .. } => format!("wake:{workspace}#{}", wake_id.seq),
+                    MessageKind::Wake { wake_id, .. } => activity::wake_stem(&workspace, wake_id.seq),
                     MessageKind::Inbox { key: first_task } => inbox_delivery_id(&workspace, first_task),
                     MessageKind::Progress { .. } | MessageKind::Fallback { .. } => String::new(),
                 };
@@ -133,9 +134,18 @@ impl Continuity {
             }
             MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (format!("progress:{workspace}"), text, DeliveryKind::Progress, Vec::new()),
         };
-        if self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids).is_err() {
-            if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
-                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+        let reason = match kind {
+            MessageKind::Wake { .. } => "settled",
+            MessageKind::Inbox { .. } => "inbox_results",
+            MessageKind::Progress { .. } => "new_output",
+            MessageKind::Fallback { .. } => "quiet_fallback",
+        };
+        match self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids) {
+            Ok(id) => self.activity_sent(key, delivery_kind, reason, &id),
+            Err(_) => {
+                if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
+                    scheduler.handle(now, SchedulerInput::DeliveryFailed);
+                }
             }
         }
     }
@@ -144,6 +154,7 @@ impl Continuity {
     /// its scheduler; one that certainly did not land lets the scheduler offer it again; an
     /// abandoned one is not offered again (it may have landed) and the page says so.
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
+        self.activity_resolved(&delivery, resolution);
         if delivery.kind == DeliveryKind::Queue {
             return self.queue_resolved(now, &delivery, resolution);
         }

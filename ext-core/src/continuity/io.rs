@@ -548,6 +548,9 @@ pub enum ContinuityOutput {
         /// What to do.
         command: RecoveryCommand,
     },
+    /// Append an entry to the Activity timeline (`extension/activity-log.js`; the shell adds
+    /// the time).
+    Activity(super::Activity),
     /// Views (HUDs, panels) may have changed: re-render them.
     ViewsChanged,
     /// Persisted state changed: schedule a (coalesced) write.

@@ -36,7 +36,8 @@
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
 //! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `views` (HUD
-//! and panel), `texts` (every text); this file routes inputs to them.
+//! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
+//! routes inputs to them.
 //!
 //! Invariants:
 //! - Every message typed into a page goes through the [`DeliveryLedger`]: ids are unique
@@ -75,6 +76,7 @@ use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOut
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::Millis;
 
+mod activity;
 mod acks;
 mod answers;
 mod bridge;
@@ -91,6 +93,7 @@ mod texts;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
+pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, REASON_CODES};
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
@@ -165,6 +168,10 @@ pub struct ScopeStatus {
     /// An inbox check (`inbox.pending` outside a settle) should run once the scope is quiet.
     #[serde(default)]
     inbox_check_due: bool,
+    /// The withheld wake last recorded in the Activity timeline, `(id stem, reason)` (each
+    /// is recorded once per reason; not persisted: primed from the restored scheduler).
+    #[serde(skip)]
+    activity_withheld: Option<(String, WakeWithheld)>,
 }
 
 /// What a runtime call in flight is for.

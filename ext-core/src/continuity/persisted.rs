@@ -33,6 +33,7 @@ impl ReadJson for ScopeStatus {
             ack_due: f.or_default("ack_due")?,
             progress_count: f.or_default("progress_count")?,
             inbox_check_due: f.or_default("inbox_check_due")?,
+            activity_withheld: None,
         })
     }
 }
@@ -130,6 +131,7 @@ impl Continuity {
             ..Self::default()
         };
         machine.restored(now, epoch);
+        machine.activity_restored();
         machine
     }
 

@@ -339,6 +339,7 @@ impl Continuity {
             }
             let send = QueueSend { conversation, batch_id: batch.id.clone(), item_ids: batch.item_ids.clone() };
             if let Ok(id) = self.post_delivery(now, &scope_key, tab, DeliveryKind::Queue, &batch.id, &batch.text, Vec::new()) {
+                self.activity_sent(&scope_key, DeliveryKind::Queue, "queued_turn", &id);
                 self.queue.durable.sending.insert(id, send);
             }
         }

@@ -186,8 +186,9 @@ impl Continuity {
         if rate_limited {
             planner.rate_limited(now);
         }
+        let why = status_reason(&planner.status());
         let action = planner.page(now, facts);
-        self.recovery_act(tab, &key, &conversation_id, action);
+        self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
     }
 
@@ -208,8 +209,9 @@ impl Continuity {
             let Some(planner) = self.recovery.planners.get_mut(&key) else { continue };
             // The facts as they are now (the Auto switch may have changed since the page's
             // last report); a page report of unchanged facts only moves the planner's clock.
+            let why = status_reason(&planner.status());
             let action = planner.page(now, facts);
-            self.recovery_act(tab, &key, &conversation_id, action);
+            self.recovery_act(tab, &key, &conversation_id, why, action);
         }
         self.recovery_schedule(now);
     }
@@ -240,8 +242,9 @@ impl Continuity {
                 ServerSnapshot::Unknown { why }
             }
         };
+        let why = status_reason(&planner.status());
         let action = planner.snapshot(now, &snapshot);
-        self.recovery_act(tab, &key, &conversation_id, action);
+        self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
     }
 
@@ -279,8 +282,16 @@ impl Continuity {
     }
 
     /// Turns a planner's action into a page command; a budgeted one is persisted first.
-    fn recovery_act(&mut self, tab: TabId, key: &str, conversation_id: &str, action: Option<RecoveryAction>) {
+    fn recovery_act(&mut self, tab: TabId, key: &str, conversation_id: &str, why: &'static str, action: Option<RecoveryAction>) {
         let Some(action) = action else { return };
+        let kind = match action {
+            RecoveryAction::Probe => None,
+            RecoveryAction::ReloadPage | RecoveryAction::ReloadTab => Some(ActivityKind::RecoveryReload),
+            RecoveryAction::ClickRetry => Some(ActivityKind::RecoveryRetry),
+        };
+        if let (Some(kind), Some(scope)) = (kind, self.scope_of_tab(tab)) {
+            self.record_activity(&scope.key(), kind, ActivityOutcome::Sent, ActivityReason::Code(why), None);
+        }
         let command = match action {
             RecoveryAction::Probe => {
                 let page_load = self.recovery.facts.get(&tab).map(|f| f.page_load.clone()).unwrap_or_default();
@@ -347,6 +358,17 @@ impl Continuity {
             reloads_left: planner.reloads_left(),
             probes: planner.probes(),
         })
+    }
+}
+
+/// Why the planner acts, as the Activity timeline says it: what it was in before the
+/// action (the suspicion being checked, the stall waited for, the verdict observed).
+fn status_reason(status: &RecoveryStatus) -> &'static str {
+    match status {
+        RecoveryStatus::Checking { why } => suspect_name(*why),
+        RecoveryStatus::Observed { state } => view_state_name(*state),
+        RecoveryStatus::WaitingForServer { .. } => "server_stalled",
+        _ => "suspect_page",
     }
 }
 

@@ -111,6 +111,8 @@ impl Continuity {
                 SemanticOutput::Decided { verdict: Verdict::Continue, .. } => None,
                 SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line(verdict, &source, &reason, JudgeTail::Stops)),
                 SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
+                // The HUD says why the judge was not asked (or its continue held to the
+                // bound); the timeline records what happened to a `continue` verdict below.
                 SemanticOutput::Withheld(why) => texts::semantic_withheld_say(why),
             };
             if let Some(text) = note {
@@ -128,6 +130,7 @@ impl Continuity {
             if let Some(machine) = self.semantic.autos.get_mut(conversation) {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
+            self.judge_activity(tab, ActivityOutcome::Withheld, "auto_off", Some(subject));
             return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::AutoOff));
         }
         if self.queue_holds(conversation) {
@@ -135,6 +138,7 @@ impl Continuity {
             if let Some(machine) = self.semantic.autos.get_mut(conversation) {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
+            self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
             return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);
         }
         let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
@@ -142,16 +146,25 @@ impl Continuity {
         let max = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::max_continues);
         let body = self.judge_continue_text(source, reason, streak, max);
         let posted = match (free.is_some(), scope) {
-            (true, Some(scope)) => self.post_delivery(now, &scope.key(), tab, DeliveryKind::JudgeContinue, subject, &body, Vec::new()).is_ok(),
-            _ => false,
+            (true, Some(scope)) => self.post_delivery(now, &scope.key(), tab, DeliveryKind::JudgeContinue, subject, &body, Vec::new()).ok(),
+            _ => None,
         };
-        if posted {
+        if let Some(id) = posted {
+            self.judge_activity(tab, ActivityOutcome::Sent, "verdict_continue", Some(&id));
             return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
         }
+        self.judge_activity(tab, ActivityOutcome::Withheld, "page_busy", Some(subject));
         if let Some(machine) = self.semantic.autos.get_mut(conversation) {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
         }
         Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::NotFree))
+    }
+
+    /// A judge continue's entry in the Activity timeline of `tab`'s scope.
+    fn judge_activity(&mut self, tab: TabId, outcome: ActivityOutcome, reason: &'static str, id: Option<&str>) {
+        if let Some(scope) = self.scope_of_tab(tab) {
+            self.record_activity(&scope.key(), ActivityKind::JudgeContinue, outcome, ActivityReason::Code(reason), id);
+        }
     }
 
     /// How a continue's delivery ended.

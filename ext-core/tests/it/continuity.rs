@@ -6,6 +6,7 @@ use ext_core::continuity::{
     Continuity, ContinuityInput, DeliveryOutcome, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
     RuntimeCall, TaskCounts,
 };
+use ext_core::json_read::WriteJson;
 use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 
@@ -62,6 +63,11 @@ pub(crate) fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
 /// Drains outputs, answering every inbox.pending with `tasks` and every other call with a
 /// neutral answer; returns the delivered (tab, id, text) and the ack calls seen.
 pub(crate) fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>) {
+    drain_logging(c, now, tasks, log, false);
+}
+
+/// [`drain`], and with `activity` the Activity timeline's entries logged too (one line each).
+pub(crate) fn drain_logging(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut Vec<String>, activity: bool) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
@@ -77,7 +83,13 @@ pub(crate) fn drain(c: &mut Continuity, now: u64, tasks: &[InboxTask], log: &mut
                 c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
             }
             ContinuityOutput::Deliver { tab, id, text } => log.push(format!("deliver tab={tab} id={id}\n{text}")),
-            ContinuityOutput::ViewsChanged | ContinuityOutput::Persist => {}
+            ContinuityOutput::Activity(entry) if activity => {
+                // As the shell hands it to the page: the written JSON.
+                let json = entry.write_json();
+                let field = |name: &str| json[name].as_str().unwrap_or("-").to_owned();
+                log.push(format!("activity {} {} {} {} {}", field("scope_key"), field("kind"), field("outcome"), field("reason"), field("id")));
+            }
+            ContinuityOutput::ViewsChanged | ContinuityOutput::Persist | ContinuityOutput::Activity(_) => {}
             // Nothing is queued in these transcripts: the queue's record is empty.
             ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(None) }),
             other => log.push(format!("{other:?}")),
@@ -426,7 +438,7 @@ pub(crate) const SCOPE: &str = "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 /// Collects outputs without answering: the test answers requests itself.
 pub(crate) fn collect(c: &mut Continuity) -> Vec<ContinuityOutput> {
     std::iter::from_fn(|| c.poll())
-        .filter(|o| !matches!(o, ContinuityOutput::ViewsChanged | ContinuityOutput::Persist))
+        .filter(|o| !matches!(o, ContinuityOutput::ViewsChanged | ContinuityOutput::Persist | ContinuityOutput::Activity(_)))
         .collect()
 }
 

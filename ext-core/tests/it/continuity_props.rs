@@ -51,13 +51,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport,
+    Activity, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
 use ext_core::semantic_auto::Verdict;
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::progress_push::ProgressConfig;
-use ext_core::json_read::WriteJson;
+use ext_core::json_read::{ReadJson, WriteJson};
 use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
@@ -288,6 +288,11 @@ struct World {
     /// Seqs first handed to the machine while their generation was not the current one.
     stale_seqs: BTreeSet<u64>,
     inputs: VecDeque<ContinuityInput>,
+    // --- the Activity timeline (O1) ---
+    /// Per delivery id of an automatic wake typed into a page: its `sent` entries so far.
+    wake_sent_entries: BTreeMap<String, u32>,
+    /// Per scope: its newest Activity entry.
+    last_activity: BTreeMap<String, Activity>,
     // --- pages and user ---
     pages: BTreeMap<u32, PageTruth>,
     auto_on: BTreeMap<String, bool>,
@@ -406,6 +411,8 @@ impl World {
             queue_typing: BTreeMap::new(),
             next_queue_text: 0,
             queue_state_lost: false,
+            wake_sent_entries: BTreeMap::new(),
+            last_activity: BTreeMap::new(),
             judge_run: BTreeMap::new(),
             next_reply: 0,
         };
@@ -628,6 +635,7 @@ impl World {
                     self.inputs.push_back(ContinuityInput::QueueWritten { op, result });
                 }
                 ContinuityOutput::QueueAccepted { tab, text } => self.queue_accepted(tab, &text)?,
+                ContinuityOutput::Activity(entry) => self.check_activity(entry)?,
                 // These pages never report recovery facts: recovery has nothing to act on.
                 ContinuityOutput::Recovery { tab, command } => {
                     prop_assert!(false, "recovery acted without recovery facts: {command:?} on tab {tab}");
@@ -639,6 +647,42 @@ impl World {
                 | ContinuityOutput::Persist => {}
             }
         }
+        Ok(())
+    }
+
+    /// The Activity timeline (O1): (k) every automatic wake typed into a page has exactly
+    /// one `sent` entry with its delivery id; (l) M1/M7: with Auto off nothing automatic is
+    /// recorded as sent but the user's own queued turn (Q2, Q10), and a wake held back says
+    /// why with a reason the gate checks no later than Auto; (m) a withheld entry never
+    /// repeats the scope's previous entry (once per change, not per page fact).
+    fn check_activity(&mut self, entry: Activity) -> Result<(), TestCaseError> {
+        let json = entry.write_json();
+        let (kind, outcome, reason) = (json["kind"].as_str().unwrap_or_default(), json["outcome"].as_str().unwrap_or_default(), json["reason"].as_str().unwrap_or_default());
+        let auto = self.auto_on.get(&entry.scope_key).copied().unwrap_or(false);
+        if (kind, outcome) == ("wake", "sent") {
+            let id = entry.id.clone().unwrap_or_default();
+            let Some(count) = self.wake_sent_entries.get_mut(&id) else {
+                return Err(TestCaseError::fail(format!("(k) a sent wake entry {id} without its delivery")));
+            };
+            *count += 1;
+            prop_assert_eq!(*count, 1, "(k) {} recorded as sent twice", id);
+        }
+        let named = ext_core::continuity::REASON_CODES.contains(&reason)
+            || ext_core::auto_gate::WakeWithheld::read_json(&json["reason"]).is_ok();
+        prop_assert!(named, "the reason {reason} of {kind} {outcome} has no text in the side panel");
+        if outcome == "sent" {
+            prop_assert!(auto || kind == "queue_batch", "(l) {kind} {outcome} ({reason}) recorded with Auto off in {}", entry.scope_key);
+        }
+        if outcome == "withheld" && kind == "wake" && !auto {
+            prop_assert!(
+                matches!(reason, "auto_off" | "not_bound" | "no_active_conversation" | "project_auto_not_allowed"),
+                "(l) a wake withheld with Auto off for {reason} in {}", entry.scope_key
+            );
+        }
+        if outcome == "withheld" {
+            prop_assert_ne!(self.last_activity.get(&entry.scope_key), Some(&entry), "(m) the same withheld entry twice in a row");
+        }
+        self.last_activity.insert(entry.scope_key.clone(), entry);
         Ok(())
     }
 
@@ -660,6 +704,9 @@ impl World {
         prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
         prop_assert!(text.ends_with(&format!("[herdr-continuity {id}]")), "marker line missing: {text}");
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
+        if id.starts_with("wake:") || id.starts_with("inbox:") {
+            self.wake_sent_entries.insert(id.clone(), 0);
+        }
         if id.starts_with("qb:") {
             // The user's own queued turn: Auto and bindings do not matter (Q10).
             self.check_queue_delivery(tab, &id, text)?;
@@ -988,6 +1035,8 @@ impl World {
         self.inputs.push_back(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) });
         self.bound.clear();
         self.auto_on.clear();
+        // The timeline's withheld mark went with the state.
+        self.last_activity.clear();
         self.owed_wake.clear();
         self.last_landed_wake.clear();
         self.landed_since_loss.clear();
@@ -1170,8 +1219,10 @@ impl World {
                     let key = scope_key(conv);
                     self.bound.insert(key.clone(), workspace(ws));
                     // A new binding starts fresh: nothing is owed, the old delivery is
-                    // forgotten by the machine (its answer is ignored).
+                    // forgotten by the machine (its answer is ignored), and the timeline
+                    // records the binding's held-back wakes anew (the user changed it).
                     self.outstanding.remove(&key);
+                    self.last_activity.remove(&key);
                     self.owed_wake.remove(&key);
                     self.feed(ContinuityInput::Bind { tab, workspace: CatalogWorkspace { workspace_id: workspace(ws), label: workspace(ws) } })?;
                 }
@@ -1181,6 +1232,8 @@ impl World {
                 if self.bound.remove(&key).is_some() {
                     self.outstanding.remove(&key);
                     self.owed_wake.remove(&key);
+                    // The scope's state goes with its binding; a new binding starts anew.
+                    self.last_activity.remove(&key);
                     self.feed(ContinuityInput::Unbind { scope_key: key })?;
                 }
             }
@@ -1304,6 +1357,9 @@ impl World {
         // within the ledger's bound (typing deadline + give-up time), reload or not.
         let bound = TYPING_DEADLINE_MS.max(SUBMITTED_DEADLINE_MS) + UNCERTAIN_GIVE_UP_MS;
         self.advance(bound + 1_000)?;
+        for (id, entries) in &self.wake_sent_entries {
+            prop_assert_eq!(*entries, 1, "(k) wake {} typed into a page has {} sent entries", id, entries);
+        }
         for delivery in self.machine.ledger().active() {
             prop_assert!(
                 delivery.posted_at + bound >= self.now,

@@ -106,6 +106,12 @@ impl World {
             if let ContinuityOutput::Deliver { id, .. } = &output {
                 self.violations.push(format!("typed {id} into the page"));
             }
+            if let ContinuityOutput::Activity(entry) = &output {
+                // The Activity timeline (O1): each reload or Retry, with why.
+                let json = ext_core::json_read::WriteJson::write_json(entry);
+                let at = (self.now - T0) / 1000;
+                self.log.push(format!("t={at}s activity {} {} {}", json["kind"], json["outcome"], json["reason"]));
+            }
             let ContinuityOutput::Recovery { tab, command } = output else { continue };
             // Every action answers a probe (the planner acts only on its answer).
             if !matches!(command, RecoveryCommand::Probe { .. }) {
@@ -189,6 +195,7 @@ fn server_ahead_reloads_once_and_a_restart_before_the_reload_does_not_reload_aga
     assert!(w.durable, "every budgeted command was in the snapshot before it left");
     expect_test::expect![[r#"
         t=30s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
+        t=30s activity "recovery_reload" "sent" "assistant_stall"
         t=30s ReloadPage
         t=35s worker restart
         t=65s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
@@ -207,9 +214,11 @@ fn a_send_timeout_retries_only_when_the_server_is_still_at_the_user() {
     let cases = [
         (user_node(), Shown::synced("L1"), (1, 0), expect_test::expect![[r#"
             t=0s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "u2", role: User, text_len: 20, finished: true, update_time_ms: Some(1800000000000) })
+            t=0s activity "recovery_retry" "sent" "send_timeout"
             t=0s ClickRetry"#]]),
         (assistant("a9", 300, true), Shown::synced("L2"), (0, 1), expect_test::expect![[r#"
             t=0s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a9", role: Assistant, text_len: 300, finished: true, update_time_ms: Some(1800000000000) })
+            t=0s activity "recovery_reload" "sent" "send_timeout"
             t=0s ReloadPage"#]]),
     ];
     for (server, then, (retries, reloads), transcript) in cases {

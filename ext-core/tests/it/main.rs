@@ -8,6 +8,7 @@ mod handoff;
 mod health;
 mod locales;
 mod continuity;
+mod continuity_activity;
 mod continuity_bridge;
 mod continuity_props;
 mod continuity_recovery;

@@ -1,0 +1,238 @@
+//! The Activity timeline's entries (issue 13, SPEC O1): every automatic action the
+//! continuity loop took or withheld, as [`ContinuityOutput::Activity`] — the scope, what
+//! ([`ActivityKind`]), how it went ([`ActivityOutcome`]), why (a short stable snake_case
+//! code, [`ActivityReason`]) and the delivery id when there is one. The shell stamps the
+//! time and stores it (`extension/activity-log.js`); the side panel turns each code into
+//! text from `_locales`. No human-readable text is made here.
+//!
+//! Recorded: a wake or inbox wake and a progress / fallback message the scheduler offered
+//! (`sent`) and how its delivery ended (`confirmed` by its marker, `failed` when it
+//! certainly did not land, `not_confirmed` when it was given up without evidence); a wake
+//! held back (`withheld`, with the gate's [`WakeWithheld`] code); a queue batch; a judge
+//! continue, or a `continue` verdict that could not be sent (Auto switched off meanwhile,
+//! the user's queued turn first, the page not free); a recovery reload or Retry; the
+//! JSON bridge's results message. Permission cards and handoff steps join the timeline when
+//! those land in the loop. A manual Continue is the user's own action and is not recorded.
+//!
+//! Invariants:
+//! - Once per change, never per page fact: a withheld wake is recorded once per (pending
+//!   wake, reason) — a page report that repeats the same state records nothing, a new
+//!   reason is a new entry, and a worker restart records nothing again (what the restored
+//!   schedulers hold back was recorded before their snapshot was written).
+//! - Every scheduler delivery the ledger accepted has exactly one `sent` entry with its
+//!   delivery id, and every resolution of an automatic delivery exactly one entry.
+//! - With Auto off nothing automatic is recorded as `sent` but the user's own queued turn
+//!   (Q2, Q10); a wake held back by Auto says so (`auto_off`, M1).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::*;
+use crate::json_read::{write_unit_enum, Object, WriteJson};
+
+/// What the extension did (or held back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A settle wake or an inbox wake (P8, I2).
+    Wake,
+    /// A progress or fallback status (P4, P5).
+    Progress,
+    /// The user's queued messages (Q2).
+    QueueBatch,
+    /// A continue on the turn-end judge's verdict (J1).
+    JudgeContinue,
+    /// A reload of a stuck page (S3, S4, H5).
+    RecoveryReload,
+    /// A click on ChatGPT's Retry (S6).
+    RecoveryRetry,
+    /// The JSON bridge's tool results (O2).
+    BridgeCall,
+}
+
+write_unit_enum!(ActivityKind {
+    "wake" => Wake,
+    "progress" => Progress,
+    "queue_batch" => QueueBatch,
+    "judge_continue" => JudgeContinue,
+    "recovery_reload" => RecoveryReload,
+    "recovery_retry" => RecoveryRetry,
+    "bridge_call" => BridgeCall,
+});
+
+/// How it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityOutcome {
+    /// Typed into the page, or the page command issued.
+    Sent,
+    /// Its marker appeared in a new user turn.
+    Confirmed,
+    /// Given up without evidence either way; not sent again by itself.
+    NotConfirmed,
+    /// Held back; the reason says why.
+    Withheld,
+    /// It certainly did not reach the chat; it may be offered again.
+    Failed,
+}
+
+write_unit_enum!(ActivityOutcome {
+    "sent" => Sent,
+    "confirmed" => Confirmed,
+    "not_confirmed" => NotConfirmed,
+    "withheld" => Withheld,
+    "failed" => Failed,
+});
+
+/// Why, as a stable code the side panel translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ActivityReason {
+    /// The wake gate's reason (its wire name).
+    Withheld(WakeWithheld),
+    /// Any other code (`settled`, `marker_seen`, …).
+    Code(&'static str),
+}
+
+impl WriteJson for ActivityReason {
+    fn write_json(&self) -> Value {
+        match self {
+            Self::Withheld(reason) => reason.write_json(),
+            Self::Code(code) => Value::from(*code),
+        }
+    }
+}
+
+/// One entry of the timeline, without its time (the shell adds `Date.now()`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Activity {
+    /// The scope key (`Scope::key`).
+    pub scope_key: String,
+    /// What.
+    pub kind: ActivityKind,
+    /// How it went.
+    pub outcome: ActivityOutcome,
+    /// Why.
+    pub reason: ActivityReason,
+    /// The delivery id (a withheld wake: its id's stem, `wake:<ws>#<seq>`), bounded by
+    /// [`crate::limits::MAX_ID_CHARS`] like every id.
+    pub id: Option<String>,
+}
+
+impl WriteJson for Activity {
+    fn write_json(&self) -> Value {
+        Object::default()
+            .with("scope_key", &self.scope_key)
+            // Each written first: `with` is then the `Value` instance every writer shares.
+            .with("kind", &self.kind.write_json())
+            .with("outcome", &self.outcome.write_json())
+            .with("reason", &self.reason.write_json())
+            .with("id", &self.id)
+            .done()
+    }
+}
+
+/// The activity kind of an automatic delivery (`None`: a manual Continue).
+fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
+    Some(match kind {
+        DeliveryKind::Wake => ActivityKind::Wake,
+        DeliveryKind::Progress => ActivityKind::Progress,
+        DeliveryKind::Queue => ActivityKind::QueueBatch,
+        DeliveryKind::JudgeContinue => ActivityKind::JudgeContinue,
+        DeliveryKind::BridgeResults => ActivityKind::BridgeCall,
+        DeliveryKind::Continue => return None,
+    })
+}
+
+/// The page adapter's `not_submitted` reasons (docs/PROTOCOL.md) and the ledger's own, as
+/// codes; anything else reads as `not_sent`.
+const NOT_SENT_REASONS: [&str; 7] =
+    ["no_composer", "human_draft", "insert_failed", "send_button_missing", "unknown_layout", "busy", "left_in_composer"];
+
+/// Every reason code an entry may carry besides the wake gate's [`WakeWithheld`] names:
+/// the side panel has a text for each in `_locales` (a test checks both lists).
+pub const REASON_CODES: &[&str] = &[
+    "settled", "inbox_results", "new_output", "quiet_fallback", "queued_turn", "verdict_continue", "auto_on",
+    "send_pressed", "marker_seen", "not_sent", "lost_on_reload", "no_evidence", "insert_failed",
+    "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "auto_off",
+    "queue_first", "page_busy", "reply_timeout", "assistant_stall", "send_timeout", "server_ahead",
+    "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",
+];
+
+/// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).
+pub(super) fn wake_stem(workspace_id: &str, seq: u64) -> String {
+    format!("wake:{workspace_id}#{seq}")
+}
+
+/// The pending wake of a scope's scheduler that is held back, and why: `(id stem, reason)`.
+fn withheld_wake(bindings: &Bindings, key: &str, status: &ScopeStatus) -> Option<(String, WakeWithheld)> {
+    let scheduler = status.scheduler.as_ref()?;
+    let reason = scheduler.withheld()?;
+    let workspace = bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.as_str()).unwrap_or_default();
+    let subject = match (scheduler.pending_wake(), scheduler.pending_inbox()) {
+        (Some(wake), _) => wake_stem(workspace, wake.wake_id.seq),
+        (None, Some(first_task)) => inbox_delivery_id(workspace, first_task),
+        (None, None) => return None,
+    };
+    Some((subject, reason))
+}
+
+impl Continuity {
+    /// Records one entry.
+    pub(super) fn record_activity(&mut self, scope_key: &str, kind: ActivityKind, outcome: ActivityOutcome, reason: ActivityReason, id: Option<&str>) {
+        self.outputs.push_back(ContinuityOutput::Activity(Activity {
+            scope_key: scope_key.to_owned(),
+            kind,
+            outcome,
+            reason,
+            id: id.map(str::to_owned),
+        }));
+    }
+
+    /// Records an automatic delivery the ledger accepted (`sent`); a wake clears the scope's
+    /// withheld mark, so the same reason later is a new entry.
+    pub(super) fn activity_sent(&mut self, key: &str, kind: DeliveryKind, reason: &'static str, id: &str) {
+        let Some(kind) = delivery_activity_kind(kind) else { return };
+        if kind == ActivityKind::Wake {
+            if let Some(status) = self.scopes.get_mut(key) {
+                status.activity_withheld = None;
+            }
+        }
+        self.record_activity(key, kind, ActivityOutcome::Sent, ActivityReason::Code(reason), Some(id));
+    }
+
+    /// Records how an automatic delivery ended.
+    pub(super) fn activity_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        let Some(kind) = delivery_activity_kind(delivery.kind) else { return };
+        let (outcome, reason) = match resolution {
+            Resolution::Confirmed => (ActivityOutcome::Confirmed, "marker_seen"),
+            Resolution::NotSent { reason } => {
+                (ActivityOutcome::Failed, NOT_SENT_REASONS.iter().find(|r| **r == reason.as_str()).copied().unwrap_or("not_sent"))
+            }
+            Resolution::Lost => (ActivityOutcome::Failed, "lost_on_reload"),
+            Resolution::Abandoned => (ActivityOutcome::NotConfirmed, "no_evidence"),
+        };
+        self.record_activity(&delivery.scope_key, kind, outcome, ActivityReason::Code(reason), Some(&delivery.id));
+    }
+
+    /// After a scheduler step: a pending wake held back is recorded once per (wake, reason).
+    /// Nothing is recorded while the scope's page has not reported: after a worker restart
+    /// the schedulers see no composer until the pages report again, no reason worth recording.
+    pub(super) fn activity_withheld_check(&mut self, key: &str) {
+        if self.target_tab(key).is_none() {
+            return;
+        }
+        let Some(mark) = self.scopes.get(key).and_then(|status| withheld_wake(&self.bindings, key, status)) else { return };
+        let Some(status) = self.scopes.get_mut(key).filter(|s| s.activity_withheld.as_ref() != Some(&mark)) else { return };
+        status.activity_withheld = Some(mark.clone());
+        self.record_activity(key, ActivityKind::Wake, ActivityOutcome::Withheld, ActivityReason::Withheld(mark.1), Some(&mark.0));
+    }
+
+    /// After a restore: what the restored schedulers hold back was recorded before the
+    /// snapshot was written (the check runs before every `Persist`), so it is not again.
+    pub(super) fn activity_restored(&mut self) {
+        for (key, status) in self.scopes.iter_mut() {
+            status.activity_withheld = withheld_wake(&self.bindings, key, status);
+        }
+    }
+}
