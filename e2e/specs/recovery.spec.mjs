@@ -17,7 +17,7 @@ import {
 } from '../lib/continuity.mjs';
 import { ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
-import { CSP_VARIANTS, SEND_TIMEOUT_TEXT } from '../fixtures/chatgpt.mjs';
+import { CSP_VARIANTS, INTERRUPTED_TEXT, SEND_TIMEOUT_TEXT } from '../fixtures/chatgpt.mjs';
 
 const PLAIN_CHAT = CHATS[1];
 const PATH = new URL(PLAIN_CHAT.url).pathname;
@@ -61,6 +61,36 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-recovery-reason', 'reload_page');
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 2 });
       expect(fixture.counts.snapshotAuthorized, 'the probe read the snapshot with the session token').toBeGreaterThan(0);
+    });
+
+    test('a broken stream (the "Connection interrupted" placeholder, re-rendered) is not progress: one reload, no duplicate user message (S8)', async ({ sandbox }) => {
+      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      fixture.fault = 'disconnect';
+      await send(page, fixture, 'Rebuild the search index');
+      await expect(page.getByText(INTERRUPTED_TEXT), 'the page shows the placeholder').toBeVisible();
+      await expect(page.locator(fixture.ui.stop), 'Stop stays on the page').toBeVisible();
+      // The placeholder keeps mutating the page every second; only the stall timer and the
+      // snapshot's finished reply lead to the reload.
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL, message: 'the extension reloaded the page' }).toBe(2);
+      await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
+      await hud.expect('data-recovery-reason', 'reload_page');
+      expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 2 });
+      expect(fixture.counts.snapshotRequests, 'the reload followed a snapshot read').toBeGreaterThan(0);
+    });
+
+    test('a stream that comes back by itself after the placeholder is left alone: no reload, no Retry, no probe (S8)', async ({ sandbox }) => {
+      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      fixture.fault = 'disconnect_recovers';
+      fixture.disconnectRecoverMs = 8_000;
+      const sentAt = Date.now();
+      await send(page, fixture, 'Rebuild the search index');
+      await expect(page.getByText(INTERRUPTED_TEXT), 'the page shows the placeholder').toBeVisible();
+      await expect(page.locator(fixture.ui.finished).last(), 'the stream came back and finished').toHaveText(REPLY, { timeout: 30_000 });
+      await expect(page.getByText(INTERRUPTED_TEXT)).toHaveCount(0);
+      // The one fixed wait: past the stall timer counted from the send, nothing may follow.
+      await page.waitForTimeout(Math.max(0, sentAt + AFTER_STALL - Date.now()));
+      await hud.expect('data-recovery-state', 'healthy', 'HUD: nothing to recover');
+      expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 1, snapshotRequests: 0 });
     });
 
     test('send timeout with the server at the user: ChatGPT\'s Retry once, one user message (S6)', async ({ sandbox }) => {
