@@ -246,6 +246,24 @@ for (const csp of CSP_VARIANTS) {
       expect(fixture.served.map((s) => s.kind)).toEqual(['project_home', 'project_conversation']);
     });
 
+    test('the section and thread layouts start a Project chat the same way', async () => {
+      for (const layout of ['section', 'thread']) {
+        const context = await browser.newContext();
+        const other = new ChatGptFixture({ csp, layout, streamMs: 50 });
+        await other.install(context);
+        const tab = await context.newPage();
+        await tab.goto(chatgptUrl.projectHome(PROJECT_HEX));
+        await tab.locator(other.ui.composer).click();
+        await tab.keyboard.type(`Start in ${layout}`);
+        await tab.keyboard.press('Enter');
+        await expect(tab, layout).toHaveURL(NEW_CHAT_URL);
+        await expect(tab.locator(other.ui.finished), layout).toHaveText(['Noted.']);
+        await expect(tab.locator('aside [data-project-conversation]'), layout).toHaveText([`Start in ${layout}`]);
+        expect(other.messagesOf(new URL(tab.url()).pathname.split('/').pop()).map((m) => m.text)).toEqual([`Start in ${layout}`]);
+        await context.close();
+      }
+    });
+
     test('seed_send_timeout with the server at the user: the thread error and Retry, the URL already moved', async () => {
       fixture.seedFault = 'seed_send_timeout';
       await send('Seed that times out');
