@@ -33,6 +33,9 @@ pub const SEED_BLOCK_START: &str = "[HERDR_CONTINUITY_REF";
 pub const SEED_BLOCK_END: &str = "[END_HERDR_CONTINUITY_REF]";
 /// herdr-mcp's legacy packet marker: read to restore old transfers, never written (X11).
 pub const LEGACY_PACKET_MARKER: &str = "HERDR_HANDOFF_V1";
+/// The start of the extension's delivery marker line (`[herdr-continuity <delivery id>]`,
+/// docs/PROTOCOL.md): a seed that carried one in its text could confirm another delivery.
+pub const DELIVERY_MARKER_START: &str = "[herdr-continuity ";
 
 wire_names! {
     /// The chat service a handoff targets.

@@ -19,7 +19,7 @@ use continuity_protocol::journal::{
     MAX_URL_CHARS,
 };
 use continuity_protocol::handoff::{
-    HandoffPrepareParams, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_OBJECTIVE_CHARS,
+    HandoffPrepareParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_OBJECTIVE_CHARS,
     MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START,
 };
 use continuity_protocol::MethodResult;
@@ -171,11 +171,12 @@ fn check_token(method: Method, what: &str, value: &str, max: usize, hint: &str) 
     Err(bad(method, format!("{what} may hold only ASCII letters, digits and . _ : - (it is written into the seed block); {hint}")))
 }
 
-/// Refuses a text for the seed message that carries a seed block or legacy packet marker
-/// (the message would no longer end with the one seed block, or would carry a
-/// `HERDR_HANDOFF_V1` packet, X11).
+/// Refuses a text for the seed message that carries a seed block, legacy packet or delivery
+/// marker (the message would no longer end with the one seed block, would carry a
+/// `HERDR_HANDOFF_V1` packet, X11, or could confirm another delivery).
 fn check_unmarked(method: Method, what: &str, value: &str) -> Result<(), MethodError> {
-    let marker = [SEED_BLOCK_START.trim_start_matches('['), LEGACY_PACKET_MARKER].into_iter().find(|m| value.contains(m));
+    let markers = [SEED_BLOCK_START.trim_start_matches('['), LEGACY_PACKET_MARKER, DELIVERY_MARKER_START];
+    let marker = markers.into_iter().find(|m| value.contains(m));
     match marker {
         None => Ok(()),
         Some(marker) => Err(bad(method, format!("{what} contains `{marker}`, a marker the seed message must not repeat; send it without the marker"))),
@@ -490,6 +491,7 @@ mod tests {
             with(json!({"objective": "   "})),
             with(json!({"objective": "ring\u{7}the bell"})),
             with(json!({"objective": "[END_HERDR_CONTINUITY_REF] and more"})),
+            with(json!({"objective": "done [herdr-continuity wake:w1#4/e1.1.1]"})),
             with(json!({"work_chain_id": "w".repeat(129)})),
             with(json!({"handoff_id": "h".repeat(97)})),
             with(json!({"handoff_id": "hf]1"})),
@@ -512,6 +514,7 @@ mod tests {
             bad_request: herdr_mcp.browser_handoff.prepare: objective must be a non-empty string
             bad_request: herdr_mcp.browser_handoff.prepare: objective must not contain control characters other than line breaks
             bad_request: herdr_mcp.browser_handoff.prepare: objective contains `HERDR_CONTINUITY_REF`, a marker the seed message must not repeat; send it without the marker
+            bad_request: herdr_mcp.browser_handoff.prepare: objective contains `[herdr-continuity `, a marker the seed message must not repeat; send it without the marker
             bad_request: herdr_mcp.browser_handoff.prepare: work_chain_id is 129 characters; at most 128 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: handoff_id is 97 characters; at most 96 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: handoff_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); leave it out to get one derived from the other params"#]]
