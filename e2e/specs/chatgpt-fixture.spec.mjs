@@ -3,7 +3,7 @@
 // server records a submitted message. If these fail, the extension tests cannot be trusted.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
-import { ChatGptFixture, CSP_VARIANTS, SEND_TIMEOUT_TEXT, chatgptUrl, submittedMessages } from '../fixtures/chatgpt.mjs';
+import { ChatGptFixture, CSP_VARIANTS, SEED_FAILED_TEXT, SEND_TIMEOUT_TEXT, chatgptUrl, submittedMessages } from '../fixtures/chatgpt.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
@@ -186,6 +186,136 @@ for (const csp of CSP_VARIANTS) {
       await page.reload();
       await expect(page.locator('[data-message-author-role="assistant"]').last()).toHaveText(fixture.replyWith());
       expect(fixture.counts.pageLoads).toBe(2);
+    });
+  });
+}
+
+// A Project's new-chat flow (issue 12 "The fixture grows"): what a user sees when the first
+// message on a Project home starts a conversation, and when that first message goes wrong.
+const PROJECT_ID = `g-p-${PROJECT_HEX}`;
+const NEW_CHAT_URL = new RegExp(`/g/${PROJECT_ID}-demo/c/[0-9a-f-]{36}$`);
+
+for (const csp of CSP_VARIANTS) {
+  test.describe(`ChatGPT fixture, a Project's new chat, CSP ${csp}`, () => {
+    let browser;
+    let fixture;
+    let page;
+    /** The Project home with one earlier conversation in its list. */
+    test.beforeEach(async () => {
+      browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+      const context = await browser.newContext();
+      await recordSecurityPolicyViolations(context);
+      fixture = new ChatGptFixture({ csp, streamMs: 50 });
+      fixture.conversations.set(CONVERSATION, { title: 'Earlier work', turns: [{ role: 'user', text: 'Run the tests' }, { role: 'assistant', text: 'All green.' }] });
+      fixture.projectChats.set(PROJECT_ID, [{ id: CONVERSATION, title: 'Earlier work' }]);
+      await fixture.install(context);
+      page = await context.newPage();
+      await page.goto(chatgptUrl.projectHome(PROJECT_HEX));
+    });
+    test.afterEach(async () => {
+      expect(await securityPolicyViolations(page)).toEqual([]);
+      await browser?.close();
+    });
+
+    const listed = () => page.locator('aside [data-project-conversation]');
+    const send = async (text) => {
+      await page.locator(fixture.ui.composer).click();
+      await page.keyboard.type(text);
+      await page.keyboard.press('Enter');
+    };
+    const newChatId = () => new URL(page.url()).pathname.split('/').pop();
+
+    test('the first message creates the conversation: the URL moves without a load, the list grows, the server has it', async () => {
+      await expect(listed()).toHaveText(['Earlier work']);
+      await send('Continue the parser split');
+      await expect(page).toHaveURL(NEW_CHAT_URL);
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      const id = newChatId();
+      expect(fixture.counts.pageLoads, 'history.pushState, not a navigation').toBe(1);
+      await expect(listed()).toHaveText(['Continue the parser split', 'Earlier work']);
+      await expect(listed().first()).toHaveAttribute('href', `/g/${PROJECT_ID}-demo/c/${id}`);
+      expect(fixture.messagesOf(id).map((m) => [m.text, m.projectId])).toEqual([['Continue the parser split', PROJECT_ID]]);
+      expect(fixture.projectConversationsOf(PROJECT_ID).map((c) => c.id)).toEqual([id, CONVERSATION]);
+      // The next message stays in the new conversation; a reload shows the thread and the list.
+      await send('And the tests');
+      await expect(page.locator(fixture.ui.finished)).toHaveCount(2);
+      expect(fixture.messagesOf(id).map((m) => m.text)).toEqual(['Continue the parser split', 'And the tests']);
+      await page.reload();
+      await expect(page.locator(fixture.ui.userTurn)).toHaveText(['Continue the parser split', 'And the tests']);
+      await expect(listed()).toHaveText(['Continue the parser split', 'Earlier work']);
+      expect(fixture.served.map((s) => s.kind)).toEqual(['project_home', 'project_conversation']);
+    });
+
+    test('the section and thread layouts start a Project chat the same way', async () => {
+      for (const layout of ['section', 'thread']) {
+        const context = await browser.newContext();
+        const other = new ChatGptFixture({ csp, layout, streamMs: 50 });
+        await other.install(context);
+        const tab = await context.newPage();
+        await tab.goto(chatgptUrl.projectHome(PROJECT_HEX));
+        await tab.locator(other.ui.composer).click();
+        await tab.keyboard.type(`Start in ${layout}`);
+        await tab.keyboard.press('Enter');
+        await expect(tab, layout).toHaveURL(NEW_CHAT_URL);
+        await expect(tab.locator(other.ui.finished), layout).toHaveText(['Noted.']);
+        await expect(tab.locator('aside [data-project-conversation]'), layout).toHaveText([`Start in ${layout}`]);
+        expect(other.messagesOf(new URL(tab.url()).pathname.split('/').pop()).map((m) => m.text)).toEqual([`Start in ${layout}`]);
+        await context.close();
+      }
+    });
+
+    test('seed_send_timeout with the server at the user: the thread error and Retry, the URL already moved', async () => {
+      fixture.seedFault = 'seed_send_timeout';
+      await send('Seed that times out');
+      await expect(page.getByText(SEND_TIMEOUT_TEXT)).toBeVisible();
+      await expect(page).toHaveURL(NEW_CHAT_URL);
+      const id = newChatId();
+      expect(fixture.messagesOf(id).map((m) => m.text), 'the server has the message').toEqual(['Seed that times out']);
+      await expect(listed()).toHaveCount(2);
+      await page.getByRole('button', { name: fixture.ui.labels.retry }).click();
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 1 });
+    });
+
+    test('seed_send_timeout with nothing on the server: the error and Retry on the Project home; Retry sends it again', async () => {
+      fixture.seedFault = 'seed_send_timeout';
+      fixture.seedTimeoutServer = 'none';
+      await send('Seed the server never got');
+      await expect(page.getByText(SEND_TIMEOUT_TEXT)).toBeVisible();
+      await expect(page.locator(fixture.ui.userTurn)).toHaveText(['Seed the server never got']);
+      expect(new URL(page.url()).pathname).toBe(`/g/${PROJECT_ID}-demo/project`);
+      expect(fixture.server).toEqual([]);
+      await expect(listed()).toHaveCount(1);
+      await page.getByRole('button', { name: fixture.ui.labels.retry }).click();
+      await expect(page).toHaveURL(NEW_CHAT_URL);
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      expect(fixture.messagesOf(newChatId()).map((m) => m.text)).toEqual(['Seed the server never got']);
+      await expect(listed()).toHaveCount(2);
+    });
+
+    test('seed_failed: refused with a visible error, the text back in the composer, no conversation', async () => {
+      fixture.seedFault = 'seed_failed';
+      await send('Seed that is refused');
+      await expect(page.locator('[data-testid="toast-error"]')).toHaveText(SEED_FAILED_TEXT);
+      await expect(page.locator(fixture.ui.composer)).toHaveText('Seed that is refused');
+      await expect(page.locator(fixture.ui.userTurn)).toHaveCount(0);
+      expect(new URL(page.url()).pathname).toBe(`/g/${PROJECT_ID}-demo/project`);
+      expect(fixture.server).toEqual([]);
+      expect(fixture.refusedSeeds.map((r) => [r.text, r.projectId])).toEqual([['Seed that is refused', PROJECT_ID]]);
+      await expect(listed()).toHaveText(['Earlier work']);
+      expect(fixture.projectConversationsOf(PROJECT_ID)).toHaveLength(1);
+      expect(await submittedMessages(page)).toHaveLength(1);
+    });
+
+    test('seed_no_conversation: accepted and answered, but the URL never moves and the list does not grow', async () => {
+      fixture.seedFault = 'seed_no_conversation';
+      await send('Seed without a conversation');
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      expect(new URL(page.url()).pathname).toBe(`/g/${PROJECT_ID}-demo/project`);
+      await expect(listed()).toHaveText(['Earlier work']);
+      expect(fixture.server.map((m) => m.text), 'the server took it').toEqual(['Seed without a conversation']);
+      const hidden = fixture.server[0].conversationId;
+      expect(fixture.projectConversationsOf(PROJECT_ID).map((c) => c.id)).not.toContain(hidden);
     });
   });
 }

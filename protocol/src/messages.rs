@@ -13,6 +13,7 @@ use crate::journal::{
     ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
     ContinuitySearchParams, JournalTurn, Resolution,
 };
+use crate::handoff::{HandoffPrepareParams, PreparedHandoff};
 use crate::tools::ToolName;
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
@@ -260,6 +261,8 @@ pub enum Call {
     BridgeReply(BridgeReplyParams),
     /// `bridge.delivered`.
     BridgeDelivered(BridgeDeliveredParams),
+    /// `herdr_mcp.browser_handoff.prepare`.
+    BrowserHandoffPrepare(HandoffPrepareParams),
 }
 
 /// Params of `bridge.prompt`.
@@ -359,6 +362,7 @@ impl Call {
             Method::BridgePrompt => Call::BridgePrompt(typed(params)?),
             Method::BridgeReply => Call::BridgeReply(typed(params)?),
             Method::BridgeDelivered => Call::BridgeDelivered(typed(params)?),
+            Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
         })
     }
 
@@ -390,6 +394,7 @@ impl Call {
             Call::BridgePrompt(_) => Method::BridgePrompt,
             Call::BridgeReply(_) => Method::BridgeReply,
             Call::BridgeDelivered(_) => Method::BridgeDelivered,
+            Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
         }
     }
 
@@ -417,6 +422,7 @@ impl Call {
             Call::BridgePrompt(p) => serde_json::to_value(p),
             Call::BridgeReply(p) => serde_json::to_value(p),
             Call::BridgeDelivered(p) => serde_json::to_value(p),
+            Call::BrowserHandoffPrepare(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -811,6 +817,9 @@ pub enum MethodResult {
         /// Whether the runtime knows it (an unknown id changes nothing).
         known: bool,
     },
+    /// Answer to `herdr_mcp.browser_handoff.prepare` (herdr-mcp's package, X4; boxed, it
+    /// is by far the largest answer).
+    HandoffPrepared(Box<PreparedHandoff>),
 }
 
 impl MethodResult {
@@ -842,6 +851,7 @@ impl MethodResult {
             MethodResult::BridgePrompt { .. } => ResultType::BridgePrompt,
             MethodResult::BridgeReply { .. } => ResultType::BridgeReply,
             MethodResult::BridgeDelivered { .. } => ResultType::BridgeDelivered,
+            MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
         }
     }
 }

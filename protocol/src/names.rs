@@ -172,6 +172,10 @@ wire_names! {
         /// `bridge.delivered {delivery_id}` → `bridge_delivered`: a results message was
         /// confirmed in its chat; later replays of its reply say so.
         BridgeDelivered = "bridge.delivered",
+        /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url, objective?,
+        /// work_chain_id?, handoff_id?}` → `handoff_prepared`: the read-only handoff package
+        /// of a journaled chain, one message in three places (X4).
+        BrowserHandoffPrepare = "herdr_mcp.browser_handoff.prepare",
     }
 }
 
@@ -272,6 +276,8 @@ wire_names! {
         BridgeReply = "bridge_reply",
         /// [`crate::MethodResult::BridgeDelivered`].
         BridgeDelivered = "bridge_delivered",
+        /// [`crate::MethodResult::HandoffPrepared`].
+        HandoffPrepared = "handoff_prepared",
     }
 }
 
@@ -336,6 +342,9 @@ wire_names! {
         /// `continuity.append`: the turn's key is recorded with another text, or the
         /// conversation already belongs to another chain; never retried.
         ContinuityConflict = "continuity_conflict",
+        /// `herdr_mcp.browser_handoff.prepare`: the source URL's conversation is journaled in
+        /// another chain (or the chain in another Project) than the `continuity_id` given.
+        ContinuityMismatch = "continuity_mismatch",
         /// `continuity.*`: the journal's store failed for this call (retry).
         ContinuityStoreUnavailable = "continuity_store_unavailable",
         /// Extension only: the call was not sent, the companion is not connected.

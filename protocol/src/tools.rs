@@ -26,8 +26,9 @@ wire_names! {
 wire_names! {
     /// A runtime-local method family member `herdr_call` knows by name (Herdr does not
     /// serve these; the companion does). The `continuity.*` reads are served by the
-    /// runtime's journal ([`LocalMethod::runtime_method`]), `work_memory.*` by its Work
-    /// Memory; `herdr_mcp.browser_handoff.prepare` answers `not_available`.
+    /// runtime's journal ([`LocalMethod::runtime_method`]), and so is the read-only
+    /// `herdr_mcp.browser_handoff.prepare` (the package of a journaled chain);
+    /// `work_memory.*` by its Work Memory.
     pub enum LocalMethod {
         /// Resume a continuity chain by id or conversation URL.
         ContinuityResume = "continuity.resume",
@@ -63,6 +64,7 @@ impl LocalMethod {
             LocalMethod::ContinuityResolve => Some(Method::ContinuityResolve),
             LocalMethod::ContinuitySearch => Some(Method::ContinuitySearch),
             LocalMethod::ContinuityList => Some(Method::ContinuityList),
+            LocalMethod::BrowserHandoffPrepare => Some(Method::BrowserHandoffPrepare),
             _ => None,
         }
     }

@@ -1,18 +1,26 @@
 //! Runtime methods of the Continuity Journal (docs/PROTOCOL.md "Continuity Journal"):
-//! `continuity.append` (the extension's write, C1) and the planner's reads
-//! `continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`
-//! (also reached through `herdr_call`, [`super::tools`]).
+//! `continuity.append` (the extension's write, C1), the planner's reads
+//! `continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`, and
+//! the read-only handoff package `herdr_mcp.browser_handoff.prepare` (X4; the reads and the
+//! package are also reached through `herdr_call`, [`super::tools`]).
 //!
 //! Invariants:
 //! - Every param is checked before any IO: unknown keys, types, and sizes (ids ≤ 256
 //!   characters, text ≤ 64 KiB, URL ≤ 2048, title ≤ 512, query ≤ 512 characters); a write
 //!   over a limit is refused whole, never cut, with a message that names the limit.
 //! - `continuity.resume` takes exactly one of `continuity_id` and `conversation_url` (C5).
+//! - `herdr_mcp.browser_handoff.prepare` answers `continuity_store_unavailable` when the
+//!   journal is not open (X5: no package without live confirmation), and refuses ids that
+//!   could not stand in the seed block and any text carrying a seed or legacy marker.
 
 use continuity_protocol::journal::{
     ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
     DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS, MAX_TURN_TEXT_BYTES,
     MAX_URL_CHARS,
+};
+use continuity_protocol::handoff::{
+    HandoffPrepareParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_OBJECTIVE_CHARS,
+    MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START,
 };
 use continuity_protocol::MethodResult;
 use serde::de::DeserializeOwned;
@@ -20,6 +28,7 @@ use serde_json::{Map, Value};
 
 use super::Router;
 use crate::clock::unix_millis;
+use crate::journal::handoff::HandoffRequest;
 use crate::journal::store::{fts_query, Appended, Identity, JournalError};
 use crate::journal::{ConversationUrl, ResumeAnchor, SearchQuery};
 use crate::protocol::{ErrorCode, Method, MethodError};
@@ -54,7 +63,12 @@ fn check_id(method: Method, what: &str, value: Option<&String>) -> Result<(), Me
 }
 
 fn check_url(method: Method, value: &str) -> Result<ConversationUrl, MethodError> {
-    check_chars(method, "conversation_url", value, MAX_URL_CHARS, true)?;
+    check_url_named(method, "conversation_url", value, MAX_URL_CHARS)
+}
+
+/// A ChatGPT conversation URL param called `what`, of at most `max` characters.
+fn check_url_named(method: Method, what: &str, value: &str, max: usize) -> Result<ConversationUrl, MethodError> {
+    check_chars(method, what, value, max, true)?;
     ConversationUrl::parse(value).map_err(|e| bad(method, e))
 }
 
@@ -148,12 +162,83 @@ pub fn resume_params(params: &Map<String, Value>) -> Result<ResumeAnchor, Method
     }
 }
 
+/// Refuses an id that could not stand as `what=<id>` in the seed block.
+fn check_token(method: Method, what: &str, value: &str, max: usize, hint: &str) -> Result<(), MethodError> {
+    check_chars(method, what, value, max, true)?;
+    if value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')) {
+        return Ok(());
+    }
+    Err(bad(method, format!("{what} may hold only ASCII letters, digits and . _ : - (it is written into the seed block); {hint}")))
+}
+
+/// Refuses a text for the seed message that carries a seed block, legacy packet or delivery
+/// marker (the message would no longer end with the one seed block, would carry a
+/// `HERDR_HANDOFF_V1` packet, X11, or could confirm another delivery).
+fn check_unmarked(method: Method, what: &str, value: &str) -> Result<(), MethodError> {
+    let markers = [SEED_BLOCK_START.trim_start_matches('['), LEGACY_PACKET_MARKER, DELIVERY_MARKER_START];
+    let marker = markers.into_iter().find(|m| value.contains(m));
+    match marker {
+        None => Ok(()),
+        Some(marker) => Err(bad(method, format!("{what} contains `{marker}`, a marker the seed message must not repeat; send it without the marker"))),
+    }
+}
+
+/// Validates `herdr_mcp.browser_handoff.prepare` params (all before any IO).
+pub fn prepare_params(params: &Map<String, Value>) -> Result<HandoffRequest, MethodError> {
+    let m = Method::BrowserHandoffPrepare;
+    let p: HandoffPrepareParams = typed(m, params, "{continuity_id, source_url, objective?, work_chain_id?, handoff_id?}")?;
+    check_token(m, "continuity_id", &p.continuity_id, MAX_HANDOFF_CONTINUITY_ID_CHARS, "send the id as the journal gave it")?;
+    let source = check_url_named(m, "source_url", &p.source_url, MAX_HANDOFF_SOURCE_URL_CHARS)?;
+    check_unmarked(m, "source_url", &p.source_url)?;
+    if let Some(objective) = &p.objective {
+        check_chars(m, "objective", objective, MAX_HANDOFF_OBJECTIVE_CHARS, false)?;
+        if objective.chars().any(|c| c.is_control() && c != '\n') {
+            return Err(bad(m, "objective must not contain control characters other than line breaks".to_owned()));
+        }
+        check_unmarked(m, "objective", objective)?;
+    }
+    if let Some(work_chain) = &p.work_chain_id {
+        check_chars(m, "work_chain_id", work_chain, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, true)?;
+        check_unmarked(m, "work_chain_id", work_chain)?;
+    }
+    if let Some(handoff_id) = &p.handoff_id {
+        check_token(m, "handoff_id", handoff_id, MAX_HANDOFF_ID_CHARS, "leave it out to get one derived from the other params")?;
+    }
+    Ok(HandoffRequest {
+        continuity_id: p.continuity_id,
+        source_url: p.source_url,
+        source,
+        objective: p.objective,
+        work_chain_id: p.work_chain_id,
+        handoff_id: p.handoff_id,
+    })
+}
+
+/// `herdr_mcp.browser_handoff.prepare`: the params, then the live confirmation and the
+/// package ([`crate::journal::handoff::prepare`]); without a journal, no package (X5).
+async fn prepare(api: &Router, params: &Map<String, Value>) -> Result<MethodResult, MethodError> {
+    let request = prepare_params(params)?;
+    let Some(journal) = api.journal.as_ref() else {
+        return Err((
+            ErrorCode::ContinuityStoreUnavailable,
+            format!(
+                "{}: the continuity journal in state.db is not open, so chain {} cannot be confirmed and no handoff is prepared; keep working in {} and restart the runtime (runtime.log and herdr-companion doctor say why it did not open)",
+                Method::BrowserHandoffPrepare,
+                request.continuity_id,
+                request.source_url
+            ),
+        ));
+    };
+    journal.with_store(move |store| crate::journal::handoff::prepare(store, &request)).await.map_err(journal_error)
+}
+
 /// The method error of a journal failure.
 fn journal_error(error: JournalError) -> MethodError {
     let code = match &error {
         JournalError::NotFound(_) => ErrorCode::ContinuityNotFound,
         JournalError::Ambiguous(_) => ErrorCode::ContinuityAmbiguous,
         JournalError::Conflict(_) => ErrorCode::ContinuityConflict,
+        JournalError::Mismatch(_) => ErrorCode::ContinuityMismatch,
         JournalError::Sqlite(_) | JournalError::CallLost(_) | JournalError::Random(_) => ErrorCode::ContinuityStoreUnavailable,
     };
     (code, error.to_string())
@@ -162,6 +247,9 @@ fn journal_error(error: JournalError) -> MethodError {
 /// Serves `method` (one of the `continuity.*` methods) with `params`; `tools.call`'s
 /// `herdr_call` comes here too.
 pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -> Result<Value, MethodError> {
+    if method == Method::BrowserHandoffPrepare {
+        return written(prepare(api, params).await?);
+    }
     let Some(journal) = api.journal.as_ref() else {
         return Err((ErrorCode::NotReady, "the runtime's continuity journal is not open (see runtime.log); retry in a moment".to_owned()));
     };
@@ -198,6 +286,11 @@ pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -
             journal.with_store(move |store| crate::journal::list(store, limit)).await.map_err(journal_error)?
         }
     };
+    written(result)
+}
+
+/// A journal method's answer as JSON.
+fn written(result: MethodResult) -> Result<Value, MethodError> {
     serde_json::to_value(result).map_err(|e| (ErrorCode::ContinuityStoreUnavailable, format!("the answer could not be written ({e})")))
 }
 
@@ -358,13 +451,118 @@ mod tests {
         .await
         .expect("resume");
         assert_eq!(resumed["result"]["result"]["turns"][0]["text"], "Wire the route pool");
-        // The journal's write is not a planner method; the handoff is not served yet.
+        // The journal's write is not a planner method.
         let write = refusal(call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "continuity.append", "params": "{}"}})).await);
         assert!(write.starts_with("bad_request: herdr_call cannot reach `continuity.append`"), "{write}");
-        let later = refusal(call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "herdr_mcp.browser_handoff.prepare"}})).await);
-        assert!(later.starts_with("not_available: herdr_mcp.browser_handoff.prepare is not available yet"), "{later}");
         let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "continuity."}})).await.expect("methods");
         let listed = methods["result"]["methods"].as_array().cloned().unwrap_or_default();
         assert!(listed.len() == 4 && listed.iter().all(|m| m["available"] == true), "{listed:?}");
+    }
+
+    const SOURCE: &str = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/c1";
+
+    /// The bytes of `state.db` and its WAL (the journal's whole durable state).
+    fn db_bytes(dir: &std::path::Path) -> Vec<Vec<u8>> {
+        ["state.db", "state.db-wal"].iter().map(|name| std::fs::read(dir.join(name)).unwrap_or_default()).collect()
+    }
+
+    #[tokio::test]
+    async fn x4_prepare_refuses_each_bad_param_with_what_to_send() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        let with = |extra: Value| {
+            let mut params = json!({"continuity_id": "hc-1", "source_url": SOURCE});
+            if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
+                params.extend(extra);
+            }
+            params
+        };
+        let cases = [
+            json!({"source_url": SOURCE}),
+            json!({"continuity_id": "hc-1"}),
+            with(json!({"colour": "red"})),
+            with(json!({"continuity_id": "c".repeat(161)})),
+            with(json!({"continuity_id": "hc 1"})),
+            with(json!({"continuity_id": 7})),
+            with(json!({"source_url": "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project"})),
+            with(json!({"source_url": format!("{SOURCE}?q={}", "x".repeat(2048))})),
+            with(json!({"source_url": format!("{SOURCE}?note=HERDR_HANDOFF_V1")})),
+            with(json!({"objective": "x".repeat(1025)})),
+            with(json!({"objective": "   "})),
+            with(json!({"objective": "ring\u{7}the bell"})),
+            with(json!({"objective": "[END_HERDR_CONTINUITY_REF] and more"})),
+            with(json!({"objective": "done [herdr-continuity wake:w1#4/e1.1.1]"})),
+            with(json!({"work_chain_id": "w".repeat(129)})),
+            with(json!({"handoff_id": "h".repeat(97)})),
+            with(json!({"handoff_id": "hf]1"})),
+        ];
+        let mut printed = Vec::new();
+        for params in cases {
+            printed.push(refusal(call(&router, "herdr_mcp.browser_handoff.prepare", params).await));
+        }
+        expect_test::expect![[r#"
+            bad_request: herdr_mcp.browser_handoff.prepare: missing field `continuity_id`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: missing field `source_url`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: unknown field `colour`, expected one of `continuity_id`, `source_url`, `objective`, `work_chain_id`, `handoff_id`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: continuity_id is 161 characters; at most 160 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: continuity_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); send the id as the journal gave it
+            bad_request: herdr_mcp.browser_handoff.prepare: invalid type: integer `7`, expected a string; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: `https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project` is not a ChatGPT conversation URL; send https://chatgpt.com/c/<id> or https://chatgpt.com/g/g-p-<32 hex>/c/<id>
+            bad_request: herdr_mcp.browser_handoff.prepare: source_url is 2120 characters; at most 2048 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: source_url contains `HERDR_HANDOFF_V1`, a marker the seed message must not repeat; send it without the marker
+            bad_request: herdr_mcp.browser_handoff.prepare: objective is 1025 characters; at most 1024 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: objective must be a non-empty string
+            bad_request: herdr_mcp.browser_handoff.prepare: objective must not contain control characters other than line breaks
+            bad_request: herdr_mcp.browser_handoff.prepare: objective contains `HERDR_CONTINUITY_REF`, a marker the seed message must not repeat; send it without the marker
+            bad_request: herdr_mcp.browser_handoff.prepare: objective contains `[herdr-continuity `, a marker the seed message must not repeat; send it without the marker
+            bad_request: herdr_mcp.browser_handoff.prepare: work_chain_id is 129 characters; at most 128 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: handoff_id is 97 characters; at most 96 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: handoff_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); leave it out to get one derived from the other params"#]]
+        .assert_eq(&printed.join("\n"));
+        // Optional params may be null; a line break in the objective is fine.
+        let nulls = with(json!({"objective": "first\nthen", "work_chain_id": null, "handoff_id": null}));
+        let refused = refusal(call(&router, "herdr_mcp.browser_handoff.prepare", nulls).await);
+        assert!(refused.starts_with("continuity_not_found: there is no continuity chain hc-1"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn x5_without_a_journal_prepare_answers_continuity_store_unavailable_and_keeps_the_source() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), false).await;
+        let answer = refusal(call(&router, "herdr_mcp.browser_handoff.prepare", json!({"continuity_id": "hc-1", "source_url": SOURCE})).await);
+        assert!(answer.starts_with("continuity_store_unavailable: herdr_mcp.browser_handoff.prepare: the continuity journal in state.db is not open"), "{answer}");
+        assert!(answer.contains(&format!("keep working in {SOURCE}")), "{answer}");
+    }
+
+    /// X4 through the planner tool registry: `herdr_call` with the handoff method on a
+    /// journaled chain gives the package, changes nothing in `state.db`, and `herdr_methods`
+    /// lists the method as available and read-only.
+    #[tokio::test]
+    async fn x4_herdr_call_prepares_the_package_of_a_journaled_chain_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let router = router(dir.path(), true).await;
+        let appended = call(&router, "continuity.append", append("c1", "m1", "Wire the route pool")).await.expect("append");
+        let chain = appended["continuity_id"].as_str().expect("chain").to_owned();
+        let before = db_bytes(dir.path());
+        let params = json!({"continuity_id": chain, "source_url": SOURCE, "objective": "Finish the route pool"}).to_string();
+        let arguments = json!({"method": "herdr_mcp.browser_handoff.prepare", "params": params});
+        let answer = call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": arguments.clone()})).await.expect("tools.call");
+        let inner = &answer["result"];
+        assert_eq!((inner["method"].as_str(), inner["read_only"].as_bool()), (Some("herdr_mcp.browser_handoff.prepare"), Some(true)));
+        let package = &inner["result"];
+        assert_eq!((package["type"].as_str(), package["ok"].as_bool()), (Some("handoff_prepared"), Some(true)));
+        assert_eq!(package["handoff"]["continuity_id"].as_str(), Some(chain.as_str()));
+        assert_eq!(package["handoff"]["target_context"]["project_id"], "g-p-0123456789abcdef0123456789abcdef");
+        let message = package["handoff"]["message"].as_str().expect("message");
+        assert_eq!(package["manual_delivery"]["copy_prompt"].as_str(), Some(message));
+        assert_eq!(package["automatic_delivery"]["params"]["message"].as_str(), Some(message));
+        assert!(message.contains(&format!("continuity_id={chain}]")) && message.contains("Objective: Finish the route pool"), "{message}");
+        let again = call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": arguments})).await.expect("again");
+        assert_eq!(again.to_string(), answer.to_string(), "a retry with the same params gets the same package");
+        assert_eq!(db_bytes(dir.path()), before, "prepare is read-only: state.db and its WAL are unchanged");
+        let listed = call(&router, "continuity.list", json!({})).await.expect("list");
+        assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(1), "no chain was added");
+        let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "browser_handoff"}})).await.expect("methods");
+        assert_eq!(methods["result"]["methods"], json!([{"method": "herdr_mcp.browser_handoff.prepare", "source": "companion", "read_only": true, "available": true}]));
     }
 }

@@ -3,7 +3,8 @@
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
-//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal), [`tools`]
+//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal, and its
+//! handoff package `herdr_mcp.browser_handoff.prepare`), [`tools`]
 //! (the planner tool registry, `tools.*`) and [`bridge`] (the JSON bridge, `bridge.*`) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
@@ -128,7 +129,8 @@ impl Router {
             | Method::ContinuityResolve
             | Method::ContinuitySearch
             | Method::ContinuityResume
-            | Method::ContinuityList => journal::handle(self, request.method, &request.params).await,
+            | Method::ContinuityList
+            | Method::BrowserHandoffPrepare => journal::handle(self, request.method, &request.params).await,
             Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered => bridge::handle(self, request).await,
         }
     }

@@ -12,10 +12,10 @@
 //! - `herdr_call` reaches only the allowlist of `continuity_protocol::tools`; `agent.prompt`
 //!   is refused there (it would bypass the inbox). Of the runtime-local families, the
 //!   journal's reads (`continuity.resolve|search|resume|list`) run the same code as the
-//!   runtime methods of that name ([`super::journal`]); `work_memory.*` goes to the Work
-//!   Memory service (`crate::work_memory`); `herdr_mcp.browser_handoff.prepare` answers
-//!   `not_available` until a service serves it. The journal's write, `continuity.append`,
-//!   is not reachable from a planner.
+//!   runtime methods of that name ([`super::journal`]), and so does the read-only handoff
+//!   package `herdr_mcp.browser_handoff.prepare`; `work_memory.*` goes to the Work Memory
+//!   service (`crate::work_memory`). The journal's write, `continuity.append`, is not
+//!   reachable from a planner.
 //! - `herdr_methods` and `herdr_inspect` change nothing.
 
 use std::path::PathBuf;
@@ -283,8 +283,9 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
     Ok(json!({"method": method, "read_only": callable.read_only, "result": result}))
 }
 
-/// A runtime-local method through `herdr_call`: the journal's reads as the runtime methods of
-/// that name, `work_memory.*` by the Work Memory service, the rest `not_available`.
+/// A runtime-local method through `herdr_call`: the journal's reads and the handoff package
+/// as the runtime methods of that name, `work_memory.*` by the Work Memory service, the rest
+/// `not_available`.
 async fn local_call(api: &Router, method: LocalMethod, params: Map<String, Value>) -> Result<Value, MethodError> {
     if let Some(served) = method.runtime_method() {
         let result = super::journal::handle(api, served, &params).await?;
@@ -294,7 +295,7 @@ async fn local_call(api: &Router, method: LocalMethod, params: Map<String, Value
         return Err((
             ErrorCode::NotAvailable,
             format!(
-                "{method} is not available yet in herdr-companion {}: it has no handoff yet; re-read the chat and the live Herdr state instead (herdr_methods shows what is available)",
+                "{method} is not served by herdr-companion {}; herdr_methods shows what is available",
                 env!("CARGO_PKG_VERSION")
             ),
         ));

@@ -1,9 +1,12 @@
 //! The Continuity Journal service (issue 12, SPEC C1–C7): finalized chat turns of bound
 //! chats in `state.db`, grouped into continuity chains, and the reads a planner resumes
-//! from (`continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`).
+//! from (`continuity.resolve`, `continuity.search`, `continuity.resume`, `continuity.list`)
+//! and the handoff package a new conversation is seeded with.
 //!
 //! - [`store`]: the tables, the idempotent append and the bounded reads (synchronous).
 //! - [`bench`]: the bench's synthetic fill (`herdr-companion journal-fill`, hidden).
+//! - [`handoff`]: the read-only handoff package of a chain
+//!   (`herdr_mcp.browser_handoff.prepare`, X4): live confirmation and the seed message.
 //! - This module: the service ([`Journal`], whose every store call runs on the blocking
 //!   pool), ChatGPT conversation URLs ([`ConversationUrl`]) and the read operations that
 //!   turn store rows into the methods' results ([`search`], [`resume`], [`resolve`],
@@ -21,6 +24,7 @@
 //!   such (C6).
 
 pub mod bench;
+pub mod handoff;
 pub mod store;
 
 use std::path::PathBuf;

@@ -52,6 +52,9 @@ pub enum JournalError {
     /// Nothing journaled matches (the message says what was looked for).
     #[error("{0}")]
     NotFound(String),
+    /// The ids given belong to different chains or Projects (the message says which).
+    #[error("{0}")]
+    Mismatch(String),
 }
 
 /// What an append did.

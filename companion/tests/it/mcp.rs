@@ -157,8 +157,7 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     assert!(error_text(&unknown_argument).contains("herdr_inspect has no argument `verbose`"));
     let not_json = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{pane_id"})).await;
     assert!(error_text(&not_json).contains("params is not valid JSON"));
-    let not_yet = call(&client, "herdr_call", json!({"method": "herdr_mcp.browser_handoff.prepare", "params": "{}"})).await;
-    assert!(error_text(&not_yet).contains("not_available: herdr_mcp.browser_handoff.prepare is not available yet"), "{not_yet:?}");
+    handoff_through_herdr_call(&client, &world).await;
     let never = call(&client, "herdr_call", json!({"method": "continuity.resume", "params": "{\"continuity_id\":\"hc:1\"}"})).await;
     assert!(error_text(&never).contains("continuity_not_found: there is no continuity chain hc:1"), "{never:?}");
     let bypass = call(&client, "herdr_call", json!({"method": "agent.prompt", "params": "{\"target\":\"w1:p1\",\"text\":\"hi\"}"})).await;
@@ -182,6 +181,33 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     let tasks = world.poll("task.list", json!({"browser_session_ref": "chatgpt:conv:mcp-stdio"}), |_| true);
     assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
     client.cancel().await.expect("close the session");
+}
+
+/// X4 through a real MCP client: on a chain the runtime journaled, `herdr_call` with
+/// `herdr_mcp.browser_handoff.prepare` (params as a JSON string) gives the package whose
+/// three messages are one; an unknown chain is `continuity_not_found`.
+async fn handoff_through_herdr_call(client: &Client, world: &World) {
+    let source_url = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/mcp-conv";
+    let mut runtime = LineClient::connect(&world.home.socket());
+    let appended = runtime.call("j1", "continuity.append", json!({"conversation_id": "mcp-conv", "message_id": "u1", "role": "user",
+        "text": "Split the parser", "observed_at": 1, "project_id": "g-p-0123456789abcdef0123456789abcdef", "conversation_url": source_url}));
+    let chain = appended["result"]["continuity_id"].as_str().expect("a chain").to_owned();
+    let prepare = |continuity_id: &str| {
+        let params = json!({"continuity_id": continuity_id, "source_url": source_url}).to_string();
+        call(client, "herdr_call", json!({"method": "herdr_mcp.browser_handoff.prepare", "params": params}))
+    };
+    let prepared = prepare(&chain).await;
+    assert_eq!(prepared.is_error, Some(false), "{prepared:?}");
+    let answer = prepared.structured_content.clone().expect("structured result");
+    assert_eq!((answer["method"].as_str(), answer["read_only"].as_bool()), (Some("herdr_mcp.browser_handoff.prepare"), Some(true)));
+    let package = &answer["result"];
+    assert_eq!((package["ok"].as_bool(), package["handoff"]["continuity_id"].as_str()), (Some(true), Some(chain.as_str())));
+    let message = package["handoff"]["message"].as_str().expect("message");
+    assert_eq!(package["manual_delivery"]["copy_prompt"].as_str(), Some(message));
+    assert_eq!(package["automatic_delivery"]["params"]["message"].as_str(), Some(message));
+    assert!(message.contains(&format!("continuity_id={chain}]")) && message.ends_with("[END_HERDR_CONTINUITY_REF]"), "{message}");
+    let unknown = prepare("hc-unknown").await;
+    assert!(error_text(&unknown).contains("continuity_not_found: there is no continuity chain hc-unknown"), "{unknown:?}");
 }
 
 /// W1–W3 through a real MCP client: `herdr_call` reaches the runtime's Work Memory (its
