@@ -71,4 +71,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.herdrContinuityJudgeV1) {
     forward(() => shell.judge_settings_changed());
   }
+  if (area === 'local' && changes.herdrContinuityRecoveryV1) {
+    forward(() => shell.recovery_settings_changed());
+  }
 });
