@@ -72,6 +72,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
     forward(() => shell.judge_settings_changed());
   }
   if (area === 'local' && changes.herdrContinuityRecoveryV1) {
-    forward(() => shell.recovery_settings_changed());
+    const text = changes.herdrContinuityRecoveryV1.newValue;
+    forward(() => shell.recovery_settings_changed(typeof text === 'string' ? text : undefined));
   }
 });

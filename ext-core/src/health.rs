@@ -5,8 +5,10 @@
 //! decided here.
 //!
 //! - Meters per fixed [`WINDOW_MS`] window: callbacks (per minute), the worst timer drift,
-//!   Long Task time, and the latest heap figures. Levels from herdr-mcp's defaults
-//!   (REFERENCE §2): callbacks/min warn 600 / high 2 400; drift warn 1.5 s / high 5 s.
+//!   Long Task time and count, and the latest heap figures. Levels from the
+//!   [`HealthThresholds`] (the options page's, `crate::recovery_config`), by default
+//!   herdr-mcp's (REFERENCE §2): callbacks/min warn 600 / high 2 400; drift warn 1.5 s /
+//!   high 5 s; sustained 30 s; quiet 30 s; heap 1.5 GiB.
 //! - A single spike is recorded, never acted on: *sustained* pressure means high samples
 //!   without a break for [`SUSTAINED_MS`].
 //! - H3, live turn: sustained pressure and no assistant progress make a live-turn reload

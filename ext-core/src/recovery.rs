@@ -27,6 +27,13 @@
 //! out ([`RecoveryPlanner::pending`]), so a worker restart meanwhile never repeats it.
 //! Spent → [`RecoveryStatus::RolloverRecommended`].
 //!
+//! The page health meters (`crate::health`, driven by `continuity/health`) come in through
+//! two entries: [`RecoveryPlanner::health_pressure`] (H3: a probe, and a reload only when
+//! the snapshot shows a finished assistant `current_node`) and
+//! [`RecoveryPlanner::health_maintenance`] (H4: a maintenance reload); both spend the same
+//! reload budgets and leave the same durable pending record. The timers are the options
+//! page's ([`RecoveryTimings`], `crate::recovery_config`; the constants below by default).
+//!
 //! Gate: nothing is probed or done unless the scope's Auto is on and the page is ChatGPT
 //! (M6); no action while the composer holds a human draft, a permission card waits, one of
 //! our deliveries is unconfirmed, or a 429 cooldown runs (H7, then not even a probe).

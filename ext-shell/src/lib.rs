@@ -168,11 +168,12 @@ async fn recovery_settings_stored() -> Option<Result<serde_json::Value, ()>> {
     stored_record(ext_core::recovery_config::SETTINGS_KEY).await
 }
 
-/// `chrome.storage.onChanged` for `local.herdrContinuityRecoveryV1` (options page): the
-/// stored thresholds, read and validated by the core.
+/// `chrome.storage.onChanged` for `local.herdrContinuityRecoveryV1` (options page): the new
+/// record's text (`undefined` when it was removed), validated by the core. Not async: the
+/// change carries the value, and a future of its own would cost the wasm a kilobyte.
 #[wasm_bindgen]
-pub async fn recovery_settings_changed() -> Result<(), JsValue> {
-    let stored = recovery_settings_stored().await;
+pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
+    let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
     LinkDriver::feed_continuity(&worker()?, ContinuityInput::RecoverySettings { stored });
     Ok(())
 }

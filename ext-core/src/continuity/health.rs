@@ -23,7 +23,7 @@
 //! - H2: nothing here removes or changes page DOM; the meters only read samples, and every
 //!   action is one of the planner's budgeted reloads.
 //! - The meters are not persisted (a reload starts them again); the last decision is kept
-//!   per conversation so the HUD still shows it on the reloaded page.
+//!   per tab so the HUD still shows it on the reloaded page.
 
 use super::recovery::chatgpt_conversation;
 use super::*;
@@ -31,11 +31,15 @@ use crate::health::{Activity as PageActivity, HealthLevel, HealthMeter, HealthSa
 use crate::recovery::{RecoveryAction, RecoveryPlanner, RecoveryStatus};
 use crate::recovery_config::{ConfigError, RecoveryConfig};
 
-/// The meters of one page load.
+/// The meters of a tab's page load, and the tab's last decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct PageMeters {
     /// The page load they measure (a new load starts them again).
     page_load: String,
+    /// The last decision, kept across page loads so the reloaded page still shows it.
+    decision: Decision,
+    /// The planner has a probe out that the meters asked for.
+    probe_out: bool,
     /// The meters.
     meter: HealthMeter,
     /// The assistant body's signature last seen, and since when it has not changed.
@@ -46,8 +50,8 @@ struct PageMeters {
     spikes_seen: u64,
 }
 
-/// The HUD's last health decision of a conversation: what and why, as codes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The HUD's last health decision of a tab: what and why, as codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Decision {
     /// `none | recorded | probe | reload | withheld`.
     what: &'static str,
@@ -56,15 +60,17 @@ struct Decision {
     why: &'static str,
 }
 
+impl Default for Decision {
+    fn default() -> Self {
+        Self { what: "none", why: "" }
+    }
+}
+
 /// The composition's health state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct HealthFlow {
-    /// The meters per tab.
+    /// The meters per tab (of the tabs that still report a page).
     meters: VecMap<TabId, PageMeters>,
-    /// The last decision per conversation key.
-    decisions: VecMap<String, Decision>,
-    /// The tabs whose planner has a probe out that the meters asked for.
-    probing: VecMap<TabId, ()>,
     /// The thresholds in force (options page).
     thresholds: HealthThresholds,
     /// Why the stored thresholds were refused, if they were.
@@ -116,9 +122,13 @@ impl Continuity {
         };
         let signature = self.recovery_signature(tab).unwrap_or_default().to_owned();
         let thresholds = self.health.thresholds;
+        // Tabs that no longer report a page keep no meters (a reloaded tab reports again first).
+        let pages = &self.pages;
+        self.health.meters.retain(|t, _| pages.contains_key(t));
         let meters = self.health.meters.entry(tab).or_default();
         if meters.page_load != page_load {
-            *meters = PageMeters { page_load: page_load.to_owned(), meter: HealthMeter::with_thresholds(thresholds), ..PageMeters::default() };
+            let decision = meters.decision;
+            *meters = PageMeters { page_load: page_load.to_owned(), decision, meter: HealthMeter::with_thresholds(thresholds), ..PageMeters::default() };
             meters.progress_at = Some(now);
             meters.signature.clone_from(&signature);
         }
@@ -148,8 +158,8 @@ impl Continuity {
             (true, Some(why)) => Some(Decision { what: "withheld", why }),
             (true, None) => self.health_ask(now, tab, &key, pressure, heap),
         };
-        if let Some(decision) = decision {
-            self.health.decisions.insert(key, decision);
+        if let Some((decision, meters)) = decision.zip(self.health.meters.get_mut(&tab)) {
+            meters.decision = decision;
         }
     }
 
@@ -170,7 +180,9 @@ impl Continuity {
         let conversation_id = self.pages.get(&tab).and_then(|r| classify_url(&r.url).conversation().map(|c| c.conversation_id.to_owned()))?;
         let decision = match &action {
             Some(RecoveryAction::Probe) => {
-                self.health.probing.insert(tab, ());
+                if let Some(meters) = self.health.meters.get_mut(&tab) {
+                    meters.probe_out = true;
+                }
                 Decision { what: "probe", why }
             }
             Some(_) => Decision { what: "reload", why },
@@ -183,21 +195,21 @@ impl Continuity {
 
     /// The planner answered a probe of `tab` with `action`: if the meters asked for it, the
     /// HUD says whether it reloaded or the snapshot did not prove a finished reply.
-    pub(super) fn health_answered(&mut self, tab: TabId, key: &str, action: Option<&RecoveryAction>) {
-        if self.health.probing.remove(&tab).is_none() {
-            return;
-        }
-        let decision = match action {
+    pub(super) fn health_answered(&mut self, tab: TabId, action: Option<&RecoveryAction>) {
+        let Some(meters) = self.health.meters.get_mut(&tab).filter(|m| m.probe_out) else { return };
+        meters.probe_out = false;
+        meters.decision = match action {
             Some(RecoveryAction::ReloadPage | RecoveryAction::ReloadTab) => Decision { what: "reload", why: "sustained_pressure" },
             _ => Decision { what: "withheld", why: "not_proven" },
         };
-        self.health.decisions.insert(key.to_owned(), decision);
     }
 
-    /// A tab's page went away: its meters with it.
+    /// A tab's page went away: a probe the meters asked of it is no longer theirs (the
+    /// tab's last decision stays for its next page load).
     pub(super) fn health_page_gone(&mut self, tab: TabId) {
-        self.health.meters.remove(&tab);
-        self.health.probing.remove(&tab);
+        if let Some(meters) = self.health.meters.get_mut(&tab) {
+            meters.probe_out = false;
+        }
     }
 
     /// The options page's stored thresholds (`None`: nothing stored, the defaults). A record
@@ -249,9 +261,10 @@ impl Continuity {
     /// The HUD's health line for `tab`, on a ChatGPT conversation that sent samples.
     pub(super) fn health_line(&self, tab: TabId) -> Option<HealthLine> {
         let report = self.pages.get(&tab)?;
-        let key = chatgpt_key(report)?;
-        let meters = self.health.meters.get(&tab).filter(|m| m.page_load == report.page_load);
-        let decision = self.health.decisions.get(&key).copied().unwrap_or(Decision { what: "none", why: "" });
+        chatgpt_key(report)?;
+        let tab_meters = self.health.meters.get(&tab);
+        let decision = tab_meters.map(|m| m.decision).unwrap_or_default();
+        let meters = tab_meters.filter(|m| m.page_load == report.page_load);
         let level = match meters.map(|m| m.meter.level(self.now)) {
             Some(HealthLevel::High) => "high",
             Some(HealthLevel::Warn) => "warn",

@@ -249,7 +249,7 @@ impl Continuity {
         };
         let why = status_reason(&planner.status());
         let action = planner.snapshot(now, &snapshot);
-        self.health_answered(tab, &key, action.as_ref());
+        self.health_answered(tab, action.as_ref());
         self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
     }
