@@ -134,6 +134,7 @@
       recoveryProbes: String(c?.recovery?.probes ?? 0),
     };
     Object.assign(host.dataset, hooks);
+    healthView(c?.health ?? null);
     if (!c) { continuity.replaceChildren(); return []; }
     const out = [];
     if (c.binding) out.push(para('binding', 'hudBound', [c.binding.label, c.binding.workspace_id]));
@@ -163,6 +164,7 @@
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
     if (c.judge) out.push(para('judge', c.judge.key, c.judge.args, 'judge'));
     if (c.recovery) out.push(recoveryLine(c.recovery));
+    if (c.health) out.push(...healthLines(c.health));
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const figures = [String(c.queue.count), String(c.queue.merged_chars)];
@@ -760,6 +762,7 @@
   // selectors name, plus the label, class, disabled and icon-path attributes the probe
   // filters read.
   const onRecords = (records) => {
+    meters.callbacks += 1;
     if (!dirty) {
       pendingRecords += records.length;
       if (pendingRecords > QUIET_RECORDS_MAX) { dirty = true; pending = []; } else pending.push(records);
@@ -1190,6 +1193,83 @@
       ['needs_user', 'rollover', 'cooling'].includes(r.state) ? 'withheld' : '');
     p.dataset.state = r.state;
     return p;
+  };
+
+  // ---- Page health meters (SPEC H1, docs/PROTOCOL.md "Page health"). This only counts,
+  // O(1) per event: the chat observer's callbacks (one increment in onRecords, no second
+  // observer), the lateness of one 1 s timer (only while the page is visible: a hidden
+  // tab's timers are throttled by the browser, which is no pressure of the page's), Long
+  // Tasks where PerformanceObserver supports them, and the JS heap where Chromium exposes
+  // performance.memory. Every HEALTH_SAMPLE_TICKS ticks it posts one health_sample. It
+  // runs only while the worker's view has a health line (a watched ChatGPT conversation);
+  // what the figures mean, and whether anything is done, is decided there.
+  const HEALTH_TICK_MS = 1000;
+  const HEALTH_SAMPLE_TICKS = 5;
+  const meters = { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0, last: 0, timer: null, longTaskObserver: null, sent: 0, counted: 0 };
+  const resetMeters = () => Object.assign(meters, { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0 });
+  const healthTick = () => {
+    const now = performance.now();
+    const late = now - meters.last - HEALTH_TICK_MS;
+    meters.last = now;
+    if (!document.hidden && late > meters.driftMs) meters.driftMs = late;
+    meters.ticks += 1;
+    if (meters.ticks < HEALTH_SAMPLE_TICKS) return;
+    const memory = performance.memory;
+    port?.postMessage({
+      type: 'health_sample',
+      page_load: pageLoad,
+      callbacks: meters.callbacks,
+      drift_ms: Math.round(meters.driftMs),
+      long_task_ms: Math.round(meters.longTaskMs),
+      long_tasks: meters.longTasks,
+      ...(memory && { heap_used: memory.usedJSHeapSize, heap_limit: memory.jsHeapSizeLimit }),
+    });
+    // For the bench: samples sent and callbacks counted (data-* is outside the observer's filter).
+    meters.sent += 1;
+    meters.counted += meters.callbacks;
+    host.dataset.healthSamples = String(meters.sent);
+    host.dataset.healthCallbacks = String(meters.counted);
+    resetMeters();
+  };
+  const healthWatch = (on) => {
+    if (on === (meters.timer !== null)) return;
+    if (!on) {
+      clearInterval(meters.timer);
+      meters.timer = null;
+      meters.longTaskObserver?.disconnect();
+      meters.longTaskObserver = null;
+      return;
+    }
+    resetMeters();
+    meters.last = performance.now();
+    meters.timer = setInterval(healthTick, HEALTH_TICK_MS);
+    if (globalThis.PerformanceObserver?.supportedEntryTypes?.includes('longtask')) {
+      meters.longTaskObserver = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) {
+          meters.longTaskMs += entry.duration;
+          meters.longTasks += 1;
+        }
+      });
+      meters.longTaskObserver.observe({ type: 'longtask' });
+    }
+  };
+  // The health part of the view (ext-core continuity::HealthLine): test hooks, the meters'
+  // switch, and the HUD's health line (level, last decision, reason).
+  const healthView = (h) => {
+    healthWatch(Boolean(h));
+    Object.assign(host.dataset, {
+      healthLevel: h?.level ?? '',
+      healthDecision: h?.decision ?? '',
+      healthReason: h?.reason ?? '',
+      healthSpikes: String(h?.spikes ?? 0),
+    });
+  };
+  const healthLines = (h) => {
+    const reason = h.reason ? text(`healthReason_${h.reason}`) : '';
+    const figures = [text(`healthLevel_${h.level}`), text(`healthDecision_${h.decision}`), reason, String(h.spikes), String(h.long_tasks)];
+    const line = para('health', 'hudHealth', figures, h.level === 'high' || h.decision === 'withheld' ? 'withheld' : '');
+    line.dataset.level = h.level;
+    return h.settings_problem ? [line, para('health-settings', 'healthSettingsInvalid', [h.settings_problem], 'withheld')] : [line];
   };
 
   const onMessage = (message) => {

@@ -133,11 +133,78 @@ async function judgeSection() {
     row('optionJudgeMode', mode), row('optionMaxContinues', max), limits, note);
 }
 
+// ---- Stuck pages and page health (S4, S7, H1, H3, H4): one record in chrome.storage.local
+// under RECOVERY_KEY (ext_core::recovery_config::SETTINGS_KEY) with the fields of
+// ext_core::recovery_config::FIELDS — the same names, ranges and defaults (REFERENCE §2).
+// A value that is not a whole number in its range, or a high threshold not above its warn
+// one, is named with its range and nothing is saved; the worker validates again.
+const RECOVERY_KEY = 'herdrContinuityRecoveryV1';
+const RECOVERY_FIELDS = [
+  { name: 'reply_timeout_sec', min: 10, max: 600, default: 30 },
+  { name: 'assistant_stall_sec', min: 10, max: 600, default: 30 },
+  { name: 'server_stall_sec', min: 10, max: 1800, default: 60 },
+  { name: 'reload_cooldown_sec', min: 10, max: 3600, default: 60 },
+  { name: 'callbacks_warn_per_min', min: 60, max: 100_000, default: 600 },
+  { name: 'callbacks_high_per_min', min: 60, max: 100_000, default: 2400, above: 'callbacks_warn_per_min' },
+  { name: 'drift_warn_ms', min: 100, max: 60_000, default: 1500 },
+  { name: 'drift_high_ms', min: 100, max: 60_000, default: 5000, above: 'drift_warn_ms' },
+  { name: 'heap_critical_mib', min: 128, max: 16_384, default: 1536 },
+  { name: 'sustained_sec', min: 10, max: 600, default: 30 },
+  { name: 'quiet_sec', min: 10, max: 600, default: 30 },
+];
+
+/** The record from the inputs, or the first field that is out of range with its range. */
+function readRecovery(inputs) {
+  const record = {};
+  for (const field of RECOVERY_FIELDS) {
+    const text = inputs[field.name].value.trim();
+    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    const min = field.above ? Math.max(field.min, record[field.above] + 1) : field.min;
+    if (!(value >= min && value <= field.max)) return { error: { field, min } };
+    record[field.name] = value;
+  }
+  return { record };
+}
+
+/** The thresholds fieldset: one number input per field, saved whole on any change. */
+async function recoverySection() {
+  const text = await chrome.storage.local.get(RECOVERY_KEY).then((items) => items[RECOVERY_KEY], () => undefined);
+  let stored = {};
+  try { stored = typeof text === 'string' ? JSON.parse(text) ?? {} : {}; } catch { stored = {}; }
+  const note = element('p', 'recovery-note', { id: 'recoveryStatus', 'aria-live': 'polite' }, '');
+  const inputs = {};
+  const save = async () => {
+    const { record, error } = readRecovery(inputs);
+    if (error) {
+      note.textContent = message('optionRecoveryOutOfRange', [message(`optionRecovery_${error.field.name}`), String(error.min), String(error.field.max)]);
+      note.dataset.field = error.field.name;
+      return;
+    }
+    delete note.dataset.field;
+    try {
+      await chrome.storage.local.set({ [RECOVERY_KEY]: JSON.stringify(record) });
+      note.textContent = message('optionRecoverySaved');
+    } catch (failure) {
+      note.textContent = message('optionSaveFailed', [errorText(failure)]);
+    }
+  };
+  const rows = RECOVERY_FIELDS.map((field) => {
+    const value = Number.isInteger(stored[field.name]) ? stored[field.name] : field.default;
+    const input = element('input', '', { id: field.name, name: field.name, type: 'number', min: String(field.min), max: String(field.max) });
+    input.value = String(value);
+    input.addEventListener('change', save);
+    inputs[field.name] = input;
+    return element('label', 'setting', {}, element('span', 'caption', {}, message(`optionRecovery_${field.name}`)), input);
+  });
+  return element('fieldset', 'recovery', { id: 'recoverySettings' }, element('legend', '', {}, message('optionRecoveryHeading')),
+    element('p', 'recovery-help', {}, message('optionRecoveryNote')), ...rows, note);
+}
+
 startPage((app) => {
   const form = element('form', 'settings');
   const status = statusRegion('save-status');
   app.append(form, status);
-  judgeSection().then((section) => app.append(section));
+  judgeSection().then((section) => app.append(section)).then(recoverySection).then((section) => app.append(section));
   const defaults = Object.fromEntries(SETTINGS.map((spec) => [spec.key, spec.default]));
   chrome.storage.sync.get(defaults)
     .catch(() => defaults)

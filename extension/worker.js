@@ -71,4 +71,8 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.herdrContinuityJudgeV1) {
     forward(() => shell.judge_settings_changed());
   }
+  if (area === 'local' && changes.herdrContinuityRecoveryV1) {
+    const text = changes.herdrContinuityRecoveryV1.newValue;
+    forward(() => shell.recovery_settings_changed(typeof text === 'string' ? text : undefined));
+  }
 });

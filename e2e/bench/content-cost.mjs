@@ -134,7 +134,10 @@ async function hostCounters(page) {
     host.dispatchEvent(new Event('herdr-continuity:counters'));
     const n = (value) => Number(value ?? NaN);
     const d = host.dataset;
-    return { computed: n(d.factsComputed), skipped: n(d.factsSkipped ?? 0), sent: n(d.factsSent), ms: n(d.factsMs) };
+    return {
+      computed: n(d.factsComputed), skipped: n(d.factsSkipped ?? 0), sent: n(d.factsSent), ms: n(d.factsMs),
+      healthSamples: n(d.healthSamples ?? 0), healthCallbacks: n(d.healthCallbacks ?? 0),
+    };
   }, HUD_HOST);
 }
 
@@ -310,6 +313,16 @@ function layoutTables(table, layout, ext, base) {
       ['page_facts messages sent (changed facts only)', c.sent, (c.sent / TOKENS).toFixed(3)],
     ],
   );
+  // The page health meters run in the same content script (its observer's callbacks, a 1 s
+  // timer, Long Tasks, the heap): their cost is inside (a)'s ScriptDuration above.
+  table(
+    `[${layout}] page health meters during the stream (same content script; counted in (a)'s ScriptDuration; median window)`,
+    ['what', 'count', 'per token'],
+    [
+      ['health_sample messages sent (one per 5 s)', c.healthSamples, (c.healthSamples / TOKENS).toFixed(3)],
+      ['observer callbacks counted in them', c.healthCallbacks, (c.healthCallbacks / TOKENS).toFixed(3)],
+    ],
+  );
   table(
     `[${layout}] time inside the facts recompute (content.js data-facts-ms: facts() + JSON.stringify, performance.now(), which a page without cross-origin isolation coarsens to 100 µs: rough per recompute)`,
     ['what', 'total', 'per recompute', 'per token'],
@@ -379,7 +392,7 @@ export async function contentScriptCostBench({ Sandbox, table }) {
     results.push({ layout, generation: ext.generation, ext, base, ratio: ratioOf(ext.delta.ScriptDuration, base.delta.ScriptDuration) });
   }
   table(
-    `content script ScriptDuration against the no-extension baseline, median of ${RUNS} windows per side (target ≤ ${SCRIPT_RATIO_TARGET.toFixed(2)}x, issue 8 "Small and quick")`,
+    `content script ScriptDuration (page facts and the page health meters) against the no-extension baseline, median of ${RUNS} windows per side (target ≤ ${SCRIPT_RATIO_TARGET.toFixed(2)}x, issue 8 "Small and quick"; issue 10: the meters' cost)`,
     ['layout', 'generation', '(a) extension', '(b) baseline', 'ratio', 'target', 'verdict'],
     results.map(({ layout, generation, ext, base, ratio }) => [
       layout, generation, `${(ext.delta.ScriptDuration * 1000).toFixed(1)} ms`, `${(base.delta.ScriptDuration * 1000).toFixed(1)} ms`,

@@ -5,8 +5,10 @@
 //! decided here.
 //!
 //! - Meters per fixed [`WINDOW_MS`] window: callbacks (per minute), the worst timer drift,
-//!   Long Task time, and the latest heap figures. Levels from herdr-mcp's defaults
-//!   (REFERENCE §2): callbacks/min warn 600 / high 2 400; drift warn 1.5 s / high 5 s.
+//!   Long Task time and count, and the latest heap figures. Levels from the
+//!   [`HealthThresholds`] (the options page's, `crate::recovery_config`), by default
+//!   herdr-mcp's (REFERENCE §2): callbacks/min warn 600 / high 2 400; drift warn 1.5 s /
+//!   high 5 s; sustained 30 s; quiet 30 s; heap 1.5 GiB.
 //! - A single spike is recorded, never acted on: *sustained* pressure means high samples
 //!   without a break for [`SUSTAINED_MS`].
 //! - H3, live turn: sustained pressure and no assistant progress make a live-turn reload
@@ -41,6 +43,39 @@ pub const HEAP_CRITICAL_BYTES: u64 = 3 * 512 * 1024 * 1024;
 /// Heap used over the limit that is critical, in per mille.
 pub const HEAP_CRITICAL_PER_MILLE: u64 = 780;
 
+/// The thresholds a meter judges by (the options page's; defaults the constants above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HealthThresholds {
+    /// Callbacks per minute that warn.
+    pub callbacks_warn: u64,
+    /// Callbacks per minute that are high.
+    pub callbacks_high: u64,
+    /// Timer drift in ms that warns.
+    pub drift_warn_ms: u64,
+    /// Timer drift in ms that is high.
+    pub drift_high_ms: u64,
+    /// Heap used that is critical, in bytes.
+    pub heap_critical_bytes: u64,
+    /// How long pressure must last to count.
+    pub sustained_ms: Millis,
+    /// Quiet time before a maintenance reload.
+    pub quiet_ms: Millis,
+}
+
+impl Default for HealthThresholds {
+    fn default() -> Self {
+        Self {
+            callbacks_warn: CALLBACKS_PER_MIN.0,
+            callbacks_high: CALLBACKS_PER_MIN.1,
+            drift_warn_ms: DRIFT_MS.0,
+            drift_high_ms: DRIFT_MS.1,
+            heap_critical_bytes: HEAP_CRITICAL_BYTES,
+            sustained_ms: SUSTAINED_MS,
+            quiet_ms: QUIET_MS,
+        }
+    }
+}
+
 /// What the adapter counted since its last sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct HealthSample {
@@ -50,6 +85,8 @@ pub struct HealthSample {
     pub drift_ms: u64,
     /// Long Task time, in ms.
     pub long_task_ms: u64,
+    /// Long Tasks.
+    pub long_tasks: u64,
     /// `performance.memory.usedJSHeapSize`, when exposed.
     pub heap_used: Option<u64>,
     /// `performance.memory.jsHeapSizeLimit`, when exposed.
@@ -80,6 +117,8 @@ pub struct Window {
     pub drift_ms: u64,
     /// Long Task time in it.
     pub long_task_ms: u64,
+    /// Long Tasks in it.
+    pub long_tasks: u64,
 }
 
 /// What the page is doing that blocks a maintenance reload (H4).
@@ -96,7 +135,8 @@ pub struct Activity {
 }
 
 impl Activity {
-    fn blocks(self) -> bool {
+    /// Whether anything holds a maintenance reload back (H4).
+    pub fn blocks(self) -> bool {
         self.busy || self.human_input || self.permission_card || self.delivery_uncertain
     }
 }
@@ -112,12 +152,14 @@ pub struct HealthMeter {
     first_sample_at: Option<Millis>,
     heap: (Option<u64>, Option<u64>),
     spikes: u64,
+    /// What it judges by.
+    thresholds: HealthThresholds,
 }
 
 /// The callbacks-per-minute level of `callbacks` over `elapsed` ms.
-fn rate_level(callbacks: u64, elapsed: Millis) -> HealthLevel {
+fn rate_level(callbacks: u64, elapsed: Millis, t: &HealthThresholds) -> HealthLevel {
     let per_min = callbacks.saturating_mul(60_000) / elapsed.max(1_000);
-    level(per_min, CALLBACKS_PER_MIN)
+    level(per_min, (t.callbacks_warn, t.callbacks_high))
 }
 
 fn level(value: u64, (warn, high): (u64, u64)) -> HealthLevel {
@@ -131,6 +173,16 @@ fn level(value: u64, (warn, high): (u64, u64)) -> HealthLevel {
 }
 
 impl HealthMeter {
+    /// A meter that judges by `thresholds`.
+    pub fn with_thresholds(thresholds: HealthThresholds) -> Self {
+        Self { thresholds, ..Self::default() }
+    }
+
+    /// New thresholds (the options page changed); the figures stay.
+    pub fn set_thresholds(&mut self, thresholds: HealthThresholds) {
+        self.thresholds = thresholds;
+    }
+
     /// A sample at `now` with the page's activity then. O(1).
     pub fn sample(&mut self, now: Millis, sample: HealthSample, activity: Activity) {
         if now.saturating_sub(self.current.start) >= WINDOW_MS || self.last_sample_at.is_none() {
@@ -145,10 +197,12 @@ impl HealthMeter {
         self.current.callbacks = self.current.callbacks.saturating_add(sample.callbacks);
         self.current.drift_ms = self.current.drift_ms.max(sample.drift_ms);
         self.current.long_task_ms = self.current.long_task_ms.saturating_add(sample.long_task_ms);
+        self.current.long_tasks = self.current.long_tasks.saturating_add(sample.long_tasks);
         if sample.heap_used.is_some() {
             self.heap = (sample.heap_used, sample.heap_limit);
         }
-        let high = rate_level(sample.callbacks, elapsed) == HealthLevel::High || level(sample.drift_ms, DRIFT_MS) == HealthLevel::High;
+        let t = &self.thresholds;
+        let high = rate_level(sample.callbacks, elapsed, t) == HealthLevel::High || level(sample.drift_ms, (t.drift_warn_ms, t.drift_high_ms)) == HealthLevel::High;
         match (high, self.high_since) {
             (true, None) => {
                 self.high_since = Some(now);
@@ -164,7 +218,8 @@ impl HealthMeter {
 
     /// The level the HUD shows: the worse of the running and the last full window.
     pub fn level(&self, now: Millis) -> HealthLevel {
-        let of = |w: &Window, elapsed: Millis| rate_level(w.callbacks, elapsed).max(level(w.drift_ms, DRIFT_MS));
+        let t = &self.thresholds;
+        let of = |w: &Window, elapsed: Millis| rate_level(w.callbacks, elapsed, t).max(level(w.drift_ms, (t.drift_warn_ms, t.drift_high_ms)));
         let current = of(&self.current, now.saturating_sub(self.current.start).max(WINDOW_MS / 2));
         self.last.as_ref().map_or(current, |w| current.max(of(w, WINDOW_MS)))
     }
@@ -174,16 +229,16 @@ impl HealthMeter {
         self.spikes
     }
 
-    /// High pressure without a break for [`SUSTAINED_MS`].
+    /// High pressure without a break for the sustained time ([`SUSTAINED_MS`] by default).
     pub fn sustained(&self, now: Millis) -> bool {
-        self.high_since.is_some_and(|at| now.saturating_sub(at) >= SUSTAINED_MS)
+        self.high_since.is_some_and(|at| now.saturating_sub(at) >= self.thresholds.sustained_ms)
     }
 
     /// The heap is critical (H4).
     pub fn heap_critical(&self) -> bool {
         match self.heap {
             (Some(used), limit) => {
-                used >= HEAP_CRITICAL_BYTES || limit.is_some_and(|l| l > 0 && used.saturating_mul(1_000) >= l.saturating_mul(HEAP_CRITICAL_PER_MILLE))
+                used >= self.thresholds.heap_critical_bytes || limit.is_some_and(|l| l > 0 && used.saturating_mul(1_000) >= l.saturating_mul(HEAP_CRITICAL_PER_MILLE))
             }
             (None, _) => false,
         }
@@ -192,19 +247,24 @@ impl HealthMeter {
     /// H3: a live-turn reload may be considered (the recovery planner still needs the
     /// snapshot to prove a finished assistant node).
     pub fn live_turn_reload_eligible(&self, now: Millis, assistant_progress_at: Option<Millis>) -> bool {
-        self.sustained(now) && assistant_progress_at.is_none_or(|at| now.saturating_sub(at) >= SUSTAINED_MS)
+        self.sustained(now) && assistant_progress_at.is_none_or(|at| now.saturating_sub(at) >= self.thresholds.sustained_ms)
     }
 
     /// H4: a maintenance reload may be considered: critical heap, and the page quiet for
-    /// [`QUIET_MS`] with nothing blocking now.
+    /// the quiet time ([`QUIET_MS`] by default) with nothing blocking now.
     pub fn maintenance_reload_eligible(&self, now: Millis, activity: Activity) -> bool {
         self.heap_critical()
             && !activity.blocks()
-            && self.blocked_at.or(self.first_sample_at).is_some_and(|at| now.saturating_sub(at) >= QUIET_MS)
+            && self.blocked_at.or(self.first_sample_at).is_some_and(|at| now.saturating_sub(at) >= self.thresholds.quiet_ms)
     }
 
     /// The running window (HUD).
     pub fn window(&self) -> Window {
         self.current
+    }
+
+    /// The last heap figures (used, limit), when the page exposes them.
+    pub fn heap(&self) -> (Option<u64>, Option<u64>) {
+        self.heap
     }
 }

@@ -28,6 +28,7 @@ pub mod progress_push;
 pub mod queue;
 pub mod rate_limit;
 pub mod recovery;
+pub mod recovery_config;
 pub mod scope;
 pub mod semantic_auto;
 pub mod settle_tracker;

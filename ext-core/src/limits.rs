@@ -35,6 +35,13 @@ pub const MAX_TURN_ASSISTANT_CHARS: usize = 12_000;
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
+/// Bytes of a `health_sample` message's JSON (a handful of numbers and the page load id).
+pub const MAX_HEALTH_SAMPLE_BYTES: usize = 512;
+/// The largest count a `health_sample` may carry in any field (callbacks, ms, tasks); a
+/// bigger one refuses the sample.
+pub const MAX_HEALTH_COUNT: u64 = 10_000_000;
+/// The largest heap figure a `health_sample` may carry (256 GiB).
+pub const MAX_HEALTH_HEAP_BYTES: u64 = 1 << 38;
 /// Longest `queue_add` message as JSON text (the one page message that carries the user's
 /// composer text: up to the queue's merged limit of 24 000 characters, which may need four
 /// bytes each, plus escapes). Checked before it is parsed; a longer text is refused with a

@@ -27,6 +27,13 @@
 //! out ([`RecoveryPlanner::pending`]), so a worker restart meanwhile never repeats it.
 //! Spent → [`RecoveryStatus::RolloverRecommended`].
 //!
+//! The page health meters (`crate::health`, driven by `continuity/health`) come in through
+//! two entries: [`RecoveryPlanner::health_pressure`] (H3: a probe, and a reload only when
+//! the snapshot shows a finished assistant `current_node`) and
+//! [`RecoveryPlanner::health_maintenance`] (H4: a maintenance reload); both spend the same
+//! reload budgets and leave the same durable pending record. The timers are the options
+//! page's ([`RecoveryTimings`], `crate::recovery_config`; the constants below by default).
+//!
 //! Gate: nothing is probed or done unless the scope's Auto is on and the page is ChatGPT
 //! (M6); no action while the composer holds a human draft, a permission card waits, one of
 //! our deliveries is unconfirmed, or a 429 cooldown runs (H7, then not even a probe).
@@ -51,6 +58,30 @@ pub const SERVER_STALL_WAIT_MS: Millis = 60_000;
 pub const PROBE_INTERVAL_MS: Millis = 15_000;
 /// Between two reloads.
 pub const RELOAD_COOLDOWN_MS: Millis = 60_000;
+
+/// The planner's timers (the options page's thresholds; the constants above by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RecoveryTimings {
+    /// A user turn without reply output for this long is suspect.
+    pub reply_timeout_ms: Millis,
+    /// A streaming reply without progress for this long is suspect.
+    pub assistant_stall_ms: Millis,
+    /// Extra wait for a stalled server before the one reload.
+    pub server_stall_ms: Millis,
+    /// Between two reloads.
+    pub reload_cooldown_ms: Millis,
+}
+
+impl Default for RecoveryTimings {
+    fn default() -> Self {
+        Self {
+            reply_timeout_ms: REPLY_TIMEOUT_MS,
+            assistant_stall_ms: ASSISTANT_STALL_MS,
+            server_stall_ms: SERVER_STALL_WAIT_MS,
+            reload_cooldown_ms: RELOAD_COOLDOWN_MS,
+        }
+    }
+}
 
 /// What the page adapter reports for recovery, on every page report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -133,6 +164,8 @@ pub enum Suspect {
     AssistantStall,
     /// A send-timeout error is shown.
     SendTimeout,
+    /// The page's health meters show sustained pressure without assistant progress (H3).
+    HealthPressure,
 }
 
 /// An action recorded before it is carried out.
@@ -180,6 +213,13 @@ pub struct RecoveryPlanner {
     /// Probes asked for in this worker life (for the bench).
     #[serde(skip)]
     probes: u64,
+    /// The probe out was asked by the health meters (H3): only a finished assistant
+    /// `current_node` makes its answer a reload.
+    #[serde(skip)]
+    health_probe: bool,
+    /// The timers in force (options page; set by the composition, not persisted).
+    #[serde(skip)]
+    timings: RecoveryTimings,
 }
 
 impl RecoveryPlanner {
@@ -196,6 +236,47 @@ impl RecoveryPlanner {
     /// Probes asked for in this worker life.
     pub fn probes(&self) -> u64 {
         self.probes
+    }
+
+    /// The options page's timers.
+    pub fn set_timings(&mut self, timings: RecoveryTimings) {
+        self.timings = timings;
+    }
+
+    /// H3: the page's meters show sustained pressure and no assistant progress. Asks for a
+    /// probe (rationed like the others, none while an action is pending, a reload's
+    /// cooldown or a 429 back-off runs) whose answer reloads only when the server's
+    /// `current_node` is a finished assistant message; with the reload budgets spent it
+    /// recommends a rollover and asks nothing (H6).
+    pub fn health_pressure(&mut self, now: Millis) -> Option<RecoveryAction> {
+        if !self.facts.auto_on || !self.facts.chatgpt || self.pending.is_some() || self.probe_out {
+            return None;
+        }
+        if self.reloads_left() == 0 {
+            return self.spent();
+        }
+        let cooling = self.rate_limit.cooling_until(now).is_some()
+            || self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < self.timings.reload_cooldown_ms)
+            || self.last_probe_at.is_some_and(|at| now.saturating_sub(at) < PROBE_INTERVAL_MS);
+        if cooling {
+            return None;
+        }
+        self.status = Some(RecoveryStatus::Checking { why: Suspect::HealthPressure });
+        self.last_probe_at = Some(now);
+        self.probe_out = true;
+        self.health_probe = true;
+        self.probes += 1;
+        Some(RecoveryAction::Probe)
+    }
+
+    /// H4: a critical heap after the page was quiet: one maintenance reload within the
+    /// reload budgets (never while a reply streams or a blocker holds); spent → a rollover
+    /// is recommended (H6).
+    pub fn health_maintenance(&mut self, now: Millis) -> Option<RecoveryAction> {
+        if !self.facts.auto_on || !self.facts.chatgpt || self.facts.generating || self.pending.is_some() || self.probe_out {
+            return None;
+        }
+        self.act(now, Want::Reload)
     }
 
     /// Retries of ChatGPT's Retry button left (S7).
@@ -250,7 +331,7 @@ impl RecoveryPlanner {
 
     /// Time passed (call at least every few seconds while a page is watched).
     pub fn tick(&mut self, now: Millis) -> Option<RecoveryAction> {
-        if self.pending.as_ref().is_some_and(|p| now.saturating_sub(p.at) >= RELOAD_COOLDOWN_MS) {
+        if self.pending.as_ref().is_some_and(|p| now.saturating_sub(p.at) >= self.timings.reload_cooldown_ms) {
             // Not seen done within the cooldown: it counts as spent, never repeated.
             self.pending = None;
         }
@@ -291,10 +372,10 @@ impl RecoveryPlanner {
         }
         let quiet_since = |since: Option<Millis>, limit: Millis| since.is_some_and(|at| now.saturating_sub(at) >= limit);
         let last_progress = self.progress_at.max(self.waiting_since);
-        if self.waiting_since.is_some() && quiet_since(last_progress, REPLY_TIMEOUT_MS) {
+        if self.waiting_since.is_some() && quiet_since(last_progress, self.timings.reply_timeout_ms) {
             return Some(Suspect::ReplyTimeout);
         }
-        if self.facts.generating && quiet_since(self.progress_at, ASSISTANT_STALL_MS) {
+        if self.facts.generating && quiet_since(self.progress_at, self.timings.assistant_stall_ms) {
             return Some(Suspect::AssistantStall);
         }
         None
@@ -307,6 +388,13 @@ impl RecoveryPlanner {
         }
         let state = classify(&self.facts.view, snapshot, now);
         self.status = Some(RecoveryStatus::Observed { state });
+        if std::mem::take(&mut self.health_probe) && self.facts.send_timeout.is_none() {
+            // H3: the meters' probe proves the server finished the reply, or changes nothing.
+            let finished = matches!(snapshot, Snapshot::Read(node) if node.role == ServerRole::Assistant && node.finished);
+            if finished {
+                return self.act(now, Want::Reload);
+            }
+        }
         let wanted = match (state, self.facts.send_timeout) {
             // S6 is decided on the server's node itself.
             (_, Some(retry_offered)) => match s6(&self.facts.view, snapshot) {
@@ -325,7 +413,7 @@ impl RecoveryPlanner {
                 Some(until) if now >= until => Want::Reload,
                 Some(_) => return None,
                 None => {
-                    let until = now.saturating_add(SERVER_STALL_WAIT_MS);
+                    let until = now.saturating_add(self.timings.server_stall_ms);
                     self.stall_wait_until = Some(until);
                     self.status = Some(RecoveryStatus::WaitingForServer { until });
                     return None;
@@ -345,7 +433,7 @@ impl RecoveryPlanner {
             Want::Retry if self.retries_used == 0 => RecoveryAction::ClickRetry,
             Want::Retry => return self.spent(),
             Want::Reload => {
-                if self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < RELOAD_COOLDOWN_MS) {
+                if self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < self.timings.reload_cooldown_ms) {
                     return None;
                 }
                 if self.page_reloads_used == 0 {
@@ -386,8 +474,8 @@ impl RecoveryPlanner {
     /// The human wrote a new turn: the fault is behind them, budgets start again (a
     /// healthy reply alone does not reset them, so faults that come back cannot loop).
     pub fn human_turn(&mut self) {
-        let rate_limit = self.rate_limit;
-        *self = Self { rate_limit, page_load: std::mem::take(&mut self.page_load), ..Self::default() };
+        let (rate_limit, timings) = (self.rate_limit, self.timings);
+        *self = Self { rate_limit, timings, page_load: std::mem::take(&mut self.page_load), ..Self::default() };
     }
 }
 
@@ -438,4 +526,4 @@ impl crate::json_read::WriteJson for RecoveryAction {
 
 crate::json_read::json_struct!(Pending { action, at, page_load });
 crate::json_read::json_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, last_reload_at, pending, rate_limit }
-    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes });
+    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes, health_probe, timings });

@@ -405,6 +405,14 @@ pub enum PortCommand {
     },
     /// `recovery_facts {…}`: the page's last assistant message and thread error.
     RecoveryFacts(PageRecoveryReport),
+    /// `health_sample {page_load, callbacks, drift_ms, long_task_ms, long_tasks, heap_used?,
+    /// heap_limit?}`: what the page's meters counted since the last sample (H1).
+    HealthSample {
+        /// The page load that counted.
+        page_load: String,
+        /// The counts, each within `ext_core::limits::MAX_HEALTH_COUNT`.
+        sample: ext_core::health::HealthSample,
+    },
     /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
     /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
     SnapshotResult {
@@ -465,6 +473,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             scope_key: str_of(value, "scope_key")?,
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
+        "health_sample" => health_sample(value),
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),
@@ -475,6 +484,27 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
 
 fn count_of(value: &Value, key: &str) -> u32 {
     value.get(key).and_then(Value::as_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// A `health_sample`: every count a whole number within its cap, the heap figures absent
+/// or within theirs, the page load a short id; anything else refuses the whole sample.
+fn health_sample(value: &Value) -> Option<PortCommand> {
+    use ext_core::limits::{MAX_HEALTH_COUNT, MAX_HEALTH_HEAP_BYTES, MAX_ID_CHARS};
+    let count = |key: &str| value.get(key).and_then(Value::as_u64).filter(|n| *n <= MAX_HEALTH_COUNT);
+    let heap = |key: &str| match value.get(key) {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => v.as_u64().filter(|n| *n <= MAX_HEALTH_HEAP_BYTES).map(Some),
+    };
+    let page_load = str_of(value, "page_load").filter(|id| !id.is_empty() && ext_core::limits::within(id, MAX_ID_CHARS))?;
+    let sample = ext_core::health::HealthSample {
+        callbacks: count("callbacks")?,
+        drift_ms: count("drift_ms")?,
+        long_task_ms: count("long_task_ms")?,
+        long_tasks: count("long_tasks")?,
+        heap_used: heap("heap_used")?,
+        heap_limit: heap("heap_limit")?,
+    };
+    Some(PortCommand::HealthSample { page_load, sample })
 }
 
 /// The facts of a `recovery_facts` message; fields a page did not send are "not seen".

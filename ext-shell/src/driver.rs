@@ -21,7 +21,7 @@ use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGene
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RecoveryCommand, RuntimeCall};
 use ext_core::json_read::WriteJson;
 use ext_core::hud::{self, ActionId};
-use ext_core::limits::{MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
+use ext_core::limits::{MAX_HEALTH_SAMPLE_BYTES, MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
 use ext_core::vec_map::VecMap;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
@@ -251,6 +251,7 @@ impl LinkDriver {
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
             (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
+            (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
             (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
@@ -456,7 +457,10 @@ impl LinkDriver {
             let Some(this) = weak.upgrade() else { return };
             match message {
                 Some(message) => Self::post_to_tab(&this, tab, &message),
-                None => js::reload_tab(tab),
+                // H5 level 2: only the page's own tab, and only while the core still holds
+                // its pending record for this page load, the same conversation, Auto on.
+                None if this.borrow().continuity.tab_reload_accepted(tab) => js::reload_tab(tab),
+                None => js::warn("herdr-continuity: a tab reload was refused (no matching pending record)"),
             }
         });
     }
@@ -507,6 +511,9 @@ impl LinkDriver {
         let carries_text = matches!(value.get("type").and_then(serde_json::Value::as_str), Some("queue_add" | "turn_ended" | "action"));
         if text.len() > MAX_PAGE_MESSAGE_BYTES && !carries_text {
             return Err(too_long(MAX_PAGE_MESSAGE_BYTES));
+        }
+        if text.len() > MAX_HEALTH_SAMPLE_BYTES && value.get("type").and_then(serde_json::Value::as_str) == Some("health_sample") {
+            return Err(too_long(MAX_HEALTH_SAMPLE_BYTES));
         }
         if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
             return Self::diagnostics_reported(this, port, &value);

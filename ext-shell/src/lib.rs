@@ -107,6 +107,8 @@ pub async fn start_worker() -> Result<(), JsValue> {
     restored.handle(now, progress);
     let stored = judge_settings_stored().await;
     restored.handle(now, ContinuityInput::JudgeSettings { stored });
+    let stored = recovery_settings_stored().await;
+    restored.handle(now, ContinuityInput::RecoverySettings { stored });
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
         _ => Language::En,
@@ -150,10 +152,30 @@ pub async fn progress_settings_changed() -> Result<(), JsValue> {
     Ok(())
 }
 
-/// The stored judge settings (options page), parsed: `Some(Err(()))` when not JSON.
-async fn judge_settings_stored() -> Option<Result<serde_json::Value, ()>> {
-    let text = js::storage_local_read(ext_core::semantic_auto::SETTINGS_KEY).await?;
+/// A stored settings record of the options page, parsed: `Some(Err(()))` when not JSON.
+async fn stored_record(key: &str) -> Option<Result<serde_json::Value, ()>> {
+    let text = js::storage_local_read(key).await?;
     Some(js::parse(&text).map_err(|_| ()))
+}
+
+/// The stored judge settings (options page).
+async fn judge_settings_stored() -> Option<Result<serde_json::Value, ()>> {
+    stored_record(ext_core::semantic_auto::SETTINGS_KEY).await
+}
+
+/// The stored recovery and health thresholds (options page).
+async fn recovery_settings_stored() -> Option<Result<serde_json::Value, ()>> {
+    stored_record(ext_core::recovery_config::SETTINGS_KEY).await
+}
+
+/// `chrome.storage.onChanged` for `local.herdrContinuityRecoveryV1` (options page): the new
+/// record's text (`undefined` when it was removed), validated by the core. Not async: the
+/// change carries the value, and a future of its own would cost the wasm a kilobyte.
+#[wasm_bindgen]
+pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
+    let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
+    LinkDriver::feed_continuity(&worker()?, ContinuityInput::RecoverySettings { stored });
+    Ok(())
 }
 
 /// `chrome.storage.onChanged` for `local.herdrContinuityJudgeV1` (options page, O4): the

@@ -38,3 +38,9 @@ fn page_diagnostics_are_bounded() {
 fn js_values_cross_as_their_json() {
     common::js_values_cross_as_their_json();
 }
+
+/// `health_sample` is validated and size-capped (issue 10, H1).
+#[wasm_bindgen_test]
+fn health_samples_are_bounded() {
+    common::health_samples_are_bounded();
+}

@@ -157,6 +157,8 @@ pub const REASON_CODES: &[&str] = &[
     "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "auto_off",
     "queue_first", "page_busy", "reply_timeout", "assistant_stall", "send_timeout", "server_ahead",
     "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",
+    // Page health (continuity/health).
+    "health_pressure", "sustained_pressure", "heap_critical",
 ];
 
 /// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).

@@ -295,6 +295,22 @@ pub enum ContinuityInput {
         /// The facts.
         facts: PageRecoveryReport,
     },
+    /// A page's `health_sample`: what its meters counted since the last one (H1).
+    HealthSample {
+        /// Its tab.
+        tab: TabId,
+        /// The page load that counted.
+        page_load: String,
+        /// The counts.
+        sample: crate::health::HealthSample,
+    },
+    /// Options page: the stored recovery and health thresholds (`chrome.storage.local`,
+    /// [`crate::recovery_config::SETTINGS_KEY`]); `None` when nothing is stored. A record that
+    /// does not validate leaves the defaults in force and the HUD names the field.
+    RecoverySettings {
+        /// The stored record, parsed by the shell (`Err` when its text is not JSON).
+        stored: Option<Result<serde_json::Value, ()>>,
+    },
     /// A page's answer to a [`RecoveryCommand::Probe`] (`snapshot_result`).
     SnapshotResult {
         /// Its tab.

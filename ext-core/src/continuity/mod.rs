@@ -87,6 +87,7 @@ mod manual;
 mod pane_output;
 mod persisted;
 mod queue;
+mod health;
 mod recovery;
 mod semantic;
 mod texts;
@@ -97,6 +98,7 @@ pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, REAS
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
+pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use bridge::BridgeResults;
@@ -263,6 +265,8 @@ pub struct Continuity {
     semantic: semantic::SemanticFlow,
     /// Stuck-page recovery: a planner per ChatGPT conversation (S1–S8, H5, H7).
     recovery: recovery::RecoveryFlow,
+    /// Page health meters per watched ChatGPT page (H1–H6).
+    health: health::HealthFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -457,6 +461,8 @@ impl Continuity {
             }
             ContinuityInput::RecoveryFacts { tab, facts } => self.recovery_facts(now, tab, facts),
             ContinuityInput::SnapshotResult { tab, page_load, answer } => self.recovery_answer(now, tab, &page_load, answer),
+            ContinuityInput::HealthSample { tab, page_load, sample } => self.health_sample(now, tab, &page_load, sample),
+            ContinuityInput::RecoverySettings { stored } => self.recovery_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::PageGone { tab } => {
                 self.recovery_page_gone(tab);
                 self.pages.remove(&tab);

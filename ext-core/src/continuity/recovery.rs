@@ -29,7 +29,7 @@
 //! - Nothing here types into a page: recovery never resubmits a user turn.
 
 use super::*;
-use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, Suspect};
+use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Suspect};
 use crate::stale_view::{DomMessage, DomView, ServerNode, ServerRole, Snapshot as ServerSnapshot, ViewState};
 
 /// How often the planners are ticked while a watched page could go stale (the planner's
@@ -143,6 +143,8 @@ pub(super) struct RecoveryFlow {
     probing: VecMap<String, (TabId, String)>,
     /// When the planners are ticked next, if a watched page could go stale.
     next_tick: Option<Millis>,
+    /// The planners' timers (options page), given to every planner.
+    pub(super) timings: RecoveryTimings,
 }
 
 impl RecoveryFlow {
@@ -162,7 +164,7 @@ impl RecoveryFlow {
 }
 
 /// The conversation key and id of a ChatGPT conversation page.
-fn chatgpt_conversation(report: &PageReport) -> Option<(String, String)> {
+pub(super) fn chatgpt_conversation(report: &PageReport) -> Option<(String, String)> {
     let page = classify_url(&report.url);
     let conversation = page.conversation()?;
     if conversation.site != crate::scope::Site::ChatGpt {
@@ -182,7 +184,9 @@ impl Continuity {
     /// The page of `tab` reported (facts or recovery facts): its planner sees it now.
     pub(super) fn recovery_page(&mut self, now: Millis, tab: TabId) {
         let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
+        let timings = self.recovery.timings;
         let planner = self.recovery.planners.entry(key.clone()).or_default();
+        planner.set_timings(timings);
         if rate_limited {
             planner.rate_limited(now);
         }
@@ -194,6 +198,7 @@ impl Continuity {
 
     /// A tab's page went away: its facts (and a probe asked of it) with it.
     pub(super) fn recovery_page_gone(&mut self, tab: TabId) {
+        self.health_page_gone(tab);
         self.recovery.facts.remove(&tab);
         self.recovery.probing.retain(|_, (asked, _)| *asked != tab);
     }
@@ -244,6 +249,7 @@ impl Continuity {
         };
         let why = status_reason(&planner.status());
         let action = planner.snapshot(now, &snapshot);
+        self.health_answered(tab, action.as_ref());
         self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
     }
@@ -281,8 +287,13 @@ impl Continuity {
         Some((key, conversation_id, facts, seen.rate_limited))
     }
 
+    /// The last assistant body's signature the page of `tab` reported.
+    pub(super) fn recovery_signature(&self, tab: TabId) -> Option<&str> {
+        self.recovery.facts.get(&tab).map(|f| f.signature.as_str())
+    }
+
     /// Turns a planner's action into a page command; a budgeted one is persisted first.
-    fn recovery_act(&mut self, tab: TabId, key: &str, conversation_id: &str, why: &'static str, action: Option<RecoveryAction>) {
+    pub(super) fn recovery_act(&mut self, tab: TabId, key: &str, conversation_id: &str, why: &'static str, action: Option<RecoveryAction>) {
         let Some(action) = action else { return };
         let kind = match action {
             RecoveryAction::Probe => None,
@@ -377,6 +388,7 @@ fn suspect_name(why: Suspect) -> &'static str {
         Suspect::ReplyTimeout => "reply_timeout",
         Suspect::AssistantStall => "assistant_stall",
         Suspect::SendTimeout => "send_timeout",
+        Suspect::HealthPressure => "health_pressure",
     }
 }
 

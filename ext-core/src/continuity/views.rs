@@ -94,6 +94,7 @@ impl Continuity {
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
             recovery: self.recovery_line(tab),
+            health: self.health_line(tab),
         })
     }
 
@@ -239,6 +240,8 @@ pub struct ContinuityView {
     pub judge: Option<Say>,
     /// Stuck-page recovery on a ChatGPT conversation: state, reason, budgets left, probes.
     pub recovery: Option<RecoveryLine>,
+    /// Page health on a ChatGPT conversation: level, the last decision and its reason (H1–H6).
+    pub health: Option<HealthLine>,
 }
 
 /// The side panel's view.
@@ -330,6 +333,7 @@ write_struct!(ContinuityView {
     queue,
     judge,
     recovery,
+    health,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -586,3 +586,50 @@ pub fn js_values_cross_as_their_json() {
     assert!(js::json_value(&deep).expect_err("refused").contains("nested deeper"));
     assert_eq!(js::parse("{nope").expect_err("refused"), "not JSON");
 }
+
+/// Issue 10, H1: a `health_sample` is read only whole — every count a whole number within
+/// `MAX_HEALTH_COUNT`, the heap figures absent or within `MAX_HEALTH_HEAP_BYTES`, a page
+/// load id — and the driver refuses one whose JSON is over `MAX_HEALTH_SAMPLE_BYTES`.
+pub fn health_samples_are_bounded() {
+    use ext_core::health::HealthSample;
+    use ext_core::limits::{MAX_HEALTH_COUNT, MAX_HEALTH_HEAP_BYTES, MAX_HEALTH_SAMPLE_BYTES};
+    use ext_shell::continuity_wire::{port_command, PortCommand};
+    let sample = |extra: serde_json::Value| {
+        let mut value = json!({"type": "health_sample", "page_load": "load-1", "callbacks": 900, "drift_ms": 40, "long_task_ms": 250, "long_tasks": 1});
+        for (key, v) in extra.as_object().expect("an object") {
+            value[key] = v.clone();
+        }
+        value
+    };
+    let read = |value: serde_json::Value| match port_command(&value) {
+        Some(PortCommand::HealthSample { page_load, sample }) => Some((page_load, sample)),
+        _ => None,
+    };
+    let counted = HealthSample { callbacks: 900, drift_ms: 40, long_task_ms: 250, long_tasks: 1, heap_used: None, heap_limit: None };
+    assert_eq!(read(sample(json!({}))), Some(("load-1".to_owned(), counted)));
+    let heavy = read(sample(json!({"heap_used": MAX_HEALTH_HEAP_BYTES, "heap_limit": 4_294_967_296u64}))).expect("heap figures");
+    assert_eq!((heavy.1.heap_used, heavy.1.heap_limit), (Some(MAX_HEALTH_HEAP_BYTES), Some(4_294_967_296)));
+    for bad in [
+        json!({"callbacks": MAX_HEALTH_COUNT + 1}),
+        json!({"drift_ms": -1}),
+        json!({"long_task_ms": 2.5}),
+        json!({"long_tasks": "1"}),
+        json!({"heap_used": MAX_HEALTH_HEAP_BYTES + 1}),
+        json!({"page_load": ""}),
+        json!({"page_load": "x".repeat(257)}),
+    ] {
+        assert_eq!(read(sample(bad.clone())), None, "{bad}");
+    }
+    let mut missing = sample(json!({}));
+    missing.as_object_mut().expect("an object").remove("drift_ms");
+    assert_eq!(read(missing), None, "every count is required");
+
+    // The driver's byte cap comes before any reading.
+    let (connect, _natives) = fake_chrome();
+    let (page_factory, _pages) = fake_chrome();
+    let driver = LinkDriver::new(connect, "0.1.0");
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    LinkDriver::page_connected(&driver, page.clone());
+    let over = sample(json!({"page_load": "x".repeat(MAX_HEALTH_SAMPLE_BYTES)}));
+    assert!(matches!(LinkDriver::page_message(&driver, &page, &js(over)), Err(WireError::PageMessageRejected(_))));
+}

@@ -1,0 +1,121 @@
+// Issue 10, page health (SPEC H1–H6, S7): the content script counts (observer callbacks,
+// timer drift, Long Tasks, heap) and the worker's core decides. The ChatGPT fixture's
+// pressure mode (a mutation storm in the conversation) is switched at run time; what the
+// fixture's server counted is the verdict: page loads (a `location.reload()` and a
+// `chrome.tabs.reload` both load the document again), snapshot requests, user messages.
+//
+// The thresholds are the options page's (saved once through the real options page, the
+// others through the same storage record): sustained pressure 10 s and a 10 s reload
+// cooldown instead of 30 s and 60 s, so a level-2 run fits in a test. Samples come every
+// 5 s; every wait is a poll on the fixture's counters or the HUD's hooks
+// (`data-health-level`, `-decision`, `-reason`, `data-recovery-state`). The fixed waits
+// show that nothing more happens: each outlasts the sustained time, a sample and the
+// cooldown together.
+import { test, expect } from '../lib/test.mjs';
+import { CHATS, continuityWorld, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
+import { CSP_VARIANTS } from '../fixtures/chatgpt.mjs';
+
+const PLAIN_CHAT = CHATS[1];
+const PATH = new URL(PLAIN_CHAT.url).pathname;
+const REPLY = 'The nightly build is green and the release notes are drafted for review.';
+const RECOVERY_KEY = 'herdrContinuityRecoveryV1'; // ext-core recovery_config::SETTINGS_KEY
+const FAST = { sustained_sec: 10, reload_cooldown_sec: 10 };
+const SAMPLE_MS = 5_000; // content.js HEALTH_TICK_MS × HEALTH_SAMPLE_TICKS
+const NOTHING_MORE_MS = 10_000 + 10_000 + 2 * SAMPLE_MS + 5_000;
+const ACT_MS = 60_000;
+
+/** A bound plain chat with Auto on and one finished reply (the server holds it finished). */
+async function finishedChat(sandbox, csp) {
+  const world = await continuityWorld(sandbox, { csp, streamMs: 400, replyWith: () => REPLY });
+  const { page, hud } = await openAndBind(world.context, world.worker, PLAIN_CHAT);
+  await turnAutoOn(world.context, hud, PLAIN_CHAT);
+  await page.locator(world.fixture.ui.composer).click();
+  await page.keyboard.type('Check the nightly build');
+  await page.keyboard.press('Enter');
+  await expect(page.locator(world.fixture.ui.finished).last()).toHaveText(REPLY);
+  await hud.expect('data-health-level', /normal|warn|high/, 'HUD: the page is measured');
+  return { ...world, page, hud };
+}
+
+/** Stores the thresholds record as the options page does. */
+const saveThresholds = (worker, record) => worker.evaluate(([key, value]) => chrome.storage.local.set({ [key]: JSON.stringify(value) }), [RECOVERY_KEY, record]);
+
+for (const csp of CSP_VARIANTS) {
+  test.describe(`page health, CSP ${csp}`, () => {
+    test.use({ sandboxOptions: { autostart: false } });
+    test.setTimeout(240_000);
+
+    test('a short storm is recorded and shown, and nothing is done (H1)', async ({ sandbox }) => {
+      const { page, hud, fixture, worker } = await finishedChat(sandbox, csp);
+      await saveThresholds(worker, FAST);
+      await fixture.setPressure(page, 'storm', { lasting: false });
+      await hud.expect('data-health-level', 'high', 'HUD: the storm shows', 3 * SAMPLE_MS);
+      await fixture.setPressure(page, null);
+      await hud.expect('data-health-decision', 'recorded', 'HUD: recorded, not acted on');
+      await hud.expect('data-health-reason', 'spike');
+      await page.waitForTimeout(NOTHING_MORE_MS);
+      expect(fixture.counts).toMatchObject({ pageLoads: 1, snapshotRequests: 0, userMessages: 1 });
+      await hud.expect('data-recovery-state', 'healthy');
+    });
+
+    test('sustained pressure, no progress and a finished reply on the server: exactly one reload, with the options page\'s thresholds (H3, O4)', async ({ sandbox }) => {
+      const { page, hud, fixture, context, worker } = await finishedChat(sandbox, csp);
+      // The thresholds, the way a user sets them: a value out of range is refused by name
+      // and nothing is saved; then the shorter sustained time and cooldown are saved.
+      const options = await context.newPage();
+      await options.goto(`chrome-extension://${new URL(worker.url()).host}/options.html`);
+      const sustained = options.locator('input#sustained_sec');
+      await expect(sustained).toHaveValue('30', { timeout: 15_000 });
+      await sustained.fill('5');
+      await sustained.press('Tab');
+      await expect(options.locator('#recoveryStatus')).toHaveAttribute('data-field', 'sustained_sec');
+      expect(await worker.evaluate((key) => chrome.storage.local.get(key), RECOVERY_KEY), 'nothing was saved').toEqual({});
+      await sustained.fill('10');
+      await sustained.press('Tab');
+      const cooldown = options.locator('input#reload_cooldown_sec');
+      await cooldown.fill('10');
+      await cooldown.press('Tab');
+      await expect.poll(async () => JSON.parse((await worker.evaluate((key) => chrome.storage.local.get(key), RECOVERY_KEY))[RECOVERY_KEY] ?? '{}'))
+        .toMatchObject(FAST);
+      await options.close();
+
+      // The storm lasts on this page only: the reload cures it.
+      await fixture.setPressure(page, 'storm', { lasting: false });
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'the extension reloaded the page' }).toBe(2);
+      expect(fixture.counts.snapshotAuthorized, 'the server was asked first').toBeGreaterThan(0);
+      await hud.expect('data-health-decision', 'reload', 'HUD: the decision');
+      await hud.expect('data-health-reason', 'sustained_pressure');
+      await page.waitForTimeout(NOTHING_MORE_MS);
+      expect(fixture.counts).toMatchObject({ pageLoads: 2, userMessages: 1, retryClicks: 0 });
+      await expect(page.locator(fixture.ui.finished).last(), 'the reloaded page shows the reply').toHaveText(REPLY);
+    });
+
+    test('with a human draft in the composer, sustained pressure reloads nothing (H3, H4)', async ({ sandbox }) => {
+      const { page, hud, fixture, worker } = await finishedChat(sandbox, csp);
+      await saveThresholds(worker, FAST);
+      await page.locator(fixture.ui.composer).click();
+      await page.keyboard.type('A thought I have not sent yet');
+      await fixture.setPressure(page, 'storm');
+      await hud.expect('data-health-reason', 'human_input', 'HUD: held back by the draft', ACT_MS);
+      await hud.expect('data-health-decision', 'withheld');
+      await page.waitForTimeout(NOTHING_MORE_MS);
+      expect(fixture.counts).toMatchObject({ pageLoads: 1, snapshotRequests: 0, userMessages: 1 });
+    });
+
+    test('pressure a reload does not cure: one page reload, one tab reload, then rollover_recommended and nothing more (H5, H6)', async ({ sandbox }) => {
+      const { page, hud, fixture, worker } = await finishedChat(sandbox, csp);
+      await saveThresholds(worker, FAST);
+      // Every document the fixture serves storms too.
+      await fixture.setPressure(page, 'storm');
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'level 1: location.reload()' }).toBe(2);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'level 2: chrome.tabs.reload' }).toBe(3);
+      await hud.expect('data-recovery-state', 'rollover', 'HUD: a new conversation is recommended', ACT_MS);
+      await hud.expect('data-health-reason', 'budgets_spent');
+      const requests = fixture.counts.snapshotRequests;
+      await page.waitForTimeout(NOTHING_MORE_MS);
+      expect(fixture.counts, 'nothing more: no reload, no probe, no duplicate user message').toMatchObject({
+        pageLoads: 3, userMessages: 1, retryClicks: 0, snapshotRequests: requests,
+      });
+    });
+  });
+}
