@@ -4,22 +4,38 @@
 //!
 //! The page adapter reports what a card shows, matched by labels (not styling and not test
 //! ids nobody confirmed, `SITES-2026.md` §1.7): the wording outside the buttons and each
-//! button's label and state. A card is accepted only when all of these hold:
-//! - the wording asks for permission for a connector ("Allow ChatGPT to use Herdr?",
-//!   "允许 ChatGPT 使用 Herdr？") and that connector is one of ours;
-//! - exactly one button is an explicit, plain Allow ("Allow" / "允许"; never "Always allow"
-//!   or a menu opener), and it is enabled and visible;
-//! - a Deny button ("Deny" / "拒绝") is in the same card.
+//! button's label and state ([`PageCards::read`] checks the report against its caps). A
+//! card is accepted only when all of these hold:
+//! - the page is a ChatGPT page (M6);
+//! - the wording asks for permission for exactly one connector ("Allow ChatGPT to use
+//!   Herdr?", "允许 ChatGPT 使用 Herdr？") and that connector is one of ours;
+//! - exactly one button is an explicit, plain Allow ("Allow" / "允许"; never "Always allow",
+//!   "Allow for this chat", "OK", "Continue" or a menu opener), and it is enabled and visible;
+//! - a plain Deny button ("Deny" / "拒绝"; never "Cancel" or "No") is in the same card;
+//! - the card has a key, and that key was never accepted before ([`CardLedger`]).
 //!
 //! Invariants (tests in `tests/it/permission_card.rs`): a card that lacks any of these is
-//! never clicked; a card (by its key) is clicked at most once; only ChatGPT pages (M6).
+//! never clicked; a card (by its key) is accepted at most once, across worker restarts (the
+//! ledger is persisted before the click leaves, `continuity/cards`); only ChatGPT pages.
 
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::json_read::{json_struct, ReadJson};
+use crate::Millis;
 
 /// Connector names accepted by default.
 pub const HERDR_CONNECTORS: &[&str] = &["herdr"];
-/// Most card keys remembered as accepted.
-const ACCEPTED_KEPT: usize = 64;
+/// Most card keys remembered as accepted (the newest are kept).
+const ACCEPTED_KEPT: usize = 128;
+/// Most cards one report may carry.
+pub const MAX_CARDS: usize = 4;
+/// Most buttons of one card (a card with more is reported without buttons: not accepted).
+pub const MAX_CARD_BUTTONS: usize = 6;
+/// Most characters of a card's wording.
+pub const MAX_WORDING_CHARS: usize = 512;
+/// Most characters of a button's label.
+pub const MAX_BUTTON_LABEL_CHARS: usize = 64;
 
 /// One button of a card as the page shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -37,12 +53,56 @@ pub struct CardButton {
 /// A card as the page adapter read it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardFacts {
-    /// Stable for one card on one page (e.g. its turn id and wording).
+    /// Stable for one card on one page (its turn, its place in the turn, its wording).
     pub key: String,
     /// The card's text outside its buttons (bounded by the adapter).
     pub wording: String,
     /// Its buttons, in order.
     pub buttons: Vec<CardButton>,
+}
+
+json_struct!(CardButton { label, enabled, visible, opens_menu });
+json_struct!(CardFacts { key, wording, buttons });
+
+/// A page's `permission_cards` report: every card it shows now (an empty list when the
+/// last one went away).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PageCards {
+    /// The content script's start id (the same as `page_facts.page_load`).
+    pub page_load: String,
+    /// `location.href` when the cards were read (a chat site's navigation keeps the page
+    /// load: the cards belong to this URL only).
+    pub url: String,
+    /// The cards, in document order.
+    pub cards: Vec<CardFacts>,
+}
+
+impl PageCards {
+    /// Reads a `permission_cards` message, refusing it whole when it is not that shape or
+    /// exceeds a cap ([`MAX_CARDS`], [`MAX_CARD_BUTTONS`], [`MAX_WORDING_CHARS`],
+    /// [`MAX_BUTTON_LABEL_CHARS`], keys and the page load at most
+    /// [`crate::limits::MAX_ID_CHARS`], the URL at most [`crate::limits::MAX_URL_CHARS`]): a
+    /// page shapes it through its DOM.
+    pub fn read(value: &Value) -> Result<Self, &'static str> {
+        use crate::limits::{within, MAX_ID_CHARS, MAX_URL_CHARS};
+        let page_load = value.get("page_load").and_then(Value::as_str).ok_or("no page_load")?;
+        let url = value.get("url").and_then(Value::as_str).filter(|url| within(url, MAX_URL_CHARS)).ok_or("no url")?;
+        let cards = value.get("cards").and_then(Value::as_array).ok_or("no cards list")?;
+        if cards.len() > MAX_CARDS || !within(page_load, MAX_ID_CHARS) {
+            return Err("too many cards or page_load too long");
+        }
+        let cards = cards.iter().map(CardFacts::read_json).collect::<Result<Vec<_>, _>>().map_err(|_| "a card of the wrong shape")?;
+        let fits = |card: &CardFacts| {
+            within(&card.key, MAX_ID_CHARS)
+                && within(&card.wording, MAX_WORDING_CHARS)
+                && card.buttons.len() <= MAX_CARD_BUTTONS
+                && card.buttons.iter().all(|b| within(&b.label, MAX_BUTTON_LABEL_CHARS))
+        };
+        if !cards.iter().all(fits) {
+            return Err("a card over its caps");
+        }
+        Ok(PageCards { page_load: page_load.to_owned(), url: url.to_owned(), cards })
+    }
 }
 
 /// What to do with a card.
@@ -69,7 +129,7 @@ pub enum CardDecision {
 pub enum CardRefusal {
     /// Not a ChatGPT page (M6).
     NotChatGpt,
-    /// The wording does not ask for a connector's permission.
+    /// The wording does not ask for one connector's permission.
     NoPermissionWording,
     /// Another connector.
     OtherConnector {
@@ -82,84 +142,156 @@ pub enum CardRefusal {
     AllowNotUsable,
     /// No Deny in the card.
     NoDeny,
-    /// Accepted before.
-    AcceptedBefore,
+    /// The adapter gave the card no key (it could not be told apart from another).
+    NoKey,
 }
 
-fn normalize(label: &str) -> String {
-    label.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+impl CardRefusal {
+    /// Every code, in declaration order (the HUD has a `card_refused_<code>` text for each).
+    pub const CODES: [&'static str; 7] =
+        ["not_chatgpt", "no_permission_wording", "other_connector", "no_single_allow", "allow_not_usable", "no_deny", "no_key"];
+
+    /// The stable code of the HUD text and the Activity timeline.
+    pub fn code(&self) -> &'static str {
+        let index = match self {
+            Self::NotChatGpt => 0,
+            Self::NoPermissionWording => 1,
+            Self::OtherConnector { .. } => 2,
+            Self::NoSingleAllow => 3,
+            Self::AllowNotUsable => 4,
+            Self::NoDeny => 5,
+            Self::NoKey => 6,
+        };
+        Self::CODES[index]
+    }
+}
+
+/// Whether `label`, its whitespace collapsed, is one of `words` (ASCII case ignored: the
+/// Chinese labels have no case).
+fn label_is(label: &str, words: &[&str]) -> bool {
+    words.iter().any(|word| {
+        let (mut seen, mut wanted) = (label.split_whitespace(), word.split(' '));
+        loop {
+            match (seen.next(), wanted.next()) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if a.eq_ignore_ascii_case(b) => {}
+                _ => return false,
+            }
+        }
+    })
 }
 
 fn is_plain_allow(label: &str) -> bool {
-    matches!(normalize(label).as_str(), "allow" | "允许")
+    label_is(label, &["allow", "允许"])
 }
 
 fn is_deny(label: &str) -> bool {
-    matches!(normalize(label).as_str(), "deny" | "拒绝" | "不允许")
+    label_is(label, &["deny", "拒绝"])
 }
 
+const ASK_EN: &str = "allow chatgpt to use ";
+const ASK_ZH: &str = "允许 ChatGPT 使用";
+
 /// The connector a card's wording asks permission for: "Allow ChatGPT to use <X>?" or
-/// "允许 ChatGPT 使用 <X>？" (the first sentence of the wording).
+/// "允许 ChatGPT 使用 <X>？". `None` unless the wording asks exactly once (a wording that
+/// asks for two connectors is not one card's).
 pub fn asked_connector(wording: &str) -> Option<String> {
-    let text = wording.trim();
-    let lower = text.to_lowercase();
-    let (rest, end_chars): (&str, &[char]) = if let Some(i) = crate::text::find_str(&lower, "allow chatgpt to use ") {
-        (lower_tail(text, &lower, i + "allow chatgpt to use ".len())?, &['?'])
-    } else if let Some(i) = crate::text::find_str(text, "允许 ChatGPT 使用") {
-        (text.get(i + "允许 ChatGPT 使用".len()..)?, &['？', '?'])
-    } else {
+    let lower = wording.to_ascii_lowercase();
+    let asks = crate::text::count_str(&lower, ASK_EN) + crate::text::count_str(wording, ASK_ZH);
+    if asks != 1 {
         return None;
+    }
+    // ASCII lowercasing keeps every byte offset, so `lower`'s offsets index `wording`.
+    let (rest, end_chars): (&str, &[char]) = if let Some(i) = crate::text::find_str(&lower, ASK_EN) {
+        (wording.get(i + ASK_EN.len()..)?, &['?'])
+    } else {
+        let i = crate::text::find_str(wording, ASK_ZH)?;
+        (wording.get(i + ASK_ZH.len()..)?, &['？', '?'])
     };
     let end = rest.find(end_chars)?;
     let name = rest.get(..end)?.trim();
     (!name.is_empty() && name.chars().count() <= 64).then(|| name.to_owned())
 }
 
-/// `text` from the char of `lower` (its lowercase) at byte `at` on, or `None` when
-/// lowercasing changed the lengths before it (then the offsets do not line up).
-fn lower_tail<'a>(text: &'a str, lower: &str, at: usize) -> Option<&'a str> {
-    let chars = lower.get(..at)?.chars().count();
-    let (start, _) = text.char_indices().nth(chars).unwrap_or((text.len(), ' '));
-    (text.get(..start)?.to_lowercase().len() == at).then_some(())?;
-    text.get(start..)
+/// Classifies `card` on a page (`chatgpt`: a ChatGPT page) for `connectors` (ours). Pure:
+/// whether it was accepted before is the [`CardLedger`]'s question.
+pub fn classify(card: &CardFacts, chatgpt: bool, connectors: &[&str]) -> CardDecision {
+    let leave = |reason| CardDecision::Leave { reason };
+    if !chatgpt {
+        return leave(CardRefusal::NotChatGpt);
+    }
+    let Some(connector) = asked_connector(&card.wording) else { return leave(CardRefusal::NoPermissionWording) };
+    if !connectors.iter().any(|c| c.eq_ignore_ascii_case(&connector)) {
+        return leave(CardRefusal::OtherConnector { connector });
+    }
+    let mut allows = card.buttons.iter().enumerate().filter(|(_, b)| !b.opens_menu && is_plain_allow(&b.label));
+    let (Some((index, allow)), None) = (allows.next(), allows.next()) else { return leave(CardRefusal::NoSingleAllow) };
+    if !allow.enabled || !allow.visible {
+        return leave(CardRefusal::AllowNotUsable);
+    }
+    if !card.buttons.iter().any(|b| is_deny(&b.label) && !b.opens_menu) {
+        return leave(CardRefusal::NoDeny);
+    }
+    if card.key.is_empty() {
+        return leave(CardRefusal::NoKey);
+    }
+    CardDecision::Accept { index, connector }
 }
 
-/// The cards accepted on a conversation's pages (persist it with the conversation).
+/// One accepted card.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AcceptedCard {
+    /// The card's key.
+    pub key: String,
+    /// The connector it allowed, as the card named it.
+    pub connector: String,
+    /// The page's conversation (a scope key, or the page's path before it had one).
+    pub conversation: String,
+    /// When it was accepted.
+    pub at: Millis,
+}
+
+json_struct!(AcceptedCard { key, connector, conversation, at });
+
+/// The cards accepted, newest last (persist it: a key in it is never clicked again).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardLedger {
-    accepted: Vec<String>,
+    accepted: Vec<AcceptedCard>,
 }
 
+json_struct!(CardLedger { accepted });
+
 impl CardLedger {
-    /// Classifies `card`; an acceptance is remembered, so the same card is never clicked
-    /// twice.
-    pub fn decide(&mut self, card: &CardFacts, chatgpt: bool, connectors: &[&str]) -> CardDecision {
-        let leave = |reason| CardDecision::Leave { reason };
-        if !chatgpt {
-            return leave(CardRefusal::NotChatGpt);
-        }
-        let Some(connector) = asked_connector(&card.wording) else { return leave(CardRefusal::NoPermissionWording) };
-        if !connectors.iter().any(|c| c.eq_ignore_ascii_case(&connector)) {
-            return leave(CardRefusal::OtherConnector { connector });
-        }
-        let allows: Vec<usize> = card.buttons.iter().enumerate().filter(|(_, b)| !b.opens_menu && is_plain_allow(&b.label)).map(|(i, _)| i).collect();
-        let [index] = allows.as_slice() else { return leave(CardRefusal::NoSingleAllow) };
-        let allow = &card.buttons[*index];
-        if !allow.enabled || !allow.visible {
-            return leave(CardRefusal::AllowNotUsable);
-        }
-        if !card.buttons.iter().any(|b| is_deny(&b.label) && !b.opens_menu) {
-            return leave(CardRefusal::NoDeny);
-        }
-        if card.key.is_empty() || self.accepted.contains(&card.key) {
-            return leave(CardRefusal::AcceptedBefore);
-        }
-        self.accepted.push(card.key.clone());
+    /// Whether the card `key` was accepted before.
+    pub fn accepted(&self, key: &str) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// The acceptance of the card `key`, if it was accepted.
+    pub fn find(&self, key: &str) -> Option<&AcceptedCard> {
+        self.accepted.iter().find(|a| a.key == key)
+    }
+
+    /// Records an acceptance (the newest [`ACCEPTED_KEPT`] are kept).
+    pub fn record(&mut self, card: AcceptedCard) {
+        self.accepted.push(card);
         if self.accepted.len() > ACCEPTED_KEPT {
             self.accepted.remove(0);
         }
-        CardDecision::Accept { index: *index, connector }
+    }
+
+    /// The newest acceptance on `conversation`.
+    pub fn last_for(&self, conversation: &str) -> Option<&AcceptedCard> {
+        self.accepted.iter().rev().find(|a| a.conversation == conversation)
+    }
+
+    /// How many cards are remembered as accepted.
+    pub fn len(&self) -> usize {
+        self.accepted.len()
+    }
+
+    /// Nothing accepted yet.
+    pub fn is_empty(&self) -> bool {
+        self.accepted.is_empty()
     }
 }
-
-crate::json_read::read_struct!(CardLedger { accepted });

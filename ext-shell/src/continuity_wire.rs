@@ -405,6 +405,13 @@ pub enum PortCommand {
     },
     /// `recovery_facts {…}`: the page's last assistant message and thread error.
     RecoveryFacts(PageRecoveryReport),
+    /// `card_result {key, outcome: "clicked" | "card_gone"}`: what a `card_allow` did.
+    CardResult {
+        /// The card's key.
+        key: String,
+        /// `clicked`.
+        clicked: bool,
+    },
     /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
     /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
     SnapshotResult {
@@ -465,6 +472,10 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             scope_key: str_of(value, "scope_key")?,
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
+        "card_result" => Some(PortCommand::CardResult {
+            key: str_of(value, "key")?,
+            clicked: value.get("outcome")?.as_str()? == "clicked",
+        }),
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),

@@ -254,6 +254,7 @@ impl LinkDriver {
             (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
+            (PortCommand::CardResult { key, clicked }, Some(tab)) if !panel => ContinuityInput::CardResult { tab, key, clicked },
             (PortCommand::PanelHello { tab_id }, _) if panel => {
                 {
                     let mut driver = this.borrow_mut();
@@ -390,6 +391,9 @@ impl LinkDriver {
                     Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
                 }
                 ContinuityOutput::Recovery { tab, command } => Self::recovery_command(this, tab, &command),
+                ContinuityOutput::CardAllow { tab, key, index } => {
+                    Self::post_when_persisted(this, tab, Some(json_object!("type": "card_allow", "key": key, "index": index)));
+                }
                 // The Activity timeline: worker.js's `activity-log.js` stamps and stores it.
                 ContinuityOutput::Activity(entry) => {
                     js::call_method(&js_sys::global(), "herdrActivity", &[js::to_js(&entry.write_json())]);
@@ -446,6 +450,12 @@ impl LinkDriver {
             RecoveryCommand::ClickRetry => Some(json_object!("type": "recovery_retry")),
             RecoveryCommand::ReloadTab => None,
         };
+        Self::post_when_persisted(this, tab, message);
+    }
+
+    /// Writes the snapshot, then posts `message` to the page of `tab` (`None`: reloads the
+    /// tab); nothing when the write failed, so a command recorded as done is never repeated.
+    fn post_when_persisted(this: &Rc<RefCell<LinkDriver>>, tab: TabId, message: Option<serde_json::Value>) {
         let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
         let weak = Rc::downgrade(this);
         wasm_bindgen_futures::spawn_local(async move {
@@ -511,6 +521,9 @@ impl LinkDriver {
         if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
             return Self::diagnostics_reported(this, port, &value);
         }
+        if value.get("type").and_then(serde_json::Value::as_str) == Some("permission_cards") {
+            return Self::cards_reported(this, port, &value);
+        }
         wire::check_page_message(&value)?;
         if !this.borrow().pages.iter().any(|p| Object::is(&p.port, port)) {
             return Err(WireError::PageMessageRejected("the port was not accepted".into()));
@@ -559,6 +572,17 @@ impl LinkDriver {
     }
 
     /// A content script's `page_diagnostics`: kept for its tab's side panel.
+    /// `permission_cards {page_load, cards}` (nested, so exempt from the flat check): read
+    /// and capped by `ext_core::permission_card::PageCards::read`, from a page port only.
+    fn cards_reported(this: &Rc<RefCell<LinkDriver>>, port: &JsValue, value: &serde_json::Value) -> Result<(), WireError> {
+        let cards = ext_core::permission_card::PageCards::read(value)
+            .map_err(|why| WireError::PageMessageRejected(["permission_cards: ", why].concat()))?;
+        let tab = this.borrow().pages.iter().find(|p| Object::is(&p.port, port) && !p.panel).and_then(|p| p.tab);
+        let tab = tab.ok_or_else(|| WireError::PageMessageRejected("the port was not accepted".into()))?;
+        Self::feed_continuity(this, ContinuityInput::PermissionCards { tab, cards });
+        Ok(())
+    }
+
     fn diagnostics_reported(
         this: &Rc<RefCell<LinkDriver>>,
         port: &JsValue,

@@ -94,6 +94,7 @@ impl Continuity {
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
             recovery: self.recovery_line(tab),
+            card: self.card_line(tab),
         })
     }
 
@@ -239,6 +240,9 @@ pub struct ContinuityView {
     pub judge: Option<Say>,
     /// Stuck-page recovery on a ChatGPT conversation: state, reason, budgets left, probes.
     pub recovery: Option<RecoveryLine>,
+    /// ChatGPT's tool-permission cards (M5): a card left to the user and why, or the
+    /// newest one accepted here (connector, time).
+    pub card: Option<CardLine>,
 }
 
 /// The side panel's view.
@@ -330,6 +334,7 @@ write_struct!(ContinuityView {
     queue,
     judge,
     recovery,
+    card,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -10,6 +10,7 @@ mod locales;
 mod continuity;
 mod continuity_activity;
 mod continuity_bridge;
+mod continuity_cards;
 mod continuity_props;
 mod continuity_recovery;
 mod continuity_semantic;
