@@ -1281,8 +1281,9 @@
   // The HUD's permission-card line (ext-core continuity::CardLine).
   const cardLine = (c) => {
     const time = c.at === null ? '' : fmtTime(c.at);
-    const key = c.state === 'accepted' ? 'hudCardAccepted' : c.state === 'gone' ? 'hudCardGone' : `card_refused_${c.code}`;
-    const p = para('card', key, [c.connector, time], c.state === 'accepted' ? '' : 'withheld');
+    const keys = { accepted: 'hudCardAccepted', accepted_before: 'hudCardAcceptedBefore', gone: 'hudCardGone' };
+    const key = keys[c.state] ?? `card_refused_${c.code}`;
+    const p = para('card', key, [c.connector, time], c.state.startsWith('accepted') ? '' : 'withheld');
     p.dataset.state = c.state;
     return p;
   };

@@ -112,7 +112,8 @@ for (const csp of CSP_VARIANTS) {
       await expect(reopened.locator(`[data-fixture-card="${id}"]`), 'the card is shown again').toBeVisible();
       const hud = new ContinuityHud(reopened);
       await hud.expect('data-cards-sent', /^[1-9]/, 'the page told the new worker about the card');
-      await hud.expect('data-card-state', 'accepted', 'HUD: accepted before the restart');
+      await hud.expect('data-card-state', 'accepted_before', 'HUD: accepted before the restart, not clicked again');
+      await expect(hudCardLine(hud)).toContainText('Herdr');
       // A storage read of the new worker: any card_allow waits on the snapshot write before it.
       expect((await persistedContinuity(again))?.cards?.accepted?.length).toBe(1);
       await reopened.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0)));

@@ -21,8 +21,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, ReadJson};
-use crate::Millis;
+use crate::json_read::json_struct;
 
 /// Connector names accepted by default.
 pub const HERDR_CONNECTORS: &[&str] = &["herdr"];
@@ -61,8 +60,6 @@ pub struct CardFacts {
     pub buttons: Vec<CardButton>,
 }
 
-json_struct!(CardButton { label, enabled, visible, opens_menu });
-json_struct!(CardFacts { key, wording, buttons });
 
 /// A page's `permission_cards` report: every card it shows now (an empty list when the
 /// last one went away).
@@ -84,24 +81,31 @@ impl PageCards {
     /// [`crate::limits::MAX_ID_CHARS`], the URL at most [`crate::limits::MAX_URL_CHARS`]): a
     /// page shapes it through its DOM.
     pub fn read(value: &Value) -> Result<Self, &'static str> {
+        Self::read_within_caps(value).ok_or("permission_cards: not that shape, or over its caps")
+    }
+
+    fn read_within_caps(value: &Value) -> Option<Self> {
         use crate::limits::{within, MAX_ID_CHARS, MAX_URL_CHARS};
-        let page_load = value.get("page_load").and_then(Value::as_str).ok_or("no page_load")?;
-        let url = value.get("url").and_then(Value::as_str).filter(|url| within(url, MAX_URL_CHARS)).ok_or("no url")?;
-        let cards = value.get("cards").and_then(Value::as_array).ok_or("no cards list")?;
-        if cards.len() > MAX_CARDS || !within(page_load, MAX_ID_CHARS) {
-            return Err("too many cards or page_load too long");
+        let text = |v: &Value, key: &str, max: usize| v.get(key)?.as_str().filter(|t| within(t, max)).map(str::to_owned);
+        let flag = |v: &Value, key: &str| v.get(key)?.as_bool();
+        let page_load = text(value, "page_load", MAX_ID_CHARS)?;
+        let url = text(value, "url", MAX_URL_CHARS)?;
+        let listed = value.get("cards")?.as_array().filter(|l| l.len() <= MAX_CARDS)?;
+        let mut cards = Vec::with_capacity(listed.len());
+        for card in listed {
+            let shown = card.get("buttons")?.as_array().filter(|l| l.len() <= MAX_CARD_BUTTONS)?;
+            let mut buttons = Vec::with_capacity(shown.len());
+            for b in shown {
+                buttons.push(CardButton {
+                    label: text(b, "label", MAX_BUTTON_LABEL_CHARS)?,
+                    enabled: flag(b, "enabled")?,
+                    visible: flag(b, "visible")?,
+                    opens_menu: flag(b, "opens_menu")?,
+                });
+            }
+            cards.push(CardFacts { key: text(card, "key", MAX_ID_CHARS)?, wording: text(card, "wording", MAX_WORDING_CHARS)?, buttons });
         }
-        let cards = cards.iter().map(CardFacts::read_json).collect::<Result<Vec<_>, _>>().map_err(|_| "a card of the wrong shape")?;
-        let fits = |card: &CardFacts| {
-            within(&card.key, MAX_ID_CHARS)
-                && within(&card.wording, MAX_WORDING_CHARS)
-                && card.buttons.len() <= MAX_CARD_BUTTONS
-                && card.buttons.iter().all(|b| within(&b.label, MAX_BUTTON_LABEL_CHARS))
-        };
-        if !cards.iter().all(fits) {
-            return Err("a card over its caps");
-        }
-        Ok(PageCards { page_load: page_load.to_owned(), url: url.to_owned(), cards })
+        Some(PageCards { page_load, url, cards })
     }
 }
 
@@ -166,19 +170,11 @@ impl CardRefusal {
     }
 }
 
-/// Whether `label`, its whitespace collapsed, is one of `words` (ASCII case ignored: the
-/// Chinese labels have no case).
+/// Whether `label`, trimmed, is one of `words` (ASCII case ignored: the Chinese labels have
+/// no case). Labels are compared whole: "Always allow" is not "Allow".
 fn label_is(label: &str, words: &[&str]) -> bool {
-    words.iter().any(|word| {
-        let (mut seen, mut wanted) = (label.split_whitespace(), word.split(' '));
-        loop {
-            match (seen.next(), wanted.next()) {
-                (None, None) => return true,
-                (Some(a), Some(b)) if a.eq_ignore_ascii_case(b) => {}
-                _ => return false,
-            }
-        }
-    })
+    let label = label.trim();
+    words.iter().any(|word| label.eq_ignore_ascii_case(word))
 }
 
 fn is_plain_allow(label: &str) -> bool {
@@ -189,26 +185,19 @@ fn is_deny(label: &str) -> bool {
     label_is(label, &["deny", "拒绝"])
 }
 
-const ASK_EN: &str = "allow chatgpt to use ";
-const ASK_ZH: &str = "允许 ChatGPT 使用";
-
-/// The connector a card's wording asks permission for: "Allow ChatGPT to use <X>?" or
-/// "允许 ChatGPT 使用 <X>？". `None` unless the wording asks exactly once (a wording that
-/// asks for two connectors is not one card's).
+/// The connector a card's wording asks permission for: the wording starts with "Allow
+/// ChatGPT to use <X>?" (ASCII case ignored) or "允许 ChatGPT 使用 <X>？" and asks nothing
+/// else of that kind (a wording that asks for two connectors is not one card's).
 pub fn asked_connector(wording: &str) -> Option<String> {
-    let lower = wording.to_ascii_lowercase();
-    let asks = crate::text::count_str(&lower, ASK_EN) + crate::text::count_str(wording, ASK_ZH);
-    if asks != 1 {
+    let text = wording.trim_start();
+    let (rest, end_chars): (&str, &[char]) = match text.get(..21) {
+        Some(head) if head.eq_ignore_ascii_case("allow chatgpt to use ") => (text.get(21..)?, &['?']),
+        _ => (text.strip_prefix("允许 ChatGPT 使用")?, &['？', '?']),
+    };
+    if crate::text::contains_str(rest, "ChatGPT to use") || crate::text::contains_str(rest, "ChatGPT 使用") {
         return None;
     }
-    // ASCII lowercasing keeps every byte offset, so `lower`'s offsets index `wording`.
-    let (rest, end_chars): (&str, &[char]) = if let Some(i) = crate::text::find_str(&lower, ASK_EN) {
-        (wording.get(i + ASK_EN.len()..)?, &['?'])
-    } else {
-        let i = crate::text::find_str(wording, ASK_ZH)?;
-        (wording.get(i + ASK_ZH.len()..)?, &['？', '?'])
-    };
-    let end = rest.find(end_chars)?;
+    let (end, _) = rest.char_indices().find(|(_, c)| end_chars.contains(c))?;
     let name = rest.get(..end)?.trim();
     (!name.is_empty() && name.chars().count() <= 64).then(|| name.to_owned())
 }
@@ -238,25 +227,12 @@ pub fn classify(card: &CardFacts, chatgpt: bool, connectors: &[&str]) -> CardDec
     CardDecision::Accept { index, connector }
 }
 
-/// One accepted card.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct AcceptedCard {
-    /// The card's key.
-    pub key: String,
-    /// The connector it allowed, as the card named it.
-    pub connector: String,
-    /// The page's conversation (a scope key, or the page's path before it had one).
-    pub conversation: String,
-    /// When it was accepted.
-    pub at: Millis,
-}
-
-json_struct!(AcceptedCard { key, connector, conversation, at });
-
-/// The cards accepted, newest last (persist it: a key in it is never clicked again).
+/// The keys of the cards accepted, newest last (persist it: a key in it is never clicked
+/// again). Only keys: what the HUD shows of an acceptance is the composition's, for the
+/// page that shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CardLedger {
-    accepted: Vec<AcceptedCard>,
+    accepted: Vec<String>,
 }
 
 json_struct!(CardLedger { accepted });
@@ -264,25 +240,15 @@ json_struct!(CardLedger { accepted });
 impl CardLedger {
     /// Whether the card `key` was accepted before.
     pub fn accepted(&self, key: &str) -> bool {
-        self.find(key).is_some()
-    }
-
-    /// The acceptance of the card `key`, if it was accepted.
-    pub fn find(&self, key: &str) -> Option<&AcceptedCard> {
-        self.accepted.iter().find(|a| a.key == key)
+        self.accepted.iter().any(|k| k == key)
     }
 
     /// Records an acceptance (the newest [`ACCEPTED_KEPT`] are kept).
-    pub fn record(&mut self, card: AcceptedCard) {
-        self.accepted.push(card);
+    pub fn record(&mut self, key: String) {
+        self.accepted.push(key);
         if self.accepted.len() > ACCEPTED_KEPT {
             self.accepted.remove(0);
         }
-    }
-
-    /// The newest acceptance on `conversation`.
-    pub fn last_for(&self, conversation: &str) -> Option<&AcceptedCard> {
-        self.accepted.iter().rev().find(|a| a.conversation == conversation)
     }
 
     /// How many cards are remembered as accepted.

@@ -405,6 +405,9 @@ pub enum PortCommand {
     },
     /// `recovery_facts {…}`: the page's last assistant message and thread error.
     RecoveryFacts(PageRecoveryReport),
+    /// `permission_cards {page_load, url, cards}`: the cards a page shows, read and capped by
+    /// `ext_core::permission_card::PageCards::read` (refused whole otherwise).
+    PermissionCards(ext_core::permission_card::PageCards),
     /// `card_result {key, outcome: "clicked" | "card_gone"}`: what a `card_allow` did.
     CardResult {
         /// The card's key.
@@ -472,6 +475,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             scope_key: str_of(value, "scope_key")?,
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
+        "permission_cards" => ext_core::permission_card::PageCards::read(value).ok().map(PortCommand::PermissionCards),
         "card_result" => Some(PortCommand::CardResult {
             key: str_of(value, "key")?,
             clicked: value.get("outcome")?.as_str()? == "clicked",

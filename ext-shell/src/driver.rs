@@ -255,6 +255,7 @@ impl LinkDriver {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
             (PortCommand::CardResult { key, clicked }, Some(tab)) if !panel => ContinuityInput::CardResult { tab, key, clicked },
+            (PortCommand::PermissionCards(cards), Some(tab)) if !panel => ContinuityInput::PermissionCards { tab, cards },
             (PortCommand::PanelHello { tab_id }, _) if panel => {
                 {
                     let mut driver = this.borrow_mut();
@@ -521,9 +522,6 @@ impl LinkDriver {
         if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
             return Self::diagnostics_reported(this, port, &value);
         }
-        if value.get("type").and_then(serde_json::Value::as_str) == Some("permission_cards") {
-            return Self::cards_reported(this, port, &value);
-        }
         wire::check_page_message(&value)?;
         if !this.borrow().pages.iter().any(|p| Object::is(&p.port, port)) {
             return Err(WireError::PageMessageRejected("the port was not accepted".into()));
@@ -572,17 +570,6 @@ impl LinkDriver {
     }
 
     /// A content script's `page_diagnostics`: kept for its tab's side panel.
-    /// `permission_cards {page_load, cards}` (nested, so exempt from the flat check): read
-    /// and capped by `ext_core::permission_card::PageCards::read`, from a page port only.
-    fn cards_reported(this: &Rc<RefCell<LinkDriver>>, port: &JsValue, value: &serde_json::Value) -> Result<(), WireError> {
-        let cards = ext_core::permission_card::PageCards::read(value)
-            .map_err(|why| WireError::PageMessageRejected(["permission_cards: ", why].concat()))?;
-        let tab = this.borrow().pages.iter().find(|p| Object::is(&p.port, port) && !p.panel).and_then(|p| p.tab);
-        let tab = tab.ok_or_else(|| WireError::PageMessageRejected("the port was not accepted".into()))?;
-        Self::feed_continuity(this, ContinuityInput::PermissionCards { tab, cards });
-        Ok(())
-    }
-
     fn diagnostics_reported(
         this: &Rc<RefCell<LinkDriver>>,
         port: &JsValue,

@@ -20,36 +20,52 @@
 //!   current one (an older load, or the URL before a navigation) is not acted on.
 
 use super::*;
-use crate::permission_card::{classify, AcceptedCard, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS};
+use crate::permission_card::{classify, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS, MAX_CARDS};
 
 /// The HUD's permission-card line of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CardLine {
-    /// `accepted` (the newest accepted card of this conversation), `refused` (a card shown
-    /// now that is left to the user) or `gone` (the accepted card was gone when the page
-    /// went to click it).
+    /// `accepted` (the newest card accepted on this page), `accepted_before` (a card shown
+    /// now that was accepted before: not clicked again), `refused` (a card shown now that
+    /// is left to the user) or `gone` (the accepted card was gone when the page went to
+    /// click it).
     pub state: &'static str,
     /// The refusal's code (`card_refused_<code>` of `_locales`); `""` otherwise.
     pub code: &'static str,
     /// The connector the card named (`""` when it named none).
     pub connector: String,
-    /// When it was accepted (or found gone); `None` for a refusal.
+    /// When it was accepted (or found gone); `None` for a refusal or an earlier acceptance.
     pub at: Option<Millis>,
 }
 
 crate::json_read::write_struct!(CardLine { state, code, connector, at });
+
+/// What one tab's page shows of cards (not persisted: pages report again after a restart).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct TabCards {
+    /// The newest report.
+    report: PageCards,
+    /// Refusals recorded in the Activity timeline, (key, code), while their card is shown.
+    recorded: Vec<(String, &'static str)>,
+    /// The newest card accepted on this page (its connector), and when.
+    accepted: Option<(String, Millis)>,
+    /// A card shown now that was accepted before (in an earlier worker life, or earlier on
+    /// this page): its connector.
+    accepted_before: Option<String>,
+    /// An accepted card the page found gone before it could click (its connector), and when.
+    gone: Option<(String, Millis)>,
+    /// The first card of the report left to the user: its refusal code and the connector it
+    /// named (the HUD's line).
+    refused: Option<(&'static str, String)>,
+}
 
 /// The composition's permission-card state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct CardFlow {
     /// Every card accepted (persisted): a key in it is never clicked again.
     pub(super) ledger: CardLedger,
-    /// The newest report per tab (pages report again after a restart).
-    shown: VecMap<TabId, PageCards>,
-    /// Refusals recorded in the Activity timeline, (key, code), while their card is shown.
-    refusals_recorded: VecSet<(String, &'static str)>,
-    /// Per tab: an accepted card the page found gone before it could click, and when.
-    gone: VecMap<TabId, (String, Millis)>,
+    /// Per tab, what its page shows.
+    tabs: VecMap<TabId, TabCards>,
 }
 
 impl CardFlow {
@@ -77,111 +93,113 @@ fn decide(report: &PageCards, card: &CardFacts, chatgpt: bool) -> CardDecision {
     classify(card, chatgpt, HERDR_CONNECTORS)
 }
 
-/// The conversation an accepted card is recorded under: the page's scope key, or on a
-/// ChatGPT page without one (the root page of a new chat) `chatgpt:new`.
-fn card_conversation(page: &PageKind) -> String {
-    page.scope().map_or_else(|| "chatgpt:new".to_owned(), |scope| scope.key())
-}
-
 impl Continuity {
     /// Whether the page of `tab` shows a tool-permission card waiting for the user (the
     /// profile's `permission_card` fact or a card in its newest report): recovery and the
     /// page's health meter treat it as a blocker.
     pub fn permission_card_waiting(&self, tab: TabId) -> bool {
         self.pages.get(&tab).is_some_and(|p| p.permission_card)
-            || self.cards.shown.get(&tab).is_some_and(|report| !report.cards.is_empty())
+            || self.cards.tabs.get(&tab).is_some_and(|t| !t.report.cards.is_empty())
     }
 
     /// A page's `permission_cards` report.
     pub(super) fn permission_cards(&mut self, now: Millis, tab: TabId, report: PageCards) {
-        self.cards.shown.insert(tab, report);
+        match self.cards.tabs.get_mut(&tab) {
+            Some(shown) => {
+                // A refusal is recorded again only once its card was gone from a report.
+                shown.recorded.retain(|(key, _)| report.cards.iter().any(|card| &card.key == key));
+                shown.report = report;
+            }
+            None => {
+                self.cards.tabs.insert(tab, TabCards { report, ..TabCards::default() });
+            }
+        }
         self.cards_page(now, tab);
     }
 
     /// The page of `tab` reported (facts or cards): its cards are classified now.
     pub(super) fn cards_page(&mut self, now: Millis, tab: TabId) {
         let Some(page_report) = self.pages.get(&tab) else { return };
-        let current = |r: &&PageCards| r.page_load == page_report.page_load && r.url == page_report.url;
-        let Some(shown) = self.cards.shown.get(&tab).filter(current) else { return };
+        let Some(tab_cards) = self.cards.tabs.get_mut(&tab) else { return };
+        tab_cards.refused = None;
+        tab_cards.accepted_before = None;
+        if tab_cards.report.page_load != page_report.page_load || tab_cards.report.url != page_report.url {
+            return;
+        }
         let page = classify_url(&page_report.url);
         let chatgpt = chatgpt_page(&page);
         let scope_key = page.scope().map(|s| s.key());
-        let decisions: Vec<(String, CardDecision)> = shown.cards.iter().map(|card| (card.key.clone(), decide(shown, card, chatgpt))).collect();
-        for (key, decision) in decisions {
-            match decision {
+        for i in 0..MAX_CARDS {
+            let Some(tab_cards) = self.cards.tabs.get_mut(&tab) else { return };
+            let Some(card) = tab_cards.report.cards.get(i) else { return };
+            let key = card.key.clone();
+            let reason = match decide(&tab_cards.report, card, chatgpt) {
+                CardDecision::Accept { connector, .. } if self.cards.ledger.accepted(&key) => {
+                    tab_cards.accepted_before = Some(connector);
+                    continue;
+                }
                 CardDecision::Accept { index, connector } => {
-                    if self.cards.ledger.accepted(&key) {
-                        continue;
-                    }
-                    let conversation = card_conversation(&page);
-                    self.cards.ledger.record(AcceptedCard { key: key.clone(), connector, conversation, at: now });
+                    tab_cards.accepted = Some((connector, now));
+                    tab_cards.gone = None;
+                    self.cards.ledger.record(key.clone());
                     if let Some(scope_key) = &scope_key {
                         self.record_activity(scope_key, ActivityKind::PermissionCard, ActivityOutcome::Sent, ActivityReason::Code("herdr_card"), Some(&key));
                     }
                     // The ledger is written before the click leaves (the shell waits for it).
                     self.outputs.push_back(ContinuityOutput::Persist);
                     self.outputs.push_back(ContinuityOutput::CardAllow { tab, key, index });
+                    continue;
                 }
-                CardDecision::Leave { reason } => {
-                    let mark = (key.clone(), reason.code());
-                    if let Some(scope_key) = scope_key.as_deref().filter(|_| self.cards.refusals_recorded.insert(mark)) {
-                        self.record_activity(scope_key, ActivityKind::PermissionCard, ActivityOutcome::Withheld, ActivityReason::Code(reason.code()), Some(&key));
-                    }
-                }
+                CardDecision::Leave { reason } => reason,
+            };
+            let code = reason.code();
+            if tab_cards.refused.is_none() {
+                let connector = match reason {
+                    CardRefusal::OtherConnector { connector } => connector,
+                    _ => String::new(),
+                };
+                tab_cards.refused = Some((code, connector));
+            }
+            let mark = (key, code);
+            if scope_key.is_none() || tab_cards.recorded.contains(&mark) {
+                continue;
+            }
+            tab_cards.recorded.push(mark.clone());
+            if let Some(scope_key) = &scope_key {
+                self.record_activity(scope_key, ActivityKind::PermissionCard, ActivityOutcome::Withheld, ActivityReason::Code(code), Some(&mark.0));
             }
         }
-        self.cards_forget_unshown();
     }
 
     /// The page's answer to a `card_allow`: `clicked`, or the card was gone (no click).
     pub(super) fn card_result(&mut self, now: Millis, tab: TabId, key: &str, clicked: bool) {
+        if let Some(shown) = self.cards.tabs.get_mut(&tab).filter(|_| !clicked) {
+            shown.gone = shown.accepted.take().map(|(connector, _)| (connector, now));
+        }
         let Some(scope_key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
-        let (outcome, reason) = if clicked {
-            (ActivityOutcome::Confirmed, "allow_clicked")
-        } else {
-            let connector = self.cards.ledger.find(key).map(|a| a.connector.clone()).unwrap_or_default();
-            self.cards.gone.insert(tab, (connector, now));
-            (ActivityOutcome::Failed, "card_gone")
-        };
+        let (outcome, reason) = if clicked { (ActivityOutcome::Confirmed, "allow_clicked") } else { (ActivityOutcome::Failed, "card_gone") };
         self.record_activity(&scope_key, ActivityKind::PermissionCard, outcome, ActivityReason::Code(reason), Some(key));
     }
 
     /// A tab's page went away: its cards with it.
     pub(super) fn cards_page_gone(&mut self, tab: TabId) {
-        self.cards.shown.remove(&tab);
-        self.cards.gone.remove(&tab);
-        self.cards_forget_unshown();
-    }
-
-    /// Refusal marks of cards no page shows any more are dropped (a card shown again is a
-    /// new entry).
-    fn cards_forget_unshown(&mut self) {
-        let shown = &self.cards.shown;
-        self.cards.refusals_recorded.retain(|(key, _)| shown.values().flat_map(|r| &r.cards).any(|card| &card.key == key));
+        self.cards.tabs.remove(&tab);
     }
 
     /// The HUD's permission-card line for `tab`: a card shown now and left alone, else a
     /// click that found its card gone, else the newest card accepted in this conversation.
     pub(super) fn card_line(&self, tab: TabId) -> Option<CardLine> {
-        let report = self.pages.get(&tab)?;
-        let page = classify_url(&report.url);
-        let chatgpt = chatgpt_page(&page);
-        let shown = self.cards.shown.get(&tab).filter(|r| r.url == report.url);
-        let refused = shown.into_iter().flat_map(|r| r.cards.iter().map(move |card| (r, card))).find_map(|(r, card)| match decide(r, card, chatgpt) {
-            CardDecision::Leave { reason } => Some(reason),
-            CardDecision::Accept { .. } => None,
-        });
-        if let Some(reason) = refused {
-            let connector = match &reason {
-                CardRefusal::OtherConnector { connector } => connector.clone(),
-                _ => String::new(),
-            };
-            return Some(CardLine { state: "refused", code: reason.code(), connector, at: None });
+        self.pages.get(&tab)?;
+        let shown = self.cards.tabs.get(&tab)?;
+        if let Some((code, connector)) = &shown.refused {
+            return Some(CardLine { state: "refused", code, connector: connector.clone(), at: None });
         }
-        if let Some((connector, at)) = self.cards.gone.get(&tab) {
-            return Some(CardLine { state: "gone", code: "", connector: connector.clone(), at: Some(*at) });
-        }
-        let accepted = self.cards.ledger.last_for(&card_conversation(&page))?;
-        Some(CardLine { state: "accepted", code: "", connector: accepted.connector.clone(), at: Some(accepted.at) })
+        let (state, (connector, at)) = match (&shown.gone, &shown.accepted, &shown.accepted_before) {
+            (Some((connector, at)), _, _) => ("gone", (connector, Some(*at))),
+            (None, Some((connector, at)), _) => ("accepted", (connector, Some(*at))),
+            (None, None, Some(connector)) => ("accepted_before", (connector, None)),
+            (None, None, None) => return None,
+        };
+        Some(CardLine { state, code: "", connector: connector.clone(), at })
     }
 }

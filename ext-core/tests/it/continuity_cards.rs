@@ -41,7 +41,7 @@ fn step(c: &mut Continuity, now: u64, input: ContinuityInput, log: &mut Vec<Stri
         match output {
             ContinuityOutput::CardAllow { tab, key, index } => {
                 // The key is in the snapshot the shell writes before it posts the command.
-                let durable = c.snapshot_value()["cards"]["accepted"].as_array().is_some_and(|a| a.iter().any(|e| e["key"] == key.as_str()));
+                let durable = c.snapshot_value()["cards"]["accepted"].as_array().is_some_and(|a| a.iter().any(|k| k == key.as_str()));
                 log.push(format!("(card_allow tab={tab} key={key} index={index} durable={durable})"));
             }
             ContinuityOutput::Persist => log.push("(persist)".into()),
@@ -66,6 +66,7 @@ fn hud_card(c: &Continuity) -> String {
 fn a_herdr_card_with_auto_off_is_clicked_once_across_restarts_m5() {
     let (mut c, mut log) = bound_with_auto(false);
     step(&mut c, 10, cards("load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
+    log.push(format!("hud {}", hud_card(&c)));
     step(&mut c, 11, cards("load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
     step(&mut c, 12, ContinuityInput::PageReported { tab: TAB, report: PageReport { permission_card: true, ..idle_page() } }, &mut log);
     assert!(c.permission_card_waiting(TAB), "a card shown waits for the user");
@@ -80,8 +81,9 @@ fn a_herdr_card_with_auto_off_is_clicked_once_across_restarts_m5() {
         activity "permission_card" "sent" "herdr_card" "t1#0:h"
         (persist)
         (card_allow tab=7 key=t1#0:h index=1 durable=true)
+        hud {"at":10,"code":"","connector":"Herdr","state":"accepted"}
         activity "permission_card" "confirmed" "allow_clicked" "t1#0:h"
-        hud {"at":10,"code":"","connector":"Herdr","state":"accepted"}"#]]
+        hud {"at":null,"code":"","connector":"Herdr","state":"accepted_before"}"#]]
     .assert_eq(&log.join("\n"));
     assert!(!c.permission_card_waiting(TAB), "the card went away");
 }
@@ -253,7 +255,7 @@ proptest! {
                     let allow = &card.buttons[index];
                     prop_assert!(!allow.opens_menu && (allow.label == "Allow" || allow.label == "允许"), "clicked {:?}", allow);
                     prop_assert!(!clicked.contains(&key), "{} clicked twice", key);
-                    let durable = c.snapshot_value()["cards"]["accepted"].as_array().is_some_and(|a| a.iter().any(|e| e["key"] == key.as_str()));
+                    let durable = c.snapshot_value()["cards"]["accepted"].as_array().is_some_and(|a| a.iter().any(|k| k == key.as_str()));
                     prop_assert!(durable, "{} not persisted before its command", key);
                     clicked.push(key);
                 }

@@ -191,7 +191,7 @@ fn every_permission_card_line_has_its_texts() {
         .iter()
         .map(|code| (format!("card_refused_{code}"), usize::from(*code == "other_connector")))
         .collect();
-    lines.extend([("hudCardAccepted".to_owned(), 2), ("hudCardGone".to_owned(), 2)]);
+    lines.extend([("hudCardAccepted".to_owned(), 2), ("hudCardGone".to_owned(), 2), ("hudCardAcceptedBefore".to_owned(), 1)]);
     for name in ["en", "zh_CN"] {
         for (key, args) in &lines {
             let text = message(locale(name), key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));

@@ -3,7 +3,7 @@
 //! facts (the DOM walk's are the page adapter's, e2e `permission-cards.spec.mjs`).
 
 use ext_core::permission_card::{
-    asked_connector, classify, AcceptedCard, CardButton, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards,
+    asked_connector, classify, CardButton, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards,
     HERDR_CONNECTORS, MAX_CARDS, MAX_CARD_BUTTONS, MAX_WORDING_CHARS,
 };
 use proptest::prelude::*;
@@ -142,15 +142,15 @@ fn a_cards_report_over_its_caps_is_refused_whole() {
     assert!(PageCards::read(&serde_json::json!({"type": "permission_cards", "cards": []})).is_err(), "no page_load");
 }
 
-// The ledger remembers the newest acceptances, by key, with the conversation they were in.
+// The ledger remembers each accepted key (the newest 128), and reads back what it wrote.
 #[test]
-fn the_ledger_remembers_each_key_and_the_newest_per_conversation() {
+fn the_ledger_remembers_each_key_and_reads_back_what_it_wrote() {
     let mut ledger = CardLedger::default();
-    for (n, conversation) in [(1, "chatgpt:a"), (2, "chatgpt:b"), (3, "chatgpt:a")] {
-        ledger.record(AcceptedCard { key: format!("k{n}"), connector: "Herdr".into(), conversation: conversation.into(), at: n });
+    for n in 0..130 {
+        ledger.record(format!("k{n}"));
     }
-    assert!(ledger.accepted("k2") && !ledger.accepted("k4"));
-    assert_eq!(ledger.last_for("chatgpt:a").map(|a| a.at), Some(3));
+    assert!(ledger.accepted("k2") && ledger.accepted("k129") && !ledger.accepted("k1") && !ledger.accepted("k130"));
+    assert_eq!(ledger.len(), 128);
     let text = serde_json::to_string(&ext_core::json_read::WriteJson::write_json(&ledger)).expect("JSON");
     assert_eq!(ext_core::json_read::from_str::<CardLedger>(&text), Ok(ledger));
 }
