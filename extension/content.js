@@ -132,6 +132,8 @@
       recoveryState: c?.recovery?.state ?? '',
       recoveryReason: c?.recovery?.reason ?? '',
       recoveryProbes: String(c?.recovery?.probes ?? 0),
+      cardState: c?.card?.state ?? '',
+      cardCode: c?.card?.code ?? '',
     };
     Object.assign(host.dataset, hooks);
     healthView(c?.health ?? null);
@@ -165,6 +167,7 @@
     if (c.judge) out.push(para('judge', c.judge.key, c.judge.args, 'judge'));
     if (c.recovery) out.push(recoveryLine(c.recovery));
     if (c.health) out.push(...healthLines(c.health));
+    if (c.card) out.push(cardLine(c.card));
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const figures = [String(c.queue.count), String(c.queue.merged_chars)];
@@ -605,7 +608,7 @@
       composer_marker: composerMarker,
       // A missed Stop or streaming cue would let a message be typed into a busy page.
       generating: generatingIn(seen),
-      permission_card: present(seen.gen, 'permission_card', seen.ctx),
+      permission_card: sendCards(seen, present(seen.gen, 'permission_card', seen.ctx)),
       user_turns: users.length,
       last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
@@ -1186,6 +1189,108 @@
     if (retry && !isDisabled(seen.gen, retry)) retry.click();
     scheduleFacts();
   };
+  // ---- Permission cards (docs/PROTOCOL.md "Permission cards", SPEC M5): what each card
+  // in the last turns shows — its wording outside the buttons, each button's label and
+  // state, a key — and the one click the worker may order. Read only while the profile's
+  // `permission_card` fact holds. Whether a card is allowed is decided in the worker.
+  const CARD_MAX = 4; // ext-core permission_card::MAX_CARDS
+  const CARD_BUTTONS_MAX = 6; // MAX_CARD_BUTTONS (a card with more is sent with none)
+  const CARD_WORDING_MAX = 512; // MAX_WORDING_CHARS
+  const CARD_LABEL_MAX = 64; // MAX_BUTTON_LABEL_CHARS
+  const CARD_BUTTON_KEYS = ['allow', 'deny', 'card_allow'];
+  const CARD_SKIP = 'button, [role="button"], [role="menu"], [role="menuitem"], script, style';
+  let lastCards = null; // the JSON last sent; null: nothing sent on this port
+  const collapse = (value) => value.replace(/\s+/g, ' ').trim();
+  // A card's text outside its buttons (and menus), in document order, bounded.
+  const wordingOf = (card) => {
+    const parts = [];
+    let length = 0;
+    const walker = document.createTreeWalker(card, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node && length < CARD_WORDING_MAX; node = walker.nextNode()) {
+      if (closest(node.parentElement, CARD_SKIP)) continue;
+      const part = collapse(node.nodeValue || '');
+      if (part) { parts.push(part); length += part.length + 1; }
+    }
+    return parts.join(' ').slice(0, CARD_WORDING_MAX);
+  };
+  // Never past a message body, a message or a turn: the card's own box, not the reply.
+  const messageBoundary = (gen, node) => ['turn', 'user', 'assistant', 'assistant_body'].some((fact) =>
+    gen.facts[fact].some((probe) => matches(node, probe.css) || (() => { try { return node.querySelector(probe.css) !== null; } catch { return true; } })()));
+  // The card of a labelled button: the nearest ancestor with wording of its own.
+  const cardOf = (gen, button) => {
+    for (let node = button.parentElement, i = 0; node && i < 5; node = node.parentElement, i++) {
+      if (messageBoundary(gen, node)) return null;
+      if (wordingOf(node) !== '') return node;
+    }
+    return null;
+  };
+  const cardButtonFacts = (gen, el) => ({
+    label: collapse(el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').slice(0, CARD_LABEL_MAX),
+    enabled: !isDisabled(gen, el) && el.getAttribute('aria-disabled') !== 'true',
+    visible: !closest(el, '[hidden], [aria-hidden="true"]') && el.checkVisibility?.({ visibilityProperty: true }) !== false,
+    opens_menu: (el.hasAttribute('aria-haspopup') && el.getAttribute('aria-haspopup') !== 'false') || el.hasAttribute('aria-expanded'),
+  });
+  // Every card in the last turns: { facts, buttons }. Its key is the id of the user message
+  // it answers (stable across re-renders, reloads and a worker restart; this page load's id
+  // when the message has none), its wording's signature and its place among the cards with
+  // that wording there.
+  const readCards = (seen) => {
+    const gen = seen.gen;
+    const scopes = seen.ctx.tail.length ? seen.ctx.tail : [document];
+    const cards = [];
+    for (const scope of scopes) {
+      for (const button of queryAll(scope, 'button')) {
+        if (!CARD_BUTTON_KEYS.some((key) => hasLabel(gen, button, key))) continue;
+        const card = cardOf(gen, button);
+        if (card && !cards.includes(card)) cards.push(card);
+      }
+    }
+    const users = seen.users.list;
+    const seenKeys = new Map();
+    return cards.slice(0, CARD_MAX).map((card) => {
+      const wording = wordingOf(card);
+      const user = users.findLast((u) => u.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING);
+      const stem = `${(user && messageId(gen, user)) || pageLoad}`.slice(0, 128) + `#${signatureOf(wording)}`;
+      const n = seenKeys.get(stem) ?? 0;
+      seenKeys.set(stem, n + 1);
+      const all = queryAll(card, 'button, [role="button"]');
+      const buttons = all.length > CARD_BUTTONS_MAX ? [] : all;
+      return { buttons, facts: { key: `${stem}.${n}`, wording, buttons: buttons.map((el) => cardButtonFacts(gen, el)) } };
+    });
+  };
+  // Sends the cards when they changed (none: only after some were sent); returns `shown`.
+  const sendCards = (seen, shown) => {
+    const cards = shown ? readCards(seen).map((card) => card.facts) : [];
+    const json = JSON.stringify(cards);
+    if (json !== lastCards && !(lastCards === null && cards.length === 0)) {
+      lastCards = json;
+      port?.postMessage({ type: 'permission_cards', page_load: pageLoad, url: location.href, cards });
+      host.dataset.cardsSent = String(Number(host.dataset.cardsSent ?? 0) + 1);
+    }
+    return shown;
+  };
+  // `card_allow {key, index}`: click that card's button only if it is still there, enabled,
+  // visible, not a menu and labelled Allow; else `card_gone` (nothing is clicked).
+  const cardAllow = (message) => {
+    const seen = observe();
+    const card = seen.gen ? readCards(seen).find((c) => c.facts.key === message.key) : null;
+    const el = card?.buttons[message.index];
+    const facts = card?.facts.buttons[message.index];
+    const usable = el && facts.enabled && facts.visible && !facts.opens_menu && hasLabel(seen.gen, el, 'allow');
+    if (usable) el.click();
+    port?.postMessage({ type: 'card_result', key: String(message.key).slice(0, 256), outcome: usable ? 'clicked' : 'card_gone' });
+    scheduleFacts();
+  };
+  // The HUD's permission-card line (ext-core continuity::CardLine).
+  const cardLine = (c) => {
+    const time = c.at === null ? '' : fmtTime(c.at);
+    const keys = { accepted: 'hudCardAccepted', accepted_before: 'hudCardAcceptedBefore', gone: 'hudCardGone' };
+    const key = keys[c.state] ?? `card_refused_${c.code}`;
+    const p = para('card', key, [c.connector, time], c.state.startsWith('accepted') ? '' : 'withheld');
+    p.dataset.state = c.state;
+    return p;
+  };
+
   // The HUD's recovery line (ext-core continuity::RecoveryLine) with test hooks.
   const recoveryLine = (r) => {
     const reason = r.reason ? text(`recoveryReason_${r.reason}`) : '';
@@ -1284,6 +1389,7 @@
     if (message?.type === 'snapshot_probe') snapshotProbe(message.conversation_id);
     if (message?.type === 'recovery_reload') location.reload();
     if (message?.type === 'recovery_retry') clickRetry();
+    if (message?.type === 'card_allow') cardAllow(message);
     if (message?.type === 'round_trip_result') {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
@@ -1334,6 +1440,7 @@
       setTimeout(connect, 1000);
     });
     lastRecovery = '';
+    lastCards = null;
     sendFacts(true);
     // Reports the previous worker never acknowledged are told again (the worker ignores
     // ids it no longer waits for).

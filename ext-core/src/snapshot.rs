@@ -27,6 +27,7 @@ use crate::binding::{Bindings, CatalogWorkspace};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
+use crate::permission_card::CardLedger;
 use crate::recovery::RecoveryPlanner;
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
@@ -91,6 +92,9 @@ pub struct Snapshot {
     /// Stuck-page recovery per conversation key: budgets, the last reload, the pending
     /// record, the 429 back-off (S7, H5).
     pub(crate) recovery: VecMap<String, RecoveryPlanner>,
+    /// Tool-permission cards accepted (M5): a key in it is never clicked again.
+    #[serde(default)]
+    pub(crate) cards: CardLedger,
 }
 
 impl Snapshot {
@@ -134,6 +138,7 @@ impl Snapshot {
             queue: &self.queue,
             semantic: &self.semantic,
             recovery: &self.recovery,
+            cards: &self.cards,
         }
         .to_value()
         .to_string())
@@ -174,6 +179,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) semantic: &'a VecMap<String, SemanticAuto>,
     /// See [`Snapshot::recovery`].
     pub(crate) recovery: &'a VecMap<String, RecoveryPlanner>,
+    /// See [`Snapshot::cards`].
+    pub(crate) cards: &'a CardLedger,
 }
 
 impl SnapshotRef<'_> {
@@ -196,6 +203,7 @@ impl SnapshotRef<'_> {
             .with("queue", self.queue)
             .with("semantic", self.semantic)
             .with("recovery", self.recovery)
+            .with("cards", self.cards)
             .done()
     }
 }
@@ -216,4 +224,5 @@ read_struct!(Snapshot {
     queue: default,
     semantic: default,
     recovery: default,
+    cards: default,
 });

@@ -413,6 +413,16 @@ pub enum PortCommand {
         /// The counts, each within `ext_core::limits::MAX_HEALTH_COUNT`.
         sample: ext_core::health::HealthSample,
     },
+    /// `permission_cards {page_load, url, cards}`: the cards a page shows, read and capped by
+    /// `ext_core::permission_card::PageCards::read` (refused whole otherwise).
+    PermissionCards(ext_core::permission_card::PageCards),
+    /// `card_result {key, outcome: "clicked" | "card_gone"}`: what a `card_allow` did.
+    CardResult {
+        /// The card's key.
+        key: String,
+        /// `clicked`.
+        clicked: bool,
+    },
     /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
     /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
     SnapshotResult {
@@ -474,6 +484,11 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
         "health_sample" => health_sample(value),
+        "permission_cards" => ext_core::permission_card::PageCards::read(value).ok().map(PortCommand::PermissionCards),
+        "card_result" => Some(PortCommand::CardResult {
+            key: str_of(value, "key")?,
+            clicked: value.get("outcome")?.as_str()? == "clicked",
+        }),
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),

@@ -255,6 +255,8 @@ impl LinkDriver {
             (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
+            (PortCommand::CardResult { key, clicked }, Some(tab)) if !panel => ContinuityInput::CardResult { tab, key, clicked },
+            (PortCommand::PermissionCards(cards), Some(tab)) if !panel => ContinuityInput::PermissionCards { tab, cards },
             (PortCommand::PanelHello { tab_id }, _) if panel => {
                 {
                     let mut driver = this.borrow_mut();
@@ -391,6 +393,9 @@ impl LinkDriver {
                     Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
                 }
                 ContinuityOutput::Recovery { tab, command } => Self::recovery_command(this, tab, &command),
+                ContinuityOutput::CardAllow { tab, key, index } => {
+                    Self::post_when_persisted(this, tab, Some(json_object!("type": "card_allow", "key": key, "index": index)));
+                }
                 // The Activity timeline: worker.js's `activity-log.js` stamps and stores it.
                 ContinuityOutput::Activity(entry) => {
                     js::call_method(&js_sys::global(), "herdrActivity", &[js::to_js(&entry.write_json())]);
@@ -447,6 +452,12 @@ impl LinkDriver {
             RecoveryCommand::ClickRetry => Some(json_object!("type": "recovery_retry")),
             RecoveryCommand::ReloadTab => None,
         };
+        Self::post_when_persisted(this, tab, message);
+    }
+
+    /// Writes the snapshot, then posts `message` to the page of `tab` (`None`: reloads the
+    /// tab); nothing when the write failed, so a command recorded as done is never repeated.
+    fn post_when_persisted(this: &Rc<RefCell<LinkDriver>>, tab: TabId, message: Option<serde_json::Value>) {
         let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
         let weak = Rc::downgrade(this);
         wasm_bindgen_futures::spawn_local(async move {

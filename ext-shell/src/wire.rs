@@ -194,8 +194,9 @@ pub enum PageMessage {
 /// flat JSON object of at most [`MAX_PAGE_FIELDS`] fields with a string `type`; `url` at most
 /// [`MAX_URL_CHARS`], `label` at most [`MAX_LABEL_CHARS`], every other string (ids, markers,
 /// scope keys, action names) at most [`MAX_ID_CHARS`]; only `markers` may be a list (of at
-/// most [`MAX_MARKERS`] strings); no nested objects. A page shapes these through its DOM,
-/// so anything else is rejected whole.
+/// most [`MAX_MARKERS`] strings); no nested objects (but in `permission_cards`, which
+/// `ext_core::permission_card::PageCards::read` checks whole). A page shapes these through
+/// its DOM, so anything else is rejected whole.
 pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     let reject = |why: String| Err(WireError::PageMessageRejected(why));
     let Some(object) = value.as_object() else {
@@ -206,6 +207,10 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     }
     if !object.get("type").is_some_and(Value::is_string) {
         return reject("no string `type`".into());
+    }
+    // Nested by design: `PageCards::read` checks it whole against its own caps.
+    if object.get("type").and_then(Value::as_str) == Some("permission_cards") {
+        return Ok(());
     }
     let queue_add = object.get("type").and_then(Value::as_str) == Some("queue_add");
     let string_cap = |key: &str| match key {

@@ -11,8 +11,9 @@
 //! held back (`withheld`, with the gate's [`WakeWithheld`] code); a queue batch; a judge
 //! continue, or a `continue` verdict that could not be sent (Auto switched off meanwhile,
 //! the user's queued turn first, the page not free); a recovery reload or Retry; the
-//! JSON bridge's results message. Permission cards and handoff steps join the timeline when
-//! those land in the loop. A manual Continue is the user's own action and is not recorded.
+//! JSON bridge's results message; a permission card accepted (`sent`), clicked
+//! (`confirmed`), found gone (`failed`) or left to the user (`withheld`, once per card and
+//! reason while it is shown). Handoff steps join the timeline when they land in the loop. A manual Continue is the user's own action and is not recorded.
 //!
 //! Invariants:
 //! - Once per change, never per page fact: a withheld wake is recorded once per (pending
@@ -48,6 +49,8 @@ pub enum ActivityKind {
     RecoveryRetry,
     /// The JSON bridge's tool results (O2).
     BridgeCall,
+    /// A tool-permission card accepted or left to the user (M5).
+    PermissionCard,
 }
 
 write_unit_enum!(ActivityKind {
@@ -58,6 +61,7 @@ write_unit_enum!(ActivityKind {
     "recovery_reload" => RecoveryReload,
     "recovery_retry" => RecoveryRetry,
     "bridge_call" => BridgeCall,
+    "permission_card" => PermissionCard,
 });
 
 /// How it went.
@@ -159,6 +163,9 @@ pub const REASON_CODES: &[&str] = &[
     "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",
     // Page health (continuity/health).
     "health_pressure", "sustained_pressure", "heap_critical",
+    // Permission cards (M5): accepted, clicked, gone, and `CardRefusal::CODES`.
+    "herdr_card", "allow_clicked", "card_gone", "not_chatgpt", "no_permission_wording", "other_connector",
+    "no_single_allow", "allow_not_usable", "no_deny", "no_key",
 ];
 
 /// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).

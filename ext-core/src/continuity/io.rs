@@ -320,6 +320,22 @@ pub enum ContinuityInput {
         /// The server's current node, or why it could not be read.
         answer: ProbeAnswer,
     },
+    /// A page's `permission_cards` report: the tool-permission cards it shows (M5).
+    PermissionCards {
+        /// Its tab.
+        tab: TabId,
+        /// The cards, as [`crate::permission_card::PageCards::read`] accepted them.
+        cards: crate::permission_card::PageCards,
+    },
+    /// A page's answer to a [`ContinuityOutput::CardAllow`] (`card_result`).
+    CardResult {
+        /// Its tab.
+        tab: TabId,
+        /// The card's key.
+        key: String,
+        /// `clicked`; `false`: `card_gone` (the card, or its usable Allow, was not there).
+        clicked: bool,
+    },
     /// A page's port went away (navigation, close, reload).
     PageGone {
         /// Its tab.
@@ -563,6 +579,17 @@ pub enum ContinuityOutput {
         tab: TabId,
         /// What to do.
         command: RecoveryCommand,
+    },
+    /// Post `{"type":"card_allow",key,index}` to the page of `tab` (M5: click that card's
+    /// plain Allow), only after the snapshot with the key in its card ledger has been
+    /// written (a worker restart must never click it again); answered with `card_result`.
+    CardAllow {
+        /// The tab.
+        tab: TabId,
+        /// The card's key.
+        key: String,
+        /// Which of its buttons is the Allow.
+        index: usize,
     },
     /// Append an entry to the Activity timeline (`extension/activity-log.js`; the shell adds
     /// the time).

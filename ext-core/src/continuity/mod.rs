@@ -35,7 +35,7 @@
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `views` (HUD
+//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `views` (HUD
 //! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
 //! routes inputs to them.
 //!
@@ -80,6 +80,7 @@ mod activity;
 mod acks;
 mod answers;
 mod bridge;
+mod cards;
 mod deliveries;
 mod inbox_sync;
 mod io;
@@ -102,6 +103,7 @@ pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use bridge::BridgeResults;
+pub use cards::CardLine;
 pub use texts::*;
 pub use views::*;
 
@@ -267,6 +269,8 @@ pub struct Continuity {
     recovery: recovery::RecoveryFlow,
     /// Page health meters per watched ChatGPT page (H1–H6).
     health: health::HealthFlow,
+    /// ChatGPT's tool-permission cards: the ledger of accepted keys, the cards shown (M5).
+    cards: cards::CardFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -458,19 +462,24 @@ impl Continuity {
                 self.ledger.page(tab, &report);
                 self.drain_ledger(now);
                 self.recovery_page(now, tab);
+                self.cards_page(now, tab);
             }
+            ContinuityInput::PermissionCards { tab, cards } => self.permission_cards(now, tab, cards),
+            ContinuityInput::CardResult { tab, key, clicked } => self.card_result(now, tab, &key, clicked),
             ContinuityInput::RecoveryFacts { tab, facts } => self.recovery_facts(now, tab, facts),
             ContinuityInput::SnapshotResult { tab, page_load, answer } => self.recovery_answer(now, tab, &page_load, answer),
             ContinuityInput::HealthSample { tab, page_load, sample } => self.health_sample(now, tab, &page_load, sample),
             ContinuityInput::RecoverySettings { stored } => self.recovery_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::PageGone { tab } => {
                 self.recovery_page_gone(tab);
+                self.cards_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.checks.remove(&tab);
             }
             ContinuityInput::TabClosed { tab } => {
                 self.recovery_page_gone(tab);
+                self.cards_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.bindings.handle(now, BindingInput::TabClosed { tab });

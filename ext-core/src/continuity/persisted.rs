@@ -78,6 +78,7 @@ impl Continuity {
             queue: self.queue.durable.clone(),
             semantic: self.semantic.autos.clone(),
             recovery: self.recovery.planners.clone(),
+            cards: self.cards.ledger.clone(),
         }
     }
 
@@ -105,6 +106,7 @@ impl Continuity {
             queue: &self.queue.durable,
             semantic: &self.semantic.autos,
             recovery: &self.recovery.planners,
+            cards: &self.cards.ledger,
         }
         .to_value()
     }
@@ -128,6 +130,7 @@ impl Continuity {
             queue: queue::QueueFlow::with_durable(snapshot.queue),
             semantic: semantic::SemanticFlow::with_autos(snapshot.semantic),
             recovery: recovery::RecoveryFlow::with_planners(snapshot.recovery),
+            cards: cards::CardFlow::with_ledger(snapshot.cards),
             ..Self::default()
         };
         machine.restored(now, epoch);

@@ -279,7 +279,7 @@ impl Continuity {
             signature: seen.signature.clone(),
             send_timeout: seen.send_timeout.then_some(seen.retry_offered),
             human_draft: report.draft,
-            permission_card: report.permission_card,
+            permission_card: self.permission_card_waiting(tab),
             delivery_uncertain,
             auto_on,
             chatgpt: true,

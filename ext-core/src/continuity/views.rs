@@ -95,6 +95,7 @@ impl Continuity {
             judge: self.semantic_line(tab),
             recovery: self.recovery_line(tab),
             health: self.health_line(tab),
+            card: self.card_line(tab),
         })
     }
 
@@ -242,6 +243,9 @@ pub struct ContinuityView {
     pub recovery: Option<RecoveryLine>,
     /// Page health on a ChatGPT conversation: level, the last decision and its reason (H1–H6).
     pub health: Option<HealthLine>,
+    /// ChatGPT's tool-permission cards (M5): a card left to the user and why, or the
+    /// newest one accepted here (connector, time).
+    pub card: Option<CardLine>,
 }
 
 /// The side panel's view.
@@ -334,6 +338,7 @@ write_struct!(ContinuityView {
     judge,
     recovery,
     health,
+    card,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

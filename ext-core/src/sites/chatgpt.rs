@@ -42,6 +42,9 @@ const LABELS: &[LabelSet] = &[
     LabelSet { key: "retry", en: &["Retry", "Try again"], zh: &["重试"] },
     LabelSet { key: "allow", en: &["Allow"], zh: &["允许"] },
     LabelSet { key: "deny", en: &["Deny"], zh: &["拒绝"] },
+    // Any Allow a permission card may offer, the plain one or not (SITES-2026 §1.7): the
+    // page adapter reads a card found by any of them; only a plain Allow is ever clicked.
+    LabelSet { key: "card_allow", en: &["Allow", "Always allow"], zh: &["允许", "始终允许"] },
     LabelSet {
         key: "thread_error",
         en: &[
@@ -100,6 +103,12 @@ const fn id_attr(css: &'static str, attr: &'static str) -> Probe {
 /// message action has one) keeps this document-wide probe cheap on long chats.
 const DENY_BESIDE_ALLOW: Probe =
     Probe { css: "button:not([aria-label])", label: Some("deny"), beside: Some("allow"), ..Probe::DOC };
+
+/// An Allow of any kind, with or without a Deny beside it: a card that lacks its Deny (or
+/// its plain Allow) is still a card waiting for the human, reported so the worker can say
+/// why it is left alone. The same selector as [`DENY_BESIDE_ALLOW`], so the document-wide
+/// look for a card stays one query.
+const CARD_ALLOW_ANYWHERE: Probe = Probe { css: "button:not([aria-label])", label: Some("card_allow"), ..Probe::DOC };
 
 const RATE_LIMIT: &[Probe] = &[
     text("[role=\"alert\"]", "rate_limit"),
@@ -182,6 +191,7 @@ pub const CLASSIC: Generation = Generation {
             Probe::doc("[data-testid=\"tool-action-buttons\"]"),
             Probe::doc("[data-testid=\"tool-approval-card\"]"),
             DENY_BESIDE_ALLOW,
+            CARD_ALLOW_ANYWHERE,
         ],
         rate_limit: RATE_LIMIT,
     },
@@ -265,7 +275,7 @@ pub const THREAD: Generation = Generation {
             Probe { css: "div:has(> button)", text: Some("thread_error"), beside: Some("retry"), ..Probe::DOC },
         ],
         retry: &[labelled(Scope::Doc, "button", "retry")],
-        permission_card: &[DENY_BESIDE_ALLOW, Probe::doc("[data-testid=\"tool-action-buttons\"]")],
+        permission_card: &[DENY_BESIDE_ALLOW, Probe::doc("[data-testid=\"tool-action-buttons\"]"), CARD_ALLOW_ANYWHERE],
         rate_limit: RATE_LIMIT,
     },
     labels: LABELS,

@@ -116,7 +116,7 @@ fn every_activity_code_has_an_english_and_a_chinese_text() {
     for code in withheld {
         assert!(WakeWithheld::read_json(&serde_json::Value::from(code)).is_ok(), "{code} is not a WakeWithheld name");
     }
-    let kinds = ["wake", "progress", "queue_batch", "judge_continue", "recovery_reload", "recovery_retry", "bridge_call"];
+    let kinds = ["wake", "progress", "queue_batch", "judge_continue", "recovery_reload", "recovery_retry", "bridge_call", "permission_card"];
     let outcomes = ["sent", "confirmed", "not_confirmed", "withheld", "failed"];
     let keys = withheld
         .iter()

@@ -640,6 +640,10 @@ impl World {
                 ContinuityOutput::Recovery { tab, command } => {
                     prop_assert!(false, "recovery acted without recovery facts: {command:?} on tab {tab}");
                 }
+                // These pages never report permission cards (M5: nothing to click).
+                ContinuityOutput::CardAllow { tab, key, .. } => {
+                    prop_assert!(false, "a card command without a card report: {key} on tab {tab}");
+                }
                 ContinuityOutput::DeliverySeen { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }

@@ -182,6 +182,24 @@ fn every_key_the_core_names_is_in_the_list_above() {
     assert!(found >= 10, "the scan found only {found} key literals in src/continuity");
 }
 
+/// M5: the HUD's permission-card line (`CardLine`, rendered by content.js) has a text for
+/// every refusal code and for an accepted and a gone card, in English and Chinese, naming
+/// the connector only where the line carries one (and the time after it).
+#[test]
+fn every_permission_card_line_has_its_texts() {
+    let mut lines: Vec<(String, usize)> = ext_core::permission_card::CardRefusal::CODES
+        .iter()
+        .map(|code| (format!("card_refused_{code}"), usize::from(*code == "other_connector")))
+        .collect();
+    lines.extend([("hudCardAccepted".to_owned(), 2), ("hudCardGone".to_owned(), 2), ("hudCardAcceptedBefore".to_owned(), 1)]);
+    for name in ["en", "zh_CN"] {
+        for (key, args) in &lines {
+            let text = message(locale(name), key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
+            assert_eq!(placeholders(text), *args, "{name} {key:?}: {text:?}");
+        }
+    }
+}
+
 #[test]
 fn a_say_renders_like_chrome_i18n() {
     let say = queue_refusal_say(&QueueRefusal::TooManyItems { count: 20 });
