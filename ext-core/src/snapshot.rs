@@ -29,6 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::permission_card::CardLedger;
 use crate::recovery::RecoveryPlanner;
+use crate::continuity::WithheldMark;
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
@@ -95,6 +96,8 @@ pub struct Snapshot {
     /// Tool-permission cards accepted (M5): a key in it is never clicked again.
     #[serde(default)]
     pub(crate) cards: CardLedger,
+    /// Per scope key, the withheld wake its last Activity entry recorded (not again, O1).
+    pub(crate) withheld_marks: VecMap<String, WithheldMark>,
 }
 
 impl Snapshot {
@@ -139,6 +142,7 @@ impl Snapshot {
             semantic: &self.semantic,
             recovery: &self.recovery,
             cards: &self.cards,
+            withheld_marks: &self.withheld_marks,
         }
         .to_value()
         .to_string())
@@ -181,6 +185,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) recovery: &'a VecMap<String, RecoveryPlanner>,
     /// See [`Snapshot::cards`].
     pub(crate) cards: &'a CardLedger,
+    /// See [`Snapshot::withheld_marks`].
+    pub(crate) withheld_marks: &'a VecMap<String, WithheldMark>,
 }
 
 impl SnapshotRef<'_> {
@@ -204,6 +210,7 @@ impl SnapshotRef<'_> {
             .with("semantic", self.semantic)
             .with("recovery", self.recovery)
             .with("cards", self.cards)
+            .with("withheld_marks", self.withheld_marks)
             .done()
     }
 }
@@ -225,4 +232,5 @@ read_struct!(Snapshot {
     semantic: default,
     recovery: default,
     cards: default,
+    withheld_marks: default,
 });

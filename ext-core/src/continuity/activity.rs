@@ -168,6 +168,17 @@ pub const REASON_CODES: &[&str] = &[
     "no_single_allow", "allow_not_usable", "no_deny", "no_key",
 ];
 
+/// The withheld wake a scope's last Activity entry recorded: its id stem and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WithheldMark {
+    /// The wake's id stem (`wake:<ws>#<seq>` or `inbox:<ws>#<task>`).
+    pub stem: String,
+    /// Why it was held back.
+    pub reason: WakeWithheld,
+}
+
+crate::json_read::json_struct!(WithheldMark { stem, reason });
+
 /// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).
 pub(super) fn wake_stem(workspace_id: &str, seq: u64) -> String {
     format!("wake:{workspace_id}#{seq}")
@@ -189,6 +200,11 @@ fn withheld_wake(bindings: &Bindings, key: &str, status: &ScopeStatus) -> Option
 impl Continuity {
     /// Records one entry.
     pub(super) fn record_activity(&mut self, scope_key: &str, kind: ActivityKind, outcome: ActivityOutcome, reason: ActivityReason, id: Option<&str>) {
+        if outcome != ActivityOutcome::Withheld || kind != ActivityKind::Wake {
+            // Something else of the scope is its last entry now: a withheld wake after it is
+            // a new entry (property (m): never the same withheld entry twice in a row).
+            self.withheld_marks.remove(scope_key);
+        }
         self.outputs.push_back(ContinuityOutput::Activity(Activity {
             scope_key: scope_key.to_owned(),
             kind,
@@ -198,15 +214,10 @@ impl Continuity {
         }));
     }
 
-    /// Records an automatic delivery the ledger accepted (`sent`); a wake clears the scope's
-    /// withheld mark, so the same reason later is a new entry.
+    /// Records an automatic delivery the ledger accepted (`sent`; like every entry but a
+    /// withheld wake, it clears the scope's withheld mark).
     pub(super) fn activity_sent(&mut self, key: &str, kind: DeliveryKind, reason: &'static str, id: &str) {
         let Some(kind) = delivery_activity_kind(kind) else { return };
-        if kind == ActivityKind::Wake {
-            if let Some(status) = self.scopes.get_mut(key) {
-                status.activity_withheld = None;
-            }
-        }
         self.record_activity(key, kind, ActivityOutcome::Sent, ActivityReason::Code(reason), Some(id));
     }
 
@@ -231,17 +242,12 @@ impl Continuity {
         if self.target_tab(key).is_none() {
             return;
         }
-        let Some(mark) = self.scopes.get(key).and_then(|status| withheld_wake(&self.bindings, key, status)) else { return };
-        let Some(status) = self.scopes.get_mut(key).filter(|s| s.activity_withheld.as_ref() != Some(&mark)) else { return };
-        status.activity_withheld = Some(mark.clone());
-        self.record_activity(key, ActivityKind::Wake, ActivityOutcome::Withheld, ActivityReason::Withheld(mark.1), Some(&mark.0));
-    }
-
-    /// After a restore: what the restored schedulers hold back was recorded before the
-    /// snapshot was written (the check runs before every `Persist`), so it is not again.
-    pub(super) fn activity_restored(&mut self) {
-        for (key, status) in self.scopes.iter_mut() {
-            status.activity_withheld = withheld_wake(&self.bindings, key, status);
+        let Some((stem, reason)) = self.scopes.get(key).and_then(|status| withheld_wake(&self.bindings, key, status)) else { return };
+        let mark = WithheldMark { stem, reason };
+        if self.withheld_marks.get(key) == Some(&mark) {
+            return;
         }
+        self.withheld_marks.insert(key.to_owned(), mark.clone());
+        self.record_activity(key, ActivityKind::Wake, ActivityOutcome::Withheld, ActivityReason::Withheld(mark.reason), Some(&mark.stem));
     }
 }

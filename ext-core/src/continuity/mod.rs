@@ -95,7 +95,7 @@ mod texts;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
-pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, REASON_CODES};
+pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
@@ -172,10 +172,6 @@ pub struct ScopeStatus {
     /// An inbox check (`inbox.pending` outside a settle) should run once the scope is quiet.
     #[serde(default)]
     inbox_check_due: bool,
-    /// The withheld wake last recorded in the Activity timeline, `(id stem, reason)` (each
-    /// is recorded once per reason; not persisted: primed from the restored scheduler).
-    #[serde(skip)]
-    activity_withheld: Option<(String, WakeWithheld)>,
 }
 
 /// What a runtime call in flight is for.
@@ -271,6 +267,11 @@ pub struct Continuity {
     health: health::HealthFlow,
     /// ChatGPT's tool-permission cards: the ledger of accepted keys, the cards shown (M5).
     cards: cards::CardFlow,
+    /// Per scope key, the withheld wake that is the scope's last Activity entry: it is not
+    /// recorded again until something else of the scope is. Kept apart from the scope's
+    /// status (re-binding does not forget it) and persisted (a restored worker, whose
+    /// schedulers see no page yet, does not record it again either).
+    withheld_marks: VecMap<String, WithheldMark>,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }

@@ -33,7 +33,6 @@ impl ReadJson for ScopeStatus {
             ack_due: f.or_default("ack_due")?,
             progress_count: f.or_default("progress_count")?,
             inbox_check_due: f.or_default("inbox_check_due")?,
-            activity_withheld: None,
         })
     }
 }
@@ -79,6 +78,7 @@ impl Continuity {
             semantic: self.semantic.autos.clone(),
             recovery: self.recovery.planners.clone(),
             cards: self.cards.ledger.clone(),
+            withheld_marks: self.withheld_marks.clone(),
         }
     }
 
@@ -107,6 +107,7 @@ impl Continuity {
             semantic: &self.semantic.autos,
             recovery: &self.recovery.planners,
             cards: &self.cards.ledger,
+            withheld_marks: &self.withheld_marks,
         }
         .to_value()
     }
@@ -131,10 +132,10 @@ impl Continuity {
             semantic: semantic::SemanticFlow::with_autos(snapshot.semantic),
             recovery: recovery::RecoveryFlow::with_planners(snapshot.recovery),
             cards: cards::CardFlow::with_ledger(snapshot.cards),
+            withheld_marks: snapshot.withheld_marks,
             ..Self::default()
         };
         machine.restored(now, epoch);
-        machine.activity_restored();
         machine
     }
 
