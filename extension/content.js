@@ -134,6 +134,10 @@
       recoveryProbes: String(c?.recovery?.probes ?? 0),
       cardState: c?.card?.state ?? '',
       cardCode: c?.card?.code ?? '',
+      journal: c?.journal?.key ?? '',
+      pressureLevel: c?.pressure?.level ?? '',
+      pressureTokens: c?.pressure ? String(c.pressure.tokens) : '',
+      pressureMessages: c?.pressure ? String(c.pressure.messages) : '',
     };
     Object.assign(host.dataset, hooks);
     healthView(c?.health ?? null);
@@ -168,6 +172,18 @@
     if (c.recovery) out.push(recoveryLine(c.recovery));
     if (c.health) out.push(...healthLines(c.health));
     if (c.card) out.push(cardLine(c.card));
+    // The Continuity Journal (C1) and the context pressure (R1).
+    if (c.journal) {
+      const fine = c.journal.key === 'journalRecorded' || c.journal.key === 'journalNothingYet';
+      out.push(para('journal', c.journal.key, c.journal.args, fine ? '' : 'withheld'));
+    }
+    if (c.pressure) {
+      const { tokens, messages, level } = c.pressure;
+      const p = para('pressure', 'hudPressure', [String(Math.round(tokens / 1000)), String(messages), text(`pressureLevel_${level}`)],
+        ['recommend', 'auto', 'high_risk'].includes(level) ? 'withheld' : '');
+      p.dataset.level = level;
+      out.push(p);
+    }
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.
     if (c.queue && c.queue.state !== 'empty') {
       const figures = [String(c.queue.count), String(c.queue.merged_chars)];
@@ -559,23 +575,82 @@
     return chars.length > max ? chars.slice(-max).join('') : value;
   };
   const readText = (el) => (el ? (el.innerText ?? el.textContent ?? '') : '').trim();
-  const endedTurn = () => {
+  // The journal's copy of a turn (C1: at most 64 KiB of UTF-8, ext-core
+  // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
+  // a line that says how much was left out (the judge and the bridge read only the end).
+  const JOURNAL_TEXT_BYTES = 64 * 1024;
+  const utf8 = new TextEncoder();
+  const bytesCut = (value, max, fromEnd) => {
+    const bytes = utf8.encode(value);
+    const part = fromEnd ? bytes.subarray(bytes.length - max) : bytes.subarray(0, max);
+    return new TextDecoder().decode(part).replace(fromEnd ? /^\uFFFD+/ : /\uFFFD+$/, '');
+  };
+  const journalText = (value) => {
+    if (value.length * 3 <= JOURNAL_TEXT_BYTES || utf8.encode(value).length <= JOURNAL_TEXT_BYTES) return value;
+    const half = (JOURNAL_TEXT_BYTES >> 1) - 128;
+    const head = bytesCut(value, half, false);
+    const tail = bytesCut(value, half, true);
+    return `${head}\n[… ${value.length - head.length - tail.length} characters left out by herdr-continuity …]\n${tail}`;
+  };
+  // `full` (a reply ended: the journal's copy, docs/PROTOCOL.md "turn_ended") or bounded
+  // (the judge button).
+  const endedTurn = (full = false) => {
     const seen = observe();
     if (!seen.gen) return { user_text: '', assistant_text: '', user_marker: null };
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
     const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
     const body = seen.last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
+    const userText = raw.replace(MARKER_LINE, '').trim();
+    const replyText = readText(body);
     return {
-      user_text: tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX),
-      assistant_text: tailChars(readText(body), TURN_ASSISTANT_MAX),
+      user_text: full ? journalText(userText) : tailChars(userText, TURN_USER_MAX),
+      assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
       user_marker: marker && marker.length <= 256 ? marker : null,
-      // The reply's own id (the JSON bridge keys its calls by it, O2).
+      // The reply's own id (the JSON bridge keys its calls by it, O2; the journal, C1).
       message_id: seen.last ? messageId(seen.gen, seen.last.el) : null,
+      user_message_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
     };
   };
   let wasGenerating = false;
-  const sendTurnEnded = () => port?.postMessage({ type: 'turn_ended', ...endedTurn() });
+  const sendTurnEnded = () => {
+    port?.postMessage({ type: 'turn_ended', ...endedTurn(true) });
+    sendThreadFacts(true);
+  };
+
+  // ---- The visible thread, for context pressure (R1, docs/PROTOCOL.md "thread_facts"):
+  // how many turns, their characters (CJK apart) and the highest absolute turn index the
+  // profile's `turn_index_attr` gives. Read once per page (URL) while no reply streams and
+  // again when a reply ended — never per mutation.
+  const CJK = /[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]/g;
+  let threadShape = '';
+  const turnChars = new WeakMap(); // turn element → [characters, CJK characters]
+  const sendThreadFacts = (force) => {
+    if (!force && location.href === threadShape) return;
+    const seen = observe();
+    if (!seen.gen) return;
+    threadShape = location.href;
+    const turns = find(seen.gen, 'turn', {}, true)?.list ?? [];
+    let chars = 0;
+    let cjk = 0;
+    // A finished turn's text does not change: each is read once (the newest two again,
+    // since a reply may still be growing there), so a long thread costs O(new turns).
+    turns.forEach((turn, i) => {
+      let counted = i < turns.length - 2 ? turnChars.get(turn) : undefined;
+      if (!counted) {
+        const value = turn.textContent || '';
+        counted = [value.length, value.match(CJK)?.length ?? 0];
+        turnChars.set(turn, counted);
+      }
+      chars += counted[0];
+      cjk += counted[1];
+    });
+    const attr = profile?.turn_index_attr;
+    const index = attr && turns.length ? /(\d+)$/.exec(turns[turns.length - 1].getAttribute(attr) ?? '') : null;
+    const highest = index ? Number(index[1]) : null;
+    port?.postMessage({ type: 'thread_facts', turns: turns.length, latin_chars: chars - cjk, cjk_chars: cjk,
+      highest_turn: highest !== null && Number.isSafeInteger(highest) && highest < 2 ** 31 ? highest : null });
+  };
 
   let delivering = null;
   let lastGenerating = false;
@@ -734,6 +809,7 @@
     port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
     if (ended) sendTurnEnded();
+    else if (!current.generating && current.generation !== null) sendThreadFacts(false);
     scheduleDiagnostics();
   };
   // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
@@ -1441,6 +1517,7 @@
     });
     lastRecovery = '';
     lastCards = null;
+    threadShape = '';
     sendFacts(true);
     // Reports the previous worker never acknowledged are told again (the worker ignores
     // ids it no longer waits for).

@@ -120,3 +120,16 @@ impl PressureConfig {
         Some(Pressure { tokens, messages: *floor, level: self.level(tokens) })
     }
 }
+
+crate::json_read::write_unit_enum!(PressureLevel {
+    "normal" => Normal,
+    "warn" => Warn,
+    "prepare" => Prepare,
+    "recommend" => Recommend,
+    "auto" => Auto,
+    "high_risk" => HighRisk,
+});
+
+crate::json_read::write_struct!(Pressure { tokens, messages, level });
+
+crate::json_read::read_struct!(VisibleThread { turns, latin_chars, cjk_chars, highest_turn });

@@ -42,6 +42,12 @@ pub const MAX_HEALTH_SAMPLE_BYTES: usize = 512;
 pub const MAX_HEALTH_COUNT: u64 = 10_000_000;
 /// The largest heap figure a `health_sample` may carry (256 GiB).
 pub const MAX_HEALTH_HEAP_BYTES: u64 = 1 << 38;
+/// Most bytes of JSON a `turn_ended` may be: the user turn and the reply, each up to the
+/// journal's 64 KiB (escaping counted).
+pub const MAX_TURN_MESSAGE_BYTES: usize = 192 * 1_024;
+/// Most characters of `user_text` / `assistant_text` in a `turn_ended` (the page cuts a
+/// longer turn to 64 KiB of UTF-8; the judge and the bridge read only the end).
+pub const MAX_TURN_TEXT_CHARS: usize = 64 * 1_024;
 /// Longest `queue_add` message as JSON text (the one page message that carries the user's
 /// composer text: up to the queue's merged limit of 24 000 characters, which may need four
 /// bytes each, plus escapes). Checked before it is parsed; a longer text is refused with a

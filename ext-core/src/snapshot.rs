@@ -29,7 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::permission_card::CardLedger;
 use crate::recovery::RecoveryPlanner;
-use crate::continuity::WithheldMark;
+use crate::continuity::{JournalBook, WithheldMark};
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
@@ -98,6 +98,8 @@ pub struct Snapshot {
     pub(crate) cards: CardLedger,
     /// Per scope key, the withheld wake its last Activity entry recorded (not again, O1).
     pub(crate) withheld_marks: VecMap<String, WithheldMark>,
+    /// The Continuity Journal's outbox, answered turns, chains and message floors (C1, R1).
+    pub(crate) journal: JournalBook,
 }
 
 impl Snapshot {
@@ -143,6 +145,7 @@ impl Snapshot {
             recovery: &self.recovery,
             cards: &self.cards,
             withheld_marks: &self.withheld_marks,
+            journal: &self.journal,
         }
         .to_value()
         .to_string())
@@ -187,6 +190,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) cards: &'a CardLedger,
     /// See [`Snapshot::withheld_marks`].
     pub(crate) withheld_marks: &'a VecMap<String, WithheldMark>,
+    /// See [`Snapshot::journal`].
+    pub(crate) journal: &'a JournalBook,
 }
 
 impl SnapshotRef<'_> {
@@ -211,6 +216,7 @@ impl SnapshotRef<'_> {
             .with("recovery", self.recovery)
             .with("cards", self.cards)
             .with("withheld_marks", self.withheld_marks)
+            .with("journal", self.journal)
             .done()
     }
 }
@@ -233,4 +239,5 @@ read_struct!(Snapshot {
     recovery: default,
     cards: default,
     withheld_marks: default,
+    journal: default,
 });

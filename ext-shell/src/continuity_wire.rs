@@ -68,6 +68,7 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             Method::BridgeReply,
             json_object!("conversation": conversation, "message_id": message_id, "text": text, "finished": true),
         ),
+        RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
 }
@@ -203,6 +204,9 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
             let results = || Some(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? });
             Ok(RuntimeAnswer::Bridge { results: results() })
         }
+        RuntimeCall::JournalAppend(_) => id_of(result, "continuity_id")
+            .map(|continuity_id| RuntimeAnswer::Appended { continuity_id })
+            .ok_or_else(|| bad_answer(Method::ContinuityAppend.as_str())),
     }
 }
 
@@ -388,6 +392,8 @@ pub enum PortCommand {
         user_marker: Option<String>,
         /// The reply's message id, when the page shows one.
         message_id: Option<String>,
+        /// The user turn's message id, when the page shows one.
+        user_message_id: Option<String>,
         /// `pressed: true`: the HUD's Send tool results sent the turn again.
         pressed: bool,
     },
@@ -413,6 +419,9 @@ pub enum PortCommand {
         /// The counts, each within `ext_core::limits::MAX_HEALTH_COUNT`.
         sample: ext_core::health::HealthSample,
     },
+    /// `thread_facts {turns, latin_chars, cjk_chars, highest_turn}`: the visible thread,
+    /// for its context pressure (R1).
+    ThreadFacts(ext_core::context_pressure::VisibleThread),
     /// `permission_cards {page_load, url, cards}`: the cards a page shows, read and capped by
     /// `ext_core::permission_card::PageCards::read` (refused whole otherwise).
     PermissionCards(ext_core::permission_card::PageCards),
@@ -466,6 +475,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             assistant_text: str_of(value, "assistant_text")?,
             user_marker: str_of(value, "user_marker"),
             message_id: id_of(value, "message_id"),
+            user_message_id: id_of(value, "user_message_id"),
             pressed: value.get("pressed").and_then(Value::as_bool).unwrap_or(false),
         }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
@@ -484,6 +494,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
         "health_sample" => health_sample(value),
+        "thread_facts" => ext_core::json_read::ReadJson::read_json(value).ok().map(PortCommand::ThreadFacts),
         "permission_cards" => ext_core::permission_card::PageCards::read(value).ok().map(PortCommand::PermissionCards),
         "card_result" => Some(PortCommand::CardResult {
             key: str_of(value, "key")?,

@@ -21,7 +21,7 @@ use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGene
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RecoveryCommand, RuntimeCall};
 use ext_core::json_read::WriteJson;
 use ext_core::hud::{self, ActionId};
-use ext_core::limits::{MAX_HEALTH_SAMPLE_BYTES, MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES};
+use ext_core::limits::{MAX_HEALTH_SAMPLE_BYTES, MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES, MAX_TURN_MESSAGE_BYTES};
 use ext_core::vec_map::VecMap;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
@@ -245,13 +245,14 @@ impl LinkDriver {
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
-            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, pressed }, Some(tab)) => {
-                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, pressed }
+            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed }, Some(tab)) => {
+                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed }
             }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
             (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
             (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
+            (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
             (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
@@ -515,13 +516,18 @@ impl LinkDriver {
         // `queue_add`, `turn_ended` and the judge button carry page text and may be longer
         // than the other messages' cap.
         let too_long = |cap: usize| WireError::PageMessageRejected(format!("{} bytes of JSON (at most {cap})", text.len()));
-        if text.len() > MAX_QUEUE_MESSAGE_BYTES {
-            return Err(too_long(MAX_QUEUE_MESSAGE_BYTES));
+        if text.len() > MAX_TURN_MESSAGE_BYTES {
+            return Err(too_long(MAX_TURN_MESSAGE_BYTES));
         }
         let value = js::json_value(message).map_err(WireError::PageMessageRejected)?;
-        let carries_text = matches!(value.get("type").and_then(serde_json::Value::as_str), Some("queue_add" | "turn_ended" | "action"));
-        if text.len() > MAX_PAGE_MESSAGE_BYTES && !carries_text {
-            return Err(too_long(MAX_PAGE_MESSAGE_BYTES));
+        let kind = value.get("type").and_then(serde_json::Value::as_str);
+        let cap = match kind {
+            Some("turn_ended") => MAX_TURN_MESSAGE_BYTES,
+            Some("queue_add" | "action") => MAX_QUEUE_MESSAGE_BYTES,
+            _ => MAX_PAGE_MESSAGE_BYTES,
+        };
+        if text.len() > cap {
+            return Err(too_long(cap));
         }
         if text.len() > MAX_HEALTH_SAMPLE_BYTES && value.get("type").and_then(serde_json::Value::as_str) == Some("health_sample") {
             return Err(too_long(MAX_HEALTH_SAMPLE_BYTES));

@@ -97,6 +97,7 @@ impl Continuity {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
             (Purpose::Bridge { tab, pressed }, result) => self.bridge_answered(now, tab, pressed, result),
+            (Purpose::Journal { key }, result) => self.journal_answered(now, key, result),
         }
     }
 }

@@ -157,6 +157,8 @@ pub enum RuntimeCall {
         /// The reply's text.
         text: String,
     },
+    /// `continuity.append` of one journal turn (C1).
+    JournalAppend(super::JournalEntry),
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -215,6 +217,11 @@ pub enum RuntimeAnswer {
     Bridge {
         /// The results message to send.
         results: Option<super::bridge::BridgeResults>,
+    },
+    /// `continuity_appended`.
+    Appended {
+        /// The turn's chain.
+        continuity_id: String,
     },
 }
 
@@ -406,10 +413,21 @@ pub enum ContinuityInput {
         /// The reply's message id on the page, when it shows one.
         #[serde(default)]
         message_id: Option<String>,
+        /// The user turn's message id on the page, when it shows one.
+        #[serde(default)]
+        user_message_id: Option<String>,
         /// The HUD's Send tool results was pressed (the page sent its last turn again):
         /// only the JSON bridge hears of it.
         #[serde(default)]
         pressed: bool,
+    },
+    /// The page's visible thread, for its context pressure (R1): sent when its number of
+    /// turns changes and when a reply ends.
+    ThreadFacts {
+        /// The tab.
+        tab: TabId,
+        /// What the page shows.
+        thread: crate::context_pressure::VisibleThread,
     },
     /// Options page: the stored judge settings (`chrome.storage.local`,
     /// [`crate::semantic_auto::SETTINGS_KEY`]); `None` when nothing is stored. Read here

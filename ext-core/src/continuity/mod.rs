@@ -35,7 +35,7 @@
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `views` (HUD
+//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `views` (HUD
 //! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
 //! routes inputs to them.
 //!
@@ -89,6 +89,7 @@ mod pane_output;
 mod persisted;
 mod queue;
 mod health;
+mod journal;
 mod recovery;
 mod semantic;
 mod texts;
@@ -104,6 +105,7 @@ pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, 
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use bridge::BridgeResults;
 pub use cards::CardLine;
+pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use texts::*;
 pub use views::*;
 
@@ -194,6 +196,8 @@ enum Purpose {
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
     /// `bridge.reply` for a reply of `conversation` on `tab`.
     Bridge { tab: TabId, pressed: bool },
+    /// `continuity.append` of the outbox turn `key` (`<conversation>/<message>`).
+    Journal { key: String },
 }
 
 /// A Check Herdr run being collected.
@@ -272,6 +276,8 @@ pub struct Continuity {
     /// status (re-binding does not forget it) and persisted (a restored worker, whose
     /// schedulers see no page yet, does not record it again either).
     withheld_marks: VecMap<String, WithheldMark>,
+    /// The Continuity Journal's writer (its outbox persisted) and context pressure (C1, R1).
+    journal: journal::JournalFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -335,6 +341,7 @@ impl Continuity {
             .chain(self.ledger.next_deadline())
             .chain(self.queue_deadline())
             .chain(self.recovery.deadline())
+            .chain(self.journal.deadline())
             .min()
     }
 
@@ -360,6 +367,7 @@ impl Continuity {
         self.flush_queues(now);
         self.run_due_inbox_checks();
         self.recovery_tick(now);
+        self.journal_tick(now);
         self.finish();
     }
 
@@ -386,6 +394,7 @@ impl Continuity {
                 self.send_orphan_acks();
                 self.inbox_checks_due();
                 self.reissue_held_settles();
+                self.journal_pump();
             }
             ContinuityInput::LinkDown => {
                 self.link_up = false;
@@ -474,6 +483,7 @@ impl Continuity {
             ContinuityInput::PageGone { tab } => {
                 self.recovery_page_gone(tab);
                 self.cards_page_gone(tab);
+                self.journal_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.checks.remove(&tab);
@@ -481,6 +491,7 @@ impl Continuity {
             ContinuityInput::TabClosed { tab } => {
                 self.recovery_page_gone(tab);
                 self.cards_page_gone(tab);
+                self.journal_page_gone(tab);
                 self.pages.remove(&tab);
                 self.ledger.page_gone(now, tab);
                 self.bindings.handle(now, BindingInput::TabClosed { tab });
@@ -517,12 +528,20 @@ impl Continuity {
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, pressed } => {
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed } => {
+                if !pressed {
+                    self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
+                }
+                // The judge and the bridge read the turn's end (the page sends the whole
+                // turn for the journal, up to 64 KiB).
+                let assistant_text = crate::limits::clip_tail(assistant_text, crate::limits::MAX_TURN_ASSISTANT_CHARS);
                 self.bridge_turn_ended(tab, message_id, &assistant_text, pressed);
                 if !pressed {
+                    let user_text = crate::limits::clip_tail(user_text, crate::limits::MAX_TURN_USER_CHARS);
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }
+            ContinuityInput::ThreadFacts { tab, thread } => self.thread_facts(tab, thread),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {
                 self.auto.set_allow_project_auto(allowed);

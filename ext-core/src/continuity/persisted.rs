@@ -79,6 +79,7 @@ impl Continuity {
             recovery: self.recovery.planners.clone(),
             cards: self.cards.ledger.clone(),
             withheld_marks: self.withheld_marks.clone(),
+            journal: self.journal.book.clone(),
         }
     }
 
@@ -108,6 +109,7 @@ impl Continuity {
             recovery: &self.recovery.planners,
             cards: &self.cards.ledger,
             withheld_marks: &self.withheld_marks,
+            journal: &self.journal.book,
         }
         .to_value()
     }
@@ -133,6 +135,7 @@ impl Continuity {
             recovery: recovery::RecoveryFlow::with_planners(snapshot.recovery),
             cards: cards::CardFlow::with_ledger(snapshot.cards),
             withheld_marks: snapshot.withheld_marks,
+            journal: journal::JournalFlow::with_book(snapshot.journal),
             ..Self::default()
         };
         machine.restored(now, epoch);

@@ -96,6 +96,8 @@ impl Continuity {
             recovery: self.recovery_line(tab),
             health: self.health_line(tab),
             card: self.card_line(tab),
+            journal: self.journal_line(tab),
+            pressure: self.pressure_line(tab),
         })
     }
 
@@ -246,6 +248,11 @@ pub struct ContinuityView {
     /// ChatGPT's tool-permission cards (M5): a card left to the user and why, or the
     /// newest one accepted here (connector, time).
     pub card: Option<CardLine>,
+    /// The Continuity Journal on a bound conversation: recorded (the chain), turns waiting
+    /// and why, turns refused or missed (C1).
+    pub journal: Option<Say>,
+    /// The conversation's context pressure (R1); `None` until the page reported turns.
+    pub pressure: Option<crate::context_pressure::Pressure>,
 }
 
 /// The side panel's view.
@@ -339,6 +346,8 @@ write_struct!(ContinuityView {
     recovery,
     health,
     card,
+    journal,
+    pressure,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

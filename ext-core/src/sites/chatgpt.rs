@@ -290,4 +290,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     origin: "https://chatgpt.com",
     generations: &[THREAD, SECTION, CLASSIC],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
+    turn_index_attr: Some("data-testid"),
 };

@@ -74,4 +74,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     origin: "https://chat.deepseek.com",
     generations: &[DS],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
+    turn_index_attr: None,
 };

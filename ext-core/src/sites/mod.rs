@@ -258,6 +258,11 @@ pub struct SiteProfile {
     /// nothing), so an element added or changed deep in it is seen only by this look;
     /// every change elsewhere is seen as it happens.
     pub streaming_recheck_ms: u32,
+    /// The attribute of a turn element whose trailing number is the turn's absolute index
+    /// in the thread (ChatGPT's `data-testid="conversation-turn-N"`), for context pressure
+    /// when the page renders only part of a long thread (R1); `None` when the site has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_index_attr: Option<&'static str>,
 }
 
 impl SiteProfile {
@@ -295,7 +300,20 @@ crate::json_read::write_struct!(Facts {
 });
 crate::json_read::write_struct!(LabelSet { key, en, zh });
 crate::json_read::write_struct!(Generation { id, detect, facts, labels, never, disabled, pending_until_complete });
-crate::json_read::write_struct!(SiteProfile { site, origin, generations, streaming_recheck_ms });
+impl crate::json_read::WriteJson for SiteProfile {
+    fn write_json(&self) -> serde_json::Value {
+        let object = crate::json_read::Object::default()
+            .with("site", self.site)
+            .with("origin", self.origin)
+            .with("generations", self.generations)
+            .with("streaming_recheck_ms", &self.streaming_recheck_ms);
+        match self.turn_index_attr {
+            Some(attr) => object.with("turn_index_attr", attr),
+            None => object,
+        }
+        .done()
+    }
+}
 
 /// [`SiteProfile::streaming_recheck_ms`] of every site: a probe's element that appears
 /// deep inside a streaming reply's body (nothing any recorded generation puts there: its

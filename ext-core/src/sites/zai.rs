@@ -63,4 +63,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     origin: "https://chat.z.ai",
     generations: &[OPEN_WEBUI],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
+    turn_index_attr: None,
 };

@@ -34,7 +34,7 @@ fn ended(c: &mut Continuity, now: u64, reply: &str) {
 
 /// The page's last turn: a reply that ended, or (`pressed`) sent again by Send tool results.
 fn turn(c: &mut Continuity, now: u64, reply: &str, pressed: bool) {
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), pressed });
+    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed });
 }
 
 /// Drains outputs into a log; `bridge.reply` is answered with `results`, other calls
@@ -79,6 +79,7 @@ fn with_auto_the_results_of_a_reply_are_sent_once() {
     drain(&mut c, 1, &results(), &mut log);
     expect![[r#"
         [
+            "request {\"call\":\"journal_append\",\"conversation_id\":\"7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"role\":\"assistant\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\",\"observed_at\":1,\"project_id\":null,\"workspace_id\":\"w1\",\"conversation_url\":\"https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\"}",
             "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\"}",
             "deliver bridge:5b0e6c2d9a174f38/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:5b0e6c2d9a174f38/0.0.0]",
         ]
@@ -136,7 +137,7 @@ fn results_already_in_the_thread_are_not_sent_again() {
 fn the_bridge_is_only_for_bound_zai_and_deepseek_chats() {
     let (mut chatgpt, _) = super::continuity::bound_with_auto(true);
     let mut log = Vec::new();
-    chatgpt.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: String::new(), assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(), user_marker: None, message_id: None, pressed: false });
+    chatgpt.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: String::new(), assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false });
     drain(&mut chatgpt, 1, &results(), &mut log);
     assert!(log.iter().all(|l| !l.contains("bridge")), "{log:?}");
     assert!(!actions(&chatgpt).contains(&"bridge_prompt"));

@@ -924,6 +924,7 @@ impl World {
             }
             RuntimeCall::InboxCounts { session_ref: asked } => RuntimeAnswer::Counts { counts: self.counts_of(&asked) },
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
+            RuntimeCall::JournalAppend(_) => RuntimeAnswer::Appended { continuity_id: "hc-1".into() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },
             RuntimeCall::JudgeTurnEnd { assistant_text, conversation, .. } => {
                 // Q2: the queue beats the judge: it is never asked while the user's turn waits.
@@ -1276,7 +1277,7 @@ impl World {
                 self.next_reply += 1;
                 let step = if pending { "Next I will run the integration tests." } else { "Everything is merged and green." };
                 let assistant_text = format!("Reply {}: the parser handles nested lists now. {step}", self.next_reply);
-                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, pressed: false })?;
+                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, user_message_id: None, pressed: false })?;
             }
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));

@@ -131,6 +131,12 @@ fn every_say() -> Vec<Say> {
         ("judgeFailed", 1),
         ("checkHerdrFailed", 1),
         ("deliveryAbandoned", 0),
+        // The journal line (C1).
+        ("journalRecorded", 1),
+        ("journalNothingYet", 0),
+        ("journalWaiting", 2),
+        ("journalDropped", 1),
+        ("journalMissed", 2),
     ] {
         all.push(Say::new(key, vec!["x".into(); n]));
     }
@@ -180,6 +186,21 @@ fn every_key_the_core_names_is_in_the_list_above() {
     }
     // The scan itself must see the core's keys (a renamed constructor would leave it blind).
     assert!(found >= 10, "the scan found only {found} key literals in src/continuity");
+}
+
+/// R1: the HUD's context-pressure line (`Pressure`, rendered by content.js) has its text
+/// with the tokens, the messages and the level, and a text for every level.
+#[test]
+fn every_pressure_level_has_its_texts() {
+    for name in ["en", "zh_CN"] {
+        let line = message(locale(name), "hudPressure").unwrap_or_else(|| panic!("{name} has no hudPressure"));
+        assert_eq!(placeholders(line), 3, "{name} hudPressure: {line:?}");
+        for level in ext_core::context_pressure::PressureLevel::ALL {
+            let key = format!("pressureLevel_{}", level.wire_name());
+            let text = message(locale(name), &key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
+            assert_eq!(placeholders(text), 0, "{name} {key:?}: {text:?}");
+        }
+    }
 }
 
 /// M5: the HUD's permission-card line (`CardLine`, rendered by content.js) has a text for

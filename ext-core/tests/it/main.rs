@@ -11,6 +11,7 @@ mod continuity;
 mod continuity_activity;
 mod continuity_bridge;
 mod continuity_health;
+mod continuity_journal;
 mod continuity_cards;
 mod continuity_props;
 mod continuity_recovery;

@@ -379,12 +379,37 @@ pub fn continuity_messages_translate() {
     assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, pressed: false })
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, user_message_id: None, pressed: false })
     );
     assert_eq!(
-        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), pressed: false })
+        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3", "user_message_id": "u-1"})),
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: Some("u-1".into()), pressed: false })
     );
+    // The journal (C1): one turn as `continuity.append`'s params; its answer names the chain.
+    let entry = ext_core::continuity::JournalEntry {
+        conversation_id: "6a1b".into(),
+        message_id: "msg-7".into(),
+        role: "user".into(),
+        text: "Add the config loader".into(),
+        observed_at: 1_764_547_200_000,
+        project_id: None,
+        workspace_id: Some("w1".into()),
+        conversation_url: "https://chatgpt.com/c/6a1b".into(),
+    };
+    let append = RuntimeCall::JournalAppend(entry);
+    let request = cw::call_json("c-10", &append);
+    assert_eq!(request["method"], "continuity.append");
+    let params: continuity_protocol::journal::ContinuityAppendParams =
+        serde_json::from_value(request["params"].clone()).expect("the runtime's params type reads what the worker sends");
+    assert_eq!((params.message_id.as_str(), params.workspace_id.as_deref(), params.continuity_id), ("msg-7", Some("w1"), None));
+    let appended = answer_of(&append, &json!({"id": "c-10", "result": {"type": "continuity_appended", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "message_id": "msg-7", "inserted": false}}));
+    assert_eq!(appended.map_err(|e| e.code), Ok(RuntimeAnswer::Appended { continuity_id: "hc-5f0c".into() }));
+    // R1: the visible thread; a field out of its type refuses the message.
+    assert_eq!(
+        cw::port_command(&json!({"type": "thread_facts", "turns": 4, "latin_chars": 900, "cjk_chars": 12, "highest_turn": 41})),
+        Some(PortCommand::ThreadFacts(ext_core::context_pressure::VisibleThread { turns: 4, latin_chars: 900, cjk_chars: 12, highest_turn: Some(41) }))
+    );
+    assert_eq!(cw::port_command(&json!({"type": "thread_facts", "turns": -1, "latin_chars": 0, "cjk_chars": 0, "highest_turn": null})), None);
     // The JSON bridge (O2): only `state: results` carries a message to send.
     let reply = RuntimeCall::BridgeReply { conversation: "zai:c1".into(), message_id: "m".into(), text: "{}".into() };
     let results = answer_of(&reply, &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false}}));
@@ -424,12 +449,17 @@ pub fn page_and_runtime_input_is_bounded() {
     assert_eq!(wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})), Ok(()));
     assert!(rejected(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS + 1)})));
     assert!(rejected(json!({"type": "action", "action": {"id": "continue"}})), "nested objects are not a page message");
-    // Issue 11: the ended turn's text, at most 6 000 / 12 000 characters.
-    use ext_core::limits::{MAX_TURN_ASSISTANT_CHARS, MAX_TURN_USER_CHARS};
+    // Issue 12: the ended turn's texts whole for the journal, at most 64 Ki characters each;
+    // the judge button's at most 6 000 / 12 000 characters (issue 11).
+    use ext_core::limits::{MAX_TURN_ASSISTANT_CHARS, MAX_TURN_TEXT_CHARS, MAX_TURN_USER_CHARS};
     let turn = |user: usize, reply: usize| json!({"type": "turn_ended", "user_text": long(user), "assistant_text": long(reply), "user_marker": null});
-    assert_eq!(wire::check_page_message(&turn(MAX_TURN_USER_CHARS, MAX_TURN_ASSISTANT_CHARS)), Ok(()));
-    assert!(rejected(turn(MAX_TURN_USER_CHARS + 1, 1)));
-    assert!(rejected(turn(1, MAX_TURN_ASSISTANT_CHARS + 1)));
+    assert_eq!(wire::check_page_message(&turn(MAX_TURN_TEXT_CHARS, MAX_TURN_TEXT_CHARS)), Ok(()));
+    assert!(rejected(turn(MAX_TURN_TEXT_CHARS + 1, 1)));
+    assert!(rejected(turn(1, MAX_TURN_TEXT_CHARS + 1)));
+    let judge = |user: usize, reply: usize| json!({"type": "action", "action": "llm_judge", "user_text": long(user), "assistant_text": long(reply)});
+    assert_eq!(wire::check_page_message(&judge(MAX_TURN_USER_CHARS, MAX_TURN_ASSISTANT_CHARS)), Ok(()));
+    assert!(rejected(judge(MAX_TURN_USER_CHARS + 1, 1)));
+    assert!(rejected(judge(1, MAX_TURN_ASSISTANT_CHARS + 1)));
     assert!(rejected(json!(["page_facts"])));
     assert!(rejected(json!({"url": "https://chatgpt.com/"})), "no type");
     let many: serde_json::Map<String, serde_json::Value> = (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();

@@ -1,0 +1,332 @@
+//! The Continuity Journal's writer and the context pressure through the composed machine
+//! (SPEC C1, C3, R1): an ended turn of a bound chat → the persisted outbox →
+//! `continuity.append`, one at a time, until the runtime answers; the page's visible thread
+//! → the HUD's pressure with a message floor that never decreases. Transcripts print every
+//! journal request and the HUD's journal line; the property test drives a runtime that
+//! answers, fails, refuses and vanishes, and a worker that restarts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use continuity_protocol::ErrorCode;
+use ext_core::context_pressure::{PressureLevel, VisibleThread};
+use ext_core::continuity::{
+    CallError, Continuity, ContinuityInput, ContinuityOutput, JournalEntry, RuntimeAnswer, RuntimeCall, JOURNAL_RETRY_MS,
+};
+use expect_test::expect;
+use proptest::prelude::*;
+
+use crate::continuity::{bound_with_auto, idle_page, restart, TAB};
+
+fn ended(c: &mut Continuity, now: u64, user: (&str, &str), reply: (&str, &str)) {
+    c.handle(now, ContinuityInput::TurnEnded {
+        tab: TAB,
+        user_text: user.1.into(),
+        assistant_text: reply.1.into(),
+        user_marker: None,
+        message_id: Some(reply.0.into()).filter(|id: &String| !id.is_empty()),
+        user_message_id: Some(user.0.into()).filter(|id: &String| !id.is_empty()),
+        pressed: false,
+    });
+}
+
+/// What the runtime does with the next append.
+#[derive(Clone, Copy, Debug)]
+enum Runtime {
+    Records,
+    Fails(ErrorCode),
+}
+
+/// Drains outputs into `log`; each `continuity.append` is answered as `runtime` says.
+fn drain(c: &mut Continuity, now: u64, runtime: Runtime, log: &mut Vec<String>) {
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::Request { id, call } = output {
+            let result = match call {
+                RuntimeCall::JournalAppend(entry) => {
+                    log.push(format!("append {} {} {:?} project={:?} workspace={:?}", entry.role, entry.message_id, entry.text, entry.project_id, entry.workspace_id));
+                    match runtime {
+                        Runtime::Records => Ok(RuntimeAnswer::Appended { continuity_id: "hc-5f0c".into() }),
+                        Runtime::Fails(code) => Err(CallError { code, message: "no".into() }),
+                    }
+                }
+                _ => Ok(RuntimeAnswer::Subscribed),
+            };
+            c.handle(now, ContinuityInput::Answered { id, result });
+        }
+    }
+}
+
+fn journal_line(c: &Continuity) -> String {
+    c.page_view(TAB)
+        .and_then(|v| v.journal)
+        .map_or("none".into(), |say| format!("{} {:?}", say.key, say.args))
+}
+
+// C1: both turns of an ended reply are written, the user turn first, and the HUD names the
+// chain; the same reply reported again writes nothing more.
+#[test]
+fn an_ended_turn_is_journaled_once_and_the_hud_names_the_chain_c1() {
+    let (mut c, mut log) = bound_with_auto(false);
+    log.push(journal_line(&c));
+    ended(&mut c, 1, ("u-1", "Add the config loader"), ("a-1", "The loader is in."));
+    drain(&mut c, 1, Runtime::Records, &mut log);
+    log.push(journal_line(&c));
+    ended(&mut c, 2, ("u-1", "Add the config loader"), ("a-1", "The loader is in."));
+    drain(&mut c, 2, Runtime::Records, &mut log);
+    expect![[r#"
+        journalNothingYet []
+        append user u-1 "Add the config loader" project=None workspace=Some("w1")
+        append assistant a-1 "The loader is in." project=None workspace=Some("w1")
+        journalRecorded ["hc-5f0c"]"#]]
+    .assert_eq(&log.join("\n"));
+}
+
+// C1: nothing is journaled for an unbound chat, a turn without an id or text, or the HUD's
+// Send tool results replay.
+#[test]
+fn only_finished_turns_of_bound_chats_with_ids_are_journaled() {
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    ended(&mut c, 1, ("u-1", "hello"), ("a-1", "hi"));
+    drain(&mut c, 1, Runtime::Records, &mut log);
+    assert!(log.is_empty(), "an unbound chat is not journaled: {log:?}");
+    assert_eq!(journal_line(&c), "none");
+
+    let (mut c, mut log) = bound_with_auto(false);
+    ended(&mut c, 1, ("", "no id"), ("a-1", "   "));
+    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "x".into(), assistant_text: "y".into(), user_marker: None, message_id: Some("a-2".into()), user_message_id: Some("u-2".into()), pressed: true });
+    drain(&mut c, 2, Runtime::Records, &mut log);
+    assert!(log.is_empty(), "no id, an empty text and a replay are not journaled: {log:?}");
+}
+
+// C1: while the companion is away the turns wait in the outbox, which survives a worker
+// restart; the link coming back writes them in order.
+#[test]
+fn unconfirmed_turns_wait_in_the_outbox_across_a_restart_c1() {
+    let (mut c, mut log) = bound_with_auto(false);
+    c.handle(1, ContinuityInput::LinkDown);
+    ended(&mut c, 2, ("u-1", "first"), ("a-1", "one"));
+    ended(&mut c, 3, ("u-2", "second"), ("a-2", "two"));
+    drain(&mut c, 3, Runtime::Records, &mut log);
+    log.push(journal_line(&c));
+    let mut c = restart(&c, 4);
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    log.push(journal_line(&c));
+    c.handle(5, ContinuityInput::LinkUp);
+    drain(&mut c, 5, Runtime::Records, &mut log);
+    log.push(journal_line(&c));
+    expect![[r#"
+        journalWaiting ["4", "offline"]
+        journalWaiting ["4", "offline"]
+        append user u-1 "first" project=None workspace=Some("w1")
+        append assistant a-1 "one" project=None workspace=Some("w1")
+        append user u-2 "second" project=None workspace=Some("w1")
+        append assistant a-2 "two" project=None workspace=Some("w1")
+        journalRecorded ["hc-5f0c"]"#]]
+    .assert_eq(&log.join("\n"));
+}
+
+// C1: a store that cannot write keeps the turn and tries again after JOURNAL_RETRY_MS; a
+// final refusal (`continuity_conflict`) drops only that turn and says so.
+#[test]
+fn a_failed_append_is_retried_and_a_refused_one_is_dropped_visibly() {
+    let (mut c, mut log) = bound_with_auto(false);
+    ended(&mut c, 1, ("u-1", "first"), ("", ""));
+    drain(&mut c, 1, Runtime::Fails(ErrorCode::ContinuityStoreUnavailable), &mut log);
+    log.push(journal_line(&c));
+    assert_eq!(c.next_deadline(), Some(1 + JOURNAL_RETRY_MS), "the retry is a core timer");
+    c.handle_timeout(1 + JOURNAL_RETRY_MS);
+    drain(&mut c, 1 + JOURNAL_RETRY_MS, Runtime::Fails(ErrorCode::ContinuityConflict), &mut log);
+    log.push(journal_line(&c));
+    ended(&mut c, 40_000, ("u-2", "second"), ("", ""));
+    drain(&mut c, 40_000, Runtime::Records, &mut log);
+    log.push(journal_line(&c));
+    expect![[r#"
+        append user u-1 "first" project=None workspace=Some("w1")
+        journalWaiting ["1", "continuity_store_unavailable"]
+        append user u-1 "first" project=None workspace=Some("w1")
+        journalDropped ["1"]
+        append user u-2 "second" project=None workspace=Some("w1")
+        journalDropped ["1"]"#]]
+    .assert_eq(&log.join("\n"));
+}
+
+// C3: a Project chat's turns carry the Project id (the runtime joins a new chat of the
+// Project to its chain), and the text is cut to the runtime's 64 KiB at a char boundary.
+#[test]
+fn a_project_chat_carries_its_project_and_a_long_turn_fits_the_cap() {
+    let (mut c, mut log) = bound_with_auto(false);
+    let url = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b2c3d-0000-4000-8000-000000000001";
+    c.handle(1, ContinuityInput::PageReported { tab: 8, report: ext_core::continuity::PageReport { url: url.into(), ..idle_page() } });
+    c.handle(1, ContinuityInput::Bind { tab: 8, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w2".into(), label: "web".into() } });
+    drain(&mut c, 1, Runtime::Records, &mut log);
+    let long = "é".repeat(40_000);
+    c.handle(2, ContinuityInput::TurnEnded { tab: 8, user_text: long, assistant_text: String::new(), user_marker: None, message_id: None, user_message_id: Some("u-9".into()), pressed: false });
+    let mut entries: Vec<JournalEntry> = Vec::new();
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::Request { call: RuntimeCall::JournalAppend(entry), .. } = output {
+            entries.push(entry);
+        }
+    }
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].project_id.as_deref(), Some("g-p-0123456789abcdef0123456789abcdef"));
+    assert_eq!(entries[0].workspace_id.as_deref(), Some("w2"));
+    assert_eq!(entries[0].text.len(), 65_536, "cut to 64 KiB, at a character boundary");
+}
+
+// R1: the HUD shows the conversation's pressure; the message floor (the highest turn
+// index seen) never decreases, across a restart and when the page shows fewer turns.
+#[test]
+fn the_pressure_level_shows_and_its_floor_survives_a_restart_r1() {
+    let (mut c, _) = bound_with_auto(false);
+    let pressure = |c: &Continuity| c.page_view(TAB).and_then(|v| v.pressure);
+    assert_eq!(pressure(&c), None, "no level before the page reported its thread");
+    c.handle(1, ContinuityInput::ThreadFacts { tab: TAB, thread: VisibleThread { turns: 10, latin_chars: 40_000, cjk_chars: 0, highest_turn: Some(199) } });
+    let first = pressure(&c).expect("a level");
+    assert_eq!(first.messages, 200);
+    assert_eq!(first.tokens, 10_000 + 1_000 * 190 + 32_000);
+    assert_eq!(first.level, PressureLevel::HighRisk);
+    let mut c = restart(&c, 2);
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    c.handle(2, ContinuityInput::ThreadFacts { tab: TAB, thread: VisibleThread { turns: 4, latin_chars: 16_000, cjk_chars: 0, highest_turn: None } });
+    let after = pressure(&c).expect("a level");
+    assert_eq!(after.messages, 200, "the floor never decreases");
+    assert_eq!(after.tokens, 4_000 + 1_000 * 196 + 32_000, "each turn not shown counts as the shown ones' average");
+    // Another conversation in the tab: the old figure is not shown for it.
+    let other = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-000000000002";
+    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { url: other.into(), ..idle_page() } });
+    assert_eq!(pressure(&c), None);
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// A reply ends: a new user turn and reply (or the last ones reported again).
+    Turn { again: bool },
+    LinkDown,
+    LinkUp,
+    /// The runtime answers the append in flight.
+    Answer(u8),
+    Restart,
+    Tick,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => any::<bool>().prop_map(|again| Step::Turn { again }),
+        1 => Just(Step::LinkDown),
+        2 => Just(Step::LinkUp),
+        5 => (0u8..10).prop_map(Step::Answer),
+        1 => Just(Step::Restart),
+        1 => Just(Step::Tick),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    // C1 as a property: whatever the runtime and the worker do, every ended turn is in the
+    // runtime's record, refused for good, or still in the outbox — never lost; at most one
+    // append is in flight; turns are written in the order they ended; and once the runtime
+    // answers again every kept turn gets written.
+    #[test]
+    fn no_ended_turn_is_lost_and_one_append_is_in_flight(steps in prop::collection::vec(step(), 1..60)) {
+        let (mut c, _) = bound_with_auto(false);
+        let mut now = 1;
+        let mut made: Vec<String> = Vec::new();
+        let mut recorded: BTreeSet<String> = BTreeSet::new();
+        let mut refused: BTreeSet<String> = BTreeSet::new();
+        let mut in_flight: BTreeMap<u64, String> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        let mut link = true;
+        let mut n = 0;
+        for step in steps {
+            now += 1_000;
+            match step {
+                Step::Turn { again } => {
+                    if !again || n == 0 {
+                        n += 1;
+                        made.push(format!("u-{n}"));
+                        made.push(format!("a-{n}"));
+                    }
+                    let (u, a) = (format!("u-{n}"), format!("a-{n}"));
+                    ended(&mut c, now, (&u, "question"), (&a, "answer"));
+                }
+                Step::LinkDown => {
+                    link = false;
+                    c.handle(now, ContinuityInput::LinkDown);
+                    in_flight.clear();
+                }
+                Step::LinkUp => {
+                    link = true;
+                    c.handle(now, ContinuityInput::LinkUp);
+                }
+                Step::Answer(how) => {
+                    if let Some((id, key)) = in_flight.pop_first() {
+                        let result = match how {
+                            0..=5 => { recorded.insert(key); Ok(RuntimeAnswer::Appended { continuity_id: "hc-1".into() }) }
+                            6 => { refused.insert(key); Err(CallError { code: ErrorCode::ContinuityConflict, message: "no".into() }) }
+                            7 => { recorded.insert(key); Err(CallError { code: ErrorCode::Timeout, message: "lost answer".into() }) }
+                            _ => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "disk".into() }),
+                        };
+                        c.handle(now, ContinuityInput::Answered { id, result });
+                    }
+                }
+                Step::Restart => {
+                    c = restart(&c, now);
+                    c.handle(now, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+                    in_flight.clear();
+                    if link {
+                        c.handle(now, ContinuityInput::LinkUp);
+                    }
+                }
+                Step::Tick => c.handle_timeout(now + JOURNAL_RETRY_MS),
+            }
+            while let Some(output) = c.poll() {
+                if let ContinuityOutput::Request { id, call } = output {
+                    match call {
+                        RuntimeCall::JournalAppend(entry) => {
+                            prop_assert!(link, "an append while the companion is away");
+                            in_flight.insert(id, entry.message_id.clone());
+                            order.push(entry.message_id);
+                        }
+                        _ => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
+                    }
+                }
+            }
+            prop_assert!(in_flight.len() <= 1, "two appends in flight: {in_flight:?}");
+        }
+        // Order: the first write of each turn follows the order the turns ended.
+        let mut firsts: Vec<&String> = Vec::new();
+        for key in &order {
+            if !firsts.contains(&key) {
+                firsts.push(key);
+            }
+        }
+        let ended_order: Vec<&String> = made.iter().filter(|k| firsts.contains(k)).collect();
+        prop_assert_eq!(firsts, ended_order, "written out of order");
+        // The runtime comes back and answers everything.
+        in_flight.clear();
+        c.handle(now, ContinuityInput::LinkDown);
+        c.handle(now + 1, ContinuityInput::LinkUp);
+        for _ in 0..(2 * made.len() + 4) {
+            while let Some(output) = c.poll() {
+                if let ContinuityOutput::Request { id, call } = output {
+                    let result = match call {
+                        RuntimeCall::JournalAppend(entry) => {
+                            recorded.insert(entry.message_id);
+                            Ok(RuntimeAnswer::Appended { continuity_id: "hc-1".into() })
+                        }
+                        _ => Ok(RuntimeAnswer::Subscribed),
+                    };
+                    c.handle(now + 1, ContinuityInput::Answered { id, result });
+                }
+            }
+        }
+        for key in &made {
+            prop_assert!(recorded.contains(key) || refused.contains(key), "turn {} was lost", key);
+        }
+        let line = if made.is_empty() { "journalNothingYet" } else if refused.is_empty() { "journalRecorded" } else { "journalDropped" };
+        prop_assert_eq!(journal_line(&c).split(' ').next().map(str::to_owned), Some(line.to_owned()));
+    }
+}
