@@ -622,7 +622,8 @@
   // how many turns, their characters (CJK apart) and the highest absolute turn index the
   // profile's `turn_index_attr` gives. Read once per page (URL) while no reply streams and
   // again when a reply ended — never per mutation.
-  const CJK = /[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]/g;
+  // ext-core context_pressure::is_cjk's ranges (a test checks they are the same).
+  const CJK = /[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u{20000}-\u{2fa1f}]/gu;
   let threadShape = '';
   const turnChars = new WeakMap(); // turn element → [characters, CJK characters]
   const sendThreadFacts = (force) => {

@@ -79,7 +79,7 @@ pub struct JournalBook {
     pub(crate) dropped: u32,
     /// Turns that found the outbox full.
     pub(crate) missed: u32,
-    /// The chain of each conversation written to (conversation key → `continuity_id`).
+    /// The chain of each conversation written to (conversation id → `continuity_id`).
     pub(crate) chains: VecMap<String, String>,
     /// Each conversation's message floor (R1; never decreases).
     pub(crate) floors: VecMap<String, u32>,
@@ -126,12 +126,13 @@ fn journal_text(mut text: String) -> String {
     text
 }
 
-/// Keeps the newest `max` entries of a small map whose order is its keys' (evicts the
-/// first key, an arbitrary but bounded choice).
-fn bound<V>(map: &mut VecMap<String, V>, max: usize) {
+/// Keeps a small map at `max` entries by evicting other keys than `keep` (the one just
+/// written): the map is ordered by key, not by use, so which other conversation goes is
+/// arbitrary — only one of more than `max` conversations loses its figure.
+fn bound<V>(map: &mut VecMap<String, V>, max: usize, keep: &str) {
     while map.len() > max {
-        let Some(first) = map.keys().next().cloned() else { return };
-        map.remove(&first);
+        let Some(other) = map.keys().find(|k| k.as_str() != keep).cloned() else { return };
+        map.remove(&other);
     }
 }
 
@@ -209,8 +210,8 @@ impl Continuity {
             Ok(RuntimeAnswer::Appended { continuity_id }) => {
                 if let Some(entry) = flow.book.outbox.iter().find(|e| key_of(e) == key) {
                     let conversation = entry.conversation_id.clone();
-                    flow.book.chains.insert(conversation, continuity_id);
-                    bound(&mut flow.book.chains, CONVERSATIONS_KEPT);
+                    flow.book.chains.insert(conversation.clone(), continuity_id);
+                    bound(&mut flow.book.chains, CONVERSATIONS_KEPT, &conversation);
                 }
                 flow.problem = None;
                 true
@@ -246,11 +247,11 @@ impl Continuity {
         let estimate = PressureConfig::default().estimate(&thread, floor);
         let raised = *floor != before;
         match estimate {
-            Some(pressure) => flow.pressure.insert(tab, (conversation, pressure)),
+            Some(pressure) => flow.pressure.insert(tab, (conversation.clone(), pressure)),
             None => flow.pressure.remove(&tab),
         };
         if raised {
-            bound(&mut flow.book.floors, CONVERSATIONS_KEPT);
+            bound(&mut flow.book.floors, CONVERSATIONS_KEPT, &conversation);
             self.outputs.push_back(ContinuityOutput::Persist);
         }
         self.outputs.push_back(ContinuityOutput::ViewsChanged);

@@ -330,3 +330,49 @@ proptest! {
         prop_assert_eq!(journal_line(&c).split(' ').next().map(str::to_owned), Some(line.to_owned()));
     }
 }
+
+// R1: a conversation's floor survives when more conversations than are kept report, also
+// when its key is the first in the map's order (the one just written is never evicted).
+#[test]
+fn the_floor_just_raised_is_kept_when_the_map_is_full() {
+    let (mut c, _) = bound_with_auto(false);
+    let thread = VisibleThread { turns: 2, latin_chars: 80, cjk_chars: 0, highest_turn: Some(99) };
+    for i in (0..140u32).rev() {
+        let url = format!("https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-{i:012}");
+        c.handle(1, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { url, ..idle_page() } });
+        c.handle(1, ContinuityInput::ThreadFacts { tab: TAB, thread });
+        let shown = c.page_view(TAB).and_then(|v| v.pressure).expect("a level");
+        assert_eq!(shown.messages, 100, "conversation {i} keeps its floor");
+    }
+    let c = restart(&c, 2);
+    let kept = c.snapshot().to_json().expect("persist");
+    assert!(kept.contains("0b1c2d3e-4f50-6172-8394-000000000000"), "the newest conversation's floor is persisted");
+}
+
+// R1: the page counts CJK characters with exactly the core's ranges (content.js's `CJK`).
+#[test]
+fn the_page_counts_cjk_with_the_cores_ranges() {
+    let source = std::fs::read_to_string(format!("{}/../extension/content.js", env!("CARGO_MANIFEST_DIR"))).expect("content.js");
+    let line = source.lines().find(|l| l.trim_start().starts_with("const CJK = /[")).expect("the CJK pattern");
+    let body = line.split("/[").nth(1).and_then(|rest| rest.split("]/").next()).expect("a character class");
+    let code = |s: &str| -> u32 {
+        let hex = s.trim_start_matches("\\u").trim_start_matches('{').trim_end_matches('}');
+        u32::from_str_radix(hex, 16).expect("hex")
+    };
+    let mut ranges = Vec::new();
+    for part in body.split("\\u").filter(|p| !p.is_empty()).collect::<Vec<_>>().chunks(2) {
+        let (from, to) = (code(part[0].trim_end_matches('-')), code(part[1]));
+        ranges.push((from, to));
+    }
+    assert!(ranges.len() >= 8, "{ranges:?}");
+    let is = |n: u32| char::from_u32(n).is_some_and(ext_core::context_pressure::is_cjk);
+    for (from, to) in &ranges {
+        assert!(is(*from) && is(*to), "{from:x}-{to:x} is CJK in the core");
+    }
+    let in_page = |n: u32| ranges.iter().any(|(from, to)| (*from..=*to).contains(&n));
+    for n in (0x2000..0x30000).step_by(7).chain([0x3000, 0x303F, 0x3040, 0x4DBF, 0x4E00, 0xD7AF, 0xD7B0, 0x20000, 0x2FA1F, 0x2FA20]) {
+        if char::from_u32(n).is_some() {
+            assert_eq!(in_page(n), is(n), "U+{n:X}: the page and the core agree");
+        }
+    }
+}
