@@ -320,6 +320,8 @@ struct World {
     agents_in_hello: bool,
     /// A replay lost events to retention since the last heal of the stream.
     replay_gap: bool,
+    /// Seqs a replay lost to retention: never handed to the machine, so nothing it knows.
+    lost_seqs: BTreeSet<u64>,
     /// Ids the server got since the extension last lost its state: a wake or inbox stem in
     /// here is never typed again. (Before a loss, a confirmed task whose ack was lost with
     /// the state may rightly be reported again.)
@@ -385,6 +387,7 @@ impl World {
             hello_last_seq: None,
             handed_high_water: 0,
             stale_seqs: BTreeSet::new(),
+            lost_seqs: BTreeSet::new(),
             inputs: VecDeque::new(),
             pages: BTreeMap::new(),
             auto_on: BTreeMap::new(),
@@ -575,6 +578,9 @@ impl World {
     }
 
     /// Whether the machine has been handed an event of `ws` after `seq` that made it work.
+    /// An event a replay lost to retention was never handed: the machine cannot know of it
+    /// (regression, CI of stop 19: a working event lost between a settle and the pane's
+    /// removal was counted as known, though the replay skipped it).
     fn known_working_after(&self, ws: &str, seq: u64) -> bool {
         self.log.iter().any(|p| {
             p.event.workspace_id == ws
@@ -582,6 +588,7 @@ impl World {
                 && p.event.seq <= self.handed_high_water
                 && p.event.kind == PaneEventKind::Working
                 && !self.stale_seqs.contains(&p.event.seq)
+                && !self.lost_seqs.contains(&p.event.seq)
         })
     }
 
@@ -877,6 +884,7 @@ impl World {
                     // Retention overflow: only the newest events are still there to replay.
                     let kept = self.retention.map_or(0, |keep| self.log.len().saturating_sub(keep));
                     self.replay_gap |= self.log.iter().take(kept).any(|p| p.event.seq > after);
+                    self.lost_seqs.extend(self.log.iter().take(kept).filter(|p| p.event.seq > after).map(|p| p.event.seq));
                     let replay: Vec<StreamEvent> = self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
                     self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
                 } else {
