@@ -23,6 +23,7 @@ mod queue;
 mod rate_limit;
 mod recovery;
 mod recovery_config;
+mod rollover;
 mod semantic_auto;
 mod settle_tracker;
 mod shape;
