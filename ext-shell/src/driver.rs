@@ -603,10 +603,18 @@ impl LinkDriver {
         // the answer carries a continuity id no call waits for, so it is dropped on arrival.
         let native = this.borrow().native.as_ref().map(|(_, object)| object.clone());
         if let Some(object) = native {
-            let mut diagnostics = value.clone();
-            if let Some(map) = diagnostics.as_object_mut() {
-                map.remove("type");
-            }
+            // The report without its `type`, copied key by key: `Map::remove` would pull
+            // BTreeMap's removal and rebalancing code into the wasm for this one call.
+            let diagnostics = match value.as_object() {
+                Some(map) => {
+                    let mut copy = serde_json::Map::new();
+                    for (key, field) in map.iter().filter(|(key, _)| key.as_str() != "type") {
+                        copy.insert(key.clone(), field.clone());
+                    }
+                    serde_json::Value::Object(copy)
+                }
+                None => value.clone(),
+            };
             let request = json_object!(
                 "id": format!("{}diag-{}", continuity_wire::CALL_ID_PREFIX, js::now_millis()),
                 "method": continuity_protocol::Method::DiagnosticsReport.as_str(),
