@@ -66,10 +66,15 @@ chrome.storage.onChanged.addListener((changes, area) => {
     forward(() => shell.allow_project_auto_changed(Boolean(changes.allowProjectAuto.newValue)));
   }
   if (area === 'sync' && (changes.progressTickSec || changes.progressFallbackSec)) {
-    forward(() => shell.progress_settings_changed());
+    // Both values, as the wasm reads them at start (a number, else the default; a failed
+    // read is the defaults): the change carries only the one that changed.
+    const number = (value) => (typeof value === 'number' ? value : undefined);
+    chrome.storage.sync.get(['progressTickSec', 'progressFallbackSec']).catch(() => ({})).then((items) =>
+      forward(() => shell.progress_settings_changed(number(items?.progressTickSec), number(items?.progressFallbackSec))));
   }
   if (area === 'local' && changes.herdrContinuityJudgeV1) {
-    forward(() => shell.judge_settings_changed());
+    const text = changes.herdrContinuityJudgeV1.newValue;
+    forward(() => shell.judge_settings_changed(typeof text === 'string' ? text : undefined));
   }
   if (area === 'local' && changes.herdrContinuityRecoveryV1) {
     const text = changes.herdrContinuityRecoveryV1.newValue;

@@ -133,22 +133,30 @@ pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
 /// The stored `progressTickSec` / `progressFallbackSec` (options page, O4), defaults for
 /// missing ones; the core clamps them into range.
 async fn progress_settings_stored() -> ContinuityInput {
+    let tick_sec = js::storage_sync_number("progressTickSec").await;
+    progress_settings(tick_sec, js::storage_sync_number("progressFallbackSec").await)
+}
+
+/// The progress settings of the stored `progressTickSec` / `progressFallbackSec` (numbers,
+/// when stored as numbers), defaults for missing ones.
+fn progress_settings(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> ContinuityInput {
     let seconds = |value: Option<f64>, default: u64| {
         value.filter(|v| v.is_finite() && *v >= 0.0).map_or(default, |v| v as u64)
     };
     let defaults = ext_core::progress_push::ProgressConfig::default();
     ContinuityInput::ProgressSettings {
-        tick_sec: seconds(js::storage_sync_number("progressTickSec").await, defaults.tick_ms / 1_000),
-        fallback_sec: seconds(js::storage_sync_number("progressFallbackSec").await, defaults.fallback_ms / 1_000),
+        tick_sec: seconds(tick_sec, defaults.tick_ms / 1_000),
+        fallback_sec: seconds(fallback_sec, defaults.fallback_ms / 1_000),
     }
 }
 
 /// `chrome.storage.onChanged` for `sync.progressTickSec` / `sync.progressFallbackSec`
-/// (options page, O4): re-reads both and hands them to the core (which clamps them).
+/// (options page, O4): both stored values (`worker.js` reads them, the change carries only
+/// the one that changed), handed to the core (which clamps them). Not async, as
+/// `recovery_settings_changed`.
 #[wasm_bindgen]
-pub async fn progress_settings_changed() -> Result<(), JsValue> {
-    let settings = progress_settings_stored().await;
-    LinkDriver::feed_continuity(&worker()?, settings);
+pub fn progress_settings_changed(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Result<(), JsValue> {
+    LinkDriver::feed_continuity(&worker()?, progress_settings(tick_sec, fallback_sec));
     Ok(())
 }
 
@@ -179,10 +187,11 @@ pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
 }
 
 /// `chrome.storage.onChanged` for `local.herdrContinuityJudgeV1` (options page, O4): the
-/// stored judge settings, read and validated by the core.
+/// new record's text (`undefined` when it was removed), read and validated by the core.
+/// Not async, as `recovery_settings_changed`.
 #[wasm_bindgen]
-pub async fn judge_settings_changed() -> Result<(), JsValue> {
-    let stored = judge_settings_stored().await;
+pub fn judge_settings_changed(text: Option<String>) -> Result<(), JsValue> {
+    let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
     LinkDriver::feed_continuity(&worker()?, ContinuityInput::JudgeSettings { stored });
     Ok(())
 }
