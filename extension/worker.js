@@ -13,7 +13,14 @@ import { recordActivity } from './activity-log.js';
 // than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
 globalThis.herdrActivity = recordActivity;
 
-const ready = init().then(() => shell.start_worker());
+// The start reads its stored state and settings here (the keys come from the wasm): a
+// storage read in the wasm is a future of its own. A failed read is an empty object.
+const stored = (area, keys) => Promise.resolve(chrome.storage?.[area]?.get(keys)).catch(() => ({})).then((items) => items ?? {});
+const ready = init().then(async () => {
+  const [localKeys, syncKeys] = shell.start_keys();
+  const [local, sync] = await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);
+  shell.start_worker(local, sync);
+});
 ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));
 
 const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));

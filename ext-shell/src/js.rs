@@ -308,15 +308,6 @@ pub fn storage_local_write(key: &str, text: &str) {
     }
 }
 
-/// `chrome.storage.local.get(key)[key]` as text, when present.
-pub async fn storage_local_read(key: &str) -> Option<String> {
-    let storage = storage_local()?;
-    let promise = call_method(&storage, "get", &[JsValue::from_str(key)])?;
-    let promise: js_sys::Promise = promise.dyn_into().ok()?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
-}
-
 /// `chrome.storage.local.get(key)[key]`, strictly: `Ok(None)` when nothing is stored,
 /// `Err` with what went wrong when the read failed or the value is not text (the caller
 /// must not write over what it could not read).
@@ -340,31 +331,6 @@ pub async fn storage_local_set_text(key: &str, text: &str) -> Result<(), String>
     let promise = call_method(&storage, "set", &[items.into()]).ok_or_else(|| "chrome.storage.local.set failed".to_owned())?;
     let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.set gave no promise".to_owned())?;
     wasm_bindgen_futures::JsFuture::from(promise).await.map(|_| ()).map_err(|e| error_text(&e))
-}
-
-/// `chrome.storage.sync.get(key)[key]` (options page settings), when present.
-async fn storage_sync_value(key: &str) -> Option<JsValue> {
-    let mut value: JsValue = js_sys::global().into();
-    for name in ["chrome", "storage", "sync"] {
-        value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
-        if !value.is_object() {
-            return None;
-        }
-    }
-    let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
-    let promise: js_sys::Promise = promise.dyn_into().ok()?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()
-}
-
-/// `chrome.storage.sync.get(key)[key]` as a bool, when present.
-pub async fn storage_sync_flag(key: &str) -> Option<bool> {
-    storage_sync_value(key).await?.as_bool()
-}
-
-/// A number from `chrome.storage.sync` (options page), if stored and numeric.
-pub async fn storage_sync_number(key: &str) -> Option<f64> {
-    storage_sync_value(key).await?.as_f64()
 }
 
 /// `chrome.i18n.getUILanguage()`, when available.

@@ -12,7 +12,8 @@
 //! either: they are plain JS renderers (`extension/sidepanel.js`, `extension/options.js`)
 //! of the views the worker sends over a `panel` port, and of `chrome.storage.sync`.
 //!
-//! Entry points (called by `extension/worker.js`): [`start_worker`], [`page_connected`],
+//! Entry points (called by `extension/worker.js`): [`start_keys`] and [`start_worker`]
+//! (`worker.js` reads the stored state and settings in between), [`page_connected`],
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
 //! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`].
 //!
@@ -74,11 +75,32 @@ fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
     Ok(driver)
 }
 
-/// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
-/// continuity state (B7), then connect to the companion. Resolves when both are done, so
-/// `worker.js` forwards no event before the state is back.
+/// The storage keys [`start_worker`] reads, `[local keys, sync keys]`: `worker.js` reads
+/// them before the start (a storage read in the wasm is a future of its own, kilobytes of
+/// it), so the keys are named here, once.
 #[wasm_bindgen]
-pub async fn start_worker() -> Result<(), JsValue> {
+pub fn start_keys() -> js_sys::Array {
+    let keys = |names: &[&str]| names.iter().map(|name| JsValue::from_str(name)).collect::<js_sys::Array>();
+    [
+        keys(&[driver::STORAGE_KEY, ext_core::semantic_auto::SETTINGS_KEY, ext_core::recovery_config::SETTINGS_KEY]),
+        keys(&["allowProjectAuto", "progressTickSec", "progressFallbackSec"]),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// The value of `key` in `items` (an object `chrome.storage.*.get` gave), if any.
+fn stored(items: &JsValue, key: &str) -> Option<JsValue> {
+    Reflect::get(items, &JsValue::from_str(key)).ok()
+}
+
+/// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
+/// continuity state (B7), then connect to the companion. `local` and `sync` are what
+/// `chrome.storage.local` and `chrome.storage.sync` hold under [`start_keys`] (`worker.js`
+/// reads them first, `{}` when a read failed); `worker.js` forwards no event before this
+/// returned, so the state is back first.
+#[wasm_bindgen]
+pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     let already = WORKER.with(|worker| worker.borrow().is_some());
     if already {
         return Ok(());
@@ -87,7 +109,7 @@ pub async fn start_worker() -> Result<(), JsValue> {
     // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
     let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
-    let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
+    let mut restored = match stored(&local, driver::STORAGE_KEY).and_then(|value| value.as_string()) {
         Some(text) => match js::parse(&text).map_err(SnapshotError::Unreadable).and_then(|value| Snapshot::read(&value)) {
             Ok(snapshot) => Continuity::from_snapshot(snapshot, now, &epoch),
             Err(error) => {
@@ -100,14 +122,15 @@ pub async fn start_worker() -> Result<(), JsValue> {
         },
         None => Continuity::with_epoch(&epoch),
     };
-    if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
+    if let Some(allowed) = stored(&sync, "allowProjectAuto").and_then(|value| value.as_bool()) {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }
-    let progress = progress_settings_stored().await;
-    restored.handle(now, progress);
-    let stored = judge_settings_stored().await;
+    let number = |key| stored(&sync, key).and_then(|value| value.as_f64());
+    restored.handle(now, progress_settings(number("progressTickSec"), number("progressFallbackSec")));
+    let record = |key| stored(&local, key).and_then(|value| value.as_string()).map(|text| js::parse(&text).map_err(|_| ()));
+    let stored = record(ext_core::semantic_auto::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::JudgeSettings { stored });
-    let stored = recovery_settings_stored().await;
+    let stored = record(ext_core::recovery_config::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::RecoverySettings { stored });
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
@@ -128,13 +151,6 @@ pub async fn start_worker() -> Result<(), JsValue> {
 pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
     LinkDriver::feed_continuity(&worker()?, ContinuityInput::AllowProjectAuto { allowed });
     Ok(())
-}
-
-/// The stored `progressTickSec` / `progressFallbackSec` (options page, O4), defaults for
-/// missing ones; the core clamps them into range.
-async fn progress_settings_stored() -> ContinuityInput {
-    let tick_sec = js::storage_sync_number("progressTickSec").await;
-    progress_settings(tick_sec, js::storage_sync_number("progressFallbackSec").await)
 }
 
 /// The progress settings of the stored `progressTickSec` / `progressFallbackSec` (numbers,
@@ -158,22 +174,6 @@ fn progress_settings(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Contin
 pub fn progress_settings_changed(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Result<(), JsValue> {
     LinkDriver::feed_continuity(&worker()?, progress_settings(tick_sec, fallback_sec));
     Ok(())
-}
-
-/// A stored settings record of the options page, parsed: `Some(Err(()))` when not JSON.
-async fn stored_record(key: &str) -> Option<Result<serde_json::Value, ()>> {
-    let text = js::storage_local_read(key).await?;
-    Some(js::parse(&text).map_err(|_| ()))
-}
-
-/// The stored judge settings (options page).
-async fn judge_settings_stored() -> Option<Result<serde_json::Value, ()>> {
-    stored_record(ext_core::semantic_auto::SETTINGS_KEY).await
-}
-
-/// The stored recovery and health thresholds (options page).
-async fn recovery_settings_stored() -> Option<Result<serde_json::Value, ()>> {
-    stored_record(ext_core::recovery_config::SETTINGS_KEY).await
 }
 
 /// `chrome.storage.onChanged` for `local.herdrContinuityRecoveryV1` (options page): the new
