@@ -16,6 +16,14 @@ globalThis.herdrActivity = recordActivity;
 // The start reads its stored state and settings here (the keys come from the wasm): a
 // storage read in the wasm is a future of its own. A failed read is an empty object.
 const stored = (area, keys) => Promise.resolve(chrome.storage?.[area]?.get(keys)).catch(() => ({})).then((items) => items ?? {});
+// chrome.storage.local for the wasm (ext-shell `js::storage_request`): a read (`text`
+// undefined) or a write of `key`, answered through `storage_answer` with `token` — a storage
+// promise awaited in the wasm would be a future, kilobytes of it.
+globalThis.herdrStorage = (token, key, text) => {
+  Promise.resolve()
+    .then(() => (text === undefined ? chrome.storage.local.get(key).then((items) => items?.[key]) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
+    .then((value) => shell.storage_answer(token, true, value), (error) => shell.storage_answer(token, false, error));
+};
 const ready = init().then(async () => {
   const [localKeys, syncKeys] = shell.start_keys();
   const [local, sync] = await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);

@@ -146,6 +146,23 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     Ok(())
 }
 
+/// The answer of `worker.js`'s `herdrStorage` to the request `token` ([`js::storage_request`]):
+/// `ok` with the value read (`undefined` when nothing is stored; a write's is
+/// `undefined`), else the error thrown.
+#[wasm_bindgen]
+pub fn storage_answer(token: u32, ok: bool, value: JsValue) {
+    let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
+    if token == 0 {
+        if let Err(error) = outcome {
+            js::warn(&format!("herdr-continuity: saving state failed: {error}"));
+        }
+        return;
+    }
+    if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
+        LinkDriver::storage_answered(&driver, token, outcome);
+    }
+}
+
 /// `chrome.storage.onChanged` for `sync.allowProjectAuto` (options page, M2).
 #[wasm_bindgen]
 pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
