@@ -30,12 +30,10 @@ pub fn char_count(text: &str) -> usize {
 /// or fewer): where `text.chars().skip(n)` starts, without std's `Chars::advance_by`
 /// (which counts with the same word-at-a-time loop).
 pub fn char_offset(text: &str, n: usize) -> usize {
-    let mut seen = 0;
-    for (at, _) in text.char_indices() {
+    for (seen, (at, _)) in text.char_indices().enumerate() {
         if seen == n {
             return at;
         }
-        seen += 1;
     }
     text.len()
 }
