@@ -13,7 +13,22 @@ import { recordActivity } from './activity-log.js';
 // than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
 globalThis.herdrActivity = recordActivity;
 
-const ready = init().then(() => shell.start_worker());
+// The start reads its stored state and settings here (the keys come from the wasm): a
+// storage read in the wasm is a future of its own. A failed read is an empty object.
+const stored = (area, keys) => Promise.resolve(chrome.storage?.[area]?.get(keys)).catch(() => ({})).then((items) => items ?? {});
+// chrome.storage.local for the wasm (ext-shell `js::storage_request`): a read (`text`
+// undefined) or a write of `key`, answered through `storage_answer` with `token` — a storage
+// promise awaited in the wasm would be a future, kilobytes of it.
+globalThis.herdrStorage = (token, key, text) => {
+  Promise.resolve()
+    .then(() => (text === undefined ? chrome.storage.local.get(key).then((items) => items?.[key]) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
+    .then((value) => shell.storage_answer(token, true, value), (error) => shell.storage_answer(token, false, error));
+};
+const ready = init().then(async () => {
+  const [localKeys, syncKeys] = shell.start_keys();
+  const [local, sync] = await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);
+  shell.start_worker(local, sync);
+});
 ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));
 
 const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
@@ -66,10 +81,15 @@ chrome.storage.onChanged.addListener((changes, area) => {
     forward(() => shell.allow_project_auto_changed(Boolean(changes.allowProjectAuto.newValue)));
   }
   if (area === 'sync' && (changes.progressTickSec || changes.progressFallbackSec)) {
-    forward(() => shell.progress_settings_changed());
+    // Both values, as the wasm reads them at start (a number, else the default; a failed
+    // read is the defaults): the change carries only the one that changed.
+    const number = (value) => (typeof value === 'number' ? value : undefined);
+    chrome.storage.sync.get(['progressTickSec', 'progressFallbackSec']).catch(() => ({})).then((items) =>
+      forward(() => shell.progress_settings_changed(number(items?.progressTickSec), number(items?.progressFallbackSec))));
   }
   if (area === 'local' && changes.herdrContinuityJudgeV1) {
-    forward(() => shell.judge_settings_changed());
+    const text = changes.herdrContinuityJudgeV1.newValue;
+    forward(() => shell.judge_settings_changed(typeof text === 'string' ? text : undefined));
   }
   if (area === 'local' && changes.herdrContinuityRecoveryV1) {
     const text = changes.herdrContinuityRecoveryV1.newValue;

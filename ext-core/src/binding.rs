@@ -151,7 +151,7 @@ impl BindRefusal {
     /// Its `_locales` message: `unsupported_<code>` or `bindRefused_empty_workspace_id`.
     pub fn message_key(self) -> String {
         match self {
-            BindRefusal::UnsupportedPage(reason) => ["unsupported_", reason.wire_name()].concat(),
+            BindRefusal::UnsupportedPage(reason) => crate::text::concat(&["unsupported_", reason.wire_name()]),
             BindRefusal::EmptyWorkspaceId => "bindRefused_empty_workspace_id".to_owned(),
         }
     }

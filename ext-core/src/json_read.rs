@@ -44,8 +44,17 @@ impl ReadError {
     /// The same error, naming `name` unless an inner field is named already (kept small:
     /// this runs inlined for every field of every type).
     #[inline(never)]
-    fn in_field(self, name: &'static str) -> Self {
-        Self { field: self.field.or(Some(name)), ..self }
+    fn in_field(mut self, name: &'static str) -> Self {
+        self.name_field(name);
+        self
+    }
+
+    /// Names `name` as the error's field unless an inner field is named already.
+    #[inline(never)]
+    fn name_field(&mut self, name: &'static str) {
+        if self.field.is_none() {
+            self.field = Some(name);
+        }
     }
 }
 
@@ -96,15 +105,25 @@ impl<'a> Fields<'a> {
 
     /// Field `name`; an absent one reads as `null`.
     pub fn get<T: ReadJson>(self, name: &'static str) -> Result<T, ReadError> {
-        T::read_json(self.raw(name).unwrap_or(&NULL)).map_err(|e| e.in_field(name))
+        let mut read = T::read_json(self.raw(name).unwrap_or(&NULL));
+        // The error named in place, not by `map_err`: that copies the value read into a
+        // new `Result`, code repeated for every field type.
+        if let Err(error) = &mut read {
+            error.name_field(name);
+        }
+        read
     }
 
     /// Field `name`, or `T::default()` when it is absent (`#[serde(default)]`).
     pub fn or_default<T: ReadJson + Default>(self, name: &'static str) -> Result<T, ReadError> {
-        match self.raw(name) {
-            Some(value) => T::read_json(value).map_err(|e| e.in_field(name)),
-            None => Ok(T::default()),
+        let Some(value) = self.raw(name) else {
+            return Ok(T::default());
+        };
+        let mut read = T::read_json(value);
+        if let Err(error) = &mut read {
+            error.name_field(name);
         }
+        read
     }
 
     /// Refuses an object with a field not in `known` (`#[serde(deny_unknown_fields)]`).

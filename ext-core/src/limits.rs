@@ -82,7 +82,7 @@ pub const ALLOWED_PAGE_ORIGINS: &[&str] = &["https://chatgpt.com", "https://chat
 
 /// Whether `text` has at most `max_chars` characters.
 pub fn within(text: &str, max_chars: usize) -> bool {
-    text.len() <= max_chars || text.chars().count() <= max_chars
+    text.len() <= max_chars || crate::text::char_count(text) <= max_chars
 }
 
 /// `text` cut to at most `max_chars` characters; a cut text ends with `…` (which counts).
@@ -90,7 +90,7 @@ pub fn clip(text: String, max_chars: usize) -> String {
     if within(&text, max_chars) {
         return text;
     }
-    let mut clipped: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    let mut clipped = crate::text::first_chars(&text, max_chars.saturating_sub(1)).to_owned();
     clipped.push('…');
     clipped
 }
@@ -101,10 +101,10 @@ pub fn clip_tail(text: String, max_chars: usize) -> String {
     if within(&text, max_chars) {
         return text;
     }
-    let total = text.chars().count();
+    let total = crate::text::char_count(&text);
     let keep = max_chars.saturating_sub(1);
     let mut clipped = String::from("…");
-    clipped.extend(text.chars().skip(total - keep.min(total)));
+    clipped.push_str(crate::text::chars_from(&text, total - keep.min(total)));
     clipped
 }
 

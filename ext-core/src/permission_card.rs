@@ -199,7 +199,7 @@ pub fn asked_connector(wording: &str) -> Option<String> {
     }
     let (end, _) = rest.char_indices().find(|(_, c)| end_chars.contains(c))?;
     let name = rest.get(..end)?.trim();
-    (!name.is_empty() && name.chars().count() <= 64).then(|| name.to_owned())
+    (!name.is_empty() && crate::text::char_count(name) <= 64).then(|| name.to_owned())
 }
 
 /// Classifies `card` on a page (`chatgpt`: a ChatGPT page) for `connectors` (ours). Pure:

@@ -158,7 +158,7 @@ pub fn normalize_text(text: &str) -> String {
 fn merged_len<'a>(texts: impl Iterator<Item = &'a str>) -> usize {
     let (mut chars, mut n) = (0usize, 0usize);
     for text in texts {
-        chars += text.chars().count();
+        chars += crate::text::char_count(text);
         n += 1;
     }
     chars + SEPARATOR.len() * n.saturating_sub(1)
@@ -309,7 +309,13 @@ impl QueueBook {
         let item_ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         let mut parts: Vec<&str> = vec![conversation];
         parts.extend(item_ids.iter().map(String::as_str));
-        let text = items.iter().map(|i| i.text.as_str()).collect::<Vec<_>>().join(SEPARATOR);
+        let mut text = String::new();
+        for (n, item) in items.iter().enumerate() {
+            if n > 0 {
+                text.push_str(SEPARATOR);
+            }
+            text.push_str(&item.text);
+        }
         Some(Batch { id: format!("qb:{:016x}", fnv1a(&parts)), item_ids, text })
     }
 

@@ -190,7 +190,7 @@ pub fn fingerprint(text: &str) -> String {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    format!("{}:{hash:016x}", text.trim().chars().count())
+    format!("{}:{hash:016x}", crate::text::char_count(text.trim()))
 }
 
 impl SemanticAuto {
@@ -274,7 +274,7 @@ impl SemanticAuto {
         if self.asking.is_some() || self.continuing {
             return Err(SemanticWithheld::Busy);
         }
-        if turn.assistant_text.trim().chars().count() < MIN_REPLY_CHARS {
+        if crate::text::char_count(turn.assistant_text.trim()) < MIN_REPLY_CHARS {
             return Err(SemanticWithheld::ShortReply);
         }
         if self.judged.contains(&fingerprint(&turn.assistant_text)) {

@@ -110,7 +110,7 @@ fn counts_of(value: &Value) -> Option<TaskCounts> {
 /// object's `summary` / `status` / `text`), then — for an object with a `tail` — the pane's
 /// output tail on the following lines (the core bounds it for the wake).
 fn result_summary(result: &Value) -> Option<String> {
-    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = ext_core::text::one_line;
     let (status, tail) = match result {
         Value::Null => return None,
         Value::String(s) => (one_line(s), None),
@@ -127,7 +127,7 @@ fn result_summary(result: &Value) -> Option<String> {
     match tail {
         // Output keeps its newest lines: the start of the tail is what gets cut.
         Some(tail) => {
-            let room = MAX_RUNTIME_TEXT_CHARS.saturating_sub(status.chars().count() + 1);
+            let room = MAX_RUNTIME_TEXT_CHARS.saturating_sub(ext_core::text::char_count(&status) + 1);
             Some(format!("{status}\n{}", limits::clip_tail(tail.to_owned(), room)))
         }
         None => (!status.is_empty()).then_some(status),

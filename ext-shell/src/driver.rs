@@ -99,6 +99,22 @@ pub struct LinkDriver {
     persist_timer: Option<Timeout>,
     /// The chat tab that reported or connected last (the panel's default tab).
     last_active_tab: Option<TabId>,
+    /// `chrome.storage.local` requests waiting for their answer, by token
+    /// ([`js::storage_request`]).
+    storage: VecMap<u32, StorageWait>,
+    /// The last storage token given (0 is never one: it asks for no answer).
+    storage_token: u32,
+}
+
+/// What a `chrome.storage.local` request's answer is for.
+enum StorageWait {
+    /// The queue's record, read for the change `op`.
+    QueueRead(u64),
+    /// The queue's record, written for the change `op`.
+    QueueWrite(u64),
+    /// The snapshot, written before `message` goes to the page of `tab` (`None`: the tab
+    /// is reloaded) — see [`LinkDriver::post_when_persisted`].
+    Persisted(TabId, Option<serde_json::Value>),
 }
 
 /// The native messaging host name (docs/PROTOCOL.md).
@@ -124,6 +140,8 @@ impl LinkDriver {
                 next_wire: 0,
                 continuity_timer: None,
                 persist_timer: None,
+                storage: VecMap::new(),
+                storage_token: 0,
                 last_active_tab: None,
             })
         })
@@ -371,24 +389,11 @@ impl LinkDriver {
                     Self::post_to_tab(this, tab, &json_object!("type": "notice", "key": say.key, "args": say.args, "tone": tone));
                 }
                 ContinuityOutput::QueueRead { op } => {
-                    let weak = Rc::downgrade(this);
-                    wasm_bindgen_futures::spawn_local(async move {
-                        let stored = js::storage_local_get_text(ext_core::queue::STORE_KEY)
-                            .await
-                            .and_then(|text| text.map(|text| js::parse(&text)).transpose());
-                        if let Some(this) = weak.upgrade() {
-                            Self::feed_continuity(&this, ContinuityInput::QueueRead { op, stored });
-                        }
-                    });
+                    Self::storage_request(this, ext_core::queue::STORE_KEY, None, StorageWait::QueueRead(op));
                 }
                 ContinuityOutput::QueueWrite { op, record } => {
-                    let weak = Rc::downgrade(this);
-                    wasm_bindgen_futures::spawn_local(async move {
-                        let result = js::storage_local_set_text(ext_core::queue::STORE_KEY, &js::stringify(&record)).await;
-                        if let Some(this) = weak.upgrade() {
-                            Self::feed_continuity(&this, ContinuityInput::QueueWritten { op, result });
-                        }
-                    });
+                    let text = js::stringify(&record);
+                    Self::storage_request(this, ext_core::queue::STORE_KEY, Some(&text), StorageWait::QueueWrite(op));
                 }
                 ContinuityOutput::QueueAccepted { tab, text } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "queue_accepted", "text": text));
@@ -460,21 +465,48 @@ impl LinkDriver {
     /// tab); nothing when the write failed, so a command recorded as done is never repeated.
     fn post_when_persisted(this: &Rc<RefCell<LinkDriver>>, tab: TabId, message: Option<serde_json::Value>) {
         let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
-        let weak = Rc::downgrade(this);
-        wasm_bindgen_futures::spawn_local(async move {
+        Self::storage_request(this, STORAGE_KEY, Some(&snapshot), StorageWait::Persisted(tab, message));
+    }
+
+    /// Asks `worker.js` to read (`text` `None`) or write `key` of `chrome.storage.local`;
+    /// [`Self::storage_answered`] carries out `wait` with the answer.
+    fn storage_request(this: &Rc<RefCell<LinkDriver>>, key: &str, text: Option<&str>, wait: StorageWait) {
+        let token = {
+            let mut driver = this.borrow_mut();
+            driver.storage_token = driver.storage_token.checked_add(1).unwrap_or(1);
+            let token = driver.storage_token;
+            driver.storage.insert(token, wait);
+            token
+        };
+        js::storage_request(token, key, text);
+    }
+
+    /// The answer to the storage request `token`: the value read (`undefined` when nothing
+    /// is stored) or written, or what went wrong.
+    pub fn storage_answered(this: &Rc<RefCell<LinkDriver>>, token: u32, outcome: Result<JsValue, String>) {
+        let Some(wait) = this.borrow_mut().storage.remove(&token) else { return };
+        match wait {
+            StorageWait::QueueRead(op) => {
+                let text = outcome.and_then(|value| match value.is_undefined() {
+                    true => Ok(None),
+                    false => value.as_string().map(Some).ok_or_else(|| "the stored value is not text".to_owned()),
+                });
+                let stored = text.and_then(|text| text.map(|text| js::parse(&text)).transpose());
+                Self::feed_continuity(this, ContinuityInput::QueueRead { op, stored });
+            }
+            StorageWait::QueueWrite(op) => {
+                Self::feed_continuity(this, ContinuityInput::QueueWritten { op, result: outcome.map(|_| ()) });
+            }
             // Not carried out when the write failed: the budget is spent, nothing repeats.
-            if js::storage_local_set_text(STORAGE_KEY, &snapshot).await.is_err() {
-                return;
+            StorageWait::Persisted(_, _) if outcome.is_err() => {}
+            StorageWait::Persisted(tab, Some(message)) => Self::post_to_tab(this, tab, &message),
+            // H5 level 2: only the page's own tab, and only while the core still holds its
+            // pending record for this page load, the same conversation, Auto on.
+            StorageWait::Persisted(tab, None) if this.borrow().continuity.tab_reload_accepted(tab) => js::reload_tab(tab),
+            StorageWait::Persisted(_, None) => {
+                js::warn("herdr-continuity: a tab reload was refused (no matching pending record)");
             }
-            let Some(this) = weak.upgrade() else { return };
-            match message {
-                Some(message) => Self::post_to_tab(&this, tab, &message),
-                // H5 level 2: only the page's own tab, and only while the core still holds
-                // its pending record for this page load, the same conversation, Auto on.
-                None if this.borrow().continuity.tab_reload_accepted(tab) => js::reload_tab(tab),
-                None => js::warn("herdr-continuity: a tab reload was refused (no matching pending record)"),
-            }
-        });
+        }
     }
 
     fn schedule_persist(this: &Rc<RefCell<LinkDriver>>) {
@@ -603,10 +635,18 @@ impl LinkDriver {
         // the answer carries a continuity id no call waits for, so it is dropped on arrival.
         let native = this.borrow().native.as_ref().map(|(_, object)| object.clone());
         if let Some(object) = native {
-            let mut diagnostics = value.clone();
-            if let Some(map) = diagnostics.as_object_mut() {
-                map.remove("type");
-            }
+            // The report without its `type`, copied key by key: `Map::remove` would pull
+            // BTreeMap's removal and rebalancing code into the wasm for this one call.
+            let diagnostics = match value.as_object() {
+                Some(map) => {
+                    let mut copy = serde_json::Map::new();
+                    for (key, field) in map.iter().filter(|(key, _)| key.as_str() != "type") {
+                        copy.insert(key.clone(), field.clone());
+                    }
+                    serde_json::Value::Object(copy)
+                }
+                None => value.clone(),
+            };
             let request = json_object!(
                 "id": format!("{}diag-{}", continuity_wire::CALL_ID_PREFIX, js::now_millis()),
                 "method": continuity_protocol::Method::DiagnosticsReport.as_str(),

@@ -294,77 +294,17 @@ pub fn reload_tab(tab: u32) {
 
 /// `chrome.storage.local.set({key: text})`; a failure is logged.
 pub fn storage_local_write(key: &str, text: &str) {
-    let Some(storage) = storage_local() else { return };
-    let items = js_sys::Object::new();
-    let _ = Reflect::set(&items, &JsValue::from_str(key), &JsValue::from_str(text));
-    if let Some(promise) = call_method(&storage, "set", &[items.into()]) {
-        if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
-            wasm_bindgen_futures::spawn_local(async move {
-                if let Err(error) = wasm_bindgen_futures::JsFuture::from(promise).await {
-                    warn(&format!("herdr-continuity: saving state failed: {}", error_text(&error)));
-                }
-            });
-        }
-    }
+    storage_request(0, key, Some(text));
 }
 
-/// `chrome.storage.local.get(key)[key]` as text, when present.
-pub async fn storage_local_read(key: &str) -> Option<String> {
-    let storage = storage_local()?;
-    let promise = call_method(&storage, "get", &[JsValue::from_str(key)])?;
-    let promise: js_sys::Promise = promise.dyn_into().ok()?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()?.as_string()
-}
-
-/// `chrome.storage.local.get(key)[key]`, strictly: `Ok(None)` when nothing is stored,
-/// `Err` with what went wrong when the read failed or the value is not text (the caller
-/// must not write over what it could not read).
-pub async fn storage_local_get_text(key: &str) -> Result<Option<String>, String> {
-    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
-    let promise = call_method(&storage, "get", &[JsValue::from_str(key)]).ok_or_else(|| "chrome.storage.local.get failed".to_owned())?;
-    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.get gave no promise".to_owned())?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| error_text(&e))?;
-    let value = Reflect::get(&items, &JsValue::from_str(key)).map_err(|e| error_text(&e))?;
-    if value.is_undefined() {
-        return Ok(None);
-    }
-    value.as_string().map(Some).ok_or_else(|| "the stored value is not text".to_owned())
-}
-
-/// `chrome.storage.local.set({key: text})`, awaited: `Err` with what went wrong.
-pub async fn storage_local_set_text(key: &str, text: &str) -> Result<(), String> {
-    let storage = storage_local().ok_or_else(|| "chrome.storage.local is not available".to_owned())?;
-    let items = js_sys::Object::new();
-    let _ = Reflect::set(&items, &JsValue::from_str(key), &JsValue::from_str(text));
-    let promise = call_method(&storage, "set", &[items.into()]).ok_or_else(|| "chrome.storage.local.set failed".to_owned())?;
-    let promise: js_sys::Promise = promise.dyn_into().map_err(|_| "chrome.storage.local.set gave no promise".to_owned())?;
-    wasm_bindgen_futures::JsFuture::from(promise).await.map(|_| ()).map_err(|e| error_text(&e))
-}
-
-/// `chrome.storage.sync.get(key)[key]` (options page settings), when present.
-async fn storage_sync_value(key: &str) -> Option<JsValue> {
-    let mut value: JsValue = js_sys::global().into();
-    for name in ["chrome", "storage", "sync"] {
-        value = Reflect::get(&value, &JsValue::from_str(name)).ok()?;
-        if !value.is_object() {
-            return None;
-        }
-    }
-    let promise = call_method(&value, "get", &[JsValue::from_str(key)])?;
-    let promise: js_sys::Promise = promise.dyn_into().ok()?;
-    let items = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
-    Reflect::get(&items, &JsValue::from_str(key)).ok()
-}
-
-/// `chrome.storage.sync.get(key)[key]` as a bool, when present.
-pub async fn storage_sync_flag(key: &str) -> Option<bool> {
-    storage_sync_value(key).await?.as_bool()
-}
-
-/// A number from `chrome.storage.sync` (options page), if stored and numeric.
-pub async fn storage_sync_number(key: &str) -> Option<f64> {
-    storage_sync_value(key).await?.as_f64()
+/// Asks `worker.js`'s `globalThis.herdrStorage` to read `key` of `chrome.storage.local`
+/// (`text` `None`) or to write `text` under it; it answers through `storage_answer` with
+/// `token` (0: a write whose failure is only logged). A storage promise awaited here would
+/// be a future, and the futures' runtime, kilobytes of the wasm. Nothing without the global
+/// (the wasm tests' pages).
+pub fn storage_request(token: u32, key: &str, text: Option<&str>) {
+    let text = text.map_or(JsValue::UNDEFINED, JsValue::from_str);
+    call_method(&js_sys::global(), "herdrStorage", &[JsValue::from(token), JsValue::from_str(key), text]);
 }
 
 /// `chrome.i18n.getUILanguage()`, when available.

@@ -12,7 +12,8 @@
 //! either: they are plain JS renderers (`extension/sidepanel.js`, `extension/options.js`)
 //! of the views the worker sends over a `panel` port, and of `chrome.storage.sync`.
 //!
-//! Entry points (called by `extension/worker.js`): [`start_worker`], [`page_connected`],
+//! Entry points (called by `extension/worker.js`): [`start_keys`] and [`start_worker`]
+//! (`worker.js` reads the stored state and settings in between), [`page_connected`],
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
 //! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`].
 //!
@@ -74,11 +75,32 @@ fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
     Ok(driver)
 }
 
-/// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
-/// continuity state (B7), then connect to the companion. Resolves when both are done, so
-/// `worker.js` forwards no event before the state is back.
+/// The storage keys [`start_worker`] reads, `[local keys, sync keys]`: `worker.js` reads
+/// them before the start (a storage read in the wasm is a future of its own, kilobytes of
+/// it), so the keys are named here, once.
 #[wasm_bindgen]
-pub async fn start_worker() -> Result<(), JsValue> {
+pub fn start_keys() -> js_sys::Array {
+    let keys = |names: &[&str]| names.iter().map(|name| JsValue::from_str(name)).collect::<js_sys::Array>();
+    [
+        keys(&[driver::STORAGE_KEY, ext_core::semantic_auto::SETTINGS_KEY, ext_core::recovery_config::SETTINGS_KEY]),
+        keys(&["allowProjectAuto", "progressTickSec", "progressFallbackSec"]),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// The value of `key` in `items` (an object `chrome.storage.*.get` gave), if any.
+fn stored(items: &JsValue, key: &str) -> Option<JsValue> {
+    Reflect::get(items, &JsValue::from_str(key)).ok()
+}
+
+/// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
+/// continuity state (B7), then connect to the companion. `local` and `sync` are what
+/// `chrome.storage.local` and `chrome.storage.sync` hold under [`start_keys`] (`worker.js`
+/// reads them first, `{}` when a read failed); `worker.js` forwards no event before this
+/// returned, so the state is back first.
+#[wasm_bindgen]
+pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     let already = WORKER.with(|worker| worker.borrow().is_some());
     if already {
         return Ok(());
@@ -87,7 +109,7 @@ pub async fn start_worker() -> Result<(), JsValue> {
     // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
     let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
-    let mut restored = match js::storage_local_read(driver::STORAGE_KEY).await {
+    let mut restored = match stored(&local, driver::STORAGE_KEY).and_then(|value| value.as_string()) {
         Some(text) => match js::parse(&text).map_err(SnapshotError::Unreadable).and_then(|value| Snapshot::read(&value)) {
             Ok(snapshot) => Continuity::from_snapshot(snapshot, now, &epoch),
             Err(error) => {
@@ -100,14 +122,15 @@ pub async fn start_worker() -> Result<(), JsValue> {
         },
         None => Continuity::with_epoch(&epoch),
     };
-    if let Some(allowed) = js::storage_sync_flag("allowProjectAuto").await {
+    if let Some(allowed) = stored(&sync, "allowProjectAuto").and_then(|value| value.as_bool()) {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }
-    let progress = progress_settings_stored().await;
-    restored.handle(now, progress);
-    let stored = judge_settings_stored().await;
+    let number = |key| stored(&sync, key).and_then(|value| value.as_f64());
+    restored.handle(now, progress_settings(number("progressTickSec"), number("progressFallbackSec")));
+    let record = |key| stored(&local, key).and_then(|value| value.as_string()).map(|text| js::parse(&text).map_err(|_| ()));
+    let stored = record(ext_core::semantic_auto::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::JudgeSettings { stored });
-    let stored = recovery_settings_stored().await;
+    let stored = record(ext_core::recovery_config::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::RecoverySettings { stored });
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
@@ -123,6 +146,23 @@ pub async fn start_worker() -> Result<(), JsValue> {
     Ok(())
 }
 
+/// The answer of `worker.js`'s `herdrStorage` to the request `token` ([`js::storage_request`]):
+/// `ok` with the value read (`undefined` when nothing is stored; a write's is
+/// `undefined`), else the error thrown.
+#[wasm_bindgen]
+pub fn storage_answer(token: u32, ok: bool, value: JsValue) {
+    let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
+    if token == 0 {
+        if let Err(error) = outcome {
+            js::warn(&format!("herdr-continuity: saving state failed: {error}"));
+        }
+        return;
+    }
+    if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
+        LinkDriver::storage_answered(&driver, token, outcome);
+    }
+}
+
 /// `chrome.storage.onChanged` for `sync.allowProjectAuto` (options page, M2).
 #[wasm_bindgen]
 pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
@@ -130,42 +170,27 @@ pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
     Ok(())
 }
 
-/// The stored `progressTickSec` / `progressFallbackSec` (options page, O4), defaults for
-/// missing ones; the core clamps them into range.
-async fn progress_settings_stored() -> ContinuityInput {
+/// The progress settings of the stored `progressTickSec` / `progressFallbackSec` (numbers,
+/// when stored as numbers), defaults for missing ones.
+fn progress_settings(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> ContinuityInput {
     let seconds = |value: Option<f64>, default: u64| {
         value.filter(|v| v.is_finite() && *v >= 0.0).map_or(default, |v| v as u64)
     };
     let defaults = ext_core::progress_push::ProgressConfig::default();
     ContinuityInput::ProgressSettings {
-        tick_sec: seconds(js::storage_sync_number("progressTickSec").await, defaults.tick_ms / 1_000),
-        fallback_sec: seconds(js::storage_sync_number("progressFallbackSec").await, defaults.fallback_ms / 1_000),
+        tick_sec: seconds(tick_sec, defaults.tick_ms / 1_000),
+        fallback_sec: seconds(fallback_sec, defaults.fallback_ms / 1_000),
     }
 }
 
 /// `chrome.storage.onChanged` for `sync.progressTickSec` / `sync.progressFallbackSec`
-/// (options page, O4): re-reads both and hands them to the core (which clamps them).
+/// (options page, O4): both stored values (`worker.js` reads them, the change carries only
+/// the one that changed), handed to the core (which clamps them). Not async, as
+/// `recovery_settings_changed`.
 #[wasm_bindgen]
-pub async fn progress_settings_changed() -> Result<(), JsValue> {
-    let settings = progress_settings_stored().await;
-    LinkDriver::feed_continuity(&worker()?, settings);
+pub fn progress_settings_changed(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Result<(), JsValue> {
+    LinkDriver::feed_continuity(&worker()?, progress_settings(tick_sec, fallback_sec));
     Ok(())
-}
-
-/// A stored settings record of the options page, parsed: `Some(Err(()))` when not JSON.
-async fn stored_record(key: &str) -> Option<Result<serde_json::Value, ()>> {
-    let text = js::storage_local_read(key).await?;
-    Some(js::parse(&text).map_err(|_| ()))
-}
-
-/// The stored judge settings (options page).
-async fn judge_settings_stored() -> Option<Result<serde_json::Value, ()>> {
-    stored_record(ext_core::semantic_auto::SETTINGS_KEY).await
-}
-
-/// The stored recovery and health thresholds (options page).
-async fn recovery_settings_stored() -> Option<Result<serde_json::Value, ()>> {
-    stored_record(ext_core::recovery_config::SETTINGS_KEY).await
 }
 
 /// `chrome.storage.onChanged` for `local.herdrContinuityRecoveryV1` (options page): the new
@@ -179,10 +204,11 @@ pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
 }
 
 /// `chrome.storage.onChanged` for `local.herdrContinuityJudgeV1` (options page, O4): the
-/// stored judge settings, read and validated by the core.
+/// new record's text (`undefined` when it was removed), read and validated by the core.
+/// Not async, as `recovery_settings_changed`.
 #[wasm_bindgen]
-pub async fn judge_settings_changed() -> Result<(), JsValue> {
-    let stored = judge_settings_stored().await;
+pub fn judge_settings_changed(text: Option<String>) -> Result<(), JsValue> {
+    let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
     LinkDriver::feed_continuity(&worker()?, ContinuityInput::JudgeSettings { stored });
     Ok(())
 }

@@ -23,6 +23,14 @@ impl fmt::Display for UnknownName {
 
 impl std::error::Error for UnknownName {}
 
+/// Where `name` is in `names` (a set's spellings, in declaration order): not generic, one
+/// search for every set's `parse`.
+#[doc(hidden)]
+#[inline(never)]
+pub fn position(names: &[&str], name: &str) -> Option<usize> {
+    names.iter().position(|candidate| *candidate == name)
+}
+
 /// Declares a wire name set: the enum, `ALL`, `as_str`, `parse`, `Display`, `FromStr`,
 /// serde as a plain string, and `==` against `str` / `String`.
 macro_rules! wire_names {
@@ -51,9 +59,12 @@ macro_rules! wire_names {
 
             /// The name spelled `name` on the wire; any other string is an error.
             pub fn parse(name: &str) -> Result<Self, $crate::names::UnknownName> {
-                match name {
-                    $( $wire => Ok($name::$variant), )*
-                    _ => Err($crate::names::UnknownName {
+                // A search of the spellings, not a `match` on strings: that compiles to a
+                // comparison tree per set, ~1 KB of wasm for the larger ones.
+                const WIRE: &[&str] = &[$($wire,)*];
+                match $crate::names::position(WIRE, name).and_then(|index| Self::ALL.get(index)) {
+                    Some(found) => Ok(*found),
+                    None => Err($crate::names::UnknownName {
                         set: stringify!($name),
                         name: name.to_owned(),
                     }),

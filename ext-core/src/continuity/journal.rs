@@ -110,7 +110,7 @@ impl JournalFlow {
 }
 
 fn key_of(entry: &JournalEntry) -> String {
-    [entry.conversation_id.as_str(), "/", entry.message_id.as_str()].concat()
+    crate::text::concat(&[&entry.conversation_id, "/", &entry.message_id])
 }
 
 /// `text` cut to at most [`MAX_JOURNAL_TEXT_BYTES`] at a character boundary (the page cuts

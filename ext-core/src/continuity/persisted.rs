@@ -117,35 +117,39 @@ impl Continuity {
     /// The machine of a restored snapshot (worker start), in a new worker life; `epoch` is
     /// fresh randomness from the shell, kept only when the snapshot had none (an older
     /// release's) so delivery ids stay unique.
+    // Fields assigned to a fresh machine rather than `Self { .., ..Self::default() }`: that
+    // form builds every default field inline in each constructor (Cargo.toml's size log).
     pub fn from_snapshot(snapshot: Snapshot, now: Millis, epoch: &str) -> Self {
-        let mut machine = Self {
-            bindings: snapshot.bindings,
-            auto: snapshot.auto,
-            tracker: snapshot.tracker,
-            scopes: snapshot.scopes,
-            language: snapshot.language,
-            ledger: snapshot.ledger,
-            catalog: snapshot.catalog,
-            progress: snapshot.progress,
-            pane_outputs: snapshot.pane_outputs,
-            confirmed_tasks: snapshot.confirmed_tasks,
-            orphan_acks: snapshot.orphan_acks,
-            queue: queue::QueueFlow::with_durable(snapshot.queue),
-            semantic: semantic::SemanticFlow::with_autos(snapshot.semantic),
-            recovery: recovery::RecoveryFlow::with_planners(snapshot.recovery),
-            cards: cards::CardFlow::with_ledger(snapshot.cards),
-            withheld_marks: snapshot.withheld_marks,
-            journal: journal::JournalFlow::with_book(snapshot.journal),
-            ..Self::default()
-        };
+        // Its ledger is replaced below; the defaults are built in `with_epoch` only.
+        let mut machine = Self::with_epoch(epoch);
+        machine.bindings = snapshot.bindings;
+        machine.auto = snapshot.auto;
+        machine.tracker = snapshot.tracker;
+        machine.scopes = snapshot.scopes;
+        machine.language = snapshot.language;
+        machine.ledger = snapshot.ledger;
+        machine.catalog = snapshot.catalog;
+        machine.progress = snapshot.progress;
+        machine.pane_outputs = snapshot.pane_outputs;
+        machine.confirmed_tasks = snapshot.confirmed_tasks;
+        machine.orphan_acks = snapshot.orphan_acks;
+        machine.queue = queue::QueueFlow::with_durable(snapshot.queue);
+        machine.semantic = semantic::SemanticFlow::with_autos(snapshot.semantic);
+        machine.recovery = recovery::RecoveryFlow::with_planners(snapshot.recovery);
+        machine.cards = cards::CardFlow::with_ledger(snapshot.cards);
+        machine.withheld_marks = snapshot.withheld_marks;
+        machine.journal = journal::JournalFlow::with_book(snapshot.journal);
         machine.restored(now, epoch);
         machine
     }
 
     /// A fresh machine (nothing bound) whose delivery ids use `epoch` (fresh randomness from
     /// the shell).
+    #[allow(clippy::field_reassign_with_default)] // See `from_snapshot`.
     pub fn with_epoch(epoch: &str) -> Self {
-        Self { ledger: DeliveryLedger::new(epoch), ..Self::default() }
+        let mut machine = Self::default();
+        machine.ledger = DeliveryLedger::new(epoch);
+        machine
     }
 
     /// After a restore, before any input: a new ledger life (ids stay unique), deliveries

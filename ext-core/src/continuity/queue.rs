@@ -384,7 +384,7 @@ impl Continuity {
             count: status.count,
             merged_chars: status.merged_chars,
             state,
-            previews: items.iter().map(|i| i.text.chars().take(QUEUE_PREVIEW_CHARS).collect()).collect(),
+            previews: items.iter().map(|i| crate::text::first_chars(&i.text, QUEUE_PREVIEW_CHARS).to_owned()).collect(),
         })
     }
 

@@ -84,7 +84,7 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool) 
 
 /// `text` with every whitespace run (newlines included) turned into one space.
 pub(super) fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::text::one_line(text)
 }
 
 /// The last non-empty lines of `text` (trimmed) whose characters add up to at most
@@ -93,14 +93,14 @@ pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
     let mut kept: Vec<String> = Vec::new();
     let mut used = 0;
     for line in text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
-        let len = line.chars().count();
+        let len = crate::text::char_count(line);
         if used + len <= max_chars {
             used += len;
             kept.push(line.to_owned());
             continue;
         }
         if kept.is_empty() {
-            let tail: String = line.chars().skip(len - max_chars.saturating_sub(1)).collect();
+            let tail = crate::text::chars_from(line, len - max_chars.saturating_sub(1));
             kept.push(format!("…{tail}"));
         }
         break;
@@ -125,10 +125,10 @@ pub fn check_herdr_summary(workspace_id: &str, panes: &[PaneInfo], texts: &VecMa
 
 /// At most `max` characters; a cut text ends with `…`.
 pub(super) fn bounded(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    if crate::text::char_count(text) <= max {
         return text.to_owned();
     }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    let mut cut = crate::text::first_chars(text, max.saturating_sub(1)).to_owned();
     cut.push('…');
     cut
 }
@@ -155,7 +155,7 @@ impl Say {
 
     /// The message `<prefix>_<code>` (one per variant of a reason enum).
     pub fn coded(prefix: &str, code: &str, args: Vec<String>) -> Self {
-        Say { key: [prefix, "_", code].concat(), args }
+        Say { key: crate::text::concat(&[prefix, "_", code]), args }
     }
 }
 
