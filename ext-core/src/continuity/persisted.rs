@@ -80,6 +80,7 @@ impl Continuity {
             cards: self.cards.ledger.clone(),
             withheld_marks: self.withheld_marks.clone(),
             journal: self.journal.book.clone(),
+            handoff: self.handoff.clone(),
         }
     }
 
@@ -110,6 +111,7 @@ impl Continuity {
             cards: &self.cards.ledger,
             withheld_marks: &self.withheld_marks,
             journal: &self.journal.book,
+            handoff: &self.handoff,
         }
         .to_value()
     }
@@ -136,6 +138,7 @@ impl Continuity {
             cards: cards::CardFlow::with_ledger(snapshot.cards),
             withheld_marks: snapshot.withheld_marks,
             journal: journal::JournalFlow::with_book(snapshot.journal),
+            handoff: snapshot.handoff,
             ..Self::default()
         };
         machine.restored(now, epoch);
