@@ -242,6 +242,8 @@ impl LinkDriver {
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
+                "handoff" => ContinuityInput::Handoff { tab },
+                "handoff_resume" => ContinuityInput::HandoffResume { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
@@ -358,6 +360,11 @@ impl LinkDriver {
                 ContinuityOutput::Deliver { tab, id, text } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "deliver", "id": id, "text": text));
                 }
+                // Durable first: the seed leaves once the snapshot naming it is written.
+                ContinuityOutput::SeedDeliver { tab, id, text } => {
+                    Self::post_when_persisted(this, tab, Some(json_object!("type": "deliver", "id": id, "text": text)));
+                }
+                ContinuityOutput::OpenTab { transfer_id, url } => Self::open_tab(this, transfer_id, url),
                 ContinuityOutput::DeliverySeen { tab, id } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "delivery_seen", "id": id));
                 }
@@ -473,6 +480,23 @@ impl LinkDriver {
                 // its pending record for this page load, the same conversation, Auto on.
                 None if this.borrow().continuity.tab_reload_accepted(tab) => js::reload_tab(tab),
                 None => js::warn("herdr-continuity: a tab reload was refused (no matching pending record)"),
+            }
+        });
+    }
+
+    /// A handoff's new tab: the snapshot (with the request recorded) is written first, then
+    /// `chrome.tabs.create`; its answer goes back as `HandoffTab`. Nothing when the write
+    /// failed (the transfer stays where it is; the HUD shows it).
+    fn open_tab(this: &Rc<RefCell<LinkDriver>>, transfer_id: String, url: String) {
+        let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
+        let weak = Rc::downgrade(this);
+        wasm_bindgen_futures::spawn_local(async move {
+            if js::storage_local_set_text(STORAGE_KEY, &snapshot).await.is_err() {
+                return;
+            }
+            let tab = crate::handoff_wire::create_tab(&url).await;
+            if let Some(this) = weak.upgrade() {
+                Self::feed_continuity(&this, ContinuityInput::HandoffTab { transfer_id, tab });
             }
         });
     }
