@@ -396,15 +396,7 @@ crate::json_read::write_struct!(Package { transfer_id, continuity_id, source_url
 
 impl WriteJson for HandoffRefusal {
     fn write_json(&self) -> serde_json::Value {
-        let tag = match self {
-            Self::WorkspaceWorking => "workspace_working",
-            Self::InFlight => "in_flight",
-            Self::NoContinuity => "no_continuity",
-            Self::JournalUnavailable { .. } => "journal_unavailable",
-            Self::BadPackage => "bad_package",
-            Self::SeedFailed => "seed_failed",
-        };
-        let object = Object::tagged("why", tag);
+        let object = Object::tagged("why", self.code());
         match self {
             Self::JournalUnavailable { detail } => object.with("detail", detail).done(),
             _ => object.done(),

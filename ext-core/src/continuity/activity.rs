@@ -174,7 +174,7 @@ pub const REASON_CODES: &[&str] = &[
     "no_single_allow", "allow_not_usable", "no_deny", "no_key",
     // Handoff (continuity/handoff): its steps and `HandoffRefusal` codes.
     "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
-    "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed",
+    "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.

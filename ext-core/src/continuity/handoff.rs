@@ -238,6 +238,12 @@ impl Continuity {
     pub(super) fn handoff_resume(&mut self, now: Millis, tab: TabId) {
         let Some(key) = self.handoff_key_of_tab(tab) else { return };
         let Some(transfer) = self.handoff.transfers.get(&key) else { return };
+        if self.handoff_tab_lost(transfer) {
+            // Its tab was asked for before a restart and never showed up: ask again (no seed
+            // was typed anywhere, so no second conversation can come of it).
+            self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("tab_asked_again"), None);
+            return self.handoff_output(now, &key, HandoffOutput::OpenNewChat);
+        }
         if !matches!(transfer.machine.state(), HandoffState::SeedUncertain { .. }) {
             return;
         }
@@ -252,6 +258,13 @@ impl Continuity {
         }
         let _ = transfer.machine.handle(HandoffInput::Resume { seed_present });
         self.handoff_drain(now, &key);
+    }
+
+    /// A transfer whose new tab was asked for by an earlier worker life and is not known: the
+    /// request may have been lost with that worker.
+    fn handoff_tab_lost(&self, transfer: &Transfer) -> bool {
+        let asked = package_of(transfer.machine.state()).is_some_and(|p| self.handoff_tabs_asked.contains(&p.transfer_id));
+        matches!(transfer.machine.state(), HandoffState::Opening { .. }) && transfer.tab_requested && transfer.target_tab.is_none() && !asked
     }
 
     /// The transfer a tab's HUD speaks about: the scope it shows, or the transfer whose new
@@ -315,6 +328,7 @@ impl Continuity {
         else {
             return;
         };
+        self.handoff_tabs_asked.remove(transfer_id);
         let Some(transfer) = self.handoff.transfers.get_mut(&key) else { return };
         match tab {
             Ok(tab) => {
@@ -422,6 +436,7 @@ impl Continuity {
                 let Some(transfer_id) = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone()) else { return };
                 transfer.tab_requested = true;
                 let url = new_chat_url(transfer.project_id.as_deref(), &transfer_id);
+                self.handoff_tabs_asked.insert(transfer_id.clone());
                 self.outputs.push_back(ContinuityOutput::Persist);
                 self.outputs.push_back(ContinuityOutput::OpenTab { transfer_id, url });
             }
@@ -490,6 +505,7 @@ impl Continuity {
         let (line, button) = match state {
             HandoffState::Idle => (None, "handoff"),
             HandoffState::Seeding { .. } if uncertain => (Some(Say::new("handoffLine_seed_unconfirmed", vec![])), "none"),
+            HandoffState::Opening { .. } if self.handoff_tab_lost(transfer) => (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume"),
             HandoffState::Confirming { .. } | HandoffState::Preparing { .. } | HandoffState::Opening { .. } | HandoffState::Seeding { .. } => {
                 (Some(Say::coded("handoffLine", state.step(), vec![])), "none")
             }

@@ -35,7 +35,7 @@
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `views` (HUD
+//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `handoff` (the HUD's Handoff), `views` (HUD
 //! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
 //! routes inputs to them.
 //!
@@ -284,6 +284,9 @@ pub struct Continuity {
     journal: journal::JournalFlow,
     /// Handoffs per source scope and the conversations cut-overs left (X1–X8; persisted).
     handoff: handoff::HandoffBook,
+    /// Transfers whose `chrome.tabs.create` this worker asked for and has not heard back
+    /// from (not persisted: after a restart an unanswered request may have been lost).
+    handoff_tabs_asked: VecSet<String>,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }

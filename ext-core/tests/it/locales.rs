@@ -151,6 +151,7 @@ fn every_say() -> Vec<Say> {
         ("handoffLine_seed_uncertain", 0),
         ("handoffLine_copy_prompt", 0),
         ("handoffLine_done", 1),
+        ("handoffLine_tab_unknown", 0),
         ("handoffFailed_journal_unavailable", 2),
         ("handoffFailed_bad_package", 1),
         ("handoffFailed_seed_failed", 1),
