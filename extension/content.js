@@ -138,6 +138,8 @@
       pressureLevel: c?.pressure?.level ?? '',
       pressureTokens: c?.pressure ? String(c.pressure.tokens) : '',
       pressureMessages: c?.pressure ? String(c.pressure.messages) : '',
+      handoffStep: c?.handoff?.step ?? '',
+      handoffButton: c?.handoff?.button ?? '',
     };
     Object.assign(host.dataset, hooks);
     healthView(c?.health ?? null);
@@ -199,8 +201,15 @@
       }));
       out.push(list);
     }
+    // The HUD's Handoff (X1–X8): the worker's line; the button it names.
+    if (c.handoff?.line) {
+      const bad = ['failed', 'seed_uncertain', 'copy_prompt'].includes(c.handoff.step);
+      const p = para('handoff', c.handoff.line.key, c.handoff.line.args, bad ? 'withheld' : '');
+      p.dataset.step = c.handoff.step;
+      out.push(p);
+    }
     continuity.replaceChildren(...out);
-    return c.actions.map((action) => {
+    return [...c.actions.map((action) => {
       const button = document.createElement('button');
       button.type = 'button';
       button.dataset.action = action.id;
@@ -220,7 +229,28 @@
         port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
       });
       return button;
+    }), ...handoffButton(c.handoff)];
+  };
+
+  // The Handoff button the worker named: Handoff / Resume handoff go to the worker; Copy
+  // Prompt writes the package's copy_prompt (the worker's bytes, unchanged) to the clipboard.
+  const handoffButton = (handoff) => {
+    if (!handoff || handoff.button === 'none') return [];
+    const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.dataset.action = id;
+    button.textContent = text(`action_${id}`);
+    button.addEventListener('click', () => {
+      if (id !== 'copy_prompt') return port?.postMessage({ type: 'action', action: id });
+      const prompt = handoff.copy_prompt ?? '';
+      host.dataset.copyPrompt = prompt;
+      navigator.clipboard.writeText(prompt).then(
+        () => { host.dataset.copied = 'yes'; showNotice(text('hudPromptCopied'), 'info'); },
+        () => { host.dataset.copied = 'no'; showNotice(text('hudPromptNotCopied'), 'bad'); },
+      );
     });
+    return [button];
   };
 
   const render = (view) => {

@@ -24,6 +24,16 @@ globalThis.herdrStorage = (token, key, text) => {
     .then(() => (text === undefined ? chrome.storage.local.get(key).then((items) => items?.[key]) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
     .then((value) => shell.storage_answer(token, true, value), (error) => shell.storage_answer(token, false, error));
 };
+// A handoff's new tab (the wasm asks after the snapshot naming it is written): answered
+// through `storage_answer` with `token` — the tab's id, or why Chrome opened none.
+globalThis.herdrTabs = (token, url) => {
+  Promise.resolve()
+    .then(() => {
+      if (typeof chrome.tabs?.create !== 'function') throw new Error('chrome.tabs is not available');
+      return chrome.tabs.create({ url, active: true });
+    })
+    .then((tab) => shell.storage_answer(token, true, tab?.id), (error) => shell.storage_answer(token, false, error));
+};
 const ready = init().then(async () => {
   const [localKeys, syncKeys] = shell.start_keys();
   const [local, sync] = await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);

@@ -118,6 +118,14 @@ pub enum BindingInput {
         /// The closed tab.
         tab: TabId,
     },
+    /// A handoff's cut-over (B8, X6): the Project's delivery target becomes the new
+    /// conversation; its binding (workspace, continuity) stays as it is.
+    CutOver {
+        /// The Project.
+        project_id: String,
+        /// The conversation the handoff confirmed.
+        conversation_id: String,
+    },
     /// A fresh list of the workspaces Herdr has (B1 label refresh).
     CatalogRefreshed {
         /// Every workspace currently listed.
@@ -277,6 +285,9 @@ impl Bindings {
                 }
             }
             BindingInput::CatalogRefreshed { workspaces } => self.refresh(&workspaces),
+            BindingInput::CutOver { project_id, conversation_id } => {
+                self.note_active_conversation(&PageKind::ProjectChat { project_id, conversation_id });
+            }
         }
     }
 

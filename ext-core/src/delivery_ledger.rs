@@ -1,7 +1,7 @@
 //! The delivery ledger: the single owner of every message the extension writes into a chat
 //! page (SPEC A3, I4, M7, N4, P8, S6). Wakes, progress notes, manual Continue, queue batches,
-//! judge continues and the JSON bridge's results go through it today; recovery retries and
-//! handoff seeds will too. Nothing else posts a `deliver`.
+//! judge continues, the JSON bridge's results and handoff seeds go through it; recovery
+//! retries will too. Nothing else posts a `deliver`.
 //!
 //! Life of one delivery: [`DeliveryLedger::begin`] gives it an id that is unique across
 //! worker restarts and lost state, records the page's *baseline* (its load id, user-turn
@@ -78,6 +78,8 @@ pub enum DeliveryKind {
     JudgeContinue,
     /// The JSON bridge's tool results (O2).
     BridgeResults,
+    /// A handoff's seed in the new conversation (X6; `continuity/handoff`).
+    HandoffSeed,
 }
 
 /// What the page looked like when typing began.
@@ -477,7 +479,7 @@ fn marker_safe(subject: &str) -> String {
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue, "judge_continue" => JudgeContinue, "bridge_results" => BridgeResults });
+json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue, "judge_continue" => JudgeContinue, "bridge_results" => BridgeResults, "handoff_seed" => HandoffSeed });
 
 json_struct!(Baseline { page_load, user_turns, last_user_turn_id });
 

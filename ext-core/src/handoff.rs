@@ -5,7 +5,8 @@
 //! 1. [`HandoffInput::Start`] from the HUD (X1) — refused while the bound workspace works
 //!    (X2) or another transfer of the Project is in flight; the source's automatic wakes
 //!    pause ([`HandoffOutput::PauseSource`]).
-//! 2. The continuity id is confirmed live (C2: `continuity.resolve`), then the runtime's
+//! 2. The machine looks the chain up by the source conversation and so confirms it live
+//!    (C2: `continuity.resolve {conversation_id}`), then the runtime's
 //!    read-only `herdr_mcp.browser_handoff.prepare` returns the package (X4). A failure of
 //!    either fails the transfer and keeps the source and its full URL (X5): nothing asks a
 //!    chat or an LLM for a summary.
@@ -17,13 +18,19 @@
 //! 5. An uncertain seed keeps the old target and a recoverable state (X7); "Resume handoff"
 //!    probes the target: seed present → cut over, absent → the seed goes again.
 //!
-//! Copy Prompt (X8): when browser control is confirmed unavailable, the package's
+//! Copy Prompt (X8): when browser control is confirmed unavailable — no tab could be opened,
+//! or the seed certainly did not land twice (the page refused it both times) — the package's
 //! `copy_prompt` (byte-identical to the automatic message) is offered instead; never while a
 //! seed is uncertain or any mutation of the transfer is uncertain.
 //!
 //! Invariants (property test in `tests/it/handoff.rs`): cut-over never precedes both
 //! confirmations; at most one transfer per Project; Copy Prompt is never offered after a
 //! seed was sent and not confirmed failed; a failed transfer leaves the source target.
+//!
+//! Driver contract: feed inputs with [`Handoff::handle`] (a refused `Start` returns the
+//! refusal and changes nothing), then drain [`Handoff::poll`] until `None`; no timers (every
+//! step waits for evidence). Persist it with its Project (`crate::json_read` writer and
+//! reader): `continuity/handoff` drives it.
 
 use serde::Serialize;
 
@@ -69,10 +76,10 @@ pub enum HandoffRefusal {
 pub enum HandoffState {
     /// Nothing in flight.
     Idle,
-    /// Confirming the continuity id live (C2).
+    /// Looking the chain up by the source conversation, live (C2).
     Confirming {
-        /// The chain.
-        continuity_id: String,
+        /// The source conversation.
+        conversation_id: String,
         /// The source's full URL.
         source_url: String,
     },
@@ -132,15 +139,16 @@ pub enum HandoffState {
 pub enum HandoffInput {
     /// The HUD's Handoff button (X1).
     Start {
-        /// The journal chain of the source, if it has one.
-        continuity_id: Option<String>,
+        /// The source conversation (its chain is looked up live, C2).
+        conversation_id: String,
         /// The source's full URL.
         source_url: String,
         /// A pane of the bound workspace works now.
         workspace_working: bool,
     },
-    /// `continuity.resolve` confirmed (or not) that the chain exists.
-    Confirmed(Result<(), String>),
+    /// `continuity.resolve` confirmed the conversation's chain (its `continuity_id`), or
+    /// failed (what the runtime said).
+    Confirmed(Result<String, String>),
     /// `browser_handoff.prepare` answered.
     Prepared(Result<Package, String>),
     /// Browser control is confirmed unavailable (no new tab could be opened).
@@ -181,10 +189,10 @@ pub enum HandoffOutput {
     PauseSource,
     /// Resume them (the transfer ended without a cut-over).
     ResumeSource,
-    /// Call `continuity.resolve` for the chain (C2).
+    /// Call `continuity.resolve` for the source conversation (C2).
     Confirm {
-        /// The chain.
-        continuity_id: String,
+        /// The source conversation.
+        conversation_id: String,
     },
     /// Call `herdr_mcp.browser_handoff.prepare`.
     Prepare {
@@ -281,13 +289,13 @@ impl Handoff {
         match (state, input) {
             (state, I::Start { .. }) if !matches!(state, S::Idle | S::Done { .. } | S::Failed { .. }) => (state, Err(HandoffRefusal::InFlight)),
             (state, I::Start { workspace_working: true, .. }) => (state, Err(HandoffRefusal::WorkspaceWorking)),
-            (state, I::Start { continuity_id: None, .. }) => (state, Err(HandoffRefusal::NoContinuity)),
-            (_, I::Start { continuity_id: Some(continuity_id), source_url, .. }) => {
+            (state, I::Start { conversation_id, .. }) if conversation_id.is_empty() => (state, Err(HandoffRefusal::NoContinuity)),
+            (_, I::Start { conversation_id, source_url, .. }) => {
                 self.outputs.push(HandoffOutput::PauseSource);
-                self.outputs.push(HandoffOutput::Confirm { continuity_id: continuity_id.clone() });
-                (S::Confirming { continuity_id, source_url }, Ok(()))
+                self.outputs.push(HandoffOutput::Confirm { conversation_id: conversation_id.clone() });
+                (S::Confirming { conversation_id, source_url }, Ok(()))
             }
-            (S::Confirming { continuity_id, source_url }, I::Confirmed(Ok(()))) => {
+            (S::Confirming { source_url, .. }, I::Confirmed(Ok(continuity_id))) => {
                 self.outputs.push(HandoffOutput::Prepare { continuity_id: continuity_id.clone() });
                 (S::Preparing { continuity_id, source_url }, Ok(()))
             }
@@ -319,10 +327,9 @@ impl Handoff {
             (S::Seeding { package, new_conversation, attempts, .. }, I::Seed(SeedOutcome::NotSent)) if attempts < 2 => {
                 (self.seed(package, new_conversation, attempts + 1), Ok(()))
             }
-            (S::Seeding { package, .. }, I::Seed(SeedOutcome::NotSent)) => {
-                let url = package.source_url.clone();
-                (self.fail(HandoffRefusal::SeedFailed, url), Ok(()))
-            }
+            // It certainly did not land twice: the page will not take it from the extension,
+            // so browser control is confirmed unavailable — the same bytes to paste (X8).
+            (S::Seeding { package, .. }, I::Seed(SeedOutcome::NotSent)) => (S::CopyPrompt { package }, Ok(())),
             (S::Seeding { package, new_conversation, .. }, I::Seed(SeedOutcome::Uncertain)) => {
                 (S::SeedUncertain { package, new_conversation }, Ok(()))
             }
@@ -363,7 +370,7 @@ impl crate::json_read::ReadJson for HandoffState {
         let f = crate::json_read::Fields::of(value)?;
         Ok(match f.tag("step")? {
             "idle" => Self::Idle,
-            "confirming" => Self::Confirming { continuity_id: f.get("continuity_id")?, source_url: f.get("source_url")? },
+            "confirming" => Self::Confirming { conversation_id: f.get("conversation_id")?, source_url: f.get("source_url")? },
             "preparing" => Self::Preparing { continuity_id: f.get("continuity_id")?, source_url: f.get("source_url")? },
             "opening" => Self::Opening { package: f.get("package")?, new_conversation: f.get("new_conversation")? },
             "seeding" => Self::Seeding {
@@ -382,3 +389,77 @@ impl crate::json_read::ReadJson for HandoffState {
 }
 
 crate::json_read::read_struct!(Handoff { state } skip { outputs });
+
+use crate::json_read::{Object, WriteJson};
+
+crate::json_read::write_struct!(Package { transfer_id, continuity_id, source_url, message, copy_prompt });
+
+impl WriteJson for HandoffRefusal {
+    fn write_json(&self) -> serde_json::Value {
+        let object = Object::tagged("why", self.code());
+        match self {
+            Self::JournalUnavailable { detail } => object.with("detail", detail).done(),
+            _ => object.done(),
+        }
+    }
+}
+
+impl HandoffRefusal {
+    /// The refusal's wire name (its `_locales` texts are `handoffFailed_<code>`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::WorkspaceWorking => "workspace_working",
+            Self::InFlight => "in_flight",
+            Self::NoContinuity => "no_continuity",
+            Self::JournalUnavailable { .. } => "journal_unavailable",
+            Self::BadPackage => "bad_package",
+            Self::SeedFailed => "seed_failed",
+        }
+    }
+}
+
+impl HandoffState {
+    /// The step's wire name.
+    pub fn step(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Confirming { .. } => "confirming",
+            Self::Preparing { .. } => "preparing",
+            Self::Opening { .. } => "opening",
+            Self::Seeding { .. } => "seeding",
+            Self::SeedUncertain { .. } => "seed_uncertain",
+            Self::CopyPrompt { .. } => "copy_prompt",
+            Self::Done { .. } => "done",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+impl WriteJson for HandoffState {
+    fn write_json(&self) -> serde_json::Value {
+        let object = Object::tagged("step", self.step());
+        match self {
+            Self::Idle => object.done(),
+            Self::Confirming { conversation_id, source_url } => object.with("conversation_id", conversation_id).with("source_url", source_url).done(),
+            Self::Preparing { continuity_id, source_url } => object.with("continuity_id", continuity_id).with("source_url", source_url).done(),
+            Self::Opening { package, new_conversation } | Self::SeedUncertain { package, new_conversation } => {
+                object.with("package", package).with("new_conversation", new_conversation).done()
+            }
+            Self::Seeding { package, new_conversation, seed_confirmed, attempts } => object
+                .with("package", package)
+                .with("new_conversation", new_conversation)
+                .with("seed_confirmed", seed_confirmed)
+                .with("attempts", &u32::from(*attempts))
+                .done(),
+            Self::CopyPrompt { package } => object.with("package", package).done(),
+            Self::Done { new_conversation } => object.with("new_conversation", new_conversation).done(),
+            Self::Failed { reason, source_url } => object.with("reason", reason).with("source_url", source_url).done(),
+        }
+    }
+}
+
+impl WriteJson for Handoff {
+    fn write_json(&self) -> serde_json::Value {
+        Object::default().with("state", &self.state).done()
+    }
+}

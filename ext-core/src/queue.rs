@@ -332,6 +332,26 @@ impl QueueBook {
         removed
     }
 
+    /// Moves the items of `from` except `keep` to the end of `to`'s queue, in order (a
+    /// handoff's cut-over, Q9); returns how many moved. Nothing is refused: the items were
+    /// accepted once, and a handoff must not drop them.
+    pub fn move_items(&mut self, from: &str, to: &str, keep: &[String]) -> usize {
+        if from == to || !valid_key(to) {
+            return 0;
+        }
+        let Some(items) = self.conversations.get_mut(from) else { return 0 };
+        let (moved, kept): (Vec<QueueItem>, Vec<QueueItem>) = std::mem::take(items).into_iter().partition(|i| !keep.contains(&i.id));
+        *items = kept;
+        if items.is_empty() {
+            self.conversations.remove(from);
+        }
+        let count = moved.len();
+        if count > 0 {
+            self.conversations.entry(to.to_owned()).or_default().extend(moved);
+        }
+        count
+    }
+
     /// Empties `conversation`'s queue (Q7) and returns what it held.
     pub fn clear(&mut self, conversation: &str) -> Vec<QueueItem> {
         self.conversations.remove(conversation).unwrap_or_default()

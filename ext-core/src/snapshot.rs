@@ -29,7 +29,7 @@ use crate::delivery_ledger::DeliveryLedger;
 use crate::progress_push::ProgressConfig;
 use crate::permission_card::CardLedger;
 use crate::recovery::RecoveryPlanner;
-use crate::continuity::{JournalBook, WithheldMark};
+use crate::continuity::{HandoffBook, JournalBook, WithheldMark};
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
@@ -100,6 +100,9 @@ pub struct Snapshot {
     pub(crate) withheld_marks: VecMap<String, WithheldMark>,
     /// The Continuity Journal's outbox, answered turns, chains and message floors (C1, R1).
     pub(crate) journal: JournalBook,
+    /// Handoffs per source scope and the conversations their cut-overs left (X1–X8).
+    #[serde(default)]
+    pub(crate) handoff: HandoffBook,
 }
 
 impl Snapshot {
@@ -146,6 +149,7 @@ impl Snapshot {
             cards: &self.cards,
             withheld_marks: &self.withheld_marks,
             journal: &self.journal,
+            handoff: &self.handoff,
         }
         .to_value()
         .to_string())
@@ -192,6 +196,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) withheld_marks: &'a VecMap<String, WithheldMark>,
     /// See [`Snapshot::journal`].
     pub(crate) journal: &'a JournalBook,
+    /// See [`Snapshot::handoff`].
+    pub(crate) handoff: &'a HandoffBook,
 }
 
 impl SnapshotRef<'_> {
@@ -217,6 +223,7 @@ impl SnapshotRef<'_> {
             .with("cards", self.cards)
             .with("withheld_marks", self.withheld_marks)
             .with("journal", self.journal)
+            .with("handoff", self.handoff)
             .done()
     }
 }
@@ -240,4 +247,5 @@ read_struct!(Snapshot {
     cards: default,
     withheld_marks: default,
     journal: default,
+    handoff: default,
 });

@@ -69,6 +69,10 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             json_object!("conversation": conversation, "message_id": message_id, "text": text, "finished": true),
         ),
         RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
+        RuntimeCall::ContinuityResolve { conversation_id } => (Method::ContinuityResolve, json_object!("conversation_id": conversation_id)),
+        RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
+            (Method::BrowserHandoffPrepare, json_object!("continuity_id": continuity_id, "source_url": source_url))
+        }
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
 }
@@ -207,6 +211,12 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
         RuntimeCall::JournalAppend(_) => id_of(result, "continuity_id")
             .map(|continuity_id| RuntimeAnswer::Appended { continuity_id })
             .ok_or_else(|| bad_answer(Method::ContinuityAppend.as_str())),
+        RuntimeCall::ContinuityResolve { .. } => id_of(result, "continuity_id")
+            .map(|continuity_id| RuntimeAnswer::Resolved { continuity_id })
+            .ok_or_else(|| bad_answer(Method::ContinuityResolve.as_str())),
+        RuntimeCall::HandoffPrepare { .. } => crate::handoff_wire::package(result)
+            .map(RuntimeAnswer::Prepared)
+            .ok_or_else(|| bad_answer(Method::BrowserHandoffPrepare.as_str())),
     }
 }
 
@@ -462,6 +472,8 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "toggle_auto" => "toggle_auto",
                 "continue" => "continue",
                 "check_herdr" => "check_herdr",
+                "handoff" => "handoff",
+                "handoff_resume" => "handoff_resume",
                 "llm_judge" => {
                     let text = |key| str_of(value, key).unwrap_or_default();
                     return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });

@@ -115,6 +115,10 @@ enum StorageWait {
     /// The snapshot, written before `message` goes to the page of `tab` (`None`: the tab
     /// is reloaded) — see [`LinkDriver::post_when_persisted`].
     Persisted(TabId, Option<serde_json::Value>),
+    /// The snapshot, written before a handoff's new tab is asked for (`transfer_id`, `url`).
+    OpenTab(String, String),
+    /// The new tab of the handoff `transfer_id`: `chrome.tabs.create`'s answer.
+    TabCreated(String),
 }
 
 /// The native messaging host name (docs/PROTOCOL.md).
@@ -260,6 +264,8 @@ impl LinkDriver {
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
+                "handoff" => ContinuityInput::Handoff { tab },
+                "handoff_resume" => ContinuityInput::HandoffResume { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
@@ -376,6 +382,11 @@ impl LinkDriver {
                 ContinuityOutput::Deliver { tab, id, text } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "deliver", "id": id, "text": text));
                 }
+                // Durable first: the seed leaves once the snapshot naming it is written.
+                ContinuityOutput::SeedDeliver { tab, id, text } => {
+                    Self::post_when_persisted(this, tab, Some(json_object!("type": "deliver", "id": id, "text": text)));
+                }
+                ContinuityOutput::OpenTab { transfer_id, url } => Self::open_tab(this, transfer_id, url),
                 ContinuityOutput::DeliverySeen { tab, id } => {
                     Self::post_to_tab(this, tab, &json_object!("type": "delivery_seen", "id": id));
                 }
@@ -471,14 +482,17 @@ impl LinkDriver {
     /// Asks `worker.js` to read (`text` `None`) or write `key` of `chrome.storage.local`;
     /// [`Self::storage_answered`] carries out `wait` with the answer.
     fn storage_request(this: &Rc<RefCell<LinkDriver>>, key: &str, text: Option<&str>, wait: StorageWait) {
-        let token = {
-            let mut driver = this.borrow_mut();
-            driver.storage_token = driver.storage_token.checked_add(1).unwrap_or(1);
-            let token = driver.storage_token;
-            driver.storage.insert(token, wait);
-            token
-        };
+        let token = Self::storage_token(this, wait);
         js::storage_request(token, key, text);
+    }
+
+    /// A new token (never 0) whose answer carries out `wait`.
+    fn storage_token(this: &Rc<RefCell<LinkDriver>>, wait: StorageWait) -> u32 {
+        let mut driver = this.borrow_mut();
+        driver.storage_token = driver.storage_token.checked_add(1).unwrap_or(1);
+        let token = driver.storage_token;
+        driver.storage.insert(token, wait);
+        token
     }
 
     /// The answer to the storage request `token`: the value read (`undefined` when nothing
@@ -506,7 +520,30 @@ impl LinkDriver {
             StorageWait::Persisted(_, None) => {
                 js::warn("herdr-continuity: a tab reload was refused (no matching pending record)");
             }
+            StorageWait::OpenTab(..) if outcome.is_err() => {}
+            StorageWait::OpenTab(transfer_id, url) => {
+                let token = Self::storage_token(this, StorageWait::TabCreated(transfer_id));
+                js::create_tab_request(token, &url);
+            }
+            StorageWait::TabCreated(transfer_id) => {
+                let tab = outcome.and_then(|id| {
+                    id.as_f64()
+                        .filter(|id| *id >= 0.0 && *id <= f64::from(u32::MAX))
+                        .map(|id| id as u32)
+                        .ok_or_else(|| "the new tab has no id".to_owned())
+                });
+                Self::feed_continuity(this, ContinuityInput::HandoffTab { transfer_id, tab });
+            }
         }
+    }
+
+    /// A handoff's new tab: the snapshot (with the request recorded) is written first, then
+    /// `chrome.tabs.create` (through `worker.js`'s `herdrTabs`, answered by token); its answer
+    /// goes back as `HandoffTab`. Nothing when the write failed (the transfer stays where it
+    /// is; the HUD shows it).
+    fn open_tab(this: &Rc<RefCell<LinkDriver>>, transfer_id: String, url: String) {
+        let snapshot = js::stringify(&this.borrow().continuity.snapshot_value());
+        Self::storage_request(this, STORAGE_KEY, Some(&snapshot), StorageWait::OpenTab(transfer_id, url));
     }
 
     fn schedule_persist(this: &Rc<RefCell<LinkDriver>>) {

@@ -307,6 +307,13 @@ pub fn storage_request(token: u32, key: &str, text: Option<&str>) {
     call_method(&js_sys::global(), "herdrStorage", &[JsValue::from(token), JsValue::from_str(key), text]);
 }
 
+/// Asks `worker.js`'s `globalThis.herdrTabs` for `chrome.tabs.create({url, active: true})`;
+/// it answers through `storage_answer` with `token`: the new tab's id, or why there is none
+/// (browser control unavailable, X8). Nothing without the global (the wasm tests' pages).
+pub fn create_tab_request(token: u32, url: &str) {
+    call_method(&js_sys::global(), "herdrTabs", &[JsValue::from(token), JsValue::from_str(url)]);
+}
+
 /// `chrome.i18n.getUILanguage()`, when available.
 pub fn ui_language() -> Option<String> {
     let i18n = Reflect::get(&Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok()?, &JsValue::from_str("i18n")).ok()?;

@@ -29,6 +29,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 pub mod continuity_wire;
 pub mod driver;
+pub mod handoff_wire;
 pub mod js;
 pub mod wire;
 

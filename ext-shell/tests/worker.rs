@@ -39,3 +39,9 @@ fn js_values_cross_as_their_json() {
 fn health_samples_are_bounded() {
     common::health_samples_are_bounded();
 }
+
+/// X4: the handoff's calls and its package, read whole within its caps.
+#[wasm_bindgen_test]
+fn handoff_calls_and_package_are_checked() {
+    common::handoff_calls_and_package_are_checked();
+}

@@ -13,7 +13,8 @@
 //! the user's queued turn first, the page not free); a recovery reload or Retry; the
 //! JSON bridge's results message; a permission card accepted (`sent`), clicked
 //! (`confirmed`), found gone (`failed`) or left to the user (`withheld`, once per card and
-//! reason while it is shown). Handoff steps join the timeline when they land in the loop. A manual Continue is the user's own action and is not recorded.
+//! reason while it is shown); a handoff's steps (started or refused, the new tab, each seed and
+//! how it ended, the cut-over, a failure or Copy Prompt). A manual Continue is the user's own action and is not recorded.
 //!
 //! Invariants:
 //! - Once per change, never per page fact: a withheld wake is recorded once per (pending
@@ -51,6 +52,9 @@ pub enum ActivityKind {
     BridgeCall,
     /// A tool-permission card accepted or left to the user (M5).
     PermissionCard,
+    /// A step of the HUD's Handoff (X1–X8): started or refused, the new tab, the seed, the
+    /// cut-over, a failure or Copy Prompt.
+    Handoff,
 }
 
 write_unit_enum!(ActivityKind {
@@ -62,6 +66,7 @@ write_unit_enum!(ActivityKind {
     "recovery_retry" => RecoveryRetry,
     "bridge_call" => BridgeCall,
     "permission_card" => PermissionCard,
+    "handoff" => Handoff,
 });
 
 /// How it went.
@@ -144,6 +149,7 @@ fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
         DeliveryKind::Queue => ActivityKind::QueueBatch,
         DeliveryKind::JudgeContinue => ActivityKind::JudgeContinue,
         DeliveryKind::BridgeResults => ActivityKind::BridgeCall,
+        DeliveryKind::HandoffSeed => ActivityKind::Handoff,
         DeliveryKind::Continue => return None,
     })
 }
@@ -166,6 +172,9 @@ pub const REASON_CODES: &[&str] = &[
     // Permission cards (M5): accepted, clicked, gone, and `CardRefusal::CODES`.
     "herdr_card", "allow_clicked", "card_gone", "not_chatgpt", "no_permission_wording", "other_connector",
     "no_single_allow", "allow_not_usable", "no_deny", "no_key",
+    // Handoff (continuity/handoff): its steps and `HandoffRefusal` codes.
+    "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
+    "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.

@@ -31,6 +31,10 @@ impl Continuity {
     pub(super) fn drain_ledger(&mut self, now: Millis) {
         while let Some(output) = self.ledger.poll() {
             match output {
+                // A seed leaves only after the snapshot naming it is written (durable first).
+                LedgerOutput::Post { tab, id, text } if self.ledger.active().any(|d| d.id == id && d.kind == DeliveryKind::HandoffSeed) => {
+                    self.outputs.push_back(ContinuityOutput::SeedDeliver { tab, id, text });
+                }
                 LedgerOutput::Post { tab, id, text } => self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text }),
                 LedgerOutput::Clear { tab, id } => self.outputs.push_back(ContinuityOutput::ClearComposer { tab, id }),
                 LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),
@@ -78,12 +82,15 @@ impl Continuity {
                 })
                 .unwrap_or_default();
             let (language, progress) = (self.language, self.progress);
+            // X2: the source's automatic wakes pause while its handoff is in flight.
+            let in_progress = self.handoff_in_flight(&key);
             let status = self.scopes.entry(key.clone()).or_default();
             let scheduler = status
                 .scheduler
                 .get_or_insert_with(|| WakeScheduler::new(progress, language));
             scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some(workspace_id), has_delivery_target: has_target });
             scheduler.handle(now, SchedulerInput::AutoChanged { auto });
+            scheduler.handle(now, SchedulerInput::Handoff { in_progress });
             scheduler.handle(now, SchedulerInput::Page(facts));
             self.drain_scheduler(now, &key);
         }
@@ -155,6 +162,9 @@ impl Continuity {
     /// abandoned one is not offered again (it may have landed) and the page says so.
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
         self.activity_resolved(&delivery, resolution);
+        if delivery.kind == DeliveryKind::HandoffSeed {
+            return self.handoff_seed_resolved(now, &delivery, resolution);
+        }
         if delivery.kind == DeliveryKind::Queue {
             return self.queue_resolved(now, &delivery, resolution);
         }

@@ -159,6 +159,18 @@ pub enum RuntimeCall {
     },
     /// `continuity.append` of one journal turn (C1).
     JournalAppend(super::JournalEntry),
+    /// `continuity.resolve {conversation_id}`: a handoff confirms its chain live (C2).
+    ContinuityResolve {
+        /// The source conversation.
+        conversation_id: String,
+    },
+    /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url}` (X4; read-only).
+    HandoffPrepare {
+        /// The chain `continuity.resolve` confirmed.
+        continuity_id: String,
+        /// The source conversation's full URL.
+        source_url: String,
+    },
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -223,6 +235,14 @@ pub enum RuntimeAnswer {
         /// The turn's chain.
         continuity_id: String,
     },
+    /// `continuity_resolved`.
+    Resolved {
+        /// The conversation's chain.
+        continuity_id: String,
+    },
+    /// `handoff_prepared`, read and checked by the shell (caps, the message and
+    /// `copy_prompt` present).
+    Prepared(crate::handoff::Package),
 }
 
 /// An error answer (or a request the shell could not send).
@@ -386,6 +406,23 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
+    /// HUD: the Handoff button (X1).
+    Handoff {
+        /// The tab.
+        tab: TabId,
+    },
+    /// HUD: "Resume handoff" (X7).
+    HandoffResume {
+        /// The tab.
+        tab: TabId,
+    },
+    /// The worker's `chrome.tabs.create` for a [`ContinuityOutput::OpenTab`] answered.
+    HandoffTab {
+        /// The transfer.
+        transfer_id: String,
+        /// The new tab, or why none could be opened (browser control unavailable, X8).
+        tab: Result<TabId, String>,
+    },
     /// HUD: bring live workspace state into the composer.
     CheckHerdr {
         /// The tab.
@@ -536,6 +573,25 @@ pub enum ContinuityOutput {
         id: String,
         /// The full text, ending with the marker line.
         text: String,
+    },
+    /// A handoff's seed: post `{"type":"deliver",id,text}` to the page of `tab` like
+    /// [`ContinuityOutput::Deliver`], but only after the snapshot naming it has been written
+    /// (a worker restart must find it in the ledger, never type it a second time blindly).
+    SeedDeliver {
+        /// The tab.
+        tab: TabId,
+        /// The delivery id (also inside the marker line).
+        id: String,
+        /// The package's message, then the marker line.
+        text: String,
+    },
+    /// Open `url` in a new active tab (`chrome.tabs.create`) after the snapshot write, and
+    /// answer with [`ContinuityInput::HandoffTab`].
+    OpenTab {
+        /// The transfer.
+        transfer_id: String,
+        /// The Project's home page (or ChatGPT's new chat) naming the transfer.
+        url: String,
     },
     /// Post `{"type":"delivery_seen",id}`: the page may forget its result.
     DeliverySeen {

@@ -35,7 +35,7 @@
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
 //! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `views` (HUD
+//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `handoff` (the HUD's Handoff), `views` (HUD
 //! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
 //! routes inputs to them.
 //!
@@ -88,6 +88,7 @@ mod manual;
 mod pane_output;
 mod persisted;
 mod queue;
+mod handoff;
 mod health;
 mod journal;
 mod recovery;
@@ -100,6 +101,7 @@ pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, With
 pub use io::*;
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
+pub use handoff::{new_chat_url, HandoffBook, HandoffView, Transfer, HANDOFF_QUERY};
 pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
@@ -198,6 +200,8 @@ enum Purpose {
     Bridge { tab: TabId, pressed: bool },
     /// `continuity.append` of the outbox turn `key` (`<conversation>/<message>`).
     Journal { key: String },
+    /// A handoff's `continuity.resolve` (`resolve`) or package, for the transfer of scope `key`.
+    Handoff { key: String, resolve: bool },
 }
 
 /// A Check Herdr run being collected.
@@ -278,6 +282,11 @@ pub struct Continuity {
     withheld_marks: VecMap<String, WithheldMark>,
     /// The Continuity Journal's writer (its outbox persisted) and context pressure (C1, R1).
     journal: journal::JournalFlow,
+    /// Handoffs per source scope and the conversations cut-overs left (X1–X8; persisted).
+    handoff: handoff::HandoffBook,
+    /// Transfers whose `chrome.tabs.create` this worker asked for and has not heard back
+    /// from (not persisted: after a restart an unanswered request may have been lost).
+    handoff_tabs_asked: VecSet<String>,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -395,6 +404,7 @@ impl Continuity {
                 self.inbox_checks_due();
                 self.reissue_held_settles();
                 self.journal_pump();
+                self.handoff_link_up(now);
             }
             ContinuityInput::LinkDown => {
                 self.link_up = false;
@@ -459,7 +469,7 @@ impl Continuity {
                 }
             }
             ContinuityInput::PageReported { tab, report } => {
-                let page = classify_url(&report.url);
+                let page = self.handoff_visit_kind(tab, classify_url(&report.url));
                 self.bindings.handle(now, BindingInput::PageVisited { tab, page });
                 self.drain_bindings();
                 // The new facts reach the schedulers before a restored delivery is resolved
@@ -473,6 +483,7 @@ impl Continuity {
                 self.drain_ledger(now);
                 self.recovery_page(now, tab);
                 self.cards_page(now, tab);
+                self.handoff_page(now, tab);
             }
             ContinuityInput::PermissionCards { tab, cards } => self.permission_cards(now, tab, cards),
             ContinuityInput::CardResult { tab, key, clicked } => self.card_result(now, tab, &key, clicked),
@@ -503,7 +514,7 @@ impl Continuity {
                 self.drain_ledger(now);
             }
             ContinuityInput::Bind { tab, workspace } => {
-                let page = self.page_kind(tab);
+                let page = self.handoff_visit_kind(tab, self.page_kind(tab));
                 self.bindings.handle(now, BindingInput::Bind { tab, page, workspace });
                 self.drain_bindings();
             }
@@ -527,6 +538,9 @@ impl Continuity {
             }
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
+            ContinuityInput::Handoff { tab } => self.handoff_start(now, tab),
+            ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
+            ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
             ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed } => {
                 if !pressed {

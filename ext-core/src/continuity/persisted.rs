@@ -80,6 +80,7 @@ impl Continuity {
             cards: self.cards.ledger.clone(),
             withheld_marks: self.withheld_marks.clone(),
             journal: self.journal.book.clone(),
+            handoff: self.handoff.clone(),
         }
     }
 
@@ -110,6 +111,7 @@ impl Continuity {
             cards: &self.cards.ledger,
             withheld_marks: &self.withheld_marks,
             journal: &self.journal.book,
+            handoff: &self.handoff,
         }
         .to_value()
     }
@@ -139,6 +141,7 @@ impl Continuity {
         machine.cards = cards::CardFlow::with_ledger(snapshot.cards);
         machine.withheld_marks = snapshot.withheld_marks;
         machine.journal = journal::JournalFlow::with_book(snapshot.journal);
+        machine.handoff = snapshot.handoff;
         machine.restored(now, epoch);
         machine
     }

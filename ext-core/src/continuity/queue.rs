@@ -65,6 +65,8 @@ pub(super) enum QueueChange {
     Remove { send: QueueSend },
     /// The user cleared the conversation's queue from `tab`.
     Clear { tab: TabId, conversation: String },
+    /// A handoff's cut-over: the unsent items of `from` move to `to`, in order (Q9).
+    Move { from: String, to: String },
 }
 
 /// The queue's working state (not persisted except [`QueueDurable`]).
@@ -188,7 +190,7 @@ impl Continuity {
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
         let applied = match &change {
-            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Clear { .. } => Ok(()),
+            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Clear { .. } | QueueChange::Move { .. } => Ok(()),
             QueueChange::Add { conversation, item_id, text, .. } => book.add(conversation, item_id, text, now).map(|_| ()),
         };
         match &change {
@@ -197,6 +199,12 @@ impl Continuity {
             }
             QueueChange::Clear { conversation, .. } => {
                 book.clear(conversation);
+            }
+            QueueChange::Move { from, to } => {
+                // Items of a batch on its way or confirmed stay: they are not unsent.
+                let durable = &self.queue.durable;
+                let busy: Vec<String> = durable.sending.values().chain(&durable.removals).filter(|s| s.conversation == *from).flat_map(|s| s.item_ids.clone()).collect();
+                book.move_items(from, to, &busy);
             }
             _ => {}
         }
@@ -260,7 +268,7 @@ impl Continuity {
             }
             (QueueChange::Clear { tab, .. }, None) => self.queue_notice(*tab, &QueueNote::Cleared),
             (QueueChange::Add { tab, .. } | QueueChange::Clear { tab, .. }, Some(refusal)) => self.queue_refused(*tab, refusal),
-            (QueueChange::Load | QueueChange::Remove { .. }, _) => {}
+            (QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Move { .. }, _) => {}
         }
     }
 
@@ -323,7 +331,8 @@ impl Continuity {
             })
             .collect();
         for (tab, conversation, scope_key) in tabs {
-            if self.ledger.active_for(&scope_key).is_some() {
+            // A conversation being handed off keeps its items for the new one (Q9).
+            if self.ledger.active_for(&scope_key).is_some() || self.handoff_holds_queue(&conversation) {
                 continue;
             }
             let Some(batch) = self.queue_batch(&conversation) else { continue };
@@ -403,6 +412,12 @@ impl Continuity {
         self.queue.book.as_ref().is_none_or(|b| b.status(conversation).count > 0)
             || durable.sending.values().chain(&durable.removals).any(|s| s.conversation == conversation)
             || durable.undelivered.contains_key(conversation)
+    }
+
+    /// A handoff's cut-over: the unsent items of `from` move to `to` (Q9), durably, as one
+    /// more change of the book.
+    pub(super) fn queue_move(&mut self, from: String, to: String) {
+        self.queue_change(QueueChange::Move { from, to });
     }
 
     /// Whether a batch is in flight on the scope `key` (it occupies the page like a reply).

@@ -98,6 +98,7 @@ impl Continuity {
             card: self.card_line(tab),
             journal: self.journal_line(tab),
             pressure: self.pressure_line(tab),
+            handoff: self.handoff_view(tab),
         })
     }
 
@@ -253,6 +254,9 @@ pub struct ContinuityView {
     pub journal: Option<Say>,
     /// The conversation's context pressure (R1); `None` until the page reported turns.
     pub pressure: Option<crate::context_pressure::Pressure>,
+    /// The HUD's Handoff (X1–X8): its step, line and button, and Copy Prompt's text while
+    /// it is offered; `None` off ChatGPT conversations and a transfer's new tab.
+    pub handoff: Option<HandoffView>,
 }
 
 /// The side panel's view.
@@ -348,6 +352,7 @@ write_struct!(ContinuityView {
     card,
     journal,
     pressure,
+    handoff,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -651,6 +651,9 @@ impl World {
                 ContinuityOutput::CardAllow { tab, key, .. } => {
                     prop_assert!(false, "a card command without a card report: {key} on tab {tab}");
                 }
+                ContinuityOutput::SeedDeliver { .. } | ContinuityOutput::OpenTab { .. } => {
+                    return Err(TestCaseError::fail("X1: a handoff step without the HUD's Handoff"));
+                }
                 ContinuityOutput::DeliverySeen { .. }
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }
@@ -945,6 +948,10 @@ impl World {
             // The model's chats are ChatGPT's, which has a real MCP connector (O2, M6).
             RuntimeCall::BridgeReply { .. } => {
                 return Err(TestCaseError::fail(format!("O2: a ChatGPT chat used the JSON bridge: {call:?}")));
+            }
+            // The model never presses Handoff (continuity_handoff has its own property test).
+            RuntimeCall::ContinuityResolve { .. } | RuntimeCall::HandoffPrepare { .. } => {
+                return Err(TestCaseError::fail(format!("X1: a handoff call without the HUD's Handoff: {call:?}")));
             }
         };
         self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(answer) });

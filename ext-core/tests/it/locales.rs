@@ -137,6 +137,24 @@ fn every_say() -> Vec<Say> {
         ("journalWaiting", 2),
         ("journalDropped", 1),
         ("journalMissed", 2),
+        // The HUD's Handoff (X1–X8).
+        ("handoffRefused_workspace_working", 0),
+        ("handoffRefused_in_flight", 0),
+        ("handoffRefused_no_continuity", 0),
+        ("handoffResumeNoTarget", 0),
+        ("handoffDone", 1),
+        ("handoffLine_confirming", 0),
+        ("handoffLine_preparing", 0),
+        ("handoffLine_opening", 0),
+        ("handoffLine_seeding", 0),
+        ("handoffLine_seed_unconfirmed", 0),
+        ("handoffLine_seed_uncertain", 0),
+        ("handoffLine_copy_prompt", 0),
+        ("handoffLine_done", 1),
+        ("handoffLine_tab_unknown", 0),
+        ("handoffFailed_journal_unavailable", 2),
+        ("handoffFailed_bad_package", 1),
+        ("handoffFailed_seed_failed", 1),
     ] {
         all.push(Say::new(key, vec!["x".into(); n]));
     }

@@ -10,6 +10,7 @@ mod locales;
 mod continuity;
 mod continuity_activity;
 mod continuity_bridge;
+mod continuity_handoff;
 mod continuity_health;
 mod continuity_journal;
 mod continuity_cards;

@@ -663,3 +663,44 @@ pub fn health_samples_are_bounded() {
     let over = sample(json!({"page_load": "x".repeat(MAX_HEALTH_SAMPLE_BYTES)}));
     assert!(matches!(LinkDriver::page_message(&driver, &page, &js(over)), Err(WireError::PageMessageRejected(_))));
 }
+
+/// X4, C2: a handoff's two calls go out with the runtime's own param shapes, and its package
+/// is read only whole — the three copies of the seed one string, every field within
+/// `continuity_protocol::handoff`'s caps; anything else is `bad_answer` (the core fails the
+/// transfer and keeps the source, X5). The HUD's Handoff buttons are the only new actions.
+#[allow(dead_code)]
+pub fn handoff_calls_and_package_are_checked() {
+    use ext_core::continuity::{RuntimeAnswer, RuntimeCall};
+    use ext_shell::continuity_wire as cw;
+    let resolve = RuntimeCall::ContinuityResolve { conversation_id: "6a1b".into() };
+    let request = cw::call_json("c-1", &resolve);
+    assert_eq!((request["method"].as_str(), request["params"].clone()), (Some("continuity.resolve"), json!({"conversation_id": "6a1b"})));
+    let resolved = answer_of(&resolve, &json!({"id": "c-1", "result": {"type": "continuity_resolved", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "project_id": null, "title": "t", "updated_at": 1}}));
+    assert_eq!(resolved.map_err(|e| e.code), Ok(RuntimeAnswer::Resolved { continuity_id: "hc-5f0c".into() }));
+    let prepare = RuntimeCall::HandoffPrepare { continuity_id: "hc-5f0c".into(), source_url: "https://chatgpt.com/c/6a1b".into() };
+    let request = cw::call_json("c-2", &prepare);
+    assert_eq!(request["method"], "herdr_mcp.browser_handoff.prepare");
+    let params: continuity_protocol::handoff::HandoffPrepareParams =
+        serde_json::from_value(request["params"].clone()).expect("the runtime's params type reads what the worker sends");
+    assert_eq!((params.continuity_id.as_str(), params.source_url.as_str()), ("hc-5f0c", "https://chatgpt.com/c/6a1b"));
+    let package = |handoff_message: &str, automatic: &str, copy: &str| {
+        json!({"id": "c-2", "result": {"type": "handoff_prepared", "ok": true, "source_route": null, "source_route_error": "none",
+            "handoff": {"handoff_id": "ho-1", "continuity_id": "hc-5f0c", "source_url": "https://chatgpt.com/c/6a1b", "message": handoff_message,
+                "work_chain_id": null, "target_context": {"provider": "chatgpt", "project_id": null}},
+            "automatic_delivery": {"method": "herdr_mcp.browser_session.create", "params": {"source_url": "https://chatgpt.com/c/6a1b", "message": automatic, "work_chain_id": null}},
+            "manual_delivery": {"copy_prompt": copy}}})
+    };
+    match answer_of(&prepare, &package("seed", "seed", "seed")) {
+        Ok(RuntimeAnswer::Prepared(p)) => {
+            assert_eq!((p.transfer_id.as_str(), p.continuity_id.as_str(), p.message.as_str(), p.copy_prompt.as_str()), ("ho-1", "hc-5f0c", "seed", "seed"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(answer_of(&prepare, &package("seed", "other", "seed")).is_err(), "the package's messages differ");
+    let long = "x".repeat(continuity_protocol::handoff::MAX_HANDOFF_MESSAGE_CHARS + 1);
+    assert!(answer_of(&prepare, &package(&long, &long, &long)).is_err(), "a message over the cap is refused, never cut");
+    assert!(answer_of(&prepare, &package("", "", "")).is_err(), "an empty message");
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "handoff"})), Some(cw::PortCommand::HudAction("handoff")));
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "handoff_resume"})), Some(cw::PortCommand::HudAction("handoff_resume")));
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "copy_prompt"})), None, "Copy Prompt never reaches the worker");
+}

@@ -1,0 +1,234 @@
+// The HUD's Handoff end to end (SPEC X1–X8, B8, C2, Q9; §V8), in real Chromium with the
+// built extension, the real companion over real Native Messaging and its journal, and the
+// ChatGPT fixture's Project new-chat flow, under both CSP variants:
+// - Handoff on a journaled Project conversation opens a new chat of the Project, types the
+//   package's message (then the ledger's marker line) into it, and the Project's active
+//   target switches to the new conversation only once the seed is confirmed there; the
+//   binding stays;
+// - a seed the page certainly refused (twice) offers Copy Prompt with the package's bytes;
+//   a seed whose fate is unknown never offers it (X8);
+// - the service worker stopped (CDP `ServiceWorker.stopWorker`, from an extension page's session) after the seed reached
+//   the server and before the page shows it: the restarted worker finishes the transfer
+//   from the snapshot, without a second new conversation (B7, X6);
+// - with the journal's chain unknown the transfer fails, the source stays the target and
+//   no tab is opened (X5).
+//
+// Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker.
+import { test, expect } from '../lib/test.mjs';
+import { CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud } from '../lib/continuity.mjs';
+import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
+import { nativeRequestFromWorker } from '../lib/extension.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+
+const PROJECT_CHAT = CHATS.find((c) => c.project);
+
+/** Sends `text` from the composer as the user and waits until the reply has ended. */
+async function askAndWait(page, fixture, text) {
+  const before = fixture.server.length;
+  await page.locator('#prompt-textarea').click();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Enter');
+  await expect.poll(() => fixture.server.length, { message: 'the fixture received the message' }).toBeGreaterThan(before);
+  await expect(page.locator('button[data-testid="stop-button"]'), 'the reply has ended').toHaveCount(0, { timeout: 20_000 });
+}
+
+/** The tab the worker opened with chrome.tabs.create. Routes may miss the first navigation
+ * of a tab an extension opens: then it still shows the URL naming the transfer without the
+ * fixture's page, and the test loads that URL again. */
+async function handoffTab(context) {
+  const page = await context.waitForEvent('page', { timeout: 30_000 });
+  await expect.poll(() => page.url(), { message: 'the new tab opened a Project page', timeout: 15_000 }).toMatch(/herdr_handoff=|\/c\//);
+  const url = page.url();
+  if (url.includes('herdr_handoff=') && (await page.locator('#prompt-textarea').count()) === 0) {
+    await page.waitForTimeout(2_000);
+    if ((await page.locator('#prompt-textarea').count()) === 0) await page.goto(url);
+  }
+  return { page, url };
+}
+
+/** Records every value the HUD's active-target hook takes, with the time (page clock). */
+async function watchTarget(page) {
+  await page.evaluate(() => {
+    const host = document.querySelector('herdr-continuity-hud');
+    window.__targets = [{ value: host.getAttribute('data-active-target'), at: Date.now() }];
+    new MutationObserver(() => {
+      const value = host.getAttribute('data-active-target');
+      if (window.__targets.at(-1).value !== value) window.__targets.push({ value, at: Date.now() });
+    }).observe(host, { attributes: true, attributeFilter: ['data-active-target'] });
+  });
+}
+
+/** Records every value the HUD's handoff button hook takes (page clock). */
+async function watchButton(page) {
+  await page.evaluate(() => {
+    const host = document.querySelector('herdr-continuity-hud');
+    window.__buttons = [host.getAttribute('data-handoff-button')];
+    new MutationObserver(() => {
+      const value = host.getAttribute('data-handoff-button');
+      if (window.__buttons.at(-1) !== value) window.__buttons.push(value);
+    }).observe(host, { attributes: true, attributeFilter: ['data-handoff-button'] });
+  });
+}
+
+/** A bound, journaled Project conversation with its HUD expanded. */
+async function journaledProjectChat(sandbox, csp) {
+  const world = await continuityWorld(sandbox, { csp, replyWith: () => 'The loader is in and its tests pass.' });
+  const { page, hud } = await openAndBind(world.context, world.worker, PROJECT_CHAT);
+  await askAndWait(page, world.fixture, 'Add the config loader and its tests');
+  await hud.expect('data-journal', 'journalRecorded', 'C1: the chain exists before the handoff');
+  await hud.expand();
+  return { ...world, page, hud };
+}
+
+/** The package the runtime gives for the source (the same params give the same package). */
+async function packageOf(worker) {
+  const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
+  const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
+  return prepared.result;
+}
+
+for (const csp of CSP_VARIANTS) {
+  test.describe(`Handoff from the HUD (§V8), CSP ${csp}`, () => {
+    test('the target switches only after the seed is confirmed, and the seed is the package\'s message byte for byte (X4, X6, B8)', async ({ sandbox }) => {
+      test.slow();
+      const { context, worker, fixture } = await continuityWorld(sandbox, { csp, replyWith: () => 'The loader is in and its tests pass.' });
+      const { page, hud } = await openAndBind(context, worker, PROJECT_CHAT);
+      await askAndWait(page, fixture, 'Add the config loader and its tests');
+      await hud.expect('data-journal', 'journalRecorded', 'C1: the chain exists before the handoff');
+      await hud.expect('data-handoff-button', 'handoff', 'X1: the HUD offers Handoff');
+      await hud.expand();
+      await watchTarget(page);
+      const opened = handoffTab(context);
+      // Keyboard: the button is focusable and Enter presses it.
+      await hud.action('handoff').focus();
+      await page.keyboard.press('Enter');
+      const { page: target } = await opened;
+      await expect.poll(() => fixture.server.filter((m) => m.conversationId !== CONVERSATION && MARKER_LINE.test(m.text)).length,
+        { message: 'the seed reached the new conversation', timeout: 40_000 }).toBe(1);
+      const seed = fixture.server.find((m) => m.conversationId !== CONVERSATION && MARKER_LINE.test(m.text));
+      await hud.expect('data-active-target', seed.conversationId, 'X6: the target is the new conversation once the seed is confirmed', 40_000);
+      await hud.expect('data-binding', 'w1', 'B8: the binding stays');
+      await hud.expect('data-handoff-step', 'done');
+      await expect(target).toHaveURL(new RegExp(`/c/${seed.conversationId}$`));
+      // X6, X7: the target took exactly two values, the source then the new conversation,
+      // and it switched only after the fixture's server had the seed.
+      const targets = await page.evaluate(() => window.__targets);
+      expect(targets.map((t) => t.value)).toEqual([CONVERSATION, seed.conversationId]);
+      expect(targets[1].at).toBeGreaterThanOrEqual(seed.at);
+      const urls = await worker.evaluate(async () => (await chrome.tabs.query({})).map((t) => t.url));
+      expect(urls.filter((u) => u.includes('herdr_handoff=') || u.includes(`/c/${seed.conversationId}`)), 'one new tab').toHaveLength(1);
+      // X4: the seed is the package's message, byte for byte (then the ledger's marker line).
+      const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
+      const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
+      const message = prepared.result.automatic_delivery.params.message;
+      expect(prepared.result.manual_delivery.copy_prompt).toBe(message);
+      const lines = seed.text.split('\n');
+      expect(MARKER_LINE.test(lines.at(-1))).toBe(true);
+      expect(lines.slice(0, -1).join('\n')).toBe(message);
+      expect(fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')), 'one seed, one new conversation').toHaveLength(1);
+    });
+
+    test('a seed the page certainly refused twice offers Copy Prompt with the package\'s bytes (X8)', async ({ sandbox }) => {
+      test.slow();
+      const { context, worker, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: 'https://chatgpt.com' });
+      await watchButton(page);
+      fixture.seedFault = 'seed_failed';
+      const opened = handoffTab(context);
+      await hud.action('handoff').click();
+      const { page: target } = await opened;
+      await expect.poll(() => fixture.refusedSeeds.length, { message: 'the page refused the first seed', timeout: 30_000 }).toBe(1);
+      fixture.seedFault = 'seed_failed';
+      await expect.poll(() => fixture.refusedSeeds.length, { message: 'the seed went once more and was refused again', timeout: 60_000 }).toBe(2);
+      await hud.expect('data-handoff-button', 'copy_prompt', 'X8: Copy Prompt after two certain failures', 40_000);
+      await hud.expect('data-active-target', CONVERSATION, 'the source stays the target');
+      expect(fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')), 'nothing reached a chat').toHaveLength(0);
+      const { manual_delivery: { copy_prompt: prompt } } = await packageOf(worker);
+      await page.bringToFront();
+      await hud.action('copy_prompt').click();
+      await expect(hud.host).toHaveAttribute('data-copy-prompt', prompt);
+      expect(await hud.host.getAttribute('data-copy-prompt')).toBe(prompt);
+      await hud.expect('data-copied', 'yes', 'the prompt is on the clipboard');
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(prompt);
+      expect(fixture.refusedSeeds.map((r) => r.text.split('\n').slice(0, -1).join('\n')), 'each refused seed was the package\'s message').toEqual([prompt, prompt]);
+      expect(await page.evaluate(() => window.__buttons)).toEqual(['handoff', 'none', 'copy_prompt']);
+      await target.close();
+    });
+
+    test('an uncertain seed never offers Copy Prompt and keeps the source the target (X7, X8)', async ({ sandbox }) => {
+      test.slow();
+      const { context, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
+      await watchButton(page);
+      // The send times out and the server has nothing: no conversation, no marker, ever.
+      fixture.seedFault = 'seed_send_timeout';
+      fixture.seedTimeoutServer = 'none';
+      const opened = handoffTab(context);
+      await hud.action('handoff').click();
+      await opened;
+      await hud.expect('data-handoff-step', 'seeding');
+      // Past the ledger's deadlines for typing and submitting (15 s + 20 s): unconfirmed.
+      await page.waitForTimeout(40_000);
+      await hud.expect('data-active-target', CONVERSATION, 'X7: the source stays the target');
+      const buttons = await page.evaluate(() => window.__buttons);
+      expect(buttons, 'X8: never Copy Prompt while the seed is uncertain').not.toContain('copy_prompt');
+      expect(await hud.host.getAttribute('data-handoff-step')).not.toBe('done');
+    });
+
+    test('a worker restart mid-transfer finishes it without a second new conversation (B7, X6)', async ({ sandbox }) => {
+      test.slow();
+      const { context, worker, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
+      // The user turn shows only 8 s after the send: the window to stop the worker in.
+      fixture.confirmDelayMs = 8_000;
+      const opened = handoffTab(context);
+      await hud.action('handoff').click();
+      await opened;
+      await expect.poll(() => fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')).length,
+        { message: 'the seed reached the server', timeout: 40_000 }).toBe(1);
+      // Mid-transfer: the seed is on the server, the page does not show it yet.
+      await hud.expect('data-handoff-step', 'seeding');
+      await hud.expect('data-active-target', CONVERSATION, 'X7: the source is still the target');
+      // Stop the extension's service worker through CDP (from an extension page's session).
+      const extPage = await context.newPage();
+      await extPage.goto(`${EXTENSION_ORIGIN}options.html`);
+      const cdp = await context.newCDPSession(extPage);
+      const versions = [];
+      cdp.on('ServiceWorker.workerVersionUpdated', (event) => versions.push(...event.versions));
+      await cdp.send('ServiceWorker.enable');
+      await expect.poll(() => versions.filter((v) => v.runningStatus === 'running' && v.scriptURL.startsWith(EXTENSION_ORIGIN)).length,
+        { message: 'the worker\'s version is known' }).toBeGreaterThan(0);
+      // A worker that runs again has fresh globals: the mark tells the old one from the new.
+      await worker.evaluate(() => { globalThis.__beforeStop = true; });
+      const life = () => worker.evaluate(() => (globalThis.__beforeStop ? 'old' : 'new')).catch(() => 'restarting');
+      await expect.poll(async () => {
+        if ((await life()) === 'old') {
+          for (const version of versions.filter((v) => v.scriptURL.startsWith(EXTENSION_ORIGIN))) {
+            await cdp.send('ServiceWorker.stopWorker', { versionId: version.versionId }).catch(() => {});
+          }
+        }
+        return life();
+      }, { message: 'the worker was stopped and runs again', timeout: 20_000, intervals: [1_000] }).toBe('new');
+      await extPage.close();
+      await hud.expect('data-handoff-step', 'done', 'the restarted worker finished the transfer', 60_000);
+      const seeds = fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF'));
+      expect(seeds, 'one seed').toHaveLength(1);
+      await hud.expect('data-active-target', seeds[0].conversationId, 'X6: the target is the new conversation');
+      const restarted = context.serviceWorkers().find((w) => w.url().startsWith(EXTENSION_ORIGIN));
+      const urls = await restarted.evaluate(async () => (await chrome.tabs.query({})).map((t) => t.url));
+      expect(urls.filter((u) => u.includes('herdr_handoff=') || u.includes(`/c/${seeds[0].conversationId}`)), 'one new tab').toHaveLength(1);
+    });
+
+    test('an unknown chain fails the handoff: the source stays the target and no tab opens (X5, C2)', async ({ sandbox }) => {
+      const { context, worker } = await continuityWorld(sandbox, { csp });
+      const { page, hud } = await openAndBind(context, worker, PROJECT_CHAT);
+      await hud.expand();
+      let tabs = 0;
+      context.on('page', () => { tabs += 1; });
+      await hud.action('handoff').click();
+      await hud.expect('data-handoff-step', 'failed', 'X5: nothing journaled yet, so the chain cannot be confirmed');
+      await expect(hud.host.locator('p[data-line="handoff"]')).toContainText(PROJECT_CHAT.url);
+      await hud.expect('data-active-target', CONVERSATION);
+      await page.waitForTimeout(1_000);
+      expect(tabs).toBe(0);
+    });
+  });
+}

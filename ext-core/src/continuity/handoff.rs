@@ -1,0 +1,522 @@
+//! The HUD's Handoff in the continuity loop (SPEC X1–X8, B8, C2, Q9): drives one
+//! [`crate::handoff::Handoff`] machine per source scope (a ChatGPT Project, or a plain
+//! ChatGPT conversation) from the HUD's buttons, the runtime's answers, the pages' facts and
+//! the delivery ledger.
+//!
+//! One transfer: the HUD's Handoff (Auto on or off, X1) → refused while the bound workspace
+//! works (X2) → the source's automatic wakes pause (its scheduler sees
+//! `SchedulerInput::Handoff`) and its queue holds → `continuity.resolve {conversation_id}`
+//! confirms the chain live (C2) → `herdr_mcp.browser_handoff.prepare` returns the package
+//! (X4; read-only) → [`ContinuityOutput::OpenTab`] opens the Project's home page (or
+//! ChatGPT's new chat) in a new tab, its URL carrying `herdr_handoff=<transfer id>` so the
+//! tab is known by evidence even after a worker restart → once that page is idle the
+//! package's message goes through the [`DeliveryLedger`] as a `handoff_seed` delivery,
+//! posted only after the snapshot naming it is written ([`ContinuityOutput::SeedDeliver`])
+//! → the cut-over comes only with the new conversation's id (the new tab's URL) **and** the
+//! seed's marker seen in its thread (X6): the Project's `active_conv_key` switches
+//! (`BindingInput::CutOver`), never its binding or continuity (B8), and the source's unsent
+//! queue items move to the new conversation, in order (Q9).
+//!
+//! Until the cut-over the Project's target is held: a page report of the new conversation
+//! does not make it the target (B3 is suspended for that Project). After it, the source
+//! conversation is *retired*: a tab that still shows it (and did not navigate to it) does
+//! not take the target back.
+//!
+//! Invariants:
+//! - At most one transfer in flight per source scope; a second Start is refused.
+//! - The Project's active target moves during a transfer only at its cut-over, and the
+//!   cut-over needs the seed's confirmation by the ledger (or, on Resume, its marker seen
+//!   in the target's thread) and the new conversation's id.
+//! - A seed is typed again only after a certain absence (the ledger's not sent or lost, or
+//!   Resume on a target that shows no marker of it); an uncertain seed waits for Resume.
+//! - Copy Prompt is offered only when browser control is confirmed unavailable (no tab, or
+//!   the seed certainly refused twice), never while a seed is uncertain.
+//! - Nothing asks a chat or an LLM for a summary; a failure keeps the source and its URL.
+
+use super::*;
+use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
+use crate::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::scope::Site;
+
+/// The query parameter that names a transfer in its new tab's URL.
+pub const HANDOFF_QUERY: &str = "herdr_handoff=";
+
+/// One transfer and what the composition knows around its machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transfer {
+    /// The machine.
+    pub machine: Handoff,
+    /// The source's Project, `None` for a conversation outside a Project.
+    pub project_id: Option<String>,
+    /// The source conversation.
+    pub source_conversation: String,
+    /// The tab the Handoff was pressed in.
+    pub source_tab: TabId,
+    /// The new conversation's tab, once opened (or found by its URL after a restart).
+    pub target_tab: Option<TabId>,
+    /// The seed deliveries posted (ids), oldest first.
+    pub seeds: Vec<String>,
+    /// The machine asked for a seed that has not been posted yet (the page was busy).
+    pub seed_due: bool,
+    /// The new tab was asked for (its `open_tab` left after the snapshot write).
+    pub tab_requested: bool,
+    /// The transfer's end (failed, Copy Prompt) is in the Activity timeline.
+    pub end_recorded: bool,
+}
+
+/// What the handoff keeps across worker restarts (in the snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HandoffBook {
+    /// Transfers by source scope key (the last one of each scope, finished or not).
+    pub transfers: VecMap<String, Transfer>,
+    /// Per Project key, the conversation its last cut-over left.
+    pub retired: VecMap<String, String>,
+}
+
+impl WriteJson for Transfer {
+    fn write_json(&self) -> serde_json::Value {
+        Object::default()
+            .with("machine", &self.machine)
+            .with("project_id", &self.project_id)
+            .with("source_conversation", &self.source_conversation)
+            .with("source_tab", &self.source_tab)
+            .with("target_tab", &self.target_tab)
+            .with("seeds", &self.seeds)
+            .with("seed_due", &self.seed_due)
+            .with("tab_requested", &self.tab_requested)
+            .with("end_recorded", &self.end_recorded)
+            .done()
+    }
+}
+
+impl ReadJson for Transfer {
+    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?;
+        Ok(Self {
+            machine: f.get("machine")?,
+            project_id: f.get("project_id")?,
+            source_conversation: f.get("source_conversation")?,
+            source_tab: f.get("source_tab")?,
+            target_tab: f.get("target_tab")?,
+            seeds: f.get("seeds")?,
+            seed_due: f.get("seed_due")?,
+            tab_requested: f.get("tab_requested")?,
+            end_recorded: f.or_default("end_recorded")?,
+        })
+    }
+}
+
+crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default });
+
+/// What the HUD shows about a handoff on a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandoffView {
+    /// The machine's step (`idle`, `confirming`, …, `done`, `failed`).
+    pub step: &'static str,
+    /// The line (a `_locales` text), if there is one to say.
+    pub line: Option<Say>,
+    /// The button: `handoff`, `resume`, `copy_prompt`, or `none` while a step runs.
+    pub button: &'static str,
+    /// The package's `copy_prompt`, only while Copy Prompt is offered (X8).
+    pub copy_prompt: Option<String>,
+}
+
+crate::json_read::write_struct!(HandoffView { step, line, button, copy_prompt });
+
+/// The ledger key of a transfer's seeds (not the source scope's: the source keeps its own
+/// deliveries, and the seed goes to another tab).
+fn seed_key(key: &str) -> String {
+    ["handoff:", key].concat()
+}
+
+/// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there) or
+/// ChatGPT's new chat, naming the transfer.
+pub fn new_chat_url(project_id: Option<&str>, transfer_id: &str) -> String {
+    match project_id {
+        Some(project) => format!("https://chatgpt.com/g/{project}/project?{HANDOFF_QUERY}{transfer_id}"),
+        None => format!("https://chatgpt.com/?{HANDOFF_QUERY}{transfer_id}"),
+    }
+}
+
+fn package_of(state: &HandoffState) -> Option<&Package> {
+    match state {
+        HandoffState::Opening { package, .. } | HandoffState::Seeding { package, .. } | HandoffState::SeedUncertain { package, .. } | HandoffState::CopyPrompt { package } => Some(package),
+        _ => None,
+    }
+}
+
+fn query_names(url: &str, transfer_id: &str) -> bool {
+    let wanted = [HANDOFF_QUERY, transfer_id].concat();
+    url.split_once('?').is_some_and(|(_, query)| query.split(['&', '#']).any(|part| part == wanted))
+}
+
+impl Continuity {
+    /// Whether a transfer of the scope `key` is in flight (its source's wakes pause, X2).
+    pub(super) fn handoff_in_flight(&self, key: &str) -> bool {
+        self.handoff.transfers.get(key).is_some_and(|t| t.machine.in_flight())
+    }
+
+    /// The transfers (read-only; tests and the panel).
+    pub fn handoff_book(&self) -> &HandoffBook {
+        &self.handoff
+    }
+
+    /// Whether the queue of `conversation` (`<site>:<id>`) is held: its transfer is in flight
+    /// (its items move to the new conversation at the cut-over, Q9).
+    pub(super) fn handoff_holds_queue(&self, conversation: &str) -> bool {
+        self.handoff.transfers.values().any(|t| t.machine.in_flight() && conversation == ["chatgpt:", t.source_conversation.as_str()].concat())
+    }
+
+    /// What the binding table is told a tab shows: a Project's new conversation does not
+    /// become its target while a transfer of the Project is in flight, and the conversation
+    /// its cut-over left does not take the target back unless the tab navigated to it.
+    pub(super) fn handoff_visit_kind(&self, tab: TabId, page: PageKind) -> PageKind {
+        let PageKind::ProjectChat { project_id, conversation_id } = &page else { return page };
+        let key = Scope::Project { project_id: project_id.clone() }.key();
+        let held = self.handoff_in_flight(&key);
+        let retired = self.handoff.retired.get(&key) == Some(conversation_id)
+            && self.pages.get(&tab).is_none_or(|before| classify_url(&before.url) == page);
+        if held || retired {
+            PageKind::ProjectHome { project_id: project_id.clone() }
+        } else {
+            page
+        }
+    }
+
+    /// The HUD's Handoff button (X1).
+    pub(super) fn handoff_start(&mut self, now: Millis, tab: TabId) {
+        let Some(report) = self.pages.get(&tab) else { return };
+        let page = classify_url(&report.url);
+        let (conversation_id, project_id) = match &page {
+            PageKind::ProjectChat { project_id, conversation_id } => (conversation_id.clone(), Some(project_id.clone())),
+            PageKind::Chat { site: Site::ChatGpt, conversation_id } => (conversation_id.clone(), None),
+            _ => return self.handoff_refused(tab, None, &HandoffRefusal::NoContinuity),
+        };
+        let Some(scope) = page.scope() else { return };
+        let key = scope.key();
+        let working = self.bindings.binding_for(&scope).is_some_and(|b| self.tracker.is_working(&b.workspace_id));
+        let mut transfer = self.handoff.transfers.get(&key).cloned().unwrap_or_else(|| Transfer {
+            machine: Handoff::default(),
+            project_id: None,
+            source_conversation: String::new(),
+            source_tab: tab,
+            target_tab: None,
+            seeds: Vec::new(),
+            seed_due: false,
+            tab_requested: false,
+            end_recorded: false,
+        });
+        let start = HandoffInput::Start { conversation_id: conversation_id.clone(), source_url: report.url.clone(), workspace_working: working };
+        if let Err(refusal) = transfer.machine.handle(start) {
+            return self.handoff_refused(tab, Some(&key), &refusal);
+        }
+        transfer = Transfer {
+            machine: transfer.machine,
+            project_id,
+            source_conversation: conversation_id,
+            source_tab: tab,
+            target_tab: None,
+            seeds: Vec::new(),
+            seed_due: false,
+            tab_requested: false,
+            end_recorded: false,
+        };
+        self.handoff.transfers.insert(key.clone(), transfer);
+        self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("handoff_started"), None);
+        self.handoff_drain(now, &key);
+    }
+
+    fn handoff_refused(&mut self, tab: TabId, key: Option<&str>, refusal: &HandoffRefusal) {
+        self.notice(tab, Say::coded("handoffRefused", refusal.code(), vec![]), NoticeTone::Bad);
+        if let Some(key) = key {
+            self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Withheld, ActivityReason::Code(refusal.code()), None);
+        }
+    }
+
+    /// "Resume handoff" (X7): probes the target's thread for the seed's marker — present →
+    /// the cut-over; absent → the seed goes again.
+    pub(super) fn handoff_resume(&mut self, now: Millis, tab: TabId) {
+        let Some(key) = self.handoff_key_of_tab(tab) else { return };
+        let Some(transfer) = self.handoff.transfers.get(&key) else { return };
+        if self.handoff_tab_lost(transfer) {
+            // Its tab was asked for before a restart and never showed up: ask again (no seed
+            // was typed anywhere, so no second conversation can come of it).
+            self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("tab_asked_again"), None);
+            return self.handoff_output(now, &key, HandoffOutput::OpenNewChat);
+        }
+        if !matches!(transfer.machine.state(), HandoffState::SeedUncertain { .. }) {
+            return;
+        }
+        let Some(target) = transfer.target_tab.and_then(|t| self.pages.get(&t)) else {
+            return self.notice(tab, Say::new("handoffResumeNoTarget", vec![]), NoticeTone::Bad);
+        };
+        let seed_present = target.markers.iter().any(|m| transfer.seeds.contains(m));
+        let new_conversation = self.handoff_new_conversation(transfer, target);
+        let Some(transfer) = self.handoff.transfers.get_mut(&key) else { return };
+        if let Some(conversation_id) = new_conversation {
+            let _ = transfer.machine.handle(HandoffInput::NewConversation { conversation_id });
+        }
+        let _ = transfer.machine.handle(HandoffInput::Resume { seed_present });
+        self.handoff_drain(now, &key);
+    }
+
+    /// A transfer whose new tab was asked for by an earlier worker life and is not known: the
+    /// request may have been lost with that worker.
+    fn handoff_tab_lost(&self, transfer: &Transfer) -> bool {
+        let asked = package_of(transfer.machine.state()).is_some_and(|p| self.handoff_tabs_asked.contains(&p.transfer_id));
+        matches!(transfer.machine.state(), HandoffState::Opening { .. }) && transfer.tab_requested && transfer.target_tab.is_none() && !asked
+    }
+
+    /// The transfer a tab's HUD speaks about: the scope it shows, or the transfer whose new
+    /// tab it is.
+    fn handoff_key_of_tab(&self, tab: TabId) -> Option<String> {
+        let own = self.scope_of_tab(tab).map(|s| s.key()).filter(|k| self.handoff.transfers.contains_key(k));
+        own.or_else(|| self.handoff.transfers.iter().find(|(_, t)| t.target_tab == Some(tab) && t.machine.in_flight()).map(|(k, _)| k.clone()))
+    }
+
+    /// The new conversation a target page shows: a conversation of the source's Project (or
+    /// of ChatGPT outside one) other than the source.
+    fn handoff_new_conversation(&self, transfer: &Transfer, report: &PageReport) -> Option<String> {
+        let id = match (classify_url(&report.url), &transfer.project_id) {
+            (PageKind::ProjectChat { project_id, conversation_id }, Some(ours)) if project_id == *ours => conversation_id,
+            (PageKind::Chat { site: Site::ChatGpt, conversation_id }, None) => conversation_id,
+            _ => return None,
+        };
+        (id != transfer.source_conversation).then_some(id)
+    }
+
+    /// A page reported: the new tab is found by its URL, becomes ready for the seed, shows
+    /// the new conversation's id.
+    pub(super) fn handoff_page(&mut self, now: Millis, tab: TabId) {
+        let Some(report) = self.pages.get(&tab).cloned() else { return };
+        let keys: Vec<String> = self.handoff.transfers.iter().filter(|(_, t)| t.machine.in_flight()).map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            let Some(transfer) = self.handoff.transfers.get(&key) else { continue };
+            let transfer_id = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone());
+            let adopt = transfer.target_tab.is_none() && transfer.tab_requested && transfer_id.is_some_and(|id| query_names(&report.url, &id));
+            if transfer.target_tab != Some(tab) && !adopt {
+                continue;
+            }
+            let new_conversation = self.handoff_new_conversation(transfer, &report);
+            let new_chat_page = matches!(classify_url(&report.url), PageKind::Root | PageKind::ProjectHome { .. });
+            let ready = new_chat_page && queue::is_idle_for_queue(&report);
+            let Some(transfer) = self.handoff.transfers.get_mut(&key) else { continue };
+            if adopt {
+                transfer.target_tab = Some(tab);
+                self.outputs.push_back(ContinuityOutput::Persist);
+            }
+            if let Some(conversation_id) = new_conversation {
+                let _ = transfer.machine.handle(HandoffInput::NewConversation { conversation_id });
+            }
+            if ready && matches!(transfer.machine.state(), HandoffState::Opening { .. }) {
+                let _ = transfer.machine.handle(HandoffInput::TargetReady);
+            }
+            self.handoff_drain(now, &key);
+            self.handoff_post_seed(now, &key);
+        }
+    }
+
+    /// The worker's `chrome.tabs.create` for a transfer answered: the new tab, or browser
+    /// control is unavailable (X8).
+    pub(super) fn handoff_tab(&mut self, now: Millis, transfer_id: &str, tab: Result<TabId, String>) {
+        let Some(key) = self
+            .handoff
+            .transfers
+            .iter()
+            .find(|(_, t)| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id))
+            .map(|(k, _)| k.clone())
+        else {
+            return;
+        };
+        self.handoff_tabs_asked.remove(transfer_id);
+        let Some(transfer) = self.handoff.transfers.get_mut(&key) else { return };
+        match tab {
+            Ok(tab) => {
+                transfer.target_tab.get_or_insert(tab);
+                self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("new_chat_opened"), None);
+                self.outputs.push_back(ContinuityOutput::Persist);
+                self.handoff_page(now, tab);
+            }
+            Err(_) => {
+                let _ = transfer.machine.handle(HandoffInput::BrowserControlUnavailable);
+                self.handoff_drain(now, &key);
+            }
+        }
+    }
+
+    /// A runtime answer for a transfer (`continuity.resolve` or the package).
+    pub(super) fn handoff_answered(&mut self, now: Millis, key: &str, resolve: bool, result: Result<RuntimeAnswer, CallError>) {
+        let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
+        let input = match (resolve, result) {
+            (true, Ok(RuntimeAnswer::Resolved { continuity_id })) => HandoffInput::Confirmed(Ok(continuity_id)),
+            (false, Ok(RuntimeAnswer::Prepared(package))) => HandoffInput::Prepared(Ok(package)),
+            (true, Err(e)) => HandoffInput::Confirmed(Err(e.message)),
+            (false, Err(e)) => HandoffInput::Prepared(Err(e.message)),
+            (true, Ok(_)) => HandoffInput::Confirmed(Err("the runtime's answer to continuity.resolve is not its documented shape".to_owned())),
+            (false, Ok(_)) => HandoffInput::Prepared(Err("the runtime's handoff package is not its documented shape".to_owned())),
+        };
+        let _ = transfer.machine.handle(input);
+        self.handoff_drain(now, key);
+    }
+
+    /// On link-up: the calls of transfers restored while confirming or preparing (their
+    /// answers were lost with the worker) go again.
+    pub(super) fn handoff_link_up(&mut self, now: Millis) {
+        let keys: Vec<(String, HandoffOutput)> = self
+            .handoff
+            .transfers
+            .iter()
+            .filter(|(k, _)| !self.calls.values().any(|p| matches!(p, Purpose::Handoff { key, .. } if key == *k)))
+            .filter_map(|(k, t)| match t.machine.state() {
+                HandoffState::Confirming { conversation_id, .. } => Some((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() })),
+                HandoffState::Preparing { continuity_id, .. } => Some((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() })),
+                _ => None,
+            })
+            .collect();
+        for (key, output) in keys {
+            self.handoff_output(now, &key, output);
+        }
+    }
+
+    /// How a seed's delivery ended.
+    pub(super) fn handoff_seed_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
+        let Some(key) = self.handoff.transfers.iter().find(|(_, t)| t.seeds.contains(&delivery.id)).map(|(k, _)| k.clone()) else { return };
+        let outcome = match resolution {
+            Resolution::Confirmed => SeedOutcome::Confirmed,
+            Resolution::NotSent { .. } | Resolution::Lost => SeedOutcome::NotSent,
+            Resolution::Abandoned => SeedOutcome::Uncertain,
+        };
+        if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
+            let _ = transfer.machine.handle(HandoffInput::Seed(outcome));
+        }
+        self.handoff_drain(now, &key);
+        self.handoff_post_seed(now, &key);
+    }
+
+    fn handoff_drain(&mut self, now: Millis, key: &str) {
+        while let Some(output) = self.handoff.transfers.get_mut(key).and_then(|t| t.machine.poll()) {
+            self.handoff_output(now, key, output);
+        }
+        let ended = self.handoff.transfers.get(key).map(|t| t.machine.state().clone());
+        match ended {
+            Some(HandoffState::Failed { reason, .. }) if !self.handoff_reported(key) => {
+                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(reason.code()), None);
+            }
+            Some(HandoffState::CopyPrompt { .. }) if !self.handoff_reported(key) => {
+                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code("copy_prompt_offered"), None);
+            }
+            _ => {}
+        }
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    /// Marks a transfer's end as recorded: a failed or Copy Prompt transfer is recorded once,
+    /// not on every later input.
+    fn handoff_reported(&mut self, key: &str) -> bool {
+        let Some(transfer) = self.handoff.transfers.get_mut(key) else { return true };
+        std::mem::replace(&mut transfer.end_recorded, true)
+    }
+
+    fn handoff_output(&mut self, now: Millis, key: &str, output: HandoffOutput) {
+        match output {
+            // The source's scheduler reads `handoff_in_flight` on its next sync.
+            HandoffOutput::PauseSource | HandoffOutput::ResumeSource => {}
+            HandoffOutput::Confirm { conversation_id } => {
+                self.call(Purpose::Handoff { key: key.to_owned(), resolve: true }, RuntimeCall::ContinuityResolve { conversation_id });
+            }
+            HandoffOutput::Prepare { continuity_id } => {
+                let source_url = match self.handoff.transfers.get(key).map(|t| t.machine.state()) {
+                    Some(HandoffState::Preparing { source_url, .. }) => source_url.clone(),
+                    _ => return,
+                };
+                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, RuntimeCall::HandoffPrepare { continuity_id, source_url });
+            }
+            HandoffOutput::OpenNewChat => {
+                let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
+                let Some(transfer_id) = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone()) else { return };
+                transfer.tab_requested = true;
+                let url = new_chat_url(transfer.project_id.as_deref(), &transfer_id);
+                self.handoff_tabs_asked.insert(transfer_id.clone());
+                self.outputs.push_back(ContinuityOutput::Persist);
+                self.outputs.push_back(ContinuityOutput::OpenTab { transfer_id, url });
+            }
+            HandoffOutput::SendSeed { .. } => {
+                if let Some(transfer) = self.handoff.transfers.get_mut(key) {
+                    transfer.seed_due = true;
+                }
+                self.handoff_post_seed(now, key);
+            }
+            HandoffOutput::CutOver { new_conversation } => self.handoff_cut_over(key, &new_conversation),
+        }
+    }
+
+    /// Posts a due seed once the new chat's page is idle.
+    fn handoff_post_seed(&mut self, now: Millis, key: &str) {
+        let Some(transfer) = self.handoff.transfers.get(key) else { return };
+        let (Some(tab), true) = (transfer.target_tab, transfer.seed_due) else { return };
+        let Some(package) = package_of(transfer.machine.state()).cloned() else { return };
+        if !self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
+            return;
+        }
+        let subject = ["handoff:", package.transfer_id.as_str()].concat();
+        if let Ok(id) = self.post_delivery(now, &seed_key(key), tab, DeliveryKind::HandoffSeed, &subject, &package.message, Vec::new()) {
+            if let Some(transfer) = self.handoff.transfers.get_mut(key) {
+                transfer.seed_due = false;
+                transfer.seeds.push(id.clone());
+            }
+            self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("seed_sent"), Some(&id));
+        }
+    }
+
+    /// The cut-over (B8, Q9): the Project's target moves to the new conversation, the source
+    /// is retired, and its unsent queue items move, in order.
+    fn handoff_cut_over(&mut self, key: &str, new_conversation: &str) {
+        let Some(transfer) = self.handoff.transfers.get(key).cloned() else { return };
+        if let Some(project_id) = transfer.project_id.clone() {
+            self.handoff.retired.insert(key.to_owned(), transfer.source_conversation.clone());
+            self.bindings.handle(self.now, BindingInput::CutOver { project_id, conversation_id: new_conversation.to_owned() });
+            self.drain_bindings();
+        }
+        let from = ["chatgpt:", transfer.source_conversation.as_str()].concat();
+        let to = ["chatgpt:", new_conversation].concat();
+        self.queue_move(from, to);
+        self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), transfer.seeds.last().map(String::as_str));
+        for tab in [Some(transfer.source_tab), transfer.target_tab].into_iter().flatten() {
+            self.notice(tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
+        }
+        self.outputs.push_back(ContinuityOutput::Persist);
+    }
+
+    /// The HUD's handoff part on `tab`: a ChatGPT conversation (its scope's transfer), or the
+    /// new tab of a transfer in flight.
+    pub(super) fn handoff_view(&self, tab: TabId) -> Option<HandoffView> {
+        let page = self.page_kind(tab);
+        let conversation = matches!(&page, PageKind::ProjectChat { .. } | PageKind::Chat { site: Site::ChatGpt, .. });
+        let key = self.handoff_key_of_tab(tab);
+        if !conversation && key.as_ref().is_none_or(|k| self.handoff.transfers.get(k).is_none_or(|t| t.target_tab != Some(tab))) {
+            return None;
+        }
+        let transfer = key.as_ref().and_then(|k| self.handoff.transfers.get(k));
+        let Some(transfer) = transfer else {
+            return Some(HandoffView { step: "idle", line: None, button: "handoff", copy_prompt: None });
+        };
+        let state = transfer.machine.state();
+        let uncertain = transfer.seeds.last().and_then(|id| self.ledger.active().find(|d| &d.id == id)).is_some_and(|d| matches!(d.state, DeliveryState::Uncertain { .. }));
+        let (line, button) = match state {
+            HandoffState::Idle => (None, "handoff"),
+            HandoffState::Seeding { .. } if uncertain => (Some(Say::new("handoffLine_seed_unconfirmed", vec![])), "none"),
+            HandoffState::Opening { .. } if self.handoff_tab_lost(transfer) => (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume"),
+            HandoffState::Confirming { .. } | HandoffState::Preparing { .. } | HandoffState::Opening { .. } | HandoffState::Seeding { .. } => {
+                (Some(Say::coded("handoffLine", state.step(), vec![])), "none")
+            }
+            HandoffState::SeedUncertain { .. } => (Some(Say::coded("handoffLine", "seed_uncertain", vec![])), "resume"),
+            HandoffState::CopyPrompt { .. } => (Some(Say::coded("handoffLine", "copy_prompt", vec![])), "copy_prompt"),
+            HandoffState::Done { new_conversation } => (Some(Say::new("handoffLine_done", vec![new_conversation.clone()])), if conversation { "handoff" } else { "none" }),
+            HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail }, source_url } => {
+                (Some(Say::new("handoffFailed_journal_unavailable", vec![detail.clone(), source_url.clone()])), "handoff")
+            }
+            HandoffState::Failed { reason, source_url } => (Some(Say::coded("handoffFailed", reason.code(), vec![source_url.clone()])), "handoff"),
+        };
+        Some(HandoffView { step: state.step(), line, button, copy_prompt: transfer.machine.copy_prompt().map(str::to_owned) })
+    }
+}

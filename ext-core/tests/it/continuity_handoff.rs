@@ -1,0 +1,636 @@
+//! The HUD's Handoff through the composed machine (SPEC X1–X8, B8, C2, Q9): the Handoff
+//! button → `continuity.resolve` → the package → a new tab on the Project's home → the seed
+//! through the delivery ledger (posted after the snapshot write) → the cut-over only with
+//! the new conversation's id and the seed's marker. Transcripts print the runtime calls,
+//! the tab opened, the seed, the Project's active target and the HUD's handoff line; the
+//! property test drives answers, page reports, failures, queue adds and worker restarts in
+//! any order.
+
+use std::collections::BTreeMap;
+
+use continuity_protocol::ErrorCode;
+use ext_core::binding::CatalogWorkspace;
+use ext_core::continuity::{
+    CallError, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageReport, RuntimeAnswer, RuntimeCall,
+};
+use ext_core::handoff::Package;
+use ext_core::json_read::WriteJson;
+use ext_core::settle_tracker::{PaneEventKind, StreamEvent};
+use ext_core::snapshot::Snapshot;
+use expect_test::expect;
+use proptest::prelude::*;
+
+const PROJECT: &str = "g-p-0123456789abcdef0123456789abcdef";
+const OLD: &str = "6a1b2c3d-0000-4000-8000-00000000000a";
+const NEW: &str = "6a1b2c3d-0000-4000-8000-0000000000ee";
+const SOURCE: u32 = 7;
+const TARGET: u32 = 9;
+/// The package's seed: the same bytes in `message` and `copy_prompt`.
+const SEED: &str = "Continue chain hc-1 from https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a\n[HERDR_CONTINUITY_REF id=ho-1 continuity_id=hc-1]\n[END_HERDR_CONTINUITY_REF]";
+
+fn chat_url(conversation: &str) -> String {
+    format!("https://chatgpt.com/g/{PROJECT}-my-app/c/{conversation}")
+}
+
+fn home_url() -> String {
+    ext_core::continuity::new_chat_url(Some(PROJECT), "ho-1")
+}
+
+fn page(url: &str, load: &str) -> PageReport {
+    PageReport { url: url.into(), composer: true, generation: Some("chatgpt.thread".into()), page_load: load.into(), ..PageReport::default() }
+}
+
+fn package() -> Package {
+    Package { transfer_id: "ho-1".into(), continuity_id: "hc-1".into(), source_url: chat_url(OLD), message: SEED.into(), copy_prompt: SEED.into() }
+}
+
+/// How the runtime answers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Journal {
+    Up,
+    Down,
+}
+
+/// The composed machine, a simulated runtime and `chrome.storage.local`'s queue record.
+struct World {
+    c: Continuity,
+    now: u64,
+    journal: Journal,
+    queue: Option<serde_json::Value>,
+    log: Vec<String>,
+    /// Tabs asked for by `open_tab` (transfer ids).
+    opened: Vec<String>,
+    /// Seed deliveries posted: (tab, id, text).
+    seeds: Vec<(u32, String, String)>,
+    /// Every other delivery posted: (tab, id, text).
+    delivered: Vec<(u32, String, String)>,
+    /// Cut-overs seen in the Activity timeline.
+    cut_overs: usize,
+}
+
+impl World {
+    fn new(auto: bool) -> Self {
+        let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0 };
+        w.feed(ContinuityInput::LinkUp);
+        w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
+        w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+        w.feed(ContinuityInput::Bind { tab: SOURCE, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+        w.feed(ContinuityInput::AllowProjectAuto { allowed: true });
+        if auto {
+            w.feed(ContinuityInput::ToggleAuto { tab: SOURCE });
+        }
+        w.log.clear();
+        w
+    }
+
+    fn feed(&mut self, input: ContinuityInput) {
+        self.c.handle(self.now, input);
+        self.drain();
+    }
+
+    fn tick(&mut self, ms: u64) {
+        let until = self.now + ms;
+        while let Some(at) = self.c.next_deadline().filter(|at| *at <= until) {
+            self.now = at.max(self.now);
+            self.c.handle_timeout(self.now);
+            self.drain();
+        }
+        self.now = until;
+    }
+
+    fn restart(&mut self) {
+        let text = self.c.snapshot().to_json().expect("persist");
+        self.c = Continuity::from_snapshot(Snapshot::parse(&text).expect("restore"), self.now, "r");
+        self.log.push("-- worker restarted".into());
+        self.feed(ContinuityInput::LinkUp);
+    }
+
+    fn target(&self) -> Option<String> {
+        self.c.bindings().list().next().and_then(|b| b.active_conv_key.clone())
+    }
+
+    fn line(&self, tab: u32) -> String {
+        self.c.page_view(tab).and_then(|v| v.handoff).map_or("no handoff view".into(), |h| {
+            let line = h.line.map_or("-".into(), |s| format!("{} {:?}", s.key, s.args));
+            format!("hud {} button={} copy={}", line, h.button, h.copy_prompt.map_or("none", |t| if t == SEED { "the seed's bytes" } else { "OTHER" }))
+        })
+    }
+
+    fn note(&mut self, what: &str) {
+        let target = self.target().unwrap_or_default();
+        let line = self.line(SOURCE);
+        self.log.push(format!("{what}: target={target} {line}"));
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.c.poll() {
+            match output {
+                ContinuityOutput::Request { id, call } => {
+                    let result = match &call {
+                        RuntimeCall::ContinuityResolve { conversation_id } => {
+                            self.log.push(format!("continuity.resolve {conversation_id}"));
+                            match self.journal {
+                                Journal::Up => Ok(RuntimeAnswer::Resolved { continuity_id: "hc-1".into() }),
+                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                            }
+                        }
+                        RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
+                            self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url}"));
+                            match self.journal {
+                                Journal::Up => Ok(RuntimeAnswer::Prepared(package())),
+                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                            }
+                        }
+                        RuntimeCall::Workspaces => Ok(RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] }),
+                        RuntimeCall::InboxPending { .. } => Ok(RuntimeAnswer::InboxPending { tasks: Vec::new(), more: false }),
+                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => Ok(RuntimeAnswer::Counts { counts: Default::default() }),
+                        _ => Ok(RuntimeAnswer::Subscribed),
+                    };
+                    self.c.handle(self.now, ContinuityInput::Answered { id, result });
+                }
+                ContinuityOutput::OpenTab { transfer_id, url } => {
+                    self.log.push(format!("open_tab {url}"));
+                    self.opened.push(transfer_id);
+                }
+                ContinuityOutput::SeedDeliver { tab, id, text } => {
+                    self.log.push(format!("seed (after the snapshot write) tab={tab} id={id}"));
+                    self.seeds.push((tab, id, text));
+                }
+                ContinuityOutput::Deliver { tab, id, text } => {
+                    self.log.push(format!("deliver tab={tab} id={id} {text:?}"));
+                    self.delivered.push((tab, id, text));
+                }
+                ContinuityOutput::QueueRead { op } => {
+                    let stored = Ok(self.queue.clone());
+                    self.c.handle(self.now, ContinuityInput::QueueRead { op, stored });
+                }
+                ContinuityOutput::QueueWrite { op, record } => {
+                    self.queue = Some(record);
+                    self.c.handle(self.now, ContinuityInput::QueueWritten { op, result: Ok(()) });
+                }
+                ContinuityOutput::Activity(entry) => {
+                    let json = entry.write_json();
+                    let field = |name: &str| json[name].as_str().unwrap_or("-").to_owned();
+                    if field("kind") == "handoff" {
+                        if field("reason") == "cut_over" {
+                            self.cut_overs += 1;
+                        }
+                        self.log.push(format!("activity handoff {} {} {}", field("outcome"), field("reason"), field("id")));
+                    }
+                }
+                ContinuityOutput::Notice { tab, say, .. } if say.key.starts_with("handoff") => {
+                    self.log.push(format!("notice tab={tab} {} {:?}", say.key, say.args));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The new tab is open and shows the Project's home, idle.
+    fn open_target(&mut self) {
+        let transfer_id = self.opened.last().cloned().expect("a tab was asked for");
+        self.feed(ContinuityInput::HandoffTab { transfer_id, tab: Ok(TARGET) });
+        self.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&home_url(), "tgt-1") });
+    }
+
+    /// The adapter sent the seed; the page moved to the new conversation.
+    fn seed_submitted(&mut self) {
+        let (tab, id, _) = self.seeds.last().cloned().expect("a seed");
+        self.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::Submitted });
+        self.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&chat_url(NEW), "tgt-1") });
+    }
+
+    /// The new conversation's thread shows the seed's marker in a user turn.
+    fn seed_seen(&mut self) {
+        let (_, id, _) = self.seeds.last().cloned().expect("a seed");
+        let mut report = page(&chat_url(NEW), "tgt-1");
+        report.user_turns = 1;
+        report.last_user_turn_id = Some("u-1".into());
+        report.markers = vec![id];
+        self.feed(ContinuityInput::PageReported { tab: TARGET, report });
+    }
+
+    fn queue_items(&self) -> BTreeMap<String, Vec<String>> {
+        let book = ext_core::queue::QueueBook::read(self.queue.as_ref()).expect("queue record");
+        book.conversations().map(|c| (c.to_owned(), book.items(c).iter().map(|i| i.text.clone()).collect())).collect()
+    }
+}
+
+// X1, X4, X6, B8, Q9: the whole transfer with Auto off — the chain looked up live, the
+// package, a new tab on the Project's home, the seed (the package's message, then the
+// ledger's marker line) posted after the snapshot write, and the Project's target moved
+// only once the new id and the seed's marker are both in; the source's queued items go to
+// the new conversation, in order.
+#[test]
+fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8_q9() {
+    let mut w = World::new(false);
+    // The source's reply is streaming: what the user queues waits for it.
+    let mut busy = page(&chat_url(OLD), "src-1");
+    busy.generating = true;
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy.clone() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into() });
+    w.log.clear();
+    w.note("before");
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.note("pressed");
+    w.open_target();
+    w.note("new tab ready");
+    let (_, _, text) = w.seeds.last().cloned().expect("seed");
+    assert_eq!(text.split_once("\n[herdr-continuity ").map(|(m, _)| m), Some(SEED), "the seed is the package's message, then the marker line");
+    w.seed_submitted();
+    w.note("submitted, new id known");
+    // The source reports again (its reply ended): its queue is held for the new
+    // conversation, and the target stays.
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    w.note("source idle");
+    w.seed_seen();
+    w.note("seed seen");
+    // The source tab reports again after the cut-over: it does not take the target back.
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    w.note("source again");
+    w.log.push(format!("queue {:?}", w.queue_items()));
+    expect![[r#"
+        before: target=6a1b2c3d-0000-4000-8000-00000000000a hud - button=handoff copy=none
+        activity handoff sent handoff_started -
+        continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
+        pressed: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_opening [] button=none copy=none
+        activity handoff sent new_chat_opened -
+        seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.0
+        activity handoff sent seed_sent handoff:ho-1/e.0.0
+        new tab ready: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none
+        submitted, new id known: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none
+        source idle: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none
+        activity handoff confirmed marker_seen handoff:ho-1/e.0.0
+        activity handoff confirmed cut_over handoff:ho-1/e.0.0
+        notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        deliver tab=9 id=qb:a1206ffc1bb245df/e.0.1 "first\n\nsecond\n[herdr-continuity qb:a1206ffc1bb245df/e.0.1]"
+        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        source again: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        queue {"chatgpt:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]
+    .assert_eq(&w.log.join("\n"));
+    assert_eq!(w.opened.len(), 1);
+}
+
+// X2: refused while the bound workspace works, with its reason; nothing is called.
+#[test]
+fn a_handoff_is_refused_while_the_workspace_works_x2() {
+    let mut w = World::new(true);
+    w.feed(ContinuityInput::StreamEvent(StreamEvent { boot_id: "b1".into(), seq: 1, workspace_id: "w1".into(), pane_id: "w1:p1".into(), kind: PaneEventKind::Working, at: 1 }));
+    w.log.clear();
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.note("pressed");
+    expect![[r#"
+        notice tab=7 handoffRefused_workspace_working []
+        activity handoff withheld workspace_working -
+        pressed: target=6a1b2c3d-0000-4000-8000-00000000000a hud - button=handoff copy=none"#]]
+    .assert_eq(&w.log.join("\n"));
+}
+
+// X5, C2: the journal unavailable — the transfer fails, the source stays the target and
+// the HUD names its full URL; no tab, no seed, no summary asked of anyone.
+#[test]
+fn a_journal_failure_keeps_the_source_and_its_url_x5() {
+    let mut w = World::new(true);
+    w.journal = Journal::Down;
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.note("pressed");
+    expect![[r#"
+        activity handoff sent handoff_started -
+        continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
+        activity handoff failed journal_unavailable -
+        pressed: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffFailed_journal_unavailable ["the journal is not open", "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a"] button=handoff copy=none"#]]
+    .assert_eq(&w.log.join("\n"));
+    assert!(w.opened.is_empty() && w.seeds.is_empty());
+}
+
+// X8: a seed the page certainly refused twice (its text left in the composer, cleared)
+// offers Copy Prompt with the package's bytes; while a seed is uncertain it is never
+// offered, and no tab means Copy Prompt at once.
+#[test]
+fn copy_prompt_only_after_certain_failures_never_while_uncertain_x8() {
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.open_target();
+    for round in 1..=2 {
+        let (tab, id, _) = w.seeds.last().cloned().expect("seed");
+        w.feed(ContinuityInput::DeliveryReport { tab, id: id.clone(), outcome: DeliveryOutcome::Submitted });
+        // The page refused it: the text is back in the composer.
+        let mut refused = page(&home_url(), "tgt-1");
+        refused.composer_marker = Some(id.clone());
+        w.feed(ContinuityInput::PageReported { tab: TARGET, report: refused });
+        w.tick(25_000);
+        w.note(&format!("round {round} not seen in time"));
+        w.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&home_url(), "tgt-1") });
+        w.note(&format!("round {round} cleared"));
+    }
+    expect![[r#"
+        round 1 not seen in time: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none
+        round 1 cleared: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none
+        round 2 not seen in time: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_copy_prompt [] button=copy_prompt copy=the seed's bytes
+        round 2 cleared: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_copy_prompt [] button=copy_prompt copy=the seed's bytes"#]]
+    .assert_eq(&w.log.iter().filter(|l| l.starts_with("round")).cloned().collect::<Vec<_>>().join("\n"));
+
+    // Uncertain: submitted, never seen, the page idle — the ledger gives up after its time;
+    // the HUD offers Resume, never Copy Prompt.
+    let mut u = World::new(false);
+    u.feed(ContinuityInput::Handoff { tab: SOURCE });
+    u.open_target();
+    u.seed_submitted();
+    u.tick(25_000);
+    u.note("not seen in time");
+    u.tick(200_000);
+    u.note("given up");
+    // No tab could be opened: Copy Prompt at once.
+    let mut t = World::new(false);
+    t.feed(ContinuityInput::Handoff { tab: SOURCE });
+    let transfer_id = t.opened.last().cloned().expect("asked");
+    t.feed(ContinuityInput::HandoffTab { transfer_id, tab: Err("tabs.create failed".into()) });
+    u.log.push(t.line(SOURCE));
+    expect![[r#"
+        not seen in time: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seed_unconfirmed [] button=none copy=none
+        activity handoff not_confirmed no_evidence handoff:ho-1/e.0.0
+        given up: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seed_uncertain [] button=resume copy=none
+        hud handoffLine_copy_prompt [] button=copy_prompt copy=the seed's bytes"#]]
+    .assert_eq(&u.log.iter().filter(|l| !l.starts_with("continuity.") && !l.starts_with("browser_") && !l.starts_with("open_tab") && !l.contains("seed (after") && !l.contains(" sent ")).cloned().collect::<Vec<_>>().join("\n"));
+}
+
+// X7: "Resume handoff" probes the target — its marker present → the cut-over; absent → the
+// seed goes again (a new delivery id, the same text).
+#[test]
+fn resume_probes_the_target_x7() {
+    for present in [true, false] {
+        let mut w = World::new(false);
+        w.feed(ContinuityInput::Handoff { tab: SOURCE });
+        w.open_target();
+        w.seed_submitted();
+        w.tick(250_000);
+        w.log.clear();
+        let (_, id, _) = w.seeds.last().cloned().expect("seed");
+        let mut report = page(&chat_url(NEW), "tgt-2");
+        if present {
+            report.user_turns = 1;
+            report.markers = vec![id];
+        }
+        w.feed(ContinuityInput::PageReported { tab: TARGET, report });
+        w.feed(ContinuityInput::HandoffResume { tab: SOURCE });
+        w.note(if present { "resumed, marker there" } else { "resumed, no marker" });
+        let expected = if present {
+            expect![[r#"
+                activity handoff confirmed cut_over handoff:ho-1/e.0.0
+                notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+                notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+                resumed, marker there: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+        } else {
+            expect![[r#"
+                seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.1
+                activity handoff sent seed_sent handoff:ho-1/e.0.1
+                resumed, no marker: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seeding [] button=none copy=none"#]]
+        };
+        expected.assert_eq(&w.log.join("\n"));
+    }
+}
+
+// B7, X6: a worker restart after the seed was posted — the restored ledger holds it as
+// uncertain, the new tab's thread shows its marker, and the transfer cuts over without a
+// second tab or a second seed.
+#[test]
+fn a_restart_mid_transfer_resumes_without_a_second_new_chat() {
+    let mut w = World::new(true);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.open_target();
+    w.restart();
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&chat_url(NEW), "tgt-1") });
+    w.note("restored");
+    w.seed_seen();
+    w.note("seed seen");
+    assert_eq!((w.opened.len(), w.seeds.len(), w.cut_overs), (1, 1, 1));
+    expect![[r#"
+        restored: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seed_unconfirmed [] button=none copy=none
+        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+    .assert_eq(&w.log.iter().filter(|l| l.starts_with("restored") || l.starts_with("seed seen")).cloned().collect::<Vec<_>>().join("\n"));
+}
+
+// B7: a restart after the new tab was asked for and before Chrome answered: the tab may
+// never have opened. If it did, its page names the transfer and is taken as the target; if
+// it never shows up, the HUD offers Resume handoff, which asks for it again — no seed was
+// typed anywhere, so no second conversation comes of it.
+#[test]
+fn a_tab_lost_with_the_worker_is_asked_for_again_on_resume() {
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.restart();
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    w.log.clear();
+    w.note("restored");
+    w.feed(ContinuityInput::HandoffResume { tab: SOURCE });
+    w.note("resumed");
+    w.open_target();
+    w.seed_submitted();
+    w.seed_seen();
+    w.note("done");
+    assert_eq!((w.opened.len(), w.seeds.len(), w.cut_overs), (2, 1, 1));
+    expect![[r#"
+        restored: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_tab_unknown [] button=resume copy=none
+        activity handoff sent tab_asked_again -
+        open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
+        resumed: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_opening [] button=none copy=none
+        activity handoff sent new_chat_opened -
+        seed (after the snapshot write) tab=9 id=handoff:ho-1/e.1.0
+        activity handoff sent seed_sent handoff:ho-1/e.1.0
+        activity handoff confirmed marker_seen handoff:ho-1/e.1.0
+        activity handoff confirmed cut_over handoff:ho-1/e.1.0
+        notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        done: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+    .assert_eq(&w.log.join("\n"));
+}
+
+/// One step of the property test.
+#[derive(Clone, Debug)]
+enum Op {
+    Press,
+    Resume,
+    JournalDown(bool),
+    TabOpened(bool),
+    TargetHome { busy: bool },
+    TargetNew,
+    TargetMarker,
+    Submitted,
+    Refused,
+    SourceReport,
+    QueueAdd(u8),
+    Tick(u32),
+    Restart,
+    Unbind,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => Just(Op::Press),
+        1 => Just(Op::Resume),
+        1 => any::<bool>().prop_map(Op::JournalDown),
+        2 => Just(Op::TabOpened(true)),
+        1 => Just(Op::TabOpened(false)),
+        3 => any::<bool>().prop_map(|busy| Op::TargetHome { busy }),
+        2 => Just(Op::TargetNew),
+        2 => Just(Op::TargetMarker),
+        2 => Just(Op::Submitted),
+        1 => Just(Op::Refused),
+        2 => Just(Op::SourceReport),
+        2 => (0u8..4).prop_map(Op::QueueAdd),
+        2 => (1u32..200_000).prop_map(Op::Tick),
+        1 => Just(Op::Restart),
+        1 => Just(Op::Unbind),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// X6, B8, Q9, X2: whatever the order of answers, page facts, failures and restarts —
+    /// (a) the Project's active target moves during a transfer only at its cut-over, and a
+    /// cut-over comes only after the new tab showed the new conversation and a user turn
+    /// with a seed's marker; (b) a seed is posted again only after the previous one certainly
+    /// did not land (the ledger resolved it) — never two seeds at once; (c) at most one
+    /// transfer of the Project is in flight, with at most one new tab; (d) queued items are
+    /// never lost or duplicated: every item added is in the stored book exactly once (they
+    /// are never confirmed here), in the order added.
+    #[test]
+    fn cut_over_never_precedes_confirmation_and_the_queue_survives(ops in prop::collection::vec(op(), 1..60)) {
+        let mut w = World::new(false);
+        let mut added: Vec<String> = Vec::new();
+        let mut marker_seen = false;
+        let mut new_id_seen = false;
+        let mut bound = true;
+        // A tab asked for and not answered before a restart may be asked for again (once
+        // per restart), never otherwise.
+        let mut tab_answered = false;
+        let mut restarted_since_open = false;
+        for (n, op) in ops.into_iter().enumerate() {
+            let before = w.target();
+            let cut_overs = w.cut_overs;
+            let opened = w.opened.len();
+            let seeds = w.seeds.len();
+            let was_in_flight = w.c.handoff_book().transfers.values().any(|t| t.machine.in_flight());
+            match op {
+                Op::Press => w.feed(ContinuityInput::Handoff { tab: SOURCE }),
+                Op::Resume => w.feed(ContinuityInput::HandoffResume { tab: SOURCE }),
+                Op::JournalDown(down) => w.journal = if down { Journal::Down } else { Journal::Up },
+                Op::TabOpened(ok) => {
+                    if let Some(transfer_id) = w.opened.last().cloned() {
+                        tab_answered = true;
+                        let tab = if ok { Ok(TARGET) } else { Err("no tab".into()) };
+                        w.feed(ContinuityInput::HandoffTab { transfer_id, tab });
+                    }
+                }
+                Op::TargetHome { busy } => {
+                    let mut report = page(&home_url(), "tgt-1");
+                    report.generating = busy;
+                    w.feed(ContinuityInput::PageReported { tab: TARGET, report });
+                }
+                Op::TargetNew => {
+                    new_id_seen = true;
+                    let mut report = w.c.page(TARGET).cloned().unwrap_or_else(|| page(&chat_url(NEW), "tgt-1"));
+                    report.url = chat_url(NEW);
+                    w.feed(ContinuityInput::PageReported { tab: TARGET, report });
+                }
+                Op::TargetMarker => {
+                    if let Some((_, id, _)) = w.seeds.last().cloned() {
+                        new_id_seen = true;
+                        marker_seen = true;
+                        let mut report = page(&chat_url(NEW), "tgt-1");
+                        report.user_turns = 1 + n as u32;
+                        report.markers = vec![id];
+                        w.feed(ContinuityInput::PageReported { tab: TARGET, report });
+                    }
+                }
+                Op::Submitted => {
+                    if let Some((tab, id, _)) = w.seeds.last().cloned() {
+                        w.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::Submitted });
+                    }
+                }
+                Op::Refused => {
+                    if let Some((tab, id, _)) = w.seeds.last().cloned() {
+                        w.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
+                    }
+                }
+                Op::SourceReport => {
+                    let mut report = page(&chat_url(OLD), "src-1");
+                    report.generating = true;
+                    w.feed(ContinuityInput::PageReported { tab: SOURCE, report });
+                }
+                Op::QueueAdd(k) => {
+                    let text = format!("item {n}.{k}");
+                    let before_items = w.queue.clone();
+                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: text.clone() });
+                    if w.queue != before_items {
+                        added.push(text);
+                    }
+                }
+                Op::Tick(ms) => w.tick(u64::from(ms)),
+                Op::Restart => {
+                    restarted_since_open = true;
+                    w.restart();
+                }
+                Op::Unbind => {
+                    if bound {
+                        bound = false;
+                        let key = w.c.bindings().list().next().map(|b| b.scope.key());
+                        if let Some(scope_key) = key {
+                            w.feed(ContinuityInput::Unbind { scope_key });
+                        }
+                    }
+                }
+            }
+            // (a)
+            let moved = w.target() != before;
+            if w.cut_overs > cut_overs {
+                prop_assert!(marker_seen && new_id_seen, "X6: a cut-over before the new id and the seed's marker");
+                let target = w.target().filter(|_| bound);
+                prop_assert_eq!(target.as_deref(), if bound { Some(NEW) } else { None });
+            } else if was_in_flight && bound {
+                prop_assert!(!moved, "B8: the target moved during a transfer without its cut-over: {:?} → {:?}", before, w.target());
+            }
+            // (b)
+            let active_seeds = w.c.ledger().active().filter(|d| d.id.starts_with("handoff:")).count();
+            prop_assert!(active_seeds <= 1, "two seeds in flight");
+            if w.seeds.len() > seeds && seeds > 0 {
+                let previous = &w.seeds[seeds - 1].1;
+                prop_assert!(!w.c.ledger().active().any(|d| &d.id == previous), "a seed posted while the previous one may still land");
+            }
+            // (c)
+            let in_flight = w.c.handoff_book().transfers.values().filter(|t| t.machine.in_flight()).count();
+            prop_assert!(in_flight <= 1);
+            if w.opened.len() > opened {
+                prop_assert_eq!(w.opened.len(), opened + 1);
+                if was_in_flight {
+                    prop_assert!(restarted_since_open && !tab_answered, "a second new tab for one transfer without a lost request");
+                    prop_assert!(w.c.ledger().active().all(|d| !d.id.starts_with("handoff:")), "a second tab while a seed is out");
+                } else {
+                    marker_seen = false;
+                    new_id_seen = false;
+                }
+                tab_answered = false;
+                restarted_since_open = false;
+            }
+            // (d)
+            if w.queue.is_some() {
+                let stored: Vec<String> = w.queue_items().into_values().flatten().collect();
+                let mut sorted = stored.clone();
+                sorted.sort();
+                let mut expected = added.clone();
+                expected.sort();
+                prop_assert_eq!(&sorted, &expected, "Q9: queue items lost or duplicated");
+                for items in w.queue_items().values() {
+                    let order: Vec<usize> = items.iter().map(|t| added.iter().position(|a| a == t).unwrap_or(usize::MAX)).collect();
+                    prop_assert!(order.windows(2).all(|p| p[0] < p[1]), "Q9: items out of order: {:?}", items);
+                }
+            }
+        }
+    }
+}
