@@ -268,7 +268,7 @@ impl Handoff {
     }
 
     fn seed(&mut self, package: Package, new_conversation: Option<String>, attempts: u8) -> HandoffState {
-        self.outputs.push(HandoffOutput::SendSeed { subject: format!("handoff:{}", package.transfer_id), text: package.message.clone() });
+        self.outputs.push(HandoffOutput::SendSeed { subject: crate::text::concat(&["handoff:", &package.transfer_id]), text: package.message.clone() });
         HandoffState::Seeding { package, new_conversation, seed_confirmed: false, attempts }
     }
 

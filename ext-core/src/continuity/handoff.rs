@@ -126,15 +126,15 @@ crate::json_read::write_struct!(HandoffView { step, line, button, copy_prompt })
 /// The ledger key of a transfer's seeds (not the source scope's: the source keeps its own
 /// deliveries, and the seed goes to another tab).
 fn seed_key(key: &str) -> String {
-    ["handoff:", key].concat()
+    crate::text::concat(&["handoff:", key])
 }
 
 /// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there) or
 /// ChatGPT's new chat, naming the transfer.
 pub fn new_chat_url(project_id: Option<&str>, transfer_id: &str) -> String {
     match project_id {
-        Some(project) => format!("https://chatgpt.com/g/{project}/project?{HANDOFF_QUERY}{transfer_id}"),
-        None => format!("https://chatgpt.com/?{HANDOFF_QUERY}{transfer_id}"),
+        Some(project) => crate::text::concat(&["https://chatgpt.com/g/", project, "/project?", HANDOFF_QUERY, transfer_id]),
+        None => crate::text::concat(&["https://chatgpt.com/?", HANDOFF_QUERY, transfer_id]),
     }
 }
 
@@ -146,7 +146,7 @@ fn package_of(state: &HandoffState) -> Option<&Package> {
 }
 
 fn query_names(url: &str, transfer_id: &str) -> bool {
-    let wanted = [HANDOFF_QUERY, transfer_id].concat();
+    let wanted = crate::text::concat(&[HANDOFF_QUERY, transfer_id]);
     url.split_once('?').is_some_and(|(_, query)| query.split(['&', '#']).any(|part| part == wanted))
 }
 
@@ -164,7 +164,7 @@ impl Continuity {
     /// Whether the queue of `conversation` (`<site>:<id>`) is held: its transfer is in flight
     /// (its items move to the new conversation at the cut-over, Q9).
     pub(super) fn handoff_holds_queue(&self, conversation: &str) -> bool {
-        self.handoff.transfers.values().any(|t| t.machine.in_flight() && conversation == ["chatgpt:", t.source_conversation.as_str()].concat())
+        self.handoff.transfers.values().any(|t| t.machine.in_flight() && conversation.strip_prefix("chatgpt:") == Some(t.source_conversation.as_str()))
     }
 
     /// What the binding table is told a tab shows: a Project's new conversation does not
@@ -397,15 +397,16 @@ impl Continuity {
         while let Some(output) = self.handoff.transfers.get_mut(key).and_then(|t| t.machine.poll()) {
             self.handoff_output(now, key, output);
         }
-        let ended = self.handoff.transfers.get(key).map(|t| t.machine.state().clone());
-        match ended {
-            Some(HandoffState::Failed { reason, .. }) if !self.handoff_reported(key) => {
-                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(reason.code()), None);
+        // The end's code (the refusal's codes are `'static`): no copy of the state.
+        let ended = match self.handoff.transfers.get(key).map(|t| t.machine.state()) {
+            Some(HandoffState::Failed { reason, .. }) => Some(reason.code()),
+            Some(HandoffState::CopyPrompt { .. }) => Some("copy_prompt_offered"),
+            _ => None,
+        };
+        if let Some(code) = ended {
+            if !self.handoff_reported(key) {
+                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(code), None);
             }
-            Some(HandoffState::CopyPrompt { .. }) if !self.handoff_reported(key) => {
-                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code("copy_prompt_offered"), None);
-            }
-            _ => {}
         }
         self.outputs.push_back(ContinuityOutput::Persist);
     }
@@ -458,7 +459,7 @@ impl Continuity {
         if !self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             return;
         }
-        let subject = ["handoff:", package.transfer_id.as_str()].concat();
+        let subject = crate::text::concat(&["handoff:", &package.transfer_id]);
         if let Ok(id) = self.post_delivery(now, &seed_key(key), tab, DeliveryKind::HandoffSeed, &subject, &package.message, Vec::new()) {
             if let Some(transfer) = self.handoff.transfers.get_mut(key) {
                 transfer.seed_due = false;
@@ -477,11 +478,12 @@ impl Continuity {
             self.bindings.handle(self.now, BindingInput::CutOver { project_id, conversation_id: new_conversation.to_owned() });
             self.drain_bindings();
         }
-        let from = ["chatgpt:", transfer.source_conversation.as_str()].concat();
-        let to = ["chatgpt:", new_conversation].concat();
+        let from = crate::text::concat(&["chatgpt:", &transfer.source_conversation]);
+        let to = crate::text::concat(&["chatgpt:", new_conversation]);
         self.queue_move(from, to);
         self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), transfer.seeds.last().map(String::as_str));
-        for tab in [Some(transfer.source_tab), transfer.target_tab].into_iter().flatten() {
+        self.notice(transfer.source_tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
+        if let Some(tab) = transfer.target_tab {
             self.notice(tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
         }
         self.outputs.push_back(ContinuityOutput::Persist);

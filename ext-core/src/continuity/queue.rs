@@ -203,7 +203,12 @@ impl Continuity {
             QueueChange::Move { from, to } => {
                 // Items of a batch on its way or confirmed stay: they are not unsent.
                 let durable = &self.queue.durable;
-                let busy: Vec<String> = durable.sending.values().chain(&durable.removals).filter(|s| s.conversation == *from).flat_map(|s| s.item_ids.clone()).collect();
+                let mut busy: Vec<String> = Vec::new();
+                for send in durable.sending.values().chain(&durable.removals) {
+                    if send.conversation == *from {
+                        busy.extend_from_slice(&send.item_ids);
+                    }
+                }
                 book.move_items(from, to, &busy);
             }
             _ => {}
