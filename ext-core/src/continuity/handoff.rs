@@ -195,23 +195,17 @@ impl Continuity {
         let Some(scope) = page.scope() else { return };
         let key = scope.key();
         let working = self.bindings.binding_for(&scope).is_some_and(|b| self.tracker.is_working(&b.workspace_id));
-        let mut transfer = self.handoff.transfers.get(&key).cloned().unwrap_or_else(|| Transfer {
-            machine: Handoff::default(),
-            project_id: None,
-            source_conversation: String::new(),
-            source_tab: tab,
-            target_tab: None,
-            seeds: Vec::new(),
-            seed_due: false,
-            tab_requested: false,
-            end_recorded: false,
-        });
+        // The scope's machine is taken out (not copied) and put back if it refuses the Start.
+        let mut machine = self.handoff.transfers.get_mut(&key).map(|t| std::mem::take(&mut t.machine)).unwrap_or_default();
         let start = HandoffInput::Start { conversation_id: conversation_id.clone(), source_url: report.url.clone(), workspace_working: working };
-        if let Err(refusal) = transfer.machine.handle(start) {
+        if let Err(refusal) = machine.handle(start) {
+            if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
+                transfer.machine = machine;
+            }
             return self.handoff_refused(tab, Some(&key), &refusal);
         }
-        transfer = Transfer {
-            machine: transfer.machine,
+        let transfer = Transfer {
+            machine,
             project_id,
             source_conversation: conversation_id,
             source_tab: tab,
@@ -267,11 +261,23 @@ impl Continuity {
         matches!(transfer.machine.state(), HandoffState::Opening { .. }) && transfer.tab_requested && transfer.target_tab.is_none() && !asked
     }
 
+    /// The scope keys of the transfers `test` accepts, in key order (one walk for every
+    /// search: not an iterator adapter per closure).
+    fn handoff_keys(&self, test: &dyn Fn(&Transfer) -> bool) -> Vec<String> {
+        let mut keys = Vec::new();
+        for (key, transfer) in self.handoff.transfers.iter() {
+            if test(transfer) {
+                keys.push(key.clone());
+            }
+        }
+        keys
+    }
+
     /// The transfer a tab's HUD speaks about: the scope it shows, or the transfer whose new
     /// tab it is.
     fn handoff_key_of_tab(&self, tab: TabId) -> Option<String> {
         let own = self.scope_of_tab(tab).map(|s| s.key()).filter(|k| self.handoff.transfers.contains_key(k));
-        own.or_else(|| self.handoff.transfers.iter().find(|(_, t)| t.target_tab == Some(tab) && t.machine.in_flight()).map(|(k, _)| k.clone()))
+        own.or_else(|| self.handoff_keys(&|t| t.target_tab == Some(tab) && t.machine.in_flight()).into_iter().next())
     }
 
     /// The new conversation a target page shows: a conversation of the source's Project (or
@@ -289,7 +295,7 @@ impl Continuity {
     /// the new conversation's id.
     pub(super) fn handoff_page(&mut self, now: Millis, tab: TabId) {
         let Some(report) = self.pages.get(&tab).cloned() else { return };
-        let keys: Vec<String> = self.handoff.transfers.iter().filter(|(_, t)| t.machine.in_flight()).map(|(k, _)| k.clone()).collect();
+        let keys = self.handoff_keys(&|t| t.machine.in_flight());
         for key in keys {
             let Some(transfer) = self.handoff.transfers.get(&key) else { continue };
             let transfer_id = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone());
@@ -319,13 +325,7 @@ impl Continuity {
     /// The worker's `chrome.tabs.create` for a transfer answered: the new tab, or browser
     /// control is unavailable (X8).
     pub(super) fn handoff_tab(&mut self, now: Millis, transfer_id: &str, tab: Result<TabId, String>) {
-        let Some(key) = self
-            .handoff
-            .transfers
-            .iter()
-            .find(|(_, t)| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id))
-            .map(|(k, _)| k.clone())
-        else {
+        let Some(key) = self.handoff_keys(&|t| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id)).into_iter().next() else {
             return;
         };
         self.handoff_tabs_asked.remove(transfer_id);
@@ -362,17 +362,17 @@ impl Continuity {
     /// On link-up: the calls of transfers restored while confirming or preparing (their
     /// answers were lost with the worker) go again.
     pub(super) fn handoff_link_up(&mut self, now: Millis) {
-        let keys: Vec<(String, HandoffOutput)> = self
-            .handoff
-            .transfers
-            .iter()
-            .filter(|(k, _)| !self.calls.values().any(|p| matches!(p, Purpose::Handoff { key, .. } if key == *k)))
-            .filter_map(|(k, t)| match t.machine.state() {
-                HandoffState::Confirming { conversation_id, .. } => Some((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() })),
-                HandoffState::Preparing { continuity_id, .. } => Some((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() })),
-                _ => None,
-            })
-            .collect();
+        let mut keys: Vec<(String, HandoffOutput)> = Vec::new();
+        for (k, t) in self.handoff.transfers.iter() {
+            if self.calls.values().any(|p| matches!(p, Purpose::Handoff { key, .. } if key == k)) {
+                continue;
+            }
+            match t.machine.state() {
+                HandoffState::Confirming { conversation_id, .. } => keys.push((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() })),
+                HandoffState::Preparing { continuity_id, .. } => keys.push((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() })),
+                _ => {}
+            }
+        }
         for (key, output) in keys {
             self.handoff_output(now, &key, output);
         }
@@ -380,7 +380,7 @@ impl Continuity {
 
     /// How a seed's delivery ended.
     pub(super) fn handoff_seed_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
-        let Some(key) = self.handoff.transfers.iter().find(|(_, t)| t.seeds.contains(&delivery.id)).map(|(k, _)| k.clone()) else { return };
+        let Some(key) = self.handoff_keys(&|t| t.seeds.contains(&delivery.id)).into_iter().next() else { return };
         let outcome = match resolution {
             Resolution::Confirmed => SeedOutcome::Confirmed,
             Resolution::NotSent { .. } | Resolution::Lost => SeedOutcome::NotSent,
@@ -472,18 +472,21 @@ impl Continuity {
     /// The cut-over (B8, Q9): the Project's target moves to the new conversation, the source
     /// is retired, and its unsent queue items move, in order.
     fn handoff_cut_over(&mut self, key: &str, new_conversation: &str) {
-        let Some(transfer) = self.handoff.transfers.get(key).cloned() else { return };
-        if let Some(project_id) = transfer.project_id.clone() {
-            self.handoff.retired.insert(key.to_owned(), transfer.source_conversation.clone());
+        let Some(transfer) = self.handoff.transfers.get(key) else { return };
+        // The parts used below, not a copy of the whole transfer.
+        let (project_id, source_conversation) = (transfer.project_id.clone(), transfer.source_conversation.clone());
+        let (source_tab, target_tab, last_seed) = (transfer.source_tab, transfer.target_tab, transfer.seeds.last().cloned());
+        if let Some(project_id) = project_id {
+            self.handoff.retired.insert(key.to_owned(), source_conversation.clone());
             self.bindings.handle(self.now, BindingInput::CutOver { project_id, conversation_id: new_conversation.to_owned() });
             self.drain_bindings();
         }
-        let from = crate::text::concat(&["chatgpt:", &transfer.source_conversation]);
+        let from = crate::text::concat(&["chatgpt:", &source_conversation]);
         let to = crate::text::concat(&["chatgpt:", new_conversation]);
         self.queue_move(from, to);
-        self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), transfer.seeds.last().map(String::as_str));
-        self.notice(transfer.source_tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
-        if let Some(tab) = transfer.target_tab {
+        self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), last_seed.as_deref());
+        self.notice(source_tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
+        if let Some(tab) = target_tab {
             self.notice(tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
         }
         self.outputs.push_back(ContinuityOutput::Persist);
