@@ -214,7 +214,7 @@ impl Continuity {
             // a new entry (property (m): never the same withheld entry twice in a row).
             self.withheld_marks.remove(scope_key);
         }
-        self.outputs.push_back(ContinuityOutput::Activity(Activity {
+        self.emit(ContinuityOutput::Activity(Activity {
             scope_key: scope_key.to_owned(),
             kind,
             outcome,

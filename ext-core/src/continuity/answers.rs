@@ -83,7 +83,7 @@ impl Continuity {
                             self.orphan_acks.remove(&session_ref);
                         }
                     }
-                    self.outputs.push_back(ContinuityOutput::Persist);
+                    self.persist();
                 }
             }
             (Purpose::Counts { scope_key }, result) => {

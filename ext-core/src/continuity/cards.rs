@@ -146,8 +146,8 @@ impl Continuity {
                         self.record_activity(scope_key, ActivityKind::PermissionCard, ActivityOutcome::Sent, ActivityReason::Code("herdr_card"), Some(&key));
                     }
                     // The ledger is written before the click leaves (the shell waits for it).
-                    self.outputs.push_back(ContinuityOutput::Persist);
-                    self.outputs.push_back(ContinuityOutput::CardAllow { tab, key, index });
+                    self.persist();
+                    self.emit(ContinuityOutput::CardAllow { tab, key, index });
                     continue;
                 }
                 CardDecision::Leave { reason } => reason,

@@ -23,7 +23,7 @@ impl Continuity {
         let page = self.pages.get(&tab).cloned().unwrap_or_default();
         let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page);
         self.drain_ledger(now);
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
         result
     }
 
@@ -33,13 +33,13 @@ impl Continuity {
             match output {
                 // A seed leaves only after the snapshot naming it is written (durable first).
                 LedgerOutput::Post { tab, id, text } if self.ledger.active().any(|d| d.id == id && d.kind == DeliveryKind::HandoffSeed) => {
-                    self.outputs.push_back(ContinuityOutput::SeedDeliver { tab, id, text });
+                    self.emit(ContinuityOutput::SeedDeliver { tab, id, text });
                 }
-                LedgerOutput::Post { tab, id, text } => self.outputs.push_back(ContinuityOutput::Deliver { tab, id, text }),
-                LedgerOutput::Clear { tab, id } => self.outputs.push_back(ContinuityOutput::ClearComposer { tab, id }),
+                LedgerOutput::Post { tab, id, text } => self.emit(ContinuityOutput::Deliver { tab, id, text }),
+                LedgerOutput::Clear { tab, id } => self.emit(ContinuityOutput::ClearComposer { tab, id }),
                 LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),
             }
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
     }
 
@@ -110,7 +110,7 @@ impl Continuity {
                 }
                 SchedulerOutput::WithheldChanged { .. } => {}
             }
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
         self.activity_withheld_check(key);
     }

@@ -334,7 +334,7 @@ impl Continuity {
             Ok(tab) => {
                 transfer.target_tab.get_or_insert(tab);
                 self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("new_chat_opened"), None);
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
                 self.handoff_page(now, tab);
             }
             Err(_) => {
@@ -408,7 +408,7 @@ impl Continuity {
                 self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(code), None);
             }
         }
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
     }
 
     /// Marks a transfer's end as recorded: a failed or Copy Prompt transfer is recorded once,
@@ -438,8 +438,8 @@ impl Continuity {
                 transfer.tab_requested = true;
                 let url = new_chat_url(transfer.project_id.as_deref(), &transfer_id);
                 self.handoff_tabs_asked.insert(transfer_id.clone());
-                self.outputs.push_back(ContinuityOutput::Persist);
-                self.outputs.push_back(ContinuityOutput::OpenTab { transfer_id, url });
+                self.persist();
+                self.emit(ContinuityOutput::OpenTab { transfer_id, url });
             }
             HandoffOutput::SendSeed { .. } => {
                 if let Some(transfer) = self.handoff.transfers.get_mut(key) {
@@ -489,7 +489,7 @@ impl Continuity {
         if let Some(tab) = target_tab {
             self.notice(tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
         }
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
     }
 
     /// The HUD's handoff part on `tab`: a ChatGPT conversation (its scope's transfer), or the

@@ -177,8 +177,8 @@ impl Continuity {
             changed = true;
         }
         if changed {
-            self.outputs.push_back(ContinuityOutput::Persist);
-            self.outputs.push_back(ContinuityOutput::ViewsChanged);
+            self.persist();
+            self.emit(ContinuityOutput::ViewsChanged);
         }
         self.journal_pump();
     }
@@ -232,10 +232,10 @@ impl Continuity {
             flow.book.recent.push(key);
             let excess = flow.book.recent.len().saturating_sub(RECENT_KEPT);
             flow.book.recent.drain(..excess);
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
             self.journal_pump();
         }
-        self.outputs.push_back(ContinuityOutput::ViewsChanged);
+        self.emit(ContinuityOutput::ViewsChanged);
     }
 
     /// The page of `tab` reported its visible thread: the conversation's pressure (R1).
@@ -252,9 +252,9 @@ impl Continuity {
         };
         if raised {
             bound(&mut flow.book.floors, CONVERSATIONS_KEPT, &conversation);
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
-        self.outputs.push_back(ContinuityOutput::ViewsChanged);
+        self.emit(ContinuityOutput::ViewsChanged);
     }
 
     /// The tab's page is gone: its pressure is no longer shown.

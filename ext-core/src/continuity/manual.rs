@@ -64,7 +64,7 @@ impl Continuity {
         }
         let Some(run) = self.checks.remove(&tab) else { return };
         let text = check_herdr_summary(&run.workspace_id, &run.panes, &run.texts);
-        self.outputs.push_back(ContinuityOutput::Insert { tab, text });
+        self.emit(ContinuityOutput::Insert { tab, text });
     }
 
     pub(super) fn llm_judge(&mut self, tab: TabId, user_text: String, assistant_text: String) {

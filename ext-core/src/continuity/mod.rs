@@ -453,7 +453,7 @@ impl Continuity {
                 self.semantic_herdr_activity(&event.workspace_id);
                 self.tracker.handle(now, SettleInput::Event(event));
                 self.drain_tracker(now);
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
             }
             ContinuityInput::InboxChanged {
                 session_ref,
@@ -509,7 +509,7 @@ impl Continuity {
                 self.drain_bindings();
             }
             ContinuityInput::DeliveryReport { tab, id, outcome } => {
-                self.outputs.push_back(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
+                self.emit(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
                 self.ledger.report(now, tab, &id, &outcome);
                 self.drain_ledger(now);
             }
@@ -533,7 +533,7 @@ impl Continuity {
                 if let (Some(scope), Ok(())) = (page.scope(), self.auto.hud_action(&page, HudAction::ToggleAuto)) {
                     let on = !self.auto.scope_toggle(&scope);
                     self.auto.set_scope_auto(&scope, on);
-                    self.outputs.push_back(ContinuityOutput::Persist);
+                    self.persist();
                 }
             }
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
@@ -559,7 +559,7 @@ impl Continuity {
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {
                 self.auto.set_allow_project_auto(allowed);
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
             }
             ContinuityInput::LanguageChanged { language } => {
                 self.language = language;
@@ -568,7 +568,7 @@ impl Continuity {
             ContinuityInput::ProgressSettings { tick_sec, fallback_sec } => {
                 self.progress = ProgressConfig::from_settings(tick_sec, fallback_sec);
                 self.reconfigure_schedulers(now);
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
             }
             ContinuityInput::StreamPosition { seq } => self.stream_position(now, seq),
             ContinuityInput::CatalogChanged { seq } => {
@@ -615,7 +615,7 @@ impl Continuity {
         }
         self.tracker.handle(now, SettleInput::StreamPosition { seq });
         self.drain_tracker(now);
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
     }
 
     /// Hands the progress timing and language to every scheduler.
@@ -631,7 +631,7 @@ impl Continuity {
     }
 
     fn finish(&mut self) {
-        self.outputs.push_back(ContinuityOutput::ViewsChanged);
+        self.emit(ContinuityOutput::ViewsChanged);
         // Collapse repeated render/persist requests of one batch into one each.
         let mut seen_views = false;
         let mut seen_persist = false;
@@ -655,7 +655,7 @@ impl Continuity {
         let id = self.next_call;
         if self.link_up {
             self.calls.insert(id, purpose);
-            self.outputs.push_back(ContinuityOutput::Request { id, call });
+            self.emit(ContinuityOutput::Request { id, call });
         } else {
             // Offline: answer at once so nothing waits forever.
             self.abandon(now, purpose, "the companion is not connected");
@@ -708,7 +708,7 @@ impl Continuity {
                 }
                 _ => {}
             }
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
     }
 

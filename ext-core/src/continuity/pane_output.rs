@@ -82,6 +82,6 @@ impl Continuity {
                 self.pane_outputs.insert(pane_id, fresh);
             }
         }
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
     }
 }

@@ -125,7 +125,7 @@ impl Continuity {
         };
         if crate::queue::normalize_text(text).is_empty() {
             if self.queue.durable.undelivered.remove(&conversation).is_some() {
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
                 self.queue_notice(tab, &QueueNote::Resending);
             } else {
                 self.queue_refused(tab, &QueueRefusal::EmptyText);
@@ -134,7 +134,7 @@ impl Continuity {
         }
         self.queue.durable.next_item += 1;
         let item_id = format!("q:{}.{}", self.ledger.token(), self.queue.durable.next_item);
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
         self.queue_change(QueueChange::Add { tab, conversation, item_id, text: text.to_owned() });
     }
 
@@ -167,7 +167,7 @@ impl Continuity {
         }
         if let Some((op, _)) = self.queue.changes.front() {
             self.queue.running = Some((*op, None));
-            self.outputs.push_back(ContinuityOutput::QueueRead { op: *op });
+            self.emit(ContinuityOutput::QueueRead { op: *op });
         }
     }
 
@@ -227,7 +227,7 @@ impl Continuity {
             self.queue.book = Some(book);
             return self.queue_finished(now, Ok(()));
         }
-        self.outputs.push_back(ContinuityOutput::QueueWrite { op, record: book.to_value() });
+        self.emit(ContinuityOutput::QueueWrite { op, record: book.to_value() });
         self.queue.running = Some((op, Some(book)));
     }
 
@@ -256,7 +256,7 @@ impl Continuity {
             self.queue_report(&change, result.as_ref().err());
             if let (QueueChange::Remove { send }, Ok(())) = (&change, &result) {
                 self.queue.durable.removals.retain(|r| r != send);
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
             }
         }
         self.queue_next();
@@ -268,7 +268,7 @@ impl Continuity {
         match (change, refusal) {
             (QueueChange::Add { tab, text, .. }, None) => {
                 // Only now, with the item durably stored, may the composer be emptied.
-                self.outputs.push_back(ContinuityOutput::QueueAccepted { tab: *tab, text: text.clone() });
+                self.emit(ContinuityOutput::QueueAccepted { tab: *tab, text: text.clone() });
                 self.queue_notice(*tab, &QueueNote::Queued);
             }
             (QueueChange::Clear { tab, .. }, None) => self.queue_notice(*tab, &QueueNote::Cleared),
@@ -347,7 +347,7 @@ impl Continuity {
             if landed {
                 let send = QueueSend { conversation, batch_id: batch.id, item_ids: batch.item_ids };
                 self.queue.durable.removals.push(send.clone());
-                self.outputs.push_back(ContinuityOutput::Persist);
+                self.persist();
                 self.queue_change(QueueChange::Remove { send });
                 return;
             }
@@ -362,7 +362,7 @@ impl Continuity {
     /// How a batch's delivery ended (Q4, Q5, Q8).
     pub(super) fn queue_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
         let Some(send) = self.queue.durable.sending.remove(&delivery.id) else { return };
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
         match resolution {
             Resolution::Confirmed => {
                 self.queue.durable.removals.push(send.clone());

@@ -314,9 +314,9 @@ impl Continuity {
             RecoveryAction::ClickRetry => RecoveryCommand::ClickRetry,
         };
         if command.durable_first() {
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
-        self.outputs.push_back(ContinuityOutput::Recovery { tab, command });
+        self.emit(ContinuityOutput::Recovery { tab, command });
     }
 
     /// Ticks again in [`RECOVERY_TICK_MS`] while a watched page with Auto on could go stale

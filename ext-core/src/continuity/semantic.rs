@@ -79,7 +79,7 @@ impl Continuity {
         }
         let turn = EndedTurn { user_text, assistant_text };
         machine.handle(SemanticInput::TurnEnded { turn, auto_on, chatgpt, queue_waiting });
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
         self.semantic_drain(now, &conversation, tab);
     }
 
@@ -93,7 +93,7 @@ impl Continuity {
         let reason = crate::limits::clip(reason, SEMANTIC_REASON_MAX_CHARS);
         let Some(machine) = self.semantic.autos.get_mut(conversation) else { return };
         machine.handle(SemanticInput::Verdict { fingerprint, verdict, source, reason });
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
         self.semantic_drain(now, conversation, tab);
     }
 
@@ -173,7 +173,7 @@ impl Continuity {
         if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
             // Only a continue that certainly did not land leaves the bound (M7, fail closed).
             machine.handle(SemanticInput::ContinueResolved { confirmed: !resolution.retryable() });
-            self.outputs.push_back(ContinuityOutput::Persist);
+            self.persist();
         }
     }
 
@@ -200,7 +200,7 @@ impl Continuity {
         for machine in self.semantic.autos.values_mut() {
             machine.configure(settings);
         }
-        self.outputs.push_back(ContinuityOutput::Persist);
+        self.persist();
     }
 
     /// The judge settings in force.

@@ -183,7 +183,20 @@ pub fn queue_refusal_say(refusal: &crate::queue::QueueRefusal) -> Say {
 impl Continuity {
     /// A notice to the page of `tab`.
     pub(super) fn notice(&mut self, tab: TabId, say: Say, tone: NoticeTone) {
-        self.outputs.push_back(ContinuityOutput::Notice { tab, say, tone });
+        self.emit(ContinuityOutput::Notice { tab, say, tone });
+    }
+
+    /// Queues `output` for [`Continuity::poll`] (out of line: `VecDeque::push_back` was
+    /// inlined at each of the ~50 places that decide something).
+    #[inline(never)]
+    pub(super) fn emit(&mut self, output: ContinuityOutput) {
+        self.outputs.push_back(output);
+    }
+
+    /// Queues a [`ContinuityOutput::Persist`] (the most frequent output, one call).
+    #[inline(never)]
+    pub(super) fn persist(&mut self) {
+        self.emit(ContinuityOutput::Persist);
     }
 
     /// Why a *manual* Continue was not sent ([`MANUAL_REFUSALS`]).
