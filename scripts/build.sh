@@ -47,8 +47,11 @@ before=$(stat -c %s "$bg")
 # --reorder-functions-by-name (before --strip-debug drops the names): the functions laid
 # out by their Rust path, so the instances of one generic (VecMap::insert, Fields::get, the
 # readers) sit next to each other inside gzip's 32 KB window: 151 534 -> 149 912 B gzip
-# (--reorder-functions, by call count, measured +3.8 KB gzip).
-"$wasm_opt" -Oz --converge --one-caller-inline-max-function-size=20 --reorder-functions-by-name --strip-debug --strip-producers \
+# (--reorder-functions, by call count, measured +3.8 KB gzip). Measured again with it (B gzip,
+# one-caller / always-inline sizes): 20/2 148 514, 10/2 148 423, 20/4 148 324, 10/3
+# 148 331, 10/4 148 280, 15/4 148 280 (taken: fewer raw bytes than 10/4), 20/6 148 812.
+"$wasm_opt" -Oz --converge --one-caller-inline-max-function-size=15 --always-inline-max-function-size=4 \
+  --reorder-functions-by-name --strip-debug --strip-producers \
   --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   "$bg" -o "$bg.opt"
