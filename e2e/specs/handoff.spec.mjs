@@ -15,22 +15,12 @@
 //
 // Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud } from '../lib/continuity.mjs';
+import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud } from '../lib/continuity.mjs';
 import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const PROJECT_CHAT = CHATS.find((c) => c.project);
-
-/** Sends `text` from the composer as the user and waits until the reply has ended. */
-async function askAndWait(page, fixture, text) {
-  const before = fixture.server.length;
-  await page.locator('#prompt-textarea').click();
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await expect.poll(() => fixture.server.length, { message: 'the fixture received the message' }).toBeGreaterThan(before);
-  await expect(page.locator('button[data-testid="stop-button"]'), 'the reply has ended').toHaveCount(0, { timeout: 20_000 });
-}
 
 /** The tab the worker opened with chrome.tabs.create. Routes may miss the first navigation
  * of a tab an extension opens: then it still shows the URL naming the transfer without the

@@ -11,21 +11,11 @@
 //
 // Every wait is a poll with a deadline on a HUD hook, the snapshot or the runtime's answer.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, CONVERSATION, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, ContinuityHud } from '../lib/continuity.mjs';
+import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
-
-/** Sends `text` from the composer as the user and waits until the reply has ended. */
-async function askAndWait(page, fixture, text) {
-  const before = fixture.server.length;
-  await page.locator('#prompt-textarea').click();
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await expect.poll(() => fixture.server.length, { message: 'the fixture received the message' }).toBeGreaterThan(before);
-  await expect(page.locator('button[data-testid="stop-button"]'), 'the reply has ended').toHaveCount(0, { timeout: 20_000 });
-}
 
 /** The journal's turns of the chat, as a planner reads them (`continuity.resume`). */
 async function journaled(worker) {
