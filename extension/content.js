@@ -138,6 +138,7 @@
       pressureLevel: c?.pressure?.level ?? '',
       pressureTokens: c?.pressure ? String(c.pressure.tokens) : '',
       pressureMessages: c?.pressure ? String(c.pressure.messages) : '',
+      rollover: c?.rollover ?? '',
       handoffStep: c?.handoff?.step ?? '',
       handoffButton: c?.handoff?.button ?? '',
     };
@@ -184,6 +185,13 @@
       const p = para('pressure', 'hudPressure', [String(Math.round(tokens / 1000)), String(messages), text(`pressureLevel_${level}`)],
         ['recommend', 'auto', 'high_risk'].includes(level) ? 'withheld' : '');
       p.dataset.level = level;
+      out.push(p);
+    }
+    // Automatic rollover (R2), once the pressure is at the auto level: started, or what
+    // holds it back.
+    if (c.rollover) {
+      const p = para('rollover', `hudRollover_${c.rollover}`, [], c.rollover === 'started' ? '' : 'withheld');
+      p.dataset.state = c.rollover;
       out.push(p);
     }
     // The Queue (Q1–Q8): the worker's line and the first characters of each item.

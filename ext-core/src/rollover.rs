@@ -10,6 +10,8 @@
 //! - no reply streaming, no tool running, no permission card shown;
 //! - no unsent human draft in the composer;
 //! - no delivery whose outcome is uncertain;
+//! - the journal holds every ended turn of the conversation (none waits in the outbox: the
+//!   handoff's package is built from the journal, and would miss the newest turns);
 //! - no other handoff of the Project in flight;
 //! - the page is the Project's active target (a stale source tab, left open after a
 //!   cut-over, never starts a second rollover);
@@ -45,6 +47,8 @@ pub struct RolloverFacts {
     pub human_draft: bool,
     /// A delivery's outcome is uncertain.
     pub delivery_uncertain: bool,
+    /// Ended turns of the conversation wait to be written to the journal.
+    pub journal_behind: bool,
     /// A handoff of the Project is in flight.
     pub handoff_in_flight: bool,
     /// The page is the Project's active target.
@@ -72,6 +76,8 @@ pub enum RolloverBlocker {
     HumanDraft,
     /// A delivery's outcome is uncertain.
     DeliveryUncertain,
+    /// Turns of the conversation are not in the journal yet.
+    JournalBehind,
     /// Another handoff of the Project is in flight.
     HandoffInFlight,
     /// The page is not the Project's active target (a stale source).
@@ -81,6 +87,23 @@ pub enum RolloverBlocker {
 }
 
 impl RolloverBlocker {
+    /// Every blocker (tests check each has its HUD texts).
+    pub const ALL: [RolloverBlocker; 13] = [
+        Self::NoReading,
+        Self::PressureBelowAuto,
+        Self::NotProject,
+        Self::AutoOff,
+        Self::WorkspaceWorking,
+        Self::Busy,
+        Self::PermissionCard,
+        Self::HumanDraft,
+        Self::DeliveryUncertain,
+        Self::JournalBehind,
+        Self::HandoffInFlight,
+        Self::NotActiveTarget,
+        Self::AlreadyStarted,
+    ];
+
     /// The HUD's reason code.
     pub fn code(self) -> &'static str {
         match self {
@@ -93,6 +116,7 @@ impl RolloverBlocker {
             Self::PermissionCard => "permission_card",
             Self::HumanDraft => "human_draft",
             Self::DeliveryUncertain => "delivery_uncertain",
+            Self::JournalBehind => "journal_behind",
             Self::HandoffInFlight => "handoff_in_flight",
             Self::NotActiveTarget => "not_active_target",
             Self::AlreadyStarted => "already_started",
@@ -113,6 +137,7 @@ pub fn check(facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
         (facts.permission_card, RolloverBlocker::PermissionCard),
         (facts.human_draft, RolloverBlocker::HumanDraft),
         (facts.delivery_uncertain, RolloverBlocker::DeliveryUncertain),
+        (facts.journal_behind, RolloverBlocker::JournalBehind),
         (facts.handoff_in_flight, RolloverBlocker::HandoffInFlight),
         (!facts.active_target, RolloverBlocker::NotActiveTarget),
     ];
@@ -123,11 +148,14 @@ pub fn check(facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
 }
 
 /// The conversations that started an automatic rollover (persist with the snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Rollovers {
     /// Oldest first.
     started: Vec<String>,
 }
+
+// Persisted in the handoff's book (`continuity::handoff::HandoffBook`).
+crate::json_read::json_struct!(Rollovers { started: default });
 
 /// At most this many sources are remembered; the one that started longest ago goes first.
 /// A conversation forgotten this way is one whose Project moved on long ago: its tab, if
@@ -149,10 +177,15 @@ impl Rollovers {
         self.started.iter()
     }
 
+    /// Whether `conversation` started an automatic rollover.
+    pub fn started(&self, conversation: &str) -> bool {
+        self.started.iter().any(|s| s == conversation)
+    }
+
     /// Whether `conversation` may start an automatic rollover now; on `Ok` it is
     /// remembered, so it never starts a second one.
     pub fn try_start(&mut self, conversation: &str, facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
-        if self.started.iter().any(|s| s == conversation) {
+        if self.started(conversation) {
             return Err(RolloverBlocker::AlreadyStarted);
         }
         check(facts)?;

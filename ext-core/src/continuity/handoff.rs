@@ -71,6 +71,8 @@ pub struct HandoffBook {
     pub transfers: VecMap<String, Transfer>,
     /// Per Project key, the conversation its last cut-over left.
     pub retired: VecMap<String, String>,
+    /// The conversations that started an automatic rollover (R2, `continuity::rollover`).
+    pub rollovers: crate::rollover::Rollovers,
 }
 
 impl WriteJson for Transfer {
@@ -106,7 +108,7 @@ impl ReadJson for Transfer {
     }
 }
 
-crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default });
+crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default, rollovers: default });
 
 /// What the HUD shows about a handoff on a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -262,6 +262,22 @@ impl Continuity {
         self.journal.pressure.remove(&tab);
     }
 
+    /// The tabs whose conversation's pressure is at `level` or above.
+    pub(super) fn journal_tabs_at(&self, level: crate::context_pressure::PressureLevel) -> Vec<TabId> {
+        let mut tabs = Vec::new();
+        for (tab, (_, pressure)) in self.journal.pressure.iter() {
+            if pressure.level >= level {
+                tabs.push(*tab);
+            }
+        }
+        tabs
+    }
+
+    /// Whether ended turns of `conversation_id` wait in the outbox.
+    pub(super) fn journal_behind(&self, conversation_id: &str) -> bool {
+        self.journal.book.outbox.iter().any(|e| e.conversation_id == conversation_id)
+    }
+
     /// The HUD's pressure of `tab`: only for the conversation the page shows now.
     pub(super) fn pressure_line(&self, tab: TabId) -> Option<Pressure> {
         let (conversation, pressure) = self.journal.pressure.get(&tab)?;

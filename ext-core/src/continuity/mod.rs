@@ -92,6 +92,7 @@ mod handoff;
 mod health;
 mod journal;
 mod recovery;
+mod rollover;
 mod semantic;
 mod texts;
 mod views;
@@ -631,6 +632,8 @@ impl Continuity {
     }
 
     fn finish(&mut self) {
+        // After every input and timer: R2's facts may have come together.
+        self.rollover_due();
         self.emit(ContinuityOutput::ViewsChanged);
         // Collapse repeated render/persist requests of one batch into one each.
         let mut seen_views = false;

@@ -98,6 +98,7 @@ impl Continuity {
             card: self.card_line(tab),
             journal: self.journal_line(tab),
             pressure: self.pressure_line(tab),
+            rollover: self.rollover_line(tab),
             handoff: self.handoff_view(tab),
         })
     }
@@ -254,6 +255,9 @@ pub struct ContinuityView {
     pub journal: Option<Say>,
     /// The conversation's context pressure (R1); `None` until the page reported turns.
     pub pressure: Option<crate::context_pressure::Pressure>,
+    /// Automatic rollover (R2) once the pressure is at the `auto` level: `started`, or the
+    /// code of the condition that holds it back (`crate::rollover::RolloverBlocker::code`).
+    pub rollover: Option<&'static str>,
     /// The HUD's Handoff (X1–X8): its step, line and button, and Copy Prompt's text while
     /// it is offered; `None` off ChatGPT conversations and a transfer's new tab.
     pub handoff: Option<HandoffView>,
@@ -352,6 +356,7 @@ write_struct!(ContinuityView {
     card,
     journal,
     pressure,
+    rollover,
     handoff,
 });
 

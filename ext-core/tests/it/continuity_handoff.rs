@@ -20,56 +20,56 @@ use ext_core::snapshot::Snapshot;
 use expect_test::expect;
 use proptest::prelude::*;
 
-const PROJECT: &str = "g-p-0123456789abcdef0123456789abcdef";
-const OLD: &str = "6a1b2c3d-0000-4000-8000-00000000000a";
-const NEW: &str = "6a1b2c3d-0000-4000-8000-0000000000ee";
-const SOURCE: u32 = 7;
-const TARGET: u32 = 9;
+pub(super) const PROJECT: &str = "g-p-0123456789abcdef0123456789abcdef";
+pub(super) const OLD: &str = "6a1b2c3d-0000-4000-8000-00000000000a";
+pub(super) const NEW: &str = "6a1b2c3d-0000-4000-8000-0000000000ee";
+pub(super) const SOURCE: u32 = 7;
+pub(super) const TARGET: u32 = 9;
 /// The package's seed: the same bytes in `message` and `copy_prompt`.
-const SEED: &str = "Continue chain hc-1 from https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a\n[HERDR_CONTINUITY_REF id=ho-1 continuity_id=hc-1]\n[END_HERDR_CONTINUITY_REF]";
+pub(super) const SEED: &str = "Continue chain hc-1 from https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a\n[HERDR_CONTINUITY_REF id=ho-1 continuity_id=hc-1]\n[END_HERDR_CONTINUITY_REF]";
 
-fn chat_url(conversation: &str) -> String {
+pub(super) fn chat_url(conversation: &str) -> String {
     format!("https://chatgpt.com/g/{PROJECT}-my-app/c/{conversation}")
 }
 
-fn home_url() -> String {
+pub(super) fn home_url() -> String {
     ext_core::continuity::new_chat_url(Some(PROJECT), "ho-1")
 }
 
-fn page(url: &str, load: &str) -> PageReport {
+pub(super) fn page(url: &str, load: &str) -> PageReport {
     PageReport { url: url.into(), composer: true, generation: Some("chatgpt.thread".into()), page_load: load.into(), ..PageReport::default() }
 }
 
-fn package() -> Package {
+pub(super) fn package() -> Package {
     Package { transfer_id: "ho-1".into(), continuity_id: "hc-1".into(), source_url: chat_url(OLD), message: SEED.into(), copy_prompt: SEED.into() }
 }
 
 /// How the runtime answers.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Journal {
+pub(super) enum Journal {
     Up,
     Down,
 }
 
 /// The composed machine, a simulated runtime and `chrome.storage.local`'s queue record.
-struct World {
-    c: Continuity,
-    now: u64,
-    journal: Journal,
-    queue: Option<serde_json::Value>,
-    log: Vec<String>,
+pub(super) struct World {
+    pub(super) c: Continuity,
+    pub(super) now: u64,
+    pub(super) journal: Journal,
+    pub(super) queue: Option<serde_json::Value>,
+    pub(super) log: Vec<String>,
     /// Tabs asked for by `open_tab` (transfer ids).
-    opened: Vec<String>,
+    pub(super) opened: Vec<String>,
     /// Seed deliveries posted: (tab, id, text).
-    seeds: Vec<(u32, String, String)>,
+    pub(super) seeds: Vec<(u32, String, String)>,
     /// Every other delivery posted: (tab, id, text).
-    delivered: Vec<(u32, String, String)>,
+    pub(super) delivered: Vec<(u32, String, String)>,
     /// Cut-overs seen in the Activity timeline.
-    cut_overs: usize,
+    pub(super) cut_overs: usize,
 }
 
 impl World {
-    fn new(auto: bool) -> Self {
+    pub(super) fn new(auto: bool) -> Self {
         let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0 };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
@@ -83,12 +83,12 @@ impl World {
         w
     }
 
-    fn feed(&mut self, input: ContinuityInput) {
+    pub(super) fn feed(&mut self, input: ContinuityInput) {
         self.c.handle(self.now, input);
         self.drain();
     }
 
-    fn tick(&mut self, ms: u64) {
+    pub(super) fn tick(&mut self, ms: u64) {
         let until = self.now + ms;
         while let Some(at) = self.c.next_deadline().filter(|at| *at <= until) {
             self.now = at.max(self.now);
@@ -98,31 +98,31 @@ impl World {
         self.now = until;
     }
 
-    fn restart(&mut self) {
+    pub(super) fn restart(&mut self) {
         let text = self.c.snapshot().to_json().expect("persist");
         self.c = Continuity::from_snapshot(Snapshot::parse(&text).expect("restore"), self.now, "r");
         self.log.push("-- worker restarted".into());
         self.feed(ContinuityInput::LinkUp);
     }
 
-    fn target(&self) -> Option<String> {
+    pub(super) fn target(&self) -> Option<String> {
         self.c.bindings().list().next().and_then(|b| b.active_conv_key.clone())
     }
 
-    fn line(&self, tab: u32) -> String {
+    pub(super) fn line(&self, tab: u32) -> String {
         self.c.page_view(tab).and_then(|v| v.handoff).map_or("no handoff view".into(), |h| {
             let line = h.line.map_or("-".into(), |s| format!("{} {:?}", s.key, s.args));
             format!("hud {} button={} copy={}", line, h.button, h.copy_prompt.map_or("none", |t| if t == SEED { "the seed's bytes" } else { "OTHER" }))
         })
     }
 
-    fn note(&mut self, what: &str) {
+    pub(super) fn note(&mut self, what: &str) {
         let target = self.target().unwrap_or_default();
         let line = self.line(SOURCE);
         self.log.push(format!("{what}: target={target} {line}"));
     }
 
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         while let Some(output) = self.c.poll() {
             match output {
                 ContinuityOutput::Request { id, call } => {
@@ -138,6 +138,13 @@ impl World {
                             self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url}"));
                             match self.journal {
                                 Journal::Up => Ok(RuntimeAnswer::Prepared(package())),
+                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                            }
+                        }
+                        RuntimeCall::JournalAppend(entry) => {
+                            self.log.push(format!("continuity.append {} {}", entry.role, entry.message_id));
+                            match self.journal {
+                                Journal::Up => Ok(RuntimeAnswer::Appended { continuity_id: "hc-1".into() }),
                                 Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
                             }
                         }
@@ -187,21 +194,21 @@ impl World {
     }
 
     /// The new tab is open and shows the Project's home, idle.
-    fn open_target(&mut self) {
+    pub(super) fn open_target(&mut self) {
         let transfer_id = self.opened.last().cloned().expect("a tab was asked for");
         self.feed(ContinuityInput::HandoffTab { transfer_id, tab: Ok(TARGET) });
         self.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&home_url(), "tgt-1") });
     }
 
     /// The adapter sent the seed; the page moved to the new conversation.
-    fn seed_submitted(&mut self) {
+    pub(super) fn seed_submitted(&mut self) {
         let (tab, id, _) = self.seeds.last().cloned().expect("a seed");
         self.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::Submitted });
         self.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&chat_url(NEW), "tgt-1") });
     }
 
     /// The new conversation's thread shows the seed's marker in a user turn.
-    fn seed_seen(&mut self) {
+    pub(super) fn seed_seen(&mut self) {
         let (_, id, _) = self.seeds.last().cloned().expect("a seed");
         let mut report = page(&chat_url(NEW), "tgt-1");
         report.user_turns = 1;
@@ -210,7 +217,7 @@ impl World {
         self.feed(ContinuityInput::PageReported { tab: TARGET, report });
     }
 
-    fn queue_items(&self) -> BTreeMap<String, Vec<String>> {
+    pub(super) fn queue_items(&self) -> BTreeMap<String, Vec<String>> {
         let book = ext_core::queue::QueueBook::read(self.queue.as_ref()).expect("queue record");
         book.conversations().map(|c| (c.to_owned(), book.items(c).iter().map(|i| i.text.clone()).collect())).collect()
     }

@@ -221,6 +221,21 @@ fn every_pressure_level_has_its_texts() {
     }
 }
 
+/// R2: the HUD's automatic-rollover line (`rollover` of the page view, rendered by
+/// content.js) has a text for every blocker code and for `started`, without substitutions.
+#[test]
+fn every_rollover_line_has_its_texts() {
+    let mut codes: Vec<&str> = ext_core::rollover::RolloverBlocker::ALL.iter().map(|b| b.code()).collect();
+    codes.push("started");
+    for name in ["en", "zh_CN"] {
+        for code in &codes {
+            let key = format!("hudRollover_{code}");
+            let text = message(locale(name), &key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
+            assert_eq!(placeholders(text), 0, "{name} {key:?}: {text:?}");
+        }
+    }
+}
+
 /// M5: the HUD's permission-card line (`CardLine`, rendered by content.js) has a text for
 /// every refusal code and for an accepted and a gone card, in English and Chinese, naming
 /// the connector only where the line carries one (and the time after it).

@@ -16,6 +16,7 @@ mod continuity_journal;
 mod continuity_cards;
 mod continuity_props;
 mod continuity_recovery;
+mod continuity_rollover;
 mod continuity_semantic;
 mod delivery;
 mod permission_card;

@@ -25,7 +25,7 @@ fn only_pressure_at_the_auto_level_or_above_allows_a_rollover_r2() {
 // R: R2 — each other condition, alone, blocks with its own reason code.
 #[test]
 fn each_condition_alone_blocks_with_its_reason_r2() {
-    let cases: [(RolloverFacts, RolloverBlocker, &str); 10] = [
+    let cases: [(RolloverFacts, RolloverBlocker, &str); 11] = [
         (RolloverFacts { project: false, ..ready() }, RolloverBlocker::NotProject, "not_project"),
         (RolloverFacts { auto_on: false, ..ready() }, RolloverBlocker::AutoOff, "auto_off"),
         (RolloverFacts { workspace_working: true, ..ready() }, RolloverBlocker::WorkspaceWorking, "workspace_working"),
@@ -34,6 +34,7 @@ fn each_condition_alone_blocks_with_its_reason_r2() {
         (RolloverFacts { permission_card: true, ..ready() }, RolloverBlocker::PermissionCard, "permission_card"),
         (RolloverFacts { human_draft: true, ..ready() }, RolloverBlocker::HumanDraft, "human_draft"),
         (RolloverFacts { delivery_uncertain: true, ..ready() }, RolloverBlocker::DeliveryUncertain, "delivery_uncertain"),
+        (RolloverFacts { journal_behind: true, ..ready() }, RolloverBlocker::JournalBehind, "journal_behind"),
         (RolloverFacts { handoff_in_flight: true, ..ready() }, RolloverBlocker::HandoffInFlight, "handoff_in_flight"),
         (RolloverFacts { active_target: false, ..ready() }, RolloverBlocker::NotActiveTarget, "not_active_target"),
     ];
@@ -84,7 +85,7 @@ fn facts() -> impl Strategy<Value = RolloverFacts> {
         Just(Some(PressureLevel::Auto)),
         Just(Some(PressureLevel::HighRisk)),
     ];
-    (level, prop::array::uniform10(any::<bool>())).prop_map(|(level, b)| RolloverFacts {
+    (level, prop::array::uniform11(any::<bool>())).prop_map(|(level, b)| RolloverFacts {
         level,
         project: b[0],
         auto_on: b[1],
@@ -96,6 +97,7 @@ fn facts() -> impl Strategy<Value = RolloverFacts> {
         delivery_uncertain: b[7],
         handoff_in_flight: b[8],
         active_target: b[9],
+        journal_behind: b[10],
     })
 }
 
@@ -110,6 +112,7 @@ fn blocked(f: &RolloverFacts) -> bool {
         || f.permission_card
         || f.human_draft
         || f.delivery_uncertain
+        || f.journal_behind
         || f.handoff_in_flight
         || !f.active_target
 }
@@ -119,13 +122,13 @@ proptest! {
     // into Ok; a sequence of checks starts at most one rollover per conversation.
     #[test]
     fn rollover_starts_only_when_every_condition_holds_and_once_per_conversation(
-        steps in prop::collection::vec((0..3u8, facts(), 0..11usize), 1..40),
+        steps in prop::collection::vec((0..3u8, facts(), 0..12usize), 1..40),
     ) {
         let mut rollovers = Rollovers::default();
         let mut started = [0u32; 3];
         for (conv, f, extra) in steps {
             prop_assert_eq!(check(&f).is_ok(), !blocked(&f), "{:?}", f);
-            // Add one blocker (or none for extra == 10) and check monotonicity.
+            // Add one blocker (or none for extra == 11) and check monotonicity.
             let mut worse = f;
             match extra {
                 0 => worse.level = worse.level.map(|_| PressureLevel::Recommend),
@@ -138,6 +141,7 @@ proptest! {
                 7 => worse.human_draft = true,
                 8 => worse.delivery_uncertain = true,
                 9 => worse.active_target = false,
+                10 => worse.journal_behind = true,
                 _ => {}
             }
             if check(&f).is_err() {
