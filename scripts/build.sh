@@ -50,8 +50,15 @@ before=$(stat -c %s "$bg")
 # (--reorder-functions, by call count, measured +3.8 KB gzip). Measured again with it (B gzip,
 # one-caller / always-inline sizes): 20/2 148 514, 10/2 148 423, 20/4 148 324, 10/3
 # 148 331, 10/4 148 280, 15/4 148 280 (taken: fewer raw bytes than 10/4), 20/6 148 812.
+# --low-memory-unused: addresses below 1024 are never used, so constant address parts fold
+# into the loads' and stores' offsets. True of this module: rustc's wasm32 layout puts the
+# 1 MiB stack first, growing down from 1 048 576 where the data starts (the stack pointer's
+# initial value and the first data segment's offset; only a stack nearly 1 MiB deep would
+# reach them, and a deeper one traps: it wraps below 0): -600 B gzip. The layout is checked
+# on wasm-bindgen's module first (scripts/wasm-low-memory-check.mjs).
+node scripts/wasm-low-memory-check.mjs "$bg"
 "$wasm_opt" -Oz --converge --one-caller-inline-max-function-size=15 --always-inline-max-function-size=4 \
-  --reorder-functions-by-name --strip-debug --strip-producers \
+  --reorder-functions-by-name --low-memory-unused --strip-debug --strip-producers \
   --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   "$bg" -o "$bg.opt"

@@ -118,11 +118,13 @@ pub enum BindingInput {
         /// The closed tab.
         tab: TabId,
     },
-    /// A handoff's cut-over (B8, X6): the Project's delivery target becomes the new
-    /// conversation; its binding (workspace, continuity) stays as it is.
+    /// A handoff's cut-over (B8, X6, X10): a Project's delivery target becomes the new
+    /// conversation, its binding (workspace, continuity) as it is; a conversation scope's
+    /// binding (z.ai, a plain ChatGPT conversation) moves to the new conversation, with the
+    /// same workspace.
     CutOver {
-        /// The Project.
-        project_id: String,
+        /// The source's scope.
+        scope: Scope,
         /// The conversation the handoff confirmed.
         conversation_id: String,
     },
@@ -285,8 +287,15 @@ impl Bindings {
                 }
             }
             BindingInput::CatalogRefreshed { workspaces } => self.refresh(&workspaces),
-            BindingInput::CutOver { project_id, conversation_id } => {
+            BindingInput::CutOver { scope: Scope::Project { project_id }, conversation_id } => {
                 self.note_active_conversation(&PageKind::ProjectChat { project_id, conversation_id });
+            }
+            BindingInput::CutOver { scope, conversation_id } => {
+                let Scope::Conversation { site, .. } = scope else { return };
+                if let Some(old) = self.bindings.remove(&scope.key()) {
+                    self.outputs.push_back(BindingOutput::Unbound { scope, workspace_id: old.workspace_id.clone() });
+                    self.install(now, Scope::Conversation { site, conversation_id }, old.workspace_id, old.label);
+                }
             }
         }
     }

@@ -57,6 +57,10 @@ pub enum HandoffRefusal {
     WorkspaceWorking,
     /// Another transfer of this Project is in flight.
     InFlight,
+    /// A message of ours to the source is still on its way (the composition refuses the
+    /// Start: its fate decides whether it is queued again, before the cut-over moves the
+    /// queue, Q9).
+    DeliveryInFlight,
     /// Not a ChatGPT Project conversation with a journal chain (X3).
     NoContinuity,
     /// The journal or the live confirmation failed (X5).
@@ -356,6 +360,7 @@ impl crate::json_read::ReadJson for HandoffRefusal {
         match f.tag("why")? {
             "workspace_working" => Ok(Self::WorkspaceWorking),
             "in_flight" => Ok(Self::InFlight),
+            "delivery_in_flight" => Ok(Self::DeliveryInFlight),
             "no_continuity" => Ok(Self::NoContinuity),
             "journal_unavailable" => Ok(Self::JournalUnavailable { detail: f.get("detail")? }),
             "bad_package" => Ok(Self::BadPackage),
@@ -410,6 +415,7 @@ impl HandoffRefusal {
         match self {
             Self::WorkspaceWorking => "workspace_working",
             Self::InFlight => "in_flight",
+            Self::DeliveryInFlight => "delivery_in_flight",
             Self::NoContinuity => "no_continuity",
             Self::JournalUnavailable { .. } => "journal_unavailable",
             Self::BadPackage => "bad_package",

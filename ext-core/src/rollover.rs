@@ -127,24 +127,35 @@ impl RolloverBlocker {
 /// The first condition of R2 that does not hold, or `Ok` when a rollover may start.
 /// Checks run in a fixed order, so the HUD names the same reason for the same facts.
 pub fn check(facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
-    let level = facts.level.ok_or(RolloverBlocker::NoReading)?;
-    let refusals = [
-        (level < PressureLevel::Auto, RolloverBlocker::PressureBelowAuto),
-        (!facts.project, RolloverBlocker::NotProject),
-        (!facts.auto_on, RolloverBlocker::AutoOff),
-        (facts.workspace_working, RolloverBlocker::WorkspaceWorking),
-        (facts.streaming || facts.tool_running, RolloverBlocker::Busy),
-        (facts.permission_card, RolloverBlocker::PermissionCard),
-        (facts.human_draft, RolloverBlocker::HumanDraft),
-        (facts.delivery_uncertain, RolloverBlocker::DeliveryUncertain),
-        (facts.journal_behind, RolloverBlocker::JournalBehind),
-        (facts.handoff_in_flight, RolloverBlocker::HandoffInFlight),
-        (!facts.active_target, RolloverBlocker::NotActiveTarget),
-    ];
-    match refusals.iter().find(|(refused, _)| *refused) {
-        Some((_, blocker)) => Err(*blocker),
-        None => Ok(()),
-    }
+    use RolloverBlocker as B;
+    let level = facts.level.ok_or(B::NoReading)?;
+    // One `if` per condition (an array of (refused, blocker) pairs searched costs more code).
+    let blocker = if level < PressureLevel::Auto {
+        B::PressureBelowAuto
+    } else if !facts.project {
+        B::NotProject
+    } else if !facts.auto_on {
+        B::AutoOff
+    } else if facts.workspace_working {
+        B::WorkspaceWorking
+    } else if facts.streaming || facts.tool_running {
+        B::Busy
+    } else if facts.permission_card {
+        B::PermissionCard
+    } else if facts.human_draft {
+        B::HumanDraft
+    } else if facts.delivery_uncertain {
+        B::DeliveryUncertain
+    } else if facts.journal_behind {
+        B::JournalBehind
+    } else if facts.handoff_in_flight {
+        B::HandoffInFlight
+    } else if !facts.active_target {
+        B::NotActiveTarget
+    } else {
+        return Ok(());
+    };
+    Err(blocker)
 }
 
 /// The conversations that started an automatic rollover (persist with the snapshot).

@@ -21,10 +21,11 @@ use serde_json::Value;
 use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
 /// A web chat site the extension supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Site {
     /// chatgpt.com (and the legacy chat.openai.com host).
+    #[default]
     ChatGpt,
     /// chat.z.ai.
     Zai,

@@ -125,8 +125,9 @@ enum StorageWait {
 pub const NATIVE_HOST_NAME: &str = "dev.herdr.continuity";
 
 impl LinkDriver {
-    /// A driver that opens native ports by calling `connect_native(NATIVE_HOST_NAME)`.
-    pub fn new(connect_native: Function, extension_version: &str) -> Rc<RefCell<LinkDriver>> {
+    /// A driver that opens native ports by calling `connect_native(NATIVE_HOST_NAME)`, with
+    /// the continuity machine restored from the snapshot (B7) or a fresh one.
+    pub fn new(connect_native: Function, extension_version: &str, continuity: Continuity) -> Rc<RefCell<LinkDriver>> {
         Rc::new_cyclic(|me| {
             RefCell::new(LinkDriver {
                 link: CompanionLink::new(extension_version),
@@ -138,7 +139,7 @@ impl LinkDriver {
                 timer: None,
                 listeners: Vec::new(),
                 me: me.clone(),
-                continuity: Continuity::new(),
+                continuity,
                 link_connected: false,
                 calls: VecMap::new(),
                 next_wire: 0,
@@ -151,11 +152,6 @@ impl LinkDriver {
         })
     }
 
-    /// Replaces the continuity machine with a restored snapshot (worker start, before any
-    /// event is handled).
-    pub fn restore(this: &Rc<RefCell<LinkDriver>>, continuity: Continuity) {
-        this.borrow_mut().continuity = continuity;
-    }
 
     /// The continuity machine (read-only, for tests and diagnostics).
     pub fn continuity(&self) -> &Continuity {
@@ -598,10 +594,10 @@ impl LinkDriver {
         if text.len() > cap {
             return Err(too_long(cap));
         }
-        if text.len() > MAX_HEALTH_SAMPLE_BYTES && value.get("type").and_then(serde_json::Value::as_str) == Some("health_sample") {
+        if text.len() > MAX_HEALTH_SAMPLE_BYTES && kind == Some("health_sample") {
             return Err(too_long(MAX_HEALTH_SAMPLE_BYTES));
         }
-        if value.get("type").and_then(serde_json::Value::as_str) == Some("page_diagnostics") {
+        if kind == Some("page_diagnostics") {
             return Self::diagnostics_reported(this, port, &value);
         }
         wire::check_page_message(&value)?;

@@ -65,15 +65,13 @@ fn chrome_connect_native() -> Result<Function, JsValue> {
     Ok(connect.bind0(&runtime))
 }
 
-/// The worker's driver, creating and starting it on first use.
+/// The worker's driver, once [`start_worker`] made it.
 fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
     if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
         return Ok(driver);
     }
-    let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version());
-    WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
-    LinkDriver::feed(&driver, Input::Start);
-    Ok(driver)
+    // Never a fresh machine here: its first persist would overwrite the stored state.
+    Err(JsError::new("herdr-continuity: the worker has not started (start_worker restores the state first)").into())
 }
 
 /// The storage keys [`start_worker`] reads, `[local keys, sync keys]`: `worker.js` reads
@@ -140,8 +138,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     restored.handle(now, ContinuityInput::LanguageChanged { language });
     // Outputs of the restore itself (views, persist) have nothing to act on yet.
     while restored.poll().is_some() {}
-    let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version());
-    LinkDriver::restore(&driver, restored);
+    let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
     LinkDriver::feed(&driver, Input::Start);
     Ok(())

@@ -35,7 +35,6 @@
 
 use super::*;
 use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
-use crate::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
 use crate::scope::Site;
 
 /// The query parameter that names a transfer in its new tab's URL.
@@ -46,6 +45,8 @@ pub const HANDOFF_QUERY: &str = "herdr_handoff=";
 pub struct Transfer {
     /// The machine.
     pub machine: Handoff,
+    /// The source's site (ChatGPT, or z.ai: X10).
+    pub site: Site,
     /// The source's Project, `None` for a conversation outside a Project.
     pub project_id: Option<String>,
     /// The source conversation.
@@ -75,38 +76,7 @@ pub struct HandoffBook {
     pub rollovers: crate::rollover::Rollovers,
 }
 
-impl WriteJson for Transfer {
-    fn write_json(&self) -> serde_json::Value {
-        Object::default()
-            .with("machine", &self.machine)
-            .with("project_id", &self.project_id)
-            .with("source_conversation", &self.source_conversation)
-            .with("source_tab", &self.source_tab)
-            .with("target_tab", &self.target_tab)
-            .with("seeds", &self.seeds)
-            .with("seed_due", &self.seed_due)
-            .with("tab_requested", &self.tab_requested)
-            .with("end_recorded", &self.end_recorded)
-            .done()
-    }
-}
-
-impl ReadJson for Transfer {
-    fn read_json(value: &serde_json::Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(Self {
-            machine: f.get("machine")?,
-            project_id: f.get("project_id")?,
-            source_conversation: f.get("source_conversation")?,
-            source_tab: f.get("source_tab")?,
-            target_tab: f.get("target_tab")?,
-            seeds: f.get("seeds")?,
-            seed_due: f.get("seed_due")?,
-            tab_requested: f.get("tab_requested")?,
-            end_recorded: f.or_default("end_recorded")?,
-        })
-    }
-}
+crate::json_read::json_struct!(Transfer { machine, site: default, project_id, source_conversation, source_tab, target_tab, seeds, seed_due, tab_requested, end_recorded: default });
 
 crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default, rollovers: default });
 
@@ -131,12 +101,22 @@ fn seed_key(key: &str) -> String {
     crate::text::concat(&["handoff:", key])
 }
 
-/// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there) or
-/// ChatGPT's new chat, naming the transfer.
-pub fn new_chat_url(project_id: Option<&str>, transfer_id: &str) -> String {
-    match project_id {
-        Some(project) => crate::text::concat(&["https://chatgpt.com/g/", project, "/project?", HANDOFF_QUERY, transfer_id]),
-        None => crate::text::concat(&["https://chatgpt.com/?", HANDOFF_QUERY, transfer_id]),
+/// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there),
+/// ChatGPT's or z.ai's new chat, naming the transfer.
+pub fn new_chat_url(site: Site, project_id: Option<&str>, transfer_id: &str) -> String {
+    match (site, project_id) {
+        (_, Some(project)) => crate::text::concat(&["https://chatgpt.com/g/", project, "/project?", HANDOFF_QUERY, transfer_id]),
+        (Site::Zai, None) => crate::text::concat(&["https://chat.z.ai/?", HANDOFF_QUERY, transfer_id]),
+        (_, None) => crate::text::concat(&["https://chatgpt.com/?", HANDOFF_QUERY, transfer_id]),
+    }
+}
+
+/// A page where a new chat starts: ChatGPT's root or a Project's home, z.ai's root.
+fn new_chat_page(url: &str) -> bool {
+    match classify_url(url) {
+        PageKind::Root | PageKind::ProjectHome { .. } => true,
+        PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NoConversationYet } => url.starts_with("https://chat.z.ai/"),
+        _ => false,
     }
 }
 
@@ -166,7 +146,9 @@ impl Continuity {
     /// Whether the queue of `conversation` (`<site>:<id>`) is held: its transfer is in flight
     /// (its items move to the new conversation at the cut-over, Q9).
     pub(super) fn handoff_holds_queue(&self, conversation: &str) -> bool {
-        self.handoff.transfers.values().any(|t| t.machine.in_flight() && conversation.strip_prefix("chatgpt:") == Some(t.source_conversation.as_str()))
+        self.handoff.transfers.values().any(|t| {
+            t.machine.in_flight() && conversation.strip_prefix(t.site.as_str()).and_then(|c| c.strip_prefix(':')) == Some(t.source_conversation.as_str())
+        })
     }
 
     /// What the binding table is told a tab shows: a Project's new conversation does not
@@ -189,13 +171,20 @@ impl Continuity {
     pub(super) fn handoff_start(&mut self, now: Millis, tab: TabId) {
         let Some(report) = self.pages.get(&tab) else { return };
         let page = classify_url(&report.url);
-        let (conversation_id, project_id) = match &page {
-            PageKind::ProjectChat { project_id, conversation_id } => (conversation_id.clone(), Some(project_id.clone())),
-            PageKind::Chat { site: Site::ChatGpt, conversation_id } => (conversation_id.clone(), None),
+        // ChatGPT (a Project's or a plain conversation) and z.ai (X10); DeepSeek has no
+        // stable new-chat flow modelled yet.
+        let (site, conversation_id, project_id) = match &page {
+            PageKind::ProjectChat { project_id, conversation_id } => (Site::ChatGpt, conversation_id.clone(), Some(project_id.clone())),
+            PageKind::Chat { site: site @ (Site::ChatGpt | Site::Zai), conversation_id } => (*site, conversation_id.clone(), None),
             _ => return self.handoff_refused(tab, None, &HandoffRefusal::NoContinuity),
         };
         let Some(scope) = page.scope() else { return };
         let key = scope.key();
+        if self.ledger.active_for(&key).is_some() {
+            // A batch or wake on its way may come back unsent: it must be back in the
+            // source's queue before a cut-over moves the queue (Q9).
+            return self.handoff_refused(tab, Some(&key), &HandoffRefusal::DeliveryInFlight);
+        }
         let working = self.bindings.binding_for(&scope).is_some_and(|b| self.tracker.is_working(&b.workspace_id));
         // The scope's machine is taken out (not copied) and put back if it refuses the Start.
         let mut machine = self.handoff.transfers.get_mut(&key).map(|t| std::mem::take(&mut t.machine)).unwrap_or_default();
@@ -208,6 +197,7 @@ impl Continuity {
         }
         let transfer = Transfer {
             machine,
+            site,
             project_id,
             source_conversation: conversation_id,
             source_tab: tab,
@@ -287,7 +277,7 @@ impl Continuity {
     fn handoff_new_conversation(&self, transfer: &Transfer, report: &PageReport) -> Option<String> {
         let id = match (classify_url(&report.url), &transfer.project_id) {
             (PageKind::ProjectChat { project_id, conversation_id }, Some(ours)) if project_id == *ours => conversation_id,
-            (PageKind::Chat { site: Site::ChatGpt, conversation_id }, None) => conversation_id,
+            (PageKind::Chat { site, conversation_id }, None) if site == transfer.site => conversation_id,
             _ => return None,
         };
         (id != transfer.source_conversation).then_some(id)
@@ -306,8 +296,7 @@ impl Continuity {
                 continue;
             }
             let new_conversation = self.handoff_new_conversation(transfer, &report);
-            let new_chat_page = matches!(classify_url(&report.url), PageKind::Root | PageKind::ProjectHome { .. });
-            let ready = new_chat_page && queue::is_idle_for_queue(&report);
+            let ready = new_chat_page(&report.url) && queue::is_idle_for_queue(&report);
             let Some(transfer) = self.handoff.transfers.get_mut(&key) else { continue };
             if adopt {
                 transfer.target_tab = Some(tab);
@@ -438,7 +427,7 @@ impl Continuity {
                 let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
                 let Some(transfer_id) = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone()) else { return };
                 transfer.tab_requested = true;
-                let url = new_chat_url(transfer.project_id.as_deref(), &transfer_id);
+                let url = new_chat_url(transfer.site, transfer.project_id.as_deref(), &transfer_id);
                 self.handoff_tabs_asked.insert(transfer_id.clone());
                 self.persist();
                 self.emit(ContinuityOutput::OpenTab { transfer_id, url });
@@ -471,20 +460,33 @@ impl Continuity {
         }
     }
 
-    /// The cut-over (B8, Q9): the Project's target moves to the new conversation, the source
-    /// is retired, and its unsent queue items move, in order.
+    /// The cut-over (B8, Q9, X10): a Project's target moves to the new conversation and the
+    /// source is retired; a conversation scope's binding and Auto move to the new
+    /// conversation (X1: the target inherits the source's Auto). The unsent queue items move,
+    /// in order.
     fn handoff_cut_over(&mut self, key: &str, new_conversation: &str) {
         let Some(transfer) = self.handoff.transfers.get(key) else { return };
         // The parts used below, not a copy of the whole transfer.
-        let (project_id, source_conversation) = (transfer.project_id.clone(), transfer.source_conversation.clone());
+        let (site, project_id, source_conversation) = (transfer.site, transfer.project_id.clone(), transfer.source_conversation.clone());
         let (source_tab, target_tab, last_seed) = (transfer.source_tab, transfer.target_tab, transfer.seeds.last().cloned());
-        if let Some(project_id) = project_id {
-            self.handoff.retired.insert(key.to_owned(), source_conversation.clone());
-            self.bindings.handle(self.now, BindingInput::CutOver { project_id, conversation_id: new_conversation.to_owned() });
-            self.drain_bindings();
-        }
-        let from = crate::text::concat(&["chatgpt:", &source_conversation]);
-        let to = crate::text::concat(&["chatgpt:", new_conversation]);
+        let scope = match project_id {
+            Some(project_id) => {
+                self.handoff.retired.insert(key.to_owned(), source_conversation.clone());
+                Scope::Project { project_id }
+            }
+            None => {
+                let source = Scope::Conversation { site, conversation_id: source_conversation.clone() };
+                let target = Scope::Conversation { site, conversation_id: new_conversation.to_owned() };
+                let auto = self.auto.scope_toggle(&source);
+                self.auto.set_scope_auto(&source, false);
+                self.auto.set_scope_auto(&target, auto);
+                source
+            }
+        };
+        self.bindings.handle(self.now, BindingInput::CutOver { scope, conversation_id: new_conversation.to_owned() });
+        self.drain_bindings();
+        let from = crate::text::concat(&[site.as_str(), ":", &source_conversation]);
+        let to = crate::text::concat(&[site.as_str(), ":", new_conversation]);
         self.queue_move(from, to);
         self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), last_seed.as_deref());
         self.notice(source_tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
@@ -498,7 +500,7 @@ impl Continuity {
     /// new tab of a transfer in flight.
     pub(super) fn handoff_view(&self, tab: TabId) -> Option<HandoffView> {
         let page = self.page_kind(tab);
-        let conversation = matches!(&page, PageKind::ProjectChat { .. } | PageKind::Chat { site: Site::ChatGpt, .. });
+        let conversation = matches!(&page, PageKind::ProjectChat { .. } | PageKind::Chat { site: Site::ChatGpt | Site::Zai, .. });
         let key = self.handoff_key_of_tab(tab);
         if !conversation && key.as_ref().is_none_or(|k| self.handoff.transfers.get(k).is_none_or(|t| t.target_tab != Some(tab))) {
             return None;

@@ -493,19 +493,11 @@ impl Continuity {
             ContinuityInput::HealthSample { tab, page_load, sample } => self.health_sample(now, tab, &page_load, sample),
             ContinuityInput::RecoverySettings { stored } => self.recovery_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::PageGone { tab } => {
-                self.recovery_page_gone(tab);
-                self.cards_page_gone(tab);
-                self.journal_page_gone(tab);
-                self.pages.remove(&tab);
-                self.ledger.page_gone(now, tab);
+                self.page_gone(now, tab);
                 self.checks.remove(&tab);
             }
             ContinuityInput::TabClosed { tab } => {
-                self.recovery_page_gone(tab);
-                self.cards_page_gone(tab);
-                self.journal_page_gone(tab);
-                self.pages.remove(&tab);
-                self.ledger.page_gone(now, tab);
+                self.page_gone(now, tab);
                 self.bindings.handle(now, BindingInput::TabClosed { tab });
                 self.drain_bindings();
             }
@@ -606,6 +598,15 @@ impl Continuity {
         // The Auto switch or a page may have changed what recovery watches.
         self.recovery_schedule(now);
         self.finish();
+    }
+
+    /// The page of `tab` is gone (its tab may stay): what each concern knew of it goes.
+    fn page_gone(&mut self, now: Millis, tab: TabId) {
+        self.recovery_page_gone(tab);
+        self.cards_page_gone(tab);
+        self.journal_page_gone(tab);
+        self.pages.remove(&tab);
+        self.ledger.page_gone(now, tab);
     }
 
     /// The stream got to `seq` (an event the tracker does not read): it may end the replay

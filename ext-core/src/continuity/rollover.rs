@@ -6,7 +6,7 @@
 //! The facts are read after every input and timer (only for tabs whose pressure is at `auto`
 //! or above, so most inputs cost one walk of a small map): the page's own report (streaming,
 //! permission card, human draft, our text left in the composer), the Project's Auto, whether
-//! the bound workspace works, uncertain deliveries, the journal's outbox, a transfer in
+//! the bound workspace works, deliveries on their way or uncertain, the journal's outbox, a transfer in
 //! flight, and whether the page is the Project's active target. A conversation that started
 //! one is remembered in the handoff's book (persisted): it never starts a second one, even
 //! when its transfer failed; the user's Handoff button still works. The HUD names the first
@@ -21,8 +21,9 @@ use crate::context_pressure::PressureLevel;
 use crate::rollover::{check, RolloverFacts};
 
 impl Continuity {
-    /// The conversation `tab` shows and its R2 facts; `None` off a conversation.
-    fn rollover_facts(&self, tab: TabId) -> Option<(String, RolloverFacts)> {
+    /// The conversation `tab` shows, its scope's key and its R2 facts; `None` off a
+    /// conversation.
+    fn rollover_facts(&self, tab: TabId) -> Option<(String, String, RolloverFacts)> {
         let report = self.pages.get(&tab)?;
         let page = classify_url(&report.url);
         let conversation = page.conversation()?.conversation_id;
@@ -44,23 +45,28 @@ impl Continuity {
             tool_running: report.delivering.is_some(),
             permission_card: report.permission_card,
             human_draft: report.draft,
-            delivery_uncertain: report.composer_marker.is_some() || self.ledger.active().any(|d| matches!(d.state, DeliveryState::Uncertain { .. })),
+            // Ours left in the composer, any delivery whose fate is open, and one of this
+            // scope on its way (the Handoff refuses to start over it: Q9).
+            delivery_uncertain: report.composer_marker.is_some()
+                || self.ledger.active().any(|d| d.scope_key == key || matches!(d.state, DeliveryState::Uncertain { .. })),
             journal_behind: self.journal_behind(&conversation),
             handoff_in_flight: self.handoff_in_flight(&key),
             active_target,
         };
-        Some((conversation, facts))
+        Some((conversation, key, facts))
     }
 
     /// After each input: the tabs at the `auto` level whose conversation may roll over now
     /// start their transfer.
     pub(super) fn rollover_due(&mut self) {
         for tab in self.journal_tabs_at(PressureLevel::Auto) {
-            let Some((conversation, facts)) = self.rollover_facts(tab) else { continue };
+            let Some((conversation, key, facts)) = self.rollover_facts(tab) else { continue };
             if self.handoff.rollovers.try_start(&conversation, &facts).is_ok() {
-                let key = self.scope_of_tab(tab).map(|s| s.key()).unwrap_or_default();
                 self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("rollover_started"), None);
                 self.handoff_start(self.now, tab);
+                // The source's scheduler learns of the transfer now, not on the next input:
+                // a settle waiting for its inbox read must not wake the source (X2).
+                self.sync_schedulers(self.now);
             }
         }
     }
@@ -68,7 +74,7 @@ impl Continuity {
     /// The HUD's rollover word on `tab` once its pressure is at the `auto` level: `started`,
     /// or the code of the condition that holds it back.
     pub(super) fn rollover_line(&self, tab: TabId) -> Option<&'static str> {
-        let (conversation, facts) = self.rollover_facts(tab)?;
+        let (conversation, _, facts) = self.rollover_facts(tab)?;
         if facts.level? < PressureLevel::Auto {
             return None;
         }

@@ -25,7 +25,10 @@ impl Continuity {
         };
         let scope = page.scope();
         let binding = scope.as_ref().and_then(|s| self.bindings.binding_for(s));
-        let status = scope.as_ref().and_then(|s| self.scopes.get(&s.key()));
+        let key = scope.as_ref().map(Scope::key);
+        let status = key.as_ref().and_then(|k| self.scopes.get(k));
+        // The scope's delivery in flight (one search for its three fields).
+        let delivery = key.as_ref().and_then(|k| self.ledger.active_for(k));
         let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef { workspace_id: p.workspace_id.clone(), label: p.label.clone(), in_catalog: true });
         let auto = scope.as_ref().map_or(AutoState::Off, |s| self.auto.state(s));
         let project_auto_barred = matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto();
@@ -57,7 +60,7 @@ impl Continuity {
         }
         Some(ContinuityView {
             page_kind,
-            scope_key: scope.as_ref().map(Scope::key),
+            scope_key: key.clone(),
             session_ref: scope.as_ref().map(browser_session_ref),
             binding: binding.map(|b| WorkspaceRef { workspace_id: b.workspace_id.clone(), label: b.label.clone(), in_catalog: b.workspace_in_catalog }),
             pending_binding: pending,
@@ -78,14 +81,14 @@ impl Continuity {
             last_wake: status.and_then(|s| s.last_wake.clone()),
             wake_count: status.map_or(0, |s| s.wake_count),
             progress_count: status.map_or(0, |s| s.progress_count),
-            in_flight: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| d.id.clone()),
+            in_flight: delivery.map(|d| d.id.clone()),
             layout: self.pages.get(&tab).and_then(|p| p.generation.clone()),
-            delivery_state: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).map(|d| match d.state {
+            delivery_state: delivery.map(|d| match d.state {
                 DeliveryState::Typing { .. } => "typing",
                 DeliveryState::Submitted { .. } => "submitted",
                 DeliveryState::Uncertain { .. } => "uncertain",
             }),
-            delivery_uncertain_why: scope.as_ref().and_then(|s| self.ledger.active_for(&s.key())).and_then(|d| match &d.state {
+            delivery_uncertain_why: delivery.and_then(|d| match &d.state {
                 DeliveryState::Uncertain { why, .. } => Some(why.clone()),
                 _ => None,
             }),

@@ -127,7 +127,7 @@ fn describe_input(input: &BindingInput) -> String {
         BindingInput::UnbindScope { scope } => format!("unbind scope {}", scope.key()),
         BindingInput::PageVisited { tab, page } => format!("tab {tab} visits {}", page_name(page)),
         BindingInput::TabClosed { tab } => format!("tab {tab} closed"),
-        BindingInput::CutOver { project_id, conversation_id } => format!("cut-over of {project_id} to {conversation_id}"),
+        BindingInput::CutOver { scope, conversation_id } => format!("cut-over of {} to {conversation_id}", scope.key()),
         BindingInput::CatalogRefreshed { workspaces } => format!(
             "catalog: {}",
             workspaces

@@ -33,7 +33,7 @@ pub(super) fn chat_url(conversation: &str) -> String {
 }
 
 pub(super) fn home_url() -> String {
-    ext_core::continuity::new_chat_url(Some(PROJECT), "ho-1")
+    ext_core::continuity::new_chat_url(ext_core::scope::Site::ChatGpt, Some(PROJECT), "ho-1")
 }
 
 pub(super) fn page(url: &str, load: &str) -> PageReport {
@@ -70,10 +70,15 @@ pub(super) struct World {
 
 impl World {
     pub(super) fn new(auto: bool) -> Self {
+        Self::on(&chat_url(OLD), auto)
+    }
+
+    /// A world whose source tab shows `url`, bound to w1.
+    pub(super) fn on(url: &str, auto: bool) -> Self {
         let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0 };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
-        w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+        w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(url, "src-1") });
         w.feed(ContinuityInput::Bind { tab: SOURCE, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
         w.feed(ContinuityInput::AllowProjectAuto { allowed: true });
         if auto {
@@ -457,6 +462,72 @@ fn a_tab_lost_with_the_worker_is_asked_for_again_on_resume() {
     .assert_eq(&w.log.join("\n"));
 }
 
+// X10, X1, Q9: a z.ai conversation (conversation-scoped) hands over to a new z.ai chat: the
+// new tab opens z.ai's new chat, the seed is typed there as a plain message (never through
+// the JSON bridge), and only once the new conversation's id and the seed's marker are in does
+// the binding move to the new conversation, with the same workspace and the source's Auto;
+// the source's queued items follow, in order. The source tab, unbound, offers Handoff again.
+#[test]
+fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
+    let old = "https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a";
+    let new = "https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-0000000000ee";
+    let mut w = World::on(old, true);
+    let bindings = |w: &World| {
+        let list: Vec<String> = w.c.bindings().list().map(|b| format!("{}→{}", b.scope.key(), b.workspace_id)).collect();
+        let auto: Vec<&str> = w.c.bindings().list().map(|b| if w.c.auto_gate().scope_toggle(&b.scope) { "auto on" } else { "auto off" }).collect();
+        format!("{list:?} {auto:?}")
+    };
+    let mut busy = page(old, "src-1");
+    busy.generating = true;
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into() });
+    w.log.clear();
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    let transfer_id = w.opened.last().cloned().expect("a new tab asked for");
+    w.feed(ContinuityInput::HandoffTab { transfer_id, tab: Ok(TARGET) });
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: page("https://chat.z.ai/?herdr_handoff=ho-1", "tgt-1") });
+    let line = bindings(&w);
+    w.log.push(format!("seed posted: {line}"));
+    let (tab, id, text) = w.seeds.last().cloned().expect("a seed");
+    assert_eq!(text.split_once("\n[herdr-continuity ").map(|(m, _)| m), Some(SEED), "the package's message, raw");
+    w.feed(ContinuityInput::DeliveryReport { tab, id: id.clone(), outcome: DeliveryOutcome::Submitted });
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: page(new, "tgt-1") });
+    let line = bindings(&w);
+    w.log.push(format!("submitted, new id known: {line}"));
+    let mut seen = page(new, "tgt-1");
+    seen.user_turns = 1;
+    seen.last_user_turn_id = Some("u-1".into());
+    seen.markers = vec![id];
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: seen });
+    let line = bindings(&w);
+    w.log.push(format!("seed seen: {line}"));
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(old, "src-1") });
+    let line = w.line(SOURCE);
+    w.log.push(format!("source after: {line}"));
+    w.log.push(format!("queue {:?}", w.queue_items()));
+    expect![[r#"
+        activity handoff sent handoff_started -
+        continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a
+        open_tab https://chat.z.ai/?herdr_handoff=ho-1
+        activity handoff sent new_chat_opened -
+        seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.0
+        activity handoff sent seed_sent handoff:ho-1/e.0.0
+        seed posted: ["zai:6a1b2c3d-0000-4000-8000-00000000000a→w1"] ["auto on"]
+        submitted, new id known: ["zai:6a1b2c3d-0000-4000-8000-00000000000a→w1"] ["auto on"]
+        activity handoff confirmed marker_seen handoff:ho-1/e.0.0
+        activity handoff confirmed cut_over handoff:ho-1/e.0.0
+        notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        deliver tab=9 id=qb:32da13dcb07638b8/e.0.1 "first\n\nsecond\n[herdr-continuity qb:32da13dcb07638b8/e.0.1]"
+        seed seen: ["zai:6a1b2c3d-0000-4000-8000-0000000000ee→w1"] ["auto on"]
+        source after: hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        queue {"zai:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]
+    .assert_eq(&w.log.join("\n"));
+    assert_eq!(w.opened.len(), 1);
+}
+
 /// One step of the property test.
 #[derive(Clone, Debug)]
 enum Op {
@@ -508,8 +579,14 @@ proptest! {
     /// never lost or duplicated: every item added is in the stored book exactly once (they
     /// are never confirmed here), in the order added.
     #[test]
-    fn cut_over_never_precedes_confirmation_and_the_queue_survives(ops in prop::collection::vec(op(), 1..60)) {
-        let mut w = World::new(false);
+    fn cut_over_never_precedes_confirmation_and_the_queue_survives(zai in any::<bool>(), ops in prop::collection::vec(op(), 1..60)) {
+        // A ChatGPT Project (its target moves) or a z.ai conversation (its binding moves, X10).
+        let (old_url, new_url, home) = if zai {
+            ("https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a".to_owned(), "https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-0000000000ee".to_owned(), "https://chat.z.ai/?herdr_handoff=ho-1".to_owned())
+        } else {
+            (chat_url(OLD), chat_url(NEW), home_url())
+        };
+        let mut w = World::on(&old_url, false);
         let mut added: Vec<String> = Vec::new();
         let mut marker_seen = false;
         let mut new_id_seen = false;
@@ -536,21 +613,21 @@ proptest! {
                     }
                 }
                 Op::TargetHome { busy } => {
-                    let mut report = page(&home_url(), "tgt-1");
+                    let mut report = page(&home, "tgt-1");
                     report.generating = busy;
                     w.feed(ContinuityInput::PageReported { tab: TARGET, report });
                 }
                 Op::TargetNew => {
                     new_id_seen = true;
-                    let mut report = w.c.page(TARGET).cloned().unwrap_or_else(|| page(&chat_url(NEW), "tgt-1"));
-                    report.url = chat_url(NEW);
+                    let mut report = w.c.page(TARGET).cloned().unwrap_or_else(|| page(&new_url, "tgt-1"));
+                    report.url = new_url.clone();
                     w.feed(ContinuityInput::PageReported { tab: TARGET, report });
                 }
                 Op::TargetMarker => {
                     if let Some((_, id, _)) = w.seeds.last().cloned() {
                         new_id_seen = true;
                         marker_seen = true;
-                        let mut report = page(&chat_url(NEW), "tgt-1");
+                        let mut report = page(&new_url, "tgt-1");
                         report.user_turns = 1 + n as u32;
                         report.markers = vec![id];
                         w.feed(ContinuityInput::PageReported { tab: TARGET, report });
@@ -567,7 +644,7 @@ proptest! {
                     }
                 }
                 Op::SourceReport => {
-                    let mut report = page(&chat_url(OLD), "src-1");
+                    let mut report = page(&old_url, "src-1");
                     report.generating = true;
                     w.feed(ContinuityInput::PageReported { tab: SOURCE, report });
                 }

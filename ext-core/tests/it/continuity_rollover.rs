@@ -169,6 +169,7 @@ enum Op {
     OtherTabVisits,
     SourceVisits,
     Transfer,
+    QueueAdd,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -185,6 +186,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::OtherTabVisits),
         1 => Just(Op::SourceVisits),
         2 => Just(Op::Transfer),
+        1 => Just(Op::QueueAdd),
     ]
 }
 
@@ -194,8 +196,9 @@ proptest! {
     /// R2: whatever the order of page facts, Auto, workspace events, journal failures,
     /// restarts and transfer steps — a rollover starts only in a moment when the source's
     /// pressure is at the `auto` level, Project Auto is on, the workspace does not work, the
-    /// page neither streams nor shows a permission card nor holds a draft, none of its turns
-    /// waits for the journal, and it is the Project's active target; and the conversation
+    /// page neither streams nor shows a permission card nor holds a draft, no message of ours
+    /// to it is on its way, none of its turns waits for the journal, and it is the Project's
+    /// active target; and the conversation
     /// starts at most one, across restarts.
     #[test]
     fn a_rollover_starts_only_when_every_condition_holds_and_once(ops in prop::collection::vec(op(), 1..50)) {
@@ -241,6 +244,10 @@ proptest! {
                 Op::Restart => w.restart(),
                 Op::OtherTabVisits => w.feed(ContinuityInput::PageReported { tab: 8, report: page(&chat_url("6a1b2c3d-0000-4000-8000-0000000000bb"), "o-1") }),
                 Op::SourceVisits => w.feed(ContinuityInput::PageReported { tab: SOURCE, report: source(|_| {}) }),
+                Op::QueueAdd => {
+                    turn += 1;
+                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: format!("queued {turn}") });
+                }
                 Op::Transfer => {
                     if !w.opened.is_empty() {
                         w.open_target();
@@ -262,10 +269,51 @@ proptest! {
                 prop_assert!(!working, "the workspace works");
                 prop_assert!(!report.generating && !report.permission_card && !report.draft, "the page is busy: {:?}", report);
                 prop_assert!(!behind, "turns wait for the journal");
+                // While its transfer runs, nothing of ours goes to the source (none was on
+                // its way at the start, and its wakes pause, X2); a transfer that failed at
+                // once gives the source back its wakes.
+                let in_flight = w.c.handoff_book().transfers.values().any(|t| t.machine.in_flight());
+                let ours = w.c.ledger().active().filter(|d| !d.id.starts_with("handoff:")).count();
+                prop_assert!(!in_flight || ours == 0, "a delivery to the source during its transfer");
                 let target = w.target();
                 prop_assert_eq!(target.as_deref(), Some(OLD), "not the active target");
             }
             prop_assert!(started <= 1, "a conversation started {} rollovers", started);
         }
     }
+}
+
+// X2 with R2: a rollover that starts in the moment the workspace settles (the wake still
+// waits for its inbox read) pauses the source's wakes at once: the wake is not typed into the
+// source during the transfer; it goes to the new conversation after the cut-over.
+#[test]
+fn a_settle_at_the_rollover_wakes_the_new_conversation_not_the_source_x2_r2() {
+    let mut w = World::new(false);
+    w.feed(event(1, PaneEventKind::Working));
+    w.feed(ContinuityInput::ThreadFacts { tab: SOURCE, thread: FULL });
+    w.feed(ContinuityInput::ToggleAuto { tab: SOURCE });
+    w.log.push("-- the workspace settles".into());
+    w.feed(event(2, PaneEventKind::Settled(SettledStatus::Idle)));
+    w.open_target();
+    w.seed_submitted();
+    w.seed_seen();
+    let delivered: Vec<String> = w.delivered.iter().map(|(tab, id, _)| format!("tab={tab} {}", id.split('/').next().unwrap_or_default())).collect();
+    w.log.push(format!("delivered {delivered:?}"));
+    expect![[r#"
+        -- the workspace settles
+        activity handoff sent rollover_started -
+        activity handoff sent handoff_started -
+        continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
+        activity handoff sent new_chat_opened -
+        seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.0
+        activity handoff sent seed_sent handoff:ho-1/e.0.0
+        activity handoff confirmed marker_seen handoff:ho-1/e.0.0
+        activity handoff confirmed cut_over handoff:ho-1/e.0.0
+        notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
+        deliver tab=9 id=wake:w1#2/e.0.1 "[Herdr] Workspace w1 settled (idle). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.\n[herdr-continuity wake:w1#2/e.0.1]"
+        delivered ["tab=9 wake:w1#2"]"#]]
+    .assert_eq(&w.log.join("\n"));
 }

@@ -140,6 +140,7 @@ fn every_say() -> Vec<Say> {
         // The HUD's Handoff (X1–X8).
         ("handoffRefused_workspace_working", 0),
         ("handoffRefused_in_flight", 0),
+        ("handoffRefused_delivery_in_flight", 0),
         ("handoffRefused_no_continuity", 0),
         ("handoffResumeNoTarget", 0),
         ("handoffDone", 1),

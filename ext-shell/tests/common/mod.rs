@@ -209,7 +209,7 @@ pub fn runtime_messages_parse_into_core_types() {
 pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     let (connect, ports) = fake_chrome();
     let (page_factory, _page_ports) = fake_chrome();
-    let driver = LinkDriver::new(connect, "0.1.0");
+    let driver = LinkDriver::new(connect, "0.1.0", ext_core::continuity::Continuity::new());
     LinkDriver::feed(&driver, ext_core::companion_link::Input::Start);
     assert_eq!(ports.length(), 1, "Start opens one native port");
     let native = ports.get(0);
@@ -469,7 +469,7 @@ pub fn page_and_runtime_input_is_bounded() {
     // accepted, and binding commands that do not come from the panel.
     let (connect, _natives) = fake_chrome();
     let (page_factory, _pages) = fake_chrome();
-    let driver = LinkDriver::new(connect, "0.1.0");
+    let driver = LinkDriver::new(connect, "0.1.0", ext_core::continuity::Continuity::new());
     let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
     let over = js(json!({"type": "page_facts", "url": format!("https://chatgpt.com/{}", long(MAX_URL_CHARS))}));
@@ -657,7 +657,7 @@ pub fn health_samples_are_bounded() {
     // The driver's byte cap comes before any reading.
     let (connect, _natives) = fake_chrome();
     let (page_factory, _pages) = fake_chrome();
-    let driver = LinkDriver::new(connect, "0.1.0");
+    let driver = LinkDriver::new(connect, "0.1.0", ext_core::continuity::Continuity::new());
     let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
     let over = sample(json!({"page_load": "x".repeat(MAX_HEALTH_SAMPLE_BYTES)}));
