@@ -66,11 +66,11 @@ impl Scope {
     /// Stable string key for storage maps: `project:<id>` or `<site>:<conversation id>`.
     pub fn key(&self) -> String {
         match self {
-            Scope::Project { project_id } => format!("project:{project_id}"),
+            Scope::Project { project_id } => crate::text::concat(&["project:", project_id]),
             Scope::Conversation {
                 site,
                 conversation_id,
-            } => format!("{}:{conversation_id}", site.as_str()),
+            } => crate::text::concat(&[site.as_str(), ":", conversation_id]),
         }
     }
 }
@@ -275,7 +275,7 @@ fn project_id_of(gizmo: &str) -> Option<String> {
         return None;
     }
     match hex.as_bytes().get(32) {
-        None | Some(b'-') => Some(format!("g-p-{id_part}")),
+        None | Some(b'-') => Some(crate::text::concat(&["g-p-", id_part])),
         Some(_) => None,
     }
 }

@@ -30,17 +30,28 @@ pub fn now_millis() -> Millis {
 
 /// `performance.now()` of the current global (window or worker); `Date.now()` if absent.
 pub fn performance_now() -> f64 {
-    Reflect::get(&js_sys::global(), &JsValue::from_str("performance"))
-        .ok()
-        .filter(|performance| performance.is_object())
-        .and_then(|performance| {
-            let now = Reflect::get(&performance, &JsValue::from_str("now")).ok()?;
-            now.dyn_ref::<Function>()?
-                .call0(&performance)
-                .ok()?
-                .as_f64()
-        })
+    global_path(&["performance"])
+        .and_then(|performance| call_method(&performance, "now", &[]))
+        .and_then(|now| now.as_f64())
         .unwrap_or_else(js_sys::Date::now)
+}
+
+/// `root[keys[0]][keys[1]]…`; `None` at the first step that is missing (undefined or null)
+/// or cannot be read (not an object). One walk for every Chrome path the shell reads.
+pub fn get_path(root: &JsValue, keys: &[&str]) -> Option<JsValue> {
+    let mut value = root.clone();
+    for key in keys {
+        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
+        if value.is_undefined() || value.is_null() {
+            return None;
+        }
+    }
+    Some(value)
+}
+
+/// [`get_path`] from the current global (the worker's or the page's).
+pub fn global_path(keys: &[&str]) -> Option<JsValue> {
+    get_path(&js_sys::global(), keys)
 }
 
 /// Calls `object[name](...args)`, logging (not throwing) a failure.
@@ -201,14 +212,7 @@ pub fn add_listener(object: &JsValue, event: &str, listener: &Function) {
 
 /// `chrome.runtime.lastError?.message`, without throwing where `chrome` is absent.
 pub fn last_error_message() -> Option<String> {
-    let mut value = js_sys::global().into();
-    for key in ["chrome", "runtime", "lastError", "message"] {
-        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
-        if value.is_undefined() || value.is_null() {
-            return None;
-        }
-    }
-    value.as_string()
+    global_path(&["chrome", "runtime", "lastError", "message"])?.as_string()
 }
 
 /// The text of a thrown JS value.
@@ -231,63 +235,39 @@ pub fn extension_version() -> String {
 
 /// `port.sender.tab.id` of a `runtime.Port` (content-script ports have it).
 pub fn sender_tab_id(port: &JsValue) -> Option<u32> {
-    let sender = Reflect::get(port, &JsValue::from_str("sender")).ok()?;
-    let tab = Reflect::get(&sender, &JsValue::from_str("tab")).ok()?;
-    let id = Reflect::get(&tab, &JsValue::from_str("id")).ok()?.as_f64()?;
+    let id = get_path(port, &["sender", "tab", "id"])?.as_f64()?;
     (id >= 0.0 && id <= f64::from(u32::MAX)).then_some(id as u32)
 }
 
 /// `port.sender` as `ext_core::limits` sees it (`id`, `url`, whether `tab` is set).
 pub fn port_sender(port: &JsValue) -> ext_core::limits::PortSender {
-    let sender = Reflect::get(port, &JsValue::from_str("sender")).unwrap_or(JsValue::UNDEFINED);
-    let field = |key: &str| {
-        if sender.is_object() {
-            Reflect::get(&sender, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
-        } else {
-            JsValue::UNDEFINED
-        }
-    };
+    let field = |key: &str| get_path(port, &["sender", key]);
     ext_core::limits::PortSender {
-        extension_id: field("id").as_string(),
-        url: field("url").as_string(),
-        has_tab: field("tab").is_object(),
+        extension_id: field("id").and_then(|id| id.as_string()),
+        url: field("url").and_then(|url| url.as_string()),
+        has_tab: field("tab").is_some_and(|tab| tab.is_object()),
     }
 }
 
 /// `chrome.runtime.id` (this extension's id), when this global has it.
 pub fn own_extension_id() -> Option<String> {
-    let mut value: JsValue = js_sys::global().into();
-    for key in ["chrome", "runtime", "id"] {
-        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
-        if value.is_undefined() || value.is_null() {
-            return None;
-        }
-    }
-    value.as_string()
+    global_path(&["chrome", "runtime", "id"])?.as_string()
 }
 
 /// `port.name`.
 pub fn port_name(port: &JsValue) -> Option<String> {
-    Reflect::get(port, &JsValue::from_str("name")).ok()?.as_string()
+    get_path(port, &["name"])?.as_string()
 }
 
 /// `chrome.storage.local`, when this global has it (not in unit-test pages).
 pub fn storage_local() -> Option<JsValue> {
-    let mut value: JsValue = js_sys::global().into();
-    for key in ["chrome", "storage", "local"] {
-        value = Reflect::get(&value, &JsValue::from_str(key)).ok()?;
-        if !value.is_object() {
-            return None;
-        }
-    }
-    Some(value)
+    global_path(&["chrome", "storage", "local"]).filter(JsValue::is_object)
 }
 
 /// `chrome.tabs.reload(tab)` (recovery's level 2, the page's own tab only); a failure
 /// (the tab is gone) is ignored: the budget it spent stays spent.
 pub fn reload_tab(tab: u32) {
-    let chrome = Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok();
-    if let Some(tabs) = chrome.and_then(|c| Reflect::get(&c, &JsValue::from_str("tabs")).ok()).filter(JsValue::is_object) {
+    if let Some(tabs) = global_path(&["chrome", "tabs"]).filter(JsValue::is_object) {
         let _ = call_method(&tabs, "reload", &[JsValue::from(tab)]);
     }
 }
@@ -316,9 +296,6 @@ pub fn create_tab_request(token: u32, url: &str) {
 
 /// `chrome.i18n.getUILanguage()`, when available.
 pub fn ui_language() -> Option<String> {
-    let i18n = Reflect::get(&Reflect::get(&js_sys::global(), &JsValue::from_str("chrome")).ok()?, &JsValue::from_str("i18n")).ok()?;
-    if !i18n.is_object() {
-        return None;
-    }
+    let i18n = global_path(&["chrome", "i18n"]).filter(JsValue::is_object)?;
     call_method(&i18n, "getUILanguage", &[])?.as_string()
 }

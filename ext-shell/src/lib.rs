@@ -54,9 +54,8 @@ thread_local! {
 
 /// `chrome.runtime.connectNative` bound to `chrome.runtime`.
 fn chrome_connect_native() -> Result<Function, JsValue> {
-    let chrome = Reflect::get(&js_sys::global(), &JsValue::from_str("chrome"))?;
-    let runtime = Reflect::get(&chrome, &JsValue::from_str("runtime"))?;
-    let connect = Reflect::get(&runtime, &JsValue::from_str("connectNative"))?;
+    let runtime = js::global_path(&["chrome", "runtime"]).unwrap_or(JsValue::UNDEFINED);
+    let connect = js::get_path(&runtime, &["connectNative"]).unwrap_or(JsValue::UNDEFINED);
     let connect: Function = connect.dyn_into().map_err(|_| {
         JsError::new(
             "chrome.runtime.connectNative is missing: the manifest needs the \"nativeMessaging\" permission",

@@ -11,7 +11,7 @@ impl Continuity {
     pub(super) fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
         let error = CallError {
             code: ErrorCode::Offline,
-            message: format!("{why}; the extension retries when it reconnects"),
+            message: crate::text::concat(&[why, "; the extension retries when it reconnects"]),
         };
         self.answered(now, purpose, Err(error));
     }

@@ -130,7 +130,7 @@ impl Continuity {
                 let status = self.scopes.get(key);
                 let tasks = self.unconfirmed(key, status.map(|s| s.wake_tasks.clone()).unwrap_or_default());
                 let inbox_missing = status.is_some_and(|s| s.inbox_missing);
-                let body = format!("{text}{}", task_facts(language, &tasks, inbox_missing));
+                let body = crate::text::concat(&[&text, &task_facts(language, &tasks, inbox_missing)]);
                 let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
                 let subject = match &kind {
                     MessageKind::Wake { wake_id, .. } => activity::wake_stem(&workspace, wake_id.seq),
@@ -139,7 +139,7 @@ impl Continuity {
                 };
                 (subject, body, DeliveryKind::Wake, ids)
             }
-            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (format!("progress:{workspace}"), text, DeliveryKind::Progress, Vec::new()),
+            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (crate::text::concat(&["progress:", &workspace]), text, DeliveryKind::Progress, Vec::new()),
         };
         let reason = match kind {
             MessageKind::Wake { .. } => "settled",

@@ -35,11 +35,12 @@ impl Continuity {
         if let Some(reason) = blocker {
             return refuse(self, Self::manual_refusal(reason));
         }
+        let (label, id) = (binding.label.as_str(), binding.workspace_id.as_str());
         let body = match self.language {
-            Language::En => format!("[Herdr] Continue with workspace {} ({}). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.", binding.label, binding.workspace_id),
-            Language::Zh => format!("[Herdr] 继续 workspace {}（{}）。这是手动提醒，不代表任何工作已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。", binding.label, binding.workspace_id),
+            Language::En => crate::text::concat(&["[Herdr] Continue with workspace ", label, " (", id, "). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop."]),
+            Language::Zh => crate::text::concat(&["[Herdr] 继续 workspace ", label, "（", id, "）。这是手动提醒，不代表任何工作已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。"]),
         };
-        let subject = format!("continue:{}", binding.workspace_id);
+        let subject = crate::text::concat(&["continue:", &binding.workspace_id]);
         if self.post_delivery(now, &scope.key(), tab, DeliveryKind::Continue, &subject, &body, Vec::new()).is_err() {
             refuse(self, Self::manual_refusal(WakeWithheld::UnknownLayout));
         }

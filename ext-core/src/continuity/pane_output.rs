@@ -54,7 +54,9 @@ pub fn progress_summary(workspace_id: &str, outputs: &VecMap<String, PaneOutput>
         if !summary.is_empty() {
             summary.push('\n');
         }
-        summary.push_str(&format!("{pane_id} ({agent}):"));
+        for part in [pane_id.as_str(), " (", agent, "):"] {
+            summary.push_str(part);
+        }
         for line in &lines[lines.len().saturating_sub(PROGRESS_LINES_PER_PANE)..] {
             summary.push('\n');
             summary.push_str(&bounded(line.trim(), PROGRESS_LINE_MAX_CHARS));

@@ -100,7 +100,7 @@ impl QueueFlow {
 
 /// The conversation key of a page, if it shows one.
 pub(super) fn conversation_key(report: &PageReport) -> Option<String> {
-    classify_url(&report.url).conversation().map(|c| format!("{}:{}", c.site.as_str(), c.conversation_id))
+    classify_url(&report.url).conversation().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id]))
 }
 
 /// The queue's figures for the HUD of one conversation.

@@ -169,7 +169,7 @@ impl Continuity {
 
     /// How a continue's delivery ended.
     pub(super) fn semantic_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
-        let Some(conversation) = delivery.conversation.as_ref().map(|c| format!("{}:{}", c.site.as_str(), c.conversation_id)) else { return };
+        let Some(conversation) = delivery.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id])) else { return };
         if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
             // Only a continue that certainly did not land leaves the bound (M7, fail closed).
             machine.handle(SemanticInput::ContinueResolved { confirmed: !resolution.retryable() });

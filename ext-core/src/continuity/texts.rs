@@ -23,11 +23,11 @@ pub const TASK_RESULT_MAX_CHARS: usize = 300;
 /// `chatgpt:project:<g-p-id>` for a Project, `<site>:conv:<id>` for a conversation.
 pub fn browser_session_ref(scope: &Scope) -> String {
     match scope {
-        Scope::Project { project_id } => format!("chatgpt:project:{project_id}"),
+        Scope::Project { project_id } => crate::text::concat(&["chatgpt:project:", project_id]),
         Scope::Conversation {
             site,
             conversation_id,
-        } => format!("{}:conv:{conversation_id}", site.as_str()),
+        } => crate::text::concat(&[site.as_str(), ":conv:", conversation_id]),
     }
 }
 
@@ -35,7 +35,7 @@ pub fn browser_session_ref(scope: &Scope) -> String {
 /// restarts. A task id the page's marker could not carry (whitespace, `]`) or that makes the
 /// id longer than [`crate::limits::MAX_ID_CHARS`] is replaced by its FNV-1a hash (`h<hex>`).
 pub fn inbox_delivery_id(workspace_id: &str, first_task: &str) -> String {
-    let plain = format!("inbox:{workspace_id}#{first_task}");
+    let plain = crate::text::concat(&["inbox:", workspace_id, "#", first_task]);
     let marker_safe = !first_task.is_empty() && !first_task.chars().any(|c| c.is_whitespace() || c == ']');
     if marker_safe && crate::limits::within(&plain, crate::limits::MAX_ID_CHARS) {
         return plain;
@@ -47,7 +47,7 @@ pub fn inbox_delivery_id(workspace_id: &str, first_task: &str) -> String {
 /// The marker line that ends every delivered message; the page confirms a delivery by
 /// finding it in a new user turn.
 pub fn marker_line(delivery_id: &str) -> String {
-    format!("[herdr-continuity {delivery_id}]")
+    crate::text::concat(&["[herdr-continuity ", delivery_id, "]"])
 }
 
 /// The task-facts paragraph of a wake (I2): what each terminal task of this chat did.
