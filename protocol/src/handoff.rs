@@ -42,6 +42,11 @@ wire_names! {
     pub enum HandoffProvider {
         /// chatgpt.com (a new conversation in the source's Project, or outside any).
         Chatgpt = "chatgpt",
+        /// chat.z.ai (a new conversation; the extension moves its binding, X10).
+        Zai = "zai",
+        /// chat.deepseek.com (journaled; the extension offers no automatic handoff there:
+        /// the package's Copy Prompt is the way).
+        Deepseek = "deepseek",
     }
 }
 

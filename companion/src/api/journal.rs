@@ -66,7 +66,7 @@ fn check_url(method: Method, value: &str) -> Result<ConversationUrl, MethodError
     check_url_named(method, "conversation_url", value, MAX_URL_CHARS)
 }
 
-/// A ChatGPT conversation URL param called `what`, of at most `max` characters.
+/// A conversation URL param (ChatGPT, z.ai, DeepSeek) called `what`, of at most `max` characters.
 fn check_url_named(method: Method, what: &str, value: &str, max: usize) -> Result<ConversationUrl, MethodError> {
     check_chars(method, what, value, max, true)?;
     ConversationUrl::parse(value).map_err(|e| bad(method, e))
@@ -410,7 +410,7 @@ mod tests {
         expect_test::expect![[r#"
             bad_request: continuity.resume: pass continuity_id or conversation_url, not both
             bad_request: continuity.resume: needs continuity_id or conversation_url (exactly one); continuity.search finds candidates
-            bad_request: continuity.resume: `https://example.com/c/1` is not a ChatGPT conversation URL; send https://chatgpt.com/c/<id> or https://chatgpt.com/g/g-p-<32 hex>/c/<id>
+            bad_request: continuity.resume: `https://example.com/c/1` is not a conversation URL of ChatGPT, z.ai or DeepSeek; send https://chatgpt.com/c/<id>, https://chatgpt.com/g/g-p-<32 hex>/c/<id>, https://chat.z.ai/c/<id> or https://chat.deepseek.com/a/chat/s/<id>
             continuity_not_found: conversation 1 was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)
             bad_request: continuity.search: give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)
             bad_request: continuity.search: query has no words to search for; send words the old conversation contained
@@ -507,7 +507,7 @@ mod tests {
             bad_request: herdr_mcp.browser_handoff.prepare: continuity_id is 161 characters; at most 160 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: continuity_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); send the id as the journal gave it
             bad_request: herdr_mcp.browser_handoff.prepare: invalid type: integer `7`, expected a string; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
-            bad_request: herdr_mcp.browser_handoff.prepare: `https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project` is not a ChatGPT conversation URL; send https://chatgpt.com/c/<id> or https://chatgpt.com/g/g-p-<32 hex>/c/<id>
+            bad_request: herdr_mcp.browser_handoff.prepare: `https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project` is not a conversation URL of ChatGPT, z.ai or DeepSeek; send https://chatgpt.com/c/<id>, https://chatgpt.com/g/g-p-<32 hex>/c/<id>, https://chat.z.ai/c/<id> or https://chat.deepseek.com/a/chat/s/<id>
             bad_request: herdr_mcp.browser_handoff.prepare: source_url is 2120 characters; at most 2048 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: source_url contains `HERDR_HANDOFF_V1`, a marker the seed message must not repeat; send it without the marker
             bad_request: herdr_mcp.browser_handoff.prepare: objective is 1025 characters; at most 1024 are allowed

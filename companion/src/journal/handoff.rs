@@ -16,7 +16,7 @@
 //!   `handoff_id` the id is derived from the other params ([`derived_handoff_id`]).
 
 use continuity_protocol::handoff::{
-    AutomaticDelivery, HandoffDeliveryMethod, HandoffPackage, HandoffProvider, HandoffSafety, HandoffTarget, ManualDelivery,
+    AutomaticDelivery, HandoffDeliveryMethod, HandoffPackage, HandoffSafety, HandoffTarget, ManualDelivery,
     PreparedHandoff, SessionCreateParams, SEED_BLOCK_END, SEED_BLOCK_START,
 };
 use continuity_protocol::MethodResult;
@@ -26,7 +26,7 @@ use super::store::{JournalError, JournalStore};
 use super::ConversationUrl;
 
 /// Why `source_route` is `null`: this companion cannot deliver the seed itself.
-pub const SOURCE_ROUTE_ERROR: &str = "herdr-companion keeps no registry of browser sessions, so it has no route to the source tab and does not serve herdr_mcp.browser_session.create. The herdr-continuity extension delivers the seed itself (a new conversation in the same Project); anyone else pastes manual_delivery.copy_prompt into a new conversation.";
+pub const SOURCE_ROUTE_ERROR: &str = "herdr-companion keeps no registry of browser sessions, so it has no route to the source tab and does not serve herdr_mcp.browser_session.create. The herdr-continuity extension delivers the seed itself (a new conversation in the same Project, or a new z.ai chat); anyone else pastes manual_delivery.copy_prompt into a new conversation.";
 
 /// A validated `herdr_mcp.browser_handoff.prepare`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +136,7 @@ pub fn prepare(store: &JournalStore, request: &HandoffRequest) -> Result<MethodR
             source_url: request.source_url.clone(),
             message,
             work_chain_id: request.work_chain_id.clone(),
-            target_context: HandoffTarget { provider: HandoffProvider::Chatgpt, project_id: request.source.project_id.clone() },
+            target_context: HandoffTarget { provider: request.source.provider, project_id: request.source.project_id.clone() },
         },
         safety: HandoffSafety::FIXED,
     })))
@@ -227,7 +227,7 @@ mod tests {
         for pointer in ["/handoff/message", "/automatic_delivery/params/message", "/manual_delivery/copy_prompt"] {
             *rest.pointer_mut(pointer).expect("present") = serde_json::json!("<message>");
         }
-        expect_test::expect![[r#"{"automatic_delivery":{"method":"herdr_mcp.browser_session.create","params":{"message":"<message>","source_url":"https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b","work_chain_id":"main"}},"handoff":{"continuity_id":"hc-1","handoff_id":"hf-given","message":"<message>","source_url":"https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b","target_context":{"project_id":"g-p-0123456789abcdef0123456789abcdef","provider":"chatgpt"},"work_chain_id":"main"},"manual_delivery":{"copy_prompt":"<message>"},"ok":true,"safety":{"pre_delivery_retry_limit":1,"preserve_mutation_idempotency_key":true,"retry_requires_no_execution_evidence":true,"rewrite_rejected_payload":false},"source_route":null,"source_route_error":"herdr-companion keeps no registry of browser sessions, so it has no route to the source tab and does not serve herdr_mcp.browser_session.create. The herdr-continuity extension delivers the seed itself (a new conversation in the same Project); anyone else pastes manual_delivery.copy_prompt into a new conversation.","type":"handoff_prepared"}"#]]
+        expect_test::expect![[r#"{"automatic_delivery":{"method":"herdr_mcp.browser_session.create","params":{"message":"<message>","source_url":"https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b","work_chain_id":"main"}},"handoff":{"continuity_id":"hc-1","handoff_id":"hf-given","message":"<message>","source_url":"https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b","target_context":{"project_id":"g-p-0123456789abcdef0123456789abcdef","provider":"chatgpt"},"work_chain_id":"main"},"manual_delivery":{"copy_prompt":"<message>"},"ok":true,"safety":{"pre_delivery_retry_limit":1,"preserve_mutation_idempotency_key":true,"retry_requires_no_execution_evidence":true,"rewrite_rejected_payload":false},"source_route":null,"source_route_error":"herdr-companion keeps no registry of browser sessions, so it has no route to the source tab and does not serve herdr_mcp.browser_session.create. The herdr-continuity extension delivers the seed itself (a new conversation in the same Project, or a new z.ai chat); anyone else pastes manual_delivery.copy_prompt into a new conversation.","type":"handoff_prepared"}"#]]
         .assert_eq(&rest.to_string());
     }
 

@@ -8,7 +8,7 @@
 //! - [`handoff`]: the read-only handoff package of a chain
 //!   (`herdr_mcp.browser_handoff.prepare`, X4): live confirmation and the seed message.
 //! - This module: the service ([`Journal`], whose every store call runs on the blocking
-//!   pool), ChatGPT conversation URLs ([`ConversationUrl`]) and the read operations that
+//!   pool), conversation URLs of ChatGPT, z.ai and DeepSeek ([`ConversationUrl`]) and the read operations that
 //!   turn store rows into the methods' results ([`search`], [`resume`], [`resolve`],
 //!   [`list`]).
 //!
@@ -30,6 +30,7 @@ pub mod store;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use continuity_protocol::handoff::HandoffProvider;
 use continuity_protocol::journal::MAX_CANDIDATES;
 use continuity_protocol::{ChainCandidate, MatchReason, MethodResult, Resolution};
 
@@ -87,15 +88,18 @@ pub async fn start(db_path: PathBuf, log: Arc<RuntimeLog>) -> Option<Arc<Journal
     }
 }
 
-/// A ChatGPT conversation URL: `https://chatgpt.com/c/<id>` or
-/// `https://chatgpt.com/g/g-p-<32 hex>[-slug]/c/<id>` (also `www.chatgpt.com`; a query or
-/// fragment is ignored).
+/// A conversation URL of a chat the extension serves: ChatGPT's `https://chatgpt.com/c/<id>`
+/// or `https://chatgpt.com/g/g-p-<32 hex>[-slug]/c/<id>` (also `www.chatgpt.com`), z.ai's
+/// `https://chat.z.ai/c/<id>`, DeepSeek's `https://chat.deepseek.com/a/chat/s/<id>`; a query
+/// or fragment is ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationUrl {
     /// The conversation id.
     pub conversation_id: String,
     /// The Project id (`g-p-<32 hex>`, the slug dropped), when the chat is in one.
     pub project_id: Option<String>,
+    /// The site.
+    pub provider: HandoffProvider,
 }
 
 impl ConversationUrl {
@@ -103,23 +107,30 @@ impl ConversationUrl {
     pub fn parse(url: &str) -> Result<Self, String> {
         let refuse = || {
             format!(
-                "`{}` is not a ChatGPT conversation URL; send https://chatgpt.com/c/<id> or https://chatgpt.com/g/g-p-<32 hex>/c/<id>",
+                "`{}` is not a conversation URL of ChatGPT, z.ai or DeepSeek; send https://chatgpt.com/c/<id>, https://chatgpt.com/g/g-p-<32 hex>/c/<id>, https://chat.z.ai/c/<id> or https://chat.deepseek.com/a/chat/s/<id>",
                 url.chars().take(120).collect::<String>()
             )
         };
-        let rest = url
-            .strip_prefix("https://chatgpt.com/")
-            .or_else(|| url.strip_prefix("https://www.chatgpt.com/"))
-            .ok_or_else(refuse)?;
+        let (provider, rest) = [
+            ("https://chatgpt.com/", HandoffProvider::Chatgpt),
+            ("https://www.chatgpt.com/", HandoffProvider::Chatgpt),
+            ("https://chat.z.ai/", HandoffProvider::Zai),
+            ("https://chat.deepseek.com/", HandoffProvider::Deepseek),
+        ]
+        .into_iter()
+        .find_map(|(prefix, provider)| url.strip_prefix(prefix).map(|rest| (provider, rest)))
+        .ok_or_else(refuse)?;
         let path = rest.split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').collect();
         let is_id = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        match segments.as_slice() {
-            ["c", id] if is_id(id) => Ok(Self { conversation_id: (*id).to_owned(), project_id: None }),
-            ["g", project, "c", id] if is_id(id) => {
+        let plain = |id: &str| Ok(Self { conversation_id: id.to_owned(), project_id: None, provider });
+        match (provider, segments.as_slice()) {
+            (HandoffProvider::Chatgpt | HandoffProvider::Zai, ["c", id]) if is_id(id) => plain(id),
+            (HandoffProvider::Deepseek, ["a", "chat", "s", id]) if is_id(id) => plain(id),
+            (HandoffProvider::Chatgpt, ["g", project, "c", id]) if is_id(id) => {
                 let hex = project.strip_prefix("g-p-").filter(|p| p.len() >= 32 && p[..32].bytes().all(|b| b.is_ascii_hexdigit()));
                 let hex = hex.filter(|p| p.len() == 32 || p.as_bytes()[32] == b'-').ok_or_else(refuse)?;
-                Ok(Self { conversation_id: (*id).to_owned(), project_id: Some(format!("g-p-{}", &hex[..32])) })
+                Ok(Self { conversation_id: (*id).to_owned(), project_id: Some(format!("g-p-{}", &hex[..32])), provider })
             }
             _ => Err(refuse()),
         }

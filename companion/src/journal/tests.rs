@@ -206,7 +206,7 @@ fn resumed(store: &JournalStore, anchor: ResumeAnchor) -> Result<MethodResult, J
 }
 
 fn url(conversation: &str, project: Option<&str>) -> ResumeAnchor {
-    ResumeAnchor::Url(ConversationUrl { conversation_id: conversation.to_owned(), project_id: project.map(str::to_owned) })
+    ResumeAnchor::Url(ConversationUrl { conversation_id: conversation.to_owned(), project_id: project.map(str::to_owned), provider: continuity_protocol::handoff::HandoffProvider::Chatgpt })
 }
 
 #[test]
@@ -284,13 +284,16 @@ fn resolve_and_list_name_the_chain_and_bound_the_list() {
 }
 
 #[test]
-fn conversation_urls_of_chatgpt_are_read_and_others_refused() {
-    let ok = |u: &str| ConversationUrl::parse(u).map(|c| (c.conversation_id, c.project_id));
-    assert_eq!(ok("https://chatgpt.com/c/6a1b-22"), Ok(("6a1b-22".into(), None)));
+fn conversation_urls_of_chatgpt_zai_and_deepseek_are_read_and_others_refused() {
+    let ok = |u: &str| ConversationUrl::parse(u).map(|c| (c.conversation_id, c.project_id, c.provider.as_str()));
+    assert_eq!(ok("https://chatgpt.com/c/6a1b-22"), Ok(("6a1b-22".into(), None, "chatgpt")));
     assert_eq!(
         ok("https://www.chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/77?model=x#end"),
-        Ok(("77".into(), Some(PROJECT.into())))
+        Ok(("77".into(), Some(PROJECT.into()), "chatgpt"))
     );
+    // C1 on z.ai and DeepSeek (X10): their turns are journaled, and z.ai's are handed over.
+    assert_eq!(ok("https://chat.z.ai/c/7c1d2e3f-4a5b"), Ok(("7c1d2e3f-4a5b".into(), None, "zai")));
+    assert_eq!(ok("https://chat.deepseek.com/a/chat/s/7c1d-2e3f?x=1"), Ok(("7c1d-2e3f".into(), None, "deepseek")));
     for bad in [
         "http://chatgpt.com/c/1",
         "https://chatgpt.com.evil/c/1",
@@ -299,8 +302,12 @@ fn conversation_urls_of_chatgpt_are_read_and_others_refused() {
         "https://chatgpt.com/c/",
         "https://chatgpt.com/c/1/extra",
         "https://chatgpt.com/c/a b",
+        "https://chat.z.ai/g/g-p-0123456789abcdef0123456789abcdef/c/1",
+        "https://chat.z.ai/a/chat/s/1",
+        "https://chat.deepseek.com/c/1",
+        "https://chat.z.ai.evil/c/1",
     ] {
-        assert!(ok(bad).is_err_and(|e| e.contains("is not a ChatGPT conversation URL")), "{bad}");
+        assert!(ok(bad).is_err_and(|e| e.contains("is not a conversation URL of ChatGPT, z.ai or DeepSeek")), "{bad}");
     }
 }
 
