@@ -14,6 +14,7 @@ import { EXTENSION_ORIGIN } from './paths.mjs';
 import { runCompanion } from './processes.mjs';
 import { HUD_HOST, HudProbe } from './hud.mjs';
 import { ChatGptFixture, chatgptUrl } from '../fixtures/chatgpt.mjs';
+import { ChatSiteFixture } from '../fixtures/chatsites.mjs';
 
 /** The seeded workspaces: w1 "api" and w2 "web", each with one `claude` pane, idle. */
 export const SEED = {
@@ -335,4 +336,52 @@ export async function boundChatWithDraft(sandbox, chat, draft) {
   await composer.click();
   await page.keyboard.type(draft);
   return { context, worker, fixture, page, hud, sessionRef, composer };
+}
+
+/**
+ * Records every value the HUD hook `attribute` takes on `page` from now on, with the time
+ * (page clock); `read()` gives `[{ value, at }]`, the value at the call first.
+ */
+export async function watchHudHook(page, attribute) {
+  const slot = `__watch_${attribute.replace(/\W/g, '_')}`;
+  await page.evaluate(([name, slotName]) => {
+    const host = document.querySelector('herdr-continuity-hud');
+    window[slotName] = [{ value: host.getAttribute(name), at: Date.now() }];
+    new MutationObserver(() => {
+      const value = host.getAttribute(name);
+      if (window[slotName].at(-1).value !== value) window[slotName].push({ value, at: Date.now() });
+    }).observe(host, { attributes: true, attributeFilter: [name] });
+  }, [attribute, slot]);
+  return { read: () => page.evaluate((slotName) => window[slotName], slot) };
+}
+
+/**
+ * Herdr, host, runtime and Chromium with the z.ai or DeepSeek fixture of `site` holding
+ * `conversation`'s short thread.
+ */
+export async function chatSiteWorld(sandbox, site, conversation, fixtureOptions = {}) {
+  await startSeededHerdr(sandbox);
+  await sandbox.installHost();
+  await sandbox.startRuntime();
+  const { context, worker } = await sandbox.launchBrowser();
+  const fixture = new ChatSiteFixture({ site, ...fixtureOptions });
+  fixture.conversations.set(conversation, [
+    { role: 'user', text: 'Plan the API refactor and hand it to the agents.', id: 'u0' },
+    { role: 'assistant', text: 'Dispatching to workspace api.', id: 'a0' },
+  ]);
+  await fixture.install(context);
+  return { context, worker, fixture };
+}
+
+/** Opens `conversation` of a site fixture, binds it to w1 from the side panel, turns its Auto on (M3). */
+export async function openSiteBoundWithAuto(context, worker, fixture, conversation) {
+  const page = await context.newPage();
+  await page.goto(fixture.url(conversation));
+  await new HudProbe(page).expectCompanionConnected();
+  const hud = new ContinuityHud(page);
+  const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
+  await hud.expect('data-binding', WORKSPACE.id, 'HUD shows the conversation bound (B6)');
+  await panel.close();
+  await hud.turnAutoOn();
+  return { page, hud };
 }

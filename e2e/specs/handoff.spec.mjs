@@ -15,7 +15,7 @@
 //
 // Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker.
 import { test, expect } from '../lib/test.mjs';
-import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud } from '../lib/continuity.mjs';
+import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud, watchHudHook } from '../lib/continuity.mjs';
 import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
@@ -34,30 +34,6 @@ async function handoffTab(context) {
     if ((await page.locator('#prompt-textarea').count()) === 0) await page.goto(url);
   }
   return { page, url };
-}
-
-/** Records every value the HUD's active-target hook takes, with the time (page clock). */
-async function watchTarget(page) {
-  await page.evaluate(() => {
-    const host = document.querySelector('herdr-continuity-hud');
-    window.__targets = [{ value: host.getAttribute('data-active-target'), at: Date.now() }];
-    new MutationObserver(() => {
-      const value = host.getAttribute('data-active-target');
-      if (window.__targets.at(-1).value !== value) window.__targets.push({ value, at: Date.now() });
-    }).observe(host, { attributes: true, attributeFilter: ['data-active-target'] });
-  });
-}
-
-/** Records every value the HUD's handoff button hook takes (page clock). */
-async function watchButton(page) {
-  await page.evaluate(() => {
-    const host = document.querySelector('herdr-continuity-hud');
-    window.__buttons = [host.getAttribute('data-handoff-button')];
-    new MutationObserver(() => {
-      const value = host.getAttribute('data-handoff-button');
-      if (window.__buttons.at(-1) !== value) window.__buttons.push(value);
-    }).observe(host, { attributes: true, attributeFilter: ['data-handoff-button'] });
-  });
 }
 
 /** A bound, journaled Project conversation with its HUD expanded. */
@@ -87,7 +63,7 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-journal', 'journalRecorded', 'C1: the chain exists before the handoff');
       await hud.expect('data-handoff-button', 'handoff', 'X1: the HUD offers Handoff');
       await hud.expand();
-      await watchTarget(page);
+      const targetHook = await watchHudHook(page, 'data-active-target');
       const opened = handoffTab(context);
       // Keyboard: the button is focusable and Enter presses it.
       await hud.action('handoff').focus();
@@ -102,7 +78,7 @@ for (const csp of CSP_VARIANTS) {
       await expect(target).toHaveURL(new RegExp(`/c/${seed.conversationId}$`));
       // X6, X7: the target took exactly two values, the source then the new conversation,
       // and it switched only after the fixture's server had the seed.
-      const targets = await page.evaluate(() => window.__targets);
+      const targets = await targetHook.read();
       expect(targets.map((t) => t.value)).toEqual([CONVERSATION, seed.conversationId]);
       expect(targets[1].at).toBeGreaterThanOrEqual(seed.at);
       const urls = await worker.evaluate(async () => (await chrome.tabs.query({})).map((t) => t.url));
@@ -122,7 +98,7 @@ for (const csp of CSP_VARIANTS) {
       test.slow();
       const { context, worker, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: 'https://chatgpt.com' });
-      await watchButton(page);
+      const buttonHook = await watchHudHook(page, 'data-handoff-button');
       fixture.seedFault = 'seed_failed';
       const opened = handoffTab(context);
       await hud.action('handoff').click();
@@ -141,14 +117,14 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-copied', 'yes', 'the prompt is on the clipboard');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(prompt);
       expect(fixture.refusedSeeds.map((r) => r.text.split('\n').slice(0, -1).join('\n')), 'each refused seed was the package\'s message').toEqual([prompt, prompt]);
-      expect(await page.evaluate(() => window.__buttons)).toEqual(['handoff', 'none', 'copy_prompt']);
+      expect((await buttonHook.read()).map((b) => b.value)).toEqual(['handoff', 'none', 'copy_prompt']);
       await target.close();
     });
 
     test('an uncertain seed never offers Copy Prompt and keeps the source the target (X7, X8)', async ({ sandbox }) => {
       test.slow();
       const { context, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
-      await watchButton(page);
+      const buttonHook = await watchHudHook(page, 'data-handoff-button');
       // The send times out and the server has nothing: no conversation, no marker, ever.
       fixture.seedFault = 'seed_send_timeout';
       fixture.seedTimeoutServer = 'none';
@@ -159,7 +135,7 @@ for (const csp of CSP_VARIANTS) {
       // Past the ledger's deadlines for typing and submitting (15 s + 20 s): unconfirmed.
       await page.waitForTimeout(40_000);
       await hud.expect('data-active-target', CONVERSATION, 'X7: the source stays the target');
-      const buttons = await page.evaluate(() => window.__buttons);
+      const buttons = (await buttonHook.read()).map((b) => b.value);
       expect(buttons, 'X8: never Copy Prompt while the seed is uncertain').not.toContain('copy_prompt');
       expect(await hud.host.getAttribute('data-handoff-step')).not.toBe('done');
     });

@@ -8,39 +8,16 @@
 // back once as the next user message; a reload and a worker restart re-run and re-send
 // nothing.
 import { test, expect } from '../lib/test.mjs';
-import { ContinuityHud, WORKSPACE, bindFromPanel, dispatchTask, herdrRequest, relaunchBrowser, reportAgent, startSeededHerdr } from '../lib/continuity.mjs';
+import { ContinuityHud, WORKSPACE, chatSiteWorld, dispatchTask, herdrRequest, openSiteBoundWithAuto, relaunchBrowser, reportAgent } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
-import { ChatSiteFixture } from '../fixtures/chatsites.mjs';
 
 const CONVERSATION = '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
 
 /** Herdr, host, runtime and Chromium with the fixture of `site` holding one short thread. */
-async function siteWorld(sandbox, site, fixtureOptions = {}) {
-  await startSeededHerdr(sandbox);
-  await sandbox.installHost();
-  await sandbox.startRuntime();
-  const { context, worker } = await sandbox.launchBrowser();
-  const fixture = new ChatSiteFixture({ site, ...fixtureOptions });
-  fixture.conversations.set(CONVERSATION, [
-    { role: 'user', text: 'Plan the API refactor and hand it to the agents.', id: 'u0' },
-    { role: 'assistant', text: 'Dispatching to workspace api.', id: 'a0' },
-  ]);
-  await fixture.install(context);
-  return { context, worker, fixture };
-}
+const siteWorld = (sandbox, site, fixtureOptions = {}) => chatSiteWorld(sandbox, site, CONVERSATION, fixtureOptions);
 
 /** Opens the conversation, binds it to w1 from the side panel and turns its Auto on (M3). */
-async function openBoundWithAuto(context, worker, fixture) {
-  const page = await context.newPage();
-  await page.goto(fixture.url(CONVERSATION));
-  await new HudProbe(page).expectCompanionConnected();
-  const hud = new ContinuityHud(page);
-  const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
-  await hud.expect('data-binding', WORKSPACE.id, 'HUD shows the conversation bound (B6)');
-  await panel.close();
-  await hud.turnAutoOn();
-  return { page, hud };
-}
+const openBoundWithAuto = (context, worker, fixture) => openSiteBoundWithAuto(context, worker, fixture, CONVERSATION);
 
 /** How many times `token` shows in the pane's text at the Herdr stand-in. */
 async function timesInPane(sandbox, token) {
