@@ -17,22 +17,22 @@ globalThis.herdrActivity = recordActivity;
 // storage read in the wasm is a future of its own. A failed read is an empty object.
 const stored = (area, keys) => Promise.resolve(chrome.storage?.[area]?.get(keys)).catch(() => ({})).then((items) => items ?? {});
 // chrome.storage.local for the wasm (ext-shell `js::storage_request`): a read (`text`
-// undefined) or a write of `key`, answered through `storage_answer` with `token` — a storage
+// undefined) or a write of `key`, answered through `js_answer` with `token` — a storage
 // promise awaited in the wasm would be a future, kilobytes of it.
 globalThis.herdrStorage = (token, key, text) => {
   Promise.resolve()
     .then(() => (text === undefined ? chrome.storage.local.get(key).then((items) => items?.[key]) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
-    .then((value) => shell.storage_answer(token, true, value), (error) => shell.storage_answer(token, false, error));
+    .then((value) => shell.js_answer(token, true, value), (error) => shell.js_answer(token, false, error));
 };
 // A handoff's new tab (the wasm asks after the snapshot naming it is written): answered
-// through `storage_answer` with `token` — the tab's id, or why Chrome opened none.
+// through `js_answer` with `token` — the tab's id, or why Chrome opened none.
 globalThis.herdrTabs = (token, url) => {
   Promise.resolve()
     .then(() => {
       if (typeof chrome.tabs?.create !== 'function') throw new Error('chrome.tabs is not available');
       return chrome.tabs.create({ url, active: true });
     })
-    .then((tab) => shell.storage_answer(token, true, tab?.id), (error) => shell.storage_answer(token, false, error));
+    .then((tab) => shell.js_answer(token, true, tab?.id), (error) => shell.js_answer(token, false, error));
 };
 const ready = init().then(async () => {
   const [localKeys, syncKeys] = shell.start_keys();

@@ -476,7 +476,7 @@ impl LinkDriver {
     }
 
     /// Asks `worker.js` to read (`text` `None`) or write `key` of `chrome.storage.local`;
-    /// [`Self::storage_answered`] carries out `wait` with the answer.
+    /// [`Self::js_answered`] carries out `wait` with the answer.
     fn storage_request(this: &Rc<RefCell<LinkDriver>>, key: &str, text: Option<&str>, wait: StorageWait) {
         let token = Self::storage_token(this, wait);
         js::storage_request(token, key, text);
@@ -493,7 +493,7 @@ impl LinkDriver {
 
     /// The answer to the storage request `token`: the value read (`undefined` when nothing
     /// is stored) or written, or what went wrong.
-    pub fn storage_answered(this: &Rc<RefCell<LinkDriver>>, token: u32, outcome: Result<JsValue, String>) {
+    pub fn js_answered(this: &Rc<RefCell<LinkDriver>>, token: u32, outcome: Result<JsValue, String>) {
         let Some(wait) = this.borrow_mut().storage.remove(&token) else { return };
         match wait {
             StorageWait::QueueRead(op) => {

@@ -278,7 +278,7 @@ pub fn storage_local_write(key: &str, text: &str) {
 }
 
 /// Asks `worker.js`'s `globalThis.herdrStorage` to read `key` of `chrome.storage.local`
-/// (`text` `None`) or to write `text` under it; it answers through `storage_answer` with
+/// (`text` `None`) or to write `text` under it; it answers through `js_answer` with
 /// `token` (0: a write whose failure is only logged). A storage promise awaited here would
 /// be a future, and the futures' runtime, kilobytes of the wasm. Nothing without the global
 /// (the wasm tests' pages).
@@ -288,7 +288,7 @@ pub fn storage_request(token: u32, key: &str, text: Option<&str>) {
 }
 
 /// Asks `worker.js`'s `globalThis.herdrTabs` for `chrome.tabs.create({url, active: true})`;
-/// it answers through `storage_answer` with `token`: the new tab's id, or why there is none
+/// it answers through `js_answer` with `token`: the new tab's id, or why there is none
 /// (browser control unavailable, X8). Nothing without the global (the wasm tests' pages).
 pub fn create_tab_request(token: u32, url: &str) {
     call_method(&js_sys::global(), "herdrTabs", &[JsValue::from(token), JsValue::from_str(url)]);

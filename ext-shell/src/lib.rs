@@ -143,11 +143,12 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     Ok(())
 }
 
-/// The answer of `worker.js`'s `herdrStorage` to the request `token` ([`js::storage_request`]):
-/// `ok` with the value read (`undefined` when nothing is stored; a write's is
-/// `undefined`), else the error thrown.
+/// The answer of `worker.js` to the request `token`: of `herdrStorage`
+/// ([`js::storage_request`]) `ok` with the value read (`undefined` when nothing is stored; a
+/// write's is `undefined`), of `herdrTabs` ([`js::create_tab_request`]) the new tab's id; else the
+/// error thrown.
 #[wasm_bindgen]
-pub fn storage_answer(token: u32, ok: bool, value: JsValue) {
+pub fn js_answer(token: u32, ok: bool, value: JsValue) {
     let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
     if token == 0 {
         if let Err(error) = outcome {
@@ -156,7 +157,7 @@ pub fn storage_answer(token: u32, ok: bool, value: JsValue) {
         return;
     }
     if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
-        LinkDriver::storage_answered(&driver, token, outcome);
+        LinkDriver::js_answered(&driver, token, outcome);
     }
 }
 
