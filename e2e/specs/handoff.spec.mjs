@@ -15,7 +15,7 @@
 //
 // Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker.
 import { test, expect } from '../lib/test.mjs';
-import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud, watchHudHook } from '../lib/continuity.mjs';
+import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud, turnAutoOn, watchHudHook } from '../lib/continuity.mjs';
 import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
@@ -198,3 +198,35 @@ for (const csp of CSP_VARIANTS) {
     });
   });
 }
+
+// A plain ChatGPT conversation (outside a Project) is bound on its own: the Handoff opens
+// ChatGPT's new chat, and the binding and Auto move to the new conversation only after the
+// seed is confirmed there (X6, X1; the conversation scope's cut-over, as on z.ai, X10).
+test.describe('Handoff outside a Project', () => {
+  test('a plain conversation hands over to a new chat; its binding and Auto move with the cut-over', async ({ sandbox }) => {
+    test.slow();
+    const plain = CHATS.find((c) => !c.project);
+    const { context, worker, fixture } = await continuityWorld(sandbox, { replyWith: () => 'The loader is in and its tests pass.' });
+    const { page, hud } = await openAndBind(context, worker, plain);
+    await askAndWait(page, fixture, 'Add the config loader and its tests');
+    await hud.expect('data-journal', 'journalRecorded', 'C1: the chain exists before the handoff');
+    await turnAutoOn(context, hud, plain);
+    const bindingHook = await watchHudHook(page, 'data-binding');
+    const opened = handoffTab(context);
+    await hud.action('handoff').click();
+    const { page: target } = await opened;
+    await expect.poll(() => fixture.server.filter((m) => m.conversationId !== CONVERSATION && MARKER_LINE.test(m.text)).length,
+      { message: 'the seed reached the new conversation', timeout: 40_000 }).toBe(1);
+    const seed = fixture.server.find((m) => m.conversationId !== CONVERSATION && MARKER_LINE.test(m.text));
+    expect(seed.projectId ?? null, 'a new chat outside any Project').toBeNull();
+    const targetHud = new ContinuityHud(target);
+    await targetHud.expect('data-binding', 'w1', 'the new conversation is bound after the cut-over', 40_000);
+    await targetHud.expect('data-auto', 'on', 'X1: it inherits the source\'s Auto');
+    await page.bringToFront();
+    await hud.expect('data-binding', '', 'the old conversation is no longer bound');
+    const seen = await bindingHook.read();
+    expect(seen.map((b) => b.value)).toEqual(['w1', '']);
+    expect(seen[1].at, 'the binding moved only after the backend had the seed').toBeGreaterThanOrEqual(seed.at);
+    expect(fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')), 'one seed, one new conversation').toHaveLength(1);
+  });
+});
