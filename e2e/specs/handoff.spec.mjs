@@ -76,6 +76,9 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-binding', 'w1', 'B8: the binding stays');
       await hud.expect('data-handoff-step', 'done');
       await expect(target).toHaveURL(new RegExp(`/c/${seed.conversationId}$`));
+      // The source, handed over, offers no second Handoff (it would fork the chain).
+      await hud.expect('data-handoff-button', 'none', 'the retired source offers no Handoff');
+      await expect(hud.action('handoff')).toHaveCount(0);
       // X6, X7: the target took exactly two values, the source then the new conversation,
       // and it switched only after the fixture's server had the seed.
       const targets = await targetHook.read();

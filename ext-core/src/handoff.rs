@@ -63,6 +63,9 @@ pub enum HandoffRefusal {
     DeliveryInFlight,
     /// Not a ChatGPT Project conversation with a journal chain (X3).
     NoContinuity,
+    /// The conversation was handed over already and is no longer its scope's target: a
+    /// second transfer from it would fork the chain (its HUD names the new conversation).
+    Retired,
     /// The journal or the live confirmation failed (X5).
     JournalUnavailable {
         /// What the runtime said.
@@ -417,6 +420,7 @@ impl HandoffRefusal {
             Self::InFlight => "in_flight",
             Self::DeliveryInFlight => "delivery_in_flight",
             Self::NoContinuity => "no_continuity",
+            Self::Retired => "retired",
             Self::JournalUnavailable { .. } => "journal_unavailable",
             Self::BadPackage => "bad_package",
             Self::SeedFailed => "seed_failed",

@@ -180,6 +180,9 @@ impl Continuity {
         };
         let Some(scope) = page.scope() else { return };
         let key = scope.key();
+        if self.handoff_retired(&key, &page) {
+            return self.handoff_refused(tab, Some(&key), &HandoffRefusal::Retired);
+        }
         if self.ledger.active_for(&key).is_some() {
             // A batch or wake on its way may come back unsent: it must be back in the
             // source's queue before a cut-over moves the queue (Q9).
@@ -210,6 +213,15 @@ impl Continuity {
         self.handoff.transfers.insert(key.clone(), transfer);
         self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("handoff_started"), None);
         self.handoff_drain(now, &key);
+    }
+
+    /// Whether `page` (a tab of scope `key`) shows the conversation that scope's finished
+    /// transfer left and that is not its target again (a navigation back to it makes it
+    /// one, B3): no second Handoff from it.
+    fn handoff_retired(&self, key: &str, page: &PageKind) -> bool {
+        let (PageKind::ProjectChat { conversation_id, .. } | PageKind::Chat { conversation_id, .. }) = page else { return false };
+        let done = self.handoff.transfers.get(key).is_some_and(|t| matches!(t.machine.state(), HandoffState::Done { .. }) && t.source_conversation == *conversation_id);
+        done && page.scope().and_then(|s| self.bindings.binding_for(&s)).is_none_or(|b| b.active_conv_key.as_ref() != Some(conversation_id))
     }
 
     fn handoff_refused(&mut self, tab: TabId, key: Option<&str>, refusal: &HandoffRefusal) {
@@ -520,7 +532,10 @@ impl Continuity {
             }
             HandoffState::SeedUncertain { .. } => (Some(Say::coded("handoffLine", "seed_uncertain", vec![])), "resume"),
             HandoffState::CopyPrompt { .. } => (Some(Say::coded("handoffLine", "copy_prompt", vec![])), "copy_prompt"),
-            HandoffState::Done { new_conversation } => (Some(Say::new("handoffLine_done", vec![new_conversation.clone()])), if conversation { "handoff" } else { "none" }),
+            HandoffState::Done { new_conversation } => {
+                let again = conversation && key.as_deref().is_some_and(|k| !self.handoff_retired(k, &page));
+                (Some(Say::new("handoffLine_done", vec![new_conversation.clone()])), if again { "handoff" } else { "none" })
+            }
             HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail }, source_url } => {
                 (Some(Say::new("handoffFailed_journal_unavailable", vec![detail.clone(), source_url.clone()])), "handoff")
             }

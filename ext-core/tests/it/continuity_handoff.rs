@@ -280,11 +280,47 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         deliver tab=9 id=qb:a1206ffc1bb245df/e.0.1 "first\n\nsecond\n[herdr-continuity qb:a1206ffc1bb245df/e.0.1]"
-        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
-        source again: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
+        source again: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         queue {"chatgpt:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]
     .assert_eq(&w.log.join("\n"));
     assert_eq!(w.opened.len(), 1);
+}
+
+// X6, B3: once handed over, the source conversation is retired. Its tab (still showing
+// it) offers no Handoff, and a press there is refused with the reason: a second transfer
+// from it would fork the chain and move the Project's target off the new conversation.
+// The new conversation hands off as usual; the source taken back by navigating to it
+// (B3 makes it the target again) may hand off too.
+#[test]
+fn a_retired_source_does_not_hand_off_again() {
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.open_target();
+    w.seed_submitted();
+    w.seed_seen();
+    w.log.clear();
+    w.note("handed over");
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.note("pressed on the source");
+    let target_line = w.line(TARGET);
+    w.log.push(format!("new conversation's tab: {target_line}"));
+    expect![[r#"
+        handed over: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
+        notice tab=7 handoffRefused_retired []
+        activity handoff withheld retired -
+        pressed on the source: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
+        new conversation's tab: hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+    .assert_eq(&w.log.join("\n"));
+    assert_eq!(w.opened.len(), 1, "no second new tab");
+    // The user opens the old conversation again in the source tab (a navigation): it is the
+    // Project's target again (B3), and Handoff works from it.
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&home_url(), "src-2") });
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-3") });
+    assert_eq!(w.target().as_deref(), Some(OLD));
+    assert_eq!(w.line(SOURCE), "hud handoffLine_done [\"6a1b2c3d-0000-4000-8000-0000000000ee\"] button=handoff copy=none");
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    assert_eq!(w.opened.len(), 2, "the source, the target again, hands off");
 }
 
 // X2: refused while the bound workspace works, with its reason; nothing is called.
@@ -395,7 +431,7 @@ fn resume_probes_the_target_x7() {
                 activity handoff confirmed cut_over handoff:ho-1/e.0.0
                 notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
                 notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-                resumed, marker there: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+                resumed, marker there: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none"#]]
         } else {
             expect![[r#"
                 seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.1
@@ -423,7 +459,7 @@ fn a_restart_mid_transfer_resumes_without_a_second_new_chat() {
     assert_eq!((w.opened.len(), w.seeds.len(), w.cut_overs), (1, 1, 1));
     expect![[r#"
         restored: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seed_unconfirmed [] button=none copy=none
-        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+        seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none"#]]
     .assert_eq(&w.log.iter().filter(|l| l.starts_with("restored") || l.starts_with("seed seen")).cloned().collect::<Vec<_>>().join("\n"));
 }
 
@@ -458,7 +494,7 @@ fn a_tab_lost_with_the_worker_is_asked_for_again_on_resume() {
         activity handoff confirmed cut_over handoff:ho-1/e.1.0
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-        done: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none"#]]
+        done: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none"#]]
     .assert_eq(&w.log.join("\n"));
 }
 
@@ -466,7 +502,7 @@ fn a_tab_lost_with_the_worker_is_asked_for_again_on_resume() {
 // new tab opens z.ai's new chat, the seed is typed there as a plain message (never through
 // the JSON bridge), and only once the new conversation's id and the seed's marker are in does
 // the binding move to the new conversation, with the same workspace and the source's Auto;
-// the source's queued items follow, in order. The source tab, unbound, offers Handoff again.
+// the source's queued items follow, in order. The source tab, retired, offers no Handoff.
 #[test]
 fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
     let old = "https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a";
@@ -522,7 +558,7 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         deliver tab=9 id=qb:32da13dcb07638b8/e.0.1 "first\n\nsecond\n[herdr-continuity qb:32da13dcb07638b8/e.0.1]"
         seed seen: ["zai:6a1b2c3d-0000-4000-8000-0000000000ee→w1"] ["auto on"]
-        source after: hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        source after: hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         queue {"zai:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]
     .assert_eq(&w.log.join("\n"));
     assert_eq!(w.opened.len(), 1);
@@ -577,7 +613,8 @@ proptest! {
     /// did not land (the ledger resolved it) — never two seeds at once; (c) at most one
     /// transfer of the Project is in flight, with at most one new tab; (d) queued items are
     /// never lost or duplicated: every item added is in the stored book exactly once (they
-    /// are never confirmed here), in the order added.
+    /// are never confirmed here), in the order added; (e) once handed over, the source tab
+    /// (which never navigates back here) starts no second transfer.
     #[test]
     fn cut_over_never_precedes_confirmation_and_the_queue_survives(zai in any::<bool>(), ops in prop::collection::vec(op(), 1..60)) {
         // A ChatGPT Project (its target moves) or a z.ai conversation (its binding moves, X10).
@@ -595,7 +632,9 @@ proptest! {
         // per restart), never otherwise.
         let mut tab_answered = false;
         let mut restarted_since_open = false;
+        let mut handed_over = false;
         for (n, op) in ops.into_iter().enumerate() {
+            let press = matches!(op, Op::Press);
             let before = w.target();
             let cut_overs = w.cut_overs;
             let opened = w.opened.len();
@@ -701,6 +740,11 @@ proptest! {
                 }
                 tab_answered = false;
                 restarted_since_open = false;
+            }
+            // (e)
+            handed_over |= w.cut_overs > 0;
+            if press && handed_over {
+                prop_assert!(!w.c.handoff_book().transfers.values().any(|t| t.machine.in_flight()), "a retired source started a second transfer");
             }
             // (d)
             if w.queue.is_some() {

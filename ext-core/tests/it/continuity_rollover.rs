@@ -105,7 +105,7 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
         activity handoff confirmed cut_over handoff:ho-1/e.0.0
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-        after the cut-over: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=handoff copy=none
+        after the cut-over: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         source again: rollover=started
         -- worker restarted
         source after a restart: rollover=started"#]]
