@@ -61,7 +61,7 @@ pub enum HandoffRefusal {
     /// Start: its fate decides whether it is queued again, before the cut-over moves the
     /// queue, Q9).
     DeliveryInFlight,
-    /// Not a ChatGPT Project conversation with a journal chain (X3).
+    /// Not a ChatGPT or z.ai conversation (X3, X10).
     NoContinuity,
     /// The conversation was handed over already and is no longer its scope's target: a
     /// second transfer from it would fork the chain (its HUD names the new conversation).

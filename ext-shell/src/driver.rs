@@ -152,7 +152,6 @@ impl LinkDriver {
         })
     }
 
-
     /// The continuity machine (read-only, for tests and diagnostics).
     pub fn continuity(&self) -> &Continuity {
         &self.continuity

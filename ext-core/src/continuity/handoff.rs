@@ -20,10 +20,12 @@
 //! Until the cut-over the Project's target is held: a page report of the new conversation
 //! does not make it the target (B3 is suspended for that Project). After it, the source
 //! conversation is *retired*: a tab that still shows it (and did not navigate to it) does
-//! not take the target back.
+//! not take the target back, and offers no second Handoff while it is not its scope's
+//! target (a second transfer from it would fork the chain).
 //!
 //! Invariants:
-//! - At most one transfer in flight per source scope; a second Start is refused.
+//! - At most one transfer in flight per source scope; a second Start is refused, and so is
+//!   a Start from a conversation a finished transfer left.
 //! - The Project's active target moves during a transfer only at its cut-over, and the
 //!   cut-over needs the seed's confirmation by the ledger (or, on Resume, its marker seen
 //!   in the target's thread) and the new conversation's id.

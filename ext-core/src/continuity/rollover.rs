@@ -22,8 +22,13 @@ use crate::rollover::{check, RolloverFacts};
 
 impl Continuity {
     /// The conversation `tab` shows, its scope's key and its R2 facts; `None` off a
-    /// conversation.
+    /// conversation and below the `auto` pressure level (checked first: the HUD's view asks
+    /// for every tab at every change).
     fn rollover_facts(&self, tab: TabId) -> Option<(String, String, RolloverFacts)> {
+        let level = self.pressure_line(tab)?.level;
+        if level < PressureLevel::Auto {
+            return None;
+        }
         let report = self.pages.get(&tab)?;
         let page = classify_url(&report.url);
         let conversation = page.conversation()?.conversation_id;
@@ -35,7 +40,7 @@ impl Continuity {
             None => self.handoff.retired.get(&key) != Some(&conversation),
         };
         let facts = RolloverFacts {
-            level: self.pressure_line(tab).map(|p| p.level),
+            level: Some(level),
             project: matches!(page, PageKind::ProjectChat { .. }),
             auto_on: self.auto.state(&scope) == AutoState::On,
             workspace_working: binding.is_some_and(|b| self.tracker.is_working(&b.workspace_id)),
@@ -75,9 +80,6 @@ impl Continuity {
     /// or the code of the condition that holds it back.
     pub(super) fn rollover_line(&self, tab: TabId) -> Option<&'static str> {
         let (conversation, _, facts) = self.rollover_facts(tab)?;
-        if facts.level? < PressureLevel::Auto {
-            return None;
-        }
         if self.handoff.rollovers.started(&conversation) {
             return Some("started");
         }

@@ -212,6 +212,14 @@ impl World {
         self.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&chat_url(NEW), "tgt-1") });
     }
 
+    /// The transfer's rest once its new tab was asked for: the tab opens, the seed goes,
+    /// the page moves to the new conversation and shows the seed's marker (the cut-over).
+    pub(super) fn complete_transfer(&mut self) {
+        self.open_target();
+        self.seed_submitted();
+        self.seed_seen();
+    }
+
     /// The new conversation's thread shows the seed's marker in a user turn.
     pub(super) fn seed_seen(&mut self) {
         let (_, id, _) = self.seeds.last().cloned().expect("a seed");
@@ -296,9 +304,7 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
 fn a_retired_source_does_not_hand_off_again() {
     let mut w = World::new(false);
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
-    w.open_target();
-    w.seed_submitted();
-    w.seed_seen();
+    w.complete_transfer();
     w.log.clear();
     w.note("handed over");
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
@@ -477,9 +483,7 @@ fn a_tab_lost_with_the_worker_is_asked_for_again_on_resume() {
     w.note("restored");
     w.feed(ContinuityInput::HandoffResume { tab: SOURCE });
     w.note("resumed");
-    w.open_target();
-    w.seed_submitted();
-    w.seed_seen();
+    w.complete_transfer();
     w.note("done");
     assert_eq!((w.opened.len(), w.seeds.len(), w.cut_overs), (2, 1, 1));
     expect![[r#"

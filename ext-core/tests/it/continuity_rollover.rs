@@ -74,9 +74,7 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
     w.journal = Journal::Up;
     w.tick(30_000);
     w.rollover("journal written");
-    w.open_target();
-    w.seed_submitted();
-    w.seed_seen();
+    w.complete_transfer();
     w.note("after the cut-over");
     w.source_reports(source(|_| {}), FULL);
     w.rollover("source again");
@@ -294,9 +292,7 @@ fn a_settle_at_the_rollover_wakes_the_new_conversation_not_the_source_x2_r2() {
     w.feed(ContinuityInput::ToggleAuto { tab: SOURCE });
     w.log.push("-- the workspace settles".into());
     w.feed(event(2, PaneEventKind::Settled(SettledStatus::Idle)));
-    w.open_target();
-    w.seed_submitted();
-    w.seed_seen();
+    w.complete_transfer();
     let delivered: Vec<String> = w.delivered.iter().map(|(tab, id, _)| format!("tab={tab} {}", id.split('/').next().unwrap_or_default())).collect();
     w.log.push(format!("delivered {delivered:?}"));
     expect![[r#"
