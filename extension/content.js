@@ -46,7 +46,15 @@
     .continuity { margin-top: 6px; padding-top: 6px; border-top: 1px solid #d0d7de; }
     .continuity p { margin: 2px 0; }
     .withheld { color: #9a6700; }
-    .hud button[disabled] { cursor: not-allowed; opacity: .6; }`;
+    .hud button[disabled] { cursor: not-allowed; opacity: .6; }
+    .bridge-card { margin: 4px 0; padding: 4px 6px; border: 1px solid #bc4c00; border-radius: 6px; }
+    .bridge-card ol { margin: 2px 0; padding-left: 18px; }
+    .bridge-card li { margin: 4px 0; }
+    .bridge-what { font-weight: 600; }
+    .bridge-tag { font-weight: normal; padding: 0 4px; border-radius: 4px; background: #eaeef2; }
+    .bridge-tag.mutating { background: #ffebe9; color: #a40e26; }
+    .bridge-args { display: block; white-space: pre-wrap; word-break: break-all; max-height: 4.5em; overflow: hidden;
+      font: 11px/1.4 ui-monospace, monospace; background: #f6f8fa; padding: 2px 4px; }`;
 
   const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
   const host = document.createElement('herdr-continuity-hud');
@@ -143,6 +151,7 @@
       handoffButton: c?.handoff?.button ?? '',
     };
     Object.assign(host.dataset, hooks);
+    if (!c?.bridge) Object.assign(host.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
     healthView(c?.health ?? null);
     if (!c) { continuity.replaceChildren(); return []; }
     const out = [];
@@ -216,6 +225,7 @@
       p.dataset.step = c.handoff.step;
       out.push(p);
     }
+    if (c.bridge) out.push(...bridgeLines(c.bridge));
     continuity.replaceChildren(...out);
     return [...c.actions.map((action) => {
       const button = document.createElement('button');
@@ -232,12 +242,77 @@
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       button.addEventListener('click', () => {
         if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(), pressed: true });
-        if (action.id === 'bridge_prompt') return insertBridgePrompt(c.session_ref);
         const turn = action.id === 'llm_judge' ? endedTurn() : null;
         port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
       });
       return button;
     }), ...handoffButton(c.handoff)];
+  };
+
+  // ---- The JSON bridge's approval card (issue 23; ext-core continuity/bridge): the calls
+  // of a z.ai / DeepSeek reply that wait for the user — tool, method, target, the start of
+  // the arguments, a "changes things" tag — each with Run and Skip, and the round-limit
+  // line. Only a trusted press acts (a real click, or Enter / Space on the focused button):
+  // an event a page script dispatches or `element.click()` has `isTrusted === false` and
+  // is dropped here, so the page can never approve a call. Each press sends one
+  // `bridge_decide`; the worker decides nothing without it.
+  const bridgeLines = (bridge) => {
+    host.dataset.bridgePending = String(bridge.pending.length);
+    host.dataset.bridgeRoundLimit = bridge.round_limit ? 'yes' : 'no';
+    const out = [];
+    if (bridge.round_limit) {
+      out.push(para('bridge-round-limit', 'hudBridgeRoundLimit',
+        [String(bridge.rounds?.used ?? ''), String(bridge.rounds?.limit ?? '')], 'withheld'));
+    } else if (bridge.rounds && bridge.rounds.used > 0) {
+      out.push(para('bridge-rounds', 'hudBridgeRounds', [String(bridge.rounds.used), String(bridge.rounds.limit)]));
+    }
+    if (!bridge.batch_id || bridge.pending.length === 0) return out;
+    const card = document.createElement('section');
+    card.className = 'bridge-card';
+    card.dataset.line = 'bridge-approval';
+    card.dataset.batch = bridge.batch_id;
+    card.setAttribute('aria-label', text('hudBridgeApprovalLabel'));
+    const head = para('bridge-approval-head', 'hudBridgeApproval', [String(bridge.pending.length)], 'withheld');
+    const list = document.createElement('ol');
+    list.replaceChildren(...bridge.pending.map(({ call: p, deciding }) => {
+      const li = document.createElement('li');
+      li.dataset.call = String(p.call);
+      li.dataset.tool = p.tool;
+      li.dataset.mutating = p.mutating ? 'yes' : 'no';
+      const what = document.createElement('p');
+      what.className = 'bridge-what';
+      what.textContent = p.method ? `${p.tool} · ${p.method}` : p.tool;
+      const tag = document.createElement('span');
+      tag.className = p.mutating ? 'bridge-tag mutating' : 'bridge-tag';
+      tag.textContent = text(p.mutating ? 'hudBridgeMutating' : 'hudBridgeReadOnly');
+      what.append(' ', tag);
+      li.append(what);
+      if (p.target) li.append(para('bridge-target', 'hudBridgeTarget', [p.target]));
+      const args = document.createElement('code');
+      args.className = 'bridge-args';
+      args.textContent = p.args_preview;
+      li.append(args);
+      const buttons = document.createElement('div');
+      for (const decision of ['run', 'skip']) {
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.dataset.action = `bridge_${decision}:${p.call}`;
+        button.textContent = text(decision === 'run' ? 'bridgeRun' : 'bridgeSkip');
+        button.setAttribute('aria-label', text(decision === 'run' ? 'bridgeRunLabel' : 'bridgeSkipLabel',
+          [String(p.call), p.method ? `${p.tool} ${p.method}` : p.tool]));
+        button.disabled = Boolean(deciding);
+        button.addEventListener('click', (event) => {
+          if (!event.isTrusted) return;
+          port?.postMessage({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision });
+        });
+        buttons.append(button);
+      }
+      li.append(buttons);
+      return li;
+    }));
+    card.append(head, list);
+    out.push(card);
+    return out;
   };
 
   // The Handoff button the worker named: Handoff / Resume handoff go to the worker; Copy
@@ -317,6 +392,8 @@
       }
       if (!c.layout) { parts.push(text('pillLayoutUnknown')); worse('warning'); }
       if (c.withheld) { parts.push(text('pillHeld')); worse('warning'); }
+      // Tool calls waiting for Run / Skip: the collapsed HUD says so.
+      if (c.bridge?.pending?.length) { parts.push(text('pillBridgeApproval', [String(c.bridge.pending.length)])); worse('warning'); }
     }
     summary.textContent = parts.join(' · ');
     dot.className = `dot tone-${tone}`;
@@ -1167,15 +1244,6 @@
     const seen = observe();
     if (!seen.gen || !seen.composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
     typeInto(seen.composer, value);
-  };
-  // The JSON bridge's protocol prompt (HUD button, offered by the worker on bound z.ai /
-  // DeepSeek chats): worker.js relays the runtime's `bridge.prompt`; the answer goes into
-  // the composer like Check Herdr's summary, and nothing is sent.
-  const insertBridgePrompt = (sessionRef) => {
-    chrome.runtime.sendMessage({ type: 'bridge_prompt', browser_session_ref: sessionRef ?? null }).then((answer) => {
-      if (typeof answer?.text === 'string') insert(answer.text);
-      else showNotice(answer?.error ?? text('noticeBridgePromptFailed'), 'bad');
-    }).catch(() => showNotice(text('noticeBridgePromptFailed'), 'bad'));
   };
   const showNotice = (value, tone) => {
     status.textContent = value;

@@ -65,24 +65,6 @@ chrome.commands?.onCommand.addListener((command, tab) => {
     chrome.tabs.sendMessage(tab.id, { type: 'queue_request' }).catch(() => {});
   }
 });
-// The JSON bridge's protocol prompt for the HUD's Insert JSON tool prompt (docs/PROTOCOL.md
-// "JSON bridge"): a relay of a static text, not a decision — the worker's core decides where
-// the button is offered; this asks the runtime's `bridge.prompt` over a short-lived native
-// port of its own and hands the text (or the runtime's error) back to our content script.
-chrome.runtime.onMessage.addListener((message, sender, reply) => {
-  if (message?.type !== 'bridge_prompt' || sender.id !== chrome.runtime.id || !sender.tab) return false;
-  const ref = typeof message.browser_session_ref === 'string' ? message.browser_session_ref.slice(0, 256) : null;
-  const port = chrome.runtime.connectNative('dev.herdr.continuity');
-  const done = (answer) => { clearTimeout(timer); port.disconnect(); reply(answer); };
-  const timer = setTimeout(() => done({ error: 'The companion did not answer within 5 s; check that it runs (herdr-companion doctor).' }), 5000);
-  port.onMessage.addListener((m) => {
-    if (m?.id !== 'bridge-prompt') return;
-    done(m.result ? { text: String(m.result.text ?? '') } : { error: `${m.error?.code}: ${m.error?.message}` });
-  });
-  port.onDisconnect.addListener(() => done({ error: chrome.runtime.lastError?.message ?? 'The companion closed the connection.' }));
-  port.postMessage({ id: 'bridge-prompt', method: 'bridge.prompt', params: ref ? { browser_session_ref: ref } : {} });
-  return true;
-});
 chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.name)));
 chrome.tabs.onRemoved.addListener((tabId) => forward(() => shell.tab_removed(tabId)));
 chrome.tabs.onActivated.addListener((info) => forward(() => shell.tab_activated(info.tabId)));

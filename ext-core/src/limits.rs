@@ -74,6 +74,8 @@ pub const MAX_RUNTIME_TEXT_CHARS: usize = 4_000;
 /// Longest short runtime string kept: labels, ids, states, error codes and messages,
 /// prompt previews, verdicts.
 pub const MAX_RUNTIME_SHORT_CHARS: usize = 512;
+/// Longest JSON bridge protocol prompt (`bridge.prompt`) put into a composer.
+pub const MAX_BRIDGE_PROMPT_CHARS: usize = 32_000;
 /// Most items kept from one runtime list (workspaces, panes, inbox tasks).
 pub const MAX_RUNTIME_LIST_ITEMS: usize = 256;
 

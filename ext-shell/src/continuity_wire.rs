@@ -13,7 +13,7 @@ use continuity_protocol::{ErrorCode, EventName, Method};
 use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    BridgeResults,
+    BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall,
     DeliveryOutcome,
     CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
@@ -64,10 +64,18 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             Method::JudgeTurnEnd,
             json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation),
         ),
-        RuntimeCall::BridgeReply { conversation, message_id, text } => (
+        RuntimeCall::BridgeReply { conversation, message_id, text, workspace_id, auto, human_turn } => (
             Method::BridgeReply,
-            json_object!("conversation": conversation, "message_id": message_id, "text": text, "finished": true),
+            json_object!(
+                "conversation": conversation, "message_id": message_id, "text": text, "finished": true,
+                "workspace_id": workspace_id, "auto": auto, "human_turn": human_turn
+            ),
         ),
+        RuntimeCall::BridgeDecide { conversation, batch_id, index, decision } => (
+            Method::BridgeDecide,
+            json_object!("conversation": conversation, "batch_id": batch_id, "call": index, "decision": decision.as_str()),
+        ),
+        RuntimeCall::BridgePrompt { session_ref } => (Method::BridgePrompt, json_object!("browser_session_ref": session_ref)),
         RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
         RuntimeCall::ContinuityResolve { conversation_id } => (Method::ContinuityResolve, json_object!("conversation_id": conversation_id)),
         RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
@@ -203,11 +211,17 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                 .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
-        // Only `state: results` carries a message (`nothing` and `streaming` send nothing).
-        RuntimeCall::BridgeReply { .. } => {
-            let results = || Some(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? });
-            Ok(RuntimeAnswer::Bridge { results: results() })
-        }
+        RuntimeCall::BridgeReply { .. } => bridge_reply(result).ok_or_else(|| bad_answer(Method::BridgeReply.as_str())),
+        RuntimeCall::BridgeDecide { .. } => result
+            .get("pending")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .map(|pending| RuntimeAnswer::BridgeDecided { pending })
+            .ok_or_else(|| bad_answer(Method::BridgeDecide.as_str())),
+        RuntimeCall::BridgePrompt { .. } => str_of(result, "text")
+            .filter(|text| limits::within(text, limits::MAX_BRIDGE_PROMPT_CHARS))
+            .map(|text| RuntimeAnswer::BridgePrompt { text })
+            .ok_or_else(|| bad_answer(Method::BridgePrompt.as_str())),
         RuntimeCall::JournalAppend(_) => id_of(result, "continuity_id")
             .map(|continuity_id| RuntimeAnswer::Appended { continuity_id })
             .ok_or_else(|| bad_answer(Method::ContinuityAppend.as_str())),
@@ -218,6 +232,49 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
             .map(RuntimeAnswer::Prepared)
             .ok_or_else(|| bad_answer(Method::BrowserHandoffPrepare.as_str())),
     }
+}
+
+/// How many characters of a pending call's arguments the HUD shows (the runtime sends 160).
+const ARGS_PREVIEW_CHARS: usize = 200;
+
+/// A `bridge_reply` result: `results` carries the message, `approval` the batch and its
+/// pending calls (a call without its position or tool is not shown: an approval with none
+/// left is unusable, so a bad answer), `round_limit` nothing more; every other state
+/// (`nothing`, `streaming`, one this extension does not know) sends nothing.
+fn bridge_reply(result: &Value) -> Option<RuntimeAnswer> {
+    let rounds = result.get("rounds").and_then(|r| {
+        let n = |key: &str| r.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+        Some(BridgeRounds { used: n("used")?, limit: n("limit")? })
+    });
+    let outcome = match result.get("state").and_then(Value::as_str) {
+        Some("results") => BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? }),
+        Some("approval") => {
+            let pending: Vec<PendingCall> = list_of(result, "pending")?
+                .filter_map(|p| {
+                    Some(PendingCall {
+                        call: p.get("call").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0)?,
+                        tool: clipped_of(p, "tool", MAX_LABEL_CHARS)?,
+                        method: clipped_of(p, "method", MAX_LABEL_CHARS),
+                        target: clipped_of(p, "target", MAX_LABEL_CHARS),
+                        args_preview: clipped_of(p, "args_preview", ARGS_PREVIEW_CHARS).unwrap_or_default(),
+                        // Unknown reads as mutating: the card never calls a write harmless.
+                        mutating: p.get("mutating").and_then(Value::as_bool).unwrap_or(true),
+                    })
+                })
+                .collect();
+            if pending.is_empty() {
+                return None;
+            }
+            BridgeOutcome::Approval { batch_id: id_of(result, "delivery_id")?, pending }
+        }
+        Some("round_limit") => BridgeOutcome::RoundLimit,
+        // An older runtime sends no state: `results` is known by its message.
+        None if result.get("text").is_some_and(Value::is_string) => {
+            BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? })
+        }
+        _ => BridgeOutcome::Nothing,
+    };
+    Some(RuntimeAnswer::Bridge { outcome, rounds })
 }
 
 /// A `judge_verdict` result: verdict, source, reason and the J7 priors present (whole
@@ -368,8 +425,18 @@ pub enum PortCommand {
     },
     /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr` (`llm_judge`
     /// carries the page's turn; `bridge_send` is a `turn_ended` with `pressed: true`;
-    /// `bridge_prompt` goes to `worker.js`, which relays `bridge.prompt`).
+    /// `bridge_prompt` asks the runtime's `bridge.prompt` for the composer).
     HudAction(&'static str),
+    /// `bridge_decide {batch_id, call, decision}`: Run / Skip on the HUD's approval card
+    /// (the content script sends it for a trusted click only).
+    BridgeDecide {
+        /// The batch.
+        batch_id: String,
+        /// 1-based position of the call.
+        call: u32,
+        /// Run or skip.
+        decision: BridgeDecision,
+    },
     /// `panel_hello {tab_id}`.
     PanelHello {
         /// The tab to show; `None` = the last active chat tab.
@@ -467,8 +534,18 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 _ => return None,
             },
         }),
+        "bridge_decide" => Some(PortCommand::BridgeDecide {
+            batch_id: id_of(value, "batch_id")?,
+            call: value.get("call")?.as_u64().and_then(|n| u32::try_from(n).ok())?,
+            decision: match value.get("decision")?.as_str()? {
+                "run" => BridgeDecision::Run,
+                "skip" => BridgeDecision::Skip,
+                _ => return None,
+            },
+        }),
         "action" => {
             let action = match value.get("action")?.as_str()? {
+                "bridge_prompt" => "bridge_prompt",
                 "toggle_auto" => "toggle_auto",
                 "continue" => "continue",
                 "check_herdr" => "check_herdr",

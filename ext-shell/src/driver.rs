@@ -261,11 +261,16 @@ impl LinkDriver {
                 "continue" => ContinuityInput::Continue { tab },
                 "handoff" => ContinuityInput::Handoff { tab },
                 "handoff_resume" => ContinuityInput::HandoffResume { tab },
+                "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
             (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed }, Some(tab)) => {
                 ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed }
+            }
+            // The HUD's approval card is a page's, never the panel's.
+            (PortCommand::BridgeDecide { batch_id, call, decision }, Some(tab)) if !panel => {
+                ContinuityInput::BridgeDecide { tab, batch_id, call, decision }
             }
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },

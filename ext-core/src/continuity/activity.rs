@@ -11,7 +11,8 @@
 //! held back (`withheld`, with the gate's [`WakeWithheld`] code); a queue batch; a judge
 //! continue, or a `continue` verdict that could not be sent (Auto switched off meanwhile,
 //! the user's queued turn first, the page not free); a recovery reload or Retry; the
-//! JSON bridge's results message; a permission card accepted (`sent`), clicked
+//! JSON bridge's calls awaiting approval (`withheld`), a Run (`sent`) or Skip (`withheld`)
+//! the user pressed, its round limit reached (`withheld`) and its results message; a permission card accepted (`sent`), clicked
 //! (`confirmed`), found gone (`failed`) or left to the user (`withheld`, once per card and
 //! reason while it is shown); a handoff's steps (started or refused, the new tab, each seed and
 //! how it ended, the cut-over, a failure or Copy Prompt). A manual Continue is the user's own action and is not recorded.
@@ -175,6 +176,8 @@ pub const REASON_CODES: &[&str] = &[
     // Handoff (continuity/handoff): its steps and `HandoffRefusal` codes.
     "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
     "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
+    // The JSON bridge's approval (continuity/bridge).
+    "awaiting_approval", "run_approved", "call_skipped", "round_limit",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.

@@ -1,25 +1,46 @@
-//! The JSON bridge's thin part in the worker (SPEC O2, O3, M6): when a reply of a bound
-//! z.ai / DeepSeek conversation ends, its text goes to the runtime's `bridge.reply`, and a
-//! results message it answers goes into the chat through the [`DeliveryLedger`]
-//! ([`DeliveryKind::BridgeResults`], subject = the runtime's stable delivery id) — at once
-//! with Auto on into a free page, else after the HUD's Send tool results (which asks the
-//! runtime again with the page's last reply: it answers from its record, nothing runs
-//! twice). The delivery shows in the HUD as every delivery does (in flight, confirmed).
-//! Detection, execution, the caps and the record of what ran are the runtime's
-//! (`companion/src/bridge`), not this machine's (O3).
+//! The JSON bridge's thin part in the worker (SPEC O2, O3, M6, M7; issue 23): when a reply
+//! of a bound z.ai / DeepSeek conversation ends, its text goes to the runtime's
+//! `bridge.reply` with the chat's caller identity (its bound workspace), its Auto and its
+//! newest human turn. The runtime detects the calls, refuses what the chat may not reach,
+//! and answers one of:
+//! - `approval`: calls wait for the user. The HUD shows an approval card (tool, method,
+//!   target, the start of the arguments, a "changes things" tag) with Run / Skip per call;
+//!   a press there (a trusted click only: the content script drops untrusted events) is a
+//!   [`ContinuityInput::BridgeDecide`] → `bridge.decide`, recorded by the runtime before
+//!   it answers. When no call of the batch waits any more, the page's last reply goes to
+//!   `bridge.reply` again (as Send tool results does) and its results come back.
+//! - `results`: the results message goes into the chat through the [`DeliveryLedger`]
+//!   ([`DeliveryKind::BridgeResults`], subject = the runtime's stable delivery id) — at
+//!   once with Auto on into a free page, after a Run / Skip press, else after the HUD's
+//!   Send tool results (which asks the runtime again with the page's last reply: it
+//!   answers from its record, nothing runs twice).
+//! - `round_limit`: the chat ran its limit of tool rounds since the user's last message;
+//!   the HUD says so and that a new message of the user's starts a new allowance.
+//!
+//! Every step is in the Activity timeline (`bridge_call`): calls awaiting approval, a run
+//! approved, a call skipped, the round limit reached, results sent and how they ended.
+//! Detection, classification, scoping, execution, the round count and the record of what
+//! ran are the runtime's (`companion/src/bridge`), not this machine's (O3).
 //!
 //! Invariants:
 //! - Only z.ai and DeepSeek chats, only bound ones; ChatGPT has a real MCP connector.
+//! - Nothing here approves a call: only a [`ContinuityInput::BridgeDecide`] (the HUD's Run,
+//!   a trusted click) sends `run`, for a call of the card the runtime asked about.
 //! - A results message whose marker the page already shows, or that is on its way, is
 //!   never typed again (the ledger allows one delivery per scope).
-//! - The HUD offers Insert JSON tool prompt on those chats; the text is the runtime's
-//!   `bridge.prompt`, which `worker.js` relays to the page (no decision there, and no
-//!   wasm for a static text).
-//! - The worker keeps no bridge state: a replay of a reply (the Send button, a reply
-//!   reported again) asks the runtime again, which answers from its record; what is on
-//!   the page and in the ledger decides that nothing is typed twice.
+//! - The HUD offers Insert JSON tool prompt on those chats; its text is the runtime's
+//!   `bridge.prompt`, asked over the worker's one companion connection (like every call
+//!   here) and put into the composer without sending.
+//! - The worker persists no bridge state: the approval card and the last reply live in
+//!   memory per tab; after a worker restart Send tool results asks the runtime again, which
+//!   answers from its record (the same batch waits, nothing runs twice).
+//! - The human turn: the id of the page's last user turn that is not a message of ours (its
+//!   page id, else `text:` and a hash of its text), remembered per scope while the results
+//!   messages we type follow it; unknown (after a restart, before the user wrote) it is
+//!   `""`, so rounds are counted together, never reset.
 
 use super::*;
+use crate::json_read::{write_struct, write_unit_enum};
 use crate::scope::Site;
 
 /// A results message as the runtime answered it.
@@ -31,6 +52,139 @@ pub struct BridgeResults {
     pub text: String,
 }
 
+/// One call of a batch that waits for the user (`bridge_reply.pending[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingCall {
+    /// 1-based position in the batch.
+    pub call: u32,
+    /// The tool (`herdr_call`, `herdr_prompt`, …).
+    pub tool: String,
+    /// `herdr_call`'s method or a local method name.
+    pub method: Option<String>,
+    /// The pane / workspace / conversation the call acts on.
+    pub target: Option<String>,
+    /// The first characters of the arguments' JSON.
+    pub args_preview: String,
+    /// The call types, prompts or writes (not read-only).
+    pub mutating: bool,
+}
+
+write_struct!(PendingCall { call, tool, method, target, args_preview, mutating });
+
+/// Tool rounds of the chat's current human turn (`bridge_reply.rounds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BridgeRounds {
+    /// Rounds that reached their results message.
+    pub used: u32,
+    /// The bound (M7).
+    pub limit: u32,
+}
+
+write_struct!(BridgeRounds { used, limit });
+
+/// What `bridge.reply` answered (`bridge_reply.state`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BridgeOutcome {
+    /// `results`: the message to send.
+    Results(BridgeResults),
+    /// `approval`: calls of batch `batch_id` wait for the user; nothing of it has run.
+    Approval {
+        /// The batch id (`bridge:<16 hex>`).
+        batch_id: String,
+        /// The calls that wait.
+        pending: Vec<PendingCall>,
+    },
+    /// `round_limit`: the chat ran its limit of tool rounds since the user's last message.
+    RoundLimit,
+    /// `nothing` / `streaming` / a state this extension does not know: nothing to do.
+    Nothing,
+}
+
+/// The user's decision on one pending call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BridgeDecision {
+    /// Run it.
+    Run,
+    /// Do not run it (the runtime answers it `skipped`).
+    Skip,
+}
+
+write_unit_enum!(BridgeDecision { "run" => Run, "skip" => Skip });
+
+impl BridgeDecision {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Skip => "skip",
+        }
+    }
+}
+
+/// A pending call as the HUD's approval card shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BridgeCardCall {
+    /// The call.
+    pub call: PendingCall,
+    /// A decision on it is on its way to the runtime (its buttons are disabled).
+    pub deciding: bool,
+}
+
+write_struct!(BridgeCardCall { call, deciding });
+
+/// The HUD's JSON bridge part of a bound z.ai / DeepSeek chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BridgeView {
+    /// The batch whose calls wait, if any.
+    pub batch_id: Option<String>,
+    /// Its calls that wait for Run / Skip.
+    pub pending: Vec<BridgeCardCall>,
+    /// The chat ran its limit of tool rounds since the user's last message.
+    pub round_limit: bool,
+    /// Tool rounds of the current human turn, as the runtime last answered.
+    pub rounds: Option<BridgeRounds>,
+}
+
+write_struct!(BridgeView { batch_id, pending, round_limit, rounds });
+
+/// The page's last reply as sent to `bridge.reply` (asked again after the last decision).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct LastReply {
+    message_id: String,
+    text: String,
+    human_turn: String,
+}
+
+/// What one tab's bridge chat shows (not persisted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct BridgeTab {
+    /// The page's last reply.
+    last: Option<LastReply>,
+    /// The batch waiting for the user and its calls.
+    batch_id: Option<String>,
+    pending: Vec<PendingCall>,
+    /// Calls whose decision is on its way.
+    deciding: VecSet<u32>,
+    /// The round limit of the current human turn was reached.
+    round_limit: bool,
+    rounds: Option<BridgeRounds>,
+}
+
+/// The composition's bridge state: per tab, and the newest human turn per scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct BridgeFlow {
+    tabs: VecMap<TabId, BridgeTab>,
+    human_turns: VecMap<String, String>,
+}
+
+/// `text:` and a 64-bit FNV-1a hash of a user turn's text (a page that shows no id).
+fn text_turn_id(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("text:{hash:016x}")
+}
+
 impl Continuity {
     /// The scope of `tab` when it is a bound z.ai / DeepSeek chat.
     pub(super) fn bridge_scope(&self, tab: TabId) -> Option<Scope> {
@@ -39,29 +193,192 @@ impl Continuity {
     }
 
     /// A reply of `tab` ended (or the user pressed Send tool results, `pressed`, with the
-    /// page's last reply): a bridge chat's reply goes to `bridge.reply`, the chat named by
-    /// its `browser_session_ref`. A replay is cheap: the runtime answers it from its record
-    /// without running anything again.
-    pub(super) fn bridge_turn_ended(&mut self, tab: TabId, message_id: Option<String>, text: &str, pressed: bool) {
+    /// page's last turn): a bridge chat's reply goes to `bridge.reply` with the chat's
+    /// identity, Auto and human turn. A replay is cheap: the runtime answers it from its
+    /// record without running anything again.
+    pub(super) fn bridge_turn_ended(&mut self, tab: TabId, turn: BridgeTurn<'_>) {
         let Some(scope) = self.bridge_scope(tab) else { return };
-        let call = RuntimeCall::BridgeReply { conversation: browser_session_ref(&scope), message_id: message_id.unwrap_or_default(), text: text.to_owned() };
+        let key = scope.key();
+        // The user turn is the human's unless it carries a marker of ours (a results
+        // message, a wake): then the human turn is the one remembered before it.
+        if turn.user_marker.is_none() && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
+            let id = turn.user_message_id.clone().unwrap_or_else(|| text_turn_id(turn.user_text));
+            self.bridge.human_turns.insert(key.clone(), id);
+        }
+        let human_turn = self.bridge.human_turns.get(&key).cloned().unwrap_or_default();
+        let last = LastReply { message_id: turn.message_id.unwrap_or_default(), text: turn.assistant_text.to_owned(), human_turn };
+        self.bridge.tabs.entry(tab).or_default().last = Some(last.clone());
+        self.bridge_ask(tab, &scope, last, turn.pressed);
+    }
+
+    /// `bridge.reply` for `last` of `tab`'s chat.
+    fn bridge_ask(&mut self, tab: TabId, scope: &Scope, last: LastReply, pressed: bool) {
+        let Some(workspace_id) = self.bindings.binding_for(scope).map(|b| b.workspace_id.clone()) else { return };
+        let call = RuntimeCall::BridgeReply {
+            conversation: browser_session_ref(scope),
+            message_id: last.message_id,
+            text: last.text,
+            workspace_id,
+            auto: self.auto.state(scope) == AutoState::On,
+            human_turn: last.human_turn,
+        };
         self.call(Purpose::Bridge { tab, pressed }, call);
     }
 
-    /// The runtime's answer to `bridge.reply`: results go out with Auto on (or after Send)
-    /// into a free page; otherwise they wait for the HUD's Send tool results.
+    /// The runtime's answer to `bridge.reply`: an approval card, the round limit, or
+    /// results — which go out with Auto on (or after a press) into a free page; otherwise
+    /// they wait for the HUD's Send tool results.
     pub(super) fn bridge_answered(&mut self, now: Millis, tab: TabId, pressed: bool, result: Result<RuntimeAnswer, CallError>) {
-        let Ok(RuntimeAnswer::Bridge { results: Some(results) }) = result else { return };
+        let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
+        let Some(scope) = self.bridge_scope(tab) else { return };
+        let key = scope.key();
+        let state = self.bridge.tabs.entry(tab).or_default();
+        if rounds.is_some() {
+            state.rounds = rounds;
+        }
+        let results = match outcome {
+            BridgeOutcome::Approval { batch_id, pending } => {
+                let new = state.batch_id.as_deref() != Some(batch_id.as_str());
+                if new {
+                    state.deciding = VecSet::default();
+                }
+                state.round_limit = false;
+                state.batch_id = Some(batch_id.clone());
+                state.pending = pending;
+                if new {
+                    self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("awaiting_approval"), Some(&batch_id));
+                }
+                return;
+            }
+            BridgeOutcome::RoundLimit => {
+                let new = !state.round_limit;
+                state.round_limit = true;
+                state.batch_id = None;
+                state.pending.clear();
+                if new {
+                    self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("round_limit"), None);
+                }
+                return;
+            }
+            BridgeOutcome::Nothing => {
+                state.round_limit = false;
+                return;
+            }
+            BridgeOutcome::Results(results) => results,
+        };
+        state.round_limit = false;
+        // The card's batch has its results: nothing of it waits any more.
+        if state.batch_id.as_deref() == Some(results.delivery_id.as_str()) {
+            state.batch_id = None;
+            state.pending.clear();
+            state.deciding = VecSet::default();
+        }
         // Already in the thread: never typed twice (one on its way holds its scope: the
         // ledger refuses a second delivery there).
         let subject = results.delivery_id.as_str();
         let seen = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
-        let Some(scope) = self.bridge_scope(tab).filter(|s| !seen && (pressed || self.auto.state(s) == AutoState::On)) else { return };
+        if seen || !(pressed || self.auto.state(&scope) == AutoState::On) {
+            return;
+        }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             // Refused only while another delivery of the scope is on its way: Send later.
-            if let Ok(id) = self.post_delivery(now, &scope.key(), tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new()) {
-                self.activity_sent(&scope.key(), DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
+            if let Ok(id) = self.post_delivery(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new()) {
+                self.activity_sent(&key, DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
             }
         }
     }
+
+    /// The HUD's Run / Skip on call `call` of batch `batch_id` (a trusted click): only for
+    /// a call of the card the runtime asked about, one decision at a time per call.
+    pub(super) fn bridge_decide(&mut self, tab: TabId, batch_id: &str, call: u32, decision: BridgeDecision) {
+        let Some(scope) = self.bridge_scope(tab) else { return };
+        let Some(state) = self.bridge.tabs.get_mut(&tab) else { return };
+        if state.batch_id.as_deref() != Some(batch_id) || !state.pending.iter().any(|p| p.call == call) || state.deciding.contains(&call) {
+            return;
+        }
+        state.deciding.insert(call);
+        let conversation = browser_session_ref(&scope);
+        self.call(
+            Purpose::BridgeDecide { tab, batch_id: batch_id.to_owned(), call, decision },
+            RuntimeCall::BridgeDecide { conversation, batch_id: batch_id.to_owned(), index: call, decision },
+        );
+    }
+
+    /// The runtime's answer to `bridge.decide`: the call leaves the card; when none of the
+    /// batch waits any more, the page's last reply is asked again for the results.
+    pub(super) fn bridge_decided(&mut self, tab: TabId, batch_id: &str, call: u32, decision: BridgeDecision, result: Result<RuntimeAnswer, CallError>) {
+        let key = self.bridge_scope(tab).map(|s| s.key());
+        let Some(state) = self.bridge.tabs.get_mut(&tab) else { return };
+        state.deciding.remove(&call);
+        let pending = match result {
+            Ok(RuntimeAnswer::BridgeDecided { pending }) => pending,
+            Ok(_) => return,
+            Err(error) => {
+                let say = Say::new("bridgeDecideFailed", vec![call.to_string(), error.message]);
+                return self.notice(tab, say, NoticeTone::Bad);
+            }
+        };
+        if state.batch_id.as_deref() == Some(batch_id) {
+            state.pending.retain(|p| p.call != call);
+        }
+        let (reason, outcome) = match decision {
+            BridgeDecision::Run => ("run_approved", ActivityOutcome::Sent),
+            BridgeDecision::Skip => ("call_skipped", ActivityOutcome::Withheld),
+        };
+        let id = crate::text::concat(&[batch_id, "#", &call.to_string()]);
+        let ask = (pending == 0).then(|| state.last.clone()).flatten();
+        if let Some(key) = &key {
+            self.record_activity(key, ActivityKind::BridgeCall, outcome, ActivityReason::Code(reason), Some(&id));
+        }
+        if let (Some(last), Some(scope)) = (ask, self.bridge_scope(tab)) {
+            self.bridge_ask(tab, &scope, last, true);
+        }
+    }
+
+    /// The HUD's Insert JSON tool prompt: the runtime's `bridge.prompt` for this chat, put
+    /// into the composer without sending.
+    pub(super) fn bridge_prompt(&mut self, tab: TabId) {
+        let Some(scope) = self.bridge_scope(tab) else { return };
+        self.call(Purpose::BridgePrompt { tab }, RuntimeCall::BridgePrompt { session_ref: browser_session_ref(&scope) });
+    }
+
+    /// The runtime's prompt text (or why there is none).
+    pub(super) fn bridge_prompt_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
+        match result {
+            Ok(RuntimeAnswer::BridgePrompt { text }) => self.emit(ContinuityOutput::Insert { tab, text }),
+            Ok(_) => self.notice(tab, Say::new("noticeBridgePromptFailed", vec![]), NoticeTone::Bad),
+            Err(error) => self.notice(tab, Say::new("bridgePromptFailed", vec![error.message]), NoticeTone::Bad),
+        }
+    }
+
+    /// The HUD's bridge part of `tab` (a bound z.ai / DeepSeek chat with something to show).
+    pub(super) fn bridge_view(&self, tab: TabId) -> Option<BridgeView> {
+        self.bridge_scope(tab)?;
+        let state = self.bridge.tabs.get(&tab)?;
+        if state.batch_id.is_none() && !state.round_limit && state.rounds.is_none() {
+            return None;
+        }
+        Some(BridgeView {
+            batch_id: state.batch_id.clone(),
+            pending: state.pending.iter().map(|call| BridgeCardCall { call: call.clone(), deciding: state.deciding.contains(&call.call) }).collect(),
+            round_limit: state.round_limit,
+            rounds: state.rounds,
+        })
+    }
+
+    /// The page of `tab` is gone: its card goes (a new page asks again when its reply ends
+    /// or Send tool results is pressed).
+    pub(super) fn bridge_page_gone(&mut self, tab: TabId) {
+        self.bridge.tabs.remove(&tab);
+    }
+}
+
+/// An ended turn as the bridge reads it.
+pub(super) struct BridgeTurn<'a> {
+    pub(super) user_text: &'a str,
+    pub(super) user_marker: Option<&'a str>,
+    pub(super) user_message_id: Option<String>,
+    pub(super) message_id: Option<String>,
+    pub(super) assistant_text: &'a str,
+    pub(super) pressed: bool,
 }

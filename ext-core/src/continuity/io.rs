@@ -148,7 +148,8 @@ pub enum RuntimeCall {
         /// The chat's `browser_session_ref`.
         conversation: String,
     },
-    /// `bridge.reply {conversation, message_id, text, finished: true}`.
+    /// `bridge.reply {conversation, message_id, text, finished: true, workspace_id, auto,
+    /// human_turn}`.
     BridgeReply {
         /// `<site>:<conversation id>`.
         conversation: String,
@@ -156,6 +157,28 @@ pub enum RuntimeCall {
         message_id: String,
         /// The reply's text.
         text: String,
+        /// The workspace the chat is bound to: every call of the chat is confined to it.
+        workspace_id: String,
+        /// The chat's Auto: only then may read-only calls run without a click.
+        auto: bool,
+        /// The chat's newest human user turn (`""` when unknown): rounds count per turn.
+        human_turn: String,
+    },
+    /// `bridge.decide {conversation, batch_id, call, decision}`: the user's Run / Skip.
+    BridgeDecide {
+        /// `<site>:<conversation id>`.
+        conversation: String,
+        /// The batch (`bridge:<16 hex>`).
+        batch_id: String,
+        /// 1-based position of the call (the wire's `call`).
+        index: u32,
+        /// Run or skip.
+        decision: super::bridge::BridgeDecision,
+    },
+    /// `bridge.prompt {browser_session_ref}`: the JSON bridge's protocol prompt for a chat.
+    BridgePrompt {
+        /// The chat's ref.
+        session_ref: String,
     },
     /// `continuity.append` of one journal turn (C1).
     JournalAppend(super::JournalEntry),
@@ -225,10 +248,22 @@ pub enum RuntimeAnswer {
     },
     /// `judge_verdict`.
     Verdict(JudgeAnswer),
-    /// `bridge_reply` (`None` unless its state is `results`).
+    /// `bridge_reply`.
     Bridge {
-        /// The results message to send.
-        results: Option<super::bridge::BridgeResults>,
+        /// Its state: results, calls awaiting approval, the round limit, or nothing.
+        outcome: super::bridge::BridgeOutcome,
+        /// Tool rounds of the chat's human turn (`None` from a runtime without rounds).
+        rounds: Option<super::bridge::BridgeRounds>,
+    },
+    /// `bridge_decided`.
+    BridgeDecided {
+        /// How many calls of the batch still wait for a decision.
+        pending: u32,
+    },
+    /// `bridge_prompt`.
+    BridgePrompt {
+        /// The prompt.
+        text: String,
     },
     /// `continuity_appended`.
     Appended {
@@ -422,6 +457,22 @@ pub enum ContinuityInput {
         transfer_id: String,
         /// The new tab, or why none could be opened (browser control unavailable, X8).
         tab: Result<TabId, String>,
+    },
+    /// HUD: Run / Skip on a call of the JSON bridge's approval card (a trusted click).
+    BridgeDecide {
+        /// The tab.
+        tab: TabId,
+        /// The batch the card shows.
+        batch_id: String,
+        /// 1-based position of the call.
+        call: u32,
+        /// Run or skip.
+        decision: super::bridge::BridgeDecision,
+    },
+    /// HUD: Insert JSON tool prompt.
+    BridgePrompt {
+        /// The tab.
+        tab: TabId,
     },
     /// HUD: bring live workspace state into the composer.
     CheckHerdr {

@@ -106,7 +106,7 @@ pub use handoff::{new_chat_url, HandoffBook, HandoffView, Transfer, HANDOFF_QUER
 pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
-pub use bridge::BridgeResults;
+pub use bridge::{BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall};
 pub use cards::CardLine;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use texts::*;
@@ -199,6 +199,10 @@ enum Purpose {
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
     /// `bridge.reply` for a reply of `conversation` on `tab`.
     Bridge { tab: TabId, pressed: bool },
+    /// `bridge.decide` of a call of `tab`'s approval card.
+    BridgeDecide { tab: TabId, batch_id: String, call: u32, decision: BridgeDecision },
+    /// `bridge.prompt` for the HUD of `tab`.
+    BridgePrompt { tab: TabId },
     /// `continuity.append` of the outbox turn `key` (`<conversation>/<message>`).
     Journal { key: String },
     /// A handoff's `continuity.resolve` (`resolve`) or package, for the transfer of scope `key`.
@@ -288,6 +292,9 @@ pub struct Continuity {
     /// Transfers whose `chrome.tabs.create` this worker asked for and has not heard back
     /// from (not persisted: after a restart an unanswered request may have been lost).
     handoff_tabs_asked: VecSet<String>,
+    /// The JSON bridge's approval cards and last replies per tab, human turns per scope
+    /// (not persisted).
+    bridge: bridge::BridgeFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -531,20 +538,24 @@ impl Continuity {
             }
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
+            ContinuityInput::BridgeDecide { tab, batch_id, call, decision } => self.bridge_decide(tab, &batch_id, call, decision),
+            ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
             ContinuityInput::Handoff { tab } => self.handoff_start(now, tab),
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
             ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed } => {
+                let human_id = user_message_id.clone();
                 if !pressed {
                     self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
                 }
                 // The judge and the bridge read the turn's end (the page sends the whole
                 // turn for the journal, up to 64 KiB).
                 let assistant_text = crate::limits::clip_tail(assistant_text, crate::limits::MAX_TURN_ASSISTANT_CHARS);
-                self.bridge_turn_ended(tab, message_id, &assistant_text, pressed);
+                let user_text = crate::limits::clip_tail(user_text, crate::limits::MAX_TURN_USER_CHARS);
+                let turn = bridge::BridgeTurn { user_text: &user_text, user_marker: user_marker.as_deref(), user_message_id: human_id, message_id, assistant_text: &assistant_text, pressed };
+                self.bridge_turn_ended(tab, turn);
                 if !pressed {
-                    let user_text = crate::limits::clip_tail(user_text, crate::limits::MAX_TURN_USER_CHARS);
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }
@@ -605,6 +616,7 @@ impl Continuity {
         self.recovery_page_gone(tab);
         self.cards_page_gone(tab);
         self.journal_page_gone(tab);
+        self.bridge_page_gone(tab);
         self.pages.remove(&tab);
         self.ledger.page_gone(now, tab);
     }

@@ -103,6 +103,7 @@ impl Continuity {
             pressure: self.pressure_line(tab),
             rollover: self.rollover_line(tab),
             handoff: self.handoff_view(tab),
+            bridge: self.bridge_view(tab),
         })
     }
 
@@ -264,6 +265,10 @@ pub struct ContinuityView {
     /// The HUD's Handoff (X1–X8): its step, line and button, and Copy Prompt's text while
     /// it is offered; `None` off ChatGPT conversations and a transfer's new tab.
     pub handoff: Option<HandoffView>,
+    /// The JSON bridge on a bound z.ai / DeepSeek chat: the approval card (calls waiting
+    /// for Run / Skip), the round limit, the rounds of the human turn; `None` elsewhere
+    /// and until the runtime answered a reply there.
+    pub bridge: Option<BridgeView>,
 }
 
 /// The side panel's view.
@@ -361,6 +366,7 @@ write_struct!(ContinuityView {
     pressure,
     rollover,
     handoff,
+    bridge,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -4,7 +4,11 @@
 //! unbound chat, never again for a message the thread shows or one on its way.
 
 use ext_core::binding::CatalogWorkspace;
-use ext_core::continuity::{BridgeResults, Continuity, ContinuityInput, ContinuityOutput, PageReport, RuntimeAnswer, RuntimeCall};
+use continuity_protocol::ErrorCode;
+use ext_core::continuity::{
+    BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, CallError, Continuity, ContinuityInput, ContinuityOutput, PageReport,
+    PendingCall, RuntimeAnswer, RuntimeCall,
+};
 use expect_test::expect;
 
 use super::continuity::{confirm, idle_page, restart, TAB};
@@ -37,20 +41,30 @@ fn turn(c: &mut Continuity, now: u64, reply: &str, pressed: bool) {
     c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed });
 }
 
-/// Drains outputs into a log; `bridge.reply` is answered with `results`, other calls
-/// neutrally.
+/// Drains outputs into a log; `bridge.reply` is answered with `results` (`None`: state
+/// `nothing`), other calls neutrally.
 fn drain(c: &mut Continuity, now: u64, results: &Option<BridgeResults>, log: &mut Vec<String>) {
+    let outcome = results.clone().map_or(BridgeOutcome::Nothing, BridgeOutcome::Results);
+    drain_with(c, now, log, &mut |call| match call {
+        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: outcome.clone(), rounds: None }),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    });
+}
+
+/// Drains outputs into a log, each request answered by `runtime`; deliveries, inserts,
+/// notices and Activity entries logged.
+fn drain_with(c: &mut Continuity, now: u64, log: &mut Vec<String>, runtime: &mut dyn FnMut(&RuntimeCall) -> Result<RuntimeAnswer, CallError>) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
                 log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
-                let answer = match call {
-                    RuntimeCall::BridgeReply { .. } => RuntimeAnswer::Bridge { results: results.clone() },
-                    _ => RuntimeAnswer::Subscribed,
-                };
-                c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
+                let result = runtime(&call);
+                c.handle(now, ContinuityInput::Answered { id, result });
             }
             ContinuityOutput::Deliver { id, text, .. } => log.push(format!("deliver {id}\n{text}")),
+            ContinuityOutput::Insert { text, .. } => log.push(format!("insert {text}")),
+            ContinuityOutput::Notice { say, .. } => log.push(format!("notice {} {:?}", say.key, say.args)),
+            ContinuityOutput::Activity(a) => log.push(format!("activity {} {:?}", serde_json::to_string(&a.outcome).expect("json"), a.reason)),
             _ => {}
         }
     }
@@ -80,8 +94,9 @@ fn with_auto_the_results_of_a_reply_are_sent_once() {
     expect![[r#"
         [
             "request {\"call\":\"journal_append\",\"conversation_id\":\"7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"role\":\"assistant\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\",\"observed_at\":1,\"project_id\":null,\"workspace_id\":\"w1\",\"conversation_url\":\"https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\"}",
-            "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\"}",
+            "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\",\"workspace_id\":\"w1\",\"auto\":true,\"human_turn\":\"text:f0d583ed1832339b\"}",
             "deliver bridge:5b0e6c2d9a174f38/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:5b0e6c2d9a174f38/0.0.0]",
+            "activity \"sent\" Code(\"auto_on\")",
         ]
     "#]].assert_debug_eq(&log);
     ended(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
@@ -163,4 +178,306 @@ fn the_judge_is_not_offered_on_zai_and_deepseek() {
     assert!(log.iter().all(|l| !l.contains("judge")), "{log:?}");
     let (chatgpt, _) = super::continuity::bound_with_auto(false);
     assert!(actions(&chatgpt).contains(&"llm_judge"), "ChatGPT keeps it");
+}
+
+// ---- Approval before anything runs (issue 23 items 1, 2, 6).
+
+const BATCH: &str = "bridge:9d3c1b7a5e2f4c60";
+const SEND_KEYS: &str = "{\"tool\":\"herdr_call\",\"args\":{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\",\\\"keys\\\":\\\"rm -rf ~\\\\n\\\"}\"}}";
+
+fn pending_call(call: u32, method: &str, mutating: bool) -> PendingCall {
+    PendingCall {
+        call,
+        tool: "herdr_call".into(),
+        method: Some(method.into()),
+        target: Some("w1:p1".into()),
+        args_preview: "{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\"".into(),
+        mutating,
+    }
+}
+
+fn approval(pending: Vec<PendingCall>) -> RuntimeAnswer {
+    RuntimeAnswer::Bridge { outcome: BridgeOutcome::Approval { batch_id: BATCH.into(), pending }, rounds: Some(BridgeRounds { used: 0, limit: 6 }) }
+}
+
+fn batch_results() -> RuntimeAnswer {
+    RuntimeAnswer::Bridge {
+        outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into() }),
+        rounds: Some(BridgeRounds { used: 1, limit: 6 }),
+    }
+}
+
+fn decide(c: &mut Continuity, now: u64, batch_id: &str, call: u32, decision: BridgeDecision) {
+    c.handle(now, ContinuityInput::BridgeDecide { tab: TAB, batch_id: batch_id.into(), call, decision });
+}
+
+fn requests<'a>(log: &'a [String], call: &str) -> Vec<&'a String> {
+    log.iter().filter(|l| l.starts_with(&format!("request {{\"call\":\"{call}\""))).collect()
+}
+
+// R: issue 23 item 2 — every bridge.reply carries the caller's identity: its bound
+// workspace, its Auto and its newest human turn; a user turn that is a message of ours
+// (the results we typed) keeps the human turn before it, and a page without message ids
+// names the turn by a hash of its text.
+#[test]
+fn a_reply_is_asked_with_the_chats_workspace_auto_and_human_turn() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    c.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: SEND_KEYS.into(), user_marker: None, message_id: Some("a1".into()), user_message_id: Some("u1".into()), pressed: false });
+    drain(&mut c, 1, &None, &mut log);
+    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: "done".into(), user_marker: Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into()), message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false });
+    drain(&mut c, 2, &None, &mut log);
+    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "and now?".into(), assistant_text: "ok".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false });
+    drain(&mut c, 3, &None, &mut log);
+    let asked: Vec<String> = requests(&log, "bridge_reply")
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l.trim_start_matches("request ")).expect("json");
+            format!("{} {} {} {}", v["message_id"], v["workspace_id"], v["auto"], v["human_turn"])
+        })
+        .collect();
+    expect![[r#"
+        [
+            "\"a1\" \"w1\" true \"u1\"",
+            "\"a2\" \"w1\" true \"u1\"",
+            "\"\" \"w1\" true \"text:1f150bd3973e7147\"",
+        ]
+    "#]]
+    .assert_debug_eq(&asked);
+    c.handle(4, ContinuityInput::ToggleAuto { tab: TAB });
+    drain(&mut c, 4, &None, &mut log);
+    turn(&mut c, 5, SEND_KEYS, true);
+    drain(&mut c, 5, &None, &mut log);
+    let last = requests(&log, "bridge_reply").last().map(|l| l.contains("\"auto\":false")).unwrap_or(false);
+    assert!(last, "Auto off is passed as such: {log:?}");
+}
+
+// R: issue 23 item 1 — calls awaiting approval show on the HUD's card (tool, method,
+// target, arguments, the mutating tag) and in the Activity timeline once; nothing is
+// decided or typed without a press, with Auto on too.
+#[test]
+fn calls_awaiting_approval_show_a_card_and_nothing_is_decided_without_a_press() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } => Ok(approval(vec![pending_call(1, "pane.send_keys", true)])),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 1, SEND_KEYS);
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    // The same reply reported again (a replay) asks again and shows the same card.
+    turn(&mut c, 2, SEND_KEYS, true);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    let bridge = c.page_view(TAB).and_then(|v| v.bridge).expect("the bridge part of the HUD");
+    expect![[r#"
+        BridgeView {
+            batch_id: Some(
+                "bridge:9d3c1b7a5e2f4c60",
+            ),
+            pending: [
+                BridgeCardCall {
+                    call: PendingCall {
+                        call: 1,
+                        tool: "herdr_call",
+                        method: Some(
+                            "pane.send_keys",
+                        ),
+                        target: Some(
+                            "w1:p1",
+                        ),
+                        args_preview: "{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\"",
+                        mutating: true,
+                    },
+                    deciding: false,
+                },
+            ],
+            round_limit: false,
+            rounds: Some(
+                BridgeRounds {
+                    used: 0,
+                    limit: 6,
+                },
+            ),
+        }
+    "#]]
+    .assert_debug_eq(&bridge);
+    assert!(requests(&log, "bridge_decide").is_empty(), "nothing decided without a press: {log:?}");
+    assert_eq!(deliveries(&log), 0);
+    let entries: Vec<&String> = log.iter().filter(|l| l.starts_with("activity")).collect();
+    assert_eq!(entries, ["activity \"withheld\" Code(\"awaiting_approval\")"], "one entry per batch: {log:?}");
+}
+
+// R: issue 23 item 1 — Run on the card sends one bridge.decide; when nothing of the batch
+// waits any more, the page's last reply is asked again and its results go into the chat
+// (Auto off too: the press is the user's); each step is in the Activity timeline.
+#[test]
+fn run_decides_the_call_then_the_results_are_asked_for_and_sent() {
+    let mut c = zai_world(false);
+    let mut log = Vec::new();
+    let mut decided = false;
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } if decided => Ok(batch_results()),
+        RuntimeCall::BridgeReply { .. } => Ok(approval(vec![pending_call(1, "pane.send_keys", true)])),
+        RuntimeCall::BridgeDecide { .. } => {
+            decided = true;
+            Ok(RuntimeAnswer::BridgeDecided { pending: 0 })
+        }
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 1, SEND_KEYS);
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    log.clear();
+    decide(&mut c, 2, BATCH, 1, BridgeDecision::Run);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    expect![[r#"
+        [
+            "request {\"call\":\"bridge_decide\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"batch_id\":\"bridge:9d3c1b7a5e2f4c60\",\"index\":1,\"decision\":\"run\"}",
+            "activity \"sent\" Code(\"run_approved\")",
+            "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_call\\\",\\\"args\\\":{\\\"method\\\":\\\"pane.send_keys\\\",\\\"params\\\":\\\"{\\\\\\\"pane_id\\\\\\\":\\\\\\\"w1:p1\\\\\\\",\\\\\\\"keys\\\\\\\":\\\\\\\"rm -rf ~\\\\\\\\n\\\\\\\"}\\\"}}\",\"workspace_id\":\"w1\",\"auto\":false,\"human_turn\":\"text:f0d583ed1832339b\"}",
+            "deliver bridge:9d3c1b7a5e2f4c60/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:9d3c1b7a5e2f4c60/0.0.0]",
+            "activity \"sent\" Code(\"send_pressed\")",
+        ]
+    "#]]
+    .assert_debug_eq(&log);
+    let bridge = c.page_view(TAB).and_then(|v| v.bridge).expect("rounds stay shown");
+    assert!(bridge.batch_id.is_none() && bridge.pending.is_empty(), "the card is gone: {bridge:?}");
+    assert_eq!(bridge.rounds, Some(BridgeRounds { used: 1, limit: 6 }));
+}
+
+// R: issue 23 items 1, 6 — only a call the card shows can be decided, once: another batch,
+// a call out of range, a second press while the first is on its way, and a chat without a
+// card (ChatGPT, unbound) ask the runtime nothing.
+#[test]
+fn a_decision_for_a_call_not_on_the_card_asks_nothing() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    decide(&mut c, 1, BATCH, 1, BridgeDecision::Run);
+    drain(&mut c, 1, &None, &mut log);
+    assert!(requests(&log, "bridge_decide").is_empty(), "no card yet: {log:?}");
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } => Ok(approval(vec![pending_call(1, "pane.send_keys", true)])),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 2, SEND_KEYS);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    decide(&mut c, 3, "bridge:0000000000000000", 1, BridgeDecision::Run);
+    decide(&mut c, 3, BATCH, 2, BridgeDecision::Run);
+    decide(&mut c, 3, BATCH, 0, BridgeDecision::Skip);
+    assert!(c.poll().into_iter().chain(std::iter::from_fn(|| c.poll())).all(|o| !matches!(o, ContinuityOutput::Request { .. })));
+    // Two presses before the answer: one request; the card shows the call as deciding.
+    decide(&mut c, 4, BATCH, 1, BridgeDecision::Run);
+    decide(&mut c, 4, BATCH, 1, BridgeDecision::Skip);
+    let mut asked = 0;
+    while let Some(output) = c.poll() {
+        asked += usize::from(matches!(output, ContinuityOutput::Request { call: RuntimeCall::BridgeDecide { .. }, .. }));
+    }
+    assert_eq!(asked, 1);
+    assert!(c.page_view(TAB).and_then(|v| v.bridge).is_some_and(|b| b.pending[0].deciding));
+
+    let (mut chatgpt, _) = super::continuity::bound_with_auto(true);
+    chatgpt.handle(1, ContinuityInput::BridgeDecide { tab: TAB, batch_id: BATCH.into(), call: 1, decision: BridgeDecision::Run });
+    chatgpt.handle(1, ContinuityInput::BridgePrompt { tab: TAB });
+    let mut log = Vec::new();
+    drain(&mut chatgpt, 1, &None, &mut log);
+    assert!(log.iter().all(|l| !l.contains("bridge")), "{log:?}");
+}
+
+// R: issue 23 item 1 — Skip and Run on a batch of two: the first decision leaves one call
+// waiting (nothing asked again), the second asks for the results; a refused decision says
+// why in the HUD and the call's buttons come back.
+#[test]
+fn skip_and_run_each_call_and_a_refused_decision_says_why() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let mut waiting = 2_u32;
+    let mut refuse_next = true;
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } if waiting == 0 => Ok(batch_results()),
+        RuntimeCall::BridgeReply { .. } => Ok(approval(vec![pending_call(1, "pane.send_keys", true), pending_call(2, "pane.read", false)])),
+        RuntimeCall::BridgeDecide { .. } if std::mem::take(&mut refuse_next) => {
+            Err(CallError { code: ErrorCode::BadRequest, message: "call 1 of bridge:9d3c1b7a5e2f4c60 was already decided".into() })
+        }
+        RuntimeCall::BridgeDecide { .. } => {
+            waiting -= 1;
+            Ok(RuntimeAnswer::BridgeDecided { pending: waiting })
+        }
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 1, SEND_KEYS);
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    decide(&mut c, 2, BATCH, 1, BridgeDecision::Skip);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    assert!(log.iter().any(|l| l.starts_with("notice bridgeDecideFailed [\"1\", \"call 1 of bridge")), "{log:?}");
+    let card = c.page_view(TAB).and_then(|v| v.bridge).expect("card");
+    assert_eq!((card.pending.len(), card.pending[0].deciding), (2, false), "the call waits again: {card:?}");
+    decide(&mut c, 3, BATCH, 1, BridgeDecision::Skip);
+    drain_with(&mut c, 3, &mut log, &mut runtime);
+    assert_eq!(requests(&log, "bridge_reply").len(), 1, "one call still waits: nothing asked again");
+    assert_eq!(c.page_view(TAB).and_then(|v| v.bridge).map(|b| b.pending.len()), Some(1));
+    decide(&mut c, 4, BATCH, 2, BridgeDecision::Run);
+    drain_with(&mut c, 4, &mut log, &mut runtime);
+    assert_eq!(requests(&log, "bridge_reply").len(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver bridge:9d3c1b7a5e2f4c60/")).count(), 1);
+    let steps: Vec<&String> = log.iter().filter(|l| l.starts_with("activity")).collect();
+    assert_eq!(steps, [
+        "activity \"withheld\" Code(\"awaiting_approval\")",
+        "activity \"withheld\" Code(\"call_skipped\")",
+        "activity \"sent\" Code(\"run_approved\")",
+        "activity \"sent\" Code(\"send_pressed\")",
+    ]);
+}
+
+// R: issue 23 (M7) — the runtime's round limit shows as a HUD line (with the figures) and
+// one Activity entry; nothing is typed.
+#[test]
+fn the_round_limit_shows_a_line_and_one_activity_entry() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: Some(BridgeRounds { used: 6, limit: 6 }) }),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 1, SEND_KEYS);
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    turn(&mut c, 2, SEND_KEYS, true);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    let bridge = c.page_view(TAB).and_then(|v| v.bridge).expect("the line");
+    assert!(bridge.round_limit && bridge.pending.is_empty(), "{bridge:?}");
+    assert_eq!(bridge.rounds, Some(BridgeRounds { used: 6, limit: 6 }));
+    assert_eq!(log.iter().filter(|l| l.starts_with("activity")).collect::<Vec<_>>(), ["activity \"withheld\" Code(\"round_limit\")"]);
+    assert_eq!(deliveries(&log), 0);
+}
+
+// R: issue 23 item 6 — Insert JSON tool prompt asks the runtime's bridge.prompt over the
+// worker's one companion connection (a request like every other, not a port of its own)
+// and puts the text into the composer; a failure says why; offline asks nothing.
+#[test]
+fn the_tool_prompt_is_asked_over_the_worker_connection_and_inserted() {
+    let mut c = zai_world(false);
+    let mut log = Vec::new();
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgePrompt { .. } => Ok(RuntimeAnswer::BridgePrompt { text: "[herdr-continuity JSON bridge v1]\n…".into() }),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    c.handle(1, ContinuityInput::BridgePrompt { tab: TAB });
+    c.handle(1, ContinuityInput::BridgePrompt { tab: TAB });
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    expect![[r#"
+        [
+            "request {\"call\":\"bridge_prompt\",\"session_ref\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\"}",
+            "request {\"call\":\"bridge_prompt\",\"session_ref\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\"}",
+            "insert [herdr-continuity JSON bridge v1]\n…",
+            "insert [herdr-continuity JSON bridge v1]\n…",
+        ]
+    "#]]
+    .assert_debug_eq(&log);
+    log.clear();
+    c.handle(2, ContinuityInput::BridgePrompt { tab: TAB });
+    drain_with(&mut c, 2, &mut log, &mut |_| Err(CallError { code: ErrorCode::Error, message: "the prompt is not available".into() }));
+    assert_eq!(log.last().map(String::as_str), Some("notice bridgePromptFailed [\"the prompt is not available\"]"));
+    c.handle(3, ContinuityInput::LinkDown);
+    log.clear();
+    c.handle(3, ContinuityInput::BridgePrompt { tab: TAB });
+    drain_with(&mut c, 3, &mut log, &mut runtime);
+    assert!(log.iter().all(|l| !l.starts_with("request")) && log.iter().any(|l| l.starts_with("notice bridgePromptFailed")), "{log:?}");
 }

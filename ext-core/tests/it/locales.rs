@@ -130,6 +130,10 @@ fn every_say() -> Vec<Say> {
         ("judgeUnavailable", 1),
         ("judgeFailed", 1),
         ("checkHerdrFailed", 1),
+        // The JSON bridge (continuity/bridge): a refused Run / Skip, the prompt's failure.
+        ("bridgeDecideFailed", 2),
+        ("bridgePromptFailed", 1),
+        ("noticeBridgePromptFailed", 0),
         ("deliveryAbandoned", 0),
         // The journal line (C1).
         ("journalRecorded", 1),
@@ -251,6 +255,33 @@ fn every_permission_card_line_has_its_texts() {
         for (key, args) in &lines {
             let text = message(locale(name), key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
             assert_eq!(placeholders(text), *args, "{name} {key:?}: {text:?}");
+        }
+    }
+}
+
+/// Issue 23: the HUD's JSON bridge part (`BridgeView`, rendered by content.js) — the
+/// approval card, its tags and buttons, the rounds and the round-limit lines, the pill —
+/// has its texts in English and Chinese with the substitutions content.js passes.
+#[test]
+fn every_bridge_approval_text_is_there() {
+    let lines = [
+        ("hudBridgeApprovalLabel", 0),
+        ("hudBridgeApproval", 1),
+        ("hudBridgeMutating", 0),
+        ("hudBridgeReadOnly", 0),
+        ("hudBridgeTarget", 1),
+        ("bridgeRun", 0),
+        ("bridgeSkip", 0),
+        ("bridgeRunLabel", 2),
+        ("bridgeSkipLabel", 2),
+        ("hudBridgeRounds", 2),
+        ("hudBridgeRoundLimit", 2),
+        ("pillBridgeApproval", 1),
+    ];
+    for name in ["en", "zh_CN"] {
+        for (key, args) in lines {
+            let text = message(locale(name), key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
+            assert_eq!(placeholders(text), args, "{name} {key:?}: {text:?}");
         }
     }
 }
