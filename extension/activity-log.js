@@ -18,7 +18,7 @@ export const MAX_SCOPES = 30;
 const text = (value) => typeof value === 'string';
 const isEntry = (entry) => typeof entry === 'object' && entry !== null
   && Number.isFinite(entry.t) && text(entry.kind) && text(entry.outcome) && text(entry.reason)
-  && (entry.id === undefined || text(entry.id));
+  && (entry.id === undefined || text(entry.id)) && (entry.tool === undefined || text(entry.tool));
 
 /**
  * The stored value, checked: `{ok: true, record}` (an empty record when nothing is stored)
@@ -59,12 +59,13 @@ export function appendEntry(record, scopeKey, entry) {
 let writes = Promise.resolve();
 
 /**
- * One entry from the core (`{scope_key, kind, outcome, reason, id}`), stamped with
+ * One entry from the core (`{scope_key, kind, outcome, reason, id, tool}`), stamped with
  * Date.now() and stored. Returns the promise of its write.
  */
 export function recordActivity(activity) {
   const entry = { t: Date.now(), kind: activity.kind, outcome: activity.outcome, reason: activity.reason };
   if (text(activity.id)) entry.id = activity.id;
+  if (text(activity.tool)) entry.tool = activity.tool;
   writes = writes.then(async () => {
     const read = await loadActivity();
     if (!read.ok) {

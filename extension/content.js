@@ -1,6 +1,6 @@
 // Content script: a thin adapter, never wasm (the page's CSP decides whether wasm may
 // compile here, and chatgpt.com's CSP is not ours). It
-//   (a) mounts the HUD in a shadow root on <herdr-continuity-hud>, a child of
+//   (a) mounts the HUD in a closed shadow root on <herdr-continuity-hud>, a child of
 //       document.documentElement (outside React's tree), once per page even if injected
 //       twice;
 //   (b) connects a `page` port to the service worker and reports page facts;
@@ -57,8 +57,16 @@
       font: 11px/1.4 ui-monospace, monospace; background: #f6f8fa; padding: 2px 4px; }`;
 
   const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
+  // Trusted UI (issue 23): the page's own scripts must not drive or read our controls.
+  // - Every own-UI root is a closed shadow root; `root` is our only reference to it (the
+  //   page's `host.shadowRoot` is null), and nothing on the host or elsewhere in the light
+  //   DOM carries the session ref or the copy prompt.
+  // - `onTrusted(el, type, fn)` is how every control listens: `fn` runs only for an event
+  //   the browser made from real input (`isTrusted`); a page's dispatchEvent or el.click()
+  //   does nothing. Keyboard use stays: Enter / Space on a focused button is a trusted click.
+  const onTrusted = (el, type, fn, options) => el.addEventListener(type, (event) => { if (event.isTrusted) fn(event); }, options);
   const host = document.createElement('herdr-continuity-hud');
-  const root = host.attachShadow({ mode: 'open' });
+  const root = host.attachShadow({ mode: 'closed' });
   const sheet = new CSSStyleSheet();
   sheet.replaceSync(CSS);
   root.adoptedStyleSheets = [sheet];
@@ -100,8 +108,8 @@
     host.dataset.expanded = String(expanded);
     toggle.title = text(expanded ? 'hudHideDetails' : 'hudShowDetails');
   };
-  toggle.addEventListener('click', () => setExpanded(toggle.getAttribute('aria-expanded') !== 'true'));
-  root.addEventListener('keydown', (event) => {
+  onTrusted(toggle, 'click', () => setExpanded(toggle.getAttribute('aria-expanded') !== 'true'));
+  onTrusted(root, 'keydown', (event) => {
     if (event.key !== 'Escape' || toggle.getAttribute('aria-expanded') !== 'true') return;
     event.stopPropagation();
     setExpanded(false);
@@ -134,7 +142,6 @@
       progressCount: String(c?.progress_count ?? 0),
       withheld: c?.withheld?.code ?? '',
       tasks: c?.tasks ? `${c.tasks.running}/${c.tasks.unacked}` : '',
-      sessionRef: c?.session_ref ?? '',
       layout: c?.layout ?? '',
       deliveryState: c?.delivery_state ?? '',
       recoveryState: c?.recovery?.state ?? '',
@@ -142,6 +149,7 @@
       recoveryProbes: String(c?.recovery?.probes ?? 0),
       cardState: c?.card?.state ?? '',
       cardCode: c?.card?.code ?? '',
+      cardTool: c?.card?.tool ?? '',
       journal: c?.journal?.key ?? '',
       pressureLevel: c?.pressure?.level ?? '',
       pressureTokens: c?.pressure ? String(c.pressure.tokens) : '',
@@ -161,7 +169,12 @@
     if (c.page_kind === 'project_chat' || c.page_kind === 'project_home') {
       out.push(c.active_target ? para('target', 'hudActiveTarget', [`/c/${c.active_target}`]) : para('target', 'hudNoActiveTarget', []));
     }
-    if (c.session_ref) out.push(para('session', 'hudSessionRef', [c.session_ref]));
+    if (c.session_ref) {
+      // Inside the closed root only (the page cannot read it): the line and its `data-ref`.
+      const p = para('session', 'hudSessionRef', [c.session_ref]);
+      p.dataset.ref = c.session_ref;
+      out.push(p);
+    }
     // Fail closed, visibly: an unrecognised layout gets nothing typed into it (ext-core).
     if (!c.layout) out.push(para('layout', 'hudLayoutUnknown', [], 'withheld'));
     if (c.delivery_state === 'uncertain') out.push(para('delivery', 'hudDeliveryUncertain', [], 'withheld'));
@@ -240,7 +253,7 @@
       }
       // The judge button carries the page's last turn (read now, once per press); Send tool
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
-      button.addEventListener('click', () => {
+      onTrusted(button, 'click', () => {
         if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(), pressed: true });
         const turn = action.id === 'llm_judge' ? endedTurn() : null;
         port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
@@ -324,10 +337,11 @@
     button.type = 'button';
     button.dataset.action = id;
     button.textContent = text(`action_${id}`);
-    button.addEventListener('click', () => {
+    onTrusted(button, 'click', () => {
       if (id !== 'copy_prompt') return port?.postMessage({ type: 'action', action: id });
       const prompt = handoff.copy_prompt ?? '';
-      host.dataset.copyPrompt = prompt;
+      // What was copied stays inside the closed root (never on the host): a test hook.
+      button.dataset.copied = prompt;
       navigator.clipboard.writeText(prompt).then(
         () => { host.dataset.copied = 'yes'; showNotice(text('hudPromptCopied'), 'info'); },
         () => { host.dataset.copied = 'no'; showNotice(text('hudPromptNotCopied'), 'bad'); },
@@ -352,7 +366,7 @@
       button.type = 'button';
       button.dataset.action = action.id;
       button.textContent = text(action.label);
-      button.addEventListener('click', () => {
+      onTrusted(button, 'click', () => {
         roundTripStartedAt = performance.now();
         port?.postMessage({ type: 'action', action: action.id });
       });
@@ -1250,6 +1264,19 @@
     status.dataset.key = 'notice';
     status.dataset.tone = tone;
   };
+  // The worker could not read its stored state at start (worker.js strict start): said in
+  // the status line until the worker reports it could (`error: null`).
+  const startProblem = (error) => {
+    if (typeof error === 'string' && error) {
+      showNotice(text('startProblem', [error]), 'bad');
+      status.dataset.key = 'startProblem';
+      host.dataset.startProblem = 'yes';
+    } else if (status.dataset.key === 'startProblem') {
+      status.textContent = '';
+      delete status.dataset.key;
+      delete host.dataset.startProblem;
+    }
+  };
   const setProfile = (next) => {
     profile = next && Array.isArray(next.generations) ? next : null;
     quiet = null;
@@ -1467,10 +1494,11 @@
   // The HUD's permission-card line (ext-core continuity::CardLine).
   const cardLine = (c) => {
     const time = c.at === null ? '' : fmtTime(c.at);
-    const keys = { accepted: 'hudCardAccepted', accepted_before: 'hudCardAcceptedBefore', gone: 'hudCardGone' };
+    const keys = { accepted: c.tool ? 'hudCardAccepted' : 'hudCardAcceptedUnnamed', accepted_before: 'hudCardAcceptedBefore', gone: 'hudCardGone' };
     const key = keys[c.state] ?? `card_refused_${c.code}`;
-    const p = para('card', key, [c.connector, time], c.state.startsWith('accepted') ? '' : 'withheld');
+    const p = para('card', key, [c.connector, time, c.tool ?? ''], c.state.startsWith('accepted') ? '' : 'withheld');
     p.dataset.state = c.state;
+    p.dataset.tool = c.tool ?? '';
     return p;
   };
 
@@ -1573,6 +1601,7 @@
     if (message?.type === 'recovery_reload') location.reload();
     if (message?.type === 'recovery_retry') clickRetry();
     if (message?.type === 'card_allow') cardAllow(message);
+    if (message?.type === 'start_problem') startProblem(message.error);
     if (message?.type === 'round_trip_result') {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
@@ -1588,6 +1617,7 @@
   // the composer; it reads the composer this adapter found and posts through its port.
   const queueUi = globalThis[Symbol.for('herdr-continuity.queue-ui')]?.({
     text,
+    onTrusted,
     post: (message) => port?.postMessage(message),
     composer: () => {
       const gen = detect();

@@ -1,4 +1,5 @@
-// The Queue button (SPEC Q1, Q7, Q8): our own element in its own shadow root, a child of
+// The Queue button (SPEC Q1, Q7, Q8): our own element in its own closed shadow root (the
+// page cannot reach into it; `root` is our only reference), a child of
 // document.documentElement (never inside ChatGPT's React tree), placed beside the
 // composer from the composer's box. Loaded before content.js, which mounts it once with
 // what it needs (the composer it found, the port). It decides nothing: the worker
@@ -32,10 +33,13 @@
     .confirm button { margin-right: 6px; border-radius: 6px; box-shadow: none; }`;
 
   globalThis[KEY] = (deps) => {
-    // deps: { text(key, subs), post(message), composer() → element | null,
-    //         composerText(el) → string, clearComposer(el) }
+    // deps: { text(key, subs), onTrusted(el, type, fn), post(message),
+    //         composer() → element | null, composerText(el) → string, clearComposer(el) }
+    // Every control listens through content.js's `onTrusted` (real input only: a page's
+    // dispatchEvent or el.click() queues and clears nothing).
+    const { onTrusted } = deps;
     const host = document.createElement('herdr-continuity-queue');
-    const root = host.attachShadow({ mode: 'open' });
+    const root = host.attachShadow({ mode: 'closed' });
     const sheet = new CSSStyleSheet();
     sheet.replaceSync(CSS);
     root.adoptedStyleSheets = [sheet];
@@ -70,16 +74,16 @@
       deps.post({ type: 'queue_add', text: el ? deps.composerText(el) : '' });
     };
     const closeConfirm = () => { confirm.hidden = true; button.focus(); };
-    button.addEventListener('click', queueNow);
-    button.addEventListener('contextmenu', (event) => {
+    onTrusted(button, 'click', queueNow);
+    onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
       question.textContent = view ? deps.text('queueClearConfirm', [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
       no.focus();
     });
-    yes.addEventListener('click', () => { deps.post({ type: 'queue_clear' }); closeConfirm(); });
-    no.addEventListener('click', closeConfirm);
-    confirm.addEventListener('keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
+    onTrusted(yes, 'click', () => { deps.post({ type: 'queue_clear' }); closeConfirm(); });
+    onTrusted(no, 'click', closeConfirm);
+    onTrusted(confirm, 'keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
 
     // Placement: just above the composer's right edge, re-measured only when the view
     // changes or the window resizes (no per-mutation work).

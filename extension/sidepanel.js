@@ -59,6 +59,15 @@ function hudView({ view }, post) {
 }
 
 /** The answer to a round-trip test, in the status region. */
+/**
+ * The worker could not read its stored state at start (`start_problem {error}`): nothing is
+ * saved until it can, and it tries again by itself; `error: null` once it could.
+ */
+function startProblemView({ error }, _post, region) {
+  region.toggleAttribute('data-start-problem', Boolean(error));
+  return error ? [element('p', 'line tone-bad', { role: 'alert', 'data-key': 'startProblem' }, message('startProblem', [error]))] : [];
+}
+
 function roundTrip({ status }, _post, region) {
   region.setAttribute('data-key', status.key);
   return [message(status.key, status.substitutions)];
@@ -186,7 +195,10 @@ const clock = (t) => {
   return [date.getHours(), date.getMinutes(), date.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
 };
 
-/** One timeline row: when, what, how it went, why, and the delivery id when there is one. */
+/**
+ * One timeline row: when, what, how it went, why, the tool a permission card allowed and the
+ * delivery id when there is one.
+ */
 function activityRow(entry, showScope) {
   const cells = [
     element('time', 'activity-time', { datetime: new Date(entry.t).toISOString() }, clock(entry.t)),
@@ -194,11 +206,12 @@ function activityRow(entry, showScope) {
     element('span', `activity-outcome outcome-${entry.outcome}`, {}, codeText('activityOutcome_', entry.outcome)),
     element('span', 'activity-reason', {}, codeText('activityReason_', entry.reason)),
   ];
+  if (entry.tool !== undefined) cells.push(element('span', 'activity-tool', {}, message('activityTool', [entry.tool])));
   if (entry.id !== undefined) cells.push(element('code', 'activity-id', {}, entry.id));
   if (showScope) cells.push(element('span', 'activity-scope', {}, entry.scope));
   return element('li', '', {
     'data-activity-entry': '', 'data-kind': entry.kind, 'data-outcome': entry.outcome, 'data-reason': entry.reason,
-    'data-id': entry.id ?? '', 'data-scope': entry.scope,
+    'data-id': entry.id ?? '', 'data-tool': entry.tool ?? '', 'data-scope': entry.scope,
   }, ...cells);
 }
 
@@ -266,6 +279,7 @@ function tabFromLocation() {
 
 startPage((app) => {
   const regions = {
+    start: element('section', 'start-problem'),
     hud: element('section', 'hud'),
     status: statusRegion('round-trip'),
     panel: element('section', 'control-center'),
@@ -273,7 +287,7 @@ startPage((app) => {
     live: element('section', 'live', { 'data-live': '' }),
     activity: element('section', 'activity-log', { 'data-activity-log': '' }),
   };
-  app.append(regions.hud, regions.status, regions.panel, regions.activity, regions.live, regions.diagnostics);
+  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.activity, regions.live, regions.diagnostics);
   const activity = mountActivity(regions.activity);
   // The live Herdr tree and the Pinned Target keep their own companion connection
   // (live-tree.js): they only display, so they need nothing from the worker's core.
@@ -282,6 +296,7 @@ startPage((app) => {
   const RENDERERS = {
     hud: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
     round_trip_result: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
+    start_problem: { shape: record({ error: optional(string) }), region: regions.start, render: startProblemView },
     panel: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
     diagnostics: {
       shape: record({ diagnostics: optional(PAGE_DIAGNOSTICS), fact_order: list(string) }),

@@ -13,9 +13,41 @@ import { recordActivity } from './activity-log.js';
 // than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
 globalThis.herdrActivity = recordActivity;
 
-// The start reads its stored state and settings here (the keys come from the wasm): a
-// storage read in the wasm is a future of its own. A failed read is an empty object.
-const stored = (area, keys) => Promise.resolve(chrome.storage?.[area]?.get(keys)).catch(() => ({})).then((items) => items ?? {});
+// Strict start (issue 23): the start reads its stored state and settings here (the keys
+// come from the wasm: a storage read in the wasm is a future of its own). A read that fails
+// starts nothing — the wasm, the only writer of the state, starts only with what was read,
+// so no persist can overwrite bindings, Auto, the delivery ledger, the journal outbox or
+// transfers with an empty state. It is tried again with a growing delay (START_RETRY_MS,
+// the last one repeated), and every page and side panel connected meanwhile is told why
+// (`start_problem {error}`; `error: null` once the state is read).
+const START_RETRY_MS = [1000, 2000, 5000, 10000, 30000];
+const stored = (area, keys) => {
+  const store = chrome.storage?.[area];
+  if (typeof store?.get !== 'function') return Promise.reject(new Error(`chrome.storage.${area} is not available`));
+  return store.get(keys).then((items) => {
+    if (typeof items !== 'object' || items === null) throw new Error(`chrome.storage.${area} answered ${String(items)}`);
+    return items;
+  });
+};
+let startProblem = null; // why the last start read failed; null while none failed or once started
+let started = false;
+const waitingPorts = new Set(); // ports connected before the start: told of a start problem
+const tellStartProblem = (port) => {
+  try { port.postMessage({ type: 'start_problem', error: startProblem }); } catch { waitingPorts.delete(port); }
+};
+const readStart = async (localKeys, syncKeys) => {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);
+    } catch (error) {
+      startProblem = error instanceof Error ? error.message : String(error ?? 'unknown error');
+      const delay = START_RETRY_MS[Math.min(attempt, START_RETRY_MS.length - 1)];
+      console.error(`herdr-continuity: the stored state could not be read (${startProblem}); nothing is saved until it is, next try in ${delay / 1000} s`);
+      for (const port of waitingPorts) tellStartProblem(port);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+};
 // chrome.storage.local for the wasm (ext-shell `js::storage_request`): a read (`text`
 // undefined) or a write of `key`, answered through `js_answer` with `token` — a storage
 // promise awaited in the wasm would be a future, kilobytes of it.
@@ -36,8 +68,14 @@ globalThis.herdrTabs = (token, url) => {
 };
 const ready = init().then(async () => {
   const [localKeys, syncKeys] = shell.start_keys();
-  const [local, sync] = await Promise.all([stored('local', localKeys), stored('sync', syncKeys)]);
+  const [local, sync] = await readStart(localKeys, syncKeys);
   shell.start_worker(local, sync);
+  started = true;
+  if (startProblem !== null) {
+    startProblem = null;
+    for (const port of waitingPorts) tellStartProblem(port);
+  }
+  waitingPorts.clear();
 });
 ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));
 
@@ -45,6 +83,11 @@ const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-con
 
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== 'page' && port.name !== 'panel') return;
+  if (!started) {
+    waitingPorts.add(port);
+    port.onDisconnect.addListener(() => waitingPorts.delete(port));
+    if (startProblem !== null) tellStartProblem(port);
+  }
   forward(() => shell.page_connected(port));
   port.onMessage.addListener((message) => forward(() => shell.page_message(port, message)));
   port.onDisconnect.addListener(() => forward(() => shell.page_disconnected(port)));

@@ -148,12 +148,19 @@ pub enum CardRefusal {
     NoDeny,
     /// The adapter gave the card no key (it could not be told apart from another).
     NoKey,
+    /// A complete Herdr card on a chat that is not bound (a conversation without a binding,
+    /// a Project without one, or a page that is no conversation): the composition's rule,
+    /// checked after the classifier accepted the card.
+    NotBound {
+        /// The connector it asked for.
+        connector: String,
+    },
 }
 
 impl CardRefusal {
     /// Every code, in declaration order (the HUD has a `card_refused_<code>` text for each).
-    pub const CODES: [&'static str; 7] =
-        ["not_chatgpt", "no_permission_wording", "other_connector", "no_single_allow", "allow_not_usable", "no_deny", "no_key"];
+    pub const CODES: [&'static str; 8] =
+        ["not_chatgpt", "no_permission_wording", "other_connector", "no_single_allow", "allow_not_usable", "no_deny", "no_key", "not_bound"];
 
     /// The stable code of the HUD text and the Activity timeline.
     pub fn code(&self) -> &'static str {
@@ -165,6 +172,7 @@ impl CardRefusal {
             Self::AllowNotUsable => 4,
             Self::NoDeny => 5,
             Self::NoKey => 6,
+            Self::NotBound { .. } => 7,
         };
         Self::CODES[index]
     }
@@ -200,6 +208,21 @@ pub fn asked_connector(wording: &str) -> Option<String> {
     let (end, _) = rest.char_indices().find(|(_, c)| end_chars.contains(c))?;
     let name = rest.get(..end)?.trim();
     (!name.is_empty() && crate::text::char_count(name) <= 64).then(|| name.to_owned())
+}
+
+/// Most characters of a tool name read from a card's wording.
+pub const MAX_TOOL_CHARS: usize = 64;
+
+/// The Herdr tool a card's wording names: its first word that is `herdr_` followed by ASCII
+/// lowercase letters, digits and `_` (the runtime's MCP tool names, e.g. `herdr_prompt`),
+/// at most [`MAX_TOOL_CHARS`]; `None` when the wording names none. Shown to the user (HUD,
+/// Activity timeline) as what was allowed; it decides nothing.
+pub fn asked_tool(wording: &str) -> Option<String> {
+    let tool_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    wording
+        .split(|c: char| !tool_char(c))
+        .find(|word| word.len() > "herdr_".len() && word.len() <= MAX_TOOL_CHARS && word.starts_with("herdr_"))
+        .map(str::to_owned)
 }
 
 /// Classifies `card` on a page (`chatgpt`: a ChatGPT page) for `connectors` (ours). Pure:

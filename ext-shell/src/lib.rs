@@ -95,7 +95,8 @@ fn stored(items: &JsValue, key: &str) -> Option<JsValue> {
 /// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
 /// continuity state (B7), then connect to the companion. `local` and `sync` are what
 /// `chrome.storage.local` and `chrome.storage.sync` hold under [`start_keys`] (`worker.js`
-/// reads them first, `{}` when a read failed); `worker.js` forwards no event before this
+/// reads them first and starts nothing until both reads succeeded: a failed read is tried
+/// again, never an empty state); `worker.js` forwards no event before this
 /// returned, so the state is back first.
 #[wasm_bindgen]
 pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {

@@ -127,6 +127,9 @@ pub struct Activity {
     /// The delivery id (a withheld wake: its id's stem, `wake:<ws>#<seq>`), bounded by
     /// [`crate::limits::MAX_ID_CHARS`] like every id.
     pub id: Option<String>,
+    /// The tool the entry is about (a permission card: the Herdr tool its wording names,
+    /// at most [`crate::permission_card::MAX_TOOL_CHARS`]); `None` for every other entry.
+    pub tool: Option<String>,
 }
 
 impl WriteJson for Activity {
@@ -138,6 +141,7 @@ impl WriteJson for Activity {
             .with("outcome", &self.outcome.write_json())
             .with("reason", &self.reason.write_json())
             .with("id", &self.id)
+            .with("tool", &self.tool)
             .done()
     }
 }
@@ -212,6 +216,19 @@ fn withheld_wake(bindings: &Bindings, key: &str, status: &ScopeStatus) -> Option
 impl Continuity {
     /// Records one entry.
     pub(super) fn record_activity(&mut self, scope_key: &str, kind: ActivityKind, outcome: ActivityOutcome, reason: ActivityReason, id: Option<&str>) {
+        self.record_activity_with_tool(scope_key, kind, outcome, reason, id, None);
+    }
+
+    /// [`Self::record_activity`] with the tool the entry is about (a permission card's).
+    pub(super) fn record_activity_with_tool(
+        &mut self,
+        scope_key: &str,
+        kind: ActivityKind,
+        outcome: ActivityOutcome,
+        reason: ActivityReason,
+        id: Option<&str>,
+        tool: Option<&str>,
+    ) {
         if outcome != ActivityOutcome::Withheld || kind != ActivityKind::Wake {
             // Something else of the scope is its last entry now: a withheld wake after it is
             // a new entry (property (m): never the same withheld entry twice in a row).
@@ -223,6 +240,7 @@ impl Continuity {
             outcome,
             reason,
             id: id.map(str::to_owned),
+            tool: tool.map(str::to_owned),
         }));
     }
 

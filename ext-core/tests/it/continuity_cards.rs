@@ -18,10 +18,15 @@ fn button(label: &str) -> CardButton {
     CardButton { label: label.into(), enabled: true, visible: true, opens_menu: false }
 }
 
+/// The tool a card of `connector` names (the fixture's: `herdr_prompt` for Herdr).
+fn tool_of(connector: &str) -> &'static str {
+    if connector == "Herdr" { "herdr_prompt" } else { "search_messages" }
+}
+
 fn card(key: &str, connector: &str) -> CardFacts {
     CardFacts {
         key: key.into(),
-        wording: format!("Allow ChatGPT to use {connector}? This allows ChatGPT to run a tool in your workspace."),
+        wording: format!("Allow ChatGPT to use {connector}? This allows ChatGPT to run {} with your {connector} connector.", tool_of(connector)),
         buttons: vec![button("Deny"), button("Allow"), CardButton { opens_menu: true, ..button("Allow options") }],
     }
 }
@@ -47,7 +52,8 @@ fn step(c: &mut Continuity, now: u64, input: ContinuityInput, log: &mut Vec<Stri
             ContinuityOutput::Persist => log.push("(persist)".into()),
             ContinuityOutput::Activity(entry) => {
                 let json = entry.write_json();
-                log.push(format!("activity {} {} {} {}", json["kind"], json["outcome"], json["reason"], json["id"]));
+                let tool = json["tool"].as_str().map(|t| format!(" tool={t}")).unwrap_or_default();
+                log.push(format!("activity {} {} {} {}{tool}", json["kind"], json["outcome"], json["reason"], json["id"]));
             }
             ContinuityOutput::Deliver { id, .. } => log.push(format!("(deliver {id})")),
             ContinuityOutput::Recovery { command, .. } => log.push(format!("(recovery {command:?})")),
@@ -78,12 +84,12 @@ fn a_herdr_card_with_auto_off_is_clicked_once_across_restarts_m5() {
     step(&mut c, 22, cards("load-1", vec![]), &mut log);
     step(&mut c, 22, ContinuityInput::PageReported { tab: TAB, report: idle_page() }, &mut log);
     expect_test::expect![[r#"
-        activity "permission_card" "sent" "herdr_card" "t1#0:h"
+        activity "permission_card" "sent" "herdr_card" "t1#0:h" tool=herdr_prompt
         (persist)
         (card_allow tab=7 key=t1#0:h index=1 durable=true)
-        hud {"at":10,"code":"","connector":"Herdr","state":"accepted"}
-        activity "permission_card" "confirmed" "allow_clicked" "t1#0:h"
-        hud {"at":null,"code":"","connector":"Herdr","state":"accepted_before"}"#]]
+        hud {"at":10,"code":"","connector":"Herdr","state":"accepted","tool":"herdr_prompt"}
+        activity "permission_card" "confirmed" "allow_clicked" "t1#0:h" tool=herdr_prompt
+        hud {"at":null,"code":"","connector":"Herdr","state":"accepted_before","tool":"herdr_prompt"}"#]]
     .assert_eq(&log.join("\n"));
     assert!(!c.permission_card_waiting(TAB), "the card went away");
 }
@@ -104,11 +110,64 @@ fn another_connector_and_an_ambiguous_card_are_left_with_the_reason_m5() {
     log.push(format!("hud {}", hud_card(&c)));
     expect_test::expect![[r#"
         activity "permission_card" "withheld" "other_connector" "t1#0:g"
-        hud {"at":null,"code":"other_connector","connector":"Gmail","state":"refused"}
-        activity "permission_card" "withheld" "no_single_allow" "t2#0:a"
-        hud {"at":null,"code":"no_single_allow","connector":"","state":"refused"}
-        activity "permission_card" "withheld" "allow_not_usable" "t3#0:d"
-        hud {"at":null,"code":"allow_not_usable","connector":"","state":"refused"}"#]]
+        hud {"at":null,"code":"other_connector","connector":"Gmail","state":"refused","tool":""}
+        activity "permission_card" "withheld" "no_single_allow" "t2#0:a" tool=herdr_prompt
+        hud {"at":null,"code":"no_single_allow","connector":"","state":"refused","tool":"herdr_prompt"}
+        activity "permission_card" "withheld" "allow_not_usable" "t3#0:d" tool=herdr_prompt
+        hud {"at":null,"code":"allow_not_usable","connector":"","state":"refused","tool":"herdr_prompt"}"#]]
+    .assert_eq(&log.join("\n"));
+}
+
+// R: M5 (issue 23) — a Herdr card is accepted only on a bound chat: on an unbound
+// conversation, on ChatGPT's root page (no conversation) and on a chat whose binding was
+// removed, the card is left to the user, the HUD says why (`not_bound`) and the Activity
+// timeline has one entry for it; nothing is clicked and nothing is written to the ledger.
+#[test]
+fn a_herdr_card_on_an_unbound_chat_is_left_alone_with_the_reason_m5() {
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    step(&mut c, 0, ContinuityInput::PageReported { tab: TAB, report: idle_page() }, &mut log);
+    step(&mut c, 1, cards("load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
+    log.push(format!("hud {}", hud_card(&c)));
+    step(&mut c, 2, cards("load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
+    const ROOT: &str = "https://chatgpt.com/";
+    step(&mut c, 3, ContinuityInput::PageReported { tab: TAB, report: PageReport { url: ROOT.into(), ..idle_page() } }, &mut log);
+    step(&mut c, 4, cards_at(ROOT, "load-1", vec![card("t2#0:h", "Herdr")]), &mut log);
+    log.push(format!("hud {}", hud_card(&c)));
+    // Bound, then unbound: a new card of the same chat is left alone again.
+    let (mut b, _) = bound_with_auto(true);
+    b.handle(5, ContinuityInput::Unbind { scope_key: crate::continuity::SCOPE.into() });
+    while b.poll().is_some() {}
+    step(&mut b, 6, cards("load-1", vec![card("t3#0:h", "Herdr")]), &mut log);
+    log.push(format!("hud {}", hud_card(&b)));
+    assert!(c.snapshot_value()["cards"]["accepted"].as_array().is_none_or(Vec::is_empty), "nothing accepted");
+    expect_test::expect![[r#"
+        activity "permission_card" "withheld" "not_bound" "t1#0:h" tool=herdr_prompt
+        hud {"at":null,"code":"not_bound","connector":"Herdr","state":"refused","tool":"herdr_prompt"}
+        hud {"at":null,"code":"not_bound","connector":"Herdr","state":"refused","tool":"herdr_prompt"}
+        activity "permission_card" "withheld" "not_bound" "t3#0:h" tool=herdr_prompt
+        hud {"at":null,"code":"not_bound","connector":"Herdr","state":"refused","tool":"herdr_prompt"}"#]]
+    .assert_eq(&log.join("\n"));
+}
+
+// R: M5 — a bound Project's conversation: its Herdr card is accepted (the Project's
+// binding covers every conversation in it), and the HUD names the tool.
+#[test]
+fn a_herdr_card_in_a_bound_projects_conversation_is_accepted_m5() {
+    use ext_core::binding::CatalogWorkspace;
+    const PROJECT_CHAT: &str = "https://chatgpt.com/g/g-p-5f0c2e7a9b1d4c3e8f6a0b2c4d6e8f01-demo/c/3b9f1c2d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: PageReport { url: PROJECT_CHAT.into(), ..idle_page() } });
+    c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    while c.poll().is_some() {}
+    step(&mut c, 1, cards_at(PROJECT_CHAT, "load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
+    log.push(format!("hud {}", hud_card(&c)));
+    expect_test::expect![[r#"
+        activity "permission_card" "sent" "herdr_card" "t1#0:h" tool=herdr_prompt
+        (persist)
+        (card_allow tab=7 key=t1#0:h index=1 durable=true)
+        hud {"at":1,"code":"","connector":"Herdr","state":"accepted","tool":"herdr_prompt"}"#]]
     .assert_eq(&log.join("\n"));
 }
 
@@ -140,8 +199,8 @@ fn a_stale_report_is_ignored_and_a_gone_card_stays_spent() {
     log.push(format!("hud {}", hud_card(&c)));
     step(&mut c, 12, cards("load-1", vec![card("t1#0:h", "Herdr")]), &mut log);
     expect_test::expect![[r#"
-        activity "permission_card" "failed" "card_gone" "t1#0:h"
-        hud {"at":11,"code":"","connector":"Herdr","state":"gone"}"#]]
+        activity "permission_card" "failed" "card_gone" "t1#0:h" tool=herdr_prompt
+        hud {"at":11,"code":"","connector":"Herdr","state":"gone","tool":"herdr_prompt"}"#]]
     .assert_eq(&log.join("\n"));
 }
 

@@ -243,14 +243,21 @@ fn every_rollover_line_has_its_texts() {
 
 /// M5: the HUD's permission-card line (`CardLine`, rendered by content.js) has a text for
 /// every refusal code and for an accepted and a gone card, in English and Chinese, naming
-/// the connector only where the line carries one (and the time after it).
+/// the connector only where the line carries one (and the time after it, then the tool an
+/// accepted card names); the Activity timeline's tool cell.
 #[test]
 fn every_permission_card_line_has_its_texts() {
     let mut lines: Vec<(String, usize)> = ext_core::permission_card::CardRefusal::CODES
         .iter()
-        .map(|code| (format!("card_refused_{code}"), usize::from(*code == "other_connector")))
+        .map(|code| (format!("card_refused_{code}"), usize::from(*code == "other_connector" || *code == "not_bound")))
         .collect();
-    lines.extend([("hudCardAccepted".to_owned(), 2), ("hudCardGone".to_owned(), 2), ("hudCardAcceptedBefore".to_owned(), 1)]);
+    lines.extend([
+        ("hudCardAccepted".to_owned(), 3),
+        ("hudCardAcceptedUnnamed".to_owned(), 2),
+        ("hudCardGone".to_owned(), 2),
+        ("hudCardAcceptedBefore".to_owned(), 1),
+        ("activityTool".to_owned(), 1),
+    ]);
     for name in ["en", "zh_CN"] {
         for (key, args) in &lines {
             let text = message(locale(name), key).unwrap_or_else(|| panic!("{name} has no message {key:?}"));
