@@ -314,8 +314,7 @@
         button.setAttribute('aria-label', text(decision === 'run' ? 'bridgeRunLabel' : 'bridgeSkipLabel',
           [String(p.call), p.method ? `${p.tool} ${p.method}` : p.tool]));
         button.disabled = Boolean(deciding);
-        button.addEventListener('click', (event) => {
-          if (!event.isTrusted) return;
+        onTrusted(button, 'click', () => {
           port?.postMessage({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision });
         });
         buttons.append(button);

@@ -4,8 +4,8 @@
 // message in this process. A conversation binds, its Auto goes on from the HUD, an agent
 // task settles → exactly one wake in that chat; a reload sends nothing more. The JSON
 // bridge (O2): the HUD inserts the protocol prompt; a tool call line in a reply runs once
-// at the Herdr stand-in after the reply ended (not while it streams) and its result comes
-// back once as the next user message; a reload and a worker restart re-run and re-send
+// at the Herdr stand-in after the reply ended (not while it streams) and the HUD's Run was
+// pressed (issue 23), and its result comes back once as the next user message; a reload and a worker restart re-run and re-send
 // nothing.
 import { test, expect } from '../lib/test.mjs';
 import { ContinuityHud, WORKSPACE, chatSiteWorld, dispatchTask, herdrRequest, openSiteBoundWithAuto, relaunchBrowser, reportAgent } from '../lib/continuity.mjs';
@@ -59,7 +59,7 @@ for (const site of ['zai', 'deepseek']) {
       expect(fixture.automaticMessages(CONVERSATION), 'still exactly one automatic message').toHaveLength(1);
     });
 
-    test('a tool call in a reply runs once after the reply ended, its result comes back once, and a reload or a worker restart repeats nothing (O2)', async ({ sandbox }) => {
+    test('a tool call in a reply runs once after the reply ended and Run was pressed, its result comes back once, and a reload or a worker restart repeats nothing (O2)', async ({ sandbox }) => {
       const token = `bridge-ping-${site}`;
       const call = JSON.stringify({ tool: 'herdr_call', args: { method: 'pane.send_text', params: JSON.stringify({ pane_id: WORKSPACE.pane, text: token }) } });
       const { context, worker, fixture } = await siteWorld(sandbox, site, {
@@ -81,7 +81,12 @@ for (const site of ['zai', 'deepseek']) {
       await expect(page.locator(fixture.ui.stop), 'the reply streams').toBeVisible();
       expect(await timesInPane(sandbox, token), 'an unfinished reply runs nothing').toBe(0);
 
-      // The reply ends: the call runs once at the stand-in, and its result goes back once.
+      // The reply ends: the call waits for the HUD's Run (it types into a pane, issue 23);
+      // pressed, it runs once at the stand-in, and its result goes back once.
+      await hud.expect('data-bridge-pending', '1', 'the HUD asks before the call runs');
+      expect(await timesInPane(sandbox, token), 'nothing runs before Run').toBe(0);
+      await hud.expand();
+      await hud.action('bridge_run:1').click();
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message reaches the backend' }).toBe(1);
       const [results] = bridgeMessages(fixture);
       expect(results.text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true,"result":\{"method":"pane.send_text"/);

@@ -1,0 +1,169 @@
+// The JSON bridge asks before anything runs (issue 23 items 1, 2, 6; acceptance 2): real
+// Chromium with the built extension, the native host, the companion runtime, the Herdr
+// stand-in and the z.ai / DeepSeek fixtures. With the chat's Auto ON:
+// - a reply's `pane.send_keys` call runs nothing until the HUD's Run is pressed (the
+//   stand-in's pane shows no keys before, the keys once after), and a Run, Auto or any
+//   click the page itself makes — `el.click()`, `dispatchEvent` on our host, an untrusted
+//   event at the button — does nothing;
+// - a call inside a Markdown code fence never runs and is not counted; a call on another
+//   workspace's pane and a herdr_prompt naming another chat's ref are refused without
+//   asking, and the refusals are in the results message;
+// - Insert JSON tool prompt goes over the worker's one companion connection: a second
+//   press opens no native port (worker.js opened one per press before).
+import { test, expect } from '../lib/test.mjs';
+import { OTHER_WORKSPACE, WORKSPACE, chatSiteWorld, herdrRequest, openSiteBoundWithAuto, tabIdOf } from '../lib/continuity.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+
+const CONVERSATION = '2d4f6a8b-1c3e-4a5b-9c7d-0e1f2a3b4c5d';
+const OTHER_CHAT_REF = 'zai:conv:99999999-aaaa-4bbb-8ccc-dddddddddddd';
+
+/** How many times `token` shows in `pane`'s text at the Herdr stand-in. */
+async function timesInPane(sandbox, token, pane = WORKSPACE.pane) {
+  const read = await herdrRequest(sandbox.herdrSocket, 'pane.read', { pane_id: pane, source: 'recent', lines: 1000 });
+  return JSON.stringify(read).split(token).length - 1;
+}
+
+/** The results messages the bridge typed into the chat (their marker is a `bridge:` id). */
+const bridgeMessages = (fixture) => fixture.automaticMessages(CONVERSATION).filter((m) => /\[herdr-continuity bridge:[0-9a-f]{16}\//.test(m.text));
+
+/** One `herdr_call` line. */
+const herdrCall = (method, params) => JSON.stringify({ tool: 'herdr_call', args: { method, params: JSON.stringify(params) } });
+
+/** The site's world, the conversation open, bound to w1, its Auto on; replies come from `reply`. */
+async function boundChat(sandbox, site, reply) {
+  const { context, worker, fixture } = await chatSiteWorld(sandbox, site, CONVERSATION, {
+    streamMs: 600,
+    replyWith: (text) => (text.startsWith('HERDR_TOOL_RESULTS') ? 'Noted.' : reply),
+  });
+  const { page, hud } = await openSiteBoundWithAuto(context, worker, fixture, CONVERSATION);
+  return { context, worker, fixture, page, hud };
+}
+
+async function ask(page, fixture, text) {
+  await page.locator(fixture.ui.composer).fill(text);
+  await page.locator(fixture.ui.composer).press('Enter');
+}
+
+/** The side panel's Activity rows of the JSON bridge for the tab showing `page`. */
+async function bridgeActivity(context, worker, page) {
+  const tabId = await tabIdOf(worker, page.url());
+  const panel = await context.newPage();
+  await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${tabId}`);
+  await expect(panel.locator('[data-activity-log]')).toHaveAttribute('data-activity-state', 'ok', { timeout: 15_000 });
+  return (reason) => panel.locator(`[data-activity] [data-activity-entry][data-kind="bridge_call"][data-reason="${reason}"]`);
+}
+
+for (const site of ['zai', 'deepseek']) {
+  test.describe(`JSON bridge approval on ${site}`, () => {
+    test.use({ sandboxOptions: { autostart: false } });
+
+    test('a pane.send_keys call runs nothing until the HUD\'s Run is pressed; clicks the page makes on Run or Auto do nothing', async ({ sandbox }) => {
+      const token = `approve-me-${site}`;
+      const call = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] });
+      const { context, worker, fixture, page, hud } = await boundChat(sandbox, site, `I will type it into the pane.\n${call}`);
+
+      await ask(page, fixture, 'Type the token into the pane.');
+      await hud.expect('data-bridge-pending', '1', 'the HUD asks about the call (Auto is on)');
+      expect(await timesInPane(sandbox, token), 'nothing ran before Run').toBe(0);
+      expect(bridgeMessages(fixture), 'no results message before Run').toEqual([]);
+
+      // The card: tool, method, target, the arguments, the "changes things" tag.
+      await hud.expand();
+      const item = hud.host.locator('[data-line="bridge-approval"] li[data-call="1"]');
+      await expect(item).toHaveAttribute('data-mutating', 'yes');
+      await expect(item).toContainText('herdr_call · pane.send_keys');
+      await expect(item).toContainText(WORKSPACE.pane);
+      await expect(item).toContainText(token);
+      await expect(item).toContainText('changes things');
+
+      // The page's own clicks: on the host (the only thing it can reach of a closed root),
+      // through an open root if there were one, and untrusted events at the buttons
+      // themselves (dispatched from our content world: still not real input).
+      const reached = await page.evaluate(() => {
+        const host = document.querySelector('herdr-continuity-hud');
+        const root = host?.shadowRoot ?? null;
+        for (const action of ['bridge_run:1', 'toggle_auto']) root?.querySelector(`button[data-action="${action}"]`)?.click();
+        host?.click();
+        host?.dispatchEvent(new MouseEvent('click', { bubbles: true, composed: true }));
+        host?.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, composed: true }));
+        return { host: Boolean(host), root: root !== null };
+      });
+      expect(reached, 'the page sees our host but not inside it').toEqual({ host: true, root: false });
+      for (const action of ['bridge_run:1', 'toggle_auto']) {
+        await hud.action(action).evaluate((button) => {
+          button.click();
+          button.dispatchEvent(new MouseEvent('click', { bubbles: true, composed: true }));
+          button.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+        });
+      }
+      await page.waitForTimeout(1500);
+      await hud.expect('data-bridge-pending', '1', 'still waiting for a real press');
+      await hud.expect('data-auto', 'on', 'Auto did not change');
+      expect(await timesInPane(sandbox, token), 'no page-made click ran the call').toBe(0);
+
+      // The user's Run (real input): the keys reach the pane once, the results come back.
+      await hud.action('bridge_run:1').click();
+      await hud.expect('data-bridge-pending', '0');
+      await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
+      await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message' }).toBe(1);
+      expect(bridgeMessages(fixture)[0].text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true/);
+      await expect(page.locator(fixture.ui.assistantTurn).last()).toHaveText('Noted.', { timeout: 20_000 });
+      expect(await timesInPane(sandbox, token), 'it ran once').toBe(1);
+
+      // The Activity timeline: the call waited, the user approved it, the results went out.
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('awaiting_approval')).toHaveCount(1, { timeout: 15_000 });
+      await expect(rows('run_approved')).toHaveCount(1);
+      await expect(rows('send_pressed')).toHaveCount(1);
+    });
+
+    test('a fenced call never runs; a call on another workspace and one naming another chat\'s ref are refused, visibly', async ({ sandbox }) => {
+      const fenced = `fenced-${site}`;
+      const foreign = `foreign-${site}`;
+      const reply = [
+        'Here is what I could do:',
+        '```json',
+        herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: fenced, keys: ['enter'] }),
+        '```',
+        herdrCall('pane.send_text', { pane_id: OTHER_WORKSPACE.pane, text: foreign }),
+        JSON.stringify({ tool: 'herdr_prompt', args: { browser_session_ref: OTHER_CHAT_REF, target: WORKSPACE.pane, text: 'report to the other chat' } }),
+      ].join('\n');
+      const { fixture, page, hud } = await boundChat(sandbox, site, reply);
+
+      await ask(page, fixture, 'Show me what you could do.');
+      // Refusals are answered without asking: with Auto on the results come back at once.
+      await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'the results message' }).toBe(1);
+      const [results] = bridgeMessages(fixture);
+      expect(results.text, 'the fenced line is not a call').toMatch(/^HERDR_TOOL_RESULTS \(2 calls\)\n/);
+      expect(results.text.match(/"error":"refused"/g), 'both calls refused, in the results').toHaveLength(2);
+      expect(results.text, 'the refusal says what was refused').toContain(OTHER_WORKSPACE.pane);
+      await hud.expect('data-bridge-pending', '0', 'nothing was asked about');
+      expect(await timesInPane(sandbox, fenced), 'the fenced call never ran').toBe(0);
+      expect(await timesInPane(sandbox, foreign, OTHER_WORKSPACE.pane), 'the other workspace was not reached').toBe(0);
+      const tasks = await herdrRequest(sandbox.herdrSocket, 'pane.read', { pane_id: WORKSPACE.pane, source: 'recent', lines: 1000 });
+      expect(JSON.stringify(tasks), 'no prompt reached the agent for the other chat').not.toContain('report to the other chat');
+    });
+
+    test('Insert JSON tool prompt goes over the worker\'s one companion connection: a second press opens no native port', async ({ sandbox }) => {
+      const { worker, fixture, page, hud } = await boundChat(sandbox, site, 'ok');
+      // Count every connectNative the worker makes from now on.
+      await worker.evaluate(() => {
+        const connect = chrome.runtime.connectNative.bind(chrome.runtime);
+        globalThis.herdrTestNativeConnects = 0;
+        chrome.runtime.connectNative = (...args) => {
+          globalThis.herdrTestNativeConnects += 1;
+          return connect(...args);
+        };
+      });
+      await hud.expand();
+      for (const press of [1, 2]) {
+        await page.locator(fixture.ui.composer).fill('');
+        await hud.action('bridge_prompt').click();
+        await expect(page.locator(fixture.ui.composer), `press ${press} inserts the prompt`).toHaveValue(/^\[herdr-continuity JSON bridge v1\]\n/);
+      }
+      const prompt = await page.locator(fixture.ui.composer).inputValue();
+      expect(prompt, 'the prompt names this chat').toContain(`:conv:${CONVERSATION}.`);
+      expect(await worker.evaluate(() => globalThis.herdrTestNativeConnects), 'no native port per press').toBe(0);
+    });
+  });
+}
