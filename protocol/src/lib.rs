@@ -24,7 +24,7 @@ pub mod work_memory;
 
 pub use messages::*;
 pub use names::{
-    BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
+    BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
     TaskState,
     TaskTrigger, UnknownName,
 };

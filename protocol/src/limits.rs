@@ -22,6 +22,12 @@ pub const DEFAULT_READ_LINES: u64 = 80;
 /// Most characters `herdr.pane_read` returns (the tail is kept).
 pub const MAX_READ_CHARS: usize = 64 * 1024;
 
+/// Most tool rounds (batches that reached their results message) the JSON bridge runs per
+/// (conversation, human turn).
+pub const MAX_ROUNDS_PER_HUMAN_TURN: u64 = 6;
+/// Most characters of a pending call's args JSON shown for approval (`args_preview`).
+pub const MAX_ARGS_PREVIEW_CHARS: usize = 160;
+
 /// True for a string of 1 to `max` characters.
 pub fn within(text: &str, max: usize) -> bool {
     !text.is_empty() && text.chars().count() <= max

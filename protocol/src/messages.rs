@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
+use crate::names::{BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
 use crate::journal::{
     ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
     ContinuitySearchParams, JournalTurn, Resolution,
@@ -261,6 +261,8 @@ pub enum Call {
     BridgeReply(BridgeReplyParams),
     /// `bridge.delivered`.
     BridgeDelivered(BridgeDeliveredParams),
+    /// `bridge.decide`.
+    BridgeDecide(BridgeDecideParams),
     /// `herdr_mcp.browser_handoff.prepare`.
     BrowserHandoffPrepare(HandoffPrepareParams),
 }
@@ -287,6 +289,59 @@ pub struct BridgeReplyParams {
     pub text: String,
     /// Whether the page has finished writing the reply.
     pub finished: bool,
+    /// The workspace the chat is bound to: every call of this chat is confined to it (a
+    /// bridge caller reaches only its panes). Required and non-empty (the runtime answers
+    /// `bad_request` without it); `""` when absent so that answer can say what to send.
+    #[serde(default)]
+    pub workspace_id: String,
+    /// The chat's Auto: only read-only calls may run without the user's click, and only
+    /// when this is true.
+    #[serde(default)]
+    pub auto: bool,
+    /// The id of the chat's newest human user turn (the page's message id, or a stable hash
+    /// of its text): tool rounds are counted per (conversation, human_turn).
+    #[serde(default)]
+    pub human_turn: String,
+}
+
+/// Params of `bridge.decide`: the user's trusted Run / Skip for one call of a batch that
+/// waits for approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeDecideParams {
+    /// The chat (the `conversation` of its `bridge.reply`).
+    pub conversation: String,
+    /// The batch (`bridge:<16 hex>`, the `delivery_id` of the `approval` answer).
+    pub batch_id: String,
+    /// The call's 1-based position in the batch.
+    pub call: u64,
+    /// Run it or skip it.
+    pub decision: BridgeDecision,
+}
+
+/// One call of a batch that waits for the user (`bridge_reply.pending`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// Its 1-based position in the batch.
+    pub call: u64,
+    /// The tool.
+    pub tool: String,
+    /// `herdr_call`'s method or a runtime-local method, else `null`.
+    pub method: Option<String>,
+    /// The pane, workspace or conversation the call acts on, else `null`.
+    pub target: Option<String>,
+    /// The first [`crate::limits::MAX_ARGS_PREVIEW_CHARS`] characters of its args JSON.
+    pub args_preview: String,
+    /// True when it types, prompts or writes (it needs a click every time).
+    pub mutating: bool,
+}
+
+/// Tool rounds of a chat since its user's newest message (`bridge_reply.rounds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeRounds {
+    /// Rounds that reached their results message.
+    pub used: u64,
+    /// The bound ([`crate::limits::MAX_ROUNDS_PER_HUMAN_TURN`]).
+    pub limit: u64,
 }
 
 /// Params of `bridge.delivered`.
@@ -362,6 +417,7 @@ impl Call {
             Method::BridgePrompt => Call::BridgePrompt(typed(params)?),
             Method::BridgeReply => Call::BridgeReply(typed(params)?),
             Method::BridgeDelivered => Call::BridgeDelivered(typed(params)?),
+            Method::BridgeDecide => Call::BridgeDecide(typed(params)?),
             Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
         })
     }
@@ -394,6 +450,7 @@ impl Call {
             Call::BridgePrompt(_) => Method::BridgePrompt,
             Call::BridgeReply(_) => Method::BridgeReply,
             Call::BridgeDelivered(_) => Method::BridgeDelivered,
+            Call::BridgeDecide(_) => Method::BridgeDecide,
             Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
         }
     }
@@ -422,6 +479,7 @@ impl Call {
             Call::BridgePrompt(p) => serde_json::to_value(p),
             Call::BridgeReply(p) => serde_json::to_value(p),
             Call::BridgeDelivered(p) => serde_json::to_value(p),
+            Call::BridgeDecide(p) => serde_json::to_value(p),
             Call::BrowserHandoffPrepare(p) => serde_json::to_value(p),
         };
         match value {
@@ -802,13 +860,29 @@ pub enum MethodResult {
         state: BridgeState,
         /// How many tool call lines it held (those past the batch cap included).
         calls: u64,
-        /// The results message's stable id (`bridge:<hex>`; the same on every replay of the
-        /// reply), `null` unless `state` is `results`.
+        /// The batch's stable id (`bridge:<hex>`; the same on every replay of the reply): the
+        /// results message's id for `results`, the batch to decide for `approval`, else
+        /// `null`.
         delivery_id: Option<String>,
         /// The results message to send as the next user turn, `null` unless `results`.
         text: Option<String>,
         /// Whether `bridge.delivered` already confirmed it (then it is not sent again).
         delivered: bool,
+        /// The calls waiting for the user's Run / Skip (`[]` unless `state` is `approval`).
+        pending: Vec<PendingCall>,
+        /// The chat's tool rounds since its user's newest message.
+        rounds: BridgeRounds,
+    },
+    /// Answer to `bridge.decide`.
+    BridgeDecided {
+        /// The batch.
+        batch_id: String,
+        /// The call's 1-based position.
+        call: u64,
+        /// The decision now stored.
+        decision: BridgeDecision,
+        /// How many calls of the batch still wait for a decision.
+        pending: u64,
     },
     /// Answer to `bridge.delivered`.
     BridgeDelivered {
@@ -851,6 +925,7 @@ impl MethodResult {
             MethodResult::BridgePrompt { .. } => ResultType::BridgePrompt,
             MethodResult::BridgeReply { .. } => ResultType::BridgeReply,
             MethodResult::BridgeDelivered { .. } => ResultType::BridgeDelivered,
+            MethodResult::BridgeDecided { .. } => ResultType::BridgeDecided,
             MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
         }
     }

@@ -177,9 +177,14 @@ wire_names! {
         /// `bridge.prompt {}` → `bridge_prompt`: the JSON bridge's protocol prompt for z.ai /
         /// DeepSeek, built from the tool list (SPEC O2).
         BridgePrompt = "bridge.prompt",
-        /// `bridge.reply {conversation, message_id, text, finished}` → `bridge_reply`: the
-        /// tool calls of an assistant reply, run once each, and the results message.
+        /// `bridge.reply {conversation, message_id, text, finished, workspace_id, auto?,
+        /// human_turn?}` → `bridge_reply`: the tool calls of an assistant reply, each run once
+        /// when the user approved it (or it only reads and the chat's Auto is on), and the
+        /// results message.
         BridgeReply = "bridge.reply",
+        /// `bridge.decide {conversation, batch_id, call, decision}` → `bridge_decided`: the
+        /// user's trusted Run / Skip for one call of a batch waiting for approval.
+        BridgeDecide = "bridge.decide",
         /// `bridge.delivered {delivery_id}` → `bridge_delivered`: a results message was
         /// confirmed in its chat; later replays of its reply say so.
         BridgeDelivered = "bridge.delivered",
@@ -287,6 +292,8 @@ wire_names! {
         BridgeReply = "bridge_reply",
         /// [`crate::MethodResult::BridgeDelivered`].
         BridgeDelivered = "bridge_delivered",
+        /// [`crate::MethodResult::BridgeDecided`].
+        BridgeDecided = "bridge_decided",
         /// [`crate::MethodResult::HandoffPrepared`].
         HandoffPrepared = "handoff_prepared",
     }
@@ -302,6 +309,22 @@ wire_names! {
         Streaming = "streaming",
         /// The calls ran (or were answered from the record); `text` is the results message.
         Results = "results",
+        /// At least one call waits for the user's Run / Skip (`pending` lists them); nothing
+        /// of the batch has run.
+        Approval = "approval",
+        /// The chat ran its limit of tool rounds since the user's last message: nothing runs,
+        /// no results message.
+        RoundLimit = "round_limit",
+    }
+}
+
+wire_names! {
+    /// The user's answer to one call waiting for approval (`bridge.decide.decision`).
+    pub enum BridgeDecision {
+        /// Run the call.
+        Run = "run",
+        /// Do not run it: it is answered `skipped`.
+        Skip = "skip",
     }
 }
 

@@ -58,6 +58,9 @@ pub async fn handle(router: &Router, request: &Request) -> Result<Value, MethodE
     };
     let now = i64::try_from(unix_millis()).unwrap_or(i64::MAX);
     let store_failed = |e: crate::db::DbError| (ErrorCode::NotReady, e.to_string());
+    if request.method == Method::BridgeDecide {
+        return Err((ErrorCode::BadRequest, "bridge.decide: this runtime keeps no batch waiting for approval".to_owned()));
+    }
     if request.method == Method::BridgeDelivered {
         let params: BridgeDeliveredParams = typed(request, "{delivery_id}")?;
         let known = bridge.delivered(&params.delivery_id, now).await.map_err(store_failed)?;
@@ -75,5 +78,6 @@ pub async fn handle(router: &Router, request: &Request) -> Result<Value, MethodE
         Some(results) => (Some(results.delivery_id), Some(results.text), results.delivered),
         None => (None, None, false),
     };
-    answer(MethodResult::BridgeReply { state: reply.state, calls: reply.calls, delivery_id, text, delivered })
+    let rounds = continuity_protocol::BridgeRounds { used: 0, limit: continuity_protocol::limits::MAX_ROUNDS_PER_HUMAN_TURN };
+    answer(MethodResult::BridgeReply { state: reply.state, calls: reply.calls, delivery_id, text, delivered, pending: Vec::new(), rounds })
 }

@@ -131,7 +131,7 @@ impl Router {
             | Method::ContinuityResume
             | Method::ContinuityList
             | Method::BrowserHandoffPrepare => journal::handle(self, request.method, &request.params).await,
-            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered => bridge::handle(self, request).await,
+            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
         }
     }
 
