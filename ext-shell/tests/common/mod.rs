@@ -410,15 +410,70 @@ pub fn continuity_messages_translate() {
         Some(PortCommand::ThreadFacts(ext_core::context_pressure::VisibleThread { turns: 4, latin_chars: 900, cjk_chars: 12, highest_turn: Some(41) }))
     );
     assert_eq!(cw::port_command(&json!({"type": "thread_facts", "turns": -1, "latin_chars": 0, "cjk_chars": 0, "highest_turn": null})), None);
-    // The JSON bridge (O2): only `state: results` carries a message to send.
-    let reply = RuntimeCall::BridgeReply { conversation: "zai:c1".into(), message_id: "m".into(), text: "{}".into() };
-    let results = answer_of(&reply, &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false}}));
+    // The JSON bridge (O2, issue 23): the request carries the chat's workspace, Auto and
+    // human turn; `results` carries a message, `approval` the batch and its pending calls,
+    // `round_limit` nothing more, `streaming` nothing.
+    use ext_core::continuity::{BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall};
+    let reply = RuntimeCall::BridgeReply {
+        conversation: "zai:c1".into(), message_id: "m".into(), text: "{}".into(), workspace_id: "w1".into(), auto: true, human_turn: "u7".into(),
+    };
+    assert_eq!(
+        cw::call_json("c-8", &reply),
+        json!({"id": "c-8", "method": "bridge.reply", "params": {"conversation": "zai:c1", "message_id": "m", "text": "{}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "u7"}})
+    );
+    let rounds = |used| Some(BridgeRounds { used, limit: 6 });
+    let results = answer_of(&reply, &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false, "pending": [], "rounds": {"used": 1, "limit": 6}}}));
     assert_eq!(
         results.map_err(|e| e.code),
-        Ok(RuntimeAnswer::Bridge { results: Some(ext_core::continuity::BridgeResults { delivery_id: "bridge:00ff".into(), text: "HERDR_TOOL_RESULTS (1 call)".into() }) })
+        Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: "bridge:00ff".into(), text: "HERDR_TOOL_RESULTS (1 call)".into() }), rounds: rounds(1) })
     );
-    let streaming = answer_of(&reply, &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false}}));
-    assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { results: None }));
+    let streaming = answer_of(&reply, &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 0, "limit": 6}}}));
+    assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Nothing, rounds: rounds(0) }));
+    let approval = answer_of(&reply, &json!({"id": "b-5", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
+        "pending": [
+            {"call": 1, "tool": "herdr_call", "method": "pane.send_keys", "target": "w1:p1", "args_preview": "{\"method\":\"pane.send_keys\"", "mutating": true},
+            {"call": 2, "tool": "herdr_inspect", "method": null, "target": null, "args_preview": "{}"},
+            {"call": 0, "tool": "herdr_call"}
+        ], "rounds": {"used": 1, "limit": 6}}}));
+    assert_eq!(
+        approval.map_err(|e| e.code),
+        Ok(RuntimeAnswer::Bridge {
+            outcome: BridgeOutcome::Approval {
+                batch_id: "bridge:91c4e07a3d2b5f60".into(),
+                pending: vec![
+                    PendingCall { call: 1, tool: "herdr_call".into(), method: Some("pane.send_keys".into()), target: Some("w1:p1".into()), args_preview: "{\"method\":\"pane.send_keys\"".into(), mutating: true },
+                    // No `mutating`: read as mutating (the card never calls a write harmless).
+                    PendingCall { call: 2, tool: "herdr_inspect".into(), method: None, target: None, args_preview: "{}".into(), mutating: true },
+                ],
+            },
+            rounds: rounds(1),
+        }),
+        "a call without a usable position is left out"
+    );
+    let empty = answer_of(&reply, &json!({"id": "b-8", "result": {"type": "bridge_reply", "state": "approval", "delivery_id": "bridge:91c4e07a3d2b5f60", "pending": []}}));
+    assert_eq!(empty.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer), "an approval with no call to show");
+    let limit = answer_of(&reply, &json!({"id": "b-7", "result": {"type": "bridge_reply", "state": "round_limit", "calls": 1, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 6, "limit": 6}}}));
+    assert_eq!(limit.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: rounds(6) }));
+    let decide = RuntimeCall::BridgeDecide { conversation: "zai:c1".into(), batch_id: "bridge:91c4e07a3d2b5f60".into(), index: 1, decision: BridgeDecision::Run };
+    assert_eq!(
+        cw::call_json("b-6", &decide),
+        json!({"id": "b-6", "method": "bridge.decide", "params": {"conversation": "zai:c1", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run"}})
+    );
+    let decided = answer_of(&decide, &json!({"id": "b-6", "result": {"type": "bridge_decided", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run", "pending": 0}}));
+    assert_eq!(decided.map_err(|e| e.code), Ok(RuntimeAnswer::BridgeDecided { pending: 0 }));
+    let prompt = RuntimeCall::BridgePrompt { session_ref: "zai:conv:c1".into() };
+    assert_eq!(cw::call_json("c-11", &prompt), json!({"id": "c-11", "method": "bridge.prompt", "params": {"browser_session_ref": "zai:conv:c1"}}));
+    let text = answer_of(&prompt, &json!({"id": "c-11", "result": {"type": "bridge_prompt", "text": "[herdr-continuity JSON bridge v1]"}}));
+    assert_eq!(text.map_err(|e| e.code), Ok(RuntimeAnswer::BridgePrompt { text: "[herdr-continuity JSON bridge v1]".into() }));
+    // The HUD's Run / Skip (a trusted click in content.js): anything else is not a decision.
+    assert_eq!(
+        cw::port_command(&json!({"type": "bridge_decide", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 2, "decision": "skip"})),
+        Some(PortCommand::BridgeDecide { batch_id: "bridge:91c4e07a3d2b5f60".into(), call: 2, decision: BridgeDecision::Skip })
+    );
+    for bad in [json!({"type": "bridge_decide", "batch_id": "b", "call": 1, "decision": "always"}), json!({"type": "bridge_decide", "batch_id": "b", "call": -1, "decision": "run"}), json!({"type": "bridge_decide", "call": 1, "decision": "run"})] {
+        assert_eq!(cw::port_command(&bad), None, "{bad}");
+    }
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "bridge_prompt"})), Some(PortCommand::HudAction("bridge_prompt")));
     assert_eq!(
         cw::port_command(&json!({"type": "action", "action": "llm_judge", "user_text": "u", "assistant_text": "a"})),
         Some(PortCommand::LlmJudge { user_text: "u".into(), assistant_text: "a".into() })
