@@ -162,7 +162,7 @@ async function continuityDemo(sandbox, context, worker, fixture) {
     await hud.toggle.click(); // collapse back to the pill
     await waitFor('the HUD collapsed', async () => (await hudAttr(page, 'data-expanded')) === 'false');
   });
-  const sessionRef = await hudAttr(page, 'data-session-ref');
+  const sessionRef = await new ContinuityHud(page).sessionRef();
   const task = await step(`Dispatch a task into pane ${WORKSPACE.pane} as the MCP downlink would (session ref ${sessionRef}); the agent starts working.`, async () => {
     const dispatched = await dispatchTask(sandbox, { sessionRef, text: 'Refactor the API client and run the tests' });
     say(`The runtime recorded task ${dispatched.task_id} (${dispatched.state}).`);

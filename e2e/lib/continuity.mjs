@@ -9,10 +9,10 @@
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { expect } from '@playwright/test';
+import { expect } from './shadow.mjs';
 import { EXTENSION_ORIGIN } from './paths.mjs';
 import { runCompanion } from './processes.mjs';
-import { HUD_HOST, HudProbe } from './hud.mjs';
+import { HUD_HOST, HudProbe, hudRoot } from './hud.mjs';
 import { ChatGptFixture, chatgptUrl } from '../fixtures/chatgpt.mjs';
 import { ChatSiteFixture } from '../fixtures/chatsites.mjs';
 
@@ -184,7 +184,7 @@ export async function setProgressOptions(context, { tickSec, fallbackSec }) {
 export class ContinuityHud {
   constructor(page) {
     this.page = page;
-    this.host = page.locator(HUD_HOST);
+    this.host = hudRoot(page);
   }
 
   action(id) {
@@ -207,9 +207,11 @@ export class ContinuityHud {
     return expect(this.host, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
   }
 
+  /** The session ref the HUD shows (inside its closed root only: the page cannot read it). */
   async sessionRef() {
-    await this.expect('data-session-ref', /.+/, 'HUD shows the session ref');
-    return this.host.getAttribute('data-session-ref');
+    const line = this.host.locator('p[data-line="session"]');
+    await expect(line, 'HUD shows the session ref').toHaveAttribute('data-ref', /.+/, { timeout: 20_000 });
+    return line.getAttribute('data-ref');
   }
 
   async turnAutoOn() {

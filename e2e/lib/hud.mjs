@@ -1,12 +1,20 @@
 // Reads the extension's in-page HUD: host element <herdr-continuity-hud> on
-// document.documentElement with an open shadow root (Playwright's CSS locators pierce open
-// shadow roots). Lines are identified by the i18n message key the worker chose
+// document.documentElement with a closed shadow root, reached through lib/shadow.mjs
+// (reads in the content script's isolated world, real mouse and keyboard input for
+// presses: our controls act on trusted events only). Lines are identified by the i18n
+// message key the worker chose
 // (ext-core/src/hud.rs `HudView`), so the tests do not depend on the wording.
 // Hooks relied on (extension/content.js): `p[data-line="companion"|"herdr"][data-key]`,
 // `button[data-action]`, `p.status[data-key]` and the host's `data-roundtrip-ms`.
-import { expect } from '@playwright/test';
+import { ShadowLocator, expect } from './shadow.mjs';
 
 export const HUD_HOST = 'herdr-continuity-hud';
+export const QUEUE_HOST = 'herdr-continuity-queue';
+
+/** The HUD's host as a ShadowLocator: `.locator(css)` looks inside its closed root. */
+export const hudRoot = (page) => new ShadowLocator(page, HUD_HOST);
+/** The Queue button's host, likewise. */
+export const queueRoot = (page) => new ShadowLocator(page, QUEUE_HOST);
 
 /** Message keys of a companion that is not connected (ext-core hud.rs `offline_line`). */
 export const COMPANION_OFFLINE_KEYS = [
@@ -20,7 +28,7 @@ export const COMPANION_OFFLINE_KEYS = [
 export class HudProbe {
   constructor(page) {
     this.page = page;
-    this.host = page.locator(HUD_HOST);
+    this.host = hudRoot(page);
     this.companion = this.host.locator('[data-line="companion"]');
     this.herdr = this.host.locator('[data-line="herdr"]');
   }

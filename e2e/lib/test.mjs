@@ -1,6 +1,7 @@
 // The Playwright `test` the specs use: it adds a `sandbox` fixture (a fresh Sandbox per
 // test, disposed afterwards even when the test fails) and a `fixtureFor` helper.
-import { test as base, expect } from '@playwright/test';
+import { test as base } from '@playwright/test';
+import { expect } from './shadow.mjs';
 import { Sandbox } from './sandbox.mjs';
 
 export const test = base.extend({

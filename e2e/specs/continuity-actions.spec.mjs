@@ -24,6 +24,7 @@ import {
 } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { HUD_HOST } from '../lib/hud.mjs';
+import { inShadowRoot } from '../lib/shadow.mjs';
 import { chatgptUrl } from '../fixtures/chatgpt.mjs';
 
 const [, PLAIN_CHAT] = CHATS;
@@ -51,14 +52,14 @@ function statusLine(hud) {
 
 /** Empties the status line, so the next notice is known to be new. */
 async function clearStatus(page) {
-  await page.evaluate((tag) => {
-    const status = document.querySelector(tag)?.shadowRoot?.querySelector('p.status');
+  await inShadowRoot(page, HUD_HOST, (root) => {
+    const status = root?.querySelector('p.status');
     if (status) {
       status.textContent = '';
       delete status.dataset.key;
       delete status.dataset.tone;
     }
-  }, HUD_HOST);
+  });
 }
 
 /** How many page_facts the content script has posted (its `data-facts-sent` counter). */
@@ -313,10 +314,10 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     const reached = [];
     for (let i = 0; i < 12; i++) {
       await page.keyboard.press('Tab');
-      const focused = await page.evaluate((tag) => {
-        const el = document.querySelector(tag)?.shadowRoot?.activeElement;
+      const focused = await inShadowRoot(page, HUD_HOST, (root) => {
+        const el = root?.activeElement;
         return el ? el.dataset.action ?? el.dataset.hudToggle ?? el.tagName : null;
-      }, HUD_HOST);
+      });
       if (focused == null) break; // focus left the HUD
       reached.push(focused);
     }
@@ -325,7 +326,7 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     // Enter / Space on whatever a script might focus: a disabled button refuses focus.
     for (const action of LOCKABLE) {
       await hud.action(action).evaluate((el) => el.focus());
-      const focused = await page.evaluate((tag) => document.querySelector(tag)?.shadowRoot?.activeElement?.dataset?.action ?? null, HUD_HOST);
+      const focused = await inShadowRoot(page, HUD_HOST, (root) => root?.activeElement?.dataset?.action ?? null);
       expect(focused, `${action} cannot be focused`).not.toBe(action);
     }
 

@@ -4,6 +4,7 @@
 // composer or the send button, at a common laptop viewport and a small one, so a human
 // (and the extension's own delivery) can always press Send.
 import { test, expect } from '../lib/test.mjs';
+import { inShadowRoot } from '../lib/shadow.mjs';
 import { CHATS, continuityWorld, openAndBind } from '../lib/continuity.mjs';
 
 const [PROJECT_CHAT] = CHATS;
@@ -75,7 +76,7 @@ test.describe('HUD placement', () => {
       await page.keyboard.press('Escape');
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'false');
       await expect(hud.host.locator('section.hud')).toBeHidden();
-      expect(await page.evaluate((tag) => document.querySelector(tag).shadowRoot.activeElement?.dataset.hudToggle !== undefined, 'herdr-continuity-hud')).toBe(true);
+      expect(await inShadowRoot(page, 'herdr-continuity-hud', (root) => root.activeElement?.dataset.hudToggle !== undefined)).toBe(true);
       await page.keyboard.press('Space');
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
 

@@ -115,8 +115,12 @@ for (const csp of CSP_VARIANTS) {
       const { manual_delivery: { copy_prompt: prompt } } = await packageOf(worker);
       await page.bringToFront();
       await hud.action('copy_prompt').click();
-      await expect(hud.host).toHaveAttribute('data-copy-prompt', prompt);
-      expect(await hud.host.getAttribute('data-copy-prompt')).toBe(prompt);
+      // What was copied is kept inside the closed root only (the page cannot read it).
+      await expect(hud.action('copy_prompt')).toHaveAttribute('data-copied', prompt);
+      expect(await page.evaluate(() => {
+        const host = document.querySelector('herdr-continuity-hud');
+        return host.shadowRoot === null && ![...host.attributes].some((a) => a.value.includes('HERDR_CONTINUITY_REF'));
+      }), 'the page cannot read the prompt').toBe(true);
       await hud.expect('data-copied', 'yes', 'the prompt is on the clipboard');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(prompt);
       expect(fixture.refusedSeeds.map((r) => r.text.split('\n').slice(0, -1).join('\n')), 'each refused seed was the package\'s message').toEqual([prompt, prompt]);

@@ -1,4 +1,4 @@
-// Issue 10, permission cards (SPEC M5, M6): ChatGPT's tool-approval cards in real Chromium
+// Issue 10 and 23, permission cards (SPEC M5, M6): ChatGPT's tool-approval cards in real Chromium
 // with the extension, the companion and the Herdr stand-in, under both CSP variants. The
 // fixture shows a card in the assistant's turn while a tool call waits (SITES-2026 §1.7:
 // "Allow ChatGPT to use <connector>?", Deny, Allow, a chevron menu) and counts every click
@@ -8,8 +8,9 @@
 // the HUD shows the worker's decision about that card (`data-card-state`, `-code`), which
 // is made in the same step an acceptance would have been.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, ContinuityHud } from '../lib/continuity.mjs';
+import { CHATS, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, tabIdOf, ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { CSP_VARIANTS, LAYOUTS } from '../fixtures/chatgpt.mjs';
 
 const PLAIN_CHAT = CHATS[1];
@@ -42,6 +43,17 @@ async function sendWithCard(page, fixture, variant, text) {
 
 const hudCardLine = (hud) => hud.host.locator('p[data-line="card"]');
 
+/** The side panel of the tab showing `page`, once its Activity timeline is read. */
+async function activityPanel(context, worker, page) {
+  const tabId = await tabIdOf(worker, page.url());
+  const panel = await context.newPage();
+  await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${tabId}`);
+  await expect(panel.locator('[data-panel-tab]')).toHaveAttribute('data-tab-id', String(tabId), { timeout: 15_000 });
+  await expect(panel.locator('[data-activity-log]')).toHaveAttribute('data-activity-state', 'ok');
+  return panel;
+}
+const cardRows = (panel, filter = '') => panel.locator(`[data-activity] [data-activity-entry][data-kind="permission_card"]${filter}`);
+
 for (const csp of CSP_VARIANTS) {
   test.describe(`permission cards, CSP ${csp}`, () => {
     test.use({ sandboxOptions: { autostart: false } });
@@ -59,6 +71,41 @@ for (const csp of CSP_VARIANTS) {
         expect(fixture.counts).toMatchObject({ userMessages: 1, cardClicks: 1 });
       });
     }
+
+    test('a bound chat\'s Herdr card: the HUD and the Activity timeline name the tool it allowed (M5, issue 23)', async ({ sandbox }) => {
+      const { context, worker, page, hud, fixture } = await cardWorld(sandbox, { csp });
+      const id = await sendWithCard(page, fixture, 'herdr', 'Ask Herdr what the agents are doing');
+      await expect.poll(() => fixture.cardCounts(id).allow, { message: 'the extension clicked Allow' }).toBe(1);
+      await hud.expect('data-card-state', 'accepted');
+      await hud.expect('data-card-tool', 'herdr_prompt', 'HUD: the tool the card named');
+      await expect(hudCardLine(hud), 'the HUD line names the tool').toContainText('Allowed Herdr tool herdr_prompt');
+      const panel = await activityPanel(context, worker, page);
+      const accepted = cardRows(panel, '[data-outcome="sent"][data-reason="herdr_card"]');
+      await expect(accepted, 'the acceptance is in the timeline').toHaveCount(1, { timeout: 15_000 });
+      await expect(accepted).toHaveAttribute('data-tool', 'herdr_prompt');
+      await expect(accepted, 'the timeline names the tool').toContainText('herdr_prompt');
+      await expect(cardRows(panel, '[data-outcome="confirmed"][data-reason="allow_clicked"]')).toHaveAttribute('data-tool', 'herdr_prompt', { timeout: 15_000 });
+    });
+
+    test('an unbound chat\'s Herdr card is never clicked, and the HUD says why (M5, issue 23)', async ({ sandbox }) => {
+      const { context, fixture } = await continuityWorld(sandbox, { csp, streamMs: 300, replyWith: () => REPLY });
+      const page = await context.newPage();
+      await page.goto(PLAIN_CHAT.url);
+      await new HudProbe(page).expectCompanionConnected();
+      const hud = new ContinuityHud(page);
+      await hud.expect('data-binding', '', 'the chat is not bound');
+      const id = await sendWithCard(page, fixture, 'herdr', 'Ask Herdr how the build is going');
+      await hud.expect('data-card-state', 'refused', 'HUD: the card is left to the user');
+      await hud.expect('data-card-code', 'not_bound', 'HUD: because the chat is not bound');
+      await hud.expand();
+      await expect(hudCardLine(hud), 'the HUD line says why').toContainText('not bound');
+      expect(fixture.cardCounts(id), 'no click on an unbound chat\'s card').toEqual({ allow: 0, deny: 0, always: 0, menu: 0, menu_always: 0 });
+      expect(fixture.counts.cardAllowClicks, 'not one Allow clicked').toBe(0);
+      // The human answers it; the reply goes on.
+      await page.locator(`[data-fixture-card="${id}"]`).getByRole('button', { name: 'Allow', exact: true }).click();
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText(REPLY);
+      expect(fixture.cardCounts(id)).toMatchObject({ allow: 1, deny: 0 });
+    });
 
     test('another connector\'s card is never clicked, and the HUD says why (M5)', async ({ sandbox }) => {
       const { page, hud, fixture } = await cardWorld(sandbox, { csp });

@@ -8,7 +8,7 @@
 // again and the reply finished), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, agentCycle, continuityWorld, openAndBind, relaunchBrowser, turnAutoOn } from '../lib/continuity.mjs';
-import { HUD_HOST, HudProbe } from '../lib/hud.mjs';
+import { HUD_HOST, HudProbe, hudRoot, queueRoot } from '../lib/hud.mjs';
 import { backendMessages, countMessages, expectExactlyOne } from '../lib/backend.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
@@ -18,7 +18,7 @@ const BATCHES = { conversationId: CONVERSATION, marker: /^qb:/ };
 const SLOW_REPLY_MS = 9_000;
 
 function queueHost(page) {
-  return page.locator('herdr-continuity-queue');
+  return queueRoot(page);
 }
 
 function queueButton(page) {
@@ -69,7 +69,7 @@ async function storedQueue(worker) {
 }
 
 function statusLine(page) {
-  return page.locator(HUD_HOST).locator('p.status');
+  return hudRoot(page).locator('p.status');
 }
 
 /** Checkpoint: the queue is empty again and the reply to the batch has finished. */

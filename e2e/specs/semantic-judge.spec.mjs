@@ -17,7 +17,7 @@
 // line says the next turn end was judged), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, continuityWorld, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
-import { HUD_HOST, HudProbe } from '../lib/hud.mjs';
+import { HUD_HOST, HudProbe, hudRoot, queueRoot } from '../lib/hud.mjs';
 import { backendMessages, expectExactlyOne, waitForMessages } from '../lib/backend.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
@@ -34,11 +34,11 @@ const KEYS = { jev: 'sk-e2e-decision-5b1f0c', small: 'sk-e2e-chat-93d2aa' };
 const JUDGE_CONTINUES = { conversationId: CONVERSATION, marker: /^judge:/ };
 
 function statusLine(page) {
-  return page.locator(HUD_HOST).locator('p.status');
+  return hudRoot(page).locator('p.status');
 }
 
 function judgeLine(page) {
-  return page.locator(HUD_HOST).locator('p[data-line="judge"]');
+  return hudRoot(page).locator('p[data-line="judge"]');
 }
 
 /** A decision stand-in (unsure until told otherwise) and a chat stand-in for `use`. */
@@ -70,7 +70,7 @@ async function openChat(context) {
 /** Presses the HUD's judge button and waits for a notice matching `expected`. */
 async function pressJudge(page, expected) {
   await statusLine(page).evaluate((el) => { el.textContent = ''; });
-  const button = page.locator(HUD_HOST).locator('button[data-action="llm_judge"]');
+  const button = hudRoot(page).locator('button[data-action="llm_judge"]');
   await expect(button).toBeEnabled({ timeout: 15_000 });
   await button.click();
   await expect(statusLine(page), 'the HUD shows the judge\'s answer').toContainText(expected, { timeout: 30_000 });
@@ -223,8 +223,8 @@ test.describe('the turn-end judge in the extension (issue 11)', () => {
       fixture.streamMs = 300;
       await page.locator(fixture.ui.composer).click();
       await page.keyboard.insertText('Then run the whole suite.');
-      await page.locator('herdr-continuity-queue').locator('button[data-action="queue"]').click();
-      await expect(page.locator('herdr-continuity-queue')).toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
+      await queueRoot(page).locator('button[data-action="queue"]').click();
+      await expect(queueRoot(page)).toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
       const batch = await expectExactlyOne(fixture, { conversationId: CONVERSATION, marker: /^qb:/ }, {
         timeout: 30_000,
         message: 'the queued message is sent when the reply ends',

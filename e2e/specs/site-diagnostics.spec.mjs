@@ -8,7 +8,7 @@ import { CHATS, continuityWorld, startSeededHerdr, tabIdOf } from '../lib/contin
 import { SNIPPET_DIR } from '../lib/adapter-harness.mjs';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { HudProbe } from '../lib/hud.mjs';
+import { HudProbe, hudRoot } from '../lib/hud.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 test.use({ sandboxOptions: { autostart: false } });
@@ -63,7 +63,7 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await new HudProbe(page).expectCompanionConnected();
   await expect(page.locator('herdr-continuity-hud')).toHaveAttribute('data-generation', '');
   // The HUD says so too (issue 9 acceptance 2): the worker's view has no layout, the pill warns.
-  const hud = page.locator('herdr-continuity-hud');
+  const hud = hudRoot(page);
   await expect(hud).toHaveAttribute('data-layout', '');
   await expect(hud).toHaveAttribute('data-summary-tone', 'warning');
   await hud.locator('button[data-hud-toggle]').click();

@@ -1,0 +1,225 @@
+// Our own page UI (the HUD, the Queue button) lives in CLOSED shadow roots and acts only on
+// trusted input (extension/content.js `onTrusted`). Playwright's locators pierce open
+// shadow roots only, and a page-world `el.click()` is untrusted, so the tests reach our UI
+// the way nothing on the page can:
+// - reads run in the content script's isolated world (CDP `Runtime.evaluate` in the
+//   execution context Chrome made for this extension in the page's main frame), where
+//   `chrome.dom.openOrClosedShadowRoot(host)` — an extension-only API — returns the root;
+// - clicks and keys are real input (`page.mouse` at the element's centre, `page.keyboard`
+//   on the focused element), so they arrive with `isTrusted` like a user's.
+// The product exposes nothing for this: no open root, no hook, no test build.
+//
+// `ShadowLocator` is the subset of Playwright's Locator the specs use; `expect` (re-exported
+// by lib/test.mjs) takes a ShadowLocator where Playwright's takes a Locator and polls the
+// same matchers (toHaveAttribute, toHaveClass, toContainText, toHaveText, toBeVisible, toBeHidden,
+// toBeEnabled, toBeDisabled, toBeAttached, toHaveCount, toBeFocused), `.not` included.
+import { expect as baseExpect } from '@playwright/test';
+
+const EXTENSION_ORIGIN = 'chrome-extension://';
+const contexts = new WeakMap(); // page → { cdp, ids: Map<frameId, contextId>, main }
+
+/** The CDP session of `page` that tracks our content script's isolated worlds. */
+async function worlds(page) {
+  let entry = contexts.get(page);
+  if (entry) return entry;
+  const cdp = await page.context().newCDPSession(page);
+  entry = { cdp, ids: new Map(), main: null };
+  contexts.set(page, entry);
+  cdp.on('Runtime.executionContextCreated', ({ context }) => {
+    const aux = context.auxData ?? {};
+    if (aux.type === 'isolated' && String(context.origin).startsWith(EXTENSION_ORIGIN)) entry.ids.set(aux.frameId, context.id);
+  });
+  cdp.on('Runtime.executionContextDestroyed', ({ executionContextId }) => {
+    for (const [frame, id] of entry.ids) if (id === executionContextId) entry.ids.delete(frame);
+  });
+  cdp.on('Runtime.executionContextsCleared', () => entry.ids.clear());
+  const { frameTree } = await cdp.send('Page.getFrameTree');
+  entry.main = frameTree.frame.id;
+  cdp.on('Page.frameNavigated', ({ frame }) => { if (!frame.parentId) entry.main = frame.id; });
+  await cdp.send('Page.enable');
+  await cdp.send('Runtime.enable');
+  return entry;
+}
+
+/**
+ * Runs `fn(arg)` (a self-contained function) in our content script's isolated world of
+ * `page`'s main frame and returns its JSON value; `undefined` when the content script has
+ * no world there yet (a page still loading).
+ */
+export async function inContentWorld(page, fn, arg) {
+  const entry = await worlds(page);
+  const contextId = entry.ids.get(entry.main);
+  if (contextId === undefined) return undefined;
+  const answer = await entry.cdp.send('Runtime.evaluate', {
+    expression: `(${fn})(${JSON.stringify(arg ?? null)})`,
+    contextId,
+    returnByValue: true,
+    awaitPromise: true,
+  }).catch(() => null);
+  if (!answer || answer.exceptionDetails) return undefined;
+  return answer.result.value;
+}
+
+// Runs in the isolated world: the element(s) `query` names, and what a matcher reads.
+// `query`: { host, path: [css…], nth } — `path` empty: the host itself; each css is looked
+// for inside the previous match (the first step inside the host's closed root).
+function probe({ query, read }) {
+  const host = document.querySelector(query.host);
+  let found = host ? [host] : [];
+  for (const [i, css] of query.path.entries()) {
+    const scopes = i === 0 ? found.map((h) => chrome.dom.openOrClosedShadowRoot(h)).filter(Boolean) : found;
+    found = scopes.flatMap((scope) => [...scope.querySelectorAll(css)]);
+  }
+  if (read === 'count') return found.length;
+  const el = query.nth === -1 ? found.at(-1) : found[query.nth];
+  if (!el) return { attached: false };
+  const box = el.getBoundingClientRect();
+  const style = getComputedStyle(el);
+  const visible = box.width > 0 && box.height > 0 && style.visibility !== 'hidden' && el.checkVisibility?.() !== false;
+  const rootOf = el.getRootNode();
+  const result = {
+    attached: true,
+    visible,
+    enabled: !el.disabled && el.getAttribute('aria-disabled') !== 'true',
+    focused: (rootOf.activeElement ?? document.activeElement) === el,
+    text: el.textContent ?? '',
+    innerText: el.innerText ?? el.textContent ?? '',
+    attributes: Object.fromEntries([...el.attributes].map((a) => [a.name, a.value])),
+    box: { x: box.x + box.width / 2, y: box.y + box.height / 2 },
+    rect: { x: box.x, y: box.y, width: box.width, height: box.height },
+  };
+  if (read === 'scroll') el.scrollIntoView({ block: 'center', inline: 'center' });
+  if (read === 'focus') el.focus();
+  return result;
+}
+
+/**
+ * Runs `fn(root, host, arg)` in our content script's isolated world, `root` being the closed
+ * shadow root of the element `host` (CSS) names (null when there is none): for what a
+ * matcher does not read (the focused element, clearing a status line).
+ */
+export function inShadowRoot(page, host, fn, arg) {
+  const run = new Function('input', `const host = document.querySelector(input.host);
+    const root = host ? chrome.dom.openOrClosedShadowRoot(host) : null;
+    return (${fn})(root, host, input.arg);`);
+  return inContentWorld(page, run, { host, arg });
+}
+
+/** A Locator-like handle on our UI: `host` (CSS of the host element) and a path inside it. */
+export class ShadowLocator {
+  constructor(page, host, path = [], nthIndex = 0) {
+    this.page = page;
+    this.query = { host, path, nth: nthIndex };
+  }
+
+  /** Something inside this element (the host: inside its closed root). */
+  locator(css) {
+    return new ShadowLocator(this.page, this.query.host, [...this.query.path, css], 0);
+  }
+
+  first() { return new ShadowLocator(this.page, this.query.host, this.query.path, 0); }
+  last() { return new ShadowLocator(this.page, this.query.host, this.query.path, -1); }
+  nth(i) { return new ShadowLocator(this.page, this.query.host, this.query.path, i); }
+
+  toString() { return `${this.query.host} ⟶ ${this.query.path.join(' ⟶ ') || '(host)'} [${this.query.nth}]`; }
+
+  /** What the element shows now (`{attached: false}` when it is not there). */
+  async state(read = 'state') {
+    return (await inContentWorld(this.page, probe, { query: this.query, read })) ?? { attached: false };
+  }
+
+  async count() { return (await inContentWorld(this.page, probe, { query: this.query, read: 'count' })) ?? 0; }
+  async getAttribute(name) { const s = await this.state(); return s.attached ? (s.attributes[name] ?? null) : null; }
+  async textContent() { const s = await this.state(); return s.attached ? s.text : null; }
+  async innerText() { const s = await this.state(); return s.attached ? s.innerText : ''; }
+  async isVisible() { return Boolean((await this.state()).visible); }
+  async isEnabled() { return Boolean((await this.state()).enabled); }
+
+  async boundingBox() { const s = await this.state(); return s.attached ? s.rect : null; }
+
+  /** `fn(element, arg)` in our isolated world (the element this locator names, or null). */
+  evaluate(fn, arg) {
+    return inContentWorld(this.page, new Function('input', `let el = document.querySelector(input.query.host);
+      for (const [i, css] of input.query.path.entries()) {
+        const scope = i === 0 ? (el && chrome.dom.openOrClosedShadowRoot(el)) : el;
+        const all = scope ? [...scope.querySelectorAll(css)] : [];
+        el = i === input.query.path.length - 1 ? (input.query.nth === -1 ? all.at(-1) : all[input.query.nth]) : all[0];
+      }
+      return (${fn})(el ?? null, input.arg);`), { query: this.query, arg });
+  }
+
+  /** Waits until the element is there, visible and enabled; returns its centre. */
+  async actionable(timeout = 15_000) {
+    let point = null;
+    await baseExpect.poll(async () => {
+      const s = await this.state('scroll');
+      if (!s.attached || !s.visible || !s.enabled) return false;
+      point = (await this.state()).box;
+      return true;
+    }, { message: `${this} is visible and enabled`, timeout }).toBe(true);
+    return point;
+  }
+
+  /** A real mouse click at the element's centre (a trusted event). */
+  async click({ button = 'left', timeout } = {}) {
+    const { x, y } = await this.actionable(timeout);
+    await this.page.mouse.click(x, y, { button });
+  }
+
+  /** Focuses the element (from our world: focus is no input); keys then go to it. */
+  async focus() {
+    await baseExpect.poll(async () => (await this.state('focus')).attached, { message: `${this} is there to focus` }).toBe(true);
+  }
+
+  /** Focuses the element and presses `key` on the real keyboard (a trusted event). */
+  async press(key) {
+    await this.focus();
+    await this.page.keyboard.press(key);
+  }
+}
+
+const textMatches = (actual, expected, whole) => {
+  const squash = (value) => String(value).replace(/\s+/g, ' ').trim();
+  if (expected instanceof RegExp) return expected.test(actual);
+  return whole ? squash(actual) === squash(expected) : squash(actual).includes(squash(expected));
+};
+
+/** The matchers of a ShadowLocator: each polls the element's state until it holds (or not). */
+function shadowMatchers(locator, message, not) {
+  const check = (name, test, describe) => async (...args) => {
+    const options = typeof args.at(-1) === 'object' && !(args.at(-1) instanceof RegExp) && args.length > test.length ? args.at(-1) : {};
+    const timeout = options.timeout;
+    const label = `${message ? `${message}: ` : ''}${locator} ${not ? 'not ' : ''}${name}(${describe(...args)})`;
+    await baseExpect.poll(async () => test(...args)(name === 'toHaveCount' ? await locator.count() : await locator.state()),
+      { message: label, timeout }).toBe(!not);
+  };
+  const show = (...values) => values.filter((v) => typeof v !== 'object' || v instanceof RegExp).map(String).join(', ');
+  return {
+    toHaveAttribute: check('toHaveAttribute', (name, value) => (s) => s.attached && (value === undefined || typeof value === 'object' && !(value instanceof RegExp)
+      ? name in s.attributes
+      : name in s.attributes && textMatches(s.attributes[name], value, true)), show),
+    toHaveClass: check('toHaveClass', (value) => (s) => s.attached && textMatches(s.attributes.class ?? '', value, true), show),
+    toContainText: check('toContainText', (value) => (s) => s.attached && textMatches(s.text, value, false), show),
+    toHaveText: check('toHaveText', (value) => (s) => s.attached && textMatches(s.text, value, true), show),
+    toBeVisible: check('toBeVisible', () => (s) => Boolean(s.attached && s.visible), show),
+    toBeHidden: check('toBeHidden', () => (s) => !s.attached || !s.visible, show),
+    toBeEnabled: check('toBeEnabled', () => (s) => Boolean(s.attached && s.enabled), show),
+    toBeDisabled: check('toBeDisabled', () => (s) => Boolean(s.attached && !s.enabled), show),
+    toBeAttached: check('toBeAttached', () => (s) => Boolean(s.attached), show),
+    toBeFocused: check('toBeFocused', () => (s) => Boolean(s.attached && s.focused), show),
+    toHaveCount: check('toHaveCount', (n) => (count) => count === n, show),
+  };
+}
+
+/**
+ * Playwright's `expect`, taking a ShadowLocator too (see the file's head); everything else
+ * (expect.poll, soft, configure, a real Locator, plain values) is Playwright's own.
+ */
+export const expect = new Proxy(baseExpect, {
+  apply(target, thisArg, args) {
+    const [actual, message] = args;
+    if (!(actual instanceof ShadowLocator)) return Reflect.apply(target, thisArg, args);
+    const text = typeof message === 'string' ? message : message?.message;
+    return { ...shadowMatchers(actual, text, false), not: shadowMatchers(actual, text, true) };
+  },
+});
