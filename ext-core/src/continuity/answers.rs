@@ -97,7 +97,7 @@ impl Continuity {
             (Purpose::SemanticJudge { conversation, fingerprint, tab }, result) => {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
-            (Purpose::Bridge { tab, pressed }, result) => self.bridge_answered(now, tab, pressed, result),
+            (Purpose::Bridge { tab, pressed, conversation }, result) => self.bridge_answered(now, tab, pressed, &conversation, result),
             (Purpose::BridgeDecide { tab, batch_id, call, decision }, result) => self.bridge_decided(tab, &batch_id, call, decision, result),
             (Purpose::BridgePrompt { tab }, result) => self.bridge_prompt_answered(tab, result),
             (Purpose::Journal { key }, result) => self.journal_answered(now, key, result),

@@ -160,6 +160,8 @@ struct LastReply {
 /// What one tab's bridge chat shows (not persisted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct BridgeTab {
+    /// The chat it is about (a tab that moved to another chat starts afresh).
+    scope_key: String,
     /// The page's last reply.
     last: Option<LastReply>,
     /// The batch waiting for the user and its calls.
@@ -207,7 +209,11 @@ impl Continuity {
         }
         let human_turn = self.bridge.human_turns.get(&key).cloned().unwrap_or_default();
         let last = LastReply { message_id: turn.message_id.unwrap_or_default(), text: turn.assistant_text.to_owned(), human_turn };
-        self.bridge.tabs.entry(tab).or_default().last = Some(last.clone());
+        let state = self.bridge.tabs.entry(tab).or_default();
+        if state.scope_key != key {
+            *state = BridgeTab { scope_key: key, ..BridgeTab::default() };
+        }
+        state.last = Some(last.clone());
         self.bridge_ask(tab, &scope, last, turn.pressed);
     }
 
@@ -222,17 +228,18 @@ impl Continuity {
             auto: self.auto.state(scope) == AutoState::On,
             human_turn: last.human_turn,
         };
-        self.call(Purpose::Bridge { tab, pressed }, call);
+        self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
     }
 
     /// The runtime's answer to `bridge.reply`: an approval card, the round limit, or
     /// results — which go out with Auto on (or after a press) into a free page; otherwise
     /// they wait for the HUD's Send tool results.
-    pub(super) fn bridge_answered(&mut self, now: Millis, tab: TabId, pressed: bool, result: Result<RuntimeAnswer, CallError>) {
+    pub(super) fn bridge_answered(&mut self, now: Millis, tab: TabId, pressed: bool, conversation: &str, result: Result<RuntimeAnswer, CallError>) {
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
-        let Some(scope) = self.bridge_scope(tab) else { return };
+        // The tab still shows the chat that was asked about (not one it moved to since).
+        let Some(scope) = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation) else { return };
         let key = scope.key();
-        let state = self.bridge.tabs.entry(tab).or_default();
+        let Some(state) = self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == key) else { return };
         if rounds.is_some() {
             state.rounds = rounds;
         }
@@ -292,7 +299,7 @@ impl Continuity {
     /// a call of the card the runtime asked about, one decision at a time per call.
     pub(super) fn bridge_decide(&mut self, tab: TabId, batch_id: &str, call: u32, decision: BridgeDecision) {
         let Some(scope) = self.bridge_scope(tab) else { return };
-        let Some(state) = self.bridge.tabs.get_mut(&tab) else { return };
+        let Some(state) = self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == scope.key()) else { return };
         if state.batch_id.as_deref() != Some(batch_id) || !state.pending.iter().any(|p| p.call == call) || state.deciding.contains(&call) {
             return;
         }
@@ -326,7 +333,7 @@ impl Continuity {
             BridgeDecision::Skip => ("call_skipped", ActivityOutcome::Withheld),
         };
         let id = crate::text::concat(&[batch_id, "#", &call.to_string()]);
-        let ask = (pending == 0).then(|| state.last.clone()).flatten();
+        let ask = (pending == 0 && key.as_deref() == Some(state.scope_key.as_str())).then(|| state.last.clone()).flatten();
         if let Some(key) = &key {
             self.record_activity(key, ActivityKind::BridgeCall, outcome, ActivityReason::Code(reason), Some(&id));
         }
@@ -353,8 +360,8 @@ impl Continuity {
 
     /// The HUD's bridge part of `tab` (a bound z.ai / DeepSeek chat with something to show).
     pub(super) fn bridge_view(&self, tab: TabId) -> Option<BridgeView> {
-        self.bridge_scope(tab)?;
-        let state = self.bridge.tabs.get(&tab)?;
+        let key = self.bridge_scope(tab)?.key();
+        let state = self.bridge.tabs.get(&tab).filter(|t| t.scope_key == key)?;
         if state.batch_id.is_none() && !state.round_limit && state.rounds.is_none() {
             return None;
         }

@@ -198,7 +198,7 @@ enum Purpose {
     /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
     SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
     /// `bridge.reply` for a reply of `conversation` on `tab`.
-    Bridge { tab: TabId, pressed: bool },
+    Bridge { tab: TabId, pressed: bool, conversation: String },
     /// `bridge.decide` of a call of `tab`'s approval card.
     BridgeDecide { tab: TabId, batch_id: String, call: u32, decision: BridgeDecision },
     /// `bridge.prompt` for the HUD of `tab`.

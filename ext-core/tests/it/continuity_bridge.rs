@@ -481,3 +481,28 @@ fn the_tool_prompt_is_asked_over_the_worker_connection_and_inserted() {
     drain_with(&mut c, 3, &mut log, &mut runtime);
     assert!(log.iter().all(|l| !l.starts_with("request")) && log.iter().any(|l| l.starts_with("notice bridgePromptFailed")), "{log:?}");
 }
+
+// R: issue 23 item 2 — a card belongs to the chat it was asked for: an answer that comes
+// after the tab moved to another bound chat shows nothing there, and Run there asks nothing.
+#[test]
+fn an_answer_for_a_chat_the_tab_left_shows_no_card_there() {
+    let mut c = zai_world(false);
+    ended(&mut c, 1, SEND_KEYS);
+    let mut reply_id = None;
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::Request { id, call: RuntimeCall::BridgeReply { .. } } = output {
+            reply_id = Some(id);
+        }
+    }
+    // The tab moves to another z.ai conversation, bound too, before the runtime answers.
+    let other = PageReport { url: "https://chat.z.ai/c/0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e".into(), ..zai_page() };
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: other });
+    c.handle(2, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    while c.poll().is_some() {}
+    c.handle(3, ContinuityInput::Answered { id: reply_id.expect("bridge.reply asked"), result: Ok(approval(vec![pending_call(1, "pane.send_keys", true)])) });
+    assert_eq!(c.page_view(TAB).and_then(|v| v.bridge), None, "no card of the other chat here");
+    decide(&mut c, 4, BATCH, 1, BridgeDecision::Run);
+    let mut log = Vec::new();
+    drain(&mut c, 4, &None, &mut log);
+    assert!(requests(&log, "bridge_decide").is_empty(), "{log:?}");
+}
