@@ -37,7 +37,7 @@
 //! alternate: drain [`Batch::poll`] (claim and start each [`BatchOutput::Run`]) and feed
 //! each finished call to [`Batch::finished`], until [`BatchOutput::Done`].
 
-use continuity_protocol::limits::MAX_ARGS_PREVIEW_CHARS;
+use continuity_protocol::limits::{MAX_ARGS_PREVIEW_CHARS, MAX_ROUNDS_PER_HUMAN_TURN};
 use continuity_protocol::tools::callable_herdr_method;
 use continuity_protocol::{LocalMethod, ToolName};
 use serde_json::{Map, Value};
@@ -523,6 +523,8 @@ pub fn protocol_prompt(tools: &[(String, String, Value)], browser_session_ref: O
          - Use only the tools and arguments listed below; never invent a tool or an argument.\n\
          - The results come back as the next user message, which starts with {RESULTS_HEADER}. Do not claim a call worked before you have seen its result; then write the next calls, or answer the user normally.\n\
          - Each call runs once. To repeat one, write it again in a later reply.\n\
+         - Calls that type into a pane, prompt an agent or write wait for the user's approval; reads may run on their own when the user turned Auto on. A call the user skipped is answered \"skipped\"; one outside this chat's workspace or conversation is answered \"refused\".\n\
+         - At most {MAX_ROUNDS_PER_HUMAN_TURN} rounds of tool results follow one message of the user; then answer the user.\n\
          - If the page shows $…$ as math, write $ as \\u0024 inside JSON strings.\n"
     );
     if let Some(session) = browser_session_ref {

@@ -613,7 +613,7 @@ proptest! {
             let after = tools.runs.lock().expect("the counter lock").clone();
             for (key, count) in &after {
                 prop_assert!(*count <= 1, "{key} ran {count} times");
-                if before.get(key).is_some() {
+                if before.contains_key(key) {
                     continue;
                 }
                 let args: Value = serde_json::from_str(key.split_once(' ').map_or("{}", |(_, a)| a)).expect("args JSON");
