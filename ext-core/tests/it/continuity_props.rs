@@ -699,7 +699,7 @@ impl World {
                 ContinuityOutput::CardAllow { tab, key, .. } => {
                     prop_assert!(false, "a card command without a card report: {key} on tab {tab}");
                 }
-                ContinuityOutput::SeedDeliver { .. } | ContinuityOutput::OpenTab { .. } => {
+                ContinuityOutput::OpenTab { .. } => {
                     return Err(TestCaseError::fail("X1: a handoff step without the HUD's Handoff"));
                 }
                 ContinuityOutput::DeliverySeen { .. }
@@ -752,6 +752,12 @@ impl World {
     }
 
     fn check_delivery(&mut self, tab: u32, id: String, text: &str) -> Result<(), TestCaseError> {
+        prop_assert!(!id.starts_with("handoff:"), "X1: a handoff seed {} without the HUD's Handoff", id);
+        // (o) Durable first (issue 23, item 7): the shell writes the machine's snapshot before
+        // it posts a `deliver`; that snapshot must name the delivery, so a worker that dies
+        // right after posting finds it in its ledger and never offers it again.
+        let written = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        prop_assert!(written.contains(&format!("\"id\":\"{id}\"")), "(o) {} posted before a snapshot naming it", id);
         let conv = conv_of_tab(tab);
         prop_assert_ne!(conv, OTHER_CONV, "delivered to an unknown tab {}", tab);
         let key = scope_key(conv);
