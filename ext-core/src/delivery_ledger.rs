@@ -14,22 +14,34 @@
 //!
 //! A delivery that has no answer by its deadline, or whose page went away (reload, tab
 //! closed), becomes *uncertain*. An uncertain delivery is never resent blindly; it is
-//! resolved from evidence on a page of its conversation:
-//! - its marker in a new user turn → `Confirmed`;
-//! - its text still in the composer (the page reports the marker there) → the composer is
-//!   cleared ([`LedgerOutput::Clear`]) and it is `NotSent`;
-//! - the page was loaded anew since typing began (the thread is rendered from the server),
-//!   is idle, and shows neither → [`Resolution::Lost`]: the server never got it;
-//! - otherwise, after [`UNCERTAIN_GIVE_UP_MS`] on an idle page →
+//! resolved from evidence:
+//! - its marker in a new user turn, on any tab of its conversation → `Confirmed` (the id is
+//!   unique: the server has the message);
+//! - its text still in the composer *of the tab it was typed into* (the page reports the
+//!   marker there) → the composer is cleared ([`LedgerOutput::Clear`]) and it is `NotSent`;
+//! - *the tab it was typed into* was loaded anew since typing began, is idle, and has
+//!   rendered its thread exactly as it was when typing began (at least one user turn, as
+//!   many, the same last one) without the marker → [`Resolution::Lost`]: the server never
+//!   got it. Another tab of the conversation, or a reloaded page whose thread is not
+//!   rendered yet (no user turn, fewer, another last one) or shows a newer turn without
+//!   the marker, is no evidence of a loss: the delivery stays uncertain;
+//! - otherwise, after [`UNCERTAIN_GIVE_UP_MS`] while a page of its conversation is idle →
 //!   [`Resolution::Abandoned`]: it is not sent again automatically, its tasks stay
 //!   unacknowledged, and the scope is free again (the HUD says so).
 //!
-//! Invariants (checked by `tests/it/delivery_ledger.rs` and the composed property tests):
+//! Invariants (checked by `tests/it/delivery.rs` and the composed property tests):
 //! - At most one delivery per scope is active; an id is posted at most once, ever.
 //! - Ids never repeat: `<subject>/<epoch>.<life>.<n>` (e.g. `wake:w1#42/k3x9.2.0`) where `epoch` is drawn by the
 //!   shell when the state is created (lost state ⇒ a new epoch), `life` grows on every
 //!   restore, and `n` within a life.
 //! - `Confirmed` only by the marker in a user turn newer than the baseline.
+//! - Retyped (`Lost` / `NotSent`) only on evidence from the tab it was typed into: the
+//!   adapter's answer, our text in its composer, or its reloaded page showing the thread as
+//!   it was when typing began. Never because another tab or a half-rendered page lacks the
+//!   marker (issue 23; `tests/it/delivery.rs`, `continuity_props`).
+//! - Durable first: the shell posts a `deliver` only after the snapshot naming the delivery
+//!   is written (`ContinuityOutput::Deliver`), so a worker that dies finds it in the ledger
+//!   and never offers it again under a new id.
 //! - Liveness: once a page of the conversation is idle, every active delivery resolves
 //!   within [`UNCERTAIN_GIVE_UP_MS`] plus one deadline; a reload or a closed tab never
 //!   blocks its scope.
@@ -129,7 +141,8 @@ pub struct Delivery {
     pub task_ids: Vec<String>,
     /// The tab it was posted to.
     pub tab: TabId,
-    /// The conversation it was typed into; evidence is taken from any tab showing it.
+    /// The conversation it was typed into: its marker confirms it on any tab showing it;
+    /// evidence that it did not land comes only from `tab`.
     pub conversation: Option<ConversationRef>,
     /// The page when typing began.
     pub baseline: Baseline,
@@ -366,12 +379,18 @@ impl DeliveryLedger {
                 index += 1;
                 continue;
             }
+            // Whether a page of the conversation can take a message (liveness: an uncertain
+            // delivery is given up on, never retyped, once one is idle).
             delivery.page_idle = idle && report.delivering.as_deref() != Some(delivery.id.as_str());
-            delivery.left_in_composer = report.composer_marker.as_deref() == Some(delivery.id.as_str());
+            // Evidence that it did *not* land comes only from the tab it was typed into.
+            let typed_tab = delivery.tab == tab;
+            delivery.left_in_composer = typed_tab && report.composer_marker.as_deref() == Some(delivery.id.as_str());
             let reloaded = report.page_load != delivery.baseline.page_load;
             let newer_turn = reloaded
                 || report.user_turns > delivery.baseline.user_turns
                 || report.last_user_turn_id != delivery.baseline.last_user_turn_id;
+            // Its unique marker in a user turn is proof from any tab of the conversation: the
+            // server has the message (a confirmation never retypes).
             if report.markers.contains(&delivery.id) && newer_turn {
                 self.resolve(index, Resolution::Confirmed);
                 continue;
@@ -381,7 +400,13 @@ impl DeliveryLedger {
                 self.clear_and_resolve(index, tab);
                 continue;
             }
-            if uncertain && delivery.page_idle && reloaded && report.composer_marker.is_none() {
+            if uncertain
+                && typed_tab
+                && delivery.page_idle
+                && reloaded
+                && report.composer_marker.is_none()
+                && shows_thread_as_typed(report, &delivery.baseline)
+            {
                 self.resolve(index, Resolution::Lost);
                 continue;
             }
@@ -456,6 +481,19 @@ impl DeliveryLedger {
 /// The page can take a message: it has a composer, is not generating and its layout is known.
 fn is_idle(report: &PageReport) -> bool {
     report.composer && !report.generating && report.generation.is_some()
+}
+
+/// Whether a reloaded page has rendered its thread exactly as it was when typing began: at
+/// least one user turn, as many as then, and the same last one. Only then does the absence
+/// of the marker show that the server never got the message. A page with no user turn has
+/// not rendered its thread yet (or shows a new chat, where a sent message would have moved
+/// to a conversation it does not show); fewer turns, another last turn or more turns (a
+/// newer turn whose marker may sit beyond the newest ones reported) are no evidence
+/// either: the delivery stays uncertain and is given up on, never retyped.
+fn shows_thread_as_typed(report: &PageReport, baseline: &Baseline) -> bool {
+    report.user_turns > 0
+        && report.user_turns == baseline.user_turns
+        && report.last_user_turn_id == baseline.last_user_turn_id
 }
 
 /// When a delivery needs a timeout call: its deadline, or the give-up time while its page is

@@ -379,11 +379,10 @@ impl LinkDriver {
                         None => offline_answers.push(id),
                     }
                 }
+                // Durable first, every kind of delivery: it leaves once the snapshot naming it
+                // is written, never within the persist debounce (a worker that dies then would
+                // offer it again under a new id).
                 ContinuityOutput::Deliver { tab, id, text } => {
-                    Self::post_to_tab(this, tab, &json_object!("type": "deliver", "id": id, "text": text));
-                }
-                // Durable first: the seed leaves once the snapshot naming it is written.
-                ContinuityOutput::SeedDeliver { tab, id, text } => {
                     Self::post_when_persisted(this, tab, Some(json_object!("type": "deliver", "id": id, "text": text)));
                 }
                 ContinuityOutput::OpenTab { transfer_id, url } => Self::open_tab(this, transfer_id, url),

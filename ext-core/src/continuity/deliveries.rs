@@ -31,10 +31,8 @@ impl Continuity {
     pub(super) fn drain_ledger(&mut self, now: Millis) {
         while let Some(output) = self.ledger.poll() {
             match output {
-                // A seed leaves only after the snapshot naming it is written (durable first).
-                LedgerOutput::Post { tab, id, text } if self.ledger.active().any(|d| d.id == id && d.kind == DeliveryKind::HandoffSeed) => {
-                    self.emit(ContinuityOutput::SeedDeliver { tab, id, text });
-                }
+                // Every kind leaves only after the snapshot naming it is written (the shell's
+                // contract for `Deliver`: durable first).
                 LedgerOutput::Post { tab, id, text } => self.emit(ContinuityOutput::Deliver { tab, id, text }),
                 LedgerOutput::Clear { tab, id } => self.emit(ContinuityOutput::ClearComposer { tab, id }),
                 LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),

@@ -11,7 +11,7 @@
 //! ChatGPT's new chat) in a new tab, its URL carrying `herdr_handoff=<transfer id>` so the
 //! tab is known by evidence even after a worker restart → once that page is idle the
 //! package's message goes through the [`DeliveryLedger`] as a `handoff_seed` delivery,
-//! posted only after the snapshot naming it is written ([`ContinuityOutput::SeedDeliver`])
+//! posted only after the snapshot naming it is written (as every [`ContinuityOutput::Deliver`])
 //! → the cut-over comes only with the new conversation's id (the new tab's URL) **and** the
 //! seed's marker seen in its thread (X6): the Project's `active_conv_key` switches
 //! (`BindingInput::CutOver`), never its binding or continuity (B8), and the source's unsent

@@ -616,24 +616,18 @@ pub enum ContinuityOutput {
         /// What to call.
         call: RuntimeCall,
     },
-    /// Post `{"type":"deliver",id,text}` to the page of `tab`.
+    /// Post `{"type":"deliver",id,text}` to the page of `tab` — every kind of delivery
+    /// (wakes, progress, Continue, queue batches, judge continues, bridge results, handoff
+    /// seeds) — only after the snapshot naming it has been written (durable first: a worker
+    /// that dies right after posting finds it in its ledger and never offers it again under
+    /// a new id). When the write fails nothing is posted; the delivery then becomes
+    /// uncertain and is given up on, never typed blindly.
     Deliver {
         /// The tab.
         tab: TabId,
         /// The delivery id (also inside the marker line).
         id: String,
         /// The full text, ending with the marker line.
-        text: String,
-    },
-    /// A handoff's seed: post `{"type":"deliver",id,text}` to the page of `tab` like
-    /// [`ContinuityOutput::Deliver`], but only after the snapshot naming it has been written
-    /// (a worker restart must find it in the ledger, never type it a second time blindly).
-    SeedDeliver {
-        /// The tab.
-        tab: TabId,
-        /// The delivery id (also inside the marker line).
-        id: String,
-        /// The package's message, then the marker line.
         text: String,
     },
     /// Open `url` in a new active tab (`chrome.tabs.create`) after the snapshot write, and

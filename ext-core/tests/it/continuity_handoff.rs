@@ -164,7 +164,8 @@ impl World {
                     self.log.push(format!("open_tab {url}"));
                     self.opened.push(transfer_id);
                 }
-                ContinuityOutput::SeedDeliver { tab, id, text } => {
+                // A seed is a delivery like any other (durable first, as every `Deliver`).
+                ContinuityOutput::Deliver { tab, id, text } if id.starts_with("handoff:") => {
                     self.log.push(format!("seed (after the snapshot write) tab={tab} id={id}"));
                     self.seeds.push((tab, id, text));
                 }

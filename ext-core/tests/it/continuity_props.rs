@@ -45,6 +45,11 @@
 //! active delivery per scope; and at the end, liveness: with the pages idle, every
 //! delivery resolves within the ledger's bound.
 //!
+//! Evidence of a loss (issue 23, item 7): a second tab opens a conversation and closes again,
+//! and a reloaded page reports first with its thread not rendered yet. (n) A delivery is
+//! resolved as failed (to be typed again) only when the page it was typed into showed that
+//! it can never land — never because another tab or a half-rendered page lacks its marker.
+//!
 //! `CONTINUITY_PROPS_TRACE=1` prints every input and output of the world to stderr.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -85,7 +90,17 @@ fn session_ref(conv: &str) -> String {
     format!("chatgpt:conv:{conv}")
 }
 fn conv_of_tab(tab: u32) -> &'static str {
-    CHATS.iter().find(|(t, _)| *t == tab).map_or(OTHER_CONV, |(_, c)| c)
+    CHATS.iter().find(|(t, _)| *t == tab || mirror_tab(*t) == tab).map_or(OTHER_CONV, |(_, c)| c)
+}
+/// A second tab showing the same conversation as `tab` (issue 23, item 7).
+fn mirror_tab(tab: u32) -> u32 {
+    tab + 10
+}
+/// The user turn every conversation starts with (the human's first message): a rendered
+/// thread always has at least one user turn.
+const FIRST_TURN: &str = "human:first";
+fn is_ours(turn: &str) -> bool {
+    !turn.starts_with("human:")
 }
 fn workspace(i: u8) -> String {
     format!("w{}", i + 1)
@@ -125,6 +140,12 @@ enum Op {
     /// A page's port goes away (navigation, reload, tab closed); the next report of that
     /// chat is a fresh page load rendered from the server.
     PageGone { chat: usize },
+    /// The page reloads; its first report comes before its thread is rendered (no user
+    /// turn, no marker, idle composer); the next report of that chat shows the thread.
+    ReloadHalfRendered { chat: usize },
+    /// A second tab opens the chat's conversation (a fresh load rendered from the server,
+    /// idle, the chat's own tab still open), reports once and closes again.
+    SecondTab { chat: usize },
     /// A message whose answer was lost lands late (a slow submit), if nothing since showed
     /// that it cannot any more (a reload, our text still in the composer).
     LandLate { chat: usize },
@@ -189,6 +210,8 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         4 => (chat.clone(), prop::bool::weighted(0.85), prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.1))
             .prop_map(|(chat, composer, draft, generating, permission_card)| Op::Page { chat, composer, draft, generating, permission_card }),
         1 => chat.clone().prop_map(|chat| Op::PageGone { chat }),
+        1 => chat.clone().prop_map(|chat| Op::ReloadHalfRendered { chat }),
+        1 => chat.clone().prop_map(|chat| Op::SecondTab { chat }),
         1 => chat.clone().prop_map(|chat| Op::LandLate { chat }),
         5 => (chat.clone(), answer).prop_map(|(chat, how)| Op::Answer { chat, how }),
         2 => (0usize..3).prop_map(|owner| Op::TaskDone { owner }),
@@ -219,7 +242,8 @@ struct PageTruth {
     draft: bool,
     generating: bool,
     permission_card: bool,
-    /// Delivery ids whose user turn is on the page (the server's thread).
+    /// The user turns on the page (the server's thread): [`FIRST_TURN`], then delivery ids
+    /// (each turn's message id and marker).
     markers: Vec<String>,
     /// Which load of the page this is (a reload draws a new one).
     load: u32,
@@ -239,12 +263,17 @@ impl PageTruth {
             generating: self.generating,
             permission_card: self.permission_card,
             user_turns: u32::try_from(self.markers.len()).unwrap_or(u32::MAX),
-            markers: self.markers.iter().rev().take(5).rev().cloned().collect(),
+            last_user_turn_id: self.markers.last().map(|turn| format!("msg-{turn}")),
+            markers: self.markers.iter().rev().take(5).rev().filter(|t| is_ours(t)).cloned().collect(),
             generation: Some("chatgpt.classic".into()),
             composer_marker: self.composer_marker.clone(),
             page_load: format!("L{}", self.load),
             ..PageReport::default()
         }
+    }
+    /// The report of a page whose thread is not rendered yet.
+    fn half_rendered_report(&self, conv: &str) -> PageReport {
+        PageReport { user_turns: 0, last_user_turn_id: None, markers: Vec::new(), ..self.report(conv) }
     }
     fn accepts_submission(&self) -> bool {
         self.composer && !self.draft && !self.generating && !self.permission_card && self.composer_marker.is_none()
@@ -328,6 +357,9 @@ struct World {
     landed_since_loss: BTreeSet<String>,
     /// Deliveries of a machine whose state was lost: they may still land late.
     orphans: Vec<Outstanding>,
+    /// Deliveries the machine resolved as not confirmed, until its Activity entry says how
+    /// (failed: it may be offered again; not confirmed: given up on).
+    unconfirmed_ends: BTreeMap<String, (String, Outstanding)>,
     // --- the queue (Q1–Q8) ---
     /// The stored queue record (`chrome.storage.local`; survives worker restarts and a
     /// lost continuity state).
@@ -396,7 +428,7 @@ impl World {
             confirmed: BTreeMap::new(),
             owed_wake: BTreeMap::new(),
             delivered_since_mark: Vec::new(),
-            threads: BTreeMap::new(),
+            threads: CHATS.iter().map(|(_, conv)| ((*conv).to_owned(), vec![FIRST_TURN.to_owned()])).collect(),
             last_landed_wake: BTreeMap::new(),
             loads: 0,
             lives: 0,
@@ -405,6 +437,7 @@ impl World {
             replay_gap: false,
             landed_since_loss: BTreeSet::new(),
             orphans: Vec::new(),
+            unconfirmed_ends: BTreeMap::new(),
             queue_store: None,
             queue_read_fails: false,
             queue_write_fails: false,
@@ -550,19 +583,34 @@ impl World {
 
     fn resolve(&mut self, key: &str, ok: bool) {
         let Some(out) = self.outstanding.remove(key) else { return };
-        if !ok && !out.cannot_land {
-            // Abandoned (no evidence either way): the machine does not offer it again.
-            if self.owed_wake.get(key).is_some_and(|(id, ..)| stem(id) == stem(&out.id)) {
-                self.owed_wake.remove(key);
-            }
-            return;
-        }
         if ok {
             self.confirmed.insert(format!("{key}|{}", stem(&out.id)), (key.to_owned(), out.tasks));
             self.owed_wake.remove(key);
-        } else if let Some((ws, seq)) = wake_parts(&out.id) {
-            self.owed_wake.insert(key.to_owned(), (out.id.clone(), ws, seq));
+            return;
         }
+        // Abandoned (no evidence either way) until its Activity entry says it failed: the
+        // machine does not offer it again.
+        if self.owed_wake.get(key).is_some_and(|(id, ..)| stem(id) == stem(&out.id)) {
+            self.owed_wake.remove(key);
+        }
+        self.unconfirmed_ends.insert(out.id.clone(), (key.to_owned(), out));
+    }
+
+    /// A delivery resolved as failed (not sent, or lost with a reload) may be offered again:
+    /// (n) issue 23, item 7: only when the page it was typed into showed it can never land —
+    /// never because another tab, or a reloaded page whose thread is not rendered yet,
+    /// lacks its marker.
+    fn unconfirmed_end(&mut self, id: &str, failed: bool) -> Result<(), TestCaseError> {
+        let Some((key, out)) = self.unconfirmed_ends.remove(id) else { return Ok(()) };
+        if !failed {
+            return Ok(());
+        }
+        prop_assert!(!out.landed, "(n) {id} resolved as failed (to be typed again) although it landed");
+        prop_assert!(out.cannot_land, "(n) {id} resolved as failed (to be typed again) although it may still land");
+        if let Some((ws, seq)) = wake_parts(&out.id) {
+            self.owed_wake.insert(key, (out.id.clone(), ws, seq));
+        }
+        Ok(())
     }
 
     /// The inbox counters of a ref (what `inbox.counts` / `inbox_changed` report).
@@ -651,7 +699,7 @@ impl World {
                 ContinuityOutput::CardAllow { tab, key, .. } => {
                     prop_assert!(false, "a card command without a card report: {key} on tab {tab}");
                 }
-                ContinuityOutput::SeedDeliver { .. } | ContinuityOutput::OpenTab { .. } => {
+                ContinuityOutput::OpenTab { .. } => {
                     return Err(TestCaseError::fail("X1: a handoff step without the HUD's Handoff"));
                 }
                 ContinuityOutput::DeliverySeen { .. }
@@ -673,6 +721,9 @@ impl World {
         let json = entry.write_json();
         let (kind, outcome, reason) = (json["kind"].as_str().unwrap_or_default(), json["outcome"].as_str().unwrap_or_default(), json["reason"].as_str().unwrap_or_default());
         let auto = self.auto_on.get(&entry.scope_key).copied().unwrap_or(false);
+        if let Some(id) = entry.id.as_deref().filter(|_| matches!(outcome, "failed" | "not_confirmed")) {
+            self.unconfirmed_end(id, outcome == "failed")?;
+        }
         if (kind, outcome) == ("wake", "sent") {
             let id = entry.id.clone().unwrap_or_default();
             let Some(count) = self.wake_sent_entries.get_mut(&id) else {
@@ -701,6 +752,12 @@ impl World {
     }
 
     fn check_delivery(&mut self, tab: u32, id: String, text: &str) -> Result<(), TestCaseError> {
+        prop_assert!(!id.starts_with("handoff:"), "X1: a handoff seed {} without the HUD's Handoff", id);
+        // (o) Durable first (issue 23, item 7): the shell writes the machine's snapshot before
+        // it posts a `deliver`; that snapshot must name the delivery, so a worker that dies
+        // right after posting finds it in its ledger and never offers it again.
+        let written = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        prop_assert!(written.contains(&format!("\"id\":\"{id}\"")), "(o) {} posted before a snapshot naming it", id);
         let conv = conv_of_tab(tab);
         prop_assert_ne!(conv, OTHER_CONV, "delivered to an unknown tab {}", tab);
         let key = scope_key(conv);
@@ -1160,6 +1217,40 @@ impl World {
                     self.feed(ContinuityInput::PageGone { tab })?;
                 }
             }
+            Op::ReloadHalfRendered { chat } => {
+                let tab = CHATS[chat].0;
+                if self.pages.contains_key(&tab) {
+                    // The old page's port closes: its answers are lost with it.
+                    for out in self.outstanding.values_mut().filter(|o| o.tab == tab) {
+                        out.lost = true;
+                    }
+                    self.feed(ContinuityInput::PageGone { tab })?;
+                    // The new load (a message not on the server by now never will be).
+                    self.open_page(tab);
+                    if let Some(report) = self.pages.get(&tab).map(|p| p.half_rendered_report(conv_of_tab(tab))) {
+                        self.feed(ContinuityInput::PageReported { tab, report })?;
+                    }
+                }
+            }
+            Op::SecondTab { chat } => {
+                let tab = CHATS[chat].0;
+                if self.pages.contains_key(&tab) {
+                    let second = mirror_tab(tab);
+                    self.loads += 1;
+                    let markers = self.threads.get(conv_of_tab(tab)).cloned().unwrap_or_default();
+                    let page = PageTruth { markers, load: self.loads, ..PageTruth::idle() };
+                    let report = page.report(conv_of_tab(tab));
+                    // An open page like any other while it is there (the queue may type into it).
+                    self.pages.insert(second, page);
+                    self.feed(ContinuityInput::PageReported { tab: second, report })?;
+                    self.pages.remove(&second);
+                    for out in self.outstanding.values_mut().filter(|o| o.tab == second) {
+                        out.lost = true;
+                        out.cannot_land |= !out.landed;
+                    }
+                    self.feed(ContinuityInput::PageGone { tab: second })?;
+                }
+            }
             Op::LandLate { chat } if self.orphans.iter().any(|o| o.tab == CHATS[chat].0 && !o.cannot_land) => {
                 // A message of the lost machine lands now: its marker must confirm nothing.
                 let tab = CHATS[chat].0;
@@ -1285,7 +1376,7 @@ impl World {
                     self.report_page(tab)?;
                 }
                 let Some(page) = self.pages.get(&tab) else { return Ok(()) };
-                let user_marker = page.markers.last().cloned();
+                let user_marker = page.markers.last().filter(|t| is_ours(t)).cloned();
                 if user_marker.as_deref().is_none_or(|m| m.starts_with("qb:")) {
                     self.judge_run.remove(conv);
                 }
@@ -1326,6 +1417,9 @@ impl World {
                 self.auto_on.get(key).copied().unwrap_or(false)
                     && self.bound.get(key) == Some(ws)
                     && !self.known_working_after(ws, *seq)
+                    // The heal's hello carries the agent snapshot: a pane that works again
+                    // (its event lost to retention) is known and holds the wake back.
+                    && !(self.agents_in_hello && self.working_now(ws))
             })
             .collect();
         self.delivered_since_mark.clear();

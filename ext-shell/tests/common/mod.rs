@@ -759,3 +759,69 @@ pub fn handoff_calls_and_package_are_checked() {
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "handoff_resume"})), Some(cw::PortCommand::HudAction("handoff_resume")));
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "copy_prompt"})), None, "Copy Prompt never reaches the worker");
 }
+
+/// Issue 23, item 7: a `deliver` — of any kind, here a manual Continue — leaves only after
+/// the snapshot naming it is written. It used to be posted at once and the snapshot written
+/// 200 ms later (the persist debounce): a worker that died in between offered the message
+/// again under a new id. A failed write posts nothing.
+pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
+    use ext_core::continuity::{Continuity, ContinuityInput, PageReport};
+    // worker.js's storage bridge, recorded: (token, key, text) of every request.
+    Function::new_no_args(
+        "globalThis.__storage = []; globalThis.herdrStorage = (token, key, text) => { globalThis.__storage.push({ token, key, text: text ?? null }); };",
+    )
+    .call0(&JsValue::NULL)
+    .expect("storage stand-in");
+    let storage = || -> Vec<serde_json::Value> {
+        serde_wasm_bindgen::from_value(get(&js_sys::global(), "__storage")).expect("storage requests")
+    };
+    let (connect, _native) = fake_chrome();
+    let (page_factory, _pages) = fake_chrome();
+    let driver = LinkDriver::new(connect, "0.1.0", Continuity::with_epoch("e1"));
+    let url = "https://chatgpt.com/c/0a000000-0000-4000-8000-00000000000a";
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    Reflect::set(&page, &"sender".into(), &js(json!({"url": url, "tab": {"id": 4}}))).expect("sender");
+    LinkDriver::page_connected(&driver, page.clone());
+    let idle = PageReport {
+        url: url.into(),
+        composer: true,
+        generation: Some("chatgpt.classic".into()),
+        page_load: "load-1".into(),
+        user_turns: 1,
+        ..PageReport::default()
+    };
+    LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 4, report: idle });
+    let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 4, workspace });
+    let delivers = || sent(&page).into_iter().filter(|m| m["type"] == "deliver").collect::<Vec<_>>();
+
+    LinkDriver::feed_continuity(&driver, ContinuityInput::Continue { tab: 4 });
+    let id = driver.borrow().continuity().ledger().active().next().map(|d| d.id.clone()).expect("a delivery in the ledger");
+    assert!(delivers().is_empty(), "posted before the snapshot naming it was written: {:?}", delivers());
+    let write = storage()
+        .into_iter()
+        .rev()
+        .find(|r| r["key"] == "continuity" && r["text"].as_str().is_some_and(|t| t.contains(&id)))
+        .expect("a write of the snapshot naming the delivery");
+    let token = write["token"].as_u64().and_then(|t| u32::try_from(t).ok()).filter(|t| *t != 0).expect("an answered write");
+    LinkDriver::js_answered(&driver, token, Ok(JsValue::UNDEFINED));
+    let posted = delivers();
+    assert_eq!(posted.len(), 1, "posted once the write is done: {posted:?}");
+    assert_eq!(posted[0]["id"], id.as_str());
+
+    // A write that fails posts nothing: the delivery becomes uncertain, never typed blindly.
+    let driver = LinkDriver::new(fake_chrome().0, "0.1.0", Continuity::with_epoch("e2"));
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    Reflect::set(&page, &"sender".into(), &js(json!({"url": url, "tab": {"id": 5}}))).expect("sender");
+    LinkDriver::page_connected(&driver, page.clone());
+    let idle = PageReport { url: url.into(), composer: true, generation: Some("chatgpt.classic".into()), page_load: "load-1".into(), ..PageReport::default() };
+    LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 5, report: idle });
+    let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 5, workspace });
+    let before = storage().len();
+    LinkDriver::feed_continuity(&driver, ContinuityInput::Continue { tab: 5 });
+    let write = storage().into_iter().skip(before).find(|r| r["key"] == "continuity").expect("a snapshot write");
+    let token = write["token"].as_u64().and_then(|t| u32::try_from(t).ok()).expect("token");
+    LinkDriver::js_answered(&driver, token, Err("QUOTA_BYTES quota exceeded".into()));
+    assert!(sent(&page).iter().all(|m| m["type"] != "deliver"), "nothing posted after a failed write");
+}
