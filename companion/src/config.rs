@@ -428,7 +428,7 @@ mod tests {
             format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", &format!("https://{secret}@x.test/v1"))),
             format!(r#"{{"judge":{{"threshold":"{secret}"}}}}"#),
             format!(r#"{{"judge":{{"routes":[{{"name":"r","protocol":"{secret}","url":"https://x.test","model":"m"}}]}}}}"#),
-            format!(r#"{{"judge":{{"routes":[{{"name":"r","protocol":"decision","url":"https://x.test","model":"m","api_key":7}}]}}}}"#),
+            r#"{"judge":{"routes":[{"name":"r","protocol":"decision","url":"https://x.test","model":"m","api_key":7}]}}"#.to_owned(),
             format!(r#"{{"judge":{{"global_pool":{{"url":"http://x.test/{secret}","token":"t"}}}}}}"#),
             format!(r#"{{"judge":{{"routes":[{{"name":"{secret}","protocol":"decision","url":"https://x.test","model":"m"}},{{"name":"{secret}","protocol":"decision","url":"https://y.test","model":"m"}}]}}}}"#),
             format!(r#"{{"judge":{{"cooldown_ms":{}}}}}"#, u64::MAX),

@@ -90,11 +90,13 @@ pub fn hostile_string(rng: &mut Rng) -> String {
     if rng.one_in(3) {
         // The shape that killed the runtime, with the multi-byte char at any position.
         out.push_str("https://chatgpt.com/g/g-p-");
-        for _ in 0..rng.below(40) {
+        // Half of them near byte 32, where the Project id's 32 hex digits end.
+        let digits = if rng.one_in(2) { 28 + rng.below(5) } else { rng.below(40) };
+        for _ in 0..digits {
             out.push(rng.pick(&['a', '0', 'f', 'e']));
         }
         out.push_str(rng.pick(&["é", "日", "\u{1F600}", "-", ""]));
-        out.push_str(rng.pick(&["/c/x", "/c/", "", "-slug/c/1", "/c/é"]));
+        out.push_str(rng.pick(&["/c/x", "/c/x", "-slug/c/1", "/c/", "", "/c/é"]));
         return out;
     }
     for _ in 0..rng.below(12) {
@@ -130,6 +132,47 @@ pub fn hostile_params(rng: &mut Rng, depth: usize) -> Map<String, Value> {
     params
 }
 
+/// Params of the right shape for `method`, where the fuzz knows one: mutated, they get past
+/// the shape checks to the validators behind them (a URL's reader, an id's bounds).
+pub fn example_params(method: Method) -> Option<Value> {
+    Some(match method {
+        Method::Hello => json!({"protocol": 1, "extension_version": "0.1.0"}),
+        Method::ContinuitySearch => json!({"conversation_url": "https://chatgpt.com/c/x", "query": "route pool", "limit": 5}),
+        Method::ContinuityResume => json!({"conversation_url": "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/x"}),
+        Method::ContinuityAppend => json!({"conversation_id": "x", "message_id": "m1", "role": "user", "text": "hello", "observed_at": 1, "conversation_url": "https://chatgpt.com/c/x"}),
+        Method::BrowserHandoffPrepare => json!({"continuity_id": "hc-0", "source_url": "https://chatgpt.com/c/x"}),
+        Method::ContinuityResolve => json!({"conversation_id": "x"}),
+        Method::ContinuityList => json!({"limit": 3}),
+        Method::InboxPending => json!({"browser_session_ref": "chatgpt:conv:x"}),
+        Method::HerdrPaneRead => json!({"pane_id": "w1:p1", "source": "recent", "lines": 10}),
+        Method::TaskDispatch => json!({"browser_session_ref": "chatgpt:conv:x", "target": "w1:p1", "text": "hi"}),
+        Method::JudgeTurnEnd => json!({"user_text": "do it", "assistant_text": "Next I will run the tests."}),
+        Method::ToolsCall => json!({"name": "herdr_methods", "arguments": {}}),
+        _ => return None,
+    })
+}
+
+/// `example` with one or two fields replaced by hostile values, removed, or added.
+fn mutate(rng: &mut Rng, example: Value) -> Value {
+    let Value::Object(mut params) = example else { return example };
+    for _ in 0..1 + rng.below(2) {
+        let keys: Vec<String> = params.keys().cloned().collect();
+        let key = if keys.is_empty() || rng.one_in(6) { rng.pick(KEYS).to_owned() } else { keys[rng.below(keys.len())].clone() };
+        match rng.below(6) {
+            0 => {
+                params.remove(&key);
+            }
+            1 | 2 => {
+                params.insert(key, hostile_value(rng, 1));
+            }
+            _ => {
+                params.insert(key, Value::String(hostile_string(rng)));
+            }
+        }
+    }
+    Value::Object(params)
+}
+
 /// `depth` nested arrays or objects as text.
 fn nested(rng: &mut Rng, depth: usize) -> Vec<u8> {
     let (open, close) = if rng.one_in(2) { ("[", "]") } else { ("{\"a\":", "}") };
@@ -143,7 +186,12 @@ fn nested(rng: &mut Rng, depth: usize) -> Vec<u8> {
 pub fn hostile_line(rng: &mut Rng) -> Vec<u8> {
     let method = if rng.one_in(20) { hostile_string(rng) } else { rng.pick(Method::ALL).as_str().to_owned() };
     let request = |rng: &mut Rng, method: &str| {
-        let params = if rng.one_in(15) { hostile_value(rng, 2) } else { Value::Object(hostile_params(rng, 2)) };
+        let example = Method::parse(method).ok().and_then(example_params).filter(|_| rng.one_in(2));
+        let params = match example {
+            Some(example) => mutate(rng, example),
+            None if rng.one_in(15) => hostile_value(rng, 2),
+            None => Value::Object(hostile_params(rng, 2)),
+        };
         let id = if rng.one_in(15) { hostile_value(rng, 0) } else { Value::String(format!("f{}", rng.below(1000))) };
         json!({"id": id, "method": method, "params": params}).to_string().into_bytes()
     };
