@@ -234,3 +234,35 @@ fn every_method_with_random_hostile_params_gets_an_answer_over_the_socket() {
     assert!(runtime.child.try_wait().ok().flatten().is_none(), "the runtime is alive\n{}", runtime.diagnostics());
     assert_eq!(LineClient::connect(&home.socket()).call("last", "ping", json!({}))["result"]["type"], "pong");
 }
+
+/// The native host's stdio framing with hostile frames (issue 23: "no byte on the native
+/// port"): 400 frames of the fuzz generator's lines (garbage, invalid UTF-8, deep nesting,
+/// every method with hostile params) and a few declared over the 1 MiB cap, then a hello:
+/// the host answers it through the runtime, so both are still up and in step.
+#[test]
+fn the_host_relays_on_after_hostile_frames() {
+    use crate::support::{frame, ChildGuard, FrameReader, ORIGIN};
+    use std::io::Write;
+    let (home, mut runtime) = start();
+    let mut host = ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
+    let mut stdin = host.child.stdin.take().expect("stdin");
+    let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
+    // Answers are drained on their own thread, so the host never blocks on a full pipe.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let answer = stdout.until(|v| v["id"] == "final");
+        let _ = done_tx.send(answer);
+    });
+    let mut rng = fuzz::Rng::new(23);
+    for n in 0..400 {
+        let body = if n % 100 == 99 { vec![b' '; 1024 * 1024 + 1 + rng.below(4096)] } else { fuzz::hostile_line(&mut rng) };
+        stdin.write_all(&frame(&body)).expect("the host reads on");
+    }
+    let hello = json!({"id": "final", "method": "hello", "params": {"protocol": 1, "extension_version": "0.1.0"}});
+    stdin.write_all(&frame(hello.to_string().as_bytes())).expect("write the hello");
+    let answer = done_rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the hello is answered after the hostile frames");
+    assert_eq!(answer["result"]["type"], "hello", "{answer}");
+    let _ = reader.join();
+    assert!(host.child.try_wait().ok().flatten().is_none(), "the host is still running");
+    assert!(runtime.child.try_wait().ok().flatten().is_none(), "the runtime is alive\n{}", runtime.diagnostics());
+}
