@@ -33,6 +33,10 @@
 // Stuck-page recovery (e2e/bench/recovery.mjs, issue 10): snapshot and auth-session requests
 // per hour of a healthy bound ChatGPT tab with Auto on that keeps streaming (expected 0).
 // BENCH_ONLY=recovery runs only that part.
+//
+// Runtime fuzz (e2e/bench/fuzz.mjs, issue 23): seeded hostile input to the framing, the
+// line reader, the request decoder and every runtime method for BENCH_FUZZ_SECONDS (30),
+// executions per second and crashes (target 0). BENCH_ONLY=fuzz runs only that part.
 import { readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -44,6 +48,7 @@ import { contentScriptCostBench } from './bench/content-cost.mjs';
 import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
 import { recoveryBench } from './bench/recovery.mjs';
+import { fuzzBench } from './bench/fuzz.mjs';
 import { table } from './bench/table.mjs';
 import {
   CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
@@ -178,6 +183,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=fuzz runs only the runtime fuzz (e2e/bench/fuzz.mjs).
+  if (process.env.BENCH_ONLY === 'fuzz') {
+    await fuzzBench({ table });
+    console.log('\nbench: done');
+    return;
+  }
   // BENCH_ONLY=journal runs only the Continuity Journal's figures (e2e/bench/journal.mjs).
   if (process.env.BENCH_ONLY === 'journal') {
     await journalBench({ table });
@@ -251,6 +262,7 @@ async function main() {
   await judgeCorpusBench({ table });
   await journalBench({ table });
   await recoveryBench({ Sandbox, table });
+  await fuzzBench({ table });
   console.log('\nbench: done');
 }
 

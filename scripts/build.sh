@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the extension into dist/extension/ and the native binaries into target/release/.
 #
-#   1. ext-shell → wasm32-unknown-unknown (release: opt-level z, lto, panic=abort)
+#   1. ext-shell → wasm32-unknown-unknown (profile wasm-release: release's opt-level z and
+#      lto with panic=abort; the native release profile unwinds, see Cargo.toml)
 #   2. wasm-bindgen --target web → dist/extension/pkg (CLI version = crate version)
 #   3. npm binaryen's wasm-opt -Oz (never Debian's /usr/bin/wasm-opt: it breaks
 #      wasm-bindgen 0.2.130 output; see ../shared/TOOLCHAIN.md), no strip
@@ -25,9 +26,9 @@ have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)"
 [[ "$have" == "$want" ]] || die "wasm-bindgen CLI is '${have:-missing}' but Cargo.lock wants $want; run 'npm run setup' (or cargo install wasm-bindgen-cli --version $want)"
 [[ -x "$wasm_opt" ]] || die "$wasm_opt is missing; run 'npm ci' (binaryen 132 from npm is required, Debian's wasm-opt breaks the module)"
 
-say "cargo build ext-shell (wasm32-unknown-unknown, release)"
-cargo build --release -p ext-shell --target wasm32-unknown-unknown
-raw_wasm="$target_dir/wasm32-unknown-unknown/release/ext_shell.wasm"
+say "cargo build ext-shell (wasm32-unknown-unknown, profile wasm-release)"
+cargo build --profile wasm-release -p ext-shell --target wasm32-unknown-unknown
+raw_wasm="$target_dir/wasm32-unknown-unknown/wasm-release/ext_shell.wasm"
 [[ -f "$raw_wasm" ]] || die "expected $raw_wasm after cargo build; is CARGO_TARGET_DIR set consistently?"
 
 say "assembling $dist"

@@ -254,7 +254,7 @@ impl Config {
 
     /// Parses and checks the file's text; the error is a sentence about what is wrong.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Config = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let config: Config = serde_json::from_str(text).map_err(|e| without_values(&e))?;
         config.judge.check()?;
         Ok(config)
     }
@@ -265,7 +265,7 @@ impl JudgeConfig {
     fn check(&self) -> Result<(), String> {
         let (low, high) = bounds::THRESHOLD;
         if !(low..=high).contains(&self.threshold) {
-            return Err(format!("judge.threshold is {}; it must be between {low} and {high}", self.threshold));
+            return Err(format!("judge.threshold is out of range; it must be between {low} and {high}"));
         }
         for (key, value, (low, high)) in [
             ("call_timeout_ms", self.call_timeout_ms, bounds::CALL_TIMEOUT_MS),
@@ -273,20 +273,18 @@ impl JudgeConfig {
             ("cooldown_ms", self.cooldown_ms, bounds::COOLDOWN_MS),
         ] {
             if !(low..=high).contains(&value) {
-                return Err(format!("judge.{key} is {value}; it must be between {low} and {high}"));
+                return Err(format!("judge.{key} is out of range; it must be between {low} and {high}"));
             }
         }
         check_routes(&self.routes, "judge.routes")?;
         if let Some(pool) = &self.global_pool {
-            if !is_allowed_url(&pool.url) {
-                return Err(format!("judge.global_pool has url {:?}; {URL_RULE}", pool.url));
-            }
+            check_url(&pool.url).map_err(|why| format!("judge.global_pool.url is refused: {why}; {URL_RULE}"))?;
             if pool.token.trim().is_empty() {
                 return Err("judge.global_pool needs a non-empty token (the pool serves only authenticated machines)".to_owned());
             }
             let (low, high) = bounds::CACHE_TTL_MS;
             if !(low..=high).contains(&pool.cache_ttl_ms) {
-                return Err(format!("judge.global_pool.cache_ttl_ms is {}; it must be between {low} and {high}", pool.cache_ttl_ms));
+                return Err(format!("judge.global_pool.cache_ttl_ms is out of range; it must be between {low} and {high}"));
             }
         }
         Ok(())
@@ -294,36 +292,66 @@ impl JudgeConfig {
 }
 
 /// What a route or pool url may be.
-const URL_RULE: &str = "use https://…, or http:// only for 127.0.0.1 / localhost";
+const URL_RULE: &str = "use https://…, or http:// only for 127.0.0.1 / localhost, with no user name or password in it";
 
 /// Checks each route of `routes` (named `field` in messages): a name and a model, an
 /// allowed url, names unique. Local routes and a global pool's answer are checked alike.
+/// Messages name the field, never its value (a url or a name may carry a secret).
 pub fn check_routes(routes: &[Route], field: &str) -> Result<(), String> {
     for (index, route) in routes.iter().enumerate() {
-        let at = format!("{field}[{index}] ({:?})", route.name);
+        let at = format!("{field}[{index}]");
         if route.name.trim().is_empty() || route.model.trim().is_empty() {
             return Err(format!("{at} needs a non-empty name and model"));
         }
-        if !is_allowed_url(&route.url) {
-            return Err(format!("{at} has url {:?}; {URL_RULE}", route.url));
-        }
+        check_url(&route.url).map_err(|why| format!("{at}.url is refused: {why}; {URL_RULE}"))?;
         if routes[..index].iter().any(|other| other.name == route.name) {
-            return Err(format!("{at}: another route already has this name; names must be unique"));
+            return Err(format!("{at}.name is the name of an earlier route too; names must be unique"));
         }
     }
     Ok(())
 }
 
-/// `https://` anywhere; plain `http://` only to this machine (keys never cross a network
-/// in clear text).
-fn is_allowed_url(url: &str) -> bool {
-    if url.starts_with("https://") && url.len() > "https://".len() {
-        return true;
+/// Reads `url` with a URL parser: `https://` to any host; plain `http://` only to this
+/// machine (keys never cross a network in clear text); never a user name or password
+/// (`http://127.0.0.1:1@evil.example/` is a request to evil.example). The reason names no
+/// part of the url.
+pub fn check_url(url: &str) -> Result<url::Url, &'static str> {
+    let parsed = url::Url::parse(url).map_err(|_| "it is not a valid absolute URL")?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("it carries a user name or password (userinfo)");
     }
-    let Some(rest) = url.strip_prefix("http://") else { return false };
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once(':').map_or(host, |(host, _port)| host);
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
+        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
+        None => return Err("it has no host"),
+    };
+    match parsed.scheme() {
+        "https" => Ok(parsed),
+        "http" if loopback => Ok(parsed),
+        "http" => Err("plain http:// goes to another machine"),
+        _ => Err("its scheme is not https"),
+    }
+}
+
+/// serde_json's error for config.json without the values it quotes: an `invalid type:
+/// string "sk-…"` would print a key that was put in the wrong field. Field names (keys),
+/// the expected shape and the line and column stay.
+fn without_values(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    let message = text.strip_suffix(&suffix).unwrap_or(&text);
+    let expected = message.split_once(", expected ").map(|(_, expected)| expected);
+    let shown = match (message.split(':').next().unwrap_or(""), expected) {
+        (m, _) if m.starts_with("unknown field") || m.starts_with("missing field") || m.starts_with("duplicate field") => message.to_owned(),
+        ("invalid type", Some(expected)) => format!("a value has the wrong type (expected {expected})"),
+        ("invalid value", Some(expected)) => format!("a value is not allowed (expected {expected})"),
+        ("invalid length", Some(expected)) => format!("a list has the wrong length (expected {expected})"),
+        (m, Some(expected)) if m.starts_with("unknown variant") => format!("a value is not one of the known ones (expected {expected})"),
+        _ if error.is_syntax() || error.is_eof() => message.to_owned(),
+        _ => "a value is not what the field takes".to_owned(),
+    };
+    format!("{shown}{suffix}")
 }
 
 fn current_uid() -> u32 {
@@ -357,11 +385,61 @@ mod tests {
         let refused = |text: String| Config::parse(&text).expect_err("refused");
         assert!(refused(r#"{"judge":{"treshold":0.8}}"#.to_owned()).contains("unknown field `treshold`"));
         assert!(refused(r#"{"judge":{"threshold":0.3}}"#.to_owned()).contains("between 0.5 and 0.99"));
-        assert!(refused(r#"{"judge":{"pool_deadline_ms":60000}}"#.to_owned()).contains("pool_deadline_ms is 60000"));
+        assert!(refused(r#"{"judge":{"pool_deadline_ms":60000}}"#.to_owned()).contains("pool_deadline_ms is out of range"));
         assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://10.0.0.2/v1"))).contains("http:// only for 127.0.0.1"));
-        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test"))).contains("unknown variant `grpc`"));
+        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test"))).contains("a value is not one of the known ones (expected one of `decision`"));
         let twice = format!(r#"{{"judge":{{"routes":[{},{}]}}}}"#, route("decision", "https://a.test"), route("decision", "https://b.test"));
         assert!(refused(twice).contains("names must be unique"));
+    }
+
+    /// Issue 23: `http://127.0.0.1:1@evil.example/` passed the local-URL rule (a string
+    /// split took `127.0.0.1` for the host; the request goes to evil.example).
+    #[test]
+    fn urls_are_read_by_a_url_parser_and_userinfo_is_refused() {
+        for good in ["https://x.test/v1", "http://127.0.0.1:9/v1", "http://localhost/v1", "http://[::1]:8/v1", "https://a.test/p?k=1"] {
+            assert!(check_url(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("http://127.0.0.1:1@evil.example/", "userinfo"),
+            ("https://user:pw@x.test/v1", "userinfo"),
+            ("http://localhost@evil.example/", "userinfo"),
+            ("http://127.0.0.1.evil.example/", "another machine"),
+            ("http://10.0.0.2/v1", "another machine"),
+            ("http://localhost.evil.example/", "another machine"),
+            ("ftp://x.test/", "scheme"),
+            ("https://", "not a valid"),
+            ("127.0.0.1:9/v1", "not a valid"),
+        ] {
+            let refused = check_url(bad).expect_err(bad);
+            assert!(refused.contains(why), "{bad}: {refused}");
+        }
+        let text = format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://127.0.0.1:1@evil.example/"));
+        let refused = Config::parse(&text).expect_err("userinfo is refused");
+        assert_eq!(refused, "judge.routes[0].url is refused: it carries a user name or password (userinfo); use https://…, or http:// only for 127.0.0.1 / localhost, with no user name or password in it");
+    }
+
+    /// Issue 23: config errors echoed values (`has url "https://…?key=…"`, serde's
+    /// `invalid type: string "sk-…"`). They name the field and never print a value.
+    #[test]
+    fn config_errors_never_echo_a_value() {
+        let secret = "sk-SECRET-0123456789";
+        for text in [
+            format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", &format!("http://10.0.0.2/v1?key={secret}"))),
+            format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", &format!("https://{secret}@x.test/v1"))),
+            format!(r#"{{"judge":{{"threshold":"{secret}"}}}}"#),
+            format!(r#"{{"judge":{{"routes":[{{"name":"r","protocol":"{secret}","url":"https://x.test","model":"m"}}]}}}}"#),
+            r#"{"judge":{"routes":[{"name":"r","protocol":"decision","url":"https://x.test","model":"m","api_key":7}]}}"#.to_owned(),
+            format!(r#"{{"judge":{{"global_pool":{{"url":"http://x.test/{secret}","token":"t"}}}}}}"#),
+            format!(r#"{{"judge":{{"routes":[{{"name":"{secret}","protocol":"decision","url":"https://x.test","model":"m"}},{{"name":"{secret}","protocol":"decision","url":"https://y.test","model":"m"}}]}}}}"#),
+            format!(r#"{{"judge":{{"cooldown_ms":{}}}}}"#, u64::MAX),
+            format!(r#"{{"judge":{{"routes":"{secret}"}}}}"#),
+        ] {
+            let refused = Config::parse(&text).expect_err("refused");
+            assert!(!refused.contains(secret) && !refused.contains("SECRET") && !refused.contains(&u64::MAX.to_string()), "{refused}");
+            assert!(refused.contains("judge") || refused.contains("line 1"), "the message says where: {refused}");
+        }
+        let wrong_type = Config::parse(&format!(r#"{{"judge":{{"threshold":"{secret}"}}}}"#)).expect_err("refused");
+        assert_eq!(wrong_type, "a value has the wrong type (expected f64) at line 1 column 44");
     }
 
     #[test]
@@ -371,10 +449,10 @@ mod tests {
         let global = read.judge.global_pool.expect("the pool");
         assert_eq!((global.url.as_str(), global.token.as_str(), global.cache_ttl_ms), ("https://routes.example.workers.dev/v1/routes", "t", 300_000));
         assert_eq!(Config::parse("{}").expect("valid").judge.global_pool, None, "no pool unless configured");
-        assert!(pool(r#"{"url":"http://10.1.1.1/routes","token":"t"}"#).expect_err("refused").contains("judge.global_pool has url"));
+        assert!(pool(r#"{"url":"http://10.1.1.1/routes","token":"t"}"#).expect_err("refused").contains("judge.global_pool.url is refused"));
         assert!(pool(r#"{"url":"https://x.test","token":" "}"#).expect_err("refused").contains("non-empty token"));
         assert!(pool(r#"{"url":"https://x.test"}"#).expect_err("refused").contains("missing field `token`"));
-        assert!(pool(r#"{"url":"https://x.test","token":"t","cache_ttl_ms":10}"#).expect_err("refused").contains("cache_ttl_ms is 10"));
+        assert!(pool(r#"{"url":"https://x.test","token":"t","cache_ttl_ms":10}"#).expect_err("refused").contains("cache_ttl_ms is out of range"));
         assert!(pool(r#"{"url":"https://x.test","token":"t","ttl":10}"#).expect_err("refused").contains("unknown field `ttl`"));
     }
 

@@ -8,6 +8,9 @@
 //! - [`install`]: writes the browser's host manifest;
 //! - [`doctor`]: checks the whole chain and says how to fix it.
 //!
+//! [`fuzz`] (above the layering, like the roles) feeds the framing, the request decoder
+//! and a real router seeded hostile input, for the tests and `npm run bench`.
+//!
 //! The runtime is layered; no module imports a layer above its own:
 //! - leaves: [`protocol`], [`db`], [`herdr`] (client, monitor, catalog), [`log`],
 //!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
@@ -28,6 +31,7 @@ pub mod config;
 pub mod db;
 pub mod doctor;
 pub mod framing;
+pub mod fuzz;
 pub mod herdr;
 pub mod host;
 pub mod inbox;

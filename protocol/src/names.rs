@@ -367,6 +367,9 @@ wire_names! {
         Overloaded = "overloaded",
         /// The runtime gave up on a request that took longer than its per-request limit.
         Timeout = "timeout",
+        /// The runtime failed inside this request (a bug: it is logged in runtime.log and
+        /// the runtime keeps serving every other request and connection).
+        Internal = "internal",
         /// `judge.turn_end`: the companion's `config.json` is refused (readable by others,
         /// unreadable, or not valid); the message says how to fix it.
         ConfigRefused = "config_refused",

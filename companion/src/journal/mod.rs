@@ -128,9 +128,13 @@ impl ConversationUrl {
             (HandoffProvider::Chatgpt | HandoffProvider::Zai, ["c", id]) if is_id(id) => plain(id),
             (HandoffProvider::Deepseek, ["a", "chat", "s", id]) if is_id(id) => plain(id),
             (HandoffProvider::Chatgpt, ["g", project, "c", id]) if is_id(id) => {
-                let hex = project.strip_prefix("g-p-").filter(|p| p.len() >= 32 && p[..32].bytes().all(|b| b.is_ascii_hexdigit()));
-                let hex = hex.filter(|p| p.len() == 32 || p.as_bytes()[32] == b'-').ok_or_else(refuse)?;
-                Ok(Self { conversation_id: (*id).to_owned(), project_id: Some(format!("g-p-{}", &hex[..32])), provider })
+                // Split by bytes only through `split_at_checked`: a non-ASCII character at
+                // byte 32 is refused, never a panic (the segment is untrusted text).
+                let (hex, slug) = project.strip_prefix("g-p-").and_then(|p| p.split_at_checked(32)).ok_or_else(refuse)?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) || !(slug.is_empty() || slug.starts_with('-')) {
+                    return Err(refuse());
+                }
+                Ok(Self { conversation_id: (*id).to_owned(), project_id: Some(format!("g-p-{hex}")), provider })
             }
             _ => Err(refuse()),
         }

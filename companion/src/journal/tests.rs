@@ -298,6 +298,12 @@ fn conversation_urls_of_chatgpt_zai_and_deepseek_are_read_and_others_refused() {
         "http://chatgpt.com/c/1",
         "https://chatgpt.com.evil/c/1",
         "https://chatgpt.com/g/g-p-123/c/1",
+        // Issue 23: a non-ASCII character across byte 32 of the Project segment panicked
+        // (`p[..32]` sliced inside a char).
+        "https://chatgpt.com/g/g-p-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé/c/x",
+        "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdefé/c/x",
+        "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdeé-x/c/x",
+        "https://chatgpt.com/g/g-p-日本語日本語日本語日本語日本語日本語日本語日本語/c/x",
         "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdefx/c/1",
         "https://chatgpt.com/c/",
         "https://chatgpt.com/c/1/extra",

@@ -73,14 +73,7 @@ pub struct ClientError(String);
 impl JudgeService {
     /// A service reading `home/config.json`, logging to `log` when given.
     pub fn new(home: PathBuf, log: Option<Arc<RuntimeLog>>) -> Result<Self, ClientError> {
-        // No proxy: the environment is not a source of provider settings (J5), and a key
-        // must not travel through a proxy the user did not name in config.json.
-        let client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .no_proxy()
-            .user_agent(concat!("herdr-companion/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ClientError(e.to_string()))?;
+        let client = crate::providers::http_client().map_err(|e| ClientError(e.to_string()))?;
         Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), global_routes: GlobalRouteCache::default(), log })
     }
 

@@ -7,10 +7,15 @@
 //! - the `Host` header names this server (`127.0.0.1:PORT`, `localhost:PORT`,
 //!   `[::1]:PORT`) and a present `Origin` is this server's own origin (403 else; rmcp's
 //!   checks against DNS rebinding and cross-site pages);
-//! - a request body is at most `MAX_MCP_HTTP_BODY_BYTES` (413 else).
+//! - a request body is at most `MAX_MCP_HTTP_BODY_BYTES` (413 else);
+//! - timeouts on every connection: a request's head must arrive within [`HEADER_TIMEOUT`]
+//!   of the connection opening or of the previous answer (so an idle keep-alive connection
+//!   is closed after it too), and its body within [`BODY_TIMEOUT`] (408 else). A tool call
+//!   itself is bounded by the runtime's own request limit, not here.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -25,6 +30,14 @@ use super::McpError;
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// How long a connection may take to send a request's head (start line and headers),
+/// counted from its opening or from the end of the previous answer: the header-read and the
+/// idle keep-alive timeout in one.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a request's body may take to arrive once its head has.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Parses `--http`'s value and refuses anything but a loopback address.
 pub fn loopback_address(text: &str) -> Result<SocketAddr, McpError> {
@@ -45,7 +58,21 @@ fn own_authorities(port: u16) -> (Vec<String>, Vec<String>) {
 /// Serves MCP on `address` until SIGINT / SIGTERM.
 pub async fn serve(address: SocketAddr, token: String, tools: PlannerTools) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(address).await.map_err(|source| McpError::Bind { address, source })?;
-    let local = listener.local_addr().map_err(|source| McpError::Bind { address, source })?;
+    serve_with(listener, token, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
+}
+
+/// The connection timeouts of [`serve_with`] (tests use short ones).
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// [`HEADER_TIMEOUT`].
+    pub header: Duration,
+    /// [`BODY_TIMEOUT`].
+    pub body: Duration,
+}
+
+/// [`serve`] with chosen timeouts.
+pub async fn serve_with(listener: tokio::net::TcpListener, token: String, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
+    let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
     let (hosts, origins) = own_authorities(local.port());
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
@@ -55,13 +82,52 @@ pub async fn serve(address: SocketAddr, token: String, tools: PlannerTools) -> R
     let token: Arc<str> = token.into();
     let app = axum::Router::new()
         .nest_service(MCP_PATH, service)
+        .layer(axum::middleware::from_fn_with_state(timeouts.body, read_body_within))
         .layer(axum::middleware::from_fn_with_state(token, require_bearer));
     // Tests and users read the actual port (an ADDR with port 0 gets a free one) from here.
     eprintln!("herdr-companion mcp: serving MCP on http://{local}{MCP_PATH}");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop_signal())
-        .await
-        .map_err(McpError::Serve)
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors or a connection reset before accept: wait, go on.
+                    eprintln!("herdr-companion mcp: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(timeouts.header).keep_alive(true);
+            // A connection's error (a timeout, a reset) ends that connection only.
+            let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+/// Reads the whole body within `within` (408 else) and at most `MAX_MCP_HTTP_BODY_BYTES`
+/// (413 else) before the request goes on: a client that sends its head and then trickles
+/// or withholds the body holds nothing for long.
+async fn read_body_within(State(within): State<Duration>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(within, axum::body::to_bytes(body, MAX_MCP_HTTP_BODY_BYTES)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            let body = format!("the request body is over {MAX_MCP_HTTP_BODY_BYTES} bytes or broken; send a smaller request");
+            return (StatusCode::PAYLOAD_TOO_LARGE, body).into_response();
+        }
+        Err(_) => {
+            let body = format!("the request body did not arrive within {} ms; send the whole request at once", within.as_millis());
+            return (StatusCode::REQUEST_TIMEOUT, [(header::CONNECTION, "close")], body).into_response();
+        }
+    };
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
 /// Lets a request through only with the right bearer token.
@@ -107,5 +173,49 @@ mod tests {
         assert!(loopback_address("192.168.1.5:8787").is_err());
         assert!(loopback_address("localhost:8787").expect_err("a name").to_string().contains("127.0.0.1:PORT"));
         assert!(same_secret(b"abc", b"abc") && !same_secret(b"abc", b"abd") && !same_secret(b"ab", b"abc"));
+    }
+
+    /// What the server sent before it closed the connection (within 5 s, else a failure).
+    async fn until_closed(stream: &mut tokio::net::TcpStream) -> String {
+        use tokio::io::AsyncReadExt;
+        let mut answer = Vec::new();
+        match tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await {
+            Ok(_) => String::from_utf8_lossy(&answer).into_owned(),
+            Err(_) => panic!("the server kept the connection open: {:?}", String::from_utf8_lossy(&answer)),
+        }
+    }
+
+    /// Issue 23: `axum::serve` ran hyper without a timer, so a client that connected and
+    /// sent nothing, half a head, or a head and part of its body, and an idle keep-alive
+    /// connection, were held for ever. Each is now closed after its timeout.
+    #[tokio::test]
+    async fn silent_slow_and_idle_http_connections_are_closed() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let timeouts = Timeouts { header: Duration::from_millis(300), body: Duration::from_millis(300) };
+        tokio::spawn(serve_with(listener, "secret".to_owned(), tools, timeouts));
+        let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
+
+        let mut silent = connect().await.expect("connect");
+        assert_eq!(until_closed(&mut silent).await, "", "a silent connection is closed without an answer");
+
+        let mut half_head = connect().await.expect("connect");
+        half_head.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.expect("write");
+        let answer = until_closed(&mut half_head).await;
+        assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+
+        let mut half_body = connect().await.expect("connect");
+        let head = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"");
+        half_body.write_all(head.as_bytes()).await.expect("write");
+        let answer = until_closed(&mut half_body).await;
+        assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("did not arrive within 300 ms"), "{answer}");
+
+        let mut idle = connect().await.expect("connect");
+        let request = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 2\r\n\r\n{{}}");
+        idle.write_all(request.as_bytes()).await.expect("write");
+        let answer = until_closed(&mut idle).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "answered, then the idle keep-alive connection closed: {answer}");
     }
 }

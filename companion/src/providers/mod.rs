@@ -11,7 +11,11 @@
 //! read up to [`MAX_ANSWER_BYTES`] and never trusted: a status other than 2xx, a body that
 //! is not the documented shape, or a number outside [0, 1] is a [`ProviderError`], never
 //! a verdict. Texts are cut to their newest [`MAX_USER_CHARS`] / [`MAX_ASSISTANT_CHARS`]
-//! before they leave the machine. The key is sent only as `Authorization: Bearer`.
+//! before they leave the machine. The key is sent only as `Authorization: Bearer`, and
+//! only to the url config.json names: the client ([`http_client`]) follows no redirect (a
+//! 3xx is [`ProviderError::Status`]) and uses no proxy; urls are checked by a URL parser
+//! when the configuration is read (`crate::config::check_url`: no userinfo, plain http
+//! only to loopback). No error carries a url or a key.
 
 pub mod chat;
 pub mod decision;
@@ -68,6 +72,19 @@ pub fn tail_chars(text: &str, max: usize) -> &str {
     &text[start..]
 }
 
+/// The one HTTP client of the provider calls: rustls, no proxy (the environment is not a
+/// source of provider settings, J5, and a key must not travel through a proxy the user did
+/// not name), and no redirects: a 3xx is an answer like any other non-2xx, so a key is only
+/// ever sent to the url config.json names.
+pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("herdr-companion/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// POSTs `body` to `url` for `route` and returns the answer's JSON.
 async fn post_json(
     client: &reqwest::Client,
@@ -117,5 +134,68 @@ fn transport(error: &reqwest::Error, millis: u64) -> ProviderError {
         // Only the kind, never the URL (it may carry a token in a query string).
         let kind = if error.is_connect() { "connection failed" } else if error.is_body() { "body broken" } else { "request failed" };
         ProviderError::Transport(kind.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A one-shot HTTP server on a free loopback port that answers every connection with
+    /// `answer`; returns its port and a count of the connections it got.
+    fn server(answer: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut head = [0u8; 4096];
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let _ = stream.read(&mut head);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        (port, hits)
+    }
+
+    /// Issue 23: redirects were followed (reqwest's default policy), so a route could send
+    /// the request, and its bearer key, on to another host. A 302 is now an answer.
+    #[tokio::test]
+    async fn a_redirect_to_another_host_is_not_followed() {
+        let (elsewhere, elsewhere_hits) = server("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_owned());
+        let redirect = format!("HTTP/1.1 302 Found\r\nLocation: http://localhost:{elsewhere}/stolen\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let (port, hits) = server(redirect);
+        let client = http_client().expect("client");
+        let route = Route {
+            name: "r".into(),
+            protocol: crate::config::RouteProtocol::Decision,
+            url: format!("http://127.0.0.1:{port}/v1"),
+            model: "m".into(),
+            api_key: "sk-key".into(),
+        };
+        let answer = post_json(&client, &route, &route.url, &serde_json::json!({}), Duration::from_secs(5)).await;
+        assert_eq!(answer, Err(ProviderError::Status(302)));
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(elsewhere_hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the redirect's target was never asked");
+    }
+
+    /// No provider error names the url or the key, whatever failed.
+    #[tokio::test]
+    async fn provider_errors_name_neither_the_url_nor_the_key() {
+        let client = http_client().expect("client");
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = closed.local_addr().expect("address").port();
+        drop(closed);
+        let (garbage, _) = server("HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nsecret-sk-key".to_owned());
+        for url in [format!("http://127.0.0.1:{port}/v1?token=sk-key"), format!("http://127.0.0.1:{garbage}/v1?token=sk-key")] {
+            let route = Route { name: "r".into(), protocol: crate::config::RouteProtocol::Decision, url: url.clone(), model: "m".into(), api_key: "sk-key".into() };
+            let error = post_json(&client, &route, &url, &serde_json::json!({}), Duration::from_secs(5)).await.expect_err("an error");
+            let text = error.to_string();
+            assert!(!text.contains("sk-key") && !text.contains("127.0.0.1"), "{text}");
+        }
     }
 }

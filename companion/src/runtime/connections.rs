@@ -8,12 +8,23 @@
 //! it closes. Per request: a line over [`Limits::max_line`] is discarded and answered
 //! `bad_request`; at most [`Limits::max_in_flight`] requests of one connection run at once
 //! (the next line is read only when one finishes); a request still running after
-//! [`Limits::request_timeout`] is dropped and answered `timeout`.
+//! [`Limits::request_timeout`] is dropped and answered `timeout`. A connection that sends
+//! no complete line within [`Limits::idle_timeout`] of connecting, or leaves a started line
+//! unfinished that long, is closed (a client that connects and says nothing, or half a
+//! line, holds no place under the cap for long); a client that has sent a request may then
+//! wait for events as long as it likes.
+//!
+//! Panics: a request whose handler panics is answered `internal` (the panic is caught at
+//! the request, logged, and nothing else is affected); the release profile unwinds
+//! (Cargo.toml), so a panic anywhere in a connection's tasks ends that task, never the
+//! process.
 //!
 //! Invariant: every request line gets exactly one response line with the same `id` (or
 //! `""` when the id could not be read), in whatever order the requests finish.
 
 use std::future::Future;
+
+use futures::FutureExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,18 +63,26 @@ pub struct Limits {
     /// catch-up are idempotent, and a `task.dispatch` dropped after its row was recorded
     /// leaves a `running` task that the client, told `timeout`, sees in `task.list`.
     pub request_timeout: Duration,
+    /// How long a connection may go without a complete first line, and how long any
+    /// started line may stay unfinished, before the connection is closed.
+    pub idle_timeout: Duration,
 }
+
+/// [`Limits::idle_timeout`]'s default: a client's first line and every line it starts
+/// must be complete within this (the host and the CLI send theirs at once).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for Limits {
     /// 64 connections (a browser needs one per profile, plus the CLI and doctor), 1 MiB
     /// lines, 16 requests in flight per connection, 30 s per request (the slowest method,
-    /// `task.dispatch`, waits at most 5 s for Herdr).
+    /// `task.dispatch`, waits at most 5 s for Herdr), [`IDLE_TIMEOUT`].
     fn default() -> Self {
         Self {
             max_connections: 64,
             max_line: MAX_LINE,
             max_in_flight: 16,
             request_timeout: Duration::from_secs(30),
+            idle_timeout: IDLE_TIMEOUT,
         }
     }
 }
@@ -116,7 +135,7 @@ pub async fn accept_loop<H: Handler>(
         }
         match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => {
-                let client = serve_client(stream, Arc::clone(&handler), events.subscribe(), limits, permit);
+                let client = serve_client(stream, Arc::clone(&handler), events.subscribe(), limits, permit, Arc::clone(&log));
                 tokio::spawn(client);
             }
             Err(_) => {
@@ -149,7 +168,8 @@ async fn refuse_overloaded(mut stream: UnixStream, max_connections: usize) {
 }
 
 /// One line read from a client, bounded by a cap.
-enum ClientLine {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientLine {
     /// A complete line without its newline.
     Line(Vec<u8>),
     /// A line longer than the cap; it was discarded up to its newline.
@@ -157,11 +177,35 @@ enum ClientLine {
 }
 
 /// Reads one line of at most `cap` bytes without ever buffering more than `cap`.
-async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Option<ClientLine>> {
+pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Option<ClientLine>> {
+    read_line_within(reader, cap, None, None).await
+}
+
+/// [`read_capped_line`] with deadlines: the line's first byte must come within
+/// `start_within` (`None`: wait for ever) and the whole line within `finish_within` of its
+/// first byte (`None`: no bound). A missed deadline is an `io::ErrorKind::TimedOut` error.
+async fn read_line_within<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    cap: usize,
+    start_within: Option<Duration>,
+    finish_within: Option<Duration>,
+) -> std::io::Result<Option<ClientLine>> {
     let mut line = Vec::new();
     let mut too_long = false;
+    let mut deadline = start_within.map(|wait| tokio::time::Instant::now() + wait);
+    let mut started = false;
     loop {
-        let chunk = reader.fill_buf().await?;
+        let chunk = match deadline {
+            None => reader.fill_buf().await?,
+            Some(at) => match tokio::time::timeout_at(at, reader.fill_buf()).await {
+                Ok(chunk) => chunk?,
+                Err(_) => return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client's line did not come in time")),
+            },
+        };
+        if !started && !chunk.is_empty() {
+            started = true;
+            deadline = finish_within.map(|wait| tokio::time::Instant::now() + wait);
+        }
         if chunk.is_empty() {
             // EOF: a final unterminated line is still a line.
             return Ok(match (too_long, line.is_empty()) {
@@ -190,15 +234,33 @@ async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -
     }
 }
 
-/// The response to one request line: parsed, run within `limits.request_timeout`.
-async fn respond<H: Handler>(handler: &H, line: &[u8], client: &ClientHandle, timeout: Duration) -> Value {
+/// The response to one request line: parsed, run within `timeout`, a handler's panic
+/// answered `internal` (and logged to `log`). What every connection runs per line (and
+/// `crate::fuzz` in-process).
+pub async fn respond<H: Handler>(handler: &H, line: &[u8], client: &ClientHandle, timeout: Duration, log: &RuntimeLog) -> Value {
     let request = match protocol::parse_request(line) {
         Ok(request) => request,
         Err(bad) => return protocol::error_response(bad.id.as_deref(), bad.code, &bad.reason),
     };
-    match tokio::time::timeout(timeout, handler.handle(&request, client)).await {
-        Ok(Ok(result)) => protocol::result_response(&request.id, result),
-        Ok(Err((code, message))) => protocol::error_response(Some(&request.id), code, &message),
+    // A panic inside the handler is caught here, at the request: it is answered and logged,
+    // and neither the connection nor the process notices (the release profile unwinds).
+    let handled = std::panic::AssertUnwindSafe(handler.handle(&request, client)).catch_unwind();
+    match tokio::time::timeout(timeout, handled).await {
+        Ok(Ok(Ok(result))) => protocol::result_response(&request.id, result),
+        Ok(Ok(Err((code, message)))) => protocol::error_response(Some(&request.id), code, &message),
+        Ok(Err(panic)) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            log.line(format_args!("a {} request failed inside the runtime (a bug; the runtime keeps serving): {what}", request.method));
+            protocol::error_response(
+                Some(&request.id),
+                ErrorCode::Internal,
+                &format!("{} failed inside the runtime (a bug, logged in runtime.log); the runtime keeps serving: retry, and report it if it happens again", request.method),
+            )
+        }
         Err(_) => protocol::error_response(
             Some(&request.id),
             ErrorCode::Timeout,
@@ -218,6 +280,7 @@ async fn serve_client<H: Handler>(
     mut events: broadcast::Receiver<String>,
     limits: Limits,
     _permit: OwnedSemaphorePermit,
+    log: Arc<RuntimeLog>,
 ) {
     let (read_half, mut write_half) = stream.into_split();
     let (outbox, mut outbox_rx) = mpsc::channel::<String>(256);
@@ -248,10 +311,23 @@ async fn serve_client<H: Handler>(
 
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
     let mut reader = BufReader::new(read_half);
+    let mut spoke = false;
     loop {
-        let line = match read_capped_line(&mut reader, limits.max_line).await {
+        // Until its first complete line a client must speak within the idle timeout; any
+        // line it starts must end within it.
+        let start_within = if spoke { None } else { Some(limits.idle_timeout) };
+        let line = match read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout)).await {
             Ok(Some(line)) => line,
-            Ok(None) | Err(_) => break,
+            Ok(None) => break,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    log.line(format_args!(
+                        "closed a client connection: no complete line within {} ms (idle timeout)",
+                        limits.idle_timeout.as_millis()
+                    ));
+                }
+                break;
+            }
         };
         match line {
             ClientLine::TooLong => {
@@ -264,11 +340,13 @@ async fn serve_client<H: Handler>(
             }
             ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
             ClientLine::Line(bytes) => {
+                spoke = true;
                 let Ok(slot) = Arc::clone(&in_flight).acquire_owned().await else { break };
                 let handler = Arc::clone(&handler);
                 let client = client.clone();
+                let log = Arc::clone(&log);
                 tokio::spawn(async move {
-                    let reply = respond(handler.as_ref(), &bytes, &client, limits.request_timeout).await;
+                    let reply = respond(handler.as_ref(), &bytes, &client, limits.request_timeout, &log).await;
                     client.send(&reply).await;
                     drop(slot);
                 });
@@ -354,11 +432,78 @@ mod tests {
     }
 
     fn start(dir: &tempfile::TempDir, limits: Limits) -> std::path::PathBuf {
+        start_with(dir, limits, StuckStatus)
+    }
+
+    fn start_with<H: Handler>(dir: &tempfile::TempDir, limits: Limits, handler: H) -> std::path::PathBuf {
         let socket = dir.path().join("test.sock");
         let listener = UnixListener::bind(&socket).expect("bind");
         let log = Arc::new(RuntimeLog::open(&dir.path().join("runtime.log")));
-        tokio::spawn(accept_loop(listener, Arc::new(StuckStatus), Broadcast::new(8), limits, log));
+        tokio::spawn(accept_loop(listener, Arc::new(handler), Broadcast::new(8), limits, log));
         socket
+    }
+
+    /// The next line within `wait`; `Some(None)` once closed, `None` when nothing came.
+    async fn next_within(client: &mut Client, wait: Duration) -> Option<Option<Value>> {
+        tokio::time::timeout(wait, client.next()).await.ok()
+    }
+
+    /// Panics inside `herdr.panes` (a bug in a handler); answers everything else.
+    struct PanicsOnPanes;
+
+    impl Handler for PanicsOnPanes {
+        async fn handle(&self, request: &Request, _client: &ClientHandle) -> Result<Value, MethodError> {
+            match request.method {
+                Method::HerdrPanes => panic!("a handler bug"),
+                _ => Ok(json!({"type": "pong", "server_time": 0})),
+            }
+        }
+    }
+
+    /// Issue 23: a panic in a request's handler was not answered at all (tokio's task
+    /// caught it, the client waited for ever; with the release profile's panic = "abort" the
+    /// whole runtime died). Now it is answered `internal` and everything keeps serving.
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_internal_and_the_runtime_keeps_serving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = start_with(&dir, Limits::default(), PanicsOnPanes);
+        let mut watcher = Client::connect(&socket).await;
+        assert_eq!(watcher.call("w", "ping").await.map(|v| v["id"].clone()), Some(json!("w")));
+        let mut client = Client::connect(&socket).await;
+        client.send("boom", "herdr.panes").await;
+        let answer = next_within(&mut client, Duration::from_secs(5)).await.flatten().expect("the panicking request is answered");
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!("boom"), json!("internal")));
+        expect_test::expect!["herdr.panes failed inside the runtime (a bug, logged in runtime.log); the runtime keeps serving: retry, and report it if it happens again"]
+            .assert_eq(answer["error"]["message"].as_str().unwrap_or_default());
+        assert_eq!(client.call("after", "ping").await.map(|v| v["id"].clone()), Some(json!("after")), "the same connection serves on");
+        assert_eq!(watcher.call("w2", "ping").await.map(|v| v["id"].clone()), Some(json!("w2")), "an earlier connection is alive");
+        let mut fresh = Client::connect(&socket).await;
+        assert_eq!(fresh.call("new", "ping").await.map(|v| v["id"].clone()), Some(json!("new")), "new connections are served");
+        let log = std::fs::read_to_string(dir.path().join("runtime.log")).unwrap_or_default();
+        assert!(log.contains("a herdr.panes request failed inside the runtime") && log.contains("a handler bug"), "{log}");
+    }
+
+    /// Issue 23: a client that connected and sent nothing, or half a line, held its
+    /// connection (and a place under the cap) for ever. Now it is closed after the idle
+    /// timeout; a client that has spoken may wait for events as long as it likes.
+    #[tokio::test]
+    async fn a_silent_client_or_half_a_line_is_closed_after_the_idle_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let idle = Duration::from_millis(150);
+        let socket = start(&dir, Limits { idle_timeout: idle, ..Limits::default() });
+        let mut silent = Client::connect(&socket).await;
+        let mut half = Client::connect(&socket).await;
+        half.write.write_all(br#"{"id":"h","method":"pi"#).await.expect("write half a line");
+        let mut talker = Client::connect(&socket).await;
+        assert_eq!(talker.call("1", "ping").await.map(|v| v["id"].clone()), Some(json!("1")));
+        half.write.write_all(b"ng").await.expect("more of the line, still unfinished");
+
+        assert_eq!(next_within(&mut silent, Duration::from_secs(5)).await, Some(None), "the silent client is closed");
+        assert_eq!(next_within(&mut half, Duration::from_secs(5)).await, Some(None), "half a line is closed");
+        tokio::time::sleep(idle * 3).await;
+        assert_eq!(talker.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a client that spoke may idle");
+        let log = std::fs::read_to_string(dir.path().join("runtime.log")).unwrap_or_default();
+        assert!(log.contains("no complete line within 150 ms (idle timeout)"), "{log}");
     }
 
     #[tokio::test]

@@ -387,7 +387,8 @@ fn a_pool_that_refuses_the_token_or_fails_leaves_the_local_routes_and_the_script
     write_config(home.path(), json!({"global_pool": global_pool(&pool, "right-token"), "cooldown_ms": 0}));
     let verdict = judge(FINISHED);
     assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
-    assert!(verdict.reason.contains("unusable answer (routes[1] (\"leak\") has url"), "{}", verdict.reason);
+    assert!(verdict.reason.contains("unusable answer (routes[1].url is refused: plain http:// goes to another machine"), "{}", verdict.reason);
+    assert!(!verdict.reason.contains("10.0.0.2"), "the pool's url is not echoed: {}", verdict.reason);
     assert!(shared.seen().is_empty(), "no route of a spoilt answer is used");
 
     // A failed fetch is remembered for the cooldown: one attempt, not one per turn.

@@ -8,6 +8,7 @@ mod cli;
 mod db;
 mod diagnostics;
 mod herdr_client;
+mod hostile;
 mod host;
 mod inbox;
 mod install;
