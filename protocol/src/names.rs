@@ -358,6 +358,9 @@ wire_names! {
         AgentNotReady = "agent_not_ready",
         /// `tools.call`: no planner tool of that name (`tools.list` names them).
         UnknownTool = "unknown_tool",
+        /// The caller may not make this tool call (a JSON-bridge chat outside its own
+        /// workspace, inbox or continuity chain); the message says what and why.
+        Refused = "refused",
         /// `tools.call`: a method the registry lists but this companion does not serve yet.
         NotAvailable = "not_available",
         /// The runtime closed a connection over its connection cap.

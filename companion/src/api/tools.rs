@@ -1,7 +1,7 @@
 //! The planner tool registry (docs/PROTOCOL.md "Planner tools"): `tools.list` and
 //! `tools.call`. It is the one registry every planner front end uses — `herdr-companion
 //! mcp` turns MCP `tools/list` and `tools/call` into these two methods, and the JSON bridge
-//! of z.ai / DeepSeek will do the same — so a tool behaves alike wherever it is called.
+//! of z.ai / DeepSeek does the same — so a tool behaves alike wherever it is called.
 //!
 //! Invariants:
 //! - Every argument is checked before any IO: unknown keys, types, emptiness and sizes
@@ -17,6 +17,11 @@
 //!   service (`crate::work_memory`). The journal's write, `continuity.append`, is not
 //!   reachable from a planner.
 //! - `herdr_methods` and `herdr_inspect` change nothing.
+//! - Every call carries its [`Caller`]: an MCP client is unrestricted; a JSON-bridge chat
+//!   is confined by [`confine`] before anything runs — only the panes of its bound
+//!   workspace (looked up in the catalog, not read off the id), `herdr_prompt` only with its
+//!   own `browser_session_ref`, only its own continuity chain and Work Memory — and a
+//!   refusal is the error `refused` with what and why.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -181,13 +186,198 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         Some(Value::Object(map)) => map,
         Some(_) => return Err(bad(format!("{name}: arguments must be a JSON object"))),
     };
-    let (tool, result) = run(api, name, map).await?;
+    let (tool, result) = run(api, &Caller::Mcp, name, map).await?;
     Ok(json!({"type": "tool_result", "tool": tool, "result": result}))
 }
 
-/// Runs the tool named `name` with `map` as its arguments: the one code path of
-/// `tools.call` and the JSON bridge.
-pub async fn run(api: &Router, name: &str, map: &Map<String, Value>) -> Result<(ToolName, Value), MethodError> {
+/// Who makes a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// An MCP client (`tools.call`, `herdr-companion mcp`): the user's own planner,
+    /// unrestricted.
+    Mcp,
+    /// A JSON-bridge chat: confined to its own workspace, its own inbox and its own
+    /// continuity chain ([`confine`]).
+    Bridge {
+        /// The chat's `browser_session_ref`.
+        session_ref: String,
+        /// The workspace the chat is bound to.
+        workspace_id: String,
+    },
+}
+
+/// The workspace of pane `pane_id` in the runtime's Herdr catalog (never read off the id).
+fn workspace_of_pane(api: &Router, pane_id: &str) -> Option<String> {
+    api.events.as_ref().and_then(|hub| hub.catalog().panes.get(pane_id).map(|p| p.workspace_id.clone()))
+}
+
+/// The journal conversation id of a chat's `browser_session_ref` (`zai:conv:<id>` → `<id>`).
+fn conversation_of(session_ref: &str) -> &str {
+    session_ref.rsplit(':').next().unwrap_or(session_ref)
+}
+
+/// The continuity chain `conversation_id` belongs to, if it was journaled.
+async fn chain_of(api: &Router, conversation_id: &str) -> Option<String> {
+    let journal = api.journal.as_ref()?;
+    let conversation = conversation_id.to_owned();
+    journal.with_store(move |s| s.chain_of_conversation(&conversation)).await.ok().flatten().map(|c| c.continuity_id)
+}
+
+/// What a bridge chat may not do; `Ok` for an MCP caller. Checks (and, for `herdr_prompt`
+/// without a `browser_session_ref`, fills in) the arguments before anything runs: a bridge
+/// chat reaches only the panes of its workspace (through the catalog), dispatches only for
+/// itself, and reads only its own continuity chain and Work Memory. The error says what was
+/// refused and why; arguments that are malformed are left to the tool's own checks.
+pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<String, Value>) -> Result<(), String> {
+    let Caller::Bridge { session_ref, workspace_id } = caller else { return Ok(()) };
+    let Ok(tool) = ToolName::parse(name) else { return Ok(()) };
+    let pane_in_workspace = |what: &str, pane: &str| -> Result<(), String> {
+        match workspace_of_pane(api, pane) {
+            Some(ws) if ws == *workspace_id => Ok(()),
+            Some(_) => Err(format!("{what}: pane {pane} belongs to another workspace; this chat is bound to workspace {workspace_id} and reaches only its panes (herdr_inspect lists them)")),
+            None => Err(format!("{what}: Herdr has no pane {pane} that the companion knows of in this chat's workspace {workspace_id}; pick a pane from herdr_inspect")),
+        }
+    };
+    let same_workspace = |what: &str, given: Option<&Value>| -> Result<(), String> {
+        match given.and_then(Value::as_str) {
+            Some(ws) if ws != workspace_id => Err(format!("{what}: workspace {ws} is not this chat's; it is bound to workspace {workspace_id} and reaches only that one")),
+            _ => Ok(()),
+        }
+    };
+    match tool {
+        ToolName::HerdrInspect | ToolName::HerdrMethods => Ok(()),
+        ToolName::HerdrPrompt => {
+            match map.get("browser_session_ref") {
+                None | Some(Value::Null) => {
+                    map.insert("browser_session_ref".to_owned(), Value::from(session_ref.as_str()));
+                }
+                Some(Value::String(given)) if given == session_ref => {}
+                Some(_) => {
+                    return Err(format!(
+                        "herdr_prompt: a chat prompts agents only for itself, so the result wakes this chat; browser_session_ref must be {session_ref} (or left out), not another chat's"
+                    ))
+                }
+            }
+            same_workspace("herdr_prompt", map.get("workspace_id"))?;
+            match map.get("target").and_then(Value::as_str) {
+                Some(pane) => pane_in_workspace("herdr_prompt", pane),
+                None => Ok(()),
+            }
+        }
+        ToolName::HerdrCall => {
+            let Some(method) = map.get("method").and_then(Value::as_str).map(str::to_owned) else { return Ok(()) };
+            let mut params = match map.get("params") {
+                Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(params)) => params,
+                    _ => return Ok(()),
+                },
+                _ => Map::new(),
+            };
+            let what = format!("herdr_call {method}");
+            if let Ok(local) = LocalMethod::parse(&method) {
+                let rewritten = confine_local(api, session_ref, local, &mut params).await.map_err(|why| format!("{what}: {why}"))?;
+                if rewritten {
+                    map.insert("params".to_owned(), Value::from(Value::Object(params).to_string()));
+                }
+                return Ok(());
+            }
+            let Some(callable) = callable_herdr_method(&method) else { return Ok(()) };
+            use continuity_protocol::herdr::HerdrMethod;
+            if matches!(callable.method, HerdrMethod::SessionSnapshot | HerdrMethod::WorkspaceList | HerdrMethod::TabList | HerdrMethod::PaneList | HerdrMethod::AgentList) {
+                return Err(format!("{what}: it reads across workspaces; this chat is bound to workspace {workspace_id} — use herdr_inspect, which lists that workspace's panes"));
+            }
+            same_workspace(&what, params.get("workspace_id"))?;
+            let panes: Vec<&str> = ["pane_id", "target"].iter().filter_map(|k| params.get(*k).and_then(Value::as_str)).collect();
+            if panes.is_empty() {
+                return Err(format!("{what}: name the pane (params.pane_id) of this chat's workspace {workspace_id}"));
+            }
+            panes.into_iter().try_for_each(|pane| pane_in_workspace(&what, pane))
+        }
+    }
+}
+
+/// Whether conversation URL `url` names conversation `own` or one of chain `own_chain`
+/// (a URL that does not parse is left to the method's own checks, which refuse it).
+async fn url_in_chain(api: &Router, own: &str, own_chain: Option<&str>, url: &str) -> bool {
+    match crate::journal::ConversationUrl::parse(url) {
+        Ok(parsed) => parsed.conversation_id == own || (own_chain.is_some() && chain_of(api, &parsed.conversation_id).await.as_deref() == own_chain),
+        Err(_) => true,
+    }
+}
+
+/// A bridge chat's runtime-local call: only its own continuity chain and Work Memory.
+/// Returns whether `params` was rewritten (a search narrowed to the chat's conversation).
+async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, params: &mut Map<String, Value>) -> Result<bool, String> {
+    let own = conversation_of(session_ref).to_owned();
+    let own_chain = chain_of(api, &own).await;
+    let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
+    let in_own_chain = |conversation: &str, chain: Option<String>| conversation == own || (chain.is_some() && chain == own_chain);
+    let not_own = "a chat reads only its own continuity chain (the conversation it is and the chain that conversation belongs to)";
+    match method {
+        LocalMethod::ContinuityList => Err(format!("it lists every journaled conversation; {not_own} — use continuity.resolve with this chat's conversation_id {own}")),
+        LocalMethod::ContinuityResolve => match text("conversation_id") {
+            Some(conversation) if !in_own_chain(&conversation, chain_of(api, &conversation).await) => Err(format!("conversation {conversation} is not this chat's; {not_own}")),
+            _ => Ok(false),
+        },
+        LocalMethod::ContinuityResume | LocalMethod::BrowserHandoffPrepare => {
+            if let Some(chain) = text("continuity_id") {
+                if Some(&chain) != own_chain.as_ref() {
+                    return Err(format!("chain {chain} is not this chat's; {not_own}"));
+                }
+            }
+            for key in ["conversation_url", "source_url"] {
+                if let Some(url) = text(key) {
+                    if !url_in_chain(api, &own, own_chain.as_deref(), &url).await {
+                        return Err(format!("{key} names another conversation; {not_own}"));
+                    }
+                }
+            }
+            Ok(false)
+        }
+        LocalMethod::ContinuitySearch => {
+            for key in ["project_id", "workspace_id"] {
+                if params.get(key).is_some_and(|v| !v.is_null()) {
+                    return Err(format!("{key} searches across chains; {not_own} — leave {key} out"));
+                }
+            }
+            if let Some(conversation) = text("conversation_id") {
+                if !in_own_chain(&conversation, chain_of(api, &conversation).await) {
+                    return Err(format!("conversation {conversation} is not this chat's; {not_own}"));
+                }
+            }
+            if let Some(url) = text("conversation_url") {
+                if !url_in_chain(api, &own, own_chain.as_deref(), &url).await {
+                    return Err(format!("conversation_url names another conversation; {not_own}"));
+                }
+            }
+            if text("conversation_id").is_none() && text("conversation_url").is_none() {
+                params.insert("conversation_id".to_owned(), Value::from(own));
+                return Ok(true);
+            }
+            Ok(false)
+        }
+        _ => {
+            // work_memory.*: only the chain of this chat, only as this chat.
+            match text("continuity_id") {
+                Some(chain) if Some(&chain) == own_chain.as_ref() => {}
+                Some(chain) => return Err(format!("Work Memory of chain {chain} is not this chat's; a chat reaches only the Work Memory of its own continuity chain")),
+                None => return Err("name this chat's own continuity_id (continuity.resolve gives it)".to_owned()),
+            }
+            match text("session_ref") {
+                Some(other) if other != session_ref => Err(format!("session_ref {other} is not this chat's ({session_ref}); a chat writes Work Memory only as itself")),
+                _ => Ok(false),
+            }
+        }
+    }
+}
+
+/// Runs the tool named `name` with `map` as its arguments for `caller`: the one code path
+/// of `tools.call` (an MCP caller) and the JSON bridge (a bridge chat, confined by
+/// [`confine`] first; a refusal is the error `refused`).
+pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Value>) -> Result<(ToolName, Value), MethodError> {
+    let mut confined = map.clone();
+    confine(api, caller, name, &mut confined).await.map_err(|why| (ErrorCode::Refused, why))?;
+    let map = &confined;
     let tool = ToolName::parse(name).map_err(|_| {
         let known: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
         let shown: String = name.chars().take(MAX_METHOD_CHARS).collect();
@@ -204,7 +394,7 @@ pub async fn run(api: &Router, name: &str, map: &Map<String, Value>) -> Result<(
         ToolName::HerdrPrompt => prompt(api, &args).await?,
         ToolName::HerdrCall => call(api, &args).await?,
         ToolName::HerdrMethods => methods(api, &args)?,
-        ToolName::HerdrInspect => inspect(api, &args)?,
+        ToolName::HerdrInspect => inspect(api, caller, &args)?,
     };
     Ok((tool, result))
 }
@@ -334,13 +524,19 @@ fn methods(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
     }))
 }
 
-fn inspect(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
+fn inspect(api: &Router, caller: &Caller, args: &Arguments<'_>) -> Result<Value, MethodError> {
     args.only_known()?;
+    // A bridge chat sees its own workspace only.
+    let visible = |ws: &str| match caller {
+        Caller::Mcp => true,
+        Caller::Bridge { workspace_id, .. } => ws == workspace_id,
+    };
     let (workspaces, panes) = match api.events.as_ref() {
         Some(hub) => {
             let catalog = hub.catalog();
-            let panes: Vec<Value> = catalog.panes.values().map(|p| json!(p)).collect();
-            (catalog.workspace_list(), panes)
+            let panes: Vec<Value> = catalog.panes.values().filter(|p| visible(&p.workspace_id)).map(|p| json!(p)).collect();
+            let workspaces = catalog.workspace_list().into_iter().filter(|w| w.get("workspace_id").and_then(Value::as_str).is_some_and(visible)).collect();
+            (workspaces, panes)
         }
         None => (Vec::new(), Vec::new()),
     };

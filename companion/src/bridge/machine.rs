@@ -10,7 +10,14 @@
 //! object may span lines. An object that is not closed yet means the reply is still being
 //! written ([`Detection::Streaming`]); so does any call in a reply the page has not
 //! finished. A closed object that is not `{"tool": non-empty string, "args": object?}` is
-//! answered as malformed, never run.
+//! answered as malformed, never run. Lines inside a Markdown code fence (``` or ~~~, any
+//! info string, closed by the same character at least as long; an unclosed fence runs to
+//! the end) are never calls: not counted, never run.
+//!
+//! Approval ([`classify`], [`Batch::ready`], [`Batch::refuse`], [`Batch::skip`]): the
+//! driver asks the registry whether each new call is refused for its caller, then whether
+//! the user decided it; a call that is mutating, or read-only while the chat's Auto is off,
+//! runs only after a `run` decision. While any call waits, nothing of the batch runs.
 //!
 //! Invariants:
 //! - A call runs at most once, ever: its idempotency key ([`CallKey`]: conversation,
@@ -30,6 +37,9 @@
 //! alternate: drain [`Batch::poll`] (claim and start each [`BatchOutput::Run`]) and feed
 //! each finished call to [`Batch::finished`], until [`BatchOutput::Done`].
 
+use continuity_protocol::limits::{MAX_ARGS_PREVIEW_CHARS, MAX_ROUNDS_PER_HUMAN_TURN};
+use continuity_protocol::tools::callable_herdr_method;
+use continuity_protocol::{LocalMethod, ToolName};
 use serde_json::{Map, Value};
 
 /// The most calls of one reply that run.
@@ -136,14 +146,43 @@ fn read_call(object: &str) -> Result<(String, Map<String, Value>), String> {
     Ok((tool, args))
 }
 
+/// A Markdown code fence line: its character (`` ` `` or `~`) and length (at least 3).
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let trimmed = line.trim_start_matches([' ', '\t']);
+    let first = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let run = trimmed.chars().take_while(|c| *c == first).count();
+    (run >= 3).then_some((first, run))
+}
+
+/// Whether `line` closes a fence opened by `open` (the same character, at least as many,
+/// nothing else but blanks).
+fn closes_fence(line: &str, open: (char, usize)) -> bool {
+    fence_of(line).is_some_and(|(c, run)| c == open.0 && run >= open.1 && line.trim().chars().all(|x| x == open.0))
+}
+
 /// The tool calls of a reply (see the module doc for the rules).
 pub fn detect(text: &str, finished: bool) -> Detection {
     let mut calls = Vec::new();
     let mut line_start = 0;
+    let mut fence: Option<(char, usize)> = None;
     while line_start < text.len() {
         let blank = text[line_start..].len() - text[line_start..].trim_start_matches([' ', '\t']).len();
         let start = line_start + blank;
         let next_line = |from: usize| text[from..].find('\n').map_or(text.len(), |n| from + n + 1);
+        let line = &text[line_start..next_line(line_start)];
+        // Inside a code fence nothing is a call: quoted examples, pasted pages (issue 23).
+        if let Some(open) = fence {
+            if closes_fence(line.trim_end_matches(['\n', '\r']), open) {
+                fence = None;
+            }
+            line_start = next_line(line_start);
+            continue;
+        }
+        if let Some(open) = fence_of(line) {
+            fence = Some(open);
+            line_start = next_line(line_start);
+            continue;
+        }
         if text[start..].starts_with('{') && opens_with_tool_key(text, start) {
             let Some(end) = object_end(text, start) else { return Detection::Streaming };
             let object = &text[start..end];
@@ -311,6 +350,52 @@ impl Batch {
         }
     }
 
+    /// The calls that would run now (never claimed, well formed, within the cap): index,
+    /// tool and arguments. Each must be refused, skipped or allowed before the first
+    /// [`Batch::poll`] that starts it.
+    pub fn ready(&self) -> Vec<(usize, String, Map<String, Value>)> {
+        self.calls
+            .iter()
+            .filter(|c| self.slots[c.index] == Slot::Ready)
+            .filter_map(|c| c.call.clone().ok().map(|(tool, args)| (c.index, tool, args)))
+            .collect()
+    }
+
+    /// The caller may not make the call at `index`: it is answered `refused` with `why`,
+    /// never run.
+    pub fn refuse(&mut self, index: usize, why: String) {
+        if let Some(slot @ Slot::Ready) = self.slots.get_mut(index) {
+            *slot = Slot::Answered(CallOutcome::Failed { code: "refused".to_owned(), message: why });
+        }
+    }
+
+    /// The user skipped the call at `index`: answered `skipped`, never run.
+    pub fn skip(&mut self, index: usize) {
+        if let Some(slot @ Slot::Ready) = self.slots.get_mut(index) {
+            *slot = Slot::Answered(CallOutcome::Failed { code: "skipped".to_owned(), message: "the user skipped this call".to_owned() });
+        }
+    }
+
+    /// How many call lines the batch has.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// True for a batch of no calls (never: [`detect`] gives at least one).
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The indices of the calls a user may decide (well formed, within the cap).
+    pub fn decidable(&self) -> Vec<usize> {
+        self.calls.iter().filter(|c| c.call.is_ok() && c.index < MAX_CALLS_PER_BATCH).map(|c| c.index).collect()
+    }
+
+    /// The idempotency key of the call at `index`.
+    pub fn key_of(&self, index: usize) -> Option<CallKey> {
+        self.calls.get(index).map(|c| self.key(c))
+    }
+
     /// Answers every call whose record was never given as interrupted (never run).
     pub fn forget_unknown(&mut self) {
         for slot in &mut self.slots {
@@ -438,6 +523,8 @@ pub fn protocol_prompt(tools: &[(String, String, Value)], browser_session_ref: O
          - Use only the tools and arguments listed below; never invent a tool or an argument.\n\
          - The results come back as the next user message, which starts with {RESULTS_HEADER}. Do not claim a call worked before you have seen its result; then write the next calls, or answer the user normally.\n\
          - Each call runs once. To repeat one, write it again in a later reply.\n\
+         - Calls that type into a pane, prompt an agent or write wait for the user's approval; reads may run on their own when the user turned Auto on. A call the user skipped is answered \"skipped\"; one outside this chat's workspace or conversation is answered \"refused\".\n\
+         - At most {MAX_ROUNDS_PER_HUMAN_TURN} rounds of tool results follow one message of the user; then answer the user.\n\
          - If the page shows $…$ as math, write $ as \\u0024 inside JSON strings.\n"
     );
     if let Some(session) = browser_session_ref {
@@ -460,4 +547,57 @@ pub fn protocol_prompt(tools: &[(String, String, Value)], browser_session_ref: O
     }
     text.push_str("Example: {\"tool\":\"herdr_inspect\",\"args\":{}}");
     text
+}
+
+/// What a call is, for the user who approves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallClass {
+    /// True when it types, prompts or writes (or cannot be told apart from one that does).
+    pub mutating: bool,
+    /// `herdr_call`'s method, else `None`.
+    pub method: Option<String>,
+    /// The pane, workspace or conversation it acts on, else `None`.
+    pub target: Option<String>,
+    /// The first [`MAX_ARGS_PREVIEW_CHARS`] characters of its arguments as JSON.
+    pub args_preview: String,
+}
+
+/// The string at `key` of `map`, if it is one.
+fn string_at(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Classifies a call (docs/PROTOCOL.md "Detection and execution"): read-only are
+/// `herdr_inspect`, `herdr_methods` and `herdr_call` of a read-only allowlisted Herdr method
+/// or a read-only runtime-local method; everything else is mutating — `herdr_prompt`,
+/// typing into a pane, every write, and whatever is not known (fail closed).
+pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
+    let args_preview: String = Value::Object(args.clone()).to_string().chars().take(MAX_ARGS_PREVIEW_CHARS).collect();
+    let params: Map<String, Value> = match args.get("params") {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        },
+        _ => Map::new(),
+    };
+    let method = string_at(args, "method");
+    let (mutating, method, target) = match ToolName::parse(tool) {
+        Ok(ToolName::HerdrInspect | ToolName::HerdrMethods) => (false, None, None),
+        Ok(ToolName::HerdrPrompt) => (true, None, string_at(args, "target").or_else(|| string_at(args, "workspace_id"))),
+        Ok(ToolName::HerdrCall) => {
+            let read_only = match method.as_deref() {
+                Some(name) => match LocalMethod::parse(name) {
+                    Ok(local) => local.is_read_only(),
+                    Err(_) => callable_herdr_method(name).is_some_and(|c| c.read_only),
+                },
+                None => false,
+            };
+            let target = ["pane_id", "target", "workspace_id", "conversation_id", "conversation_url", "continuity_id", "source_url"]
+                .iter()
+                .find_map(|key| string_at(&params, key));
+            (!read_only, method, target)
+        }
+        Err(_) => (true, None, None),
+    };
+    CallClass { mutating, method, target, args_preview }
 }

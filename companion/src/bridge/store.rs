@@ -2,13 +2,21 @@
 //! with its outcome once it finished) and every results message it wrote (by reply, with
 //! its stable id and whether it was confirmed delivered).
 //!
+//! It also keeps the batches that asked the user (`bridge_batches`: which calls may be
+//! decided and which were listed as pending), the user's decisions (`bridge_decisions`, by
+//! batch and call) and the tool rounds of each (conversation, human turn) (`bridge_rounds`).
+//!
 //! Invariants: a call row is inserted before its tool runs and never deleted or claimed a
 //! second time ([`BridgeStore::claim`] refuses an existing key); a results message, once
-//! stored for a reply and its calls, is the answer to every replay of that reply.
+//! stored for a reply and its calls, is the answer to every replay of that reply; a
+//! decision, once stored, never changes; a round is counted exactly when a results message
+//! is first stored (in the same transaction).
 
 use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
+
+use continuity_protocol::BridgeDecision;
 
 use super::machine::{CallKey, CallOutcome, Recorded};
 use crate::db::DbError;
@@ -24,6 +32,23 @@ pub struct StoredResults {
     pub calls: u64,
     /// Whether `bridge.delivered` confirmed it.
     pub delivered: bool,
+}
+
+/// A batch that asked the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedBatch {
+    /// The chat.
+    pub conversation: String,
+    /// The reply's message key.
+    pub message: String,
+    /// How many call lines.
+    pub calls: u64,
+    /// The 0-based indices of the calls a user may decide.
+    pub decidable: Vec<usize>,
+    /// The 0-based indices listed as pending in the newest `approval` answer.
+    pub pending: Vec<usize>,
+    /// Each call's hash (hex), by index (its idempotency key with the above).
+    pub hashes: Vec<String>,
 }
 
 /// The bridge's connection to `state.db`.
@@ -81,6 +106,29 @@ impl BridgeStore {
                 text TEXT NOT NULL,
                 created_at INTEGER NOT NULL,
                 delivered_at INTEGER
+            );
+            CREATE TABLE IF NOT EXISTS bridge_batches (
+                batch_id TEXT PRIMARY KEY,
+                conversation TEXT NOT NULL,
+                message TEXT NOT NULL,
+                calls INTEGER NOT NULL,
+                decidable TEXT NOT NULL,
+                pending TEXT NOT NULL,
+                hashes TEXT NOT NULL,
+                asked_at INTEGER NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS bridge_decisions (
+                batch_id TEXT NOT NULL,
+                call_index INTEGER NOT NULL,
+                decision TEXT NOT NULL,
+                decided_at INTEGER NOT NULL,
+                PRIMARY KEY (batch_id, call_index)
+            );
+            CREATE TABLE IF NOT EXISTS bridge_rounds (
+                conversation TEXT NOT NULL,
+                human_turn TEXT NOT NULL,
+                used INTEGER NOT NULL,
+                PRIMARY KEY (conversation, human_turn)
             );",
         )?;
         Ok(Self { conn })
@@ -141,6 +189,85 @@ impl BridgeStore {
         self.conn.execute(
             "INSERT OR IGNORE INTO bridge_results (delivery_id, conversation, message, calls, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![results.delivery_id, conversation, message, results.calls as i64, results.text, now],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a results message and, when it is the first for its id, counts one round of
+    /// (`conversation`, `human_turn`) in the same transaction. Returns the rounds used.
+    pub fn store_results_and_round(&mut self, conversation: &str, message: &str, human_turn: &str, results: &StoredResults, now: i64) -> Result<u64, DbError> {
+        let tx = self.conn.transaction()?;
+        let inserted = tx.execute(
+            "INSERT OR IGNORE INTO bridge_results (delivery_id, conversation, message, calls, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![results.delivery_id, conversation, message, results.calls as i64, results.text, now],
+        )?;
+        if inserted == 1 {
+            tx.execute(
+                "INSERT INTO bridge_rounds (conversation, human_turn, used) VALUES (?1, ?2, 1)
+                 ON CONFLICT (conversation, human_turn) DO UPDATE SET used = used + 1",
+                params![conversation, human_turn],
+            )?;
+        }
+        tx.commit()?;
+        self.rounds_used(conversation, human_turn)
+    }
+
+    /// The rounds of (`conversation`, `human_turn`) so far.
+    pub fn rounds_used(&self, conversation: &str, human_turn: &str) -> Result<u64, DbError> {
+        Ok(self
+            .conn
+            .query_row("SELECT used FROM bridge_rounds WHERE conversation = ?1 AND human_turn = ?2", params![conversation, human_turn], |r| r.get::<_, i64>(0))
+            .optional()?
+            .map_or(0, i64::unsigned_abs))
+    }
+
+    /// Records (or updates the pending list of) a batch that asks the user.
+    pub fn ask(&mut self, batch_id: &str, batch: &AskedBatch, now: i64) -> Result<(), DbError> {
+        let list = |v: &[usize]| serde_json::to_string(v).unwrap_or_else(|_| "[]".to_owned());
+        let hashes = serde_json::to_string(&batch.hashes).unwrap_or_else(|_| "[]".to_owned());
+        self.conn.execute(
+            "INSERT INTO bridge_batches (batch_id, conversation, message, calls, decidable, pending, hashes, asked_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (batch_id) DO UPDATE SET pending = excluded.pending, asked_at = excluded.asked_at",
+            params![batch_id, batch.conversation, batch.message, batch.calls as i64, list(&batch.decidable), list(&batch.pending), hashes, now],
+        )?;
+        Ok(())
+    }
+
+    /// The batch `batch_id`, if it ever asked the user.
+    pub fn asked(&self, batch_id: &str) -> Result<Option<AskedBatch>, DbError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT conversation, message, calls, decidable, pending, hashes FROM bridge_batches WHERE batch_id = ?1",
+                params![batch_id],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?, r.get::<_, String>(5)?)),
+            )
+            .optional()?;
+        Ok(row.map(|(conversation, message, calls, decidable, pending, hashes)| AskedBatch {
+            conversation,
+            message,
+            calls: calls.unsigned_abs(),
+            decidable: serde_json::from_str(&decidable).unwrap_or_default(),
+            pending: serde_json::from_str(&pending).unwrap_or_default(),
+            hashes: serde_json::from_str(&hashes).unwrap_or_default(),
+        }))
+    }
+
+    /// The user's decision for call `index` (0-based) of `batch_id`.
+    pub fn decision(&self, batch_id: &str, index: usize) -> Result<Option<BridgeDecision>, DbError> {
+        let stored = self
+            .conn
+            .query_row("SELECT decision FROM bridge_decisions WHERE batch_id = ?1 AND call_index = ?2", params![batch_id, index as i64], |r| r.get::<_, String>(0))
+            .optional()?;
+        // A stored decision is one this code wrote; anything else reads as no decision.
+        Ok(stored.and_then(|d| BridgeDecision::parse(&d).ok()))
+    }
+
+    /// Stores a decision (an existing one is kept: decisions never change).
+    pub fn decide(&mut self, batch_id: &str, index: usize, decision: BridgeDecision, now: i64) -> Result<(), DbError> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO bridge_decisions (batch_id, call_index, decision, decided_at) VALUES (?1, ?2, ?3, ?4)",
+            params![batch_id, index as i64, decision.as_str(), now],
         )?;
         Ok(())
     }

@@ -1,6 +1,8 @@
-//! The JSON bridge (SPEC O2, O3; issue 13): detection, the batch's caps, the results
-//! message, and the service over a real `state.db` — a call never runs twice, also across
-//! replays, restarts of the service and a runtime that stopped in the middle of a call.
+//! The JSON bridge (SPEC O2, O3, M7; issues 13 and 23): detection (code fences excluded),
+//! the batch's caps, the results message, approval (nothing mutating runs without the
+//! user's `run`; read-only calls run alone only with Auto on), rounds per human turn, the
+//! caller's confinement, and the service over a real `state.db` — a call never runs twice,
+//! also across replays, restarts of the service and a runtime that stopped in a call.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -8,13 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use companion::bridge::machine::{detect, Batch, BatchOutput, CallOutcome, Detection, Recorded, MAX_CALLS_PER_BATCH, MAX_IN_FLIGHT, MAX_RESULT_CHARS};
-use companion::bridge::{BridgeService, ToolRunner};
-use continuity_protocol::BridgeState;
+use companion::bridge::{BridgeCaller, BridgeService, DecideError, ReplyAnswer, ReplyRequest, ToolRunner};
+use continuity_protocol::limits::MAX_ROUNDS_PER_HUMAN_TURN;
+use continuity_protocol::{BridgeDecision, BridgeState};
 use expect_test::expect;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::support::{LineClient, TestHome};
+use super::support::{LineClient, Standin, TestHome};
 
 /// A stand-in tool registry: counts every run per (tool, args), the most running at once,
 /// and answers `{"echo": args}` (`big` answers a long string; `fail` an error).
@@ -32,7 +35,12 @@ impl CountingTools {
 }
 
 impl ToolRunner for CountingTools {
-    async fn run_tool(&self, tool: String, args: Map<String, Value>) -> CallOutcome {
+    /// `refuse` is refused (as the registry refuses a call outside the chat's scope).
+    async fn refusal(&self, _caller: BridgeCaller, tool: String, _args: Map<String, Value>) -> Option<String> {
+        (tool == "refuse").then(|| "refuse: not this chat's".to_owned())
+    }
+
+    async fn run_tool(&self, _caller: BridgeCaller, tool: String, args: Map<String, Value>) -> CallOutcome {
         {
             let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_running.fetch_max(now, Ordering::SeqCst);
@@ -46,6 +54,34 @@ impl ToolRunner for CountingTools {
             }
         }
     }
+}
+
+/// A finished reply of chat `conversation` bound to workspace w1, Auto on, human turn h1.
+fn req(conversation: &str, message_id: &str, text: &str, finished: bool) -> ReplyRequest {
+    ReplyRequest {
+        conversation: conversation.to_owned(),
+        message_id: message_id.to_owned(),
+        text: text.to_owned(),
+        finished,
+        workspace_id: "w1".to_owned(),
+        auto: true,
+        human_turn: "h1".to_owned(),
+    }
+}
+
+/// The reply's answer after the user pressed Run on every call it asked about.
+fn approving(rt: &tokio::runtime::Runtime, bridge: &BridgeService, tools: &CountingTools, request: &ReplyRequest, now: i64) -> ReplyAnswer {
+    let answer = rt.block_on(bridge.reply(tools, request, now)).expect("the store answers");
+    if answer.state != BridgeState::Approval {
+        return answer;
+    }
+    let batch = answer.batch_id.clone().expect("an approval names its batch");
+    for pending in &answer.pending {
+        rt.block_on(bridge.decide(&request.conversation, &batch, pending.call, BridgeDecision::Run, now)).expect("the decision is taken");
+    }
+    let again = rt.block_on(bridge.reply(tools, request, now)).expect("the store answers");
+    assert_ne!(again.state, BridgeState::Approval, "every call was decided");
+    again
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -130,7 +166,7 @@ fn the_results_message_of_a_reply_reads_as_its_calls_answers() {
     let bridge = BridgeService::open(&db).expect("state.db opens");
     let tools = CountingTools::default();
     let reply = "{\"tool\":\"herdr_inspect\",\"args\":{}}\n{\"tool\":\"fail\",\"args\":{\"x\":1}}\n{\"tool\":\"herdr_call\",\"args\":[1]}";
-    let answer = rt.block_on(bridge.reply(&tools, "zai:c1", "m-1", reply, true, 1)).expect("the store answers");
+    let answer = approving(&rt, &bridge, &tools, &req("zai:c1", "m-1", reply, true), 1);
     assert_eq!(answer.state, BridgeState::Results);
     let results = answer.results.expect("a results message");
     expect![[r#"
@@ -148,7 +184,7 @@ fn the_results_message_of_a_reply_reads_as_its_calls_answers() {
 fn a_long_result_is_cut_at_its_cap_with_a_note() {
     let (rt, _dir, db) = fresh();
     let bridge = BridgeService::open(&db).expect("state.db opens");
-    let results = rt.block_on(bridge.reply(&CountingTools::default(), "deepseek:c1", "m", "{\"tool\":\"big\",\"args\":{}}", true, 1)).expect("the store answers").results.expect("a results message");
+    let results = approving(&rt, &bridge, &CountingTools::default(), &req("deepseek:c1", "m", "{\"tool\":\"big\",\"args\":{}}", true), 1).results.expect("a results message");
     let line: Value = serde_json::from_str(results.text.lines().nth(1).expect("a result line")).expect("JSON");
     assert_eq!(line["result_truncated"].as_str().expect("a string").chars().count(), MAX_RESULT_CHARS);
     assert!(line["note"].as_str().expect("a string").starts_with("[truncated: the result was 60021 characters"), "{line}");
@@ -160,20 +196,20 @@ fn a_replayed_reply_never_runs_again_and_gets_the_same_message_after_a_restart()
     let (rt, _dir, db) = fresh();
     let tools = CountingTools::default();
     let reply = "{\"tool\":\"herdr_inspect\",\"args\":{}}\n{\"tool\":\"herdr_methods\",\"args\":{\"query\":\"pane\"}}";
-    let first = rt.block_on(BridgeService::open(&db).expect("state.db opens").reply(&tools, "zai:c1", "m-1", reply, true, 1)).expect("the store answers");
+    let first = rt.block_on(BridgeService::open(&db).expect("state.db opens").reply(&tools, &req("zai:c1", "m-1", reply, true), 1)).expect("the store answers");
     // A new service on the same state.db: the runtime restarted.
     let restarted = BridgeService::open(&db).expect("state.db opens");
-    let again = rt.block_on(restarted.reply(&tools, "zai:c1", "m-1", reply, true, 2)).expect("the store answers");
+    let again = rt.block_on(restarted.reply(&tools, &req("zai:c1", "m-1", reply, true), 2)).expect("the store answers");
     assert_eq!(again, first);
     assert_eq!(tools.total(), 2);
     // Confirmed delivered: a replay says so (the extension does not send it again).
     let id = first.results.as_ref().expect("a results message").delivery_id.clone();
     assert!(rt.block_on(restarted.delivered(&id, 3)).expect("the store answers"));
-    let replay = rt.block_on(restarted.reply(&tools, "zai:c1", "m-1", reply, true, 4)).expect("the store answers");
+    let replay = rt.block_on(restarted.reply(&tools, &req("zai:c1", "m-1", reply, true), 4)).expect("the store answers");
     assert!(replay.results.expect("a results message").delivered);
     assert!(!rt.block_on(restarted.delivered("bridge:unknown", 5)).expect("the store answers"));
     // The same calls in another message of the chat are new calls.
-    let other = rt.block_on(restarted.reply(&tools, "zai:c1", "m-2", reply, true, 6)).expect("the store answers");
+    let other = rt.block_on(restarted.reply(&tools, &req("zai:c1", "m-2", reply, true), 6)).expect("the store answers");
     assert_ne!(other.results.expect("a results message").delivery_id, id);
     assert_eq!(tools.total(), 4);
 }
@@ -188,7 +224,8 @@ fn a_call_the_runtime_stopped_in_is_answered_interrupted_and_never_run_again() {
         // runtime that stopped): one poll claims and starts the call, then it is abandoned.
         let bridge = BridgeService::open(&db).expect("state.db opens");
         rt.block_on(async {
-            let mut request = std::pin::pin!(bridge.reply(&tools, "zai:c1", "m-1", reply, true, 1));
+            let request = req("zai:c1", "m-1", reply, true);
+            let mut request = std::pin::pin!(bridge.reply(&tools, &request, 1));
             for _ in 0..50 {
                 if futures_poll_once(request.as_mut()).await.is_some() || bridge.claimed_calls().await.expect("the store answers") == 1 {
                     break;
@@ -198,7 +235,7 @@ fn a_call_the_runtime_stopped_in_is_answered_interrupted_and_never_run_again() {
         assert_eq!(rt.block_on(bridge.claimed_calls()).expect("the store answers"), 1);
     }
     let runs = tools.total();
-    let answer = rt.block_on(BridgeService::open(&db).expect("state.db opens").reply(&tools, "zai:c1", "m-1", reply, true, 2)).expect("the store answers");
+    let answer = rt.block_on(BridgeService::open(&db).expect("state.db opens").reply(&tools, &req("zai:c1", "m-1", reply, true), 2)).expect("the store answers");
     assert_eq!(tools.total(), runs, "not run again");
     let text = answer.results.expect("a results message").text;
     assert!(text.contains("\"error\":\"interrupted\""), "{text}");
@@ -262,7 +299,7 @@ proptest! {
         let mut bridge = BridgeService::open(&db).expect("state.db opens");
         let mut messages: BTreeMap<(usize, usize), (String, String)> = BTreeMap::new();
         let mut runs_per_key: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
-        for op in ops {
+        for (step, op) in ops.into_iter().enumerate() {
             match op {
                 Op::Restart => bridge = BridgeService::open(&db).expect("state.db opens"),
                 Op::Reply { message, reply, finished } => {
@@ -271,7 +308,9 @@ proptest! {
                     let text = &replies[(message + reply) % 6];
                     let shown = if finished { text.clone() } else { text.chars().take(text.chars().count() / 2).collect() };
                     let before = tools.total();
-                    let answer = rt.block_on(bridge.reply(&tools, "zai:c1", &format!("m{message}"), &shown, finished, 1)).expect("the store answers");
+                    // Every step a new human turn: the round bound is another test's.
+                    let request = ReplyRequest { human_turn: format!("h{step}"), ..req("zai:c1", &format!("m{message}"), &shown, finished) };
+                    let answer = approving(&rt, &bridge, &tools, &request, 1);
                     let ran = tools.total() - before;
                     prop_assert!(ran <= MAX_CALLS_PER_BATCH);
                     if !finished || text.ends_with('{') {
@@ -301,37 +340,439 @@ proptest! {
     }
 }
 
-// R: O2 — through the real runtime: `bridge.reply` runs a call through the tool registry
-// (an unknown tool is refused as `tools.call` refuses it), a streaming reply runs nothing,
-// and after a runtime restart the same reply gets the same message and runs nothing again.
 #[test]
-fn the_runtime_answers_bridge_reply_through_the_registry_and_the_same_after_a_restart() {
-    let home = TestHome::new();
-    let reply = "{\"tool\":\"herdr_methods\",\"args\":{\"query\":\"pane.read\"}}\n{\"tool\":\"herdr_exec\",\"args\":{}}";
-    let params = |finished: bool| json!({"conversation": "zai:conv:c1", "message_id": "message-a3", "text": reply, "finished": finished});
-    let first = {
-        let mut runtime = home.start_runtime();
-        let mut client = LineClient::connect(&home.socket());
-        let streaming = client.call("b-1", "bridge.reply", params(false));
-        assert_eq!(streaming["result"]["state"], "streaming", "{streaming}");
-        let answer = client.call("b-2", "bridge.reply", params(true));
-        let prompt = client.call("b-3", "bridge.prompt", json!({}));
-        assert!(prompt["result"]["text"].as_str().is_some_and(|t| t.starts_with("[herdr-continuity JSON bridge v1]\n") && t.contains("- herdr_inspect: ")), "{prompt}");
-        runtime.terminate();
-        answer
+fn fenced_call_lines_are_ignored_not_counted_and_never_run() {
+    // Issue 23: a call line inside a Markdown code fence (a quoted example, a pasted page)
+    // is not a call — before this, both fenced lines below were detected and run.
+    let reply = "Here is how a call looks:\n```json\n{\"tool\":\"herdr_call\",\"args\":{\"method\":\"pane.send_keys\"}}\n```\nand with tildes:\n~~~~\n{\"tool\":\"herdr_prompt\",\"args\":{}}\n~~~\n{\"tool\":\"herdr_prompt\",\"args\":{}}\n~~~~\nNow for real:\n{\"tool\":\"herdr_inspect\",\"args\":{}}";
+    expect![[r#"
+        [
+            "0 herdr_inspect {}",
+        ]
+    "#]]
+    .assert_debug_eq(&calls_in(&detect(reply, true)));
+    // A fence that never closes hides everything after it; only fenced calls: nothing.
+    assert_eq!(detect("```\n{\"tool\":\"herdr_inspect\",\"args\":{}}", true), Detection::Nothing);
+    assert_eq!(detect("  ```bash\n{\"tool\":\"herdr_inspect\",\"args\":{}}\n  ```", true), Detection::Nothing);
+    // A fence closed, then a real call: it counts.
+    assert!(matches!(detect("```\nx\n```\n{\"tool\":\"herdr_inspect\",\"args\":{}}", true), Detection::Calls(c) if c.len() == 1));
+    // The service: a reply with only fenced calls runs nothing and asks nothing.
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let answer = rt.block_on(bridge.reply(&tools, &req("zai:c1", "m1", "```\n{\"tool\":\"herdr_prompt\",\"args\":{}}\n```", true), 1)).expect("the store answers");
+    assert_eq!((answer.state, answer.calls, tools.total()), (BridgeState::Nothing, 0, 0));
+}
+
+const SEND_KEYS: &str = "{\"tool\":\"herdr_call\",\"args\":{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\",\\\"keys\\\":[\\\"enter\\\"]}\"}}";
+const READ_PANE: &str = "{\"tool\":\"herdr_call\",\"args\":{\"method\":\"pane.read\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\"}\"}}";
+
+#[test]
+fn a_mutating_call_waits_for_the_users_run_even_with_auto_on_and_then_runs_once() {
+    // Issue 23 item 1: before this, every call of a finished reply ran at once, whatever
+    // Auto said.
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let reply = format!("I will press Enter.\n{SEND_KEYS}\n{READ_PANE}");
+    let request = req("zai:conv:c1", "m1", &reply, true);
+    let asked = rt.block_on(bridge.reply(&tools, &request, 1)).expect("the store answers");
+    assert_eq!((asked.state, asked.calls, tools.total()), (BridgeState::Approval, 2, 0), "nothing of the batch runs while a call waits");
+    assert!(asked.results.is_none());
+    let batch = asked.batch_id.clone().expect("the batch id");
+    assert!(batch.starts_with("bridge:"), "{batch}");
+    // Only the mutating call waits (the read is read-only and Auto is on).
+    assert_eq!(asked.pending.len(), 1, "{:?}", asked.pending);
+    let pending = &asked.pending[0];
+    assert_eq!((pending.call, pending.tool.as_str(), pending.method.as_deref(), pending.target.as_deref(), pending.mutating), (1, "herdr_call", Some("pane.send_keys"), Some("w1:p1"), true));
+    assert!(pending.args_preview.starts_with("{\"method\":\"pane.send_keys\""), "{}", pending.args_preview);
+    // Asked again (a reload, Send tool results): still waiting, still nothing run.
+    let again = rt.block_on(bridge.reply(&tools, &request, 2)).expect("the store answers");
+    assert_eq!((again.state, tools.total()), (BridgeState::Approval, 0));
+    assert_eq!(again.batch_id.as_deref(), Some(batch.as_str()));
+    // Run: decided in state.db; the next reply runs both calls, once.
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 1, BridgeDecision::Run, 3)).expect("taken"), 0);
+    // The same decision again is a no-op.
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 1, BridgeDecision::Run, 3)).expect("taken"), 0);
+    let ran = BridgeService::open(&db).expect("state.db opens (the decision survives a restart)");
+    let results = rt.block_on(ran.reply(&tools, &request, 4)).expect("the store answers");
+    assert_eq!((results.state, tools.total()), (BridgeState::Results, 2));
+    assert_eq!(results.results.as_ref().map(|r| r.delivery_id.as_str()), Some(batch.as_str()), "the batch id is the results' delivery id");
+    let replay = rt.block_on(ran.reply(&tools, &request, 5)).expect("the store answers");
+    assert_eq!((replay.state, tools.total()), (BridgeState::Results, 2), "never twice");
+}
+
+#[test]
+fn read_only_calls_run_alone_with_auto_on_and_wait_for_a_click_with_auto_off() {
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let reply = format!("{READ_PANE}\n{{\"tool\":\"herdr_inspect\",\"args\":{{}}}}\n{{\"tool\":\"herdr_call\",\"args\":{{\"method\":\"continuity.resolve\",\"params\":\"{{}}\"}}}}");
+    let off = ReplyRequest { auto: false, ..req("zai:conv:c1", "m-off", &reply, true) };
+    let asked = rt.block_on(bridge.reply(&tools, &off, 1)).expect("the store answers");
+    assert_eq!((asked.state, tools.total()), (BridgeState::Approval, 0), "Auto off: even a read waits for the user");
+    assert_eq!(asked.pending.iter().map(|p| (p.call, p.mutating)).collect::<Vec<_>>(), vec![(1, false), (2, false), (3, false)]);
+    let on = req("zai:conv:c1", "m-on", &reply, true);
+    let ran = rt.block_on(bridge.reply(&tools, &on, 2)).expect("the store answers");
+    assert_eq!((ran.state, tools.total()), (BridgeState::Results, 3), "Auto on: reads run without a click");
+    // A write of Work Memory is mutating, also with Auto on.
+    let write = "{\"tool\":\"herdr_call\",\"args\":{\"method\":\"work_memory.append_turn\",\"params\":\"{}\"}}\n{\"tool\":\"herdr_prompt\",\"args\":{\"target\":\"w1:p1\",\"text\":\"go\"}}\n{\"tool\":\"herdr_exec\",\"args\":{}}";
+    let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m-w", write, true), 3)).expect("the store answers");
+    assert_eq!(asked.pending.iter().map(|p| p.mutating).collect::<Vec<_>>(), vec![true, true, true], "writes, prompts and unknown tools need a click");
+    assert_eq!(tools.total(), 3);
+}
+
+#[test]
+fn a_skipped_call_is_answered_skipped_and_never_runs_and_a_refused_one_is_not_asked() {
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let reply = format!("{SEND_KEYS}\n{{\"tool\":\"refuse\",\"args\":{{}}}}\n{{\"tool\":\"herdr_inspect\",\"args\":{{}}}}");
+    let request = req("zai:conv:c1", "m1", &reply, true);
+    let asked = rt.block_on(bridge.reply(&tools, &request, 1)).expect("the store answers");
+    assert_eq!(asked.pending.iter().map(|p| p.call).collect::<Vec<_>>(), vec![1], "the refused call is not offered");
+    let batch = asked.batch_id.expect("the batch id");
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 1, BridgeDecision::Skip, 2)).expect("taken"), 0);
+    let answer = rt.block_on(bridge.reply(&tools, &request, 3)).expect("the store answers");
+    assert_eq!(tools.total(), 1, "only herdr_inspect ran");
+    expect![[r#"
+        HERDR_TOOL_RESULTS (3 calls)
+        {"call":1,"error":"skipped","message":"the user skipped this call","ok":false,"tool":"herdr_call"}
+        {"call":2,"error":"refused","message":"refuse: not this chat's","ok":false,"tool":"refuse"}
+        {"call":3,"ok":true,"result":{"echo":{}},"tool":"herdr_inspect"}
+        Write the next tool call lines, or answer the user."#]]
+    .assert_eq(&answer.results.expect("a results message").text);
+}
+
+#[test]
+fn decide_refuses_what_it_cannot_take_and_says_why() {
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let reply = format!("{SEND_KEYS}\n{{\"tool\":7}}\n{SEND_KEYS}");
+    let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m1", &reply, true), 1)).expect("the store answers");
+    let batch = asked.batch_id.expect("the batch id");
+    assert_eq!(asked.pending.iter().map(|p| p.call).collect::<Vec<_>>(), vec![1, 3]);
+    let refused = |conversation: &str, batch: &str, call: u64, decision: BridgeDecision| match rt.block_on(bridge.decide(conversation, batch, call, decision, 2)) {
+        Err(DecideError::Refused(why)) => why,
+        other => panic!("expected a refusal, got {other:?}"),
     };
-    let result = &first["result"];
-    assert_eq!((result["state"].as_str(), result["calls"].as_u64()), (Some("results"), Some(2)), "{first}");
-    let text = result["text"].as_str().expect("a results message");
-    let lines: Vec<Value> = text.lines().skip(1).take(2).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
-    assert_eq!(lines[0]["result"]["methods"][0]["method"], "pane.read", "{text}");
-    assert_eq!((lines[1]["error"].as_str(), lines[1]["ok"].as_bool()), (Some("unknown_tool"), Some(false)), "{text}");
+    assert!(refused("zai:conv:c1", "bridge:0000000000000000", 1, BridgeDecision::Run).contains("has no batch bridge:0000000000000000 waiting for approval"));
+    assert!(refused("zai:conv:other", &batch, 1, BridgeDecision::Run).contains("chat zai:conv:other has no batch"), "another chat's batch is unknown to it");
+    assert!(refused("zai:conv:c1", &batch, 0, BridgeDecision::Run).contains("call 0 is out of range; batch"));
+    assert!(refused("zai:conv:c1", &batch, 4, BridgeDecision::Run).contains("has calls 1 to 3"));
+    assert!(refused("zai:conv:c1", &batch, 2, BridgeDecision::Run).contains("needs no decision"), "a malformed line never runs");
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 1, BridgeDecision::Skip, 2)).expect("taken"), 1);
+    assert!(refused("zai:conv:c1", &batch, 1, BridgeDecision::Run).contains("was already decided `skip`; a decision is not changed"));
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 3, BridgeDecision::Run, 2)).expect("taken"), 0);
+    rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m1", &reply, true), 3)).expect("the store answers");
+    assert_eq!(tools.total(), 1);
+    // After its results, a batch takes no new decision.
+    assert!(refused("zai:conv:c1", &batch, 3, BridgeDecision::Skip).contains("was already decided `run`"));
+}
+
+#[test]
+fn rounds_are_bounded_per_human_turn_and_the_count_survives_a_restart() {
+    // SPEC M7 / issue 23: before this a chat with Auto on could loop forever.
+    let (rt, _dir, db) = fresh();
+    let tools = CountingTools::default();
+    let call = "{\"tool\":\"herdr_inspect\",\"args\":{}}";
+    {
+        let bridge = BridgeService::open(&db).expect("state.db opens");
+        for round in 1..=MAX_ROUNDS_PER_HUMAN_TURN {
+            let answer = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", &format!("m{round}"), call, true), 1)).expect("the store answers");
+            assert_eq!((answer.state, answer.rounds.used, answer.rounds.limit), (BridgeState::Results, round, 6));
+        }
+        // A replay of a round is not a new round.
+        let replay = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m1", call, true), 1)).expect("the store answers");
+        assert_eq!((replay.state, replay.rounds.used), (BridgeState::Results, 6));
+        let over = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m7", call, true), 1)).expect("the store answers");
+        assert_eq!((over.state, over.rounds.used, over.results.is_none()), (BridgeState::RoundLimit, 6, true));
+    }
+    assert_eq!(tools.total(), 6);
+    // The runtime restarts: the count is in state.db.
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let over = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m8", call, true), 2)).expect("the store answers");
+    assert_eq!((over.state, tools.total()), (BridgeState::RoundLimit, 6));
+    // Another chat, and a new human turn of this one, have their own allowance.
+    let other = rt.block_on(bridge.reply(&tools, &req("zai:conv:c2", "m8", call, true), 2)).expect("the store answers");
+    assert_eq!((other.state, other.rounds.used), (BridgeState::Results, 1));
+    let turn = ReplyRequest { human_turn: "h2".to_owned(), ..req("zai:conv:c1", "m8", call, true) };
+    let fresh_turn = rt.block_on(bridge.reply(&tools, &turn, 2)).expect("the store answers");
+    assert_eq!((fresh_turn.state, fresh_turn.rounds.used, tools.total()), (BridgeState::Results, 1, 8));
+}
+
+/// What the property test's model does next.
+#[derive(Debug, Clone)]
+enum Step {
+    /// The model answers (a new assistant message) with these calls: (kind, fenced).
+    Model(Vec<(u8, bool)>),
+    /// The user decides one waiting call (which one, run or skip).
+    Decide(u8, bool),
+    /// The page sends the newest reply again (a reload, Send tool results).
+    Replay,
+    /// The user writes a new message.
+    HumanTurn,
+    /// The runtime restarts.
+    Restart,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => proptest::collection::vec((0..4u8, proptest::bool::weighted(0.2)), 1..5).prop_map(Step::Model),
+        4 => (any::<u8>(), any::<bool>()).prop_map(|(which, run)| Step::Decide(which, run)),
+        2 => Just(Step::Replay),
+        1 => Just(Step::HumanTurn),
+        1 => Just(Step::Restart),
+    ]
+}
+
+/// Call `id` of kind `kind` (0, 1 read-only; 2, 3 mutating) as a reply line.
+fn model_call(kind: u8, id: u64, fenced: bool) -> String {
+    let extra = if fenced { ",\"fenced\":true" } else { "" };
+    let line = match kind {
+        0 => format!("{{\"tool\":\"herdr_inspect\",\"args\":{{\"id\":{id}{extra}}}}}"),
+        1 => format!("{{\"tool\":\"herdr_call\",\"args\":{{\"id\":{id},\"method\":\"pane.read\",\"params\":\"{{}}\"{extra}}}}}"),
+        2 => format!("{{\"tool\":\"herdr_call\",\"args\":{{\"id\":{id},\"method\":\"pane.send_keys\",\"params\":\"{{}}\"{extra}}}}}"),
+        _ => format!("{{\"tool\":\"herdr_prompt\",\"args\":{{\"id\":{id},\"target\":\"w1:p1\",\"text\":\"go\"{extra}}}}}"),
+    };
+    if fenced { format!("```json\n{line}\n```") } else { line }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Acceptance 3 of issue 23: with Auto on and a model that always answers with calls
+    /// (read-only and mutating, some fenced), whatever the user decides, however often
+    /// the page replays and the runtime restarts: at most 6 rounds per human turn, no
+    /// mutating call runs without the user's `run`, no call runs twice, no fenced call runs.
+    #[test]
+    fn with_auto_on_a_model_that_always_calls_is_bounded_and_nothing_mutating_runs_unapproved(steps in proptest::collection::vec(step(), 1..60)) {
+        let rt = rt();
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let db = dir.path().join("state.db");
+        let tools = CountingTools::default();
+        let mut bridge = BridgeService::open(&db).expect("state.db opens");
+        let chat = "zai:conv:c1";
+        let (mut next_id, mut message, mut turn) = (0u64, 0u64, 0u64);
+        // id → (mutating, fenced, batch, 1-based call); what the user decided `run`.
+        let mut calls: BTreeMap<u64, (bool, bool)> = BTreeMap::new();
+        let mut approved: std::collections::BTreeSet<(String, u64)> = Default::default();
+        let mut rounds: BTreeMap<u64, std::collections::BTreeSet<String>> = BTreeMap::new();
+        let mut newest: Option<ReplyRequest> = None;
+        let mut waiting: Option<ReplyAnswer> = None;
+        let mut batch_ids: BTreeMap<u64, (String, u64)> = BTreeMap::new();
+        for step in steps {
+            let request = match step {
+                Step::Restart => { bridge = BridgeService::open(&db).expect("state.db opens"); None }
+                Step::HumanTurn => { turn += 1; newest = None; waiting = None; None }
+                Step::Replay => newest.clone(),
+                Step::Model(kinds) => {
+                    message += 1;
+                    let mut lines = vec!["Next steps:".to_owned()];
+                    let mut position = 0;
+                    for (kind, fenced) in kinds {
+                        next_id += 1;
+                        calls.insert(next_id, (kind >= 2, fenced));
+                        if !fenced {
+                            position += 1;
+                            batch_ids.insert(next_id, (String::new(), position));
+                        }
+                        lines.push(model_call(kind, next_id, fenced));
+                    }
+                    let request = ReplyRequest { human_turn: format!("t{turn}"), ..req(chat, &format!("m{message}"), &lines.join("\n"), true) };
+                    // The batch id of these calls is the one the service names; learned below.
+                    newest = Some(request.clone());
+                    waiting = None;
+                    Some(request)
+                }
+                Step::Decide(which, run) => {
+                    let Some(asked) = waiting.clone() else { continue };
+                    let Some(pending) = asked.pending.get(usize::from(which) % asked.pending.len().max(1)) else { continue };
+                    let batch = asked.batch_id.clone().expect("an approval names its batch");
+                    let decision = if run { BridgeDecision::Run } else { BridgeDecision::Skip };
+                    match rt.block_on(bridge.decide(chat, &batch, pending.call, decision, 1)) {
+                        Ok(_) => { if run { approved.insert((batch, pending.call)); } }
+                        Err(DecideError::Refused(why)) => prop_assert!(why.contains("already decided"), "{why}"),
+                        Err(other) => prop_assert!(false, "the store failed: {other}"),
+                    }
+                    newest.clone()
+                }
+            };
+            let Some(request) = request else { continue };
+            let before: BTreeMap<String, usize> = tools.runs.lock().expect("the counter lock").clone();
+            let answer = rt.block_on(bridge.reply(&tools, &request, 1)).expect("the store answers");
+            let batch = answer.batch_id.clone().or_else(|| answer.results.as_ref().map(|r| r.delivery_id.clone()));
+            if let Some(batch) = &batch {
+                // The ids of the newest message's calls belong to this batch.
+                for (id, (batch_of, _)) in batch_ids.iter_mut() {
+                    if batch_of.is_empty() && *id <= next_id {
+                        *batch_of = batch.clone();
+                    }
+                }
+            }
+            let after = tools.runs.lock().expect("the counter lock").clone();
+            for (key, count) in &after {
+                prop_assert!(*count <= 1, "{key} ran {count} times");
+                if before.contains_key(key) {
+                    continue;
+                }
+                let args: Value = serde_json::from_str(key.split_once(' ').map_or("{}", |(_, a)| a)).expect("args JSON");
+                let id = args["id"].as_u64().expect("every model call has an id");
+                let (mutating, fenced) = calls[&id];
+                prop_assert!(!fenced, "fenced call {id} ran");
+                if mutating {
+                    let (batch_of, call) = &batch_ids[&id];
+                    prop_assert!(approved.contains(&(batch_of.clone(), *call)), "mutating call {id} ran without the user's run");
+                }
+            }
+            prop_assert!(answer.rounds.used <= MAX_ROUNDS_PER_HUMAN_TURN);
+            if let Some(results) = &answer.results {
+                rounds.entry(turn).or_default().insert(results.delivery_id.clone());
+            }
+            prop_assert!(rounds.get(&turn).map_or(0, |r| r.len() as u64) <= MAX_ROUNDS_PER_HUMAN_TURN, "more than 6 rounds in turn {turn}");
+            waiting = (answer.state == BridgeState::Approval).then_some(answer);
+        }
+    }
+}
+
+// R: O2, issue 23 item 1 — through the real runtime and the Herdr stand-in: a bridge reply
+// of a chat with Auto off runs nothing (not even its read) until the user decides; the
+// fenced call line is never counted; after Run / Skip the run call types into the pane
+// (the stand-in records it) once, the skipped one is answered `skipped`, and after a
+// runtime restart the same reply gets the same message and types nothing again.
+#[test]
+fn the_runtime_runs_nothing_of_a_bridge_reply_until_the_user_decides() {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [{"agent": "bot", "state": "idle"}]}]}]});
+    let standin = Standin::start(&home.herdr_socket, Some(&seed), &[]);
+    let typed = |what: &str| standin.call("pane.read", json!({"pane_id": "w1:p1", "source": "recent", "lines": 50}))["result"].to_string().matches(what).count();
+    let send = |text: &str| format!("{{\"tool\":\"herdr_call\",\"args\":{{\"method\":\"pane.send_text\",\"params\":\"{{\\\"pane_id\\\":\\\"w1:p1\\\",\\\"text\\\":\\\"{text}\\\",\\\"keys\\\":[\\\"enter\\\"]}}\"}}}}");
+    let reply = format!("Quoted:\n```json\n{}\n```\n{}\n{{\"tool\":\"herdr_methods\",\"args\":{{\"query\":\"pane.read\"}}}}", send("echo fenced-7"), send("echo approved-7"));
+    let params = |auto: bool| json!({"conversation": "zai:conv:c1", "message_id": "message-a3", "text": reply, "finished": true, "workspace_id": "w1", "auto": auto, "human_turn": "message-a2"});
     let mut runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
-    let again = client.call("b-4", "bridge.reply", params(true));
-    assert_eq!(again["result"], first["result"], "a replay after a restart: the same message, the same id");
-    let delivered = client.call("b-5", "bridge.delivered", json!({"delivery_id": result["delivery_id"]}));
-    assert_eq!(delivered["result"]["known"], true, "{delivered}");
-    assert_eq!(client.call("b-6", "bridge.reply", params(true))["result"]["delivered"], true);
+    // The catalog knows the pane before the call is checked against it.
+    for _ in 0..200 {
+        let panes = client.call("p", "herdr.panes", json!({}));
+        if panes["result"]["panes"].as_array().is_some_and(|p| !p.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let missing = client.call("b-0", "bridge.reply", json!({"conversation": "zai:conv:c1", "text": "x", "finished": true}));
+    assert_eq!(missing["error"]["code"], "bad_request", "{missing}");
+    assert!(missing["error"]["message"].as_str().is_some_and(|m| m.contains("needs params.workspace_id")), "{missing}");
+    let asked = client.call("b-1", "bridge.reply", params(false));
+    let result = &asked["result"];
+    assert_eq!((result["state"].as_str(), result["calls"].as_u64(), result["text"].is_null()), (Some("approval"), Some(2), true), "{asked}");
+    assert_eq!(result["pending"].as_array().map(Vec::len), Some(2), "{asked}");
+    assert_eq!((result["pending"][0]["method"].as_str(), result["pending"][0]["target"].as_str(), result["pending"][0]["mutating"].as_bool()), (Some("pane.send_text"), Some("w1:p1"), Some(true)));
+    assert_eq!(result["pending"][1]["mutating"], false, "a read waits too while Auto is off");
+    assert_eq!(result["rounds"], json!({"used": 0, "limit": 6}));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!((typed("approved-7"), typed("fenced-7")), (0, 0), "the stand-in recorded no keys");
+    let batch = result["delivery_id"].as_str().expect("the batch id").to_owned();
+    let decide = |client: &mut LineClient, id: &str, call: u64, decision: &str| client.call(id, "bridge.decide", json!({"conversation": "zai:conv:c1", "batch_id": batch, "call": call, "decision": decision}));
+    let bad = decide(&mut client, "d-0", 3, "run");
+    assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("out of range")), "{bad}");
+    let bad = client.call("d-00", "bridge.decide", json!({"conversation": "zai:conv:c1", "batch_id": batch, "call": 1, "decision": "maybe"}));
+    assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
+    let first = decide(&mut client, "d-1", 1, "run");
+    assert_eq!(first["result"], json!({"type": "bridge_decided", "batch_id": batch, "call": 1, "decision": "run", "pending": 1}), "{first}");
+    assert_eq!(typed("approved-7"), 0, "a batch with a call still waiting runs nothing");
+    assert_eq!(decide(&mut client, "d-2", 2, "skip")["result"]["pending"], 0);
+    let answer = client.call("b-2", "bridge.reply", params(false));
+    let result = &answer["result"];
+    assert_eq!((result["state"].as_str(), result["delivery_id"].as_str()), (Some("results"), Some(batch.as_str())), "{answer}");
+    assert_eq!(result["rounds"], json!({"used": 1, "limit": 6}));
+    let text = result["text"].as_str().expect("a results message");
+    let lines: Vec<Value> = text.lines().skip(1).take(2).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!((lines[0]["ok"].as_bool(), lines[0]["result"]["method"].as_str()), (Some(true), Some("pane.send_text")), "{text}");
+    assert_eq!(lines[1]["error"], "skipped", "{text}");
+    assert_eq!((typed("approved-7"), typed("fenced-7")), (1, 0));
+    runtime.terminate();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let again = client.call("b-3", "bridge.reply", params(false));
+    assert_eq!(again["result"], answer["result"], "a replay after a restart: the same message, the same id");
+    assert_eq!(typed("approved-7"), 1, "typed once, ever");
+    runtime.terminate();
+}
+
+// R: issue 23 item 2 — a bridge chat reaches only its own workspace, its own inbox and its
+// own continuity chain: each refusal is answered `refused` without asking the user, the
+// stand-in records no keys in the other workspace, and herdr_prompt without a ref
+// dispatches for the chat itself.
+#[test]
+fn a_bridge_chat_is_confined_to_its_workspace_its_own_ref_and_its_own_chain() {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let pane = json!({"agent": "bot", "state": "idle"});
+    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [pane]}]}, {"label": "beta", "tabs": [{"panes": [pane]}]}]});
+    let standin = Standin::start(&home.herdr_socket, Some(&seed), &[]);
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let mut panes = Vec::new();
+    for _ in 0..200 {
+        panes = client.call("p", "herdr.panes", json!({}))["result"]["panes"].as_array().cloned().unwrap_or_default();
+        if panes.len() == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let pane_of = |ws: &str| panes.iter().find(|p| p["workspace_id"] == ws).and_then(|p| p["pane_id"].as_str()).map(str::to_owned).expect("a pane per workspace");
+    let (own_pane, other_pane) = (pane_of("w1"), pane_of("w2"));
+    let typed_into = |pane: &str| standin.call("pane.read", json!({"pane_id": pane, "source": "recent", "lines": 50}))["result"].to_string().matches("leak-9").count();
+    // Two journaled conversations: this chat's and another's.
+    let append = |client: &mut LineClient, conversation: &str| {
+        let answer = client.call("j", "continuity.append", json!({"conversation_id": conversation, "message_id": "m1", "role": "user", "text": format!("plan of {conversation}"), "observed_at": 1}));
+        answer["result"]["continuity_id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("appended: {answer}"))
+    };
+    let own_chain = append(&mut client, "cown");
+    let other_chain = append(&mut client, "cother");
+    let call = |method: &str, params: Value| format!("{{\"tool\":\"herdr_call\",\"args\":{}}}", json!({"method": method, "params": params.to_string()}));
+    let prompt = |args: Value| format!("{{\"tool\":\"herdr_prompt\",\"args\":{args}}}");
+    let lines = [
+        call("pane.send_keys", json!({"pane_id": other_pane, "text": "leak-9", "keys": ["enter"]})),
+        prompt(json!({"browser_session_ref": "zai:conv:cother", "target": own_pane, "text": "leak-9"})),
+        prompt(json!({"target": other_pane, "text": "leak-9"})),
+        call("continuity.list", json!({})),
+        call("continuity.resume", json!({"continuity_id": other_chain})),
+        call("continuity.resolve", json!({"conversation_id": "cother"})),
+        call("workspace.list", json!({})),
+        "{\"tool\":\"herdr_inspect\",\"args\":{}}".to_owned(),
+        call("continuity.resume", json!({"continuity_id": own_chain})),
+    ];
+    let params = |message: &str, text: String| json!({"conversation": "zai:conv:cown", "message_id": message, "text": text, "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"});
+    let answer = client.call("b-1", "bridge.reply", params("m-1", lines.join("\n")));
+    assert_eq!(answer["result"]["state"], "results", "refusals are not asked about: {answer}");
+    let text = answer["result"]["text"].as_str().expect("a results message");
+    let results: Vec<Value> = text.lines().skip(1).take(lines.len()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    for (index, why) in [(0, "belongs to another workspace"), (1, "must be zai:conv:cown"), (2, "belongs to another workspace"), (3, "lists every journaled conversation"), (4, "is not this chat's"), (5, "conversation cother is not this chat's"), (6, "reads across workspaces")] {
+        assert_eq!(results[index]["error"], "refused", "call {}: {text}", index + 1);
+        assert!(results[index]["message"].as_str().is_some_and(|m| m.contains(why)), "call {}: {text}", index + 1);
+    }
+    let inspected = &results[7]["result"];
+    assert_eq!(inspected["workspaces"].as_array().map(Vec::len), Some(1), "{inspected}");
+    assert!(inspected["panes"].as_array().is_some_and(|p| p.len() == 1 && p[0]["workspace_id"] == "w1"), "{inspected}");
+    assert_eq!(results[8]["result"]["result"]["continuity_id"], own_chain.as_str(), "its own chain reads: {text}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!((typed_into(&other_pane), typed_into(&own_pane)), (0, 0), "the stand-in recorded no keys");
+    let counts = |client: &mut LineClient, session: &str| client.call("c", "inbox.counts", json!({"browser_session_ref": session}))["result"]["counts"].clone();
+    assert_eq!(counts(&mut client, "zai:conv:cother")["running"], 0, "no task woke another chat");
+    // herdr_prompt without a ref: mutating, so asked; once run, it dispatches for this chat.
+    let own = prompt(json!({"target": own_pane, "text": "run the tests"}));
+    let asked = client.call("b-2", "bridge.reply", params("m-2", own.clone()));
+    assert_eq!(asked["result"]["state"], "approval", "{asked}");
+    let batch = asked["result"]["delivery_id"].as_str().expect("the batch").to_owned();
+    let decided = client.call("d-1", "bridge.decide", json!({"conversation": "zai:conv:cown", "batch_id": batch, "call": 1, "decision": "run"}));
+    assert_eq!(decided["result"]["pending"], 0, "{decided}");
+    let ran = client.call("b-3", "bridge.reply", params("m-2", own));
+    assert!(ran["result"]["text"].as_str().is_some_and(|t| t.contains("\"ok\":true")), "{ran}");
+    assert_eq!(counts(&mut client, "zai:conv:cown")["running"], 1, "the task is this chat's");
+    // An MCP client (tools.call) stays unrestricted.
+    let listed = client.call("t-1", "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "continuity.list", "params": "{}"}}));
+    assert_eq!(listed["result"]["result"]["result"]["candidates"].as_array().map(Vec::len), Some(2), "{listed}");
     runtime.terminate();
 }
