@@ -101,8 +101,10 @@ for (const site of ['zai', 'deepseek']) {
       await hud.expect('data-auto', 'on', 'Auto did not change');
       expect(await timesInPane(sandbox, token), 'no page-made click ran the call').toBe(0);
 
-      // The user's Run (real input): the keys reach the pane once, the results come back.
-      await hud.action('bridge_run:1').click();
+      // The user's Run (real input: the mouse on z.ai, the keyboard — Enter on the focused
+      // button — on DeepSeek): the keys reach the pane once, the results come back.
+      if (site === 'deepseek') await hud.action('bridge_run:1').press('Enter');
+      else await hud.action('bridge_run:1').click();
       await hud.expect('data-bridge-pending', '0');
       await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message' }).toBe(1);
