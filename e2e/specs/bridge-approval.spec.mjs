@@ -130,7 +130,7 @@ for (const site of ['zai', 'deepseek']) {
         herdrCall('pane.send_text', { pane_id: OTHER_WORKSPACE.pane, text: foreign }),
         JSON.stringify({ tool: 'herdr_prompt', args: { browser_session_ref: OTHER_CHAT_REF, target: WORKSPACE.pane, text: 'report to the other chat' } }),
       ].join('\n');
-      const { fixture, page, hud } = await boundChat(sandbox, site, reply);
+      const { context, worker, fixture, page, hud } = await boundChat(sandbox, site, reply);
 
       await ask(page, fixture, 'Show me what you could do.');
       // Refusals are answered without asking: with Auto on the results come back at once.
@@ -144,6 +144,10 @@ for (const site of ['zai', 'deepseek']) {
       expect(await timesInPane(sandbox, foreign, OTHER_WORKSPACE.pane), 'the other workspace was not reached').toBe(0);
       const tasks = await herdrRequest(sandbox.herdrSocket, 'pane.read', { pane_id: WORKSPACE.pane, source: 'recent', lines: 1000 });
       expect(JSON.stringify(tasks), 'no prompt reached the agent for the other chat').not.toContain('report to the other chat');
+      // Each refusal is in the Activity timeline, with its batch and position.
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('call_refused'), 'both refusals in the timeline').toHaveCount(2, { timeout: 15_000 });
+      await expect(rows('awaiting_approval'), 'nothing was asked about').toHaveCount(0);
     });
 
     test('Insert JSON tool prompt goes over the worker\'s one companion connection: a second press opens no native port', async ({ sandbox }) => {
