@@ -514,7 +514,7 @@ fn an_answer_for_a_chat_the_tab_left_shows_no_card_there() {
 fn refused_calls_are_in_the_activity_timeline_once() {
     let mut c = zai_world(false);
     let mut log = Vec::new();
-    let text = "HERDR_TOOL_RESULTS (3 calls)\n{\"call\":1,\"ok\":false,\"error\":\"refused\",\"message\":\"pane w2:p1 is not in workspace w1\",\"tool\":\"herdr_call\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_inspect\"}\n{\"call\":3,\"ok\":false,\"error\":\"refused\",\"message\":\"herdr_prompt reports to this chat only\",\"tool\":\"herdr_prompt\"}\nWrite the next tool call lines, or answer the user.";
+    let text = "HERDR_TOOL_RESULTS (3 calls)\n{\"call\":1,\"error\":\"refused\",\"message\":\"pane w2:p1 is not in workspace w1\",\"ok\":false,\"tool\":\"herdr_call\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_inspect\"}\n{\"call\":3,\"error\":\"refused\",\"message\":\"herdr_prompt reports to this chat only\",\"ok\":false,\"tool\":\"herdr_prompt\"}\nWrite the next tool call lines, or answer the user.";
     let mut runtime = |call: &RuntimeCall| match call {
         RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }), rounds: None }),
         _ => Ok(RuntimeAnswer::Subscribed),
