@@ -101,8 +101,10 @@ for (const site of ['zai', 'deepseek']) {
       await hud.expect('data-auto', 'on', 'Auto did not change');
       expect(await timesInPane(sandbox, token), 'no page-made click ran the call').toBe(0);
 
-      // The user's Run (real input): the keys reach the pane once, the results come back.
-      await hud.action('bridge_run:1').click();
+      // The user's Run (real input: the mouse on z.ai, the keyboard — Enter on the focused
+      // button — on DeepSeek): the keys reach the pane once, the results come back.
+      if (site === 'deepseek') await hud.action('bridge_run:1').press('Enter');
+      else await hud.action('bridge_run:1').click();
       await hud.expect('data-bridge-pending', '0');
       await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message' }).toBe(1);
@@ -128,7 +130,7 @@ for (const site of ['zai', 'deepseek']) {
         herdrCall('pane.send_text', { pane_id: OTHER_WORKSPACE.pane, text: foreign }),
         JSON.stringify({ tool: 'herdr_prompt', args: { browser_session_ref: OTHER_CHAT_REF, target: WORKSPACE.pane, text: 'report to the other chat' } }),
       ].join('\n');
-      const { fixture, page, hud } = await boundChat(sandbox, site, reply);
+      const { context, worker, fixture, page, hud } = await boundChat(sandbox, site, reply);
 
       await ask(page, fixture, 'Show me what you could do.');
       // Refusals are answered without asking: with Auto on the results come back at once.
@@ -142,6 +144,10 @@ for (const site of ['zai', 'deepseek']) {
       expect(await timesInPane(sandbox, foreign, OTHER_WORKSPACE.pane), 'the other workspace was not reached').toBe(0);
       const tasks = await herdrRequest(sandbox.herdrSocket, 'pane.read', { pane_id: WORKSPACE.pane, source: 'recent', lines: 1000 });
       expect(JSON.stringify(tasks), 'no prompt reached the agent for the other chat').not.toContain('report to the other chat');
+      // Each refusal is in the Activity timeline, with its batch and position.
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('call_refused'), 'both refusals in the timeline').toHaveCount(2, { timeout: 15_000 });
+      await expect(rows('awaiting_approval'), 'nothing was asked about').toHaveCount(0);
     });
 
     test('Insert JSON tool prompt goes over the worker\'s one companion connection: a second press opens no native port', async ({ sandbox }) => {

@@ -181,7 +181,7 @@ pub const REASON_CODES: &[&str] = &[
     "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
     "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
     // The JSON bridge's approval (continuity/bridge).
-    "awaiting_approval", "run_approved", "call_skipped", "round_limit",
+    "awaiting_approval", "run_approved", "call_skipped", "call_refused", "round_limit",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.

@@ -18,7 +18,8 @@
 //!   the HUD says so and that a new message of the user's starts a new allowance.
 //!
 //! Every step is in the Activity timeline (`bridge_call`): calls awaiting approval, a run
-//! approved, a call skipped, the round limit reached, results sent and how they ended.
+//! approved, a call skipped, a call the runtime refused, the round limit reached, results
+//! sent and how they ended.
 //! Detection, classification, scoping, execution, the round count and the record of what
 //! ran are the runtime's (`companion/src/bridge`), not this machine's (O3).
 //!
@@ -169,6 +170,8 @@ struct BridgeTab {
     pending: Vec<PendingCall>,
     /// Calls whose decision is on its way.
     deciding: VecSet<u32>,
+    /// The results whose refusals are in the Activity timeline (once per batch).
+    recorded_results: Option<String>,
     /// The round limit of the current human turn was reached.
     round_limit: bool,
     rounds: Option<BridgeRounds>,
@@ -179,6 +182,31 @@ struct BridgeTab {
 pub(super) struct BridgeFlow {
     tabs: VecMap<TabId, BridgeTab>,
     human_turns: VecMap<String, String>,
+}
+
+/// Most refusals of one results message recorded in the Activity timeline (a reply runs at
+/// most 24 calls).
+const MAX_REFUSALS_RECORDED: usize = 24;
+
+/// The calls a results message answers `refused`, in order: its per-call lines
+/// (docs/PROTOCOL.md "Results message") are JSON objects with sorted keys, so a refusal's
+/// line begins `{"call":<n>,"error":"refused"`. Read without a JSON parser (a second one in
+/// the wasm cost 8 KB of gzip for this); a line of any other shape is not counted.
+fn refused_calls(text: &str) -> Vec<u32> {
+    const HEAD: &[u8] = b"{\"call\":";
+    const REFUSED: &[u8] = b",\"error\":\"refused\"";
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.as_bytes().strip_prefix(HEAD)?;
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let (number, after) = (rest.get(..digits)?, rest.get(digits..)?);
+            if digits == 0 || digits > 9 || !after.starts_with(REFUSED) {
+                return None;
+            }
+            number.iter().try_fold(0_u32, |n, d| n.checked_mul(10)?.checked_add(u32::from(d.wrapping_sub(b'0'))))
+        })
+        .take(MAX_REFUSALS_RECORDED)
+        .collect()
 }
 
 /// `text:` and a 64-bit FNV-1a hash of a user turn's text (a page that shows no id).
@@ -279,6 +307,15 @@ impl Continuity {
             state.batch_id = None;
             state.pending.clear();
             state.deciding = VecSet::default();
+        }
+        // What the runtime refused (another workspace, another chat's ref or chain): in the
+        // timeline once per batch, as the results message says it to the chat.
+        if state.recorded_results.as_deref() != Some(results.delivery_id.as_str()) {
+            state.recorded_results = Some(results.delivery_id.clone());
+            for call in refused_calls(&results.text) {
+                let id = crate::text::concat(&[&results.delivery_id, "#", &call.to_string()]);
+                self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("call_refused"), Some(&id));
+            }
         }
         // Already in the thread: never typed twice (one on its way holds its scope: the
         // ledger refuses a second delivery there).

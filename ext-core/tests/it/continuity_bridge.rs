@@ -506,3 +506,37 @@ fn an_answer_for_a_chat_the_tab_left_shows_no_card_there() {
     drain(&mut c, 4, &None, &mut log);
     assert!(requests(&log, "bridge_decide").is_empty(), "{log:?}");
 }
+
+// R: issue 23 item 2 — calls the runtime refused (another workspace, another chat's ref)
+// are in the Activity timeline, once per batch, each with its position; a replay of the
+// same results records nothing again.
+#[test]
+fn refused_calls_are_in_the_activity_timeline_once() {
+    let mut c = zai_world(false);
+    let mut log = Vec::new();
+    let text = "HERDR_TOOL_RESULTS (3 calls)\n{\"call\":1,\"error\":\"refused\",\"message\":\"pane w2:p1 is not in workspace w1\",\"ok\":false,\"tool\":\"herdr_call\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_inspect\"}\n{\"call\":3,\"error\":\"refused\",\"message\":\"herdr_prompt reports to this chat only\",\"ok\":false,\"tool\":\"herdr_prompt\"}\nWrite the next tool call lines, or answer the user.";
+    let mut runtime = |call: &RuntimeCall| match call {
+        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }), rounds: None }),
+        _ => Ok(RuntimeAnswer::Subscribed),
+    };
+    ended(&mut c, 1, SEND_KEYS);
+    drain_with(&mut c, 1, &mut log, &mut runtime);
+    turn(&mut c, 2, SEND_KEYS, true);
+    drain_with(&mut c, 2, &mut log, &mut runtime);
+    let refused: Vec<&String> = log.iter().filter(|l| l.contains("call_refused")).collect();
+    assert_eq!(refused, ["activity \"withheld\" Code(\"call_refused\")", "activity \"withheld\" Code(\"call_refused\")"], "{log:?}");
+    let mut ids = Vec::new();
+    let mut c2 = zai_world(false);
+    ended(&mut c2, 1, SEND_KEYS);
+    while let Some(output) = c2.poll() {
+        match output {
+            ContinuityOutput::Request { id, call } => {
+                let result = runtime(&call);
+                c2.handle(1, ContinuityInput::Answered { id, result });
+            }
+            ContinuityOutput::Activity(a) => ids.push(a.id.unwrap_or_default()),
+            _ => {}
+        }
+    }
+    assert_eq!(ids, ["bridge:9d3c1b7a5e2f4c60#1", "bridge:9d3c1b7a5e2f4c60#3"]);
+}

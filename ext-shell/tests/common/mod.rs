@@ -429,7 +429,7 @@ pub fn continuity_messages_translate() {
     );
     let streaming = answer_of(&reply, &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 0, "limit": 6}}}));
     assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Nothing, rounds: rounds(0) }));
-    let approval = answer_of(&reply, &json!({"id": "b-5", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
+    let approval = answer_of(&reply, &json!({"id": "c-12", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
         "pending": [
             {"call": 1, "tool": "herdr_call", "method": "pane.send_keys", "target": "w1:p1", "args_preview": "{\"method\":\"pane.send_keys\"", "mutating": true},
             {"call": 2, "tool": "herdr_inspect", "method": null, "target": null, "args_preview": "{}"},
@@ -450,16 +450,16 @@ pub fn continuity_messages_translate() {
         }),
         "a call without a usable position is left out"
     );
-    let empty = answer_of(&reply, &json!({"id": "b-8", "result": {"type": "bridge_reply", "state": "approval", "delivery_id": "bridge:91c4e07a3d2b5f60", "pending": []}}));
+    let empty = answer_of(&reply, &json!({"id": "c-13", "result": {"type": "bridge_reply", "state": "approval", "delivery_id": "bridge:91c4e07a3d2b5f60", "pending": []}}));
     assert_eq!(empty.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer), "an approval with no call to show");
-    let limit = answer_of(&reply, &json!({"id": "b-7", "result": {"type": "bridge_reply", "state": "round_limit", "calls": 1, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 6, "limit": 6}}}));
+    let limit = answer_of(&reply, &json!({"id": "c-14", "result": {"type": "bridge_reply", "state": "round_limit", "calls": 1, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 6, "limit": 6}}}));
     assert_eq!(limit.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: rounds(6) }));
     let decide = RuntimeCall::BridgeDecide { conversation: "zai:c1".into(), batch_id: "bridge:91c4e07a3d2b5f60".into(), index: 1, decision: BridgeDecision::Run };
     assert_eq!(
-        cw::call_json("b-6", &decide),
-        json!({"id": "b-6", "method": "bridge.decide", "params": {"conversation": "zai:c1", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run"}})
+        cw::call_json("c-15", &decide),
+        json!({"id": "c-15", "method": "bridge.decide", "params": {"conversation": "zai:c1", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run"}})
     );
-    let decided = answer_of(&decide, &json!({"id": "b-6", "result": {"type": "bridge_decided", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run", "pending": 0}}));
+    let decided = answer_of(&decide, &json!({"id": "c-15", "result": {"type": "bridge_decided", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run", "pending": 0}}));
     assert_eq!(decided.map_err(|e| e.code), Ok(RuntimeAnswer::BridgeDecided { pending: 0 }));
     let prompt = RuntimeCall::BridgePrompt { session_ref: "zai:conv:c1".into() };
     assert_eq!(cw::call_json("c-11", &prompt), json!({"id": "c-11", "method": "bridge.prompt", "params": {"browser_session_ref": "zai:conv:c1"}}));
