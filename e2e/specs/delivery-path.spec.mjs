@@ -4,11 +4,17 @@
 // submitted yet; a reload loses the message, as on ChatGPT) and `confirmDelayMs` (the
 // backend has the message, the user turn with its marker appears only later).
 //
+// Issue 23, item 7: the service worker stopped (CDP `ServiceWorker.stopWorker`) right after
+// a wake reached the backend, with the worker's storage writes slowed down (the window in
+// which a debounced snapshot write had not happened yet): the restarted worker never offers
+// the wake again under a new id.
+//
 // Every "nothing more was sent" is counted after a checkpoint (the HUD counts the wake, the
 // page is idle, a later settle was delivered), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, CONVERSATION, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
+import { CHATS, CONVERSATION, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, persistedContinuity, turnAutoOn } from '../lib/continuity.mjs';
 import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const WAKES = { conversationId: CONVERSATION, marker: /^wake:/ };
@@ -76,6 +82,56 @@ test.describe('one delivery path (issue 7)', () => {
     // Checkpoint for "never retyped": the next settle is delivered, and only it.
     await nextSettleWakesOnce({ sandbox, fixture, page, hud, sessionRef }, 1, 'Quick to confirm');
     expect(fixture.server.map((m) => m.text.match(/wake:[^\]]+/)?.[0]), 'no wake twice').toEqual([...new Set(fixture.server.map((m) => m.text.match(/wake:[^\]]+/)?.[0]))]);
+    expect(fixture.server).toHaveLength(2);
+  });
+
+  test('a worker stopped right after a wake reached the backend never offers it again under a new id (issue 23)', async ({ sandbox }) => {
+    test.slow();
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, CHAT);
+    await turnAutoOn(context, hud, CHAT);
+    const sessionRef = await hud.sessionRef();
+    // Everything before the wake is stored (the binding, Auto on); from now on every storage
+    // write of this worker lands 6 s late (a worker that dies meanwhile never writes it), and
+    // the user turn shows only 10 s after the backend took the message.
+    await expect.poll(async () => Object.values((await persistedContinuity(worker))?.auto?.toggles ?? {}).includes(true),
+      { message: 'Auto on is stored' }).toBe(true);
+    fixture.confirmDelayMs = 10_000;
+    await worker.evaluate(() => {
+      const local = chrome.storage.local;
+      const set = local.set.bind(local);
+      local.set = (items) => new Promise((resolve, reject) => setTimeout(() => set(items).then(resolve, reject), 6_000));
+    });
+    const first = await agentCycle(sandbox, hud, sessionRef, 'Stopped right after');
+    await expect.poll(() => countMessages(fixture, WAKES), { timeout: 40_000, message: 'the wake reached the backend' }).toBe(1);
+    // Stop the service worker at once, through CDP from an extension page's session.
+    const extPage = await context.newPage();
+    await extPage.goto(`${EXTENSION_ORIGIN}options.html`);
+    const cdp = await context.newCDPSession(extPage);
+    const versions = [];
+    cdp.on('ServiceWorker.workerVersionUpdated', (event) => versions.push(...event.versions));
+    await cdp.send('ServiceWorker.enable');
+    await expect.poll(() => versions.filter((v) => v.runningStatus === 'running' && v.scriptURL.startsWith(EXTENSION_ORIGIN)).length,
+      { message: 'the worker\'s version is known' }).toBeGreaterThan(0);
+    await worker.evaluate(() => { globalThis.__beforeStop = true; });
+    const life = () => worker.evaluate(() => (globalThis.__beforeStop ? 'old' : 'new')).catch(() => 'restarting');
+    await expect.poll(async () => {
+      if ((await life()) === 'old') {
+        for (const version of versions.filter((v) => v.scriptURL.startsWith(EXTENSION_ORIGIN))) {
+          await cdp.send('ServiceWorker.stopWorker', { versionId: version.versionId }).catch(() => {});
+        }
+      }
+      return life();
+    }, { message: 'the worker was stopped and runs again', timeout: 20_000, intervals: [500] }).toBe('new');
+    await extPage.close();
+    const wake = await expectExactlyOne(fixture, WAKES, {
+      timeout: 40_000,
+      message: 'the restarted worker confirms the wake from the page; it never types it again',
+      checkpoint: () => expectIdleAfterWakes(page, fixture, hud, 1, 60_000),
+    });
+    expect(wake.text).toContain(first.task_id);
+    // Checkpoint for "never again": the next settle is delivered, and only it.
+    await nextSettleWakesOnce({ sandbox, fixture, page, hud, sessionRef }, 1, 'After the restart');
     expect(fixture.server).toHaveLength(2);
   });
 });

@@ -384,7 +384,9 @@ impl DeliveryLedger {
             delivery.page_idle = idle && report.delivering.as_deref() != Some(delivery.id.as_str());
             // Evidence that it did *not* land comes only from the tab it was typed into.
             let typed_tab = delivery.tab == tab;
-            delivery.left_in_composer = typed_tab && report.composer_marker.as_deref() == Some(delivery.id.as_str());
+            if typed_tab {
+                delivery.left_in_composer = report.composer_marker.as_deref() == Some(delivery.id.as_str());
+            }
             let reloaded = report.page_load != delivery.baseline.page_load;
             let newer_turn = reloaded
                 || report.user_turns > delivery.baseline.user_turns
@@ -396,7 +398,7 @@ impl DeliveryLedger {
                 continue;
             }
             let uncertain = matches!(delivery.state, DeliveryState::Uncertain { .. });
-            if uncertain && delivery.page_idle && delivery.left_in_composer {
+            if uncertain && typed_tab && delivery.page_idle && delivery.left_in_composer {
                 self.clear_and_resolve(index, tab);
                 continue;
             }

@@ -50,3 +50,9 @@ fn health_samples_are_bounded() {
 fn handoff_calls_and_package_are_checked() {
     common::handoff_calls_and_package_are_checked();
 }
+
+/// Issue 23, item 7: every `deliver` leaves only after the snapshot naming it is written.
+#[wasm_bindgen_test]
+fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
+    common::a_delivery_leaves_only_after_the_snapshot_naming_it_is_written();
+}

@@ -156,6 +156,26 @@ fn a_reloaded_page_that_has_not_rendered_its_thread_never_retypes_then_its_marke
 }
 
 #[test]
+fn our_text_left_in_the_typed_tabs_composer_is_cleared_there_never_from_another_tabs_report_issue_23_item_7() {
+    // The typed tab still holds our text while it is busy; an idle second tab of the
+    // conversation used to resolve it (not sent → typed again) and send the clear to itself.
+    let (mut c, mut log) = bound_on_thread();
+    settle(&mut c, 1, 1, &mut log);
+    let id = active_id(&c, "wake:w1#2");
+    let mut c = restart(&c, 5);
+    log.clear();
+    c.handle(6, ContinuityInput::PageReported { tab: TAB, report: PageReport { composer_marker: Some(id.clone()), generating: true, ..thread_page() } });
+    c.handle(7, ContinuityInput::PageReported { tab: 9, report: PageReport { page_load: "load-9".into(), ..thread_page() } });
+    drain(&mut c, 7, &[], &mut log);
+    assert_eq!(active_id_or_empty(&c), id, "another tab's report resolves nothing: {log:?}");
+    assert!(log.iter().all(|l| !l.contains("ClearComposer")), "{log:?}");
+    c.handle(8, ContinuityInput::PageReported { tab: TAB, report: PageReport { composer_marker: Some(id.clone()), ..thread_page() } });
+    drain(&mut c, 8, &[], &mut log);
+    assert!(log.iter().any(|l| l == &format!("ClearComposer {{ tab: {TAB}, id: \"{id}\" }}")), "cleared in the typed tab: {log:?}");
+    assert!(c.in_flight(SCOPE).is_none());
+}
+
+#[test]
 fn a_reloaded_page_showing_a_newer_turn_without_the_marker_is_uncertain_not_lost_issue_23_item_7() {
     // Someone else's turn (the user typed in the meantime) after the baseline: whether ours
     // is further up cannot be told from the newest markers; given up, never retyped.
