@@ -334,10 +334,10 @@ pub fn check_url(url: &str) -> Result<url::Url, &'static str> {
     }
 }
 
-/// serde_json's error for config.json without the values it quotes: an `invalid type:
+/// serde_json's error for config.json (or a route pool's answer) without the values it quotes: an `invalid type:
 /// string "sk-…"` would print a key that was put in the wrong field. Field names (keys),
 /// the expected shape and the line and column stay.
-fn without_values(error: &serde_json::Error) -> String {
+pub fn without_values(error: &serde_json::Error) -> String {
     let text = error.to_string();
     let suffix = format!(" at line {} column {}", error.line(), error.column());
     let message = text.strip_suffix(&suffix).unwrap_or(&text);

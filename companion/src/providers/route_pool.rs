@@ -38,7 +38,7 @@ pub async fn fetch(client: &reqwest::Client, pool: &GlobalPoolConfig, timeout: D
 
 /// Reads and checks `{routes: […]}`.
 pub fn read_answer(answer: serde_json::Value) -> Result<Vec<Route>, ProviderError> {
-    let PoolAnswer { routes } = serde_json::from_value(answer).map_err(|e| ProviderError::Garbage(format!("not a route list: {e}")))?;
+    let PoolAnswer { routes } = serde_json::from_value(answer).map_err(|e| ProviderError::Garbage(format!("not a route list: {}", crate::config::without_values(&e))))?;
     if routes.len() > bounds::MAX_POOL_ROUTES {
         return Err(ProviderError::Garbage(format!("{} routes, more than {}", routes.len(), bounds::MAX_POOL_ROUTES)));
     }
@@ -55,6 +55,18 @@ mod tests {
         json!({"name": name, "protocol": "decision", "url": url, "model": "m", "api_key": "k"})
     }
 
+    /// A pool's answer carries keys: an error about it names the field, never a value.
+    #[test]
+    fn a_refused_pool_answer_echoes_no_key() {
+        let refused = |answer| read_answer(answer).expect_err("refused").to_string();
+        let typed = refused(json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_key": ["sk-POOLKEY"]}]}));
+        let variant = refused(json!({"routes": [{"name": "a", "protocol": "sk-POOLKEY", "url": "https://a.test", "model": "m"}]}));
+        let url = refused(json!({"routes": [route("a", "https://sk-POOLKEY@a.test/v1")]}));
+        for text in [typed, variant, url] {
+            assert!(!text.contains("POOLKEY") && text.contains("unusable answer"), "{text}");
+        }
+    }
+
     #[test]
     fn a_pool_answer_is_checked_like_local_routes() {
         let routes = read_answer(json!({"routes": [route("a", "https://a.test/v1"), route("b", "http://127.0.0.1:9/v1")]})).expect("valid");
@@ -63,7 +75,7 @@ mod tests {
         assert!(refused(json!({"routes": [route("a", "http://10.0.0.2/v1")]})).contains("http:// only for 127.0.0.1"));
         assert!(refused(json!({"routes": [route("a", "https://a.test"), route("a", "https://b.test")]})).contains("names must be unique"));
         assert!(refused(json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_kye": "k"}]})).contains("unknown field `api_kye`"));
-        assert!(refused(json!({"routes": [{"name": "a", "protocol": "grpc", "url": "https://a.test", "model": "m"}]})).contains("unknown variant `grpc`"));
+        assert!(refused(json!({"routes": [{"name": "a", "protocol": "grpc", "url": "https://a.test", "model": "m"}]})).contains("a value is not one of the known ones (expected one of `decision`"));
         assert!(refused(json!({"route": []})).contains("not a route list"));
         let many: Vec<_> = (0..=bounds::MAX_POOL_ROUTES).map(|i| route(&format!("r{i}"), "https://a.test")).collect();
         assert!(refused(json!({"routes": many})).contains("more than 32"));
