@@ -92,6 +92,7 @@ test.describe('trusted UI', () => {
     await expect(hud.action('handoff')).toBeEnabled({ timeout: 15_000 });
     let tabs = 0;
     context.on('page', () => { tabs += 1; });
+    const stepBefore = await hud.host.getAttribute('data-handoff-step');
 
     await pageScriptPresses(page, hud, 'handoff');
     expect(await syntheticClick(hud.action('handoff'))).toBe('BUTTON');
@@ -103,7 +104,7 @@ test.describe('trusted UI', () => {
     await queueButton.evaluate((el) => el.dispatchEvent(new MouseEvent('contextmenu', { bubbles: true, composed: true })));
     await hud.action('round_trip_test').click();
     await expect(hud.host.locator('p.status')).toHaveAttribute('data-key', 'roundTripAnswered', { timeout: 15_000 });
-    await hud.expect('data-handoff-step', '', 'no synthetic click started a handoff');
+    await hud.expect('data-handoff-step', stepBefore, 'no synthetic click started a handoff');
     await expect(queueRoot(page), 'no synthetic click queued the draft').toHaveAttribute('data-queue-count', '0');
     await expect(queueRoot(page).locator('.confirm'), 'no synthetic right-click asked to clear').toBeHidden();
     expect(tabs, 'no tab opened').toBe(0);
