@@ -51,7 +51,7 @@
     .bridge-card ol { margin: 2px 0; padding-left: 18px; }
     .bridge-card li { margin: 4px 0; }
     .bridge-what { font-weight: 600; }
-    .bridge-tag { font-weight: normal; padding: 0 4px; border-radius: 4px; background: #eaeef2; }
+    .bridge-tag { font-weight: normal; white-space: nowrap; padding: 0 4px; border-radius: 4px; background: #eaeef2; }
     .bridge-tag.mutating { background: #ffebe9; color: #a40e26; }
     .bridge-args { display: block; white-space: pre-wrap; word-break: break-all; max-height: 4.5em; overflow: hidden;
       font: 11px/1.4 ui-monospace, monospace; background: #f6f8fa; padding: 2px 4px; }`;
@@ -238,7 +238,8 @@
       p.dataset.step = c.handoff.step;
       out.push(p);
     }
-    if (c.bridge) out.push(...bridgeLines(c.bridge));
+    // The JSON bridge's card waits for the user: first, so it shows without scrolling.
+    if (c.bridge) out.unshift(...bridgeLines(c.bridge));
     continuity.replaceChildren(...out);
     return [...c.actions.map((action) => {
       const button = document.createElement('button');

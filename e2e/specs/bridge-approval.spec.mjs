@@ -8,6 +8,8 @@
 // - a call inside a Markdown code fence never runs and is not counted; a call on another
 //   workspace's pane and a herdr_prompt naming another chat's ref are refused without
 //   asking, and the refusals are in the results message;
+// - with Auto on, read-only calls run on their own for at most 6 rounds per user message,
+//   then the HUD says so (M7), and a new user message starts a new allowance;
 // - Insert JSON tool prompt goes over the worker's one companion connection: a second
 //   press opens no native port (worker.js opened one per press before).
 import { test, expect } from '../lib/test.mjs';
@@ -148,6 +150,30 @@ for (const site of ['zai', 'deepseek']) {
       const rows = await bridgeActivity(context, worker, page);
       await expect(rows('call_refused'), 'both refusals in the timeline').toHaveCount(2, { timeout: 15_000 });
       await expect(rows('awaiting_approval'), 'nothing was asked about').toHaveCount(0);
+    });
+
+    test('with Auto on, read-only calls run on their own for at most 6 rounds per user message; then the HUD says the limit is reached (M7)', async ({ sandbox }) => {
+      // A model that always answers with a read-only call.
+      const { context, worker, fixture } = await chatSiteWorld(sandbox, site, CONVERSATION, {
+        streamMs: 200,
+        replyWith: () => `Let me look again.\n${JSON.stringify({ tool: 'herdr_inspect', args: {} })}`,
+      });
+      const { page, hud } = await openSiteBoundWithAuto(context, worker, fixture, CONVERSATION);
+      await ask(page, fixture, 'Keep an eye on the workspace.');
+      await hud.expect('data-bridge-round-limit', 'yes', 'the HUD says the round limit is reached', 60_000);
+      expect(bridgeMessages(fixture), 'six rounds of results, no more').toHaveLength(6);
+      await hud.expect('data-bridge-pending', '0', 'read-only calls asked nothing');
+      await hud.expand();
+      await expect(hud.host.locator('p[data-line="bridge-round-limit"]')).toContainText('6 of 6');
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('round_limit')).toHaveCount(1, { timeout: 15_000 });
+      await page.waitForTimeout(1500);
+      expect(bridgeMessages(fixture), 'nothing more after the limit').toHaveLength(6);
+
+      // A new message of the user's starts a new allowance.
+      await page.bringToFront();
+      await ask(page, fixture, 'Once more, please.');
+      await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'a new round after the user wrote' }).toBeGreaterThan(6);
     });
 
     test('Insert JSON tool prompt goes over the worker\'s one companion connection: a second press opens no native port', async ({ sandbox }) => {
