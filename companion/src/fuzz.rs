@@ -62,7 +62,7 @@ impl Rng {
         self.below(n) == 0
     }
 
-    /// One of `items`.
+    /// One of `items` (which must not be empty).
     pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())]
     }

@@ -440,3 +440,18 @@ fn c4_identity_and_text_match_alike_for_few_and_many_named_chains() {
     assert!(found("all").iter().all(|id| (0..chains).any(|i| i % 10 == 3 && *id == format!("hc-{i:03}"))));
     assert_eq!(found("fifty"), (20..chains).filter(|i| i % 10 == 3).map(|i| format!("hc-{i:03}")).collect::<Vec<_>>());
 }
+
+/// Issue 23: a panic inside one journal call (a bug) poisons the store's mutex; the call
+/// fails with an error, and every later call still gets the store (the lock is taken
+/// through its poison), so one panic never makes every later request panic.
+#[tokio::test]
+async fn a_panic_in_one_journal_call_leaves_the_store_usable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = Arc::new(Journal::open(&dir.path().join("state.db")).expect("open the journal"));
+    let failed = journal.with_store(|_| -> Result<(), JournalError> { panic!("a bug inside one call") }).await;
+    assert!(failed.is_err(), "the panicking call is an error, not a crash");
+    assert!(journal.store.is_poisoned(), "the panic poisoned the lock");
+    let appended = journal.with_store(|store| store.append(&turn("c1", "m1", TurnRole::User, "after the panic"), 1)).await;
+    assert!(matches!(appended, Ok(Appended::Inserted(_))), "{appended:?}");
+    assert_eq!(journal.with_store(|store| store.turn_count()).await.expect("the next call works"), 1);
+}
