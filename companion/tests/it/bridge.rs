@@ -809,3 +809,66 @@ fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
     let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:d1", "m1", SEND_KEYS, true), 1)).expect("the store answers");
     assert_eq!(asked.pending.iter().map(|p| (p.detail.as_str(), p.detail_more)).collect::<Vec<_>>(), vec![("keys: enter", 0)]);
 }
+
+// Review of issue 23: a bridge chat could read other chains through `conversation_url` —
+// only the URL's conversation was checked, not its Project, and a chat not journaled yet
+// fell back to its URL's Project (search) or that Project's only chain (resume).
+#[test]
+fn a_bridge_chat_reads_no_other_chain_through_urls_projects_or_a_missing_chain() {
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let (own_project, other_project) = (format!("g-p-{}", "a".repeat(32)), format!("g-p-{}", "b".repeat(32)));
+    let mut append = |conversation: &str, project: &str| {
+        let answer = client.call("j", "continuity.append", json!({"conversation_id": conversation, "project_id": project, "message_id": "m1", "role": "user", "text": format!("plan of {conversation}"), "observed_at": 1}));
+        answer["result"]["continuity_id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("appended: {answer}"))
+    };
+    let own_chain = append("cown", &own_project);
+    let other_chain = append("cother", &other_project);
+    assert_ne!(own_chain, other_chain);
+    let call = |method: &str, params: Value| format!("{{\"tool\":\"herdr_call\",\"args\":{}}}", json!({"method": method, "params": params.to_string()}));
+    let url = |project: &str, conversation: &str| format!("https://chatgpt.com/g/{project}/c/{conversation}");
+    let results = |client: &mut LineClient, chat: &str, lines: &[String]| -> Vec<Value> {
+        let params = json!({"conversation": chat, "message_id": "m-1", "text": lines.join("\n"), "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"});
+        let answer = client.call("b", "bridge.reply", params);
+        assert_eq!(answer["result"]["state"], "results", "{answer}");
+        let text = answer["result"]["text"].as_str().expect("a results message");
+        text.lines().skip(1).take(lines.len()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    };
+    let refused = |results: &[Value], index: usize, why: &str| {
+        assert_eq!(results[index]["error"], "refused", "call {}: {:?}", index + 1, results[index]);
+        assert!(results[index]["message"].as_str().is_some_and(|m| m.contains(why)), "call {}: {:?}", index + 1, results[index]);
+    };
+    // A journaled chat (its chain is in its own Project).
+    let own = results(&mut client, "zai:conv:cown", &[
+        call("continuity.search", json!({"query": "plan"})),
+        call("continuity.search", json!({"project_id": other_project})),
+        call("continuity.search", json!({"workspace_id": "w2"})),
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cown")})),
+        call("continuity.resume", json!({"conversation_url": url(&other_project, "cown")})),
+        call("herdr_mcp.browser_handoff.prepare", json!({"continuity_id": own_chain, "source_url": "https://chatgpt.com/c/cother"})),
+        call("herdr_mcp.browser_handoff.prepare", json!({"continuity_id": own_chain, "source_url": url(&other_project, "cown")})),
+        call("continuity.resume", json!({"conversation_url": url(&own_project, "cown")})),
+    ]);
+    let found: Vec<Value> = own[0]["result"]["result"]["candidates"].as_array().cloned().unwrap_or_default();
+    assert_eq!(found.iter().map(|c| c["continuity_id"].clone()).collect::<Vec<_>>(), vec![json!(own_chain)], "a search naming no conversation is narrowed to the chat's own: {:?}", own[0]);
+    refused(&own, 1, "leave project_id out");
+    refused(&own, 2, "leave workspace_id out");
+    refused(&own, 3, "names Project");
+    refused(&own, 4, "names Project");
+    refused(&own, 5, "names another conversation");
+    refused(&own, 6, "names Project");
+    assert_eq!(own[7]["result"]["result"]["continuity_id"], own_chain.as_str(), "its own URL reads its own chain: {:?}", own[7]);
+    // A chat not journaled yet: no URL-based read at all, and a search finds nothing.
+    let new = results(&mut client, "zai:conv:cnew", &[
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cnew")})),
+        call("continuity.resume", json!({"conversation_url": url(&other_project, "cnew")})),
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cother")})),
+        call("continuity.search", json!({"query": "plan"})),
+    ]);
+    refused(&new, 0, "has no continuity chain yet");
+    refused(&new, 1, "has no continuity chain yet");
+    refused(&new, 2, "has no continuity chain yet");
+    assert_eq!(new[3]["result"]["result"]["candidates"], json!([]), "{:?}", new[3]);
+    runtime.terminate();
+}
