@@ -872,3 +872,48 @@ fn a_bridge_chat_reads_no_other_chain_through_urls_projects_or_a_missing_chain()
     assert_eq!(new[3]["result"]["result"]["candidates"], json!([]), "{:?}", new[3]);
     runtime.terminate();
 }
+
+// Review of issue 23: work_memory.resume / search were refused for every bridge chat (the
+// confinement asked for a continuity_id they do not have). Now they read the partition
+// bound to the chat's own chain, and only that one.
+#[test]
+fn a_bridge_chat_reads_the_work_memory_of_its_own_chain_only() {
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let mut append = |conversation: &str| {
+        let answer = client.call("j", "continuity.append", json!({"conversation_id": conversation, "message_id": "m1", "role": "user", "text": format!("plan of {conversation}"), "observed_at": 1}));
+        answer["result"]["continuity_id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("appended: {answer}"))
+    };
+    let own_chain = append("cown");
+    let other_chain = append("cother");
+    let mcp = |client: &mut LineClient, method: &str, params: Value| {
+        let answer = client.call("t", "tools.call", json!({"tool": "herdr_call", "arguments": {"method": method, "params": params.to_string()}}));
+        assert!(answer.get("result").is_some(), "{answer}");
+    };
+    for (chain, work) in [(&own_chain, "own-work"), (&other_chain, "other-work")] {
+        mcp(&mut client, "work_memory.bind", json!({"continuity_id": chain, "project_ref": "proj", "repo_id": "repo", "work_chain_id": work, "provider": "zai", "session_ref": "zai:conv:x", "bound_at": 1}));
+    }
+    let call = |method: &str, params: Value| format!("{{\"tool\":\"herdr_call\",\"args\":{}}}", json!({"method": method, "params": params.to_string()}));
+    let partition = |work: &str| json!({"project_ref": "proj", "repo_id": "repo", "work_chain_id": work});
+    let mut search = partition("own-work");
+    search["query"] = json!("plan");
+    let lines = [
+        call("work_memory.resume", partition("own-work")),
+        call("work_memory.search", search),
+        call("work_memory.resume", partition("other-work")),
+        call("work_memory.resume", partition("unbound-work")),
+    ];
+    let params = json!({"conversation": "zai:conv:cown", "message_id": "m-1", "text": lines.join("\n"), "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"});
+    let answer = client.call("b", "bridge.reply", params);
+    assert_eq!(answer["result"]["state"], "results", "{answer}");
+    let text = answer["result"]["text"].as_str().expect("a results message");
+    let results: Vec<Value> = text.lines().skip(1).take(lines.len()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(results[0]["ok"], true, "its own partition resumes: {text}");
+    assert_eq!(results[1]["ok"], true, "its own partition is searched: {text}");
+    for (index, why) in [(2, "belongs to another chain"), (3, "is bound to this chat's chain")] {
+        assert_eq!(results[index]["error"], "refused", "call {}: {text}", index + 1);
+        assert!(results[index]["message"].as_str().is_some_and(|m| m.contains(why)), "call {}: {text}", index + 1);
+    }
+    runtime.terminate();
+}
