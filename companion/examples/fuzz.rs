@@ -1,8 +1,8 @@
 //! The longer fuzz run behind `npm run bench` (`BENCH_ONLY=fuzz`): for `--seconds N`
 //! (default 30) it feeds seeded hostile input to the Native Messaging framing, the socket's
-//! line reader, the request decoder, the conversation URL reader and every method of a real
-//! router (`companion::fuzz`), and prints one JSON line: executions, executions per second
-//! and crashes per target. A crash is a panic in a case or an `internal` answer; the exit
+//! line reader, the request decoder, the conversation URL reader, every method of a real
+//! router and the JSON bridge's replies and decisions (`companion::fuzz`), and prints one
+//! JSON line: executions, executions per second and crashes per target. A crash is a panic in a case or an `internal` answer; the exit
 //! status is 1 when there was one.
 //!
 //!   cargo run --release -p companion --example fuzz -- --seconds 30 [--seed 1]
@@ -50,7 +50,7 @@ async fn main() {
     let router = fuzz::open_router(home.path()).await;
     let client = fuzz::drained_client();
     let log = companion::log::RuntimeLog::open(&home.path().join("fuzz.log"));
-    let names = ["framing", "lines", "decoder", "conversation_url", "router"];
+    let names = ["framing", "lines", "decoder", "conversation_url", "router", "bridge"];
     let mut tallies: Vec<Tally> = names.iter().map(|_| Tally::default()).collect();
     let mut rng = Rng::new(seed);
     let started = Instant::now();
@@ -74,6 +74,7 @@ async fn main() {
                     let _ = companion::journal::ConversationUrl::parse(&fuzz::hostile_string(&mut case));
                 }))
                 .map_err(|p| panic_text(&*p)),
+                5 => AssertUnwindSafe(fuzz::bridge_case(&router, &client, &mut case, &log)).catch_unwind().await.map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop)),
                 _ => {
                     let line = fuzz::hostile_line(&mut case);
                     AssertUnwindSafe(fuzz::request_case(&router, &client, &line, &log)).catch_unwind().await.map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop))

@@ -74,6 +74,7 @@ pub const KEYS: &[&str] = &[
     "source", "lines", "conversation_url", "source_url", "conversation_id", "continuity_id", "project_id", "query", "limit",
     "message_id", "role", "observed_at", "title", "name", "arguments", "method", "params", "user_text", "assistant_text",
     "seq", "task_id", "report", "reply", "delivered", "prompt", "stages", "item_id", "after", "agent", "keys",
+    "conversation", "finished", "auto", "human_turn", "batch_id", "call", "decision", "delivery_id",
 ];
 
 /// Pieces hostile strings are made of: multi-byte characters that land on byte
@@ -148,6 +149,10 @@ pub fn example_params(method: Method) -> Option<Value> {
         Method::TaskDispatch => json!({"browser_session_ref": "chatgpt:conv:x", "target": "w1:p1", "text": "hi"}),
         Method::JudgeTurnEnd => json!({"user_text": "do it", "assistant_text": "Next I will run the tests."}),
         Method::ToolsCall => json!({"name": "herdr_methods", "arguments": {}}),
+        Method::BridgePrompt => json!({"browser_session_ref": "zai:conv:fz"}),
+        Method::BridgeReply => json!({"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_inspect\",\"args\":{}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}),
+        Method::BridgeDecide => json!({"conversation": "zai:conv:fz", "batch_id": "bridge:0123456789abcdef", "call": 1, "decision": "run"}),
+        Method::BridgeDelivered => json!({"delivery_id": "bridge:0123456789abcdef"}),
         _ => return None,
     })
 }
@@ -222,6 +227,133 @@ pub fn hostile_line(rng: &mut Rng) -> Vec<u8> {
         }
         _ => request(rng, &method),
     }
+}
+
+/// Tools and methods a chat's call lines name (known, mutating, local, and unknown ones).
+const BRIDGE_TOOLS: &[&str] = &["herdr_inspect", "herdr_methods", "herdr_call", "herdr_prompt", "herdr_ghost", ""];
+const BRIDGE_METHODS: &[&str] = &[
+    "pane.read", "pane.send_text", "pane.send_keys", "pane.send_input", "workspace.list", "session.snapshot",
+    "continuity.search", "continuity.resume", "continuity.list", "continuity.resolve", "herdr_mcp.browser_handoff.prepare",
+    "work_memory.resume", "work_memory.search", "work_memory.bind", "no.such",
+];
+
+/// A call line as a chat writes it (`tool` first: the bridge reads only lines that start so).
+fn call_line(tool: &str, args: Value) -> String {
+    format!("{{\"tool\":{},\"args\":{args}}}", Value::from(tool))
+}
+
+/// One call line a chat could write: a known tool with hostile args (a `herdr_call` with a
+/// hostile params string of a known method), or a broken line.
+pub fn bridge_call_line(rng: &mut Rng) -> String {
+    if rng.one_in(4) {
+        // A well-formed call (mutating or read-only), so batches reach approval and results.
+        let text = hostile_string(rng);
+        return match rng.below(3) {
+            0 => call_line("herdr_prompt", json!({"text": text})),
+            1 => call_line("herdr_inspect", json!({})),
+            _ => call_line("herdr_call", json!({"method": "continuity.search", "params": json!({"query": text}).to_string()})),
+        };
+    }
+    let tool = rng.pick(BRIDGE_TOOLS);
+    let mut args = hostile_params(rng, 1);
+    if tool == "herdr_call" || rng.one_in(4) {
+        args.insert("method".to_owned(), Value::from(rng.pick(BRIDGE_METHODS)));
+        let params = if rng.one_in(3) { Value::String(hostile_string(rng)) } else { Value::String(Value::Object(hostile_params(rng, 1)).to_string()) };
+        args.insert("params".to_owned(), params);
+    }
+    if tool == "herdr_prompt" && rng.one_in(2) {
+        args.insert("text".to_owned(), Value::String(hostile_string(rng)));
+    }
+    let line = call_line(tool, Value::Object(args));
+    match rng.below(8) {
+        0 => line[..line.char_indices().map(|(i, _)| i).nth(rng.below(line.chars().count() + 1)).unwrap_or(line.len())].to_owned(),
+        1 => format!("{line}{}", rng.pick(&["}", "}}", "{", " trailing", ""])),
+        2 => format!("{{\"tool\":\"{tool}\",\"args\":{}}}", "{\"a\":".repeat(rng.below(200)) + &"}".repeat(rng.below(200))),
+        _ => line,
+    }
+}
+
+/// A hostile assistant reply for the bridge: prose, call lines (many, fenced, unfenced,
+/// broken), fences of every kind (some never closed), nested braces, multi-byte text and
+/// sometimes a huge run.
+pub fn bridge_reply_text(rng: &mut Rng) -> String {
+    let mut text = String::new();
+    if rng.one_in(4) {
+        // Prose and well-formed calls only: most of these batches ask or run.
+        text.push_str("I will do this.\n");
+        for _ in 0..1 + rng.below(3) {
+            let text_arg = hostile_string(rng);
+            let line = match rng.below(3) {
+                0 => call_line("herdr_prompt", json!({"text": text_arg})),
+                1 => call_line("herdr_inspect", json!({})),
+                _ => call_line("herdr_call", json!({"method": "continuity.search", "params": json!({"query": text_arg}).to_string()})),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        return text;
+    }
+    for _ in 0..rng.below(8) {
+        match rng.below(7) {
+            0 => text.push_str(&hostile_string(rng)),
+            1 => text.push_str(rng.pick(&["```", "~~~", "```json", "  ```bash", "````", "~~~~ x", "`"])),
+            2 => text.push_str(&"{".repeat(rng.below(50))),
+            3 => {
+                let most = if rng.one_in(10) { 60 } else { 4 };
+                for _ in 0..rng.below(most) {
+                    text.push_str(&bridge_call_line(rng));
+                    text.push('\n');
+                }
+            }
+            4 => text.push_str(rng.pick(&["日本語の説明", "\u{1F600}\u{200d}", "\u{feff}", "\r", "\t"])),
+            _ => text.push_str(&bridge_call_line(rng)),
+        }
+        text.push('\n');
+    }
+    if rng.one_in(50) {
+        text.push_str(&"x".repeat(rng.below(300_000)));
+    }
+    text
+}
+
+/// One bridge case through the router: a hostile reply of a few chats (Auto on or off),
+/// then the user's decisions for what it asks (and some hostile ones), then the reply
+/// again. Each answer is a result or an error, never `internal`; `Err` names a crash. Answers
+/// how many requests it sent and what the first reply answered (its `state` or error code).
+pub async fn bridge_case(router: &Router, client: &ClientHandle, rng: &mut Rng, log: &RuntimeLog) -> Result<(usize, String), String> {
+    let respond = |line: Value| async move {
+        let answer = crate::runtime::connections::respond(router, line.to_string().as_bytes(), client, Duration::from_secs(10), log).await;
+        match answer.pointer("/error/code").and_then(Value::as_str) {
+            Some("internal") => Err(format!("crash: {answer}")),
+            Some(_) => Ok(answer),
+            None if answer.get("result").is_some() => Ok(answer),
+            None => Err(format!("an answer that is neither a result nor an error: {answer}")),
+        }
+    };
+    let conversation = format!("{}:conv:fz{}", rng.pick(&["zai", "deepseek", "chatgpt"]), rng.below(3));
+    let text = bridge_reply_text(rng);
+    let reply = json!({"id": "r", "method": "bridge.reply", "params": {
+        "conversation": conversation, "message_id": format!("m{}", rng.below(4)), "text": text,
+        "finished": !rng.one_in(5), "workspace_id": rng.pick(&["w1", "w2"]), "auto": rng.one_in(2), "human_turn": format!("h{}", rng.below(40)),
+    }});
+    let answer = respond(reply.clone()).await?;
+    let first = answer.pointer("/result/state").or_else(|| answer.pointer("/error/code")).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let batch = answer.pointer("/result/delivery_id").and_then(Value::as_str).map(str::to_owned);
+    let pending: Vec<u64> = answer.pointer("/result/pending").and_then(Value::as_array).map(|p| p.iter().filter_map(|c| c["call"].as_u64()).collect()).unwrap_or_default();
+    let mut calls = 1;
+    let extra: Vec<u64> = (0..rng.below(2)).map(|_| rng.next_u64() % 70).collect();
+    for call in pending.iter().copied().chain(extra) {
+        let decision: Value = if rng.one_in(10) { hostile_value(rng, 0) } else { Value::from(rng.pick(&["run", "skip"])) };
+        let batch_id = if rng.one_in(8) { Value::String(hostile_string(rng)) } else { Value::from(batch.clone()) };
+        respond(json!({"id": "d", "method": "bridge.decide", "params": {"conversation": conversation, "batch_id": batch_id, "call": call, "decision": decision}})).await?;
+        calls += 1;
+    }
+    let again = respond(reply).await?;
+    if let Some(id) = again.pointer("/result/delivery_id").and_then(Value::as_str) {
+        respond(json!({"id": "v", "method": "bridge.delivered", "params": {"delivery_id": id}})).await?;
+        calls += 1;
+    }
+    Ok((calls + 1, first))
 }
 
 /// One framing case: random frames (some declared over the cap, some cut short) decoded
@@ -308,8 +440,9 @@ pub async fn lines_case(rng: &mut Rng) -> Result<usize, String> {
 
 /// A runtime's router over real stores in `root` (a temporary home): the event log, the
 /// parent inbox, the journal, Work Memory and the judge; Herdr is a socket that does not
-/// exist (its methods answer as with Herdr not running) and the JSON bridge is not opened
-/// (its methods answer `not_ready`: the bridge may run tools).
+/// exist (its methods answer as with Herdr not running) and the JSON bridge is open on the
+/// same `state.db` (its calls run through this router: Herdr's fail, local ones write only
+/// to the temporary home).
 pub async fn open_router(root: &Path) -> Router {
     let log = Arc::new(RuntimeLog::open(&root.join("runtime.log")));
     let herdr_socket = root.join("no-herdr.sock");
@@ -320,9 +453,10 @@ pub async fn open_router(root: &Path) -> Router {
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, Arc::clone(&log)).await;
     let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events, Arc::clone(&log)).await;
     let work_memory = crate::work_memory::WorkMemory::open(&db_path).ok().map(Arc::new);
+    let bridge = crate::bridge::BridgeService::open(&db_path).ok().map(Arc::new);
     let journal = crate::journal::start(db_path, Arc::clone(&log)).await;
     let judge = crate::judge::JudgeService::new(root.to_path_buf(), None).ok().map(Arc::new);
-    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, work_memory, bridge: None })
+    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, work_memory, bridge })
 }
 
 /// A client handle whose outbox is drained in the background (a subscription's events
@@ -435,5 +569,29 @@ mod tests {
         }
         let every: std::collections::BTreeSet<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
         assert_eq!(methods_answered, every, "every method was reached");
+    }
+
+    /// The JSON bridge with hostile replies (fences, nested braces, unicode, huge texts,
+    /// many call lines, call lines with hostile args) and hostile decisions, through a real
+    /// router whose bridge is open: every request is answered, never `internal`, never a
+    /// panic; some batches reach approval, some results.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_bridge_answers_hostile_replies_and_decisions_without_a_crash() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let router = open_router(home.path()).await;
+        let client = drained_client();
+        let log = RuntimeLog::open(&home.path().join("fuzz.log"));
+        let mut states = std::collections::BTreeSet::new();
+        let line = json!({"id": "s", "method": "bridge.reply", "params": {"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_prompt\",\"args\":{\"text\":\"x\"}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}});
+        let answer = crate::runtime::connections::respond(&router, line.to_string().as_bytes(), &client, Duration::from_secs(10), &log).await;
+        assert_eq!(answer.pointer("/result/state").and_then(Value::as_str), Some("approval"), "the bridge is open and asks: {answer}");
+        for seed in 0..300 {
+            let mut rng = Rng::new(seed);
+            let (_, first) = bridge_case(&router, &client, &mut rng, &log).await.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            states.insert(first);
+        }
+        for state in ["nothing", "approval", "results"] {
+            assert!(states.contains(state), "some reply reached {state}: {states:?}");
+        }
     }
 }

@@ -30,6 +30,7 @@ use serde_json::{json, Map, Value};
 
 use super::inbox::{checked_prompt, dispatch, DispatchRequest};
 use super::Router;
+use crate::journal::store::ChainRow;
 use crate::work_memory::{WorkMemory, WorkMemoryError};
 use crate::herdr::HerdrError;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
@@ -296,23 +297,47 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
     }
 }
 
-/// Whether conversation URL `url` names conversation `own` or one of chain `own_chain`
-/// (a URL that does not parse is left to the method's own checks, which refuse it).
-async fn url_in_chain(api: &Router, own: &str, own_chain: Option<&str>, url: &str) -> bool {
-    match crate::journal::ConversationUrl::parse(url) {
-        Ok(parsed) => parsed.conversation_id == own || (own_chain.is_some() && chain_of(api, &parsed.conversation_id).await.as_deref() == own_chain),
-        Err(_) => true,
+/// What a chat may read: the conversation it is and the chain that conversation belongs to.
+const NOT_OWN: &str = "a chat reads only its own continuity chain (the conversation it is and the chain that conversation belongs to)";
+
+/// Checks URL parameter `key` (`url`) of a bridge chat's read: the chat must have a chain
+/// (a chat not journaled yet reads nothing by URL, so no fallback to the URL's Project can
+/// widen the read), the URL's Project must be absent or its chain's, and its conversation
+/// must be the chat's own or one of its chain. Answers the URL's conversation id (`None`
+/// for a URL that does not parse: the method's own checks refuse it).
+async fn check_url(api: &Router, own: &str, own_row: Option<&ChainRow>, key: &str, url: &str) -> Result<Option<String>, String> {
+    let Some(row) = own_row else {
+        return Err(format!(
+            "{key}: this chat has no continuity chain yet (none of its turns is journaled), so it reads nothing by URL; {NOT_OWN} — search without a URL once its first turn is recorded"
+        ));
+    };
+    let Ok(parsed) = crate::journal::ConversationUrl::parse(url) else { return Ok(None) };
+    if let Some(project) = parsed.project_id.as_ref().filter(|p| Some(*p) != row.project_id.as_ref()) {
+        let own_project = row.project_id.as_deref().unwrap_or("none");
+        return Err(format!("{key} names Project {project}, not this chat's chain's Project ({own_project}); {NOT_OWN}"));
     }
+    if parsed.conversation_id != own && chain_of(api, &parsed.conversation_id).await.as_deref() != Some(row.continuity_id.as_str()) {
+        return Err(format!("{key} names another conversation; {NOT_OWN}"));
+    }
+    Ok(Some(parsed.conversation_id))
+}
+
+/// The journal row of the chain `conversation_id` belongs to, if it was journaled.
+async fn chain_row_of(api: &Router, conversation_id: &str) -> Option<ChainRow> {
+    let journal = api.journal.as_ref()?;
+    let conversation = conversation_id.to_owned();
+    journal.with_store(move |s| s.chain_of_conversation(&conversation)).await.ok().flatten()
 }
 
 /// A bridge chat's runtime-local call: only its own continuity chain and Work Memory.
 /// Returns whether `params` was rewritten (a search narrowed to the chat's conversation).
 async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, params: &mut Map<String, Value>) -> Result<bool, String> {
     let own = conversation_of(session_ref).to_owned();
-    let own_chain = chain_of(api, &own).await;
+    let own_row = chain_row_of(api, &own).await;
+    let own_chain = own_row.as_ref().map(|row| row.continuity_id.clone());
     let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
     let in_own_chain = |conversation: &str, chain: Option<String>| conversation == own || (chain.is_some() && chain == own_chain);
-    let not_own = "a chat reads only its own continuity chain (the conversation it is and the chain that conversation belongs to)";
+    let not_own = NOT_OWN;
     match method {
         LocalMethod::ContinuityList => Err(format!("it lists every journaled conversation; {not_own} — use continuity.resolve with this chat's conversation_id {own}")),
         LocalMethod::ContinuityResolve => match text("conversation_id") {
@@ -327,9 +352,7 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
             }
             for key in ["conversation_url", "source_url"] {
                 if let Some(url) = text(key) {
-                    if !url_in_chain(api, &own, own_chain.as_deref(), &url).await {
-                        return Err(format!("{key} names another conversation; {not_own}"));
-                    }
+                    check_url(api, &own, own_row.as_ref(), key, &url).await?;
                 }
             }
             Ok(false)
@@ -346,18 +369,43 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
                 }
             }
             if let Some(url) = text("conversation_url") {
-                if !url_in_chain(api, &own, own_chain.as_deref(), &url).await {
-                    return Err(format!("conversation_url names another conversation; {not_own}"));
+                // The URL's conversation replaces the URL: a search by URL of a chat the
+                // journal never saw would otherwise widen to the URL's Project.
+                if let Some(conversation) = check_url(api, &own, own_row.as_ref(), "conversation_url", &url).await? {
+                    if text("conversation_id").is_none() {
+                        params.remove("conversation_url");
+                        params.insert("conversation_id".to_owned(), Value::from(conversation));
+                        return Ok(true);
+                    }
                 }
+                return Ok(false);
             }
-            if text("conversation_id").is_none() && text("conversation_url").is_none() {
+            if text("conversation_id").is_none() {
                 params.insert("conversation_id".to_owned(), Value::from(own));
                 return Ok(true);
             }
             Ok(false)
         }
+        LocalMethod::WorkMemoryResume | LocalMethod::WorkMemorySearch => {
+            // They name a partition, not a chain: it must be the one bound to this chat's chain.
+            let (Some(project_ref), Some(repo_id), Some(work_chain_id)) = (text("project_ref"), text("repo_id"), text("work_chain_id")) else {
+                return Ok(false);
+            };
+            let Some(own_chain) = own_chain else {
+                return Err("this chat has no continuity chain yet (none of its turns is journaled), so it has no Work Memory to read; a chat reaches only the Work Memory of its own continuity chain".to_owned());
+            };
+            let bound = match api.work_memory.as_ref() {
+                Some(memory) => memory.chain_of_partition(project_ref.clone(), repo_id.clone(), work_chain_id.clone()).await.map_err(|e| format!("Work Memory could not be read ({e}); retry"))?,
+                None => return Ok(false),
+            };
+            match bound {
+                Some(chain) if chain == own_chain => Ok(false),
+                Some(_) => Err(format!("the Work Memory partition ({project_ref}, {repo_id}, {work_chain_id}) belongs to another chain; a chat reaches only the Work Memory of its own continuity chain {own_chain}")),
+                None => Err(format!("no Work Memory partition ({project_ref}, {repo_id}, {work_chain_id}) is bound to this chat's chain {own_chain}; work_memory.bind it to continuity_id {own_chain} first")),
+            }
+        }
         _ => {
-            // work_memory.*: only the chain of this chat, only as this chat.
+            // The other work_memory.* calls name the chain: only this chat's, only as this chat.
             match text("continuity_id") {
                 Some(chain) if Some(&chain) == own_chain.as_ref() => {}
                 Some(chain) => return Err(format!("Work Memory of chain {chain} is not this chat's; a chat reaches only the Work Memory of its own continuity chain")),

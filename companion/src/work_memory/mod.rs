@@ -55,6 +55,13 @@ impl WorkMemory {
         )
     }
 
+    /// The continuity chain the partition (`project_ref`, `repo_id`, `work_chain_id`) is
+    /// bound to, if it is bound.
+    pub async fn chain_of_partition(&self, project_ref: String, repo_id: String, work_chain_id: String) -> Result<Option<String>, WorkMemoryError> {
+        let store = self.store.clone();
+        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).chain_of_partition(&project_ref, &repo_id, &work_chain_id)).await
+    }
+
     /// Runs one `work_memory.*` call with `params` (a JSON object).
     pub async fn call(&self, method: LocalMethod, params: Value) -> Result<Value, WorkMemoryError> {
         let call = checked(method, params)?;

@@ -260,6 +260,19 @@ impl WorkMemoryStore {
         })
     }
 
+    /// The continuity chain the partition (`project_ref`, `repo_id`, `work_chain_id`) is
+    /// bound to, if it is bound.
+    pub fn chain_of_partition(&self, project_ref: &str, repo_id: &str, work_chain_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT continuity_id FROM wm_chains WHERE project_ref = ?1 AND repo_id = ?2 AND work_chain_id = ?3",
+                params![project_ref, repo_id, work_chain_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// `work_memory.append_turn` (W1), idempotent on the turn's identity.
     pub fn append_turn(&mut self, p: &AppendTurnParams) -> Result<AppendTurnResult> {
         let tx = self.conn.transaction()?;

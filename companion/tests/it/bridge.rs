@@ -776,3 +776,144 @@ fn a_bridge_chat_is_confined_to_its_workspace_its_own_ref_and_its_own_chain() {
     assert_eq!(listed["result"]["result"]["result"]["candidates"].as_array().map(Vec::len), Some(2), "{listed}");
     runtime.terminate();
 }
+
+#[test]
+fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
+    // Review of issue 23 item 1: the card showed only the first 160 characters of the
+    // escaped args JSON, so a long or escaped text hid what the user approved.
+    use companion::bridge::machine::classify;
+    use continuity_protocol::limits::MAX_PENDING_DETAIL_CHARS;
+    let object = |v: Value| v.as_object().cloned().expect("an object");
+    // herdr_call pane.send_input: the params' text (decoded, unicode intact) and its keys.
+    let typed = "rm -rf ~/tmp && echo \"done\" — 完成\nsecond line";
+    let params = json!({"pane_id": "w1:p1", "text": typed, "keys": ["enter"]}).to_string();
+    let class = classify("herdr_call", &object(json!({"method": "pane.send_input", "params": params})));
+    assert_eq!((class.detail.as_str(), class.detail_more), (format!("{typed}\nkeys: enter").as_str(), 0));
+    // send_keys with keys only.
+    let params = json!({"pane_id": "w1:p1", "keys": ["ctrl+c", "enter"]}).to_string();
+    let class = classify("herdr_call", &object(json!({"method": "pane.send_keys", "params": params})));
+    assert_eq!(class.detail, "keys: ctrl+c enter");
+    // herdr_prompt: its text, cut at MAX_PENDING_DETAIL_CHARS characters (on a char
+    // boundary: multi-byte characters), the rest counted.
+    let long = "é".repeat(MAX_PENDING_DETAIL_CHARS + 37);
+    let class = classify("herdr_prompt", &object(json!({"target": "w1:p1", "text": long})));
+    assert_eq!((class.detail.chars().count(), class.detail_more), (MAX_PENDING_DETAIL_CHARS, 37));
+    assert!(class.detail.chars().all(|c| c == 'é'));
+    // Anything else: the compact args JSON.
+    let class = classify("herdr_call", &object(json!({"method": "workspace.create", "params": "{\"label\":\"x\"}"})));
+    assert_eq!((class.detail.as_str(), class.detail_more), ("{\"method\":\"workspace.create\",\"params\":\"{\\\"label\\\":\\\"x\\\"}\"}", 0));
+    // Through the service: the pending call carries the detail.
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:d1", "m1", SEND_KEYS, true), 1)).expect("the store answers");
+    assert_eq!(asked.pending.iter().map(|p| (p.detail.as_str(), p.detail_more)).collect::<Vec<_>>(), vec![("keys: enter", 0)]);
+}
+
+// Review of issue 23: a bridge chat could read other chains through `conversation_url` —
+// only the URL's conversation was checked, not its Project, and a chat not journaled yet
+// fell back to its URL's Project (search) or that Project's only chain (resume).
+#[test]
+fn a_bridge_chat_reads_no_other_chain_through_urls_projects_or_a_missing_chain() {
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let (own_project, other_project) = (format!("g-p-{}", "a".repeat(32)), format!("g-p-{}", "b".repeat(32)));
+    let mut append = |conversation: &str, project: &str| {
+        let answer = client.call("j", "continuity.append", json!({"conversation_id": conversation, "project_id": project, "message_id": "m1", "role": "user", "text": format!("plan of {conversation}"), "observed_at": 1}));
+        answer["result"]["continuity_id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("appended: {answer}"))
+    };
+    let own_chain = append("cown", &own_project);
+    let other_chain = append("cother", &other_project);
+    assert_ne!(own_chain, other_chain);
+    let call = |method: &str, params: Value| format!("{{\"tool\":\"herdr_call\",\"args\":{}}}", json!({"method": method, "params": params.to_string()}));
+    let url = |project: &str, conversation: &str| format!("https://chatgpt.com/g/{project}/c/{conversation}");
+    let results = |client: &mut LineClient, chat: &str, lines: &[String]| -> Vec<Value> {
+        let params = json!({"conversation": chat, "message_id": "m-1", "text": lines.join("\n"), "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"});
+        let answer = client.call("b", "bridge.reply", params);
+        assert_eq!(answer["result"]["state"], "results", "{answer}");
+        let text = answer["result"]["text"].as_str().expect("a results message");
+        text.lines().skip(1).take(lines.len()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    };
+    let refused = |results: &[Value], index: usize, why: &str| {
+        assert_eq!(results[index]["error"], "refused", "call {}: {:?}", index + 1, results[index]);
+        assert!(results[index]["message"].as_str().is_some_and(|m| m.contains(why)), "call {}: {:?}", index + 1, results[index]);
+    };
+    // A journaled chat (its chain is in its own Project).
+    let own = results(&mut client, "zai:conv:cown", &[
+        call("continuity.search", json!({"query": "plan"})),
+        call("continuity.search", json!({"project_id": other_project})),
+        call("continuity.search", json!({"workspace_id": "w2"})),
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cown")})),
+        call("continuity.resume", json!({"conversation_url": url(&other_project, "cown")})),
+        call("herdr_mcp.browser_handoff.prepare", json!({"continuity_id": own_chain, "source_url": "https://chatgpt.com/c/cother"})),
+        call("herdr_mcp.browser_handoff.prepare", json!({"continuity_id": own_chain, "source_url": url(&other_project, "cown")})),
+        call("continuity.resume", json!({"conversation_url": url(&own_project, "cown")})),
+    ]);
+    let found: Vec<Value> = own[0]["result"]["result"]["candidates"].as_array().cloned().unwrap_or_default();
+    assert_eq!(found.iter().map(|c| c["continuity_id"].clone()).collect::<Vec<_>>(), vec![json!(own_chain)], "a search naming no conversation is narrowed to the chat's own: {:?}", own[0]);
+    refused(&own, 1, "leave project_id out");
+    refused(&own, 2, "leave workspace_id out");
+    refused(&own, 3, "names Project");
+    refused(&own, 4, "names Project");
+    refused(&own, 5, "names another conversation");
+    refused(&own, 6, "names Project");
+    assert_eq!(own[7]["result"]["result"]["continuity_id"], own_chain.as_str(), "its own URL reads its own chain: {:?}", own[7]);
+    // A chat not journaled yet: no URL-based read at all, and a search finds nothing.
+    let new = results(&mut client, "zai:conv:cnew", &[
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cnew")})),
+        call("continuity.resume", json!({"conversation_url": url(&other_project, "cnew")})),
+        call("continuity.search", json!({"conversation_url": url(&other_project, "cother")})),
+        call("continuity.search", json!({"query": "plan"})),
+    ]);
+    refused(&new, 0, "has no continuity chain yet");
+    refused(&new, 1, "has no continuity chain yet");
+    refused(&new, 2, "has no continuity chain yet");
+    assert_eq!(new[3]["result"]["result"]["candidates"], json!([]), "{:?}", new[3]);
+    runtime.terminate();
+}
+
+// Review of issue 23: work_memory.resume / search were refused for every bridge chat (the
+// confinement asked for a continuity_id they do not have). Now they read the partition
+// bound to the chat's own chain, and only that one.
+#[test]
+fn a_bridge_chat_reads_the_work_memory_of_its_own_chain_only() {
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let mut append = |conversation: &str| {
+        let answer = client.call("j", "continuity.append", json!({"conversation_id": conversation, "message_id": "m1", "role": "user", "text": format!("plan of {conversation}"), "observed_at": 1}));
+        answer["result"]["continuity_id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("appended: {answer}"))
+    };
+    let own_chain = append("cown");
+    let other_chain = append("cother");
+    let mcp = |client: &mut LineClient, method: &str, params: Value| {
+        let answer = client.call("t", "tools.call", json!({"tool": "herdr_call", "arguments": {"method": method, "params": params.to_string()}}));
+        assert!(answer.get("result").is_some(), "{answer}");
+    };
+    for (chain, work) in [(&own_chain, "own-work"), (&other_chain, "other-work")] {
+        mcp(&mut client, "work_memory.bind", json!({"continuity_id": chain, "project_ref": "proj", "repo_id": "repo", "work_chain_id": work, "provider": "zai", "session_ref": "zai:conv:x", "bound_at": 1}));
+    }
+    let call = |method: &str, params: Value| format!("{{\"tool\":\"herdr_call\",\"args\":{}}}", json!({"method": method, "params": params.to_string()}));
+    let partition = |work: &str| json!({"project_ref": "proj", "repo_id": "repo", "work_chain_id": work});
+    let mut search = partition("own-work");
+    search["query"] = json!("plan");
+    let lines = [
+        call("work_memory.resume", partition("own-work")),
+        call("work_memory.search", search),
+        call("work_memory.resume", partition("other-work")),
+        call("work_memory.resume", partition("unbound-work")),
+    ];
+    let params = json!({"conversation": "zai:conv:cown", "message_id": "m-1", "text": lines.join("\n"), "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"});
+    let answer = client.call("b", "bridge.reply", params);
+    assert_eq!(answer["result"]["state"], "results", "{answer}");
+    let text = answer["result"]["text"].as_str().expect("a results message");
+    let results: Vec<Value> = text.lines().skip(1).take(lines.len()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(results[0]["ok"], true, "its own partition resumes: {text}");
+    assert_eq!(results[1]["ok"], true, "its own partition is searched: {text}");
+    for (index, why) in [(2, "belongs to another chain"), (3, "is bound to this chat's chain")] {
+        assert_eq!(results[index]["error"], "refused", "call {}: {text}", index + 1);
+        assert!(results[index]["message"].as_str().is_some_and(|m| m.contains(why)), "call {}: {text}", index + 1);
+    }
+    runtime.terminate();
+}

@@ -210,9 +210,10 @@ fn every_method_with_random_hostile_params_gets_an_answer_over_the_socket() {
         }
         let request = serde_json::from_slice::<Value>(&line).ok();
         let method = request.as_ref().and_then(|r| r["method"].as_str()).unwrap_or_default();
-        if method == "events.subscribe" || method.starts_with("bridge.") {
-            // A subscription streams on this connection and the bridge may run tools:
-            // both are covered by the table above and the in-process fuzz.
+        if method == "events.subscribe" {
+            // A subscription streams on this connection: covered by the table above and
+            // the in-process fuzz. The bridge's methods are sent (their calls run through
+            // the runtime's own router: Herdr is absent, local stores are the test home's).
             return Ok(());
         }
         n.set(n.get() + 1);
