@@ -14,7 +14,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, persistedContinuity, turnAutoOn } from '../lib/continuity.mjs';
 import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
-import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { stopWorkerAndAwaitRestart } from '../lib/extension.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const WAKES = { conversationId: CONVERSATION, marker: /^wake:/ };
@@ -104,26 +104,8 @@ test.describe('one delivery path (issue 7)', () => {
     });
     const first = await agentCycle(sandbox, hud, sessionRef, 'Stopped right after');
     await expect.poll(() => countMessages(fixture, WAKES), { timeout: 40_000, message: 'the wake reached the backend' }).toBe(1);
-    // Stop the service worker at once, through CDP from an extension page's session.
-    const extPage = await context.newPage();
-    await extPage.goto(`${EXTENSION_ORIGIN}options.html`);
-    const cdp = await context.newCDPSession(extPage);
-    const versions = [];
-    cdp.on('ServiceWorker.workerVersionUpdated', (event) => versions.push(...event.versions));
-    await cdp.send('ServiceWorker.enable');
-    await expect.poll(() => versions.filter((v) => v.runningStatus === 'running' && v.scriptURL.startsWith(EXTENSION_ORIGIN)).length,
-      { message: 'the worker\'s version is known' }).toBeGreaterThan(0);
-    await worker.evaluate(() => { globalThis.__beforeStop = true; });
-    const life = () => worker.evaluate(() => (globalThis.__beforeStop ? 'old' : 'new')).catch(() => 'restarting');
-    await expect.poll(async () => {
-      if ((await life()) === 'old') {
-        for (const version of versions.filter((v) => v.scriptURL.startsWith(EXTENSION_ORIGIN))) {
-          await cdp.send('ServiceWorker.stopWorker', { versionId: version.versionId }).catch(() => {});
-        }
-      }
-      return life();
-    }, { message: 'the worker was stopped and runs again', timeout: 20_000, intervals: [500] }).toBe('new');
-    await extPage.close();
+    // Stop the service worker at once.
+    await stopWorkerAndAwaitRestart(context, worker, { intervalMs: 500 });
     const wake = await expectExactlyOne(fixture, WAKES, {
       timeout: 40_000,
       message: 'the restarted worker confirms the wake from the page; it never types it again',

@@ -17,7 +17,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud, turnAutoOn, watchHudHook } from '../lib/continuity.mjs';
 import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
-import { nativeRequestFromWorker } from '../lib/extension.mjs';
+import { nativeRequestFromWorker, stopWorkerAndAwaitRestart } from '../lib/extension.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const PROJECT_CHAT = CHATS.find((c) => c.project);
@@ -160,27 +160,7 @@ for (const csp of CSP_VARIANTS) {
       // Mid-transfer: the seed is on the server, the page does not show it yet.
       await hud.expect('data-handoff-step', 'seeding');
       await hud.expect('data-active-target', CONVERSATION, 'X7: the source is still the target');
-      // Stop the extension's service worker through CDP (from an extension page's session).
-      const extPage = await context.newPage();
-      await extPage.goto(`${EXTENSION_ORIGIN}options.html`);
-      const cdp = await context.newCDPSession(extPage);
-      const versions = [];
-      cdp.on('ServiceWorker.workerVersionUpdated', (event) => versions.push(...event.versions));
-      await cdp.send('ServiceWorker.enable');
-      await expect.poll(() => versions.filter((v) => v.runningStatus === 'running' && v.scriptURL.startsWith(EXTENSION_ORIGIN)).length,
-        { message: 'the worker\'s version is known' }).toBeGreaterThan(0);
-      // A worker that runs again has fresh globals: the mark tells the old one from the new.
-      await worker.evaluate(() => { globalThis.__beforeStop = true; });
-      const life = () => worker.evaluate(() => (globalThis.__beforeStop ? 'old' : 'new')).catch(() => 'restarting');
-      await expect.poll(async () => {
-        if ((await life()) === 'old') {
-          for (const version of versions.filter((v) => v.scriptURL.startsWith(EXTENSION_ORIGIN))) {
-            await cdp.send('ServiceWorker.stopWorker', { versionId: version.versionId }).catch(() => {});
-          }
-        }
-        return life();
-      }, { message: 'the worker was stopped and runs again', timeout: 20_000, intervals: [1_000] }).toBe('new');
-      await extPage.close();
+      await stopWorkerAndAwaitRestart(context, worker);
       await hud.expect('data-handoff-step', 'done', 'the restarted worker finished the transfer', 60_000);
       const seeds = fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF'));
       expect(seeds, 'one seed').toHaveLength(1);
