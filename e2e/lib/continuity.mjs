@@ -203,8 +203,17 @@ export class ContinuityHud {
     await expect(this.toggle).toHaveAttribute('aria-expanded', 'true');
   }
 
+  /**
+   * The HUD's state hooks (Auto, the binding, a card waiting, …): an element inside the
+   * closed root, read from our isolated world — never on the host, where the page could
+   * read them.
+   */
+  get state() {
+    return this.host.locator('[data-hud-state]');
+  }
+
   expect(attribute, value, message, timeout = 20_000) {
-    return expect(this.host, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
+    return expect(this.state, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
   }
 
   /** The session ref the HUD shows (inside its closed root only: the page cannot read it). */
@@ -224,12 +233,9 @@ export class ContinuityHud {
 
   /** A one-line summary of the continuity hooks (for messages and the demo). */
   async describe() {
-    return this.page.evaluate((tag) => {
-      const h = document.querySelector(tag);
-      if (!h) return '(no HUD)';
-      const d = h.dataset;
-      return `binding=${d.binding} target=${d.activeTarget || '-'} auto=${d.auto} state=${d.scopeState} wakes=${d.wakeCount} withheld=${d.withheld || '-'} tasks=${d.tasks || '-'}`;
-    }, HUD_HOST);
+    const d = await this.state.evaluate((el) => (el ? { ...el.dataset } : null));
+    if (!d) return '(no HUD)';
+    return `binding=${d.binding} target=${d.activeTarget || '-'} auto=${d.auto} state=${d.scopeState} wakes=${d.wakeCount} withheld=${d.withheld || '-'} tasks=${d.tasks || '-'}`;
   }
 }
 
