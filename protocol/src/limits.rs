@@ -27,6 +27,8 @@ pub const MAX_READ_CHARS: usize = 64 * 1024;
 pub const MAX_ROUNDS_PER_HUMAN_TURN: u64 = 6;
 /// Most characters of a pending call's args JSON shown for approval (`args_preview`).
 pub const MAX_ARGS_PREVIEW_CHARS: usize = 160;
+/// Most characters of a pending call's decoded text shown for approval (`detail`).
+pub const MAX_PENDING_DETAIL_CHARS: usize = 2_000;
 
 /// True for a string of 1 to `max` characters.
 pub fn within(text: &str, max: usize) -> bool {

@@ -333,6 +333,15 @@ pub struct PendingCall {
     pub args_preview: String,
     /// True when it types, prompts or writes (it needs a click every time).
     pub mutating: bool,
+    /// What the call would type or send, decoded: for `herdr_call` `pane.send_text` /
+    /// `pane.send_keys` / `pane.send_input` the params' `text` and `keys`, for
+    /// `herdr_prompt` its `text`, else the args JSON. At most
+    /// [`crate::limits::MAX_PENDING_DETAIL_CHARS`] characters.
+    #[serde(default)]
+    pub detail: String,
+    /// How many characters of the detail were left out (0 when `detail` is whole).
+    #[serde(default)]
+    pub detail_more: u64,
 }
 
 /// Tool rounds of a chat since its user's newest message (`bridge_reply.rounds`).

@@ -37,7 +37,7 @@
 //! alternate: drain [`Batch::poll`] (claim and start each [`BatchOutput::Run`]) and feed
 //! each finished call to [`Batch::finished`], until [`BatchOutput::Done`].
 
-use continuity_protocol::limits::{MAX_ARGS_PREVIEW_CHARS, MAX_ROUNDS_PER_HUMAN_TURN};
+use continuity_protocol::limits::{MAX_ARGS_PREVIEW_CHARS, MAX_PENDING_DETAIL_CHARS, MAX_ROUNDS_PER_HUMAN_TURN};
 use continuity_protocol::tools::callable_herdr_method;
 use continuity_protocol::{LocalMethod, ToolName};
 use serde_json::{Map, Value};
@@ -560,6 +560,49 @@ pub struct CallClass {
     pub target: Option<String>,
     /// The first [`MAX_ARGS_PREVIEW_CHARS`] characters of its arguments as JSON.
     pub args_preview: String,
+    /// What it would type or send, decoded (see [`call_detail`]), at most
+    /// [`MAX_PENDING_DETAIL_CHARS`] characters.
+    pub detail: String,
+    /// How many characters of the detail were left out (0 when whole).
+    pub detail_more: u64,
+}
+
+/// The methods that type into a pane: their `text` and `keys` are what the user approves.
+const TYPING_METHODS: [&str; 3] = ["pane.send_text", "pane.send_keys", "pane.send_input"];
+
+/// The whole text a call would type or send, decoded, for the approval card: for
+/// `herdr_call` of a typing method the params' `text` and then its `keys` (one line
+/// `keys: …`), for `herdr_prompt` its `text`, else the args JSON (compact). Never empty.
+fn call_detail(tool: &str, args: &Map<String, Value>, params: &Map<String, Value>) -> String {
+    let typed = match ToolName::parse(tool) {
+        Ok(ToolName::HerdrPrompt) => string_at(args, "text"),
+        Ok(ToolName::HerdrCall) if string_at(args, "method").is_some_and(|m| TYPING_METHODS.contains(&m.as_str())) => {
+            let mut parts = Vec::new();
+            if let Some(text) = string_at(params, "text").filter(|t| !t.is_empty()) {
+                parts.push(text);
+            }
+            let keys = match params.get("keys") {
+                Some(Value::String(key)) => vec![key.clone()],
+                Some(Value::Array(keys)) => keys.iter().map(|k| k.as_str().map_or_else(|| k.to_string(), str::to_owned)).collect(),
+                _ => Vec::new(),
+            };
+            if !keys.is_empty() {
+                parts.push(format!("keys: {}", keys.join(" ")));
+            }
+            (!parts.is_empty()).then(|| parts.join("\n"))
+        }
+        _ => None,
+    };
+    typed.unwrap_or_else(|| Value::Object(args.clone()).to_string())
+}
+
+/// `text` cut to at most `max` characters (on a character boundary), and how many
+/// characters were left out.
+fn cut_chars(text: &str, max: usize) -> (String, u64) {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => (text[..end].to_owned(), text[end..].chars().count() as u64),
+        None => (text.to_owned(), 0),
+    }
 }
 
 /// The string at `key` of `map`, if it is one.
@@ -599,5 +642,6 @@ pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
         }
         Err(_) => (true, None, None),
     };
-    CallClass { mutating, method, target, args_preview }
+    let (detail, detail_more) = cut_chars(&call_detail(tool, args, &params), MAX_PENDING_DETAIL_CHARS);
+    CallClass { mutating, method, target, args_preview, detail, detail_more }
 }

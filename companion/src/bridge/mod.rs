@@ -198,6 +198,8 @@ impl BridgeService {
                             target: class.target,
                             args_preview: class.args_preview,
                             mutating: class.mutating,
+                            detail: class.detail,
+                            detail_more: class.detail_more,
                         });
                     }
                 }

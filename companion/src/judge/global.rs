@@ -12,7 +12,7 @@
 //! - A failure is never routes: the judge then has its local routes and the script, and
 //!   the reason names the failure (fail closed).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -44,7 +44,7 @@ impl GlobalRouteCache {
     /// The remembered outcome for `pool` when it is still fresh at `now`: routes for the
     /// pool's `cache_ttl_ms`, a failure for `retry_after` (capped at the same).
     pub fn fresh(&self, pool: &GlobalPoolConfig, now: Instant, retry_after: Duration) -> Option<PoolRoutes> {
-        let entry = self.entry.lock().ok()?;
+        let entry = self.entry.lock().unwrap_or_else(PoisonError::into_inner);
         let cached = entry.as_ref().filter(|c| c.source.0 == pool.url && c.source.1 == pool.token)?;
         let ttl = Duration::from_millis(pool.cache_ttl_ms);
         let keep = if cached.outcome.is_ok() { ttl } else { retry_after.min(ttl) };
@@ -61,9 +61,7 @@ impl GlobalRouteCache {
             }
             Err(error) => Err(error.to_string()),
         };
-        if let Ok(mut entry) = self.entry.lock() {
-            *entry = Some(Cached { source: (pool.url.clone(), pool.token.clone()), fetched_at: now, outcome: outcome.clone() });
-        }
+        *self.entry.lock().unwrap_or_else(PoisonError::into_inner) = Some(Cached { source: (pool.url.clone(), pool.token.clone()), fetched_at: now, outcome: outcome.clone() });
         outcome
     }
 }
@@ -99,5 +97,21 @@ mod tests {
         assert!(cache.fresh(&pool("t"), later(1_999), cooldown).is_some_and(|r| r.is_err()), "a failure is remembered for the cooldown");
         assert_eq!(cache.fresh(&pool("t"), later(2_000), cooldown), None, "and retried after it");
         assert_eq!(cache.fresh(&pool("t"), later(1), Duration::ZERO), None, "no cooldown: retried at once");
+    }
+
+    #[test]
+    fn a_poisoned_cache_still_remembers_and_answers() {
+        // Before: `.lock().ok()` made a poisoned cache forget every fetch silently.
+        let cache = std::sync::Arc::new(GlobalRouteCache::default());
+        let poisoner = std::sync::Arc::clone(&cache);
+        let _ = std::thread::spawn(move || {
+            let _held = poisoner.entry.lock();
+            panic!("poison the cache's lock");
+        })
+        .join();
+        assert!(cache.entry.is_poisoned());
+        let at = Instant::now();
+        cache.store(&pool("t"), at, Ok(vec![route("shared")])).expect("routes");
+        assert!(cache.fresh(&pool("t"), at, Duration::from_secs(2)).is_some_and(|r| r.is_ok()), "the poisoned cache still answers");
     }
 }

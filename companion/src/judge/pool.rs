@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -106,15 +106,14 @@ impl RoutePool {
     }
 
     fn cooling_until(&self, key: &(String, String)) -> Option<Instant> {
-        self.cooling.lock().ok().and_then(|map| map.get(key).copied())
+        self.cooling.lock().unwrap_or_else(PoisonError::into_inner).get(key).copied()
     }
 
     fn set(&self, key: &(String, String), until: Option<Instant>) {
-        if let Ok(mut map) = self.cooling.lock() {
-            match until {
-                Some(until) => map.insert(key.clone(), until),
-                None => map.remove(key),
-            };
-        }
+        let mut map = self.cooling.lock().unwrap_or_else(PoisonError::into_inner);
+        match until {
+            Some(until) => map.insert(key.clone(), until),
+            None => map.remove(key),
+        };
     }
 }

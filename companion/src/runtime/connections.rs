@@ -311,11 +311,15 @@ async fn serve_client<H: Handler>(
 
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
     let mut reader = BufReader::new(read_half);
-    let mut spoke = false;
+    let mut subscribed = false;
     loop {
-        // Until its first complete line a client must speak within the idle timeout; any
-        // line it starts must end within it.
-        let start_within = if spoke { None } else { Some(limits.idle_timeout) };
+        // A client must send each line within the idle timeout of the previous one (or of
+        // connecting), and end any line it starts within it — unless it asked for the event
+        // stream (`events.subscribe`: the extension's host relay, the live tree), which is
+        // what it then waits for. A request's answer comes within the request timeout
+        // (30 s), shorter than the idle timeout (60 s), so a waiting caller is answered
+        // before its connection can be closed.
+        let start_within = if subscribed { None } else { Some(limits.idle_timeout) };
         let line = match read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout)).await {
             Ok(Some(line)) => line,
             Ok(None) => break,
@@ -340,7 +344,9 @@ async fn serve_client<H: Handler>(
             }
             ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
             ClientLine::Line(bytes) => {
-                spoke = true;
+                if !subscribed {
+                    subscribed = protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
+                }
                 let Ok(slot) = Arc::clone(&in_flight).acquire_owned().await else { break };
                 let handler = Arc::clone(&handler);
                 let client = client.clone();
@@ -485,7 +491,7 @@ mod tests {
 
     /// Issue 23: a client that connected and sent nothing, or half a line, held its
     /// connection (and a place under the cap) for ever. Now it is closed after the idle
-    /// timeout; a client that has spoken may wait for events as long as it likes.
+    /// timeout; a client that subscribed may wait for events as long as it likes.
     #[tokio::test]
     async fn a_silent_client_or_half_a_line_is_closed_after_the_idle_timeout() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -495,15 +501,33 @@ mod tests {
         let mut half = Client::connect(&socket).await;
         half.write.write_all(br#"{"id":"h","method":"pi"#).await.expect("write half a line");
         let mut talker = Client::connect(&socket).await;
-        assert_eq!(talker.call("1", "ping").await.map(|v| v["id"].clone()), Some(json!("1")));
+        assert_eq!(talker.call("1", "events.subscribe").await.map(|v| v["id"].clone()), Some(json!("1")));
         half.write.write_all(b"ng").await.expect("more of the line, still unfinished");
 
         assert_eq!(next_within(&mut silent, Duration::from_secs(5)).await, Some(None), "the silent client is closed");
         assert_eq!(next_within(&mut half, Duration::from_secs(5)).await, Some(None), "half a line is closed");
         tokio::time::sleep(idle * 3).await;
-        assert_eq!(talker.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a client that spoke may idle");
+        assert_eq!(talker.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a subscribed client may idle");
         let log = std::fs::read_to_string(dir.path().join("runtime.log")).unwrap_or_default();
         assert!(log.contains("no complete line within 150 ms (idle timeout)"), "{log}");
+    }
+
+    /// Review of issue 23: after its first line a client could idle for ever and hold a
+    /// place under the cap. Now only a connection that asked for the event stream may
+    /// idle; any other gets the idle timeout between its lines too.
+    #[tokio::test]
+    async fn only_a_subscribed_connection_may_idle_between_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let idle = Duration::from_millis(150);
+        let socket = start(&dir, Limits { idle_timeout: idle, ..Limits::default() });
+        let mut pinger = Client::connect(&socket).await;
+        assert_eq!(pinger.call("1", "ping").await.map(|v| v["id"].clone()), Some(json!("1")));
+        let mut listener = Client::connect(&socket).await;
+        assert_eq!(listener.call("s", "events.subscribe").await.map(|v| v["id"].clone()), Some(json!("s")));
+
+        assert_eq!(next_within(&mut pinger, Duration::from_secs(5)).await, Some(None), "a client that spoke once and then idled is closed");
+        tokio::time::sleep(idle * 3).await;
+        assert_eq!(listener.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a subscribed client may idle");
     }
 
     #[tokio::test]

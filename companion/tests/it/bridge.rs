@@ -776,3 +776,36 @@ fn a_bridge_chat_is_confined_to_its_workspace_its_own_ref_and_its_own_chain() {
     assert_eq!(listed["result"]["result"]["result"]["candidates"].as_array().map(Vec::len), Some(2), "{listed}");
     runtime.terminate();
 }
+
+#[test]
+fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
+    // Review of issue 23 item 1: the card showed only the first 160 characters of the
+    // escaped args JSON, so a long or escaped text hid what the user approved.
+    use companion::bridge::machine::classify;
+    use continuity_protocol::limits::MAX_PENDING_DETAIL_CHARS;
+    let object = |v: Value| v.as_object().cloned().expect("an object");
+    // herdr_call pane.send_input: the params' text (decoded, unicode intact) and its keys.
+    let typed = "rm -rf ~/tmp && echo \"done\" — 完成\nsecond line";
+    let params = json!({"pane_id": "w1:p1", "text": typed, "keys": ["enter"]}).to_string();
+    let class = classify("herdr_call", &object(json!({"method": "pane.send_input", "params": params})));
+    assert_eq!((class.detail.as_str(), class.detail_more), (format!("{typed}\nkeys: enter").as_str(), 0));
+    // send_keys with keys only.
+    let params = json!({"pane_id": "w1:p1", "keys": ["ctrl+c", "enter"]}).to_string();
+    let class = classify("herdr_call", &object(json!({"method": "pane.send_keys", "params": params})));
+    assert_eq!(class.detail, "keys: ctrl+c enter");
+    // herdr_prompt: its text, cut at MAX_PENDING_DETAIL_CHARS characters (on a char
+    // boundary: multi-byte characters), the rest counted.
+    let long = "é".repeat(MAX_PENDING_DETAIL_CHARS + 37);
+    let class = classify("herdr_prompt", &object(json!({"target": "w1:p1", "text": long})));
+    assert_eq!((class.detail.chars().count(), class.detail_more), (MAX_PENDING_DETAIL_CHARS, 37));
+    assert!(class.detail.chars().all(|c| c == 'é'));
+    // Anything else: the compact args JSON.
+    let class = classify("herdr_call", &object(json!({"method": "workspace.create", "params": "{\"label\":\"x\"}"})));
+    assert_eq!((class.detail.as_str(), class.detail_more), ("{\"method\":\"workspace.create\",\"params\":\"{\\\"label\\\":\\\"x\\\"}\"}", 0));
+    // Through the service: the pending call carries the detail.
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:d1", "m1", SEND_KEYS, true), 1)).expect("the store answers");
+    assert_eq!(asked.pending.iter().map(|p| (p.detail.as_str(), p.detail_more)).collect::<Vec<_>>(), vec![("keys: enter", 0)]);
+}
