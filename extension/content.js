@@ -338,7 +338,7 @@
         button.disabled = Boolean(deciding);
         onTrusted(button, 'click', (event) => {
           const refused = pressRefused(button, event);
-          if (refused) { showNotice(text(refused), 'bad'); return; }
+          if (refused) { showNotice(text(refused), 'bad'); status.dataset.key = refused; return; }
           port?.postMessage({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision });
         });
         buttons.append(button);
@@ -378,6 +378,9 @@
     }
     for (const id of [...placed.keys()]) if (!seen.has(id)) placed.delete(id);
   };
+  // While a card is up its buttons' places are looked at often: a host the page moves
+  // keeps its presses waiting until it has stood still for PRESS_SETTLE_MS.
+  setInterval(() => { if (placed.size) notePlaces(); }, 150);
   // The host as we style it; anything the page changed there that can hide, shrink, move
   // or disguise it refuses the press.
   const hiddenByPage = (button) => {
