@@ -350,7 +350,7 @@ async function continuityBench() {
     for (let i = 0; i < WAKES; i++) {
       await dispatchTask(sandbox, { sessionRef, text: `bench task ${i}` });
       await reportAgent(sandbox, WORKSPACE.pane, 'working');
-      await waitUntil('HUD working', async () => (await hud.host.getAttribute('data-scope-state')) === 'working');
+      await waitUntil('HUD working', async () => (await hud.state.getAttribute('data-scope-state')) === 'working');
       const before = fixture.automaticMessages(CONVERSATION).length;
       const t0 = Date.now();
       await reportAgent(sandbox, WORKSPACE.pane, 'idle');
@@ -358,8 +358,8 @@ async function continuityBench() {
       wakes.push(fixture.automaticMessages(CONVERSATION)[before].at - t0);
       await waitUntil('the page idle and the wake counted', async () =>
         (await page.locator('button[data-testid="send-button"]').count()) === 1 &&
-        (await hud.host.getAttribute('data-wake-count')) === String(i + 1) &&
-        (await hud.host.getAttribute('data-tasks')) === '0/0');
+        (await hud.state.getAttribute('data-wake-count')) === String(i + 1) &&
+        (await hud.state.getAttribute('data-tasks')) === '0/0');
     }
     const sortedWakes = [...wakes].sort((a, b) => a - b);
     const total = fixture.automaticMessages(CONVERSATION).length;

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Sandbox } from './lib/sandbox.mjs';
 import { ChatGptFixture, chatgptUrl } from './fixtures/chatgpt.mjs';
 import { HudProbe } from './lib/hud.mjs';
+import { inShadowRoot } from './lib/shadow.mjs';
 import { nativeRequestFromWorker } from './lib/extension.mjs';
 import { securityPolicyViolations } from './lib/csp-recorder.mjs';
 import { REPO_ROOT } from './lib/paths.mjs';
@@ -122,7 +123,8 @@ const waitFor = async (what, predicate, timeoutMs = 20_000) => {
   }
   throw new Error(`${what} did not happen within ${timeoutMs} ms`);
 };
-const hudAttr = (page, name) => page.evaluate((n) => document.querySelector('herdr-continuity-hud')?.getAttribute(n) ?? null, name);
+// The HUD's state hooks live inside its closed root: read from our isolated world.
+const hudAttr = (page, name) => inShadowRoot(page, 'herdr-continuity-hud', (root, host, n) => root?.querySelector('[data-hud-state]')?.getAttribute(n) ?? null, name);
 
 /** The main job: bind → Auto → dispatch → working → settle → the chat continues once. */
 async function continuityDemo(sandbox, context, worker, fixture) {

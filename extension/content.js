@@ -53,8 +53,10 @@
     .bridge-what { font-weight: 600; }
     .bridge-tag { font-weight: normal; white-space: nowrap; padding: 0 4px; border-radius: 4px; background: #eaeef2; }
     .bridge-tag.mutating { background: #ffebe9; color: #a40e26; }
-    .bridge-args { display: block; white-space: pre-wrap; word-break: break-all; max-height: 4.5em; overflow: hidden;
-      font: 11px/1.4 ui-monospace, monospace; background: #f6f8fa; padding: 2px 4px; }`;
+    .bridge-args, .bridge-detail { display: block; white-space: pre-wrap; word-break: break-all; max-height: 4.5em; overflow: auto;
+      font: 11px/1.4 ui-monospace, monospace; background: #f6f8fa; padding: 2px 4px; margin: 2px 0; }
+    .bridge-detail { max-height: 12em; border-left: 3px solid #bc4c00; }
+    .bridge-more { font-style: italic; }`;
 
   const text = (key, substitutions) => chrome.i18n.getMessage(key, substitutions) || key;
   // Trusted UI (issue 23): the page's own scripts must not drive or read our controls.
@@ -98,15 +100,22 @@
   status.setAttribute('role', 'status');
   status.setAttribute('aria-live', 'polite');
   panel.append(lines, continuity, actions);
-  root.append(toggle, panel, status);
-  host.dataset.expanded = 'false';
+  // What the HUD shows (Auto, the binding, a card waiting, …) as data-* hooks for tests:
+  // inside the closed root, never on the host, so the page cannot tell that a card is up
+  // (and time a click-jack for it).
+  const hooks = document.createElement('div');
+  hooks.hidden = true;
+  hooks.dataset.hudState = '';
+  root.append(toggle, panel, status, hooks);
+  hooks.dataset.expanded = 'false';
   document.documentElement.append(host);
 
   const setExpanded = (expanded) => {
     panel.classList.toggle('collapsed', !expanded);
     toggle.setAttribute('aria-expanded', String(expanded));
-    host.dataset.expanded = String(expanded);
+    hooks.dataset.expanded = String(expanded);
     toggle.title = text(expanded ? 'hudHideDetails' : 'hudShowDetails');
+    notePlaces();
   };
   onTrusted(toggle, 'click', () => setExpanded(toggle.getAttribute('aria-expanded') !== 'true'));
   onTrusted(root, 'keydown', (event) => {
@@ -133,7 +142,7 @@
   // tests, and buttons whose locks the worker decided.
   const renderContinuity = (view) => {
     const c = view.continuity;
-    const hooks = {
+    const state = {
       binding: c?.binding?.workspace_id ?? '',
       activeTarget: c?.active_target ?? '',
       auto: c?.auto ?? 'off',
@@ -158,8 +167,8 @@
       handoffStep: c?.handoff?.step ?? '',
       handoffButton: c?.handoff?.button ?? '',
     };
-    Object.assign(host.dataset, hooks);
-    if (!c?.bridge) Object.assign(host.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
+    Object.assign(hooks.dataset, state);
+    if (!c?.bridge) Object.assign(hooks.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
     healthView(c?.health ?? null);
     if (!c) { continuity.replaceChildren(); return []; }
     const out = [];
@@ -255,7 +264,7 @@
       // The judge button carries the page's last turn (read now, once per press); Send tool
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       onTrusted(button, 'click', () => {
-        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(), pressed: true });
+        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
         const turn = action.id === 'llm_judge' ? endedTurn() : null;
         port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
       });
@@ -271,8 +280,8 @@
   // is dropped here, so the page can never approve a call. Each press sends one
   // `bridge_decide`; the worker decides nothing without it.
   const bridgeLines = (bridge) => {
-    host.dataset.bridgePending = String(bridge.pending.length);
-    host.dataset.bridgeRoundLimit = bridge.round_limit ? 'yes' : 'no';
+    hooks.dataset.bridgePending = String(bridge.pending.length);
+    hooks.dataset.bridgeRoundLimit = bridge.round_limit ? 'yes' : 'no';
     const out = [];
     if (bridge.round_limit) {
       out.push(para('bridge-round-limit', 'hudBridgeRoundLimit',
@@ -302,8 +311,20 @@
       what.append(' ', tag);
       li.append(what);
       if (p.target) li.append(para('bridge-target', 'hudBridgeTarget', [p.target]));
+      // What the call would type / send, decoded, whole up to the runtime's 2 000
+      // characters, in a box that scrolls (never cut silently), and how much is left out.
+      if (p.detail != null) {
+        const detail = document.createElement('pre');
+        detail.className = 'bridge-detail';
+        detail.dataset.line = 'bridge-detail';
+        detail.tabIndex = 0;
+        detail.textContent = p.detail;
+        li.append(detail);
+        if (p.detail_more > 0) li.append(para('bridge-more', 'hudBridgeDetailMore', [String(p.detail_more)], 'bridge-more'));
+      }
       const args = document.createElement('code');
       args.className = 'bridge-args';
+      args.tabIndex = 0;
       args.textContent = p.args_preview;
       li.append(args);
       const buttons = document.createElement('div');
@@ -315,7 +336,9 @@
         button.setAttribute('aria-label', text(decision === 'run' ? 'bridgeRunLabel' : 'bridgeSkipLabel',
           [String(p.call), p.method ? `${p.tool} ${p.method}` : p.tool]));
         button.disabled = Boolean(deciding);
-        onTrusted(button, 'click', () => {
+        onTrusted(button, 'click', (event) => {
+          const refused = pressRefused(button, event);
+          if (refused) { showNotice(text(refused), 'bad'); status.dataset.key = refused; return; }
           port?.postMessage({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision });
         });
         buttons.append(button);
@@ -326,6 +349,62 @@
     card.append(head, list);
     out.push(card);
     return out;
+  };
+
+  // ---- Click-jacking (issue 23): our host sits in the page's DOM, so the page can restyle
+  // it or move it under the pointer just before a click. A Run / Skip press counts only
+  // when its button has stood still, where it is now, for PRESS_SETTLE_MS (a card that
+  // just appeared, was re-rendered elsewhere or moved with its host waits), it is a single
+  // click (a double-click's second press is dropped), and the HUD is shown as we style
+  // it: visible, opaque, not transformed, filtered or clipped, on top where the pointer is.
+  const PRESS_SETTLE_MS = 600;
+  const placed = new Map(); // button's data-action → { at: its place, since: when it got there }
+  // A button's place: the host's corner in the viewport (the page can move the host) and
+  // the button's place inside the panel's content (a re-render can move it; the user's
+  // scrolling of the panel does not count).
+  const placeOf = (el) => {
+    const h = host.getBoundingClientRect();
+    const p = panel.getBoundingClientRect();
+    const r = el.getBoundingClientRect();
+    return [h.right, h.top, r.x - p.x, r.y - p.y + panel.scrollTop, r.width, r.height].map(Math.round).join(',');
+  };
+  const notePlaces = () => {
+    const seen = new Set();
+    for (const button of root.querySelectorAll('.bridge-card button[data-action]')) {
+      const id = button.dataset.action;
+      const at = placeOf(button);
+      seen.add(id);
+      if (placed.get(id)?.at !== at) placed.set(id, { at, since: performance.now() });
+    }
+    for (const id of [...placed.keys()]) if (!seen.has(id)) placed.delete(id);
+  };
+  // While a card is up its buttons' places are looked at often: a host the page moves
+  // keeps its presses waiting until it has stood still for PRESS_SETTLE_MS.
+  setInterval(() => { if (placed.size) notePlaces(); }, 150);
+  // The host as we style it; anything the page changed there that can hide, shrink, move
+  // or disguise it refuses the press.
+  const hiddenByPage = (button) => {
+    const style = getComputedStyle(host);
+    if (style.display === 'none' || style.visibility !== 'visible' || Number(style.opacity) < 0.95) return true;
+    if (style.position !== 'fixed' || style.clipPath !== 'none' || style.filter !== 'none' || style.mixBlendMode !== 'normal') return true;
+    if ([style.transform, style.scale, style.rotate, style.translate].some((v) => v && v !== 'none')) return true;
+    if (style.zoom && Number(style.zoom) !== 1) return true;
+    return button.checkVisibility?.({ opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true }) === false;
+  };
+  const pressRefused = (button, event) => {
+    if (event.detail > 1) return 'noticeBridgePressTooSoon';
+    const now = performance.now();
+    const at = placeOf(button);
+    const record = placed.get(button.dataset.action);
+    if (!record || record.at !== at) {
+      placed.set(button.dataset.action, { at, since: now });
+      return 'noticeBridgePressTooSoon';
+    }
+    if (now - record.since < PRESS_SETTLE_MS) return 'noticeBridgePressTooSoon';
+    if (hiddenByPage(button)) return 'noticeBridgePressHidden';
+    // A pointer press: what is on top at the pointer is our host (no page overlay).
+    if (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== host) return 'noticeBridgePressHidden';
+    return null;
   };
 
   // The Handoff button the worker named: Handoff / Resume handoff go to the worker; Copy
@@ -376,6 +455,7 @@
     host.dataset.herdr = view.herdr.key;
     renderSummary(view);
     queueUi?.render(view.continuity?.queue ?? null);
+    notePlaces();
     if (focused) root.querySelector(`button[data-action="${focused}"]`)?.focus();
   };
 
@@ -411,7 +491,7 @@
     }
     summary.textContent = parts.join(' · ');
     dot.className = `dot tone-${tone}`;
-    host.dataset.summaryTone = tone;
+    hooks.dataset.summaryTone = tone;
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
 
@@ -704,6 +784,27 @@
     return chars.length > max ? chars.slice(-max).join('') : value;
   };
   const readText = (el) => (el ? (el.innerText ?? el.textContent ?? '') : '').trim();
+  // A reply as the JSON bridge must read it (issue 23: call lines inside Markdown code
+  // fences are not calls). z.ai and DeepSeek render a fenced block as <pre><code>, and
+  // innerText drops its ``` lines: each <pre>'s text is put back between ``` lines, found
+  // in order in the reply's text (inline code stays as it is).
+  const readReplyText = (el) => {
+    const whole = readText(el);
+    const blocks = el ? [...el.querySelectorAll('pre')].filter((pre) => !pre.parentElement?.closest('pre')) : [];
+    if (!blocks.length) return whole;
+    let out = '';
+    let at = 0;
+    for (const pre of blocks) {
+      const code = (pre.innerText ?? pre.textContent ?? '').replace(/\n+$/, '');
+      const found = code ? whole.indexOf(code, at) : -1;
+      if (found < 0) continue;
+      const before = whole.slice(at, found);
+      out += `${before}${before === '' || before.endsWith('\n') ? '' : '\n'}\`\`\`\n${code}\n\`\`\`\n`;
+      at = found + code.length;
+      if (whole[at] === '\n') at += 1;
+    }
+    return (out + whole.slice(at)).trim();
+  };
   // The journal's copy of a turn (C1: at most 64 KiB of UTF-8, ext-core
   // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
   // a line that says how much was left out (the judge and the bridge read only the end).
@@ -731,7 +832,7 @@
     const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
     const body = seen.last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
     const userText = raw.replace(MARKER_LINE, '').trim();
-    const replyText = readText(body);
+    const replyText = readReplyText(body);
     return {
       user_text: full ? journalText(userText) : tailChars(userText, TURN_USER_MAX),
       assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
@@ -740,6 +841,32 @@
       message_id: seen.last ? messageId(seen.gen, seen.last.el) : null,
       user_message_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
     };
+  };
+  // FNV-1a, 64 bits, of the text's UTF-8 (as ext-core continuity/bridge text_turn_id).
+  const textTurnId = (value) => {
+    let hash = 0xcbf29ce484222325n;
+    for (const byte of utf8.encode(value)) hash = BigInt.asUintN(64, (hash ^ BigInt(byte)) * 0x100000001b3n);
+    return `text:${hash.toString(16).padStart(16, '0')}`;
+  };
+  // The newest user turn that carries no marker of ours (a results message, a wake are
+  // ours): the human's, from which the runtime counts tool rounds (M7) — its page id, else
+  // `text:` and the hash of its text. A page fact, read from the thread every time, so a
+  // worker restart in an Auto loop still knows it. A sent turn does not change: each is
+  // read once.
+  const humanTurns = new WeakMap(); // user turn element → its id, or '' when it is ours
+  const humanTurnId = (gen, users) => {
+    for (let i = users.length - 1; i >= 0 && i >= users.length - 64; i -= 1) {
+      let id = humanTurns.get(users[i]);
+      if (id === undefined) {
+        const raw = readText(users[i]);
+        const mid = messageId(gen, users[i]);
+        const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
+        id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        humanTurns.set(users[i], id);
+      }
+      if (id) return id;
+    }
+    return null;
   };
   let wasGenerating = false;
   const sendTurnEnded = () => {
@@ -794,7 +921,7 @@
     const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
     if (!seen.gen) {
       return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
-        user_turns: 0, last_user_turn_id: null, markers: [], delivering: delivering?.id ?? null };
+        user_turns: 0, last_user_turn_id: null, last_human_turn_id: null, markers: [], delivering: delivering?.id ?? null };
     }
     const users = seen.users.list;
     const markers = [];
@@ -816,6 +943,7 @@
       permission_card: sendCards(seen, present(seen.gen, 'permission_card', seen.ctx)),
       user_turns: users.length,
       last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
+      last_human_turn_id: humanTurnId(seen.gen, users),
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
       // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
       // send only the newest markers that fit.
@@ -1205,11 +1333,20 @@
     }
     return composerText(composer).includes(value.split('\n').pop());
   };
-  const deliver = ({ id, text: value }) => {
+  // The conversation a URL shows (its path): a delivery decided for one page is typed
+  // only while the page still shows it.
+  const conversationPath = (url) => { try { return new URL(url, location.href).pathname.replace(/\/+$/, ''); } catch { return null; } };
+  const deliver = ({ id, text: value, url, page_load: load }) => {
     // Never type one id twice in a page life; a repeated command gets the same answer.
     if (reports.has(id)) { port?.postMessage(reports.get(id)); return; }
     if (delivering?.id === id || typed.has(id)) return;
     if (delivering) return report(id, 'not_submitted', 'busy');
+    // Decided for another page load or another conversation than the page shows now (the
+    // user moved on while the worker wrote its state): nothing is typed; the worker
+    // offers it again where it belongs.
+    if ((load && load !== pageLoad) || (url && conversationPath(url) !== conversationPath(location.href))) {
+      return report(id, 'not_submitted', 'other_conversation');
+    }
     const seen = observe();
     if (!seen.gen) return report(id, 'not_submitted', 'unknown_layout');
     if (!seen.composer) return report(id, 'not_submitted', 'no_composer');

@@ -44,7 +44,7 @@ export async function recoveryBench({ Sandbox, table }) {
     const elapsedH = (Date.now() - started) / 3_600_000;
     const snapshots = fixture.counts.snapshotRequests - before.snapshotRequests;
     const sessions = fixture.counts.sessionRequests - before.sessionRequests;
-    const state = await hud.host.getAttribute('data-recovery-state');
+    const state = await hud.state.getAttribute('data-recovery-state');
     table(`recovery on a healthy streaming tab (${WINDOW_S} s, replies of ${STREAM_MS} ms, Auto on)`, ['measure', 'value'], [
       ['replies streamed', replies],
       ['time in a turn (sent → reply finished)', `${Math.round((100 * streamingMs) / (Date.now() - started))} %`],

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { expect } from './shadow.mjs';
+import { expect, inContentWorld, inShadowRoot } from './shadow.mjs';
 import { EXTENSION_ORIGIN } from './paths.mjs';
 import { runCompanion } from './processes.mjs';
 import { HUD_HOST, HudProbe, hudRoot } from './hud.mjs';
@@ -180,6 +180,9 @@ export async function setProgressOptions(context, { tickSec, fallbackSec }) {
   return shown;
 }
 
+/** The HUD's state hooks kept inside its closed root (extension/content.js `hooks`); the rest stay on the host. */
+const STATE_HOOK = /^data-(binding|active-target|auto|scope-state|wake-count|progress-count|withheld|tasks|layout|delivery-state|recovery-(state|reason|probes)|card-(state|code|tool)|journal|pressure-(level|tokens|messages)|rollover|handoff-(step|button)|bridge-(pending|round-limit)|expanded|summary-tone)$/;
+
 /** The continuity hooks of the HUD host element. */
 export class ContinuityHud {
   constructor(page) {
@@ -203,8 +206,18 @@ export class ContinuityHud {
     await expect(this.toggle).toHaveAttribute('aria-expanded', 'true');
   }
 
+  /**
+   * The HUD's state hooks (Auto, the binding, a card waiting, …): an element inside the
+   * closed root, read from our isolated world — never on the host, where the page could
+   * read them.
+   */
+  get state() {
+    return this.host.locator('[data-hud-state]');
+  }
+
   expect(attribute, value, message, timeout = 20_000) {
-    return expect(this.host, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
+    const where = STATE_HOOK.test(attribute) ? this.state : this.host;
+    return expect(where, message ?? `HUD ${attribute}`).toHaveAttribute(attribute, value, { timeout });
   }
 
   /** The session ref the HUD shows (inside its closed root only: the page cannot read it). */
@@ -224,12 +237,9 @@ export class ContinuityHud {
 
   /** A one-line summary of the continuity hooks (for messages and the demo). */
   async describe() {
-    return this.page.evaluate((tag) => {
-      const h = document.querySelector(tag);
-      if (!h) return '(no HUD)';
-      const d = h.dataset;
-      return `binding=${d.binding} target=${d.activeTarget || '-'} auto=${d.auto} state=${d.scopeState} wakes=${d.wakeCount} withheld=${d.withheld || '-'} tasks=${d.tasks || '-'}`;
-    }, HUD_HOST);
+    const d = await this.state.evaluate((el) => (el ? { ...el.dataset } : null));
+    if (!d) return '(no HUD)';
+    return `binding=${d.binding} target=${d.activeTarget || '-'} auto=${d.auto} state=${d.scopeState} wakes=${d.wakeCount} withheld=${d.withheld || '-'} tasks=${d.tasks || '-'}`;
   }
 }
 
@@ -345,16 +355,17 @@ export async function boundChatWithDraft(sandbox, chat, draft) {
  * (page clock); `read()` gives `[{ value, at }]`, the value at the call first.
  */
 export async function watchHudHook(page, attribute) {
+  // The state hooks live inside the HUD's closed root: watched from our isolated world.
   const slot = `__watch_${attribute.replace(/\W/g, '_')}`;
-  await page.evaluate(([name, slotName]) => {
-    const host = document.querySelector('herdr-continuity-hud');
-    window[slotName] = [{ value: host.getAttribute(name), at: Date.now() }];
+  await inShadowRoot(page, HUD_HOST, (root, host, [name, slotName]) => {
+    const el = root.querySelector('[data-hud-state]');
+    globalThis[slotName] = [{ value: el.getAttribute(name), at: Date.now() }];
     new MutationObserver(() => {
-      const value = host.getAttribute(name);
-      if (window[slotName].at(-1).value !== value) window[slotName].push({ value, at: Date.now() });
-    }).observe(host, { attributes: true, attributeFilter: [name] });
+      const value = el.getAttribute(name);
+      if (globalThis[slotName].at(-1).value !== value) globalThis[slotName].push({ value, at: Date.now() });
+    }).observe(el, { attributes: true, attributeFilter: [name] });
   }, [attribute, slot]);
-  return { read: () => page.evaluate((slotName) => window[slotName], slot) };
+  return { read: () => inContentWorld(page, (slotName) => globalThis[slotName], slot) };
 }
 
 /**

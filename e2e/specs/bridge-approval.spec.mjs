@@ -77,6 +77,12 @@ for (const site of ['zai', 'deepseek']) {
       await expect(item).toContainText(WORKSPACE.pane);
       await expect(item).toContainText(token);
       await expect(item).toContainText('changes things');
+      // What it would type, decoded and whole, in a box that scrolls (never cut silently).
+      const detail = item.locator('[data-line="bridge-detail"]');
+      await expect(detail).toBeVisible();
+      await expect(detail).toHaveText(`${token}\nkeys: enter`);
+      expect(await detail.evaluate((el) => getComputedStyle(el).overflowY), 'the box scrolls').toBe('auto');
+      await expect(item.locator('[data-line="bridge-more"]'), 'nothing was left out').toHaveCount(0);
 
       // The page's own clicks: on the host (the only thing it can reach of a closed root),
       // through an open root if there were one, and untrusted events at the buttons
@@ -150,6 +156,62 @@ for (const site of ['zai', 'deepseek']) {
       const rows = await bridgeActivity(context, worker, page);
       await expect(rows('call_refused'), 'both refusals in the timeline').toHaveCount(2, { timeout: 15_000 });
       await expect(rows('awaiting_approval'), 'nothing was asked about').toHaveCount(0);
+    });
+
+    test('a fence that opens before the 12 000-character mark keeps a pane.send_keys line after it fenced: nothing runs, nothing is asked', async ({ sandbox }) => {
+      const token = `long-fenced-${site}`;
+      const filler = Array.from({ length: 200 }, (_, i) => `line ${String(i).padStart(3, '0')} ${'x'.repeat(70)}`);
+      const reply = ['A long listing:', '```', ...filler, herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] }), '```', 'That is all.'].join('\n');
+      expect(reply.indexOf(token), 'the call sits past the first 12 000 characters').toBeGreaterThan(12_000);
+      const { context, worker, fixture, page, hud } = await boundChat(sandbox, site, reply);
+      await ask(page, fixture, 'List it.');
+      // The page renders the fenced block as <pre><code>, as the real sites do.
+      await expect(page.locator(`${fixture.ui.assistantTurn} pre code`).last()).toContainText(token, { timeout: 20_000 });
+      await expect(page.locator(fixture.ui.assistantTurn).last()).toContainText('That is all.', { timeout: 20_000 });
+      await page.waitForTimeout(2500);
+      await hud.expect('data-bridge-pending', '0', 'nothing was asked about');
+      expect(await timesInPane(sandbox, token), 'the fenced call never ran').toBe(0);
+      expect(bridgeMessages(fixture), 'no results message: the reply has no call').toEqual([]);
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('awaiting_approval')).toHaveCount(0);
+    });
+
+    test('Run counts only once the card stood still where it is shown: a host the page moves or fades refuses the press; a settled real press runs', async ({ sandbox }) => {
+      const token = `jacked-${site}`;
+      const call = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] });
+      const { page, fixture, hud } = await boundChat(sandbox, site, `Typing it.\n${call}`);
+      await ask(page, fixture, 'Type the token.');
+      await hud.expect('data-bridge-pending', '1', 'the HUD asks about the call');
+      const told = await page.evaluate(() => Object.keys(document.querySelector('herdr-continuity-hud').dataset));
+      expect(told.filter((k) => ['bridgePending', 'bridgeRoundLimit', 'auto', 'binding', 'summaryTone', 'expanded'].includes(k)),
+        'the host tells the page nothing of the card, Auto or the binding').toEqual([]);
+      await hud.expand();
+      const status = hud.host.locator('p.status');
+      // The page keeps moving our host under the pointer: every press waits.
+      await page.evaluate(() => {
+        const host = document.querySelector('herdr-continuity-hud');
+        globalThis.jack = setInterval(() => { host.style.setProperty('top', `${64 + Math.floor(Math.random() * 6)}px`, 'important'); }, 40);
+      });
+      await page.waitForTimeout(800);
+      await hud.action('bridge_run:1').click();
+      await expect(status).toHaveAttribute('data-key', 'noticeBridgePressTooSoon');
+      // Still, faded: refused as hidden.
+      await page.evaluate(() => {
+        clearInterval(globalThis.jack);
+        document.querySelector('herdr-continuity-hud').style.setProperty('opacity', '0.3', 'important');
+      });
+      await page.waitForTimeout(1000);
+      await hud.action('bridge_run:1').click();
+      await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+      await page.waitForTimeout(1000);
+      await hud.expect('data-bridge-pending', '1', 'no refused press ran the call');
+      expect(await timesInPane(sandbox, token), 'nothing ran').toBe(0);
+      // As we style it, still for a moment: the user's press runs the call.
+      await page.evaluate(() => document.querySelector('herdr-continuity-hud').removeAttribute('style'));
+      await page.waitForTimeout(1000);
+      await hud.action('bridge_run:1').click();
+      await hud.expect('data-bridge-pending', '0');
+      await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
     });
 
     test('with Auto on, read-only calls run on their own for at most 6 rounds per user message; then the HUD says the limit is reached (M7)', async ({ sandbox }) => {

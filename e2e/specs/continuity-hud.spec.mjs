@@ -64,7 +64,7 @@ test.describe('HUD placement', () => {
       await hud.toggle.focus();
       await page.keyboard.press('Enter');
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
-      await expect(hud.host).toHaveAttribute('data-expanded', 'true');
+      await expect(hud.host.locator('[data-hud-state]')).toHaveAttribute('data-expanded', 'true');
       await expect(hud.action('toggle_auto')).toBeVisible();
       await expect(hud.host.locator('[data-line="companion"]')).toBeVisible();
       await expectComposerUncovered(page, hud);

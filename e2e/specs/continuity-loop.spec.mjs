@@ -58,7 +58,7 @@ for (const chat of CHATS) {
 
       // The reply finishes; the page is idle again and nothing else goes out.
       await expect(page.locator('button[data-testid="send-button"]')).toBeVisible();
-      await expect(hud.host).toHaveAttribute('data-withheld', '');
+      await expect(hud.state).toHaveAttribute('data-withheld', '');
 
       // §V 7: reload, then close and reopen the tab: binding and active target stay right.
       await page.reload();

@@ -144,7 +144,7 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-active-target', CONVERSATION, 'X7: the source stays the target');
       const buttons = (await buttonHook.read()).map((b) => b.value);
       expect(buttons, 'X8: never Copy Prompt while the seed is uncertain').not.toContain('copy_prompt');
-      expect(await hud.host.getAttribute('data-handoff-step')).not.toBe('done');
+      expect(await hud.state.getAttribute('data-handoff-step')).not.toBe('done');
     });
 
     test('a worker restart mid-transfer finishes it without a second new conversation (B7, X6)', async ({ sandbox }) => {

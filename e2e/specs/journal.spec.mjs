@@ -49,7 +49,7 @@ test.describe('Continuity Journal writer (C1) and context pressure (R1)', () => 
     expect(record.workspace_ids).toEqual(['w1']);
     await expect(hud.host.locator('p[data-line="journal"]')).toContainText(record.continuity_id);
     await expect(hud.host.locator('p[data-line="pressure"]')).toContainText('tokens');
-    expect(Number(await hud.host.getAttribute('data-pressure-messages'))).toBeGreaterThanOrEqual(4);
+    expect(Number(await hud.state.getAttribute('data-pressure-messages'))).toBeGreaterThanOrEqual(4);
   });
 
   test.describe('with the runtime stopped (no autostart)', () => {
@@ -97,6 +97,6 @@ test.describe('Continuity Journal writer (C1) and context pressure (R1)', () => 
     await expect(hud.host.locator('p[data-line="pressure"]')).toHaveClass(/withheld/);
     // The fixture numbers its turns conversation-turn-1 … -48; the floor counts from 0 and
     // errs high by one (R1: an estimate that errs high).
-    expect(Number(await hud.host.getAttribute('data-pressure-messages'))).toBe(49);
+    expect(Number(await hud.state.getAttribute('data-pressure-messages'))).toBe(49);
   });
 });

@@ -41,7 +41,7 @@ test.describe('Automatic rollover (R2)', () => {
     await expect(hud.host.locator('p[data-line="rollover"]')).toHaveClass(/withheld/);
     await page.waitForTimeout(3_000);
     expect(seeds(fixture), 'nothing was sent while the draft was there').toHaveLength(0);
-    expect(await hud.host.getAttribute('data-handoff-step')).toBe('idle');
+    expect(await hud.state.getAttribute('data-handoff-step')).toBe('idle');
     // The draft goes: the transfer starts by itself.
     const opened = context.waitForEvent('page', { timeout: 30_000 });
     await page.bringToFront();

@@ -64,8 +64,8 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await expect(page.locator('herdr-continuity-hud')).toHaveAttribute('data-generation', '');
   // The HUD says so too (issue 9 acceptance 2): the worker's view has no layout, the pill warns.
   const hud = hudRoot(page);
-  await expect(hud).toHaveAttribute('data-layout', '');
-  await expect(hud).toHaveAttribute('data-summary-tone', 'warning');
+  await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-layout', '');
+  await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-summary-tone', 'warning');
   await hud.locator('button[data-hud-toggle]').click();
   await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudLayoutUnknown');
   const panel = await context.newPage();

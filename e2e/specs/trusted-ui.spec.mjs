@@ -92,7 +92,7 @@ test.describe('trusted UI', () => {
     await expect(hud.action('handoff')).toBeEnabled({ timeout: 15_000 });
     let tabs = 0;
     context.on('page', () => { tabs += 1; });
-    const stepBefore = await hud.host.getAttribute('data-handoff-step');
+    const stepBefore = await hud.state.getAttribute('data-handoff-step');
 
     await pageScriptPresses(page, hud, 'handoff');
     expect(await syntheticClick(hud.action('handoff'))).toBe('BUTTON');

@@ -86,6 +86,8 @@ for (const site of ['zai', 'deepseek']) {
       await hud.expect('data-bridge-pending', '1', 'the HUD asks before the call runs');
       expect(await timesInPane(sandbox, token), 'nothing runs before Run').toBe(0);
       await hud.expand();
+      // A press counts once the card has stood still for 600 ms (click-jacking, issue 23).
+      await page.waitForTimeout(700);
       await hud.action('bridge_run:1').click();
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message reaches the backend' }).toBe(1);
       const [results] = bridgeMessages(fixture);

@@ -31,7 +31,7 @@ pub const MAX_TURN_USER_CHARS: usize = 6_000;
 /// Longest assistant-reply text those messages may carry (characters; the page keeps the
 /// tail).
 pub const MAX_TURN_ASSISTANT_CHARS: usize = 12_000;
-/// Most fields a page message may have (the widest, `page_facts`, has 13).
+/// Most fields a page message may have (the widest, `page_facts`, has 14).
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;

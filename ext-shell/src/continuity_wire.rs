@@ -236,6 +236,9 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
 
 /// How many characters of a pending call's arguments the HUD shows (the runtime sends 160).
 const ARGS_PREVIEW_CHARS: usize = 200;
+/// How many characters of a pending call's decoded text the HUD shows (the runtime sends
+/// at most 2 000).
+const DETAIL_CHARS: usize = 2_000;
 
 /// A `bridge_reply` result: `results` carries the message, `approval` the batch and its
 /// pending calls (a call without its position or tool is not shown: an approval with none
@@ -259,6 +262,13 @@ fn bridge_reply(result: &Value) -> Option<RuntimeAnswer> {
                         args_preview: clipped_of(p, "args_preview", ARGS_PREVIEW_CHARS).unwrap_or_default(),
                         // Unknown reads as mutating: the card never calls a write harmless.
                         mutating: p.get("mutating").and_then(Value::as_bool).unwrap_or(true),
+                        detail: clipped_of(p, "detail", DETAIL_CHARS),
+                        // Past our own cap, what was cut here counts as left out too.
+                        detail_more: {
+                            let sent = p.get("detail").and_then(Value::as_str).map_or(0, ext_core::text::char_count);
+                            let more = p.get("detail_more").and_then(Value::as_u64).unwrap_or(0);
+                            u32::try_from(more.saturating_add(sent.saturating_sub(DETAIL_CHARS) as u64)).unwrap_or(u32::MAX)
+                        },
                     })
                 })
                 .collect();
@@ -401,6 +411,7 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(0),
         last_user_turn_id: str_of(value, "last_user_turn_id"),
+        last_human_turn_id: id_of(value, "last_human_turn_id"),
         markers: value
             .get("markers")
             .and_then(Value::as_array)

@@ -382,8 +382,12 @@ impl LinkDriver {
                 // Durable first, every kind of delivery: it leaves once the snapshot naming it
                 // is written, never within the persist debounce (a worker that dies then would
                 // offer it again under a new id).
+                // It names the page it was decided for (its URL and page load, as last
+                // reported): a page that shows another conversation by then types nothing.
                 ContinuityOutput::Deliver { tab, id, text } => {
-                    Self::post_when_persisted(this, tab, Some(json_object!("type": "deliver", "id": id, "text": text)));
+                    let (url, page_load) = this.borrow().continuity.page(tab).map(|p| (p.url.clone(), p.page_load.clone())).unwrap_or_default();
+                    let message = json_object!("type": "deliver", "id": id, "text": text, "url": url, "page_load": page_load);
+                    Self::post_when_persisted(this, tab, Some(message));
                 }
                 ContinuityOutput::OpenTab { transfer_id, url } => Self::open_tab(this, transfer_id, url),
                 ContinuityOutput::DeliverySeen { tab, id } => {

@@ -161,8 +161,10 @@ fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
 
 /// The page adapter's `not_submitted` reasons (docs/PROTOCOL.md) and the ledger's own, as
 /// codes; anything else reads as `not_sent`.
-const NOT_SENT_REASONS: [&str; 7] =
-    ["no_composer", "human_draft", "insert_failed", "send_button_missing", "unknown_layout", "busy", "left_in_composer"];
+const NOT_SENT_REASONS: [&str; 8] = [
+    "no_composer", "human_draft", "insert_failed", "send_button_missing", "unknown_layout", "busy", "left_in_composer",
+    "other_conversation",
+];
 
 /// Every reason code an entry may carry besides the wake gate's [`WakeWithheld`] names:
 /// the side panel has a text for each in `_locales` (a test checks both lists).
@@ -170,6 +172,7 @@ pub const REASON_CODES: &[&str] = &[
     "settled", "inbox_results", "new_output", "quiet_fallback", "queued_turn", "verdict_continue", "auto_on",
     "send_pressed", "marker_seen", "not_sent", "lost_on_reload", "no_evidence", "insert_failed",
     "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "auto_off",
+    "other_conversation",
     "queue_first", "page_busy", "reply_timeout", "assistant_stall", "send_timeout", "server_ahead",
     "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",
     // Page health (continuity/health).
@@ -181,7 +184,7 @@ pub const REASON_CODES: &[&str] = &[
     "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
     "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
     // The JSON bridge's approval (continuity/bridge).
-    "awaiting_approval", "run_approved", "call_skipped", "call_refused", "round_limit",
+    "awaiting_approval", "run_approved", "call_skipped", "call_refused", "round_limit", "auto_ran_read_only",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.

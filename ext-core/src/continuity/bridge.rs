@@ -36,9 +36,11 @@
 //!   memory per tab; after a worker restart Send tool results asks the runtime again, which
 //!   answers from its record (the same batch waits, nothing runs twice).
 //! - The human turn: the id of the page's last user turn that is not a message of ours (its
-//!   page id, else `text:` and a hash of its text), remembered per scope while the results
-//!   messages we type follow it; unknown (after a restart, before the user wrote) it is
-//!   `""`, so rounds are counted together, never reset.
+//!   page id, else `text:` and a hash of its text). The page reports it with its facts
+//!   (`last_human_turn_id`, looked up back through the thread's user turns), so a worker
+//!   restart during an Auto loop derives the same turn and its round count goes on; when
+//!   the page shows none it is the one remembered per scope, else `""` (rounds are counted
+//!   together, never reset).
 
 use super::*;
 use crate::json_read::{write_struct, write_unit_enum};
@@ -68,9 +70,14 @@ pub struct PendingCall {
     pub args_preview: String,
     /// The call types, prompts or writes (not read-only).
     pub mutating: bool,
+    /// What the call would type, send or write, decoded (the runtime sends at most 2 000
+    /// characters), when it has such text.
+    pub detail: Option<String>,
+    /// Characters of that text left out of `detail`.
+    pub detail_more: u32,
 }
 
-write_struct!(PendingCall { call, tool, method, target, args_preview, mutating });
+write_struct!(PendingCall { call, tool, method, target, args_preview, mutating, detail, detail_more });
 
 /// Tool rounds of the chat's current human turn (`bridge_reply.rounds`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -175,6 +182,8 @@ struct BridgeTab {
     /// The round limit of the current human turn was reached.
     round_limit: bool,
     rounds: Option<BridgeRounds>,
+    /// Calls the user decided on (batch id, call): not "ran with Auto on".
+    decided: Vec<(String, u32)>,
 }
 
 /// The composition's bridge state: per tab, and the newest human turn per scope.
@@ -184,26 +193,48 @@ pub(super) struct BridgeFlow {
     human_turns: VecMap<String, String>,
 }
 
-/// Most refusals of one results message recorded in the Activity timeline (a reply runs at
+/// Most calls of one results message recorded in the Activity timeline (a reply runs at
 /// most 24 calls).
 const MAX_REFUSALS_RECORDED: usize = 24;
 
-/// The calls a results message answers `refused`, in order: its per-call lines
+/// How one call of a results message ended, as the Activity timeline records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ResultCall {
+    /// `"error":"refused"`.
+    Refused,
+    /// `"ok":true`: it ran (its tool, and no method: the line does not carry one).
+    Ran { tool: String, method: Option<String> },
+}
+
+/// The refused and the run calls of a results message, in order: its per-call lines
 /// (docs/PROTOCOL.md "Results message") are JSON objects with sorted keys, so a refusal's
-/// line begins `{"call":<n>,"error":"refused"`. Read without a JSON parser (a second one in
-/// the wasm cost 8 KB of gzip for this); a line of any other shape is not counted.
-fn refused_calls(text: &str) -> Vec<u32> {
+/// line begins `{"call":<n>,"error":"refused"`, a run call's `{"call":<n>,"ok":true,` and
+/// ends `,"tool":"<name>"}` (`tool` is the last key). Read without a JSON parser (a second
+/// one in the wasm cost 8 KB of gzip for this); a line of any other shape is not counted.
+pub(super) fn result_calls(text: &str) -> Vec<(u32, ResultCall)> {
     const HEAD: &[u8] = b"{\"call\":";
     const REFUSED: &[u8] = b",\"error\":\"refused\"";
+    const OK: &[u8] = b",\"ok\":true,";
+    const TOOL: &str = ",\"tool\":\"";
     text.lines()
         .filter_map(|line| {
             let rest = line.as_bytes().strip_prefix(HEAD)?;
             let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
             let (number, after) = (rest.get(..digits)?, rest.get(digits..)?);
-            if digits == 0 || digits > 9 || !after.starts_with(REFUSED) {
+            if digits == 0 || digits > 9 {
                 return None;
             }
-            number.iter().try_fold(0_u32, |n, d| n.checked_mul(10)?.checked_add(u32::from(d.wrapping_sub(b'0'))))
+            let call = number.iter().try_fold(0_u32, |n, d| n.checked_mul(10)?.checked_add(u32::from(d.wrapping_sub(b'0'))))?;
+            if after.starts_with(REFUSED) {
+                return Some((call, ResultCall::Refused));
+            }
+            if !after.starts_with(OK) {
+                return None;
+            }
+            let name = line.strip_suffix("\"}")?;
+            let tool = name.get(name.rfind(TOOL)? + TOOL.len()..)?;
+            let plain = !tool.is_empty() && tool.len() <= 64 && tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+            plain.then(|| (call, ResultCall::Ran { tool: tool.to_owned(), method: None }))
         })
         .take(MAX_REFUSALS_RECORDED)
         .collect()
@@ -229,9 +260,13 @@ impl Continuity {
     pub(super) fn bridge_turn_ended(&mut self, tab: TabId, turn: BridgeTurn<'_>) {
         let Some(scope) = self.bridge_scope(tab) else { return };
         let key = scope.key();
-        // The user turn is the human's unless it carries a marker of ours (a results
-        // message, a wake): then the human turn is the one remembered before it.
-        if turn.user_marker.is_none() && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
+        // The human turn as the page shows it (its newest user turn without a marker of
+        // ours: it survives a worker restart); else the user turn is the human's unless it
+        // carries a marker of ours (a results message, a wake): then the human turn is the
+        // one remembered before it.
+        if let Some(id) = self.pages.get(&tab).and_then(|p| p.last_human_turn_id.clone()) {
+            self.bridge.human_turns.insert(key.clone(), id);
+        } else if turn.user_marker.is_none() && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
             let id = turn.user_message_id.clone().unwrap_or_else(|| text_turn_id(turn.user_text));
             self.bridge.human_turns.insert(key.clone(), id);
         }
@@ -310,11 +345,28 @@ impl Continuity {
         }
         // What the runtime refused (another workspace, another chat's ref or chain): in the
         // timeline once per batch, as the results message says it to the chat.
+        // Calls the runtime ran on its own (read-only, Auto on: no decision of the user's
+        // named them) likewise, one entry each.
         if state.recorded_results.as_deref() != Some(results.delivery_id.as_str()) {
             state.recorded_results = Some(results.delivery_id.clone());
-            for call in refused_calls(&results.text) {
+            let decided = std::mem::take(&mut state.decided);
+            let auto_on = self.auto.state(&scope) == AutoState::On;
+            for (call, kind) in result_calls(&results.text) {
                 let id = crate::text::concat(&[&results.delivery_id, "#", &call.to_string()]);
-                self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("call_refused"), Some(&id));
+                match kind {
+                    ResultCall::Refused => {
+                        self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("call_refused"), Some(&id));
+                    }
+                    ResultCall::Ran { tool, method } if auto_on && !decided.contains(&(results.delivery_id.clone(), call)) => {
+                        let what = match method {
+                            Some(method) => crate::text::concat(&[&tool, " · ", &method]),
+                            None => tool,
+                        };
+                        let (kind, outcome, reason) = (ActivityKind::BridgeCall, ActivityOutcome::Sent, ActivityReason::Code("auto_ran_read_only"));
+                        self.record_activity_with_tool(&key, kind, outcome, reason, Some(&id), Some(&what));
+                    }
+                    ResultCall::Ran { .. } => {}
+                }
             }
         }
         // Already in the thread: never typed twice (one on its way holds its scope: the
@@ -364,6 +416,9 @@ impl Continuity {
         };
         if state.batch_id.as_deref() == Some(batch_id) {
             state.pending.retain(|p| p.call != call);
+        }
+        if decision == BridgeDecision::Run && state.decided.len() < MAX_REFUSALS_RECORDED {
+            state.decided.push((batch_id.to_owned(), call));
         }
         let (reason, outcome) = match decision {
             BridgeDecision::Run => ("run_approved", ActivityOutcome::Sent),

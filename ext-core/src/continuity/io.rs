@@ -24,6 +24,10 @@ pub struct PageReport {
     pub user_turns: u32,
     /// `data-message-id` of the last user turn.
     pub last_user_turn_id: Option<String>,
+    /// The newest user turn without a marker of ours (the human's): its page id, else
+    /// `text:` and a hash of its text; `None` when the page shows none.
+    #[serde(default)]
+    pub last_human_turn_id: Option<String>,
     /// Delivery ids of the marker lines in the last user turns.
     pub markers: Vec<String>,
     /// A delivery the page is still carrying out.

@@ -193,6 +193,8 @@ fn pending_call(call: u32, method: &str, mutating: bool) -> PendingCall {
         target: Some("w1:p1".into()),
         args_preview: "{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\"".into(),
         mutating,
+        detail: Some("rm -rf ~\n".into()),
+        detail_more: 0,
     }
 }
 
@@ -287,6 +289,10 @@ fn calls_awaiting_approval_show_a_card_and_nothing_is_decided_without_a_press() 
                         ),
                         args_preview: "{\"method\":\"pane.send_keys\",\"params\":\"{\\\"pane_id\\\":\\\"w1:p1\\\"",
                         mutating: true,
+                        detail: Some(
+                            "rm -rf ~\n",
+                        ),
+                        detail_more: 0,
                     },
                     deciding: false,
                 },
@@ -539,4 +545,103 @@ fn refused_calls_are_in_the_activity_timeline_once() {
         }
     }
     assert_eq!(ids, ["bridge:9d3c1b7a5e2f4c60#1", "bridge:9d3c1b7a5e2f4c60#3"]);
+}
+
+// R: issue 23 item 1 (fences on real pages) — the bridge reads the whole reply from its
+// start: a fence that opens before the judge's 12 000-character tail and a call line inside
+// it after that mark reach the runtime with the opening fence (failed before: the reply
+// was cut to its last 12 000 characters, so the call looked live).
+#[test]
+fn a_long_reply_goes_to_the_bridge_whole_so_its_fences_hold() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let filler = "x".repeat(79);
+    let reply = format!("```\n{}\n{SEND_KEYS}\n```", vec![filler.as_str(); 200].join("\n"));
+    assert!(reply.chars().count() > 12_000 + SEND_KEYS.len() + 8);
+    ended(&mut c, 1, &reply);
+    drain(&mut c, 1, &None, &mut log);
+    let asked = requests(&log, "bridge_reply");
+    assert_eq!(asked.len(), 1, "{log:?}");
+    let v: serde_json::Value = serde_json::from_str(asked[0].trim_start_matches("request ")).expect("json");
+    assert_eq!(v["text"].as_str(), Some(reply.as_str()), "the whole reply, its opening fence first");
+}
+
+// R: issue 23 item 1 (M7) — the human turn comes from the page: after a worker restart in
+// an Auto loop the newest user turn is our own results message, yet the page's facts name
+// the human's turn before it, so rounds are counted on (failed before: the restarted worker
+// sent `human_turn: ""`, a fresh allowance of 6 rounds every restart).
+#[test]
+fn a_restarted_worker_derives_the_human_turn_from_the_page() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let human = PageReport { user_turns: 2, last_user_turn_id: Some("u2".into()), last_human_turn_id: Some("u1".into()), ..zai_page() };
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: human.clone() });
+    drain(&mut c, 1, &None, &mut log);
+    let mut c = restart(&c, 2);
+    c.handle(2, ContinuityInput::LinkUp);
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: PageReport { page_load: "load-2".into(), ..human } });
+    drain(&mut c, 2, &None, &mut log);
+    let ours = Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into());
+    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: SEND_KEYS.into(), user_marker: ours, message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false });
+    drain(&mut c, 3, &None, &mut log);
+    let asked = requests(&log, "bridge_reply");
+    assert_eq!(asked.len(), 1, "{log:?}");
+    assert!(asked[0].contains("\"human_turn\":\"u1\""), "the human's turn the page shows: {}", asked[0]);
+}
+
+// R: issue 23 item 1 (Activity) — a read-only call the runtime ran on its own with Auto on
+// gets its own entry (tool, `auto_ran_read_only`); a call the user approved with Run does
+// not (its entry is `run_approved`); with Auto off there is none (failed before: no entry).
+#[test]
+fn calls_run_with_auto_have_their_own_activity_entries() {
+    let text = "HERDR_TOOL_RESULTS (2 calls)\n{\"call\":1,\"ok\":true,\"result\":{\"tool\":\"x\"},\"tool\":\"herdr_inspect\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_call\"}\nWrite the next tool call lines, or answer the user.";
+    let run = |auto: bool, approve: bool| {
+        let mut c = zai_world(auto);
+        let mut asked = 0;
+        let mut runtime = |call: &RuntimeCall| match call {
+            RuntimeCall::BridgeReply { .. } if approve && asked == 0 => {
+                asked += 1;
+                Ok(approval(vec![pending_call(2, "pane.send_keys", true)]))
+            }
+            RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }), rounds: None }),
+            RuntimeCall::BridgeDecide { .. } => Ok(RuntimeAnswer::BridgeDecided { pending: 0 }),
+            _ => Ok(RuntimeAnswer::Subscribed),
+        };
+        let mut entries = Vec::new();
+        let mut step = |c: &mut Continuity, entries: &mut Vec<String>| {
+            while let Some(output) = c.poll() {
+                match output {
+                    ContinuityOutput::Request { id, call } => {
+                        let result = runtime(&call);
+                        c.handle(1, ContinuityInput::Answered { id, result });
+                    }
+                    ContinuityOutput::Activity(a) => entries.push(format!("{:?} {} {}", a.reason, a.id.unwrap_or_default(), a.tool.unwrap_or_default())),
+                    _ => {}
+                }
+            }
+        };
+        ended(&mut c, 1, SEND_KEYS);
+        step(&mut c, &mut entries);
+        if approve {
+            decide(&mut c, 2, BATCH, 2, BridgeDecision::Run);
+            step(&mut c, &mut entries);
+        }
+        entries.into_iter().filter(|e| !e.contains("auto_on") && !e.contains("send_pressed")).collect::<Vec<_>>()
+    };
+    expect![[r#"
+        [
+            "Code(\"auto_ran_read_only\") bridge:9d3c1b7a5e2f4c60#1 herdr_inspect",
+            "Code(\"auto_ran_read_only\") bridge:9d3c1b7a5e2f4c60#2 herdr_call",
+        ]
+    "#]]
+    .assert_debug_eq(&run(true, false));
+    expect![[r#"
+        [
+            "Code(\"awaiting_approval\") bridge:9d3c1b7a5e2f4c60 ",
+            "Code(\"run_approved\") bridge:9d3c1b7a5e2f4c60#2 ",
+            "Code(\"auto_ran_read_only\") bridge:9d3c1b7a5e2f4c60#1 herdr_inspect",
+        ]
+    "#]]
+    .assert_debug_eq(&run(true, true));
+    assert_eq!(run(false, false), Vec::<String>::new(), "Auto off: nothing ran on its own");
 }

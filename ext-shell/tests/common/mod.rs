@@ -431,7 +431,8 @@ pub fn continuity_messages_translate() {
     assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Nothing, rounds: rounds(0) }));
     let approval = answer_of(&reply, &json!({"id": "c-12", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
         "pending": [
-            {"call": 1, "tool": "herdr_call", "method": "pane.send_keys", "target": "w1:p1", "args_preview": "{\"method\":\"pane.send_keys\"", "mutating": true},
+            {"call": 1, "tool": "herdr_call", "method": "pane.send_keys", "target": "w1:p1", "args_preview": "{\"method\":\"pane.send_keys\"", "mutating": true,
+             "detail": "rm -rf ~\n", "detail_more": 42},
             {"call": 2, "tool": "herdr_inspect", "method": null, "target": null, "args_preview": "{}"},
             {"call": 0, "tool": "herdr_call"}
         ], "rounds": {"used": 1, "limit": 6}}}));
@@ -441,9 +442,10 @@ pub fn continuity_messages_translate() {
             outcome: BridgeOutcome::Approval {
                 batch_id: "bridge:91c4e07a3d2b5f60".into(),
                 pending: vec![
-                    PendingCall { call: 1, tool: "herdr_call".into(), method: Some("pane.send_keys".into()), target: Some("w1:p1".into()), args_preview: "{\"method\":\"pane.send_keys\"".into(), mutating: true },
+                    // The decoded text the call would type, and how much of it was left out.
+                    PendingCall { call: 1, tool: "herdr_call".into(), method: Some("pane.send_keys".into()), target: Some("w1:p1".into()), args_preview: "{\"method\":\"pane.send_keys\"".into(), mutating: true, detail: Some("rm -rf ~\n".into()), detail_more: 42 },
                     // No `mutating`: read as mutating (the card never calls a write harmless).
-                    PendingCall { call: 2, tool: "herdr_inspect".into(), method: None, target: None, args_preview: "{}".into(), mutating: true },
+                    PendingCall { call: 2, tool: "herdr_inspect".into(), method: None, target: None, args_preview: "{}".into(), mutating: true, detail: None, detail_more: 0 },
                 ],
             },
             rounds: rounds(1),
