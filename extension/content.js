@@ -807,7 +807,8 @@
   };
   // The journal's copy of a turn (C1: at most 64 KiB of UTF-8, ext-core
   // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
-  // a line that says how much was left out (the judge and the bridge read only the end).
+  // a line that says how much was left out (the judge reads the end; the JSON bridge reads
+  // only what comes before that line, ext-core continuity/bridge `bridge_text`).
   const JOURNAL_TEXT_BYTES = 64 * 1024;
   const utf8 = new TextEncoder();
   const bytesCut = (value, max, fromEnd) => {

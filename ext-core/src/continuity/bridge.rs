@@ -240,6 +240,21 @@ pub(super) fn result_calls(text: &str) -> Vec<(u32, ResultCall)> {
         .collect()
 }
 
+/// The end of the cut line content.js's `journalText` puts where it left a long turn's
+/// middle out (a turn over 64 KiB keeps its start and its end around it).
+const CUT_LINE_END: &str = " characters left out by herdr-continuity …]";
+
+/// What of a reply the bridge reads: all of it, or, when the page left its middle out, only
+/// what comes before the cut line. A fence opened in the missing middle would make a fenced
+/// call line after it look live, so the rest is not read (fail closed; a reply that forges
+/// the line only hides its own later calls).
+fn bridge_text(text: &str) -> &str {
+    match text.find(CUT_LINE_END) {
+        Some(at) => &text[..text[..at].rfind("\n[").unwrap_or(0)],
+        None => text,
+    }
+}
+
 /// `text:` and a 64-bit FNV-1a hash of a user turn's text (a page that shows no id).
 fn text_turn_id(text: &str) -> String {
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
@@ -271,7 +286,7 @@ impl Continuity {
             self.bridge.human_turns.insert(key.clone(), id);
         }
         let human_turn = self.bridge.human_turns.get(&key).cloned().unwrap_or_default();
-        let last = LastReply { message_id: turn.message_id.unwrap_or_default(), text: turn.assistant_text.to_owned(), human_turn };
+        let last = LastReply { message_id: turn.message_id.unwrap_or_default(), text: bridge_text(turn.assistant_text).to_owned(), human_turn };
         let state = self.bridge.tabs.entry(tab).or_default();
         if state.scope_key != key {
             *state = BridgeTab { scope_key: key, ..BridgeTab::default() };

@@ -549,9 +549,10 @@ impl Continuity {
                 if !pressed {
                     self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
                 }
-                // The bridge reads the whole reply as the page sent it (up to 64 KiB): a
-                // code fence is open or not from the reply's start, so a cut start would
-                // make a fenced call line look live. The judge reads the turn's end.
+                // The bridge reads the reply from its start as the page sent it (up to 64 KiB;
+                // of a longer one only what precedes the page's cut line): a code fence is
+                // open or not from the reply's start, so a cut start would make a fenced
+                // call line look live. The judge reads the turn's end.
                 let user_text = crate::limits::clip_tail(user_text, crate::limits::MAX_TURN_USER_CHARS);
                 let turn = bridge::BridgeTurn { user_text: &user_text, user_marker: user_marker.as_deref(), user_message_id: human_id, message_id, assistant_text: &assistant_text, pressed };
                 self.bridge_turn_ended(tab, turn);

@@ -566,6 +566,24 @@ fn a_long_reply_goes_to_the_bridge_whole_so_its_fences_hold() {
     assert_eq!(v["text"].as_str(), Some(reply.as_str()), "the whole reply, its opening fence first");
 }
 
+// R: issue 23 item 1 — a reply over the page's 64 KiB comes with its middle left out (the
+// journal's cut line); a fence opening in that middle would make a fenced call line after
+// it look live, so the bridge reads only what comes before the cut line: fail closed, a
+// call line past it is never asked (failed before: the text went whole, tail included).
+#[test]
+fn a_reply_cut_in_its_middle_goes_to_the_bridge_only_up_to_the_cut() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    let head = "I will look first.\n{\"tool\":\"herdr_inspect\",\"args\":{}}";
+    let reply = format!("{head}\n[… 70000 characters left out by herdr-continuity …]\n{SEND_KEYS}\n```");
+    ended(&mut c, 1, &reply);
+    drain(&mut c, 1, &None, &mut log);
+    let asked = requests(&log, "bridge_reply");
+    assert_eq!(asked.len(), 1, "{log:?}");
+    let v: serde_json::Value = serde_json::from_str(asked[0].trim_start_matches("request ")).expect("json");
+    assert_eq!(v["text"].as_str(), Some(head), "only the part before the cut line");
+}
+
 // R: issue 23 item 1 (M7) — the human turn comes from the page: after a worker restart in
 // an Auto loop the newest user turn is our own results message, yet the page's facts name
 // the human's turn before it, so rounds are counted on (failed before: the restarted worker
