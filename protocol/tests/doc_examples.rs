@@ -39,7 +39,7 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"{"type":"queue_clear"}"#,
     r#"{"type":"queue_request"}"#,
     r#"[{"id":"<action>","label":"<i18n key>"}]"#,
-    r#"{"type":"deliver","id":"<delivery id>","text":"<full message>"}"#,
+    r#"{"type":"deliver","id":"<delivery id>","text":"<full message>","url":"<page url>","page_load":"<page load id>"}"#,
     r#"{"type":"panel_refresh"}"#,
     r#"{"mcp": {"token": "…"}}"#,
     r#"{"type":"recovery_reload"}"#,

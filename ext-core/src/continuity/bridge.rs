@@ -249,8 +249,9 @@ const CUT_LINE_END: &str = " characters left out by herdr-continuity …]";
 /// call line after it look live, so the rest is not read (fail closed; a reply that forges
 /// the line only hides its own later calls).
 fn bridge_text(text: &str) -> &str {
-    match text.find(CUT_LINE_END) {
-        Some(at) => &text[..text[..at].rfind("\n[").unwrap_or(0)],
+    // The cut line holds no line break: the last one before its end starts it.
+    match crate::text::find_str(text, CUT_LINE_END) {
+        Some(at) => &text[..text[..at].rfind('\n').unwrap_or(0)],
         None => text,
     }
 }
