@@ -70,14 +70,22 @@ impl LocalMethod {
     }
 
     /// True when the method only reads (resume, resolve, search, list, prepare).
+    /// Every method is named (no wildcard): a new one must be classed here before it
+    /// builds, so the JSON bridge never lets an unclassed write run as a read.
     pub const fn is_read_only(self) -> bool {
-        !matches!(
-            self,
+        match self {
+            LocalMethod::ContinuityResume
+            | LocalMethod::ContinuityResolve
+            | LocalMethod::ContinuitySearch
+            | LocalMethod::ContinuityList
+            | LocalMethod::WorkMemoryResume
+            | LocalMethod::WorkMemorySearch
+            | LocalMethod::BrowserHandoffPrepare => true,
             LocalMethod::WorkMemoryBind
-                | LocalMethod::WorkMemoryAppendTurn
-                | LocalMethod::WorkMemoryAppendEvidence
-                | LocalMethod::WorkMemoryCheckpointPut
-        )
+            | LocalMethod::WorkMemoryAppendTurn
+            | LocalMethod::WorkMemoryAppendEvidence
+            | LocalMethod::WorkMemoryCheckpointPut => false,
+        }
     }
 }
 
