@@ -1,6 +1,11 @@
 //! `herdr-companion mcp`: the planner tools as an MCP server (official Rust SDK, `rmcp`),
 //! on stdio by default or on streamable HTTP with `--http 127.0.0.1:PORT`.
 //!
+//! On stdio every request is judged on its own (no handshake gate, see
+//! [`STDIO_ASSUMED_VERSION`]): OpenAI's Secure MCP Tunnel writes the requests of any number
+//! of connector sessions — stateless 2026-07-28 ones with `_meta`, legacy ones after their
+//! own `initialize` — onto the one process it spawned.
+//!
 //! A front end, not part of the runtime: it is a client of the running runtime over its
 //! Unix socket ([`runtime_client`]) and serves what the runtime's tool registry
 //! (`tools.list`, `tools.call`) says ([`server`]). It reaches the runtime only through the
@@ -19,7 +24,7 @@ pub mod server;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use rmcp::ServiceExt;
+use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams, ProtocolVersion};
 use thiserror::Error;
 
 use crate::paths::CompanionHome;
@@ -66,6 +71,25 @@ pub enum McpError {
     Session(String),
 }
 
+/// The protocol version a request on stdio is answered in when it names none and no
+/// `initialize` came before it on this pipe: the oldest revision ChatGPT's connectors speak.
+pub const STDIO_ASSUMED_VERSION: ProtocolVersion = ProtocolVersion::V_2025_06_18;
+
+/// Who the stdio server assumes it talks to before any `initialize`.
+///
+/// stdio is not one session: OpenAI's Secure MCP Tunnel (`tunnel-client --mcp.command`)
+/// spawns this process once and writes every connector request onto its stdin. So the
+/// server is served *directly* — no handshake gate — and judges each request on its own:
+/// a 2026-07-28 request by the protocol version and client capabilities in its `_meta`
+/// (refused, with what is missing, when they are not there); an `initialize` (any number of
+/// them, from any connector session) by the usual negotiation, which also makes its version
+/// the one assumed for the legacy requests after it; a legacy request before any
+/// `initialize` (its handshake went to an earlier process) as [`STDIO_ASSUMED_VERSION`].
+fn stdio_legacy_peer() -> InitializeRequestParams {
+    InitializeRequestParams::new(ClientCapabilities::default(), Implementation::new("unnamed stdio client", "0"))
+        .with_protocol_version(STDIO_ASSUMED_VERSION)
+}
+
 /// Runs the MCP server until its client goes away (stdio) or a stop signal (HTTP).
 pub fn run(options: McpOptions) -> Result<(), McpError> {
     let home = CompanionHome::resolve(options.home)?;
@@ -96,7 +120,7 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
         match http {
             Some((address, token)) => http::serve(address, token, tools).await,
             None => {
-                let running = tools.serve(rmcp::transport::stdio()).await.map_err(|e| McpError::Session(e.to_string()))?;
+                let running = rmcp::service::serve_directly(tools, rmcp::transport::stdio(), Some(stdio_legacy_peer()));
                 running.waiting().await.map_err(|e| McpError::Session(e.to_string()))?;
                 Ok(())
             }

@@ -17,6 +17,7 @@ mod judge;
 mod layering;
 mod provider_standin;
 mod mcp;
+mod mcp_tunnel;
 mod runtime;
 mod stream;
 mod support;

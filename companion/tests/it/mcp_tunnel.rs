@@ -1,0 +1,216 @@
+//! `herdr-companion mcp` on stdio driven the way OpenAI's Secure MCP Tunnel
+//! (`tunnel-client --mcp.command …`) drives it (issue 24): the tunnel spawns the command
+//! once and writes every connector request it receives onto that one pipe, one JSON-RPC
+//! line at a time, with no session of its own. So the server sees stateless 2026-07-28
+//! requests that carry their protocol version and client capabilities in `_meta` and never
+//! an `initialize`; legacy `initialize` handshakes (2025-06-18, 2025-11-25) from other
+//! connector sessions on the same pipe, repeated; and legacy requests whose `initialize`
+//! went to an earlier process (the tunnel restarted). Each request is judged on its own.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{ChildGuard, LineClient, RuntimeProcess, Standin, TestHome, PROCESS_WAIT};
+
+/// The runtime with the stand-in behind it: workspace `alpha` (w1) with an idle agent
+/// `bot` in pane w1:p1.
+struct World {
+    home: TestHome,
+    standin: Standin,
+    _runtime: RuntimeProcess,
+}
+
+fn world() -> World {
+    let mut home = TestHome::new();
+    home.herdr_socket = home.dir.path().join("herdr.sock");
+    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [{"agent": "bot", "state": "idle"}]}]}]});
+    let standin = Standin::start(&home.herdr_socket, Some(&seed), &[]);
+    let runtime = home.start_runtime();
+    let world = World { home, standin, _runtime: runtime };
+    world.wait_for_pane("w1:p1", "idle");
+    world
+}
+
+impl World {
+    /// Polls the runtime (at most 10 s) until `check` holds for the result of `method`.
+    fn poll(&self, method: &str, params: Value, check: impl Fn(&Value) -> bool) -> Value {
+        let mut client = LineClient::connect(&self.home.socket());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut n = 0;
+        loop {
+            n += 1;
+            let answer = client.call(&format!("t{n}"), method, params.clone());
+            if check(&answer["result"]) {
+                return answer["result"].clone();
+            }
+            assert!(Instant::now() < deadline, "{method} never got there; last answer {answer}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for_pane(&self, pane: &str, status: &str) {
+        self.poll("herdr.panes", json!({}), |r| {
+            r["panes"].as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == pane && p["agent_status"] == status))
+        });
+    }
+}
+
+/// `herdr-companion mcp` on stdio, written to and read from as raw JSON-RPC lines, as
+/// tunnel-client's stdio binding does.
+struct StdioPipe {
+    _process: ChildGuard,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl StdioPipe {
+    fn spawn(world: &World) -> Self {
+        let mut command = world.home.command(&["mcp"]);
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut process = ChildGuard::spawn(&mut command, "herdr-companion mcp");
+        let stdin = process.child.stdin.take().expect("stdin");
+        let stdout = process.child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { _process: process, stdin, lines }
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.stdin.write_all(format!("{message}\n").as_bytes()).expect("write to the server");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The answer to request `id` (notifications in between are skipped).
+    fn answer(&mut self, id: &Value) -> Value {
+        let deadline = Instant::now() + PROCESS_WAIT;
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("no answer to request {id} within {PROCESS_WAIT:?}"));
+            let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+            if value["id"] == *id {
+                return value;
+            }
+        }
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer(&id)
+    }
+}
+
+/// A 2026-07-28 request's `_meta`, as ChatGPT sends it through the tunnel (its own
+/// `openai/*` keys included).
+fn meta_2026() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "openai-mcp", "version": "1.0.0"},
+        "openai/session": "v1/tunnel-conversation-1",
+        "openai/subject": "v1/user-1",
+        "openai/userAgent": "ChatGPT/1.2026.330"
+    })
+}
+
+fn tool_names(answer: &Value) -> Vec<String> {
+    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("not a tools/list result: {answer}"));
+    tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+}
+
+const TOOLS: [&str; 4] = ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"];
+
+fn initialize(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "openai-mcp", "version": "1.0.0"}})
+}
+
+#[test]
+fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initialize_or_session() {
+    let world = world();
+    let mut pipe = StdioPipe::spawn(&world);
+
+    // No initialize: the first request is a stateless tools/list.
+    let listed = pipe.request(json!("tl-1"), "tools/list", json!({"_meta": meta_2026()}));
+    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+
+    let inspect = pipe.request(json!(7), "tools/call", json!({"name": "herdr_inspect", "arguments": {}, "_meta": meta_2026()}));
+    let panes = &inspect["result"]["structuredContent"]["panes"];
+    assert!(panes.as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == "w1:p1" && p["agent"] == "bot")), "{inspect}");
+
+    let session_ref = "chatgpt:conv:tunnel-stdio";
+    let dispatched = pipe.request(json!(8), "tools/call", json!({"name": "herdr_prompt", "_meta": meta_2026(), "arguments": {
+        "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails"}}));
+    let task = &dispatched["result"]["structuredContent"];
+    assert_eq!((dispatched["result"]["isError"].as_bool(), task["state"].as_str()), (Some(false), Some("running")), "{dispatched}");
+    let task_id = task["task_id"].as_str().expect("task_id").to_owned();
+    world.standin.report("w1:p1", "working");
+    world.wait_for_pane("w1:p1", "working");
+    world.standin.report("w1:p1", "idle");
+    let pending = world.poll("inbox.pending", json!({"browser_session_ref": session_ref}), |r| r["items"].as_array().is_some_and(|i| !i.is_empty()));
+    assert_eq!((pending["items"][0]["task_id"].as_str(), pending["items"][0]["state"].as_str()), (Some(task_id.as_str()), Some("completed")));
+
+    // server/discover names the versions this server speaks.
+    let discovered = pipe.request(json!("d"), "server/discover", json!({"_meta": meta_2026()}));
+    let versions = dispatched_versions(&discovered);
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        assert!(versions.iter().any(|v| v == version), "{version} missing from {discovered}");
+    }
+
+    // A 2026-07-28 request without its required _meta is refused with what is missing;
+    // an unknown version with the supported ones. The pipe stays usable.
+    let no_caps = pipe.request(json!(9), "tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}));
+    assert!(no_caps["error"]["message"].as_str().is_some_and(|m| m.contains("clientCapabilities")), "{no_caps}");
+    let mut unknown_meta = meta_2026();
+    unknown_meta["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let unknown = pipe.request(json!(10), "tools/list", json!({"_meta": unknown_meta}));
+    assert!(unknown["error"].is_object() && unknown.to_string().contains("2026-07-28"), "{unknown}");
+
+    // Another connector session on the same pipe speaks the legacy handshake, and its
+    // requests carry no _meta: each is answered (stdio is not one session).
+    for (id, asked, answered) in [(11, "2025-06-18", "2025-06-18"), (12, "2025-11-25", "2025-11-25"), (13, "2026-07-28", "2025-11-25")] {
+        let init = pipe.request(json!(id), "initialize", initialize(asked));
+        assert_eq!(init["result"]["protocolVersion"].as_str(), Some(answered), "initialize {asked}: {init}");
+        assert_eq!(init["result"]["serverInfo"]["name"].as_str(), Some("herdr-companion"), "{init}");
+        pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let legacy = pipe.request(json!(id * 10), "tools/list", json!({}));
+        assert_eq!(tool_names(&legacy), TOOLS, "legacy tools/list after initialize {asked}: {legacy}");
+        // ChatGPT's legacy tool calls carry only its own `openai/*` keys in `_meta`.
+        let call = pipe.request(json!(id * 10 + 1), "tools/call", json!({"name": "herdr_inspect", "arguments": {},
+            "_meta": {"openai/session": "v1/legacy-conversation", "openai/subject": "v1/user-1"}}));
+        assert_eq!(call["result"]["isError"].as_bool(), Some(false), "legacy tools/call after initialize {asked}: {call}");
+    }
+    // And stateless requests still work after them.
+    let again = pipe.request(json!("tl-2"), "tools/list", json!({"_meta": meta_2026()}));
+    assert_eq!(tool_names(&again), TOOLS, "{again}");
+}
+
+fn dispatched_versions(discovered: &Value) -> Vec<String> {
+    let versions = discovered["result"]["supportedVersions"].as_array().unwrap_or_else(|| panic!("not a discover result: {discovered}"));
+    versions.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+}
+
+/// The tunnel restarted (a new `herdr-companion mcp` process) while ChatGPT keeps its
+/// legacy connector session: its next requests come without `initialize` and without
+/// `_meta`. They are answered as that legacy session's, not refused.
+#[test]
+fn a_legacy_request_whose_initialize_went_to_an_earlier_process_is_answered() {
+    let world = world();
+    let mut pipe = StdioPipe::spawn(&world);
+    let listed = pipe.request(json!(1), "tools/list", json!({}));
+    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+    let inspect = pipe.request(json!(2), "tools/call", json!({"name": "herdr_inspect", "arguments": {}}));
+    assert_eq!(inspect["result"]["isError"].as_bool(), Some(false), "{inspect}");
+    let ping = pipe.request(json!(3), "ping", json!({}));
+    assert!(ping["result"].is_object(), "{ping}");
+}
