@@ -164,6 +164,7 @@ pub fn run_checks(
         }
     }
     checks.push(herdr_check(herdr_from_runtime, herdr_session));
+    checks.extend(downlink_checks(home));
     checks
 }
 
@@ -309,6 +310,109 @@ fn parse_status(value: &Value) -> Option<HerdrStatus> {
     })
 }
 
+/// The port the README and the doctor's command lines use for `mcp --http`.
+pub const SUGGESTED_MCP_PORT: u16 = 8787;
+
+/// The two ways ChatGPT reaches `herdr-companion mcp` (README "Connecting ChatGPT"), as far
+/// as this machine shows them. Fails only what is set up and broken: the bearer header file
+/// for `tunnel-client` (present but not private, or not matching `config.json`'s token) and
+/// the OAuth store of the own-tunnel way (present but not private). Never reads a secret
+/// into its output: it compares the header file with the token and says only whether they
+/// match.
+pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let header = home.root().join(crate::mcp::config::AUTHORIZATION_FILE);
+    if let Ok(meta) = std::fs::metadata(&header) {
+        let mode = meta.permissions().mode() & 0o777;
+        let rewrite = format!("run `herdr-companion mcp --http 127.0.0.1:{SUGGESTED_MCP_PORT}` once (stop it with Ctrl-C); it rewrites the file from config.json with mode 0600");
+        if mode != 0o600 {
+            checks.push(Check::fail(format!("{} has mode {mode:o}, not 0600: it holds the MCP bearer token", header.display()), format!("run `chmod 600 {}`, or {rewrite}", header.display())));
+        } else {
+            let token = configured_mcp_token(home.root());
+            let matches = token.as_deref().is_some_and(|token| std::fs::read_to_string(&header).ok().as_deref() == Some(crate::mcp::config::authorization_value(token).as_str()));
+            if matches {
+                checks.push(Check::ok(format!("{} holds the bearer header for tunnel-client --mcp.extra-headers (0600; the token is not shown)", header.display())));
+            } else {
+                checks.push(Check::fail(format!("{} does not hold the bearer of config.json's mcp.token: tunnel-client would be refused (401)", header.display()), rewrite));
+            }
+        }
+    }
+    let store = home.root().join(OAUTH_STORE);
+    if let Ok(meta) = std::fs::metadata(&store) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode == 0o600 {
+            checks.push(Check::ok(format!("OAuth store {} is private (0600)", store.display())));
+        } else {
+            checks.push(Check::fail(format!("OAuth store {} has mode {mode:o}, not 0600", store.display()), format!("run `chmod 600 {}`", store.display())));
+        }
+    }
+    checks
+}
+
+/// The OAuth store `mcp --http --public-url` keeps in the companion home.
+const OAUTH_STORE: &str = "oauth.db";
+
+/// `config.json`'s `mcp.token`, when there is one.
+fn configured_mcp_token(home: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(config_path(home)).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    value.pointer("/mcp/token").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Where `name` is found on `path` (the `PATH` value) as an executable file.
+fn find_on_path(name: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    std::env::split_paths(path?).map(|dir| dir.join(name)).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// `text` as one shell word (single quotes when it holds anything but plain characters).
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@=,".contains(c)) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// How to connect ChatGPT from this machine, with its paths: whether `tunnel-client` is on
+/// `path`, the exact `tunnel-client run` lines for its stdio and HTTP-forward bindings
+/// (`exe` is this binary), and the state of the own-tunnel way. Information only; what can
+/// fail is in [`downlink_checks`]. Names the header file (`file:` form), never the token.
+pub fn connecting_chatgpt(home: &CompanionHome, exe: &Path, path: Option<&std::ffi::OsStr>) -> String {
+    let mut out = String::new();
+    let root = home.root();
+    let companion = format!("{} mcp --home {}", shell_word(&exe.display().to_string()), shell_word(&root.display().to_string()));
+    let header = root.join(crate::mcp::config::AUTHORIZATION_FILE);
+    let _ = writeln!(out, "info  connecting ChatGPT (README \"Connecting ChatGPT\"):");
+    match find_on_path("tunnel-client", path) {
+        Some(found) => {
+            let _ = writeln!(out, "        Secure MCP Tunnel: tunnel-client is {}", found.display());
+        }
+        None => {
+            let _ = writeln!(out, "        Secure MCP Tunnel: tunnel-client is not on PATH; install it (`brew install openai/tools/tunnel-client`, or the download on https://platform.openai.com/settings/organization/tunnels), or use your own HTTPS tunnel");
+        }
+    }
+    let _ = writeln!(out, "        with a tunnel id and a runtime API key from platform.openai.com (export CONTROL_PLANE_API_KEY=<runtime key>):");
+    let _ = writeln!(out, "        stdio: tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.command {}", shell_word(&companion));
+    let _ = writeln!(out, "        HTTP:  {companion} --http 127.0.0.1:{SUGGESTED_MCP_PORT}");
+    let _ = writeln!(
+        out,
+        "               tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.server-url http://127.0.0.1:{SUGGESTED_MCP_PORT}/mcp --mcp.extra-headers {}",
+        shell_word(&format!("Authorization: file:{}", header.display()))
+    );
+    if !header.exists() {
+        let _ = writeln!(out, "               ({} is written by the first `mcp --http`)", header.display());
+    }
+    let store = root.join(OAUTH_STORE);
+    if store.exists() {
+        let _ = writeln!(out, "        own HTTPS tunnel: OAuth store {} in use; `herdr-companion oauth clients` lists who may connect, `herdr-companion oauth pending` the sign-ins waiting for your approval", store.display());
+    } else {
+        let _ = writeln!(out, "        own HTTPS tunnel: not used yet (no {}); run `{companion} --http 127.0.0.1:{SUGGESTED_MCP_PORT} --public-url https://<your tunnel's host>` behind cloudflared or Tailscale Funnel", store.display());
+    }
+    out
+}
+
 /// What the extension last reported about a chat page (`diagnostics.report`, kept in
 /// `diagnostics.json` in the companion home): a few lines for the doctor's report, or
 /// why there is nothing to show.
@@ -385,6 +489,81 @@ mod tests {
         let profile = manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
         let report = render(&[profile]);
         assert!(report.contains("fix: rerun `herdr-companion install --browser edge --user-data-dir /p`"), "{report}");
+    }
+
+    /// Issue 24: the doctor gives the exact tunnel-client command lines with this machine's
+    /// paths, names the header file in its `file:` form and never prints the token.
+    #[test]
+    fn connecting_chatgpt_gives_the_tunnel_client_lines_with_this_machines_paths_and_no_token() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CompanionHome::at(dir.path().join("home"));
+        let exe = Path::new("/opt/herdr/bin/herdr-companion");
+        let empty_path = dir.path().join("empty-bin");
+        std::fs::create_dir_all(&empty_path).expect("dir");
+        let before = connecting_chatgpt(&home, exe, Some(empty_path.as_os_str())).replace(&dir.path().display().to_string(), "TMP");
+        expect_test::expect![[r#"
+            info  connecting ChatGPT (README "Connecting ChatGPT"):
+                    Secure MCP Tunnel: tunnel-client is not on PATH; install it (`brew install openai/tools/tunnel-client`, or the download on https://platform.openai.com/settings/organization/tunnels), or use your own HTTPS tunnel
+                    with a tunnel id and a runtime API key from platform.openai.com (export CONTROL_PLANE_API_KEY=<runtime key>):
+                    stdio: tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.command '/opt/herdr/bin/herdr-companion mcp --home TMP/home'
+                    HTTP:  /opt/herdr/bin/herdr-companion mcp --home TMP/home --http 127.0.0.1:8787
+                           tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.server-url http://127.0.0.1:8787/mcp --mcp.extra-headers 'Authorization: file:TMP/home/mcp-authorization'
+                           (TMP/home/mcp-authorization is written by the first `mcp --http`)
+                    own HTTPS tunnel: not used yet (no TMP/home/oauth.db); run `/opt/herdr/bin/herdr-companion mcp --home TMP/home --http 127.0.0.1:8787 --public-url https://<your tunnel's host>` behind cloudflared or Tailscale Funnel
+        "#]]
+        .assert_eq(&before);
+        assert!(downlink_checks(&home).is_empty(), "nothing set up, nothing failed");
+
+        // Set up: the token (and its header file), tunnel-client on PATH, the OAuth store.
+        let token = crate::mcp::config::mcp_token(&home).expect("token").token;
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("dir");
+        std::fs::write(bin.join("tunnel-client"), "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(bin.join("tunnel-client"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let store = home.root().join("oauth.db");
+        std::fs::write(&store, "").expect("write");
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let after = connecting_chatgpt(&home, exe, Some(bin.as_os_str())).replace(&dir.path().display().to_string(), "TMP");
+        assert!(after.contains("Secure MCP Tunnel: tunnel-client is TMP/bin/tunnel-client"), "{after}");
+        assert!(after.contains("own HTTPS tunnel: OAuth store TMP/home/oauth.db in use; `herdr-companion oauth clients`"), "{after}");
+        assert!(!after.contains("is written by the first"), "{after}");
+        let checks = render(&downlink_checks(&home)).replace(&dir.path().display().to_string(), "TMP");
+        expect_test::expect![[r#"
+            ok    TMP/home/mcp-authorization holds the bearer header for tunnel-client --mcp.extra-headers (0600; the token is not shown)
+            ok    OAuth store TMP/home/oauth.db is private (0600)
+        "#]]
+        .assert_eq(&checks);
+        assert!(!after.contains(&token) && !checks.contains(&token), "the token is never printed");
+
+        // Broken: a stale or readable header file, a readable OAuth store — each fails with its fix.
+        let header = home.root().join("mcp-authorization");
+        std::fs::write(&header, "Bearer stale\n").expect("write");
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let stale = render(&downlink_checks(&home)).replace(&dir.path().display().to_string(), "TMP");
+        expect_test::expect![[r#"
+            FAIL  TMP/home/mcp-authorization does not hold the bearer of config.json's mcp.token: tunnel-client would be refused (401)
+                  fix: run `herdr-companion mcp --http 127.0.0.1:8787` once (stop it with Ctrl-C); it rewrites the file from config.json with mode 0600
+            FAIL  OAuth store TMP/home/oauth.db has mode 644, not 0600
+                  fix: run `chmod 600 TMP/home/oauth.db`
+        "#]]
+        .assert_eq(&stale);
+        std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let readable = render(&downlink_checks(&home));
+        assert!(readable.contains("has mode 640, not 0600: it holds the MCP bearer token") && readable.contains("chmod 600"), "{readable}");
+        assert!(!readable.contains(&token) && !stale.contains(&token));
+    }
+
+    #[test]
+    fn a_path_with_spaces_is_one_shell_word_inside_the_mcp_command() {
+        assert_eq!(shell_word("/usr/bin/x"), "/usr/bin/x");
+        assert_eq!(shell_word("/Users/ada/Library/Application Support/h"), "'/Users/ada/Library/Application Support/h'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CompanionHome::at(dir.path().join("Application Support"));
+        let out = connecting_chatgpt(&home, Path::new("/opt/h c/herdr-companion"), None);
+        let root = dir.path().join("Application Support").display().to_string();
+        let inner = format!("'/opt/h c/herdr-companion' mcp --home '{root}'");
+        assert!(out.contains(&format!("--mcp.command {}", shell_word(&inner))), "{out}");
     }
 
     #[test]

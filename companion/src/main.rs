@@ -274,6 +274,8 @@ fn run(cli: Cli) -> Result<i32> {
             let checks = doctor::run_checks(&target, &home, herdr.herdr_session);
             print!("{}", doctor::render(&checks));
             print!("{}", doctor::page_diagnostics(&home));
+            let exe = std::env::current_exe().unwrap_or_else(|_| "herdr-companion".into());
+            print!("{}", doctor::connecting_chatgpt(&home, &exe, std::env::var_os("PATH").as_deref()));
             Ok(if checks.iter().all(|c| c.fix.is_none()) {
                 0
             } else {

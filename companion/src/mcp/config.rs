@@ -5,6 +5,11 @@
 //! (anything else is refused, and the message says how to fix it); a missing file is
 //! created 0600 with a fresh random token; a token is at least [`MIN_TOKEN_CHARS`]
 //! characters.
+//!
+//! Next to it, [`AUTHORIZATION_FILE`] holds the whole header value `Bearer <token>` (0600,
+//! rewritten whenever the token is read and the file differs): OpenAI's `tunnel-client`
+//! reads a static header's value from a file (`--mcp.extra-headers "Authorization:
+//! file:PATH"`), so the token never appears on a command line.
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -17,6 +22,8 @@ use crate::paths::CompanionHome;
 
 /// The file's name in the companion home.
 pub const CONFIG_FILE: &str = "config.json";
+/// The file in the companion home holding `Bearer <token>` for `tunnel-client`.
+pub const AUTHORIZATION_FILE: &str = "mcp-authorization";
 /// Shortest token accepted.
 pub const MIN_TOKEN_CHARS: usize = 32;
 
@@ -75,6 +82,7 @@ pub fn mcp_token(home: &CompanionHome) -> Result<Token, ConfigError> {
             home.ensure_private_dirs().map_err(io)?;
             let token = random_token().map_err(io)?;
             write_new(&path, &token).map_err(io)?;
+            write_authorization(home, &token)?;
             return Ok(Token { token, path, created: true });
         }
         Err(e) => return Err(io(e)),
@@ -97,9 +105,34 @@ pub fn mcp_token(home: &CompanionHome) -> Result<Token, ConfigError> {
         .and_then(|v| v.pointer("/mcp/token").and_then(serde_json::Value::as_str).map(str::to_owned))
         .filter(|t| t.chars().count() >= MIN_TOKEN_CHARS && !t.chars().any(char::is_whitespace));
     match token {
-        Some(token) => Ok(Token { token, path, created: false }),
+        Some(token) => {
+            write_authorization(home, &token)?;
+            Ok(Token { token, path, created: false })
+        }
         None => Err(ConfigError::NoToken { path }),
     }
+}
+
+/// The header value [`AUTHORIZATION_FILE`] must hold for `token`.
+pub fn authorization_value(token: &str) -> String {
+    format!("Bearer {token}\n")
+}
+
+/// (Re)writes [`AUTHORIZATION_FILE`] when it is missing, differs, or is not 0600: to a
+/// private temporary file, then renamed over it.
+fn write_authorization(home: &CompanionHome, token: &str) -> Result<(), ConfigError> {
+    let path = home.root().join(AUTHORIZATION_FILE);
+    let wanted = authorization_value(token);
+    let current = std::fs::metadata(&path).ok().filter(|m| m.mode() & 0o777 == 0o600).and_then(|_| std::fs::read_to_string(&path).ok());
+    if current.as_deref() == Some(wanted.as_str()) {
+        return Ok(());
+    }
+    let temporary = home.root().join(format!("{AUTHORIZATION_FILE}.tmp"));
+    let io = |source| ConfigError::Io { path: path.clone(), source };
+    let _ = std::fs::remove_file(&temporary);
+    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(io)?;
+    file.write_all(wanted.as_bytes()).and_then(|()| file.sync_all()).map_err(io)?;
+    std::fs::rename(&temporary, &path).map_err(io)
 }
 
 fn write_new(path: &Path, token: &str) -> std::io::Result<()> {
@@ -131,6 +164,16 @@ mod tests {
         assert_eq!(mode, 0o600);
         let again = mcp_token(&home).expect("read back");
         assert_eq!((again.token.as_str(), again.created), (made.token.as_str(), false));
+
+        // The header file for tunnel-client: the whole value, private, repaired when changed.
+        let header = home.root().join(AUTHORIZATION_FILE);
+        assert_eq!(std::fs::read_to_string(&header).expect("header file"), format!("Bearer {}\n", made.token));
+        assert_eq!(std::fs::metadata(&header).expect("meta").permissions().mode() & 0o777, 0o600);
+        std::fs::write(&header, "Bearer stale\n").expect("write");
+        std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        mcp_token(&home).expect("read again");
+        assert_eq!(std::fs::read_to_string(&header).expect("header file"), format!("Bearer {}\n", made.token));
+        assert_eq!(std::fs::metadata(&header).expect("meta").permissions().mode() & 0o777, 0o600);
 
         std::fs::set_permissions(&made.path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let refused = mcp_token(&home).expect_err("0644 is refused").to_string();

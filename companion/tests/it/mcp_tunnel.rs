@@ -214,3 +214,78 @@ fn a_legacy_request_whose_initialize_went_to_an_earlier_process_is_answered() {
     let ping = pipe.request(json!(3), "ping", json!({}));
     assert!(ping["result"].is_object(), "{ping}");
 }
+
+/// One raw POST to `/mcp` as tunnel-client's HTTP binding forwards it: no `Mcp-Session-Id`,
+/// the `Authorization` value read from the header file. Returns the status and the JSON-RPC
+/// answer (from a JSON body or the SSE `data:` line that carries it).
+fn forward(port: u16, authorization: &str, extra: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    use std::io::Read;
+    let body = body.to_string();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(PROCESS_WAIT)).expect("timeout");
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: {authorization}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    stream.write_all(format!("{head}\r\n{body}").as_bytes()).expect("write");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    let json = answer
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:").map(str::trim).or_else(|| line.starts_with('{').then_some(line)))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+/// tunnel-client's HTTP binding (`--mcp.server-url http://127.0.0.1:PORT/mcp
+/// --mcp.extra-headers "Authorization: file:<home>/mcp-authorization"`): the header file
+/// `mcp --http` writes holds the whole value; stateless 2026-07-28 requests without a
+/// session id are answered; without the header they are refused.
+#[test]
+fn mcp_http_answers_stateless_requests_forwarded_with_the_header_file() {
+    let world = world();
+    let mut command = world.home.command(&["mcp", "--http", "127.0.0.1:0"]);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut process = ChildGuard::spawn(&mut command, "herdr-companion mcp --http");
+    let stderr = process.child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + PROCESS_WAIT;
+    let port = loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("mcp --http says where it serves");
+        if let Some(rest) = line.split("serving MCP on http://127.0.0.1:").nth(1) {
+            break rest.trim_end_matches("/mcp").parse::<u16>().expect("a port");
+        }
+    };
+    let header_file = world.home.home().join("mcp-authorization");
+    let text = std::fs::read_to_string(&header_file).expect("mcp --http writes the header file");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&header_file).expect("meta").permissions());
+    assert_eq!(mode & 0o777, 0o600, "the header file is private");
+    // tunnel-client trims one trailing line ending from a file: value.
+    let authorization = text.strip_suffix('\n').expect("one line");
+    assert!(authorization.starts_with("Bearer ") && authorization.len() > "Bearer ".len() + 31, "the whole header value");
+
+    // The 2026-07-28 HTTP headers (SEP-2243) are required: rmcp refuses a request without them.
+    let version = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}});
+    let (status, listed) = forward(port, authorization, &version, &list);
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "herdr_inspect", "arguments": {}, "_meta": meta_2026()}});
+    let (status, inspected) = forward(port, authorization, &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "herdr_inspect")], &call);
+    assert_eq!((status, inspected["result"]["isError"].as_bool()), (200, Some(false)), "{inspected}");
+    let (status, _) = forward(port, "Bearer wrong", &version, &list);
+    assert_eq!(status, 401, "a wrong bearer is refused");
+}
