@@ -337,6 +337,9 @@ pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
             }
         }
     }
+    if let Some(served) = crate::mcp::served::read(home) {
+        checks.push(http_check(home, &served));
+    }
     let store = home.root().join(OAUTH_STORE);
     if let Ok(meta) = std::fs::metadata(&store) {
         let mode = meta.permissions().mode() & 0o777;
@@ -347,6 +350,50 @@ pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
         }
     }
     checks
+}
+
+/// A running `mcp --http` (its record in the run directory) answers on its address and
+/// refuses a request without a token (401): proof that it is this server, with its bearer
+/// check, and that `tunnel-client` or a tunnel can reach it.
+fn http_check(home: &CompanionHome, served: &crate::mcp::served::Served) -> Check {
+    let record = home.run_dir().join(crate::mcp::served::RECORD_FILE);
+    let start = format!("start it again (`herdr-companion mcp --http {}`) if a tunnel forwards to it", served.address);
+    if !process_runs(served.pid) {
+        return Check::fail(
+            format!("mcp --http (pid {}, {}) no longer runs; it stopped without removing {}", served.pid, served.address, record.display()),
+            format!("{start}; otherwise remove {}", record.display()),
+        );
+    }
+    match probe_without_token(served.address) {
+        Ok(401) => Check::ok(format!("mcp --http (pid {}) answers at http://{}/mcp and refuses a request without a token (401)", served.pid, served.address)),
+        Ok(status) => Check::fail(
+            format!("http://{}/mcp answers {status} to a request without a token, not 401", served.address),
+            "another program may hold that port: stop it, then start `herdr-companion mcp --http` again",
+        ),
+        Err(e) => Check::fail(format!("mcp --http (pid {}) does not answer at http://{}/mcp: {e}", served.pid, served.address), format!("stop pid {} and {start}", served.pid)),
+    }
+}
+
+/// Whether a process with `pid` exists (signal 0 delivers nothing; EPERM means it exists).
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // SAFETY: kill with signal 0 only checks that the process exists; it has no effect.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The HTTP status of a POST to `/mcp` without `Authorization` (within a few seconds).
+fn probe_without_token(address: std::net::SocketAddr) -> std::io::Result<u16> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(3)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(3)))?;
+    let request = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
+    stream.write_all(request.as_bytes())?;
+    let mut head = [0u8; 32];
+    let read = stream.read(&mut head)?;
+    let text = String::from_utf8_lossy(&head[..read]);
+    text.split(' ').nth(1).and_then(|code| code.parse().ok()).ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {text:?}")))
 }
 
 /// The OAuth store `mcp --http --public-url` keeps in the companion home.
@@ -551,6 +598,42 @@ mod tests {
         let readable = render(&downlink_checks(&home));
         assert!(readable.contains("has mode 640, not 0600: it holds the MCP bearer token") && readable.contains("chmod 600"), "{readable}");
         assert!(!readable.contains(&token) && !stale.contains(&token));
+    }
+
+    /// A server that answers `status` to one request, on a free loopback port.
+    fn one_answer(status: &'static str) -> std::net::SocketAddr {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address");
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut buffer = [0u8; 512];
+                let _ = stream.read(&mut buffer);
+                let _ = stream.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes());
+            }
+        });
+        address
+    }
+
+    #[test]
+    fn a_recorded_mcp_http_server_must_answer_401_without_a_token() {
+        use crate::mcp::served::Served;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CompanionHome::at(dir.path().join("home"));
+        let me = std::process::id();
+        let ours = http_check(&home, &Served { address: one_answer("401 Unauthorized"), pid: me });
+        assert!(ours.fix.is_none() && ours.what.contains("refuses a request without a token (401)"), "{ours:?}");
+        let other = http_check(&home, &Served { address: one_answer("200 OK"), pid: me });
+        assert!(other.what.contains("answers 200 to a request without a token, not 401"), "{other:?}");
+        assert!(other.fix.as_deref().is_some_and(|f| f.contains("another program may hold that port")));
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address");
+        let silent = http_check(&home, &Served { address: closed, pid: me });
+        assert!(silent.what.contains("does not answer at") && silent.fix.is_some(), "{silent:?}");
+        let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
+        let pid = gone.id();
+        gone.wait().expect("wait");
+        let stale = http_check(&home, &Served { address: closed, pid });
+        assert!(stale.what.contains("no longer runs") && stale.fix.as_deref().is_some_and(|f| f.contains("mcp-http.json")), "{stale:?}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod config;
 pub mod http;
 pub mod runtime_client;
 pub mod server;
+pub mod served;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -110,6 +111,8 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
     if let Err(message) = crate::host::connect_or_start_runtime(&home) {
         eprintln!("herdr-companion mcp: {message}");
     }
+    // For `doctor`: where this HTTP server listens, while it does (removed when it stops).
+    let _served = http.as_ref().and_then(|(address, _)| served::Record::write(&home, *address));
     let tools = PlannerTools::new(RuntimeClient::new(home.socket_path()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -289,3 +289,37 @@ fn mcp_http_answers_stateless_requests_forwarded_with_the_header_file() {
     let (status, _) = forward(port, "Bearer wrong", &version, &list);
     assert_eq!(status, 401, "a wrong bearer is refused");
 }
+
+/// `herdr-companion doctor` checks a running `mcp --http` (it answers, and refuses a request
+/// without a token), prints the tunnel-client lines with the header file in `file:` form,
+/// and never the token; the server's record is gone once it stopped.
+#[test]
+fn doctor_checks_a_running_mcp_http_and_never_prints_the_token() {
+    let world = world();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let address = format!("127.0.0.1:{port}");
+    let mut command = world.home.command(&["mcp", "--http", &address]);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut server = ChildGuard::spawn(&mut command, "herdr-companion mcp --http");
+    let record = world.home.home().join("run/mcp-http.json");
+    let deadline = Instant::now() + PROCESS_WAIT;
+    while !(record.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+        assert!(Instant::now() < deadline, "mcp --http {address} never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let token = std::fs::read_to_string(world.home.home().join("mcp-authorization")).expect("header file");
+    let token = token.trim().strip_prefix("Bearer ").expect("a bearer").to_owned();
+
+    let doctor = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains(&format!("answers at http://{address}/mcp and refuses a request without a token (401)")), "{report}");
+    assert!(report.contains("mcp-authorization holds the bearer header for tunnel-client"), "{report}");
+    assert!(report.contains("--mcp.command") && report.contains("Authorization: file:"), "{report}");
+    assert!(!report.contains(&token), "the doctor printed the token:\n{report}");
+
+    crate::support::send_sigterm(server.child.id());
+    assert!(server.wait_within(PROCESS_WAIT).success(), "mcp --http stops on SIGTERM");
+    assert!(!record.exists(), "the record is removed when the server stops");
+    let after = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
+    assert!(!String::from_utf8_lossy(&after.stdout).contains("mcp --http (pid"), "no server, no server check");
+}
