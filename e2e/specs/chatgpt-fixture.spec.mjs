@@ -310,6 +310,10 @@ for (const csp of CSP_VARIANTS) {
       await expect(listed()).toHaveText(['Earlier work']);
       expect(fixture.projectConversationsOf(PROJECT_ID)).toHaveLength(1);
       expect(await submittedMessages(page)).toHaveLength(1);
+      // ChatGPT keeps the refused text as the Project's draft (field notes §1): it reappears.
+      await expect.poll(() => fixture.draftOf(PROJECT_ID)).toBe('Seed that is refused');
+      await page.reload();
+      await expect(page.locator(fixture.ui.composer)).toHaveText('Seed that is refused');
     });
 
     test('seed_no_conversation: accepted and answered, but the URL never moves and the list does not grow', async () => {
@@ -450,6 +454,12 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await expect(page.locator(ui.picker)).toHaveCount(0);
     await expect(page.locator(ui.composer), 'Escape leaves the typed text').toHaveText('@');
     await clearComposer(page, fixture);
+    // Moving the caret off the mention closes it too.
+    await page.keyboard.type('note @her');
+    await expect(options).toHaveText(['Herdr']);
+    await page.keyboard.press('Home');
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await clearComposer(page, fixture);
 
     // No match: the picker closes; a space after `@letters` closes it too.
     await page.keyboard.type('@hx');
@@ -486,8 +496,16 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await page.keyboard.press('Enter');
     await expect.poll(() => fixture.server.length).toBe(2);
     expect(fixture.server[1]).toMatchObject({ text: '@GitHub @Herdr both', apps: [GITHUB, HERDR] });
-    await expect(page.locator(ui.userTurn).last().locator(PILL_ANY)).toHaveText(['GitHub', 'Herdr']);
-    expect(fixture.toolTurns).toHaveLength(2);
+    // A pill in the middle of the text: the stored text starts with its token, then the rest.
+    await page.locator(ui.composer).click();
+    await page.keyboard.type('please ');
+    await attachAppLikeHuman(page, fixture, 'herdr');
+    await page.keyboard.type('look again');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => fixture.server.length).toBe(3);
+    expect(fixture.server[2]).toMatchObject({ text: '@Herdr please look again', apps: [HERDR] });
+    await expect(page.locator(ui.userTurn).nth(2).locator(PILL_ANY)).toHaveText(['GitHub', 'Herdr']);
+    expect(fixture.toolTurns).toHaveLength(3);
     await context.close();
   });
 
