@@ -534,6 +534,36 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await context.close();
   });
 
+  // What chrome.debugger's Input domain sends (the extension's trusted path): key events
+  // open the picker and a trusted Enter chooses; CDP Input.insertText (no key) does not.
+  test('CDP key events open the picker and choose with Enter; CDP insertText never opens it', async () => {
+    const { context, fixture, page } = await openApps(browser, { layout: 'thread' });
+    const { ui } = fixture;
+    const cdp = await context.newCDPSession(page);
+    const key = async (k, text, extra = {}) => {
+      await cdp.send('Input.dispatchKeyEvent', { type: 'keyDown', key: k, text, unmodifiedText: text, ...extra });
+      await cdp.send('Input.dispatchKeyEvent', { type: 'keyUp', key: k, ...extra });
+    };
+    await page.locator(ui.composer).click();
+    await cdp.send('Input.insertText', { text: '@herdr' });
+    await expect(page.locator(ui.composer)).toHaveText('@herdr');
+    await key(' ', ' ');
+    await key('@', '@');
+    await expect(page.locator(ui.picker), 'the key event opened it').toBeVisible();
+    expect(pickerAsks(fixture), 'insertText asked for nothing').toBe(1);
+    for (const letter of 'herdr') await key(letter, letter);
+    await expect(page.locator(`${ui.picker} [role="option"]`)).toHaveText(['Herdr']);
+    await key('Enter', '\r', { code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 });
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await expect(page.locator(ui.composer).locator(ui.pill)).toHaveCount(1);
+    expect(fixture.server, 'the Enter chose, it did not submit').toEqual([]);
+    await cdp.send('Input.insertText', { text: 'wake text' });
+    await page.locator(ui.send).click();
+    await expect.poll(() => fixture.server.length).toBe(1);
+    expect(fixture.server[0]).toMatchObject({ text: '@Herdr @herdr wake text', apps: [HERDR] });
+    await context.close();
+  });
+
   for (const layout of LAYOUTS) {
     test(`${layout}: the broken picker never opens (read at run time); a fixed one opens again`, async () => {
       const { context, fixture, page } = await openApps(browser, { layout });
