@@ -557,6 +557,26 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     }
   });
 
+  test('a seeded user turn with apps renders its pills in every layout and pill generation', async () => {
+    for (const layout of LAYOUTS) {
+      for (const pill of PILL_GENERATIONS) {
+        const context = await browser.newContext();
+        const fixture = new ChatGptFixture({ layout, pill, streamMs: 50 });
+        fixture.conversations.set(CONVERSATION, {
+          title: 'Seeded with an App',
+          turns: [{ role: 'user', text: '@Herdr plan it', apps: [HERDR] }, { role: 'assistant', text: HERDR_TOOL_REPLY }],
+        });
+        await fixture.install(context);
+        const page = await context.newPage();
+        await page.goto(chatgptUrl.conversation(CONVERSATION));
+        const bubble = page.locator(fixture.ui.userTurn);
+        await expect(bubble.locator(fixture.ui.pill), `${layout} ${pill}`).toHaveCount(1);
+        expect(await bubble.textContent()).toBe(`${pill === 'mention' ? '@Herdr' : 'Herdr'} plan it`);
+        await context.close();
+      }
+    }
+  });
+
   // What chrome.debugger's Input domain sends (the extension's trusted path): key events
   // open the picker and a trusted Enter chooses; CDP Input.insertText (no key) does not.
   test('CDP key events open the picker and choose with Enter; CDP insertText never opens it', async () => {
