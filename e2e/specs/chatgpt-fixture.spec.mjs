@@ -347,6 +347,8 @@ async function openApps(browser, options = {}, url = chatgptUrl.conversation(CON
 
 /** How many times a page asked for the picker's Apps (a trusted `@` was seen). */
 const pickerAsks = (fixture) => fixture.requests.get(BACKEND_APP_MENTIONS) ?? 0;
+/** How many of those answers the page has taken (after which it would have opened the picker). */
+const pickerAnswers = (page) => page.evaluate(() => window.__chatgptFixture.pickerAnswers ?? 0);
 
 /** Clears the composer as a person does (select all, Backspace). */
 async function clearComposer(page, fixture) {
@@ -389,7 +391,8 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
           // The broken picker: the trusted @ is seen (the page asks), nothing opens.
           fixture.appPicker = 'broken';
           await page.keyboard.type('@herdr');
-          await expect.poll(() => pickerAsks(fixture)).toBe(2);
+          await expect.poll(() => pickerAnswers(page)).toBe(2);
+          expect(pickerAsks(fixture)).toBe(2);
           await page.keyboard.type('x');
           await expect(page.locator(ui.composer)).toHaveText('@herdrx');
           await expect(page.locator(ui.picker)).toHaveCount(0);
@@ -615,7 +618,8 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
       await page.locator(ui.composer).click();
       await page.keyboard.type('@herdr');
       // Checkpoint: the page asked for the Apps (the trusted @ was seen) and got none.
-      await expect.poll(() => pickerAsks(fixture)).toBe(1);
+      await expect.poll(() => pickerAnswers(page)).toBe(1);
+      expect(pickerAsks(fixture)).toBe(1);
       await page.keyboard.type('x');
       await page.keyboard.press('Backspace');
       await expect(page.locator(ui.picker)).toHaveCount(0);
