@@ -456,6 +456,21 @@ fn a_judge_continue_held_for_its_app_goes_once_attaching_works() {
     assert_eq!(w.posted.len(), 2, "sent once");
 }
 
+// The manual Continue is refused while the App holds messages, saying why (not a layout
+// problem).
+#[test]
+fn a_manual_continue_is_refused_with_the_app_reason_while_the_app_holds() {
+    let mut w = W::new();
+    w.feed(ContinuityInput::ToggleAuto { tab: TAB });
+    w.human("u-1", vec![herdr(), github()]);
+    w.log.clear();
+    w.feed(ContinuityInput::Continue { tab: TAB });
+    assert!(w.posted.is_empty());
+    expect![[r#"
+        notice Held: your last message carried several Apps, so it is not known which one to attach. Send a message with only the Herdr App pill (type @herdr and pick it), or press Forget App to send plain messages."#]]
+    .assert_eq(&w.log.join("\n"));
+}
+
 // X6 with an App: the seed carries the source binding's App; a seed whose App cannot be
 // attached is not a spent attempt (no Copy Prompt), it waits and goes with the App; after
 // the cut-over the chat keeps the App.
