@@ -456,6 +456,38 @@ fn a_judge_continue_held_for_its_app_goes_once_attaching_works() {
     assert_eq!(w.posted.len(), 2, "sent once");
 }
 
+// A continue held for its App is given up, not stuck, when the user speaks (their turn
+// takes its place) or the worker restarts (the hold is not persisted): the next reply is
+// judged again.
+#[test]
+fn a_held_judge_continue_never_blocks_the_judge_after_a_human_turn_or_a_restart() {
+    let judged = |w: &W| w.log.iter().filter(|l| l.starts_with("activity judge_continue sent")).count();
+    let ended = |reply: &str, marker: Option<&str>| ContinuityInput::TurnEnded {
+        tab: TAB,
+        user_text: "build it".into(),
+        assistant_text: format!("{reply} is in. Next I will write the route pool."),
+        user_marker: marker.map(str::to_owned),
+        message_id: None,
+        user_message_id: None,
+        pressed: false,
+    };
+    for restart in [false, true] {
+        let mut w = W::new();
+        w.human("u-1", vec![herdr()]);
+        w.feed(ended("The loader", None));
+        w.answer(DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PickerNotOpened });
+        if restart {
+            w.restart();
+            w.feed(ended("The pool", Some("judge:x/e.0.0")));
+        } else {
+            w.feed(ended("The pool", None));
+        }
+        w.tick(APP_RETRY_FIRST_MS);
+        assert_eq!(judged(&w), 2, "restart={restart}: the next reply was judged and continued: {:?}", w.log);
+        assert!(w.posted.iter().all(|(_, app)| app.as_ref() == Some(&herdr())));
+    }
+}
+
 // The manual Continue is refused while the App holds messages, saying why (not a layout
 // problem).
 #[test]
