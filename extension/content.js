@@ -951,11 +951,11 @@
     for (const el of pillElements(copy).map(({ el: pill }) => pill)) el.remove();
     return composerText(copy);
   };
-  // Whether the composer holds only what an App attempt typed: pills of that App and a part
-  // of `@<keyword>` (the mention typed so far), or our message after the pill.
+  // Whether the composer holds only what an App attempt typed: App pills (the composer held
+  // none when the attempt began; a wrong one the picker put there is ours too) and a part of
+  // `@<keyword>` (the mention typed so far), or our message after the pill.
   const attemptIsOurs = (composer, app) => {
     if (!composer) return false;
-    if (!pillElements(composer).map(readPill).every((found) => sameApp(found, app))) return false;
     const rest = squash(plainText(composer));
     const mention = squash(`@${app.keyword}`).toLowerCase();
     return mention.startsWith(rest.toLowerCase()) || (delivering !== null && rest === squash(typed.get(delivering.id) ?? '\u0000'));
