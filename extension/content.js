@@ -1481,7 +1481,9 @@
   // its pill is read back in the composer: exactly one pill, this App's. Every wait is
   // bounded by the profile's `wait_ms`. Resolves with null (attached) or the detail of why
   // not: no_permission | picker_not_opened | option_missing | pill_not_read_back.
-  const TRUSTED_TYPE_WAIT_MS = 5000;
+  // Each worker request is bounded, so the whole attach (two requests, the picker's and the
+  // pill's waits) and the send stay within the worker's TYPING_DEADLINE_MS (15 s).
+  const TRUSTED_TYPE_WAIT_MS = 3000;
   const askWorker = (message) => new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ ok: false, error: 'timeout' }), TRUSTED_TYPE_WAIT_MS);
     const done = (answer) => { clearTimeout(timer); resolve(answer && typeof answer === 'object' ? answer : { ok: false, error: 'no_answer' }); };
@@ -1564,7 +1566,8 @@
       option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
       if (option.isConnected) option.click();
     }
-    while (Date.now() < deadline + apps.wait_ms) {
+    const chosenBy = Date.now() + apps.wait_ms;
+    while (Date.now() < chosenBy) {
       if (pillHolds(observe().composer, app)) return null;
       await sleepMs(50);
     }
