@@ -916,8 +916,8 @@
   // composer (the read-back before sending). A pill is `{keyword, name, path}`; fields are
   // capped as ext-core reads them, and a pill without a keyword or name is not an App.
   const APP_KEYWORD_MAX = 64;
-  const APP_NAME_MAX = 128;
-  const APP_PATH_MAX = 512;
+  const APP_NAME_MAX = 256;
+  const APP_PATH_MAX = 256; // ext-core limits: each field at most 256 characters
   const APPS_MAX = 8;
   const appMentions = () => profile?.app_mentions ?? null;
   const pillElements = (scope) => {

@@ -12,9 +12,11 @@ import { MARKER_LINE } from '../fixtures/chatgpt.mjs';
 /**
  * The recorded user messages that match: `conversationId` (omit for any; null = a page
  * without one), `automatic` (only those with a herdr-continuity marker line), `marker`
- * (a string or RegExp the marker id must match, e.g. /^wake:w1#/), `text` (a substring).
+ * (a string or RegExp the marker id must match, e.g. /^wake:w1#/), `text` (a substring),
+ * `app` (an App's name, e.g. 'Herdr': only messages that carried that App; null: only
+ * messages that carried no App). Every entry keeps the server's fields, `apps` among them.
  */
-export function backendMessages(fixture, { conversationId, automatic = false, marker, text } = {}) {
+export function backendMessages(fixture, { conversationId, automatic = false, marker, text, app } = {}) {
   return fixture.server.filter((m) => {
     if (conversationId !== undefined && m.conversationId !== conversationId) return false;
     const id = m.text.match(MARKER_LINE)?.[1] ?? null;
@@ -22,6 +24,8 @@ export function backendMessages(fixture, { conversationId, automatic = false, ma
     if (marker instanceof RegExp && !marker.test(id)) return false;
     if (typeof marker === 'string' && id !== marker) return false;
     if (text !== undefined && !m.text.includes(text)) return false;
+    if (app === null && (m.apps ?? []).length) return false;
+    if (typeof app === 'string' && !(m.apps ?? []).some((a) => a.name === app)) return false;
     return true;
   });
 }

@@ -3,11 +3,17 @@
 // server records a submitted message. If these fail, the extension tests cannot be trusted.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
-import { ChatGptFixture, CSP_VARIANTS, SEED_FAILED_TEXT, SEND_TIMEOUT_TEXT, chatgptUrl, submittedMessages } from '../fixtures/chatgpt.mjs';
+import {
+  BACKEND_APP_MENTIONS, BACKEND_DRAFTS, ChatGptFixture, CSP_VARIANTS, DRAFT_DEBOUNCE_MS, HERDR_TOOL_REPLY, LAYOUTS, NO_TOOLS_REPLY,
+  PILL_ANY, PILL_GENERATIONS, SEED_FAILED_TEXT, SEND_TIMEOUT_TEXT, chatgptUrl, submittedMessages,
+} from '../fixtures/chatgpt.mjs';
+import { appsOf, attachAppLikeHuman, insertTextByScript, sendHumanWithApp } from '../lib/apps.mjs';
+import { backendMessages } from '../lib/backend.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
 const PROJECT_HEX = '0123456789abcdef0123456789abcdef';
+const PROJECT_ID = `g-p-${PROJECT_HEX}`;
 const CONVERSATION = '6a1f3e2b-1c2d-4e5f-8a9b-0c1d2e3f4a5b';
 
 for (const csp of CSP_VARIANTS) {
@@ -59,7 +65,7 @@ for (const csp of CSP_VARIANTS) {
       await page.locator('#prompt-textarea').click();
       await page.keyboard.type('Bind this chat to w1');
       await page.locator('button[data-testid="send-button"]').click();
-      await expect(page.locator('[data-message-author-role="assistant"]').last()).toHaveText('Noted.');
+      await expect(page.locator('[data-message-author-role="assistant"]').last()).toHaveText(NO_TOOLS_REPLY);
       await expect(page.locator('.result-streaming, [aria-busy="true"]')).toHaveCount(0);
       const submitted = await submittedMessages(page);
       expect(submitted.map((m) => m.text)).toEqual(['Bind this chat to w1']);
@@ -192,7 +198,6 @@ for (const csp of CSP_VARIANTS) {
 
 // A Project's new-chat flow (issue 12 "The fixture grows"): what a user sees when the first
 // message on a Project home starts a conversation, and when that first message goes wrong.
-const PROJECT_ID = `g-p-${PROJECT_HEX}`;
 const NEW_CHAT_URL = new RegExp(`/g/${PROJECT_ID}-demo/c/[0-9a-f-]{36}$`);
 
 for (const csp of CSP_VARIANTS) {
@@ -229,7 +234,7 @@ for (const csp of CSP_VARIANTS) {
       await expect(listed()).toHaveText(['Earlier work']);
       await send('Continue the parser split');
       await expect(page).toHaveURL(NEW_CHAT_URL);
-      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
       const id = newChatId();
       expect(fixture.counts.pageLoads, 'history.pushState, not a navigation').toBe(1);
       await expect(listed()).toHaveText(['Continue the parser split', 'Earlier work']);
@@ -257,7 +262,7 @@ for (const csp of CSP_VARIANTS) {
         await tab.keyboard.type(`Start in ${layout}`);
         await tab.keyboard.press('Enter');
         await expect(tab, layout).toHaveURL(NEW_CHAT_URL);
-        await expect(tab.locator(other.ui.finished), layout).toHaveText(['Noted.']);
+        await expect(tab.locator(other.ui.finished), layout).toHaveText([NO_TOOLS_REPLY]);
         await expect(tab.locator('aside [data-project-conversation]'), layout).toHaveText([`Start in ${layout}`]);
         expect(other.messagesOf(new URL(tab.url()).pathname.split('/').pop()).map((m) => m.text)).toEqual([`Start in ${layout}`]);
         await context.close();
@@ -273,7 +278,7 @@ for (const csp of CSP_VARIANTS) {
       expect(fixture.messagesOf(id).map((m) => m.text), 'the server has the message').toEqual(['Seed that times out']);
       await expect(listed()).toHaveCount(2);
       await page.getByRole('button', { name: fixture.ui.labels.retry }).click();
-      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 1 });
     });
 
@@ -288,7 +293,7 @@ for (const csp of CSP_VARIANTS) {
       await expect(listed()).toHaveCount(1);
       await page.getByRole('button', { name: fixture.ui.labels.retry }).click();
       await expect(page).toHaveURL(NEW_CHAT_URL);
-      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
       expect(fixture.messagesOf(newChatId()).map((m) => m.text)).toEqual(['Seed the server never got']);
       await expect(listed()).toHaveCount(2);
     });
@@ -305,12 +310,16 @@ for (const csp of CSP_VARIANTS) {
       await expect(listed()).toHaveText(['Earlier work']);
       expect(fixture.projectConversationsOf(PROJECT_ID)).toHaveLength(1);
       expect(await submittedMessages(page)).toHaveLength(1);
+      // ChatGPT keeps the refused text as the Project's draft (field notes §1): it reappears.
+      await expect.poll(() => fixture.draftOf(PROJECT_ID)).toBe('Seed that is refused');
+      await page.reload();
+      await expect(page.locator(fixture.ui.composer)).toHaveText('Seed that is refused');
     });
 
     test('seed_no_conversation: accepted and answered, but the URL never moves and the list does not grow', async () => {
       fixture.seedFault = 'seed_no_conversation';
       await send('Seed without a conversation');
-      await expect(page.locator(fixture.ui.finished).last()).toHaveText('Noted.');
+      await expect(page.locator(fixture.ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
       expect(new URL(page.url()).pathname).toBe(`/g/${PROJECT_ID}-demo/project`);
       await expect(listed()).toHaveText(['Earlier work']);
       expect(fixture.server.map((m) => m.text), 'the server took it').toEqual(['Seed without a conversation']);
@@ -319,3 +328,327 @@ for (const csp of CSP_VARIANTS) {
     });
   });
 }
+
+// ---- The Herdr App (issue 24, field notes §1): App pills of both generations in the
+// composer and in user turns, the `@` picker that opens only for trusted keyboard input,
+// the server recording each message's Apps, the planner side, and Project drafts.
+const HERDR = { name: 'Herdr', path: 'connector://apps/herdr' };
+const GITHUB = { name: 'GitHub', path: 'connector://apps/github' };
+
+/** A fresh context on the seeded conversation (or `url`) of a fixture with `options`. */
+async function openApps(browser, options = {}, url = chatgptUrl.conversation(CONVERSATION)) {
+  const context = await browser.newContext();
+  await recordSecurityPolicyViolations(context);
+  const fixture = new ChatGptFixture({ streamMs: 50, ...options });
+  fixture.conversations.set(CONVERSATION, { title: 'Seeded', turns: [{ role: 'user', text: 'Run the tests' }, { role: 'assistant', text: 'All green.' }] });
+  await fixture.install(context);
+  const page = await context.newPage();
+  await page.goto(url);
+  return { context, fixture, page };
+}
+
+/** How many times a page asked for the picker's Apps (a trusted `@` was seen). */
+const pickerAsks = (fixture) => fixture.requests.get(BACKEND_APP_MENTIONS) ?? 0;
+
+/** Clears the composer as a person does (select all, Backspace). */
+async function clearComposer(page, fixture) {
+  await page.locator(fixture.ui.composer).click();
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.press('Backspace');
+  await expect(page.locator(fixture.ui.composer)).toHaveText('');
+}
+
+test.describe('ChatGPT fixture, the Herdr App', () => {
+  let browser;
+  test.beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  });
+  test.afterAll(async () => {
+    await browser?.close();
+  });
+
+  for (const layout of LAYOUTS) {
+    for (const pill of PILL_GENERATIONS) {
+      for (const csp of CSP_VARIANTS) {
+        test(`${layout}, ${pill} pills, CSP ${csp}: trusted typing attaches Herdr, script insertion never opens the picker, the pill survives a reload`, async () => {
+          const { context, fixture, page } = await openApps(browser, { layout, pill, csp });
+          const { ui } = fixture;
+          // Script insertion (execCommand) and a synthetic InputEvent never open the picker.
+          await insertTextByScript(page, fixture, '@herdr');
+          await page.locator(ui.composer).evaluate((composer) => {
+            composer.append(Object.assign(document.createElement('p'), { textContent: '@' }));
+            composer.dispatchEvent(new InputEvent('input', { bubbles: true, data: '@', inputType: 'insertText' }));
+          });
+          // Checkpoint: a trusted `@` typed after them is seen (the page asks for the Apps).
+          await page.locator(ui.composer).click();
+          await page.keyboard.press('ControlOrMeta+End');
+          await page.keyboard.type(' @');
+          await expect(page.locator(ui.picker)).toBeVisible();
+          expect(pickerAsks(fixture), 'only the trusted @ asked for the Apps').toBe(1);
+          await page.keyboard.press('Escape');
+          await expect(page.locator(ui.picker)).toHaveCount(0);
+          await clearComposer(page, fixture);
+
+          const message = await sendHumanWithApp(page, fixture, 'check the api workspace');
+          expect(appsOf(message)).toEqual([HERDR]);
+          expect(message.text).toBe('@Herdr check the api workspace');
+          const userTurn = page.locator(ui.userTurn).last();
+          await expect(userTurn.locator(ui.pill)).toHaveCount(1);
+          await expect(userTurn.locator(PILL_ANY)).toHaveText(pill === 'mention' ? '@Herdr' : 'Herdr');
+          await expect(userTurn).toContainText('check the api workspace');
+          await expect(page.locator(ui.composer).locator(PILL_ANY), 'the submit cleared the composer').toHaveCount(0);
+          await expect(page.locator(ui.finished).last()).toHaveText(HERDR_TOOL_REPLY);
+
+          // A message without a pill carries no App, and its planner had no Herdr tools.
+          await page.locator(ui.composer).click();
+          await page.keyboard.type('and without the app');
+          await page.locator(ui.send).click();
+          await expect(page.locator(ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
+          expect(fixture.messagesOf(CONVERSATION).map((m) => [m.text, appsOf(m)])).toEqual([
+            ['@Herdr check the api workspace', [HERDR]],
+            ['and without the app', []],
+          ]);
+          expect(backendMessages(fixture, { app: 'Herdr' }).map((m) => m.text)).toEqual(['@Herdr check the api workspace']);
+          expect(backendMessages(fixture, { app: null }).map((m) => m.text)).toEqual(['and without the app']);
+          expect(fixture.toolTurns.map((t) => [t.conversationId, t.tool, t.text])).toEqual([[CONVERSATION, 'herdr_inspect', '@Herdr check the api workspace']]);
+
+          // After a reload (rendered from the stored thread) the pill is in its bubble only.
+          await page.reload();
+          const users = page.locator(ui.userTurn);
+          await expect(users).toHaveCount(3);
+          await expect(users.nth(1).locator(ui.pill)).toHaveCount(1);
+          await expect(users.nth(1)).toContainText('check the api workspace');
+          await expect(users.nth(2).locator(PILL_ANY)).toHaveCount(0);
+          await expect(users.nth(2)).toHaveText('and without the app');
+          // The snapshot API keeps the stored text (the mention token first).
+          const snapshot = await page.evaluate(async ({ id, token }) => (await fetch(`/backend-api/conversation/${id}`, { headers: { authorization: `Bearer ${token}` } })).json(), { id: CONVERSATION, token: fixture.accessToken });
+          const userTexts = Object.values(snapshot.mapping).filter((n) => n.message?.author.role === 'user').map((n) => n.message.content.parts[0]);
+          expect(userTexts).toEqual(['Run the tests', '@Herdr check the api workspace', 'and without the app']);
+          expect(await securityPolicyViolations(page)).toEqual([]);
+          await context.close();
+        });
+      }
+    }
+  }
+
+  test('the picker: options filtered by the letters, first highlighted, arrows move, Enter or a click chooses, Escape and a space without a match close', async () => {
+    const { context, fixture, page } = await openApps(browser);
+    const { ui } = fixture;
+    const options = page.locator(`${ui.picker} [role="option"]`);
+    await page.locator(ui.composer).click();
+    await page.keyboard.type('@');
+    await expect(options).toHaveText(['Herdr', 'GitHub']);
+    await expect(options.nth(0)).toHaveAttribute('aria-selected', 'true');
+    await expect(options.nth(1)).toHaveAttribute('aria-selected', 'false');
+    await page.keyboard.press('ArrowDown');
+    await expect(options.nth(1)).toHaveAttribute('aria-selected', 'true');
+    await expect(options.nth(0)).toHaveAttribute('aria-selected', 'false');
+    await page.keyboard.press('ArrowUp');
+    await expect(options.nth(0)).toHaveAttribute('aria-selected', 'true');
+    await page.keyboard.type('g');
+    await expect(options).toHaveText(['GitHub']);
+    await expect(page.locator(ui.option('github'))).toHaveAttribute('aria-selected', 'true');
+    await page.keyboard.press('Backspace');
+    await expect(options).toHaveText(['Herdr', 'GitHub']);
+    await page.keyboard.press('Escape');
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await expect(page.locator(ui.composer), 'Escape leaves the typed text').toHaveText('@');
+    await clearComposer(page, fixture);
+    // Moving the caret off the mention closes it too.
+    await page.keyboard.type('note @her');
+    await expect(options).toHaveText(['Herdr']);
+    await page.keyboard.press('Home');
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await clearComposer(page, fixture);
+
+    // No match: the picker closes; a space after `@letters` closes it too.
+    await page.keyboard.type('@hx');
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await page.keyboard.type(' @her');
+    await expect(options).toHaveText(['Herdr']);
+    await page.keyboard.type(' ');
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await clearComposer(page, fixture);
+
+    // An untrusted Enter while the picker is open neither chooses nor submits.
+    await page.keyboard.type('@herdr');
+    await expect(options).toHaveText(['Herdr']);
+    await page.locator(ui.composer).dispatchEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true });
+    await expect(page.locator(ui.picker)).toBeVisible();
+    await expect(page.locator(ui.composer).locator(PILL_ANY)).toHaveCount(0);
+    expect(fixture.server).toEqual([]);
+    // A click on an option chooses it, replacing `@herdr` by the pill.
+    await page.locator(ui.option('herdr')).click();
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await expect(page.locator(ui.composer).locator(ui.pill)).toHaveCount(1);
+    await expect(page.locator(ui.composer)).not.toContainText('@herdr');
+    await page.keyboard.type('after the click');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => fixture.server.length).toBe(1);
+    expect(fixture.server[0]).toMatchObject({ text: '@Herdr after the click', apps: [HERDR] });
+    // The next message: two Apps chosen by pointerdown alone (a Radix-style option).
+    await page.locator(ui.composer).click();
+    await page.keyboard.type('@git');
+    await page.locator(ui.option('github')).dispatchEvent('pointerdown');
+    await page.keyboard.type('@herdr');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('both');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => fixture.server.length).toBe(2);
+    expect(fixture.server[1]).toMatchObject({ text: '@GitHub @Herdr both', apps: [GITHUB, HERDR] });
+    // A pill in the middle of the text: the stored text starts with its token, then the rest.
+    await page.locator(ui.composer).click();
+    await page.keyboard.type('please ');
+    await attachAppLikeHuman(page, fixture, 'herdr');
+    await page.keyboard.type('look again');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => fixture.server.length).toBe(3);
+    expect(fixture.server[2]).toMatchObject({ text: '@Herdr please look again', apps: [HERDR] });
+    await expect(page.locator(ui.userTurn).nth(2).locator(PILL_ANY)).toHaveText(['GitHub', 'Herdr']);
+    expect(fixture.toolTurns).toHaveLength(3);
+    await context.close();
+  });
+
+  test('a pill deleted by Backspace is gone, and pill markup put there by script counts for nothing', async () => {
+    const { context, fixture, page } = await openApps(browser, { layout: 'thread' });
+    const { ui } = fixture;
+    await attachAppLikeHuman(page, fixture, 'herdr');
+    await page.keyboard.press('Backspace'); // the space after the pill
+    await page.keyboard.press('Backspace'); // the pill
+    await expect(page.locator(ui.composer).locator(PILL_ANY)).toHaveCount(0);
+    await page.keyboard.type('no app after all');
+    await page.locator(ui.send).click();
+    await expect.poll(() => fixture.server.length).toBe(1);
+    expect(fixture.server[0]).toMatchObject({ text: 'no app after all', apps: [] });
+    await expect(page.locator(ui.finished).last()).toHaveText(NO_TOOLS_REPLY);
+
+    // Forged markup: the pill's attributes written into the composer by a script.
+    await page.locator(ui.composer).evaluate((composer, html) => {
+      composer.innerHTML = `<p>${html}&nbsp;forged</p>`;
+      composer.dispatchEvent(new InputEvent('input', { bubbles: true }));
+    }, '<span data-appearance="inline-mention" app-mention-name="Herdr" app-mention-path="connector://apps/herdr" contenteditable="false">@Herdr</span>');
+    await page.locator(ui.send).click();
+    await expect.poll(() => fixture.server.length).toBe(2);
+    expect(fixture.server[1].apps, 'a forged pill is no App').toEqual([]);
+    expect(fixture.toolTurns).toEqual([]);
+    await context.close();
+  });
+
+  // What chrome.debugger's Input domain sends (the extension's trusted path): key events
+  // open the picker and a trusted Enter chooses; CDP Input.insertText (no key) does not.
+  test('CDP key events open the picker and choose with Enter; CDP insertText never opens it', async () => {
+    const { context, fixture, page } = await openApps(browser, { layout: 'thread' });
+    const { ui } = fixture;
+    const cdp = await context.newCDPSession(page);
+    const key = async (k, text, extra = {}) => {
+      await cdp.send('Input.dispatchKeyEvent', { type: 'keyDown', key: k, text, unmodifiedText: text, ...extra });
+      await cdp.send('Input.dispatchKeyEvent', { type: 'keyUp', key: k, ...extra });
+    };
+    await page.locator(ui.composer).click();
+    await cdp.send('Input.insertText', { text: '@herdr' });
+    await expect(page.locator(ui.composer)).toHaveText('@herdr');
+    await key(' ', ' ');
+    await key('@', '@');
+    await expect(page.locator(ui.picker), 'the key event opened it').toBeVisible();
+    expect(pickerAsks(fixture), 'insertText asked for nothing').toBe(1);
+    for (const letter of 'herdr') await key(letter, letter);
+    await expect(page.locator(`${ui.picker} [role="option"]`)).toHaveText(['Herdr']);
+    await key('Enter', '\r', { code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 });
+    await expect(page.locator(ui.picker)).toHaveCount(0);
+    await expect(page.locator(ui.composer).locator(ui.pill)).toHaveCount(1);
+    expect(fixture.server, 'the Enter chose, it did not submit').toEqual([]);
+    await cdp.send('Input.insertText', { text: 'wake text' });
+    await page.locator(ui.send).click();
+    await expect.poll(() => fixture.server.length).toBe(1);
+    expect(fixture.server[0]).toMatchObject({ text: '@Herdr @herdr wake text', apps: [HERDR] });
+    await context.close();
+  });
+
+  for (const layout of LAYOUTS) {
+    test(`${layout}: the broken picker never opens (read at run time); a fixed one opens again`, async () => {
+      const { context, fixture, page } = await openApps(browser, { layout });
+      const { ui } = fixture;
+      fixture.appPicker = 'broken';
+      await page.locator(ui.composer).click();
+      await page.keyboard.type('@herdr');
+      // Checkpoint: the page asked for the Apps (the trusted @ was seen) and got none.
+      await expect.poll(() => pickerAsks(fixture)).toBe(1);
+      await page.keyboard.type('x');
+      await page.keyboard.press('Backspace');
+      await expect(page.locator(ui.picker)).toHaveCount(0);
+      await expect(page.locator(ui.composer)).toHaveText('@herdr');
+      fixture.appPicker = null;
+      await page.keyboard.type(' @herdr');
+      await expect(page.locator(ui.option('herdr'))).toBeVisible();
+      expect(pickerAsks(fixture)).toBe(2);
+      await context.close();
+    });
+  }
+
+  test('replyWith still decides the words; the turn with Herdr is recorded; Retry answers with the turn\'s Apps', async () => {
+    const { context, fixture, page } = await openApps(browser, { layout: 'section' });
+    fixture.replyWith = (text) => `echo ${text}`;
+    await sendHumanWithApp(page, fixture, 'with tools');
+    await expect(page.locator(fixture.ui.finished).last()).toHaveText('echo @Herdr with tools');
+    expect(fixture.toolTurns.map((t) => t.text)).toEqual(['@Herdr with tools']);
+    fixture.replyWith = null;
+    fixture.failNext = true;
+    await sendHumanWithApp(page, fixture, 'fails first');
+    await page.getByRole('button', { name: fixture.ui.labels.retry }).click();
+    await expect(page.locator(fixture.ui.finished).last()).toHaveText(HERDR_TOOL_REPLY);
+    expect(fixture.toolTurns).toHaveLength(2);
+    await context.close();
+  });
+
+  for (const csp of CSP_VARIANTS) {
+    test(`Project drafts, CSP ${csp}: saved on input (a half-typed @herd too), restored on load, cleared by a submit; none on other pages`, async () => {
+      const { context, fixture, page } = await openApps(browser, { csp, layout: 'thread' }, chatgptUrl.projectConversation(PROJECT_HEX, CONVERSATION));
+      const { ui } = fixture;
+      await page.locator(ui.composer).click();
+      await page.keyboard.type('@herd');
+      await expect(page.locator(ui.option('herdr'))).toBeVisible();
+      await expect.poll(() => fixture.draftOf(PROJECT_ID, CONVERSATION), 'the half-typed mention is saved').toBe('@herd');
+      await page.reload();
+      await expect(page.locator(ui.composer), 'the draft is back after a reload').toHaveText('@herd');
+      await expect(page.locator(ui.send)).toBeEnabled();
+      // Cleaning up with the keyboard removes the server's draft too.
+      await clearComposer(page, fixture);
+      await expect.poll(() => fixture.drafts.size).toBe(0);
+      // A submit clears it at once (no stale save overtakes it).
+      await sendHumanWithApp(page, fixture, 'go on');
+      await expect(page.locator(ui.finished).last()).toHaveText(HERDR_TOOL_REPLY);
+      await page.waitForTimeout(DRAFT_DEBOUNCE_MS * 2);
+      expect(fixture.drafts.size).toBe(0);
+      await page.reload();
+      await expect(page.locator(ui.composer)).toHaveText('');
+
+      // A Project home's first message with the App: recorded with it, then the new chat.
+      await page.goto(chatgptUrl.projectHome(PROJECT_HEX));
+      await page.locator(ui.composer).click();
+      await page.keyboard.type('draft on the home');
+      await expect.poll(() => fixture.draftOf(PROJECT_ID)).toBe('draft on the home');
+      await clearComposer(page, fixture);
+      const seed = await sendHumanWithApp(page, fixture, 'start with the app');
+      expect(seed).toMatchObject({ projectId: PROJECT_ID, text: '@Herdr start with the app', apps: [HERDR] });
+      await expect(page).toHaveURL(NEW_CHAT_URL);
+      await expect(page.locator(ui.userTurn).last().locator(ui.pill)).toHaveCount(1);
+      await page.reload();
+      await expect(page.locator(ui.userTurn).last().locator(ui.pill)).toHaveCount(1);
+      expect(fixture.drafts.size).toBe(0);
+
+      // A plain conversation keeps no draft.
+      await page.goto(chatgptUrl.conversation(CONVERSATION));
+      await page.locator(ui.composer).click();
+      await page.keyboard.type('not saved');
+      await page.waitForTimeout(DRAFT_DEBOUNCE_MS * 2);
+      expect(fixture.requests.get(BACKEND_DRAFTS) ?? 0, 'saves came from the Project pages only').toBeGreaterThan(0);
+      const saves = fixture.requests.get(BACKEND_DRAFTS);
+      await page.reload();
+      await expect(page.locator(ui.composer)).toHaveText('');
+      expect(fixture.requests.get(BACKEND_DRAFTS)).toBe(saves);
+      expect(fixture.drafts.size).toBe(0);
+      expect(await securityPolicyViolations(page)).toEqual([]);
+      await context.close();
+    });
+  }
+});

@@ -6,7 +6,7 @@
 // same in every layout. If these fail, the layout specs cannot be trusted.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
-import { ChatGptFixture, CSP_VARIANTS, FAILURE_TEXT, LABELS, LAYOUTS, chatgptUrl } from '../fixtures/chatgpt.mjs';
+import { ChatGptFixture, CSP_VARIANTS, FAILURE_TEXT, LABELS, LAYOUTS, NO_TOOLS_REPLY, chatgptUrl } from '../fixtures/chatgpt.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
@@ -327,7 +327,7 @@ for (const layout of LAYOUTS) {
       await expect(page.locator(ui.finished), 'a failed reply is not finished').toHaveCount(2);
       await retry.click();
       await expect(page.locator(ui.finished)).toHaveCount(3);
-      await expect(page.locator(ui.assistantTurn).last()).toHaveText('Noted.');
+      await expect(page.locator(ui.assistantTurn).last()).toHaveText(NO_TOOLS_REPLY);
       await expect(page.getByText(FAILURE_TEXT)).toHaveCount(0);
       expect(fixture.retries).toBe(1);
       expect(fixture.server.map((m) => m.text), 'Retry sends no user message').toEqual(['Break it']);

@@ -170,6 +170,20 @@ pub enum WakeWithheld {
     DeliveryRetryPending,
     /// Sending failed several times in a row; a reload of the page retries.
     DeliveryFailedRepeatedly,
+    /// The chat's newest human turn carried several Apps: nothing is typed until a newer
+    /// one carries exactly one.
+    AppAmbiguous,
+    /// The App could not be attached: trusted key input needs the optional `debugger`
+    /// permission (options page), and editor insertion did not open the picker.
+    AppNoPermission,
+    /// The App could not be attached: typing `@<keyword>` opened no picker.
+    AppPickerNotOpened,
+    /// The App could not be attached: the picker listed no option for it.
+    AppOptionMissing,
+    /// The App could not be attached: the composer showed no pill of it after choosing.
+    AppPillNotReadBack,
+    /// The App could not be attached (the page named no known detail).
+    AppNotAttached,
 }
 
 impl WakeWithheld {
@@ -211,6 +225,8 @@ pub struct WakeFacts {
     pub composer_present: bool,
     /// The adapter recognised the page's layout.
     pub layout_known: bool,
+    /// The chat's App cannot ride on a message now (an `app_*` reason).
+    pub app_held: Option<WakeWithheld>,
 }
 
 /// The M7 gate: `Ok(())` when an automatic message may be submitted now, else the first
@@ -226,6 +242,8 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
             WakeWithheld::ProjectAutoNotAllowed,
         ),
         (facts.handoff_in_progress, WakeWithheld::HandoffInProgress),
+        // Never a message without the chat's App: named before whether anything is pending.
+        (facts.app_held.is_some(), facts.app_held.unwrap_or(WakeWithheld::AppNotAttached)),
         (!facts.real_state_change, WakeWithheld::NoRealStateChange),
         (facts.unconfirmed_delivery, WakeWithheld::UnconfirmedDelivery),
         (facts.page_generating, WakeWithheld::PageGenerating),
@@ -256,6 +274,12 @@ json_unit_enum!(WakeWithheld {
     "unknown_layout" => UnknownLayout,
     "delivery_retry_pending" => DeliveryRetryPending,
     "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
+    "app_ambiguous" => AppAmbiguous,
+    "app_no_permission" => AppNoPermission,
+    "app_picker_not_opened" => AppPickerNotOpened,
+    "app_option_missing" => AppOptionMissing,
+    "app_pill_not_read_back" => AppPillNotReadBack,
+    "app_not_attached" => AppNotAttached,
 });
 
 json_struct!(AutoGate { allow_project_auto, toggles });

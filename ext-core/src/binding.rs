@@ -36,6 +36,32 @@ pub struct CatalogWorkspace {
     pub label: String,
 }
 
+/// One App pill of a user turn (ChatGPT's Apps, e.g. the Herdr App): `keyword` is what
+/// `@<keyword>` selects in the composer's picker (old pill generation: its `data-keyword`;
+/// new: the lower-cased `app-mention-name`), `name` the pill's text, `path` its
+/// `app-mention-path` (`""` for the old generation).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AppMention {
+    /// The picker keyword (`herdr`).
+    pub keyword: String,
+    /// The App's name as the pill shows it (`Herdr`).
+    pub name: String,
+    /// The App's path (`connector://apps/herdr`), `""` when the pill names none.
+    pub path: String,
+}
+
+/// What a binding's chat needs attached to every message the extension types into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppNeed<'a> {
+    /// The chat never showed an App pill (or the user forgot it): plain messages.
+    None,
+    /// This App, attached before the text (never a message without it).
+    App(&'a AppMention),
+    /// The newest human turn carried several Apps: nothing is typed until a newer human
+    /// turn carries exactly one (`app_ambiguous`).
+    Ambiguous,
+}
+
 /// A durable binding of one scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScopeBinding {
@@ -52,9 +78,58 @@ pub struct ScopeBinding {
     pub active_conv_key: Option<String>,
     /// When the binding was made.
     pub bound_at: Millis,
+    /// The chat's App, learned from the newest accepted human turn that carried exactly one
+    /// App pill with a keyword (`None`: plain messages).
+    #[serde(default)]
+    pub app: Option<AppMention>,
+    /// The newest human turn carried several Apps: every message is withheld
+    /// (`app_ambiguous`) until a newer human turn carries exactly one.
+    #[serde(default)]
+    pub app_ambiguous: bool,
+    /// The human turn (`PageReport::last_human_turn_id`) the App was last read from: a turn
+    /// is read once, and a forgotten App is not learned again from the same turn.
+    #[serde(default)]
+    pub app_turn: Option<String>,
 }
 
 impl ScopeBinding {
+    /// What every message typed into this binding's chat must carry.
+    pub fn app_need(&self) -> AppNeed<'_> {
+        match (&self.app, self.app_ambiguous) {
+            (_, true) => AppNeed::Ambiguous,
+            (Some(app), false) => AppNeed::App(app),
+            (None, false) => AppNeed::None,
+        }
+    }
+
+    /// Reads the chat's newest human turn (`turn`, with the App pills it carries) once: one
+    /// App (a keyword, duplicates of the same App counted once) is learned, several make the
+    /// binding ambiguous, none keeps what was learned. Returns whether anything changed.
+    pub fn learn_app(&mut self, turn: &str, apps: &[AppMention]) -> bool {
+        if self.app_turn.as_deref() == Some(turn) {
+            return false;
+        }
+        self.app_turn = Some(turn.to_owned());
+        let mut named = apps.iter().filter(|a| !a.keyword.is_empty());
+        let Some(first) = named.next() else { return true };
+        if named.all(|a| a.keyword == first.keyword && a.path == first.path) {
+            self.app = Some(first.clone());
+            self.app_ambiguous = false;
+        } else {
+            self.app_ambiguous = true;
+        }
+        true
+    }
+
+    /// The user's "Forget App": plain messages from now on, until a newer human turn
+    /// carries an App pill again (the turn it was learned from is not read again).
+    pub fn forget_app(&mut self) -> bool {
+        let had = self.app.is_some() || self.app_ambiguous;
+        self.app = None;
+        self.app_ambiguous = false;
+        had
+    }
+
     /// Where progress and continue messages for this scope are delivered, if anywhere.
     pub fn delivery_target(&self) -> Option<ConversationRef> {
         let site = match &self.scope {
@@ -294,7 +369,14 @@ impl Bindings {
                 let Scope::Conversation { site, .. } = scope else { return };
                 if let Some(old) = self.bindings.remove(&scope.key()) {
                     self.outputs.push_back(BindingOutput::Unbound { scope, workspace_id: old.workspace_id.clone() });
-                    self.install(now, Scope::Conversation { site, conversation_id }, old.workspace_id, old.label);
+                    let target = Scope::Conversation { site, conversation_id };
+                    let key = target.key();
+                    self.install(now, target, old.workspace_id, old.label);
+                    // The new conversation's seed carried the source's App: so does every
+                    // later message (its own human turns may teach another).
+                    if let Some(moved) = self.bindings.get_mut(&key) {
+                        (moved.app, moved.app_ambiguous) = (old.app, old.app_ambiguous);
+                    }
                 }
             }
         }
@@ -318,6 +400,18 @@ impl Bindings {
     /// Every binding, ordered by scope key.
     pub fn list(&self) -> impl Iterator<Item = &ScopeBinding> {
         self.bindings.values()
+    }
+
+    /// Reads the newest human turn of the chat bound as `scope_key` (see
+    /// [`ScopeBinding::learn_app`]); `false` when nothing changed or nothing is bound.
+    pub fn learn_app(&mut self, scope_key: &str, turn: &str, apps: &[AppMention]) -> bool {
+        self.bindings.get_mut(scope_key).is_some_and(|b| b.learn_app(turn, apps))
+    }
+
+    /// The user's "Forget App" for the chat bound as `scope_key` (see
+    /// [`ScopeBinding::forget_app`]); `false` when there was nothing to forget.
+    pub fn forget_app(&mut self, scope_key: &str) -> bool {
+        self.bindings.get_mut(scope_key).is_some_and(ScopeBinding::forget_app)
     }
 
     /// The scopes bound to a workspace (to route its settle events), ordered by key.
@@ -369,7 +463,10 @@ impl Bindings {
 
     fn install(&mut self, now: Millis, scope: Scope, workspace_id: String, label: String) {
         let key = scope.key();
-        let previous_target = self.bindings.get(&key).and_then(|b| b.active_conv_key.clone());
+        let previous = self.bindings.get(&key);
+        let previous_target = previous.and_then(|b| b.active_conv_key.clone());
+        // The chat's App belongs to the chat, not to the workspace: a rebind keeps it.
+        let (app, app_ambiguous, app_turn) = previous.map(|b| (b.app.clone(), b.app_ambiguous, b.app_turn.clone())).unwrap_or_default();
         let active_conv_key = match &scope {
             Scope::Project { .. } => previous_target,
             Scope::Conversation {
@@ -389,6 +486,9 @@ impl Bindings {
                 workspace_in_catalog: true,
                 active_conv_key,
                 bound_at: now,
+                app,
+                app_ambiguous,
+                app_turn,
             },
         );
     }
@@ -494,6 +594,8 @@ impl Bindings {
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_struct!(CatalogWorkspace { workspace_id, label });
 
+json_struct!(AppMention { keyword, name, path });
+
 json_struct!(ScopeBinding {
     scope,
     workspace_id,
@@ -501,6 +603,9 @@ json_struct!(ScopeBinding {
     workspace_in_catalog,
     active_conv_key,
     bound_at,
+    app: default,
+    app_ambiguous: default,
+    app_turn: default,
 });
 
 json_struct!(PendingBinding { workspace_id, label, saved_at });

@@ -61,7 +61,7 @@ use serde_json::Value;
 
 use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
 
-use crate::binding::TabId;
+use crate::binding::{AppMention, TabId};
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
 use crate::scope::{classify_url, ConversationRef};
 use crate::Millis;
@@ -73,6 +73,9 @@ pub const SUBMITTED_DEADLINE_MS: Millis = 20_000;
 /// How long an uncertain delivery waits on an idle page for evidence before it is
 /// abandoned (not resent).
 pub const UNCERTAIN_GIVE_UP_MS: Millis = 120_000;
+
+/// The `not_submitted` reason of a delivery whose App could not be attached.
+pub const APP_NOT_ATTACHED: &str = "app_not_attached";
 
 /// What a delivery carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -150,6 +153,9 @@ pub struct Delivery {
     pub posted_at: Millis,
     /// Where it stands.
     pub state: DeliveryState,
+    /// The App the page attaches before its text (`None`: a plain message).
+    #[serde(default)]
+    pub app: Option<AppMention>,
     /// The last page report of its conversation was idle (not persisted: pages report
     /// again after a restart).
     #[serde(skip)]
@@ -184,12 +190,18 @@ impl Resolution {
     pub fn retryable(&self) -> bool {
         matches!(self, Self::NotSent { .. } | Self::Lost)
     }
+
+    /// Whether it did not land because its App could not be attached: it is held, not
+    /// counted as a failed attempt, and goes again once attaching works.
+    pub fn app_not_attached(&self) -> bool {
+        matches!(self, Self::NotSent { reason } if reason == APP_NOT_ATTACHED)
+    }
 }
 
 /// Decisions for the composition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LedgerOutput {
-    /// Post `deliver {id, text}` to the page of `tab`.
+    /// Post `deliver {id, text, app}` to the page of `tab`.
     Post {
         /// The tab.
         tab: TabId,
@@ -197,6 +209,8 @@ pub enum LedgerOutput {
         id: String,
         /// The full text, ending with the marker line.
         text: String,
+        /// The App to attach before the text.
+        app: Option<AppMention>,
     },
     /// Post `clear_composer {id}`: our unsent text is still in the composer.
     Clear {
@@ -221,6 +235,9 @@ pub enum BeginRefused {
     Busy,
     /// The page's layout was not recognised: nothing is typed there (fail closed).
     UnknownLayout,
+    /// The chat's App cannot ride on it now (ambiguous, or its last attach failed and the
+    /// wait runs): nothing is typed, never a message without the App.
+    AppHeld,
 }
 
 /// The ledger of deliveries in progress (persisted with the continuity snapshot).
@@ -296,7 +313,7 @@ impl DeliveryLedger {
 
     /// Starts a delivery of `body` to the page of `tab` (described by `page`); `subject`
     /// names what it is about (`wake:<ws>#<seq>`, `inbox:<ws>#<task>`, `progress:<ws>`,
-    /// `continue:<ws>`) and is the id's stem.
+    /// `continue:<ws>`) and is the id's stem; `app` is attached before the text.
     #[allow(clippy::too_many_arguments)]
     pub fn begin(
         &mut self,
@@ -308,6 +325,7 @@ impl DeliveryLedger {
         task_ids: Vec<String>,
         tab: TabId,
         page: &PageReport,
+        app: Option<AppMention>,
     ) -> Result<String, BeginRefused> {
         if self.active_for(scope_key).is_some() {
             return Err(BeginRefused::Busy);
@@ -333,10 +351,11 @@ impl DeliveryLedger {
             },
             posted_at: now,
             state: DeliveryState::Typing { deadline: now.saturating_add(TYPING_DEADLINE_MS) },
+            app: app.clone(),
             page_idle: is_idle(page),
             left_in_composer: false,
         });
-        self.outputs.push_back(LedgerOutput::Post { tab, id: id.clone(), text });
+        self.outputs.push_back(LedgerOutput::Post { tab, id: id.clone(), text, app });
         Ok(id)
     }
 
@@ -346,6 +365,11 @@ impl DeliveryLedger {
         let Some(index) = self.active.iter().position(|d| d.id == id && d.tab == tab) else { return };
         match outcome {
             DeliveryOutcome::NotSubmitted { reason } => self.resolve(index, Resolution::NotSent { reason: reason.clone() }),
+            // Nothing was typed that stayed: it did not land (the composition holds it until
+            // the App can be attached, never sending it without).
+            DeliveryOutcome::AppNotAttached { .. } => {
+                self.resolve(index, Resolution::NotSent { reason: APP_NOT_ATTACHED.to_owned() })
+            }
             DeliveryOutcome::Submitted => {
                 if let Some(delivery) = self.active.get_mut(index) {
                     if matches!(delivery.state, DeliveryState::Typing { .. }) {
@@ -556,6 +580,7 @@ json_struct!(Delivery {
     baseline,
     posted_at,
     state,
+    app: default,
 } skip { page_idle, left_in_composer });
 
 json_struct!(DeliveryLedger { epoch, life, next, active } skip { outputs });

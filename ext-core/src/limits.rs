@@ -31,7 +31,11 @@ pub const MAX_TURN_USER_CHARS: usize = 6_000;
 /// Longest assistant-reply text those messages may carry (characters; the page keeps the
 /// tail).
 pub const MAX_TURN_ASSISTANT_CHARS: usize = 12_000;
-/// Most fields a page message may have (the widest, `page_facts`, has 14).
+/// Most App pills one `page_facts.human_apps` may carry; each an object of exactly
+/// `keyword`, `name` and `path`, strings of at most [`MAX_ID_CHARS`] (a longer list or
+/// another shape refuses the whole message).
+pub const MAX_APP_MENTIONS: usize = 8;
+/// Most fields a page message may have (the widest, `page_facts`, has 15).
 pub const MAX_PAGE_FIELDS: usize = 16;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;

@@ -90,6 +90,9 @@ pub struct PageFacts {
     /// The adapter recognised the page's layout (unknown: nothing is typed, fail closed).
     #[serde(default)]
     pub layout_known: bool,
+    /// The chat's App cannot ride on a message now (an `app_*` reason): nothing is typed.
+    #[serde(default)]
+    pub app_held: Option<WakeWithheld>,
 }
 
 /// Facts the shell feeds in.
@@ -140,6 +143,10 @@ pub enum SchedulerInput {
     DeliveryConfirmed,
     /// The delivery did not happen (submit failed, composer vanished).
     DeliveryFailed,
+    /// The delivery did not happen because its App could not be attached: what was in
+    /// flight is pending again without spending a retry (the App hold gates it, see
+    /// [`PageFacts::app_held`]); progress counts as not delivered.
+    DeliveryHeld,
     /// New options.
     ConfigChanged {
         /// Progress timing.
@@ -375,6 +382,20 @@ impl WakeScheduler {
                 }
                 None => {}
             },
+            // Like a failure, but no retry is scheduled and no attempt counted.
+            SchedulerInput::DeliveryHeld => match self.in_flight.take() {
+                Some(InFlight::Wake(wake)) if self.pending_wake.is_none() && !self.in_flight_wake_superseded => {
+                    self.pending_wake = Some(wake);
+                    self.pending_inbox = None;
+                }
+                Some(InFlight::Inbox { key })
+                    if self.pending_wake.is_none() && self.pending_inbox.is_none() && !self.in_flight_wake_superseded =>
+                {
+                    self.pending_inbox = Some(key);
+                }
+                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                _ => {}
+            },
             SchedulerInput::ConfigChanged { progress, language } => {
                 self.language = language;
                 self.progress
@@ -463,6 +484,7 @@ impl WakeScheduler {
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
             layout_known: self.page.layout_known,
+            app_held: self.page.app_held,
         }
     }
 
@@ -593,7 +615,7 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
 
 json_unit_enum!(Language { "en" => En, "zh" => Zh });
 
-json_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default });
+json_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default, app_held: default });
 
 json_struct!(PendingWake { wake_id, outcome });
 

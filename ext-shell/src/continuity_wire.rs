@@ -14,14 +14,14 @@ use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall,
-    DeliveryOutcome,
+    AppAttachFailure, AppMention, DeliveryOutcome,
     CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
 use ext_core::stale_view::ServerRole;
 use ext_core::semantic_auto::Verdict;
 use ext_core::limits::{
-    self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
+    self, MAX_APP_MENTIONS, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
     MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
 };
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettledStatus, StreamEvent};
@@ -421,7 +421,29 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
         generation: str_of(value, "generation"),
         composer_marker: str_of(value, "composer_marker"),
         page_load: str_of(value, "page_load").unwrap_or_default(),
+        human_apps: human_apps(value)?,
     })
+}
+
+/// `page_facts.human_apps`: absent or `null` is none; otherwise at most
+/// [`MAX_APP_MENTIONS`] objects of exactly `keyword`, `name`, `path` strings of at most
+/// [`MAX_ID_CHARS`] each. Anything else refuses the whole report (`None`): a list read in
+/// part could make two Apps look like one (fail closed).
+pub fn human_apps(value: &Value) -> Option<Vec<AppMention>> {
+    let list = match value.get("human_apps") {
+        None | Some(Value::Null) => return Some(Vec::new()),
+        Some(list) => list.as_array()?,
+    };
+    if list.len() > MAX_APP_MENTIONS {
+        return None;
+    }
+    list.iter()
+        .map(|item| {
+            let fields = item.as_object().filter(|o| o.len() == 3)?;
+            let field = |key: &str| fields.get(key).and_then(Value::as_str).filter(|s| limits::within(s, MAX_ID_CHARS)).map(str::to_owned);
+            Some(AppMention { keyword: field("keyword")?, name: field("name")?, path: field("path")? })
+        })
+        .collect()
 }
 
 /// A continuity command from a page or panel port.
@@ -539,6 +561,11 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             outcome: match value.get("outcome")?.as_str()? {
                 "submitted" => DeliveryOutcome::Submitted,
                 "unconfirmed" => DeliveryOutcome::Unconfirmed,
+                // The App could not be attached: held, never sent without it (an unknown or
+                // missing detail is still that, `unknown`).
+                "not_submitted" if value.get("reason").and_then(Value::as_str) == Some("app_not_attached") => {
+                    DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::parse(value.get("detail").and_then(Value::as_str)) }
+                }
                 "not_submitted" => DeliveryOutcome::NotSubmitted {
                     reason: str_of(value, "reason").unwrap_or_else(|| "unknown".to_owned()),
                 },
@@ -562,6 +589,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "check_herdr" => "check_herdr",
                 "handoff" => "handoff",
                 "handoff_resume" => "handoff_resume",
+                "forget_app" => "forget_app",
                 "llm_judge" => {
                     let text = |key| str_of(value, key).unwrap_or_default();
                     return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });

@@ -262,6 +262,7 @@ impl LinkDriver {
                 "handoff" => ContinuityInput::Handoff { tab },
                 "handoff_resume" => ContinuityInput::HandoffResume { tab },
                 "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
+                "forget_app" => ContinuityInput::ForgetApp { tab },
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
@@ -384,9 +385,11 @@ impl LinkDriver {
                 // offer it again under a new id).
                 // It names the page it was decided for (its URL and page load, as last
                 // reported): a page that shows another conversation by then types nothing.
-                ContinuityOutput::Deliver { tab, id, text } => {
+                // `app` (`null` for a plain message): the page attaches it before the text and
+                // sends nothing it could not attach it to.
+                ContinuityOutput::Deliver { tab, id, text, app } => {
                     let (url, page_load) = this.borrow().continuity.page(tab).map(|p| (p.url.clone(), p.page_load.clone())).unwrap_or_default();
-                    let message = json_object!("type": "deliver", "id": id, "text": text, "url": url, "page_load": page_load);
+                    let message = json_object!("type": "deliver", "id": id, "text": text, "url": url, "page_load": page_load, "app": app);
                     Self::post_when_persisted(this, tab, Some(message));
                 }
                 ContinuityOutput::OpenTab { transfer_id, url } => Self::open_tab(this, transfer_id, url),

@@ -243,6 +243,20 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
                     return reject(format!("a marker is not a string of at most {MAX_ID_CHARS} characters"));
                 }
             }
+            Value::Array(items) if key == "human_apps" => {
+                if items.len() > limits::MAX_APP_MENTIONS {
+                    return reject(format!("{} App pills in `human_apps` (at most {})", items.len(), limits::MAX_APP_MENTIONS));
+                }
+                let pill = |item: &Value| {
+                    item.as_object().is_some_and(|o| {
+                        o.len() == 3
+                            && ["keyword", "name", "path"].iter().all(|k| o.get(*k).and_then(Value::as_str).is_some_and(|s| limits::within(s, MAX_ID_CHARS)))
+                    })
+                };
+                if !items.iter().all(pill) {
+                    return reject(format!("a `human_apps` entry is not {{keyword, name, path}} strings of at most {MAX_ID_CHARS} characters"));
+                }
+            }
             Value::Array(_) | Value::Object(_) => return reject(format!("`{key}` has the wrong shape")),
         }
     }

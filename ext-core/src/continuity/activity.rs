@@ -257,6 +257,11 @@ impl Continuity {
     /// Records how an automatic delivery ended.
     pub(super) fn activity_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
         let Some(kind) = delivery_activity_kind(delivery.kind) else { return };
+        if resolution.app_not_attached() {
+            // Held, not failed: it goes once its App can be attached (the named reason).
+            let why = self.app_holds.get(&delivery.scope_key).map_or(WakeWithheld::AppNotAttached, |h| h.reason);
+            return self.record_activity(&delivery.scope_key, kind, ActivityOutcome::Withheld, ActivityReason::Withheld(why), Some(&delivery.id));
+        }
         let (outcome, reason) = match resolution {
             Resolution::Confirmed => (ActivityOutcome::Confirmed, "marker_seen"),
             Resolution::NotSent { reason } => {

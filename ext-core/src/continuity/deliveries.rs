@@ -20,8 +20,17 @@ impl Continuity {
         body: &str,
         task_ids: Vec<String>,
     ) -> Result<String, BeginRefused> {
+        // The chat's App rides on every message; while it cannot (ambiguous, or its last
+        // attach failed and the wait runs) nothing of the scope is typed.
+        if self.app_block(key).is_some() {
+            return Err(BeginRefused::AppHeld);
+        }
+        let app = match self.app_need(key) {
+            AppNeed::App(app) => Some(app.clone()),
+            AppNeed::None | AppNeed::Ambiguous => None,
+        };
         let page = self.pages.get(&tab).cloned().unwrap_or_default();
-        let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page);
+        let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page, app);
         self.drain_ledger(now);
         self.persist();
         result
@@ -33,7 +42,7 @@ impl Continuity {
             match output {
                 // Every kind leaves only after the snapshot naming it is written (the shell's
                 // contract for `Deliver`: durable first).
-                LedgerOutput::Post { tab, id, text } => self.emit(ContinuityOutput::Deliver { tab, id, text }),
+                LedgerOutput::Post { tab, id, text, app } => self.emit(ContinuityOutput::Deliver { tab, id, text, app }),
                 LedgerOutput::Clear { tab, id } => self.emit(ContinuityOutput::ClearComposer { tab, id }),
                 LedgerOutput::Resolved { delivery, resolution } => self.delivery_resolved(now, delivery, &resolution),
             }
@@ -77,8 +86,10 @@ impl Continuity {
                     // was typed after a Continue whose text was still there).
                     generating: r.generating || r.permission_card || manual_in_flight || r.composer_marker.is_some(),
                     human_draft: r.draft,
+                    app_held: None,
                 })
                 .unwrap_or_default();
+            let facts = PageFacts { app_held: self.app_block(&key), ..facts };
             let (language, progress) = (self.language, self.progress);
             // X2: the source's automatic wakes pause while its handoff is in flight.
             let in_progress = self.handoff_in_flight(&key);
@@ -160,6 +171,9 @@ impl Continuity {
     /// abandoned one is not offered again (it may have landed) and the page says so.
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
         self.activity_resolved(&delivery, resolution);
+        if *resolution == Resolution::Confirmed {
+            self.app_landed(&delivery.scope_key);
+        }
         if delivery.kind == DeliveryKind::HandoffSeed {
             return self.handoff_seed_resolved(now, &delivery, resolution);
         }
@@ -203,7 +217,15 @@ impl Continuity {
             }
         }
         if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
-            let input = if resolution.retryable() { SchedulerInput::DeliveryFailed } else { SchedulerInput::DeliveryConfirmed };
+            // Held for its App: pending again, not a failed attempt (it goes once attaching
+            // works, its exactly-once kept).
+            let input = if resolution.app_not_attached() {
+                SchedulerInput::DeliveryHeld
+            } else if resolution.retryable() {
+                SchedulerInput::DeliveryFailed
+            } else {
+                SchedulerInput::DeliveryConfirmed
+            };
             scheduler.handle(now, input);
         }
         if confirmed && !delivery.task_ids.is_empty() {

@@ -100,8 +100,11 @@ crate::json_read::write_struct!(HandoffView { step, line, button, copy_prompt })
 /// The ledger key of a transfer's seeds (not the source scope's: the source keeps its own
 /// deliveries, and the seed goes to another tab).
 fn seed_key(key: &str) -> String {
-    crate::text::concat(&["handoff:", key])
+    crate::text::concat(&[SEED_KEY_PREFIX, key])
 }
+
+/// The prefix of a transfer's ledger key (its source's scope key follows).
+pub(super) const SEED_KEY_PREFIX: &str = "handoff:";
 
 /// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there),
 /// ChatGPT's or z.ai's new chat, naming the transfer.
@@ -386,6 +389,15 @@ impl Continuity {
     /// How a seed's delivery ended.
     pub(super) fn handoff_seed_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
         let Some(key) = self.handoff_keys(&|t| t.seeds.contains(&delivery.id)).into_iter().next() else { return };
+        if resolution.app_not_attached() {
+            // Its App could not be attached: not an attempt of the seed; it stays due and goes
+            // once attaching works (never without the source's App).
+            if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
+                transfer.seed_due = true;
+            }
+            self.persist();
+            return;
+        }
         let outcome = match resolution {
             Resolution::Confirmed => SeedOutcome::Confirmed,
             Resolution::NotSent { .. } | Resolution::Lost => SeedOutcome::NotSent,
@@ -453,6 +465,14 @@ impl Continuity {
                 self.handoff_post_seed(now, key);
             }
             HandoffOutput::CutOver { new_conversation } => self.handoff_cut_over(key, &new_conversation),
+        }
+    }
+
+    /// Posts every due seed whose new chat's page is idle (a held App's wait ended).
+    pub(super) fn handoff_post_due_seeds(&mut self, now: Millis) {
+        let keys = self.handoff_keys(&|t| t.seed_due);
+        for key in keys {
+            self.handoff_post_seed(now, &key);
         }
     }
 

@@ -43,6 +43,49 @@ pub struct PageReport {
     /// A random id drawn when the content script started: a reload reports a new one.
     #[serde(default)]
     pub page_load: String,
+    /// The App pills of the newest human (unmarked) user turn, the one
+    /// `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
+    #[serde(default)]
+    pub human_apps: Vec<AppMention>,
+}
+
+/// Why the page could not attach a delivery's App (`not_submitted` with reason
+/// `app_not_attached`, its `detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppAttachFailure {
+    /// Trusted key input needs the optional `debugger` permission, and editor insertion did
+    /// not open the picker either.
+    NoPermission,
+    /// Typing `@<keyword>` opened no App picker.
+    PickerNotOpened,
+    /// The picker listed no option for the App's keyword.
+    OptionMissing,
+    /// An option was chosen but the composer shows no pill of the App.
+    PillNotReadBack,
+    /// A detail this release does not know (or none): still not attached, still withheld.
+    Unknown,
+}
+
+crate::json_read::json_unit_enum!(AppAttachFailure {
+    "no_permission" => NoPermission,
+    "picker_not_opened" => PickerNotOpened,
+    "option_missing" => OptionMissing,
+    "pill_not_read_back" => PillNotReadBack,
+    "unknown" => Unknown,
+});
+
+impl AppAttachFailure {
+    /// The `detail` of a `not_submitted` report; any other text (or none) is `Unknown`.
+    pub fn parse(detail: Option<&str>) -> Self {
+        match detail {
+            Some("no_permission") => Self::NoPermission,
+            Some("picker_not_opened") => Self::PickerNotOpened,
+            Some("option_missing") => Self::OptionMissing,
+            Some("pill_not_read_back") => Self::PillNotReadBack,
+            _ => Self::Unknown,
+        }
+    }
 }
 
 /// What the page adapter did with a `deliver` (docs/PROTOCOL.md, "One delivery path").
@@ -59,6 +102,13 @@ pub enum DeliveryOutcome {
     },
     /// Send was clicked, but whether the page took the message is not known.
     Unconfirmed,
+    /// Nothing was sent because the delivery's App could not be attached (`not_submitted`
+    /// with reason `app_not_attached`); the page removed everything it typed, the half
+    /// mention too. The delivery is held, never sent without its App.
+    AppNotAttached {
+        /// Why.
+        detail: AppAttachFailure,
+    },
 }
 
 /// One terminal task of the parent inbox, reduced to what a wake shows.
@@ -445,6 +495,12 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
+    /// HUD: "Forget App" — the chat's messages go without an App until a newer human turn
+    /// carries one.
+    ForgetApp {
+        /// The tab.
+        tab: TabId,
+    },
     /// HUD: the Handoff button (X1).
     Handoff {
         /// The tab.
@@ -620,7 +676,7 @@ pub enum ContinuityOutput {
         /// What to call.
         call: RuntimeCall,
     },
-    /// Post `{"type":"deliver",id,text}` to the page of `tab` — every kind of delivery
+    /// Post `{"type":"deliver",id,text,app}` to the page of `tab` — every kind of delivery
     /// (wakes, progress, Continue, queue batches, judge continues, bridge results, handoff
     /// seeds) — only after the snapshot naming it has been written (durable first: a worker
     /// that dies right after posting finds it in its ledger and never offers it again under
@@ -633,6 +689,9 @@ pub enum ContinuityOutput {
         id: String,
         /// The full text, ending with the marker line.
         text: String,
+        /// The App the page attaches before the text (`None`: a plain message); with one,
+        /// the page sends nothing it could not attach it to (`app_not_attached`).
+        app: Option<AppMention>,
     },
     /// Open `url` in a new active tab (`chrome.tabs.create`) after the snapshot write, and
     /// answer with [`ContinuityInput::HandoffTab`].

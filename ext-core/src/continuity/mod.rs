@@ -78,6 +78,7 @@ use crate::Millis;
 
 mod activity;
 mod acks;
+mod app;
 mod answers;
 mod bridge;
 mod cards;
@@ -98,6 +99,8 @@ mod texts;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
+pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
+use handoff::SEED_KEY_PREFIX;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use io::*;
 pub use pane_output::*;
@@ -113,6 +116,7 @@ pub use texts::*;
 pub use views::*;
 
 pub use crate::delivery_ledger::DeliveryKind;
+pub use crate::binding::{AppMention, AppNeed};
 
 /// A delivery in flight as the previous release persisted it (per scope); restored into
 /// the [`DeliveryLedger`] as uncertain.
@@ -295,6 +299,9 @@ pub struct Continuity {
     /// The JSON bridge's approval cards and last replies per tab, human turns per scope
     /// (not persisted).
     bridge: bridge::BridgeFlow,
+    /// Scopes (ledger keys) whose last delivery could not attach its App: held until their
+    /// wait ends (not persisted).
+    app_holds: VecMap<String, app::AppHold>,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -359,6 +366,7 @@ impl Continuity {
             .chain(self.queue_deadline())
             .chain(self.recovery.deadline())
             .chain(self.journal.deadline())
+            .chain(self.app_deadline())
             .min()
     }
 
@@ -380,6 +388,11 @@ impl Continuity {
                     self.drain_scheduler(now, &key);
                 }
             }
+        }
+        if self.app_retry_due(now) {
+            // A held scope may try again: its wake, queue batch, continue or seed goes now.
+            self.sync_schedulers(now);
+            self.app_retry_held(now);
         }
         self.flush_queues(now);
         self.run_due_inbox_checks();
@@ -485,6 +498,8 @@ impl Continuity {
                 // judged on this page as it is now (regression: continuity_props (d) saw a
                 // wake go to a page that had just lost its composer).
                 self.pages.insert(tab, report.clone());
+                // The chat's App is read before anything is typed on these facts.
+                self.app_learn(tab);
                 self.flush_queues(now);
                 self.sync_schedulers(now);
                 self.ledger.page(tab, &report);
@@ -510,6 +525,9 @@ impl Continuity {
             }
             ContinuityInput::DeliveryReport { tab, id, outcome } => {
                 self.emit(ContinuityOutput::DeliverySeen { tab, id: id.clone() });
+                if let DeliveryOutcome::AppNotAttached { detail } = outcome {
+                    self.app_not_attached(tab, &id, detail);
+                }
                 self.ledger.report(now, tab, &id, &outcome);
                 self.drain_ledger(now);
             }
@@ -517,6 +535,7 @@ impl Continuity {
                 let page = self.handoff_visit_kind(tab, self.page_kind(tab));
                 self.bindings.handle(now, BindingInput::Bind { tab, page, workspace });
                 self.drain_bindings();
+                self.app_learn(tab);
             }
             ContinuityInput::Unbind { scope_key } => {
                 let scope = self.bindings.list().find(|b| b.scope.key() == scope_key).map(|b| b.scope.clone());
@@ -540,6 +559,7 @@ impl Continuity {
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision } => self.bridge_decide(tab, &batch_id, call, decision),
             ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
+            ContinuityInput::ForgetApp { tab } => self.app_forget(tab),
             ContinuityInput::Handoff { tab } => self.handoff_start(now, tab),
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),

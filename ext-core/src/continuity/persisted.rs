@@ -176,6 +176,7 @@ impl Continuity {
                 baseline: Baseline::default(),
                 posted_at: old.at,
                 state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
+                app: None,
                 page_idle: false,
                 left_in_composer: false,
             });

@@ -38,6 +38,21 @@ pub(super) struct SemanticFlow {
     problem: Option<&'static str>,
     /// The HUD's last line per conversation (not persisted).
     notes: VecMap<String, Say>,
+    /// A `continue` verdict per conversation kept back because the chat's App could not
+    /// ride on it: typed once attaching works, dropped by a human turn (not persisted).
+    held: VecMap<String, HeldContinue>,
+    /// Continues on their way that carry an App, by delivery id: one the page answers
+    /// `app_not_attached` is held again, not dropped (not persisted).
+    with_app: VecMap<String, (String, HeldContinue)>,
+}
+
+/// A judge continue waiting for its App.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HeldContinue {
+    tab: TabId,
+    subject: String,
+    source: String,
+    reason: String,
 }
 
 impl SemanticFlow {
@@ -72,6 +87,8 @@ impl Continuity {
         let user_text = if human { user_text } else { String::new() };
         if human {
             machine.handle(SemanticInput::HumanTurn);
+            // The user spoke: a continue still waiting for its App is not theirs to get.
+            self.semantic.held.remove(&conversation);
         }
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
             self.semantic.notes.insert(conversation, Say::new("semanticNotBound", vec![]));
@@ -141,6 +158,15 @@ impl Continuity {
             self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
             return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);
         }
+        if let Some(why) = scope.as_ref().and_then(|s| self.app_block(&s.key())) {
+            // Never without the chat's App: it waits, and goes once attaching works.
+            let held = HeldContinue { tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+            self.semantic.held.insert(conversation.to_owned(), held);
+            if let Some(scope) = &scope {
+                self.record_activity(&scope.key(), ActivityKind::JudgeContinue, ActivityOutcome::Withheld, ActivityReason::Withheld(why), Some(subject));
+            }
+            return Some(withheld_say(why));
+        }
         let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
         let streak = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::streak);
         let max = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::max_continues);
@@ -150,6 +176,10 @@ impl Continuity {
             _ => None,
         };
         if let Some(id) = posted {
+            if self.ledger.active().any(|d| d.id == id && d.app.is_some()) {
+                let held = HeldContinue { tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+                self.semantic.with_app.insert(id.clone(), (conversation.to_owned(), held));
+            }
             self.judge_activity(tab, ActivityOutcome::Sent, "verdict_continue", Some(&id));
             return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
         }
@@ -158,6 +188,23 @@ impl Continuity {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
         }
         Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::NotFree))
+    }
+
+    /// Types the continues kept back for their App whose scope is no longer held.
+    pub(super) fn semantic_retry_held(&mut self, now: Millis) {
+        let ready: Vec<(String, HeldContinue)> = self
+            .semantic
+            .held
+            .iter()
+            .filter(|(_, h)| self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()))
+            .map(|(c, h)| (c.clone(), h.clone()))
+            .collect();
+        for (conversation, held) in ready {
+            self.semantic.held.remove(&conversation);
+            if let Some(note) = self.semantic_continue(now, &conversation, held.tab, &held.subject, &held.source, &held.reason) {
+                self.semantic.notes.insert(conversation, note);
+            }
+        }
     }
 
     /// A judge continue's entry in the Activity timeline of `tab`'s scope.
@@ -169,6 +216,12 @@ impl Continuity {
 
     /// How a continue's delivery ended.
     pub(super) fn semantic_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        let with_app = self.semantic.with_app.remove(&delivery.id);
+        if let (true, Some((conversation, held))) = (resolution.app_not_attached(), with_app) {
+            // Its App could not be attached: it waits for the hold to end, still owed.
+            self.semantic.held.insert(conversation, held);
+            return;
+        }
         let Some(conversation) = delivery.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id])) else { return };
         if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
             // Only a continue that certainly did not land leaves the bound (M7, fail closed).

@@ -38,9 +38,11 @@ impl Continuity {
             Some(_) if status.is_some_and(|s| s.settled_once) => ("settled", 0),
             _ => ("idle", 0),
         };
-        let withheld = status
-            .and_then(|s| s.scheduler.as_ref())
-            .and_then(WakeScheduler::withheld)
+        // The chat's App first: while it cannot ride on a message, nothing of the scope (a
+        // handoff's seed included) is typed, whatever else waits.
+        let app_reason = key.as_ref().and_then(|k| self.app_reason(k).or_else(|| self.app_reason(&crate::text::concat(&[SEED_KEY_PREFIX, k]))));
+        let withheld = app_reason
+            .or_else(|| status.and_then(|s| s.scheduler.as_ref()).and_then(WakeScheduler::withheld))
             .filter(|_| binding.is_some())
             .map(|code| Withheld { code });
         let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
@@ -52,6 +54,10 @@ impl Continuity {
                 }
                 actions.push(ViewAction::new(id, self.auto.hud_action(&page, action)));
             }
+        }
+        if binding.is_some_and(|b| b.app.is_some() || b.app_ambiguous) {
+            // "Forget App": plain messages until a newer human turn carries an App again.
+            actions.push(ViewAction::new("forget_app", Ok(())));
         }
         if self.bridge_scope(tab).is_some() {
             // The JSON bridge (O2): insert its prompt; send the last reply's results again.
@@ -93,6 +99,8 @@ impl Continuity {
                 _ => None,
             }),
             withheld,
+            app: binding.and_then(|b| b.app.clone()),
+            app_ambiguous: binding.is_some_and(|b| b.app_ambiguous),
             actions,
             queue: self.queue_view(tab),
             judge: self.semantic_line(tab),
@@ -238,8 +246,13 @@ pub struct ContinuityView {
     pub delivery_uncertain_why: Option<String>,
     /// The delivery awaiting confirmation.
     pub in_flight: Option<String>,
-    /// Why the next message would not be sent now.
+    /// Why the next message would not be sent now (an `app_*` code first: the chat's App
+    /// cannot ride on a message).
     pub withheld: Option<Withheld>,
+    /// The App every message to this chat carries (learned from its human turns).
+    pub app: Option<AppMention>,
+    /// The chat's newest human turn carried several Apps: nothing is typed until one does.
+    pub app_ambiguous: bool,
     /// Buttons.
     pub actions: Vec<ViewAction>,
     /// The Queue of this page's conversation (Q1–Q8); `None` off a conversation.
@@ -356,6 +369,8 @@ write_struct!(ContinuityView {
     delivery_uncertain_why,
     in_flight,
     withheld,
+    app,
+    app_ambiguous,
     actions,
     queue,
     judge,

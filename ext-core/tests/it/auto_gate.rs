@@ -92,6 +92,7 @@ fn all_clear() -> WakeFacts {
         page_generating: false,
         human_draft: false,
         composer_present: true,
+        app_held: None,
     }
 }
 
@@ -109,7 +110,7 @@ fn auto_on_with_a_human_draft_withholds_and_says_why() {
 fn every_withheld_reason_and_lock_is_listed_once() {
     // Their texts are `_locales` messages (checked in `locales`); here the lists they are
     // checked from hold every variant exactly once.
-    assert_eq!(WakeWithheld::ALL.len(), 13);
+    assert_eq!(WakeWithheld::ALL.len(), 19);
     for (i, reason) in WakeWithheld::ALL.iter().enumerate() {
         assert!(!WakeWithheld::ALL[..i].contains(reason), "{reason:?} twice");
     }
@@ -125,16 +126,16 @@ proptest! {
     #[test]
     fn gate_passes_exactly_when_every_m7_condition_holds(
         bound: bool, target: bool, auto in any_auto(), handoff: bool, change: bool,
-        unconfirmed: bool, generating: bool, draft: bool, composer: bool, layout: bool,
+        unconfirmed: bool, generating: bool, draft: bool, composer: bool, layout: bool, app_held: bool,
     ) {
         let facts = WakeFacts {
             bound, has_delivery_target: target, auto, handoff_in_progress: handoff,
             real_state_change: change, unconfirmed_delivery: unconfirmed,
             page_generating: generating, human_draft: draft, composer_present: composer,
-            layout_known: layout,
+            layout_known: layout, app_held: app_held.then_some(WakeWithheld::AppPickerNotOpened),
         };
         let expected = bound && target && auto == AutoState::On && !handoff && change
-            && !unconfirmed && !generating && !draft && composer && layout;
+            && !unconfirmed && !generating && !draft && composer && layout && !app_held;
         prop_assert_eq!(wake_gate(&facts).is_ok(), expected);
     }
 }

@@ -82,7 +82,7 @@ pub(crate) fn drain_logging(c: &mut Continuity, now: u64, tasks: &[InboxTask], l
                 };
                 c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
             }
-            ContinuityOutput::Deliver { tab, id, text } => log.push(format!("deliver tab={tab} id={id}\n{text}")),
+            ContinuityOutput::Deliver { tab, id, text, .. } => log.push(format!("deliver tab={tab} id={id}\n{text}")),
             ContinuityOutput::Activity(entry) if activity => {
                 // As the shell hands it to the page: the written JSON.
                 let json = entry.write_json();

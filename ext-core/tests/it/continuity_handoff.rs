@@ -165,11 +165,11 @@ impl World {
                     self.opened.push(transfer_id);
                 }
                 // A seed is a delivery like any other (durable first, as every `Deliver`).
-                ContinuityOutput::Deliver { tab, id, text } if id.starts_with("handoff:") => {
+                ContinuityOutput::Deliver { tab, id, text, .. } if id.starts_with("handoff:") => {
                     self.log.push(format!("seed (after the snapshot write) tab={tab} id={id}"));
                     self.seeds.push((tab, id, text));
                 }
-                ContinuityOutput::Deliver { tab, id, text } => {
+                ContinuityOutput::Deliver { tab, id, text, .. } => {
                     self.log.push(format!("deliver tab={tab} id={id} {text:?}"));
                     self.delivered.push((tab, id, text));
                 }

@@ -667,7 +667,7 @@ impl World {
                 eprintln!("{:>8} -> {output:?}", self.now);
             }
             match output {
-                ContinuityOutput::Deliver { tab, id, text } => self.check_delivery(tab, id, &text)?,
+                ContinuityOutput::Deliver { tab, id, text, .. } => self.check_delivery(tab, id, &text)?,
                 ContinuityOutput::Request { id, call } => self.answer_request(id, call)?,
                 ContinuityOutput::ClearComposer { tab, id } => {
                     if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.composer_marker.as_deref() == Some(id.as_str())) {
@@ -1622,7 +1622,7 @@ proptest! {
         let mut scheduler = WakeScheduler::new(ProgressConfig { tick_ms: 60_000, fallback_ms: 600_000 }, Language::En);
         let mut now: Millis = 0;
         scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some("w1".into()), has_delivery_target: true });
-        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, layout_known: true }));
+        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, layout_known: true, app_held: None }));
         scheduler.handle(now, SchedulerInput::AutoChanged { auto: AutoState::On });
         let mut summary: Option<String> = None;
         let mut awaiting: Option<MessageKind> = None;
@@ -1638,7 +1638,7 @@ proptest! {
                     at: now,
                 })),
                 ProgressOp::Summary(i) => summary = Some(texts[usize::from(i)].to_owned()),
-                ProgressOp::Page { composer, generating, draft } => scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, layout_known: true })),
+                ProgressOp::Page { composer, generating, draft } => scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, layout_known: true, app_held: None })),
                 ProgressOp::Auto(on) => scheduler.handle(now, SchedulerInput::AutoChanged { auto: if on { AutoState::On } else { AutoState::Off } }),
                 ProgressOp::Answer(ok) => {
                     if let Some(kind) = awaiting.take() {
