@@ -166,6 +166,8 @@
       rollover: c?.rollover ?? '',
       handoffStep: c?.handoff?.step ?? '',
       handoffButton: c?.handoff?.button ?? '',
+      // The chat's learned App (its keyword), `ambiguous`, or '' (plain messages).
+      app: c?.app?.keyword ?? (c?.app_ambiguous ? 'ambiguous' : ''),
     };
     Object.assign(hooks.dataset, state);
     if (!c?.bridge) Object.assign(hooks.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
@@ -178,6 +180,7 @@
     if (c.page_kind === 'project_chat' || c.page_kind === 'project_home') {
       out.push(c.active_target ? para('target', 'hudActiveTarget', [`/c/${c.active_target}`]) : para('target', 'hudNoActiveTarget', []));
     }
+    if (c.app) out.push(para('app', 'hudApp', [c.app.name]));
     if (c.session_ref) {
       // Inside the closed root only (the page cannot read it): the line and its `data-ref`.
       const p = para('session', 'hudSessionRef', [c.session_ref]);
