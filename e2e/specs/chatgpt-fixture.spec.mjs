@@ -310,10 +310,8 @@ for (const csp of CSP_VARIANTS) {
       await expect(listed()).toHaveText(['Earlier work']);
       expect(fixture.projectConversationsOf(PROJECT_ID)).toHaveLength(1);
       expect(await submittedMessages(page)).toHaveLength(1);
-      // ChatGPT keeps the refused text as the Project's draft (field notes §1): it reappears.
-      await expect.poll(() => fixture.draftOf(PROJECT_ID)).toBe('Seed that is refused');
-      await page.reload();
-      await expect(page.locator(fixture.ui.composer)).toHaveText('Seed that is refused');
+      // The text came back without an input event: no draft is saved for it.
+      await expect.poll(() => fixture.drafts.size).toBe(0);
     });
 
     test('seed_no_conversation: accepted and answered, but the URL never moves and the list does not grow', async () => {
@@ -370,7 +368,7 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
   for (const layout of LAYOUTS) {
     for (const pill of PILL_GENERATIONS) {
       for (const csp of CSP_VARIANTS) {
-        test(`${layout}, ${pill} pills, CSP ${csp}: trusted typing attaches Herdr, script insertion never opens the picker, the pill survives a reload`, async () => {
+        test(`${layout}, ${pill} pills, CSP ${csp}: trusted typing attaches Herdr, script insertion and the broken picker never open it, the pill survives a reload`, async () => {
           const { context, fixture, page } = await openApps(browser, { layout, pill, csp });
           const { ui } = fixture;
           // Script insertion (execCommand) and a synthetic InputEvent never open the picker.
@@ -387,6 +385,15 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
           expect(pickerAsks(fixture), 'only the trusted @ asked for the Apps').toBe(1);
           await page.keyboard.press('Escape');
           await expect(page.locator(ui.picker)).toHaveCount(0);
+          await clearComposer(page, fixture);
+          // The broken picker: the trusted @ is seen (the page asks), nothing opens.
+          fixture.appPicker = 'broken';
+          await page.keyboard.type('@herdr');
+          await expect.poll(() => pickerAsks(fixture)).toBe(2);
+          await page.keyboard.type('x');
+          await expect(page.locator(ui.composer)).toHaveText('@herdrx');
+          await expect(page.locator(ui.picker)).toHaveCount(0);
+          fixture.appPicker = null;
           await clearComposer(page, fixture);
 
           const message = await sendHumanWithApp(page, fixture, 'check the api workspace');
@@ -534,6 +541,22 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await context.close();
   });
 
+  test('script-typed lines after a picker-made pill keep their lines and the marker line last; the bubble shows them after the pill', async () => {
+    for (const pill of PILL_GENERATIONS) {
+      const { context, fixture, page } = await openApps(browser, { pill });
+      await attachAppLikeHuman(page, fixture, 'herdr');
+      await insertTextByScript(page, fixture, 'line one\nline two\n[herdr-continuity wake:w1#1]');
+      await page.locator(fixture.ui.send).click();
+      await expect.poll(() => fixture.server.length).toBe(1);
+      expect(fixture.server[0]).toMatchObject({ text: '@Herdr line one\nline two\n[herdr-continuity wake:w1#1]', apps: [HERDR] });
+      expect(backendMessages(fixture, { marker: 'wake:w1#1', app: 'Herdr' })).toHaveLength(1);
+      const bubble = page.locator(fixture.ui.userTurn).last();
+      await expect(bubble.locator(fixture.ui.pill)).toHaveCount(1);
+      expect(await bubble.textContent()).toBe(`${pill === 'mention' ? '@Herdr' : 'Herdr'} line one\nline two\n[herdr-continuity wake:w1#1]`);
+      await context.close();
+    }
+  });
+
   // What chrome.debugger's Input domain sends (the extension's trusted path): key events
   // open the picker and a trusted Enter chooses; CDP Input.insertText (no key) does not.
   test('CDP key events open the picker and choose with Enter; CDP insertText never opens it', async () => {
@@ -600,9 +623,9 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await context.close();
   });
 
-  for (const csp of CSP_VARIANTS) {
-    test(`Project drafts, CSP ${csp}: saved on input (a half-typed @herd too), restored on load, cleared by a submit; none on other pages`, async () => {
-      const { context, fixture, page } = await openApps(browser, { csp, layout: 'thread' }, chatgptUrl.projectConversation(PROJECT_HEX, CONVERSATION));
+  for (const [layout, csp] of LAYOUTS.flatMap((l) => CSP_VARIANTS.map((c) => [l, c]))) {
+    test(`${layout}, CSP ${csp}: Project drafts saved on input (a half-typed @herd too), restored on load, cleared by a submit; none on other pages`, async () => {
+      const { context, fixture, page } = await openApps(browser, { csp, layout }, chatgptUrl.projectConversation(PROJECT_HEX, CONVERSATION));
       const { ui } = fixture;
       await page.locator(ui.composer).click();
       await page.keyboard.type('@herd');

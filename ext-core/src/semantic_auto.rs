@@ -204,6 +204,11 @@ impl SemanticAuto {
         self.streak
     }
 
+    /// Whether a `continue` it decided still waits for [`SemanticInput::ContinueResolved`].
+    pub fn continuing(&self) -> bool {
+        self.continuing
+    }
+
     /// The bound in force.
     pub fn max_continues(&self) -> u32 {
         if self.max_continues == 0 {

@@ -143,10 +143,14 @@ pub enum SchedulerInput {
     DeliveryConfirmed,
     /// The delivery did not happen (submit failed, composer vanished).
     DeliveryFailed,
-    /// The delivery did not happen because its App could not be attached: what was in
-    /// flight is pending again without spending a retry (the App hold gates it, see
-    /// [`PageFacts::app_held`]); progress counts as not delivered.
-    DeliveryHeld,
+    /// The delivery did not happen because the chat's App could not ride on it: what was in
+    /// flight is pending again without spending a retry, and `reason` holds it (as
+    /// [`PageFacts::app_held`], until the next page facts say otherwise); progress counts as
+    /// not delivered.
+    DeliveryHeld {
+        /// The `app_*` reason.
+        reason: WakeWithheld,
+    },
     /// New options.
     ConfigChanged {
         /// Progress timing.
@@ -383,19 +387,23 @@ impl WakeScheduler {
                 None => {}
             },
             // Like a failure, but no retry is scheduled and no attempt counted.
-            SchedulerInput::DeliveryHeld => match self.in_flight.take() {
-                Some(InFlight::Wake(wake)) if self.pending_wake.is_none() && !self.in_flight_wake_superseded => {
-                    self.pending_wake = Some(wake);
-                    self.pending_inbox = None;
+            SchedulerInput::DeliveryHeld { reason } => {
+                // Held first: the wake must not be offered again on the old facts.
+                self.page.app_held = Some(reason);
+                match self.in_flight.take() {
+                    Some(InFlight::Wake(wake)) if self.pending_wake.is_none() && !self.in_flight_wake_superseded => {
+                        self.pending_wake = Some(wake);
+                        self.pending_inbox = None;
+                    }
+                    Some(InFlight::Inbox { key })
+                        if self.pending_wake.is_none() && self.pending_inbox.is_none() && !self.in_flight_wake_superseded =>
+                    {
+                        self.pending_inbox = Some(key);
+                    }
+                    Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                    _ => {}
                 }
-                Some(InFlight::Inbox { key })
-                    if self.pending_wake.is_none() && self.pending_inbox.is_none() && !self.in_flight_wake_superseded =>
-                {
-                    self.pending_inbox = Some(key);
-                }
-                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
-                _ => {}
-            },
+            }
             SchedulerInput::ConfigChanged { progress, language } => {
                 self.language = language;
                 self.progress

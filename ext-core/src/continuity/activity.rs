@@ -16,6 +16,9 @@
 //! (`confirmed`), found gone (`failed`) or left to the user (`withheld`, once per card and
 //! reason while it is shown); a handoff's steps (started or refused, the new tab, each seed and
 //! how it ended, the cut-over, a failure or Copy Prompt). A manual Continue is the user's own action and is not recorded.
+//! A delivery whose App could not be attached is `failed` with the `app_*` reason (it is
+//! held and goes again once attaching works); a judge continue held for its App before
+//! typing is `withheld` with it.
 //!
 //! Invariants:
 //! - Once per change, never per page fact: a withheld wake is recorded once per (pending
@@ -258,9 +261,10 @@ impl Continuity {
     pub(super) fn activity_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
         let Some(kind) = delivery_activity_kind(delivery.kind) else { return };
         if resolution.app_not_attached() {
-            // Held, not failed: it goes once its App can be attached (the named reason).
+            // It did not land, with the named reason; it is held and goes once its App can be
+            // attached (a pending wake's own `withheld` entry follows).
             let why = self.app_holds.get(&delivery.scope_key).map_or(WakeWithheld::AppNotAttached, |h| h.reason);
-            return self.record_activity(&delivery.scope_key, kind, ActivityOutcome::Withheld, ActivityReason::Withheld(why), Some(&delivery.id));
+            return self.record_activity(&delivery.scope_key, kind, ActivityOutcome::Failed, ActivityReason::Withheld(why), Some(&delivery.id));
         }
         let (outcome, reason) = match resolution {
             Resolution::Confirmed => (ActivityOutcome::Confirmed, "marker_seen"),

@@ -158,9 +158,15 @@ impl Continuity {
         };
         match self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids) {
             Ok(id) => self.activity_sent(key, delivery_kind, reason, &id),
-            Err(_) => {
+            Err(refused) => {
+                // Held for its App: pending again, not a failed attempt (the reason keeps the
+                // scheduler from offering it again at once).
+                let input = match (refused, self.app_block(key)) {
+                    (BeginRefused::AppHeld, Some(reason)) => SchedulerInput::DeliveryHeld { reason },
+                    _ => SchedulerInput::DeliveryFailed,
+                };
                 if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
-                    scheduler.handle(now, SchedulerInput::DeliveryFailed);
+                    scheduler.handle(now, input);
                 }
             }
         }
@@ -191,6 +197,7 @@ impl Continuity {
         if *resolution == Resolution::Abandoned {
             self.notice(delivery.tab, Say::new("deliveryAbandoned", vec![]), NoticeTone::Bad);
         }
+        let app_reason = self.app_block(&key);
         let Some(status) = self.scopes.get_mut(&key) else { return };
         if *resolution == Resolution::Abandoned && !delivery.task_ids.is_empty() {
             // Its tasks are still unacknowledged in the durable inbox: read them again once
@@ -220,7 +227,7 @@ impl Continuity {
             // Held for its App: pending again, not a failed attempt (it goes once attaching
             // works, its exactly-once kept).
             let input = if resolution.app_not_attached() {
-                SchedulerInput::DeliveryHeld
+                SchedulerInput::DeliveryHeld { reason: app_reason.unwrap_or(WakeWithheld::AppNotAttached) }
             } else if resolution.retryable() {
                 SchedulerInput::DeliveryFailed
             } else {

@@ -35,6 +35,10 @@ impl Continuity {
         if let Some(reason) = blocker {
             return refuse(self, Self::manual_refusal(reason));
         }
+        // Never without the chat's App: the HUD's line says why (ambiguous, or not attached).
+        if let Some(reason) = self.app_block(&scope.key()) {
+            return refuse(self, withheld_say(reason));
+        }
         let (label, id) = (binding.label.as_str(), binding.workspace_id.as_str());
         let body = match self.language {
             Language::En => crate::text::concat(&["[Herdr] Continue with workspace ", label, " (", id, "). This is a manual nudge, not evidence that anything succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop."]),

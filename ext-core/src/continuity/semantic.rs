@@ -87,8 +87,11 @@ impl Continuity {
         let user_text = if human { user_text } else { String::new() };
         if human {
             machine.handle(SemanticInput::HumanTurn);
-            // The user spoke: a continue still waiting for its App is not theirs to get.
-            self.semantic.held.remove(&conversation);
+            // The user spoke: a continue still waiting for its App is not theirs to get; it
+            // did not land (the machine may judge again).
+            if self.semantic.held.remove(&conversation).is_some() {
+                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
         }
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
             self.semantic.notes.insert(conversation, Say::new("semanticNotBound", vec![]));
@@ -263,8 +266,19 @@ impl Continuity {
 
     /// After a restore: judge calls of the old worker are never answered.
     pub(super) fn semantic_restored(&mut self) {
-        for machine in self.semantic.autos.values_mut() {
+        // A continue the old worker held for its App (not persisted) is gone: it did not
+        // land. One in the ledger is resolved by its delivery, as always.
+        let in_ledger: Vec<String> = self
+            .ledger
+            .active()
+            .filter(|d| d.kind == DeliveryKind::JudgeContinue)
+            .filter_map(|d| d.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id])))
+            .collect();
+        for (conversation, machine) in self.semantic.autos.iter_mut() {
             machine.restored();
+            if machine.continuing() && !in_ledger.contains(conversation) {
+                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
         }
     }
 

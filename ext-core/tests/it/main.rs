@@ -9,6 +9,7 @@ mod health;
 mod locales;
 mod continuity;
 mod continuity_activity;
+mod continuity_app;
 mod continuity_bridge;
 mod continuity_handoff;
 mod continuity_health;

@@ -360,6 +360,44 @@ pub fn continuity_messages_translate() {
         Some(PortCommand::Bind { tab_id: 3, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } })
     );
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "format_disk"})), None);
+    // Issue 24: the newest human turn's App pills, read whole or the report is refused (a
+    // list read in part could make two Apps look like one); the page's App failure with its
+    // detail (an unknown or missing detail is still not attached); Forget App.
+    {
+        use ext_core::continuity::{AppAttachFailure, AppMention, DeliveryOutcome};
+        let pill = json!({"keyword": "herdr", "name": "Herdr", "path": "connector://apps/herdr"});
+        let facts = |apps: serde_json::Value| cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "human_apps": apps}));
+        let herdr = AppMention { keyword: "herdr".into(), name: "Herdr".into(), path: "connector://apps/herdr".into() };
+        assert_eq!(facts(json!([pill.clone()])).map(|r| r.human_apps), Some(vec![herdr]));
+        assert_eq!(facts(json!(null)).map(|r| r.human_apps), Some(Vec::new()));
+        assert_eq!(facts(json!([{"keyword": "herdr", "name": "Herdr"}])), None, "a pill without its path");
+        assert_eq!(facts(json!([{"keyword": "herdr", "name": "Herdr", "path": "", "extra": 1}])), None, "a pill with more");
+        assert_eq!(facts(json!([{"keyword": 7, "name": "Herdr", "path": ""}])), None, "a keyword that is not a string");
+        assert_eq!(facts(json!(vec![pill; 9])), None, "more than 8 pills");
+        assert_eq!(facts(json!("herdr")), None, "not a list");
+        let report = |extra: serde_json::Value| {
+            let mut message = json!({"type": "delivery_report", "id": "wake:w1#2/e.0.0", "outcome": "not_submitted"});
+            if let (Some(message), Some(extra)) = (message.as_object_mut(), extra.as_object()) {
+                message.extend(extra.clone());
+            }
+            match cw::port_command(&message) {
+                Some(PortCommand::DeliveryReport { outcome, .. }) => outcome,
+                other => panic!("{other:?}"),
+            }
+        };
+        for (detail, read) in [
+            (json!("no_permission"), AppAttachFailure::NoPermission),
+            (json!("picker_not_opened"), AppAttachFailure::PickerNotOpened),
+            (json!("option_missing"), AppAttachFailure::OptionMissing),
+            (json!("pill_not_read_back"), AppAttachFailure::PillNotReadBack),
+            (json!("the moon"), AppAttachFailure::Unknown),
+            (json!(null), AppAttachFailure::Unknown),
+        ] {
+            assert_eq!(report(json!({"reason": "app_not_attached", "detail": detail})), DeliveryOutcome::AppNotAttached { detail: read });
+        }
+        assert_eq!(report(json!({"reason": "app_not_attachd"})), DeliveryOutcome::NotSubmitted { reason: "app_not_attachd".into() });
+        assert_eq!(cw::port_command(&json!({"type": "action", "action": "forget_app"})), Some(PortCommand::HudAction("forget_app")));
+    }
     // Issue 11: the judge gets the turn's text; its verdict is read whole, or refused.
     let judge = RuntimeCall::JudgeTurnEnd { user_text: "build it".into(), assistant_text: "Next I will test.".into(), conversation: "chatgpt:conv:x".into() };
     assert_eq!(
@@ -496,6 +534,14 @@ pub fn page_and_runtime_input_is_bounded() {
         "composer": true, "user_turns": 3, "last_user_turn_id": long(MAX_ID_CHARS), "delivering": null,
         "markers": vec![long(MAX_ID_CHARS); MAX_MARKERS]});
     assert_eq!(wire::check_page_message(&facts), Ok(()));
+    // Issue 24: at most 8 App pills of exactly {keyword, name, path}, each at most an id long.
+    let pill = |keyword: String| json!({"keyword": keyword, "name": "Herdr", "path": "connector://apps/herdr"});
+    let apps = |list: Vec<serde_json::Value>| json!({"type": "page_facts", "url": "https://chatgpt.com/", "human_apps": list});
+    assert_eq!(wire::check_page_message(&apps(vec![pill(long(MAX_ID_CHARS)); ext_core::limits::MAX_APP_MENTIONS])), Ok(()));
+    assert!(rejected(apps(vec![pill("herdr".into()); ext_core::limits::MAX_APP_MENTIONS + 1])));
+    assert!(rejected(apps(vec![pill(long(MAX_ID_CHARS + 1))])));
+    assert!(rejected(apps(vec![json!({"keyword": "herdr", "name": "Herdr"})])));
+    assert!(rejected(apps(vec![json!("herdr")])));
     assert!(rejected(json!({"type": "page_facts", "url": format!("https://chatgpt.com/{}", long(MAX_URL_CHARS))})));
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "last_user_turn_id": long(MAX_ID_CHARS + 1)})));
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": vec!["m"; MAX_MARKERS + 1]})));
@@ -784,12 +830,16 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     Reflect::set(&page, &"sender".into(), &js(json!({"url": url, "tab": {"id": 4}}))).expect("sender");
     LinkDriver::page_connected(&driver, page.clone());
+    // The human's turn carried the Herdr App: every `deliver` names it (issue 24).
+    let herdr = ext_core::continuity::AppMention { keyword: "herdr".into(), name: "Herdr".into(), path: "connector://apps/herdr".into() };
     let idle = PageReport {
         url: url.into(),
         composer: true,
         generation: Some("chatgpt.classic".into()),
         page_load: "load-1".into(),
         user_turns: 1,
+        last_human_turn_id: Some("u-1".into()),
+        human_apps: vec![herdr],
         ..PageReport::default()
     };
     LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 4, report: idle });
@@ -810,6 +860,7 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     let posted = delivers();
     assert_eq!(posted.len(), 1, "posted once the write is done: {posted:?}");
     assert_eq!(posted[0]["id"], id.as_str());
+    assert_eq!(posted[0]["app"], json!({"keyword": "herdr", "name": "Herdr", "path": "connector://apps/herdr"}), "the App rides on it");
 
     // A write that fails posts nothing: the delivery becomes uncertain, never typed blindly.
     let driver = LinkDriver::new(fake_chrome().0, "0.1.0", Continuity::with_epoch("e2"));
