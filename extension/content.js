@@ -166,6 +166,8 @@
       rollover: c?.rollover ?? '',
       handoffStep: c?.handoff?.step ?? '',
       handoffButton: c?.handoff?.button ?? '',
+      // The chat's learned App (its keyword), `ambiguous`, or '' (plain messages).
+      app: c?.app?.keyword ?? (c?.app_ambiguous ? 'ambiguous' : ''),
     };
     Object.assign(hooks.dataset, state);
     if (!c?.bridge) Object.assign(hooks.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
@@ -178,6 +180,7 @@
     if (c.page_kind === 'project_chat' || c.page_kind === 'project_home') {
       out.push(c.active_target ? para('target', 'hudActiveTarget', [`/c/${c.active_target}`]) : para('target', 'hudNoActiveTarget', []));
     }
+    if (c.app) out.push(para('app', 'hudApp', [c.app.name]));
     if (c.session_ref) {
       // Inside the closed root only (the page cannot read it): the line and its `data-ref`.
       const p = para('session', 'hudSessionRef', [c.session_ref]);
@@ -855,7 +858,8 @@
   // worker restart in an Auto loop still knows it. A sent turn does not change: each is
   // read once.
   const humanTurns = new WeakMap(); // user turn element → its id, or '' when it is ours
-  const humanTurnId = (gen, users) => {
+  // The newest human user turn: `{ id, el }`, or null.
+  const humanTurn = (gen, users) => {
     for (let i = users.length - 1; i >= 0 && i >= users.length - 64; i -= 1) {
       let id = humanTurns.get(users[i]);
       if (id === undefined) {
@@ -865,7 +869,7 @@
         id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
       }
-      if (id) return id;
+      if (id) return { id, el: users[i] };
     }
     return null;
   };
@@ -910,6 +914,56 @@
       highest_turn: highest !== null && Number.isSafeInteger(highest) && highest < 2 ** 31 ? highest : null });
   };
 
+  // ---- The Herdr App (docs/PROTOCOL.md "The Herdr App"; ext-core sites::AppMentions):
+  // the pills of the Apps a message carries, read in user turns (`human_apps`) and in the
+  // composer (the read-back before sending). A pill is `{keyword, name, path}`; fields are
+  // capped as ext-core reads them, and a pill without a keyword or name is not an App.
+  const APP_KEYWORD_MAX = 64;
+  const APP_NAME_MAX = 256;
+  const APP_PATH_MAX = 256; // ext-core limits: each field at most 256 characters
+  const APPS_MAX = 8;
+  const appMentions = () => profile?.app_mentions ?? null;
+  const pillElements = (scope) => {
+    const apps = appMentions();
+    if (!apps || !scope) return [];
+    const out = [];
+    for (const pill of apps.pills) {
+      for (const el of queryAll(scope, pill.css)) if (!out.some((seen) => seen.el === el)) out.push({ el, pill });
+    }
+    return out;
+  };
+  const readPill = ({ el, pill }) => {
+    const attr = (name) => (name ? (el.getAttribute(name) ?? '').trim() : '');
+    const name = pill.name_attr ? attr(pill.name_attr) : (el.textContent || '').trim().replace(/^@/, '').trim();
+    const keyword = pill.keyword_attr ? attr(pill.keyword_attr) : name.toLowerCase();
+    const path = attr(pill.path_attr);
+    if (!keyword || !name || keyword.length > APP_KEYWORD_MAX || name.length > APP_NAME_MAX || path.length > APP_PATH_MAX) return null;
+    return { keyword, name, path };
+  };
+  const appsIn = (scope) => pillElements(scope).map(readPill).filter(Boolean).slice(0, APPS_MAX);
+  // A pill is the App asked for when its keyword (case aside) is the App's, and its name
+  // and path are the App's where both sides have one.
+  const sameApp = (found, app) => Boolean(found) && found.keyword.toLowerCase() === String(app.keyword).toLowerCase() &&
+    (!found.name || !app.name || found.name.toLowerCase() === String(app.name).toLowerCase()) &&
+    (!found.path || !app.path || found.path === app.path);
+  // The composer's text without its pills (what the adapter typed after the pill).
+  const plainText = (composer) => {
+    const pills = pillElements(composer).map(({ el }) => el);
+    if (!pills.length) return composerText(composer);
+    const copy = composer.cloneNode(true);
+    for (const el of pillElements(copy).map(({ el: pill }) => pill)) el.remove();
+    return composerText(copy);
+  };
+  // Whether the composer holds only what an App attempt typed: App pills (the composer held
+  // none when the attempt began; a wrong one the picker put there is ours too) and a part of
+  // `@<keyword>` (the mention typed so far), or our message after the pill.
+  const attemptIsOurs = (composer, app) => {
+    if (!composer) return false;
+    const rest = squash(plainText(composer));
+    const mention = squash(`@${app.keyword}`).toLowerCase();
+    return mention.startsWith(rest.toLowerCase()) || (delivering !== null && rest === squash(typed.get(delivering.id) ?? '\u0000'));
+  };
+
   let delivering = null;
   let lastGenerating = false;
   let lastFacts = '';
@@ -922,9 +976,10 @@
     const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
     if (!seen.gen) {
       return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
-        user_turns: 0, last_user_turn_id: null, last_human_turn_id: null, markers: [], delivering: delivering?.id ?? null };
+        user_turns: 0, last_user_turn_id: null, last_human_turn_id: null, human_apps: [], markers: [], delivering: delivering?.id ?? null };
     }
     const users = seen.users.list;
+    const human = humanTurn(seen.gen, users);
     const markers = [];
     for (const turn of users.slice(-MARKER_USER_TURNS)) {
       for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
@@ -933,7 +988,9 @@
     const composerMarker = [...text.matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null;
     // Text this page typed and did not send is not a draft; anything else in the composer
     // is. After a reload the typed text is unknown: the marker line alone says it is ours.
-    const ours = composerMarker !== null && (!typed.has(composerMarker) || squash(text) === squash(typed.get(composerMarker)));
+    // The App pill in front of it is ours too, and so is an App being attached right now.
+    const ours = (composerMarker !== null && (!typed.has(composerMarker) || squash(plainText(seen.composer)) === squash(typed.get(composerMarker)))) ||
+      (delivering?.app !== undefined && attemptIsOurs(seen.composer, delivering.app));
     return {
       ...base,
       composer: Boolean(seen.composer),
@@ -944,7 +1001,8 @@
       permission_card: sendCards(seen, present(seen.gen, 'permission_card', seen.ctx)),
       user_turns: users.length,
       last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
-      last_human_turn_id: humanTurnId(seen.gen, users),
+      last_human_turn_id: human?.id ?? null,
+      human_apps: human ? appsIn(human.el) : [],
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
       // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
       // send only the newest markers that fit.
@@ -1287,10 +1345,13 @@
   // only waits here are plumbing around one DOM action, each ≤ 2 s.
   const PLUMBING_WAIT_MS = 2000;
   const reports = new Map(); // id → delivery_report, kept until the worker says delivery_seen
-  const report = (id, outcome, reason = null) => {
-    const message = { type: 'delivery_report', id, outcome, reason };
+  const report = (id, outcome, reason = null, detail = null) => {
+    const message = { type: 'delivery_report', id, outcome, reason, ...(detail && { detail }) };
+    // A message withheld because its App could not be attached was never sent and nothing of
+    // it is left in the composer: the worker's retry with the same id may type it.
+    if (reason === 'app_not_attached') typed.delete(id);
     reports.set(id, message);
-    recentOutcomes.push({ id, outcome, reason });
+    recentOutcomes.push({ id, outcome, reason, ...(detail && { detail }) });
     if (recentOutcomes.length > 5) recentOutcomes.shift();
     if (delivering?.id === id) delivering = null;
     port?.postMessage(message);
@@ -1337,7 +1398,7 @@
   // The conversation a URL shows (its path): a delivery decided for one page is typed
   // only while the page still shows it.
   const conversationPath = (url) => { try { return new URL(url, location.href).pathname.replace(/\/+$/, ''); } catch { return null; } };
-  const deliver = ({ id, text: value, url, page_load: load }) => {
+  const deliver = ({ id, text: value, url, page_load: load, app = null }) => {
     // Never type one id twice in a page life; a repeated command gets the same answer.
     if (reports.has(id)) { port?.postMessage(reports.get(id)); return; }
     if (delivering?.id === id || typed.has(id)) return;
@@ -1354,20 +1415,46 @@
     if (generatingIn(seen)) return report(id, 'not_submitted', 'busy');
     // The worker decided on facts up to 100 ms old: if the human started typing since,
     // refuse rather than send their draft along with ours (the worker retries later).
-    if (composerText(seen.composer).trim() !== '') return report(id, 'not_submitted', 'human_draft');
-    const marker = `[herdr-continuity ${id}]`;
-    delivering = { id };
+    if (composerText(seen.composer).trim() !== '' || pillElements(seen.composer).length) return report(id, 'not_submitted', 'human_draft');
+    delivering = app ? { id, app } : { id };
     typed.set(id, value);
-    if (!typeInto(seen.composer, value)) {
-      removeOurs(id);
+    if (!app) return typeAndSend(id, seen.composer, value, null);
+    attachApp(app).then((detail) => {
+      if (delivering?.id !== id) return;
+      if (detail) {
+        removeAttempt(id, app);
+        return report(id, 'not_submitted', 'app_not_attached', detail);
+      }
+      const composer = observe().composer;
+      if (!composer) {
+        removeAttempt(id, app);
+        return report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
+      }
+      typeAndSend(id, composer, value, app);
+    }, () => {
+      removeAttempt(id, app);
+      report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
+    });
+  };
+  // Types `value` (after the App's pill when there is one) and clicks Send.
+  const typeAndSend = (id, composer, value, app) => {
+    const marker = `[herdr-continuity ${id}]`;
+    const spaced = app && !/\s$/.test(composerText(composer)) ? ` ${value}` : value;
+    if (!typeInto(composer, spaced)) {
+      if (app) removeAttempt(id, app); else removeOurs(id);
       return report(id, 'not_submitted', 'insert_failed');
     }
     // The send control enables itself on the input event; give the page a moment. It is
     // looked up again on every try, and clicked only while it is Send (not Stop, not
-    // disabled): a flipping submit button that shows Stop is never clicked.
+    // disabled): a flipping submit button that shows Stop is never clicked. A message that
+    // must carry an App is sent only while the composer still holds exactly its pill.
     const startedAt = Date.now();
     const trySend = () => {
       const now = observe();
+      if (app && !pillHolds(now.composer, app)) {
+        removeAttempt(id, app);
+        return report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
+      }
       const send = now.gen ? sendControl(now) : null;
       if (send) {
         send.click();
@@ -1381,12 +1468,129 @@
         return settle();
       }
       if (Date.now() - startedAt >= PLUMBING_WAIT_MS) {
-        removeOurs(id);
+        if (app) removeAttempt(id, app); else removeOurs(id);
         return report(id, 'not_submitted', 'send_button_missing');
       }
       setTimeout(trySend, 50);
     };
     trySend();
+  };
+
+  // ---- Attaching the App (docs/PROTOCOL.md "The Herdr App"): ChatGPT opens its App picker
+  // only for trusted key presses, so `@<keyword>` is typed by the worker (`trusted_type`,
+  // chrome.debugger's Input domain, when the user allowed it on the options page); without
+  // that, by the editor (which the picker may ignore). Then the App's option is chosen
+  // (trusted Enter when it is the highlighted one, else pointerdown and click on it) and
+  // its pill is read back in the composer: exactly one pill, this App's. Every wait is
+  // bounded by the profile's `wait_ms`. Resolves with null (attached) or the detail of why
+  // not: no_permission | picker_not_opened | option_missing | pill_not_read_back.
+  // Each worker request is bounded, so the whole attach (two requests, the picker's and the
+  // pill's waits) and the send stay within the worker's TYPING_DEADLINE_MS (15 s).
+  const TRUSTED_TYPE_WAIT_MS = 3000;
+  const askWorker = (message) => new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ ok: false, error: 'timeout' }), TRUSTED_TYPE_WAIT_MS);
+    const done = (answer) => { clearTimeout(timer); resolve(answer && typeof answer === 'object' ? answer : { ok: false, error: 'no_answer' }); };
+    try {
+      const sent = chrome.runtime.sendMessage?.(message);
+      if (sent && typeof sent.then === 'function') sent.then(done, (error) => done({ ok: false, error: String(error?.message ?? error) }));
+      else done({ ok: false, error: 'no_worker' });
+    } catch (error) {
+      done({ ok: false, error: String(error?.message ?? error) });
+    }
+  });
+  const sleepMs = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const caretToEnd = (composer) => {
+    composer.focus();
+    if (composer.tagName === 'TEXTAREA' || composer.tagName === 'INPUT') {
+      composer.setSelectionRange(composer.value.length, composer.value.length);
+      return;
+    }
+    const selection = getSelection();
+    selection.selectAllChildren(composer);
+    selection.collapseToEnd();
+  };
+  const visible = (el) => el.isConnected && (el.checkVisibility?.() ?? true);
+  // The open pickers: listboxes the profile's picker probes find (root probes in the
+  // composer's form) that are visible.
+  const pickersNow = (apps) => {
+    const seen = observe();
+    const found = [];
+    for (const probe of apps.picker) {
+      const scope = probe.scope === 'root' ? seen.root : document;
+      for (const el of scope ? queryAll(scope, probe.css) : []) if (visible(el) && !found.includes(el)) found.push(el);
+    }
+    return found;
+  };
+  const optionText = (el) => (el.textContent || '').trim().replace(/^@/, '').split('\n')[0].trim().toLowerCase();
+  const optionFor = (apps, picker, app) => queryAll(picker, apps.option).find((el) => visible(el) &&
+    ((el.getAttribute(apps.option_keyword_attr) ?? '').toLowerCase() === String(app.keyword).toLowerCase() ||
+      (app.name && optionText(el) === String(app.name).toLowerCase())));
+  // Exactly one pill in the composer, and it is this App's.
+  const pillHolds = (composer, app) => {
+    const pills = composer ? pillElements(composer).map(readPill) : [];
+    return pills.length === 1 && sameApp(pills[0], app) &&
+      !squash(plainText(composer)).toLowerCase().includes(squash(`@${app.keyword}`).toLowerCase());
+  };
+  const attachApp = async (app) => {
+    const apps = appMentions();
+    const keyword = typeof app?.keyword === 'string' ? app.keyword : '';
+    if (!apps || !keyword || keyword.length > APP_KEYWORD_MAX || /[\s\u0000-\u001f\u007f]/.test(keyword)) return 'picker_not_opened';
+    const composer = observe().composer;
+    if (!composer) return 'picker_not_opened';
+    const before = new Set(pickersNow(apps));
+    const mention = `@${keyword}`;
+    caretToEnd(composer);
+    const typedBy = await askWorker({ type: 'trusted_type', text: mention });
+    const trusted = typedBy.ok === true;
+    if (!trusted) {
+      // No trusted keys (not allowed, or the worker could not type): the editor's insertion,
+      // checked; a picker that opens only for trusted keys stays closed and that is the answer.
+      const now = observe().composer;
+      if (!now) return 'picker_not_opened';
+      caretToEnd(now);
+      document.execCommand('insertText', false, mention);
+    }
+    const failed = trusted ? 'picker_not_opened' : (typedBy.error === 'no_permission' ? 'no_permission' : 'picker_not_opened');
+    const deadline = Date.now() + apps.wait_ms;
+    let picker = null;
+    let option = null;
+    while (Date.now() < deadline) {
+      picker = pickersNow(apps).find((el) => !before.has(el)) ?? null;
+      option = picker ? optionFor(apps, picker, app) : null;
+      if (option) break;
+      await sleepMs(50);
+    }
+    if (!picker) return failed;
+    if (!option) return 'option_missing';
+    if (trusted && option.getAttribute('aria-selected') === 'true' && option.isConnected) {
+      const pressed = await askWorker({ type: 'trusted_type', key: 'Enter' });
+      if (!pressed.ok) return 'pill_not_read_back';
+    } else {
+      option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
+      if (option.isConnected) option.click();
+    }
+    const chosenBy = Date.now() + apps.wait_ms;
+    while (Date.now() < chosenBy) {
+      if (pillHolds(observe().composer, app)) return null;
+      await sleepMs(50);
+    }
+    return 'pill_not_read_back';
+  };
+  // Removes what an App attempt typed (the pill, the half-typed `@keyword`, our text after
+  // the pill) — ChatGPT keeps a Project's draft on its server, so nothing may stay — and
+  // only when the composer holds nothing else; closes a picker left open.
+  const removeAttempt = (id, app) => {
+    const composer = observe().composer;
+    if (!composer) return false;
+    const marked = composerText(composer).includes(`[herdr-continuity ${id}]`);
+    if (!marked && !attemptIsOurs(composer, app)) return false;
+    if (composerText(composer) !== '' || pillElements(composer).length) {
+      selectContents(composer);
+      document.execCommand('delete');
+    }
+    composer.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', code: 'Escape', bubbles: true, cancelable: true }));
+    scheduleFacts();
+    return true;
   };
   const clearComposer = ({ id }) => {
     if (delivering?.id === id) return;

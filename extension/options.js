@@ -1,7 +1,7 @@
 // The options page (SPEC O4): one labelled input per entry of SETTINGS, loaded from and
 // saved to chrome.storage.sync. The worker reads the stored values (and ext-core clamps
 // them again), so this page only keeps what a user types within each setting's range.
-import { element, errorText, message, startPage, statusRegion } from './page-dom.js';
+import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 
 /**
  * Every setting the page shows, in display order: `key` in chrome.storage.sync, `label`
@@ -200,11 +200,60 @@ async function recoverySection() {
     element('p', 'recovery-help', {}, message('optionRecoveryNote')), ...rows, note);
 }
 
+// ---- Trusted typing for the Herdr App (docs/PROTOCOL.md "The Herdr App"): ChatGPT opens
+// its App picker only for real key presses, so the worker types `@<keyword>` into the chat's
+// composer through chrome.debugger — only after the user turns it on here. The switch is
+// `trustedTypingAllowed` in chrome.storage.local (worker.js reads it on every request); the
+// `debugger` permission itself is granted with the extension (Chrome does not let an
+// extension ask for `debugger` later), so the state shown is both: allowed here and granted.
+const TRUSTED_TYPING_KEY = 'trustedTypingAllowed';
+
+async function trustedTypingState() {
+  const [allowed, granted] = await Promise.all([
+    chrome.storage.local.get(TRUSTED_TYPING_KEY).then((items) => items?.[TRUSTED_TYPING_KEY] === true, () => false),
+    Promise.resolve(chrome.permissions?.contains?.({ permissions: ['debugger'] })).then(Boolean, () => false),
+  ]);
+  if (!granted) return 'not_granted';
+  return allowed ? 'on' : 'off';
+}
+
+/** The section: why, what is typed, the browser's debugging bar, the state and one button. */
+async function trustedTypingSection() {
+  const state = element('p', 'trusted-typing-state', { id: 'trustedTypingState', 'aria-live': 'polite' });
+  const note = element('p', 'trusted-typing-note', { id: 'trustedTypingNote', 'aria-live': 'polite' });
+  const toggle = button('', { id: 'trustedTypingToggle' }, async () => {
+    const turnOn = toggle.dataset.state !== 'on';
+    try {
+      if (turnOn) await chrome.storage.local.set({ [TRUSTED_TYPING_KEY]: true });
+      else await chrome.storage.local.remove(TRUSTED_TYPING_KEY);
+      note.textContent = message(turnOn ? 'optionTrustedTypingAllowed' : 'optionTrustedTypingRevoked');
+    } catch (failure) {
+      note.textContent = message('optionSaveFailed', [errorText(failure)]);
+    }
+    await show();
+  });
+  const show = async () => {
+    const now = await trustedTypingState();
+    state.dataset.state = now;
+    toggle.dataset.state = now;
+    state.textContent = message(`optionTrustedTypingState_${now}`);
+    toggle.textContent = message(now === 'on' ? 'optionTrustedTypingRevoke' : 'optionTrustedTypingGrant');
+    toggle.disabled = now === 'not_granted';
+  };
+  await show();
+  return element('fieldset', 'trusted-typing', { id: 'trustedTyping' }, element('legend', '', {}, message('optionTrustedTypingHeading')),
+    element('p', 'trusted-typing-why', {}, message('optionTrustedTypingWhy')),
+    element('p', 'trusted-typing-what', {}, message('optionTrustedTypingWhat')),
+    element('p', 'trusted-typing-bar', {}, message('optionTrustedTypingBar')),
+    state, toggle, note);
+}
+
 startPage((app) => {
   const form = element('form', 'settings');
   const status = statusRegion('save-status');
   app.append(form, status);
-  judgeSection().then((section) => app.append(section)).then(recoverySection).then((section) => app.append(section));
+  judgeSection().then((section) => app.append(section)).then(recoverySection).then((section) => app.append(section))
+    .then(trustedTypingSection).then((section) => app.append(section));
   const defaults = Object.fromEntries(SETTINGS.map((spec) => [spec.key, spec.default]));
   chrome.storage.sync.get(defaults)
     .catch(() => defaults)

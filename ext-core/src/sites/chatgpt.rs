@@ -28,11 +28,17 @@
 //! - Detection: thread ⇔ its composer or `data-turn-key` turns and no classic marker;
 //!   section ⇔ `section` turns and no thread marker; classic ⇔ `#prompt-textarea` or
 //!   `article` turns and neither section nor thread markers. Mutually exclusive.
+//! - App pills (`../shared/FIELD-NOTES-2026Q4.md` §1, herdr-mcp 2026-10-10): until early
+//!   October 2026 `[data-inline-selection-pill][data-symbol="ecosystemMention"][data-keyword]`
+//!   (name = its text), from 2026-10-10 `span[data-appearance="inline-mention"]` with
+//!   `app-mention-name` / `app-mention-path`; both are read, in every layout generation (the
+//!   pill markup changed on its own date, not with the layout). The `@` picker is a
+//!   `[role="listbox"]` of `[role="option"]`s near the composer, opened only by trusted keys.
 //! - Chinese labels for Stop, Copy, Allow / Deny and Retry are the UI's own words where
 //!   a source recorded them and ChatGPT's zh-CN wording otherwise; no zh rate-limit
 //!   wording is recorded, so that set has none.
 
-use super::{Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
+use super::{AppMentions, AppPill, Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
 
 /// Labels shared by the ChatGPT generations.
 const LABELS: &[LabelSet] = &[
@@ -284,6 +290,31 @@ pub const THREAD: Generation = Generation {
     pending_until_complete: true,
 };
 
+/// The App pills (newest markup first) and the `@` picker. The picker is a listbox inside
+/// the composer's form, else anywhere (a portal); the adapter takes only one that opened
+/// after it typed `@<keyword>`. `data-app-keyword` on an option is the e2e fixture's; a real
+/// option is matched by its text, the App's name.
+pub const APP_MENTIONS: AppMentions = AppMentions {
+    pills: &[
+        AppPill {
+            css: "span[data-appearance=\"inline-mention\"][app-mention-name][app-mention-path]",
+            keyword_attr: None,
+            name_attr: Some("app-mention-name"),
+            path_attr: Some("app-mention-path"),
+        },
+        AppPill {
+            css: "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]",
+            keyword_attr: Some("data-keyword"),
+            name_attr: None,
+            path_attr: None,
+        },
+    ],
+    picker: &[Probe::within(Scope::Root, "[role=\"listbox\"]"), Probe::doc("[role=\"listbox\"]")],
+    option: "[role=\"option\"]",
+    option_keyword_attr: "data-app-keyword",
+    wait_ms: 3000,
+};
+
 /// ChatGPT's profile; the newest generation is tried first.
 pub const PROFILE: SiteProfile = SiteProfile {
     site: "chatgpt",
@@ -291,4 +322,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     generations: &[THREAD, SECTION, CLASSIC],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
     turn_index_attr: Some("data-testid"),
+    app_mentions: Some(&APP_MENTIONS),
 };

@@ -75,4 +75,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     generations: &[DS],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
     turn_index_attr: None,
+    app_mentions: None,
 };

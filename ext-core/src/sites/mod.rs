@@ -244,6 +244,46 @@ pub struct Generation {
     pub pending_until_complete: bool,
 }
 
+/// One markup of the pill a site shows for an App (a connector) attached to a message, in
+/// the composer and in the user turn that carried it. The adapter reads
+/// `{keyword, name, path}` from it (docs/PROTOCOL.md "The Herdr App").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AppPill {
+    /// CSS selector of the pill element.
+    pub css: &'static str,
+    /// The attribute holding the App's keyword; absent: the keyword is the name, lower-cased.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword_attr: Option<&'static str>,
+    /// The attribute holding the App's name; absent: the pill's trimmed text without a
+    /// leading `@`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_attr: Option<&'static str>,
+    /// The attribute holding the App's path; absent: the path is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_attr: Option<&'static str>,
+}
+
+/// How a site attaches an App to a message: the pills that show an attached App and the
+/// picker that typing `@<keyword>` opens in the composer. Purpose: the adapter learns the
+/// App of a chat from the pills of its newest human user turn (`human_apps`), and before
+/// typing a message that must carry the App it types `@<keyword>`, chooses the App in the
+/// picker and reads the pill back in the composer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AppMentions {
+    /// The pill markups, newest first; a pill matching any of them is an attached App.
+    pub pills: &'static [AppPill],
+    /// The picker (a listbox); the first probe that finds one that opened after `@` was
+    /// typed wins. `root` probes look inside the composer's form, `doc` probes anywhere.
+    pub picker: Probes,
+    /// One choice inside the picker.
+    pub option: &'static str,
+    /// The attribute of an option holding the App's keyword; an option without it is
+    /// matched by its text (the App's name).
+    pub option_keyword_attr: &'static str,
+    /// How long (ms) the adapter waits for the picker to open, and then for the pill.
+    pub wait_ms: u32,
+}
+
 /// The profile of one site: its generations in detection order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct SiteProfile {
@@ -263,6 +303,10 @@ pub struct SiteProfile {
     /// when the page renders only part of a long thread (R1); `None` when the site has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_index_attr: Option<&'static str>,
+    /// How the site attaches an App to a message; `None` on a site without Apps (a
+    /// delivery that must carry an App is then never typed there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_mentions: Option<&'static AppMentions>,
 }
 
 impl SiteProfile {
@@ -299,6 +343,18 @@ crate::json_read::write_struct!(Facts {
     thread_error, retry, permission_card, rate_limit,
 });
 crate::json_read::write_struct!(LabelSet { key, en, zh });
+impl crate::json_read::WriteJson for AppPill {
+    fn write_json(&self) -> serde_json::Value {
+        let mut object = crate::json_read::Object::default().with("css", self.css);
+        for (name, value) in [("keyword_attr", self.keyword_attr), ("name_attr", self.name_attr), ("path_attr", self.path_attr)] {
+            if let Some(value) = value {
+                object.put(name, value.into());
+            }
+        }
+        object.done()
+    }
+}
+crate::json_read::write_struct!(AppMentions { pills, picker, option, option_keyword_attr, wait_ms });
 crate::json_read::write_struct!(Generation { id, detect, facts, labels, never, disabled, pending_until_complete });
 impl crate::json_read::WriteJson for SiteProfile {
     fn write_json(&self) -> serde_json::Value {
@@ -307,8 +363,12 @@ impl crate::json_read::WriteJson for SiteProfile {
             .with("origin", self.origin)
             .with("generations", self.generations)
             .with("streaming_recheck_ms", &self.streaming_recheck_ms);
-        match self.turn_index_attr {
+        let object = match self.turn_index_attr {
             Some(attr) => object.with("turn_index_attr", attr),
+            None => object,
+        };
+        match self.app_mentions {
+            Some(apps) => object.with("app_mentions", apps),
             None => object,
         }
         .done()

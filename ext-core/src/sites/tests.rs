@@ -178,7 +178,8 @@ fn the_profile_is_chosen_by_origin() {
 fn profiles_serialise_small_and_without_empty_filters() {
     for profile in PROFILES {
         let json = serde_json::to_string(profile).expect("profiles serialise");
-        assert!(json.len() < 12 * 1024, "{} profile is {} bytes", profile.site, json.len());
+        // ChatGPT: three generations plus the App pills and picker (≈ 0.5 KiB).
+        assert!(json.len() < 13 * 1024, "{} profile is {} bytes", profile.site, json.len());
         assert!(!json.contains("null") && !json.contains("\"unique\":false"), "{}", profile.site);
     }
     let value = serde_json::to_value(chatgpt::PROFILE).expect("profiles serialise");
@@ -217,4 +218,27 @@ fn the_posted_profile_is_what_serde_writes() {
         let serde = serde_json::to_value(profile).expect("profiles serialise");
         assert_eq!(profile.write_json(), serde, "{}", profile.site);
     }
+}
+
+#[test]
+fn chatgpt_reads_the_app_pills_of_both_generations_and_only_chatgpt_has_apps() {
+    let apps = chatgpt::PROFILE.app_mentions.expect("ChatGPT attaches Apps");
+    let css: Vec<&str> = apps.pills.iter().map(|pill| pill.css).collect();
+    assert_eq!(
+        css,
+        [
+            "span[data-appearance=\"inline-mention\"][app-mention-name][app-mention-path]",
+            "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]",
+        ]
+    );
+    // The new pill names its App (keyword = name lower-cased) and path; the old one its keyword.
+    assert_eq!((apps.pills[0].keyword_attr, apps.pills[0].name_attr, apps.pills[0].path_attr), (None, Some("app-mention-name"), Some("app-mention-path")));
+    assert_eq!((apps.pills[1].keyword_attr, apps.pills[1].name_attr, apps.pills[1].path_attr), (Some("data-keyword"), None, None));
+    assert!(apps.picker.iter().all(|probe| matches!(probe.scope, Scope::Root | Scope::Doc) && probe.css.contains("[role=\"listbox\"]")));
+    assert_eq!(apps.option, "[role=\"option\"]");
+    assert!((1000..=5000).contains(&apps.wait_ms), "a bounded wait for the picker: {}", apps.wait_ms);
+    assert!(zai::PROFILE.app_mentions.is_none() && deepseek::PROFILE.app_mentions.is_none());
+    let value = serde_json::to_value(chatgpt::PROFILE).expect("profiles serialise");
+    assert_eq!(value["app_mentions"]["pills"][1], serde_json::json!({
+        "css": "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]", "keyword_attr": "data-keyword"}));
 }

@@ -64,4 +64,5 @@ pub const PROFILE: SiteProfile = SiteProfile {
     generations: &[OPEN_WEBUI],
     streaming_recheck_ms: STREAMING_RECHECK_MS,
     turn_index_attr: None,
+    app_mentions: None,
 };
