@@ -1,12 +1,20 @@
-//! `herdr-companion mcp --http ADDR`: the MCP streamable HTTP transport on a loopback
-//! address, at `http://ADDR/mcp`.
+//! `herdr-companion mcp --http ADDR [--public-url URL]`: the MCP streamable HTTP transport
+//! on a loopback address, at `http://ADDR/mcp`; with `--public-url`, also the OAuth 2.1
+//! authorization server ([`super::oauth`]) for a client that reaches it through an HTTPS
+//! tunnel the user runs.
 //!
 //! Invariants (each refusal happens before the request reaches a tool):
-//! - the listening address is loopback (127.0.0.0/8 or ::1), never another interface;
-//! - every request carries `Authorization: Bearer <mcp.token of config.json>` (401 else);
-//! - the `Host` header names this server (`127.0.0.1:PORT`, `localhost:PORT`,
-//!   `[::1]:PORT`) and a present `Origin` is this server's own origin (403 else; rmcp's
-//!   checks against DNS rebinding and cross-site pages);
+//! - the listening address is loopback (127.0.0.0/8 or ::1), never another interface — a
+//!   tunnel runs in front for the public side;
+//! - every request to `/mcp` carries `Authorization: Bearer <mcp.token of config.json>`,
+//!   or, with `--public-url`, a live OAuth access token issued for this public URL's
+//!   resource (401 else; with `--public-url` the 401 names the protected-resource
+//!   metadata, RFC 9728). No mode serves `/mcp` without one;
+//! - without `--public-url`: the `Host` header names this server (`127.0.0.1:PORT`,
+//!   `localhost:PORT`, `[::1]:PORT`) and a present `Origin` is this server's own origin
+//!   (403 else; rmcp's checks against DNS rebinding and cross-site pages); with it: `Host`
+//!   is the public host, and a present `Origin` is the public origin or a page on this
+//!   machine (403 else, on every path, the OAuth endpoints too);
 //! - a request body is at most `MAX_MCP_HTTP_BODY_BYTES` (413 else);
 //! - timeouts on every connection: a request's head must arrive within [`HEADER_TIMEOUT`]
 //!   of the connection opening or of the previous answer (so an idle keep-alive connection
@@ -25,6 +33,8 @@ use continuity_protocol::tools::MAX_MCP_HTTP_BODY_BYTES;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::oauth::endpoints::{self, OAuthServer};
+use super::oauth::PublicUrl;
 use super::server::PlannerTools;
 use super::McpError;
 
@@ -55,10 +65,19 @@ fn own_authorities(port: u16) -> (Vec<String>, Vec<String>) {
     (hosts, origins)
 }
 
+/// Who may use `/mcp`: the static bearer, and with `--public-url` OAuth access tokens.
+#[derive(Clone)]
+pub struct HttpAuth {
+    /// `mcp.token` of config.json.
+    pub token: String,
+    /// The authorization server, with `--public-url`.
+    pub oauth: Option<Arc<OAuthServer>>,
+}
+
 /// Serves MCP on `address` until SIGINT / SIGTERM.
-pub async fn serve(address: SocketAddr, token: String, tools: PlannerTools) -> Result<(), McpError> {
+pub async fn serve(address: SocketAddr, auth: HttpAuth, tools: PlannerTools) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(address).await.map_err(|source| McpError::Bind { address, source })?;
-    serve_with(listener, token, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
+    serve_with(listener, auth, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
 }
 
 /// The connection timeouts of [`serve_with`] (tests use short ones).
@@ -70,22 +89,54 @@ pub struct Timeouts {
     pub body: Duration,
 }
 
-/// [`serve`] with chosen timeouts.
-pub async fn serve_with(listener: tokio::net::TcpListener, token: String, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
-    let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
-    let (hosts, origins) = own_authorities(local.port());
+/// The hosts and origins rmcp's own checks allow: this server's loopback authorities, or
+/// with a public URL its host, its origin and pages on this machine.
+fn allowed_authorities(port: u16, public: Option<&PublicUrl>) -> (Vec<String>, Vec<String>) {
+    match public {
+        None => own_authorities(port),
+        Some(public) => {
+            let origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "https://127.0.0.1:*", "https://localhost:*", "https://[::1]:*"];
+            let mut allowed: Vec<String> = origins.iter().map(|o| (*o).to_owned()).collect();
+            allowed.push(public.origin().to_owned());
+            (vec![public.authority().to_owned()], allowed)
+        }
+    }
+}
+
+/// The whole HTTP application: `/mcp` behind the bearer check, and with a public URL the
+/// OAuth endpoints beside it (also under the URL's path prefix, for a tunnel that keeps it).
+fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_within: Duration) -> axum::Router {
+    let public = auth.oauth.as_ref().map(|o| o.public.clone());
+    let (hosts, origins) = allowed_authorities(local.port(), public.as_ref());
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_MCP_HTTP_BODY_BYTES);
     let service = StreamableHttpService::new(move || Ok(tools.clone()), LocalSessionManager::default().into(), config);
-    let token: Arc<str> = token.into();
-    let app = axum::Router::new()
-        .nest_service(MCP_PATH, service)
-        .layer(axum::middleware::from_fn_with_state(timeouts.body, read_body_within))
-        .layer(axum::middleware::from_fn_with_state(token, require_bearer));
+    let gate = Arc::new(Gate { token: auth.token.into(), oauth: auth.oauth.clone() });
+    let mcp = axum::Router::new().nest_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, require_bearer));
+    let app = match (&auth.oauth, &public) {
+        (Some(oauth), Some(public)) => {
+            let routes = mcp.merge(endpoints::router(Arc::clone(oauth)));
+            let routes = if public.prefix().is_empty() { routes } else { axum::Router::new().merge(routes.clone()).nest(public.prefix(), routes) };
+            routes.layer(axum::middleware::from_fn_with_state(body_within, read_body_within))
+                .layer(axum::middleware::from_fn_with_state(Arc::new(public.clone()), require_public_host))
+        }
+        _ => mcp.layer(axum::middleware::from_fn_with_state(body_within, read_body_within)),
+    };
+    app
+}
+
+/// [`serve`] with chosen timeouts.
+pub async fn serve_with(listener: tokio::net::TcpListener, auth: HttpAuth, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
+    let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
+    let public = auth.oauth.as_ref().map(|o| o.public.resource());
+    let app = application(local, auth, tools, timeouts.body);
     // Tests and users read the actual port (an ADDR with port 0 gets a free one) from here.
     eprintln!("herdr-companion mcp: serving MCP on http://{local}{MCP_PATH}");
+    if let Some(resource) = public {
+        eprintln!("herdr-companion mcp: public URL {resource} with OAuth; approve sign-ins with `herdr-companion oauth pending` / `oauth approve CODE`");
+    }
     let stop = stop_signal();
     tokio::pin!(stop);
     loop {
@@ -130,24 +181,69 @@ async fn read_body_within(State(within): State<Duration>, request: Request, next
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
-/// Lets a request through only with the right bearer token.
-async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
-        return next.run(request).await;
-    }
-    let body = "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+/// What [`require_bearer`] accepts.
+struct Gate {
+    /// The static bearer.
+    token: Arc<str>,
+    /// OAuth access tokens for this resource, with `--public-url`.
+    oauth: Option<Arc<OAuthServer>>,
 }
 
-/// Compares two secrets in time that depends only on their lengths.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+/// Lets a request through only with the static bearer token or, with a public URL, a live
+/// access token issued for this resource.
+async fn require_bearer(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+    });
+    if given.as_deref().is_some_and(|given| same_secret(given.as_bytes(), gate.token.as_bytes())) {
+        return next.run(request).await;
+    }
+    let Some(oauth) = &gate.oauth else {
+        let body = "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
+        return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer".to_owned())], body).into_response();
+    };
+    let metadata = oauth.public.resource_metadata_url();
+    let refusal = match given {
+        None => None,
+        Some(token) => match oauth.accepts(token).await {
+            Ok(()) => return next.run(request).await,
+            Err(why) => Some(why),
+        },
+    };
+    let challenge = match refusal {
+        None => format!("Bearer resource_metadata=\"{metadata}\", scope=\"{}\"", super::oauth::SCOPE),
+        Some(why) => format!("Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"{why}\""),
+    };
+    let body = format!(
+        "{}: sign in with OAuth (metadata at {metadata}) or send the static `Authorization: Bearer <mcp.token>` from config.json",
+        refusal.unwrap_or("no access token")
+    );
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)], body).into_response()
 }
+
+/// With a public URL: `Host` must be the public host, and a present `Origin` the public
+/// origin or a page on this machine, on every path (403 else).
+async fn require_public_host(State(public): State<Arc<PublicUrl>>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !public.host_matches(host) {
+        let body = format!(
+            "Host {host:?} is not {}, the host of --public-url: the tunnel must pass the public Host header through unchanged (or correct --public-url)",
+            public.authority()
+        );
+        return (StatusCode::FORBIDDEN, body).into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let text = origin.to_str().unwrap_or("");
+        if !public.origin_allowed(text) {
+            let body = format!("Origin {text:?} is neither {} nor a page on this machine; the request is refused", public.origin());
+            return (StatusCode::FORBIDDEN, body).into_response();
+        }
+    }
+    next.run(request).await
+}
+
+use super::oauth::same_secret;
 
 async fn stop_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -195,7 +291,7 @@ mod tests {
         let port = listener.local_addr().expect("address").port();
         let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
         let timeouts = Timeouts { header: Duration::from_millis(300), body: Duration::from_millis(300) };
-        tokio::spawn(serve_with(listener, "secret".to_owned(), tools, timeouts));
+        tokio::spawn(serve_with(listener, HttpAuth { token: "secret".to_owned(), oauth: None }, tools, timeouts));
         let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
 
         let mut silent = connect().await.expect("connect");
