@@ -314,4 +314,151 @@ mod tests {
         let answer = until_closed(&mut idle).await;
         assert!(answer.starts_with("HTTP/1.1 401"), "answered, then the idle keep-alive connection closed: {answer}");
     }
+
+    /// One HTTP/1.1 exchange on a fresh connection: (status, headers and body as text).
+    async fn exchange(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n{body}").as_bytes()).await.expect("write");
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await.expect("answered").expect("read");
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, text)
+    }
+
+    fn json_body(answer: &str) -> serde_json::Value {
+        let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {answer}"))
+    }
+
+    fn attribute<'a>(page: &'a str, name: &str) -> &'a str {
+        let start = page.find(&format!("{name}=\"")).expect("attribute") + name.len() + 2;
+        &page[start..start + page[start..].find('"').expect("end")]
+    }
+
+    /// Issue 24: with `--public-url`, a client finds the OAuth metadata from the 401,
+    /// registers, and gets a code only after the workstation approved; its token opens
+    /// `/mcp`, a token for another resource does not, the static bearer still does, and
+    /// only the public Host (and the public or a loopback Origin) is served.
+    #[tokio::test]
+    async fn with_a_public_url_oauth_tokens_for_this_resource_and_the_static_bearer_open_mcp() {
+        use crate::mcp::oauth::store::{OAuthStore, DB_FILE};
+        use crate::mcp::oauth::{base64url, PublicUrl};
+        use sha2::{Digest, Sha256};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join(DB_FILE);
+        let mut cli_store = OAuthStore::open_path(&db).expect("open");
+        let public = PublicUrl::parse("https://herdr.example.com").expect("url");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let oauth = OAuthServer::new(public, OAuthStore::open_path(&db).expect("open"));
+        let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
+        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        let host = ("Host", "herdr.example.com");
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let mcp_headers_owned = |bearer: String| async move {
+            let headers = [host, ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"), ("Authorization", bearer.as_str())];
+            exchange(port, "POST", "/mcp", &headers, initialize).await
+        };
+
+        let (status, answer) = exchange(port, "POST", "/mcp", &[host], initialize).await;
+        assert_eq!(status, 401, "{answer}");
+        assert!(answer.contains(r#"resource_metadata="https://herdr.example.com/.well-known/oauth-protected-resource/mcp""#), "{answer}");
+        let (status, answer) = exchange(port, "GET", "/.well-known/oauth-protected-resource/mcp", &[host], "").await;
+        assert_eq!(status, 200, "{answer}");
+        let resource = json_body(&answer);
+        assert_eq!(resource["resource"], "https://herdr.example.com/mcp");
+        assert_eq!(resource["authorization_servers"][0], "https://herdr.example.com");
+        let (_, answer) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host], "").await;
+        let metadata = json_body(&answer);
+        assert_eq!(metadata["code_challenge_methods_supported"], serde_json::json!(["S256"]));
+        assert_eq!(metadata["token_endpoint"], "https://herdr.example.com/oauth/token");
+
+        let (status, answer) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[("Host", format!("127.0.0.1:{port}").as_str())], "").await;
+        assert!(status == 403 && answer.contains("the tunnel must pass the public Host header through"), "{answer}");
+        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "https://evil.example")], "").await;
+        assert_eq!(status, 403, "a foreign Origin is refused");
+        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "http://localhost:6274")], "").await;
+        assert_eq!(status, 200, "a page on this machine may ask");
+
+        let redirect = "https://chatgpt.com/connector_platform_oauth_redirect";
+        let registration = format!(r#"{{"client_name":"ChatGPT <b>","redirect_uris":["{redirect}"],"token_endpoint_auth_method":"none"}}"#);
+        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host, ("Content-Type", "application/json")], &registration).await;
+        assert_eq!(status, 201, "{answer}");
+        let client_id = json_body(&answer)["client_id"].as_str().expect("client_id").to_owned();
+        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host], &format!(r#"{{"redirect_uris":["http://evil.example/cb"]}}"#)).await;
+        assert!(status == 400 && json_body(&answer)["error"] == "invalid_redirect_uri", "{answer}");
+        let (status, _) = exchange(port, "POST", "/oauth/register", &[host], &"x".repeat(20_000)).await;
+        assert_eq!(status, 413, "the body cap");
+
+        let verifier = "v".repeat(64);
+        let challenge = base64url(&Sha256::digest(verifier.as_bytes()));
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("response_type", "code"),
+                ("client_id", client_id.as_str()),
+                ("redirect_uri", redirect),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+                ("state", "xyz"),
+                ("resource", "https://herdr.example.com/mcp"),
+            ])
+            .finish();
+        let (status, page) = exchange(port, "GET", &format!("/oauth/authorize?{query}"), &[host], "").await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("ChatGPT &lt;b&gt;") && page.contains("chatgpt.com") && page.contains("herdr-companion oauth approve"), "{page}");
+        let (request, code) = (attribute(&page, "data-request").to_owned(), attribute(&page, "data-code").to_owned());
+        let (_, answer) = exchange(port, "GET", &format!("/oauth/status?request={request}"), &[host], "").await;
+        assert_eq!(json_body(&answer)["status"], "waiting", "no code before the workstation approves");
+        let (_, answer) = exchange(port, "GET", "/oauth/status?request=guessed", &[host], "").await;
+        assert_eq!(json_body(&answer)["status"], "gone");
+
+        cli_store.decide(&code, true, crate::mcp::oauth::now_secs()).expect("approve on the workstation");
+        let (_, answer) = exchange(port, "GET", &format!("/oauth/status?request={request}"), &[host], "").await;
+        let to = json_body(&answer)["redirect_to"].as_str().expect("redirect").to_owned();
+        assert!(to.starts_with(redirect) && to.contains("state=xyz"), "{to}");
+        let code = url::Url::parse(&to).expect("url").query_pairs().find(|(k, _)| k == "code").expect("code").1.into_owned();
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", redirect), ("client_id", &client_id), ("code_verifier", &verifier)])
+            .finish();
+        let form_type = ("Content-Type", "application/x-www-form-urlencoded");
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &form).await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("cache-control: no-store"), "{answer}");
+        let tokens = json_body(&answer);
+        let access = tokens["access_token"].as_str().expect("access").to_owned();
+        assert_eq!(tokens["expires_in"], 3600);
+        let (status, answer) = mcp_headers_owned(format!("Bearer {access}")).await;
+        assert_eq!(status, 200, "the access token opens /mcp: {answer}");
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", "s".repeat(40))).await;
+        assert_eq!(status, 200, "the static bearer still does: {answer}");
+        let now = crate::mcp::oauth::now_secs();
+        let elsewhere = cli_store.grant_directly(&client_id, "https://other.example.com/mcp", now).expect("grant");
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", elsewhere.access_token)).await;
+        assert!(status == 401 && answer.contains("another resource"), "{answer}");
+
+        let refresh = format!("grant_type=refresh_token&client_id={client_id}&refresh_token={}", tokens["refresh_token"].as_str().expect("refresh"));
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &refresh).await;
+        assert_eq!(status, 200, "{answer}");
+        let rotated = json_body(&answer)["access_token"].as_str().expect("access").to_owned();
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &form).await;
+        assert!(status == 400 && json_body(&answer)["error"] == "invalid_grant", "a code works once: {answer}");
+        let (status, _) = mcp_headers_owned(format!("Bearer {rotated}")).await;
+        assert_eq!(status, 401, "a replayed code revokes what it granted");
+
+        let other = cli_store.grant_directly(&client_id, "https://herdr.example.com/mcp", now).expect("grant");
+        let (status, _) = mcp_headers_owned(format!("Bearer {}", other.access_token)).await;
+        assert_eq!(status, 200);
+        let revoke = format!("token={}&client_id={client_id}", other.access_token);
+        let (status, _) = exchange(port, "POST", "/oauth/revoke", &[host, form_type], &revoke).await;
+        assert_eq!(status, 200);
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", other.access_token)).await;
+        assert!(status == 401 && answer.contains("error=\"invalid_token\""), "a revoked token is refused: {answer}");
+    }
 }
