@@ -100,8 +100,9 @@ enum Command {
     Oauth {
         #[command(subcommand)]
         command: OauthSubcommand,
-        #[command(flatten)]
-        home: HomeArg,
+        /// The companion home directory (default: $HERDR_CONTINUITY_HOME, else the system's default).
+        #[arg(long, value_name = "DIR", global = true)]
+        home: Option<PathBuf>,
     },
     /// Prints the version (same as --version).
     Version,
@@ -336,7 +337,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Oauth { command, home } => {
-            let home = CompanionHome::resolve(home.home)?;
+            let home = CompanionHome::resolve(home)?;
             let command = match command {
                 OauthSubcommand::Pending => OAuthCommand::Pending,
                 OauthSubcommand::Approve { code } => OAuthCommand::Approve(code),
