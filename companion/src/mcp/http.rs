@@ -34,7 +34,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::oauth::endpoints::{self, OAuthServer};
-use super::oauth::PublicUrl;
+use super::oauth::{same_secret, PublicUrl};
 use super::server::PlannerTools;
 use super::McpError;
 
@@ -115,7 +115,7 @@ fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_with
     let service = StreamableHttpService::new(move || Ok(tools.clone()), LocalSessionManager::default().into(), config);
     let gate = Arc::new(Gate { token: auth.token.into(), oauth: auth.oauth.clone() });
     let mcp = axum::Router::new().nest_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, require_bearer));
-    let app = match (&auth.oauth, &public) {
+    match (&auth.oauth, &public) {
         (Some(oauth), Some(public)) => {
             let routes = mcp.merge(endpoints::router(Arc::clone(oauth)));
             let routes = if public.prefix().is_empty() { routes } else { axum::Router::new().merge(routes.clone()).nest(public.prefix(), routes) };
@@ -123,8 +123,7 @@ fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_with
                 .layer(axum::middleware::from_fn_with_state(Arc::new(public.clone()), require_public_host))
         }
         _ => mcp.layer(axum::middleware::from_fn_with_state(body_within, read_body_within)),
-    };
-    app
+    }
 }
 
 /// [`serve`] with chosen timeouts.
@@ -242,8 +241,6 @@ async fn require_public_host(State(public): State<Arc<PublicUrl>>, request: Requ
     }
     next.run(request).await
 }
-
-use super::oauth::same_secret;
 
 async fn stop_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

@@ -234,6 +234,18 @@ pub struct ClientCredentials {
     pub client_secret: Option<String>,
 }
 
+/// A registered client as stored.
+struct StoredClient {
+    /// `client_name`.
+    name: String,
+    /// Its redirect URIs.
+    redirect_uris: Vec<String>,
+    /// How it authenticates.
+    auth_method: AuthMethod,
+    /// The SHA-256 of its secret (confidential clients).
+    secret_hash: Option<String>,
+}
+
 /// `oauth.db`.
 pub struct OAuthStore {
     conn: Connection,
@@ -407,7 +419,7 @@ impl OAuthStore {
     }
 
     /// The client's name, redirect URIs, auth method and secret hash.
-    fn client(&self, client_id: &str) -> Result<Option<(String, Vec<String>, AuthMethod, Option<String>)>, OAuthError> {
+    fn client(&self, client_id: &str) -> Result<Option<StoredClient>, OAuthError> {
         let row = self
             .conn
             .query_row(
@@ -416,9 +428,11 @@ impl OAuthStore {
                 |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?)),
             )
             .optional()?;
-        Ok(row.map(|(name, uris, method, secret)| {
-            let uris = serde_json::from_str(&uris).unwrap_or_default();
-            (name, uris, AuthMethod::parse(&method).unwrap_or(AuthMethod::ClientSecretBasic), secret)
+        Ok(row.map(|(name, uris, method, secret_hash)| StoredClient {
+            name,
+            redirect_uris: serde_json::from_str(&uris).unwrap_or_default(),
+            auth_method: AuthMethod::parse(&method).unwrap_or(AuthMethod::ClientSecretBasic),
+            secret_hash,
         }))
     }
 
@@ -429,7 +443,7 @@ impl OAuthStore {
         let Some(client_id) = params.client_id.as_deref() else {
             return Err(page("invalid_request", "the request has no client_id; the client must register first".into()));
         };
-        let Some((client_name, uris, _, _)) = self.client(client_id).map_err(AuthorizeRefusal::Page)? else {
+        let Some(StoredClient { name: client_name, redirect_uris: uris, .. }) = self.client(client_id).map_err(AuthorizeRefusal::Page)? else {
             return Err(page("invalid_client", format!("no client {client_id} is registered here (it may have been removed); let the client register again")));
         };
         let redirect_uri = match (params.redirect_uri.as_deref(), uris.as_slice()) {
@@ -575,10 +589,10 @@ impl OAuthStore {
             return Err(OAuthError::new("invalid_client", "no client_id; send it in the form or with HTTP Basic authentication"));
         };
         let unknown = || OAuthError::new("invalid_client", format!("no client {client_id} is registered here; register again"));
-        let (_, _, method, secret_hash_stored) = self.client(client_id)?.ok_or_else(unknown)?;
-        if method != AuthMethod::None {
+        let client = self.client(client_id)?.ok_or_else(unknown)?;
+        if client.auth_method != AuthMethod::None {
             let given = credentials.client_secret.as_deref().map(secret_hash);
-            let matches = matches!((given, secret_hash_stored), (Some(g), Some(s)) if super::same_secret(g.as_bytes(), s.as_bytes()));
+            let matches = matches!((given, client.secret_hash), (Some(g), Some(s)) if super::same_secret(g.as_bytes(), s.as_bytes()));
             if !matches {
                 return Err(OAuthError::new("invalid_client", "the client secret is missing or wrong"));
             }
