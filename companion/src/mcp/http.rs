@@ -389,7 +389,7 @@ mod tests {
         let (status, answer) = exchange(port, "POST", "/oauth/register", &[host, ("Content-Type", "application/json")], &registration).await;
         assert_eq!(status, 201, "{answer}");
         let client_id = json_body(&answer)["client_id"].as_str().expect("client_id").to_owned();
-        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host], &format!(r#"{{"redirect_uris":["http://evil.example/cb"]}}"#)).await;
+        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host], r#"{"redirect_uris":["http://evil.example/cb"]}"#).await;
         assert!(status == 400 && json_body(&answer)["error"] == "invalid_redirect_uri", "{answer}");
         let (status, _) = exchange(port, "POST", "/oauth/register", &[host], &"x".repeat(20_000)).await;
         assert_eq!(status, 413, "the body cap");

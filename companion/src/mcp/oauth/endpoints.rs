@@ -121,15 +121,15 @@ fn error_answer(error: &OAuthError) -> Response {
     answer
 }
 
-/// The body, or a 413 error answer when it is over the cap.
-fn capped(body: &Bytes) -> Result<&[u8], Response> {
-    if body.len() > MAX_OAUTH_BODY_BYTES {
-        let error = OAuthError::new("invalid_request", format!("the request body is over {MAX_OAUTH_BODY_BYTES} bytes"));
-        let mut answer = error_answer(&error);
-        *answer.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-        return Err(answer);
+/// A 413 error answer when the body is over the cap.
+fn over_cap(body: &Bytes) -> Option<Response> {
+    if body.len() <= MAX_OAUTH_BODY_BYTES {
+        return None;
     }
-    Ok(body)
+    let error = OAuthError::new("invalid_request", format!("the request body is over {MAX_OAUTH_BODY_BYTES} bytes"));
+    let mut answer = error_answer(&error);
+    *answer.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    Some(answer)
 }
 
 /// Form or query pairs; a parameter given twice is refused (RFC 6749 §3.1).
@@ -257,11 +257,10 @@ pub fn parse_registration(body: &[u8]) -> Result<NewClient, OAuthError> {
 }
 
 async fn register(State(server): State<Arc<OAuthServer>>, body: Bytes) -> Response {
-    let body = match capped(&body) {
-        Ok(body) => body,
-        Err(answer) => return answer,
-    };
-    let client = match parse_registration(body) {
+    if let Some(answer) = over_cap(&body) {
+        return answer;
+    }
+    let client = match parse_registration(&body) {
         Ok(client) => client,
         Err(error) => return error_answer(&error),
     };
@@ -452,11 +451,10 @@ fn token_form(headers: &HeaderMap, body: &[u8]) -> Result<HashMap<String, String
 
 /// `POST /oauth/token`.
 async fn token(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = match capped(&body) {
-        Ok(body) => body,
-        Err(answer) => return answer,
-    };
-    let form = match token_form(&headers, body) {
+    if let Some(answer) = over_cap(&body) {
+        return answer;
+    }
+    let form = match token_form(&headers, &body) {
         Ok(form) => form,
         Err(error) => return error_answer(&error),
     };
@@ -502,11 +500,10 @@ async fn token(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body:
 
 /// `POST /oauth/revoke` (RFC 7009): 200 whether or not the token was known.
 async fn revoke(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = match capped(&body) {
-        Ok(body) => body,
-        Err(answer) => return answer,
-    };
-    let form = match token_form(&headers, body) {
+    if let Some(answer) = over_cap(&body) {
+        return answer;
+    }
+    let form = match token_form(&headers, &body) {
         Ok(form) => form,
         Err(error) => return error_answer(&error),
     };
@@ -541,7 +538,7 @@ mod tests {
         let basic = parse_registration(br#"{"redirect_uris":["http://localhost/cb"]}"#).expect("defaults");
         assert_eq!((basic.name.as_str(), basic.auth_method), ("unnamed client", AuthMethod::ClientSecretBasic));
         let long_uri = format!(r#"{{"redirect_uris":["https://a.example/{}"]}}"#, "x".repeat(MAX_REDIRECT_URI_BYTES));
-        let many = format!(r#"{{"redirect_uris":[{}]}}"#, vec![r#""https://a.example/cb""#; MAX_REDIRECT_URIS + 1].join(","));
+        let many = format!(r#"{{"redirect_uris":[{}]}}"#, [r#""https://a.example/cb""#; MAX_REDIRECT_URIS + 1].join(","));
         let long_name = format!(r#"{{"client_name":"{}","redirect_uris":["https://a.example/cb"]}}"#, "n".repeat(MAX_CLIENT_NAME_CHARS + 1));
         for (body, error, says) in [
             (r#"{"redirect_uris":["http://evil.example/cb"]}"#.to_owned(), "invalid_redirect_uri", "neither https"),

@@ -898,7 +898,7 @@ mod tests {
         let refused = |store: &mut OAuthStore, change: &dyn Fn(&mut AuthorizeParams)| {
             let mut p = params(&id);
             change(&mut p);
-            store.begin(&p, RESOURCE, ISSUER, 1000).err().expect("refused")
+            store.begin(&p, RESOURCE, ISSUER, 1000).expect_err("refused")
         };
         let AuthorizeRefusal::Page(e) = refused(&mut store, &|p| p.client_id = Some("hcc_unknown".into())) else { panic!("page") };
         assert_eq!(e.code, "invalid_client");
