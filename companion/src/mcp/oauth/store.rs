@@ -313,6 +313,12 @@ fn normalized_code(code: &str) -> String {
     code.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
 }
 
+/// True when a `resource` parameter names `ours` (a trailing slash aside: a client may
+/// have been given the URL with one).
+fn same_resource(given: &str, ours: &str) -> bool {
+    given.strip_suffix('/').unwrap_or(given) == ours
+}
+
 /// `uri` with the query pairs added.
 fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     match url::Url::parse(uri) {
@@ -469,7 +475,7 @@ impl OAuthStore {
         let Some(challenge) = params.code_challenge.as_deref().filter(|c| valid_challenge(c)) else {
             return Err(refuse("invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the code verifier"));
         };
-        if params.resource.as_deref().is_some_and(|r| r != resource) {
+        if params.resource.as_deref().is_some_and(|r| !same_resource(r, resource)) {
             return Err(refuse("invalid_target", "this server grants tokens only for its own MCP endpoint (resource)"));
         }
         let waiting: i64 = self
@@ -662,7 +668,7 @@ impl OAuthStore {
         if !pkce_matches(verifier, &challenge) {
             return Err(grant("code_verifier does not match the code_challenge (PKCE S256)"));
         }
-        if resource.is_some_and(|r| r != code_resource) {
+        if resource.is_some_and(|r| !same_resource(r, &code_resource)) {
             return Err(OAuthError::new("invalid_target", "resource differs from the one the code was granted for"));
         }
         let grant_id = new_secret("").map_err(no_random)?;
@@ -702,7 +708,7 @@ impl OAuthStore {
                 "the refresh token was already used once; every token of this sign-in is revoked — sign in again",
             ));
         }
-        if resource.is_some_and(|r| r != grant_resource) {
+        if resource.is_some_and(|r| !same_resource(r, &grant_resource)) {
             return Err(OAuthError::new("invalid_target", "resource differs from the one this grant is for"));
         }
         self.conn.execute("UPDATE tokens SET rotated = 1 WHERE token_hash = ?1", params![hash])?;
@@ -942,7 +948,8 @@ mod tests {
         assert_eq!(missing.code, "invalid_request");
         let other = store.exchange_code(&id, &code, Some(REDIRECT), Some(VERIFIER), Some("https://other.example.com/mcp"), 1003);
         assert_eq!(other.expect_err("resource").code, "invalid_target");
-        let pair = store.exchange_code(&id, &code, Some(REDIRECT), Some(VERIFIER), Some(RESOURCE), 1003).expect("tokens");
+        let with_slash = format!("{RESOURCE}/");
+        let pair = store.exchange_code(&id, &code, Some(REDIRECT), Some(VERIFIER), Some(&with_slash), 1003).expect("tokens");
         assert_eq!(store.access_token_resource(&pair.access_token, 1004).expect("lookup").as_deref(), Some(RESOURCE));
         let reused = store.exchange_code(&id, &code, Some(REDIRECT), Some(VERIFIER), None, 1005).expect_err("second use");
         assert!(reused.description.contains("already used"), "{reused}");
