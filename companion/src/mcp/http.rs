@@ -458,4 +458,39 @@ mod tests {
         let (status, answer) = mcp_headers_owned(format!("Bearer {}", other.access_token)).await;
         assert!(status == 401 && answer.contains("error=\"invalid_token\""), "a revoked token is refused: {answer}");
     }
+
+    /// A public URL with a path prefix: the routes answer with and without it (a tunnel may
+    /// keep or strip it), and the metadata names the prefixed URLs.
+    #[tokio::test]
+    async fn a_public_url_with_a_path_prefix_is_served_with_and_without_the_prefix() {
+        use crate::mcp::oauth::store::OAuthStore;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let public = PublicUrl::parse("https://box.tail1.ts.net/herdr").expect("url");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let oauth = OAuthServer::new(public, OAuthStore::open_path(&dir.path().join("oauth.db")).expect("open"));
+        let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
+        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        let host = ("Host", "box.tail1.ts.net");
+        for path in [
+            "/.well-known/oauth-authorization-server/herdr",
+            "/herdr/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server",
+        ] {
+            let (status, answer) = exchange(port, "GET", path, &[host], "").await;
+            assert_eq!(status, 200, "{path}: {answer}");
+            assert_eq!(json_body(&answer)["registration_endpoint"], "https://box.tail1.ts.net/herdr/oauth/register", "{path}");
+        }
+        for path in ["/.well-known/oauth-protected-resource/herdr/mcp", "/herdr/.well-known/oauth-protected-resource"] {
+            let (status, answer) = exchange(port, "GET", path, &[host], "").await;
+            assert_eq!(status, 200, "{path}: {answer}");
+            assert_eq!(json_body(&answer)["resource"], "https://box.tail1.ts.net/herdr/mcp", "{path}");
+        }
+        for path in ["/herdr/mcp", "/mcp"] {
+            let (status, answer) = exchange(port, "POST", path, &[host], "{}").await;
+            assert_eq!(status, 401, "{path}: {answer}");
+            assert!(answer.contains("https://box.tail1.ts.net/.well-known/oauth-protected-resource/herdr/mcp"), "{answer}");
+        }
+    }
 }

@@ -114,6 +114,10 @@ pub enum PublicUrlError {
     /// Userinfo, query or fragment in the URL.
     #[error("--public-url {0} must be only an origin and an optional path prefix (no user, query or fragment)")]
     NotPlain(String),
+    /// A path prefix that starts with a path the server itself serves (`/mcp`, `/oauth`,
+    /// `/.well-known`), most likely the MCP URL given instead of the base address.
+    #[error("--public-url {0} must be the tunnel's base address, without /mcp (the MCP endpoint is <public URL>/mcp); a path prefix may not start with /mcp, /oauth or /.well-known")]
+    ReservedPrefix(String),
     /// A path prefix with characters that would need escaping.
     #[error("--public-url {0} has a path prefix with characters other than letters, digits, '-', '.', '_', '~' and '/'")]
     BadPrefix(String),
@@ -149,6 +153,10 @@ impl PublicUrl {
         let prefix = url.path().trim_end_matches('/').to_owned();
         if !prefix.chars().all(|c| c.is_ascii_alphanumeric() || "-._~/".contains(c)) || prefix.contains("//") {
             return Err(PublicUrlError::BadPrefix(text.to_owned()));
+        }
+        let first = prefix.trim_start_matches('/').split('/').next().unwrap_or("");
+        if matches!(first, "mcp" | "oauth" | ".well-known") {
+            return Err(PublicUrlError::ReservedPrefix(text.to_owned()));
         }
         let host = host.to_ascii_lowercase();
         let authority = match url.port() {
@@ -298,6 +306,9 @@ mod tests {
             ("https://user@herdr.example.com", "no user, query or fragment"),
             ("https://herdr.example.com/?a=1", "no user, query or fragment"),
             ("https://herdr.example.com/a%20b", "path prefix"),
+            ("https://herdr.example.com/mcp", "without /mcp"),
+            ("https://herdr.example.com/mcp/", "without /mcp"),
+            ("https://herdr.example.com/oauth/x", "without /mcp"),
         ] {
             let error = PublicUrl::parse(text).expect_err(text).to_string();
             assert!(error.contains(refusal), "{text}: {error}");
