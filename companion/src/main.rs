@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use companion::doctor;
 use companion::install::{self, Browser, Target};
 use companion::judge::Stages;
+use companion::mcp::oauth::cli::OAuthCommand;
 use companion::mcp::McpOptions;
 use companion::paths::{CompanionHome, HOME_ENV};
 use companion::runtime::{self, RuntimeOptions};
@@ -87,6 +88,21 @@ enum Command {
         /// from config.json in the companion home (created 0600 when missing).
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// The public https:// address an HTTPS tunnel you run (cloudflared, Tailscale Funnel,
+        /// …) serves --http at, e.g. https://herdr.example.com; turns on the OAuth 2.1 sign-in
+        /// ChatGPT uses, with consent given here (`herdr-companion oauth approve CODE`). The
+        /// static bearer keeps working. Plain http:// only for a loopback proxy.
+        #[arg(long, value_name = "URL", requires = "http")]
+        public_url: Option<String>,
+    },
+    /// The OAuth sign-ins of `mcp --http --public-url`: approve or deny a waiting request by
+    /// the code its page shows, list and revoke clients.
+    Oauth {
+        #[command(subcommand)]
+        command: OauthSubcommand,
+        /// The companion home directory (default: $HERDR_CONTINUITY_HOME, else the system's default).
+        #[arg(long, value_name = "DIR", global = true)]
+        home: Option<PathBuf>,
     },
     /// Prints the version (same as --version).
     Version,
@@ -99,6 +115,29 @@ enum Command {
         /// How many turns to write.
         #[arg(long, value_name = "TURNS")]
         turns: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum OauthSubcommand {
+    /// Lists the sign-in requests waiting for a decision (code, client, redirect host, age).
+    Pending,
+    /// Approves the waiting request with this code (only one you started yourself).
+    Approve {
+        /// The code its sign-in page shows, e.g. K7QX-M2PA.
+        code: String,
+    },
+    /// Denies the waiting request with this code.
+    Deny {
+        /// The code its sign-in page shows.
+        code: String,
+    },
+    /// Lists the registered clients with their grants.
+    Clients,
+    /// Revokes every token of a client (it must sign in and be approved again).
+    Revoke {
+        /// The client id, as `oauth clients` lists it.
+        client_id: String,
     },
 }
 
@@ -295,8 +334,20 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Mcp { home, http } => {
-            companion::mcp::run(McpOptions { home: home.home, http })?;
+        Command::Mcp { home, http, public_url } => {
+            companion::mcp::run(McpOptions { home: home.home, http, public_url })?;
+            Ok(0)
+        }
+        Command::Oauth { command, home } => {
+            let home = CompanionHome::resolve(home)?;
+            let command = match command {
+                OauthSubcommand::Pending => OAuthCommand::Pending,
+                OauthSubcommand::Approve { code } => OAuthCommand::Approve(code),
+                OauthSubcommand::Deny { code } => OAuthCommand::Deny(code),
+                OauthSubcommand::Clients => OAuthCommand::Clients,
+                OauthSubcommand::Revoke { client_id } => OAuthCommand::Revoke(client_id),
+            };
+            companion::mcp::oauth::cli::run(&home, &command, &mut std::io::stdout().lock())?;
             Ok(0)
         }
         Command::JournalFill { home, turns } => {

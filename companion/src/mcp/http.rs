@@ -1,12 +1,20 @@
-//! `herdr-companion mcp --http ADDR`: the MCP streamable HTTP transport on a loopback
-//! address, at `http://ADDR/mcp`.
+//! `herdr-companion mcp --http ADDR [--public-url URL]`: the MCP streamable HTTP transport
+//! on a loopback address, at `http://ADDR/mcp`; with `--public-url`, also the OAuth 2.1
+//! authorization server ([`super::oauth`]) for a client that reaches it through an HTTPS
+//! tunnel the user runs.
 //!
 //! Invariants (each refusal happens before the request reaches a tool):
-//! - the listening address is loopback (127.0.0.0/8 or ::1), never another interface;
-//! - every request carries `Authorization: Bearer <mcp.token of config.json>` (401 else);
-//! - the `Host` header names this server (`127.0.0.1:PORT`, `localhost:PORT`,
-//!   `[::1]:PORT`) and a present `Origin` is this server's own origin (403 else; rmcp's
-//!   checks against DNS rebinding and cross-site pages);
+//! - the listening address is loopback (127.0.0.0/8 or ::1), never another interface — a
+//!   tunnel runs in front for the public side;
+//! - every request to `/mcp` carries `Authorization: Bearer <mcp.token of config.json>`,
+//!   or, with `--public-url`, a live OAuth access token issued for this public URL's
+//!   resource (401 else; with `--public-url` the 401 names the protected-resource
+//!   metadata, RFC 9728). No mode serves `/mcp` without one;
+//! - without `--public-url`: the `Host` header names this server (`127.0.0.1:PORT`,
+//!   `localhost:PORT`, `[::1]:PORT`) and a present `Origin` is this server's own origin
+//!   (403 else; rmcp's checks against DNS rebinding and cross-site pages); with it: `Host`
+//!   is the public host, and a present `Origin` is the public origin or a page on this
+//!   machine (403 else, on every path, the OAuth endpoints too);
 //! - a request body is at most `MAX_MCP_HTTP_BODY_BYTES` (413 else);
 //! - timeouts on every connection: a request's head must arrive within [`HEADER_TIMEOUT`]
 //!   of the connection opening or of the previous answer (so an idle keep-alive connection
@@ -25,6 +33,8 @@ use continuity_protocol::tools::MAX_MCP_HTTP_BODY_BYTES;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::oauth::endpoints::{self, OAuthServer};
+use super::oauth::{same_secret, PublicUrl};
 use super::server::PlannerTools;
 use super::McpError;
 
@@ -55,10 +65,19 @@ fn own_authorities(port: u16) -> (Vec<String>, Vec<String>) {
     (hosts, origins)
 }
 
+/// Who may use `/mcp`: the static bearer, and with `--public-url` OAuth access tokens.
+#[derive(Clone)]
+pub struct HttpAuth {
+    /// `mcp.token` of config.json.
+    pub token: String,
+    /// The authorization server, with `--public-url`.
+    pub oauth: Option<Arc<OAuthServer>>,
+}
+
 /// Serves MCP on `address` until SIGINT / SIGTERM.
-pub async fn serve(address: SocketAddr, token: String, tools: PlannerTools) -> Result<(), McpError> {
+pub async fn serve(address: SocketAddr, auth: HttpAuth, tools: PlannerTools) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(address).await.map_err(|source| McpError::Bind { address, source })?;
-    serve_with(listener, token, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
+    serve_with(listener, auth, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
 }
 
 /// The connection timeouts of [`serve_with`] (tests use short ones).
@@ -70,22 +89,53 @@ pub struct Timeouts {
     pub body: Duration,
 }
 
-/// [`serve`] with chosen timeouts.
-pub async fn serve_with(listener: tokio::net::TcpListener, token: String, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
-    let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
-    let (hosts, origins) = own_authorities(local.port());
+/// The hosts and origins rmcp's own checks allow: this server's loopback authorities, or
+/// with a public URL its host, its origin and pages on this machine.
+fn allowed_authorities(port: u16, public: Option<&PublicUrl>) -> (Vec<String>, Vec<String>) {
+    match public {
+        None => own_authorities(port),
+        Some(public) => {
+            let origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "https://127.0.0.1:*", "https://localhost:*", "https://[::1]:*"];
+            let mut allowed: Vec<String> = origins.iter().map(|o| (*o).to_owned()).collect();
+            allowed.push(public.origin().to_owned());
+            (vec![public.authority().to_owned()], allowed)
+        }
+    }
+}
+
+/// The whole HTTP application: `/mcp` behind the bearer check, and with a public URL the
+/// OAuth endpoints beside it (also under the URL's path prefix, for a tunnel that keeps it).
+fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_within: Duration) -> axum::Router {
+    let public = auth.oauth.as_ref().map(|o| o.public.clone());
+    let (hosts, origins) = allowed_authorities(local.port(), public.as_ref());
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_MCP_HTTP_BODY_BYTES);
     let service = StreamableHttpService::new(move || Ok(tools.clone()), LocalSessionManager::default().into(), config);
-    let token: Arc<str> = token.into();
-    let app = axum::Router::new()
-        .nest_service(MCP_PATH, service)
-        .layer(axum::middleware::from_fn_with_state(timeouts.body, read_body_within))
-        .layer(axum::middleware::from_fn_with_state(token, require_bearer));
+    let gate = Arc::new(Gate { token: auth.token.into(), oauth: auth.oauth.clone() });
+    let mcp = axum::Router::new().nest_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, require_bearer));
+    match (&auth.oauth, &public) {
+        (Some(oauth), Some(public)) => {
+            let routes = mcp.merge(endpoints::router(Arc::clone(oauth)));
+            let routes = if public.prefix().is_empty() { routes } else { axum::Router::new().merge(routes.clone()).nest(public.prefix(), routes) };
+            routes.layer(axum::middleware::from_fn_with_state(body_within, read_body_within))
+                .layer(axum::middleware::from_fn_with_state(Arc::new(public.clone()), require_public_host))
+        }
+        _ => mcp.layer(axum::middleware::from_fn_with_state(body_within, read_body_within)),
+    }
+}
+
+/// [`serve`] with chosen timeouts.
+pub async fn serve_with(listener: tokio::net::TcpListener, auth: HttpAuth, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
+    let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
+    let public = auth.oauth.as_ref().map(|o| o.public.resource());
+    let app = application(local, auth, tools, timeouts.body);
     // Tests and users read the actual port (an ADDR with port 0 gets a free one) from here.
     eprintln!("herdr-companion mcp: serving MCP on http://{local}{MCP_PATH}");
+    if let Some(resource) = public {
+        eprintln!("herdr-companion mcp: public URL {resource} with OAuth; approve sign-ins with `herdr-companion oauth pending` / `oauth approve CODE`");
+    }
     let stop = stop_signal();
     tokio::pin!(stop);
     loop {
@@ -130,23 +180,66 @@ async fn read_body_within(State(within): State<Duration>, request: Request, next
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
-/// Lets a request through only with the right bearer token.
-async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
-        return next.run(request).await;
-    }
-    let body = "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+/// What [`require_bearer`] accepts.
+struct Gate {
+    /// The static bearer.
+    token: Arc<str>,
+    /// OAuth access tokens for this resource, with `--public-url`.
+    oauth: Option<Arc<OAuthServer>>,
 }
 
-/// Compares two secrets in time that depends only on their lengths.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+/// Lets a request through only with the static bearer token or, with a public URL, a live
+/// access token issued for this resource.
+async fn require_bearer(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+    });
+    if given.as_deref().is_some_and(|given| same_secret(given.as_bytes(), gate.token.as_bytes())) {
+        return next.run(request).await;
+    }
+    let Some(oauth) = &gate.oauth else {
+        let body = "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
+        return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer".to_owned())], body).into_response();
+    };
+    let metadata = oauth.public.resource_metadata_url();
+    let refusal = match given {
+        None => None,
+        Some(token) => match oauth.accepts(token).await {
+            Ok(()) => return next.run(request).await,
+            Err(why) => Some(why),
+        },
+    };
+    let challenge = match refusal {
+        None => format!("Bearer resource_metadata=\"{metadata}\", scope=\"{}\"", super::oauth::SCOPE),
+        Some(why) => format!("Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", error_description=\"{why}\""),
+    };
+    let body = format!(
+        "{}: sign in with OAuth (metadata at {metadata}) or send the static `Authorization: Bearer <mcp.token>` from config.json",
+        refusal.unwrap_or("no access token")
+    );
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)], body).into_response()
+}
+
+/// With a public URL: `Host` must be the public host, and a present `Origin` the public
+/// origin or a page on this machine, on every path (403 else).
+async fn require_public_host(State(public): State<Arc<PublicUrl>>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !public.host_matches(host) {
+        let body = format!(
+            "Host {host:?} is not {}, the host of --public-url: the tunnel must pass the public Host header through unchanged (or correct --public-url)",
+            public.authority()
+        );
+        return (StatusCode::FORBIDDEN, body).into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let text = origin.to_str().unwrap_or("");
+        if !public.origin_allowed(text) {
+            let body = format!("Origin {text:?} is neither {} nor a page on this machine; the request is refused", public.origin());
+            return (StatusCode::FORBIDDEN, body).into_response();
+        }
+    }
+    next.run(request).await
 }
 
 async fn stop_signal() {
@@ -195,7 +288,7 @@ mod tests {
         let port = listener.local_addr().expect("address").port();
         let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
         let timeouts = Timeouts { header: Duration::from_millis(300), body: Duration::from_millis(300) };
-        tokio::spawn(serve_with(listener, "secret".to_owned(), tools, timeouts));
+        tokio::spawn(serve_with(listener, HttpAuth { token: "secret".to_owned(), oauth: None }, tools, timeouts));
         let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
 
         let mut silent = connect().await.expect("connect");
@@ -217,5 +310,187 @@ mod tests {
         idle.write_all(request.as_bytes()).await.expect("write");
         let answer = until_closed(&mut idle).await;
         assert!(answer.starts_with("HTTP/1.1 401"), "answered, then the idle keep-alive connection closed: {answer}");
+    }
+
+    /// One HTTP/1.1 exchange on a fresh connection: (status, headers and body as text).
+    async fn exchange(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n{body}").as_bytes()).await.expect("write");
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await.expect("answered").expect("read");
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, text)
+    }
+
+    fn json_body(answer: &str) -> serde_json::Value {
+        let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {answer}"))
+    }
+
+    fn attribute<'a>(page: &'a str, name: &str) -> &'a str {
+        let start = page.find(&format!("{name}=\"")).expect("attribute") + name.len() + 2;
+        &page[start..start + page[start..].find('"').expect("end")]
+    }
+
+    /// Issue 24: with `--public-url`, a client finds the OAuth metadata from the 401,
+    /// registers, and gets a code only after the workstation approved; its token opens
+    /// `/mcp`, a token for another resource does not, the static bearer still does, and
+    /// only the public Host (and the public or a loopback Origin) is served.
+    #[tokio::test]
+    async fn with_a_public_url_oauth_tokens_for_this_resource_and_the_static_bearer_open_mcp() {
+        use crate::mcp::oauth::store::{OAuthStore, DB_FILE};
+        use crate::mcp::oauth::{base64url, PublicUrl};
+        use sha2::{Digest, Sha256};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join(DB_FILE);
+        let mut cli_store = OAuthStore::open_path(&db).expect("open");
+        let public = PublicUrl::parse("https://herdr.example.com").expect("url");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let oauth = OAuthServer::new(public, OAuthStore::open_path(&db).expect("open"));
+        let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
+        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        let host = ("Host", "herdr.example.com");
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let mcp_headers_owned = |bearer: String| async move {
+            let headers = [host, ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"), ("Authorization", bearer.as_str())];
+            exchange(port, "POST", "/mcp", &headers, initialize).await
+        };
+
+        let (status, answer) = exchange(port, "POST", "/mcp", &[host], initialize).await;
+        assert_eq!(status, 401, "{answer}");
+        assert!(answer.contains(r#"resource_metadata="https://herdr.example.com/.well-known/oauth-protected-resource/mcp""#), "{answer}");
+        let (status, answer) = exchange(port, "GET", "/.well-known/oauth-protected-resource/mcp", &[host], "").await;
+        assert_eq!(status, 200, "{answer}");
+        let resource = json_body(&answer);
+        assert_eq!(resource["resource"], "https://herdr.example.com/mcp");
+        assert_eq!(resource["authorization_servers"][0], "https://herdr.example.com");
+        let (_, answer) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host], "").await;
+        let metadata = json_body(&answer);
+        assert_eq!(metadata["code_challenge_methods_supported"], serde_json::json!(["S256"]));
+        assert_eq!(metadata["token_endpoint"], "https://herdr.example.com/oauth/token");
+
+        let (status, answer) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[("Host", format!("127.0.0.1:{port}").as_str())], "").await;
+        assert!(status == 403 && answer.contains("the tunnel must pass the public Host header through"), "{answer}");
+        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "https://evil.example")], "").await;
+        assert_eq!(status, 403, "a foreign Origin is refused");
+        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "http://localhost:6274")], "").await;
+        assert_eq!(status, 200, "a page on this machine may ask");
+
+        let redirect = "https://chatgpt.com/connector_platform_oauth_redirect";
+        let registration = format!(r#"{{"client_name":"ChatGPT <b>","redirect_uris":["{redirect}"],"token_endpoint_auth_method":"none"}}"#);
+        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host, ("Content-Type", "application/json")], &registration).await;
+        assert_eq!(status, 201, "{answer}");
+        let client_id = json_body(&answer)["client_id"].as_str().expect("client_id").to_owned();
+        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host], r#"{"redirect_uris":["http://evil.example/cb"]}"#).await;
+        assert!(status == 400 && json_body(&answer)["error"] == "invalid_redirect_uri", "{answer}");
+        let (status, _) = exchange(port, "POST", "/oauth/register", &[host], &"x".repeat(20_000)).await;
+        assert_eq!(status, 413, "the body cap");
+
+        let verifier = "v".repeat(64);
+        let challenge = base64url(&Sha256::digest(verifier.as_bytes()));
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("response_type", "code"),
+                ("client_id", client_id.as_str()),
+                ("redirect_uri", redirect),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+                ("state", "xyz"),
+                ("resource", "https://herdr.example.com/mcp"),
+            ])
+            .finish();
+        let (status, page) = exchange(port, "GET", &format!("/oauth/authorize?{query}"), &[host], "").await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("ChatGPT &lt;b&gt;") && page.contains("chatgpt.com") && page.contains("herdr-companion oauth approve"), "{page}");
+        let (request, code) = (attribute(&page, "data-request").to_owned(), attribute(&page, "data-code").to_owned());
+        let (_, answer) = exchange(port, "GET", &format!("/oauth/status?request={request}"), &[host], "").await;
+        assert_eq!(json_body(&answer)["status"], "waiting", "no code before the workstation approves");
+        let (_, answer) = exchange(port, "GET", "/oauth/status?request=guessed", &[host], "").await;
+        assert_eq!(json_body(&answer)["status"], "gone");
+
+        cli_store.decide(&code, true, crate::mcp::oauth::now_secs()).expect("approve on the workstation");
+        let (_, answer) = exchange(port, "GET", &format!("/oauth/status?request={request}"), &[host], "").await;
+        let to = json_body(&answer)["redirect_to"].as_str().expect("redirect").to_owned();
+        assert!(to.starts_with(redirect) && to.contains("state=xyz"), "{to}");
+        let code = url::Url::parse(&to).expect("url").query_pairs().find(|(k, _)| k == "code").expect("code").1.into_owned();
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", redirect), ("client_id", &client_id), ("code_verifier", &verifier)])
+            .finish();
+        let form_type = ("Content-Type", "application/x-www-form-urlencoded");
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &form).await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("cache-control: no-store"), "{answer}");
+        let tokens = json_body(&answer);
+        let access = tokens["access_token"].as_str().expect("access").to_owned();
+        assert_eq!(tokens["expires_in"], 3600);
+        let (status, answer) = mcp_headers_owned(format!("Bearer {access}")).await;
+        assert_eq!(status, 200, "the access token opens /mcp: {answer}");
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", "s".repeat(40))).await;
+        assert_eq!(status, 200, "the static bearer still does: {answer}");
+        let now = crate::mcp::oauth::now_secs();
+        let elsewhere = cli_store.grant_directly(&client_id, "https://other.example.com/mcp", now).expect("grant");
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", elsewhere.access_token)).await;
+        assert!(status == 401 && answer.contains("another resource"), "{answer}");
+
+        let refresh = format!("grant_type=refresh_token&client_id={client_id}&refresh_token={}", tokens["refresh_token"].as_str().expect("refresh"));
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &refresh).await;
+        assert_eq!(status, 200, "{answer}");
+        let rotated = json_body(&answer)["access_token"].as_str().expect("access").to_owned();
+        let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &form).await;
+        assert!(status == 400 && json_body(&answer)["error"] == "invalid_grant", "a code works once: {answer}");
+        let (status, _) = mcp_headers_owned(format!("Bearer {rotated}")).await;
+        assert_eq!(status, 401, "a replayed code revokes what it granted");
+
+        let other = cli_store.grant_directly(&client_id, "https://herdr.example.com/mcp", now).expect("grant");
+        let (status, _) = mcp_headers_owned(format!("Bearer {}", other.access_token)).await;
+        assert_eq!(status, 200);
+        let revoke = format!("token={}&client_id={client_id}", other.access_token);
+        let (status, _) = exchange(port, "POST", "/oauth/revoke", &[host, form_type], &revoke).await;
+        assert_eq!(status, 200);
+        let (status, answer) = mcp_headers_owned(format!("Bearer {}", other.access_token)).await;
+        assert!(status == 401 && answer.contains("error=\"invalid_token\""), "a revoked token is refused: {answer}");
+    }
+
+    /// A public URL with a path prefix: the routes answer with and without it (a tunnel may
+    /// keep or strip it), and the metadata names the prefixed URLs.
+    #[tokio::test]
+    async fn a_public_url_with_a_path_prefix_is_served_with_and_without_the_prefix() {
+        use crate::mcp::oauth::store::OAuthStore;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let public = PublicUrl::parse("https://box.tail1.ts.net/herdr").expect("url");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let oauth = OAuthServer::new(public, OAuthStore::open_path(&dir.path().join("oauth.db")).expect("open"));
+        let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
+        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        let host = ("Host", "box.tail1.ts.net");
+        for path in [
+            "/.well-known/oauth-authorization-server/herdr",
+            "/herdr/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server",
+        ] {
+            let (status, answer) = exchange(port, "GET", path, &[host], "").await;
+            assert_eq!(status, 200, "{path}: {answer}");
+            assert_eq!(json_body(&answer)["registration_endpoint"], "https://box.tail1.ts.net/herdr/oauth/register", "{path}");
+        }
+        for path in ["/.well-known/oauth-protected-resource/herdr/mcp", "/herdr/.well-known/oauth-protected-resource"] {
+            let (status, answer) = exchange(port, "GET", path, &[host], "").await;
+            assert_eq!(status, 200, "{path}: {answer}");
+            assert_eq!(json_body(&answer)["resource"], "https://box.tail1.ts.net/herdr/mcp", "{path}");
+        }
+        for path in ["/herdr/mcp", "/mcp"] {
+            let (status, answer) = exchange(port, "POST", path, &[host], "{}").await;
+            assert_eq!(status, 401, "{path}: {answer}");
+            assert!(answer.contains("https://box.tail1.ts.net/.well-known/oauth-protected-resource/herdr/mcp"), "{answer}");
+        }
     }
 }

@@ -14,10 +14,13 @@
 //!
 //! - [`server`]: the `rmcp` `ServerHandler` (MCP ⇄ `tools.*`);
 //! - [`http`]: loopback-only HTTP with bearer token, Host / Origin checks and a body cap;
-//! - [`config`]: the bearer token in `config.json` (0600 or refused).
+//! - [`config`]: the bearer token in `config.json` (0600 or refused);
+//! - [`oauth`]: with `--public-url`, the OAuth 2.1 authorization server (consent given on
+//!   the workstation with `herdr-companion oauth approve CODE`) in front of `/mcp`.
 
 pub mod config;
 pub mod http;
+pub mod oauth;
 pub mod runtime_client;
 pub mod server;
 pub mod served;
@@ -39,6 +42,8 @@ pub struct McpOptions {
     pub home: Option<PathBuf>,
     /// `--http ADDR`: serve streamable HTTP there instead of stdio.
     pub http: Option<String>,
+    /// `--public-url URL`: the HTTPS address a tunnel serves `--http` at; turns on OAuth.
+    pub public_url: Option<String>,
 }
 
 /// Why the MCP server could not run.
@@ -56,6 +61,15 @@ pub enum McpError {
     /// The bearer token is not usable.
     #[error(transparent)]
     Config(#[from] config::ConfigError),
+    /// `--public-url` is refused.
+    #[error(transparent)]
+    PublicUrl(#[from] oauth::PublicUrlError),
+    /// `--public-url` without `--http`.
+    #[error("--public-url needs --http 127.0.0.1:PORT: the tunnel forwards to that loopback address")]
+    PublicUrlWithoutHttp,
+    /// `oauth.db` is not usable.
+    #[error(transparent)]
+    OAuthStore(#[from] oauth::store::StoreError),
     /// The address could not be bound.
     #[error("cannot listen on {address}: {source}; pick another port")]
     Bind {
@@ -98,12 +112,18 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
     let http = match &options.http {
         Some(text) => {
             let address = http::loopback_address(text)?;
+            let public = options.public_url.as_deref().map(oauth::PublicUrl::parse).transpose()?;
             let token = config::mcp_token(&home)?;
             if token.created {
                 eprintln!("herdr-companion mcp: wrote a new bearer token to {} (mode 0600)", token.path.display());
             }
-            Some((address, token.token))
+            let oauth = match public {
+                Some(public) => Some(oauth::endpoints::OAuthServer::new(public, oauth::store::OAuthStore::open(&home)?)),
+                None => None,
+            };
+            Some((address, http::HttpAuth { token: token.token, oauth }))
         }
+        None if options.public_url.is_some() => return Err(McpError::PublicUrlWithoutHttp),
         None => None,
     };
     // Like the browser's host, start a runtime when none runs, so a client that starts
@@ -121,7 +141,7 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
         .map_err(McpError::Serve)?;
     runtime.block_on(async move {
         match http {
-            Some((address, token)) => http::serve(address, token, tools).await,
+            Some((address, auth)) => http::serve(address, auth, tools).await,
             None => {
                 let running = rmcp::service::serve_directly(tools, rmcp::transport::stdio(), Some(stdio_legacy_peer()));
                 running.waiting().await.map_err(|e| McpError::Session(e.to_string()))?;

@@ -358,3 +358,36 @@ fn mcp_http_refuses_a_readable_token_file_and_a_non_loopback_address() {
     assert_eq!(exposed.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&exposed.stderr).contains("is not a loopback address"));
 }
+
+/// Issue 24: `--public-url` is explicit and checked before anything starts — plain http to
+/// another host is refused (exit 1, the message says to give the https address), it needs
+/// `--http` (exit 2), and `oauth.db` readable by others is refused like `config.json`.
+#[test]
+fn mcp_public_url_must_be_https_needs_http_and_a_private_oauth_db() {
+    let home = TestHome::new();
+    let plain = crate::support::output_within(
+        &mut home.command(&["mcp", "--http", "127.0.0.1:0", "--public-url", "http://herdr.example.com"]),
+        "mcp --public-url http",
+    );
+    assert_eq!(plain.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&plain.stderr);
+    assert!(message.contains("is not https") && message.contains("https:// address of your tunnel"), "{message}");
+
+    let alone = crate::support::output_within(&mut home.command(&["mcp", "--public-url", "https://herdr.example.com"]), "mcp --public-url");
+    assert_eq!(alone.status.code(), Some(2), "{}", String::from_utf8_lossy(&alone.stderr));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("--http"));
+
+    std::fs::create_dir_all(home.home()).expect("home");
+    let db = home.home().join("oauth.db");
+    std::fs::write(&db, b"").expect("write");
+    std::fs::set_permissions(&db, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
+    let readable = crate::support::output_within(
+        &mut home.command(&["mcp", "--http", "127.0.0.1:0", "--public-url", "https://herdr.example.com"]),
+        "mcp --public-url with a readable oauth.db",
+    );
+    assert_eq!(readable.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&readable.stderr);
+    assert!(message.contains("oauth.db has mode 644") && message.contains("chmod 600"), "{message}");
+    let listed = crate::support::output_within(&mut home.command(&["oauth", "pending"]), "oauth pending with a readable oauth.db");
+    assert_eq!(listed.status.code(), Some(1), "the CLI refuses it too");
+}
