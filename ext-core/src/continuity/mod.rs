@@ -741,6 +741,7 @@ impl Continuity {
                 BindingOutput::Unbound { scope, .. } => {
                     self.keep_orphan_acks(&scope);
                     self.scopes.remove(&scope.key());
+                    self.app_holds.remove(&scope.key());
                     let bindings = &self.bindings;
                     self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
                 }
