@@ -676,7 +676,10 @@
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
   // (the quiet path, below), and while a reply streams its text makes no mutation record
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
-  const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
+  // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
+  // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
+  const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
+  const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;
@@ -778,7 +781,7 @@
   // innerText (one layout read) keeps the reply's line structure for the judge.
   const TURN_USER_MAX = 6000; // ext-core limits::MAX_TURN_USER_CHARS
   const TURN_ASSISTANT_MAX = 12000; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
-  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+\].*$/gm;
+  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+(?: ref=[^\]\s]+)?\].*$/gm;
   const tailChars = (value, max) => {
     const chars = Array.from(value);
     return chars.length > max ? chars.slice(-max).join('') : value;
@@ -1309,7 +1312,7 @@
     const composer = gen ? find(gen, 'composer')?.el : null;
     if (!composer) return false;
     const text = composerText(composer);
-    const mine = text.includes(`[herdr-continuity ${id}]`) ||
+    const mine = hasMarker(text, id) ||
       (typed.has(id) && squash(text) !== '' && squash(typed.get(id)).includes(squash(text)));
     if (!mine) return false;
     selectContents(composer);
@@ -1355,7 +1358,6 @@
     // The worker decided on facts up to 100 ms old: if the human started typing since,
     // refuse rather than send their draft along with ours (the worker retries later).
     if (composerText(seen.composer).trim() !== '') return report(id, 'not_submitted', 'human_draft');
-    const marker = `[herdr-continuity ${id}]`;
     delivering = { id };
     typed.set(id, value);
     if (!typeInto(seen.composer, value)) {
@@ -1374,7 +1376,7 @@
         const clickedAt = Date.now();
         const settle = () => {
           const composer = observe().composer;
-          if (!composer || !composerText(composer).includes(marker)) return report(id, 'submitted');
+          if (!composer || !hasMarker(composerText(composer), id)) return report(id, 'submitted');
           if (Date.now() - clickedAt >= PLUMBING_WAIT_MS) return report(id, 'unconfirmed');
           setTimeout(settle, 100);
         };
