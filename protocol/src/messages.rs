@@ -294,7 +294,6 @@ pub struct ChatsReportParams {
 /// The client's `_meta` keys of an MCP `tools/call` that the runtime reads (ChatGPT sends
 /// them; each a string of at most [`crate::limits::MAX_CLIENT_META_CHARS`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ClientMeta {
     /// `openai/session`: ChatGPT's conversation-scoped session id.
     #[serde(default, rename = "openai/session", skip_serializing_if = "Option::is_none")]

@@ -347,21 +347,21 @@ mod tests {
 
     #[test]
     fn a_ref_that_conflicts_with_the_sessions_pairing_is_refused_never_switched() {
-        let refused = decide(Some(B), &meta(Some("s1"), None), Some(&pairing(A)), &[], 0).unwrap_err();
+        let refused = decide(Some(B), &meta(Some("s1"), None), Some(&pairing(A)), &[], 0).expect_err("refused");
         assert!(refused.contains(&format!("paired with chat {A}, not {B}")), "{refused}");
         assert!(refused.contains(&format!("Send browser_session_ref {A}")), "{refused}");
-        let other_user = decide(None, &meta(Some("s1"), Some("user-2")), Some(&pairing(A)), &[], 0).unwrap_err();
+        let other_user = decide(None, &meta(Some("s1"), Some("user-2")), Some(&pairing(A)), &[], 0).expect_err("refused");
         assert!(other_user.contains("another user"), "{other_user}");
     }
 
     #[test]
     fn a_ref_less_call_goes_to_the_one_generating_chat_and_is_refused_for_none_or_several() {
         assert_eq!(decide(None, &ClientMeta::default(), None, &[A.to_owned()], 0), Ok(Attributed::Generating(A.to_owned())));
-        let none = decide(None, &ClientMeta::default(), None, &[], 0).unwrap_err();
+        let none = decide(None, &ClientMeta::default(), None, &[], 0).expect_err("refused");
         assert!(none.contains("no bound chat is generating a reply right now"), "{none}");
         assert!(none.contains("last line of any message the herdr-continuity extension typed"), "{none}");
         assert!(none.contains("HUD"), "{none}");
-        let two = decide(None, &ClientMeta::default(), None, &[A.to_owned(), B.to_owned()], 0).unwrap_err();
+        let two = decide(None, &ClientMeta::default(), None, &[A.to_owned(), B.to_owned()], 0).expect_err("refused");
         assert!(two.contains("2 bound chats are generating a reply right now"), "{two}");
         assert!(two.contains("value after ref="), "{two}");
     }
@@ -375,7 +375,7 @@ mod tests {
         let (fresh, stale) = generating_now(&reports, now);
         assert!(fresh.is_empty());
         assert_eq!(stale, 1);
-        let refused = decide(None, &ClientMeta::default(), None, &fresh, stale).unwrap_err();
+        let refused = decide(None, &ClientMeta::default(), None, &fresh, stale).expect_err("refused");
         assert!(refused.contains("older than 30 s"), "{refused}");
         // Fresh, the same fact is evidence; a chat two reporters name counts once.
         let reports = vec![(now - GENERATING_FRESH_MS, vec![generating(A)]), (now, vec![generating(A), idle(B)])];
