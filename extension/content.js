@@ -679,7 +679,10 @@
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
   // (the quiet path, below), and while a reply streams its text makes no mutation record
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
-  const MARKER = /\[herdr-continuity ([^\]\s]+)\]/g;
+  // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
+  // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
+  const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
+  const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;
@@ -781,7 +784,7 @@
   // innerText (one layout read) keeps the reply's line structure for the judge.
   const TURN_USER_MAX = 6000; // ext-core limits::MAX_TURN_USER_CHARS
   const TURN_ASSISTANT_MAX = 12000; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
-  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+\].*$/gm;
+  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+(?: ref=[^\]\s]+)?\].*$/gm;
   const tailChars = (value, max) => {
     const chars = Array.from(value);
     return chars.length > max ? chars.slice(-max).join('') : value;
@@ -1370,7 +1373,7 @@
     const composer = gen ? find(gen, 'composer')?.el : null;
     if (!composer) return false;
     const text = composerText(composer);
-    const mine = text.includes(`[herdr-continuity ${id}]`) ||
+    const mine = hasMarker(text, id) ||
       (typed.has(id) && squash(text) !== '' && squash(typed.get(id)).includes(squash(text)));
     if (!mine) return false;
     selectContents(composer);
@@ -1438,7 +1441,6 @@
   };
   // Types `value` (after the App's pill when there is one) and clicks Send.
   const typeAndSend = (id, composer, value, app) => {
-    const marker = `[herdr-continuity ${id}]`;
     const spaced = app && !/\s$/.test(composerText(composer)) ? ` ${value}` : value;
     if (!typeInto(composer, spaced)) {
       if (app) removeAttempt(id, app); else removeOurs(id);
@@ -1461,7 +1463,7 @@
         const clickedAt = Date.now();
         const settle = () => {
           const composer = observe().composer;
-          if (!composer || !composerText(composer).includes(marker)) return report(id, 'submitted');
+          if (!composer || !hasMarker(composerText(composer), id)) return report(id, 'submitted');
           if (Date.now() - clickedAt >= PLUMBING_WAIT_MS) return report(id, 'unconfirmed');
           setTimeout(settle, 100);
         };
@@ -1582,7 +1584,7 @@
   const removeAttempt = (id, app) => {
     const composer = observe().composer;
     if (!composer) return false;
-    const marked = composerText(composer).includes(`[herdr-continuity ${id}]`);
+    const marked = hasMarker(composerText(composer), id);
     if (!marked && !attemptIsOurs(composer, app)) return false;
     if (composerText(composer) !== '' || pillElements(composer).length) {
       selectContents(composer);

@@ -153,6 +153,7 @@ pub fn example_params(method: Method) -> Option<Value> {
         Method::BridgeReply => json!({"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_inspect\",\"args\":{}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}),
         Method::BridgeDecide => json!({"conversation": "zai:conv:fz", "batch_id": "bridge:0123456789abcdef", "call": 1, "decision": "run"}),
         Method::BridgeDelivered => json!({"delivery_id": "bridge:0123456789abcdef"}),
+        Method::ChatsReport => json!({"reporter": "e1", "chats": [{"browser_session_ref": "chatgpt:conv:x", "generating": true}]}),
         _ => return None,
     })
 }
@@ -456,7 +457,8 @@ pub async fn open_router(root: &Path) -> Router {
     let bridge = crate::bridge::BridgeService::open(&db_path).ok().map(Arc::new);
     let journal = crate::journal::start(db_path, Arc::clone(&log)).await;
     let judge = crate::judge::JudgeService::new(root.to_path_buf(), None).ok().map(Arc::new);
-    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, work_memory, bridge })
+    let attribution = std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs());
+    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, work_memory, bridge, attribution })
 }
 
 /// A client handle whose outbox is drained in the background (a subscription's events

@@ -145,7 +145,8 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     await press(hud, 'continue');
     await expect.poll(() => fixture.messagesOf(CONVERSATION).length, { timeout: 20_000, message: 'the manual continue reaches the backend' }).toBe(1);
     const [manual] = fixture.messagesOf(CONVERSATION);
-    expect(manual.text, 'the marker line names a manual continue').toMatch(/\n\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+\]$/);
+    expect(manual.text, 'the marker line names a manual continue').toMatch(/\n\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+ ref=([^\]\s]+)\]$/);
+    expect(manual.text.match(/ ref=([^\]\s]+)\]$/)[1], 'and the chat\'s session ref').toBe(PLAIN_CHAT.sessionRef);
     expect(manual.text, 'names the bound workspace').toContain(`workspace ${WORKSPACE.label} (${WORKSPACE.id})`);
     expect(manual.text, 'A3: asks to re-read live Herdr/Git state').toContain('Re-read the live Herdr and Git state');
     expect(manual.text, 'A3: says it is no evidence of success').toContain('not evidence that anything succeeded');
@@ -173,9 +174,9 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
       .poll(async () => ({ sent: fixture.messagesOf(CONVERSATION).length, status: await statusLine(hud).textContent() }), { timeout: 20_000 })
       .toMatchObject({ sent: 2 });
     const second = fixture.messagesOf(CONVERSATION)[1];
-    expect(second.text).toMatch(/\n\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+\]$/);
+    expect(second.text).toMatch(/\n\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+ ref=([^\]\s]+)\]$/);
     expect(second.text).not.toContain(draft);
-    expect(second.text.match(/continue:(\S+)\]$/)[1], 'a new delivery id').not.toBe(manual.text.match(/continue:(\S+)\]$/)[1]);
+    expect(second.text.match(/continue:(\S+) ref=/)[1], 'a new delivery id').not.toBe(manual.text.match(/continue:(\S+) ref=/)[1]);
     await expect(page.locator('button[data-testid="send-button"]')).toBeVisible();
     expect(fixture.messagesOf(CONVERSATION), 'exactly two manual messages in all').toHaveLength(2);
     await hud.expect('data-auto', 'off', 'Continue never switches Auto on');
@@ -347,7 +348,7 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     await hud.action('continue').focus();
     await page.keyboard.press('Enter');
     await expect.poll(() => fixture.messagesOf(CONVERSATION).length, { timeout: 20_000 }).toBe(1);
-    expect(fixture.messagesOf(CONVERSATION)[0].text).toMatch(/\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+\]$/);
+    expect(fixture.messagesOf(CONVERSATION)[0].text).toMatch(/\[herdr-continuity continue:w1\/[0-9a-z]+\.\d+\.\d+ ref=([^\]\s]+)\]$/);
   });
 
   test('side panel: live catalog with Herdr labels, bind, list, Unbind; after Unbind a settle never wakes the chat (B1, M1)', async ({ sandbox }) => {

@@ -41,7 +41,8 @@ for (const chat of CHATS) {
       await reportAgent(sandbox, WORKSPACE.pane, 'idle');
       await expect.poll(() => fixture.automaticMessages(CONVERSATION).length, { timeout: 20_000, message: 'one wake reaches the backend' }).toBe(1);
       const [wake] = fixture.automaticMessages(CONVERSATION);
-      expect(wake.text).toMatch(/\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+\]$/);
+      expect(wake.text).toMatch(/\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+ ref=([^\]\s]+)\]$/);
+      expect(wake.text.match(/ ref=([^\]\s]+)\]$/)[1], 'the wake\'s marker names the chat\'s session ref').toBe(sessionRef);
       expect(wake.text, 'A3: the wake asks to re-read live state, it is no proof of success').toContain('Re-read the live Herdr and Git state');
       expect(wake.text, 'the wake carries the finished task (I2)').toContain(task.task_id);
       if (chat.project) expect(wake.path).toBe(new URL(chat.url).pathname);

@@ -13,8 +13,8 @@ import {
 const PLAIN_CHAT = CHATS[1];
 const TICK_SEC = 5;
 const NEW_OUTPUT = 'running cargo test… 41 passed';
-const isProgress = (m) => /\[herdr-continuity progress:w1\/[0-9a-z]+\.\d+\.\d+\]$/.test(m.text);
-const isWake = (m) => /\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+\]$/.test(m.text);
+const isProgress = (m) => /\[herdr-continuity progress:w1\/[0-9a-z]+\.\d+\.\d+ ref=chatgpt:conv:[0-9a-f-]+\]$/.test(m.text);
+const isWake = (m) => /\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+ ref=chatgpt:conv:[0-9a-f-]+\]$/.test(m.text);
 
 /** The persisted scheduler state of the chat's scope (worker snapshot, P6). */
 async function progressState(worker) {

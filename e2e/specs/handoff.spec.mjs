@@ -93,6 +93,7 @@ for (const csp of CSP_VARIANTS) {
       expect(prepared.result.manual_delivery.copy_prompt).toBe(message);
       const lines = seed.text.split('\n');
       expect(MARKER_LINE.test(lines.at(-1))).toBe(true);
+      expect(lines.at(-1).match(MARKER_LINE)[2], 'the seed\'s marker names the Project\'s session ref').toBe(PROJECT_CHAT.sessionRef);
       expect(lines.slice(0, -1).join('\n')).toBe(message);
       expect(fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')), 'one seed, one new conversation').toHaveLength(1);
     });

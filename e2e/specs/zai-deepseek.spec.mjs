@@ -46,7 +46,8 @@ for (const site of ['zai', 'deepseek']) {
       await reportAgent(sandbox, WORKSPACE.pane, 'idle');
       await expect.poll(() => fixture.automaticMessages(CONVERSATION).length, { timeout: 20_000, message: 'one wake reaches the backend' }).toBe(1);
       const [wake] = fixture.automaticMessages(CONVERSATION);
-      expect(wake.text).toMatch(/\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+\]$/);
+      expect(wake.text).toMatch(/\[herdr-continuity wake:w1#\d+\/[0-9a-z]+\.\d+\.\d+ ref=([^\]\s]+)\]$/);
+      expect(wake.text.match(/ ref=([^\]\s]+)\]$/)[1], 'the wake\'s marker names the chat\'s session ref').toBe(sessionRef);
       expect(wake.text, 'the wake carries the finished task (I2)').toContain(task.task_id);
       await hud.expect('data-wake-count', '1', 'HUD counts one confirmed wake');
       await hud.expect('data-tasks', '0/0', 'the task is acknowledged after the confirmed wake (I4)');

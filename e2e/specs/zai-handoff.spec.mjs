@@ -52,6 +52,7 @@ test.describe('Handoff on z.ai (X10)', () => {
     expect(prepared.result?.handoff?.target_context?.provider).toBe('zai');
     const lines = seed.text.split('\n');
     expect(MARKER_LINE.test(lines.at(-1))).toBe(true);
+    expect(lines.at(-1).match(MARKER_LINE)[2], 'a seed into a chat without an id yet names no ref').toBeUndefined();
     expect(lines.slice(0, -1).join('\n')).toBe(prepared.result.manual_delivery.copy_prompt);
     expect(seed.text.startsWith('HERDR_TOOL_RESULTS'), 'not the JSON bridge\'s channel').toBe(false);
 

@@ -238,6 +238,9 @@ pub enum BeginRefused {
     /// The chat's App cannot ride on it now (ambiguous, or its last attach failed and the
     /// wait runs): nothing is typed, never a message without the App.
     AppHeld,
+    /// The message names no chat its marker could carry (no scope, or a ref with
+    /// whitespace or `]`): nothing is typed (fail closed).
+    NoSessionRef,
 }
 
 /// The ledger of deliveries in progress (persisted with the continuity snapshot).
@@ -313,12 +316,15 @@ impl DeliveryLedger {
 
     /// Starts a delivery of `body` to the page of `tab` (described by `page`); `subject`
     /// names what it is about (`wake:<ws>#<seq>`, `inbox:<ws>#<task>`, `progress:<ws>`,
-    /// `continue:<ws>`) and is the id's stem; `app` is attached before the text.
+    /// `continue:<ws>`) and is the id's stem; `session_ref` is the chat's
+    /// `browser_session_ref` its marker names (`None` only for a handoff seed into a
+    /// conversation without an id yet; see [`marker_line`]); `app` is attached before the text.
     #[allow(clippy::too_many_arguments)]
     pub fn begin(
         &mut self,
         now: Millis,
         scope_key: &str,
+        session_ref: Option<&str>,
         kind: DeliveryKind,
         subject: &str,
         body: &str,
@@ -335,8 +341,9 @@ impl DeliveryLedger {
         }
         let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
         let id = format!("{}/{epoch}.{}.{}", marker_safe(subject), self.life, self.next);
+        let Some(marker) = marker_line(&id, session_ref) else { return Err(BeginRefused::NoSessionRef) };
         self.next = self.next.saturating_add(1);
-        let text = format!("{body}\n{}", marker_line(&id));
+        let text = format!("{body}\n{marker}");
         self.active.push(Delivery {
             id: id.clone(),
             scope_key: scope_key.to_owned(),

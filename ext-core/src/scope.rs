@@ -73,6 +73,22 @@ impl Scope {
             } => crate::text::concat(&[site.as_str(), ":", conversation_id]),
         }
     }
+
+    /// The scope whose [`Scope::key`] is `key` (`None` for any other string).
+    pub fn from_key(key: &str) -> Option<Scope> {
+        let (head, id) = key.split_once(':')?;
+        if id.is_empty() {
+            return None;
+        }
+        let site = match head {
+            "project" => return Some(Scope::Project { project_id: id.to_owned() }),
+            "chatgpt" => Site::ChatGpt,
+            "zai" => Site::Zai,
+            "deepseek" => Site::DeepSeek,
+            _ => return None,
+        };
+        Some(Scope::Conversation { site, conversation_id: id.to_owned() })
+    }
 }
 
 /// A concrete conversation: where progress and continue messages are delivered.

@@ -19,7 +19,8 @@
 //!   without having seen their settle, SPEC I2/I4/P9) obeys the same gate, retry budget and
 //!   single-delivery rule; a settle wake outranks it and replaces it (the settle's own inbox
 //!   read carries the same tasks), and a new working phase drops it.
-//! - Every message says a wake is a scheduling signal, not evidence of success (A3).
+//! - Every message says a wake is a scheduling signal, not evidence of success (A3); a wake
+//!   also says where the chat's `browser_session_ref` is (its marker line's `ref=`).
 
 use std::collections::VecDeque;
 
@@ -589,7 +590,7 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
                 SettleOutcome::Blocked => ("blocked", " At least one agent is blocked: diagnose why before anything else."),
                 SettleOutcome::PaneGone => ("an agent's pane went away", " An agent disappeared before settling: find out what happened to it."),
             };
-            format!("[Herdr] Workspace {workspace_id} settled ({state}). This is a scheduling signal, not evidence that the work succeeded.{extra} Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.")
+            format!("[Herdr] Workspace {workspace_id} settled ({state}). This is a scheduling signal, not evidence that the work succeeded.{extra} Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line.")
         }
         (Language::Zh, MessageKind::Wake { outcome, .. }) => {
             let (state, extra) = match outcome {
@@ -598,10 +599,10 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
                 SettleOutcome::Blocked => ("blocked", "有 Agent 处于阻塞状态：请先诊断原因。"),
                 SettleOutcome::PaneGone => ("pane 已消失", "有 Agent 在收工前消失：请查明原因。"),
             };
-            format!("[Herdr] workspace {workspace_id} 已收工（{state}）。这只是调度信号，不代表任务已成功。{extra}请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。")
+            format!("[Herdr] workspace {workspace_id} 已收工（{state}）。这只是调度信号，不代表任务已成功。{extra}请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。如需为本会话给 Agent 派活，调用 herdr_prompt，browser_session_ref 取本消息最后一行 ref= 后面的值。")
         }
-        (Language::En, MessageKind::Inbox { .. }) => format!("[Herdr] Workspace {workspace_id} is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop."),
-        (Language::Zh, MessageKind::Inbox { .. }) => format!("[Herdr] workspace {workspace_id} 未在工作，此会话有任务已结束但尚未唤醒过本会话。这只是调度信号，不代表任务已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。"),
+        (Language::En, MessageKind::Inbox { .. }) => format!("[Herdr] Workspace {workspace_id} is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line."),
+        (Language::Zh, MessageKind::Inbox { .. }) => format!("[Herdr] workspace {workspace_id} 未在工作，此会话有任务已结束但尚未唤醒过本会话。这只是调度信号，不代表任务已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。如需为本会话给 Agent 派活，调用 herdr_prompt，browser_session_ref 取本消息最后一行 ref= 后面的值。"),
         (Language::En, MessageKind::Progress { summary }) => format!(
             "[Herdr progress] Workspace {workspace_id} is still working. New agent output:\n{summary}\nThis is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle."
         ),

@@ -81,6 +81,13 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
             (Method::BrowserHandoffPrepare, json_object!("continuity_id": continuity_id, "source_url": source_url))
         }
+        RuntimeCall::ChatsReport { reporter, chats } => {
+            let chats: Vec<Value> = chats
+                .iter()
+                .map(|c| json_object!("browser_session_ref": c.session_ref, "generating": c.generating))
+                .collect();
+            (Method::ChatsReport, json_object!("reporter": reporter, "chats": chats))
+        }
     };
     json_object!("id": wire_id, "method": method.as_str(), "params": params)
 }
@@ -228,6 +235,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
         RuntimeCall::ContinuityResolve { .. } => id_of(result, "continuity_id")
             .map(|continuity_id| RuntimeAnswer::Resolved { continuity_id })
             .ok_or_else(|| bad_answer(Method::ContinuityResolve.as_str())),
+        RuntimeCall::ChatsReport { .. } => Ok(RuntimeAnswer::ChatsReported),
         RuntimeCall::HandoffPrepare { .. } => crate::handoff_wire::package(result)
             .map(RuntimeAnswer::Prepared)
             .ok_or_else(|| bad_answer(Method::BrowserHandoffPrepare.as_str())),

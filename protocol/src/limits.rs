@@ -7,6 +7,11 @@ pub const MAX_REQUEST_ID_CHARS: usize = 64;
 pub const MAX_LOG_ID_CHARS: usize = 64;
 /// Longest `browser_session_ref`, workspace, pane, turn or task id of the inbox methods.
 pub const MAX_REF_CHARS: usize = 256;
+/// Most chats in one `chats.report`.
+pub const MAX_REPORTED_CHATS: usize = 64;
+/// Longest value of an MCP client `_meta` key the runtime keeps (`openai/session`,
+/// `openai/subject`); a longer one is cut to this many characters.
+pub const MAX_CLIENT_META_CHARS: usize = 256;
 /// Largest `task.dispatch` prompt, in bytes (64 KiB).
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
 /// Most task ids in one `inbox.ack`.

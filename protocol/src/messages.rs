@@ -265,6 +265,61 @@ pub enum Call {
     BridgeDecide(BridgeDecideParams),
     /// `herdr_mcp.browser_handoff.prepare`.
     BrowserHandoffPrepare(HandoffPrepareParams),
+    /// `chats.report`.
+    ChatsReport(ChatsReportParams),
+}
+
+/// One bound chat in `chats.report`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatFact {
+    /// The chat's `browser_session_ref` (at most [`crate::limits::MAX_REF_CHARS`]).
+    pub browser_session_ref: String,
+    /// A page of the chat generates a reply right now.
+    pub generating: bool,
+}
+
+/// Params of `chats.report`: the whole list of one extension's bound chats that have a tab
+/// open (at most [`crate::limits::MAX_REPORTED_CHATS`]); it replaces that reporter's
+/// previous list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatsReportParams {
+    /// The reporting extension instance (its delivery ledger's epoch).
+    pub reporter: String,
+    /// The chats.
+    pub chats: Vec<ChatFact>,
+}
+
+/// The client's `_meta` keys of an MCP `tools/call` that the runtime reads (ChatGPT sends
+/// them; each a string of at most [`crate::limits::MAX_CLIENT_META_CHARS`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientMeta {
+    /// `openai/session`: ChatGPT's conversation-scoped session id.
+    #[serde(default, rename = "openai/session", skip_serializing_if = "Option::is_none")]
+    pub openai_session: Option<String>,
+    /// `openai/subject`: ChatGPT's id of the user.
+    #[serde(default, rename = "openai/subject", skip_serializing_if = "Option::is_none")]
+    pub openai_subject: Option<String>,
+}
+
+impl ClientMeta {
+    /// The keys of an MCP request's `_meta` that matter: strings only, each cut to
+    /// [`crate::limits::MAX_CLIENT_META_CHARS`] characters; anything else is left out.
+    pub fn from_request_meta(meta: &Map<String, Value>) -> Self {
+        let take = |key: &str| {
+            meta.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| s.chars().take(crate::limits::MAX_CLIENT_META_CHARS).collect())
+        };
+        Self { openai_session: take("openai/session"), openai_subject: take("openai/subject") }
+    }
+
+    /// True when no key is set.
+    pub fn is_empty(&self) -> bool {
+        self.openai_session.is_none() && self.openai_subject.is_none()
+    }
 }
 
 /// Params of `bridge.prompt`.
@@ -368,6 +423,10 @@ pub struct ToolCallParams {
     /// The tool's arguments (at most [`crate::tools::MAX_TOOL_ARGUMENTS_BYTES`] of JSON).
     #[serde(default)]
     pub arguments: Map<String, Value>,
+    /// The MCP request's client `_meta` keys that attribute a `herdr_prompt` to a chat
+    /// (absent when the client sent none).
+    #[serde(default, rename = "_meta", skip_serializing_if = "ClientMeta::is_empty")]
+    pub meta: ClientMeta,
 }
 
 /// One planner tool as `tools.list` describes it.
@@ -428,6 +487,7 @@ impl Call {
             Method::BridgeDelivered => Call::BridgeDelivered(typed(params)?),
             Method::BridgeDecide => Call::BridgeDecide(typed(params)?),
             Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
+            Method::ChatsReport => Call::ChatsReport(typed(params)?),
         })
     }
 
@@ -461,6 +521,7 @@ impl Call {
             Call::BridgeDelivered(_) => Method::BridgeDelivered,
             Call::BridgeDecide(_) => Method::BridgeDecide,
             Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
+            Call::ChatsReport(_) => Method::ChatsReport,
         }
     }
 
@@ -490,6 +551,7 @@ impl Call {
             Call::BridgeDelivered(p) => serde_json::to_value(p),
             Call::BridgeDecide(p) => serde_json::to_value(p),
             Call::BrowserHandoffPrepare(p) => serde_json::to_value(p),
+            Call::ChatsReport(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -903,6 +965,13 @@ pub enum MethodResult {
     /// Answer to `herdr_mcp.browser_handoff.prepare` (herdr-mcp's package, X4; boxed, it
     /// is by far the largest answer).
     HandoffPrepared(Box<PreparedHandoff>),
+    /// Answer to `chats.report`.
+    ChatsReported {
+        /// How many chats the report listed.
+        chats: u64,
+        /// How many of them generate a reply now.
+        generating: u64,
+    },
 }
 
 impl MethodResult {
@@ -936,6 +1005,7 @@ impl MethodResult {
             MethodResult::BridgeDelivered { .. } => ResultType::BridgeDelivered,
             MethodResult::BridgeDecided { .. } => ResultType::BridgeDecided,
             MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
+            MethodResult::ChatsReported { .. } => ResultType::ChatsReported,
         }
     }
 }

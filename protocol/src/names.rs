@@ -192,6 +192,10 @@ wire_names! {
         /// work_chain_id?, handoff_id?}` → `handoff_prepared`: the read-only handoff package
         /// of a journaled chain, one message in three places (X4).
         BrowserHandoffPrepare = "herdr_mcp.browser_handoff.prepare",
+        /// `chats.report {reporter, chats: [{browser_session_ref, generating}]}` →
+        /// `chats_reported`: the extension's bound chats with a tab open and whether each
+        /// generates a reply now (evidence for attributing a `herdr_prompt` without a ref).
+        ChatsReport = "chats.report",
     }
 }
 
@@ -296,6 +300,8 @@ wire_names! {
         BridgeDecided = "bridge_decided",
         /// [`crate::MethodResult::HandoffPrepared`].
         HandoffPrepared = "handoff_prepared",
+        /// [`crate::MethodResult::ChatsReported`].
+        ChatsReported = "chats_reported",
     }
 }
 

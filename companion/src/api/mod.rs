@@ -5,7 +5,8 @@
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
 //! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal, and its
 //! handoff package `herdr_mcp.browser_handoff.prepare`), [`tools`]
-//! (the planner tool registry, `tools.*`) and [`bridge`] (the JSON bridge, `bridge.*`) — and the
+//! (the planner tool registry, `tools.*`), [`bridge`] (the JSON bridge, `bridge.*`) and
+//! [`attribution`] (`chats.report`, and which chat an MCP caller's `herdr_prompt` is for) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
 //!
@@ -16,6 +17,7 @@
 //! - The router does no connection work: reading lines, limits, timeouts and the reply
 //!   itself are the runtime's (`crate::runtime`).
 
+pub mod attribution;
 pub mod bridge;
 pub mod diagnostics;
 pub mod inbox;
@@ -58,6 +60,9 @@ pub struct Services {
     pub work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
     /// The JSON bridge; `None` when its tables in `state.db` could not be opened.
     pub bridge: Option<Arc<crate::bridge::BridgeService>>,
+    /// Which chat a ref-less `herdr_prompt` is for: the extension's chat reports and the
+    /// ChatGPT session pairings.
+    pub attribution: Arc<attribution::Attribution>,
 }
 
 /// Routes validated requests to the services.
@@ -83,13 +88,15 @@ pub struct Router {
     work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
     /// The JSON bridge.
     bridge: Option<Arc<crate::bridge::BridgeService>>,
+    /// Attribution of dispatches to chats.
+    attribution: Arc<attribution::Attribution>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution }
     }
 
     /// The current Herdr status.
@@ -132,6 +139,7 @@ impl Router {
             | Method::ContinuityList
             | Method::BrowserHandoffPrepare => journal::handle(self, request.method, &request.params).await,
             Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
+            Method::ChatsReport => attribution::handle(&self.attribution, request),
         }
     }
 

@@ -39,7 +39,7 @@ use continuity_protocol::tools::{
     callable_herdr_method, CALLABLE_HERDR_METHODS, MAX_CALL_PARAMS_BYTES, MAX_CALL_RESULT_BYTES, MAX_METHOD_CHARS,
     MAX_QUERY_CHARS, MAX_TOOL_ARGUMENTS_BYTES,
 };
-use continuity_protocol::{LocalMethod, ToolName, ToolSpec};
+use continuity_protocol::{ClientMeta, LocalMethod, ToolName, ToolSpec};
 
 /// How long `herdr_call` waits for Herdr.
 const HERDR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -64,14 +64,18 @@ pub fn specs() -> Vec<ToolSpec> {
             description: "Send a prompt to the coding agent in a Herdr pane on behalf of this chat. It answers at once with \
                 task_id, dispatch_id and turn_id and does not wait for the agent: when the agent settles, its result is \
                 kept in the chat's parent inbox and the herdr-continuity extension writes one wake message into the chat. \
-                Do not poll for it."
+                Do not poll for it. browser_session_ref names that chat: every message the extension typed into this chat \
+                ends with a line [herdr-continuity <id> ref=<browser_session_ref>]; send the value after ref= (the HUD shows \
+                it too). Left out, the call is attributed only on evidence (this conversation already paired with a chat, or \
+                the only bound chat generating a reply right now) and refused otherwise. A wake is a scheduling signal, not \
+                evidence that the work succeeded: re-read the live state before deciding."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
                 "additionalProperties": false,
-                "required": ["browser_session_ref", "target", "text"],
+                "required": ["target", "text"],
                 "properties": {
-                    "browser_session_ref": id("The chat's session ref as the herdr-continuity HUD shows it (e.g. chatgpt:conv:<id> or chatgpt:project:<g-p-id>); the result is reported to that chat."),
+                    "browser_session_ref": id("The chat the result is reported to (e.g. chatgpt:conv:<id> or chatgpt:project:<g-p-id>): the value after ref= on the last line of any message the herdr-continuity extension typed into this chat ([herdr-continuity <id> ref=<browser_session_ref>]), or the ref its HUD shows. Send it whenever you have it; left out, the companion attributes the call only on evidence and refuses it otherwise."),
                     "target": id("The pane whose agent gets the prompt, e.g. w1:p1 (herdr_inspect lists the panes and their agents)."),
                     "text": {"type": "string", "minLength": 1, "description": "The prompt for the agent, at most 64 KiB (UTF-8 bytes); point the agent at a file for more."},
                     "workspace_id": id("Optional: the pane's workspace, e.g. w1; when given it must be the pane's own."),
@@ -187,7 +191,12 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         Some(Value::Object(map)) => map,
         Some(_) => return Err(bad(format!("{name}: arguments must be a JSON object"))),
     };
-    let (tool, result) = run(api, &Caller::Mcp, name, map).await?;
+    let meta = match params.get("_meta") {
+        None | Some(Value::Null) => ClientMeta::default(),
+        Some(Value::Object(meta)) => ClientMeta::from_request_meta(meta),
+        Some(_) => return Err(bad(format!("{name}: _meta must be a JSON object (the MCP request's client _meta)"))),
+    };
+    let (tool, result) = run(api, &Caller::Mcp(meta), name, map).await?;
     Ok(json!({"type": "tool_result", "tool": tool, "result": result}))
 }
 
@@ -195,8 +204,9 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
     /// An MCP client (`tools.call`, `herdr-companion mcp`): the user's own planner,
-    /// unrestricted.
-    Mcp,
+    /// unrestricted; its `herdr_prompt` goes to the chat [`super::attribution`] finds, with
+    /// the request's client `_meta`.
+    Mcp(ClientMeta),
     /// A JSON-bridge chat: confined to its own workspace, its own inbox and its own
     /// continuity chain ([`confine`]).
     Bridge {
@@ -425,6 +435,11 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
 pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Value>) -> Result<(ToolName, Value), MethodError> {
     let mut confined = map.clone();
     confine(api, caller, name, &mut confined).await.map_err(|why| (ErrorCode::Refused, why))?;
+    // An MCP caller's prompt goes to the chat it names or the evidence shows, else nowhere.
+    let attributed = match caller {
+        Caller::Mcp(meta) if name == ToolName::HerdrPrompt.as_str() => api.attribution.attribute(meta, &mut confined).await?,
+        _ => None,
+    };
     let map = &confined;
     let tool = ToolName::parse(name).map_err(|_| {
         let known: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
@@ -439,7 +454,18 @@ pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Va
     }
     let args = Arguments { tool, map };
     let result = match tool {
-        ToolName::HerdrPrompt => prompt(api, &args).await?,
+        ToolName::HerdrPrompt => {
+            let mut result = prompt(api, &args).await?;
+            if let (Caller::Mcp(meta), Some(attributed)) = (caller, &attributed) {
+                if let Err(error) = api.attribution.learn(meta, attributed).await {
+                    api.log.line(format_args!("attribution: the pairing of a ChatGPT session was not stored: {error}"));
+                }
+                if let (Value::Object(map), Some(how)) = (&mut result, attributed_note(attributed)) {
+                    map.insert("attributed".to_owned(), json!(how));
+                }
+            }
+            result
+        }
         ToolName::HerdrCall => call(api, &args).await?,
         ToolName::HerdrMethods => methods(api, &args)?,
         ToolName::HerdrInspect => inspect(api, caller, &args)?,
@@ -447,9 +473,19 @@ pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Va
     Ok((tool, result))
 }
 
+/// How a prompt that named no ref found its chat (`None` when it named one).
+fn attributed_note(attributed: &super::attribution::Attributed) -> Option<&'static str> {
+    use super::attribution::Attributed;
+    match attributed {
+        Attributed::Given(_) => None,
+        Attributed::Paired(_) => Some("paired_session"),
+        Attributed::Generating(_) => Some("generating_chat"),
+    }
+}
+
 async fn prompt(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
     args.only_known()?;
-    let browser_session_ref = args.required("browser_session_ref", MAX_REF_CHARS, "send the ref the herdr-continuity HUD shows for this chat")?;
+    let browser_session_ref = args.required("browser_session_ref", MAX_REF_CHARS, super::attribution::WHERE_THE_REF_IS)?;
     let pane_id = args.required("target", MAX_REF_CHARS, "send a pane id such as w1:p1 from herdr_inspect")?;
     let turn_id = args.text("turn_id", MAX_REF_CHARS, "send the chat turn id, or leave it out")?;
     let prompt = checked_prompt(args.map.get("text"), "herdr_prompt", "text")?;
@@ -576,7 +612,7 @@ fn inspect(api: &Router, caller: &Caller, args: &Arguments<'_>) -> Result<Value,
     args.only_known()?;
     // A bridge chat sees its own workspace only.
     let visible = |ws: &str| match caller {
-        Caller::Mcp => true,
+        Caller::Mcp(_) => true,
         Caller::Bridge { workspace_id, .. } => ws == workspace_id,
     };
     let (workspaces, panes) = match api.events.as_ref() {

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use continuity_protocol::{Call, ErrorCode, MethodResult, NoParams, ToolCallParams, ToolSpec};
+use continuity_protocol::{Call, ClientMeta, ErrorCode, MethodResult, NoParams, ToolCallParams, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -24,7 +24,11 @@ use super::runtime_client::{RuntimeCallError, RuntimeClient};
 /// What the server tells a client about itself at `initialize`.
 const INSTRUCTIONS: &str = "Tools of the local herdr-continuity companion. herdr_inspect shows the Herdr workspaces and panes; \
 herdr_prompt gives an agent work for this chat and returns at once (the result comes back into the chat as one wake message when the agent settles); \
-herdr_call and herdr_methods reach other Herdr methods. Re-check live state before acting on old results.";
+herdr_call and herdr_methods reach other Herdr methods. \
+herdr_prompt's browser_session_ref names the chat the result goes back to: take it from the last line of any message the herdr-continuity extension typed into this chat \
+([herdr-continuity <id> ref=<browser_session_ref>], the value after ref=), or from the extension's HUD. Without it the call is attributed only on evidence \
+(this conversation was already paired with a chat, or it is the only bound chat generating a reply right now) and refused otherwise. \
+A wake message is a scheduling signal, not evidence that the work succeeded: re-read the live Herdr and Git state before you decide.";
 
 /// The MCP face of the runtime's planner tools.
 #[derive(Debug, Clone)]
@@ -77,11 +81,19 @@ impl ServerHandler for PlannerTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The request's `_meta` (rmcp moves it into the context; the params' copy when it
+        // did not): ChatGPT's `openai/session` and `openai/subject` attribute a
+        // `herdr_prompt` without a `browser_session_ref` to its chat (crate::api::attribution).
+        let meta = match (context.meta.is_empty(), &request.meta) {
+            (true, Some(params_meta)) => ClientMeta::from_request_meta(params_meta),
+            _ => ClientMeta::from_request_meta(&context.meta),
+        };
         let call = Call::ToolsCall(ToolCallParams {
             tool: request.name.into_owned(),
             arguments: request.arguments.unwrap_or_default(),
+            meta,
         });
         let result = match self.runtime.call(&call).await {
             Ok(MethodResult::ToolResult { result, .. }) => CallToolResult::structured(result),

@@ -237,7 +237,12 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory, bridge }));
+    let (attribution, pairs_error) = crate::api::attribution::Attribution::open(&db_path);
+    if let Some(error) = pairs_error {
+        log.line(format_args!("attribution: ChatGPT session pairings are not available: {error}"));
+    }
+    let attribution = Arc::new(attribution);
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory, bridge, attribution }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 

@@ -111,7 +111,11 @@ async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: 
     let read_only: Vec<bool> = tools.iter().map(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)).collect();
     assert_eq!(read_only, [false, false, true, true], "herdr_methods and herdr_inspect are read-only");
     let prompt_schema = Value::Object((*tools[0].input_schema).clone());
-    assert_eq!(prompt_schema["required"], json!(["browser_session_ref", "target", "text"]));
+    assert_eq!(prompt_schema["required"], json!(["target", "text"]), "the ref may be left out (attributed on evidence)");
+    assert!(prompt_schema["properties"]["browser_session_ref"]["description"].as_str().is_some_and(|d| d.contains("the value after ref=")), "the schema says where the ref is");
+    let instructions = server.instructions.as_deref().unwrap_or_default();
+    assert!(instructions.contains("take it from the last line of any message the herdr-continuity extension typed"), "{instructions}");
+    assert!(instructions.contains("not evidence that the work succeeded"), "{instructions}");
 
     let inspect = call(client, "herdr_inspect", json!({})).await;
     let panes = inspect.structured_content.as_ref().map(|s| s["panes"].clone()).unwrap_or_default();
@@ -180,6 +184,87 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     // The oversize prompt left no task behind.
     let tasks = world.poll("task.list", json!({"browser_session_ref": "chatgpt:conv:mcp-stdio"}), |_| true);
     assert_eq!(tasks["tasks"].as_array().map(Vec::len), Some(1));
+    client.cancel().await.expect("close the session");
+}
+
+/// A `tools/call` with the client `_meta` ChatGPT sends (`openai/session`, `openai/subject`).
+async fn call_with_meta(client: &Client, tool: &'static str, arguments: Value, meta: Value) -> CallToolResult {
+    let (Value::Object(arguments), Value::Object(meta)) = (arguments, meta) else { panic!("arguments and meta must be objects") };
+    let mut params = CallToolRequestParams::new(tool).with_arguments(arguments);
+    params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(meta)));
+    client.call_tool(params).await.unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
+}
+
+/// The extension's `chats.report` (reporter `ext-1`): `(ref, generating)` per chat.
+fn report_chats(world: &World, chats: &[(&str, bool)]) {
+    let chats: Vec<Value> = chats.iter().map(|(r, g)| json!({"browser_session_ref": r, "generating": g})).collect();
+    let n = chats.len();
+    world.poll("chats.report", json!({"reporter": "ext-1", "chats": chats}), |r| r["type"] == "chats_reported" && r["chats"] == n);
+}
+
+/// Issue 24: an MCP caller's `herdr_prompt` without `browser_session_ref` goes to a chat only
+/// on evidence — the one bound chat generating now, or the chat its ChatGPT session
+/// (`_meta` `openai/session`) was paired with by an earlier call — and is refused otherwise
+/// with where the ref is. A pairing is never switched: a conflicting ref or user is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_prompt_without_a_ref_is_attributed_on_evidence_or_refused() {
+    const A: &str = "chatgpt:conv:attr-a";
+    const B: &str = "chatgpt:conv:attr-b";
+    let world = world();
+    let mut command = tokio::process::Command::new(bin());
+    command.arg("mcp");
+    for (key, value) in world.mcp_command(&[]).get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command).stderr(Stdio::null()).spawn().expect("spawn mcp");
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    let session = json!({"openai/session": "v1/sess-1", "openai/subject": "v1/user-1", "openai/locale": "en"});
+    let prompt = |target: &str| json!({"target": target, "text": "run the tests"});
+
+    // No chat generates: no evidence.
+    report_chats(&world, &[(A, false), (B, false)]);
+    let none = call_with_meta(&client, "herdr_prompt", prompt("w1:p1"), session.clone()).await;
+    let text = error_text(&none);
+    assert!(text.contains("no bound chat is generating a reply right now"), "{text}");
+    assert!(text.contains("last line of any message the herdr-continuity extension typed") && text.contains("HUD"), "{text}");
+
+    // Chat A alone generates: the call is its, and its session is paired with chat A.
+    report_chats(&world, &[(A, true), (B, false)]);
+    let first = call_with_meta(&client, "herdr_prompt", prompt("w1:p1"), session.clone()).await;
+    assert_eq!(first.is_error, Some(false), "{first:?}");
+    let first = first.structured_content.expect("a result");
+    assert_eq!((first["browser_session_ref"].as_str(), first["attributed"].as_str()), (Some(A), Some("generating_chat")));
+
+    // Nothing generates (or B does): the session's pairing still says chat A.
+    report_chats(&world, &[(A, false), (B, true)]);
+    let second = call_with_meta(&client, "herdr_prompt", prompt("w1:p2"), session.clone()).await;
+    assert_eq!(second.is_error, Some(false), "{second:?}");
+    let second = second.structured_content.expect("a result");
+    assert_eq!((second["browser_session_ref"].as_str(), second["attributed"].as_str()), (Some(A), Some("paired_session")));
+
+    // A conflicting ref, or another user on the same session, is refused — never switched.
+    let conflict = call_with_meta(&client, "herdr_prompt", json!({"browser_session_ref": B, "target": "w1:p1", "text": "x"}), session.clone()).await;
+    assert!(error_text(&conflict).contains(&format!("paired with chat {A}, not {B}")), "{conflict:?}");
+    let other_user = call_with_meta(&client, "herdr_prompt", prompt("w1:p1"), json!({"openai/session": "v1/sess-1", "openai/subject": "v1/user-2"})).await;
+    assert!(error_text(&other_user).contains("another user"), "{other_user:?}");
+
+    // Two chats generate: a ref-less call without a pairing is ambiguous and refused; a call
+    // that names its ref goes, and pairs its new session with that chat.
+    report_chats(&world, &[(A, true), (B, true)]);
+    let ambiguous = call(&client, "herdr_prompt", prompt("w1:p1")).await;
+    assert!(error_text(&ambiguous).contains("2 bound chats are generating a reply right now"), "{ambiguous:?}");
+    let named = call_with_meta(&client, "herdr_prompt", json!({"browser_session_ref": B, "target": "w1:p1", "text": "y"}), json!({"openai/session": "v1/sess-2"})).await;
+    assert_eq!(named.is_error, Some(false), "{named:?}");
+    assert_eq!(named.structured_content.as_ref().map(|r| r.get("attributed").is_none()), Some(true), "it named its ref");
+    let learned = call_with_meta(&client, "herdr_prompt", prompt("w1:p2"), json!({"openai/session": "v1/sess-2"})).await;
+    assert_eq!(learned.structured_content.as_ref().and_then(|r| r["browser_session_ref"].as_str().map(str::to_owned)).as_deref(), Some(B), "{learned:?}");
+
+    // Each chat got exactly its own dispatches.
+    let tasks = |r: &str| world.poll("task.list", json!({"browser_session_ref": r}), |_| true)["tasks"].as_array().map(Vec::len);
+    assert_eq!((tasks(A), tasks(B)), (Some(2), Some(2)), "each chat got exactly its own dispatches");
     client.cancel().await.expect("close the session");
 }
 

@@ -19,6 +19,7 @@ impl Continuity {
     pub(super) fn answered(&mut self, now: Millis, purpose: Purpose, result: Result<RuntimeAnswer, CallError>) {
         match (purpose, result) {
             (Purpose::Subscribe, _) => {}
+            (Purpose::ChatsReport, result) => self.chats_answered(&result),
             (Purpose::Handoff { key, resolve }, result) => self.handoff_answered(now, &key, resolve, result),
             (Purpose::Catalog, _) if std::mem::take(&mut self.catalog_reread) => {
                 self.call(Purpose::Catalog, RuntimeCall::Workspaces);

@@ -30,7 +30,15 @@ impl Continuity {
             AppNeed::None | AppNeed::Ambiguous => None,
         };
         let page = self.pages.get(&tab).cloned().unwrap_or_default();
-        let result = self.ledger.begin(now, key, kind, subject, body, task_ids, tab, &page, app);
+        // Every message names its chat (fail closed without one).
+        let Some(scope) = Scope::from_key(key.strip_prefix("handoff:").unwrap_or(key)) else { return Err(BeginRefused::NoSessionRef) };
+        // A seed into a new conversation outside a Project: that chat has no id, so no
+        // ref, until ChatGPT or z.ai gives it one (the cut-over's next message names it).
+        let session_ref = match (&scope, kind) {
+            (Scope::Conversation { .. }, DeliveryKind::HandoffSeed) => None,
+            _ => Some(browser_session_ref(&scope)),
+        };
+        let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids, tab, &page, app);
         self.drain_ledger(now);
         self.persist();
         result

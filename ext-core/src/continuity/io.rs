@@ -150,6 +150,15 @@ pub struct PaneInfo {
     pub agent_status: String,
 }
 
+/// One bound chat as `chats.report` tells the runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatFact {
+    /// The chat's `browser_session_ref`.
+    pub session_ref: String,
+    /// A page of the chat is generating a reply right now.
+    pub generating: bool,
+}
+
 /// A request to the runtime (docs/PROTOCOL.md); the shell adds the wire id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
@@ -240,6 +249,15 @@ pub enum RuntimeCall {
     ContinuityResolve {
         /// The source conversation.
         conversation_id: String,
+    },
+    /// `chats.report {reporter, chats}`: the bound chats with a tab open and whether each
+    /// generates a reply now (evidence for attributing a ref-less `herdr_prompt`).
+    ChatsReport {
+        /// This extension's instance (the ledger's epoch): the runtime replaces only its
+        /// own previous report.
+        reporter: String,
+        /// One per bound chat, by ref.
+        chats: Vec<ChatFact>,
     },
     /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url}` (X4; read-only).
     HandoffPrepare {
@@ -332,6 +350,8 @@ pub enum RuntimeAnswer {
     /// `handoff_prepared`, read and checked by the shell (caps, the message and
     /// `copy_prompt` present).
     Prepared(crate::handoff::Package),
+    /// `chats_reported`.
+    ChatsReported,
 }
 
 /// An error answer (or a request the shell could not send).

@@ -82,6 +82,7 @@ mod app;
 mod answers;
 mod bridge;
 mod cards;
+mod chats;
 mod deliveries;
 mod inbox_sync;
 mod io;
@@ -111,6 +112,7 @@ pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, 
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use bridge::{BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall};
 pub use cards::CardLine;
+pub use chats::CHATS_REPORT_REFRESH_MS;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use texts::*;
 pub use views::*;
@@ -211,6 +213,8 @@ enum Purpose {
     Journal { key: String },
     /// A handoff's `continuity.resolve` (`resolve`) or package, for the transfer of scope `key`.
     Handoff { key: String, resolve: bool },
+    /// `chats.report` (`chats`).
+    ChatsReport,
 }
 
 /// A Check Herdr run being collected.
@@ -302,6 +306,8 @@ pub struct Continuity {
     /// Scopes (ledger keys) whose last delivery could not attach its App: held until their
     /// wait ends (not persisted).
     app_holds: VecMap<String, app::AppHold>,
+    /// What the runtime was last told of the bound chats (`chats.report`; not persisted).
+    chats: chats::ChatsFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -367,6 +373,7 @@ impl Continuity {
             .chain(self.recovery.deadline())
             .chain(self.journal.deadline())
             .chain(self.app_deadline())
+            .chain(self.chats_deadline())
             .min()
     }
 
@@ -407,6 +414,7 @@ impl Continuity {
         match input {
             ContinuityInput::LinkUp => {
                 self.link_up = true;
+                self.chats_link_up();
                 let resume = self.tracker.resume_point();
                 let after_seq = resume.as_ref().map(|r| r.after_seq);
                 let log_id = resume.and_then(|r| r.log_id);
@@ -669,6 +677,8 @@ impl Continuity {
     fn finish(&mut self) {
         // After every input and timer: R2's facts may have come together.
         self.rollover_due();
+        // And the runtime hears of a bound chat that started or stopped generating.
+        self.chats_report(self.now);
         self.emit(ContinuityOutput::ViewsChanged);
         // Collapse repeated render/persist requests of one batch into one each.
         let mut seen_views = false;

@@ -44,10 +44,18 @@ pub fn inbox_delivery_id(workspace_id: &str, first_task: &str) -> String {
     format!("inbox:{workspace_id}#h{hash:016x}")
 }
 
-/// The marker line that ends every delivered message; the page confirms a delivery by
-/// finding it in a new user turn.
-pub fn marker_line(delivery_id: &str) -> String {
-    crate::text::concat(&["[herdr-continuity ", delivery_id, "]"])
+/// The marker line that ends every delivered message: `[herdr-continuity <delivery id>
+/// ref=<session ref>]`. The page confirms a delivery by finding its id in a new user turn;
+/// the planner takes the chat's `browser_session_ref` for `herdr_prompt` from `ref=`. Only a
+/// handoff seed into a conversation that has no id yet carries no ref
+/// (`[herdr-continuity <delivery id>]`). A ref the marker could not carry (empty,
+/// whitespace, `]`) gives `None`: the message is not typed (fail closed).
+pub fn marker_line(delivery_id: &str, session_ref: Option<&str>) -> Option<String> {
+    match session_ref {
+        None => Some(crate::text::concat(&["[herdr-continuity ", delivery_id, "]"])),
+        Some(r) if r.is_empty() || r.chars().any(|c| c.is_whitespace() || c == ']') => None,
+        Some(r) => Some(crate::text::concat(&["[herdr-continuity ", delivery_id, " ref=", r, "]"])),
+    }
 }
 
 /// The task-facts paragraph of a wake (I2): what each terminal task of this chat did.

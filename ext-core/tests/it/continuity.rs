@@ -132,10 +132,10 @@ fn a_settle_wakes_the_idle_page_once_with_its_own_tasks_and_acks_after_confirmat
     expect_test::expect![[r#"
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         deliver tab=7 id=wake:w1#2/0.0.0
-        [Herdr] Workspace w1 settled (done). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
+        [Herdr] Workspace w1 settled (done). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line.
         Terminal tasks of this chat (1):
         - t1 [completed] pane w1:p1: fix the tests → all green
-        [herdr-continuity wake:w1#2/0.0.0]
+        [herdr-continuity wake:w1#2/0.0.0 ref=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0]
         DeliverySeen { tab: 7, id: "wake:w1#2/0.0.0" }
         request {"call":"inbox_ack","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","task_ids":["t1"]}"#]]
     .assert_eq(&log.join("\n"));
@@ -295,7 +295,7 @@ fn new_output_while_working_is_pushed_once_unchanged_output_never_and_the_settle
         Refactor the API client
         running cargo test… 41 passed
         This is progress, not evidence that the work succeeded: no action is needed unless the output shows a problem that must be handled now. A wake follows when the agents settle.
-        [herdr-continuity progress:w1/0.0.0]"#]]
+        [herdr-continuity progress:w1/0.0.0 ref=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0]"#]]
     .assert_eq(&log.join("\n"));
     log.clear();
     confirm(&mut c, 11_500, "progress:w1");
@@ -468,12 +468,13 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
         request {"call":"workspaces"}
         request {"call":"inbox_counts","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
+        request {"call":"chats_report","reporter":"","chats":[{"session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","generating":false}]}
         deliver tab=7 id=inbox:w1#t3/0.0.0
-        [Herdr] Workspace w1 is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
+        [Herdr] Workspace w1 is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line.
         Terminal tasks of this chat (2):
         - t7 [completed] pane w1:p1: fix the tests → all green
         - t3 [completed] pane w1:p1: fix the tests → all green
-        [herdr-continuity inbox:w1#t3/0.0.0]"#]]
+        [herdr-continuity inbox:w1#t3/0.0.0 ref=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0]"#]]
     .assert_eq(&log.join("\n"));
     log.clear();
     // I4: nothing is acked before the page confirms. A worker restart while the wake is
@@ -490,7 +491,8 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
     drain(&mut c, 21, &[task("t7"), task("t3")], &mut log);
     expect_test::expect![[r#"
         request {"call":"inbox_ack","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","task_ids":["t7","t3"]}
-        request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}"#]]
+        request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
+        request {"call":"chats_report","reporter":"r","chats":[{"session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","generating":false}]}"#]]
     .assert_eq(&log.join("\n"));
     assert_eq!(c.page_view(TAB).expect("view").wake_count, 1);
     // Another reconnect with the tasks acked: nothing more.

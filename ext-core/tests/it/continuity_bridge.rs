@@ -95,7 +95,7 @@ fn with_auto_the_results_of_a_reply_are_sent_once() {
         [
             "request {\"call\":\"journal_append\",\"conversation_id\":\"7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"role\":\"assistant\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\",\"observed_at\":1,\"project_id\":null,\"workspace_id\":\"w1\",\"conversation_url\":\"https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\"}",
             "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_inspect\\\",\\\"args\\\":{}}\",\"workspace_id\":\"w1\",\"auto\":true,\"human_turn\":\"text:f0d583ed1832339b\"}",
-            "deliver bridge:5b0e6c2d9a174f38/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:5b0e6c2d9a174f38/0.0.0]",
+            "deliver bridge:5b0e6c2d9a174f38/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:5b0e6c2d9a174f38/0.0.0 ref=zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f]",
             "activity \"sent\" Code(\"auto_on\")",
         ]
     "#]].assert_debug_eq(&log);
@@ -340,7 +340,7 @@ fn run_decides_the_call_then_the_results_are_asked_for_and_sent() {
             "request {\"call\":\"bridge_decide\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"batch_id\":\"bridge:9d3c1b7a5e2f4c60\",\"index\":1,\"decision\":\"run\"}",
             "activity \"sent\" Code(\"run_approved\")",
             "request {\"call\":\"bridge_reply\",\"conversation\":\"zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\",\"message_id\":\"message-a3\",\"text\":\"{\\\"tool\\\":\\\"herdr_call\\\",\\\"args\\\":{\\\"method\\\":\\\"pane.send_keys\\\",\\\"params\\\":\\\"{\\\\\\\"pane_id\\\\\\\":\\\\\\\"w1:p1\\\\\\\",\\\\\\\"keys\\\\\\\":\\\\\\\"rm -rf ~\\\\\\\\n\\\\\\\"}\\\"}}\",\"workspace_id\":\"w1\",\"auto\":false,\"human_turn\":\"text:f0d583ed1832339b\"}",
-            "deliver bridge:9d3c1b7a5e2f4c60/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:9d3c1b7a5e2f4c60/0.0.0]",
+            "deliver bridge:9d3c1b7a5e2f4c60/0.0.0\nHERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}\n[herdr-continuity bridge:9d3c1b7a5e2f4c60/0.0.0 ref=zai:conv:7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f]",
             "activity \"sent\" Code(\"send_pressed\")",
         ]
     "#]]

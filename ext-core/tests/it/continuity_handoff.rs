@@ -259,6 +259,8 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
     w.note("new tab ready");
     let (_, _, text) = w.seeds.last().cloned().expect("seed");
     assert_eq!(text.split_once("\n[herdr-continuity ").map(|(m, _)| m), Some(SEED), "the seed is the package's message, then the marker line");
+    let (_, marker) = text.split_once("\n[herdr-continuity ").expect("a marker line");
+    assert!(marker.ends_with(&format!(" ref=chatgpt:project:{PROJECT}]")), "a Project's seed names the Project's session ref: {marker}");
     w.seed_submitted();
     w.note("submitted, new id known");
     // The source reports again (its reply ended): its queue is held for the new
@@ -288,7 +290,7 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
         activity handoff confirmed cut_over handoff:ho-1/e.0.0
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-        deliver tab=9 id=qb:a1206ffc1bb245df/e.0.1 "first\n\nsecond\n[herdr-continuity qb:a1206ffc1bb245df/e.0.1]"
+        deliver tab=9 id=qb:a1206ffc1bb245df/e.0.1 "first\n\nsecond\n[herdr-continuity qb:a1206ffc1bb245df/e.0.1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef]"
         seed seen: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         source again: target=6a1b2c3d-0000-4000-8000-0000000000ee hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         queue {"chatgpt:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]
@@ -532,6 +534,7 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
     w.log.push(format!("seed posted: {line}"));
     let (tab, id, text) = w.seeds.last().cloned().expect("a seed");
     assert_eq!(text.split_once("\n[herdr-continuity ").map(|(m, _)| m), Some(SEED), "the package's message, raw");
+    assert!(text.ends_with(&format!("\n[herdr-continuity {id}]")), "a seed into a conversation without an id yet names no ref: {text}");
     w.feed(ContinuityInput::DeliveryReport { tab, id: id.clone(), outcome: DeliveryOutcome::Submitted });
     w.feed(ContinuityInput::PageReported { tab: TARGET, report: page(new, "tgt-1") });
     let line = bindings(&w);
@@ -561,7 +564,7 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
         activity handoff confirmed cut_over handoff:ho-1/e.0.0
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-        deliver tab=9 id=qb:32da13dcb07638b8/e.0.1 "first\n\nsecond\n[herdr-continuity qb:32da13dcb07638b8/e.0.1]"
+        deliver tab=9 id=qb:32da13dcb07638b8/e.0.1 "first\n\nsecond\n[herdr-continuity qb:32da13dcb07638b8/e.0.1 ref=zai:conv:6a1b2c3d-0000-4000-8000-0000000000ee]"
         seed seen: ["zai:6a1b2c3d-0000-4000-8000-0000000000ee→w1"] ["auto on"]
         source after: hud handoffLine_done ["6a1b2c3d-0000-4000-8000-0000000000ee"] button=none copy=none
         queue {"zai:6a1b2c3d-0000-4000-8000-0000000000ee": ["first", "second"]}"#]]

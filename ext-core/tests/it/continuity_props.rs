@@ -773,7 +773,8 @@ impl World {
         // A landed wake of this settle is never typed again (whatever its id).
         let landed_before = self.landed_since_loss.contains(&format!("{conv}|{}", stem(&id)));
         prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
-        prop_assert!(text.ends_with(&format!("[herdr-continuity {id}]")), "marker line missing: {text}");
+        // The marker names the delivery and the chat it was typed into (issue 24).
+        prop_assert!(text.ends_with(&format!("[herdr-continuity {id} ref={}]", session_ref(conv))), "marker line missing or naming another chat: {text}");
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
         if id.starts_with("wake:") || id.starts_with("inbox:") {
             self.wake_sent_entries.insert(id.clone(), 0);
@@ -889,7 +890,7 @@ impl World {
     /// Q2, Q3, Q5: a batch carries what is queued and not in the thread, in order, once.
     fn check_queue_delivery(&mut self, tab: u32, id: &str, text: &str) -> Result<(), TestCaseError> {
         let conv = conv_of_tab(tab);
-        let body = text.strip_suffix(&format!("\n[herdr-continuity {id}]")).unwrap_or(text);
+        let body = text.strip_suffix(&format!("\n[herdr-continuity {id} ref={}]", session_ref(conv))).unwrap_or(text);
         let texts: Vec<String> = body.split("\n\n").map(str::to_owned).collect();
         if !self.queue_state_lost {
             for t in &texts {
@@ -991,6 +992,7 @@ impl World {
                 RuntimeAnswer::Counts { counts: self.counts_of(&acking) }
             }
             RuntimeCall::InboxCounts { session_ref: asked } => RuntimeAnswer::Counts { counts: self.counts_of(&asked) },
+            RuntimeCall::ChatsReport { .. } => RuntimeAnswer::ChatsReported,
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
             RuntimeCall::JournalAppend(_) => RuntimeAnswer::Appended { continuity_id: "hc-1".into() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },

@@ -309,7 +309,7 @@ fn a_settle_at_the_rollover_wakes_the_new_conversation_not_the_source_x2_r2() {
         activity handoff confirmed cut_over handoff:ho-1/e.0.0
         notice tab=7 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
         notice tab=9 handoffDone ["6a1b2c3d-0000-4000-8000-0000000000ee"]
-        deliver tab=9 id=wake:w1#2/e.0.1 "[Herdr] Workspace w1 settled (idle). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.\n[herdr-continuity wake:w1#2/e.0.1]"
+        deliver tab=9 id=wake:w1#2/e.0.1 "[Herdr] Workspace w1 settled (idle). This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line.\n[herdr-continuity wake:w1#2/e.0.1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef]"
         delivered ["tab=9 wake:w1#2"]"#]]
     .assert_eq(&w.log.join("\n"));
 }

@@ -93,7 +93,7 @@ fn a_reply_that_leaves_its_next_step_is_continued_once_naming_the_judge() {
         judge.turn_end conversation=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 user="build the judge" reply="Reply 1: the config loader is in and its tests pass. Next I will write the route pool."
         deliver judge:86:8772708026e1bc37/0.0.0
         [Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge (jev) decided: jev: typesafe gives p(unfinished work) = 0.91 (threshold 0.75). Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue 1 of at most 3 in a row.)
-        [herdr-continuity judge:86:8772708026e1bc37/0.0.0]"#]]
+        [herdr-continuity judge:86:8772708026e1bc37/0.0.0 ref=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0]"#]]
     .assert_eq(&log.join("\n"));
     assert_eq!(judge_line(&c), "This reply was judged already; it is not judged again.");
 }

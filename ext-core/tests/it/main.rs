@@ -19,6 +19,7 @@ mod continuity_props;
 mod continuity_recovery;
 mod continuity_rollover;
 mod continuity_semantic;
+mod continuity_sessref;
 mod delivery;
 mod permission_card;
 mod progress_push;

@@ -319,7 +319,7 @@ mod flow {
         // The turn ends.
         feed(&mut c, &mut b, 10, ContinuityInput::PageReported { tab: TAB, report: page(false) });
         let id = queue_id(&c);
-        expect_test::expect![[r#"deliver qb:477d4da4bc03723c: "first, then\n\nsecond\n[herdr-continuity qb:477d4da4bc03723c/0.0.0]""#]]
+        expect_test::expect![[r#"deliver qb:477d4da4bc03723c: "first, then\n\nsecond\n[herdr-continuity qb:477d4da4bc03723c/0.0.0 ref=chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0]""#]]
             .assert_eq(&b.take_log());
         assert_eq!(b.queued(), ["first, then", "second"], "kept until confirmed");
         landed(&mut c, &mut b, 11, &id, 1);

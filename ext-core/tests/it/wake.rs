@@ -287,8 +287,8 @@ fn wake_texts_are_scheduling_signals_not_claims_of_success() {
         render_message(Language::En, "w1", &MessageKind::Fallback { quiet_for_ms: 20 * MIN }),
     );
     expect![[r#"
-        [Herdr] Workspace w1 settled (blocked). This is a scheduling signal, not evidence that the work succeeded. At least one agent is blocked: diagnose why before anything else. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop.
-        [Herdr] workspace w1 已收工（blocked）。这只是调度信号，不代表任务已成功。有 Agent 处于阻塞状态：请先诊断原因。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。
+        [Herdr] Workspace w1 settled (blocked). This is a scheduling signal, not evidence that the work succeeded. At least one agent is blocked: diagnose why before anything else. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line.
+        [Herdr] workspace w1 已收工（blocked）。这只是调度信号，不代表任务已成功。有 Agent 处于阻塞状态：请先诊断原因。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。如需为本会话给 Agent 派活，调用 herdr_prompt，browser_session_ref 取本消息最后一行 ref= 后面的值。
         [Herdr status] Workspace w1 is still working; no new summary for 20 min. If that is unexpected, check the live Herdr state.
     "#]].assert_eq(&texts);
 }
