@@ -9,7 +9,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 
 logs="$(mktemp -d /tmp/herdr-continuity-test.XXXXXX)"
-suite_timeout="${HC_SUITE_TIMEOUT:-2700}"   # seconds per suite (the e2e suite: ~28 min for 192 tests on 2 cores)
+suite_timeout="${HC_SUITE_TIMEOUT:-3600}"   # seconds per suite (the e2e suite: ~40 min for ~290 tests on 2 cores)
 total_passed=0
 total_failed=0
 failed_suites=()
