@@ -263,7 +263,7 @@ impl Continuity {
         if resolution.app_not_attached() {
             // It did not land, with the named reason; it is held and goes once its App can be
             // attached (a pending wake's own `withheld` entry follows).
-            let why = self.app_holds.get(&delivery.scope_key).map_or(WakeWithheld::AppNotAttached, |h| h.reason);
+            let why = self.app_hold(&delivery.scope_key).map_or(WakeWithheld::AppNotAttached, |h| h.reason);
             return self.record_activity(&delivery.scope_key, kind, ActivityOutcome::Failed, ActivityReason::Withheld(why), Some(&delivery.id));
         }
         let (outcome, reason) = match resolution {

@@ -37,9 +37,12 @@ pub fn app_retry_wait(failures: u32) -> Millis {
 }
 
 /// A scope whose last delivery could not attach its App (not persisted: a restarted
-/// worker tries once more at once).
+/// worker tries once more at once). Kept in a plain `Vec` (a few at most; a `VecMap` of its
+/// own cost the wasm more).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct AppHold {
+    /// The ledger key it holds.
+    pub(super) key: String,
     /// The named reason (an `app_*` code).
     pub(super) reason: WakeWithheld,
     /// Failures in a row.
@@ -78,7 +81,7 @@ impl Continuity {
         if matches!(self.app_need(key), AppNeed::Ambiguous) {
             return Some(WakeWithheld::AppAmbiguous);
         }
-        self.app_holds.get(key).filter(|h| h.until > self.now).map(|h| h.reason)
+        self.app_hold(key).filter(|h| h.until > self.now).map(|h| h.reason)
     }
 
     /// The reason the HUD shows for `key`'s App while it holds anything (also after the wait
@@ -87,18 +90,28 @@ impl Continuity {
         if matches!(self.app_need(key), AppNeed::Ambiguous) {
             return Some(WakeWithheld::AppAmbiguous);
         }
-        self.app_holds.get(key).map(|h| h.reason)
+        self.app_hold(key).map(|h| h.reason)
+    }
+
+    /// The hold of the ledger key `key`.
+    pub(super) fn app_hold(&self, key: &str) -> Option<&AppHold> {
+        self.app_holds.iter().find(|h| h.key == key)
+    }
+
+    /// Ends the hold of the ledger key `key`.
+    pub(super) fn app_hold_end(&mut self, key: &str) {
+        self.app_holds.retain(|h| h.key != key);
     }
 
     /// When a held scope may try again.
     pub(super) fn app_deadline(&self) -> Option<Millis> {
-        self.app_holds.values().filter(|h| !h.retried).map(|h| h.until).min()
+        self.app_holds.iter().filter(|h| !h.retried).map(|h| h.until).min()
     }
 
     /// Whether a hold's wait ended at `now` (each once): its deliveries may go again.
     pub(super) fn app_retry_due(&mut self, now: Millis) -> bool {
         let mut due = false;
-        for hold in self.app_holds.values_mut().filter(|h| !h.retried && h.until <= now) {
+        for hold in self.app_holds.iter_mut().filter(|h| !h.retried && h.until <= now) {
             hold.retried = true;
             due = true;
         }
@@ -138,8 +151,8 @@ impl Continuity {
         let Some(scope) = self.scope_of_tab(tab) else { return };
         let key = scope.key();
         if self.bindings.forget_app(&key) {
-            self.app_holds.remove(&key);
-            self.app_holds.remove(&crate::text::concat(&[SEED_KEY_PREFIX, &key]));
+            self.app_hold_end(&key);
+            self.app_hold_end(&crate::text::concat(&[SEED_KEY_PREFIX, &key]));
             self.notice(tab, Say::new("appForgotten", vec![]), NoticeTone::Info);
             self.persist();
         }
@@ -149,15 +162,16 @@ impl Continuity {
     /// is held (before the ledger resolves it, so every retry path sees the hold).
     pub(super) fn app_not_attached(&mut self, tab: TabId, id: &str, detail: AppAttachFailure) {
         let Some(key) = self.ledger.active().find(|d| d.id == id && d.tab == tab).map(|d| d.scope_key.clone()) else { return };
-        let failures = self.app_holds.get(&key).map_or(0, |h| h.failures).saturating_add(1);
+        let failures = self.app_hold(&key).map_or(0, |h| h.failures).saturating_add(1);
         let until = self.now.saturating_add(app_retry_wait(failures));
         let reason = app_withheld(detail);
-        self.app_holds.insert(key, AppHold { reason, failures, until, retried: false });
+        self.app_hold_end(&key);
+        self.app_holds.push(AppHold { key, reason, failures, until, retried: false });
         self.notice(tab, withheld_say(reason), NoticeTone::Bad);
     }
 
     /// A delivery of `key` landed: its App attaches again.
     pub(super) fn app_landed(&mut self, key: &str) {
-        self.app_holds.remove(key);
+        self.app_hold_end(key);
     }
 }

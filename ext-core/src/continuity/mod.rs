@@ -305,7 +305,7 @@ pub struct Continuity {
     bridge: bridge::BridgeFlow,
     /// Scopes (ledger keys) whose last delivery could not attach its App: held until their
     /// wait ends (not persisted).
-    app_holds: VecMap<String, app::AppHold>,
+    app_holds: Vec<app::AppHold>,
     /// What the runtime was last told of the bound chats (`chats.report`; not persisted).
     chats: chats::ChatsFlow,
     /// Decisions not yet drained.
@@ -751,7 +751,7 @@ impl Continuity {
                 BindingOutput::Unbound { scope, .. } => {
                     self.keep_orphan_acks(&scope);
                     self.scopes.remove(&scope.key());
-                    self.app_holds.remove(&scope.key());
+                    self.app_hold_end(&scope.key());
                     let bindings = &self.bindings;
                     self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
                 }

@@ -38,17 +38,19 @@ pub(super) struct SemanticFlow {
     problem: Option<&'static str>,
     /// The HUD's last line per conversation (not persisted).
     notes: VecMap<String, Say>,
-    /// A `continue` verdict per conversation kept back because the chat's App could not
-    /// ride on it: typed once attaching works, dropped by a human turn (not persisted).
-    held: VecMap<String, HeldContinue>,
-    /// Continues on their way that carry an App, by delivery id: one the page answers
-    /// `app_not_attached` is held again, not dropped (not persisted).
-    with_app: VecMap<String, (String, HeldContinue)>,
+    /// Continues that carry an App (not persisted): kept back because the App could not
+    /// ride on them (`delivery: None`; typed once attaching works, dropped by a human turn),
+    /// or on their way (`Some(id)`; one the page answers `app_not_attached` is held again,
+    /// not dropped). A plain `Vec`: a few at most.
+    held: Vec<HeldContinue>,
 }
 
-/// A judge continue waiting for its App.
+/// A judge continue that carries an App.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct HeldContinue {
+    conversation: String,
+    /// Its delivery while it is on its way.
+    delivery: Option<String>,
     tab: TabId,
     subject: String,
     source: String,
@@ -89,7 +91,9 @@ impl Continuity {
             machine.handle(SemanticInput::HumanTurn);
             // The user spoke: a continue still waiting for its App is not theirs to get; it
             // did not land (the machine may judge again).
-            if self.semantic.held.remove(&conversation).is_some() {
+            let before = self.semantic.held.len();
+            self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
+            if self.semantic.held.len() < before {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
         }
@@ -163,8 +167,9 @@ impl Continuity {
         }
         if let Some(why) = scope.as_ref().and_then(|s| self.app_block(&s.key())) {
             // Never without the chat's App: it waits, and goes once attaching works.
-            let held = HeldContinue { tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
-            self.semantic.held.insert(conversation.to_owned(), held);
+            self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
+            let held = HeldContinue { conversation: conversation.to_owned(), delivery: None, tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+            self.semantic.held.push(held);
             if let Some(scope) = &scope {
                 self.record_activity(&scope.key(), ActivityKind::JudgeContinue, ActivityOutcome::Withheld, ActivityReason::Withheld(why), Some(subject));
             }
@@ -180,8 +185,8 @@ impl Continuity {
         };
         if let Some(id) = posted {
             if self.ledger.active().any(|d| d.id == id && d.app.is_some()) {
-                let held = HeldContinue { tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
-                self.semantic.with_app.insert(id.clone(), (conversation.to_owned(), held));
+                let held = HeldContinue { conversation: conversation.to_owned(), delivery: Some(id.clone()), tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+                self.semantic.held.push(held);
             }
             self.judge_activity(tab, ActivityOutcome::Sent, "verdict_continue", Some(&id));
             return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::Sent { n: streak, max }));
@@ -195,17 +200,14 @@ impl Continuity {
 
     /// Types the continues kept back for their App whose scope is no longer held.
     pub(super) fn semantic_retry_held(&mut self, now: Millis) {
-        let ready: Vec<(String, HeldContinue)> = self
-            .semantic
-            .held
-            .iter()
-            .filter(|(_, h)| self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()))
-            .map(|(c, h)| (c.clone(), h.clone()))
-            .collect();
-        for (conversation, held) in ready {
-            self.semantic.held.remove(&conversation);
-            if let Some(note) = self.semantic_continue(now, &conversation, held.tab, &held.subject, &held.source, &held.reason) {
-                self.semantic.notes.insert(conversation, note);
+        let waiting = std::mem::take(&mut self.semantic.held);
+        let (ready, kept): (Vec<HeldContinue>, Vec<HeldContinue>) = waiting
+            .into_iter()
+            .partition(|h| h.delivery.is_none() && self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()));
+        self.semantic.held = kept;
+        for held in ready {
+            if let Some(note) = self.semantic_continue(now, &held.conversation, held.tab, &held.subject, &held.source, &held.reason) {
+                self.semantic.notes.insert(held.conversation, note);
             }
         }
     }
@@ -219,10 +221,11 @@ impl Continuity {
 
     /// How a continue's delivery ended.
     pub(super) fn semantic_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
-        let with_app = self.semantic.with_app.remove(&delivery.id);
-        if let (true, Some((conversation, held))) = (resolution.app_not_attached(), with_app) {
+        let sent = self.semantic.held.iter().position(|h| h.delivery.as_deref() == Some(delivery.id.as_str()));
+        let sent = sent.map(|at| self.semantic.held.remove(at));
+        if let (true, Some(held)) = (resolution.app_not_attached(), sent) {
             // Its App could not be attached: it waits for the hold to end, still owed.
-            self.semantic.held.insert(conversation, held);
+            self.semantic.held.push(HeldContinue { delivery: None, ..held });
             return;
         }
         let Some(conversation) = delivery.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id])) else { return };
