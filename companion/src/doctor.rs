@@ -354,23 +354,33 @@ pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
 
 /// A running `mcp --http` (its record in the run directory) answers on its address and
 /// refuses a request without a token (401): proof that it is this server, with its bearer
-/// check, and that `tunnel-client` or a tunnel can reach it.
+/// check, and that `tunnel-client` or a tunnel can reach it. A server with `--public-url`
+/// answers only its public `Host` (403 else), so it is probed as the tunnel forwards:
+/// with that host and under the URL's path prefix.
 fn http_check(home: &CompanionHome, served: &crate::mcp::served::Served) -> Check {
     let record = home.run_dir().join(crate::mcp::served::RECORD_FILE);
-    let start = format!("start it again (`herdr-companion mcp --http {}`) if a tunnel forwards to it", served.address);
+    let flags = served.public_url.as_deref().map_or_else(String::new, |url| format!(" --public-url {}", shell_word(url)));
+    let start = format!("start it again (`herdr-companion mcp --http {}{flags}`) if a tunnel forwards to it", served.address);
     if !process_runs(served.pid) {
         return Check::fail(
             format!("mcp --http (pid {}, {}) no longer runs; it stopped without removing {}", served.pid, served.address, record.display()),
             format!("{start}; otherwise remove {}", record.display()),
         );
     }
-    match probe_without_token(served.address) {
-        Ok(401) => Check::ok(format!("mcp --http (pid {}) answers at http://{}/mcp and refuses a request without a token (401)", served.pid, served.address)),
+    let (host, path, public) = match served.public_url.as_deref().map(crate::mcp::oauth::PublicUrl::parse) {
+        None => (served.address.to_string(), crate::mcp::http::MCP_PATH.to_owned(), None),
+        Some(Ok(public)) => (public.authority().to_owned(), format!("{}{}", public.prefix(), crate::mcp::http::MCP_PATH), Some(public.resource())),
+        Some(Err(e)) => return Check::fail(format!("{} names a public URL the server cannot have used: {e}", record.display()), format!("stop pid {} and {start}", served.pid)),
+    };
+    let url = format!("http://{}{path}", served.address);
+    let behind = public.as_deref().map_or_else(String::new, |resource| format!(" as {resource} (Host {host})"));
+    match probe_without_token(served.address, &host, &path) {
+        Ok(401) => Check::ok(format!("mcp --http (pid {}) answers at {url}{behind} and refuses a request without a token (401)", served.pid)),
         Ok(status) => Check::fail(
-            format!("http://{}/mcp answers {status} to a request without a token, not 401", served.address),
-            "another program may hold that port: stop it, then start `herdr-companion mcp --http` again",
+            format!("{url} answers {status} to a request without a token{behind}, not 401"),
+            format!("another program may hold that port, or it serves another --public-url: stop it, then {start}"),
         ),
-        Err(e) => Check::fail(format!("mcp --http (pid {}) does not answer at http://{}/mcp: {e}", served.pid, served.address), format!("stop pid {} and {start}", served.pid)),
+        Err(e) => Check::fail(format!("mcp --http (pid {}) does not answer at {url}: {e}", served.pid), format!("stop pid {} and {start}", served.pid)),
     }
 }
 
@@ -382,13 +392,14 @@ fn process_runs(pid: u32) -> bool {
     status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The HTTP status of a POST to `/mcp` without `Authorization` (within a few seconds).
-fn probe_without_token(address: std::net::SocketAddr) -> std::io::Result<u16> {
+/// The HTTP status of a POST to `path` at `address` with `Host: host` and without
+/// `Authorization` (within a few seconds).
+fn probe_without_token(address: std::net::SocketAddr, host: &str, path: &str) -> std::io::Result<u16> {
     use std::io::Read;
     let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(3)))?;
     stream.set_write_timeout(Some(Duration::from_secs(3)))?;
-    let request = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
+    let request = format!("POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
     stream.write_all(request.as_bytes())?;
     let mut head = [0u8; 32];
     let read = stream.read(&mut head)?;
@@ -450,6 +461,10 @@ pub fn connecting_chatgpt(home: &CompanionHome, exe: &Path, path: Option<&std::f
     );
     if !header.exists() {
         let _ = writeln!(out, "               ({} is written by the first `mcp --http`)", header.display());
+    }
+    if let Some(public) = crate::mcp::served::read(home).and_then(|served| served.public_url) {
+        let resource = crate::mcp::oauth::PublicUrl::parse(&public).map_or_else(|_| format!("{public}/mcp"), |p| p.resource());
+        let _ = writeln!(out, "        own HTTPS tunnel: mcp --http serves the public URL {public}; in ChatGPT the MCP server URL is {resource} with OAuth");
     }
     let store = root.join(OAUTH_STORE);
     if store.exists() {
@@ -621,18 +636,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = CompanionHome::at(dir.path().join("home"));
         let me = std::process::id();
-        let ours = http_check(&home, &Served { address: one_answer("401 Unauthorized"), pid: me });
+        let ours = http_check(&home, &Served { address: one_answer("401 Unauthorized"), pid: me, public_url: None });
         assert!(ours.fix.is_none() && ours.what.contains("refuses a request without a token (401)"), "{ours:?}");
-        let other = http_check(&home, &Served { address: one_answer("200 OK"), pid: me });
+        let other = http_check(&home, &Served { address: one_answer("200 OK"), pid: me, public_url: None });
         assert!(other.what.contains("answers 200 to a request without a token, not 401"), "{other:?}");
         assert!(other.fix.as_deref().is_some_and(|f| f.contains("another program may hold that port")));
         let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address");
-        let silent = http_check(&home, &Served { address: closed, pid: me });
+        let silent = http_check(&home, &Served { address: closed, pid: me, public_url: None });
         assert!(silent.what.contains("does not answer at") && silent.fix.is_some(), "{silent:?}");
         let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
         let pid = gone.id();
         gone.wait().expect("wait");
-        let stale = http_check(&home, &Served { address: closed, pid });
+        let stale = http_check(&home, &Served { address: closed, pid, public_url: None });
         assert!(stale.what.contains("no longer runs") && stale.fix.as_deref().is_some_and(|f| f.contains("mcp-http.json")), "{stale:?}");
     }
 

@@ -127,10 +127,15 @@ enum OauthSubcommand {
         /// The code its sign-in page shows, e.g. K7QX-M2PA.
         code: String,
     },
-    /// Denies the waiting request with this code.
+    /// Denies the waiting request with this code, or with --all every waiting request.
     Deny {
         /// The code its sign-in page shows.
-        code: String,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        code: Option<String>,
+        /// Deny every waiting request (when strangers who found your tunnel URL filled the
+        /// list); your own client then signs in again.
+        #[arg(long)]
+        all: bool,
     },
     /// Lists the registered clients with their grants.
     Clients,
@@ -343,7 +348,8 @@ fn run(cli: Cli) -> Result<i32> {
             let command = match command {
                 OauthSubcommand::Pending => OAuthCommand::Pending,
                 OauthSubcommand::Approve { code } => OAuthCommand::Approve(code),
-                OauthSubcommand::Deny { code } => OAuthCommand::Deny(code),
+                OauthSubcommand::Deny { code: Some(code), .. } => OAuthCommand::Deny(code),
+                OauthSubcommand::Deny { code: None, .. } => OAuthCommand::DenyAll,
                 OauthSubcommand::Clients => OAuthCommand::Clients,
                 OauthSubcommand::Revoke { client_id } => OAuthCommand::Revoke(client_id),
             };

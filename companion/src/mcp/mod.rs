@@ -132,7 +132,10 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
         eprintln!("herdr-companion mcp: {message}");
     }
     // For `doctor`: where this HTTP server listens, while it does (removed when it stops).
-    let _served = http.as_ref().and_then(|(address, _)| served::Record::write(&home, *address));
+    let _served = http.as_ref().and_then(|(address, auth)| {
+        let public = auth.oauth.as_ref().map(|oauth| oauth.public.issuer());
+        served::Record::write(&home, *address, public.as_deref())
+    });
     let tools = PlannerTools::new(RuntimeClient::new(home.socket_path()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -476,3 +476,17 @@ fn mcp_public_url_must_be_https_needs_http_and_a_private_oauth_db() {
     let listed = crate::support::output_within(&mut home.command(&["oauth", "pending"]), "oauth pending with a readable oauth.db");
     assert_eq!(listed.status.code(), Some(1), "the CLI refuses it too");
 }
+
+/// Issue 24 (review): `oauth deny --all` clears every waiting sign-in at once — the way out
+/// when strangers who found the tunnel URL fill the waiting list — and says so when none waits.
+#[test]
+fn oauth_deny_all_answers_without_a_code() {
+    let home = TestHome::new();
+    let denied = crate::support::output_within(&mut home.command(&["oauth", "deny", "--all"]), "oauth deny --all");
+    assert_eq!(denied.status.code(), Some(0), "{}", String::from_utf8_lossy(&denied.stderr));
+    assert!(String::from_utf8_lossy(&denied.stdout).contains("no sign-in request is waiting"), "{}", String::from_utf8_lossy(&denied.stdout));
+    let both = crate::support::output_within(&mut home.command(&["oauth", "deny", "--all", "K7QX-M2PA"]), "oauth deny --all CODE");
+    assert_eq!(both.status.code(), Some(2), "a code or --all, not both");
+    let neither = crate::support::output_within(&mut home.command(&["oauth", "deny"]), "oauth deny");
+    assert_eq!(neither.status.code(), Some(2), "a code or --all");
+}

@@ -323,3 +323,42 @@ fn doctor_checks_a_running_mcp_http_and_never_prints_the_token() {
     let after = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
     assert!(!String::from_utf8_lossy(&after.stdout).contains("mcp --http (pid"), "no server, no server check");
 }
+
+/// The README's own-tunnel setup (`mcp --http 127.0.0.1:PORT --public-url https://…`): the
+/// server answers only its public `Host`, so the doctor probes with that host and prefix,
+/// passes, and names the public MCP URL for ChatGPT. A server behind another public URL
+/// (403 to that Host) still fails the check.
+#[test]
+fn doctor_passes_a_running_mcp_http_with_a_public_url_and_fails_a_server_for_another_host() {
+    let world = world();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let address = format!("127.0.0.1:{port}");
+    let public = "https://herdr.example.com/box";
+    let mut command = world.home.command(&["mcp", "--http", &address, "--public-url", public]);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut server = ChildGuard::spawn(&mut command, "herdr-companion mcp --http --public-url");
+    let record = world.home.home().join("run/mcp-http.json");
+    let deadline = Instant::now() + PROCESS_WAIT;
+    while !(record.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+        assert!(Instant::now() < deadline, "mcp --http {address} never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let doctor = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    let ok = format!("ok    mcp --http (pid {}) answers at http://{address}/box/mcp as {public}/mcp (Host herdr.example.com) and refuses a request without a token (401)", server.child.id());
+    assert!(report.contains(&ok), "{report}");
+    assert!(!report.contains("answers 403"), "{report}");
+    assert!(report.contains(&format!("serves the public URL {public}; in ChatGPT the MCP server URL is {public}/mcp with OAuth")), "{report}");
+
+    // The record names another public host: that server answers 403 to it, and the check fails.
+    let text = std::fs::read_to_string(&record).expect("record");
+    std::fs::write(&record, text.replace("herdr.example.com", "other.example.com")).expect("rewrite");
+    let wrong = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
+    let report = String::from_utf8_lossy(&wrong.stdout);
+    assert!(report.contains(&format!("FAIL  http://{address}/box/mcp answers 403 to a request without a token as https://other.example.com/box/mcp")), "{report}");
+    assert_eq!(wrong.status.code(), Some(1), "{report}");
+
+    crate::support::send_sigterm(server.child.id());
+    assert!(server.wait_within(PROCESS_WAIT).success(), "mcp --http stops on SIGTERM");
+}

@@ -19,6 +19,8 @@ pub enum OAuthCommand {
     Approve(String),
     /// `oauth deny CODE`.
     Deny(String),
+    /// `oauth deny --all`: every waiting request.
+    DenyAll,
     /// `oauth clients`: registered clients and their grants.
     Clients,
     /// `oauth revoke CLIENT_ID`: every token of the client.
@@ -75,7 +77,7 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                     age = age(request.age_secs),
                 )?;
             }
-            writeln!(out, "approve one that you started with `herdr-companion oauth approve CODE`, or `deny CODE`")?;
+            writeln!(out, "approve one that you started with `herdr-companion oauth approve CODE`, or `deny CODE` (`deny --all` for every one)")?;
         }
         OAuthCommand::Approve(code) | OAuthCommand::Deny(code) => {
             let approve = matches!(command, OAuthCommand::Approve(_));
@@ -89,6 +91,24 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                 id = request.client_id,
                 host = host_of(&request.redirect_uri),
             )?;
+        }
+        OAuthCommand::DenyAll => {
+            let denied = store.deny_all(now).map_err(OAuthCliError::Refused)?;
+            if denied.is_empty() {
+                writeln!(out, "no sign-in request is waiting")?;
+                return Ok(());
+            }
+            for request in &denied {
+                writeln!(
+                    out,
+                    "denied {code}  {name}  (client {id})  returns to {host}",
+                    code = request.user_code,
+                    name = request.client_name,
+                    id = request.client_id,
+                    host = host_of(&request.redirect_uri),
+                )?;
+            }
+            writeln!(out, "denied {} waiting sign-in request(s); start your own sign-in again and approve its code", denied.len())?;
         }
         OAuthCommand::Clients => {
             let clients = store.clients(now).map_err(OAuthCliError::Refused)?;
@@ -115,4 +135,64 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::oauth::store::{AuthorizeParams, NewClient, PollAnswer};
+    use crate::mcp::oauth::AuthMethod;
+
+    const RESOURCE: &str = "https://herdr.example.com/mcp";
+    const ISSUER: &str = "https://herdr.example.com";
+    const REDIRECT: &str = "https://chatgpt.com/connector_platform_oauth_redirect";
+
+    /// Review of issue 24: `oauth deny --all` clears every waiting sign-in (strangers'
+    /// requests that filled the list), each page goes back with `access_denied`, and the
+    /// user's own sign-in gets in again.
+    #[test]
+    fn deny_all_clears_every_waiting_sign_in() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CompanionHome::at(dir.path().join("home"));
+        let mut store = OAuthStore::open(&home).expect("open");
+        let now = now_secs();
+        let params = |client_id: &str| AuthorizeParams {
+            client_id: Some(client_id.into()),
+            redirect_uri: Some(REDIRECT.into()),
+            response_type: Some("code".into()),
+            code_challenge: Some(crate::mcp::oauth::base64url(&[7u8; 32])),
+            code_challenge_method: Some("S256".into()),
+            state: None,
+            resource: Some(RESOURCE.into()),
+        };
+        let mut pages = Vec::new();
+        for _ in 0..super::super::MAX_PENDING / 2 {
+            let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
+            let id = store.register(new, now).expect("register").client_id;
+            for _ in 0..2 {
+                pages.push(store.begin(&params(&id), RESOURCE, ISSUER, now).expect("begin").request_id);
+            }
+        }
+        let new = NewClient { name: "ChatGPT".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
+        let mine = store.register(new, now).expect("register").client_id;
+        assert!(store.begin(&params(&mine), RESOURCE, ISSUER, now).is_err(), "the list is full");
+
+        let mut out = Vec::new();
+        run(&home, &OAuthCommand::DenyAll, &mut out).expect("deny --all");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.contains("denied 20 waiting sign-in request(s)") && text.matches("Stranger").count() == 20, "{text}");
+        for page in &pages {
+            let PollAnswer::Refused(to) = store.poll(page, ISSUER, now).expect("poll") else { panic!("refused") };
+            assert!(to.contains("error=access_denied"), "{to}");
+        }
+        assert!(store.pending(now).expect("pending").is_empty());
+        store.begin(&params(&mine), RESOURCE, ISSUER, now).expect("the user's sign-in gets in");
+
+        let mut again = Vec::new();
+        run(&home, &OAuthCommand::DenyAll, &mut again).expect("deny --all");
+        assert!(String::from_utf8(again).expect("utf-8").contains("denied 1 waiting"));
+        let mut none = Vec::new();
+        run(&home, &OAuthCommand::DenyAll, &mut none).expect("deny --all");
+        assert_eq!(String::from_utf8(none).expect("utf-8"), "no sign-in request is waiting\n");
+    }
 }

@@ -11,7 +11,7 @@
 //!   authorization-server metadata (RFC 8414), dynamic client registration (RFC 7591), the
 //!   authorization page and its status poll, the token endpoint (authorization code with
 //!   PKCE S256, refresh with rotation) and revocation (RFC 7009);
-//! - [`cli`]: `herdr-companion oauth pending | approve CODE | deny CODE | clients | revoke CLIENT_ID`.
+//! - [`cli`]: `herdr-companion oauth pending | approve CODE | deny CODE | deny --all | clients | revoke CLIENT_ID`.
 //!
 //! Invariants:
 //! - nothing is granted from the web alone: an authorization code exists only after the
@@ -26,7 +26,10 @@
 //! - a refresh token is used once: its use rotates it, and a reuse of a rotated one revokes
 //!   the whole grant (the token was stolen, or the client is confused);
 //! - sizes and counts are capped ([`MAX_CLIENTS`], [`MAX_PENDING`], field lengths), so an
-//!   unauthenticated caller cannot grow `oauth.db` without bound.
+//!   unauthenticated caller cannot grow `oauth.db` without bound; the caps evict rather
+//!   than refuse where a stranger could otherwise lock the user out (a client's third
+//!   waiting request replaces its oldest, a new client replaces the oldest one without a
+//!   grant), and `oauth deny --all` clears every waiting request at once.
 
 pub mod cli;
 pub mod endpoints;
@@ -48,11 +51,13 @@ pub const REFRESH_TOKEN_SECS: i64 = 30 * 24 * 3600;
 pub const CODE_SECS: i64 = 300;
 /// How long a consent request waits for `oauth approve` / `deny` (seconds).
 pub const PENDING_SECS: i64 = 600;
-/// Most registered clients kept; beyond, clients without grants that are older than a day
-/// make room, else registration is refused.
+/// Most registered clients kept; a registration beyond evicts the oldest client without a
+/// grant (any age), and is refused only when every client holds a grant.
 pub const MAX_CLIENTS: i64 = 100;
-/// Most consent requests waiting at once.
+/// Most consent requests waiting at once (all clients together).
 pub const MAX_PENDING: i64 = 20;
+/// Most consent requests of one client waiting at once; a new one replaces its oldest.
+pub const MAX_PENDING_PER_CLIENT: i64 = 2;
 /// Most redirect URIs of one client.
 pub const MAX_REDIRECT_URIS: usize = 10;
 /// Longest redirect URI (bytes).

@@ -18,7 +18,7 @@ use thiserror::Error;
 
 use super::{
     new_secret, pkce_matches, random_bytes, secret_hash, valid_challenge, AuthMethod, ACCESS_TOKEN_SECS, CODE_SECS,
-    MAX_CLIENTS, MAX_PENDING, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
+    MAX_CLIENTS, MAX_PENDING, MAX_PENDING_PER_CLIENT, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
 };
 use crate::paths::CompanionHome;
 
@@ -392,22 +392,33 @@ impl OAuthStore {
         Ok(())
     }
 
-    /// Registers a client (RFC 7591). Over [`MAX_CLIENTS`], clients that never got a grant
-    /// and are older than an hour make room; when none can, registration is refused.
+    /// Registers a client (RFC 7591). At [`MAX_CLIENTS`], the oldest client that has no
+    /// grant leaves (whatever its age, with its waiting requests and codes): registration
+    /// is open to anyone who found the tunnel URL, so a full list must never lock out the
+    /// user's own client. Refused only when every client holds a grant.
     pub fn register(&mut self, client: NewClient, now: i64) -> Result<RegisteredClient, OAuthError> {
         self.sweep(now)?;
         let count: i64 = self.conn.query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?;
         if count >= MAX_CLIENTS {
-            self.conn.execute(
-                "DELETE FROM clients WHERE client_id IN (SELECT client_id FROM clients WHERE created_at <= ?1
-                   AND client_id NOT IN (SELECT client_id FROM grants) ORDER BY created_at LIMIT ?2)",
-                params![now - 3600, count - MAX_CLIENTS + 1],
-            )?;
+            let tx = self.conn.transaction()?;
+            let evicted: Vec<String> = {
+                let mut statement = tx.prepare(
+                    "SELECT client_id FROM clients WHERE client_id NOT IN (SELECT client_id FROM grants) ORDER BY created_at, rowid LIMIT ?1",
+                )?;
+                let rows = statement.query_map(params![count - MAX_CLIENTS + 1], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            for client_id in &evicted {
+                tx.execute("DELETE FROM pending WHERE client_id = ?1", params![client_id])?;
+                tx.execute("DELETE FROM codes WHERE client_id = ?1", params![client_id])?;
+                tx.execute("DELETE FROM clients WHERE client_id = ?1", params![client_id])?;
+            }
+            tx.commit()?;
             let left: i64 = self.conn.query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?;
             if left >= MAX_CLIENTS {
                 return Err(OAuthError::new(
                     "invalid_client_metadata",
-                    format!("this server already has {MAX_CLIENTS} registered clients; try again in an hour, or revoke unused ones with `herdr-companion oauth revoke CLIENT_ID` on the workstation"),
+                    format!("this server already has {MAX_CLIENTS} registered clients, each with a grant; revoke unused ones with `herdr-companion oauth revoke CLIENT_ID` on the workstation (`oauth clients` lists them)"),
                 ));
             }
         }
@@ -478,14 +489,24 @@ impl OAuthStore {
         if params.resource.as_deref().is_some_and(|r| !same_resource(r, resource)) {
             return Err(refuse("invalid_target", "this server grants tokens only for its own MCP endpoint (resource)"));
         }
+        // This client's oldest waiting requests make room for the new one: a client keeps
+        // at most MAX_PENDING_PER_CLIENT, so repeated requests cannot fill the list.
+        let sql = |e: rusqlite::Error| AuthorizeRefusal::Page(e.into());
+        self.conn
+            .execute(
+                "DELETE FROM pending WHERE request_hash IN (SELECT request_hash FROM pending
+                   WHERE client_id = ?1 AND decision = 'pending' AND expires_at > ?2 ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?3)",
+                params![client_id, now, MAX_PENDING_PER_CLIENT - 1],
+            )
+            .map_err(sql)?;
         let waiting: i64 = self
             .conn
             .query_row("SELECT count(*) FROM pending WHERE decision = 'pending' AND expires_at > ?1", params![now], |r| r.get(0))
-            .map_err(|e| AuthorizeRefusal::Page(e.into()))?;
+            .map_err(sql)?;
         if waiting >= MAX_PENDING {
             return Err(page(
                 "temporarily_unavailable",
-                format!("{MAX_PENDING} sign-in requests are already waiting; approve or deny them on the workstation (`herdr-companion oauth pending`), or wait 10 minutes"),
+                format!("{MAX_PENDING} sign-in requests are already waiting; on the workstation approve yours (`herdr-companion oauth pending`) or clear them all with `herdr-companion oauth deny --all`, then sign in again"),
             ));
         }
         let random = |e| AuthorizeRefusal::Page(no_random(e));
@@ -537,6 +558,14 @@ impl OAuthStore {
             params![decision, found.user_code],
         )?;
         Ok(found)
+    }
+
+    /// `oauth deny --all`: denies every waiting request (their pages go back with
+    /// `access_denied`). Answers the requests it denied, oldest first.
+    pub fn deny_all(&mut self, now: i64) -> Result<Vec<PendingView>, OAuthError> {
+        let waiting = self.pending(now)?;
+        self.conn.execute("UPDATE pending SET decision = 'denied' WHERE decision = 'pending' AND expires_at > ?1", params![now])?;
+        Ok(waiting)
     }
 
     /// What the authorization page holding `request_id` learns: still waiting, or where to
@@ -923,11 +952,65 @@ mod tests {
             assert!(to.starts_with(REDIRECT), "{to}");
             assert_eq!(query_value(&to, "error").as_deref(), Some(error), "{to}");
         }
-        for _ in 0..MAX_PENDING {
-            store.begin(&params(&id), RESOURCE, ISSUER, 1000).expect("begin");
+        for _ in 0..MAX_PENDING / 2 {
+            let other = client(&mut store);
+            store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin");
+            store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin");
         }
         let AuthorizeRefusal::Page(e) = refused(&mut store, &|_| {}) else { panic!("page") };
-        assert!(e.description.contains("already waiting"), "{e}");
+        assert!(e.description.contains("already waiting") && e.description.contains("oauth deny --all"), "{e}");
+    }
+
+    /// Review of issue 24: one client (anyone who found the tunnel URL can register one)
+    /// keeps at most two sign-ins waiting; a third replaces its oldest, so repeated
+    /// requests never fill the list that the user's own sign-in needs.
+    #[test]
+    fn a_client_keeps_at_most_two_waiting_sign_ins_and_a_new_one_replaces_its_oldest() {
+        let (_dir, mut store) = store();
+        let stranger = client(&mut store);
+        let first = store.begin(&params(&stranger), RESOURCE, ISSUER, 1000).expect("begin");
+        let second = store.begin(&params(&stranger), RESOURCE, ISSUER, 1001).expect("begin");
+        for n in 0..MAX_PENDING * 2 {
+            store.begin(&params(&stranger), RESOURCE, ISSUER, 1002 + n).expect("a new request replaces the client's oldest");
+        }
+        let waiting = store.pending(1100).expect("pending");
+        assert_eq!(waiting.len(), 2, "{waiting:?}");
+        assert_eq!(store.poll(&first.request_id, ISSUER, 1100).expect("poll"), PollAnswer::Gone, "replaced");
+        assert_eq!(store.poll(&second.request_id, ISSUER, 1100).expect("poll"), PollAnswer::Gone, "replaced");
+        assert!(store.decide(&first.user_code, true, 1100).is_err(), "a replaced request cannot be approved");
+        let mine = client(&mut store);
+        let begun = store.begin(&params(&mine), RESOURCE, ISSUER, 1101).expect("the user's sign-in still gets in");
+        store.decide(&begun.user_code, true, 1102).expect("approve");
+    }
+
+    /// Review of issue 24: registration is unauthenticated, so a full client list must not
+    /// lock the user out: a new registration evicts the oldest client that has no grant,
+    /// whatever its age, with its waiting requests; clients with grants are never evicted.
+    #[test]
+    fn a_full_client_list_makes_room_by_evicting_the_oldest_client_without_a_grant() {
+        let (_dir, mut store) = store();
+        let (granted, pair) = signed_in(&mut store);
+        let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
+        let oldest = store.register(new.clone(), 1000).expect("register").client_id;
+        let begun = store.begin(&params(&oldest), RESOURCE, ISSUER, 1000).expect("begin");
+        for _ in 2..MAX_CLIENTS {
+            store.register(new.clone(), 1001).expect("register");
+        }
+        let mine = store.register(new.clone(), 1002).expect("a full list makes room at once").client_id;
+        let listed = store.clients(1003).expect("clients");
+        assert_eq!(listed.len() as i64, MAX_CLIENTS);
+        assert!(listed.iter().all(|c| c.client_id != oldest), "the oldest client without a grant left");
+        assert!(listed.iter().any(|c| c.client_id == granted) && listed.iter().any(|c| c.client_id == mine));
+        assert!(store.pending(1003).expect("pending").is_empty(), "its waiting request left with it");
+        assert_eq!(store.poll(&begun.request_id, ISSUER, 1003).expect("poll"), PollAnswer::Gone);
+        assert!(store.access_token_resource(&pair.access_token, 1003).expect("lookup").is_some(), "the grant stays");
+
+        for listed in store.clients(1004).expect("clients") {
+            store.grant_directly(&listed.client_id, RESOURCE, 1004).expect("grant");
+        }
+        let full = store.register(new, 1005).expect_err("every client holds a grant");
+        assert!(full.description.contains("each with a grant") && full.description.contains("oauth revoke"), "{full}");
+        assert_eq!(store.clients(1005).expect("clients").len() as i64, MAX_CLIENTS, "no client with a grant was evicted");
     }
 
     #[test]
@@ -1020,8 +1103,6 @@ mod tests {
         for _ in 1..MAX_CLIENTS {
             store.register(new.clone(), 1000).expect("register");
         }
-        let full = store.register(new.clone(), 1001).expect_err("full");
-        assert!(full.description.contains("already has 100"), "{full}");
-        store.register(new, 1000 + 3601).expect("an unused client older than an hour makes room");
+        store.register(new, 1001).expect("an unused client makes room at once");
     }
 }
