@@ -957,14 +957,23 @@
     for (const el of pillElements(copy).map(({ el: pill }) => pill)) el.remove();
     return composerText(copy);
   };
-  // Whether the composer holds only what an App attempt typed: App pills (the composer held
-  // none when the attempt began; a wrong one the picker put there is ours too) and a part of
-  // `@<keyword>` (the mention typed so far), or our message after the pill.
+  // Whether the composer holds only what an App attempt typed. The composer was empty when
+  // the attempt began (deliver requires it), so App pills are ours (a wrong one the picker
+  // put there too), and so is text made only of pieces of `@<keyword>` (a mention typed in
+  // part, perhaps more than once: `@her@herdr`) followed by nothing or by a part of our
+  // message (typed after the pill).
   const attemptIsOurs = (composer, app) => {
     if (!composer) return false;
-    const rest = squash(plainText(composer));
+    let rest = squash(plainText(composer)).toLowerCase();
     const mention = squash(`@${app.keyword}`).toLowerCase();
-    return mention.startsWith(rest.toLowerCase()) || (delivering !== null && rest === squash(typed.get(delivering.id) ?? '\u0000'));
+    for (;;) {
+      let n = 0;
+      while (n < mention.length && n < rest.length && rest[n] === mention[n]) n += 1;
+      if (n === 0) break;
+      rest = rest.slice(n);
+    }
+    const message = delivering !== null ? squash(typed.get(delivering.id) ?? '').toLowerCase() : '';
+    return rest === '' || (message !== '' && message.includes(rest));
   };
 
   let delivering = null;
@@ -1449,11 +1458,11 @@
     // The send control enables itself on the input event; give the page a moment. It is
     // looked up again on every try, and clicked only while it is Send (not Stop, not
     // disabled): a flipping submit button that shows Stop is never clicked. A message that
-    // must carry an App is sent only while the composer still holds exactly its pill.
+    // must carry an App is sent only while the composer holds exactly its pill and our text.
     const startedAt = Date.now();
     const trySend = () => {
       const now = observe();
-      if (app && !pillHolds(now.composer, app)) {
+      if (app && !(pillHolds(now.composer, app) && squash(plainText(now.composer)) === squash(value))) {
         removeAttempt(id, app);
         return report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
       }
@@ -1481,17 +1490,25 @@
   // ---- Attaching the App (docs/PROTOCOL.md "The Herdr App"): ChatGPT opens its App picker
   // only for trusted key presses, so `@<keyword>` is typed by the worker (`trusted_type`,
   // chrome.debugger's Input domain, when the user allowed it on the options page); without
-  // that, by the editor (which the picker may ignore). Then the App's option is chosen
-  // (trusted Enter when it is the highlighted one, else pointerdown and click on it) and
-  // its pill is read back in the composer: exactly one pill, this App's. Every wait is
+  // that permission (and only then), by the editor (which the picker may ignore). Then the
+  // App's option is chosen by pointerdown and click on it (never a key: an Enter that came
+  // after the picker closed would send a stray `@<keyword>`) and its pill is read back in the
+  // composer: exactly one pill, this App's, and no `@<keyword>` text left. Every wait is
   // bounded by the profile's `wait_ms`. Resolves with null (attached) or the detail of why
   // not: no_permission | picker_not_opened | option_missing | pill_not_read_back.
-  // Each worker request is bounded, so the whole attach (two requests, the picker's and the
-  // pill's waits) and the send stay within the worker's TYPING_DEADLINE_MS (15 s).
+  // The worker request is bounded (a late answer is awaited once more, so late keys land
+  // before the cleanup), so the whole attach (the request, the picker's and the pill's
+  // waits) and the send stay within the worker's TYPING_DEADLINE_MS (15 s).
   const TRUSTED_TYPE_WAIT_MS = 3000;
   const askWorker = (message) => new Promise((resolve) => {
-    const timer = setTimeout(() => resolve({ ok: false, error: 'timeout' }), TRUSTED_TYPE_WAIT_MS);
-    const done = (answer) => { clearTimeout(timer); resolve(answer && typeof answer === 'object' ? answer : { ok: false, error: 'no_answer' }); };
+    let answered;
+    const late = new Promise((r) => { answered = r; });
+    const timer = setTimeout(() => resolve({ ok: false, error: 'timeout', late }), TRUSTED_TYPE_WAIT_MS);
+    const done = (answer) => {
+      clearTimeout(timer);
+      answered();
+      resolve(answer && typeof answer === 'object' ? answer : { ok: false, error: 'no_answer' });
+    };
     try {
       const sent = chrome.runtime.sendMessage?.(message);
       if (sent && typeof sent.then === 'function') sent.then(done, (error) => done({ ok: false, error: String(error?.message ?? error) }));
@@ -1527,11 +1544,12 @@
   const optionFor = (apps, picker, app) => queryAll(picker, apps.option).find((el) => visible(el) &&
     ((el.getAttribute(apps.option_keyword_attr) ?? '').toLowerCase() === String(app.keyword).toLowerCase() ||
       (app.name && optionText(el) === String(app.name).toLowerCase())));
-  // Exactly one pill in the composer, and it is this App's.
+  // Exactly one pill in the composer, and it is this App's. (Its text is checked by the
+  // caller: no `@<keyword>` left at read-back, exactly our message once typed — a message
+  // may itself contain `@<keyword>`.)
   const pillHolds = (composer, app) => {
     const pills = composer ? pillElements(composer).map(readPill) : [];
-    return pills.length === 1 && sameApp(pills[0], app) &&
-      !squash(plainText(composer)).toLowerCase().includes(squash(`@${app.keyword}`).toLowerCase());
+    return pills.length === 1 && sameApp(pills[0], app);
   };
   const attachApp = async (app) => {
     const apps = appMentions();
@@ -1544,15 +1562,22 @@
     caretToEnd(composer);
     const typedBy = await askWorker({ type: 'trusted_type', text: mention });
     const trusted = typedBy.ok === true;
+    if (!trusted && typedBy.error !== 'no_permission') {
+      // The worker failed (timeout, debugger_failed, …) perhaps after typing part of the
+      // mention, or is still typing: no second mention on top of it. A late answer is awaited
+      // (bounded) so its keys land before the caller's cleanup removes them.
+      if (typedBy.late) await Promise.race([typedBy.late, sleepMs(TRUSTED_TYPE_WAIT_MS)]);
+      return 'picker_not_opened';
+    }
     if (!trusted) {
-      // No trusted keys (not allowed, or the worker could not type): the editor's insertion,
-      // checked; a picker that opens only for trusted keys stays closed and that is the answer.
+      // Trusted typing is not allowed: the editor's insertion, checked; a picker that opens
+      // only for trusted keys stays closed and that is the answer.
       const now = observe().composer;
       if (!now) return 'picker_not_opened';
       caretToEnd(now);
       document.execCommand('insertText', false, mention);
     }
-    const failed = trusted ? 'picker_not_opened' : (typedBy.error === 'no_permission' ? 'no_permission' : 'picker_not_opened');
+    const failed = trusted ? 'picker_not_opened' : 'no_permission';
     const deadline = Date.now() + apps.wait_ms;
     let picker = null;
     let option = null;
@@ -1563,17 +1588,14 @@
       await sleepMs(50);
     }
     if (!picker) return failed;
-    if (!option) return 'option_missing';
-    if (trusted && option.getAttribute('aria-selected') === 'true' && option.isConnected) {
-      const pressed = await askWorker({ type: 'trusted_type', key: 'Enter' });
-      if (!pressed.ok) return 'pill_not_read_back';
-    } else {
-      option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
-      if (option.isConnected) option.click();
-    }
+    if (!option || !visible(option)) return 'option_missing';
+    option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
+    if (option.isConnected) option.click();
+    const leftover = squash(mention).toLowerCase();
     const chosenBy = Date.now() + apps.wait_ms;
     while (Date.now() < chosenBy) {
-      if (pillHolds(observe().composer, app)) return null;
+      const now = observe().composer;
+      if (pillHolds(now, app) && !squash(plainText(now)).toLowerCase().includes(leftover)) return null;
       await sleepMs(50);
     }
     return 'pill_not_read_back';

@@ -110,25 +110,26 @@ chrome.commands?.onCommand.addListener((command, tab) => {
 });
 // Trusted typing for the Herdr App (docs/PROTOCOL.md "trusted_type"; ARCHITECTURE.md
 // "Trusted keys"). ChatGPT opens its App picker only for real key presses, so the page asks
-// here for `@<keyword>` (or the Enter that picks the highlighted App) and this types it into
-// the asking tab through chrome.debugger's Input domain: attach, key events, detach. It
+// here for `@<keyword>` and this types it into the asking tab through chrome.debugger's
+// Input domain: attach, key events, detach (the page picks the App's option by a click). It
 // types only when the user turned trusted typing on (options page, `trustedTypingAllowed`
 // in chrome.storage.local) and Chrome grants `debugger`; otherwise, and on any failure, it
 // answers `{ok: false, error}` — never throws, never decides what is typed or when.
 // Only our own content script in the top frame of a page of our host permissions may ask,
-// and only for an `@` mention (no spaces, no control characters) or the Enter key.
+// and only for an `@` mention (no spaces, no control characters); the tab must still show
+// such a page right before the debugger attaches (the keys go to its focused element).
 const TRUSTED_TYPING_KEY = 'trustedTypingAllowed';
 const TRUSTED_MENTION = /^@[^\s\u0000-\u001f\u007f]{1,64}$/u;
-const TRUSTED_KEYS = { Enter: { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 } };
-const ourPage = (sender) => {
-  if (sender?.id !== chrome.runtime.id || sender.frameId !== 0 || typeof sender.tab?.id !== 'number') return false;
+const allowedOrigin = (url) => {
   try {
-    const origin = new URL(sender.url).origin;
+    const origin = new URL(url).origin;
     return (chrome.runtime.getManifest().host_permissions ?? []).some((pattern) => pattern.startsWith(`${origin}/`));
   } catch {
     return false;
   }
 };
+const ourPage = (sender) => sender?.id === chrome.runtime.id && sender.frameId === 0 && typeof sender.tab?.id === 'number' &&
+  allowedOrigin(sender.url);
 const trustedTypingAllowed = async () => {
   const [consent, granted] = await Promise.all([
     chrome.storage.local.get(TRUSTED_TYPING_KEY).then((items) => items?.[TRUSTED_TYPING_KEY] === true, () => false),
@@ -137,17 +138,16 @@ const trustedTypingAllowed = async () => {
   return consent && granted && typeof chrome.debugger?.attach === 'function';
 };
 const typingTabs = new Map(); // tab id → the promise of its last typing (one attach at a time)
+// A typing waits for the tab's earlier one, meanwhile the tab may have navigated away: its
+// URL is read again right before attaching, and a tab no longer on an allowed origin gets
+// no keys (`{ok: false, error: 'not_a_page'}`).
 const typeTrusted = async (tabId, message) => {
+  const tab = await chrome.tabs.get(tabId).catch(() => null);
+  if (!allowedOrigin(tab?.url)) return false;
   const target = { tabId };
   await chrome.debugger.attach(target, '1.3');
   try {
     const send = (params) => chrome.debugger.sendCommand(target, 'Input.dispatchKeyEvent', params);
-    if (message.key) {
-      const key = TRUSTED_KEYS[message.key];
-      await send({ type: 'rawKeyDown', ...key });
-      await send({ type: 'keyUp', ...key });
-      return;
-    }
     for (const char of message.text) {
       await send({ type: 'keyDown', key: char, text: char, unmodifiedText: char });
       await send({ type: 'keyUp', key: char });
@@ -155,20 +155,19 @@ const typeTrusted = async (tabId, message) => {
   } finally {
     await chrome.debugger.detach(target).catch(() => {});
   }
+  return true;
 };
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   if (message?.type !== 'trusted_type') return false;
   const answer = (async () => {
     if (!ourPage(sender)) return { ok: false, error: 'not_a_page' };
-    const valid = message.key === undefined ? typeof message.text === 'string' && TRUSTED_MENTION.test(message.text)
-      : message.text === undefined && Object.hasOwn(TRUSTED_KEYS, message.key);
+    const valid = message.key === undefined && typeof message.text === 'string' && TRUSTED_MENTION.test(message.text);
     if (!valid) return { ok: false, error: 'bad_request' };
     if (!(await trustedTypingAllowed())) return { ok: false, error: 'no_permission' };
     const tabId = sender.tab.id;
     const typed = (typingTabs.get(tabId) ?? Promise.resolve()).then(() => typeTrusted(tabId, message));
     typingTabs.set(tabId, typed.catch(() => {}));
-    await typed;
-    return { ok: true };
+    return (await typed) ? { ok: true } : { ok: false, error: 'not_a_page' };
   })().catch((error) => ({ ok: false, error: 'debugger_failed', message: String(error?.message ?? error).slice(0, 300) }));
   answer.then(sendResponse);
   return true;

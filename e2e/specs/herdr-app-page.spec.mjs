@@ -5,8 +5,9 @@
 // domain. The page's App picker is modelled as field notes §1 record it: typing `@` and
 // letters opens a listbox of App options only for trusted input; Enter (trusted) or a
 // pointerdown on an option puts the App's pill in the composer. Checks `human_apps`, the
-// attach (trusted Enter, pointerdown on a non-highlighted option), the read-back, every
-// named failure with its cleanup, and that a deliver without `app` types no mention.
+// attach (pointerdown and click on the option, never a trusted Enter), the read-back, every
+// named failure with its cleanup (also after a worker that failed half-way), a message whose
+// own text contains `@herdr`, and that a deliver without `app` types no mention.
 // The whole extension against the ChatGPT fixture is e2e/specs/herdr-app.spec.mjs.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
@@ -101,11 +102,20 @@ function appSite({ pill = 'mention', picker = 'works', highlight = null }) {
 }
 
 // The worker's side of `trusted_type`: `mode` 'granted' types with Playwright's (trusted)
-// keyboard; 'no_permission' answers as worker.js does without the user's permission.
+// keyboard; 'no_permission' answers as worker.js does without the user's permission;
+// 'failed' types `@her` and then fails (`debugger_failed`, e.g. the tab was closed for
+// DevTools); 'late' types `@her`, stalls past the page's 3 s wait, then types `dr`.
 async function standInWorker(page, mode) {
   const asked = [];
   await page.exposeFunction('__trustedType', async (message) => {
     asked.push(message);
+    if (mode === 'failed' || mode === 'late') {
+      await page.keyboard.type(message.text.slice(0, 4));
+      if (mode === 'failed') return { ok: false, error: 'debugger_failed', message: 'Detached while handling command.' };
+      await new Promise((resolve) => { setTimeout(resolve, 3500); });
+      await page.keyboard.type(message.text.slice(4));
+      return { ok: true };
+    }
     if (mode !== 'granted') return { ok: false, error: 'no_permission' };
     if (message.key) await page.keyboard.press(message.key);
     else await page.keyboard.type(message.text);
@@ -128,8 +138,8 @@ const composerHtml = (page) => page.evaluate(() => document.querySelector('#prom
 const submitted = (page) => page.evaluate(() => window.__site.submitted);
 const pickerOpen = (page) => page.evaluate(() => document.querySelector('[role="listbox"]') !== null);
 
-async function deliver(page, id, app) {
-  await sendToPage(page, { type: 'deliver', id, text: `[Herdr] Workspace w1 settled.\n[herdr-continuity ${id}]`, ...(app !== undefined && { app }) });
+async function deliver(page, id, app, text = '[Herdr] Workspace w1 settled.') {
+  await sendToPage(page, { type: 'deliver', id, text: `${text}\n[herdr-continuity ${id}]`, ...(app !== undefined && { app }) });
 }
 
 test('human_apps are the pills of the newest human user turn, in both markups; our own turns are skipped', async () => {
@@ -162,14 +172,14 @@ test('human_apps are the pills of the newest human user turn, in both markups; o
 });
 
 for (const pill of ['mention', 'selection']) {
-  test(`deliver with the App (${pill} pill): trusted @herdr, Enter on the highlighted Herdr, pill read back, then the text, sent once`, async () => {
+  test(`deliver with the App (${pill} pill): trusted @herdr, a click on the highlighted Herdr (no Enter), pill read back, then the text, sent once`, async () => {
     const { page, asked } = await openApp({ pill });
     const id = `wake:w1#app-${pill}`;
     const app = pill === 'mention' ? HERDR : { keyword: 'herdr', name: 'Herdr', path: '' };
     await deliver(page, id, app);
     await expect.poll(() => reportOf(page, id)).toEqual({ type: 'delivery_report', id, outcome: 'submitted', reason: null });
-    expect(asked, 'the worker typed the mention and the Enter that picked it, nothing else').toEqual([
-      { type: 'trusted_type', text: '@herdr' }, { type: 'trusted_type', key: 'Enter' }]);
+    expect(asked, 'the worker typed the mention, nothing else: no Enter that could send a stray @herdr').toEqual([
+      { type: 'trusted_type', text: '@herdr' }]);
     const sent = await submitted(page);
     expect(sent).toHaveLength(1);
     expect(sent[0].apps).toEqual(['Herdr']);
@@ -187,6 +197,41 @@ test('deliver with the App when GitHub is highlighted: Herdr is chosen by pointe
   expect(asked.filter((m) => m.key), 'no Enter for an option that is not highlighted').toEqual([]);
   expect((await submitted(page))[0].apps).toEqual(['Herdr']);
 });
+
+// A message may itself contain `@herdr` (an address, a package name): it is still sent once
+// with the App; only a leftover mention before our text means the pill was not chosen.
+test('deliver with the App whose own text contains @herdr: sent once, with the App', async () => {
+  const { page } = await openApp({});
+  const id = 'queue:w1#app-at';
+  await deliver(page, id, HERDR, 'mail ops@herdr.io about @herdr/cli');
+  await expect.poll(() => reportOf(page, id)).toEqual({ type: 'delivery_report', id, outcome: 'submitted', reason: null });
+  const sent = await submitted(page);
+  expect(sent).toHaveLength(1);
+  expect(sent[0].apps).toEqual(['Herdr']);
+  expect(sent[0].text).toContain('mail ops@herdr.io about @herdr/cli');
+  expect((await composerHtml(page)).trim()).toBe('');
+});
+
+// The worker failed (or answered late) after typing part of the mention: the page types no
+// second mention with the editor (only `no_permission` falls back to it; `@her@herdr` was
+// left behind as a draft), waits for late keys, and removes all of it; a picker that the
+// partial mention opened is closed.
+for (const [mode, picker] of [['failed', 'broken'], ['late', 'broken'], ['failed', 'works']]) {
+  test(`the worker ${mode === 'failed' ? 'fails' : 'answers late'} after typing @her (picker ${picker}): picker_not_opened, no editor insertion, the composer is left empty`, async () => {
+    const { page, asked } = await openApp({ picker }, mode);
+    const id = `wake:w1#app-${mode}-${picker}`;
+    await deliver(page, id, HERDR);
+    await expect.poll(() => reportOf(page, id), { timeout: 10_000 }).toEqual({
+      type: 'delivery_report', id, outcome: 'not_submitted', reason: 'app_not_attached', detail: 'picker_not_opened' });
+    await page.waitForTimeout(mode === 'late' ? 1000 : 200);
+    expect(await submitted(page)).toEqual([]);
+    expect((await composerHtml(page)).trim(), 'the half mention is removed').toBe('');
+    expect(asked).toEqual([{ type: 'trusted_type', text: '@herdr' }]);
+    expect(await page.evaluate(() => window.__site.untrustedOpens), 'the editor typed no second @herdr').toBe(0);
+    expect(await pickerOpen(page), 'no picker is left open').toBe(false);
+    await expect.poll(() => lastPosted(page, 'page_facts'), 'nothing left counts as a draft').toMatchObject({ draft: false, delivering: null });
+  });
+}
 
 test('no trusted keys (no_permission): the editor insertion opens no picker; nothing is sent and the half mention is removed', async () => {
   const { page, asked } = await openApp({}, 'no_permission');

@@ -146,8 +146,10 @@ impl Continuity {
         }
     }
 
-    /// HUD: "Forget App" on `tab`'s chat.
-    pub(super) fn app_forget(&mut self, tab: TabId) {
+    /// HUD: "Forget App" on `tab`'s chat. Its holds go, and what they kept back is offered
+    /// at once, plain (a due hold is what retries a judge continue or a seed, and there is
+    /// none left).
+    pub(super) fn app_forget(&mut self, now: Millis, tab: TabId) {
         let Some(scope) = self.scope_of_tab(tab) else { return };
         let key = scope.key();
         if self.bindings.forget_app(&key) {
@@ -155,6 +157,8 @@ impl Continuity {
             self.app_hold_end(&crate::text::concat(&[SEED_KEY_PREFIX, &key]));
             self.notice(tab, Say::new("appForgotten", vec![]), NoticeTone::Info);
             self.persist();
+            self.sync_schedulers(now);
+            self.app_retry_held(now);
         }
     }
 

@@ -567,7 +567,7 @@ impl Continuity {
             ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision } => self.bridge_decide(tab, &batch_id, call, decision),
             ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
-            ContinuityInput::ForgetApp { tab } => self.app_forget(tab),
+            ContinuityInput::ForgetApp { tab } => self.app_forget(now, tab),
             ContinuityInput::Handoff { tab } => self.handoff_start(now, tab),
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),

@@ -456,6 +456,34 @@ fn a_judge_continue_held_for_its_app_goes_once_attaching_works() {
     assert_eq!(w.posted.len(), 2, "sent once");
 }
 
+// "Forget App" while a judge continue is held for its App: the continue goes at once, plain
+// (the hold it waited for is gone, and only a due hold retried it), and only once.
+#[test]
+fn forget_app_sends_a_judge_continue_held_for_the_app_plain_at_once() {
+    let mut w = W::new();
+    w.human("u-1", vec![herdr()]);
+    w.feed(ContinuityInput::TurnEnded {
+        tab: TAB,
+        user_text: "build it".into(),
+        assistant_text: "The loader is in. Next I will write the route pool.".into(),
+        user_marker: None,
+        message_id: None,
+        user_message_id: None,
+        pressed: false,
+    });
+    w.answer(DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PickerNotOpened });
+    w.report_again();
+    assert_eq!(w.posted.len(), 1, "{:?}", w.log);
+    w.feed(ContinuityInput::ForgetApp { tab: TAB });
+    assert_eq!(w.posted.len(), 2, "the held continue goes when the App is forgotten: {:?}", w.log);
+    assert_eq!(stem(&w.posted[1].0), stem(&w.posted[0].0));
+    assert!(stem(&w.posted[1].0).starts_with("judge:"), "{:?}", w.posted);
+    assert_eq!(w.posted[1].1, None, "plain once forgotten");
+    w.lands();
+    w.tick(APP_RETRY_MAX_MS);
+    assert_eq!(w.posted.len(), 2, "sent once: {:?}", w.log);
+}
+
 // A continue held for its App is given up, not stuck, when the user speaks (their turn
 // takes its place) or the worker restarts (the hold is not persisted): the next reply is
 // judged again.
