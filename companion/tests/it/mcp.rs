@@ -21,13 +21,13 @@ use crate::support::{bin, ChildGuard, LineClient, RuntimeProcess, Standin, TestH
 
 /// The runtime with the stand-in behind it: workspace `alpha` (w1) with idle agents `bot`
 /// in panes w1:p1 and w1:p2.
-struct World {
-    home: TestHome,
-    standin: Standin,
+pub(crate) struct World {
+    pub(crate) home: TestHome,
+    pub(crate) standin: Standin,
     _runtime: RuntimeProcess,
 }
 
-fn world() -> World {
+pub(crate) fn world() -> World {
     let mut home = TestHome::new();
     home.herdr_socket = home.dir.path().join("herdr.sock");
     let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [
@@ -41,7 +41,7 @@ fn world() -> World {
 
 impl World {
     /// Polls the runtime (at most 10 s) until `check` holds for the result of `method`.
-    fn poll(&self, method: &str, params: Value, check: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn poll(&self, method: &str, params: Value, check: impl Fn(&Value) -> bool) -> Value {
         let mut client = LineClient::connect(&self.home.socket());
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut n = 0;
@@ -56,7 +56,7 @@ impl World {
         }
     }
 
-    fn wait_for_pane(&self, pane: &str, status: &str) {
+    pub(crate) fn wait_for_pane(&self, pane: &str, status: &str) {
         self.poll("herdr.panes", json!({}), |r| {
             r["panes"].as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == pane && p["agent_status"] == status))
         });

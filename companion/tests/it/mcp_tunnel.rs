@@ -14,50 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{ChildGuard, LineClient, RuntimeProcess, Standin, TestHome, PROCESS_WAIT};
+use crate::mcp::{world, World};
+use crate::support::{ChildGuard, PROCESS_WAIT};
 
-/// The runtime with the stand-in behind it: workspace `alpha` (w1) with an idle agent
-/// `bot` in pane w1:p1.
-struct World {
-    home: TestHome,
-    standin: Standin,
-    _runtime: RuntimeProcess,
-}
-
-fn world() -> World {
-    let mut home = TestHome::new();
-    home.herdr_socket = home.dir.path().join("herdr.sock");
-    let seed = json!({"workspaces": [{"label": "alpha", "tabs": [{"panes": [{"agent": "bot", "state": "idle"}]}]}]});
-    let standin = Standin::start(&home.herdr_socket, Some(&seed), &[]);
-    let runtime = home.start_runtime();
-    let world = World { home, standin, _runtime: runtime };
-    world.wait_for_pane("w1:p1", "idle");
-    world
-}
-
-impl World {
-    /// Polls the runtime (at most 10 s) until `check` holds for the result of `method`.
-    fn poll(&self, method: &str, params: Value, check: impl Fn(&Value) -> bool) -> Value {
-        let mut client = LineClient::connect(&self.home.socket());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut n = 0;
-        loop {
-            n += 1;
-            let answer = client.call(&format!("t{n}"), method, params.clone());
-            if check(&answer["result"]) {
-                return answer["result"].clone();
-            }
-            assert!(Instant::now() < deadline, "{method} never got there; last answer {answer}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for_pane(&self, pane: &str, status: &str) {
-        self.poll("herdr.panes", json!({}), |r| {
-            r["panes"].as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == pane && p["agent_status"] == status))
-        });
-    }
-}
+// The runtime with the stand-in behind it (workspace `alpha`, w1, idle agents in w1:p1
+// and w1:p2) is mcp.rs's world.
 
 /// `herdr-companion mcp` on stdio, written to and read from as raw JSON-RPC lines, as
 /// tunnel-client's stdio binding does.
