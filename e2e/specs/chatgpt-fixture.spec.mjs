@@ -501,6 +501,8 @@ test.describe('ChatGPT fixture, the Herdr App', () => {
     await page.keyboard.type('@git');
     await page.locator(ui.option('github')).dispatchEvent('pointerdown');
     await page.keyboard.type('@herdr');
+    // The picker opens after its fetch: Enter before it shows would send the message.
+    await expect(options).toHaveText(['Herdr']);
     await page.keyboard.press('Enter');
     await page.keyboard.type('both');
     await page.keyboard.press('Enter');
