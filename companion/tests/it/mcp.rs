@@ -328,13 +328,13 @@ async fn work_memory_through_herdr_call(client: &Client) {
 }
 
 /// `mcp --http` started on a free loopback port; its address from its stderr line.
-struct HttpServer {
+pub(crate) struct HttpServer {
     _process: ChildGuard,
-    port: u16,
+    pub(crate) port: u16,
     token: String,
 }
 
-fn start_http(world: &World) -> HttpServer {
+pub(crate) fn start_http(world: &World) -> HttpServer {
     let mut command = world.mcp_command(&["--http", "127.0.0.1:0"]);
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut process = ChildGuard::spawn(&mut command, "herdr-companion mcp --http");

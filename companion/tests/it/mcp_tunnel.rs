@@ -211,25 +211,8 @@ fn forward(port: u16, authorization: &str, extra: &[(&str, &str)], body: &Value)
 #[test]
 fn mcp_http_answers_stateless_requests_forwarded_with_the_header_file() {
     let world = world();
-    let mut command = world.home.command(&["mcp", "--http", "127.0.0.1:0"]);
-    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut process = ChildGuard::spawn(&mut command, "herdr-companion mcp --http");
-    let stderr = process.child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + PROCESS_WAIT;
-    let port = loop {
-        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("mcp --http says where it serves");
-        if let Some(rest) = line.split("serving MCP on http://127.0.0.1:").nth(1) {
-            break rest.trim_end_matches("/mcp").parse::<u16>().expect("a port");
-        }
-    };
+    let server = crate::mcp::start_http(&world);
+    let port = server.port;
     let header_file = world.home.home().join("mcp-authorization");
     let text = std::fs::read_to_string(&header_file).expect("mcp --http writes the header file");
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&header_file).expect("meta").permissions());

@@ -449,18 +449,23 @@ fn token_form(headers: &HeaderMap, body: &[u8]) -> Result<HashMap<String, String
     pairs(body)
 }
 
+/// The form and the client's credentials of a token or revocation request (body within
+/// the cap, a form body, client authentication read but not yet checked); the answer to
+/// send instead when any of them is wrong.
+fn client_request(headers: &HeaderMap, body: &Bytes) -> Result<(HashMap<String, String>, ClientCredentials), Box<Response>> {
+    if let Some(answer) = over_cap(body) {
+        return Err(Box::new(answer));
+    }
+    let form = token_form(headers, body).map_err(|error| Box::new(error_answer(&error)))?;
+    let credentials = credentials(headers, &form).map_err(|error| Box::new(error_answer(&error)))?;
+    Ok((form, credentials))
+}
+
 /// `POST /oauth/token`.
 async fn token(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(answer) = over_cap(&body) {
-        return answer;
-    }
-    let form = match token_form(&headers, &body) {
-        Ok(form) => form,
-        Err(error) => return error_answer(&error),
-    };
-    let credentials = match credentials(&headers, &form) {
-        Ok(credentials) => credentials,
-        Err(error) => return error_answer(&error),
+    let (form, credentials) = match client_request(&headers, &body) {
+        Ok(read) => read,
+        Err(answer) => return *answer,
     };
     let issued = server
         .with_store(move |store, now| {
@@ -500,16 +505,9 @@ async fn token(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body:
 
 /// `POST /oauth/revoke` (RFC 7009): 200 whether or not the token was known.
 async fn revoke(State(server): State<Arc<OAuthServer>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(answer) = over_cap(&body) {
-        return answer;
-    }
-    let form = match token_form(&headers, &body) {
-        Ok(form) => form,
-        Err(error) => return error_answer(&error),
-    };
-    let credentials = match credentials(&headers, &form) {
-        Ok(credentials) => credentials,
-        Err(error) => return error_answer(&error),
+    let (form, credentials) = match client_request(&headers, &body) {
+        Ok(read) => read,
+        Err(answer) => return *answer,
     };
     let Some(token) = form.get("token").cloned() else {
         return error_answer(&OAuthError::new("invalid_request", "token is missing"));
