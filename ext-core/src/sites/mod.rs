@@ -35,6 +35,7 @@ use serde::Serialize;
 pub mod chatgpt;
 pub mod deepseek;
 pub mod flat;
+pub mod surface;
 pub mod zai;
 
 /// Where a probe looks.

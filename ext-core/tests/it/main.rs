@@ -28,6 +28,8 @@ mod rate_limit;
 mod recovery;
 mod recovery_config;
 mod rollover;
+mod selector_scan;
+mod selector_surface;
 mod semantic_auto;
 mod settle_tracker;
 mod shape;

@@ -1,0 +1,89 @@
+//! The declared selector surface outside the site profiles: the few CSS selectors the
+//! content scripts (`extension/content.js`, `extension/queue-button.js`) use on a host
+//! page themselves, each with its purpose, when it was last checked and its source.
+//!
+//! Purpose: every selector the extension uses on a host page is declared once — a site's
+//! facts in its profile (`sites::{chatgpt,zai,deepseek}`), and the site-independent rest
+//! here — so a page change that breaks one can be found from the docs
+//! (`docs/SELECTORS.md`, generated from both) and no selector enters the code unseen.
+//!
+//! Invariants (tests: ext-core `tests/it/selector_surface.rs`):
+//! - Every selector literal a content script passes to the DOM (`querySelector`,
+//!   `querySelectorAll`, `closest`, `matches`, or a local wrapper of them) is a profile
+//!   selector or one of [`PAGE_SELECTORS`]; every entry here is used by a content script.
+//! - Queries on the extension's own closed shadow roots (the HUD, the Queue button: the
+//!   name bound by `attachShadow`) are not the host page's surface and are not declared.
+//! - Nothing here is referenced by the worker's code, so none of it is in the wasm.
+
+/// One selector a content script uses on a host page outside the site profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declared {
+    /// The selector exactly as the code writes it (a template's substitutions as `${}`).
+    pub css: &'static str,
+    /// What the script looks for with it, and where.
+    pub purpose: &'static str,
+    /// When it was last checked against the sites (YYYY-MM-DD).
+    pub checked: &'static str,
+    /// Where its meaning comes from.
+    pub source: &'static str,
+}
+
+/// The content scripts' own host-page selectors, in the order the docs list them.
+pub const PAGE_SELECTORS: &[Declared] = &[
+    Declared {
+        css: "herdr-continuity-hud",
+        purpose: "content.js: the HUD's host element of an earlier copy of the content script (a second injection does nothing)",
+        checked: "2026-12-06",
+        source: "this extension's own element (content.js mounts it)",
+    },
+    Declared {
+        css: "button",
+        purpose: "content.js: the buttons within three ancestors of a candidate (probe filter `beside`); the buttons \
+                  of the last turns whose label is a permission card's (Allow / Deny); never inside a quiet zone \
+                  (a streaming reply's body holding a button is looked at in full)",
+        checked: "2026-12-06",
+        source: "HTML",
+    },
+    Declared {
+        css: "path",
+        purpose: "content.js: the SVG paths of a candidate whose `d` starts with the probe's prefix (probe filter `icon`)",
+        checked: "2026-12-06",
+        source: "SVG",
+    },
+    Declared {
+        css: "pre",
+        purpose: "content.js: a reply's code blocks (outermost `pre`), whose text is put back between ``` lines for the JSON bridge",
+        checked: "2026-12-06",
+        source: "HTML; z.ai and DeepSeek render a fenced block as <pre><code> (issue 23)",
+    },
+    Declared {
+        css: ":not(*)",
+        purpose: "content.js: matches nothing; the quiet path's `around` list when a generation has no probe that reads text",
+        checked: "2026-12-06",
+        source: "CSS Selectors 4",
+    },
+    Declared {
+        css: "meta[http-equiv=\"Content-Security-Policy\" i]",
+        purpose: "content.js: whether the page declares a CSP in a meta tag (page_diagnostics `csp.meta`)",
+        checked: "2026-12-06",
+        source: "HTML (CSP delivered by <meta http-equiv>)",
+    },
+    Declared {
+        css: "button, [role=\"button\"], [role=\"menu\"], [role=\"menuitem\"], script, style",
+        purpose: "content.js: the parts of a permission card whose text is not its wording (buttons, menus, scripts, styles)",
+        checked: "2026-12-06",
+        source: "HTML and WAI-ARIA roles",
+    },
+    Declared {
+        css: "[hidden], [aria-hidden=\"true\"]",
+        purpose: "content.js: a permission card's button is not visible inside a hidden ancestor",
+        checked: "2026-12-06",
+        source: "HTML `hidden` and WAI-ARIA `aria-hidden`",
+    },
+    Declared {
+        css: "button, [role=\"button\"]",
+        purpose: "content.js: a permission card's buttons (a card with more than six is sent with none)",
+        checked: "2026-12-06",
+        source: "HTML and WAI-ARIA roles",
+    },
+];
