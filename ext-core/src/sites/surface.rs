@@ -52,7 +52,7 @@ pub const PAGE_SELECTORS: &[Declared] = &[
     },
     Declared {
         css: "pre",
-        purpose: "content.js: a reply's code blocks (outermost `pre`), whose text is put back between ``` lines for the JSON bridge",
+        purpose: "content.js: a reply's code blocks (outermost `pre`), whose text is put back between Markdown fence lines for the JSON bridge",
         checked: "2026-12-06",
         source: "HTML; z.ai and DeepSeek render a fenced block as <pre><code> (issue 23)",
     },
@@ -87,3 +87,23 @@ pub const PAGE_SELECTORS: &[Declared] = &[
         source: "HTML and WAI-ARIA roles",
     },
 ];
+
+/// When a site's App mention markup (`SiteProfile::app_mentions`: pills, picker, options)
+/// was last checked, and its source (the generations' dates do not cover it: the pill
+/// markup changes on its own dates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteChecked {
+    /// Site name.
+    pub site: &'static str,
+    /// YYYY-MM-DD.
+    pub checked: &'static str,
+    /// Where the markup is recorded.
+    pub source: &'static str,
+}
+
+/// One entry per site whose profile has `app_mentions`.
+pub const APP_MENTIONS_CHECKED: &[SiteChecked] = &[SiteChecked {
+    site: "chatgpt",
+    checked: "2026-10-10",
+    source: "FIELD-NOTES-2026Q4 §1; herdr-mcp 2026-10-10 (the inline-mention pill), earlier the ecosystemMention pill",
+}];

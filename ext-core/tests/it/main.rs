@@ -30,6 +30,7 @@ mod recovery_config;
 mod rollover;
 mod selector_scan;
 mod selector_surface;
+mod selectors_doc;
 mod semantic_auto;
 mod settle_tracker;
 mod shape;
