@@ -406,7 +406,7 @@ fn sink_calls(tokens: &[Token], wrappers: &BTreeMap<String, usize>, within: std:
                 None => format!(".{name}"),
             };
             (0, via, receiver.map(str::to_string))
-        } else if !is_member(tokens, i) && !(i > 0 && matches!(ident(tokens, i - 1), Some("const" | "let" | "var" | "function"))) {
+        } else if !(is_member(tokens, i) || i > 0 && matches!(ident(tokens, i - 1), Some("const" | "let" | "var" | "function"))) {
             match wrappers.get(name) {
                 Some(&index) => (index, name.to_string(), None),
                 None => continue,
@@ -458,11 +458,9 @@ fn blocks(tokens: &[Token]) -> Vec<std::ops::Range<usize>> {
         }
     }
     open.clear();
-    let mut inner = vec![0..tokens.len(); tokens.len()];
+    let mut inner = Vec::with_capacity(tokens.len());
     for i in 0..tokens.len() {
-        if let Some(&start) = open.last() {
-            inner[i] = start..ends[start];
-        }
+        inner.push(open.last().map_or(0..tokens.len(), |&start| start..ends[start]));
         if punct(tokens, i, "{") {
             open.push(i);
         } else if punct(tokens, i, "}") {
