@@ -613,12 +613,27 @@
     if (probe.unique && found.length !== 1) return [];
     return found;
   };
+  // Fallbacks counted (diagnostics `usage`): per fact, the probe that won last and how many
+  // recomputes each probe won since load — at most once per recompute (`usagePass`, one per
+  // observe()), reset when a new profile arrives. Counts only.
+  const usage = new Map(); // fact → { probe, wins: Map(probe → recomputes won), pass }
+  let usagePass = 0;
+  let usageProfile = null;
+  const won = (fact, probe) => {
+    if (usageProfile !== profile) { usage.clear(); usageProfile = profile; }
+    let u = usage.get(fact);
+    if (!u) { u = { probe, wins: new Map(), pass: -1 }; usage.set(fact, u); }
+    if (u.pass === usagePass && u.probe === probe) return;
+    u.pass = usagePass;
+    u.probe = probe;
+    u.wins.set(probe, (u.wins.get(probe) ?? 0) + 1);
+  };
   // The first probe of a fact that finds something wins: { el, list, probe } or null
   // (`list` holds every match only when `all` is asked for).
   const find = (gen, fact, ctx = {}, all = false) => {
     for (const probe of gen.facts[fact]) {
       const list = candidates(gen, probe, ctx, all);
-      if (list.length) return { el: list[0], list, probe };
+      if (list.length) { won(fact, probe); return { el: list[0], list, probe }; }
     }
     return null;
   };
@@ -981,7 +996,9 @@
   let lastFacts = '';
   let lastGeneration;
   const facts = () => {
+    usagePass += 1;
     const seen = observe();
+    tally(seen);
     quiet = quietZoneOf(seen);
     if (seen.gen) sendRecoveryFacts(seen);
     lastGeneration = seen.gen?.id ?? null;
@@ -1288,11 +1305,94 @@
     scheduleDiagnostics();
   }, true);
   const recentOutcomes = [];
-  const diagnostics = () => {
-    const seen = observe();
+  // The winners a full recompute knows without a find() (a kept composer, the last reply
+  // found probe by probe), counted like find()'s.
+  function tally(seen) {
+    if (!seen?.gen) return;
+    const hits = { composer: seen.composerHit, root: seen.rootHit, turn: seen.turns, user: seen.users, assistant: seen.last,
+      streaming: seen.streaming, complete: seen.complete };
+    for (const [fact, hit] of Object.entries(hits)) if (hit?.probe) won(fact, hit.probe);
+    if (seen.turns?.listProbe) won('turn_list', seen.turns.listProbe);
+  }
+  // `usage`: per fact the chain entry that won last, the generations listing it, whether
+  // it is a fallback (the v2 profile's `fallback`; in a per-generation chain, any entry
+  // after the first) and how many recomputes it won.
+  const usageReport = () => {
     const out = {};
+    for (const [fact, { probe, wins }] of usage) {
+      const flat = Array.isArray(profile?.facts?.[fact]) ? profile.facts[fact] : null;
+      const gen = flat ? null : (profile?.generations ?? []).find((g) => g.facts?.[fact]?.includes(probe));
+      const entry = (flat ?? gen?.facts[fact] ?? []).indexOf(probe);
+      if (entry < 0) continue;
+      const gens = Array.isArray(probe.gens) ? probe.gens : (gen ? [gen.id] : []);
+      out[fact] = {
+        entry,
+        gens: gens.filter((g) => typeof g === 'string' && g.length <= 64).slice(0, 16),
+        fallback: typeof probe.fallback === 'boolean' ? probe.fallback : entry > 0,
+        count: wins.get(probe) ?? 0,
+      };
+    }
+    return out;
+  };
+  // `missing`: the shape of the region where a needed fact was looked for — tag names,
+  // ARIA roles and data-* attribute NAMES with counts, breadth first over at most 200
+  // elements from the region's top (our own HUD left out). Never text, never an attribute
+  // value (a role is kept only as a plain ARIA token); each map keeps its 16 most frequent.
+  const STRUCTURE_ELEMENTS = 200; // ext-core limits::MAX_STRUCTURE_ELEMENTS
+  const STRUCTURE_KEYS = 16; // ext-core limits::MAX_STRUCTURE_KEYS
+  const STRUCTURE_NAME = /^[a-z][a-z0-9_.:-]{0,63}$/;
+  const structureOf = (region) => {
+    const maps = { tags: new Map(), roles: new Map(), data_attrs: new Map() };
+    const bump = (map, name) => { if (STRUCTURE_NAME.test(name)) map.set(name, (map.get(name) ?? 0) + 1); };
+    const queue = region && region !== host ? [region] : [];
+    for (let i = 0; i < queue.length; i++) {
+      const el = queue[i];
+      bump(maps.tags, el.localName);
+      const role = (el.getAttribute('role') || '').trim().toLowerCase();
+      if (role) bump(maps.roles, role);
+      for (const name of el.getAttributeNames()) if (name.startsWith('data-')) bump(maps.data_attrs, name);
+      for (let child = el.firstElementChild; child && queue.length < STRUCTURE_ELEMENTS; child = child.nextElementSibling) {
+        if (child !== host) queue.push(child);
+      }
+    }
+    const top = (map) => Object.fromEntries([...map].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, STRUCTURE_KEYS));
+    return { elements: queue.length, tags: top(maps.tags), roles: top(maps.roles), data_attrs: top(maps.data_attrs) };
+  };
+  const upward = (el, levels) => {
+    let node = el;
+    for (let i = 0; i < levels && node?.parentElement && node.parentElement !== document.body; i++) node = node.parentElement;
+    return node;
+  };
+  // The needed facts that are missing (docs/PROTOCOL.md "page_diagnostics"), each with the
+  // region it was looked for in: composer → <main> (else <body>); root → three levels
+  // above the composer; user → the turns' list; message_id → the newest user message's turn.
+  const missingReport = (seen, hits) => {
+    if (!profile) return {};
+    const top = document.querySelector('main') ?? document.body;
+    const out = {};
+    if (!hits.composer) out.composer = structureOf(top);
+    else if (!hits.root) out.root = structureOf(upward(seen.composer, 3));
+    const turns = seen.turns;
+    if (turns?.probe && !hits.user && !hits.assistant) out.user = structureOf(turns.list ?? turns.tail?.[0]?.parentElement ?? top);
+    const users = seen.users?.list ?? [];
+    const withId = (el) => seen.gen && find(seen.gen, 'message_id', { message: el });
+    if (users.length && !hits.message_id && !users.slice(-MARKER_USER_TURNS).some(withId)) {
+      const last = users[users.length - 1];
+      out.message_id = structureOf((turns?.probe && closest(last, turns.probe.css)) || last.parentElement || last);
+    }
+    if (seen.unresolved && seen.unresolved_why === 'missing' && !(seen.unresolved in out) && Object.keys(out).length < 6) {
+      out[seen.unresolved] = structureOf(top);
+    }
+    return out;
+  };
+  const diagnostics = () => {
+    usagePass += 1;
+    const seen = observe();
+    tally(seen);
+    const out = {};
+    let hits = {};
     if (seen.gen) {
-      const hits = {
+      hits = {
         composer: seen.composerHit,
         root: seen.rootHit,
         send: find(seen.gen, 'send', { ...seen.ctx, controls: true }),
@@ -1321,6 +1421,8 @@
       generation: seen.gen?.id ?? null,
       matching: (profile?.generations ?? []).filter((gen) => ruleHolds(gen.detect)).map((gen) => gen.id),
       facts: out,
+      usage: usageReport(),
+      missing: missingReport(seen, hits),
       csp: { meta: exists('meta[http-equiv="Content-Security-Policy" i]'), violations: csp.violations, directives: [...csp.directives] },
       deliveries: recentOutcomes.slice(-5),
     };

@@ -43,6 +43,8 @@ const PAGE_DIAGNOSTICS = record({
   generation: optional(string),
   matching: list(string),
   facts: dictionary(optional(string)),
+  usage: dictionary(record({ entry: whole, gens: list(string), fallback: flag, count: whole })),
+  missing: dictionary(record({ elements: whole, tags: dictionary(whole), roles: dictionary(whole), data_attrs: dictionary(whole) })),
   csp: record({ meta: flag, violations: whole, directives: list(string) }),
   deliveries: list(record({ id: string, outcome: string, reason: optional(string) })),
 });
@@ -116,6 +118,11 @@ function panelView({ view }, post) {
 }
 
 const reasonSuffix = (reason) => (reason != null ? ` (${reason})` : '');
+// A structural summary's map as `name count, …` (names and counts only).
+const counted = (map) => Object.entries(map).map(([name, n]) => `${name} ${n}`).join(', ');
+const usageText = (u) => `entry ${u.entry}${u.fallback ? ' (fallback)' : ''}, won ${u.count} recompute(s)${u.gens.length ? `, generations ${u.gens.join(', ')}` : ''}`;
+const missingText = (m) =>
+  `${m.elements} element(s) looked at; tags: ${counted(m.tags) || 'none'}; roles: ${counted(m.roles) || 'none'}; data-*: ${counted(m.data_attrs) || 'none'}`;
 
 /**
  * The diagnostics as plain text for a bug report ("Copy diagnostics"): the facts the
@@ -131,14 +138,20 @@ function diagnosticsText(extensionVersion, diagnostics, factOrder) {
     `generation: ${diagnostics.generation ?? 'none'}`,
     `matching rules: ${diagnostics.matching.length ? diagnostics.matching.join(', ') : 'none'}`,
     ...factOrder.map((name) => `fact ${name}: ${diagnostics.facts[name] ?? 'none'}`),
+    ...Object.entries(diagnostics.usage).map(([name, u]) => `${u.fallback ? 'FALLBACK ' : ''}usage ${name}: ${usageText(u)}`),
+    ...Object.entries(diagnostics.missing).map(([name, m]) => `missing ${name}: ${missingText(m)}`),
     `csp: meta policy ${csp.meta ? 'present' : 'absent'}, ${csp.violations} violation(s)${directives}`,
     ...diagnostics.deliveries.map((d) => `delivery ${d.id}: ${d.outcome}${reasonSuffix(d.reason)}`),
+    // The same counts as JSON, for whoever writes a profile override from this report.
+    `json: ${JSON.stringify({ usage: diagnostics.usage, missing: diagnostics.missing })}`,
   ].join('\n');
 }
 
 /**
  * "What the extension sees" for the panel's tab: the layout generation, each fact with
- * the probe that matched (in the worker's `fact_order`), the CSP as observed, the last
+ * the probe that matched (in the worker's `fact_order`; one served by a fallback entry of
+ * its chain is a warning with how often), the structure where each missing needed fact
+ * was looked for (names and counts only), the CSP as observed, the last
  * delivery outcomes, and a button copying diagnosticsText.
  */
 function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
@@ -154,8 +167,21 @@ function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
   const none = message('panelFactNone');
   nodes.push(element('ul', 'facts', { 'data-facts': '' }, ...factOrder.map((name) => {
     const probe = diagnostics.facts[name];
-    return element('li', '', { 'data-fact': name, 'data-selector': probe ?? '' }, `${name}: ${probe ?? none}`);
+    const used = diagnostics.usage[name];
+    const attributes = { 'data-fact': name, 'data-selector': probe ?? '' };
+    if (used) Object.assign(attributes, { 'data-fallback': String(used.fallback), 'data-entry': String(used.entry), 'data-count': String(used.count) });
+    if (!used?.fallback) return element('li', '', attributes, `${name}: ${probe ?? none}`);
+    // A fallback that quietly became the main path: a warning with its count.
+    return element('li', 'line tone-warning', { ...attributes, 'data-tone': 'warn' }, `${name}: ${probe ?? none} `,
+      element('span', '', { 'data-fallback-warning': '' }, message('panelFactFallback', [String(used.entry), String(used.count)])));
   })));
+  const missing = Object.entries(diagnostics.missing);
+  if (missing.length) {
+    nodes.push(element('h3', '', {}, message('panelMissingTitle')));
+    nodes.push(element('ul', 'missing', { 'data-missing': '' }, ...missing.map(([name, m]) =>
+      element('li', 'line tone-bad', { 'data-missing-fact': name, 'data-elements': String(m.elements) },
+        message('panelMissing', [name, String(m.elements), counted(m.tags) || none, counted(m.roles) || none, counted(m.data_attrs) || none])))));
+  }
   const meta = message(csp.meta ? 'panelCspMeta' : 'panelCspNoMeta');
   const violations = message('panelCspViolations', [String(csp.violations), csp.directives.join(', ')]);
   nodes.push(element('p', 'line', { 'data-csp-meta': String(csp.meta), 'data-csp-violations': String(csp.violations) }, `${meta} ${violations}`));

@@ -509,6 +509,32 @@ pub fn render_page_diagnostics(stored: &Value) -> String {
         let _ = writeln!(out, "        facts: {} matched, {} without a match{}", facts.len() - missing.len(), missing.len(),
             if missing.is_empty() { String::new() } else { format!(" ({})", missing.join(", ")) });
     }
+    // Facts a fallback probe serves (the profile's first probes no longer match there):
+    // what a profile override should fix first.
+    if let Some(usage) = d["usage"].as_object() {
+        let fallbacks: Vec<String> = usage
+            .iter()
+            .filter(|(_, u)| u["fallback"].as_bool() == Some(true))
+            .map(|(fact, u)| format!("{fact} (entry {}, {}×)", u["entry"].as_u64().unwrap_or(0), u["count"].as_u64().unwrap_or(0)))
+            .collect();
+        if !fallbacks.is_empty() {
+            let _ = writeln!(out, "        warning: served by a fallback probe: {} — the earlier probes of their chains no longer match; a profile override can fix it", fallbacks.join(", "));
+        }
+    }
+    // Where each missing needed fact was looked for: names and counts, never page text.
+    if let Some(missing) = d["missing"].as_object() {
+        let top = |map: &Value| -> String {
+            let Some(map) = map.as_object() else { return "none".to_owned() };
+            let mut entries: Vec<(&String, u64)> = map.iter().map(|(name, n)| (name, n.as_u64().unwrap_or(0))).collect();
+            entries.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            let shown: Vec<String> = entries.iter().take(6).map(|(name, n)| format!("{name} {n}")).collect();
+            if shown.is_empty() { "none".to_owned() } else { shown.join(", ") }
+        };
+        for (fact, summary) in missing {
+            let _ = writeln!(out, "        missing {fact}: looked at {} element(s); tags {}; roles {}; data-* {}",
+                summary["elements"].as_u64().unwrap_or(0), top(&summary["tags"]), top(&summary["roles"]), top(&summary["data_attrs"]));
+        }
+    }
     let csp = &d["csp"];
     let _ = writeln!(out, "        csp: meta policy {}, {} violation(s) seen",
         if csp["meta"].as_bool().unwrap_or(false) { "present" } else { "absent" }, csp["violations"].as_u64().unwrap_or(0));

@@ -71,6 +71,19 @@ pub const MAX_DIAGNOSTIC_ITEMS: usize = 8;
 /// Longest short name in a `page_diagnostics` (site, generation, fact name, CSP directive,
 /// delivery outcome).
 pub const MAX_DIAGNOSTIC_NAME_CHARS: usize = 64;
+/// Most generations a `page_diagnostics.usage` entry may name (a profile has at most 16).
+pub const MAX_DIAGNOSTIC_GENS: usize = 16;
+/// Highest fallback-chain index a `page_diagnostics.usage` entry may name (a profile fact
+/// holds far fewer probes).
+pub const MAX_DIAGNOSTIC_ENTRY: u64 = 255;
+/// Most facts a `page_diagnostics.missing` may summarise (the needed facts that can be
+/// missing: composer, root, user, message_id — with room for a profile's own).
+pub const MAX_DIAGNOSTIC_MISSING: usize = 6;
+/// Most elements a missing fact's structural summary walks (`page_diagnostics.missing`):
+/// its `elements` and every count in it are at most this.
+pub const MAX_STRUCTURE_ELEMENTS: u64 = 200;
+/// Most keys of one map of a structural summary (`tags`, `roles`, `data_attrs`).
+pub const MAX_STRUCTURE_KEYS: usize = 16;
 
 /// Longest pane tail or task result text kept from the runtime (the runtime already bounds
 /// tails to 2 000 characters; this is the extension's own bound).

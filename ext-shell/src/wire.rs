@@ -285,6 +285,35 @@ pub struct DeliveryOutcomeSeen {
     pub reason: Option<String>,
 }
 
+/// Which entry of a fact's fallback chain served it (`page_diagnostics.usage`): counts
+/// only, no page content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FactUsage {
+    /// The winning probe's index in the fact's chain (0 is the first probe).
+    pub entry: u64,
+    /// The generations that list that probe (the profile's `gens`).
+    pub gens: Vec<String>,
+    /// Whether that probe is a fallback: not the first probe of its fact in any generation
+    /// that lists it.
+    pub fallback: bool,
+    /// How many fact recomputes since the page loaded it won.
+    pub count: u64,
+}
+
+/// Where the adapter looked for a needed fact it did not find (`page_diagnostics.missing`):
+/// the shape of that region, names and counts only — never text or attribute values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StructureSummary {
+    /// How many elements were walked (at most `limits::MAX_STRUCTURE_ELEMENTS`).
+    pub elements: u64,
+    /// Tag name → how many of the walked elements have it.
+    pub tags: VecMap<String, u64>,
+    /// `role` attribute → count.
+    pub roles: VecMap<String, u64>,
+    /// `data-*` attribute name → how many walked elements carry it.
+    pub data_attrs: VecMap<String, u64>,
+}
+
 /// `{"type":"page_diagnostics",…}`: what the page adapter sees ("What the extension sees"
 /// in the side panel). The only page message with nested values; no page content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -302,6 +331,10 @@ pub struct PageDiagnostics {
     pub matching: Vec<String>,
     /// Fact name → the probe that matched (described) or `null`.
     pub facts: VecMap<String, Option<String>>,
+    /// Fact name → the chain entry that served it last and how often (absent: never found).
+    pub usage: VecMap<String, FactUsage>,
+    /// Needed fact that is missing → the structure of the region where it was looked for.
+    pub missing: VecMap<String, StructureSummary>,
     /// The CSP as observed.
     pub csp: ObservedCsp,
     /// The newest delivery outcomes of this page, oldest first.
@@ -312,6 +345,29 @@ ext_core::json_read::write_struct!(ObservedCsp { meta, violations, directives })
 
 ext_core::json_read::write_struct!(DeliveryOutcomeSeen { id, outcome, reason });
 
+ext_core::json_read::write_struct!(FactUsage { entry, gens, fallback, count });
+
+ext_core::json_read::write_struct!(StructureSummary { elements, tags, roles, data_attrs });
+
+impl ReadJson for FactUsage {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?.only(&["entry", "gens", "fallback", "count"])?;
+        Ok(FactUsage { entry: f.get("entry")?, gens: f.get("gens")?, fallback: f.get("fallback")?, count: f.get("count")? })
+    }
+}
+
+impl ReadJson for StructureSummary {
+    fn read_json(value: &Value) -> Result<Self, ReadError> {
+        let f = Fields::of(value)?.only(&["elements", "tags", "roles", "data_attrs"])?;
+        Ok(StructureSummary {
+            elements: f.get("elements")?,
+            tags: f.get("tags")?,
+            roles: f.get("roles")?,
+            data_attrs: f.get("data_attrs")?,
+        })
+    }
+}
+
 impl WriteJson for PageDiagnostics {
     fn write_json(&self) -> Value {
         Object::default()
@@ -321,6 +377,8 @@ impl WriteJson for PageDiagnostics {
             .with("generation", &self.generation)
             .with("matching", &self.matching)
             .with("facts", &self.facts)
+            .with("usage", &self.usage)
+            .with("missing", &self.missing)
             .with("csp", &self.csp)
             .with("deliveries", &self.deliveries)
             .done()
@@ -343,7 +401,8 @@ impl ReadJson for DeliveryOutcomeSeen {
 
 impl ReadJson for PageDiagnostics {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
-        const FIELDS: &[&str] = &["type", "page_load", "site", "generation", "matching", "facts", "csp", "deliveries"];
+        const FIELDS: &[&str] =
+            &["type", "page_load", "site", "generation", "matching", "facts", "usage", "missing", "csp", "deliveries"];
         let f = Fields::of(value)?.only(FIELDS)?;
         Ok(PageDiagnostics {
             kind: f.get("type")?,
@@ -352,6 +411,8 @@ impl ReadJson for PageDiagnostics {
             generation: f.get("generation")?,
             matching: f.get("matching")?,
             facts: f.get("facts")?,
+            usage: f.or_default("usage")?,
+            missing: f.or_default("missing")?,
             csp: f.get("csp")?,
             deliveries: f.get("deliveries")?,
         })
@@ -362,9 +423,17 @@ impl ReadJson for PageDiagnostics {
 /// `ext_core::limits` (it is exempt from [`check_page_message`]'s flatness only): at most
 /// `MAX_DIAGNOSTIC_FACTS` facts named by at most `MAX_DIAGNOSTIC_NAME_CHARS` characters with
 /// descriptions of at most `MAX_SELECTOR_CHARS`; lists of at most `MAX_DIAGNOSTIC_ITEMS`;
-/// names at most `MAX_DIAGNOSTIC_NAME_CHARS`, ids and reasons at most [`MAX_ID_CHARS`].
+/// names at most `MAX_DIAGNOSTIC_NAME_CHARS`, ids and reasons at most [`MAX_ID_CHARS`];
+/// `usage` for at most `MAX_DIAGNOSTIC_FACTS` facts, each naming at most
+/// `MAX_DIAGNOSTIC_GENS` generations and an entry up to `MAX_DIAGNOSTIC_ENTRY`; `missing`
+/// for at most `MAX_DIAGNOSTIC_MISSING` facts, each summary's maps at most
+/// `MAX_STRUCTURE_KEYS` names, every count at most `MAX_STRUCTURE_ELEMENTS`. (`usage` and
+/// `missing` may be absent: read as empty.)
 pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
-    use limits::{MAX_DIAGNOSTIC_FACTS, MAX_DIAGNOSTIC_ITEMS, MAX_DIAGNOSTIC_NAME_CHARS, MAX_SELECTOR_CHARS};
+    use limits::{
+        MAX_DIAGNOSTIC_ENTRY, MAX_DIAGNOSTIC_FACTS, MAX_DIAGNOSTIC_GENS, MAX_DIAGNOSTIC_ITEMS, MAX_DIAGNOSTIC_MISSING,
+        MAX_DIAGNOSTIC_NAME_CHARS, MAX_SELECTOR_CHARS, MAX_STRUCTURE_ELEMENTS, MAX_STRUCTURE_KEYS,
+    };
     let reject = |why: &str| Err(WireError::PageMessageRejected(format!("page_diagnostics: {why}")));
     let diagnostics = PageDiagnostics::read_json(value)
         .map_err(|e| WireError::PageMessageRejected(format!("page_diagnostics: {e}")))?;
@@ -382,6 +451,30 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
         })
     {
         return reject("too many facts or a fact too long");
+    }
+    if diagnostics.usage.len() > MAX_DIAGNOSTIC_FACTS
+        || !diagnostics.usage.iter().all(|(fact, usage)| {
+            name(fact)
+                && usage.entry <= MAX_DIAGNOSTIC_ENTRY
+                && usage.gens.len() <= MAX_DIAGNOSTIC_GENS
+                && usage.gens.iter().all(|g| name(g))
+        })
+    {
+        return reject("`usage`: too many facts, a name too long or an entry out of range");
+    }
+    let counts = |map: &VecMap<String, u64>| {
+        map.len() <= MAX_STRUCTURE_KEYS && map.iter().all(|(key, n)| !key.is_empty() && name(key) && *n <= MAX_STRUCTURE_ELEMENTS)
+    };
+    if diagnostics.missing.len() > MAX_DIAGNOSTIC_MISSING
+        || !diagnostics.missing.iter().all(|(fact, summary)| {
+            name(fact)
+                && summary.elements <= MAX_STRUCTURE_ELEMENTS
+                && counts(&summary.tags)
+                && counts(&summary.roles)
+                && counts(&summary.data_attrs)
+        })
+    {
+        return reject("`missing`: too many facts, or a summary over its caps (names, keys or counts)");
     }
     if !names(&diagnostics.csp.directives) {
         return reject("too many or too long CSP directives");

@@ -17,6 +17,11 @@ fn doctor_prints_the_page_diagnostics_the_extension_reported_last() {
     let report = json!({
         "page_load": "k3x9q2", "site": "chatgpt", "generation": null, "matching": [],
         "facts": {"composer": null, "send": null, "stop": "button[data-testid=\"stop-button\"]"},
+        "usage": {
+            "stop": {"entry": 1, "gens": ["chatgpt.classic"], "fallback": true, "count": 12},
+            "turn": {"entry": 0, "gens": ["chatgpt.classic"], "fallback": false, "count": 30},
+        },
+        "missing": {"composer": {"elements": 200, "tags": {"div": 120, "main": 1, "form": 1}, "roles": {"log": 1}, "data_attrs": {"data-mobile-composer": 1}}},
         "csp": {"meta": true, "violations": 2, "directives": ["script-src"]},
         "deliveries": [{"id": "wake:w1#4/ab.0.0", "outcome": "not_submitted", "reason": "unknown_layout"}],
     });
@@ -32,6 +37,12 @@ fn doctor_prints_the_page_diagnostics_the_extension_reported_last() {
     assert!(text.contains("last page diagnostics (chatgpt"), "{text}");
     assert!(text.contains("layout: none recognised"), "{text}");
     assert!(text.contains("facts: 1 matched, 2 without a match (composer, send)"), "{text}");
+    assert!(text.contains("served by a fallback probe: stop (entry 1, 12×)"), "the fallback in use is a warning: {text}");
+    assert!(!text.contains("turn (entry"), "a first probe is no warning: {text}");
+    assert!(
+        text.contains("missing composer: looked at 200 element(s); tags div 120, form 1, main 1; roles log 1; data-* data-mobile-composer 1"),
+        "{text}"
+    );
     assert!(text.contains("csp: meta policy present, 2 violation(s) seen"), "{text}");
     assert!(text.contains("last deliveries: not_submitted (unknown_layout)"), "{text}");
     runtime.terminate();

@@ -659,10 +659,14 @@ pub fn page_diagnostics_are_bounded() {
         "type": "page_diagnostics", "page_load": "p1", "site": "chatgpt", "generation": "chatgpt.classic",
         "matching": ["chatgpt.classic"],
         "facts": {"composer": "#prompt-textarea", "stop": null},
+        "usage": {"composer": {"entry": 2, "gens": ["chatgpt.classic"], "fallback": true, "count": 41}},
+        "missing": {"root": {"elements": 200, "tags": {"div": 150, "form": 1}, "roles": {"presentation": 3}, "data_attrs": {"data-testid": 9}}},
         "csp": {"meta": false, "violations": 2, "directives": ["script-src-elem"]},
         "deliveries": [{"id": "wake:w1#3", "outcome": "submitted", "reason": null}],
     });
     let parsed = page_diagnostics(&good).expect("within the caps");
+    assert_eq!(parsed.usage.get("composer").map(|u| (u.entry, u.fallback, u.count)), Some((2, true, 41)));
+    assert_eq!(parsed.missing.get("root").and_then(|m| m.data_attrs.get("data-testid")), Some(&9));
     assert_eq!(parsed.facts.get("stop"), Some(&None));
     assert_eq!(parsed.csp.violations, 2);
     // The side panel gets back exactly what the page reported (the worker's writer).
@@ -678,6 +682,44 @@ pub fn page_diagnostics_are_bounded() {
     assert!(with("csp", json!({"meta": true, "violations": 0, "directives": [], "header": "x"})).is_err(), "unknown fields");
     assert!(with("text", json!("page content")).is_err(), "no other fields");
     assert!(with("facts", json!({"composer": {"nested": true}})).is_err());
+    // Fallback usage and missing-fact summaries (issue 25): counts are integers ≥ 0, names
+    // bounded, maps capped, unknown fields refused — never a place for page text.
+    let usage = |u: serde_json::Value| with("usage", json!({"composer": u}));
+    assert!(usage(json!({"entry": 0, "gens": [], "fallback": false, "count": 0})).is_ok());
+    assert!(usage(json!({"entry": -1, "gens": [], "fallback": false, "count": 0})).is_err(), "a negative entry");
+    assert!(usage(json!({"entry": 0, "gens": [], "fallback": false, "count": 1.5})).is_err(), "a fractional count");
+    assert!(usage(json!({"entry": 0, "gens": [], "fallback": "yes", "count": 1})).is_err(), "fallback is a boolean");
+    assert!(usage(json!({"entry": 256, "gens": [], "fallback": true, "count": 1})).is_err(), "an entry past any chain");
+    assert!(usage(json!({"entry": 0, "gens": ["g".repeat(65)], "fallback": false, "count": 1})).is_err(), "a long generation name");
+    assert!(usage(json!({"entry": 0, "gens": vec!["g"; 17], "fallback": false, "count": 1})).is_err(), "too many generations");
+    assert!(usage(json!({"entry": 0, "gens": [], "fallback": false, "count": 1, "text": "hi"})).is_err(), "unknown fields");
+    let summary = |m: serde_json::Value| with("missing", json!({"composer": m}));
+    let empty = json!({"elements": 0, "tags": {}, "roles": {}, "data_attrs": {}});
+    assert!(summary(empty.clone()).is_ok());
+    let mut text = empty.clone();
+    text["text"] = json!("the page's words");
+    assert!(summary(text).is_err(), "unknown fields");
+    let mut over = empty.clone();
+    over["elements"] = json!(201);
+    assert!(summary(over).is_err(), "more elements than are walked");
+    let many: serde_json::Map<String, serde_json::Value> = (0..17).map(|i| (format!("data-x{i}"), json!(1))).collect();
+    let mut keys = empty.clone();
+    keys["data_attrs"] = serde_json::Value::Object(many);
+    assert!(summary(keys).is_err(), "more than 16 names in a map");
+    let mut value = empty.clone();
+    value["roles"] = json!({"button": "a value"});
+    assert!(summary(value).is_err(), "a count that is not an integer");
+    let mut long_name = empty.clone();
+    long_name["tags"] = json!({"x".repeat(65): 1});
+    assert!(summary(long_name).is_err(), "a long name");
+    let facts: serde_json::Map<String, serde_json::Value> = (0..7).map(|i| (format!("f{i}"), empty.clone())).collect();
+    assert!(with("missing", serde_json::Value::Object(facts)).is_err(), "too many missing facts");
+    // Absent (an older page script) reads as empty and is written back as empty.
+    let mut older = good.clone();
+    older.as_object_mut().expect("object").remove("usage");
+    older.as_object_mut().expect("object").remove("missing");
+    let older = page_diagnostics(&older).expect("usage and missing may be absent");
+    assert!(older.usage.is_empty() && older.missing.is_empty());
     // The side panel lists the facts in FACT_NAMES order, then any the profile added.
     let mut with_extra = good.clone();
     with_extra["facts"]["a_new_fact"] = json!("div.new");
@@ -685,6 +727,8 @@ pub fn page_diagnostics_are_bounded() {
     let panel = wire::panel_diagnostics_json(Some(7), Some(&extra));
     assert_eq!(panel["fact_order"], json!(["composer", "stop", "a_new_fact"]));
     assert_eq!(panel["diagnostics"]["facts"]["composer"], "#prompt-textarea");
+    assert_eq!(panel["diagnostics"]["usage"], good["usage"], "the panel gets the usage counts");
+    assert_eq!(panel["diagnostics"]["missing"], good["missing"], "and the missing facts' summaries");
     assert_eq!(panel["tab_id"], 7);
     let nothing = wire::panel_diagnostics_json(None, None);
     assert_eq!(nothing, json!({"type": "diagnostics", "tab_id": null, "diagnostics": null, "fact_order": []}));
