@@ -37,6 +37,13 @@ pub const PAGE_SELECTORS: &[Declared] = &[
         source: "this extension's own element (content.js mounts it)",
     },
     Declared {
+        css: "main",
+        purpose: "content.js: where a missing composer was looked for (the page's main region, else the body), \
+                  summarised by tag, role and data-* names in page_diagnostics `missing`",
+        checked: "2026-12-06",
+        source: "HTML (the main landmark); a page without one is looked at from the body",
+    },
+    Declared {
         css: "button",
         purpose: "content.js: the buttons within three ancestors of a candidate (probe filter `beside`); the buttons \
                   of the last turns whose label is a permission card's (Allow / Deny); never inside a quiet zone \
