@@ -80,11 +80,13 @@ const REGEX_AFTER_WORDS: &[&str] =
 
 /// Splits JavaScript source into tokens. Errors name the line of an unterminated string,
 /// template, comment or regular expression.
-pub fn lex(source: &str) -> Result<Vec<Token>, String> {
+/// Returns the source's tokens and, apart, each template substitution's tokens (an
+/// expression of its own; a substitution nested in one is listed too).
+pub fn lex(source: &str) -> Result<(Vec<Token>, Vec<Vec<Token>>), String> {
     let chars: Vec<char> = source.chars().collect();
-    let mut lexer = Lexer { chars: &chars, at: 0, line: 1, out: Vec::new() };
+    let mut lexer = Lexer { chars: &chars, at: 0, line: 1, out: Vec::new(), substitutions: Vec::new() };
     lexer.run(None)?;
-    Ok(lexer.out)
+    Ok((lexer.out, lexer.substitutions))
 }
 
 struct Lexer<'a> {
@@ -92,6 +94,7 @@ struct Lexer<'a> {
     at: usize,
     line: usize,
     out: Vec<Token>,
+    substitutions: Vec<Vec<Token>>,
 }
 
 impl Lexer<'_> {
@@ -232,11 +235,12 @@ impl Lexer<'_> {
                 Some('$') if self.peek(0) == Some('{') => {
                     self.bump();
                     substituted = true;
-                    // The substitution's own tokens are lexed (its strings and templates
-                    // balance) and then dropped: it is an expression, not fixed text.
+                    // The substitution is an expression, not fixed text: its tokens are
+                    // kept apart, scanned as a source of their own.
                     let mark = self.out.len();
                     self.run(Some(self.line))?;
-                    self.out.truncate(mark);
+                    let substitution = self.out.split_off(mark);
+                    self.substitutions.push(substitution);
                     parts.push(String::new());
                 }
                 Some(c) => parts.last_mut().into_iter().for_each(|part| part.push(c)),
@@ -396,7 +400,9 @@ fn sink_calls(tokens: &[Token], wrappers: &BTreeMap<String, usize>, within: std:
     let mut calls = Vec::new();
     for i in within.clone() {
         let Some(name) = ident(tokens, i) else { continue };
-        if !punct(tokens, i + 1, "(") || i + 1 >= within.end {
+        // `f(` or an optional call `f?.(`.
+        let open = if punct(tokens, i + 1, "?.") { i + 2 } else { i + 1 };
+        if !punct(tokens, open, "(") || open >= within.end {
             continue;
         }
         let (index, via, receiver) = if is_member(tokens, i) && DOM_SINKS.contains(&name) {
@@ -414,7 +420,7 @@ fn sink_calls(tokens: &[Token], wrappers: &BTreeMap<String, usize>, within: std:
         } else {
             continue;
         };
-        if let Some(arg) = arguments(tokens, i + 1).into_iter().nth(index) {
+        if let Some(arg) = arguments(tokens, open).into_iter().nth(index) {
             calls.push(SinkCall { via, receiver, arg, line: tokens[i].line, at: i });
         }
     }
@@ -551,14 +557,28 @@ fn fixed_text(tok: &Tok) -> Option<String> {
 
 /// Every selector one content script's source passes to the DOM (see the module comment).
 pub fn scan(source: &str) -> Result<Vec<Found>, String> {
-    let tokens = lex(source)?;
+    let (tokens, substitutions) = lex(source)?;
     let wrappers = wrappers(&tokens);
     let constants = string_constants(&tokens);
-    let blocks = blocks(&tokens);
     let mut found = BTreeSet::new();
+    for stream in std::iter::once(&tokens).chain(&substitutions) {
+        scan_stream(stream, &wrappers, &constants, &mut found);
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// The sink calls and selector-shaped literals of one token stream (the source, or a
+/// template substitution: wrappers and constants are the source's).
+fn scan_stream(
+    tokens: &[Token],
+    wrappers: &BTreeMap<String, usize>,
+    constants: &BTreeMap<String, Vec<(String, usize)>>,
+    found: &mut BTreeSet<Found>,
+) {
+    let blocks = blocks(tokens);
     let mut at_calls = BTreeSet::new();
-    for call in sink_calls(&tokens, &wrappers, 0..tokens.len()) {
-        let own = call.receiver.as_ref().is_some_and(|r| own_shadow_root(&tokens, &blocks, r, call.at));
+    for call in sink_calls(tokens, wrappers, 0..tokens.len()) {
+        let own = call.receiver.as_ref().is_some_and(|r| own_shadow_root(tokens, &blocks, r, call.at));
         let kind = if own { Kind::OwnUi } else { Kind::Literal };
         let arg = &tokens[call.arg.clone()];
         let mut report = |css: String, kind: Kind, via: String| {
@@ -602,5 +622,4 @@ pub fn scan(source: &str) -> Result<Vec<Found>, String> {
             }
         }
     }
-    Ok(found.into_iter().collect())
 }

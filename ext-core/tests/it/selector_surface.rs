@@ -199,3 +199,29 @@ fn a_source_the_scanner_cannot_read_fails_the_surface_test_with_its_line() {
     let problem = undeclared("extension/broken.js", "const a = 1;\nconst b = 'open;\n", &BTreeSet::new()).expect_err("unterminated");
     assert_eq!(problem, "extension/broken.js: cannot scan: line 2: unterminated string");
 }
+
+#[test]
+fn the_scan_reads_regexes_divisions_nested_templates_escapes_and_function_wrappers() {
+    let source = r#"
+const half = total / 2 / count;
+const quote = /'[a-z]"/g.test(x) ? `a ${`b ${c}`} d` : 'it\'s';
+function within(el, selector) { return el.querySelector(selector); }
+within(node, 'li[data-a="1"]');
+node?.matches?.('x') ;
+const ratio = (a) / (b);
+document.querySelector("[data-b='2']");
+const text = `${'[data-in-a-substitution]'}`;
+"#;
+    let found = scan(source).expect("it scans");
+    let seen: Vec<(usize, &str, Kind)> = found.iter().map(|f| (f.line, f.css.as_str(), f.kind)).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (5, "li[data-a=\"1\"]", Kind::Literal),
+            (6, "x", Kind::Literal),
+            (8, "[data-b='2']", Kind::Literal),
+            (9, "[data-in-a-substitution]", Kind::Shaped),
+        ],
+        "{found:#?}"
+    );
+}
