@@ -35,8 +35,9 @@ use serde::Serialize;
 pub mod chatgpt;
 pub mod deepseek;
 pub mod flat;
-pub mod surface;
 pub mod zai;
+// The content scripts' own host-page selectors (docs/SELECTORS.md); not in the wasm.
+pub mod surface;
 
 /// Where a probe looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
