@@ -27,6 +27,8 @@
 //!   attribute selector `[name…]`, `:has(`, `:not(`, `:is(`, `:where(`, `:nth-`) is
 //!   reported as `shaped`, so a selector that reaches the DOM through an array or a
 //!   variable is still seen. Stylesheet templates (holding `{`) are not selectors.
+//!   Not seen: a bare tag name (`'button'`) that reaches a sink only through an array or a
+//!   variable — nothing tells it from any other word; declare it when you write it.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -172,7 +172,11 @@ fn render() -> String {
          A test (`ext-core/tests/it/selector_surface.rs`) scans the content scripts the manifest lists and fails on \
          a selector literal declared neither in a profile nor in the last section. Queries on the extension's own \
          closed shadow roots (the HUD and the Queue button: the name bound by `attachShadow`) are not the host \
-         page's and are not listed. An override profile (options page or the companion's `profiles/`) replaces a \
+         page's and are not listed. The test reads selector literals at every call of `querySelector`, \
+         `querySelectorAll`, `closest`, `matches` or a local wrapper of them, constants bound to a literal, \
+         template literals (a substitution written `${}` in the declaration) and selector-shaped strings anywhere; \
+         a selector built only from profile data (`probe.css`, profile selectors joined with commas) is the \
+         profile's, declared above. An override profile (options page or the companion's `profiles/`) replaces a \
          site's tables below while it validates.\n\n\
          How to read a chain: the adapter tries a fact's entries top to bottom; *scope* says where it looks \
          (`doc` the document, `root` the composer's form, `closest` up from the composer, `tail` the last turns, \
