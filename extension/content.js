@@ -254,23 +254,19 @@
     if (c.bridge) out.unshift(...bridgeLines(c.bridge));
     continuity.replaceChildren(...out);
     return [...c.actions.map((action) => {
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.dataset.action = action.id;
       const label = action.id === 'toggle_auto' ? (c.auto === 'off' ? 'actionAutoTurnOn' : 'actionAutoTurnOff') : `action_${action.id}`;
-      button.textContent = text(label);
+      // The judge button carries the page's last turn (read now, once per press); Send tool
+      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
+      const button = keptButton(action.id, text(label), () => {
+        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
+        const turn = action.id === 'llm_judge' ? endedTurn() : null;
+        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
+      });
       if (action.locked) {
         button.disabled = true;
         button.dataset.locked = action.locked.code;
         button.title = text(`locked_${action.locked.code}`);
       }
-      // The judge button carries the page's last turn (read now, once per press); Send tool
-      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
-      onTrusted(button, 'click', () => {
-        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
-        const turn = action.id === 'llm_judge' ? endedTurn() : null;
-        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
-      });
       return button;
     }), ...handoffButton(c.handoff)];
   };
@@ -415,11 +411,7 @@
   const handoffButton = (handoff) => {
     if (!handoff || handoff.button === 'none') return [];
     const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.dataset.action = id;
-    button.textContent = text(`action_${id}`);
-    onTrusted(button, 'click', () => {
+    const button = keptButton(id, text(`action_${id}`), () => {
       if (id !== 'copy_prompt') return port?.postMessage({ type: 'action', action: id });
       const prompt = handoff.copy_prompt ?? '';
       // What was copied stays inside the closed root (never on the host): a test hook.
@@ -432,8 +424,32 @@
     return [button];
   };
 
+  // The HUD's action buttons are kept across views: one element per action id, its label,
+  // lock and press updated in place. A click is a press and a release, and Chrome dispatches
+  // none when the pressed element left the tree in between; rebuilt on every view (frequent
+  // on a loaded machine), a button pressed as a view arrived did nothing and said nothing.
+  const keptButtons = new Map(); // data-action → button
+  const presses = new WeakMap(); // button → what its press does now
+  const keptButton = (id, label, press) => {
+    let button = keptButtons.get(id);
+    if (!button) {
+      button = document.createElement('button');
+      button.type = 'button';
+      button.dataset.action = id;
+      onTrusted(button, 'click', (event) => presses.get(button)?.(event));
+      keptButtons.set(id, button);
+    }
+    presses.set(button, press);
+    if (button.textContent !== label) button.textContent = label;
+    button.disabled = false;
+    delete button.dataset.locked;
+    delete button.dataset.copied;
+    button.removeAttribute('title');
+    return button;
+  };
+
   const render = (view) => {
-    // Buttons are rebuilt on every view; keep keyboard focus on the same action.
+    // A view may change which button exists; keep keyboard focus on the same action.
     const focused = root.activeElement?.dataset?.action ?? null;
     lines.replaceChildren(...[['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) => {
       const p = document.createElement('p');
@@ -443,17 +459,16 @@
       p.textContent = text(line.key, line.substitutions);
       return p;
     }));
-    actions.replaceChildren(...view.actions.map((action) => {
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.dataset.action = action.id;
-      button.textContent = text(action.label);
-      onTrusted(button, 'click', () => {
-        roundTripStartedAt = performance.now();
-        port?.postMessage({ type: 'action', action: action.id });
-      });
-      return button;
-    }), ...renderContinuity(view));
+    const buttons = [...view.actions.map((action) => keptButton(action.id, text(action.label), () => {
+      roundTripStartedAt = performance.now();
+      port?.postMessage({ type: 'action', action: action.id });
+    })), ...renderContinuity(view)];
+    // The row changes only when its buttons do (a node moved by replaceChildren is removed
+    // first, which would cancel a click in progress on it too).
+    if (buttons.length !== actions.children.length || buttons.some((button, i) => actions.children[i] !== button)) {
+      actions.replaceChildren(...buttons);
+    }
+    for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
     renderSummary(view);
