@@ -1506,7 +1506,7 @@
   // only for trusted key presses, so `@<keyword>` is typed by the worker (`trusted_type`,
   // chrome.debugger's Input domain, when the user allowed it on the options page); without
   // that permission (and only then), by the editor (which the picker may ignore). Then the
-  // App's option is chosen by pointerdown and click on it (never a key: an Enter that came
+  // App's option is chosen by a pointer press on it (`pointerPress`; never a key: an Enter that came
   // after the picker closed would send a stray `@<keyword>`) and its pill is read back in the
   // composer: exactly one pill, this App's, and no `@<keyword>` text left. Every wait is
   // bounded by the profile's `wait_ms`. Resolves with null (attached) or the detail of why
@@ -1533,6 +1533,24 @@
     }
   });
   const sleepMs = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  // A menu item or option pressed as a mouse does it: pointerdown, mousedown, pointerup,
+  // mouseup, click at its centre. ChatGPT's Radix menus act on pointerdown and a bare
+  // click() does nothing there (field notes 2026-10-10). Each event goes only while the
+  // element is still in the page: one that chose may close the menu, and what lies under a
+  // pointer then is not pressed.
+  const pointerPress = (el) => {
+    const box = el.getBoundingClientRect();
+    const at = { bubbles: true, cancelable: true, composed: true, button: 0, clientX: box.x + box.width / 2, clientY: box.y + box.height / 2 };
+    const pointer = { ...at, pointerId: 1, pointerType: 'mouse', isPrimary: true };
+    const steps = [
+      () => new PointerEvent('pointerdown', { ...pointer, buttons: 1 }),
+      () => new MouseEvent('mousedown', { ...at, buttons: 1, detail: 1 }),
+      () => new PointerEvent('pointerup', pointer),
+      () => new MouseEvent('mouseup', { ...at, detail: 1 }),
+      () => new MouseEvent('click', { ...at, detail: 1 }),
+    ];
+    for (const step of steps) if (el.isConnected) el.dispatchEvent(step());
+  };
   const caretToEnd = (composer) => {
     composer.focus();
     if (composer.tagName === 'TEXTAREA' || composer.tagName === 'INPUT') {
@@ -1604,8 +1622,7 @@
     }
     if (!picker) return failed;
     if (!option || !visible(option)) return 'option_missing';
-    option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
-    if (option.isConnected) option.click();
+    pointerPress(option);
     const leftover = squash(mention).toLowerCase();
     const chosenBy = Date.now() + apps.wait_ms;
     while (Date.now() < chosenBy) {
