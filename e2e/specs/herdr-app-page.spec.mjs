@@ -48,8 +48,10 @@ function appSite({ pill = 'mention', picker = 'works', highlight = null }) {
     const chosen = site.picker === 'wrong_pill' ? APPS[0] : app;
     composer().innerHTML = `<p>${pillHtml(chosen)}&nbsp;</p>`;
     // The picker goes once the event is handled (React commits after the handler).
-    setTimeout(close);
-    composer().dispatchEvent(new InputEvent('input', { bubbles: true }));
+    setTimeout(() => {
+      close();
+      composer().dispatchEvent(new InputEvent('input', { bubbles: true }));
+    });
   };
   const open = (query) => {
     close();
