@@ -251,8 +251,16 @@
       out.push(p);
     }
     // The JSON bridge's card waits for the user: first, so it shows without scrolling.
-    if (c.bridge) out.unshift(...bridgeLines(c.bridge));
-    continuity.replaceChildren(...out);
+    // The approval card is kept while it shows the same calls (a press on Run or Skip must
+    // survive a view that arrives mid-click, as the action buttons do).
+    if (c.bridge) {
+      const key = JSON.stringify(c.bridge);
+      if (keptCard.key !== key) keptCard = { key, nodes: bridgeLines(c.bridge) };
+      hooks.dataset.bridgePending = String(c.bridge.pending.length);
+      hooks.dataset.bridgeRoundLimit = c.bridge.round_limit ? 'yes' : 'no';
+      out.unshift(...keptCard.nodes);
+    } else keptCard = { key: '', nodes: [] };
+    setChildren(continuity, out);
     return [...c.actions.map((action) => {
       const label = action.id === 'toggle_auto' ? (c.auto === 'off' ? 'actionAutoTurnOn' : 'actionAutoTurnOff') : `action_${action.id}`;
       // The judge button carries the page's last turn (read now, once per press); Send tool
@@ -429,6 +437,13 @@
   // none when the pressed element left the tree in between; rebuilt on every view (frequent
   // on a loaded machine), a button pressed as a view arrived did nothing and said nothing.
   const keptButtons = new Map(); // data-action → button
+  let keptCard = { key: '', nodes: [] }; // the bridge card's nodes and the view they show
+  // Makes `nodes` the element children of `parent`, leaving each one already in its place
+  // untouched (a node moved or re-inserted is removed first, which cancels a click on it).
+  const setChildren = (parent, nodes) => {
+    nodes.forEach((node, i) => { if (parent.children[i] !== node) parent.insertBefore(node, parent.children[i] ?? null); });
+    while (parent.children.length > nodes.length) parent.lastElementChild.remove();
+  };
   const presses = new WeakMap(); // button → what its press does now
   const keptButton = (id, label, press) => {
     let button = keptButtons.get(id);
@@ -463,11 +478,7 @@
       roundTripStartedAt = performance.now();
       port?.postMessage({ type: 'action', action: action.id });
     })), ...renderContinuity(view)];
-    // The row changes only when its buttons do (a node moved by replaceChildren is removed
-    // first, which would cancel a click in progress on it too).
-    if (buttons.length !== actions.children.length || buttons.some((button, i) => actions.children[i] !== button)) {
-      actions.replaceChildren(...buttons);
-    }
+    setChildren(actions, buttons);
     for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
