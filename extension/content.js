@@ -251,26 +251,30 @@
       out.push(p);
     }
     // The JSON bridge's card waits for the user: first, so it shows without scrolling.
-    if (c.bridge) out.unshift(...bridgeLines(c.bridge));
-    continuity.replaceChildren(...out);
+    // The approval card is kept while it shows the same calls (a press on Run or Skip must
+    // survive a view that arrives mid-click, as the action buttons do).
+    if (c.bridge) {
+      const key = JSON.stringify(c.bridge);
+      if (keptCard.key !== key) keptCard = { key, nodes: bridgeLines(c.bridge) };
+      hooks.dataset.bridgePending = String(c.bridge.pending.length);
+      hooks.dataset.bridgeRoundLimit = c.bridge.round_limit ? 'yes' : 'no';
+      out.unshift(...keptCard.nodes);
+    } else keptCard = { key: '', nodes: [] };
+    setChildren(continuity, out);
     return [...c.actions.map((action) => {
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.dataset.action = action.id;
       const label = action.id === 'toggle_auto' ? (c.auto === 'off' ? 'actionAutoTurnOn' : 'actionAutoTurnOff') : `action_${action.id}`;
-      button.textContent = text(label);
+      // The judge button carries the page's last turn (read now, once per press); Send tool
+      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
+      const button = keptButton(action.id, text(label), () => {
+        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
+        const turn = action.id === 'llm_judge' ? endedTurn() : null;
+        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
+      });
       if (action.locked) {
         button.disabled = true;
         button.dataset.locked = action.locked.code;
         button.title = text(`locked_${action.locked.code}`);
       }
-      // The judge button carries the page's last turn (read now, once per press); Send tool
-      // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
-      onTrusted(button, 'click', () => {
-        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
-        const turn = action.id === 'llm_judge' ? endedTurn() : null;
-        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
-      });
       return button;
     }), ...handoffButton(c.handoff)];
   };
@@ -415,11 +419,7 @@
   const handoffButton = (handoff) => {
     if (!handoff || handoff.button === 'none') return [];
     const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.dataset.action = id;
-    button.textContent = text(`action_${id}`);
-    onTrusted(button, 'click', () => {
+    const button = keptButton(id, text(`action_${id}`), () => {
       if (id !== 'copy_prompt') return port?.postMessage({ type: 'action', action: id });
       const prompt = handoff.copy_prompt ?? '';
       // What was copied stays inside the closed root (never on the host): a test hook.
@@ -432,8 +432,39 @@
     return [button];
   };
 
+  // The HUD's action buttons are kept across views: one element per action id, its label,
+  // lock and press updated in place. A click is a press and a release, and Chrome dispatches
+  // none when the pressed element left the tree in between; rebuilt on every view (frequent
+  // on a loaded machine), a button pressed as a view arrived did nothing and said nothing.
+  const keptButtons = new Map(); // data-action → button
+  let keptCard = { key: '', nodes: [] }; // the bridge card's nodes and the view they show
+  // Makes `nodes` the element children of `parent`, leaving each one already in its place
+  // untouched (a node moved or re-inserted is removed first, which cancels a click on it).
+  const setChildren = (parent, nodes) => {
+    nodes.forEach((node, i) => { if (parent.children[i] !== node) parent.insertBefore(node, parent.children[i] ?? null); });
+    while (parent.children.length > nodes.length) parent.lastElementChild.remove();
+  };
+  const presses = new WeakMap(); // button → what its press does now
+  const keptButton = (id, label, press) => {
+    let button = keptButtons.get(id);
+    if (!button) {
+      button = document.createElement('button');
+      button.type = 'button';
+      button.dataset.action = id;
+      onTrusted(button, 'click', (event) => presses.get(button)?.(event));
+      keptButtons.set(id, button);
+    }
+    presses.set(button, press);
+    if (button.textContent !== label) button.textContent = label;
+    button.disabled = false;
+    delete button.dataset.locked;
+    delete button.dataset.copied;
+    button.removeAttribute('title');
+    return button;
+  };
+
   const render = (view) => {
-    // Buttons are rebuilt on every view; keep keyboard focus on the same action.
+    // A view may change which button exists; keep keyboard focus on the same action.
     const focused = root.activeElement?.dataset?.action ?? null;
     lines.replaceChildren(...[['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) => {
       const p = document.createElement('p');
@@ -443,17 +474,12 @@
       p.textContent = text(line.key, line.substitutions);
       return p;
     }));
-    actions.replaceChildren(...view.actions.map((action) => {
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.dataset.action = action.id;
-      button.textContent = text(action.label);
-      onTrusted(button, 'click', () => {
-        roundTripStartedAt = performance.now();
-        port?.postMessage({ type: 'action', action: action.id });
-      });
-      return button;
-    }), ...renderContinuity(view));
+    const buttons = [...view.actions.map((action) => keptButton(action.id, text(action.label), () => {
+      roundTripStartedAt = performance.now();
+      port?.postMessage({ type: 'action', action: action.id });
+    })), ...renderContinuity(view)];
+    setChildren(actions, buttons);
+    for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
     renderSummary(view);
@@ -1593,7 +1619,7 @@
   // only for trusted key presses, so `@<keyword>` is typed by the worker (`trusted_type`,
   // chrome.debugger's Input domain, when the user allowed it on the options page); without
   // that permission (and only then), by the editor (which the picker may ignore). Then the
-  // App's option is chosen by pointerdown and click on it (never a key: an Enter that came
+  // App's option is chosen by a pointer press on it (`pointerPress`; never a key: an Enter that came
   // after the picker closed would send a stray `@<keyword>`) and its pill is read back in the
   // composer: exactly one pill, this App's, and no `@<keyword>` text left. Every wait is
   // bounded by the profile's `wait_ms`. Resolves with null (attached) or the detail of why
@@ -1620,6 +1646,24 @@
     }
   });
   const sleepMs = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  // A menu item or option pressed as a mouse does it: pointerdown, mousedown, pointerup,
+  // mouseup, click at its centre. ChatGPT's Radix menus act on pointerdown and a bare
+  // click() does nothing there (field notes 2026-10-10). Each event goes only while the
+  // element is still in the page: one that chose may close the menu, and what lies under a
+  // pointer then is not pressed.
+  const pointerPress = (el) => {
+    const box = el.getBoundingClientRect();
+    const at = { bubbles: true, cancelable: true, composed: true, button: 0, clientX: box.x + box.width / 2, clientY: box.y + box.height / 2 };
+    const pointer = { ...at, pointerId: 1, pointerType: 'mouse', isPrimary: true };
+    const steps = [
+      () => new PointerEvent('pointerdown', { ...pointer, buttons: 1 }),
+      () => new MouseEvent('mousedown', { ...at, buttons: 1, detail: 1 }),
+      () => new PointerEvent('pointerup', pointer),
+      () => new MouseEvent('mouseup', { ...at, detail: 1 }),
+      () => new MouseEvent('click', { ...at, detail: 1 }),
+    ];
+    for (const step of steps) if (el.isConnected) el.dispatchEvent(step());
+  };
   const caretToEnd = (composer) => {
     composer.focus();
     if (composer.tagName === 'TEXTAREA' || composer.tagName === 'INPUT') {
@@ -1691,8 +1735,7 @@
     }
     if (!picker) return failed;
     if (!option || !visible(option)) return 'option_missing';
-    option.dispatchEvent(new PointerEvent('pointerdown', { bubbles: true, cancelable: true, pointerType: 'mouse', isPrimary: true }));
-    if (option.isConnected) option.click();
+    pointerPress(option);
     const leftover = squash(mention).toLowerCase();
     const chosenBy = Date.now() + apps.wait_ms;
     while (Date.now() < chosenBy) {

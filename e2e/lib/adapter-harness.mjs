@@ -87,11 +87,16 @@ function installStandIn() {
 export async function openSnippet(context, file, profile) {
   const page = await context.newPage();
   await page.goto(`${SNIPPET_ORIGIN}/${file}`);
+  await runAdapter(page, profile);
+  return page;
+}
+
+/** Runs the content script on `page` as it is (a snippet, or a fixture's page) and sends it `profile`. */
+export async function runAdapter(page, profile) {
   await page.evaluate(installStandIn);
   // Runtime.evaluate, like a content script, is not subject to the page's CSP.
   await page.evaluate(CONTENT_SCRIPT);
   await sendToPage(page, { type: 'profile', profile });
-  return page;
 }
 
 /** Posts `message` to the adapter as the worker would. */

@@ -13,7 +13,7 @@
 // - Insert JSON tool prompt goes over the worker's one companion connection: a second
 //   press opens no native port (worker.js opened one per press before).
 import { test, expect } from '../lib/test.mjs';
-import { OTHER_WORKSPACE, WORKSPACE, chatSiteWorld, herdrRequest, openSiteBoundWithAuto, tabIdOf } from '../lib/continuity.mjs';
+import { OTHER_WORKSPACE, WORKSPACE, chatSiteWorld, herdrRequest, openSiteBoundWithAuto, reportAgent, tabIdOf } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const CONVERSATION = '2d4f6a8b-1c3e-4a5b-9c7d-0e1f2a3b4c5d';
@@ -211,6 +211,31 @@ for (const site of ['zai', 'deepseek']) {
       await page.waitForTimeout(1000);
       await hud.action('bridge_run:1').click();
       await hud.expect('data-bridge-pending', '0');
+      await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
+    });
+
+    // A click is a press and a release; the HUD rebuilt the card on every view, so a view
+    // arriving in between (an agent's state, a health count) replaced the pressed Run and
+    // the browser dispatched no click: the press did nothing. The card is kept while it
+    // shows the same calls. (The HUD is the same on both sites: run on z.ai.)
+    if (site === 'zai') test('a HUD view that arrives between press and release does not lose the Run press', async ({ sandbox }) => {
+      const token = `held-press-${site}`;
+      const call = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] });
+      const { page, fixture, hud } = await boundChat(sandbox, site, `Typing it.\n${call}`);
+      await ask(page, fixture, 'Type the token.');
+      await hud.expect('data-bridge-pending', '1', 'the HUD asks about the call');
+      await hud.expand();
+      await hud.expect('data-scope-state', 'idle', 'no agent works yet');
+      const run = hud.action('bridge_run:1');
+      const { x, y } = await run.actionable();
+      await page.waitForTimeout(1000); // the card stands still (the click-jacking guard)
+      await page.mouse.move(x, y);
+      await page.mouse.down();
+      await reportAgent(sandbox, WORKSPACE.pane, 'working');
+      await hud.expect('data-scope-state', 'working', 'the HUD rendered the new view while Run was held');
+      expect((await run.state()).box, 'Run did not move (the release lands on it)').toEqual({ x, y });
+      await page.mouse.up();
+      await hud.expect('data-bridge-pending', '0', 'the press counted');
       await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
     });
 

@@ -182,6 +182,32 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     await hud.expect('data-auto', 'off', 'Continue never switches Auto on');
   });
 
+  // Regression (CI, 2026-12, the test above on a loaded 2-core machine: no notice after the
+  // draft's Continue): a click is a press and a release; the HUD rebuilt its buttons on
+  // every view it got, and a view arriving in between (frequent under load: the health
+  // line's counts change the view) replaced the pressed button, so the browser dispatched
+  // no click at all — Continue did nothing and said nothing. Here the view arrives, for
+  // certain, while the button is held: an agent of the bound workspace starts working.
+  test('a HUD view that arrives between press and release does not lose the Continue press (M4, M7)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
+    await typeDraft(page, 'a thought in progress');
+    await clearStatus(page);
+    await hud.expand();
+    await hud.expect('data-scope-state', 'idle', 'no agent works yet');
+    const button = hud.action('continue');
+    const { x, y } = await button.actionable();
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await reportAgent(sandbox, WORKSPACE.pane, 'working');
+    await hud.expect('data-scope-state', 'working', 'the HUD rendered the new view while the button was held');
+    expect((await button.state()).box, 'the button did not move (the release lands on it)').toEqual({ x, y });
+    await page.mouse.up();
+    await expect(statusLine(hud), 'the press counted: the worker refused and said why').toHaveAttribute('data-key', 'notice', { timeout: 15_000 });
+    await expect(statusLine(hud)).toContainText('unsent text');
+    expect(fixture.server, 'nothing was sent').toEqual([]);
+  });
+
   // Regression: a Continue refused because of a draft is dropped, not queued (the test above
   // proves nothing follows when the draft is cleared), so its notice must not be the
   // automatic-wake text ("… the update follows"): it says it was not sent and to press again.

@@ -11,10 +11,20 @@
 //
 // Every "nothing more was sent" is counted after a checkpoint (the HUD counts the wake, the
 // page is idle, a later settle was delivered), never after a sleep.
+//
+// Field notes §1 (2026-10-10): exactly one click on Send is the submit primitive; ChatGPT
+// swallowed `form.requestSubmit()` on a Project home, and so does the fixture. The real
+// content script, fed ext-core's profile (e2e/lib/adapter-harness.mjs: the test plays the
+// worker), delivers on a Project home of each layout with one Send click: exactly one
+// message, no form submission, the composer's "+" never pressed.
+import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, persistedContinuity, turnAutoOn } from '../lib/continuity.mjs';
 import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
 import { stopWorkerAndAwaitRestart } from '../lib/extension.mjs';
+import { clicks, runAdapter, sendToPage, siteProfiles } from '../lib/adapter-harness.mjs';
+import { ChatGptFixture, LAYOUTS, chatgptUrl } from '../fixtures/chatgpt.mjs';
+import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const WAKES = { conversationId: CONVERSATION, marker: /^wake:/ };
@@ -116,4 +126,57 @@ test.describe('one delivery path (issue 7)', () => {
     await nextSettleWakesOnce({ sandbox, fixture, page, hud, sessionRef }, 1, 'After the restart');
     expect(fixture.server).toHaveLength(2);
   });
+});
+
+test.describe('one send click is the submit primitive (field notes §1, 2026-10-10)', () => {
+  const PROJECT_HEX = '0123456789abcdef0123456789abcdef';
+  let profiles = null;
+  let browser;
+  test.beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  });
+  test.afterAll(async () => {
+    await browser?.close();
+  });
+  const pageCounts = (page) => page.evaluate(() => {
+    const { formSubmits, sendClicks, plusClicks } = window.__chatgptFixture;
+    return { formSubmits, sendClicks, plusClicks };
+  });
+
+  for (const layout of LAYOUTS) {
+    test(`${layout}: on a Project home, which swallows form.requestSubmit(), a delivery is one Send click and exactly one message`, async () => {
+      profiles ??= siteProfiles();
+      const context = await browser.newContext();
+      const fixture = new ChatGptFixture({ layout, streamMs: 50 });
+      await fixture.install(context);
+      const page = await context.newPage();
+      await page.goto(chatgptUrl.projectHome(PROJECT_HEX));
+      const composer = page.locator(fixture.ui.composer);
+      // The page: a submitted form sends nothing and stays (the human's text is left alone).
+      await composer.click();
+      await page.keyboard.type('a human line');
+      await composer.evaluate((el) => el.closest('form').requestSubmit());
+      expect(await pageCounts(page), 'the submit event came and was swallowed').toEqual({ formSubmits: 1, sendClicks: 0, plusClicks: 0 });
+      await expect(composer).toHaveText('a human line');
+      expect(fixture.server, 'requestSubmit sent nothing').toEqual([]);
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Delete');
+      await expect(composer).toHaveText('');
+
+      await runAdapter(page, profiles.chatgpt);
+      const id = `wake:w1#project-home-${layout}`;
+      const text = `[Herdr] Workspace w1 settled.\n[herdr-continuity ${id}]`;
+      await sendToPage(page, { type: 'deliver', id, text });
+      await expect.poll(() => page.evaluate((i) => window.__herdr.posted.map((p) => p.message)
+        .filter((m) => m.type === 'delivery_report' && m.id === i).pop() ?? null, id), { timeout: 20_000 })
+        .toEqual({ type: 'delivery_report', id, outcome: 'submitted', reason: null });
+      await expect.poll(() => fixture.server.length, { message: 'the new Project chat got the message' }).toBe(1);
+      expect(fixture.server[0].text).toBe(text);
+      await expect(page, 'the Project home moved to its new chat').toHaveURL(new RegExp(`/g/g-p-${PROJECT_HEX}-demo/c/[0-9a-f-]{36}$`));
+      expect(await pageCounts(page), 'one Send click, no form submission, the "+" untouched').toEqual({ formSubmits: 1, sendClicks: 1, plusClicks: 0 });
+      expect(await clicks(page), 'the adapter clicked one button').toHaveLength(1);
+      expect(fixture.server, 'exactly one message').toHaveLength(1);
+      await context.close();
+    });
+  }
 });

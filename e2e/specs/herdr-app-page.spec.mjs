@@ -4,8 +4,8 @@
 // with Playwright's keyboard, whose key events are trusted like chrome.debugger's Input
 // domain. The page's App picker is modelled as field notes §1 record it: typing `@` and
 // letters opens a listbox of App options only for trusted input; Enter (trusted) or a
-// pointerdown on an option puts the App's pill in the composer. Checks `human_apps`, the
-// attach (pointerdown and click on the option, never a trusted Enter), the read-back, every
+// pointerdown on an option (never a bare click) puts the App's pill in the composer. Checks
+// `human_apps`, the attach (a whole pointer press on the option, never a trusted Enter), the read-back, every
 // named failure with its cleanup (also after a worker that failed half-way), a message whose
 // own text contains `@herdr`, and that a deliver without `app` types no mention.
 // The whole extension against the ChatGPT fixture is e2e/specs/herdr-app.spec.mjs.
@@ -39,7 +39,7 @@ function appSite({ pill = 'mention', picker = 'works', highlight = null }) {
   const pillHtml = (app) => (pill === 'mention'
     ? `<span data-appearance="inline-mention" app-mention-name="${app.name}" app-mention-path="${app.path}" contenteditable="false">@${app.name}</span>`
     : `<span data-inline-selection-pill data-symbol="ecosystemMention" data-keyword="${app.keyword}" contenteditable="false">${app.name}</span>`);
-  const site = { submitted: [], untrustedOpens: 0, picker };
+  const site = { submitted: [], untrustedOpens: 0, picker, optionEvents: [] };
   Object.defineProperty(window, '__site', { value: site });
   document.querySelector('form').addEventListener('submit', (event) => event.preventDefault());
   let list = null;
@@ -47,8 +47,11 @@ function appSite({ pill = 'mention', picker = 'works', highlight = null }) {
   const choose = (app) => {
     const chosen = site.picker === 'wrong_pill' ? APPS[0] : app;
     composer().innerHTML = `<p>${pillHtml(chosen)}&nbsp;</p>`;
-    close();
-    composer().dispatchEvent(new InputEvent('input', { bubbles: true }));
+    // The picker goes once the event is handled (React commits after the handler).
+    setTimeout(() => {
+      close();
+      composer().dispatchEvent(new InputEvent('input', { bubbles: true }));
+    });
   };
   const open = (query) => {
     close();
@@ -64,6 +67,10 @@ function appSite({ pill = 'mention', picker = 'works', highlight = null }) {
       option.dataset.appKeyword = app.keyword;
       option.setAttribute('aria-selected', String(app === first));
       option.textContent = app.name;
+      // Chosen on pointerdown only (Radix): a bare click() chooses nothing.
+      for (const type of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click']) {
+        option.addEventListener(type, (event) => site.optionEvents.push(`${app.keyword}:${event.type}`));
+      }
       option.addEventListener('pointerdown', (event) => { event.preventDefault(); choose(app); });
       list.append(option);
     }
@@ -189,13 +196,15 @@ for (const pill of ['mention', 'selection']) {
   });
 }
 
-test('deliver with the App when GitHub is highlighted: Herdr is chosen by pointerdown and click on its option', async () => {
+test('deliver with the App when GitHub is highlighted: Herdr is chosen by a whole pointer press on its option (the page acts on pointerdown only)', async () => {
   const { page, asked } = await openApp({ highlight: 'github' });
   const id = 'wake:w1#app-click';
   await deliver(page, id, HERDR);
   await expect.poll(() => reportOf(page, id)).toMatchObject({ outcome: 'submitted' });
   expect(asked.filter((m) => m.key), 'no Enter for an option that is not highlighted').toEqual([]);
   expect((await submitted(page))[0].apps).toEqual(['Herdr']);
+  expect(await page.evaluate(() => window.__site.optionEvents), 'pointerdown, mousedown, pointerup, mouseup, click on Herdr\'s option only')
+    .toEqual(['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'].map((type) => `herdr:${type}`));
 });
 
 // A message may itself contain `@herdr` (an address, a package name): it is still sent once

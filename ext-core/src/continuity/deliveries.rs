@@ -185,6 +185,9 @@ impl Continuity {
     /// abandoned one is not offered again (it may have landed) and the page says so.
     pub(super) fn delivery_resolved(&mut self, now: Millis, delivery: Delivery, resolution: &Resolution) {
         self.activity_resolved(&delivery, resolution);
+        if delivery.kind == DeliveryKind::Continue {
+            self.continue_not_sent(&delivery, resolution);
+        }
         if *resolution == Resolution::Confirmed {
             self.app_landed(&delivery.scope_key);
         }

@@ -50,6 +50,26 @@ impl Continuity {
         }
     }
 
+    /// A manual Continue the page did not send — its own last look found what the worker's
+    /// facts did not show yet (a draft typed a moment before the press, a reply started), or
+    /// a reload lost it — is dropped, never retried; the HUD says why and to press again. An
+    /// App that could not be attached and an abandoned delivery have their own notices.
+    pub(super) fn continue_not_sent(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        let say = match resolution {
+            Resolution::NotSent { .. } if resolution.app_not_attached() => return,
+            Resolution::NotSent { reason } => match reason.as_str() {
+                "human_draft" => Self::manual_refusal(WakeWithheld::HumanDraft),
+                "busy" => Self::manual_refusal(WakeWithheld::PageGenerating),
+                "no_composer" => Self::manual_refusal(WakeWithheld::NoComposer),
+                "unknown_layout" => Self::manual_refusal(WakeWithheld::UnknownLayout),
+                _ => Say::new("manualNotSent", vec![]),
+            },
+            Resolution::Lost => Say::new("manualNotSent", vec![]),
+            Resolution::Confirmed | Resolution::Abandoned => return,
+        };
+        self.notice(delivery.tab, say, NoticeTone::Bad);
+    }
+
     pub(super) fn check_herdr(&mut self, tab: TabId) {
         let page = self.page_kind(tab);
         if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {

@@ -34,6 +34,17 @@
 //!   `app-mention-name` / `app-mention-path`; both are read, in every layout generation (the
 //!   pill markup changed on its own date, not with the layout). The `@` picker is a
 //!   `[role="listbox"]` of `[role="option"]`s near the composer, opened only by trusted keys.
+//! - The composer "+" (field notes §1, herdr-mcp `docs/_wip/v1.1-browser-adapter-platform.md`,
+//!   2026-10-09/10; SITES-2026 §1.0(3), §1.1): `#composer-plus-btn` /
+//!   `data-testid="composer-plus-btn"` until early October 2026 (CJS 2026-01-27, 2026-05-23),
+//!   then no id: `aria-label="Add files and more"`, `data-composer-navigation-target=
+//!   "add-context"`, no `aria-haspopup`, and it lists no Apps. No fact is found through it;
+//!   `never` names both markups so it is never taken for Send or Stop.
+//! - Radix menus open on `pointerdown` and a bare `click()` does nothing (same doc,
+//!   2026-10-10): the adapter presses a picker option with a whole pointer sequence
+//!   (pointerdown, mousedown, pointerup, mouseup, click).
+//! - Exactly one click on Send is the submit primitive; `form.requestSubmit()` on a Project
+//!   home was swallowed (same doc, 2026-10-10): the adapter never submits a form.
 //! - Chinese labels for Stop, Copy, Allow / Deny and Retry are the UI's own words where
 //!   a source recorded them and ChatGPT's zh-CN wording otherwise; no zh rate-limit
 //!   wording is recorded, so that set has none.
@@ -82,12 +93,18 @@ const LABELS: &[LabelSet] = &[
     NOT_STOP,
 ];
 
-/// Controls that are never Send or Stop (dictation, voice).
+/// Controls that are never Send or Stop: dictation and voice, and the composer's "+" (it
+/// sits in the composer form beside Send; its old id until 2026-10, its own attribute and
+/// label after — no single marker is relied on).
 const NEVER: &[&str] = &[
     "[data-start-dictation]",
     "[data-testid*=\"speech\"]",
     "[data-testid*=\"dictat\"]",
     "[data-testid*=\"voice\"]",
+    "#composer-plus-btn",
+    "[data-testid=\"composer-plus-btn\"]",
+    "[data-composer-navigation-target=\"add-context\"]",
+    "[aria-label=\"Add files and more\"]",
 ];
 
 const LABEL_BUTTON: &str = "button[aria-label]";

@@ -113,6 +113,25 @@ fn no_stop_or_send_label_is_a_dictation_or_read_aloud_word() {
     }
 }
 
+/// The composer "+" lost its id `composer-plus-btn` on 2026-10-10 (FIELD-NOTES-2026Q4 §1):
+/// every ChatGPT generation excludes it from Send / Stop by the old id and by the new
+/// attribute and label, and no fact is found through either markup.
+#[test]
+fn the_composer_plus_is_never_send_or_stop_in_either_markup() {
+    for generation in chatgpt::PROFILE.generations {
+        for css in ["#composer-plus-btn", "[data-composer-navigation-target=\"add-context\"]", "[aria-label=\"Add files and more\"]"] {
+            assert!(generation.never.contains(&css), "{} does not exclude {css}", generation.id);
+        }
+        for (name, probes) in generation.facts.named() {
+            for probe in probes {
+                for marker in ["composer-plus", "add-context", "Add files"] {
+                    assert!(!crate::text::contains_str(probe.css, marker), "{} finds {name} through the \"+\" ({})", generation.id, probe.css);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn deepseek_tells_send_from_stop_by_the_icon_alone() {
     let facts = &deepseek::DS.facts;

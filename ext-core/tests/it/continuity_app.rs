@@ -531,6 +531,32 @@ fn a_manual_continue_is_refused_with_the_app_reason_while_the_app_holds() {
     .assert_eq(&w.log.join("\n"));
 }
 
+// A manual Continue the page did not send — its own last look found a draft the worker's
+// facts did not show yet, a reply had started, or Send was missing — is dropped, never
+// retried, and the HUD says why and to press again (before, it was dropped silently: the
+// press did nothing and said nothing).
+#[test]
+fn a_manual_continue_the_page_did_not_send_says_why_and_is_not_retried() {
+    let mut w = W::new();
+    w.feed(ContinuityInput::ToggleAuto { tab: TAB });
+    w.log.clear();
+    for reason in ["human_draft", "busy", "send_button_missing"] {
+        w.feed(ContinuityInput::Continue { tab: TAB });
+        w.answer(DeliveryOutcome::NotSubmitted { reason: reason.into() });
+        w.report_again();
+    }
+    w.tick(10 * 60_000);
+    expect![[r#"
+        deliver continue:w1 app=-
+        notice Not sent: the composer has your unsent text. Send or clear it, then press Continue again.
+        deliver continue:w1 app=-
+        notice Not sent: a reply is still being written or a permission card is waiting. Press Continue again when the page is idle.
+        deliver continue:w1 app=-
+        notice Not sent: the page did not take this Continue (it could not be typed or sent, or the page reloaded). Nothing follows by itself: press Continue again."#]]
+    .assert_eq(&w.log.join("\n"));
+    assert_eq!(w.posted.len(), 3, "one message per press, none retried");
+}
+
 // X6 with an App: the seed carries the source binding's App; a seed whose App cannot be
 // attached is not a spent attempt (no Copy Prompt), it waits and goes with the App; after
 // the cut-over the chat keeps the App.

@@ -80,6 +80,8 @@ fn every_say() -> Vec<Say> {
     all.extend(UnsupportedPage::ALL.iter().map(|u| Say::new(&BindRefusal::UnsupportedPage(*u).message_key(), vec![])));
     all.push(Say::new(&BindRefusal::EmptyWorkspaceId.message_key(), vec![]));
     all.extend(MANUAL_REFUSALS.iter().map(|w| Say::coded("manualRefused", w.wire_name(), vec![])));
+    // A manual Continue the page did not send for another reason (manual::continue_not_sent).
+    all.push(Say::new("manualNotSent", vec![]));
     for refusal in [
         QueueRefusal::NoConversation,
         QueueRefusal::EmptyText,
