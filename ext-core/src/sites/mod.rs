@@ -31,6 +31,7 @@ use serde::Serialize;
 
 pub mod chatgpt;
 pub mod deepseek;
+pub mod file;
 pub mod zai;
 
 /// Where a probe looks.
