@@ -108,3 +108,9 @@ fn import_returns_the_record_to_store_or_the_first_problem() {
     assert!(overrides.import("gemini", "{}", 1, &parse).is_err());
     assert_eq!(overrides.reset("zai"), json!({}));
 }
+
+#[test]
+fn the_companion_serves_the_files_of_exactly_the_builtin_sites() {
+    let sites: Vec<&str> = crate::sites::PROFILES.iter().map(|profile| profile.site).collect();
+    assert_eq!(sites, continuity_protocol::limits::PROFILE_SITES);
+}
