@@ -34,7 +34,9 @@ use serde::Serialize;
 
 pub mod chatgpt;
 pub mod deepseek;
+pub mod file;
 pub mod flat;
+pub mod overrides;
 pub mod zai;
 // The content scripts' own host-page selectors (docs/SELECTORS.md); not in the wasm.
 pub mod surface;
