@@ -61,7 +61,7 @@ impl Continuity {
                 "human_draft" => Self::manual_refusal(WakeWithheld::HumanDraft),
                 "busy" => Self::manual_refusal(WakeWithheld::PageGenerating),
                 "no_composer" => Self::manual_refusal(WakeWithheld::NoComposer),
-                "unknown_layout" => Self::manual_refusal(WakeWithheld::UnknownLayout),
+                "fact_unresolved" | "unknown_layout" => Self::manual_refusal(WakeWithheld::FactUnresolved),
                 _ => Say::new("manualNotSent", vec![]),
             },
             Resolution::Lost => Say::new("manualNotSent", vec![]),
