@@ -31,6 +31,10 @@ test('the side panel shows the generation, every fact and the CSP the content sc
   await expect(sees.locator('[data-fact="stop"]'), 'idle: no Stop').toHaveAttribute('data-selector', '');
   await expect(sees.locator('[data-fact="stop"]')).toHaveText('stop: none');
   await expect(sees.locator('[data-fact]')).toHaveCount(16);
+  // A page of a known generation, unchanged: its first probes serve it, no fallback warning.
+  await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-fallback', 'false');
+  await expect(sees.locator('[data-fallback="true"]')).toHaveCount(0);
+  await expect(sees.locator('[data-missing]')).toHaveCount(0);
   await expect(sees.locator('[data-csp-meta]')).toHaveAttribute('data-csp-meta', 'false');
 
   // Extension pages are opaque origins to Playwright's permission API, so the clipboard
