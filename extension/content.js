@@ -744,8 +744,10 @@
     }
     return userTurns;
   };
-  // The turn generation: the generations of the probe that found the turns, else the
-  // diagnostic label's, else every generation. A reply streams, is complete and has its
+  // The turn generation: the generations of the probe that found the turns (narrowed to
+  // the diagnostic label's when it is one of them: a classic page's turns found by a probe
+  // classic shares with section are classic turns), else the label's, else every
+  // generation. A reply streams, is complete and has its
   // body by that generation's probes only (TURN_FACTS), so a thread turn never "completes"
   // by a classic copy button, and it counts as streaming until complete when any of them
   // says so (`pending_until_complete`). A view is the profile with those chains cut to
@@ -808,7 +810,9 @@
     const root = rootHit?.el ?? null;
     const turns = turnsNow();
     const users = usersNow(turns.list);
-    const view = viewOf(gensOf(turns.probe) ?? (shape.gen ? [shape.gen.id] : profile.generations.map((gen) => gen.id)));
+    const labelled = shape.gen ? [shape.gen.id] : null;
+    const turnGens = gensOf(turns.probe);
+    const view = viewOf((turnGens && labelled && turnGens.includes(labelled[0]) ? labelled : turnGens) ?? labelled ?? profile.generations.map((gen) => gen.id));
     const last = lastAssistant(view, turns.tail, turns.probe);
     const ctx = { root, tail: turns.tail, last: last?.scope ?? null, controls: true };
     const sendHit = root ? find(view, 'send', ctx, true) : null;
@@ -1493,9 +1497,10 @@
       return report(id, 'not_submitted', 'other_conversation');
     }
     const seen = observe();
-    // A needed fact missing or ambiguous (or no profile yet): nothing is typed.
+    // A needed fact missing or ambiguous (or no profile yet): nothing is typed (a page that
+    // is generating says so first: the worker offers it again later either way).
+    if (seen.view && generatingIn(seen)) return report(id, 'not_submitted', 'busy');
     if (seen.unresolved !== null) return report(id, 'not_submitted', 'fact_unresolved');
-    if (generatingIn(seen)) return report(id, 'not_submitted', 'busy');
     // The worker decided on facts up to 100 ms old: if the human started typing since,
     // refuse rather than send their draft along with ours (the worker retries later).
     if (composerText(seen.composer).trim() !== '' || pillElements(seen.composer).length) return report(id, 'not_submitted', 'human_draft');
