@@ -1391,8 +1391,13 @@
     if (seen.turns?.listProbe) won('turn_list', seen.turns.listProbe);
   }
   // `usage`: per fact the chain entry that won last, the generations listing it, whether
-  // it is a fallback (the profile's `fallback` flag) and how many recomputes it won.
-  const usageReport = () => {
+  // the fact is served by a fallback, and how many recomputes that entry won. Served by a
+  // fallback = the winner is a fallback probe (the profile's flag) and no primary probe of
+  // the chain (one that leads some generation) finds the fact now: the primaries stopped
+  // matching, which is what drift looks like. (A chain merged across generations may list
+  // one generation's generic fallback before another's primary; winning that way while
+  // the primary still matches is no drift.)
+  const usageReport = (primaryFinds) => {
     const out = {};
     for (const [fact, { probe, wins }] of usage) {
       // The index in the profile's whole chain (a turn-generation view holds the same probes).
@@ -1401,7 +1406,7 @@
       out[fact] = {
         entry,
         gens: (Array.isArray(probe.gens) ? probe.gens : []).filter((g) => typeof g === 'string' && g.length <= 64).slice(0, 16),
-        fallback: probe.fallback === true,
+        fallback: probe.fallback === true && !primaryFinds(fact),
         count: wins.get(probe) ?? 0,
       };
     }
@@ -1487,6 +1492,20 @@
         out[fact] = hit ? (fact === 'turn_list' && !hit.probe ? '(common ancestor of the turns)' : describe(hit.probe)) : null;
       }
     }
+    // Whether a primary probe of the fact's chain finds it, where the adapter looks for it.
+    const primaryFinds = (fact) => {
+      const chain = seen.view?.facts[fact] ?? [];
+      const lastUser = seen.users?.list[seen.users.list.length - 1];
+      const where = {
+        root: seen.composer ? { from: seen.composer } : null,
+        turn_list: seen.turns?.tail[0] ? { from: seen.turns.tail[0] } : null,
+        send: { ...seen.ctx, controls: true },
+        stop: { ...seen.ctx, controls: true },
+        message_id: lastUser ? { message: lastUser } : null,
+      };
+      const ctx = fact in where ? where[fact] : (seen.ctx ?? {});
+      return Boolean(ctx) && chain.some((probe) => probe.fallback === false && candidates(seen.view, probe, ctx, false).length > 0);
+    };
     return {
       type: 'page_diagnostics',
       page_load: pageLoad,
@@ -1494,7 +1513,7 @@
       generation: seen.label,
       matching: (profile?.generations ?? []).filter((gen) => ruleHolds(gen.detect)).map((gen) => gen.id),
       facts: out,
-      usage: usageReport(),
+      usage: usageReport(primaryFinds),
       missing: missingReport(seen, hits),
       csp: { meta: exists('meta[http-equiv="Content-Security-Policy" i]'), violations: csp.violations, directives: [...csp.directives] },
       deliveries: recentOutcomes.slice(-5),
