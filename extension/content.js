@@ -1519,10 +1519,23 @@
       deliveries: recentOutcomes.slice(-5),
     };
   };
+  // The worker refuses a page message over 16 KiB (ext-core limits::MAX_PAGE_MESSAGE_BYTES),
+  // and the whole report with it: the missing facts' summaries (the one part that grows
+  // with the page) keep their most frequent names only, as few as it takes to fit.
+  const DIAGNOSTICS_BYTES = 15 * 1024;
+  const fitted = (report) => {
+    for (const keep of [8, 4, 0]) {
+      if (utf8.encode(JSON.stringify(report)).length <= DIAGNOSTICS_BYTES) break;
+      for (const summary of Object.values(report.missing)) {
+        for (const map of ['tags', 'roles', 'data_attrs']) summary[map] = Object.fromEntries(Object.entries(summary[map]).slice(0, keep));
+      }
+    }
+    return report;
+  };
   let lastDiagnostics = '';
   let diagnosticsSent = 0;
   const sendDiagnostics = (force = false) => {
-    const current = diagnostics();
+    const current = fitted(diagnostics());
     const json = JSON.stringify(current);
     if (!force && json === lastDiagnostics) return;
     lastDiagnostics = json;
