@@ -27,8 +27,8 @@ test('the side panel shows the generation, every fact and the CSP the content sc
   const sees = panel.locator('[data-diagnostics]');
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', 'chatgpt.classic', { timeout: 15_000 });
   await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-selector', '#prompt-textarea');
-  // Send: the first probe of the merged chain that finds it (a labelled button, the thread
-  // generation's primary, finds classic's Send too).
+  // The send chain starts with the label probe every ChatGPT generation has (the flat
+  // profile walks the newest generation first): on classic it finds the same button.
   await expect(sees.locator('[data-fact="send"]')).toHaveAttribute('data-selector', 'button[aria-label] label=send');
   await expect(sees.locator('[data-fact="stop"]'), 'idle: no Stop').toHaveAttribute('data-selector', '');
   await expect(sees.locator('[data-fact="stop"]')).toHaveText('stop: none');
