@@ -1520,15 +1520,20 @@
     };
   };
   // The worker refuses a page message over 16 KiB (ext-core limits::MAX_PAGE_MESSAGE_BYTES),
-  // and the whole report with it: the missing facts' summaries (the one part that grows
-  // with the page) keep their most frequent names only, as few as it takes to fit.
+  // and the whole report with it: the parts that grow with the page or a profile shrink
+  // until it fits — the missing facts' summaries keep fewer of their most frequent names,
+  // then `usage` names fewer generations (entry, fallback and count always stay).
   const DIAGNOSTICS_BYTES = 15 * 1024;
   const fitted = (report) => {
-    for (const keep of [8, 4, 0]) {
-      if (utf8.encode(JSON.stringify(report)).length <= DIAGNOSTICS_BYTES) break;
+    const cutSummaries = (keep) => () => {
       for (const summary of Object.values(report.missing)) {
         for (const map of ['tags', 'roles', 'data_attrs']) summary[map] = Object.fromEntries(Object.entries(summary[map]).slice(0, keep));
       }
+    };
+    const cutGens = (keep) => () => { for (const u of Object.values(report.usage)) u.gens = u.gens.slice(0, keep); };
+    for (const cut of [cutSummaries(8), cutSummaries(4), cutSummaries(0), cutGens(1), cutGens(0)]) {
+      if (utf8.encode(JSON.stringify(report)).length <= DIAGNOSTICS_BYTES) break;
+      cut();
     }
     return report;
   };
