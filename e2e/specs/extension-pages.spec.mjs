@@ -269,13 +269,31 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
     diagnostics: {
       type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
       facts: { composer: '#prompt-textarea', send: 'button[data-testid="send-button"]', stop: null },
+      usage: {
+        composer: { entry: 0, gens: ['chatgpt.classic'], fallback: false, count: 12 },
+        send: { entry: 1, gens: ['chatgpt.classic'], fallback: true, count: 7 },
+      },
+      missing: { stop: { elements: 40, tags: { div: 30, button: 2 }, roles: { log: 1 }, data_attrs: { 'data-testid': 3 } } },
       csp: { meta: false, violations: 2, directives: ['script-src-elem'] },
       deliveries: [{ id: 'wake:w1#3', outcome: 'not_submitted', reason: 'no_composer' }],
     },
     fact_order: ['composer', 'stop', 'send'],
   });
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', 'chatgpt.classic');
-  await expect(sees.locator('[data-fact]')).toHaveText(['composer: #prompt-textarea', 'stop: none', 'send: button[data-testid="send-button"]']);
+  const fallbackText = MESSAGES.panelFactFallback.message.replace('$1', '1').replace('$2', '7');
+  await expect(sees.locator('[data-fact]')).toHaveText(['composer: #prompt-textarea', 'stop: none', `send: button[data-testid="send-button"] ${fallbackText}`]);
+  // A fact served by a fallback: a warning with its entry and count; a primary is none.
+  const sendFact = sees.locator('[data-fact="send"]');
+  await expect(sendFact).toHaveAttribute('data-fallback', 'true');
+  await expect(sendFact).toHaveAttribute('data-tone', 'warn');
+  await expect(sendFact).toHaveAttribute('data-entry', '1');
+  await expect(sendFact).toHaveAttribute('data-count', '7');
+  await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-fallback', 'false');
+  await expect(sees.locator('[data-fact="composer"] [data-fallback-warning]')).toHaveCount(0);
+  await expect(sees.locator('[data-fact="stop"]')).not.toHaveAttribute('data-fallback');
+  await expect(sees.locator('[data-missing] [data-missing-fact="stop"]')).toHaveAttribute('data-elements', '40');
+  await expect(sees.locator('[data-missing-fact="stop"]')).toHaveText(MESSAGES.panelMissing.message
+    .replace('$1', 'stop').replace('$2', '40').replace('$3', 'div 30, button 2').replace('$4', 'log 1').replace('$5', 'data-testid 3'));
   await expect(sees.locator('[data-fact="stop"]')).toHaveAttribute('data-selector', '');
   await expect(sees.locator('[data-csp-violations]')).toHaveAttribute('data-csp-violations', '2');
   await expect(sees.locator('[data-delivery="wake:w1#3"]')).toHaveText('wake:w1#3 → not_submitted (no_composer)');
@@ -291,8 +309,13 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
     'fact composer: #prompt-textarea',
     'fact stop: none',
     'fact send: button[data-testid="send-button"]',
+    'usage composer: entry 0, won 12 recompute(s), generations chatgpt.classic',
+    'FALLBACK usage send: entry 1 (fallback), won 7 recompute(s), generations chatgpt.classic',
+    'missing stop: 40 element(s) looked at; tags: div 30, button 2; roles: log 1; data-*: data-testid 3',
     'csp: meta policy absent, 2 violation(s) (script-src-elem)',
     'delivery wake:w1#3: not_submitted (no_composer)',
+    'json: {"usage":{"composer":{"entry":0,"gens":["chatgpt.classic"],"fallback":false,"count":12},"send":{"entry":1,"gens":["chatgpt.classic"],"fallback":true,"count":7}},'
+      + '"missing":{"stop":{"elements":40,"tags":{"div":30,"button":2},"roles":{"log":1},"data_attrs":{"data-testid":3}}}}',
   ].join('\n'));
 
   await page.evaluate(() => { navigator.clipboard.writeText = async () => { throw new Error('denied'); }; });

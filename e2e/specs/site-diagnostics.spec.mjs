@@ -27,10 +27,16 @@ test('the side panel shows the generation, every fact and the CSP the content sc
   const sees = panel.locator('[data-diagnostics]');
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', 'chatgpt.classic', { timeout: 15_000 });
   await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-selector', '#prompt-textarea');
-  await expect(sees.locator('[data-fact="send"]')).toHaveAttribute('data-selector', 'button[data-testid="send-button"]');
+  // The send chain starts with the label probe every ChatGPT generation has (the flat
+  // profile walks the newest generation first): on classic it finds the same button.
+  await expect(sees.locator('[data-fact="send"]')).toHaveAttribute('data-selector', 'button[aria-label] label=send');
   await expect(sees.locator('[data-fact="stop"]'), 'idle: no Stop').toHaveAttribute('data-selector', '');
   await expect(sees.locator('[data-fact="stop"]')).toHaveText('stop: none');
   await expect(sees.locator('[data-fact]')).toHaveCount(16);
+  // A page of a known generation, unchanged: its first probes serve it, no fallback warning.
+  await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-fallback', 'false');
+  await expect(sees.locator('[data-fallback="true"]')).toHaveCount(0);
+  await expect(sees.locator('[data-missing]')).toHaveCount(0);
   await expect(sees.locator('[data-csp-meta]')).toHaveAttribute('data-csp-meta', 'false');
 
   // Extension pages are opaque origins to Playwright's permission API, so the clipboard
@@ -67,12 +73,14 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-layout', '');
   await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-summary-tone', 'warning');
   await hud.locator('button[data-hud-toggle]').click();
-  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudLayoutUnknown');
+  // The composer is the fact that does not resolve: the line names it.
+  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudFactUnresolved');
+  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-fact', 'composer');
   const panel = await context.newPage();
   await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${await tabIdOf(worker, page.url())}`);
   const sees = panel.locator('[data-diagnostics]');
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', '', { timeout: 15_000 });
   await expect(sees.locator('[data-generation]')).toHaveText(/not recognised/);
-  await expect(sees.locator('[data-fact]')).toHaveCount(0);
+  await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-selector', '');
   expect(await page.locator('#mobile-composer-prompt').inputValue()).toBe('');
 });
