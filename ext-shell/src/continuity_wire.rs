@@ -249,7 +249,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
 /// with neither text nor problem, is skipped.
 fn profile_files(result: &Value) -> Option<RuntimeAnswer> {
     use ext_core::sites::file::MAX_PROFILE_BYTES;
-    use ext_core::sites::overrides::CompanionProfile;
+    use ext_core::sites::overrides::{CompanionFiles, CompanionProfile};
     let files = list_of(result, "profiles")?
         .filter_map(|file| {
             let site = id_of(file, "site")?;
@@ -265,7 +265,7 @@ fn profile_files(result: &Value) -> Option<RuntimeAnswer> {
             Some(CompanionProfile { site, text, modified_ms })
         })
         .collect();
-    Some(RuntimeAnswer::Profiles { files })
+    Some(RuntimeAnswer::Profiles(CompanionFiles { files }))
 }
 
 /// How many characters of a pending call's arguments the HUD shows (the runtime sends 160).

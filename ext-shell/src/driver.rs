@@ -466,8 +466,8 @@ impl LinkDriver {
                 }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
-                ContinuityOutput::CompanionProfiles { files } => {
-                    let changed = this.borrow_mut().profiles.set_companion(&files, &parse_json);
+                ContinuityOutput::CompanionProfiles(companion) => {
+                    let changed = this.borrow_mut().profiles.set_companion(&companion.files, &parse_json);
                     Self::post_profiles(this, &changed);
                 }
             }

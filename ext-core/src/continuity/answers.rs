@@ -20,10 +20,10 @@ impl Continuity {
         match (purpose, result) {
             (Purpose::Subscribe, _) => {}
             (Purpose::ChatsReport, result) => self.chats_answered(&result),
-            (Purpose::Profiles, Ok(RuntimeAnswer::Profiles { files })) => self.emit(ContinuityOutput::CompanionProfiles { files }),
+            (Purpose::Profiles, Ok(RuntimeAnswer::Profiles(files))) => self.emit(ContinuityOutput::CompanionProfiles(files)),
             // An older companion has no profile files; any other failure keeps the last answer.
             (Purpose::Profiles, Err(error)) if error.code == ErrorCode::UnknownMethod => {
-                self.emit(ContinuityOutput::CompanionProfiles { files: Vec::new() });
+                self.emit(ContinuityOutput::CompanionProfiles(crate::sites::overrides::CompanionFiles::default()));
             }
             (Purpose::Profiles, _) => {}
             (Purpose::Handoff { key, resolve }, result) => self.handoff_answered(now, &key, resolve, result),

@@ -381,10 +381,7 @@ pub enum RuntimeAnswer {
     /// `events_subscribed`.
     Subscribed,
     /// `profiles`: the companion's profile files, each read or refused.
-    Profiles {
-        /// One per file found.
-        files: Vec<crate::sites::overrides::CompanionProfile>,
-    },
+    Profiles(crate::sites::overrides::CompanionFiles),
     /// `herdr_workspaces`.
     Workspaces {
         /// The live catalog.
@@ -787,12 +784,8 @@ crate::json_read::write_unit_enum!(NoticeTone { "info" => Info, "bad" => Bad });
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContinuityOutput {
-    /// The companion's profile files (`profiles.get`, after every `hello`): hand them to
-    /// the profile in force (`sites::overrides::ProfileOverrides::set_companion`).
-    CompanionProfiles {
-        /// Every file it has; none when it has none or does not know `profiles.get`.
-        files: Vec<crate::sites::overrides::CompanionProfile>,
-    },
+    /// The companion's profile files (`profiles.get`) for `ProfileOverrides::set_companion`.
+    CompanionProfiles(crate::sites::overrides::CompanionFiles),
     /// Send a request on the native port; answer with [`ContinuityInput::Answered`].
     Request {
         /// The call id.

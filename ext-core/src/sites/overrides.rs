@@ -60,6 +60,14 @@ pub struct CompanionProfile {
     pub modified_ms: u64,
 }
 
+/// Every profile file the companion has (`profiles.get`; empty when it has none or does not
+/// know the method).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CompanionFiles {
+    /// One per file found.
+    pub files: Vec<CompanionProfile>,
+}
+
 /// An override as supplied: the validated profile or its problem.
 type Checked = Result<Value, String>;
 

@@ -5,7 +5,7 @@
 
 use continuity_protocol::ErrorCode;
 use ext_core::continuity::{CallError, Continuity, ContinuityInput, ContinuityOutput, RuntimeAnswer, RuntimeCall};
-use ext_core::sites::overrides::CompanionProfile;
+use ext_core::sites::overrides::{CompanionFiles, CompanionProfile};
 
 /// Link up; the id of the `profiles.get` call it issued.
 fn link_up(c: &mut Continuity) -> u64 {
@@ -22,8 +22,8 @@ fn link_up(c: &mut Continuity) -> u64 {
 fn handed_on(c: &mut Continuity) -> Option<Vec<CompanionProfile>> {
     let mut files = None;
     while let Some(output) = c.poll() {
-        if let ContinuityOutput::CompanionProfiles { files: got } = output {
-            files = Some(got);
+        if let ContinuityOutput::CompanionProfiles(got) = output {
+            files = Some(got.files);
         }
     }
     files
@@ -34,7 +34,7 @@ fn every_hello_asks_for_the_companion_profiles_and_hands_the_answer_on() {
     let mut c = Continuity::new();
     let id = link_up(&mut c);
     let file = CompanionProfile { site: "chatgpt".into(), text: Ok("{}".into()), modified_ms: 9 };
-    c.handle(1, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Profiles { files: vec![file.clone()] }) });
+    c.handle(1, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Profiles(CompanionFiles { files: vec![file.clone()] })) });
     assert_eq!(handed_on(&mut c), Some(vec![file]));
     // A reconnect asks again.
     c.handle(2, ContinuityInput::LinkDown);
