@@ -832,8 +832,9 @@
   // the first needed fact that does not resolve (docs/PROTOCOL.md "page_facts"), in this
   // order: composer (none, or its probe finds more than one), root (none up from the
   // composer), send (its probe finds more than one control that is not Stop), stop (more
-  // than one), user (turns but no user or assistant message), message_id (user messages,
-  // none with an id). While it is not null nothing is typed or clicked.
+  // than one), user (turns but no user or assistant message). Message ids are not gated on:
+  // recorded real pages show user turns without them (a delivery is confirmed by its marker).
+  // While it is not null nothing is typed or clicked.
   const observe = () => {
     if (!profile) return { view: null, label: null, unresolved: 'profile', why: 'missing' };
     const shape = shapeNow();
@@ -863,7 +864,6 @@
     if (stop && (find(view, 'stop', ctx, true)?.list.length ?? 0) > 1) fail('stop', 'ambiguous');
     ctx.controls = false;
     if (turns.tail.length && !users.list.length && !last) fail('user', 'missing');
-    if (users.list.length && view.facts.message_id.length && !users.list.findLast((el) => messageId(view, el) !== null)) fail('message_id', 'missing');
     const streaming = find(view, 'streaming', ctx);
     const complete = last ? find(view, 'complete', ctx) : null;
     const label = shape.gen?.id ?? (composer ? 'mixed' : null);

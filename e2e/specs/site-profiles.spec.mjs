@@ -27,10 +27,6 @@ test.afterEach(async () => {
   await browser?.close();
 });
 
-// Recorded states whose user turns carry no message id (a streaming DeepSeek row has no key
-// yet; the zh recordings kept no ids): contract B reports `message_id` missing there.
-const NO_USER_IDS = ['chatgpt-classic-zh.html', 'chatgpt-section-zh.html', 'deepseek-streaming.html'];
-
 const open = (file) => openSnippet(context, file, PROFILES[SNIPPETS.find((s) => s.file === file).site]);
 
 test('every snippet proves exactly its own generation and no other', async () => {
@@ -42,9 +38,10 @@ test('every snippet proves exactly its own generation and no other', async () =>
     expect(diagnostics.matching, `${snippet.file}: detection rules are mutually exclusive`).toEqual(snippet.generation ? [snippet.generation] : []);
     const facts = await lastPosted(page, 'page_facts');
     expect(facts.generation, snippet.file).toBe(snippet.generation);
-    // A recorded page of a known generation resolves every needed fact, except where its
-    // user turns carry no id at all; the unknown one has no composer any probe knows.
-    const want = !snippet.generation ? ['composer', 'missing'] : NO_USER_IDS.includes(snippet.file) ? ['message_id', 'missing'] : [null, null];
+    // A recorded page of a known generation resolves every needed fact, even where its user
+    // turns carry no id (the zh recordings, a streaming DeepSeek row); the unknown one has no
+    // composer any probe knows.
+    const want = !snippet.generation ? ['composer', 'missing'] : [null, null];
     expect([facts.unresolved, facts.unresolved_why], snippet.file).toEqual(want);
     await page.close();
   }
@@ -375,9 +372,6 @@ test('a missing or ambiguous needed fact is named in order, and nothing is typed
       }
       document.querySelector('article').parentElement.replaceChildren(...turns);
     }, ['user', 'missing']],
-    ['chatgpt-section.html', 'user turns without ids', () => {
-      for (const el of document.querySelectorAll('[data-message-id]')) el.removeAttribute('data-message-id');
-    }, ['message_id', 'missing']],
     // Two failures at once: the first in order is the one named.
     ['chatgpt-classic.html', 'two composers and two Send buttons', () => {
       const composer = document.querySelector('#prompt-textarea');

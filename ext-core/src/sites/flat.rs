@@ -8,10 +8,13 @@
 //!
 //! Shape of the merge (docs/PROTOCOL.md "Site profiles and page diagnostics"):
 //! - A fact's chain walks the generations in profile order and each generation's probes in
-//!   order; a probe identical to one already in the chain is kept once, at its first
+//!   order (then primaries are moved first, below); a probe identical to one already in the chain is kept once, at its first
 //!   position, and its `gens` lists every generation that has it.
 //! - `fallback` is true iff the probe is the first probe of that fact in none of the
 //!   generations listing it (a probe that leads some generation is a primary path).
+//! - The chain lists every primary before every fallback, each half in walk order: a
+//!   generic fallback of one generation never wins over another generation's primary on a
+//!   healthy page, so a fact served by a fallback is the sign of drift diagnostics count.
 //! - Label sets are unioned by key (first appearance order), their en and zh labels
 //!   deduplicated in order; `never` and `disabled` are unioned the same way.
 //! - `date` is the newest `checked` of the generations; `version` is `builtin`.
@@ -140,6 +143,9 @@ pub fn flatten(profile: &SiteProfile) -> FlatProfile {
                     entry.fallback &= position != 0;
                 }
             }
+            // Primaries first: a fallback wins only when no generation's primary finds the
+            // fact (stable, so each half keeps the walk's order).
+            chain.sort_by_key(|entry| entry.fallback);
             (*name, chain)
         })
         .collect();
