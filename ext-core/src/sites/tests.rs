@@ -205,8 +205,9 @@ fn profiles_serialise_small_and_without_empty_filters() {
     assert_eq!(value["schema"], 1);
     assert_eq!(value["version"], "builtin");
     assert_eq!(value["generations"][2]["id"], "chatgpt.classic");
-    // The thread composer leads the chain; the classic one follows, led by its own generation.
-    assert_eq!(value["facts"]["composer"][2], serde_json::json!({
+    // The thread composer leads the chain; the classic one follows as a primary, before
+    // any generation's fallback.
+    assert_eq!(value["facts"]["composer"][1], serde_json::json!({
         "css": "#prompt-textarea", "scope": "doc", "gens": ["chatgpt.section", "chatgpt.classic"], "fallback": false}));
     assert_eq!(builtin_profile_json("example"), serde_json::Value::Null);
 }
@@ -394,10 +395,10 @@ mod merge {
     }
 
     #[test]
-    fn a_probe_is_a_fallback_only_when_it_leads_no_generation_listing_it() {
+    fn a_probe_is_a_fallback_only_when_it_leads_no_generation_listing_it_and_primaries_come_first() {
         assert_eq!(
             chain("send"),
-            [("#a1", vec!["test.new"], false), ("#shared", vec!["test.new", "test.old"], true), ("#b1", vec!["test.old"], false)]
+            [("#a1", vec!["test.new"], false), ("#b1", vec!["test.old"], false), ("#shared", vec!["test.new", "test.old"], true)]
         );
         assert_eq!(chain("stop"), [("button", vec!["test.new"], false)]);
         assert!(chain("turn").is_empty(), "a fact no generation has is an empty chain");
