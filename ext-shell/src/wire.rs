@@ -433,10 +433,11 @@ pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
     }
 }
 
-/// `{"type":"profile","profile":…}` sent to a page on connect; `null` for an origin with no
+/// `{"type":"profile","profile":…,"source":"builtin"}` sent to a page on connect: the
+/// site's flat profile (wire v2, `ext_core::sites::flat`); `null` for an origin with no
 /// profile (the adapter then types and clicks nothing).
 pub fn profile_json(profile: Option<&ext_core::sites::SiteProfile>) -> Value {
-    json_object!("type": "profile", "profile": profile)
+    json_object!("type": "profile", "profile": profile, "source": "builtin")
 }
 
 /// `{"type":"hud","view":…}` sent to pages and panels.

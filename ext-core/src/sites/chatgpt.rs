@@ -205,6 +205,8 @@ pub const CLASSIC: Generation = Generation {
     never: NEVER,
     disabled: DISABLED,
     pending_until_complete: false,
+    checked: "2026-08-20",
+    source: "SITES-2026 §1: HDR verified 2026-08-20; CJS; ORA 2026-07-11; REFERENCE.md §3",
 };
 
 /// Section (2026-03 … 08): `section` turns in their own wrappers, `.result-streaming`,
@@ -229,6 +231,8 @@ pub const SECTION: Generation = Generation {
         ..CLASSIC.facts
     },
     pending_until_complete: true,
+    checked: "2026-08-15",
+    source: "SITES-2026 §1: OAE 2026-03; DFD PR #236 2026-04-10; SAY PR #384 2026-06-20; COS live 2026-08-15; ORA",
     ..CLASSIC
 };
 
@@ -288,6 +292,8 @@ pub const THREAD: Generation = Generation {
     never: NEVER,
     disabled: DISABLED,
     pending_until_complete: true,
+    checked: "2026-09-26",
+    source: "SITES-2026 §1: OAE issue #515 2026-09-23; unattributed fixtures 2026-09-26; COS 2026-09-03",
 };
 
 /// The App pills (newest markup first) and the `@` picker. The picker is a listbox inside

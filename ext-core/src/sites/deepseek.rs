@@ -66,6 +66,8 @@ pub const DS: Generation = Generation {
     never: &[],
     disabled: &[DISABLED[0], DISABLED[1], ".ds-button--disabled"],
     pending_until_complete: false,
+    checked: "2026-10-05",
+    source: "SITES-2026 §3: DSB 2026-10-04 and 2026-10-05; DUR 2026-08-13; HDR 2026-08-03; OCL #2092 2026-07-06; AWE 2025-09-10",
 };
 
 /// DeepSeek's profile.

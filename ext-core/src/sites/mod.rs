@@ -1,26 +1,29 @@
 //! Site profiles: what the page adapter looks for on each chat site, as data.
 //!
 //! Purpose: the content script (`extension/content.js`) holds no site selector. On
-//! connect the worker sends it the profile of the page's origin ([`profile_for`]); the
-//! script detects which layout *generation* of the site is live ([`Detect`]), finds each
-//! fact ([`Facts`]) by the generation's ordered [`Probe`]s, reports the generation and,
-//! per fact, which probe matched (`page_diagnostics`), and carries out delivery
-//! commands through the elements it found. docs/PROTOCOL.md "One delivery path on the
-//! internal ports" is the contract; `../shared/SITES-2026.md` is the source of every
-//! selector and label (each site file names its sources and their dates).
+//! connect the worker sends it the profile of the page's origin ([`profile_for`]) as one
+//! flat profile ([`flat`]): per fact ([`FACT_NAMES`]) an ordered chain of [`Probe`]s merged
+//! across every known layout generation of the site. The script resolves each fact through
+//! its own chain, reports per fact which probe matched (`page_diagnostics`) and the first
+//! needed fact that does not resolve (`page_facts.unresolved`), and carries out delivery
+//! commands through the elements it found. Which generation's [`Detect`] rule holds is a
+//! diagnostic label (`page_facts.generation`), not a gate. docs/PROTOCOL.md "Site profiles
+//! and page diagnostics" is the contract; `../shared/SITES-2026.md` is the source of every
+//! selector and label (each generation names its sources and the date it was checked).
 //!
-//! Shape: a [`SiteProfile`] is a list of [`Generation`]s in detection order; a generation
-//! is a detection rule, one probe list per fact, the en / zh label sets its probes name,
-//! and the controls a Send or Stop candidate must never be ([`Generation::never`]). The
-//! tables are `&'static` data serialised only when sent (`serde_json::to_value`), so
+//! Shape: a [`SiteProfile`] is a list of [`Generation`]s, the authoring format; a
+//! generation is a detection rule, one probe list per fact, the en / zh label sets its
+//! probes name, the controls a Send or Stop candidate must never be
+//! ([`Generation::never`]), and when and from what it was last checked. The tables are
+//! `&'static` data flattened and serialised only when sent ([`builtin_profile_json`]), so
 //! they cost nothing until a page connects.
 //!
 //! Invariants:
 //! - Probes are tag-agnostic unless the tag *is* the layout marker (article vs section
-//!   turns); the first probe of a list that finds an element wins.
+//!   turns); the first probe of a chain that finds an element wins.
 //! - Within one site the detection rules are mutually exclusive on every recorded
-//!   snippet; a page that matches none has generation `null` and the adapter types and
-//!   clicks nothing there (fail closed).
+//!   snippet; a page that matches none (markers of two generations mixed) still works
+//!   when its facts resolve: the adapter fails closed only on a missing or ambiguous fact.
 //! - A Stop probe never matches a dictation, voice or read-aloud control: every
 //!   generation's `never` list and its `not_stop_words` label set exclude them, and
 //!   label probes compare the whole label, so "Stop reading" is not "Stop".
@@ -31,6 +34,7 @@ use serde::Serialize;
 
 pub mod chatgpt;
 pub mod deepseek;
+pub mod flat;
 pub mod zai;
 
 /// Where a probe looks.
@@ -210,7 +214,7 @@ impl Facts {
 
 /// Labels in English and Chinese under one key, named by probes' `label`, `text` and
 /// `beside`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LabelSet {
     /// The key probes use.
     pub key: &'static str,
@@ -225,9 +229,9 @@ pub struct LabelSet {
 pub const NOT_STOP_WORDS: &str = "not_stop_words";
 
 /// One layout generation of a site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation {
-    /// `site.layout`, e.g. `chatgpt.thread`; reported as `page_facts.generation`.
+    /// `site.layout`, e.g. `chatgpt.thread`; reported as `page_facts.generation` (a label).
     pub id: &'static str,
     /// Which markers prove this layout.
     pub detect: Detect,
@@ -242,6 +246,10 @@ pub struct Generation {
     /// Whether the last reply counts as streaming until a `complete` probe matches on it
     /// (layouts whose only streaming cue is the absence of a final marker).
     pub pending_until_complete: bool,
+    /// The date (YYYY-MM-DD) its facts were last checked against [`Generation::source`].
+    pub checked: &'static str,
+    /// Where its selectors and labels come from (tags of `../shared/SITES-2026.md`).
+    pub source: &'static str,
 }
 
 /// One markup of the pill a site shows for an App (a connector) attached to a message, in
@@ -284,14 +292,15 @@ pub struct AppMentions {
     pub wait_ms: u32,
 }
 
-/// The profile of one site: its generations in detection order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The profile of one site: its generations in profile order (newest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SiteProfile {
     /// Site name (`chatgpt`, `zai`, `deepseek`).
     pub site: &'static str,
     /// The origin the profile is for.
     pub origin: &'static str,
-    /// Generations; the adapter takes the first whose rule matches.
+    /// Generations; each fact's chain takes their probes in this order, and the diagnostic
+    /// label is the first whose rule matches.
     pub generations: &'static [Generation],
     /// While a reply streams into its body, how often (ms) the adapter looks inside that
     /// body again: its observer then leaves the body's content out (a streamed token costs
@@ -301,11 +310,9 @@ pub struct SiteProfile {
     /// The attribute of a turn element whose trailing number is the turn's absolute index
     /// in the thread (ChatGPT's `data-testid="conversation-turn-N"`), for context pressure
     /// when the page renders only part of a long thread (R1); `None` when the site has none.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_index_attr: Option<&'static str>,
     /// How the site attaches an App to a message; `None` on a site without Apps (a
     /// delivery that must carry an App is then never typed there).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub app_mentions: Option<&'static AppMentions>,
 }
 
@@ -313,6 +320,11 @@ impl SiteProfile {
     /// The generation with this id.
     pub fn generation(&self, id: &str) -> Option<&'static Generation> {
         self.generations.iter().find(|generation| generation.id == id)
+    }
+
+    /// The flat profile (wire v2) of this site's generations ([`flat::flatten`]).
+    pub fn flat(&self) -> flat::FlatProfile {
+        flat::flatten(self)
     }
 }
 
@@ -338,11 +350,6 @@ impl crate::json_read::WriteJson for Probe {
 }
 
 crate::json_read::write_struct!(Detect { all, any, none });
-crate::json_read::write_struct!(Facts {
-    composer, root, send, stop, turn_list, turn, user, assistant, message_id, assistant_body, streaming, complete,
-    thread_error, retry, permission_card, rate_limit,
-});
-crate::json_read::write_struct!(LabelSet { key, en, zh });
 impl crate::json_read::WriteJson for AppPill {
     fn write_json(&self) -> serde_json::Value {
         let mut object = crate::json_read::Object::default().with("css", self.css);
@@ -355,23 +362,10 @@ impl crate::json_read::WriteJson for AppPill {
     }
 }
 crate::json_read::write_struct!(AppMentions { pills, picker, option, option_keyword_attr, wait_ms });
-crate::json_read::write_struct!(Generation { id, detect, facts, labels, never, disabled, pending_until_complete });
+/// The profile as posted to a page: its flat profile (wire v2).
 impl crate::json_read::WriteJson for SiteProfile {
     fn write_json(&self) -> serde_json::Value {
-        let object = crate::json_read::Object::default()
-            .with("site", self.site)
-            .with("origin", self.origin)
-            .with("generations", self.generations)
-            .with("streaming_recheck_ms", &self.streaming_recheck_ms);
-        let object = match self.turn_index_attr {
-            Some(attr) => object.with("turn_index_attr", attr),
-            None => object,
-        };
-        match self.app_mentions {
-            Some(apps) => object.with("app_mentions", apps),
-            None => object,
-        }
-        .done()
+        self.flat().write_json()
     }
 }
 
@@ -394,6 +388,18 @@ pub fn profile_for(url_or_origin: &str) -> Option<&'static SiteProfile> {
         .iter()
         .copied()
         .find(|profile| crate::limits::url_under_origin(url_or_origin, profile.origin))
+}
+
+/// The built-in profile of `site` (`chatgpt`, `zai`, `deepseek`).
+pub fn by_site(site: &str) -> Option<&'static SiteProfile> {
+    PROFILES.iter().copied().find(|profile| profile.site == site)
+}
+
+/// The built-in flat profile (wire v2) of `site` as JSON; `null` for a site without one
+/// (the page's "no profile").
+pub fn builtin_profile_json(site: &str) -> serde_json::Value {
+    use crate::json_read::WriteJson;
+    by_site(site).map_or(serde_json::Value::Null, |profile| profile.write_json())
 }
 
 /// The [`NOT_STOP_WORDS`] set every generation carries: the words that make a control

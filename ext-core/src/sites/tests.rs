@@ -177,21 +177,25 @@ fn the_profile_is_chosen_by_origin() {
 #[test]
 fn profiles_serialise_small_and_without_empty_filters() {
     for profile in PROFILES {
-        let json = serde_json::to_string(profile).expect("profiles serialise");
-        // ChatGPT: three generations plus the App pills and picker (≈ 0.5 KiB).
-        assert!(json.len() < 13 * 1024, "{} profile is {} bytes", profile.site, json.len());
+        let json = serde_json::to_string(&profile.flat()).expect("profiles serialise");
+        // ChatGPT: three generations merged into one chain per fact plus the App pills.
+        assert!(json.len() < 16 * 1024, "{} profile is {} bytes", profile.site, json.len());
         assert!(!json.contains("null") && !json.contains("\"unique\":false"), "{}", profile.site);
     }
-    let value = serde_json::to_value(chatgpt::PROFILE).expect("profiles serialise");
-    let classic = &value["generations"][2];
-    assert_eq!(classic["id"], "chatgpt.classic");
-    assert_eq!(classic["facts"]["composer"][0], serde_json::json!({"css": "#prompt-textarea", "scope": "doc"}));
+    let value = builtin_profile_json("chatgpt");
+    assert_eq!(value["schema"], 1);
+    assert_eq!(value["version"], "builtin");
+    assert_eq!(value["generations"][2]["id"], "chatgpt.classic");
+    // The thread composer leads the chain; the classic one follows, led by its own generation.
+    assert_eq!(value["facts"]["composer"][2], serde_json::json!({
+        "css": "#prompt-textarea", "scope": "doc", "gens": ["chatgpt.section", "chatgpt.classic"], "fallback": false}));
+    assert_eq!(builtin_profile_json("example"), serde_json::Value::Null);
 }
 
 #[test]
 fn every_profile_tells_the_adapter_how_often_to_look_into_a_streaming_reply() {
     for profile in PROFILES {
-        let value = serde_json::to_value(profile).expect("profiles serialise");
+        let value = builtin_profile_json(profile.site);
         let recheck = value["streaming_recheck_ms"].as_u64().unwrap_or(0);
         // Never more often than the adapter's 100 ms coalescing (it would cost more than
         // the observer it replaces), never so rarely that a reply's new element waits a second.
@@ -210,13 +214,206 @@ fn fact_names_are_the_serialised_field_names_in_order() {
 }
 
 /// The page gets each profile from the hand-written writer (smaller wasm): it writes exactly
-/// what serde's derived `Serialize` writes, for every profile of every site.
+/// what serde's derived `Serialize` writes of the same flat profile, for every site, and
+/// for a synthetic profile that has every optional field and filter.
 #[test]
 fn the_posted_profile_is_what_serde_writes() {
     use crate::json_read::WriteJson;
-    for profile in PROFILES {
-        let serde = serde_json::to_value(profile).expect("profiles serialise");
+    for profile in PROFILES.iter().copied().chain([&merge::PROFILE]) {
+        let flat = profile.flat();
+        let serde = serde_json::to_value(&flat).expect("profiles serialise");
+        assert_eq!(flat.write_json(), serde, "{}", profile.site);
         assert_eq!(profile.write_json(), serde, "{}", profile.site);
+    }
+}
+
+#[test]
+fn every_builtin_profile_has_its_dates_and_sources() {
+    for (profile, generation) in all_generations() {
+        let date = generation.checked.as_bytes();
+        let digits = |range: std::ops::Range<usize>| date[range].iter().all(u8::is_ascii_digit);
+        assert!(date.len() == 10 && digits(0..4) && date[4] == b'-' && digits(5..7) && date[7] == b'-' && digits(8..10),
+            "{}: checked `{}` is not YYYY-MM-DD", generation.id, generation.checked);
+        assert!(generation.source.starts_with("SITES-2026 §"), "{}: source `{}`", generation.id, generation.source);
+        let flat = profile.flat();
+        assert!(flat.date >= generation.checked, "{}: the profile's date is the newest check", profile.site);
+        assert!(flat.generations.iter().any(|head| head.id == generation.id && head.checked == generation.checked
+            && head.source == generation.source));
+    }
+    assert_eq!(chatgpt::PROFILE.flat().date, "2026-09-26");
+    assert_eq!(deepseek::PROFILE.flat().date, deepseek::DS.checked);
+}
+
+#[test]
+fn every_fact_is_present_in_order_and_every_probe_of_every_generation_is_in_its_chain() {
+    for profile in PROFILES {
+        let flat = profile.flat();
+        assert_eq!(flat.facts.iter().map(|(name, _)| *name).collect::<Vec<_>>(), FACT_NAMES, "{}", profile.site);
+        for generation in profile.generations {
+            for ((name, probes), (_, chain)) in generation.facts.named().iter().zip(&flat.facts) {
+                // Every probe of the generation is in the chain, with the generation among
+                // its `gens`; its first probe is a primary path (not a fallback). The chain
+                // need not keep a later generation's order: a probe an earlier generation
+                // lists keeps that earlier position (ChatGPT's `form` root precedes the
+                // classic `form[data-type="unified-composer"]`).
+                let positions: Vec<usize> = probes
+                    .iter()
+                    .map(|probe| {
+                        let at = chain.iter().position(|entry| entry.probe == *probe);
+                        at.unwrap_or_else(|| panic!("{} {name}: `{}` missing from the chain", generation.id, probe.css))
+                    })
+                    .collect();
+                if let Some(first) = positions.first() {
+                    assert!(!chain[*first].fallback, "{} {name}: its first probe is no fallback", generation.id);
+                }
+                for at in positions {
+                    assert!(chain[at].gens.contains(&generation.id), "{} {name}", generation.id);
+                }
+            }
+        }
+        let json = builtin_profile_json(profile.site);
+        let keys: Vec<&str> = json["facts"].as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        let mut sorted = FACT_NAMES.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted, "{}: every fact is a key, each an array", profile.site);
+        assert!(json["facts"].as_object().is_some_and(|facts| facts.values().all(serde_json::Value::is_array)));
+    }
+}
+
+/// The merge on a synthetic profile: two generations share some probes, labels and
+/// `never` selectors.
+mod merge {
+    use super::super::*;
+
+    const A1: Probe = Probe::doc("#a1");
+    const SHARED: Probe = Probe::doc("#shared");
+    const B1: Probe = Probe::doc("#b1");
+    /// Same selector as `SHARED`, another filter: a different probe.
+    const SHARED_UNIQUE: Probe = Probe { css: "#shared", unique: true, ..Probe::DOC };
+    const EMPTY: Facts = Facts {
+        composer: &[],
+        root: &[],
+        send: &[],
+        stop: &[],
+        turn_list: &[],
+        turn: &[],
+        user: &[],
+        assistant: &[],
+        message_id: &[],
+        assistant_body: &[],
+        streaming: &[],
+        complete: &[],
+        thread_error: &[],
+        retry: &[],
+        permission_card: &[],
+        rate_limit: &[],
+    };
+    const NEW: Generation = Generation {
+        id: "test.new",
+        detect: Detect { all: &["#new"], any: &[], none: &["#old"] },
+        facts: Facts {
+            // `SHARED` is a fallback here but leads `test.old`: not a fallback in the chain.
+            composer: &[A1, SHARED],
+            // `SHARED` is a fallback in both generations.
+            send: &[A1, SHARED],
+            stop: &[Probe { css: "button", scope: Scope::Root, label: Some("stop"), ..Probe::DOC }],
+            ..EMPTY
+        },
+        labels: &[
+            LabelSet { key: "stop", en: &["Stop", "Halt"], zh: &["停止"] },
+            LabelSet { key: "only_new", en: &["New"], zh: &[] },
+        ],
+        never: &["[data-voice]", "[data-dictate]"],
+        disabled: &["[disabled]"],
+        pending_until_complete: true,
+        checked: "2026-09-01",
+        source: "SITES-2026 §0: test",
+    };
+    const OLD: Generation = Generation {
+        id: "test.old",
+        detect: Detect { all: &[], any: &["#old"], none: &[] },
+        facts: Facts {
+            composer: &[SHARED, B1, SHARED_UNIQUE],
+            send: &[B1, SHARED],
+            ..EMPTY
+        },
+        labels: &[LabelSet { key: "stop", en: &["Halt", "Stop generating"], zh: &["停止", "停止生成"] }],
+        never: &["[data-dictate]", "[data-speech]"],
+        disabled: &["[disabled]", "[aria-disabled=\"true\"]"],
+        pending_until_complete: false,
+        checked: "2026-10-02",
+        source: "SITES-2026 §0: older test",
+    };
+    pub const PROFILE: SiteProfile = SiteProfile {
+        site: "test",
+        origin: "https://test.example",
+        generations: &[NEW, OLD],
+        streaming_recheck_ms: 500,
+        turn_index_attr: Some("data-index"),
+        app_mentions: Some(&chatgpt::APP_MENTIONS),
+    };
+
+    fn chain(fact: &str) -> Vec<(&'static str, Vec<&'static str>, bool)> {
+        let flat = PROFILE.flat();
+        let (_, chain) = flat.facts.into_iter().find(|(name, _)| *name == fact).expect("every fact is present");
+        chain.into_iter().map(|entry| (entry.probe.css, entry.gens, entry.fallback)).collect()
+    }
+
+    #[test]
+    fn identical_probes_are_kept_once_at_their_first_position_with_every_generation() {
+        assert_eq!(
+            chain("composer"),
+            [
+                ("#a1", vec!["test.new"], false),
+                ("#shared", vec!["test.new", "test.old"], false),
+                ("#b1", vec!["test.old"], true),
+                ("#shared", vec!["test.old"], true),
+            ]
+        );
+        let flat = PROFILE.flat();
+        assert!(flat.facts[0].1[3].probe.unique, "the same selector with another filter is another probe");
+    }
+
+    #[test]
+    fn a_probe_is_a_fallback_only_when_it_leads_no_generation_listing_it() {
+        assert_eq!(
+            chain("send"),
+            [("#a1", vec!["test.new"], false), ("#shared", vec!["test.new", "test.old"], true), ("#b1", vec!["test.old"], false)]
+        );
+        assert_eq!(chain("stop"), [("button", vec!["test.new"], false)]);
+        assert!(chain("turn").is_empty(), "a fact no generation has is an empty chain");
+    }
+
+    #[test]
+    fn labels_never_and_disabled_are_unioned_in_order() {
+        let flat = PROFILE.flat();
+        let labels: Vec<(&str, Vec<&str>, Vec<&str>)> =
+            flat.labels.iter().map(|set| (set.key, set.en.clone(), set.zh.clone())).collect();
+        assert_eq!(
+            labels,
+            [("stop", vec!["Stop", "Halt", "Stop generating"], vec!["停止", "停止生成"]), ("only_new", vec!["New"], vec![])]
+        );
+        assert_eq!(flat.never, ["[data-voice]", "[data-dictate]", "[data-speech]"]);
+        assert_eq!(flat.disabled, ["[disabled]", "[aria-disabled=\"true\"]"]);
+    }
+
+    #[test]
+    fn the_flat_profile_names_its_generations_schema_version_and_newest_date() {
+        let json = crate::json_read::WriteJson::write_json(&PROFILE);
+        assert_eq!(json["schema"], 1);
+        assert_eq!(json["version"], "builtin");
+        assert_eq!(json["date"], "2026-10-02", "the newest check, not the first generation's");
+        assert_eq!(json["generations"], serde_json::json!([
+            {"id": "test.new", "detect": {"all": ["#new"], "any": [], "none": ["#old"]}, "pending_until_complete": true,
+             "checked": "2026-09-01", "source": "SITES-2026 §0: test"},
+            {"id": "test.old", "detect": {"all": [], "any": ["#old"], "none": []}, "pending_until_complete": false,
+             "checked": "2026-10-02", "source": "SITES-2026 §0: older test"},
+        ]));
+        assert_eq!(json["facts"]["stop"], serde_json::json!([
+            {"css": "button", "scope": "root", "label": "stop", "gens": ["test.new"], "fallback": false}]));
+        assert_eq!(json["facts"]["composer"][3]["unique"], true);
+        assert_eq!(json["turn_index_attr"], "data-index");
+        assert!(json.get("facts").and_then(|facts| facts.get("generations")).is_none());
     }
 }
 
@@ -238,7 +435,7 @@ fn chatgpt_reads_the_app_pills_of_both_generations_and_only_chatgpt_has_apps() {
     assert_eq!(apps.option, "[role=\"option\"]");
     assert!((1000..=5000).contains(&apps.wait_ms), "a bounded wait for the picker: {}", apps.wait_ms);
     assert!(zai::PROFILE.app_mentions.is_none() && deepseek::PROFILE.app_mentions.is_none());
-    let value = serde_json::to_value(chatgpt::PROFILE).expect("profiles serialise");
+    let value = builtin_profile_json("chatgpt");
     assert_eq!(value["app_mentions"]["pills"][1], serde_json::json!({
         "css": "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]", "keyword_attr": "data-keyword"}));
 }

@@ -55,6 +55,8 @@ pub const OPEN_WEBUI: Generation = Generation {
     never: &[],
     disabled: DISABLED,
     pending_until_complete: false,
+    checked: "2026-08-03",
+    source: "SITES-2026 §2: HDR zai.js verified 2026-08-03; MSA z.adapter 2025-08-17; upstream Open WebUI",
 };
 
 /// z.ai's profile.

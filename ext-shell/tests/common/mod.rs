@@ -227,7 +227,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
         .expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
     // The site profile goes first (none for a port without a chat URL), then the HUD.
-    assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null}));
+    assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null, "source": "builtin"}));
     assert_eq!(
         sent(&page)[1]["view"]["companion"]["key"],
         "companionConnecting"
