@@ -34,6 +34,7 @@ use serde::Serialize;
 
 pub mod chatgpt;
 pub mod deepseek;
+pub mod file;
 pub mod flat;
 pub mod zai;
 
