@@ -1,7 +1,10 @@
 // Profile overrides end to end (issue 25 acceptance 2): a ChatGPT page drift the built-in
 // profile does not know — the fixture's `renamed` layout, the thread layout with its
 // composer, turn and message-id markers renamed — fails closed, and a profile file written
-// for it (e2e/fixtures/profiles/chatgpt-renamed.json) fixes it without a release.
+// for it fixes it without a release. That file, e2e/fixtures/profiles/chatgpt-renamed.json,
+// is the built-in profile's export (`cargo run -p ext-core --example site_profiles`) with the
+// fixture's RENAMED_MARKERS attribute names put in place of the thread layout's, its own
+// version and date: what a user does after copying the diagnostics of a drifted page.
 // Real everything: Chromium with the built extension, the native host, the companion
 // runtime, the Herdr stand-in and the fixture's backend (in this process).
 //
@@ -91,13 +94,13 @@ test.describe('profile overrides on a ChatGPT layout the built-in profile does n
     const options = await ProfileRow.open(context);
     await options.expectInForce('builtin', 'builtin');
     // A malformed file: not JSON.
-    await options.expectRefused('broken.json', RENAMED_TEXT.slice(0, 200), /\S/, 'a malformed file is refused');
+    await options.expectRefused('broken.json', RENAMED_TEXT.slice(0, 200), 'not JSON', 'a malformed file is refused');
     // Code-bearing files: a field that is no part of a profile, a selector with `{`.
     await options.expectRefused('on-load.json', JSON.stringify({ ...RENAMED, on_load: 'fetch("https://evil.test")' }),
       'unknown field "on_load"', 'an unknown field is refused');
     const styled = structuredClone(RENAMED);
     styled.facts.composer[0].css = 'div{background:url(https://evil.test)}';
-    await options.expectRefused('styled.json', JSON.stringify(styled), 'facts.composer[0].css', 'a selector with { is refused');
+    await options.expectRefused('styled.json', JSON.stringify(styled), 'facts.composer[0].css: not a valid selector ("{"', 'a selector with { is refused');
     await options.expectInForce('builtin', 'builtin');
     await expect(hud.state, 'nothing changed: still held').toHaveAttribute('data-withheld', 'fact_unresolved');
     expect(countMessages(fixture, WAKES), 'nothing was sent meanwhile').toBe(0);
