@@ -73,7 +73,10 @@ class ProfileRow {
 async function expectFailsClosed(page, fixture, hud, sent) {
   await hud.expect('data-withheld', 'fact_unresolved', 'HUD: held back, a needed page fact does not resolve (fail closed)');
   await hud.expand();
-  await expect(hud.host.locator('[data-line="layout"]'), 'the HUD names the missing fact').toContainText('composer');
+  const line = hud.host.locator('[data-line="layout"]');
+  await expect(line, 'the HUD names the missing fact').toHaveAttribute('data-fact', 'composer');
+  await expect(line).toHaveAttribute('data-why', 'missing');
+  await expect(line).toContainText('composer');
   await expect(page.locator(fixture.ui.composer), 'nothing was typed').toHaveText('');
   expect(countMessages(fixture, WAKES), 'nothing more was sent').toBe(sent);
 }
