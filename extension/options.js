@@ -248,7 +248,7 @@ async function trustedTypingSection() {
     state, toggle, note);
 }
 
-// ---- Site profiles (issue 25; docs/PROTOCOL.md "Site profile overrides"): per site the
+// ---- Site profiles (issue 25; docs/PROTOCOL.md "Site profile files"): per site the
 // profile in force — built in, imported here, or a file in the companion home — with its
 // version and date; "Import…" sends a profile file to the worker (`profile_import`), which
 // validates it in ext-core and keeps it in chrome.storage.local only when it passes;
@@ -356,7 +356,11 @@ function profileSite([site, name]) {
   const refuse = (text) => { say(note, ''); say(error, text); };
 
   const refresh = async () => {
-    const { answer, failed } = await askWorker({ type: 'profile_get', site });
+    let { answer, failed } = await askWorker({ type: 'profile_get', site });
+    if (answer?.ok === false) {
+      failed = message('optionProfileGetRefused', [String(answer.problem ?? '?')]);
+      answer = null;
+    }
     const profile = profileOf(answer);
     const from = PROFILE_SOURCES.includes(answer?.source) ? answer.source : '';
     source.dataset.profileSource = from;
@@ -409,7 +413,8 @@ function profileSite([site, name]) {
     const { answer, failed } = await askWorker({ type: 'profile_get', site });
     const profile = profileOf(answer);
     if (failed || !profile) {
-      say(error, message('optionProfileExportFailed', [failed ?? message('optionProfileNoProfile')]));
+      const why = failed ?? (answer?.ok === false ? String(answer.problem ?? '?') : message('optionProfileNoProfile'));
+      say(error, message('optionProfileExportFailed', [why]));
       return;
     }
     const fileName = `${site}-profile.json`;
