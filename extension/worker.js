@@ -172,6 +172,51 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   answer.then(sendResponse);
   return true;
 });
+// Site profile overrides (docs/PROTOCOL.md "Site profile files"): the options page imports,
+// resets and reads the profile in force of a site through these messages; the wasm
+// validates (ext-core) and says what to store, this file stores it under
+// PROFILE_OVERRIDES_KEY (`{<site>: {text, imported_at}}`, read at start through the wasm's
+// start keys) and hands the stored record back. Only this extension's options page may
+// ask; one change at a time, so two imports never overwrite each other's record.
+const PROFILE_OVERRIDES_KEY = 'herdrContinuityProfileOverridesV1';
+const PROFILE_MESSAGES = new Set(['profile_import', 'profile_reset', 'profile_get']);
+const optionsPage = (sender) => {
+  if (sender?.id !== chrome.runtime.id || typeof sender.url !== 'string') return false;
+  try {
+    const url = new URL(sender.url);
+    return `${url.origin}${url.pathname}` === chrome.runtime.getURL('options.html');
+  } catch {
+    return false;
+  }
+};
+let profileChanges = Promise.resolve();
+const storeProfiles = (answer) => {
+  const run = profileChanges.then(async () => {
+    const result = answer();
+    if (result?.ok !== true) return result;
+    const { store, ...rest } = result;
+    await chrome.storage.local.set({ [PROFILE_OVERRIDES_KEY]: store });
+    shell.profile_overrides_changed(store);
+    return rest;
+  });
+  profileChanges = run.catch(() => {});
+  return run;
+};
+chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+  if (!PROFILE_MESSAGES.has(message?.type)) return false;
+  const answer = (async () => {
+    if (!optionsPage(sender)) return { ok: false, problem: 'refused: only the extension\'s options page may read or change site profiles' };
+    if (typeof message.site !== 'string') return { ok: false, problem: 'no site named: choose chatgpt, zai or deepseek' };
+    await ready;
+    if (!started) return { ok: false, problem: `the extension has not started: ${startProblem ?? 'try again in a moment'}` };
+    if (message.type === 'profile_get') return shell.profile_get(message.site);
+    if (message.type === 'profile_reset') return storeProfiles(() => shell.profile_reset(message.site));
+    if (typeof message.text !== 'string') return { ok: false, problem: 'the file is not text: choose a profile JSON file' };
+    return storeProfiles(() => shell.profile_import(message.site, message.text));
+  })().catch((error) => ({ ok: false, problem: `the profile could not be saved: ${String(error?.message ?? error).slice(0, 300)}` }));
+  answer.then(sendResponse);
+  return true;
+});
 chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.name)));
 chrome.tabs.onRemoved.addListener((tabId) => forward(() => shell.tab_removed(tabId)));
 chrome.tabs.onActivated.addListener((info) => forward(() => shell.tab_activated(info.tabId)));
@@ -189,6 +234,10 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.herdrContinuityJudgeV1) {
     const text = changes.herdrContinuityJudgeV1.newValue;
     forward(() => shell.judge_settings_changed(typeof text === 'string' ? text : undefined));
+  }
+  if (area === 'local' && changes[PROFILE_OVERRIDES_KEY]) {
+    const record = changes[PROFILE_OVERRIDES_KEY].newValue;
+    forward(() => shell.profile_overrides_changed(record ?? null));
   }
   if (area === 'local' && changes.herdrContinuityRecoveryV1) {
     const text = changes.herdrContinuityRecoveryV1.newValue;

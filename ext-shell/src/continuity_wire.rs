@@ -81,6 +81,7 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
             (Method::BrowserHandoffPrepare, json_object!("continuity_id": continuity_id, "source_url": source_url))
         }
+        RuntimeCall::ProfilesGet => (Method::ProfilesGet, json_object!()),
         RuntimeCall::ChatsReport { reporter, chats } => {
             let chats: Vec<Value> = chats
                 .iter()
@@ -236,10 +237,35 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
             .map(|continuity_id| RuntimeAnswer::Resolved { continuity_id })
             .ok_or_else(|| bad_answer(Method::ContinuityResolve.as_str())),
         RuntimeCall::ChatsReport { .. } => Ok(RuntimeAnswer::ChatsReported),
+        RuntimeCall::ProfilesGet => profile_files(result).ok_or_else(|| bad_answer(Method::ProfilesGet.as_str())),
         RuntimeCall::HandoffPrepare { .. } => crate::handoff_wire::package(result)
             .map(RuntimeAnswer::Prepared)
             .ok_or_else(|| bad_answer(Method::BrowserHandoffPrepare.as_str())),
     }
+}
+
+/// A `profiles` result: per file its site and text, or the runtime's problem with it
+/// (clipped); a text over the file cap is refused here too. An entry without a site, or
+/// with neither text nor problem, is skipped.
+fn profile_files(result: &Value) -> Option<RuntimeAnswer> {
+    use ext_core::sites::file::MAX_PROFILE_BYTES;
+    use ext_core::sites::overrides::CompanionProfile;
+    let files = list_of(result, "profiles")?
+        .filter_map(|file| {
+            let site = id_of(file, "site")?;
+            let text = match (str_of(file, "text"), short_of(file, "problem")) {
+                (Some(text), _) if text.len() > MAX_PROFILE_BYTES => {
+                    Err(format!("profiles/{site}.json has more than {MAX_PROFILE_BYTES} bytes: keep only the selector and label tables"))
+                }
+                (Some(text), _) => Ok(text),
+                (None, Some(problem)) => Err(problem),
+                (None, None) => return None,
+            };
+            let modified_ms = file.get("modified_ms").and_then(Value::as_u64).unwrap_or(0);
+            Some(CompanionProfile { site, text, modified_ms })
+        })
+        .collect();
+    Some(RuntimeAnswer::Profiles { files })
 }
 
 /// How many characters of a pending call's arguments the HUD shows (the runtime sends 160).

@@ -20,6 +20,7 @@ use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RecoveryCommand, RuntimeCall};
 use ext_core::json_read::WriteJson;
+use ext_core::sites::overrides::ProfileOverrides;
 use ext_core::hud::{self, ActionId};
 use ext_core::limits::{MAX_HEALTH_SAMPLE_BYTES, MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES, MAX_TURN_MESSAGE_BYTES};
 use ext_core::vec_map::VecMap;
@@ -55,6 +56,8 @@ struct PagePort {
     last_view: Option<Vec<serde_json::Value>>,
     /// The page's last `page_diagnostics` (content-script ports only).
     diagnostics: Option<wire::PageDiagnostics>,
+    /// The site of a content-script port's origin (its profile is posted to it).
+    site: Option<&'static str>,
 }
 
 /// A round-trip probe in flight.
@@ -104,6 +107,8 @@ pub struct LinkDriver {
     storage: VecMap<u32, StorageWait>,
     /// The last storage token given (0 is never one: it asks for no answer).
     storage_token: u32,
+    /// The site profiles' overrides: which profile is in force per site.
+    profiles: ProfileOverrides,
 }
 
 /// What a `chrome.storage.local` request's answer is for.
@@ -148,6 +153,7 @@ impl LinkDriver {
                 storage: VecMap::new(),
                 storage_token: 0,
                 last_active_tab: None,
+                profiles: ProfileOverrides::default(),
             })
         })
     }
@@ -187,9 +193,12 @@ impl LinkDriver {
     pub fn page_connected(this: &Rc<RefCell<LinkDriver>>, port: JsValue) {
         let tab = js::sender_tab_id(&port);
         let panel = js::port_name(&port).as_deref() == Some("panel");
+        let mut site = None;
         if !panel {
             let url = js::port_sender(&port).url.unwrap_or_default();
-            js::post(&port, &wire::profile_json(ext_core::sites::profile_for(&url)));
+            site = ext_core::sites::profile_for(&url).map(|profile| profile.site);
+            let in_force = site.map(|site| this.borrow().profiles.in_force(site));
+            js::post(&port, &wire::profile_json(in_force.as_ref()));
         }
         let view = wire::hud_json(&this.borrow().hud());
         this.borrow_mut().pages.push(PagePort {
@@ -200,9 +209,41 @@ impl LinkDriver {
             panel_tab: None,
             last_view: None,
             diagnostics: None,
+            site,
         });
         js::post(&port, &view);
         Self::broadcast_views(this);
+    }
+
+    /// The profile overrides (read-only: the options page's `profile_get`, `import`, `reset`).
+    pub fn profiles(&self) -> &ProfileOverrides {
+        &self.profiles
+    }
+
+    /// The options page's stored overrides (`chrome.storage.local`
+    /// `herdrContinuityProfileOverridesV1`, `None` when nothing is stored), at start and on
+    /// every change: each page of a site whose profile in force changed gets it again.
+    pub fn profile_overrides_stored(this: &Rc<RefCell<LinkDriver>>, record: Option<&serde_json::Value>) {
+        let changed = this.borrow_mut().profiles.set_options(record, &parse_json);
+        Self::post_profiles(this, &changed);
+    }
+
+    /// Posts the profile in force to every content-script port of `sites`.
+    fn post_profiles(this: &Rc<RefCell<LinkDriver>>, sites: &[&'static str]) {
+        let posts: Vec<(JsValue, serde_json::Value)> = {
+            let driver = this.borrow();
+            driver
+                .pages
+                .iter()
+                .filter_map(|page| {
+                    let site = page.site.filter(|site| !page.panel && sites.contains(site))?;
+                    Some((page.port.clone(), wire::profile_json(Some(&driver.profiles.in_force(site)))))
+                })
+                .collect()
+        };
+        for (port, message) in posts {
+            js::post(&port, &message);
+        }
     }
 
     /// A page or panel port disconnected.
@@ -425,6 +466,10 @@ impl LinkDriver {
                 }
                 ContinuityOutput::ViewsChanged => Self::broadcast_views(this),
                 ContinuityOutput::Persist => Self::schedule_persist(this),
+                ContinuityOutput::CompanionProfiles { files } => {
+                    let changed = this.borrow_mut().profiles.set_companion(&files, &parse_json);
+                    Self::post_profiles(this, &changed);
+                }
             }
         }
         for id in offline_answers {
@@ -848,4 +893,11 @@ impl LinkDriver {
 /// Whether a JS value is a port-like object (used by the exported entry points).
 pub fn is_port(value: &JsValue) -> bool {
     value.is_object() && Reflect::has(value, &JsValue::from_str("postMessage")).unwrap_or(false)
+}
+
+/// A profile file's JSON through the browser's `JSON.parse` (its error text kept: it is
+/// shown to the user), so the wasm carries no JSON text parser.
+pub fn parse_json(text: &str) -> Result<serde_json::Value, String> {
+    let value = js_sys::JSON::parse(text).map_err(|error| js::error_text(&error))?;
+    js::json_value(&value)
 }

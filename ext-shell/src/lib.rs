@@ -80,7 +80,12 @@ fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
 pub fn start_keys() -> js_sys::Array {
     let keys = |names: &[&str]| names.iter().map(|name| JsValue::from_str(name)).collect::<js_sys::Array>();
     [
-        keys(&[driver::STORAGE_KEY, ext_core::semantic_auto::SETTINGS_KEY, ext_core::recovery_config::SETTINGS_KEY]),
+        keys(&[
+            driver::STORAGE_KEY,
+            ext_core::semantic_auto::SETTINGS_KEY,
+            ext_core::recovery_config::SETTINGS_KEY,
+            ext_core::sites::overrides::STORAGE_KEY,
+        ]),
         keys(&["allowProjectAuto", "progressTickSec", "progressFallbackSec"]),
     ]
     .into_iter()
@@ -140,6 +145,8 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     while restored.poll().is_some() {}
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
+    let overrides = Reflect::get(&local, &JsValue::from_str(ext_core::sites::overrides::STORAGE_KEY)).ok().and_then(|value| js::json_value(&value).ok());
+    LinkDriver::profile_overrides_stored(&driver, overrides.as_ref().filter(|value| !value.is_null()));
     LinkDriver::feed(&driver, Input::Start);
     Ok(())
 }
@@ -277,4 +284,60 @@ pub fn on_alarm(_name: String) -> Result<(), JsValue> {
     let driver = worker()?;
     LinkDriver::feed(&driver, Input::Timer);
     Ok(())
+}
+
+/// `chrome.storage.onChanged` for `local.herdrContinuityProfileOverridesV1` (and
+/// `worker.js` right after it stored an import or a reset): the new record (`undefined` /
+/// `null` when removed), validated by the core; pages of a site whose profile in force
+/// changed get it again.
+#[wasm_bindgen]
+pub fn profile_overrides_changed(record: JsValue) -> Result<(), JsValue> {
+    let record = js::json_value(&record).ok().filter(|value| !value.is_null());
+    LinkDriver::profile_overrides_stored(&worker()?, record.as_ref());
+    Ok(())
+}
+
+/// The options page's `profile_import {site, text}` (`worker.js` checked the sender): the
+/// file validated by the core → `{ok: true, version, date, store}` (`store`: the whole
+/// record `worker.js` writes under the key, then hands to [`profile_overrides_changed`]), or
+/// `{ok: false, problem}` naming the first problem (nothing to store).
+#[wasm_bindgen]
+pub fn profile_import(site: String, text: String) -> Result<JsValue, JsValue> {
+    let driver = worker()?;
+    let imported = driver.borrow().profiles().import(&site, &text, js::now_millis(), &driver::parse_json);
+    let answer = match imported {
+        Ok((store, profile)) => {
+            let (version, date) = ext_core::sites::file::version_and_date(&profile);
+            ext_core::json_object!("ok": true, "version": version, "date": date, "store": store)
+        }
+        Err(problem) => ext_core::json_object!("ok": false, "problem": problem.to_string()),
+    };
+    Ok(js::to_js(&answer))
+}
+
+/// The options page's `profile_reset {site}`: `{ok: true, store}`, the record without the
+/// site's override (`worker.js` writes it as for an import).
+#[wasm_bindgen]
+pub fn profile_reset(site: String) -> Result<JsValue, JsValue> {
+    let store = worker()?.borrow().profiles().reset(&site);
+    Ok(js::to_js(&ext_core::json_object!("ok": true, "store": store)))
+}
+
+/// The options page's `profile_get {site}`: `{ok: true, profile, source, problem}` — the
+/// profile in force (v2, what Export saves), where it comes from, and why an override of
+/// the site is refused (`null`: none is); `{ok: false, problem}` for an unknown site.
+#[wasm_bindgen]
+pub fn profile_get(site: String) -> Result<JsValue, JsValue> {
+    let driver = worker()?;
+    let driver = driver.borrow();
+    if !ext_core::sites::PROFILES.iter().any(|profile| profile.site == site) {
+        return Ok(js::to_js(&ext_core::json_object!("ok": false, "problem": "no such site: choose chatgpt, zai or deepseek")));
+    }
+    let in_force = driver.profiles().in_force(&site);
+    Ok(js::to_js(&ext_core::json_object!(
+        "ok": true,
+        "profile": in_force.profile,
+        "source": in_force.source.as_str(),
+        "problem": in_force.problem,
+    )))
 }

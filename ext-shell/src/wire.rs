@@ -433,11 +433,15 @@ pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
     }
 }
 
-/// `{"type":"profile","profile":…,"source":"builtin"}` sent to a page on connect: the
-/// site's flat profile (wire v2, `ext_core::sites::flat`); `null` for an origin with no
-/// profile (the adapter then types and clicks nothing).
-pub fn profile_json(profile: Option<&ext_core::sites::SiteProfile>) -> Value {
-    json_object!("type": "profile", "profile": profile, "source": "builtin")
+/// `{"type":"profile","profile":…,"source":…}` sent to a page on connect and whenever its
+/// site's profile in force changes (`ext_core::sites::overrides`): the flat profile (wire
+/// v2) and where it comes from (`builtin`, `options`, `companion`); `null` for an origin
+/// with no profile (the adapter then types and clicks nothing).
+pub fn profile_json(in_force: Option<&ext_core::sites::overrides::InForce>) -> Value {
+    match in_force {
+        Some(in_force) => json_object!("type": "profile", "profile": in_force.profile, "source": in_force.source.as_str()),
+        None => json_object!("type": "profile", "profile": Value::Null, "source": "builtin"),
+    }
 }
 
 /// `{"type":"hud","view":…}` sent to pages and panels.

@@ -59,6 +59,13 @@ pub fn is_ref(id: &str) -> bool {
 /// message it comes from is capped at 16 KiB.
 pub const MAX_DIAGNOSTICS_BYTES: usize = 16 * 1024;
 
+/// Largest site profile file `profiles.get` reads (`<home>/profiles/<site>.json`); the
+/// extension reads no larger profile either.
+pub const MAX_PROFILE_FILE_BYTES: usize = 64 * 1024;
+
+/// The sites whose profile files `profiles.get` serves (the extension's built-in sites).
+pub const PROFILE_SITES: [&str; 3] = ["chatgpt", "zai", "deepseek"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

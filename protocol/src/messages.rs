@@ -267,6 +267,8 @@ pub enum Call {
     BrowserHandoffPrepare(HandoffPrepareParams),
     /// `chats.report`.
     ChatsReport(ChatsReportParams),
+    /// `profiles.get`.
+    ProfilesGet(NoParams),
 }
 
 /// One bound chat in `chats.report`.
@@ -488,6 +490,7 @@ impl Call {
             Method::BridgeDecide => Call::BridgeDecide(typed(params)?),
             Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
             Method::ChatsReport => Call::ChatsReport(typed(params)?),
+            Method::ProfilesGet => Call::ProfilesGet(typed(params)?),
         })
     }
 
@@ -522,6 +525,7 @@ impl Call {
             Call::BridgeDecide(_) => Method::BridgeDecide,
             Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
             Call::ChatsReport(_) => Method::ChatsReport,
+            Call::ProfilesGet(_) => Method::ProfilesGet,
         }
     }
 
@@ -529,7 +533,8 @@ impl Call {
     pub fn params(&self) -> Map<String, Value> {
         let value = match self {
             Call::Hello(p) => serde_json::to_value(p),
-            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p) => {
+            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p)
+            | Call::ProfilesGet(p) => {
                 serde_json::to_value(p)
             }
             Call::EventsSubscribe(p) => serde_json::to_value(p),
@@ -972,6 +977,29 @@ pub enum MethodResult {
         /// How many of them generate a reply now.
         generating: u64,
     },
+    /// Answer to `profiles.get`.
+    Profiles {
+        /// One per file found in `<home>/profiles/` for a known site (none: no file).
+        profiles: Vec<ProfileFile>,
+    },
+}
+
+/// One site profile file of the companion home, as `profiles.get` serves it: its text
+/// (validated by the extension, never here) or, for a file that was not read (a symlink,
+/// not a regular file, over [`crate::limits::MAX_PROFILE_FILE_BYTES`], not UTF-8), why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileFile {
+    /// `chatgpt`, `zai` or `deepseek` (the file `profiles/<site>.json`).
+    pub site: String,
+    /// The file's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// When the file was last modified (ms since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ms: Option<u64>,
+    /// Why the file was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl MethodResult {
@@ -1006,6 +1034,7 @@ impl MethodResult {
             MethodResult::BridgeDecided { .. } => ResultType::BridgeDecided,
             MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
             MethodResult::ChatsReported { .. } => ResultType::ChatsReported,
+            MethodResult::Profiles { .. } => ResultType::Profiles,
         }
     }
 }

@@ -196,6 +196,9 @@ wire_names! {
         /// `chats_reported`: the extension's bound chats with a tab open and whether each
         /// generates a reply now (evidence for attributing a `herdr_prompt` without a ref).
         ChatsReport = "chats.report",
+        /// `profiles.get {}` → `profiles`: the site profile files in the companion home
+        /// (`profiles/<site>.json`), each with its text or why it was not read.
+        ProfilesGet = "profiles.get",
     }
 }
 
@@ -302,6 +305,8 @@ wire_names! {
         HandoffPrepared = "handoff_prepared",
         /// [`crate::MethodResult::ChatsReported`].
         ChatsReported = "chats_reported",
+        /// [`crate::MethodResult::Profiles`].
+        Profiles = "profiles",
     }
 }
 

@@ -5,7 +5,8 @@
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
 //! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal, and its
 //! handoff package `herdr_mcp.browser_handoff.prepare`), [`tools`]
-//! (the planner tool registry, `tools.*`), [`bridge`] (the JSON bridge, `bridge.*`) and
+//! (the planner tool registry, `tools.*`), [`bridge`] (the JSON bridge, `bridge.*`),
+//! [`profiles`] (`profiles.get`, the site profile files of the companion home) and
 //! [`attribution`] (`chats.report`, and which chat an MCP caller's `herdr_prompt` is for) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
 //! its service to [`Services`], a file here, and its arms in [`Router::route`].
@@ -23,6 +24,7 @@ pub mod diagnostics;
 pub mod inbox;
 pub mod journal;
 pub mod judge;
+pub mod profiles;
 pub mod stream;
 pub mod tools;
 
@@ -140,6 +142,7 @@ impl Router {
             | Method::BrowserHandoffPrepare => journal::handle(self, request.method, &request.params).await,
             Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
             Method::ChatsReport => attribution::handle(&self.attribution, request),
+            Method::ProfilesGet => profiles::handle(&self.home).await,
         }
     }
 

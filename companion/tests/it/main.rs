@@ -18,6 +18,7 @@ mod layering;
 mod provider_standin;
 mod mcp;
 mod mcp_tunnel;
+mod profiles;
 mod runtime;
 mod stream;
 mod support;

@@ -20,6 +20,12 @@ impl Continuity {
         match (purpose, result) {
             (Purpose::Subscribe, _) => {}
             (Purpose::ChatsReport, result) => self.chats_answered(&result),
+            (Purpose::Profiles, Ok(RuntimeAnswer::Profiles { files })) => self.emit(ContinuityOutput::CompanionProfiles { files }),
+            // An older companion has no profile files; any other failure keeps the last answer.
+            (Purpose::Profiles, Err(error)) if error.code == ErrorCode::UnknownMethod => {
+                self.emit(ContinuityOutput::CompanionProfiles { files: Vec::new() });
+            }
+            (Purpose::Profiles, _) => {}
             (Purpose::Handoff { key, resolve }, result) => self.handoff_answered(now, &key, resolve, result),
             (Purpose::Catalog, _) if std::mem::take(&mut self.catalog_reread) => {
                 self.call(Purpose::Catalog, RuntimeCall::Workspaces);

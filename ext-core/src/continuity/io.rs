@@ -259,6 +259,8 @@ pub enum RuntimeCall {
         /// One per bound chat, by ref.
         chats: Vec<ChatFact>,
     },
+    /// `profiles.get {}`: the companion home's site profile files (after every `hello`).
+    ProfilesGet,
     /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url}` (X4; read-only).
     HandoffPrepare {
         /// The chain `continuity.resolve` confirmed.
@@ -287,6 +289,11 @@ pub struct JudgeAnswer {
 pub enum RuntimeAnswer {
     /// `events_subscribed`.
     Subscribed,
+    /// `profiles`: the companion's profile files, each read or refused.
+    Profiles {
+        /// One per file found.
+        files: Vec<crate::sites::overrides::CompanionProfile>,
+    },
     /// `herdr_workspaces`.
     Workspaces {
         /// The live catalog.
@@ -689,6 +696,12 @@ crate::json_read::write_unit_enum!(NoticeTone { "info" => Info, "bad" => Bad });
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContinuityOutput {
+    /// The companion's profile files (`profiles.get`, after every `hello`): hand them to
+    /// the profile in force (`sites::overrides::ProfileOverrides::set_companion`).
+    CompanionProfiles {
+        /// Every file it has; none when it has none or does not know `profiles.get`.
+        files: Vec<crate::sites::overrides::CompanionProfile>,
+    },
     /// Send a request on the native port; answer with [`ContinuityInput::Answered`].
     Request {
         /// The call id.

@@ -215,6 +215,8 @@ enum Purpose {
     Handoff { key: String, resolve: bool },
     /// `chats.report` (`chats`).
     ChatsReport,
+    /// `profiles.get`.
+    Profiles,
 }
 
 /// A Check Herdr run being collected.
@@ -420,6 +422,7 @@ impl Continuity {
                 let log_id = resume.and_then(|r| r.log_id);
                 self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq, log_id });
                 self.call(Purpose::Catalog, RuntimeCall::Workspaces);
+                self.call(Purpose::Profiles, RuntimeCall::ProfilesGet);
                 let refs: Vec<(String, String)> = self
                     .bindings
                     .list()

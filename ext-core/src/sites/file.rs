@@ -26,7 +26,7 @@
 use serde_json::{Map, Value};
 
 /// Largest profile file, in bytes of text.
-pub const MAX_PROFILE_BYTES: usize = 64 * 1024;
+pub const MAX_PROFILE_BYTES: usize = continuity_protocol::limits::MAX_PROFILE_FILE_BYTES;
 /// Longest selector, in characters.
 pub const MAX_SELECTOR_CHARS: usize = 512;
 /// Most probes in one fact's chain (and in the App picker's).

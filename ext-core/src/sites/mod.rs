@@ -36,6 +36,7 @@ pub mod chatgpt;
 pub mod deepseek;
 pub mod file;
 pub mod flat;
+pub mod overrides;
 pub mod zai;
 
 /// Where a probe looks.

@@ -466,6 +466,7 @@ fn a_settle_the_extension_never_saw_is_delivered_from_the_inbox_once_and_acked_a
     expect_test::expect![[r#"
         request {"call":"subscribe","after_seq":0,"log_id":null}
         request {"call":"workspaces"}
+        request {"call":"profiles_get"}
         request {"call":"inbox_counts","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         request {"call":"inbox_pending","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"}
         request {"call":"chats_report","reporter":"","chats":[{"session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","generating":false}]}

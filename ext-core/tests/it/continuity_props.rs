@@ -706,6 +706,7 @@ impl World {
                 | ContinuityOutput::Notice { .. }
                 | ContinuityOutput::Insert { .. }
                 | ContinuityOutput::ViewsChanged
+                | ContinuityOutput::CompanionProfiles { .. }
                 | ContinuityOutput::Persist => {}
             }
         }
@@ -993,6 +994,7 @@ impl World {
             }
             RuntimeCall::InboxCounts { session_ref: asked } => RuntimeAnswer::Counts { counts: self.counts_of(&asked) },
             RuntimeCall::ChatsReport { .. } => RuntimeAnswer::ChatsReported,
+            RuntimeCall::ProfilesGet => RuntimeAnswer::Profiles { files: Vec::new() },
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
             RuntimeCall::JournalAppend(_) => RuntimeAnswer::Appended { continuity_id: "hc-1".into() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },

@@ -210,3 +210,13 @@ fn app_mentions_are_checked_like_the_rest() {
     let bad = with(value, "/app_mentions/option", json!("a{b}"));
     assert!(problem(&bad).starts_with("app_mentions.option: not a valid selector"));
 }
+
+#[test]
+fn the_builtin_profile_of_every_site_validates() {
+    for profile in crate::sites::PROFILES {
+        let exported = crate::sites::builtin_profile_json(profile.site);
+        assert_eq!(validate_profile(&exported, Some(profile.site)), Ok(exported.clone()), "{}", profile.site);
+        // As the options page exports it: text, read back.
+        assert!(validate_profile_text(&exported.to_string(), Some(profile.site)).is_ok(), "{}", profile.site);
+    }
+}
