@@ -137,6 +137,8 @@
     return p;
   };
   const fmtTime = (ms) => new Date(ms).toLocaleTimeString();
+  // "Page fact “composer” is missing · messages held back" (why: missing | ambiguous).
+  const factUnresolvedText = (fact, why) => text('hudFactUnresolved', [fact, text(`factWhy_${why}`)]);
 
   // The continuity part of the view (ext-core hud ContinuityView): lines, data-* hooks for
   // tests, and buttons whose locks the worker decided.
@@ -152,6 +154,7 @@
       withheld: c?.withheld?.code ?? '',
       tasks: c?.tasks ? `${c.tasks.running}/${c.tasks.unacked}` : '',
       layout: c?.layout ?? '',
+      unresolved: c?.unresolved ? `${c.unresolved.fact}:${c.unresolved.why}` : '',
       deliveryState: c?.delivery_state ?? '',
       recoveryState: c?.recovery?.state ?? '',
       recoveryReason: c?.recovery?.reason ?? '',
@@ -187,8 +190,15 @@
       p.dataset.ref = c.session_ref;
       out.push(p);
     }
-    // Fail closed, visibly: an unrecognised layout gets nothing typed into it (ext-core).
-    if (!c.layout) out.push(para('layout', 'hudLayoutUnknown', [], 'withheld'));
+    // Fail closed, visibly: a page whose needed fact is missing or ambiguous gets nothing
+    // typed into it (ext-core); the line names the fact.
+    if (c.unresolved) {
+      const p = para('layout', 'hudFactUnresolved', [], 'withheld');
+      p.textContent = factUnresolvedText(c.unresolved.fact, c.unresolved.why);
+      p.dataset.fact = c.unresolved.fact;
+      p.dataset.why = c.unresolved.why;
+      out.push(p);
+    }
     if (c.delivery_state === 'uncertain') out.push(para('delivery', 'hudDeliveryUncertain', [], 'withheld'));
     out.push(para('auto', c.auto === 'on' ? 'hudAutoOn' : 'hudAutoOff', []));
     if (c.auto_note) out.push(para('auto-note', `withheld_${c.auto_note}`, [], 'withheld'));
@@ -487,7 +497,7 @@
         if (c.scope_state === 'working') { parts.push(text('pillWorking', [String(c.working_panes)])); worse('pending'); }
         else parts.push(text(c.scope_state === 'settled' ? 'pillSettled' : 'pillIdle'));
       }
-      if (!c.layout) { parts.push(text('pillLayoutUnknown')); worse('warning'); }
+      if (c.unresolved) { parts.push(text(c.unresolved.why === 'ambiguous' ? 'pillFactAmbiguous' : 'pillFactMissing', [c.unresolved.fact])); worse('warning'); }
       if (c.withheld) { parts.push(text('pillHeld')); worse('warning'); }
       // Tool calls waiting for Run / Skip: the collapsed HUD says so.
       if (c.bridge?.pending?.length) { parts.push(text('pillBridgeApproval', [String(c.bridge.pending.length)])); worse('warning'); }
@@ -498,19 +508,24 @@
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
 
-  // ---- The site profile (ext-core `sites`, docs/PROTOCOL.md "One delivery path"). The
-  // worker sends it on connect; until then, and on a page that matches none of its
-  // generations, the adapter reports `generation: null` and types and clicks nothing.
-  // Everything site-specific (selectors, labels, icon paths) is in the profile; this
-  // script only knows how to evaluate a probe (ext-core sites::Probe).
+  // ---- The site profile (ext-core `sites` flat profile, docs/PROTOCOL.md "Site profiles
+  // and page diagnostics"). The worker sends it on connect: per fact one chain of probes
+  // merged across every known layout generation of the site. Each fact resolves through
+  // its own chain (the first probe that finds something wins), so a page that mixes the
+  // markup of two generations works as long as every fact it needs resolves. Until a
+  // profile arrives, and while a needed fact is missing or ambiguous (`unresolved`), the
+  // adapter types and clicks nothing. Which generation's detection rule holds is only a
+  // label (`generation`: its id, "mixed", or null). Everything site-specific (selectors,
+  // labels, icon paths) is in the profile; this script only knows how to evaluate a probe
+  // (ext-core sites::Probe).
   const pageLoad = crypto.randomUUID();
   let profile = null;
-  const labelSets = new WeakMap(); // generation → Map(label key → lower-cased labels)
-  const labelsOf = (gen, key) => {
-    let sets = labelSets.get(gen);
+  const labelSets = new WeakMap(); // a profile's labels → Map(label key → lower-cased labels)
+  const labelsOf = (view, key) => {
+    let sets = labelSets.get(view.labels);
     if (!sets) {
-      sets = new Map(gen.labels.map((set) => [set.key, [...set.en, ...set.zh].map((l) => l.toLowerCase())]));
-      labelSets.set(gen, sets);
+      sets = new Map(view.labels.map((set) => [set.key, [...set.en, ...set.zh].map((l) => l.toLowerCase())]));
+      labelSets.set(view.labels, sets);
     }
     return sets.get(key) ?? [];
   };
@@ -520,58 +535,60 @@
   const closest = (el, css) => { try { return el?.closest(css) ?? null; } catch { return null; } };
   const exists = (css) => { try { return document.querySelector(css) !== null; } catch { return false; } };
   const ruleHolds = (rule) => rule.all.every(exists) && (rule.any.length === 0 || rule.any.some(exists)) && !rule.none.some(exists);
+  // The diagnostic label's generation: the first whose detection rule holds.
   const detect = () => profile?.generations.find((gen) => ruleHolds(gen.detect)) ?? null;
   // Detection costs a document-wide query per marker (one that is absent scans the whole
   // DOM), so its answer is kept while the page keeps its shape: same URL, the same
   // composer still in the document, the same turn list with as many units. Streaming into
   // the last turn changes none of these.
   let detected = null;
-  const generationNow = () => {
+  const shapeNow = () => {
     const list = turnCache.list;
     const same = detected && detected.profile === profile && detected.href === location.href &&
       detected.composerHit?.el.isConnected && detected.list === list && (!list || (list.isConnected && list.childElementCount === detected.units));
-    if (same) return detected.gen;
-    const gen = detect();
-    detected = { profile, gen, href: location.href, composerHit: gen ? find(gen, 'composer') : null, list, units: list?.childElementCount, fresh: true };
-    return gen;
+    if (same) return detected;
+    detected = { profile, gen: detect(), href: location.href, composerHit: find(profile, 'composer', {}, true), list, units: list?.childElementCount, fresh: true };
+    return detected;
   };
-  // The composer is found with the generation (the thread layout's composer sits after the
+  // The composer is found with the shape (the thread layout's composer sits after the
   // turns, so a document query for it walks the whole thread). Kept while it is in the
-  // document and still matches the fact's first probe; a fallback or `unique` probe is
-  // looked up again, since an earlier probe, or a second match, may have appeared since.
-  const composerNow = (gen) => {
+  // document, was the only match, and still matches the chain's first probe; a fallback or
+  // `unique` probe is looked up again, since an earlier probe, or a second match, may
+  // have appeared since. `list` holds every element the winning probe found (more than
+  // one: ambiguous).
+  const composerNow = () => {
     const hit = detected.composerHit;
-    const kept = detected.fresh || (hit && hit.probe === gen.facts.composer[0] && !hit.probe.unique &&
-      matches(hit.el, hit.probe.css) && passes(gen, hit.probe, hit.el));
-    if (!kept) detected.composerHit = find(gen, 'composer');
+    const kept = detected.fresh || (hit && hit.list.length === 1 && hit.probe === profile.facts.composer[0] && !hit.probe.unique &&
+      matches(hit.el, hit.probe.css) && passes(profile, hit.probe, hit.el));
+    if (!kept) detected.composerHit = find(profile, 'composer', {}, true);
     detected.fresh = false;
     return detected.composerHit;
   };
   // A control's whole label: aria-label, else title, else its text (textContent: no layout).
   const labelOf = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim().toLowerCase();
-  const hasLabel = (gen, el, key) => labelsOf(gen, key).includes(labelOf(el));
-  const hasText = (gen, el, key) => {
+  const hasLabel = (view, el, key) => labelsOf(view, key).includes(labelOf(el));
+  const hasText = (view, el, key) => {
     const content = (el.textContent || '').toLowerCase();
-    return labelsOf(gen, key).some((phrase) => content.includes(phrase));
+    return labelsOf(view, key).some((phrase) => content.includes(phrase));
   };
   const hasIcon = (el, prefix) => queryAll(el, 'path').some((path) => (path.getAttribute('d') || '').startsWith(prefix));
-  const besideLabel = (gen, el, key) => {
+  const besideLabel = (view, el, key) => {
     for (let node = el, i = 0; node && i <= 3; node = node.parentElement, i++) {
-      if (queryAll(node, 'button').some((button) => button !== el && hasLabel(gen, button, key))) return true;
+      if (queryAll(node, 'button').some((button) => button !== el && hasLabel(view, button, key))) return true;
     }
     return false;
   };
   // Dictation, voice and read-aloud controls are never Send or Stop (sites::Generation::never).
-  const neverControl = (gen, el) => {
-    if (gen.never.some((css) => matches(el, css))) return true;
+  const neverControl = (view, el) => {
+    if (view.never.some((css) => matches(el, css))) return true;
     const names = `${el.getAttribute('aria-label') || ''} ${el.getAttribute('title') || ''} ${el.getAttribute('data-testid') || ''}`.toLowerCase();
-    return labelsOf(gen, 'not_stop_words').some((word) => names.includes(word));
+    return labelsOf(view, 'not_stop_words').some((word) => names.includes(word));
   };
-  const passes = (gen, probe, el) =>
-    (!probe.label || hasLabel(gen, el, probe.label)) &&
-    (!probe.text || hasText(gen, el, probe.text)) &&
+  const passes = (view, probe, el) =>
+    (!probe.label || hasLabel(view, el, probe.label)) &&
+    (!probe.text || hasText(view, el, probe.text)) &&
     (!probe.icon || hasIcon(el, probe.icon)) &&
-    (!probe.beside || besideLabel(gen, el, probe.beside));
+    (!probe.beside || besideLabel(view, el, probe.beside));
   const selfAndInside = (el, css) => (el ? [...(matches(el, css) ? [el] : []), ...queryAll(el, css)] : []);
   // The first element a filterless probe finds, in the same order as `candidates` (one
   // querySelector per scope element instead of collecting every match).
@@ -588,7 +605,7 @@
   const filtered = (probe) => probe.label || probe.text || probe.icon || probe.beside || probe.unique;
   // The candidates of one probe in its scope (sites::Scope), filtered; with `all` false only
   // the first is needed.
-  const candidates = (gen, probe, ctx, all = true) => {
+  const candidates = (view, probe, ctx, all = true) => {
     if (!all && !ctx.controls && !filtered(probe)) {
       const el = firstOf(probe, ctx);
       if (el !== undefined) return el ? [el] : [];
@@ -608,16 +625,16 @@
       }
       default: found = [];
     }
-    found = found.filter((el) => passes(gen, probe, el));
-    if (ctx.controls) found = found.filter((el) => !neverControl(gen, el));
+    found = found.filter((el) => passes(view, probe, el));
+    if (ctx.controls) found = found.filter((el) => !neverControl(view, el));
     if (probe.unique && found.length !== 1) return [];
     return found;
   };
   // The first probe of a fact that finds something wins: { el, list, probe } or null
   // (`list` holds every match only when `all` is asked for).
-  const find = (gen, fact, ctx = {}, all = false) => {
-    for (const probe of gen.facts[fact]) {
-      const list = candidates(gen, probe, ctx, all);
+  const find = (view, fact, ctx = {}, all = false) => {
+    for (const probe of view.facts[fact]) {
+      const list = candidates(view, probe, ctx, all);
       if (list.length) return { el: list[0], list, probe };
     }
     return null;
@@ -629,37 +646,35 @@
   // Order does not matter for a yes / no answer, so the cheap scopes go first: the
   // composer's root (where Stop's test ids live) and the other scoped probes; the document
   // is scanned only when they found nothing.
-  const compiledPresence = new WeakMap(); // generation → Map(fact → { doc, css, rest })
-  const presenceOf = (gen, fact) => {
-    let facts = compiledPresence.get(gen);
-    if (!facts) { facts = new Map(); compiledPresence.set(gen, facts); }
-    let compiled = facts.get(fact);
-    if (!compiled) {
-      const doc = gen.facts[fact].filter((probe) => probe.scope === 'doc' && !probe.unique);
-      const css = doc.map((probe) => probe.css).join(', ');
-      const valid = css !== '' && (() => { try { document.createDocumentFragment().querySelector(css); return true; } catch { return false; } })();
-      compiled = valid ? { doc, css, rest: gen.facts[fact].filter((probe) => !doc.includes(probe)) } : null;
-      facts.set(fact, compiled);
-    }
+  // Compiled once per chain (a profile's fact chain; views of one profile share them).
+  const compiledPresence = new WeakMap(); // chain → { doc, css, rest } or null
+  const presenceOf = (view, fact) => {
+    const chain = view.facts[fact];
+    if (compiledPresence.has(chain)) return compiledPresence.get(chain);
+    const doc = chain.filter((probe) => probe.scope === 'doc' && !probe.unique);
+    const css = doc.map((probe) => probe.css).join(', ');
+    const valid = css !== '' && (() => { try { document.createDocumentFragment().querySelector(css); return true; } catch { return false; } })();
+    const compiled = valid ? { doc, css, rest: chain.filter((probe) => !doc.includes(probe)) } : null;
+    compiledPresence.set(chain, compiled);
     return compiled;
   };
-  const present = (gen, fact, ctx) => {
-    const compiled = presenceOf(gen, fact);
-    if (!compiled) return Boolean(find(gen, fact, ctx));
+  const present = (view, fact, ctx) => {
+    const compiled = presenceOf(view, fact);
+    if (!compiled) return Boolean(find(view, fact, ctx));
     const { doc, css, rest } = compiled;
     const holds = (found) => {
       for (const el of found) {
-        if (ctx.controls && neverControl(gen, el)) continue;
-        if (doc.some((probe) => matches(el, probe.css) && passes(gen, probe, el))) return true;
+        if (ctx.controls && neverControl(view, el)) continue;
+        if (doc.some((probe) => matches(el, probe.css) && passes(view, probe, el))) return true;
       }
       return false;
     };
-    if (rest.some((probe) => candidates(gen, probe, ctx).length > 0)) return true;
+    if (rest.some((probe) => candidates(view, probe, ctx).length > 0)) return true;
     if (ctx.root && ctx.root !== document && holds(ctx.root.querySelectorAll(css))) return true;
     return holds(document.querySelectorAll(css));
   };
-  const isStop = (gen, el) => gen.facts.stop.some((probe) => matches(el, probe.css) && passes(gen, probe, el)) && !neverControl(gen, el);
-  const isDisabled = (gen, el) => el.disabled === true || gen.disabled.some((css) => matches(el, css));
+  const isStop = (view, el) => view.facts.stop.some((probe) => matches(el, probe.css) && passes(view, probe, el)) && !neverControl(view, el);
+  const isDisabled = (view, el) => el.disabled === true || view.disabled.some((css) => matches(el, css));
   const describe = (probe) => {
     if (!probe) return null;
     const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
@@ -689,27 +704,27 @@
   // The turn list: the element whose children are the turns or their wrappers (a profile
   // `turn_list` probe, else the nearest common ancestor of the first and last turn, so
   // turns wrapped in their own `section` / `div` still share one list). Kept while it is
-  // in the document and the generation holds; with fewer than two turns nothing is kept.
-  let turnCache = { gen: null, list: null, probe: null, listProbe: null };
+  // in the document and the profile is the same; with fewer than two turns nothing is kept.
+  let turnCache = { profile: null, list: null, probe: null, listProbe: null };
   let userTurns = { shape: null, list: [], probe: null };
   const commonAncestor = (a, b) => {
     for (let node = a.parentElement; node; node = node.parentElement) if (node.contains(b)) return node;
     return null;
   };
-  const turnsNow = (gen) => {
-    if (turnCache.gen === gen && turnCache.list?.isConnected && turnCache.list.firstElementChild) {
+  const turnsNow = () => {
+    if (turnCache.profile === profile && turnCache.list?.isConnected && turnCache.list.firstElementChild) {
       return { ...turnCache, tail: tailOf(turnCache.list) };
     }
-    turnCache = { gen: null, list: null, probe: null, listProbe: null };
-    const turns = find(gen, 'turn', {}, true);
+    turnCache = { profile: null, list: null, probe: null, listProbe: null };
+    const turns = find(profile, 'turn', {}, true);
     if (!turns) return { list: null, tail: [], probe: null, listProbe: null };
     const first = turns.list[0];
     const last = turns.list[turns.list.length - 1];
-    const listed = find(gen, 'turn_list', { from: first });
+    const listed = find(profile, 'turn_list', { from: first });
     const byProbe = listed && listed.el.contains(last) ? listed.el : null;
     const list = byProbe ?? (first === last ? null : commonAncestor(first, last));
     if (!list) return { list: null, tail: [first], probe: turns.probe, listProbe: null };
-    turnCache = { gen, list, probe: turns.probe, listProbe: byProbe ? listed.probe : null };
+    turnCache = { profile, list, probe: turns.probe, listProbe: byProbe ? listed.probe : null };
     return { ...turnCache, tail: tailOf(list) };
   };
   const tailOf = (list) => {
@@ -719,26 +734,52 @@
   };
   // The user messages, queried document-wide again only when the turn list's shape
   // changed, a cached one left the document, or no list is known (a short chat).
-  const usersNow = (gen, list) => {
-    const shape = list && [gen, list, list.childElementCount, list.firstElementChild, list.lastElementChild];
+  const usersNow = (list) => {
+    const shape = list && [profile, list, list.childElementCount, list.firstElementChild, list.lastElementChild];
     const same = shape && userTurns.shape && shape.every((part, i) => part === userTurns.shape[i]) &&
       userTurns.list.slice(-MARKER_USER_TURNS).every((turn) => turn.isConnected);
     if (!same) {
-      const users = find(gen, 'user', {}, true);
+      const users = find(profile, 'user', {}, true);
       userTurns = { shape, list: users?.list ?? [], probe: users?.probe ?? null };
     }
     return userTurns;
   };
+  // The turn generation: the generations of the probe that found the turns (narrowed to
+  // the diagnostic label's when it is one of them: a classic page's turns found by a probe
+  // classic shares with section are classic turns), else the label's, else every
+  // generation. A reply streams, is complete and has its
+  // body by that generation's probes only (TURN_FACTS), so a thread turn never "completes"
+  // by a classic copy button, and it counts as streaming until complete when any of them
+  // says so (`pending_until_complete`). A view is the profile with those chains cut to
+  // the turn generation, one object per profile and generation set (the caches below are
+  // keyed by it).
+  const TURN_FACTS = ['streaming', 'complete', 'assistant_body'];
+  const views = new WeakMap(); // profile → Map(generation ids → view)
+  const gensOf = (probe) => (Array.isArray(probe?.gens) && probe.gens.length ? probe.gens : null);
+  const viewOf = (gens) => {
+    let byGens = views.get(profile);
+    if (!byGens) { byGens = new Map(); views.set(profile, byGens); }
+    const key = gens.join(' ');
+    let view = byGens.get(key);
+    if (!view) {
+      const facts = { ...profile.facts };
+      for (const fact of TURN_FACTS) facts[fact] = profile.facts[fact].filter((probe) => (gensOf(probe) ?? gens).some((id) => gens.includes(id)));
+      const pending = profile.generations.some((gen) => gens.includes(gen.id) && gen.pending_until_complete);
+      view = { ...profile, facts, gens, pending_until_complete: pending };
+      byGens.set(key, view);
+    }
+    return view;
+  };
   // The last assistant message (searched in the tail, else in the document) and the scope
   // `last` probes look in: its turn when that turn holds no user message, else itself.
-  const lastAssistant = (gen, tail, turnProbe) => {
-    for (const probe of gen.facts.assistant) {
+  const lastAssistant = (view, tail, turnProbe) => {
+    for (const probe of view.facts.assistant) {
       let el = null;
       for (let i = tail.length - 1; i >= 0 && !el; i--) el = selfAndInside(tail[i], probe.css).pop() ?? null;
       if (!tail.length) el = queryAll(document, probe.css).pop() ?? null;
       if (!el) continue;
       const turn = turnProbe ? closest(el, turnProbe.css) : null;
-      const userInside = turn && gen.facts.user.some((user) => { try { return turn.querySelector(user.css) !== null; } catch { return false; } });
+      const userInside = turn && view.facts.user.some((user) => { try { return turn.querySelector(user.css) !== null; } catch { return false; } });
       return { el, probe, scope: turn && !userInside ? turn : el };
     }
     return null;
@@ -746,33 +787,63 @@
   const composerText = (el) => (el.tagName === 'TEXTAREA' || el.tagName === 'INPUT' ? el.value : el.textContent) || '';
   const squash = (value) => value.replace(/\s+/g, '');
   const typed = new Map(); // delivery id → text this page life typed (never typed twice)
-  // Everything the adapter found, for facts, diagnostics and commands.
+  // Everything the adapter found, for facts, diagnostics and commands; `unresolved` / `why`:
+  // the first needed fact that does not resolve (docs/PROTOCOL.md "page_facts"), in this
+  // order: composer (none, or its probe finds more than one), root (none up from the
+  // composer), send (its probe finds more than one control that is not Stop), stop (more
+  // than one), user (turns but no user or assistant message), message_id (user messages,
+  // none with an id). While it is not null nothing is typed or clicked.
   const observe = () => {
-    const gen = generationNow();
-    if (!gen) return { gen: null };
-    const composerHit = composerNow(gen);
-    const composer = composerHit?.el ?? null;
-    const rootHit = composer ? find(gen, 'root', { from: composer }) : null;
+    if (!profile) return { view: null, label: null, unresolved: 'profile', why: 'missing' };
+    const shape = shapeNow();
+    const composerHit = composerNow();
+    let unresolved = null;
+    let why = null;
+    const fail = (fact, reason) => {
+      if (unresolved === null) { unresolved = fact; why = reason; }
+    };
+    if (!composerHit) fail('composer', 'missing');
+    else if (composerHit.list.length > 1) fail('composer', 'ambiguous');
+    const composer = unresolved === null ? composerHit.el : null;
+    const rootHit = composer ? find(profile, 'root', { from: composer }) : null;
+    if (composer && !rootHit) fail('root', 'missing');
     const root = rootHit?.el ?? null;
-    const turns = turnsNow(gen);
-    const users = usersNow(gen, turns.list);
-    const last = lastAssistant(gen, turns.tail, turns.probe);
+    const turns = turnsNow();
+    const users = usersNow(turns.list);
+    const labelled = shape.gen ? [shape.gen.id] : null;
+    const turnGens = gensOf(turns.probe);
+    const view = viewOf((turnGens && labelled && turnGens.includes(labelled[0]) ? labelled : turnGens) ?? labelled ?? profile.generations.map((gen) => gen.id));
+    const last = lastAssistant(view, turns.tail, turns.probe);
     const ctx = { root, tail: turns.tail, last: last?.scope ?? null, controls: true };
-    const stop = present(gen, 'stop', ctx);
+    const sendHit = root ? find(view, 'send', ctx, true) : null;
+    const sends = sendHit ? sendHit.list.filter((el) => !isStop(view, el)) : [];
+    if (sends.length > 1) fail('send', 'ambiguous');
+    const stop = present(view, 'stop', ctx);
+    if (stop && (find(view, 'stop', ctx, true)?.list.length ?? 0) > 1) fail('stop', 'ambiguous');
     ctx.controls = false;
-    const streaming = find(gen, 'streaming', ctx);
-    const complete = last ? find(gen, 'complete', ctx) : null;
-    return { gen, composerHit, composer, rootHit, root, turns, users, last, ctx, stop, streaming, complete };
+    if (turns.tail.length && !users.list.length && !last) fail('user', 'missing');
+    if (users.list.length && view.facts.message_id.length && !users.list.findLast((el) => messageId(view, el) !== null)) fail('message_id', 'missing');
+    const streaming = find(view, 'streaming', ctx);
+    const complete = last ? find(view, 'complete', ctx) : null;
+    const label = shape.gen?.id ?? (composer ? 'mixed' : null);
+    return {
+      view, label, unresolved, why, composerHit, composer, rootHit, root, turns, users, last, ctx,
+      send: sends.length === 1 ? sends[0] : null, stop, streaming, complete,
+    };
   };
   const generatingIn = (seen) => Boolean(seen.stop || seen.streaming ||
-    (seen.gen.pending_until_complete && seen.last && !seen.complete));
-  const sendControl = (seen) => {
-    const hit = find(seen.gen, 'send', { ...seen.ctx, controls: true });
-    if (!hit || isStop(seen.gen, hit.el) || isDisabled(seen.gen, hit.el)) return null;
-    return hit.el;
+    (seen.view.pending_until_complete && seen.last && !seen.complete));
+  // The Send control, only while it is the one control the send chain found that is not
+  // Stop (a flipping submit button that shows Stop is never Send) and it is enabled.
+  const sendControl = (seen) => (seen.send && !isDisabled(seen.view, seen.send) ? seen.send : null);
+  // The composer when its chain finds exactly one, for removing our own text and for the
+  // Queue button (which need no other fact).
+  const soleComposer = () => {
+    const hit = profile ? find(profile, 'composer', {}, true) : null;
+    return hit?.list.length === 1 ? hit.el : null;
   };
-  const messageId = (gen, el) => {
-    const hit = el ? find(gen, 'message_id', { message: el }) : null;
+  const messageId = (view, el) => {
+    const hit = el ? find(view, 'message_id', { message: el }) : null;
     const value = hit ? hit.el.getAttribute(hit.probe.attr) : null;
     return value ? value.trim().split(/\s+/)[0] : null;
   };
@@ -833,11 +904,11 @@
   // (the judge button).
   const endedTurn = (full = false) => {
     const seen = observe();
-    if (!seen.gen) return { user_text: '', assistant_text: '', user_marker: null };
+    if (!seen.view) return { user_text: '', assistant_text: '', user_marker: null };
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
     const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
-    const body = seen.last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
+    const body = seen.last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
     const userText = raw.replace(MARKER_LINE, '').trim();
     const replyText = readReplyText(body);
     return {
@@ -845,8 +916,8 @@
       assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
       user_marker: marker && marker.length <= 256 ? marker : null,
       // The reply's own id (the JSON bridge keys its calls by it, O2; the journal, C1).
-      message_id: seen.last ? messageId(seen.gen, seen.last.el) : null,
-      user_message_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
+      message_id: seen.last ? messageId(seen.view, seen.last.el) : null,
+      user_message_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
     };
   };
   // FNV-1a, 64 bits, of the text's UTF-8 (as ext-core continuity/bridge text_turn_id).
@@ -862,12 +933,12 @@
   // read once.
   const humanTurns = new WeakMap(); // user turn element → its id, or '' when it is ours
   // The newest human user turn: `{ id, el }`, or null.
-  const humanTurn = (gen, users) => {
+  const humanTurn = (view, users) => {
     for (let i = users.length - 1; i >= 0 && i >= users.length - 64; i -= 1) {
       let id = humanTurns.get(users[i]);
       if (id === undefined) {
         const raw = readText(users[i]);
-        const mid = messageId(gen, users[i]);
+        const mid = messageId(view, users[i]);
         const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
         id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
@@ -893,9 +964,9 @@
   const sendThreadFacts = (force) => {
     if (!force && location.href === threadShape) return;
     const seen = observe();
-    if (!seen.gen) return;
+    if (!seen.view) return;
     threadShape = location.href;
-    const turns = find(seen.gen, 'turn', {}, true)?.list ?? [];
+    const turns = find(seen.view, 'turn', {}, true)?.list ?? [];
     let chars = 0;
     let cjk = 0;
     // A finished turn's text does not change: each is read once (the newest two again,
@@ -980,18 +1051,23 @@
   let lastGenerating = false;
   let lastFacts = '';
   let lastGeneration;
+  let lastUnresolved;
   const facts = () => {
     const seen = observe();
     quiet = quietZoneOf(seen);
-    if (seen.gen) sendRecoveryFacts(seen);
-    lastGeneration = seen.gen?.id ?? null;
-    const base = { type: 'page_facts', url: location.href, generation: lastGeneration, page_load: pageLoad };
-    if (!seen.gen) {
+    if (seen.view) sendRecoveryFacts(seen);
+    lastGeneration = seen.label;
+    lastUnresolved = seen.unresolved;
+    const base = {
+      type: 'page_facts', url: location.href, generation: seen.label, page_load: pageLoad,
+      unresolved: seen.unresolved, unresolved_why: seen.why,
+    };
+    if (!seen.view) {
       return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
         user_turns: 0, last_user_turn_id: null, last_human_turn_id: null, human_apps: [], markers: [], delivering: delivering?.id ?? null };
     }
     const users = seen.users.list;
-    const human = humanTurn(seen.gen, users);
+    const human = humanTurn(seen.view, users);
     const markers = [];
     for (const turn of users.slice(-MARKER_USER_TURNS)) {
       for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
@@ -1010,9 +1086,9 @@
       composer_marker: composerMarker,
       // A missed Stop or streaming cue would let a message be typed into a busy page.
       generating: generatingIn(seen),
-      permission_card: sendCards(seen, present(seen.gen, 'permission_card', seen.ctx)),
+      permission_card: sendCards(seen, present(seen.view, 'permission_card', seen.ctx)),
       user_turns: users.length,
-      last_user_turn_id: users.length ? messageId(seen.gen, users[users.length - 1]) : null,
+      last_user_turn_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
       last_human_turn_id: human?.id ?? null,
       human_apps: human ? appsIn(human.el) : [],
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
@@ -1036,25 +1112,26 @@
   const STRUCTURAL = /:has\(|:nth-|:first-|:last-|:only-|:empty|[+~](?!=)/;
   const PAGE_FACTS = ['composer', 'root', 'stop', 'turn_list', 'turn', 'user', 'assistant', 'message_id',
     'assistant_body', 'streaming', 'complete', 'permission_card'];
-  const compiledQuiet = new WeakMap(); // generation → { inside, around } selector lists, or null
-  const quietSelectorsOf = (gen) => {
-    if (compiledQuiet.has(gen)) return compiledQuiet.get(gen);
-    const probes = PAGE_FACTS.flatMap((fact) => gen.facts[fact]);
-    const inside = ['button', ...gen.detect.all, ...gen.detect.any, ...gen.detect.none, ...gen.never, ...probes.map((probe) => probe.css)];
-    const around = [...gen.facts.composer, ...gen.facts.user, ...probes.filter((probe) => probe.label || probe.text || probe.beside)].map((probe) => probe.css);
+  const compiledQuiet = new WeakMap(); // view → { inside, around } selector lists, or null
+  const quietSelectorsOf = (view) => {
+    if (compiledQuiet.has(view)) return compiledQuiet.get(view);
+    const probes = PAGE_FACTS.flatMap((fact) => view.facts[fact]);
+    const markers = view.generations.flatMap((gen) => [...gen.detect.all, ...gen.detect.any, ...gen.detect.none]);
+    const inside = ['button', ...markers, ...view.never, ...probes.map((probe) => probe.css)];
+    const around = [...view.facts.composer, ...view.facts.user, ...probes.filter((probe) => probe.label || probe.text || probe.beside)].map((probe) => probe.css);
     let compiled = null;
     if (!inside.some((css) => STRUCTURAL.test(css))) {
       compiled = { inside: [...new Set(inside)].join(', '), around: [...new Set(around)].join(', ') || ':not(*)' };
       try { document.createDocumentFragment().querySelector(`${compiled.inside}, ${compiled.around}`); } catch { compiled = null; }
     }
-    compiledQuiet.set(gen, compiled);
+    compiledQuiet.set(view, compiled);
     return compiled;
   };
   let quiet = null; // { zone, css, href, profile } from the last full recompute
   const quietZoneOf = (seen) => {
-    if (!seen.gen || !seen.last) return null;
-    const selectors = quietSelectorsOf(seen.gen);
-    const zone = selectors ? find(seen.gen, 'assistant_body', seen.ctx)?.el : null;
+    if (!seen.view || !seen.last) return null;
+    const selectors = quietSelectorsOf(seen.view);
+    const zone = selectors ? find(seen.view, 'assistant_body', seen.ctx)?.el : null;
     if (!zone || zone.querySelector(selectors.inside) || zone.closest(selectors.around)) return null;
     return { zone, css: selectors.inside, href: location.href, profile };
   };
@@ -1115,10 +1192,11 @@
       return;
     }
     const before = lastGeneration;
+    const beforeUnresolved = lastUnresolved;
     const current = facts();
     const json = JSON.stringify(current);
     // A reply ended: its turn is reported once, after the facts that say so.
-    const ended = wasGenerating && !current.generating && current.generation !== null;
+    const ended = wasGenerating && !current.generating && current.unresolved !== 'profile';
     wasGenerating = current.generating;
     watchFor(current);
     lastGenerating = current.generating;
@@ -1129,7 +1207,7 @@
     factsMs += performance.now() - startedAt;
     publishCounters();
     host.dataset.generation = current.generation ?? '';
-    if (profile && before !== undefined && current.generation !== before) sendDiagnostics(true);
+    if (profile && before !== undefined && (current.generation !== before || current.unresolved !== beforeUnresolved)) sendDiagnostics(true);
     if (!force && json === lastFacts) {
       if (ended) sendTurnEnded();
       return;
@@ -1138,7 +1216,7 @@
     port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
     if (ended) sendTurnEnded();
-    else if (!current.generating && current.generation !== null) sendThreadFacts(false);
+    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false);
     scheduleDiagnostics();
   };
   // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
@@ -1181,12 +1259,10 @@
   let watched = null; // { whole, shallow, own } observe() options for the profile's attributes
   const watch = () => {
     const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
-    for (const gen of profile?.generations ?? []) {
-      for (const probes of Object.values(gen.facts)) {
-        for (const probe of probes) {
-          for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
-          if (probe.attr) names.add(probe.attr);
-        }
+    for (const probes of Object.values(profile?.facts ?? {})) {
+      for (const probe of probes) {
+        for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
+        if (probe.attr) names.add(probe.attr);
       }
     }
     const attributeFilter = [...names];
@@ -1291,26 +1367,26 @@
   const diagnostics = () => {
     const seen = observe();
     const out = {};
-    if (seen.gen) {
+    if (seen.view) {
       const hits = {
         composer: seen.composerHit,
         root: seen.rootHit,
-        send: find(seen.gen, 'send', { ...seen.ctx, controls: true }),
-        stop: find(seen.gen, 'stop', { ...seen.ctx, controls: true }),
+        send: find(seen.view, 'send', { ...seen.ctx, controls: true }),
+        stop: find(seen.view, 'stop', { ...seen.ctx, controls: true }),
         turn_list: seen.turns.list ? { probe: seen.turns.listProbe } : null,
         turn: seen.turns.probe ? { probe: seen.turns.probe } : null,
         user: seen.users.probe ? { probe: seen.users.probe } : null,
         assistant: seen.last ? { probe: seen.last.probe } : null,
         message_id: (() => {
           const el = seen.users.list[seen.users.list.length - 1];
-          return el ? find(seen.gen, 'message_id', { message: el }) : null;
+          return el ? find(seen.view, 'message_id', { message: el }) : null;
         })(),
-        assistant_body: seen.last ? find(seen.gen, 'assistant_body', seen.ctx) : null,
+        assistant_body: seen.last ? find(seen.view, 'assistant_body', seen.ctx) : null,
         streaming: seen.streaming,
         complete: seen.complete,
       };
-      for (const fact of Object.keys(seen.gen.facts)) {
-        const hit = fact in hits ? hits[fact] : find(seen.gen, fact, seen.ctx);
+      for (const fact of Object.keys(seen.view.facts)) {
+        const hit = fact in hits ? hits[fact] : find(seen.view, fact, seen.ctx);
         out[fact] = hit ? (fact === 'turn_list' && !hit.probe ? '(common ancestor of the turns)' : describe(hit.probe)) : null;
       }
     }
@@ -1318,7 +1394,7 @@
       type: 'page_diagnostics',
       page_load: pageLoad,
       site: profile?.site ?? null,
-      generation: seen.gen?.id ?? null,
+      generation: seen.label,
       matching: (profile?.generations ?? []).filter((gen) => ruleHolds(gen.detect)).map((gen) => gen.id),
       facts: out,
       csp: { meta: exists('meta[http-equiv="Content-Security-Policy" i]'), violations: csp.violations, directives: [...csp.directives] },
@@ -1378,8 +1454,7 @@
   // Removes the composer's text through the editor (select it all, delete), and only when
   // it is ours: it carries `id`'s marker, or all of it is a part of what we typed.
   const removeOurs = (id) => {
-    const gen = detect();
-    const composer = gen ? find(gen, 'composer')?.el : null;
+    const composer = soleComposer();
     if (!composer) return false;
     const text = composerText(composer);
     const mine = hasMarker(text, id) ||
@@ -1422,9 +1497,10 @@
       return report(id, 'not_submitted', 'other_conversation');
     }
     const seen = observe();
-    if (!seen.gen) return report(id, 'not_submitted', 'unknown_layout');
-    if (!seen.composer) return report(id, 'not_submitted', 'no_composer');
-    if (generatingIn(seen)) return report(id, 'not_submitted', 'busy');
+    // A needed fact missing or ambiguous (or no profile yet): nothing is typed (a page that
+    // is generating says so first: the worker offers it again later either way).
+    if (seen.view && generatingIn(seen)) return report(id, 'not_submitted', 'busy');
+    if (seen.unresolved !== null) return report(id, 'not_submitted', 'fact_unresolved');
     // The worker decided on facts up to 100 ms old: if the human started typing since,
     // refuse rather than send their draft along with ours (the worker retries later).
     if (composerText(seen.composer).trim() !== '' || pillElements(seen.composer).length) return report(id, 'not_submitted', 'human_draft');
@@ -1466,7 +1542,7 @@
         removeAttempt(id, app);
         return report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
       }
-      const send = now.gen ? sendControl(now) : null;
+      const send = now.unresolved === null ? sendControl(now) : null;
       if (send) {
         send.click();
         const clickedAt = Date.now();
@@ -1480,7 +1556,8 @@
       }
       if (Date.now() - startedAt >= PLUMBING_WAIT_MS) {
         if (app) removeAttempt(id, app); else removeOurs(id);
-        return report(id, 'not_submitted', 'send_button_missing');
+        // A fact that stopped resolving after typing (a second Send appeared) says so.
+        return report(id, 'not_submitted', now.unresolved === null ? 'send_button_missing' : 'fact_unresolved');
       }
       setTimeout(trySend, 50);
     };
@@ -1622,7 +1699,10 @@
   };
   const insert = (value) => {
     const seen = observe();
-    if (!seen.gen || !seen.composer) { showNotice(text('noticeNoComposer'), 'bad'); return; }
+    if (seen.unresolved !== null) {
+      showNotice(seen.unresolved === 'composer' && seen.why === 'missing' ? text('noticeNoComposer') : factUnresolvedText(seen.unresolved, seen.why), 'bad');
+      return;
+    }
     typeInto(seen.composer, value);
   };
   const showNotice = (value, tone) => {
@@ -1644,9 +1724,11 @@
     }
   };
   const setProfile = (next) => {
-    profile = next && Array.isArray(next.generations) ? next : null;
+    // The flat profile (ext-core sites::flat, schema 1): its chains, labels and generations.
+    profile = next && next.schema === 1 && next.facts && typeof next.facts === 'object' && Array.isArray(next.generations) &&
+      Array.isArray(next.labels) && Array.isArray(next.never) && Array.isArray(next.disabled) ? next : null;
     quiet = null;
-    turnCache = { gen: null, list: null, probe: null, listProbe: null };
+    turnCache = { profile: null, list: null, probe: null, listProbe: null };
     userTurns = { shape: null, list: [], probe: null };
     watch();
     sendFacts(true);
@@ -1670,33 +1752,33 @@
     return `${value.length}:${hash.toString(36)}`;
   };
   // A card's text: a probe that matched its button reads the card around it.
-  const showsLabel = (gen, key, el) => {
+  const showsLabel = (view, key, el) => {
     const card = el?.tagName === 'BUTTON' ? el.parentElement : el;
     const value = (card?.textContent || '').toLowerCase();
-    return labelsOf(gen, key).some((label) => value.includes(label));
+    return labelsOf(view, key).some((label) => value.includes(label));
   };
   const recoveryFacts = (seen) => {
     const last = seen.last;
-    const body = last ? (find(seen.gen, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
+    const body = last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
     const bodyText = body?.textContent ?? '';
     const users = seen.users.list;
     const lastUser = users[users.length - 1] ?? null;
     const generating = generatingIn(seen);
     // Error cards and notices are looked for only while nothing streams.
-    const error = generating ? null : find(seen.gen, 'thread_error', seen.ctx);
-    const sendTimeout = Boolean(error && showsLabel(seen.gen, 'send_timeout', error.el));
+    const error = generating ? null : find(seen.view, 'thread_error', seen.ctx);
+    const sendTimeout = Boolean(error && showsLabel(seen.view, 'send_timeout', error.el));
     return {
       type: 'recovery_facts',
       page_load: pageLoad,
       assistant: Boolean(last),
-      assistant_id: last ? messageId(seen.gen, last.el) : null,
+      assistant_id: last ? messageId(seen.view, last.el) : null,
       assistant_len: bodyText.length,
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),
       user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
       send_timeout: sendTimeout,
-      retry_offered: sendTimeout && present(seen.gen, 'retry', seen.ctx),
-      rate_limited: !generating && present(seen.gen, 'rate_limit', seen.ctx),
+      retry_offered: sendTimeout && present(seen.view, 'retry', seen.ctx),
+      rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
     };
   };
   const sendRecoveryFacts = (seen) => {
@@ -1758,11 +1840,11 @@
   // ChatGPT's own Retry, only beside a send-timeout card and only while it is enabled.
   const clickRetry = () => {
     const seen = observe();
-    if (!seen.gen || generatingIn(seen)) return;
-    const error = find(seen.gen, 'thread_error', seen.ctx);
-    if (!error || !showsLabel(seen.gen, 'send_timeout', error.el)) return;
-    const retry = find(seen.gen, 'retry', seen.ctx)?.el;
-    if (retry && !isDisabled(seen.gen, retry)) retry.click();
+    if (seen.unresolved !== null || generatingIn(seen)) return;
+    const error = find(seen.view, 'thread_error', seen.ctx);
+    if (!error || !showsLabel(seen.view, 'send_timeout', error.el)) return;
+    const retry = find(seen.view, 'retry', seen.ctx)?.el;
+    if (retry && !isDisabled(seen.view, retry)) retry.click();
     scheduleFacts();
   };
   // ---- Permission cards (docs/PROTOCOL.md "Permission cards", SPEC M5): what each card
@@ -1790,19 +1872,19 @@
     return parts.join(' ').slice(0, CARD_WORDING_MAX);
   };
   // Never past a message body, a message or a turn: the card's own box, not the reply.
-  const messageBoundary = (gen, node) => ['turn', 'user', 'assistant', 'assistant_body'].some((fact) =>
-    gen.facts[fact].some((probe) => matches(node, probe.css) || (() => { try { return node.querySelector(probe.css) !== null; } catch { return true; } })()));
+  const messageBoundary = (view, node) => ['turn', 'user', 'assistant', 'assistant_body'].some((fact) =>
+    view.facts[fact].some((probe) => matches(node, probe.css) || (() => { try { return node.querySelector(probe.css) !== null; } catch { return true; } })()));
   // The card of a labelled button: the nearest ancestor with wording of its own.
-  const cardOf = (gen, button) => {
+  const cardOf = (view, button) => {
     for (let node = button.parentElement, i = 0; node && i < 5; node = node.parentElement, i++) {
-      if (messageBoundary(gen, node)) return null;
+      if (messageBoundary(view, node)) return null;
       if (wordingOf(node) !== '') return node;
     }
     return null;
   };
-  const cardButtonFacts = (gen, el) => ({
+  const cardButtonFacts = (view, el) => ({
     label: collapse(el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').slice(0, CARD_LABEL_MAX),
-    enabled: !isDisabled(gen, el) && el.getAttribute('aria-disabled') !== 'true',
+    enabled: !isDisabled(view, el) && el.getAttribute('aria-disabled') !== 'true',
     visible: !closest(el, '[hidden], [aria-hidden="true"]') && el.checkVisibility?.({ visibilityProperty: true }) !== false,
     opens_menu: (el.hasAttribute('aria-haspopup') && el.getAttribute('aria-haspopup') !== 'false') || el.hasAttribute('aria-expanded'),
   });
@@ -1811,13 +1893,13 @@
   // when the message has none), its wording's signature and its place among the cards with
   // that wording there.
   const readCards = (seen) => {
-    const gen = seen.gen;
+    const view = seen.view;
     const scopes = seen.ctx.tail.length ? seen.ctx.tail : [document];
     const cards = [];
     for (const scope of scopes) {
       for (const button of queryAll(scope, 'button')) {
-        if (!CARD_BUTTON_KEYS.some((key) => hasLabel(gen, button, key))) continue;
-        const card = cardOf(gen, button);
+        if (!CARD_BUTTON_KEYS.some((key) => hasLabel(view, button, key))) continue;
+        const card = cardOf(view, button);
         if (card && !cards.includes(card)) cards.push(card);
       }
     }
@@ -1826,12 +1908,12 @@
     return cards.slice(0, CARD_MAX).map((card) => {
       const wording = wordingOf(card);
       const user = users.findLast((u) => u.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING);
-      const stem = `${(user && messageId(gen, user)) || pageLoad}`.slice(0, 128) + `#${signatureOf(wording)}`;
+      const stem = `${(user && messageId(view, user)) || pageLoad}`.slice(0, 128) + `#${signatureOf(wording)}`;
       const n = seenKeys.get(stem) ?? 0;
       seenKeys.set(stem, n + 1);
       const all = queryAll(card, 'button, [role="button"]');
       const buttons = all.length > CARD_BUTTONS_MAX ? [] : all;
-      return { buttons, facts: { key: `${stem}.${n}`, wording, buttons: buttons.map((el) => cardButtonFacts(gen, el)) } };
+      return { buttons, facts: { key: `${stem}.${n}`, wording, buttons: buttons.map((el) => cardButtonFacts(view, el)) } };
     });
   };
   // Sends the cards when they changed (none: only after some were sent); returns `shown`.
@@ -1849,10 +1931,10 @@
   // visible, not a menu and labelled Allow; else `card_gone` (nothing is clicked).
   const cardAllow = (message) => {
     const seen = observe();
-    const card = seen.gen ? readCards(seen).find((c) => c.facts.key === message.key) : null;
+    const card = seen.unresolved === null ? readCards(seen).find((c) => c.facts.key === message.key) : null;
     const el = card?.buttons[message.index];
     const facts = card?.facts.buttons[message.index];
-    const usable = el && facts.enabled && facts.visible && !facts.opens_menu && hasLabel(seen.gen, el, 'allow');
+    const usable = el && facts.enabled && facts.visible && !facts.opens_menu && hasLabel(seen.view, el, 'allow');
     if (usable) el.click();
     port?.postMessage({ type: 'card_result', key: String(message.key).slice(0, 256), outcome: usable ? 'clicked' : 'card_gone' });
     scheduleFacts();
@@ -1985,10 +2067,7 @@
     text,
     onTrusted,
     post: (message) => port?.postMessage(message),
-    composer: () => {
-      const gen = detect();
-      return gen ? find(gen, 'composer')?.el ?? null : null;
-    },
+    composer: soleComposer,
     composerText,
     clearComposer: (el) => {
       selectContents(el);

@@ -12,7 +12,11 @@ export const SNIPPET_DIR = path.join(REPO_ROOT, 'e2e', 'snippets');
 export const SNIPPET_ORIGIN = 'https://snippets.herdr.test';
 const CONTENT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'content.js'), 'utf8');
 
-/** Every site profile as the worker sends it (`cargo run -p ext-core --example site_profiles`). */
+/**
+ * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
+ * fact, each probe with its `gens` and `fallback`), from `cargo run -p ext-core --example
+ * site_profiles`.
+ */
 export function siteProfiles() {
   const out = execFileSync('cargo', ['run', '--quiet', '-p', 'ext-core', '--example', 'site_profiles'], {
     cwd: REPO_ROOT,
@@ -82,7 +86,7 @@ function installStandIn() {
 
 /**
  * Opens `file` in a new page, runs the content script there and sends it `profile`
- * (a SiteProfile JSON or null). Returns the page.
+ * (a flat site profile or null). Returns the page.
  */
 export async function openSnippet(context, file, profile) {
   const page = await context.newPage();

@@ -181,7 +181,7 @@ export async function setProgressOptions(context, { tickSec, fallbackSec }) {
 }
 
 /** The HUD's state hooks kept inside its closed root (extension/content.js `hooks`); the rest stay on the host. */
-const STATE_HOOK = /^data-(binding|active-target|auto|scope-state|wake-count|progress-count|withheld|tasks|layout|delivery-state|recovery-(state|reason|probes)|card-(state|code|tool)|journal|pressure-(level|tokens|messages)|rollover|handoff-(step|button)|bridge-(pending|round-limit)|expanded|summary-tone|app)$/;
+const STATE_HOOK = /^data-(binding|active-target|auto|scope-state|wake-count|progress-count|withheld|tasks|layout|unresolved|delivery-state|recovery-(state|reason|probes)|card-(state|code|tool)|journal|pressure-(level|tokens|messages)|rollover|handoff-(step|button)|bridge-(pending|round-limit)|expanded|summary-tone|app)$/;
 
 /** The continuity hooks of the HUD host element. */
 export class ContinuityHud {
@@ -333,6 +333,29 @@ export async function turnAutoOn(context, hud, chat) {
     await allowProjectAuto(context);
   }
   await hud.expect('data-auto', 'on', 'Auto is on');
+}
+
+/**
+ * A plain conversation bound to w1 with Auto on and recovery watching it (the HUD says
+ * `healthy`): the world of the stuck-view recovery cases (recovery.spec.mjs,
+ * mixed-layouts.spec.mjs). `fixtureOptions` as for `continuityWorld`; replies stream 600 ms
+ * unless `streamMs` says otherwise.
+ */
+export async function stuckChatWorld(sandbox, fixtureOptions = {}) {
+  const chat = CHATS.find((c) => !c.project);
+  const world = await continuityWorld(sandbox, { streamMs: 600, ...fixtureOptions });
+  const { page, hud } = await openAndBind(world.context, world.worker, chat);
+  await turnAutoOn(world.context, hud, chat);
+  await hud.expect('data-recovery-state', 'healthy', 'HUD: recovery watches the chat');
+  return { ...world, page, hud };
+}
+
+/** The human sends `text` from the composer (Enter) and the fixture's server gets it. */
+export async function humanSends(page, fixture, text) {
+  await page.locator(fixture.ui.composer).click();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Enter');
+  await expect.poll(() => fixture.counts.userMessages, { message: 'the server got the message' }).toBeGreaterThan(0);
 }
 
 /**

@@ -453,3 +453,73 @@ for (const layout of LAYOUTS) {
     });
   });
 }
+
+// Mixed pages (issue 25): one generation's turns with another's composer, Send and Stop, as
+// a staged rollout renders them; and the fact faults, where one needed fact is missing or
+// ambiguous. A human still chats on every one of them.
+test.describe('mixed pages and fact faults', () => {
+  const shapeOf = (page) => page.evaluate(() => ({
+    threadTurns: document.querySelectorAll('[data-turn-key]').length,
+    sectionTurns: document.querySelectorAll('section[data-testid^="conversation-turn-"]').length,
+    articleTurns: document.querySelectorAll('article[data-testid^="conversation-turn-"]').length,
+    promptTextarea: document.querySelectorAll('#prompt-textarea').length,
+    threadComposers: document.querySelectorAll('form[data-chatgpt-composer] [data-composer-markdown]').length,
+    classicForms: document.querySelectorAll('form[data-type="unified-composer"]').length,
+  }));
+
+  test('thread turns with classic\'s single flipping submit button: it flips to Stop while the reply streams', async () => {
+    const { context, fixture, page } = await open({ layout: 'thread', composer: 'classic', submit: 'flip', streamMs: 1500 });
+    expect(await shapeOf(page)).toEqual({ threadTurns: 2, sectionTurns: 0, articleTurns: 0, promptTextarea: 1, threadComposers: 0, classicForms: 1 });
+    const submit = page.locator('#composer-submit-button');
+    await expect(submit).toHaveAttribute('data-testid', 'send-button');
+    await expect(submit).toBeDisabled();
+    await send(page, fixture, 'Mixed hello');
+    await expect(submit).toHaveAttribute('data-testid', 'stop-button');
+    await expect(submit).toHaveAttribute('aria-label', LABELS.en.stopClassic);
+    await expect(page.locator(fixture.ui.finished)).toHaveCount(3, { timeout: 10_000 });
+    await expect(submit).toHaveAttribute('data-testid', 'send-button');
+    expect(fixture.server.map((m) => m.text)).toEqual(['Mixed hello']);
+    expect((await shapeOf(page)).threadTurns, 'the new request is a thread turn').toBe(3);
+    await context.close();
+  });
+
+  for (const lang of ['en', 'zh']) {
+    test(`section turns with the thread composer (${lang}): label-only Send and Stop in the thread form`, async () => {
+      const { context, fixture, page } = await open({ layout: 'section', composer: 'thread', lang, streamMs: 1500 });
+      const l = LABELS[lang];
+      expect(await shapeOf(page)).toEqual({ threadTurns: 0, sectionTurns: 4, articleTurns: 0, promptTextarea: 0, threadComposers: 1, classicForms: 0 });
+      await send(page, fixture, 'Section with thread composer');
+      await expect(page.locator(`form[data-chatgpt-composer] button[type="button"][aria-label="${l.stopThread}"]`)).toBeVisible();
+      await expect(page.locator(fixture.ui.finished)).toHaveCount(3, { timeout: 10_000 });
+      expect((await shapeOf(page)).sectionTurns).toBe(6);
+      expect(fixture.server.map((m) => m.text)).toEqual(['Section with thread composer']);
+      await context.close();
+    });
+  }
+
+  test('fact faults: a composer with no known marker, two composers, two Sends; the page\'s own composer still sends', async () => {
+    const checks = {
+      no_composer: () => ({
+        known: document.querySelectorAll('#prompt-textarea, [data-composer-markdown], .ProseMirror').length,
+        editor: document.querySelectorAll('[data-fixture-editor][contenteditable="true"][role="textbox"]').length,
+      }),
+      two_composers: () => ({ composers: document.querySelectorAll('#prompt-textarea').length, extra: document.querySelectorAll('form[data-fixture-extra]').length }),
+      two_sends: () => ({
+        sends: [...document.querySelectorAll('form button[aria-label]')].filter((b) => b.getAttribute('aria-label') === 'Send prompt').length,
+      }),
+    };
+    const want = { no_composer: { known: 0, editor: 1 }, two_composers: { composers: 2, extra: 1 }, two_sends: { sends: 2 } };
+    for (const factFault of Object.keys(checks)) {
+      const { context, fixture, page } = await open({ layout: 'thread', composer: 'classic', factFault });
+      expect(await page.evaluate(checks[factFault]), factFault).toEqual(want[factFault]);
+      await send(page, fixture, `Through the page's own composer (${factFault})`);
+      await expect.poll(() => fixture.server.map((m) => m.text), { message: factFault }).toEqual([`Through the page's own composer (${factFault})`]);
+      // The extra controls do nothing.
+      if (factFault === 'two_sends') {
+        await page.locator('button[data-fixture-extra]').click();
+        expect(fixture.server).toHaveLength(1);
+      }
+      await context.close();
+    }
+  });
+});

@@ -13,7 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
 import {
-  CHATS, CONVERSATION, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, turnAutoOn,
+  CHATS, CONVERSATION, humanSends, persistedContinuity, relaunchBrowser, stuckChatWorld,
 } from '../lib/continuity.mjs';
 import { ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
@@ -29,21 +29,10 @@ const PROBE_TIMEOUT_MS = 10_000; // content.js PROBE_TIMEOUT_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
 
 /** A bound plain chat with Auto on, the fixture replying with REPLY. */
-async function stuckWorld(sandbox, csp) {
-  const world = await continuityWorld(sandbox, { csp, streamMs: 600, replyWith: () => REPLY });
-  const { page, hud } = await openAndBind(world.context, world.worker, PLAIN_CHAT);
-  await turnAutoOn(world.context, hud, PLAIN_CHAT);
-  await hud.expect('data-recovery-state', 'healthy', 'HUD: recovery watches the chat');
-  return { ...world, page, hud };
-}
+const stuckWorld = (sandbox, csp) => stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
 
 /** The human sends a message from the composer. */
-async function send(page, fixture, text) {
-  await page.locator(fixture.ui.composer).click();
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await expect.poll(() => fixture.counts.userMessages, { message: 'the server got the message' }).toBeGreaterThan(0);
-}
+const send = humanSends;
 
 for (const csp of CSP_VARIANTS) {
   test.describe(`recovery of stuck ChatGPT pages, CSP ${csp}`, () => {

@@ -67,12 +67,14 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-layout', '');
   await expect(hud.locator('[data-hud-state]')).toHaveAttribute('data-summary-tone', 'warning');
   await hud.locator('button[data-hud-toggle]').click();
-  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudLayoutUnknown');
+  // The composer is the fact that does not resolve: the line names it.
+  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-key', 'hudFactUnresolved');
+  await expect(hud.locator('[data-line="layout"]')).toHaveAttribute('data-fact', 'composer');
   const panel = await context.newPage();
   await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${await tabIdOf(worker, page.url())}`);
   const sees = panel.locator('[data-diagnostics]');
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', '', { timeout: 15_000 });
   await expect(sees.locator('[data-generation]')).toHaveText(/not recognised/);
-  await expect(sees.locator('[data-fact]')).toHaveCount(0);
+  await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-selector', '');
   expect(await page.locator('#mobile-composer-prompt').inputValue()).toBe('');
 });
