@@ -163,9 +163,10 @@ pub enum WakeWithheld {
     HumanDraft,
     /// The page has no usable composer (closed tab, not loaded, or not a conversation).
     NoComposer,
-    /// The page's markup matches no chat layout the extension knows: nothing is typed
-    /// there (fail closed).
-    UnknownLayout,
+    /// A fact the page needs (composer, its root, Send, Stop, the turns' roles, message ids)
+    /// is missing or ambiguous there: nothing is typed (fail closed); the HUD view's
+    /// `unresolved` names the fact.
+    FactUnresolved,
     /// The last send failed; it is retried shortly.
     DeliveryRetryPending,
     /// Sending failed several times in a row; a reload of the page retries.
@@ -223,8 +224,9 @@ pub struct WakeFacts {
     pub human_draft: bool,
     /// The composer exists and can take a message.
     pub composer_present: bool,
-    /// The adapter recognised the page's layout.
-    pub layout_known: bool,
+    /// Every fact the page needs resolves to exactly one element (`page_facts.unresolved`
+    /// is null).
+    pub facts_resolved: bool,
     /// The chat's App cannot ride on a message now (an `app_*` reason).
     pub app_held: Option<WakeWithheld>,
 }
@@ -249,7 +251,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         (facts.page_generating, WakeWithheld::PageGenerating),
         (facts.human_draft, WakeWithheld::HumanDraft),
         (!facts.composer_present, WakeWithheld::NoComposer),
-        (!facts.layout_known, WakeWithheld::UnknownLayout),
+        (!facts.facts_resolved, WakeWithheld::FactUnresolved),
     ];
     match checks.iter().find(|(refused, _)| *refused) {
         Some((_, reason)) => Err(*reason),
@@ -260,7 +262,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
-json_unit_enum!(WakeWithheld {
+write_unit_enum!(WakeWithheld {
     "not_bound" => NotBound,
     "no_active_conversation" => NoActiveConversation,
     "auto_off" => AutoOff,
@@ -271,7 +273,30 @@ json_unit_enum!(WakeWithheld {
     "page_generating" => PageGenerating,
     "human_draft" => HumanDraft,
     "no_composer" => NoComposer,
-    "unknown_layout" => UnknownLayout,
+    "fact_unresolved" => FactUnresolved,
+    "delivery_retry_pending" => DeliveryRetryPending,
+    "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
+    "app_ambiguous" => AppAmbiguous,
+    "app_no_permission" => AppNoPermission,
+    "app_picker_not_opened" => AppPickerNotOpened,
+    "app_option_missing" => AppOptionMissing,
+    "app_pill_not_read_back" => AppPillNotReadBack,
+    "app_not_attached" => AppNotAttached,
+});
+crate::json_read::read_unit_enum!(WakeWithheld {
+    "not_bound" => NotBound,
+    "no_active_conversation" => NoActiveConversation,
+    "auto_off" => AutoOff,
+    "project_auto_not_allowed" => ProjectAutoNotAllowed,
+    "handoff_in_progress" => HandoffInProgress,
+    "no_real_state_change" => NoRealStateChange,
+    "unconfirmed_delivery" => UnconfirmedDelivery,
+    "page_generating" => PageGenerating,
+    "human_draft" => HumanDraft,
+    "no_composer" => NoComposer,
+    "fact_unresolved" => FactUnresolved,
+    // Its name before issue 25 (a persisted withheld mark or scheduler of an older build).
+    "unknown_layout" => FactUnresolved,
     "delivery_retry_pending" => DeliveryRetryPending,
     "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
     "app_ambiguous" => AppAmbiguous,

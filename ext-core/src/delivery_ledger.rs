@@ -233,8 +233,9 @@ pub enum LedgerOutput {
 pub enum BeginRefused {
     /// The scope already has a delivery in progress.
     Busy,
-    /// The page's layout was not recognised: nothing is typed there (fail closed).
-    UnknownLayout,
+    /// A fact the page needs does not resolve (`PageReport::unresolved`): nothing is typed
+    /// there (fail closed).
+    FactUnresolved,
     /// The chat's App cannot ride on it now (ambiguous, or its last attach failed and the
     /// wait runs): nothing is typed, never a message without the App.
     AppHeld,
@@ -336,8 +337,8 @@ impl DeliveryLedger {
         if self.active_for(scope_key).is_some() {
             return Err(BeginRefused::Busy);
         }
-        if page.generation.is_none() {
-            return Err(BeginRefused::UnknownLayout);
+        if page.unresolved.is_some() {
+            return Err(BeginRefused::FactUnresolved);
         }
         let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
         let id = format!("{}/{epoch}.{}.{}", marker_safe(subject), self.life, self.next);
@@ -511,9 +512,10 @@ impl DeliveryLedger {
     }
 }
 
-/// The page can take a message: it has a composer, is not generating and its layout is known.
+/// The page can take a message: it has a composer, is not generating and every fact it
+/// needs resolves.
 fn is_idle(report: &PageReport) -> bool {
-    report.composer && !report.generating && report.generation.is_some()
+    report.composer && !report.generating && report.unresolved.is_none()
 }
 
 /// Whether a reloaded page has rendered its thread exactly as it was when typing began: at

@@ -35,8 +35,8 @@ pub const MAX_TURN_ASSISTANT_CHARS: usize = 12_000;
 /// `keyword`, `name` and `path`, strings of at most [`MAX_ID_CHARS`] (a longer list or
 /// another shape refuses the whole message).
 pub const MAX_APP_MENTIONS: usize = 8;
-/// Most fields a page message may have (the widest, `page_facts`, has 15).
-pub const MAX_PAGE_FIELDS: usize = 16;
+/// Most fields a page message may have (the widest, `page_facts`, has 17).
+pub const MAX_PAGE_FIELDS: usize = 20;
 /// Longest page message as JSON text; checked before it is parsed.
 pub const MAX_PAGE_MESSAGE_BYTES: usize = 16 * 1_024;
 /// Bytes of a `health_sample` message's JSON (a handful of numbers and the page load id).
@@ -71,6 +71,8 @@ pub const MAX_DIAGNOSTIC_ITEMS: usize = 8;
 /// Longest short name in a `page_diagnostics` (site, generation, fact name, CSP directive,
 /// delivery outcome).
 pub const MAX_DIAGNOSTIC_NAME_CHARS: usize = 64;
+/// Longest fact name a `page_facts.unresolved` may carry.
+pub const MAX_FACT_NAME_CHARS: usize = 64;
 
 /// Longest pane tail or task result text kept from the runtime (the runtime already bounds
 /// tails to 2 000 characters; this is the extension's own bound).

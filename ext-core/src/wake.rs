@@ -88,9 +88,10 @@ pub struct PageFacts {
     pub generating: bool,
     /// The composer holds unsent text the user typed.
     pub human_draft: bool,
-    /// The adapter recognised the page's layout (unknown: nothing is typed, fail closed).
+    /// Every fact the page needs resolves (`page_facts.unresolved` is null); otherwise
+    /// nothing is typed (fail closed).
     #[serde(default)]
-    pub layout_known: bool,
+    pub facts_resolved: bool,
     /// The chat's App cannot ride on a message now (an `app_*` reason): nothing is typed.
     #[serde(default)]
     pub app_held: Option<WakeWithheld>,
@@ -492,7 +493,7 @@ impl WakeScheduler {
             page_generating: self.page.generating,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
-            layout_known: self.page.layout_known,
+            facts_resolved: self.page.facts_resolved,
             app_held: self.page.app_held,
         }
     }
@@ -624,7 +625,7 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
 
 json_unit_enum!(Language { "en" => En, "zh" => Zh });
 
-json_struct!(PageFacts { composer_present, generating, human_draft, layout_known: default, app_held: default });
+json_struct!(PageFacts { composer_present, generating, human_draft, facts_resolved: default, app_held: default });
 
 json_struct!(PendingWake { wake_id, outcome });
 

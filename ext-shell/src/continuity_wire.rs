@@ -15,7 +15,7 @@ use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall,
     AppAttachFailure, AppMention, DeliveryOutcome,
-    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, ProbeAnswer, ProbeNode,
+    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, Unresolved, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
 use ext_core::stale_view::ServerRole;
@@ -428,9 +428,11 @@ fn agent_snapshot(data: &Value) -> Option<Vec<AgentSnapshot>> {
         .collect()
 }
 
-/// The facts of a `page_facts` message; fields a page did not send are "unknown" (false).
+/// The facts of a `page_facts` message; fields a page did not send are "unknown" (false;
+/// no `unresolved` at all: the page did not say its facts resolve, so they do not).
 /// The driver has already rejected messages over the caps (`wire::check_page_message`);
-/// a URL over [`MAX_URL_CHARS`] is still refused here so this never stores one.
+/// a URL over [`MAX_URL_CHARS`] or a bad `unresolved` is still refused here so this never
+/// stores one.
 pub fn page_report(value: &Value) -> Option<PageReport> {
     let flag = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
     Some(PageReport {
@@ -453,6 +455,7 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
             .unwrap_or_default(),
         delivering: str_of(value, "delivering"),
         generation: str_of(value, "generation"),
+        unresolved: Unresolved::read_page_facts(value).ok()?,
         composer_marker: str_of(value, "composer_marker"),
         page_load: str_of(value, "page_load").unwrap_or_default(),
         human_apps: human_apps(value)?,

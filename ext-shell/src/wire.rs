@@ -195,8 +195,9 @@ pub enum PageMessage {
 /// [`MAX_URL_CHARS`], `label` at most [`MAX_LABEL_CHARS`], every other string (ids, markers,
 /// scope keys, action names) at most [`MAX_ID_CHARS`]; only `markers` may be a list (of at
 /// most [`MAX_MARKERS`] strings); no nested objects (but in `permission_cards`, which
-/// `ext_core::permission_card::PageCards::read` checks whole). A page shapes these through
-/// its DOM, so anything else is rejected whole.
+/// `ext_core::permission_card::PageCards::read` checks whole); a `page_facts`'
+/// `unresolved` / `unresolved_why` as `ext_core::continuity::Unresolved::read_page_facts`
+/// reads them. A page shapes these through its DOM, so anything else is rejected whole.
 pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     let reject = |why: String| Err(WireError::PageMessageRejected(why));
     let Some(object) = value.as_object() else {
@@ -259,6 +260,9 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
             }
             Value::Array(_) | Value::Object(_) => return reject(format!("`{key}` has the wrong shape")),
         }
+    }
+    if object.get("type").and_then(Value::as_str) == Some("page_facts") {
+        ext_core::continuity::Unresolved::read_page_facts(value).map_err(WireError::PageMessageRejected)?;
     }
     Ok(())
 }

@@ -164,9 +164,9 @@ fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
 
 /// The page adapter's `not_submitted` reasons (docs/PROTOCOL.md) and the ledger's own, as
 /// codes; anything else reads as `not_sent`.
-const NOT_SENT_REASONS: [&str; 8] = [
-    "no_composer", "human_draft", "insert_failed", "send_button_missing", "unknown_layout", "busy", "left_in_composer",
-    "other_conversation",
+const NOT_SENT_REASONS: [&str; 9] = [
+    "no_composer", "human_draft", "insert_failed", "send_button_missing", "fact_unresolved", "unknown_layout", "busy",
+    "left_in_composer", "other_conversation",
 ];
 
 /// Every reason code an entry may carry besides the wake gate's [`WakeWithheld`] names:
@@ -174,7 +174,7 @@ const NOT_SENT_REASONS: [&str; 8] = [
 pub const REASON_CODES: &[&str] = &[
     "settled", "inbox_results", "new_output", "quiet_fallback", "queued_turn", "verdict_continue", "auto_on",
     "send_pressed", "marker_seen", "not_sent", "lost_on_reload", "no_evidence", "insert_failed",
-    "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "auto_off",
+    "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "fact_unresolved", "auto_off",
     "other_conversation",
     "queue_first", "page_busy", "reply_timeout", "assistant_stall", "send_timeout", "server_ahead",
     "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",

@@ -88,7 +88,7 @@ impl Continuity {
                 .and_then(|tab| self.pages.get(&tab))
                 .map(|r| PageFacts {
                     composer_present: r.composer,
-                    layout_known: r.generation.is_some(),
+                    facts_resolved: r.unresolved.is_none(),
                     // Our own unsent text in the composer occupies it like a reply being
                     // written: the ledger clears it first (found by continuity_props: a wake
                     // was typed after a Continue whose text was still there).

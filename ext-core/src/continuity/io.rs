@@ -7,8 +7,10 @@
 
 use super::*;
 
-/// What the content script reports about its page (facts only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What the content script reports about its page (facts only). Its `Default` is a page
+/// that said nothing: no composer, and `unresolved` [`Unresolved::no_profile`] (nothing
+/// is typed into a tab without a report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PageReport {
     /// `location.href`.
     pub url: String,
@@ -32,10 +34,15 @@ pub struct PageReport {
     pub markers: Vec<String>,
     /// A delivery the page is still carrying out.
     pub delivering: Option<String>,
-    /// The site-profile layout generation the adapter matched (`chatgpt.classic`, …);
-    /// `None` = the markup matches no known layout: nothing is typed there (fail closed).
+    /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or
+    /// `None`): shown, never a gate.
     #[serde(default)]
     pub generation: Option<String>,
+    /// The first fact the page needs that does not resolve to exactly one element
+    /// (`None`: every needed fact resolves); while it is `Some`, nothing is typed or
+    /// clicked there (fail closed, naming the fact).
+    #[serde(default)]
+    pub unresolved: Option<Unresolved>,
     /// The delivery id whose marker line is in the composer: text the extension typed and
     /// did not send (not a human draft).
     #[serde(default)]
@@ -47,6 +54,90 @@ pub struct PageReport {
     /// `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
     #[serde(default)]
     pub human_apps: Vec<AppMention>,
+}
+
+impl Default for PageReport {
+    fn default() -> Self {
+        PageReport {
+            url: String::new(),
+            composer: false,
+            draft: false,
+            generating: false,
+            permission_card: false,
+            user_turns: 0,
+            last_user_turn_id: None,
+            last_human_turn_id: None,
+            markers: Vec::new(),
+            delivering: None,
+            generation: None,
+            unresolved: Some(Unresolved::no_profile()),
+            composer_marker: None,
+            page_load: String::new(),
+            human_apps: Vec::new(),
+        }
+    }
+}
+
+/// Why a needed page fact does not resolve (`page_facts.unresolved_why`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnresolvedWhy {
+    /// No probe of the fact's chain found it.
+    Missing,
+    /// The winning probe found more than one element.
+    Ambiguous,
+}
+
+crate::json_read::json_unit_enum!(UnresolvedWhy { "missing" => Missing, "ambiguous" => Ambiguous });
+
+/// A needed page fact that does not resolve (`page_facts.unresolved` + `unresolved_why`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unresolved {
+    /// A fact name (`crate::sites::FACT_NAMES`) or `profile` (the page has no profile).
+    pub fact: String,
+    /// Missing or ambiguous.
+    pub why: UnresolvedWhy,
+}
+
+crate::json_read::json_struct!(Unresolved { fact, why });
+
+impl Unresolved {
+    /// The page has no site profile (or did not say whether its facts resolve).
+    pub fn no_profile() -> Self {
+        Unresolved { fact: "profile".to_owned(), why: UnresolvedWhy::Missing }
+    }
+
+    /// Reads the flat pair `unresolved` / `unresolved_why` of a `page_facts` message.
+    /// `unresolved: null` with `unresolved_why: null` (or absent) is `Ok(None)`: every
+    /// needed fact resolves. Both absent — a page that did not say (the url-only
+    /// `page_facts`) — is [`Unresolved::no_profile`] (fail closed). Otherwise `unresolved`
+    /// must be a fact name ([`crate::sites::FACT_NAMES`]) or `profile`, at most
+    /// [`crate::limits::MAX_FACT_NAME_CHARS`] characters, and `unresolved_why` `missing`
+    /// or `ambiguous`; anything else is an error naming the problem (the whole message is
+    /// rejected).
+    pub fn read_page_facts(value: &serde_json::Value) -> Result<Option<Self>, String> {
+        use serde_json::Value;
+        let (fact, why) = (value.get("unresolved"), value.get("unresolved_why"));
+        let fact = match (fact, why) {
+            (None, None | Some(Value::Null)) => return Ok(Some(Self::no_profile())),
+            (Some(Value::Null), None | Some(Value::Null)) => return Ok(None),
+            (Some(Value::Null) | None, Some(_)) => return Err("`unresolved_why` is set but `unresolved` is not".to_owned()),
+            (Some(Value::String(fact)), _) => fact,
+            (Some(_), _) => return Err("`unresolved` is not a string or null".to_owned()),
+        };
+        if !crate::limits::within(fact, crate::limits::MAX_FACT_NAME_CHARS) {
+            return Err(format!("`unresolved` is longer than {} characters", crate::limits::MAX_FACT_NAME_CHARS));
+        }
+        if fact != "profile" && !crate::sites::FACT_NAMES.contains(&fact.as_str()) {
+            return Err(format!("`unresolved` is not a fact name or \"profile\": {fact:?}"));
+        }
+        let why = match why.and_then(serde_json::Value::as_str) {
+            Some("missing") => UnresolvedWhy::Missing,
+            Some("ambiguous") => UnresolvedWhy::Ambiguous,
+            _ => return Err("`unresolved_why` is not \"missing\" or \"ambiguous\"".to_owned()),
+        };
+        Ok(Some(Unresolved { fact: fact.clone(), why }))
+    }
 }
 
 /// Why the page could not attach a delivery's App (`not_submitted` with reason
@@ -97,7 +188,7 @@ pub enum DeliveryOutcome {
     /// Nothing was sent; any text typed was removed again.
     NotSubmitted {
         /// `no_composer`, `human_draft`, `insert_failed`, `send_button_missing`,
-        /// `unknown_layout`, `busy`.
+        /// `fact_unresolved` (`unknown_layout` from an older page), `busy`.
         reason: String,
     },
     /// Send was clicked, but whether the page took the message is not known.

@@ -27,8 +27,8 @@ impl Continuity {
             Some(WakeWithheld::HumanDraft)
         } else if !report.composer {
             Some(WakeWithheld::NoComposer)
-        } else if report.generation.is_none() {
-            Some(WakeWithheld::UnknownLayout)
+        } else if report.unresolved.is_some() {
+            Some(WakeWithheld::FactUnresolved)
         } else {
             None
         };
@@ -46,7 +46,7 @@ impl Continuity {
         };
         let subject = crate::text::concat(&["continue:", &binding.workspace_id]);
         if self.post_delivery(now, &scope.key(), tab, DeliveryKind::Continue, &subject, &body, Vec::new()).is_err() {
-            refuse(self, Self::manual_refusal(WakeWithheld::UnknownLayout));
+            refuse(self, Self::manual_refusal(WakeWithheld::FactUnresolved));
         }
     }
 

@@ -447,7 +447,8 @@ pub(super) enum QueueNote {
 }
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a
-/// permission, no human draft, none of our text left in the composer, layout known.
+/// permission, no human draft, none of our text left in the composer, every needed fact
+/// resolved.
 pub(super) fn is_idle_for_queue(report: &PageReport) -> bool {
     report.composer
         && !report.generating
@@ -455,5 +456,5 @@ pub(super) fn is_idle_for_queue(report: &PageReport) -> bool {
         && !report.draft
         && report.composer_marker.is_none()
         && report.delivering.is_none()
-        && report.generation.is_some()
+        && report.unresolved.is_none()
 }

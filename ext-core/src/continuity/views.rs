@@ -89,6 +89,7 @@ impl Continuity {
             progress_count: status.map_or(0, |s| s.progress_count),
             in_flight: delivery.map(|d| d.id.clone()),
             layout: self.pages.get(&tab).and_then(|p| p.generation.clone()),
+            unresolved: self.pages.get(&tab).and_then(|p| p.unresolved.clone()),
             delivery_state: delivery.map(|d| match d.state {
                 DeliveryState::Typing { .. } => "typing",
                 DeliveryState::Submitted { .. } => "submitted",
@@ -236,9 +237,12 @@ pub struct ContinuityView {
     pub wake_count: u32,
     /// Confirmed progress messages since binding.
     pub progress_count: u32,
-    /// The layout generation the page adapter recognised (`chatgpt.thread`, …); `None`
-    /// when the markup matches no known layout: nothing is typed there (fail closed).
+    /// The page's layout label (`chatgpt.thread`, …, `mixed`), diagnostic only; `None`
+    /// when no generation's markers hold and no composer resolved.
     pub layout: Option<String>,
+    /// The first fact the page needs that is missing or ambiguous (nothing is typed there
+    /// while it is set); `None` when every needed fact resolves.
+    pub unresolved: Option<Unresolved>,
     /// Where the delivery in flight stands (`typing`, `submitted`, `uncertain`), if any.
     pub delivery_state: Option<&'static str>,
     /// Why it is uncertain (`no_answer`, `not_seen`, `page_gone`, `unconfirmed`,
@@ -365,6 +369,7 @@ write_struct!(ContinuityView {
     wake_count,
     progress_count,
     layout,
+    unresolved,
     delivery_state,
     delivery_uncertain_why,
     in_flight,

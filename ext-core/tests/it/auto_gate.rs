@@ -88,7 +88,7 @@ fn all_clear() -> WakeFacts {
         handoff_in_progress: false,
         real_state_change: true,
         unconfirmed_delivery: false,
-        layout_known: true,
+        facts_resolved: true,
         page_generating: false,
         human_draft: false,
         composer_present: true,
@@ -126,16 +126,16 @@ proptest! {
     #[test]
     fn gate_passes_exactly_when_every_m7_condition_holds(
         bound: bool, target: bool, auto in any_auto(), handoff: bool, change: bool,
-        unconfirmed: bool, generating: bool, draft: bool, composer: bool, layout: bool, app_held: bool,
+        unconfirmed: bool, generating: bool, draft: bool, composer: bool, resolved: bool, app_held: bool,
     ) {
         let facts = WakeFacts {
             bound, has_delivery_target: target, auto, handoff_in_progress: handoff,
             real_state_change: change, unconfirmed_delivery: unconfirmed,
             page_generating: generating, human_draft: draft, composer_present: composer,
-            layout_known: layout, app_held: app_held.then_some(WakeWithheld::AppPickerNotOpened),
+            facts_resolved: resolved, app_held: app_held.then_some(WakeWithheld::AppPickerNotOpened),
         };
         let expected = bound && target && auto == AutoState::On && !handoff && change
-            && !unconfirmed && !generating && !draft && composer && layout && !app_held;
+            && !unconfirmed && !generating && !draft && composer && resolved && !app_held;
         prop_assert_eq!(wake_gate(&facts).is_ok(), expected);
     }
 }

@@ -14,7 +14,7 @@ pub(crate) const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b
 pub(crate) const TAB: u32 = 7;
 
 pub(crate) fn idle_page() -> PageReport {
-    PageReport { url: CONV.into(), composer: true, generation: Some("chatgpt.classic".into()), page_load: "load-1".into(), ..PageReport::default() }
+    PageReport { url: CONV.into(), composer: true, generation: Some("chatgpt.classic".into()), unresolved: None, page_load: "load-1".into(), ..PageReport::default() }
 }
 
 /// The id of the active delivery whose id has the stem `stem` (e.g. `wake:w1#2`).

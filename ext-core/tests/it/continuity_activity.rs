@@ -110,7 +110,7 @@ fn every_activity_code_has_an_english_and_a_chinese_text() {
     // The wake gate's reasons, each checked to be one of its wire names.
     let withheld = [
         "not_bound", "no_active_conversation", "auto_off", "project_auto_not_allowed", "handoff_in_progress",
-        "no_real_state_change", "unconfirmed_delivery", "page_generating", "human_draft", "no_composer", "unknown_layout",
+        "no_real_state_change", "unconfirmed_delivery", "page_generating", "human_draft", "no_composer", "fact_unresolved",
         "delivery_retry_pending", "delivery_failed_repeatedly",
     ];
     for code in withheld {

@@ -37,7 +37,7 @@ pub(super) fn home_url() -> String {
 }
 
 pub(super) fn page(url: &str, load: &str) -> PageReport {
-    PageReport { url: url.into(), composer: true, generation: Some("chatgpt.thread".into()), page_load: load.into(), ..PageReport::default() }
+    PageReport { url: url.into(), composer: true, generation: Some("chatgpt.thread".into()), unresolved: None, page_load: load.into(), ..PageReport::default() }
 }
 
 pub(super) fn package() -> Package {

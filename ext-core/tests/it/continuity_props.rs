@@ -57,7 +57,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     Activity, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport,
-    RuntimeAnswer, RuntimeCall, TaskCounts,
+    RuntimeAnswer, RuntimeCall, TaskCounts, Unresolved, UnresolvedWhy,
 };
 use ext_core::semantic_auto::Verdict;
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
@@ -136,7 +136,8 @@ enum Op {
     /// with a new epoch; bindings and Auto are gone, the pages still show old markers.
     LoseState,
     /// A page reports new facts.
-    Page { chat: usize, composer: bool, draft: bool, generating: bool, permission_card: bool },
+    /// `unresolved`: a needed page fact is missing or ambiguous there (issue 25).
+    Page { chat: usize, composer: bool, draft: bool, generating: bool, permission_card: bool, unresolved: bool },
     /// A page's port goes away (navigation, reload, tab closed); the next report of that
     /// chat is a fresh page load rendered from the server.
     PageGone { chat: usize },
@@ -207,8 +208,8 @@ fn op_strategy(workspaces: u8, panes: u8) -> impl Strategy<Value = Op> {
         2 => Just(Op::LinkUp),
         2 => Just(Op::WorkerRestart),
         1 => Just(Op::LoseState),
-        4 => (chat.clone(), prop::bool::weighted(0.85), prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.1))
-            .prop_map(|(chat, composer, draft, generating, permission_card)| Op::Page { chat, composer, draft, generating, permission_card }),
+        4 => (chat.clone(), prop::bool::weighted(0.85), prop::bool::weighted(0.2), prop::bool::weighted(0.25), prop::bool::weighted(0.1), prop::bool::weighted(0.15))
+            .prop_map(|(chat, composer, draft, generating, permission_card, unresolved)| Op::Page { chat, composer, draft, generating, permission_card, unresolved }),
         1 => chat.clone().prop_map(|chat| Op::PageGone { chat }),
         1 => chat.clone().prop_map(|chat| Op::ReloadHalfRendered { chat }),
         1 => chat.clone().prop_map(|chat| Op::SecondTab { chat }),
@@ -242,6 +243,8 @@ struct PageTruth {
     draft: bool,
     generating: bool,
     permission_card: bool,
+    /// A needed fact (here: Send, ambiguous) does not resolve: nothing may be typed.
+    unresolved: bool,
     /// The user turns on the page (the server's thread): [`FIRST_TURN`], then delivery ids
     /// (each turn's message id and marker).
     markers: Vec<String>,
@@ -265,7 +268,9 @@ impl PageTruth {
             user_turns: u32::try_from(self.markers.len()).unwrap_or(u32::MAX),
             last_user_turn_id: self.markers.last().map(|turn| format!("msg-{turn}")),
             markers: self.markers.iter().rev().take(5).rev().filter(|t| is_ours(t)).cloned().collect(),
-            generation: Some("chatgpt.classic".into()),
+            // The layout label never gates (issue 25): a mixed page is as good as a known one.
+            generation: Some(if self.load.is_multiple_of(2) { "chatgpt.classic" } else { "mixed" }.into()),
+            unresolved: self.unresolved.then(|| Unresolved { fact: "send".into(), why: UnresolvedWhy::Ambiguous }),
             composer_marker: self.composer_marker.clone(),
             page_load: format!("L{}", self.load),
             ..PageReport::default()
@@ -276,7 +281,7 @@ impl PageTruth {
         PageReport { user_turns: 0, last_user_turn_id: None, markers: Vec::new(), ..self.report(conv) }
     }
     fn accepts_submission(&self) -> bool {
-        self.composer && !self.draft && !self.generating && !self.permission_card && self.composer_marker.is_none()
+        self.composer && !self.draft && !self.generating && !self.permission_card && !self.unresolved && self.composer_marker.is_none()
     }
 }
 
@@ -1197,7 +1202,7 @@ impl World {
             // know which panes already work; an older one cannot, and nothing could.
             Op::LoseState if self.agents_in_hello => self.lose_state()?,
             Op::LoseState => {}
-            Op::Page { chat, composer, draft, generating, permission_card } => {
+            Op::Page { chat, composer, draft, generating, permission_card, unresolved } => {
                 let tab = CHATS[chat].0;
                 if !self.pages.contains_key(&tab) {
                     self.open_page(tab);
@@ -1207,6 +1212,7 @@ impl World {
                 page.draft = draft;
                 page.generating = generating;
                 page.permission_card = permission_card;
+                page.unresolved = unresolved;
                 self.report_page(tab)?;
             }
             Op::PageGone { chat } => {
@@ -1553,7 +1559,7 @@ fn semantic_ops() -> impl Strategy<Value = Vec<Op>> {
         8 => answer.prop_map(|how| Op::Answer { chat: 0, how }),
         2 => Just(Op::Queue { chat: 0 }),
         3 => (prop::bool::weighted(0.9), prop::bool::weighted(0.1), prop::bool::weighted(0.6))
-            .prop_map(|(composer, draft, generating)| Op::Page { chat: 0, composer, draft, generating, permission_card: false }),
+            .prop_map(|(composer, draft, generating)| Op::Page { chat: 0, composer, draft, generating, permission_card: false, unresolved: false }),
         1 => Just(Op::WorkerRestart),
         1 => Just(Op::QueueReadFails),
         1 => (0u8..1, 0u8..2).prop_map(|(ws, pane)| Op::Work { ws, pane }),
@@ -1594,7 +1600,7 @@ enum ProgressOp {
     Working,
     Settle(u64),
     Summary(u8),
-    Page { composer: bool, generating: bool, draft: bool },
+    Page { composer: bool, generating: bool, draft: bool, resolved: bool },
     Auto(bool),
     Answer(bool),
     Restart,
@@ -1606,7 +1612,8 @@ fn progress_op() -> impl Strategy<Value = ProgressOp> {
         2 => Just(ProgressOp::Working),
         1 => (1u64..1_000).prop_map(ProgressOp::Settle),
         3 => (0u8..4).prop_map(ProgressOp::Summary),
-        2 => (prop::bool::weighted(0.8), any::<bool>(), prop::bool::weighted(0.2)).prop_map(|(composer, generating, draft)| ProgressOp::Page { composer, generating, draft }),
+        2 => (prop::bool::weighted(0.8), any::<bool>(), prop::bool::weighted(0.2), prop::bool::weighted(0.85))
+            .prop_map(|(composer, generating, draft, resolved)| ProgressOp::Page { composer, generating, draft, resolved }),
         1 => any::<bool>().prop_map(ProgressOp::Auto),
         4 => any::<bool>().prop_map(ProgressOp::Answer),
         1 => Just(ProgressOp::Restart),
@@ -1626,11 +1633,13 @@ proptest! {
         let mut scheduler = WakeScheduler::new(ProgressConfig { tick_ms: 60_000, fallback_ms: 600_000 }, Language::En);
         let mut now: Millis = 0;
         scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some("w1".into()), has_delivery_target: true });
-        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, layout_known: true, app_held: None }));
+        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, facts_resolved: true, app_held: None }));
         scheduler.handle(now, SchedulerInput::AutoChanged { auto: AutoState::On });
         let mut summary: Option<String> = None;
         let mut awaiting: Option<MessageKind> = None;
         let mut delivered: Vec<String> = Vec::new();
+        // The page can take a message (issue 25: its needed facts resolve, too).
+        let mut page_open = true;
         for op in ops {
             now += 1;
             match op {
@@ -1642,7 +1651,10 @@ proptest! {
                     at: now,
                 })),
                 ProgressOp::Summary(i) => summary = Some(texts[usize::from(i)].to_owned()),
-                ProgressOp::Page { composer, generating, draft } => scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, layout_known: true, app_held: None })),
+                ProgressOp::Page { composer, generating, draft, resolved } => {
+                    page_open = composer && !generating && !draft && resolved;
+                    scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, facts_resolved: resolved, app_held: None }));
+                }
                 ProgressOp::Auto(on) => scheduler.handle(now, SchedulerInput::AutoChanged { auto: if on { AutoState::On } else { AutoState::Off } }),
                 ProgressOp::Answer(ok) => {
                     if let Some(kind) = awaiting.take() {
@@ -1672,9 +1684,9 @@ proptest! {
                         for out in outputs {
                             if let SchedulerOutput::CheckSummary { .. } = out {
                                 scheduler.handle(now, SchedulerInput::SummaryChecked { summary: summary.clone() });
-                                while let Some(out) = scheduler.poll() { outputs_check(&out, &mut awaiting)?; }
+                                while let Some(out) = scheduler.poll() { outputs_check(&out, &mut awaiting, page_open)?; }
                             } else {
-                                outputs_check(&out, &mut awaiting)?;
+                                outputs_check(&out, &mut awaiting, page_open)?;
                             }
                         }
                     }
@@ -1686,20 +1698,21 @@ proptest! {
             for out in outputs {
                 if let SchedulerOutput::CheckSummary { .. } = out {
                     scheduler.handle(now, SchedulerInput::SummaryChecked { summary: summary.clone() });
-                    while let Some(out) = scheduler.poll() { outputs_check(&out, &mut awaiting)?; }
+                    while let Some(out) = scheduler.poll() { outputs_check(&out, &mut awaiting, page_open)?; }
                 } else {
-                    outputs_check(&out, &mut awaiting)?;
+                    outputs_check(&out, &mut awaiting, page_open)?;
                 }
             }
         }
     }
 }
 
-/// A `Deliver` is only offered when nothing else awaits an answer; progress text is never
-/// blank.
-fn outputs_check(out: &SchedulerOutput, awaiting: &mut Option<MessageKind>) -> Result<(), TestCaseError> {
+/// A `Deliver` is only offered when nothing else awaits an answer and the page can take it
+/// (composer, idle, no draft, every needed fact resolved); progress text is never blank.
+fn outputs_check(out: &SchedulerOutput, awaiting: &mut Option<MessageKind>, page_open: bool) -> Result<(), TestCaseError> {
     if let SchedulerOutput::Deliver { kind, .. } = out {
         prop_assert!(awaiting.is_none(), "offered {kind:?} while {awaiting:?} awaits an answer");
+        prop_assert!(page_open, "offered {kind:?} to a page that cannot take it (a fact unresolved, busy or no composer)");
         if let MessageKind::Progress { summary } = kind {
             prop_assert!(!summary.trim().is_empty(), "P4: blank summary offered");
         }

@@ -15,6 +15,7 @@ mod continuity_handoff;
 mod continuity_health;
 mod continuity_journal;
 mod continuity_cards;
+mod continuity_facts;
 mod continuity_props;
 mod continuity_recovery;
 mod continuity_rollover;

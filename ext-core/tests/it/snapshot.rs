@@ -37,6 +37,7 @@ fn a_snapshot_of_release_0_1_0_loads_with_bindings_auto_and_its_delivery_in_flig
         url: CONV.into(),
         composer: true,
         generation: Some("chatgpt.classic".into()),
+        unresolved: None,
         page_load: "after-upgrade".into(),
         user_turns: 1,
         markers: vec!["wake:w1#2".into()],
@@ -107,7 +108,7 @@ fn every_persisted_enum_variant_is_written_as_serde_writes_it_and_reads_back() {
         WakeWithheld::PageGenerating,
         WakeWithheld::HumanDraft,
         WakeWithheld::NoComposer,
-        WakeWithheld::UnknownLayout,
+        WakeWithheld::FactUnresolved,
         WakeWithheld::DeliveryRetryPending,
         WakeWithheld::DeliveryFailedRepeatedly,
     ]);

@@ -25,7 +25,7 @@ fn settled(ws: &str, seq: u64, outcome: SettleOutcome) -> SchedulerInput {
 }
 
 fn page(composer_present: bool, generating: bool, human_draft: bool) -> SchedulerInput {
-    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, layout_known: true, app_held: None })
+    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, facts_resolved: true, app_held: None })
 }
 
 fn idle_page() -> SchedulerInput {
@@ -339,7 +339,7 @@ proptest! {
             match op {
                 Op::Working => s.handle(now, working("w1")),
                 Op::Settle(seq) => s.handle(now, settled("w1", seq, SettleOutcome::Idle)),
-                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, layout_known: true, app_held: None }; s.handle(now, SchedulerInput::Page(facts)); }
+                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None }; s.handle(now, SchedulerInput::Page(facts)); }
                 Op::Auto(on) => { auto_on = on; s.handle(now, auto(on)); }
                 Op::Confirm => {
                     if let Some(MessageKind::Wake { wake_id, .. }) = awaiting.take() { confirmed.push(wake_id); }

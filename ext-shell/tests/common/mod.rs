@@ -525,6 +525,8 @@ pub fn continuity_messages_translate() {
 /// ports from elsewhere are refused, runtime text is clipped before it reaches a page.
 pub fn page_and_runtime_input_is_bounded() {
     use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
+    use ext_core::continuity::{Unresolved, UnresolvedWhy};
+    use ext_shell::continuity_wire as cw;
     use ext_core::limits::{MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS};
     let rejected = |value: serde_json::Value| matches!(wire::check_page_message(&value), Err(WireError::PageMessageRejected(_)));
     let long = |n: usize| "x".repeat(n);
@@ -567,6 +569,37 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(rejected(json!({"url": "https://chatgpt.com/"})), "no type");
     let many: serde_json::Map<String, serde_json::Value> = (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();
     assert!(rejected(serde_json::Value::Object(many)));
+
+    // Issue 25: a page_facts with every field the adapter sends (17) fits the caps, and its
+    // `unresolved` / `unresolved_why` are a fact name or "profile" and "missing" or
+    // "ambiguous", both null, or both absent; anything else rejects the message whole.
+    let full = |unresolved: serde_json::Value, why: serde_json::Value| json!({"type": "page_facts",
+        "url": "https://chatgpt.com/c/1", "generation": "mixed", "page_load": "p1", "unresolved": unresolved,
+        "unresolved_why": why, "composer": true, "draft": false, "composer_marker": null, "generating": false,
+        "permission_card": false, "user_turns": 2, "last_user_turn_id": "u2", "last_human_turn_id": "u2",
+        "human_apps": [], "markers": [], "delivering": null});
+    assert_eq!(full(json!(null), json!(null)).as_object().map(serde_json::Map::len), Some(17));
+    assert_eq!(wire::check_page_message(&full(json!(null), json!(null))), Ok(()));
+    assert_eq!(wire::check_page_message(&full(json!("composer"), json!("ambiguous"))), Ok(()));
+    assert_eq!(wire::check_page_message(&full(json!("profile"), json!("missing"))), Ok(()));
+    assert!(rejected(full(json!("composer"), json!(null))), "a fact without why");
+    assert!(rejected(full(json!(null), json!("missing"))), "a why without fact");
+    assert!(rejected(full(json!("composer"), json!("gone"))), "another why word");
+    assert!(rejected(full(json!("the send button"), json!("missing"))), "not a fact name");
+    assert!(rejected(full(json!(long(65)), json!("missing"))), "over 64 characters");
+    assert!(rejected(full(json!(true), json!("missing"))), "not a string");
+    let unresolved = |message: serde_json::Value| cw::page_report(&message).map(|report| report.unresolved);
+    assert_eq!(unresolved(full(json!(null), json!(null))), Some(None));
+    assert_eq!(
+        unresolved(full(json!("send"), json!("ambiguous"))),
+        Some(Some(Unresolved { fact: "send".into(), why: UnresolvedWhy::Ambiguous }))
+    );
+    assert_eq!(unresolved(full(json!("send"), json!("maybe"))), None, "never stored either");
+    assert_eq!(
+        unresolved(json!({"type": "page_facts", "url": "https://chatgpt.com/"})),
+        Some(Some(Unresolved::no_profile())),
+        "a page that did not say its facts resolve: they do not (fail closed)"
+    );
 
     // The driver drops a rejected message (facts not stored), messages on a port it never
     // accepted, and binding commands that do not come from the panel.
@@ -836,6 +869,7 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
         url: url.into(),
         composer: true,
         generation: Some("chatgpt.classic".into()),
+        unresolved: None,
         page_load: "load-1".into(),
         user_turns: 1,
         last_human_turn_id: Some("u-1".into()),
@@ -867,7 +901,7 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     Reflect::set(&page, &"sender".into(), &js(json!({"url": url, "tab": {"id": 5}}))).expect("sender");
     LinkDriver::page_connected(&driver, page.clone());
-    let idle = PageReport { url: url.into(), composer: true, generation: Some("chatgpt.classic".into()), page_load: "load-1".into(), ..PageReport::default() };
+    let idle = PageReport { url: url.into(), composer: true, generation: Some("chatgpt.classic".into()), unresolved: None, page_load: "load-1".into(), ..PageReport::default() };
     LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 5, report: idle });
     let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
     LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 5, workspace });
