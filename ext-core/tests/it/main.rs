@@ -14,6 +14,7 @@ mod continuity_bridge;
 mod continuity_handoff;
 mod continuity_health;
 mod continuity_journal;
+mod continuity_profiles;
 mod continuity_cards;
 mod continuity_facts;
 mod continuity_props;
