@@ -69,14 +69,19 @@ class ProfileRow {
   }
 }
 
-/** The HUD holds the wake back because the page's composer is missing; nothing was typed. */
+/**
+ * The HUD holds the wake back because the page's composer is missing (the page reports no
+ * composer: withheld `no_composer`) and names the fact; nothing was typed or sent.
+ */
 async function expectFailsClosed(page, fixture, hud, sent) {
-  await hud.expect('data-withheld', 'fact_unresolved', 'HUD: held back, a needed page fact does not resolve (fail closed)');
+  await hud.expect('data-unresolved', 'composer:missing', 'HUD: the composer does not resolve');
+  await hud.expect('data-withheld', 'no_composer', 'HUD: the wake is held back (fail closed)');
   await hud.expand();
-  const line = hud.host.locator('[data-line="layout"]');
+  const line = hud.host.locator('p[data-line="layout"]');
+  await expect(line).toHaveAttribute('data-key', 'hudFactUnresolved');
   await expect(line, 'the HUD names the missing fact').toHaveAttribute('data-fact', 'composer');
   await expect(line).toHaveAttribute('data-why', 'missing');
-  await expect(line).toContainText('composer');
+  await expect(line).toContainText('“composer”');
   await expect(page.locator(fixture.ui.composer), 'nothing was typed').toHaveText('');
   expect(countMessages(fixture, WAKES), 'nothing more was sent').toBe(sent);
 }
@@ -105,7 +110,8 @@ test.describe('profile overrides on a ChatGPT layout the built-in profile does n
     styled.facts.composer[0].css = 'div{background:url(https://evil.test)}';
     await options.expectRefused('styled.json', JSON.stringify(styled), 'facts.composer[0].css: not a valid selector ("{"', 'a selector with { is refused');
     await options.expectInForce('builtin', 'builtin');
-    await expect(hud.state, 'nothing changed: still held').toHaveAttribute('data-withheld', 'fact_unresolved');
+    await hud.expect('data-withheld', 'no_composer', 'nothing changed: still held');
+    await hud.expect('data-unresolved', 'composer:missing');
     expect(countMessages(fixture, WAKES), 'nothing was sent meanwhile').toBe(0);
 
     // The file written for the renamed page: in force, and the held wake goes out once.
@@ -113,6 +119,7 @@ test.describe('profile overrides on a ChatGPT layout the built-in profile does n
     await expect(options.note).toContainText(`version ${RENAMED.version}`);
     await expect(options.error).toBeEmpty();
     await options.expectInForce('options', RENAMED.version);
+    await hud.expect('data-unresolved', '', 'the open page reads with the imported profile: every needed fact resolves');
     const wake = await expectExactlyOne(fixture, WAKES, {
       message: 'the imported profile lets the held wake go, exactly once',
       checkpoint: () => expectIdleAfterWakes(page, fixture, hud, 1),
