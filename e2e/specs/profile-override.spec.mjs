@@ -17,7 +17,8 @@
 //   goes out exactly once; Export downloads the profile in force, which validates when it
 //   is imported again; "Reset to built-in" restores the built-in behaviour (fails closed).
 // - The same file dropped into the companion home (`<home>/profiles/chatgpt.json`) is in
-//   force with source companion and wakes the renamed page once.
+//   force with source companion and wakes the renamed page once; a companion file that does
+//   not validate is not in force, and the options page names its first problem.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
@@ -146,10 +147,12 @@ test.describe('profile overrides on a ChatGPT layout the built-in profile does n
     expect(fixture.server, 'only the one wake reached the backend').toHaveLength(1);
   });
 
-  test('a profile file in the companion home is in force (source companion) and wakes the renamed layout exactly once', async ({ sandbox }) => {
+  test('a profile file in the companion home is in force (source companion) and wakes the renamed layout exactly once; one that does not validate is not, and the options page says why', async ({ sandbox }) => {
     const profiles = path.join(sandbox.home, 'profiles');
     mkdirSync(profiles, { recursive: true, mode: 0o700 });
     writeFileSync(path.join(profiles, 'chatgpt.json'), RENAMED_TEXT, { mode: 0o600 });
+    // A companion file that does not validate is not in force; the options page names why.
+    writeFileSync(path.join(profiles, 'zai.json'), JSON.stringify({ schema: 1, site: 'zai', on_load: 'alert(1)' }), { mode: 0o600 });
     const { context, worker, fixture } = await continuityWorld(sandbox, { layout: 'renamed' });
     const { page, hud } = await openAndBind(context, worker, CHAT);
     await turnAutoOn(context, hud, CHAT);
@@ -160,6 +163,7 @@ test.describe('profile overrides on a ChatGPT layout the built-in profile does n
     await expect(options.block.locator('[data-profile-hint]')).toContainText('profiles/chatgpt.json');
     const zai = new ProfileRow(options.page, 'zai');
     await zai.expectInForce('builtin', 'builtin');
+    await expect(zai.block.locator('[data-profile-problem]')).toContainText('companion: unknown field "on_load"');
 
     const task = await agentCycle(sandbox, hud, sessionRef, 'Refactor the API client');
     const wake = await expectExactlyOne(fixture, WAKES, {
