@@ -116,7 +116,8 @@ test.describe('mixed ChatGPT pages: facts, not generations', () => {
         const held = await agentCycle(sandbox, hud, sessionRef, 'Migrate the schema');
         await hud.expect('data-withheld', withheld, 'HUD: the wake is held back for the fact');
         expect(fixture.server, 'the backend recorded no message').toHaveLength(0);
-        await expect(page.locator(fixture.ui.composer), 'nothing was typed into the composer').toHaveText('');
+        // (`fixture.ui` is the page's without the fault: any editor in the form.)
+        await expect(page.locator('form [contenteditable="true"][role="textbox"]'), 'nothing was typed into the composer').toHaveText('');
 
         // The page is readable again: the held wake goes out, once.
         fixture.factFault = null;

@@ -15,7 +15,9 @@
 //! Entry points (called by `extension/worker.js`): [`start_keys`] and [`start_worker`]
 //! (`worker.js` reads the stored state and settings in between), [`page_connected`],
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
-//! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`].
+//! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`],
+//! [`profile_overrides_changed`], and the options page's [`profile_import`],
+//! [`profile_reset`], [`profile_get`].
 //!
 //! Invariant: one [`driver::LinkDriver`] per worker life, created by the first
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
