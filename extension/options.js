@@ -372,7 +372,10 @@ function profileSite([site, name]) {
     date.textContent = message('optionProfileDate', [date.dataset.profileDate || '?']);
     say(problem, typeof answer?.problem === 'string' && answer.problem ? message('optionProfileNotInForce', [answer.problem]) : '');
     say(hint, from === 'companion' ? message('optionProfileCompanionHint', [site]) : '');
-    reset.disabled = from !== 'options' && !problem.textContent;
+    // Reset removes this page's import: there is one to remove when it is in force, or
+    // when it is stored but refused (its problem starts `options:`); a companion file is
+    // removed from the companion home, not here.
+    reset.disabled = from !== 'options' && !String(answer?.problem ?? '').startsWith('options:');
     exportButton.disabled = !profile;
     if (failed) say(error, failed);
   };

@@ -501,12 +501,13 @@ test('the options page says when the worker does not answer about profiles, and 
   await expect(silent.locator('[data-profile-site="chatgpt"] [data-profile-source]')).toHaveText(MESSAGES.optionProfileSourceUnknown.message);
 
   const profiles = structuredClone(PROFILES);
-  profiles.chatgpt.problem = 'facts.composer: missing';
+  profiles.chatgpt.problem = 'options: facts.composer: missing';
   profiles.zai = { profile: { ...builtinProfile('zai'), version: 'mine', date: '2026-12-01' }, source: 'companion' };
   profiles.deepseek = { ok: false, problem: 'only the options page may ask' };
   const page = await open('options.html', { profiles, ready: '[data-profile-site="chatgpt"]' });
-  await expect(page.locator('[data-profile-site="chatgpt"] [data-profile-problem]')).toHaveText('An override for this site is not in force: facts.composer: missing. The profile shown is used instead; fix the file or reset.');
-  await expect(page.locator('[data-profile-site="chatgpt"] button[data-profile-reset]'), 'a stored override that does not validate can be reset').toBeEnabled();
+  await expect(page.locator('[data-profile-site="chatgpt"] [data-profile-problem]')).toHaveText('An override for this site is not in force: options: facts.composer: missing. The profile shown is used instead until the file is fixed (an import here can also be reset).');
+  await expect(page.locator('[data-profile-site="chatgpt"] button[data-profile-reset]'), 'a stored import that does not validate can be reset').toBeEnabled();
+  await expect(page.locator('[data-profile-site="zai"] button[data-profile-reset]'), 'a companion file is not removed from here').toBeDisabled();
   await expect(page.locator('[data-profile-site="zai"] [data-profile-source]')).toHaveAttribute('data-profile-source', 'companion');
   await expect(page.locator('[data-profile-site="zai"] [data-profile-hint]')).toContainText('profiles/zai.json');
   await expect(page.locator('[data-profile-site="deepseek"] [data-profile-error]'), 'a refused profile_get is shown').toHaveText("The extension did not show this site's profile: only the options page may ask");
