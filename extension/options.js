@@ -248,12 +248,228 @@ async function trustedTypingSection() {
     state, toggle, note);
 }
 
+// ---- Site profiles (issue 25; docs/PROTOCOL.md "Site profile files"): per site the
+// profile in force — built in, imported here, or a file in the companion home — with its
+// version and date; "Import…" sends a profile file to the worker (`profile_import`), which
+// validates it in ext-core and keeps it in chrome.storage.local only when it passes;
+// "Export" saves the profile in force (`profile_get`) as `<site>-profile.json`; "Reset to
+// built-in" drops the import (`profile_reset`). The validation of record is ext-core's
+// (sites/file.rs): this page only adds what a browser can tell and ext-core cannot — that
+// every selector parses as CSS here — and refuses such a file before sending it.
+const PROFILE_SITES = [['chatgpt', 'ChatGPT'], ['zai', 'Z.ai'], ['deepseek', 'DeepSeek']];
+/** Where the worker keeps imports (`{<site>: {text, imported_at}}`): watched to refresh. */
+const PROFILE_OVERRIDES_KEY = 'herdrContinuityProfileOverridesV1';
+const PROFILE_MAX_BYTES = 64 * 1024;
+const PROFILE_SOURCES = ['builtin', 'options', 'companion'];
+/** What ext-core refuses in a selector by itself (and names better): not parsed here. */
+const CODE_IN_SELECTOR = /[{};<\u0000]|javascript:|url\(/i;
+
+/** One request to the worker: `{answer}` (an object), or `{failed}` (a text to show). */
+async function askWorker(request) {
+  try {
+    const answer = await chrome.runtime.sendMessage(request);
+    if (answer && typeof answer === 'object') return { answer };
+    return { failed: message('optionProfileNoAnswer', [message('optionProfileNoAnswerEmpty')]) };
+  } catch (failure) {
+    return { failed: message('optionProfileNoAnswer', [errorText(failure)]) };
+  }
+}
+
+/**
+ * Every selector of a profile file with its JSON path, in file order: detection rules,
+ * fact probes, `never`, `disabled`, the App mention probes. Values that are not strings
+ * are skipped: ext-core names those.
+ */
+function* profileSelectors(profile) {
+  const strings = function* (list, where) {
+    if (!Array.isArray(list)) return;
+    for (const [i, css] of list.entries()) if (typeof css === 'string') yield [`${where}[${i}]`, css];
+  };
+  const probes = function* (list, where) {
+    if (!Array.isArray(list)) return;
+    for (const [i, probe] of list.entries()) if (typeof probe?.css === 'string') yield [`${where}[${i}].css`, probe.css];
+  };
+  if (Array.isArray(profile.generations)) {
+    for (const [g, generation] of profile.generations.entries()) {
+      for (const rule of ['all', 'any', 'none']) yield* strings(generation?.detect?.[rule], `generations[${g}].detect.${rule}`);
+    }
+  }
+  if (profile.facts && typeof profile.facts === 'object') {
+    for (const [fact, chain] of Object.entries(profile.facts)) yield* probes(chain, `facts.${fact}`);
+  }
+  yield* strings(profile.never, 'never');
+  yield* strings(profile.disabled, 'disabled');
+  const apps = profile.app_mentions;
+  if (apps && typeof apps === 'object') {
+    yield* probes(apps.pills, 'app_mentions.pills');
+    yield* probes(apps.picker, 'app_mentions.picker');
+    if (typeof apps.option === 'string') yield ['app_mentions.option', apps.option];
+  }
+}
+
+/**
+ * The first selector of `text` (a profile file) this browser cannot parse, as a problem
+ * line (`facts.send[2].css: …`), or null. Text that is not a JSON object, and selectors
+ * ext-core refuses by itself (code-bearing characters), are left to ext-core.
+ */
+function unparsableSelector(text) {
+  let profile;
+  try { profile = JSON.parse(text); } catch { return null; }
+  if (!profile || typeof profile !== 'object') return null;
+  const probe = document.createDocumentFragment();
+  for (const [where, css] of profileSelectors(profile)) {
+    if (css.trim() === '' || CODE_IN_SELECTOR.test(css)) continue;
+    try {
+      probe.querySelector(css);
+    } catch {
+      return message('optionProfileSelectorUnparsable', [where]);
+    }
+  }
+  return null;
+}
+
+/** The profile of an answer as an object (the worker may send it as JSON text). */
+function profileOf(answer) {
+  if (typeof answer?.profile === 'string') {
+    try { return JSON.parse(answer.profile); } catch { return null; }
+  }
+  return answer?.profile && typeof answer.profile === 'object' ? answer.profile : null;
+}
+
+/** One site's block: what is in force, Import… / Export / Reset, its alert and its note. */
+function profileSite([site, name]) {
+  const source = element('span', 'profile-source', { 'data-profile-source': '' }, message('optionProfileLoading'));
+  const version = element('span', 'profile-version', { 'data-profile-version': '' });
+  const date = element('span', 'profile-date', { 'data-profile-date': '' });
+  const problem = element('p', 'profile-problem', { 'data-profile-problem': '' });
+  const hint = element('p', 'profile-hint', { 'data-profile-hint': '' });
+  // role=alert: a refused import is announced at once (and is empty otherwise).
+  const error = element('p', 'profile-error', { role: 'alert', 'data-profile-error': '' });
+  // Announced like the page's save status, but not a second [role=status].
+  const note = element('p', 'profile-note', { 'aria-live': 'polite', 'data-profile-note': '' });
+  const inputId = `profileImport-${site}`;
+  const input = element('input', 'profile-import', {
+    id: inputId, type: 'file', accept: '.json,application/json', 'data-profile-import': '', 'aria-describedby': 'profilesHelp',
+  });
+  const importLabel = element('label', 'profile-import-label', { for: inputId }, message('optionProfileImport'));
+  const say = (line, text) => { line.textContent = text; };
+  const refuse = (text) => { say(note, ''); say(error, text); };
+
+  const refresh = async () => {
+    let { answer, failed } = await askWorker({ type: 'profile_get', site });
+    if (answer?.ok === false) {
+      failed = message('optionProfileGetRefused', [String(answer.problem ?? '?')]);
+      answer = null;
+    }
+    const profile = profileOf(answer);
+    const from = PROFILE_SOURCES.includes(answer?.source) ? answer.source : '';
+    source.dataset.profileSource = from;
+    source.textContent = from ? message(`optionProfileSource_${from}`) : message('optionProfileSourceUnknown');
+    version.dataset.profileVersion = typeof profile?.version === 'string' ? profile.version : '';
+    version.textContent = profile?.version === 'builtin' ? message('optionProfileVersionBuiltin')
+      : message('optionProfileVersion', [version.dataset.profileVersion || '?']);
+    date.dataset.profileDate = typeof profile?.date === 'string' ? profile.date : '';
+    date.textContent = message('optionProfileDate', [date.dataset.profileDate || '?']);
+    say(problem, typeof answer?.problem === 'string' && answer.problem ? message('optionProfileNotInForce', [answer.problem]) : '');
+    say(hint, from === 'companion' ? message('optionProfileCompanionHint', [site]) : '');
+    // Reset removes this page's import: there is one to remove when it is in force, or
+    // when it is stored but refused (its problem starts `options:`); a companion file is
+    // removed from the companion home, not here.
+    reset.disabled = from !== 'options' && !String(answer?.problem ?? '').startsWith('options:');
+    exportButton.disabled = !profile;
+    if (failed) say(error, failed);
+  };
+
+  input.addEventListener('change', async () => {
+    const file = input.files?.[0];
+    input.value = ''; // the same file can be picked again after a fix
+    if (!file) return;
+    say(error, '');
+    if (file.size > PROFILE_MAX_BYTES) {
+      refuse(message('optionProfileRefused', [file.name, message('optionProfileTooLarge', ['64'])]));
+      return;
+    }
+    let text;
+    try {
+      text = await file.text();
+    } catch (failure) {
+      refuse(message('optionProfileRefused', [file.name, message('optionProfileUnreadable', [errorText(failure)])]));
+      return;
+    }
+    const unparsable = unparsableSelector(text);
+    if (unparsable) {
+      refuse(message('optionProfileRefused', [file.name, unparsable]));
+      return;
+    }
+    const { answer, failed } = await askWorker({ type: 'profile_import', site, text });
+    if (failed || answer.ok !== true) {
+      refuse(failed ?? message('optionProfileRefused', [file.name, typeof answer.problem === 'string' ? answer.problem : '?']));
+      return;
+    }
+    say(error, '');
+    say(note, message('optionProfileImported', [String(answer.version ?? '?'), String(answer.date ?? '?')]));
+    await refresh();
+  });
+
+  const exportButton = button(message('optionProfileExport'), { 'data-profile-export': '' }, async () => {
+    say(error, '');
+    const { answer, failed } = await askWorker({ type: 'profile_get', site });
+    const profile = profileOf(answer);
+    if (failed || !profile) {
+      const why = failed ?? (answer?.ok === false ? String(answer.problem ?? '?') : message('optionProfileNoProfile'));
+      say(error, message('optionProfileExportFailed', [why]));
+      return;
+    }
+    const fileName = `${site}-profile.json`;
+    const url = URL.createObjectURL(new Blob([`${JSON.stringify(profile, null, 2)}\n`], { type: 'application/json' }));
+    const link = element('a', '', { href: url, download: fileName, hidden: '' });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000); // after the download has taken it
+    say(note, message('optionProfileExported', [fileName]));
+  });
+
+  const reset = button(message('optionProfileReset'), { 'data-profile-reset': '' }, async () => {
+    say(error, '');
+    const { answer, failed } = await askWorker({ type: 'profile_reset', site });
+    if (failed || answer.ok === false) {
+      say(error, message('optionProfileResetFailed', [failed ?? String(answer.problem ?? answer.error ?? '?')]));
+      return;
+    }
+    say(note, message('optionProfileResetDone'));
+    await refresh();
+  });
+
+  const block = element('section', 'profile-site', { 'data-profile-site': site, 'aria-labelledby': `profileHeading-${site}` },
+    element('h3', '', { id: `profileHeading-${site}` }, name),
+    element('p', 'profile-in-force', {}, element('span', 'caption', {}, message('optionProfileInForce')), ' ', source, ' · ', version, ' · ', date),
+    problem, hint,
+    element('div', 'actions profile-actions', {}, importLabel, input, exportButton, reset),
+    error, note);
+  block.refresh = refresh;
+  return block;
+}
+
+/** The fieldset: what a profile is, then one block per site; storage changes refresh it. */
+function profilesSection() {
+  const sites = PROFILE_SITES.map(profileSite);
+  const refreshAll = () => Promise.all(sites.map((site) => site.refresh()));
+  chrome.storage.onChanged?.addListener?.((changes, area) => {
+    if (area === 'local' && PROFILE_OVERRIDES_KEY in changes) refreshAll();
+  });
+  refreshAll();
+  return element('fieldset', 'profiles', { id: 'siteProfiles' }, element('legend', '', {}, message('optionProfilesHeading')),
+    element('p', 'profiles-help', { id: 'profilesHelp' }, message('optionProfilesNote')), ...sites);
+}
+
 startPage((app) => {
   const form = element('form', 'settings');
   const status = statusRegion('save-status');
   app.append(form, status);
   judgeSection().then((section) => app.append(section)).then(recoverySection).then((section) => app.append(section))
-    .then(trustedTypingSection).then((section) => app.append(section));
+    .then(trustedTypingSection).then((section) => app.append(section))
+    .then(() => app.append(profilesSection()));
   const defaults = Object.fromEntries(SETTINGS.map((spec) => [spec.key, spec.default]));
   chrome.storage.sync.get(defaults)
     .catch(() => defaults)

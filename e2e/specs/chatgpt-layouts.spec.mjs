@@ -6,7 +6,7 @@
 // same in every layout. If these fail, the layout specs cannot be trusted.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
-import { ChatGptFixture, CSP_VARIANTS, FAILURE_TEXT, LABELS, LAYOUTS, NO_TOOLS_REPLY, chatgptUrl } from '../fixtures/chatgpt.mjs';
+import { ChatGptFixture, CSP_VARIANTS, FAILURE_TEXT, LABELS, LAYOUTS, NO_TOOLS_REPLY, RENAMED_MARKERS, chatgptUrl } from '../fixtures/chatgpt.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
@@ -78,6 +78,80 @@ function turnShape(page) {
       promptTextarea: document.querySelectorAll('#prompt-textarea').length,
       isStreamingAttr: document.querySelectorAll('[data-is-streaming]').length,
     };
+  });
+}
+
+// The `renamed` layout (issue 25: a drift no built-in profile knows) is the thread layout
+// with its markers renamed: the same DOM once the names are mapped back, none of the
+// thread markers the built-in profile reads, and the same behaviour.
+/** Every marker of the built-in ChatGPT profile's composer, turns, roles and ids. */
+const BUILTIN_MARKERS = [
+  '#prompt-textarea', '.ProseMirror', 'form[data-chatgpt-composer]', 'form[data-type="unified-composer"]', '[data-composer-markdown]',
+  '[data-turn-key]', '[data-content-search-turn-key]', '[data-chatgpt-search-unit-key]', '[data-content-search-unit-key]',
+  '[data-chatgpt-search-message-ids]', '[data-chatgpt-selection-message-id]', '[data-user-message-bubble]', '[data-markdown-text-style]',
+  '[data-message-author-role]', '[data-message-id]', '[data-turn]', '[data-testid^="conversation-turn-"]',
+];
+
+for (const csp of CSP_VARIANTS) {
+  test(`renamed, CSP ${csp}: the thread layout's DOM under renamed markers, none of the built-in markers, the same behaviour`, async () => {
+    const thread = await open({ layout: 'thread', csp });
+    // The thread page's markup with the renames applied (the fixture's seeded ids are fixed).
+    const expected = await thread.page.evaluate((renamed) => {
+      const copy = document.getElementById('main').cloneNode(true);
+      for (const el of [copy, ...copy.querySelectorAll('*')]) {
+        for (const { name, value } of [...el.attributes]) {
+          if (!renamed.attributes[name]) continue;
+          el.removeAttribute(name);
+          el.setAttribute(renamed.attributes[name], value);
+        }
+        for (const [from, to] of Object.entries(renamed.classes)) if (el.classList.contains(from)) el.classList.replace(from, to);
+      }
+      return copy.outerHTML;
+    }, RENAMED_MARKERS);
+    await thread.context.close();
+    // Attribute order may differ after the renames above: compare parsed, attributes sorted.
+    const canonical = (page, html) => page.evaluate((markup) => {
+      const box = document.createElement('div');
+      box.innerHTML = markup;
+      const walk = (el) => [el.tagName, [...el.attributes].map((a) => [a.name, a.value]).sort(), [...el.childNodes].map((n) => (n.nodeType === 1 ? walk(n) : n.textContent))];
+      return walk(box.firstElementChild);
+    }, html);
+
+    const { context, fixture, page } = await open({ layout: 'renamed', csp });
+    const { ui } = fixture;
+    const l = LABELS.en;
+    const actual = await page.evaluate(() => document.getElementById('main').outerHTML);
+    expect(await canonical(page, actual), 'the thread DOM with renamed markers').toEqual(await canonical(page, expected));
+    for (const marker of BUILTIN_MARKERS) expect(await page.locator(marker).count(), `no ${marker}`).toBe(0);
+    await expect(page.locator('form[data-cg-composer] [data-cg-editor].cg-prose[contenteditable="true"][role="textbox"]')).toHaveAttribute('aria-label', l.composerThread);
+    await expect(page.locator('[data-cg-turn]')).toHaveCount(2);
+    await expect(page.locator('[data-cg-unit$=":user"] [data-cg-bubble]')).toHaveText([SEEDED[0].text, SEEDED[2].text]);
+    await expect(page.locator(ui.finished)).toHaveCount(2);
+
+    // Type, Send, a reply streams without its id behind Stop; Stop finishes it with its ids.
+    fixture.streamMs = 60_000;
+    await page.locator(ui.composer).click();
+    await page.keyboard.type('Deploy to staging');
+    await expect(page.locator(ui.send)).toHaveAttribute('aria-label', l.sendThread);
+    await page.locator(ui.send).click();
+    await expect(page.locator(ui.stop)).toHaveAttribute('aria-label', l.stopThread);
+    await expect(page.locator(ui.userTurn).last()).toHaveText('Deploy to staging');
+    await expect(page.locator(ui.composer)).toHaveText('');
+    const unit = page.locator('[data-cg-unit$=":assistant"]').last();
+    await expect(unit, 'streaming: no message id yet').not.toHaveAttribute('data-cg-message-ids', /.*/);
+    await page.locator(ui.stop).click();
+    await expect(page.locator(ui.finished)).toHaveCount(3);
+    const id = await unit.getAttribute('data-cg-message-ids');
+    expect(id).toMatch(/\S/);
+    await expect(unit.locator('[data-cg-text-style]')).toHaveAttribute('data-cg-final-id', id);
+    for (const marker of BUILTIN_MARKERS) expect(await page.locator(marker).count(), `still no ${marker}`).toBe(0);
+    expect(fixture.server.map((m) => [m.conversationId, m.text])).toEqual([[CONVERSATION, 'Deploy to staging']]);
+
+    await page.reload();
+    await expect(page.locator(ui.userTurn)).toHaveCount(3);
+    await expect(page.locator(ui.finished)).toHaveCount(3);
+    expect(await securityPolicyViolations(page)).toEqual([]);
+    await context.close();
   });
 }
 

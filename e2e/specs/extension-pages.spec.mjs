@@ -17,8 +17,32 @@ const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/cs
 
 // Runs in the page before its scripts: the stand-in chrome API. `window.__herdr` holds the
 // messages the page posted and the stored settings, and sends messages as the worker.
-function installChrome({ messages, stored, storedLocal = {}, failSet }) {
+function installChrome({ messages, stored, storedLocal = {}, failSet, profiles = null }) {
   const herdr = { posted: [], listeners: [], sync: { ...stored }, local: { ...storedLocal }, warnings: [] };
+  // The worker's side of the Site profiles messages (contract: docs/PROTOCOL.md "Site
+  // profile overrides"): `profiles` is site → the built-in `{profile, source}`; an import
+  // answers `herdr.importAnswer` (set by the test) and, when it is ok, puts the file in
+  // force; every request is kept in `herdr.requests`. Without `profiles` the worker does
+  // not answer (as a worker that does not know the messages).
+  herdr.requests = [];
+  herdr.builtin = profiles;
+  herdr.profiles = profiles && JSON.parse(JSON.stringify(profiles));
+  herdr.importAnswer = null;
+  const answerProfile = async (request) => {
+    herdr.requests.push(JSON.parse(JSON.stringify(request)));
+    if (!herdr.profiles) throw new Error('Could not establish connection. Receiving end does not exist.');
+    const { site } = request;
+    if (request.type === 'profile_get') return herdr.profiles[site];
+    if (request.type === 'profile_import') {
+      if (herdr.importAnswer?.ok) herdr.profiles[site] = { profile: JSON.parse(request.text), source: 'options' };
+      return herdr.importAnswer;
+    }
+    if (request.type === 'profile_reset') {
+      herdr.profiles[site] = JSON.parse(JSON.stringify(herdr.builtin[site]));
+      return { ok: true };
+    }
+    return undefined;
+  };
   herdr.send = (message) => herdr.listeners.forEach((listener) => listener(message));
   const warn = console.warn.bind(console);
   console.warn = (...args) => { herdr.warnings.push(String(args[0])); warn(...args); };
@@ -37,6 +61,7 @@ function installChrome({ messages, stored, storedLocal = {}, failSet }) {
     i18n: { getMessage },
     runtime: {
       getManifest: () => ({ version: '0.1.0' }),
+      sendMessage: answerProfile,
       connect: ({ name }) => {
         herdr.portName = name;
         return {
@@ -79,9 +104,9 @@ test.afterEach(async () => {
 });
 
 /** Opens `file` (with `query`) under the stand-in chrome; waits until `ready` is shown. */
-async function open(file, { query = '', stored = {}, storedLocal = {}, failSet = false, ready = '#app > *' } = {}) {
+async function open(file, { query = '', stored = {}, storedLocal = {}, failSet = false, profiles = null, ready = '#app > *' } = {}) {
   const page = await context.newPage();
-  await page.addInitScript(installChrome, { messages: MESSAGES, stored, storedLocal, failSet });
+  await page.addInitScript(installChrome, { messages: MESSAGES, stored, storedLocal, failSet, profiles });
   await page.goto(`${ORIGIN}/${file}${query}`);
   await expect(page.locator(ready).first()).toBeAttached();
   return page;
@@ -419,4 +444,94 @@ test('the options page\'s judge section: a bad stored record shows the defaults 
   await mode.selectOption('in_auto');
   await expect(note).toHaveText(MESSAGES.optionSaved.message);
   expect(JSON.parse(await local())).toEqual({ mode: 'in_auto', max_continues: 2 });
+});
+
+// ---- Site profiles (issue 25): the options page's half, against the stand-in worker above.
+// The real worker, ext-core's validation and the companion file: profile-override.spec.
+const builtinProfile = (site) => ({
+  schema: 1, site, origin: `https://${site}.test`, version: 'builtin', date: '2026-09-26', generations: [],
+  facts: { composer: [{ css: '#prompt-textarea', scope: 'doc', gens: [`${site}.a`], fallback: false }] }, labels: [], never: [], disabled: [],
+});
+const PROFILES = Object.fromEntries(['chatgpt', 'zai', 'deepseek'].map((site) => [site, { profile: builtinProfile(site), source: 'builtin' }]));
+const profileFile = (name, profile) => ({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(profile)) });
+
+test('the options page lists the profile in force per site; Import… refuses a file the browser cannot parse before sending and one the worker refuses with its first problem, changing nothing; an accepted one is shown in force; Export downloads it; Reset to built-in is one click', async () => {
+  const page = await open('options.html', { profiles: PROFILES, ready: '[data-profile-site="deepseek"]' });
+  await expect(page.locator('#siteProfiles legend')).toHaveText(MESSAGES.optionProfilesHeading.message);
+  const site = page.locator('[data-profile-site="chatgpt"]');
+  const source = site.locator('[data-profile-source]');
+  const version = site.locator('[data-profile-version]');
+  const error = site.locator('[data-profile-error][role=alert]');
+  const note = site.locator('[data-profile-note]');
+  for (const name of ['chatgpt', 'zai', 'deepseek']) {
+    await expect(page.locator(`[data-profile-site="${name}"] [data-profile-source]`)).toHaveAttribute('data-profile-source', 'builtin');
+  }
+  await expect(source).toHaveText(MESSAGES.optionProfileSource_builtin.message);
+  await expect(version).toHaveAttribute('data-profile-version', 'builtin');
+  await expect(site.locator('[data-profile-date]')).toHaveText('checked 2026-09-26');
+  await expect(site.locator('button[data-profile-reset]'), 'nothing to reset while the built-in profile is in force').toBeDisabled();
+  // Keyboard-usable: the file input is the labelled "Import…" control and takes focus.
+  const input = site.getByLabel(MESSAGES.optionProfileImport.message);
+  await expect(input).toHaveAttribute('type', 'file');
+  await input.focus();
+  await expect(input).toBeFocused();
+
+  // A selector the browser cannot parse (balanced, no code characters: ext-core's checks
+  // would let it through) is refused here, and nothing is sent.
+  const override = { ...builtinProfile('chatgpt'), version: 'renamed-1', date: '2026-12-06' };
+  const unparsable = structuredClone(override);
+  unparsable.facts.send = [{ css: 'button', scope: 'root' }, { css: 'button:not-a-pseudo-class', scope: 'root' }];
+  await input.setInputFiles(profileFile('bad-selector.json', unparsable));
+  await expect(error).toHaveText('Not imported (bad-selector.json): facts.send[1].css: the browser cannot parse this selector. Nothing was changed; fix the file and import it again.');
+  expect((await page.evaluate(() => window.__herdr.requests)).map((r) => r.type), 'no import was sent').not.toContain('profile_import');
+
+  // The worker (ext-core) refuses a code-bearing file: its first problem is shown, nothing changes.
+  await page.evaluate(() => { window.__herdr.importAnswer = { ok: false, problem: 'unknown field "on_load": a profile holds selector and label tables only' }; });
+  await input.setInputFiles(profileFile('code.json', { ...override, on_load: 'alert(1)' }));
+  await expect(error).toHaveText('Not imported (code.json): unknown field "on_load": a profile holds selector and label tables only. Nothing was changed; fix the file and import it again.');
+  await expect(source).toHaveAttribute('data-profile-source', 'builtin');
+  const sent = (await page.evaluate(() => window.__herdr.requests)).filter((r) => r.type === 'profile_import');
+  expect(sent).toHaveLength(1);
+  expect(sent[0].site).toBe('chatgpt');
+  expect(JSON.parse(sent[0].text).on_load, 'the file text is sent as it is').toBe('alert(1)');
+
+  // An accepted import is in force with its version and date; the alert is cleared.
+  await page.evaluate(() => { window.__herdr.importAnswer = { ok: true, version: 'renamed-1', date: '2026-12-06' }; });
+  await input.setInputFiles(profileFile('chatgpt-renamed.json', override));
+  await expect(note).toHaveText('Imported: version renamed-1 (checked 2026-12-06) is in force for this site from now on, on open pages too.');
+  await expect(error).toBeEmpty();
+  await expect(source).toHaveAttribute('data-profile-source', 'options');
+  await expect(version).toHaveAttribute('data-profile-version', 'renamed-1');
+  await expect(version).toHaveText('version renamed-1');
+  await expect(page.locator('[data-profile-site="zai"] [data-profile-source]'), 'other sites unchanged').toHaveAttribute('data-profile-source', 'builtin');
+
+  // Export saves the profile in force as <site>-profile.json.
+  const [download] = await Promise.all([page.waitForEvent('download'), site.locator('button[data-profile-export]').click()]);
+  expect(download.suggestedFilename()).toBe('chatgpt-profile.json');
+  const saved = JSON.parse(readFileSync(await download.path(), 'utf8'));
+  expect(saved).toEqual(override);
+
+  // Reset to built-in: one click.
+  await site.locator('button[data-profile-reset]').click();
+  await expect(source).toHaveAttribute('data-profile-source', 'builtin');
+  await expect(note).toHaveText(MESSAGES.optionProfileResetDone.message);
+  expect((await page.evaluate(() => window.__herdr.requests)).filter((r) => r.type === 'profile_reset')).toEqual([{ type: 'profile_reset', site: 'chatgpt' }]);
+});
+
+test('the options page says when the worker does not answer about profiles, and shows an override that is not in force with its problem', async () => {
+  const silent = await open('options.html', { ready: '[data-profile-site="chatgpt"]' });
+  await expect(silent.locator('[data-profile-site="chatgpt"] [data-profile-error]')).toContainText("The extension's background did not answer (Could not establish connection.");
+  await expect(silent.locator('[data-profile-site="chatgpt"] [data-profile-source]')).toHaveText(MESSAGES.optionProfileSourceUnknown.message);
+
+  const profiles = structuredClone(PROFILES);
+  profiles.chatgpt.problem = 'options: facts.composer: missing';
+  profiles.zai = { profile: { ...builtinProfile('zai'), version: 'mine', date: '2026-12-01' }, source: 'companion' };
+  profiles.deepseek = { ok: false, problem: 'only the options page may ask' };
+  const page = await open('options.html', { profiles, ready: '[data-profile-site="chatgpt"]' });
+  await expect(page.locator('[data-profile-site="chatgpt"] [data-profile-problem]')).toHaveText('An override for this site is not in force: options: facts.composer: missing. The profile shown is used instead until the file is fixed (an import here can also be reset).');
+  await expect(page.locator('[data-profile-site="chatgpt"] button[data-profile-reset]'), 'a stored import that does not validate can be reset').toBeEnabled();
+  await expect(page.locator('[data-profile-site="zai"] button[data-profile-reset]'), 'a companion file is not removed from here').toBeDisabled();
+  await expect(page.locator('[data-profile-site="zai"] [data-profile-source]')).toHaveAttribute('data-profile-source', 'companion');
+  await expect(page.locator('[data-profile-site="zai"] [data-profile-hint]')).toContainText('profiles/zai.json');
+  await expect(page.locator('[data-profile-site="deepseek"] [data-profile-error]'), 'a refused profile_get is shown').toHaveText("The extension did not show this site's profile: only the options page may ask");
 });
