@@ -1469,7 +1469,7 @@
   };
   // The needed facts that are missing (docs/PROTOCOL.md "page_diagnostics"), each with the
   // region it was looked for in: composer → <main> (else <body>); root → three levels
-  // above the composer; user → the turns' list; message_id → the newest user message's turn.
+  // above the composer; user → the turns' list. (Message ids are not a needed fact.)
   const missingReport = (seen, hits) => {
     if (!profile) return {};
     const top = document.querySelector('main') ?? document.body;
@@ -1479,11 +1479,6 @@
     // As the adapter's own `unresolved` (observe()), every missing one rather than the first.
     const turns = seen.turns;
     if (turns?.tail?.length && !seen.users?.list.length && !seen.last) out.user = structureOf(turns.list ?? turns.tail[0].parentElement ?? top);
-    const users = seen.users?.list ?? [];
-    if (users.length && seen.view?.facts.message_id.length && !users.findLast((el) => messageId(seen.view, el) !== null)) {
-      const last = users[users.length - 1];
-      out.message_id = structureOf((turns?.probe && closest(last, turns.probe.css)) || last.parentElement || last);
-    }
     if (seen.unresolved && seen.why === 'missing' && !(seen.unresolved in out) && Object.keys(out).length < 6) {
       out[seen.unresolved] = structureOf(top);
     }
@@ -1658,6 +1653,9 @@
     if ((load && load !== pageLoad) || (url && conversationPath(url) !== conversationPath(location.href))) {
       return report(id, 'not_submitted', 'other_conversation');
     }
+    // A fresh look for the composer (the cached one is kept only while it was the one match;
+    // a second, e.g. an inline edit box, may have appeared since): typing needs exactly one.
+    if (detected) detected.composerHit = null;
     const seen = observe();
     // A needed fact missing or ambiguous (or no profile yet): nothing is typed (a page that
     // is generating says so first: the worker offers it again later either way).
@@ -1675,12 +1673,18 @@
         removeAttempt(id, app);
         return report(id, 'not_submitted', 'app_not_attached', detail);
       }
-      const composer = observe().composer;
-      if (!composer) {
+      if (detected) detected.composerHit = null;
+      const now = observe();
+      // A needed fact may have stopped resolving while the App was chosen: nothing is typed.
+      if (now.unresolved !== null) {
+        removeAttempt(id, app);
+        return report(id, 'not_submitted', 'fact_unresolved');
+      }
+      if (!now.composer) {
         removeAttempt(id, app);
         return report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
       }
-      typeAndSend(id, composer, value, app);
+      typeAndSend(id, now.composer, value, app);
     }, () => {
       removeAttempt(id, app);
       report(id, 'not_submitted', 'app_not_attached', 'pill_not_read_back');
@@ -1877,6 +1881,7 @@
     removeOurs(id);
   };
   const insert = (value) => {
+    if (detected) detected.composerHit = null; // a fresh look: typing needs exactly one composer
     const seen = observe();
     if (seen.unresolved !== null) {
       showNotice(seen.unresolved === 'composer' && seen.why === 'missing' ? text('noticeNoComposer') : factUnresolvedText(seen.unresolved, seen.why), 'bad');

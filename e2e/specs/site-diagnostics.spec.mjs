@@ -80,7 +80,7 @@ test('a chatgpt.com page whose markup matches no layout: the side panel says so 
   await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${await tabIdOf(worker, page.url())}`);
   const sees = panel.locator('[data-diagnostics]');
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', '', { timeout: 15_000 });
-  await expect(sees.locator('[data-generation]')).toHaveText(/not recognised/);
+  await expect(sees.locator('[data-generation]')).toHaveText(/no composer found/);
   await expect(sees.locator('[data-fact="composer"]')).toHaveAttribute('data-selector', '');
   expect(await page.locator('#mobile-composer-prompt').inputValue()).toBe('');
 });

@@ -341,8 +341,8 @@ test('a page whose composer no probe knows: the fact named, nothing typed or cli
 });
 
 // Facts, not generations (issue 25, contract B): each needed fact resolves through its own
-// chain, and the first that does not — in the order composer, root, send, stop, user,
-// message_id — is named; while one is, nothing is typed or clicked.
+// chain, and the first that does not — in the order composer, root, send, stop, user —
+// is named; while one is, nothing is typed or clicked.
 test('a missing or ambiguous needed fact is named in order, and nothing is typed or clicked', async () => {
   const cases = [
     ['chatgpt-classic.html', 'two composers', () => {
@@ -396,6 +396,29 @@ test('a missing or ambiguous needed fact is named in order, and nothing is typed
     expect(await page.evaluate(() => [...document.querySelectorAll('[contenteditable="true"]')].map((el) => el.textContent.trim()).join('')), `${file}: ${what}`).toBe('');
     await page.close();
   }
+});
+
+// The thread composer is cached while it was the one match (a document query for it walks
+// the whole thread): a second editor that appears without a new turn (an inline edit box)
+// must still stop a delivery and a Check Herdr insert, and is then reported as ambiguous.
+test('a second composer that appears after the first look is ambiguous: nothing typed or clicked (thread)', async () => {
+  const page = await open('chatgpt-thread.html');
+  expect((await lastPosted(page, 'page_facts')).unresolved, 'as recorded').toBeNull();
+  await page.evaluate(() => {
+    const composer = document.querySelector('[data-composer-markdown]');
+    composer.after(composer.cloneNode(true));
+  });
+  await sendToPage(page, { type: 'deliver', id: 'wake:w1#9', text: 'x\n[herdr-continuity wake:w1#9]' });
+  expect(await reportOf(page, 'wake:w1#9')).toMatchObject({ outcome: 'not_submitted', reason: 'fact_unresolved' });
+  await sendToPage(page, { type: 'insert', text: 'check herdr' });
+  expect(await clicks(page)).toEqual([]);
+  expect(await page.evaluate(() => [...document.querySelectorAll('[contenteditable="true"]')].map((el) => el.textContent.trim()).join(''))).toBe('');
+  // The next change on the page (a real page changes all the time) reports it.
+  await page.evaluate(() => document.body.append(document.createElement('div')));
+  await expect.poll(async () => {
+    const facts = await lastPosted(page, 'page_facts');
+    return [facts.unresolved, facts.unresolved_why];
+  }).toEqual(['composer', 'ambiguous']);
 });
 
 // A page that mixes two generations' markup, every needed fact present once: labelled

@@ -163,7 +163,7 @@ pub enum WakeWithheld {
     HumanDraft,
     /// The page has no usable composer (closed tab, not loaded, or not a conversation).
     NoComposer,
-    /// A fact the page needs (composer, its root, Send, Stop, the turns' roles, message ids)
+    /// A fact the page needs (composer, its root, Send, Stop, the turns' roles)
     /// is missing or ambiguous there: nothing is typed (fail closed); the HUD view's
     /// `unresolved` names the fact.
     FactUnresolved,

@@ -335,8 +335,11 @@ impl WakeScheduler {
             }
             SchedulerInput::AutoChanged { auto } => self.auto = auto,
             SchedulerInput::Page(facts) => {
-                if facts.composer_present && !self.page.composer_present {
-                    // The composer reappeared (reload, navigation): a fresh delivery budget.
+                let reappeared = facts.composer_present && !self.page.composer_present;
+                let resolved_again = facts.facts_resolved && !self.page.facts_resolved;
+                if reappeared || resolved_again {
+                    // The composer reappeared (reload, navigation), or the page's needed facts
+                    // resolve again (a profile override fixed them): a fresh delivery budget.
                     self.failed_attempts = 0;
                     self.retry = None;
                 }

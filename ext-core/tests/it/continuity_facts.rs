@@ -87,8 +87,8 @@ fn an_unresolved_fact_types_nothing_names_the_fact_and_the_wake_follows_once_it_
 #[test]
 fn a_manual_continue_is_refused_while_a_fact_is_unresolved_saying_why() {
     let (mut c, mut log) = bound_with_auto(false);
-    let missing_ids = PageReport { unresolved: unresolved("message_id", UnresolvedWhy::Missing), ..idle_page() };
-    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: missing_ids.clone() });
+    let two_sends = PageReport { unresolved: unresolved("send", UnresolvedWhy::Ambiguous), ..idle_page() };
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: two_sends.clone() });
     c.handle(2, ContinuityInput::Continue { tab: TAB });
     drain(&mut c, 2, &[], &mut log);
     assert!(delivered(&log).is_empty(), "{log:?}");
@@ -96,7 +96,7 @@ fn a_manual_continue_is_refused_while_a_fact_is_unresolved_saying_why() {
     assert!(log.iter().any(|line| line.contains("withheld_fact_unresolved")), "{log:?}");
     // Resolved: the same press types the Continue.
     log.clear();
-    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: PageReport { unresolved: None, ..missing_ids } });
+    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: PageReport { unresolved: None, ..two_sends } });
     c.handle(4, ContinuityInput::Continue { tab: TAB });
     drain(&mut c, 4, &[], &mut log);
     assert_eq!(delivered(&log).len(), 1, "{log:?}");

@@ -244,6 +244,31 @@ fn failed_deliveries_back_off_then_wait_for_a_reload() {
 }
 
 #[test]
+fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
+    // M7 without a reload: the page's needed facts stopped resolving and resolve again (the
+    // user imported a profile override that fixes them, the page re-rendered): the held
+    // wake goes out once more, exactly once, instead of waiting for a reload.
+    let unresolved = SchedulerInput::Page(PageFacts {
+        composer_present: true, generating: false, human_draft: false, facts_resolved: false, app_held: None,
+    });
+    let mut sim = Sim::new();
+    sim.input(bound("w1")).input(auto(true)).input(idle_page());
+    sim.input(working("w1")).input(settled("w1", 2, SettleOutcome::Idle));
+    for _ in 0..4 {
+        sim.input(SchedulerInput::DeliveryFailed);
+        if let Some(deadline) = sim.scheduler.next_deadline() {
+            sim.at(deadline);
+        }
+    }
+    assert_eq!(sim.scheduler.next_deadline(), None, "given up until the page changes");
+    let before = sim.trace.matches("=> DELIVER").count();
+    sim.at(30 * MIN).input(unresolved).input(idle_page());
+    assert_eq!(sim.trace.matches("=> DELIVER").count(), before + 1, "{}", sim.trace);
+    sim.input(SchedulerInput::DeliveryConfirmed).input(idle_page());
+    assert_eq!(sim.trace.matches("=> DELIVER").count(), before + 1, "sent once: {}", sim.trace);
+}
+
+#[test]
 fn a_delivery_in_flight_across_a_restart_waits_for_its_answer() {
     let mut sim = Sim::new();
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
