@@ -5,7 +5,7 @@
 //! Invariants: only the three known sites' files are read ([`PROFILE_SITES`]); a file is
 //! read only when it is a regular file, not a symbolic link (opened with `O_NOFOLLOW`, then
 //! checked on the open handle), in a `profiles` directory that is not a link either, of at
-//! most [`MAX_PROFILE_FILE_BYTES`] and UTF-8; a file that fails one of these is answered
+//! most [`MAX_PROFILE_FILE_BYTES`], UTF-8 and free of control characters but tab, newline and return (escaped, they would grow the answer past the host cap); a file that fails one of these is answered
 //! with its `problem` (saying what to do) instead of its text, and the call itself never
 //! fails for one file; an absent file is not listed.
 
@@ -87,6 +87,12 @@ fn read_one(path: &Path) -> Result<Option<(String, u64)>, String> {
         return Err(format!("has more than {MAX_PROFILE_FILE_BYTES} bytes: keep only the selector and label tables"));
     }
     let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text: save it as UTF-8 JSON".to_owned())?;
+    // A profile never needs a control character other than tab, newline and return; escaped
+    // as `\u00XX` they would grow the answer sixfold, past the host's 1 MiB cap with three
+    // files, and the whole answer would be dropped.
+    if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        return Err("holds a control character: save it as plain JSON text".to_owned());
+    }
     let modified_ms = meta
         .modified()
         .ok()

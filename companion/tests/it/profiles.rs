@@ -68,3 +68,28 @@ fn a_profiles_directory_that_is_a_link_is_not_followed() {
     assert!(listed[0]["problem"].as_str().is_some_and(|p| p.contains("profiles/ is a symbolic link")), "{listed:?}");
     runtime.terminate();
 }
+
+#[test]
+fn a_file_with_control_characters_is_refused_so_the_answer_stays_within_the_host_cap() {
+    // Escaped as `\u00XX`, 64 KiB of control characters would be 384 KiB of answer per file:
+    // three of them pass the browser's 1 MiB Native Messaging cap and the whole answer would
+    // be dropped. A profile never needs one (JSON allows only tab, newline and return
+    // between tokens), so such a file is refused by name and the others are served.
+    let home = TestHome::new();
+    let mut runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let dir = home.home().join("profiles");
+    std::fs::create_dir_all(&dir).expect("profiles dir");
+    for site in ["chatgpt", "zai"] {
+        std::fs::write(dir.join(format!("{site}.json")), "\u{1}".repeat(64 * 1024)).expect("control characters");
+    }
+    std::fs::write(dir.join("deepseek.json"), "{\n\t\"schema\": 1\r\n}").expect("deepseek");
+    let listed = profiles(&client.call("p-1", "profiles.get", json!({})));
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    for refused in &listed[..2] {
+        assert!(refused.get("text").is_none(), "{refused}");
+        assert!(refused["problem"].as_str().is_some_and(|p| p.contains("control character")), "{refused}");
+    }
+    assert_eq!(listed[2]["text"], "{\n\t\"schema\": 1\r\n}", "tab, newline and return are kept");
+    runtime.terminate();
+}
