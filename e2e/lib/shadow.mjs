@@ -77,6 +77,9 @@ function probe({ query, read }) {
   const style = getComputedStyle(el);
   const visible = box.width > 0 && box.height > 0 && style.visibility !== 'hidden' && el.checkVisibility?.() !== false;
   const rootOf = el.getRootNode();
+  // What a click at the centre would reach (Playwright's hit-target check): the element
+  // itself or something inside it, not a line that moved over it.
+  const atCentre = rootOf.elementFromPoint?.(box.x + box.width / 2, box.y + box.height / 2) ?? null;
   const result = {
     attached: true,
     visible,
@@ -87,6 +90,7 @@ function probe({ query, read }) {
     attributes: Object.fromEntries([...el.attributes].map((a) => [a.name, a.value])),
     box: { x: box.x + box.width / 2, y: box.y + box.height / 2 },
     rect: { x: box.x, y: box.y, width: box.width, height: box.height },
+    hit: atCentre !== null && (atCentre === el || el.contains(atCentre)),
   };
   if (read === 'scroll') el.scrollIntoView({ block: 'center', inline: 'center' });
   if (read === 'focus') el.focus();
@@ -149,20 +153,32 @@ export class ShadowLocator {
   }
 
   /** Waits until the element is there, visible and enabled; returns its centre. */
-  async actionable(timeout = 15_000) {
+  // Visible, enabled, at the same place in two looks in a row (the HUD re-lays out as views
+  // arrive: a click read from a moving box lands beside it) and not covered at its centre.
+  // `force`: visible and enabled only (a test that makes the page move our host on purpose).
+  async actionable(timeout = 15_000, force = false) {
     let point = null;
+    let before = null;
     await baseExpect.poll(async () => {
       const s = await this.state('scroll');
       if (!s.attached || !s.visible || !s.enabled) return false;
-      point = (await this.state()).box;
+      const now = await this.state();
+      if (force) {
+        point = now.box;
+        return true;
+      }
+      const stable = now.box.x === s.box.x && now.box.y === s.box.y && (!before || (before.x === now.box.x && before.y === now.box.y));
+      before = now.box;
+      if (!stable || !now.hit) return false;
+      point = now.box;
       return true;
-    }, { message: `${this} is visible and enabled`, timeout }).toBe(true);
+    }, { message: `${this} is visible, enabled, still and not covered`, timeout }).toBe(true);
     return point;
   }
 
   /** A real mouse click at the element's centre (a trusted event). */
-  async click({ button = 'left', timeout } = {}) {
-    const { x, y } = await this.actionable(timeout);
+  async click({ button = 'left', timeout, force = false } = {}) {
+    const { x, y } = await this.actionable(timeout, force);
     await this.page.mouse.click(x, y, { button });
   }
 

@@ -193,7 +193,7 @@ for (const site of ['zai', 'deepseek']) {
         globalThis.jack = setInterval(() => { host.style.setProperty('top', `${64 + Math.floor(Math.random() * 6)}px`, 'important'); }, 40);
       });
       await page.waitForTimeout(800);
-      await hud.action('bridge_run:1').click();
+      await hud.action('bridge_run:1').click({ force: true });
       await expect(status).toHaveAttribute('data-key', 'noticeBridgePressTooSoon');
       // Still, faded: refused as hidden.
       await page.evaluate(() => {
