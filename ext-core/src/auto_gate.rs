@@ -262,7 +262,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
-write_unit_enum!(WakeWithheld {
+json_unit_enum!(WakeWithheld {
     "not_bound" => NotBound,
     "no_active_conversation" => NoActiveConversation,
     "auto_off" => AutoOff,
@@ -282,29 +282,9 @@ write_unit_enum!(WakeWithheld {
     "app_option_missing" => AppOptionMissing,
     "app_pill_not_read_back" => AppPillNotReadBack,
     "app_not_attached" => AppNotAttached,
-});
-crate::json_read::read_unit_enum!(WakeWithheld {
-    "not_bound" => NotBound,
-    "no_active_conversation" => NoActiveConversation,
-    "auto_off" => AutoOff,
-    "project_auto_not_allowed" => ProjectAutoNotAllowed,
-    "handoff_in_progress" => HandoffInProgress,
-    "no_real_state_change" => NoRealStateChange,
-    "unconfirmed_delivery" => UnconfirmedDelivery,
-    "page_generating" => PageGenerating,
-    "human_draft" => HumanDraft,
-    "no_composer" => NoComposer,
-    "fact_unresolved" => FactUnresolved,
+} aliases {
     // Its name before issue 25 (a persisted withheld mark or scheduler of an older build).
     "unknown_layout" => FactUnresolved,
-    "delivery_retry_pending" => DeliveryRetryPending,
-    "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
-    "app_ambiguous" => AppAmbiguous,
-    "app_no_permission" => AppNoPermission,
-    "app_picker_not_opened" => AppPickerNotOpened,
-    "app_option_missing" => AppOptionMissing,
-    "app_pill_not_read_back" => AppPillNotReadBack,
-    "app_not_attached" => AppNotAttached,
 });
 
 json_struct!(AutoGate { allow_project_auto, toggles });

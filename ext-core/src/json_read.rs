@@ -414,8 +414,8 @@ pub use write_unit_enum;
 /// [`read_unit_enum!`] and [`write_unit_enum!`] from one list of names.
 #[macro_export]
 macro_rules! json_unit_enum {
-    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
-        $crate::read_unit_enum!($ty { $($wire => $variant),* });
+    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? } $(aliases { $($alias:literal => $aliased:ident),* $(,)? })?) => {
+        $crate::read_unit_enum!($ty { $($wire => $variant,)* $($($alias => $aliased,)*)? });
         $crate::write_unit_enum!($ty { $($wire => $variant),* });
     };
 }
