@@ -90,7 +90,8 @@ pub fn specs() -> Vec<ToolSpec> {
             description: "Call one Herdr socket method from the allowlist (reads such as pane.read or agent.get, and typing \
                 into a pane), or a companion method (continuity.*, work_memory.*, herdr_mcp.browser_handoff.prepare). \
                 params is a JSON object encoded as a string. herdr_methods lists what can be called; prompts go through \
-                herdr_prompt."
+                herdr_prompt. To pick up earlier work (the user says continue / 继续 / 接着 / 恢复上次), call \
+                continuity.resolve or continuity.search first and continuity.resume only on a unique_exact answer."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",

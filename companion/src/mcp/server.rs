@@ -28,7 +28,12 @@ herdr_call and herdr_methods reach other Herdr methods. \
 herdr_prompt's browser_session_ref names the chat the result goes back to: take it from the last line of any message the herdr-continuity extension typed into this chat \
 ([herdr-continuity <id> ref=<browser_session_ref>], the value after ref=), or from the extension's HUD. Without it the call is attributed only on evidence \
 (this conversation was already paired with a chat, or it is the only bound chat generating a reply right now) and refused otherwise. \
-A wake message is a scheduling signal, not evidence that the work succeeded: re-read the live Herdr and Git state before you decide.";
+A wake message is a scheduling signal, not evidence that the work succeeded: re-read the live Herdr and Git state before you decide. \
+Resume rule: when the user says continue, 继续, 接着 or 恢复上次 (pick up earlier work), first find the work by identity with herdr_call \
+continuity.resolve {conversation_id} or continuity.search {project_id, workspace_id, conversation_id, conversation_url, query}, and only then \
+continuity.resume {continuity_id} (a conversation_url may be resumed directly). Resume on your own only when the search answers \
+resolution unique_exact with auto_resume_safe true; for confirmation_required show the candidates and let the user choose; for none say so \
+and never invent an id. Resumed turns are persisted context: re-check the live Herdr workspace, the runtime and Git before changing anything.";
 
 /// The MCP face of the runtime's planner tools.
 #[derive(Debug, Clone)]

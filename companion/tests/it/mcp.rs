@@ -116,6 +116,15 @@ async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: 
     let instructions = server.instructions.as_deref().unwrap_or_default();
     assert!(instructions.contains("take it from the last line of any message the herdr-continuity extension typed"), "{instructions}");
     assert!(instructions.contains("not evidence that the work succeeded"), "{instructions}");
+    // The resume rule (C4): on "continue" the planner resolves or searches before it resumes,
+    // and resumes on its own only what identity singles out.
+    let (resolve, search, resume) = (instructions.find("continuity.resolve"), instructions.find("continuity.search"), instructions.find("continuity.resume"));
+    assert!(resolve.zip(resume).is_some_and(|(a, b)| a < b) && search.zip(resume).is_some_and(|(a, b)| a < b), "resolve/search before resume: {instructions}");
+    for word in ["继续", "接着", "恢复上次", "unique_exact", "confirmation_required", "never invent an id"] {
+        assert!(instructions.contains(word), "the instructions name {word}: {instructions}");
+    }
+    let call_description = tools[1].description.as_deref().unwrap_or_default();
+    assert!(call_description.contains("continuity.resolve or continuity.search first"), "{call_description}");
 
     let inspect = call(client, "herdr_inspect", json!({})).await;
     let panes = inspect.structured_content.as_ref().map(|s| s["panes"].clone()).unwrap_or_default();
