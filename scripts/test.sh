@@ -13,6 +13,7 @@ suite_timeout="${HC_SUITE_TIMEOUT:-3600}"   # seconds per suite (the e2e suite: 
 total_passed=0
 total_failed=0
 failed_suites=()
+part_times=()   # "name seconds" of every part, printed in the summary
 
 cleanup() {
   # Each chromedriver/Chromium session leaves ~12 MB of scoped dirs in the temp dir.
@@ -55,7 +56,7 @@ count_exit() {
 # run_suite NAME COUNTER COMMAND... — runs a suite, tees its log, adds its counts.
 run_suite() {
   local name="$1" counter="$2"; shift 2
-  local log="$logs/$name.log" rc counts p f
+  local log="$logs/$name.log" rc counts p f started=$SECONDS
   banner "$name: $*"
   # A hung suite is a failure, not a stuck CI job.
   timeout --kill-after=30 "$suite_timeout" "$@" 2>&1 | tee "$log"
@@ -68,14 +69,20 @@ run_suite() {
   if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a suite that died before reporting
   total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
   if [[ $rc -ne 0 ]]; then failed_suites+=("$name"); fi
-  printf -- '---- %s: %s passed, %s failed (exit %s)\n' "$name" "$p" "$f" "$rc"
+  part_times+=("$name $((SECONDS - started))")
+  printf -- '---- %s: %s passed, %s failed (exit %s) in %ss\n' "$name" "$p" "$f" "$rc" "$((SECONDS - started))"
 }
 
 banner "setup"
+started=$SECONDS
 bash scripts/setup.sh || { echo "test: setup failed — fix the message above, then rerun npm test"; exit 1; }
 
+part_times+=("setup $((SECONDS - started))")
+
 banner "build"
+started=$SECONDS
 bash scripts/build.sh || { echo "test: scripts/build.sh failed — the extension could not be built; see the error above"; exit 1; }
+part_times+=("build $((SECONDS - started))")
 # build.sh also builds the release binaries the e2e tests run (herdr-companion, herdr-standin).
 
 # ext-shell builds natively but all its tests are wasm-bindgen-test tests (0 run natively);
@@ -92,6 +99,11 @@ run_suite macos-check count_exit env \
 run_suite e2e count_playwright npx playwright test --config e2e/playwright.config.mjs
 
 banner "summary"
+for part in "${part_times[@]}"; do
+  read -r name seconds <<<"$part"
+  printf '%-12s %5d s  (%d:%02d)\n' "$name" "$seconds" $((seconds / 60)) $((seconds % 60))
+done
+printf '%-12s %5d s  (%d:%02d)\n' total "$SECONDS" $((SECONDS / 60)) $((SECONDS % 60))
 echo "${total_passed} passed, ${total_failed} failed"
 if [[ ${#failed_suites[@]} -gt 0 ]]; then
   echo "failing suites: ${failed_suites[*]}"
