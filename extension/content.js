@@ -994,6 +994,26 @@
     sendThreadFacts(true);
   };
 
+  // ---- The user's own Stop (docs/PROTOCOL.md "user_stop"): a trusted activation (a
+  // pointer press or click; Enter / Space on a focused button is a trusted click too) of the
+  // element the profile's `stop` fact resolves to. Our own clicks are `element.click()`,
+  // never trusted, and never on Stop. The worker marks the streaming reply as stopped by the
+  // user: it is never continued automatically. Read only on a trusted click, never per
+  // mutation.
+  const onUserStop = (event) => {
+    if (!event.isTrusted || !(event.target instanceof Element)) return;
+    const seen = observe();
+    if (!seen.view || !seen.stop) return;
+    for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
+      if (isStop(seen.view, el)) {
+        port?.postMessage({ type: 'user_stop', page_load: pageLoad });
+        return;
+      }
+    }
+  };
+  document.addEventListener('pointerdown', onUserStop, true);
+  document.addEventListener('click', onUserStop, true);
+
   // ---- The visible thread, for context pressure (R1, docs/PROTOCOL.md "thread_facts"):
   // how many turns, their characters (CJK apart) and the highest absolute turn index the
   // profile's `turn_index_attr` gives. Read once per page (URL) while no reply streams and

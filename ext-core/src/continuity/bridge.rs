@@ -304,7 +304,8 @@ impl Continuity {
             message_id: last.message_id,
             text: last.text,
             workspace_id,
-            auto: self.auto.state(scope) == AutoState::On,
+            // A reply the user stopped runs nothing on its own: its calls wait for the card.
+            auto: self.auto.state(scope) == AutoState::On && !self.user_stopped(tab),
             human_turn: last.human_turn,
         };
         self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
@@ -389,7 +390,9 @@ impl Continuity {
         // ledger refuses a second delivery there).
         let subject = results.delivery_id.as_str();
         let seen = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
-        if seen || !(pressed || self.auto.state(&scope) == AutoState::On) {
+        // A reply the user stopped is never continued on its own: its results wait for the
+        // HUD's Send tool results.
+        if seen || !(pressed || (self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab))) {
             return;
         }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
