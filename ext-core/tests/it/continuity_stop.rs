@@ -235,3 +235,43 @@ fn a_wake_during_the_humans_turn_waits_and_goes_after_it() {
     super::continuity::drain(&mut c, 4, &[task("t1")], &mut log);
     assert!(log.iter().any(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")), "{log:#?}");
 }
+
+// R: issue 26 Found 4 — the JSON bridge: a z.ai reply the user stopped runs nothing on its
+// own (`bridge.reply` with `auto: false`) and its results are not typed with Auto on; they
+// wait for the HUD's Send tool results, which the user may press.
+#[test]
+fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
+    use ext_core::binding::CatalogWorkspace;
+    use ext_core::continuity::{BridgeOutcome, BridgeResults};
+    let zai = PageReport { url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(), generation: Some("zai.openwebui".into()), user_turns: 1, ..idle_page() };
+    let mut c = Continuity::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: zai });
+    c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
+    while c.poll().is_some() {}
+    let results = BridgeResults { delivery_id: "bridge:5b0e6c2d9a174f38".into(), text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into() };
+    let mut log = Vec::new();
+    let run = |c: &mut Continuity, now: u64, pressed: bool, log: &mut Vec<String>| {
+        let (user_text, assistant_text) = ("look at the panes".to_owned(), "{\"tool\":\"herdr_inspect\",\"args\":{}}".to_owned());
+        c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed });
+        while let Some(output) = c.poll() {
+            match output {
+                ContinuityOutput::Request { id, call: call @ RuntimeCall::BridgeReply { .. } } => {
+                    log.push(format!("bridge_reply auto={}", serde_json::to_value(&call).expect("json")["auto"]));
+                    let answer = RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results.clone()), rounds: None };
+                    c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
+                }
+                ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
+                ContinuityOutput::Deliver { id, .. } => log.push(format!("deliver {id}")),
+                _ => {}
+            }
+        }
+    };
+    c.handle(1, ContinuityInput::UserStop(TAB));
+    run(&mut c, 1, false, &mut log);
+    assert_eq!(log, ["bridge_reply auto=false"], "nothing typed on its own");
+    // The user presses Send tool results: their decision.
+    run(&mut c, 2, true, &mut log);
+    assert!(log.last().is_some_and(|l| l.starts_with("deliver bridge:5b0e6c2d9a174f38/")), "{log:#?}");
+}
