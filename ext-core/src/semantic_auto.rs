@@ -332,10 +332,6 @@ impl SemanticAuto {
     }
 
     fn may_ask(&self, turn: &EndedTurn, auto_on: bool, chatgpt: bool, queue_waiting: bool) -> Result<(), SemanticWithheld> {
-        // First: whatever else holds, the HUD says the user's Stop is why.
-        if self.stopped.is_some() {
-            return Err(SemanticWithheld::UserStopped);
-        }
         if self.mode != JudgeMode::InAuto {
             return Err(SemanticWithheld::ModeOff);
         }
@@ -344,6 +340,10 @@ impl SemanticAuto {
         }
         if !auto_on {
             return Err(SemanticWithheld::AutoOff);
+        }
+        // Before anything that may pass later: the user's Stop is the reason, and it holds.
+        if self.stopped.is_some() {
+            return Err(SemanticWithheld::UserStopped);
         }
         if queue_waiting {
             return Err(SemanticWithheld::QueueFirst);

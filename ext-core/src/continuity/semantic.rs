@@ -171,7 +171,10 @@ impl Continuity {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
         }
-        self.semantic.notes.insert(conversation.clone(), Say::new("hudUserStopped", vec![]));
+        // The HUD says so where Auto would have continued (not in every chat the user stops).
+        if self.scope_of_tab(tab).is_some_and(|s| self.auto.state(&s) == AutoState::On) {
+            self.semantic.notes.insert(conversation.clone(), Say::new("hudUserStopped", vec![]));
+        }
         self.persist();
         self.semantic_drain(now, &conversation, tab);
     }
