@@ -738,6 +738,11 @@
   // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
   // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
   const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
+  // A delivery id as the worker's ledger makes them (`<subject>/<epoch>.<life>.<n>`, ext-core
+  // continuity/semantic `delivery_id_shaped`): a user turn is ours only by such an id in its
+  // marker line, never by its text; a marker-like line without one is the human's.
+  const DELIVERY_ID = /^.+\/[A-Za-z0-9]+\.\d+\.\d+$/;
+  const oursByMarker = (text) => [...text.matchAll(MARKER)].some((m) => DELIVERY_ID.test(m[1]));
   const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
@@ -981,7 +986,7 @@
         const raw = readText(users[i]);
         const mid = messageId(view, users[i]);
         const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
-        id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        id = oursByMarker(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
       }
       if (id) return { id, el: users[i] };

@@ -278,11 +278,11 @@ impl Continuity {
         let key = scope.key();
         // The human turn as the page shows it (its newest user turn without a marker of
         // ours: it survives a worker restart); else the user turn is the human's unless it
-        // carries a marker of ours (a results message, a wake): then the human turn is the
+        // carries a marker of ours, by its delivery id (a results message, a wake): then the human turn is the
         // one remembered before it.
         if let Some(id) = self.pages.get(&tab).and_then(|p| p.last_human_turn_id.clone()) {
             self.bridge.human_turns.insert(key.clone(), id);
-        } else if turn.user_marker.is_none() && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
+        } else if turn.user_marker.is_none_or(|m| !super::semantic::delivery_id_shaped(m)) && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
             let id = turn.user_message_id.clone().unwrap_or_else(|| text_turn_id(turn.user_text));
             self.bridge.human_turns.insert(key.clone(), id);
         }
