@@ -738,6 +738,11 @@
   // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
   // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
   const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
+  // A delivery id as the worker's ledger makes them (`<subject>/<epoch>.<life>.<n>`, ext-core
+  // continuity/semantic `delivery_id_shaped`): a user turn is ours only by such an id in its
+  // marker line, never by its text; a marker-like line without one is the human's.
+  const DELIVERY_ID = /^.+\/[A-Za-z0-9]+\.\d+\.\d+$/;
+  const oursByMarker = (text) => [...text.matchAll(MARKER)].some((m) => DELIVERY_ID.test(m[1]));
   const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
@@ -981,7 +986,7 @@
         const raw = readText(users[i]);
         const mid = messageId(view, users[i]);
         const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
-        id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        id = oursByMarker(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
       }
       if (id) return { id, el: users[i] };
@@ -993,6 +998,26 @@
     port?.postMessage({ type: 'turn_ended', ...endedTurn(true) });
     sendThreadFacts(true);
   };
+
+  // ---- The user's own Stop (docs/PROTOCOL.md "user_stop"): a trusted activation (a
+  // pointer press or click; Enter / Space on a focused button is a trusted click too) of the
+  // element the profile's `stop` fact resolves to. Our own clicks are `element.click()`,
+  // never trusted, and never on Stop. The worker marks the streaming reply as stopped by the
+  // user: it is never continued automatically. Read only on a trusted click, never per
+  // mutation.
+  const onUserStop = (event) => {
+    if (!event.isTrusted || !(event.target instanceof Element)) return;
+    const seen = observe();
+    if (!seen.view || !seen.stop) return;
+    for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
+      if (isStop(seen.view, el)) {
+        port?.postMessage({ type: 'user_stop', page_load: pageLoad });
+        return;
+      }
+    }
+  };
+  document.addEventListener('pointerdown', onUserStop, true);
+  document.addEventListener('click', onUserStop, true);
 
   // ---- The visible thread, for context pressure (R1, docs/PROTOCOL.md "thread_facts"):
   // how many turns, their characters (CJK apart) and the highest absolute turn index the

@@ -24,6 +24,13 @@
 //! - At most `max_continues` automatic continues in a row without a human turn or Herdr
 //!   activity (M7); the next one is withheld with that reason.
 //! - One judge call and one continue at a time.
+//! - A reply the user stopped ([`SemanticInput::UserStopped`]) is never continued, however
+//!   its text reads: from the Stop until the next human turn the machine is
+//!   [`SemanticAuto::stopped`], which asks nothing and drops a judge call already out, so no
+//!   [`SemanticOutput::Continue`] can be produced (a `Continue` is only ever the answer to
+//!   the call in `asking`, and `asking` is empty and cannot be set while stopped).
+//! - A human turn supersedes a judge call out for an older reply: its verdict is dropped
+//!   ([`SemanticOutput::Superseded`]), never typed after the human's turn.
 
 use serde::Serialize;
 
@@ -84,8 +91,13 @@ pub enum SemanticInput {
         /// The conversation has queued messages (they go first).
         queue_waiting: bool,
     },
-    /// The human wrote a turn (no marker of ours).
+    /// The human wrote a turn (no marker of ours); a new turn after a Stop.
     HumanTurn,
+    /// The user pressed the page's Stop on the reply to the user turn `at`.
+    UserStopped {
+        /// The user turn the stopped reply answers.
+        at: StoppedTurn,
+    },
     /// The bound workspace worked or settled.
     HerdrActivity,
     /// The judge answered for `fingerprint`.
@@ -126,6 +138,27 @@ pub enum SemanticWithheld {
     ShortReply,
     /// A judge call or a continue is already out.
     Busy,
+    /// The user pressed Stop on this reply: it is their decision, never continued.
+    UserStopped,
+}
+
+/// The user turn whose reply the user stopped, as the page showed it at the Stop: a turn
+/// ended for the same user turn is the stopped reply; a human turn after it (more user
+/// turns, or another id) is a new decision and ends the Stop.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StoppedTurn {
+    /// The page's number of user turns.
+    pub user_turns: u32,
+    /// The last user turn's page id, when it shows one.
+    pub user_turn_id: Option<String>,
+}
+
+impl StoppedTurn {
+    /// Whether a page with `user_turns` and `user_turn_id` shows a user turn newer than the
+    /// stopped one (fail closed: the same or fewer turns with no differing ids is not new).
+    pub fn is_older_than(&self, user_turns: u32, user_turn_id: Option<&str>) -> bool {
+        user_turns > self.user_turns || matches!((self.user_turn_id.as_deref(), user_turn_id), (Some(a), Some(b)) if a != b)
+    }
 }
 
 /// Outputs.
@@ -161,6 +194,14 @@ pub enum SemanticOutput {
     },
     /// A reply was not judged or continued, and why.
     Withheld(SemanticWithheld),
+    /// A judge call out for an older reply was dropped: a human turn (or the user's Stop)
+    /// came first; its verdict is never acted on.
+    Superseded {
+        /// The older reply's fingerprint.
+        fingerprint: String,
+        /// Dropped by the user's Stop (else by a human turn).
+        by_stop: bool,
+    },
 }
 
 /// Semantic Auto of one conversation (see the module doc).
@@ -178,6 +219,9 @@ pub struct SemanticAuto {
     asking: Option<String>,
     /// A continue out.
     continuing: bool,
+    /// The user stopped the reply to this user turn: nothing is asked or continued until
+    /// a human turn.
+    stopped: Option<StoppedTurn>,
     #[serde(skip)]
     outputs: Vec<SemanticOutput>,
 }
@@ -209,6 +253,11 @@ impl SemanticAuto {
         self.continuing
     }
 
+    /// The user turn whose reply the user stopped, while the Stop holds.
+    pub fn stopped(&self) -> Option<&StoppedTurn> {
+        self.stopped.as_ref()
+    }
+
     /// The bound in force.
     pub fn max_continues(&self) -> u32 {
         if self.max_continues == 0 {
@@ -235,14 +284,33 @@ impl SemanticAuto {
                 self.outputs.push(SemanticOutput::Judge { fingerprint, user_text: turn.user_text, assistant_text: turn.assistant_text });
             }
             // A new run starts; a continue still on its way belongs to it.
-            SemanticInput::HumanTurn | SemanticInput::HerdrActivity => self.streak = u32::from(self.continuing),
+            SemanticInput::HerdrActivity => self.streak = u32::from(self.continuing),
+            // The human spoke: a new decision. A judge call for the older reply is dropped.
+            SemanticInput::HumanTurn => {
+                self.streak = u32::from(self.continuing);
+                self.stopped = None;
+                if let Some(fingerprint) = self.asking.take() {
+                    self.outputs.push(SemanticOutput::Superseded { fingerprint, by_stop: false });
+                }
+            }
+            SemanticInput::UserStopped { at } => {
+                self.stopped = Some(at);
+                if let Some(fingerprint) = self.asking.take() {
+                    self.outputs.push(SemanticOutput::Superseded { fingerprint, by_stop: true });
+                }
+            }
             SemanticInput::Verdict { fingerprint, verdict, source, reason } => {
+                // Only the answer to the call out; a Stop or a human turn emptied it.
                 if self.asking.as_deref() != Some(fingerprint.as_str()) {
                     return;
                 }
                 self.asking = None;
                 self.outputs.push(SemanticOutput::Decided { verdict, source: source.clone(), reason: reason.clone() });
                 if verdict != Verdict::Continue {
+                    return;
+                }
+                if self.stopped.is_some() {
+                    self.outputs.push(SemanticOutput::Withheld(SemanticWithheld::UserStopped));
                     return;
                 }
                 if self.streak >= self.max_continues() {
@@ -272,6 +340,10 @@ impl SemanticAuto {
         }
         if !auto_on {
             return Err(SemanticWithheld::AutoOff);
+        }
+        // Before anything that may pass later: the user's Stop is the reason, and it holds.
+        if self.stopped.is_some() {
+            return Err(SemanticWithheld::UserStopped);
         }
         if queue_waiting {
             return Err(SemanticWithheld::QueueFirst);
@@ -375,7 +447,9 @@ crate::json_read::write_unit_enum!(SemanticWithheld {
     "judged_before" => JudgedBefore,
     "short_reply" => ShortReply,
     "busy" => Busy,
+    "user_stopped" => UserStopped,
 });
+crate::json_read::json_struct!(StoppedTurn { user_turns, user_turn_id: default });
 crate::json_read::json_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
 crate::json_read::write_struct!(JudgeSettings { mode, max_continues });
-crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default } skip { outputs });
+crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default, stopped: default } skip { outputs });

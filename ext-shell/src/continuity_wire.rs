@@ -566,6 +566,12 @@ pub enum PortCommand {
         /// The counts, each within `ext_core::limits::MAX_HEALTH_COUNT`.
         sample: ext_core::health::HealthSample,
     },
+    /// `user_stop {page_load}`: the user pressed the page's Stop (a trusted activation the
+    /// content script did not make); the streaming reply is never continued automatically.
+    UserStop {
+        /// The page load that saw it.
+        page_load: String,
+    },
     /// `thread_facts {turns, latin_chars, cjk_chars, highest_turn}`: the visible thread,
     /// for its context pressure (R1).
     ThreadFacts(ext_core::context_pressure::VisibleThread),
@@ -659,6 +665,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
         "health_sample" => health_sample(value),
+        "user_stop" => Some(PortCommand::UserStop {
+            page_load: str_of(value, "page_load").filter(|id| !id.is_empty() && limits::within(id, ext_core::limits::MAX_ID_CHARS))?,
+        }),
         "thread_facts" => ext_core::json_read::ReadJson::read_json(value).ok().map(PortCommand::ThreadFacts),
         "permission_cards" => ext_core::permission_card::PageCards::read(value).ok().map(PortCommand::PermissionCards),
         "card_result" => Some(PortCommand::CardResult {

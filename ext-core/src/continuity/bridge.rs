@@ -278,11 +278,11 @@ impl Continuity {
         let key = scope.key();
         // The human turn as the page shows it (its newest user turn without a marker of
         // ours: it survives a worker restart); else the user turn is the human's unless it
-        // carries a marker of ours (a results message, a wake): then the human turn is the
+        // carries a marker of ours, by its delivery id (a results message, a wake): then the human turn is the
         // one remembered before it.
         if let Some(id) = self.pages.get(&tab).and_then(|p| p.last_human_turn_id.clone()) {
             self.bridge.human_turns.insert(key.clone(), id);
-        } else if turn.user_marker.is_none() && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
+        } else if turn.user_marker.is_none_or(|m| !super::semantic::delivery_id_shaped(m)) && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
             let id = turn.user_message_id.clone().unwrap_or_else(|| text_turn_id(turn.user_text));
             self.bridge.human_turns.insert(key.clone(), id);
         }
@@ -304,7 +304,8 @@ impl Continuity {
             message_id: last.message_id,
             text: last.text,
             workspace_id,
-            auto: self.auto.state(scope) == AutoState::On,
+            // A reply the user stopped runs nothing on its own: its calls wait for the card.
+            auto: self.auto.state(scope) == AutoState::On && !self.user_stopped(tab),
             human_turn: last.human_turn,
         };
         self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
@@ -389,7 +390,9 @@ impl Continuity {
         // ledger refuses a second delivery there).
         let subject = results.delivery_id.as_str();
         let seen = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
-        if seen || !(pressed || self.auto.state(&scope) == AutoState::On) {
+        // A reply the user stopped is never continued on its own: its results wait for the
+        // HUD's Send tool results.
+        if seen || !(pressed || (self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab))) {
             return;
         }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {

@@ -679,13 +679,13 @@ pub enum ContinuityInput {
         /// The user turn's message id on the page, when it shows one.
         #[serde(default)]
         user_message_id: Option<String>,
-        /// The HUD's Send tool results was pressed (the page sent its last turn again):
-        /// only the JSON bridge hears of it.
+        /// The HUD's Send tool results sent the last turn again (only the bridge hears it).
         #[serde(default)]
         pressed: bool,
     },
-    /// The page's visible thread, for its context pressure (R1): sent when its number of
-    /// turns changes and when a reply ends.
+    /// `user_stop` of a tab: the user's own Stop (trusted, not ours); never continued.
+    UserStop(TabId),
+    /// The page's visible thread, for its context pressure (R1): on a new turn count, a reply's end.
     ThreadFacts {
         /// The tab.
         tab: TabId,

@@ -578,6 +578,8 @@ impl Continuity {
             ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed } => {
                 let human_id = user_message_id.clone();
                 if !pressed {
+                    // First: a human turn after a Stop ends it, for the bridge and the judge.
+                    self.semantic_user_turn(now, tab, user_marker.as_deref());
                     self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
                 }
                 // The bridge reads the reply from its start as the page sent it (up to 64 KiB;
@@ -592,6 +594,7 @@ impl Continuity {
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }
+            ContinuityInput::UserStop(tab) => self.user_stop(now, tab),
             ContinuityInput::ThreadFacts { tab, thread } => self.thread_facts(tab, thread),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {

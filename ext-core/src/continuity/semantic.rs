@@ -15,6 +15,15 @@
 //!   own continues count towards the bound: at most `max_continues` in a row without a
 //!   human turn or an event of the bound workspace (M7); and its text is never sent to the
 //!   judge as the user's request (the judge gets `""`), so our "go on" is not read as work.
+//! - A user turn is ours only by the delivery id in its marker line
+//!   ([`texts::marker_line`], an id shaped as the ledger makes them). Its text is never
+//!   compared: a human message that reads exactly like our continue, or one that quotes a
+//!   marker-like line without a delivery id, is the human's.
+//! - A reply the user stopped (`user_stop`, the page's trusted Stop activation) is never
+//!   continued, however its text reads; the conversation's machine stays stopped until a
+//!   human turn newer than the stopped one, and the HUD says so (`hudUserStopped`).
+//! - A human turn supersedes what is not yet typed: a judge call for an older reply and a
+//!   continue held for its App are dropped, each with an Activity entry.
 //! - A continue is typed only into an idle page of the same conversation (composer there,
 //!   nothing streaming, no draft, layout known); otherwise nothing is sent and the HUD
 //!   says why.
@@ -64,10 +73,27 @@ impl SemanticFlow {
     }
 }
 
-/// Whether the last user turn was the human's: no marker, or the marker of a queued batch
-/// (the user's own text, Q2). A wake or a continue of ours is not.
+/// Whether `marker` is a delivery id as the ledger makes them,
+/// `<subject>/<epoch>.<life>.<n>` (epoch alphanumeric, life and n decimal): the id in our
+/// marker line ([`texts::marker_line`]). Any epoch: a restore from a release without one,
+/// or lost state, starts a new epoch while the thread still shows the old markers.
+pub(super) fn delivery_id_shaped(marker: &str) -> bool {
+    let Some((subject, tail)) = marker.rsplit_once('/') else { return false };
+    let mut parts = tail.split('.');
+    let epoch = parts.next().unwrap_or_default();
+    let numbers: Vec<&str> = parts.collect();
+    !subject.is_empty()
+        && !epoch.is_empty()
+        && epoch.bytes().all(|b| b.is_ascii_alphanumeric())
+        && numbers.len() == 2
+        && numbers.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether the last user turn was the human's: no marker of ours (decided by the delivery
+/// id in the marker line, never by the text), or the marker of a queued batch (the user's
+/// own text, Q2). A wake or a continue of ours is not.
 fn human_turn(user_marker: Option<&str>) -> bool {
-    user_marker.is_none_or(|marker| marker.starts_with("qb:"))
+    user_marker.is_none_or(|marker| marker.starts_with("qb:") || !delivery_id_shaped(marker))
 }
 
 impl Continuity {
@@ -82,29 +108,82 @@ impl Continuity {
         let bound = scope.as_ref().is_some_and(|s| self.bindings.binding_for(s).is_some());
         let queue_waiting = self.queue_holds(&conversation);
         let settings = self.semantic.settings;
-        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         // Our own message (a continue, a wake) is never shown to the judge as the user's
         // request: "go on" would read as work asked for.
-        let human = human_turn(user_marker);
-        let user_text = if human { user_text } else { String::new() };
-        if human {
-            machine.handle(SemanticInput::HumanTurn);
-            // The user spoke: a continue still waiting for its App is not theirs to get; it
-            // did not land (the machine may judge again).
-            let before = self.semantic.held.len();
-            self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
-            if self.semantic.held.len() < before {
-                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
-            }
-        }
+        let user_text = if human_turn(user_marker) { user_text } else { String::new() };
+        self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
-            self.semantic.notes.insert(conversation, Say::new("semanticNotBound", vec![]));
+            self.semantic.notes.insert(conversation.clone(), Say::new("semanticNotBound", vec![]));
+            self.semantic_drain(now, &conversation, tab);
             return;
         }
         let turn = EndedTurn { user_text, assistant_text };
-        machine.handle(SemanticInput::TurnEnded { turn, auto_on, chatgpt, queue_waiting });
+        if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
+            machine.handle(SemanticInput::TurnEnded { turn, auto_on, chatgpt, queue_waiting });
+        }
         self.persist();
         self.semantic_drain(now, &conversation, tab);
+    }
+
+    /// A reply of `tab` ended after the user turn `user_marker` names (before the JSON
+    /// bridge and the judge hear of it): a human turn newer than a stopped one starts a new
+    /// decision (the Stop ends, a judge call for an older reply and a continue held for its
+    /// App are dropped). The reply to the stopped user turn itself ends that turn, whoever
+    /// wrote it, and changes nothing.
+    pub(super) fn semantic_user_turn(&mut self, now: Millis, tab: TabId, user_marker: Option<&str>) {
+        let Some(report) = self.pages.get(&tab) else { return };
+        let Some(conversation) = queue::conversation_key(report) else { return };
+        if !human_turn(user_marker) {
+            return;
+        }
+        let (user_turns, user_turn_id) = (report.user_turns, report.last_user_turn_id.clone());
+        let settings = self.semantic.settings;
+        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
+        if machine.stopped().is_some_and(|at| !at.is_older_than(user_turns, user_turn_id.as_deref())) {
+            return;
+        }
+        machine.handle(SemanticInput::HumanTurn);
+        // The user spoke: a continue still waiting for its App is not theirs to get; it
+        // did not land (the machine may judge again).
+        let before = self.semantic.held.len();
+        self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
+        if self.semantic.held.len() < before {
+            machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            self.judge_activity(tab, ActivityOutcome::Withheld, "superseded_by_human", None);
+        }
+        self.semantic_drain(now, &conversation, tab);
+    }
+
+    /// The user pressed the page's Stop (a trusted activation of its Stop control, not
+    /// ours): the reply streaming in `tab` is theirs to end. It is never continued
+    /// automatically, a judge call out for the conversation is dropped, and a continue
+    /// held for its App is dropped; until a newer human turn nothing is asked.
+    pub(super) fn user_stop(&mut self, now: Millis, tab: TabId) {
+        let Some(report) = self.pages.get(&tab) else { return };
+        let Some(conversation) = queue::conversation_key(report) else { return };
+        let at = crate::semantic_auto::StoppedTurn { user_turns: report.user_turns, user_turn_id: report.last_user_turn_id.clone() };
+        let settings = self.semantic.settings;
+        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
+        machine.handle(SemanticInput::UserStopped { at });
+        let before = self.semantic.held.len();
+        self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
+        if self.semantic.held.len() < before {
+            machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
+        }
+        // The HUD says so where Auto would have continued (not in every chat the user stops).
+        if self.scope_of_tab(tab).is_some_and(|s| self.auto.state(&s) == AutoState::On) {
+            self.semantic.notes.insert(conversation.clone(), Say::new("hudUserStopped", vec![]));
+        }
+        self.persist();
+        self.semantic_drain(now, &conversation, tab);
+    }
+
+    /// Whether the user stopped the last reply of `tab`'s conversation and no human turn
+    /// came since (the JSON bridge's results then wait for the HUD's Send tool results).
+    pub(super) fn user_stopped(&self, tab: TabId) -> bool {
+        let conversation = self.pages.get(&tab).and_then(queue::conversation_key);
+        conversation.and_then(|c| self.semantic.autos.get(&c)).is_some_and(|m| m.stopped().is_some())
     }
 
     /// The judge answered (or the call failed: fail closed, as uncertain).
@@ -137,7 +216,19 @@ impl Continuity {
                 SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
                 // The HUD says why the judge was not asked (or its continue held to the
                 // bound); the timeline records what happened to a `continue` verdict below.
-                SemanticOutput::Withheld(why) => texts::semantic_withheld_say(why),
+                SemanticOutput::Withheld(why) => {
+                    if why == crate::semantic_auto::SemanticWithheld::UserStopped {
+                        self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
+                    }
+                    texts::semantic_withheld_say(why)
+                }
+                // The judge call for an older reply is dropped: never typed after the human.
+                SemanticOutput::Superseded { fingerprint, by_stop } => {
+                    let reason = if by_stop { "user_stopped" } else { "superseded_by_human" };
+                    let subject = crate::text::concat(&["judge:", &fingerprint]);
+                    self.judge_activity(tab, ActivityOutcome::Withheld, reason, Some(&subject));
+                    by_stop.then(|| Say::new("hudUserStopped", vec![]))
+                }
             };
             if let Some(text) = note {
                 self.semantic.notes.insert(conversation.to_owned(), text);
@@ -147,6 +238,14 @@ impl Continuity {
 
     /// Types the continue into the page, if it is free; the HUD line when it is not.
     fn semantic_continue(&mut self, now: Millis, conversation: &str, tab: TabId, subject: &str, source: &str, reason: &str) -> Option<Say> {
+        if self.semantic.autos.get(conversation).is_some_and(|m| m.stopped().is_some()) {
+            // The user stopped the reply: their decision, never continued.
+            if let Some(machine) = self.semantic.autos.get_mut(conversation) {
+                machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
+            self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", Some(subject));
+            return Some(Say::new("hudUserStopped", vec![]));
+        }
         let scope = self.scope_of_tab(tab);
         let still_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On && self.bindings.binding_for(s).is_some());
         if !still_on {

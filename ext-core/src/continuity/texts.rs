@@ -341,6 +341,7 @@ pub(super) fn semantic_withheld_say(why: crate::semantic_auto::SemanticWithheld)
     use crate::semantic_auto::SemanticWithheld::*;
     match why {
         ModeOff | AutoOff | NotChatGpt | Busy => None,
+        UserStopped => Some(Say::new("hudUserStopped", vec![])),
         QueueFirst | StreakLimit | JudgedBefore | ShortReply => Some(Say::coded("semanticWithheld", why.wire_name(), vec![])),
     }
 }

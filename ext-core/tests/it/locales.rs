@@ -127,6 +127,7 @@ fn every_say() -> Vec<Say> {
     );
     for (key, n) in [
         ("semanticNotBound", 0),
+        ("hudUserStopped", 0),
         ("judgeOff", 0),
         ("judgeNoVerdict", 0),
         ("judgeUnavailable", 1),

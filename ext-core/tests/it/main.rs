@@ -22,6 +22,7 @@ mod continuity_recovery;
 mod continuity_rollover;
 mod continuity_semantic;
 mod continuity_sessref;
+mod continuity_stop;
 mod delivery;
 mod permission_card;
 mod progress_push;

@@ -2,7 +2,7 @@
 //! what its verdict does, and the bound on automatic continues.
 
 use ext_core::semantic_auto::{
-    fingerprint, EndedTurn, JudgeMode, SemanticAuto, SemanticInput, SemanticOutput, SemanticWithheld, Verdict,
+    fingerprint, EndedTurn, JudgeMode, SemanticAuto, SemanticInput, SemanticOutput, SemanticWithheld, StoppedTurn, Verdict,
 };
 use proptest::prelude::*;
 
@@ -187,7 +187,131 @@ proptest! {
                         prop_assert!(!out_continue, "two continues out at once");
                         out_continue = true;
                     }
+                    SemanticOutput::Superseded { fingerprint, .. } => {
+                        prop_assert_eq!(asked.take(), Some(fingerprint));
+                    }
                     SemanticOutput::Decided { .. } | SemanticOutput::Withheld(_) => {}
+                }
+            }
+        }
+    }
+}
+
+fn stop(user_turns: u32) -> SemanticInput {
+    SemanticInput::UserStopped { at: StoppedTurn { user_turns, user_turn_id: None } }
+}
+
+// R: issue 26 Found 4 — the user pressed Stop on a reply that already announced its next
+// step: it is not judged and never continued; a judge call already out for the
+// conversation is dropped (its "continue" does nothing); a human turn is a new decision.
+#[test]
+fn a_reply_the_user_stopped_is_never_judged_or_continued_until_a_human_turn() {
+    let mut m = SemanticAuto::new(JudgeMode::InAuto, 3);
+    m.handle(stop(1));
+    m.handle(ended(reply(1)));
+    assert_eq!(drain(&mut m), [SemanticOutput::Withheld(SemanticWithheld::UserStopped)]);
+    assert_eq!(m.stopped(), Some(&StoppedTurn { user_turns: 1, user_turn_id: None }));
+    // It survives a worker restart.
+    let mut m = ext_core::json_read::from_str::<SemanticAuto>(&serde_json::to_string(&m).expect("json")).expect("read");
+    m.restored();
+    m.handle(ended(reply(1)));
+    assert_eq!(drain(&mut m), [SemanticOutput::Withheld(SemanticWithheld::UserStopped)]);
+    // The human writes again: their reply is judged and may be continued.
+    m.handle(SemanticInput::HumanTurn);
+    m.handle(ended(reply(2)));
+    let fp = fingerprint(&reply(2).assistant_text);
+    assert!(matches!(drain(&mut m).as_slice(), [SemanticOutput::Judge { .. }]));
+    // A Stop while the judge thinks: the call is dropped, its verdict does nothing.
+    m.handle(stop(2));
+    assert_eq!(drain(&mut m), [SemanticOutput::Superseded { fingerprint: fp.clone(), by_stop: true }]);
+    m.handle(verdict(&fp, Verdict::Continue));
+    assert_eq!(drain(&mut m), []);
+}
+
+// R: issue 26 — a human turn supersedes a judge call out for an older reply: its verdict
+// is never acted on, and the human's own reply is judged.
+#[test]
+fn a_human_turn_drops_the_judge_call_for_the_older_reply() {
+    let mut m = SemanticAuto::new(JudgeMode::InAuto, 3);
+    m.handle(ended(reply(1)));
+    let fp = fingerprint(&reply(1).assistant_text);
+    drain(&mut m);
+    m.handle(SemanticInput::HumanTurn);
+    assert_eq!(drain(&mut m), [SemanticOutput::Superseded { fingerprint: fp.clone(), by_stop: false }]);
+    m.handle(verdict(&fp, Verdict::Continue));
+    assert_eq!(drain(&mut m), []);
+    m.handle(ended(reply(2)));
+    assert!(matches!(drain(&mut m).as_slice(), [SemanticOutput::Judge { .. }]));
+}
+
+#[derive(Debug, Clone)]
+enum StopOp {
+    Ended(u8),
+    Verdict { stale: bool, v: Verdict },
+    Resolved(bool),
+    Stop,
+    Human,
+    Herdr,
+    Restart,
+}
+
+fn stop_op() -> impl Strategy<Value = StopOp> {
+    prop_oneof![
+        4 => (0u8..8).prop_map(StopOp::Ended),
+        4 => (prop::bool::weighted(0.3), prop_oneof![Just(Verdict::Continue), Just(Verdict::Done), Just(Verdict::Uncertain)]).prop_map(|(stale, v)| StopOp::Verdict { stale, v }),
+        2 => any::<bool>().prop_map(StopOp::Resolved),
+        2 => Just(StopOp::Stop),
+        1 => Just(StopOp::Human),
+        1 => Just(StopOp::Herdr),
+        1 => Just(StopOp::Restart),
+    ]
+}
+
+proptest! {
+    /// Issue 26 acceptance 3: no automatic message after a Stop. Whatever the order of
+    /// replies, verdicts (also late ones for any reply asked about before), deliveries,
+    /// Herdr activity and restarts: from the user's Stop until the next human turn the
+    /// machine puts out no continue, and asks the judge nothing.
+    #[test]
+    fn no_automatic_message_after_a_stop(ops in prop::collection::vec(stop_op(), 1..100)) {
+        let mut m = SemanticAuto::new(JudgeMode::InAuto, 10);
+        let mut asked: Vec<String> = Vec::new();
+        let mut stopped = false;
+        let mut out_continue = false;
+        for op in ops {
+            match op {
+                StopOp::Ended(n) => m.handle(ended(reply(u32::from(n)))),
+                StopOp::Verdict { stale, v } => {
+                    let fp = if stale { asked.first() } else { asked.last() };
+                    if let Some(fp) = fp.cloned() {
+                        m.handle(verdict(&fp, v));
+                    }
+                }
+                StopOp::Resolved(confirmed) => {
+                    if std::mem::take(&mut out_continue) {
+                        m.handle(SemanticInput::ContinueResolved { confirmed });
+                    }
+                }
+                StopOp::Stop => { m.handle(stop(1)); stopped = true; }
+                StopOp::Human => { m.handle(SemanticInput::HumanTurn); stopped = false; }
+                StopOp::Herdr => m.handle(SemanticInput::HerdrActivity),
+                StopOp::Restart => {
+                    m = ext_core::json_read::from_str::<SemanticAuto>(&serde_json::to_string(&m).expect("json")).expect("read");
+                    m.restored();
+                }
+            }
+            prop_assert_eq!(m.stopped().is_some(), stopped);
+            for o in drain(&mut m) {
+                match o {
+                    SemanticOutput::Continue { .. } => {
+                        prop_assert!(!stopped, "continued after the user's Stop");
+                        out_continue = true;
+                    }
+                    SemanticOutput::Judge { fingerprint, .. } => {
+                        prop_assert!(!stopped, "asked the judge after the user's Stop");
+                        asked.push(fingerprint);
+                    }
+                    _ => {}
                 }
             }
         }

@@ -448,6 +448,9 @@ pub fn continuity_messages_translate() {
         Some(PortCommand::ThreadFacts(ext_core::context_pressure::VisibleThread { turns: 4, latin_chars: 900, cjk_chars: 12, highest_turn: Some(41) }))
     );
     assert_eq!(cw::port_command(&json!({"type": "thread_facts", "turns": -1, "latin_chars": 0, "cjk_chars": 0, "highest_turn": null})), None);
+    // Issue 26: the user's own Stop names its page load; without one it is not a command.
+    assert_eq!(cw::port_command(&json!({"type": "user_stop", "page_load": "load-1"})), Some(PortCommand::UserStop { page_load: "load-1".into() }));
+    assert_eq!(cw::port_command(&json!({"type": "user_stop"})), None);
     // The JSON bridge (O2, issue 23): the request carries the chat's workspace, Auto and
     // human turn; `results` carries a message, `approval` the batch and its pending calls,
     // `round_limit` nothing more, `streaming` nothing.
