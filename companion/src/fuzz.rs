@@ -137,7 +137,7 @@ pub fn hostile_params(rng: &mut Rng, depth: usize) -> Map<String, Value> {
 /// the shape checks to the validators behind them (a URL's reader, an id's bounds).
 pub fn example_params(method: Method) -> Option<Value> {
     Some(match method {
-        Method::Hello => json!({"protocol": 1, "extension_version": "0.1.0"}),
+        Method::Hello => json!({"protocol": 2, "extension_version": "0.1.0"}),
         Method::ContinuitySearch => json!({"conversation_url": "https://chatgpt.com/c/x", "query": "route pool", "limit": 5}),
         Method::ContinuityResume => json!({"conversation_url": "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/x"}),
         Method::ContinuityAppend => json!({"conversation_id": "x", "message_id": "m1", "role": "user", "text": "hello", "observed_at": 1, "conversation_url": "https://chatgpt.com/c/x"}),

@@ -116,6 +116,10 @@ pub struct HelloParams {
     pub extension_version: String,
     /// The protocol integer ([`crate::PROTOCOL_VERSION`]).
     pub protocol: u64,
+    /// The runtime capabilities the extension needs ([`crate::CAPABILITIES`] names); absent
+    /// from an extension older than protocol 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Vec<String>>,
 }
 
 /// Params of `events.subscribe`.
@@ -715,8 +719,15 @@ pub enum MethodResult {
         runtime_version: String,
         /// The runtime's protocol integer.
         protocol: u64,
-        /// Whether both integers are equal.
+        /// Whether both integers are equal and the runtime has every `requires` name.
         compatible: bool,
+        /// What the runtime serves ([`crate::CAPABILITIES`]); absent from a runtime older
+        /// than protocol 2, which the extension reads as "update the companion".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Vec<String>>,
+        /// The `requires` names this runtime lacks (empty when none or none were sent).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        missing: Vec<String>,
         /// This runtime start.
         boot_id: String,
         /// The Herdr connection.

@@ -37,7 +37,7 @@ use crate::clock::unix_millis;
 use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::ClientHandle;
-use crate::protocol::{ErrorCode, Method, MethodError, Request, PROTOCOL_VERSION};
+use crate::protocol::{ErrorCode, Method, MethodError, Request, CAPABILITIES, PROTOCOL_VERSION};
 
 /// The services the router serves, built (and started) before it.
 #[derive(Debug)]
@@ -150,16 +150,76 @@ impl Router {
         let Some(protocol) = request.params.get("protocol").and_then(Value::as_u64) else {
             return Err((
                 ErrorCode::BadRequest,
-                "hello needs params.protocol (an integer); send {\"protocol\":1,\"extension_version\":\"…\"}".to_owned(),
+                format!("hello needs params.protocol (an integer); send {{\"protocol\":{PROTOCOL_VERSION},\"extension_version\":\"…\"}}"),
             ));
         };
-        Ok(json!({
+        let requires: Vec<&str> = match request.params.get("requires") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(names)) if names.len() <= 256 => names.iter().filter_map(Value::as_str).collect(),
+            Some(_) => return Err((ErrorCode::BadRequest, "hello params.requires must be a list of at most 256 capability names".to_owned())),
+        };
+        let agreement = HelloAgreement::of(protocol, &requires);
+        if let Some(why) = agreement.mismatch() {
+            let extension = request.params.get("extension_version").and_then(Value::as_str).unwrap_or("unknown");
+            self.log.line(format_args!("hello: extension {extension} does not match this runtime: {why}"));
+        }
+        let mut answer = json!({
             "type": "hello",
             "runtime_version": env!("CARGO_PKG_VERSION"),
             "protocol": PROTOCOL_VERSION,
-            "compatible": protocol == PROTOCOL_VERSION,
+            "compatible": agreement.compatible(),
+            "capabilities": CAPABILITIES,
             "boot_id": self.boot_id,
             "herdr": self.herdr(),
-        }))
+        });
+        if !agreement.missing.is_empty() {
+            answer["missing"] = json!(agreement.missing);
+        }
+        Ok(answer)
+    }
+}
+
+/// The runtime's side of the `hello` agreement: the extension's protocol integer and the
+/// capabilities it needs against this runtime's [`PROTOCOL_VERSION`] and [`CAPABILITIES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelloAgreement {
+    /// The extension's protocol integer.
+    pub extension_protocol: u64,
+    /// The names the extension needs that this runtime does not serve.
+    pub missing: Vec<String>,
+}
+
+impl HelloAgreement {
+    /// Compares what an extension sent in `hello`.
+    pub fn of(extension_protocol: u64, requires: &[&str]) -> Self {
+        let missing = requires.iter().filter(|name| !CAPABILITIES.contains(name)).map(|name| (*name).to_owned()).collect();
+        Self { extension_protocol, missing }
+    }
+
+    /// Whether the two sides work together.
+    pub fn compatible(&self) -> bool {
+        self.extension_protocol == PROTOCOL_VERSION && self.missing.is_empty()
+    }
+
+    /// Why not, naming the side to update (`None` when compatible).
+    pub fn mismatch(&self) -> Option<String> {
+        let runtime = env!("CARGO_PKG_VERSION");
+        if self.extension_protocol < PROTOCOL_VERSION {
+            Some(format!(
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}; update the extension",
+                self.extension_protocol
+            ))
+        } else if self.extension_protocol > PROTOCOL_VERSION || !self.missing.is_empty() {
+            let lacking = match self.missing.is_empty() {
+                true => String::new(),
+                false => format!(" and lacks {}", self.missing.join(", ")),
+            };
+            Some(format!(
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; run herdr-companion install again with the newer companion",
+                self.extension_protocol
+            ))
+        } else {
+            None
+        }
     }
 }
