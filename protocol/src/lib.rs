@@ -69,6 +69,8 @@ pub const CAPABILITIES: &[&str] = &[
     "judge.turn_end",
     "ping",
     "profiles.get",
+    "retention.get",
+    "retention.set",
     "task.dispatch",
     "task.list",
     "tools.call",

@@ -273,6 +273,57 @@ pub enum Call {
     ChatsReport(ChatsReportParams),
     /// `profiles.get`.
     ProfilesGet(NoParams),
+    /// `retention.get`.
+    RetentionGet(NoParams),
+    /// `retention.set`.
+    RetentionSet(RetentionSetParams),
+}
+
+/// Params of `retention.set`: the limits to change (others keep their value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSetParams {
+    /// `{journal_turns?, work_memory_turns?, bridge_result_days?, inbox_days?}`, each an
+    /// integer within its bound (see `retention.bounds`).
+    pub limits: Map<String, Value>,
+}
+
+/// The storage limits (`retention.limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionLimits {
+    /// Journal turns kept per chain before the oldest behind a verified checkpoint go.
+    pub journal_turns: u64,
+    /// Work Memory turns (and evidence items) kept per chain, likewise.
+    pub work_memory_turns: u64,
+    /// Days a delivered bridge results message is kept.
+    pub bridge_result_days: u64,
+    /// Days an acknowledged inbox task is kept.
+    pub inbox_days: u64,
+}
+
+/// One limit's bound and default (`retention.bounds.<name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionBound {
+    /// Smallest allowed value.
+    pub min: u64,
+    /// Largest allowed value.
+    pub max: u64,
+    /// The value when none was set.
+    pub default: u64,
+}
+
+/// One store's size (`retention.sizes[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSize {
+    /// `journal`, `work_memory`, `bridge_results` or `inbox`.
+    pub store: String,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of the stored texts.
+    pub bytes: u64,
 }
 
 /// One bound chat in `chats.report`.
@@ -495,6 +546,8 @@ impl Call {
             Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
             Method::ChatsReport => Call::ChatsReport(typed(params)?),
             Method::ProfilesGet => Call::ProfilesGet(typed(params)?),
+            Method::RetentionGet => Call::RetentionGet(typed(params)?),
+            Method::RetentionSet => Call::RetentionSet(typed(params)?),
         })
     }
 
@@ -530,6 +583,8 @@ impl Call {
             Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
             Call::ChatsReport(_) => Method::ChatsReport,
             Call::ProfilesGet(_) => Method::ProfilesGet,
+            Call::RetentionGet(_) => Method::RetentionGet,
+            Call::RetentionSet(_) => Method::RetentionSet,
         }
     }
 
@@ -538,7 +593,7 @@ impl Call {
         let value = match self {
             Call::Hello(p) => serde_json::to_value(p),
             Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p)
-            | Call::ProfilesGet(p) => {
+            | Call::ProfilesGet(p) | Call::RetentionGet(p) => {
                 serde_json::to_value(p)
             }
             Call::EventsSubscribe(p) => serde_json::to_value(p),
@@ -550,6 +605,7 @@ impl Call {
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
             Call::ToolsCall(p) => serde_json::to_value(p),
+            Call::RetentionSet(p) => serde_json::to_value(p),
             Call::ContinuityAppend(p) => serde_json::to_value(p),
             Call::ContinuityResolve(p) => serde_json::to_value(p),
             Call::ContinuitySearch(p) => serde_json::to_value(p),
@@ -993,6 +1049,15 @@ pub enum MethodResult {
         /// One per file found in `<home>/profiles/` for a known site (none: no file).
         profiles: Vec<ProfileFile>,
     },
+    /// Answer to `retention.get` / `retention.set`.
+    Retention {
+        /// The limits in force.
+        limits: RetentionLimits,
+        /// Each limit's bound and default, by name.
+        bounds: std::collections::BTreeMap<String, RetentionBound>,
+        /// Each store's size.
+        sizes: Vec<RetentionSize>,
+    },
 }
 
 /// One site profile file of the companion home, as `profiles.get` serves it: its text
@@ -1046,6 +1111,7 @@ impl MethodResult {
             MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
             MethodResult::ChatsReported { .. } => ResultType::ChatsReported,
             MethodResult::Profiles { .. } => ResultType::Profiles,
+            MethodResult::Retention { .. } => ResultType::Retention,
         }
     }
 }
