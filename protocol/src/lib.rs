@@ -77,19 +77,6 @@ pub const CAPABILITIES: &[&str] = &[
     "tools.list",
 ];
 
-#[cfg(test)]
-mod capability_tests {
-    use super::*;
-
-    #[test]
-    fn capabilities_are_sorted_unique_and_name_every_method() {
-        assert!(CAPABILITIES.windows(2).all(|pair| pair[0] < pair[1]), "CAPABILITIES must stay sorted and unique");
-        for method in Method::ALL {
-            assert!(CAPABILITIES.contains(&method.as_str()), "CAPABILITIES lacks the method {method}");
-        }
-        assert!(CAPABILITIES.contains(&"hello.capabilities"));
-    }
-}
 
 /// The `protocol` of the stream's `hello` event.
 pub const EVENTS_PROTOCOL: &str = "herdr-continuity-events/1";
@@ -105,3 +92,17 @@ pub const MAX_LINE: usize = 1024 * 1024;
 
 /// Longest request id (also [`limits::MAX_REQUEST_ID_CHARS`]).
 pub const MAX_ID_LEN: usize = limits::MAX_REQUEST_ID_CHARS;
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_are_sorted_unique_and_name_every_method() {
+        assert!(CAPABILITIES.windows(2).all(|pair| pair[0] < pair[1]), "CAPABILITIES must stay sorted and unique");
+        for method in Method::ALL {
+            assert!(CAPABILITIES.contains(&method.as_str()), "CAPABILITIES lacks the method {method}");
+        }
+        assert!(CAPABILITIES.contains(&"hello.capabilities"));
+    }
+}

@@ -21,7 +21,7 @@ fn journal_turn(conversation: &str, index: usize) -> ContinuityAppendParams {
         continuity_id: None,
         conversation_id: conversation.to_owned(),
         message_id: format!("{conversation}-msg-{index}"),
-        role: if index % 2 == 0 { TurnRole::User } else { TurnRole::Assistant },
+        role: if index.is_multiple_of(2) { TurnRole::User } else { TurnRole::Assistant },
         text: format!("turn {index} of {conversation}"),
         observed_at: 1_000 + index as u64,
         project_id: None,
@@ -75,7 +75,7 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     }
     // The "checked" chain gets a checkpoint through its turn 120 (of 160).
     let checked = &chains[1];
-    let anchor: i64 = count(&path, &format!("SELECT id FROM wm_turns WHERE provider_message_ref = 'checked-msg-120'"));
+    let anchor: i64 = count(&path, "SELECT id FROM wm_turns WHERE provider_message_ref = 'checked-msg-120'");
     let put = wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": checked, "expected_checkpoint_revision": 0,
         "summary": "goal and decisions so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
     assert_eq!(put["ok"], true, "{put}");
