@@ -24,6 +24,7 @@ mod continuity_semantic;
 mod continuity_sessref;
 mod continuity_stop;
 mod delivery;
+mod fence;
 mod permission_card;
 mod progress_push;
 mod queue;
