@@ -712,6 +712,8 @@ fn recovery_facts(value: &Value) -> PageRecoveryReport {
         send_timeout: flag("send_timeout"),
         retry_offered: flag("retry_offered"),
         rate_limited: flag("rate_limited"),
+        // A delivery id as the page read it from the marker line (ids are at most 256).
+        waiting_marker: str_of(value, "waiting_marker").filter(|id| !id.is_empty() && id.chars().count() <= 256),
     }
 }
 

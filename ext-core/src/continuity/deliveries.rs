@@ -38,7 +38,11 @@ impl Continuity {
             (Scope::Conversation { .. }, DeliveryKind::HandoffSeed) => None,
             _ => Some(browser_session_ref(&scope)),
         };
-        let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids, tab, &page, app);
+        let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids.clone(), tab, &page, app);
+        if let Ok(id) = &result {
+            let message = recovery::SentMessage { id: id.clone(), kind, subject: subject.to_owned(), body: body.to_owned(), task_ids };
+            self.recovery_sent(key, message);
+        }
         self.drain_ledger(now);
         self.persist();
         result

@@ -28,7 +28,7 @@
 use super::recovery::chatgpt_conversation;
 use super::*;
 use crate::health::{Activity as PageActivity, HealthLevel, HealthMeter, HealthSample, HealthThresholds};
-use crate::recovery::{RecoveryAction, RecoveryPlanner, RecoveryStatus};
+use crate::recovery::{RecoveryAction, RecoveryPlanner};
 use crate::recovery_config::{ConfigError, RecoveryConfig};
 
 /// The meters of a tab's page load, and the tab's last decision.
@@ -176,7 +176,7 @@ impl Continuity {
             // A critical heap on a page that has not been quiet long enough.
             return Some(Decision { what: "withheld", why: "not_quiet" });
         };
-        let spent = planner.status() == RecoveryStatus::RolloverRecommended;
+        let spent = planner.spent_why().is_some();
         let conversation_id = self.pages.get(&tab).and_then(|r| classify_url(&r.url).conversation().map(|c| c.conversation_id.to_owned()))?;
         let decision = match &action {
             Some(RecoveryAction::Probe) => {

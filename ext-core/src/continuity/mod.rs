@@ -589,6 +589,7 @@ impl Continuity {
                 self.bridge_turn_ended(tab, turn);
                 let assistant_text = crate::limits::clip_tail(assistant_text, crate::limits::MAX_TURN_ASSISTANT_CHARS);
                 if !pressed {
+                    self.recovery_turn_ended(tab, user_marker.as_deref());
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }

@@ -3,7 +3,15 @@
 //! [`RecoveryPlanner`] (which asks [`crate::stale_view`] what the snapshot shows), and turns
 //! the planner's actions into page commands ([`ContinuityOutput::Recovery`]): a probe of the
 //! conversation snapshot, one `location.reload()`, one click on ChatGPT's own Retry, one
-//! `chrome.tabs.reload` of the page's own tab.
+//! `chrome.tabs.reload` of the page's own tab — or, for a message of ours the server never
+//! accepted, a resend through the delivery ledger (a new delivery of the same kind, subject
+//! and body, under a new id).
+//!
+//! Budgets are per incident: a turn that ends healthy on the page (`turn_ended`: the human's,
+//! or a reply that streamed and finished there) renews them
+//! ([`RecoveryPlanner::turn_ended`]); the planner's hourly bounds still hold across
+//! incidents. Spent budgets are handed to `continuity/rollover`: the controlled handoff
+//! when Auto and the rollover gate allow it, else the HUD's rollover line names why not.
 //!
 //! What each situation leads to is the planner's call (see `crate::recovery`): server ahead
 //! → one reload; a send-timeout card with the server still at the user → Retry once; with
@@ -26,10 +34,14 @@
 //! - A probe's answer counts only for the page load it was asked of; a late answer from a
 //!   page that reloaded meanwhile is dropped. A 429 answer starts the planner's back-off (no
 //!   probe, Retry or reload while it runs, H7).
-//! - Nothing here types into a page: recovery never resubmits a user turn.
+//! - Nothing here types into a page but a resend, and a resend only of a message of ours
+//!   (the waiting turn's marker names the last delivery this worker life sent into the
+//!   scope; after a restart nothing is remembered and the HUD asks the user), only on a
+//!   snapshot whose current node is the page's last assistant message (the server lacks
+//!   the turn), through the ledger's gates: a human's turn is never retyped.
 
 use super::*;
-use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Suspect};
+use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Spent, Suspect};
 use crate::stale_view::{DomMessage, DomView, ServerNode, ServerRole, Snapshot as ServerSnapshot, ViewState};
 
 /// How often the planners are ticked while a watched page could go stale (the planner's
@@ -60,6 +72,8 @@ pub struct PageRecoveryReport {
     pub retry_offered: bool,
     /// A rate-limit notice is visible.
     pub rate_limited: bool,
+    /// The delivery id of the marker line in the user turn shown waiting, if it has one.
+    pub waiting_marker: Option<String>,
 }
 
 /// The server's current node as the page summarised it (`snapshot_result.node`).
@@ -145,6 +159,19 @@ pub(super) struct RecoveryFlow {
     next_tick: Option<Millis>,
     /// The planners' timers (options page), given to every planner.
     pub(super) timings: RecoveryTimings,
+    /// Per scope key, the last message of ours sent into it (this worker life): what a
+    /// resend sends again when the waiting turn carries its marker.
+    sent: VecMap<String, SentMessage>,
+}
+
+/// A message of ours as it was handed to the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SentMessage {
+    pub(super) id: String,
+    pub(super) kind: DeliveryKind,
+    pub(super) subject: String,
+    pub(super) body: String,
+    pub(super) task_ids: Vec<String>,
 }
 
 impl RecoveryFlow {
@@ -194,6 +221,34 @@ impl Continuity {
         let action = planner.page(now, facts);
         self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
+    }
+
+    /// A message of ours went to the ledger: the one a resend would send again.
+    pub(super) fn recovery_sent(&mut self, key: &str, message: SentMessage) {
+        if message.kind != DeliveryKind::HandoffSeed {
+            self.recovery.sent.insert(key.to_owned(), message);
+        }
+    }
+
+    /// A turn ended on the page of `tab`: a human's turn, or a reply that streamed and
+    /// finished there, ends the incident and renews its budgets (the hour's bounds stay).
+    pub(super) fn recovery_turn_ended(&mut self, tab: TabId, user_marker: Option<&str>) {
+        let Some((key, ..)) = self.recovery_input(tab) else { return };
+        let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
+        if planner.turn_ended(user_marker.is_none()) {
+            self.persist();
+        }
+    }
+
+    /// Whether the conversation `tab` shows has its recovery budgets spent.
+    pub(super) fn recovery_spent(&self, tab: TabId) -> bool {
+        let Some((key, _)) = self.pages.get(&tab).and_then(chatgpt_conversation) else { return false };
+        self.recovery.planners.get(&key).is_some_and(|p| p.spent_why().is_some())
+    }
+
+    /// The tabs whose conversation has its recovery budgets spent.
+    pub(super) fn recovery_spent_tabs(&self) -> Vec<TabId> {
+        self.recovery.facts.keys().copied().filter(|tab| self.recovery_spent(*tab)).collect()
     }
 
     /// A tab's page went away: its facts (and a probe asked of it) with it.
@@ -283,8 +338,31 @@ impl Continuity {
             delivery_uncertain,
             auto_on,
             chatgpt: true,
+            ours_waiting: seen.user_waiting && self.recovery_resendable(&report.url, seen.waiting_marker.as_deref()).is_some(),
         };
         Some((key, conversation_id, facts, seen.rate_limited))
+    }
+
+    /// The message of ours a resend would send again: the last one sent into the page's
+    /// scope, when its marker is the one in the waiting turn.
+    fn recovery_resendable(&self, url: &str, marker: Option<&str>) -> Option<(String, &SentMessage)> {
+        let key = classify_url(url).scope()?.key();
+        let sent = self.recovery.sent.get(&key).filter(|m| Some(m.id.as_str()) == marker)?;
+        Some((key, sent))
+    }
+
+    /// Sends our waiting message again (the snapshot proved the server lacks it): a new
+    /// delivery of the same kind, subject and body, through the ledger and its gates.
+    fn recovery_resend(&mut self, tab: TabId) {
+        let now = self.now;
+        let found = self.pages.get(&tab).and_then(|report| {
+            let marker = self.recovery.facts.get(&tab)?.waiting_marker.as_deref();
+            self.recovery_resendable(&report.url, marker).map(|(key, m)| (key, m.clone()))
+        });
+        let Some((key, m)) = found else { return };
+        if self.post_delivery(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone()).is_err() {
+            self.record_activity(&key, ActivityKind::RecoveryRetry, ActivityOutcome::Withheld, ActivityReason::Code("resend_refused"), Some(&m.id));
+        }
     }
 
     /// The last assistant body's signature the page of `tab` reported.
@@ -298,8 +376,9 @@ impl Continuity {
         let kind = match action {
             RecoveryAction::Probe => None,
             RecoveryAction::ReloadPage | RecoveryAction::ReloadTab => Some(ActivityKind::RecoveryReload),
-            RecoveryAction::ClickRetry => Some(ActivityKind::RecoveryRetry),
+            RecoveryAction::ClickRetry | RecoveryAction::Resend => Some(ActivityKind::RecoveryRetry),
         };
+        let why = if action == RecoveryAction::Resend { "request_not_accepted" } else { why };
         if let (Some(kind), Some(scope)) = (kind, self.scope_of_tab(tab)) {
             self.record_activity(&scope.key(), kind, ActivityOutcome::Sent, ActivityReason::Code(why), None);
         }
@@ -312,6 +391,12 @@ impl Continuity {
             RecoveryAction::ReloadPage => RecoveryCommand::ReloadPage,
             RecoveryAction::ReloadTab => RecoveryCommand::ReloadTab,
             RecoveryAction::ClickRetry => RecoveryCommand::ClickRetry,
+            RecoveryAction::Resend => {
+                // Recorded (pending, budgets) and persisted first; the ledger posts it.
+                self.persist();
+                self.recovery_resend(tab);
+                return;
+            }
         };
         if command.durable_first() {
             self.persist();
@@ -357,16 +442,18 @@ impl Continuity {
                 RecoveryStatus::Checking { why } => ("checking", suspect_name(why)),
                 RecoveryStatus::Observed { state } => ("observed", view_state_name(state)),
                 RecoveryStatus::WaitingForServer { .. } => ("waiting", "server_stalled"),
+                RecoveryStatus::ResendPaced { .. } => ("waiting", "resend_paced"),
                 RecoveryStatus::NeedsUser => ("needs_user", "request_not_accepted"),
                 RecoveryStatus::Acted { action } => ("acted", action_name(&action)),
-                RecoveryStatus::RolloverRecommended => ("rollover", "budgets_spent"),
+                RecoveryStatus::RolloverRecommended { why: Spent::Incident } => ("rollover", "budgets_spent"),
+                RecoveryStatus::RolloverRecommended { why: Spent::Hour } => ("rollover", "hourly_limit"),
             }
         };
         Some(RecoveryLine {
             state,
             reason,
-            retries_left: planner.retries_left(),
-            reloads_left: planner.reloads_left(),
+            retries_left: planner.retries_left(self.now),
+            reloads_left: planner.reloads_left(self.now),
             probes: planner.probes(),
         })
     }
@@ -379,6 +466,7 @@ fn status_reason(status: &RecoveryStatus) -> &'static str {
         RecoveryStatus::Checking { why } => suspect_name(*why),
         RecoveryStatus::Observed { state } => view_state_name(*state),
         RecoveryStatus::WaitingForServer { .. } => "server_stalled",
+        RecoveryStatus::ResendPaced { .. } => "request_not_accepted",
         _ => "suspect_page",
     }
 }
@@ -408,5 +496,6 @@ fn action_name(action: &RecoveryAction) -> &'static str {
         RecoveryAction::ReloadPage => "reload_page",
         RecoveryAction::ReloadTab => "reload_tab",
         RecoveryAction::ClickRetry => "click_retry",
+        RecoveryAction::Resend => "resend",
     }
 }
