@@ -1951,6 +1951,10 @@
     // Error cards and notices are looked for only while nothing streams.
     const error = generating ? null : find(seen.view, 'thread_error', seen.ctx);
     const sendTimeout = Boolean(error && showsLabel(seen.view, 'send_timeout', error.el));
+    const userWaiting = Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING));
+    // The delivery id of our marker line in the waiting user turn: the worker may send that
+    // message of ours again when the server proves it never got it (never a human's turn).
+    const waitingMarker = userWaiting ? ([...(lastUser.textContent || '').matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null) : null;
     return {
       type: 'recovery_facts',
       page_load: pageLoad,
@@ -1959,7 +1963,8 @@
       assistant_len: bodyText.length,
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),
-      user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
+      user_waiting: userWaiting,
+      waiting_marker: waitingMarker,
       send_timeout: sendTimeout,
       retry_offered: sendTimeout && present(seen.view, 'retry', seen.ctx),
       rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
