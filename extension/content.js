@@ -159,6 +159,7 @@
       recoveryState: c?.recovery?.state ?? '',
       recoveryReason: c?.recovery?.reason ?? '',
       recoveryProbes: String(c?.recovery?.probes ?? 0),
+      recoveryReloadsLeft: c?.recovery ? String(c.recovery.reloads_left) : '',
       cardState: c?.card?.state ?? '',
       cardCode: c?.card?.code ?? '',
       cardTool: c?.card?.tool ?? '',
