@@ -299,6 +299,22 @@ impl RecoveryPlanner {
         self.rate_limit.observe(now);
     }
 
+    /// The account's request pacer holds every request and action until `until` (a
+    /// cooldown of `crate::request_pacer`): no probe, Retry or reload before it.
+    pub fn hold_until(&mut self, until: Millis) {
+        self.rate_limit.hold_until(until);
+    }
+
+    /// The probe just asked for did not go out (the account's request pacer refused it):
+    /// nothing is out, and the next tick may ask again.
+    pub fn probe_deferred(&mut self) {
+        if std::mem::take(&mut self.probe_out) {
+            self.probes = self.probes.saturating_sub(1);
+            self.health_probe = false;
+            self.last_probe_at = None;
+        }
+    }
+
     /// A page report; returns what to do now.
     pub fn page(&mut self, now: Millis, facts: RecoveryFacts) -> Option<RecoveryAction> {
         if facts.page_load != self.page_load {
