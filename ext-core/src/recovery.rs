@@ -73,9 +73,9 @@ pub const PROBE_INTERVAL_MS: Millis = 15_000;
 pub const RELOAD_COOLDOWN_MS: Millis = 60_000;
 /// Resends of a message of ours the server never accepted, per incident.
 pub const MAX_RESENDS: u32 = 2;
-/// Between two resends: the request pacer's interval (CONTRACT26 §1 `PACE_MS`), so a
-/// resend is never closer to the last one than any backend request may be.
-pub const RESEND_SPACING_MS: Millis = 45_000;
+/// Between two resends: the request pacer's interval, so a resend is never closer to the
+/// last one than any backend request of the account may be.
+pub const RESEND_SPACING_MS: Millis = crate::request_pacer::PACE_MS;
 /// Reloads (page and tab) per conversation in any rolling hour, across incidents.
 pub const MAX_RELOADS_PER_HOUR: usize = 3;
 /// Resubmissions (ChatGPT's Retry and resends) per conversation in any rolling hour.
@@ -369,6 +369,22 @@ impl RecoveryPlanner {
     /// A 429 or a visible rate-limit notice on the page.
     pub fn rate_limited(&mut self, now: Millis) {
         self.rate_limit.observe(now);
+    }
+
+    /// The account's request pacer holds every request and action until `until` (a
+    /// cooldown of `crate::request_pacer`): no probe, Retry or reload before it.
+    pub fn hold_until(&mut self, until: Millis) {
+        self.rate_limit.hold_until(until);
+    }
+
+    /// The probe just asked for did not go out (the account's request pacer refused it):
+    /// nothing is out, and the next tick may ask again.
+    pub fn probe_deferred(&mut self) {
+        if std::mem::take(&mut self.probe_out) {
+            self.probes = self.probes.saturating_sub(1);
+            self.health_probe = false;
+            self.last_probe_at = None;
+        }
     }
 
     /// A page report; returns what to do now.

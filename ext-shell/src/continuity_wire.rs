@@ -18,6 +18,7 @@ use ext_core::continuity::{
     CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, Unresolved, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
+use ext_core::request_pacer::CooldownSource;
 use ext_core::stale_view::ServerRole;
 use ext_core::semantic_auto::Verdict;
 use ext_core::limits::{
@@ -459,7 +460,44 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
         composer_marker: str_of(value, "composer_marker"),
         page_load: str_of(value, "page_load").unwrap_or_default(),
         human_apps: human_apps(value)?,
+        account: page_account(value).ok()?,
     })
+}
+
+/// `page_facts.account`: absent or `null` is none (the account `default`); otherwise an id
+/// [`ext_core::request_pacer::valid_account`] accepts, else why not (the report is refused).
+pub fn page_account(value: &Value) -> Result<Option<String>, String> {
+    match value.get("account") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(account)) => ext_core::request_pacer::valid_account(account)
+            .map(|()| Some(account.clone()))
+            .map_err(|why| format!("page_facts.account: {why}")),
+        Some(_) => Err("page_facts.account: not a string or null".to_owned()),
+    }
+}
+
+/// A `retry_after_ms` field: absent or `null` is none; otherwise a whole number of
+/// milliseconds (the pacer caps it at an hour), else why not.
+pub fn retry_after_ms(value: &Value) -> Result<Option<u64>, String> {
+    match value.get("retry_after_ms") {
+        None | Some(Value::Null) => Ok(None),
+        Some(n) => n.as_u64().map(Some).ok_or_else(|| "retry_after_ms: not a whole number of milliseconds ≥ 0 or null".to_owned()),
+    }
+}
+
+/// A page's `rate_limited {page_load, source, retry_after_ms}`, checked: `page_load` a
+/// non-empty id, `source` `resource_timing` or `page_notice`, `retry_after_ms` as
+/// [`retry_after_ms`] reads it; otherwise why not.
+pub fn rate_limited(value: &Value) -> Result<PortCommand, String> {
+    let page_load = str_of(value, "page_load").filter(|id| !id.is_empty() && limits::within(id, ext_core::limits::MAX_ID_CHARS));
+    let page_load = page_load.ok_or_else(|| "rate_limited.page_load: missing, empty or too long".to_owned())?;
+    let source = match value.get("source").and_then(Value::as_str) {
+        Some("resource_timing") => CooldownSource::ResourceTiming,
+        Some("page_notice") => CooldownSource::PageNotice,
+        _ => return Err("rate_limited.source: must be \"resource_timing\" or \"page_notice\"".to_owned()),
+    };
+    let retry_after_ms = retry_after_ms(value).map_err(|why| format!("rate_limited.{why}"))?;
+    Ok(PortCommand::RateLimited { page_load, source, retry_after_ms })
 }
 
 /// `page_facts.human_apps`: absent or `null` is none; otherwise at most
@@ -586,6 +624,18 @@ pub enum PortCommand {
         page_load: String,
         /// The summary.
         answer: ProbeAnswer,
+        /// With a failure `http_429`: the response's `Retry-After` in ms, when it had one.
+        retry_after_ms: Option<u64>,
+    },
+    /// `rate_limited {page_load, source, retry_after_ms}`: the page saw its account
+    /// rate-limited (a 429 in Resource Timing, ChatGPT's notice).
+    RateLimited {
+        /// The page load that saw it.
+        page_load: String,
+        /// Where.
+        source: CooldownSource,
+        /// `Retry-After` in ms, when known.
+        retry_after_ms: Option<u64>,
     },
 }
 
@@ -668,7 +718,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),
+            retry_after_ms: retry_after_ms(value).ok()?,
         }),
+        "rate_limited" => rate_limited(value).ok(),
         _ => None,
     }
 }

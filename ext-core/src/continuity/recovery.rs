@@ -211,11 +211,19 @@ impl Continuity {
     /// The page of `tab` reported (facts or recovery facts): its planner sees it now.
     pub(super) fn recovery_page(&mut self, now: Millis, tab: TabId) {
         let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
+        if rate_limited && self.cooldown_of_tab(tab).is_none() {
+            // ChatGPT's notice: the account's cooldown (every tab of it, every write).
+            self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::PageNotice);
+        }
+        let cooldown = self.cooldown_of_tab(tab);
         let timings = self.recovery.timings;
         let planner = self.recovery.planners.entry(key.clone()).or_default();
         planner.set_timings(timings);
         if rate_limited {
             planner.rate_limited(now);
+        }
+        if let Some(until) = cooldown {
+            planner.hold_until(until);
         }
         let why = status_reason(&planner.status());
         let action = planner.page(now, facts);
@@ -266,7 +274,11 @@ impl Continuity {
         let tabs: Vec<TabId> = self.recovery.facts.keys().copied().collect();
         for tab in tabs {
             let Some((key, conversation_id, facts, _)) = self.recovery_input(tab) else { continue };
+            let cooldown = self.cooldown_of_tab(tab);
             let Some(planner) = self.recovery.planners.get_mut(&key) else { continue };
+            if let Some(until) = cooldown {
+                planner.hold_until(until);
+            }
             // The facts as they are now (the Auto switch may have changed since the page's
             // last report); a page report of unchanged facts only moves the planner's clock.
             let why = status_reason(&planner.status());
@@ -284,6 +296,10 @@ impl Continuity {
             return;
         }
         self.recovery.probing.remove(&key);
+        if matches!(&answer, ProbeAnswer::Failed(why) if why == "http_429") {
+            // The account's cooldown (a `Retry-After` came as `rate_limited` first).
+            self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::Backoff);
+        }
         let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
         let snapshot = match answer {
             // Milliseconds since the epoch are ≥ 1e10, which `update_time_ms` reads as such.
@@ -384,6 +400,13 @@ impl Continuity {
         }
         let command = match action {
             RecoveryAction::Probe => {
+                // One backend read per pacing interval per account, none in a cooldown.
+                if !self.pacer_request(self.now, tab) {
+                    if let Some(planner) = self.recovery.planners.get_mut(key) {
+                        planner.probe_deferred();
+                    }
+                    return;
+                }
                 let page_load = self.recovery.facts.get(&tab).map(|f| f.page_load.clone()).unwrap_or_default();
                 self.recovery.probing.insert(key.to_owned(), (tab, page_load));
                 RecoveryCommand::Probe { conversation_id: conversation_id.to_owned() }
