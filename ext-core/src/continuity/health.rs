@@ -167,7 +167,7 @@ impl Continuity {
     fn health_ask(&mut self, now: Millis, tab: TabId, key: &str, pressure: bool, heap: bool) -> Option<Decision> {
         // The planner sees the page as it is now before it is asked.
         self.recovery_page(now, tab);
-        let probes = self.recovery.planners.get(key).is_some_and(|p| p.reloads_left() > 0);
+        let probes = self.recovery.planners.get(key).is_some_and(|p| p.reloads_left(now) > 0);
         if pressure && probes && !self.pacer_may_request(now, tab) {
             // The account's request pacer has no slot for the probe now: the last decision
             // stands (spent budgets are said at once, they ask nothing of the site).
