@@ -632,7 +632,9 @@ impl RecoveryPlanner {
         self.page_reloads_used = 0;
         self.tab_reloads_used = 0;
         self.stall_wait_until = None;
-        if matches!(self.status, Some(RecoveryStatus::RolloverRecommended { .. } | RecoveryStatus::NeedsUser | RecoveryStatus::Acted { .. })) {
+        // The HUD keeps showing the last action taken; a recommendation or a question the
+        // renewed budgets answer goes.
+        if matches!(self.status, Some(RecoveryStatus::RolloverRecommended { .. } | RecoveryStatus::NeedsUser)) {
             self.status = Some(RecoveryStatus::Healthy);
         }
     }

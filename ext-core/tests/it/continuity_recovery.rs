@@ -381,7 +381,7 @@ fn a_stale_view_after_a_healthy_human_turn_is_reloaded_again_and_reloads_stay_bo
         w.shown = Shown::synced(&format!("L{loads}"));
         w.show();
         w.healthy_human_turn("and now the next step");
-        assert_eq!(w.hud(), format!("healthy  retries=1 reloads={} probes={}", 2.min(MAX_RELOADS_PER_HOUR - 1 - round), round + 1), "after round {round}");
+        assert_eq!(w.hud(), format!("acted reload_page retries=1 reloads={} probes={}", 2.min(MAX_RELOADS_PER_HOUR - 1 - round), round + 1), "after round {round}");
         // Past the cooldown, the next stale view on this page load.
         let next = w.now - T0 + RELOAD_COOLDOWN_MS;
         w.run(next);
