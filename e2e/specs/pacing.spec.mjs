@@ -7,7 +7,9 @@
 // counters or the HUD's hooks (`data-cooldown-until`, `data-recovery-*`), each with a
 // deadline covering those timers, except the one fixed wait that shows nothing goes out.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, humanSends, stuckChatWorld } from '../lib/continuity.mjs';
+import {
+  CHATS, CONVERSATION, WORKSPACE, continuityWorld, dispatchTask, humanSends, openAndBind, reportAgent, stuckChatWorld, turnAutoOn,
+} from '../lib/continuity.mjs';
 import { BACKEND_ME, CSP_VARIANTS } from '../fixtures/chatgpt.mjs';
 
 const REPLY = 'The index is rebuilt and the search tests pass against the staging data.';
@@ -64,6 +66,28 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-cooldown-until', '', 'HUD: the cooldown ended', 45_000);
       await expect(cooldownLine(hud)).toHaveCount(0);
       expect(fixture.counts).toMatchObject({ snapshotRequests: 0, userMessages: 0 });
+    });
+
+    test('a settle during the cooldown: its wake is not typed until the cooldown ends, then once', async ({ sandbox }) => {
+      const chat = CHATS.find((c) => c.url.endsWith(CONVERSATION));
+      const { context, worker, fixture } = await continuityWorld(sandbox);
+      const { page, hud } = await openAndBind(context, worker, chat);
+      await turnAutoOn(context, hud, chat);
+      const sessionRef = await hud.sessionRef();
+      await dispatchTask(sandbox, { sessionRef, text: 'Run the integration suite' });
+      await reportAgent(sandbox, WORKSPACE.pane, 'working');
+      await hud.expect('data-scope-state', 'working');
+      fixture.rateLimited = true;
+      expect(await page.evaluate((path) => fetch(path).then((r) => r.status), BACKEND_ME)).toBe(429);
+      await expect.poll(async () => Number(await hud.state.getAttribute('data-cooldown-until') || 0), { message: 'HUD: cooldown_until' }).toBeGreaterThan(0);
+      const until = Number(await hud.state.getAttribute('data-cooldown-until'));
+      await reportAgent(sandbox, WORKSPACE.pane, 'idle');
+      await hud.expect('data-withheld', 'rate_limited', 'HUD: the wake waits for the cooldown');
+      // Nothing typed while it runs (the one fixed wait: until shortly before its end).
+      await page.waitForTimeout(Math.max(0, until - Date.now() - 3_000));
+      expect(fixture.automaticMessages(CONVERSATION), 'nothing typed during the cooldown').toEqual([]);
+      await expect.poll(() => fixture.automaticMessages(CONVERSATION).length, { timeout: 30_000, message: 'the wake goes after the cooldown' }).toBe(1);
+      expect(fixture.automaticMessages(CONVERSATION)[0].text, 'the settle\'s wake').toMatch(/\[herdr-continuity wake:w1#/);
     });
   });
 }
