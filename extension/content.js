@@ -2038,8 +2038,9 @@
         const session = await getJson('/api/auth/session', {});
         if (session.failure) { answer({ failure: session.failure, retry_after_ms: session.retry_after_ms ?? null }); return; }
         accessToken = typeof session.body?.accessToken === 'string' && session.body.accessToken !== '' ? session.body.accessToken : null;
-        const named = accountOf(session.body);
-        if (named !== account) { account = named; scheduleFacts(); }
+        // Rides on the next page_facts (a report of its own would be a fresh look at a page
+        // the planner is judging: it goes with the next change the page shows).
+        account = accountOf(session.body);
         if (!accessToken) { answer({ failure: 'no_token' }); return; }
       }
       const snapshot = await getJson(`/backend-api/conversation/${conversationId}`, { authorization: `Bearer ${accessToken}` });

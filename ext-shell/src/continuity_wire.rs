@@ -788,3 +788,56 @@ fn probe_answer(value: &Value) -> ProbeAnswer {
         None => ProbeAnswer::Failed(str_of(value, "failure").unwrap_or_else(|| "odd_shape".to_owned())),
     }
 }
+
+#[cfg(test)]
+mod pacer_wire_tests {
+    //! The request pacer's wire (issue 26): `page_facts.account`, `rate_limited`,
+    //! `snapshot_result.retry_after_ms` — read when well-formed, refused with a reason
+    //! otherwise.
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn account_is_read_or_refused_with_its_reason() {
+        assert_eq!(page_account(&json!({})), Ok(None));
+        assert_eq!(page_account(&json!({"account": null})), Ok(None));
+        assert_eq!(page_account(&json!({"account": "user-AbC_1"})), Ok(Some("user-AbC_1".to_owned())));
+        for bad in [json!(""), json!("a b"), json!("x".repeat(65)), json!(7)] {
+            let why = page_account(&json!({"account": bad})).expect_err("refused");
+            assert!(why.starts_with("page_facts.account: "), "{why}");
+        }
+        let report = page_report(&json!({"url": "https://chatgpt.com/c/x", "account": "user-1", "unresolved": null}));
+        assert_eq!(report.and_then(|r| r.account).as_deref(), Some("user-1"));
+        assert!(page_report(&json!({"url": "https://chatgpt.com/c/x", "account": "bad id"})).is_none());
+    }
+
+    #[test]
+    fn rate_limited_is_read_or_refused_with_its_reason() {
+        let ok = rate_limited(&json!({"type": "rate_limited", "page_load": "p1", "source": "resource_timing", "retry_after_ms": null}));
+        assert!(matches!(ok, Ok(PortCommand::RateLimited { source: CooldownSource::ResourceTiming, retry_after_ms: None, .. })), "{ok:?}");
+        let notice = port_command(&json!({"type": "rate_limited", "page_load": "p1", "source": "page_notice", "retry_after_ms": 516000}));
+        assert!(matches!(notice, Some(PortCommand::RateLimited { source: CooldownSource::PageNotice, retry_after_ms: Some(516_000), .. })), "{notice:?}");
+        for (bad, named) in [
+            (json!({"page_load": "p1", "source": "retry_after"}), "rate_limited.source"),
+            (json!({"page_load": "", "source": "page_notice"}), "rate_limited.page_load"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": -5}), "rate_limited.retry_after_ms"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": 1.5}), "rate_limited.retry_after_ms"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": "60"}), "rate_limited.retry_after_ms"),
+        ] {
+            let why = rate_limited(&bad).expect_err("refused");
+            assert!(why.starts_with(named), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_429_answer_carries_its_retry_after() {
+        let answer = port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": 516000}));
+        match answer {
+            Some(PortCommand::SnapshotResult { answer: ProbeAnswer::Failed(why), retry_after_ms, .. }) => {
+                assert_eq!((why.as_str(), retry_after_ms), ("http_429", Some(516_000)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": "soon"})).is_none());
+    }
+}

@@ -148,6 +148,13 @@ impl Continuity {
         if !self.pacer.pacer.handle_timeout(now) {
             return;
         }
+        // A notice still shown: the account is still limited (the next back-off step),
+        // nothing is released (found by the property test: a wake typed under the notice).
+        for tab in self.recovery_notice_tabs() {
+            if let Some(account) = self.account_of_tab(tab) {
+                self.pacer.pacer.rate_limited(&account, now, None, CooldownSource::PageNotice);
+            }
+        }
         self.persist();
         self.sync_schedulers(now);
         self.app_retry_held(now);

@@ -381,6 +381,11 @@ impl Continuity {
         }
     }
 
+    /// The tabs whose last recovery facts show ChatGPT's rate-limit notice.
+    pub(super) fn recovery_notice_tabs(&self) -> Vec<TabId> {
+        self.recovery.facts.iter().filter(|(_, f)| f.rate_limited).map(|(tab, _)| *tab).collect()
+    }
+
     /// The last assistant body's signature the page of `tab` reported.
     pub(super) fn recovery_signature(&self, tab: TabId) -> Option<&str> {
         self.recovery.facts.get(&tab).map(|f| f.signature.as_str())

@@ -779,3 +779,19 @@ proptest! {
         }
     }
 }
+
+// Issue 26 Found 3: a handoff's seed due while ChatGPT rate-limits the account waits for
+// the cooldown's end (it was typed at once) and goes then, once.
+#[test]
+fn a_handoff_seed_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
+    use ext_core::request_pacer::CooldownSource;
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.feed(ContinuityInput::RateLimited { tab: SOURCE, page_load: "src-1".into(), source: CooldownSource::RetryAfter, retry_after_ms: Some(120_000) });
+    w.open_target();
+    assert!(w.seeds.is_empty(), "seed typed during the cooldown: {:?}", w.log);
+    w.tick(119_000);
+    assert!(w.seeds.is_empty(), "seed typed during the cooldown: {:?}", w.log);
+    w.tick(2_000);
+    assert_eq!(w.seeds.len(), 1, "{:?}", w.log);
+}
