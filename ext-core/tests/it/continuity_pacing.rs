@@ -38,6 +38,7 @@ fn frozen(tab: u32) -> PageRecoveryReport {
         send_timeout: false,
         retry_offered: false,
         rate_limited: false,
+        ..PageRecoveryReport::default()
     }
 }
 
