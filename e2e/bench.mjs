@@ -34,6 +34,10 @@
 // per hour of a healthy bound ChatGPT tab with Auto on that keeps streaming (expected 0).
 // BENCH_ONLY=recovery runs only that part.
 //
+// Request pacing (e2e/bench/pacing.mjs, issue 26): backend requests per hour of one ChatGPT
+// account with one and five bound streaming tabs, healthy and stuck, in simulated time
+// through ext-core (expected ≤ 80 per hour). BENCH_ONLY=pacing runs only that part.
+//
 // Runtime fuzz (e2e/bench/fuzz.mjs, issue 23): seeded hostile input to the framing, the
 // line reader, the request decoder and every runtime method for BENCH_FUZZ_SECONDS (30),
 // executions per second and crashes (target 0). BENCH_ONLY=fuzz runs only that part.
@@ -48,6 +52,7 @@ import { contentScriptCostBench } from './bench/content-cost.mjs';
 import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
 import { recoveryBench } from './bench/recovery.mjs';
+import { pacingBench } from './bench/pacing.mjs';
 import { fuzzBench } from './bench/fuzz.mjs';
 import { table } from './bench/table.mjs';
 import {
@@ -183,6 +188,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=pacing runs only the request pacing figures (e2e/bench/pacing.mjs).
+  if (process.env.BENCH_ONLY === 'pacing') {
+    await pacingBench({ table });
+    console.log('\nbench: done');
+    return;
+  }
   // BENCH_ONLY=fuzz runs only the runtime fuzz (e2e/bench/fuzz.mjs).
   if (process.env.BENCH_ONLY === 'fuzz') {
     await fuzzBench({ table });
@@ -262,6 +273,7 @@ async function main() {
   await judgeCorpusBench({ table });
   await journalBench({ table });
   await recoveryBench({ Sandbox, table });
+  await pacingBench({ table });
   await fuzzBench({ table });
   console.log('\nbench: done');
 }

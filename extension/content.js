@@ -126,6 +126,7 @@
   });
 
   let port = null;
+  let account = null; // the session's account id, once read (see accountOf)
   let roundTripStartedAt = 0;
 
   const para = (name, key, substitutions, className = '') => {
@@ -159,6 +160,7 @@
       recoveryState: c?.recovery?.state ?? '',
       recoveryReason: c?.recovery?.reason ?? '',
       recoveryProbes: String(c?.recovery?.probes ?? 0),
+      recoveryReloadsLeft: c?.recovery ? String(c.recovery.reloads_left) : '',
       cardState: c?.card?.state ?? '',
       cardCode: c?.card?.code ?? '',
       cardTool: c?.card?.tool ?? '',
@@ -171,6 +173,8 @@
       handoffButton: c?.handoff?.button ?? '',
       // The chat's learned App (its keyword), `ambiguous`, or '' (plain messages).
       app: c?.app?.keyword ?? (c?.app_ambiguous ? 'ambiguous' : ''),
+      // The account's rate-limit cooldown end (epoch ms), or ''.
+      cooldownUntil: c?.cooldown_until ? String(c.cooldown_until) : '',
     };
     Object.assign(hooks.dataset, state);
     if (!c?.bridge) Object.assign(hooks.dataset, { bridgePending: '0', bridgeRoundLimit: 'no' });
@@ -216,6 +220,11 @@
     }
     // Semantic Auto and the judge (J1–J3, M7): the worker's last word on this chat.
     if (c.judge) out.push(para('judge', c.judge.key, c.judge.args, 'judge'));
+    // ChatGPT rate-limits the account: automatic messages wait until (local HH:MM).
+    if (c.cooldown_until) {
+      const until = new Date(c.cooldown_until).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+      out.push(para('cooldown', 'hudCooldownUntil', [until], 'withheld'));
+    }
     if (c.recovery) out.push(recoveryLine(c.recovery));
     if (c.health) out.push(...healthLines(c.health));
     if (c.card) out.push(cardLine(c.card));
@@ -1128,7 +1137,7 @@
     lastUnresolved = seen.unresolved;
     const base = {
       type: 'page_facts', url: location.href, generation: seen.label, page_load: pageLoad,
-      unresolved: seen.unresolved, unresolved_why: seen.why,
+      unresolved: seen.unresolved, unresolved_why: seen.why, account,
     };
     if (!seen.view) {
       return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
@@ -1952,6 +1961,17 @@
   // session's access token lives in this closure only: never stored, never posted.
   let lastRecovery = '';
   let accessToken = null;
+  // The signed-in account's id from the session JSON (`user.id`, else `account.id`; `account`
+  // is declared at the top, page_facts carries it): the worker paces backend reads per account.
+  const accountOf = (session) => [session?.user?.id, session?.account?.id]
+    .find((id) => typeof id === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(id)) ?? null;
+  // `Retry-After` in ms: delta-seconds or an HTTP date; null when absent or unreadable.
+  const retryAfterMs = (value) => {
+    if (typeof value !== 'string' || value.trim() === '') return null;
+    if (/^\s*\d+\s*$/.test(value)) return Number(value.trim()) * 1000;
+    const at = Date.parse(value);
+    return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
+  };
   let probing = false;
   const PROBE_TIMEOUT_MS = 10000; // plumbing around one request, like PLUMBING_WAIT_MS
   // FNV-1a of the body's tail with its length: changes when the text does.
@@ -1979,6 +1999,10 @@
     // Error cards and notices are looked for only while nothing streams.
     const error = generating ? null : find(seen.view, 'thread_error', seen.ctx);
     const sendTimeout = Boolean(error && showsLabel(seen.view, 'send_timeout', error.el));
+    const userWaiting = Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING));
+    // The delivery id of our marker line in the waiting user turn: the worker may send that
+    // message of ours again when the server proves it never got it (never a human's turn).
+    const waitingMarker = userWaiting ? ([...(lastUser.textContent || '').matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null) : null;
     return {
       type: 'recovery_facts',
       page_load: pageLoad,
@@ -1987,7 +2011,8 @@
       assistant_len: plainLength(bodyText),
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),
-      user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
+      user_waiting: userWaiting,
+      waiting_marker: waitingMarker,
       send_timeout: sendTimeout,
       retry_offered: sendTimeout && present(seen.view, 'retry', seen.ctx),
       rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
@@ -2012,7 +2037,8 @@
     try {
       const response = await fetch(path, { headers, credentials: 'include', cache: 'no-store', signal: controller.signal });
       const status = response.status;
-      if (!response.ok) return { status, failure: [401, 403, 429].includes(status) ? `http_${status}` : status >= 500 ? 'http_5xx' : 'http_4xx' };
+      if (status === 429) return { status, failure: 'http_429', retry_after_ms: retryAfterMs(response.headers.get('retry-after')) };
+      if (!response.ok) return { status, failure: [401, 403].includes(status) ? `http_${status}` : status >= 500 ? 'http_5xx' : 'http_4xx' };
       try { return { status, body: await response.json() }; } catch { return { status, failure: controller.signal.aborted ? 'timeout' : 'odd_shape' }; }
     } catch {
       return { failure: controller.signal.aborted ? 'timeout' : 'network' };
@@ -2042,13 +2068,16 @@
     try {
       if (!accessToken) {
         const session = await getJson('/api/auth/session', {});
-        if (session.failure) { answer({ failure: session.failure }); return; }
+        if (session.failure) { answer({ failure: session.failure, retry_after_ms: session.retry_after_ms ?? null }); return; }
         accessToken = typeof session.body?.accessToken === 'string' && session.body.accessToken !== '' ? session.body.accessToken : null;
+        // Rides on the next page_facts (a report of its own would be a fresh look at a page
+        // the planner is judging: it goes with the next change the page shows).
+        account = accountOf(session.body);
         if (!accessToken) { answer({ failure: 'no_token' }); return; }
       }
       const snapshot = await getJson(`/backend-api/conversation/${conversationId}`, { authorization: `Bearer ${accessToken}` });
       if (snapshot.status === 401) accessToken = null;
-      answer(snapshot.failure ? { failure: snapshot.failure } : summarize(snapshot.body));
+      answer(snapshot.failure ? { failure: snapshot.failure, retry_after_ms: snapshot.retry_after_ms ?? null } : summarize(snapshot.body));
     } finally {
       probing = false;
     }
@@ -2295,6 +2324,28 @@
   chrome.runtime.onMessage?.addListener((message, sender) => {
     if (sender.id === chrome.runtime.id && message?.type === 'queue_request') queueUi?.request();
   });
+
+  // ---- Rate limits (docs/PROTOCOL.md "rate_limited", SPEC H7): a 429 of the site's
+  // backend, whoever fetched it (the page's own app included), seen in Resource Timing
+  // (`responseStatus`), tells the worker to cool the account down. Same-origin `/backend-api/`
+  // and `/api/` entries only; one report per 10 s (a burst of failed requests is one event).
+  const RATE_REPORT_GAP_MS = 10000; // ext-core rate_limit::COUNT_WINDOW_MS
+  let lastRateReport = -Infinity;
+  const backendUrl = (name) => {
+    try {
+      const url = new URL(name, location.href);
+      return url.origin === location.origin && (url.pathname.startsWith('/backend-api/') || url.pathname.startsWith('/api/'));
+    } catch { return false; }
+  };
+  if (globalThis.PerformanceObserver?.supportedEntryTypes?.includes('resource')) {
+    new PerformanceObserver((list) => {
+      const hit = list.getEntries().some((entry) => entry.responseStatus === 429 && backendUrl(entry.name));
+      const now = performance.now();
+      if (!hit || now - lastRateReport < RATE_REPORT_GAP_MS) return;
+      lastRateReport = now;
+      port?.postMessage({ type: 'rate_limited', page_load: pageLoad, source: 'resource_timing', retry_after_ms: null });
+    }).observe({ type: 'resource', buffered: false });
+  }
 
   // The worker may restart (MV3); reconnect the page port when it goes away. The
   // extension being reloaded or removed ends this script's context, which throws here.

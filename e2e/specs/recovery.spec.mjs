@@ -24,7 +24,9 @@ const PATH = new URL(PLAIN_CHAT.url).pathname;
 const REPLY = 'The migration ran against staging, the counts match, and the rollback script is ready for review tomorrow.';
 const STALL_MS = 30_000; // ext-core recovery::ASSISTANT_STALL_MS
 const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
-const PROBE_MS = 15_000; // ext-core recovery::PROBE_INTERVAL_MS
+// The planner asks one probe per 15 s per conversation (recovery::PROBE_INTERVAL_MS); the
+// account's request pacer lets one backend read go per 45 s (request_pacer::PACE_MS).
+const PROBE_MS = 45_000;
 const PROBE_TIMEOUT_MS = 10_000; // content.js PROBE_TIMEOUT_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
 
@@ -105,6 +107,7 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('a snapshot that fails (500, odd shape, timeout, 429) leads to no action; a 429 backs off (S5, H7)', async ({ sandbox }) => {
+      test.setTimeout(360_000); // four probes, 45 s apart per account
       const { page, hud, fixture } = await stuckWorld(sandbox, csp);
       fixture.fault = 'server_ahead';
       fixture.snapshotFault = '500';

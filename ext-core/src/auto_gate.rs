@@ -185,6 +185,9 @@ pub enum WakeWithheld {
     AppPillNotReadBack,
     /// The App could not be attached (the page named no known detail).
     AppNotAttached,
+    /// ChatGPT rate-limits the account (a 429 or its notice): every automatic message
+    /// waits until the cooldown ends (`crate::request_pacer`), then goes.
+    RateLimited,
 }
 
 impl WakeWithheld {
@@ -199,6 +202,7 @@ impl WakeWithheld {
                 | WakeWithheld::HumanDraft
                 | WakeWithheld::NoComposer
                 | WakeWithheld::DeliveryRetryPending
+                | WakeWithheld::RateLimited
         )
     }
 }
@@ -229,6 +233,8 @@ pub struct WakeFacts {
     pub facts_resolved: bool,
     /// The chat's App cannot ride on a message now (an `app_*` reason).
     pub app_held: Option<WakeWithheld>,
+    /// The target page's account is in a rate-limit cooldown (`crate::request_pacer`).
+    pub rate_limited: bool,
 }
 
 /// The M7 gate: `Ok(())` when an automatic message may be submitted now, else the first
@@ -246,6 +252,8 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         (facts.handoff_in_progress, WakeWithheld::HandoffInProgress),
         // Never a message without the chat's App: named before whether anything is pending.
         (facts.app_held.is_some(), facts.app_held.unwrap_or(WakeWithheld::AppNotAttached)),
+        // During a rate-limit cooldown nothing automatic is typed (issue 26, H7).
+        (facts.rate_limited, WakeWithheld::RateLimited),
         (!facts.real_state_change, WakeWithheld::NoRealStateChange),
         (facts.unconfirmed_delivery, WakeWithheld::UnconfirmedDelivery),
         (facts.page_generating, WakeWithheld::PageGenerating),
@@ -282,6 +290,7 @@ json_unit_enum!(WakeWithheld {
     "app_option_missing" => AppOptionMissing,
     "app_pill_not_read_back" => AppPillNotReadBack,
     "app_not_attached" => AppNotAttached,
+    "rate_limited" => RateLimited,
 } aliases {
     // Its name before issue 25 (a persisted withheld mark or scheduler of an older build).
     "unknown_layout" => FactUnresolved,

@@ -239,6 +239,9 @@ pub enum BeginRefused {
     /// The chat's App cannot ride on it now (ambiguous, or its last attach failed and the
     /// wait runs): nothing is typed, never a message without the App.
     AppHeld,
+    /// The page's account is in a rate-limit cooldown (`crate::request_pacer`): an
+    /// automatic message waits until it ends.
+    RateLimited,
     /// The message names no chat its marker could carry (no scope, or a ref with
     /// whitespace or `]`): nothing is typed (fail closed).
     NoSessionRef,

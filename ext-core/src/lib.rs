@@ -29,6 +29,7 @@ pub mod queue;
 pub mod rate_limit;
 pub mod recovery;
 pub mod recovery_config;
+pub mod request_pacer;
 pub mod rollover;
 pub mod scope;
 pub mod semantic_auto;

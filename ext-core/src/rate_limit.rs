@@ -50,6 +50,12 @@ impl RateLimit {
         true
     }
 
+    /// Holds until at least `until` (a cooldown of the account set elsewhere, e.g. by
+    /// `Retry-After`); never shortens a running one, never counts as a 429.
+    pub fn hold_until(&mut self, until: Millis) {
+        self.until = Some(self.until.map_or(until, |u| u.max(until)));
+    }
+
     /// The end of the running cooldown, if one runs at `now`.
     pub fn cooling_until(&self, now: Millis) -> Option<Millis> {
         self.until.filter(|until| *until > now)

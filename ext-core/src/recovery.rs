@@ -13,19 +13,30 @@
 //! idle tab costs the site nothing), the snapshot decides:
 //! - synced → nothing (normal flow); still suspect → probe again later;
 //! - server ahead → one view sync (a reload; never a resubmit, S3);
-//! - request not accepted → ChatGPT's Retry, once, if the page offers it; otherwise the
-//!   HUD asks the user (a reload would drop a human's unsent turn from view);
+//! - request not accepted → ChatGPT's Retry, once, if the page offers it; otherwise, when
+//!   the waiting turn is a message of ours (its marker names a delivery the composition can
+//!   send again), a bounded, paced resend ([`MAX_RESENDS`] per incident, at least
+//!   [`RESEND_SPACING_MS`] apart, each proven by a fresh snapshot whose current node is still
+//!   the page's last assistant message: the server's conversation does not hold our turn);
+//!   a human's turn is never retyped: the HUD asks the user;
 //! - server stalled → wait [`SERVER_STALL_WAIT_MS`] more, then one reload (S4);
 //! - unknown → nothing (S5) — except with a send-timeout error on the page, where a view
 //!   sync is preferred over a second user turn (S6);
 //! - a send-timeout error: server at the assistant → reload, never Retry; server still at
 //!   the user → Retry once.
 //!
-//! Budgets (S7, H5, H6): one Retry, one page reload (`location.reload()`), then one tab
-//! reload (`chrome.tabs.reload`) for the same fault, and a [`RELOAD_COOLDOWN_MS`] between
-//! reloads. Every action is recorded in the durable state *before* the driver carries it
-//! out ([`RecoveryPlanner::pending`]), so a worker restart meanwhile never repeats it.
-//! Spent → [`RecoveryStatus::RolloverRecommended`].
+//! Budgets per incident (S7, H5, H6): one Retry, [`MAX_RESENDS`] resends, one page reload
+//! (`location.reload()`), then one tab reload (`chrome.tabs.reload`) for the same fault, and
+//! a [`RELOAD_COOLDOWN_MS`] between reloads. An incident ends when the page is healthy
+//! again ([`RecoveryPlanner::turn_ended`]: a reply that streamed and finished on the page
+//! load, or a human turn): its budgets start again. Across incidents every conversation
+//! stays bounded per rolling hour: at most [`MAX_RELOADS_PER_HOUR`] reloads and
+//! [`MAX_RESUBMITS_PER_HOUR`] resubmissions (Retry clicks and resends), so a fault that comes
+//! back after every healthy turn cannot loop. Every action is recorded in the durable
+//! state *before* the driver carries it out ([`RecoveryPlanner::pending`]), so a worker
+//! restart meanwhile never repeats it. Spent (the incident's budgets or the hour's) →
+//! [`RecoveryStatus::RolloverRecommended`], which the composition turns into the controlled
+//! handoff when Auto and the rollover gate allow it, else a HUD recommendation naming why.
 //!
 //! The page health meters (`crate::health`, driven by `continuity/health`) come in through
 //! two entries: [`RecoveryPlanner::health_pressure`] (H3: a probe, and a reload only when
@@ -39,8 +50,10 @@
 //! our deliveries is unconfirmed, or a 429 cooldown runs (H7, then not even a probe).
 //!
 //! Invariants (property test in `tests/it/recovery.rs`): never more actions than the
-//! budgets, none without a snapshot that calls for it (or the S6 view sync), none from
-//! `unknown` otherwise, never a probe while not suspect or during a 429 cooldown.
+//! budgets of an incident nor, across any interleaving of faults and renewals, than the
+//! hourly bounds; none without a snapshot that calls for it (or the S6 view sync), none from
+//! `unknown` otherwise, never a resend without a snapshot proving the server lacks the
+//! turn, never a probe while not suspect or during a 429 cooldown.
 
 use serde::Serialize;
 
@@ -58,6 +71,17 @@ pub const SERVER_STALL_WAIT_MS: Millis = 60_000;
 pub const PROBE_INTERVAL_MS: Millis = 15_000;
 /// Between two reloads.
 pub const RELOAD_COOLDOWN_MS: Millis = 60_000;
+/// Resends of a message of ours the server never accepted, per incident.
+pub const MAX_RESENDS: u32 = 2;
+/// Between two resends: the request pacer's interval, so a resend is never closer to the
+/// last one than any backend request of the account may be.
+pub const RESEND_SPACING_MS: Millis = crate::request_pacer::PACE_MS;
+/// Reloads (page and tab) per conversation in any rolling hour, across incidents.
+pub const MAX_RELOADS_PER_HOUR: usize = 3;
+/// Resubmissions (ChatGPT's Retry and resends) per conversation in any rolling hour.
+pub const MAX_RESUBMITS_PER_HOUR: usize = 3;
+/// The rolling window of the hourly bounds.
+pub const HOUR_MS: Millis = 3_600_000;
 
 /// The planner's timers (the options page's thresholds; the constants above by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -106,6 +130,9 @@ pub struct RecoveryFacts {
     pub auto_on: bool,
     /// The page is ChatGPT.
     pub chatgpt: bool,
+    /// The waiting user turn is a message of ours the composition can send again (its
+    /// marker names a delivery it remembers); a human's turn is never resent.
+    pub ours_waiting: bool,
 }
 
 /// What the driver must do.
@@ -120,6 +147,9 @@ pub enum RecoveryAction {
     ReloadTab,
     /// Click ChatGPT's Retry of the thread error.
     ClickRetry,
+    /// Send our waiting message again as a new delivery: the snapshot proved the server
+    /// never got it.
+    Resend,
 }
 
 /// Where the planner stands (HUD).
@@ -143,6 +173,11 @@ pub enum RecoveryStatus {
         /// Until when.
         until: Millis,
     },
+    /// The server never got our message; the next resend waits for the pacing.
+    ResendPaced {
+        /// Not before.
+        until: Millis,
+    },
     /// The server never got the user turn and the page offers no Retry: the user decides.
     NeedsUser,
     /// An action was carried out (or is being).
@@ -151,7 +186,20 @@ pub enum RecoveryStatus {
         action: RecoveryAction,
     },
     /// Budgets spent: a new conversation is the way on (S7, H6).
-    RolloverRecommended,
+    RolloverRecommended {
+        /// Which budgets.
+        why: Spent,
+    },
+}
+
+/// Which budgets are spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spent {
+    /// The incident's: Retry, resends or both reloads (renewed once the page is healthy).
+    Incident,
+    /// The rolling hour's bound (renewed as the hour's actions age out).
+    Hour,
 }
 
 /// Why a page is suspect.
@@ -185,7 +233,15 @@ pub struct RecoveryPlanner {
     retries_used: u32,
     page_reloads_used: u32,
     tab_reloads_used: u32,
+    /// Resends of this incident.
+    resends_used: u32,
     last_reload_at: Option<Millis>,
+    /// The last resend (pacing).
+    last_resend_at: Option<Millis>,
+    /// Reloads of the rolling hour (the hourly bound, across incidents).
+    reload_times: Vec<Millis>,
+    /// Retry clicks and resends of the rolling hour.
+    resubmit_times: Vec<Millis>,
     /// An action decided and not yet seen done.
     pending: Option<Pending>,
     /// 429 back-off.
@@ -220,6 +276,13 @@ pub struct RecoveryPlanner {
     /// The timers in force (options page; set by the composition, not persisted).
     #[serde(skip)]
     timings: RecoveryTimings,
+    /// A reply streamed on this page load since the last action (a turn that ends after
+    /// it was a healthy one).
+    #[serde(skip)]
+    streamed: bool,
+    /// When the hour's bound that was hit frees again.
+    #[serde(skip)]
+    hour_frees_at: Option<Millis>,
 }
 
 impl RecoveryPlanner {
@@ -252,8 +315,8 @@ impl RecoveryPlanner {
         if !self.facts.auto_on || !self.facts.chatgpt || self.pending.is_some() || self.probe_out {
             return None;
         }
-        if self.reloads_left() == 0 {
-            return self.spent();
+        if self.reloads_left(now) == 0 {
+            return self.spent(if self.reloads_left_incident() == 0 { Spent::Incident } else { Spent::Hour });
         }
         let cooling = self.rate_limit.cooling_until(now).is_some()
             || self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < self.timings.reload_cooldown_ms)
@@ -279,13 +342,22 @@ impl RecoveryPlanner {
         self.act(now, Want::Reload)
     }
 
-    /// Retries of ChatGPT's Retry button left (S7).
-    pub fn retries_left(&self) -> u32 {
-        1u32.saturating_sub(self.retries_used)
+    /// Retries of ChatGPT's Retry button left in this incident and this hour (S7).
+    pub fn retries_left(&self, now: Millis) -> u32 {
+        1u32.saturating_sub(self.retries_used).min(hour_left(&self.resubmit_times, now, MAX_RESUBMITS_PER_HOUR))
     }
 
-    /// Reloads left: the page reload, then the tab reload (S7, H5).
-    pub fn reloads_left(&self) -> u32 {
+    /// Resends left in this incident and this hour.
+    pub fn resends_left(&self, now: Millis) -> u32 {
+        MAX_RESENDS.saturating_sub(self.resends_used).min(hour_left(&self.resubmit_times, now, MAX_RESUBMITS_PER_HOUR))
+    }
+
+    /// Reloads left: the page reload, then the tab reload (S7, H5), within the hour's bound.
+    pub fn reloads_left(&self, now: Millis) -> u32 {
+        self.reloads_left_incident().min(hour_left(&self.reload_times, now, MAX_RELOADS_PER_HOUR))
+    }
+
+    fn reloads_left_incident(&self) -> u32 {
         1u32.saturating_sub(self.page_reloads_used) + 1u32.saturating_sub(self.tab_reloads_used)
     }
 
@@ -299,6 +371,22 @@ impl RecoveryPlanner {
         self.rate_limit.observe(now);
     }
 
+    /// The account's request pacer holds every request and action until `until` (a
+    /// cooldown of `crate::request_pacer`): no probe, Retry or reload before it.
+    pub fn hold_until(&mut self, until: Millis) {
+        self.rate_limit.hold_until(until);
+    }
+
+    /// The probe just asked for did not go out (the account's request pacer refused it):
+    /// nothing is out, and the next tick may ask again.
+    pub fn probe_deferred(&mut self) {
+        if std::mem::take(&mut self.probe_out) {
+            self.probes = self.probes.saturating_sub(1);
+            self.health_probe = false;
+            self.last_probe_at = None;
+        }
+    }
+
     /// A page report; returns what to do now.
     pub fn page(&mut self, now: Millis, facts: RecoveryFacts) -> Option<RecoveryAction> {
         if facts.page_load != self.page_load {
@@ -309,10 +397,18 @@ impl RecoveryPlanner {
             self.waiting_since = None;
             self.stall_wait_until = None;
             self.probe_out = false;
+            self.streamed = false;
         }
         if self.pending.as_ref().is_some_and(|p| p.action == RecoveryAction::ClickRetry) && facts.send_timeout.is_none() {
             // The error card is gone: the Retry was taken.
             self.pending = None;
+        }
+        if self.pending.as_ref().is_some_and(|p| p.action == RecoveryAction::Resend) && facts.generating {
+            // A reply streams: the resent message was accepted.
+            self.pending = None;
+        }
+        if facts.generating && self.pending.is_none() {
+            self.streamed = true;
         }
         // Progress: the body changed, or a reply started (after a quiet spell the last
         // change may be long ago; a reply's start is not a stall).
@@ -335,14 +431,23 @@ impl RecoveryPlanner {
             // Not seen done within the cooldown: it counts as spent, never repeated.
             self.pending = None;
         }
+        if self.spent_why() == Some(Spent::Hour) && self.hour_frees_at.is_none_or(|at| now >= at) {
+            // The hour's oldest actions aged out: the planner may act again.
+            self.status = Some(RecoveryStatus::Healthy);
+        }
         let Some(why) = self.suspect(now) else {
-            if !matches!(self.status, Some(RecoveryStatus::RolloverRecommended | RecoveryStatus::Acted { .. })) {
+            if !matches!(self.status, Some(RecoveryStatus::RolloverRecommended { .. } | RecoveryStatus::Acted { .. })) {
                 self.status = Some(RecoveryStatus::Healthy);
             }
             self.stall_wait_until = None;
             return None;
         };
         if !self.facts.auto_on || !self.facts.chatgpt || self.pending.is_some() || self.probe_out {
+            return None;
+        }
+        if self.spent_why().is_some() {
+            // Spent: no probe can lead anywhere until the page is healthy again (or the
+            // hour's bound frees); the site is not asked in vain.
             return None;
         }
         if self.rate_limit.cooling_until(now).is_some() {
@@ -357,7 +462,7 @@ impl RecoveryPlanner {
         if self.last_probe_at.is_some_and(|at| now.saturating_sub(at) < PROBE_INTERVAL_MS) {
             return None;
         }
-        if !matches!(self.status, Some(RecoveryStatus::Observed { .. } | RecoveryStatus::NeedsUser)) {
+        if !matches!(self.status, Some(RecoveryStatus::Observed { .. } | RecoveryStatus::NeedsUser | RecoveryStatus::ResendPaced { .. })) {
             self.status = Some(RecoveryStatus::Checking { why });
         }
         self.last_probe_at = Some(now);
@@ -404,6 +509,10 @@ impl RecoveryPlanner {
                 }
                 want => want,
             },
+            // The server's current node is the page's last assistant message, finished: the
+            // server's conversation does not hold the waiting turn. Ours goes again (paced,
+            // bounded); a human's is theirs to send.
+            (ViewState::RequestNotAccepted, None) if self.facts.ours_waiting => Want::Resend,
             (ViewState::RequestNotAccepted, None) => {
                 self.status = Some(RecoveryStatus::NeedsUser);
                 return None;
@@ -431,7 +540,15 @@ impl RecoveryPlanner {
         }
         let action = match want {
             Want::Retry if self.retries_used == 0 => RecoveryAction::ClickRetry,
-            Want::Retry => return self.spent(),
+            Want::Retry => return self.spent(Spent::Incident),
+            Want::Resend if self.resends_used >= MAX_RESENDS => return self.spent(Spent::Incident),
+            Want::Resend => {
+                if let Some(until) = self.last_resend_at.map(|at| at.saturating_add(RESEND_SPACING_MS)).filter(|until| now < *until) {
+                    self.status = Some(RecoveryStatus::ResendPaced { until });
+                    return None;
+                }
+                RecoveryAction::Resend
+            }
             Want::Reload => {
                 if self.last_reload_at.is_some_and(|at| now.saturating_sub(at) < self.timings.reload_cooldown_ms) {
                     return None;
@@ -441,28 +558,50 @@ impl RecoveryPlanner {
                 } else if self.tab_reloads_used == 0 {
                     RecoveryAction::ReloadTab
                 } else {
-                    return self.spent();
+                    return self.spent(Spent::Incident);
                 }
             }
         };
+        // The hour's bound, across incidents.
+        let reload = matches!(action, RecoveryAction::ReloadPage | RecoveryAction::ReloadTab);
+        let (times, cap) = if reload { (&mut self.reload_times, MAX_RELOADS_PER_HOUR) } else { (&mut self.resubmit_times, MAX_RESUBMITS_PER_HOUR) };
+        times.retain(|at| now.saturating_sub(*at) < HOUR_MS);
+        if times.len() >= cap {
+            self.hour_frees_at = times.iter().min().map(|at| at.saturating_add(HOUR_MS));
+            return self.spent(Spent::Hour);
+        }
+        times.push(now);
         match action {
             RecoveryAction::ClickRetry => self.retries_used += 1,
+            RecoveryAction::Resend => {
+                self.resends_used += 1;
+                self.last_resend_at = Some(now);
+            }
             RecoveryAction::ReloadPage => self.page_reloads_used += 1,
             RecoveryAction::ReloadTab => self.tab_reloads_used += 1,
             RecoveryAction::Probe => {}
         }
-        if action != RecoveryAction::ClickRetry {
+        if reload {
             self.last_reload_at = Some(now);
         }
+        self.streamed = false;
         self.stall_wait_until = None;
         self.pending = Some(Pending { action: action.clone(), at: now, page_load: self.page_load.clone() });
         self.status = Some(RecoveryStatus::Acted { action: action.clone() });
         Some(action)
     }
 
-    fn spent(&mut self) -> Option<RecoveryAction> {
-        self.status = Some(RecoveryStatus::RolloverRecommended);
+    fn spent(&mut self, why: Spent) -> Option<RecoveryAction> {
+        self.status = Some(RecoveryStatus::RolloverRecommended { why });
         None
+    }
+
+    /// Which budgets are spent, when the planner recommends a new conversation.
+    pub fn spent_why(&self) -> Option<Spent> {
+        match self.status {
+            Some(RecoveryStatus::RolloverRecommended { why }) => Some(why),
+            _ => None,
+        }
     }
 
     /// After a restore: an action recorded by the old worker counts as done (it may have
@@ -471,11 +610,33 @@ impl RecoveryPlanner {
         self.pending = None;
     }
 
-    /// The human wrote a new turn: the fault is behind them, budgets start again (a
-    /// healthy reply alone does not reset them, so faults that come back cannot loop).
-    pub fn human_turn(&mut self) {
-        let (rate_limit, timings) = (self.rate_limit, self.timings);
-        *self = Self { rate_limit, timings, page_load: std::mem::take(&mut self.page_load), ..Self::default() };
+    /// A turn of the conversation ended on the page (`turn_ended`): when the human wrote
+    /// it, or its reply streamed and finished on this page load with no action of ours
+    /// pending since, the page is healthy again and the incident is over: its budgets start
+    /// again ([`Self::renew`]). Returns whether they did. A fault that comes back after
+    /// each healthy turn stays bounded by the hourly bounds.
+    pub fn turn_ended(&mut self, human: bool) -> bool {
+        let healthy = human || (self.streamed && self.pending.is_none());
+        if healthy {
+            self.renew();
+        }
+        healthy
+    }
+
+    /// The incident is over: its budgets (Retry, resends, page and tab reload) start again.
+    /// What bounds a conversation across incidents stays: the hour's actions, the reload
+    /// cooldown, the resend pacing, a 429 back-off and a pending action.
+    pub fn renew(&mut self) {
+        self.retries_used = 0;
+        self.resends_used = 0;
+        self.page_reloads_used = 0;
+        self.tab_reloads_used = 0;
+        self.stall_wait_until = None;
+        // The HUD keeps showing the last action taken; a recommendation or a question the
+        // renewed budgets answer goes.
+        if matches!(self.status, Some(RecoveryStatus::RolloverRecommended { .. } | RecoveryStatus::NeedsUser)) {
+            self.status = Some(RecoveryStatus::Healthy);
+        }
     }
 }
 
@@ -494,9 +655,16 @@ fn s6(view: &DomView, snapshot: &Snapshot) -> Want {
     }
 }
 
+/// What is left of an hourly bound.
+fn hour_left(times: &[Millis], now: Millis, cap: usize) -> u32 {
+    let used = times.iter().filter(|at| now.saturating_sub(**at) < HOUR_MS).count();
+    u32::try_from(cap.saturating_sub(used)).unwrap_or(u32::MAX)
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Want {
     Retry,
+    Resend,
     Reload,
 }
 
@@ -507,6 +675,7 @@ impl crate::json_read::ReadJson for RecoveryAction {
             "reload_page" => Ok(Self::ReloadPage),
             "reload_tab" => Ok(Self::ReloadTab),
             "click_retry" => Ok(Self::ClickRetry),
+            "resend" => Ok(Self::Resend),
             _ => Err(crate::json_read::unknown_variant("a known recovery action")),
         }
     }
@@ -519,11 +688,12 @@ impl crate::json_read::WriteJson for RecoveryAction {
             Self::ReloadPage => "reload_page",
             Self::ReloadTab => "reload_tab",
             Self::ClickRetry => "click_retry",
+            Self::Resend => "resend",
         };
         crate::json_read::Object::tagged("action", tag).done()
     }
 }
 
 crate::json_read::json_struct!(Pending { action, at, page_load });
-crate::json_read::json_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, last_reload_at, pending, rate_limit }
-    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes, health_probe, timings });
+crate::json_read::json_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, resends_used: default, last_reload_at, last_resend_at: default, reload_times: default, resubmit_times: default, pending, rate_limit }
+    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes, health_probe, timings, streamed, hour_frees_at });

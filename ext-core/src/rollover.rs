@@ -1,9 +1,12 @@
 //! Auto rollover (SPEC R2): whether a Project conversation may hand itself over to a new
 //! one without the user pressing Handoff.
 //!
-//! High context pressure only *allows* a rollover. Every other condition must hold too,
-//! and each one that does not is named, so the HUD can say why nothing happened:
-//! - a pressure reading at the `auto` level or above (no reading: no rollover, fail closed);
+//! High context pressure, or the conversation's recovery budgets spent (`crate::recovery`:
+//! the page cannot be recovered in place), only *allows* a rollover. Every other condition
+//! must hold too, and each one that does not is named, so the HUD can say why nothing
+//! happened:
+//! - a pressure reading at the `auto` level or above (no reading: no rollover, fail closed),
+//!   unless the recovery budgets are spent;
 //! - a ChatGPT Project conversation (a handoff opens the new chat in the same Project);
 //! - the Project's Auto on;
 //! - the bound workspace (if any) not working;
@@ -53,6 +56,8 @@ pub struct RolloverFacts {
     pub handoff_in_flight: bool,
     /// The page is the Project's active target.
     pub active_target: bool,
+    /// The conversation's recovery budgets are spent (stands for the pressure condition).
+    pub recovery_spent: bool,
 }
 
 /// Why an automatic rollover does not start (a stable code for the HUD).
@@ -128,11 +133,11 @@ impl RolloverBlocker {
 /// Checks run in a fixed order, so the HUD names the same reason for the same facts.
 pub fn check(facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
     use RolloverBlocker as B;
-    let level = facts.level.ok_or(B::NoReading)?;
+    if !facts.recovery_spent && facts.level.ok_or(B::NoReading)? < PressureLevel::Auto {
+        return Err(B::PressureBelowAuto);
+    }
     // One `if` per condition (an array of (refused, blocker) pairs searched costs more code).
-    let blocker = if level < PressureLevel::Auto {
-        B::PressureBelowAuto
-    } else if !facts.project {
+    let blocker = if !facts.project {
         B::NotProject
     } else if !facts.auto_on {
         B::AutoOff

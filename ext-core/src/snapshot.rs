@@ -103,6 +103,10 @@ pub struct Snapshot {
     /// Handoffs per source scope and the conversations their cut-overs left (X1–X8).
     #[serde(default)]
     pub(crate) handoff: HandoffBook,
+    /// The request pacer: per account the last backend read and the 429 cooldown (issue 26;
+    /// a worker restart keeps them).
+    #[serde(default)]
+    pub(crate) pacer: crate::request_pacer::RequestPacer,
 }
 
 impl Snapshot {
@@ -150,6 +154,7 @@ impl Snapshot {
             withheld_marks: &self.withheld_marks,
             journal: &self.journal,
             handoff: &self.handoff,
+            pacer: &self.pacer,
         }
         .to_value()
         .to_string())
@@ -198,6 +203,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) journal: &'a JournalBook,
     /// See [`Snapshot::handoff`].
     pub(crate) handoff: &'a HandoffBook,
+    /// See [`Snapshot::pacer`].
+    pub(crate) pacer: &'a crate::request_pacer::RequestPacer,
 }
 
 impl SnapshotRef<'_> {
@@ -224,6 +231,7 @@ impl SnapshotRef<'_> {
             .with("withheld_marks", self.withheld_marks)
             .with("journal", self.journal)
             .with("handoff", self.handoff)
+            .with("pacer", self.pacer)
             .done()
     }
 }
@@ -248,4 +256,5 @@ read_struct!(Snapshot {
     withheld_marks: default,
     journal: default,
     handoff: default,
+    pacer: default,
 });

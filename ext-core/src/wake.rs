@@ -95,6 +95,9 @@ pub struct PageFacts {
     /// The chat's App cannot ride on a message now (an `app_*` reason): nothing is typed.
     #[serde(default)]
     pub app_held: Option<WakeWithheld>,
+    /// The page's account is in a rate-limit cooldown: nothing automatic is typed.
+    #[serde(default)]
+    pub rate_limited: bool,
 }
 
 /// Facts the shell feeds in.
@@ -498,6 +501,7 @@ impl WakeScheduler {
             composer_present: self.page.composer_present,
             facts_resolved: self.page.facts_resolved,
             app_held: self.page.app_held,
+            rate_limited: self.page.rate_limited,
         }
     }
 
@@ -640,7 +644,7 @@ pub fn progress_text(language: Language, workspace_id: &str, summary: &str, nonc
 
 json_unit_enum!(Language { "en" => En, "zh" => Zh });
 
-json_struct!(PageFacts { composer_present, generating, human_draft, facts_resolved: default, app_held: default });
+json_struct!(PageFacts { composer_present, generating, human_draft, facts_resolved: default, app_held: default, rate_limited: default });
 
 json_struct!(PendingWake { wake_id, outcome });
 

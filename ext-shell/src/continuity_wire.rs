@@ -18,6 +18,7 @@ use ext_core::continuity::{
     CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, Unresolved, ProbeAnswer, ProbeNode,
     RuntimeAnswer, RuntimeCall, TaskCounts,
 };
+use ext_core::request_pacer::CooldownSource;
 use ext_core::stale_view::ServerRole;
 use ext_core::semantic_auto::Verdict;
 use ext_core::limits::{
@@ -459,7 +460,44 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
         composer_marker: str_of(value, "composer_marker"),
         page_load: str_of(value, "page_load").unwrap_or_default(),
         human_apps: human_apps(value)?,
+        account: page_account(value).ok()?,
     })
+}
+
+/// `page_facts.account`: absent or `null` is none (the account `default`); otherwise an id
+/// [`ext_core::request_pacer::valid_account`] accepts, else why not (the report is refused).
+pub fn page_account(value: &Value) -> Result<Option<String>, String> {
+    match value.get("account") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(account)) => ext_core::request_pacer::valid_account(account)
+            .map(|()| Some(account.clone()))
+            .map_err(|why| format!("page_facts.account: {why}")),
+        Some(_) => Err("page_facts.account: not a string or null".to_owned()),
+    }
+}
+
+/// A `retry_after_ms` field: absent or `null` is none; otherwise a whole number of
+/// milliseconds (the pacer caps it at an hour), else why not.
+pub fn retry_after_ms(value: &Value) -> Result<Option<u64>, String> {
+    match value.get("retry_after_ms") {
+        None | Some(Value::Null) => Ok(None),
+        Some(n) => n.as_u64().map(Some).ok_or_else(|| "retry_after_ms: not a whole number of milliseconds ≥ 0 or null".to_owned()),
+    }
+}
+
+/// A page's `rate_limited {page_load, source, retry_after_ms}`, checked: `page_load` a
+/// non-empty id, `source` `resource_timing` or `page_notice`, `retry_after_ms` as
+/// [`retry_after_ms`] reads it; otherwise why not.
+pub fn rate_limited(value: &Value) -> Result<PortCommand, String> {
+    let page_load = str_of(value, "page_load").filter(|id| !id.is_empty() && limits::within(id, ext_core::limits::MAX_ID_CHARS));
+    let page_load = page_load.ok_or_else(|| "rate_limited.page_load: missing, empty or too long".to_owned())?;
+    let source = match value.get("source").and_then(Value::as_str) {
+        Some("resource_timing") => CooldownSource::ResourceTiming,
+        Some("page_notice") => CooldownSource::PageNotice,
+        _ => return Err("rate_limited.source: must be \"resource_timing\" or \"page_notice\"".to_owned()),
+    };
+    let retry_after_ms = retry_after_ms(value).map_err(|why| format!("rate_limited.{why}"))?;
+    Ok(PortCommand::RateLimited { page_load, source, retry_after_ms })
 }
 
 /// `page_facts.human_apps`: absent or `null` is none; otherwise at most
@@ -592,6 +630,18 @@ pub enum PortCommand {
         page_load: String,
         /// The summary.
         answer: ProbeAnswer,
+        /// With a failure `http_429`: the response's `Retry-After` in ms, when it had one.
+        retry_after_ms: Option<u64>,
+    },
+    /// `rate_limited {page_load, source, retry_after_ms}`: the page saw its account
+    /// rate-limited (a 429 in Resource Timing, ChatGPT's notice).
+    RateLimited {
+        /// The page load that saw it.
+        page_load: String,
+        /// Where.
+        source: CooldownSource,
+        /// `Retry-After` in ms, when known.
+        retry_after_ms: Option<u64>,
     },
 }
 
@@ -677,7 +727,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),
+            retry_after_ms: retry_after_ms(value).ok()?,
         }),
+        "rate_limited" => rate_limited(value).ok(),
         _ => None,
     }
 }
@@ -722,6 +774,8 @@ fn recovery_facts(value: &Value) -> PageRecoveryReport {
         retry_offered: flag("retry_offered"),
         rate_limited: flag("rate_limited"),
         reasoning: flag("reasoning"),
+        // A delivery id as the page read it from the marker line (ids are at most 256).
+        waiting_marker: str_of(value, "waiting_marker").filter(|id| !id.is_empty() && id.chars().count() <= 256),
     }
 }
 
@@ -742,5 +796,58 @@ fn probe_answer(value: &Value) -> ProbeAnswer {
     match node {
         Some(node) => ProbeAnswer::Node(node),
         None => ProbeAnswer::Failed(str_of(value, "failure").unwrap_or_else(|| "odd_shape".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod pacer_wire_tests {
+    //! The request pacer's wire (issue 26): `page_facts.account`, `rate_limited`,
+    //! `snapshot_result.retry_after_ms` — read when well-formed, refused with a reason
+    //! otherwise.
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn account_is_read_or_refused_with_its_reason() {
+        assert_eq!(page_account(&json!({})), Ok(None));
+        assert_eq!(page_account(&json!({"account": null})), Ok(None));
+        assert_eq!(page_account(&json!({"account": "user-AbC_1"})), Ok(Some("user-AbC_1".to_owned())));
+        for bad in [json!(""), json!("a b"), json!("x".repeat(65)), json!(7)] {
+            let why = page_account(&json!({"account": bad})).expect_err("refused");
+            assert!(why.starts_with("page_facts.account: "), "{why}");
+        }
+        let report = page_report(&json!({"url": "https://chatgpt.com/c/x", "account": "user-1", "unresolved": null}));
+        assert_eq!(report.and_then(|r| r.account).as_deref(), Some("user-1"));
+        assert!(page_report(&json!({"url": "https://chatgpt.com/c/x", "account": "bad id"})).is_none());
+    }
+
+    #[test]
+    fn rate_limited_is_read_or_refused_with_its_reason() {
+        let ok = rate_limited(&json!({"type": "rate_limited", "page_load": "p1", "source": "resource_timing", "retry_after_ms": null}));
+        assert!(matches!(ok, Ok(PortCommand::RateLimited { source: CooldownSource::ResourceTiming, retry_after_ms: None, .. })), "{ok:?}");
+        let notice = port_command(&json!({"type": "rate_limited", "page_load": "p1", "source": "page_notice", "retry_after_ms": 516000}));
+        assert!(matches!(notice, Some(PortCommand::RateLimited { source: CooldownSource::PageNotice, retry_after_ms: Some(516_000), .. })), "{notice:?}");
+        for (bad, named) in [
+            (json!({"page_load": "p1", "source": "retry_after"}), "rate_limited.source"),
+            (json!({"page_load": "", "source": "page_notice"}), "rate_limited.page_load"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": -5}), "rate_limited.retry_after_ms"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": 1.5}), "rate_limited.retry_after_ms"),
+            (json!({"page_load": "p1", "source": "page_notice", "retry_after_ms": "60"}), "rate_limited.retry_after_ms"),
+        ] {
+            let why = rate_limited(&bad).expect_err("refused");
+            assert!(why.starts_with(named), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_429_answer_carries_its_retry_after() {
+        let answer = port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": 516000}));
+        match answer {
+            Some(PortCommand::SnapshotResult { answer: ProbeAnswer::Failed(why), retry_after_ms, .. }) => {
+                assert_eq!((why.as_str(), retry_after_ms), ("http_429", Some(516_000)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": "soon"})).is_none());
     }
 }

@@ -291,6 +291,16 @@ impl LinkDriver {
             let page = driver.pages.iter().find(|p| Object::is(&p.port, port));
             (page.and_then(|p| p.tab), page.is_some_and(|p| p.panel))
         };
+        // The pacer's fields are checked with a reason to name (issue 26).
+        match value.get("type").and_then(serde_json::Value::as_str) {
+            Some("rate_limited") => {
+                continuity_wire::rate_limited(value).map_err(WireError::PageMessageRejected)?;
+            }
+            Some("snapshot_result") => {
+                continuity_wire::retry_after_ms(value).map_err(|why| WireError::PageMessageRejected(format!("snapshot_result.{why}")))?;
+            }
+            _ => {}
+        }
         let command = continuity_wire::port_command(value)
             .ok_or_else(|| WireError::UnknownPageMessage(js::stringify(value)))?;
         let input = match (command, tab) {
@@ -321,8 +331,17 @@ impl LinkDriver {
             // The user's own Stop is a page's, never the panel's.
             (PortCommand::UserStop { .. }, Some(tab)) if !panel => ContinuityInput::UserStop(tab),
             (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
-            (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
+            (PortCommand::SnapshotResult { page_load, answer, retry_after_ms }, Some(tab)) if !panel => {
+                // A 429 with `Retry-After`: the account's cooldown first, then the answer.
+                let is_429 = matches!(&answer, ext_core::continuity::ProbeAnswer::Failed(why) if why == "http_429");
+                if let (true, Some(ms)) = (is_429, retry_after_ms) {
+                    let source = ext_core::request_pacer::CooldownSource::RetryAfter;
+                    Self::feed_continuity(this, ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source, retry_after_ms: Some(ms) });
+                }
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
+            }
+            (PortCommand::RateLimited { page_load, source, retry_after_ms }, Some(tab)) if !panel => {
+                ContinuityInput::RateLimited { tab, page_load, source, retry_after_ms }
             }
             (PortCommand::CardResult { key, clicked }, Some(tab)) if !panel => ContinuityInput::CardResult { tab, key, clicked },
             (PortCommand::PermissionCards(cards), Some(tab)) if !panel => ContinuityInput::PermissionCards { tab, cards },
@@ -679,6 +698,8 @@ impl LinkDriver {
                     }
                     tab
                 };
+                // An account id the pacer cannot key on refuses the report, naming why.
+                continuity_wire::page_account(&value).map_err(WireError::PageMessageRejected)?;
                 if let (Some(tab), Some(report)) = (tab, continuity_wire::page_report(&value)) {
                     Self::feed_continuity(this, ContinuityInput::PageReported { tab, report });
                 }

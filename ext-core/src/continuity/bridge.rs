@@ -395,9 +395,14 @@ impl Continuity {
         if seen || !(pressed || (self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab))) {
             return;
         }
+        if !pressed && self.rate_block_tab(tab).is_some() {
+            // A rate-limit cooldown: typed when it ends (issue 26).
+            self.pacer_hold_bridge(pacer::HeldBridge { tab, key, delivery_id: results.delivery_id, text: results.text });
+            return;
+        }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             // Refused only while another delivery of the scope is on its way: Send later.
-            if let Ok(id) = self.post_delivery(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new()) {
+            if let Ok(id) = self.post_delivery_as(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new(), pressed) {
                 self.activity_sent(&key, DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
             }
         }

@@ -8,7 +8,8 @@
 use super::*;
 
 impl Continuity {
-    /// Hands a message to the ledger (the only way anything is typed into a page).
+    /// Hands a message to the ledger (the only way anything is typed into a page). Only a
+    /// manual Continue counts as the user's own (see [`Self::post_delivery_as`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn post_delivery(
         &mut self,
@@ -20,6 +21,26 @@ impl Continuity {
         body: &str,
         task_ids: Vec<String>,
     ) -> Result<String, BeginRefused> {
+        self.post_delivery_as(now, key, tab, kind, subject, body, task_ids, kind == DeliveryKind::Continue)
+    }
+
+    /// [`Self::post_delivery`]; `manual`: the user pressed for it, so a rate-limit cooldown
+    /// does not hold it (the HUD shows the cooldown); anything automatic waits for its end.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn post_delivery_as(
+        &mut self,
+        now: Millis,
+        key: &str,
+        tab: TabId,
+        kind: DeliveryKind,
+        subject: &str,
+        body: &str,
+        task_ids: Vec<String>,
+        manual: bool,
+    ) -> Result<String, BeginRefused> {
+        if !manual && self.rate_block_tab(tab).is_some() {
+            return Err(BeginRefused::RateLimited);
+        }
         // The chat's App rides on every message; while it cannot (ambiguous, or its last
         // attach failed and the wait runs) nothing of the scope is typed.
         if self.app_block(key).is_some() {
@@ -38,7 +59,11 @@ impl Continuity {
             (Scope::Conversation { .. }, DeliveryKind::HandoffSeed) => None,
             _ => Some(browser_session_ref(&scope)),
         };
-        let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids, tab, &page, app);
+        let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids.clone(), tab, &page, app);
+        if let Ok(id) = &result {
+            let message = recovery::SentMessage { id: id.clone(), kind, subject: subject.to_owned(), body: body.to_owned(), task_ids };
+            self.recovery_sent(key, message);
+        }
         self.drain_ledger(now);
         self.persist();
         result
@@ -95,9 +120,10 @@ impl Continuity {
                     generating: r.generating || r.permission_card || manual_in_flight || r.composer_marker.is_some(),
                     human_draft: r.draft,
                     app_held: None,
+                    rate_limited: false,
                 })
                 .unwrap_or_default();
-            let facts = PageFacts { app_held: self.app_block(&key), ..facts };
+            let facts = PageFacts { app_held: self.app_block(&key), rate_limited: self.rate_block(&key).is_some(), ..facts };
             let (language, progress) = (self.language, self.progress);
             // X2: the source's automatic wakes pause while its handoff is in flight.
             let in_progress = self.handoff_in_flight(&key);
@@ -182,6 +208,7 @@ impl Continuity {
                 // scheduler from offering it again at once).
                 let input = match (refused, self.app_block(key)) {
                     (BeginRefused::AppHeld, Some(reason)) => SchedulerInput::DeliveryHeld { reason },
+                    (BeginRefused::RateLimited, _) => SchedulerInput::DeliveryHeld { reason: WakeWithheld::RateLimited },
                     _ => SchedulerInput::DeliveryFailed,
                 };
                 if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {

@@ -28,7 +28,7 @@
 use super::recovery::chatgpt_conversation;
 use super::*;
 use crate::health::{Activity as PageActivity, HealthLevel, HealthMeter, HealthSample, HealthThresholds};
-use crate::recovery::{RecoveryAction, RecoveryPlanner, RecoveryStatus};
+use crate::recovery::{RecoveryAction, RecoveryPlanner};
 use crate::recovery_config::{ConfigError, RecoveryConfig};
 
 /// The meters of a tab's page load, and the tab's last decision.
@@ -167,6 +167,12 @@ impl Continuity {
     fn health_ask(&mut self, now: Millis, tab: TabId, key: &str, pressure: bool, heap: bool) -> Option<Decision> {
         // The planner sees the page as it is now before it is asked.
         self.recovery_page(now, tab);
+        let probes = self.recovery.planners.get(key).is_some_and(|p| p.reloads_left(now) > 0);
+        if pressure && probes && !self.pacer_may_request(now, tab) {
+            // The account's request pacer has no slot for the probe now: the last decision
+            // stands (spent budgets are said at once, they ask nothing of the site).
+            return None;
+        }
         let planner = self.recovery.planners.get_mut(key)?;
         let (action, why) = if pressure {
             (planner.health_pressure(now), "sustained_pressure")
@@ -176,7 +182,7 @@ impl Continuity {
             // A critical heap on a page that has not been quiet long enough.
             return Some(Decision { what: "withheld", why: "not_quiet" });
         };
-        let spent = planner.status() == RecoveryStatus::RolloverRecommended;
+        let spent = planner.spent_why().is_some();
         let conversation_id = self.pages.get(&tab).and_then(|r| classify_url(&r.url).conversation().map(|c| c.conversation_id.to_owned()))?;
         let decision = match &action {
             Some(RecoveryAction::Probe) => {

@@ -87,6 +87,7 @@ mod deliveries;
 mod inbox_sync;
 mod io;
 mod manual;
+mod pacer;
 mod pane_output;
 mod persisted;
 mod queue;
@@ -97,6 +98,7 @@ mod recovery;
 mod rollover;
 mod semantic;
 mod texts;
+mod unresolved;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
@@ -104,6 +106,7 @@ pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS
 use handoff::SEED_KEY_PREFIX;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use io::*;
+pub use unresolved::{Unresolved, UnresolvedWhy};
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
 pub use handoff::{new_chat_url, HandoffBook, HandoffView, Transfer, HANDOFF_QUERY};
@@ -314,6 +317,8 @@ pub struct Continuity {
     fence_entropy: Vec<u8>,
     /// Fenced texts that carry no delivery id (Check Herdr inserts): their nonce's id.
     fence_seq: u64,
+    /// One request pacer per site account: backend reads paced, 429 cooldowns (issue 26).
+    pacer: pacer::PacerFlow,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -393,6 +398,7 @@ impl Continuity {
             .chain(self.recovery.deadline())
             .chain(self.journal.deadline())
             .chain(self.app_deadline())
+            .chain(self.pacer_deadline())
             .chain(self.chats_deadline())
             .min()
     }
@@ -421,6 +427,7 @@ impl Continuity {
             self.sync_schedulers(now);
             self.app_retry_held(now);
         }
+        self.pacer_timeout(now);
         self.flush_queues(now);
         self.run_due_inbox_checks();
         self.recovery_tick(now);
@@ -540,6 +547,9 @@ impl Continuity {
             ContinuityInput::PermissionCards { tab, cards } => self.permission_cards(now, tab, cards),
             ContinuityInput::CardResult { tab, key, clicked } => self.card_result(now, tab, &key, clicked),
             ContinuityInput::RecoveryFacts { tab, facts } => self.recovery_facts(now, tab, facts),
+            ContinuityInput::RateLimited { tab, page_load, source, retry_after_ms } => {
+                self.pacer_page_rate_limited(now, tab, &page_load, source, retry_after_ms);
+            }
             ContinuityInput::SnapshotResult { tab, page_load, answer } => self.recovery_answer(now, tab, &page_load, answer),
             ContinuityInput::HealthSample { tab, page_load, sample } => self.health_sample(now, tab, &page_load, sample),
             ContinuityInput::RecoverySettings { stored } => self.recovery_settings(stored.as_ref().map(|r| r.as_ref())),
@@ -609,6 +619,7 @@ impl Continuity {
                 self.bridge_turn_ended(tab, turn);
                 let assistant_text = crate::limits::clip_tail(assistant_text, crate::limits::MAX_TURN_ASSISTANT_CHARS);
                 if !pressed {
+                    self.recovery_turn_ended(tab, user_marker.as_deref());
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }

@@ -81,6 +81,7 @@ impl Continuity {
             withheld_marks: self.withheld_marks.clone(),
             journal: self.journal.book.clone(),
             handoff: self.handoff.clone(),
+            pacer: self.pacer.pacer.clone(),
         }
     }
 
@@ -112,6 +113,7 @@ impl Continuity {
             withheld_marks: &self.withheld_marks,
             journal: &self.journal.book,
             handoff: &self.handoff,
+            pacer: &self.pacer.pacer,
         }
         .to_value()
     }
@@ -142,6 +144,7 @@ impl Continuity {
         machine.withheld_marks = snapshot.withheld_marks;
         machine.journal = journal::JournalFlow::with_book(snapshot.journal);
         machine.handoff = snapshot.handoff;
+        machine.pacer.pacer = snapshot.pacer;
         machine.restored(now, epoch);
         machine
     }

@@ -3,7 +3,15 @@
 //! [`RecoveryPlanner`] (which asks [`crate::stale_view`] what the snapshot shows), and turns
 //! the planner's actions into page commands ([`ContinuityOutput::Recovery`]): a probe of the
 //! conversation snapshot, one `location.reload()`, one click on ChatGPT's own Retry, one
-//! `chrome.tabs.reload` of the page's own tab.
+//! `chrome.tabs.reload` of the page's own tab — or, for a message of ours the server never
+//! accepted, a resend through the delivery ledger (a new delivery of the same kind, subject
+//! and body, under a new id).
+//!
+//! Budgets are per incident: a turn that ends healthy on the page (`turn_ended`: the human's,
+//! or a reply that streamed and finished there) renews them
+//! ([`RecoveryPlanner::turn_ended`]); the planner's hourly bounds still hold across
+//! incidents. Spent budgets are handed to `continuity/rollover`: the controlled handoff
+//! when Auto and the rollover gate allow it, else the HUD's rollover line names why not.
 //!
 //! What each situation leads to is the planner's call (see `crate::recovery`): server ahead
 //! → one reload; a send-timeout card with the server still at the user → Retry once; with
@@ -26,10 +34,14 @@
 //! - A probe's answer counts only for the page load it was asked of; a late answer from a
 //!   page that reloaded meanwhile is dropped. A 429 answer starts the planner's back-off (no
 //!   probe, Retry or reload while it runs, H7).
-//! - Nothing here types into a page: recovery never resubmits a user turn.
+//! - Nothing here types into a page but a resend, and a resend only of a message of ours
+//!   (the waiting turn's marker names the last delivery this worker life sent into the
+//!   scope; after a restart nothing is remembered and the HUD asks the user), only on a
+//!   snapshot whose current node is the page's last assistant message (the server lacks
+//!   the turn), through the ledger's gates: a human's turn is never retyped.
 
 use super::*;
-use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Suspect};
+use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Spent, Suspect};
 use crate::stale_view::{DomMessage, DomView, ServerNode, ServerRole, Snapshot as ServerSnapshot, ViewState};
 
 /// How often the planners are ticked while a watched page could go stale (the planner's
@@ -62,6 +74,8 @@ pub struct PageRecoveryReport {
     pub rate_limited: bool,
     /// A reasoning / thinking indicator is shown for the reply (SITES-2026 §1.4).
     pub reasoning: bool,
+    /// The delivery id of the marker line in the user turn shown waiting, if it has one.
+    pub waiting_marker: Option<String>,
 }
 
 /// The server's current node as the page summarised it (`snapshot_result.node`).
@@ -147,6 +161,19 @@ pub(super) struct RecoveryFlow {
     next_tick: Option<Millis>,
     /// The planners' timers (options page), given to every planner.
     pub(super) timings: RecoveryTimings,
+    /// Per scope key, the last message of ours sent into it (this worker life): what a
+    /// resend sends again when the waiting turn carries its marker.
+    sent: VecMap<String, SentMessage>,
+}
+
+/// A message of ours as it was handed to the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SentMessage {
+    pub(super) id: String,
+    pub(super) kind: DeliveryKind,
+    pub(super) subject: String,
+    pub(super) body: String,
+    pub(super) task_ids: Vec<String>,
 }
 
 impl RecoveryFlow {
@@ -186,16 +213,52 @@ impl Continuity {
     /// The page of `tab` reported (facts or recovery facts): its planner sees it now.
     pub(super) fn recovery_page(&mut self, now: Millis, tab: TabId) {
         let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
+        if rate_limited && self.cooldown_of_tab(tab).is_none() {
+            // ChatGPT's notice: the account's cooldown (every tab of it, every write).
+            self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::PageNotice);
+        }
+        let cooldown = self.cooldown_of_tab(tab);
         let timings = self.recovery.timings;
         let planner = self.recovery.planners.entry(key.clone()).or_default();
         planner.set_timings(timings);
         if rate_limited {
             planner.rate_limited(now);
         }
+        if let Some(until) = cooldown {
+            planner.hold_until(until);
+        }
         let why = status_reason(&planner.status());
         let action = planner.page(now, facts);
         self.recovery_act(tab, &key, &conversation_id, why, action);
         self.recovery_schedule(now);
+    }
+
+    /// A message of ours went to the ledger: the one a resend would send again.
+    pub(super) fn recovery_sent(&mut self, key: &str, message: SentMessage) {
+        if message.kind != DeliveryKind::HandoffSeed {
+            self.recovery.sent.insert(key.to_owned(), message);
+        }
+    }
+
+    /// A turn ended on the page of `tab`: a human's turn, or a reply that streamed and
+    /// finished there, ends the incident and renews its budgets (the hour's bounds stay).
+    pub(super) fn recovery_turn_ended(&mut self, tab: TabId, user_marker: Option<&str>) {
+        let Some((key, ..)) = self.recovery_input(tab) else { return };
+        let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
+        if planner.turn_ended(user_marker.is_none()) {
+            self.persist();
+        }
+    }
+
+    /// Whether the conversation `tab` shows has its recovery budgets spent.
+    pub(super) fn recovery_spent(&self, tab: TabId) -> bool {
+        let Some((key, _)) = self.pages.get(&tab).and_then(chatgpt_conversation) else { return false };
+        self.recovery.planners.get(&key).is_some_and(|p| p.spent_why().is_some())
+    }
+
+    /// The tabs whose conversation has its recovery budgets spent.
+    pub(super) fn recovery_spent_tabs(&self) -> Vec<TabId> {
+        self.recovery.facts.keys().copied().filter(|tab| self.recovery_spent(*tab)).collect()
     }
 
     /// A tab's page went away: its facts (and a probe asked of it) with it.
@@ -213,7 +276,11 @@ impl Continuity {
         let tabs: Vec<TabId> = self.recovery.facts.keys().copied().collect();
         for tab in tabs {
             let Some((key, conversation_id, facts, _)) = self.recovery_input(tab) else { continue };
+            let cooldown = self.cooldown_of_tab(tab);
             let Some(planner) = self.recovery.planners.get_mut(&key) else { continue };
+            if let Some(until) = cooldown {
+                planner.hold_until(until);
+            }
             // The facts as they are now (the Auto switch may have changed since the page's
             // last report); a page report of unchanged facts only moves the planner's clock.
             let why = status_reason(&planner.status());
@@ -231,6 +298,10 @@ impl Continuity {
             return;
         }
         self.recovery.probing.remove(&key);
+        if matches!(&answer, ProbeAnswer::Failed(why) if why == "http_429") {
+            // The account's cooldown (a `Retry-After` came as `rate_limited` first).
+            self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::Backoff);
+        }
         let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
         let snapshot = match answer {
             // Milliseconds since the epoch are ≥ 1e10, which `update_time_ms` reads as such.
@@ -285,8 +356,36 @@ impl Continuity {
             delivery_uncertain,
             auto_on,
             chatgpt: true,
+            ours_waiting: seen.user_waiting && self.recovery_resendable(&report.url, seen.waiting_marker.as_deref()).is_some(),
         };
         Some((key, conversation_id, facts, seen.rate_limited))
+    }
+
+    /// The message of ours a resend would send again: the last one sent into the page's
+    /// scope, when its marker is the one in the waiting turn.
+    fn recovery_resendable(&self, url: &str, marker: Option<&str>) -> Option<(String, &SentMessage)> {
+        let key = classify_url(url).scope()?.key();
+        let sent = self.recovery.sent.get(&key).filter(|m| Some(m.id.as_str()) == marker)?;
+        Some((key, sent))
+    }
+
+    /// Sends our waiting message again (the snapshot proved the server lacks it): a new
+    /// delivery of the same kind, subject and body, through the ledger and its gates.
+    fn recovery_resend(&mut self, tab: TabId) {
+        let now = self.now;
+        let found = self.pages.get(&tab).and_then(|report| {
+            let marker = self.recovery.facts.get(&tab)?.waiting_marker.as_deref();
+            self.recovery_resendable(&report.url, marker).map(|(key, m)| (key, m.clone()))
+        });
+        let Some((key, m)) = found else { return };
+        if self.post_delivery(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone()).is_err() {
+            self.record_activity(&key, ActivityKind::RecoveryRetry, ActivityOutcome::Withheld, ActivityReason::Code("resend_refused"), Some(&m.id));
+        }
+    }
+
+    /// The tabs whose last recovery facts show ChatGPT's rate-limit notice.
+    pub(super) fn recovery_notice_tabs(&self) -> Vec<TabId> {
+        self.recovery.facts.iter().filter(|(_, f)| f.rate_limited).map(|(tab, _)| *tab).collect()
     }
 
     /// The last assistant body's signature the page of `tab` reported.
@@ -300,13 +399,21 @@ impl Continuity {
         let kind = match action {
             RecoveryAction::Probe => None,
             RecoveryAction::ReloadPage | RecoveryAction::ReloadTab => Some(ActivityKind::RecoveryReload),
-            RecoveryAction::ClickRetry => Some(ActivityKind::RecoveryRetry),
+            RecoveryAction::ClickRetry | RecoveryAction::Resend => Some(ActivityKind::RecoveryRetry),
         };
+        let why = if action == RecoveryAction::Resend { "request_not_accepted" } else { why };
         if let (Some(kind), Some(scope)) = (kind, self.scope_of_tab(tab)) {
             self.record_activity(&scope.key(), kind, ActivityOutcome::Sent, ActivityReason::Code(why), None);
         }
         let command = match action {
             RecoveryAction::Probe => {
+                // One backend read per pacing interval per account, none in a cooldown.
+                if !self.pacer_request(self.now, tab) {
+                    if let Some(planner) = self.recovery.planners.get_mut(key) {
+                        planner.probe_deferred();
+                    }
+                    return;
+                }
                 let page_load = self.recovery.facts.get(&tab).map(|f| f.page_load.clone()).unwrap_or_default();
                 self.recovery.probing.insert(key.to_owned(), (tab, page_load));
                 RecoveryCommand::Probe { conversation_id: conversation_id.to_owned() }
@@ -314,6 +421,12 @@ impl Continuity {
             RecoveryAction::ReloadPage => RecoveryCommand::ReloadPage,
             RecoveryAction::ReloadTab => RecoveryCommand::ReloadTab,
             RecoveryAction::ClickRetry => RecoveryCommand::ClickRetry,
+            RecoveryAction::Resend => {
+                // Recorded (pending, budgets) and persisted first; the ledger posts it.
+                self.persist();
+                self.recovery_resend(tab);
+                return;
+            }
         };
         if command.durable_first() {
             self.persist();
@@ -359,16 +472,18 @@ impl Continuity {
                 RecoveryStatus::Checking { why } => ("checking", suspect_name(why)),
                 RecoveryStatus::Observed { state } => ("observed", view_state_name(state)),
                 RecoveryStatus::WaitingForServer { .. } => ("waiting", "server_stalled"),
+                RecoveryStatus::ResendPaced { .. } => ("waiting", "resend_paced"),
                 RecoveryStatus::NeedsUser => ("needs_user", "request_not_accepted"),
                 RecoveryStatus::Acted { action } => ("acted", action_name(&action)),
-                RecoveryStatus::RolloverRecommended => ("rollover", "budgets_spent"),
+                RecoveryStatus::RolloverRecommended { why: Spent::Incident } => ("rollover", "budgets_spent"),
+                RecoveryStatus::RolloverRecommended { why: Spent::Hour } => ("rollover", "hourly_limit"),
             }
         };
         Some(RecoveryLine {
             state,
             reason,
-            retries_left: planner.retries_left(),
-            reloads_left: planner.reloads_left(),
+            retries_left: planner.retries_left(self.now),
+            reloads_left: planner.reloads_left(self.now),
             probes: planner.probes(),
         })
     }
@@ -381,6 +496,7 @@ fn status_reason(status: &RecoveryStatus) -> &'static str {
         RecoveryStatus::Checking { why } => suspect_name(*why),
         RecoveryStatus::Observed { state } => view_state_name(*state),
         RecoveryStatus::WaitingForServer { .. } => "server_stalled",
+        RecoveryStatus::ResendPaced { .. } => "request_not_accepted",
         _ => "suspect_page",
     }
 }
@@ -410,5 +526,6 @@ fn action_name(action: &RecoveryAction) -> &'static str {
         RecoveryAction::ReloadPage => "reload_page",
         RecoveryAction::ReloadTab => "reload_tab",
         RecoveryAction::ClickRetry => "click_retry",
+        RecoveryAction::Resend => "resend",
     }
 }

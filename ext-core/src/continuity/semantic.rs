@@ -264,7 +264,7 @@ impl Continuity {
             self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
             return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);
         }
-        if let Some(why) = scope.as_ref().and_then(|s| self.app_block(&s.key())) {
+        if let Some(why) = scope.as_ref().and_then(|s| self.app_block(&s.key())).or_else(|| self.rate_block_tab(tab)) {
             // Never without the chat's App: it waits, and goes once attaching works.
             self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
             let held = HeldContinue { conversation: conversation.to_owned(), delivery: None, tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
@@ -303,7 +303,7 @@ impl Continuity {
         let waiting = std::mem::take(&mut self.semantic.held);
         let (ready, kept): (Vec<HeldContinue>, Vec<HeldContinue>) = waiting
             .into_iter()
-            .partition(|h| h.delivery.is_none() && self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()));
+            .partition(|h| h.delivery.is_none() && self.rate_block_tab(h.tab).is_none() && self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()));
         self.semantic.held = kept;
         for held in ready {
             if let Some(note) = self.semantic_continue(now, &held.conversation, held.tab, &held.subject, &held.source, &held.reason) {

@@ -42,6 +42,7 @@ impl Continuity {
         // handoff's seed included) is typed, whatever else waits.
         let app_reason = key.as_ref().and_then(|k| self.app_reason(k).or_else(|| self.app_reason(&crate::text::concat(&[SEED_KEY_PREFIX, k]))));
         let withheld = app_reason
+            .or_else(|| self.rate_block_tab(tab))
             .or_else(|| status.and_then(|s| s.scheduler.as_ref()).and_then(WakeScheduler::withheld))
             .filter(|_| binding.is_some())
             .map(|code| Withheld { code });
@@ -113,6 +114,7 @@ impl Continuity {
             rollover: self.rollover_line(tab),
             handoff: self.handoff_view(tab),
             bridge: self.bridge_view(tab),
+            cooldown_until: self.cooldown_line(tab),
         })
     }
 
@@ -286,6 +288,9 @@ pub struct ContinuityView {
     /// for Run / Skip), the round limit, the rounds of the human turn; `None` elsewhere
     /// and until the runtime answered a reply there.
     pub bridge: Option<BridgeView>,
+    /// While ChatGPT rate-limits the page's account: the epoch ms until which automatic
+    /// messages and backend reads wait (`hudCooldownUntil`); `None` otherwise.
+    pub cooldown_until: Option<Millis>,
 }
 
 /// The side panel's view.
@@ -387,6 +392,7 @@ write_struct!(ContinuityView {
     rollover,
     handoff,
     bridge,
+    cooldown_until,
 });
 
 write_struct!(PanelView { tab, catalog, catalog_error, bindings });

@@ -663,3 +663,24 @@ fn calls_run_with_auto_have_their_own_activity_entries() {
     .assert_debug_eq(&run(true, true));
     assert_eq!(run(false, false), Vec::<String>::new(), "Auto off: nothing ran on its own");
 }
+
+// Issue 26 Found 3: with Auto on, tool results that arrive while the site rate-limits the
+// account wait for the cooldown's end and are typed then, once (they were typed at once).
+#[test]
+fn bridge_results_wait_for_the_rate_limit_cooldown_and_go_after_it() {
+    use ext_core::request_pacer::CooldownSource;
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None });
+    ended(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "typed during the cooldown: {log:?}");
+    // No Retry-After: the first back-off step, 30 s.
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(30_001));
+    c.handle_timeout(30_001);
+    drain(&mut c, 30_001, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    c.handle_timeout(90_000);
+    drain(&mut c, 90_000, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "once");
+}

@@ -66,6 +66,8 @@ pub(super) struct World {
     pub(super) delivered: Vec<(u32, String, String)>,
     /// Cut-overs seen in the Activity timeline.
     pub(super) cut_overs: usize,
+    /// How the source page answers a recovery snapshot probe (`None`: it does not).
+    pub(super) probe: Option<ext_core::continuity::ProbeAnswer>,
 }
 
 impl World {
@@ -75,7 +77,7 @@ impl World {
 
     /// A world whose source tab shows `url`, bound to w1.
     pub(super) fn on(url: &str, auto: bool) -> Self {
-        let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0 };
+        let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0, probe: None };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
         w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(url, "src-1") });
@@ -159,6 +161,13 @@ impl World {
                         _ => Ok(RuntimeAnswer::Subscribed),
                     };
                     self.c.handle(self.now, ContinuityInput::Answered { id, result });
+                }
+                ContinuityOutput::Recovery { tab, command } => {
+                    self.log.push(format!("recovery {command:?}"));
+                    if let (ext_core::continuity::RecoveryCommand::Probe { .. }, Some(answer)) = (&command, self.probe.clone()) {
+                        let page_load = self.c.page(tab).map(|p| p.page_load.clone()).unwrap_or_default();
+                        self.c.handle(self.now, ContinuityInput::SnapshotResult { tab, page_load, answer });
+                    }
                 }
                 ContinuityOutput::OpenTab { transfer_id, url } => {
                     self.log.push(format!("open_tab {url}"));
@@ -769,4 +778,20 @@ proptest! {
             }
         }
     }
+}
+
+// Issue 26 Found 3: a handoff's seed due while ChatGPT rate-limits the account waits for
+// the cooldown's end (it was typed at once) and goes then, once.
+#[test]
+fn a_handoff_seed_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
+    use ext_core::request_pacer::CooldownSource;
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.feed(ContinuityInput::RateLimited { tab: SOURCE, page_load: "src-1".into(), source: CooldownSource::RetryAfter, retry_after_ms: Some(120_000) });
+    w.open_target();
+    assert!(w.seeds.is_empty(), "seed typed during the cooldown: {:?}", w.log);
+    w.tick(119_000);
+    assert!(w.seeds.is_empty(), "seed typed during the cooldown: {:?}", w.log);
+    w.tick(2_000);
+    assert_eq!(w.seeds.len(), 1, "{:?}", w.log);
 }

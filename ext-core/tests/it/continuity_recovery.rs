@@ -6,10 +6,10 @@
 //! restart never repeats them. Transcripts print every recovery command and probe answer.
 
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand,
+    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand,
     RECOVERY_TICK_MS,
 };
-use ext_core::recovery::{ASSISTANT_STALL_MS, PROBE_INTERVAL_MS};
+use ext_core::recovery::{ASSISTANT_STALL_MS, MAX_RELOADS_PER_HOUR, MAX_RESENDS, PROBE_INTERVAL_MS, RELOAD_COOLDOWN_MS, RESEND_SPACING_MS};
 use ext_core::snapshot::Snapshot;
 use ext_core::stale_view::ServerRole;
 use proptest::prelude::*;
@@ -29,11 +29,25 @@ struct Shown {
     user_waiting: bool,
     send_timeout: bool,
     draft: bool,
+    /// Marker ids in the user turns (ours), the newest last.
+    markers: Vec<String>,
+    /// The marker of the user turn shown waiting.
+    waiting_marker: Option<String>,
 }
 
 impl Shown {
     fn frozen(load: &str) -> Self {
-        Shown { load: load.into(), generating: true, assistant_id: None, assistant_len: 40, user_waiting: false, send_timeout: false, draft: false }
+        Shown {
+            load: load.into(),
+            generating: true,
+            assistant_id: None,
+            assistant_len: 40,
+            user_waiting: false,
+            send_timeout: false,
+            draft: false,
+            markers: Vec::new(),
+            waiting_marker: None,
+        }
     }
     fn send_timeout(load: &str) -> Self {
         Shown { generating: false, assistant_len: 0, send_timeout: true, ..Self::frozen(load) }
@@ -42,7 +56,14 @@ impl Shown {
         Shown { generating: false, assistant_id: Some("a2".into()), assistant_len: 400, ..Self::frozen(load) }
     }
     fn report(&self) -> PageReport {
-        PageReport { generating: self.generating, draft: self.draft, page_load: self.load.clone(), ..idle_page() }
+        PageReport {
+            generating: self.generating,
+            draft: self.draft,
+            page_load: self.load.clone(),
+            markers: self.markers.clone(),
+            user_turns: u32::try_from(self.markers.len()).unwrap_or(u32::MAX) + 1,
+            ..idle_page()
+        }
     }
     fn recovery(&self) -> PageRecoveryReport {
         PageRecoveryReport {
@@ -57,6 +78,7 @@ impl Shown {
             retry_offered: self.send_timeout,
             rate_limited: false,
             reasoning: false,
+            waiting_marker: self.waiting_marker.clone(),
         }
     }
 }
@@ -77,6 +99,10 @@ struct World {
     last_failed: bool,
     /// What must never happen, as it happened.
     violations: Vec<String>,
+    /// A message of ours may be typed (a resend); otherwise any `Deliver` is a violation.
+    deliveries_allowed: bool,
+    /// Ids of the messages typed, in order.
+    delivered: Vec<String>,
 }
 
 fn assistant(id: &str, len: u32, finished: bool) -> ProbeAnswer {
@@ -90,7 +116,19 @@ fn user_node() -> ProbeAnswer {
 impl World {
     fn new(shown: Shown, server: ProbeAnswer, auto: bool) -> Self {
         let (c, _) = bound_with_auto(auto);
-        let mut w = World { c, now: T0, shown, server, log: Vec::new(), commands: Vec::new(), durable: true, last_failed: false, violations: Vec::new() };
+        let mut w = World {
+            c,
+            now: T0,
+            shown,
+            server,
+            log: Vec::new(),
+            commands: Vec::new(),
+            durable: true,
+            last_failed: false,
+            violations: Vec::new(),
+            deliveries_allowed: false,
+            delivered: Vec::new(),
+        };
         w.show();
         w
     }
@@ -103,9 +141,16 @@ impl World {
     }
 
     fn drain(&mut self) {
+        let mut typed = Vec::new();
         while let Some(output) = self.c.poll() {
             if let ContinuityOutput::Deliver { id, .. } = &output {
-                self.violations.push(format!("typed {id} into the page"));
+                if self.deliveries_allowed {
+                    let at = (self.now - T0) / 1000;
+                    self.log.push(format!("t={at}s deliver {}", id.split('/').next().unwrap_or_default()));
+                    typed.push(id.clone());
+                } else {
+                    self.violations.push(format!("typed {id} into the page"));
+                }
             }
             if let ContinuityOutput::Activity(entry) = &output {
                 // The Activity timeline (O1): each reload or Retry, with why.
@@ -141,6 +186,16 @@ impl World {
                 other => self.log.push(format!("t={at}s {other:?}")),
             }
         }
+        // The page takes each message we typed: a new user turn with its marker, waiting
+        // (whether the server accepted it is the server's answer, `self.server`).
+        for id in typed {
+            self.c.handle(self.now, ContinuityInput::DeliveryReport { tab: TAB, id: id.clone(), outcome: DeliveryOutcome::Submitted });
+            self.delivered.push(id.clone());
+            self.shown.markers.push(id.clone());
+            self.shown.waiting_marker = Some(id);
+            self.shown.user_waiting = true;
+            self.show();
+        }
     }
 
     /// Runs the clock to `until` (ms after T0), firing every deadline.
@@ -168,6 +223,34 @@ impl World {
     fn hud(&self) -> String {
         let line = self.c.page_view(TAB).and_then(|v| v.recovery).expect("a recovery line on a ChatGPT chat");
         format!("{} {} retries={} reloads={} probes={}", line.state, line.reason, line.retries_left, line.reloads_left, line.probes)
+    }
+
+    /// The HUD's rollover line (`-` when it shows none).
+    fn rollover(&self) -> &'static str {
+        self.c.page_view(TAB).and_then(|v| v.rollover).unwrap_or("-")
+    }
+
+    /// The human sends a message on the page as it is: the reply streams, finishes, and the
+    /// turn ends (a healthy turn).
+    fn healthy_human_turn(&mut self, text: &str) {
+        let load = self.shown.load.clone();
+        self.shown = Shown { assistant_len: 100, ..Shown::frozen(&load) };
+        self.show();
+        self.now += 5_000;
+        self.shown = Shown { assistant_len: 300, ..Shown::synced(&load) };
+        self.show();
+        self.log.push(format!("t={}s human turn ended", (self.now - T0) / 1000));
+        let ended = ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: text.into(),
+            assistant_text: "Done.".into(),
+            user_marker: None,
+            message_id: Some(format!("a-{}", self.now)),
+            user_message_id: Some(format!("u-{}", self.now)),
+            pressed: false,
+        };
+        self.c.handle(self.now, ended);
+        self.drain();
     }
 }
 
@@ -199,11 +282,10 @@ fn server_ahead_reloads_once_and_a_restart_before_the_reload_does_not_reload_aga
         t=30s activity "recovery_reload" "sent" "assistant_stall"
         t=30s ReloadPage
         t=35s worker restart
-        t=65s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
-        t=80s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })"#]]
+        t=75s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })"#]]
     .assert_eq(&w.log.join("\n"));
     assert_eq!(w.count(is_reload), 1);
-    assert_eq!(w.hud(), "healthy  retries=1 reloads=1 probes=2");
+    assert_eq!(w.hud(), "healthy  retries=1 reloads=1 probes=1");
 }
 
 // S6 (HERDR-MCP-FACTS §2.1 bug 8): "Message delivery timed out". With the server still at
@@ -279,6 +361,109 @@ fn a_healthy_idle_tab_never_probes_and_auto_off_or_another_site_never_acts() {
     assert!(CONV.contains(CONV_ID));
 }
 
+// S7, H6 (issue 26 Found 1: recovery worked once per conversation, ever; failed before: the
+// second stale view got the tab reload, the third nothing, however many healthy turns came
+// between). Budgets are per incident: after a healthy human turn and past the cooldown a
+// second stale view is reloaded again with the page reload; across incidents at most
+// MAX_RELOADS_PER_HOUR reloads in the hour, then the HUD recommends a new chat and says why
+// the handoff does not start by itself (a plain chat is not a Project).
+#[test]
+fn a_stale_view_after_a_healthy_human_turn_is_reloaded_again_and_reloads_stay_bounded_per_hour() {
+    let mut w = World::new(Shown::frozen("L1"), assistant("a2", 400, true), true);
+    let mut loads = 1;
+    for round in 0..=MAX_RELOADS_PER_HOUR {
+        let start = w.now - T0;
+        w.run(start + ASSISTANT_STALL_MS + RECOVERY_TICK_MS);
+        if round == MAX_RELOADS_PER_HOUR {
+            break;
+        }
+        // The page reloads and shows the server's reply; the human writes again.
+        loads += 1;
+        w.shown = Shown::synced(&format!("L{loads}"));
+        w.show();
+        w.healthy_human_turn("and now the next step");
+        assert_eq!(w.hud(), format!("acted reload_page retries=1 reloads={} probes={}", 2.min(MAX_RELOADS_PER_HOUR - 1 - round), round + 1), "after round {round}");
+        // Past the cooldown, the next stale view on this page load.
+        let next = w.now - T0 + RELOAD_COOLDOWN_MS;
+        w.run(next);
+        w.server = assistant(&format!("a{}", round + 3), 500, true);
+        w.shown = Shown { assistant_len: 60, ..Shown::frozen(&format!("L{loads}")) };
+        w.show();
+    }
+    assert_eq!(w.count(|c| matches!(c, RecoveryCommand::ReloadPage)), MAX_RELOADS_PER_HOUR, "{}", w.log.join("\n"));
+    assert_eq!(w.count(|c| matches!(c, RecoveryCommand::ReloadTab)), 0, "each incident starts at the page reload");
+    assert!(w.now - T0 < 3_600_000, "all inside one hour");
+    assert_eq!(w.hud(), "rollover hourly_limit retries=1 reloads=0 probes=4");
+    assert_eq!(w.rollover(), "not_project", "a plain chat: the HUD recommends a new chat, nothing starts by itself");
+    assert!(w.violations.is_empty(), "{:?}", w.violations);
+    expect_test::expect![[r#"
+        t=30s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
+        t=30s activity "recovery_reload" "sent" "assistant_stall"
+        t=30s ReloadPage
+        t=40s human turn ended
+        t=130s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a3", role: Assistant, text_len: 500, finished: true, update_time_ms: Some(1800000000000) })
+        t=130s activity "recovery_reload" "sent" "assistant_stall"
+        t=130s ReloadPage
+        t=140s human turn ended
+        t=230s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a4", role: Assistant, text_len: 500, finished: true, update_time_ms: Some(1800000000000) })
+        t=230s activity "recovery_reload" "sent" "assistant_stall"
+        t=230s ReloadPage
+        t=240s human turn ended
+        t=330s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a5", role: Assistant, text_len: 500, finished: true, update_time_ms: Some(1800000000000) })"#]].assert_eq(&w.log.join("\n"));
+}
+
+// S4 (issue 26 Found 2: "request not accepted" without a Retry card only set needs_user and
+// an unattended loop stalled there; failed before: no resend). Our continue reached the page
+// but the server never accepted it: the snapshot shows the page's last assistant message as
+// the server's current node. It is sent again as a new delivery, at most MAX_RESENDS times,
+// RESEND_SPACING_MS apart, each after a probe proving it still missing; then the HUD
+// recommends a new chat. Never for a human's turn, never on a snapshot that could not be
+// read or that holds the turn.
+#[test]
+fn a_message_of_ours_the_server_never_accepted_is_resent_paced_and_bounded() {
+    let not_accepted = assistant("a2", 400, true);
+    let mut w = World::new(Shown::synced("L1"), not_accepted.clone(), false);
+    w.deliveries_allowed = true;
+    w.c.handle(w.now, ContinuityInput::Continue { tab: TAB });
+    w.c.handle(w.now, ContinuityInput::ToggleAuto { tab: TAB });
+    w.drain();
+    assert_eq!(w.delivered.len(), 1, "the continue went out: {}", w.log.join("\n"));
+    w.run(10 * 60_000);
+    assert_eq!(w.delivered.len(), 1 + MAX_RESENDS as usize, "{}", w.log.join("\n"));
+    assert!(w.violations.is_empty(), "{:?}", w.violations);
+    assert_eq!(w.hud(), "rollover budgets_spent retries=1 reloads=2 probes=3");
+    assert_eq!(w.rollover(), "not_project");
+    expect_test::expect![[r#"
+        t=0s deliver continue:w1
+        t=30s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
+        t=30s activity "recovery_retry" "sent" "request_not_accepted"
+        t=30s deliver continue:w1
+        t=90s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })
+        t=90s activity "recovery_retry" "sent" "request_not_accepted"
+        t=90s deliver continue:w1
+        t=150s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })"#]].assert_eq(&w.log.join("\n"));
+    let sent_at: Vec<u64> = w.log.iter().filter(|l| l.contains(" deliver ")).filter_map(|l| l.strip_prefix("t=")?.split('s').next()?.parse().ok()).collect();
+    assert_eq!(sent_at.len(), 3);
+    assert!(sent_at[1..].windows(2).all(|p| (p[1] - p[0]) * 1_000 >= RESEND_SPACING_MS), "paced: {sent_at:?}");
+
+    // No proof, no resend: the probe fails, the server holds the turn, or the turn waiting
+    // is the human's (no marker of ours).
+    for (server, ours) in [(ProbeAnswer::Failed("timeout".into()), true), (user_node(), true), (not_accepted, false)] {
+        let mut w = World::new(Shown::synced("L1"), server.clone(), false);
+        w.deliveries_allowed = true;
+        w.c.handle(w.now, ContinuityInput::Continue { tab: TAB });
+        w.c.handle(w.now, ContinuityInput::ToggleAuto { tab: TAB });
+        w.drain();
+        if !ours {
+            // The human's turn follows ours and waits: nothing of ours is waiting.
+            w.shown.waiting_marker = None;
+            w.show();
+        }
+        w.run(10 * 60_000);
+        assert_eq!(w.delivered.len(), 1, "{server:?} ours={ours}: {}", w.log.join("\n"));
+    }
+}
+
 /// One step of the property test.
 #[derive(Clone, Debug)]
 enum Op {
@@ -331,7 +516,7 @@ proptest! {
                         loads += 1;
                     }
                     let len = w.shown.assistant_len + if grow { 10 } else { 0 };
-                    w.shown = Shown { load: format!("L{loads}"), generating, assistant_id: None, assistant_len: len, user_waiting, send_timeout, draft };
+                    w.shown = Shown { load: format!("L{loads}"), generating, assistant_id: None, assistant_len: len, user_waiting, send_timeout, draft, markers: Vec::new(), waiting_marker: None };
                     w.show();
                 }
                 Op::Server(kind) => w.server = server(kind),

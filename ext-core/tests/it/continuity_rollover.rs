@@ -5,7 +5,9 @@
 //! transcripts reuse the Handoff's simulated runtime and pages (`continuity_handoff`).
 
 use ext_core::context_pressure::VisibleThread;
-use ext_core::continuity::{ContinuityInput, PageReport};
+use ext_core::continuity::{ContinuityInput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RECOVERY_TICK_MS};
+use ext_core::recovery::RELOAD_COOLDOWN_MS;
+use ext_core::stale_view::ServerRole;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
 use expect_test::expect;
 use proptest::prelude::*;
@@ -110,6 +112,49 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
     .assert_eq(&w.log.join("\n"));
     assert_eq!(w.opened.len(), 1, "one new chat");
     assert_eq!(w.target().as_deref(), Some(NEW));
+}
+
+// S7, H6 (issue 26 Found 1: spent recovery budgets were a HUD word that started nothing;
+// failed before: no handoff). A Project conversation whose send keeps timing out with the
+// server still at the user gets ChatGPT's Retry once; when the card comes back the
+// incident's budgets are spent, and with Auto on and every R2 condition holding (no
+// pressure reading needed) the controlled handoff starts by itself, once.
+#[test]
+fn spent_recovery_budgets_start_the_controlled_handoff_in_a_project_s7() {
+    let mut w = World::new(true);
+    w.probe = Some(ProbeAnswer::Node(ProbeNode { id: "u-9".into(), role: ServerRole::User, text_len: 20, finished: true, update_time_ms: Some(0) }));
+    let card = PageRecoveryReport {
+        page_load: "src-1".into(),
+        assistant: true,
+        assistant_id: Some("a-8".into()),
+        assistant_len: 300,
+        signature: "300:x".into(),
+        user_waiting: true,
+        send_timeout: true,
+        retry_offered: true,
+        ..PageRecoveryReport::default()
+    };
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: source(|_| {}) });
+    w.feed(ContinuityInput::RecoveryFacts { tab: SOURCE, facts: card.clone() });
+    w.rollover("send timeout, Retry pressed");
+    assert!(w.opened.is_empty());
+    // The card stays: the Retry did not help; the next probe finds the budget spent.
+    w.tick(RELOAD_COOLDOWN_MS + 3 * RECOVERY_TICK_MS);
+    w.rollover("the card is back");
+    let recovery = w.c.page_view(SOURCE).and_then(|v| v.recovery).map(|r| (r.state, r.reason));
+    assert_eq!(recovery, Some(("rollover", "budgets_spent")));
+    assert_eq!(w.opened.len(), 1, "the handoff started: {}", w.log.join("\n"));
+    expect![[r#"
+        recovery Probe { conversation_id: "6a1b2c3d-0000-4000-8000-00000000000a" }
+        recovery ClickRetry
+        send timeout, Retry pressed: rollover=-
+        recovery Probe { conversation_id: "6a1b2c3d-0000-4000-8000-00000000000a" }
+        activity handoff sent recovery_spent -
+        activity handoff sent handoff_started -
+        continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
+        the card is back: rollover=started"#]].assert_eq(&w.log.join("\n"));
 }
 
 // R2: Project Auto off, then the bound workspace working, hold it back; the workspace

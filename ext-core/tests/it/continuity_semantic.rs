@@ -241,3 +241,43 @@ fn the_judge_button_shows_the_verdict_and_is_locked_with_auto_on() {
         notice Auto is on and already continues this chat. Turn Auto off to continue by hand."#]]
     .assert_eq(&log.join("\n"));
 }
+
+// Issue 26 Found 3: a judge continue decided while ChatGPT rate-limits the account is not
+// typed during the cooldown (it was before: only recovery paused); it goes once it ends.
+#[test]
+fn a_judge_continue_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
+    use ext_core::request_pacer::CooldownSource;
+    let (mut c, mut log) = semantic_world(3);
+    let continue_jev = verdict(Verdict::Continue, "jev", "jev: next step announced");
+    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: Some(60_000) });
+    ended(&mut c, 2, 1, None);
+    drain(&mut c, 2, &continue_jev, &mut None, &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "typed during the cooldown: {log:?}");
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(60_001));
+    let due = c.next_deadline().expect("the cooldown's end wakes the machine");
+    assert!(due <= 60_001, "{due}");
+    c.handle_timeout(60_001);
+    drain(&mut c, 60_001, &continue_jev, &mut None, &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver judge:")).count(), 1, "{log:?}");
+}
+
+// Issue 26 Found 3: a queued batch whose page turns idle during a rate-limit cooldown stays
+// queued (it was typed at once) and goes when the cooldown ends.
+#[test]
+fn a_queue_batch_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
+    use ext_core::request_pacer::CooldownSource;
+    let (mut c, mut log) = semantic_world(3);
+    let mut store = None;
+    let answer = verdict(Verdict::Done, "jev", "x");
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { generating: true, ..idle_page() } });
+    c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into() });
+    drain(&mut c, 1, &answer, &mut store, &mut log);
+    c.handle(2, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: Some(20_000) });
+    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    drain(&mut c, 3, &answer, &mut store, &mut log);
+    assert!(!log.iter().any(|l| l.starts_with("deliver qb:")), "typed during the cooldown: {log:#?}");
+    assert!(store.as_deref().is_some_and(|s| s.contains("Then run the tests.")), "still queued: {store:?}");
+    c.handle_timeout(20_002);
+    drain(&mut c, 20_002, &answer, &mut store, &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver qb:")).count(), 1, "{log:#?}");
+}

@@ -231,6 +231,18 @@ fn every_pressure_level_has_its_texts() {
     }
 }
 
+/// Issue 26: the HUD's rate-limit line (`cooldown_until` of the page view, rendered by
+/// content.js with the local time) and the withheld reason, in English and Chinese.
+#[test]
+fn the_cooldown_line_has_its_texts() {
+    for name in ["en", "zh_CN"] {
+        let line = message(locale(name), "hudCooldownUntil").unwrap_or_else(|| panic!("{name} has no hudCooldownUntil"));
+        assert_eq!(placeholders(line), 1, "{name} hudCooldownUntil names the time: {line:?}");
+        let reason = message(locale(name), "withheld_rate_limited").unwrap_or_else(|| panic!("{name} has no withheld_rate_limited"));
+        assert_eq!(placeholders(reason), 0, "{name} withheld_rate_limited: {reason:?}");
+    }
+}
+
 /// R2: the HUD's automatic-rollover line (`rollover` of the page view, rendered by
 /// content.js) has a text for every blocker code and for `started`, without substitutions.
 #[test]

@@ -12,6 +12,7 @@ mod continuity_activity;
 mod continuity_app;
 mod continuity_bridge;
 mod continuity_handoff;
+mod continuity_pacing;
 mod continuity_health;
 mod continuity_journal;
 mod continuity_profiles;

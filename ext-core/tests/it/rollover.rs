@@ -22,6 +22,18 @@ fn only_pressure_at_the_auto_level_or_above_allows_a_rollover_r2() {
     assert_eq!(check(&RolloverFacts { level: None, ..ready() }), Err(RolloverBlocker::NoReading));
 }
 
+// R: S7, H6 (issue 26 Found 1) — spent recovery budgets stand for the pressure condition
+// (no reading or a low one is no blocker then); every other condition still holds it back.
+#[test]
+fn spent_recovery_budgets_allow_a_rollover_like_auto_pressure_and_nothing_else_s7() {
+    let spent = RolloverFacts { level: None, recovery_spent: true, ..ready() };
+    assert_eq!(check(&spent), Ok(()));
+    assert_eq!(check(&RolloverFacts { level: Some(PressureLevel::Normal), ..spent }), Ok(()));
+    assert_eq!(check(&RolloverFacts { project: false, ..spent }), Err(RolloverBlocker::NotProject));
+    assert_eq!(check(&RolloverFacts { auto_on: false, ..spent }), Err(RolloverBlocker::AutoOff));
+    assert_eq!(check(&RolloverFacts { streaming: true, ..spent }), Err(RolloverBlocker::Busy));
+}
+
 // R: R2 — each other condition, alone, blocks with its own reason code.
 #[test]
 fn each_condition_alone_blocks_with_its_reason_r2() {
@@ -85,7 +97,7 @@ fn facts() -> impl Strategy<Value = RolloverFacts> {
         Just(Some(PressureLevel::Auto)),
         Just(Some(PressureLevel::HighRisk)),
     ];
-    (level, prop::array::uniform11(any::<bool>())).prop_map(|(level, b)| RolloverFacts {
+    (level, prop::array::uniform12(any::<bool>())).prop_map(|(level, b)| RolloverFacts {
         level,
         project: b[0],
         auto_on: b[1],
@@ -98,12 +110,13 @@ fn facts() -> impl Strategy<Value = RolloverFacts> {
         handoff_in_flight: b[8],
         active_target: b[9],
         journal_behind: b[10],
+        recovery_spent: b[11],
     })
 }
 
 /// The blockers of `facts`, computed field by field (the SPEC's list, not the code's order).
 fn blocked(f: &RolloverFacts) -> bool {
-    f.level.is_none_or(|l| l < PressureLevel::Auto)
+    (!f.recovery_spent && f.level.is_none_or(|l| l < PressureLevel::Auto))
         || !f.project
         || !f.auto_on
         || f.workspace_working
@@ -131,7 +144,8 @@ proptest! {
             // Add one blocker (or none for extra == 11) and check monotonicity.
             let mut worse = f;
             match extra {
-                0 => worse.level = worse.level.map(|_| PressureLevel::Recommend),
+                0 if !worse.recovery_spent => worse.level = worse.level.map(|_| PressureLevel::Recommend),
+                0 => worse.project = false,
                 1 => worse.project = false,
                 2 => worse.auto_on = false,
                 3 => worse.workspace_working = true,

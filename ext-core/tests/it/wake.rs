@@ -25,7 +25,7 @@ fn settled(ws: &str, seq: u64, outcome: SettleOutcome) -> SchedulerInput {
 }
 
 fn page(composer_present: bool, generating: bool, human_draft: bool) -> SchedulerInput {
-    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, facts_resolved: true, app_held: None })
+    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, facts_resolved: true, app_held: None, rate_limited: false })
 }
 
 fn idle_page() -> SchedulerInput {
@@ -249,7 +249,7 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
     // user imported a profile override that fixes them, the page re-rendered): the held
     // wake goes out once more, exactly once, instead of waiting for a reload.
     let unresolved = SchedulerInput::Page(PageFacts {
-        composer_present: true, generating: false, human_draft: false, facts_resolved: false, app_held: None,
+        composer_present: true, generating: false, human_draft: false, facts_resolved: false, app_held: None, rate_limited: false,
     });
     let mut sim = Sim::new();
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
@@ -364,7 +364,7 @@ proptest! {
             match op {
                 Op::Working => s.handle(now, working("w1")),
                 Op::Settle(seq) => s.handle(now, settled("w1", seq, SettleOutcome::Idle)),
-                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None }; s.handle(now, SchedulerInput::Page(facts)); }
+                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false }; s.handle(now, SchedulerInput::Page(facts)); }
                 Op::Auto(on) => { auto_on = on; s.handle(now, auto(on)); }
                 Op::Confirm => {
                     if let Some(MessageKind::Wake { wake_id, .. }) = awaiting.take() { confirmed.push(wake_id); }
