@@ -14,7 +14,7 @@ import {
 import { connectHttp, connectStdio, inspectorCli, startHttpMcp } from '../lib/mcp.mjs';
 
 const PLAIN_CHAT = CHATS.find((chat) => !chat.project);
-const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect'];
+const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect', 'herdr_fs_read', 'herdr_fs_list', 'herdr_fs_grep', 'herdr_git', 'herdr_since'];
 
 /** Bound chat with Auto on; the MCP client `connect()` gives dispatches for it. */
 async function promptSettlesIntoOneWake(sandbox, connect) {

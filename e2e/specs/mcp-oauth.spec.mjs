@@ -12,7 +12,7 @@ import { test, expect } from '../lib/test.mjs';
 import { WORKSPACE, startSeededHerdr } from '../lib/continuity.mjs';
 import { MemoryOAuthProvider, awaitRedirect, consentOf, oauthCli, startPublicMcp, startTunnelProxy } from '../lib/oauth.mjs';
 
-const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect'];
+const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect', 'herdr_fs_read', 'herdr_fs_list', 'herdr_fs_grep', 'herdr_git', 'herdr_since'];
 const INITIALIZE = JSON.stringify({
   jsonrpc: '2.0', id: 1, method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'herdr-e2e-raw', version: '0.1.0' } },

@@ -18,7 +18,7 @@ import { startHttpMcp } from '../lib/mcp.mjs';
 import { TunnelStdio, meta2026 } from '../lib/tunnel.mjs';
 
 const PLAIN_CHAT = CHATS.find((chat) => !chat.project);
-const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect'];
+const TOOLS = ['herdr_prompt', 'herdr_call', 'herdr_methods', 'herdr_inspect', 'herdr_fs_read', 'herdr_fs_list', 'herdr_fs_grep', 'herdr_git', 'herdr_since'];
 
 function resultOf(answer, what) {
   expect(answer.error, `${what}: ${JSON.stringify(answer)}`).toBeUndefined();
