@@ -90,7 +90,7 @@ fn tool_names(answer: &Value) -> Vec<String> {
     tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
 }
 
-const TOOLS: [&str; 4] = ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"];
+const TOOLS: [&str; 9] = ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect", "herdr_fs_read", "herdr_fs_list", "herdr_fs_grep", "herdr_git", "herdr_since"];
 
 fn initialize(version: &str) -> Value {
     json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "openai-mcp", "version": "1.0.0"}})
