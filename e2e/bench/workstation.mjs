@@ -146,7 +146,9 @@ export async function workstationBench({ table }) {
     await waitForSocket(socketPath, runtime);
     const client = await connect(socketPath);
 
-    const file = (i) => path.join(tree, `pkg${String(i % 100).padStart(3, '0')}`, `m${String((i * 7) % 100).padStart(3, '0')}.rs`);
+    const dirs = Math.max(1, Math.floor(FILES / 100));
+    const dir = (i) => path.join(tree, `pkg${String(i % dirs).padStart(3, '0')}`);
+    const file = (i) => path.join(dir(i), `m${String((i * 7) % 100).padStart(3, '0')}.rs`);
     const rows = [];
     const measure = async (label, key, count, tool, args) => {
       await timed(client, Math.min(10, count), tool, args); // warm-up
@@ -155,7 +157,7 @@ export async function workstationBench({ table }) {
       rows.push([label, times.length, `${quantile(times, 0.5).toFixed(2)} ms`, `${quantile(times, 0.99).toFixed(2)} ms`, reference]);
     };
     await measure('fs_read, 40 lines of a file', 'fs_read', RUNS, 'herdr_fs_read', (i) => ({ path: file(i) }));
-    await measure('fs_list, a directory of 100 files', 'fs_list', RUNS, 'herdr_fs_list', (i) => ({ path: path.join(tree, `pkg${String(i % 100).padStart(3, '0')}`) }));
+    await measure('fs_list, a directory of 100 files', 'fs_list', RUNS, 'herdr_fs_list', (i) => ({ path: dir(i) }));
     await measure('fs_list, recursive, first 2000 entries', null, Math.ceil(RUNS / 4), 'herdr_fs_list', () => ({ path: tree, recursive: true, max_entries: 2000 }));
     await measure(`fs_grep, literal over ${FILES} files (5 hits)`, 'fs_grep', Math.ceil(RUNS / 4), 'herdr_fs_grep', () => ({ root: tree, pattern: 'needle_zx' }));
     await measure(`fs_grep, regex over ${FILES} files (5 hits)`, null, Math.ceil(RUNS / 4), 'herdr_fs_grep', () => ({ root: tree, pattern: 'needle_[a-z]{2}', regex: true }));
