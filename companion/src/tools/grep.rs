@@ -59,6 +59,10 @@ pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
     let matcher = RegexMatcherBuilder::new()
         .fixed_strings(!request.regex)
         .case_insensitive(request.case_insensitive)
+        // Lines end at \n: the searcher then scans a whole buffer for a candidate instead
+        // of matching line by line (what ripgrep does), and a pattern can never match
+        // across lines.
+        .line_terminator(Some(b'\n'))
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build(&request.pattern)
