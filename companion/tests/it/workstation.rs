@@ -128,6 +128,13 @@ async fn an_mcp_client_reads_lists_greps_and_diffs_a_repository_inside_its_roots
     let client = client(&world).await;
     wait_for_the_pane_root(&client).await;
 
+    // The five are listed, read-only (so the JSON bridge runs them without a click).
+    let tools = client.list_all_tools().await.expect("tools/list");
+    for name in ["herdr_fs_read", "herdr_fs_list", "herdr_fs_grep", "herdr_git", "herdr_since"] {
+        let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+        assert_eq!(tool.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true), "{name} is read-only");
+    }
+
     // herdr_fs_read: a line range, with the root it lies in.
     let read = ok(&client, "herdr_fs_read", json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2})).await;
     assert_eq!((read["content"].as_str(), read["root"].as_str()), (Some("    42\n"), world.project.to_str()));
