@@ -47,6 +47,8 @@ fn facts(tab: u32, len: u32) -> PageRecoveryReport {
         send_timeout: false,
         retry_offered: false,
         rate_limited: false,
+        reasoning: false,
+        waiting_marker: None,
     }
 }
 

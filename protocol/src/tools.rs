@@ -20,6 +20,35 @@ wire_names! {
         HerdrMethods = "herdr_methods",
         /// The runtime's view of Herdr: connection, workspaces, panes (read-only).
         HerdrInspect = "herdr_inspect",
+        /// Lines of a file inside the project roots (read-only).
+        HerdrFsRead = "herdr_fs_read",
+        /// A directory's entries inside the project roots, `.gitignore`-aware (read-only).
+        HerdrFsList = "herdr_fs_list",
+        /// A regex or literal search inside the project roots (read-only).
+        HerdrFsGrep = "herdr_fs_grep",
+        /// Git status, diff, log and show of a repository inside the roots (read-only).
+        HerdrGit = "herdr_git",
+        /// The Herdr events the runtime stored since a cursor (read-only).
+        HerdrSince = "herdr_since",
+    }
+}
+
+impl ToolName {
+    /// True when the tool changes nothing: the JSON bridge runs it without the user's
+    /// click (a `herdr_call` is classed by its method instead, see `LocalMethod::is_read_only`).
+    /// Every tool is named (no wildcard): a new one must be classed here before it builds,
+    /// so no unclassed write ever runs as a read.
+    pub const fn is_read_only(self) -> bool {
+        match self {
+            ToolName::HerdrMethods
+            | ToolName::HerdrInspect
+            | ToolName::HerdrFsRead
+            | ToolName::HerdrFsList
+            | ToolName::HerdrFsGrep
+            | ToolName::HerdrGit
+            | ToolName::HerdrSince => true,
+            ToolName::HerdrPrompt | ToolName::HerdrCall => false,
+        }
     }
 }
 
@@ -155,5 +184,7 @@ mod tests {
         }
         assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
         assert!(ToolName::parse("herdr_exec").is_err());
+        assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
+        assert!(!ToolName::HerdrPrompt.is_read_only() && !ToolName::HerdrCall.is_read_only());
     }
 }

@@ -637,7 +637,8 @@ fn string_at(map: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// Classifies a call (docs/PROTOCOL.md "Detection and execution"): read-only are
-/// `herdr_inspect`, `herdr_methods` and `herdr_call` of a read-only allowlisted Herdr method
+/// `herdr_inspect`, `herdr_methods`, the workstation reads (`herdr_fs_read`, `_list`,
+/// `_grep`, `herdr_git`, `herdr_since`; [`ToolName::is_read_only`]) and `herdr_call` of a read-only allowlisted Herdr method
 /// or a read-only runtime-local method; everything else is mutating — `herdr_prompt`,
 /// typing into a pane, every write, and whatever is not known (fail closed).
 pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
@@ -652,6 +653,11 @@ pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
     let method = string_at(args, "method");
     let (mutating, method, target) = match ToolName::parse(tool) {
         Ok(ToolName::HerdrInspect | ToolName::HerdrMethods) => (false, None, None),
+        // The workstation reads (files, search, Git, events): read-only by their class.
+        Ok(tool @ (ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince)) => {
+            let target = ["path", "root"].iter().find_map(|key| string_at(args, key));
+            (!tool.is_read_only(), None, target)
+        }
         Ok(ToolName::HerdrPrompt) => (true, None, string_at(args, "target").or_else(|| string_at(args, "workspace_id"))),
         Ok(ToolName::HerdrCall) => {
             let read_only = match method.as_deref() {

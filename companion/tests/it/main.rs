@@ -23,3 +23,4 @@ mod profiles;
 mod runtime;
 mod stream;
 mod support;
+mod workstation;
