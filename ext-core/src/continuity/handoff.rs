@@ -39,6 +39,9 @@ use super::*;
 use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
 use crate::scope::Site;
 
+/// Most queued messages the prepare call names (the runtime's `MAX_HANDOFF_QUEUE_ITEMS`).
+pub const HANDOFF_QUEUE_ITEMS: usize = 5;
+
 /// The query parameter that names a transfer in its new tab's URL.
 pub const HANDOFF_QUERY: &str = "herdr_handoff=";
 
@@ -447,7 +450,16 @@ impl Continuity {
                     Some(HandoffState::Preparing { source_url, .. }) => source_url.clone(),
                     _ => return,
                 };
-                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, RuntimeCall::HandoffPrepare { continuity_id, source_url });
+                // The seed's facts (X9): the bound workspace and its inbox ref, the queue.
+                let binding = self.bindings.list().find(|b| b.scope.key() == key);
+                let workspace_id = binding.map(|b| b.workspace_id.clone());
+                let browser_session_ref = binding.map(|b| browser_session_ref(&b.scope));
+                let queue = match self.handoff.transfers.get(key) {
+                    Some(t) => self.queue_texts(&crate::text::concat(&[t.site.as_str(), ":", &t.source_conversation]), HANDOFF_QUEUE_ITEMS),
+                    None => Vec::new(),
+                };
+                let call = RuntimeCall::HandoffPrepare { continuity_id, source_url, workspace_id, browser_session_ref, queue };
+                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, call);
             }
             HandoffOutput::OpenNewChat => {
                 let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
