@@ -218,7 +218,7 @@ pub enum ResumeAnchor {
 /// The C6 message for a conversation the journal never saw.
 fn never_journaled(conversation_id: &str) -> JournalError {
     JournalError::NotFound(format!(
-        "conversation {conversation_id} was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)"
+        "conversation {conversation_id} was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace or opted into the journal from the HUD, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)"
     ))
 }
 

@@ -352,20 +352,8 @@ pub enum RuntimeCall {
     },
     /// `profiles.get {}`: the companion home's site profile files (after every `hello`).
     ProfilesGet,
-    /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url, workspace_id,
-    /// browser_session_ref, queue}` (X4, X9; read-only).
-    HandoffPrepare {
-        /// The chain `continuity.resolve` confirmed.
-        continuity_id: String,
-        /// The source conversation's full URL.
-        source_url: String,
-        /// The source scope's bound workspace (the seed lists its panes, agents, Git).
-        workspace_id: Option<String>,
-        /// The source scope's inbox ref when bound (the seed lists its open tasks).
-        browser_session_ref: Option<String>,
-        /// The source's queued messages, oldest first (≤ 5).
-        queue: Vec<String>,
-    },
+    /// `herdr_mcp.browser_handoff.prepare` (X4, X9; read-only).
+    HandoffPrepare(super::PrepareCall),
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -623,6 +611,8 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
+    /// HUD: "Journal this chat" / "Stop journaling this chat" (X3).
+    JournalOpt(super::JournalOpt),
     /// HUD: the Handoff button (X1).
     Handoff {
         /// The tab.

@@ -139,7 +139,7 @@ impl World {
                                 Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
                             }
                         }
-                        RuntimeCall::HandoffPrepare { continuity_id, source_url, workspace_id, browser_session_ref, queue } => {
+                        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue }) => {
                             let workspace = workspace_id.as_deref().unwrap_or("none");
                             let session = browser_session_ref.as_deref().unwrap_or("none");
                             self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url} workspace={workspace} ref={session} queue={queue:?}"));

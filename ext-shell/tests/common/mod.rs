@@ -857,13 +857,13 @@ pub fn handoff_calls_and_package_are_checked() {
     assert_eq!((request["method"].as_str(), request["params"].clone()), (Some("continuity.resolve"), json!({"conversation_id": "6a1b"})));
     let resolved = answer_of(&resolve, &json!({"id": "c-1", "result": {"type": "continuity_resolved", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "project_id": null, "title": "t", "updated_at": 1}}));
     assert_eq!(resolved.map_err(|e| e.code), Ok(RuntimeAnswer::Resolved { continuity_id: "hc-5f0c".into() }));
-    let prepare = RuntimeCall::HandoffPrepare {
+    let prepare = RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
         continuity_id: "hc-5f0c".into(),
         source_url: "https://chatgpt.com/c/6a1b".into(),
         workspace_id: Some("w1".into()),
         browser_session_ref: Some("chatgpt:conv:6a1b".into()),
         queue: vec!["Then the docs".into()],
-    };
+    });
     let request = cw::call_json("c-2", &prepare);
     assert_eq!(request["method"], "herdr_mcp.browser_handoff.prepare");
     let params: continuity_protocol::handoff::HandoffPrepareParams =
