@@ -46,10 +46,16 @@ async function journaledProjectChat(sandbox, csp) {
   return { ...world, page, hud };
 }
 
-/** The package the runtime gives for the source (the same params give the same package). */
+/** The params the worker prepares the bound Project chat's handoff with (X9: its
+ * workspace, its inbox ref, its queue — empty here). */
+const prepareParams = (continuityId) => ({
+  continuity_id: continuityId, source_url: PROJECT_CHAT.url, workspace_id: 'w1', browser_session_ref: PROJECT_CHAT.sessionRef, queue: [],
+});
+
+/** The package the runtime gives for the source (the same params and facts give the same package). */
 async function packageOf(worker) {
   const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
-  const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
+  const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', prepareParams(resolved.result.continuity_id));
   return prepared.result;
 }
 
@@ -88,7 +94,7 @@ for (const csp of CSP_VARIANTS) {
       expect(urls.filter((u) => u.includes('herdr_handoff=') || u.includes(`/c/${seed.conversationId}`)), 'one new tab').toHaveLength(1);
       // X4: the seed is the package's message, byte for byte (then the ledger's marker line).
       const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
-      const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
+      const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', prepareParams(resolved.result.continuity_id));
       const message = prepared.result.automatic_delivery.params.message;
       expect(prepared.result.manual_delivery.copy_prompt).toBe(message);
       const lines = seed.text.split('\n');
