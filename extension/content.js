@@ -1941,6 +1941,9 @@
     const value = (card?.textContent || '').toLowerCase();
     return labelsOf(view, key).some((label) => value.includes(label));
   };
+  // The snapshot comparison's lengths: normalised text on both sides (plain-text.js).
+  const { plainLength, markdownPlain } = globalThis[Symbol.for('herdr-continuity.plain-text')];
+  const REASONING_TURN_MAX_CHARS = 200; // a thinking placeholder, not a reply that mentions thinking
   const recoveryFacts = (seen) => {
     const last = seen.last;
     const body = last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
@@ -1956,13 +1959,17 @@
       page_load: pageLoad,
       assistant: Boolean(last),
       assistant_id: last ? messageId(seen.view, last.el) : null,
-      assistant_len: bodyText.length,
+      assistant_len: plainLength(bodyText),
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),
       user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
       send_timeout: sendTimeout,
       retry_offered: sendTimeout && present(seen.view, 'retry', seen.ctx),
       rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
+      // SITES-2026 §1.4: while Stop is shown, a short assistant turn that names the model
+      // thinking (the profile's `reasoning` labels) is progress, not a stall.
+      reasoning: Boolean(generating && last && (last.el.textContent || '').trim().length <= REASONING_TURN_MAX_CHARS
+        && hasText(seen.view, last.el, 'reasoning')),
     };
   };
   const sendRecoveryFacts = (seen) => {
@@ -1997,7 +2004,7 @@
     return {
       node_id: message.id.slice(0, 256),
       role: role === 'user' || role === 'assistant' ? role : 'other',
-      text_len: parts.reduce((n, part) => n + (typeof part === 'string' ? part.length : 0), 0),
+      text_len: plainLength(markdownPlain(parts.filter((part) => typeof part === 'string').join('\n'))),
       finished: message.end_turn === true || message.status === 'finished_successfully',
       update_time: Number.isFinite(message.update_time) ? message.update_time : null,
     };

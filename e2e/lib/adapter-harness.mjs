@@ -11,6 +11,8 @@ import { REPO_ROOT } from './paths.mjs';
 export const SNIPPET_DIR = path.join(REPO_ROOT, 'e2e', 'snippets');
 export const SNIPPET_ORIGIN = 'https://snippets.herdr.test';
 const CONTENT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'content.js'), 'utf8');
+// Loaded before content.js, as the manifest lists it (the snapshot comparison's lengths).
+const PLAIN_TEXT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'plain-text.js'), 'utf8');
 
 /**
  * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
@@ -99,6 +101,7 @@ export async function openSnippet(context, file, profile) {
 export async function runAdapter(page, profile) {
   await page.evaluate(installStandIn);
   // Runtime.evaluate, like a content script, is not subject to the page's CSP.
+  await page.evaluate(PLAIN_TEXT_SCRIPT);
   await page.evaluate(CONTENT_SCRIPT);
   await sendToPage(page, { type: 'profile', profile });
 }

@@ -116,7 +116,7 @@ for (const site of ['zai', 'deepseek']) {
       await hud.expect('data-bridge-pending', '0');
       await expect.poll(() => timesInPane(sandbox, token), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message' }).toBe(1);
-      expect(bridgeMessages(fixture)[0].text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true/);
+      expect(bridgeMessages(fixture)[0].text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n[^\n]+\n<<<HC_DATA kind=tool_output n=[0-9a-f]{12}>>>\n\{"call":1,"ok":true/);
       await expect(page.locator(fixture.ui.assistantTurn).last()).toHaveText('Noted.', { timeout: 20_000 });
       expect(await timesInPane(sandbox, token), 'it ran once').toBe(1);
 

@@ -283,7 +283,7 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     expect(summary).toContain(`## ${WORKSPACE.pane} (claude, working)`);
     expect(summary, 'only recent rows are read').not.toContain('claude line 001 ');
     expect([...summary].length, `the summary is capped at ${CHECK_HERDR_MAX_CHARS} characters`).toBeLessThanOrEqual(CHECK_HERDR_MAX_CHARS);
-    expect(summary, 'a cut summary says so with …').toMatch(/…$/);
+    expect(summary, 'a cut summary says so with …, inside its data fence').toMatch(/…\n<<<END_HC_DATA n=[0-9a-f]{12}>>>$/);
     expect([...summary].length, 'the cap, not a tiny read, bounded it').toBeGreaterThan(CHECK_HERDR_MAX_CHARS / 2);
     expect(fixture.server, 'Check Herdr sends nothing').toEqual([]);
   });

@@ -203,7 +203,7 @@ test.describe('the turn-end judge in the extension (issue 11)', () => {
       // The reply to the continue was judged too (done): nothing more will follow.
       checkpoint: () => expect(judgeLine(page)).toContainText('Judge (script): done', { timeout: 30_000 }),
     });
-    expect(continued.text).toContain('The turn-end judge (script) decided:');
+    expect(continued.text).toContain('The turn-end judge (script) decided to continue');
     expect(continued.text).toMatch(/\(Automatic continue 1 of at most 3 in a row\.\)\n\[herdr-continuity judge:/);
   });
 
@@ -253,7 +253,7 @@ test.describe('the turn-end judge in the extension (issue 11)', () => {
       await expect(page.locator(fixture.ui.stop), 'the last reply finished').toHaveCount(0, { timeout: 20_000 });
       const continues = backendMessages(fixture, JUDGE_CONTINUES);
       expect(continues.length, 'the bound holds').toBe(2);
-      for (const message of continues) expect(message.text).toContain('The turn-end judge (jev) decided: jev:');
+      for (const message of continues) expect(message.text).toMatch(/The turn-end judge \(jev\) decided to continue[^]*\n<<<HC_DATA kind=agent_output n=[0-9a-f]{12}>>>\njev:/);
       expect(standins.decision.count, 'the third reply is not judged: the bound is reached').toBe(2);
     });
   });

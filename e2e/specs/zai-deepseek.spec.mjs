@@ -92,7 +92,7 @@ for (const site of ['zai', 'deepseek']) {
       await hud.action('bridge_run:1').click();
       await expect.poll(() => bridgeMessages(fixture).length, { timeout: 20_000, message: 'one results message reaches the backend' }).toBe(1);
       const [results] = bridgeMessages(fixture);
-      expect(results.text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true,"result":\{"method":"pane.send_text"/);
+      expect(results.text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n[^\n]+\n<<<HC_DATA kind=tool_output n=[0-9a-f]{12}>>>\n\{"call":1,"ok":true,"result":\{"method":"pane.send_text"/);
       expect(await timesInPane(sandbox, token), 'the call ran once at Herdr').toBe(1);
       await expect(page.locator(fixture.ui.assistantTurn).last()).toHaveText('The token is in the pane.', { timeout: 20_000 });
 

@@ -340,8 +340,7 @@ impl DeliveryLedger {
         if page.unresolved.is_some() {
             return Err(BeginRefused::FactUnresolved);
         }
-        let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
-        let id = format!("{}/{epoch}.{}.{}", marker_safe(subject), self.life, self.next);
+        let id = self.next_id(subject);
         let Some(marker) = marker_line(&id, session_ref) else { return Err(BeginRefused::NoSessionRef) };
         self.next = self.next.saturating_add(1);
         let text = format!("{body}\n{marker}");
@@ -365,6 +364,13 @@ impl DeliveryLedger {
         });
         self.outputs.push_back(LedgerOutput::Post { tab, id: id.clone(), text, app });
         Ok(id)
+    }
+
+    /// The id the next [`DeliveryLedger::begin`] of `subject` gives (a message that fences
+    /// relayed data derives its nonce from it before it is posted).
+    pub fn next_id(&self, subject: &str) -> String {
+        let epoch = if self.epoch.is_empty() { "0" } else { self.epoch.as_str() };
+        format!("{}/{epoch}.{}.{}", marker_safe(subject), self.life, self.next)
     }
 
     /// The adapter's `delivery_report` for `id` from `tab`. Reports for unknown ids (already

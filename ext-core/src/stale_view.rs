@@ -20,6 +20,14 @@
 //!   streaming → [`ViewState::ServerAhead`] (S3); in progress → synced while it updates,
 //!   stalled when not; a server user message the DOM does not show → server ahead.
 //!
+//! - Lengths are of normalised text on both sides (the page adapter's `plain-text.js`:
+//!   non-whitespace characters, the server's markdown syntax removed), never the server's
+//!   markdown against the page's rendering, so a finished reply with links, lists or
+//!   tables is not "clearly longer" on the server.
+//! - A reasoning / thinking indicator on the page ([`DomView::reasoning`]) is progress:
+//!   an unfinished server turn that does not update is synced for up to
+//!   [`REASONING_STALL_MS`], not stalled after [`SERVER_STALL_MS`].
+//!
 //! Invariant (property test in `tests/it/stale_view.rs`): an unreadable snapshot is always
 //! `Unknown`, and `Synced` is only ever said when the server's node is the DOM's or is
 //! still updating.
@@ -31,6 +39,9 @@ use crate::Millis;
 /// How long the server may go without updating an unfinished turn (REFERENCE §2: server
 /// stall 60 s).
 pub const SERVER_STALL_MS: Millis = 60_000;
+/// How long a server turn may go without updating while the page shows a reasoning
+/// indicator (long "Pro thinking" phases run many minutes) before it counts as stalled.
+pub const REASONING_STALL_MS: Millis = 30 * 60_000;
 /// A server message longer than the DOM's by more than this many characters, and by more
 /// than [`CLEARLY_LONGER_PERCENT`], is "clearly longer".
 pub const CLEARLY_LONGER_CHARS: u32 = 16;
@@ -42,7 +53,7 @@ pub const CLEARLY_LONGER_PERCENT: u32 = 5;
 pub struct DomMessage {
     /// Its message id, when the page shows one (streaming prose often has none).
     pub id: Option<String>,
-    /// Characters of its visible text.
+    /// Characters of its visible text, normalised (not whitespace).
     pub text_len: u32,
     /// The page shows it streaming.
     pub streaming: bool,
@@ -55,6 +66,11 @@ pub struct DomView {
     pub last_assistant: Option<DomMessage>,
     /// A user turn is shown after it (waiting for a reply).
     pub user_waiting: bool,
+    /// The page shows a reasoning / thinking indicator for the reply (SITES-2026 §1.4:
+    /// "Thinking", "Pro thinking" …): the model works, hidden reasoning does not update the
+    /// server's node, so a quiet server is progress, not a stall (up to
+    /// [`REASONING_STALL_MS`]).
+    pub reasoning: bool,
 }
 
 /// Who wrote the server's current node.
@@ -76,7 +92,7 @@ pub struct ServerNode {
     pub id: String,
     /// Its author.
     pub role: ServerRole,
-    /// Characters of its text parts.
+    /// Characters of its text parts, normalised (markdown syntax and whitespace removed).
     pub text_len: u32,
     /// `end_turn` or status `finished_successfully`.
     pub finished: bool,
@@ -136,8 +152,10 @@ pub fn classify(dom: &DomView, snapshot: &Snapshot, now: Millis) -> ViewState {
     }
     // Synced while the server keeps updating; stalled when it stopped; unknown without a
     // time (never guess, S5).
+    // A reasoning indicator on the page is progress: the quiet is the model thinking.
+    let stall_ms = if dom.reasoning { REASONING_STALL_MS } else { SERVER_STALL_MS };
     let while_updating = || match node.update_time.and_then(update_time_ms) {
-        Some(at) if now.saturating_sub(at) <= SERVER_STALL_MS => ViewState::Synced,
+        Some(at) if now.saturating_sub(at) <= stall_ms => ViewState::Synced,
         Some(_) => ViewState::ServerStalled,
         None => ViewState::Unknown,
     };

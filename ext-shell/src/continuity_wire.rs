@@ -718,6 +718,7 @@ fn recovery_facts(value: &Value) -> PageRecoveryReport {
         send_timeout: flag("send_timeout"),
         retry_offered: flag("retry_offered"),
         rate_limited: flag("rate_limited"),
+        reasoning: flag("reasoning"),
     }
 }
 

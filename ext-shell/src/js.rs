@@ -28,6 +28,17 @@ pub fn now_millis() -> Millis {
     js_sys::Date::now() as Millis
 }
 
+/// 16 bytes of `crypto.getRandomValues` (the nonces of fenced data); `Math.random` bytes
+/// when the global has no `crypto` (it always has in an extension's worker).
+pub fn random_bytes_16() -> Vec<u8> {
+    let array = js_sys::Uint8Array::new_with_length(16);
+    let filled = global_path(&["crypto"]).and_then(|crypto| call_method(&crypto, "getRandomValues", &[array.clone().into()])).is_some();
+    if filled {
+        return array.to_vec();
+    }
+    (0..16).map(|_| (js_sys::Math::random() * 256.0) as u8).collect()
+}
+
 /// `performance.now()` of the current global (window or worker); `Date.now()` if absent.
 pub fn performance_now() -> f64 {
     global_path(&["performance"])

@@ -143,6 +143,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
         _ => Language::En,
     };
     restored.handle(now, ContinuityInput::LanguageChanged { language });
+    restored.set_fence_entropy(&js::random_bytes_16());
     // Outputs of the restore itself (views, persist) have nothing to act on yet.
     while restored.poll().is_some() {}
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);

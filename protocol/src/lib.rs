@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod fence;
 pub mod handoff;
 pub mod herdr;
 pub mod journal;

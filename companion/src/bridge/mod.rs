@@ -116,6 +116,19 @@ pub struct BridgeService {
     gate: tokio::sync::Mutex<()>,
 }
 
+/// A fresh nonce for the results' data fence: 12 hex characters of `/dev/urandom`; when the
+/// kernel's randomness cannot be read, FNV-1a of the clock's nanoseconds and `message`
+/// (still new per message, only not secret).
+fn fence_nonce(message: &str) -> String {
+    match crate::db::random_hex_128() {
+        Ok(hex) => hex.chars().take(continuity_protocol::fence::NONCE_CHARS).collect(),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            continuity_protocol::fence::nonce(&nanos.to_le_bytes(), message)
+        }
+    }
+}
+
 fn lock(store: &Mutex<BridgeStore>) -> MutexGuard<'_, BridgeStore> {
     store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -158,7 +171,7 @@ impl BridgeService {
         };
         let count = calls.len() as u64;
         let message = message_key(message_id, text);
-        let mut batch = Batch::new(conversation, &message, calls);
+        let mut batch = Batch::new(conversation, &message, calls).with_nonce(&fence_nonce(&message));
         let _one_at_a_time = self.gate.lock().await;
         let id = batch.delivery_id().to_owned();
         let lookup = id.clone();

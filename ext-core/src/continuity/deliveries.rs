@@ -142,21 +142,32 @@ impl Continuity {
         };
         let language = self.language;
         let workspace = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone()).unwrap_or_default();
+        // The relayed agent output of a message goes inside a data fence whose nonce is
+        // derived from the id this message gets (PROTOCOL.md "Fenced data").
         let (subject, body, delivery_kind, task_ids) = match &kind {
             MessageKind::Wake { .. } | MessageKind::Inbox { .. } => {
                 let status = self.scopes.get(key);
                 let tasks = self.unconfirmed(key, status.map(|s| s.wake_tasks.clone()).unwrap_or_default());
                 let inbox_missing = status.is_some_and(|s| s.inbox_missing);
-                let body = crate::text::concat(&[&text, &task_facts(language, &tasks, inbox_missing)]);
-                let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
                 let subject = match &kind {
                     MessageKind::Wake { wake_id, .. } => activity::wake_stem(&workspace, wake_id.seq),
                     MessageKind::Inbox { key: first_task } => inbox_delivery_id(&workspace, first_task),
                     MessageKind::Progress { .. } | MessageKind::Fallback { .. } => String::new(),
                 };
+                let nonce = self.fence_nonce(&self.ledger.next_id(&subject));
+                let body = crate::text::concat(&[&text, &task_facts(language, &tasks, inbox_missing, &nonce)]);
+                let ids = tasks.iter().map(|t| t.task_id.clone()).collect();
                 (subject, body, DeliveryKind::Wake, ids)
             }
-            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => (crate::text::concat(&["progress:", &workspace]), text, DeliveryKind::Progress, Vec::new()),
+            MessageKind::Progress { .. } | MessageKind::Fallback { .. } => {
+                let subject = crate::text::concat(&["progress:", &workspace]);
+                let nonce = self.fence_nonce(&self.ledger.next_id(&subject));
+                let body = match &kind {
+                    MessageKind::Progress { summary } => crate::wake::progress_text(language, &workspace, summary, &nonce),
+                    _ => text,
+                };
+                (subject, body, DeliveryKind::Progress, Vec::new())
+            }
         };
         let reason = match kind {
             MessageKind::Wake { .. } => "settled",

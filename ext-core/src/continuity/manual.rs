@@ -88,7 +88,10 @@ impl Continuity {
             return;
         }
         let Some(run) = self.checks.remove(&tab) else { return };
-        let text = check_herdr_summary(&run.workspace_id, &run.panes, &run.texts);
+        // Inserted, not delivered: no delivery id, so a run counter stands in for the nonce.
+        self.fence_seq = self.fence_seq.wrapping_add(1);
+        let nonce = self.fence_nonce(&format!("check:{tab}:{}", self.fence_seq));
+        let text = check_herdr_summary(self.language, &run.workspace_id, &run.panes, &run.texts, &nonce);
         self.emit(ContinuityOutput::Insert { tab, text });
     }
 

@@ -311,6 +311,10 @@ pub struct Continuity {
     app_holds: Vec<app::AppHold>,
     /// What the runtime was last told of the bound chats (`chats.report`; not persisted).
     chats: chats::ChatsFlow,
+    /// The shell's entropy for fence nonces (16 random bytes at start; not persisted).
+    fence_entropy: Vec<u8>,
+    /// Fenced texts that carry no delivery id (Check Herdr inserts): their nonce's id.
+    fence_seq: u64,
     /// Decisions not yet drained.
     outputs: VecDeque<ContinuityOutput>,
 }
@@ -339,6 +343,20 @@ impl Continuity {
     /// The tabs that reported a page, ordered.
     pub fn tabs(&self) -> impl Iterator<Item = TabId> + '_ {
         self.pages.keys().copied()
+    }
+
+    /// The shell's randomness for the nonces of fenced data: 16 bytes of
+    /// `crypto.getRandomValues`, given once at start (tests give a fixed value).
+    pub fn set_fence_entropy(&mut self, entropy: &[u8]) {
+        self.fence_entropy = entropy.to_vec();
+    }
+
+    /// The nonce of the fence in the message `id` (PROTOCOL.md "Fenced data"): FNV-1a of the
+    /// shell's entropy and `id`; without entropy (an older shell) the ledger's epoch, which
+    /// is the shell's randomness too, stands in.
+    pub(super) fn fence_nonce(&self, id: &str) -> String {
+        let entropy = if self.fence_entropy.is_empty() { self.ledger.epoch().as_bytes() } else { &self.fence_entropy };
+        continuity_protocol::fence::nonce(entropy, id)
     }
 
     /// The progress timing in force (clamped options).

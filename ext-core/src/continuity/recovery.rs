@@ -60,6 +60,8 @@ pub struct PageRecoveryReport {
     pub retry_offered: bool,
     /// A rate-limit notice is visible.
     pub rate_limited: bool,
+    /// A reasoning / thinking indicator is shown for the reply (SITES-2026 §1.4).
+    pub reasoning: bool,
 }
 
 /// The server's current node as the page summarised it (`snapshot_result.node`).
@@ -275,7 +277,7 @@ impl Continuity {
         let facts = RecoveryFacts {
             page_load: seen.page_load.clone(),
             generating: report.generating,
-            view: DomView { last_assistant, user_waiting: seen.user_waiting },
+            view: DomView { last_assistant, user_waiting: seen.user_waiting, reasoning: seen.reasoning },
             signature: seen.signature.clone(),
             send_timeout: seen.send_timeout.then_some(seen.retry_offered),
             human_draft: report.draft,

@@ -178,7 +178,8 @@ impl Continuity {
         let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
         let streak = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::streak);
         let max = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::max_continues);
-        let body = self.judge_continue_text(source, reason, streak, max);
+        let nonce = self.fence_nonce(&self.ledger.next_id(subject));
+        let body = self.judge_continue_text(source, reason, streak, max, &nonce);
         let posted = match (free.is_some(), scope) {
             (true, Some(scope)) => self.post_delivery(now, &scope.key(), tab, DeliveryKind::JudgeContinue, subject, &body, Vec::new()).ok(),
             _ => None,

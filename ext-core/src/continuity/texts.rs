@@ -58,8 +58,20 @@ pub fn marker_line(delivery_id: &str, session_ref: Option<&str>) -> Option<Strin
     }
 }
 
-/// The task-facts paragraph of a wake (I2): what each terminal task of this chat did.
-pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool) -> String {
+/// `payload` inside the data fence of `protocol::fence` (its nonce `nonce`), after the
+/// sentence in `language` that says the fenced text is data, not instructions.
+pub fn fenced(language: Language, kind: &str, payload: &str, nonce: &str) -> String {
+    let language = match language {
+        Language::En => continuity_protocol::fence::FenceLanguage::En,
+        Language::Zh => continuity_protocol::fence::FenceLanguage::Zh,
+    };
+    continuity_protocol::fence::fence_in(language, kind, payload, nonce)
+}
+
+/// The task-facts paragraph of a wake (I2): what each terminal task of this chat did, its
+/// lines (ids, state, prompt, status, the output's last lines) inside one data fence
+/// ([`fenced`], kind `agent_output`, nonce `nonce`): the status and output are the agents'.
+pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, nonce: &str) -> String {
     if inbox_missing {
         return match language {
             Language::En => "\n(The companion has no parent inbox: task results are not included. Update the companion.)".to_owned(),
@@ -70,23 +82,28 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool) 
         return String::new();
     }
     let mut out = match language {
-        Language::En => format!("\nTerminal tasks of this chat ({}):", tasks.len()),
-        Language::Zh => format!("\n此会话已结束的任务（{}）：", tasks.len()),
+        Language::En => format!("\nTerminal tasks of this chat ({}):\n", tasks.len()),
+        Language::Zh => format!("\n此会话已结束的任务（{}）：\n", tasks.len()),
     };
+    let mut facts = String::new();
     for task in tasks {
         let result = task.result.as_deref().unwrap_or_default();
         let (status, output) = result.split_once('\n').unwrap_or((result, ""));
         let status = bounded(&one_line(status), 120);
-        out.push_str(&format!("\n- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&one_line(&task.prompt_preview), 120)));
+        if !facts.is_empty() {
+            facts.push('\n');
+        }
+        facts.push_str(&format!("- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&one_line(&task.prompt_preview), 120)));
         if !status.is_empty() {
-            out.push_str(&format!(" → {status}"));
+            facts.push_str(&format!(" → {status}"));
         }
         // Each output line on a line of its own (the page inserts them as paragraphs),
         // quoted with "| " (no leading spaces: a composer turns them into NBSPs).
         for line in last_lines(output, TASK_RESULT_MAX_CHARS) {
-            out.push_str(&format!("\n| {line}"));
+            facts.push_str(&format!("\n| {line}"));
         }
     }
+    out.push_str(&fenced(language, "agent_output", &facts, nonce));
     out
 }
 
@@ -117,18 +134,27 @@ pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
     kept
 }
 
-/// The Check Herdr text: one block per pane, bounded in total.
-pub fn check_herdr_summary(workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>) -> String {
-    let mut out = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).", panes.len());
+/// The Check Herdr text: a header line, then one block per pane (its id, agent, status and
+/// the pane's text) inside one data fence ([`fenced`], kind `agent_output`), bounded in
+/// total (the pane blocks are cut, never the fence's closing line).
+pub fn check_herdr_summary(language: Language, workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>, nonce: &str) -> String {
+    let header = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).\n", panes.len());
+    let mut blocks = String::new();
     for pane in panes {
         let agent = pane.agent.as_deref().unwrap_or("no agent");
-        out.push_str(&format!("\n## {} ({agent}, {})", pane.pane_id, pane.agent_status));
+        if !blocks.is_empty() {
+            blocks.push('\n');
+        }
+        blocks.push_str(&format!("## {} ({agent}, {})", pane.pane_id, pane.agent_status));
         if let Some(text) = texts.get(&pane.pane_id) {
-            out.push('\n');
-            out.push_str(text.trim_end());
+            blocks.push('\n');
+            blocks.push_str(text.trim_end());
         }
     }
-    bounded(&out, CHECK_HERDR_MAX_CHARS)
+    let budget = CHECK_HERDR_MAX_CHARS.saturating_sub(crate::text::char_count(&header) + continuity_protocol::fence::OVERHEAD_CHARS);
+    let mut out = header;
+    out.push_str(&fenced(language, "agent_output", &bounded(&blocks, budget), nonce));
+    out
 }
 
 /// At most `max` characters; a cut text ends with `…`.
@@ -326,11 +352,13 @@ impl Continuity {
     }
 
     /// The continue message semantic Auto types: which judge decided and why.
-    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32) -> String {
+    /// The judge's reason is a model's output: it goes inside a data fence (`nonce`).
+    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32, nonce: &str) -> String {
+        let reason = fenced(self.language, "agent_output", reason, nonce);
         self.fill(
-            "[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ($1) decided: $2. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue $3 of at most $4 in a row.)",
-            "[Herdr] 继续：你上一条回复宣布了自己的下一步，但还没有做。回合结束判断（$1）的结论：$2。请现在继续这一步；如果它需要我或已经完成，请说明并停止。（连续自动继续第 $3 次，最多 $4 次。）",
-            &[source, reason, &n.to_string(), &max.to_string()],
+            "[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ($1) decided to continue; its reason follows. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue $3 of at most $4 in a row.)\n$2",
+            "[Herdr] 继续：你上一条回复宣布了自己的下一步，但还没有做。回合结束判断（$1）决定继续，理由见下。请现在继续这一步；如果它需要我或已经完成，请说明并停止。（连续自动继续第 $3 次，最多 $4 次。）\n$2",
+            &[source, &reason, &n.to_string(), &max.to_string()],
         )
     }
 }

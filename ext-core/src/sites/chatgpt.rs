@@ -90,6 +90,10 @@ const LABELS: &[LabelSet] = &[
         ],
         zh: &[],
     },
+    // A reply the model is still thinking about (SITES-2026 §1.4: the "Thinking" shimmer,
+    // "Pro thinking", the reasoning sidecar's label; 思考中 as HDR reads it): a short
+    // assistant turn that names one of these while Stop is shown is progress, not a stall.
+    LabelSet { key: "reasoning", en: &["Thinking", "Reasoning", "Pro thinking"], zh: &["思考中", "正在思考", "推理中"] },
     NOT_STOP,
 ];
 

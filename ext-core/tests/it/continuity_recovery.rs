@@ -56,6 +56,7 @@ impl Shown {
             send_timeout: self.send_timeout,
             retry_offered: self.send_timeout,
             rate_limited: false,
+            reasoning: false,
         }
     }
 }

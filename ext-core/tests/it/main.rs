@@ -23,6 +23,7 @@ mod continuity_rollover;
 mod continuity_semantic;
 mod continuity_sessref;
 mod delivery;
+mod fence;
 mod permission_card;
 mod progress_push;
 mod queue;

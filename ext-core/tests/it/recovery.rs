@@ -11,7 +11,7 @@ fn streaming(load: &str, signature: &str) -> RecoveryFacts {
     RecoveryFacts {
         page_load: load.into(),
         generating: true,
-        view: DomView { last_assistant: Some(DomMessage { id: None, text_len: 120, streaming: true }), user_waiting: false },
+        view: DomView { last_assistant: Some(DomMessage { id: None, text_len: 120, streaming: true }), user_waiting: false, reasoning: false },
         signature: signature.into(),
         auto_on: true,
         chatgpt: true,
@@ -22,7 +22,7 @@ fn streaming(load: &str, signature: &str) -> RecoveryFacts {
 fn waiting(load: &str) -> RecoveryFacts {
     RecoveryFacts {
         page_load: load.into(),
-        view: DomView { last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: false }), user_waiting: true },
+        view: DomView { last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: false }), user_waiting: true, reasoning: false },
         auto_on: true,
         chatgpt: true,
         ..RecoveryFacts::default()
@@ -205,7 +205,7 @@ proptest! {
                     facts = RecoveryFacts {
                         page_load: format!("L{load}"),
                         generating,
-                        view: DomView { last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: generating }), user_waiting: waiting },
+                        view: DomView { last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: generating }), user_waiting: waiting, reasoning: false },
                         signature: format!("s{signature}"),
                         send_timeout: error,
                         human_draft: draft,

@@ -1,13 +1,13 @@
 //! The stale-view probe (SPEC S1–S5): the DOM's last assistant message against the
 //! server's current node.
 
-use ext_core::stale_view::{classify, update_time_ms, DomMessage, DomView, ServerNode, ServerRole, Snapshot, ViewState, SERVER_STALL_MS};
+use ext_core::stale_view::{classify, update_time_ms, DomMessage, DomView, ServerNode, ServerRole, Snapshot, ViewState, REASONING_STALL_MS, SERVER_STALL_MS};
 use proptest::prelude::*;
 
 const NOW: u64 = 1_800_000_000_000;
 
 fn dom(id: Option<&str>, len: u32, streaming: bool, user_waiting: bool) -> DomView {
-    DomView { last_assistant: Some(DomMessage { id: id.map(str::to_owned), text_len: len, streaming }), user_waiting }
+    DomView { last_assistant: Some(DomMessage { id: id.map(str::to_owned), text_len: len, streaming }), user_waiting, reasoning: false }
 }
 
 fn server(id: &str, role: ServerRole, len: u32, finished: bool, age_ms: u64) -> Snapshot {
@@ -37,6 +37,21 @@ fn each_situation_is_named_from_evidence_s2_s5() {
     for (name, dom, snapshot, want) in rows {
         assert_eq!(classify(&dom, &snapshot, NOW), want, "{name}");
     }
+}
+
+// Issue 26 Found 7: a reasoning / thinking indicator on the page (SITES-2026 §1.4) is
+// progress, not a stall: hidden reasoning does not update the server's node. Bounded: a
+// turn quiet for longer than REASONING_STALL_MS is stalled even then.
+#[test]
+fn a_reasoning_indicator_is_progress_not_a_stall() {
+    let thinking = |user_waiting: bool| DomView { reasoning: true, ..dom(None, 0, true, user_waiting) };
+    let quiet = SERVER_STALL_MS * 5;
+    assert_eq!(classify(&dom(None, 0, true, false), &server("a2", ServerRole::Assistant, 0, false, quiet), NOW), ViewState::ServerStalled, "without the indicator");
+    assert_eq!(classify(&thinking(false), &server("a2", ServerRole::Assistant, 0, false, quiet), NOW), ViewState::Synced);
+    assert_eq!(classify(&thinking(true), &server("u2", ServerRole::User, 20, false, quiet), NOW), ViewState::Synced, "thinking before the first token");
+    assert_eq!(classify(&thinking(false), &server("a2", ServerRole::Assistant, 0, false, REASONING_STALL_MS + 1), NOW), ViewState::ServerStalled, "bounded");
+    // A finished server turn is still ahead of a page that shows the model thinking.
+    assert_eq!(classify(&thinking(false), &server("a2", ServerRole::Assistant, 400, true, 1_000), NOW), ViewState::ServerAhead);
 }
 
 // R: S5 — without an update time nothing is guessed from time.

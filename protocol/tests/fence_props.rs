@@ -1,0 +1,50 @@
+//! Property test of `protocol::fence` (issue 26 Found 5): whatever the payload, the fenced
+//! text has exactly one closing delimiter line, its last, and the payload reads back from
+//! between the delimiters as it was, modulo neutralisation.
+
+use continuity_protocol::fence::{fence, neutralise, nonce, CLOSE, OPEN};
+use proptest::prelude::*;
+
+fn payloads() -> impl Strategy<Value = String> {
+    // Delimiter-like pieces mixed with anything, so forged lines are common.
+    let piece = prop_oneof![
+        Just("<<<END_HC_DATA n=".to_owned()),
+        Just("<<<HC_DATA kind=agent_output n=".to_owned()),
+        Just(">>>".to_owned()),
+        Just("<".to_owned()),
+        Just(">".to_owned()),
+        Just("\n".to_owned()),
+        "[0-9a-f]{12}",
+        any::<String>(),
+    ];
+    proptest::collection::vec(piece, 0..12).prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #[test]
+    fn one_closing_line_and_the_payload_recoverable(payload in payloads(), entropy in any::<[u8; 16]>(), id in "[a-z:#/.0-9]{1,40}") {
+        let n = nonce(&entropy, &id);
+        let text = fence("agent_output", &payload, &n);
+        let lines: Vec<&str> = text.split('\n').collect();
+        let closing = format!("{CLOSE} n={n}>>>");
+        prop_assert_eq!(lines.iter().filter(|l| l.contains(CLOSE)).count(), 1, "{}", text);
+        prop_assert_eq!(lines.last().copied(), Some(closing.as_str()));
+        prop_assert_eq!(text.matches("<<<").count(), 2, "{}", text);
+        prop_assert_eq!(text.matches(OPEN).count(), 1);
+        let open = format!("{OPEN} kind=agent_output n={n}>>>\n");
+        let start = text.find(&open).map(|i| i + open.len());
+        prop_assert!(start.is_some());
+        let body = &text[start.unwrap_or_default()..text.len() - closing.len() - 1];
+        prop_assert_eq!(body, neutralise(payload.trim_end_matches('\n')));
+    }
+
+    #[test]
+    fn neutralised_text_has_no_triple_bracket(payload in payloads()) {
+        let out = neutralise(&payload);
+        prop_assert!(!out.contains("<<<") && !out.contains(">>>"));
+        // Only brackets change: everything else reads back.
+        let back: String = out.chars().map(|c| match c { '‹' => '<', '›' => '>', c => c }).collect();
+        let plain: String = payload.chars().map(|c| match c { '‹' => '<', '›' => '>', c => c }).collect();
+        prop_assert_eq!(back, plain);
+    }
+}
