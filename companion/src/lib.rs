@@ -44,6 +44,7 @@ pub mod outbox;
 pub mod paths;
 pub mod protocol;
 pub mod providers;
+pub mod retention;
 pub mod runtime;
 pub mod stream;
 pub mod work_memory;

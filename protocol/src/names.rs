@@ -199,6 +199,12 @@ wire_names! {
         /// `profiles.get {}` → `profiles`: the site profile files in the companion home
         /// (`profiles/<site>.json`), each with its text or why it was not read.
         ProfilesGet = "profiles.get",
+        /// `retention.get {}` → `retention`: the storage limits in force, their bounds and
+        /// each store's size (SPEC W4).
+        RetentionGet = "retention.get",
+        /// `retention.set {limits}` → `retention`: stores limits within their bounds and
+        /// reclaims under them at once.
+        RetentionSet = "retention.set",
     }
 }
 
@@ -307,6 +313,8 @@ wire_names! {
         ChatsReported = "chats_reported",
         /// [`crate::MethodResult::Profiles`].
         Profiles = "profiles",
+        /// [`crate::MethodResult::Retention`].
+        Retention = "retention",
     }
 }
 
