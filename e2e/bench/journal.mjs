@@ -154,7 +154,7 @@ export async function journalBench({ table }) {
     client.close();
 
     table(
-      `continuity journal: ${summary.turns} turns in ${summary.chains} chains (filled in ${summary.seconds.toFixed(1)} s, ${Math.round(summary.turns / summary.seconds)} turns/s batched)`,
+      `continuity journal: ${summary.turns} turns in ${summary.chains} chains${summary.long_chain ? ` + one of ${LONG_CHAIN_TURNS}` : ''} (filled in ${summary.seconds.toFixed(1)} s, ${Math.round(summary.turns / summary.seconds)} turns/s batched)`,
       ['measure', 'count', 'p50', 'p99'],
       [
         [`continuity.append over the socket, one in flight (${Math.round(APPENDS / appendSeconds)} turns/s)`, appendTimes.length,
