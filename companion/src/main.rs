@@ -119,6 +119,9 @@ enum Command {
         /// How many turns to write.
         #[arg(long, value_name = "TURNS")]
         turns: u64,
+        /// Also one chain of this many turns (`hc-bench-long`, the resume paging bench).
+        #[arg(long, value_name = "TURNS", default_value_t = 0)]
+        long_chain: u64,
     },
 }
 
@@ -384,10 +387,10 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Roots(command) => roots(command),
-        Command::JournalFill { home, turns } => {
+        Command::JournalFill { home, turns, long_chain } => {
             let home = CompanionHome::resolve(home.home)?;
             home.ensure_private_dirs()?;
-            let summary = companion::journal::bench::fill(&home.root().join("state.db"), turns)?;
+            let summary = companion::journal::bench::fill(&home.root().join("state.db"), turns, long_chain)?;
             println!("{summary}");
             Ok(0)
         }

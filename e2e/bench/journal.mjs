@@ -1,6 +1,8 @@
 // Continuity Journal bench (issue 12, acceptance 4): `continuity.append` throughput and
 // `continuity.search` latency p50/p99 over BENCH_JOURNAL_TURNS (default 1 000 000) journaled
 // turns, through the release runtime's real socket, next to the target (search p50 ≤ 10 ms).
+// Also `continuity.resume` paging: p50 per page walking a BENCH_RESUME_CHAIN_TURNS (10 000) turn chain
+// back to its first turn with `before` / `next_cursor` (printed, no timed assertion).
 //
 // The journal is filled first by the hidden `herdr-companion journal-fill` (batched
 // transactions through the append code; synthetic text, see companion/src/journal/bench.rs),
@@ -20,6 +22,10 @@ const TURNS = Number(process.env.BENCH_JOURNAL_TURNS ?? 1_000_000);
 const APPENDS = Number(process.env.BENCH_JOURNAL_APPENDS ?? 1000);
 const SEARCHES = Number(process.env.BENCH_JOURNAL_SEARCHES ?? 1000);
 const SEARCH_P50_TARGET_MS = 10;
+// continuity.resume paging (issue 26, acceptance 4): one chain of this many turns, paged back
+// from the newest to the first with `before` / `next_cursor`, PAGE_WALKS times.
+const LONG_CHAIN_TURNS = Number(process.env.BENCH_RESUME_CHAIN_TURNS ?? 10_000);
+const PAGE_WALKS = Number(process.env.BENCH_RESUME_WALKS ?? 3);
 
 function quantile(sorted, q) {
   if (sorted.length === 0) return NaN;
@@ -80,7 +86,7 @@ export async function journalBench({ table }) {
   const home = mkdtempSync(path.join(os.tmpdir(), 'herdr-journal-bench-'));
   let runtime;
   try {
-    const fill = spawnSync(COMPANION_BIN, ['journal-fill', '--home', home, '--turns', String(TURNS)], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+    const fill = spawnSync(COMPANION_BIN, ['journal-fill', '--home', home, '--turns', String(TURNS), '--long-chain', String(LONG_CHAIN_TURNS)], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
     if (fill.error) throw new Error(`cannot run ${COMPANION_BIN} (${fill.error.message}); build it first (npm run build)`);
     if (fill.status !== 0) throw new Error(`journal-fill failed: ${fill.stderr}`);
     const summary = JSON.parse(fill.stdout);
@@ -120,19 +126,45 @@ export async function journalBench({ table }) {
     }
     all.sort((a, b) => a - b);
     rows.push(['all searches', all.length, `${quantile(all, 0.5).toFixed(3)} ms`, `${quantile(all, 0.99).toFixed(3)} ms`]);
+
+    // Resume paging: the newest page, then `before: next_cursor` until the first turn.
+    const pageTimes = [];
+    let pagesPerWalk = 0;
+    let turnsSeen = 0;
+    for (let walk = 0; walk < PAGE_WALKS; walk++) {
+      let before;
+      let pages = 0;
+      turnsSeen = 0;
+      do {
+        const params = before ? { continuity_id: summary.long_chain, before } : { continuity_id: summary.long_chain };
+        const started = performance.now();
+        const answer = await client.call('continuity.resume', params);
+        pageTimes.push(performance.now() - started);
+        if (answer.error) throw new Error(`continuity.resume failed: ${answer.error.code}: ${answer.error.message}`);
+        turnsSeen += answer.result.turns.length;
+        before = answer.result.next_cursor;
+        pages++;
+      } while (before);
+      pagesPerWalk = pages;
+    }
+    if (turnsSeen !== LONG_CHAIN_TURNS) throw new Error(`paging read ${turnsSeen} turns of a ${LONG_CHAIN_TURNS}-turn chain`);
+    pageTimes.sort((a, b) => a - b);
+    rows.push([`resume page of a ${LONG_CHAIN_TURNS}-turn chain (${pagesPerWalk} pages × ${PAGE_WALKS} walks)`, pageTimes.length,
+      `${quantile(pageTimes, 0.5).toFixed(3)} ms`, `${quantile(pageTimes, 0.99).toFixed(3)} ms`]);
     client.close();
 
     table(
-      `continuity journal: ${summary.turns} turns in ${summary.chains} chains (filled in ${summary.seconds.toFixed(1)} s, ${Math.round(summary.turns / summary.seconds)} turns/s batched)`,
+      `continuity journal: ${summary.turns} turns in ${summary.chains} chains${summary.long_chain ? ` + one of ${LONG_CHAIN_TURNS}` : ''} (filled in ${summary.seconds.toFixed(1)} s, ${Math.round(summary.turns / summary.seconds)} turns/s batched)`,
       ['measure', 'count', 'p50', 'p99'],
       [
         [`continuity.append over the socket, one in flight (${Math.round(APPENDS / appendSeconds)} turns/s)`, appendTimes.length,
           `${quantile(appendTimes, 0.5).toFixed(3)} ms`, `${quantile(appendTimes, 0.99).toFixed(3)} ms`],
-        ...rows.map(([kind, n, p50, p99]) => [`continuity.search, ${kind}`, n, p50, p99]),
+        ...rows.map(([kind, n, p50, p99]) => [kind.startsWith('resume') ? `continuity.${kind}` : `continuity.search, ${kind}`, n, p50, p99]),
       ],
     );
     const p50 = quantile(all, 0.5);
     console.log(`journal append throughput: ${Math.round(APPENDS / appendSeconds)} turns/s (one in flight, synchronous=FULL)`);
+    console.log(`journal resume paging p50: ${quantile(pageTimes, 0.5).toFixed(3)} ms per page, ${pagesPerWalk} pages back to the first of ${LONG_CHAIN_TURNS} turns`);
     console.log(`journal search p50: ${p50.toFixed(3)} ms over ${summary.turns} turns, target ≤ ${SEARCH_P50_TARGET_MS} ms: ${p50 <= SEARCH_P50_TARGET_MS ? 'PASS' : 'OVER'}`);
   } finally {
     if (runtime && runtime.exitCode === null) runtime.kill('SIGTERM');

@@ -46,10 +46,16 @@ async function journaledProjectChat(sandbox, csp) {
   return { ...world, page, hud };
 }
 
-/** The package the runtime gives for the source (the same params give the same package). */
+/** The params the worker prepares the bound Project chat's handoff with (X9: its
+ * workspace, its inbox ref, its queue — empty here). */
+const prepareParams = (continuityId) => ({
+  continuity_id: continuityId, source_url: PROJECT_CHAT.url, workspace_id: 'w1', browser_session_ref: PROJECT_CHAT.sessionRef, queue: [],
+});
+
+/** The package the runtime gives for the source (the same params and facts give the same package). */
 async function packageOf(worker) {
   const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
-  const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
+  const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', prepareParams(resolved.result.continuity_id));
   return prepared.result;
 }
 
@@ -64,6 +70,11 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-handoff-button', 'handoff', 'X1: the HUD offers Handoff');
       await hud.expand();
       const targetHook = await watchHudHook(page, 'data-active-target');
+      // The package as the worker will get it: prepared now, before the cut-over journals the
+      // new conversation's turns into the chain (its newest turns are part of the seed, X9).
+      const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
+      const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', prepareParams(resolved.result.continuity_id));
+      const message = prepared.result.automatic_delivery.params.message;
       const opened = handoffTab(context);
       // Keyboard: the button is focusable and Enter presses it.
       await hud.action('handoff').focus();
@@ -87,9 +98,6 @@ for (const csp of CSP_VARIANTS) {
       const urls = await worker.evaluate(async () => (await chrome.tabs.query({})).map((t) => t.url));
       expect(urls.filter((u) => u.includes('herdr_handoff=') || u.includes(`/c/${seed.conversationId}`)), 'one new tab').toHaveLength(1);
       // X4: the seed is the package's message, byte for byte (then the ledger's marker line).
-      const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
-      const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: PROJECT_CHAT.url });
-      const message = prepared.result.automatic_delivery.params.message;
       expect(prepared.result.manual_delivery.copy_prompt).toBe(message);
       const lines = seed.text.split('\n');
       expect(MARKER_LINE.test(lines.at(-1))).toBe(true);

@@ -48,7 +48,11 @@ test.describe('Handoff on z.ai (X10)', () => {
     const [seed] = fixture.messagesOf(created);
     // X4, X10: the package's message, byte for byte, then the ledger's marker line — a plain
     // message, not the bridge's results.
-    const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', { continuity_id: resolved.result.continuity_id, source_url: fixture.url(CONVERSATION) });
+    // The params the worker sent (X9: the source's workspace and inbox ref, its empty queue).
+    const prepared = await nativeRequestFromWorker(worker, 'herdr_mcp.browser_handoff.prepare', {
+      continuity_id: resolved.result.continuity_id, source_url: fixture.url(CONVERSATION),
+      workspace_id: WORKSPACE.id, browser_session_ref: `zai:conv:${CONVERSATION}`, queue: [],
+    });
     expect(prepared.result?.handoff?.target_context?.provider).toBe('zai');
     const lines = seed.text.split('\n');
     expect(MARKER_LINE.test(lines.at(-1))).toBe(true);

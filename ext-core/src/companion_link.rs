@@ -57,6 +57,7 @@ pub const REQUIRED_CAPABILITIES: &[&str] = &[
     "herdr.panes",
     "herdr.workspaces",
     "herdr_mcp.browser_handoff.prepare",
+    "herdr_mcp.browser_handoff.prepare.facts",
     "inbox.ack",
     "inbox.counts",
     "inbox.pending",

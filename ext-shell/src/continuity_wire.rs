@@ -79,9 +79,13 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::BridgePrompt { session_ref } => (Method::BridgePrompt, json_object!("browser_session_ref": session_ref)),
         RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
         RuntimeCall::ContinuityResolve { conversation_id } => (Method::ContinuityResolve, json_object!("conversation_id": conversation_id)),
-        RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
-            (Method::BrowserHandoffPrepare, json_object!("continuity_id": continuity_id, "source_url": source_url))
-        }
+        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue }) => (
+            Method::BrowserHandoffPrepare,
+            json_object!(
+                "continuity_id": continuity_id, "source_url": source_url, "workspace_id": workspace_id,
+                "browser_session_ref": browser_session_ref, "queue": queue
+            ),
+        ),
         RuntimeCall::ProfilesGet => (Method::ProfilesGet, json_object!()),
         RuntimeCall::ChatsReport { reporter, chats } => {
             let chats: Vec<Value> = chats
@@ -683,6 +687,8 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "handoff" => "handoff",
                 "handoff_resume" => "handoff_resume",
                 "forget_app" => "forget_app",
+                "journal_opt_in" => "journal_opt_in",
+                "journal_opt_out" => "journal_opt_out",
                 "llm_judge" => {
                     let text = |key| str_of(value, key).unwrap_or_default();
                     return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });

@@ -314,6 +314,8 @@ impl LinkDriver {
                 "handoff_resume" => ContinuityInput::HandoffResume { tab },
                 "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
                 "forget_app" => ContinuityInput::ForgetApp { tab },
+                "journal_opt_in" => ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab, on: true }),
+                "journal_opt_out" => ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab, on: false }),
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },

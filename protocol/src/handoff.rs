@@ -24,8 +24,25 @@ pub const MAX_HANDOFF_OBJECTIVE_CHARS: usize = 1024;
 pub const MAX_HANDOFF_WORK_CHAIN_ID_CHARS: usize = 128;
 /// Longest `handoff_id`, in characters.
 pub const MAX_HANDOFF_ID_CHARS: usize = 96;
-/// Longest message the package carries, in characters (every param at its limit fits).
-pub const MAX_HANDOFF_MESSAGE_CHARS: usize = 6_000;
+/// Longest message the package carries, in characters (every param and every seed fact at
+/// its cap fits).
+pub const MAX_HANDOFF_MESSAGE_CHARS: usize = 20_000;
+/// Most queued messages `browser_handoff.prepare` takes (`queue`), and the seed lists.
+pub const MAX_HANDOFF_QUEUE_ITEMS: usize = 5;
+/// Most characters of one queued message the seed quotes (a longer one is cut, marked `…`).
+pub const SEED_QUEUE_ITEM_CHARS: usize = 200;
+/// Most characters of the goal (the chain's first user turn) the seed quotes.
+pub const SEED_GOAL_CHARS: usize = 800;
+/// How many of the chain's newest turns the seed quotes.
+pub const SEED_NEWEST_TURNS: usize = 4;
+/// Most characters of one newest turn the seed quotes.
+pub const SEED_TURN_CHARS: usize = 400;
+/// Most panes of the workspace the seed lists (with their agent, status, cwd and Git).
+pub const SEED_PANES: usize = 6;
+/// Most open inbox tasks the seed lists (the oldest first; the count names the rest).
+pub const SEED_TASKS: usize = 10;
+/// Most characters of a task's prompt preview the seed quotes.
+pub const SEED_TASK_PREVIEW_CHARS: usize = 120;
 
 /// The seed block's opening marker: `[HERDR_CONTINUITY_REF id=<handoff_id> continuity_id=<id>]`.
 pub const SEED_BLOCK_START: &str = "[HERDR_CONTINUITY_REF";
@@ -75,6 +92,16 @@ pub struct HandoffPrepareParams {
     /// The transfer's id; absent = derived from the other params (a retry gets the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_id: Option<String>,
+    /// The source chat's bound workspace: the seed lists its panes, agents and Git state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The source chat's inbox ref: the seed lists its open tasks (never another ref's, I3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_session_ref: Option<String>,
+    /// The source's unsent queued messages, oldest first (≤ [`MAX_HANDOFF_QUEUE_ITEMS`]);
+    /// they move to the new conversation at the cut-over (Q9).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue: Vec<String>,
 }
 
 /// A registered browser session the seed could be delivered through (herdr-mcp's shape;

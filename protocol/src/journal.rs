@@ -148,6 +148,25 @@ pub struct ContinuityResumeParams {
     /// A journaled conversation's full URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_url: Option<String>,
+    /// A page's `next_cursor`: the turns older than that page's oldest (absent = the
+    /// newest turns). Stable under appends: a new turn never shifts an older page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+}
+
+/// A `continuity.resume` cursor: the oldest turn of the page it came with, written
+/// `t<turn number>` (opaque to the planner; only [`parse_resume_cursor`] reads it).
+pub fn resume_cursor(turn: i64) -> String {
+    format!("t{turn}")
+}
+
+/// The turn number a `before` cursor names, `None` when it is not one this runtime wrote.
+pub fn parse_resume_cursor(cursor: &str) -> Option<i64> {
+    let digits = cursor.strip_prefix('t')?;
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n: &i64| *n > 0)
 }
 
 /// Params of `continuity.list`.

@@ -980,6 +980,9 @@ pub enum MethodResult {
         turns: Vec<JournalTurn>,
         /// Whether older turns exist that are not returned.
         more_turns: bool,
+        /// Pass it as `before` for the next older page; `null` when this page holds the
+        /// chain's oldest turn.
+        next_cursor: Option<String>,
         /// When its newest turn was recorded (ms).
         updated_at: u64,
         /// Treat this as persisted context; re-check live state first (C7).

@@ -14,13 +14,13 @@
 //!   could not stand in the seed block and any text carrying a seed or legacy marker.
 
 use continuity_protocol::journal::{
-    ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
+    parse_resume_cursor, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
     DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS, MAX_TURN_TEXT_BYTES,
     MAX_URL_CHARS,
 };
 use continuity_protocol::handoff::{
     HandoffPrepareParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_OBJECTIVE_CHARS,
-    MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START,
+    MAX_HANDOFF_QUEUE_ITEMS, MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START, SEED_PANES, SEED_TASKS,
 };
 use continuity_protocol::MethodResult;
 use serde::de::DeserializeOwned;
@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::Router;
 use crate::clock::unix_millis;
-use crate::journal::handoff::HandoffRequest;
+use crate::journal::handoff::{HandoffRequest, PaneFact, SeedFacts, TaskFact, WorkspaceFacts};
 use crate::journal::store::{fts_query, Appended, Identity, JournalError};
 use crate::journal::{ConversationUrl, ResumeAnchor, SearchQuery};
 use crate::protocol::{ErrorCode, Method, MethodError};
@@ -147,19 +147,33 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
     Ok(SearchQuery { identity, fts, limit: check_limit(m, p.limit, DEFAULT_SEARCH_LIMIT)?, conversation_from_url })
 }
 
-/// Validates `continuity.resume` params: exactly one anchor (C5).
-pub fn resume_params(params: &Map<String, Value>) -> Result<ResumeAnchor, MethodError> {
+/// Validates `continuity.resume` params: exactly one anchor (C5), and a `before` cursor
+/// this runtime wrote, if any.
+pub fn resume_params(params: &Map<String, Value>) -> Result<(ResumeAnchor, Option<i64>), MethodError> {
     let m = Method::ContinuityResume;
-    let p: ContinuityResumeParams = typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}")?;
-    match (p.continuity_id, p.conversation_url) {
+    let p: ContinuityResumeParams = typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}, and \"before\": a next_cursor to page back")?;
+    let before = match &p.before {
+        None => None,
+        Some(cursor) => Some(parse_resume_cursor(cursor).ok_or_else(|| {
+            bad(
+                m,
+                format!(
+                    "before `{}` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)",
+                    cursor.chars().take(40).collect::<String>()
+                ),
+            )
+        })?),
+    };
+    let anchor = match (p.continuity_id, p.conversation_url) {
         (Some(id), None) => {
             check_id(m, "continuity_id", Some(&id))?;
-            Ok(ResumeAnchor::Chain(id))
+            ResumeAnchor::Chain(id)
         }
-        (None, Some(url)) => Ok(ResumeAnchor::Url(check_url(m, &url)?)),
-        (Some(_), Some(_)) => Err(bad(m, "pass continuity_id or conversation_url, not both".to_owned())),
-        (None, None) => Err(bad(m, "needs continuity_id or conversation_url (exactly one); continuity.search finds candidates".to_owned())),
-    }
+        (None, Some(url)) => ResumeAnchor::Url(check_url(m, &url)?),
+        (Some(_), Some(_)) => return Err(bad(m, "pass continuity_id or conversation_url, not both".to_owned())),
+        (None, None) => return Err(bad(m, "needs continuity_id or conversation_url (exactly one); continuity.search finds candidates".to_owned())),
+    };
+    Ok((anchor, before))
 }
 
 /// Refuses an id that could not stand as `what=<id>` in the seed block.
@@ -186,7 +200,8 @@ fn check_unmarked(method: Method, what: &str, value: &str) -> Result<(), MethodE
 /// Validates `herdr_mcp.browser_handoff.prepare` params (all before any IO).
 pub fn prepare_params(params: &Map<String, Value>) -> Result<HandoffRequest, MethodError> {
     let m = Method::BrowserHandoffPrepare;
-    let p: HandoffPrepareParams = typed(m, params, "{continuity_id, source_url, objective?, work_chain_id?, handoff_id?}")?;
+    let p: HandoffPrepareParams =
+        typed(m, params, "{continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}")?;
     check_token(m, "continuity_id", &p.continuity_id, MAX_HANDOFF_CONTINUITY_ID_CHARS, "send the id as the journal gave it")?;
     let source = check_url_named(m, "source_url", &p.source_url, MAX_HANDOFF_SOURCE_URL_CHARS)?;
     check_unmarked(m, "source_url", &p.source_url)?;
@@ -204,6 +219,15 @@ pub fn prepare_params(params: &Map<String, Value>) -> Result<HandoffRequest, Met
     if let Some(handoff_id) = &p.handoff_id {
         check_token(m, "handoff_id", handoff_id, MAX_HANDOFF_ID_CHARS, "leave it out to get one derived from the other params")?;
     }
+    check_id(m, "workspace_id", p.workspace_id.as_ref())?;
+    check_id(m, "browser_session_ref", p.browser_session_ref.as_ref())?;
+    if p.queue.len() > MAX_HANDOFF_QUEUE_ITEMS {
+        return Err(bad(m, format!("queue has {} items; at most {MAX_HANDOFF_QUEUE_ITEMS} are allowed (send the oldest)", p.queue.len())));
+    }
+    for item in &p.queue {
+        // The seed quotes the start of each item; a longer one is refused, not kept whole.
+        check_chars(m, "a queue item", item, MAX_TURN_TEXT_BYTES, false)?;
+    }
     Ok(HandoffRequest {
         continuity_id: p.continuity_id,
         source_url: p.source_url,
@@ -211,6 +235,9 @@ pub fn prepare_params(params: &Map<String, Value>) -> Result<HandoffRequest, Met
         objective: p.objective,
         work_chain_id: p.work_chain_id,
         handoff_id: p.handoff_id,
+        workspace_id: p.workspace_id,
+        browser_session_ref: p.browser_session_ref,
+        queue: p.queue,
     })
 }
 
@@ -229,7 +256,64 @@ async fn prepare(api: &Router, params: &Map<String, Value>) -> Result<MethodResu
             ),
         ));
     };
-    journal.with_store(move |store| crate::journal::handoff::prepare(store, &request)).await.map_err(journal_error)
+    let facts = seed_facts(api, &request).await;
+    journal.with_store(move |store| crate::journal::handoff::prepare(store, &request, &facts)).await.map_err(journal_error)
+}
+
+/// The live facts of the seed (X9): the workspace's panes and agents from Herdr's catalog,
+/// each pane directory's Git branch and last commit, the chat's open inbox tasks there.
+/// Where a source does not answer, the fact is absent (or, for the inbox, named unknown);
+/// nothing is invented.
+async fn seed_facts(api: &Router, request: &HandoffRequest) -> SeedFacts {
+    let Some(workspace_id) = request.workspace_id.clone() else { return SeedFacts::default() };
+    let catalog = api.events.as_ref().map(|hub| hub.catalog());
+    let label = catalog.as_ref().and_then(|c| c.workspaces.get(&workspace_id)).map(|w| w.label.clone());
+    let mut panes: Vec<PaneFact> = catalog
+        .as_ref()
+        .map(|c| {
+            c.panes
+                .values()
+                .filter(|p| p.workspace_id == workspace_id)
+                .take(SEED_PANES)
+                .map(|p| PaneFact { pane_id: p.pane_id.clone(), agent: p.agent.clone(), status: p.agent_status.clone(), cwd: p.cwd.clone(), git: None })
+                .collect()
+        })
+        .unwrap_or_default();
+    // One `git` pair per distinct directory, all at once (each under its own timeout).
+    let mut asked = tokio::task::JoinSet::new();
+    let mut dirs: Vec<String> = panes.iter().map(|p| p.cwd.clone()).filter(|d| !d.is_empty()).collect();
+    dirs.sort();
+    dirs.dedup();
+    for dir in dirs {
+        asked.spawn(async move { (crate::journal::git::head(std::path::Path::new(&dir)).await, dir) });
+    }
+    while let Some(answer) = asked.join_next().await {
+        if let Ok((Some(fact), dir)) = answer {
+            for pane in panes.iter_mut().filter(|p| p.cwd == dir) {
+                pane.git = Some(fact.clone());
+            }
+        }
+    }
+    let (tasks, open_tasks) = match (&api.inbox, request.browser_session_ref.clone()) {
+        (Some(inbox), Some(session_ref)) => {
+            let workspace = workspace_id.clone();
+            match inbox.with_store(move |store| store.open_in_workspace(&session_ref, &workspace, SEED_TASKS)).await {
+                Ok((records, total)) => (
+                    records
+                        .into_iter()
+                        .map(|t| TaskFact { task_id: t.task_id, state: t.state, pane_id: t.pane_id, preview: t.prompt_preview })
+                        .collect(),
+                    Some(total),
+                ),
+                Err(e) => {
+                    api.log.line(format_args!("handoff seed: the inbox could not be read ({e}); the seed says its open tasks are not known"));
+                    (Vec::new(), None)
+                }
+            }
+        }
+        _ => (Vec::new(), None),
+    };
+    SeedFacts { workspace: Some(WorkspaceFacts { workspace_id, label, panes }), tasks, open_tasks }
 }
 
 /// The method error of a journal failure.
@@ -276,8 +360,8 @@ pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -
             journal.with_store(move |store| crate::journal::search(store, &query)).await.map_err(journal_error)?
         }
         Method::ContinuityResume => {
-            let anchor = resume_params(params)?;
-            journal.with_store(move |store| crate::journal::resume(store, &anchor)).await.map_err(journal_error)?
+            let (anchor, before) = resume_params(params)?;
+            journal.with_store(move |store| crate::journal::resume(store, &anchor, before)).await.map_err(journal_error)?
         }
         // `continuity.list` (the router sends no other method here).
         _ => {
@@ -395,6 +479,9 @@ mod tests {
             ("continuity.resume", json!({})),
             ("continuity.resume", json!({"conversation_url": "https://example.com/c/1"})),
             ("continuity.resume", json!({"conversation_url": "https://chatgpt.com/c/1"})),
+            ("continuity.resume", json!({"continuity_id": "hc-1", "before": "page-2"})),
+            ("continuity.resume", json!({"continuity_id": "hc-1", "before": "t0"})),
+            ("continuity.resume", json!({"continuity_id": "hc-1", "before": 5})),
             ("continuity.search", json!({})),
             ("continuity.search", json!({"query": "?!"})),
             ("continuity.search", json!({"conversation_id": "a", "conversation_url": "https://chatgpt.com/c/b"})),
@@ -411,7 +498,10 @@ mod tests {
             bad_request: continuity.resume: pass continuity_id or conversation_url, not both
             bad_request: continuity.resume: needs continuity_id or conversation_url (exactly one); continuity.search finds candidates
             bad_request: continuity.resume: `https://example.com/c/1` is not a conversation URL of ChatGPT, z.ai or DeepSeek; send https://chatgpt.com/c/<id>, https://chatgpt.com/g/g-p-<32 hex>/c/<id>, https://chat.z.ai/c/<id> or https://chat.deepseek.com/a/chat/s/<id>
-            continuity_not_found: conversation 1 was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)
+            continuity_not_found: conversation 1 was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace or opted into the journal from the HUD, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)
+            bad_request: continuity.resume: before `page-2` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)
+            bad_request: continuity.resume: before `t0` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)
+            bad_request: continuity.resume: invalid type: integer `5`, expected a string; send {"continuity_id": …} or {"conversation_url": …}, and "before": a next_cursor to page back
             bad_request: continuity.search: give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)
             bad_request: continuity.search: query has no words to search for; send words the old conversation contained
             bad_request: continuity.search: conversation_id a contradicts conversation_url, which names b; send one of them
@@ -495,18 +585,22 @@ mod tests {
             with(json!({"work_chain_id": "w".repeat(129)})),
             with(json!({"handoff_id": "h".repeat(97)})),
             with(json!({"handoff_id": "hf]1"})),
+            with(json!({"workspace_id": "w".repeat(257)})),
+            with(json!({"browser_session_ref": "a\nb"})),
+            with(json!({"queue": ["a", "b", "c", "d", "e", "f"]})),
+            with(json!({"queue": ["   "]})),
         ];
         let mut printed = Vec::new();
         for params in cases {
             printed.push(refusal(call(&router, "herdr_mcp.browser_handoff.prepare", params).await));
         }
         expect_test::expect![[r#"
-            bad_request: herdr_mcp.browser_handoff.prepare: missing field `continuity_id`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
-            bad_request: herdr_mcp.browser_handoff.prepare: missing field `source_url`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
-            bad_request: herdr_mcp.browser_handoff.prepare: unknown field `colour`, expected one of `continuity_id`, `source_url`, `objective`, `work_chain_id`, `handoff_id`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: missing field `continuity_id`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}
+            bad_request: herdr_mcp.browser_handoff.prepare: missing field `source_url`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}
+            bad_request: herdr_mcp.browser_handoff.prepare: unknown field `colour`, expected one of `continuity_id`, `source_url`, `objective`, `work_chain_id`, `handoff_id`, `workspace_id`, `browser_session_ref`, `queue`; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}
             bad_request: herdr_mcp.browser_handoff.prepare: continuity_id is 161 characters; at most 160 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: continuity_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); send the id as the journal gave it
-            bad_request: herdr_mcp.browser_handoff.prepare: invalid type: integer `7`, expected a string; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?}
+            bad_request: herdr_mcp.browser_handoff.prepare: invalid type: integer `7`, expected a string; send {continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}
             bad_request: herdr_mcp.browser_handoff.prepare: `https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project` is not a conversation URL of ChatGPT, z.ai or DeepSeek; send https://chatgpt.com/c/<id>, https://chatgpt.com/g/g-p-<32 hex>/c/<id>, https://chat.z.ai/c/<id> or https://chat.deepseek.com/a/chat/s/<id>
             bad_request: herdr_mcp.browser_handoff.prepare: source_url is 2120 characters; at most 2048 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: source_url contains `HERDR_HANDOFF_V1`, a marker the seed message must not repeat; send it without the marker
@@ -517,7 +611,11 @@ mod tests {
             bad_request: herdr_mcp.browser_handoff.prepare: objective contains `[herdr-continuity `, a marker the seed message must not repeat; send it without the marker
             bad_request: herdr_mcp.browser_handoff.prepare: work_chain_id is 129 characters; at most 128 are allowed
             bad_request: herdr_mcp.browser_handoff.prepare: handoff_id is 97 characters; at most 96 are allowed
-            bad_request: herdr_mcp.browser_handoff.prepare: handoff_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); leave it out to get one derived from the other params"#]]
+            bad_request: herdr_mcp.browser_handoff.prepare: handoff_id may hold only ASCII letters, digits and . _ : - (it is written into the seed block); leave it out to get one derived from the other params
+            bad_request: herdr_mcp.browser_handoff.prepare: workspace_id is 257 characters; at most 256 are allowed
+            bad_request: herdr_mcp.browser_handoff.prepare: browser_session_ref must not contain control characters
+            bad_request: herdr_mcp.browser_handoff.prepare: queue has 6 items; at most 5 are allowed (send the oldest)
+            bad_request: herdr_mcp.browser_handoff.prepare: a queue item must be a non-empty string"#]]
         .assert_eq(&printed.join("\n"));
         // Optional params may be null; a line break in the objective is fine.
         let nulls = with(json!({"objective": "first\nthen", "work_chain_id": null, "handoff_id": null}));

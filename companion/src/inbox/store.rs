@@ -270,6 +270,18 @@ impl InboxStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// `session_ref`'s open tasks in `workspace_id` — running, or ended and not yet
+    /// acknowledged — oldest first, at most `limit`, and how many there are in all (the
+    /// handoff seed's open work).
+    pub fn open_in_workspace(&self, session_ref: &str, workspace_id: &str, limit: usize) -> Result<(Vec<TaskRecord>, u64), StoreError> {
+        let filter = "browser_session_ref = ?1 AND workspace_id = ?2 AND (state = 'running' OR acked_at IS NULL)";
+        let mut statement = self.conn.prepare(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE {filter} ORDER BY created_at, rowid LIMIT ?3"))?;
+        let rows = statement.query_map(params![session_ref, workspace_id, limit as i64], record)?;
+        let tasks: Vec<TaskRecord> = rows.collect::<Result<_, _>>()?;
+        let total: i64 = self.conn.query_row(&format!("SELECT count(*) FROM inbox_tasks WHERE {filter}"), params![session_ref, workspace_id], |r| r.get(0))?;
+        Ok((tasks, total.max(0) as u64))
+    }
+
     /// HUD counters of `session_ref`.
     pub fn counts(&self, session_ref: &str) -> Result<Counts, StoreError> {
         Ok(self.conn.query_row(
@@ -394,6 +406,25 @@ mod tests {
         assert!(store.pending("chat-a", 10).expect("pending").is_empty());
         assert_eq!(store.counts("chat-a").expect("counts"), Counts { running: 0, unacked: 0, acked: 1 });
         assert!(!store.set_guidance("t1", &json!({"kind": "drift"})).expect("guidance"), "no guidance after ack");
+    }
+
+    #[test]
+    fn x9_open_tasks_of_a_workspace_are_running_or_unacked_of_the_ref_only_oldest_first() {
+        let (_dir, mut store) = store();
+        for (id, session, pane) in [("t1", "chat-a", "w1:p1"), ("t2", "chat-a", "w1:p2"), ("t3", "chat-a", "w1:p1"), ("t4", "chat-b", "w1:p1")] {
+            store.insert_running(&task(id, session, pane, 5)).expect("insert");
+        }
+        let mut other = task("t5", "chat-a", "w2:p1", 5);
+        other.workspace_id = "w2".to_owned();
+        store.insert_running(&other).expect("insert");
+        assert!(store.finish("t1", TaskState::Completed, 10, &json!({})).expect("finish"));
+        assert!(store.finish("t3", TaskState::Failed, 11, &json!({})).expect("finish"));
+        store.ack("chat-a", &["t3".to_owned()], 12).expect("ack");
+        let (open, total) = store.open_in_workspace("chat-a", "w1", 10).expect("open");
+        let ids: Vec<&str> = open.iter().map(|t| t.task_id.as_str()).collect();
+        assert_eq!((ids, total), (vec!["t1", "t2"], 2), "t3 is acknowledged, t4 another ref's (I3), t5 another workspace's");
+        let (first, total) = store.open_in_workspace("chat-a", "w1", 1).expect("open");
+        assert_eq!((first.len(), total), (1, 2), "the cap lists fewer, the count names all");
     }
 
     #[test]

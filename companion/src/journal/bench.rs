@@ -74,9 +74,30 @@ fn fill_turn(n: u64, mix: &mut Mix) -> ContinuityAppendParams {
     }
 }
 
-/// Writes `turns` turns into the journal of `db_path` and answers what the bench needs:
-/// the counts, the time taken, and identities it can search by.
-pub fn fill(db_path: &Path, turns: u64) -> Result<Value, JournalError> {
+/// The long chain's id (`--long-chain`).
+pub const LONG_CHAIN: &str = "hc-bench-long";
+
+/// Turn `n` of the long chain: one conversation, alternating roles, turn 0 the goal.
+fn long_turn(n: u64, mix: &mut Mix) -> ContinuityAppendParams {
+    let text: Vec<String> = (0..WORDS_PER_TURN).map(|_| word(mix.next())).collect();
+    ContinuityAppendParams {
+        continuity_id: Some(LONG_CHAIN.to_owned()),
+        conversation_url: None,
+        conversation_id: "bench-long".to_owned(),
+        message_id: format!("l-{n}"),
+        role: if n.is_multiple_of(2) { TurnRole::User } else { TurnRole::Assistant },
+        text: text.join(" "),
+        observed_at: 1_764_547_200_000 + n,
+        project_id: None,
+        workspace_id: Some("w-long".to_owned()),
+        title: Some("Bench long chain".to_owned()),
+    }
+}
+
+/// Writes `turns` turns into the journal of `db_path` (and a chain of `long_chain` turns,
+/// [`LONG_CHAIN`], when not 0) and answers what the bench needs: the counts, the time
+/// taken, and identities it can search by.
+pub fn fill(db_path: &Path, turns: u64, long_chain: u64) -> Result<Value, JournalError> {
     let mut store = JournalStore::open(db_path)?;
     store.set_cache_kib(FILL_CACHE_KIB)?;
     let mut mix = Mix(0x5eed);
@@ -88,10 +109,18 @@ pub fn fill(db_path: &Path, turns: u64) -> Result<Value, JournalError> {
         store.append_batch(batch, 1_764_547_200_000 + end as i64)?;
         written = end;
     }
+    let mut long = 0;
+    while long < long_chain {
+        let end = (long + BATCH).min(long_chain);
+        let batch: Vec<ContinuityAppendParams> = (long..end).map(|n| long_turn(n, &mut mix)).collect();
+        store.append_batch(batch, 1_764_547_200_000 + end as i64)?;
+        long = end;
+    }
     let seconds = started.elapsed().as_secs_f64();
     let chains = turns.div_ceil(TURNS_PER_CHAIN);
     Ok(json!({
         "turns": store.turn_count()?,
+        "long_chain": if long_chain > 0 { Value::from(LONG_CHAIN) } else { Value::Null },
         "chains": chains,
         "seconds": seconds,
         "vocabulary": VOCABULARY,
@@ -109,8 +138,9 @@ mod tests {
     #[test]
     fn a_small_fill_is_searchable_by_its_words_and_identities() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let summary = fill(&dir.path().join("state.db"), 250).expect("fill");
-        assert_eq!((summary["turns"].as_u64(), summary["chains"].as_u64()), (Some(250), Some(3)));
+        let summary = fill(&dir.path().join("state.db"), 250, 70).expect("fill");
+        assert_eq!((summary["turns"].as_u64(), summary["chains"].as_u64()), (Some(320), Some(3)));
+        assert_eq!(summary["long_chain"], LONG_CHAIN);
         let store = JournalStore::open(&dir.path().join("state.db")).expect("open");
         let chain = store.chain_of_conversation("bench-2-0").expect("read").expect("journaled");
         assert_eq!(chain.continuity_id, "hc-bench-2");

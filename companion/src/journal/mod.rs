@@ -21,9 +21,11 @@
 //!   similar chain.
 //! - `continuity.resume` is bounded (32 turns, 8 KiB each) and always carries the
 //!   instruction to re-check live state (C7); a conversation never journaled is named as
-//!   such (C6).
+//!   such (C6). It pages back with a cursor (`before` / `next_cursor`, a turn number):
+//!   appends never shift a page, and paging reaches the chain's first turn.
 
 pub mod bench;
+pub mod git;
 pub mod handoff;
 pub mod store;
 
@@ -216,7 +218,7 @@ pub enum ResumeAnchor {
 /// The C6 message for a conversation the journal never saw.
 fn never_journaled(conversation_id: &str) -> JournalError {
     JournalError::NotFound(format!(
-        "conversation {conversation_id} was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)"
+        "conversation {conversation_id} was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace or opted into the journal from the HUD, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)"
     ))
 }
 
@@ -248,11 +250,14 @@ fn anchored_chain(store: &JournalStore, anchor: &ResumeAnchor) -> Result<ChainRo
     }
 }
 
-/// `continuity.resume`: the chain's newest turns and the instruction to re-check live state.
-pub fn resume(store: &JournalStore, anchor: &ResumeAnchor) -> Result<MethodResult, JournalError> {
+/// `continuity.resume`: one page of the chain's turns — the newest, or those older than
+/// the `before` cursor of an earlier page — and the instruction to re-check live state.
+pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<i64>) -> Result<MethodResult, JournalError> {
     let chain = anchored_chain(store, anchor)?;
-    let (turns, more_turns) = store.recent_turns(&chain.continuity_id)?;
+    let page = store.turns_page(&chain.continuity_id, before)?;
+    let (turns, more_turns) = (page.turns, page.older_than.is_some());
     Ok(MethodResult::ContinuityResumed {
+        next_cursor: page.older_than.map(continuity_protocol::journal::resume_cursor),
         workspace_ids: store.workspaces_of(&chain.continuity_id)?,
         continuity_id: chain.continuity_id,
         title: chain.title,

@@ -88,6 +88,15 @@ pub struct ChainRow {
     pub updated_at: i64,
 }
 
+/// One page of `continuity.resume` ([`JournalStore::turns_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnsPage {
+    /// The page's turns, oldest first.
+    pub turns: Vec<JournalTurn>,
+    /// The page's oldest turn number when older turns exist (the next cursor).
+    pub older_than: Option<i64>,
+}
+
 /// The stable identities a search or resume narrows by (absent = not a filter).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identity {
@@ -369,38 +378,80 @@ impl JournalStore {
         })
     }
 
+    /// One page of a chain's turns, oldest first (each text cut to
+    /// [`RESUME_TURN_TEXT_BYTES`]): the newest [`RESUME_TURNS`] turns older than turn
+    /// `before` (all of them when `None`). Also the page's oldest turn number when older
+    /// turns exist (the next page's cursor). Turn numbers only grow, so a page read with
+    /// the same `before` is the same page however many turns were appended since.
+    pub fn turns_page(&self, continuity_id: &str, before: Option<i64>) -> Result<TurnsPage, JournalError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT conversation_id, message_id, role, text, observed_at, turn_id FROM journal_turns
+             WHERE continuity_id = ?1 AND turn_id < ?2 ORDER BY turn_id DESC LIMIT ?3",
+        )?;
+        let rows = statement.query_map(params![continuity_id, before.unwrap_or(i64::MAX), RESUME_TURNS as i64 + 1], |r| {
+            Ok((turn_row(r, RESUME_TURN_TEXT_BYTES)?, r.get::<_, i64>(5)?))
+        })?;
+        let mut turns: Vec<(JournalTurn, i64)> = rows.collect::<Result<_, _>>()?;
+        let more = turns.len() > RESUME_TURNS;
+        turns.truncate(RESUME_TURNS);
+        let oldest = turns.last().map(|(_, id)| *id);
+        turns.reverse();
+        Ok(TurnsPage { turns: turns.into_iter().map(|(t, _)| t).collect(), older_than: if more { oldest } else { None } })
+    }
+
     /// The newest [`RESUME_TURNS`] turns of a chain, oldest first (each text cut to
     /// [`RESUME_TURN_TEXT_BYTES`]), and whether older ones exist.
     pub fn recent_turns(&self, continuity_id: &str) -> Result<(Vec<JournalTurn>, bool), JournalError> {
+        let page = self.turns_page(continuity_id, None)?;
+        Ok((page.turns, page.older_than.is_some()))
+    }
+
+    /// The chain's first user turn (its goal, as the user first put it), its text cut to
+    /// `max_bytes`.
+    pub fn first_user_turn(&self, continuity_id: &str, max_bytes: usize) -> Result<Option<JournalTurn>, JournalError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT conversation_id, message_id, role, text, observed_at FROM journal_turns
+                 WHERE continuity_id = ?1 AND role = 'user' ORDER BY turn_id LIMIT 1",
+            )?
+            .query_row(params![continuity_id], |r| turn_row(r, max_bytes))
+            .optional()?)
+    }
+
+    /// The chain's newest `count` turns, oldest first, each text cut to `max_bytes`.
+    pub fn newest_turns(&self, continuity_id: &str, count: usize, max_bytes: usize) -> Result<Vec<JournalTurn>, JournalError> {
         let mut statement = self.conn.prepare_cached(
             "SELECT conversation_id, message_id, role, text, observed_at FROM journal_turns
              WHERE continuity_id = ?1 ORDER BY turn_id DESC LIMIT ?2",
         )?;
-        let rows = statement.query_map(params![continuity_id, RESUME_TURNS as i64 + 1], |r| {
-            let role: String = r.get(2)?;
-            let text: String = r.get(3)?;
-            let (text, text_truncated) = head_of(text, RESUME_TURN_TEXT_BYTES);
-            Ok(JournalTurn {
-                conversation_id: r.get(0)?,
-                message_id: r.get(1)?,
-                // Only `append` writes the column, from a TurnRole.
-                role: TurnRole::parse(&role).unwrap_or(TurnRole::User),
-                text,
-                text_truncated,
-                observed_at: r.get::<_, i64>(4)?.max(0) as u64,
-            })
-        })?;
+        let rows = statement.query_map(params![continuity_id, count as i64], |r| turn_row(r, max_bytes))?;
         let mut turns: Vec<JournalTurn> = rows.collect::<Result<_, _>>()?;
-        let more = turns.len() > RESUME_TURNS;
-        turns.truncate(RESUME_TURNS);
         turns.reverse();
-        Ok((turns, more))
+        Ok(turns)
     }
 
     /// How many turns the journal holds.
     pub fn turn_count(&self) -> Result<u64, JournalError> {
         Ok(self.conn.query_row("SELECT count(*) FROM journal_turns", [], |r| r.get::<_, i64>(0))?.max(0) as u64)
     }
+}
+
+/// A turn from the columns `conversation_id, message_id, role, text, observed_at`, its text
+/// cut to `max_bytes`.
+fn turn_row(r: &rusqlite::Row<'_>, max_bytes: usize) -> rusqlite::Result<JournalTurn> {
+    let role: String = r.get(2)?;
+    let text: String = r.get(3)?;
+    let (text, text_truncated) = head_of(text, max_bytes);
+    Ok(JournalTurn {
+        conversation_id: r.get(0)?,
+        message_id: r.get(1)?,
+        // Only `append` writes the column, from a TurnRole.
+        role: TurnRole::parse(&role).unwrap_or(TurnRole::User),
+        text,
+        text_truncated,
+        observed_at: r.get::<_, i64>(4)?.max(0) as u64,
+    })
 }
 
 fn chain_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChainRow> {

@@ -202,7 +202,53 @@ fn fts_syntax_in_a_query_is_only_words() {
 }
 
 fn resumed(store: &JournalStore, anchor: ResumeAnchor) -> Result<MethodResult, JournalError> {
-    resume(store, &anchor)
+    resume(store, &anchor, None)
+}
+
+/// One resume page: its message ids and its `next_cursor`.
+fn page(store: &JournalStore, chain: &str, before: Option<&str>) -> (Vec<String>, Option<String>) {
+    let before = before.map(|c| continuity_protocol::journal::parse_resume_cursor(c).expect("a cursor of this runtime"));
+    match resume(store, &ResumeAnchor::Chain(chain.to_owned()), before).expect("resume") {
+        MethodResult::ContinuityResumed { turns, next_cursor, more_turns, .. } => {
+            assert_eq!(more_turns, next_cursor.is_some(), "more_turns and next_cursor agree");
+            (turns.into_iter().map(|t| t.message_id).collect(), next_cursor)
+        }
+        other => panic!("not a resume answer: {other:?}"),
+    }
+}
+
+#[test]
+fn c5_resume_pages_back_to_the_first_turn_with_a_cursor_stable_under_appends() {
+    let (_dir, mut store) = open();
+    for i in 0..100 {
+        let role = if i % 2 == 0 { TurnRole::User } else { TurnRole::Assistant };
+        store.append(&turn("c1", &format!("m{i:03}"), role, &format!("turn {i}")), i).expect("append");
+        // Another chain's turns interleave: they take turn numbers but never a page's place.
+        store.append(&turn("other", &format!("o{i:03}"), role, "elsewhere"), i).expect("append");
+    }
+    let chain = chain_of(&store, "c1");
+    let (newest, mut cursor) = page(&store, &chain, None);
+    assert_eq!(newest.first().map(String::as_str), Some("m068"), "the newest 32, oldest first");
+    let mut seen = newest;
+    let second_before = cursor.clone();
+    let (second, _) = page(&store, &chain, second_before.as_deref());
+    // Appends after the first page shift nothing: the same cursor gives the same page.
+    for i in 100..140 {
+        store.append(&turn("c1", &format!("m{i:03}"), TurnRole::User, "later"), i).expect("append");
+    }
+    assert_eq!(page(&store, &chain, second_before.as_deref()).0, second, "a cursor's page is stable under appends");
+    let mut pages = 1;
+    while let Some(before) = cursor {
+        let (older, next) = page(&store, &chain, Some(&before));
+        assert!(!older.is_empty() && older.len() <= RESUME_TURNS);
+        seen.splice(0..0, older);
+        cursor = next;
+        pages += 1;
+    }
+    assert_eq!(pages, 4, "100 turns are 32 + 32 + 32 + 4");
+    let all: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(seen, all, "paging back reaches the first turn (the goal), each turn once, in order");
+    assert_eq!(page(&store, &chain, Some("t1")), (Vec::new(), None), "nothing is older than the first turn");
 }
 
 fn url(conversation: &str, project: Option<&str>) -> ResumeAnchor {

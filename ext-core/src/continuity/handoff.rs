@@ -39,6 +39,25 @@ use super::*;
 use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
 use crate::scope::Site;
 
+/// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url, workspace_id,
+/// browser_session_ref, queue}` ([`RuntimeCall::HandoffPrepare`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrepareCall {
+    /// The chain `continuity.resolve` confirmed.
+    pub continuity_id: String,
+    /// The source conversation's full URL.
+    pub source_url: String,
+    /// The source scope's bound workspace (the seed lists its panes, agents, Git; X9).
+    pub workspace_id: Option<String>,
+    /// The source scope's inbox ref when bound (the seed lists its open tasks).
+    pub browser_session_ref: Option<String>,
+    /// The source's queued messages, oldest first (≤ [`HANDOFF_QUEUE_ITEMS`]).
+    pub queue: Vec<String>,
+}
+
+/// Most queued messages the prepare call names (the runtime's `MAX_HANDOFF_QUEUE_ITEMS`).
+pub const HANDOFF_QUEUE_ITEMS: usize = 5;
+
 /// The query parameter that names a transfer in its new tab's URL.
 pub const HANDOFF_QUERY: &str = "herdr_handoff=";
 
@@ -447,7 +466,16 @@ impl Continuity {
                     Some(HandoffState::Preparing { source_url, .. }) => source_url.clone(),
                     _ => return,
                 };
-                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, RuntimeCall::HandoffPrepare { continuity_id, source_url });
+                // The seed's facts (X9): the bound workspace and its inbox ref, the queue.
+                let binding = self.bindings.list().find(|b| b.scope.key() == key);
+                let workspace_id = binding.map(|b| b.workspace_id.clone());
+                let browser_session_ref = binding.map(|b| browser_session_ref(&b.scope));
+                let queue = match self.handoff.transfers.get(key) {
+                    Some(t) => self.queue_texts(&crate::text::concat(&[t.site.as_str(), ":", &t.source_conversation]), HANDOFF_QUEUE_ITEMS),
+                    None => Vec::new(),
+                };
+                let call = RuntimeCall::HandoffPrepare(PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue });
+                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, call);
             }
             HandoffOutput::OpenNewChat => {
                 let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };

@@ -296,13 +296,8 @@ pub enum RuntimeCall {
     },
     /// `profiles.get {}`: the companion home's site profile files (after every `hello`).
     ProfilesGet,
-    /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url}` (X4; read-only).
-    HandoffPrepare {
-        /// The chain `continuity.resolve` confirmed.
-        continuity_id: String,
-        /// The source conversation's full URL.
-        source_url: String,
-    },
+    /// `herdr_mcp.browser_handoff.prepare` (X4, X9; read-only).
+    HandoffPrepare(super::PrepareCall),
 }
 
 /// A `judge_verdict` answer, reduced to what the HUD and semantic Auto use.
@@ -573,6 +568,8 @@ pub enum ContinuityInput {
         /// The tab.
         tab: TabId,
     },
+    /// HUD: "Journal this chat" / "Stop journaling this chat" (X3).
+    JournalOpt(super::JournalOpt),
     /// HUD: the Handoff button (X1).
     Handoff {
         /// The tab.

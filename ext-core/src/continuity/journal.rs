@@ -1,7 +1,9 @@
 //! The Continuity Journal's writer and the context pressure of each conversation, in the
 //! worker (SPEC C1, C3, R1).
 //!
-//! Journal: when a reply of a bound conversation ends, the page reports the turn
+//! Journal: when a reply of a bound conversation — or of a conversation the user opted into
+//! the journal before binding it (the HUD's "Journal this chat", [`JournalBook::opted`]) —
+//! ends, the page reports the turn
 //! ([`ContinuityInput::TurnEnded`]: the last user turn and the reply, each with its message
 //! id and its text, ≤ 64 KiB). Each of the two with a known id and a text becomes an entry
 //! of the *outbox*, which is part of the snapshot, so a worker restart loses none; the
@@ -19,8 +21,15 @@
 //! never-decreasing message floor and [`crate::context_pressure::PressureConfig`] turn it
 //! into the HUD's level (R1).
 //!
+//! Opt-in: a conversation opted in is journaled from that moment (earlier turns are not
+//! read back), without a workspace; when it is bound later its turns go on into the same
+//! chain (the runtime keeps a conversation in its chain for good, C3), so nothing journaled
+//! before the binding is lost. Opting out stops journaling an unbound chat; what was
+//! written stays. A bound chat is journaled whatever the opt-in says.
+//!
 //! Invariants (tests in `tests/it/continuity_journal.rs`, a property test among them):
-//! - An ended turn of a bound conversation is written, or kept in the outbox until it is:
+//! - An ended turn of a bound or opted-in conversation is written, or kept in the outbox
+//!   until it is; an ended turn of any other conversation is never written:
 //!   an entry is removed only by an answer to its own append or by a final refusal.
 //! - The outbox keeps the page's order and holds a turn once; at most one append is in
 //!   flight; a turn already answered is not written again.
@@ -83,9 +92,25 @@ pub struct JournalBook {
     pub(crate) chains: VecMap<String, String>,
     /// Each conversation's message floor (R1; never decreases).
     pub(crate) floors: VecMap<String, u32>,
+    /// Conversations (`<site>:<id>`) the user opted into the journal before binding them,
+    /// oldest first (at most [`MAX_OPTED`]).
+    pub(crate) opted: Vec<String>,
 }
 
-json_struct!(JournalBook { outbox: default, recent: default, dropped: default, missed: default, chains: default, floors: default });
+json_struct!(JournalBook { outbox: default, recent: default, dropped: default, missed: default, chains: default, floors: default, opted: default });
+
+/// The HUD's journal opt-in on `tab`'s conversation ([`ContinuityInput::JournalOpt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct JournalOpt {
+    /// The tab.
+    pub tab: TabId,
+    /// "Journal this chat" (true) or "Stop journaling this chat".
+    pub on: bool,
+}
+
+/// Most conversations kept opted in; opting in one more forgets the oldest opt-in (the HUD
+/// shows "Journal this chat" on it again).
+pub const MAX_OPTED: usize = 256;
 
 /// The writer's state: the book and what is not persisted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -137,18 +162,48 @@ fn bound<V>(map: &mut VecMap<String, V>, max: usize, keep: &str) {
 }
 
 impl Continuity {
+    /// Whether `tab` shows a conversation opted into the journal (bound or not).
+    pub(super) fn journal_opted(&self, tab: TabId) -> bool {
+        self.pages.get(&tab).and_then(queue::conversation_key).is_some_and(|key| self.journal.book.opted.contains(&key))
+    }
+
+    /// HUD: "Journal this chat" (`on`) or "Stop journaling this chat" on `tab`'s conversation.
+    pub(super) fn journal_opt(&mut self, tab: TabId, on: bool) {
+        let Some(key) = self.pages.get(&tab).and_then(queue::conversation_key) else { return };
+        let book = &mut self.journal.book;
+        let had = book.opted.contains(&key);
+        if on == had {
+            return;
+        }
+        if on {
+            book.opted.push(key);
+            let excess = book.opted.len().saturating_sub(MAX_OPTED);
+            book.opted.drain(..excess);
+        } else {
+            book.opted.retain(|k| *k != key);
+        }
+        self.persist();
+        let say = if on { "journalOptedIn" } else { "journalOptedOut" };
+        self.notice(tab, Say::new(say, vec![]), NoticeTone::Info);
+        self.emit(ContinuityOutput::ViewsChanged);
+    }
+
     /// A reply of `tab` ended: its user turn and the reply join the outbox when the chat is
-    /// a bound conversation and each has an id and a text.
+    /// a bound or opted-in conversation and each has an id and a text.
     pub(super) fn journal_turn_ended(&mut self, now: Millis, tab: TabId, turns: [(Option<String>, &str, &str); 2]) {
+        let opted = self.journal_opted(tab);
         let Some(report) = self.pages.get(&tab) else { return };
         let page = classify_url(&report.url);
         let Some(conversation) = page.conversation() else { return };
-        let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s)) else { return };
+        let binding = page.scope().and_then(|s| self.bindings.binding_for(&s));
+        if binding.is_none() && !opted {
+            return;
+        }
         let project_id = match &page {
             PageKind::ProjectChat { project_id, .. } => Some(project_id.clone()),
             _ => None,
         };
-        let workspace_id = Some(binding.workspace_id.clone());
+        let workspace_id = binding.map(|b| b.workspace_id.clone());
         let url = report.url.clone();
         let book = &mut self.journal.book;
         let mut changed = false;
@@ -291,7 +346,9 @@ impl Continuity {
         let report = self.pages.get(&tab)?;
         let page = classify_url(&report.url);
         let conversation = page.conversation()?;
-        page.scope().and_then(|s| self.bindings.binding_for(&s))?;
+        if page.scope().and_then(|s| self.bindings.binding_for(&s)).is_none() && !self.journal_opted(tab) {
+            return None;
+        }
         let book = &self.journal.book;
         let waiting = book.outbox.len();
         // Turns on their way while the runtime answers are not "waiting": the line changes

@@ -109,7 +109,8 @@ pub use io::*;
 pub use unresolved::{Unresolved, UnresolvedWhy};
 pub use pane_output::*;
 pub use queue::{QueueDurable, QueueSend, QueueView};
-pub use handoff::{new_chat_url, HandoffBook, HandoffView, Transfer, HANDOFF_QUERY};
+pub use handoff::{new_chat_url, HandoffBook, HandoffView, PrepareCall, Transfer, HANDOFF_QUERY, HANDOFF_QUEUE_ITEMS};
+pub use journal::{JournalOpt, MAX_OPTED};
 pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
 pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
@@ -599,6 +600,7 @@ impl Continuity {
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision } => self.bridge_decide(tab, &batch_id, call, decision),
             ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
             ContinuityInput::ForgetApp { tab } => self.app_forget(now, tab),
+            ContinuityInput::JournalOpt(JournalOpt { tab, on }) => self.journal_opt(tab, on),
             ContinuityInput::Handoff { tab } => self.handoff_start(now, tab),
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),

@@ -293,6 +293,12 @@ impl Continuity {
         }
     }
 
+    /// The texts of `conversation`'s queued items, oldest first, at most `max` (the handoff
+    /// seed names them; they move with the cut-over, Q9).
+    pub(super) fn queue_texts(&self, conversation: &str, max: usize) -> Vec<String> {
+        self.queue.book.as_ref().map(|book| book.items(conversation).iter().take(max).map(|i| i.text.clone()).collect()).unwrap_or_default()
+    }
+
     /// The batch of `conversation` that may go out now: its items minus those of batches in
     /// flight or confirmed and not yet removed.
     fn queue_batch(&self, conversation: &str) -> Option<Batch> {

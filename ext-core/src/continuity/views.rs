@@ -60,6 +60,10 @@ impl Continuity {
             // "Forget App": plain messages until a newer human turn carries an App again.
             actions.push(ViewAction::new("forget_app", Ok(())));
         }
+        if binding.is_none() && page.conversation().is_some() {
+            // X3: an unbound conversation can be journaled before it is bound.
+            actions.push(ViewAction::new(if self.journal_opted(tab) { "journal_opt_out" } else { "journal_opt_in" }, Ok(())));
+        }
         if self.bridge_scope(tab).is_some() {
             // The JSON bridge (O2): insert its prompt; send the last reply's results again.
             actions.push(ViewAction::new("bridge_prompt", Ok(())));

@@ -141,8 +141,10 @@ impl World {
                                 Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
                             }
                         }
-                        RuntimeCall::HandoffPrepare { continuity_id, source_url } => {
-                            self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url}"));
+                        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue }) => {
+                            let workspace = workspace_id.as_deref().unwrap_or("none");
+                            let session = browser_session_ref.as_deref().unwrap_or("none");
+                            self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url} workspace={workspace} ref={session} queue={queue:?}"));
                             match self.journal {
                                 Journal::Up => Ok(RuntimeAnswer::Prepared(package())),
                                 Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
@@ -286,7 +288,7 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
         before: target=6a1b2c3d-0000-4000-8000-00000000000a hud - button=handoff copy=none
         activity handoff sent handoff_started -
         continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
-        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a workspace=w1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef queue=["first", "second"]
         open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
         pressed: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_opening [] button=none copy=none
         activity handoff sent new_chat_opened -
@@ -562,7 +564,7 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
     expect![[r#"
         activity handoff sent handoff_started -
         continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
-        browser_handoff.prepare hc-1 https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chat.z.ai/c/6a1b2c3d-0000-4000-8000-00000000000a workspace=w1 ref=zai:conv:6a1b2c3d-0000-4000-8000-00000000000a queue=["first", "second"]
         open_tab https://chat.z.ai/?herdr_handoff=ho-1
         activity handoff sent new_chat_opened -
         seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.0

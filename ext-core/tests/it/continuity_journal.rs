@@ -100,6 +100,56 @@ fn only_finished_turns_of_bound_chats_with_ids_are_journaled() {
     assert!(log.is_empty(), "no id, an empty text and a replay are not journaled: {log:?}");
 }
 
+fn actions(c: &Continuity) -> Vec<String> {
+    c.page_view(TAB).map(|v| v.actions.iter().map(|a| a.id.to_string()).collect()).unwrap_or_default()
+}
+
+// X3: an unbound chat is journaled once the user opts it in (from that moment, without a
+// workspace), no longer once opted out, and on after it is bound — into the same
+// conversation, so its chain keeps what was journaled before the binding. The opt-in
+// survives a worker restart.
+#[test]
+fn a_chat_opted_in_before_binding_is_journaled_from_then_on_and_kept_when_bound_x3() {
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    drain(&mut c, 0, Runtime::Records, &mut log);
+    log.push(format!("actions {:?} line {}", actions(&c), journal_line(&c)));
+    ended(&mut c, 1, ("u-0", "before the opt-in"), ("a-0", "not journaled"));
+    c.handle(2, ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab: TAB, on: true }));
+    drain(&mut c, 2, Runtime::Records, &mut log);
+    log.push(format!("actions {:?} line {}", actions(&c), journal_line(&c)));
+    ended(&mut c, 3, ("u-1", "Split the parser"), ("a-1", "Split."));
+    drain(&mut c, 3, Runtime::Records, &mut log);
+    let mut c = restart(&c, 4);
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    c.handle(4, ContinuityInput::LinkUp);
+    drain(&mut c, 4, Runtime::Records, &mut log);
+    log.push(format!("after a restart: actions {:?} line {}", actions(&c), journal_line(&c)));
+    c.handle(5, ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab: TAB, on: false }));
+    ended(&mut c, 6, ("u-2", "opted out"), ("a-2", "not journaled"));
+    drain(&mut c, 6, Runtime::Records, &mut log);
+    log.push(format!("opted out: actions {:?} line {}", actions(&c), journal_line(&c)));
+    c.handle(7, ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab: TAB, on: true }));
+    c.handle(7, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    drain(&mut c, 7, Runtime::Records, &mut log);
+    ended(&mut c, 8, ("u-3", "Now test it"), ("a-3", "Tested."));
+    drain(&mut c, 8, Runtime::Records, &mut log);
+    log.push(format!("bound: actions {:?} line {}", actions(&c), journal_line(&c)));
+    expect![[r#"
+        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in"] line none
+        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out"] line journalNothingYet []
+        append user u-1 "Split the parser" project=None workspace=None
+        append assistant a-1 "Split." project=None workspace=None
+        after a restart: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out"] line journalRecorded ["hc-5f0c"]
+        opted out: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in"] line none
+        append user u-3 "Now test it" project=None workspace=Some("w1")
+        append assistant a-3 "Tested." project=None workspace=Some("w1")
+        bound: actions ["toggle_auto", "continue", "check_herdr", "llm_judge"] line journalRecorded ["hc-5f0c"]"#]]
+    .assert_eq(&log.join("\n"));
+}
+
 // C1: while the companion is away the turns wait in the outbox, which survives a worker
 // restart; the link coming back writes them in order.
 #[test]

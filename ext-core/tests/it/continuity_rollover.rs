@@ -95,7 +95,7 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
         activity handoff sent rollover_started -
         activity handoff sent handoff_started -
         continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
-        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a workspace=w1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef queue=[]
         open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
         journal written: rollover=started
         activity handoff sent new_chat_opened -
@@ -345,7 +345,7 @@ fn a_settle_at_the_rollover_wakes_the_new_conversation_not_the_source_x2_r2() {
         activity handoff sent rollover_started -
         activity handoff sent handoff_started -
         continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
-        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a workspace=w1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef queue=[]
         open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
         activity handoff sent new_chat_opened -
         seed (after the snapshot write) tab=9 id=handoff:ho-1/e.0.0

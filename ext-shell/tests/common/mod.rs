@@ -864,12 +864,20 @@ pub fn handoff_calls_and_package_are_checked() {
     assert_eq!((request["method"].as_str(), request["params"].clone()), (Some("continuity.resolve"), json!({"conversation_id": "6a1b"})));
     let resolved = answer_of(&resolve, &json!({"id": "c-1", "result": {"type": "continuity_resolved", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "project_id": null, "title": "t", "updated_at": 1}}));
     assert_eq!(resolved.map_err(|e| e.code), Ok(RuntimeAnswer::Resolved { continuity_id: "hc-5f0c".into() }));
-    let prepare = RuntimeCall::HandoffPrepare { continuity_id: "hc-5f0c".into(), source_url: "https://chatgpt.com/c/6a1b".into() };
+    let prepare = RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
+        continuity_id: "hc-5f0c".into(),
+        source_url: "https://chatgpt.com/c/6a1b".into(),
+        workspace_id: Some("w1".into()),
+        browser_session_ref: Some("chatgpt:conv:6a1b".into()),
+        queue: vec!["Then the docs".into()],
+    });
     let request = cw::call_json("c-2", &prepare);
     assert_eq!(request["method"], "herdr_mcp.browser_handoff.prepare");
     let params: continuity_protocol::handoff::HandoffPrepareParams =
         serde_json::from_value(request["params"].clone()).expect("the runtime's params type reads what the worker sends");
     assert_eq!((params.continuity_id.as_str(), params.source_url.as_str()), ("hc-5f0c", "https://chatgpt.com/c/6a1b"));
+    assert_eq!((params.workspace_id.as_deref(), params.browser_session_ref.as_deref()), (Some("w1"), Some("chatgpt:conv:6a1b")));
+    assert_eq!(params.queue, ["Then the docs"]);
     let package = |handoff_message: &str, automatic: &str, copy: &str| {
         json!({"id": "c-2", "result": {"type": "handoff_prepared", "ok": true, "source_route": null, "source_route_error": "none",
             "handoff": {"handoff_id": "ho-1", "continuity_id": "hc-5f0c", "source_url": "https://chatgpt.com/c/6a1b", "message": handoff_message,
