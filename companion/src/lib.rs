@@ -46,4 +46,5 @@ pub mod protocol;
 pub mod providers;
 pub mod runtime;
 pub mod stream;
+pub mod tools;
 pub mod work_memory;

@@ -20,6 +20,42 @@ wire_names! {
         HerdrMethods = "herdr_methods",
         /// The runtime's view of Herdr: connection, workspaces, panes (read-only).
         HerdrInspect = "herdr_inspect",
+        /// Replace one exact, unique string in a file (write).
+        HerdrFsEdit = "herdr_fs_edit",
+        /// Write a whole file (write).
+        HerdrFsWrite = "herdr_fs_write",
+        /// Apply a unified or `*** Begin Patch` diff, all or nothing (write).
+        HerdrFsPatch = "herdr_fs_patch",
+        /// Run a command in a root, at most 60 s (write).
+        HerdrExec = "herdr_exec",
+        /// Start a long-running command session (write).
+        HerdrExecStart = "herdr_exec_start",
+        /// Read a session's output (classed with the exec tools).
+        HerdrExecRead = "herdr_exec_read",
+        /// Kill a session (write).
+        HerdrExecKill = "herdr_exec_kill",
+    }
+}
+
+impl ToolName {
+    /// True when the tool only reads, so the JSON bridge may run it without a click when the
+    /// chat's Auto is on. Every tool is named (no wildcard): a new one must be classed here
+    /// before it builds. `herdr_call` is classed by its method (`classify` in the bridge), so
+    /// it is not read-only here; the exec tools are never read-only, whatever `intent` says
+    /// (the caller's word is not a proof), and `herdr_exec_read` goes with them.
+    pub const fn is_read_only(self) -> bool {
+        match self {
+            ToolName::HerdrMethods | ToolName::HerdrInspect => true,
+            ToolName::HerdrPrompt
+            | ToolName::HerdrCall
+            | ToolName::HerdrFsEdit
+            | ToolName::HerdrFsWrite
+            | ToolName::HerdrFsPatch
+            | ToolName::HerdrExec
+            | ToolName::HerdrExecStart
+            | ToolName::HerdrExecRead
+            | ToolName::HerdrExecKill => false,
+        }
     }
 }
 
@@ -154,6 +190,7 @@ mod tests {
             assert!(callable_herdr_method(local.as_str()).is_none(), "{local} is local, not Herdr's");
         }
         assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
-        assert!(ToolName::parse("herdr_exec").is_err());
+        assert!(ToolName::parse("herdr_shell").is_err());
+        assert!(!ToolName::HerdrExec.is_read_only() && !ToolName::HerdrFsPatch.is_read_only() && ToolName::HerdrInspect.is_read_only());
     }
 }

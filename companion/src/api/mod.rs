@@ -27,6 +27,7 @@ pub mod judge;
 pub mod profiles;
 pub mod stream;
 pub mod tools;
+pub mod write_tools;
 
 use std::sync::Arc;
 
@@ -65,6 +66,9 @@ pub struct Services {
     /// Which chat a ref-less `herdr_prompt` is for: the extension's chat reports and the
     /// ChatGPT session pairings.
     pub attribution: Arc<attribution::Attribution>,
+    /// The write and exec tools' tables (audit log, idempotency keys, exec sessions);
+    /// `None` when they could not be opened.
+    pub write_tools: Option<Arc<crate::tools::write::WriteTools>>,
 }
 
 /// Routes validated requests to the services.
@@ -92,13 +96,15 @@ pub struct Router {
     bridge: Option<Arc<crate::bridge::BridgeService>>,
     /// Attribution of dispatches to chats.
     attribution: Arc<attribution::Attribution>,
+    /// The write and exec tools.
+    write_tools: Option<Arc<crate::tools::write::WriteTools>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution, write_tools } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution, write_tools }
     }
 
     /// The current Herdr status.
@@ -143,6 +149,7 @@ impl Router {
             Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
             Method::ChatsReport => attribution::handle(&self.attribution, request),
             Method::ProfilesGet => profiles::handle(&self.home).await,
+            Method::ToolsAudit => write_tools::audit_page(self, &request.params).await,
         }
     }
 

@@ -46,16 +46,33 @@ const HERDR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The arguments each tool takes (its schema's `properties`, checked by a test).
 const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
+    if let Some(write) = super::write_tools::arguments_of(tool) {
+        return write;
+    }
     match tool {
         ToolName::HerdrPrompt => &["browser_session_ref", "target", "text", "workspace_id", "turn_id"],
         ToolName::HerdrCall => &["method", "params"],
         ToolName::HerdrMethods => &["query"],
         ToolName::HerdrInspect => &[],
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => &[],
     }
 }
 
 /// Every planner tool, in the order `tools.list` gives them.
 pub fn specs() -> Vec<ToolSpec> {
+    let mut specs = base_specs();
+    specs.extend(super::write_tools::specs());
+    specs
+}
+
+/// The tools of this file, in `tools.list` order.
+fn base_specs() -> Vec<ToolSpec> {
     let id = |what: &str| json!({"type": "string", "minLength": 1, "maxLength": MAX_REF_CHARS, "description": what});
     vec![
         ToolSpec {
@@ -257,6 +274,16 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
     };
     match tool {
         ToolName::HerdrInspect | ToolName::HerdrMethods => Ok(()),
+        // The write tools confine themselves: a chat's project roots are the registered
+        // roots and its own workspace's pane directories (`super::write_tools`), and an
+        // exec session is reachable only by its id.
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => Ok(()),
         ToolName::HerdrPrompt => {
             match map.get("browser_session_ref") {
                 None | Some(Value::Null) => {
@@ -469,6 +496,13 @@ pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Va
         ToolName::HerdrCall => call(api, &args).await?,
         ToolName::HerdrMethods => methods(api, &args)?,
         ToolName::HerdrInspect => inspect(api, caller, &args)?,
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => super::write_tools::run(api, caller, tool, map).await?,
     };
     Ok((tool, result))
 }

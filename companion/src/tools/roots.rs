@@ -1,0 +1,465 @@
+//! Project roots: the directories the workstation tools (`herdr_fs_*`, `herdr_git`, and the
+//! write and exec tools) may touch, and the resolution of a path the planner sends into one
+//! of them.
+//!
+//! The roots of a call are the directories the user registered (`herdr-companion roots
+//! add PATH`, the `roots` table of `state.db`, [`RootStore`]) and the working directories
+//! of the panes of the caller's workspace (added at call time from Herdr's pane list by
+//! `crate::api::tools`). Each is canonicalised once, when the [`Roots`] of a call are
+//! built; one that does not exist (any more) is left out.
+//!
+//! Invariants:
+//! - [`Roots::resolve`] answers only paths inside a root, with every symlink and `..`
+//!   resolved by the file system (`std::fs::canonicalize`), never by string handling; a
+//!   path that does not exist yet (a file to create) is its longest existing ancestor,
+//!   canonicalised, plus plain names (no `..`, `.` or root after the first missing part).
+//! - A refusal ([`RootError`]) names the roots, so the model can correct its call.
+//! - [`Roots::open_file`] closes the race between the check and the use (TOCTOU): it opens
+//!   the resolved path without following a final symlink, then checks the path of the
+//!   open file (the kernel's `/proc/self/fd` link on Linux; the same device and inode as
+//!   the path canonicalised again elsewhere) against the roots once more.
+
+use std::fs::File;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection};
+use thiserror::Error;
+
+use crate::db::{open_connection, DbError};
+
+/// Longest path a tool accepts, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// Why a path was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RootError {
+    /// No root is registered and the caller's workspace has no pane with a working directory.
+    #[error(
+        "no project root is set: register one with `herdr-companion roots add PATH`, or open a Herdr pane in the project (the working directories of the bound workspace's panes are roots)"
+    )]
+    NoRoots,
+    /// The path resolves outside every root.
+    #[error("{path} resolves to {resolved}, which is outside the project roots ({roots}); use a path inside one of them, or register another root with `herdr-companion roots add PATH`")]
+    Outside {
+        /// The path as sent.
+        path: String,
+        /// Where it resolved to.
+        resolved: String,
+        /// The roots, listed.
+        roots: String,
+    },
+    /// A relative path with several roots that do not agree on it.
+    #[error("{path} is relative and {why}; the project roots are {roots}: send an absolute path inside one of them")]
+    Ambiguous {
+        /// The path as sent.
+        path: String,
+        /// Why no single root was picked.
+        why: String,
+        /// The roots, listed.
+        roots: String,
+    },
+    /// The path is empty, too long, holds a NUL, or walks up (`..`) from a missing directory.
+    #[error("{0}")]
+    Invalid(String),
+    /// The path names nothing (reading) or its directory cannot be read.
+    #[error("{path} cannot be read ({error}); the project roots are {roots}")]
+    Io {
+        /// The path as sent.
+        path: String,
+        /// The OS error.
+        error: String,
+        /// The roots, listed.
+        roots: String,
+    },
+    /// The file changed between the check and the open (a symlink put in its place).
+    #[error("{path} changed while it was being opened (it now resolves to {now}, outside the project roots {roots}); the call was refused, retry once it is stable")]
+    Raced {
+        /// The path as sent.
+        path: String,
+        /// Where the open file is.
+        now: String,
+        /// The roots, listed.
+        roots: String,
+    },
+}
+
+/// The project roots of one call, canonicalised.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roots {
+    /// Canonical, existing, deduplicated, in the order given (registered roots first).
+    roots: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// The roots of a call: `registered` (from [`RootStore::list`]) then `pane_dirs` (the
+    /// working directories of the caller's panes). Each is canonicalised; a relative one,
+    /// one that does not exist, or a duplicate is left out.
+    pub fn new(registered: impl IntoIterator<Item = PathBuf>, pane_dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for dir in registered.into_iter().chain(pane_dirs) {
+            if !dir.is_absolute() {
+                continue;
+            }
+            let Ok(canonical) = std::fs::canonicalize(&dir) else { continue };
+            if canonical.is_dir() && !roots.contains(&canonical) {
+                roots.push(canonical);
+            }
+        }
+        Self { roots }
+    }
+
+    /// The roots (canonical paths).
+    pub fn list(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    /// The roots as one line for a message.
+    pub fn describe(&self) -> String {
+        if self.roots.is_empty() {
+            return "none".to_owned();
+        }
+        self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The root `path` (canonical) lies in, if any.
+    pub fn root_of(&self, canonical: &Path) -> Option<&Path> {
+        self.roots.iter().find(|root| canonical.starts_with(root)).map(PathBuf::as_path)
+    }
+
+    /// `path` resolved inside a root: absolute, or relative to the one root (with several
+    /// roots, relative to the only root under which it exists). Symlinks and `..` are
+    /// resolved by the file system; a missing tail (a file to create) is plain names.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, RootError> {
+        if path.is_empty() {
+            return Err(RootError::Invalid("the path is empty; send a file or directory path inside a project root".to_owned()));
+        }
+        if path.len() > MAX_PATH_BYTES {
+            return Err(RootError::Invalid(format!("the path is {} bytes; at most {MAX_PATH_BYTES} are allowed", path.len())));
+        }
+        if path.contains('\0') {
+            return Err(RootError::Invalid("the path holds a NUL character; send a plain path".to_owned()));
+        }
+        if self.roots.is_empty() {
+            return Err(RootError::NoRoots);
+        }
+        let given = Path::new(path);
+        let candidate = if given.is_absolute() {
+            given.to_path_buf()
+        } else if let [only] = self.roots.as_slice() {
+            only.join(given)
+        } else {
+            let existing: Vec<PathBuf> = self.roots.iter().map(|r| r.join(given)).filter(|p| p.symlink_metadata().is_ok()).collect();
+            match existing.as_slice() {
+                [one] => one.clone(),
+                [] => {
+                    return Err(RootError::Ambiguous {
+                        path: path.to_owned(),
+                        why: "exists under none of the roots".to_owned(),
+                        roots: self.describe(),
+                    })
+                }
+                _ => {
+                    return Err(RootError::Ambiguous {
+                        path: path.to_owned(),
+                        why: format!("exists under {} of them", existing.len()),
+                        roots: self.describe(),
+                    })
+                }
+            }
+        };
+        let resolved = self.canonical(path, &candidate)?;
+        match self.root_of(&resolved) {
+            Some(_) => Ok(resolved),
+            None => Err(RootError::Outside { path: path.to_owned(), resolved: resolved.display().to_string(), roots: self.describe() }),
+        }
+    }
+
+    /// `candidate` canonicalised: the longest existing ancestor by the file system, then the
+    /// missing names appended (plain names only).
+    fn canonical(&self, path: &str, candidate: &Path) -> Result<PathBuf, RootError> {
+        let mut existing = candidate.to_path_buf();
+        let mut missing: Vec<std::ffi::OsString> = Vec::new();
+        loop {
+            match std::fs::canonicalize(&existing) {
+                Ok(canonical) => {
+                    let mut out = canonical;
+                    for name in missing.iter().rev() {
+                        out.push(name);
+                    }
+                    return Ok(out);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    // Walk up one component; it must be a plain name to be appended later.
+                    let last = existing.components().next_back();
+                    match last {
+                        Some(Component::Normal(name)) => {
+                            missing.push(name.to_owned());
+                            if !existing.pop() {
+                                break;
+                            }
+                        }
+                        Some(Component::CurDir) => {
+                            existing.pop();
+                        }
+                        _ => {
+                            return Err(RootError::Invalid(format!(
+                                "{path} walks up (`..`) out of a directory that does not exist; send the path without `..`, inside one of the project roots ({})",
+                                self.describe()
+                            )))
+                        }
+                    }
+                }
+                Err(error) => {
+                    return Err(RootError::Io { path: path.to_owned(), error: error.to_string(), roots: self.describe() });
+                }
+            }
+        }
+        Err(RootError::Io { path: path.to_owned(), error: "no part of it exists".to_owned(), roots: self.describe() })
+    }
+
+    /// Opens the existing file `path` for reading inside a root (see the module's TOCTOU
+    /// invariant) and returns its resolved path and the open file.
+    pub fn open_file(&self, path: &str) -> Result<(PathBuf, File), RootError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let resolved = self.resolve(path)?;
+        let io = |error: std::io::Error| RootError::Io { path: path.to_owned(), error: error.to_string(), roots: self.describe() };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(&resolved)
+            .map_err(|error| {
+                if error.raw_os_error() == Some(libc::ELOOP) {
+                    RootError::Raced { path: path.to_owned(), now: "a symlink".to_owned(), roots: self.describe() }
+                } else {
+                    io(error)
+                }
+            })?;
+        self.recheck(path, &resolved, &file)?;
+        Ok((resolved, file))
+    }
+
+    /// Checks that the open `file` is inside a root: by its `/proc/self/fd` link where there
+    /// is one, else by the same device and inode as `resolved` canonicalised again.
+    pub fn recheck(&self, path: &str, resolved: &Path, file: &File) -> Result<(), RootError> {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let raced = |now: String| RootError::Raced { path: path.to_owned(), now, roots: self.describe() };
+        let io = |error: std::io::Error| RootError::Io { path: path.to_owned(), error: error.to_string(), roots: self.describe() };
+        if let Ok(now) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            return match self.root_of(&now) {
+                Some(_) => Ok(()),
+                None => Err(raced(now.display().to_string())),
+            };
+        }
+        let opened = file.metadata().map_err(io)?;
+        let again = std::fs::canonicalize(resolved).map_err(io)?;
+        let there = std::fs::metadata(&again).map_err(io)?;
+        if self.root_of(&again).is_none() || (opened.dev(), opened.ino()) != (there.dev(), there.ino()) {
+            return Err(raced(again.display().to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The registered roots in `state.db` (table `roots`), shared by the runtime (read at every
+/// tool call) and the `herdr-companion roots` commands.
+#[derive(Debug)]
+pub struct RootStore {
+    /// One connection; callers run it off the async workers (`crate::db::off_worker`).
+    conn: Mutex<Connection>,
+}
+
+/// A change to the registered roots that could not be made.
+#[derive(Debug, Error)]
+pub enum RootStoreError {
+    /// state.db failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The directory to add is not one.
+    #[error("{path} is not a directory that can be read ({error}); give the path of an existing project directory")]
+    NotADirectory {
+        /// The path given.
+        path: String,
+        /// Why.
+        error: String,
+    },
+    /// The root to remove is not registered.
+    #[error("{path} is not a registered root; the registered roots are: {roots} (`herdr-companion roots list`)")]
+    NotRegistered {
+        /// The path given.
+        path: String,
+        /// The registered roots.
+        roots: String,
+    },
+}
+
+impl From<rusqlite::Error> for RootStoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Db(DbError::Sqlite(error))
+    }
+}
+
+impl RootStore {
+    /// Opens (creating the table if needed) the roots of `state.db` at `path`.
+    pub fn open(path: &Path) -> Result<Self, DbError> {
+        let conn = open_connection(path)?;
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS roots (path TEXT PRIMARY KEY, added_at INTEGER NOT NULL);")?;
+        Ok(Self { conn: Mutex::new(conn) })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The registered roots, oldest first, as stored (canonical when they were added).
+    pub fn list(&self) -> Result<Vec<PathBuf>, DbError> {
+        let conn = self.conn();
+        let mut statement = conn.prepare("SELECT path FROM roots ORDER BY added_at, path")?;
+        let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(PathBuf::from(row?));
+        }
+        Ok(out)
+    }
+
+    /// Registers the directory `path` (canonicalised; relative to the current directory)
+    /// and returns it. Adding a registered root again changes nothing.
+    pub fn add(&self, path: &Path, now_ms: i64) -> Result<PathBuf, RootStoreError> {
+        let not_dir = |error: String| RootStoreError::NotADirectory { path: path.display().to_string(), error };
+        let canonical = std::fs::canonicalize(path).map_err(|e| not_dir(e.to_string()))?;
+        if !canonical.is_dir() {
+            return Err(not_dir("it is a file".to_owned()));
+        }
+        let Some(text) = canonical.to_str() else {
+            return Err(not_dir("its path is not UTF-8".to_owned()));
+        };
+        self.conn().execute("INSERT OR IGNORE INTO roots (path, added_at) VALUES (?1, ?2)", params![text, now_ms])?;
+        Ok(canonical)
+    }
+
+    /// Removes the registered root `path` (as given, or canonicalised) and returns the
+    /// path removed.
+    pub fn remove(&self, path: &Path) -> Result<PathBuf, RootStoreError> {
+        let mut forms = vec![path.to_path_buf()];
+        if let Ok(canonical) = std::fs::canonicalize(path) {
+            forms.push(canonical);
+        }
+        let conn = self.conn();
+        for form in &forms {
+            let Some(text) = form.to_str() else { continue };
+            if conn.execute("DELETE FROM roots WHERE path = ?1", params![text])? > 0 {
+                return Ok(form.clone());
+            }
+        }
+        drop(conn);
+        let roots = self.list()?;
+        let roots = if roots.is_empty() { "none".to_owned() } else { roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ") };
+        Err(RootStoreError::NotRegistered { path: path.display().to_string(), roots })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/main.rs"), "fn main() {}\n").expect("write");
+        std::fs::write(dir.path().join("secret.txt"), "secret\n").expect("write");
+        (dir, root)
+    }
+
+    #[test]
+    fn a_path_inside_the_root_resolves_absolute_or_relative() {
+        let (_dir, root) = tree();
+        let roots = Roots::new([root.clone()], []);
+        let canonical = std::fs::canonicalize(&root).expect("canonical");
+        assert_eq!(roots.resolve("src/main.rs"), Ok(canonical.join("src/main.rs")));
+        assert_eq!(roots.resolve(&root.join("src/./main.rs").display().to_string()), Ok(canonical.join("src/main.rs")));
+        assert_eq!(roots.resolve("src/../src/main.rs"), Ok(canonical.join("src/main.rs")));
+        // A file to create: the missing tail is appended.
+        assert_eq!(roots.resolve("src/new/file.rs"), Ok(canonical.join("src/new/file.rs")));
+    }
+
+    #[test]
+    fn dot_dot_a_symlink_and_an_absolute_path_outside_are_refused_naming_the_roots() {
+        let (dir, root) = tree();
+        symlink(dir.path().join("secret.txt"), root.join("link")).expect("symlink");
+        symlink(dir.path(), root.join("up")).expect("symlink");
+        let roots = Roots::new([root.clone()], []);
+        let named = roots.describe();
+        for path in ["../secret.txt", "link", "up/secret.txt", "up/project/../secret.txt", &dir.path().join("secret.txt").display().to_string(), "/etc/passwd"] {
+            let error = roots.resolve(path).expect_err(path);
+            assert!(matches!(error, RootError::Outside { .. }), "{path}: {error:?}");
+            assert!(error.to_string().contains(&named), "{path}: {error}");
+        }
+        // `..` out of a missing directory is refused before anything is looked up.
+        assert!(matches!(roots.resolve("missing/../../secret.txt"), Err(RootError::Invalid(_))));
+        assert!(matches!(Roots::default().resolve("a"), Err(RootError::NoRoots)));
+    }
+
+    #[test]
+    fn a_relative_path_with_several_roots_must_exist_under_exactly_one() {
+        let (dir, root) = tree();
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(other.join("src")).expect("mkdir");
+        std::fs::write(other.join("README"), "x").expect("write");
+        let roots = Roots::new([root.clone(), other.clone(), root.clone()], []);
+        assert_eq!(roots.list().len(), 2, "duplicates are dropped");
+        assert_eq!(roots.resolve("README"), Ok(std::fs::canonicalize(other.join("README")).expect("c")));
+        assert!(matches!(roots.resolve("src"), Err(RootError::Ambiguous { .. })));
+        assert!(matches!(roots.resolve("nothing"), Err(RootError::Ambiguous { .. })));
+    }
+
+    #[test]
+    fn open_file_refuses_a_final_symlink_and_reads_a_file_inside() {
+        let (dir, root) = tree();
+        let roots = Roots::new([root.clone()], []);
+        let (resolved, _file) = roots.open_file("src/main.rs").expect("open");
+        assert!(resolved.ends_with("src/main.rs"));
+        // The check passed, then the file became a symlink out of the root before the open.
+        std::fs::remove_file(root.join("src/main.rs")).expect("rm");
+        symlink(dir.path().join("secret.txt"), root.join("src/main.rs")).expect("symlink");
+        let canonical = std::fs::canonicalize(root.join("src")).expect("c").join("main.rs");
+        let error = std::fs::OpenOptions::new().read(true).custom_flags_nofollow().open(&canonical).expect_err("nofollow");
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        assert!(roots.open_file("src/main.rs").is_err());
+    }
+
+    #[test]
+    fn recheck_refuses_an_open_file_outside_the_roots() {
+        let (dir, root) = tree();
+        let roots = Roots::new([root], []);
+        let outside = dir.path().join("secret.txt");
+        let file = File::open(&outside).expect("open");
+        assert!(matches!(roots.recheck("x", &outside, &file), Err(RootError::Raced { .. })));
+    }
+
+    #[test]
+    fn the_store_adds_lists_and_removes_roots() {
+        let (dir, root) = tree();
+        let store = RootStore::open(&dir.path().join("state.db")).expect("open");
+        let added = store.add(&root, 1).expect("add");
+        assert_eq!(store.add(&root, 2).expect("again"), added);
+        assert_eq!(store.list().expect("list"), vec![added.clone()]);
+        assert!(matches!(store.add(&root.join("src/main.rs"), 3), Err(RootStoreError::NotADirectory { .. })));
+        assert!(matches!(store.remove(Path::new("/nowhere")), Err(RootStoreError::NotRegistered { .. })));
+        assert_eq!(store.remove(&root).expect("remove"), added);
+        assert!(store.list().expect("list").is_empty());
+    }
+
+    trait NoFollow {
+        fn custom_flags_nofollow(&mut self) -> &mut Self;
+    }
+    impl NoFollow for std::fs::OpenOptions {
+        fn custom_flags_nofollow(&mut self) -> &mut Self {
+            use std::os::unix::fs::OpenOptionsExt;
+            self.custom_flags(libc::O_NOFOLLOW)
+        }
+    }
+}
