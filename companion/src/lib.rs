@@ -16,7 +16,8 @@
 //!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
 //!   judge's provider HTTP clients);
 //! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`journal`]
-//!   (the Continuity Journal), [`judge`] (the turn-end judge), [`work_memory`] (W1–W5);
+//!   (the Continuity Journal), [`judge`] (the turn-end judge), [`work_memory`] (W1–W5),
+//!   [`tools`] (the workstation tools: project roots, files, search, Git);
 //! - [`api`]: the one router from methods to services (it owns them), and the planner tool
 //!   registry (`api::tools`) every planner front end uses;
 //! - [`runtime`]: accept loop, peer check, connection and request limits, shutdown.

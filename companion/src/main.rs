@@ -104,6 +104,10 @@ enum Command {
         #[arg(long, value_name = "DIR", global = true)]
         home: Option<PathBuf>,
     },
+    /// The project roots the workstation tools (herdr_fs_*, herdr_git, herdr_exec…) may
+    /// touch, besides the working directories of the bound workspace's Herdr panes.
+    #[command(subcommand)]
+    Roots(RootsCommand),
     /// Prints the version (same as --version).
     Version,
     /// Bench only (`npm run bench`): writes TURNS synthetic turns into the Continuity
@@ -143,6 +147,29 @@ enum OauthSubcommand {
     Revoke {
         /// The client id, as `oauth clients` lists it.
         client_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RootsCommand {
+    /// Registers the directory PATH as a project root (symlinks resolved; kept in state.db).
+    Add {
+        /// The project directory.
+        path: PathBuf,
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Lists the registered project roots, one a line.
+    List {
+        #[command(flatten)]
+        home: HomeArg,
+    },
+    /// Removes the registered project root PATH.
+    Remove {
+        /// The root, as `roots list` prints it (or a path that resolves to it).
+        path: PathBuf,
+        #[command(flatten)]
+        home: HomeArg,
     },
 }
 
@@ -356,6 +383,7 @@ fn run(cli: Cli) -> Result<i32> {
             companion::mcp::oauth::cli::run(&home, &command, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Roots(command) => roots(command),
         Command::JournalFill { home, turns } => {
             let home = CompanionHome::resolve(home.home)?;
             home.ensure_private_dirs()?;
@@ -364,6 +392,37 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `herdr-companion roots add|list|remove`, on the home's state.db (the runtime reads the
+/// table at every tool call, so a change applies to the next call).
+fn roots(command: RootsCommand) -> Result<i32> {
+    use companion::tools::roots::RootStore;
+    let (RootsCommand::Add { home, .. } | RootsCommand::List { home } | RootsCommand::Remove { home, .. }) = &command;
+    let home = CompanionHome::resolve(home.home.clone())?;
+    home.ensure_private_dirs()?;
+    let store = RootStore::open(&home.root().join("state.db"))?;
+    match command {
+        RootsCommand::Add { path, .. } => {
+            let now = i64::try_from(companion::clock::unix_millis()).unwrap_or(i64::MAX);
+            let added = store.add(&path, now)?;
+            println!("project root {} registered; the workstation tools may read (and, with approval, change) files under it", added.display());
+        }
+        RootsCommand::List { .. } => {
+            let roots = store.list()?;
+            if roots.is_empty() {
+                eprintln!("no registered project roots (`herdr-companion roots add PATH`); the working directories of the bound workspace's Herdr panes are roots too");
+            }
+            for root in roots {
+                println!("{}", root.display());
+            }
+        }
+        RootsCommand::Remove { path, .. } => {
+            let removed = store.remove(&path)?;
+            println!("project root {} removed", removed.display());
+        }
+    }
+    Ok(0)
 }
 
 /// The argument list `inbox::cli` parses, rebuilt from the checked clap arguments.

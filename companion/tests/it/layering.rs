@@ -9,7 +9,7 @@ use std::path::Path;
 fn layer(module: &str) -> Option<u8> {
     match module {
         "protocol" | "db" | "herdr" | "log" | "outbox" | "clock" | "paths" | "framing" | "config" | "providers" => Some(0),
-        "stream" | "inbox" | "journal" | "judge" | "work_memory" | "bridge" => Some(1),
+        "stream" | "inbox" | "journal" | "judge" | "work_memory" | "bridge" | "tools" => Some(1),
         "api" => Some(2),
         "runtime" => Some(3),
         _ => None,
