@@ -27,8 +27,11 @@ pub enum HunkLine {
 /// One hunk: where the unified header says it starts (1-based, old side) and its lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hunk {
-    /// The unified header's old start line (`None` for `*** Begin Patch` hunks).
+    /// The unified header's old start line (`None` for `*** Begin Patch` hunks): the first
+    /// old line, or for a hunk without old lines the line after which it inserts.
     pub old_start: Option<usize>,
+    /// The unified header's new start line (same conventions), `None` when not known.
+    pub new_start: Option<usize>,
     /// Its lines.
     pub lines: Vec<HunkLine>,
 }
@@ -87,8 +90,8 @@ fn diff_path(raw: &str) -> Option<String> {
     Some(stripped.to_owned())
 }
 
-/// `@@ -l[,n] +l[,n] @@…` → (old start, old count, new count).
-fn hunk_header(line: &str) -> Option<(usize, usize, usize)> {
+/// `@@ -l[,n] +l[,n] @@…` → (old start, old count, new start, new count).
+fn hunk_header(line: &str) -> Option<(usize, usize, usize, usize)> {
     let rest = line.strip_prefix("@@ -")?;
     let (ranges, _) = rest.split_once(" @@")?;
     let (old, new) = ranges.split_once(" +")?;
@@ -99,8 +102,8 @@ fn hunk_header(line: &str) -> Option<(usize, usize, usize)> {
         }
     };
     let (old_start, old_count) = range(old)?;
-    let (_, new_count) = range(new)?;
-    Some((old_start, old_count, new_count))
+    let (new_start, new_count) = range(new)?;
+    Some((old_start, old_count, new_start, new_count))
 }
 
 /// Parses a patch in either format (a text starting with `*** Begin Patch`, after blank
@@ -135,7 +138,7 @@ fn parse_unified(text: &str) -> Result<Vec<FilePatch>, PatchError> {
         i += 2;
         let mut hunks = Vec::new();
         while let Some(header) = lines.get(i).filter(|l| l.starts_with("@@ ")) {
-            let Some((old_start, mut old_left, mut new_left)) = hunk_header(header) else {
+            let Some((old_start, mut old_left, new_start, mut new_left)) = hunk_header(header) else {
                 return err(format!("line {}: `{}` is not a hunk header (@@ -start,count +start,count @@)", i + 1, header.trim_end()));
             };
             let header_line = i + 1;
@@ -172,7 +175,7 @@ fn parse_unified(text: &str) -> Result<Vec<FilePatch>, PatchError> {
                 no_newline_marker(&lines, &mut i, &mut hunk_lines);
             }
             no_newline_marker(&lines, &mut i, &mut hunk_lines);
-            hunks.push(Hunk { old_start: Some(old_start), lines: hunk_lines });
+            hunks.push(Hunk { old_start: Some(old_start), new_start: Some(new_start), lines: hunk_lines });
         }
         let change = match (&old_path, &new_path) {
             (None, Some(_)) => FileChange::Add(
@@ -251,7 +254,7 @@ fn parse_begin_patch(text: &str) -> Result<Vec<FilePatch>, PatchError> {
                 }
                 if bare.starts_with("@@") {
                     if !current.is_empty() {
-                        hunks.push(Hunk { old_start: None, lines: std::mem::take(&mut current) });
+                        hunks.push(Hunk { old_start: None, new_start: None, lines: std::mem::take(&mut current) });
                     }
                     i += 1;
                     continue;
@@ -268,7 +271,7 @@ fn parse_begin_patch(text: &str) -> Result<Vec<FilePatch>, PatchError> {
                 i += 1;
             }
             if !current.is_empty() {
-                hunks.push(Hunk { old_start: None, lines: current });
+                hunks.push(Hunk { old_start: None, new_start: None, lines: current });
             }
             if hunks.is_empty() && move_to.is_none() {
                 return err(format!("*** Update File: {} has no change lines", path.trim()));
@@ -344,13 +347,13 @@ pub fn apply_hunks(text: &str, hunks: &[Hunk]) -> Result<String, PatchError> {
     Ok(out)
 }
 
-/// The hunks that undo `hunks` (old and new swapped; the stated start lines are dropped,
-/// as they name the other side).
+/// The hunks that undo `hunks` (old and new sides swapped, start lines too).
 pub fn reverse_hunks(hunks: &[Hunk]) -> Vec<Hunk> {
     hunks
         .iter()
         .map(|h| Hunk {
-            old_start: None,
+            old_start: h.new_start,
+            new_start: h.old_start,
             lines: h
                 .lines
                 .iter()
@@ -403,5 +406,108 @@ mod tests {
         let files = parse(patch).expect("parses");
         let FileChange::Update { hunks, .. } = &files[0].change else { panic!("an update") };
         assert_eq!(apply_hunks("a", hunks).expect("applies"), "b");
+    }
+
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// One generated edit: where, how many old lines go, which lines come, how much context.
+    type Edit = (usize, usize, Vec<String>, usize);
+
+    /// The original text, the unified diff of `edits` against it, and the expected new text.
+    fn diff_of(lines: &[String], final_newline: bool, edits: &[Edit]) -> (String, String, String) {
+        let n = lines.len();
+        let mut old: Vec<String> = lines.iter().map(|l| format!("{l}\n")).collect();
+        if !final_newline {
+            if let Some(last) = old.last_mut() {
+                last.pop();
+                // An empty last line without a newline is no line at all.
+                if last.is_empty() {
+                    last.push('a');
+                }
+            }
+        }
+        let mut sorted = edits.to_vec();
+        sorted.sort_by_key(|e| e.0);
+        let (mut patch, mut new_text) = ("--- a/f\n+++ b/f\n".to_owned(), String::new());
+        let (mut cursor, mut taken, mut delta) = (0usize, 0usize, 0isize);
+        let emit = |patch: &mut String, prefix: char, line: &str| {
+            patch.push(prefix);
+            patch.push_str(line);
+            if !line.ends_with('\n') {
+                patch.push_str("\n\\ No newline at end of file\n");
+            }
+        };
+        for (start, del, adds, ctx) in sorted {
+            let start = start.min(n);
+            let del = del.min(n - start);
+            let before = ctx.min(start);
+            if start < cursor + before || (del == 0 && adds.is_empty()) || (start == n && !final_newline && n > 0 && del == 0) {
+                continue;
+            }
+            let end = start + del;
+            let after = ctx.min(n - end);
+            let mut added: Vec<String> = adds.iter().map(|a| format!("{a}\n")).collect();
+            if end == n && !final_newline && n > 0 {
+                if let Some(last) = added.last_mut() {
+                    last.pop();
+                    if last.is_empty() {
+                        last.push('x');
+                    }
+                }
+            }
+            let i = start - before;
+            let old_count = before + del + after;
+            let new_count = before + added.len() + after;
+            let j = i.cast_signed() + delta;
+            let header = |at: isize, count: usize| if count == 0 { at } else { at + 1 };
+            patch.push_str(&format!("@@ -{},{old_count} +{},{new_count} @@\n", header(i.cast_signed(), old_count), header(j, new_count)));
+            for line in &old[i..start] {
+                emit(&mut patch, ' ', line);
+            }
+            for line in &old[start..end] {
+                emit(&mut patch, '-', line);
+            }
+            for line in &added {
+                emit(&mut patch, '+', line);
+            }
+            for line in &old[end..end + after] {
+                emit(&mut patch, ' ', line);
+            }
+            for line in &old[taken..start] {
+                new_text.push_str(line);
+            }
+            for line in &added {
+                new_text.push_str(line);
+            }
+            taken = end;
+            cursor = end + after;
+            delta += added.len().cast_signed() - del.cast_signed();
+        }
+        for line in &old[taken..] {
+            new_text.push_str(line);
+        }
+        (old.concat(), patch, new_text)
+    }
+
+    proptest! {
+        /// Applying a patch and then its reverse gives the original text (issue 27,
+        /// acceptance 3), with duplicate lines, context of 0–3 lines, insertions, deletions
+        /// and a last line without a newline.
+        #[test]
+        fn a_patch_applied_then_reversed_gives_the_original(
+            lines in vec("[ab]{0,2}", 0..20),
+            final_newline in any::<bool>(),
+            edits in vec((0usize..22, 0usize..4, vec("[abx]{0,2}", 0..4), 0usize..4), 1..5),
+        ) {
+            let (original, text, expected) = diff_of(&lines, final_newline, &edits);
+            prop_assume!(text.contains("@@"));
+            let files = parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            let FileChange::Update { hunks, .. } = &files[0].change else { return Err(TestCaseError::fail("not an update")) };
+            let applied = apply_hunks(&original, hunks).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            prop_assert_eq!(&applied, &expected, "patch:\n{}", text);
+            let back = apply_hunks(&applied, &reverse_hunks(hunks)).map_err(|e| TestCaseError::fail(format!("reverse: {e}\n{text}")))?;
+            prop_assert_eq!(back, original, "patch:\n{}", text);
+        }
     }
 }
