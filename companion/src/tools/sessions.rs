@@ -267,6 +267,18 @@ impl ExecSessions {
     }
 }
 
+impl Drop for ExecSessions {
+    /// A runtime that stops takes its running sessions' process groups with it (their rows
+    /// read `interrupted` at the next start).
+    fn drop(&mut self) {
+        for live in lock(&self.live).values() {
+            if lock(&live.end).is_none() {
+                kill_group(live.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,3 +22,4 @@ mod profiles;
 mod runtime;
 mod stream;
 mod support;
+mod tools_write;

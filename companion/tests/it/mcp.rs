@@ -107,9 +107,12 @@ async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: 
 
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"]);
+    assert_eq!(names[..4], ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"]);
     let read_only: Vec<bool> = tools.iter().map(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)).collect();
-    assert_eq!(read_only, [false, false, true, true], "herdr_methods and herdr_inspect are read-only");
+    assert_eq!(read_only[..4], [false, false, true, true], "herdr_methods and herdr_inspect are read-only");
+    for (name, read_only) in names.iter().zip(&read_only) {
+        assert_eq!(*read_only, continuity_protocol::ToolName::parse(name).is_ok_and(|t| t.is_read_only()), "{name}'s MCP annotation is its class");
+    }
     let prompt_schema = Value::Object((*tools[0].input_schema).clone());
     assert_eq!(prompt_schema["required"], json!(["target", "text"]), "the ref may be left out (attributed on evidence)");
     assert!(prompt_schema["properties"]["browser_session_ref"]["description"].as_str().is_some_and(|d| d.contains("the value after ref=")), "the schema says where the ref is");
@@ -173,11 +176,11 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
     assert!(listed.as_array().is_some_and(|ms| ms.len() == 6 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
     work_memory_through_herdr_call(&client).await;
-    let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_exec")).await;
-    assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_exec`")), "an unknown tool is a protocol error");
+    let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_shell")).await;
+    assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_shell`")), "an unknown tool is a protocol error");
 
     // The registry's own answers are typed protocol messages (LineClient checks each).
-    let listed = world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == 4));
+    let listed = world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == continuity_protocol::ToolName::ALL.len()));
     assert_eq!(listed["tools"][3]["name"], "herdr_inspect");
     world.poll("tools.call", json!({"tool": "herdr_methods", "arguments": {}}), |r| r["type"] == "tool_result");
 
