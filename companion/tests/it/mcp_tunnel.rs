@@ -90,7 +90,10 @@ fn tool_names(answer: &Value) -> Vec<String> {
     tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
 }
 
-const TOOLS: [&str; 4] = ["herdr_prompt", "herdr_call", "herdr_methods", "herdr_inspect"];
+/// Every registry tool, in `tools/list` order.
+fn all_tools() -> Vec<&'static str> {
+    continuity_protocol::ToolName::ALL.iter().map(|t| t.as_str()).collect()
+}
 
 fn initialize(version: &str) -> Value {
     json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "openai-mcp", "version": "1.0.0"}})
@@ -103,7 +106,7 @@ fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initiali
 
     // No initialize: the first request is a stateless tools/list.
     let listed = pipe.request(json!("tl-1"), "tools/list", json!({"_meta": meta_2026()}));
-    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+    assert_eq!(tool_names(&listed), all_tools(), "{listed}");
 
     let inspect = pipe.request(json!(7), "tools/call", json!({"name": "herdr_inspect", "arguments": {}, "_meta": meta_2026()}));
     let panes = &inspect["result"]["structuredContent"]["panes"];
@@ -145,7 +148,7 @@ fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initiali
         assert_eq!(init["result"]["serverInfo"]["name"].as_str(), Some("herdr-companion"), "{init}");
         pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         let legacy = pipe.request(json!(id * 10), "tools/list", json!({}));
-        assert_eq!(tool_names(&legacy), TOOLS, "legacy tools/list after initialize {asked}: {legacy}");
+        assert_eq!(tool_names(&legacy), all_tools(), "legacy tools/list after initialize {asked}: {legacy}");
         // ChatGPT's legacy tool calls carry only its own `openai/*` keys in `_meta`.
         let call = pipe.request(json!(id * 10 + 1), "tools/call", json!({"name": "herdr_inspect", "arguments": {},
             "_meta": {"openai/session": "v1/legacy-conversation", "openai/subject": "v1/user-1"}}));
@@ -153,7 +156,7 @@ fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initiali
     }
     // And stateless requests still work after them.
     let again = pipe.request(json!("tl-2"), "tools/list", json!({"_meta": meta_2026()}));
-    assert_eq!(tool_names(&again), TOOLS, "{again}");
+    assert_eq!(tool_names(&again), all_tools(), "{again}");
 }
 
 fn dispatched_versions(discovered: &Value) -> Vec<String> {
@@ -169,7 +172,7 @@ fn a_legacy_request_whose_initialize_went_to_an_earlier_process_is_answered() {
     let world = world();
     let mut pipe = StdioPipe::spawn(&world);
     let listed = pipe.request(json!(1), "tools/list", json!({}));
-    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+    assert_eq!(tool_names(&listed), all_tools(), "{listed}");
     let inspect = pipe.request(json!(2), "tools/call", json!({"name": "herdr_inspect", "arguments": {}}));
     assert_eq!(inspect["result"]["isError"].as_bool(), Some(false), "{inspect}");
     let ping = pipe.request(json!(3), "ping", json!({}));
@@ -226,7 +229,7 @@ fn mcp_http_answers_stateless_requests_forwarded_with_the_header_file() {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta_2026()}});
     let (status, listed) = forward(port, authorization, &version, &list);
     assert_eq!(status, 200, "{listed}");
-    assert_eq!(tool_names(&listed), TOOLS, "{listed}");
+    assert_eq!(tool_names(&listed), all_tools(), "{listed}");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "herdr_inspect", "arguments": {}, "_meta": meta_2026()}});
     let (status, inspected) = forward(port, authorization, &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "herdr_inspect")], &call);
     assert_eq!((status, inspected["result"]["isError"].as_bool()), (200, Some(false)), "{inspected}");
