@@ -320,7 +320,7 @@ async function workerSubscriber(worker) {
       if (message?.event) arrivals.push({ event: message.event, pane: message.data?.pane_id, at });
       if (message?.id === 'bench-sub') resolve();
     });
-    port.postMessage({ id: 'bench-hello', method: 'hello', params: { extension_version: 'bench', protocol: 1 } });
+    port.postMessage({ id: 'bench-hello', method: 'hello', params: { extension_version: 'bench', protocol: 2 } });
     port.postMessage({ id: 'bench-sub', method: 'events.subscribe', params: {} });
   }), NATIVE_HOST_NAME);
   return {

@@ -13,7 +13,7 @@
 import { button, element, errorText, message } from './page-dom.js';
 
 const HOST = 'dev.herdr.continuity';
-const PROTOCOL = 1;
+const PROTOCOL = 2;
 export const PINNED_KEY = 'herdrContinuityPinnedV1';
 /** Lines the "Read last lines" action asks for. */
 export const TAIL_LINES = 40;

@@ -2,6 +2,7 @@
 // saved to chrome.storage.sync. The worker reads the stored values (and ext-core clamps
 // them again), so this page only keeps what a user types within each setting's range.
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
+import { retentionSection } from './options-retention.js';
 
 /**
  * Every setting the page shows, in display order: `key` in chrome.storage.sync, `label`
@@ -469,7 +470,8 @@ startPage((app) => {
   app.append(form, status);
   judgeSection().then((section) => app.append(section)).then(recoverySection).then((section) => app.append(section))
     .then(trustedTypingSection).then((section) => app.append(section))
-    .then(() => app.append(profilesSection()));
+    .then(() => app.append(profilesSection()))
+    .then(() => app.append(retentionSection()));
   const defaults = Object.fromEntries(SETTINGS.map((spec) => [spec.key, spec.default]));
   chrome.storage.sync.get(defaults)
     .catch(() => defaults)

@@ -150,11 +150,10 @@ pub fn run_checks(
     if socket_ok {
         match runtime_hello(&socket) {
             Ok(result) => {
-                checks.push(Check::ok(format!(
-                    "runtime {} answers hello (protocol {})",
-                    result["runtime_version"].as_str().unwrap_or("?"),
-                    result["protocol"]
-                )));
+                let last_hello = std::fs::read_to_string(home.root().join(crate::api::HELLO_FILE))
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+                checks.extend(agreement_checks(&result, last_hello.as_ref()));
                 herdr_from_runtime = serde_json::from_value::<Value>(result["herdr"].clone()).ok();
             }
             Err(e) => checks.push(Check::fail(
@@ -164,7 +163,70 @@ pub fn run_checks(
         }
     }
     checks.push(herdr_check(herdr_from_runtime, herdr_session));
+    checks.extend(storage_checks(&home.root().join("state.db")));
     checks.extend(downlink_checks(home));
+    checks
+}
+
+/// Sizes per store in `state.db` and their retention limits, read only (issue 26
+/// "Retention"); no `state.db` yet is no failure.
+pub fn storage_checks(path: &Path) -> Vec<Check> {
+    if !path.exists() {
+        return vec![Check::ok(format!("storage: no {} yet (nothing stored)", path.display()))];
+    }
+    let read = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(crate::db::DbError::from)
+        .and_then(|conn| crate::retention::describe(&conn));
+    match read {
+        Ok(lines) => lines.into_iter().map(Check::ok).collect(),
+        Err(error) => vec![Check::fail(format!("storage: cannot read {}: {error}", path.display()), "stop the runtime, check the file's permissions (0600, yours), then start it again")],
+    }
+}
+
+/// Version agreement (N4): the running runtime against this `herdr-companion` (an older
+/// runtime still running after an update, or a manifest that starts an older binary), and
+/// the newest extension hello the runtime kept ([`crate::api::HELLO_FILE`]) — each naming
+/// the side to update.
+pub fn agreement_checks(runtime: &Value, last_hello: Option<&Value>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let version = runtime["runtime_version"].as_str().unwrap_or("?");
+    let protocol = runtime["protocol"].as_u64();
+    let capabilities = runtime["capabilities"].as_array().map(Vec::len);
+    match (protocol, capabilities) {
+        (Some(PROTOCOL_VERSION), Some(count)) => checks.push(Check::ok(format!(
+            "runtime {version} answers hello (protocol {PROTOCOL_VERSION}, {count} capabilities)"
+        ))),
+        (protocol, _) => checks.push(Check::fail(
+            format!(
+                "runtime {version} answers hello with protocol {}{}; this herdr-companion {} speaks protocol {PROTOCOL_VERSION}",
+                protocol.map_or_else(|| "?".to_owned(), |p| p.to_string()),
+                if capabilities.is_none() { " and no capabilities (older than protocol 2)" } else { "" },
+                env!("CARGO_PKG_VERSION")
+            ),
+            "stop the running runtime (the process holding run/runtime.lock), then run herdr-companion install again so the browser starts this one",
+        )),
+    }
+    match last_hello {
+        None => checks.push(Check::ok("extension: no hello from the extension yet (open a ChatGPT tab to connect it)")),
+        Some(hello) => {
+            let extension = hello["extension_version"].as_str().unwrap_or("?");
+            let their = hello["protocol"].as_u64().map_or_else(|| "?".to_owned(), |p| p.to_string());
+            match (hello["compatible"].as_bool(), hello["mismatch"].as_str()) {
+                (Some(true), _) => checks.push(Check::ok(format!("extension {extension} (protocol {their}) agrees with the runtime at its last hello"))),
+                (_, mismatch) => {
+                    let older_extension = hello["protocol"].as_u64().is_some_and(|p| p < PROTOCOL_VERSION);
+                    checks.push(Check::fail(
+                        format!("extension {extension} (protocol {their}) does not match the runtime: {}", mismatch.unwrap_or("no reason kept")),
+                        if older_extension {
+                            "update the extension (chrome://extensions → Update, or load the newer build), then press Retry in its HUD"
+                        } else {
+                            "run herdr-companion install again with the newer companion, then press Retry in the extension's HUD"
+                        },
+                    ));
+                }
+            }
+        }
+    }
     checks
 }
 
@@ -556,6 +618,28 @@ mod tests {
 
     fn target(browser: Browser, user_data_dir: Option<&str>, system: bool) -> Target {
         Target { browser, user_data_dir: user_data_dir.map(PathBuf::from), system }
+    }
+
+    /// Issue 26 Found 8 (N4): the doctor names a mixed install and the side to update.
+    /// Failed before: an older runtime passed as "answers hello" and the extension's side
+    /// was not checked at all.
+    #[test]
+    fn agreement_checks_name_the_older_side() {
+        let current = serde_json::json!({"runtime_version": "0.2.0", "protocol": PROTOCOL_VERSION, "capabilities": ["hello"]});
+        let old_runtime = serde_json::json!({"runtime_version": "0.1.0", "protocol": 1});
+        let agreed = serde_json::json!({"extension_version": "0.2.0", "protocol": PROTOCOL_VERSION, "compatible": true});
+        let old_extension = serde_json::json!({"extension_version": "0.1.0", "protocol": 1, "compatible": false, "mismatch": "the extension speaks protocol 1 and this companion (0.2.0) protocol 2; update the extension"});
+        let newer_extension = serde_json::json!({"extension_version": "0.3.0", "protocol": 3, "compatible": false, "mismatch": "the extension speaks protocol 3"});
+        let text = |runtime: &Value, hello: Option<&Value>| render(&agreement_checks(runtime, hello));
+        let fine = text(&current, Some(&agreed));
+        assert!(!fine.contains("FAIL") && fine.contains("1 capabilities") && fine.contains("agrees with the runtime"), "{fine}");
+        let runtime_old = text(&old_runtime, None);
+        assert!(runtime_old.contains("FAIL  runtime 0.1.0 answers hello with protocol 1 and no capabilities"), "{runtime_old}");
+        assert!(runtime_old.contains("run herdr-companion install again") && runtime_old.contains("no hello from the extension yet"), "{runtime_old}");
+        let extension_old = text(&current, Some(&old_extension));
+        assert!(extension_old.contains("FAIL  extension 0.1.0 (protocol 1)") && extension_old.contains("fix: update the extension"), "{extension_old}");
+        let extension_new = text(&current, Some(&newer_extension));
+        assert!(extension_new.contains("fix: run herdr-companion install again"), "{extension_new}");
     }
 
     #[test]

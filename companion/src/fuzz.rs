@@ -137,13 +137,14 @@ pub fn hostile_params(rng: &mut Rng, depth: usize) -> Map<String, Value> {
 /// the shape checks to the validators behind them (a URL's reader, an id's bounds).
 pub fn example_params(method: Method) -> Option<Value> {
     Some(match method {
-        Method::Hello => json!({"protocol": 1, "extension_version": "0.1.0"}),
+        Method::Hello => json!({"protocol": 2, "extension_version": "0.1.0"}),
         Method::ContinuitySearch => json!({"conversation_url": "https://chatgpt.com/c/x", "query": "route pool", "limit": 5}),
         Method::ContinuityResume => json!({"conversation_url": "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/x"}),
         Method::ContinuityAppend => json!({"conversation_id": "x", "message_id": "m1", "role": "user", "text": "hello", "observed_at": 1, "conversation_url": "https://chatgpt.com/c/x"}),
         Method::BrowserHandoffPrepare => json!({"continuity_id": "hc-0", "source_url": "https://chatgpt.com/c/x"}),
         Method::ContinuityResolve => json!({"conversation_id": "x"}),
         Method::ContinuityList => json!({"limit": 3}),
+        Method::RetentionSet => json!({"limits": {"journal_turns": 5000, "inbox_days": 30}}),
         Method::InboxPending => json!({"browser_session_ref": "chatgpt:conv:x"}),
         Method::HerdrPaneRead => json!({"pane_id": "w1:p1", "source": "recent", "lines": 10}),
         Method::TaskDispatch => json!({"browser_session_ref": "chatgpt:conv:x", "target": "w1:p1", "text": "hi"}),
@@ -455,10 +456,11 @@ pub async fn open_router(root: &Path) -> Router {
     let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events, Arc::clone(&log)).await;
     let work_memory = crate::work_memory::WorkMemory::open(&db_path).ok().map(Arc::new);
     let bridge = crate::bridge::BridgeService::open(&db_path).ok().map(Arc::new);
+    let retention = crate::retention::Retention::open(&db_path).ok().map(Arc::new);
     let journal = crate::journal::start(db_path, Arc::clone(&log)).await;
     let judge = crate::judge::JudgeService::new(root.to_path_buf(), None).ok().map(Arc::new);
     let attribution = std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs());
-    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, work_memory, bridge, attribution, write_tools: None })
+    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools: None })
 }
 
 /// A client handle whose outbox is drained in the background (a subscription's events

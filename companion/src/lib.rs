@@ -45,6 +45,7 @@ pub mod outbox;
 pub mod paths;
 pub mod protocol;
 pub mod providers;
+pub mod retention;
 pub mod runtime;
 pub mod stream;
 pub mod tools;

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use thiserror::Error;
 
 pub use continuity_protocol::{
-    ErrorCode, EventName, HostErrorCode, Method, EXTENSION_ORIGIN, HOST_NAME, MAX_ID_LEN, MAX_LINE,
+    ErrorCode, EventName, HostErrorCode, Method, CAPABILITIES, EXTENSION_ORIGIN, HOST_NAME, MAX_ID_LEN, MAX_LINE,
     PROTOCOL_VERSION,
 };
 

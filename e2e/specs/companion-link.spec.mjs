@@ -52,8 +52,8 @@ for (const csp of CSP_VARIANTS) {
         // The same path probed directly from the worker's global.
         const pong = await nativeRequestFromWorker(worker, 'ping');
         expect(pong.result?.type, JSON.stringify(pong)).toBe('pong');
-        const hello = await nativeRequestFromWorker(worker, 'hello', { extension_version: 'e2e', protocol: 1 });
-        expect(hello.result).toMatchObject({ type: 'hello', protocol: 1, compatible: true });
+        const hello = await nativeRequestFromWorker(worker, 'hello', { extension_version: 'e2e', protocol: 2 });
+        expect(hello.result).toMatchObject({ type: 'hello', protocol: 2, compatible: true });
         expect(hello.result.herdr).toMatchObject({ state: 'connected', protocol: HERDR_PROTOCOL });
 
         expect(await securityPolicyViolations(page)).toEqual([]);

@@ -21,8 +21,10 @@
 //!   doubles after each failed attempt and is reset by a successful `hello`.
 //! - Events about an old port (an older [`PortGeneration`]) change nothing.
 //! - A `hello` unanswered after [`HELLO_TIMEOUT`] closes the port and schedules a retry.
-//! - Differing protocol integers end in [`LinkState::Incompatible`], which names the side
-//!   to update and is left only by [`Input::RetryNow`] (or a new worker).
+//! - Differing protocol integers, or a runtime without a [`REQUIRED_CAPABILITIES`] name
+//!   (an answer without `capabilities` is a runtime older than protocol 2), end in
+//!   [`LinkState::Incompatible`], which names the side to update and is left only by
+//!   [`Input::RetryNow`] (or a new worker).
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
 use continuity_protocol::{ErrorCode, HostErrorCode};
@@ -32,8 +34,36 @@ use crate::hud::{self, HudView};
 use crate::Millis;
 use crate::vec_map::VecMap;
 
-/// The protocol integer this extension speaks (`herdr-continuity/1`).
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol integer this extension speaks (`continuity_protocol::PROTOCOL_VERSION`).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The runtime capabilities (`continuity_protocol::CAPABILITIES` names) this extension
+/// calls, sent as `hello.requires` and checked against the answer's `capabilities`: a
+/// runtime that lacks one is refused at `hello` ("run herdr-companion install again")
+/// instead of failing call by call. Sorted.
+pub const REQUIRED_CAPABILITIES: &[&str] = &[
+    "bridge.decide",
+    "bridge.delivered",
+    "bridge.prompt",
+    "bridge.reply",
+    "chats.report",
+    "continuity.append",
+    "continuity.resolve",
+    "diagnostics.report",
+    "events.subscribe",
+    "hello",
+    "hello.capabilities",
+    "herdr.pane_read",
+    "herdr.panes",
+    "herdr.workspaces",
+    "herdr_mcp.browser_handoff.prepare",
+    "inbox.ack",
+    "inbox.counts",
+    "inbox.pending",
+    "judge.turn_end",
+    "ping",
+    "profiles.get",
+];
 /// First retry delay after a failed or lost connection.
 pub const INITIAL_BACKOFF: Millis = 500;
 /// Upper bound of the retry delay.
@@ -93,6 +123,9 @@ pub enum RuntimeMessage {
         protocol: u32,
         /// Whether the runtime accepts our protocol.
         compatible: bool,
+        /// What the runtime serves; `None` when the answer has no `capabilities` (a
+        /// runtime older than protocol 2).
+        capabilities: Option<Vec<String>>,
         /// The runtime's Herdr state.
         herdr: HerdrStatus,
     },
@@ -168,6 +201,8 @@ pub enum Request {
         extension_version: String,
         /// Always [`PROTOCOL_VERSION`].
         protocol: u32,
+        /// Always [`REQUIRED_CAPABILITIES`].
+        requires: Vec<String>,
     },
     /// `ping {}`.
     Ping {
@@ -273,6 +308,8 @@ impl OfflineReason {
 pub enum Incompatibility {
     /// The runtime speaks a newer protocol: update the extension.
     UpdateExtension {
+        /// The runtime's version string.
+        runtime_version: String,
         /// Our protocol integer.
         extension_protocol: u32,
         /// The runtime's protocol integer.
@@ -280,10 +317,20 @@ pub enum Incompatibility {
     },
     /// The runtime speaks an older protocol: update the companion.
     UpdateCompanion {
+        /// The runtime's version string.
+        runtime_version: String,
         /// Our protocol integer.
         extension_protocol: u32,
         /// The runtime's protocol integer.
         runtime_protocol: u32,
+    },
+    /// Same protocol integer but the runtime lacks capabilities we call (or sent none):
+    /// update the companion.
+    CompanionLacks {
+        /// The runtime's version string.
+        runtime_version: String,
+        /// The [`REQUIRED_CAPABILITIES`] it does not list.
+        missing: Vec<String>,
     },
     /// Same protocol integer but the runtime said `compatible: false`.
     RuntimeRefused {
@@ -454,6 +501,7 @@ impl CompanionLink {
                                 id: hello_id.clone(),
                                 extension_version: self.extension_version.clone(),
                                 protocol: PROTOCOL_VERSION,
+                                requires: REQUIRED_CAPABILITIES.iter().map(|name| (*name).to_owned()).collect(),
                             },
                         });
                         self.state = LinkState::Handshaking {
@@ -535,6 +583,7 @@ impl CompanionLink {
                 runtime_version,
                 protocol,
                 compatible,
+                capabilities,
                 herdr,
             } => {
                 let LinkState::Handshaking { hello_id, .. } = &self.state else {
@@ -545,13 +594,20 @@ impl CompanionLink {
                 }
                 let why = if protocol > PROTOCOL_VERSION {
                     Some(Incompatibility::UpdateExtension {
+                        runtime_version: runtime_version.clone(),
                         extension_protocol: PROTOCOL_VERSION,
                         runtime_protocol: protocol,
                     })
                 } else if protocol < PROTOCOL_VERSION {
                     Some(Incompatibility::UpdateCompanion {
+                        runtime_version: runtime_version.clone(),
                         extension_protocol: PROTOCOL_VERSION,
                         runtime_protocol: protocol,
+                    })
+                } else if let Some(missing) = missing_capabilities(capabilities.as_deref()) {
+                    Some(Incompatibility::CompanionLacks {
+                        runtime_version: runtime_version.clone(),
+                        missing,
                     })
                 } else if !compatible {
                     Some(Incompatibility::RuntimeRefused {
@@ -661,4 +717,15 @@ impl CompanionLink {
         self.next_request += 1;
         format!("{prefix}-{}", self.next_request)
     }
+}
+
+/// The [`REQUIRED_CAPABILITIES`] a runtime's `capabilities` lacks (`None` when it has all);
+/// an answer without the list lacks every one of them.
+fn missing_capabilities(capabilities: Option<&[String]>) -> Option<Vec<String>> {
+    let missing: Vec<String> = REQUIRED_CAPABILITIES
+        .iter()
+        .filter(|needed| !capabilities.is_some_and(|served| served.iter().any(|name| name == *needed)))
+        .map(|needed| (*needed).to_owned())
+        .collect();
+    (!missing.is_empty()).then_some(missing)
 }

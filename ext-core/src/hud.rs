@@ -163,19 +163,26 @@ fn offline_line(reason: &OfflineReason) -> StatusLine {
 fn incompatible_line(why: &Incompatibility) -> StatusLine {
     match why {
         Incompatibility::UpdateExtension {
+            runtime_version,
             extension_protocol,
             runtime_protocol,
         } => line(
-            "companionUpdateExtension",
-            vec![extension_protocol.to_string(), runtime_protocol.to_string()],
+            "hudVersionMismatchExtension",
+            vec![extension_protocol.to_string(), runtime_version.clone(), runtime_protocol.to_string()],
             Tone::Bad,
         ),
         Incompatibility::UpdateCompanion {
+            runtime_version,
             extension_protocol,
             runtime_protocol,
         } => line(
-            "companionUpdateCompanion",
-            vec![extension_protocol.to_string(), runtime_protocol.to_string()],
+            "hudVersionMismatch",
+            vec![runtime_version.clone(), runtime_protocol.to_string(), extension_protocol.to_string()],
+            Tone::Bad,
+        ),
+        Incompatibility::CompanionLacks { runtime_version, missing } => line(
+            "hudVersionMismatchMissing",
+            vec![runtime_version.clone(), missing.join(", ")],
             Tone::Bad,
         ),
         Incompatibility::RuntimeRefused { runtime_version } => line(
@@ -256,8 +263,9 @@ pub const MESSAGE_KEYS: &[&str] = &[
     "companionNoAnswer",
     "companionHelloRefused",
     "companionPortError",
-    "companionUpdateExtension",
-    "companionUpdateCompanion",
+    "hudVersionMismatch",
+    "hudVersionMismatchMissing",
+    "hudVersionMismatchExtension",
     "companionRuntimeRefused",
     "herdrUnknown",
     "herdrConnected",

@@ -4,7 +4,7 @@
 use expect_test::{expect, Expect};
 use ext_core::companion_link::{
     CompanionLink, HerdrConnection, HerdrStatus, Input, LinkState, Output, PortGeneration,
-    RuntimeMessage, MAX_BACKOFF,
+    RuntimeMessage, MAX_BACKOFF, PROTOCOL_VERSION, REQUIRED_CAPABILITIES,
 };
 use ext_core::Millis;
 use proptest::prelude::*;
@@ -27,7 +27,7 @@ impl Sim {
 
     fn feed(&mut self, input: Input) {
         self.trace
-            .push_str(&format!("t={} <- {:?}\n", self.now, input));
+            .push_str(&fold_lists(format!("t={} <- {:?}\n", self.now, input)));
         self.link.handle(self.now, input);
         self.drain();
     }
@@ -46,7 +46,7 @@ impl Sim {
         while let Some(output) = self.link.poll() {
             let shown = match output {
                 Output::HudChanged => format!("HudChanged {}", hud_summary(&self.link)),
-                other => format!("{other:?}"),
+                other => fold_lists(format!("{other:?}")),
             };
             self.trace.push_str(&format!("    -> {shown}\n"));
         }
@@ -75,14 +75,46 @@ fn herdr_connected() -> HerdrStatus {
     }
 }
 
+/// A runtime's hello answer; one of the current protocol lists every capability (shown as
+/// `[…N]` in traces), an older one none.
 fn hello_answer(id: &str, protocol: u32) -> RuntimeMessage {
     RuntimeMessage::HelloAnswer {
         id: id.into(),
         runtime_version: "0.1.0".into(),
         protocol,
-        compatible: protocol == 1,
+        compatible: protocol == PROTOCOL_VERSION,
+        capabilities: (protocol == PROTOCOL_VERSION).then(all_capabilities),
         herdr: herdr_connected(),
     }
+}
+
+fn all_capabilities() -> Vec<String> {
+    continuity_protocol::CAPABILITIES.iter().map(|name| (*name).to_owned()).collect()
+}
+
+/// Debug text with the long capability lists folded to their length.
+fn fold_lists(text: String) -> String {
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(['r', 'c']) {
+        let (head, tail) = rest.split_at(start);
+        out.push_str(head);
+        let key = ["requires: [", "capabilities: Some(["].into_iter().find(|key| tail.starts_with(key));
+        match (key, tail.find(']')) {
+            (Some(key), Some(end)) => {
+                let names = tail[key.len()..end].split(", ").filter(|name| !name.is_empty()).count();
+                out.push_str(key);
+                out.push_str(&format!("…{names}]"));
+                rest = &tail[end + 1..];
+            }
+            _ => {
+                out.push_str(&tail[..1]);
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn port(n: u32) -> PortGeneration {
@@ -96,7 +128,7 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
     sim.feed(Input::PortOpened { port: port(1) });
     sim.feed(Input::Message {
         port: port(1),
-        message: hello_answer("hello-1", 1),
+        message: hello_answer("hello-1", PROTOCOL_VERSION),
     });
     sim.feed(Input::Message {
         port: port(1),
@@ -121,8 +153,8 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 1 } }
-        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 1, compatible: true, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […21] } }
+        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…30]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=0 <- Message { port: PortGeneration(1), message: HerdrState(HerdrStatus { state: NotRunning, protocol: None, version: None, socket: "/run/herdr.sock", detail: None }) }
             -> HudChanged [companionConnected ["0.1.0"] | herdrNotRunning ["/run/herdr.sock"]]
@@ -194,7 +226,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
     sim.feed(Input::PortOpened { port: port(2) });
     sim.feed(Input::Message {
         port: port(2),
-        message: hello_answer("hello-1", 1),
+        message: hello_answer("hello-1", PROTOCOL_VERSION),
     });
     sim.feed(Input::ProbeRequested { probe: 1 });
     sim.feed(Input::Message {
@@ -220,8 +252,8 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
             -> OpenPort { port: PortGeneration(2) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=500 <- PortOpened { port: PortGeneration(2) }
-            -> Send { port: PortGeneration(2), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 1 } }
-        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 1, compatible: true, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(2), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […21] } }
+        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…30]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=500 <- ProbeRequested { probe: 1 }
             -> Send { port: PortGeneration(2), request: Ping { id: "ping-2" } }
@@ -245,18 +277,18 @@ fn unanswered_hello_times_out_closes_and_retries() {
     // A late answer on the closed port is ignored.
     sim.feed(Input::Message {
         port: port(1),
-        message: hello_answer("hello-1", 1),
+        message: hello_answer("hello-1", PROTOCOL_VERSION),
     });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 1 } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […21] } }
         t=5000 <- Timer
             -> ClosePort { port: PortGeneration(1) }
             -> HudChanged [companionNoAnswer [] | herdrUnknown []]
-        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 1, compatible: true, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…30]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
     "#]]);
 }
 
@@ -267,7 +299,7 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
     sim.feed(Input::PortOpened { port: port(1) });
     sim.feed(Input::Message {
         port: port(1),
-        message: hello_answer("hello-1", 2),
+        message: hello_answer("hello-1", 3),
     });
     sim.advance();
     sim.feed(Input::ProbeRequested { probe: 3 });
@@ -275,17 +307,17 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
     sim.feed(Input::PortOpened { port: port(2) });
     sim.feed(Input::Message {
         port: port(2),
-        message: hello_answer("hello-2", 0),
+        message: hello_answer("hello-2", 1),
     });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 1 } }
-        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: false, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […21] } }
+        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 3, compatible: false, capabilities: None, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> ClosePort { port: PortGeneration(1) }
-            -> HudChanged [companionUpdateExtension ["1", "2"] | herdrUnknown []]
+            -> HudChanged [hudVersionMismatchExtension ["2", "0.1.0", "3"] | herdrUnknown []]
         (no deadline)
         t=0 <- ProbeRequested { probe: 3 }
             -> ProbeFinished { probe: 3, outcome: CompanionOffline }
@@ -293,10 +325,10 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
             -> OpenPort { port: PortGeneration(2) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(2) }
-            -> Send { port: PortGeneration(2), request: Hello { id: "hello-2", extension_version: "0.1.0", protocol: 1 } }
-        t=0 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-2", runtime_version: "0.1.0", protocol: 0, compatible: false, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(2), request: Hello { id: "hello-2", extension_version: "0.1.0", protocol: 2, requires: […21] } }
+        t=0 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-2", runtime_version: "0.1.0", protocol: 1, compatible: false, capabilities: None, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> ClosePort { port: PortGeneration(2) }
-            -> HudChanged [companionUpdateCompanion ["1", "0"] | herdrUnknown []]
+            -> HudChanged [hudVersionMismatch ["0.1.0", "1", "2"] | herdrUnknown []]
     "#]]);
 }
 
@@ -307,7 +339,7 @@ fn probe_without_answer_times_out_once() {
     sim.feed(Input::PortOpened { port: port(1) });
     sim.feed(Input::Message {
         port: port(1),
-        message: hello_answer("hello-1", 1),
+        message: hello_answer("hello-1", PROTOCOL_VERSION),
     });
     sim.now = 100;
     sim.feed(Input::ProbeRequested { probe: 9 });
@@ -416,7 +448,7 @@ proptest! {
                 Op::HelloOk | Op::HelloMismatch(_) => match (current, last_hello_id.clone()) {
                     (Some(generation), Some(id)) => Some(Input::Message {
                         port: generation,
-                        message: hello_answer(&id, match op { Op::HelloMismatch(p) => p.max(2), _ => 1 }),
+                        message: hello_answer(&id, match op { Op::HelloMismatch(p) => if p == PROTOCOL_VERSION { 3 } else { p }, _ => PROTOCOL_VERSION }),
                     }),
                     _ => None,
                 },
@@ -481,4 +513,54 @@ proptest! {
             prop_assert!(link.next_deadline().is_some());
         }
     }
+}
+
+/// Issue 26 Found 8 (N4): a mixed install is named at hello, not call by call. A runtime of
+/// protocol 1 sends no `capabilities` and is recognised as the older side; a runtime of our
+/// protocol that lacks a method we call (or lists none) is refused with the names it lacks.
+/// Failed before: the extension spoke protocol 1 like the runtime whose wire had changed and
+/// went Connected; a missing method showed as `unknown_method` on each call.
+#[test]
+fn an_older_runtime_is_named_at_hello_with_what_to_update() {
+    let answer = |protocol: u32, capabilities: Option<Vec<String>>| RuntimeMessage::HelloAnswer {
+        id: "hello-1".into(),
+        runtime_version: "0.1.0".into(),
+        protocol,
+        compatible: true,
+        capabilities,
+        herdr: herdr_connected(),
+    };
+    let lacking: Vec<String> = all_capabilities().into_iter().filter(|name| name != "profiles.get" && name != "bridge.decide").collect();
+    let cases = [
+        ("protocol 1, no capabilities", answer(1, None)),
+        ("our protocol, no capabilities", answer(PROTOCOL_VERSION, None)),
+        ("our protocol, two methods missing", answer(PROTOCOL_VERSION, Some(lacking))),
+        ("our protocol, everything", answer(PROTOCOL_VERSION, Some(all_capabilities()))),
+        ("a newer protocol", answer(PROTOCOL_VERSION + 1, Some(all_capabilities()))),
+    ];
+    let mut trace = String::new();
+    for (what, message) in cases {
+        let mut link = CompanionLink::new("0.2.0");
+        link.handle(0, Input::Start);
+        link.handle(0, Input::PortOpened { port: port(1) });
+        link.handle(0, Input::Message { port: port(1), message });
+        let view = link.hud();
+        let connected = matches!(link.state(), LinkState::Connected { .. });
+        let names = match view.companion.key {
+            "hudVersionMismatchMissing" => view.companion.substitutions.get(1).map_or(0, |list| list.split(", ").count()),
+            _ => 0,
+        };
+        let shown: Vec<&str> = view.companion.substitutions.iter().map(String::as_str).filter(|text| text.len() < 40).collect();
+        trace.push_str(&format!("{what}: connected={connected} {} {shown:?} missing={names}\n", view.companion.key));
+    }
+    expect![[r#"
+        protocol 1, no capabilities: connected=false hudVersionMismatch ["0.1.0", "1", "2"] missing=0
+        our protocol, no capabilities: connected=false hudVersionMismatchMissing ["0.1.0"] missing=21
+        our protocol, two methods missing: connected=false hudVersionMismatchMissing ["0.1.0", "bridge.decide, profiles.get"] missing=2
+        our protocol, everything: connected=true companionConnected ["0.1.0"] missing=0
+        a newer protocol: connected=false hudVersionMismatchExtension ["2", "0.1.0", "3"] missing=0
+    "#]]
+    .assert_eq(&trace);
+    assert!(REQUIRED_CAPABILITIES.iter().all(|name| continuity_protocol::CAPABILITIES.contains(name)), "every needed capability is one the protocol names");
+    assert!(REQUIRED_CAPABILITIES.windows(2).all(|pair| pair[0] < pair[1]), "sorted and unique");
 }

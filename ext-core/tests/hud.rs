@@ -61,8 +61,22 @@ fn substitutions_match_the_placeholders_each_message_uses() {
         },
         LinkState::Incompatible {
             why: Incompatibility::UpdateCompanion {
-                extension_protocol: 1,
-                runtime_protocol: 0,
+                runtime_version: "0.1.0".into(),
+                extension_protocol: 2,
+                runtime_protocol: 1,
+            },
+        },
+        LinkState::Incompatible {
+            why: Incompatibility::UpdateExtension {
+                runtime_version: "0.3.0".into(),
+                extension_protocol: 2,
+                runtime_protocol: 3,
+            },
+        },
+        LinkState::Incompatible {
+            why: Incompatibility::CompanionLacks {
+                runtime_version: "0.2.0".into(),
+                missing: vec!["profiles.get".into()],
             },
         },
     ];
@@ -107,14 +121,15 @@ fn retry_is_offered_exactly_when_offline_or_incompatible_and_round_trip_when_con
     assert_eq!(offline.companion.tone, Tone::Warning);
     let incompatible = view_of(&LinkState::Incompatible {
         why: Incompatibility::UpdateExtension {
-            extension_protocol: 1,
-            runtime_protocol: 2,
+            runtime_version: "0.3.0".into(),
+            extension_protocol: 2,
+            runtime_protocol: 3,
         },
     });
-    assert_eq!(incompatible.companion.key, "companionUpdateExtension");
+    assert_eq!(incompatible.companion.key, "hudVersionMismatchExtension");
     assert_eq!(
         incompatible.companion.substitutions,
-        vec!["1".to_owned(), "2".to_owned()]
+        vec!["2".to_owned(), "0.3.0".to_owned(), "3".to_owned()]
     );
     assert_eq!(
         incompatible

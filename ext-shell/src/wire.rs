@@ -116,6 +116,7 @@ pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
                 runtime_version: short(fields.get("runtime_version").map_err(read)?),
                 protocol: fields.get("protocol").map_err(read)?,
                 compatible: fields.get("compatible").map_err(read)?,
+                capabilities: capability_names(&result["capabilities"])?,
                 herdr: herdr_status(&result["herdr"])?,
             }))
         }
@@ -125,6 +126,24 @@ pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
         }
         Ok(_) => Ok(Inbound::Unused),
         Err(_) => Err(unknown()),
+    }
+}
+
+/// The `capabilities` of a hello answer: `None` when absent (a runtime older than protocol
+/// 2); a present value must be a list of at most 512 names of at most 64 characters.
+fn capability_names(value: &Value) -> Result<Option<Vec<String>>, WireError> {
+    let refuse = |detail: &str| WireError::Malformed { what: "hello".into(), detail: detail.into() };
+    match value {
+        Value::Null => Ok(None),
+        Value::Array(names) if names.len() <= 512 => names
+            .iter()
+            .map(|name| match name.as_str() {
+                Some(name) if name.chars().count() <= 64 => Ok(name.to_owned()),
+                _ => Err(refuse("capabilities must be names of at most 64 characters")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        _ => Err(refuse("capabilities must be a list of at most 512 names")),
     }
 }
 
@@ -169,10 +188,11 @@ pub fn request_json(request: &Request) -> Value {
             id,
             extension_version,
             protocol,
+            requires,
         } => json_object!(
             "id": id,
             "method": Method::Hello.as_str(),
-            "params": json_object!("extension_version": extension_version, "protocol": protocol),
+            "params": json_object!("extension_version": extension_version, "protocol": protocol, "requires": requires),
         ),
         Request::Ping { id } => json_object!("id": id, "method": Method::Ping.as_str(), "params": json_object!()),
     }

@@ -31,8 +31,66 @@ pub use names::{
 pub use journal::{ChainCandidate, JournalTurn, MatchReason, Resolution, TurnRole};
 pub use tools::{LocalMethod, ToolName};
 
-/// The integer protocol version both sides exchange in `hello`.
-pub const PROTOCOL_VERSION: u64 = 1;
+/// The integer protocol version both sides exchange in `hello`. Bumped whenever a message
+/// changes shape; a side that speaks another integer is refused at `hello`, naming the side
+/// to update, instead of failing call by call.
+pub const PROTOCOL_VERSION: u64 = 2;
+
+/// What this runtime serves, by name, answered in `hello.capabilities`: every [`Method`]'s
+/// wire name plus wire features that are not methods. Sorted, one name a line; a change
+/// that adds a runtime method or a wire feature adds its name here. The extension refuses a
+/// runtime that lacks a name it needs (`ext_core::companion_link::REQUIRED_CAPABILITIES`), so
+/// a mixed install is named at `hello`. An answer without the field is a runtime older
+/// than protocol 2.
+pub const CAPABILITIES: &[&str] = &[
+    "bridge.decide",
+    "bridge.delivered",
+    "bridge.prompt",
+    "bridge.reply",
+    "chats.report",
+    "continuity.append",
+    "continuity.list",
+    "continuity.resolve",
+    "continuity.resume",
+    "continuity.search",
+    "diagnostics.report",
+    "events.subscribe",
+    "hello",
+    "hello.capabilities",
+    "herdr.agents",
+    "herdr.pane_read",
+    "herdr.panes",
+    "herdr.status",
+    "herdr.workspaces",
+    "herdr_mcp.browser_handoff.prepare",
+    "inbox.ack",
+    "inbox.counts",
+    "inbox.pending",
+    "judge.turn_end",
+    "ping",
+    "profiles.get",
+    "retention.get",
+    "retention.set",
+    "task.dispatch",
+    "task.list",
+    "tools.audit",
+    "tools.call",
+    "tools.list",
+];
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_are_sorted_unique_and_name_every_method() {
+        assert!(CAPABILITIES.windows(2).all(|pair| pair[0] < pair[1]), "CAPABILITIES must stay sorted and unique");
+        for method in Method::ALL {
+            assert!(CAPABILITIES.contains(&method.as_str()), "CAPABILITIES lacks the method {method}");
+        }
+        assert!(CAPABILITIES.contains(&"hello.capabilities"));
+    }
+}
 
 /// The `protocol` of the stream's `hello` event.
 pub const EVENTS_PROTOCOL: &str = "herdr-continuity-events/1";

@@ -116,6 +116,10 @@ pub struct HelloParams {
     pub extension_version: String,
     /// The protocol integer ([`crate::PROTOCOL_VERSION`]).
     pub protocol: u64,
+    /// The runtime capabilities the extension needs ([`crate::CAPABILITIES`] names); absent
+    /// from an extension older than protocol 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Vec<String>>,
 }
 
 /// Params of `events.subscribe`.
@@ -271,6 +275,57 @@ pub enum Call {
     ProfilesGet(NoParams),
     /// `tools.audit`.
     ToolsAudit(ToolsAuditParams),
+    /// `retention.get`.
+    RetentionGet(NoParams),
+    /// `retention.set`.
+    RetentionSet(RetentionSetParams),
+}
+
+/// Params of `retention.set`: the limits to change (others keep their value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSetParams {
+    /// `{journal_turns?, work_memory_turns?, bridge_result_days?, inbox_days?}`, each an
+    /// integer within its bound (see `retention.bounds`).
+    pub limits: Map<String, Value>,
+}
+
+/// The storage limits (`retention.limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionLimits {
+    /// Journal turns kept per chain before the oldest behind a verified checkpoint go.
+    pub journal_turns: u64,
+    /// Work Memory turns (and evidence items) kept per chain, likewise.
+    pub work_memory_turns: u64,
+    /// Days a delivered bridge results message is kept.
+    pub bridge_result_days: u64,
+    /// Days an acknowledged inbox task is kept.
+    pub inbox_days: u64,
+}
+
+/// One limit's bound and default (`retention.bounds.<name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionBound {
+    /// Smallest allowed value.
+    pub min: u64,
+    /// Largest allowed value.
+    pub max: u64,
+    /// The value when none was set.
+    pub default: u64,
+}
+
+/// One store's size (`retention.sizes[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSize {
+    /// `journal`, `work_memory`, `bridge_results` or `inbox`.
+    pub store: String,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of the stored texts.
+    pub bytes: u64,
 }
 
 /// Params of `tools.audit`.
@@ -527,6 +582,8 @@ impl Call {
             Method::ChatsReport => Call::ChatsReport(typed(params)?),
             Method::ProfilesGet => Call::ProfilesGet(typed(params)?),
             Method::ToolsAudit => Call::ToolsAudit(typed(params)?),
+            Method::RetentionGet => Call::RetentionGet(typed(params)?),
+            Method::RetentionSet => Call::RetentionSet(typed(params)?),
         })
     }
 
@@ -563,6 +620,8 @@ impl Call {
             Call::ChatsReport(_) => Method::ChatsReport,
             Call::ProfilesGet(_) => Method::ProfilesGet,
             Call::ToolsAudit(_) => Method::ToolsAudit,
+            Call::RetentionGet(_) => Method::RetentionGet,
+            Call::RetentionSet(_) => Method::RetentionSet,
         }
     }
 
@@ -571,7 +630,7 @@ impl Call {
         let value = match self {
             Call::Hello(p) => serde_json::to_value(p),
             Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p)
-            | Call::ProfilesGet(p) => {
+            | Call::ProfilesGet(p) | Call::RetentionGet(p) => {
                 serde_json::to_value(p)
             }
             Call::EventsSubscribe(p) => serde_json::to_value(p),
@@ -583,6 +642,7 @@ impl Call {
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
             Call::ToolsCall(p) => serde_json::to_value(p),
+            Call::RetentionSet(p) => serde_json::to_value(p),
             Call::ContinuityAppend(p) => serde_json::to_value(p),
             Call::ContinuityResolve(p) => serde_json::to_value(p),
             Call::ContinuitySearch(p) => serde_json::to_value(p),
@@ -753,8 +813,15 @@ pub enum MethodResult {
         runtime_version: String,
         /// The runtime's protocol integer.
         protocol: u64,
-        /// Whether both integers are equal.
+        /// Whether both integers are equal and the runtime has every `requires` name.
         compatible: bool,
+        /// What the runtime serves ([`crate::CAPABILITIES`]); absent from a runtime older
+        /// than protocol 2, which the extension reads as "update the companion".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Vec<String>>,
+        /// The `requires` names this runtime lacks (empty when none or none were sent).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        missing: Vec<String>,
         /// This runtime start.
         boot_id: String,
         /// The Herdr connection.
@@ -1020,6 +1087,15 @@ pub enum MethodResult {
         /// One per file found in `<home>/profiles/` for a known site (none: no file).
         profiles: Vec<ProfileFile>,
     },
+    /// Answer to `retention.get` / `retention.set`.
+    Retention {
+        /// The limits in force.
+        limits: RetentionLimits,
+        /// Each limit's bound and default, by name.
+        bounds: std::collections::BTreeMap<String, RetentionBound>,
+        /// Each store's size.
+        sizes: Vec<RetentionSize>,
+    },
     /// Answer to `tools.audit`.
     ToolsAudit {
         /// The rows, newest first.
@@ -1079,6 +1155,7 @@ impl MethodResult {
             MethodResult::ChatsReported { .. } => ResultType::ChatsReported,
             MethodResult::Profiles { .. } => ResultType::Profiles,
             MethodResult::ToolsAudit { .. } => ResultType::ToolsAudit,
+            MethodResult::Retention { .. } => ResultType::Retention,
         }
     }
 }

@@ -202,6 +202,12 @@ wire_names! {
         /// `tools.audit {limit?, before?}` → `tools_audit`: the newest rows of the audit log
         /// of the write and exec tools (tool, caller, root, path or command, outcome, time).
         ToolsAudit = "tools.audit",
+        /// `retention.get {}` → `retention`: the storage limits in force, their bounds and
+        /// each store's size (SPEC W4).
+        RetentionGet = "retention.get",
+        /// `retention.set {limits}` → `retention`: stores limits within their bounds and
+        /// reclaims under them at once.
+        RetentionSet = "retention.set",
     }
 }
 
@@ -312,6 +318,8 @@ wire_names! {
         Profiles = "profiles",
         /// [`crate::MethodResult::ToolsAudit`].
         ToolsAudit = "tools_audit",
+        /// [`crate::MethodResult::Retention`].
+        Retention = "retention",
     }
 }
 

@@ -48,8 +48,9 @@ pub const MAX_RESUME_EVIDENCE: usize = 16;
 pub const DEFAULT_SEARCH_LIMIT: u32 = 10;
 /// The most hits one search returns.
 pub const MAX_SEARCH_LIMIT: u32 = 20;
-/// What this companion keeps: every raw turn and evidence body (W4: nothing is reclaimed).
-pub const RETENTION_POLICY: &str = "retain_all";
+/// What this companion keeps: every raw turn and evidence body until a verified checkpoint
+/// stands in for it and the chain is over its limit (W4; the companion's `retention`).
+pub const RETENTION_POLICY: &str = "reclaim_behind_verified_checkpoint";
 
 /// `work_memory.bind`: binds a chat session to a work chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -46,7 +46,7 @@ pub async fn handle(home: &Path, request: &Request) -> Result<Value, MethodError
 }
 
 /// Writes `text` to a 0600 file beside `path`, then renames it over `path`.
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     let partial: PathBuf = path.with_extension("json.partial");
     let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
     file.write_all(text.as_bytes())?;

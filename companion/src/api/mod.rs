@@ -25,6 +25,7 @@ pub mod inbox;
 pub mod journal;
 pub mod judge;
 pub mod profiles;
+pub mod retention;
 pub mod stream;
 pub mod tools;
 pub mod write_tools;
@@ -38,7 +39,7 @@ use crate::clock::unix_millis;
 use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::ClientHandle;
-use crate::protocol::{ErrorCode, Method, MethodError, Request, PROTOCOL_VERSION};
+use crate::protocol::{ErrorCode, Method, MethodError, Request, CAPABILITIES, PROTOCOL_VERSION};
 
 /// The services the router serves, built (and started) before it.
 #[derive(Debug)]
@@ -59,6 +60,8 @@ pub struct Services {
     pub judge: Option<Arc<crate::judge::JudgeService>>,
     /// The Continuity Journal; `None` when it could not be opened.
     pub journal: Option<Arc<crate::journal::Journal>>,
+    /// Storage limits and reclaiming (`retention.*`); `None` when it could not be opened.
+    pub retention: Option<Arc<crate::retention::Retention>>,
     /// Work Memory (`work_memory.*` through `herdr_call`); `None` when it could not open.
     pub work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
     /// The JSON bridge; `None` when its tables in `state.db` could not be opened.
@@ -90,6 +93,8 @@ pub struct Router {
     judge: Option<Arc<crate::judge::JudgeService>>,
     /// The Continuity Journal.
     journal: Option<Arc<crate::journal::Journal>>,
+    /// Storage limits.
+    retention: Option<Arc<crate::retention::Retention>>,
     /// Work Memory.
     work_memory: Option<Arc<crate::work_memory::WorkMemory>>,
     /// The JSON bridge.
@@ -103,8 +108,8 @@ pub struct Router {
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution, write_tools } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, work_memory, bridge, attribution, write_tools }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools }
     }
 
     /// The current Herdr status.
@@ -150,6 +155,7 @@ impl Router {
             Method::ChatsReport => attribution::handle(&self.attribution, request),
             Method::ProfilesGet => profiles::handle(&self.home).await,
             Method::ToolsAudit => write_tools::audit_page(self, &request.params).await,
+            Method::RetentionGet | Method::RetentionSet => retention::handle(self, request).await,
         }
     }
 
@@ -157,16 +163,123 @@ impl Router {
         let Some(protocol) = request.params.get("protocol").and_then(Value::as_u64) else {
             return Err((
                 ErrorCode::BadRequest,
-                "hello needs params.protocol (an integer); send {\"protocol\":1,\"extension_version\":\"…\"}".to_owned(),
+                format!("hello needs params.protocol (an integer); send {{\"protocol\":{PROTOCOL_VERSION},\"extension_version\":\"…\"}}"),
             ));
         };
-        Ok(json!({
+        let requires: Vec<&str> = match request.params.get("requires") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(names)) if names.len() <= 256 => names.iter().filter_map(Value::as_str).collect(),
+            Some(_) => return Err((ErrorCode::BadRequest, "hello params.requires must be a list of at most 256 capability names".to_owned())),
+        };
+        if std::env::var_os(TEST_OLD_HELLO).is_some_and(|value| value == "1") {
+            // Test-only stand-in: the answer a runtime of protocol 1 gave (no capabilities).
+            return Ok(json!({
+                "type": "hello",
+                "runtime_version": "0.1.0",
+                "protocol": 1,
+                "compatible": protocol == 1,
+                "boot_id": self.boot_id,
+                "herdr": self.herdr(),
+            }));
+        }
+        let agreement = HelloAgreement::of(protocol, &requires);
+        let extension = request.params.get("extension_version").and_then(Value::as_str).unwrap_or("unknown");
+        if let Some(why) = agreement.mismatch() {
+            self.log.line(format_args!("hello: extension {extension} does not match this runtime: {why}"));
+        }
+        if extension != DOCTOR_VERSION {
+            self.remember_hello(extension, &agreement);
+        }
+        let mut answer = json!({
             "type": "hello",
             "runtime_version": env!("CARGO_PKG_VERSION"),
             "protocol": PROTOCOL_VERSION,
-            "compatible": protocol == PROTOCOL_VERSION,
+            "compatible": agreement.compatible(),
+            "capabilities": CAPABILITIES,
             "boot_id": self.boot_id,
             "herdr": self.herdr(),
-        }))
+        });
+        if !agreement.missing.is_empty() {
+            answer["missing"] = json!(agreement.missing);
+        }
+        Ok(answer)
+    }
+}
+
+/// Test-only: when this variable is `1` in the runtime's environment, `hello` answers as a
+/// runtime of protocol 1 did (no `capabilities`), so an end-to-end test shows the mismatch
+/// with a real browser and a real companion (`e2e/specs/version-agreement.spec.mjs`).
+pub const TEST_OLD_HELLO: &str = "HERDR_CONTINUITY_TEST_OLD_HELLO";
+
+/// The `extension_version` `herdr-companion doctor` sends; its hello is not remembered.
+pub const DOCTOR_VERSION: &str = "doctor";
+
+/// The file in the companion home that keeps the newest extension hello and how it agreed.
+pub const HELLO_FILE: &str = "hello.json";
+
+impl Router {
+    /// Keeps the newest extension hello in [`HELLO_FILE`] (0600) for `herdr-companion doctor`;
+    /// a failure is logged, the hello is answered anyway.
+    fn remember_hello(&self, extension: &str, agreement: &HelloAgreement) {
+        let text = json!({
+            "at": unix_millis(),
+            "extension_version": extension.chars().take(64).collect::<String>(),
+            "protocol": agreement.extension_protocol,
+            "compatible": agreement.compatible(),
+            "mismatch": agreement.mismatch(),
+        })
+        .to_string();
+        let path = self.home.join(HELLO_FILE);
+        let log = self.log.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = diagnostics::write_private(&path, &text) {
+                log.line(format_args!("hello: could not keep the extension's hello in {}: {error}", path.display()));
+            }
+        });
+    }
+}
+
+/// The runtime's side of the `hello` agreement: the extension's protocol integer and the
+/// capabilities it needs against this runtime's [`PROTOCOL_VERSION`] and [`CAPABILITIES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelloAgreement {
+    /// The extension's protocol integer.
+    pub extension_protocol: u64,
+    /// The names the extension needs that this runtime does not serve.
+    pub missing: Vec<String>,
+}
+
+impl HelloAgreement {
+    /// Compares what an extension sent in `hello`.
+    pub fn of(extension_protocol: u64, requires: &[&str]) -> Self {
+        let missing = requires.iter().filter(|name| !CAPABILITIES.contains(name)).map(|name| (*name).to_owned()).collect();
+        Self { extension_protocol, missing }
+    }
+
+    /// Whether the two sides work together.
+    pub fn compatible(&self) -> bool {
+        self.extension_protocol == PROTOCOL_VERSION && self.missing.is_empty()
+    }
+
+    /// Why not, naming the side to update (`None` when compatible).
+    pub fn mismatch(&self) -> Option<String> {
+        let runtime = env!("CARGO_PKG_VERSION");
+        if self.extension_protocol < PROTOCOL_VERSION {
+            Some(format!(
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}; update the extension",
+                self.extension_protocol
+            ))
+        } else if self.extension_protocol > PROTOCOL_VERSION || !self.missing.is_empty() {
+            let lacking = match self.missing.is_empty() {
+                true => String::new(),
+                false => format!(" and lacks {}", self.missing.join(", ")),
+            };
+            Some(format!(
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; run herdr-companion install again with the newer companion",
+                self.extension_protocol
+            ))
+        } else {
+            None
+        }
     }
 }

@@ -223,6 +223,17 @@ async fn serve(
         }
     };
     let journal = crate::journal::start(db_path.clone(), log.clone()).await;
+    let retention = match crate::retention::Retention::open(&db_path) {
+        Ok(retention) => {
+            let retention = Arc::new(retention);
+            spawn_reclaimer(retention.clone(), log.clone());
+            Some(retention)
+        }
+        Err(error) => {
+            log.line(format_args!("retention: {error}"));
+            None
+        }
+    };
     let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
         Ok(judge) => Some(Arc::new(judge)),
         Err(error) => {
@@ -249,8 +260,25 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, work_memory, bridge, attribution, write_tools }));
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
+}
+
+/// Reclaims under the retention limits now and every [`crate::retention::RECLAIM_EVERY`],
+/// on the blocking pool; what was removed (or withheld for want of a checkpoint) is logged.
+fn spawn_reclaimer(retention: Arc<crate::retention::Retention>, log: Arc<RuntimeLog>) {
+    tokio::spawn(async move {
+        loop {
+            let worker = retention.clone();
+            match tokio::task::spawn_blocking(move || worker.reclaim(crate::clock::unix_millis() as i64)).await {
+                Ok(Ok(reclaimed)) if reclaimed != crate::retention::Reclaimed::default() => log.line(format_args!("retention: reclaimed {reclaimed:?}")),
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => log.line(format_args!("retention: reclaiming failed: {error}")),
+                Err(error) => log.line(format_args!("retention: reclaiming failed: {error}")),
+            }
+            tokio::time::sleep(crate::retention::RECLAIM_EVERY).await;
+        }
+    });
 }
 
 /// Turns every Herdr status change into a `herdr_state` event for all clients.

@@ -16,8 +16,9 @@
 //!   answer was lost, W5), anything else answers the conflict with the actual revision.
 //! - Appends are idempotent: the same turn or evidence again is `inserted: false` with the
 //!   same id; the same turn identity with another text is refused, never overwritten.
-//! - Nothing is ever deleted (retention `retain_all`, W4: no raw body is reclaimed, so none
-//!   can be lost before a replacement checkpoint's evidence is verified).
+//! - Nothing is deleted here; `crate::retention` reclaims the oldest raw bodies of a chain
+//!   over its limit only behind the chain's latest checkpoint once it verifies
+//!   ([`checkpoint_digest`] recomputes, the anchor is a row of the chain), W4.
 //! - Every change is one transaction under `synchronous=FULL`.
 
 use std::path::Path;
@@ -97,6 +98,12 @@ fn sha256(parts: &[&str]) -> String {
         hash.update(part.as_bytes());
     }
     hex(&hash.finalize())
+}
+
+/// A checkpoint's `sha256` over its stored fields; retention recomputes it to verify the
+/// checkpoint before reclaiming anything behind it (W4).
+pub fn checkpoint_digest(summary: &str, checkpoint_json: &str, through_message_id: Option<&str>, through_evidence_id: Option<&str>) -> String {
+    sha256(&[summary, checkpoint_json, through_message_id.unwrap_or(""), through_evidence_id.unwrap_or("")])
 }
 
 /// The rowid in an anchor `m<n>` / `e<n>`, or `None` when it is not one.
@@ -351,12 +358,7 @@ impl WorkMemoryStore {
     pub fn checkpoint_put(&mut self, p: &CheckpointPutParams) -> Result<CheckpointPutResult> {
         let tx = self.conn.transaction()?;
         bound(&tx, &p.continuity_id, "checkpoint.put")?;
-        let digest = sha256(&[
-            &p.summary,
-            &p.checkpoint_json,
-            p.through_message_id.as_deref().unwrap_or(""),
-            p.through_evidence_id.as_deref().unwrap_or(""),
-        ]);
+        let digest = checkpoint_digest(&p.summary, &p.checkpoint_json, p.through_message_id.as_deref(), p.through_evidence_id.as_deref());
         let current = latest_checkpoint(&tx, &p.continuity_id)?;
         let actual = current.as_ref().map_or(0, |c| c.revision);
         if actual != p.expected_checkpoint_revision {

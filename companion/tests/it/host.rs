@@ -68,7 +68,7 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
 
     // Still relaying: a hello goes through the real runtime and comes back.
     let hello =
-        json!({"id":"h1","method":"hello","params":{"protocol":1,"extension_version":"0.1.0"}});
+        json!({"id":"h1","method":"hello","params":{"protocol":2,"extension_version":"0.1.0"}});
     stdin
         .write_all(&frame(hello.to_string().as_bytes()))
         .expect("write");

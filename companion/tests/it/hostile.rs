@@ -107,7 +107,7 @@ fn start() -> (TestHome, RuntimeProcess) {
 fn assert_serving(home: &TestHome, runtime: &mut RuntimeProcess, subscriber: &mut LineClient, round: &str) {
     assert!(runtime.child.try_wait().ok().flatten().is_none(), "the runtime died ({round})\n{}", runtime.diagnostics());
     let mut fresh = LineClient::connect(&home.socket());
-    let hello = fresh.call("h", "hello", json!({"protocol": 1, "extension_version": "0.1.0"}));
+    let hello = fresh.call("h", "hello", json!({"protocol": 2, "extension_version": "0.1.0"}));
     assert_eq!(hello["result"]["type"], "hello", "{round}: {hello}");
     assert_eq!(fresh.call("p", "ping", json!({}))["result"]["type"], "pong", "{round}");
     let still = subscriber.call(&format!("s-{round}"), "ping", json!({}));
@@ -259,7 +259,7 @@ fn the_host_relays_on_after_hostile_frames() {
         let body = if n % 100 == 99 { vec![b' '; 1024 * 1024 + 1 + rng.below(4096)] } else { fuzz::hostile_line(&mut rng) };
         stdin.write_all(&frame(&body)).expect("the host reads on");
     }
-    let hello = json!({"id": "final", "method": "hello", "params": {"protocol": 1, "extension_version": "0.1.0"}});
+    let hello = json!({"id": "final", "method": "hello", "params": {"protocol": 2, "extension_version": "0.1.0"}});
     stdin.write_all(&frame(hello.to_string().as_bytes())).expect("write the hello");
     let answer = done_rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the hello is answered after the hostile frames");
     assert_eq!(answer["result"]["type"], "hello", "{answer}");

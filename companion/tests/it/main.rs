@@ -16,6 +16,7 @@ mod journal;
 mod judge;
 mod layering;
 mod provider_standin;
+mod retention;
 mod mcp;
 mod mcp_tunnel;
 mod profiles;

@@ -308,7 +308,7 @@ async fn work_memory_through_herdr_call(client: &Client) {
     let partition = json!({"project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main"});
     let bound = wm("work_memory.bind", json!({"continuity_id": "hc:mcp", "project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main",
         "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio", "bound_at": 1})).await;
-    assert_eq!(bound.structured_content.as_ref().map(|r| r["result"]["retention_policy"].clone()), Some(json!("retain_all")), "{bound:?}");
+    assert_eq!(bound.structured_content.as_ref().map(|r| r["result"]["retention_policy"].clone()), Some(json!("reclaim_behind_verified_checkpoint")), "{bound:?}");
     let turn = wm("work_memory.append_turn", json!({"continuity_id": "hc:mcp", "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio",
         "provider_message_ref": "u1", "role": "user", "text": "split the parser", "observed_at": 2})).await;
     let message_id = turn.structured_content.as_ref().and_then(|r| r["result"]["message_id"].as_str().map(str::to_owned)).expect("message_id");

@@ -24,6 +24,37 @@ fn socket_is_0600_inside_a_private_directory() {
     assert_eq!(mode(&home.socket()), 0o600);
 }
 
+/// Issue 26 Found 8 (N4): the hello answer carries the runtime's capabilities and refuses, by
+/// name, an extension of another protocol or one that needs a capability this runtime lacks.
+/// Failed before: the answer had no `capabilities`, an extension of protocol 1 read as
+/// compatible with the changed wire, and a needed method missing showed only call by call.
+#[test]
+fn hello_agrees_on_protocol_and_capabilities_in_both_directions() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+
+    let fine = client.call("1", "hello", json!({"protocol": 2, "extension_version": "0.2.0", "requires": ["hello", "inbox.pending"]}));
+    let result = &fine["result"];
+    assert_eq!(result["compatible"], true, "{fine}");
+    let capabilities: Vec<&str> = result["capabilities"].as_array().map(|names| names.iter().filter_map(|n| n.as_str()).collect()).unwrap_or_default();
+    assert!(capabilities.contains(&"hello.capabilities") && capabilities.contains(&"continuity.resume"), "{fine}");
+    assert!(result.get("missing").is_none(), "nothing is missing: {fine}");
+
+    let older = client.call("2", "hello", json!({"protocol": 1, "extension_version": "0.1.0"}));
+    assert_eq!(older["result"]["compatible"], false, "an extension of protocol 1 is refused at hello: {older}");
+
+    let lacking = client.call("3", "hello", json!({"protocol": 2, "extension_version": "0.3.0", "requires": ["hello", "tools.teleport"]}));
+    assert_eq!(lacking["result"]["compatible"], false, "{lacking}");
+    assert_eq!(lacking["result"]["missing"], json!(["tools.teleport"]));
+
+    let bad = client.call("4", "hello", json!({"protocol": 2, "extension_version": "0.2.0", "requires": "hello"}));
+    assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
+
+    let log = home.runtime_log();
+    assert!(log.contains("update the extension") && log.contains("run herdr-companion install again"), "the runtime log names the side to update:\n{log}");
+}
+
 /// docs/PROTOCOL.md "Methods": hello, ping, herdr.status, unknown methods and bad shapes.
 #[test]
 fn methods_answer_with_documented_shapes() {
@@ -34,11 +65,11 @@ fn methods_answer_with_documented_shapes() {
     let hello = client.call(
         "1",
         "hello",
-        json!({"protocol": 1, "extension_version": "0.1.0"}),
+        json!({"protocol": 2, "extension_version": "0.1.0"}),
     );
     let result = &hello["result"];
     assert_eq!(result["type"], "hello");
-    assert_eq!(result["protocol"], 1);
+    assert_eq!(result["protocol"], 2);
     assert_eq!(result["compatible"], true);
     assert_eq!(result["runtime_version"], env!("CARGO_PKG_VERSION"));
     assert!(result["boot_id"].as_str().is_some_and(|b| !b.is_empty()));

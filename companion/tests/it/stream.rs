@@ -405,7 +405,7 @@ fn agent_output_is_kept_latest_per_pane_outside_the_durable_log_p4_p9() {
 /// The current runtime's boot id (from `hello`).
 fn live_boot(home: &TestHome) -> Value {
     let mut client = crate::support::LineClient::connect(&home.socket());
-    client.call("hello", "hello", json!({"protocol": 1, "extension_version": "test"}))["result"]["boot_id"].clone()
+    client.call("hello", "hello", json!({"protocol": 2, "extension_version": "test"}))["result"]["boot_id"].clone()
 }
 
 /// Subscribes with `params` and returns the `hello`, the `events_subscribed` result and

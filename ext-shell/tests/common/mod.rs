@@ -83,8 +83,10 @@ pub fn drop_port(port: &JsValue) {
 }
 
 fn hello_answer(id: &str, protocol: u32) -> serde_json::Value {
+    let current = u64::from(protocol) == continuity_protocol::PROTOCOL_VERSION;
+    let capabilities = if current { json!(continuity_protocol::CAPABILITIES) } else { serde_json::Value::Null };
     json!({"id": id, "result": {"type": "hello", "runtime_version": "0.1.0", "protocol": protocol,
-        "compatible": protocol == 1, "boot_id": "boot-1",
+        "compatible": current, "capabilities": capabilities, "boot_id": "boot-1",
         "herdr": {"state": "connected", "protocol": 20, "version": "0.8.2", "socket": "/tmp/herdr.sock", "detail": null}}})
 }
 
@@ -120,12 +122,13 @@ fn answer_of(
 
 pub fn runtime_messages_parse_into_core_types() {
     assert_eq!(
-        link_message(&hello_answer("hello-1", 1)),
+        link_message(&hello_answer("hello-1", 2)),
         Ok(RuntimeMessage::HelloAnswer {
             id: "hello-1".into(),
             runtime_version: "0.1.0".into(),
-            protocol: 1,
+            protocol: 2,
             compatible: true,
+            capabilities: Some(continuity_protocol::CAPABILITIES.iter().map(|name| (*name).to_owned()).collect()),
             herdr: HerdrStatus {
                 state: HerdrConnection::Connected,
                 protocol: Some(20),
@@ -194,9 +197,10 @@ pub fn runtime_messages_parse_into_core_types() {
         wire::request_json(&Request::Hello {
             id: "hello-1".into(),
             extension_version: "0.1.0".into(),
-            protocol: 1
+            protocol: 2,
+            requires: vec!["hello".into(), "ping".into()],
         }),
-        json!({"id": "hello-1", "method": "hello", "params": {"extension_version": "0.1.0", "protocol": 1}})
+        json!({"id": "hello-1", "method": "hello", "params": {"extension_version": "0.1.0", "protocol": 2, "requires": ["hello", "ping"]}})
     );
     assert_eq!(
         wire::page_message(&json!({"type": "action", "action": "round_trip_test"})),
@@ -235,7 +239,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 
     deliver(
         &native,
-        hello_answer(hello[0]["id"].as_str().expect("id"), 1),
+        hello_answer(hello[0]["id"].as_str().expect("id"), 2),
     );
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
@@ -291,11 +295,11 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     let second = ports.get(1);
     deliver(
         &second,
-        hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 2),
+        hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 3),
     );
     assert_eq!(get(&second, "disconnected"), JsValue::TRUE);
     let hud = sent(&page).last().cloned().expect("hud");
-    assert_eq!(hud["view"]["companion"]["key"], "companionUpdateExtension");
+    assert_eq!(hud["view"]["companion"]["key"], "hudVersionMismatchExtension");
     assert_eq!(hud["view"]["actions"][0]["id"], "retry_companion");
 }
 

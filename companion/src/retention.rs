@@ -1,0 +1,379 @@
+//! Retention of the stores in `state.db` (issue 26 "Retention", SPEC W4): what grows with
+//! use is bounded, and nothing is reclaimed that a reader may still need.
+//!
+//! - **Journal** (`journal_turns`) and **Work Memory** (`wm_turns`, `wm_evidence`): a chain
+//!   over its limit of turns (or evidence) loses its oldest rows **only behind a verified
+//!   checkpoint** — the chain's latest Work Memory checkpoint whose `sha256` recomputes from
+//!   its stored fields and whose anchor (`through_message_id` `m<n>`, `through_evidence_id`
+//!   `e<n>`) is a row of the same chain. Only rows older than the anchor go, never the anchor
+//!   itself, and in the journal never the chain's first user turn (the goal a handoff seed
+//!   names); the journal's anchor is the journal turn whose `message_id` is the anchor
+//!   turn's `provider_message_ref`. A chain without such a checkpoint keeps everything and
+//!   is reported as `withheld`.
+//! - **Bridge results** (`bridge_results`): a results message *delivered* more than
+//!   `bridge_result_days` ago is aged out; an undelivered one is kept (it is not in its
+//!   chat yet). The call records (`bridge_calls`) are kept: they are what makes a replayed
+//!   reply never run a tool twice.
+//! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
+//!   out; a running or unacknowledged one is kept.
+//!
+//! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
+//! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
+//! runtime start, every [`RECLAIM_EVERY`], and after `retention.set`; one transaction each
+//! run. A table that does not exist (its service could not open) is skipped.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::db::DbError;
+
+/// How often the runtime reclaims (also once at start).
+pub const RECLAIM_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// The user's limits (options page, `retention.set`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Journal turns kept per chain beyond which the oldest behind a checkpoint go.
+    pub journal_turns: u64,
+    /// Work Memory turns (and evidence items) kept per chain, likewise.
+    pub work_memory_turns: u64,
+    /// Days a delivered bridge results message is kept.
+    pub bridge_result_days: u64,
+    /// Days an acknowledged inbox task is kept.
+    pub inbox_days: u64,
+}
+
+/// The defaults.
+pub const DEFAULTS: Limits = Limits { journal_turns: 5_000, work_memory_turns: 5_000, bridge_result_days: 30, inbox_days: 30 };
+
+/// `(name, min, max)` of each limit.
+pub const BOUNDS: [(&str, u64, u64); 4] = [
+    ("journal_turns", 100, 1_000_000),
+    ("work_memory_turns", 100, 1_000_000),
+    ("bridge_result_days", 1, 3_650),
+    ("inbox_days", 1, 3_650),
+];
+
+impl Limits {
+    fn get(&self, name: &str) -> u64 {
+        match name {
+            "journal_turns" => self.journal_turns,
+            "work_memory_turns" => self.work_memory_turns,
+            "bridge_result_days" => self.bridge_result_days,
+            _ => self.inbox_days,
+        }
+    }
+
+    fn set(&mut self, name: &str, value: u64) {
+        match name {
+            "journal_turns" => self.journal_turns = value,
+            "work_memory_turns" => self.work_memory_turns = value,
+            "bridge_result_days" => self.bridge_result_days = value,
+            _ => self.inbox_days = value,
+        }
+    }
+
+    /// Reads `{"journal_turns"?: n, …}` over `base`: every named limit must be an integer
+    /// within [`BOUNDS`]; anything else is refused with what is allowed.
+    pub fn checked(base: Limits, value: &Value) -> std::result::Result<Limits, String> {
+        let Some(object) = value.as_object() else {
+            return Err("retention.set needs params.limits, an object of limits (journal_turns, work_memory_turns, bridge_result_days, inbox_days)".to_owned());
+        };
+        let mut limits = base;
+        for (name, given) in object {
+            let Some((_, min, max)) = BOUNDS.iter().find(|(known, _, _)| known == name) else {
+                return Err(format!("retention.set: `{name}` is not a limit; send journal_turns, work_memory_turns, bridge_result_days or inbox_days"));
+            };
+            match given.as_u64().filter(|n| (*min..=*max).contains(n)) {
+                Some(n) => limits.set(name, n),
+                None => return Err(format!("retention.set: {name} must be an integer from {min} to {max}, not {given}")),
+            }
+        }
+        Ok(limits)
+    }
+
+    /// The limits and their bounds, as `retention` answers them.
+    pub fn to_json(&self) -> Value {
+        let bounds: serde_json::Map<String, Value> =
+            BOUNDS.iter().map(|(name, min, max)| ((*name).to_owned(), json!({"min": min, "max": max, "default": DEFAULTS.get(name)}))).collect();
+        json!({"limits": self, "bounds": bounds})
+    }
+}
+
+/// Rows and text bytes of one store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreSize {
+    /// `journal`, `work_memory`, `bridge_results`, `inbox`.
+    pub store: &'static str,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of the stored texts.
+    pub bytes: u64,
+}
+
+/// What one [`Retention::reclaim`] removed, and what it kept for want of a checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Reclaimed {
+    /// Journal turns removed.
+    pub journal_turns: u64,
+    /// Work Memory turns removed.
+    pub work_memory_turns: u64,
+    /// Work Memory evidence items removed.
+    pub work_memory_evidence: u64,
+    /// Bridge results messages removed.
+    pub bridge_results: u64,
+    /// Inbox tasks removed.
+    pub inbox_tasks: u64,
+    /// Rows over a limit kept because their chain has no verified checkpoint behind them.
+    pub withheld: u64,
+}
+
+/// The retention service: one connection to `state.db`.
+#[derive(Debug)]
+pub struct Retention {
+    conn: Mutex<Connection>,
+}
+
+type Result<T> = std::result::Result<T, DbError>;
+
+impl Retention {
+    /// Opens `path` (creating `retention_limits`).
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = crate::db::open_connection(path)?;
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS retention_limits (store TEXT PRIMARY KEY, value INTEGER NOT NULL);")?;
+        Ok(Self { conn: Mutex::new(conn) })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The limits in force (the defaults for any not set).
+    pub fn limits(&self) -> Result<Limits> {
+        stored_limits(&self.conn())
+    }
+
+    /// Stores `limits` (already [`Limits::checked`]).
+    pub fn set_limits(&self, limits: &Limits) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for (name, _, _) in BOUNDS {
+            tx.execute(
+                "INSERT INTO retention_limits (store, value) VALUES (?1, ?2) ON CONFLICT (store) DO UPDATE SET value = excluded.value",
+                params![name, limits.get(name) as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Rows and text bytes per store (a store whose table is missing counts zero).
+    pub fn sizes(&self) -> Result<Vec<StoreSize>> {
+        let conn = self.conn();
+        sizes(&conn)
+    }
+
+    /// Reclaims under the stored limits at `now_ms`, in one transaction.
+    pub fn reclaim(&self, now_ms: i64) -> Result<Reclaimed> {
+        let limits = self.limits()?;
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let reclaimed = reclaim(&tx, &limits, now_ms)?;
+        tx.commit()?;
+        Ok(reclaimed)
+    }
+}
+
+/// The limits stored on `conn` (the defaults for any not set, or without the table; a stored
+/// value outside its bound reads as the nearest bound).
+pub fn stored_limits(conn: &Connection) -> Result<Limits> {
+    let mut limits = DEFAULTS;
+    if !table_exists(conn, "retention_limits")? {
+        return Ok(limits);
+    }
+    let mut statement = conn.prepare("SELECT store, value FROM retention_limits")?;
+    let rows = statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (name, value) = row?;
+        if let Some((_, min, max)) = BOUNDS.iter().find(|(known, _, _)| *known == name) {
+            limits.set(&name, value.unsigned_abs().clamp(*min, *max));
+        }
+    }
+    Ok(limits)
+}
+
+/// What `herdr-companion doctor` prints about storage: one line per store with its rows,
+/// bytes and limit.
+pub fn describe(conn: &Connection) -> Result<Vec<String>> {
+    let limits = stored_limits(conn)?;
+    let limit_of = |store: &str| match store {
+        "journal" => format!("limit {} turns per chain, reclaimed behind a verified checkpoint", limits.journal_turns),
+        "work_memory" => format!("limit {} turns per chain, reclaimed behind a verified checkpoint", limits.work_memory_turns),
+        "bridge_results" => format!("delivered ones aged out after {} days", limits.bridge_result_days),
+        _ => format!("acknowledged tasks aged out after {} days", limits.inbox_days),
+    };
+    Ok(sizes(conn)?
+        .into_iter()
+        .map(|size| format!("storage {}: {} rows, {} bytes of text ({})", size.store, size.rows, size.bytes, limit_of(size.store)))
+        .collect())
+}
+
+fn table_exists(conn: &Connection, table: &str) -> Result<bool> {
+    Ok(conn.query_row("SELECT 1 FROM sqlite_master WHERE name = ?1", params![table], |_| Ok(())).optional()?.is_some())
+}
+
+/// Rows and text bytes per store, read on `conn` (also used by `herdr-companion doctor`).
+pub fn sizes(conn: &Connection) -> Result<Vec<StoreSize>> {
+    let measure = |store: &'static str, parts: &[(&str, &str)]| -> Result<StoreSize> {
+        let mut size = StoreSize { store, rows: 0, bytes: 0 };
+        for (table, bytes) in parts {
+            if table_exists(conn, table)? {
+                let (rows, total): (i64, i64) =
+                    conn.query_row(&format!("SELECT count(*), coalesce(sum({bytes}), 0) FROM {table}"), [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                size.rows += rows.unsigned_abs();
+                size.bytes += total.unsigned_abs();
+            }
+        }
+        Ok(size)
+    };
+    Ok(vec![
+        measure("journal", &[("journal_turns", "length(text)")])?,
+        measure("work_memory", &[("wm_turns", "length(text)"), ("wm_evidence", "length(content)")])?,
+        measure("bridge_results", &[("bridge_results", "length(text)")])?,
+        measure("inbox", &[("inbox_tasks", "length(prompt_preview) + length(coalesce(result, ''))")])?,
+    ])
+}
+
+/// The chain's latest checkpoint when it verifies: its `sha256` recomputes from its fields
+/// and its anchors are rows of the chain. `(turn anchor rowid, evidence anchor rowid)`.
+fn verified_checkpoint(conn: &Connection, chain: &str) -> Result<Option<(Option<i64>, Option<i64>)>> {
+    if !table_exists(conn, "wm_checkpoints")? {
+        return Ok(None);
+    }
+    let latest = conn
+        .query_row(
+            "SELECT summary, checkpoint_json, sha256, through_message_id, through_evidence_id FROM wm_checkpoints
+             WHERE continuity_id = ?1 ORDER BY revision DESC LIMIT 1",
+            params![chain],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?, r.get::<_, Option<String>>(4)?)),
+        )
+        .optional()?;
+    let Some((summary, checkpoint_json, digest, through_message, through_evidence)) = latest else { return Ok(None) };
+    let recomputed = crate::work_memory::store::checkpoint_digest(&summary, &checkpoint_json, through_message.as_deref(), through_evidence.as_deref());
+    if recomputed != digest {
+        return Ok(None);
+    }
+    let anchor = |anchor: Option<&str>, prefix: char, table: &str| -> Result<Option<Option<i64>>> {
+        let Some(anchor) = anchor else { return Ok(Some(None)) };
+        let Some(row) = anchor.strip_prefix(prefix).and_then(|n| n.parse::<i64>().ok()) else { return Ok(None) };
+        let found = conn.query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1 AND continuity_id = ?2"), params![row, chain], |_| Ok(())).optional()?;
+        Ok(found.map(|()| Some(row)))
+    };
+    let (Some(turn), Some(evidence)) = (anchor(through_message.as_deref(), 'm', "wm_turns")?, anchor(through_evidence.as_deref(), 'e', "wm_evidence")?) else {
+        return Ok(None);
+    };
+    Ok(Some((turn, evidence)))
+}
+
+/// Chains of `table` with more than `limit` rows, and their counts.
+fn over_limit(conn: &Connection, table: &str, limit: u64) -> Result<Vec<(String, u64)>> {
+    let mut statement = conn.prepare(&format!("SELECT continuity_id, count(*) FROM {table} GROUP BY continuity_id HAVING count(*) > ?1"))?;
+    let rows = statement.query_map(params![limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.unsigned_abs())))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed> {
+    let mut out = Reclaimed::default();
+    if table_exists(conn, "wm_turns")? {
+        for (chain, count) in over_limit(conn, "wm_turns", limits.work_memory_turns)? {
+            let excess = count - limits.work_memory_turns;
+            match verified_checkpoint(conn, &chain)? {
+                Some((Some(anchor), _)) => {
+                    let gone = conn.execute(
+                        "DELETE FROM wm_turns WHERE id IN (SELECT id FROM wm_turns WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
+                        params![chain, anchor, excess as i64],
+                    )? as u64;
+                    conn.execute(
+                        "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'turn' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_turns WHERE continuity_id = ?1)",
+                        params![chain],
+                    )?;
+                    out.work_memory_turns += gone;
+                    out.withheld += excess - gone;
+                }
+                _ => out.withheld += excess,
+            }
+        }
+    }
+    if table_exists(conn, "wm_evidence")? {
+        for (chain, count) in over_limit(conn, "wm_evidence", limits.work_memory_turns)? {
+            let excess = count - limits.work_memory_turns;
+            match verified_checkpoint(conn, &chain)? {
+                Some((_, Some(anchor))) => {
+                    let gone = conn.execute(
+                        "DELETE FROM wm_evidence WHERE id IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
+                        params![chain, anchor, excess as i64],
+                    )? as u64;
+                    conn.execute(
+                        "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'evidence' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1)",
+                        params![chain],
+                    )?;
+                    out.work_memory_evidence += gone;
+                    out.withheld += excess - gone;
+                }
+                _ => out.withheld += excess,
+            }
+        }
+    }
+    if table_exists(conn, "journal_turns")? {
+        for (chain, count) in over_limit(conn, "journal_turns", limits.journal_turns)? {
+            let excess = count - limits.journal_turns;
+            let anchor = match verified_checkpoint(conn, &chain)? {
+                Some((Some(turn), _)) => conn
+                    .query_row(
+                        "SELECT j.turn_id FROM journal_turns j JOIN wm_turns w ON w.provider_message_ref = j.message_id
+                         WHERE w.id = ?1 AND j.continuity_id = ?2",
+                        params![turn, chain],
+                        |r| r.get::<_, i64>(0),
+                    )
+                    .optional()?,
+                _ => None,
+            };
+            let Some(anchor) = anchor else {
+                out.withheld += excess;
+                continue;
+            };
+            let goal: Option<i64> =
+                conn.query_row("SELECT min(turn_id) FROM journal_turns WHERE continuity_id = ?1 AND role = 'user'", params![chain], |r| r.get(0))?;
+            let victims: Vec<(i64, String)> = {
+                let mut statement = conn.prepare(
+                    "SELECT turn_id, text FROM journal_turns WHERE continuity_id = ?1 AND turn_id < ?2 AND turn_id IS NOT ?3 ORDER BY turn_id LIMIT ?4",
+                )?;
+                let rows = statement.query_map(params![chain, anchor, goal, excess as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            for (turn_id, text) in &victims {
+                conn.execute("INSERT INTO journal_fts (journal_fts, rowid, text) VALUES ('delete', ?1, ?2)", params![turn_id, text])?;
+                conn.execute("DELETE FROM journal_turns WHERE turn_id = ?1", params![turn_id])?;
+            }
+            let gone = victims.len() as u64;
+            out.journal_turns += gone;
+            out.withheld += excess - gone;
+        }
+    }
+    if table_exists(conn, "bridge_results")? {
+        let cutoff = now_ms - limits.bridge_result_days as i64 * DAY_MS;
+        out.bridge_results = conn.execute("DELETE FROM bridge_results WHERE delivered_at IS NOT NULL AND delivered_at < ?1", params![cutoff])? as u64;
+    }
+    if table_exists(conn, "inbox_tasks")? {
+        let cutoff = now_ms - limits.inbox_days as i64 * DAY_MS;
+        out.inbox_tasks = conn.execute("DELETE FROM inbox_tasks WHERE acked_at IS NOT NULL AND acked_at < ?1", params![cutoff])? as u64;
+    }
+    Ok(out)
+}

@@ -1,0 +1,168 @@
+//! Retention (issue 26 Found 8 "storage grows without bound", SPEC W4) on real SQLite files:
+//! the stores are filled past their limits through their own APIs, then reclaimed.
+
+use companion::bridge::store::{BridgeStore, StoredResults};
+use companion::inbox::store::InboxStore;
+use companion::journal::store::JournalStore;
+use companion::retention::{Limits, Reclaimed, Retention, DEFAULTS};
+use companion::work_memory::store::WorkMemoryStore;
+use companion::work_memory::WorkMemory;
+use continuity_protocol::journal::ContinuityAppendParams;
+use continuity_protocol::{LocalMethod, TurnRole};
+use serde_json::{json, Value};
+
+use crate::support::{output_within, LineClient, TestHome};
+
+const DAY: i64 = 24 * 3600 * 1000;
+const NOW: i64 = 400 * DAY;
+
+fn journal_turn(conversation: &str, index: usize) -> ContinuityAppendParams {
+    ContinuityAppendParams {
+        continuity_id: None,
+        conversation_id: conversation.to_owned(),
+        message_id: format!("{conversation}-msg-{index}"),
+        role: if index % 2 == 0 { TurnRole::User } else { TurnRole::Assistant },
+        text: format!("turn {index} of {conversation}"),
+        observed_at: 1_000 + index as u64,
+        project_id: None,
+        workspace_id: None,
+        conversation_url: None,
+        title: None,
+    }
+}
+
+fn wm(store: &mut WorkMemoryStore, method: LocalMethod, params: Value) -> Value {
+    let call = companion::work_memory::checked(method, params).expect("valid params");
+    call.run(store).expect("work memory call")
+}
+
+fn count(path: &std::path::Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.query_row(sql, [], |r| r.get(0)).expect("count")
+}
+
+/// Fills two chains past the journal and Work Memory limits — one with a verified checkpoint
+/// part-way, one without any — plus old delivered and undelivered bridge results and old
+/// acknowledged and unacknowledged inbox tasks; then reclaims. Behind the checkpoint the
+/// oldest rows go (never the anchor, never the goal); the chain without a checkpoint keeps
+/// every row; undelivered results and unacknowledged tasks stay. A checkpoint whose stored
+/// digest no longer recomputes protects nothing from being kept: it is not trusted, so
+/// nothing behind it is reclaimed either. Failed before: there was no retention at all.
+#[test]
+fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut journal = JournalStore::open(&path).expect("journal");
+    let mut memory = WorkMemoryStore::open(&path).expect("work memory");
+    let mut bridge = BridgeStore::open(&path).expect("bridge");
+    let _inbox = InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    let limits = Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 };
+    retention.set_limits(&limits).expect("limits");
+
+    let turns = 160;
+    let mut chains = Vec::new();
+    for conversation in ["kept", "checked"] {
+        journal.append_batch((0..turns).map(|i| journal_turn(conversation, i)), 2_000).expect("journal fill");
+        let chain = journal.chain_of_conversation(conversation).expect("read").map(|c| c.continuity_id).expect("journaled");
+        wm(&mut memory, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": conversation,
+            "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"), "bound_at": 1}));
+        for i in 0..turns {
+            wm(&mut memory, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"),
+                "provider_message_ref": format!("{conversation}-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}));
+        }
+        chains.push(chain);
+    }
+    // The "checked" chain gets a checkpoint through its turn 120 (of 160).
+    let checked = &chains[1];
+    let anchor: i64 = count(&path, &format!("SELECT id FROM wm_turns WHERE provider_message_ref = 'checked-msg-120'"));
+    let put = wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": checked, "expected_checkpoint_revision": 0,
+        "summary": "goal and decisions so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
+    assert_eq!(put["ok"], true, "{put}");
+
+    let results = |id: &str| StoredResults { delivery_id: id.to_owned(), text: format!("results {id}"), calls: 1, delivered: false };
+    bridge.store_results("c1", "m1", &results("old-delivered"), NOW - 40 * DAY).expect("store");
+    bridge.delivered("old-delivered", NOW - 40 * DAY).expect("delivered");
+    bridge.store_results("c1", "m2", &results("old-undelivered"), NOW - 40 * DAY).expect("store");
+    bridge.store_results("c1", "m3", &results("new-delivered"), NOW - DAY).expect("store");
+    bridge.delivered("new-delivered", NOW - DAY).expect("delivered");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    for (task, acked_at) in [("acked-old", Some(NOW - 40 * DAY)), ("acked-new", Some(NOW - DAY)), ("unacked-old", None)] {
+        conn.execute(
+            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
+             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?3)",
+            rusqlite::params![task, NOW - 50 * DAY, acked_at],
+        )
+        .expect("inbox row");
+    }
+
+    let before = retention.sizes().expect("sizes");
+    assert_eq!(before.iter().map(|s| (s.store, s.rows)).collect::<Vec<_>>(), vec![("journal", 320), ("work_memory", 320), ("bridge_results", 3), ("inbox", 3)]);
+
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!(
+        reclaimed,
+        Reclaimed { journal_turns: 60, work_memory_turns: 60, work_memory_evidence: 0, bridge_results: 1, inbox_tasks: 1, withheld: 120 },
+        "60 of each store behind the checkpoint; the chain without one withholds 60 + 60"
+    );
+    let in_chain = |table: &str, chain: &str| count(&path, &format!("SELECT count(*) FROM {table} WHERE continuity_id = '{chain}'"));
+    assert_eq!((in_chain("journal_turns", &chains[0]), in_chain("wm_turns", &chains[0])), (160, 160), "nothing behind no checkpoint is lost");
+    assert_eq!((in_chain("journal_turns", checked), in_chain("wm_turns", checked)), (100, 100));
+    let kept = |sql: &str| count(&path, sql) == 1;
+    assert!(kept(&format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), "the anchor stays");
+    assert!(kept("SELECT count(*) FROM journal_turns WHERE message_id = 'checked-msg-0'"), "the goal (first user turn) stays");
+    assert!(kept("SELECT count(*) FROM journal_turns WHERE message_id = 'checked-msg-61'"), "the oldest after the 60 reclaimed stays");
+    assert!(!kept("SELECT count(*) FROM journal_turns WHERE message_id = 'checked-msg-60'"));
+    assert_eq!(count(&path, "SELECT count(*) FROM journal_fts WHERE journal_fts MATCH 'turn'"), 260, "the search index follows");
+    assert_eq!(count(&path, "SELECT count(*) FROM wm_fts WHERE source_kind = 'turn'"), 260);
+    assert!(kept("SELECT count(*) FROM bridge_results WHERE delivery_id = 'old-undelivered'"), "an undelivered result stays");
+    assert!(!kept("SELECT count(*) FROM bridge_results WHERE delivery_id = 'old-delivered'"));
+    assert!(kept("SELECT count(*) FROM inbox_tasks WHERE task_id = 'unacked-old'"), "an unacknowledged task stays");
+    assert!(!kept("SELECT count(*) FROM inbox_tasks WHERE task_id = 'acked-old'"));
+
+    // Work Memory still resumes the checked chain from its checkpoint.
+    let resumed = wm(&mut memory, LocalMethod::WorkMemoryResume, json!({"project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "checked"}));
+    assert_eq!(resumed["ok"], true, "{resumed}");
+
+    // A second run has nothing left to take but still withholds the unchecked chain.
+    assert_eq!(retention.reclaim(NOW).expect("again"), Reclaimed { withheld: 120, ..Reclaimed::default() });
+
+    // A checkpoint whose stored digest does not recompute is not trusted.
+    conn.execute("UPDATE wm_checkpoints SET summary = 'edited behind our back'", []).expect("tamper");
+    journal.append_batch((turns..turns + 20).map(|i| journal_turn("checked", i)), 3_000).expect("more");
+    let after_tamper = retention.reclaim(NOW).expect("tampered");
+    assert_eq!(after_tamper.journal_turns, 0, "nothing goes behind an unverified checkpoint");
+    let _ = WorkMemory::open(&path).expect("still opens");
+}
+
+/// `retention.get` / `retention.set` through the real runtime: the defaults and bounds, a
+/// value outside its bound refused with the bound in the message, a good one stored.
+#[test]
+fn retention_methods_show_and_set_limits_within_bounds() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let got = client.call("r1", "retention.get", json!({}));
+    assert_eq!(got["result"]["type"], "retention", "{got}");
+    assert_eq!(got["result"]["limits"]["journal_turns"], DEFAULTS.journal_turns);
+    assert_eq!(got["result"]["bounds"]["inbox_days"], json!({"min": 1, "max": 3650, "default": 30}));
+    let stores: Vec<&str> = got["result"]["sizes"].as_array().map(|s| s.iter().filter_map(|s| s["store"].as_str()).collect()).unwrap_or_default();
+    assert_eq!(stores, ["journal", "work_memory", "bridge_results", "inbox"]);
+    let refused = client.call("r2", "retention.set", json!({"limits": {"inbox_days": 0}}));
+    assert_eq!(refused["error"]["code"], "bad_request", "{refused}");
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("from 1 to 3650")), "{refused}");
+    let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 7, "journal_turns": 2000}}));
+    assert_eq!(set["result"]["limits"], json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}), "{set}");
+    let again = client.call("r4", "retention.get", json!({}));
+    assert_eq!(again["result"]["limits"]["inbox_days"], 7, "kept in state.db");
+
+    // The doctor prints each store's size and limit, and the extension's last hello.
+    let hello = client.call("h", "hello", json!({"protocol": 1, "extension_version": "0.1.0"}));
+    assert_eq!(hello["result"]["compatible"], false);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let doctor = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(text.contains("ok    storage journal: 0 rows, 0 bytes of text (limit 2000 turns per chain, reclaimed behind a verified checkpoint)"), "{text}");
+    assert!(text.contains("ok    storage inbox: 0 rows, 0 bytes of text (acknowledged tasks aged out after 7 days)"), "{text}");
+    assert!(text.contains("FAIL  extension 0.1.0 (protocol 1) does not match the runtime") && text.contains("fix: update the extension"), "{text}");
+}
