@@ -276,7 +276,7 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
         ToolName::HerdrInspect | ToolName::HerdrMethods => Ok(()),
         // The write tools confine themselves: a chat's project roots are the registered
         // roots and its own workspace's pane directories (`super::write_tools`), and an
-        // exec session is reachable only by its id.
+        // exec session only by the caller that started it.
         ToolName::HerdrFsEdit
         | ToolName::HerdrFsWrite
         | ToolName::HerdrFsPatch

@@ -355,11 +355,11 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             };
             let offset = args.integer("offset", 0, u64::MAX)?.unwrap_or(0);
             let limit = usize::try_from(args.integer("limit", 1, MAX_READ_BYTES as u64)?.unwrap_or(MAX_READ_BYTES as u64)).unwrap_or(MAX_READ_BYTES);
-            return service.sessions.read(&id, stderr, offset, limit).await.map_err(session_error);
+            return service.sessions.read(&caller_name(caller), &id, stderr, offset, limit).await.map_err(session_error);
         }
         ToolName::HerdrExecKill => {
             let id = args.string("session_id", true, false, 64)?.unwrap_or_default();
-            return service.sessions.kill(&id).await.map_err(session_error);
+            return service.sessions.kill(&caller_name(caller), &id).await.map_err(session_error);
         }
         _ => {}
     }
@@ -465,7 +465,7 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             }
             if args.tool == ToolName::HerdrExecStart {
                 let now = i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX);
-                return service.sessions.start(&argv, &cwd, now).await.map_err(session_error);
+                return service.sessions.start(&caller_name(caller), &argv, &cwd, now).await.map_err(session_error);
             }
             let timeout = Duration::from_millis(timeout_ms);
             let Some(key) = key.filter(|_| intent == Some(Intent::NonIdempotentWrite)) else {
@@ -478,13 +478,22 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             let claim = service.runs.claim(scoped.clone(), exec::fingerprint(&argv, &cwd), now).await.map_err(|e| (ErrorCode::Internal, format!("herdr_exec: the idempotency key could not be claimed ({e}); the command did not run")))?;
             match claim {
                 Claim::Claimed => {
-                    let mut result = exec::run(&argv, &cwd, timeout).await;
-                    annotate(&mut result, intent, &cwd);
-                    if let Value::Object(map) = &mut result {
-                        map.insert("idempotency_key".to_owned(), json!(key));
+                    // A task of its own: a dropped request (the caller went away) neither
+                    // kills the command nor leaves its key without the result.
+                    let runs = service.clone();
+                    let task = tokio::spawn(async move {
+                        let mut result = exec::run(&argv, &cwd, timeout).await;
+                        annotate(&mut result, intent, &cwd);
+                        if let Value::Object(map) = &mut result {
+                            map.insert("idempotency_key".to_owned(), json!(key));
+                        }
+                        runs.runs.finish(scoped, &result).await.map(|()| result)
+                    });
+                    match task.await {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(e)) => Err((ErrorCode::Internal, format!("herdr_exec: the command ran but its result could not be stored ({e}); do not retry it — read its effects instead"))),
+                        Err(lost) => Err((ErrorCode::Internal, format!("herdr_exec: the run stopped before it finished ({lost}); do not retry it — read its effects instead"))),
                     }
-                    service.runs.finish(scoped, &result).await.map_err(|e| (ErrorCode::Internal, format!("herdr_exec: the command ran but its result could not be stored ({e}); do not retry it — read its effects instead")))?;
-                    Ok(result)
                 }
                 Claim::Done(mut first) => {
                     if let Value::Object(map) = &mut first {

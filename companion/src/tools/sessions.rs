@@ -8,6 +8,8 @@
 //! - Every session is a row of `exec_sessions` in `state.db` from its start; a runtime
 //!   that starts again marks the rows it did not finish `interrupted` (their output was in
 //!   the stopped runtime's memory), and `herdr_exec_read` answers them so.
+//! - A session belongs to its caller (`owner`: `mcp` or `bridge:<ref>`): another caller
+//!   reading or killing it is told there is no such session.
 //! - At most [`MAX_RUNNING_SESSIONS`] run at once; kill sends SIGTERM to the group, then
 //!   SIGKILL after [`KILL_GRACE`].
 
@@ -61,6 +63,7 @@ impl Ring {
 
 #[derive(Debug)]
 struct Live {
+    owner: String,
     stdout: Mutex<Ring>,
     stderr: Mutex<Ring>,
     pgid: u32,
@@ -116,6 +119,7 @@ impl ExecSessions {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS exec_sessions (
                 id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
                 boot_id TEXT NOT NULL,
                 cwd TEXT NOT NULL,
                 command TEXT NOT NULL,
@@ -135,8 +139,8 @@ impl ExecSessions {
         lock(&self.live).values().filter(|l| lock(&l.end).is_none()).count()
     }
 
-    /// Starts `argv` in `cwd`; its session id.
-    pub async fn start(self: &Arc<Self>, argv: &[String], cwd: &Path, now: i64) -> Result<Value, SessionError> {
+    /// Starts `argv` in `cwd` for `owner`; its session id.
+    pub async fn start(self: &Arc<Self>, owner: &str, argv: &[String], cwd: &Path, now: i64) -> Result<Value, SessionError> {
         if self.running() >= MAX_RUNNING_SESSIONS {
             return Err(SessionError::Refused(format!(
                 "herdr_exec_start: {MAX_RUNNING_SESSIONS} sessions run already; herdr_exec_kill one that is no longer needed"
@@ -146,11 +150,11 @@ impl ExecSessions {
         let shown_command = serde_json::to_string(argv).unwrap_or_default();
         let cwd_text = cwd.display().to_string();
         {
-            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone()));
+            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.to_owned()));
             off_worker(move || -> Result<(), DbError> {
                 lock(&conn).execute(
-                    "INSERT INTO exec_sessions (id, boot_id, cwd, command, started_at, state) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-                    params![row.0, row.1, row.2, row.3, now],
+                    "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES (?1, ?6, ?2, ?3, ?4, ?5, 'running')",
+                    params![row.0, row.1, row.2, row.3, now, row.4],
                 )?;
                 Ok(())
             })
@@ -167,6 +171,7 @@ impl ExecSessions {
             }
         };
         let live = Arc::new(Live {
+            owner: owner.to_owned(),
             stdout: Mutex::new(Ring::default()),
             stderr: Mutex::new(Ring::default()),
             pgid: child.id().unwrap_or(0),
@@ -200,11 +205,11 @@ impl ExecSessions {
         .await
     }
 
-    async fn stored(&self, id: &str) -> Result<Option<(String, Option<i32>, String)>, DbError> {
-        let (conn, id) = (self.conn.clone(), id.to_owned());
+    async fn stored(&self, owner: &str, id: &str) -> Result<Option<(String, Option<i32>, String)>, DbError> {
+        let (conn, id, owner) = (self.conn.clone(), id.to_owned(), owner.to_owned());
         off_worker(move || -> Result<_, DbError> {
             Ok(lock(&conn)
-                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1", params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1 AND owner = ?2", params![id, owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?)
         })
         .await
@@ -214,11 +219,11 @@ impl ExecSessions {
         SessionError::NotFound(format!("no exec session {id}; herdr_exec_start returns the session_id"))
     }
 
-    /// Reads `stream` (`stdout` | `stderr`) from `offset`.
-    pub async fn read(&self, id: &str, stderr: bool, offset: u64, limit: usize) -> Result<Value, SessionError> {
-        let live = lock(&self.live).get(id).cloned();
+    /// Reads `stream` (`stdout` | `stderr`) of `owner`'s session `id` from `offset`.
+    pub async fn read(&self, owner: &str, id: &str, stderr: bool, offset: u64, limit: usize) -> Result<Value, SessionError> {
+        let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
         let Some(live) = live else {
-            return match self.stored(id).await? {
+            return match self.stored(owner, id).await? {
                 Some((state, code, command)) => Ok(json!({
                     "session_id": id, "state": state, "exit_code": code, "command": command, "data": "", "next_offset": offset, "dropped_bytes": 0,
                     "note": if state == "interrupted" { "The runtime stopped while this session ran; its process was cut off from it and its output is gone. Start it again if it is still needed." } else { "This session belongs to an earlier runtime start; its output is gone." },
@@ -239,11 +244,11 @@ impl ExecSessions {
         }))
     }
 
-    /// Kills a session's process group (SIGTERM, then SIGKILL after [`KILL_GRACE`]).
-    pub async fn kill(&self, id: &str) -> Result<Value, SessionError> {
-        let live = lock(&self.live).get(id).cloned();
+    /// Kills `owner`'s session's process group (SIGTERM, then SIGKILL after [`KILL_GRACE`]).
+    pub async fn kill(&self, owner: &str, id: &str) -> Result<Value, SessionError> {
+        let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
         let Some(live) = live else {
-            return match self.stored(id).await? {
+            return match self.stored(owner, id).await? {
                 Some((state, code, _)) => Ok(json!({"session_id": id, "state": state, "exit_code": code, "note": "It was not running in this runtime; nothing was killed."})),
                 None => Err(Self::not_found(id)),
             };
@@ -300,11 +305,11 @@ mod tests {
         let db = dir.path().join("state.db");
         let sessions = Arc::new(ExecSessions::open(&db, "boot1").expect("open"));
         let argv: Vec<String> = ["sh", "-c", "echo hi; sleep 30"].iter().map(|s| (*s).to_owned()).collect();
-        let started = sessions.start(&argv, dir.path(), 1).await.expect("start");
+        let started = sessions.start("mcp", &argv, dir.path(), 1).await.expect("start");
         let id = started["session_id"].as_str().expect("id").to_owned();
         let mut read = Value::Null;
         for _ in 0..100 {
-            read = sessions.read(&id, false, 0, 100).await.expect("read");
+            read = sessions.read("mcp", &id, false, 0, 100).await.expect("read");
             if read["data"] == "hi\n" {
                 break;
             }
@@ -312,10 +317,11 @@ mod tests {
         }
         assert_eq!(read["data"], "hi\n");
         assert_eq!(read["state"], "running");
+        assert!(matches!(sessions.read("bridge:zai:conv:1", &id, false, 0, 100).await, Err(SessionError::NotFound(_))), "another caller's session is not there");
         // Another runtime start over the same state.db: the session is interrupted.
         let after = ExecSessions::open(&db, "boot2").expect("reopen");
-        assert_eq!(after.read(&id, false, 0, 100).await.expect("read")["state"], "interrupted");
-        let killed = sessions.kill(&id).await.expect("kill");
+        assert_eq!(after.read("mcp", &id, false, 0, 100).await.expect("read")["state"], "interrupted");
+        let killed = sessions.kill("mcp", &id).await.expect("kill");
         assert_eq!(killed["state"], "killed");
     }
 }
