@@ -119,7 +119,7 @@ test.describe('Workstation write tools (issue 27)', () => {
 
       await ask('READ-TASK: read the workspace.');
       await expect.poll(() => results().length, { timeout: 20_000, message: 'the read ran without a click (Auto on)' }).toBe(1);
-      expect(results()[0].text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"tool":"herdr_inspect","ok":true/);
+      expect(results()[0].text).toMatch(/^HERDR_TOOL_RESULTS \(1 call\)\n\{"call":1,"ok":true,.*"tool":"herdr_inspect"\}/);
       await expect(page.locator(fixture.ui.assistantTurn).last()).toHaveText('Noted.', { timeout: 20_000 });
 
       await ask('WRITE-TASK: write the file.');
