@@ -34,6 +34,11 @@
 // per hour of a healthy bound ChatGPT tab with Auto on that keeps streaming (expected 0).
 // BENCH_ONLY=recovery runs only that part.
 //
+// Workstation read tools (e2e/bench/workstation.mjs, issue 27): p50 / p99 of herdr_fs_read,
+// herdr_fs_list, herdr_fs_grep over a 10 000-file tree and herdr_git status / diff on a
+// 5 000-commit repository, next to the reference product's p50s. BENCH_ONLY=workstation
+// runs only that part.
+//
 // Runtime fuzz (e2e/bench/fuzz.mjs, issue 23): seeded hostile input to the framing, the
 // line reader, the request decoder and every runtime method for BENCH_FUZZ_SECONDS (30),
 // executions per second and crashes (target 0). BENCH_ONLY=fuzz runs only that part.
@@ -49,6 +54,7 @@ import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
 import { recoveryBench } from './bench/recovery.mjs';
 import { fuzzBench } from './bench/fuzz.mjs';
+import { workstationBench } from './bench/workstation.mjs';
 import { table } from './bench/table.mjs';
 import {
   CHATS, CONVERSATION, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, openAndBind, reportAgent, turnAutoOn,
@@ -189,6 +195,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=workstation runs only the workstation read tools (e2e/bench/workstation.mjs).
+  if (process.env.BENCH_ONLY === 'workstation') {
+    await workstationBench({ table });
+    console.log('\nbench: done');
+    return;
+  }
   // BENCH_ONLY=journal runs only the Continuity Journal's figures (e2e/bench/journal.mjs).
   if (process.env.BENCH_ONLY === 'journal') {
     await journalBench({ table });
@@ -261,6 +273,7 @@ async function main() {
   await contentScriptCostBench({ Sandbox, table });
   await judgeCorpusBench({ table });
   await journalBench({ table });
+  await workstationBench({ table });
   await recoveryBench({ Sandbox, table });
   await fuzzBench({ table });
   console.log('\nbench: done');

@@ -20,6 +20,16 @@ wire_names! {
         HerdrMethods = "herdr_methods",
         /// The runtime's view of Herdr: connection, workspaces, panes (read-only).
         HerdrInspect = "herdr_inspect",
+        /// Lines of a file inside the project roots (read-only).
+        HerdrFsRead = "herdr_fs_read",
+        /// A directory's entries inside the project roots, `.gitignore`-aware (read-only).
+        HerdrFsList = "herdr_fs_list",
+        /// A regex or literal search inside the project roots (read-only).
+        HerdrFsGrep = "herdr_fs_grep",
+        /// Git status, diff, log and show of a repository inside the roots (read-only).
+        HerdrGit = "herdr_git",
+        /// The Herdr events the runtime stored since a cursor (read-only).
+        HerdrSince = "herdr_since",
         /// Replace one exact, unique string in a file (write).
         HerdrFsEdit = "herdr_fs_edit",
         /// Write a whole file (write).
@@ -38,14 +48,21 @@ wire_names! {
 }
 
 impl ToolName {
-    /// True when the tool only reads, so the JSON bridge may run it without a click when the
-    /// chat's Auto is on. Every tool is named (no wildcard): a new one must be classed here
-    /// before it builds. `herdr_call` is classed by its method (`classify` in the bridge), so
-    /// it is not read-only here; the exec tools are never read-only, whatever `intent` says
-    /// (the caller's word is not a proof), and `herdr_exec_read` goes with them.
+    /// True when the tool changes nothing: the JSON bridge runs it without the user's
+    /// click (a `herdr_call` is classed by its method instead, see `LocalMethod::is_read_only`).
+    /// The write and exec tools are never read-only, whatever `intent` says (the caller's word
+    /// is not a proof), and `herdr_exec_read` goes with them.
+    /// Every tool is named (no wildcard): a new one must be classed here before it builds,
+    /// so no unclassed write ever runs as a read.
     pub const fn is_read_only(self) -> bool {
         match self {
-            ToolName::HerdrMethods | ToolName::HerdrInspect => true,
+            ToolName::HerdrMethods
+            | ToolName::HerdrInspect
+            | ToolName::HerdrFsRead
+            | ToolName::HerdrFsList
+            | ToolName::HerdrFsGrep
+            | ToolName::HerdrGit
+            | ToolName::HerdrSince => true,
             ToolName::HerdrPrompt
             | ToolName::HerdrCall
             | ToolName::HerdrFsEdit
@@ -192,5 +209,7 @@ mod tests {
         assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
         assert!(ToolName::parse("herdr_shell").is_err());
         assert!(!ToolName::HerdrExec.is_read_only() && !ToolName::HerdrFsPatch.is_read_only() && ToolName::HerdrInspect.is_read_only());
+                assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
+        assert!(!ToolName::HerdrPrompt.is_read_only() && !ToolName::HerdrCall.is_read_only());
     }
 }

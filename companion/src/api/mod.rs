@@ -5,7 +5,7 @@
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
 //! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal, and its
 //! handoff package `herdr_mcp.browser_handoff.prepare`), [`tools`]
-//! (the planner tool registry, `tools.*`), [`bridge`] (the JSON bridge, `bridge.*`),
+//! (the planner tool registry, `tools.*`; its workstation reads in [`workstation`]), [`bridge`] (the JSON bridge, `bridge.*`),
 //! [`profiles`] (`profiles.get`, the site profile files of the companion home) and
 //! [`attribution`] (`chats.report`, and which chat an MCP caller's `herdr_prompt` is for) — and the
 //! link methods (`hello`, `ping`, `herdr.status`) are answered here. To add a family, add
@@ -28,6 +28,7 @@ pub mod profiles;
 pub mod retention;
 pub mod stream;
 pub mod tools;
+pub mod workstation;
 pub mod write_tools;
 
 use std::sync::Arc;
@@ -103,13 +104,16 @@ pub struct Router {
     attribution: Arc<attribution::Attribution>,
     /// The write and exec tools.
     write_tools: Option<Arc<crate::tools::write::WriteTools>>,
+    /// The registered project roots (`state.db`'s `roots`), opened at the first
+    /// workstation tool call ([`workstation`]).
+    roots: std::sync::OnceLock<Arc<crate::tools::roots::RootStore>>,
 }
 
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
         let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools }
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools, roots: std::sync::OnceLock::new() }
     }
 
     /// The current Herdr status.

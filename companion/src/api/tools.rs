@@ -16,7 +16,9 @@
 //!   package `herdr_mcp.browser_handoff.prepare`; `work_memory.*` goes to the Work Memory
 //!   service (`crate::work_memory`). The journal's write, `continuity.append`, is not
 //!   reachable from a planner.
-//! - `herdr_methods` and `herdr_inspect` change nothing.
+//! - `herdr_methods` and `herdr_inspect` change nothing, nor do the workstation reads
+//!   (`herdr_fs_read`, `herdr_fs_list`, `herdr_fs_grep`, `herdr_git`, `herdr_since`,
+//!   [`super::workstation`]), which act only inside the call's project roots.
 //! - Every call carries its [`Caller`]: an MCP client is unrestricted; a JSON-bridge chat
 //!   is confined by [`confine`] before anything runs — only the panes of its bound
 //!   workspace (looked up in the catalog, not read off the id), `herdr_prompt` only with its
@@ -54,6 +56,12 @@ const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
         ToolName::HerdrCall => &["method", "params"],
         ToolName::HerdrMethods => &["query"],
         ToolName::HerdrInspect => &[],
+        ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince => {
+            match super::workstation::arguments_of(tool) {
+                Some(arguments) => arguments,
+                None => &[],
+            }
+        }
         ToolName::HerdrFsEdit
         | ToolName::HerdrFsWrite
         | ToolName::HerdrFsPatch
@@ -66,13 +74,14 @@ const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
 
 /// Every planner tool, in the order `tools.list` gives them.
 pub fn specs() -> Vec<ToolSpec> {
-    let mut specs = base_specs();
+    let mut specs = herdr_specs();
+    specs.extend(super::workstation::specs());
     specs.extend(super::write_tools::specs());
     specs
 }
 
-/// The tools of this file, in `tools.list` order.
-fn base_specs() -> Vec<ToolSpec> {
+/// The Herdr tools (prompt, call, methods, inspect).
+fn herdr_specs() -> Vec<ToolSpec> {
     let id = |what: &str| json!({"type": "string", "minLength": 1, "maxLength": MAX_REF_CHARS, "description": what});
     vec![
         ToolSpec {
@@ -152,14 +161,16 @@ fn bad(message: String) -> MethodError {
 }
 
 /// A tool's arguments with the checks every tool shares.
-struct Arguments<'a> {
-    tool: ToolName,
-    map: &'a Map<String, Value>,
+pub(super) struct Arguments<'a> {
+    /// The tool called.
+    pub(super) tool: ToolName,
+    /// Its arguments.
+    pub(super) map: &'a Map<String, Value>,
 }
 
 impl Arguments<'_> {
     /// Refuses a key the tool does not take.
-    fn only_known(&self) -> Result<(), MethodError> {
+    pub(super) fn only_known(&self) -> Result<(), MethodError> {
         let allowed = arguments_of(self.tool);
         match self.map.keys().find(|k| !allowed.contains(&k.as_str())) {
             None => Ok(()),
@@ -172,7 +183,7 @@ impl Arguments<'_> {
     }
 
     /// An optional string argument of 1..=`max` characters (`null` counts as absent).
-    fn text(&self, key: &str, max: usize, hint: &str) -> Result<Option<String>, MethodError> {
+    pub(super) fn text(&self, key: &str, max: usize, hint: &str) -> Result<Option<String>, MethodError> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.chars().count() > max => Err(bad(format!(
@@ -186,7 +197,7 @@ impl Arguments<'_> {
     }
 
     /// A required string argument of 1..=`max` characters.
-    fn required(&self, key: &str, max: usize, hint: &str) -> Result<String, MethodError> {
+    pub(super) fn required(&self, key: &str, max: usize, hint: &str) -> Result<String, MethodError> {
         self.text(key, max, hint)?
             .ok_or_else(|| bad(format!("{} needs {key}, a non-empty string — {hint}", self.tool)))
     }
@@ -274,6 +285,9 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
     };
     match tool {
         ToolName::HerdrInspect | ToolName::HerdrMethods => Ok(()),
+        // Confined by the call's roots (the registered roots and this chat's workspace's
+        // pane directories) and, for herdr_since, to this chat's workspace's events.
+        ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince => Ok(()),
         // The write tools confine themselves: a chat's project roots are the registered
         // roots and its own workspace's pane directories (`super::write_tools`), and an
         // exec session only by the caller that started it.
@@ -496,6 +510,9 @@ pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Va
         ToolName::HerdrCall => call(api, &args).await?,
         ToolName::HerdrMethods => methods(api, &args)?,
         ToolName::HerdrInspect => inspect(api, caller, &args)?,
+        ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince => {
+            super::workstation::run(api, caller, &args).await?
+        }
         ToolName::HerdrFsEdit
         | ToolName::HerdrFsWrite
         | ToolName::HerdrFsPatch

@@ -623,8 +623,9 @@ fn string_at(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// Classifies a call (docs/PROTOCOL.md "Detection and execution"): read-only are the tools
-/// [`ToolName::is_read_only`] names and `herdr_call` of a read-only allowlisted Herdr method
+/// Classifies a call (docs/PROTOCOL.md "Detection and execution"): read-only are
+/// `herdr_inspect`, `herdr_methods`, the workstation reads (`herdr_fs_read`, `_list`,
+/// `_grep`, `herdr_git`, `herdr_since`; [`ToolName::is_read_only`]) and `herdr_call` of a read-only allowlisted Herdr method
 /// or a read-only runtime-local method; everything else is mutating — `herdr_prompt`,
 /// typing into a pane, the file writes and patches, every exec tool, and whatever is not
 /// known (fail closed).
@@ -644,6 +645,11 @@ pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
         }
         Ok(ToolName::HerdrExec | ToolName::HerdrExecStart) => (true, None, string_at(args, "root")),
         Ok(ToolName::HerdrExecRead | ToolName::HerdrExecKill) => (true, None, string_at(args, "session_id")),
+        // The workstation reads (files, search, Git, events): read-only by their class.
+        Ok(tool @ (ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince)) => {
+            let target = ["path", "root"].iter().find_map(|key| string_at(args, key));
+            (!tool.is_read_only(), None, target)
+        }
         Ok(ToolName::HerdrPrompt) => (true, None, string_at(args, "target").or_else(|| string_at(args, "workspace_id"))),
         Ok(tool @ (ToolName::HerdrInspect | ToolName::HerdrMethods)) => (!tool.is_read_only(), None, None),
         Ok(ToolName::HerdrCall) => {

@@ -202,6 +202,32 @@ impl EventHub {
         json!({"event": stored.event, "data": data})
     }
 
+    /// The event log's identity (`state.db`'s `log_id`).
+    pub fn log_id(&self) -> &str {
+        &self.log_id
+    }
+
+    /// A page of the stored log for `herdr_since` (`crate::tools::since`): up to `limit + 1`
+    /// events after `cursor` (the extra one tells that more wait; without a cursor, after
+    /// the newest `limit`), and whether the cursor was
+    /// not of this log (another `log_id`, or beyond its end), in which case the page starts
+    /// at the log's beginning. Returns the events, the cursor used and that flag.
+    pub async fn events_page(self: &Arc<Self>, cursor: Option<i64>, log_id: Option<String>, limit: i64) -> Result<(Vec<StoredEvent>, i64, bool), DbError> {
+        let hub = Arc::clone(self);
+        off_worker(move || {
+            let db = hub.db.lock().unwrap_or_else(|p| p.into_inner());
+            let last = db.last_seq()?;
+            let reset = log_id.is_some_and(|id| id != hub.log_id) || cursor.is_some_and(|c| c > last);
+            let start = match cursor {
+                _ if reset => 0,
+                Some(c) => c,
+                None => (last - limit).max(0),
+            };
+            Ok((db.events_after(start, limit.saturating_add(1))?, start, reset))
+        })
+        .await
+    }
+
     /// The highest seq in the log itself (not the published copy).
     async fn stored_last_seq(self: &Arc<Self>) -> Result<i64, DbError> {
         let hub = Arc::clone(self);

@@ -3,6 +3,10 @@
 //! roots.
 //!
 //! - [`roots`]: the project roots and the confinement of every path to them;
+//! - [`fs`]: `herdr_fs_read` (a file's lines) and `herdr_fs_list` (a directory's entries);
+//! - [`grep`]: `herdr_fs_grep` (ripgrep's crates);
+//! - [`git`]: `herdr_git` (status, diff, log, show through the `git` binary);
+//! - [`since`]: `herdr_since` (a page of the runtime's stored Herdr events).
 //! - [`edit`]: `herdr_fs_edit`, `herdr_fs_write`, and what every write shares (the Git
 //!   check, the atomic write);
 //! - [`patch`]: `herdr_fs_patch`'s two diff formats, parsed and applied in memory;
@@ -19,7 +23,11 @@
 pub mod audit;
 pub mod edit;
 pub mod exec;
+pub mod fs;
+pub mod git;
+pub mod grep;
 pub mod patch;
 pub mod roots;
 pub mod sessions;
+pub mod since;
 pub mod write;

@@ -190,14 +190,24 @@ impl Roots {
                     return Ok(out);
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    // Walk up one component; it must be a plain name to be appended later.
-                    let last = existing.components().next_back();
-                    match last {
+                    // Walk up one component; it must be a plain name to be appended later,
+                    // and not a dangling symlink (creating "it" would create its target,
+                    // wherever that is).
+                    match existing.components().next_back() {
                         Some(Component::Normal(name)) => {
-                            missing.push(name.to_owned());
+                            let name = name.to_owned();
                             if !existing.pop() {
                                 break;
                             }
+                            let named = existing.join(&name);
+                            if std::fs::symlink_metadata(&named).is_ok_and(|m| m.file_type().is_symlink()) {
+                                return Err(RootError::Invalid(format!(
+                                    "{path} goes through {}, a symlink to something that does not exist; send a path without it, inside one of the project roots ({})",
+                                    named.display(),
+                                    self.describe()
+                                )));
+                            }
+                            missing.push(name);
                         }
                         Some(Component::CurDir) => {
                             existing.pop();
@@ -401,6 +411,10 @@ mod tests {
         // `..` out of a missing directory is refused before anything is looked up.
         assert!(matches!(roots.resolve("missing/../../secret.txt"), Err(RootError::Invalid(_))));
         assert!(matches!(Roots::default().resolve("a"), Err(RootError::NoRoots)));
+        // A dangling symlink out of the root: creating "it" would create its target.
+        symlink(dir.path().join("new.txt"), root.join("dangling")).expect("symlink");
+        assert!(matches!(roots.resolve("dangling"), Err(RootError::Invalid(_))));
+        assert!(matches!(roots.resolve("dangling/x"), Err(RootError::Invalid(_))));
     }
 
     #[test]
@@ -451,6 +465,73 @@ mod tests {
         assert!(matches!(store.remove(Path::new("/nowhere")), Err(RootStoreError::NotRegistered { .. })));
         assert_eq!(store.remove(&root).expect("remove"), added);
         assert!(store.list().expect("list").is_empty());
+    }
+
+    use proptest::prelude::*;
+
+    /// A tree under a temporary directory: `root/` (the project root) with directories
+    /// `a`, `a/b`, `c`, and `out/` beside it; then the generated symlinks, each at one of
+    /// the names below pointing at one of the targets (inside, outside, relative, looping).
+    const LINK_AT: [&str; 5] = ["root/l0", "root/a/l1", "root/a/b/l2", "root/c/l3", "out/l4"];
+    const TARGETS: [&str; 12] = ["..", "../..", "../out", "a", "/", "/etc", "b", "l0", "../root/a", ".", "../out/none", "/nonexistent/x"];
+    const PARTS: [&str; 12] = ["a", "b", "c", "..", ".", "l0", "l1", "l2", "l3", "l4", "out", "missing"];
+
+    fn build(links: &[(usize, usize)]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["root/a/b", "root/c", "out"] {
+            std::fs::create_dir_all(dir.path().join(d)).expect("mkdir");
+        }
+        std::fs::write(dir.path().join("out/secret"), "s").expect("w");
+        std::fs::write(dir.path().join("root/a/file"), "f").expect("w");
+        for (at, target) in links {
+            let _ = symlink(TARGETS[*target], dir.path().join(LINK_AT[*at]));
+        }
+        let root = std::fs::canonicalize(dir.path().join("root")).expect("canonical");
+        (dir, root)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+        /// Whatever the tree of symlinks and the path (relative or absolute, with `..`,
+        /// `.`, symlinks, missing parts), a path that resolves is inside the root, and what
+        /// it names on disk (its longest existing ancestor, resolved by the kernel) is too.
+        #[test]
+        fn no_path_resolves_outside_its_root(
+            links in proptest::collection::vec((0..LINK_AT.len(), 0..TARGETS.len()), 0..6),
+            parts in proptest::collection::vec(0..PARTS.len(), 1..7),
+            absolute in any::<bool>(),
+        ) {
+            let (dir, root) = build(&links);
+            let roots = Roots::new([root.clone()], []);
+            let relative: Vec<&str> = parts.iter().map(|i| PARTS[*i]).collect();
+            let path = if absolute { format!("{}/{}", dir.path().join("root").display(), relative.join("/")) } else { relative.join("/") };
+            if let Ok(resolved) = roots.resolve(&path) {
+                prop_assert!(resolved.starts_with(&root), "{path} -> {}", resolved.display());
+                let mut existing = resolved.clone();
+                while std::fs::symlink_metadata(&existing).is_err() {
+                    prop_assert!(existing.pop());
+                }
+                // No part of it is a symlink (a missing part cannot be a dangling one).
+                let mut prefix = resolved.clone();
+                loop {
+                    let link = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
+                    prop_assert!(!link, "{path} -> {} passes the symlink {}", resolved.display(), prefix.display());
+                    if !prefix.pop() {
+                        break;
+                    }
+                }
+                let real = std::fs::canonicalize(&existing).expect("exists");
+                prop_assert!(real.starts_with(&root), "{path} -> {} is really {}", resolved.display(), real.display());
+                // And the kernel agrees on an existing path: it names the same file.
+                if let Ok(kernel) = std::fs::canonicalize(root.join(&path)) {
+                    prop_assert_eq!(kernel, resolved);
+                }
+            } else if let Ok(kernel) = std::fs::canonicalize(if absolute { PathBuf::from(&path) } else { root.join(&path) }) {
+                // Refused only when the kernel's answer is outside (or the path is odd).
+                prop_assert!(!kernel.starts_with(&root), "{path} refused but is {}", kernel.display());
+            }
+        }
     }
 
     trait NoFollow {

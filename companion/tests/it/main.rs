@@ -24,3 +24,4 @@ mod runtime;
 mod stream;
 mod support;
 mod tools_write;
+mod workstation;

@@ -1,0 +1,363 @@
+//! `herdr_git`: `status`, `diff` (work tree, staged, a path, two revisions), `log` and
+//! `show` of a repository inside the project roots, through the `git` binary.
+//!
+//! Why the binary and not a library: `gix` (the maintained pure-Rust Git) takes longer to
+//! compile than this project's CI budget allows on its two-core machines, and `git` is on
+//! every machine that has a repository; it is run with a timeout and its output capped.
+//!
+//! Invariants:
+//! - Every argument is checked before `git` runs: a revision is 1..=[`MAX_REV_CHARS`] of
+//!   `[A-Za-z0-9._/~^@{}:+-]` and never starts with `-` (no option injection such as
+//!   `--output=/path`); revisions follow `--end-of-options`, paths follow `--` with
+//!   `--literal-pathspecs` (no pathspec magic or globbing), and a path is resolved inside
+//!   the roots ([`Roots::resolve`]) and then given relative to the repository directory.
+//! - Git never looks for a repository above the project root (`GIT_CEILING_DIRECTORIES`)
+//!   and never runs a command from the repository's configuration while reading:
+//!   `core.fsmonitor` off, `--no-ext-diff`, `--no-textconv`, no pager, no colour, no
+//!   optional locks (a status does not write the index), no prompt; the `GIT_*`
+//!   variables that would point it elsewhere are removed.
+//! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
+//!   output are kept (the rest is read and dropped, so it never blocks on a full pipe).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+
+use super::fs::ToolError;
+use super::roots::Roots;
+
+/// How long one `git` run may take.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `max_bytes` of output.
+pub const GIT_DEFAULT_BYTES: u64 = 32 * 1024;
+/// Largest `max_bytes`.
+pub const GIT_MAX_BYTES: u64 = 256 * 1024;
+/// Default `max_count` of `log`.
+pub const LOG_DEFAULT_COUNT: u64 = 20;
+/// Largest `max_count` of `log`.
+pub const LOG_MAX_COUNT: u64 = 200;
+/// Longest revision, in characters.
+pub const MAX_REV_CHARS: usize = 200;
+
+/// What `herdr_git` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitAction {
+    /// `git status`.
+    Status,
+    /// `git diff`.
+    Diff,
+    /// `git log`.
+    Log,
+    /// `git show`.
+    Show,
+}
+
+impl GitAction {
+    /// The action named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "status" => Some(Self::Status),
+            "diff" => Some(Self::Diff),
+            "log" => Some(Self::Log),
+            "show" => Some(Self::Show),
+            _ => None,
+        }
+    }
+}
+
+/// `herdr_git`'s checked arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitRequest {
+    /// The repository (its work tree, or a directory in it) inside a root.
+    pub root: String,
+    /// What to do.
+    pub action: GitAction,
+    /// Only this file or directory.
+    pub path: Option<String>,
+    /// `diff`: the index against HEAD instead of the work tree against the index.
+    pub staged: bool,
+    /// `diff`: from this revision (alone: against the work tree); `log`: from this revision
+    /// (default HEAD); `show`: this revision (default HEAD).
+    pub from: Option<String>,
+    /// `diff`: to this revision.
+    pub to: Option<String>,
+    /// `log`: most commits.
+    pub max_count: u64,
+    /// Most bytes of output kept.
+    pub max_bytes: u64,
+}
+
+/// Checks a revision argument (see the module invariants).
+pub fn check_rev(key: &str, rev: &str) -> Result<(), ToolError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._/~^@{}:+-".contains(c);
+    if rev.is_empty() || rev.chars().count() > MAX_REV_CHARS || rev.starts_with('-') || !rev.chars().all(allowed) {
+        return Err(ToolError::Bad(format!(
+            "{key} `{}` is not a revision: send a commit id, branch, tag or an expression like HEAD~2 (letters, digits and . _ / ~ ^ @ {{ }} : + -, not starting with -, at most {MAX_REV_CHARS} characters)",
+            rev.chars().take(80).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+/// The `git` command line (after the global options) for `request`, with `pathspec`
+/// (relative to the repository directory) when a path was given.
+fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>, ToolError> {
+    for (key, rev) in [("from", &request.from), ("to", &request.to)] {
+        if let Some(rev) = rev {
+            check_rev(key, rev)?;
+        }
+    }
+    let mut args: Vec<String> = Vec::new();
+    let owned = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+    match request.action {
+        GitAction::Status => {
+            if request.from.is_some() || request.to.is_some() || request.staged {
+                return Err(ToolError::Bad("status takes no from, to or staged; send only root and, optionally, path".to_owned()));
+            }
+            args.extend(owned(&["status", "--porcelain=v1", "--branch", "-z", "--untracked-files=normal"]));
+        }
+        GitAction::Diff => {
+            if request.staged && request.to.is_some() {
+                return Err(ToolError::Bad("diff: staged compares the index with HEAD (or with from); it takes no to — leave staged out to compare two revisions".to_owned()));
+            }
+            if request.to.is_some() && request.from.is_none() {
+                return Err(ToolError::Bad("diff: to needs from (the older revision)".to_owned()));
+            }
+            args.extend(owned(&["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch"]));
+            if request.staged {
+                args.push("--cached".to_owned());
+            }
+            args.push("--end-of-options".to_owned());
+            args.extend(request.from.iter().cloned());
+            args.extend(request.to.iter().cloned());
+        }
+        GitAction::Log => {
+            if request.to.is_some() || request.staged {
+                return Err(ToolError::Bad("log takes from (where to start, default HEAD), not to or staged".to_owned()));
+            }
+            args.extend(owned(&["log", "--no-color", "--format=%H%x1f%h%x1f%an%x1f%aI%x1f%s%x1e"]));
+            args.push(format!("--max-count={}", request.max_count));
+            args.push("--end-of-options".to_owned());
+            args.push(request.from.clone().unwrap_or_else(|| "HEAD".to_owned()));
+        }
+        GitAction::Show => {
+            if request.to.is_some() || request.staged {
+                return Err(ToolError::Bad("show takes from (the revision to show, default HEAD), not to or staged".to_owned()));
+            }
+            args.extend(owned(&["show", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch", "--format=fuller"]));
+            args.push("--end-of-options".to_owned());
+            args.push(request.from.clone().unwrap_or_else(|| "HEAD".to_owned()));
+        }
+    }
+    if let Some(pathspec) = pathspec {
+        args.push("--".to_owned());
+        args.push(pathspec.to_owned());
+    }
+    Ok(args)
+}
+
+/// What one `git` run gave.
+#[derive(Debug)]
+struct GitOutput {
+    /// Exit status success.
+    ok: bool,
+    /// Stdout, at most the cap.
+    stdout: Vec<u8>,
+    /// Bytes of stdout dropped past the cap.
+    dropped: u64,
+    /// Stderr (first 4 KiB).
+    stderr: String,
+}
+
+/// Runs `git` in `dir` with the safe global options (module invariants) and `args`.
+async fn run_git(dir: &Path, ceiling: &Path, args: &[String], max_bytes: u64) -> Result<GitOutput, ToolError> {
+    let mut command = tokio::process::Command::new("git");
+    command
+        .arg("-C")
+        .arg(dir)
+        .args(["--no-pager", "--literal-pathspecs", "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "-c", "color.ui=false"])
+        .args(args)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_COMMON_DIR", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DISCOVERY_ACROSS_FILESYSTEM"] {
+        command.env_remove(var);
+    }
+    let mut child = command.spawn().map_err(|e| ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH")))?;
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ToolError::Io("git's output pipes were not opened".to_owned()));
+    };
+    let cap = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let work = async {
+        let read_out = async {
+            let mut kept = Vec::new();
+            let mut dropped = 0u64;
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                let n = stdout.read(&mut buffer).await?;
+                if n == 0 {
+                    break;
+                }
+                let room = cap.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buffer[..room]);
+                dropped += (n - room) as u64;
+            }
+            Ok::<_, std::io::Error>((kept, dropped))
+        };
+        let read_err = async {
+            let mut text = Vec::new();
+            let mut buffer = vec![0u8; 4096];
+            loop {
+                let n = stderr.read(&mut buffer).await?;
+                if n == 0 {
+                    break;
+                }
+                let room = 4096usize.saturating_sub(text.len()).min(n);
+                text.extend_from_slice(&buffer[..room]);
+            }
+            Ok::<_, std::io::Error>(text)
+        };
+        let (out, err) = tokio::try_join!(read_out, read_err)?;
+        let status = child.wait().await?;
+        Ok::<_, std::io::Error>((status, out, err))
+    };
+    match tokio::time::timeout(GIT_TIMEOUT, work).await {
+        Ok(Ok((status, (stdout, dropped), stderr))) => Ok(GitOutput { ok: status.success(), stdout, dropped, stderr: String::from_utf8_lossy(&stderr).trim().to_owned() }),
+        Ok(Err(e)) => Err(ToolError::Io(format!("git's output could not be read: {e}"))),
+        Err(_) => Err(ToolError::Io(format!(
+            "git took longer than {} s and was stopped; ask for less (a path, fewer commits) or check the repository",
+            GIT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// The repository directory and the path given, checked against the roots.
+fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Option<String>), ToolError> {
+    let dir = roots.resolve(&request.root)?;
+    if !dir.is_dir() {
+        return Err(ToolError::Bad(format!("{} is not a directory; send the repository's directory as root", dir.display())));
+    }
+    let ceiling = roots.root_of(&dir).and_then(Path::parent).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    let pathspec = match &request.path {
+        None => None,
+        Some(path) => {
+            // Relative paths are relative to the repository directory, as in Git.
+            let absolute = if Path::new(path).is_absolute() { PathBuf::from(path) } else { dir.join(path) };
+            let resolved = roots.resolve(&absolute.to_string_lossy())?;
+            let relative = resolved.strip_prefix(&dir).map_err(|_| {
+                ToolError::Bad(format!("path {} is not inside the repository directory {}", resolved.display(), dir.display()))
+            })?;
+            let text = relative.to_string_lossy().into_owned();
+            Some(if text.is_empty() { ".".to_owned() } else { text })
+        }
+    };
+    Ok((dir, ceiling, pathspec))
+}
+
+/// Runs the request (see the module invariants).
+pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
+    let (dir, ceiling, pathspec) = locate(roots, request)?;
+    let args = arguments(request, pathspec.as_deref())?;
+    let output = run_git(&dir, &ceiling, &args, request.max_bytes).await?;
+    if !output.ok {
+        let what = if output.stderr.is_empty() { "no message".to_owned() } else { output.stderr.clone() };
+        return Err(ToolError::Bad(format!("git {} failed in {}: {what}", args[0], dir.display())));
+    }
+    let truncated = output.dropped > 0;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut result = json!({"root": dir, "action": args[0], "truncated": truncated});
+    if let Some(path) = &pathspec {
+        result["path"] = json!(path);
+    }
+    match request.action {
+        GitAction::Status => {
+            let mut records = text.split('\0').filter(|r| !r.is_empty());
+            let mut branch = Value::Null;
+            let mut entries = Vec::new();
+            while let Some(record) = records.next() {
+                if let Some(line) = record.strip_prefix("## ") {
+                    branch = json!(line);
+                    continue;
+                }
+                // `XY path`: X the index's state, Y the work tree's (git status --porcelain).
+                let (code, path) = record.split_at_checked(3).unwrap_or((record, ""));
+                let code = code.get(..2).unwrap_or(code);
+                let mut entry = json!({"status": code, "path": path});
+                if code.starts_with('R') || code.starts_with('C') {
+                    entry["from"] = json!(records.next());
+                }
+                entries.push(entry);
+            }
+            result["branch"] = branch;
+            result["clean"] = json!(entries.is_empty() && !truncated);
+            result["entries"] = json!(entries);
+        }
+        GitAction::Log => {
+            let commits: Vec<Value> = text
+                .split('\u{1e}')
+                .map(|r| r.trim_start_matches('\n'))
+                .filter(|r| !r.is_empty())
+                .filter_map(|r| {
+                    let f: Vec<&str> = r.split('\u{1f}').collect();
+                    (f.len() == 5).then(|| json!({"commit": f[0], "short": f[1], "author": f[2], "date": f[3], "subject": f[4]}))
+                })
+                .collect();
+            result["count"] = json!(commits.len());
+            result["commits"] = json!(commits);
+        }
+        GitAction::Diff | GitAction::Show => {
+            result["empty"] = json!(text.is_empty());
+            result["text"] = json!(text);
+        }
+    }
+    if truncated {
+        result["note"] = json!(format!("output cut at max_bytes = {} ({} bytes left out); narrow it with path", request.max_bytes, output.dropped));
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(action: GitAction) -> GitRequest {
+        GitRequest { root: ".".to_owned(), action, path: None, staged: false, from: None, to: None, max_count: 5, max_bytes: 1000 }
+    }
+
+    #[test]
+    fn a_revision_that_looks_like_an_option_or_holds_odd_characters_is_refused() {
+        for bad in ["--output=/tmp/x", "-p", "HEAD x", "a\nb", "", "$(id)", "a;b", "HEAD`"] {
+            assert!(check_rev("from", bad).is_err(), "{bad:?}");
+        }
+        for good in ["HEAD", "HEAD~2", "main^{tree}", "v1.0.0", "origin/main", "abc123", "HEAD@{1}", "HEAD:src/a.rs"] {
+            assert!(check_rev("from", good).is_ok(), "{good:?}");
+        }
+        let mut diff = request(GitAction::Diff);
+        diff.from = Some("--output=/tmp/pwned".to_owned());
+        assert!(arguments(&diff, None).is_err());
+    }
+
+    #[test]
+    fn revisions_follow_end_of_options_and_paths_follow_a_double_dash() {
+        let mut diff = request(GitAction::Diff);
+        diff.from = Some("HEAD~1".to_owned());
+        diff.to = Some("HEAD".to_owned());
+        let args = arguments(&diff, Some("-weird-name")).expect("args");
+        let end = args.iter().position(|a| a == "--end-of-options").expect("end of options");
+        assert_eq!(&args[end + 1..], ["HEAD~1", "HEAD", "--", "-weird-name"]);
+        let mut staged = request(GitAction::Diff);
+        staged.staged = true;
+        assert!(arguments(&staged, None).expect("args").contains(&"--cached".to_owned()));
+        staged.to = Some("HEAD".to_owned());
+        assert!(arguments(&staged, None).is_err());
+        assert!(arguments(&request(GitAction::Log), None).expect("args").contains(&"--max-count=5".to_owned()));
+    }
+}
