@@ -9,6 +9,7 @@
 // worker writes: what the extension did or held back, and why, for the panel's tab.
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
+import { mountToolAudit } from './tool-audit.js';
 import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
 
 // ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
@@ -312,12 +313,15 @@ startPage((app) => {
     diagnostics: element('section', 'diagnostics', { 'data-diagnostics': '' }),
     live: element('section', 'live', { 'data-live': '' }),
     activity: element('section', 'activity-log', { 'data-activity-log': '' }),
+    audit: element('section', 'tool-audit', { 'data-tool-audit': '' }),
   };
-  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.activity, regions.live, regions.diagnostics);
+  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.activity, regions.audit, regions.live, regions.diagnostics);
   const activity = mountActivity(regions.activity);
   // The live Herdr tree and the Pinned Target keep their own companion connection
   // (live-tree.js): they only display, so they need nothing from the worker's core.
   mountLiveTree(regions.live);
+  // The audit log of the write and exec tools, read from the companion the same way.
+  mountToolAudit(regions.audit);
   // Message type → its shape, the region it replaces and the renderer of that region.
   const RENDERERS = {
     hud: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },

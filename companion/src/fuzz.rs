@@ -460,7 +460,7 @@ pub async fn open_router(root: &Path) -> Router {
     let journal = crate::journal::start(db_path, Arc::clone(&log)).await;
     let judge = crate::judge::JudgeService::new(root.to_path_buf(), None).ok().map(Arc::new);
     let attribution = std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs());
-    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, retention, work_memory, bridge, attribution })
+    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools: None })
 }
 
 /// A client handle whose outbox is drained in the background (a subscription's events

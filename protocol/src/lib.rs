@@ -76,6 +76,7 @@ pub const CAPABILITIES: &[&str] = &[
     "retention.set",
     "task.dispatch",
     "task.list",
+    "tools.audit",
     "tools.call",
     "tools.list",
 ];

@@ -273,6 +273,8 @@ pub enum Call {
     ChatsReport(ChatsReportParams),
     /// `profiles.get`.
     ProfilesGet(NoParams),
+    /// `tools.audit`.
+    ToolsAudit(ToolsAuditParams),
     /// `retention.get`.
     RetentionGet(NoParams),
     /// `retention.set`.
@@ -324,6 +326,39 @@ pub struct RetentionSize {
     pub rows: u64,
     /// Bytes of the stored texts.
     pub bytes: u64,
+}
+
+/// Params of `tools.audit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsAuditParams {
+    /// How many rows, newest first (1..=200; default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// Only rows older than this `seq` (the next page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+}
+
+/// One row of the tool audit log (`tools_audit.entries`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAuditEntry {
+    /// Its position in the log (newer is larger).
+    pub seq: i64,
+    /// When it was recorded (ms since the Unix epoch).
+    pub at: i64,
+    /// The tool, e.g. `herdr_exec`.
+    pub tool: String,
+    /// `mcp`, or `bridge:<browser_session_ref>` for a JSON-bridge chat.
+    pub caller: String,
+    /// The root it acted in (`""` when it was refused before one was known).
+    pub root: String,
+    /// The path, the command (as JSON), or the session id.
+    pub target: String,
+    /// `ok`, `failed`, `refused`, `replayed` or `interrupted`.
+    pub outcome: String,
+    /// One line: the exit code, what changed, or why it failed.
+    pub detail: String,
 }
 
 /// One bound chat in `chats.report`.
@@ -546,6 +581,7 @@ impl Call {
             Method::BrowserHandoffPrepare => Call::BrowserHandoffPrepare(typed(params)?),
             Method::ChatsReport => Call::ChatsReport(typed(params)?),
             Method::ProfilesGet => Call::ProfilesGet(typed(params)?),
+            Method::ToolsAudit => Call::ToolsAudit(typed(params)?),
             Method::RetentionGet => Call::RetentionGet(typed(params)?),
             Method::RetentionSet => Call::RetentionSet(typed(params)?),
         })
@@ -583,6 +619,7 @@ impl Call {
             Call::BrowserHandoffPrepare(_) => Method::BrowserHandoffPrepare,
             Call::ChatsReport(_) => Method::ChatsReport,
             Call::ProfilesGet(_) => Method::ProfilesGet,
+            Call::ToolsAudit(_) => Method::ToolsAudit,
             Call::RetentionGet(_) => Method::RetentionGet,
             Call::RetentionSet(_) => Method::RetentionSet,
         }
@@ -617,6 +654,7 @@ impl Call {
             Call::BridgeDecide(p) => serde_json::to_value(p),
             Call::BrowserHandoffPrepare(p) => serde_json::to_value(p),
             Call::ChatsReport(p) => serde_json::to_value(p),
+            Call::ToolsAudit(p) => serde_json::to_value(p),
         };
         match value {
             Ok(Value::Object(map)) => map,
@@ -1061,6 +1099,11 @@ pub enum MethodResult {
         /// Each store's size.
         sizes: Vec<RetentionSize>,
     },
+    /// Answer to `tools.audit`.
+    ToolsAudit {
+        /// The rows, newest first.
+        entries: Vec<ToolAuditEntry>,
+    },
 }
 
 /// One site profile file of the companion home, as `profiles.get` serves it: its text
@@ -1114,6 +1157,7 @@ impl MethodResult {
             MethodResult::HandoffPrepared(_) => ResultType::HandoffPrepared,
             MethodResult::ChatsReported { .. } => ResultType::ChatsReported,
             MethodResult::Profiles { .. } => ResultType::Profiles,
+            MethodResult::ToolsAudit { .. } => ResultType::ToolsAudit,
             MethodResult::Retention { .. } => ResultType::Retention,
         }
     }

@@ -199,6 +199,9 @@ wire_names! {
         /// `profiles.get {}` → `profiles`: the site profile files in the companion home
         /// (`profiles/<site>.json`), each with its text or why it was not read.
         ProfilesGet = "profiles.get",
+        /// `tools.audit {limit?, before?}` → `tools_audit`: the newest rows of the audit log
+        /// of the write and exec tools (tool, caller, root, path or command, outcome, time).
+        ToolsAudit = "tools.audit",
         /// `retention.get {}` → `retention`: the storage limits in force, their bounds and
         /// each store's size (SPEC W4).
         RetentionGet = "retention.get",
@@ -313,6 +316,8 @@ wire_names! {
         ChatsReported = "chats_reported",
         /// [`crate::MethodResult::Profiles`].
         Profiles = "profiles",
+        /// [`crate::MethodResult::ToolsAudit`].
+        ToolsAudit = "tools_audit",
         /// [`crate::MethodResult::Retention`].
         Retention = "retention",
     }

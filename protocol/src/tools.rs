@@ -30,12 +30,28 @@ wire_names! {
         HerdrGit = "herdr_git",
         /// The Herdr events the runtime stored since a cursor (read-only).
         HerdrSince = "herdr_since",
+        /// Replace one exact, unique string in a file (write).
+        HerdrFsEdit = "herdr_fs_edit",
+        /// Write a whole file (write).
+        HerdrFsWrite = "herdr_fs_write",
+        /// Apply a unified or `*** Begin Patch` diff, all or nothing (write).
+        HerdrFsPatch = "herdr_fs_patch",
+        /// Run a command in a root, at most 60 s (write).
+        HerdrExec = "herdr_exec",
+        /// Start a long-running command session (write).
+        HerdrExecStart = "herdr_exec_start",
+        /// Read a session's output (classed with the exec tools).
+        HerdrExecRead = "herdr_exec_read",
+        /// Kill a session (write).
+        HerdrExecKill = "herdr_exec_kill",
     }
 }
 
 impl ToolName {
     /// True when the tool changes nothing: the JSON bridge runs it without the user's
     /// click (a `herdr_call` is classed by its method instead, see `LocalMethod::is_read_only`).
+    /// The write and exec tools are never read-only, whatever `intent` says (the caller's word
+    /// is not a proof), and `herdr_exec_read` goes with them.
     /// Every tool is named (no wildcard): a new one must be classed here before it builds,
     /// so no unclassed write ever runs as a read.
     pub const fn is_read_only(self) -> bool {
@@ -47,7 +63,15 @@ impl ToolName {
             | ToolName::HerdrFsGrep
             | ToolName::HerdrGit
             | ToolName::HerdrSince => true,
-            ToolName::HerdrPrompt | ToolName::HerdrCall => false,
+            ToolName::HerdrPrompt
+            | ToolName::HerdrCall
+            | ToolName::HerdrFsEdit
+            | ToolName::HerdrFsWrite
+            | ToolName::HerdrFsPatch
+            | ToolName::HerdrExec
+            | ToolName::HerdrExecStart
+            | ToolName::HerdrExecRead
+            | ToolName::HerdrExecKill => false,
         }
     }
 }
@@ -183,8 +207,9 @@ mod tests {
             assert!(callable_herdr_method(local.as_str()).is_none(), "{local} is local, not Herdr's");
         }
         assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
-        assert!(ToolName::parse("herdr_exec").is_err());
-        assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
+        assert!(ToolName::parse("herdr_shell").is_err());
+        assert!(!ToolName::HerdrExec.is_read_only() && !ToolName::HerdrFsPatch.is_read_only() && ToolName::HerdrInspect.is_read_only());
+                assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
         assert!(!ToolName::HerdrPrompt.is_read_only() && !ToolName::HerdrCall.is_read_only());
     }
 }

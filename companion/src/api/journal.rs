@@ -402,7 +402,7 @@ mod tests {
         });
         let log = Arc::new(crate::log::RuntimeLog::open(&dir.join("runtime.log")));
         let journal = if with_journal { crate::journal::start(dir.join("state.db"), log.clone()).await } else { None };
-        Router::new(Services { herdr_status, boot_id: "boot".into(), log, events: None, inbox: None, home: dir.to_path_buf(), judge: None, journal, retention: None, work_memory: None, bridge: None, attribution: std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs()) })
+        Router::new(Services { herdr_status, boot_id: "boot".into(), log, events: None, inbox: None, home: dir.to_path_buf(), judge: None, journal, retention: None, work_memory: None, bridge: None, attribution: std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs()), write_tools: None })
     }
 
     async fn call(router: &Router, method: &str, params: Value) -> Result<Value, MethodError> {

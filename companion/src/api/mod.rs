@@ -29,6 +29,7 @@ pub mod retention;
 pub mod stream;
 pub mod tools;
 pub mod workstation;
+pub mod write_tools;
 
 use std::sync::Arc;
 
@@ -69,6 +70,9 @@ pub struct Services {
     /// Which chat a ref-less `herdr_prompt` is for: the extension's chat reports and the
     /// ChatGPT session pairings.
     pub attribution: Arc<attribution::Attribution>,
+    /// The write and exec tools' tables (audit log, idempotency keys, exec sessions);
+    /// `None` when they could not be opened.
+    pub write_tools: Option<Arc<crate::tools::write::WriteTools>>,
 }
 
 /// Routes validated requests to the services.
@@ -98,6 +102,8 @@ pub struct Router {
     bridge: Option<Arc<crate::bridge::BridgeService>>,
     /// Attribution of dispatches to chats.
     attribution: Arc<attribution::Attribution>,
+    /// The write and exec tools.
+    write_tools: Option<Arc<crate::tools::write::WriteTools>>,
     /// The registered project roots (`state.db`'s `roots`), opened at the first
     /// workstation tool call ([`workstation`]).
     roots: std::sync::OnceLock<Arc<crate::tools::roots::RootStore>>,
@@ -106,8 +112,8 @@ pub struct Router {
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, roots: std::sync::OnceLock::new() }
+        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools } = services;
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools, roots: std::sync::OnceLock::new() }
     }
 
     /// The current Herdr status.
@@ -152,6 +158,7 @@ impl Router {
             Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
             Method::ChatsReport => attribution::handle(&self.attribution, request),
             Method::ProfilesGet => profiles::handle(&self.home).await,
+            Method::ToolsAudit => write_tools::audit_page(self, &request.params).await,
             Method::RetentionGet | Method::RetentionSet => retention::handle(self, request).await,
         }
     }

@@ -48,6 +48,9 @@ const HERDR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The arguments each tool takes (its schema's `properties`, checked by a test).
 const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
+    if let Some(write) = super::write_tools::arguments_of(tool) {
+        return write;
+    }
     match tool {
         ToolName::HerdrPrompt => &["browser_session_ref", "target", "text", "workspace_id", "turn_id"],
         ToolName::HerdrCall => &["method", "params"],
@@ -59,6 +62,13 @@ const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
                 None => &[],
             }
         }
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => &[],
     }
 }
 
@@ -66,6 +76,7 @@ const fn arguments_of(tool: ToolName) -> &'static [&'static str] {
 pub fn specs() -> Vec<ToolSpec> {
     let mut specs = herdr_specs();
     specs.extend(super::workstation::specs());
+    specs.extend(super::write_tools::specs());
     specs
 }
 
@@ -278,6 +289,16 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
         // Confined by the call's roots (the registered roots and this chat's workspace's
         // pane directories) and, for herdr_since, to this chat's workspace's events.
         ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince => Ok(()),
+        // The write tools confine themselves: a chat's project roots are the registered
+        // roots and its own workspace's pane directories (`super::write_tools`), and an
+        // exec session only by the caller that started it.
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => Ok(()),
         ToolName::HerdrPrompt => {
             match map.get("browser_session_ref") {
                 None | Some(Value::Null) => {
@@ -493,6 +514,13 @@ pub async fn run(api: &Router, caller: &Caller, name: &str, map: &Map<String, Va
         ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince => {
             super::workstation::run(api, caller, &args).await?
         }
+        ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => super::write_tools::run(api, caller, tool, map).await?,
     };
     Ok((tool, result))
 }

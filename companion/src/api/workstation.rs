@@ -37,8 +37,17 @@ pub const fn arguments_of(tool: ToolName) -> Option<&'static [&'static str]> {
         ToolName::HerdrFsGrep => Some(&["root", "pattern", "regex", "glob", "case_insensitive", "max_matches", "max_bytes"]),
         ToolName::HerdrGit => Some(&["root", "action", "path", "staged", "from", "to", "max_count", "max_bytes"]),
         ToolName::HerdrSince => Some(&["cursor", "log_id", "workspace_id", "limit"]),
-        // The other tools are not this module's (their arguments are `api::tools`'s).
-        _ => None,
+        ToolName::HerdrPrompt
+        | ToolName::HerdrCall
+        | ToolName::HerdrMethods
+        | ToolName::HerdrInspect
+        | ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => None,
     }
 }
 
@@ -308,7 +317,18 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
             Ok(since::page(&events, hub.boot_id(), hub.log_id(), start, reset, limit, workspace.as_deref()))
         }
-        // `api::tools::run` sends only the five above here.
-        _ => Err((ErrorCode::Error, format!("{tool} is not a workstation read tool"))),
+        ToolName::HerdrPrompt
+        | ToolName::HerdrCall
+        | ToolName::HerdrMethods
+        | ToolName::HerdrInspect
+        | ToolName::HerdrFsEdit
+        | ToolName::HerdrFsWrite
+        | ToolName::HerdrFsPatch
+        | ToolName::HerdrExec
+        | ToolName::HerdrExecStart
+        | ToolName::HerdrExecRead
+        | ToolName::HerdrExecKill => {
+            Err((ErrorCode::Error, format!("{tool} is not a workstation tool")))
+        }
     }
 }

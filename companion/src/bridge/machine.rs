@@ -617,6 +617,19 @@ fn call_detail(tool: &str, args: &Map<String, Value>, params: &Map<String, Value
             }
             (!parts.is_empty()).then(|| parts.join("\n"))
         }
+        // The write tools: what would change, as the user reads it.
+        Ok(ToolName::HerdrFsPatch) => string_at(args, "patch"),
+        Ok(ToolName::HerdrFsEdit) => Some(format!(
+            "{}\n--- old\n{}\n+++ new\n{}",
+            string_at(args, "path").unwrap_or_default(),
+            string_at(args, "old_string").unwrap_or_default(),
+            string_at(args, "new_string").unwrap_or_default()
+        )),
+        Ok(ToolName::HerdrFsWrite) => Some(format!("{}\n{}", string_at(args, "path").unwrap_or_default(), string_at(args, "content").unwrap_or_default())),
+        Ok(ToolName::HerdrExec | ToolName::HerdrExecStart) => args.get("command").and_then(Value::as_array).map(|argv| {
+            let words: Vec<String> = argv.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect();
+            format!("$ {}", words.join(" "))
+        }),
         _ => None,
     };
     typed.unwrap_or_else(|| Value::Object(args.clone()).to_string())
@@ -640,7 +653,8 @@ fn string_at(map: &Map<String, Value>, key: &str) -> Option<String> {
 /// `herdr_inspect`, `herdr_methods`, the workstation reads (`herdr_fs_read`, `_list`,
 /// `_grep`, `herdr_git`, `herdr_since`; [`ToolName::is_read_only`]) and `herdr_call` of a read-only allowlisted Herdr method
 /// or a read-only runtime-local method; everything else is mutating — `herdr_prompt`,
-/// typing into a pane, every write, and whatever is not known (fail closed).
+/// typing into a pane, the file writes and patches, every exec tool, and whatever is not
+/// known (fail closed).
 pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
     let args_preview: String = Value::Object(args.clone()).to_string().chars().take(MAX_ARGS_PREVIEW_CHARS).collect();
     let params: Map<String, Value> = match args.get("params") {
@@ -652,13 +666,18 @@ pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
     };
     let method = string_at(args, "method");
     let (mutating, method, target) = match ToolName::parse(tool) {
-        Ok(ToolName::HerdrInspect | ToolName::HerdrMethods) => (false, None, None),
+        Ok(ToolName::HerdrFsEdit | ToolName::HerdrFsWrite | ToolName::HerdrFsPatch) => {
+            (true, None, string_at(args, "path").or_else(|| string_at(args, "root")))
+        }
+        Ok(ToolName::HerdrExec | ToolName::HerdrExecStart) => (true, None, string_at(args, "root")),
+        Ok(ToolName::HerdrExecRead | ToolName::HerdrExecKill) => (true, None, string_at(args, "session_id")),
         // The workstation reads (files, search, Git, events): read-only by their class.
         Ok(tool @ (ToolName::HerdrFsRead | ToolName::HerdrFsList | ToolName::HerdrFsGrep | ToolName::HerdrGit | ToolName::HerdrSince)) => {
             let target = ["path", "root"].iter().find_map(|key| string_at(args, key));
             (!tool.is_read_only(), None, target)
         }
         Ok(ToolName::HerdrPrompt) => (true, None, string_at(args, "target").or_else(|| string_at(args, "workspace_id"))),
+        Ok(tool @ (ToolName::HerdrInspect | ToolName::HerdrMethods)) => (!tool.is_read_only(), None, None),
         Ok(ToolName::HerdrCall) => {
             let read_only = match method.as_deref() {
                 Some(name) => match LocalMethod::parse(name) {

@@ -14,9 +14,10 @@ use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-/// Longest wait for one answer: the runtime's own per-request limit (30 s) plus slack, so
-/// the runtime's `timeout` answer arrives before this one fires.
-const ANSWER_WAIT: Duration = Duration::from_secs(35);
+/// Longest wait for one answer: the runtime's own limit for a tool call
+/// (`runtime::connections::TOOL_REQUEST_TIMEOUT`, 75 s: `herdr_exec` may run 60 s) plus
+/// slack, so the runtime's `timeout` answer arrives before this one fires.
+const ANSWER_WAIT: Duration = Duration::from_secs(80);
 
 /// Why a runtime call gave no result.
 #[derive(Debug, Error)]

@@ -87,6 +87,11 @@ impl Default for Limits {
     }
 }
 
+/// How long a planner tool call may run, and a JSON-bridge reply or decision (which runs
+/// tool calls): `herdr_exec` waits up to 60 s for its command, plus the checks around it.
+/// Longer than [`Limits::request_timeout`], which bounds every other method.
+pub const TOOL_REQUEST_TIMEOUT: Duration = Duration::from_secs(75);
+
 /// Pause after a failed `accept` (e.g. out of file descriptors) before the next one.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// How long the `overloaded` line may take to write before the connection is dropped.
@@ -245,6 +250,10 @@ pub async fn respond<H: Handler>(handler: &H, line: &[u8], client: &ClientHandle
     // A panic inside the handler is caught here, at the request: it is answered and logged,
     // and neither the connection nor the process notices (the release profile unwinds).
     let handled = std::panic::AssertUnwindSafe(handler.handle(&request, client)).catch_unwind();
+    let timeout = match request.method {
+        protocol::Method::ToolsCall | protocol::Method::BridgeReply | protocol::Method::BridgeDecide => timeout.max(TOOL_REQUEST_TIMEOUT),
+        _ => timeout,
+    };
     match tokio::time::timeout(timeout, handled).await {
         Ok(Ok(Ok(result))) => protocol::result_response(&request.id, result),
         Ok(Ok(Err((code, message)))) => protocol::error_response(Some(&request.id), code, &message),

@@ -253,7 +253,14 @@ async fn serve(
         log.line(format_args!("attribution: ChatGPT session pairings are not available: {error}"));
     }
     let attribution = Arc::new(attribution);
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, retention, work_memory, bridge, attribution }));
+    let write_tools = match crate::tools::write::WriteTools::open(&db_path, &boot_id) {
+        Ok(tools) => Some(Arc::new(tools)),
+        Err(error) => {
+            log.line(format_args!("write tools: {error}"));
+            None
+        }
+    };
+    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 

@@ -23,4 +23,5 @@ mod profiles;
 mod runtime;
 mod stream;
 mod support;
+mod tools_write;
 mod workstation;

@@ -185,8 +185,8 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
     assert!(listed.as_array().is_some_and(|ms| ms.len() == 6 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
     work_memory_through_herdr_call(&client).await;
-    let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_exec")).await;
-    assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_exec`")), "an unknown tool is a protocol error");
+    let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_shell")).await;
+    assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_shell`")), "an unknown tool is a protocol error");
 
     // The registry's own answers are typed protocol messages (LineClient checks each).
     let listed = world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == continuity_protocol::ToolName::ALL.len()));

@@ -1,0 +1,141 @@
+//! The audit log of the write and exec tools (table `tool_audit` in `state.db`): every call
+//! of `herdr_fs_edit`, `herdr_fs_write`, `herdr_fs_patch`, `herdr_exec`,
+//! `herdr_exec_start` and `herdr_exec_kill` — run, refused or failed — is one row with the
+//! tool, the caller, the root, the path or command, the outcome and the time. The runtime
+//! method `tools.audit` serves the newest rows (the side panel shows them).
+//!
+//! Invariants: a row is written before the tool's answer goes out (an answer the caller
+//! saw is in the log); at most [`AUDIT_RETENTION`] rows are kept, the oldest dropped first;
+//! the path or command is cut at [`MAX_AUDIT_TARGET_CHARS`] characters.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+
+use crate::db::{off_worker, open_connection, DbError};
+
+/// Rows kept.
+pub const AUDIT_RETENTION: i64 = 2_000;
+/// Longest path or command kept in a row, in characters.
+pub const MAX_AUDIT_TARGET_CHARS: usize = 500;
+/// Most rows one `tools.audit` returns.
+pub const MAX_AUDIT_PAGE: u64 = 200;
+
+/// One audit row, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// The tool.
+    pub tool: String,
+    /// `mcp` or `bridge:<browser_session_ref>`.
+    pub caller: String,
+    /// The root the call acted in (`""` when it never got that far).
+    pub root: String,
+    /// The path, or the command as JSON.
+    pub target: String,
+    /// `ok`, `refused`, `failed`, `replayed` (an idempotent replay) or `interrupted`.
+    pub outcome: String,
+    /// One line: the exit code, the error's text, what changed.
+    pub detail: String,
+}
+
+/// The audit table.
+#[derive(Debug)]
+pub struct AuditLog {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+impl AuditLog {
+    /// Opens (creating) the table in `state.db` at `path`.
+    pub fn open(path: &Path) -> Result<Self, DbError> {
+        let conn = open_connection(path)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS tool_audit (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                at INTEGER NOT NULL,
+                tool TEXT NOT NULL,
+                caller TEXT NOT NULL,
+                root TEXT NOT NULL,
+                target TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                detail TEXT NOT NULL
+            );",
+        )?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Records one call at `at` (unix ms).
+    pub async fn record(&self, entry: AuditEntry, at: i64) -> Result<(), DbError> {
+        let conn = self.conn.clone();
+        off_worker(move || -> Result<(), DbError> {
+            let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            conn.execute(
+                "INSERT INTO tool_audit (at, tool, caller, root, target, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    at,
+                    entry.tool,
+                    cut(&entry.caller, 200),
+                    cut(&entry.root, MAX_AUDIT_TARGET_CHARS),
+                    cut(&entry.target, MAX_AUDIT_TARGET_CHARS),
+                    entry.outcome,
+                    cut(&entry.detail, MAX_AUDIT_TARGET_CHARS)
+                ],
+            )?;
+            conn.execute("DELETE FROM tool_audit WHERE seq <= (SELECT MAX(seq) FROM tool_audit) - ?1", params![AUDIT_RETENTION])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The newest `limit` rows (newest first), older than `before` when given.
+    pub async fn page(&self, limit: u64, before: Option<i64>) -> Result<Vec<Value>, DbError> {
+        let conn = self.conn.clone();
+        let limit = i64::try_from(limit.clamp(1, MAX_AUDIT_PAGE)).unwrap_or(50);
+        off_worker(move || -> Result<Vec<Value>, DbError> {
+            let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut stmt = conn.prepare(
+                "SELECT seq, at, tool, caller, root, target, outcome, detail FROM tool_audit WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![before.unwrap_or(i64::MAX), limit], |r| {
+                Ok(json!({
+                    "seq": r.get::<_, i64>(0)?,
+                    "at": r.get::<_, i64>(1)?,
+                    "tool": r.get::<_, String>(2)?,
+                    "caller": r.get::<_, String>(3)?,
+                    "root": r.get::<_, String>(4)?,
+                    "target": r.get::<_, String>(5)?,
+                    "outcome": r.get::<_, String>(6)?,
+                    "detail": r.get::<_, String>(7)?,
+                }))
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn rows_come_back_newest_first_and_pages_go_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::open(&dir.path().join("state.db")).expect("open");
+        for n in 0..3 {
+            let entry = AuditEntry { tool: "herdr_exec".into(), caller: "mcp".into(), root: "/r".into(), target: format!("[\"{n}\"]"), outcome: "ok".into(), detail: "exit 0".into() };
+            log.record(entry, n).await.expect("record");
+        }
+        let page = log.page(2, None).await.expect("page");
+        assert_eq!(page.len(), 2);
+        assert_eq!(page[0]["target"], "[\"2\"]");
+        let older = log.page(10, page[1]["seq"].as_i64()).await.expect("older");
+        assert_eq!(older.len(), 1);
+        assert_eq!(older[0]["at"], 0);
+    }
+}

@@ -1,0 +1,204 @@
+//! `herdr_fs_edit` and `herdr_fs_write`, and what every write tool shares: the file's Git
+//! state (a file with uncommitted changes, or outside any repository, is refused unless the
+//! call says `confirm_dirty`) and the atomic write (a temp file in the same directory,
+//! fsynced, then renamed over the target, keeping the target's permissions).
+//!
+//! Invariants:
+//! - An edit replaces exactly one occurrence: `old_string` must match once; zero or several
+//!   matches change nothing and the error says how many matched.
+//! - A reader never sees a half-written file: every write is temp file + rename.
+//! - Paths reach this module already resolved inside a root (`super::roots`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Largest file an edit or patch reads and rewrites.
+pub const MAX_EDIT_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// How long the Git check of a write may take.
+pub const GIT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a write did not happen (the message says what to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteError {
+    /// Bad input or a state the call must confirm (`bad_request` / `refused`).
+    Refused(String),
+    /// The file system failed.
+    Io(String),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Refused(m) | WriteError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+/// What Git says of a file before it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitState {
+    /// Tracked and unchanged, or absent and not ignored: Git holds a copy to go back to.
+    Clean,
+    /// Changed, staged, or untracked: the porcelain status line (`M`, `??`, …).
+    Dirty(String),
+    /// Not inside a Git work tree (or Git could not tell: why).
+    NoRepository(String),
+}
+
+/// The Git state of `path` (which may not exist yet), asked of the `git` binary in its
+/// directory with a timeout.
+pub fn git_state(path: &Path) -> GitState {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    let mut dir = dir.as_path();
+    // `git -C` needs an existing directory: the nearest existing ancestor.
+    while !dir.is_dir() {
+        match dir.parent() {
+            Some(parent) => dir = parent,
+            None => return GitState::NoRepository("no existing directory above the path".to_owned()),
+        }
+    }
+    let mut command = std::process::Command::new("git");
+    command.arg("-C").arg(dir).args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]).arg(path);
+    match run_with_timeout(command, GIT_CHECK_TIMEOUT) {
+        Ok((true, stdout, _)) => {
+            let text = String::from_utf8_lossy(&stdout);
+            match text.split('\0').find(|s| !s.is_empty()) {
+                Some(entry) => GitState::Dirty(entry.chars().take(2).collect::<String>().trim().to_owned()),
+                None => GitState::Clean,
+            }
+        }
+        Ok((false, _, stderr)) => GitState::NoRepository(String::from_utf8_lossy(&stderr).trim().chars().take(200).collect()),
+        Err(why) => GitState::NoRepository(why),
+    }
+}
+
+/// Runs `command` (stdin closed) and waits at most `timeout`: (succeeded, stdout, stderr).
+fn run_with_timeout(mut command: std::process::Command, timeout: Duration) -> Result<(bool, Vec<u8>, Vec<u8>), String> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("git could not be started ({e}); install Git or put it on the runtime's PATH"))?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("git status took longer than {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(format!("git status could not be awaited ({e})")),
+        }
+    }
+    let output = child.wait_with_output().map_err(|e| format!("git status output could not be read ({e})"))?;
+    Ok((output.status.success(), output.stdout, output.stderr))
+}
+
+/// Refuses a write to `path` in the Git state `state` unless `confirm_dirty`.
+pub fn check_git(tool: &str, shown: &str, state: &GitState, confirm_dirty: bool) -> Result<(), WriteError> {
+    if confirm_dirty {
+        return Ok(());
+    }
+    match state {
+        GitState::Clean => Ok(()),
+        GitState::Dirty(code) => Err(WriteError::Refused(format!(
+            "{tool}: {shown} has uncommitted changes (git status {code}); writing over them could lose work nobody committed. Commit or stash them, or send confirm_dirty: true to write anyway"
+        ))),
+        GitState::NoRepository(why) => Err(WriteError::Refused(format!(
+            "{tool}: {shown} is not in a Git work tree ({why}), so Git cannot undo this write; send confirm_dirty: true to write anyway"
+        ))),
+    }
+}
+
+/// Reads `path` as UTF-8 text for an edit or a patch (at most [`MAX_EDIT_FILE_BYTES`]).
+pub fn read_text(tool: &str, path: &Path, shown: &str) -> Result<String, WriteError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => WriteError::Refused(format!("{tool}: {shown} does not exist; herdr_fs_list shows what is there (herdr_fs_write creates a file)")),
+        _ => WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")),
+    })?;
+    if !meta.is_file() {
+        return Err(WriteError::Refused(format!("{tool}: {shown} is not a regular file")));
+    }
+    if meta.len() > MAX_EDIT_FILE_BYTES {
+        return Err(WriteError::Refused(format!(
+            "{tool}: {shown} is {} bytes; at most {MAX_EDIT_FILE_BYTES} are edited here — use an agent (herdr_prompt) for it",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
+    String::from_utf8(bytes).map_err(|_| WriteError::Refused(format!("{tool}: {shown} is not UTF-8 text; it is not edited as text")))
+}
+
+/// Writes `content` to `path` atomically: a temp file beside it (same permissions as the
+/// file it replaces), fsynced, renamed over it, and the directory fsynced.
+pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().ok_or_else(|| std::io::Error::other("the path has no directory"))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let suffix = crate::db::random_hex_128().unwrap_or_else(|_| format!("{}", std::process::id()));
+    let temp = dir.join(format!(".{name}.herdr-{}", &suffix[..12.min(suffix.len())]));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.write_all(content)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Replaces the one occurrence of `old` in `text` by `new`; the error says how many
+/// occurrences there were.
+pub fn replace_once(shown: &str, text: &str, old: &str, new: &str) -> Result<String, WriteError> {
+    if old.is_empty() {
+        return Err(WriteError::Refused("herdr_fs_edit: old_string is empty; send the exact text to replace (herdr_fs_write writes a whole file)".to_owned()));
+    }
+    let matches = text.match_indices(old).count();
+    match matches {
+        1 => Ok(text.replacen(old, new, 1)),
+        0 => Err(WriteError::Refused(format!(
+            "herdr_fs_edit: old_string matches 0 times in {shown}; read the file again (herdr_fs_read) and copy the exact text, whitespace and line endings included"
+        ))),
+        n => Err(WriteError::Refused(format!(
+            "herdr_fs_edit: old_string matches {n} times in {shown}; it must match exactly once — add surrounding lines so it names one place"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_once_needs_exactly_one_match_and_says_how_many() {
+        assert_eq!(replace_once("f", "a b a", "b", "c"), Ok("a c a".to_owned()));
+        assert!(matches!(replace_once("f", "a b a", "a", "c"), Err(WriteError::Refused(m)) if m.contains("matches 2 times")));
+        assert!(matches!(replace_once("f", "a b a", "z", "c"), Err(WriteError::Refused(m)) if m.contains("matches 0 times")));
+    }
+
+    #[test]
+    fn an_atomic_write_keeps_the_mode_and_leaves_no_temp_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("run.sh");
+        std::fs::write(&file, "old").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        write_atomic(&file, b"new").expect("atomic write");
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
+        assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+}

@@ -1,0 +1,327 @@
+//! `herdr_exec_start` / `herdr_exec_read` / `herdr_exec_kill`: long-running commands
+//! (builds, servers, watchers) in their own process group, their output in ring buffers.
+//!
+//! Invariants:
+//! - Each session's stdout and stderr keep their last [`RING_BYTES`] bytes; offsets are
+//!   absolute (bytes since the start), so a reader asking for an offset that was dropped
+//!   is told how much it missed (`dropped_bytes`) and gets what is kept.
+//! - Every session is a row of `exec_sessions` in `state.db` from its start; a runtime
+//!   that starts again marks the rows it did not finish `interrupted` (their output was in
+//!   the stopped runtime's memory), and `herdr_exec_read` answers them so.
+//! - A session belongs to its caller (`owner`: `mcp` or `bridge:<ref>`): another caller
+//!   reading or killing it is told there is no such session.
+//! - At most [`MAX_RUNNING_SESSIONS`] run at once; kill sends SIGTERM to the group, then
+//!   SIGKILL after [`KILL_GRACE`].
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::exec::{command, kill_group};
+use crate::db::{off_worker, open_connection, DbError};
+
+/// Bytes kept per stream of a session.
+pub const RING_BYTES: usize = 256 * 1024;
+/// Most sessions running at once.
+pub const MAX_RUNNING_SESSIONS: usize = 8;
+/// Most bytes one `herdr_exec_read` returns.
+pub const MAX_READ_BYTES: usize = 64 * 1024;
+/// Time between SIGTERM and SIGKILL on kill.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Default)]
+struct Ring {
+    buf: VecDeque<u8>,
+    /// The absolute offset of `buf[0]`.
+    start: u64,
+}
+
+impl Ring {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend(bytes);
+        while self.buf.len() > RING_BYTES {
+            self.buf.pop_front();
+            self.start += 1;
+        }
+    }
+
+    /// (data from `offset`, at most `limit` bytes; bytes dropped before it; next offset).
+    fn read(&self, offset: u64, limit: usize) -> (Vec<u8>, u64, u64) {
+        let from = offset.max(self.start);
+        let dropped = from - offset;
+        let skip = usize::try_from(from - self.start).unwrap_or(usize::MAX).min(self.buf.len());
+        let data: Vec<u8> = self.buf.iter().skip(skip).take(limit).copied().collect();
+        let next = from + data.len() as u64;
+        (data, dropped, next)
+    }
+}
+
+#[derive(Debug)]
+struct Live {
+    owner: String,
+    stdout: Mutex<Ring>,
+    stderr: Mutex<Ring>,
+    pgid: u32,
+    /// `None` while it runs; then (state, exit code).
+    end: Mutex<Option<(&'static str, Option<i32>)>>,
+    killed: std::sync::atomic::AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The exec sessions of this runtime, and the table that outlives it.
+#[derive(Debug)]
+pub struct ExecSessions {
+    conn: Arc<Mutex<Connection>>,
+    boot_id: String,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// Why a session call failed (`bad_request`-like refusals, and not found).
+#[derive(Debug)]
+pub enum SessionError {
+    /// Not allowed now (too many running).
+    Refused(String),
+    /// No such session.
+    NotFound(String),
+    /// The store failed.
+    Store(DbError),
+}
+
+impl From<DbError> for SessionError {
+    fn from(e: DbError) -> Self {
+        SessionError::Store(e)
+    }
+}
+
+async fn pump(mut reader: impl AsyncRead + Unpin, live: Arc<Live>, stderr: bool) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(if stderr { &live.stderr } else { &live.stdout }).push(&buf[..n]),
+        }
+    }
+}
+
+impl ExecSessions {
+    /// Opens the table in `state.db` at `path`; rows an earlier runtime left running become
+    /// `interrupted`.
+    pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
+        let conn = open_connection(path)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS exec_sessions (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                boot_id TEXT NOT NULL,
+                cwd TEXT NOT NULL,
+                command TEXT NOT NULL,
+                started_at INTEGER NOT NULL,
+                state TEXT NOT NULL,
+                exit_code INTEGER,
+                ended_at INTEGER
+            );",
+        )?;
+        conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
+        // Keep the newest 500 rows.
+        conn.execute("DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT 500)", [])?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)), boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()) })
+    }
+
+    fn running(&self) -> usize {
+        lock(&self.live).values().filter(|l| lock(&l.end).is_none()).count()
+    }
+
+    /// Starts `argv` in `cwd` for `owner`; its session id.
+    pub async fn start(self: &Arc<Self>, owner: &str, argv: &[String], cwd: &Path, now: i64) -> Result<Value, SessionError> {
+        if self.running() >= MAX_RUNNING_SESSIONS {
+            return Err(SessionError::Refused(format!(
+                "herdr_exec_start: {MAX_RUNNING_SESSIONS} sessions run already; herdr_exec_kill one that is no longer needed"
+            )));
+        }
+        let id = format!("xs-{}", &crate::db::random_hex_128().map_err(|e| SessionError::Store(DbError::Random(e)))?[..16]);
+        let shown_command = serde_json::to_string(argv).unwrap_or_default();
+        let cwd_text = cwd.display().to_string();
+        {
+            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.to_owned()));
+            off_worker(move || -> Result<(), DbError> {
+                lock(&conn).execute(
+                    "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES (?1, ?6, ?2, ?3, ?4, ?5, 'running')",
+                    params![row.0, row.1, row.2, row.3, now, row.4],
+                )?;
+                Ok(())
+            })
+            .await?;
+        }
+        let mut child = match command(argv, cwd).spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                self.finish(&id, "failed", None).await?;
+                return Err(SessionError::Refused(format!(
+                    "herdr_exec_start: {} could not be started ({e}); check the program name (no shell runs unless you send [\"sh\",\"-c\",\"…\"])",
+                    argv[0]
+                )));
+            }
+        };
+        let live = Arc::new(Live {
+            owner: owner.to_owned(),
+            stdout: Mutex::new(Ring::default()),
+            stderr: Mutex::new(Ring::default()),
+            pgid: child.id().unwrap_or(0),
+            end: Mutex::new(None),
+            killed: std::sync::atomic::AtomicBool::new(false),
+        });
+        lock(&self.live).insert(id.clone(), live.clone());
+        let pumps = (child.stdout.take().map(|s| tokio::spawn(pump(s, live.clone(), false))), child.stderr.take().map(|s| tokio::spawn(pump(s, live.clone(), true))));
+        let this = self.clone();
+        let session = id.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            for p in [pumps.0, pumps.1].into_iter().flatten() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
+            }
+            let code = status.and_then(|s| s.code());
+            let state = if live.killed.load(std::sync::atomic::Ordering::SeqCst) { "killed" } else { "exited" };
+            *lock(&live.end) = Some((state, code));
+            let _ = this.finish(&session, state, code).await;
+        });
+        Ok(json!({"session_id": id, "state": "running", "cwd": cwd_text, "command": argv}))
+    }
+
+    async fn finish(&self, id: &str, state: &'static str, code: Option<i32>) -> Result<(), DbError> {
+        let (conn, id) = (self.conn.clone(), id.to_owned());
+        let now = crate::clock::unix_millis();
+        off_worker(move || -> Result<(), DbError> {
+            lock(&conn).execute("UPDATE exec_sessions SET state = ?2, exit_code = ?3, ended_at = ?4 WHERE id = ?1", params![id, state, code, now])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn stored(&self, owner: &str, id: &str) -> Result<Option<(String, Option<i32>, String)>, DbError> {
+        let (conn, id, owner) = (self.conn.clone(), id.to_owned(), owner.to_owned());
+        off_worker(move || -> Result<_, DbError> {
+            Ok(lock(&conn)
+                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1 AND owner = ?2", params![id, owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?)
+        })
+        .await
+    }
+
+    fn not_found(id: &str) -> SessionError {
+        SessionError::NotFound(format!("no exec session {id}; herdr_exec_start returns the session_id"))
+    }
+
+    /// Reads `stream` (`stdout` | `stderr`) of `owner`'s session `id` from `offset`.
+    pub async fn read(&self, owner: &str, id: &str, stderr: bool, offset: u64, limit: usize) -> Result<Value, SessionError> {
+        let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
+        let Some(live) = live else {
+            return match self.stored(owner, id).await? {
+                Some((state, code, command)) => Ok(json!({
+                    "session_id": id, "state": state, "exit_code": code, "command": command, "data": "", "next_offset": offset, "dropped_bytes": 0,
+                    "note": if state == "interrupted" { "The runtime stopped while this session ran; its process was cut off from it and its output is gone. Start it again if it is still needed." } else { "This session belongs to an earlier runtime start; its output is gone." },
+                })),
+                None => Err(Self::not_found(id)),
+            };
+        };
+        let (data, dropped, next) = lock(if stderr { &live.stderr } else { &live.stdout }).read(offset, limit.min(MAX_READ_BYTES));
+        let end = *lock(&live.end);
+        Ok(json!({
+            "session_id": id,
+            "state": end.map_or("running", |e| e.0),
+            "exit_code": end.and_then(|e| e.1),
+            "stream": if stderr { "stderr" } else { "stdout" },
+            "data": String::from_utf8_lossy(&data),
+            "next_offset": next,
+            "dropped_bytes": dropped,
+        }))
+    }
+
+    /// Kills `owner`'s session's process group (SIGTERM, then SIGKILL after [`KILL_GRACE`]).
+    pub async fn kill(&self, owner: &str, id: &str) -> Result<Value, SessionError> {
+        let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
+        let Some(live) = live else {
+            return match self.stored(owner, id).await? {
+                Some((state, code, _)) => Ok(json!({"session_id": id, "state": state, "exit_code": code, "note": "It was not running in this runtime; nothing was killed."})),
+                None => Err(Self::not_found(id)),
+            };
+        };
+        if lock(&live.end).is_none() {
+            live.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+            kill_group(live.pgid, libc::SIGTERM);
+            let deadline = tokio::time::Instant::now() + KILL_GRACE;
+            while lock(&live.end).is_none() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if lock(&live.end).is_none() {
+                kill_group(live.pgid, libc::SIGKILL);
+                while lock(&live.end).is_none() && tokio::time::Instant::now() < deadline + KILL_GRACE {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+        let end = *lock(&live.end);
+        Ok(json!({"session_id": id, "state": end.map_or("running", |e| e.0), "exit_code": end.and_then(|e| e.1)}))
+    }
+}
+
+impl Drop for ExecSessions {
+    /// A runtime that stops takes its running sessions' process groups with it (their rows
+    /// read `interrupted` at the next start).
+    fn drop(&mut self) {
+        for live in lock(&self.live).values() {
+            if lock(&live.end).is_none() {
+                kill_group(live.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_keeps_the_newest_bytes_and_says_what_was_dropped() {
+        let mut ring = Ring::default();
+        ring.push(&vec![b'a'; RING_BYTES]);
+        ring.push(b"bc");
+        let (data, dropped, next) = ring.read(0, 4);
+        assert_eq!((data.len(), dropped, next), (4, 2, 6));
+        let (data, _, next) = ring.read(RING_BYTES as u64, 10);
+        assert_eq!((data, next), (b"bc".to_vec(), RING_BYTES as u64 + 2));
+    }
+
+    #[tokio::test]
+    async fn a_session_runs_is_read_and_after_a_restart_reads_interrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("state.db");
+        let sessions = Arc::new(ExecSessions::open(&db, "boot1").expect("open"));
+        let argv: Vec<String> = ["sh", "-c", "echo hi; sleep 30"].iter().map(|s| (*s).to_owned()).collect();
+        let started = sessions.start("mcp", &argv, dir.path(), 1).await.expect("start");
+        let id = started["session_id"].as_str().expect("id").to_owned();
+        let mut read = Value::Null;
+        for _ in 0..100 {
+            read = sessions.read("mcp", &id, false, 0, 100).await.expect("read");
+            if read["data"] == "hi\n" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(read["data"], "hi\n");
+        assert_eq!(read["state"], "running");
+        assert!(matches!(sessions.read("bridge:zai:conv:1", &id, false, 0, 100).await, Err(SessionError::NotFound(_))), "another caller's session is not there");
+        // Another runtime start over the same state.db: the session is interrupted.
+        let after = ExecSessions::open(&db, "boot2").expect("reopen");
+        assert_eq!(after.read("mcp", &id, false, 0, 100).await.expect("read")["state"], "interrupted");
+        let killed = sessions.kill("mcp", &id).await.expect("kill");
+        assert_eq!(killed["state"], "killed");
+    }
+}
