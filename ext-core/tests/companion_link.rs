@@ -154,7 +154,7 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
             -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
-        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…34]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=0 <- Message { port: PortGeneration(1), message: HerdrState(HerdrStatus { state: NotRunning, protocol: None, version: None, socket: "/run/herdr.sock", detail: None }) }
             -> HudChanged [companionConnected ["0.1.0"] | herdrNotRunning ["/run/herdr.sock"]]
@@ -253,7 +253,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=500 <- PortOpened { port: PortGeneration(2) }
             -> Send { port: PortGeneration(2), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
-        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…34]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=500 <- ProbeRequested { probe: 1 }
             -> Send { port: PortGeneration(2), request: Ping { id: "ping-2" } }
@@ -288,7 +288,7 @@ fn unanswered_hello_times_out_closes_and_retries() {
         t=5000 <- Timer
             -> ClosePort { port: PortGeneration(1) }
             -> HudChanged [companionNoAnswer [] | herdrUnknown []]
-        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…34]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
     "#]]);
 }
 

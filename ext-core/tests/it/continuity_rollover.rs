@@ -152,7 +152,7 @@ fn spent_recovery_budgets_start_the_controlled_handoff_in_a_project_s7() {
         activity handoff sent recovery_spent -
         activity handoff sent handoff_started -
         continuity.resolve 6a1b2c3d-0000-4000-8000-00000000000a
-        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a
+        browser_handoff.prepare hc-1 https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/c/6a1b2c3d-0000-4000-8000-00000000000a workspace=w1 ref=chatgpt:project:g-p-0123456789abcdef0123456789abcdef queue=[]
         open_tab https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/project?herdr_handoff=ho-1
         the card is back: rollover=started"#]].assert_eq(&w.log.join("\n"));
 }
