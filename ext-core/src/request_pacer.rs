@@ -123,10 +123,12 @@ impl RequestPacer {
     /// `Ok` when `account` may make a backend request at `now`; else the time it may.
     pub fn may_request(&self, account: &str, now: Millis) -> Result<(), Millis> {
         let Some(pace) = self.accounts.get(account) else { return Ok(()) };
+        // Times are the wall clock's: one set back never stretches a wait past its cap (a
+        // cooldown at most RETRY_AFTER_CAP_MS from now, a slot at most one interval).
         if let Some(until) = pace.until.filter(|u| *u > now) {
-            return Err(until);
+            return Err(until.min(now.saturating_add(RETRY_AFTER_CAP_MS)));
         }
-        match pace.last_request.map(|at| at.saturating_add(self.interval)) {
+        match pace.last_request.map(|at| at.min(now).saturating_add(self.interval)) {
             Some(next) if next > now => Err(next),
             _ => Ok(()),
         }
@@ -160,7 +162,7 @@ impl RequestPacer {
 
     /// The end of `account`'s running cooldown, if one runs at `now`.
     pub fn cooldown_until(&self, account: &str, now: Millis) -> Option<Millis> {
-        self.accounts.get(account).and_then(|p| p.until).filter(|u| *u > now)
+        self.accounts.get(account).and_then(|p| p.until).filter(|u| *u > now).map(|u| u.min(now.saturating_add(RETRY_AFTER_CAP_MS)))
     }
 
     /// What started `account`'s running cooldown.
@@ -252,4 +254,18 @@ mod tests {
         assert!(valid_account("a b").is_err());
         assert!(valid_account(&"x".repeat(65)).is_err());
     }
+
+    #[test]
+    fn a_wall_clock_set_back_never_stretches_a_wait_past_its_cap() {
+        let mut p = RequestPacer::default();
+        let ten_hours = 36_000_000;
+        p.requested("chatgpt:a", ten_hours);
+        p.rate_limited("chatgpt:a", ten_hours, Some(60_000), CooldownSource::RetryAfter);
+        let nine_hours = 32_400_000;
+        assert_eq!(p.cooldown_until("chatgpt:a", nine_hours), Some(nine_hours + RETRY_AFTER_CAP_MS));
+        assert_eq!(p.may_request("chatgpt:a", nine_hours), Err(nine_hours + RETRY_AFTER_CAP_MS));
+        p.requested("chatgpt:b", ten_hours);
+        assert_eq!(p.may_request("chatgpt:b", nine_hours), Err(nine_hours + PACE_MS));
+    }
+
 }

@@ -4,8 +4,8 @@
 //!
 //! Invariants:
 //! - Read-only and bounded: `git rev-parse --abbrev-ref HEAD` and `git log -1`, each killed
-//!   after [`GIT_TIMEOUT`]; no hook or fsmonitor runs (`core.hooksPath`, `core.fsmonitor`
-//!   overridden), no prompt (`GIT_TERMINAL_PROMPT=0`), no lock taken
+//!   after [`GIT_TIMEOUT`]; nothing the repository's config names runs: no hook, fsmonitor,
+//!   signature program or fetch ([`HARDENING`], `GIT_NO_LAZY_FETCH`), no prompt (`GIT_TERMINAL_PROMPT=0`), no lock taken
 //!   (`GIT_OPTIONAL_LOCKS=0`).
 //! - Where Git does not answer (no repository, no `git`, a timeout), there is no fact:
 //!   `None`, never a guess.
@@ -18,16 +18,41 @@ use super::handoff::GitFact;
 /// How long one `git` call may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Settings that keep a repository's own config from running a program: the repository
+/// is the agent's, and an untrusted clone's `.git/config` may name one (`gpg.program`
+/// through `log.showSignature`, an fsmonitor, hooks, a lazy fetch's `core.sshCommand`).
+const HARDENING: &[&str] = &[
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "safe.bareRepository=explicit",
+    "--no-pager",
+];
+
 /// One `git` call's first output line in `cwd`, or `None`.
 async fn git_line(cwd: &Path, args: &[&str]) -> Option<String> {
     let mut command = tokio::process::Command::new("git");
     command
         .arg("-C")
         .arg(cwd)
-        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--no-pager"])
+        .args(HARDENING)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_EXTERNAL_DIFF")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
@@ -74,4 +99,35 @@ mod tests {
         assert_eq!(head(plain.path()).await, None, "not a repository: no fact");
         assert_eq!(head(Path::new("relative/dir")).await, None);
     }
+
+    // Review of issue 26: a repository whose config sets `log.showSignature` and a
+    // `gpg.program` ran that program when the seed asked for the last commit (it did).
+    #[tokio::test]
+    async fn x9_a_repositorys_config_runs_no_program_while_its_head_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).expect("mkdir");
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "a").expect("write");
+        git(&repo, &["add", "a.txt"]);
+        git(&repo, &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"]);
+        // A commit carrying a signature, so that showing it runs the signature program.
+        let tree = std::process::Command::new("git").arg("-C").arg(&repo).args(["rev-parse", "HEAD^{tree}"]).output().expect("git");
+        let tree = String::from_utf8_lossy(&tree.stdout).trim().to_owned();
+        let object = format!("tree {tree}\nauthor t <t@e> 0 +0000\ncommitter t <t@e> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n fake\n -----END PGP SIGNATURE-----\n\nsigned\n");
+        std::fs::write(dir.path().join("commit.txt"), object).expect("write");
+        let sha = std::process::Command::new("git").arg("-C").arg(&repo).args(["hash-object", "-t", "commit", "-w"]).arg(dir.path().join("commit.txt")).output().expect("git");
+        let sha = String::from_utf8_lossy(&sha.stdout).trim().to_owned();
+        git(&repo, &["update-ref", "HEAD", &sha]);
+        let marker = dir.path().join("ran");
+        let program = dir.path().join("gpg.sh");
+        std::fs::write(&program, format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display())).expect("write");
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        git(&repo, &["config", "log.showSignature", "true"]);
+        git(&repo, &["config", "gpg.program", &program.display().to_string()]);
+        let fact = head(&repo).await.expect("a repository");
+        assert_eq!(fact.subject, "signed");
+        assert!(!marker.exists(), "the repository's gpg.program ran");
+    }
+
 }

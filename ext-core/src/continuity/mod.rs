@@ -541,6 +541,7 @@ impl Continuity {
                 self.sync_schedulers(now);
                 self.ledger.page(tab, &report);
                 self.drain_ledger(now);
+                self.pacer_retry_bridge(now);
                 self.recovery_page(now, tab);
                 self.cards_page(now, tab);
                 self.handoff_page(now, tab);

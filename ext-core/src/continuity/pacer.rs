@@ -169,8 +169,14 @@ impl Continuity {
     }
 
     /// Types the bridge results a cooldown kept back whose page is idle and whose account no
-    /// longer cools down (each once; one already in the thread is dropped).
-    fn pacer_retry_bridge(&mut self, now: Millis) {
+    /// longer cools down (each once; one already in the thread, or whose tab is gone, is
+    /// dropped). Results whose page is busy or whose delivery was refused stay held and are
+    /// offered again at the page's next report: the model waits for them, and no later turn
+    /// end would ask again.
+    pub(super) fn pacer_retry_bridge(&mut self, now: Millis) {
+        if self.pacer.held_bridge.is_empty() {
+            return;
+        }
         let held = std::mem::take(&mut self.pacer.held_bridge);
         for h in held {
             if self.rate_block_tab(h.tab).is_some() {
@@ -179,11 +185,16 @@ impl Continuity {
             }
             let Some(report) = self.pages.get(&h.tab) else { continue };
             let seen = report.markers.iter().any(|id| id.strip_prefix(h.delivery_id.as_str()).is_some_and(|rest| rest.starts_with('/')));
-            if seen || !queue::is_idle_for_queue(report) {
+            if seen {
                 continue;
             }
-            if let Ok(id) = self.post_delivery(now, &h.key, h.tab, DeliveryKind::BridgeResults, &h.delivery_id, &h.text, Vec::new()) {
-                self.activity_sent(&h.key, DeliveryKind::BridgeResults, "auto_on", &id);
+            if !queue::is_idle_for_queue(report) {
+                self.pacer.held_bridge.push(h);
+                continue;
+            }
+            match self.post_delivery(now, &h.key, h.tab, DeliveryKind::BridgeResults, &h.delivery_id, &h.text, Vec::new()) {
+                Ok(id) => self.activity_sent(&h.key, DeliveryKind::BridgeResults, "auto_on", &id),
+                Err(_) => self.pacer.held_bridge.push(h),
             }
         }
     }

@@ -302,7 +302,13 @@ impl Continuity {
             // The account's cooldown (a `Retry-After` came as `rate_limited` first).
             self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::Backoff);
         }
+        // A cooldown that began while the probe was out (another tab's 429) holds what the
+        // answer would do, as at every tick.
+        let cooldown = self.cooldown_of_tab(tab);
         let Some(planner) = self.recovery.planners.get_mut(&key) else { return };
+        if let Some(until) = cooldown {
+            planner.hold_until(until);
+        }
         let snapshot = match answer {
             // Milliseconds since the epoch are ≥ 1e10, which `update_time_ms` reads as such.
             #[allow(clippy::cast_precision_loss)]
@@ -378,7 +384,8 @@ impl Continuity {
             self.recovery_resendable(&report.url, marker).map(|(key, m)| (key, m.clone()))
         });
         let Some((key, m)) = found else { return };
-        if self.post_delivery(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone()).is_err() {
+        // Never as the user's press: a resent Continue is automatic and waits out a cooldown.
+        if self.post_delivery_as(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone(), false).is_err() {
             self.record_activity(&key, ActivityKind::RecoveryRetry, ActivityOutcome::Withheld, ActivityReason::Code("resend_refused"), Some(&m.id));
         }
     }

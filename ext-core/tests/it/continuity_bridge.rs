@@ -684,3 +684,28 @@ fn bridge_results_wait_for_the_rate_limit_cooldown_and_go_after_it() {
     drain(&mut c, 90_000, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "once");
 }
+
+// Review of issue 26: results whose cooldown ends while the page is busy stay held and go
+// at the page's next idle report, once (they were dropped: the model waited for ever).
+#[test]
+fn bridge_results_held_past_a_busy_cooldown_end_go_when_the_page_is_idle() {
+    use ext_core::request_pacer::CooldownSource;
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None });
+    ended(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "typed during the cooldown: {log:?}");
+    // The user starts a reply before the cooldown ends: the page is busy at its end.
+    c.handle(20_000, ContinuityInput::PageReported { tab: TAB, report: PageReport { generating: true, ..zai_page() } });
+    drain(&mut c, 20_000, &results(), &mut log);
+    c.handle_timeout(30_001);
+    drain(&mut c, 30_001, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "typed into a busy page: {log:?}");
+    c.handle(40_000, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, 40_000, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "the held results went when the page was idle: {log:?}");
+    c.handle(50_000, ContinuityInput::PageReported { tab: TAB, report: PageReport { url: ZAI.into(), ..zai_page() } });
+    drain(&mut c, 50_000, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "once");
+}
