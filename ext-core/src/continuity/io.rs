@@ -682,9 +682,18 @@ pub enum ContinuityInput {
         /// The HUD's Send tool results sent the last turn again (only the bridge hears it).
         #[serde(default)]
         pressed: bool,
+        /// The user pressed the page's Stop on this reply (the page remembers its trusted
+        /// Stop for the generation and says so with the turn it belongs to).
+        #[serde(default)]
+        user_stopped: bool,
     },
     /// `user_stop` of a tab: the user's own Stop (trusted, not ours); never continued.
-    UserStop(TabId),
+    UserStop {
+        /// The tab.
+        tab: TabId,
+        /// The page load that saw it: one from an older load of the tab is dropped.
+        page_load: String,
+    },
     /// The page's visible thread, for its context pressure (R1): on a new turn count, a reply's end.
     ThreadFacts {
         /// The tab.
