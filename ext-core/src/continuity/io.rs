@@ -26,16 +26,14 @@ pub struct PageReport {
     pub user_turns: u32,
     /// `data-message-id` of the last user turn.
     pub last_user_turn_id: Option<String>,
-    /// The newest user turn without a marker of ours (the human's): its page id, else
-    /// `text:` and a hash of its text; `None` when the page shows none.
+    /// The newest user turn without a marker of ours (the human's): its page id, else `text:` and a hash of its text; `None` when the page shows none.
     #[serde(default)]
     pub last_human_turn_id: Option<String>,
     /// Delivery ids of the marker lines in the last user turns.
     pub markers: Vec<String>,
     /// A delivery the page is still carrying out.
     pub delivering: Option<String>,
-    /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or
-    /// `None`): shown, never a gate.
+    /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or `None`): shown, never a gate.
     #[serde(default)]
     pub generation: Option<String>,
     /// The first fact the page needs that does not resolve to exactly one element
@@ -43,8 +41,7 @@ pub struct PageReport {
     /// clicked there (fail closed, naming the fact).
     #[serde(default)]
     pub unresolved: Option<Unresolved>,
-    /// The delivery id whose marker line is in the composer: text the extension typed and
-    /// did not send (not a human draft).
+    /// The delivery id whose marker line is in the composer: text the extension typed and did not send (not a human draft).
     #[serde(default)]
     pub composer_marker: Option<String>,
     /// A random id drawn when the content script started: a reload reports a new one.
@@ -682,18 +679,12 @@ pub enum ContinuityInput {
         /// The HUD's Send tool results sent the last turn again (only the bridge hears it).
         #[serde(default)]
         pressed: bool,
-        /// The user pressed the page's Stop on this reply (the page remembers its trusted
-        /// Stop for the generation and says so with the turn it belongs to).
+        /// The user pressed the page's Stop on this reply (the Stop pinned to its turn).
         #[serde(default)]
         user_stopped: bool,
     },
-    /// `user_stop` of a tab: the user's own Stop (trusted, not ours); never continued.
-    UserStop {
-        /// The tab.
-        tab: TabId,
-        /// The page load that saw it: one from an older load of the tab is dropped.
-        page_load: String,
-    },
+    /// `user_stop` of (tab, page load): the user's own Stop; one of an older page load is dropped.
+    UserStop(TabId, String),
     /// The page's visible thread, for its context pressure (R1): on a new turn count, a reply's end.
     ThreadFacts {
         /// The tab.
