@@ -319,7 +319,7 @@ impl LinkDriver {
             (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
             (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
             // The user's own Stop is a page's, never the panel's.
-            (PortCommand::UserStop { page_load }, Some(tab)) if !panel => ContinuityInput::UserStop(tab, page_load),
+            (PortCommand::UserStop { page_load }, Some(tab)) if !panel => ContinuityInput::UserStop { tab, page_load },
             (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
             (PortCommand::SnapshotResult { page_load, answer }, Some(tab)) if !panel => {
                 ContinuityInput::SnapshotResult { tab, page_load, answer }

@@ -36,9 +36,7 @@ pub struct PageReport {
     /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or `None`): shown, never a gate.
     #[serde(default)]
     pub generation: Option<String>,
-    /// The first fact the page needs that does not resolve to exactly one element
-    /// (`None`: every needed fact resolves); while it is `Some`, nothing is typed or
-    /// clicked there (fail closed, naming the fact).
+    /// The first fact the page needs that does not resolve to exactly one element (`None`: every needed fact resolves); while it is `Some`, nothing is typed or clicked there (fail closed, naming the fact).
     #[serde(default)]
     pub unresolved: Option<Unresolved>,
     /// The delivery id whose marker line is in the composer: text the extension typed and did not send (not a human draft).
@@ -47,8 +45,7 @@ pub struct PageReport {
     /// A random id drawn when the content script started: a reload reports a new one.
     #[serde(default)]
     pub page_load: String,
-    /// The App pills of the newest human (unmarked) user turn, the one
-    /// `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
+    /// The App pills of the newest human (unmarked) user turn, the one `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
     #[serde(default)]
     pub human_apps: Vec<AppMention>,
 }
@@ -137,13 +134,11 @@ impl Unresolved {
     }
 }
 
-/// Why the page could not attach a delivery's App (`not_submitted` with reason
-/// `app_not_attached`, its `detail`).
+/// Why the page could not attach a delivery's App (`not_submitted` with reason `app_not_attached`, its `detail`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AppAttachFailure {
-    /// Trusted key input needs the optional `debugger` permission, and editor insertion did
-    /// not open the picker either.
+    /// Trusted key input needs the optional `debugger` permission, and editor insertion did not open the picker either.
     NoPermission,
     /// Typing `@<keyword>` opened no App picker.
     PickerNotOpened,
@@ -683,8 +678,13 @@ pub enum ContinuityInput {
         #[serde(default)]
         user_stopped: bool,
     },
-    /// `user_stop` of (tab, page load): the user's own Stop; one of an older page load is dropped.
-    UserStop(TabId, String),
+    /// `user_stop`: the user's own Stop (trusted, not ours); one of an older page load is dropped.
+    UserStop {
+        /// The tab.
+        tab: TabId,
+        /// The page load that saw it.
+        page_load: String,
+    },
     /// The page's visible thread, for its context pressure (R1): on a new turn count, a reply's end.
     ThreadFacts {
         /// The tab.

@@ -599,7 +599,7 @@ impl Continuity {
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }
-            ContinuityInput::UserStop(tab, page_load) => self.user_stop(now, tab, &page_load),
+            ContinuityInput::UserStop { tab, page_load } => self.user_stop(now, tab, &page_load),
             ContinuityInput::ThreadFacts { tab, thread } => self.thread_facts(tab, thread),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {

@@ -96,7 +96,7 @@ fn a_reply_the_user_stopped_is_never_continued_however_it_reads() {
     let mut c = in_auto(3);
     let mut log = Vec::new();
     human_sends(&mut c, 1);
-    c.handle(2, ContinuityInput::UserStop(TAB, "load-1".into()));
+    c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     reply_done(&mut c, 2);
     ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
     drain(&mut c, 2, &go(), None, &mut log);
@@ -147,7 +147,7 @@ fn a_stop_drops_a_judge_call_already_out() {
     ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
     drain(&mut c, 2, &go(), Some(&mut held), &mut log);
     assert_eq!(held.len(), 1, "{log:#?}");
-    c.handle(3, ContinuityInput::UserStop(TAB, "load-1".into()));
+    c.handle(3, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     for id in held {
         c.handle(4, ContinuityInput::Answered { id, result: go().map(RuntimeAnswer::Verdict) });
     }
@@ -268,7 +268,7 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
             }
         }
     };
-    c.handle(1, ContinuityInput::UserStop(TAB, "load-1".into()));
+    c.handle(1, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     run(&mut c, 1, false, &mut log);
     assert_eq!(log, ["bridge_reply auto=false"], "nothing typed on its own");
     // The user presses Send tool results: their decision.
@@ -300,7 +300,7 @@ fn a_stop_right_after_sending_stays_with_the_reply_it_ended() {
                 p.url = "https://chatgpt.com/".into();
             }
         });
-        c.handle(1, ContinuityInput::UserStop(TAB, "load-1".into()));
+        c.handle(1, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
         page(&mut c, 2, |p| {
             p.user_turns = 2;
             p.generating = true;
@@ -360,7 +360,7 @@ fn the_stop_note_leaves_with_the_humans_next_turn() {
             }
             let mut log = Vec::new();
             human_sends(&mut c, 1);
-            c.handle(2, ContinuityInput::UserStop(TAB, "load-1".into()));
+            c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
             reply_done(&mut c, 2);
             ended_stopped(&mut c, 2, "fix the parser", STOPPED_REPLY);
             drain(&mut c, 2, &go(), None, &mut log);
@@ -384,7 +384,7 @@ fn a_stop_from_an_older_page_load_is_dropped() {
     let mut c = in_auto(3);
     let mut log = Vec::new();
     human_sends(&mut c, 1);
-    c.handle(2, ContinuityInput::UserStop(TAB, "load-0".into()));
+    c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-0".into() });
     reply_done(&mut c, 2);
     ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
     drain(&mut c, 2, &go(), None, &mut log);
