@@ -1025,9 +1025,8 @@
     if (!seen.view || !seen.stop) return;
     while (el && !isStop(seen.view, el)) el = el.parentElement?.closest(STOP_CONTROL) ?? null;
     if (!el) return;
-    // The worker hears the facts of the turn being stopped first; the Stop is kept for this
-    // generation and told again with its turn_ended.
-    sendFacts(true);
+    // The Stop is kept for this generation and told again with its turn_ended (after the
+    // facts of that turn), which pins it to the turn it ended.
     userStopped = true;
     port?.postMessage({ type: 'user_stop', page_load: pageLoad });
   };
