@@ -740,13 +740,9 @@
   const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
   // A delivery id as the worker's ledger makes them (`<subject>/<epoch>.<life>.<n>`, ext-core
   // continuity/semantic `delivery_id_shaped`): a user turn is ours only by such an id in its
-  // marker line, never by its text; a marker-like line without one is the human's. The LAST
-  // marker line decides, as the worker reads `user_marker` (endedTurn).
+  // marker line, never by its text; a marker-like line without one is the human's.
   const DELIVERY_ID = /^.+\/[A-Za-z0-9]+\.\d+\.\d+$/;
-  const oursByMarker = (text) => {
-    const last = [...text.matchAll(MARKER)].pop();
-    return Boolean(last && DELIVERY_ID.test(last[1]));
-  };
+  const oursByMarker = (text) => [...text.matchAll(MARKER)].some((m) => DELIVERY_ID.test(m[1]));
   const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
@@ -998,41 +994,30 @@
     return null;
   };
   let wasGenerating = false;
-  // The user's trusted Stop of the current generation (below): told with the turn it ended
-  // (`user_stopped`), so the worker pins it to that turn even when it heard `user_stop`
-  // before the page's facts of the turn, or not at all (a worker restart). A new generation
-  // forgets it.
-  let userStopped = false;
   const sendTurnEnded = () => {
-    port?.postMessage({ type: 'turn_ended', ...endedTurn(true), user_stopped: userStopped });
-    userStopped = false;
+    port?.postMessage({ type: 'turn_ended', ...endedTurn(true) });
     sendThreadFacts(true);
   };
 
   // ---- The user's own Stop (docs/PROTOCOL.md "user_stop"): a trusted activation (a
-  // primary-button pointer press or click, or Enter / Space on it) of the element the
-  // profile's `stop` fact resolves to (a button; DeepSeek's is a div[role=button]). Our own
-  // clicks are `element.click()`, never trusted, and never on Stop. The worker marks the
-  // streaming reply as stopped by the user: it is never continued automatically. A press
-  // outside any button costs one `closest`; the page is read only for a button.
-  const STOP_CONTROL = 'button, [role="button"]';
+  // pointer press or click; Enter / Space on a focused button is a trusted click too) of the
+  // element the profile's `stop` fact resolves to. Our own clicks are `element.click()`,
+  // never trusted, and never on Stop. The worker marks the streaming reply as stopped by the
+  // user: it is never continued automatically. Read only on a trusted click, never per
+  // mutation.
   const onUserStop = (event) => {
     if (!event.isTrusted || !(event.target instanceof Element)) return;
-    if (event.type === 'keydown' ? event.key !== 'Enter' && event.key !== ' ' : event.button !== 0) return;
-    let el = event.target.closest(STOP_CONTROL);
-    if (!el || userStopped) return;
     const seen = observe();
     if (!seen.view || !seen.stop) return;
-    while (el && !isStop(seen.view, el)) el = el.parentElement?.closest(STOP_CONTROL) ?? null;
-    if (!el) return;
-    // The Stop is kept for this generation and told again with its turn_ended (after the
-    // facts of that turn), which pins it to the turn it ended.
-    userStopped = true;
-    port?.postMessage({ type: 'user_stop', page_load: pageLoad });
+    for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
+      if (isStop(seen.view, el)) {
+        port?.postMessage({ type: 'user_stop', page_load: pageLoad });
+        return;
+      }
+    }
   };
   document.addEventListener('pointerdown', onUserStop, true);
   document.addEventListener('click', onUserStop, true);
-  document.addEventListener('keydown', onUserStop, true);
 
   // ---- The visible thread, for context pressure (R1, docs/PROTOCOL.md "thread_facts"):
   // how many turns, their characters (CJK apart) and the highest absolute turn index the
@@ -1280,7 +1265,6 @@
     const json = JSON.stringify(current);
     // A reply ended: its turn is reported once, after the facts that say so.
     const ended = wasGenerating && !current.generating && current.unresolved !== 'profile';
-    if (current.generating && !wasGenerating) userStopped = false;
     wasGenerating = current.generating;
     watchFor(current);
     lastGenerating = current.generating;
@@ -2326,8 +2310,6 @@
     lastCards = null;
     threadShape = '';
     sendFacts(true);
-    // A Stop the previous worker may never have heard (its reply still streams): told again.
-    if (userStopped) port.postMessage({ type: 'user_stop', page_load: pageLoad });
     // Reports the previous worker never acknowledged are told again (the worker ignores
     // ids it no longer waits for).
     for (const message of reports.values()) port.postMessage(message);
