@@ -155,9 +155,12 @@ pub struct StoppedTurn {
 
 impl StoppedTurn {
     /// Whether a page with `user_turns` and `user_turn_id` shows a user turn newer than the
-    /// stopped one (fail closed: the same or fewer turns with no differing ids is not new).
+    /// stopped one: more user turns, or as many with another id (an edited message). Fail
+    /// closed: fewer turns (a stale second tab, an older edit branch) is never new, whatever
+    /// its id.
     pub fn is_older_than(&self, user_turns: u32, user_turn_id: Option<&str>) -> bool {
-        user_turns > self.user_turns || matches!((self.user_turn_id.as_deref(), user_turn_id), (Some(a), Some(b)) if a != b)
+        user_turns > self.user_turns
+            || (user_turns == self.user_turns && matches!((self.user_turn_id.as_deref(), user_turn_id), (Some(a), Some(b)) if a != b))
     }
 }
 

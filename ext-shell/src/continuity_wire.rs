@@ -585,6 +585,8 @@ pub enum PortCommand {
         user_message_id: Option<String>,
         /// `pressed: true`: the HUD's Send tool results sent the turn again.
         pressed: bool,
+        /// `user_stopped: true`: the user pressed the page's Stop on this reply.
+        user_stopped: bool,
     },
     /// `bind {tab_id, workspace_id, label}`.
     Bind {
@@ -704,6 +706,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             message_id: id_of(value, "message_id"),
             user_message_id: id_of(value, "user_message_id"),
             pressed: value.get("pressed").and_then(Value::as_bool).unwrap_or(false),
+            user_stopped: value.get("user_stopped").and_then(Value::as_bool).unwrap_or(false),
         }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),

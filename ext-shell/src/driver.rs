@@ -319,8 +319,8 @@ impl LinkDriver {
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
-            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed }, Some(tab)) => {
-                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed }
+            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }, Some(tab)) => {
+                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }
             }
             // The HUD's approval card is a page's, never the panel's.
             (PortCommand::BridgeDecide { batch_id, call, decision }, Some(tab)) if !panel => {
@@ -331,7 +331,7 @@ impl LinkDriver {
             (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
             (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
             // The user's own Stop is a page's, never the panel's.
-            (PortCommand::UserStop { .. }, Some(tab)) if !panel => ContinuityInput::UserStop(tab),
+            (PortCommand::UserStop { page_load }, Some(tab)) if !panel => ContinuityInput::UserStop { tab, page_load },
             (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
             (PortCommand::SnapshotResult { page_load, answer, retry_after_ms }, Some(tab)) if !panel => {
                 // A 429 with `Retry-After`: the account's cooldown first, then the answer.

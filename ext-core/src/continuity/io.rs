@@ -26,32 +26,26 @@ pub struct PageReport {
     pub user_turns: u32,
     /// `data-message-id` of the last user turn.
     pub last_user_turn_id: Option<String>,
-    /// The newest user turn without a marker of ours (the human's): its page id, else
-    /// `text:` and a hash of its text; `None` when the page shows none.
+    /// The newest user turn without a marker of ours (the human's): its page id, else `text:` and a hash of its text; `None` when the page shows none.
     #[serde(default)]
     pub last_human_turn_id: Option<String>,
     /// Delivery ids of the marker lines in the last user turns.
     pub markers: Vec<String>,
     /// A delivery the page is still carrying out.
     pub delivering: Option<String>,
-    /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or
-    /// `None`): shown, never a gate.
+    /// The diagnostic label of the page's layout (`chatgpt.classic`, …, `mixed`, or `None`): shown, never a gate.
     #[serde(default)]
     pub generation: Option<String>,
-    /// The first fact the page needs that does not resolve to exactly one element
-    /// (`None`: every needed fact resolves); while it is `Some`, nothing is typed or
-    /// clicked there (fail closed, naming the fact).
+    /// The first fact the page needs that does not resolve to exactly one element (`None`: every needed fact resolves); while it is `Some`, nothing is typed or clicked there (fail closed, naming the fact).
     #[serde(default)]
     pub unresolved: Option<Unresolved>,
-    /// The delivery id whose marker line is in the composer: text the extension typed and
-    /// did not send (not a human draft).
+    /// The delivery id whose marker line is in the composer: text the extension typed and did not send (not a human draft).
     #[serde(default)]
     pub composer_marker: Option<String>,
     /// A random id drawn when the content script started: a reload reports a new one.
     #[serde(default)]
     pub page_load: String,
-    /// The App pills of the newest human (unmarked) user turn, the one
-    /// `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
+    /// The App pills of the newest human (unmarked) user turn, the one `last_human_turn_id` names (at most [`crate::limits::MAX_APP_MENTIONS`]).
     #[serde(default)]
     pub human_apps: Vec<AppMention>,
     /// The site account the page is signed in to (`page_facts.account`, checked by
@@ -89,8 +83,7 @@ impl Default for PageReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AppAttachFailure {
-    /// Trusted key input needs the optional `debugger` permission, and editor insertion did
-    /// not open the picker either.
+    /// Trusted key input needs the optional `debugger` permission, and editor insertion did not open the picker either.
     NoPermission,
     /// Typing `@<keyword>` opened no App picker.
     PickerNotOpened,
@@ -636,9 +629,17 @@ pub enum ContinuityInput {
         /// The HUD's Send tool results sent the last turn again (only the bridge hears it).
         #[serde(default)]
         pressed: bool,
+        /// The user pressed the page's Stop on this reply (the Stop pinned to its turn).
+        #[serde(default)]
+        user_stopped: bool,
     },
-    /// `user_stop` of a tab: the user's own Stop (trusted, not ours); never continued.
-    UserStop(TabId),
+    /// `user_stop`: the user's own Stop (trusted, not ours); one of an older page load is dropped.
+    UserStop {
+        /// The tab.
+        tab: TabId,
+        /// The page load that saw it.
+        page_load: String,
+    },
     /// The page's visible thread, for its context pressure (R1): on a new turn count, a reply's end.
     ThreadFacts {
         /// The tab.

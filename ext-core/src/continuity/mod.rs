@@ -606,11 +606,16 @@ impl Continuity {
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed } => {
+            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped } => {
                 let human_id = user_message_id.clone();
                 if !pressed {
                     // First: a human turn after a Stop ends it, for the bridge and the judge.
                     self.semantic_user_turn(now, tab, user_marker.as_deref());
+                    // The page saw the user's Stop on this reply: the Stop belongs to this
+                    // turn, whatever the worker heard before (or did not).
+                    if user_stopped {
+                        self.stop_current_turn(now, tab);
+                    }
                     self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
                 }
                 // The bridge reads the reply from its start as the page sent it (up to 64 KiB;
@@ -626,7 +631,7 @@ impl Continuity {
                     self.turn_ended(now, tab, user_text, assistant_text, user_marker.as_deref());
                 }
             }
-            ContinuityInput::UserStop(tab) => self.user_stop(now, tab),
+            ContinuityInput::UserStop { tab, page_load } => self.user_stop(now, tab, &page_load),
             ContinuityInput::ThreadFacts { tab, thread } => self.thread_facts(tab, thread),
             ContinuityInput::JudgeSettings { stored } => self.judge_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::AllowProjectAuto { allowed } => {

@@ -143,6 +143,11 @@ impl Continuity {
             return;
         }
         machine.handle(SemanticInput::HumanTurn);
+        // A new decision: the HUD no longer says the user stopped the reply (whatever the
+        // judge says of this turn, or does not).
+        if self.semantic.notes.get(&conversation).is_some_and(|say| say.key == "hudUserStopped") {
+            self.semantic.notes.remove(&conversation);
+        }
         // The user spoke: a continue still waiting for its App is not theirs to get; it
         // did not land (the machine may judge again).
         let before = self.semantic.held.len();
@@ -154,11 +159,23 @@ impl Continuity {
         self.semantic_drain(now, &conversation, tab);
     }
 
-    /// The user pressed the page's Stop (a trusted activation of its Stop control, not
-    /// ours): the reply streaming in `tab` is theirs to end. It is never continued
-    /// automatically, a judge call out for the conversation is dropped, and a continue
-    /// held for its App is dropped; until a newer human turn nothing is asked.
-    pub(super) fn user_stop(&mut self, now: Millis, tab: TabId) {
+    /// `user_stop` of the page load `page_load`: the user pressed the page's Stop (a
+    /// trusted activation of its Stop control, not ours). One from an older load of the tab
+    /// is not this page's and is dropped. The page also says so with the turn's end
+    /// (`turn_ended.user_stopped`), which pins the Stop to the turn it belongs to when this
+    /// message came before the worker heard of that turn, or was lost in a worker restart.
+    pub(super) fn user_stop(&mut self, now: Millis, tab: TabId, page_load: &str) {
+        if self.pages.get(&tab).is_some_and(|r| !r.page_load.is_empty() && r.page_load != page_load) {
+            return;
+        }
+        self.stop_current_turn(now, tab);
+    }
+
+    /// The user stopped the reply streaming (or just ended) in `tab`: it is theirs to end.
+    /// It is never continued automatically, a judge call out for the conversation is
+    /// dropped, and a continue held for its App is dropped; until a newer human turn nothing
+    /// is asked.
+    pub(super) fn stop_current_turn(&mut self, now: Millis, tab: TabId) {
         let Some(report) = self.pages.get(&tab) else { return };
         let Some(conversation) = queue::conversation_key(report) else { return };
         let at = crate::semantic_auto::StoppedTurn { user_turns: report.user_turns, user_turn_id: report.last_user_turn_id.clone() };
@@ -171,8 +188,9 @@ impl Continuity {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
         }
-        // The HUD says so where Auto would have continued (not in every chat the user stops).
-        if self.scope_of_tab(tab).is_some_and(|s| self.auto.state(&s) == AutoState::On) {
+        // The HUD says so where the judge would have continued (Auto on, the judge in Auto),
+        // not in every chat the user stops.
+        if settings.mode == JudgeMode::InAuto && self.scope_of_tab(tab).is_some_and(|s| self.auto.state(&s) == AutoState::On) {
             self.semantic.notes.insert(conversation.clone(), Say::new("hudUserStopped", vec![]));
         }
         self.persist();

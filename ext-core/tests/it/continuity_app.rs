@@ -335,6 +335,7 @@ fn every_delivery_kind_carries_the_app() {
         message_id: None,
         user_message_id: None,
         pressed: false,
+        user_stopped: false,
     });
     w.lands();
     w.feed(ContinuityInput::ToggleAuto { tab: TAB });
@@ -441,6 +442,7 @@ fn a_judge_continue_held_for_its_app_goes_once_attaching_works() {
         message_id: None,
         user_message_id: None,
         pressed: false,
+        user_stopped: false,
     };
     w.feed(ended);
     w.answer(DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PillNotReadBack });
@@ -470,6 +472,7 @@ fn forget_app_sends_a_judge_continue_held_for_the_app_plain_at_once() {
         message_id: None,
         user_message_id: None,
         pressed: false,
+        user_stopped: false,
     });
     w.answer(DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PickerNotOpened });
     w.report_again();
@@ -498,6 +501,7 @@ fn a_held_judge_continue_never_blocks_the_judge_after_a_human_turn_or_a_restart(
         message_id: None,
         user_message_id: None,
         pressed: false,
+        user_stopped: false,
     };
     for restart in [false, true] {
         let mut w = W::new();

@@ -38,7 +38,7 @@ fn ended(c: &mut Continuity, now: u64, reply: &str) {
 
 /// The page's last turn: a reply that ended, or (`pressed`) sent again by Send tool results.
 fn turn(c: &mut Continuity, now: u64, reply: &str, pressed: bool) {
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed });
+    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed, user_stopped: false });
 }
 
 /// Drains outputs into a log; `bridge.reply` is answered with `results` (`None`: state
@@ -152,7 +152,7 @@ fn results_already_in_the_thread_are_not_sent_again() {
 fn the_bridge_is_only_for_bound_zai_and_deepseek_chats() {
     let (mut chatgpt, _) = super::continuity::bound_with_auto(true);
     let mut log = Vec::new();
-    chatgpt.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: String::new(), assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false });
+    chatgpt.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: String::new(), assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: false });
     drain(&mut chatgpt, 1, &results(), &mut log);
     assert!(log.iter().all(|l| !l.contains("bridge")), "{log:?}");
     assert!(!actions(&chatgpt).contains(&"bridge_prompt"));
@@ -225,11 +225,11 @@ fn requests<'a>(log: &'a [String], call: &str) -> Vec<&'a String> {
 fn a_reply_is_asked_with_the_chats_workspace_auto_and_human_turn() {
     let mut c = zai_world(true);
     let mut log = Vec::new();
-    c.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: SEND_KEYS.into(), user_marker: None, message_id: Some("a1".into()), user_message_id: Some("u1".into()), pressed: false });
+    c.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: SEND_KEYS.into(), user_marker: None, message_id: Some("a1".into()), user_message_id: Some("u1".into()), pressed: false, user_stopped: false });
     drain(&mut c, 1, &None, &mut log);
-    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: "done".into(), user_marker: Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into()), message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false });
+    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: "done".into(), user_marker: Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into()), message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false, user_stopped: false });
     drain(&mut c, 2, &None, &mut log);
-    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "and now?".into(), assistant_text: "ok".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false });
+    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "and now?".into(), assistant_text: "ok".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: false });
     drain(&mut c, 3, &None, &mut log);
     let asked: Vec<String> = requests(&log, "bridge_reply")
         .iter()
@@ -600,7 +600,7 @@ fn a_restarted_worker_derives_the_human_turn_from_the_page() {
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: PageReport { page_load: "load-2".into(), ..human } });
     drain(&mut c, 2, &None, &mut log);
     let ours = Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into());
-    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: SEND_KEYS.into(), user_marker: ours, message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false });
+    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: SEND_KEYS.into(), user_marker: ours, message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false, user_stopped: false });
     drain(&mut c, 3, &None, &mut log);
     let asked = requests(&log, "bridge_reply");
     assert_eq!(asked.len(), 1, "{log:?}");

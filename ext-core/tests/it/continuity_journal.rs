@@ -26,6 +26,7 @@ fn ended(c: &mut Continuity, now: u64, user: (&str, &str), reply: (&str, &str)) 
         message_id: Some(reply.0.into()).filter(|id: &String| !id.is_empty()),
         user_message_id: Some(user.0.into()).filter(|id: &String| !id.is_empty()),
         pressed: false,
+        user_stopped: false,
     });
 }
 
@@ -95,7 +96,7 @@ fn only_finished_turns_of_bound_chats_with_ids_are_journaled() {
 
     let (mut c, mut log) = bound_with_auto(false);
     ended(&mut c, 1, ("", "no id"), ("a-1", "   "));
-    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "x".into(), assistant_text: "y".into(), user_marker: None, message_id: Some("a-2".into()), user_message_id: Some("u-2".into()), pressed: true });
+    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "x".into(), assistant_text: "y".into(), user_marker: None, message_id: Some("a-2".into()), user_message_id: Some("u-2".into()), pressed: true, user_stopped: false });
     drain(&mut c, 2, Runtime::Records, &mut log);
     assert!(log.is_empty(), "no id, an empty text and a replay are not journaled: {log:?}");
 }
@@ -212,7 +213,7 @@ fn a_project_chat_carries_its_project_and_a_long_turn_fits_the_cap() {
     c.handle(1, ContinuityInput::Bind { tab: 8, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w2".into(), label: "web".into() } });
     drain(&mut c, 1, Runtime::Records, &mut log);
     let long = "é".repeat(40_000);
-    c.handle(2, ContinuityInput::TurnEnded { tab: 8, user_text: long, assistant_text: String::new(), user_marker: None, message_id: None, user_message_id: Some("u-9".into()), pressed: false });
+    c.handle(2, ContinuityInput::TurnEnded { tab: 8, user_text: long, assistant_text: String::new(), user_marker: None, message_id: None, user_message_id: Some("u-9".into()), pressed: false, user_stopped: false });
     let mut entries: Vec<JournalEntry> = Vec::new();
     while let Some(output) = c.poll() {
         if let ContinuityOutput::Request { call: RuntimeCall::JournalAppend(entry), .. } = output {

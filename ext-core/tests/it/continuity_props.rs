@@ -1393,7 +1393,7 @@ impl World {
                 self.next_reply += 1;
                 let step = if pending { "Next I will run the integration tests." } else { "Everything is merged and green." };
                 let assistant_text = format!("Reply {}: the parser handles nested lists now. {step}", self.next_reply);
-                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, user_message_id: None, pressed: false })?;
+                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, user_message_id: None, pressed: false, user_stopped: false })?;
             }
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));

@@ -69,6 +69,7 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
         message_id: Some("a-9".into()),
         user_message_id: Some("u-9".into()),
         pressed: false,
+        user_stopped: false,
     });
     w.source_reports(source(|_| {}), FULL);
     w.rollover("journal down");
@@ -281,7 +282,7 @@ proptest! {
                 Op::JournalDown(down) => w.journal = if down { Journal::Down } else { Journal::Up },
                 Op::TurnEnded => {
                     turn += 1;
-                    w.feed(ContinuityInput::TurnEnded { tab: SOURCE, user_text: format!("u{turn}"), assistant_text: format!("a{turn}"), user_marker: None, message_id: Some(format!("a-{turn}")), user_message_id: Some(format!("u-{turn}")), pressed: false });
+                    w.feed(ContinuityInput::TurnEnded { tab: SOURCE, user_text: format!("u{turn}"), assistant_text: format!("a{turn}"), user_marker: None, message_id: Some(format!("a-{turn}")), user_message_id: Some(format!("u-{turn}")), pressed: false, user_stopped: false });
                 }
                 Op::Tick(ms) => w.tick(u64::from(ms)),
                 Op::Restart => w.restart(),

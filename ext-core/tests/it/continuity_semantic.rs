@@ -20,7 +20,7 @@ fn reply(n: u32) -> String {
 
 /// The page's reply `n` ended; the last user turn carried `marker` (ours) or none.
 fn ended(c: &mut Continuity, now: u64, n: u32, marker: Option<&str>) {
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "build the judge".into(), assistant_text: reply(n), message_id: None, user_message_id: None, pressed: false, user_marker: marker.map(str::to_owned) });
+    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "build the judge".into(), assistant_text: reply(n), message_id: None, user_message_id: None, pressed: false, user_stopped: false, user_marker: marker.map(str::to_owned) });
 }
 
 /// Drains outputs: every judge call is logged and answered with `answer`, other calls

@@ -22,7 +22,7 @@ fn in_auto(max: u32) -> Continuity {
 
 fn ended(c: &mut Continuity, now: u64, user_text: &str, reply: &str, marker: Option<&str>) {
     let (user_text, assistant_text) = (user_text.to_owned(), reply.to_owned());
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: marker.map(str::to_owned), message_id: None, user_message_id: None, pressed: false });
+    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: marker.map(str::to_owned), message_id: None, user_message_id: None, pressed: false, user_stopped: false });
 }
 
 /// The page as it is now, changed by `change`.
@@ -96,7 +96,7 @@ fn a_reply_the_user_stopped_is_never_continued_however_it_reads() {
     let mut c = in_auto(3);
     let mut log = Vec::new();
     human_sends(&mut c, 1);
-    c.handle(2, ContinuityInput::UserStop(TAB));
+    c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     reply_done(&mut c, 2);
     ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
     drain(&mut c, 2, &go(), None, &mut log);
@@ -147,7 +147,7 @@ fn a_stop_drops_a_judge_call_already_out() {
     ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
     drain(&mut c, 2, &go(), Some(&mut held), &mut log);
     assert_eq!(held.len(), 1, "{log:#?}");
-    c.handle(3, ContinuityInput::UserStop(TAB));
+    c.handle(3, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     for id in held {
         c.handle(4, ContinuityInput::Answered { id, result: go().map(RuntimeAnswer::Verdict) });
     }
@@ -254,7 +254,7 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
     let mut log = Vec::new();
     let run = |c: &mut Continuity, now: u64, pressed: bool, log: &mut Vec<String>| {
         let (user_text, assistant_text) = ("look at the panes".to_owned(), "{\"tool\":\"herdr_inspect\",\"args\":{}}".to_owned());
-        c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed });
+        c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed, user_stopped: false });
         while let Some(output) = c.poll() {
             match output {
                 ContinuityOutput::Request { id, call: call @ RuntimeCall::BridgeReply { .. } } => {
@@ -268,10 +268,125 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
             }
         }
     };
-    c.handle(1, ContinuityInput::UserStop(TAB));
+    c.handle(1, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
     run(&mut c, 1, false, &mut log);
     assert_eq!(log, ["bridge_reply auto=false"], "nothing typed on its own");
     // The user presses Send tool results: their decision.
     run(&mut c, 2, true, &mut log);
     assert!(log.last().is_some_and(|l| l.starts_with("deliver bridge:5b0e6c2d9a174f38/")), "{log:#?}");
+}
+
+/// The reply ended, as the page reports it when the user pressed Stop on it
+/// (`turn_ended` with `user_stopped: true`).
+fn ended_stopped(c: &mut Continuity, now: u64, user_text: &str, reply: &str) {
+    let (user_text, assistant_text) = (user_text.to_owned(), reply.to_owned());
+    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: true });
+}
+
+// R: issue 26 Found 4 (review 1) — the user presses Stop right after sending (the worker
+// still has the page facts of the turn before: one user turn, idle), or the Stop lands
+// before the chat has its /c/<id> (a new chat): the Stop travels with the turn it belongs to
+// (`turn_ended.user_stopped`), so the reply is still never continued (before: the Stop was
+// pinned to the older turn and cleared by the reply's own turn, or dropped without a
+// conversation, and the judge was asked).
+#[test]
+fn a_stop_right_after_sending_stays_with_the_reply_it_ended() {
+    for new_chat in [false, true] {
+        let mut c = in_auto(3);
+        let mut log = Vec::new();
+        page(&mut c, 1, |p| {
+            p.user_turns = 1;
+            if new_chat {
+                p.url = "https://chatgpt.com/".into();
+            }
+        });
+        c.handle(1, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
+        page(&mut c, 2, |p| {
+            p.user_turns = 2;
+            p.generating = true;
+            p.url = super::continuity::CONV.into();
+        });
+        reply_done(&mut c, 3);
+        ended_stopped(&mut c, 3, "fix the parser", STOPPED_REPLY);
+        drain(&mut c, 3, &go(), None, &mut log);
+        assert!(!log.iter().any(|l| l.starts_with("judge.turn_end")), "new chat {new_chat}: {log:#?}");
+        assert_eq!(continues(&log), 0, "new chat {new_chat}: {log:#?}");
+    }
+}
+
+// R: issue 26 Found 4 (review 2) — the Stop is pressed while the worker restarts (the page's
+// port is down, its `user_stop` never arrives): the turn's end says so, and it is not
+// continued.
+#[test]
+fn a_stop_the_worker_never_heard_still_ends_the_reply() {
+    let mut c = in_auto(3);
+    let mut log = Vec::new();
+    human_sends(&mut c, 1);
+    reply_done(&mut c, 2);
+    ended_stopped(&mut c, 2, "fix the parser", STOPPED_REPLY);
+    drain(&mut c, 2, &go(), None, &mut log);
+    assert!(!log.iter().any(|l| l.starts_with("judge.turn_end")), "{log:#?}");
+    assert_eq!(continues(&log), 0, "{log:#?}");
+    assert!(log.contains(&"activity judge_continue withheld user_stopped".to_owned()), "{log:#?}");
+    // The human's next turn is a new decision.
+    human_sends(&mut c, 3);
+    reply_done(&mut c, 4);
+    ended(&mut c, 4, "go on with the suite", "The suite runs; 3 failures in the pool tests. Next I will fix the pool tests one by one.", None);
+    drain(&mut c, 4, &go(), None, &mut log);
+    assert_eq!(continues(&log), 1, "{log:#?}");
+}
+
+// R: issue 26 Found 4 (review 3) — the HUD's "You stopped this reply" is not left behind
+// once the human writes again (whatever the judge then says or does not say), and it is
+// not claimed where the judge would not have continued anyway (its default mode, manual
+// only); on ChatGPT and on z.ai.
+#[test]
+fn the_stop_note_leaves_with_the_humans_next_turn() {
+    const STOPPED: &str = "You stopped this reply · it is not continued automatically (a new message of yours starts again)";
+    for zai in [false, true] {
+        for judge in [None, Some(r#"{"mode":"in_auto","max_continues":3}"#)] {
+            let mut c = Continuity::new();
+            let report = match zai {
+                true => PageReport { url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(), generation: Some("zai.openwebui".into()), ..idle_page() },
+                false => idle_page(),
+            };
+            c.handle(0, ContinuityInput::LinkUp);
+            c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
+            c.handle(0, ContinuityInput::PageReported { tab: TAB, report });
+            c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+            c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
+            if let Some(stored) = judge {
+                c.handle(0, ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(stored).map_err(|_| ())) });
+            }
+            let mut log = Vec::new();
+            human_sends(&mut c, 1);
+            c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
+            reply_done(&mut c, 2);
+            ended_stopped(&mut c, 2, "fix the parser", STOPPED_REPLY);
+            drain(&mut c, 2, &go(), None, &mut log);
+            // Said where the judge would have continued; never claimed in manual-only mode.
+            let shown = judge_line(&c) == STOPPED;
+            assert!(shown || judge.is_none() || zai, "z.ai {zai}, judge {judge:?}: {}", judge_line(&c));
+            assert!(!shown || judge.is_some(), "z.ai {zai}, judge {judge:?}: {}", judge_line(&c));
+            human_sends(&mut c, 3);
+            reply_done(&mut c, 4);
+            ended(&mut c, 4, "thanks, that is all", "You are welcome.", None);
+            drain(&mut c, 4, &go(), None, &mut log);
+            assert_ne!(judge_line(&c), STOPPED, "z.ai {zai}, judge {judge:?}: {log:#?}");
+        }
+    }
+}
+
+// R: issue 26 Found 4 (review 6) — a `user_stop` from an older load of the tab (a message
+// still in flight across a reload) is not this page's Stop: the reply is judged as usual.
+#[test]
+fn a_stop_from_an_older_page_load_is_dropped() {
+    let mut c = in_auto(3);
+    let mut log = Vec::new();
+    human_sends(&mut c, 1);
+    c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-0".into() });
+    reply_done(&mut c, 2);
+    ended(&mut c, 2, "fix the parser", STOPPED_REPLY, None);
+    drain(&mut c, 2, &go(), None, &mut log);
+    assert_eq!(continues(&log), 1, "{log:#?}");
 }

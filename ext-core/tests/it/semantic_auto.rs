@@ -317,3 +317,16 @@ proptest! {
         }
     }
 }
+
+// R: issue 26 Found 4 (review 4) — fewer user turns with another id (a stale second tab, a
+// switch to an older edit branch) is not a newer human turn: the Stop holds. More turns, or
+// the same number with another id (an edited message), is.
+#[test]
+fn a_stop_is_ended_only_by_a_user_turn_at_least_as_far_on() {
+    let at = StoppedTurn { user_turns: 3, user_turn_id: Some("a".into()) };
+    assert!(!at.is_older_than(2, Some("b")));
+    assert!(!at.is_older_than(3, Some("a")));
+    assert!(!at.is_older_than(2, None));
+    assert!(at.is_older_than(3, Some("b")));
+    assert!(at.is_older_than(4, Some("a")));
+}

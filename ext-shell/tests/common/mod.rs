@@ -421,11 +421,11 @@ pub fn continuity_messages_translate() {
     assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, user_message_id: None, pressed: false })
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, user_message_id: None, pressed: false, user_stopped: false })
     );
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3", "user_message_id": "u-1"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: Some("u-1".into()), pressed: false })
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: Some("u-1".into()), pressed: false, user_stopped: false })
     );
     // The journal (C1): one turn as `continuity.append`'s params; its answer names the chain.
     let entry = ext_core::continuity::JournalEntry {
@@ -455,6 +455,11 @@ pub fn continuity_messages_translate() {
     // Issue 26: the user's own Stop names its page load; without one it is not a command.
     assert_eq!(cw::port_command(&json!({"type": "user_stop", "page_load": "load-1"})), Some(PortCommand::UserStop { page_load: "load-1".into() }));
     assert_eq!(cw::port_command(&json!({"type": "user_stop"})), None);
+    // The Stop also travels with the turn it ended.
+    assert_eq!(
+        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_stopped": true})),
+        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: true })
+    );
     // The JSON bridge (O2, issue 23): the request carries the chat's workspace, Auto and
     // human turn; `results` carries a message, `approval` the batch and its pending calls,
     // `round_limit` nothing more, `streaming` nothing.
