@@ -248,6 +248,7 @@ impl World {
             message_id: Some(format!("a-{}", self.now)),
             user_message_id: Some(format!("u-{}", self.now)),
             pressed: false,
+            user_stopped: false,
         };
         self.c.handle(self.now, ended);
         self.drain();
