@@ -25,7 +25,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -163,7 +163,7 @@ impl Retention {
     /// Stores `limits` (already [`Limits::checked`]).
     pub fn set_limits(&self, limits: &Limits) -> Result<()> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         for (name, _, _) in BOUNDS {
             tx.execute(
                 "INSERT INTO retention_limits (store, value) VALUES (?1, ?2) ON CONFLICT (store) DO UPDATE SET value = excluded.value",
@@ -184,7 +184,9 @@ impl Retention {
     pub fn reclaim(&self, now_ms: i64) -> Result<Reclaimed> {
         let limits = self.limits()?;
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        // IMMEDIATE, as every write here: a deferred transaction reads, then fails with
+        // SQLITE_BUSY_SNAPSHOT on its first write when another connection committed meanwhile.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let reclaimed = reclaim(&tx, &limits, now_ms)?;
         tx.commit()?;
         Ok(reclaimed)

@@ -166,3 +166,51 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     assert!(text.contains("ok    storage inbox: 0 rows, 0 bytes of text (acknowledged tasks aged out after 7 days)"), "{text}");
     assert!(text.contains("FAIL  extension 0.1.0 (protocol 1) does not match the runtime") && text.contains("fix: update the extension"), "{text}");
 }
+
+/// Reclaim on one thread while another connection commits inserts in a loop: every reclaim
+/// succeeds. Failed before: reclaim opened a deferred transaction, read, then upgraded to a
+/// write, and SQLite answered SQLITE_BUSY_SNAPSHOT whenever the other connection had
+/// committed in between (the busy timeout does not retry that), so the hourly reclaim of a
+/// busy runtime failed.
+#[test]
+fn reclaim_succeeds_while_another_connection_commits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut journal = JournalStore::open(&path).expect("journal");
+    let _memory = WorkMemoryStore::open(&path).expect("work memory");
+    let _bridge = BridgeStore::open(&path).expect("bridge");
+    let _inbox = InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    for index in 0..300 {
+        journal.append(&journal_turn("busy", index), 1_000).expect("append");
+    }
+    drop(journal);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let path = path.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let conn = companion::db::open_connection(&path).expect("writer");
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS scratch (n INTEGER)").expect("scratch");
+            let mut n = 0_i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                conn.execute("INSERT INTO scratch (n) VALUES (?1)", [n]).expect("insert");
+                n += 1;
+                // A busy runtime, not a lock hog: the busy handler of the other connection
+                // gets its turn.
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            n
+        })
+    };
+    let mut failures = Vec::new();
+    for _ in 0..200 {
+        if let Err(error) = retention.reclaim(NOW) {
+            failures.push(error.to_string());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let inserted = writer.join().expect("writer thread");
+    assert!(inserted > 0, "the writer committed meanwhile");
+    assert!(failures.is_empty(), "reclaim failed {} of 200 times: {:?}", failures.len(), failures.first());
+}
