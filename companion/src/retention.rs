@@ -246,10 +246,11 @@ pub fn sizes(conn: &Connection) -> Result<Vec<StoreSize>> {
         Ok(size)
     };
     Ok(vec![
-        measure("journal", &[("journal_turns", "length(text)")])?,
-        measure("work_memory", &[("wm_turns", "length(text)"), ("wm_evidence", "length(content)")])?,
-        measure("bridge_results", &[("bridge_results", "length(text)")])?,
-        measure("inbox", &[("inbox_tasks", "length(prompt_preview) + length(coalesce(result, ''))")])?,
+        // Bytes, not characters: `length` of a TEXT counts characters, of a BLOB bytes.
+        measure("journal", &[("journal_turns", "length(CAST(text AS BLOB))")])?,
+        measure("work_memory", &[("wm_turns", "length(CAST(text AS BLOB))"), ("wm_evidence", "length(CAST(content AS BLOB))")])?,
+        measure("bridge_results", &[("bridge_results", "length(CAST(text AS BLOB))")])?,
+        measure("inbox", &[("inbox_tasks", "length(CAST(prompt_preview AS BLOB)) + length(CAST(coalesce(result, '') AS BLOB))")])?,
     ])
 }
 

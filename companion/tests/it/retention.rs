@@ -214,3 +214,19 @@ fn reclaim_succeeds_while_another_connection_commits() {
     assert!(inserted > 0, "the writer committed meanwhile");
     assert!(failures.is_empty(), "reclaim failed {} of 200 times: {:?}", failures.len(), failures.first());
 }
+
+/// Store sizes count bytes, not characters: a journal turn of 4 CJK characters is 12 bytes
+/// of UTF-8. Failed before: `length(text)` counted 4.
+#[test]
+fn sizes_count_bytes_of_text_not_characters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut journal = JournalStore::open(&path).expect("journal");
+    let retention = Retention::open(&path).expect("retention");
+    let mut turn = journal_turn("bytes", 0);
+    turn.text = "续写对话".to_owned();
+    journal.append(&turn, 1_000).expect("append");
+    let sizes = retention.sizes().expect("sizes");
+    let journal_size = sizes.iter().find(|size| size.store == "journal").expect("journal size");
+    assert_eq!((journal_size.rows, journal_size.bytes), (1, "续写对话".len() as u64));
+}
