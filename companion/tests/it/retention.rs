@@ -230,3 +230,29 @@ fn sizes_count_bytes_of_text_not_characters() {
     let journal_size = sizes.iter().find(|size| size.store == "journal").expect("journal size");
     assert_eq!((journal_size.rows, journal_size.bytes), (1, "续写对话".len() as u64));
 }
+
+/// A reclaim of more rows than one batch removes them all, batch by batch, and withholds
+/// nothing it removed: 1 300 turns of a chain with a verified checkpoint at its turn 1 250,
+/// limit 100, leave exactly the 100 newest (the anchor among them).
+#[test]
+fn reclaim_removes_more_than_a_batch_in_batches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut memory = WorkMemoryStore::open(&path).expect("work memory");
+    let retention = Retention::open(&path).expect("retention");
+    retention.set_limits(&Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 }).expect("limits");
+    let chain = "chain-batch";
+    wm(&mut memory, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "batch",
+        "provider": "chatgpt", "session_ref": "chatgpt:conv:batch", "bound_at": 1}));
+    for i in 0..1_300 {
+        wm(&mut memory, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": "chatgpt:conv:batch",
+            "provider_message_ref": format!("batch-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}));
+    }
+    let anchor: i64 = count(&path, "SELECT id FROM wm_turns WHERE provider_message_ref = 'batch-msg-1250'");
+    wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
+        "summary": "so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!((reclaimed.work_memory_turns, reclaimed.withheld), (1_200, 0));
+    assert_eq!(count(&path, "SELECT count(*) FROM wm_turns"), 100);
+    assert_eq!(count(&path, &format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), 1);
+}
