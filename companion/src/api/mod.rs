@@ -291,7 +291,7 @@ impl HelloAgreement {
                 lacking.push_str(&format!(" and {} more", self.missing.len() - 8));
             }
             Some(format!(
-                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; run herdr-companion install again with the newer companion",
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; stop this runtime (the process holding run/runtime.lock), then run herdr-companion install again with the newer companion",
                 self.extension_protocol
             ))
         } else {
