@@ -151,6 +151,10 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     let refused = client.call("r2", "retention.set", json!({"limits": {"inbox_days": 0}}));
     assert_eq!(refused["error"]["code"], "bad_request", "{refused}");
     assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("from 1 to 3650")), "{refused}");
+    // An unknown param is refused by name, not ignored (failed before: it was ignored).
+    let stray = client.call("r2b", "retention.set", json!({"limits": {"inbox_days": 7}, "limit": {"inbox_days": 1}}));
+    assert_eq!(stray["error"]["code"], "bad_request", "{stray}");
+    assert!(stray["error"]["message"].as_str().is_some_and(|m| m.contains("`limit`")), "{stray}");
     let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 7, "journal_turns": 2000}}));
     assert_eq!(set["result"]["limits"], json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}), "{set}");
     let again = client.call("r4", "retention.get", json!({}));
@@ -186,9 +190,11 @@ fn reclaim_succeeds_while_another_connection_commits() {
     }
     drop(journal);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let committed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = {
         let path = path.clone();
         let stop = stop.clone();
+        let committed = committed.clone();
         std::thread::spawn(move || {
             let conn = companion::db::open_connection(&path).expect("writer");
             conn.execute_batch("CREATE TABLE IF NOT EXISTS scratch (n INTEGER)").expect("scratch");
@@ -196,23 +202,31 @@ fn reclaim_succeeds_while_another_connection_commits() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 conn.execute("INSERT INTO scratch (n) VALUES (?1)", [n]).expect("insert");
                 n += 1;
+                committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // A busy runtime, not a lock hog: the busy handler of the other connection
                 // gets its turn.
                 std::thread::sleep(std::time::Duration::from_micros(500));
             }
-            n
         })
     };
+    // Reclaim until the writer has committed 500 times meanwhile (at most 60 s).
     let mut failures = Vec::new();
-    for _ in 0..200 {
-        if let Err(error) = retention.reclaim(NOW) {
-            failures.push(error.to_string());
+    let mut runs = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while committed.load(std::sync::atomic::Ordering::Relaxed) < 500 && std::time::Instant::now() < deadline {
+        if committed.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            runs += 1;
+            if let Err(error) = retention.reclaim(NOW) {
+                failures.push(error.to_string());
+            }
+        } else {
+            std::thread::yield_now();
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let inserted = writer.join().expect("writer thread");
-    assert!(inserted > 0, "the writer committed meanwhile");
-    assert!(failures.is_empty(), "reclaim failed {} of 200 times: {:?}", failures.len(), failures.first());
+    writer.join().expect("writer thread");
+    assert!(committed.load(std::sync::atomic::Ordering::Relaxed) >= 500 && runs > 0, "the writer committed 500 times while reclaim ran {runs} times");
+    assert!(failures.is_empty(), "reclaim failed {} of {runs} times: {:?}", failures.len(), failures.first());
 }
 
 /// Store sizes count bytes, not characters: a journal turn of 4 CJK characters is 12 bytes
