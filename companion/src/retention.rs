@@ -11,7 +11,8 @@
 //!   turn's `provider_message_ref`. A chain without such a checkpoint keeps everything and
 //!   is reported as `withheld`.
 //! - **Bridge results** (`bridge_results`): a results message *delivered* more than
-//!   `bridge_result_days` ago is aged out; an undelivered one is kept (it is not in its
+//!   `bridge_result_days` ago loses its text and stays as a tombstone (its delivery key,
+//!   delivered), so a replayed reply finds it delivered; an undelivered one is kept (it is not in its
 //!   chat yet). The call records (`bridge_calls`) are kept: they are what makes a replayed
 //!   reply never run a tool twice.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
@@ -394,8 +395,10 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) ->
     }
     if table_exists(conn, "bridge_results")? {
         let cutoff = now_ms - limits.bridge_result_days as i64 * DAY_MS;
+        // The text goes, the row stays as a tombstone (delivery key, delivered): a replay of
+        // the same reply then finds the results delivered and counts no round again.
         out.bridge_results = conn.execute(
-            "DELETE FROM bridge_results WHERE rowid IN (SELECT rowid FROM bridge_results WHERE delivered_at IS NOT NULL AND delivered_at < ?1 LIMIT ?2)",
+            "UPDATE bridge_results SET text = '' WHERE rowid IN (SELECT rowid FROM bridge_results WHERE delivered_at IS NOT NULL AND delivered_at < ?1 AND text <> '' LIMIT ?2)",
             params![cutoff, *budget as i64],
         )? as u64;
         *budget -= out.bridge_results;
