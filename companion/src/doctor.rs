@@ -174,7 +174,9 @@ pub fn storage_checks(path: &Path) -> Vec<Check> {
     if !path.exists() {
         return vec![Check::ok(format!("storage: no {} yet (nothing stored)", path.display()))];
     }
+    // A running runtime may hold the write lock for a moment: wait up to 2 s for it.
     let read = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|conn| conn.busy_timeout(std::time::Duration::from_secs(2)).map(|()| conn))
         .map_err(crate::db::DbError::from)
         .and_then(|conn| crate::retention::describe(&conn));
     match read {

@@ -11,7 +11,8 @@
 //!   turn's `provider_message_ref`. A chain without such a checkpoint keeps everything and
 //!   is reported as `withheld`.
 //! - **Bridge results** (`bridge_results`): a results message *delivered* more than
-//!   `bridge_result_days` ago is aged out; an undelivered one is kept (it is not in its
+//!   `bridge_result_days` ago loses its text and stays as a tombstone (its delivery key,
+//!   delivered), so a replayed reply finds it delivered; an undelivered one is kept (it is not in its
 //!   chat yet). The call records (`bridge_calls`) are kept: they are what makes a replayed
 //!   reply never run a tool twice.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
@@ -19,13 +20,14 @@
 //!
 //! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
 //! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
-//! runtime start, every [`RECLAIM_EVERY`], and after `retention.set`; one transaction each
-//! run. A table that does not exist (its service could not open) is skipped.
+//! runtime start, every [`RECLAIM_EVERY`], and after `retention.set`, in transactions of
+//! at most [`BATCH`] rows. A table that does not exist (its service
+//! could not open) is skipped.
 
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -35,6 +37,9 @@ use crate::db::DbError;
 pub const RECLAIM_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Rows removed per transaction of [`Retention::reclaim`].
+pub const BATCH: u64 = 500;
 
 /// The user's limits (options page, `retention.set`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,7 +168,7 @@ impl Retention {
     /// Stores `limits` (already [`Limits::checked`]).
     pub fn set_limits(&self, limits: &Limits) -> Result<()> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         for (name, _, _) in BOUNDS {
             tx.execute(
                 "INSERT INTO retention_limits (store, value) VALUES (?1, ?2) ON CONFLICT (store) DO UPDATE SET value = excluded.value",
@@ -184,10 +189,27 @@ impl Retention {
     pub fn reclaim(&self, now_ms: i64) -> Result<Reclaimed> {
         let limits = self.limits()?;
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let reclaimed = reclaim(&tx, &limits, now_ms)?;
-        tx.commit()?;
-        Ok(reclaimed)
+        // IMMEDIATE, as every write here: a deferred transaction reads, then fails with
+        // SQLITE_BUSY_SNAPSHOT on its first write when another connection committed meanwhile.
+        // In batches of at most BATCH rows, one transaction each, so the write lock is never
+        // held for the whole reclaim; every batch is again only behind a verified checkpoint.
+        let mut total = Reclaimed::default();
+        loop {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut budget = BATCH;
+            let pass = reclaim(&tx, &limits, now_ms, &mut budget)?;
+            tx.commit()?;
+            total.journal_turns += pass.journal_turns;
+            total.work_memory_turns += pass.work_memory_turns;
+            total.work_memory_evidence += pass.work_memory_evidence;
+            total.bridge_results += pass.bridge_results;
+            total.inbox_tasks += pass.inbox_tasks;
+            // The pass that found nothing more to remove counts what is withheld.
+            total.withheld = pass.withheld;
+            if budget == BATCH {
+                return Ok(total);
+            }
+        }
     }
 }
 
@@ -244,10 +266,11 @@ pub fn sizes(conn: &Connection) -> Result<Vec<StoreSize>> {
         Ok(size)
     };
     Ok(vec![
-        measure("journal", &[("journal_turns", "length(text)")])?,
-        measure("work_memory", &[("wm_turns", "length(text)"), ("wm_evidence", "length(content)")])?,
-        measure("bridge_results", &[("bridge_results", "length(text)")])?,
-        measure("inbox", &[("inbox_tasks", "length(prompt_preview) + length(coalesce(result, ''))")])?,
+        // Bytes, not characters: `length` of a TEXT counts characters, of a BLOB bytes.
+        measure("journal", &[("journal_turns", "length(CAST(text AS BLOB))")])?,
+        measure("work_memory", &[("wm_turns", "length(CAST(text AS BLOB))"), ("wm_evidence", "length(CAST(content AS BLOB))")])?,
+        measure("bridge_results", &[("bridge_results", "length(CAST(text AS BLOB))")])?,
+        measure("inbox", &[("inbox_tasks", "length(CAST(prompt_preview AS BLOB)) + length(CAST(coalesce(result, '') AS BLOB))")])?,
     ])
 }
 
@@ -289,7 +312,7 @@ fn over_limit(conn: &Connection, table: &str, limit: u64) -> Result<Vec<(String,
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed> {
+fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) -> Result<Reclaimed> {
     let mut out = Reclaimed::default();
     if table_exists(conn, "wm_turns")? {
         for (chain, count) in over_limit(conn, "wm_turns", limits.work_memory_turns)? {
@@ -298,8 +321,9 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed>
                 Some((Some(anchor), _)) => {
                     let gone = conn.execute(
                         "DELETE FROM wm_turns WHERE id IN (SELECT id FROM wm_turns WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
-                        params![chain, anchor, excess as i64],
+                        params![chain, anchor, excess.min(*budget) as i64],
                     )? as u64;
+                    *budget -= gone;
                     conn.execute(
                         "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'turn' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_turns WHERE continuity_id = ?1)",
                         params![chain],
@@ -318,8 +342,9 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed>
                 Some((_, Some(anchor))) => {
                     let gone = conn.execute(
                         "DELETE FROM wm_evidence WHERE id IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
-                        params![chain, anchor, excess as i64],
+                        params![chain, anchor, excess.min(*budget) as i64],
                     )? as u64;
+                    *budget -= gone;
                     conn.execute(
                         "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'evidence' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1)",
                         params![chain],
@@ -355,7 +380,7 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed>
                 let mut statement = conn.prepare(
                     "SELECT turn_id, text FROM journal_turns WHERE continuity_id = ?1 AND turn_id < ?2 AND turn_id IS NOT ?3 ORDER BY turn_id LIMIT ?4",
                 )?;
-                let rows = statement.query_map(params![chain, anchor, goal, excess as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let rows = statement.query_map(params![chain, anchor, goal, excess.min(*budget) as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
             for (turn_id, text) in &victims {
@@ -363,17 +388,28 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Reclaimed>
                 conn.execute("DELETE FROM journal_turns WHERE turn_id = ?1", params![turn_id])?;
             }
             let gone = victims.len() as u64;
+            *budget -= gone;
             out.journal_turns += gone;
             out.withheld += excess - gone;
         }
     }
     if table_exists(conn, "bridge_results")? {
         let cutoff = now_ms - limits.bridge_result_days as i64 * DAY_MS;
-        out.bridge_results = conn.execute("DELETE FROM bridge_results WHERE delivered_at IS NOT NULL AND delivered_at < ?1", params![cutoff])? as u64;
+        // The text goes, the row stays as a tombstone (delivery key, delivered): a replay of
+        // the same reply then finds the results delivered and counts no round again.
+        out.bridge_results = conn.execute(
+            "UPDATE bridge_results SET text = '' WHERE rowid IN (SELECT rowid FROM bridge_results WHERE delivered_at IS NOT NULL AND delivered_at < ?1 AND text <> '' LIMIT ?2)",
+            params![cutoff, *budget as i64],
+        )? as u64;
+        *budget -= out.bridge_results;
     }
     if table_exists(conn, "inbox_tasks")? {
         let cutoff = now_ms - limits.inbox_days as i64 * DAY_MS;
-        out.inbox_tasks = conn.execute("DELETE FROM inbox_tasks WHERE acked_at IS NOT NULL AND acked_at < ?1", params![cutoff])? as u64;
+        out.inbox_tasks = conn.execute(
+            "DELETE FROM inbox_tasks WHERE rowid IN (SELECT rowid FROM inbox_tasks WHERE acked_at IS NOT NULL AND acked_at < ?1 LIMIT ?2)",
+            params![cutoff, *budget as i64],
+        )? as u64;
+        *budget -= out.inbox_tasks;
     }
     Ok(out)
 }

@@ -47,7 +47,10 @@ pub async fn handle(home: &Path, request: &Request) -> Result<Value, MethodError
 
 /// Writes `text` to a 0600 file beside `path`, then renames it over `path`.
 pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    let partial: PathBuf = path.with_extension("json.partial");
+    // A temp file of its own per write: two writes at once never share one.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial: PathBuf = path.with_extension(format!("json.{}.{unique}.partial", std::process::id()));
     let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
     file.write_all(text.as_bytes())?;
     file.sync_all()?;

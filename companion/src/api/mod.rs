@@ -172,7 +172,21 @@ impl Router {
         };
         let requires: Vec<&str> = match request.params.get("requires") {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(names)) if names.len() <= 256 => names.iter().filter_map(Value::as_str).collect(),
+            Some(Value::Array(names)) if names.len() <= 256 => {
+                let mut strings = Vec::with_capacity(names.len());
+                for name in names {
+                    match name.as_str() {
+                        Some(name) if name.chars().count() <= 128 => strings.push(name),
+                        _ => {
+                            return Err((
+                                ErrorCode::BadRequest,
+                                "hello params.requires must hold capability names, strings of at most 128 characters (like \"continuity.resume\")".to_owned(),
+                            ))
+                        }
+                    }
+                }
+                strings
+            }
             Some(_) => return Err((ErrorCode::BadRequest, "hello params.requires must be a list of at most 256 capability names".to_owned())),
         };
         if std::env::var_os(TEST_OLD_HELLO).is_some_and(|value| value == "1") {
@@ -189,9 +203,13 @@ impl Router {
         let agreement = HelloAgreement::of(protocol, &requires);
         let extension = request.params.get("extension_version").and_then(Value::as_str).unwrap_or("unknown");
         if let Some(why) = agreement.mismatch() {
-            self.log.line(format_args!("hello: extension {extension} does not match this runtime: {why}"));
+            let shown: String = extension.chars().take(64).flat_map(char::escape_debug).collect();
+            self.log.line(format_args!("hello: extension {shown} does not match this runtime: {why}"));
         }
-        if extension != DOCTOR_VERSION {
+        // Only the hello of a worker (it carries `requires`) or a mismatch is kept: the options
+        // page's and side panel's own hellos would otherwise hide a worker's mismatch from doctor.
+        let carries_requires = request.params.get("requires").is_some_and(Value::is_array);
+        if extension != DOCTOR_VERSION && (carries_requires || !agreement.compatible()) {
             self.remember_hello(extension, &agreement);
         }
         let mut answer = json!({
@@ -218,11 +236,11 @@ pub const TEST_OLD_HELLO: &str = "HERDR_CONTINUITY_TEST_OLD_HELLO";
 /// The `extension_version` `herdr-companion doctor` sends; its hello is not remembered.
 pub const DOCTOR_VERSION: &str = "doctor";
 
-/// The file in the companion home that keeps the newest extension hello and how it agreed.
+/// The file in the companion home that keeps the newest worker (or mismatching) hello and how it agreed.
 pub const HELLO_FILE: &str = "hello.json";
 
 impl Router {
-    /// Keeps the newest extension hello in [`HELLO_FILE`] (0600) for `herdr-companion doctor`;
+    /// Keeps the newest worker (or mismatching) hello in [`HELLO_FILE`] (0600) for `herdr-companion doctor`;
     /// a failure is logged, the hello is answered anyway.
     fn remember_hello(&self, extension: &str, agreement: &HelloAgreement) {
         let text = json!({
@@ -274,12 +292,17 @@ impl HelloAgreement {
                 self.extension_protocol
             ))
         } else if self.extension_protocol > PROTOCOL_VERSION || !self.missing.is_empty() {
-            let lacking = match self.missing.is_empty() {
-                true => String::new(),
-                false => format!(" and lacks {}", self.missing.join(", ")),
-            };
+            // At most 8 names of at most 64 characters each, escaped: this goes to the log.
+            let mut lacking = String::new();
+            for (index, name) in self.missing.iter().take(8).enumerate() {
+                lacking.push_str(if index == 0 { " and lacks " } else { ", " });
+                lacking.extend(name.chars().take(64).flat_map(char::escape_debug));
+            }
+            if self.missing.len() > 8 {
+                lacking.push_str(&format!(" and {} more", self.missing.len() - 8));
+            }
             Some(format!(
-                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; run herdr-companion install again with the newer companion",
+                "the extension speaks protocol {} and this companion ({runtime}) protocol {PROTOCOL_VERSION}{lacking}; stop this runtime (the process holding run/runtime.lock), then run herdr-companion install again with the newer companion",
                 self.extension_protocol
             ))
         } else {

@@ -17,6 +17,10 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
     };
     let set = match request.method {
         Method::RetentionSet => {
+            if let Some(unknown) = request.params.keys().find(|key| *key != "limits") {
+                let shown: String = unknown.chars().take(64).flat_map(char::escape_debug).collect();
+                return Err((ErrorCode::BadRequest, format!("retention.set takes only params.limits, not `{shown}`; send {{\"limits\":{{\"inbox_days\":30}}}}")));
+            }
             let limits = request.params.get("limits").cloned().unwrap_or(Value::Null);
             Some(limits)
         }

@@ -116,7 +116,10 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     assert_eq!(count(&path, "SELECT count(*) FROM journal_fts WHERE journal_fts MATCH 'turn'"), 260, "the search index follows");
     assert_eq!(count(&path, "SELECT count(*) FROM wm_fts WHERE source_kind = 'turn'"), 260);
     assert!(kept("SELECT count(*) FROM bridge_results WHERE delivery_id = 'old-undelivered'"), "an undelivered result stays");
-    assert!(!kept("SELECT count(*) FROM bridge_results WHERE delivery_id = 'old-delivered'"));
+    // An aged-out result keeps a tombstone: a replay finds it delivered, with no text.
+    // Failed before: the row was deleted, so a replay rebuilt it undelivered and counted the round again.
+    let tombstone = bridge.results("old-delivered").expect("read").expect("a tombstone stays");
+    assert!(tombstone.delivered && tombstone.text.is_empty(), "{tombstone:?}");
     assert!(kept("SELECT count(*) FROM inbox_tasks WHERE task_id = 'unacked-old'"), "an unacknowledged task stays");
     assert!(!kept("SELECT count(*) FROM inbox_tasks WHERE task_id = 'acked-old'"));
 
@@ -151,6 +154,10 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     let refused = client.call("r2", "retention.set", json!({"limits": {"inbox_days": 0}}));
     assert_eq!(refused["error"]["code"], "bad_request", "{refused}");
     assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("from 1 to 3650")), "{refused}");
+    // An unknown param is refused by name, not ignored (failed before: it was ignored).
+    let stray = client.call("r2b", "retention.set", json!({"limits": {"inbox_days": 7}, "limit": {"inbox_days": 1}}));
+    assert_eq!(stray["error"]["code"], "bad_request", "{stray}");
+    assert!(stray["error"]["message"].as_str().is_some_and(|m| m.contains("`limit`")), "{stray}");
     let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 7, "journal_turns": 2000}}));
     assert_eq!(set["result"]["limits"], json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}), "{set}");
     let again = client.call("r4", "retention.get", json!({}));
@@ -165,4 +172,104 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     assert!(text.contains("ok    storage journal: 0 rows, 0 bytes of text (limit 2000 turns per chain, reclaimed behind a verified checkpoint)"), "{text}");
     assert!(text.contains("ok    storage inbox: 0 rows, 0 bytes of text (acknowledged tasks aged out after 7 days)"), "{text}");
     assert!(text.contains("FAIL  extension 0.1.0 (protocol 1) does not match the runtime") && text.contains("fix: update the extension"), "{text}");
+}
+
+/// Reclaim on one thread while another connection commits inserts in a loop: every reclaim
+/// succeeds. Failed before: reclaim opened a deferred transaction, read, then upgraded to a
+/// write, and SQLite answered SQLITE_BUSY_SNAPSHOT whenever the other connection had
+/// committed in between (the busy timeout does not retry that), so the hourly reclaim of a
+/// busy runtime failed.
+#[test]
+fn reclaim_succeeds_while_another_connection_commits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut journal = JournalStore::open(&path).expect("journal");
+    let _memory = WorkMemoryStore::open(&path).expect("work memory");
+    let _bridge = BridgeStore::open(&path).expect("bridge");
+    let _inbox = InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    for index in 0..300 {
+        journal.append(&journal_turn("busy", index), 1_000).expect("append");
+    }
+    drop(journal);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let committed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = {
+        let path = path.clone();
+        let stop = stop.clone();
+        let committed = committed.clone();
+        std::thread::spawn(move || {
+            let conn = companion::db::open_connection(&path).expect("writer");
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS scratch (n INTEGER)").expect("scratch");
+            let mut n = 0_i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                conn.execute("INSERT INTO scratch (n) VALUES (?1)", [n]).expect("insert");
+                n += 1;
+                committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // A busy runtime, not a lock hog: the busy handler of the other connection
+                // gets its turn.
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+        })
+    };
+    // Reclaim until the writer has committed 500 times meanwhile (at most 60 s).
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while committed.load(std::sync::atomic::Ordering::Relaxed) < 500 && std::time::Instant::now() < deadline {
+        if committed.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            runs += 1;
+            if let Err(error) = retention.reclaim(NOW) {
+                failures.push(error.to_string());
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("writer thread");
+    assert!(committed.load(std::sync::atomic::Ordering::Relaxed) >= 500 && runs > 0, "the writer committed 500 times while reclaim ran {runs} times");
+    assert!(failures.is_empty(), "reclaim failed {} of {runs} times: {:?}", failures.len(), failures.first());
+}
+
+/// Store sizes count bytes, not characters: a journal turn of 4 CJK characters is 12 bytes
+/// of UTF-8. Failed before: `length(text)` counted 4.
+#[test]
+fn sizes_count_bytes_of_text_not_characters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut journal = JournalStore::open(&path).expect("journal");
+    let retention = Retention::open(&path).expect("retention");
+    let mut turn = journal_turn("bytes", 0);
+    turn.text = "续写对话".to_owned();
+    journal.append(&turn, 1_000).expect("append");
+    let sizes = retention.sizes().expect("sizes");
+    let journal_size = sizes.iter().find(|size| size.store == "journal").expect("journal size");
+    assert_eq!((journal_size.rows, journal_size.bytes), (1, "续写对话".len() as u64));
+}
+
+/// A reclaim of more rows than one batch removes them all, batch by batch, and withholds
+/// nothing it removed: 1 300 turns of a chain with a verified checkpoint at its turn 1 250,
+/// limit 100, leave exactly the 100 newest (the anchor among them).
+#[test]
+fn reclaim_removes_more_than_a_batch_in_batches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut memory = WorkMemoryStore::open(&path).expect("work memory");
+    let retention = Retention::open(&path).expect("retention");
+    retention.set_limits(&Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 }).expect("limits");
+    let chain = "chain-batch";
+    wm(&mut memory, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "batch",
+        "provider": "chatgpt", "session_ref": "chatgpt:conv:batch", "bound_at": 1}));
+    for i in 0..1_300 {
+        wm(&mut memory, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": "chatgpt:conv:batch",
+            "provider_message_ref": format!("batch-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}));
+    }
+    let anchor: i64 = count(&path, "SELECT id FROM wm_turns WHERE provider_message_ref = 'batch-msg-1250'");
+    wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
+        "summary": "so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!((reclaimed.work_memory_turns, reclaimed.withheld), (1_200, 0));
+    assert_eq!(count(&path, "SELECT count(*) FROM wm_turns"), 100);
+    assert_eq!(count(&path, &format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), 1);
 }

@@ -55,6 +55,37 @@ fn hello_agrees_on_protocol_and_capabilities_in_both_directions() {
     assert!(log.contains("update the extension") && log.contains("run herdr-companion install again"), "the runtime log names the side to update:\n{log}");
 }
 
+/// hello.json keeps the hello of a worker (it carries `requires`), not the options page's or
+/// side panel's own hello: after a worker's mismatch, a requires-less compatible hello leaves
+/// the mismatch for doctor. A `requires` entry that is not a string is refused by name.
+/// Failed before: the requires-less hello overwrote the mismatch, and `[1]` read as `[]`.
+#[test]
+fn hello_file_keeps_the_workers_mismatch_and_requires_must_be_names() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let hello_file = home.home().join("hello.json");
+    let read = || std::fs::read_to_string(&hello_file).unwrap_or_default();
+
+    let lacking = client.call("1", "hello", json!({"protocol": 2, "extension_version": "0.3.0", "requires": ["hello", "tools.teleport"]}));
+    assert_eq!(lacking["result"]["compatible"], false, "{lacking}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !read().contains("tools.teleport") {
+        assert!(std::time::Instant::now() < deadline, "hello.json never named the mismatch: {}", read());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let options = client.call("2", "hello", json!({"protocol": 2, "extension_version": "0.3.0"}));
+    assert_eq!(options["result"]["compatible"], true, "{options}");
+    // Give a (wrong) write its time, then check the worker's mismatch is still what doctor reads.
+    let _ = client.call("3", "ping", json!({}));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(read().contains("tools.teleport"), "the options page's hello overwrote the worker's mismatch: {}", read());
+
+    let bad = client.call("4", "hello", json!({"protocol": 2, "extension_version": "0.3.0", "requires": ["hello", 1]}));
+    assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
+    assert!(bad["error"]["message"].as_str().is_some_and(|m| m.contains("capability names")), "{bad}");
+}
+
 /// docs/PROTOCOL.md "Methods": hello, ping, herdr.status, unknown methods and bad shapes.
 #[test]
 fn methods_answer_with_documented_shapes() {
