@@ -1926,6 +1926,7 @@
   // order. Whether and when is decided there; this only reads and carries out. The
   // session's access token lives in this closure only: never stored, never posted.
   let lastRecovery = '';
+  let pageReasoning = false; // the last recovery_facts said "reasoning": the long stall allowance is in use
   let accessToken = null;
   let probing = false;
   const PROBE_TIMEOUT_MS = 10000; // plumbing around one request, like PLUMBING_WAIT_MS
@@ -1943,7 +1944,14 @@
   };
   // The snapshot comparison's lengths: normalised text on both sides (plain-text.js).
   const { plainLength, markdownPlain } = globalThis[Symbol.for('herdr-continuity.plain-text')];
-  const REASONING_TURN_MAX_CHARS = 200; // a thinking placeholder, not a reply that mentions thinking
+  const REASONING_TURN_MAX_CHARS = 40; // a thinking placeholder, not a reply that mentions thinking
+  // The assistant turn's whole text is a `reasoning` label ("Thinking", "Thinking…",
+  // "Pro thinking 12s"), never a reply that merely contains the word.
+  const isReasoningPlaceholder = (view, el) => {
+    const content = (el.textContent || '').trim().toLowerCase();
+    return content.length > 0 && content.length <= REASONING_TURN_MAX_CHARS
+      && labelsOf(view, 'reasoning').some((label) => content.startsWith(label));
+  };
   const recoveryFacts = (seen) => {
     const last = seen.last;
     const body = last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
@@ -1954,6 +1962,7 @@
     // Error cards and notices are looked for only while nothing streams.
     const error = generating ? null : find(seen.view, 'thread_error', seen.ctx);
     const sendTimeout = Boolean(error && showsLabel(seen.view, 'send_timeout', error.el));
+    const userWaiting = Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING));
     return {
       type: 'recovery_facts',
       page_load: pageLoad,
@@ -1962,14 +1971,15 @@
       assistant_len: plainLength(bodyText),
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),
-      user_waiting: Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING)),
+      user_waiting: userWaiting,
       send_timeout: sendTimeout,
       retry_offered: sendTimeout && present(seen.view, 'retry', seen.ctx),
       rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
       // SITES-2026 §1.4: while Stop is shown, a short assistant turn that names the model
       // thinking (the profile's `reasoning` labels) is progress, not a stall.
-      reasoning: Boolean(generating && last && (last.el.textContent || '').trim().length <= REASONING_TURN_MAX_CHARS
-        && hasText(seen.view, last.el, 'reasoning')),
+      // Only the reply being written counts (no user turn waits after it), and only when
+      // its whole text is the placeholder: equal to, or starting with, a label.
+      reasoning: Boolean(generating && last && !userWaiting && isReasoningPlaceholder(seen.view, last.el)),
     };
   };
   const sendRecoveryFacts = (seen) => {
@@ -1977,6 +1987,7 @@
     const json = JSON.stringify(current);
     if (json === lastRecovery) return;
     lastRecovery = json;
+    pageReasoning = current.reasoning;
     port?.postMessage(current);
   };
   // One GET from the page's origin (cookies included), bounded in time; the body is read
@@ -2147,6 +2158,10 @@
     const p = para('recovery', 'hudRecovery', [text(`recoveryState_${r.state}`), reason, String(r.retries_left), String(r.reloads_left), String(r.probes)],
       ['needs_user', 'rollover', 'cooling'].includes(r.state) ? 'withheld' : '');
     p.dataset.state = r.state;
+    p.dataset.reasoning = String(pageReasoning);
+    // The model shows a thinking placeholder: the stall allowance is the long one (ext-core
+    // stale_view REASONING_STALL_MS), so say so rather than read as plainly "synced".
+    if (pageReasoning) p.textContent += ` ${text('hudRecoveryReasoning')}`;
     return p;
   };
 
