@@ -738,7 +738,19 @@
   // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
   // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
   const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
-  const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
+  // A message's own marker (docs/PROTOCOL.md "Fenced data"): our marker line ends every
+  // message we type, after any data fence, so only the LAST marker of the text counts, and
+  // only when the nearest fence delimiter before it is a closing one (or there is none): a
+  // marker inside `<<<HC_DATA …>>>` … `<<<END_HC_DATA …>>>` is relayed agent/tool text and
+  // never ours. null when the text has no such marker.
+  const FENCE_DELIMITER = /<<<(END_)?HC_DATA [^\n]*?>>>/g;
+  const ownMarker = (text) => {
+    const last = [...text.matchAll(MARKER)].pop();
+    if (!last) return null;
+    const before = [...text.slice(0, last.index).matchAll(FENCE_DELIMITER)].pop();
+    return before && !before[1] ? null : last[1];
+  };
+  const hasMarker = (text, id) => ownMarker(text) === id;
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;
@@ -948,7 +960,7 @@
     if (!seen.view) return { user_text: '', assistant_text: '', user_marker: null };
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
-    const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
+    const marker = ownMarker(raw);
     const body = seen.last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
     const userText = raw.replace(MARKER_LINE, '').trim();
     const replyText = readReplyText(body);
@@ -981,7 +993,7 @@
         const raw = readText(users[i]);
         const mid = messageId(view, users[i]);
         const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
-        id = new RegExp(MARKER.source).test(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        id = ownMarker(raw) !== null ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
       }
       if (id) return { id, el: users[i] };
@@ -1113,10 +1125,12 @@
     const human = humanTurn(seen.view, users);
     const markers = [];
     for (const turn of users.slice(-MARKER_USER_TURNS)) {
-      for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
+      const own = ownMarker(turn.textContent || '');
+      if (own !== null) markers.push(own);
     }
     const text = seen.composer ? composerText(seen.composer) : '';
-    const composerMarker = [...text.matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null;
+    const composerOwn = ownMarker(text);
+    const composerMarker = composerOwn !== null && composerOwn.length <= 256 ? composerOwn : null;
     // Text this page typed and did not send is not a draft; anything else in the composer
     // is. After a reload the typed text is unknown: the marker line alone says it is ours.
     // The App pill in front of it is ours too, and so is an App being attached right now.
