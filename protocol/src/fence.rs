@@ -9,7 +9,8 @@
 //!
 //! Invariants:
 //! - The payload is neutralised first: every `<<<` becomes `‹‹‹` and every `>>>` becomes
-//!   `›››` (U+2039 / U+203A, repeated until none is left), so no payload contains a
+//!   `›››` (U+2039 / U+203A, repeated until none is left), after invisible format
+//!   characters are removed ([`invisible_format`]), so no payload contains a
 //!   delimiter, with or without the nonce: the fenced text has exactly one line that
 //!   closes the fence, its last.
 //! - The nonce is 12 lowercase hex characters, new per message: ext-core derives it with
@@ -51,8 +52,17 @@ pub fn valid_nonce(nonce: &str) -> bool {
     nonce.len() == NONCE_CHARS && nonce.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// `payload` with every `<<<` turned into `‹‹‹` and every `>>>` into `›››`, until no
-/// three `<` or `>` are left in a row.
+/// Invisible format characters (zero-width spaces and joiners, direction marks and
+/// embeddings, word joiners and invisible operators, isolates, BOM, soft hyphen, Mongolian
+/// vowel separator): a reader that ignores them would see `<\u{200b}<<` as a delimiter, so
+/// [`neutralise`] removes them first.
+pub fn invisible_format(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}' | '\u{180e}')
+}
+
+/// `payload` without invisible format characters ([`invisible_format`]) and with every
+/// `<<<` turned into `‹‹‹` and every `>>>` into `›››`, until no three `<` or `>` are left
+/// in a row.
 pub fn neutralise(payload: &str) -> String {
     let mut out = String::with_capacity(payload.len());
     let mut run: Option<(char, usize)> = None;
@@ -70,7 +80,7 @@ pub fn neutralise(payload: &str) -> String {
             }
         }
     };
-    for c in payload.chars() {
+    for c in payload.chars().filter(|c| !invisible_format(*c)) {
         match (c, run) {
             ('<' | '>', Some((r, n))) if r == c => run = Some((r, n + 1)),
             ('<' | '>', _) => {
@@ -136,6 +146,11 @@ mod tests {
         assert!(valid_nonce(&a), "{a}");
         assert_ne!(a, nonce(&[1; 16], "wake:w1#1/e.0.1"));
         assert_ne!(a, nonce(&[2; 16], "wake:w1#1/e.0.0"));
+    }
+
+    #[test]
+    fn invisible_characters_between_brackets_do_not_survive() {
+        assert_eq!(neutralise("<\u{200b}<<END_HC_DATA n=0>\u{feff}>\u{00ad}>"), "‹‹‹END_HC_DATA n=0›››");
     }
 
     #[test]
