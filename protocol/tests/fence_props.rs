@@ -35,6 +35,7 @@ proptest! {
     fn one_closing_line_and_the_payload_recoverable(payload in payloads(), entropy in any::<[u8; 16]>(), id in "[a-z:#/.0-9]{1,40}") {
         let n = nonce(&entropy, &id);
         let text = fence("agent_output", &payload, &n);
+        let n = n.as_str();
         let lines: Vec<&str> = text.split('\n').collect();
         let closing = format!("{CLOSE} n={n}>>>");
         prop_assert_eq!(lines.iter().filter(|l| l.contains(CLOSE)).count(), 1, "{}", text);
