@@ -747,12 +747,27 @@
   // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
   // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
   const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
+  // A message's own marker (docs/PROTOCOL.md "Fenced data"): our marker line ends every
+  // message we type, after any data fence, so only the LAST marker of the text counts, and
+  // only when the nearest fence delimiter before it is a closing one (or there is none): a
+  // marker inside `<<<HC_DATA …>>>` … `<<<END_HC_DATA …>>>` is relayed agent/tool text and
+  // never ours. null when the text has no such marker.
+  const FENCE_DELIMITER = /<<<(END_)?HC_DATA [^\n]*?>>>/g;
+  const ownMarker = (text) => {
+    const last = [...text.matchAll(MARKER)].pop();
+    if (!last) return null;
+    const before = [...text.slice(0, last.index).matchAll(FENCE_DELIMITER)].pop();
+    return before && !before[1] ? null : last[1];
+  };
+  const hasMarker = (text, id) => ownMarker(text) === id;
   // A delivery id as the worker's ledger makes them (`<subject>/<epoch>.<life>.<n>`, ext-core
   // continuity/semantic `delivery_id_shaped`): a user turn is ours only by such an id in its
-  // marker line, never by its text; a marker-like line without one is the human's.
+  // own marker line, never by its text; a marker-like line without one is the human's.
   const DELIVERY_ID = /^.+\/[A-Za-z0-9]+\.\d+\.\d+$/;
-  const oursByMarker = (text) => [...text.matchAll(MARKER)].some((m) => DELIVERY_ID.test(m[1]));
-  const hasMarker = (text, id) => text.includes(`[herdr-continuity ${id}]`) || text.includes(`[herdr-continuity ${id} ref=`);
+  const oursByMarker = (text) => {
+    const id = ownMarker(text);
+    return id !== null && DELIVERY_ID.test(id);
+  };
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;
@@ -962,7 +977,7 @@
     if (!seen.view) return { user_text: '', assistant_text: '', user_marker: null };
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
-    const marker = [...raw.matchAll(MARKER)].map((m) => m[1]).pop() ?? null;
+    const marker = ownMarker(raw);
     const body = seen.last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
     const userText = raw.replace(MARKER_LINE, '').trim();
     const replyText = readReplyText(body);
@@ -1147,10 +1162,12 @@
     const human = humanTurn(seen.view, users);
     const markers = [];
     for (const turn of users.slice(-MARKER_USER_TURNS)) {
-      for (const m of (turn.textContent || '').matchAll(MARKER)) markers.push(m[1]);
+      const own = ownMarker(turn.textContent || '');
+      if (own !== null) markers.push(own);
     }
     const text = seen.composer ? composerText(seen.composer) : '';
-    const composerMarker = [...text.matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null;
+    const composerOwn = ownMarker(text);
+    const composerMarker = composerOwn !== null && composerOwn.length <= 256 ? composerOwn : null;
     // Text this page typed and did not send is not a draft; anything else in the composer
     // is. After a reload the typed text is unknown: the marker line alone says it is ours.
     // The App pill in front of it is ours too, and so is an App being attached right now.
@@ -1960,6 +1977,7 @@
   // order. Whether and when is decided there; this only reads and carries out. The
   // session's access token lives in this closure only: never stored, never posted.
   let lastRecovery = '';
+  let pageReasoning = false; // the last recovery_facts said "reasoning": the long stall allowance is in use
   let accessToken = null;
   // The signed-in account's id from the session JSON (`user.id`, else `account.id`; `account`
   // is declared at the top, page_facts carries it): the worker paces backend reads per account.
@@ -1988,7 +2006,14 @@
   };
   // The snapshot comparison's lengths: normalised text on both sides (plain-text.js).
   const { plainLength, markdownPlain } = globalThis[Symbol.for('herdr-continuity.plain-text')];
-  const REASONING_TURN_MAX_CHARS = 200; // a thinking placeholder, not a reply that mentions thinking
+  const REASONING_TURN_MAX_CHARS = 40; // a thinking placeholder, not a reply that mentions thinking
+  // The assistant turn's whole text is a `reasoning` label ("Thinking", "Thinking…",
+  // "Pro thinking 12s"), never a reply that merely contains the word.
+  const isReasoningPlaceholder = (view, el) => {
+    const content = (el.textContent || '').trim().toLowerCase();
+    return content.length > 0 && content.length <= REASONING_TURN_MAX_CHARS
+      && labelsOf(view, 'reasoning').some((label) => content.startsWith(label));
+  };
   const recoveryFacts = (seen) => {
     const last = seen.last;
     const body = last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
@@ -2000,9 +2025,10 @@
     const error = generating ? null : find(seen.view, 'thread_error', seen.ctx);
     const sendTimeout = Boolean(error && showsLabel(seen.view, 'send_timeout', error.el));
     const userWaiting = Boolean(lastUser && (!last || lastUser.compareDocumentPosition(last.el) & Node.DOCUMENT_POSITION_PRECEDING));
-    // The delivery id of our marker line in the waiting user turn: the worker may send that
-    // message of ours again when the server proves it never got it (never a human's turn).
-    const waitingMarker = userWaiting ? ([...(lastUser.textContent || '').matchAll(MARKER)].map((m) => m[1]).find((id) => id.length <= 256) ?? null) : null;
+    // The delivery id of our own marker line in the waiting user turn (the last marker outside
+    // any data fence): the worker may send that message of ours again when the server proves
+    // it never got it (never a human's turn).
+    const waitingMarker = userWaiting ? (ownMarker(lastUser.textContent || '') ?? null) : null;
     return {
       type: 'recovery_facts',
       page_load: pageLoad,
@@ -2018,8 +2044,9 @@
       rate_limited: !generating && present(seen.view, 'rate_limit', seen.ctx),
       // SITES-2026 §1.4: while Stop is shown, a short assistant turn that names the model
       // thinking (the profile's `reasoning` labels) is progress, not a stall.
-      reasoning: Boolean(generating && last && (last.el.textContent || '').trim().length <= REASONING_TURN_MAX_CHARS
-        && hasText(seen.view, last.el, 'reasoning')),
+      // Only the reply being written counts (no user turn waits after it), and only when
+      // its whole text is the placeholder: equal to, or starting with, a label.
+      reasoning: Boolean(generating && last && !userWaiting && isReasoningPlaceholder(seen.view, last.el)),
     };
   };
   const sendRecoveryFacts = (seen) => {
@@ -2027,6 +2054,7 @@
     const json = JSON.stringify(current);
     if (json === lastRecovery) return;
     lastRecovery = json;
+    pageReasoning = current.reasoning;
     port?.postMessage(current);
   };
   // One GET from the page's origin (cookies included), bounded in time; the body is read
@@ -2201,6 +2229,10 @@
     const p = para('recovery', 'hudRecovery', [text(`recoveryState_${r.state}`), reason, String(r.retries_left), String(r.reloads_left), String(r.probes)],
       ['needs_user', 'rollover', 'cooling'].includes(r.state) ? 'withheld' : '');
     p.dataset.state = r.state;
+    p.dataset.reasoning = String(pageReasoning);
+    // The model shows a thinking placeholder: the stall allowance is the long one (ext-core
+    // stale_view REASONING_STALL_MS), so say so rather than read as plainly "synced".
+    if (pageReasoning) p.textContent += ` ${text('hudRecoveryReasoning')}`;
     return p;
   };
 

@@ -75,8 +75,52 @@ test('a page that froze half-way still reads as clearly behind the server', () =
 
 test('markdown syntax goes, the text stays', () => {
   expect(markdownPlain('**bold** and __strong__ and ~~gone~~ and `code`')).toBe('bold and strong and gone and code');
-  expect(markdownPlain('see [a link](https://x.test/a_(b)) and ![alt](https://x.test/i.png)')).toBe('see a link and alt');
+  // An image shows no text on the page (its alt is an attribute).
+  expect(markdownPlain('see [a link](https://x.test/a_(b)) and ![alt](https://x.test/i.png)')).toBe('see a link and ');
   expect(markdownPlain('# Title\n> quote\n- item\n* item\n+ item\n12. item\n- [x] done')).toBe('Title\nquote\nitem\nitem\nitem\nitem\ndone');
   expect(markdownPlain('a_b_c * 2 < 3')).toBe('a_b_c * 2 < 3');
   expect(plainLength(' a\n\tb \u200b c ')).toBe(3);
+});
+
+// A reply with a big HTML code block: the page shows the code verbatim (tags, pipes,
+// backticks, list-like lines), so the server side must count it verbatim too — a page that
+// froze at 60 % of it reads as clearly behind.
+const HTML_BLOCK = [
+  'Here is the page:',
+  '',
+  '```html',
+  ...Array.from({ length: 30 }, (_, i) => `<li class="row-${i}"><a href="/items/${i}">Item | ${i}</a> <code>Vec<String></code></li>`),
+  '- not a list: code',
+  '```',
+  '',
+  'Prose keeps `Vec<String>` and a <br> tag goes.',
+].join('\n');
+const HTML_RENDERED = [
+  'Here is the page:',
+  'htmlCopy code',
+  ...Array.from({ length: 30 }, (_, i) => `<li class="row-${i}"><a href="/items/${i}">Item | ${i}</a> <code>Vec<String></code></li>`),
+  '- not a list: code',
+  'Prose keeps Vec<String> and a  tag goes.',
+].join('\n');
+
+test('a code block is counted verbatim: a page frozen at 60 % of an HTML block is clearly behind', () => {
+  const server = plainLength(markdownPlain(HTML_BLOCK));
+  expect(clearlyLonger(server, plainLength(HTML_RENDERED)), 'the finished page is not behind').toBe(false);
+  const frozen = HTML_RENDERED.slice(0, Math.floor(HTML_RENDERED.length * 0.6));
+  expect(clearlyLonger(server, plainLength(frozen)), `server ${server}, frozen page ${plainLength(frozen)}`).toBe(true);
+  expect(markdownPlain('```\n<b>|x|</b> `y` **z**\n```')).toBe('<b>|x|</b> `y` **z**');
+});
+
+test('a reply with reference-style links is not "server ahead" of its rendering', () => {
+  const markdown = [
+    'See [the runbook][runbook], [the report][2] and ![diagram][img] for details \\_ok\\_ &amp; done.',
+    '',
+    '[runbook]: https://docs.example.com/runbooks/migrations/2026-12/staging?section=rollback&lang=en "Runbook"',
+    '[2]: https://ci.example.com/jobs/4711/artifacts/report.html',
+    '[img]: https://cdn.example.com/diagrams/migration-flow-2026-12-staging-rollback.png',
+  ].join('\n');
+  const rendered = 'See the runbook, the report and  for details _ok_ & done.';
+  const server = plainLength(markdownPlain(markdown));
+  expect(clearlyLonger(server, plainLength(rendered)), `server ${server}, page ${plainLength(rendered)}`).toBe(false);
+  expect(server).toBe(plainLength(rendered));
 });

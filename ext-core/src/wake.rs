@@ -611,9 +611,9 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
         }
         (Language::En, MessageKind::Inbox { .. }) => format!("[Herdr] Workspace {workspace_id} is not working and tasks of this chat ended while no wake reached it. This is a scheduling signal, not evidence that the work succeeded. Re-read the live Herdr and Git state, inspect the agents' output, the diff and the tests, then decide: continue, rework, merge or stop. To give an agent work for this chat, call herdr_prompt with browser_session_ref set to the ref= value on this message's last line."),
         (Language::Zh, MessageKind::Inbox { .. }) => format!("[Herdr] workspace {workspace_id} 未在工作，此会话有任务已结束但尚未唤醒过本会话。这只是调度信号，不代表任务已成功。请重新读取实时 Herdr/Git 状态，检查 Agent 输出、diff 和测试，再决定继续、返工、合并还是停止。如需为本会话给 Agent 派活，调用 herdr_prompt，browser_session_ref 取本消息最后一行 ref= 后面的值。"),
-        // The scheduler's own text; the continuity machine types [`progress_text`] with the
-        // nonce of the message's delivery id.
-        (_, MessageKind::Progress { summary }) => progress_text(language, workspace_id, summary, ""),
+        // The scheduler's own text, never typed: the continuity machine types
+        // [`progress_text`] with its keyed nonce of the message's delivery id.
+        (_, MessageKind::Progress { summary }) => progress_text(language, workspace_id, summary, &continuity_protocol::fence::nonce(&[0; 16], workspace_id)),
         (Language::En, MessageKind::Fallback { quiet_for_ms }) => format!(
             "[Herdr status] Workspace {workspace_id} is still working; no new summary for {} min. If that is unexpected, check the live Herdr state.",
             quiet_for_ms / 60_000
@@ -626,9 +626,8 @@ pub fn render_message(language: Language, workspace_id: &str, kind: &MessageKind
 }
 
 /// A progress note (P4): the agents' new output inside a data fence
-/// (`protocol::fence`, kind `agent_output`, nonce `nonce`; an empty or malformed nonce is
-/// replaced by its hash, so tests of the scheduler alone still read a well-formed fence).
-pub fn progress_text(language: Language, workspace_id: &str, summary: &str, nonce: &str) -> String {
+/// (`protocol::fence`, kind `agent_output`, nonce `nonce`).
+pub fn progress_text(language: Language, workspace_id: &str, summary: &str, nonce: &continuity_protocol::fence::Nonce) -> String {
     let fenced = crate::continuity::fenced(language, "agent_output", summary, nonce);
     match language {
         Language::En => format!(

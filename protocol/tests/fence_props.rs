@@ -3,6 +3,11 @@
 //! between the delimiters as it was, modulo neutralisation.
 
 use continuity_protocol::fence::{fence, neutralise, nonce, CLOSE, OPEN};
+
+/// The invisible format characters neutralisation removes (PROTOCOL.md "Fenced data").
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}' | '\u{180e}')
+}
 use proptest::prelude::*;
 
 fn payloads() -> impl Strategy<Value = String> {
@@ -14,6 +19,11 @@ fn payloads() -> impl Strategy<Value = String> {
         Just("<".to_owned()),
         Just(">".to_owned()),
         Just("\n".to_owned()),
+        // Invisible format characters between the brackets of a delimiter.
+        Just("<\u{200b}<<END_HC_DATA n=".to_owned()),
+        Just(">\u{feff}>\u{2060}>".to_owned()),
+        prop_oneof![Just('\u{200b}'), Just('\u{200f}'), Just('\u{202a}'), Just('\u{202e}'), Just('\u{2060}'), Just('\u{2064}'),
+            Just('\u{2066}'), Just('\u{2069}'), Just('\u{feff}'), Just('\u{00ad}'), Just('\u{180e}')].prop_map(String::from),
         "[0-9a-f]{12}",
         any::<String>(),
     ];
@@ -25,6 +35,7 @@ proptest! {
     fn one_closing_line_and_the_payload_recoverable(payload in payloads(), entropy in any::<[u8; 16]>(), id in "[a-z:#/.0-9]{1,40}") {
         let n = nonce(&entropy, &id);
         let text = fence("agent_output", &payload, &n);
+        let n = n.as_str();
         let lines: Vec<&str> = text.split('\n').collect();
         let closing = format!("{CLOSE} n={n}>>>");
         prop_assert_eq!(lines.iter().filter(|l| l.contains(CLOSE)).count(), 1, "{}", text);
@@ -42,9 +53,12 @@ proptest! {
     fn neutralised_text_has_no_triple_bracket(payload in payloads()) {
         let out = neutralise(&payload);
         prop_assert!(!out.contains("<<<") && !out.contains(">>>"));
-        // Only brackets change: everything else reads back.
+        prop_assert!(!out.chars().any(invisible), "{:?}", out);
+        // With the invisible format characters gone, the text has no delimiter even to a
+        // reader that ignores them (a model does).
+        // Only brackets change and invisible characters go: everything else reads back.
         let back: String = out.chars().map(|c| match c { '‹' => '<', '›' => '>', c => c }).collect();
-        let plain: String = payload.chars().map(|c| match c { '‹' => '<', '›' => '>', c => c }).collect();
+        let plain: String = payload.chars().filter(|c| !invisible(*c)).map(|c| match c { '‹' => '<', '›' => '>', c => c }).collect();
         prop_assert_eq!(back, plain);
     }
 }

@@ -310,15 +310,16 @@ pub struct Batch {
     slots: Vec<Slot>,
     /// The message's id.
     delivery_id: String,
-    /// The nonce of the results' data fence ([`Batch::with_nonce`]).
-    nonce: String,
+    /// The nonce of the results' data fence (random, from the driver).
+    nonce: continuity_protocol::fence::Nonce,
     /// Whether [`BatchOutput::Done`] was given.
     done: bool,
 }
 
 impl Batch {
-    /// A batch for `calls` (from [`detect`]) of `message` in `conversation`.
-    pub fn new(conversation: &str, message: &str, calls: Vec<CallLine>) -> Self {
+    /// A batch for `calls` (from [`detect`]) of `message` in `conversation`, whose results
+    /// message fences the tool output with `nonce` (random: the driver draws it).
+    pub fn new(conversation: &str, message: &str, calls: Vec<CallLine>, nonce: continuity_protocol::fence::Nonce) -> Self {
         let slots = calls
             .iter()
             .map(|c| match (&c.call, c.index < MAX_CALLS_PER_BATCH) {
@@ -328,17 +329,7 @@ impl Batch {
             })
             .collect();
         let delivery_id = delivery_id(conversation, message, &calls);
-        // Until the driver gives a random one, a nonce derived from the id (well-formed,
-        // not secret): the service always calls [`Batch::with_nonce`].
-        let nonce = continuity_protocol::fence::nonce(&[], &delivery_id);
         Self { conversation: conversation.to_owned(), message: message.to_owned(), calls, slots, delivery_id, nonce, done: false }
-    }
-
-    /// The batch whose results message fences the tool output with `nonce` (12 lowercase
-    /// hex characters from the runtime's random source; any other text is hashed to one).
-    pub fn with_nonce(mut self, nonce: &str) -> Self {
-        self.nonce = nonce.to_owned();
-        self
     }
 
     /// The message's id.

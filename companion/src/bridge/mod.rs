@@ -116,17 +116,13 @@ pub struct BridgeService {
     gate: tokio::sync::Mutex<()>,
 }
 
-/// A fresh nonce for the results' data fence: 12 hex characters of `/dev/urandom`; when the
-/// kernel's randomness cannot be read, FNV-1a of the clock's nanoseconds and `message`
-/// (still new per message, only not secret).
-fn fence_nonce(message: &str) -> String {
-    match crate::db::random_hex_128() {
-        Ok(hex) => hex.chars().take(continuity_protocol::fence::NONCE_CHARS).collect(),
-        Err(_) => {
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-            continuity_protocol::fence::nonce(&nanos.to_le_bytes(), message)
-        }
-    }
+/// A fresh nonce for the results' data fence: 12 hex characters of `/dev/urandom`. When the
+/// kernel's randomness cannot be read there is no nonce (no public stand-in): the reply is
+/// refused with that error.
+fn fence_nonce() -> Result<continuity_protocol::fence::Nonce, DbError> {
+    let hex = crate::db::random_hex_128().map_err(DbError::Random)?;
+    let nonce = hex.get(..continuity_protocol::fence::NONCE_CHARS).and_then(continuity_protocol::fence::Nonce::parse);
+    nonce.ok_or_else(|| DbError::Random(std::io::Error::other("/dev/urandom gave no hex nonce")))
 }
 
 fn lock(store: &Mutex<BridgeStore>) -> MutexGuard<'_, BridgeStore> {
@@ -171,7 +167,7 @@ impl BridgeService {
         };
         let count = calls.len() as u64;
         let message = message_key(message_id, text);
-        let mut batch = Batch::new(conversation, &message, calls).with_nonce(&fence_nonce(&message));
+        let mut batch = Batch::new(conversation, &message, calls, fence_nonce()?);
         let _one_at_a_time = self.gate.lock().await;
         let id = batch.delivery_id().to_owned();
         let lookup = id.clone();

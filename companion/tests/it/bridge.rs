@@ -175,7 +175,7 @@ fn detection_finds_call_lines_with_balanced_braces_and_waits_for_an_unclosed_obj
 fn a_batch_runs_at_most_its_cap_four_at_a_time_and_answers_the_rest() {
     let lines: Vec<String> = (0..MAX_CALLS_PER_BATCH + 2).map(|i| format!("{{\"tool\":\"t\",\"args\":{{\"n\":{i}}}}}")).collect();
     let Detection::Calls(calls) = detect(&lines.join("\n"), true) else { panic!("calls expected") };
-    let mut batch = Batch::new("zai:c1", "m1", calls);
+    let mut batch = Batch::new("zai:c1", "m1", calls, continuity_protocol::fence::nonce(&[5; 16], "m1"));
     for key in batch.keys() {
         batch.recorded(key.index, Recorded::New);
     }

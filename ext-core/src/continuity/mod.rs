@@ -314,8 +314,8 @@ pub struct Continuity {
     app_holds: Vec<app::AppHold>,
     /// What the runtime was last told of the bound chats (`chats.report`; not persisted).
     chats: chats::ChatsFlow,
-    /// The shell's entropy for fence nonces (16 random bytes at start; not persisted).
-    fence_entropy: Vec<u8>,
+    /// The key of fence nonces: the shell's 16 random bytes at start (not persisted).
+    fence_key: Option<[u8; 16]>,
     /// Fenced texts that carry no delivery id (Check Herdr inserts): their nonce's id.
     fence_seq: u64,
     /// One request pacer per site account: backend reads paced, 429 cooldowns (issue 26).
@@ -353,15 +353,23 @@ impl Continuity {
     /// The shell's randomness for the nonces of fenced data: 16 bytes of
     /// `crypto.getRandomValues`, given once at start (tests give a fixed value).
     pub fn set_fence_entropy(&mut self, entropy: &[u8]) {
-        self.fence_entropy = entropy.to_vec();
+        self.fence_key = entropy.get(..16).and_then(|k| <[u8; 16]>::try_from(k).ok());
     }
 
-    /// The nonce of the fence in the message `id` (PROTOCOL.md "Fenced data"): FNV-1a of the
-    /// shell's entropy and `id`; without entropy (an older shell) the ledger's epoch, which
-    /// is the shell's randomness too, stands in.
-    pub(super) fn fence_nonce(&self, id: &str) -> String {
-        let entropy = if self.fence_entropy.is_empty() { self.ledger.epoch().as_bytes() } else { &self.fence_entropy };
-        continuity_protocol::fence::nonce(entropy, id)
+    /// The nonce of the fence in the message `id` (PROTOCOL.md "Fenced data"): SipHash-2-4
+    /// of `id` keyed by the shell's entropy; without entropy (a shell that gave fewer than 16
+    /// bytes) a key drawn from the ledger's epoch (the shell's randomness too) stands in.
+    pub(super) fn fence_nonce(&self, id: &str) -> continuity_protocol::fence::Nonce {
+        let key = self.fence_key.unwrap_or_else(|| {
+            let epoch = self.ledger.epoch().as_bytes();
+            let a = continuity_protocol::fence::siphash24(&[0; 16], epoch);
+            let b = continuity_protocol::fence::siphash24(&[1; 16], epoch);
+            let mut key = [0; 16];
+            key[..8].copy_from_slice(&a.to_le_bytes());
+            key[8..].copy_from_slice(&b.to_le_bytes());
+            key
+        });
+        continuity_protocol::fence::nonce(&key, id)
     }
 
     /// The progress timing in force (clamped options).

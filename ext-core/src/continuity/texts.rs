@@ -60,7 +60,7 @@ pub fn marker_line(delivery_id: &str, session_ref: Option<&str>) -> Option<Strin
 
 /// `payload` inside the data fence of `protocol::fence` (its nonce `nonce`), after the
 /// sentence in `language` that says the fenced text is data, not instructions.
-pub fn fenced(language: Language, kind: &str, payload: &str, nonce: &str) -> String {
+pub fn fenced(language: Language, kind: &str, payload: &str, nonce: &continuity_protocol::fence::Nonce) -> String {
     let language = match language {
         Language::En => continuity_protocol::fence::FenceLanguage::En,
         Language::Zh => continuity_protocol::fence::FenceLanguage::Zh,
@@ -71,7 +71,7 @@ pub fn fenced(language: Language, kind: &str, payload: &str, nonce: &str) -> Str
 /// The task-facts paragraph of a wake (I2): what each terminal task of this chat did, its
 /// lines (ids, state, prompt, status, the output's last lines) inside one data fence
 /// ([`fenced`], kind `agent_output`, nonce `nonce`): the status and output are the agents'.
-pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, nonce: &str) -> String {
+pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, nonce: &continuity_protocol::fence::Nonce) -> String {
     if inbox_missing {
         return match language {
             Language::En => "\n(The companion has no parent inbox: task results are not included. Update the companion.)".to_owned(),
@@ -137,7 +137,7 @@ pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
 /// The Check Herdr text: a header line, then one block per pane (its id, agent, status and
 /// the pane's text) inside one data fence ([`fenced`], kind `agent_output`), bounded in
 /// total (the pane blocks are cut, never the fence's closing line).
-pub fn check_herdr_summary(language: Language, workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>, nonce: &str) -> String {
+pub fn check_herdr_summary(language: Language, workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>, nonce: &continuity_protocol::fence::Nonce) -> String {
     let header = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).\n", panes.len());
     let mut blocks = String::new();
     for pane in panes {
@@ -353,7 +353,7 @@ impl Continuity {
 
     /// The continue message semantic Auto types: which judge decided and why.
     /// The judge's reason is a model's output: it goes inside a data fence (`nonce`).
-    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32, nonce: &str) -> String {
+    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32, nonce: &continuity_protocol::fence::Nonce) -> String {
         let reason = fenced(self.language, "agent_output", reason, nonce);
         self.fill(
             "[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ($1) decided to continue; its reason follows. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue $3 of at most $4 in a row.)\n$2",
