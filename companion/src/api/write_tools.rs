@@ -264,7 +264,10 @@ async fn roots_of_call(api: &Router, caller: &Caller, store: &std::sync::Arc<cra
         .await
         .map_err(|e| (ErrorCode::NotReady, format!("the project roots in state.db could not be read ({e})")))?;
     let panes: Vec<PathBuf> = caller_panes(api, caller).into_iter().filter(|p| !p.cwd.is_empty()).map(|p| PathBuf::from(p.cwd)).collect();
-    Ok(Roots::new(registered, panes))
+    let home = api.home.clone();
+    crate::db::off_worker(move || Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref())))
+        .await
+        .map_err(|e| (ErrorCode::Error, e.to_string()))
 }
 
 /// The working agent of a pane whose working directory holds `path`, if any.

@@ -13,6 +13,8 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -190,7 +192,9 @@ pub fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
 
 /// The walker every listing and search uses: `.gitignore`-aware (also outside a Git
 /// repository), hidden files shown, `.git` skipped, symlinks not followed, sorted.
-pub fn walker(dir: &Path, max_depth: Option<usize>) -> ignore::Walk {
+/// Entries inside the companion home or a credential location are skipped.
+pub fn walker(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::Walk {
+    let roots = roots.clone();
     let mut builder = ignore::WalkBuilder::new(dir);
     builder
         .hidden(false)
@@ -199,7 +203,7 @@ pub fn walker(dir: &Path, max_depth: Option<usize>) -> ignore::Walk {
         .git_global(false)
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| entry.file_name() != ".git" && !roots.is_refused(entry.path()));
     builder.build()
 }
 
@@ -214,7 +218,7 @@ pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
     let max = usize::try_from(request.max_entries).unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     let mut truncated = false;
-    for entry in walker(&dir, if request.recursive { None } else { Some(1) }) {
+    for entry in walker(&dir, if request.recursive { None } else { Some(1) }, roots) {
         let Ok(entry) = entry else { continue };
         if entry.depth() == 0 {
             continue;
@@ -273,6 +277,37 @@ mod tests {
         std::fs::write(root.join("blob.bin"), b"ab\0cd").expect("w");
         let roots = Roots::new([root.to_path_buf()], []);
         (dir, roots)
+    }
+
+    #[test]
+    fn a_home_pane_is_no_root_and_credentials_are_refused_whatever_the_roots() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let h = home.path();
+        std::fs::create_dir_all(h.join(".ssh")).expect("mkdir");
+        std::fs::write(h.join(".ssh/id"), "PRIVATE KEY\n").expect("w");
+        std::fs::create_dir_all(h.join("companion")).expect("mkdir");
+        std::fs::write(h.join("companion/mcp.token"), "TOKEN\n").expect("w");
+        std::fs::create_dir_all(h.join("proj/.ssh")).expect("mkdir");
+        std::fs::write(h.join("proj/.ssh/id"), "PRIVATE KEY\n").expect("w");
+        std::fs::write(h.join("proj/ok.txt"), "fine\n").expect("w");
+        // A pane in $HOME (or /, or the companion home's parent) is not a root.
+        for pane in [h.to_path_buf(), PathBuf::from("/"), h.join("companion")] {
+            let roots = Roots::for_call([], [pane.clone()], &h.join("companion"), Some(h));
+            let error = read(&roots, &read_req(&h.join(".ssh/id").display().to_string(), 1, None, 1000)).expect_err("refused");
+            assert!(error.to_string().contains("herdr-companion roots add PATH"), "{pane:?}: {error}");
+        }
+        // A registered root holding .ssh: the keys are refused, the rest is read; the
+        // companion home is refused even inside a registered root.
+        let roots = Roots::for_call([h.join("proj"), h.to_path_buf()], [], &h.join("companion"), Some(h));
+        let error = read(&roots, &read_req(&h.join("proj/.ssh/id").display().to_string(), 1, None, 1000)).expect_err("refused");
+        assert!(error.to_string().contains("credential location"), "{error}");
+        let error = read(&roots, &read_req(&h.join("companion/mcp.token").display().to_string(), 1, None, 1000)).expect_err("refused");
+        assert!(error.to_string().contains("companion home"), "{error}");
+        assert!(read(&roots, &read_req(&h.join("proj/ok.txt").display().to_string(), 1, None, 1000)).is_ok());
+        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "PRIVATE KEY".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
+        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "TOKEN".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
     }
 
     fn read_req(path: &str, start: u64, end: Option<u64>, max: u64) -> ReadRequest {

@@ -76,7 +76,7 @@ pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
     let mut files_searched = 0u64;
     let mut stopped: Option<&str> = None;
     let base_is_file = std::fs::symlink_metadata(&base).map(|m| m.is_file()).unwrap_or(false);
-    for entry in walker(&base, None) {
+    for entry in walker(&base, None, roots) {
         let Ok(entry) = entry else { continue };
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
