@@ -58,8 +58,14 @@ pub fn git_state(path: &Path) -> GitState {
             None => return GitState::NoRepository("no existing directory above the path".to_owned()),
         }
     }
-    let mut command = std::process::Command::new("git");
-    command.arg("-C").arg(dir).args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]).arg(path);
+    let mut query = crate::tools::git::hardened_command(dir, None, &[]);
+    query.args(crate::tools::git::FILTER_QUERY);
+    let filters = match run_with_timeout(query, GIT_CHECK_TIMEOUT) {
+        Ok((_, stdout, _)) => crate::tools::git::filter_overrides(&stdout),
+        Err(why) => return GitState::NoRepository(why),
+    };
+    let mut command = crate::tools::git::hardened_command(dir, None, &filters);
+    command.args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]).arg(path);
     match run_with_timeout(command, GIT_CHECK_TIMEOUT) {
         Ok((true, stdout, _)) => {
             let text = String::from_utf8_lossy(&stdout);
