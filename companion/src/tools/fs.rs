@@ -207,8 +207,16 @@ pub fn walker(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::Wa
     builder.build()
 }
 
+/// How long a listing or a search may walk; then it stops and says `truncated`.
+pub const WALK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Lists a directory inside the roots (see the module invariants).
 pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
+    list_until(roots, request, std::time::Instant::now() + WALK_DEADLINE)
+}
+
+/// [`list`], stopping at `deadline`.
+pub fn list_until(roots: &Roots, request: &ListRequest, deadline: std::time::Instant) -> Result<Value, ToolError> {
     let dir = roots.resolve(&request.path)?;
     let meta = std::fs::symlink_metadata(&dir).map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", dir.display())))?;
     if !meta.is_dir() {
@@ -218,7 +226,12 @@ pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
     let max = usize::try_from(request.max_entries).unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     let mut truncated = false;
+    let mut late = false;
     for entry in walker(&dir, if request.recursive { None } else { Some(1) }, roots) {
+        if std::time::Instant::now() >= deadline {
+            (truncated, late) = (true, true);
+            break;
+        }
         let Ok(entry) = entry else { continue };
         if entry.depth() == 0 {
             continue;
@@ -253,7 +266,9 @@ pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
         "count": entries.len(),
         "truncated": truncated,
     });
-    if truncated {
+    if late {
+        result["note"] = json!(format!("stopped after {} s of walking; list a subdirectory or narrow it with glob", WALK_DEADLINE.as_secs()));
+    } else if truncated {
         result["note"] = json!(format!("stopped at max_entries = {max}; narrow it with glob or list a subdirectory"));
     }
     Ok(result)
@@ -308,6 +323,20 @@ mod tests {
         assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
         let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "TOKEN".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
         assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
+    }
+
+    #[test]
+    fn a_walk_stops_at_its_deadline_and_says_so() {
+        let (_dir, roots) = project();
+        let request = ListRequest { path: ".".to_owned(), recursive: true, glob: None, max_entries: 500 };
+        let listed = list_until(&roots, &request, std::time::Instant::now()).expect("list");
+        assert_eq!(listed["truncated"], true);
+        assert!(listed["note"].as_str().is_some_and(|n| n.contains("5 s")), "{listed}");
+        let request = crate::tools::grep::GrepRequest { root: ".".to_owned(), pattern: "one".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 };
+        let found = crate::tools::grep::grep_until(&roots, &request, std::time::Instant::now()).expect("grep");
+        assert_eq!((found["truncated"].as_bool(), found["files_searched"].as_u64()), (Some(true), Some(0)));
+        assert!(found["note"].as_str().is_some_and(|n| n.contains("5 s")), "{found}");
+        assert_eq!(crate::tools::grep::grep(&roots, &request).expect("grep")["count"], 1);
     }
 
     fn read_req(path: &str, start: u64, end: Option<u64>, max: u64) -> ReadRequest {
