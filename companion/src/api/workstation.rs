@@ -194,7 +194,8 @@ pub async fn roots_for(api: &Router, caller: &Caller) -> Result<Roots, MethodErr
         None => Vec::new(),
     };
     // Canonicalising touches the file system: off the async workers.
-    off_worker(move || Ok::<_, crate::db::DbError>(Roots::new(registered, panes))).await.map_err(|e| (ErrorCode::Error, e.to_string()))
+    let home = api.home.clone();
+    off_worker(move || Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref()))).await.map_err(|e| (ErrorCode::Error, e.to_string()))
 }
 
 /// An optional integer in `1..=max` (absent: `default`).

@@ -264,7 +264,10 @@ async fn roots_of_call(api: &Router, caller: &Caller, store: &std::sync::Arc<cra
         .await
         .map_err(|e| (ErrorCode::NotReady, format!("the project roots in state.db could not be read ({e})")))?;
     let panes: Vec<PathBuf> = caller_panes(api, caller).into_iter().filter(|p| !p.cwd.is_empty()).map(|p| PathBuf::from(p.cwd)).collect();
-    Ok(Roots::new(registered, panes))
+    let home = api.home.clone();
+    crate::db::off_worker(move || Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref())))
+        .await
+        .map_err(|e| (ErrorCode::Error, e.to_string()))
 }
 
 /// The working agent of a pane whose working directory holds `path`, if any.
@@ -307,18 +310,46 @@ pub async fn run(api: &Router, caller: &Caller, tool: ToolName, map: &Map<String
     };
     let args = Args { tool, map };
     let mut audit = Audit { root: String::new(), target: map.get("path").or_else(|| map.get("session_id")).or_else(|| map.get("command")).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).unwrap_or_default() };
+    if tool == ToolName::HerdrFsPatch {
+        // Every path the patch names, in the started row already.
+        if let Some(files) = map.get("patch").and_then(Value::as_str).and_then(|text| patch::parse(text).ok()) {
+            audit.target = patch_paths(&files);
+        }
+    }
+    let now = || i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX);
+    let started = AuditEntry { tool: tool.as_str().to_owned(), caller: caller_name(caller), root: String::new(), target: audit.target.clone(), outcome: "started".to_owned(), detail: String::new() };
+    let seq = match service.audit.start(started, now()).await {
+        Ok(seq) => seq,
+        Err(error) => {
+            // Fail closed: a call that is not in the audit log does not run.
+            api.log.line(format_args!("tools audit: {error}"));
+            return Err((ErrorCode::NotReady, format!("{tool}: the call was not run because it could not be recorded in the audit log ({error}); see runtime.log (herdr-companion doctor)")));
+        }
+    };
     let result = dispatch(api, caller, &service, &args, &mut audit).await;
     let (outcome, detail) = match &result {
         Ok(value) => outcome_of(value),
         Err((code, message)) => (if *code == ErrorCode::Refused || *code == ErrorCode::BadRequest { "refused" } else { "failed" }.to_owned(), message.clone()),
     };
     let entry = AuditEntry { tool: tool.as_str().to_owned(), caller: caller_name(caller), root: audit.root, target: audit.target, outcome, detail };
-    if let Err(error) = service.audit.record(entry, i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX)).await {
+    if let Err(error) = service.audit.finish(seq, entry).await {
         // Fail closed: an answer that is not in the audit log does not go out as a success.
         api.log.line(format_args!("tools audit: {error}"));
         return Err((ErrorCode::Internal, format!("{tool}: the call ran but could not be recorded in the audit log ({error}); see runtime.log")));
     }
     result
+}
+
+/// Every path of a patch (a move's destination after `->`), for the audit row.
+fn patch_paths(files: &[patch::FilePatch]) -> String {
+    files
+        .iter()
+        .map(|f| match &f.change {
+            patch::FileChange::Update { move_to: Some(to), .. } => format!("{} -> {to}", f.path),
+            _ => f.path.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// (outcome, detail) of a successful result.
@@ -423,7 +454,7 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             };
             audit.root = root_of(&base);
             let files = patch::parse(&text).map_err(|e| bad(format!("herdr_fs_patch: {e}")))?;
-            audit.target = files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(", ");
+            audit.target = patch_paths(&files);
             // Every path (and a move's destination) inside the roots, before anything is read.
             let mut planned = Vec::new();
             for file in files {

@@ -4,9 +4,13 @@
 //! tool, the caller, the root, the path or command, the outcome and the time. The runtime
 //! method `tools.audit` serves the newest rows (the side panel shows them).
 //!
-//! Invariants: a row is written before the tool's answer goes out (an answer the caller
-//! saw is in the log); at most [`AUDIT_RETENTION`] rows are kept, the oldest dropped first;
-//! the path or command is cut at [`MAX_AUDIT_TARGET_CHARS`] characters.
+//! Invariants: a `started` row is written before the tool runs, and a call whose row cannot
+//! be written is refused before it runs; the row is then updated with the outcome before
+//! the tool's answer goes out (an answer the caller saw is in the log; a row left
+//! `started` is a call the runtime did not finish). At most [`AUDIT_RETENTION`] rows are
+//! kept, the oldest dropped first. The path, the whole argv (as JSON) or every path of a
+//! patch is kept whole up to [`MAX_AUDIT_WHOLE_CHARS`] characters; a longer one is its
+//! first [`MAX_AUDIT_TARGET_CHARS`] characters and the SHA-256 of the whole.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -20,6 +24,8 @@ use crate::db::{off_worker, open_connection, DbError};
 pub const AUDIT_RETENTION: i64 = 2_000;
 /// Longest path or command kept in a row, in characters.
 pub const MAX_AUDIT_TARGET_CHARS: usize = 500;
+/// Longest path or command kept whole, in characters.
+pub const MAX_AUDIT_WHOLE_CHARS: usize = 8_192;
 /// Most rows one `tools.audit` returns.
 pub const MAX_AUDIT_PAGE: u64 = 200;
 
@@ -50,6 +56,17 @@ fn cut(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
 }
 
+/// The target as stored: whole, or its head and the SHA-256 of the whole (module invariants).
+fn stored_target(text: &str) -> String {
+    use sha2::Digest;
+    if text.chars().count() <= MAX_AUDIT_WHOLE_CHARS {
+        return text.to_owned();
+    }
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{} … ({} chars, sha256 {hex})", cut(text, MAX_AUDIT_TARGET_CHARS), text.chars().count())
+}
+
 impl AuditLog {
     /// Opens (creating) the table in `state.db` at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
@@ -71,8 +88,32 @@ impl AuditLog {
 
     /// Records one call at `at` (unix ms).
     pub async fn record(&self, entry: AuditEntry, at: i64) -> Result<(), DbError> {
+        self.start(entry, at).await.map(|_| ())
+    }
+
+    /// Updates row `seq` (from [`AuditLog::start`]) with the call's outcome.
+    pub async fn finish(&self, seq: i64, entry: AuditEntry) -> Result<(), DbError> {
         let conn = self.conn.clone();
         off_worker(move || -> Result<(), DbError> {
+            let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let changed = conn.execute(
+                "UPDATE tool_audit SET root = ?2, target = ?3, outcome = ?4, detail = ?5 WHERE seq = ?1",
+                params![seq, cut(&entry.root, MAX_AUDIT_TARGET_CHARS), stored_target(&entry.target), entry.outcome, cut(&entry.detail, MAX_AUDIT_TARGET_CHARS)],
+            )?;
+            if changed == 1 {
+                Ok(())
+            } else {
+                Err(DbError::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+            }
+        })
+        .await
+    }
+
+    /// Writes a row for one call at `at` (unix ms), as `entry.outcome` says (`started` before
+    /// a call runs); its `seq`.
+    pub async fn start(&self, entry: AuditEntry, at: i64) -> Result<i64, DbError> {
+        let conn = self.conn.clone();
+        off_worker(move || -> Result<i64, DbError> {
             let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             conn.execute(
                 "INSERT INTO tool_audit (at, tool, caller, root, target, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -81,13 +122,14 @@ impl AuditLog {
                     entry.tool,
                     cut(&entry.caller, 200),
                     cut(&entry.root, MAX_AUDIT_TARGET_CHARS),
-                    cut(&entry.target, MAX_AUDIT_TARGET_CHARS),
+                    stored_target(&entry.target),
                     entry.outcome,
                     cut(&entry.detail, MAX_AUDIT_TARGET_CHARS)
                 ],
             )?;
+            let seq = conn.last_insert_rowid();
             conn.execute("DELETE FROM tool_audit WHERE seq <= (SELECT MAX(seq) FROM tool_audit) - ?1", params![AUDIT_RETENTION])?;
-            Ok(())
+            Ok(seq)
         })
         .await
     }
@@ -137,5 +179,24 @@ mod tests {
         let older = log.page(10, page[1]["seq"].as_i64()).await.expect("older");
         assert_eq!(older.len(), 1);
         assert_eq!(older[0]["at"], 0);
+    }
+
+    #[tokio::test]
+    async fn a_started_row_is_updated_with_the_outcome_and_a_long_argv_keeps_its_hash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::open(&dir.path().join("state.db")).expect("open");
+        let argv = format!("[\"echo\",\"{}\"]", "x".repeat(2_000));
+        let entry = AuditEntry { tool: "herdr_exec".into(), caller: "mcp".into(), root: String::new(), target: argv.clone(), outcome: "started".into(), detail: String::new() };
+        let seq = log.start(entry.clone(), 1).await.expect("start");
+        let page = log.page(1, None).await.expect("page");
+        assert_eq!((page[0]["outcome"].as_str(), page[0]["target"].as_str()), (Some("started"), Some(argv.as_str())));
+        log.finish(seq, AuditEntry { outcome: "ok".into(), detail: "exit 0".into(), ..entry.clone() }).await.expect("finish");
+        let page = log.page(5, None).await.expect("page");
+        assert_eq!(page.len(), 1);
+        assert_eq!((page[0]["outcome"].as_str(), page[0]["detail"].as_str()), (Some("ok"), Some("exit 0")));
+        let huge = "y".repeat(MAX_AUDIT_WHOLE_CHARS + 1);
+        log.record(AuditEntry { target: huge.clone(), ..entry }, 2).await.expect("record");
+        let stored = log.page(1, None).await.expect("page")[0]["target"].as_str().unwrap_or_default().to_owned();
+        assert!(stored.starts_with(&huge[..MAX_AUDIT_TARGET_CHARS]) && stored.contains("sha256 ") && stored.len() < 700, "{stored}");
     }
 }

@@ -40,7 +40,8 @@ impl std::fmt::Display for WriteError {
 pub enum GitState {
     /// Tracked and unchanged, or absent and not ignored: Git holds a copy to go back to.
     Clean,
-    /// Changed, staged, or untracked: the porcelain status line (`M`, `??`, …).
+    /// Changed, staged, untracked or ignored (Git holds no copy of it): the porcelain status
+    /// code (`M`, `??`, `!!`, …).
     Dirty(String),
     /// Not inside a Git work tree (or Git could not tell: why).
     NoRepository(String),
@@ -58,8 +59,14 @@ pub fn git_state(path: &Path) -> GitState {
             None => return GitState::NoRepository("no existing directory above the path".to_owned()),
         }
     }
-    let mut command = std::process::Command::new("git");
-    command.arg("-C").arg(dir).args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]).arg(path);
+    let mut query = crate::tools::git::hardened_command(dir, None, &[]);
+    query.args(crate::tools::git::FILTER_QUERY);
+    let filters = match run_with_timeout(query, GIT_CHECK_TIMEOUT) {
+        Ok((_, stdout, _)) => crate::tools::git::filter_overrides(&stdout),
+        Err(why) => return GitState::NoRepository(why),
+    };
+    let mut command = crate::tools::git::hardened_command(dir, None, &filters);
+    command.args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--"]).arg(path);
     match run_with_timeout(command, GIT_CHECK_TIMEOUT) {
         Ok((true, stdout, _)) => {
             let text = String::from_utf8_lossy(&stdout);
@@ -106,6 +113,10 @@ pub fn check_git(tool: &str, shown: &str, state: &GitState, confirm_dirty: bool)
     }
     match state {
         GitState::Clean => Ok(()),
+        GitState::Dirty(code) if code == "!!" || code == "??" => Err(WriteError::Refused(format!(
+            "{tool}: {shown} is {} by Git (git status {code}), so Git holds no copy to go back to and writing over it could lose it. Send confirm_dirty: true to write anyway",
+            if code == "!!" { "ignored" } else { "not tracked" }
+        ))),
         GitState::Dirty(code) => Err(WriteError::Refused(format!(
             "{tool}: {shown} has uncommitted changes (git status {code}); writing over them could lose work nobody committed. Commit or stash them, or send confirm_dirty: true to write anyway"
         ))),
@@ -200,5 +211,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
         assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o755);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    #[test]
+    fn an_ignored_or_untracked_existing_file_needs_confirm_dirty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
+        git(&["init", "-q"]);
+        std::fs::write(repo.join(".gitignore"), ".env\n").expect("w");
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        std::fs::write(repo.join(".env"), "TOKEN=1\n").expect("w");
+        std::fs::write(repo.join("new.txt"), "x\n").expect("w");
+        let ignored = git_state(&repo.join(".env"));
+        assert_eq!(ignored, GitState::Dirty("!!".to_owned()));
+        let error = check_git("herdr_fs_write", ".env", &ignored, false).expect_err("refused");
+        assert!(error.to_string().contains("ignored by Git") && error.to_string().contains("confirm_dirty"), "{error}");
+        assert!(check_git("herdr_fs_write", ".env", &ignored, true).is_ok());
+        assert_eq!(git_state(&repo.join("new.txt")), GitState::Dirty("??".to_owned()));
+        assert_eq!(git_state(&repo.join(".gitignore")), GitState::Clean);
+        assert_eq!(git_state(&repo.join("absent.txt")), GitState::Clean);
     }
 }

@@ -126,9 +126,21 @@ pub fn kill_group(pgid: u32, signal: i32) {
     }
 }
 
-/// A command ready to spawn in its own process group (stdin closed, output piped).
+/// The runtime's environment variables a command inherits; every other one (the SSH agent
+/// socket, `HERDR_*`, tokens) is withheld.
+pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "LOGNAME"];
+
+/// A command ready to spawn in its own process group (stdin closed, output piped), with only
+/// the [`INHERITED_ENV`] variables and `LC_*` of the runtime.
 pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if INHERITED_ENV.contains(&text.as_ref()) || text.starts_with("LC_") {
+            command.env(&name, value);
+        }
+    }
     command.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     command
 }
@@ -298,5 +310,17 @@ mod tests {
         assert_eq!(result["timed_out"], true);
         assert!(result["stdout"].as_str().is_some_and(|s| s.contains("started")));
         assert!(result["duration_ms"].as_u64().is_some_and(|ms| ms < 5_000), "{result}");
+    }
+
+    #[tokio::test]
+    async fn a_command_sees_only_the_allowlisted_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::env::set_var("HERDR_TOOLSFIX_SECRET", "hunter2");
+        std::env::set_var("SSH_AUTH_SOCK_TOOLSFIX", "/tmp/agent");
+        let argv: Vec<String> = ["env"].iter().map(|s| (*s).to_owned()).collect();
+        let result = run(&argv, dir.path(), Duration::from_secs(10)).await;
+        let out = result["stdout"].as_str().unwrap_or_default().to_owned();
+        assert!(out.contains("PATH="), "{result}");
+        assert!(!out.contains("hunter2") && !out.contains("SSH_AUTH_SOCK"), "{out}");
     }
 }

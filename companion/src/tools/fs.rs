@@ -13,6 +13,8 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -190,7 +192,9 @@ pub fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
 
 /// The walker every listing and search uses: `.gitignore`-aware (also outside a Git
 /// repository), hidden files shown, `.git` skipped, symlinks not followed, sorted.
-pub fn walker(dir: &Path, max_depth: Option<usize>) -> ignore::Walk {
+/// Entries inside the companion home or a credential location are skipped.
+pub fn walker(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::Walk {
+    let roots = roots.clone();
     let mut builder = ignore::WalkBuilder::new(dir);
     builder
         .hidden(false)
@@ -199,12 +203,20 @@ pub fn walker(dir: &Path, max_depth: Option<usize>) -> ignore::Walk {
         .git_global(false)
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| entry.file_name() != ".git" && !roots.is_refused(entry.path()));
     builder.build()
 }
 
+/// How long a listing or a search may walk; then it stops and says `truncated`.
+pub const WALK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Lists a directory inside the roots (see the module invariants).
 pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
+    list_until(roots, request, std::time::Instant::now() + WALK_DEADLINE)
+}
+
+/// [`list`], stopping at `deadline`.
+pub fn list_until(roots: &Roots, request: &ListRequest, deadline: std::time::Instant) -> Result<Value, ToolError> {
     let dir = roots.resolve(&request.path)?;
     let meta = std::fs::symlink_metadata(&dir).map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", dir.display())))?;
     if !meta.is_dir() {
@@ -214,7 +226,12 @@ pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
     let max = usize::try_from(request.max_entries).unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     let mut truncated = false;
-    for entry in walker(&dir, if request.recursive { None } else { Some(1) }) {
+    let mut late = false;
+    for entry in walker(&dir, if request.recursive { None } else { Some(1) }, roots) {
+        if std::time::Instant::now() >= deadline {
+            (truncated, late) = (true, true);
+            break;
+        }
         let Ok(entry) = entry else { continue };
         if entry.depth() == 0 {
             continue;
@@ -249,7 +266,9 @@ pub fn list(roots: &Roots, request: &ListRequest) -> Result<Value, ToolError> {
         "count": entries.len(),
         "truncated": truncated,
     });
-    if truncated {
+    if late {
+        result["note"] = json!(format!("stopped after {} s of walking; list a subdirectory or narrow it with glob", WALK_DEADLINE.as_secs()));
+    } else if truncated {
         result["note"] = json!(format!("stopped at max_entries = {max}; narrow it with glob or list a subdirectory"));
     }
     Ok(result)
@@ -273,6 +292,51 @@ mod tests {
         std::fs::write(root.join("blob.bin"), b"ab\0cd").expect("w");
         let roots = Roots::new([root.to_path_buf()], []);
         (dir, roots)
+    }
+
+    #[test]
+    fn a_home_pane_is_no_root_and_credentials_are_refused_whatever_the_roots() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let h = home.path();
+        std::fs::create_dir_all(h.join(".ssh")).expect("mkdir");
+        std::fs::write(h.join(".ssh/id"), "PRIVATE KEY\n").expect("w");
+        std::fs::create_dir_all(h.join("companion")).expect("mkdir");
+        std::fs::write(h.join("companion/mcp.token"), "TOKEN\n").expect("w");
+        std::fs::create_dir_all(h.join("proj/.ssh")).expect("mkdir");
+        std::fs::write(h.join("proj/.ssh/id"), "PRIVATE KEY\n").expect("w");
+        std::fs::write(h.join("proj/ok.txt"), "fine\n").expect("w");
+        // A pane in $HOME (or /, or the companion home's parent) is not a root.
+        for pane in [h.to_path_buf(), PathBuf::from("/"), h.join("companion")] {
+            let roots = Roots::for_call([], [pane.clone()], &h.join("companion"), Some(h));
+            let error = read(&roots, &read_req(&h.join(".ssh/id").display().to_string(), 1, None, 1000)).expect_err("refused");
+            assert!(error.to_string().contains("herdr-companion roots add PATH"), "{pane:?}: {error}");
+        }
+        // A registered root holding .ssh: the keys are refused, the rest is read; the
+        // companion home is refused even inside a registered root.
+        let roots = Roots::for_call([h.join("proj"), h.to_path_buf()], [], &h.join("companion"), Some(h));
+        let error = read(&roots, &read_req(&h.join("proj/.ssh/id").display().to_string(), 1, None, 1000)).expect_err("refused");
+        assert!(error.to_string().contains("credential location"), "{error}");
+        let error = read(&roots, &read_req(&h.join("companion/mcp.token").display().to_string(), 1, None, 1000)).expect_err("refused");
+        assert!(error.to_string().contains("companion home"), "{error}");
+        assert!(read(&roots, &read_req(&h.join("proj/ok.txt").display().to_string(), 1, None, 1000)).is_ok());
+        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "PRIVATE KEY".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
+        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "TOKEN".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
+    }
+
+    #[test]
+    fn a_walk_stops_at_its_deadline_and_says_so() {
+        let (_dir, roots) = project();
+        let request = ListRequest { path: ".".to_owned(), recursive: true, glob: None, max_entries: 500 };
+        let listed = list_until(&roots, &request, std::time::Instant::now()).expect("list");
+        assert_eq!(listed["truncated"], true);
+        assert!(listed["note"].as_str().is_some_and(|n| n.contains("5 s")), "{listed}");
+        let request = crate::tools::grep::GrepRequest { root: ".".to_owned(), pattern: "one".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 };
+        let found = crate::tools::grep::grep_until(&roots, &request, std::time::Instant::now()).expect("grep");
+        assert_eq!((found["truncated"].as_bool(), found["files_searched"].as_u64()), (Some(true), Some(0)));
+        assert!(found["note"].as_str().is_some_and(|n| n.contains("5 s")), "{found}");
+        assert_eq!(crate::tools::grep::grep(&roots, &request).expect("grep")["count"], 1);
     }
 
     fn read_req(path: &str, start: u64, end: Option<u64>, max: u64) -> ReadRequest {

@@ -13,9 +13,13 @@
 //!   the roots ([`Roots::resolve`]) and then given relative to the repository directory.
 //! - Git never looks for a repository above the project root (`GIT_CEILING_DIRECTORIES`)
 //!   and never runs a command from the repository's configuration while reading:
-//!   `core.fsmonitor` off, `--no-ext-diff`, `--no-textconv`, no pager, no colour, no
-//!   optional locks (a status does not write the index), no prompt; the `GIT_*`
-//!   variables that would point it elsewhere are removed.
+//!   one command builder ([`hardened_command`], also the write tools' dirty check) switches
+//!   off every configuration-named program (hooks, fsmonitor, external diff, signature
+//!   check's gpg, transports and lazy fetch, and each filter driver the repository's
+//!   configuration names, read first with `git config --get-regexp`), `--no-ext-diff`,
+//!   `--no-textconv`, no pager, no colour, no optional locks (a status does not write the
+//!   index), no prompt, no system configuration; every inherited `GIT_*` variable is
+//!   removed. A `.git` file or link to a Git directory outside the roots is refused.
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
 //!   output are kept (the rest is read and dropped, so it never blocks on a full pipe).
 
@@ -172,25 +176,121 @@ struct GitOutput {
     stderr: String,
 }
 
-/// Runs `git` in `dir` with the safe global options (module invariants) and `args`.
-async fn run_git(dir: &Path, ceiling: &Path, args: &[String], max_bytes: u64) -> Result<GitOutput, ToolError> {
-    let mut command = tokio::process::Command::new("git");
+/// The configuration keys that would run a program and are switched off on every run (the
+/// filter drivers are found per repository by [`filter_overrides`]).
+const HARDENING: [&str; 16] = [
+    "-c", "log.showSignature=false", "-c", "protocol.allow=never", "-c", "core.fsmonitor=", "-c", "diff.external=",
+    "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false", "-c", "color.ui=false", "-c", "core.sshCommand=",
+];
+
+/// The one `git` command every tool runs (`herdr_git` and the write tools' dirty check):
+/// no configuration-named program runs (hooks, fsmonitor, external diff, signature check,
+/// transport, the filter drivers in `filters` from [`filter_overrides`]), no pager, no
+/// optional locks, no system configuration, no lazy fetch, no prompt, every inherited
+/// `GIT_*` variable removed, no repository looked for above `ceiling` (when given).
+pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[String]) -> std::process::Command {
+    let mut command = std::process::Command::new("git");
+    command.arg("-C").arg(dir).args(HARDENING);
+    for name in filters {
+        for key in ["clean", "smudge", "process"] {
+            command.arg("-c").arg(format!("filter.{name}.{key}="));
+        }
+        command.arg("-c").arg(format!("filter.{name}.required=false"));
+    }
+    command.args(["--no-pager", "--no-optional-locks"]);
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("GIT_") {
+            command.env_remove(&var);
+        }
+    }
+    for var in ["PAGER", "GIT_PAGER"] {
+        command.env_remove(var);
+    }
     command
-        .arg("-C")
-        .arg(dir)
-        .args(["--no-pager", "--literal-pathspecs", "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "-c", "color.ui=false"])
-        .args(args)
-        .env("GIT_CEILING_DIRECTORIES", ceiling)
-        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    if let Some(ceiling) = ceiling {
+        command.env("GIT_CEILING_DIRECTORIES", ceiling);
+    }
+    command
+}
+
+/// The arguments that read the filter driver names of the repository at `dir` (Git reads
+/// its configuration only).
+pub const FILTER_QUERY: [&str; 4] = ["config", "--includes", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"];
+
+/// The filter driver names in the output of [`FILTER_QUERY`] (`filter.<name>.<key> value`
+/// lines; a name may hold dots).
+pub fn filter_overrides(output: &[u8]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in String::from_utf8_lossy(output).lines() {
+        let key = line.split(' ').next().unwrap_or("");
+        let Some(rest) = key.strip_prefix("filter.") else { continue };
+        let Some((name, _)) = rest.rsplit_once('.') else { continue };
+        if !name.is_empty() && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// Refuses a repository whose `.git` (the first found from `dir` up to its root) is a file
+/// or a symlink pointing outside the roots (`gitdir:` elsewhere: another repository's
+/// configuration would run).
+pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
+    let top = roots.root_of(dir).map(Path::to_path_buf);
+    let mut at = Some(dir);
+    while let Some(here) = at {
+        let dot_git = here.join(".git");
+        if let Ok(meta) = std::fs::symlink_metadata(&dot_git) {
+            if meta.is_dir() {
+                return Ok(());
+            }
+            let target = if meta.file_type().is_symlink() {
+                std::fs::canonicalize(&dot_git).ok()
+            } else {
+                std::fs::read_to_string(&dot_git).ok().and_then(|text| {
+                    let line = text.lines().next().unwrap_or("").strip_prefix("gitdir:")?.trim().to_owned();
+                    std::fs::canonicalize(here.join(line)).ok()
+                })
+            };
+            return match target {
+                Some(target) if roots.root_of(&target).is_some() && !roots.is_refused(&target) => Ok(()),
+                _ => Err(ToolError::Bad(format!(
+                    "{} is a .git file or link to a Git directory outside the project roots; herdr_git reads only repositories whose Git directory is inside the roots ({})",
+                    dot_git.display(),
+                    roots.describe()
+                ))),
+            };
+        }
+        if top.as_deref() == Some(here) {
+            break;
+        }
+        at = here.parent();
+    }
+    Ok(())
+}
+
+/// Runs `git` in `dir` with the hardened command (module invariants) and `args`.
+async fn run_git(dir: &Path, ceiling: &Path, args: &[String], max_bytes: u64) -> Result<GitOutput, ToolError> {
+    let mut query = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &[]));
+    query.args(FILTER_QUERY).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
+    let filters = match tokio::time::timeout(GIT_TIMEOUT, query.output()).await {
+        Ok(Ok(output)) => filter_overrides(&output.stdout),
+        Ok(Err(e)) => return Err(ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH"))),
+        Err(_) => return Err(ToolError::Io(format!("git config took longer than {} s in {}", GIT_TIMEOUT.as_secs(), dir.display()))),
+    };
+    let mut command = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &filters));
+    command
+        .arg("--literal-pathspecs")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_COMMON_DIR", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DISCOVERY_ACROSS_FILESYSTEM"] {
-        command.env_remove(var);
-    }
     let mut child = command.spawn().map_err(|e| ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH")))?;
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError::Io("git's output pipes were not opened".to_owned()));
@@ -265,6 +365,7 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
     let (dir, ceiling, pathspec) = locate(roots, request)?;
+    check_git_link(roots, &dir)?;
     let args = arguments(request, pathspec.as_deref())?;
     let output = run_git(&dir, &ceiling, &args, request.max_bytes).await?;
     if !output.ok {
@@ -359,5 +460,44 @@ mod tests {
         staged.to = Some("HEAD".to_owned());
         assert!(arguments(&staged, None).is_err());
         assert!(arguments(&request(GitAction::Log), None).expect("args").contains(&"--max-count=5".to_owned()));
+    }
+
+    fn sh(dir: &Path, args: &[&str]) {
+        let status = std::process::Command::new("git").arg("-C").arg(dir).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[tokio::test]
+    async fn a_filter_named_in_the_repository_config_never_runs_and_a_gitdir_elsewhere_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        sh(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "one\n").expect("w");
+        std::fs::write(repo.join(".gitattributes"), "* filter=x\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "one"]);
+        let pwn = dir.path().join("pwn");
+        let other = dir.path().join("pwn2");
+        sh(&repo, &["config", "filter.x.clean", &format!("touch {}", pwn.display())]);
+        sh(&repo, &["config", "filter.x.process", &format!("touch {}", other.display())]);
+        sh(&repo, &["config", "log.showSignature", "true"]);
+        sh(&repo, &["config", "gpg.program", &format!("touch {}", other.display())]);
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(repo.join("a.txt"), "two\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        for action in [GitAction::Status, GitAction::Diff, GitAction::Log] {
+            let result = git(&roots, &request(action)).await.expect("git");
+            assert!(!pwn.exists() && !other.exists(), "a configured program ran: {result}");
+        }
+        // The dirty check of the write tools uses the same command.
+        let _ = crate::tools::edit::git_state(&repo.join("a.txt"));
+        assert!(!pwn.exists() && !other.exists(), "git_state ran a configured program");
+        // A .git file pointing outside the roots is refused.
+        let linked = dir.path().join("linked");
+        std::fs::create_dir_all(&linked).expect("mkdir");
+        std::fs::write(linked.join(".git"), format!("gitdir: {}\n", repo.join(".git").display())).expect("w");
+        let error = git(&Roots::new([linked], []), &request(GitAction::Status)).await.expect_err("refused");
+        assert!(error.to_string().contains("outside the project roots"), "{error}");
     }
 }

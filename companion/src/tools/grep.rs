@@ -52,6 +52,14 @@ pub struct GrepRequest {
 
 /// Searches (see the module invariants).
 pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
+    grep_until(roots, request, std::time::Instant::now() + super::fs::WALK_DEADLINE)
+}
+
+/// Most memory the searcher's buffer may take for one file (a longer line skips the file).
+pub const GREP_HEAP_LIMIT: usize = 16 * 1024 * 1024;
+
+/// [`grep`], stopping at `deadline` ([`super::fs::WALK_DEADLINE`] after the start).
+pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: std::time::Instant) -> Result<Value, ToolError> {
     if request.pattern.is_empty() || request.pattern.len() > MAX_PATTERN_BYTES {
         return Err(ToolError::Bad(format!("pattern must be 1 to {MAX_PATTERN_BYTES} bytes")));
     }
@@ -68,7 +76,7 @@ pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
         .build(&request.pattern)
         .map_err(|e| ToolError::Bad(format!("pattern is not a valid regular expression ({e}); fix it, or send regex: false to search for the text as it is")))?;
     let glob = request.glob.as_deref().map(glob_matcher).transpose()?;
-    let mut searcher = SearcherBuilder::new().binary_detection(BinaryDetection::quit(0)).line_number(true).build();
+    let mut searcher = SearcherBuilder::new().heap_limit(Some(GREP_HEAP_LIMIT)).binary_detection(BinaryDetection::quit(0)).line_number(true).build();
     let max_matches = usize::try_from(request.max_matches).unwrap_or(usize::MAX);
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
     let mut matches: Vec<Value> = Vec::new();
@@ -76,7 +84,11 @@ pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
     let mut files_searched = 0u64;
     let mut stopped: Option<&str> = None;
     let base_is_file = std::fs::symlink_metadata(&base).map(|m| m.is_file()).unwrap_or(false);
-    for entry in walker(&base, None) {
+    for entry in walker(&base, None, roots) {
+        if std::time::Instant::now() >= deadline {
+            stopped = Some("the deadline");
+            break;
+        }
         let Ok(entry) = entry else { continue };
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
@@ -132,7 +144,9 @@ pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
         "files_searched": files_searched,
         "truncated": stopped.is_some(),
     });
-    if let Some(cap) = stopped {
+    if stopped == Some("the deadline") {
+        result["note"] = json!(format!("stopped after {} s of searching; narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
+    } else if let Some(cap) = stopped {
         result["note"] = json!(format!("stopped at {cap}; narrow the search with glob or a subdirectory, or raise {cap}"));
     }
     Ok(result)

@@ -36,7 +36,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub enum RootError {
     /// No root is registered and the caller's workspace has no pane with a working directory.
     #[error(
-        "no project root is set: register one with `herdr-companion roots add PATH`, or open a Herdr pane in the project (the working directories of the bound workspace's panes are roots)"
+        "no project root is set: register a project directory with herdr-companion roots add PATH, or open a Herdr pane in the project (the working directories of the bound workspace's panes are roots, except /, the home directory and the companion home)"
     )]
     NoRoots,
     /// The path resolves outside every root.
@@ -72,6 +72,14 @@ pub enum RootError {
         /// The roots, listed.
         roots: String,
     },
+    /// The path is inside the companion home or a credential location.
+    #[error("{path} is {what}; no Herdr tool reads or writes there, whatever the project roots")]
+    Protected {
+        /// The path as sent.
+        path: String,
+        /// What it is.
+        what: &'static str,
+    },
     /// The file changed between the check and the open (a symlink put in its place).
     #[error("{path} changed while it was being opened (it now resolves to {now}, outside the project roots {roots}); the call was refused, retry once it is stable")]
     Raced {
@@ -84,11 +92,36 @@ pub enum RootError {
     },
 }
 
+/// Directories and files no tool touches, whatever the roots: credentials of the user's
+/// tools. A path with one of these as a component (or `.config/gh`, `.docker/config.json`)
+/// is refused.
+pub const SENSITIVE_NAMES: [&str; 5] = [".ssh", ".gnupg", ".aws", ".kube", ".netrc"];
+
+/// Whether `path` names (or lies inside) a credential location ([`SENSITIVE_NAMES`],
+/// `.config/gh`, `.docker/config.json`).
+pub fn is_sensitive(path: &Path) -> bool {
+    let names: Vec<&std::ffi::OsStr> = path.components().filter_map(|c| match c {
+        Component::Normal(name) => Some(name),
+        _ => None,
+    }).collect();
+    names.iter().enumerate().any(|(i, name)| {
+        let next = names.get(i + 1).copied();
+        SENSITIVE_NAMES.iter().any(|s| *name == std::ffi::OsStr::new(s))
+            || (*name == std::ffi::OsStr::new(".config") && next == Some(std::ffi::OsStr::new("gh")))
+            || (*name == std::ffi::OsStr::new(".docker") && next == Some(std::ffi::OsStr::new("config.json")))
+    })
+}
+
 /// The project roots of one call, canonicalised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Roots {
     /// Canonical, existing, deduplicated, in the order given (registered roots first).
     roots: Vec<PathBuf>,
+    /// The companion home, canonical: refused whatever the roots (it holds the MCP token).
+    protected: Vec<PathBuf>,
+    /// Pane working directories not taken as roots (`/`, `$HOME`, the companion home or
+    /// one of its ancestors), named in refusals.
+    skipped: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -106,7 +139,53 @@ impl Roots {
                 roots.push(canonical);
             }
         }
-        Self { roots }
+        Self { roots, protected: Vec::new(), skipped: Vec::new() }
+    }
+
+    /// The roots of a call as the runtime builds them: like [`Roots::new`], but a pane
+    /// working directory that is `/`, `user_home`, or the companion home, one of its
+    /// ancestors or a directory inside it is not taken as a root (a page could otherwise
+    /// read the user's keys or the companion's token without a click), and every path
+    /// inside `companion_home` is refused.
+    pub fn for_call(registered: impl IntoIterator<Item = PathBuf>, pane_dirs: impl IntoIterator<Item = PathBuf>, companion_home: &Path, user_home: Option<&Path>) -> Self {
+        let protected: Vec<PathBuf> = std::fs::canonicalize(companion_home).ok().into_iter().collect();
+        let user_home = user_home.and_then(|h| std::fs::canonicalize(h).ok());
+        let mut skipped = Vec::new();
+        let mut panes = Vec::new();
+        for dir in pane_dirs {
+            let Ok(canonical) = std::fs::canonicalize(&dir) else { continue };
+            let too_wide = canonical == Path::new("/")
+                || user_home.as_deref() == Some(canonical.as_path())
+                || protected.iter().any(|home| home.starts_with(&canonical) || canonical.starts_with(home));
+            if too_wide {
+                if !skipped.contains(&canonical) {
+                    skipped.push(canonical);
+                }
+            } else {
+                panes.push(canonical);
+            }
+        }
+        let mut roots = Self::new(registered, panes);
+        roots.protected = protected;
+        roots.skipped = skipped;
+        roots
+    }
+
+    /// Refuses a resolved path inside the companion home or a credential location.
+    fn check_protected(&self, path: &str, resolved: &Path) -> Result<(), RootError> {
+        if self.protected.iter().any(|home| resolved.starts_with(home)) {
+            return Err(RootError::Protected { path: path.to_owned(), what: "inside the companion home (it holds the companion's tokens)" });
+        }
+        if is_sensitive(resolved) {
+            return Err(RootError::Protected { path: path.to_owned(), what: "a credential location (.ssh, .gnupg, .aws, .config/gh, .netrc, .docker/config.json, .kube)" });
+        }
+        Ok(())
+    }
+
+    /// Whether a walk (listing, search) must skip `path`: inside the companion home or a
+    /// credential location.
+    pub fn is_refused(&self, path: &Path) -> bool {
+        self.check_protected("", path).is_err()
     }
 
     /// The roots (canonical paths).
@@ -116,10 +195,18 @@ impl Roots {
 
     /// The roots as one line for a message.
     pub fn describe(&self) -> String {
-        if self.roots.is_empty() {
-            return "none".to_owned();
+        let mut out = if self.roots.is_empty() {
+            "none".to_owned()
+        } else {
+            self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+        };
+        if !self.skipped.is_empty() {
+            let skipped = self.skipped.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ");
+            out.push_str(&format!(
+                "; the pane directories {skipped} are not roots (/, the home directory and the companion home never are): register a project directory with herdr-companion roots add PATH"
+            ));
         }
-        self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+        out
     }
 
     /// The root `path` (canonical) lies in, if any.
@@ -141,6 +228,9 @@ impl Roots {
             return Err(RootError::Invalid("the path holds a NUL character; send a plain path".to_owned()));
         }
         if self.roots.is_empty() {
+            if !self.skipped.is_empty() {
+                return Err(RootError::Outside { path: path.to_owned(), resolved: path.to_owned(), roots: self.describe() });
+            }
             return Err(RootError::NoRoots);
         }
         let given = Path::new(path);
@@ -170,7 +260,7 @@ impl Roots {
         };
         let resolved = self.canonical(path, &candidate)?;
         match self.root_of(&resolved) {
-            Some(_) => Ok(resolved),
+            Some(_) => self.check_protected(path, &resolved).map(|()| resolved),
             None => Err(RootError::Outside { path: path.to_owned(), resolved: resolved.display().to_string(), roots: self.describe() }),
         }
     }
@@ -258,13 +348,14 @@ impl Roots {
         let io = |error: std::io::Error| RootError::Io { path: path.to_owned(), error: error.to_string(), roots: self.describe() };
         if let Ok(now) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
             return match self.root_of(&now) {
-                Some(_) => Ok(()),
+                Some(_) => self.check_protected(path, &now),
                 None => Err(raced(now.display().to_string())),
             };
         }
         let opened = file.metadata().map_err(io)?;
         let again = std::fs::canonicalize(resolved).map_err(io)?;
         let there = std::fs::metadata(&again).map_err(io)?;
+        self.check_protected(path, &again)?;
         if self.root_of(&again).is_none() || (opened.dev(), opened.ino()) != (there.dev(), there.ino()) {
             return Err(raced(again.display().to_string()));
         }

@@ -251,3 +251,21 @@ async fn an_exec_session_is_read_and_killed_and_a_runtime_restart_leaves_it_inte
     assert!(unknown.contains("no exec session xs-none"), "{unknown}");
     client.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_cannot_be_recorded_in_the_audit_log_does_not_run() {
+    let bench = bench();
+    let client = bench.client().await;
+    // The first call runs and leaves its row finished, with the whole argv.
+    ok(&client, "herdr_exec", json!({"root": ".", "command": ["echo", "first"], "intent": "read_only"})).await;
+    let audit = bench.poll("tools.audit", json!({"limit": 10}), |r| r["type"] == "tools_audit");
+    assert_eq!((audit["entries"][0]["outcome"].as_str(), audit["entries"][0]["target"].as_str()), (Some("ok"), Some("[\"echo\",\"first\"]")), "{audit}");
+    // The audit table refuses every new row: the next call is refused before it runs.
+    let conn = rusqlite::Connection::open(bench.home.home().join("state.db")).expect("open state.db");
+    conn.execute_batch("CREATE TRIGGER no_audit BEFORE INSERT ON tool_audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END;").expect("trigger");
+    let text = refused(&client, "herdr_exec", json!({"root": ".", "command": ["touch", "ran"], "intent": "idempotent_write"})).await;
+    assert!(text.contains("could not be recorded in the audit log"), "{text}");
+    let text = refused(&client, "herdr_fs_write", json!({"path": "new.txt", "content": "x", "confirm_dirty": true})).await;
+    assert!(text.contains("could not be recorded in the audit log"), "{text}");
+    assert!(!bench.repo.join("ran").exists() && !bench.repo.join("new.txt").exists(), "a call ran without an audit row");
+}
