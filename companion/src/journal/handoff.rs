@@ -177,12 +177,14 @@ fn disarmed(payload: &str) -> String {
 /// (deterministic, so a retry gets the same bytes; a payload cannot know it in advance,
 /// since it is part of what is hashed).
 fn nonce_for(handoff_id: &str, payload: &str) -> continuity_protocol::fence::Nonce {
-    // Keyed by a digest of the payload: the same facts give the same bytes, and a payload
-    // cannot contain its own nonce (it would change the key).
+    // A digest of the id and the payload: the same facts give the same bytes, and a payload
+    // cannot contain its own nonce (it would change the digest).
     let digest = Sha256::new().chain_update(handoff_id.as_bytes()).chain_update([0u8]).chain_update(payload.as_bytes()).finalize();
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     let mut key = [0u8; 16];
     key.copy_from_slice(&digest[..16]);
-    continuity_protocol::fence::nonce(&key, handoff_id)
+    // Twelve lowercase hex characters always parse; the keyed nonce is only a type-level fallback.
+    continuity_protocol::fence::Nonce::parse(&hex).unwrap_or_else(|| continuity_protocol::fence::nonce(&key, handoff_id))
 }
 
 /// The seed's facts section: ids on plain lines, every free text inside the fence.

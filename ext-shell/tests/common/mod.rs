@@ -224,7 +224,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     let hello = sent(&native);
     assert_eq!(hello.len(), 1);
     assert_eq!(hello[0]["method"], "hello");
-    assert_eq!(hello[0]["params"]["protocol"], 1);
+    assert_eq!(hello[0]["params"]["protocol"], 2);
 
     let page = page_factory
         .call1(&JsValue::NULL, &"page".into())
