@@ -153,7 +153,7 @@ export async function allowProjectAuto(context) {
   const box = options.locator('input#allowProjectAuto');
   await expect(box).toBeVisible({ timeout: 15_000 });
   if (!(await box.isChecked())) await box.check();
-  await expect(options.locator('[role=status]')).not.toBeEmpty();
+  await expect(options.locator('p.save-status[role=status]')).not.toBeEmpty();
   await options.close();
 }
 
@@ -169,7 +169,7 @@ export async function setProgressOptions(context, { tickSec, fallbackSec }) {
     if (value == null) continue;
     const input = options.locator(`input#${id}`);
     await expect(input).toBeVisible({ timeout: 15_000 });
-    const status = options.locator('[role=status]');
+    const status = options.locator('p.save-status[role=status]');
     await status.evaluate((el) => { el.textContent = ''; });
     await input.fill(String(value));
     await input.press('Tab'); // `change` fires when the field loses focus
