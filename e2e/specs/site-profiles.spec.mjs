@@ -99,7 +99,7 @@ test('a Stop-labelled dictation, voice or read-aloud control never reads as gene
 
 test('page facts per generation: user turns, the last user turn id, markers and drafts', async () => {
   const expected = {
-    'chatgpt-classic.html': { user_turns: 2, last_user_turn_id: 'c1-user-2', markers: ['wake:w1#7'], draft: false },
+    'chatgpt-classic.html': { user_turns: 2, last_user_turn_id: 'c1-user-2', markers: ['wake:w1#7/k3x9.1.4'], draft: false },
     'chatgpt-section.html': { user_turns: 2, last_user_turn_id: 's1-user-2', markers: ['wake:w1#9'], draft: false },
     'chatgpt-thread.html': { user_turns: 2, last_user_turn_id: 't-user-2', markers: ['wake:w1#11'], draft: false },
     'chatgpt-thread-zh.html': { user_turns: 2, last_user_turn_id: 'z-user-2', markers: [], draft: true, permission_card: true },
