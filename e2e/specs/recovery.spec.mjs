@@ -160,6 +160,7 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('a worker restart while a reload is pending does not reload again (H5; herdr-mcp 0.1.63)', async ({ sandbox }) => {
+      test.setTimeout(300_000); // the pacer survives the restart: the new worker's probe waits out the account's 45 s
       const { page, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'server_ahead';
       // The stuck view survives reloads, and the extension's reload hangs until released.
@@ -183,7 +184,7 @@ for (const csp of CSP_VARIANTS) {
       const loads = fixture.documentRequests;
       // The page still looks stuck and the server is still ahead: the new worker probes, sees
       // it, and still does not reload (the reload is spent, its cooldown runs).
-      await hud.expect('data-recovery-probes', '1', 'the new worker checked the server', AFTER_STALL);
+      await hud.expect('data-recovery-probes', '1', 'the new worker checked the server', AFTER_STALL + PROBE_MS);
       await hud.expect('data-recovery-reason', 'server_ahead');
       expect(fixture.documentRequests, 'no second reload').toBe(loads);
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0 });
