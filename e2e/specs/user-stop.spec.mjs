@@ -85,7 +85,7 @@ for (const csp of CSP_VARIANTS) {
           // The reply to the continue ended and was held to the bound: nothing more follows.
           checkpoint: () => expect(judgeLine(page)).toContainText('Auto stopped continuing', { timeout: 30_000 }),
         });
-        expect(continued.text).toContain('The turn-end judge (jev) decided:');
+        expect(continued.text).toContain('The turn-end judge (jev) decided to continue');
         expect(backendMessages(fixture, JUDGE_CONTINUES).length, 'the stopped reply was never continued').toBe(1);
         expect(standins.decision.count, 'the judge was asked about the reply that ended on its own only').toBe(1);
       });
