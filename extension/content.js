@@ -285,9 +285,9 @@
       // The judge button carries the page's last turn (read now, once per press); Send tool
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       const button = keptButton(action.id, text(label), () => {
-        if (action.id === 'bridge_send') return port?.postMessage({ type: 'turn_ended', ...endedTurn(true), pressed: true });
+        if (action.id === 'bridge_send') return postPress(() => ({ type: 'turn_ended', ...endedTurn(true), pressed: true }));
         const turn = action.id === 'llm_judge' ? endedTurn() : null;
-        port?.postMessage({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) });
+        postPress(() => ({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) }));
       });
       if (action.locked) {
         button.disabled = true;
@@ -365,7 +365,7 @@
         onTrusted(button, 'click', (event) => {
           const refused = pressRefused(button, event);
           if (refused) { showNotice(text(refused), 'bad'); status.dataset.key = refused; return; }
-          port?.postMessage({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision });
+          postPress(() => ({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision }));
         });
         buttons.append(button);
       }
@@ -439,7 +439,7 @@
     if (!handoff || handoff.button === 'none') return [];
     const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
     const button = keptButton(id, text(`action_${id}`), () => {
-      if (id !== 'copy_prompt') return port?.postMessage({ type: 'action', action: id });
+      if (id !== 'copy_prompt') return postPress(() => ({ type: 'action', action: id }));
       const prompt = handoff.copy_prompt ?? '';
       // What was copied stays inside the closed root (never on the host): a test hook.
       button.dataset.copied = prompt;
@@ -495,7 +495,7 @@
     }));
     const buttons = [...view.actions.map((action) => keptButton(action.id, text(action.label), () => {
       roundTripStartedAt = performance.now();
-      port?.postMessage({ type: 'action', action: action.id });
+      postPress(() => ({ type: 'action', action: action.id }));
     })), ...renderContinuity(view)];
     setChildren(actions, buttons);
     for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);
@@ -1035,7 +1035,7 @@
     if (!seen.view || !seen.stop) return;
     for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
       if (isStop(seen.view, el)) {
-        port?.postMessage({ type: 'user_stop', page_load: pageLoad });
+        postPress(() => ({ type: 'user_stop', page_load: pageLoad }));
         return;
       }
     }
@@ -1350,6 +1350,22 @@
     scheduleRecompute();
   };
   const observer = new MutationObserver(onRecords);
+  // A press is read against the page as the user saw it when pressing: mutations not yet
+  // turned into facts are, first (and a reply that ended, into its `turn_ended`), so the
+  // worker hears them before the press, on the same port, in that order. Without it a
+  // reply that ended < 100 ms before "Journal this chat" was journaled as if it came after.
+  const flushFacts = () => {
+    if (observer.takeRecords().length) dirty = true;
+    if (!scheduled && !dirty) return;
+    if (scheduled) clearTimeout(scheduled.timer);
+    scheduled = null;
+    sendFacts();
+  };
+  // Posts what a press says (`make()` reads the page after the flush).
+  const postPress = (make) => {
+    flushFacts();
+    port?.postMessage(make());
+  };
   let watched = null; // { whole, shallow, own } observe() options for the profile's attributes
   const watch = () => {
     const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);

@@ -79,11 +79,26 @@ for (const csp of CSP_VARIANTS) {
       await new HudProbe(page).expectCompanionConnected();
       const hud = new ContinuityHud(page);
       await hud.expand();
-      await askAndWait(page, fixture, 'Before the opt-in: not journaled');
-      const unknown = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
-      expect(unknown.error?.code, 'an unbound chat is not journaled').toBe('continuity_not_found');
-      await hud.action('journal_opt_in').click();
-      await expect(hud.action('journal_opt_out')).toHaveCount(1);
+      // The press comes the moment the reply ends (the page's Stop button leaves), before the
+      // page's own ≤ 100 ms recompute: the worker must still hear the ended reply first, so
+      // a reply that ended before the press is not journaled (found on a loaded CI machine).
+      fixture.streamMs = 1_500;
+      await page.locator('#prompt-textarea').click();
+      await page.keyboard.type('Before the opt-in: not journaled');
+      await page.keyboard.press('Enter');
+      await expect(page.locator('button[data-testid="stop-button"]'), 'the reply streams').toHaveCount(1, { timeout: 10_000 });
+      const optIn = await hud.action('journal_opt_in').boundingBox();
+      await page.mouse.move(optIn.x + optIn.width / 2, optIn.y + optIn.height / 2);
+      await page.evaluate(() => new Promise((resolve) => {
+        const gone = () => !document.querySelector('button[data-testid="stop-button"]');
+        if (gone()) return resolve();
+        const watch = new MutationObserver(() => { if (gone()) { watch.disconnect(); resolve(); } });
+        watch.observe(document.documentElement, { subtree: true, childList: true });
+      }));
+      await page.mouse.down();
+      await page.mouse.up();
+      fixture.streamMs = 300;
+      await expect(hud.action('journal_opt_out'), 'the press opted in').toHaveCount(1);
       await askAndWait(page, fixture, GOAL);
       await hud.expect('data-journal', 'journalRecorded', 'X3: journaled before any binding');
       const resolved = await nativeRequestFromWorker(worker, 'continuity.resolve', { conversation_id: CONVERSATION });
