@@ -2000,9 +2000,13 @@
   const accountOf = (session) => [session?.user?.id, session?.account?.id]
     .find((id) => typeof id === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(id)) ?? null;
   // `Retry-After` in ms: delta-seconds or an HTTP date; null when absent or unreadable.
+  // `Retry-After`: delay-seconds (a fraction too, rounded up), or an HTTP date, which always
+  // names its month (V8's Date.parse reads "600.5" as the year 600: a cooldown of 0).
+  // Anything else is no header: the core's back-off step applies.
   const retryAfterMs = (value) => {
     if (typeof value !== 'string' || value.trim() === '') return null;
-    if (/^\s*\d+\s*$/.test(value)) return Number(value.trim()) * 1000;
+    if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value.trim()) * 1000);
+    if (!/[A-Za-z]{3}/.test(value)) return null;
     const at = Date.parse(value);
     return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
   };

@@ -32,7 +32,8 @@ for (const csp of CSP_VARIANTS) {
       const { page, hud, fixture } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
       fixture.fault = 'server_ahead';
       fixture.snapshotFault = '429';
-      fixture.snapshotRetryAfter = RETRY_AFTER_S;
+      // RFC 9110 delay-seconds; some servers send a fraction, which must not read as a date.
+      fixture.snapshotRetryAfter = csp === 'strict' ? `${RETRY_AFTER_S}.5` : RETRY_AFTER_S;
       await humanSends(page, fixture, 'Rebuild the search index');
       await expect.poll(() => fixture.counts.snapshotRequests, { timeout: AFTER_STALL, message: 'the first probe reached the server' }).toBe(1);
       const answeredAt = Date.now();
