@@ -9,7 +9,7 @@
 // Behaviour of the same pages is asserted in extension-pages and control-center specs;
 // this spec also checks the keyboard path the design promises (visible focus order, arrows
 // in the tree, Enter on a summary) so a restyle cannot quietly break it.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
@@ -242,6 +242,24 @@ test.describe('Control Center look (issue 28)', () => {
     const page = await boundPanel({ locale: 'zh_CN' });
     await expect(page.locator('h1')).toHaveText(messagesOf('zh_CN').sidePanelTitle.message);
     await expect(page).toHaveScreenshot('side-panel-zh_CN.png', { ...SHOT, ...masks(page) });
+  });
+
+  // The README's picture (docs/img/control-center.png): the same bound panel, light beside
+  // dark, unmasked. Written only when asked: HERDR_README_IMAGE=1 npx playwright test … -g README
+  test('the README picture of the side panel, light beside dark', async () => {
+    const shots = [];
+    for (const colorScheme of ['light', 'dark']) {
+      const panel = await boundPanel({ colorScheme });
+      shots.push((await panel.screenshot({ clip: { x: 0, y: 0, width: 400, height: 1180 }, animations: 'disabled', caret: 'hide' })).toString('base64'));
+      await panel.close();
+    }
+    const sheet = await context.newPage();
+    await sheet.setViewportSize({ width: 816, height: 1180 });
+    await sheet.setContent(`<body style="margin:0;display:flex;gap:16px;background:#8c959f">${shots.map((b64) => `<img src="data:image/png;base64,${b64}">`).join('')}</body>`);
+    await expect(sheet.locator('img')).toHaveCount(2);
+    const picture = await sheet.screenshot({ fullPage: true });
+    expect(picture.length, 'a picture was taken').toBeGreaterThan(10_000);
+    if (process.env.HERDR_README_IMAGE === '1') writeFileSync(path.join(REPO_ROOT, 'docs', 'img', 'control-center.png'), picture);
   });
 
   test('keyboard: arrows move between the tree\'s buttons and keep focus through a re-render; Enter opens the diagnostics', async () => {
