@@ -193,24 +193,30 @@ class LiveLink {
 function treeNodes(model, pinned, pin) {
   const workspaces = [...model.workspaces.values()].sort((a, b) => a.number - b.number || a.workspace_id.localeCompare(b.workspace_id));
   if (workspaces.length === 0) return [element('p', 'line', { 'data-tree-empty': '' }, message('treeEmpty'))];
-  return [element('ul', 'tree', { 'data-tree': '' }, ...workspaces.map((ws) => {
+  return [element('ul', 'tree', { 'data-tree': '', 'aria-label': message('treeTitle') }, ...workspaces.map((ws) => {
     const panes = [...model.panes.values()].filter((pane) => pane.workspace_id === ws.workspace_id);
     const tabs = [...new Set(panes.map((pane) => pane.tab_id))].sort();
     return element('li', '', { 'data-tree-workspace': ws.workspace_id },
-      element('span', 'tree-label', {}, `${ws.label} (${ws.workspace_id})`),
+      element('span', 'tree-label tree-workspace', {}, `${ws.label} (${ws.workspace_id})`),
       element('ul', '', {}, ...tabs.map((tab) => element('li', '', { 'data-tree-tab': tab },
-        element('span', 'tree-label', {}, message('treeTab', [tab || '—'])),
+        element('span', 'tree-label tree-tab', {}, message('treeTab', [tab || '—'])),
         element('ul', '', {}, ...panes.filter((pane) => pane.tab_id === tab).sort((a, b) => a.pane_id.localeCompare(b.pane_id)).map((pane) => {
-          const text = `${pane.pane_id} · ${pane.agent ?? message('treeNoAgent')} · ${pane.status} · ${pane.cwd}`;
           const tone = { working: 'tone-good', blocked: 'tone-warning' }[pane.status] ?? '';
+          const isPinned = pinned?.pane_id === pane.pane_id;
+          // One row per pane: a status dot (decorative; the status is also written out), the
+          // agent, the pane id · status · cwd, and the last output line on one clipped line, so
+          // streaming output never changes the row's height.
           return element('li', `pane ${tone}`, {
             'data-tree-pane': pane.pane_id, 'data-status': pane.status, 'data-agent': pane.agent ?? '',
           },
-          element('span', '', {}, text),
-          pane.last_line ? element('span', 'last-line', { 'data-last-line': '' }, ` — ${pane.last_line}`) : '',
-          pinned?.pane_id === pane.pane_id
-            ? element('span', '', { 'data-pinned-marker': '' }, ` ${message('treePinnedMark')}`)
-            : button(message('treePin'), { 'data-pin': pane.pane_id, 'aria-label': message('treePinLabel', [pane.pane_id]) }, () => pin(pane)));
+          element('span', 'status-dot', { 'aria-hidden': 'true' }),
+          element('span', 'pane-head', {},
+            element('span', 'pane-agent', {}, pane.agent ?? message('treeNoAgent')),
+            element('span', 'pane-meta', {}, ` · ${pane.pane_id} · ${pane.status} · ${pane.cwd}`)),
+          isPinned
+            ? element('span', 'pinned-mark', { 'data-pinned-marker': '' }, message('treePinnedMark'))
+            : button(message('treePin'), { 'data-pin': pane.pane_id, 'aria-label': message('treePinLabel', [pane.pane_id]) }, () => pin(pane)),
+          element('span', 'last-line', pane.last_line ? { 'data-last-line': '', title: pane.last_line } : { 'aria-hidden': 'true' }, pane.last_line || ' '));
         }))))));
   }))];
 }
@@ -244,16 +250,31 @@ export function mountLiveTree(region) {
   let state = { up: false, reason: null };
   const output = element('pre', 'pane-tail', { 'data-pinned-output': '', tabindex: '0' });
   const status = element('p', 'line', { role: 'status', 'aria-live': 'polite', 'data-live-state': 'connecting' }, message('treeConnecting'));
-  const treeRegion = element('div', '', {});
-  const pinnedRegion = element('div', '', {});
+  const treeRegion = element('div', 'tree-region', {});
+  const pinnedRegion = element('div', 'pinned-card', {});
   region.replaceChildren(element('h2', '', {}, message('treeTitle')), status, treeRegion, pinnedRegion);
+  // Keyboard: ↑/↓ (and Home/End) move between the tree's buttons; Tab still leaves the tree.
+  treeRegion.addEventListener('keydown', (event) => {
+    const keys = { ArrowDown: 1, ArrowUp: -1, Home: -Infinity, End: Infinity };
+    if (!Object.hasOwn(keys, event.key)) return;
+    const buttons = [...treeRegion.querySelectorAll('button')];
+    const at = buttons.indexOf(document.activeElement);
+    if (at < 0 || buttons.length === 0) return;
+    const step = keys[event.key];
+    const next = Number.isFinite(step) ? Math.min(buttons.length - 1, Math.max(0, at + step)) : step < 0 ? 0 : buttons.length - 1;
+    buttons[next].focus();
+    event.preventDefault();
+  });
 
   let scheduled = null;
   const render = () => {
     scheduled = null;
     status.dataset.liveState = state.up ? 'up' : 'down';
     status.textContent = state.up ? message('treeLive') : message('treeDown', [state.reason ?? '']);
+    // A re-render keeps the keyboard focus on the same pane's button (the stream re-renders often).
+    const focused = treeRegion.contains(document.activeElement) ? document.activeElement.getAttribute('data-pin') : null;
     treeRegion.replaceChildren(...treeNodes(model, pinned, pin));
+    if (focused != null) treeRegion.querySelector(`button[data-pin="${CSS.escape(focused)}"]`)?.focus();
     pinnedRegion.replaceChildren(...pinnedNodes(model, pinned, actions, output));
   };
   // Coalesced: a burst of events renders once (a timer, so a hidden panel does not pile up frames).

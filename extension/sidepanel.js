@@ -83,7 +83,7 @@ function panelView({ view }, post) {
   if (tab) {
     let text = tab.scope_key != null ? message('panelScope', [tab.scope_key]) : tab.reason != null ? message(`unsupported_${tab.reason}`) : tab.url;
     if (tab.bound_to != null) text += ` ${message('panelBoundTo', [tab.bound_to])}`;
-    nodes.push(element('p', 'line', {
+    nodes.push(element('p', `line tab-card${tab.bound_to != null ? ' tone-good' : ''}`, {
       'data-panel-tab': '', 'data-tab-id': String(tab.tab_id), 'data-scope-key': tab.scope_key ?? '', 'data-bound-to': tab.bound_to ?? '',
     }, text));
   } else {
@@ -109,8 +109,8 @@ function panelView({ view }, post) {
     let text = `${binding.session_ref} → ${binding.label} (${binding.workspace_id})`;
     if (binding.active_target != null) text += ` /c/${binding.active_target}`;
     if (!binding.in_catalog) text += ` ${message('panelNotInCatalog')}`;
-    return element('li', '', { 'data-binding-row': binding.scope_key, 'data-workspace': binding.workspace_id },
-      element('span', '', {}, text),
+    return element('li', `binding${binding.in_catalog ? '' : ' tone-warning'}`, { 'data-binding-row': binding.scope_key, 'data-workspace': binding.workspace_id },
+      element('span', 'binding-text', {}, text),
       button(message('panelUnbind'), { 'data-unbind': binding.scope_key }, () => post({ type: 'unbind', scope_key: binding.scope_key })));
   }));
   if (view.bindings.length === 0) nodes.push(element('p', 'line', {}, message('panelNoBindings')));
@@ -156,7 +156,7 @@ function diagnosticsText(extensionVersion, diagnostics, factOrder) {
  * delivery outcomes, and a button copying diagnosticsText.
  */
 function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
-  const nodes = [element('h2', '', {}, message('panelSees'))];
+  const nodes = [];
   if (diagnostics == null) {
     nodes.push(element('p', 'line', { 'data-diagnostics-missing': '' }, message('panelSeesNothing')));
     return nodes;
@@ -310,12 +310,23 @@ startPage((app) => {
     hud: element('section', 'hud'),
     status: statusRegion('round-trip'),
     panel: element('section', 'control-center'),
-    diagnostics: element('section', 'diagnostics', { 'data-diagnostics': '' }),
+    // Folded away: a `<details>` whose summary names it; the renderer fills its body.
+    diagnostics: element('div', 'diagnostics-body'),
     live: element('section', 'live', { 'data-live': '' }),
     activity: element('section', 'activity-log', { 'data-activity-log': '' }),
     audit: element('section', 'tool-audit', { 'data-tool-audit': '' }),
   };
-  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.activity, regions.audit, regions.live, regions.diagnostics);
+  const folded = element('details', '', {}, element('summary', '', {}, message('panelSees')), regions.diagnostics);
+  const diagnostics = element('section', 'diagnostics', { 'data-diagnostics': '' }, folded);
+  // A problem is not folded away: the diagnostics open by themselves when a warning or an
+  // error appears in them (once per appearance, so the user can fold them again).
+  let diagnosticsProblem = false;
+  const unfoldOnProblem = () => {
+    const problem = regions.diagnostics.querySelector('.tone-bad, .tone-warning') !== null;
+    if (problem && !diagnosticsProblem) folded.open = true;
+    diagnosticsProblem = problem;
+  };
+  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.live, regions.activity, regions.audit, diagnostics);
   const activity = mountActivity(regions.activity);
   // The live Herdr tree and the Pinned Target keep their own companion connection
   // (live-tree.js): they only display, so they need nothing from the worker's core.
@@ -344,9 +355,11 @@ startPage((app) => {
     if (!renderer?.shape(received)) {
       console.warn(`herdr-continuity: the worker sent a ${type} message of unknown shape`, received);
       region.replaceChildren(element('p', 'line tone-bad', { 'data-unknown-shape': type }, message('panelUnknownShape', [type])));
+      if (region === regions.diagnostics) unfoldOnProblem();
       return;
     }
     region.replaceChildren(...renderer.render(received, post, region));
+    if (region === regions.diagnostics) unfoldOnProblem();
     if (type === 'panel') activity.scope(received.view.tab?.scope_key ?? null);
   });
   post({ type: 'panel_hello', tab_id: tabFromLocation() });

@@ -32,6 +32,8 @@ async function openPanel(context, worker, page) {
 
 async function copyDiagnostics(panel) {
   const sees = panel.locator('[data-diagnostics]');
+  // The diagnostics are folded away (they open by themselves only on a problem).
+  if ((await sees.locator('details').getAttribute('open')) === null) await sees.locator('summary').click();
   await sees.locator('button[data-copy-diagnostics]').click();
   await expect(sees.locator('[data-copy-status]')).toHaveText(/.+/);
   const copied = await panel.evaluate(() => window.__copied);

@@ -287,6 +287,9 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
   const sees = page.locator('[data-diagnostics]');
   await send(page, { type: 'diagnostics', tab_id: null, diagnostics: null, fact_order: [] });
   await expect(sees.locator('[data-diagnostics-missing]')).toHaveText(MESSAGES.panelSeesNothing.message);
+  // Folded away under its summary while nothing in it needs attention.
+  await expect(sees.locator('summary')).toHaveText(MESSAGES.panelSees.message);
+  await expect(sees.locator('details')).not.toHaveAttribute('open');
 
   await send(page, {
     type: 'diagnostics',
@@ -305,6 +308,7 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
     fact_order: ['composer', 'stop', 'send'],
   });
   await expect(sees.locator('[data-generation]')).toHaveAttribute('data-generation', 'chatgpt.classic');
+  await expect(sees.locator('details'), 'a fallback and a missing fact unfold the diagnostics').toHaveAttribute('open', '');
   const fallbackText = MESSAGES.panelFactFallback.message.replace('$1', '1').replace('$2', '7');
   await expect(sees.locator('[data-fact]')).toHaveText(['composer: #prompt-textarea', 'stop: none', `send: button[data-testid="send-button"] ${fallbackText}`]);
   // A fact served by a fallback: a warning with its entry and count; a primary is none.

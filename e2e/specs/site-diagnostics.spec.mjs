@@ -44,6 +44,8 @@ test('the side panel shows the generation, every fact and the CSP the content sc
   await panel.evaluate(() => {
     navigator.clipboard.writeText = async (text) => { window.__copied = text; };
   });
+  // The diagnostics are folded away (they open by themselves only on a problem).
+  if ((await sees.locator('details').getAttribute('open')) === null) await sees.locator('summary').click();
   await sees.locator('button[data-copy-diagnostics]').click();
   await expect(sees.locator('[data-copy-status]')).toHaveText(/no page content/);
   const copied = await panel.evaluate(() => window.__copied);
