@@ -212,6 +212,14 @@
         : para('scope', c.scope_state === 'settled' ? 'hudScopeSettled' : 'hudScopeIdle', []));
       if (c.inbox_missing) out.push(para('tasks', 'hudInboxMissing', []));
       else if (c.tasks) out.push(para('tasks', 'hudTasks', [String(c.tasks.running), String(c.tasks.unacked), String(c.tasks.acked)]));
+      // Parent guidance (I5): advice in our words; the model's note shown as quoted data.
+      for (const g of c.guidance ?? []) {
+        const p = para('guidance', `hudGuidance_${g.kind}`, [g.task_id]);
+        if (g.note) p.textContent += ` ${text('hudGuidanceNote', [g.note])}`;
+        p.dataset.task = g.task_id;
+        p.dataset.kind = g.kind;
+        out.push(p);
+      }
       out.push(c.last_wake
         ? para('last-wake', 'hudLastWake', [c.last_wake.kind, fmtTime(c.last_wake.at), String(c.wake_count)])
         : para('last-wake', 'hudNoWakeYet', []));

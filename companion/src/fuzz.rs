@@ -453,7 +453,7 @@ pub async fn open_router(root: &Path) -> Router {
     let boot_id = "fuzz".to_owned();
     let events = Broadcast::new(16);
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, Arc::clone(&log)).await;
-    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events, Arc::clone(&log)).await;
+    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events, Arc::clone(&log), None).await;
     let work_memory = crate::work_memory::WorkMemory::open(&db_path).ok().map(Arc::new);
     let bridge = crate::bridge::BridgeService::open(&db_path).ok().map(Arc::new);
     let retention = crate::retention::Retention::open(&db_path).ok().map(Arc::new);

@@ -193,6 +193,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                         pane_id: id_of(item, "pane_id").unwrap_or_default(),
                         prompt_preview: short_of(item, "prompt_preview").unwrap_or_default(),
                         result: item.get("result").and_then(result_summary),
+                        guidance: item.get("guidance").and_then(ext_core::continuity::TaskGuidance::from_wire),
                     })
                 })
                 .collect();

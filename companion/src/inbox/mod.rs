@@ -60,6 +60,10 @@ const FOLLOW_BATCH: i64 = 200;
 const TAIL_READ_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Default bound on one advisor call (I5).
 pub const DEFAULT_ADVICE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The runtime's bound on one advice ask: the longest pool deadline `config.json` allows
+/// (14 s) and a second for reading it; the route advisor itself stops at the configured
+/// pool deadline, this only backs it up.
+pub const ROUTE_ADVICE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Sends one event to every connected client.
 pub type Notify = Box<dyn Fn(Value) + Send + Sync>;
@@ -270,8 +274,17 @@ impl Inbox {
         let (owned_ref, owned_task) = (session_ref.to_owned(), task_id.to_owned());
         let view = self
             .with_store(move |store| {
+                // The task the advice is for is always one of the children, even when more
+                // than MAX_CHILDREN older ones are pending: it then takes the last place.
+                let mut children = store.pending(&owned_ref, MAX_CHILDREN).unwrap_or_default();
+                if !children.iter().any(|c| c.task_id == owned_task) {
+                    if let Some(own) = store.get(&owned_task).ok().flatten() {
+                        children.truncate(MAX_CHILDREN - 1);
+                        children.push(own);
+                    }
+                }
                 Ok(FrozenView {
-                    children: store.pending(&owned_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
+                    children: children.iter().map(child_summary).collect(),
                     running_siblings: store.running(&owned_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
                     browser_session_ref: owned_ref,
                     task_id: owned_task,
@@ -363,17 +376,19 @@ async fn follow(inbox: Arc<Inbox>, herdr: watch::Receiver<HerdrStatus>, log: Arc
 
 /// Opens the inbox in `db_path` (`state.db`) and spawns the follower, which reads Herdr
 /// (for result tails) at the socket `herdr` names; every change is announced on
-/// `broadcast`. No attention advisor is configured in this build, so items carry
-/// `guidance: null` (I5 default). A failure is logged and gives `None`; the inbox methods
-/// then answer `not_ready`.
+/// `broadcast`. `advisor` gives Parent guidance (I5; the runtime passes the judge's
+/// routes), each ask bounded by [`ROUTE_ADVICE_TIMEOUT`]; without one items carry
+/// `guidance: null`. A failure is logged and gives `None`; the inbox methods then answer
+/// `not_ready`.
 pub async fn start(
     db_path: PathBuf,
     herdr: watch::Receiver<HerdrStatus>,
     broadcast: Broadcast,
     log: Arc<RuntimeLog>,
+    advisor: Option<Arc<dyn AttentionAdvisor>>,
 ) -> Option<Arc<Inbox>> {
     let notify: Notify = Box::new(move |event| broadcast.send(&event));
-    match off_worker(move || Inbox::open(&db_path, None, DEFAULT_ADVICE_TIMEOUT, notify)).await {
+    match off_worker(move || Inbox::open(&db_path, advisor, ROUTE_ADVICE_TIMEOUT, notify)).await {
         Ok(inbox) => {
             tokio::spawn(follow(Arc::clone(&inbox), herdr, log));
             Some(inbox)

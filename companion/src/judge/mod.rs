@@ -19,6 +19,7 @@
 //! failure, never a verdict; goal-mode priors ride along and never decide (J7).
 
 pub mod chain;
+pub mod advice;
 pub mod cli;
 pub mod gate;
 pub mod global;

@@ -19,6 +19,7 @@
 
 pub mod chat;
 pub mod decision;
+pub mod guidance;
 pub mod route_pool;
 
 use std::time::Duration;

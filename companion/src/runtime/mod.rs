@@ -214,7 +214,16 @@ async fn serve(
     let boot_id = new_boot_id();
     let db_path = home.root().join("state.db");
     let stream = crate::stream::start(db_path.clone(), boot_id.clone(), herdr_socket, log.clone()).await;
-    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone()).await;
+    let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
+        Ok(judge) => Some(Arc::new(judge)),
+        Err(error) => {
+            log.line(format_args!("{error}"));
+            None
+        }
+    };
+    // Parent guidance (I5) asks the judge's routes; with none configured it gives none.
+    let advisor = judge.clone().map(|judge| Arc::new(crate::judge::advice::RouteAdvisor::new(judge)) as Arc<dyn crate::inbox::advisor::AttentionAdvisor>);
+    let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone(), advisor).await;
     let work_memory = match crate::work_memory::WorkMemory::open(&db_path) {
         Ok(work_memory) => Some(Arc::new(work_memory)),
         Err(error) => {
@@ -231,13 +240,6 @@ async fn serve(
         }
         Err(error) => {
             log.line(format_args!("retention: {error}"));
-            None
-        }
-    };
-    let judge = match crate::judge::JudgeService::new(home.root().to_path_buf(), Some(log.clone())) {
-        Ok(judge) => Some(Arc::new(judge)),
-        Err(error) => {
-            log.line(format_args!("{error}"));
             None
         }
     };

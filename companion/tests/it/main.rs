@@ -10,6 +10,7 @@ mod diagnostics;
 mod herdr_client;
 mod hostile;
 mod host;
+mod guidance;
 mod inbox;
 mod install;
 mod journal;

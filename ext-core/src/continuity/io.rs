@@ -154,6 +154,8 @@ pub struct InboxTask {
     /// pane's output tail (further lines; the wake shows its last ≤
     /// [`TASK_RESULT_MAX_CHARS`] characters, whole lines).
     pub result: Option<String>,
+    /// Parent guidance (I5) the runtime attached, if any: advice, never evidence.
+    pub guidance: Option<TaskGuidance>,
 }
 
 /// HUD task counters of one session ref (I4).

@@ -84,6 +84,7 @@ mod bridge;
 mod cards;
 mod chats;
 mod deliveries;
+mod guidance;
 mod inbox_sync;
 mod io;
 mod manual;
@@ -116,6 +117,7 @@ pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, 
 pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use bridge::{BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall};
 pub use cards::CardLine;
+pub use guidance::{GuidanceLine, TaskGuidance, KINDS as GUIDANCE_KINDS};
 pub use chats::CHATS_REPORT_REFRESH_MS;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use texts::*;

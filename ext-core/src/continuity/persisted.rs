@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::*;
 use crate::json_read::{json_struct, read_struct, Fields, Object, ReadError, ReadJson, WriteJson};
 
-json_struct!(InboxTask { task_id, state, pane_id, prompt_preview, result });
+json_struct!(InboxTask { task_id, state, pane_id, prompt_preview, result, guidance: default });
 
 json_struct!(TaskCounts { running, unacked, acked });
 

@@ -102,8 +102,13 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, 
         for line in last_lines(output, TASK_RESULT_MAX_CHARS) {
             facts.push_str(&format!("\n| {line}"));
         }
+        // A model's guidance note is data like the output: inside the fence.
+        if let Some(note) = task.guidance.as_ref().and_then(super::guidance::note_line) {
+            facts.push_str(&note);
+        }
     }
     out.push_str(&fenced(language, "agent_output", &facts, nonce));
+    out.push_str(&super::guidance::advice_paragraph(language, tasks));
     out
 }
 

@@ -89,6 +89,7 @@ impl Continuity {
             working_panes,
             tasks: status.and_then(|s| s.counts).filter(|_| !status.is_some_and(|s| s.inbox_missing)),
             inbox_missing: status.is_some_and(|s| s.inbox_missing),
+            guidance: status.map(|s| super::guidance::hud_lines(&s.wake_tasks)).unwrap_or_default(),
             last_wake: status.and_then(|s| s.last_wake.clone()),
             wake_count: status.map_or(0, |s| s.wake_count),
             progress_count: status.map_or(0, |s| s.progress_count),
@@ -237,6 +238,8 @@ pub struct ContinuityView {
     pub tasks: Option<TaskCounts>,
     /// The companion lacks the parent inbox.
     pub inbox_missing: bool,
+    /// Parent guidance of the pending tasks (I5): advice, shown as such.
+    pub guidance: Vec<GuidanceLine>,
     /// The last confirmed message.
     pub last_wake: Option<LastWake>,
     /// Confirmed wakes since binding.
@@ -374,6 +377,7 @@ write_struct!(ContinuityView {
     working_panes,
     tasks,
     inbox_missing,
+    guidance,
     last_wake,
     wake_count,
     progress_count,

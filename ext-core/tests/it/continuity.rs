@@ -113,7 +113,7 @@ pub(crate) fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
 }
 
 pub(crate) fn task(id: &str) -> InboxTask {
-    InboxTask { task_id: id.into(), state: "completed".into(), pane_id: "w1:p1".into(), prompt_preview: "fix the tests".into(), result: Some("all green".into()) }
+    InboxTask { task_id: id.into(), state: "completed".into(), pane_id: "w1:p1".into(), prompt_preview: "fix the tests".into(), result: Some("all green".into()), guidance: None }
 }
 
 #[test]

@@ -975,6 +975,7 @@ impl World {
                         pane_id: "w1:p1".into(),
                         prompt_preview: "work".into(),
                         result: None,
+                        guidance: None,
                     })
                     .collect();
                 RuntimeAnswer::InboxPending { tasks, more: false }
