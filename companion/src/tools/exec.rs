@@ -131,7 +131,8 @@ pub fn kill_group(pgid: u32, signal: i32) {
 pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "LOGNAME"];
 
 /// A command ready to spawn in its own process group (stdin closed, output piped), with only
-/// the [`INHERITED_ENV`] variables and `LC_*` of the runtime.
+/// the [`INHERITED_ENV`] variables and `LC_*` of the runtime, that dies with the runtime
+/// (`super::procs`).
 pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);
     command.env_clear();
@@ -142,6 +143,7 @@ pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
         }
     }
     command.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    super::procs::die_with_the_runtime(&mut command);
     command
 }
 

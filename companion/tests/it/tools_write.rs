@@ -302,3 +302,47 @@ async fn a_root_that_is_not_a_repository_never_reaches_the_repository_above_it()
     assert_eq!(git_state(&sub.join("a.txt"), &whole), GitState::Dirty("??".to_owned()));
     assert!(herdr_git(&whole, &GitRequest { root: sub.display().to_string(), ..request }).await.is_ok());
 }
+
+/// Whether process `pid` is alive (a zombie, dead and waiting to be reaped, is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+// Issue 27: a runtime killed with SIGKILL (no Drop runs) left its exec sessions' processes
+// running, and the next start only marked their rows interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_runtime_leaves_no_exec_session_process_behind() {
+    let mut bench = bench();
+    let client = bench.client().await;
+    // The shell is the group's leader; `sleep` is its child in the same process group.
+    let start = json!({"root": ".", "command": ["sh", "-c", "sleep 300 & echo $! > sleeper.pid; echo $$ > shell.pid; wait"]});
+    let id = ok(&client, "herdr_exec_start", start).await["session_id"].as_str().expect("id").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid_in = |name: &str| std::fs::read_to_string(bench.repo.join(name)).ok().and_then(|t| t.trim().parse::<i32>().ok());
+    let (sleeper, shell) = loop {
+        if let (Some(sleeper), Some(shell)) = (pid_in("sleeper.pid"), pid_in("shell.pid")) {
+            break (sleeper, shell);
+        }
+        assert!(Instant::now() < deadline, "the session never wrote its pids");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(alive(sleeper) && alive(shell));
+    client.cancel().await.expect("close");
+    if let Some(mut runtime) = bench.runtime.take() {
+        runtime.signal_and_wait(libc::SIGKILL);
+    }
+    // The next start kills what is left of the session's process group.
+    bench.runtime = Some(bench.home.start_runtime());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(sleeper) || alive(shell) {
+        assert!(Instant::now() < deadline, "the session's processes outlived the runtime: sleep {} shell {}", alive(sleeper), alive(shell));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let client = bench.client().await;
+    let read = ok(&client, "herdr_exec_read", json!({"session_id": id})).await;
+    assert_eq!(read["state"], "interrupted", "{read}");
+    client.cancel().await.expect("close");
+}
