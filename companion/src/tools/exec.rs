@@ -12,6 +12,7 @@
 //!   a retry with the same key (and the same command) returns the first result and never
 //!   runs the command again; a key whose run was cut by a runtime stop answers
 //!   "interrupted", also never run again; the same key for another command is refused.
+//!   Keys are reclaimed by `crate::retention` (never within their 24-hour retry window).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
