@@ -6,7 +6,10 @@
 //! - Every exec command (`herdr_exec`, `herdr_exec_start`) starts in its own process group;
 //!   on Linux its first process also gets `PR_SET_PDEATHSIG` = SIGKILL (set in the child
 //!   before `exec`, then the parent checked again, so a runtime that died during the spawn
-//!   is not missed): when the runtime dies, the group's leader dies with it.
+//!   is not missed): when the runtime dies, the group's leader dies with it. The signal
+//!   follows the spawning *thread*: commands are spawned from async code on the runtime's
+//!   worker threads, which live as long as the runtime (no `spawn_blocking` or
+//!   `block_in_place` spawn, whose thread could end first and take the command with it).
 //! - The leader's children do not inherit that signal, so each session records its
 //!   process group id and its leader's start identity ([`start_identity`]: the boot id and
 //!   the start time in clock ticks since boot, `/proc/<pid>/stat` field 22), and each of
