@@ -14,7 +14,7 @@
 //! The runtime is layered; no module imports a layer above its own:
 //! - leaves: [`protocol`], [`db`], [`herdr`] (client, monitor, catalog), [`log`],
 //!   [`outbox`], [`clock`], [`paths`], [`config`] (`config.json`), [`providers`] (the
-//!   judge's provider HTTP clients);
+//!   judge's provider HTTP clients), [`gitcmd`] (the one hardened `git` command line);
 //! - services: [`stream`] (event log, Herdr sync), [`inbox`] (parent inbox), [`journal`]
 //!   (the Continuity Journal), [`judge`] (the turn-end judge), [`work_memory`] (W1–W5),
 //!   [`tools`] (the workstation tools: project roots, files, search, Git);
@@ -33,6 +33,7 @@ pub mod db;
 pub mod doctor;
 pub mod framing;
 pub mod fuzz;
+pub mod gitcmd;
 pub mod herdr;
 pub mod host;
 pub mod inbox;

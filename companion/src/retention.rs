@@ -17,6 +17,11 @@
 //!   reply never run a tool twice.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
 //!   out; a running or unacknowledged one is kept.
+//! - **Exec idempotency keys** (`exec_runs`, `herdr_exec`): a key replays its first result
+//!   (or `interrupted`) instead of running again for at least [`EXEC_RUN_RETRY_MS`] (its
+//!   retry window: no key younger is ever reclaimed, finished or not); after that it is kept
+//!   [`EXEC_RUN_DAYS`] days, or until more than [`EXEC_RUNS_KEPT`] keys exist, when the
+//!   oldest past the window go first.
 //!
 //! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
 //! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
@@ -37,6 +42,13 @@ use crate::db::DbError;
 pub const RECLAIM_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// The retry window of a `herdr_exec` idempotency key: younger keys are never reclaimed.
+pub const EXEC_RUN_RETRY_MS: i64 = DAY_MS;
+/// Days an `exec_runs` key is kept at most.
+pub const EXEC_RUN_DAYS: i64 = 30;
+/// Most `exec_runs` keys kept (past the retry window, the oldest over it go).
+pub const EXEC_RUNS_KEPT: u64 = 10_000;
 
 /// Rows removed per transaction of [`Retention::reclaim`].
 pub const BATCH: u64 = 500;
@@ -136,6 +148,8 @@ pub struct Reclaimed {
     pub bridge_results: u64,
     /// Inbox tasks removed.
     pub inbox_tasks: u64,
+    /// `herdr_exec` idempotency keys removed.
+    pub exec_runs: u64,
     /// Rows over a limit kept because their chain has no verified checkpoint behind them.
     pub withheld: u64,
 }
@@ -204,6 +218,7 @@ impl Retention {
             total.work_memory_evidence += pass.work_memory_evidence;
             total.bridge_results += pass.bridge_results;
             total.inbox_tasks += pass.inbox_tasks;
+            total.exec_runs += pass.exec_runs;
             // The pass that found nothing more to remove counts what is withheld.
             total.withheld = pass.withheld;
             if budget == BATCH {
@@ -410,6 +425,22 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) ->
             params![cutoff, *budget as i64],
         )? as u64;
         *budget -= out.inbox_tasks;
+    }
+    if table_exists(conn, "exec_runs")? {
+        let window = now_ms - EXEC_RUN_RETRY_MS;
+        let aged = conn.execute(
+            "DELETE FROM exec_runs WHERE rowid IN (SELECT rowid FROM exec_runs WHERE started_at < ?1 AND started_at < ?2 LIMIT ?3)",
+            params![now_ms - EXEC_RUN_DAYS * DAY_MS, window, *budget as i64],
+        )? as u64;
+        *budget -= aged;
+        let rows: i64 = conn.query_row("SELECT count(*) FROM exec_runs", [], |r| r.get(0))?;
+        let over = rows.unsigned_abs().saturating_sub(EXEC_RUNS_KEPT).min(*budget);
+        let counted = conn.execute(
+            "DELETE FROM exec_runs WHERE rowid IN (SELECT rowid FROM exec_runs WHERE started_at < ?1 ORDER BY started_at LIMIT ?2)",
+            params![window, over as i64],
+        )? as u64;
+        *budget -= counted;
+        out.exec_runs = aged + counted;
     }
     Ok(out)
 }

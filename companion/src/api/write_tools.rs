@@ -413,13 +413,14 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             audit.target = path.display().to_string();
             check_busy(api, caller, args.tool, &path, confirm_busy)?;
             let tool = args.tool;
+            let roots = roots.clone();
             blocking(move || -> Result<Value, MethodError> {
                 let shown = path.display().to_string();
                 let exists = path.symlink_metadata().is_ok();
                 if edit.is_none() && exists && !overwrite {
                     return Err(refused(format!("herdr_fs_write: {shown} exists; send overwrite: true to replace it (herdr_fs_edit changes part of it)")));
                 }
-                let git = edit::git_state(&path);
+                let git = edit::git_state(&path, &roots);
                 edit::check_git(tool.as_str(), &shown, &git, confirm_dirty).map_err(write_error)?;
                 let (new_text, summary) = match (edit, content) {
                     (Some((old, new)), _) => {
@@ -467,7 +468,8 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                 check_busy(api, caller, args.tool, &path, confirm_busy)?;
                 planned.push((file, path, move_to));
             }
-            blocking(move || apply_patch(planned, dry_run, confirm_dirty)).await
+            let roots = roots.clone();
+            blocking(move || apply_patch(&roots, planned, dry_run, confirm_dirty)).await
         }
         ToolName::HerdrExec | ToolName::HerdrExecStart => {
             let root_arg = args.string("root", true, false, MAX_PATH_CHARS)?.unwrap_or_default();
@@ -580,14 +582,14 @@ struct Step {
 }
 
 /// The dry run, then (unless `dry_run`) the all-or-nothing write.
-fn apply_patch(planned: Vec<(patch::FilePatch, PathBuf, Option<PathBuf>)>, dry_run: bool, confirm_dirty: bool) -> Result<Value, MethodError> {
+fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<PathBuf>)>, dry_run: bool, confirm_dirty: bool) -> Result<Value, MethodError> {
     let tool = "herdr_fs_patch";
     let mut steps: Vec<Step> = Vec::new();
     let mut report = Vec::new();
     for (file, path, move_to) in planned {
         let shown = path.display().to_string();
         let exists = path.symlink_metadata().is_ok();
-        edit::check_git(tool, &shown, &edit::git_state(&path), confirm_dirty).map_err(write_error)?;
+        edit::check_git(tool, &shown, &edit::git_state(&path, roots), confirm_dirty).map_err(write_error)?;
         match file.change {
             FileChange::Add(content) => {
                 if exists {
@@ -616,7 +618,7 @@ fn apply_patch(planned: Vec<(patch::FilePatch, PathBuf, Option<PathBuf>)>, dry_r
                         if to.symlink_metadata().is_ok() {
                             return Err(refused(format!("{tool}: {shown} moves to {}, which exists; nothing was written", to.display())));
                         }
-                        edit::check_git(tool, &to.display().to_string(), &edit::git_state(&to), confirm_dirty).map_err(write_error)?;
+                        edit::check_git(tool, &to.display().to_string(), &edit::git_state(&to, roots), confirm_dirty).map_err(write_error)?;
                         report.push(json!({"path": shown, "action": "move", "to": to.display().to_string(), "added": added, "removed": removed}));
                         steps.push(Step { path: to, new: Some(new), old: None });
                         steps.push(Step { path, new: None, old: Some(old) });

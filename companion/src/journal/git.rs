@@ -1,12 +1,13 @@
 //! A repository's branch and last commit for the handoff seed (X9), read with the `git`
 //! binary under a timeout (no Git library: `gix` compiles too long for this project's
-//! build budget; tools-read's `herdr_git` uses the binary too).
+//! build budget; the tools' `herdr_git` uses the binary too, through the same
+//! `crate::gitcmd`).
 //!
 //! Invariants:
 //! - Read-only and bounded: `git rev-parse --abbrev-ref HEAD` and `git log -1`, each killed
-//!   after [`GIT_TIMEOUT`]; nothing the repository's config names runs: no hook, fsmonitor,
-//!   signature program or fetch ([`HARDENING`], `GIT_NO_LAZY_FETCH`), no prompt (`GIT_TERMINAL_PROMPT=0`), no lock taken
-//!   (`GIT_OPTIONAL_LOCKS=0`).
+//!   after [`GIT_TIMEOUT`], built by the runtime's one hardened command line
+//!   (`crate::gitcmd`): nothing the repository's config names runs (no hook, fsmonitor,
+//!   signature program or fetch), no prompt, no lock taken, no inherited `GIT_*` variable.
 //! - Where Git does not answer (no repository, no `git`, a timeout), there is no fact:
 //!   `None`, never a guess.
 
@@ -18,44 +19,12 @@ use super::handoff::GitFact;
 /// How long one `git` call may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Settings that keep a repository's own config from running a program: the repository
-/// is the agent's, and an untrusted clone's `.git/config` may name one (`gpg.program`
-/// through `log.showSignature`, an fsmonitor, hooks, a lazy fetch's `core.sshCommand`).
-const HARDENING: &[&str] = &[
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "log.showSignature=false",
-    "-c",
-    "protocol.allow=never",
-    "-c",
-    "safe.bareRepository=explicit",
-    "--no-pager",
-];
-
 /// One `git` call's first output line in `cwd`, or `None`.
 async fn git_line(cwd: &Path, args: &[&str]) -> Option<String> {
-    let mut command = tokio::process::Command::new("git");
-    command
-        .arg("-C")
-        .arg(cwd)
-        .args(HARDENING)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_NO_LAZY_FETCH", "1")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT")
-        .env_remove("GIT_EXTERNAL_DIFF")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
+    // The pane's directory may be below the repository's top: no ceiling. Neither
+    // question reads a blob, so no filter driver can run.
+    let mut command = tokio::process::Command::from(crate::gitcmd::hardened_command(cwd, None, &[]));
+    command.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).kill_on_drop(true);
     let output = tokio::time::timeout(GIT_TIMEOUT, command.output()).await.ok()?.ok()?;
     if !output.status.success() {
         return None;

@@ -5,8 +5,16 @@
 //! Stopped: an empty reply; a reply too short to carry a step (under [`MIN_REPLY_WEIGHT`],
 //! a CJK character weighing two, other non-space characters one); a tool-call stub (only
 //! a JSON object, or a short "calling / running herdr_…" line); and our own injected
-//! messages (a `[herdr-continuity <id>]` marker line, or the `[Herdr]`, `[Herdr progress]` /
-//! `[Herdr check]` openings), which are never judged as work.
+//! messages (their own marker, or the `[Herdr]`, `[Herdr progress]` / `[Herdr check]`
+//! openings), which are never judged as work.
+//!
+//! A text's own marker is decided as the page and ext-core decide it (content.js
+//! `oursByMarker`, ext-core `delivery_id_shaped`): only the LAST `[herdr-continuity <id>]`
+//! (or `[herdr-continuity <id> ref=<ref>]`) of the text counts, only when the nearest data
+//! fence delimiter before it is a closing one (or there is none), and only when `<id>` is
+//! shaped as the ledger makes delivery ids (`<subject>/<epoch>.<life>.<n>`) and is not a
+//! queued batch's (`qb:`, the user's own text). A marker-like line a human pasted, or one
+//! inside relayed agent or tool text, leaves the text the human's.
 
 /// The least weight of a reply worth judging.
 pub const MIN_REPLY_WEIGHT: usize = 40;
@@ -37,11 +45,56 @@ pub fn check(reply: &str) -> Option<String> {
 }
 
 fn is_own_message(text: &str) -> bool {
-    OWN_OPENINGS.iter().any(|opening| text.starts_with(opening))
-        || text.lines().any(|line| {
-            let line = line.trim();
-            line.starts_with("[herdr-continuity ") && line.ends_with(']')
-        })
+    OWN_OPENINGS.iter().any(|opening| text.starts_with(opening)) || own_marker(text).is_some_and(|id| !id.starts_with("qb:") && delivery_id_shaped(id))
+}
+
+const MARKER_OPEN: &str = "[herdr-continuity ";
+
+/// The id of the marker at the start of `at` (`[herdr-continuity <id>]` or
+/// `[herdr-continuity <id> ref=<ref>]`, neither part holding whitespace or `]`).
+fn marker_at(at: &str) -> Option<&str> {
+    let rest = at.strip_prefix(MARKER_OPEN)?;
+    let end = rest.find(|c: char| c.is_whitespace() || c == ']')?;
+    let (id, after) = rest.split_at(end);
+    if id.is_empty() {
+        return None;
+    }
+    if after.starts_with(']') {
+        return Some(id);
+    }
+    let reference = after.strip_prefix(" ref=")?;
+    let end = reference.find(|c: char| c.is_whitespace() || c == ']')?;
+    (end > 0 && reference[end..].starts_with(']')).then_some(id)
+}
+
+/// The text's own marker id (the module's rule): the last marker, unless the nearest fence
+/// delimiter before it opens a fence.
+fn own_marker(text: &str) -> Option<&str> {
+    let (at, id) = text.match_indices(MARKER_OPEN).filter_map(|(at, _)| marker_at(&text[at..]).map(|id| (at, id))).last()?;
+    let before = &text[..at];
+    let delimiter = |opening: &str| {
+        before.match_indices(opening).filter(|(from, _)| before[*from..].lines().next().is_some_and(|line| line.contains(">>>"))).map(|(from, _)| from).last()
+    };
+    let (open, close) = (delimiter(&format!("{} ", continuity_protocol::fence::OPEN)), delimiter(&format!("{} ", continuity_protocol::fence::CLOSE)));
+    match (open, close) {
+        (Some(open), Some(close)) if open > close => None,
+        (Some(_), None) => None,
+        _ => Some(id),
+    }
+}
+
+/// A delivery id as the ledger makes them, `<subject>/<epoch>.<life>.<n>` (epoch
+/// alphanumeric, life and n decimal; ext-core `delivery_id_shaped`).
+fn delivery_id_shaped(id: &str) -> bool {
+    let Some((subject, tail)) = id.rsplit_once('/') else { return false };
+    let mut parts = tail.split('.');
+    let epoch = parts.next().unwrap_or_default();
+    let numbers: Vec<&str> = parts.collect();
+    !subject.is_empty()
+        && !epoch.is_empty()
+        && epoch.bytes().all(|b| b.is_ascii_alphanumeric())
+        && numbers.len() == 2
+        && numbers.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn is_tool_stub(text: &str) -> bool {

@@ -48,8 +48,15 @@ pub enum GitState {
 }
 
 /// The Git state of `path` (which may not exist yet), asked of the `git` binary in its
-/// directory with a timeout.
-pub fn git_state(path: &Path) -> GitState {
+/// directory with a timeout. Git looks for the repository no higher than the project root
+/// `path` lies in (`crate::gitcmd`'s ceiling): a root that is not itself in a repository
+/// is `NoRepository` even when a directory above it is one; a path in no root is
+/// `NoRepository` too.
+pub fn git_state(path: &Path, roots: &super::roots::Roots) -> GitState {
+    let Some(root) = roots.root_of(path) else {
+        return GitState::NoRepository(format!("{} is in no project root", path.display()));
+    };
+    let ceiling = crate::gitcmd::ceiling_of(root);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
     let mut dir = dir.as_path();
     // `git -C` needs an existing directory: the nearest existing ancestor.
@@ -59,13 +66,13 @@ pub fn git_state(path: &Path) -> GitState {
             None => return GitState::NoRepository("no existing directory above the path".to_owned()),
         }
     }
-    let mut query = crate::tools::git::hardened_command(dir, None, &[]);
-    query.args(crate::tools::git::FILTER_QUERY);
+    let mut query = crate::gitcmd::hardened_command(dir, Some(&ceiling), &[]);
+    query.args(crate::gitcmd::FILTER_QUERY);
     let filters = match run_with_timeout(query, GIT_CHECK_TIMEOUT) {
-        Ok((_, stdout, _)) => crate::tools::git::filter_overrides(&stdout),
+        Ok((_, stdout, _)) => crate::gitcmd::filter_overrides(&stdout),
         Err(why) => return GitState::NoRepository(why),
     };
-    let mut command = crate::tools::git::hardened_command(dir, None, &filters);
+    let mut command = crate::gitcmd::hardened_command(dir, Some(&ceiling), &filters);
     command.args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--"]).arg(path);
     match run_with_timeout(command, GIT_CHECK_TIMEOUT) {
         Ok((true, stdout, _)) => {
@@ -216,7 +223,9 @@ mod tests {
     #[test]
     fn an_ignored_or_untracked_existing_file_needs_confirm_dirty() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path();
+        let repo = &std::fs::canonicalize(dir.path()).expect("canonical");
+        let roots = super::super::roots::Roots::new([repo.clone()], []);
+        let git_state = |path: &Path| git_state(path, &roots);
         let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
         git(&["init", "-q"]);
         std::fs::write(repo.join(".gitignore"), ".env\n").expect("w");

@@ -12,6 +12,7 @@
 //!   a retry with the same key (and the same command) returns the first result and never
 //!   runs the command again; a key whose run was cut by a runtime stop answers
 //!   "interrupted", also never run again; the same key for another command is refused.
+//!   Keys are reclaimed by `crate::retention` (never within their 24-hour retry window).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -131,7 +132,8 @@ pub fn kill_group(pgid: u32, signal: i32) {
 pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "LOGNAME"];
 
 /// A command ready to spawn in its own process group (stdin closed, output piped), with only
-/// the [`INHERITED_ENV`] variables and `LC_*` of the runtime.
+/// the [`INHERITED_ENV`] variables and `LC_*` of the runtime, that dies with the runtime
+/// (`super::procs`).
 pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);
     command.env_clear();
@@ -142,6 +144,7 @@ pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
         }
     }
     command.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    super::procs::die_with_the_runtime(&mut command);
     command
 }
 

@@ -13,7 +13,8 @@
 //!   the roots ([`Roots::resolve`]) and then given relative to the repository directory.
 //! - Git never looks for a repository above the project root (`GIT_CEILING_DIRECTORIES`)
 //!   and never runs a command from the repository's configuration while reading:
-//!   one command builder ([`hardened_command`], also the write tools' dirty check) switches
+//!   one command builder (`crate::gitcmd::hardened_command`, also the write tools' dirty
+//!   check and the journal's handoff seed) switches
 //!   off every configuration-named program (hooks, fsmonitor, external diff, signature
 //!   check's gpg, transports and lazy fetch, and each filter driver the repository's
 //!   configuration names, read first with `git config --get-regexp`), `--no-ext-diff`,
@@ -31,6 +32,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use super::fs::ToolError;
+use crate::gitcmd::{ceiling_of, filter_overrides, hardened_command, FILTER_QUERY};
 use super::roots::Roots;
 
 /// How long one `git` run may take.
@@ -176,68 +178,6 @@ struct GitOutput {
     stderr: String,
 }
 
-/// The configuration keys that would run a program and are switched off on every run (the
-/// filter drivers are found per repository by [`filter_overrides`]).
-const HARDENING: [&str; 16] = [
-    "-c", "log.showSignature=false", "-c", "protocol.allow=never", "-c", "core.fsmonitor=", "-c", "diff.external=",
-    "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false", "-c", "color.ui=false", "-c", "core.sshCommand=",
-];
-
-/// The one `git` command every tool runs (`herdr_git` and the write tools' dirty check):
-/// no configuration-named program runs (hooks, fsmonitor, external diff, signature check,
-/// transport, the filter drivers in `filters` from [`filter_overrides`]), no pager, no
-/// optional locks, no system configuration, no lazy fetch, no prompt, every inherited
-/// `GIT_*` variable removed, no repository looked for above `ceiling` (when given).
-pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[String]) -> std::process::Command {
-    let mut command = std::process::Command::new("git");
-    command.arg("-C").arg(dir).args(HARDENING);
-    for name in filters {
-        for key in ["clean", "smudge", "process"] {
-            command.arg("-c").arg(format!("filter.{name}.{key}="));
-        }
-        command.arg("-c").arg(format!("filter.{name}.required=false"));
-    }
-    command.args(["--no-pager", "--no-optional-locks"]);
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(&var);
-        }
-    }
-    for var in ["PAGER", "GIT_PAGER"] {
-        command.env_remove(var);
-    }
-    command
-        .env("GIT_NO_LAZY_FETCH", "1")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    if let Some(ceiling) = ceiling {
-        command.env("GIT_CEILING_DIRECTORIES", ceiling);
-    }
-    command
-}
-
-/// The arguments that read the filter driver names of the repository at `dir` (Git reads
-/// its configuration only).
-pub const FILTER_QUERY: [&str; 4] = ["config", "--includes", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"];
-
-/// The filter driver names in the output of [`FILTER_QUERY`] (`filter.<name>.<key> value`
-/// lines; a name may hold dots).
-pub fn filter_overrides(output: &[u8]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for line in String::from_utf8_lossy(output).lines() {
-        let key = line.split(' ').next().unwrap_or("");
-        let Some(rest) = key.strip_prefix("filter.") else { continue };
-        let Some((name, _)) = rest.rsplit_once('.') else { continue };
-        if !name.is_empty() && !names.iter().any(|n| n == name) {
-            names.push(name.to_owned());
-        }
-    }
-    names
-}
-
 /// Refuses a repository whose `.git` (the first found from `dir` up to its root) is a file
 /// or a symlink pointing outside the roots (`gitdir:` elsewhere: another repository's
 /// configuration would run).
@@ -345,7 +285,7 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
     if !dir.is_dir() {
         return Err(ToolError::Bad(format!("{} is not a directory; send the repository's directory as root", dir.display())));
     }
-    let ceiling = roots.root_of(&dir).and_then(Path::parent).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    let ceiling = roots.root_of(&dir).map_or_else(|| PathBuf::from("/"), ceiling_of);
     let pathspec = match &request.path {
         None => None,
         Some(path) => {
@@ -491,7 +431,7 @@ mod tests {
             assert!(!pwn.exists() && !other.exists(), "a configured program ran: {result}");
         }
         // The dirty check of the write tools uses the same command.
-        let _ = crate::tools::edit::git_state(&repo.join("a.txt"));
+        let _ = crate::tools::edit::git_state(&repo.join("a.txt"), &roots);
         assert!(!pwn.exists() && !other.exists(), "git_state ran a configured program");
         // A .git file pointing outside the roots is refused.
         let linked = dir.path().join("linked");

@@ -27,6 +27,7 @@ pub mod fs;
 pub mod git;
 pub mod grep;
 pub mod patch;
+pub mod procs;
 pub mod roots;
 pub mod sessions;
 pub mod since;

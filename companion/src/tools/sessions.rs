@@ -5,9 +5,12 @@
 //! - Each session's stdout and stderr keep their last [`RING_BYTES`] bytes; offsets are
 //!   absolute (bytes since the start), so a reader asking for an offset that was dropped
 //!   is told how much it missed (`dropped_bytes`) and gets what is kept.
-//! - Every session is a row of `exec_sessions` in `state.db` from its start; a runtime
-//!   that starts again marks the rows it did not finish `interrupted` (their output was in
-//!   the stopped runtime's memory), and `herdr_exec_read` answers them so.
+//! - Every session is a row of `exec_sessions` in `state.db` from its start, with its
+//!   process group id and its leader's start identity once it runs; a runtime that starts
+//!   again kills what is left of the groups an earlier start left running (only a group
+//!   proven to be the session's, `super::procs`) and marks those rows `interrupted` (their
+//!   output was in the stopped runtime's memory), and `herdr_exec_read` answers them so.
+//!   On Linux a session's leader also dies with the runtime (`PR_SET_PDEATHSIG`).
 //! - A session belongs to its caller (`owner`: `mcp` or `bridge:<ref>`): another caller
 //!   reading or killing it is told there is no such session.
 //! - At most [`MAX_RUNNING_SESSIONS`] run at once; kill sends SIGTERM to the group, then
@@ -129,6 +132,23 @@ impl ExecSessions {
                 ended_at INTEGER
             );",
         )?;
+        // Columns added after the table's first release.
+        for (column, kind) in [("pgid", "INTEGER"), ("start_identity", "TEXT")] {
+            if conn.prepare(&format!("SELECT {column} FROM exec_sessions LIMIT 0")).is_err() {
+                conn.execute_batch(&format!("ALTER TABLE exec_sessions ADD COLUMN {column} {kind};"))?;
+            }
+        }
+        // What an earlier start left running (it was SIGKILLed, or its Drop did not run):
+        // its process groups go before its rows read `interrupted`.
+        let left: Vec<(String, Option<i64>, Option<String>)> = conn
+            .prepare("SELECT id, pgid, start_identity FROM exec_sessions WHERE state = 'running' AND boot_id != ?1")?
+            .query_map(params![boot_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        for (id, pgid, identity) in left {
+            if let Some(pgid) = pgid.and_then(|p| u32::try_from(p).ok()) {
+                super::procs::kill_recorded_group(pgid, identity.as_deref(), &id);
+            }
+        }
         conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
         // Keep the newest 500 rows.
         conn.execute("DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT 500)", [])?;
@@ -160,7 +180,7 @@ impl ExecSessions {
             })
             .await?;
         }
-        let mut child = match command(argv, cwd).spawn() {
+        let mut child = match command(argv, cwd).env(super::procs::SESSION_ENV, &id).spawn() {
             Ok(child) => child,
             Err(e) => {
                 self.finish(&id, "failed", None).await?;
@@ -179,6 +199,22 @@ impl ExecSessions {
             killed: std::sync::atomic::AtomicBool::new(false),
         });
         lock(&self.live).insert(id.clone(), live.clone());
+        {
+            let (conn, id, pgid) = (self.conn.clone(), id.clone(), live.pgid);
+            let identity = super::procs::start_identity(pgid);
+            // Unrecorded, a crash would leave the group to its death signal alone: the
+            // session is not started then (the group is killed).
+            let recorded = off_worker(move || -> Result<(), DbError> {
+                lock(&conn).execute("UPDATE exec_sessions SET pgid = ?2, start_identity = ?3 WHERE id = ?1", params![id, pgid, identity])?;
+                Ok(())
+            })
+            .await;
+            if let Err(e) = recorded {
+                live.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+                kill_group(live.pgid, libc::SIGKILL);
+                return Err(SessionError::Store(e));
+            }
+        }
         let pumps = (child.stdout.take().map(|s| tokio::spawn(pump(s, live.clone(), false))), child.stderr.take().map(|s| tokio::spawn(pump(s, live.clone(), true))));
         let this = self.clone();
         let session = id.clone();
@@ -226,7 +262,7 @@ impl ExecSessions {
             return match self.stored(owner, id).await? {
                 Some((state, code, command)) => Ok(json!({
                     "session_id": id, "state": state, "exit_code": code, "command": command, "data": "", "next_offset": offset, "dropped_bytes": 0,
-                    "note": if state == "interrupted" { "The runtime stopped while this session ran; its process was cut off from it and its output is gone. Start it again if it is still needed." } else { "This session belongs to an earlier runtime start; its output is gone." },
+                    "note": if state == "interrupted" { "The runtime stopped while this session ran; its processes were stopped and its output is gone. Start it again if it is still needed." } else { "This session belongs to an earlier runtime start; its output is gone." },
                 })),
                 None => Err(Self::not_found(id)),
             };
@@ -318,10 +354,16 @@ mod tests {
         assert_eq!(read["data"], "hi\n");
         assert_eq!(read["state"], "running");
         assert!(matches!(sessions.read("bridge:zai:conv:1", &id, false, 0, 100).await, Err(SessionError::NotFound(_))), "another caller's session is not there");
-        // Another runtime start over the same state.db: the session is interrupted.
+        // Another runtime start over the same state.db: the session is interrupted and its
+        // process group, proven to be the session's, is killed.
         let after = ExecSessions::open(&db, "boot2").expect("reopen");
         assert_eq!(after.read("mcp", &id, false, 0, 100).await.expect("read")["state"], "interrupted");
-        let killed = sessions.kill("mcp", &id).await.expect("kill");
-        assert_eq!(killed["state"], "killed");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while lock(&lock(&sessions.live)[&id].end).is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "the earlier start's session still runs");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let unknown = ExecSessions::open(&db, "boot3").expect("reopen");
+        assert!(matches!(unknown.read("mcp", "xs-none", false, 0, 10).await, Err(SessionError::NotFound(_))));
     }
 }

@@ -102,7 +102,7 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     let reclaimed = retention.reclaim(NOW).expect("reclaim");
     assert_eq!(
         reclaimed,
-        Reclaimed { journal_turns: 60, work_memory_turns: 60, work_memory_evidence: 0, bridge_results: 1, inbox_tasks: 1, withheld: 120 },
+        Reclaimed { journal_turns: 60, work_memory_turns: 60, work_memory_evidence: 0, bridge_results: 1, inbox_tasks: 1, exec_runs: 0, withheld: 120 },
         "60 of each store behind the checkpoint; the chain without one withholds 60 + 60"
     );
     let in_chain = |table: &str, chain: &str| count(&path, &format!("SELECT count(*) FROM {table} WHERE continuity_id = '{chain}'"));
@@ -272,4 +272,42 @@ fn reclaim_removes_more_than_a_batch_in_batches() {
     assert_eq!((reclaimed.work_memory_turns, reclaimed.withheld), (1_200, 0));
     assert_eq!(count(&path, "SELECT count(*) FROM wm_turns"), 100);
     assert_eq!(count(&path, &format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), 1);
+}
+
+// Issue 27: `exec_runs`, the idempotency keys of `herdr_exec`, grew without bound.
+// Keys older than the retention days go, and over the count limit the oldest go, but never
+// a key within its retry window (it could still be retried and must replay, not run).
+#[tokio::test]
+async fn exec_run_keys_age_out_and_are_bounded_but_never_inside_their_retry_window() {
+    use companion::retention::{EXEC_RUNS_KEPT, EXEC_RUN_DAYS, EXEC_RUN_RETRY_MS};
+    use companion::tools::exec::{Claim, ExecRuns};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let runs = ExecRuns::open(&path, "boot1").expect("exec_runs");
+    let retention = Retention::open(&path).expect("retention");
+    // One finished key past the retention days, one unfinished claim just as old.
+    let old = NOW - EXEC_RUN_DAYS * DAY - 1;
+    assert_eq!(runs.claim("mcp:old".to_owned(), "f".to_owned(), old).await.expect("claim"), Claim::Claimed);
+    runs.finish("mcp:old".to_owned(), &json!({"exit_code": 0})).await.expect("finish");
+    assert_eq!(runs.claim("mcp:old-cut".to_owned(), "f".to_owned(), old).await.expect("claim"), Claim::Claimed);
+    // Over the count limit: keys past the retry window, and as many inside it.
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let past_window = NOW - EXEC_RUN_RETRY_MS - DAY;
+    let fresh = NOW - EXEC_RUN_RETRY_MS / 2;
+    let extra = EXEC_RUNS_KEPT as i64 + 50;
+    conn.execute_batch("BEGIN").expect("begin");
+    for n in 0..extra {
+        conn.execute("INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')", rusqlite::params![format!("mcp:past-{n}"), past_window + n]).expect("insert");
+        conn.execute("INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')", rusqlite::params![format!("mcp:fresh-{n}"), fresh + n]).expect("insert");
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    // The two old keys, and every key past the window down to the limit.
+    assert_eq!(reclaimed.exec_runs, 2 + extra as u64, "{reclaimed:?}");
+    let left = |sql: &str| count(&path, sql);
+    assert_eq!(left("SELECT count(*) FROM exec_runs WHERE key LIKE 'mcp:fresh-%'"), extra, "a key inside its retry window was reclaimed");
+    assert_eq!(left("SELECT count(*) FROM exec_runs WHERE key LIKE 'mcp:past-%'"), 0);
+    // A key kept still replays its first result instead of running again.
+    assert!(matches!(runs.claim("mcp:fresh-0".to_owned(), "f".to_owned(), NOW).await.expect("claim"), Claim::Done(_)));
+    assert_eq!(retention.reclaim(NOW).expect("again").exec_runs, 0, "nothing more to reclaim");
 }

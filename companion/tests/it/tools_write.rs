@@ -269,3 +269,80 @@ async fn a_call_that_cannot_be_recorded_in_the_audit_log_does_not_run() {
     assert!(text.contains("could not be recorded in the audit log"), "{text}");
     assert!(!bench.repo.join("ran").exists() && !bench.repo.join("new.txt").exists(), "a call ran without an audit row");
 }
+
+// Issue 27: the write tools' Git check had no ceiling, so a root that is not a repository
+// read the repository of a directory above it (a file there read "untracked" instead of
+// "not in a repository"); `herdr_git` must not find that repository either.
+#[tokio::test]
+async fn a_root_that_is_not_a_repository_never_reaches_the_repository_above_it() {
+    use companion::tools::edit::{git_state, GitState};
+    use companion::tools::git::{git as herdr_git, GitAction, GitRequest};
+    use companion::tools::roots::Roots;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outer = std::fs::canonicalize(dir.path()).expect("canonical").join("x");
+    let sub = outer.join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    git(&outer, &["init", "-q"]);
+    std::fs::write(outer.join("top.txt"), "top\n").expect("write");
+    git(&outer, &["add", "."]);
+    git(&outer, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "outer"]);
+    std::fs::write(sub.join("a.txt"), "a\n").expect("write");
+    let roots = Roots::new([sub.clone()], []);
+    assert!(
+        matches!(git_state(&sub.join("a.txt"), &roots), GitState::NoRepository(_)),
+        "the Git check reached {}: {:?}",
+        outer.display(),
+        git_state(&sub.join("a.txt"), &roots)
+    );
+    let request = GitRequest { root: sub.display().to_string(), action: GitAction::Status, path: None, staged: false, from: None, to: None, max_count: 5, max_bytes: 4096 };
+    let answer = herdr_git(&roots, &request).await;
+    assert!(answer.as_ref().is_err_and(|e| e.to_string().contains("not a git repository")), "herdr_git reached the repository above the root: {answer:?}");
+    // Registered at the repository itself, the same file is the repository's (untracked).
+    let whole = Roots::new([outer.clone()], []);
+    assert_eq!(git_state(&sub.join("a.txt"), &whole), GitState::Dirty("??".to_owned()));
+    assert!(herdr_git(&whole, &GitRequest { root: sub.display().to_string(), ..request }).await.is_ok());
+}
+
+/// Whether process `pid` is alive (a zombie, dead and waiting to be reaped, is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+// Issue 27: a runtime killed with SIGKILL (no Drop runs) left its exec sessions' processes
+// running, and the next start only marked their rows interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_runtime_leaves_no_exec_session_process_behind() {
+    let mut bench = bench();
+    let client = bench.client().await;
+    // The shell is the group's leader; `sleep` is its child in the same process group.
+    let start = json!({"root": ".", "command": ["sh", "-c", "sleep 300 & echo $! > sleeper.pid; echo $$ > shell.pid; wait"]});
+    let id = ok(&client, "herdr_exec_start", start).await["session_id"].as_str().expect("id").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid_in = |name: &str| std::fs::read_to_string(bench.repo.join(name)).ok().and_then(|t| t.trim().parse::<i32>().ok());
+    let (sleeper, shell) = loop {
+        if let (Some(sleeper), Some(shell)) = (pid_in("sleeper.pid"), pid_in("shell.pid")) {
+            break (sleeper, shell);
+        }
+        assert!(Instant::now() < deadline, "the session never wrote its pids");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(alive(sleeper) && alive(shell));
+    client.cancel().await.expect("close");
+    if let Some(mut runtime) = bench.runtime.take() {
+        runtime.signal_and_wait(libc::SIGKILL);
+    }
+    // The next start kills what is left of the session's process group.
+    bench.runtime = Some(bench.home.start_runtime());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(sleeper) || alive(shell) {
+        assert!(Instant::now() < deadline, "the session's processes outlived the runtime: sleep {} shell {}", alive(sleeper), alive(shell));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let client = bench.client().await;
+    let read = ok(&client, "herdr_exec_read", json!({"session_id": id})).await;
+    assert_eq!(read["state"], "interrupted", "{read}");
+    client.cancel().await.expect("close");
+}
