@@ -163,8 +163,9 @@ fn failed(tool: ToolName, error: ToolError) -> MethodError {
     (code, format!("{tool}: {error}"))
 }
 
-/// The registered roots store, opened on first use.
-async fn store(api: &Router) -> Result<Arc<RootStore>, MethodError> {
+/// The registered roots store: the one the write tools opened, else opened on first use
+/// (one handle per runtime, `Router`'s).
+pub(super) async fn store(api: &Router) -> Result<Arc<RootStore>, MethodError> {
     if let Some(store) = api.roots.get() {
         return Ok(Arc::clone(store));
     }
