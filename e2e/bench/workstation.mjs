@@ -122,11 +122,14 @@ async function timed(client, count, tool, args) {
 }
 
 export async function workstationBench({ table }) {
-  const home = mkdtempSync(path.join(os.tmpdir(), 'herdr-ws-bench-'));
+  const base = mkdtempSync(path.join(os.tmpdir(), 'herdr-ws-bench-'));
+  // The companion home beside the tree, not around it: no tool reads inside the home.
+  const home = path.join(base, 'home');
   let runtime;
   try {
-    const tree = path.join(home, 'tree');
-    const repo = path.join(home, 'repo');
+    mkdirSync(home, { mode: 0o700 });
+    const tree = path.join(base, 'tree');
+    const repo = path.join(base, 'repo');
     let started = performance.now();
     writeTree(tree);
     const treeSeconds = (performance.now() - started) / 1000;
@@ -175,6 +178,6 @@ export async function workstationBench({ table }) {
   } finally {
     if (runtime && runtime.exitCode === null) runtime.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 200));
-    rmSync(home, { recursive: true, force: true });
+    rmSync(base, { recursive: true, force: true });
   }
 }

@@ -104,8 +104,9 @@ pub struct Router {
     attribution: Arc<attribution::Attribution>,
     /// The write and exec tools.
     write_tools: Option<Arc<crate::tools::write::WriteTools>>,
-    /// The registered project roots (`state.db`'s `roots`), opened at the first
-    /// workstation tool call ([`workstation`]).
+    /// The registered project roots (`state.db`'s `roots`): the write tools' store, or
+    /// opened at the first workstation tool call ([`workstation`]). One handle for every
+    /// tool.
     roots: std::sync::OnceLock<Arc<crate::tools::roots::RootStore>>,
 }
 
@@ -113,7 +114,12 @@ impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
         let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools } = services;
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools, roots: std::sync::OnceLock::new() }
+        let roots = std::sync::OnceLock::new();
+        if let Some(tools) = &write_tools {
+            // The read and the write tools share the one roots store.
+            let _ = roots.set(Arc::clone(&tools.roots));
+        }
+        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools, roots }
     }
 
     /// The current Herdr status.

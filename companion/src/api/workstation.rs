@@ -163,8 +163,9 @@ fn failed(tool: ToolName, error: ToolError) -> MethodError {
     (code, format!("{tool}: {error}"))
 }
 
-/// The registered roots store, opened on first use.
-async fn store(api: &Router) -> Result<Arc<RootStore>, MethodError> {
+/// The registered roots store: the one the write tools opened, else opened on first use
+/// (one handle per runtime, `Router`'s).
+pub(super) async fn store(api: &Router) -> Result<Arc<RootStore>, MethodError> {
     if let Some(store) = api.roots.get() {
         return Ok(Arc::clone(store));
     }
@@ -331,5 +332,41 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
         | ToolName::HerdrExecKill => {
             Err((ErrorCode::Error, format!("{tool} is not a workstation tool")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::{Router, Services};
+    use crate::herdr::HerdrStatus;
+    use continuity_protocol::HerdrState;
+
+    /// The read tools' roots store is the write tools' (failed before: the read tools
+    /// opened a second one).
+    #[tokio::test]
+    async fn the_read_and_the_write_tools_share_one_roots_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_tx, herdr_status) = tokio::sync::watch::channel(HerdrStatus { state: HerdrState::NotRunning, protocol: None, version: None, socket: String::new(), detail: None });
+        let log = Arc::new(crate::log::RuntimeLog::open(&dir.path().join("runtime.log")));
+        let write_tools = Arc::new(crate::tools::write::WriteTools::open(&dir.path().join("state.db"), "boot").expect("write tools"));
+        let router = Router::new(Services {
+            herdr_status,
+            boot_id: "boot".into(),
+            log,
+            events: None,
+            inbox: None,
+            home: dir.path().to_path_buf(),
+            judge: None,
+            journal: None,
+            retention: None,
+            work_memory: None,
+            bridge: None,
+            attribution: Arc::new(crate::api::attribution::Attribution::without_pairs()),
+            write_tools: Some(write_tools.clone()),
+        });
+        let store = super::store(&router).await.expect("store");
+        assert!(Arc::ptr_eq(&store, &write_tools.roots), "one roots store");
     }
 }

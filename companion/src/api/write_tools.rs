@@ -6,7 +6,10 @@
 //! Invariants:
 //! - Every path (and exec working directory) resolves inside the call's project roots
 //!   ([`crate::tools::roots`]) before anything is read or written; a path outside is
-//!   refused with the roots named.
+//!   refused with the roots named. Resolving, like every file system call here, runs on
+//!   the blocking pool, never on the runtime's async workers.
+//! - A patch that names one file twice, however spelled (`a/../x`, `./x`, a symlink inside
+//!   the root: the same path once resolved), is refused before anything is read.
 //! - A file with uncommitted changes, or outside any Git work tree, is not written unless
 //!   the call says `confirm_dirty: true`; a file (or exec directory) under the working
 //!   directory of a pane whose agent is `working` is not touched unless it says
@@ -21,6 +24,7 @@
 //!   MCP client holds the token and is the user's own planner.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -256,37 +260,76 @@ fn caller_panes(api: &Router, caller: &Caller) -> Vec<continuity_protocol::Pane>
         .collect()
 }
 
-/// The project roots of this call: the registered roots, then the caller's panes' working
-/// directories.
-async fn roots_of_call(api: &Router, caller: &Caller, store: &std::sync::Arc<crate::tools::write::WriteTools>) -> Result<Roots, MethodError> {
-    let roots = store.roots.clone();
-    let registered = crate::db::off_worker(move || roots.list())
-        .await
-        .map_err(|e| (ErrorCode::NotReady, format!("the project roots in state.db could not be read ({e})")))?;
-    let panes: Vec<PathBuf> = caller_panes(api, caller).into_iter().filter(|p| !p.cwd.is_empty()).map(|p| PathBuf::from(p.cwd)).collect();
-    let home = api.home.clone();
-    crate::db::off_worker(move || Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref())))
-        .await
-        .map_err(|e| (ErrorCode::Error, e.to_string()))
+/// The project roots of this call: [`super::workstation::roots_for`], the read tools' own
+/// (one roots store, the same panes).
+async fn roots_of_call(api: &Router, caller: &Caller) -> Result<Roots, MethodError> {
+    super::workstation::roots_for(api, caller).await
 }
 
-/// The working agent of a pane whose working directory holds `path`, if any.
-fn busy_pane(api: &Router, caller: &Caller, path: &Path) -> Option<String> {
-    caller_panes(api, caller).into_iter().find_map(|pane| {
-        let cwd = std::fs::canonicalize(&pane.cwd).ok()?;
-        (pane.agent_status == "working" && path.starts_with(&cwd))
-            .then(|| format!("pane {} ({} in {})", pane.pane_id, pane.agent.as_deref().unwrap_or("an agent"), cwd.display()))
+/// The caller's panes whose agent is working, each as (what to call it, its working
+/// directory resolved), resolved on the blocking pool.
+async fn working_panes(api: &Router, caller: &Caller) -> Result<Vec<(String, PathBuf)>, MethodError> {
+    let working: Vec<continuity_protocol::Pane> = caller_panes(api, caller).into_iter().filter(|p| p.agent_status == "working" && !p.cwd.is_empty()).collect();
+    if working.is_empty() {
+        return Ok(Vec::new());
+    }
+    blocking(move || {
+        Ok(working
+            .into_iter()
+            .filter_map(|pane| {
+                let cwd = std::fs::canonicalize(&pane.cwd).ok()?;
+                Some((format!("pane {} ({} in {})", pane.pane_id, pane.agent.as_deref().unwrap_or("an agent"), cwd.display()), cwd))
+            })
+            .collect())
     })
+    .await
 }
 
-fn check_busy(api: &Router, caller: &Caller, tool: ToolName, path: &Path, confirm_busy: bool) -> Result<(), MethodError> {
-    match busy_pane(api, caller, path) {
-        Some(pane) if !confirm_busy => Err(refused(format!(
+fn check_busy(working: &[(String, PathBuf)], tool: ToolName, path: &Path, confirm_busy: bool) -> Result<(), MethodError> {
+    match working.iter().find(|(_, cwd)| path.starts_with(cwd)) {
+        Some((pane, _)) if !confirm_busy => Err(refused(format!(
             "{tool}: {pane} is working where this call acts ({}); wait until it settles, or send confirm_busy: true to act anyway",
             path.display()
         ))),
         _ => Ok(()),
     }
+}
+
+/// `paths` resolved inside `roots`, on the blocking pool (resolving reads the disk).
+async fn resolve_all(roots: &Arc<Roots>, tool: ToolName, paths: Vec<String>) -> Result<Vec<PathBuf>, MethodError> {
+    let roots = Arc::clone(roots);
+    blocking(move || paths.iter().map(|path| roots.resolve(path).map_err(|e| refused(format!("{tool}: {e}")))).collect()).await
+}
+
+/// `path` resolved inside `roots`, on the blocking pool.
+async fn resolve_one(roots: &Arc<Roots>, tool: ToolName, path: &str) -> Result<PathBuf, MethodError> {
+    let mut resolved = resolve_all(roots, tool, vec![path.to_owned()]).await?;
+    resolved.pop().ok_or_else(|| (ErrorCode::Internal, format!("{tool}: {path} was not resolved")))
+}
+
+/// Refuses a patch that names one file twice under different spellings (`a/../x`, `./x`,
+/// a symlink inside the root): its sections would be applied one over the other.
+fn refuse_same_file_twice(planned: &[(patch::FilePatch, PathBuf, Option<PathBuf>)]) -> Result<(), MethodError> {
+    let mut seen: Vec<(&Path, &str)> = Vec::new();
+    for (file, path, move_to) in planned {
+        let named = std::iter::once((path.as_path(), file.path.as_str())).chain(move_to.as_deref().map(|to| {
+            let shown = match &file.change {
+                FileChange::Update { move_to: Some(to), .. } => to.as_str(),
+                _ => file.path.as_str(),
+            };
+            (to, shown)
+        }));
+        for (resolved, spelled) in named {
+            if let Some((_, first)) = seen.iter().find(|(p, _)| *p == resolved) {
+                return Err(bad(format!(
+                    "herdr_fs_patch: the patch names {} twice (as {first} and as {spelled}); nothing was written. Merge those sections into one section for the file",
+                    resolved.display()
+                )));
+            }
+            seen.push((resolved, spelled));
+        }
+    }
+    Ok(())
 }
 
 fn write_error(error: WriteError) -> MethodError {
@@ -394,8 +437,8 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
         }
         _ => {}
     }
-    let roots = roots_of_call(api, caller, service).await?;
-    let resolve = |path: &str| roots.resolve(path).map_err(|e| refused(format!("{}: {e}", args.tool)));
+    let roots = Arc::new(roots_of_call(api, caller).await?);
+    let working = working_panes(api, caller).await?;
     let root_of = |p: &Path| roots.root_of(p).map(|r| r.display().to_string()).unwrap_or_default();
     match args.tool {
         ToolName::HerdrFsEdit | ToolName::HerdrFsWrite => {
@@ -408,17 +451,21 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             };
             let content = if edit.is_none() { args.string("content", true, true, usize::MAX)? } else { None };
             let overwrite = if edit.is_none() { args.flag("overwrite")? } else { false };
-            let path = resolve(&path_arg)?;
+            let path = resolve_one(&roots, args.tool, &path_arg).await?;
             audit.root = root_of(&path);
             audit.target = path.display().to_string();
-            check_busy(api, caller, args.tool, &path, confirm_busy)?;
+            check_busy(&working, args.tool, &path, confirm_busy)?;
             let tool = args.tool;
             let roots = roots.clone();
             blocking(move || -> Result<Value, MethodError> {
                 let shown = path.display().to_string();
-                let exists = path.symlink_metadata().is_ok();
+                let meta = path.symlink_metadata().ok();
+                let exists = meta.is_some();
                 if edit.is_none() && exists && !overwrite {
                     return Err(refused(format!("herdr_fs_write: {shown} exists; send overwrite: true to replace it (herdr_fs_edit changes part of it)")));
+                }
+                if let Some(meta) = &meta {
+                    edit::refuse_hard_link(tool.as_str(), &shown, meta).map_err(write_error)?;
                 }
                 let git = edit::git_state(&path, &roots);
                 edit::check_git(tool.as_str(), &shown, &git, confirm_dirty).map_err(write_error)?;
@@ -446,7 +493,7 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             let root_arg = args.string("root", false, false, MAX_PATH_CHARS)?;
             let (dry_run, confirm_dirty, confirm_busy) = (args.flag("dry_run")?, args.flag("confirm_dirty")?, args.flag("confirm_busy")?);
             let base = match &root_arg {
-                Some(root) => resolve(root)?,
+                Some(root) => resolve_one(&roots, args.tool, root).await?,
                 None => match roots.list().as_slice() {
                     [only] => only.clone(),
                     [] => return Err(refused(format!("herdr_fs_patch: {}", crate::tools::roots::RootError::NoRoots))),
@@ -457,17 +504,27 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             let files = patch::parse(&text).map_err(|e| bad(format!("herdr_fs_patch: {e}")))?;
             audit.target = patch_paths(&files);
             // Every path (and a move's destination) inside the roots, before anything is read.
+            let joined = |p: &str| if Path::new(p).is_absolute() { p.to_owned() } else { base.join(p).display().to_string() };
+            let mut named = Vec::new();
+            for file in &files {
+                named.push(joined(&file.path));
+                if let FileChange::Update { move_to: Some(to), .. } = &file.change {
+                    named.push(joined(to));
+                }
+            }
+            let mut resolved = resolve_all(&roots, args.tool, named).await?.into_iter();
             let mut planned = Vec::new();
             for file in files {
-                let joined = |p: &str| if Path::new(p).is_absolute() { p.to_owned() } else { base.join(p).display().to_string() };
-                let path = resolve(&joined(&file.path))?;
+                let lost = || (ErrorCode::Internal, format!("herdr_fs_patch: {} was not resolved", file.path));
+                let path = resolved.next().ok_or_else(lost)?;
                 let move_to = match &file.change {
-                    FileChange::Update { move_to: Some(to), .. } => Some(resolve(&joined(to))?),
+                    FileChange::Update { move_to: Some(_), .. } => Some(resolved.next().ok_or_else(lost)?),
                     _ => None,
                 };
-                check_busy(api, caller, args.tool, &path, confirm_busy)?;
+                check_busy(&working, args.tool, &path, confirm_busy)?;
                 planned.push((file, path, move_to));
             }
+            refuse_same_file_twice(&planned)?;
             let roots = roots.clone();
             blocking(move || apply_patch(&roots, planned, dry_run, confirm_dirty)).await
         }
@@ -488,13 +545,14 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             } else {
                 (0, None, None)
             };
-            let cwd = resolve(&root_arg)?;
+            let cwd = resolve_one(&roots, args.tool, &root_arg).await?;
             audit.root = root_of(&cwd);
-            if !cwd.is_dir() {
+            let probe = cwd.clone();
+            if !blocking(move || Ok(probe.is_dir())).await? {
                 return Err(bad(format!("{}: root {} is not a directory; send the directory to run in", args.tool, cwd.display())));
             }
             if intent != Some(Intent::ReadOnly) {
-                check_busy(api, caller, args.tool, &cwd, confirm_busy)?;
+                check_busy(&working, args.tool, &cwd, confirm_busy)?;
             }
             if args.tool == ToolName::HerdrExecStart {
                 let now = i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX);
@@ -545,7 +603,7 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
 }
 
 /// Runs blocking file and Git work on tokio's blocking pool.
-async fn blocking(work: impl FnOnce() -> Result<Value, MethodError> + Send + 'static) -> Result<Value, MethodError> {
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, MethodError> + Send + 'static) -> Result<T, MethodError> {
     tokio::task::spawn_blocking(work).await.unwrap_or_else(|lost| Err((ErrorCode::Internal, format!("the call stopped before it finished ({lost}); see runtime.log"))))
 }
 

@@ -8,6 +8,8 @@
 //!   matches change nothing and the error says how many matched.
 //! - A reader never sees a half-written file: every write is temp file + rename.
 //! - Paths reach this module already resolved inside a root (`super::roots`).
+//! - A file with several names (a hard link) is not changed: its other name may be outside
+//!   every root.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -133,6 +135,12 @@ pub fn check_git(tool: &str, shown: &str, state: &GitState, confirm_dirty: bool)
     }
 }
 
+/// Refuses to change a file with several names (a hard link): its other name may be a
+/// file outside every project root ([`crate::tools::roots::refuse_hard_link`]).
+pub fn refuse_hard_link(tool: &str, shown: &str, meta: &std::fs::Metadata) -> Result<(), WriteError> {
+    crate::tools::roots::refuse_hard_link(shown, meta).map_err(|e| WriteError::Refused(format!("{tool}: {e}")))
+}
+
 /// Reads `path` as UTF-8 text for an edit or a patch (at most [`MAX_EDIT_FILE_BYTES`]).
 pub fn read_text(tool: &str, path: &Path, shown: &str) -> Result<String, WriteError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -142,6 +150,7 @@ pub fn read_text(tool: &str, path: &Path, shown: &str) -> Result<String, WriteEr
     if !meta.is_file() {
         return Err(WriteError::Refused(format!("{tool}: {shown} is not a regular file")));
     }
+    refuse_hard_link(tool, shown, &meta)?;
     if meta.len() > MAX_EDIT_FILE_BYTES {
         return Err(WriteError::Refused(format!(
             "{tool}: {shown} is {} bytes; at most {MAX_EDIT_FILE_BYTES} are edited here — use an agent (herdr_prompt) for it",

@@ -194,6 +194,12 @@ pub fn glob_matcher(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
 /// repository), hidden files shown, `.git` skipped, symlinks not followed, sorted.
 /// Entries inside the companion home or a credential location are skipped.
 pub fn walker(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::Walk {
+    walk_builder(dir, max_depth, roots).build()
+}
+
+/// [`walker`]'s settings, for a parallel walk too (`build_parallel`, which ignores the sort:
+/// its caller sorts what it collects).
+pub fn walk_builder(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::WalkBuilder {
     let roots = roots.clone();
     let mut builder = ignore::WalkBuilder::new(dir);
     builder
@@ -204,7 +210,7 @@ pub fn walker(dir: &Path, max_depth: Option<usize>, roots: &Roots) -> ignore::Wa
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(move |entry| entry.file_name() != ".git" && !roots.is_refused(entry.path()));
-    builder.build()
+    builder
 }
 
 /// How long a listing or a search may walk; then it stops and says `truncated`.

@@ -304,8 +304,15 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
 
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
-    let (dir, ceiling, pathspec) = locate(roots, request)?;
-    check_git_link(roots, &dir)?;
+    // Resolving and the .git check read the disk: on the blocking pool.
+    let (located, checked) = (roots.clone(), request.clone());
+    let (dir, ceiling, pathspec) = tokio::task::spawn_blocking(move || {
+        let located_here = locate(&located, &checked)?;
+        check_git_link(&located, &located_here.0)?;
+        Ok::<_, ToolError>(located_here)
+    })
+    .await
+    .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let args = arguments(request, pathspec.as_deref())?;
     let output = run_git(&dir, &ceiling, &args, request.max_bytes).await?;
     if !output.ok {

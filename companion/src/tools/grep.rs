@@ -3,17 +3,30 @@
 //!
 //! Invariants:
 //! - The walk is [`super::fs::walker`]'s: `.gitignore`-aware, `.git` skipped, symlinks
-//!   neither followed nor searched. Binary files (a NUL byte) are skipped.
+//!   neither followed nor searched. Binary files (a NUL byte) are skipped, and so are
+//!   files with several names (hard links; counted in `hard_links_skipped`).
+//! - A directory is searched by `ignore`'s parallel walker, one searcher and matcher per
+//!   thread; the matches are collected and sorted by path (component order, the sorted
+//!   walk's), so the answer is the same as a sorted walk's. When the matches reach a cap,
+//!   which ones are kept depends on order: the search then runs again as the sorted walk,
+//!   stopping at the cap.
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
 //!   says so. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
 
-use grep_regex::RegexMatcherBuilder;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::WalkState;
 use serde_json::{json, Value};
 
-use super::fs::{glob_matcher, walker, ToolError};
+use super::fs::{glob_matcher, walk_builder, walker, ToolError};
 use super::roots::Roots;
 
 /// Default `max_matches`.
@@ -52,14 +65,14 @@ pub struct GrepRequest {
 
 /// Searches (see the module invariants).
 pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
-    grep_until(roots, request, std::time::Instant::now() + super::fs::WALK_DEADLINE)
+    grep_until(roots, request, Instant::now() + super::fs::WALK_DEADLINE)
 }
 
 /// Most memory the searcher's buffer may take for one file (a longer line skips the file).
 pub const GREP_HEAP_LIMIT: usize = 16 * 1024 * 1024;
 
 /// [`grep`], stopping at `deadline` ([`super::fs::WALK_DEADLINE`] after the start).
-pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: std::time::Instant) -> Result<Value, ToolError> {
+pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Result<Value, ToolError> {
     if request.pattern.is_empty() || request.pattern.len() > MAX_PATTERN_BYTES {
         return Err(ToolError::Bad(format!("pattern must be 1 to {MAX_PATTERN_BYTES} bytes")));
     }
@@ -76,80 +89,248 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: std::time::Ins
         .build(&request.pattern)
         .map_err(|e| ToolError::Bad(format!("pattern is not a valid regular expression ({e}); fix it, or send regex: false to search for the text as it is")))?;
     let glob = request.glob.as_deref().map(glob_matcher).transpose()?;
-    let mut searcher = SearcherBuilder::new().heap_limit(Some(GREP_HEAP_LIMIT)).binary_detection(BinaryDetection::quit(0)).line_number(true).build();
-    let max_matches = usize::try_from(request.max_matches).unwrap_or(usize::MAX);
-    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
-    let mut matches: Vec<Value> = Vec::new();
-    let mut bytes = 0usize;
-    let mut files_searched = 0u64;
-    let mut stopped: Option<&str> = None;
-    let base_is_file = std::fs::symlink_metadata(&base).map(|m| m.is_file()).unwrap_or(false);
-    for entry in walker(&base, None, roots) {
-        if std::time::Instant::now() >= deadline {
-            stopped = Some("the deadline");
-            break;
-        }
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let relative = if base_is_file {
-            entry.path().file_name().map(std::path::Path::new).unwrap_or(entry.path())
-        } else {
-            entry.path().strip_prefix(&base).unwrap_or(entry.path())
-        };
-        if glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
-            continue;
-        }
-        files_searched += 1;
-        let shown = relative.to_string_lossy().into_owned();
-        let outcome = searcher.search_path(
-            &matcher,
-            entry.path(),
-            Lossy(|line_number, line| {
-                let text = line.trim_end_matches(['\n', '\r']);
-                let (text, cut) = match text.char_indices().nth(MAX_LINE_CHARS) {
-                    Some((end, _)) => (&text[..end], true),
-                    None => (text, false),
-                };
-                if bytes + text.len() > max_bytes {
-                    stopped = Some("max_bytes");
-                    return Ok(false);
-                }
-                bytes += text.len();
-                let mut item = json!({"path": shown, "line": line_number, "text": text});
-                if cut {
-                    item["cut"] = json!(true);
-                }
-                matches.push(item);
-                if matches.len() >= max_matches {
-                    stopped = Some("max_matches");
-                    return Ok(false);
-                }
-                Ok(true)
-            }),
-        );
-        // A file that vanished or cannot be read is skipped, as ripgrep does.
-        drop(outcome);
-        if stopped.is_some() {
-            break;
-        }
-    }
+    let search = Search {
+        base: &base,
+        roots,
+        matcher,
+        glob,
+        max_matches: usize::try_from(request.max_matches).unwrap_or(usize::MAX),
+        max_bytes: usize::try_from(request.max_bytes).unwrap_or(usize::MAX),
+        deadline,
+        hard_links: AtomicU64::new(0),
+    };
+    let base_is_dir = std::fs::symlink_metadata(&base).map(|m| m.is_dir()).unwrap_or(false);
+    // A tree is searched in parallel; when that reaches a cap, the matches kept are the
+    // first ones in path order, which only the sorted walk knows: it runs again, in order.
+    let found = if base_is_dir { search.parallel() } else { None };
+    let found = match found {
+        Some(found) => found,
+        None => search.sorted(!base_is_dir),
+    };
     let mut result = json!({
         "root": base,
         "pattern": request.pattern,
         "regex": request.regex,
-        "matches": matches,
-        "count": matches.len(),
-        "files_searched": files_searched,
-        "truncated": stopped.is_some(),
+        "matches": found.matches,
+        "count": found.matches.len(),
+        "files_searched": found.files_searched,
+        "truncated": found.stopped.is_some(),
     });
-    if stopped == Some("the deadline") {
+    let hard_links = search.hard_links.load(Ordering::Relaxed);
+    if hard_links > 0 {
+        result["hard_links_skipped"] = json!(hard_links);
+        result["skipped"] = json!(format!("{hard_links} file(s) with several names (hard links) were not searched: another name may be outside the project roots; copy such a file into the root as a file of its own to search it"));
+    }
+    if found.stopped == Some(Stop::Deadline) {
         result["note"] = json!(format!("stopped after {} s of searching; narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
-    } else if let Some(cap) = stopped {
+    } else if let Some(cap) = found.stopped {
+        let cap = if cap == Stop::Bytes { "max_bytes" } else { "max_matches" };
         result["note"] = json!(format!("stopped at {cap}; narrow the search with glob or a subdirectory, or raise {cap}"));
     }
     Ok(result)
+}
+
+/// Why a search stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Deadline,
+    Matches,
+    Bytes,
+}
+
+/// What a search found: the matches in path order, then line order.
+struct Found {
+    matches: Vec<Value>,
+    files_searched: u64,
+    stopped: Option<Stop>,
+}
+
+/// One matching line: its number, its text (cut at [`MAX_LINE_CHARS`]) and whether it was cut.
+type Hit = (u64, String, bool);
+
+/// One search's settings, shared by its threads.
+struct Search<'a> {
+    base: &'a Path,
+    roots: &'a Roots,
+    matcher: RegexMatcher,
+    glob: Option<globset::GlobMatcher>,
+    max_matches: usize,
+    max_bytes: usize,
+    deadline: Instant,
+    /// Files skipped as hard links.
+    hard_links: AtomicU64,
+}
+
+/// A matched line's text without its line end, cut at [`MAX_LINE_CHARS`] characters.
+fn cut_line(line: &str) -> (&str, bool) {
+    let text = line.trim_end_matches(['\n', '\r']);
+    match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((end, _)) => (&text[..end], true),
+        None => (text, false),
+    }
+}
+
+/// Opens a file the walk found for searching: not through a symlink put in its place, and
+/// `None` for a file with several names (a hard link: its other name may be outside every
+/// root), counted in `hard_links`. Unreadable files are skipped, as ripgrep does.
+fn open_plain(path: &Path, hard_links: &AtomicU64) -> Option<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK).open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.nlink() > 1 {
+        hard_links.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    Some(file)
+}
+
+fn searcher() -> Searcher {
+    SearcherBuilder::new().heap_limit(Some(GREP_HEAP_LIMIT)).binary_detection(BinaryDetection::quit(0)).line_number(true).build()
+}
+
+fn hit_json(path: &str, (line, text, cut): Hit) -> Value {
+    let mut item = json!({"path": path, "line": line, "text": text});
+    if cut {
+        item["cut"] = json!(true);
+    }
+    item
+}
+
+impl Search<'_> {
+    /// The path shown for `path`: relative to the base directory (a file base: its name).
+    fn relative<'p>(&self, path: &'p Path, base_is_file: bool) -> &'p Path {
+        if base_is_file {
+            path.file_name().map(Path::new).unwrap_or(path)
+        } else {
+            path.strip_prefix(self.base).unwrap_or(path)
+        }
+    }
+
+    /// The parallel walk (ripgrep's): every file searched, the matches collected and
+    /// sorted by path. `None` when the matches reach `max_matches` or `max_bytes` (the
+    /// caller then runs [`Self::sorted`]).
+    fn parallel(&self) -> Option<Found> {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 8);
+        let walk = walk_builder(self.base, None, self.roots).threads(threads).build_parallel();
+        let files: Mutex<Vec<(PathBuf, Vec<Hit>)>> = Mutex::new(Vec::new());
+        let searched = AtomicU64::new(0);
+        let (count, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let capped = AtomicBool::new(false);
+        let late = AtomicBool::new(false);
+        walk.run(|| {
+            // Per thread: one searcher, one matcher, one buffer of hits.
+            let mut searcher = searcher();
+            let matcher = self.matcher.clone();
+            let mut hits: Vec<Hit> = Vec::new();
+            let (files, searched, count, bytes, capped, late) = (&files, &searched, &count, &bytes, &capped, &late);
+            Box::new(move |entry| {
+                if capped.load(Ordering::Relaxed) {
+                    return WalkState::Quit;
+                }
+                if Instant::now() >= self.deadline {
+                    late.store(true, Ordering::Relaxed);
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else { return WalkState::Continue };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                let relative = self.relative(entry.path(), false);
+                if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
+                    return WalkState::Continue;
+                }
+                let Some(file) = open_plain(entry.path(), &self.hard_links) else { return WalkState::Continue };
+                searched.fetch_add(1, Ordering::Relaxed);
+                // A read error ends the file's search with what was found, as ripgrep does.
+                let _ = searcher.search_file(
+                    &matcher,
+                    &file,
+                    Lossy(|line_number, line| {
+                        let (text, cut) = cut_line(line);
+                        let over_bytes = bytes.fetch_add(text.len(), Ordering::Relaxed) + text.len() > self.max_bytes;
+                        let at_count = count.fetch_add(1, Ordering::Relaxed) + 1 >= self.max_matches;
+                        if over_bytes || at_count {
+                            capped.store(true, Ordering::Relaxed);
+                            return Ok(false);
+                        }
+                        hits.push((line_number, text.to_owned(), cut));
+                        Ok(true)
+                    }),
+                );
+                if capped.load(Ordering::Relaxed) {
+                    return WalkState::Quit;
+                }
+                if !hits.is_empty() {
+                    let found = (relative.to_path_buf(), std::mem::take(&mut hits));
+                    files.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(found);
+                }
+                WalkState::Continue
+            })
+        });
+        if capped.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut files = files.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Path order is component order: the sorted walk's (`a/x` before `a.txt`).
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let matches = files.into_iter().flat_map(|(path, hits)| {
+            let shown = path.to_string_lossy().into_owned();
+            hits.into_iter().map(move |hit| hit_json(&shown, hit))
+        });
+        Some(Found { matches: matches.collect(), files_searched: searched.into_inner(), stopped: late.into_inner().then_some(Stop::Deadline) })
+    }
+
+    /// The sorted walk: files in path order, stopping at the first cap reached.
+    fn sorted(&self, base_is_file: bool) -> Found {
+        self.hard_links.store(0, Ordering::Relaxed);
+        let mut searcher = searcher();
+        let mut found = Found { matches: Vec::new(), files_searched: 0, stopped: None };
+        let mut bytes = 0usize;
+        for entry in walker(self.base, None, self.roots) {
+            if Instant::now() >= self.deadline {
+                found.stopped = Some(Stop::Deadline);
+                break;
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let relative = self.relative(entry.path(), base_is_file);
+            if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
+                continue;
+            }
+            let Some(file) = open_plain(entry.path(), &self.hard_links) else { continue };
+            found.files_searched += 1;
+            let shown = relative.to_string_lossy();
+            let (matches, stopped) = (&mut found.matches, &mut found.stopped);
+            // A read error ends the file's search with what was found, as ripgrep does.
+            let _ = searcher.search_file(
+                &self.matcher,
+                &file,
+                Lossy(|line_number, line| {
+                    let (text, cut) = cut_line(line);
+                    if bytes + text.len() > self.max_bytes {
+                        *stopped = Some(Stop::Bytes);
+                        return Ok(false);
+                    }
+                    bytes += text.len();
+                    matches.push(hit_json(&shown, (line_number, text.to_owned(), cut)));
+                    if matches.len() >= self.max_matches {
+                        *stopped = Some(Stop::Matches);
+                        return Ok(false);
+                    }
+                    Ok(true)
+                }),
+            );
+            if found.stopped.is_some() {
+                break;
+            }
+        }
+        found
+    }
 }
 
 #[cfg(test)]

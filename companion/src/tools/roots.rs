@@ -18,6 +18,8 @@
 //!   the resolved path without following a final symlink, then checks the path of the
 //!   open file (the kernel's `/proc/self/fd` link on Linux; the same device and inode as
 //!   the path canonicalised again elsewhere) against the roots once more.
+//! - A regular file with several names (a hard link, `nlink > 1`) is neither read nor
+//!   written ([`refuse_hard_link`]): its other name may be outside every root.
 
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
@@ -80,6 +82,14 @@ pub enum RootError {
         /// What it is.
         what: &'static str,
     },
+    /// The file has other names (a hard link): one of them may be outside every root.
+    #[error("{path} is a hard link ({links} names share this one file), so it may be a file outside the project roots under another name; no Herdr tool reads or writes it. Copy it into the root as a file of its own (cp FILE FILE.own && mv FILE.own FILE), then call again")]
+    HardLink {
+        /// The path as sent.
+        path: String,
+        /// How many names the file has.
+        links: u64,
+    },
     /// The file changed between the check and the open (a symlink put in its place).
     #[error("{path} changed while it was being opened (it now resolves to {now}, outside the project roots {roots}); the call was refused, retry once it is stable")]
     Raced {
@@ -100,16 +110,24 @@ pub const SENSITIVE_NAMES: [&str; 5] = [".ssh", ".gnupg", ".aws", ".kube", ".net
 /// Whether `path` names (or lies inside) a credential location ([`SENSITIVE_NAMES`],
 /// `.config/gh`, `.docker/config.json`).
 pub fn is_sensitive(path: &Path) -> bool {
-    let names: Vec<&std::ffi::OsStr> = path.components().filter_map(|c| match c {
-        Component::Normal(name) => Some(name),
-        _ => None,
-    }).collect();
-    names.iter().enumerate().any(|(i, name)| {
-        let next = names.get(i + 1).copied();
-        SENSITIVE_NAMES.iter().any(|s| *name == std::ffi::OsStr::new(s))
-            || (*name == std::ffi::OsStr::new(".config") && next == Some(std::ffi::OsStr::new("gh")))
-            || (*name == std::ffi::OsStr::new(".docker") && next == Some(std::ffi::OsStr::new("config.json")))
-    })
+    // No allocation: a walk asks this of every entry.
+    let mut names = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .peekable();
+    while let Some(name) = names.next() {
+        let next = names.peek().copied();
+        if SENSITIVE_NAMES.iter().any(|s| name == std::ffi::OsStr::new(s))
+            || (name == std::ffi::OsStr::new(".config") && next == Some(std::ffi::OsStr::new("gh")))
+            || (name == std::ffi::OsStr::new(".docker") && next == Some(std::ffi::OsStr::new("config.json")))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// The project roots of one call, canonicalised.
@@ -336,6 +354,7 @@ impl Roots {
                 }
             })?;
         self.recheck(path, &resolved, &file)?;
+        refuse_hard_link(path, &file.metadata().map_err(io)?)?;
         Ok((resolved, file))
     }
 
@@ -361,6 +380,17 @@ impl Roots {
         }
         Ok(())
     }
+}
+
+/// Refuses a regular file with more than one name (`nlink > 1`, [`RootError::HardLink`]):
+/// a hard link inside a root can be the same file as one outside every root, and no path
+/// check can tell. `meta` is the file's own metadata (not a symlink's target).
+pub fn refuse_hard_link(path: &str, meta: &std::fs::Metadata) -> Result<(), RootError> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.is_file() && meta.nlink() > 1 {
+        return Err(RootError::HardLink { path: path.to_owned(), links: meta.nlink() });
+    }
+    Ok(())
 }
 
 /// The registered roots in `state.db` (table `roots`), shared by the runtime (read at every

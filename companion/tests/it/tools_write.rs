@@ -346,3 +346,101 @@ async fn a_sigkilled_runtime_leaves_no_exec_session_process_behind() {
     assert_eq!(read["state"], "interrupted", "{read}");
     client.cancel().await.expect("close");
 }
+
+/// A file inside the root that is a hard link to a file outside every root is neither read,
+/// searched, edited, overwritten nor patched, and the refusal says why and what to do; the
+/// file outside is unchanged (failed before: every tool followed the link).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_link_to_a_file_outside_the_roots_is_neither_read_nor_written() {
+    let bench = bench();
+    let repo = bench.repo.clone();
+    let client = bench.client().await;
+    let outside = bench.home.dir.path().join("outside.txt");
+    std::fs::write(&outside, "outside secret\n").expect("write outside");
+    std::fs::hard_link(&outside, repo.join("src/alias.txt")).expect("hard link");
+    git(&repo, &["add", "src/alias.txt"]);
+    git(&repo, &["commit", "-q", "-m", "alias"]);
+
+    let said = |text: &str| text.contains("hard link") && text.contains("Copy it into the root") && !text.contains("outside secret");
+    let read = refused(&client, "herdr_fs_read", json!({"path": "src/alias.txt"})).await;
+    assert!(said(&read), "{read}");
+    let found = ok(&client, "herdr_fs_grep", json!({"root": ".", "pattern": "outside secret"})).await;
+    assert_eq!((found["count"].as_u64(), found["hard_links_skipped"].as_u64()), (Some(0), Some(1)), "{found}");
+    assert!(found["skipped"].as_str().is_some_and(|s| s.contains("copy such a file into the root")), "{found}");
+    let edit = refused(&client, "herdr_fs_edit", json!({"path": "src/alias.txt", "old_string": "outside", "new_string": "inside", "confirm_dirty": true})).await;
+    assert!(said(&edit), "{edit}");
+    let write = refused(&client, "herdr_fs_write", json!({"path": "src/alias.txt", "content": "x\n", "overwrite": true, "confirm_dirty": true})).await;
+    assert!(said(&write), "{write}");
+    let patch = "*** Begin Patch\n*** Update File: src/alias.txt\n-outside secret\n+inside\n*** End Patch\n";
+    let patched = refused(&client, "herdr_fs_patch", json!({"patch": patch, "confirm_dirty": true})).await;
+    assert!(said(&patched), "{patched}");
+    let deleted = refused(&client, "herdr_fs_patch", json!({"patch": "*** Begin Patch\n*** Delete File: src/alias.txt\n*** End Patch\n", "confirm_dirty": true})).await;
+    assert!(said(&deleted), "{deleted}");
+    assert_eq!(std::fs::read_to_string(&outside).expect("outside"), "outside secret\n");
+    assert!(repo.join("src/alias.txt").exists());
+
+    // Copied into the root as a file of its own, it is an ordinary file again.
+    std::fs::remove_file(repo.join("src/alias.txt")).expect("rm");
+    std::fs::copy(&outside, repo.join("src/alias.txt")).expect("copy");
+    let read = ok(&client, "herdr_fs_read", json!({"path": "src/alias.txt"})).await;
+    assert_eq!(read["content"], "outside secret\n");
+    ok(&client, "herdr_fs_edit", json!({"path": "src/alias.txt", "old_string": "outside", "new_string": "inside"})).await;
+    assert_eq!(std::fs::read_to_string(&outside).expect("outside"), "outside secret\n");
+    client.cancel().await.expect("close");
+}
+
+/// A patch that names one file twice under two spellings (`a/../x`, `./x`, a symlink inside
+/// the root) is refused as ambiguous and writes nothing (failed before: the paths were
+/// compared as strings, both sections applied to the same old text and the second won).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_naming_one_file_twice_by_two_spellings_is_refused() {
+    let bench = bench();
+    let repo = bench.repo.clone();
+    let client = bench.client().await;
+    std::os::unix::fs::symlink("src", repo.join("code")).expect("symlink");
+    let section = |path: &str, new: &str| format!("*** Update File: {path}\n-alpha\n+{new}\n");
+    for (first, second) in [("src/lib.txt", "src/../src/lib.txt"), ("./src/lib.txt", "src/lib.txt"), ("src/lib.txt", "code/lib.txt")] {
+        let patch = format!("*** Begin Patch\n{}{}*** End Patch\n", section(first, "ONE"), section(second, "TWO"));
+        let text = refused(&client, "herdr_fs_patch", json!({"patch": patch})).await;
+        assert!(text.contains("names") && text.contains("twice") && text.contains(first) && text.contains(second) && text.contains("nothing was written"), "{first} + {second}: {text}");
+        let dry = refused(&client, "herdr_fs_patch", json!({"patch": patch, "dry_run": true})).await;
+        assert!(dry.contains("twice"), "{dry}");
+    }
+    // A move onto a file the patch also changes is the same file twice too.
+    let onto = "*** Begin Patch\n*** Update File: README\n*** Move to: ./src/lib.txt\n-readme\n+moved\n*** Update File: src/lib.txt\n-alpha\n+ONE\n*** End Patch\n";
+    let text = refused(&client, "herdr_fs_patch", json!({"patch": onto})).await;
+    assert!(text.contains("twice"), "{text}");
+    assert_eq!(read(&repo, "src/lib.txt"), "alpha\nbeta\ngamma\nbeta\n", "nothing was written");
+    assert_eq!(read(&repo, "README"), "readme\n");
+    client.cancel().await.expect("close");
+}
+
+/// `herdr-companion roots add` is seen by the read tools and the write tools alike (one
+/// roots store), and `roots remove` takes the root from both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_added_on_the_command_line_is_seen_by_the_read_and_the_write_tools() {
+    let bench = bench();
+    let client = bench.client().await;
+    let other = bench.home.dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("mkdir other");
+    std::fs::write(other.join("notes.txt"), "other notes\n").expect("write");
+    let notes = other.join("notes.txt").display().to_string();
+    let written = other.join("new.txt").display().to_string();
+    let run = |args: &[&str]| {
+        let output = bench.home.command(args).output().expect("roots runs");
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    assert!(refused(&client, "herdr_fs_read", json!({"path": notes})).await.contains("outside the project roots"));
+    assert!(refused(&client, "herdr_fs_write", json!({"path": written, "content": "x\n", "confirm_dirty": true})).await.contains("outside the project roots"));
+    run(&["roots", "add", &other.display().to_string()]);
+    assert_eq!(ok(&client, "herdr_fs_read", json!({"path": notes})).await["content"], "other notes\n");
+    assert_eq!(ok(&client, "herdr_fs_grep", json!({"root": other, "pattern": "notes"})).await["count"], 1);
+    ok(&client, "herdr_fs_write", json!({"path": written, "content": "x\n", "confirm_dirty": true})).await;
+    assert_eq!(std::fs::read_to_string(other.join("new.txt")).expect("written"), "x\n");
+    run(&["roots", "remove", &other.display().to_string()]);
+    assert!(refused(&client, "herdr_fs_read", json!({"path": notes})).await.contains("outside the project roots"));
+    let again = refused(&client, "herdr_fs_write", json!({"path": written, "content": "y\n", "overwrite": true, "confirm_dirty": true})).await;
+    assert!(again.contains("outside the project roots"), "{again}");
+    assert_eq!(std::fs::read_to_string(other.join("new.txt")).expect("kept"), "x\n");
+    client.cancel().await.expect("close");
+}

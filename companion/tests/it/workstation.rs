@@ -237,3 +237,68 @@ async fn dot_dot_a_symlink_an_absolute_path_and_an_option_revision_are_refused_n
     assert!(!missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("is not a registered root"));
     client.cancel().await.expect("close");
 }
+
+/// `herdr_fs_grep` searches a tree in parallel and answers what the sorted walk answered:
+/// the matches in path order (component order: `a/…` before `a-b.txt` and `a.txt`), with
+/// `.gitignore`d, binary and hard-linked files and symlinks out of the root left out; at a
+/// cap, the first matches in that order, the same on every run.
+#[test]
+fn a_parallel_grep_answers_the_sorted_walks_matches_in_path_order() {
+    use companion::tools::grep::{grep, GrepRequest};
+    use companion::tools::roots::Roots;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    for d in ["a/b/c", "ignored", "many", "empty"] {
+        std::fs::create_dir_all(root.join(d)).expect("mkdir");
+    }
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    let w = |path: &str, text: &[u8]| std::fs::write(root.join(path), text).expect("write");
+    w(".gitignore", b"ignored/\n*.log\n");
+    w("a.txt", b"needle at 1\nno\nneedle at 3\n");
+    w("a-b.txt", b"x\nneedle\n");
+    w("a/x.rs", b"needle\n");
+    w("a/b/c/deep.rs", b"one\ntwo\nneedle deep\n");
+    w("B.md", b"needle upper\n");
+    w("ignored/hit.rs", b"needle ignored\n");
+    w("x.log", b"needle log\n");
+    w("blob.bin", b"needle\0binary\n");
+    for i in 0..300 {
+        let text = if i % 7 == 0 { format!("line\nneedle {i}\n") } else { format!("line {i}\n") };
+        w(&format!("many/f{i:03}.txt"), text.as_bytes());
+    }
+    std::fs::write(outside.join("secret.txt"), "needle outside\n").expect("write");
+    std::os::unix::fs::symlink(&outside, root.join("out")).expect("symlink dir");
+    std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("out.txt")).expect("symlink file");
+    std::fs::hard_link(outside.join("secret.txt"), root.join("many/linked.txt")).expect("hard link");
+
+    let mut expected = vec!["B.md:1".to_owned(), "a/b/c/deep.rs:3".to_owned(), "a/x.rs:1".to_owned(), "a-b.txt:2".to_owned(), "a.txt:1".to_owned(), "a.txt:3".to_owned()];
+    expected.extend((0..300).filter(|i| i % 7 == 0).map(|i| format!("many/f{i:03}.txt:2")));
+    let roots = Roots::new([root.clone()], []);
+    let request = |max_matches: u64, max_bytes: u64| GrepRequest { root: root.display().to_string(), pattern: "needle".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches, max_bytes };
+    let found = |result: &Value| -> Vec<String> {
+        result["matches"].as_array().expect("matches").iter().map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"])).collect()
+    };
+    let all = grep(&roots, &request(1000, 100_000)).expect("grep");
+    assert_eq!(found(&all), expected, "{all}");
+    assert_eq!((all["truncated"].as_bool(), all["hard_links_skipped"].as_u64()), (Some(false), Some(1)), "{all}");
+    // Searched: .gitignore, a.txt, a-b.txt, B.md, blob.bin (found binary), a/x.rs,
+    // a/b/c/deep.rs and the 300 in many/; not the ignored ones, the symlinks or the hard link.
+    assert_eq!(all["files_searched"].as_u64(), Some(5 + 2 + 300), "{all}");
+    assert_eq!(all["matches"][0]["text"], "needle upper");
+    for _ in 0..5 {
+        assert_eq!(grep(&roots, &request(1000, 100_000)).expect("grep"), all, "the same answer on every run");
+    }
+    // At a cap: the first matches in path order, and the note says which cap.
+    for max in [1u64, 3, 9, expected.len() as u64] {
+        let capped = grep(&roots, &request(max, 100_000)).expect("grep");
+        assert_eq!(found(&capped), expected[..max as usize], "max_matches {max}: {capped}");
+        assert_eq!(capped["truncated"], true, "max_matches {max}: {capped}");
+        assert!(capped["note"].as_str().is_some_and(|n| n.contains("max_matches")), "{capped}");
+        assert_eq!(grep(&roots, &request(max, 100_000)).expect("grep"), capped);
+    }
+    // max_bytes: "needle upper" (12) + "needle deep" (11) fit in 28, "needle" (6) does not.
+    let bytes = grep(&roots, &request(1000, 28)).expect("grep");
+    assert_eq!(found(&bytes), expected[..2], "{bytes}");
+    assert!(bytes["note"].as_str().is_some_and(|n| n.contains("max_bytes")), "{bytes}");
+}
