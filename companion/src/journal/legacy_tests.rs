@@ -146,3 +146,23 @@ proptest! {
         }
     }
 }
+
+/// A turn journaled before packets were read (its packet row missing) restores its packet
+/// when it is written again, and the restore is kept (failed before: the retry's
+/// transaction was rolled back after answering `restored`).
+#[test]
+fn x11_a_retried_turn_whose_packet_was_never_restored_restores_it_durably() {
+    let (dir, mut store) = open();
+    store.append_reporting(&turn("c1", "m1", &packet("ht:old", BODY)), 10).expect("append");
+    let raw = crate::db::open_connection(&dir.path().join("state.db")).expect("raw");
+    let chain = chain_of_packet("ht:old");
+    raw.execute_batch(&format!(
+        "DELETE FROM journal_legacy_packets; DELETE FROM journal_fts WHERE rowid IN (SELECT turn_id FROM journal_turns WHERE continuity_id = '{chain}');
+         DELETE FROM journal_turns WHERE continuity_id = '{chain}'; DELETE FROM journal_chains WHERE continuity_id = '{chain}';"
+    ))
+    .expect("forget the restore");
+    let (appended, outcomes) = store.append_reporting(&turn("c1", "m1", &packet("ht:old", BODY)), 11).expect("retry");
+    assert!(matches!(appended, Appended::AlreadyRecorded(_)) && outcomes[0].status == LegacyPacketStatus::Restored, "{outcomes:?}");
+    let MethodResult::ContinuityResumed { continuity_id, .. } = resumed(&store, "ht:old") else { panic!("resume") };
+    assert_eq!(continuity_id, chain);
+}

@@ -19,7 +19,7 @@
 use std::path::Path;
 
 use continuity_protocol::journal::{
-    ContinuityAppendParams, LegacyPacketLink, LegacyPacketOutcome, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES, RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
+    ContinuityAppendParams, LegacyPacketLink, LegacyPacketOutcome, LegacyPacketStatus, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES, RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
 };
 use continuity_protocol::{ChainCandidate, JournalTurn, MatchReason, TurnRole};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction, TransactionBehavior};
@@ -237,8 +237,9 @@ impl JournalStore {
     pub fn append_reporting(&mut self, turn: &ContinuityAppendParams, now: i64) -> Result<(Appended, Vec<LegacyPacketOutcome>), JournalError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (appended, packets) = append_in(&tx, turn, now)?;
-        // A retry changed nothing: the transaction is rolled back when dropped.
-        if let Appended::Inserted(_) = appended {
+        // A retry changed nothing (the transaction is rolled back when dropped) — unless it
+        // restored a packet its first write did not (a turn journaled before packets were read).
+        if matches!(appended, Appended::Inserted(_)) || packets.iter().any(|p| p.status == LegacyPacketStatus::Restored) {
             tx.commit()?;
         }
         Ok((appended, packets))
