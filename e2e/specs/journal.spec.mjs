@@ -7,7 +7,9 @@
 // - with the runtime stopped the turns wait in the worker's persisted outbox — across a
 //   restart of the browser (and its service worker) — and the HUD says so; once the runtime
 //   is back they are written, each once;
-// - the HUD shows the conversation's context pressure, and a long thread raises it.
+// - the HUD shows the conversation's context pressure, and a long thread raises it;
+// - a legacy HERDR_HANDOFF_V1 packet in a journaled reply is restored as its own chain and
+//   resumes through continuity.resume by its packet id, its content fenced (X11).
 //
 // Every wait is a poll with a deadline on a HUD hook, the snapshot or the runtime's answer.
 import { test, expect } from '../lib/test.mjs';
@@ -84,6 +86,23 @@ test.describe('Continuity Journal writer (C1) and context pressure (R1)', () => 
     expect(turns.find((t) => t.message_id === waiting.user)?.text).toBe('First while the runtime is away');
     expect((await persistedContinuity(worker))?.journal?.outbox ?? []).toEqual([]);
   });
+  });
+
+  test('a legacy HERDR_HANDOFF_V1 packet in a journaled reply resumes through continuity.resume (X11)', async ({ sandbox }) => {
+    const packet = '<<<HERDR_HANDOFF_V1 id=ht:e2e29:legacy1>>> Goal: ship the config loader. State: tests green, release notes next. <<<END_HERDR_HANDOFF_V1>>>';
+    const { context, worker, fixture } = await continuityWorld(sandbox, { replyWith: () => `Your old transfer: ${packet}` });
+    const { page, hud } = await openAndBind(context, worker, CHAT);
+    await askAndWait(page, fixture, 'Where were we with the loader?');
+    await hud.expect('data-journal', 'journalRecorded', 'C1: the turns are recorded');
+    await expect.poll(async () => (await journaled(worker)).legacy_packets?.[0]?.packet_id ?? null,
+      { message: 'the chat\'s chain links the restored packet', timeout: 15_000 }).toBe('ht:e2e29:legacy1');
+    const answer = await nativeRequestFromWorker(worker, 'continuity.resume', { continuity_id: 'ht:e2e29:legacy1' });
+    expect(answer.error).toBeUndefined();
+    expect(answer.result.continuity_id).toBe((await journaled(worker)).legacy_packets[0].continuity_id);
+    const [restored] = answer.result.turns;
+    expect(restored.text).toContain('<<<HC_DATA kind=legacy_handoff n=');
+    expect(restored.text).toContain('Goal: ship the config loader. State: tests green, release notes next.');
+    expect(restored.text).not.toContain('<<<HERDR_HANDOFF_V1');
   });
 
   test('a long thread raises the HUD\'s context pressure (R1)', async ({ sandbox }) => {

@@ -35,6 +35,54 @@ pub const EXCERPT_CHARS: usize = 240;
 /// Most workspace ids listed per candidate.
 pub const MAX_CANDIDATE_WORKSPACES: usize = 8;
 
+/// Most characters of a legacy `HERDR_HANDOFF_V1` packet, both markers included (X11,
+/// herdr-mcp's own cap).
+pub const MAX_LEGACY_PACKET_CHARS: usize = 24_000;
+/// Fewest characters of a legacy packet's content between its markers (trimmed).
+pub const MIN_LEGACY_PACKET_BODY_CHARS: usize = 20;
+/// Longest legacy packet id (`id=` of the opening marker), in characters.
+pub const MAX_LEGACY_PACKET_ID_CHARS: usize = 96;
+/// Most legacy packets read from one turn; later ones are refused.
+pub const MAX_LEGACY_PACKETS_PER_TURN: usize = 4;
+
+wire_names! {
+    /// What the journal did with a legacy `HERDR_HANDOFF_V1` packet found in an appended
+    /// turn (X11).
+    pub enum LegacyPacketStatus {
+        /// The packet is now its own chain, resumable by that chain's id or the packet id.
+        Restored = "restored",
+        /// The same packet (id and content) was restored before; nothing changed.
+        AlreadyRestored = "already_restored",
+        /// The packet was not restored (`reason` says why); the turn itself is recorded.
+        Refused = "refused",
+    }
+}
+
+/// One legacy packet found in an appended turn, as `continuity.append` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyPacketOutcome {
+    /// The packet's id, when its opening marker named a valid one.
+    pub packet_id: Option<String>,
+    /// What was done.
+    pub status: LegacyPacketStatus,
+    /// The chain it is restored as (not when refused).
+    pub continuity_id: Option<String>,
+    /// Why it was refused, and what to do.
+    pub reason: Option<String>,
+}
+
+/// A legacy packet restored from a chain's turns: `continuity.resume` of its source chain
+/// lists it so the planner can resume it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyPacketLink {
+    /// The packet's id.
+    pub packet_id: String,
+    /// The chain it is restored as.
+    pub continuity_id: String,
+    /// The message of the source chain that carried it.
+    pub message_id: String,
+}
+
 wire_names! {
     /// Who wrote a journaled turn.
     pub enum TurnRole {

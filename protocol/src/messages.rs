@@ -975,6 +975,10 @@ pub enum MethodResult {
         message_id: String,
         /// False when this key was already recorded with the same text (a retry).
         inserted: bool,
+        /// The legacy `HERDR_HANDOFF_V1` packets found in the turn and what became of
+        /// each (X11); absent when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        legacy_packets: Vec<crate::journal::LegacyPacketOutcome>,
     },
     /// Answer to `continuity.resolve`.
     ContinuityResolved {
@@ -1021,6 +1025,10 @@ pub enum MethodResult {
         /// Pass it as `before` for the next older page; `null` when this page holds the
         /// chain's oldest turn.
         next_cursor: Option<String>,
+        /// Legacy `HERDR_HANDOFF_V1` packets restored from this chain's turns, each its
+        /// own chain (X11); absent when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        legacy_packets: Vec<crate::journal::LegacyPacketLink>,
         /// When its newest turn was recorded (ms).
         updated_at: u64,
         /// Treat this as persisted context; re-check live state first (C7).

@@ -221,8 +221,23 @@ pub struct CheckpointPutParams {
     /// Covers the evidence up to this one (`e<n>` of the same chain).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_evidence_id: Option<String>,
+    /// Covers the journal's turns up to this one (W1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_journal_turn: Option<JournalTurnAnchor>,
     /// When it was written (Unix ms).
     pub created_at: u64,
+}
+
+/// A checkpoint anchor that names a Continuity Journal turn directly (W1): the planner
+/// anchors on a turn the journal already holds instead of appending it again. The chain
+/// must be the work chain's own `continuity_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalTurnAnchor {
+    /// The journal chain (the work chain's `continuity_id`).
+    pub continuity_id: String,
+    /// The journal turn's `message_id` (as `continuity.resume` lists it).
+    pub message_id: String,
 }
 
 /// A stored checkpoint.
@@ -240,9 +255,14 @@ pub struct Checkpoint {
     pub through_message_id: Option<String>,
     /// The evidence anchor.
     pub through_evidence_id: Option<String>,
+    /// The journal turn anchor (W1), absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_journal_turn: Option<JournalTurnAnchor>,
     /// When it was written.
     pub created_at: u64,
-    /// True: its anchors were found in the same partition when it was written.
+    /// Computed on every read: its `sha256` still matches its fields, and every anchor it
+    /// names still exists in the partition — a journal turn with the text it had when the
+    /// checkpoint was written.
     pub verified: bool,
 }
 

@@ -342,12 +342,13 @@ pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -
             let turn = append_params(params)?;
             let now = unix_millis() as i64;
             let (conversation_id, message_id) = (turn.conversation_id.clone(), turn.message_id.clone());
-            let appended = journal.with_store(move |store| store.append(&turn, now)).await.map_err(journal_error)?;
+            let (appended, legacy_packets) = journal.with_store(move |store| store.append_reporting(&turn, now)).await.map_err(journal_error)?;
             MethodResult::ContinuityAppended {
                 continuity_id: appended.continuity_id().to_owned(),
                 conversation_id,
                 message_id,
                 inserted: matches!(appended, Appended::Inserted(_)),
+                legacy_packets,
             }
         }
         Method::ContinuityResolve => {

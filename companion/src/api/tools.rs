@@ -117,7 +117,11 @@ fn herdr_specs() -> Vec<ToolSpec> {
                 into a pane), or a companion method (continuity.*, work_memory.*, herdr_mcp.browser_handoff.prepare). \
                 params is a JSON object encoded as a string. herdr_methods lists what can be called; prompts go through \
                 herdr_prompt. To pick up earlier work (the user says continue / 继续 / 接着 / 恢复上次), call \
-                continuity.resolve or continuity.search first and continuity.resume only on a unique_exact answer."
+                continuity.resolve or continuity.search first and continuity.resume only on a unique_exact answer. \
+                A legacy <<<HERDR_HANDOFF_V1 id=…>>> packet in a journaled chat resumes with continuity.resume \
+                {\"continuity_id\": \"<packet id>\"}. work_memory.checkpoint.put anchors on a journal turn directly with \
+                through_journal_turn {continuity_id, message_id} (no need to append_turn it again); a checkpoint's \
+                verified is false once an anchor is gone or changed."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",

@@ -7,6 +7,8 @@
 //! - [`bench`]: the bench's synthetic fill (`herdr-companion journal-fill`, hidden).
 //! - [`handoff`]: the read-only handoff package of a chain
 //!   (`herdr_mcp.browser_handoff.prepare`, X4): live confirmation and the seed message.
+//! - [`legacy`]: legacy `HERDR_HANDOFF_V1` packets found in appended turns, restored as
+//!   chains of their own (X11; read, never generated).
 //! - This module: the service ([`Journal`], whose every store call runs on the blocking
 //!   pool), conversation URLs of ChatGPT, z.ai and DeepSeek ([`ConversationUrl`]) and the read operations that
 //!   turn store rows into the methods' results ([`search`], [`resume`], [`resolve`],
@@ -27,6 +29,7 @@
 pub mod bench;
 pub mod git;
 pub mod handoff;
+pub mod legacy;
 pub mod store;
 
 use std::path::PathBuf;
@@ -226,7 +229,8 @@ fn never_journaled(conversation_id: &str) -> JournalError {
 /// the URL's Project's only chain; a Project with several is ambiguous (C5).
 fn anchored_chain(store: &JournalStore, anchor: &ResumeAnchor) -> Result<ChainRow, JournalError> {
     match anchor {
-        ResumeAnchor::Chain(id) => store.chain(id)?.ok_or_else(|| {
+        // A legacy packet's id names the chain it was restored as (X11).
+        ResumeAnchor::Chain(id) => store.chain(id)?.map_or_else(|| store.chain_of_legacy_packet(id), |c| Ok(Some(c)))?.ok_or_else(|| {
             JournalError::NotFound(format!(
                 "there is no continuity chain {id} in this companion's journal; do not guess ids — use continuity.search with the conversation's URL, project_id or workspace_id"
             ))
@@ -259,6 +263,7 @@ pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<i64>) 
     Ok(MethodResult::ContinuityResumed {
         next_cursor: page.older_than.map(continuity_protocol::journal::resume_cursor),
         workspace_ids: store.workspaces_of(&chain.continuity_id)?,
+        legacy_packets: store.legacy_packets_of(&chain.continuity_id)?,
         continuity_id: chain.continuity_id,
         title: chain.title,
         project_id: chain.project_id,
@@ -292,3 +297,6 @@ pub fn list(store: &JournalStore, limit: u64) -> Result<MethodResult, JournalErr
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod legacy_tests;

@@ -19,7 +19,7 @@
 use std::path::Path;
 
 use continuity_protocol::journal::{
-    ContinuityAppendParams, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES, RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
+    ContinuityAppendParams, LegacyPacketLink, LegacyPacketOutcome, LegacyPacketStatus, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES, RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
 };
 use continuity_protocol::{ChainCandidate, JournalTurn, MatchReason, TurnRole};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction, TransactionBehavior};
@@ -212,6 +212,7 @@ impl JournalStore {
             CREATE INDEX IF NOT EXISTS journal_turns_by_chain ON journal_turns (continuity_id, turn_id);
             CREATE VIRTUAL TABLE IF NOT EXISTS journal_fts USING fts5 (text, content = 'journal_turns', content_rowid = 'turn_id');",
         )?;
+        conn.execute_batch(super::legacy::SCHEMA)?;
         Ok(Self { conn })
     }
 
@@ -228,13 +229,33 @@ impl JournalStore {
 
     /// Records one finalized turn at `now` (ms) in one transaction.
     pub fn append(&mut self, turn: &ContinuityAppendParams, now: i64) -> Result<Appended, JournalError> {
+        self.append_reporting(turn, now).map(|(appended, _)| appended)
+    }
+
+    /// [`JournalStore::append`], and what became of each legacy packet the turn carries
+    /// (restored in the same transaction, X11, [`super::legacy`]).
+    pub fn append_reporting(&mut self, turn: &ContinuityAppendParams, now: i64) -> Result<(Appended, Vec<LegacyPacketOutcome>), JournalError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let appended = append_in(&tx, turn, now)?;
-        // A retry changed nothing: the transaction is rolled back when dropped.
-        if let Appended::Inserted(_) = appended {
+        let (appended, packets) = append_in(&tx, turn, now)?;
+        // A retry changed nothing (the transaction is rolled back when dropped) — unless it
+        // restored a packet its first write did not (a turn journaled before packets were read).
+        if matches!(appended, Appended::Inserted(_)) || packets.iter().any(|p| p.status == LegacyPacketStatus::Restored) {
             tx.commit()?;
         }
-        Ok(appended)
+        Ok((appended, packets))
+    }
+
+    /// The chain restored from legacy packet `packet_id`, if any (X11).
+    pub fn chain_of_legacy_packet(&self, packet_id: &str) -> Result<Option<ChainRow>, JournalError> {
+        match super::legacy::chain_of_restored(&self.conn, packet_id)? {
+            Some(chain) => self.chain(&chain),
+            None => Ok(None),
+        }
+    }
+
+    /// The legacy packets restored from the turns of `continuity_id` (X11).
+    pub fn legacy_packets_of(&self, continuity_id: &str) -> Result<Vec<LegacyPacketLink>, JournalError> {
+        super::legacy::restored_from(&self.conn, continuity_id)
     }
 
     /// Records many turns in one transaction (the bench's fill; the runtime appends one
@@ -243,7 +264,7 @@ impl JournalStore {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut inserted = 0;
         for turn in turns {
-            if let Appended::Inserted(_) = append_in(&tx, &turn, now)? {
+            if let (Appended::Inserted(_), _) = append_in(&tx, &turn, now)? {
                 inserted += 1;
             }
         }
@@ -505,8 +526,8 @@ fn chain_for(tx: &Transaction<'_>, turn: &ContinuityAppendParams) -> Result<Stri
     }
 }
 
-/// One append inside `tx` (see [`JournalStore::append`]).
-fn append_in(tx: &Transaction<'_>, turn: &ContinuityAppendParams, now: i64) -> Result<Appended, JournalError> {
+/// One append inside `tx` (see [`JournalStore::append_reporting`]).
+fn append_in(tx: &Transaction<'_>, turn: &ContinuityAppendParams, now: i64) -> Result<(Appended, Vec<LegacyPacketOutcome>), JournalError> {
     let chain = chain_for(tx, turn)?;
     let recorded: Option<(String, String, String)> = tx
         .prepare_cached("SELECT conversation_id, role, text FROM journal_turns WHERE continuity_id = ?1 AND message_id = ?2")?
@@ -514,7 +535,9 @@ fn append_in(tx: &Transaction<'_>, turn: &ContinuityAppendParams, now: i64) -> R
         .optional()?;
     if let Some((conversation, role, text)) = recorded {
         if conversation == turn.conversation_id && role == turn.role.as_str() && text == turn.text {
-            return Ok(Appended::AlreadyRecorded(chain));
+            // A retry: its packets were restored with it (or refused the same way).
+            let packets = super::legacy::restore_in(tx, &chain, turn, now)?;
+            return Ok((Appended::AlreadyRecorded(chain), packets));
         }
         return Err(JournalError::Conflict(format!(
             "message {} of chain {chain} is already recorded with another conversation, role or text; a finalized turn is never rewritten — give an edited turn a new message_id",
@@ -565,5 +588,6 @@ fn append_in(tx: &Transaction<'_>, turn: &ContinuityAppendParams, now: i64) -> R
     ])?;
     let turn_id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO journal_fts (rowid, text) VALUES (?1, ?2)")?.execute(params![turn_id, turn.text])?;
-    Ok(Appended::Inserted(chain))
+    let packets = super::legacy::restore_in(tx, &chain, turn, now)?;
+    Ok((Appended::Inserted(chain), packets))
 }

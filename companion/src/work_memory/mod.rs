@@ -12,6 +12,7 @@
 //!   field and says what to send; nothing is written then.
 //! - A refused call changes nothing (every change is one transaction, [`store`]).
 
+pub mod journal_anchor;
 pub mod store;
 
 use std::path::Path;
@@ -215,8 +216,12 @@ pub fn checked(method: LocalMethod, params: Value) -> Result<Call, WorkMemoryErr
             }
             optional_id(m, "through_message_id", p.through_message_id.as_ref(), MAX_REF_BYTES)?;
             optional_id(m, "through_evidence_id", p.through_evidence_id.as_ref(), MAX_EVIDENCE_ID_BYTES)?;
-            if p.through_message_id.is_none() && p.through_evidence_id.is_none() {
-                return Err(invalid(m, "a checkpoint needs an anchor: through_message_id (from append_turn) or through_evidence_id (from append_evidence), or both"));
+            if let Some(anchor) = &p.through_journal_turn {
+                id(m, "through_journal_turn.continuity_id", &anchor.continuity_id, MAX_CONTINUITY_ID_BYTES)?;
+                id(m, "through_journal_turn.message_id", &anchor.message_id, MAX_REF_BYTES)?;
+            }
+            if p.through_message_id.is_none() && p.through_evidence_id.is_none() && p.through_journal_turn.is_none() {
+                return Err(invalid(m, "a checkpoint needs an anchor: through_journal_turn ({continuity_id, message_id} of a journal turn, as continuity.resume lists it), through_message_id (from append_turn) or through_evidence_id (from append_evidence)"));
             }
             Call::CheckpointPut(p)
         }
@@ -244,3 +249,6 @@ pub fn checked(method: LocalMethod, params: Value) -> Result<Call, WorkMemoryErr
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod anchor_tests;

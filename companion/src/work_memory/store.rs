@@ -106,6 +106,31 @@ pub fn checkpoint_digest(summary: &str, checkpoint_json: &str, through_message_i
     sha256(&[summary, checkpoint_json, through_message_id.unwrap_or(""), through_evidence_id.unwrap_or("")])
 }
 
+/// [`checkpoint_digest`] of a checkpoint that may also name a journal turn (W1): with one,
+/// its chain, message id and text digest are hashed too; without, the digest is
+/// [`checkpoint_digest`]'s (so checkpoints written before journal anchors still verify).
+pub fn checkpoint_digest_anchored(
+    summary: &str,
+    checkpoint_json: &str,
+    through_message_id: Option<&str>,
+    through_evidence_id: Option<&str>,
+    journal: Option<(&str, &str, &str)>,
+) -> String {
+    match journal {
+        None => checkpoint_digest(summary, checkpoint_json, through_message_id, through_evidence_id),
+        Some((chain, message, text_sha256)) => sha256(&[
+            summary,
+            checkpoint_json,
+            through_message_id.unwrap_or(""),
+            through_evidence_id.unwrap_or(""),
+            "journal",
+            chain,
+            message,
+            text_sha256,
+        ]),
+    }
+}
+
 /// The rowid in an anchor `m<n>` / `e<n>`, or `None` when it is not one.
 fn anchor_row(anchor: &str, prefix: char) -> Option<i64> {
     anchor.strip_prefix(prefix)?.parse::<i64>().ok().filter(|n| *n > 0)
@@ -219,6 +244,7 @@ impl WorkMemoryStore {
             );
             CREATE VIRTUAL TABLE IF NOT EXISTS wm_fts USING fts5 (body, continuity_id UNINDEXED, source_kind UNINDEXED, source_id UNINDEXED);",
         )?;
+        super::journal_anchor::migrate(&conn)?;
         Ok(Self { conn })
     }
 
@@ -358,7 +384,12 @@ impl WorkMemoryStore {
     pub fn checkpoint_put(&mut self, p: &CheckpointPutParams) -> Result<CheckpointPutResult> {
         let tx = self.conn.transaction()?;
         bound(&tx, &p.continuity_id, "checkpoint.put")?;
-        let digest = checkpoint_digest(&p.summary, &p.checkpoint_json, p.through_message_id.as_deref(), p.through_evidence_id.as_deref());
+        let journal_sha = match &p.through_journal_turn {
+            Some(anchor) => Some(super::journal_anchor::text_digest_for_put(&tx, &p.continuity_id, anchor)?),
+            None => None,
+        };
+        let journal = p.through_journal_turn.as_ref().zip(journal_sha.as_deref()).map(|(a, d)| (a.continuity_id.as_str(), a.message_id.as_str(), d));
+        let digest = checkpoint_digest_anchored(&p.summary, &p.checkpoint_json, p.through_message_id.as_deref(), p.through_evidence_id.as_deref(), journal);
         let current = latest_checkpoint(&tx, &p.continuity_id)?;
         let actual = current.as_ref().map_or(0, |c| c.revision);
         if actual != p.expected_checkpoint_revision {
@@ -392,29 +423,33 @@ impl WorkMemoryStore {
         }
         let revision = actual + 1;
         tx.execute(
-            "INSERT INTO wm_checkpoints (continuity_id, revision, summary, checkpoint_json, sha256, through_message_id, through_evidence_id, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![p.continuity_id, revision as i64, p.summary, p.checkpoint_json, digest, p.through_message_id, p.through_evidence_id, p.created_at as i64],
+            "INSERT INTO wm_checkpoints (continuity_id, revision, summary, checkpoint_json, sha256, through_message_id, through_evidence_id, created_at,
+                journal_continuity_id, journal_message_id, journal_text_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                p.continuity_id,
+                revision as i64,
+                p.summary,
+                p.checkpoint_json,
+                digest,
+                p.through_message_id,
+                p.through_evidence_id,
+                p.created_at as i64,
+                p.through_journal_turn.as_ref().map(|a| &a.continuity_id),
+                p.through_journal_turn.as_ref().map(|a| &a.message_id),
+                journal_sha
+            ],
         )?;
         tx.execute(
             "INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES (?1, ?2, 'checkpoint', ?3)",
             params![p.summary, p.continuity_id, format!("r{revision}")],
         )?;
         touch(&tx, &p.continuity_id, p.created_at)?;
+        // The stored row, read back with `verified` computed as every read computes it.
+        let stored = latest_checkpoint(&tx, &p.continuity_id)?;
         tx.commit()?;
-        Ok(CheckpointPutResult::Stored {
-            ok: true,
-            checkpoint: Checkpoint {
-                revision,
-                summary: p.summary.clone(),
-                checkpoint_json: p.checkpoint_json.clone(),
-                sha256: digest,
-                through_message_id: p.through_message_id.clone(),
-                through_evidence_id: p.through_evidence_id.clone(),
-                created_at: p.created_at,
-                verified: true,
-            },
-        })
+        let checkpoint = stored.ok_or_else(|| WorkMemoryError::Conflict("checkpoint.put: the checkpoint just written cannot be read back; retry".to_owned()))?;
+        Ok(CheckpointPutResult::Stored { ok: true, checkpoint })
     }
 
     /// `work_memory.resume` (W3): the exact partition's latest checkpoint and what came
@@ -594,7 +629,7 @@ fn oldest_first<T>(rows: &mut Vec<T>, max: usize) -> bool {
 }
 
 /// True when `anchor` (`<prefix><rowid>`) is a row of `table` in the chain.
-fn anchored(tx: &Transaction<'_>, table: &str, prefix: char, anchor: &str, continuity_id: &str) -> Result<bool> {
+fn anchored(tx: &Connection, table: &str, prefix: char, anchor: &str, continuity_id: &str) -> Result<bool> {
     let Some(row) = anchor_row(anchor, prefix) else { return Ok(false) };
     let sql = format!("SELECT 1 FROM {table} WHERE id = ?1 AND continuity_id = ?2");
     Ok(tx.query_row(&sql, params![row, continuity_id], |_| Ok(())).optional()?.is_some())
@@ -605,24 +640,72 @@ fn touch(tx: &Transaction<'_>, continuity_id: &str, at: u64) -> Result<()> {
     Ok(())
 }
 
+/// The chain's latest checkpoint, `verified` computed now (W1): its digest recomputes from
+/// its fields, each `m<n>` / `e<n>` anchor is a row of the chain, and a journal anchor is a
+/// turn of the chain whose text still has the digest recorded at the put.
 fn latest_checkpoint(conn: &Connection, continuity_id: &str) -> Result<Option<Checkpoint>> {
-    Ok(conn
+    let row = conn
         .query_row(
-            "SELECT revision, summary, checkpoint_json, sha256, through_message_id, through_evidence_id, created_at
+            "SELECT revision, summary, checkpoint_json, sha256, through_message_id, through_evidence_id, created_at,
+                journal_continuity_id, journal_message_id, journal_text_sha256
              FROM wm_checkpoints WHERE continuity_id = ?1 ORDER BY revision DESC LIMIT 1",
             params![continuity_id],
             |r| {
-                Ok(Checkpoint {
+                let journal: (Option<String>, Option<String>, Option<String>) = (r.get(7)?, r.get(8)?, r.get(9)?);
+                let checkpoint = Checkpoint {
                     revision: r.get::<_, i64>(0)? as u64,
                     summary: r.get(1)?,
                     checkpoint_json: r.get(2)?,
                     sha256: r.get(3)?,
                     through_message_id: r.get(4)?,
                     through_evidence_id: r.get(5)?,
+                    through_journal_turn: journal
+                        .0
+                        .clone()
+                        .zip(journal.1.clone())
+                        .map(|(continuity_id, message_id)| continuity_protocol::work_memory::JournalTurnAnchor { continuity_id, message_id }),
                     created_at: r.get::<_, i64>(6)? as u64,
-                    verified: true,
-                })
+                    verified: false,
+                };
+                Ok((checkpoint, journal.2))
             },
         )
-        .optional()?)
+        .optional()?;
+    let Some((mut checkpoint, journal_sha)) = row else { return Ok(None) };
+    checkpoint.verified = verify(conn, continuity_id, &checkpoint, journal_sha.as_deref())?;
+    Ok(Some(checkpoint))
+}
+
+/// True when `checkpoint` of `continuity_id` verifies (see [`latest_checkpoint`]).
+fn verify(conn: &Connection, continuity_id: &str, checkpoint: &Checkpoint, journal_sha: Option<&str>) -> Result<bool> {
+    let anchor = checkpoint.through_journal_turn.as_ref();
+    // A journal anchor without its recorded digest (or the reverse) is a damaged row.
+    if anchor.is_some() != journal_sha.is_some() {
+        return Ok(false);
+    }
+    let journal = anchor.zip(journal_sha).map(|(a, d)| (a.continuity_id.as_str(), a.message_id.as_str(), d));
+    let digest = checkpoint_digest_anchored(
+        &checkpoint.summary,
+        &checkpoint.checkpoint_json,
+        checkpoint.through_message_id.as_deref(),
+        checkpoint.through_evidence_id.as_deref(),
+        journal,
+    );
+    if digest != checkpoint.sha256 {
+        return Ok(false);
+    }
+    if let Some(message) = &checkpoint.through_message_id {
+        if !anchored(conn, "wm_turns", 'm', message, continuity_id)? {
+            return Ok(false);
+        }
+    }
+    if let Some(evidence) = &checkpoint.through_evidence_id {
+        if !anchored(conn, "wm_evidence", 'e', evidence, continuity_id)? {
+            return Ok(false);
+        }
+    }
+    match anchor.zip(journal_sha) {
+        Some((anchor, recorded)) => Ok(super::journal_anchor::text_digest(conn, continuity_id, anchor)?.as_deref() == Some(recorded)),
+        None => Ok(true),
+    }
 }

@@ -1,0 +1,168 @@
+//! Legacy restore (SPEC X11): `HERDR_HANDOFF_V1` packets in appended turns, on a real
+//! `state.db` in a temporary directory.
+
+use continuity_protocol::journal::{
+    ContinuityAppendParams, LegacyPacketStatus, MAX_LEGACY_PACKETS_PER_TURN, MAX_LEGACY_PACKET_CHARS,
+};
+use continuity_protocol::{MethodResult, TurnRole};
+use proptest::prelude::*;
+
+use super::legacy::{chain_of_packet, scan, Packet};
+use super::store::{Appended, JournalStore};
+use super::{resume, ResumeAnchor};
+
+const PROJECT: &str = "g-p-0123456789abcdef0123456789abcdef";
+const BODY: &str = "Goal: wire the route pool.\nDone: config loader, its tests.\nNext: the judge's cooldown.";
+
+fn open() -> (tempfile::TempDir, JournalStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = JournalStore::open(&dir.path().join("state.db")).expect("open the journal");
+    (dir, store)
+}
+
+fn packet(id: &str, body: &str) -> String {
+    format!("<<<HERDR_HANDOFF_V1 id={id}>>>\n{body}\n<<<END_HERDR_HANDOFF_V1>>>")
+}
+
+fn turn(conversation: &str, message: &str, text: &str) -> ContinuityAppendParams {
+    ContinuityAppendParams {
+        continuity_id: None,
+        conversation_id: conversation.to_owned(),
+        message_id: message.to_owned(),
+        role: TurnRole::User,
+        text: text.to_owned(),
+        observed_at: 1_000,
+        project_id: Some(PROJECT.to_owned()),
+        workspace_id: Some("w1".to_owned()),
+        conversation_url: None,
+        title: None,
+    }
+}
+
+fn resumed(store: &JournalStore, id: &str) -> MethodResult {
+    resume(store, &ResumeAnchor::Chain(id.to_owned()), None).expect("resume")
+}
+
+fn refusals(text: &str) -> Vec<String> {
+    scan(text)
+        .into_iter()
+        .map(|p| match p {
+            Packet::Read { id, .. } => format!("read {id}"),
+            Packet::Refused { id, reason } => format!("refused {id:?}: {reason}"),
+        })
+        .collect()
+}
+
+#[test]
+fn x11_a_packet_in_a_journaled_turn_is_restored_as_its_own_chain_and_resumes() {
+    let (_dir, mut store) = open();
+    let text = format!("Here is where we were:\n{}\nplease continue", packet("ht:lz9k2a:abc1234", BODY));
+    let (appended, outcomes) = store.append_reporting(&turn("c1", "m1", &text), 10).expect("append");
+    let Appended::Inserted(source) = appended else { panic!("inserted: {appended:?}") };
+    let restored = chain_of_packet("ht:lz9k2a:abc1234");
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    assert_eq!((outcomes[0].status, outcomes[0].continuity_id.as_deref()), (LegacyPacketStatus::Restored, Some(restored.as_str())));
+    // The packet's chain resumes by its id and by the packet id; the content is fenced.
+    for id in [restored.as_str(), "ht:lz9k2a:abc1234"] {
+        let MethodResult::ContinuityResumed { continuity_id, turns, title, project_id, .. } = resumed(&store, id) else { panic!("resume") };
+        assert_eq!((continuity_id.as_str(), title.as_deref(), project_id), (restored.as_str(), Some("Legacy handoff ht:lz9k2a:abc1234"), None));
+        assert_eq!(turns.len(), 1);
+        assert!(turns[0].text.contains("<<<HC_DATA kind=legacy_handoff n="), "{}", turns[0].text);
+        assert!(turns[0].text.contains("Next: the judge's cooldown."), "{}", turns[0].text);
+        assert!(!turns[0].text.contains("<<<HERDR_HANDOFF_V1"), "never a packet again: {}", turns[0].text);
+    }
+    // The source chain keeps the turn as it was and links the packet; its Project still
+    // names only it.
+    let MethodResult::ContinuityResumed { turns, legacy_packets, .. } = resumed(&store, &source) else { panic!("resume") };
+    assert_eq!(turns[0].text, text);
+    assert_eq!((legacy_packets.len(), legacy_packets[0].continuity_id.as_str(), legacy_packets[0].message_id.as_str()), (1, restored.as_str(), "m1"));
+    let next = store.append(&turn("c2", "n1", "continue"), 20).expect("a new conversation joins the Project's only chain");
+    assert_eq!(next, Appended::Inserted(source));
+}
+
+#[test]
+fn x11_a_packet_is_idempotent_on_its_id_and_never_overwritten() {
+    let (_dir, mut store) = open();
+    store.append_reporting(&turn("c1", "m1", &packet("ht:1:a", BODY)), 10).expect("append");
+    // A retry of the same turn, and the same packet quoted in another turn.
+    let (_, retry) = store.append_reporting(&turn("c1", "m1", &packet("ht:1:a", BODY)), 11).expect("retry");
+    let (_, quoted) = store.append_reporting(&turn("c1", "m2", &format!("again: {}", packet("ht:1:a", BODY))), 12).expect("quote");
+    for outcomes in [&retry, &quoted] {
+        assert_eq!(outcomes[0].status, LegacyPacketStatus::AlreadyRestored, "{outcomes:?}");
+    }
+    let (appended, changed) = store.append_reporting(&turn("c1", "m3", &packet("ht:1:a", "Goal: something else entirely.")), 13).expect("append");
+    assert!(matches!(appended, Appended::Inserted(_)), "the turn itself is recorded");
+    assert_eq!(changed[0].status, LegacyPacketStatus::Refused);
+    assert!(changed[0].reason.as_deref().is_some_and(|r| r.contains("never overwritten")), "{changed:?}");
+    let MethodResult::ContinuityResumed { turns, .. } = resumed(&store, "ht:1:a") else { panic!("resume") };
+    assert!(turns.len() == 1 && turns[0].text.contains("route pool"), "the first content stays: {turns:?}");
+}
+
+#[test]
+fn x11_malformed_oversized_and_too_many_packets_are_refused_with_a_reason() {
+    let long = "x".repeat(MAX_LEGACY_PACKET_CHARS);
+    let mut many = String::new();
+    for n in 0..=MAX_LEGACY_PACKETS_PER_TURN {
+        many.push_str(&packet(&format!("ht:{n}"), BODY));
+    }
+    let cases = [
+        "<<<HERDR_HANDOFF_V1>>> no id".to_owned(),
+        "<<<HERDR_HANDOFF_V1 id=bad id!>>> body that is long enough <<<END_HERDR_HANDOFF_V1>>>".to_owned(),
+        format!("<<<HERDR_HANDOFF_V1 id=ht:cut>>>\n{BODY}"),
+        packet("ht:short", "too short"),
+        packet("ht:long", &long),
+        format!("<<<HERDR_HANDOFF_V1 id=ht:outer>>>\n{}", packet("ht:inner", BODY)),
+    ];
+    let mut printed: Vec<String> = cases.iter().flat_map(|c| refusals(c)).collect();
+    printed.push(refusals(&many).last().cloned().unwrap_or_default());
+    expect_test::expect![[r#"
+        refused None: a HERDR_HANDOFF_V1 opening marker without a valid id: the packet must start with <<<HERDR_HANDOFF_V1 id=<id>>>> where the id is 1 to 96 of A-Z a-z 0-9 : . _ -
+        refused None: a HERDR_HANDOFF_V1 opening marker without a valid id: the packet must start with <<<HERDR_HANDOFF_V1 id=<id>>>> where the id is 1 to 96 of A-Z a-z 0-9 : . _ -
+        refused Some("ht:cut"): the HERDR_HANDOFF_V1 packet has no <<<END_HERDR_HANDOFF_V1>>> marker (cut off?); paste the whole packet, both markers included
+        refused Some("ht:short"): the HERDR_HANDOFF_V1 packet's content is shorter than 20 characters, so there is nothing to restore
+        refused Some("ht:long"): the HERDR_HANDOFF_V1 packet is 24061 characters; at most 24000 (markers included) are restored — it was not restored
+        refused Some("ht:outer"): the HERDR_HANDOFF_V1 packet holds another opening marker before its end marker; paste each packet whole and on its own
+        refused None: more than 4 HERDR_HANDOFF_V1 packets in one turn; only the first 4 are read — paste the others in a turn of their own"#]]
+    .assert_eq(&printed.join("\n"));
+    // Refused packets never block the turn.
+    let (_dir, mut store) = open();
+    let (appended, outcomes) = store.append_reporting(&turn("c1", "m1", &cases[0]), 1).expect("append");
+    assert!(matches!(appended, Appended::Inserted(_)) && outcomes[0].status == LegacyPacketStatus::Refused);
+}
+
+proptest! {
+    /// Any text around or inside a packet's markers is read or refused, never a panic, and
+    /// a read packet's id is always a valid one.
+    #[test]
+    fn x11_scanning_untrusted_text_never_panics(prefix in ".{0,40}", id in ".{0,20}", body in ".{0,60}", cut in 0usize..200) {
+        let text = format!("{prefix}<<<HERDR_HANDOFF_V1 id={id}>>>{body}<<<END_HERDR_HANDOFF_V1>>>");
+        let end = text.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(text.len());
+        for t in [text.as_str(), &text[..end]] {
+            for p in scan(t) {
+                if let Packet::Read { id, .. } = p {
+                    prop_assert!(id.chars().all(|c| c.is_ascii_alphanumeric() || ":._-".contains(c)));
+                }
+            }
+        }
+    }
+}
+
+/// A turn journaled before packets were read (its packet row missing) restores its packet
+/// when it is written again, and the restore is kept (failed before: the retry's
+/// transaction was rolled back after answering `restored`).
+#[test]
+fn x11_a_retried_turn_whose_packet_was_never_restored_restores_it_durably() {
+    let (dir, mut store) = open();
+    store.append_reporting(&turn("c1", "m1", &packet("ht:old", BODY)), 10).expect("append");
+    let raw = crate::db::open_connection(&dir.path().join("state.db")).expect("raw");
+    let chain = chain_of_packet("ht:old");
+    raw.execute_batch(&format!(
+        "DELETE FROM journal_legacy_packets; DELETE FROM journal_fts WHERE rowid IN (SELECT turn_id FROM journal_turns WHERE continuity_id = '{chain}');
+         DELETE FROM journal_turns WHERE continuity_id = '{chain}'; DELETE FROM journal_chains WHERE continuity_id = '{chain}';"
+    ))
+    .expect("forget the restore");
+    let (appended, outcomes) = store.append_reporting(&turn("c1", "m1", &packet("ht:old", BODY)), 11).expect("retry");
+    assert!(matches!(appended, Appended::AlreadyRecorded(_)) && outcomes[0].status == LegacyPacketStatus::Restored, "{outcomes:?}");
+    let MethodResult::ContinuityResumed { continuity_id, .. } = resumed(&store, "ht:old") else { panic!("resume") };
+    assert_eq!(continuity_id, chain);
+}
