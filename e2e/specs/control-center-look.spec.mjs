@@ -104,7 +104,7 @@ const WORKER_MESSAGES = [
       usage: { composer: { entry: 0, gens: ['chatgpt.classic'], fallback: false, count: 3 } },
       missing: {},
       csp: { meta: false, violations: 0, directives: [] },
-      deliveries: [{ id: 'wake:w1#3/1', outcome: 'confirmed', reason: null }],
+      deliveries: [{ id: 'wake:w1#3/1', outcome: 'submitted', reason: null }],
     },
   },
 ];

@@ -352,6 +352,43 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
   await expect(sees.locator('[data-copy-status]')).toHaveText('Copying failed: denied');
 });
 
+test('a CSP violation and a delivery that did not go out each unfold the diagnostics as a warning', async () => {
+  const page = await open('sidepanel.html', { ready: 'section.diagnostics' });
+  const sees = page.locator('[data-diagnostics]');
+  const details = sees.locator('details');
+  const diagnostics = ({ violations = 0, deliveries = [] }) => ({
+    type: 'diagnostics',
+    tab_id: 3,
+    diagnostics: {
+      type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
+      facts: { composer: '#prompt-textarea' }, usage: {}, missing: {},
+      csp: { meta: false, violations, directives: violations ? ['script-src-elem'] : [] },
+      deliveries,
+    },
+    fact_order: ['composer'],
+  });
+  // Nothing wrong: folded, no warning.
+  await send(page, diagnostics({ deliveries: [{ id: 'wake:w1#1', outcome: 'submitted', reason: null }] }));
+  await expect(sees.locator('[data-delivery="wake:w1#1"]')).toBeAttached();
+  await expect(sees.locator('[data-delivery="wake:w1#1"]')).not.toHaveClass(/tone-warning/);
+  await expect(sees.locator('[data-csp-violations]')).not.toHaveClass(/tone-warning/);
+  await expect(details).not.toHaveAttribute('open');
+
+  // CSP violations (shown only here) are a warning and unfold the diagnostics.
+  await send(page, diagnostics({ violations: 5 }));
+  await expect(sees.locator('[data-csp-violations="5"]')).toHaveClass(/tone-warning/);
+  await expect(details).toHaveAttribute('open', '');
+
+  // Folded again by the user, cleared; then a delivery that was not submitted unfolds them.
+  await sees.locator('summary').click();
+  await expect(details).not.toHaveAttribute('open');
+  await send(page, diagnostics({}));
+  await expect(sees.locator('[data-csp-violations="0"]')).toBeAttached();
+  await send(page, diagnostics({ deliveries: [{ id: 'wake:w1#2', outcome: 'not_submitted', reason: 'send_button_missing' }] }));
+  await expect(sees.locator('[data-delivery="wake:w1#2"]')).toHaveClass(/tone-warning/);
+  await expect(details).toHaveAttribute('open', '');
+});
+
 test('a message of unknown shape is refused visibly and nothing of it is rendered', async () => {
   const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
   await send(page, HUD);
