@@ -201,17 +201,18 @@ function treeNodes(model, pinned, pin) {
       element('ul', '', {}, ...tabs.map((tab) => element('li', '', { 'data-tree-tab': tab },
         element('span', 'tree-label tree-tab', {}, message('treeTab', [tab || '—'])),
         element('ul', '', {}, ...panes.filter((pane) => pane.tab_id === tab).sort((a, b) => a.pane_id.localeCompare(b.pane_id)).map((pane) => {
-          const tone = { working: 'tone-good', blocked: 'tone-warning' }[pane.status] ?? '';
           const isPinned = pinned?.pane_id === pane.pane_id;
           // One row per pane: a status dot (decorative; the status is also written out), the
           // agent, the pane id · status · cwd, and the last output line on one clipped line, so
-          // streaming output never changes the row's height.
-          return element('li', `pane ${tone}`, {
+          // streaming output never changes the row's height. The head is clipped in a narrow
+          // panel: its title holds it in full.
+          const agent = pane.agent ?? message('treeNoAgent');
+          return element('li', 'pane', {
             'data-tree-pane': pane.pane_id, 'data-status': pane.status, 'data-agent': pane.agent ?? '',
           },
           element('span', 'status-dot', { 'aria-hidden': 'true' }),
-          element('span', 'pane-head', {},
-            element('span', 'pane-agent', {}, pane.agent ?? message('treeNoAgent')),
+          element('span', 'pane-head', { title: `${agent} · ${pane.pane_id} · ${pane.status} · ${pane.cwd}` },
+            element('span', 'pane-agent', {}, agent),
             element('span', 'pane-meta', {}, ` · ${pane.pane_id} · ${pane.status} · ${pane.cwd}`)),
           isPinned
             ? element('span', 'pinned-mark', { 'data-pinned-marker': '' }, message('treePinnedMark'))

@@ -281,6 +281,17 @@ test.describe('Control Center look (issue 28)', () => {
     if (process.env.HERDR_README_IMAGE === '1') writeFileSync(path.join(REPO_ROOT, 'docs', 'img', 'control-center.png'), picture);
   });
 
+  test('a pane row clipped by the narrow panel holds its full agent · pane · status · cwd in its title', async () => {
+    const page = await boundPanel();
+    const head = page.locator('[data-tree-pane="w2:p1"] .pane-head');
+    await page.evaluate(() => window.__herdr.emit('pane_upsert', {
+      pane_id: 'w2:p1', workspace_id: 'w2', tab_id: 'w2:t1', agent: 'claude-with-a-rather-long-agent-name', agent_status: 'blocked', cwd: '/home/user/web/packages/frontend',
+    }));
+    await expect(page.locator('[data-tree-pane="w2:p1"]')).toHaveAttribute('data-agent', 'claude-with-a-rather-long-agent-name');
+    expect(await head.evaluate((node) => node.scrollWidth > node.clientWidth), 'the row is clipped at 400px').toBe(true);
+    await expect(head).toHaveAttribute('title', 'claude-with-a-rather-long-agent-name · w2:p1 · blocked · /home/user/web/packages/frontend');
+  });
+
   test('keyboard: the focus survives pinning, unpinning, a closing pane and stream events in the Pinned card', async () => {
     const page = await boundPanel();
     const card = page.locator('.pinned-card');

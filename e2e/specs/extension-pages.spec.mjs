@@ -389,6 +389,32 @@ test('a CSP violation and a delivery that did not go out each unfold the diagnos
   await expect(details).toHaveAttribute('open', '');
 });
 
+// A live region taken out of the accessibility tree (display:none) while empty is often not
+// announced when its text arrives ("Copied", "Saved"): empty ones stay rendered, collapsed.
+const hiddenLiveRegions = (page) => page.evaluate(() => [...document.querySelectorAll('[role="status"], [role="alert"], [aria-live]')]
+  .filter((node) => getComputedStyle(node).display === 'none')
+  .map((node) => `${node.tagName.toLowerCase()}.${node.className || '-'}${node.id ? `#${node.id}` : ''}`));
+
+test('empty live regions of the side panel and the options page stay rendered, so their text is announced', async () => {
+  const panel = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
+  await send(panel, {
+    type: 'diagnostics', tab_id: 7, fact_order: ['composer'],
+    diagnostics: {
+      type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
+      facts: { composer: '#prompt-textarea' }, usage: {}, missing: {}, csp: { meta: false, violations: 0, directives: [] }, deliveries: [],
+    },
+  });
+  await expect(panel.locator('[data-copy-status]')).toBeAttached();
+  await expect(panel.locator('[data-copy-status]')).toBeEmpty();
+  await expect(panel.locator('#app > p.round-trip')).toBeEmpty();
+  expect(await hiddenLiveRegions(panel), 'live regions with display:none').toEqual([]);
+
+  const options = await open('options.html', { ready: 'input#allowProjectAuto' });
+  await expect(options.locator('.save-status')).toBeEmpty();
+  await expect(options.locator('.recovery-note')).toBeEmpty();
+  expect(await hiddenLiveRegions(options), 'live regions with display:none').toEqual([]);
+});
+
 test('a message of unknown shape is refused visibly and nothing of it is rendered', async () => {
   const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
   await send(page, HUD);
