@@ -201,17 +201,18 @@ function treeNodes(model, pinned, pin) {
       element('ul', '', {}, ...tabs.map((tab) => element('li', '', { 'data-tree-tab': tab },
         element('span', 'tree-label tree-tab', {}, message('treeTab', [tab || '—'])),
         element('ul', '', {}, ...panes.filter((pane) => pane.tab_id === tab).sort((a, b) => a.pane_id.localeCompare(b.pane_id)).map((pane) => {
-          const tone = { working: 'tone-good', blocked: 'tone-warning' }[pane.status] ?? '';
           const isPinned = pinned?.pane_id === pane.pane_id;
           // One row per pane: a status dot (decorative; the status is also written out), the
           // agent, the pane id · status · cwd, and the last output line on one clipped line, so
-          // streaming output never changes the row's height.
-          return element('li', `pane ${tone}`, {
+          // streaming output never changes the row's height. The head is clipped in a narrow
+          // panel: its title holds it in full.
+          const agent = pane.agent ?? message('treeNoAgent');
+          return element('li', 'pane', {
             'data-tree-pane': pane.pane_id, 'data-status': pane.status, 'data-agent': pane.agent ?? '',
           },
           element('span', 'status-dot', { 'aria-hidden': 'true' }),
-          element('span', 'pane-head', {},
-            element('span', 'pane-agent', {}, pane.agent ?? message('treeNoAgent')),
+          element('span', 'pane-head', { title: `${agent} · ${pane.pane_id} · ${pane.status} · ${pane.cwd}` },
+            element('span', 'pane-agent', {}, agent),
             element('span', 'pane-meta', {}, ` · ${pane.pane_id} · ${pane.status} · ${pane.cwd}`)),
           isPinned
             ? element('span', 'pinned-mark', { 'data-pinned-marker': '' }, message('treePinnedMark'))
@@ -271,16 +272,49 @@ export function mountLiveTree(region) {
     scheduled = null;
     status.dataset.liveState = state.up ? 'up' : 'down';
     status.textContent = state.up ? message('treeLive') : message('treeDown', [state.reason ?? '']);
-    // A re-render keeps the keyboard focus on the same pane's button (the stream re-renders often).
-    const focused = treeRegion.contains(document.activeElement) ? document.activeElement.getAttribute('data-pin') : null;
+    // The stream re-renders often: remember where the keyboard focus is, and the output's scroll.
+    const focus = focusOf(document.activeElement);
+    const scrollTop = output.scrollTop;
     treeRegion.replaceChildren(...treeNodes(model, pinned, pin));
-    if (focused != null) treeRegion.querySelector(`button[data-pin="${CSS.escape(focused)}"]`)?.focus();
     pinnedRegion.replaceChildren(...pinnedNodes(model, pinned, actions, output));
+    output.scrollTop = scrollTop;
+    restoreFocus(focus);
+  };
+  // Where the focus is, as something that survives a re-render: a pane's Pin button (with its
+  // place among the tree's buttons), a Pinned card action, or the output.
+  const focusOf = (active) => {
+    if (!active) return null;
+    if (treeRegion.contains(active) && active.hasAttribute('data-pin')) {
+      return { pin: active.getAttribute('data-pin'), at: [...treeRegion.querySelectorAll('button')].indexOf(active) };
+    }
+    if (active === output) return { output: true };
+    if (pinnedRegion.contains(active) && active.hasAttribute('data-pinned-action')) return { action: active.getAttribute('data-pinned-action'), pane: pinned?.pane_id ?? unpinnedPane };
+    return null;
+  };
+  // Puts the focus back on the same control; when it is gone, on the nearest one that means the
+  // same thing, so the keyboard never drops to <body>: a pane just pinned → its Unpin; a pane
+  // that closed → the tree button now in its place; Unpin pressed → that pane's Pin button.
+  const restoreFocus = (focus) => {
+    if (!focus) return;
+    const treeButtons = () => [...treeRegion.querySelectorAll('button')];
+    const unpin = () => pinnedRegion.querySelector('[data-pinned-action="unpin"]');
+    const paneButton = (paneId) => (paneId == null ? null : treeRegion.querySelector(`button[data-pin="${CSS.escape(paneId)}"]`));
+    let target = null;
+    if (focus.output) target = output.isConnected ? output : unpin();
+    else if (focus.pin != null) {
+      const buttons = treeButtons();
+      target = paneButton(focus.pin) ?? (pinned?.pane_id === focus.pin ? unpin() : null) ?? buttons[Math.min(focus.at, buttons.length - 1)] ?? unpin();
+    } else if (focus.action != null) {
+      target = pinnedRegion.querySelector(`[data-pinned-action="${CSS.escape(focus.action)}"]`) ?? paneButton(focus.pane) ?? treeButtons()[0];
+    }
+    if (target && target !== document.activeElement) target.focus();
   };
   // Coalesced: a burst of events renders once (a timer, so a hidden panel does not pile up frames).
   const schedule = () => { if (!scheduled) scheduled = setTimeout(render, 50); };
 
+  let unpinnedPane = null; // the pane just unpinned: its Pin button takes the focus from Unpin
   const savePinned = (value) => {
+    unpinnedPane = pinned?.pane_id ?? null;
     pinned = value;
     const write = value ? chrome.storage.local.set({ [PINNED_KEY]: value }) : chrome.storage.local.remove(PINNED_KEY);
     Promise.resolve(write).catch((error) => { output.textContent = message('treePinSaveFailed', [errorText(error)]); });

@@ -185,11 +185,13 @@ function pageDiagnostics({ diagnostics, fact_order: factOrder }) {
   }
   const meta = message(csp.meta ? 'panelCspMeta' : 'panelCspNoMeta');
   const violations = message('panelCspViolations', [String(csp.violations), csp.directives.join(', ')]);
-  nodes.push(element('p', 'line', { 'data-csp-meta': String(csp.meta), 'data-csp-violations': String(csp.violations) }, `${meta} ${violations}`));
+  // A CSP violation is shown only here: a warning, so the diagnostics unfold for it.
+  nodes.push(element('p', csp.violations > 0 ? 'line tone-warning' : 'line', { 'data-csp-meta': String(csp.meta), 'data-csp-violations': String(csp.violations) }, `${meta} ${violations}`));
   nodes.push(element('h3', '', {}, message('panelDeliveries')));
   if (diagnostics.deliveries.length === 0) nodes.push(element('p', 'line', {}, message('panelNoDeliveries')));
   nodes.push(element('ul', 'deliveries', { 'data-deliveries': '' }, ...diagnostics.deliveries.map((d) =>
-    element('li', '', { 'data-delivery': d.id, 'data-outcome': d.outcome }, `${d.id} → ${d.outcome}${reasonSuffix(d.reason)}`))));
+    // Only `submitted` is a delivery that went out; any other outcome is a warning.
+    element('li', d.outcome === 'submitted' ? '' : 'line tone-warning', { 'data-delivery': d.id, 'data-outcome': d.outcome }, `${d.id} → ${d.outcome}${reasonSuffix(d.reason)}`))));
   const copyStatus = element('p', '', { role: 'status', 'data-copy-status': '' });
   const text = diagnosticsText(chrome.runtime.getManifest().version, diagnostics, factOrder);
   const copy = button(message('panelCopyDiagnostics'), { 'data-copy-diagnostics': '' }, async () => {

@@ -104,7 +104,7 @@ const WORKER_MESSAGES = [
       usage: { composer: { entry: 0, gens: ['chatgpt.classic'], fallback: false, count: 3 } },
       missing: {},
       csp: { meta: false, violations: 0, directives: [] },
-      deliveries: [{ id: 'wake:w1#3/1', outcome: 'confirmed', reason: null }],
+      deliveries: [{ id: 'wake:w1#3/1', outcome: 'submitted', reason: null }],
     },
   },
 ];
@@ -279,6 +279,55 @@ test.describe('Control Center look (issue 28)', () => {
     const picture = await sheet.screenshot({ fullPage: true });
     expect(picture.length, 'a picture was taken').toBeGreaterThan(10_000);
     if (process.env.HERDR_README_IMAGE === '1') writeFileSync(path.join(REPO_ROOT, 'docs', 'img', 'control-center.png'), picture);
+  });
+
+  test('a pane row clipped by the narrow panel holds its full agent · pane · status · cwd in its title', async () => {
+    const page = await boundPanel();
+    const head = page.locator('[data-tree-pane="w2:p1"] .pane-head');
+    await page.evaluate(() => window.__herdr.emit('pane_upsert', {
+      pane_id: 'w2:p1', workspace_id: 'w2', tab_id: 'w2:t1', agent: 'claude-with-a-rather-long-agent-name', agent_status: 'blocked', cwd: '/home/user/web/packages/frontend',
+    }));
+    await expect(page.locator('[data-tree-pane="w2:p1"]')).toHaveAttribute('data-agent', 'claude-with-a-rather-long-agent-name');
+    expect(await head.evaluate((node) => node.scrollWidth > node.clientWidth), 'the row is clipped at 400px').toBe(true);
+    await expect(head).toHaveAttribute('title', 'claude-with-a-rather-long-agent-name · w2:p1 · blocked · /home/user/web/packages/frontend');
+  });
+
+  test('keyboard: the focus survives pinning, unpinning, a closing pane and stream events in the Pinned card', async () => {
+    const page = await boundPanel();
+    const card = page.locator('.pinned-card');
+    // Enter on a Pin: the button becomes the pinned mark, the focus goes to the new pin's Unpin.
+    await page.locator('.tree button[data-pin="w1:p2"]').focus();
+    await page.keyboard.press('Enter');
+    await expect(page.locator('[data-pinned]')).toHaveAttribute('data-pinned', 'w1:p2');
+    await expect(card.locator('[data-pinned-action="unpin"]')).toBeFocused();
+
+    // Read, then output of another pane re-renders everything: the focus stays on Read.
+    const read = card.locator('[data-pinned-action="read"]');
+    await read.focus();
+    await page.evaluate(() => window.__herdr.emit('agent_output', { pane_id: 'w2:p1', tail: 'still waiting' }));
+    await expect(page.locator('[data-tree-pane="w2:p1"] [data-last-line]')).toHaveText('still waiting');
+    await expect(read).toBeFocused();
+    // Read shows the tail in the output; the output (focusable, to scroll it) keeps the focus too.
+    await page.keyboard.press('Enter');
+    await expect(card.locator('[data-pinned-output]')).toHaveAttribute('data-kind', 'read');
+    await expect(card.locator('[data-pinned-output]')).not.toBeEmpty();
+    await card.locator('[data-pinned-output]').focus();
+    await page.evaluate(() => window.__herdr.emit('agent_output', { pane_id: 'w2:p1', tail: 'waiting again' }));
+    await expect(page.locator('[data-tree-pane="w2:p1"] [data-last-line]')).toHaveText('waiting again');
+    await expect(card.locator('[data-pinned-output]')).toBeFocused();
+
+    // Enter on Unpin: the focus goes to that pane's Pin button, and the arrows work from there.
+    await card.locator('[data-pinned-action="unpin"]').focus();
+    await page.keyboard.press('Enter');
+    await expect(page.locator('[data-pinned-none]')).toBeVisible();
+    await expect(page.locator('.tree button[data-pin="w1:p2"]')).toBeFocused();
+    await page.keyboard.press('ArrowDown');
+    await expect(page.locator('.tree button[data-pin="w2:p1"]')).toBeFocused();
+
+    // The focused pane closes: the focus moves to the button now in its place.
+    await page.evaluate(() => window.__herdr.emit('pane_removed', { pane_id: 'w2:p1' }));
+    await expect(page.locator('[data-tree-pane="w2:p1"]')).toHaveCount(0);
+    await expect(page.locator('.tree button[data-pin="w1:p2"]')).toBeFocused();
   });
 
   test('keyboard: arrows move between the tree\'s buttons and keep focus through a re-render; Enter opens the diagnostics', async () => {

@@ -352,6 +352,69 @@ test('"What the extension sees" lists the facts in the worker\'s order and copie
   await expect(sees.locator('[data-copy-status]')).toHaveText('Copying failed: denied');
 });
 
+test('a CSP violation and a delivery that did not go out each unfold the diagnostics as a warning', async () => {
+  const page = await open('sidepanel.html', { ready: 'section.diagnostics' });
+  const sees = page.locator('[data-diagnostics]');
+  const details = sees.locator('details');
+  const diagnostics = ({ violations = 0, deliveries = [] }) => ({
+    type: 'diagnostics',
+    tab_id: 3,
+    diagnostics: {
+      type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
+      facts: { composer: '#prompt-textarea' }, usage: {}, missing: {},
+      csp: { meta: false, violations, directives: violations ? ['script-src-elem'] : [] },
+      deliveries,
+    },
+    fact_order: ['composer'],
+  });
+  // Nothing wrong: folded, no warning.
+  await send(page, diagnostics({ deliveries: [{ id: 'wake:w1#1', outcome: 'submitted', reason: null }] }));
+  await expect(sees.locator('[data-delivery="wake:w1#1"]')).toBeAttached();
+  await expect(sees.locator('[data-delivery="wake:w1#1"]')).not.toHaveClass(/tone-warning/);
+  await expect(sees.locator('[data-csp-violations]')).not.toHaveClass(/tone-warning/);
+  await expect(details).not.toHaveAttribute('open');
+
+  // CSP violations (shown only here) are a warning and unfold the diagnostics.
+  await send(page, diagnostics({ violations: 5 }));
+  await expect(sees.locator('[data-csp-violations="5"]')).toHaveClass(/tone-warning/);
+  await expect(details).toHaveAttribute('open', '');
+
+  // Folded again by the user, cleared; then a delivery that was not submitted unfolds them.
+  await sees.locator('summary').click();
+  await expect(details).not.toHaveAttribute('open');
+  await send(page, diagnostics({}));
+  await expect(sees.locator('[data-csp-violations="0"]')).toBeAttached();
+  await send(page, diagnostics({ deliveries: [{ id: 'wake:w1#2', outcome: 'not_submitted', reason: 'send_button_missing' }] }));
+  await expect(sees.locator('[data-delivery="wake:w1#2"]')).toHaveClass(/tone-warning/);
+  await expect(details).toHaveAttribute('open', '');
+});
+
+// A live region taken out of the accessibility tree (display:none) while empty is often not
+// announced when its text arrives ("Copied", "Saved"): empty ones stay rendered, collapsed.
+const hiddenLiveRegions = (page) => page.evaluate(() => [...document.querySelectorAll('[role="status"], [role="alert"], [aria-live]')]
+  .filter((node) => getComputedStyle(node).display === 'none')
+  .map((node) => `${node.tagName.toLowerCase()}.${node.className || '-'}${node.id ? `#${node.id}` : ''}`));
+
+test('empty live regions of the side panel and the options page stay rendered, so their text is announced', async () => {
+  const panel = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
+  await send(panel, {
+    type: 'diagnostics', tab_id: 7, fact_order: ['composer'],
+    diagnostics: {
+      type: 'page_diagnostics', page_load: 'p1', site: 'chatgpt', generation: 'chatgpt.classic', matching: ['chatgpt.classic'],
+      facts: { composer: '#prompt-textarea' }, usage: {}, missing: {}, csp: { meta: false, violations: 0, directives: [] }, deliveries: [],
+    },
+  });
+  await expect(panel.locator('[data-copy-status]')).toBeAttached();
+  await expect(panel.locator('[data-copy-status]')).toBeEmpty();
+  await expect(panel.locator('#app > p.round-trip')).toBeEmpty();
+  expect(await hiddenLiveRegions(panel), 'live regions with display:none').toEqual([]);
+
+  const options = await open('options.html', { ready: 'input#allowProjectAuto' });
+  await expect(options.locator('.save-status')).toBeEmpty();
+  await expect(options.locator('.recovery-note')).toBeEmpty();
+  expect(await hiddenLiveRegions(options), 'live regions with display:none').toEqual([]);
+});
+
 test('a message of unknown shape is refused visibly and nothing of it is rendered', async () => {
   const page = await open('sidepanel.html', { query: '?tab=7', ready: 'section.hud' });
   await send(page, HUD);
