@@ -312,7 +312,19 @@ proptest! {
 /// outside a cooldown, no automatic delivery while `cooling` (the cooldown in force before
 /// the step) runs; probes answered as the test says, other calls neutrally.
 fn check(c: &mut Continuity, now: u64, cooling: Option<u64>, last_probe: &mut Option<u64>, next_answer: &mut ProbeAnswer) -> Result<(), TestCaseError> {
+    // A probe's answer comes back after the fetch, as in the shell: the outputs already
+    // given (a wake typed in the same step) were carried out before the 429 was known.
+    let mut answers: Vec<(_, String, ProbeAnswer, Option<u64>)> = Vec::new();
+    loop {
+    for (tab, page_load, answer, retry_after_s) in answers.drain(..) {
+        if let Some(secs) = retry_after_s {
+            c.handle(now, ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source: CooldownSource::RetryAfter, retry_after_ms: Some(secs * 1000) });
+        }
+        c.handle(now, ContinuityInput::SnapshotResult { tab, page_load, answer });
+    }
+    let mut outputs = 0;
     while let Some(output) = c.poll() {
+        outputs += 1;
         match output {
             ContinuityOutput::Recovery { tab, command: RecoveryCommand::Probe { .. } } => {
                 if let Some(last) = *last_probe {
@@ -324,15 +336,14 @@ fn check(c: &mut Continuity, now: u64, cooling: Option<u64>, last_probe: &mut Op
                 *last_probe = Some(now);
                 let answer = std::mem::replace(next_answer, unfinished());
                 let page_load = format!("load-{tab}");
-                let answer = match answer {
+                let (answer, retry_after_s) = match answer {
                     ProbeAnswer::Failed(why) if why.starts_with("http_429:") => {
                         let secs: u64 = why["http_429:".len()..].parse().unwrap_or(0);
-                        c.handle(now, ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source: CooldownSource::RetryAfter, retry_after_ms: Some(secs * 1000) });
-                        ProbeAnswer::Failed("http_429".into())
+                        (ProbeAnswer::Failed("http_429".into()), Some(secs))
                     }
-                    other => other,
+                    other => (other, None),
                 };
-                c.handle(now, ContinuityInput::SnapshotResult { tab, page_load, answer });
+                answers.push((tab, page_load, answer, retry_after_s));
             }
             ContinuityOutput::Deliver { tab, id, .. } => {
                 prop_assert!(cooling.is_none(), "{id} typed into tab {tab} at +{} during a cooldown until +{:?}", now - T0, cooling.map(|u| u - T0));
@@ -352,5 +363,8 @@ fn check(c: &mut Continuity, now: u64, cooling: Option<u64>, last_probe: &mut Op
             _ => {}
         }
     }
-    Ok(())
+    if outputs == 0 && answers.is_empty() {
+        return Ok(());
+    }
+    }
 }
