@@ -4,6 +4,7 @@
 mod auto_gate;
 mod binding;
 mod context_pressure;
+mod goal_supervisor;
 mod handoff;
 mod health;
 mod locales;
