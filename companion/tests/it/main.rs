@@ -10,6 +10,7 @@ mod diagnostics;
 mod herdr_client;
 mod hostile;
 mod host;
+mod goal;
 mod inbox;
 mod install;
 mod journal;
