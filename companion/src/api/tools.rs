@@ -117,7 +117,10 @@ fn herdr_specs() -> Vec<ToolSpec> {
                 into a pane), or a companion method (continuity.*, work_memory.*, herdr_mcp.browser_handoff.prepare). \
                 params is a JSON object encoded as a string. herdr_methods lists what can be called; prompts go through \
                 herdr_prompt. To pick up earlier work (the user says continue / 继续 / 接着 / 恢复上次), call \
-                continuity.resolve or continuity.search first and continuity.resume only on a unique_exact answer."
+                continuity.resolve or continuity.search first and continuity.resume only on a unique_exact answer. \
+                Goal mode: work_memory.goal {session_ref, goal, todos:[{text, done}]} sets this chat's goal and its TODO \
+                items; mark items done as you finish them — with Auto on the chat is continued while one is open and \
+                stops when all are done."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",
