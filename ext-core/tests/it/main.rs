@@ -19,6 +19,7 @@ mod continuity_journal;
 mod continuity_profiles;
 mod continuity_cards;
 mod continuity_facts;
+mod continuity_goal;
 mod continuity_props;
 mod continuity_recovery;
 mod continuity_rollover;
