@@ -1,6 +1,6 @@
 //! Goal mode in the continuity loop (SPEC J7): the HUD's "Goal" sets the scope's goal
-//! through the runtime (`goal.set`); while a goal is set, an ended turn of the scope's chat
-//! goes to the scope's [`GoalSupervisor`] instead of semantic Auto, which asks the
+//! through the runtime (`goal.set`); while a goal is set, an ended turn of the scope's
+//! ChatGPT chat (M6) goes to the scope's [`GoalSupervisor`] instead of semantic Auto, which asks the
 //! runtime's `goal.evidence` and the judge's priors and decides; a continue is one
 //! [`DeliveryKind::JudgeContinue`] through the ledger (subject `goal:<scope>#<turn>`) that
 //! names the open TODO items, and the HUD line names the evidence or guard that decided
@@ -59,6 +59,7 @@ impl Continuity {
             Ok(_) => slot.note = Some(Say::new("goalSetFailed", vec!["the companion gave no goal".to_owned()])),
             Err(error) => slot.note = Some(Say::new("goalSetFailed", vec![crate::limits::clip(error.message, 200)])),
         }
+        self.persist();
     }
 
     /// A reply of `tab` ended: Goal mode takes it when the scope has a goal (`true`).
@@ -100,6 +101,8 @@ impl Continuity {
         if let Some(slot) = self.semantic.goals.get_mut(key) {
             slot.machine.handle(now, GoalInput::Evidence { turn, evidence });
             self.goal_drain(now, key);
+            // The runtime may have cleared the goal.
+            self.persist();
         }
     }
 
@@ -139,6 +142,24 @@ impl Continuity {
             slot.machine.handle(self.now, GoalInput::ContinueResolved { confirmed: !resolution.retryable() });
         }
         true
+    }
+
+    /// The goals in force per scope key (persisted).
+    pub(super) fn goal_texts(&self) -> VecMap<String, String> {
+        let mut out = VecMap::default();
+        for (key, slot) in self.semantic.goals.iter() {
+            if let Some(goal) = slot.machine.goal() {
+                out.insert(key.clone(), goal.to_owned());
+            }
+        }
+        out
+    }
+
+    /// After a restore: each scope's supervisor knows its goal again (rounds start afresh).
+    pub(super) fn restore_goals(&mut self, goals: VecMap<String, String>, now: Millis) {
+        for (key, goal) in goals.iter() {
+            self.semantic.goals.entry(key.clone()).or_default().machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+        }
     }
 
     /// The HUD line of `tab`'s scope while it has a goal (or just said something about it).

@@ -113,8 +113,9 @@ impl Continuity {
         // Our own message (a continue, a wake) is never shown to the judge as the user's
         // request: "go on" would read as work asked for.
         let user_text = if human_turn(user_marker) { user_text } else { String::new() };
-        // A scope with a goal: Goal mode takes the turn (semantic Auto does not see it).
-        if self.goal_turn_ended(now, tab, &conversation, &user_text, &assistant_text) {
+        // A ChatGPT scope with a goal: Goal mode takes the turn (semantic Auto does not see
+        // it). Other sites continue through the JSON bridge (M6).
+        if chatgpt && self.goal_turn_ended(now, tab, &conversation, &user_text, &assistant_text) {
             return;
         }
         self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));

@@ -108,3 +108,20 @@ fn clearing_the_goal_gives_the_turn_back_to_semantic_auto_j7() {
     assert!(log.iter().all(|l| !l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "semantic Auto continues again: {log:#?}");
 }
+
+// R: J7, B7 — the goal survives a worker restart: the restored worker's next ended turn
+// still goes to Goal mode (and the runtime's evidence still decides it).
+#[test]
+fn the_goal_survives_a_worker_restart_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    let mut c = super::continuity::restart(&c, 2);
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: super::continuity::idle_page() });
+    drain(&mut c, 2, &evidence(0, 0), Verdict::Done, &mut log);
+    log.clear();
+    ended(&mut c, 3, 1, None);
+    drain(&mut c, 3, &evidence(0, 2), Verdict::Continue, &mut log);
+    assert!(log.iter().any(|l| l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    assert_eq!(line(&c), "Goal mode stopped: all 2 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%");
+}
