@@ -117,11 +117,12 @@ fn the_goal_survives_a_worker_restart_j7() {
     c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
     drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
     let mut c = super::continuity::restart(&c, 2);
+    c.handle(2, ContinuityInput::LinkUp);
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: super::continuity::idle_page() });
     drain(&mut c, 2, &evidence(0, 0), Verdict::Done, &mut log);
     log.clear();
     ended(&mut c, 3, 1, None);
     drain(&mut c, 3, &evidence(0, 2), Verdict::Continue, &mut log);
-    assert!(log.iter().any(|l| l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    assert!(log.iter().any(|l| l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?} {}", line(&c));
     assert_eq!(line(&c), "Goal mode stopped: all 2 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%");
 }
