@@ -555,7 +555,7 @@ fn an_older_runtime_is_named_at_hello_with_what_to_update() {
     }
     expect![[r#"
         protocol 1, no capabilities: connected=false hudVersionMismatch ["0.1.0", "1", "2"] missing=0
-        our protocol, no capabilities: connected=false hudVersionMismatchMissing ["0.1.0"] missing=22
+        our protocol, no capabilities: connected=false hudVersionMismatchMissing ["0.1.0"] missing=24
         our protocol, two methods missing: connected=false hudVersionMismatchMissing ["0.1.0", "bridge.decide, profiles.get"] missing=2
         our protocol, everything: connected=true companionConnected ["0.1.0"] missing=0
         a newer protocol: connected=false hudVersionMismatchExtension ["2", "0.1.0", "3"] missing=0
