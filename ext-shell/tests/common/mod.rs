@@ -426,15 +426,15 @@ pub fn continuity_messages_translate() {
         cw::call_json("g-1", &evidence),
         json!({"id": "g-1", "method": "goal.evidence", "params": {"browser_session_ref": "chatgpt:conv:x", "workspace_id": "w1"}})
     );
-    let answered = answer_of(&evidence, &json!({"id": "g-1", "result": {"type": "goal_evidence", "browser_session_ref": "chatgpt:conv:x",
+    let answered = answer_of(&evidence, &json!({"id": "c-41", "result": {"type": "goal_evidence", "browser_session_ref": "chatgpt:conv:x",
         "goal": "ship", "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "blocked"}}));
     let expected = ext_core::goal_supervisor::Evidence { goal: Some("ship".into()), todo_open: 2, todo_done: 1, open_tasks: 0, workspace: ext_core::goal_supervisor::WorkspaceState::Blocked };
     assert_eq!(answered.map_err(|e| e.code), Ok(RuntimeAnswer::GoalEvidence(expected)));
-    for bad in [json!({"goal": "ship", "todos_open": "2", "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
-                json!({"goal": 3, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
-                json!({"goal": null, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "asleep"}),
-                json!({"goal": null, "todos_done": 1, "open_tasks": 0, "workspace": "idle"})] {
-        let odd = answer_of(&evidence, &json!({"id": "g-2", "result": bad}));
+    for bad in [json!({"type": "goal_evidence", "goal": "ship", "todos_open": "2", "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+                json!({"type": "goal_evidence", "goal": 3, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+                json!({"type": "goal_evidence", "goal": null, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "asleep"}),
+                json!({"type": "goal_evidence", "goal": null, "todos_done": 1, "open_tasks": 0, "workspace": "idle"})] {
+        let odd = answer_of(&evidence, &json!({"id": "c-42", "result": bad}));
         assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     }
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "goal_set", "text": "ship it"})), Some(PortCommand::GoalSet { text: "ship it".into() }));
