@@ -303,7 +303,54 @@
         button.title = text(`locked_${action.locked.code}`);
       }
       return button;
-    }), ...handoffButton(c.handoff)];
+    }), ...handoffButton(c.handoff), ...goalUi(c)];
+  };
+
+  // Goal mode (SPEC J7): "Goal" opens a small form of our own (inside the closed root) to
+  // type the chat's goal; Set sends it to the worker (`goal_set`, empty clears), which asks
+  // the runtime. The worker's line (the judge line) says what Goal mode decided and why.
+  // Only trusted presses act; keys typed here do not reach the page's shortcuts.
+  let goalOpen = false;
+  const goalForm = document.createElement('span');
+  goalForm.className = 'goal-form';
+  goalForm.dataset.line = 'goal-form';
+  const goalInput = document.createElement('input');
+  goalInput.type = 'text';
+  goalInput.maxLength = 500;
+  goalInput.dataset.goal = 'input';
+  const goalSave = document.createElement('button');
+  goalSave.type = 'button';
+  goalSave.dataset.goal = 'save';
+  const goalCancel = document.createElement('button');
+  goalCancel.type = 'button';
+  goalCancel.dataset.goal = 'cancel';
+  goalForm.append(goalInput, goalSave, goalCancel);
+  for (const type of ['keydown', 'keyup', 'keypress', 'input']) goalForm.addEventListener(type, (event) => event.stopPropagation());
+  const closeGoal = () => { goalOpen = false; goalForm.remove(); };
+  const sendGoal = () => {
+    const goal = goalInput.value.trim();
+    closeGoal();
+    postPress(() => ({ type: 'action', action: 'goal_set', text: goal }));
+  };
+  onTrusted(goalSave, 'click', sendGoal);
+  onTrusted(goalCancel, 'click', closeGoal);
+  onTrusted(goalInput, 'keydown', (event) => {
+    if (event.key === 'Enter' && !event.isComposing) { event.preventDefault(); sendGoal(); }
+    if (event.key === 'Escape') closeGoal();
+  });
+  const goalUi = (c) => {
+    if (!c?.binding) { closeGoal(); return []; }
+    goalInput.placeholder = text('hudGoalPlaceholder');
+    goalSave.textContent = text('hudGoalSave');
+    goalCancel.textContent = text('hudGoalCancel');
+    const button = keptButton('goal', text('hudGoal'), () => {
+      if (goalOpen) return closeGoal();
+      goalOpen = true;
+      button.after(goalForm);
+      goalInput.focus();
+    });
+    button.title = text('hudGoalTitle');
+    return goalOpen ? [button, goalForm] : [button];
   };
 
   // ---- The JSON bridge's approval card (issue 23; ext-core continuity/bridge): the calls

@@ -149,6 +149,8 @@ pub fn example_params(method: Method) -> Option<Value> {
         Method::HerdrPaneRead => json!({"pane_id": "w1:p1", "source": "recent", "lines": 10}),
         Method::TaskDispatch => json!({"browser_session_ref": "chatgpt:conv:x", "target": "w1:p1", "text": "hi"}),
         Method::JudgeTurnEnd => json!({"user_text": "do it", "assistant_text": "Next I will run the tests."}),
+        Method::GoalSet => json!({"browser_session_ref": "chatgpt:conv:x", "goal": "ship the parser"}),
+        Method::GoalEvidence => json!({"browser_session_ref": "chatgpt:conv:x", "workspace_id": "w1"}),
         Method::ToolsCall => json!({"name": "herdr_methods", "arguments": {}}),
         Method::BridgePrompt => json!({"browser_session_ref": "zai:conv:fz"}),
         Method::BridgeReply => json!({"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_inspect\",\"args\":{}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}),

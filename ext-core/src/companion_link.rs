@@ -51,6 +51,8 @@ pub const REQUIRED_CAPABILITIES: &[&str] = &[
     "continuity.resolve",
     "diagnostics.report",
     "events.subscribe",
+    "goal.evidence",
+    "goal.set",
     "hello",
     "hello.capabilities",
     "herdr.pane_read",

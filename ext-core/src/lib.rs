@@ -13,6 +13,7 @@ pub type Millis = u64;
 // continuity loop are declared below, one module per machine.
 pub mod companion_link;
 pub mod handoff;
+pub mod goal_supervisor;
 pub mod health;
 pub mod hud;
 pub mod json_read;

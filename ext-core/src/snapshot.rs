@@ -107,6 +107,10 @@ pub struct Snapshot {
     /// a worker restart keeps them).
     #[serde(default)]
     pub(crate) pacer: crate::request_pacer::RequestPacer,
+    /// Goal mode's goals per scope key (J7), as the runtime last answered them: a restarted
+    /// worker keeps deciding with them (the runtime's evidence still decides each turn).
+    #[serde(default)]
+    pub(crate) goals: VecMap<String, String>,
 }
 
 impl Snapshot {
@@ -155,6 +159,7 @@ impl Snapshot {
             journal: &self.journal,
             handoff: &self.handoff,
             pacer: &self.pacer,
+            goals: &self.goals,
         }
         .to_value()
         .to_string())
@@ -205,6 +210,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) handoff: &'a HandoffBook,
     /// See [`Snapshot::pacer`].
     pub(crate) pacer: &'a crate::request_pacer::RequestPacer,
+    /// See [`Snapshot::goals`].
+    pub(crate) goals: &'a VecMap<String, String>,
 }
 
 impl SnapshotRef<'_> {
@@ -232,6 +239,7 @@ impl SnapshotRef<'_> {
             .with("journal", self.journal)
             .with("handoff", self.handoff)
             .with("pacer", self.pacer)
+            .with("goals", self.goals)
             .done()
     }
 }
@@ -257,4 +265,5 @@ read_struct!(Snapshot {
     journal: default,
     handoff: default,
     pacer: default,
+    goals: default,
 });

@@ -153,8 +153,8 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
-        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […24] } }
+        t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…37]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=0 <- Message { port: PortGeneration(1), message: HerdrState(HerdrStatus { state: NotRunning, protocol: None, version: None, socket: "/run/herdr.sock", detail: None }) }
             -> HudChanged [companionConnected ["0.1.0"] | herdrNotRunning ["/run/herdr.sock"]]
@@ -252,8 +252,8 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
             -> OpenPort { port: PortGeneration(2) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=500 <- PortOpened { port: PortGeneration(2) }
-            -> Send { port: PortGeneration(2), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
-        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+            -> Send { port: PortGeneration(2), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […24] } }
+        t=500 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…37]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> HudChanged [companionConnected ["0.1.0"] | herdrConnected ["0.8.2", "20"]]
         t=500 <- ProbeRequested { probe: 1 }
             -> Send { port: PortGeneration(2), request: Ping { id: "ping-2" } }
@@ -284,11 +284,11 @@ fn unanswered_hello_times_out_closes_and_retries() {
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […24] } }
         t=5000 <- Timer
             -> ClosePort { port: PortGeneration(1) }
             -> HudChanged [companionNoAnswer [] | herdrUnknown []]
-        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…35]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
+        t=5000 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 2, compatible: true, capabilities: Some([…37]), herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
     "#]]);
 }
 
@@ -314,7 +314,7 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
             -> OpenPort { port: PortGeneration(1) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(1) }
-            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […22] } }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […24] } }
         t=0 <- Message { port: PortGeneration(1), message: HelloAnswer { id: "hello-1", runtime_version: "0.1.0", protocol: 3, compatible: false, capabilities: None, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> ClosePort { port: PortGeneration(1) }
             -> HudChanged [hudVersionMismatchExtension ["2", "0.1.0", "3"] | herdrUnknown []]
@@ -325,7 +325,7 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
             -> OpenPort { port: PortGeneration(2) }
             -> HudChanged [companionConnecting [] | herdrUnknown []]
         t=0 <- PortOpened { port: PortGeneration(2) }
-            -> Send { port: PortGeneration(2), request: Hello { id: "hello-2", extension_version: "0.1.0", protocol: 2, requires: […22] } }
+            -> Send { port: PortGeneration(2), request: Hello { id: "hello-2", extension_version: "0.1.0", protocol: 2, requires: […24] } }
         t=0 <- Message { port: PortGeneration(2), message: HelloAnswer { id: "hello-2", runtime_version: "0.1.0", protocol: 1, compatible: false, capabilities: None, herdr: HerdrStatus { state: Connected, protocol: Some(20), version: Some("0.8.2"), socket: "/run/herdr.sock", detail: None } } }
             -> ClosePort { port: PortGeneration(2) }
             -> HudChanged [hudVersionMismatch ["0.1.0", "1", "2"] | herdrUnknown []]
@@ -555,7 +555,7 @@ fn an_older_runtime_is_named_at_hello_with_what_to_update() {
     }
     expect![[r#"
         protocol 1, no capabilities: connected=false hudVersionMismatch ["0.1.0", "1", "2"] missing=0
-        our protocol, no capabilities: connected=false hudVersionMismatchMissing ["0.1.0"] missing=22
+        our protocol, no capabilities: connected=false hudVersionMismatchMissing ["0.1.0"] missing=24
         our protocol, two methods missing: connected=false hudVersionMismatchMissing ["0.1.0", "bridge.decide, profiles.get"] missing=2
         our protocol, everything: connected=true companionConnected ["0.1.0"] missing=0
         a newer protocol: connected=false hudVersionMismatchExtension ["2", "0.1.0", "3"] missing=0

@@ -61,6 +61,10 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::PaneRead { pane_id, lines } => {
             (Method::HerdrPaneRead, json_object!("pane_id": pane_id, "lines": lines))
         }
+        RuntimeCall::GoalSet { session_ref, goal } => (Method::GoalSet, json_object!("browser_session_ref": session_ref, "goal": goal)),
+        RuntimeCall::GoalEvidence { session_ref, workspace_id } => {
+            (Method::GoalEvidence, json_object!("browser_session_ref": session_ref, "workspace_id": workspace_id))
+        }
         RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation } => (
             Method::JudgeTurnEnd,
             json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation),
@@ -225,6 +229,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                 .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
+        RuntimeCall::GoalSet { .. } | RuntimeCall::GoalEvidence { .. } => goal_evidence(result).ok_or_else(|| bad_answer(Method::GoalEvidence.as_str())),
         RuntimeCall::BridgeReply { .. } => bridge_reply(result).ok_or_else(|| bad_answer(Method::BridgeReply.as_str())),
         RuntimeCall::BridgeDecide { .. } => result
             .get("pending")
@@ -348,6 +353,32 @@ fn judge_verdict(result: &Value) -> Option<RuntimeAnswer> {
         })
         .unwrap_or_default();
     Some(RuntimeAnswer::Verdict(JudgeAnswer { verdict, source, reason: short_of(result, "reason").unwrap_or_default(), priors }))
+}
+
+/// A `goal_evidence` answer (J7): every count present and a number, the workspace one of
+/// the four states; anything else is no evidence (Goal mode stops, fail closed).
+fn goal_evidence(result: &Value) -> Option<RuntimeAnswer> {
+    use ext_core::goal_supervisor::{Evidence, WorkspaceState, GOAL_MAX_CHARS};
+    let count = |key: &str| result.get(key).and_then(Value::as_u64).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    let goal = match result.get("goal")? {
+        Value::Null => None,
+        Value::String(goal) => Some(limits::clip(goal.clone(), GOAL_MAX_CHARS)),
+        _ => return None,
+    };
+    let workspace = match result.get("workspace")?.as_str()? {
+        "working" => WorkspaceState::Working,
+        "idle" => WorkspaceState::Idle,
+        "blocked" => WorkspaceState::Blocked,
+        "unknown" => WorkspaceState::Unknown,
+        _ => return None,
+    };
+    Some(RuntimeAnswer::GoalEvidence(Evidence {
+        goal,
+        todo_open: count("todos_open")?,
+        todo_done: count("todos_done")?,
+        open_tasks: count("open_tasks")?,
+        workspace,
+    }))
 }
 
 /// A stream or inbox event for the continuity machine (`name` `None`: a name the protocol
@@ -572,6 +603,11 @@ pub enum PortCommand {
         /// The last reply.
         assistant_text: String,
     },
+    /// `action` `goal_set {text}`: the HUD's Goal with the text typed in our UI (`""` clears).
+    GoalSet {
+        /// The goal.
+        text: String,
+    },
     /// `turn_ended {user_text, assistant_text, user_marker}`: a reply ended.
     TurnEnded {
         /// The last user turn (marker lines removed).
@@ -692,6 +728,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "forget_app" => "forget_app",
                 "journal_opt_in" => "journal_opt_in",
                 "journal_opt_out" => "journal_opt_out",
+                "goal_set" => return Some(PortCommand::GoalSet { text: str_of(value, "text").unwrap_or_default() }),
                 "llm_judge" => {
                     let text = |key| str_of(value, key).unwrap_or_default();
                     return Some(PortCommand::LlmJudge { user_text: text("user_text"), assistant_text: text("assistant_text") });

@@ -319,6 +319,7 @@ impl LinkDriver {
                 _ => ContinuityInput::CheckHerdr { tab },
             },
             (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
+            (PortCommand::GoalSet { text }, Some(tab)) => ContinuityInput::GoalSet { tab, text },
             (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }, Some(tab)) => {
                 ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }
             }

@@ -235,10 +235,12 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     }
     let queue_add = object.get("type").and_then(Value::as_str) == Some("queue_add");
     let turn_ended = object.get("type").and_then(Value::as_str) == Some("turn_ended");
+    let goal_set = object.get("action").and_then(Value::as_str) == Some("goal_set");
     let string_cap = |key: &str| match key {
         "url" => MAX_URL_CHARS,
         "label" => MAX_LABEL_CHARS,
         "text" if queue_add => limits::MAX_QUEUE_TEXT_CHARS,
+        "text" if goal_set => ext_core::goal_supervisor::GOAL_MAX_CHARS,
         "user_text" | "assistant_text" if turn_ended => limits::MAX_TURN_TEXT_CHARS,
         "user_text" => limits::MAX_TURN_USER_CHARS,
         "assistant_text" => limits::MAX_TURN_ASSISTANT_CHARS,

@@ -57,6 +57,8 @@ pub const CAPABILITIES: &[&str] = &[
     "continuity.search",
     "diagnostics.report",
     "events.subscribe",
+    "goal.evidence",
+    "goal.set",
     "hello",
     "hello.capabilities",
     "herdr.agents",

@@ -183,6 +183,27 @@ pub struct AckParams {
     pub task_ids: Vec<String>,
 }
 
+/// Params of `goal.set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSetParams {
+    /// The chat's stable ref (the scope).
+    pub browser_session_ref: String,
+    /// The goal (at most `work_memory::MAX_GOAL_BYTES`); `""` clears it.
+    pub goal: String,
+}
+
+/// Params of `goal.evidence`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalEvidenceParams {
+    /// The chat's stable ref (the scope).
+    pub browser_session_ref: String,
+    /// The workspace the chat is bound to, whose agents' state is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+}
+
 /// Params of `judge.turn_end`: the turn to judge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JudgeTurnEndParams {
@@ -243,6 +264,10 @@ pub enum Call {
     InboxCounts(SessionParams),
     /// `judge.turn_end`.
     JudgeTurnEnd(JudgeTurnEndParams),
+    /// `goal.set`.
+    GoalSet(GoalSetParams),
+    /// `goal.evidence`.
+    GoalEvidence(GoalEvidenceParams),
     /// `diagnostics.report`.
     DiagnosticsReport(DiagnosticsParams),
     /// `tools.list`.
@@ -566,6 +591,8 @@ impl Call {
             Method::InboxAck => Call::InboxAck(typed(params)?),
             Method::InboxCounts => Call::InboxCounts(typed(params)?),
             Method::JudgeTurnEnd => Call::JudgeTurnEnd(typed(params)?),
+            Method::GoalSet => Call::GoalSet(typed(params)?),
+            Method::GoalEvidence => Call::GoalEvidence(typed(params)?),
             Method::DiagnosticsReport => Call::DiagnosticsReport(typed(params)?),
             Method::ToolsList => Call::ToolsList(typed(params)?),
             Method::ToolsCall => Call::ToolsCall(typed(params)?),
@@ -604,6 +631,8 @@ impl Call {
             Call::InboxAck(_) => Method::InboxAck,
             Call::InboxCounts(_) => Method::InboxCounts,
             Call::JudgeTurnEnd(_) => Method::JudgeTurnEnd,
+            Call::GoalSet(_) => Method::GoalSet,
+            Call::GoalEvidence(_) => Method::GoalEvidence,
             Call::DiagnosticsReport(_) => Method::DiagnosticsReport,
             Call::ToolsList(_) => Method::ToolsList,
             Call::ToolsCall(_) => Method::ToolsCall,
@@ -640,6 +669,8 @@ impl Call {
             Call::TaskList(p) | Call::InboxPending(p) | Call::InboxCounts(p) => serde_json::to_value(p),
             Call::InboxAck(p) => serde_json::to_value(p),
             Call::JudgeTurnEnd(p) => serde_json::to_value(p),
+            Call::GoalSet(p) => serde_json::to_value(p),
+            Call::GoalEvidence(p) => serde_json::to_value(p),
             Call::DiagnosticsReport(p) => serde_json::to_value(p),
             Call::ToolsCall(p) => serde_json::to_value(p),
             Call::RetentionSet(p) => serde_json::to_value(p),
@@ -948,6 +979,22 @@ pub enum MethodResult {
         /// A decision route's goal-mode priors, when it answered them (advice only).
         priors: Option<GoalPriors>,
     },
+    /// Answer to `goal.set` and `goal.evidence` (SPEC J7): what the runtime holds for the
+    /// scope's Goal mode. Evidence, not advice: Goal mode continues only on open TODO items.
+    GoalEvidence {
+        /// The ref.
+        browser_session_ref: String,
+        /// The goal, `null` when none is set.
+        goal: Option<String>,
+        /// The goal's TODO items still open.
+        todos_open: u32,
+        /// The goal's TODO items done.
+        todos_done: u32,
+        /// The scope's inbox tasks still running.
+        open_tasks: u32,
+        /// The bound workspace's agents: `working | idle | blocked | unknown`.
+        workspace: String,
+    },
     /// Answer to `diagnostics.report`.
     DiagnosticsStored {
         /// When the runtime stored them (ms since the Unix epoch).
@@ -1151,6 +1198,7 @@ impl MethodResult {
             MethodResult::InboxCounts { .. } => ResultType::InboxCounts,
             MethodResult::DiagnosticsStored { .. } => ResultType::DiagnosticsStored,
             MethodResult::JudgeVerdict { .. } => ResultType::JudgeVerdict,
+            MethodResult::GoalEvidence { .. } => ResultType::GoalEvidence,
             MethodResult::ToolsList { .. } => ResultType::ToolsList,
             MethodResult::ToolResult { .. } => ResultType::ToolResult,
             MethodResult::ContinuityAppended { .. } => ResultType::ContinuityAppended,

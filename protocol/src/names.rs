@@ -148,6 +148,13 @@ wire_names! {
         InboxAck = "inbox.ack",
         /// `inbox.counts {browser_session_ref}` → `inbox_counts`.
         InboxCounts = "inbox.counts",
+        /// `goal.set {browser_session_ref, goal}` → `goal_evidence`: the HUD sets (`""`
+        /// clears) the scope's goal (Goal mode, SPEC J7).
+        GoalSet = "goal.set",
+        /// `goal.evidence {browser_session_ref, workspace_id?}` → `goal_evidence`: what the
+        /// runtime holds for Goal mode — the goal, its TODO items, the scope's open inbox
+        /// tasks, the bound workspace's state.
+        GoalEvidence = "goal.evidence",
         /// `judge.turn_end {user_text, assistant_text, conversation}` → `judge_verdict`:
         /// whether a finished-looking reply left work it means to do (SPEC J1–J3).
         JudgeTurnEnd = "judge.turn_end",
@@ -288,6 +295,8 @@ wire_names! {
         DiagnosticsStored = "diagnostics_stored",
         /// [`crate::MethodResult::JudgeVerdict`].
         JudgeVerdict = "judge_verdict",
+        /// [`crate::MethodResult::GoalEvidence`].
+        GoalEvidence = "goal_evidence",
         /// [`crate::MethodResult::ToolsList`].
         ToolsList = "tools_list",
         /// [`crate::MethodResult::ToolResult`].

@@ -103,6 +103,8 @@ wire_names! {
         WorkMemoryResume = "work_memory.resume",
         /// Search a work chain.
         WorkMemorySearch = "work_memory.search",
+        /// Set, clear or read a chat's goal and its TODO items (Goal mode, SPEC J7).
+        WorkMemoryGoal = "work_memory.goal",
         /// Prepare a browser handoff to a new conversation.
         BrowserHandoffPrepare = "herdr_mcp.browser_handoff.prepare",
     }
@@ -137,7 +139,8 @@ impl LocalMethod {
             LocalMethod::WorkMemoryBind
             | LocalMethod::WorkMemoryAppendTurn
             | LocalMethod::WorkMemoryAppendEvidence
-            | LocalMethod::WorkMemoryCheckpointPut => false,
+            | LocalMethod::WorkMemoryCheckpointPut
+            | LocalMethod::WorkMemoryGoal => false,
         }
     }
 }

@@ -436,3 +436,50 @@ pub struct SearchResult {
     /// True when more hits exist than `limit`.
     pub truncated: bool,
 }
+
+/// Longest goal text (`work_memory.goal`, `goal.set`), in bytes.
+pub const MAX_GOAL_BYTES: usize = 2 * 1024;
+/// Most TODO items of one goal.
+pub const MAX_GOAL_TODOS: usize = 64;
+/// Longest TODO item text, in bytes.
+pub const MAX_GOAL_TODO_BYTES: usize = 512;
+
+/// One TODO item of a goal (SPEC J7): Goal mode continues while one is open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalTodo {
+    /// What is to be done.
+    pub text: String,
+    /// Whether it is done.
+    #[serde(default)]
+    pub done: bool,
+}
+
+/// `work_memory.goal`: the planner sets (or clears) the goal of a chat's scope, and its
+/// TODO items, the evidence Goal mode reads (SPEC J7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalParams {
+    /// The chat's `browser_session_ref` (the scope the goal belongs to).
+    pub session_ref: String,
+    /// The goal; `null` (or left out, with no `todos`) only reads; `""` clears the goal
+    /// and its TODO items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    /// The goal's TODO items, replacing the stored list whole; left out keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todos: Option<Vec<GoalTodo>>,
+}
+
+/// A scope's goal as stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalState {
+    /// The chat's `browser_session_ref`.
+    pub session_ref: String,
+    /// The goal, `null` when none is set.
+    pub goal: Option<String>,
+    /// Its TODO items.
+    pub todos: Vec<GoalTodo>,
+    /// Last change, ms since the Unix epoch (0: never set).
+    pub updated_at: u64,
+}

@@ -3,7 +3,7 @@
 //! [`Router`] is built after the services (the event stream and the parent inbox) and owns
 //! them; nothing is set on it later. Each method family has its own file — [`stream`]
 //! (`events.subscribe`, `herdr.*` views), [`inbox`] (`task.*`, `inbox.*`), [`judge`]
-//! (`judge.turn_end`), [`journal`] (`continuity.*`, the Continuity Journal, and its
+//! (`judge.turn_end`), [`goal`] (`goal.set`, `goal.evidence`: Goal mode's evidence), [`journal`] (`continuity.*`, the Continuity Journal, and its
 //! handoff package `herdr_mcp.browser_handoff.prepare`), [`tools`]
 //! (the planner tool registry, `tools.*`; its workstation reads in [`workstation`]), [`bridge`] (the JSON bridge, `bridge.*`),
 //! [`profiles`] (`profiles.get`, the site profile files of the companion home) and
@@ -21,6 +21,7 @@
 pub mod attribution;
 pub mod bridge;
 pub mod diagnostics;
+pub mod goal;
 pub mod inbox;
 pub mod journal;
 pub mod judge;
@@ -154,6 +155,7 @@ impl Router {
             | Method::InboxCounts => inbox::handle(self, request).await,
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             Method::JudgeTurnEnd => judge::handle(self, request).await,
+            Method::GoalSet | Method::GoalEvidence => goal::handle(self, request).await,
             Method::ToolsList | Method::ToolsCall => tools::handle(self, request).await,
             Method::ContinuityAppend
             | Method::ContinuityResolve

@@ -121,7 +121,10 @@ fn herdr_specs() -> Vec<ToolSpec> {
                 A legacy <<<HERDR_HANDOFF_V1 id=…>>> packet in a journaled chat resumes with continuity.resume \
                 {\"continuity_id\": \"<packet id>\"}. work_memory.checkpoint.put anchors on a journal turn directly with \
                 through_journal_turn {continuity_id, message_id} (no need to append_turn it again); a checkpoint's \
-                verified is false once an anchor is gone or changed."
+                verified is false once an anchor is gone or changed. \
+                Goal mode: work_memory.goal {session_ref, goal, todos:[{text, done}]} sets this chat's goal and its TODO \
+                items; mark items done as you finish them — with Auto on the chat is continued while one is open and \
+                stops when all are done."
                 .to_owned(),
             input_schema: json!({
                 "type": "object",

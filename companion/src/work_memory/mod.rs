@@ -13,13 +13,14 @@
 //! - A refused call changes nothing (every change is one transaction, [`store`]).
 
 pub mod journal_anchor;
+pub mod goal;
 pub mod store;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use continuity_protocol::work_memory::{
-    AppendEvidenceParams, AppendTurnParams, BindParams, CheckpointPutParams, ResumeParams, SearchParams,
+    AppendEvidenceParams, GoalParams, GoalState, AppendTurnParams, BindParams, CheckpointPutParams, ResumeParams, SearchParams,
     MAX_ACCOUNT_REF_BYTES, MAX_BODY_BYTES, MAX_CHECKPOINT_JSON_BYTES, MAX_COMMIT_SHA_BYTES, MAX_CONTINUITY_ID_BYTES,
     MAX_EVIDENCE_ID_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES, MAX_REF_BYTES, MAX_RESUME_TURNS,
     MAX_SEARCH_LIMIT, MAX_SUMMARY_BYTES, MAX_WORK_CHAIN_ID_BYTES,
@@ -53,6 +54,7 @@ impl WorkMemory {
                 | LocalMethod::WorkMemoryCheckpointPut
                 | LocalMethod::WorkMemoryResume
                 | LocalMethod::WorkMemorySearch
+                | LocalMethod::WorkMemoryGoal
         )
     }
 
@@ -61,6 +63,24 @@ impl WorkMemory {
     pub async fn chain_of_partition(&self, project_ref: String, repo_id: String, work_chain_id: String) -> Result<Option<String>, WorkMemoryError> {
         let store = self.store.clone();
         off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).chain_of_partition(&project_ref, &repo_id, &work_chain_id)).await
+    }
+
+    /// The goal of the scope `session_ref` (Goal mode's evidence, SPEC J7).
+    pub async fn goal_of(&self, session_ref: String) -> Result<GoalState, WorkMemoryError> {
+        let store = self.store.clone();
+        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).goal(&session_ref)).await
+    }
+
+    /// Sets (`""` clears) the goal of `session_ref` from the HUD (`goal.set`), checked here;
+    /// the planner's TODO items stay while the text is the same.
+    pub async fn set_goal(&self, session_ref: String, goal: String) -> Result<GoalState, WorkMemoryError> {
+        id(LocalMethod::WorkMemoryGoal, "browser_session_ref", &session_ref, MAX_REF_BYTES).map_err(|_| {
+            WorkMemoryError::Invalid("goal.set: browser_session_ref must be the chat's session ref, 1 to 512 bytes, trimmed".to_owned())
+        })?;
+        goal::check_goal("goal.set", &goal)?;
+        let params = GoalParams { session_ref, goal: Some(goal.trim().to_owned()), todos: None };
+        let store = self.store.clone();
+        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).goal_put(&params, crate::clock::unix_millis())).await
     }
 
     /// Runs one `work_memory.*` call with `params` (a JSON object).
@@ -90,6 +110,8 @@ pub enum Call {
     Resume(ResumeParams),
     /// `work_memory.search`.
     Search(SearchParams),
+    /// `work_memory.goal`.
+    Goal(GoalParams),
 }
 
 impl Call {
@@ -102,6 +124,7 @@ impl Call {
             Call::CheckpointPut(p) => serde_json::to_value(store.checkpoint_put(p)?),
             Call::Resume(p) => serde_json::to_value(store.resume(p)?),
             Call::Search(p) => serde_json::to_value(store.search(p)?),
+            Call::Goal(p) => serde_json::to_value(store.goal_put(p, crate::clock::unix_millis())?),
         };
         Ok(value.unwrap_or(Value::Null))
     }
@@ -241,6 +264,12 @@ pub fn checked(method: LocalMethod, params: Value) -> Result<Call, WorkMemoryErr
                 return Err(invalid(m, format_args!("limit must be 1 to {MAX_SEARCH_LIMIT}, or left out")));
             }
             Call::Search(p)
+        }
+        LocalMethod::WorkMemoryGoal => {
+            let p: GoalParams = parse(m, params)?;
+            id(m, "session_ref", &p.session_ref, MAX_REF_BYTES)?;
+            goal::check(&m.to_string(), &p)?;
+            Call::Goal(p)
         }
         other => return Err(invalid(other, "is not a work_memory method")),
     };

@@ -74,7 +74,7 @@ type Result<T> = std::result::Result<T, WorkMemoryError>;
 /// The Work Memory tables on their own connection to `state.db`.
 #[derive(Debug)]
 pub struct WorkMemoryStore {
-    conn: Connection,
+    pub(super) conn: Connection,
 }
 
 /// One chain's partition, as stored.
@@ -245,7 +245,9 @@ impl WorkMemoryStore {
             CREATE VIRTUAL TABLE IF NOT EXISTS wm_fts USING fts5 (body, continuity_id UNINDEXED, source_kind UNINDEXED, source_id UNINDEXED);",
         )?;
         super::journal_anchor::migrate(&conn)?;
-        Ok(Self { conn })
+        let store = Self { conn };
+        super::goal::create(&store)?;
+        Ok(store)
     }
 
     /// `work_memory.bind`: a new partition is bound to `continuity_id`; the same pair again

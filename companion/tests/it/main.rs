@@ -11,6 +11,7 @@ mod herdr_client;
 mod hostile;
 mod host;
 mod guidance;
+mod goal;
 mod inbox;
 mod install;
 mod journal;

@@ -183,7 +183,7 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     assert!(read.structured_content.as_ref().is_some_and(|r| r["result"]["read"]["text"].as_str().is_some_and(|t| t.contains("run the tests"))), "{read:?}");
     let methods = call(&client, "herdr_methods", json!({"query": "work_memory"})).await;
     let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
-    assert!(listed.as_array().is_some_and(|ms| ms.len() == 6 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
+    assert!(listed.as_array().is_some_and(|ms| ms.len() == 7 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
     work_memory_through_herdr_call(&client).await;
     let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_shell")).await;
     assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_shell`")), "an unknown tool is a protocol error");

@@ -232,6 +232,20 @@ pub enum RuntimeCall {
         /// How many lines.
         lines: u32,
     },
+    /// `goal.set {browser_session_ref, goal}` (Goal mode, J7; `""` clears).
+    GoalSet {
+        /// The scope's ref.
+        session_ref: String,
+        /// The goal.
+        goal: String,
+    },
+    /// `goal.evidence {browser_session_ref, workspace_id}`.
+    GoalEvidence {
+        /// The scope's ref.
+        session_ref: String,
+        /// The bound workspace.
+        workspace_id: String,
+    },
     /// `judge.turn_end {user_text, assistant_text, conversation}`.
     JudgeTurnEnd {
         /// The user turn the reply answers (our marker lines removed by the page).
@@ -349,6 +363,8 @@ pub enum RuntimeAnswer {
     },
     /// `judge_verdict`.
     Verdict(JudgeAnswer),
+    /// `goal_evidence` (J7).
+    GoalEvidence(crate::goal_supervisor::Evidence),
     /// `bridge_reply`.
     Bridge {
         /// Its state: results, calls awaiting approval, the round limit, or nothing.
@@ -611,6 +627,13 @@ pub enum ContinuityInput {
         user_text: String,
         /// The last reply's text (bounded by the page).
         assistant_text: String,
+    },
+    /// HUD: set (`""`: clear) the scope's goal (Goal mode, J7); the text typed in our UI.
+    GoalSet {
+        /// The tab.
+        tab: TabId,
+        /// The goal.
+        text: String,
     },
     /// The page's reply ended (generating went false): the turn, for semantic Auto.
     TurnEnded {

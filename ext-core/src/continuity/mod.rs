@@ -85,6 +85,7 @@ mod cards;
 mod chats;
 mod deliveries;
 mod guidance;
+mod goal;
 mod inbox_sync;
 mod io;
 mod manual;
@@ -223,6 +224,7 @@ enum Purpose {
     ChatsReport,
     /// `profiles.get`.
     Profiles,
+    GoalSet { tab: TabId }, GoalEvidence { key: String, turn: u64 }, GoalPriors { key: String, turn: u64 }, // Goal mode (J7, `goal`)
 }
 
 /// A Check Herdr run being collected.
@@ -411,6 +413,7 @@ impl Continuity {
             .chain(self.app_deadline())
             .chain(self.pacer_deadline())
             .chain(self.chats_deadline())
+            .chain(self.goal_deadline())
             .min()
     }
 
@@ -443,6 +446,7 @@ impl Continuity {
         self.run_due_inbox_checks();
         self.recovery_tick(now);
         self.journal_tick(now);
+        self.goal_tick(now);
         self.finish();
     }
 
@@ -616,6 +620,7 @@ impl Continuity {
             ContinuityInput::HandoffResume { tab } => self.handoff_resume(now, tab),
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
+            ContinuityInput::GoalSet { tab, text } => self.goal_set_pressed(tab, text),
             ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped } => {
                 let human_id = user_message_id.clone();
                 if !pressed {

@@ -82,6 +82,7 @@ impl Continuity {
             journal: self.journal.book.clone(),
             handoff: self.handoff.clone(),
             pacer: self.pacer.pacer.clone(),
+            goals: self.goal_texts(),
         }
     }
 
@@ -114,6 +115,7 @@ impl Continuity {
             journal: &self.journal.book,
             handoff: &self.handoff,
             pacer: &self.pacer.pacer,
+            goals: &self.goal_texts(),
         }
         .to_value()
     }
@@ -139,6 +141,7 @@ impl Continuity {
         machine.orphan_acks = snapshot.orphan_acks;
         machine.queue = queue::QueueFlow::with_durable(snapshot.queue);
         machine.semantic = semantic::SemanticFlow::with_autos(snapshot.semantic);
+        machine.restore_goals(snapshot.goals, now);
         machine.recovery = recovery::RecoveryFlow::with_planners(snapshot.recovery);
         machine.cards = cards::CardFlow::with_ledger(snapshot.cards);
         machine.withheld_marks = snapshot.withheld_marks;

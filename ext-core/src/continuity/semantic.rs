@@ -52,6 +52,8 @@ pub(super) struct SemanticFlow {
     /// or on their way (`Some(id)`; one the page answers `app_not_attached` is held again,
     /// not dropped). A plain `Vec`: a few at most.
     held: Vec<HeldContinue>,
+    /// Goal mode per scope key (J7; not persisted: the runtime holds the goal).
+    pub(super) goals: VecMap<String, super::goal::GoalSlot>,
 }
 
 /// A judge continue that carries an App.
@@ -111,6 +113,11 @@ impl Continuity {
         // Our own message (a continue, a wake) is never shown to the judge as the user's
         // request: "go on" would read as work asked for.
         let user_text = if human_turn(user_marker) { user_text } else { String::new() };
+        // A ChatGPT scope with a goal: Goal mode takes the turn (semantic Auto does not see
+        // it). Other sites continue through the JSON bridge (M6).
+        if chatgpt && self.goal_turn_ended(now, tab, &conversation, &user_text, &assistant_text) {
+            return;
+        }
         self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
             self.semantic.notes.insert(conversation.clone(), Say::new("semanticNotBound", vec![]));
@@ -156,6 +163,7 @@ impl Continuity {
             machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             self.judge_activity(tab, ActivityOutcome::Withheld, "superseded_by_human", None);
         }
+        self.goal_fact(now, tab, crate::goal_supervisor::GoalInput::HumanTurn);
         self.semantic_drain(now, &conversation, tab);
     }
 
@@ -193,6 +201,7 @@ impl Continuity {
         if settings.mode == JudgeMode::InAuto && self.scope_of_tab(tab).is_some_and(|s| self.auto.state(&s) == AutoState::On) {
             self.semantic.notes.insert(conversation.clone(), Say::new("hudUserStopped", vec![]));
         }
+        self.goal_fact(now, tab, crate::goal_supervisor::GoalInput::UserStopped);
         self.persist();
         self.semantic_drain(now, &conversation, tab);
     }
@@ -339,6 +348,9 @@ impl Continuity {
 
     /// How a continue's delivery ended.
     pub(super) fn semantic_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        if self.goal_resolved(delivery, resolution) {
+            return;
+        }
         let sent = self.semantic.held.iter().position(|h| h.delivery.as_deref() == Some(delivery.id.as_str()));
         let sent = sent.map(|at| self.semantic.held.remove(at));
         if let (true, Some(held)) = (resolution.app_not_attached(), sent) {
@@ -406,7 +418,7 @@ impl Continuity {
     /// The HUD line of `tab`'s conversation.
     pub(super) fn semantic_line(&self, tab: TabId) -> Option<Say> {
         let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
-        self.semantic.notes.get(&conversation).cloned().or_else(|| {
+        self.goal_line(tab).or_else(|| self.semantic.notes.get(&conversation).cloned()).or_else(|| {
             self.semantic.problem.map(|problem| Say::coded("judgeSettingsBad", problem, vec![]))
         })
     }

@@ -1004,6 +1004,8 @@ impl World {
             RuntimeCall::Panes { .. } => RuntimeAnswer::Panes { panes: Vec::new() },
             RuntimeCall::JournalAppend(_) => RuntimeAnswer::Appended { continuity_id: "hc-1".into() },
             RuntimeCall::PaneRead { pane_id, .. } => RuntimeAnswer::PaneText { pane_id, text: String::new() },
+            // No goal is ever set in this world (Goal mode has its own tests).
+            RuntimeCall::GoalSet { .. } | RuntimeCall::GoalEvidence { .. } => RuntimeAnswer::GoalEvidence(Default::default()),
             RuntimeCall::JudgeTurnEnd { assistant_text, conversation, .. } => {
                 // Q2: the queue beats the judge: it is never asked while the user's turn waits.
                 let conv = conversation.trim_start_matches("chatgpt:conv:");

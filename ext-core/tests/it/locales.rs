@@ -165,6 +165,24 @@ fn every_say() -> Vec<Say> {
         ("handoffFailed_journal_unavailable", 2),
         ("handoffFailed_bad_package", 1),
         ("handoffFailed_seed_failed", 1),
+        // Goal mode (J7): each decision's last argument is the priors, as advice.
+        ("goalSet", 1),
+        ("goalCleared", 0),
+        ("goalSetFailed", 1),
+        ("goalPageBusy", 0),
+        ("goalWhy_todos_open", 3),
+        ("goalWhy_todos_done", 2),
+        ("goalWhy_nothing_open", 1),
+        ("goalWhy_tasks_running", 2),
+        ("goalWhy_workspace_blocked", 1),
+        ("goalWhy_evidence_unavailable", 2),
+        ("goalWhy_no_goal", 1),
+        ("goalWhy_auto_off", 1),
+        ("goalWhy_user_stopped", 1),
+        ("goalWhy_queue_first", 1),
+        ("goalWhy_busy", 1),
+        ("goalWhy_superseded", 1),
+        ("goalWhy_round_limit", 2),
     ] {
         all.push(Say::new(key, vec!["x".into(); n]));
     }

@@ -4,6 +4,7 @@
 mod auto_gate;
 mod binding;
 mod context_pressure;
+mod goal_supervisor;
 mod handoff;
 mod health;
 mod locales;
@@ -19,6 +20,7 @@ mod continuity_profiles;
 mod continuity_cards;
 mod continuity_facts;
 mod continuity_guidance;
+mod continuity_goal;
 mod continuity_props;
 mod continuity_recovery;
 mod continuity_rollover;

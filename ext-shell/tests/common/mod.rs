@@ -419,6 +419,25 @@ pub fn continuity_messages_translate() {
     }
     let odd = answer_of(&judge, &json!({"id": "c-8", "result": {"type": "judge_verdict", "verdict": "maybe", "source": "llm", "reason": "?"}}));
     assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
+    // Issue 29, Goal mode (J7): the evidence is read whole, or it is no evidence (fail
+    // closed); the HUD's goal is a port command with its text.
+    let evidence = RuntimeCall::GoalEvidence { session_ref: "chatgpt:conv:x".into(), workspace_id: "w1".into() };
+    assert_eq!(
+        cw::call_json("g-1", &evidence),
+        json!({"id": "g-1", "method": "goal.evidence", "params": {"browser_session_ref": "chatgpt:conv:x", "workspace_id": "w1"}})
+    );
+    let answered = answer_of(&evidence, &json!({"id": "c-41", "result": {"type": "goal_evidence", "browser_session_ref": "chatgpt:conv:x",
+        "goal": "ship", "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "blocked"}}));
+    let expected = ext_core::goal_supervisor::Evidence { goal: Some("ship".into()), todo_open: 2, todo_done: 1, open_tasks: 0, workspace: ext_core::goal_supervisor::WorkspaceState::Blocked };
+    assert_eq!(answered.map_err(|e| e.code), Ok(RuntimeAnswer::GoalEvidence(expected)));
+    for bad in [json!({"type": "goal_evidence", "goal": "ship", "todos_open": "2", "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+                json!({"type": "goal_evidence", "goal": 3, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+                json!({"type": "goal_evidence", "goal": null, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "asleep"}),
+                json!({"type": "goal_evidence", "goal": null, "todos_done": 1, "open_tasks": 0, "workspace": "idle"})] {
+        let odd = answer_of(&evidence, &json!({"id": "c-42", "result": bad}));
+        assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
+    }
+    assert_eq!(cw::port_command(&json!({"type": "action", "action": "goal_set", "text": "ship it"})), Some(PortCommand::GoalSet { text: "ship it".into() }));
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
         Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, user_message_id: None, pressed: false, user_stopped: false })

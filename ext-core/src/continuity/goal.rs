@@ -1,0 +1,260 @@
+//! Goal mode in the continuity loop (SPEC J7): the HUD's "Goal" sets the scope's goal
+//! through the runtime (`goal.set`); while a goal is set, an ended turn of the scope's
+//! ChatGPT chat (M6) goes to the scope's [`GoalSupervisor`] instead of semantic Auto, which asks the
+//! runtime's `goal.evidence` and the judge's priors and decides; a continue is one
+//! [`DeliveryKind::JudgeContinue`] through the ledger (subject `goal:<scope>#<turn>`) that
+//! names the open TODO items, and the HUD line names the evidence or guard that decided
+//! (`goalWhy_<code>`, the priors as advice).
+//!
+//! Invariants:
+//! - The supervisor gets only facts: the page's ended turns, the runtime's answers, the
+//!   user's Stop and human turns, its own continue's resolution; nothing is fed to semantic
+//!   Auto on its behalf (a turn Goal mode takes is not shown to semantic Auto at all).
+//! - A continue is typed only while Auto is still on, the scope bound, nothing queued, the
+//!   App and the account's pace allow it, and the page is idle in the same conversation;
+//!   otherwise it is resolved as not landed and the HUD says why.
+//! - Priors never decide: a failed or absent judge answers "no priors", and the judge is not
+//!   asked when its use is off.
+
+use super::*;
+use crate::goal_supervisor::{GoalAction, GoalDecision, GoalInput, GoalOutput, GoalSupervisor, Priors};
+use crate::semantic_auto::JudgeMode;
+
+/// One scope's Goal mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct GoalSlot {
+    machine: GoalSupervisor,
+    /// The tab and conversation of the last ended turn, and its texts (for the priors).
+    tab: TabId,
+    conversation: String,
+    user_text: String,
+    assistant_text: String,
+    /// The HUD's line.
+    note: Option<Say>,
+}
+
+impl Continuity {
+    /// HUD: the goal typed in our UI goes to the runtime (it is the goal's truth).
+    pub(super) fn goal_set_pressed(&mut self, tab: TabId, text: String) {
+        let Some(scope) = self.scope_of_tab(tab) else { return };
+        let goal = crate::limits::clip(text.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS);
+        self.call(Purpose::GoalSet { tab }, RuntimeCall::GoalSet { session_ref: browser_session_ref(&scope), goal });
+    }
+
+    /// `goal.set` answered: the scope's supervisor learns the goal (or that it is cleared).
+    pub(super) fn goal_set_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
+        let Some(key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
+        let slot = self.semantic.goals.entry(key).or_default();
+        match result {
+            Ok(RuntimeAnswer::GoalEvidence(evidence)) => match evidence.goal {
+                Some(goal) => {
+                    slot.machine.handle(self.now, GoalInput::GoalSet { text: goal.clone() });
+                    slot.note = Some(Say::new("goalSet", vec![goal]));
+                }
+                None => {
+                    slot.machine.handle(self.now, GoalInput::GoalCleared);
+                    slot.note = Some(Say::new("goalCleared", vec![]));
+                }
+            },
+            Ok(_) => slot.note = Some(Say::new("goalSetFailed", vec!["the companion gave no goal".to_owned()])),
+            Err(error) => slot.note = Some(Say::new("goalSetFailed", vec![crate::limits::clip(error.message, 200)])),
+        }
+        self.persist();
+    }
+
+    /// A reply of `tab` ended: Goal mode takes it when the scope has a goal (`true`).
+    pub(super) fn goal_turn_ended(&mut self, now: Millis, tab: TabId, conversation: &str, user_text: &str, assistant_text: &str) -> bool {
+        let Some(scope) = self.scope_of_tab(tab) else { return false };
+        let key = scope.key();
+        if self.semantic.goals.get(&key).is_none_or(|slot| slot.machine.goal().is_none()) {
+            return false;
+        }
+        let auto_on = self.auto.state(&scope) == AutoState::On && self.bindings.binding_for(&scope).is_some();
+        let queue_waiting = self.queue_holds(conversation);
+        if let Some(slot) = self.semantic.goals.get_mut(&key) {
+            slot.tab = tab;
+            slot.conversation = conversation.to_owned();
+            slot.user_text = user_text.to_owned();
+            slot.assistant_text = assistant_text.to_owned();
+            slot.machine.handle(now, GoalInput::TurnEnded { auto_on, queue_waiting });
+        }
+        self.goal_drain(now, &key);
+        true
+    }
+
+    /// A fact of `tab` for its scope's supervisor (a human turn, the user's Stop).
+    pub(super) fn goal_fact(&mut self, now: Millis, tab: TabId, input: GoalInput) {
+        let Some(key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
+        if let Some(slot) = self.semantic.goals.get_mut(&key) {
+            slot.machine.handle(now, input);
+            self.goal_drain(now, &key);
+        }
+    }
+
+    /// `goal.evidence` answered (an error, or an answer of another shape, is no evidence).
+    pub(super) fn goal_evidence_answered(&mut self, now: Millis, key: &str, turn: u64, result: Result<RuntimeAnswer, CallError>) {
+        let evidence = match result {
+            Ok(RuntimeAnswer::GoalEvidence(evidence)) => Ok(evidence),
+            Ok(_) => Err("the companion gave no goal evidence".to_owned()),
+            Err(error) => Err(crate::limits::clip(error.message, 200)),
+        };
+        if let Some(slot) = self.semantic.goals.get_mut(key) {
+            slot.machine.handle(now, GoalInput::Evidence { turn, evidence });
+            self.goal_drain(now, key);
+            // The runtime may have cleared the goal.
+            self.persist();
+        }
+    }
+
+    /// The judge answered for the priors (advice only: a failure is no priors).
+    pub(super) fn goal_priors_answered(&mut self, now: Millis, key: &str, turn: u64, result: Result<RuntimeAnswer, CallError>) {
+        let priors = match result {
+            Ok(RuntimeAnswer::Verdict(answer)) if !answer.priors.is_empty() => Some(Priors(answer.priors)),
+            _ => None,
+        };
+        if let Some(slot) = self.semantic.goals.get_mut(key) {
+            slot.machine.handle(now, GoalInput::Priors { turn, priors });
+            self.goal_drain(now, key);
+        }
+    }
+
+    /// The earliest supervisor deadline.
+    pub(super) fn goal_deadline(&self) -> Option<Millis> {
+        self.semantic.goals.values().filter_map(|slot| slot.machine.next_deadline()).min()
+    }
+
+    /// Ticks the supervisors whose deadline passed.
+    pub(super) fn goal_tick(&mut self, now: Millis) {
+        let due: Vec<String> = self.semantic.goals.iter().filter(|(_, s)| s.machine.next_deadline().is_some_and(|at| at <= now)).map(|(k, _)| k.clone()).collect();
+        for key in due {
+            if let Some(slot) = self.semantic.goals.get_mut(&key) {
+                slot.machine.handle(now, GoalInput::Tick);
+            }
+            self.goal_drain(now, &key);
+        }
+    }
+
+    /// Whether `delivery` is a goal continue; if so, its supervisor hears how it ended.
+    pub(super) fn goal_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) -> bool {
+        let Some(rest) = delivery.id.strip_prefix("goal:") else { return false };
+        let key = rest.rsplit_once('#').map_or(rest, |(key, _)| key);
+        if let Some(slot) = self.semantic.goals.get_mut(key) {
+            slot.machine.handle(self.now, GoalInput::ContinueResolved { confirmed: !resolution.retryable() });
+        }
+        true
+    }
+
+    /// The goals in force per scope key (persisted).
+    pub(super) fn goal_texts(&self) -> VecMap<String, String> {
+        let mut out = VecMap::default();
+        for (key, slot) in self.semantic.goals.iter() {
+            if let Some(goal) = slot.machine.goal() {
+                out.insert(key.clone(), goal.to_owned());
+            }
+        }
+        out
+    }
+
+    /// After a restore: each scope's supervisor knows its goal again (rounds start afresh).
+    pub(super) fn restore_goals(&mut self, goals: VecMap<String, String>, now: Millis) {
+        for (key, goal) in goals.iter() {
+            self.semantic.goals.entry(key.clone()).or_default().machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+        }
+    }
+
+    /// The HUD line of `tab`'s scope while it has a goal (or just said something about it).
+    pub(super) fn goal_line(&self, tab: TabId) -> Option<Say> {
+        let key = self.scope_of_tab(tab)?.key();
+        self.semantic.goals.get(&key)?.note.clone()
+    }
+
+    /// Carries out what the scope's supervisor decided.
+    fn goal_drain(&mut self, now: Millis, key: &str) {
+        while let Some(output) = self.semantic.goals.get_mut(key).and_then(|s| s.machine.poll()) {
+            let Some(slot) = self.semantic.goals.get(key).cloned() else { return };
+            match output {
+                GoalOutput::FetchEvidence { turn } => {
+                    let scope = self.scope_of_tab(slot.tab);
+                    let workspace_id = scope.as_ref().and_then(|s| self.bindings.binding_for(s)).map(|b| b.workspace_id.clone()).unwrap_or_default();
+                    let session_ref = scope.as_ref().map(browser_session_ref).unwrap_or_default();
+                    self.call(Purpose::GoalEvidence { key: key.to_owned(), turn }, RuntimeCall::GoalEvidence { session_ref, workspace_id });
+                }
+                GoalOutput::AskPriors { turn } => {
+                    if self.semantic.settings.mode == JudgeMode::Off {
+                        if let Some(slot) = self.semantic.goals.get_mut(key) {
+                            slot.machine.handle(now, GoalInput::Priors { turn, priors: None });
+                        }
+                        continue;
+                    }
+                    let conversation = self.scope_of_tab(slot.tab).map(|s| browser_session_ref(&s)).unwrap_or_default();
+                    let call = RuntimeCall::JudgeTurnEnd { user_text: slot.user_text.clone(), assistant_text: slot.assistant_text.clone(), conversation };
+                    self.call(Purpose::GoalPriors { key: key.to_owned(), turn }, call);
+                }
+                GoalOutput::Decided(decision) => {
+                    let mut note = Some(goal_say(&decision));
+                    if decision.action == GoalAction::Continue {
+                        if let Some(withheld) = self.goal_continue(now, key, &slot, &decision) {
+                            note = Some(withheld);
+                        }
+                    }
+                    if let Some(slot) = self.semantic.goals.get_mut(key) {
+                        slot.note = note;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Types the goal continue, if the guards and the page allow it now; else why not.
+    fn goal_continue(&mut self, now: Millis, key: &str, slot: &GoalSlot, decision: &GoalDecision) -> Option<Say> {
+        let scope = self.scope_of_tab(slot.tab).filter(|s| s.key() == key);
+        let still_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On && self.bindings.binding_for(s).is_some());
+        let why = if !still_on {
+            Some(Say::coded("goalWhy", "auto_off", vec!["—".to_owned()]))
+        } else if self.queue_holds(&slot.conversation) {
+            Some(Say::coded("goalWhy", "queue_first", vec!["—".to_owned()]))
+        } else {
+            scope.as_ref().and_then(|s| self.app_block(&s.key())).or_else(|| self.rate_block_tab(slot.tab)).map(withheld_say)
+        };
+        let free = self.pages.get(&slot.tab).is_some_and(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(slot.conversation.as_str()));
+        let posted = match (why.is_none() && free, scope) {
+            (true, Some(scope)) => {
+                let subject = crate::text::concat(&["goal:", key, "#", &decision.turn.to_string()]);
+                let nonce = self.fence_nonce(&self.ledger.next_id(&subject));
+                let goal = slot.machine.goal().unwrap_or_default().to_owned();
+                let body = self.goal_continue_text(&goal, decision, slot.machine.rounds(), &nonce);
+                self.post_delivery(now, &scope.key(), slot.tab, DeliveryKind::JudgeContinue, &subject, &body, Vec::new()).ok()
+            }
+            _ => None,
+        };
+        if posted.is_some() {
+            return None;
+        }
+        if let Some(slot) = self.semantic.goals.get_mut(key) {
+            slot.machine.handle(now, GoalInput::ContinueResolved { confirmed: false });
+        }
+        Some(why.unwrap_or_else(|| Say::new("goalPageBusy", vec![])))
+    }
+
+    /// The goal continue: the goal (fenced: the user's or the planner's text), the
+    /// evidence that decided, and how to mark items done.
+    fn goal_continue_text(&self, goal: &str, decision: &GoalDecision, round: u32, nonce: &continuity_protocol::fence::Nonce) -> String {
+        let goal = texts::fenced(self.language, "goal", goal, nonce);
+        let args = decision.why.args();
+        let (open, done) = (args.first().cloned().unwrap_or_default(), args.get(1).cloned().unwrap_or_default());
+        self.fill(
+            "[Herdr] Goal mode: the goal below still has $2 open TODO items ($3 done) in Work Memory. Go on with the next open item now; mark items done with work_memory.goal as you finish them. If it needs me, say so and stop. (Goal continue $4.)\n$1",
+            "[Herdr] 目标模式：下面的目标在 Work Memory 中还有 $2 个未完成的 TODO 项（已完成 $3 个）。请现在继续下一个未完成项；完成后用 work_memory.goal 把它标记为完成。如果需要我，请说明并停止。（第 $4 次目标继续。）\n$1",
+            &[&goal, &open, &done, &round.to_string()],
+        )
+    }
+}
+
+/// The HUD line of a decision: `goalWhy_<code>` with its args, the last one the priors as
+/// advice (`—` when the judge gave none).
+fn goal_say(decision: &GoalDecision) -> Say {
+    let mut args = decision.why.args();
+    let advice = decision.priors.line();
+    args.push(if advice.is_empty() { "—".to_owned() } else { advice });
+    Say::coded("goalWhy", decision.why.code(), args)
+}
