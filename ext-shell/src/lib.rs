@@ -17,7 +17,8 @@
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
 //! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`],
 //! [`profile_overrides_changed`], and the options page's [`profile_import`],
-//! [`profile_reset`], [`profile_get`].
+//! [`profile_reset`], [`profile_get`]; and the e2e tests' clock, [`advance_clock_for_test`]
+//! (ARCHITECTURE.md "Test seams").
 //!
 //! Invariant: one [`driver::LinkDriver`] per worker life, created by the first
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
