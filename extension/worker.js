@@ -66,6 +66,10 @@ globalThis.herdrTabs = (token, url) => {
     })
     .then((tab) => shell.js_answer(token, true, tab?.id), (error) => shell.js_answer(token, false, error));
 };
+// Test seam (ARCHITECTURE.md "Test seams"): the e2e tests move the continuity machine's
+// clock ahead instead of sleeping through its stall, pace and back-off timers. Only code in
+// this worker can call it (Playwright's `worker.evaluate`); unused, the clock is Date.now().
+globalThis.herdrTestClock = (ms) => ready.then(() => shell.advance_clock_for_test(ms));
 const ready = init().then(async () => {
   const [localKeys, syncKeys] = shell.start_keys();
   const [local, sync] = await readStart(localKeys, syncKeys);

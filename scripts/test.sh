@@ -99,9 +99,16 @@ run_suite macos-check count_exit env \
   CC_aarch64_apple_darwin="$PWD/scripts/zig-cc-macos.sh" \
   AR_aarch64_apple_darwin="$PWD/scripts/zig-ar.sh" \
   cargo check -p companion --target aarch64-apple-darwin
-run_suite e2e count_playwright npx playwright test --config e2e/playwright.config.mjs
+# The list reporter for the log (count_playwright reads it), a JSON report for the slowest
+# tests printed in the summary.
+run_suite e2e count_playwright env PLAYWRIGHT_JSON_OUTPUT_NAME="$logs/e2e.json" \
+  npx playwright test --config e2e/playwright.config.mjs --reporter=list,json
 
 banner "summary"
+if [[ -s "$logs/e2e.json" ]]; then
+  node scripts/e2e-slowest.mjs "$logs/e2e.json" 10 || echo "test: the e2e timing report could not be read (see above)"
+  echo
+fi
 for part in "${part_times[@]}"; do
   read -r name seconds <<<"$part"
   printf '%-12s %5d s  (%d:%02d)\n' "$name" "$seconds" $((seconds / 60)) $((seconds % 60))

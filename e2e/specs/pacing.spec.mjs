@@ -3,14 +3,17 @@
 // cooldown nothing is typed and no backend request of ours goes out; the HUD says until when.
 //
 // Timing is ext-core's (assistant stall 30 s, one backend read per 45 s per account, a
-// 429's cooldown its `Retry-After`, else 30 s): every wait is a poll on the fixture's
-// counters or the HUD's hooks (`data-cooldown-until`, `data-recovery-*`), each with a
-// deadline covering those timers, except the one fixed wait that shows nothing goes out.
+// 429's cooldown its `Retry-After`, else 30 s), and it passes on the worker's test clock
+// (e2e/lib/clock.mjs): each wait for those timers moves the worker's clock ahead by the
+// deadline covering them (stopping once the outcome shows), then polls the fixture's
+// counters or the HUD's hooks (`data-cooldown-until`, `data-recovery-*`) in real time. The
+// fixed waits that show nothing goes out move the clock the whole way.
 import { test, expect } from '../lib/test.mjs';
 import {
   CHATS, CONVERSATION, WORKSPACE, continuityWorld, dispatchTask, humanSends, openAndBind, reportAgent, stuckChatWorld, turnAutoOn,
 } from '../lib/continuity.mjs';
 import { BACKEND_ME, CSP_VARIANTS } from '../fixtures/chatgpt.mjs';
+import { advanceClock, runClock } from '../lib/clock.mjs';
 
 const REPLY = 'The index is rebuilt and the search tests pass against the staging data.';
 const STALL_MS = 30_000; // ext-core recovery::ASSISTANT_STALL_MS
@@ -18,6 +21,8 @@ const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 const PACE_MS = 45_000; // ext-core request_pacer::PACE_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
 const RETRY_AFTER_S = 600;
+// What follows a worker timer on the page (a probe's fetch, a typed wake), in real time.
+const PAGE_MS = 15_000;
 const PATH = new URL(CHATS.find((c) => !c.project).url).pathname;
 
 /** The HUD's cooldown line (inside the closed root), once shown. */
@@ -29,13 +34,14 @@ for (const csp of CSP_VARIANTS) {
     test.setTimeout(240_000);
 
     test('a snapshot read answered 429 with Retry-After: no backend request, reload or message until it ends; the HUD says until when', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
+      const { page, hud, fixture, worker } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
       fixture.fault = 'server_ahead';
       fixture.snapshotFault = '429';
       // RFC 9110 delay-seconds; some servers send a fraction, which must not read as a date.
       fixture.snapshotRetryAfter = csp === 'strict' ? `${RETRY_AFTER_S}.5` : RETRY_AFTER_S;
       await humanSends(page, fixture, 'Rebuild the search index');
-      await expect.poll(() => fixture.counts.snapshotRequests, { timeout: AFTER_STALL, message: 'the first probe reached the server' }).toBe(1);
+      await runClock(worker, AFTER_STALL, () => fixture.counts.snapshotRequests >= 1);
+      await expect.poll(() => fixture.counts.snapshotRequests, { timeout: PAGE_MS, message: 'the first probe reached the server' }).toBe(1);
       const answeredAt = Date.now();
       // The HUD: the account's cooldown, until Retry-After from now, in local HH:MM.
       await expect.poll(async () => Number(await hud.state.getAttribute('data-cooldown-until')), { message: 'HUD: cooldown_until' })
@@ -44,7 +50,8 @@ for (const csp of CSP_VARIANTS) {
       await expect(cooldownLine(hud)).toContainText(/\d{1,2}:\d{2}/);
       const before = { ...fixture.counts, session: fixture.counts.sessionRequests };
       // Longer than two pacing intervals: without the cooldown a probe would have gone.
-      await page.waitForTimeout(2 * PACE_MS + TICK_MS);
+      await runClock(worker, 2 * PACE_MS + TICK_MS);
+      await page.waitForTimeout(2_000);
       expect(fixture.counts.snapshotRequests, 'no backend read during the cooldown').toBe(before.snapshotRequests);
       expect(fixture.counts.sessionRequests, 'no session read either').toBe(before.session);
       expect(fixture.counts, 'nothing typed, nothing reloaded or retried').toMatchObject({ userMessages: 1, retryClicks: 0 });
@@ -53,7 +60,7 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('a 429 of the page\'s own request, seen in Resource Timing, starts the cooldown and the HUD shows it', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
+      const { page, hud, fixture, worker } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
       await hud.expect('data-cooldown-until', '', 'HUD: no cooldown yet');
       fixture.rateLimited = true;
       // ChatGPT's own app meets the 429 (a fetch of the page's main world, not ours).
@@ -64,7 +71,8 @@ for (const csp of CSP_VARIANTS) {
         .toBeGreaterThan(seenAt);
       await expect(cooldownLine(hud)).toHaveAttribute('data-key', 'hudCooldownUntil');
       // No Retry-After: the first back-off step, 30 s; then the line goes.
-      await hud.expect('data-cooldown-until', '', 'HUD: the cooldown ended', 45_000);
+      await runClock(worker, 45_000, async () => (await hud.state.getAttribute('data-cooldown-until')) === '');
+      await hud.expect('data-cooldown-until', '', 'HUD: the cooldown ended', PAGE_MS);
       await expect(cooldownLine(hud)).toHaveCount(0);
       expect(fixture.counts).toMatchObject({ snapshotRequests: 0, userMessages: 0 });
     });
@@ -84,9 +92,14 @@ for (const csp of CSP_VARIANTS) {
       const until = Number(await hud.state.getAttribute('data-cooldown-until'));
       await reportAgent(sandbox, WORKSPACE.pane, 'idle');
       await hud.expect('data-withheld', 'rate_limited', 'HUD: the wake waits for the cooldown');
-      // Nothing typed while it runs (the one fixed wait: until shortly before its end).
-      await page.waitForTimeout(Math.max(0, until - Date.now() - 3_000));
+      // Nothing typed while it runs (the fixed wait: until shortly before its end; the
+      // worker's clock has run in real time until now).
+      await runClock(worker, Math.max(0, until - Date.now() - 3_000));
+      await page.waitForTimeout(1_000);
       expect(fixture.automaticMessages(CONVERSATION), 'nothing typed during the cooldown').toEqual([]);
+      // Past its end in one step, then the wake is typed in real time (the clock stands
+      // still while the delivery is under way).
+      await advanceClock(worker, 3_000 + TICK_MS);
       await expect.poll(() => fixture.automaticMessages(CONVERSATION).length, { timeout: 30_000, message: 'the wake goes after the cooldown' }).toBe(1);
       expect(fixture.automaticMessages(CONVERSATION)[0].text, 'the settle\'s wake').toMatch(/\[herdr-continuity wake:w1#/);
     });

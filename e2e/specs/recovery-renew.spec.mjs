@@ -7,13 +7,16 @@
 // tab reload and a third nothing.) What the fixture's server counted is the verdict: user
 // messages (never a duplicate user turn), page loads, Retry clicks.
 //
-// Timing is ext-core's (assistant stall 30 s, one probe per 15 s, reload cooldown 60 s): every
-// wait is a poll on the fixture's counters or the HUD's recovery hooks (`data-recovery-state`,
-// `-reason`, `-reloads-left`), each with a deadline that covers those timers. The one fixed
-// wait is the reload cooldown before the second fault.
+// Timing is ext-core's (assistant stall 30 s, one probe per 15 s, reload cooldown 60 s), and
+// it passes on the worker's test clock (e2e/lib/clock.mjs): each wait for those timers moves
+// the worker's clock ahead by the deadline that covers them (stopping once the fixture's
+// counters show the outcome), then polls the fixture's counters or the HUD's recovery hooks
+// (`data-recovery-state`, `-reason`, `-reloads-left`) in real time. The one fixed wait, the
+// reload cooldown before the second fault, moves the clock the whole way.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, humanSends, stuckChatWorld } from '../lib/continuity.mjs';
 import { CSP_VARIANTS } from '../fixtures/chatgpt.mjs';
+import { runClock } from '../lib/clock.mjs';
 
 const PLAIN_CHAT = CHATS[1];
 const PATH = new URL(PLAIN_CHAT.url).pathname;
@@ -22,6 +25,8 @@ const STALL_MS = 30_000; // ext-core recovery::ASSISTANT_STALL_MS
 const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 const COOLDOWN_MS = 60_000; // ext-core recovery::RELOAD_COOLDOWN_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
+// What follows a worker timer on the page (a probe's fetch, a reload), in real time.
+const PAGE_MS = 15_000;
 
 for (const csp of CSP_VARIANTS) {
   test.describe(`recovery budgets per incident, CSP ${csp}`, () => {
@@ -29,13 +34,14 @@ for (const csp of CSP_VARIANTS) {
     test.setTimeout(300_000);
 
     test('a stale view is reloaded; after a healthy human turn and past the cooldown a second stale view is reloaded again (S7)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
+      const { page, hud, fixture, worker } = await stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
       expect(PLAIN_CHAT.project, 'a plain chat').toBeFalsy();
 
       // Incident 1: the page froze mid-reply while the server finished it.
       fixture.fault = 'server_ahead';
       await humanSends(page, fixture, 'Run the migration on staging');
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL, message: 'the extension reloaded the page' }).toBe(2);
+      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       const firstReloadAt = Date.now();
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page', 'HUD: the first incident used the page reload');
@@ -48,12 +54,14 @@ for (const csp of CSP_VARIANTS) {
       await expect(page.locator(fixture.ui.finished), 'the healthy reply finished').toHaveCount(finished + 1);
       await hud.expect('data-recovery-reloads-left', '2', 'HUD: the healthy turn renewed the budgets (page and tab reload)');
 
-      // Incident 2, past the reload cooldown: the same fault again.
-      await page.waitForTimeout(Math.max(0, firstReloadAt + COOLDOWN_MS - Date.now()));
+      // Incident 2, past the reload cooldown (counted on the worker's clock, in real time
+      // since the first reload): the same fault again.
+      await runClock(worker, Math.max(0, firstReloadAt + COOLDOWN_MS - Date.now()));
       fixture.fault = 'server_ahead';
       await humanSends(page, fixture, 'Run the migration on production');
       await expect.poll(() => fixture.counts.userMessages, { message: 'the server got the third message' }).toBe(3);
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL + 15_000, message: 'the extension reloaded the page again' }).toBe(3);
+      await runClock(worker, AFTER_STALL + 15_000, () => fixture.loadsOf(PATH) >= 3);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page again' }).toBe(3);
       await expect(page.locator(fixture.ui.finished).last(), 'the second reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page', 'HUD: the second incident starts at the page reload again, not the tab reload');
       await hud.expect('data-recovery-reloads-left', '1');

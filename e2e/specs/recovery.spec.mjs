@@ -5,10 +5,13 @@
 // page loads (reloads), Retry clicks and snapshot requests.
 //
 // Timing is ext-core's (reply / assistant stall 30 s, one probe per 15 s, reload cooldown
-// 60 s): every wait is a poll on the fixture's counters or the HUD's recovery hooks
-// (`data-recovery-state`, `-reason`, `-probes`), each with a deadline that covers those
-// timers. The one fixed wait is the healthy idle tab's: it must outlast the stall timer to
-// show that nothing is asked.
+// 60 s), and it passes on the worker's test clock (e2e/lib/clock.mjs): each wait for those
+// timers moves the worker's clock ahead, in recovery ticks, by the deadline that covers them
+// — stopping as soon as the fixture's counters show the outcome — then polls the fixture's
+// counters or the HUD's recovery hooks (`data-recovery-state`, `-reason`, `-probes`) in real
+// time. The page's own timers (the probe's 10 s timeout, the fixture's streams) run in real
+// time. The fixed waits (the idle tab's, the recovered stream's) move the clock past the
+// stall timer to show that nothing is asked.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
@@ -17,6 +20,7 @@ import {
 } from '../lib/continuity.mjs';
 import { ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
+import { runClock } from '../lib/clock.mjs';
 import { CSP_VARIANTS, INTERRUPTED_TEXT, SEND_TIMEOUT_TEXT } from '../fixtures/chatgpt.mjs';
 
 const PLAIN_CHAT = CHATS[1];
@@ -29,6 +33,8 @@ const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 const PROBE_MS = 45_000;
 const PROBE_TIMEOUT_MS = 10_000; // content.js PROBE_TIMEOUT_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
+// What follows a worker timer on the page (a probe's fetch, a reload, a click), in real time.
+const PAGE_MS = 15_000;
 
 /** A bound plain chat with Auto on, the fixture replying with REPLY. */
 const stuckWorld = (sandbox, csp) => stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
@@ -42,11 +48,12 @@ for (const csp of CSP_VARIANTS) {
     test.setTimeout(180_000);
 
     test('server ahead (the page froze mid-reply): exactly one reload, no duplicate user message (S3, S8)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'server_ahead';
       await send(page, fixture, 'Run the migration on staging');
       await expect(page.locator(fixture.ui.stop), 'the page shows the reply still streaming').toBeVisible();
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL, message: 'the extension reloaded the page' }).toBe(2);
+      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-state', 'acted', 'HUD: recovery acted');
       await hud.expect('data-recovery-reason', 'reload_page');
@@ -55,14 +62,15 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('a broken stream (the "Connection interrupted" placeholder, re-rendered) is not progress: one reload, no duplicate user message (S8)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'disconnect';
       await send(page, fixture, 'Rebuild the search index');
       await expect(page.getByText(INTERRUPTED_TEXT), 'the page shows the placeholder').toBeVisible();
       await expect(page.locator(fixture.ui.stop), 'Stop stays on the page').toBeVisible();
       // The placeholder keeps mutating the page every second; only the stall timer and the
       // snapshot's finished reply lead to the reload.
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL, message: 'the extension reloaded the page' }).toBe(2);
+      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page');
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 2 });
@@ -70,7 +78,7 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('a stream that comes back by itself after the placeholder is left alone: no reload, no Retry, no probe (S8)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'disconnect_recovers';
       fixture.disconnectRecoverMs = 8_000;
       const sentAt = Date.now();
@@ -78,17 +86,20 @@ for (const csp of CSP_VARIANTS) {
       await expect(page.getByText(INTERRUPTED_TEXT), 'the page shows the placeholder').toBeVisible();
       await expect(page.locator(fixture.ui.finished).last(), 'the stream came back and finished').toHaveText(REPLY, { timeout: 30_000 });
       await expect(page.getByText(INTERRUPTED_TEXT)).toHaveCount(0);
-      // The one fixed wait: past the stall timer counted from the send, nothing may follow.
-      await page.waitForTimeout(Math.max(0, sentAt + AFTER_STALL - Date.now()));
+      // The fixed wait: past the stall timer counted from the send (the worker's clock has
+      // run in real time until now), nothing may follow; then what the page would do.
+      await runClock(worker, Math.max(0, sentAt + AFTER_STALL - Date.now()));
+      await page.waitForTimeout(2_000);
       await hud.expect('data-recovery-state', 'healthy', 'HUD: nothing to recover');
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 1, snapshotRequests: 0 });
     });
 
     test('send timeout with the server at the user: ChatGPT\'s Retry once, one user message (S6)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'send_timeout_at_user';
       await send(page, fixture, 'Summarise the failing tests');
-      await expect.poll(() => fixture.counts.retryClicks, { timeout: AFTER_STALL, message: 'Retry was clicked' }).toBe(1);
+      await runClock(worker, AFTER_STALL, () => fixture.counts.retryClicks >= 1);
+      await expect.poll(() => fixture.counts.retryClicks, { timeout: PAGE_MS, message: 'Retry was clicked' }).toBe(1);
       await expect(page.locator(fixture.ui.finished).last(), 'the retried reply arrives').toHaveText(REPLY);
       await expect(page.getByText(SEND_TIMEOUT_TEXT)).toHaveCount(0);
       await hud.expect('data-recovery-reason', 'click_retry');
@@ -96,19 +107,20 @@ for (const csp of CSP_VARIANTS) {
     });
 
     test('send timeout with the server at a finished assistant: one reload, zero Retry clicks (S6)', async ({ sandbox }) => {
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'send_timeout_at_assistant';
       // The card shows and the reload follows at once (the probe is asked on sight of it).
       await send(page, fixture, 'Open the pull request');
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: AFTER_STALL, message: 'the extension reloaded the page' }).toBe(2);
+      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the reply the server had').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page');
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 2 });
     });
 
     test('a snapshot that fails (500, odd shape, timeout, 429) leads to no action; a 429 backs off (S5, H7)', async ({ sandbox }) => {
-      test.setTimeout(360_000); // four probes, 45 s apart per account
-      const { page, hud, fixture } = await stuckWorld(sandbox, csp);
+      test.setTimeout(360_000); // four probes, 45 s apart per account (on the worker's clock)
+      const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'server_ahead';
       fixture.snapshotFault = '500';
       await send(page, fixture, 'Deploy the preview');
@@ -118,7 +130,8 @@ for (const csp of CSP_VARIANTS) {
         fixture.snapshotFault = fault;
         const timeout = (probes === 0 ? AFTER_STALL : PROBE_MS + TICK_MS + PROBE_TIMEOUT_MS + 5_000);
         probes += 1;
-        await expect.poll(() => fixture.counts.snapshotRequests, { timeout, message: `probe ${probes} (${fault}) reached the server` }).toBe(probes);
+        await runClock(worker, timeout, () => fixture.counts.snapshotRequests >= probes);
+        await expect.poll(() => fixture.counts.snapshotRequests, { timeout: PAGE_MS, message: `probe ${probes} (${fault}) reached the server` }).toBe(probes);
         await hud.expect('data-recovery-probes', String(probes), `the HUD counts probe ${probes}`);
         if (fault === '429') await hud.expect('data-recovery-state', 'cooling', 'HUD: backing off after the 429');
         else await hud.expect('data-recovery-reason', 'unknown', `HUD after ${fault}`, PROBE_TIMEOUT_MS + 5_000);
@@ -134,7 +147,8 @@ for (const csp of CSP_VARIANTS) {
       await expect(page.locator(fixture.ui.finished).last()).toHaveText(REPLY);
       await hud.expect('data-recovery-state', 'healthy');
       // Longer than any recovery timer: a suspect page would have been probed by now.
-      await page.waitForTimeout(STALL_MS + TICK_MS + 2_000);
+      await runClock(worker, STALL_MS + TICK_MS + 2_000);
+      await page.waitForTimeout(2_000);
       expect(fixture.counts).toMatchObject({ snapshotRequests: 0, sessionRequests: 0, pageLoads: 1, retryClicks: 0 });
       // A reply that starts after the quiet spell is no stall either (regression: it was
       // probed at its first token).
@@ -148,7 +162,8 @@ for (const csp of CSP_VARIANTS) {
       // memory — not in the worker's storage, not in the companion's files.
       fixture.fault = 'server_ahead';
       await send(page, fixture, 'Keep going');
-      await expect.poll(() => fixture.counts.snapshotAuthorized, { timeout: AFTER_STALL }).toBeGreaterThan(0);
+      await runClock(worker, AFTER_STALL, () => fixture.counts.snapshotAuthorized > 0);
+      await expect.poll(() => fixture.counts.snapshotAuthorized, { timeout: PAGE_MS }).toBeGreaterThan(0);
       const stored = JSON.stringify(await worker.evaluate(() => Promise.all([chrome.storage.local.get(null), chrome.storage.session?.get(null)])));
       expect(stored.includes(fixture.accessToken), 'the token is not in chrome.storage').toBe(false);
       // The companion's home (state.db, its log, config) and the Herdr stand-in's files.
@@ -167,14 +182,15 @@ for (const csp of CSP_VARIANTS) {
       fixture.frozenOnLoad = true;
       await send(page, fixture, 'Refactor the billing module');
       fixture.holdDocuments = true;
-      await expect.poll(() => fixture.documentRequests, { timeout: AFTER_STALL, message: 'the extension asked for a reload' }).toBe(2);
+      const ahead = await runClock(worker, AFTER_STALL, () => fixture.documentRequests >= 2);
+      await expect.poll(() => fixture.documentRequests, { timeout: PAGE_MS, message: 'the extension asked for a reload' }).toBe(2);
       const persisted = await persistedContinuity(worker);
       const planner = persisted?.recovery?.[`chatgpt:${CONVERSATION}`];
       expect(planner, 'the reload was recorded before it was carried out').toMatchObject({ page_reloads_used: 1 });
       expect(planner.last_reload_at).toBeGreaterThan(0);
 
       // The worker restarts (the browser with it) while that reload is pending.
-      const { context } = await relaunchBrowser(sandbox, fixture);
+      const { context, worker: restarted } = await relaunchBrowser(sandbox, fixture);
       fixture.releaseDocuments();
       const again = await context.newPage();
       await again.goto(PLAIN_CHAT.url);
@@ -183,8 +199,11 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-auto', 'on');
       const loads = fixture.documentRequests;
       // The page still looks stuck and the server is still ahead: the new worker probes, sees
-      // it, and still does not reload (the reload is spent, its cooldown runs).
-      await hud.expect('data-recovery-probes', '1', 'the new worker checked the server', AFTER_STALL + PROBE_MS);
+      // it, and still does not reload (the reload is spent, its cooldown runs). The new
+      // worker's clock starts at real time, behind the old one's by `ahead`: the persisted
+      // pacer and planner times are that much later, so it runs that much longer.
+      await runClock(restarted, AFTER_STALL + PROBE_MS + ahead, async () => (await hud.state.getAttribute('data-recovery-probes')) === '1');
+      await hud.expect('data-recovery-probes', '1', 'the new worker checked the server', PAGE_MS);
       await hud.expect('data-recovery-reason', 'server_ahead');
       expect(fixture.documentRequests, 'no second reload').toBe(loads);
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0 });

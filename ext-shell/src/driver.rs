@@ -165,7 +165,7 @@ impl LinkDriver {
 
     /// Feeds the continuity machine and carries out its outputs.
     pub fn feed_continuity(this: &Rc<RefCell<LinkDriver>>, input: ContinuityInput) {
-        this.borrow_mut().continuity.handle(js::now_millis(), input);
+        this.borrow_mut().continuity.handle(js::continuity_now(), input);
         Self::pump_continuity(this);
     }
 
@@ -421,6 +421,15 @@ impl LinkDriver {
         }
     }
 
+    /// The test seam (ARCHITECTURE.md "Test seams"): the continuity clock moves `ms` ahead
+    /// and its timer is armed again from the new time, so a deadline that fell due runs on
+    /// the next turn through the timer's own path. Returns the clock's total offset.
+    pub fn advance_continuity_clock(this: &Rc<RefCell<LinkDriver>>, ms: ext_core::Millis) -> ext_core::Millis {
+        let ahead = js::advance_continuity_clock(ms);
+        Self::pump_continuity(this);
+        ahead
+    }
+
     /// Drains the continuity machine's outputs, then re-arms its timer.
     fn pump_continuity(this: &Rc<RefCell<LinkDriver>>) {
         let mut offline_answers = Vec::new();
@@ -505,11 +514,11 @@ impl LinkDriver {
         }
         let deadline = this.borrow().continuity.next_deadline();
         let timer = deadline.map(|deadline| {
-            let delay = deadline.saturating_sub(js::now_millis());
+            let delay = deadline.saturating_sub(js::continuity_now());
             let weak = Rc::downgrade(this);
             Timeout::new(u32::try_from(delay).unwrap_or(u32::MAX), move || {
                 if let Some(this) = weak.upgrade() {
-                    this.borrow_mut().continuity.handle_timeout(js::now_millis());
+                    this.borrow_mut().continuity.handle_timeout(js::continuity_now());
                     LinkDriver::pump_continuity(&this);
                 }
             })

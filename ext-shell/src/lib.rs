@@ -17,7 +17,8 @@
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
 //! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`],
 //! [`profile_overrides_changed`], and the options page's [`profile_import`],
-//! [`profile_reset`], [`profile_get`].
+//! [`profile_reset`], [`profile_get`]; and the e2e tests' clock, [`advance_clock_for_test`]
+//! (ARCHITECTURE.md "Test seams").
 //!
 //! Invariant: one [`driver::LinkDriver`] per worker life, created by the first
 //! [`start_worker`]; every other worker entry point creates it if needed, so the order
@@ -111,7 +112,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     if already {
         return Ok(());
     }
-    let now = js::now_millis();
+    let now = js::continuity_now();
     // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
     let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
@@ -279,6 +280,21 @@ pub fn page_message(port: JsValue, message: JsValue) -> Result<(), JsValue> {
 pub fn page_disconnected(port: JsValue) -> Result<(), JsValue> {
     LinkDriver::page_disconnected(&worker()?, &port);
     Ok(())
+}
+
+/// The e2e tests' clock (ARCHITECTURE.md "Test seams"; `worker.js` puts it on the worker's
+/// global as `herdrTestClock`, which no page or content script can reach): moves the
+/// continuity machine's clock `ms` ahead (a finite number from 0 to one day, else an error
+/// that says so) and runs what fell due. Returns the clock's total offset in ms. Unused, the
+/// offset is 0 and the product runs on `Date.now()`.
+#[wasm_bindgen]
+pub fn advance_clock_for_test(ms: f64) -> Result<f64, JsValue> {
+    if !ms.is_finite() || !(0.0..=86_400_000.0).contains(&ms) {
+        return Err(JsValue::from_str("herdrTestClock: give the ms to move ahead, a number from 0 to 86400000"));
+    }
+    // In range and finite: the cast cannot truncate beyond the fraction of a millisecond.
+    let ahead = LinkDriver::advance_continuity_clock(&worker()?, ms as ext_core::Millis);
+    Ok(ahead as f64)
 }
 
 /// `chrome.alarms.onAlarm`: the keep-trying alarm wakes a worker whose timers died.
