@@ -280,6 +280,20 @@ struct Pending {
     cooling: bool,
 }
 
+/// What of a scope's Goal mode outlives a worker restart besides the goal (B7, M7): the
+/// bound on continues without a human turn, the cooldown, and the user's Stop hold across it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GoalCounts {
+    /// Continues since the goal was set or the last human turn.
+    pub rounds: u32,
+    /// When the last continue was decided.
+    pub last_continue: Option<Millis>,
+    /// The user's Stop holds until a human turn.
+    pub stopped: bool,
+}
+crate::json_read::read_struct!(GoalCounts { rounds: default, last_continue: default, stopped: default });
+crate::json_read::write_struct!(GoalCounts { rounds, last_continue, stopped });
+
 /// Goal mode of one scope (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GoalSupervisor {
@@ -343,6 +357,19 @@ impl GoalSupervisor {
     /// Whether the user's Stop holds.
     pub fn stopped(&self) -> bool {
         self.stopped
+    }
+
+    /// What outlives a worker restart (see [`GoalCounts`]).
+    pub fn counts(&self) -> GoalCounts {
+        GoalCounts { rounds: self.rounds, last_continue: self.last_continue, stopped: self.stopped }
+    }
+
+    /// After a restart: the counts saved with the goal. A continue that was out is not
+    /// known to have landed: it still counts (the bound errs towards fewer continues).
+    pub fn restore_counts(&mut self, counts: GoalCounts) {
+        self.rounds = counts.rounds.min(self.max_rounds);
+        self.last_continue = counts.last_continue;
+        self.stopped = counts.stopped;
     }
 
     /// Feeds one input at `now`.

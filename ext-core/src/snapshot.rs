@@ -111,6 +111,10 @@ pub struct Snapshot {
     /// worker keeps deciding with them (the runtime's evidence still decides each turn).
     #[serde(default)]
     pub(crate) goals: VecMap<String, String>,
+    /// Goal mode's rounds, last continue and Stop per scope key (J7, M7): a restart does
+    /// not reset the bound on continues nor drop the user's Stop.
+    #[serde(default)]
+    pub(crate) goal_counts: VecMap<String, crate::goal_supervisor::GoalCounts>,
 }
 
 impl Snapshot {
@@ -160,6 +164,7 @@ impl Snapshot {
             handoff: &self.handoff,
             pacer: &self.pacer,
             goals: &self.goals,
+            goal_counts: &self.goal_counts,
         }
         .to_value()
         .to_string())
@@ -212,6 +217,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) pacer: &'a crate::request_pacer::RequestPacer,
     /// See [`Snapshot::goals`].
     pub(crate) goals: &'a VecMap<String, String>,
+    /// See [`Snapshot::goal_counts`].
+    pub(crate) goal_counts: &'a VecMap<String, crate::goal_supervisor::GoalCounts>,
 }
 
 impl SnapshotRef<'_> {
@@ -240,6 +247,7 @@ impl SnapshotRef<'_> {
             .with("handoff", self.handoff)
             .with("pacer", self.pacer)
             .with("goals", self.goals)
+            .with("goal_counts", self.goal_counts)
             .done()
     }
 }
@@ -266,4 +274,5 @@ read_struct!(Snapshot {
     handoff: default,
     pacer: default,
     goals: default,
+    goal_counts: default,
 });

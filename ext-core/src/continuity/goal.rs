@@ -17,7 +17,7 @@
 //!   asked when its use is off.
 
 use super::*;
-use crate::goal_supervisor::{GoalAction, GoalDecision, GoalInput, GoalOutput, GoalSupervisor, Priors};
+use crate::goal_supervisor::{GoalAction, GoalCounts, GoalDecision, GoalInput, GoalOutput, GoalSupervisor, Priors};
 use crate::semantic_auto::JudgeMode;
 
 /// One scope's Goal mode.
@@ -71,11 +71,17 @@ impl Continuity {
         }
         let auto_on = self.auto.state(&scope) == AutoState::On && self.bindings.binding_for(&scope).is_some();
         let queue_waiting = self.queue_holds(conversation);
+        // The user's Stop as semantic Auto keeps it (saved, and pinned to the stopped turn):
+        // it holds for Goal mode too, also when the supervisor's own flag was lost.
+        let stopped = self.user_stopped(tab);
         if let Some(slot) = self.semantic.goals.get_mut(&key) {
             slot.tab = tab;
             slot.conversation = conversation.to_owned();
             slot.user_text = user_text.to_owned();
             slot.assistant_text = assistant_text.to_owned();
+            if stopped && !slot.machine.stopped() {
+                slot.machine.handle(now, GoalInput::UserStopped);
+            }
             slot.machine.handle(now, GoalInput::TurnEnded { auto_on, queue_waiting });
         }
         self.goal_drain(now, &key);
@@ -155,10 +161,26 @@ impl Continuity {
         out
     }
 
-    /// After a restore: each scope's supervisor knows its goal again (rounds start afresh).
-    pub(super) fn restore_goals(&mut self, goals: VecMap<String, String>, now: Millis) {
+    /// The rounds, last continue and Stop per scope with a goal (persisted).
+    pub(super) fn goal_counts(&self) -> VecMap<String, GoalCounts> {
+        let mut out = VecMap::default();
+        for (key, slot) in self.semantic.goals.iter() {
+            if slot.machine.goal().is_some() {
+                out.insert(key.clone(), slot.machine.counts());
+            }
+        }
+        out
+    }
+
+    /// After a restore: each scope's supervisor knows its goal, its rounds, its last
+    /// continue and the user's Stop again.
+    pub(super) fn restore_goals(&mut self, goals: VecMap<String, String>, counts: VecMap<String, GoalCounts>, now: Millis) {
         for (key, goal) in goals.iter() {
-            self.semantic.goals.entry(key.clone()).or_default().machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+            let machine = &mut self.semantic.goals.entry(key.clone()).or_default().machine;
+            machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+            if let Some(saved) = counts.get(key) {
+                machine.restore_counts(*saved);
+            }
         }
     }
 
@@ -211,6 +233,8 @@ impl Continuity {
         let still_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On && self.bindings.binding_for(s).is_some());
         let why = if !still_on {
             Some(Say::coded("goalWhy", "auto_off", vec!["—".to_owned()]))
+        } else if self.user_stopped(slot.tab) {
+            Some(Say::coded("goalWhy", "user_stopped", vec!["—".to_owned()]))
         } else if self.queue_holds(&slot.conversation) {
             Some(Say::coded("goalWhy", "queue_first", vec!["—".to_owned()]))
         } else {

@@ -83,6 +83,7 @@ impl Continuity {
             handoff: self.handoff.clone(),
             pacer: self.pacer.pacer.clone(),
             goals: self.goal_texts(),
+            goal_counts: self.goal_counts(),
         }
     }
 
@@ -116,6 +117,7 @@ impl Continuity {
             handoff: &self.handoff,
             pacer: &self.pacer.pacer,
             goals: &self.goal_texts(),
+            goal_counts: &self.goal_counts(),
         }
         .to_value()
     }
@@ -141,7 +143,7 @@ impl Continuity {
         machine.orphan_acks = snapshot.orphan_acks;
         machine.queue = queue::QueueFlow::with_durable(snapshot.queue);
         machine.semantic = semantic::SemanticFlow::with_autos(snapshot.semantic);
-        machine.restore_goals(snapshot.goals, now);
+        machine.restore_goals(snapshot.goals, snapshot.goal_counts, now);
         machine.recovery = recovery::RecoveryFlow::with_planners(snapshot.recovery);
         machine.cards = cards::CardFlow::with_ledger(snapshot.cards);
         machine.withheld_marks = snapshot.withheld_marks;

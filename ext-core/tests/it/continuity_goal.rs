@@ -126,3 +126,54 @@ fn the_goal_survives_a_worker_restart_j7() {
     assert!(log.iter().any(|l| l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?} {}", line(&c));
     assert_eq!(line(&c), "Goal mode stopped: all 2 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%");
 }
+
+/// The goal continue's ledger stem (`goal:<scope>#<turn>/...`) of the active one.
+fn goal_stem(c: &Continuity) -> String {
+    c.ledger().active().find(|d| d.id.starts_with("goal:")).map(|d| d.id.clone()).expect("a goal continue")
+}
+
+fn restarted(c: &Continuity, now: u64, log: &mut Vec<String>) -> Continuity {
+    let mut c = super::continuity::restart(c, now);
+    c.handle(now, ContinuityInput::LinkUp);
+    c.handle(now, ContinuityInput::PageReported { tab: TAB, report: super::continuity::idle_page() });
+    drain(&mut c, now, &evidence(2, 0), Verdict::Done, log);
+    c
+}
+
+// R: J7, M7, B7 — the user's Stop outlives a worker restart: after Stop and a restart, a
+// reply that is not a human turn (a wake's) is not continued by Goal mode; the runtime is
+// not even asked.
+#[test]
+fn a_worker_restart_keeps_the_users_stop_for_goal_mode_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    c.handle(2, ContinuityInput::UserStop { tab: TAB, page_load: "load-1".into() });
+    drain(&mut c, 2, &evidence(2, 0), Verdict::Continue, &mut log);
+    let mut c = restarted(&c, 3, &mut log);
+    log.clear();
+    ended(&mut c, 4, 1, Some("wake:chatgpt:x/0.0.0"));
+    drain(&mut c, 4, &evidence(2, 0), Verdict::Continue, &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "Goal mode continued after the user's Stop: {log:#?}");
+    assert_eq!(line(&c), "Goal mode did not continue: you stopped this reply. Priors (advice only): —");
+}
+
+// R: J7, M7, B7 — the rounds outlive a worker restart: the bound on continues without a
+// human turn counts the continues before it.
+#[test]
+fn a_worker_restart_keeps_the_goal_rounds_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    ended(&mut c, 2, 1, None);
+    drain(&mut c, 2, &evidence(2, 1), Verdict::Done, &mut log);
+    let stem = goal_stem(&c);
+    confirm(&mut c, 3, stem.split('/').next().unwrap_or_default());
+    drain(&mut c, 3, &evidence(2, 1), Verdict::Done, &mut log);
+    let mut c = restarted(&c, 4, &mut log);
+    log.clear();
+    ended(&mut c, 30_000, 2, Some(&stem));
+    drain(&mut c, 30_000, &evidence(2, 1), Verdict::Done, &mut log);
+    assert!(log.iter().any(|l| l.contains("(Goal continue 2.)")), "{log:#?} {}", line(&c));
+}
