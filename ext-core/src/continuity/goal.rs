@@ -9,7 +9,9 @@
 //! Invariants:
 //! - The supervisor gets only facts: the page's ended turns, the runtime's answers, the
 //!   user's Stop and human turns, its own continue's resolution; nothing is fed to semantic
-//!   Auto on its behalf (a turn Goal mode takes is not shown to semantic Auto at all).
+//!   Auto on its behalf. A turn Goal mode decides is not shown to semantic Auto, except when
+//!   the evidence says nothing of the goal's work (no TODO item yet, no goal, no evidence):
+//!   then semantic Auto decides that turn as with no goal.
 //! - A continue is typed only while Auto is still on, the scope bound, nothing queued, the
 //!   App and the account's pace allow it, and the page is idle in the same conversation;
 //!   otherwise it is resolved as not landed and the HUD says why.
@@ -17,7 +19,7 @@
 //!   asked when its use is off.
 
 use super::*;
-use crate::goal_supervisor::{GoalAction, GoalCounts, GoalDecision, GoalInput, GoalOutput, GoalSupervisor, Priors};
+use crate::goal_supervisor::{GoalAction, GoalCounts, GoalDecision, GoalInput, GoalOutput, GoalSupervisor, GoalWhy, Priors};
 use crate::semantic_auto::JudgeMode;
 
 /// One scope's Goal mode.
@@ -219,11 +221,31 @@ impl Continuity {
                             note = Some(withheld);
                         }
                     }
+                    if gives_back(&decision.why) {
+                        self.goal_give_back(now, key, &slot, note);
+                        continue;
+                    }
                     if let Some(slot) = self.semantic.goals.get_mut(key) {
                         slot.note = note;
                     }
                 }
             }
+        }
+    }
+
+    /// Goal mode's evidence said nothing of the goal's work: the turn goes to semantic Auto
+    /// as if no goal were set (its judge decides, and its line replaces Goal mode's), while
+    /// the page still shows that turn as the conversation's last.
+    fn goal_give_back(&mut self, now: Millis, key: &str, slot: &GoalSlot, note: Option<Say>) {
+        if let Some(slot) = self.semantic.goals.get_mut(key) {
+            slot.note = None;
+        }
+        if let Some(note) = note {
+            self.semantic.notes.insert(slot.conversation.clone(), note);
+        }
+        let current = self.pages.get(&slot.tab).and_then(queue::conversation_key);
+        if current.as_deref() == Some(slot.conversation.as_str()) {
+            self.semantic_turn_ended(now, slot.tab, slot.conversation.clone(), slot.user_text.clone(), slot.assistant_text.clone());
         }
     }
 
@@ -272,6 +294,13 @@ impl Continuity {
             &[&goal, &open, &done, &round.to_string()],
         )
     }
+}
+
+/// Whether the decision leaves the turn to semantic Auto: the evidence says nothing of the
+/// goal's work (no TODO item yet, no goal, or no evidence). Every TODO item done, a blocked
+/// workspace, running tasks and the guards stay final.
+fn gives_back(why: &GoalWhy) -> bool {
+    matches!(why, GoalWhy::NothingOpen | GoalWhy::NoGoal | GoalWhy::EvidenceUnavailable { .. })
 }
 
 /// The HUD line of a decision: `goalWhy_<code>` with its args, the last one the priors as

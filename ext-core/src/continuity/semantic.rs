@@ -46,7 +46,7 @@ pub(super) struct SemanticFlow {
     /// What was wrong with the stored settings, if anything (the defaults are used).
     problem: Option<&'static str>,
     /// The HUD's last line per conversation (not persisted).
-    notes: VecMap<String, Say>,
+    pub(super) notes: VecMap<String, Say>,
     /// Continues that carry an App (not persisted): kept back because the App could not
     /// ride on them (`delivery: None`; typed once attaching works, dropped by a human turn),
     /// or on their way (`Some(id)`; one the page answers `app_not_attached` is held again,
@@ -103,13 +103,7 @@ impl Continuity {
     pub(super) fn turn_ended(&mut self, now: Millis, tab: TabId, user_text: String, assistant_text: String, user_marker: Option<&str>) {
         let Some(report) = self.pages.get(&tab) else { return };
         let Some(conversation) = queue::conversation_key(report) else { return };
-        let page = classify_url(&report.url);
-        let chatgpt = page.conversation().is_some_and(|c| c.site == Site::ChatGpt);
-        let scope = page.scope();
-        let auto_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On);
-        let bound = scope.as_ref().is_some_and(|s| self.bindings.binding_for(s).is_some());
-        let queue_waiting = self.queue_holds(&conversation);
-        let settings = self.semantic.settings;
+        let chatgpt = classify_url(&report.url).conversation().is_some_and(|c| c.site == Site::ChatGpt);
         // Our own message (a continue, a wake) is never shown to the judge as the user's
         // request: "go on" would read as work asked for.
         let user_text = if human_turn(user_marker) { user_text } else { String::new() };
@@ -118,6 +112,21 @@ impl Continuity {
         if chatgpt && self.goal_turn_ended(now, tab, &conversation, &user_text, &assistant_text) {
             return;
         }
+        self.semantic_turn_ended(now, tab, conversation, user_text, assistant_text);
+    }
+
+    /// An ended turn goes to the conversation's semantic Auto (also one Goal mode gave back:
+    /// its evidence said nothing of the goal's work, see `goal.rs`). `user_text` is empty
+    /// when the turn was not the human's.
+    pub(super) fn semantic_turn_ended(&mut self, now: Millis, tab: TabId, conversation: String, user_text: String, assistant_text: String) {
+        let Some(report) = self.pages.get(&tab) else { return };
+        let page = classify_url(&report.url);
+        let chatgpt = page.conversation().is_some_and(|c| c.site == Site::ChatGpt);
+        let scope = page.scope();
+        let auto_on = scope.as_ref().is_some_and(|s| self.auto.state(s) == AutoState::On);
+        let bound = scope.as_ref().is_some_and(|s| self.bindings.binding_for(s).is_some());
+        let queue_waiting = self.queue_holds(&conversation);
+        let settings = self.semantic.settings;
         self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         if settings.mode == JudgeMode::InAuto && auto_on && chatgpt && !bound {
             self.semantic.notes.insert(conversation.clone(), Say::new("semanticNotBound", vec![]));

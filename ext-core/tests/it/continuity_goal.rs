@@ -177,3 +177,42 @@ fn a_worker_restart_keeps_the_goal_rounds_j7() {
     drain(&mut c, 30_000, &evidence(2, 1), Verdict::Done, &mut log);
     assert!(log.iter().any(|l| l.contains("(Goal continue 2.)")), "{log:#?} {}", line(&c));
 }
+
+// R: J7 — a goal whose evidence says nothing of its work (no TODO item yet, no goal, or no
+// evidence) gives the turn back to semantic Auto's judge instead of dropping it; the judge's
+// continue goes out as with no goal.
+#[test]
+fn evidence_that_says_nothing_gives_the_turn_back_to_the_judge_j7() {
+    for (name, answer) in [("nothing open", Some(evidence(0, 0))), ("no goal", Some(Evidence { goal: None, ..evidence(0, 0) })), ("unavailable", None)] {
+        let (mut c, mut log) = bound_with_auto(true);
+        c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+        c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+        drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+        ended(&mut c, 2, 1, None);
+        match &answer {
+            Some(evidence) => drain(&mut c, 2, evidence, Verdict::Continue, &mut log),
+            None => {
+                // The runtime fails the evidence call: fail closed for Goal mode, the judge decides.
+                while let Some(output) = c.poll() {
+                    match output {
+                        ContinuityOutput::Request { id, call: RuntimeCall::GoalEvidence { .. } } => {
+                            let error = ext_core::continuity::CallError { code: continuity_protocol::ErrorCode::NotReady, message: "work memory is not ready".into() };
+                            c.handle(2, ContinuityInput::Answered { id, result: Err(error) });
+                        }
+                        ContinuityOutput::Request { id, call } => {
+                            let answer = match call {
+                                RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer { verdict: Verdict::Continue, source: "jev".into(), reason: "next step".into(), priors: vec![] }),
+                                _ => RuntimeAnswer::Subscribed,
+                            };
+                            c.handle(2, ContinuityInput::Answered { id, result: Ok(answer) });
+                        }
+                        ContinuityOutput::QueueRead { op } => c.handle(2, ContinuityInput::QueueRead { op, stored: Ok(None) }),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "{name}: the judge's continue was dropped: {log:#?} {}", line(&c));
+        assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "{name}");
+    }
+}
