@@ -36,28 +36,40 @@ pub(super) struct GoalSlot {
 }
 
 impl Continuity {
-    /// HUD: the goal typed in our UI goes to the runtime (it is the goal's truth).
+    /// HUD: the goal typed in our UI goes to the runtime (it is the goal's truth). An empty
+    /// one clears the goal here at once, whatever the runtime answers: a runtime that cannot
+    /// store the clear must not hold the scope in Goal mode.
     pub(super) fn goal_set_pressed(&mut self, tab: TabId, text: String) {
         let Some(scope) = self.scope_of_tab(tab) else { return };
         let goal = crate::limits::clip(text.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS);
-        self.call(Purpose::GoalSet { tab }, RuntimeCall::GoalSet { session_ref: browser_session_ref(&scope), goal });
+        let key = scope.key();
+        let clear = goal.is_empty();
+        if clear {
+            let slot = self.semantic.goals.entry(key.clone()).or_default();
+            slot.machine.handle(self.now, GoalInput::GoalCleared);
+            slot.note = Some(Say::new("goalCleared", vec![]));
+            self.persist();
+        }
+        self.call(Purpose::GoalSet { key, clear }, RuntimeCall::GoalSet { session_ref: browser_session_ref(&scope), goal });
     }
 
-    /// `goal.set` answered: the scope's supervisor learns the goal (or that it is cleared).
-    pub(super) fn goal_set_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
-        let Some(key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
-        let slot = self.semantic.goals.entry(key).or_default();
+    /// `goal.set` answered for the scope `key` it was asked for: its supervisor learns the
+    /// goal (or that it is cleared). A failed clear stays a clear here, and says so.
+    pub(super) fn goal_set_answered(&mut self, key: &str, clear: bool, result: Result<RuntimeAnswer, CallError>) {
+        let slot = self.semantic.goals.entry(key.to_owned()).or_default();
         match result {
             Ok(RuntimeAnswer::GoalEvidence(evidence)) => match evidence.goal {
-                Some(goal) => {
+                Some(goal) if !clear => {
                     slot.machine.handle(self.now, GoalInput::GoalSet { text: goal.clone() });
                     slot.note = Some(Say::new("goalSet", vec![goal]));
                 }
-                None => {
+                _ => {
                     slot.machine.handle(self.now, GoalInput::GoalCleared);
                     slot.note = Some(Say::new("goalCleared", vec![]));
                 }
             },
+            Ok(_) if clear => slot.note = Some(Say::new("goalClearUnstored", vec!["the companion gave no goal".to_owned()])),
+            Err(error) if clear => slot.note = Some(Say::new("goalClearUnstored", vec![crate::limits::clip(error.message, 200)])),
             Ok(_) => slot.note = Some(Say::new("goalSetFailed", vec!["the companion gave no goal".to_owned()])),
             Err(error) => slot.note = Some(Say::new("goalSetFailed", vec![crate::limits::clip(error.message, 200)])),
         }

@@ -216,3 +216,61 @@ fn evidence_that_says_nothing_gives_the_turn_back_to_the_judge_j7() {
         assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "{name}");
     }
 }
+
+/// Drains outputs, each runtime call answered by `answer` (`None`: as [`drain`] would).
+fn drain_answering(c: &mut Continuity, now: u64, log: &mut Vec<String>, answer: &dyn Fn(&RuntimeCall) -> Option<Result<RuntimeAnswer, ext_core::continuity::CallError>>) {
+    while let Some(output) = c.poll() {
+        match output {
+            ContinuityOutput::Request { id, call } => {
+                log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
+                let result = answer(&call).unwrap_or_else(|| {
+                    Ok(match &call {
+                        RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer { verdict: Verdict::Continue, source: "jev".into(), reason: "next step".into(), priors: vec![] }),
+                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
+                        _ => RuntimeAnswer::Subscribed,
+                    })
+                });
+                c.handle(now, ContinuityInput::Answered { id, result });
+            }
+            ContinuityOutput::Deliver { id, .. } => log.push(format!("deliver {id}")),
+            ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(None) }),
+            _ => {}
+        }
+    }
+}
+
+fn not_ready() -> ext_core::continuity::CallError {
+    ext_core::continuity::CallError { code: continuity_protocol::ErrorCode::NotReady, message: "work memory is not ready".into() }
+}
+
+// R: J7 — clearing the goal clears it here at once, whatever the runtime answers: a runtime
+// that cannot store the clear does not lock the scope into Goal mode.
+#[test]
+fn clearing_the_goal_holds_here_when_the_runtime_fails_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    c.handle(2, ContinuityInput::GoalSet { tab: TAB, text: "  ".into() });
+    drain_answering(&mut c, 2, &mut log, &|call| matches!(call, RuntimeCall::GoalSet { .. }).then(|| Err(not_ready())));
+    assert_eq!(line(&c), "Goal cleared here; the runtime did not store it (work memory is not ready), so the planner may still see it. Auto goes back to the turn-end judge.");
+    log.clear();
+    ended(&mut c, 3, 1, None);
+    drain_answering(&mut c, 3, &mut log, &|call| matches!(call, RuntimeCall::GoalEvidence { .. }).then(|| Err(not_ready())));
+    assert!(log.iter().all(|l| !l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "semantic Auto continues: {log:#?}");
+}
+
+// R: J7 — `goal.set`'s answer lands in the scope it was asked for, even when the tab moved
+// to another chat before it came.
+#[test]
+fn a_goal_answer_lands_in_the_scope_it_was_set_for_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    let other = ext_core::continuity::PageReport { url: "https://chatgpt.com/c/11111111-2222-4333-8444-555555555555".into(), ..super::continuity::idle_page() };
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: other });
+    drain(&mut c, 2, &evidence(0, 0), Verdict::Done, &mut log);
+    assert_eq!(line(&c), "", "the other chat got the goal");
+    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: super::continuity::idle_page() });
+    assert_eq!(line(&c), "Goal set: ship the parser");
+}

@@ -169,6 +169,7 @@ fn every_say() -> Vec<Say> {
         ("goalSet", 1),
         ("goalCleared", 0),
         ("goalSetFailed", 1),
+        ("goalClearUnstored", 1),
         ("goalPageBusy", 0),
         ("goalWhy_todos_open", 3),
         ("goalWhy_todos_done", 2),
