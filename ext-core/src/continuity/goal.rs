@@ -33,6 +33,12 @@ pub(super) struct GoalSlot {
     assistant_text: String,
     /// The HUD's line.
     note: Option<Say>,
+    /// The ended turn whose `goal.evidence` probe (no goal known here) is out, by number.
+    probing: Option<u64>,
+    probes: u64,
+    /// The goal the user cleared here: a runtime that did not store the clear still holds
+    /// it, and it is not taken back from there.
+    dismissed: Option<String>,
 }
 
 impl Continuity {
@@ -44,8 +50,10 @@ impl Continuity {
         let goal = crate::limits::clip(text.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS);
         let key = scope.key();
         let clear = goal.is_empty();
+        let slot = self.semantic.goals.entry(key.clone()).or_default();
+        slot.dismissed = None;
         if clear {
-            let slot = self.semantic.goals.entry(key.clone()).or_default();
+            slot.dismissed = slot.machine.goal().map(str::to_owned);
             slot.machine.handle(self.now, GoalInput::GoalCleared);
             slot.note = Some(Say::new("goalCleared", vec![]));
             self.persist();
@@ -80,19 +88,32 @@ impl Continuity {
     pub(super) fn goal_turn_ended(&mut self, now: Millis, tab: TabId, conversation: &str, user_text: &str, assistant_text: &str) -> bool {
         let Some(scope) = self.scope_of_tab(tab) else { return false };
         let key = scope.key();
-        if self.semantic.goals.get(&key).is_none_or(|slot| slot.machine.goal().is_none()) {
-            return false;
-        }
         let auto_on = self.auto.state(&scope) == AutoState::On && self.bindings.binding_for(&scope).is_some();
-        let queue_waiting = self.queue_holds(conversation);
         // The user's Stop as semantic Auto keeps it (saved, and pinned to the stopped turn):
         // it holds for Goal mode too, also when the supervisor's own flag was lost.
         let stopped = self.user_stopped(tab);
+        let known = self.semantic.goals.get(&key).is_some_and(|slot| slot.machine.goal().is_some());
+        if !known && (!auto_on || stopped) {
+            return false;
+        }
+        let queue_waiting = self.queue_holds(conversation);
+        let slot = self.semantic.goals.entry(key.clone()).or_default();
+        slot.tab = tab;
+        slot.conversation = conversation.to_owned();
+        slot.user_text = user_text.to_owned();
+        slot.assistant_text = assistant_text.to_owned();
+        slot.probing = None;
+        if !known {
+            // No goal known here: the planner may have set one (`work_memory.goal`). One
+            // `goal.evidence` asks; the turn waits for it (see `goal_probe_answered`).
+            slot.probes += 1;
+            let turn = slot.probes;
+            slot.probing = Some(turn);
+            let workspace_id = self.bindings.binding_for(&scope).map(|b| b.workspace_id.clone()).unwrap_or_default();
+            self.call(Purpose::GoalProbe { key, turn }, RuntimeCall::GoalEvidence { session_ref: browser_session_ref(&scope), workspace_id });
+            return true;
+        }
         if let Some(slot) = self.semantic.goals.get_mut(&key) {
-            slot.tab = tab;
-            slot.conversation = conversation.to_owned();
-            slot.user_text = user_text.to_owned();
-            slot.assistant_text = assistant_text.to_owned();
             if stopped && !slot.machine.stopped() {
                 slot.machine.handle(now, GoalInput::UserStopped);
             }
@@ -102,10 +123,43 @@ impl Continuity {
         true
     }
 
+    /// The probe of an ended turn (no goal known here) answered: a goal the runtime holds
+    /// (the planner's) is taken and Goal mode decides the turn; no goal, an error or an
+    /// answer of another shape leaves the turn to semantic Auto (no goal is made up). An
+    /// answer for an older turn, or after the human wrote, is dropped.
+    pub(super) fn goal_probe_answered(&mut self, now: Millis, key: &str, turn: u64, result: Result<RuntimeAnswer, CallError>) {
+        let Some(slot) = self.semantic.goals.get_mut(key) else { return };
+        if slot.probing != Some(turn) {
+            return;
+        }
+        slot.probing = None;
+        let goal = match result {
+            Ok(RuntimeAnswer::GoalEvidence(evidence)) => evidence.goal.map(|g| crate::limits::clip(g.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS)),
+            _ => None,
+        };
+        let slot = slot.clone();
+        match goal.filter(|g| !g.is_empty() && slot.dismissed.as_deref() != Some(g.as_str())) {
+            Some(goal) => {
+                if let Some(slot) = self.semantic.goals.get_mut(key) {
+                    slot.machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+                    slot.note = Some(Say::new("goalAdopted", vec![goal]));
+                }
+                self.persist();
+                let current = self.pages.get(&slot.tab).and_then(queue::conversation_key);
+                if current.as_deref() == Some(slot.conversation.as_str()) {
+                    self.goal_turn_ended(now, slot.tab, &slot.conversation, &slot.user_text, &slot.assistant_text);
+                }
+            }
+            None => self.goal_give_back(now, key, &slot, None),
+        }
+    }
+
     /// A fact of `tab` for its scope's supervisor (a human turn, the user's Stop).
     pub(super) fn goal_fact(&mut self, now: Millis, tab: TabId, input: GoalInput) {
         let Some(key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
         if let Some(slot) = self.semantic.goals.get_mut(&key) {
+            // The human wrote (or stopped): a probe for the turn before is not theirs.
+            slot.probing = None;
             slot.machine.handle(now, input);
             self.goal_drain(now, &key);
         }

@@ -104,8 +104,9 @@ fn clearing_the_goal_gives_the_turn_back_to_semantic_auto_j7() {
     assert_eq!(line(&c), "Goal cleared · Auto goes back to the turn-end judge.");
     log.clear();
     ended(&mut c, 3, 1, None);
-    drain(&mut c, 3, &evidence(0, 0), Verdict::Continue, &mut log);
-    assert!(log.iter().all(|l| !l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    drain(&mut c, 3, &Evidence { goal: None, ..evidence(0, 0) }, Verdict::Continue, &mut log);
+    // One probe (the planner may have set a goal since); the runtime holds none.
+    assert_eq!(log.iter().filter(|l| l.starts_with("request {\"call\":\"goal_evidence\"")).count(), 1, "{log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "semantic Auto continues again: {log:#?}");
 }
 
@@ -256,8 +257,9 @@ fn clearing_the_goal_holds_here_when_the_runtime_fails_j7() {
     assert_eq!(line(&c), "Goal cleared here; the runtime did not store it (work memory is not ready), so the planner may still see it. Auto goes back to the turn-end judge.");
     log.clear();
     ended(&mut c, 3, 1, None);
-    drain_answering(&mut c, 3, &mut log, &|call| matches!(call, RuntimeCall::GoalEvidence { .. }).then(|| Err(not_ready())));
-    assert!(log.iter().all(|l| !l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?}");
+    // The runtime still holds the goal the user cleared here: it is not taken back.
+    drain_answering(&mut c, 3, &mut log, &|call| matches!(call, RuntimeCall::GoalEvidence { .. }).then(|| Ok(RuntimeAnswer::GoalEvidence(evidence(2, 0)))));
+    assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "{log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "semantic Auto continues: {log:#?}");
 }
 
@@ -273,4 +275,36 @@ fn a_goal_answer_lands_in_the_scope_it_was_set_for_j7() {
     assert_eq!(line(&c), "", "the other chat got the goal");
     c.handle(3, ContinuityInput::PageReported { tab: TAB, report: super::continuity::idle_page() });
     assert_eq!(line(&c), "Goal set: ship the parser");
+}
+
+// R: J7 — a goal the planner set (`work_memory.goal`, never typed in the HUD) is picked up:
+// on a bound chat with Auto on and no goal known here, an ended turn asks `goal.evidence`
+// once, takes the runtime's goal, and Goal mode decides the turn.
+#[test]
+fn a_goal_the_planner_set_is_picked_up_at_a_turn_end_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+    ended(&mut c, 2, 1, None);
+    drain(&mut c, 2, &evidence(2, 1), Verdict::Done, &mut log);
+    assert!(c.ledger().active().any(|d| d.id.starts_with("goal:")), "{log:#?} {}", line(&c));
+    assert!(log.iter().any(|l| l.contains("(Goal continue 1.)") && l.contains("ship the parser")), "{log:#?}");
+}
+
+// R: J7 — with no goal in the runtime (or no answer), the probe leaves the turn to semantic
+// Auto: its judge decides as before, and no goal is made up.
+#[test]
+fn with_no_goal_anywhere_the_turn_stays_semantic_autos_j7() {
+    for fails in [false, true] {
+        let (mut c, mut log) = bound_with_auto(true);
+        c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+        ended(&mut c, 2, 1, None);
+        drain_answering(&mut c, 2, &mut log, &|call| match call {
+            RuntimeCall::GoalEvidence { .. } if fails => Some(Err(not_ready())),
+            RuntimeCall::GoalEvidence { .. } => Some(Ok(RuntimeAnswer::GoalEvidence(Evidence { goal: None, ..evidence(0, 0) }))),
+            _ => None,
+        });
+        assert_eq!(log.iter().filter(|l| l.starts_with("request {\"call\":\"goal_evidence\"")).count(), 1, "{log:#?}");
+        assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "fails={fails}: {log:#?}");
+        assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")));
+    }
 }

@@ -170,6 +170,7 @@ fn every_say() -> Vec<Say> {
         ("goalCleared", 0),
         ("goalSetFailed", 1),
         ("goalClearUnstored", 1),
+        ("goalAdopted", 1),
         ("goalPageBusy", 0),
         ("goalWhy_todos_open", 3),
         ("goalWhy_todos_done", 2),
