@@ -326,7 +326,16 @@
   goalCancel.dataset.goal = 'cancel';
   goalForm.append(goalInput, goalSave, goalCancel);
   for (const type of ['keydown', 'keyup', 'keypress', 'input']) goalForm.addEventListener(type, (event) => event.stopPropagation());
-  const closeGoal = () => { goalOpen = false; goalForm.remove(); };
+  // Closing the form gives the focus back to the Goal button when the form had it (Enter,
+  // Escape, Set, Cancel), not to the page's body.
+  const closeGoal = () => {
+    const hadFocus = goalForm.contains(goalForm.getRootNode()?.activeElement ?? null);
+    goalOpen = false;
+    goalForm.remove();
+    const button = keptButtons.get('goal');
+    button?.setAttribute('aria-expanded', 'false');
+    if (hadFocus && button?.isConnected) button.focus();
+  };
   const sendGoal = () => {
     const goal = goalInput.value.trim();
     closeGoal();
@@ -338,18 +347,23 @@
     if (event.key === 'Enter' && !event.isComposing) { event.preventDefault(); sendGoal(); }
     if (event.key === 'Escape') closeGoal();
   });
+  // Goal mode acts on ChatGPT chats only (the other sites continue through the JSON
+  // bridge), so the form is offered there only.
   const goalUi = (c) => {
-    if (!c?.binding) { closeGoal(); return []; }
+    if (!c?.binding || profile?.site !== 'chatgpt') { closeGoal(); return []; }
     goalInput.placeholder = text('hudGoalPlaceholder');
+    goalInput.setAttribute('aria-label', text('hudGoalPlaceholder'));
     goalSave.textContent = text('hudGoalSave');
     goalCancel.textContent = text('hudGoalCancel');
     const button = keptButton('goal', text('hudGoal'), () => {
       if (goalOpen) return closeGoal();
       goalOpen = true;
+      button.setAttribute('aria-expanded', 'true');
       button.after(goalForm);
       goalInput.focus();
     });
     button.title = text('hudGoalTitle');
+    button.setAttribute('aria-expanded', String(goalOpen));
     return goalOpen ? [button, goalForm] : [button];
   };
 

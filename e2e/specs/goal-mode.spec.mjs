@@ -58,7 +58,14 @@ test.describe('Goal mode (issue 29, J7)', () => {
       // The planner's TODO items, then the user's goal from the HUD (same text: kept).
       await plannerGoal(sandbox, [{ text: 'split the lexer', done: true }, { text: 'write the parser tests' }]);
       const root = hudRoot(page);
-      await root.locator('button[data-action="goal"]').click();
+      const goalButton = root.locator('button[data-action="goal"]');
+      // Keyboard: Escape closes the form and gives the focus back to the Goal button.
+      await goalButton.click();
+      await expect(goalButton, 'the form is open').toHaveAttribute('aria-expanded', 'true');
+      await root.locator('input[data-goal="input"]').press('Escape');
+      await expect(goalButton, 'Escape gives the focus back to the Goal button').toBeFocused();
+      await expect(goalButton, 'the form is closed').toHaveAttribute('aria-expanded', 'false');
+      await goalButton.click();
       await root.locator('input[data-goal="input"]').focus();
       await page.keyboard.insertText(GOAL);
       await root.locator('button[data-goal="save"]').click();
@@ -80,6 +87,31 @@ test.describe('Goal mode (issue 29, J7)', () => {
       expect(backendMessages(fixture, GOAL_CONTINUES).length, 'one goal continue only').toBe(1);
       expect(backendMessages(fixture, JUDGE_CONTINUES), 'semantic Auto did not continue a turn Goal mode took').toEqual([]);
       expect(decision.count, 'the judge was asked for the priors').toBeGreaterThanOrEqual(2);
+    });
+  });
+
+  // Review finding 2: a goal the planner alone set (`work_memory.goal`, never typed in the
+  // HUD) turns Goal mode on at the next ended turn.
+  test('picks up a goal the planner set, with no goal typed in the HUD', async ({ sandbox }) => {
+    test.setTimeout(150_000);
+    await withProviderStandins(async ({ decision }) => {
+      decision.answer({ p: 0.1, priors: { can_continue: 0.2 } });
+      writeJudgeConfig(sandbox.home, { routes: [decision.route('jev', { apiKey: 'sk-e2e-goal' })], goal_priors: true });
+      const { context, worker, fixture } = await continuityWorld(sandbox);
+      let step = 0;
+      fixture.replyWith = () => `Step ${++step} is done. Next I will do step ${step + 1}.`;
+      const { page, hud } = await openAndBind(context, worker, CHAT);
+      await turnAutoOn(context, hud, CHAT);
+      await setJudgeInAuto(context);
+      await plannerGoal(sandbox, [{ text: 'split the lexer', done: true }, { text: 'write the parser tests' }]);
+
+      await page.locator(fixture.ui.composer).click();
+      await page.keyboard.insertText('Please build the parser.');
+      await page.keyboard.press('Enter');
+      const continued = await expectExactlyOne(fixture, GOAL_CONTINUES, { timeout: 40_000, message: 'Goal mode continues on the planner\'s goal' });
+      expect(continued.text).toContain('still has 1 open TODO items (1 done) in Work Memory');
+      expect(continued.text).toMatch(/<<<HC_DATA kind=goal n=([0-9a-f]{12})>>>\nShip the parser\n<<<END_HC_DATA n=\1>>>/);
+      expect(backendMessages(fixture, JUDGE_CONTINUES), 'semantic Auto did not continue a turn Goal mode took').toEqual([]);
     });
   });
 });
