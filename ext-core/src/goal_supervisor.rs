@@ -282,7 +282,7 @@ struct Pending {
 
 /// What of a scope's Goal mode outlives a worker restart besides the goal (B7, M7): the
 /// bound on continues without a human turn, the cooldown, and the user's Stop hold across it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GoalCounts {
     /// Continues since the goal was set or the last human turn.
     pub rounds: u32,
@@ -290,9 +290,13 @@ pub struct GoalCounts {
     pub last_continue: Option<Millis>,
     /// The user's Stop holds until a human turn.
     pub stopped: bool,
+    /// The conversation the goal belongs to (`<site>:<conversation id>`, where it was set
+    /// or first picked up): in a ChatGPT Project the goal row is the Project's, and only
+    /// this chat of it is continued. Kept by the driver; the machine does not read it.
+    pub conversation: Option<String>,
 }
-crate::json_read::read_struct!(GoalCounts { rounds: default, last_continue: default, stopped: default });
-crate::json_read::write_struct!(GoalCounts { rounds, last_continue, stopped });
+crate::json_read::read_struct!(GoalCounts { rounds: default, last_continue: default, stopped: default, conversation: default });
+crate::json_read::write_struct!(GoalCounts { rounds, last_continue, stopped, conversation });
 
 /// Goal mode of one scope (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -359,14 +363,24 @@ impl GoalSupervisor {
         self.stopped
     }
 
+    /// The runtime's text of the goal in force (the planner may reword it): the text
+    /// changes, the rounds go on (a rewording does not lift the bound). No goal in force,
+    /// or an empty text, changes nothing.
+    pub fn reword(&mut self, text: &str) {
+        let text = crate::limits::clip(text.trim().to_owned(), GOAL_MAX_CHARS);
+        if self.goal.is_some() && !text.is_empty() {
+            self.goal = Some(text);
+        }
+    }
+
     /// What outlives a worker restart (see [`GoalCounts`]).
     pub fn counts(&self) -> GoalCounts {
-        GoalCounts { rounds: self.rounds, last_continue: self.last_continue, stopped: self.stopped }
+        GoalCounts { rounds: self.rounds, last_continue: self.last_continue, stopped: self.stopped, conversation: None }
     }
 
     /// After a restart: the counts saved with the goal. A continue that was out is not
     /// known to have landed: it still counts (the bound errs towards fewer continues).
-    pub fn restore_counts(&mut self, counts: GoalCounts) {
+    pub fn restore_counts(&mut self, counts: &GoalCounts) {
         self.rounds = counts.rounds.min(self.max_rounds);
         self.last_continue = counts.last_continue;
         self.stopped = counts.stopped;

@@ -108,7 +108,7 @@ impl Continuity {
             (Purpose::BridgeDecide { tab, batch_id, call, decision }, result) => self.bridge_decided(tab, &batch_id, call, decision, result),
             (Purpose::BridgePrompt { tab }, result) => self.bridge_prompt_answered(tab, result),
             (Purpose::Journal { key }, result) => self.journal_answered(now, key, result),
-            (Purpose::GoalSet { key, clear }, result) => self.goal_set_answered(&key, clear, result),
+            (Purpose::GoalSet { key, clear, home }, result) => self.goal_set_answered(&key, clear, home, result),
             (Purpose::GoalProbe { key, turn }, result) => self.goal_probe_answered(now, &key, turn, result),
             (Purpose::GoalEvidence { key, turn }, result) => self.goal_evidence_answered(now, &key, turn, result),
             (Purpose::GoalPriors { key, turn }, result) => self.goal_priors_answered(now, &key, turn, result),

@@ -36,6 +36,8 @@ pub(super) struct GoalSlot {
     /// The ended turn whose `goal.evidence` probe (no goal known here) is out, by number.
     probing: Option<u64>,
     probes: u64,
+    /// The conversation the goal belongs to (see [`GoalCounts::conversation`]).
+    home: Option<String>,
     /// The goal the user cleared here: a runtime that did not store the clear still holds
     /// it, and it is not taken back from there.
     dismissed: Option<String>,
@@ -50,6 +52,7 @@ impl Continuity {
         let goal = crate::limits::clip(text.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS);
         let key = scope.key();
         let clear = goal.is_empty();
+        let home = self.pages.get(&tab).and_then(queue::conversation_key);
         let slot = self.semantic.goals.entry(key.clone()).or_default();
         slot.dismissed = None;
         if clear {
@@ -58,17 +61,18 @@ impl Continuity {
             slot.note = Some(Say::new("goalCleared", vec![]));
             self.persist();
         }
-        self.call(Purpose::GoalSet { key, clear }, RuntimeCall::GoalSet { session_ref: browser_session_ref(&scope), goal });
+        self.call(Purpose::GoalSet { key, clear, home }, RuntimeCall::GoalSet { session_ref: browser_session_ref(&scope), goal });
     }
 
     /// `goal.set` answered for the scope `key` it was asked for: its supervisor learns the
     /// goal (or that it is cleared). A failed clear stays a clear here, and says so.
-    pub(super) fn goal_set_answered(&mut self, key: &str, clear: bool, result: Result<RuntimeAnswer, CallError>) {
+    pub(super) fn goal_set_answered(&mut self, key: &str, clear: bool, home: Option<String>, result: Result<RuntimeAnswer, CallError>) {
         let slot = self.semantic.goals.entry(key.to_owned()).or_default();
         match result {
             Ok(RuntimeAnswer::GoalEvidence(evidence)) => match evidence.goal {
                 Some(goal) if !clear => {
                     slot.machine.handle(self.now, GoalInput::GoalSet { text: goal.clone() });
+                    slot.home = home;
                     slot.note = Some(Say::new("goalSet", vec![goal]));
                 }
                 _ => {
@@ -94,6 +98,10 @@ impl Continuity {
         let stopped = self.user_stopped(tab);
         let known = self.semantic.goals.get(&key).is_some_and(|slot| slot.machine.goal().is_some());
         if !known && (!auto_on || stopped) {
+            return false;
+        }
+        // A Project's goal is one chat's: another chat of the Project is semantic Auto's.
+        if known && self.semantic.goals.get(&key).and_then(|slot| slot.home.as_deref()).is_some_and(|home| home != conversation) {
             return false;
         }
         let queue_waiting = self.queue_holds(conversation);
@@ -140,9 +148,10 @@ impl Continuity {
         let slot = slot.clone();
         match goal.filter(|g| !g.is_empty() && slot.dismissed.as_deref() != Some(g.as_str())) {
             Some(goal) => {
-                if let Some(slot) = self.semantic.goals.get_mut(key) {
-                    slot.machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
-                    slot.note = Some(Say::new("goalAdopted", vec![goal]));
+                if let Some(held) = self.semantic.goals.get_mut(key) {
+                    held.machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+                    held.home = Some(slot.conversation.clone());
+                    held.note = Some(Say::new("goalAdopted", vec![goal]));
                 }
                 self.persist();
                 let current = self.pages.get(&slot.tab).and_then(queue::conversation_key);
@@ -173,6 +182,12 @@ impl Continuity {
             Err(error) => Err(crate::limits::clip(error.message, 200)),
         };
         if let Some(slot) = self.semantic.goals.get_mut(key) {
+            // The runtime's goal is the truth (the planner may have changed it): the continue
+            // fences that text, and the HUD names it.
+            // A rewording does not lift the bound on rounds.
+            if let Ok(Some(goal)) = evidence.as_ref().map(|e| e.goal.as_deref()) {
+                slot.machine.reword(goal);
+            }
             slot.machine.handle(now, GoalInput::Evidence { turn, evidence });
             self.goal_drain(now, key);
             // The runtime may have cleared the goal.
@@ -234,7 +249,7 @@ impl Continuity {
         let mut out = VecMap::default();
         for (key, slot) in self.semantic.goals.iter() {
             if slot.machine.goal().is_some() {
-                out.insert(key.clone(), slot.machine.counts());
+                out.insert(key.clone(), GoalCounts { conversation: slot.home.clone(), ..slot.machine.counts() });
             }
         }
         out
@@ -244,10 +259,11 @@ impl Continuity {
     /// continue and the user's Stop again.
     pub(super) fn restore_goals(&mut self, goals: VecMap<String, String>, counts: VecMap<String, GoalCounts>, now: Millis) {
         for (key, goal) in goals.iter() {
-            let machine = &mut self.semantic.goals.entry(key.clone()).or_default().machine;
-            machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
+            let slot = self.semantic.goals.entry(key.clone()).or_default();
+            slot.machine.handle(now, GoalInput::GoalSet { text: goal.clone() });
             if let Some(saved) = counts.get(key) {
-                machine.restore_counts(*saved);
+                slot.machine.restore_counts(saved);
+                slot.home = saved.conversation.clone();
             }
         }
     }

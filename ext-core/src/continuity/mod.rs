@@ -225,7 +225,7 @@ enum Purpose {
     ChatsReport,
     /// `profiles.get`.
     Profiles,
-    GoalSet { key: String, clear: bool }, GoalProbe { key: String, turn: u64 }, GoalEvidence { key: String, turn: u64 }, GoalPriors { key: String, turn: u64 }, // Goal mode (J7, `goal`)
+    GoalSet { key: String, clear: bool, home: Option<String> }, GoalProbe { key: String, turn: u64 }, GoalEvidence { key: String, turn: u64 }, GoalPriors { key: String, turn: u64 }, // Goal mode (J7, `goal`)
 }
 
 /// A Check Herdr run being collected.

@@ -308,3 +308,46 @@ fn with_no_goal_anywhere_the_turn_stays_semantic_autos_j7() {
         assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")));
     }
 }
+
+// R: J7 — the continue fences the goal the runtime holds now (the planner may have changed
+// it), not an older text known here.
+#[test]
+fn the_continue_fences_the_runtimes_goal_text_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    log.clear();
+    ended(&mut c, 2, 1, None);
+    drain(&mut c, 2, &Evidence { goal: Some("ship the parser and its docs".into()), ..evidence(2, 0) }, Verdict::Done, &mut log);
+    let continued = log.iter().find(|l| l.starts_with("deliver goal:")).expect("a goal continue");
+    assert!(continued.contains("\nship the parser and its docs\n"), "{continued}");
+}
+
+// R: J7 — in a ChatGPT Project the goal row is the Project's, and it belongs to the chat
+// where it was set: another chat of the Project is not continued toward it (its turns are
+// semantic Auto's).
+#[test]
+fn a_project_goal_continues_only_the_chat_it_was_set_in_j7() {
+    const CHAT_A: &str = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a";
+    const CHAT_B: &str = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000b";
+    let page = |url: &str| ext_core::continuity::PageReport { url: url.into(), ..super::continuity::idle_page() };
+    let mut c = Continuity::new();
+    let mut log = Vec::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
+    c.handle(0, ContinuityInput::AllowProjectAuto { allowed: true });
+    c.handle(0, ContinuityInput::PageReported { tab: TAB, report: page(CHAT_A) });
+    c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
+    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+    drain(&mut c, 0, &evidence(0, 0), Verdict::Done, &mut log);
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    // Another chat of the Project: semantic Auto's, not the goal's.
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: page(CHAT_B) });
+    drain(&mut c, 2, &evidence(2, 0), Verdict::Continue, &mut log);
+    ended(&mut c, 3, 1, None);
+    drain(&mut c, 3, &evidence(2, 0), Verdict::Continue, &mut log);
+    assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "another chat of the Project was continued toward the goal: {log:#?}");
+    assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "{log:#?} {} {:?}", line(&c), c.page_view(TAB));
+}
