@@ -53,11 +53,11 @@ pub enum GitState {
 
 /// The Git state of `path` (which may not exist yet), asked of the `git` binary in its
 /// directory with a timeout. Git looks for the repository no higher than the project root
-/// `path` lies in (`crate::gitcmd`'s ceiling): a root that is not itself in a repository
-/// is `NoRepository` even when a directory above it is one; a path in no root is
-/// `NoRepository` too.
+/// `path` lies in, the outermost one when roots are nested (`crate::gitcmd`'s ceiling): a
+/// root that is not itself in a repository is `NoRepository` even when a directory above
+/// it is one; a path in no root is `NoRepository` too.
 pub fn git_state(path: &Path, roots: &Roots) -> GitState {
-    let Some(root) = roots.root_of(path) else {
+    let Some(root) = roots.outermost_root_of(path) else {
         return GitState::NoRepository(format!("{} is in no project root", path.display()));
     };
     let ceiling = crate::gitcmd::ceiling_of(root);
@@ -292,6 +292,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
         assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o755);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    /// Nested roots (a pane in a repository's subdirectory listed before the repository's
+    /// own pane): Git looks up to the outermost root, so a committed file there is Clean.
+    #[test]
+    fn with_nested_roots_the_git_ceiling_is_the_outermost_roots_parent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = &std::fs::canonicalize(dir.path()).expect("canonical").join("repo");
+        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+        let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
+        git(&["init", "-q"]);
+        std::fs::write(repo.join("sub/a.txt"), "a\n").expect("w");
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        let roots = Roots::new([], [repo.join("sub"), repo.clone()]);
+        assert_eq!(roots.outermost_root_of(&repo.join("sub/a.txt")), Some(repo.as_path()));
+        assert_eq!(git_state(&repo.join("sub/a.txt"), &roots), GitState::Clean);
     }
 
     #[test]

@@ -182,7 +182,7 @@ struct GitOutput {
 /// or a symlink pointing outside the roots (`gitdir:` elsewhere: another repository's
 /// configuration would run).
 pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
-    let top = roots.root_of(dir).map(Path::to_path_buf);
+    let top = roots.outermost_root_of(dir).map(Path::to_path_buf);
     let mut at = Some(dir);
     while let Some(here) = at {
         let dot_git = here.join(".git");
@@ -285,7 +285,7 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
     if !dir.is_dir() {
         return Err(ToolError::Bad(format!("{} is not a directory; send the repository's directory as root", dir.display())));
     }
-    let ceiling = roots.root_of(&dir).map_or_else(|| PathBuf::from("/"), ceiling_of);
+    let ceiling = roots.outermost_root_of(&dir).map_or_else(|| PathBuf::from("/"), ceiling_of);
     let pathspec = match &request.path {
         None => None,
         Some(path) => {
