@@ -12,7 +12,7 @@
 //!   stopping at the cap.
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
-//!   says so. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
+//!   says so (`truncated`) only when a match beyond the cap exists. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -280,8 +280,9 @@ impl Search<'_> {
                     Lossy(|line_number, line| {
                         let (text, cut) = cut_line(line);
                         let over_bytes = bytes.fetch_add(text.len(), Ordering::Relaxed) + text.len() > self.max_bytes;
-                        let at_count = count.fetch_add(1, Ordering::Relaxed) + 1 >= self.max_matches;
-                        if over_bytes || at_count {
+                        // A match beyond the cap exists: only then is the answer cut.
+                        let over_count = count.fetch_add(1, Ordering::Relaxed) + 1 > self.max_matches;
+                        if over_bytes || over_count {
                             capped.store(true, Ordering::Relaxed);
                             return Ok(false);
                         }
@@ -341,6 +342,11 @@ impl Search<'_> {
                 &self.matcher,
                 &file,
                 Lossy(|line_number, line| {
+                    // A match beyond the cap exists: only then is the answer cut.
+                    if matches.len() >= self.max_matches {
+                        *stopped = Some(Stop::Matches);
+                        return Ok(false);
+                    }
                     let (text, cut) = cut_line(line);
                     if bytes + text.len() > self.max_bytes {
                         *stopped = Some(Stop::Bytes);
@@ -348,10 +354,6 @@ impl Search<'_> {
                     }
                     bytes += text.len();
                     matches.push(hit_json(&shown, (line_number, text.to_owned(), cut)));
-                    if matches.len() >= self.max_matches {
-                        *stopped = Some(Stop::Matches);
-                        return Ok(false);
-                    }
                     Ok(true)
                 }),
             );
