@@ -7,7 +7,9 @@
 //!   files with several names (hard links; counted in `hard_links_skipped`).
 //! - A directory is searched by `ignore`'s parallel walker, one searcher and matcher per
 //!   thread; the matches are collected and sorted by path (component order, the sorted
-//!   walk's), so the answer is the same as a sorted walk's. When the matches reach a cap,
+//!   walk's), so the answer is the same as a sorted walk's (`order: "path"`). Cut by the
+//!   deadline, it is the matches found in time (`order: "partial"`: another run can
+//!   differ). When a match beyond a cap exists,
 //!   which ones are kept depends on order: the search then runs again as the sorted walk,
 //!   stopping at the cap.
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
@@ -104,9 +106,12 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
     // A tree is searched in parallel; when that reaches a cap, the matches kept are the
     // first ones in path order, which only the sorted walk knows: it runs again, in order.
     let found = if base_is_dir { search.parallel() } else { None };
-    let found = match found {
-        Some(found) => found,
-        None => search.sorted(!base_is_dir),
+    let (found, order) = match found {
+        // Cut by the deadline, the parallel walk's matches are the ones found in time, not
+        // the first ones in path order: another run can return others.
+        Some(found) if found.stopped == Some(Stop::Deadline) => (found, "partial"),
+        Some(found) => (found, "path"),
+        None => (search.sorted(!base_is_dir), "path"),
     };
     let mut result = json!({
         "root": base,
@@ -116,6 +121,7 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         "count": found.matches.len(),
         "files_searched": found.files_searched,
         "truncated": found.stopped.is_some(),
+        "order": order,
     });
     let hard_links = search.hard_links.load(Ordering::Relaxed);
     if hard_links > 0 {
@@ -128,7 +134,8 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         result["moved"] = json!(format!("{moved} file(s) were not searched: a directory on their path changed during the search and they now lie outside {}; search again once the tree is stable", base.display()));
     }
     if found.stopped == Some(Stop::Deadline) {
-        result["note"] = json!(format!("stopped after {} s of searching; narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
+        let which = if order == "partial" { "the matches are those found in time, not the first ones in path order, so another run can differ" } else { "the matches are the first ones in path order" };
+        result["note"] = json!(format!("stopped after {} s of searching ({which}); narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
     } else if let Some(cap) = found.stopped {
         let cap = if cap == Stop::Bytes { "max_bytes" } else { "max_matches" };
         result["note"] = json!(format!("stopped at {cap}; narrow the search with glob or a subdirectory, or raise {cap}"));
