@@ -37,7 +37,7 @@ use tokio::io::AsyncReadExt;
 
 use super::fs::ToolError;
 use crate::gitcmd::{ceiling_of, filter_overrides, hardened_command, FILTER_QUERY};
-use super::roots::Roots;
+use super::roots::{RootError, Roots};
 
 /// How long one `git` run may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -312,7 +312,8 @@ const NAME_LIST_BYTES: u64 = 1024 * 1024;
 /// A diff that reads the work tree (not `staged`, no `to`) is refused when a changed file
 /// there has several names (a hard link: another name may be a file outside every root,
 /// and the diff would show its text): the changed files are listed first
-/// (`--name-only`) and each is checked with `lstat`. A list too long to check refuses too.
+/// (`--name-only`) and each is checked with `lstat` ([`RootError::HardLink`], `refused`). A
+/// list too long to check is refused too.
 async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitRequest, pathspec: Option<&str>) -> Result<(), ToolError> {
     let mut names = vec!["diff".to_owned(), "--no-ext-diff".to_owned(), "--no-textconv".to_owned(), "--no-relative".to_owned(), "--name-only".to_owned(), "-z".to_owned(), "--end-of-options".to_owned()];
     names.extend(request.from.iter().cloned());
@@ -334,20 +335,18 @@ async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitReq
         use std::os::unix::fs::MetadataExt;
         text.split('\0')
             .filter(|name| !name.is_empty())
-            .filter(|name| std::fs::symlink_metadata(top.join(name)).is_ok_and(|m| m.is_file() && m.nlink() > 1))
-            .map(str::to_owned)
-            .collect::<Vec<String>>()
+            .filter_map(|name| std::fs::symlink_metadata(top.join(name)).ok().filter(|m| m.is_file() && m.nlink() > 1).map(|m| (name.to_owned(), m.nlink())))
+            .collect::<Vec<(String, u64)>>()
     })
     .await
     .map_err(|lost| ToolError::Io(format!("the changed files could not be checked ({lost}); retry")))?;
-    if linked.is_empty() {
-        return Ok(());
-    }
-    Err(ToolError::Bad(format!(
-        "diff: {} in the work tree {} a hard link (several names share one file, and another name may be outside the project roots), so herdr_git does not diff the work tree here. Diff other files with path, or committed content with staged: true or to; copy such a file into a file of its own (cp FILE FILE.own && mv FILE.own FILE) to diff it",
-        linked.join(", "),
-        if linked.len() == 1 { "is" } else { "are" }
-    )))
+    let Some((first, links)) = linked.first() else { return Ok(()) };
+    // `refused`, as every hard-linked file is; the path names them all and what to do.
+    let more = if linked.len() > 1 { format!(" (and {} more changed files: {})", linked.len() - 1, linked[1..].iter().map(|l| l.0.as_str()).collect::<Vec<_>>().join(", ")) } else { String::new() };
+    Err(ToolError::Root(RootError::HardLink {
+        path: format!("{first}{more} (changed in the work tree: herdr_git does not diff the work tree while it is there; diff other files with path, or committed content with staged or to)"),
+        links: *links,
+    }))
 }
 
 /// Runs the request (see the module invariants).
@@ -485,6 +484,7 @@ mod tests {
         let mut diff = request(GitAction::Diff);
         diff.root = repo.join("sub").display().to_string();
         let error = git(&roots, &diff).await.expect_err("refused");
+        assert!(matches!(error, ToolError::Root(RootError::HardLink { .. })), "refused as every hard link is: {error}");
         assert!(error.to_string().contains("sub/a.txt") && error.to_string().contains("hard link") && !error.to_string().contains("SECRET"), "{error}");
         // Another path is diffed; committed content is shown.
         diff.root = repo.display().to_string();
