@@ -362,15 +362,26 @@ mod tests {
         let sessions = Arc::new(ExecSessions::open(&dir.path().join("state.db"), "boot1").expect("open"));
         let argv: Vec<String> = ["sh", "-c", "exit 3"].iter().map(|s| (*s).to_owned()).collect();
         let mut start = Box::pin(sessions.start("mcp", &argv, dir.path(), 1));
-        // Poll the request until its child is in the live table, then drop it there.
+        // Once the row is stored, the test holds the connection: recording the group then
+        // waits, so the request is dropped after the spawn and before the record, every run.
+        let mut held = None;
         loop {
+            if held.is_none() {
+                let conn = lock(&sessions.conn);
+                let stored: i64 = conn.query_row("SELECT COUNT(*) FROM exec_sessions", [], |r| r.get(0)).expect("count");
+                if stored > 0 {
+                    held = Some(conn);
+                }
+            }
             let done = std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(start.as_mut(), cx).is_ready())).await;
-            if done || !lock(&sessions.live).is_empty() {
+            assert!(!done, "the start answered before its group was recorded");
+            if !lock(&sessions.live).is_empty() {
                 break;
             }
             tokio::task::yield_now().await;
         }
         drop(start);
+        drop(held);
         // Wait for the session's end (a condition, bounded so a leak fails the test).
         for _ in 0..500 {
             if !lock(&sessions.live).is_empty() && sessions.running() == 0 {
