@@ -1,11 +1,12 @@
 //! Parent guidance (SPEC I5) on the judge's configured routes: the inbox's
 //! [`AttentionAdvisor`] of the runtime.
 //!
-//! One ask goes through the chat capability's route pool — the local `openai-chat` routes,
+//! One ask goes through the chat capability's routes — the local `openai-chat` routes,
 //! then the global route pool's — with the judge's per-call timeout, pool deadline and
-//! cooldowns (the same [`super::pool::RoutePool`] the turn-end judge uses, so a route that
-//! fails for one cools down for both). Decision routes answer only a probability and are
-//! not asked. `config.json` is re-read on every ask.
+//! cooldown, in a [`super::pool::RoutePool`] of its own: a route that fails a guidance ask
+//! (a code-fenced answer, a 429 from a burst) cools down for guidance only, never for the
+//! turn-end judge. Decision routes answer only a probability and are not asked.
+//! `config.json` is re-read on every ask.
 //!
 //! Invariants: the frozen view goes out fenced as data with a fresh `/dev/urandom` nonce;
 //! the answer is read strictly ([`crate::providers::guidance::read_answer`]); no route, a
@@ -86,7 +87,7 @@ impl JudgeService {
         let payload = serde_json::to_string_pretty(view).map_err(|e| AdvisorError::Failed(e.to_string()))?;
         let (client, payload, nonce) = (&self.client, payload.as_str(), &nonce);
         let answered = self
-            .first_answer_of(&self.chat_pool, Capability::Chat, &settings, false, |route, timeout| async move {
+            .first_answer_of(&self.advice_pool, Capability::Chat, &settings, false, |route, timeout| async move {
                 guidance::ask(client, &route, payload, nonce, timeout).await
             })
             .await

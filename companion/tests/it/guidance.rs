@@ -11,8 +11,8 @@ use companion::inbox::store::NewTask;
 use companion::inbox::transition::{Ending, TaskState};
 use companion::inbox::{result_summary, Inbox, Notify};
 use companion::judge::advice::RouteAdvisor;
-use companion::judge::JudgeService;
-use continuity_protocol::TaskTrigger;
+use companion::judge::{JudgeService, Stages};
+use continuity_protocol::{JudgeSource, TaskTrigger};
 use serde_json::{json, Value};
 
 use crate::provider_standin::{Behaviour, ProviderStandin};
@@ -23,6 +23,7 @@ struct Rig {
     _dir: tempfile::TempDir,
     inbox: Arc<Inbox>,
     changes: Arc<Mutex<Vec<Value>>>,
+    judge: Arc<JudgeService>,
 }
 
 /// An inbox whose advisor is a judge reading `judge` (config.json's `judge` section).
@@ -32,12 +33,12 @@ fn rig(judge: Value) -> Rig {
     std::fs::write(&path, json!({"judge": judge}).to_string()).expect("config");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let service = Arc::new(JudgeService::new(dir.path().to_path_buf(), None).expect("judge"));
-    let advisor: Arc<dyn AttentionAdvisor> = Arc::new(RouteAdvisor::new(service));
+    let advisor: Arc<dyn AttentionAdvisor> = Arc::new(RouteAdvisor::new(Arc::clone(&service)));
     let changes = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&changes);
     let notify: Notify = Box::new(move |e| sink.lock().expect("lock").push(e));
     let inbox = Inbox::open(&dir.path().join("state.db"), Some(advisor), companion::inbox::ROUTE_ADVICE_TIMEOUT, notify).expect("inbox");
-    Rig { _dir: dir, inbox, changes }
+    Rig { _dir: dir, inbox, changes, judge: service }
 }
 
 fn chat_route(name: &str, standin: &ProviderStandin) -> Value {
@@ -190,4 +191,21 @@ fn at_most_sixteen_children_and_sixteen_running_siblings_are_frozen() {
     assert_eq!(view["running_siblings"].as_array().map(Vec::len), Some(16), "{view}");
     let children: Vec<&str> = view["children"].as_array().expect("children").iter().filter_map(|c| c["task_id"].as_str()).collect();
     assert!(children.contains(&"done-19"), "the task the advice is for is always in the view: {children:?}");
+}
+
+#[test]
+fn a_failed_guidance_ask_never_cools_the_turn_end_judges_route() {
+    // The route answers a fenced object: the turn-end judge reads it, the strict guidance
+    // parser does not. The failed ask cools the route for guidance only (a separate pool).
+    let chat = ProviderStandin::start(ProviderStandin::chat("```json\n{\"verdict\": \"done\", \"reason\": \"the next steps are the user's\"}\n```"));
+    let rig = rig(json!({"routes": [chat_route("small", &chat)], "cooldown_ms": 3_600_000}));
+    let pending_reply = "The config loader is finished and its tests pass. Next I'll write the route pool and its cooldown tests.";
+    let verdict = block_on(async {
+        insert(&rig, "t1", "w1:p1", "run the tests").await;
+        settle(&rig, "t1", "w1:p1", "done").await.expect("asked").await.expect("advice task");
+        assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "the fenced answer is no guidance");
+        rig.judge.turn_end("go on", pending_reply, "chat-a", Stages::All).await.expect("judge")
+    });
+    assert_eq!(verdict.source, JudgeSource::Llm, "the judge still asks its chat route: {verdict:?}");
+    assert_eq!(chat.seen().len(), 2, "one guidance ask, one judge ask");
 }
