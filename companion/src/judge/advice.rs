@@ -23,6 +23,10 @@ use crate::inbox::advisor::{Advice, AdviceFuture, AdvisorError, AttentionAdvisor
 use crate::providers::guidance::{self, GuidanceWord};
 use super::chain::Opinion;
 
+/// Guidance asks in flight at once: a burst of finished tasks (a workspace removed, many
+/// panes settling) must not fire one LLM call each; an ask over the bound is skipped.
+pub const ASKS_IN_FLIGHT: usize = 2;
+
 /// The inbox's advisor backed by a [`JudgeService`].
 #[derive(Debug)]
 pub struct RouteAdvisor {
@@ -62,8 +66,15 @@ fn reason_of(opinion: Opinion) -> String {
 
 impl JudgeService {
     /// Asks the chat routes once for guidance on `view` (bounded by the pool deadline).
+    /// At most [`ASKS_IN_FLIGHT`] asks run at once; another is skipped, not queued (its
+    /// item keeps `guidance: null`, the reason in the log).
     pub async fn advise(&self, view: &FrozenView) -> Result<Advice, AdvisorError> {
-        let outcome = self.advise_unlogged(view).await;
+        let outcome = match self.advice_slots.try_acquire() {
+            Ok(_slot) => self.advise_unlogged(view).await,
+            Err(_) => Err(AdvisorError::Failed(format!(
+                "skipped: {ASKS_IN_FLIGHT} guidance asks are already in flight (a burst of finished tasks)"
+            ))),
+        };
         if let Some(log) = &self.log {
             match &outcome {
                 Ok(advice) => log.line(format_args!("parent guidance: {} for task {}", json_kind(advice), view.task_id)),

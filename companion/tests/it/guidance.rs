@@ -209,3 +209,27 @@ fn a_failed_guidance_ask_never_cools_the_turn_end_judges_route() {
     assert_eq!(verdict.source, JudgeSource::Llm, "the judge still asks its chat route: {verdict:?}");
     assert_eq!(chat.seen().len(), 2, "one guidance ask, one judge ask");
 }
+
+#[test]
+fn a_burst_of_finished_tasks_asks_at_most_two_at_once_and_skips_the_rest() {
+    // Three tasks end while the route is slow: two asks go out, the third is skipped (its
+    // item keeps guidance: null, the reason in runtime.log) rather than queued or sent.
+    let chat = ProviderStandin::start(Behaviour::Slow(std::time::Duration::from_secs(2), match ProviderStandin::chat(ADVICE) {
+        Behaviour::Answer(body) => body,
+        other => panic!("{other:?}"),
+    }));
+    let rig = rig(json!({"routes": [chat_route("small", &chat)], "call_timeout_ms": 5000, "pool_deadline_ms": 6000}));
+    let advised = block_on(async {
+        let mut handles = Vec::new();
+        for (id, pane) in [("t1", "w1:p1"), ("t2", "w1:p2"), ("t3", "w1:p3")] {
+            insert(&rig, id, pane, "build").await;
+            handles.push(settle(&rig, id, pane, "ok").await.expect("asked"));
+        }
+        for handle in handles {
+            handle.await.expect("advice task");
+        }
+        pending(&rig).await.into_iter().filter(|(_, g)| g.is_some()).count()
+    });
+    assert_eq!(chat.seen().len(), 2, "at most two asks in flight");
+    assert_eq!(advised, 2, "the skipped task keeps guidance: null");
+}
