@@ -99,3 +99,16 @@ fn guidance_that_arrives_after_the_settles_read_reaches_the_hud_without_a_second
     assert_eq!(wakes.len(), 1, "{log:?}");
     assert!(wakes[0].contains("- t1: a person should look at it") && !wakes[0].contains("t9"), "{}", wakes[0]);
 }
+
+#[test]
+fn a_zh_wake_labels_the_models_note_in_chinese() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::LanguageChanged { language: ext_core::wake::Language::Zh });
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 2, &[advised("t1", "needs_human", "asks for a key")], &mut log);
+    let wakes: Vec<&String> = log.iter().filter(|l| l.starts_with("deliver")).collect();
+    assert_eq!(wakes.len(), 1, "{log:?}");
+    assert!(wakes[0].contains("\n| 建议说明：asks for a key"), "{}", wakes[0]);
+    assert!(!wakes[0].contains("advice note"), "no English label in a zh wake: {}", wakes[0]);
+}
