@@ -41,6 +41,14 @@ fn rig(judge: Value) -> Rig {
     Rig { _dir: dir, inbox, changes, judge: service }
 }
 
+/// `behaviour`'s answer, given after `ms` milliseconds.
+fn slow(behaviour: Behaviour, ms: u64) -> Behaviour {
+    match behaviour {
+        Behaviour::Answer(body) => Behaviour::Slow(std::time::Duration::from_millis(ms), body),
+        other => panic!("only an answer can be slowed: {other:?}"),
+    }
+}
+
 fn chat_route(name: &str, standin: &ProviderStandin) -> Value {
     json!({"name": name, "protocol": "openai-chat", "url": standin.base, "model": "m", "api_key": "key"})
 }
@@ -90,7 +98,9 @@ fn frozen_view(body: &Value) -> Value {
 
 #[test]
 fn guidance_from_a_chat_route_is_attached_after_the_fact_and_within_its_deadline() {
-    let chat = ProviderStandin::start(ProviderStandin::chat(ADVICE));
+    // The route takes a while: had finish() waited for the ask, the advice would already
+    // be attached when the fact is first read.
+    let chat = ProviderStandin::start(slow(ProviderStandin::chat(ADVICE), 500));
     let rig = rig(json!({"routes": [chat_route("small", &chat)], "call_timeout_ms": 2000, "pool_deadline_ms": 3000}));
     block_on(async {
         insert(&rig, "t1", "w1:p1", "run the tests").await;
@@ -131,7 +141,11 @@ fn a_slow_failing_or_garbled_route_leaves_the_wake_unchanged() {
             insert(&rig, "t1", "w1:p1", "run the tests").await;
             let handle = settle(&rig, "t1", "w1:p1", "done").await.expect("the advisor is asked");
             assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "{behaviour:?}: the fact does not wait");
-            handle.await.expect("advice task ends within the pool deadline");
+            // The pool's 400 ms deadline bounds it, not the runtime's 15 s outer bound.
+            tokio::time::timeout(std::time::Duration::from_secs(1), handle)
+                .await
+                .unwrap_or_else(|_| panic!("{behaviour:?}: the ask outlived its 400 ms pool deadline"))
+                .expect("advice task");
             assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "{behaviour:?}: no guidance");
         });
         assert_eq!(chat.seen().len(), 1, "{behaviour:?}: asked once, never retried");
@@ -214,10 +228,7 @@ fn a_failed_guidance_ask_never_cools_the_turn_end_judges_route() {
 fn a_burst_of_finished_tasks_asks_at_most_two_at_once_and_skips_the_rest() {
     // Three tasks end while the route is slow: two asks go out, the third is skipped (its
     // item keeps guidance: null, the reason in runtime.log) rather than queued or sent.
-    let chat = ProviderStandin::start(Behaviour::Slow(std::time::Duration::from_secs(2), match ProviderStandin::chat(ADVICE) {
-        Behaviour::Answer(body) => body,
-        other => panic!("{other:?}"),
-    }));
+    let chat = ProviderStandin::start(slow(ProviderStandin::chat(ADVICE), 2000));
     let rig = rig(json!({"routes": [chat_route("small", &chat)], "call_timeout_ms": 5000, "pool_deadline_ms": 6000}));
     let advised = block_on(async {
         let mut handles = Vec::new();
