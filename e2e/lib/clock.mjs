@@ -19,20 +19,27 @@ export function advanceClock(worker, ms) {
 /**
  * Lets `ms` of the worker's time pass — a wait of the product's own timers — moving its
  * clock ahead in steps, each followed by a short real settle, and stopping early once
- * `until()` holds. Real time counts too: the worker's clock runs on while it waits, so the
- * span is exact, never overshot. Resolves to how far it moved the clock (the offset it
- * added). The caller still asserts the outcome.
+ * `until()` holds. Real time counts too: the worker's clock runs on while it waits. Each
+ * step is sized in the worker, against its own clock, so no step carries the worker's time
+ * past `ms` from the start (a round trip's latency cannot push it over); at the end the
+ * worker's clock stands exactly `ms` ahead of where it was, and runs on at real speed.
+ * Resolves to how far it moved the clock (the offset it added). The caller still asserts
+ * the outcome, within the rest of its deadline.
  */
 export async function runClock(worker, ms, until = null) {
-  const started = Date.now();
+  // The worker's continuity time at which the wait ends: its Date.now() plus its offset.
+  const end = await worker.evaluate(async (ms) => Date.now() + (await globalThis.herdrTestClock(0)) + ms, ms);
   let moved = 0;
   for (;;) {
     if (until && (await until())) return moved;
-    const left = ms - moved - (Date.now() - started);
-    if (left <= 0) return moved;
-    const step = Math.min(CLOCK_STEP_MS, left);
-    await advanceClock(worker, step);
+    const { step, left } = await worker.evaluate(async ({ end, most }) => {
+      const left = end - Date.now() - (await globalThis.herdrTestClock(0));
+      const step = Math.max(0, Math.min(most, left));
+      if (step > 0) await globalThis.herdrTestClock(step);
+      return { step, left: left - step };
+    }, { end, most: CLOCK_STEP_MS });
+    if (step <= 0) return moved;
     moved += step;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(SETTLE_MS, Math.max(0, ms - moved - (Date.now() - started)))));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(SETTLE_MS, Math.max(0, left))));
   }
 }

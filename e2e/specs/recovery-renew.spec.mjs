@@ -8,10 +8,11 @@
 // messages (never a duplicate user turn), page loads, Retry clicks.
 //
 // Timing is ext-core's (assistant stall 30 s, one probe per 15 s, reload cooldown 60 s), and
-// it passes on the worker's test clock (e2e/lib/clock.mjs): each wait for those timers moves
-// the worker's clock ahead by the deadline that covers them (stopping once the fixture's
-// counters show the outcome), then polls the fixture's counters or the HUD's recovery hooks
-// (`data-recovery-state`, `-reason`, `-reloads-left`) in real time. The one fixed wait, the
+// it passes on the worker's test clock (e2e/lib/clock.mjs). Each wait for those timers keeps
+// the deadline that covers them, in the worker's time: the clock moves ahead for all of it
+// but its last PAGE_MS (stopping once the fixture's counters show the outcome), which pass
+// in real time while the fixture's counters or the HUD's recovery hooks
+// (`data-recovery-state`, `-reason`, `-reloads-left`) are polled. The one fixed wait, the
 // reload cooldown before the second fault, moves the clock the whole way.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, humanSends, stuckChatWorld } from '../lib/continuity.mjs';
@@ -25,8 +26,9 @@ const STALL_MS = 30_000; // ext-core recovery::ASSISTANT_STALL_MS
 const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 const COOLDOWN_MS = 60_000; // ext-core recovery::RELOAD_COOLDOWN_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
-// What follows a worker timer on the page (a probe's fetch, a reload), in real time.
-const PAGE_MS = 15_000;
+// A deadline's last part, in real time: what follows a worker timer on the page (a probe's
+// fetch, a reload).
+const PAGE_MS = 10_000;
 
 for (const csp of CSP_VARIANTS) {
   test.describe(`recovery budgets per incident, CSP ${csp}`, () => {
@@ -40,7 +42,7 @@ for (const csp of CSP_VARIANTS) {
       // Incident 1: the page froze mid-reply while the server finished it.
       fixture.fault = 'server_ahead';
       await humanSends(page, fixture, 'Run the migration on staging');
-      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.loadsOf(PATH) >= 2);
       await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       const firstReloadAt = Date.now();
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
@@ -60,7 +62,7 @@ for (const csp of CSP_VARIANTS) {
       fixture.fault = 'server_ahead';
       await humanSends(page, fixture, 'Run the migration on production');
       await expect.poll(() => fixture.counts.userMessages, { message: 'the server got the third message' }).toBe(3);
-      await runClock(worker, AFTER_STALL + 15_000, () => fixture.loadsOf(PATH) >= 3);
+      await runClock(worker, AFTER_STALL + 15_000 - PAGE_MS, () => fixture.loadsOf(PATH) >= 3);
       await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page again' }).toBe(3);
       await expect(page.locator(fixture.ui.finished).last(), 'the second reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page', 'HUD: the second incident starts at the page reload again, not the tab reload');

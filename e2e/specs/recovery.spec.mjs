@@ -5,13 +5,15 @@
 // page loads (reloads), Retry clicks and snapshot requests.
 //
 // Timing is ext-core's (reply / assistant stall 30 s, one probe per 15 s, reload cooldown
-// 60 s), and it passes on the worker's test clock (e2e/lib/clock.mjs): each wait for those
-// timers moves the worker's clock ahead, in recovery ticks, by the deadline that covers them
-// — stopping as soon as the fixture's counters show the outcome — then polls the fixture's
-// counters or the HUD's recovery hooks (`data-recovery-state`, `-reason`, `-probes`) in real
-// time. The page's own timers (the probe's 10 s timeout, the fixture's streams) run in real
-// time. The fixed waits (the idle tab's, the recovered stream's) move the clock past the
-// stall timer to show that nothing is asked.
+// 60 s), and it passes on the worker's test clock (e2e/lib/clock.mjs). Each wait for those
+// timers keeps the deadline that covers them, in the worker's time: the clock moves ahead,
+// in recovery ticks, for all of it but its last PAGE_MS — stopping as soon as the fixture's
+// counters show the outcome — which pass in real time while the fixture's counters or the
+// HUD's recovery hooks (`data-recovery-state`, `-reason`, `-probes`) are polled. The page's
+// own timers (the probe's 10 s timeout, the fixture's streams) run in real time. The fixed
+// waits (the idle tab's, the recovered stream's) move the clock past the stall timer, then
+// show that nothing was asked: the worker's side (the HUD's recovery hooks) and the
+// fixture's counters.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
@@ -33,8 +35,9 @@ const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 const PROBE_MS = 45_000;
 const PROBE_TIMEOUT_MS = 10_000; // content.js PROBE_TIMEOUT_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
-// What follows a worker timer on the page (a probe's fetch, a reload, a click), in real time.
-const PAGE_MS = 15_000;
+// A deadline's last part, in real time: what follows a worker timer on the page (a probe's
+// fetch, a reload, a click).
+const PAGE_MS = 10_000;
 
 /** A bound plain chat with Auto on, the fixture replying with REPLY. */
 const stuckWorld = (sandbox, csp) => stuckChatWorld(sandbox, { csp, replyWith: () => REPLY });
@@ -52,7 +55,7 @@ for (const csp of CSP_VARIANTS) {
       fixture.fault = 'server_ahead';
       await send(page, fixture, 'Run the migration on staging');
       await expect(page.locator(fixture.ui.stop), 'the page shows the reply still streaming').toBeVisible();
-      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.loadsOf(PATH) >= 2);
       await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-state', 'acted', 'HUD: recovery acted');
@@ -69,7 +72,7 @@ for (const csp of CSP_VARIANTS) {
       await expect(page.locator(fixture.ui.stop), 'Stop stays on the page').toBeVisible();
       // The placeholder keeps mutating the page every second; only the stall timer and the
       // snapshot's finished reply lead to the reload.
-      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.loadsOf(PATH) >= 2);
       await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the whole reply').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page');
@@ -89,8 +92,9 @@ for (const csp of CSP_VARIANTS) {
       // The fixed wait: past the stall timer counted from the send (the worker's clock has
       // run in real time until now), nothing may follow; then what the page would do.
       await runClock(worker, Math.max(0, sentAt + AFTER_STALL - Date.now()));
-      await page.waitForTimeout(2_000);
       await hud.expect('data-recovery-state', 'healthy', 'HUD: nothing to recover');
+      await hud.expect('data-recovery-probes', '0', 'HUD: no probe asked');
+      await page.waitForTimeout(2_000);
       expect(fixture.counts).toMatchObject({ userMessages: 1, retryClicks: 0, pageLoads: 1, snapshotRequests: 0 });
     });
 
@@ -98,7 +102,7 @@ for (const csp of CSP_VARIANTS) {
       const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'send_timeout_at_user';
       await send(page, fixture, 'Summarise the failing tests');
-      await runClock(worker, AFTER_STALL, () => fixture.counts.retryClicks >= 1);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.counts.retryClicks >= 1);
       await expect.poll(() => fixture.counts.retryClicks, { timeout: PAGE_MS, message: 'Retry was clicked' }).toBe(1);
       await expect(page.locator(fixture.ui.finished).last(), 'the retried reply arrives').toHaveText(REPLY);
       await expect(page.getByText(SEND_TIMEOUT_TEXT)).toHaveCount(0);
@@ -111,7 +115,7 @@ for (const csp of CSP_VARIANTS) {
       fixture.fault = 'send_timeout_at_assistant';
       // The card shows and the reload follows at once (the probe is asked on sight of it).
       await send(page, fixture, 'Open the pull request');
-      await runClock(worker, AFTER_STALL, () => fixture.loadsOf(PATH) >= 2);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.loadsOf(PATH) >= 2);
       await expect.poll(() => fixture.loadsOf(PATH), { timeout: PAGE_MS, message: 'the extension reloaded the page' }).toBe(2);
       await expect(page.locator(fixture.ui.finished).last(), 'the reload shows the reply the server had').toHaveText(REPLY);
       await hud.expect('data-recovery-reason', 'reload_page');
@@ -130,7 +134,7 @@ for (const csp of CSP_VARIANTS) {
         fixture.snapshotFault = fault;
         const timeout = (probes === 0 ? AFTER_STALL : PROBE_MS + TICK_MS + PROBE_TIMEOUT_MS + 5_000);
         probes += 1;
-        await runClock(worker, timeout, () => fixture.counts.snapshotRequests >= probes);
+        await runClock(worker, timeout - PAGE_MS, () => fixture.counts.snapshotRequests >= probes);
         await expect.poll(() => fixture.counts.snapshotRequests, { timeout: PAGE_MS, message: `probe ${probes} (${fault}) reached the server` }).toBe(probes);
         await hud.expect('data-recovery-probes', String(probes), `the HUD counts probe ${probes}`);
         if (fault === '429') await hud.expect('data-recovery-state', 'cooling', 'HUD: backing off after the 429');
@@ -148,6 +152,8 @@ for (const csp of CSP_VARIANTS) {
       await hud.expect('data-recovery-state', 'healthy');
       // Longer than any recovery timer: a suspect page would have been probed by now.
       await runClock(worker, STALL_MS + TICK_MS + 2_000);
+      await hud.expect('data-recovery-state', 'healthy', 'HUD: nothing to recover');
+      await hud.expect('data-recovery-probes', '0', 'HUD: no probe asked');
       await page.waitForTimeout(2_000);
       expect(fixture.counts).toMatchObject({ snapshotRequests: 0, sessionRequests: 0, pageLoads: 1, retryClicks: 0 });
       // A reply that starts after the quiet spell is no stall either (regression: it was
@@ -162,7 +168,7 @@ for (const csp of CSP_VARIANTS) {
       // memory — not in the worker's storage, not in the companion's files.
       fixture.fault = 'server_ahead';
       await send(page, fixture, 'Keep going');
-      await runClock(worker, AFTER_STALL, () => fixture.counts.snapshotAuthorized > 0);
+      await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.counts.snapshotAuthorized > 0);
       await expect.poll(() => fixture.counts.snapshotAuthorized, { timeout: PAGE_MS }).toBeGreaterThan(0);
       const stored = JSON.stringify(await worker.evaluate(() => Promise.all([chrome.storage.local.get(null), chrome.storage.session?.get(null)])));
       expect(stored.includes(fixture.accessToken), 'the token is not in chrome.storage').toBe(false);
@@ -182,7 +188,7 @@ for (const csp of CSP_VARIANTS) {
       fixture.frozenOnLoad = true;
       await send(page, fixture, 'Refactor the billing module');
       fixture.holdDocuments = true;
-      const ahead = await runClock(worker, AFTER_STALL, () => fixture.documentRequests >= 2);
+      const ahead = await runClock(worker, AFTER_STALL - PAGE_MS, () => fixture.documentRequests >= 2);
       await expect.poll(() => fixture.documentRequests, { timeout: PAGE_MS, message: 'the extension asked for a reload' }).toBe(2);
       const persisted = await persistedContinuity(worker);
       const planner = persisted?.recovery?.[`chatgpt:${CONVERSATION}`];
@@ -202,7 +208,7 @@ for (const csp of CSP_VARIANTS) {
       // it, and still does not reload (the reload is spent, its cooldown runs). The new
       // worker's clock starts at real time, behind the old one's by `ahead`: the persisted
       // pacer and planner times are that much later, so it runs that much longer.
-      await runClock(restarted, AFTER_STALL + PROBE_MS + ahead, async () => (await hud.state.getAttribute('data-recovery-probes')) === '1');
+      await runClock(restarted, AFTER_STALL + PROBE_MS - PAGE_MS + ahead, async () => (await hud.state.getAttribute('data-recovery-probes')) === '1');
       await hud.expect('data-recovery-probes', '1', 'the new worker checked the server', PAGE_MS);
       await hud.expect('data-recovery-reason', 'server_ahead');
       expect(fixture.documentRequests, 'no second reload').toBe(loads);

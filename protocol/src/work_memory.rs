@@ -260,9 +260,11 @@ pub struct Checkpoint {
     pub through_journal_turn: Option<JournalTurnAnchor>,
     /// When it was written.
     pub created_at: u64,
-    /// Computed on every read: its `sha256` still matches its fields, and every anchor it
-    /// names still exists in the partition — a journal turn with the text it had when the
-    /// checkpoint was written.
+    /// Computed on every read: its `sha256` still matches the fields it covers (summary,
+    /// checkpoint_json, the anchors, and a journal turn's text digest — not `revision` or
+    /// `created_at`), and every anchor it names still exists in the partition — a journal
+    /// turn with the text it had when the checkpoint was written (its text only: not its
+    /// role or conversation).
     pub verified: bool,
 }
 

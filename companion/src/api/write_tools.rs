@@ -471,7 +471,7 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                 edit::check_git(tool.as_str(), &shown, &git, confirm_dirty).map_err(write_error)?;
                 let (new_text, summary) = match (edit, content) {
                     (Some((old, new)), _) => {
-                        let text = edit::read_text(tool.as_str(), &path, &shown).map_err(write_error)?;
+                        let text = edit::read_text(tool.as_str(), &path, &shown, &roots).map_err(write_error)?;
                         (edit::replace_once(&shown, &text, &old, &new).map_err(write_error)?, format!("replaced 1 occurrence in {shown}"))
                     }
                     (None, Some(content)) => {
@@ -657,7 +657,7 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
                 steps.push(Step { path, new: Some(content), old: None });
             }
             FileChange::Delete(hunks) => {
-                let old = edit::read_text(tool, &path, &shown).map_err(write_error)?;
+                let old = edit::read_text(tool, &path, &shown, roots).map_err(write_error)?;
                 if let Some(hunks) = hunks {
                     let rest = patch::apply_hunks(&old, &hunks).map_err(|e| refused(format!("{tool}: {shown}: {e}; nothing was written")))?;
                     if !rest.is_empty() {
@@ -668,7 +668,7 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
                 steps.push(Step { path, new: None, old: Some(old) });
             }
             FileChange::Update { hunks, .. } => {
-                let old = edit::read_text(tool, &path, &shown).map_err(write_error)?;
+                let old = edit::read_text(tool, &path, &shown, roots).map_err(write_error)?;
                 let new = patch::apply_hunks(&old, &hunks).map_err(|e| refused(format!("{tool}: {shown}: {e}; nothing was written")))?;
                 let (added, removed) = patch::counts(&hunks);
                 match move_to {

@@ -274,24 +274,27 @@ impl Inbox {
         let (owned_ref, owned_task) = (session_ref.to_owned(), task_id.to_owned());
         let view = self
             .with_store(move |store| {
+                // Acknowledged (or gone) before the freeze: its answer would be dropped, so
+                // nothing is asked.
+                let Some(own) = store.get(&owned_task)?.filter(|own| own.acked_at.is_none()) else {
+                    return Ok(None);
+                };
                 // The task the advice is for is always one of the children, even when more
                 // than MAX_CHILDREN older ones are pending: it then takes the last place.
                 let mut children = store.pending(&owned_ref, MAX_CHILDREN).unwrap_or_default();
                 if !children.iter().any(|c| c.task_id == owned_task) {
-                    if let Some(own) = store.get(&owned_task).ok().flatten() {
-                        children.truncate(MAX_CHILDREN - 1);
-                        children.push(own);
-                    }
+                    children.truncate(MAX_CHILDREN - 1);
+                    children.push(own);
                 }
-                Ok(FrozenView {
+                Ok(Some(FrozenView {
                     children: children.iter().map(child_summary).collect(),
                     running_siblings: store.running(&owned_ref, MAX_CHILDREN).unwrap_or_default().iter().map(child_summary).collect(),
                     browser_session_ref: owned_ref,
                     task_id: owned_task,
-                })
+                }))
             })
             .await;
-        let Ok(view) = view else { return };
+        let Ok(Some(view)) = view else { return };
         let Some(advice) = advise_within(self.advisor.as_deref(), &view, self.advice_timeout).await else {
             return;
         };
@@ -533,6 +536,20 @@ mod tests {
             assert_eq!(guidance_of_pending(&setup.inbox), [None]);
             assert_eq!(setup.events.lock().unwrap_or_else(|p| p.into_inner()).len(), 1, "only the terminal change");
         }
+    }
+
+    #[tokio::test]
+    async fn a_task_acknowledged_before_its_view_is_frozen_is_not_asked_about_i5() {
+        // The ask is spawned at the fact; the chat acknowledges the task before the advice
+        // task runs (one runtime thread: it runs at the first await after this). Asking
+        // would be a wasted call whose answer set_guidance drops.
+        let advisor = Arc::new(ScriptedAdvisor { delay: Duration::ZERO, fails: false, seen: Mutex::default() });
+        let setup = setup(Some(Arc::clone(&advisor)));
+        let handle = settle_t1(&setup).await.expect("written").expect("advisor asked");
+        setup.inbox.store().ack("chat-a", &["t1".to_owned()], 60).expect("ack");
+        handle.await.expect("advice task");
+        assert!(advisor.seen.lock().unwrap_or_else(|p| p.into_inner()).is_empty(), "no ask for an acknowledged task");
+        assert_eq!(setup.events.lock().unwrap_or_else(|p| p.into_inner()).len(), 1, "only the terminal change");
     }
 
     #[test]

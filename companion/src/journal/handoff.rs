@@ -157,7 +157,7 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// An id for a line outside the fence: only `[A-Za-z0-9._:/@+-]`, anything else `_`, cut
 /// to 64 characters — so no id can carry a sentence, a marker or a line break.
-fn token(id: &str) -> String {
+pub(super) fn token(id: &str) -> String {
     let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || "._:/@+-".contains(c) { c } else { '_' }).collect();
     cut(&safe, 64)
 }

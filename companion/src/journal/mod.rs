@@ -218,6 +218,12 @@ pub enum ResumeAnchor {
     Url(ConversationUrl),
 }
 
+/// How many candidates an ambiguous packet id lists.
+const MAX_AMBIGUOUS_CANDIDATES: usize = 8;
+
+/// The legacy links a resume lists.
+const MAX_LEGACY_LINKS: usize = 32;
+
 /// The C6 message for a conversation the journal never saw.
 fn never_journaled(conversation_id: &str) -> JournalError {
     JournalError::NotFound(format!(
@@ -229,12 +235,36 @@ fn never_journaled(conversation_id: &str) -> JournalError {
 /// the URL's Project's only chain; a Project with several is ambiguous (C5).
 fn anchored_chain(store: &JournalStore, anchor: &ResumeAnchor) -> Result<ChainRow, JournalError> {
     match anchor {
-        // A legacy packet's id names the chain it was restored as (X11).
-        ResumeAnchor::Chain(id) => store.chain(id)?.map_or_else(|| store.chain_of_legacy_packet(id), |c| Ok(Some(c)))?.ok_or_else(|| {
-            JournalError::NotFound(format!(
-                "there is no continuity chain {id} in this companion's journal; do not guess ids — use continuity.search with the conversation's URL, project_id or workspace_id"
-            ))
-        }),
+        // A legacy packet's id names the chain it was restored as (X11) — only when it names
+        // exactly one chain: a packet id shared by restores from several chains, or equal
+        // to a chain id, is ambiguous and lists its candidates.
+        ResumeAnchor::Chain(id) => {
+            let chain = store.chain(id)?;
+            let restores = store.legacy_restores_of(id, MAX_AMBIGUOUS_CANDIDATES + 1)?;
+            match (chain, restores.as_slice()) {
+                (Some(chain), []) => Ok(chain),
+                (None, [only]) => store.chain(&only.continuity_id)?.ok_or_else(|| JournalError::NotFound(format!("the chain restored from packet {id} is gone"))),
+                (None, []) => Err(JournalError::NotFound(format!(
+                    "there is no continuity chain {id} in this companion's journal; do not guess ids — use continuity.search with the conversation's URL, project_id or workspace_id"
+                ))),
+                (chain, restores) => {
+                    let mut candidates: Vec<String> = chain.map(|c| format!("{} (a chain with that id)", c.continuity_id)).into_iter().collect();
+                    candidates.extend(restores.iter().take(MAX_AMBIGUOUS_CANDIDATES).map(|r| {
+                        format!(
+                            "{} (restored from message {} of chain {})",
+                            r.continuity_id,
+                            handoff::token(&r.source_message_id),
+                            r.source_continuity_id
+                        )
+                    }));
+                    let more = if restores.len() > MAX_AMBIGUOUS_CANDIDATES { ", and more" } else { "" };
+                    Err(JournalError::Ambiguous(format!(
+                        "{id} names more than one chain: {}{more}. Packet ids are not unique and any turn can carry a packet; ask the user which one they mean and resume it by its chain id",
+                        candidates.join("; ")
+                    )))
+                }
+            }
+        }
         ResumeAnchor::Url(url) => {
             if let Some(chain) = store.chain_of_conversation(&url.conversation_id)? {
                 return Ok(chain);
@@ -263,7 +293,7 @@ pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<i64>) 
     Ok(MethodResult::ContinuityResumed {
         next_cursor: page.older_than.map(continuity_protocol::journal::resume_cursor),
         workspace_ids: store.workspaces_of(&chain.continuity_id)?,
-        legacy_packets: store.legacy_packets_of(&chain.continuity_id)?,
+        legacy_packets: store.legacy_packets_of(&chain.continuity_id, MAX_LEGACY_LINKS)?,
         continuity_id: chain.continuity_id,
         title: chain.title,
         project_id: chain.project_id,

@@ -245,17 +245,15 @@ impl JournalStore {
         Ok((appended, packets))
     }
 
-    /// The chain restored from legacy packet `packet_id`, if any (X11).
-    pub fn chain_of_legacy_packet(&self, packet_id: &str) -> Result<Option<ChainRow>, JournalError> {
-        match super::legacy::chain_of_restored(&self.conn, packet_id)? {
-            Some(chain) => self.chain(&chain),
-            None => Ok(None),
-        }
+    /// The chains restored from legacy packets with id `packet_id` (at most `limit`, X11):
+    /// packet ids are not unique across chains.
+    pub fn legacy_restores_of(&self, packet_id: &str, limit: usize) -> Result<Vec<super::legacy::Restored>, JournalError> {
+        super::legacy::chains_of_restored(&self.conn, packet_id, limit)
     }
 
-    /// The legacy packets restored from the turns of `continuity_id` (X11).
-    pub fn legacy_packets_of(&self, continuity_id: &str) -> Result<Vec<LegacyPacketLink>, JournalError> {
-        super::legacy::restored_from(&self.conn, continuity_id)
+    /// The legacy packets restored from the turns of `continuity_id` (X11), at most `limit`.
+    pub fn legacy_packets_of(&self, continuity_id: &str, limit: usize) -> Result<Vec<LegacyPacketLink>, JournalError> {
+        super::legacy::restored_from(&self.conn, continuity_id, limit)
     }
 
     /// Records many turns in one transaction (the bench's fill; the runtime appends one
@@ -508,6 +506,11 @@ fn chain_for(tx: &Transaction<'_>, turn: &ContinuityAppendParams) -> Result<Stri
         (Some(given), Some(known)) if *given != known => Err(JournalError::Conflict(format!(
             "conversation {} is journaled in chain {known}, not {given}; send continuity_id {known} (or leave it out)",
             turn.conversation_id
+        ))),
+        // Restored chains hold only what their packet held (X11): nobody appends to them,
+        // and nobody claims one before its packet arrives.
+        (Some(given), _) if given.starts_with("hl-") => Err(JournalError::Conflict(format!(
+            "chain {given} is a restored legacy handoff packet and takes no turns; leave continuity_id out (or send the chain this conversation continues)"
         ))),
         (Some(given), _) => Ok(given.clone()),
         (None, Some(known)) => Ok(known),

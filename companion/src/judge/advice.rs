@@ -1,11 +1,12 @@
 //! Parent guidance (SPEC I5) on the judge's configured routes: the inbox's
 //! [`AttentionAdvisor`] of the runtime.
 //!
-//! One ask goes through the chat capability's route pool — the local `openai-chat` routes,
+//! One ask goes through the chat capability's routes — the local `openai-chat` routes,
 //! then the global route pool's — with the judge's per-call timeout, pool deadline and
-//! cooldowns (the same [`super::pool::RoutePool`] the turn-end judge uses, so a route that
-//! fails for one cools down for both). Decision routes answer only a probability and are
-//! not asked. `config.json` is re-read on every ask.
+//! cooldown, in a [`super::pool::RoutePool`] of its own: a route that fails a guidance ask
+//! (a code-fenced answer, a 429 from a burst) cools down for guidance only, never for the
+//! turn-end judge. Decision routes answer only a probability and are not asked.
+//! `config.json` is re-read on every ask.
 //!
 //! Invariants: the frozen view goes out fenced as data with a fresh `/dev/urandom` nonce;
 //! the answer is read strictly ([`crate::providers::guidance::read_answer`]); no route, a
@@ -21,6 +22,10 @@ use crate::config::{Capability, Config, ConfigError};
 use crate::inbox::advisor::{Advice, AdviceFuture, AdvisorError, AttentionAdvisor, FrozenView, GuidanceKind};
 use crate::providers::guidance::{self, GuidanceWord};
 use super::chain::Opinion;
+
+/// Guidance asks in flight at once: a burst of finished tasks (a workspace removed, many
+/// panes settling) must not fire one LLM call each; an ask over the bound is skipped.
+pub const ASKS_IN_FLIGHT: usize = 2;
 
 /// The inbox's advisor backed by a [`JudgeService`].
 #[derive(Debug)]
@@ -61,8 +66,15 @@ fn reason_of(opinion: Opinion) -> String {
 
 impl JudgeService {
     /// Asks the chat routes once for guidance on `view` (bounded by the pool deadline).
+    /// At most [`ASKS_IN_FLIGHT`] asks run at once; another is skipped, not queued (its
+    /// item keeps `guidance: null`, the reason in the log).
     pub async fn advise(&self, view: &FrozenView) -> Result<Advice, AdvisorError> {
-        let outcome = self.advise_unlogged(view).await;
+        let outcome = match self.advice_slots.try_acquire() {
+            Ok(_slot) => self.advise_unlogged(view).await,
+            Err(_) => Err(AdvisorError::Failed(format!(
+                "skipped: {ASKS_IN_FLIGHT} guidance asks are already in flight (a burst of finished tasks)"
+            ))),
+        };
         if let Some(log) = &self.log {
             match &outcome {
                 Ok(advice) => log.line(format_args!("parent guidance: {} for task {}", json_kind(advice), view.task_id)),
@@ -86,7 +98,7 @@ impl JudgeService {
         let payload = serde_json::to_string_pretty(view).map_err(|e| AdvisorError::Failed(e.to_string()))?;
         let (client, payload, nonce) = (&self.client, payload.as_str(), &nonce);
         let answered = self
-            .first_answer_of(&self.chat_pool, Capability::Chat, &settings, false, |route, timeout| async move {
+            .first_answer_of(&self.advice_pool, Capability::Chat, &settings, false, |route, timeout| async move {
                 guidance::ask(client, &route, payload, nonce, timeout).await
             })
             .await

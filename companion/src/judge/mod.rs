@@ -60,6 +60,11 @@ pub struct JudgeService {
     decision_pool: RoutePool,
     /// Cooldowns of the chat routes.
     chat_pool: RoutePool,
+    /// Cooldowns of the chat routes for Parent guidance (I5): its own state, so a failed
+    /// or refused guidance ask never makes the turn-end judge skip a route.
+    advice_pool: RoutePool,
+    /// Parent guidance asks in flight (at most [`advice::ASKS_IN_FLIGHT`]; more are skipped).
+    advice_slots: tokio::sync::Semaphore,
     /// The global route pool's last fetch.
     global_routes: GlobalRouteCache,
     /// The runtime log (`None` for the CLI).
@@ -75,7 +80,7 @@ impl JudgeService {
     /// A service reading `home/config.json`, logging to `log` when given.
     pub fn new(home: PathBuf, log: Option<Arc<RuntimeLog>>) -> Result<Self, ClientError> {
         let client = crate::providers::http_client().map_err(|e| ClientError(e.to_string()))?;
-        Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), global_routes: GlobalRouteCache::default(), log })
+        Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), advice_pool: RoutePool::default(), advice_slots: tokio::sync::Semaphore::new(advice::ASKS_IN_FLIGHT), global_routes: GlobalRouteCache::default(), log })
     }
 
     /// Judges one turn. `conversation` only names it in the log.

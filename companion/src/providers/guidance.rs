@@ -6,7 +6,7 @@
 //! to answer exactly one JSON object `{"guidance": "<kind>", "reason": "<short sentence>"}`.
 //!
 //! Invariants: the answer is read strictly — the whole content (outer whitespace aside)
-//! must be that object, with exactly those two keys, a known kind and a non-empty string
+//! must be that object, with exactly those two keys, each once, a known kind and a non-empty string
 //! reason; anything else is [`ProviderError::Garbage`], never guidance. The reason is
 //! collapsed to one line and cut to [`MAX_NOTE_CHARS`] characters.
 
@@ -79,6 +79,14 @@ pub async fn ask(client: &reqwest::Client, route: &Route, view: &str, nonce: &No
     read_answer(&answer)
 }
 
+/// The guidance object as the route must answer it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnswer {
+    guidance: String,
+    reason: String,
+}
+
 /// Reads `choices[0].message.content` strictly as the guidance object.
 pub fn read_answer(answer: &Value) -> Result<GuidanceAnswer, ProviderError> {
     let garbage = |why: &str| ProviderError::Garbage(why.to_owned());
@@ -86,22 +94,23 @@ pub fn read_answer(answer: &Value) -> Result<GuidanceAnswer, ProviderError> {
         .pointer("/choices/0/message/content")
         .and_then(Value::as_str)
         .ok_or_else(|| garbage("no `choices[0].message.content`"))?;
-    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(content.trim()) else {
+    if !matches!(serde_json::from_str::<Value>(content.trim()), Ok(Value::Object(_))) {
         return Err(garbage("the reply is not exactly one JSON object"));
-    };
-    if object.len() != 2 {
-        return Err(garbage("the guidance object must have exactly `guidance` and `reason`"));
     }
-    let word = match object.get("guidance").and_then(Value::as_str) {
-        Some("verify_completion") => GuidanceWord::VerifyCompletion,
-        Some("continue_unobserved") => GuidanceWord::ContinueUnobserved,
-        Some("needs_human") => GuidanceWord::NeedsHuman,
-        Some("blocker") => GuidanceWord::Blocker,
-        Some("drift") => GuidanceWord::Drift,
+    // Read as the struct, not a map: a map keeps the last of repeated keys; this refuses
+    // repeated, missing, extra and non-string keys.
+    let Ok(object) = serde_json::from_str::<RawAnswer>(content.trim()) else {
+        return Err(garbage("the guidance object must have exactly the string keys `guidance` and `reason`, each once"));
+    };
+    let word = match object.guidance.as_str() {
+        "verify_completion" => GuidanceWord::VerifyCompletion,
+        "continue_unobserved" => GuidanceWord::ContinueUnobserved,
+        "needs_human" => GuidanceWord::NeedsHuman,
+        "blocker" => GuidanceWord::Blocker,
+        "drift" => GuidanceWord::Drift,
         _ => return Err(garbage("`guidance` is not one of verify_completion, continue_unobserved, needs_human, blocker, drift")),
     };
-    let reason = object.get("reason").and_then(Value::as_str).ok_or_else(|| garbage("`reason` is not a string"))?;
-    let reason: String = reason.split_whitespace().collect::<Vec<_>>().join(" ").chars().filter(|c| !c.is_control()).take(MAX_NOTE_CHARS).collect();
+    let reason: String = object.reason.split_whitespace().collect::<Vec<_>>().join(" ").chars().filter(|c| !c.is_control()).take(MAX_NOTE_CHARS).collect();
     if reason.is_empty() {
         return Err(garbage("`reason` is empty"));
     }
@@ -134,6 +143,9 @@ mod tests {
             r#"{"guidance":"blocker","reason":"  "}"#,
             r#"{"guidance":"blocker","reason":"x","also":"ignore the user"}"#,
             r#"[{"guidance":"blocker","reason":"x"}]"#,
+            r#"{"guidance":"blocker","guidance":"drift","reason":"x"}"#,
+            r#"{"guidance":"blocker","reason":"x","reason":"y"}"#,
+            r#"{"guidance":3,"reason":"x"}"#,
         ] {
             assert!(matches!(read(bad), Err(ProviderError::Garbage(_))), "{bad}");
         }

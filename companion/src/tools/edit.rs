@@ -15,6 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::roots::Roots;
+
 /// Largest file an edit or patch reads and rewrites.
 pub const MAX_EDIT_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// How long the Git check of a write may take.
@@ -51,11 +53,11 @@ pub enum GitState {
 
 /// The Git state of `path` (which may not exist yet), asked of the `git` binary in its
 /// directory with a timeout. Git looks for the repository no higher than the project root
-/// `path` lies in (`crate::gitcmd`'s ceiling): a root that is not itself in a repository
-/// is `NoRepository` even when a directory above it is one; a path in no root is
-/// `NoRepository` too.
-pub fn git_state(path: &Path, roots: &super::roots::Roots) -> GitState {
-    let Some(root) = roots.root_of(path) else {
+/// `path` lies in, the outermost one when roots are nested (`crate::gitcmd`'s ceiling): a
+/// root that is not itself in a repository is `NoRepository` even when a directory above
+/// it is one; a path in no root is `NoRepository` too.
+pub fn git_state(path: &Path, roots: &Roots) -> GitState {
+    let Some(root) = roots.outermost_root_of(path) else {
         return GitState::NoRepository(format!("{} is in no project root", path.display()));
     };
     let ceiling = crate::gitcmd::ceiling_of(root);
@@ -141,12 +143,33 @@ pub fn refuse_hard_link(tool: &str, shown: &str, meta: &std::fs::Metadata) -> Re
     crate::tools::roots::refuse_hard_link(shown, meta).map_err(|e| WriteError::Refused(format!("{tool}: {e}")))
 }
 
-/// Reads `path` as UTF-8 text for an edit or a patch (at most [`MAX_EDIT_FILE_BYTES`]).
-pub fn read_text(tool: &str, path: &Path, shown: &str) -> Result<String, WriteError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => WriteError::Refused(format!("{tool}: {shown} does not exist; herdr_fs_list shows what is there (herdr_fs_write creates a file)")),
-        _ => WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")),
-    })?;
+/// Reads `path` (resolved inside `roots`) as UTF-8 text for an edit or a patch (at most
+/// [`MAX_EDIT_FILE_BYTES`]). The file is opened once, without following a final symlink,
+/// and every check and the read use that open file ([`read_opened`]), so a name swapped
+/// after the path was resolved cannot make it read a file outside the roots.
+pub fn read_text(tool: &str, path: &Path, shown: &str, roots: &Roots) -> Result<String, WriteError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => WriteError::Refused(format!("{tool}: {shown} does not exist; herdr_fs_list shows what is there (herdr_fs_write creates a file)")),
+            _ if e.raw_os_error() == Some(libc::ELOOP) => {
+                WriteError::Refused(format!("{tool}: {shown} is now a symlink (it changed after it was checked); nothing was changed — send the path of the file it names, inside a project root"))
+            }
+            _ => WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")),
+        })?;
+    read_opened(tool, path, shown, roots, file)
+}
+
+/// Reads the open `file` (opened from `path`) as text for an edit or a patch: it must still
+/// be inside a root by its `/proc/self/fd` link ([`Roots::recheck`]), a regular file with
+/// one name, and at most [`MAX_EDIT_FILE_BYTES`] long, all by the open file, not the name.
+pub fn read_opened(tool: &str, path: &Path, shown: &str, roots: &Roots, mut file: std::fs::File) -> Result<String, WriteError> {
+    use std::io::Read;
+    roots.recheck(shown, path, &file).map_err(|e| WriteError::Refused(format!("{tool}: {e}; nothing was changed")))?;
+    let meta = file.metadata().map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
     if !meta.is_file() {
         return Err(WriteError::Refused(format!("{tool}: {shown} is not a regular file")));
     }
@@ -157,7 +180,12 @@ pub fn read_text(tool: &str, path: &Path, shown: &str) -> Result<String, WriteEr
             meta.len()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
+    let mut bytes = Vec::new();
+    // One byte more than the limit: a file that grew after the fstat is refused, not cut.
+    (&mut file).take(MAX_EDIT_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
+    if bytes.len() as u64 > MAX_EDIT_FILE_BYTES {
+        return Err(WriteError::Refused(format!("{tool}: {shown} grew past {MAX_EDIT_FILE_BYTES} bytes while it was read; at most that many are edited here")));
+    }
     String::from_utf8(bytes).map_err(|_| WriteError::Refused(format!("{tool}: {shown} is not UTF-8 text; it is not edited as text")))
 }
 
@@ -209,6 +237,43 @@ pub fn replace_once(shown: &str, text: &str, old: &str, new: &str) -> Result<Str
 mod tests {
     use super::*;
 
+    /// The races of a read for an edit, made deterministic: the path is resolved inside the
+    /// root, then its name is swapped before [`read_text`] runs. Each swap is refused and
+    /// the outside text is never returned.
+    #[test]
+    fn a_name_swapped_after_resolution_is_refused_not_read() {
+        let root_dir = tempfile::tempdir().expect("tempdir");
+        let outside_dir = tempfile::tempdir().expect("tempdir");
+        let (root, outside) = (root_dir.path().canonicalize().expect("c"), outside_dir.path().canonicalize().expect("c"));
+        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+        std::fs::create_dir_all(outside.join("sub")).expect("mkdir");
+        std::fs::write(root.join("a.txt"), "inside\n").expect("w");
+        std::fs::write(root.join("sub/b.txt"), "inside\n").expect("w");
+        std::fs::write(outside.join("secret.txt"), "SECRET\n").expect("w");
+        std::fs::write(outside.join("sub/b.txt"), "SECRET\n").expect("w");
+        let roots = Roots::new([root.clone()], []);
+        let a = roots.resolve("a.txt").expect("resolve");
+        let b = roots.resolve("sub/b.txt").expect("resolve");
+        assert_eq!(read_text("t", &a, "a.txt", &roots), Ok("inside\n".to_owned()));
+        // The final name becomes a symlink to a file outside.
+        std::fs::remove_file(&a).expect("rm");
+        std::os::unix::fs::symlink(outside.join("secret.txt"), &a).expect("symlink");
+        assert!(matches!(read_text("t", &a, "a.txt", &roots), Err(WriteError::Refused(m)) if m.contains("symlink")));
+        // The final name becomes a hard link to a file outside.
+        std::fs::remove_file(&a).expect("rm");
+        std::fs::hard_link(outside.join("secret.txt"), &a).expect("link");
+        assert!(matches!(read_text("t", &a, "a.txt", &roots), Err(WriteError::Refused(m)) if m.contains("hard link") || m.contains("names")));
+        // A directory on the path becomes a symlink to a directory outside: the open
+        // follows it, and the recheck of the open file refuses it.
+        std::fs::remove_dir_all(root.join("sub")).expect("rm");
+        std::os::unix::fs::symlink(outside.join("sub"), root.join("sub")).expect("symlink");
+        let raced = read_text("t", &b, "sub/b.txt", &roots);
+        assert!(matches!(&raced, Err(WriteError::Refused(m)) if !m.contains("SECRET")), "{raced:?}");
+        // The recheck itself, given a file opened outside under the inside name.
+        let opened = std::fs::File::open(outside.join("secret.txt")).expect("open");
+        assert!(matches!(read_opened("t", &a, "a.txt", &roots, opened), Err(WriteError::Refused(_))));
+    }
+
     #[test]
     fn replace_once_needs_exactly_one_match_and_says_how_many() {
         assert_eq!(replace_once("f", "a b a", "b", "c"), Ok("a c a".to_owned()));
@@ -227,6 +292,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
         assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o755);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    /// Nested roots (a pane in a repository's subdirectory listed before the repository's
+    /// own pane): Git looks up to the outermost root, so a committed file there is Clean.
+    #[test]
+    fn with_nested_roots_the_git_ceiling_is_the_outermost_roots_parent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = &std::fs::canonicalize(dir.path()).expect("canonical").join("repo");
+        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+        let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
+        git(&["init", "-q"]);
+        std::fs::write(repo.join("sub/a.txt"), "a\n").expect("w");
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        let roots = Roots::new([], [repo.join("sub"), repo.clone()]);
+        assert_eq!(roots.outermost_root_of(&repo.join("sub/a.txt")), Some(repo.as_path()));
+        assert_eq!(git_state(&repo.join("sub/a.txt"), &roots), GitState::Clean);
     }
 
     #[test]

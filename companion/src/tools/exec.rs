@@ -133,7 +133,8 @@ pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "S
 
 /// A command ready to spawn in its own process group (stdin closed, output piped), with only
 /// the [`INHERITED_ENV`] variables and `LC_*` of the runtime, that dies with the runtime
-/// (`super::procs`).
+/// (`super::procs`). Spawn it from async code on the runtime's worker threads only (never
+/// from `spawn_blocking` or `block_in_place`): the death signal follows the spawning thread.
 pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);
     command.env_clear();

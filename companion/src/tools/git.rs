@@ -21,6 +21,10 @@
 //!   `--no-textconv`, no pager, no colour, no optional locks (a status does not write the
 //!   index), no prompt, no system configuration; every inherited `GIT_*` variable is
 //!   removed. A `.git` file or link to a Git directory outside the roots is refused.
+//! - A diff that reads the work tree (not `staged`, no `to`) is refused when a changed
+//!   file there is a hard link ([`refuse_hard_linked_changes`]), as every other read
+//!   refuses one. `show`, `log`, a staged diff and a diff of two revisions read only
+//!   Git's objects, which hold what was committed or added.
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
 //!   output are kept (the rest is read and dropped, so it never blocks on a full pipe).
 
@@ -33,7 +37,7 @@ use tokio::io::AsyncReadExt;
 
 use super::fs::ToolError;
 use crate::gitcmd::{ceiling_of, filter_overrides, hardened_command, FILTER_QUERY};
-use super::roots::Roots;
+use super::roots::{RootError, Roots};
 
 /// How long one `git` run may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -182,7 +186,7 @@ struct GitOutput {
 /// or a symlink pointing outside the roots (`gitdir:` elsewhere: another repository's
 /// configuration would run).
 pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
-    let top = roots.root_of(dir).map(Path::to_path_buf);
+    let top = roots.outermost_root_of(dir).map(Path::to_path_buf);
     let mut at = Some(dir);
     while let Some(here) = at {
         let dot_git = here.join(".git");
@@ -285,7 +289,7 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
     if !dir.is_dir() {
         return Err(ToolError::Bad(format!("{} is not a directory; send the repository's directory as root", dir.display())));
     }
-    let ceiling = roots.root_of(&dir).map_or_else(|| PathBuf::from("/"), ceiling_of);
+    let ceiling = roots.outermost_root_of(&dir).map_or_else(|| PathBuf::from("/"), ceiling_of);
     let pathspec = match &request.path {
         None => None,
         Some(path) => {
@@ -302,6 +306,49 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
     Ok((dir, ceiling, pathspec))
 }
 
+/// Most bytes of the changed-file list read before a work-tree diff.
+const NAME_LIST_BYTES: u64 = 1024 * 1024;
+
+/// A diff that reads the work tree (not `staged`, no `to`) is refused when a changed file
+/// there has several names (a hard link: another name may be a file outside every root,
+/// and the diff would show its text): the changed files are listed first
+/// (`--name-only`) and each is checked with `lstat` ([`RootError::HardLink`], `refused`). A
+/// list too long to check is refused too.
+async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitRequest, pathspec: Option<&str>) -> Result<(), ToolError> {
+    let mut names = vec!["diff".to_owned(), "--no-ext-diff".to_owned(), "--no-textconv".to_owned(), "--no-relative".to_owned(), "--name-only".to_owned(), "-z".to_owned(), "--end-of-options".to_owned()];
+    names.extend(request.from.iter().cloned());
+    if let Some(pathspec) = pathspec {
+        names.extend(["--".to_owned(), pathspec.to_owned()]);
+    }
+    let top = run_git(dir, ceiling, &["rev-parse".to_owned(), "--show-toplevel".to_owned()], 64 * 1024).await?;
+    let listed = run_git(dir, ceiling, &names, NAME_LIST_BYTES).await?;
+    if !top.ok || !listed.ok {
+        let what = if listed.stderr.is_empty() { top.stderr } else { listed.stderr };
+        return Err(ToolError::Bad(format!("git diff failed in {}: {what}", dir.display())));
+    }
+    if listed.dropped > 0 {
+        return Err(ToolError::Bad(format!("diff: more changed files than can be checked for hard links (over {NAME_LIST_BYTES} bytes of names); send path to diff part of the tree")));
+    }
+    let top = PathBuf::from(String::from_utf8_lossy(&top.stdout).trim_end_matches('\n'));
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let linked = tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::MetadataExt;
+        text.split('\0')
+            .filter(|name| !name.is_empty())
+            .filter_map(|name| std::fs::symlink_metadata(top.join(name)).ok().filter(|m| m.is_file() && m.nlink() > 1).map(|m| (name.to_owned(), m.nlink())))
+            .collect::<Vec<(String, u64)>>()
+    })
+    .await
+    .map_err(|lost| ToolError::Io(format!("the changed files could not be checked ({lost}); retry")))?;
+    let Some((first, links)) = linked.first() else { return Ok(()) };
+    // `refused`, as every hard-linked file is; the path names them all and what to do.
+    let more = if linked.len() > 1 { format!(" (and {} more changed files: {})", linked.len() - 1, linked[1..].iter().map(|l| l.0.as_str()).collect::<Vec<_>>().join(", ")) } else { String::new() };
+    Err(ToolError::Root(RootError::HardLink {
+        path: format!("{first}{more} (changed in the work tree: herdr_git does not diff the work tree while it is there; diff other files with path, or committed content with staged or to)"),
+        links: *links,
+    }))
+}
+
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
     // Resolving and the .git check read the disk: on the blocking pool.
@@ -314,6 +361,9 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let args = arguments(request, pathspec.as_deref())?;
+    if request.action == GitAction::Diff && !request.staged && request.to.is_none() {
+        refuse_hard_linked_changes(&dir, &ceiling, request, pathspec.as_deref()).await?;
+    }
     let output = run_git(&dir, &ceiling, &args, request.max_bytes).await?;
     if !output.ok {
         let what = if output.stderr.is_empty() { "no message".to_owned() } else { output.stderr.clone() };
@@ -412,6 +462,38 @@ mod tests {
     fn sh(dir: &Path, args: &[&str]) {
         let status = std::process::Command::new("git").arg("-C").arg(dir).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git");
         assert!(status.success(), "git {args:?}");
+    }
+
+    /// A tracked file replaced by a hard link to a file outside the roots: the work-tree
+    /// diff is refused and names it; the text outside never appears.
+    #[tokio::test]
+    async fn a_work_tree_diff_refuses_a_hard_linked_file_and_shows_nothing_of_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+        sh(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("sub/a.txt"), "one\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "one\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "one"]);
+        std::fs::write(dir.path().join("secret.txt"), "SECRET\n").expect("w");
+        std::fs::remove_file(repo.join("sub/a.txt")).expect("rm");
+        std::fs::hard_link(dir.path().join("secret.txt"), repo.join("sub/a.txt")).expect("link");
+        std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        let mut diff = request(GitAction::Diff);
+        diff.root = repo.join("sub").display().to_string();
+        let error = git(&roots, &diff).await.expect_err("refused");
+        assert!(matches!(error, ToolError::Root(RootError::HardLink { .. })), "refused as every hard link is: {error}");
+        assert!(error.to_string().contains("sub/a.txt") && error.to_string().contains("hard link") && !error.to_string().contains("SECRET"), "{error}");
+        // Another path is diffed; committed content is shown.
+        diff.root = repo.display().to_string();
+        diff.path = Some("b.txt".to_owned());
+        let shown = git(&roots, &diff).await.expect("diff of another file");
+        assert!(shown["text"].as_str().is_some_and(|t| t.contains("+two") && !t.contains("SECRET")), "{shown}");
+        diff.path = None;
+        diff.staged = true;
+        assert!(git(&roots, &diff).await.is_ok());
     }
 
     #[tokio::test]

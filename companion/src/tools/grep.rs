@@ -7,12 +7,14 @@
 //!   files with several names (hard links; counted in `hard_links_skipped`).
 //! - A directory is searched by `ignore`'s parallel walker, one searcher and matcher per
 //!   thread; the matches are collected and sorted by path (component order, the sorted
-//!   walk's), so the answer is the same as a sorted walk's. When the matches reach a cap,
+//!   walk's), so the answer is the same as a sorted walk's (`order: "path"`). Cut by the
+//!   deadline, it is the matches found in time (`order: "partial"`: another run can
+//!   differ). When a match beyond a cap exists,
 //!   which ones are kept depends on order: the search then runs again as the sorted walk,
 //!   stopping at the cap.
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
-//!   says so. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
+//!   says so (`truncated`) only when a match beyond the cap exists. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -98,14 +100,18 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         max_bytes: usize::try_from(request.max_bytes).unwrap_or(usize::MAX),
         deadline,
         hard_links: AtomicU64::new(0),
+        moved: AtomicU64::new(0),
     };
     let base_is_dir = std::fs::symlink_metadata(&base).map(|m| m.is_dir()).unwrap_or(false);
     // A tree is searched in parallel; when that reaches a cap, the matches kept are the
     // first ones in path order, which only the sorted walk knows: it runs again, in order.
     let found = if base_is_dir { search.parallel() } else { None };
-    let found = match found {
-        Some(found) => found,
-        None => search.sorted(!base_is_dir),
+    let (found, order) = match found {
+        // Cut by the deadline, the parallel walk's matches are the ones found in time, not
+        // the first ones in path order: another run can return others.
+        Some(found) if found.stopped == Some(Stop::Deadline) => (found, "partial"),
+        Some(found) => (found, "path"),
+        None => (search.sorted(!base_is_dir), "path"),
     };
     let mut result = json!({
         "root": base,
@@ -115,14 +121,21 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         "count": found.matches.len(),
         "files_searched": found.files_searched,
         "truncated": found.stopped.is_some(),
+        "order": order,
     });
     let hard_links = search.hard_links.load(Ordering::Relaxed);
     if hard_links > 0 {
         result["hard_links_skipped"] = json!(hard_links);
         result["skipped"] = json!(format!("{hard_links} file(s) with several names (hard links) were not searched: another name may be outside the project roots; copy such a file into the root as a file of its own to search it"));
     }
+    let moved = search.moved.load(Ordering::Relaxed);
+    if moved > 0 {
+        result["moved_skipped"] = json!(moved);
+        result["moved"] = json!(format!("{moved} file(s) were not searched: a directory on their path changed during the search and they now lie outside {}; search again once the tree is stable", base.display()));
+    }
     if found.stopped == Some(Stop::Deadline) {
-        result["note"] = json!(format!("stopped after {} s of searching; narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
+        let which = if order == "partial" { "the matches are those found in time, not the first ones in path order, so another run can differ" } else { "the matches are the first ones in path order" };
+        result["note"] = json!(format!("stopped after {} s of searching ({which}); narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
     } else if let Some(cap) = found.stopped {
         let cap = if cap == Stop::Bytes { "max_bytes" } else { "max_matches" };
         result["note"] = json!(format!("stopped at {cap}; narrow the search with glob or a subdirectory, or raise {cap}"));
@@ -159,6 +172,8 @@ struct Search<'a> {
     deadline: Instant,
     /// Files skipped as hard links.
     hard_links: AtomicU64,
+    /// Files skipped because the open found them outside the base (a path swapped).
+    moved: AtomicU64,
 }
 
 /// A matched line's text without its line end, cut at [`MAX_LINE_CHARS`] characters.
@@ -172,10 +187,17 @@ fn cut_line(line: &str) -> (&str, bool) {
 
 /// Opens a file the walk found for searching: not through a symlink put in its place, and
 /// `None` for a file with several names (a hard link: its other name may be outside every
-/// root), counted in `hard_links`. Unreadable files are skipped, as ripgrep does.
-fn open_plain(path: &Path, hard_links: &AtomicU64) -> Option<File> {
+/// root), counted in `hard_links`, and for a file the open found outside `base` (a
+/// directory on its path swapped for a symlink after the walk listed it: `O_NOFOLLOW`
+/// covers only the last name), counted in `moved`. Unreadable files are skipped, as
+/// ripgrep does.
+fn open_plain(path: &Path, base: &Path, hard_links: &AtomicU64, moved: &AtomicU64) -> Option<File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK).open(path).ok()?;
+    if !opened_beneath(&file, path, base) {
+        moved.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;
@@ -185,6 +207,20 @@ fn open_plain(path: &Path, hard_links: &AtomicU64) -> Option<File> {
         return None;
     }
     Some(file)
+}
+
+/// Whether the open `file` (opened from `path`) is beneath `base`: by its
+/// `/proc/self/fd` link where there is one, else by `path` canonicalised again being
+/// beneath `base` and the same device and inode as the open file.
+fn opened_beneath(file: &File, path: &Path, base: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::io::AsRawFd;
+    if let Ok(now) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        return now.starts_with(base);
+    }
+    let (Ok(opened), Ok(again)) = (file.metadata(), std::fs::canonicalize(path)) else { return false };
+    let Ok(there) = std::fs::metadata(&again) else { return false };
+    again.starts_with(base) && (opened.dev(), opened.ino()) == (there.dev(), there.ino())
 }
 
 fn searcher() -> Searcher {
@@ -242,7 +278,7 @@ impl Search<'_> {
                 if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
                     return WalkState::Continue;
                 }
-                let Some(file) = open_plain(entry.path(), &self.hard_links) else { return WalkState::Continue };
+                let Some(file) = open_plain(entry.path(), self.base, &self.hard_links, &self.moved) else { return WalkState::Continue };
                 searched.fetch_add(1, Ordering::Relaxed);
                 // A read error ends the file's search with what was found, as ripgrep does.
                 let _ = searcher.search_file(
@@ -251,8 +287,9 @@ impl Search<'_> {
                     Lossy(|line_number, line| {
                         let (text, cut) = cut_line(line);
                         let over_bytes = bytes.fetch_add(text.len(), Ordering::Relaxed) + text.len() > self.max_bytes;
-                        let at_count = count.fetch_add(1, Ordering::Relaxed) + 1 >= self.max_matches;
-                        if over_bytes || at_count {
+                        // A match beyond the cap exists: only then is the answer cut.
+                        let over_count = count.fetch_add(1, Ordering::Relaxed) + 1 > self.max_matches;
+                        if over_bytes || over_count {
                             capped.store(true, Ordering::Relaxed);
                             return Ok(false);
                         }
@@ -286,6 +323,7 @@ impl Search<'_> {
     /// The sorted walk: files in path order, stopping at the first cap reached.
     fn sorted(&self, base_is_file: bool) -> Found {
         self.hard_links.store(0, Ordering::Relaxed);
+        self.moved.store(0, Ordering::Relaxed);
         let mut searcher = searcher();
         let mut found = Found { matches: Vec::new(), files_searched: 0, stopped: None };
         let mut bytes = 0usize;
@@ -302,7 +340,7 @@ impl Search<'_> {
             if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
                 continue;
             }
-            let Some(file) = open_plain(entry.path(), &self.hard_links) else { continue };
+            let Some(file) = open_plain(entry.path(), self.base, &self.hard_links, &self.moved) else { continue };
             found.files_searched += 1;
             let shown = relative.to_string_lossy();
             let (matches, stopped) = (&mut found.matches, &mut found.stopped);
@@ -311,6 +349,11 @@ impl Search<'_> {
                 &self.matcher,
                 &file,
                 Lossy(|line_number, line| {
+                    // A match beyond the cap exists: only then is the answer cut.
+                    if matches.len() >= self.max_matches {
+                        *stopped = Some(Stop::Matches);
+                        return Ok(false);
+                    }
                     let (text, cut) = cut_line(line);
                     if bytes + text.len() > self.max_bytes {
                         *stopped = Some(Stop::Bytes);
@@ -318,10 +361,6 @@ impl Search<'_> {
                     }
                     bytes += text.len();
                     matches.push(hit_json(&shown, (line_number, text.to_owned(), cut)));
-                    if matches.len() >= self.max_matches {
-                        *stopped = Some(Stop::Matches);
-                        return Ok(false);
-                    }
                     Ok(true)
                 }),
             );
@@ -371,6 +410,24 @@ mod tests {
         insensitive.glob = Some("*.txt".to_owned());
         assert_eq!(found(&grep(&roots, &insensitive).expect("grep")), ["b.txt:1", "b.txt:2"]);
         assert_eq!(found(&grep(&roots, &request("src/b.txt", "again", false)).expect("grep")), ["b.txt:2"]);
+    }
+
+    /// The race of a directory swapped after the walk listed it, made deterministic: the
+    /// walk's path is opened after its directory became a symlink to one outside.
+    #[test]
+    fn a_file_opened_outside_the_base_through_a_swapped_directory_is_not_searched() {
+        let (dir, _roots) = tree();
+        let outside = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("c");
+        std::fs::create_dir_all(outside.path().join("src")).expect("mkdir");
+        std::fs::write(outside.path().join("src/a.rs"), "SECRET needle\n").expect("w");
+        let listed = base.join("src/a.rs");
+        let (links, moved) = (AtomicU64::new(0), AtomicU64::new(0));
+        assert!(open_plain(&listed, &base, &links, &moved).is_some());
+        std::fs::remove_dir_all(base.join("src")).expect("rm");
+        std::os::unix::fs::symlink(outside.path().join("src"), base.join("src")).expect("symlink");
+        assert!(open_plain(&listed, &base, &links, &moved).is_none());
+        assert_eq!((links.into_inner(), moved.into_inner()), (0, 1));
     }
 
     #[test]

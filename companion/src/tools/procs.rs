@@ -20,6 +20,11 @@
 //!   lives, so one proven member proves the whole group. Without proof (the group is gone,
 //!   the id belongs to someone else, another user's process, another boot), nothing is
 //!   killed.
+//! - The limit: after a crash the leader has already died of its death signal, so the
+//!   identity proves a group only when the runtime restarts without having died (the
+//!   runtime's own restart with the leader alive). After a crash the environment variable
+//!   is the only proof, and survivors that cleared their environment (`env -i`, some test
+//!   runners) are not killed: they run on until they end or someone stops them.
 //! - Outside Linux there is no `/proc`: no identity is recorded and nothing is killed at the
 //!   next start (the rows still read `interrupted`).
 
@@ -128,6 +133,24 @@ pub fn die_with_the_runtime(command: &mut tokio::process::Command) {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// The leader with the recorded identity proves the group even when no member carries
+    /// the session's variable (a leader that cleared its environment).
+    #[test]
+    fn the_leaders_recorded_identity_alone_proves_the_group() {
+        let mut child = std::process::Command::new("sleep");
+        std::os::unix::process::CommandExt::process_group(&mut child, 0);
+        let mut child = child.arg("30").env_clear().spawn().expect("spawn sleep");
+        let pid = child.id();
+        let identity = start_identity(pid).expect("identity");
+        // A start time off by one tick is not the leader: not killed.
+        let (boot, start) = identity.rsplit_once(':').expect("boot:start");
+        let later = format!("{boot}:{}", start.parse::<u64>().expect("ticks") + 1);
+        assert!(!kill_recorded_group(pid, Some(&later), "xs-c"));
+        assert!(child.try_wait().expect("wait").is_none(), "a process without proof was killed");
+        assert!(kill_recorded_group(pid, Some(&identity), "xs-c"));
+        assert!(!child.wait().expect("wait").success());
+    }
 
     #[test]
     fn a_group_is_killed_only_with_proof_that_it_is_the_sessions() {

@@ -232,6 +232,14 @@ impl Roots {
         self.roots.iter().find(|root| canonical.starts_with(root)).map(PathBuf::as_path)
     }
 
+    /// The outermost root `path` (canonical) lies in (fewest components), if any: where a
+    /// search upwards (Git's for its repository) may go no higher. With nested roots
+    /// (`/repo/sub` and `/repo`), a path under both belongs to `/repo` here, whatever the
+    /// roots' order.
+    pub fn outermost_root_of(&self, canonical: &Path) -> Option<&Path> {
+        self.roots.iter().filter(|root| canonical.starts_with(root)).min_by_key(|root| root.components().count()).map(PathBuf::as_path)
+    }
+
     /// `path` resolved inside a root: absolute, or relative to the one root (with several
     /// roots, relative to the only root under which it exists). Symlinks and `..` are
     /// resolved by the file system; a missing tail (a file to create) is plain names.

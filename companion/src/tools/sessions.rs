@@ -17,7 +17,7 @@
 //!   SIGKILL after [`KILL_GRACE`].
 
 use std::collections::{HashMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -167,31 +167,48 @@ impl ExecSessions {
             )));
         }
         let id = format!("xs-{}", &crate::db::random_hex_128().map_err(|e| SessionError::Store(DbError::Random(e)))?[..16]);
-        let shown_command = serde_json::to_string(argv).unwrap_or_default();
+        let (this, owner, argv, cwd) = (self.clone(), owner.to_owned(), argv.to_vec(), cwd.to_path_buf());
+        // Everything from the row to the end of the process runs in its own task: a caller
+        // that goes away (the request future dropped) cannot leave a started group without
+        // its waiter, nor a live entry that never ends (it would hold a slot until restart).
+        let (answer, reply) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move { this.run(id, owner, argv, cwd, now, answer).await });
+        reply.await.unwrap_or_else(|_| Err(SessionError::Refused("herdr_exec_start: the session task ended before it answered; start it again".to_owned())))
+    }
+
+    /// [`Self::start`]'s task: the row, the spawn, the recorded group, then the wait. The
+    /// first answer goes to `answer`; the task runs on whether or not anyone hears it.
+    async fn run(self: Arc<Self>, id: String, owner: String, argv: Vec<String>, cwd: PathBuf, now: i64, answer: tokio::sync::oneshot::Sender<Result<Value, SessionError>>) {
+        let shown_command = serde_json::to_string(&argv).unwrap_or_default();
         let cwd_text = cwd.display().to_string();
         {
-            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.to_owned()));
-            off_worker(move || -> Result<(), DbError> {
+            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.clone()));
+            let inserted = off_worker(move || -> Result<(), DbError> {
                 lock(&conn).execute(
                     "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES (?1, ?6, ?2, ?3, ?4, ?5, 'running')",
                     params![row.0, row.1, row.2, row.3, now, row.4],
                 )?;
                 Ok(())
             })
-            .await?;
+            .await;
+            if let Err(e) = inserted {
+                let _ = answer.send(Err(SessionError::Store(e)));
+                return;
+            }
         }
-        let mut child = match command(argv, cwd).env(super::procs::SESSION_ENV, &id).spawn() {
+        let mut child = match command(&argv, &cwd).env(super::procs::SESSION_ENV, &id).spawn() {
             Ok(child) => child,
             Err(e) => {
-                self.finish(&id, "failed", None).await?;
-                return Err(SessionError::Refused(format!(
+                let _ = self.finish(&id, "failed", None).await;
+                let _ = answer.send(Err(SessionError::Refused(format!(
                     "herdr_exec_start: {} could not be started ({e}); check the program name (no shell runs unless you send [\"sh\",\"-c\",\"…\"])",
                     argv[0]
-                )));
+                ))));
+                return;
             }
         };
         let live = Arc::new(Live {
-            owner: owner.to_owned(),
+            owner: owner.clone(),
             stdout: Mutex::new(Ring::default()),
             stderr: Mutex::new(Ring::default()),
             pgid: child.id().unwrap_or(0),
@@ -200,35 +217,36 @@ impl ExecSessions {
         });
         lock(&self.live).insert(id.clone(), live.clone());
         {
-            let (conn, id, pgid) = (self.conn.clone(), id.clone(), live.pgid);
+            let (conn, row, pgid) = (self.conn.clone(), id.clone(), live.pgid);
             let identity = super::procs::start_identity(pgid);
             // Unrecorded, a crash would leave the group to its death signal alone: the
-            // session is not started then (the group is killed).
+            // session is not started then (the group is killed, its entry and row end).
             let recorded = off_worker(move || -> Result<(), DbError> {
-                lock(&conn).execute("UPDATE exec_sessions SET pgid = ?2, start_identity = ?3 WHERE id = ?1", params![id, pgid, identity])?;
+                lock(&conn).execute("UPDATE exec_sessions SET pgid = ?2, start_identity = ?3 WHERE id = ?1", params![row, pgid, identity])?;
                 Ok(())
             })
             .await;
             if let Err(e) = recorded {
                 live.killed.store(true, std::sync::atomic::Ordering::SeqCst);
                 kill_group(live.pgid, libc::SIGKILL);
-                return Err(SessionError::Store(e));
+                let _ = child.wait().await;
+                *lock(&live.end) = Some(("failed", None));
+                lock(&self.live).remove(&id);
+                let _ = self.finish(&id, "failed", None).await;
+                let _ = answer.send(Err(SessionError::Store(e)));
+                return;
             }
         }
+        let _ = answer.send(Ok(json!({"session_id": id, "state": "running", "cwd": cwd_text, "command": argv})));
         let pumps = (child.stdout.take().map(|s| tokio::spawn(pump(s, live.clone(), false))), child.stderr.take().map(|s| tokio::spawn(pump(s, live.clone(), true))));
-        let this = self.clone();
-        let session = id.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await.ok();
-            for p in [pumps.0, pumps.1].into_iter().flatten() {
-                let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
-            }
-            let code = status.and_then(|s| s.code());
-            let state = if live.killed.load(std::sync::atomic::Ordering::SeqCst) { "killed" } else { "exited" };
-            *lock(&live.end) = Some((state, code));
-            let _ = this.finish(&session, state, code).await;
-        });
-        Ok(json!({"session_id": id, "state": "running", "cwd": cwd_text, "command": argv}))
+        let status = child.wait().await.ok();
+        for p in [pumps.0, pumps.1].into_iter().flatten() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
+        }
+        let code = status.and_then(|s| s.code());
+        let state = if live.killed.load(std::sync::atomic::Ordering::SeqCst) { "killed" } else { "exited" };
+        *lock(&live.end) = Some((state, code));
+        let _ = self.finish(&id, state, code).await;
     }
 
     async fn finish(&self, id: &str, state: &'static str, code: Option<i32>) -> Result<(), DbError> {
@@ -333,6 +351,47 @@ mod tests {
         assert_eq!((data.len(), dropped, next), (4, 2, 6));
         let (data, _, next) = ring.read(RING_BYTES as u64, 10);
         assert_eq!((data, next), (b"bc".to_vec(), RING_BYTES as u64 + 2));
+    }
+
+    /// A request dropped after the child started (between the spawn and the recorded
+    /// group, where the old code awaited) must not leave a live entry that never ends: the
+    /// session still runs to its end and frees its slot.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_start_dropped_after_the_spawn_still_ends_and_frees_its_slot() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sessions = Arc::new(ExecSessions::open(&dir.path().join("state.db"), "boot1").expect("open"));
+        let argv: Vec<String> = ["sh", "-c", "exit 3"].iter().map(|s| (*s).to_owned()).collect();
+        let mut start = Box::pin(sessions.start("mcp", &argv, dir.path(), 1));
+        // Once the row is stored, the test holds the connection: recording the group then
+        // waits, so the request is dropped after the spawn and before the record, every run.
+        let mut held = None;
+        loop {
+            if held.is_none() {
+                let conn = lock(&sessions.conn);
+                let stored: i64 = conn.query_row("SELECT COUNT(*) FROM exec_sessions", [], |r| r.get(0)).expect("count");
+                if stored > 0 {
+                    held = Some(conn);
+                }
+            }
+            let done = std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(start.as_mut(), cx).is_ready())).await;
+            assert!(!done, "the start answered before its group was recorded");
+            if !lock(&sessions.live).is_empty() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(start);
+        drop(held);
+        // Wait for the session's end (a condition, bounded so a leak fails the test).
+        for _ in 0..500 {
+            if !lock(&sessions.live).is_empty() && sessions.running() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(sessions.running(), 0, "a dropped start left a session that never ends");
+        let ended: Vec<_> = lock(&sessions.live).values().map(|l| *lock(&l.end)).collect();
+        assert_eq!(ended, [Some(("exited", Some(3)))]);
     }
 
     #[tokio::test]

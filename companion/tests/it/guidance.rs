@@ -11,8 +11,8 @@ use companion::inbox::store::NewTask;
 use companion::inbox::transition::{Ending, TaskState};
 use companion::inbox::{result_summary, Inbox, Notify};
 use companion::judge::advice::RouteAdvisor;
-use companion::judge::JudgeService;
-use continuity_protocol::TaskTrigger;
+use companion::judge::{JudgeService, Stages};
+use continuity_protocol::{JudgeSource, TaskTrigger};
 use serde_json::{json, Value};
 
 use crate::provider_standin::{Behaviour, ProviderStandin};
@@ -23,6 +23,7 @@ struct Rig {
     _dir: tempfile::TempDir,
     inbox: Arc<Inbox>,
     changes: Arc<Mutex<Vec<Value>>>,
+    judge: Arc<JudgeService>,
 }
 
 /// An inbox whose advisor is a judge reading `judge` (config.json's `judge` section).
@@ -32,12 +33,20 @@ fn rig(judge: Value) -> Rig {
     std::fs::write(&path, json!({"judge": judge}).to_string()).expect("config");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let service = Arc::new(JudgeService::new(dir.path().to_path_buf(), None).expect("judge"));
-    let advisor: Arc<dyn AttentionAdvisor> = Arc::new(RouteAdvisor::new(service));
+    let advisor: Arc<dyn AttentionAdvisor> = Arc::new(RouteAdvisor::new(Arc::clone(&service)));
     let changes = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&changes);
     let notify: Notify = Box::new(move |e| sink.lock().expect("lock").push(e));
     let inbox = Inbox::open(&dir.path().join("state.db"), Some(advisor), companion::inbox::ROUTE_ADVICE_TIMEOUT, notify).expect("inbox");
-    Rig { _dir: dir, inbox, changes }
+    Rig { _dir: dir, inbox, changes, judge: service }
+}
+
+/// `behaviour`'s answer, given after `ms` milliseconds.
+fn slow(behaviour: Behaviour, ms: u64) -> Behaviour {
+    match behaviour {
+        Behaviour::Answer(body) => Behaviour::Slow(std::time::Duration::from_millis(ms), body),
+        other => panic!("only an answer can be slowed: {other:?}"),
+    }
 }
 
 fn chat_route(name: &str, standin: &ProviderStandin) -> Value {
@@ -89,7 +98,9 @@ fn frozen_view(body: &Value) -> Value {
 
 #[test]
 fn guidance_from_a_chat_route_is_attached_after_the_fact_and_within_its_deadline() {
-    let chat = ProviderStandin::start(ProviderStandin::chat(ADVICE));
+    // The route takes a while: had finish() waited for the ask, the advice would already
+    // be attached when the fact is first read.
+    let chat = ProviderStandin::start(slow(ProviderStandin::chat(ADVICE), 500));
     let rig = rig(json!({"routes": [chat_route("small", &chat)], "call_timeout_ms": 2000, "pool_deadline_ms": 3000}));
     block_on(async {
         insert(&rig, "t1", "w1:p1", "run the tests").await;
@@ -130,7 +141,11 @@ fn a_slow_failing_or_garbled_route_leaves_the_wake_unchanged() {
             insert(&rig, "t1", "w1:p1", "run the tests").await;
             let handle = settle(&rig, "t1", "w1:p1", "done").await.expect("the advisor is asked");
             assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "{behaviour:?}: the fact does not wait");
-            handle.await.expect("advice task ends within the pool deadline");
+            // The pool's 400 ms deadline bounds it, not the runtime's 15 s outer bound.
+            tokio::time::timeout(std::time::Duration::from_secs(1), handle)
+                .await
+                .unwrap_or_else(|_| panic!("{behaviour:?}: the ask outlived its 400 ms pool deadline"))
+                .expect("advice task");
             assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "{behaviour:?}: no guidance");
         });
         assert_eq!(chat.seen().len(), 1, "{behaviour:?}: asked once, never retried");
@@ -190,4 +205,42 @@ fn at_most_sixteen_children_and_sixteen_running_siblings_are_frozen() {
     assert_eq!(view["running_siblings"].as_array().map(Vec::len), Some(16), "{view}");
     let children: Vec<&str> = view["children"].as_array().expect("children").iter().filter_map(|c| c["task_id"].as_str()).collect();
     assert!(children.contains(&"done-19"), "the task the advice is for is always in the view: {children:?}");
+}
+
+#[test]
+fn a_failed_guidance_ask_never_cools_the_turn_end_judges_route() {
+    // The route answers a fenced object: the turn-end judge reads it, the strict guidance
+    // parser does not. The failed ask cools the route for guidance only (a separate pool).
+    let chat = ProviderStandin::start(ProviderStandin::chat("```json\n{\"verdict\": \"done\", \"reason\": \"the next steps are the user's\"}\n```"));
+    let rig = rig(json!({"routes": [chat_route("small", &chat)], "cooldown_ms": 3_600_000}));
+    let pending_reply = "The config loader is finished and its tests pass. Next I'll write the route pool and its cooldown tests.";
+    let verdict = block_on(async {
+        insert(&rig, "t1", "w1:p1", "run the tests").await;
+        settle(&rig, "t1", "w1:p1", "done").await.expect("asked").await.expect("advice task");
+        assert_eq!(pending(&rig).await, [("t1".to_owned(), None)], "the fenced answer is no guidance");
+        rig.judge.turn_end("go on", pending_reply, "chat-a", Stages::All).await.expect("judge")
+    });
+    assert_eq!(verdict.source, JudgeSource::Llm, "the judge still asks its chat route: {verdict:?}");
+    assert_eq!(chat.seen().len(), 2, "one guidance ask, one judge ask");
+}
+
+#[test]
+fn a_burst_of_finished_tasks_asks_at_most_two_at_once_and_skips_the_rest() {
+    // Three tasks end while the route is slow: two asks go out, the third is skipped (its
+    // item keeps guidance: null, the reason in runtime.log) rather than queued or sent.
+    let chat = ProviderStandin::start(slow(ProviderStandin::chat(ADVICE), 2000));
+    let rig = rig(json!({"routes": [chat_route("small", &chat)], "call_timeout_ms": 5000, "pool_deadline_ms": 6000}));
+    let advised = block_on(async {
+        let mut handles = Vec::new();
+        for (id, pane) in [("t1", "w1:p1"), ("t2", "w1:p2"), ("t3", "w1:p3")] {
+            insert(&rig, id, pane, "build").await;
+            handles.push(settle(&rig, id, pane, "ok").await.expect("asked"));
+        }
+        for handle in handles {
+            handle.await.expect("advice task");
+        }
+        pending(&rig).await.into_iter().filter(|(_, g)| g.is_some()).count()
+    });
+    assert_eq!(chat.seen().len(), 2, "at most two asks in flight");
+    assert_eq!(advised, 2, "the skipped task keeps guidance: null");
 }

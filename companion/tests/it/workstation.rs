@@ -289,8 +289,13 @@ fn a_parallel_grep_answers_the_sorted_walks_matches_in_path_order() {
     for _ in 0..5 {
         assert_eq!(grep(&roots, &request(1000, 100_000)).expect("grep"), all, "the same answer on every run");
     }
-    // At a cap: the first matches in path order, and the note says which cap.
-    for max in [1u64, 3, 9, expected.len() as u64] {
+    // Exactly as many matches as the cap: all of them, and nothing is cut.
+    let exact = grep(&roots, &request(expected.len() as u64, 100_000)).expect("grep");
+    assert_eq!(found(&exact), expected, "{exact}");
+    assert_eq!((exact["truncated"].as_bool(), exact.get("note")), (Some(false), None), "{exact}");
+    // At a cap with a match beyond it: the first matches in path order, and the note says
+    // which cap.
+    for max in [1u64, 3, 9, expected.len() as u64 - 1] {
         let capped = grep(&roots, &request(max, 100_000)).expect("grep");
         assert_eq!(found(&capped), expected[..max as usize], "max_matches {max}: {capped}");
         assert_eq!(capped["truncated"], true, "max_matches {max}: {capped}");

@@ -69,6 +69,7 @@ impl Continuity {
             (Purpose::InboxCheck { scope_key, workspace_id }, result) => {
                 self.inbox_checked(now, &scope_key, &workspace_id, result);
             }
+            (Purpose::GuidanceRead { scope_key }, result) => self.guidance_read(&scope_key, result),
             (Purpose::Ack { scope_key, task_ids }, result) => {
                 let retry_later = !ack_settled(&result);
                 if let Some(status) = self.scopes.get_mut(&scope_key) {

@@ -63,9 +63,14 @@ impl TaskGuidance {
     }
 }
 
-/// The line inside the task facts' fence that carries a task's guidance note.
-pub fn note_line(guidance: &TaskGuidance) -> Option<String> {
-    guidance.note.as_ref().map(|note| format!("\n| advice note: {note}"))
+/// The line inside the task facts' fence that carries a task's guidance note, labelled in
+/// `language`.
+pub fn note_line(guidance: &TaskGuidance, language: Language) -> Option<String> {
+    let label = match language {
+        Language::En => "advice note: ",
+        Language::Zh => "建议说明：",
+    };
+    guidance.note.as_ref().map(|note| format!("\n| {label}{note}"))
 }
 
 /// The advice paragraph after a wake's task facts: one line per task with guidance, in

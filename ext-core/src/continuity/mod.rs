@@ -87,6 +87,7 @@ mod deliveries;
 mod drains;
 mod guidance;
 mod goal;
+mod guidance_sync;
 mod inbox_sync;
 mod io;
 mod manual;
@@ -206,6 +207,8 @@ enum Purpose {
     Counts { scope_key: String },
     /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
     InboxCheck { scope_key: String, workspace_id: String },
+    /// `inbox.pending` for the guidance of a pending wake's tasks only (never wakes).
+    GuidanceRead { scope_key: String },
     CheckPanes { tab: TabId },
     CheckRead { tab: TabId },
     Judge { tab: TabId },
@@ -531,16 +534,7 @@ impl Continuity {
             ContinuityInput::InboxChanged {
                 session_ref,
                 counts,
-            } => {
-                for status in self.scopes_with_ref(&session_ref) {
-                    // New unacknowledged results: read them once the scope is quiet.
-                    if counts.unacked > status.counts.map_or(0, |c| c.unacked) {
-                        status.inbox_check_due = true;
-                    }
-                    status.counts = Some(counts);
-                    status.inbox_missing = false;
-                }
-            }
+            } => self.inbox_changed(&session_ref, counts),
             ContinuityInput::PageReported { tab, report } => {
                 let page = self.handoff_visit_kind(tab, classify_url(&report.url));
                 self.bindings.handle(now, BindingInput::PageVisited { tab, page });

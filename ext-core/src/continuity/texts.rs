@@ -103,7 +103,7 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, 
             facts.push_str(&format!("\n| {line}"));
         }
         // A model's guidance note is data like the output: inside the fence.
-        if let Some(note) = task.guidance.as_ref().and_then(super::guidance::note_line) {
+        if let Some(note) = task.guidance.as_ref().and_then(|g| super::guidance::note_line(g, language)) {
             facts.push_str(&note);
         }
     }

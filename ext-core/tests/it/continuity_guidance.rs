@@ -3,6 +3,9 @@
 //! inside the facts' data fence), and the HUD lists it while the task is pending.
 
 use crate::continuity::{bound_with_auto, drain, event, task, TAB};
+use ext_core::continuity::{ContinuityInput, TaskCounts};
+
+const SESSION: &str = "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 use crate::fence::{fence_of, forged};
 use ext_core::continuity::{InboxTask, TaskGuidance};
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
@@ -66,4 +69,46 @@ fn without_guidance_the_wake_is_unchanged() {
     assert!(!plain[0].contains("Parent guidance") && !plain[0].contains("advice note"), "{}", plain[0]);
     let unknown = InboxTask { guidance: TaskGuidance::from_wire(&json!({"kind": "ship_it", "note": "go"})), ..task("t1") };
     assert_eq!(wake_of(&[unknown]), plain, "an unknown kind is no guidance");
+}
+
+#[test]
+fn guidance_that_arrives_after_the_settles_read_reaches_the_hud_without_a_second_wake() {
+    // Auto off: the settle's inbox read sees the task before the advisor has answered, so
+    // the wake stays pending without guidance. The advice then lands in the inbox and the
+    // runtime announces it with unchanged counts: a HUD-only re-read merges it by task id.
+    let (mut c, mut log) = bound_with_auto(false);
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    let counts = TaskCounts { unacked: 1, ..TaskCounts::default() };
+    c.handle(2, ContinuityInput::InboxChanged { session_ref: SESSION.into(), counts });
+    drain(&mut c, 2, &[task("t1")], &mut log);
+    assert!(c.page_view(TAB).expect("view").guidance.is_empty());
+    log.clear();
+    c.handle(3, ContinuityInput::InboxChanged { session_ref: SESSION.into(), counts });
+    // The re-read also sees a task this wake does not carry: it is not added.
+    drain(&mut c, 3, &[advised("t1", "needs_human", "asks for a key"), advised("t9", "blocker", "x")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "one HUD re-read: {log:?}");
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "a guidance re-read never wakes: {log:?}");
+    let view = c.page_view(TAB).expect("view");
+    let lines: Vec<(String, String, Option<String>)> = view.guidance.iter().map(|g| (g.task_id.clone(), g.kind.clone(), g.note.clone())).collect();
+    assert_eq!(lines, [("t1".to_owned(), "needs_human".to_owned(), Some("asks for a key".to_owned()))]);
+    // Auto on later: the pending wake now carries the advice.
+    c.handle(4, ContinuityInput::ToggleAuto { tab: TAB });
+    drain(&mut c, 4, &[], &mut log);
+    let wakes: Vec<&String> = log.iter().filter(|l| l.starts_with("deliver")).collect();
+    assert_eq!(wakes.len(), 1, "{log:?}");
+    assert!(wakes[0].contains("- t1: a person should look at it") && !wakes[0].contains("t9"), "{}", wakes[0]);
+}
+
+#[test]
+fn a_zh_wake_labels_the_models_note_in_chinese() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::LanguageChanged { language: ext_core::wake::Language::Zh });
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 2, &[advised("t1", "needs_human", "asks for a key")], &mut log);
+    let wakes: Vec<&String> = log.iter().filter(|l| l.starts_with("deliver")).collect();
+    assert_eq!(wakes.len(), 1, "{log:?}");
+    assert!(wakes[0].contains("\n| 建议说明：asks for a key"), "{}", wakes[0]);
+    assert!(!wakes[0].contains("advice note"), "no English label in a zh wake: {}", wakes[0]);
 }
