@@ -67,6 +67,12 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
     } else {
         let params: GoalEvidenceParams = typed(request, "{\"browser_session_ref\": \"…\", \"workspace_id\": \"…\"}")?;
         check_ref(method, &params.browser_session_ref)?;
+        if let Some(workspace_id) = &params.workspace_id {
+            let max = continuity_protocol::limits::MAX_REF_CHARS;
+            if workspace_id.trim().is_empty() || workspace_id.chars().count() > max || workspace_id.chars().any(char::is_control) {
+                return Err((ErrorCode::BadRequest, format!("{method}: params.workspace_id must be the bound workspace's id (1 to {max} characters, no control character), or left out")));
+            }
+        }
         let state = memory.goal_of(params.browser_session_ref.clone()).await.map_err(|e| memory_error(method, e))?;
         (params.browser_session_ref, params.workspace_id, state)
     };

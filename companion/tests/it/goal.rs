@@ -136,6 +136,8 @@ fn goal_params_are_checked_and_bounded_j7() {
         ("goal.set", json!({"browser_session_ref": scope, "goal": "x".repeat(3000)}), "at most 2048"),
         ("goal.set", json!({"browser_session_ref": "", "goal": "x"}), "browser_session_ref"),
         ("goal.evidence", json!({}), "browser_session_ref"),
+        ("goal.evidence", json!({"browser_session_ref": scope, "workspace_id": "w".repeat(257)}), "workspace_id"),
+        ("goal.evidence", json!({"browser_session_ref": scope, "workspace_id": ""}), "workspace_id"),
     ];
     for (method, params, says) in cases {
         let answer = client.call(method, params);
