@@ -48,6 +48,15 @@ else
   say "adding rust target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
+# The lint gate of npm test runs rustfmt and clippy.
+for comp in rustfmt clippy; do
+  if rustup component list --installed | grep -q "^$comp"; then
+    say "skip rust component: $comp installed"
+  else
+    say "adding rust component $comp"
+    rustup component add "$comp"
+  fi
+done
 
 # 3. wasm-bindgen-cli at exactly the wasm-bindgen crate version in Cargo.lock.
 wb_want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"

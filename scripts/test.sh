@@ -89,9 +89,9 @@ part_times+=("build $((SECONDS - started))")
 # they run in headless Chromium through scripts/test-wasm.sh, so native cargo test skips it.
 run_suite cargo-test count_rust cargo test --workspace --exclude ext-shell --no-fail-fast
 run_suite wasm-test count_rust bash scripts/test-wasm.sh
-# Lint gate: clippy with every warning an error (the workspace's lints in Cargo.toml, e.g.
-# unwrap_used = deny).
-run_suite lint count_exit bash -c 'cargo clippy --workspace --all-targets --quiet -- -D warnings'
+# Lint gate: the code is as rustfmt.toml formats it, and clippy passes with every warning an
+# error (the workspace's lints in Cargo.toml, e.g. unwrap_used = deny).
+run_suite lint count_exit bash -c 'cargo fmt --all --check && cargo clippy --workspace --all-targets --quiet -- -D warnings'
 # The companion must build for macOS (issue 8): cargo check for aarch64-apple-darwin, with
 # rusqlite's bundled SQLite compiled by zig through scripts/zig-cc-macos.sh (setup.sh
 # installs the target and zig). Its own target/aarch64-apple-darwin keeps it incremental.

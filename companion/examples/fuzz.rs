@@ -63,8 +63,12 @@ async fn main() {
             let case_seed = rng.next_u64();
             let mut case = Rng::new(case_seed);
             let outcome = match target {
-                0 => std::panic::catch_unwind(AssertUnwindSafe(|| fuzz::framing_case(&mut case).map(drop))).unwrap_or_else(|p| Err(panic_text(&*p))),
-                1 => AssertUnwindSafe(fuzz::lines_case(&mut case)).catch_unwind().await.map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop)),
+                0 => std::panic::catch_unwind(AssertUnwindSafe(|| fuzz::framing_case(&mut case).map(drop)))
+                    .unwrap_or_else(|p| Err(panic_text(&*p))),
+                1 => AssertUnwindSafe(fuzz::lines_case(&mut case))
+                    .catch_unwind()
+                    .await
+                    .map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop)),
                 2 => std::panic::catch_unwind(AssertUnwindSafe(|| {
                     let line = fuzz::hostile_line(&mut case);
                     let _ = companion::protocol::parse_request(&line);
@@ -74,10 +78,16 @@ async fn main() {
                     let _ = companion::journal::ConversationUrl::parse(&fuzz::hostile_string(&mut case));
                 }))
                 .map_err(|p| panic_text(&*p)),
-                5 => AssertUnwindSafe(fuzz::bridge_case(&router, &client, &mut case, &log)).catch_unwind().await.map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop)),
+                5 => AssertUnwindSafe(fuzz::bridge_case(&router, &client, &mut case, &log))
+                    .catch_unwind()
+                    .await
+                    .map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop)),
                 _ => {
                     let line = fuzz::hostile_line(&mut case);
-                    AssertUnwindSafe(fuzz::request_case(&router, &client, &line, &log)).catch_unwind().await.map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop))
+                    AssertUnwindSafe(fuzz::request_case(&router, &client, &line, &log))
+                        .catch_unwind()
+                        .await
+                        .map_or_else(|p| Err(panic_text(&*p)), |r| r.map(drop))
                 }
             };
             tally.record(outcome.map_err(|why| format!("seed {case_seed}: {why}")));

@@ -343,7 +343,9 @@ pub fn without_values(error: &serde_json::Error) -> String {
     let message = text.strip_suffix(&suffix).unwrap_or(&text);
     let expected = message.split_once(", expected ").map(|(_, expected)| expected);
     let shown = match (message.split(':').next().unwrap_or(""), expected) {
-        (m, _) if m.starts_with("unknown field") || m.starts_with("missing field") || m.starts_with("duplicate field") => message.to_owned(),
+        (m, _) if m.starts_with("unknown field") || m.starts_with("missing field") || m.starts_with("duplicate field") => {
+            message.to_owned()
+        }
         ("invalid type", Some(expected)) => format!("a value has the wrong type (expected {expected})"),
         ("invalid value", Some(expected)) => format!("a value is not allowed (expected {expected})"),
         ("invalid length", Some(expected)) => format!("a list has the wrong length (expected {expected})"),
@@ -372,12 +374,20 @@ mod tests {
         let config = Config::parse(r#"{"mcp":{"bearer_token":"t"},"judge":{"routes":[]}}"#).expect("valid");
         assert_eq!(config.judge, JudgeConfig::default());
         assert_eq!(Config::parse("{}").expect("valid"), Config::default());
-        let config = Config::parse(&format!(r#"{{"judge":{{"routes":[{}],"threshold":0.9}}}}"#, route("openai-chat", "https://x.test/v1"))).expect("valid");
+        let config = Config::parse(&format!(r#"{{"judge":{{"routes":[{}],"threshold":0.9}}}}"#, route("openai-chat", "https://x.test/v1")))
+            .expect("valid");
         assert_eq!(config.judge.routes[0].protocol.capability(), Capability::Chat);
         assert_eq!(config.judge.threshold, 0.9);
-        let vercel = Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "https://jev.example.vercel.app/api/systemone"))).expect("decision-vercel is served");
+        let vercel = Config::parse(&format!(
+            r#"{{"judge":{{"routes":[{}]}}}}"#,
+            route("decision-vercel", "https://jev.example.vercel.app/api/systemone")
+        ))
+        .expect("decision-vercel is served");
         assert_eq!(vercel.judge.routes[0].protocol.capability(), Capability::Decision, "J5: decision-vercel is typed evaluation");
-        assert!(Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "http://10.0.0.2/api"))).is_err(), "the same url rule as every route");
+        assert!(
+            Config::parse(&format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision-vercel", "http://10.0.0.2/api"))).is_err(),
+            "the same url rule as every route"
+        );
     }
 
     #[test]
@@ -386,9 +396,12 @@ mod tests {
         assert!(refused(r#"{"judge":{"treshold":0.8}}"#.to_owned()).contains("unknown field `treshold`"));
         assert!(refused(r#"{"judge":{"threshold":0.3}}"#.to_owned()).contains("between 0.5 and 0.99"));
         assert!(refused(r#"{"judge":{"pool_deadline_ms":60000}}"#.to_owned()).contains("pool_deadline_ms is out of range"));
-        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://10.0.0.2/v1"))).contains("http:// only for 127.0.0.1"));
-        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test"))).contains("a value is not one of the known ones (expected one of `decision`"));
-        let twice = format!(r#"{{"judge":{{"routes":[{},{}]}}}}"#, route("decision", "https://a.test"), route("decision", "https://b.test"));
+        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("decision", "http://10.0.0.2/v1")))
+            .contains("http:// only for 127.0.0.1"));
+        assert!(refused(format!(r#"{{"judge":{{"routes":[{}]}}}}"#, route("grpc", "https://x.test")))
+            .contains("a value is not one of the known ones (expected one of `decision`"));
+        let twice =
+            format!(r#"{{"judge":{{"routes":[{},{}]}}}}"#, route("decision", "https://a.test"), route("decision", "https://b.test"));
         assert!(refused(twice).contains("names must be unique"));
     }
 
@@ -430,7 +443,9 @@ mod tests {
             format!(r#"{{"judge":{{"routes":[{{"name":"r","protocol":"{secret}","url":"https://x.test","model":"m"}}]}}}}"#),
             r#"{"judge":{"routes":[{"name":"r","protocol":"decision","url":"https://x.test","model":"m","api_key":7}]}}"#.to_owned(),
             format!(r#"{{"judge":{{"global_pool":{{"url":"http://x.test/{secret}","token":"t"}}}}}}"#),
-            format!(r#"{{"judge":{{"routes":[{{"name":"{secret}","protocol":"decision","url":"https://x.test","model":"m"}},{{"name":"{secret}","protocol":"decision","url":"https://y.test","model":"m"}}]}}}}"#),
+            format!(
+                r#"{{"judge":{{"routes":[{{"name":"{secret}","protocol":"decision","url":"https://x.test","model":"m"}},{{"name":"{secret}","protocol":"decision","url":"https://y.test","model":"m"}}]}}}}"#
+            ),
             format!(r#"{{"judge":{{"cooldown_ms":{}}}}}"#, u64::MAX),
             format!(r#"{{"judge":{{"routes":"{secret}"}}}}"#),
         ] {
@@ -447,12 +462,17 @@ mod tests {
         let pool = |body: &str| Config::parse(&format!(r#"{{"judge":{{"global_pool":{body}}}}}"#));
         let read = pool(r#"{"url":"https://routes.example.workers.dev/v1/routes","token":"t"}"#).expect("valid");
         let global = read.judge.global_pool.expect("the pool");
-        assert_eq!((global.url.as_str(), global.token.as_str(), global.cache_ttl_ms), ("https://routes.example.workers.dev/v1/routes", "t", 300_000));
+        assert_eq!(
+            (global.url.as_str(), global.token.as_str(), global.cache_ttl_ms),
+            ("https://routes.example.workers.dev/v1/routes", "t", 300_000)
+        );
         assert_eq!(Config::parse("{}").expect("valid").judge.global_pool, None, "no pool unless configured");
         assert!(pool(r#"{"url":"http://10.1.1.1/routes","token":"t"}"#).expect_err("refused").contains("judge.global_pool.url is refused"));
         assert!(pool(r#"{"url":"https://x.test","token":" "}"#).expect_err("refused").contains("non-empty token"));
         assert!(pool(r#"{"url":"https://x.test"}"#).expect_err("refused").contains("missing field `token`"));
-        assert!(pool(r#"{"url":"https://x.test","token":"t","cache_ttl_ms":10}"#).expect_err("refused").contains("cache_ttl_ms is out of range"));
+        assert!(pool(r#"{"url":"https://x.test","token":"t","cache_ttl_ms":10}"#)
+            .expect_err("refused")
+            .contains("cache_ttl_ms is out of range"));
         assert!(pool(r#"{"url":"https://x.test","token":"t","ttl":10}"#).expect_err("refused").contains("unknown field `ttl`"));
     }
 

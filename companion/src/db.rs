@@ -150,13 +150,7 @@ impl StateDb {
     }
 
     /// Appends one event and applies retention; returns it with its `seq`.
-    pub fn append(
-        &mut self,
-        boot_id: &str,
-        at: i64,
-        event: &str,
-        data: &Value,
-    ) -> Result<StoredEvent, DbError> {
+    pub fn append(&mut self, boot_id: &str, at: i64, event: &str, data: &Value) -> Result<StoredEvent, DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let stored = insert_event(&tx, boot_id, at, event, data)?;
         tx.commit()?;
@@ -174,22 +168,16 @@ impl StateDb {
     ) -> Result<Vec<StoredEvent>, DbError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         upsert(&tx, state.0, state.1)?;
-        let stored = events
-            .iter()
-            .map(|(event, data)| insert_event(&tx, boot_id, at, event, data))
-            .collect::<Result<Vec<_>, _>>()?;
+        let stored = events.iter().map(|(event, data)| insert_event(&tx, boot_id, at, event, data)).collect::<Result<Vec<_>, _>>()?;
         tx.commit()?;
         Ok(stored)
     }
 
     /// Events with `seq > after`, oldest first, at most `limit`.
     pub fn events_after(&self, after: i64, limit: i64) -> Result<Vec<StoredEvent>, DbError> {
-        let mut statement = self.conn.prepare(
-            "SELECT seq, boot_id, at, event, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-        )?;
-        let rows = statement.query_map(params![after, limit], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?))
-        })?;
+        let mut statement = self.conn.prepare("SELECT seq, boot_id, at, event, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+        let rows = statement
+            .query_map(params![after, limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?)))?;
         let mut events = Vec::new();
         for row in rows {
             let (seq, boot_id, at, event, data) = row?;
@@ -200,10 +188,8 @@ impl StateDb {
 
     /// The highest `seq` ever assigned (0 when none), surviving retention deletes.
     pub fn last_seq(&self) -> Result<i64, DbError> {
-        let from_sequence: Option<i64> = self
-            .conn
-            .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0))
-            .optional()?;
+        let from_sequence: Option<i64> =
+            self.conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0)).optional()?;
         Ok(from_sequence.unwrap_or(0))
     }
 
@@ -219,10 +205,7 @@ impl StateDb {
 
     /// Reads a JSON value from the key/value table.
     pub fn get(&self, key: &str) -> Result<Option<Value>, DbError> {
-        let text: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM kv WHERE key = ?1", params![key], |r| r.get(0))
-            .optional()?;
+        let text: Option<String> = self.conn.query_row("SELECT value FROM kv WHERE key = ?1", params![key], |r| r.get(0)).optional()?;
         Ok(match text {
             Some(text) => Some(serde_json::from_str(&text)?),
             None => None,
@@ -240,10 +223,7 @@ impl StateDb {
 
 /// Inserts one event inside `tx` and drops what falls out of retention.
 fn insert_event(tx: &rusqlite::Transaction<'_>, boot_id: &str, at: i64, event: &str, data: &Value) -> Result<StoredEvent, DbError> {
-    tx.execute(
-        "INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)",
-        params![boot_id, at, event, data.to_string()],
-    )?;
+    tx.execute("INSERT INTO events (boot_id, at, event, data) VALUES (?1, ?2, ?3, ?4)", params![boot_id, at, event, data.to_string()])?;
     let seq = tx.last_insert_rowid();
     tx.execute("DELETE FROM events WHERE seq <= ?1", params![seq - EVENT_RETENTION])?;
     Ok(StoredEvent { seq, boot_id: boot_id.to_owned(), at, event: event.to_owned(), data: data.clone() })

@@ -18,9 +18,9 @@ use std::time::Duration;
 use crate::config::{config_path, Capability, Config};
 use crate::herdr::{self, HerdrState, HerdrStatus, SocketSources};
 use crate::install::{check_manifest, Target};
-use std::path::Path;
 use crate::paths::{CompanionHome, Os};
 use crate::protocol::{Method, PROTOCOL_VERSION};
+use std::path::Path;
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,16 +33,10 @@ pub struct Check {
 
 impl Check {
     fn ok(what: impl Into<String>) -> Self {
-        Self {
-            what: what.into(),
-            fix: None,
-        }
+        Self { what: what.into(), fix: None }
     }
     fn fail(what: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            what: what.into(),
-            fix: Some(fix.into()),
-        }
+        Self { what: what.into(), fix: Some(fix.into()) }
     }
 }
 
@@ -80,26 +74,14 @@ pub fn render(checks: &[Check]) -> String {
 }
 
 /// Runs every check.
-pub fn run_checks(
-    target: &Target,
-    home: &CompanionHome,
-    herdr_session: Option<String>,
-) -> Vec<Check> {
+pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<String>) -> Vec<Check> {
     let os = Os::current();
     let mut checks = Vec::new();
     match target.manifest_path() {
         Err(e) => checks.push(Check::fail("host manifest location", e.to_string())),
-        Ok(path) => checks.push(manifest_check(
-            os,
-            target,
-            &path,
-            std::fs::read_to_string(&path).ok().as_deref(),
-        )),
+        Ok(path) => checks.push(manifest_check(os, target, &path, std::fs::read_to_string(&path).ok().as_deref())),
     }
-    for (label, dir) in [
-        ("companion home", home.root().to_path_buf()),
-        ("run directory", home.run_dir()),
-    ] {
+    for (label, dir) in [("companion home", home.root().to_path_buf()), ("run directory", home.run_dir())] {
         match std::fs::metadata(&dir) {
             Ok(m) if m.permissions().mode() & 0o777 == 0o700 => {
                 checks.push(Check::ok(format!("{label} {} is private (0700)", dir.display())))
@@ -121,19 +103,12 @@ pub fn run_checks(
     }
     let socket_ok = match std::fs::metadata(&socket) {
         Ok(m) if m.permissions().mode() & 0o777 == 0o600 => {
-            checks.push(Check::ok(format!(
-                "runtime socket {} (0600)",
-                socket.display()
-            )));
+            checks.push(Check::ok(format!("runtime socket {} (0600)", socket.display())));
             true
         }
         Ok(m) => {
             checks.push(Check::fail(
-                format!(
-                    "runtime socket {} has mode {:o}, not 0600",
-                    socket.display(),
-                    m.permissions().mode() & 0o777
-                ),
+                format!("runtime socket {} has mode {:o}, not 0600", socket.display(), m.permissions().mode() & 0o777),
                 "stop the runtime and start it again; it recreates the socket with mode 0600",
             ));
             true
@@ -181,7 +156,10 @@ pub fn storage_checks(path: &Path) -> Vec<Check> {
         .and_then(|conn| crate::retention::describe(&conn));
     match read {
         Ok(lines) => lines.into_iter().map(Check::ok).collect(),
-        Err(error) => vec![Check::fail(format!("storage: cannot read {}: {error}", path.display()), "stop the runtime, check the file's permissions (0600, yours), then start it again")],
+        Err(error) => vec![Check::fail(
+            format!("storage: cannot read {}: {error}", path.display()),
+            "stop the runtime, check the file's permissions (0600, yours), then start it again",
+        )],
     }
 }
 
@@ -214,11 +192,16 @@ pub fn agreement_checks(runtime: &Value, last_hello: Option<&Value>) -> Vec<Chec
             let extension = hello["extension_version"].as_str().unwrap_or("?");
             let their = hello["protocol"].as_u64().map_or_else(|| "?".to_owned(), |p| p.to_string());
             match (hello["compatible"].as_bool(), hello["mismatch"].as_str()) {
-                (Some(true), _) => checks.push(Check::ok(format!("extension {extension} (protocol {their}) agrees with the runtime at its last hello"))),
+                (Some(true), _) => {
+                    checks.push(Check::ok(format!("extension {extension} (protocol {their}) agrees with the runtime at its last hello")))
+                }
                 (_, mismatch) => {
                     let older_extension = hello["protocol"].as_u64().is_some_and(|p| p < PROTOCOL_VERSION);
                     checks.push(Check::fail(
-                        format!("extension {extension} (protocol {their}) does not match the runtime: {}", mismatch.unwrap_or("no reason kept")),
+                        format!(
+                            "extension {extension} (protocol {their}) does not match the runtime: {}",
+                            mismatch.unwrap_or("no reason kept")
+                        ),
                         if older_extension {
                             "update the extension (chrome://extensions → Update, or load the newer build), then press Retry in its HUD"
                         } else {
@@ -234,11 +217,7 @@ pub fn agreement_checks(runtime: &Value, last_hello: Option<&Value>) -> Vec<Chec
 
 /// The command that (re)writes the manifest for `target`, as the user types it on `os`.
 fn install_command(target: &Target) -> String {
-    let sudo = if target.system && target.user_data_dir.is_none() {
-        "sudo "
-    } else {
-        ""
-    };
+    let sudo = if target.system && target.user_data_dir.is_none() { "sudo " } else { "" };
     format!("{sudo}herdr-companion install {}", target.flags())
 }
 
@@ -287,13 +266,9 @@ fn socket_path_length_check(os: Os, socket: &Path) -> Option<Check> {
 fn runtime_hello(socket: &std::path::Path) -> Result<Value, String> {
     let mut stream = UnixStream::connect(socket).map_err(|e| e.to_string())?;
     let timeout = Some(Duration::from_secs(3));
-    stream
-        .set_read_timeout(timeout)
-        .map_err(|e| e.to_string())?;
+    stream.set_read_timeout(timeout).map_err(|e| e.to_string())?;
     let request = json!({"id": "doctor", "method": Method::Hello, "params": {"protocol": PROTOCOL_VERSION, "extension_version": "doctor"}});
-    stream
-        .write_all(format!("{request}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
+    stream.write_all(format!("{request}\n").as_bytes()).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     // Skip events until our response arrives.
     loop {
@@ -316,14 +291,9 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
         Some(status) => status,
         None => {
             let socket = herdr::discover_socket(&SocketSources::from_env(herdr_session));
-            let outcome = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            let outcome = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt.block_on(herdr::ping(&socket, Duration::from_secs(2))),
-                Err(e) => {
-                    return Check::fail(format!("cannot check Herdr: {e}"), "rerun the doctor")
-                }
+                Err(e) => return Check::fail(format!("cannot check Herdr: {e}"), "rerun the doctor"),
             };
             herdr::monitor::status_from_ping(&socket, &outcome)
         }
@@ -338,9 +308,7 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
     } else {
         Check::fail(
             format!("Herdr at {}: {}", status.socket, describe_state(status.state)),
-            status
-                .detail
-                .unwrap_or_else(|| "check that `herdr server` runs".to_owned()),
+            status.detail.unwrap_or_else(|| "check that `herdr server` runs".to_owned()),
         )
     }
 }
@@ -362,15 +330,9 @@ fn parse_status(value: &Value) -> Option<HerdrStatus> {
     Some(HerdrStatus {
         state,
         protocol: value.get("protocol").and_then(Value::as_u64),
-        version: value
-            .get("version")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        version: value.get("version").and_then(Value::as_str).map(str::to_owned),
         socket: value.get("socket")?.as_str()?.to_owned(),
-        detail: value
-            .get("detail")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        detail: value.get("detail").and_then(Value::as_str).map(str::to_owned),
     })
 }
 
@@ -390,14 +352,28 @@ pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
         let mode = meta.permissions().mode() & 0o777;
         let rewrite = format!("run `herdr-companion mcp --http 127.0.0.1:{SUGGESTED_MCP_PORT}` once (stop it with Ctrl-C); it rewrites the file from config.json with mode 0600");
         if mode != 0o600 {
-            checks.push(Check::fail(format!("{} has mode {mode:o}, not 0600: it holds the MCP bearer token", header.display()), format!("run `chmod 600 {}`, or {rewrite}", header.display())));
+            checks.push(Check::fail(
+                format!("{} has mode {mode:o}, not 0600: it holds the MCP bearer token", header.display()),
+                format!("run `chmod 600 {}`, or {rewrite}", header.display()),
+            ));
         } else {
             let token = configured_mcp_token(home.root());
-            let matches = token.as_deref().is_some_and(|token| std::fs::read_to_string(&header).ok().as_deref() == Some(crate::mcp::config::authorization_value(token).as_str()));
+            let matches = token.as_deref().is_some_and(|token| {
+                std::fs::read_to_string(&header).ok().as_deref() == Some(crate::mcp::config::authorization_value(token).as_str())
+            });
             if matches {
-                checks.push(Check::ok(format!("{} holds the bearer header for tunnel-client --mcp.extra-headers (0600; the token is not shown)", header.display())));
+                checks.push(Check::ok(format!(
+                    "{} holds the bearer header for tunnel-client --mcp.extra-headers (0600; the token is not shown)",
+                    header.display()
+                )));
             } else {
-                checks.push(Check::fail(format!("{} does not hold the bearer of config.json's mcp.token: tunnel-client would be refused (401)", header.display()), rewrite));
+                checks.push(Check::fail(
+                    format!(
+                        "{} does not hold the bearer of config.json's mcp.token: tunnel-client would be refused (401)",
+                        header.display()
+                    ),
+                    rewrite,
+                ));
             }
         }
     }
@@ -410,7 +386,10 @@ pub fn downlink_checks(home: &CompanionHome) -> Vec<Check> {
         if mode == 0o600 {
             checks.push(Check::ok(format!("OAuth store {} is private (0600)", store.display())));
         } else {
-            checks.push(Check::fail(format!("OAuth store {} has mode {mode:o}, not 0600", store.display()), format!("run `chmod 600 {}`", store.display())));
+            checks.push(Check::fail(
+                format!("OAuth store {} has mode {mode:o}, not 0600", store.display()),
+                format!("run `chmod 600 {}`", store.display()),
+            ));
         }
     }
     checks
@@ -433,18 +412,30 @@ fn http_check(home: &CompanionHome, served: &crate::mcp::served::Served) -> Chec
     }
     let (host, path, public) = match served.public_url.as_deref().map(crate::mcp::oauth::PublicUrl::parse) {
         None => (served.address.to_string(), crate::mcp::http::MCP_PATH.to_owned(), None),
-        Some(Ok(public)) => (public.authority().to_owned(), format!("{}{}", public.prefix(), crate::mcp::http::MCP_PATH), Some(public.resource())),
-        Some(Err(e)) => return Check::fail(format!("{} names a public URL the server cannot have used: {e}", record.display()), format!("stop pid {} and {start}", served.pid)),
+        Some(Ok(public)) => {
+            (public.authority().to_owned(), format!("{}{}", public.prefix(), crate::mcp::http::MCP_PATH), Some(public.resource()))
+        }
+        Some(Err(e)) => {
+            return Check::fail(
+                format!("{} names a public URL the server cannot have used: {e}", record.display()),
+                format!("stop pid {} and {start}", served.pid),
+            )
+        }
     };
     let url = format!("http://{}{path}", served.address);
     let behind = public.as_deref().map_or_else(String::new, |resource| format!(" as {resource} (Host {host})"));
     match probe_without_token(served.address, &host, &path) {
-        Ok(401) => Check::ok(format!("mcp --http (pid {}) answers at {url}{behind} and refuses a request without a token (401)", served.pid)),
+        Ok(401) => {
+            Check::ok(format!("mcp --http (pid {}) answers at {url}{behind} and refuses a request without a token (401)", served.pid))
+        }
         Ok(status) => Check::fail(
             format!("{url} answers {status} to a request without a token{behind}, not 401"),
             format!("another program may hold that port, or it serves another --public-url: stop it, then {start}"),
         ),
-        Err(e) => Check::fail(format!("mcp --http (pid {}) does not answer at {url}: {e}", served.pid), format!("stop pid {} and {start}", served.pid)),
+        Err(e) => Check::fail(
+            format!("mcp --http (pid {}) does not answer at {url}: {e}", served.pid),
+            format!("stop pid {} and {start}", served.pid),
+        ),
     }
 }
 
@@ -463,7 +454,9 @@ fn probe_without_token(address: std::net::SocketAddr, host: &str, path: &str) ->
     let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(3)))?;
     stream.set_write_timeout(Some(Duration::from_secs(3)))?;
-    let request = format!("POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
     stream.write_all(request.as_bytes())?;
     let mut head = [0u8; 32];
     let read = stream.read(&mut head)?;
@@ -483,9 +476,9 @@ fn configured_mcp_token(home: &Path) -> Option<String> {
 
 /// Where `name` is found on `path` (the `PATH` value) as an executable file.
 fn find_on_path(name: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
-    std::env::split_paths(path?).map(|dir| dir.join(name)).find(|candidate| {
-        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// `text` as one shell word (single quotes when it holds anything but plain characters).
@@ -515,8 +508,12 @@ pub fn connecting_chatgpt(home: &CompanionHome, exe: &Path, path: Option<&std::f
             let _ = writeln!(out, "        Secure MCP Tunnel: tunnel-client is not on PATH; install it (`brew install openai/tools/tunnel-client`, or the download on https://platform.openai.com/settings/organization/tunnels), or use your own HTTPS tunnel");
         }
     }
-    let _ = writeln!(out, "        with a tunnel id and a runtime API key from platform.openai.com (export CONTROL_PLANE_API_KEY=<runtime key>):");
-    let _ = writeln!(out, "        stdio: tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.command {}", shell_word(&companion));
+    let _ = writeln!(
+        out,
+        "        with a tunnel id and a runtime API key from platform.openai.com (export CONTROL_PLANE_API_KEY=<runtime key>):"
+    );
+    let _ =
+        writeln!(out, "        stdio: tunnel-client run --control-plane.tunnel-id <TUNNEL_ID> --mcp.command {}", shell_word(&companion));
     let _ = writeln!(out, "        HTTP:  {companion} --http 127.0.0.1:{SUGGESTED_MCP_PORT}");
     let _ = writeln!(
         out,
@@ -528,7 +525,10 @@ pub fn connecting_chatgpt(home: &CompanionHome, exe: &Path, path: Option<&std::f
     }
     if let Some(public) = crate::mcp::served::read(home).and_then(|served| served.public_url) {
         let resource = crate::mcp::oauth::PublicUrl::parse(&public).map_or_else(|_| format!("{public}/mcp"), |p| p.resource());
-        let _ = writeln!(out, "        own HTTPS tunnel: mcp --http serves the public URL {public}; in ChatGPT the MCP server URL is {resource} with OAuth");
+        let _ = writeln!(
+            out,
+            "        own HTTPS tunnel: mcp --http serves the public URL {public}; in ChatGPT the MCP server URL is {resource} with OAuth"
+        );
     }
     let store = root.join(OAUTH_STORE);
     if store.exists() {
@@ -558,20 +558,29 @@ pub fn render_page_diagnostics(stored: &Value) -> String {
     let d = &stored["diagnostics"];
     let mut out = String::new();
     let site = d["site"].as_str().unwrap_or("unknown site");
-    let when = stored["stored_at"].as_u64().map_or_else(|| "at an unknown time".to_owned(), |ms| format!("at {ms} ms since the Unix epoch"));
+    let when =
+        stored["stored_at"].as_u64().map_or_else(|| "at an unknown time".to_owned(), |ms| format!("at {ms} ms since the Unix epoch"));
     let _ = writeln!(out, "info  last page diagnostics ({site}, reported {when}):");
     match d["generation"].as_str() {
         Some(generation) => {
             let _ = writeln!(out, "        layout: {generation}");
         }
         None => {
-            let _ = writeln!(out, "        layout: none recognised — nothing is typed into that page; copy the side panel's diagnostics into a bug report");
+            let _ = writeln!(
+                out,
+                "        layout: none recognised — nothing is typed into that page; copy the side panel's diagnostics into a bug report"
+            );
         }
     }
     if let Some(facts) = d["facts"].as_object() {
         let missing: Vec<&str> = facts.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.as_str()).collect();
-        let _ = writeln!(out, "        facts: {} matched, {} without a match{}", facts.len() - missing.len(), missing.len(),
-            if missing.is_empty() { String::new() } else { format!(" ({})", missing.join(", ")) });
+        let _ = writeln!(
+            out,
+            "        facts: {} matched, {} without a match{}",
+            facts.len() - missing.len(),
+            missing.len(),
+            if missing.is_empty() { String::new() } else { format!(" ({})", missing.join(", ")) }
+        );
     }
     // Facts a fallback probe serves (the profile's first probes no longer match there):
     // what a profile override should fix first.
@@ -592,20 +601,38 @@ pub fn render_page_diagnostics(stored: &Value) -> String {
             let mut entries: Vec<(&String, u64)> = map.iter().map(|(name, n)| (name, n.as_u64().unwrap_or(0))).collect();
             entries.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
             let shown: Vec<String> = entries.iter().take(6).map(|(name, n)| format!("{name} {n}")).collect();
-            if shown.is_empty() { "none".to_owned() } else { shown.join(", ") }
+            if shown.is_empty() {
+                "none".to_owned()
+            } else {
+                shown.join(", ")
+            }
         };
         for (fact, summary) in missing {
-            let _ = writeln!(out, "        missing {fact}: looked at {} element(s); tags {}; roles {}; data-* {}",
-                summary["elements"].as_u64().unwrap_or(0), top(&summary["tags"]), top(&summary["roles"]), top(&summary["data_attrs"]));
+            let _ = writeln!(
+                out,
+                "        missing {fact}: looked at {} element(s); tags {}; roles {}; data-* {}",
+                summary["elements"].as_u64().unwrap_or(0),
+                top(&summary["tags"]),
+                top(&summary["roles"]),
+                top(&summary["data_attrs"])
+            );
         }
     }
     let csp = &d["csp"];
-    let _ = writeln!(out, "        csp: meta policy {}, {} violation(s) seen",
-        if csp["meta"].as_bool().unwrap_or(false) { "present" } else { "absent" }, csp["violations"].as_u64().unwrap_or(0));
+    let _ = writeln!(
+        out,
+        "        csp: meta policy {}, {} violation(s) seen",
+        if csp["meta"].as_bool().unwrap_or(false) { "present" } else { "absent" },
+        csp["violations"].as_u64().unwrap_or(0)
+    );
     if let Some(deliveries) = d["deliveries"].as_array().filter(|l| !l.is_empty()) {
         let outcomes: Vec<String> = deliveries
             .iter()
-            .map(|x| format!("{} {}", x["outcome"].as_str().unwrap_or("?"), x["reason"].as_str().map(|r| format!("({r})")).unwrap_or_default()).trim().to_owned())
+            .map(|x| {
+                format!("{} {}", x["outcome"].as_str().unwrap_or("?"), x["reason"].as_str().map(|r| format!("({r})")).unwrap_or_default())
+                    .trim()
+                    .to_owned()
+            })
             .collect();
         let _ = writeln!(out, "        last deliveries: {}", outcomes.join(", "));
     }
@@ -637,9 +664,15 @@ mod tests {
         assert!(!fine.contains("FAIL") && fine.contains("1 capabilities") && fine.contains("agrees with the runtime"), "{fine}");
         let runtime_old = text(&old_runtime, None);
         assert!(runtime_old.contains("FAIL  runtime 0.1.0 answers hello with protocol 1 and no capabilities"), "{runtime_old}");
-        assert!(runtime_old.contains("run herdr-companion install again") && runtime_old.contains("no hello from the extension yet"), "{runtime_old}");
+        assert!(
+            runtime_old.contains("run herdr-companion install again") && runtime_old.contains("no hello from the extension yet"),
+            "{runtime_old}"
+        );
         let extension_old = text(&current, Some(&old_extension));
-        assert!(extension_old.contains("FAIL  extension 0.1.0 (protocol 1)") && extension_old.contains("fix: update the extension"), "{extension_old}");
+        assert!(
+            extension_old.contains("FAIL  extension 0.1.0 (protocol 1)") && extension_old.contains("fix: update the extension"),
+            "{extension_old}"
+        );
         let extension_new = text(&current, Some(&newer_extension));
         assert!(extension_new.contains("fix: run herdr-companion install again"), "{extension_new}");
     }
@@ -660,7 +693,8 @@ mod tests {
                   fix: run `herdr-companion install --browser brave`
         "#]]
         .assert_eq(&render(&[user]));
-        let profile = manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
+        let profile =
+            manifest_check(Os::MacOs, &target(Browser::Edge, Some("/p"), true), Path::new("/p/NativeMessagingHosts/x.json"), Some("{}"));
         let report = render(&[profile]);
         assert!(report.contains("fix: rerun `herdr-companion install --browser edge --user-data-dir /p`"), "{report}");
     }

@@ -73,13 +73,7 @@ pub struct FrameDecoder {
 impl FrameDecoder {
     /// A decoder that accepts bodies up to `cap` bytes.
     pub fn new(cap: usize) -> Self {
-        Self {
-            cap,
-            state: DecoderState::Header {
-                bytes: [0; 4],
-                filled: 0,
-            },
-        }
+        Self { cap, state: DecoderState::Header { bytes: [0; 4], filled: 0 } }
     }
 
     /// Feeds the next chunk of input and appends every completed outcome to `out`.
@@ -121,49 +115,30 @@ impl FrameDecoder {
     pub fn finish(&self) -> Result<(), TruncatedFrame> {
         match &self.state {
             DecoderState::Header { filled: 0, .. } => Ok(()),
-            DecoderState::Header { filled, .. } => Err(TruncatedFrame {
-                received: *filled,
-                expected: "4-byte length header".to_owned(),
-            }),
-            DecoderState::Body { body, expected } => Err(TruncatedFrame {
-                received: body.len(),
-                expected: format!("{expected}-byte body"),
-            }),
-            DecoderState::Discard {
-                remaining,
-                declared_len,
-            } => Err(TruncatedFrame {
-                received: (declared_len - remaining) as usize,
-                expected: format!("{declared_len}-byte body"),
-            }),
+            DecoderState::Header { filled, .. } => Err(TruncatedFrame { received: *filled, expected: "4-byte length header".to_owned() }),
+            DecoderState::Body { body, expected } => {
+                Err(TruncatedFrame { received: body.len(), expected: format!("{expected}-byte body") })
+            }
+            DecoderState::Discard { remaining, declared_len } => {
+                Err(TruncatedFrame { received: (declared_len - remaining) as usize, expected: format!("{declared_len}-byte body") })
+            }
         }
     }
 
     fn fresh_header() -> DecoderState {
-        DecoderState::Header {
-            bytes: [0; 4],
-            filled: 0,
-        }
+        DecoderState::Header { bytes: [0; 4], filled: 0 }
     }
 
     fn after_header(&self, declared: u64, out: &mut Vec<Decoded>) -> DecoderState {
         if declared > self.cap as u64 {
-            out.push(Decoded::TooLarge {
-                declared_len: declared,
-            });
-            return DecoderState::Discard {
-                remaining: declared,
-                declared_len: declared,
-            };
+            out.push(Decoded::TooLarge { declared_len: declared });
+            return DecoderState::Discard { remaining: declared, declared_len: declared };
         }
         if declared == 0 {
             out.push(Decoded::Frame(Vec::new()));
             return Self::fresh_header();
         }
-        DecoderState::Body {
-            body: Vec::with_capacity(declared as usize),
-            expected: declared as usize,
-        }
+        DecoderState::Body { body: Vec::with_capacity(declared as usize), expected: declared as usize }
     }
 }
 
@@ -223,17 +198,9 @@ mod tests {
             ]
         );
         for a in 0..=stream.len() {
-            assert_eq!(
-                decode_in_chunks(&stream, &[a], cap),
-                (whole.clone(), true),
-                "cut {a}"
-            );
+            assert_eq!(decode_in_chunks(&stream, &[a], cap), (whole.clone(), true), "cut {a}");
             for b in a..=stream.len() {
-                assert_eq!(
-                    decode_in_chunks(&stream, &[a, b], cap),
-                    (whole.clone(), true),
-                    "cuts {a},{b}"
-                );
+                assert_eq!(decode_in_chunks(&stream, &[a, b], cap), (whole.clone(), true), "cuts {a},{b}");
             }
         }
         // Byte by byte.
@@ -268,12 +235,7 @@ mod tests {
         let mut out = Vec::new();
         let declared = (MAX_INCOMING_FRAME + 1) as u32;
         decoder.push(&declared.to_ne_bytes(), &mut out);
-        assert_eq!(
-            out,
-            vec![Decoded::TooLarge {
-                declared_len: declared as u64
-            }]
-        );
+        assert_eq!(out, vec![Decoded::TooLarge { declared_len: declared as u64 }]);
         decoder.push(&vec![b' '; 1000], &mut out);
         assert!(matches!(decoder.state, DecoderState::Discard { .. }));
         assert!(decoder.finish().is_err());
@@ -282,12 +244,7 @@ mod tests {
     #[test]
     fn outgoing_frames_over_one_mebibyte_are_refused() {
         assert!(encode_frame(&vec![b'a'; MAX_OUTGOING_FRAME]).is_ok());
-        assert_eq!(
-            encode_frame(&vec![b'a'; MAX_OUTGOING_FRAME + 1]),
-            Err(OutgoingTooLarge {
-                len: MAX_OUTGOING_FRAME + 1
-            })
-        );
+        assert_eq!(encode_frame(&vec![b'a'; MAX_OUTGOING_FRAME + 1]), Err(OutgoingTooLarge { len: MAX_OUTGOING_FRAME + 1 }));
         assert_eq!(encode_frame(b"{}").ok(), Some(frame(b"{}")));
     }
 }

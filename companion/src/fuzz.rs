@@ -70,19 +70,90 @@ impl Rng {
 
 /// Keys the methods read, so random values reach the validators behind `unknown field`.
 pub const KEYS: &[&str] = &[
-    "protocol", "extension_version", "after_seq", "browser_session_ref", "pane_id", "workspace_id", "target", "text",
-    "source", "lines", "conversation_url", "source_url", "conversation_id", "continuity_id", "project_id", "query", "limit",
-    "message_id", "role", "observed_at", "title", "name", "arguments", "method", "params", "user_text", "assistant_text",
-    "seq", "task_id", "report", "reply", "delivered", "prompt", "stages", "item_id", "after", "agent", "keys",
-    "conversation", "finished", "auto", "human_turn", "batch_id", "call", "decision", "delivery_id",
+    "protocol",
+    "extension_version",
+    "after_seq",
+    "browser_session_ref",
+    "pane_id",
+    "workspace_id",
+    "target",
+    "text",
+    "source",
+    "lines",
+    "conversation_url",
+    "source_url",
+    "conversation_id",
+    "continuity_id",
+    "project_id",
+    "query",
+    "limit",
+    "message_id",
+    "role",
+    "observed_at",
+    "title",
+    "name",
+    "arguments",
+    "method",
+    "params",
+    "user_text",
+    "assistant_text",
+    "seq",
+    "task_id",
+    "report",
+    "reply",
+    "delivered",
+    "prompt",
+    "stages",
+    "item_id",
+    "after",
+    "agent",
+    "keys",
+    "conversation",
+    "finished",
+    "auto",
+    "human_turn",
+    "batch_id",
+    "call",
+    "decision",
+    "delivery_id",
 ];
 
 /// Pieces hostile strings are made of: multi-byte characters that land on byte
 /// boundaries, URL prefixes of every site, hex runs that reach the 32-digit Project id.
 const PIECES: &[&str] = &[
-    "é", "日", "\u{1F600}", "\u{0}", "\u{7f}", "\r\n", "\"", "\\", "/", "?", "#", "-", "_", "a", "0", "f", " ", "%",
-    "https://chatgpt.com/", "https://www.chatgpt.com/", "https://chat.z.ai/", "https://chat.deepseek.com/", "c/", "g/g-p-",
-    "a/chat/s/", "/c/x", "hc-", "chatgpt:conv:", "w1:p1", "user", "assistant", "recent", "visible",
+    "é",
+    "日",
+    "\u{1F600}",
+    "\u{0}",
+    "\u{7f}",
+    "\r\n",
+    "\"",
+    "\\",
+    "/",
+    "?",
+    "#",
+    "-",
+    "_",
+    "a",
+    "0",
+    "f",
+    " ",
+    "%",
+    "https://chatgpt.com/",
+    "https://www.chatgpt.com/",
+    "https://chat.z.ai/",
+    "https://chat.deepseek.com/",
+    "c/",
+    "g/g-p-",
+    "a/chat/s/",
+    "/c/x",
+    "hc-",
+    "chatgpt:conv:",
+    "w1:p1",
+    "user",
+    "assistant",
+    "recent",
+    "visible",
 ];
 
 /// A hostile string: pieces and runs glued together, sometimes long.
@@ -140,7 +211,9 @@ pub fn example_params(method: Method) -> Option<Value> {
         Method::Hello => json!({"protocol": 2, "extension_version": "0.1.0"}),
         Method::ContinuitySearch => json!({"conversation_url": "https://chatgpt.com/c/x", "query": "route pool", "limit": 5}),
         Method::ContinuityResume => json!({"conversation_url": "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/x"}),
-        Method::ContinuityAppend => json!({"conversation_id": "x", "message_id": "m1", "role": "user", "text": "hello", "observed_at": 1, "conversation_url": "https://chatgpt.com/c/x"}),
+        Method::ContinuityAppend => {
+            json!({"conversation_id": "x", "message_id": "m1", "role": "user", "text": "hello", "observed_at": 1, "conversation_url": "https://chatgpt.com/c/x"})
+        }
         Method::BrowserHandoffPrepare => json!({"continuity_id": "hc-0", "source_url": "https://chatgpt.com/c/x"}),
         Method::ContinuityResolve => json!({"conversation_id": "x"}),
         Method::ContinuityList => json!({"limit": 3}),
@@ -153,7 +226,9 @@ pub fn example_params(method: Method) -> Option<Value> {
         Method::GoalEvidence => json!({"browser_session_ref": "chatgpt:conv:x", "workspace_id": "w1"}),
         Method::ToolsCall => json!({"name": "herdr_methods", "arguments": {}}),
         Method::BridgePrompt => json!({"browser_session_ref": "zai:conv:fz"}),
-        Method::BridgeReply => json!({"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_inspect\",\"args\":{}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}),
+        Method::BridgeReply => {
+            json!({"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_inspect\",\"args\":{}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"})
+        }
         Method::BridgeDecide => json!({"conversation": "zai:conv:fz", "batch_id": "bridge:0123456789abcdef", "call": 1, "decision": "run"}),
         Method::BridgeDelivered => json!({"delivery_id": "bridge:0123456789abcdef"}),
         Method::ChatsReport => json!({"reporter": "e1", "chats": [{"browser_session_ref": "chatgpt:conv:x", "generating": true}]}),
@@ -236,9 +311,21 @@ pub fn hostile_line(rng: &mut Rng) -> Vec<u8> {
 /// Tools and methods a chat's call lines name (known, mutating, local, and unknown ones).
 const BRIDGE_TOOLS: &[&str] = &["herdr_inspect", "herdr_methods", "herdr_call", "herdr_prompt", "herdr_ghost", ""];
 const BRIDGE_METHODS: &[&str] = &[
-    "pane.read", "pane.send_text", "pane.send_keys", "pane.send_input", "workspace.list", "session.snapshot",
-    "continuity.search", "continuity.resume", "continuity.list", "continuity.resolve", "herdr_mcp.browser_handoff.prepare",
-    "work_memory.resume", "work_memory.search", "work_memory.bind", "no.such",
+    "pane.read",
+    "pane.send_text",
+    "pane.send_keys",
+    "pane.send_input",
+    "workspace.list",
+    "session.snapshot",
+    "continuity.search",
+    "continuity.resume",
+    "continuity.list",
+    "continuity.resolve",
+    "herdr_mcp.browser_handoff.prepare",
+    "work_memory.resume",
+    "work_memory.search",
+    "work_memory.bind",
+    "no.such",
 ];
 
 /// A call line as a chat writes it (`tool` first: the bridge reads only lines that start so).
@@ -262,7 +349,11 @@ pub fn bridge_call_line(rng: &mut Rng) -> String {
     let mut args = hostile_params(rng, 1);
     if tool == "herdr_call" || rng.one_in(4) {
         args.insert("method".to_owned(), Value::from(rng.pick(BRIDGE_METHODS)));
-        let params = if rng.one_in(3) { Value::String(hostile_string(rng)) } else { Value::String(Value::Object(hostile_params(rng, 1)).to_string()) };
+        let params = if rng.one_in(3) {
+            Value::String(hostile_string(rng))
+        } else {
+            Value::String(Value::Object(hostile_params(rng, 1)).to_string())
+        };
         args.insert("params".to_owned(), params);
     }
     if tool == "herdr_prompt" && rng.one_in(2) {
@@ -341,9 +432,14 @@ pub async fn bridge_case(router: &Router, client: &ClientHandle, rng: &mut Rng, 
         "finished": !rng.one_in(5), "workspace_id": rng.pick(&["w1", "w2"]), "auto": rng.one_in(2), "human_turn": format!("h{}", rng.below(40)),
     }});
     let answer = respond(reply.clone()).await?;
-    let first = answer.pointer("/result/state").or_else(|| answer.pointer("/error/code")).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let first =
+        answer.pointer("/result/state").or_else(|| answer.pointer("/error/code")).and_then(Value::as_str).unwrap_or_default().to_owned();
     let batch = answer.pointer("/result/delivery_id").and_then(Value::as_str).map(str::to_owned);
-    let pending: Vec<u64> = answer.pointer("/result/pending").and_then(Value::as_array).map(|p| p.iter().filter_map(|c| c["call"].as_u64()).collect()).unwrap_or_default();
+    let pending: Vec<u64> = answer
+        .pointer("/result/pending")
+        .and_then(Value::as_array)
+        .map(|p| p.iter().filter_map(|c| c["call"].as_u64()).collect())
+        .unwrap_or_default();
     let mut calls = 1;
     let extra: Vec<u64> = (0..rng.below(2)).map(|_| rng.next_u64() % 70).collect();
     for call in pending.iter().copied().chain(extra) {
@@ -429,7 +525,9 @@ pub async fn lines_case(rng: &mut Rng) -> Result<usize, String> {
     let mut seen = Vec::new();
     loop {
         match read_capped_line(&mut reader, cap).await {
-            Ok(Some(ClientLine::Line(line))) if line.len() > cap => return Err(format!("a {}-byte line passed the {cap}-byte cap", line.len())),
+            Ok(Some(ClientLine::Line(line))) if line.len() > cap => {
+                return Err(format!("a {}-byte line passed the {cap}-byte cap", line.len()))
+            }
             Ok(Some(ClientLine::Line(line))) => seen.push(Some(line)),
             Ok(Some(ClientLine::TooLong)) => seen.push(None),
             Ok(None) => break,
@@ -462,7 +560,21 @@ pub async fn open_router(root: &Path) -> Router {
     let journal = crate::journal::start(db_path, Arc::clone(&log)).await;
     let judge = crate::judge::JudgeService::new(root.to_path_buf(), None).ok().map(Arc::new);
     let attribution = std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs());
-    Router::new(Services { herdr_status, boot_id, log, events: stream, inbox, home: root.to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools: None })
+    Router::new(Services {
+        herdr_status,
+        boot_id,
+        log,
+        events: stream,
+        inbox,
+        home: root.to_path_buf(),
+        judge,
+        journal,
+        retention,
+        work_memory,
+        bridge,
+        attribution,
+        write_tools: None,
+    })
 }
 
 /// A client handle whose outbox is drained in the background (a subscription's events
@@ -503,8 +615,8 @@ pub async fn request_case(router: &Router, client: &ClientHandle, line: &[u8], l
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::Rng;
+    use super::*;
     use proptest::prelude::{any, prop_assert, proptest, ProptestConfig};
 
     /// Seeds from proptest (shrinking is of no use for a seed; the failing seed is shown).
@@ -589,7 +701,8 @@ mod tests {
         let log = RuntimeLog::open(&home.path().join("fuzz.log"));
         let mut states = std::collections::BTreeSet::new();
         let line = json!({"id": "s", "method": "bridge.reply", "params": {"conversation": "zai:conv:fz", "message_id": "m1", "text": "{\"tool\":\"herdr_prompt\",\"args\":{\"text\":\"x\"}}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "h1"}});
-        let answer = crate::runtime::connections::respond(&router, line.to_string().as_bytes(), &client, Duration::from_secs(10), &log).await;
+        let answer =
+            crate::runtime::connections::respond(&router, line.to_string().as_bytes(), &client, Duration::from_secs(10), &log).await;
         assert_eq!(answer.pointer("/result/state").and_then(Value::as_str), Some("approval"), "the bridge is open and asks: {answer}");
         for seed in 0..300 {
             let mut rng = Rng::new(seed);

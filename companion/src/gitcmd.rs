@@ -26,8 +26,24 @@ use std::process::Stdio;
 /// The configuration keys that would run a program and are switched off on every run (the
 /// filter drivers are found per repository by [`filter_overrides`]).
 const HARDENING: [&str; 18] = [
-    "-c", "safe.bareRepository=explicit", "-c", "log.showSignature=false", "-c", "protocol.allow=never", "-c", "core.fsmonitor=", "-c", "diff.external=",
-    "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false", "-c", "color.ui=false", "-c", "core.sshCommand=",
+    "-c",
+    "safe.bareRepository=explicit",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "core.fsmonitor=",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.quotepath=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "core.sshCommand=",
 ];
 
 /// The one `git` command every tool runs (`herdr_git` and the write tools' dirty check):

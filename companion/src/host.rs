@@ -58,9 +58,7 @@ pub fn origin_allowed(origin: Option<&str>) -> bool {
 /// the process itself.
 pub fn run(origin: Option<String>) -> Result<(), HostError> {
     if !origin_allowed(origin.as_deref()) {
-        return Err(HostError::WrongOrigin {
-            origin: origin.unwrap_or_else(|| "(none)".to_owned()),
-        });
+        return Err(HostError::WrongOrigin { origin: origin.unwrap_or_else(|| "(none)".to_owned()) });
     }
     let home = CompanionHome::resolve(None)?;
     let stdout = Arc::new(Mutex::new(io::stdout()));
@@ -76,10 +74,7 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
         Ok(s) => s,
         Err(e) => {
             let message = format!("cannot use the runtime connection: {e}; reopen the extension");
-            write_message(
-                &stdout,
-                &protocol::host_error(HostErrorCode::RuntimeUnreachable, &message, None),
-            );
+            write_message(&stdout, &protocol::host_error(HostErrorCode::RuntimeUnreachable, &message, None));
             return Err(HostError::RuntimeUnreachable(message));
         }
     };
@@ -132,13 +127,7 @@ pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, Stri
 fn spawn_detached_runtime(home: &CompanionHome) -> io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut command = Command::new(exe);
-    command
-        .arg("runtime")
-        .arg("--home")
-        .arg(home.root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    command.arg("runtime").arg("--home").arg(home.root()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
     unsafe {
         command.pre_exec(|| {
@@ -160,9 +149,7 @@ fn write_line(stdout: &Mutex<io::Stdout>, line: &[u8]) {
     let frame = match encode_frame(line) {
         Ok(frame) => frame,
         Err(too_large) => {
-            let id = serde_json::from_slice::<Value>(line)
-                .ok()
-                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
+            let id = serde_json::from_slice::<Value>(line).ok().and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
             let message = format!(
                 "the runtime's answer was {} bytes, over the 1 MiB browser limit, and was dropped; ask for less (e.g. a smaller page of results)",
                 too_large.len
@@ -212,9 +199,7 @@ pub fn judge_frame(decoded: Decoded) -> FrameVerdict {
     match decoded {
         Decoded::TooLarge { declared_len } => FrameVerdict::Reject(protocol::host_error(
             HostErrorCode::FrameTooLarge,
-            &format!(
-                "a message of {declared_len} bytes exceeds the host's 1 MiB limit and was dropped; send smaller messages"
-            ),
+            &format!("a message of {declared_len} bytes exceeds the host's 1 MiB limit and was dropped; send smaller messages"),
             None,
         )),
         Decoded::Frame(bytes) => match serde_json::from_slice::<Value>(&bytes) {
@@ -234,11 +219,7 @@ pub fn judge_frame(decoded: Decoded) -> FrameVerdict {
 }
 
 /// Copies browser frames to the runtime until stdin ends.
-fn relay_browser_to_runtime(
-    mut stdin: impl Read,
-    mut runtime: UnixStream,
-    stdout: &Mutex<io::Stdout>,
-) {
+fn relay_browser_to_runtime(mut stdin: impl Read, mut runtime: UnixStream, stdout: &Mutex<io::Stdout>) {
     let mut decoder = FrameDecoder::new(MAX_INCOMING_FRAME);
     let mut buf = vec![0u8; 64 * 1024];
     let mut decoded = Vec::new();
@@ -263,9 +244,7 @@ fn relay_browser_to_runtime(
         }
     }
     if let Err(truncated) = decoder.finish() {
-        let message = format!(
-            "the browser closed the port mid-message ({truncated}); nothing was relayed for it"
-        );
+        let message = format!("the browser closed the port mid-message ({truncated}); nothing was relayed for it");
         write_message(stdout, &protocol::host_error(HostErrorCode::BadFrame, &message, None));
     }
     let _ = runtime.shutdown(std::net::Shutdown::Write);
@@ -274,9 +253,7 @@ fn relay_browser_to_runtime(
 /// Returns true when a path is an executable file (used by the doctor).
 pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -286,9 +263,7 @@ mod tests {
 
     #[test]
     fn only_the_exact_extension_origin_is_allowed() {
-        assert!(origin_allowed(Some(
-            "chrome-extension://gencedhnagpaccnkbgpcipafjlankiop/"
-        )));
+        assert!(origin_allowed(Some("chrome-extension://gencedhnagpaccnkbgpcipafjlankiop/")));
         for bad in [
             None,
             Some(""),
@@ -306,9 +281,7 @@ mod tests {
             Decoded::Frame(br#"{ "id":"1",  "method":"ping" }"#.to_vec()),
             Decoded::Frame(b"[1]".to_vec()),
             Decoded::Frame(b"{oops".to_vec()),
-            Decoded::TooLarge {
-                declared_len: 2_000_000,
-            },
+            Decoded::TooLarge { declared_len: 2_000_000 },
         ]
         .into_iter()
         .map(|d| match judge_frame(d) {

@@ -39,10 +39,7 @@ impl Browser {
 
     /// Parses `chrome|chromium|edge|brave`.
     pub fn parse(name: &str) -> Result<Self, InstallError> {
-        Self::ALL
-            .into_iter()
-            .find(|b| b.cli_name() == name)
-            .ok_or_else(|| InstallError::UnknownBrowser(name.to_owned()))
+        Self::ALL.into_iter().find(|b| b.cli_name() == name).ok_or_else(|| InstallError::UnknownBrowser(name.to_owned()))
     }
 
     /// The `--browser` value.
@@ -97,12 +94,7 @@ pub enum Scope {
 ///   are the ones long-lived hosts install to for Brave (browserpass-native's Makefile,
 ///   targets `hosts-brave` and `hosts-brave-user`): `/etc/opt/brave/native-messaging-hosts`
 ///   and `/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts`.
-pub fn native_hosts_dir(
-    browser: Browser,
-    os: Os,
-    scope: Scope,
-    user_home: Option<&Path>,
-) -> Result<PathBuf, InstallError> {
+pub fn native_hosts_dir(browser: Browser, os: Os, scope: Scope, user_home: Option<&Path>) -> Result<PathBuf, InstallError> {
     let user = |relative: &str| -> Result<PathBuf, InstallError> {
         let home = user_home.ok_or(InstallError::NoUserHome)?;
         Ok(home.join(relative).join("NativeMessagingHosts"))
@@ -130,9 +122,7 @@ pub fn native_hosts_dir(
             Browser::Chrome => "/Library/Google/Chrome/NativeMessagingHosts",
             Browser::Chromium => "/Library/Application Support/Chromium/NativeMessagingHosts",
             Browser::Edge => "/Library/Microsoft/Edge/NativeMessagingHosts",
-            Browser::Brave => {
-                "/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts"
-            }
+            Browser::Brave => "/Library/Application Support/BraveSoftware/Brave-Browser/NativeMessagingHosts",
         })),
     }
 }
@@ -195,9 +185,7 @@ pub enum InstallError {
     #[error("unknown browser `{0}`; use --browser chrome, chromium, edge or brave")]
     UnknownBrowser(String),
     /// `$HOME` is unset.
-    #[error(
-        "HOME is not set, so the browser's profile directory is unknown; pass --user-data-dir DIR"
-    )]
+    #[error("HOME is not set, so the browser's profile directory is unknown; pass --user-data-dir DIR")]
     NoUserHome,
     /// The home could not be found.
     #[error(transparent)]
@@ -216,11 +204,7 @@ pub enum InstallError {
 
 fn fs_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> InstallError {
     let path = path.to_path_buf();
-    move |source| InstallError::Fs {
-        action,
-        path,
-        source,
-    }
+    move |source| InstallError::Fs { action, path, source }
 }
 
 /// Renders the manifest JSON for a host wrapper at `host_path`.
@@ -255,14 +239,12 @@ pub fn install(target: &Target, home: &CompanionHome) -> Result<Installed, Insta
     let bin = home.bin_dir();
     fs::create_dir_all(&bin).map_err(fs_err("create", &bin))?;
     fs::write(&wrapper, render_wrapper(&exe, home)).map_err(fs_err("write", &wrapper))?;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755))
-        .map_err(fs_err("make executable", &wrapper))?;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(fs_err("make executable", &wrapper))?;
     let dir = target.hosts_dir()?;
     fs::create_dir_all(&dir).map_err(fs_err("create", &dir))?;
     let manifest = target.manifest_path()?;
     fs::write(&manifest, render_manifest(&wrapper)).map_err(fs_err("write", &manifest))?;
-    fs::set_permissions(&manifest, fs::Permissions::from_mode(0o644))
-        .map_err(fs_err("set permissions on", &manifest))?;
+    fs::set_permissions(&manifest, fs::Permissions::from_mode(0o644)).map_err(fs_err("set permissions on", &manifest))?;
     Ok(Installed { manifest, wrapper })
 }
 
@@ -290,9 +272,7 @@ pub fn check_manifest(text: &str) -> Vec<String> {
     }
     let origins = value.get("allowed_origins").and_then(Value::as_array);
     if origins.map(|o| o.as_slice()) != Some(&[Value::String(EXTENSION_ORIGIN.to_owned())]) {
-        problems.push(format!(
-            "`allowed_origins` is not exactly [\"{EXTENSION_ORIGIN}\"]"
-        ));
+        problems.push(format!("`allowed_origins` is not exactly [\"{EXTENSION_ORIGIN}\"]"));
     }
     match value.get("path").and_then(Value::as_str) {
         Some(path) if Path::new(path).is_absolute() => {
@@ -316,10 +296,7 @@ mod tests {
         assert_eq!(value["name"], HOST_NAME);
         assert_eq!(value["type"], "stdio");
         assert_eq!(value["path"], "/home/a \"b\"/bin/dev.herdr.continuity-host");
-        assert_eq!(
-            value["allowed_origins"],
-            serde_json::json!([EXTENSION_ORIGIN])
-        );
+        assert_eq!(value["allowed_origins"], serde_json::json!([EXTENSION_ORIGIN]));
     }
 
     /// Every browser × {Linux, macOS} × {user, system}, as the browsers' docs name them.
@@ -364,23 +341,12 @@ mod tests {
 
     #[test]
     fn a_user_data_dir_wins_on_every_system_and_a_user_dir_needs_a_home() {
-        let target = Target {
-            browser: Browser::Chromium,
-            user_data_dir: Some(PathBuf::from("/p")),
-            system: true,
-        };
+        let target = Target { browser: Browser::Chromium, user_data_dir: Some(PathBuf::from("/p")), system: true };
         for os in [Os::Linux, Os::MacOs] {
-            assert_eq!(
-                target.hosts_dir_on(os, None).expect("dir"),
-                Path::new("/p/NativeMessagingHosts")
-            );
+            assert_eq!(target.hosts_dir_on(os, None).expect("dir"), Path::new("/p/NativeMessagingHosts"));
         }
-        let err =
-            native_hosts_dir(Browser::Brave, Os::MacOs, Scope::User, None).expect_err("no home");
-        assert!(
-            err.to_string().contains("pass --user-data-dir DIR"),
-            "{err}"
-        );
+        let err = native_hosts_dir(Browser::Brave, Os::MacOs, Scope::User, None).expect_err("no home");
+        assert!(err.to_string().contains("pass --user-data-dir DIR"), "{err}");
         // The system directories need no home.
         assert!(native_hosts_dir(Browser::Edge, Os::MacOs, Scope::System, None).is_ok());
     }
@@ -391,10 +357,6 @@ mod tests {
             assert_eq!(Browser::parse(browser.cli_name()).expect("known"), browser);
         }
         let err = Browser::parse("firefox").expect_err("unknown");
-        assert!(
-            err.to_string()
-                .contains("use --browser chrome, chromium, edge or brave"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("use --browser chrome, chromium, edge or brave"), "{err}");
     }
 }

@@ -46,12 +46,7 @@ impl CappedFile {
     /// Opens (appends to) `path`, rotating at `cap` bytes. A file that cannot be opened
     /// now is opened by the first write that finds it possible.
     pub fn open(path: &Path, cap: u64) -> Self {
-        let mut file = Self {
-            path: path.to_path_buf(),
-            file: None,
-            len: 0,
-            cap,
-        };
+        let mut file = Self { path: path.to_path_buf(), file: None, len: 0, cap };
         let _ = file.reopen();
         file
     }
@@ -75,10 +70,7 @@ impl CappedFile {
 
     /// Opens (creates) the live file again after it could not be opened or was rotated.
     fn reopen(&mut self) -> io::Result<()> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let file = OpenOptions::new().create(true).append(true).open(&self.path)?;
         self.len = file.metadata().map_or(0, |m| m.len());
         self.file = Some(file);
         Ok(())
@@ -96,10 +88,7 @@ impl Write for CappedFile {
         if self.len > 0 && self.len.saturating_add(add) > self.cap {
             self.rotate()?;
         }
-        let file = self
-            .file
-            .as_mut()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the log file is not open"))?;
+        let file = self.file.as_mut().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the log file is not open"))?;
         file.write_all(buf)?;
         self.len = self.len.saturating_add(add);
         Ok(buf.len())
@@ -152,10 +141,7 @@ impl Write for LineWriter<'_> {
                 Err(_) => Ok(buf.len()),
             },
             Self::Fresh(path) => {
-                let _ = OpenOptions::new()
-                    .append(true)
-                    .open(path)
-                    .and_then(|mut f| f.write_all(buf));
+                let _ = OpenOptions::new().append(true).open(path).and_then(|mut f| f.write_all(buf));
                 Ok(buf.len())
             }
         }
@@ -171,10 +157,7 @@ impl<'a> MakeWriter<'a> for SharedLog {
 
     fn make_writer(&'a self) -> Self::Writer {
         match self.access {
-            Access::Wait => LineWriter::Locked(
-                self.file.lock().unwrap_or_else(|p| p.into_inner()),
-                self.access,
-            ),
+            Access::Wait => LineWriter::Locked(self.file.lock().unwrap_or_else(|p| p.into_inner()), self.access),
             Access::Never => match self.file.try_lock() {
                 Ok(guard) => LineWriter::Locked(guard, self.access),
                 Err(TryLockError::Poisoned(p)) => LineWriter::Locked(p.into_inner(), self.access),
@@ -204,23 +187,10 @@ impl RuntimeLog {
     pub fn with_cap(path: &Path, cap: u64) -> Self {
         let file = Arc::new(Mutex::new(CappedFile::open(path, cap)));
         let dispatch_to = |access| {
-            let writer = SharedLog {
-                file: file.clone(),
-                path: path.to_path_buf(),
-                access,
-            };
-            Dispatch::new(
-                tracing_subscriber::fmt()
-                    .with_writer(writer)
-                    .with_target(false)
-                    .with_max_level(tracing::Level::INFO)
-                    .finish(),
-            )
+            let writer = SharedLog { file: file.clone(), path: path.to_path_buf(), access };
+            Dispatch::new(tracing_subscriber::fmt().with_writer(writer).with_target(false).with_max_level(tracing::Level::INFO).finish())
         };
-        Self {
-            dispatch: dispatch_to(Access::Wait),
-            urgent: dispatch_to(Access::Never),
-        }
+        Self { dispatch: dispatch_to(Access::Wait), urgent: dispatch_to(Access::Never) }
     }
 
     /// Makes this log the process's global `tracing` dispatcher; returns false when one
@@ -266,17 +236,11 @@ mod tests {
         let text = read(&path);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(
-            lines[0].ends_with(" INFO runtime 0.1.0 started, pid 42"),
-            "{text}"
-        );
+        assert!(lines[0].ends_with(" INFO runtime 0.1.0 started, pid 42"), "{text}");
         assert!(lines[1].ends_with(" WARN runtime forced to exit"), "{text}");
         // RFC 3339 UTC timestamp first, e.g. 2026-12-01T08:42:08.123456Z.
         let stamp = lines[0].split(' ').next().unwrap_or("");
-        assert!(
-            stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
-            "{stamp}"
-        );
+        assert!(stamp.len() >= 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T', "{stamp}");
     }
 
     /// The cap: rotation to `runtime.log.1` keeps one old file, neither file exceeds the
@@ -293,47 +257,24 @@ mod tests {
         let rotated = CappedFile::rotated_path(&path);
         assert_eq!(rotated, dir.path().join("runtime.log.1"));
         let (live, old) = (read(&path), read(&rotated));
-        assert!(
-            live.len() as u64 <= cap,
-            "runtime.log is {} bytes",
-            live.len()
-        );
-        assert!(
-            old.len() as u64 > cap / 2 && old.len() as u64 <= cap,
-            "runtime.log.1 is {} bytes",
-            old.len()
-        );
-        let mut files: Vec<_> = fs::read_dir(dir.path())
-            .expect("dir")
-            .map(|e| e.expect("entry").file_name())
-            .collect();
+        assert!(live.len() as u64 <= cap, "runtime.log is {} bytes", live.len());
+        assert!(old.len() as u64 > cap / 2 && old.len() as u64 <= cap, "runtime.log.1 is {} bytes", old.len());
+        let mut files: Vec<_> = fs::read_dir(dir.path()).expect("dir").map(|e| e.expect("entry").file_name()).collect();
         files.sort();
         assert_eq!(files, ["runtime.log", "runtime.log.1"]);
         // The newest line is in the live file; the two files hold consecutive whole lines.
-        assert!(
-            live.trim_end()
-                .ends_with(&format!("line 0199 {}", "x".repeat(20))),
-            "{live}"
-        );
+        assert!(live.trim_end().ends_with(&format!("line 0199 {}", "x".repeat(20))), "{live}");
         let numbers: Vec<u32> = old
             .lines()
             .chain(live.lines())
             .map(|l| {
-                let rest = l
-                    .split(" INFO line ")
-                    .nth(1)
-                    .unwrap_or_else(|| panic!("split line: {l}"));
-                rest[..4]
-                    .parse()
-                    .unwrap_or_else(|_| panic!("number in {l}"))
+                let rest = l.split(" INFO line ").nth(1).unwrap_or_else(|| panic!("split line: {l}"));
+                rest[..4].parse().unwrap_or_else(|_| panic!("number in {l}"))
             })
             .collect();
         assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
         assert_eq!(numbers.last(), Some(&199));
-        assert!(
-            numbers[0] > 0,
-            "the oldest lines were dropped with the second rotation"
-        );
+        assert!(numbers[0] > 0, "the oldest lines were dropped with the second rotation");
     }
 
     #[test]
@@ -363,11 +304,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runtime.log");
         let log = RuntimeLog::open(&path);
-        let writer = SharedLog {
-            file: Arc::new(Mutex::new(CappedFile::open(&path, LOG_CAP_BYTES))),
-            path: path.clone(),
-            access: Access::Never,
-        };
+        let writer =
+            SharedLog { file: Arc::new(Mutex::new(CappedFile::open(&path, LOG_CAP_BYTES))), path: path.clone(), access: Access::Never };
         let _held = writer.file.lock().expect("lock");
         // The shared file is locked here; a fresh handle still writes the line.
         let mut line = writer.make_writer();

@@ -260,11 +260,7 @@ struct LocationArgs {
 
 impl LocationArgs {
     fn target(self, browser: Browser) -> Target {
-        Target {
-            browser,
-            user_data_dir: self.user_data_dir,
-            system: self.system,
-        }
+        Target { browser, user_data_dir: self.user_data_dir, system: self.system }
     }
 }
 
@@ -287,10 +283,7 @@ fn main() {
 /// passes the origin as argv[1]: run the host for it as if `host` had been given.
 fn host_compatible_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut args: Vec<OsString> = args.into_iter().collect();
-    let origin_first = args
-        .get(1)
-        .and_then(|a| a.to_str())
-        .is_some_and(|a| a.starts_with(ORIGIN_PREFIX));
+    let origin_first = args.get(1).and_then(|a| a.to_str()).is_some_and(|a| a.starts_with(ORIGIN_PREFIX));
     if origin_first {
         args.insert(1, OsString::from("host"));
     }
@@ -308,10 +301,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Runtime { home, herdr } => {
-            runtime::run_until_stopped(RuntimeOptions {
-                home: home.home,
-                herdr_session: herdr.herdr_session,
-            })?;
+            runtime::run_until_stopped(RuntimeOptions { home: home.home, herdr_session: herdr.herdr_session })?;
             Ok(0)
         }
         Command::Install(args) => {
@@ -320,29 +310,18 @@ fn run(cli: Cli) -> Result<i32> {
             let installed = install::install(&target, &home)?;
             println!("wrote host manifest {}", installed.manifest.display());
             println!("wrote host wrapper  {}", installed.wrapper.display());
-            println!(
-                "companion home      {} (set {HOME_ENV} before install to choose another)",
-                home.root().display()
-            );
+            println!("companion home      {} (set {HOME_ENV} before install to choose another)", home.root().display());
             Ok(0)
         }
         Command::Uninstall(args) => {
             let target = args.location.target(args.browser);
             match install::uninstall(&target)? {
                 Some(path) => println!("removed host manifest {}", path.display()),
-                None => println!(
-                    "no host manifest at {}; nothing to remove",
-                    target.manifest_path()?.display()
-                ),
+                None => println!("no host manifest at {}; nothing to remove", target.manifest_path()?.display()),
             }
             Ok(0)
         }
-        Command::Doctor {
-            browser,
-            location,
-            home,
-            herdr,
-        } => {
+        Command::Doctor { browser, location, home, herdr } => {
             let target = location.target(browser);
             let home = CompanionHome::resolve(home.home)?;
             let checks = doctor::run_checks(&target, &home, herdr.herdr_session);
@@ -350,11 +329,7 @@ fn run(cli: Cli) -> Result<i32> {
             print!("{}", doctor::page_diagnostics(&home));
             let exe = std::env::current_exe().unwrap_or_else(|_| "herdr-companion".into());
             print!("{}", doctor::connecting_chatgpt(&home, &exe, std::env::var_os("PATH").as_deref()));
-            Ok(if checks.iter().all(|c| c.fix.is_none()) {
-                0
-            } else {
-                1
-            })
+            Ok(if checks.iter().all(|c| c.fix.is_none()) { 0 } else { 1 })
         }
         Command::Task(task) => Ok(companion::inbox::cli::run(&task_args(task))?),
         Command::Judge(JudgeCommand::Classify { script_only, home }) => {
@@ -364,7 +339,10 @@ fn run(cli: Cli) -> Result<i32> {
             let stdout = std::io::stdout().lock();
             let done = companion::judge::cli::run(home.root().to_path_buf(), stages, stdin, stdout)?;
             if done.refused > 0 {
-                eprintln!("herdr-companion: judge classify: {} line(s) judged, {} refused (see their \"error\")", done.judged, done.refused);
+                eprintln!(
+                    "herdr-companion: judge classify: {} line(s) judged, {} refused (see their \"error\")",
+                    done.judged, done.refused
+                );
                 return Ok(1);
             }
             Ok(0)
@@ -409,7 +387,10 @@ fn roots(command: RootsCommand) -> Result<i32> {
         RootsCommand::Add { path, .. } => {
             let now = i64::try_from(companion::clock::unix_millis()).unwrap_or(i64::MAX);
             let added = store.add(&path, now)?;
-            println!("project root {} registered; the workstation tools may read (and, with approval, change) files under it", added.display());
+            println!(
+                "project root {} registered; the workstation tools may read (and, with approval, change) files under it",
+                added.display()
+            );
         }
         RootsCommand::List { .. } => {
             let roots = store.list()?;
@@ -436,14 +417,7 @@ fn task_args(task: TaskCommand) -> Vec<String> {
         }
     };
     match task {
-        TaskCommand::Dispatch {
-            session_ref,
-            workspace,
-            pane,
-            turn,
-            home: dir,
-            text,
-        } => {
+        TaskCommand::Dispatch { session_ref, workspace, pane, turn, home: dir, text } => {
             let mut args = vec![
                 "dispatch".to_owned(),
                 "--session-ref".to_owned(),
@@ -460,10 +434,7 @@ fn task_args(task: TaskCommand) -> Vec<String> {
             args.push(text);
             args
         }
-        TaskCommand::List {
-            session_ref,
-            home: dir,
-        } => {
+        TaskCommand::List { session_ref, home: dir } => {
             let mut args = vec!["list".to_owned(), "--session-ref".to_owned(), session_ref];
             home(&mut args, dir);
             args
@@ -485,46 +456,25 @@ mod tests {
     fn an_origin_as_first_argument_runs_the_host() {
         let args = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
         let origin = "chrome-extension://gencedhnagpaccnkbgpcipafjlankiop/";
-        let cli = Cli::try_parse_from(host_compatible_args(args(&[
-            "herdr-companion",
-            origin,
-            "--parent-window=0",
-        ])))
-        .expect("parses");
+        let cli = Cli::try_parse_from(host_compatible_args(args(&["herdr-companion", origin, "--parent-window=0"]))).expect("parses");
         match cli.command {
-            Command::Host {
-                origin: Some(o),
-                ignored,
-            } => {
+            Command::Host { origin: Some(o), ignored } => {
                 assert_eq!(o, origin);
                 assert_eq!(ignored, args(&["--parent-window=0"]));
             }
             other => panic!("not the host: {other:?}"),
         }
-        assert_eq!(
-            host_compatible_args(args(&["herdr-companion", "doctor"])),
-            args(&["herdr-companion", "doctor"])
-        );
+        assert_eq!(host_compatible_args(args(&["herdr-companion", "doctor"])), args(&["herdr-companion", "doctor"]));
     }
 
     #[test]
     fn task_arguments_reach_the_inbox_cli_unchanged() {
         // Words split at spaces; TEXT stands for the one argument "do it".
-        let words = |line: &'static str| {
-            line.split(' ')
-                .map(|w| if w == "TEXT" { "do it" } else { w })
-                .collect::<Vec<_>>()
-        };
-        let cli = Cli::try_parse_from(words(
-            "herdr-companion task dispatch --session-ref R --workspace w1 --pane w1:p1 TEXT --turn t --home /h",
-        ))
-        .expect("parses");
-        let Command::Task(task) = cli.command else {
-            panic!("not task")
-        };
-        assert_eq!(
-            task_args(task),
-            words("dispatch --session-ref R --workspace w1 --pane w1:p1 --turn t --home /h TEXT")
-        );
+        let words = |line: &'static str| line.split(' ').map(|w| if w == "TEXT" { "do it" } else { w }).collect::<Vec<_>>();
+        let cli =
+            Cli::try_parse_from(words("herdr-companion task dispatch --session-ref R --workspace w1 --pane w1:p1 TEXT --turn t --home /h"))
+                .expect("parses");
+        let Command::Task(task) = cli.command else { panic!("not task") };
+        assert_eq!(task_args(task), words("dispatch --session-ref R --workspace w1 --pane w1:p1 --turn t --home /h TEXT"));
     }
 }

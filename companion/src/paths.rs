@@ -83,14 +83,10 @@ impl CompanionHome {
             return Ok(Self { root });
         }
         if let Some(root) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-            return Ok(Self {
-                root: PathBuf::from(root),
-            });
+            return Ok(Self { root: PathBuf::from(root) });
         }
         let home = user_home().ok_or(NoHome)?;
-        Ok(Self {
-            root: default_home(Os::current(), &home),
-        })
+        Ok(Self { root: default_home(Os::current(), &home) })
     }
 
     /// A home at an explicit path.
@@ -145,9 +141,7 @@ impl CompanionHome {
 
 /// The user's home directory from `$HOME`.
 pub fn user_home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 #[cfg(test)]
@@ -157,23 +151,13 @@ mod tests {
     #[test]
     fn the_default_home_follows_each_systems_convention() {
         let home = Path::new("/Users/ada");
-        assert_eq!(
-            default_home(Os::Linux, home),
-            Path::new("/Users/ada/.local/state/herdr-continuity")
-        );
-        assert_eq!(
-            default_home(Os::MacOs, home),
-            Path::new("/Users/ada/Library/Application Support/herdr-continuity")
-        );
+        assert_eq!(default_home(Os::Linux, home), Path::new("/Users/ada/.local/state/herdr-continuity"));
+        assert_eq!(default_home(Os::MacOs, home), Path::new("/Users/ada/Library/Application Support/herdr-continuity"));
     }
 
     #[test]
     fn this_build_knows_its_system() {
-        let expected = if cfg!(target_os = "macos") {
-            Os::MacOs
-        } else {
-            Os::Linux
-        };
+        let expected = if cfg!(target_os = "macos") { Os::MacOs } else { Os::Linux };
         assert_eq!(Os::current(), expected);
     }
 }

@@ -10,8 +10,7 @@ use serde_json::{json, Map, Value};
 use thiserror::Error;
 
 pub use continuity_protocol::{
-    ErrorCode, EventName, HostErrorCode, Method, CAPABILITIES, EXTENSION_ORIGIN, HOST_NAME, MAX_ID_LEN, MAX_LINE,
-    PROTOCOL_VERSION,
+    ErrorCode, EventName, HostErrorCode, Method, CAPABILITIES, EXTENSION_ORIGIN, HOST_NAME, MAX_ID_LEN, MAX_LINE, PROTOCOL_VERSION,
 };
 
 /// A method failure: its code and a message saying what to do.
@@ -58,20 +57,14 @@ pub fn unknown_method_reason(method: &str) -> String {
 /// Parses and validates one request line. A well-formed request of a method this
 /// protocol does not have is refused with `unknown_method` (and its id).
 pub fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| {
-        BadRequest::shape(None, format!("request is not valid JSON ({e}); send one JSON object per line"))
-    })?;
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| BadRequest::shape(None, format!("request is not valid JSON ({e}); send one JSON object per line")))?;
     let Value::Object(mut object) = value else {
         return Err(BadRequest::shape(None, "request must be a JSON object with id, method and params".to_owned()));
     };
     let id = match object.remove("id") {
         Some(Value::String(id)) if continuity_protocol::limits::is_request_id(&id) => id,
-        _ => {
-            return Err(BadRequest::shape(
-                None,
-                format!("request id must be a string of 1 to {MAX_ID_LEN} characters"),
-            ))
-        }
+        _ => return Err(BadRequest::shape(None, format!("request id must be a string of 1 to {MAX_ID_LEN} characters"))),
     };
     let method = match object.remove("method") {
         Some(Value::String(method)) if !method.is_empty() => method,
@@ -158,9 +151,7 @@ mod tests {
 
     #[test]
     fn host_error_carries_the_replaced_request_id() {
-        expect![[
-            r#"{"data":{"code":"response_too_large","id":"9","message":"m"},"event":"host_error"}"#
-        ]]
-        .assert_eq(&to_line(&host_error(HostErrorCode::ResponseTooLarge, "m", Some("9"))));
+        expect![[r#"{"data":{"code":"response_too_large","id":"9","message":"m"},"event":"host_error"}"#]]
+            .assert_eq(&to_line(&host_error(HostErrorCode::ResponseTooLarge, "m", Some("9"))));
     }
 }

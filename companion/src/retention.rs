@@ -71,12 +71,8 @@ pub struct Limits {
 pub const DEFAULTS: Limits = Limits { journal_turns: 5_000, work_memory_turns: 5_000, bridge_result_days: 30, inbox_days: 30 };
 
 /// `(name, min, max)` of each limit.
-pub const BOUNDS: [(&str, u64, u64); 4] = [
-    ("journal_turns", 100, 1_000_000),
-    ("work_memory_turns", 100, 1_000_000),
-    ("bridge_result_days", 1, 3_650),
-    ("inbox_days", 1, 3_650),
-];
+pub const BOUNDS: [(&str, u64, u64); 4] =
+    [("journal_turns", 100, 1_000_000), ("work_memory_turns", 100, 1_000_000), ("bridge_result_days", 1, 3_650), ("inbox_days", 1, 3_650)];
 
 impl Limits {
     fn get(&self, name: &str) -> u64 {
@@ -101,12 +97,17 @@ impl Limits {
     /// within [`BOUNDS`]; anything else is refused with what is allowed.
     pub fn checked(base: Limits, value: &Value) -> std::result::Result<Limits, String> {
         let Some(object) = value.as_object() else {
-            return Err("retention.set needs params.limits, an object of limits (journal_turns, work_memory_turns, bridge_result_days, inbox_days)".to_owned());
+            return Err(
+                "retention.set needs params.limits, an object of limits (journal_turns, work_memory_turns, bridge_result_days, inbox_days)"
+                    .to_owned(),
+            );
         };
         let mut limits = base;
         for (name, given) in object {
             let Some((_, min, max)) = BOUNDS.iter().find(|(known, _, _)| known == name) else {
-                return Err(format!("retention.set: `{name}` is not a limit; send journal_turns, work_memory_turns, bridge_result_days or inbox_days"));
+                return Err(format!(
+                    "retention.set: `{name}` is not a limit; send journal_turns, work_memory_turns, bridge_result_days or inbox_days"
+                ));
             };
             match given.as_u64().filter(|n| (*min..=*max).contains(n)) {
                 Some(n) => limits.set(name, n),
@@ -118,8 +119,10 @@ impl Limits {
 
     /// The limits and their bounds, as `retention` answers them.
     pub fn to_json(&self) -> Value {
-        let bounds: serde_json::Map<String, Value> =
-            BOUNDS.iter().map(|(name, min, max)| ((*name).to_owned(), json!({"min": min, "max": max, "default": DEFAULTS.get(name)}))).collect();
+        let bounds: serde_json::Map<String, Value> = BOUNDS
+            .iter()
+            .map(|(name, min, max)| ((*name).to_owned(), json!({"min": min, "max": max, "default": DEFAULTS.get(name)})))
+            .collect();
         json!({"limits": self, "bounds": bounds})
     }
 }
@@ -273,7 +276,9 @@ pub fn sizes(conn: &Connection) -> Result<Vec<StoreSize>> {
         for (table, bytes) in parts {
             if table_exists(conn, table)? {
                 let (rows, total): (i64, i64) =
-                    conn.query_row(&format!("SELECT count(*), coalesce(sum({bytes}), 0) FROM {table}"), [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                    conn.query_row(&format!("SELECT count(*), coalesce(sum({bytes}), 0) FROM {table}"), [], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?;
                 size.rows += rows.unsigned_abs();
                 size.bytes += total.unsigned_abs();
             }
@@ -300,21 +305,34 @@ fn verified_checkpoint(conn: &Connection, chain: &str) -> Result<Option<(Option<
             "SELECT summary, checkpoint_json, sha256, through_message_id, through_evidence_id FROM wm_checkpoints
              WHERE continuity_id = ?1 ORDER BY revision DESC LIMIT 1",
             params![chain],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?, r.get::<_, Option<String>>(4)?)),
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ))
+            },
         )
         .optional()?;
     let Some((summary, checkpoint_json, digest, through_message, through_evidence)) = latest else { return Ok(None) };
-    let recomputed = crate::work_memory::store::checkpoint_digest(&summary, &checkpoint_json, through_message.as_deref(), through_evidence.as_deref());
+    let recomputed =
+        crate::work_memory::store::checkpoint_digest(&summary, &checkpoint_json, through_message.as_deref(), through_evidence.as_deref());
     if recomputed != digest {
         return Ok(None);
     }
     let anchor = |anchor: Option<&str>, prefix: char, table: &str| -> Result<Option<Option<i64>>> {
         let Some(anchor) = anchor else { return Ok(Some(None)) };
         let Some(row) = anchor.strip_prefix(prefix).and_then(|n| n.parse::<i64>().ok()) else { return Ok(None) };
-        let found = conn.query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1 AND continuity_id = ?2"), params![row, chain], |_| Ok(())).optional()?;
+        let found = conn
+            .query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1 AND continuity_id = ?2"), params![row, chain], |_| Ok(()))
+            .optional()?;
         Ok(found.map(|()| Some(row)))
     };
-    let (Some(turn), Some(evidence)) = (anchor(through_message.as_deref(), 'm', "wm_turns")?, anchor(through_evidence.as_deref(), 'e', "wm_evidence")?) else {
+    let (Some(turn), Some(evidence)) =
+        (anchor(through_message.as_deref(), 'm', "wm_turns")?, anchor(through_evidence.as_deref(), 'e', "wm_evidence")?)
+    else {
         return Ok(None);
     };
     Ok(Some((turn, evidence)))
@@ -322,7 +340,8 @@ fn verified_checkpoint(conn: &Connection, chain: &str) -> Result<Option<(Option<
 
 /// Chains of `table` with more than `limit` rows, and their counts.
 fn over_limit(conn: &Connection, table: &str, limit: u64) -> Result<Vec<(String, u64)>> {
-    let mut statement = conn.prepare(&format!("SELECT continuity_id, count(*) FROM {table} GROUP BY continuity_id HAVING count(*) > ?1"))?;
+    let mut statement =
+        conn.prepare(&format!("SELECT continuity_id, count(*) FROM {table} GROUP BY continuity_id HAVING count(*) > ?1"))?;
     let rows = statement.query_map(params![limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.unsigned_abs())))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
@@ -390,7 +409,9 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) ->
                 continue;
             };
             let goal: Option<i64> =
-                conn.query_row("SELECT min(turn_id) FROM journal_turns WHERE continuity_id = ?1 AND role = 'user'", params![chain], |r| r.get(0))?;
+                conn.query_row("SELECT min(turn_id) FROM journal_turns WHERE continuity_id = ?1 AND role = 'user'", params![chain], |r| {
+                    r.get(0)
+                })?;
             let victims: Vec<(i64, String)> = {
                 let mut statement = conn.prepare(
                     "SELECT turn_id, text FROM journal_turns WHERE continuity_id = ?1 AND turn_id < ?2 AND turn_id IS NOT ?3 ORDER BY turn_id LIMIT ?4",

@@ -9,8 +9,7 @@
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand,
-    RuntimeAnswer,
+    Continuity, ContinuityInput, ContinuityOutput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand, RuntimeAnswer,
 };
 use ext_core::stale_view::ServerRole;
 
@@ -57,7 +56,13 @@ fn drain(c: &mut Continuity, now: u64, requests: &mut u64) {
         match output {
             ContinuityOutput::Recovery { tab, command: RecoveryCommand::Probe { .. } } => {
                 *requests += 1;
-                let answer = ProbeAnswer::Node(ProbeNode { id: "a".into(), role: ServerRole::Assistant, text_len: 10, finished: false, update_time_ms: Some(now) });
+                let answer = ProbeAnswer::Node(ProbeNode {
+                    id: "a".into(),
+                    role: ServerRole::Assistant,
+                    text_len: 10,
+                    finished: false,
+                    update_time_ms: Some(now),
+                });
                 c.handle(now, ContinuityInput::SnapshotResult { tab, page_load: format!("load-{tab}"), answer });
             }
             ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),

@@ -14,7 +14,6 @@
 //!   be sent; every refusal is a [`WakeWithheld`] value (its `_locales` text: `withheld_<code>`), never a
 //!   silent `false`.
 
-
 use serde::Serialize;
 
 use crate::json_read::{json_struct, json_unit_enum, write_unit_enum};
@@ -110,9 +109,7 @@ impl AutoGate {
     pub fn state(&self, scope: &Scope) -> AutoState {
         match (scope, self.scope_toggle(scope)) {
             (_, false) => AutoState::Off,
-            (Scope::Project { .. }, true) if !self.allow_project_auto => {
-                AutoState::ProjectAutoNotAllowed
-            }
+            (Scope::Project { .. }, true) if !self.allow_project_auto => AutoState::ProjectAutoNotAllowed,
             (_, true) => AutoState::On,
         }
     }
@@ -129,12 +126,10 @@ impl AutoGate {
             HudAction::ToggleAuto => Ok(()),
             _ if !page.has_composer_target() => Err(ActionLocked::NoComposerOnThisPage),
             HudAction::Handoff => Ok(()),
-            HudAction::Continue | HudAction::CheckHerdr | HudAction::LlmJudge => {
-                match self.state(&scope) {
-                    AutoState::On => Err(ActionLocked::AutoIsOn),
-                    AutoState::Off | AutoState::ProjectAutoNotAllowed => Ok(()),
-                }
-            }
+            HudAction::Continue | HudAction::CheckHerdr | HudAction::LlmJudge => match self.state(&scope) {
+                AutoState::On => Err(ActionLocked::AutoIsOn),
+                AutoState::Off | AutoState::ProjectAutoNotAllowed => Ok(()),
+            },
         }
     }
 }
@@ -245,10 +240,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         (!facts.bound, WakeWithheld::NotBound),
         (!facts.has_delivery_target, WakeWithheld::NoActiveConversation),
         (facts.auto == AutoState::Off, WakeWithheld::AutoOff),
-        (
-            facts.auto == AutoState::ProjectAutoNotAllowed,
-            WakeWithheld::ProjectAutoNotAllowed,
-        ),
+        (facts.auto == AutoState::ProjectAutoNotAllowed, WakeWithheld::ProjectAutoNotAllowed),
         (facts.handoff_in_progress, WakeWithheld::HandoffInProgress),
         // Never a message without the chat's App: named before whether anything is pending.
         (facts.app_held.is_some(), facts.app_held.unwrap_or(WakeWithheld::AppNotAttached)),
@@ -266,7 +258,6 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         None => Ok(()),
     }
 }
-
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });

@@ -19,10 +19,10 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
-use crate::Millis;
 use crate::json_read::json_struct;
+use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::vec_map::{VecMap, VecSet};
+use crate::Millis;
 
 /// A Chrome tab id (non-negative; the shell never passes `TAB_ID_NONE`).
 pub type TabId = u32;
@@ -136,12 +136,7 @@ impl ScopeBinding {
             Scope::Project { .. } => Site::ChatGpt,
             Scope::Conversation { site, .. } => *site,
         };
-        self.active_conv_key
-            .as_ref()
-            .map(|conversation_id| ConversationRef {
-                site,
-                conversation_id: conversation_id.clone(),
-            })
+        self.active_conv_key.as_ref().map(|conversation_id| ConversationRef { site, conversation_id: conversation_id.clone() })
     }
 }
 
@@ -338,27 +333,17 @@ impl Bindings {
     /// Feeds one input.
     pub fn handle(&mut self, now: Millis, input: BindingInput) {
         match input {
-            BindingInput::Bind {
-                tab,
-                page,
-                workspace,
-            } => self.bind(now, tab, page, workspace),
+            BindingInput::Bind { tab, page, workspace } => self.bind(now, tab, page, workspace),
             BindingInput::Unbind { tab, page } => self.unbind(tab, &page),
             BindingInput::UnbindScope { scope } => {
                 if let Some(removed) = self.bindings.remove(&scope.key()) {
-                    self.outputs.push_back(BindingOutput::Unbound {
-                        scope,
-                        workspace_id: removed.workspace_id,
-                    });
+                    self.outputs.push_back(BindingOutput::Unbound { scope, workspace_id: removed.workspace_id });
                 }
             }
             BindingInput::PageVisited { tab, page } => self.visit(now, tab, &page),
             BindingInput::TabClosed { tab } => {
                 if self.pending.remove(&tab).is_some() {
-                    self.outputs.push_back(BindingOutput::PendingDiscarded {
-                        tab,
-                        reason: PendingDiscardReason::TabClosed,
-                    });
+                    self.outputs.push_back(BindingOutput::PendingDiscarded { tab, reason: PendingDiscardReason::TabClosed });
                 }
             }
             BindingInput::CatalogRefreshed { workspaces } => self.refresh(&workspaces),
@@ -416,33 +401,18 @@ impl Bindings {
 
     /// The scopes bound to a workspace (to route its settle events), ordered by key.
     pub fn scopes_bound_to<'a>(&'a self, workspace_id: &'a str) -> impl Iterator<Item = &'a Scope> {
-        self.bindings
-            .values()
-            .filter(move |b| b.workspace_id == workspace_id)
-            .map(|b| &b.scope)
+        self.bindings.values().filter(move |b| b.workspace_id == workspace_id).map(|b| &b.scope)
     }
 
     fn bind(&mut self, now: Millis, tab: TabId, page: PageKind, workspace: CatalogWorkspace) {
         if workspace.workspace_id.is_empty() {
-            self.outputs.push_back(BindingOutput::BindRefused {
-                reason: BindRefusal::EmptyWorkspaceId,
-            });
+            self.outputs.push_back(BindingOutput::BindRefused { reason: BindRefusal::EmptyWorkspaceId });
             return;
         }
         match (&page, page.scope()) {
             (PageKind::Root, _) => {
-                self.outputs.push_back(BindingOutput::PendingSaved {
-                    tab,
-                    workspace_id: workspace.workspace_id.clone(),
-                });
-                self.pending.insert(
-                    tab,
-                    PendingBinding {
-                        workspace_id: workspace.workspace_id,
-                        label: workspace.label,
-                        saved_at: now,
-                    },
-                );
+                self.outputs.push_back(BindingOutput::PendingSaved { tab, workspace_id: workspace.workspace_id.clone() });
+                self.pending.insert(tab, PendingBinding { workspace_id: workspace.workspace_id, label: workspace.label, saved_at: now });
             }
             (_, Some(scope)) => {
                 // An explicit bind on a concrete page supersedes the tab's pending choice.
@@ -451,13 +421,11 @@ impl Bindings {
                 self.note_active_conversation(&page);
             }
             (PageKind::Unsupported { reason }, None) => {
-                self.outputs.push_back(BindingOutput::BindRefused {
-                    reason: BindRefusal::UnsupportedPage(*reason),
-                });
+                self.outputs.push_back(BindingOutput::BindRefused { reason: BindRefusal::UnsupportedPage(*reason) });
             }
-            (_, None) => self.outputs.push_back(BindingOutput::BindRefused {
-                reason: BindRefusal::UnsupportedPage(UnsupportedPage::NotAChatPage),
-            }),
+            (_, None) => {
+                self.outputs.push_back(BindingOutput::BindRefused { reason: BindRefusal::UnsupportedPage(UnsupportedPage::NotAChatPage) })
+            }
         }
     }
 
@@ -469,14 +437,9 @@ impl Bindings {
         let (app, app_ambiguous, app_turn) = previous.map(|b| (b.app.clone(), b.app_ambiguous, b.app_turn.clone())).unwrap_or_default();
         let active_conv_key = match &scope {
             Scope::Project { .. } => previous_target,
-            Scope::Conversation {
-                conversation_id, ..
-            } => Some(conversation_id.clone()),
+            Scope::Conversation { conversation_id, .. } => Some(conversation_id.clone()),
         };
-        self.outputs.push_back(BindingOutput::Bound {
-            scope: scope.clone(),
-            workspace_id: workspace_id.clone(),
-        });
+        self.outputs.push_back(BindingOutput::Bound { scope: scope.clone(), workspace_id: workspace_id.clone() });
         self.bindings.insert(
             key,
             ScopeBinding {
@@ -496,19 +459,13 @@ impl Bindings {
     fn unbind(&mut self, tab: TabId, page: &PageKind) {
         if let PageKind::Root = page {
             if self.pending.remove(&tab).is_some() {
-                self.outputs.push_back(BindingOutput::PendingDiscarded {
-                    tab,
-                    reason: PendingDiscardReason::Unbound,
-                });
+                self.outputs.push_back(BindingOutput::PendingDiscarded { tab, reason: PendingDiscardReason::Unbound });
             }
             return;
         }
         if let Some(scope) = page.scope() {
             if let Some(removed) = self.bindings.remove(&scope.key()) {
-                self.outputs.push_back(BindingOutput::Unbound {
-                    scope,
-                    workspace_id: removed.workspace_id,
-                });
+                self.outputs.push_back(BindingOutput::Unbound { scope, workspace_id: removed.workspace_id });
             }
         }
     }
@@ -517,10 +474,7 @@ impl Bindings {
         if let Some(scope) = page.scope() {
             if let Some(pending) = self.pending.remove(&tab) {
                 if self.bindings.contains_key(&scope.key()) {
-                    self.outputs.push_back(BindingOutput::PendingDiscarded {
-                        tab,
-                        reason: PendingDiscardReason::ScopeAlreadyBound,
-                    });
+                    self.outputs.push_back(BindingOutput::PendingDiscarded { tab, reason: PendingDiscardReason::ScopeAlreadyBound });
                 } else {
                     self.outputs.push_back(BindingOutput::PendingMigrated {
                         tab,
@@ -536,17 +490,10 @@ impl Bindings {
 
     /// B3: the concrete conversation open in a bound Project becomes its delivery target.
     fn note_active_conversation(&mut self, page: &PageKind) {
-        let PageKind::ProjectChat {
-            project_id,
-            conversation_id,
-        } = page
-        else {
+        let PageKind::ProjectChat { project_id, conversation_id } = page else {
             return;
         };
-        let key = Scope::Project {
-            project_id: project_id.clone(),
-        }
-        .key();
+        let key = Scope::Project { project_id: project_id.clone() }.key();
         if let Some(binding) = self.bindings.get_mut(&key) {
             if binding.active_conv_key.as_deref() != Some(conversation_id.as_str()) {
                 binding.active_conv_key = Some(conversation_id.clone());
@@ -562,9 +509,7 @@ impl Bindings {
         // Several scopes may share a workspace: report each change once per workspace.
         let mut reported: VecSet<(String, &'static str)> = VecSet::new();
         for binding in self.bindings.values_mut() {
-            let listed = workspaces
-                .iter()
-                .find(|w| w.workspace_id == binding.workspace_id);
+            let listed = workspaces.iter().find(|w| w.workspace_id == binding.workspace_id);
             let in_catalog = listed.is_some();
             if let Some(live) = listed {
                 if live.label != binding.label {
@@ -580,16 +525,13 @@ impl Bindings {
             if binding.workspace_in_catalog != in_catalog {
                 binding.workspace_in_catalog = in_catalog;
                 if reported.insert((binding.workspace_id.clone(), "presence")) {
-                    self.outputs.push_back(BindingOutput::WorkspacePresenceChanged {
-                        workspace_id: binding.workspace_id.clone(),
-                        in_catalog,
-                    });
+                    self.outputs
+                        .push_back(BindingOutput::WorkspacePresenceChanged { workspace_id: binding.workspace_id.clone(), in_catalog });
                 }
             }
         }
     }
 }
-
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_struct!(CatalogWorkspace { workspace_id, label });

@@ -31,8 +31,8 @@ use continuity_protocol::{ErrorCode, HostErrorCode};
 use std::collections::VecDeque;
 
 use crate::hud::{self, HudView};
-use crate::Millis;
 use crate::vec_map::VecMap;
+use crate::Millis;
 
 /// The protocol integer this extension speaks (`continuity_protocol::PROTOCOL_VERSION`).
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -299,9 +299,7 @@ impl OfflineReason {
             Some(text) if crate::text::contains_str(text, "not found") => OfflineReason::HostNotInstalled,
             Some(text) if crate::text::contains_str(text, "forbidden") => OfflineReason::HostForbidden,
             Some(text) if crate::text::contains_str(text, "exited") => OfflineReason::HostExited,
-            Some(text) => OfflineReason::PortError {
-                message: text.to_owned(),
-            },
+            Some(text) => OfflineReason::PortError { message: text.to_owned() },
         }
     }
 }
@@ -462,9 +460,7 @@ impl CompanionLink {
     pub fn next_deadline(&self) -> Option<Millis> {
         let state_deadline = match &self.state {
             LinkState::Disconnected { retry_at, .. } => Some(*retry_at),
-            LinkState::Connecting { deadline, .. } | LinkState::Handshaking { deadline, .. } => {
-                Some(*deadline)
-            }
+            LinkState::Connecting { deadline, .. } | LinkState::Handshaking { deadline, .. } => Some(*deadline),
             LinkState::Idle | LinkState::Connected { .. } | LinkState::Incompatible { .. } => None,
         };
         let probe_deadline = self.probes.values().map(|pending| pending.deadline).min();
@@ -484,15 +480,11 @@ impl CompanionLink {
                 }
             }
             Input::RetryNow => match self.state {
-                LinkState::Idle
-                | LinkState::Disconnected { .. }
-                | LinkState::Incompatible { .. } => {
+                LinkState::Idle | LinkState::Disconnected { .. } | LinkState::Incompatible { .. } => {
                     self.backoff = INITIAL_BACKOFF;
                     self.open_port(now);
                 }
-                LinkState::Connecting { .. }
-                | LinkState::Handshaking { .. }
-                | LinkState::Connected { .. } => {}
+                LinkState::Connecting { .. } | LinkState::Handshaking { .. } | LinkState::Connected { .. } => {}
             },
             Input::PortOpened { port } => {
                 if let LinkState::Connecting { port: current, .. } = self.state {
@@ -507,11 +499,7 @@ impl CompanionLink {
                                 requires: REQUIRED_CAPABILITIES.iter().map(|name| (*name).to_owned()).collect(),
                             },
                         });
-                        self.state = LinkState::Handshaking {
-                            port,
-                            hello_id,
-                            deadline: now + HELLO_TIMEOUT,
-                        };
+                        self.state = LinkState::Handshaking { port, hello_id, deadline: now + HELLO_TIMEOUT };
                     }
                 }
             }
@@ -528,22 +516,10 @@ impl CompanionLink {
             Input::ProbeRequested { probe } => {
                 if let LinkState::Connected { port, .. } = self.state {
                     let id = self.request_id("ping");
-                    self.probes.insert(
-                        id.clone(),
-                        PendingProbe {
-                            probe,
-                            deadline: now + PROBE_TIMEOUT,
-                        },
-                    );
-                    self.outputs.push_back(Output::Send {
-                        port,
-                        request: Request::Ping { id },
-                    });
+                    self.probes.insert(id.clone(), PendingProbe { probe, deadline: now + PROBE_TIMEOUT });
+                    self.outputs.push_back(Output::Send { port, request: Request::Ping { id } });
                 } else {
-                    self.outputs.push_back(Output::ProbeFinished {
-                        probe,
-                        outcome: ProbeOutcome::CompanionOffline,
-                    });
+                    self.outputs.push_back(Output::ProbeFinished { probe, outcome: ProbeOutcome::CompanionOffline });
                 }
             }
             Input::Timer => self.on_timer(now),
@@ -554,25 +530,15 @@ impl CompanionLink {
     }
 
     fn on_timer(&mut self, now: Millis) {
-        let expired: Vec<String> = self
-            .probes
-            .iter()
-            .filter(|(_, pending)| pending.deadline <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
+        let expired: Vec<String> = self.probes.iter().filter(|(_, pending)| pending.deadline <= now).map(|(id, _)| id.clone()).collect();
         for id in expired {
             if let Some(pending) = self.probes.remove(&id) {
-                self.outputs.push_back(Output::ProbeFinished {
-                    probe: pending.probe,
-                    outcome: ProbeOutcome::TimedOut,
-                });
+                self.outputs.push_back(Output::ProbeFinished { probe: pending.probe, outcome: ProbeOutcome::TimedOut });
             }
         }
         match self.state {
             LinkState::Disconnected { retry_at, .. } if retry_at <= now => self.open_port(now),
-            LinkState::Connecting { deadline, .. } | LinkState::Handshaking { deadline, .. }
-                if deadline <= now =>
-            {
+            LinkState::Connecting { deadline, .. } | LinkState::Handshaking { deadline, .. } if deadline <= now => {
                 self.go_offline(now, OfflineReason::HelloTimedOut, true);
             }
             _ => {}
@@ -581,14 +547,7 @@ impl CompanionLink {
 
     fn on_message(&mut self, now: Millis, port: PortGeneration, message: RuntimeMessage) {
         match message {
-            RuntimeMessage::HelloAnswer {
-                id,
-                runtime_version,
-                protocol,
-                compatible,
-                capabilities,
-                herdr,
-            } => {
+            RuntimeMessage::HelloAnswer { id, runtime_version, protocol, compatible, capabilities, herdr } => {
                 let LinkState::Handshaking { hello_id, .. } = &self.state else {
                     return;
                 };
@@ -608,14 +567,9 @@ impl CompanionLink {
                         runtime_protocol: protocol,
                     })
                 } else if let Some(missing) = missing_capabilities(capabilities.as_deref()) {
-                    Some(Incompatibility::CompanionLacks {
-                        runtime_version: runtime_version.clone(),
-                        missing,
-                    })
+                    Some(Incompatibility::CompanionLacks { runtime_version: runtime_version.clone(), missing })
                 } else if !compatible {
-                    Some(Incompatibility::RuntimeRefused {
-                        runtime_version: runtime_version.clone(),
-                    })
+                    Some(Incompatibility::RuntimeRefused { runtime_version: runtime_version.clone() })
                 } else {
                     None
                 };
@@ -626,34 +580,19 @@ impl CompanionLink {
                     }
                     None => {
                         self.backoff = INITIAL_BACKOFF;
-                        self.state = LinkState::Connected {
-                            port,
-                            runtime_version,
-                            herdr,
-                        };
+                        self.state = LinkState::Connected { port, runtime_version, herdr };
                     }
                 }
             }
             RuntimeMessage::Pong { id } => {
                 if let Some(pending) = self.probes.remove(&id) {
-                    self.outputs.push_back(Output::ProbeFinished {
-                        probe: pending.probe,
-                        outcome: ProbeOutcome::Answered,
-                    });
+                    self.outputs.push_back(Output::ProbeFinished { probe: pending.probe, outcome: ProbeOutcome::Answered });
                 }
             }
-            RuntimeMessage::ErrorAnswer {
-                id,
-                code: _,
-                message,
-            } => {
+            RuntimeMessage::ErrorAnswer { id, code: _, message } => {
                 if let Some(pending) = self.probes.remove(&id) {
-                    self.outputs.push_back(Output::ProbeFinished {
-                        probe: pending.probe,
-                        outcome: ProbeOutcome::Refused { message },
-                    });
-                } else if matches!(&self.state, LinkState::Handshaking { hello_id, .. } if *hello_id == id)
-                {
+                    self.outputs.push_back(Output::ProbeFinished { probe: pending.probe, outcome: ProbeOutcome::Refused { message } });
+                } else if matches!(&self.state, LinkState::Handshaking { hello_id, .. } if *hello_id == id) {
                     self.go_offline(now, OfflineReason::HelloRefused { message }, true);
                 }
             }
@@ -675,12 +614,8 @@ impl CompanionLink {
     /// The generation of the port that is open or being opened, if any.
     fn open_port_generation(&self) -> Option<PortGeneration> {
         match &self.state {
-            LinkState::Connecting { port, .. }
-            | LinkState::Handshaking { port, .. }
-            | LinkState::Connected { port, .. } => Some(*port),
-            LinkState::Idle | LinkState::Disconnected { .. } | LinkState::Incompatible { .. } => {
-                None
-            }
+            LinkState::Connecting { port, .. } | LinkState::Handshaking { port, .. } | LinkState::Connected { port, .. } => Some(*port),
+            LinkState::Idle | LinkState::Disconnected { .. } | LinkState::Incompatible { .. } => None,
         }
     }
 
@@ -688,10 +623,7 @@ impl CompanionLink {
         self.generation = self.generation.wrapping_add(1);
         let port = PortGeneration(self.generation);
         self.outputs.push_back(Output::OpenPort { port });
-        self.state = LinkState::Connecting {
-            port,
-            deadline: now + HELLO_TIMEOUT,
-        };
+        self.state = LinkState::Connecting { port, deadline: now + HELLO_TIMEOUT };
     }
 
     /// Leaves any connected state; `close` says whether we must close the port ourselves
@@ -704,15 +636,9 @@ impl CompanionLink {
         }
         let lost = std::mem::take(&mut self.probes);
         for pending in lost.into_values() {
-            self.outputs.push_back(Output::ProbeFinished {
-                probe: pending.probe,
-                outcome: ProbeOutcome::ConnectionLost,
-            });
+            self.outputs.push_back(Output::ProbeFinished { probe: pending.probe, outcome: ProbeOutcome::ConnectionLost });
         }
-        self.state = LinkState::Disconnected {
-            retry_at: now + self.backoff,
-            reason,
-        };
+        self.state = LinkState::Disconnected { retry_at: now + self.backoff, reason };
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 

@@ -59,7 +59,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 use crate::binding::{AppMention, TabId};
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
@@ -384,9 +384,7 @@ impl DeliveryLedger {
             DeliveryOutcome::NotSubmitted { reason } => self.resolve(index, Resolution::NotSent { reason: reason.clone() }),
             // Nothing was typed that stayed: it did not land (the composition holds it until
             // the App can be attached, never sending it without).
-            DeliveryOutcome::AppNotAttached { .. } => {
-                self.resolve(index, Resolution::NotSent { reason: APP_NOT_ATTACHED.to_owned() })
-            }
+            DeliveryOutcome::AppNotAttached { .. } => self.resolve(index, Resolution::NotSent { reason: APP_NOT_ATTACHED.to_owned() }),
             DeliveryOutcome::Submitted => {
                 if let Some(delivery) = self.active.get_mut(index) {
                     if matches!(delivery.state, DeliveryState::Typing { .. }) {
@@ -488,9 +486,7 @@ impl DeliveryLedger {
                     let why = if matches!(delivery.state, DeliveryState::Typing { .. }) { "no_answer" } else { "not_seen" };
                     delivery.state = DeliveryState::Uncertain { since: now, why: why.to_owned() };
                 }
-                DeliveryState::Uncertain { since, .. }
-                    if delivery.page_idle && since.saturating_add(UNCERTAIN_GIVE_UP_MS) <= now =>
-                {
+                DeliveryState::Uncertain { since, .. } if delivery.page_idle && since.saturating_add(UNCERTAIN_GIVE_UP_MS) <= now => {
                     self.resolve(index, Resolution::Abandoned);
                     continue;
                 }
@@ -535,9 +531,7 @@ fn is_idle(report: &PageReport) -> bool {
 /// newer turn whose marker may sit beyond the newest ones reported) are no evidence
 /// either: the delivery stays uncertain and is given up on, never retyped.
 fn shows_thread_as_typed(report: &PageReport, baseline: &Baseline) -> bool {
-    report.user_turns > 0
-        && report.user_turns == baseline.user_turns
-        && report.last_user_turn_id == baseline.last_user_turn_id
+    report.user_turns > 0 && report.user_turns == baseline.user_turns && report.last_user_turn_id == baseline.last_user_turn_id
 }
 
 /// When a delivery needs a timeout call: its deadline, or the give-up time while its page is
@@ -552,11 +546,7 @@ fn deadline_of(delivery: &Delivery) -> Option<Millis> {
 /// `subject` with every character a marker line cannot carry (whitespace, `]`, `/`)
 /// replaced by `_`, at most 96 characters.
 fn marker_safe(subject: &str) -> String {
-    subject
-        .chars()
-        .map(|c| if c.is_whitespace() || c == ']' || c == '/' { '_' } else { c })
-        .take(96)
-        .collect()
+    subject.chars().map(|c| if c.is_whitespace() || c == ']' || c == '/' { '_' } else { c }).take(96).collect()
 }
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).

@@ -489,7 +489,8 @@ impl GoalSupervisor {
             self.stop_now(turn, why);
             return;
         }
-        self.pending = Some(Pending { turn, deadline: now.saturating_add(ANSWER_TIMEOUT_MS), evidence: None, priors: None, cooling: false });
+        self.pending =
+            Some(Pending { turn, deadline: now.saturating_add(ANSWER_TIMEOUT_MS), evidence: None, priors: None, cooling: false });
         self.outputs.push(GoalOutput::FetchEvidence { turn });
         self.outputs.push(GoalOutput::AskPriors { turn });
     }
@@ -518,7 +519,8 @@ impl GoalSupervisor {
         if wants_continue {
             if let Some(until) = cooling {
                 // The cooldown holds the continue back; the evidence is asked again then.
-                self.pending = Some(Pending { turn: pending.turn, deadline: until, evidence: None, priors: Some(Some(priors)), cooling: true });
+                self.pending =
+                    Some(Pending { turn: pending.turn, deadline: until, evidence: None, priors: Some(Some(priors)), cooling: true });
                 return;
             }
         }

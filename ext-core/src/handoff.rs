@@ -275,7 +275,10 @@ impl Handoff {
     }
 
     fn seed(&mut self, package: Package, new_conversation: Option<String>, attempts: u8) -> HandoffState {
-        self.outputs.push(HandoffOutput::SendSeed { subject: crate::text::concat(&["handoff:", &package.transfer_id]), text: package.message.clone() });
+        self.outputs.push(HandoffOutput::SendSeed {
+            subject: crate::text::concat(&["handoff:", &package.transfer_id]),
+            text: package.message.clone(),
+        });
         HandoffState::Seeding { package, new_conversation, seed_confirmed: false, attempts }
     }
 
@@ -294,7 +297,9 @@ impl Handoff {
         use HandoffInput as I;
         use HandoffState as S;
         match (state, input) {
-            (state, I::Start { .. }) if !matches!(state, S::Idle | S::Done { .. } | S::Failed { .. }) => (state, Err(HandoffRefusal::InFlight)),
+            (state, I::Start { .. }) if !matches!(state, S::Idle | S::Done { .. } | S::Failed { .. }) => {
+                (state, Err(HandoffRefusal::InFlight))
+            }
             (state, I::Start { workspace_working: true, .. }) => (state, Err(HandoffRefusal::WorkspaceWorking)),
             (state, I::Start { conversation_id, .. }) if conversation_id.is_empty() => (state, Err(HandoffRefusal::NoContinuity)),
             (_, I::Start { conversation_id, source_url, .. }) => {
@@ -322,9 +327,7 @@ impl Handoff {
             // The new chat's composer is ready (on ChatGPT the id appears after the first
             // message): the seed goes now; the id may come before or after its confirmation.
             (S::Opening { package, new_conversation }, I::TargetReady) => (self.seed(package, new_conversation, 1), Ok(())),
-            (S::Opening { package, .. }, I::NewConversation { conversation_id }) => {
-                (self.seed(package, Some(conversation_id), 1), Ok(()))
-            }
+            (S::Opening { package, .. }, I::NewConversation { conversation_id }) => (self.seed(package, Some(conversation_id), 1), Ok(())),
             (S::Seeding { package, seed_confirmed, attempts, .. }, I::NewConversation { conversation_id }) => {
                 (self.maybe_cut_over(package, Some(conversation_id), seed_confirmed, attempts), Ok(()))
             }
@@ -450,8 +453,12 @@ impl WriteJson for HandoffState {
         let object = Object::tagged("step", self.step());
         match self {
             Self::Idle => object.done(),
-            Self::Confirming { conversation_id, source_url } => object.with("conversation_id", conversation_id).with("source_url", source_url).done(),
-            Self::Preparing { continuity_id, source_url } => object.with("continuity_id", continuity_id).with("source_url", source_url).done(),
+            Self::Confirming { conversation_id, source_url } => {
+                object.with("conversation_id", conversation_id).with("source_url", source_url).done()
+            }
+            Self::Preparing { continuity_id, source_url } => {
+                object.with("continuity_id", continuity_id).with("source_url", source_url).done()
+            }
             Self::Opening { package, new_conversation } | Self::SeedUncertain { package, new_conversation } => {
                 object.with("package", package).with("new_conversation", new_conversation).done()
             }

@@ -202,7 +202,8 @@ impl HealthMeter {
             self.heap = (sample.heap_used, sample.heap_limit);
         }
         let t = &self.thresholds;
-        let high = rate_level(sample.callbacks, elapsed, t) == HealthLevel::High || level(sample.drift_ms, (t.drift_warn_ms, t.drift_high_ms)) == HealthLevel::High;
+        let high = rate_level(sample.callbacks, elapsed, t) == HealthLevel::High
+            || level(sample.drift_ms, (t.drift_warn_ms, t.drift_high_ms)) == HealthLevel::High;
         match (high, self.high_since) {
             (true, None) => {
                 self.high_since = Some(now);
@@ -219,7 +220,8 @@ impl HealthMeter {
     /// The level the HUD shows: the worse of the running and the last full window.
     pub fn level(&self, now: Millis) -> HealthLevel {
         let t = &self.thresholds;
-        let of = |w: &Window, elapsed: Millis| rate_level(w.callbacks, elapsed, t).max(level(w.drift_ms, (t.drift_warn_ms, t.drift_high_ms)));
+        let of =
+            |w: &Window, elapsed: Millis| rate_level(w.callbacks, elapsed, t).max(level(w.drift_ms, (t.drift_warn_ms, t.drift_high_ms)));
         let current = of(&self.current, now.saturating_sub(self.current.start).max(WINDOW_MS / 2));
         self.last.as_ref().map_or(current, |w| current.max(of(w, WINDOW_MS)))
     }
@@ -238,7 +240,8 @@ impl HealthMeter {
     pub fn heap_critical(&self) -> bool {
         match self.heap {
             (Some(used), limit) => {
-                used >= self.thresholds.heap_critical_bytes || limit.is_some_and(|l| l > 0 && used.saturating_mul(1_000) >= l.saturating_mul(HEAP_CRITICAL_PER_MILLE))
+                used >= self.thresholds.heap_critical_bytes
+                    || limit.is_some_and(|l| l > 0 && used.saturating_mul(1_000) >= l.saturating_mul(HEAP_CRITICAL_PER_MILLE))
             }
             (None, _) => false,
         }

@@ -15,9 +15,7 @@
 
 use serde::Serialize;
 
-use crate::companion_link::{
-    HerdrConnection, HerdrStatus, Incompatibility, LinkState, OfflineReason, ProbeOutcome,
-};
+use crate::companion_link::{HerdrConnection, HerdrStatus, Incompatibility, LinkState, OfflineReason, ProbeOutcome};
 
 /// How a line should look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -86,57 +84,27 @@ pub struct HudView {
 }
 
 fn line(key: &'static str, substitutions: Vec<String>, tone: Tone) -> StatusLine {
-    StatusLine {
-        key,
-        substitutions,
-        tone,
-    }
+    StatusLine { key, substitutions, tone }
 }
 
 /// The view of a companion link state.
 pub fn view_of(state: &LinkState) -> HudView {
     let unknown_herdr = || line("herdrUnknown", Vec::new(), Tone::Pending);
-    let retry = HudAction {
-        id: ActionId::RetryCompanion,
-        label: "actionRetryCompanion",
-    };
+    let retry = HudAction { id: ActionId::RetryCompanion, label: "actionRetryCompanion" };
     match state {
-        LinkState::Idle => HudView {
-            companion: line("companionStarting", Vec::new(), Tone::Pending),
-            herdr: unknown_herdr(),
-            actions: Vec::new(),
-        },
-        LinkState::Connecting { .. } | LinkState::Handshaking { .. } => HudView {
-            companion: line("companionConnecting", Vec::new(), Tone::Pending),
-            herdr: unknown_herdr(),
-            actions: Vec::new(),
-        },
-        LinkState::Connected {
-            runtime_version,
-            herdr,
-            ..
-        } => HudView {
-            companion: line(
-                "companionConnected",
-                vec![runtime_version.clone()],
-                Tone::Good,
-            ),
+        LinkState::Idle => {
+            HudView { companion: line("companionStarting", Vec::new(), Tone::Pending), herdr: unknown_herdr(), actions: Vec::new() }
+        }
+        LinkState::Connecting { .. } | LinkState::Handshaking { .. } => {
+            HudView { companion: line("companionConnecting", Vec::new(), Tone::Pending), herdr: unknown_herdr(), actions: Vec::new() }
+        }
+        LinkState::Connected { runtime_version, herdr, .. } => HudView {
+            companion: line("companionConnected", vec![runtime_version.clone()], Tone::Good),
             herdr: herdr_line(herdr),
-            actions: vec![HudAction {
-                id: ActionId::RoundTripTest,
-                label: "actionRoundTripTest",
-            }],
+            actions: vec![HudAction { id: ActionId::RoundTripTest, label: "actionRoundTripTest" }],
         },
-        LinkState::Disconnected { reason, .. } => HudView {
-            companion: offline_line(reason),
-            herdr: unknown_herdr(),
-            actions: vec![retry],
-        },
-        LinkState::Incompatible { why } => HudView {
-            companion: incompatible_line(why),
-            herdr: unknown_herdr(),
-            actions: vec![retry],
-        },
+        LinkState::Disconnected { reason, .. } => HudView { companion: offline_line(reason), herdr: unknown_herdr(), actions: vec![retry] },
+        LinkState::Incompatible { why } => HudView { companion: incompatible_line(why), herdr: unknown_herdr(), actions: vec![retry] },
     }
 }
 
@@ -145,51 +113,29 @@ fn offline_line(reason: &OfflineReason) -> StatusLine {
         OfflineReason::HostNotInstalled => line("companionNotInstalled", Vec::new(), Tone::Bad),
         OfflineReason::HostForbidden => line("companionForbidden", Vec::new(), Tone::Bad),
         OfflineReason::HostExited => line("companionExited", Vec::new(), Tone::Warning),
-        OfflineReason::RuntimeUnreachable { message } => line(
-            "companionRuntimeUnreachable",
-            vec![message.clone()],
-            Tone::Bad,
-        ),
+        OfflineReason::RuntimeUnreachable { message } => line("companionRuntimeUnreachable", vec![message.clone()], Tone::Bad),
         OfflineReason::HelloTimedOut => line("companionNoAnswer", Vec::new(), Tone::Warning),
-        OfflineReason::HelloRefused { message } => {
-            line("companionHelloRefused", vec![message.clone()], Tone::Bad)
-        }
-        OfflineReason::PortError { message } => {
-            line("companionPortError", vec![message.clone()], Tone::Warning)
-        }
+        OfflineReason::HelloRefused { message } => line("companionHelloRefused", vec![message.clone()], Tone::Bad),
+        OfflineReason::PortError { message } => line("companionPortError", vec![message.clone()], Tone::Warning),
     }
 }
 
 fn incompatible_line(why: &Incompatibility) -> StatusLine {
     match why {
-        Incompatibility::UpdateExtension {
-            runtime_version,
-            extension_protocol,
-            runtime_protocol,
-        } => line(
+        Incompatibility::UpdateExtension { runtime_version, extension_protocol, runtime_protocol } => line(
             "hudVersionMismatchExtension",
             vec![extension_protocol.to_string(), runtime_version.clone(), runtime_protocol.to_string()],
             Tone::Bad,
         ),
-        Incompatibility::UpdateCompanion {
-            runtime_version,
-            extension_protocol,
-            runtime_protocol,
-        } => line(
+        Incompatibility::UpdateCompanion { runtime_version, extension_protocol, runtime_protocol } => line(
             "hudVersionMismatch",
             vec![runtime_version.clone(), runtime_protocol.to_string(), extension_protocol.to_string()],
             Tone::Bad,
         ),
-        Incompatibility::CompanionLacks { runtime_version, missing } => line(
-            "hudVersionMismatchMissing",
-            vec![runtime_version.clone(), missing.join(", ")],
-            Tone::Bad,
-        ),
-        Incompatibility::RuntimeRefused { runtime_version } => line(
-            "companionRuntimeRefused",
-            vec![runtime_version.clone()],
-            Tone::Bad,
-        ),
+        Incompatibility::CompanionLacks { runtime_version, missing } => {
+            line("hudVersionMismatchMissing", vec![runtime_version.clone(), missing.join(", ")], Tone::Bad)
+        }
+        Incompatibility::RuntimeRefused { runtime_version } => line("companionRuntimeRefused", vec![runtime_version.clone()], Tone::Bad),
     }
 }
 
@@ -199,29 +145,14 @@ pub fn herdr_line(herdr: &HerdrStatus) -> StatusLine {
     match herdr.state {
         HerdrConnection::Connected => line(
             "herdrConnected",
-            vec![
-                or_unknown(&herdr.version),
-                herdr
-                    .protocol
-                    .map_or_else(|| "?".to_owned(), |p| p.to_string()),
-            ],
+            vec![or_unknown(&herdr.version), herdr.protocol.map_or_else(|| "?".to_owned(), |p| p.to_string())],
             Tone::Good,
         ),
-        HerdrConnection::NotRunning => {
-            line("herdrNotRunning", vec![herdr.socket.clone()], Tone::Warning)
+        HerdrConnection::NotRunning => line("herdrNotRunning", vec![herdr.socket.clone()], Tone::Warning),
+        HerdrConnection::UnsupportedProtocol => {
+            line("herdrUnsupportedProtocol", vec![herdr.protocol.map_or_else(|| "?".to_owned(), |p| p.to_string())], Tone::Bad)
         }
-        HerdrConnection::UnsupportedProtocol => line(
-            "herdrUnsupportedProtocol",
-            vec![herdr
-                .protocol
-                .map_or_else(|| "?".to_owned(), |p| p.to_string())],
-            Tone::Bad,
-        ),
-        HerdrConnection::PermissionDenied => line(
-            "herdrPermissionDenied",
-            vec![herdr.socket.clone()],
-            Tone::Bad,
-        ),
+        HerdrConnection::PermissionDenied => line("herdrPermissionDenied", vec![herdr.socket.clone()], Tone::Bad),
         HerdrConnection::Error => line("herdrError", vec![or_unknown(&herdr.detail)], Tone::Bad),
     }
 }
@@ -230,15 +161,11 @@ pub fn herdr_line(herdr: &HerdrStatus) -> StatusLine {
 /// measurement (only shown when the runtime answered, with two decimals).
 pub fn round_trip_line(outcome: &ProbeOutcome, elapsed_ms: f64) -> StatusLine {
     match outcome {
-        ProbeOutcome::Answered => {
-            line("roundTripAnswered", vec![two_decimals(elapsed_ms)], Tone::Good)
-        }
+        ProbeOutcome::Answered => line("roundTripAnswered", vec![two_decimals(elapsed_ms)], Tone::Good),
         ProbeOutcome::CompanionOffline => line("roundTripOffline", Vec::new(), Tone::Warning),
         ProbeOutcome::ConnectionLost => line("roundTripConnectionLost", Vec::new(), Tone::Warning),
         ProbeOutcome::TimedOut => line("roundTripTimedOut", Vec::new(), Tone::Bad),
-        ProbeOutcome::Refused { message } => {
-            line("roundTripRefused", vec![message.clone()], Tone::Bad)
-        }
+        ProbeOutcome::Refused { message } => line("roundTripRefused", vec![message.clone()], Tone::Bad),
     }
 }
 

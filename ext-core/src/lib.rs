@@ -12,8 +12,8 @@ pub type Millis = u64;
 // Machines of the walking skeleton (companion link, HUD view model) and of the
 // continuity loop are declared below, one module per machine.
 pub mod companion_link;
-pub mod handoff;
 pub mod goal_supervisor;
+pub mod handoff;
 pub mod health;
 pub mod hud;
 pub mod json_read;

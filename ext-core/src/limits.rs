@@ -173,8 +173,7 @@ impl std::fmt::Display for SenderRejected {
 /// Whether `url` is `origin` itself or a URL under it (`origin` then `/`, `?` or `#`), so
 /// `https://chatgpt.com.evil.example/` is not under `https://chatgpt.com`.
 pub fn url_under_origin(url: &str, origin: &str) -> bool {
-    url.strip_prefix(origin)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?', '#']))
+    url.strip_prefix(origin).is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?', '#']))
 }
 
 /// Accepts a port only from this extension (`own_extension_id` = `chrome.runtime.id`):
@@ -187,14 +186,21 @@ pub fn check_sender(kind: PortKind, sender: &PortSender, own_extension_id: &str)
     let url = sender.url.as_deref().unwrap_or("");
     match kind {
         PortKind::Page => {
-            let allowed = sender.has_tab
-                && within(url, MAX_URL_CHARS)
-                && ALLOWED_PAGE_ORIGINS.iter().any(|origin| url_under_origin(url, origin));
-            if allowed { Ok(()) } else { Err(SenderRejected::PageNotAllowed) }
+            let allowed =
+                sender.has_tab && within(url, MAX_URL_CHARS) && ALLOWED_PAGE_ORIGINS.iter().any(|origin| url_under_origin(url, origin));
+            if allowed {
+                Ok(())
+            } else {
+                Err(SenderRejected::PageNotAllowed)
+            }
         }
         PortKind::Panel => {
             let ours = format!("chrome-extension://{own_extension_id}");
-            if url_under_origin(url, &ours) { Ok(()) } else { Err(SenderRejected::PanelNotOurs) }
+            if url_under_origin(url, &ours) {
+                Ok(())
+            } else {
+                Err(SenderRejected::PanelNotOurs)
+            }
         }
     }
 }

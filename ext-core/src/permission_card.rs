@@ -60,7 +60,6 @@ pub struct CardFacts {
     pub buttons: Vec<CardButton>,
 }
 
-
 /// A page's `permission_cards` report: every card it shows now (an empty list when the
 /// last one went away).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -159,8 +158,16 @@ pub enum CardRefusal {
 
 impl CardRefusal {
     /// Every code, in declaration order (the HUD has a `card_refused_<code>` text for each).
-    pub const CODES: [&'static str; 8] =
-        ["not_chatgpt", "no_permission_wording", "other_connector", "no_single_allow", "allow_not_usable", "no_deny", "no_key", "not_bound"];
+    pub const CODES: [&'static str; 8] = [
+        "not_chatgpt",
+        "no_permission_wording",
+        "other_connector",
+        "no_single_allow",
+        "allow_not_usable",
+        "no_deny",
+        "no_key",
+        "not_bound",
+    ];
 
     /// The stable code of the HUD text and the Activity timeline.
     pub fn code(&self) -> &'static str {

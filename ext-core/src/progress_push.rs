@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
+use crate::json_read::{json_struct, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 use crate::Millis;
 
@@ -35,10 +35,7 @@ pub struct ProgressConfig {
 
 impl Default for ProgressConfig {
     fn default() -> Self {
-        Self {
-            tick_ms: 60_000,
-            fallback_ms: 1_200_000,
-        }
+        Self { tick_ms: 60_000, fallback_ms: 1_200_000 }
     }
 }
 
@@ -59,19 +56,14 @@ impl ProgressConfig {
         let (fallback_min, fallback_max) = Self::FALLBACK_SEC_RANGE;
         Self {
             tick_ms: tick_sec.clamp(tick_min, tick_max).saturating_mul(1_000),
-            fallback_ms: fallback_sec
-                .clamp(fallback_min, fallback_max)
-                .saturating_mul(1_000),
+            fallback_ms: fallback_sec.clamp(fallback_min, fallback_max).saturating_mul(1_000),
         }
         .clamped()
     }
 
     fn clamped(self) -> Self {
         let tick_ms = self.tick_ms.max(Self::MIN_TICK_MS);
-        Self {
-            tick_ms,
-            fallback_ms: self.fallback_ms.max(tick_ms),
-        }
+        Self { tick_ms, fallback_ms: self.fallback_ms.max(tick_ms) }
     }
 }
 
@@ -190,13 +182,7 @@ pub struct ProgressPush {
 impl ProgressPush {
     /// An idle machine.
     pub fn new(config: ProgressConfig) -> Self {
-        Self {
-            config: config.clamped(),
-            phase: ProgressPhase::Idle,
-            last_sent: None,
-            in_flight: None,
-            outputs: VecDeque::new(),
-        }
+        Self { config: config.clamped(), phase: ProgressPhase::Idle, last_sent: None, in_flight: None, outputs: VecDeque::new() }
     }
 
     /// The last delivered summary.
@@ -232,10 +218,7 @@ impl ProgressPush {
                 if let Some(InFlightProgress::Summary { text }) = self.in_flight.take() {
                     self.last_sent = Some(SentSummary { text, at: now });
                     // A new summary starts a new quiet stretch (P5).
-                    if let ProgressPhase::Working {
-                        fallback_due_at, ..
-                    } = &mut self.phase
-                    {
+                    if let ProgressPhase::Working { fallback_due_at, .. } = &mut self.phase {
                         *fallback_due_at = Some(now.saturating_add(self.config.fallback_ms));
                     }
                 }
@@ -244,10 +227,7 @@ impl ProgressPush {
                 if let Some(InFlightProgress::Fallback) = self.in_flight.take() {
                     // Offer the fallback again at the next check, not in a tight loop.
                     let tick = self.config.tick_ms;
-                    if let ProgressPhase::Working {
-                        fallback_due_at, ..
-                    } = &mut self.phase
-                    {
+                    if let ProgressPhase::Working { fallback_due_at, .. } = &mut self.phase {
                         *fallback_due_at = Some(now.saturating_add(tick));
                     }
                 }
@@ -267,12 +247,7 @@ impl ProgressPush {
     /// Fires the timers that are due at `now`.
     pub fn handle_timeout(&mut self, now: Millis) {
         let quiet_since = self.quiet_since();
-        let ProgressPhase::Working {
-            next_check_at,
-            fallback_due_at,
-            ..
-        } = &mut self.phase
-        else {
+        let ProgressPhase::Working { next_check_at, fallback_due_at, .. } = &mut self.phase else {
             return;
         };
         if now >= *next_check_at {
@@ -283,9 +258,7 @@ impl ProgressPush {
             if now >= due && self.in_flight.is_none() {
                 *fallback_due_at = None;
                 self.in_flight = Some(InFlightProgress::Fallback);
-                self.outputs.push_back(ProgressOutput::SendFallback {
-                    quiet_for_ms: now.saturating_sub(quiet_since),
-                });
+                self.outputs.push_back(ProgressOutput::SendFallback { quiet_for_ms: now.saturating_sub(quiet_since) });
             }
         }
     }
@@ -297,25 +270,12 @@ impl ProgressPush {
 
     /// The earliest timer and which one it is, if working.
     pub fn next_timer(&self) -> Option<(ProgressTimer, Millis)> {
-        let ProgressPhase::Working {
-            next_check_at,
-            fallback_due_at,
-            ..
-        } = &self.phase
-        else {
+        let ProgressPhase::Working { next_check_at, fallback_due_at, .. } = &self.phase else {
             return None;
         };
-        let timers = [
-            (ProgressTimer::Check, Some(*next_check_at)),
-            (
-                ProgressTimer::Fallback,
-                fallback_due_at.filter(|_| self.in_flight.is_none()),
-            ),
-        ];
-        timers
-            .into_iter()
-            .filter_map(|(timer, at)| at.map(|at| (timer, at)))
-            .min_by_key(|(_, at)| *at)
+        let timers =
+            [(ProgressTimer::Check, Some(*next_check_at)), (ProgressTimer::Fallback, fallback_due_at.filter(|_| self.in_flight.is_none()))];
+        timers.into_iter().filter_map(|(timer, at)| at.map(|at| (timer, at))).min_by_key(|(_, at)| *at)
     }
 
     /// The next decision, if any.
@@ -346,8 +306,7 @@ impl ProgressPush {
             return;
         }
         self.in_flight = Some(InFlightProgress::Summary { text: text.clone() });
-        self.outputs
-            .push_back(ProgressOutput::SendProgress { summary: text });
+        self.outputs.push_back(ProgressOutput::SendProgress { summary: text });
     }
 }
 

@@ -241,8 +241,7 @@ impl QueueBook {
     pub fn to_value(&self) -> Value {
         let mut conversations = Map::new();
         for (key, items) in self.conversations.iter() {
-            let items: Vec<Value> =
-                items.iter().map(|i| json_object!("id": i.id, "text": i.text, "created_at": i.created_at)).collect();
+            let items: Vec<Value> = items.iter().map(|i| json_object!("id": i.id, "text": i.text, "created_at": i.created_at)).collect();
             conversations.insert(key.clone(), Value::Array(items));
         }
         json_object!("version": STORE_VERSION, "conversations": Value::Object(conversations))
@@ -292,10 +291,7 @@ impl QueueBook {
         if merged_chars > MAX_MERGED_CHARS {
             return Err(QueueRefusal::TooLong { merged_chars });
         }
-        self.conversations
-            .entry(conversation.to_owned())
-            .or_default()
-            .push(QueueItem { id: id.to_owned(), text, created_at: now });
+        self.conversations.entry(conversation.to_owned()).or_default().push(QueueItem { id: id.to_owned(), text, created_at: now });
         Ok(self.status(conversation))
     }
 

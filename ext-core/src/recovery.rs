@@ -564,7 +564,8 @@ impl RecoveryPlanner {
         };
         // The hour's bound, across incidents.
         let reload = matches!(action, RecoveryAction::ReloadPage | RecoveryAction::ReloadTab);
-        let (times, cap) = if reload { (&mut self.reload_times, MAX_RELOADS_PER_HOUR) } else { (&mut self.resubmit_times, MAX_RESUBMITS_PER_HOUR) };
+        let (times, cap) =
+            if reload { (&mut self.reload_times, MAX_RELOADS_PER_HOUR) } else { (&mut self.resubmit_times, MAX_RESUBMITS_PER_HOUR) };
         times.retain(|at| now.saturating_sub(*at) < HOUR_MS);
         if times.len() >= cap {
             self.hour_frees_at = times.iter().min().map(|at| at.saturating_add(HOUR_MS));

@@ -82,7 +82,9 @@ impl RecoveryConfig {
         for (slot, f) in values.iter_mut().zip(FIELDS.iter()) {
             *slot = match object.get(f.name) {
                 None => f.default,
-                Some(v) => v.as_u64().filter(|n| (f.min..=f.max).contains(n)).ok_or(ConfigError { field: f.name, min: f.min, max: f.max })?,
+                Some(v) => {
+                    v.as_u64().filter(|n| (f.min..=f.max).contains(n)).ok_or(ConfigError { field: f.name, min: f.min, max: f.max })?
+                }
             };
         }
         let [reply, stall, server, cooldown, cb_warn, cb_high, drift_warn, drift_high, heap_mib, sustained, quiet] = values;

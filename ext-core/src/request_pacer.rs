@@ -267,5 +267,4 @@ mod tests {
         p.requested("chatgpt:b", ten_hours);
         assert_eq!(p.may_request("chatgpt:b", nine_hours), Err(nine_hours + PACE_MS));
     }
-
 }

@@ -18,7 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 /// A web chat site the extension supports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -67,10 +67,7 @@ impl Scope {
     pub fn key(&self) -> String {
         match self {
             Scope::Project { project_id } => crate::text::concat(&["project:", project_id]),
-            Scope::Conversation {
-                site,
-                conversation_id,
-            } => crate::text::concat(&[site.as_str(), ":", conversation_id]),
+            Scope::Conversation { site, conversation_id } => crate::text::concat(&[site.as_str(), ":", conversation_id]),
         }
     }
 
@@ -163,17 +160,9 @@ impl PageKind {
     pub fn scope(&self) -> Option<Scope> {
         match self {
             PageKind::ProjectHome { project_id } | PageKind::ProjectChat { project_id, .. } => {
-                Some(Scope::Project {
-                    project_id: project_id.clone(),
-                })
+                Some(Scope::Project { project_id: project_id.clone() })
             }
-            PageKind::Chat {
-                site,
-                conversation_id,
-            } => Some(Scope::Conversation {
-                site: *site,
-                conversation_id: conversation_id.clone(),
-            }),
+            PageKind::Chat { site, conversation_id } => Some(Scope::Conversation { site: *site, conversation_id: conversation_id.clone() }),
             PageKind::Root | PageKind::Unsupported { .. } => None,
         }
     }
@@ -181,19 +170,10 @@ impl PageKind {
     /// The concrete conversation open on this page, if any.
     pub fn conversation(&self) -> Option<ConversationRef> {
         match self {
-            PageKind::ProjectChat {
-                conversation_id, ..
-            } => Some(ConversationRef {
-                site: Site::ChatGpt,
-                conversation_id: conversation_id.clone(),
-            }),
-            PageKind::Chat {
-                site,
-                conversation_id,
-            } => Some(ConversationRef {
-                site: *site,
-                conversation_id: conversation_id.clone(),
-            }),
+            PageKind::ProjectChat { conversation_id, .. } => {
+                Some(ConversationRef { site: Site::ChatGpt, conversation_id: conversation_id.clone() })
+            }
+            PageKind::Chat { site, conversation_id } => Some(ConversationRef { site: *site, conversation_id: conversation_id.clone() }),
             _ => None,
         }
     }
@@ -207,19 +187,13 @@ impl PageKind {
 
 /// Classifies a page URL. Total: unknown shapes are [`PageKind::Unsupported`].
 pub fn classify_url(url: &str) -> PageKind {
-    let Some(rest) = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-    else {
+    let Some(rest) = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")) else {
         return unsupported(UnsupportedPage::NotAUrl);
     };
     let (host_and_path, query) = split_query(rest);
     // `split_at_checked`, not indexing: nothing here can panic (and the wasm carries no
     // slicing-panic message for it).
-    let (host, path) = host_and_path
-        .find('/')
-        .and_then(|slash| host_and_path.split_at_checked(slash))
-        .unwrap_or((host_and_path, "/"));
+    let (host, path) = host_and_path.find('/').and_then(|slash| host_and_path.split_at_checked(slash)).unwrap_or((host_and_path, "/"));
     let host = host.to_ascii_lowercase();
     let host = host.split(':').next().unwrap_or_default();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -240,17 +214,12 @@ pub fn classify_url(url: &str) -> PageKind {
 }
 
 fn classify_chatgpt(segments: &[&str], query: &str) -> PageKind {
-    let temporary = query
-        .split('&')
-        .any(|pair| pair == "temporary-chat=true");
+    let temporary = query.split('&').any(|pair| pair == "temporary-chat=true");
     match segments {
         [] if temporary => unsupported(UnsupportedPage::TemporaryChat),
         [] => PageKind::Root,
         ["c", id] => match normalise_uuid(id) {
-            Some(conversation_id) => PageKind::Chat {
-                site: Site::ChatGpt,
-                conversation_id,
-            },
+            Some(conversation_id) => PageKind::Chat { site: Site::ChatGpt, conversation_id },
             None => unsupported(UnsupportedPage::NotAChatPage),
         },
         ["g", gizmo, "project"] => match project_id_of(gizmo) {
@@ -258,15 +227,9 @@ fn classify_chatgpt(segments: &[&str], query: &str) -> PageKind {
             None => unsupported(UnsupportedPage::NotAChatPage),
         },
         ["g", gizmo, "c", id] => match (project_id_of(gizmo), normalise_uuid(id)) {
-            (Some(project_id), Some(conversation_id)) => PageKind::ProjectChat {
-                project_id,
-                conversation_id,
-            },
+            (Some(project_id), Some(conversation_id)) => PageKind::ProjectChat { project_id, conversation_id },
             // A custom GPT's conversation is a plain conversation scope.
-            (None, Some(conversation_id)) => PageKind::Chat {
-                site: Site::ChatGpt,
-                conversation_id,
-            },
+            (None, Some(conversation_id)) => PageKind::Chat { site: Site::ChatGpt, conversation_id },
             _ => unsupported(UnsupportedPage::NotAChatPage),
         },
         _ => unsupported(UnsupportedPage::NotAChatPage),
@@ -311,11 +274,7 @@ fn normalise_uuid(id: &str) -> Option<String> {
 
 /// z.ai / DeepSeek ids are opaque: accept 1..=128 of `[A-Za-z0-9_-]`, unchanged.
 fn generic_chat(site: Site, id: &str) -> PageKind {
-    let valid = !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    let valid = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if valid {
         PageKind::Chat {
             site,
@@ -326,7 +285,6 @@ fn generic_chat(site: Site, id: &str) -> PageKind {
         unsupported(UnsupportedPage::NotAChatPage)
     }
 }
-
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 json_unit_enum!(Site { "chatgpt" => ChatGpt, "zai" => Zai, "deepseek" => DeepSeek });

@@ -60,10 +60,10 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
-use crate::Millis;
 use crate::vec_map::VecMap;
+use crate::Millis;
 
 /// How many retired runtime generations are remembered to reject their late events.
 const RETIRED_BOOTS_KEPT: usize = 16;
@@ -321,9 +321,7 @@ impl SettleTracker {
 
     /// Whether the workspace is in the working phase.
     pub fn is_working(&self, workspace_id: &str) -> bool {
-        self.workspaces
-            .get(workspace_id)
-            .is_some_and(|w| w.working)
+        self.workspaces.get(workspace_id).is_some_and(|w| w.working)
     }
 
     /// Whether a `hello` snapshot waits for the end of the replay.
@@ -340,22 +338,14 @@ impl SettleTracker {
     /// `hello` snapshot (stream events carry their own time).
     pub fn handle(&mut self, now: Millis, input: SettleInput) {
         match input {
-            SettleInput::StreamHello {
-                boot_id,
-                last_seq,
-                agents,
-            } => {
+            SettleInput::StreamHello { boot_id, last_seq, agents } => {
                 self.pending_reconcile = None;
                 // A tracker that never heard a runtime subscribed live-only: no replay follows,
                 // so the snapshot is the state now (a pane it shows working works).
                 let live_only = self.boot_id.is_none();
                 if self.accept_generation(&boot_id, last_seq) {
                     if let (Some(through), Some(agents)) = (last_seq, agents) {
-                        self.pending_reconcile = Some(PendingReconcile {
-                            boot_id,
-                            through,
-                            agents,
-                        });
+                        self.pending_reconcile = Some(PendingReconcile { boot_id, through, agents });
                         if live_only {
                             self.reconcile(now);
                         } else {
@@ -367,11 +357,7 @@ impl SettleTracker {
             }
             SettleInput::Event(event) => {
                 // A live event: the replay is over, compare before applying it.
-                if self
-                    .pending_reconcile
-                    .as_ref()
-                    .is_some_and(|pending| event.seq > pending.through)
-                {
+                if self.pending_reconcile.as_ref().is_some_and(|pending| event.seq > pending.through) {
                     self.reconcile(now);
                 }
                 let seq = event.seq;
@@ -391,9 +377,7 @@ impl SettleTracker {
             }
             SettleInput::Reconnected => {
                 self.pending_reconcile = None;
-                self.outputs.push_back(SettleOutput::Resubscribe {
-                    resume: self.resume_point(),
-                });
+                self.outputs.push_back(SettleOutput::Resubscribe { resume: self.resume_point() });
             }
         }
     }
@@ -407,9 +391,7 @@ impl SettleTracker {
     /// rejected as a retired one.
     fn accept_generation(&mut self, boot_id: &str, last_seq: Option<u64>) -> bool {
         if self.retired_boots.iter().any(|b| b == boot_id) {
-            self.outputs.push_back(SettleOutput::StaleGenerationRejected {
-                boot_id: boot_id.to_string(),
-            });
+            self.outputs.push_back(SettleOutput::StaleGenerationRejected { boot_id: boot_id.to_string() });
             return false;
         }
         // Every subscription starts with a hello; its horizon replaces the previous one.
@@ -425,19 +407,13 @@ impl SettleTracker {
         }
         // seq never repeats across runtime starts, so the high-water mark carries over.
         self.boot_id = Some(boot_id.to_string());
-        self.outputs.push_back(SettleOutput::GenerationChanged {
-            boot_id: boot_id.to_string(),
-        });
+        self.outputs.push_back(SettleOutput::GenerationChanged { boot_id: boot_id.to_string() });
         true
     }
 
     /// The stream got to `seq`: once that covers the replay, compare the snapshot.
     fn replay_reached(&mut self, now: Millis, seq: u64) {
-        if self
-            .pending_reconcile
-            .as_ref()
-            .is_some_and(|pending| seq >= pending.through)
-        {
+        if self.pending_reconcile.as_ref().is_some_and(|pending| seq >= pending.through) {
             self.reconcile(now);
         }
     }
@@ -474,10 +450,7 @@ impl SettleTracker {
                     continue;
                 }
                 match snapshot().find(|agent| &agent.pane_id == pane_id) {
-                    Some(AgentSnapshot {
-                        settled: Some(status),
-                        ..
-                    }) => *state = PaneState::Settled(*status),
+                    Some(AgentSnapshot { settled: Some(status), .. }) => *state = PaneState::Settled(*status),
                     _ => any_gone = true,
                 }
             }
@@ -485,17 +458,10 @@ impl SettleTracker {
                 workspace.panes.retain(|_, state| *state != PaneState::Working);
             }
             workspace.working = false;
-            let trigger = if any_gone {
-                PaneEventKind::PaneRemoved
-            } else {
-                PaneEventKind::Settled(SettledStatus::Idle)
-            };
+            let trigger = if any_gone { PaneEventKind::PaneRemoved } else { PaneEventKind::Settled(SettledStatus::Idle) };
             self.outputs.push_back(SettleOutput::ScopeSettled {
                 workspace_id: workspace_id.clone(),
-                wake_id: WakeId {
-                    boot_id: pending.boot_id.clone(),
-                    seq: wake_seq,
-                },
+                wake_id: WakeId { boot_id: pending.boot_id.clone(), seq: wake_seq },
                 outcome: outcome_of(workspace, trigger),
                 at: now,
             });
@@ -511,26 +477,17 @@ impl SettleTracker {
             // Another generation claiming to be live: an old source (P9). It moves the mark
             // so it is not asked for again, but never changes state or wakes.
             self.high_water = event.seq;
-            self.outputs.push_back(SettleOutput::StaleGenerationRejected {
-                boot_id: event.boot_id,
-            });
+            self.outputs.push_back(SettleOutput::StaleGenerationRejected { boot_id: event.boot_id });
             return;
         }
         self.high_water = event.seq;
-        let workspace = self
-            .workspaces
-            .entry(event.workspace_id.clone())
-            .or_default();
+        let workspace = self.workspaces.entry(event.workspace_id.clone()).or_default();
         match event.kind {
             PaneEventKind::Working => {
-                workspace
-                    .panes
-                    .insert(event.pane_id.clone(), PaneState::Working);
+                workspace.panes.insert(event.pane_id.clone(), PaneState::Working);
             }
             PaneEventKind::Settled(status) => {
-                workspace
-                    .panes
-                    .insert(event.pane_id.clone(), PaneState::Settled(status));
+                workspace.panes.insert(event.pane_id.clone(), PaneState::Settled(status));
             }
             PaneEventKind::PaneRemoved => {
                 workspace.panes.remove(&event.pane_id);
@@ -550,39 +507,25 @@ impl SettleTracker {
         }
         if !workspace.working && still_working > 0 {
             workspace.working = true;
-            self.outputs.push_back(SettleOutput::ScopeWorking {
-                workspace_id: event.workspace_id,
-                at: event.at,
-            });
+            self.outputs.push_back(SettleOutput::ScopeWorking { workspace_id: event.workspace_id, at: event.at });
         } else if workspace.working && still_working == 0 {
             workspace.working = false;
             let outcome = outcome_of(workspace, event.kind);
             self.outputs.push_back(SettleOutput::ScopeSettled {
                 workspace_id: event.workspace_id,
-                wake_id: WakeId {
-                    boot_id: event.boot_id,
-                    seq: event.seq,
-                },
+                wake_id: WakeId { boot_id: event.boot_id, seq: event.seq },
                 outcome,
                 at: event.at,
             });
         } else if workspace.working && event.kind != PaneEventKind::Working {
-            self.outputs.push_back(SettleOutput::PartialSettle {
-                workspace_id: event.workspace_id,
-                pane_id: event.pane_id,
-                still_working,
-            });
+            self.outputs.push_back(SettleOutput::PartialSettle { workspace_id: event.workspace_id, pane_id: event.pane_id, still_working });
         }
         // Otherwise: working while already working, or a settle of a settled scope.
     }
 }
 
 fn count_working(workspace: &WorkspaceActivity) -> u32 {
-    let working = workspace
-        .panes
-        .values()
-        .filter(|p| **p == PaneState::Working)
-        .count();
+    let working = workspace.panes.values().filter(|p| **p == PaneState::Working).count();
     u32::try_from(working).unwrap_or(u32::MAX)
 }
 

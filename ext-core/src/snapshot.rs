@@ -24,16 +24,16 @@ use serde::Serialize;
 
 use crate::auto_gate::AutoGate;
 use crate::binding::{Bindings, CatalogWorkspace};
+use crate::continuity::{HandoffBook, JournalBook, WithheldMark};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
-use crate::progress_push::ProgressConfig;
+use crate::json_read::{read_struct, Object, ReadJson};
 use crate::permission_card::CardLedger;
+use crate::progress_push::ProgressConfig;
 use crate::recovery::RecoveryPlanner;
-use crate::continuity::{HandoffBook, JournalBook, WithheldMark};
 use crate::semantic_auto::SemanticAuto;
 use crate::settle_tracker::SettleTracker;
 use crate::vec_map::VecMap;
-use crate::json_read::{read_struct, Object, ReadJson};
 use crate::wake::Language;
 
 /// The version this release writes.

@@ -26,9 +26,7 @@ pub struct VecMap<K, V> {
 
 impl<K, V> Default for VecMap<K, V> {
     fn default() -> Self {
-        Self {
-            entries: Vec::new(),
-        }
+        Self { entries: Vec::new() }
     }
 }
 
@@ -79,10 +77,7 @@ impl<K: Ord, V> VecMap<K, V> {
     /// Sets the value of `key`; the value it replaced, if any.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
-            Ok(index) => self
-                .entries
-                .get_mut(index)
-                .map(|(_, v)| std::mem::replace(v, value)),
+            Ok(index) => self.entries.get_mut(index).map(|(_, v)| std::mem::replace(v, value)),
             Err(index) => {
                 self.entries.insert(index, (key, value));
                 None
@@ -103,11 +98,7 @@ impl<K: Ord, V> VecMap<K, V> {
     /// The entry of `key`, for in-place insertion.
     pub fn entry(&mut self, key: K) -> Entry<'_, K, V> {
         let found = self.find(&key);
-        Entry {
-            map: self,
-            key,
-            found,
-        }
+        Entry { map: self, key, found }
     }
 }
 
@@ -138,9 +129,7 @@ impl<K, V> VecMap<K, V> {
     }
 
     /// The entries in key order, values mutable.
-    pub fn iter_mut(
-        &mut self,
-    ) -> impl DoubleEndedIterator<Item = (&K, &mut V)> + ExactSizeIterator {
+    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = (&K, &mut V)> + ExactSizeIterator {
         self.entries.iter_mut().map(|(k, v)| (&*k, v))
     }
 
@@ -237,8 +226,7 @@ impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
 
 impl<'a, K, V> IntoIterator for &'a mut VecMap<K, V> {
     type Item = (&'a K, &'a mut V);
-    type IntoIter =
-        std::iter::Map<std::slice::IterMut<'a, (K, V)>, fn(&'a mut (K, V)) -> (&'a K, &'a mut V)>;
+    type IntoIter = std::iter::Map<std::slice::IterMut<'a, (K, V)>, fn(&'a mut (K, V)) -> (&'a K, &'a mut V)>;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter_mut().map(|(k, v)| (&*k, v))
     }
@@ -246,9 +234,7 @@ impl<'a, K, V> IntoIterator for &'a mut VecMap<K, V> {
 
 impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for VecMap<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.entries.iter().map(|(k, v)| (k, v)))
-            .finish()
+        f.debug_map().entries(self.entries.iter().map(|(k, v)| (k, v))).finish()
     }
 }
 
@@ -298,9 +284,7 @@ impl<T: Ord> VecSet<T> {
         T: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.items
-            .binary_search_by(|t| t.borrow().cmp(value))
-            .is_ok()
+        self.items.binary_search_by(|t| t.borrow().cmp(value)).is_ok()
     }
 
     /// Removes `value`; whether it was in the set.

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, ReadError, ReadJson, WriteJson, Object};
+use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
 use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
@@ -320,10 +320,7 @@ impl WakeScheduler {
     pub fn handle(&mut self, now: Millis, input: SchedulerInput) {
         match input {
             SchedulerInput::Settle(signal) => self.on_settle_signal(now, signal),
-            SchedulerInput::BindingChanged {
-                workspace_id,
-                has_delivery_target,
-            } => {
+            SchedulerInput::BindingChanged { workspace_id, has_delivery_target } => {
                 if workspace_id != self.workspace_id {
                     self.in_flight_wake_superseded = true;
                     // Another workspace (or none): the old one's signals no longer apply.
@@ -349,9 +346,7 @@ impl WakeScheduler {
                 self.page = facts;
             }
             SchedulerInput::Handoff { in_progress } => self.handoff_in_progress = in_progress,
-            SchedulerInput::SummaryChecked { summary } => self
-                .progress
-                .handle(now, ProgressInput::SummaryChecked { summary }),
+            SchedulerInput::SummaryChecked { summary } => self.progress.handle(now, ProgressInput::SummaryChecked { summary }),
             SchedulerInput::InboxWake { key } => {
                 if !self.wake_pending_or_in_flight() && self.workspace_id.is_some() {
                     self.pending_inbox = Some(key);
@@ -389,9 +384,7 @@ impl WakeScheduler {
                     }
                     self.schedule_retry(now);
                 }
-                Some(InFlight::Progress) => {
-                    self.progress.handle(now, ProgressInput::NotDelivered)
-                }
+                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
                 None => {}
             },
             // Like a failure, but no retry is scheduled and no attempt counted.
@@ -414,8 +407,7 @@ impl WakeScheduler {
             }
             SchedulerInput::ConfigChanged { progress, language } => {
                 self.language = language;
-                self.progress
-                    .handle(now, ProgressInput::ConfigChanged { config: progress });
+                self.progress.handle(now, ProgressInput::ConfigChanged { config: progress });
             }
         }
         self.pump(now);
@@ -425,9 +417,7 @@ impl WakeScheduler {
     fn schedule_retry(&mut self, now: Millis) {
         let attempt = usize::try_from(self.failed_attempts).unwrap_or(usize::MAX);
         self.failed_attempts = self.failed_attempts.saturating_add(1);
-        self.retry = RETRY_BACKOFF_MS
-            .get(attempt)
-            .map(|wait| RetryTimer { at: now.saturating_add(*wait) });
+        self.retry = RETRY_BACKOFF_MS.get(attempt).map(|wait| RetryTimer { at: now.saturating_add(*wait) });
     }
 
     /// Fires the timers that are due at `now`.
@@ -466,16 +456,10 @@ impl WakeScheduler {
                 self.failed_attempts = 0;
                 self.progress.handle(now, ProgressInput::ScopeWorking);
             }
-            SettleOutput::ScopeSettled {
-                workspace_id,
-                wake_id,
-                outcome,
-                ..
-            } if ours(&workspace_id) => {
+            SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, .. } if ours(&workspace_id) => {
                 self.progress.handle(now, ProgressInput::ScopeSettled);
-                let replayed = self.newest_wake.as_ref().is_some_and(|newest| {
-                    newest.boot_id == wake_id.boot_id && wake_id.seq <= newest.seq
-                });
+                let replayed =
+                    self.newest_wake.as_ref().is_some_and(|newest| newest.boot_id == wake_id.boot_id && wake_id.seq <= newest.seq);
                 if !replayed {
                     self.newest_wake = Some(wake_id.clone());
                     self.pending_inbox = None;
@@ -510,7 +494,8 @@ impl WakeScheduler {
         if let Err(reason) = wake_gate(&self.facts(self.pending_wake.is_some() || self.pending_inbox.is_some())) {
             return Some(reason);
         }
-        if self.failed_attempts > 0 && self.retry.is_none()
+        if self.failed_attempts > 0
+            && self.retry.is_none()
             && usize::try_from(self.failed_attempts).unwrap_or(usize::MAX) > RETRY_BACKOFF_MS.len()
         {
             return Some(WakeWithheld::DeliveryFailedRepeatedly);
@@ -523,9 +508,7 @@ impl WakeScheduler {
             match decision {
                 ProgressOutput::CheckSummary => {
                     if let Some(workspace_id) = &self.workspace_id {
-                        self.outputs.push_back(SchedulerOutput::CheckSummary {
-                            workspace_id: workspace_id.clone(),
-                        });
+                        self.outputs.push_back(SchedulerOutput::CheckSummary { workspace_id: workspace_id.clone() });
                     }
                 }
                 ProgressOutput::SendProgress { summary } => {
@@ -538,10 +521,7 @@ impl WakeScheduler {
         }
         if self.wake_blocker().is_none() {
             if let Some(wake) = self.pending_wake.take() {
-                let kind = MessageKind::Wake {
-                    wake_id: wake.wake_id.clone(),
-                    outcome: wake.outcome,
-                };
+                let kind = MessageKind::Wake { wake_id: wake.wake_id.clone(), outcome: wake.outcome };
                 let text = self.render(&kind);
                 self.in_flight = Some(InFlight::Wake(wake));
                 self.in_flight_wake_superseded = false;
@@ -557,14 +537,11 @@ impl WakeScheduler {
         let shown = match (&self.pending_wake, &self.pending_inbox) {
             (Some(_), _) | (_, Some(_)) => self.wake_blocker(),
             // Nothing pending: only a scope-level reason is worth showing.
-            (None, None) => wake_gate(&self.facts(true))
-                .err()
-                .filter(|r| !r.is_transient()),
+            (None, None) => wake_gate(&self.facts(true)).err().filter(|r| !r.is_transient()),
         };
         if shown != self.shown_withheld {
             self.shown_withheld = shown;
-            self.outputs
-                .push_back(SchedulerOutput::WithheldChanged { reason: shown });
+            self.outputs.push_back(SchedulerOutput::WithheldChanged { reason: shown });
         }
     }
 
@@ -662,9 +639,7 @@ impl ReadJson for InFlight {
 impl WriteJson for InFlight {
     fn write_json(&self) -> Value {
         match self {
-            InFlight::Wake(pending) => {
-                Object::tagged("kind", "wake").with("wake_id", &pending.wake_id).with("outcome", &pending.outcome)
-            }
+            InFlight::Wake(pending) => Object::tagged("kind", "wake").with("wake_id", &pending.wake_id).with("outcome", &pending.outcome),
             InFlight::Progress => Object::tagged("kind", "progress"),
             InFlight::Inbox { key } => Object::tagged("kind", "inbox").with("key", key),
         }

@@ -3,8 +3,8 @@
 
 use expect_test::{expect, Expect};
 use ext_core::companion_link::{
-    CompanionLink, HerdrConnection, HerdrStatus, Input, LinkState, Output, PortGeneration,
-    RuntimeMessage, MAX_BACKOFF, PROTOCOL_VERSION, REQUIRED_CAPABILITIES,
+    CompanionLink, HerdrConnection, HerdrStatus, Input, LinkState, Output, PortGeneration, RuntimeMessage, MAX_BACKOFF, PROTOCOL_VERSION,
+    REQUIRED_CAPABILITIES,
 };
 use ext_core::Millis;
 use proptest::prelude::*;
@@ -18,16 +18,11 @@ struct Sim {
 
 impl Sim {
     fn new() -> Self {
-        Self {
-            now: 0,
-            link: CompanionLink::new("0.1.0"),
-            trace: String::new(),
-        }
+        Self { now: 0, link: CompanionLink::new("0.1.0"), trace: String::new() }
     }
 
     fn feed(&mut self, input: Input) {
-        self.trace
-            .push_str(&fold_lists(format!("t={} <- {:?}\n", self.now, input)));
+        self.trace.push_str(&fold_lists(format!("t={} <- {:?}\n", self.now, input)));
         self.link.handle(self.now, input);
         self.drain();
     }
@@ -59,10 +54,7 @@ impl Sim {
 
 fn hud_summary(link: &CompanionLink) -> String {
     let view = link.hud();
-    format!(
-        "[{} {:?} | {} {:?}]",
-        view.companion.key, view.companion.substitutions, view.herdr.key, view.herdr.substitutions
-    )
+    format!("[{} {:?} | {} {:?}]", view.companion.key, view.companion.substitutions, view.herdr.key, view.herdr.substitutions)
 }
 
 fn herdr_connected() -> HerdrStatus {
@@ -126,10 +118,7 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     sim.feed(Input::PortOpened { port: port(1) });
-    sim.feed(Input::Message {
-        port: port(1),
-        message: hello_answer("hello-1", PROTOCOL_VERSION),
-    });
+    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", PROTOCOL_VERSION) });
     sim.feed(Input::Message {
         port: port(1),
         message: RuntimeMessage::HerdrState(HerdrStatus {
@@ -141,12 +130,7 @@ fn start_handshake_then_herdr_state_changes_and_round_trip() {
         }),
     });
     sim.feed(Input::ProbeRequested { probe: 7 });
-    sim.feed(Input::Message {
-        port: port(1),
-        message: RuntimeMessage::Pong {
-            id: "ping-2".into(),
-        },
-    });
+    sim.feed(Input::Message { port: port(1), message: RuntimeMessage::Pong { id: "ping-2".into() } });
     sim.feed(Input::Start);
     sim.check(expect![[r#"
         t=0 <- Start
@@ -171,10 +155,7 @@ fn host_not_installed_retries_with_doubling_backoff_capped_at_five_seconds() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     for generation in 1..=6 {
-        sim.feed(Input::PortClosed {
-            port: port(generation),
-            error: Some("Specified native messaging host not found.".into()),
-        });
+        sim.feed(Input::PortClosed { port: port(generation), error: Some("Specified native messaging host not found.".into()) });
         sim.advance();
     }
     sim.check(expect![[r#"
@@ -218,16 +199,10 @@ fn host_not_installed_retries_with_doubling_backoff_capped_at_five_seconds() {
 fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_reason() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
-    sim.feed(Input::PortClosed {
-        port: port(1),
-        error: Some("Native host has exited.".into()),
-    });
+    sim.feed(Input::PortClosed { port: port(1), error: Some("Native host has exited.".into()) });
     sim.advance();
     sim.feed(Input::PortOpened { port: port(2) });
-    sim.feed(Input::Message {
-        port: port(2),
-        message: hello_answer("hello-1", PROTOCOL_VERSION),
-    });
+    sim.feed(Input::Message { port: port(2), message: hello_answer("hello-1", PROTOCOL_VERSION) });
     sim.feed(Input::ProbeRequested { probe: 1 });
     sim.feed(Input::Message {
         port: port(2),
@@ -237,10 +212,7 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
         },
     });
     // Chrome reports the host's exit later; it must not change the reason or backoff.
-    sim.feed(Input::PortClosed {
-        port: port(2),
-        error: Some("Native host has exited.".into()),
-    });
+    sim.feed(Input::PortClosed { port: port(2), error: Some("Native host has exited.".into()) });
     sim.advance();
     sim.check(expect![[r#"
         t=0 <- Start
@@ -275,10 +247,7 @@ fn unanswered_hello_times_out_closes_and_retries() {
     sim.feed(Input::PortOpened { port: port(1) });
     sim.advance();
     // A late answer on the closed port is ignored.
-    sim.feed(Input::Message {
-        port: port(1),
-        message: hello_answer("hello-1", PROTOCOL_VERSION),
-    });
+    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", PROTOCOL_VERSION) });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
@@ -297,18 +266,12 @@ fn protocol_mismatch_names_the_side_to_update_and_stops_retrying_until_asked() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     sim.feed(Input::PortOpened { port: port(1) });
-    sim.feed(Input::Message {
-        port: port(1),
-        message: hello_answer("hello-1", 3),
-    });
+    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", 3) });
     sim.advance();
     sim.feed(Input::ProbeRequested { probe: 3 });
     sim.feed(Input::RetryNow);
     sim.feed(Input::PortOpened { port: port(2) });
-    sim.feed(Input::Message {
-        port: port(2),
-        message: hello_answer("hello-2", 1),
-    });
+    sim.feed(Input::Message { port: port(2), message: hello_answer("hello-2", 1) });
     sim.check(expect![[r#"
         t=0 <- Start
             -> OpenPort { port: PortGeneration(1) }
@@ -337,19 +300,11 @@ fn probe_without_answer_times_out_once() {
     let mut sim = Sim::new();
     sim.feed(Input::Start);
     sim.feed(Input::PortOpened { port: port(1) });
-    sim.feed(Input::Message {
-        port: port(1),
-        message: hello_answer("hello-1", PROTOCOL_VERSION),
-    });
+    sim.feed(Input::Message { port: port(1), message: hello_answer("hello-1", PROTOCOL_VERSION) });
     sim.now = 100;
     sim.feed(Input::ProbeRequested { probe: 9 });
     sim.advance();
-    sim.feed(Input::Message {
-        port: port(1),
-        message: RuntimeMessage::Pong {
-            id: "ping-2".into(),
-        },
-    });
+    sim.feed(Input::Message { port: port(1), message: RuntimeMessage::Pong { id: "ping-2".into() } });
     sim.advance();
     let trace_tail: String = sim.trace.lines().skip(7).collect::<Vec<_>>().join("\n");
     expect![[r#"
@@ -561,6 +516,9 @@ fn an_older_runtime_is_named_at_hello_with_what_to_update() {
         a newer protocol: connected=false hudVersionMismatchExtension ["2", "0.1.0", "3"] missing=0
     "#]]
     .assert_eq(&trace);
-    assert!(REQUIRED_CAPABILITIES.iter().all(|name| continuity_protocol::CAPABILITIES.contains(name)), "every needed capability is one the protocol names");
+    assert!(
+        REQUIRED_CAPABILITIES.iter().all(|name| continuity_protocol::CAPABILITIES.contains(name)),
+        "every needed capability is one the protocol names"
+    );
     assert!(REQUIRED_CAPABILITIES.windows(2).all(|pair| pair[0] < pair[1]), "sorted and unique");
 }

@@ -10,22 +10,21 @@
 //! their first `MAX_RUNTIME_LIST_ITEMS`. Page facts over a cap are rejected whole.
 
 use continuity_protocol::{ErrorCode, EventName, Method};
-use ext_core::json_object;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall,
-    AppAttachFailure, AppMention, DeliveryOutcome,
-    CallError, ContinuityInput, InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, Unresolved, ProbeAnswer, ProbeNode,
-    RuntimeAnswer, RuntimeCall, TaskCounts,
+    AppAttachFailure, AppMention, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, CallError, ContinuityInput, DeliveryOutcome,
+    InboxTask, JudgeAnswer, PageRecoveryReport, PageReport, PaneInfo, PendingCall, ProbeAnswer, ProbeNode, RuntimeAnswer, RuntimeCall,
+    TaskCounts, Unresolved,
 };
-use ext_core::request_pacer::CooldownSource;
-use ext_core::stale_view::ServerRole;
-use ext_core::semantic_auto::Verdict;
+use ext_core::json_object;
 use ext_core::limits::{
     self, MAX_APP_MENTIONS, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS,
     MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS,
 };
+use ext_core::request_pacer::CooldownSource;
+use ext_core::semantic_auto::Verdict;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettledStatus, StreamEvent};
+use ext_core::stale_view::ServerRole;
 use serde_json::Value;
 
 /// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
@@ -44,31 +43,20 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             },
         ),
         RuntimeCall::Workspaces => (Method::HerdrWorkspaces, json_object!()),
-        RuntimeCall::InboxPending { session_ref } => {
-            (Method::InboxPending, json_object!("browser_session_ref": session_ref))
+        RuntimeCall::InboxPending { session_ref } => (Method::InboxPending, json_object!("browser_session_ref": session_ref)),
+        RuntimeCall::InboxAck { session_ref, task_ids } => {
+            (Method::InboxAck, json_object!("browser_session_ref": session_ref, "task_ids": task_ids))
         }
-        RuntimeCall::InboxAck {
-            session_ref,
-            task_ids,
-        } => (
-            Method::InboxAck,
-            json_object!("browser_session_ref": session_ref, "task_ids": task_ids),
-        ),
-        RuntimeCall::InboxCounts { session_ref } => {
-            (Method::InboxCounts, json_object!("browser_session_ref": session_ref))
-        }
+        RuntimeCall::InboxCounts { session_ref } => (Method::InboxCounts, json_object!("browser_session_ref": session_ref)),
         RuntimeCall::Panes { workspace_id } => (Method::HerdrPanes, json_object!("workspace_id": workspace_id)),
-        RuntimeCall::PaneRead { pane_id, lines } => {
-            (Method::HerdrPaneRead, json_object!("pane_id": pane_id, "lines": lines))
-        }
+        RuntimeCall::PaneRead { pane_id, lines } => (Method::HerdrPaneRead, json_object!("pane_id": pane_id, "lines": lines)),
         RuntimeCall::GoalSet { session_ref, goal } => (Method::GoalSet, json_object!("browser_session_ref": session_ref, "goal": goal)),
         RuntimeCall::GoalEvidence { session_ref, workspace_id } => {
             (Method::GoalEvidence, json_object!("browser_session_ref": session_ref, "workspace_id": workspace_id))
         }
-        RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation } => (
-            Method::JudgeTurnEnd,
-            json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation),
-        ),
+        RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation } => {
+            (Method::JudgeTurnEnd, json_object!("user_text": user_text, "assistant_text": assistant_text, "conversation": conversation))
+        }
         RuntimeCall::BridgeReply { conversation, message_id, text, workspace_id, auto, human_turn } => (
             Method::BridgeReply,
             json_object!(
@@ -83,7 +71,13 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         RuntimeCall::BridgePrompt { session_ref } => (Method::BridgePrompt, json_object!("browser_session_ref": session_ref)),
         RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
         RuntimeCall::ContinuityResolve { conversation_id } => (Method::ContinuityResolve, json_object!("conversation_id": conversation_id)),
-        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue }) => (
+        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
+            continuity_id,
+            source_url,
+            workspace_id,
+            browser_session_ref,
+            queue,
+        }) => (
             Method::BrowserHandoffPrepare,
             json_object!(
                 "continuity_id": continuity_id, "source_url": source_url, "workspace_id": workspace_id,
@@ -92,10 +86,8 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
         ),
         RuntimeCall::ProfilesGet => (Method::ProfilesGet, json_object!()),
         RuntimeCall::ChatsReport { reporter, chats } => {
-            let chats: Vec<Value> = chats
-                .iter()
-                .map(|c| json_object!("browser_session_ref": c.session_ref, "generating": c.generating))
-                .collect();
+            let chats: Vec<Value> =
+                chats.iter().map(|c| json_object!("browser_session_ref": c.session_ref, "generating": c.generating)).collect();
             (Method::ChatsReport, json_object!("reporter": reporter, "chats": chats))
         }
     };
@@ -128,11 +120,7 @@ fn list_of<'a>(value: &'a Value, key: &str) -> Option<impl Iterator<Item = &'a V
 
 fn counts_of(value: &Value) -> Option<TaskCounts> {
     let n = |key: &str| value.get(key).and_then(Value::as_u64);
-    Some(TaskCounts {
-        running: n("running")?,
-        unacked: n("unacked")?,
-        acked: n("acked")?,
-    })
+    Some(TaskCounts { running: n("running")?, unacked: n("unacked")?, acked: n("acked")? })
 }
 
 /// A task's `result` JSON as `InboxTask::result`: a one-line status (a string, or an
@@ -144,10 +132,7 @@ fn result_summary(result: &Value) -> Option<String> {
         Value::Null => return None,
         Value::String(s) => (one_line(s), None),
         Value::Object(map) => (
-            ["summary", "status", "text"]
-                .iter()
-                .find_map(|key| map.get(*key).and_then(Value::as_str).map(one_line))
-                .unwrap_or_default(),
+            ["summary", "status", "text"].iter().find_map(|key| map.get(*key).and_then(Value::as_str).map(one_line)).unwrap_or_default(),
             map.get("tail").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()),
         ),
         other => (one_line(&crate::js::stringify(other)), None),
@@ -166,7 +151,9 @@ fn result_summary(result: &Value) -> Option<String> {
 fn bad_answer(what: &str) -> CallError {
     CallError {
         code: ErrorCode::BadAnswer,
-        message: format!("the companion answered {what} in an unexpected shape; update the companion or the extension so both speak herdr-continuity/1"),
+        message: format!(
+            "the companion answered {what} in an unexpected shape; update the companion or the extension so both speak herdr-continuity/1"
+        ),
     }
 }
 
@@ -229,7 +216,9 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
                 .ok_or_else(|| bad_answer(Method::HerdrPaneRead.as_str()))?,
         }),
         RuntimeCall::JudgeTurnEnd { .. } => judge_verdict(result).ok_or_else(|| bad_answer(Method::JudgeTurnEnd.as_str())),
-        RuntimeCall::GoalSet { .. } | RuntimeCall::GoalEvidence { .. } => goal_evidence(result).ok_or_else(|| bad_answer(Method::GoalEvidence.as_str())),
+        RuntimeCall::GoalSet { .. } | RuntimeCall::GoalEvidence { .. } => {
+            goal_evidence(result).ok_or_else(|| bad_answer(Method::GoalEvidence.as_str()))
+        }
         RuntimeCall::BridgeReply { .. } => bridge_reply(result).ok_or_else(|| bad_answer(Method::BridgeReply.as_str())),
         RuntimeCall::BridgeDecide { .. } => result
             .get("pending")
@@ -295,7 +284,9 @@ fn bridge_reply(result: &Value) -> Option<RuntimeAnswer> {
         Some(BridgeRounds { used: n("used")?, limit: n("limit")? })
     });
     let outcome = match result.get("state").and_then(Value::as_str) {
-        Some("results") => BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? }),
+        Some("results") => {
+            BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? })
+        }
         Some("approval") => {
             let pending: Vec<PendingCall> = list_of(result, "pending")?
                 .filter_map(|p| {
@@ -478,11 +469,7 @@ pub fn page_report(value: &Value) -> Option<PageReport> {
         draft: flag("draft"),
         generating: flag("generating"),
         permission_card: flag("permission_card"),
-        user_turns: value
-            .get("user_turns")
-            .and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0),
+        user_turns: value.get("user_turns").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
         last_user_turn_id: str_of(value, "last_user_turn_id"),
         last_human_turn_id: id_of(value, "last_human_turn_id"),
         markers: value
@@ -702,9 +689,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
                 "not_submitted" if value.get("reason").and_then(Value::as_str) == Some("app_not_attached") => {
                     DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::parse(value.get("detail").and_then(Value::as_str)) }
                 }
-                "not_submitted" => DeliveryOutcome::NotSubmitted {
-                    reason: str_of(value, "reason").unwrap_or_else(|| "unknown".to_owned()),
-                },
+                "not_submitted" => {
+                    DeliveryOutcome::NotSubmitted { reason: str_of(value, "reason").unwrap_or_else(|| "unknown".to_owned()) }
+                }
                 _ => return None,
             },
         }),
@@ -752,14 +739,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         "queue_clear" => Some(PortCommand::QueueClear),
         "bind" => Some(PortCommand::Bind {
             tab_id: tab_of(value)?,
-            workspace: CatalogWorkspace {
-                workspace_id: str_of(value, "workspace_id")?,
-                label: str_of(value, "label").unwrap_or_default(),
-            },
+            workspace: CatalogWorkspace { workspace_id: str_of(value, "workspace_id")?, label: str_of(value, "label").unwrap_or_default() },
         }),
-        "unbind" => Some(PortCommand::Unbind {
-            scope_key: str_of(value, "scope_key")?,
-        }),
+        "unbind" => Some(PortCommand::Unbind { scope_key: str_of(value, "scope_key")? }),
         "recovery_facts" => Some(PortCommand::RecoveryFacts(recovery_facts(value))),
         "health_sample" => health_sample(value),
         "user_stop" => Some(PortCommand::UserStop {
@@ -767,10 +749,9 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }),
         "thread_facts" => ext_core::json_read::ReadJson::read_json(value).ok().map(PortCommand::ThreadFacts),
         "permission_cards" => ext_core::permission_card::PageCards::read(value).ok().map(PortCommand::PermissionCards),
-        "card_result" => Some(PortCommand::CardResult {
-            key: str_of(value, "key")?,
-            clicked: value.get("outcome")?.as_str()? == "clicked",
-        }),
+        "card_result" => {
+            Some(PortCommand::CardResult { key: str_of(value, "key")?, clicked: value.get("outcome")?.as_str()? == "clicked" })
+        }
         "snapshot_result" => Some(PortCommand::SnapshotResult {
             page_load: str_of(value, "page_load")?,
             answer: probe_answer(value),
@@ -873,7 +854,10 @@ mod pacer_wire_tests {
         let ok = rate_limited(&json!({"type": "rate_limited", "page_load": "p1", "source": "resource_timing", "retry_after_ms": null}));
         assert!(matches!(ok, Ok(PortCommand::RateLimited { source: CooldownSource::ResourceTiming, retry_after_ms: None, .. })), "{ok:?}");
         let notice = port_command(&json!({"type": "rate_limited", "page_load": "p1", "source": "page_notice", "retry_after_ms": 516000}));
-        assert!(matches!(notice, Some(PortCommand::RateLimited { source: CooldownSource::PageNotice, retry_after_ms: Some(516_000), .. })), "{notice:?}");
+        assert!(
+            matches!(notice, Some(PortCommand::RateLimited { source: CooldownSource::PageNotice, retry_after_ms: Some(516_000), .. })),
+            "{notice:?}"
+        );
         for (bad, named) in [
             (json!({"page_load": "p1", "source": "retry_after"}), "rate_limited.source"),
             (json!({"page_load": "", "source": "page_notice"}), "rate_limited.page_load"),
@@ -895,6 +879,8 @@ mod pacer_wire_tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": "soon"})).is_none());
+        assert!(
+            port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": "soon"})).is_none()
+        );
     }
 }

@@ -15,14 +15,14 @@ use continuity_protocol::ErrorCode;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use ext_core::json_object;
 use ext_core::binding::TabId;
 use ext_core::companion_link::{CompanionLink, Input, LinkState, Output, PortGeneration, ProbeId};
 use ext_core::continuity::{CallError, CallId, Continuity, ContinuityInput, ContinuityOutput, RecoveryCommand, RuntimeCall};
-use ext_core::json_read::WriteJson;
-use ext_core::sites::overrides::ProfileOverrides;
 use ext_core::hud::{self, ActionId};
+use ext_core::json_object;
+use ext_core::json_read::WriteJson;
 use ext_core::limits::{MAX_HEALTH_SAMPLE_BYTES, MAX_PAGE_MESSAGE_BYTES, MAX_QUEUE_MESSAGE_BYTES, MAX_TURN_MESSAGE_BYTES};
+use ext_core::sites::overrides::ProfileOverrides;
 use ext_core::vec_map::VecMap;
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Object, Reflect};
@@ -176,10 +176,7 @@ impl LinkDriver {
 
     /// The URLs reported by connected pages (for diagnostics and tests).
     pub fn page_urls(&self) -> Vec<String> {
-        self.pages
-            .iter()
-            .filter_map(|page| page.url.clone())
-            .collect()
+        self.pages.iter().filter_map(|page| page.url.clone()).collect()
     }
 
     /// Feeds one input and carries out every resulting output.
@@ -250,15 +247,9 @@ impl LinkDriver {
     pub fn page_disconnected(this: &Rc<RefCell<LinkDriver>>, port: &JsValue) {
         let gone_tab = {
             let mut driver = this.borrow_mut();
-            let tab = driver
-                .pages
-                .iter()
-                .find(|page| Object::is(&page.port, port))
-                .and_then(|page| page.tab);
+            let tab = driver.pages.iter().find(|page| Object::is(&page.port, port)).and_then(|page| page.tab);
             driver.pages.retain(|page| !Object::is(&page.port, port));
-            driver
-                .probes
-                .retain(|_, probe| !Object::is(&probe.page, port));
+            driver.probes.retain(|_, probe| !Object::is(&probe.page, port));
             tab.filter(|tab| !driver.pages.iter().any(|page| page.tab == Some(*tab)))
         };
         if let Some(tab) = gone_tab {
@@ -281,11 +272,7 @@ impl LinkDriver {
     }
 
     /// A message that is not one of the link's: continuity facts and commands.
-    fn continuity_message(
-        this: &Rc<RefCell<LinkDriver>>,
-        port: &JsValue,
-        value: &serde_json::Value,
-    ) -> Result<(), WireError> {
+    fn continuity_message(this: &Rc<RefCell<LinkDriver>>, port: &JsValue, value: &serde_json::Value) -> Result<(), WireError> {
         let (tab, panel) = {
             let driver = this.borrow();
             let page = driver.pages.iter().find(|p| Object::is(&p.port, port));
@@ -301,12 +288,9 @@ impl LinkDriver {
             }
             _ => {}
         }
-        let command = continuity_wire::port_command(value)
-            .ok_or_else(|| WireError::UnknownPageMessage(js::stringify(value)))?;
+        let command = continuity_wire::port_command(value).ok_or_else(|| WireError::UnknownPageMessage(js::stringify(value)))?;
         let input = match (command, tab) {
-            (PortCommand::DeliveryReport { id, outcome }, Some(tab)) => {
-                ContinuityInput::DeliveryReport { tab, id, outcome }
-            }
+            (PortCommand::DeliveryReport { id, outcome }, Some(tab)) => ContinuityInput::DeliveryReport { tab, id, outcome },
             (PortCommand::HudAction(action), Some(tab)) => match action {
                 "toggle_auto" => ContinuityInput::ToggleAuto { tab },
                 "continue" => ContinuityInput::Continue { tab },
@@ -318,11 +302,23 @@ impl LinkDriver {
                 "journal_opt_out" => ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab, on: false }),
                 _ => ContinuityInput::CheckHerdr { tab },
             },
-            (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
-            (PortCommand::GoalSet { text }, Some(tab)) => ContinuityInput::GoalSet { tab, text },
-            (PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }, Some(tab)) => {
-                ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped }
+            (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => {
+                ContinuityInput::LlmJudge { tab, user_text, assistant_text }
             }
+            (PortCommand::GoalSet { text }, Some(tab)) => ContinuityInput::GoalSet { tab, text },
+            (
+                PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped },
+                Some(tab),
+            ) => ContinuityInput::TurnEnded {
+                tab,
+                user_text,
+                assistant_text,
+                user_marker,
+                message_id,
+                user_message_id,
+                pressed,
+                user_stopped,
+            },
             // The HUD's approval card is a page's, never the panel's.
             (PortCommand::BridgeDecide { batch_id, call, decision }, Some(tab)) if !panel => {
                 ContinuityInput::BridgeDecide { tab, batch_id, call, decision }
@@ -330,7 +326,9 @@ impl LinkDriver {
             (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
             (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
             (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
-            (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
+            (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => {
+                ContinuityInput::HealthSample { tab, page_load, sample }
+            }
             // The user's own Stop is a page's, never the panel's.
             (PortCommand::UserStop { page_load }, Some(tab)) if !panel => ContinuityInput::UserStop { tab, page_load },
             (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
@@ -339,7 +337,10 @@ impl LinkDriver {
                 let is_429 = matches!(&answer, ext_core::continuity::ProbeAnswer::Failed(why) if why == "http_429");
                 if let (true, Some(ms)) = (is_429, retry_after_ms) {
                     let source = ext_core::request_pacer::CooldownSource::RetryAfter;
-                    Self::feed_continuity(this, ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source, retry_after_ms: Some(ms) });
+                    Self::feed_continuity(
+                        this,
+                        ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source, retry_after_ms: Some(ms) },
+                    );
                 }
                 ContinuityInput::SnapshotResult { tab, page_load, answer }
             }
@@ -360,10 +361,7 @@ impl LinkDriver {
             }
             // Binding is the panel's (O1): a content script never sends these.
             (PortCommand::PanelRefresh, _) if panel => ContinuityInput::RefreshCatalog,
-            (PortCommand::Bind { tab_id, workspace }, _) if panel => ContinuityInput::Bind {
-                tab: tab_id,
-                workspace,
-            },
+            (PortCommand::Bind { tab_id, workspace }, _) if panel => ContinuityInput::Bind { tab: tab_id, workspace },
             (PortCommand::Unbind { scope_key }, _) if panel => ContinuityInput::Unbind { scope_key },
             _ => return Err(WireError::UnknownPageMessage(js::stringify(value))),
         };
@@ -397,9 +395,7 @@ impl LinkDriver {
                             "view": driver.continuity.panel_view(tab).write_json(),
                         ));
                         // The newest report of the tab's page ("What the extension sees").
-                        let seen = tab.and_then(|tab| {
-                            driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some())
-                        });
+                        let seen = tab.and_then(|tab| driver.pages.iter().rev().find(|p| p.tab == Some(tab) && p.diagnostics.is_some()));
                         messages.push(wire::panel_diagnostics_json(tab, seen.and_then(|p| p.diagnostics.as_ref())));
                     }
                     (page.last_view.as_ref() != Some(&messages), messages)
@@ -462,7 +458,8 @@ impl LinkDriver {
                 // `app` (`null` for a plain message): the page attaches it before the text and
                 // sends nothing it could not attach it to.
                 ContinuityOutput::Deliver { tab, id, text, app } => {
-                    let (url, page_load) = this.borrow().continuity.page(tab).map(|p| (p.url.clone(), p.page_load.clone())).unwrap_or_default();
+                    let (url, page_load) =
+                        this.borrow().continuity.page(tab).map(|p| (p.url.clone(), p.page_load.clone())).unwrap_or_default();
                     let message = json_object!("type": "deliver", "id": id, "text": text, "url": url, "page_load": page_load, "app": app);
                     Self::post_when_persisted(this, tab, Some(message));
                 }
@@ -527,13 +524,7 @@ impl LinkDriver {
     }
 
     fn post_to_tab(this: &Rc<RefCell<LinkDriver>>, tab: TabId, message: &serde_json::Value) {
-        let ports: Vec<JsValue> = this
-            .borrow()
-            .pages
-            .iter()
-            .filter(|page| page.tab == Some(tab))
-            .map(|page| page.port.clone())
-            .collect();
+        let ports: Vec<JsValue> = this.borrow().pages.iter().filter(|page| page.tab == Some(tab)).map(|page| page.port.clone()).collect();
         // One page port per tab is the norm; a delivery goes to the newest only so it is
         // never typed twice.
         if let Some(port) = ports.last() {
@@ -658,14 +649,9 @@ impl LinkDriver {
     }
 
     /// A message from a page or panel port.
-    pub fn page_message(
-        this: &Rc<RefCell<LinkDriver>>,
-        port: &JsValue,
-        message: &JsValue,
-    ) -> Result<(), WireError> {
+    pub fn page_message(this: &Rc<RefCell<LinkDriver>>, port: &JsValue, message: &JsValue) -> Result<(), WireError> {
         // Size first, then shape (ext_core::limits): a page shapes these through its DOM.
-        let text = js::json_text(message)
-            .ok_or_else(|| WireError::PageMessageRejected("not a JSON value".into()))?;
+        let text = js::json_text(message).ok_or_else(|| WireError::PageMessageRejected("not a JSON value".into()))?;
         // `queue_add`, `turn_ended` and the judge button carry page text and may be longer
         // than the other messages' cap.
         let too_long = |cap: usize| WireError::PageMessageRejected(format!("{} bytes of JSON (at most {cap})", text.len()));
@@ -722,13 +708,7 @@ impl LinkDriver {
                     let mut driver = this.borrow_mut();
                     let probe = driver.next_probe;
                     driver.next_probe = driver.next_probe.wrapping_add(1);
-                    driver.probes.insert(
-                        probe,
-                        ProbeInFlight {
-                            page: port.clone(),
-                            started_at: js::performance_now(),
-                        },
-                    );
+                    driver.probes.insert(probe, ProbeInFlight { page: port.clone(), started_at: js::performance_now() });
                     probe
                 };
                 Self::feed(this, Input::ProbeRequested { probe });
@@ -738,11 +718,7 @@ impl LinkDriver {
     }
 
     /// A content script's `page_diagnostics`: kept for its tab's side panel.
-    fn diagnostics_reported(
-        this: &Rc<RefCell<LinkDriver>>,
-        port: &JsValue,
-        value: &serde_json::Value,
-    ) -> Result<(), WireError> {
+    fn diagnostics_reported(this: &Rc<RefCell<LinkDriver>>, port: &JsValue, value: &serde_json::Value) -> Result<(), WireError> {
         let diagnostics = wire::page_diagnostics(value)?;
         {
             let mut driver = this.borrow_mut();
@@ -818,10 +794,7 @@ impl LinkDriver {
                     let rounded = (elapsed * 1000.0).round() / 1000.0;
                     let answered = outcome == ext_core::companion_link::ProbeOutcome::Answered;
                     let status = hud::round_trip_line(&outcome, elapsed);
-                    js::post(
-                        &in_flight.page,
-                        &wire::round_trip_json(answered.then_some(rounded), &status),
-                    );
+                    js::post(&in_flight.page, &wire::round_trip_json(answered.then_some(rounded), &status));
                 }
             }
         }
@@ -848,12 +821,7 @@ impl LinkDriver {
                 let error = opened.err().map(|e| js::error_text(&e));
                 this.borrow_mut().link.handle(
                     js::now_millis(),
-                    Input::PortClosed {
-                        port,
-                        error: Some(
-                            error.unwrap_or_else(|| "connectNative returned no port".into()),
-                        ),
-                    },
+                    Input::PortClosed { port, error: Some(error.unwrap_or_else(|| "connectNative returned no port".into())) },
                 );
                 return;
             }
@@ -889,11 +857,7 @@ impl LinkDriver {
             LinkDriver::feed(&this, Input::PortClosed { port, error });
         });
         js::add_listener(&object, "onMessage", on_message.as_ref().unchecked_ref());
-        js::add_listener(
-            &object,
-            "onDisconnect",
-            on_disconnect.as_ref().unchecked_ref(),
-        );
+        js::add_listener(&object, "onDisconnect", on_disconnect.as_ref().unchecked_ref());
         {
             let mut driver = this.borrow_mut();
             driver.listeners.push(on_message);
@@ -904,9 +868,7 @@ impl LinkDriver {
             driver.listeners.drain(..excess);
             driver.native = Some((port, object));
         }
-        this.borrow_mut()
-            .link
-            .handle(js::now_millis(), Input::PortOpened { port });
+        this.borrow_mut().link.handle(js::now_millis(), Input::PortOpened { port });
     }
 
     fn arm_timer(this: &Rc<RefCell<LinkDriver>>) {

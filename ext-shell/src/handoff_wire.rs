@@ -5,11 +5,12 @@
 //! Only conversions: a package over a cap, or whose three copies of the message are not
 //! the same bytes, is `None` (the core then fails the transfer, X5), never cut or guessed.
 
-use continuity_protocol::handoff::{MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_MESSAGE_CHARS, MAX_HANDOFF_SOURCE_URL_CHARS};
+use continuity_protocol::handoff::{
+    MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_MESSAGE_CHARS, MAX_HANDOFF_SOURCE_URL_CHARS,
+};
 use ext_core::handoff::Package;
 use ext_core::limits;
 use serde_json::Value;
-
 
 /// A string field within `max_chars` (never cut: over the cap is `None`).
 fn capped(value: &Value, path: &[&str], max_chars: usize) -> Option<String> {

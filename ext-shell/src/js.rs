@@ -90,19 +90,14 @@ pub fn global_path(keys: &[&str]) -> Option<JsValue> {
 pub fn call_method(object: &JsValue, name: &str, args: &[JsValue]) -> Option<JsValue> {
     let method = Reflect::get(object, &JsValue::from_str(name)).ok()?;
     let Some(method) = method.dyn_ref::<Function>() else {
-        warn(&format!(
-            "herdr-continuity: `{name}` is not a function on this object"
-        ));
+        warn(&format!("herdr-continuity: `{name}` is not a function on this object"));
         return None;
     };
     let array: js_sys::Array = args.iter().collect();
     match method.apply(object, &array) {
         Ok(result) => Some(result),
         Err(error) => {
-            warn(&format!(
-                "herdr-continuity: `{name}` failed: {}",
-                error_text(&error)
-            ));
+            warn(&format!("herdr-continuity: `{name}` failed: {}", error_text(&error)));
             None
         }
     }
@@ -149,7 +144,9 @@ pub fn to_js(value: &serde_json::Value) -> JsValue {
                     // An own member, as `JSON.parse` makes it (a plain set would replace
                     // the object's prototype instead).
                     let descriptor = js_sys::Object::new();
-                    for (name, value) in [("value", &item), ("enumerable", &JsValue::TRUE), ("writable", &JsValue::TRUE), ("configurable", &JsValue::TRUE)] {
+                    for (name, value) in
+                        [("value", &item), ("enumerable", &JsValue::TRUE), ("writable", &JsValue::TRUE), ("configurable", &JsValue::TRUE)]
+                    {
                         let _ = Reflect::set(&descriptor, &JsValue::from_str(name), value);
                     }
                     let _ = Reflect::define_property(&object, &key, &descriptor);
@@ -252,9 +249,7 @@ pub fn error_text(error: &JsValue) -> String {
     if let Some(error) = error.dyn_ref::<js_sys::Error>() {
         return String::from(error.message());
     }
-    error
-        .as_string()
-        .unwrap_or_else(|| "unknown error".to_owned())
+    error.as_string().unwrap_or_else(|| "unknown error".to_owned())
 }
 
 /// The extension's manifest version (`chrome.runtime.getManifest().version`).

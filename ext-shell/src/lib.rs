@@ -59,11 +59,9 @@ thread_local! {
 fn chrome_connect_native() -> Result<Function, JsValue> {
     let runtime = js::global_path(&["chrome", "runtime"]).unwrap_or(JsValue::UNDEFINED);
     let connect = js::get_path(&runtime, &["connectNative"]).unwrap_or(JsValue::UNDEFINED);
-    let connect: Function = connect.dyn_into().map_err(|_| {
-        JsError::new(
-            "chrome.runtime.connectNative is missing: the manifest needs the \"nativeMessaging\" permission",
-        )
-    })?;
+    let connect: Function = connect
+        .dyn_into()
+        .map_err(|_| JsError::new("chrome.runtime.connectNative is missing: the manifest needs the \"nativeMessaging\" permission"))?;
     Ok(connect.bind0(&runtime))
 }
 
@@ -149,7 +147,9 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     while restored.poll().is_some() {}
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
-    let overrides = Reflect::get(&local, &JsValue::from_str(ext_core::sites::overrides::STORAGE_KEY)).ok().and_then(|value| js::json_value(&value).ok());
+    let overrides = Reflect::get(&local, &JsValue::from_str(ext_core::sites::overrides::STORAGE_KEY))
+        .ok()
+        .and_then(|value| js::json_value(&value).ok());
     LinkDriver::profile_overrides_stored(&driver, overrides.as_ref().filter(|value| !value.is_null()));
     LinkDriver::feed(&driver, Input::Start);
     Ok(())
@@ -183,9 +183,7 @@ pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
 /// The progress settings of the stored `progressTickSec` / `progressFallbackSec` (numbers,
 /// when stored as numbers), defaults for missing ones.
 fn progress_settings(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> ContinuityInput {
-    let seconds = |value: Option<f64>, default: u64| {
-        value.filter(|v| v.is_finite() && *v >= 0.0).map_or(default, |v| v as u64)
-    };
+    let seconds = |value: Option<f64>, default: u64| value.filter(|v| v.is_finite() && *v >= 0.0).map_or(default, |v| v as u64);
     let defaults = ext_core::progress_push::ProgressConfig::default();
     ContinuityInput::ProgressSettings {
         tick_sec: seconds(tick_sec, defaults.tick_ms / 1_000),

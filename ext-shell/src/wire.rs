@@ -6,12 +6,12 @@
 
 use continuity_protocol::{ErrorCode, EventName, HerdrState, HostErrorCode, Method, ResultType};
 use ext_core::binding::TabId;
-use ext_core::json_object;
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
-use ext_core::hud::{ActionId, HudView, StatusLine};
-use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use ext_core::continuity::{CallError, ContinuityInput};
+use ext_core::hud::{ActionId, HudView, StatusLine};
+use ext_core::json_object;
 use ext_core::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
+use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use ext_core::vec_map::VecMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -25,7 +25,9 @@ pub enum WireError {
     #[error("the companion sent a message of unknown shape: {0}; update the companion or the extension so both speak herdr-continuity/1")]
     UnknownShape(String),
     /// A known shape with missing or mistyped fields.
-    #[error("the companion sent a malformed `{what}` message: {detail}; update the companion or the extension so both speak herdr-continuity/1")]
+    #[error(
+        "the companion sent a malformed `{what}` message: {detail}; update the companion or the extension so both speak herdr-continuity/1"
+    )]
     Malformed {
         /// Which message.
         what: String,
@@ -78,13 +80,12 @@ pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
     if let Some(event) = value.get("event") {
         let data = value.get("data").unwrap_or(&Value::Null);
         return match event.as_str().map(EventName::parse) {
-            Some(Ok(EventName::HerdrState)) => {
-                Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&data["herdr"])?)))
-            }
+            Some(Ok(EventName::HerdrState)) => Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&data["herdr"])?))),
             Some(Ok(EventName::HostError)) => {
                 let data = Fields::of(data).map_err(|e| malformed("host_error", e))?;
                 let code = data.get::<String>("code").map_err(|e| malformed("host_error", e))?;
-                let code = HostErrorCode::parse(&code).map_err(|e| WireError::Malformed { what: "host_error".into(), detail: e.to_string() })?;
+                let code =
+                    HostErrorCode::parse(&code).map_err(|e| WireError::Malformed { what: "host_error".into(), detail: e.to_string() })?;
                 let message = data.get::<String>("message").map_err(|e| malformed("host_error", e))?;
                 Ok(Inbound::Link(RuntimeMessage::HostError { code, message: short(message) }))
             }
@@ -121,9 +122,7 @@ pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
             }))
         }
         Ok(ResultType::Pong) => Ok(Inbound::Link(RuntimeMessage::Pong { id })),
-        Ok(ResultType::HerdrStatus) => {
-            Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&result["herdr"])?)))
-        }
+        Ok(ResultType::HerdrStatus) => Ok(Inbound::Link(RuntimeMessage::HerdrState(herdr_status(&result["herdr"])?))),
         Ok(_) => Ok(Inbound::Unused),
         Err(_) => Err(unknown()),
     }
@@ -184,12 +183,7 @@ fn herdr_status(herdr: &Value) -> Result<HerdrStatus, WireError> {
 /// The JSON posted on the native port for a request.
 pub fn request_json(request: &Request) -> Value {
     match request {
-        Request::Hello {
-            id,
-            extension_version,
-            protocol,
-            requires,
-        } => json_object!(
+        Request::Hello { id, extension_version, protocol, requires } => json_object!(
             "id": id,
             "method": Method::Hello.as_str(),
             "params": json_object!("extension_version": extension_version, "protocol": protocol, "requires": requires),
@@ -273,11 +267,15 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
                 let pill = |item: &Value| {
                     item.as_object().is_some_and(|o| {
                         o.len() == 3
-                            && ["keyword", "name", "path"].iter().all(|k| o.get(*k).and_then(Value::as_str).is_some_and(|s| limits::within(s, MAX_ID_CHARS)))
+                            && ["keyword", "name", "path"]
+                                .iter()
+                                .all(|k| o.get(*k).and_then(Value::as_str).is_some_and(|s| limits::within(s, MAX_ID_CHARS)))
                     })
                 };
                 if !items.iter().all(pill) {
-                    return reject(format!("a `human_apps` entry is not {{keyword, name, path}} strings of at most {MAX_ID_CHARS} characters"));
+                    return reject(format!(
+                        "a `human_apps` entry is not {{keyword, name, path}} strings of at most {MAX_ID_CHARS} characters"
+                    ));
                 }
             }
             Value::Array(_) | Value::Object(_) => return reject(format!("`{key}` has the wrong shape")),
@@ -427,8 +425,7 @@ impl ReadJson for DeliveryOutcomeSeen {
 
 impl ReadJson for PageDiagnostics {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
-        const FIELDS: &[&str] =
-            &["type", "page_load", "site", "generation", "matching", "facts", "usage", "missing", "csp", "deliveries"];
+        const FIELDS: &[&str] = &["type", "page_load", "site", "generation", "matching", "facts", "usage", "missing", "csp", "deliveries"];
         let f = Fields::of(value)?.only(FIELDS)?;
         Ok(PageDiagnostics {
             kind: f.get("type")?,
@@ -461,8 +458,7 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
         MAX_DIAGNOSTIC_NAME_CHARS, MAX_SELECTOR_CHARS, MAX_STRUCTURE_ELEMENTS, MAX_STRUCTURE_KEYS,
     };
     let reject = |why: &str| Err(WireError::PageMessageRejected(format!("page_diagnostics: {why}")));
-    let diagnostics = PageDiagnostics::read_json(value)
-        .map_err(|e| WireError::PageMessageRejected(format!("page_diagnostics: {e}")))?;
+    let diagnostics = PageDiagnostics::read_json(value).map_err(|e| WireError::PageMessageRejected(format!("page_diagnostics: {e}")))?;
     let name = |text: &str| limits::within(text, MAX_DIAGNOSTIC_NAME_CHARS);
     let names = |list: &[String]| list.len() <= MAX_DIAGNOSTIC_ITEMS && list.iter().all(|n| name(n));
     if diagnostics.kind != "page_diagnostics" || !limits::within(&diagnostics.page_load, MAX_ID_CHARS) {
@@ -472,9 +468,10 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
         return reject("a site or generation name is too long");
     }
     if diagnostics.facts.len() > MAX_DIAGNOSTIC_FACTS
-        || !diagnostics.facts.iter().all(|(fact, probe)| {
-            name(fact) && probe.as_deref().is_none_or(|p| limits::within(p, MAX_SELECTOR_CHARS))
-        })
+        || !diagnostics
+            .facts
+            .iter()
+            .all(|(fact, probe)| name(fact) && probe.as_deref().is_none_or(|p| limits::within(p, MAX_SELECTOR_CHARS)))
     {
         return reject("too many facts or a fact too long");
     }
@@ -507,9 +504,7 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
     }
     if diagnostics.deliveries.len() > MAX_DIAGNOSTIC_ITEMS
         || !diagnostics.deliveries.iter().all(|d| {
-            limits::within(&d.id, MAX_ID_CHARS)
-                && name(&d.outcome)
-                && d.reason.as_deref().is_none_or(|r| limits::within(r, MAX_ID_CHARS))
+            limits::within(&d.id, MAX_ID_CHARS) && name(&d.outcome) && d.reason.as_deref().is_none_or(|r| limits::within(r, MAX_ID_CHARS))
         })
     {
         return reject("too many or too long delivery outcomes");
@@ -535,19 +530,10 @@ pub fn panel_diagnostics_json(tab: Option<TabId>, diagnostics: Option<&PageDiagn
 pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
     let unknown = || WireError::UnknownPageMessage(crate::js::stringify(value));
     match value.get("type").and_then(Value::as_str) {
-        Some("page_facts") => Ok(PageMessage::PageFacts {
-            url: value
-                .get("url")
-                .and_then(Value::as_str)
-                .ok_or_else(unknown)?
-                .to_owned(),
-        }),
-        Some("action") => value
-            .get("action")
-            .and_then(Value::as_str)
-            .and_then(ActionId::from_wire)
-            .map(PageMessage::Action)
-            .ok_or_else(unknown),
+        Some("page_facts") => Ok(PageMessage::PageFacts { url: value.get("url").and_then(Value::as_str).ok_or_else(unknown)?.to_owned() }),
+        Some("action") => {
+            value.get("action").and_then(Value::as_str).and_then(ActionId::from_wire).map(PageMessage::Action).ok_or_else(unknown)
+        }
         _ => Err(unknown()),
     }
 }

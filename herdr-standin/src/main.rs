@@ -77,9 +77,7 @@ fn parse_options() -> anyhow::Result<Options> {
             other => bail!("unknown argument `{other}`; usage: herdr-standin --socket PATH [--protocol N] [--seed FILE]"),
         }
     }
-    let Some(socket) = socket else {
-        bail!("missing --socket PATH; usage: herdr-standin --socket PATH [--protocol N] [--seed FILE]")
-    };
+    let Some(socket) = socket else { bail!("missing --socket PATH; usage: herdr-standin --socket PATH [--protocol N] [--seed FILE]") };
     Ok(Options { socket, protocol, seed })
 }
 
@@ -88,18 +86,14 @@ async fn main() -> anyhow::Result<()> {
     let options = parse_options()?;
     let mut session = Session::new(options.protocol);
     if let Some(seed_path) = &options.seed {
-        let text = std::fs::read_to_string(seed_path)
-            .with_context(|| format!("cannot read seed file {}", seed_path.display()))?;
-        let seed: Seed = serde_json::from_str(&text)
-            .with_context(|| format!("seed file {} is not a valid seed", seed_path.display()))?;
+        let text = std::fs::read_to_string(seed_path).with_context(|| format!("cannot read seed file {}", seed_path.display()))?;
+        let seed: Seed = serde_json::from_str(&text).with_context(|| format!("seed file {} is not a valid seed", seed_path.display()))?;
         session.apply_seed(&seed).map_err(anyhow::Error::msg)?;
     }
     if options.socket.exists() {
-        std::fs::remove_file(&options.socket)
-            .with_context(|| format!("cannot remove old socket {}", options.socket.display()))?;
+        std::fs::remove_file(&options.socket).with_context(|| format!("cannot remove old socket {}", options.socket.display()))?;
     }
-    let listener = UnixListener::bind(&options.socket)
-        .with_context(|| format!("cannot listen on {}", options.socket.display()))?;
+    let listener = UnixListener::bind(&options.socket).with_context(|| format!("cannot listen on {}", options.socket.display()))?;
     println!("ready {}", options.socket.display());
     let shared = Arc::new(Mutex::new(Shared { session, subscribers: Vec::new() }));
     loop {

@@ -61,13 +61,10 @@ impl SubscriptionFilter {
                 if event.name != HerdrSubscription::PaneAgentStatusChanged.event_name() {
                     return false;
                 }
-                let same_pane = event.data.get("pane_id").and_then(Value::as_str)
-                    == sub.pane_id.as_deref();
+                let same_pane = event.data.get("pane_id").and_then(Value::as_str) == sub.pane_id.as_deref();
                 let status_ok = match sub.agent_status {
                     None => true,
-                    Some(wanted) => {
-                        event.data.get("agent_status") == serde_json::to_value(wanted).ok().as_ref()
-                    }
+                    Some(wanted) => event.data.get("agent_status") == serde_json::to_value(wanted).ok().as_ref(),
                 };
                 same_pane && status_ok
             } else {
@@ -247,13 +244,9 @@ impl Session {
     /// Creates the seeded workspaces (no events: nobody is subscribed yet).
     pub fn apply_seed(&mut self, seed: &Seed) -> Result<(), String> {
         for (index, ws) in seed.workspaces.iter().enumerate() {
-            let (workspace_id, tab_id, first_pane, _) =
-                self.create_workspace(Some(ws.label.clone()), Some(ws.cwd.clone()), index == 0);
-            let tabs: Vec<SeedTab> = if ws.tabs.is_empty() {
-                vec![SeedTab { label: None, panes: vec![SeedPane::default()] }]
-            } else {
-                ws.tabs.clone()
-            };
+            let (workspace_id, tab_id, first_pane, _) = self.create_workspace(Some(ws.label.clone()), Some(ws.cwd.clone()), index == 0);
+            let tabs: Vec<SeedTab> =
+                if ws.tabs.is_empty() { vec![SeedTab { label: None, panes: vec![SeedPane::default()] }] } else { ws.tabs.clone() };
             for (tab_index, tab) in tabs.iter().enumerate() {
                 let (tab_id, root) = if tab_index == 0 {
                     if let (Some(label), Some(t)) = (&tab.label, self.tabs.get_mut(&tab_id)) {
@@ -261,16 +254,14 @@ impl Session {
                     }
                     (tab_id.clone(), first_pane.clone())
                 } else {
-                    let (tab, root, _) = self
-                        .create_tab(&workspace_id, tab.label.clone(), Some(ws.cwd.clone()), false)
-                        .map_err(|f| f.message)?;
+                    let (tab, root, _) =
+                        self.create_tab(&workspace_id, tab.label.clone(), Some(ws.cwd.clone()), false).map_err(|f| f.message)?;
                     (tab, root)
                 };
                 let wanted = tab.panes.len().max(1);
                 let mut pane_ids = vec![root.clone()];
                 for _ in 1..wanted {
-                    let (pane, _) =
-                        self.split(&root, "right", false, None).map_err(|f| f.message)?;
+                    let (pane, _) = self.split(&root, "right", false, None).map_err(|f| f.message)?;
                     pane_ids.push(pane);
                 }
                 let _ = tab_id;
@@ -326,17 +317,10 @@ impl Session {
             return Err(invalid("missing field `method`".to_owned()));
         };
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-        fn parse<T: serde::de::DeserializeOwned>(
-            params: &Value,
-            invalid: &dyn Fn(String) -> Failure,
-        ) -> Result<T, Failure> {
+        fn parse<T: serde::de::DeserializeOwned>(params: &Value, invalid: &dyn Fn(String) -> Failure) -> Result<T, Failure> {
             serde_json::from_value(params.clone()).map_err(|e| invalid(e.to_string()))
         }
-        let done = |(result, events): (String, Vec<Event>)| Reply {
-            response: result_line(&id, &result),
-            events,
-            ..Reply::default()
-        };
+        let done = |(result, events): (String, Vec<Event>)| Reply { response: result_line(&id, &result), events, ..Reply::default() };
         let with_id = |mut f: Failure| {
             if f.id == "\u{0}" {
                 f.id = id.clone();
@@ -350,17 +334,11 @@ impl Session {
                 return Err(Failure {
                     id,
                     code: HerdrErrorCode::NotImplemented,
-                    message: format!(
-                        "herdr-standin does not implement `{method}`; use a real Herdr 0.8.2 for it"
-                    ),
+                    message: format!("herdr-standin does not implement `{method}`; use a real Herdr 0.8.2 for it"),
                 })
             }
             Err(_) => {
-                let list = HERDR_SCHEMA_METHODS
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = HERDR_SCHEMA_METHODS.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
                 return Err(invalid(format!("unknown variant `{method}`, expected one of {list}")));
             }
         };
@@ -370,20 +348,13 @@ impl Session {
                     .field("type", "pong")
                     .field("version", "0.8.2")
                     .field("protocol", &self.protocol)
-                    .field(
-                        "capabilities",
-                        &CapabilitiesInfo { live_handoff: true, detached_server_daemon: true },
-                    )
+                    .field("capabilities", &CapabilitiesInfo { live_handoff: true, detached_server_daemon: true })
                     .finish(),
                 vec![],
             )),
-            HerdrMethod::WorkspaceList => done((
-                OrderedObject::new()
-                    .field("type", "workspace_list")
-                    .field("workspaces", &self.workspace_infos())
-                    .finish(),
-                vec![],
-            )),
+            HerdrMethod::WorkspaceList => {
+                done((OrderedObject::new().field("type", "workspace_list").field("workspaces", &self.workspace_infos()).finish(), vec![]))
+            }
             HerdrMethod::WorkspaceCreate => {
                 let p: WorkspaceCreateParams = parse(&params, &invalid)?;
                 let (ws, tab, pane, events) = self.create_workspace(p.label, p.cwd, p.focus);
@@ -404,12 +375,8 @@ impl Session {
             }
             HerdrMethod::TabCreate => {
                 let p: TabCreateParams = parse(&params, &invalid)?;
-                let workspace_id = p
-                    .workspace_id
-                    .or_else(|| self.focused_workspace.clone())
-                    .unwrap_or_default();
-                let (tab, pane, events) =
-                    self.create_tab(&workspace_id, p.label, p.cwd, p.focus).map_err(with_id)?;
+                let workspace_id = p.workspace_id.or_else(|| self.focused_workspace.clone()).unwrap_or_default();
+                let (tab, pane, events) = self.create_tab(&workspace_id, p.label, p.cwd, p.focus).map_err(with_id)?;
                 done((
                     OrderedObject::new()
                         .field("type", "tab_created")
@@ -421,28 +388,15 @@ impl Session {
             }
             HerdrMethod::TabList => {
                 let p: WorkspaceFilter = parse(&params, &invalid)?;
-                let tabs: Vec<TabInfo> = self
-                    .ordered_tabs()
-                    .into_iter()
-                    .filter(|t| p.workspace_id.as_ref().is_none_or(|w| &t.workspace_id == w))
-                    .collect();
-                done((
-                    OrderedObject::new().field("type", "tab_list").field("tabs", &tabs).finish(),
-                    vec![],
-                ))
+                let tabs: Vec<TabInfo> =
+                    self.ordered_tabs().into_iter().filter(|t| p.workspace_id.as_ref().is_none_or(|w| &t.workspace_id == w)).collect();
+                done((OrderedObject::new().field("type", "tab_list").field("tabs", &tabs).finish(), vec![]))
             }
             HerdrMethod::PaneSplit => {
                 let p: PaneSplitParams = parse(&params, &invalid)?;
                 let target = p.target_pane_id.unwrap_or_default();
-                let (pane, events) =
-                    self.split(&target, &p.direction, p.focus, p.cwd).map_err(with_id)?;
-                done((
-                    OrderedObject::new()
-                        .field("type", "pane_info")
-                        .field("pane", &self.pane_info(&pane))
-                        .finish(),
-                    events,
-                ))
+                let (pane, events) = self.split(&target, &p.direction, p.focus, p.cwd).map_err(with_id)?;
+                done((OrderedObject::new().field("type", "pane_info").field("pane", &self.pane_info(&pane)).finish(), events))
             }
             HerdrMethod::PaneClose => {
                 let p: PaneTarget = parse(&params, &invalid)?;
@@ -456,18 +410,11 @@ impl Session {
                     .into_iter()
                     .filter(|pane| p.workspace_id.as_ref().is_none_or(|w| &pane.workspace_id == w))
                     .collect();
-                done((
-                    OrderedObject::new().field("type", "pane_list").field("panes", &panes).finish(),
-                    vec![],
-                ))
+                done((OrderedObject::new().field("type", "pane_list").field("panes", &panes).finish(), vec![]))
             }
-            HerdrMethod::AgentList => done((
-                OrderedObject::new()
-                    .field("type", "agent_list")
-                    .field("agents", &self.agent_infos())
-                    .finish(),
-                vec![],
-            )),
+            HerdrMethod::AgentList => {
+                done((OrderedObject::new().field("type", "agent_list").field("agents", &self.agent_infos()).finish(), vec![]))
+            }
             HerdrMethod::AgentGet => {
                 let p: AgentTarget = parse(&params, &invalid)?;
                 let agent = self.agent_infos().into_iter().find(|a| a.pane_id == p.target);
@@ -478,19 +425,13 @@ impl Session {
                         message: format!("agent target {} not found", p.target),
                     });
                 };
-                done((
-                    OrderedObject::new().field("type", "agent_info").field("agent", &agent).finish(),
-                    vec![],
-                ))
+                done((OrderedObject::new().field("type", "agent_info").field("agent", &agent).finish(), vec![]))
             }
             HerdrMethod::SessionSnapshot => done((self.snapshot(), vec![])),
             HerdrMethod::PaneRead => {
                 let p: PaneReadParams = parse(&params, &invalid)?;
                 let read = self.read(&p).map_err(with_id)?;
-                done((
-                    OrderedObject::new().field("type", "pane_read").field("read", &read).finish(),
-                    vec![],
-                ))
+                done((OrderedObject::new().field("type", "pane_read").field("read", &read).finish(), vec![]))
             }
             HerdrMethod::PaneSendInput | HerdrMethod::PaneSendText | HerdrMethod::PaneSendKeys => {
                 let p: PaneSendInputParams = parse(&params, &invalid)?;
@@ -532,10 +473,7 @@ impl Session {
                     }
                 }
                 Reply {
-                    response: result_line(
-                        &id,
-                        &OrderedObject::new().field("type", "subscription_started").finish(),
-                    ),
+                    response: result_line(&id, &OrderedObject::new().field("type", "subscription_started").finish()),
                     subscribe: Some(SubscriptionFilter { subscriptions: p.subscriptions }),
                     initial_events,
                     ..Reply::default()
@@ -565,19 +503,11 @@ impl Session {
                         ))
                     }
                     (true, AgentStatus::Idle | AgentStatus::Done) => {}
-                    _ => {
-                        return Err(refuse(
-                            HerdrErrorCode::AgentNotReady,
-                            format!("agent {} is not an active named agent", p.target),
-                        ))
-                    }
+                    _ => return Err(refuse(HerdrErrorCode::AgentNotReady, format!("agent {} is not an active named agent", p.target))),
                 }
                 self.type_into(&p.target, &p.text, &["enter".to_owned()]);
                 let agent = self.agent_infos().into_iter().find(|a| a.pane_id == p.target);
-                done((
-                    OrderedObject::new().field("type", "agent_prompted").field("agent", &agent).finish(),
-                    vec![],
-                ))
+                done((OrderedObject::new().field("type", "agent_prompted").field("agent", &agent).finish(), vec![]))
             }
             HerdrMethod::StandinInjectLines => {
                 let p: InjectLinesParams = parse(&params, &invalid)?;
@@ -612,27 +542,17 @@ impl Session {
 
     fn unseen(&self, pane: &Pane) -> bool {
         let workspace_focused = self.focused_workspace.as_deref() == Some(&pane.workspace_id);
-        let tab_active = self
-            .workspaces
-            .iter()
-            .any(|w| w.id == pane.workspace_id && w.active_tab == pane.tab_id);
+        let tab_active = self.workspaces.iter().any(|w| w.id == pane.workspace_id && w.active_tab == pane.tab_id);
         !(workspace_focused && tab_active)
     }
 
     fn pane_focused(&self, pane: &Pane) -> bool {
-        let tab_active = self
-            .workspaces
-            .iter()
-            .any(|w| w.id == pane.workspace_id && w.active_tab == pane.tab_id);
+        let tab_active = self.workspaces.iter().any(|w| w.id == pane.workspace_id && w.active_tab == pane.tab_id);
         tab_active && self.tabs.get(&pane.tab_id).is_some_and(|t| t.focused_pane == pane.id)
     }
 
     fn viewport_rows(&self, workspace_id: &str) -> u32 {
-        let tab_count = self
-            .workspaces
-            .iter()
-            .find(|w| w.id == workspace_id)
-            .map_or(1, |w| w.tabs.len());
+        let tab_count = self.workspaces.iter().find(|w| w.id == workspace_id).map_or(1, |w| w.tabs.len());
         if tab_count > 1 {
             SCREEN_ROWS_SINGLE_TAB - 1
         } else {
@@ -641,15 +561,11 @@ impl Session {
     }
 
     fn aggregate<'a>(panes: impl Iterator<Item = &'a Pane>) -> AgentStatus {
-        panes
-            .map(|p| p.status)
-            .max_by_key(|s| s.attention_rank())
-            .unwrap_or(AgentStatus::Unknown)
+        panes.map(|p| p.status).max_by_key(|s| s.attention_rank()).unwrap_or(AgentStatus::Unknown)
     }
 
     fn workspace_info(&self, workspace_id: &str) -> Option<WorkspaceInfo> {
-        let (index, ws) =
-            self.workspaces.iter().enumerate().find(|(_, w)| w.id == workspace_id)?;
+        let (index, ws) = self.workspaces.iter().enumerate().find(|(_, w)| w.id == workspace_id)?;
         let panes = self.panes.values().filter(|p| p.workspace_id == ws.id);
         Some(WorkspaceInfo {
             workspace_id: ws.id.clone(),
@@ -683,11 +599,7 @@ impl Session {
     }
 
     fn ordered_tabs(&self) -> Vec<TabInfo> {
-        self.workspaces
-            .iter()
-            .flat_map(|w| w.tabs.iter())
-            .filter_map(|t| self.tab_info(t))
-            .collect()
+        self.workspaces.iter().flat_map(|w| w.tabs.iter()).filter_map(|t| self.tab_info(t)).collect()
     }
 
     fn pane_info(&self, pane_id: &str) -> Option<PaneInfo> {
@@ -702,22 +614,13 @@ impl Session {
             foreground_cwd: pane.cwd.clone(),
             agent: pane.agent.clone(),
             agent_status: pane.status,
-            scroll: ScrollInfo {
-                offset_from_bottom: 0,
-                max_offset_from_bottom: 0,
-                viewport_rows: self.viewport_rows(&pane.workspace_id),
-            },
+            scroll: ScrollInfo { offset_from_bottom: 0, max_offset_from_bottom: 0, viewport_rows: self.viewport_rows(&pane.workspace_id) },
             revision: 0,
         })
     }
 
     fn ordered_pane_ids(&self) -> Vec<String> {
-        self.workspaces
-            .iter()
-            .flat_map(|w| w.tabs.iter())
-            .filter_map(|t| self.tabs.get(t))
-            .flat_map(|t| t.panes.iter().cloned())
-            .collect()
+        self.workspaces.iter().flat_map(|w| w.tabs.iter()).filter_map(|t| self.tabs.get(t)).flat_map(|t| t.panes.iter().cloned()).collect()
     }
 
     fn ordered_panes(&self) -> Vec<PaneInfo> {
@@ -749,12 +652,7 @@ impl Session {
     fn layout(&self, tab_id: &str) -> Option<LayoutInfo> {
         let tab = self.tabs.get(tab_id)?;
         let rows = self.viewport_rows(&tab.workspace_id);
-        let area = Rect {
-            x: AREA_X,
-            y: SCREEN_ROWS_SINGLE_TAB - rows,
-            width: AREA_WIDTH,
-            height: rows,
-        };
+        let area = Rect { x: AREA_X, y: SCREEN_ROWS_SINGLE_TAB - rows, width: AREA_WIDTH, height: rows };
         let count = tab.panes.len().max(1) as u32;
         let width = AREA_WIDTH / count;
         let panes = tab
@@ -772,12 +670,7 @@ impl Session {
                 id: if i == 1 { "split_0_root".to_owned() } else { format!("split_{}", i - 1) },
                 direction: "right".to_owned(),
                 ratio: 1.0 / f64::from(count - i + 1),
-                rect: Rect {
-                    x: AREA_X + width * (i - 1),
-                    y: area.y,
-                    width: AREA_WIDTH - width * (i - 1),
-                    height: rows,
-                },
+                rect: Rect { x: AREA_X + width * (i - 1), y: area.y, width: AREA_WIDTH - width * (i - 1), height: rows },
             })
             .collect();
         Some(LayoutInfo {
@@ -793,20 +686,9 @@ impl Session {
 
     fn snapshot(&self) -> String {
         let focused_ws = self.focused_workspace.clone();
-        let focused_tab = focused_ws
-            .as_ref()
-            .and_then(|w| self.workspaces.iter().find(|x| &x.id == w))
-            .map(|w| w.active_tab.clone());
-        let focused_pane = focused_tab
-            .as_ref()
-            .and_then(|t| self.tabs.get(t))
-            .map(|t| t.focused_pane.clone());
-        let layouts: Vec<LayoutInfo> = self
-            .workspaces
-            .iter()
-            .flat_map(|w| w.tabs.iter())
-            .filter_map(|t| self.layout(t))
-            .collect();
+        let focused_tab = focused_ws.as_ref().and_then(|w| self.workspaces.iter().find(|x| &x.id == w)).map(|w| w.active_tab.clone());
+        let focused_pane = focused_tab.as_ref().and_then(|t| self.tabs.get(t)).map(|t| t.focused_pane.clone());
+        let layouts: Vec<LayoutInfo> = self.workspaces.iter().flat_map(|w| w.tabs.iter()).filter_map(|t| self.layout(t)).collect();
         let snapshot = OrderedObject::new()
             .field("version", "0.8.2")
             .field("protocol", &self.protocol)
@@ -865,14 +747,10 @@ impl Session {
     // ----- mutations -----------------------------------------------------------------
 
     fn new_pane(&mut self, workspace_id: &str, tab_id: &str, cwd: String) -> String {
-        let number = self
-            .workspaces
-            .iter_mut()
-            .find(|w| w.id == workspace_id)
-            .map_or(0, |w| {
-                w.next_pane += 1;
-                w.next_pane
-            });
+        let number = self.workspaces.iter_mut().find(|w| w.id == workspace_id).map_or(0, |w| {
+            w.next_pane += 1;
+            w.next_pane
+        });
         let id = format!("{workspace_id}:p{number}");
         self.next_terminal += 0x1_0000 + 0x1c1;
         let pane = Pane {
@@ -901,12 +779,7 @@ impl Session {
         Event { name: "layout_updated".to_owned(), data: json!({"type": "layout_updated", "layout": layout}) }
     }
 
-    fn create_workspace(
-        &mut self,
-        label: Option<String>,
-        cwd: Option<String>,
-        focus: bool,
-    ) -> (String, String, String, Vec<Event>) {
+    fn create_workspace(&mut self, label: Option<String>, cwd: Option<String>, focus: bool) -> (String, String, String, Vec<Event>) {
         let workspace_id = format!("w{}", self.next_workspace);
         self.next_workspace += 1;
         let tab_id = format!("{workspace_id}:t1");
@@ -935,10 +808,7 @@ impl Session {
         }
         let ws = serde_json::to_value(self.workspace_info(&workspace_id)).unwrap_or(Value::Null);
         let tab = serde_json::to_value(self.tab_info(&tab_id)).unwrap_or(Value::Null);
-        let mut events = vec![Event {
-            name: "workspace_created".to_owned(),
-            data: json!({"type": "workspace_created", "workspace": ws}),
-        }];
+        let mut events = vec![Event { name: "workspace_created".to_owned(), data: json!({"type": "workspace_created", "workspace": ws}) }];
         if focus {
             events.push(Event {
                 name: "workspace_focused".to_owned(),
@@ -999,16 +869,9 @@ impl Session {
         Ok((tab_id, pane_id, events))
     }
 
-    fn split(
-        &mut self,
-        target: &str,
-        direction: &str,
-        focus: bool,
-        cwd: Option<String>,
-    ) -> Result<(String, Vec<Event>), Failure> {
+    fn split(&mut self, target: &str, direction: &str, focus: bool, cwd: Option<String>) -> Result<(String, Vec<Event>), Failure> {
         let target = self.pane(target)?.clone();
-        let pane_id =
-            self.new_pane(&target.workspace_id, &target.tab_id, cwd.unwrap_or(target.cwd.clone()));
+        let pane_id = self.new_pane(&target.workspace_id, &target.tab_id, cwd.unwrap_or(target.cwd.clone()));
         let _ = direction;
         if let Some(tab) = self.tabs.get_mut(&target.tab_id) {
             let at = tab.panes.iter().position(|p| *p == target.id).map_or(tab.panes.len(), |i| i + 1);
@@ -1067,12 +930,8 @@ impl Session {
 
     fn close_workspace(&mut self, workspace_id: &str) -> Result<Vec<Event>, Failure> {
         let index = self.workspace_index(workspace_id)?;
-        let pane_ids: Vec<String> = self.workspaces[index]
-            .tabs
-            .iter()
-            .filter_map(|t| self.tabs.get(t))
-            .flat_map(|t| t.panes.clone())
-            .collect();
+        let pane_ids: Vec<String> =
+            self.workspaces[index].tabs.iter().filter_map(|t| self.tabs.get(t)).flat_map(|t| t.panes.clone()).collect();
         let mut events = Vec::new();
         for pane_id in pane_ids {
             events.extend(self.close_pane(&pane_id)?.into_iter().filter(|e| e.name != "layout_updated"));
@@ -1110,12 +969,7 @@ impl Session {
         Some(status_event(pane))
     }
 
-    fn report(
-        &mut self,
-        pane_id: &str,
-        agent: &str,
-        state: PaneAgentState,
-    ) -> Result<Vec<Event>, Failure> {
+    fn report(&mut self, pane_id: &str, agent: &str, state: PaneAgentState) -> Result<Vec<Event>, Failure> {
         let pane = self.pane(pane_id)?.clone();
         let mut events = Vec::new();
         if pane.agent.as_deref() != Some(agent) {

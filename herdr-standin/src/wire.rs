@@ -449,8 +449,7 @@ impl OrderedObject {
     /// Adds `key: <already serialized JSON>`.
     pub fn raw(mut self, key: &str, json: &str) -> Self {
         self.text.push(if self.text.is_empty() { '{' } else { ',' });
-        self.text
-            .push_str(&serde_json::to_string(key).unwrap_or_else(|_| "\"\"".to_owned()));
+        self.text.push_str(&serde_json::to_string(key).unwrap_or_else(|_| "\"\"".to_owned()));
         self.text.push(':');
         self.text.push_str(json);
         self
@@ -473,9 +472,6 @@ pub fn result_line(id: &str, result_json: &str) -> String {
 
 /// `{"id":…,"error":{"code":…,"message":…}}`.
 pub fn error_line(id: &str, code: HerdrErrorCode, message: &str) -> String {
-    let error = OrderedObject::new()
-        .field("code", code.as_str())
-        .field("message", message)
-        .finish();
+    let error = OrderedObject::new().field("code", code.as_str()).field("message", message).finish();
     OrderedObject::new().field("id", id).raw("error", &error).finish()
 }

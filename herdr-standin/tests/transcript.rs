@@ -57,19 +57,12 @@ fn exchange(id: &str) -> (String, String) {
         .iter()
         .position(|e| e.sent && e.tag.is_none() && id_of(&e.text).as_deref() == Some(id))
         .unwrap_or_else(|| panic!("transcript has no request {id}"));
-    let answer = all[at + 1..]
-        .iter()
-        .find(|e| !e.sent && e.tag.is_none())
-        .unwrap_or_else(|| panic!("transcript has no answer to {id}"));
+    let answer = all[at + 1..].iter().find(|e| !e.sent && e.tag.is_none()).unwrap_or_else(|| panic!("transcript has no answer to {id}"));
     (all[at].text.clone(), answer.text.clone())
 }
 
 fn tagged(tag: &str, sent: bool) -> Vec<String> {
-    entries()
-        .into_iter()
-        .filter(|e| e.sent == sent && e.tag.as_deref() == Some(tag))
-        .map(|e| e.text)
-        .collect()
+    entries().into_iter().filter(|e| e.sent == sent && e.tag.as_deref() == Some(tag)).map(|e| e.text).collect()
 }
 
 /// Replaces Herdr's random `term_<14 hex>` ids with `term_*`.
@@ -105,9 +98,7 @@ impl Standin {
             .spawn()
             .expect("spawn herdr-standin");
         let mut ready = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut ready)
-            .expect("ready line");
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("ready line");
         assert_eq!(ready.trim(), format!("ready {}", socket.display()));
         Standin { child, socket, _dir: dir }
     }
@@ -181,10 +172,7 @@ fn replays_the_recorded_herdr_session_verbatim() {
     let expected_a = tagged("subA", false);
     assert_eq!(sub_a.next(), expected_a[0], "subA ack");
     let mut sub_b = standin.subscribe(&tagged("subB", true)[0]);
-    let expected_b: Vec<String> = tagged("subB", false)
-        .into_iter()
-        .filter(|l| !l.contains("pane.output_matched"))
-        .collect();
+    let expected_b: Vec<String> = tagged("subB", false).into_iter().filter(|l| !l.contains("pane.output_matched")).collect();
     assert_eq!(sub_b.next(), expected_b[0], "subB ack");
     replay(&standin, "s");
 
@@ -220,10 +208,7 @@ fn protocol_errors_answer_with_an_empty_id() {
     assert!(answer.starts_with(prefix), "{answer}");
     assert!(answer.contains("`plugin.pane.close`"), "lists every method: {answer}");
 
-    let not_json = entries()
-        .into_iter()
-        .position(|e| e.sent && e.text == "not json")
-        .expect("not json probe");
+    let not_json = entries().into_iter().position(|e| e.sent && e.text == "not json").expect("not json probe");
     let all = entries();
     assert_eq!(standin.request("not json"), all[not_json + 1].text);
 }
@@ -259,10 +244,7 @@ fn seed_creates_workspaces_and_agent_states_and_subscriptions_send_current_statu
         .map(|a| format!("{} {} {}", a["pane_id"], a["agent"], a["agent_status"]))
         .collect();
     // The bg-tab pane reported idle while unseen, so Herdr derives `done`.
-    assert_eq!(
-        summary,
-        [r#""w1:p1" "pi" "working""#, r#""w1:p2" "claude" "idle""#, r#""w1:p3" "codex" "done""#]
-    );
+    assert_eq!(summary, [r#""w1:p1" "pi" "working""#, r#""w1:p2" "claude" "idle""#, r#""w1:p3" "codex" "done""#]);
     let read = standin.request(r#"{"id":"r","method":"pane.read","params":{"pane_id":"w1:p1","source":"recent"}}"#);
     assert!(read.contains(r#""text":"building\n""#), "{read}");
 

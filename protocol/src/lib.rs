@@ -23,13 +23,12 @@ mod names;
 pub mod tools;
 pub mod work_memory;
 
+pub use journal::{ChainCandidate, JournalTurn, MatchReason, Resolution, TurnRole};
 pub use messages::*;
 pub use names::{
-    BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method, ResultType,
-    TaskState,
-    TaskTrigger, UnknownName,
+    BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, JudgeSource, JudgeVerdict, Method,
+    ResultType, TaskState, TaskTrigger, UnknownName,
 };
-pub use journal::{ChainCandidate, JournalTurn, MatchReason, Resolution, TurnRole};
 pub use tools::{LocalMethod, ToolName};
 
 /// The integer protocol version both sides exchange in `hello`. Bumped whenever a message
@@ -82,7 +81,6 @@ pub const CAPABILITIES: &[&str] = &[
     "tools.call",
     "tools.list",
 ];
-
 
 /// The `protocol` of the stream's `hello` event.
 pub const EVENTS_PROTOCOL: &str = "herdr-continuity-events/1";

@@ -8,12 +8,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger};
-use crate::journal::{
-    ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
-    ContinuitySearchParams, JournalTurn, Resolution,
-};
 use crate::handoff::{HandoffPrepareParams, PreparedHandoff};
+use crate::journal::{
+    ChainCandidate, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
+    JournalTurn, Resolution,
+};
+use crate::names::{
+    BridgeDecision, BridgeState, ErrorCode, EventName, GuidanceKind, HerdrState, HostErrorCode, Method, ResultType, TaskState, TaskTrigger,
+};
 use crate::tools::ToolName;
 
 /// A request as it travels: `{"id", "method", "params"}`; `params` `{}` when absent.
@@ -658,10 +660,13 @@ impl Call {
     pub fn params(&self) -> Map<String, Value> {
         let value = match self {
             Call::Hello(p) => serde_json::to_value(p),
-            Call::Ping(p) | Call::HerdrStatus(p) | Call::HerdrWorkspaces(p) | Call::HerdrAgents(p) | Call::ToolsList(p)
-            | Call::ProfilesGet(p) | Call::RetentionGet(p) => {
-                serde_json::to_value(p)
-            }
+            Call::Ping(p)
+            | Call::HerdrStatus(p)
+            | Call::HerdrWorkspaces(p)
+            | Call::HerdrAgents(p)
+            | Call::ToolsList(p)
+            | Call::ProfilesGet(p)
+            | Call::RetentionGet(p) => serde_json::to_value(p),
             Call::EventsSubscribe(p) => serde_json::to_value(p),
             Call::HerdrPanes(p) => serde_json::to_value(p),
             Call::HerdrPaneRead(p) => serde_json::to_value(p),

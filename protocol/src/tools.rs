@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(ToolName::parse("herdr_prompt"), Ok(ToolName::HerdrPrompt));
         assert!(ToolName::parse("herdr_shell").is_err());
         assert!(!ToolName::HerdrExec.is_read_only() && !ToolName::HerdrFsPatch.is_read_only() && ToolName::HerdrInspect.is_read_only());
-                assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
+        assert!(ToolName::HerdrFsRead.is_read_only() && ToolName::HerdrSince.is_read_only());
         assert!(!ToolName::HerdrPrompt.is_read_only() && !ToolName::HerdrCall.is_read_only());
     }
 }

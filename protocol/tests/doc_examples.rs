@@ -119,10 +119,7 @@ fn round_trip(text: &str) -> Result<(), String> {
 fn every_fenced_example_round_trips_through_its_type() {
     let doc = protocol_md();
     let examples = fenced_examples(&doc);
-    let failures: Vec<String> = examples
-        .iter()
-        .filter_map(|text| round_trip(text).err().map(|why| format!("{text}\n  → {why}")))
-        .collect();
+    let failures: Vec<String> = examples.iter().filter_map(|text| round_trip(text).err().map(|why| format!("{text}\n  → {why}"))).collect();
     assert!(failures.is_empty(), "PROTOCOL.md examples that do not round-trip:\n{}", failures.join("\n"));
     assert!(examples.len() >= 40, "the Examples section lost examples: {}", examples.len());
 }
@@ -165,10 +162,19 @@ fn the_examples_cover_every_method_result_event_and_runtime_error() {
     }
     // `not_available` is not listed: every companion method is served in this release, so
     // no runtime answers it and an example of it would show what cannot happen.
-    for code in ["bad_request", "unknown_method", "not_ready", "inbox_unavailable", "overloaded", "timeout", "config_refused", "unknown_tool", "continuity_mismatch"] {
-        let seen = messages.iter().any(|m| {
-            matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code)
-        });
+    for code in [
+        "bad_request",
+        "unknown_method",
+        "not_ready",
+        "inbox_unavailable",
+        "overloaded",
+        "timeout",
+        "config_refused",
+        "unknown_tool",
+        "continuity_mismatch",
+    ] {
+        let seen =
+            messages.iter().any(|m| matches!(m, Message::Response(Response { outcome: Outcome::Error(e), .. }) if e.code.as_str() == code));
         if !seen {
             missing.push(format!("error {code}"));
         }

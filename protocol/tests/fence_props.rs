@@ -22,8 +22,20 @@ fn payloads() -> impl Strategy<Value = String> {
         // Invisible format characters between the brackets of a delimiter.
         Just("<\u{200b}<<END_HC_DATA n=".to_owned()),
         Just(">\u{feff}>\u{2060}>".to_owned()),
-        prop_oneof![Just('\u{200b}'), Just('\u{200f}'), Just('\u{202a}'), Just('\u{202e}'), Just('\u{2060}'), Just('\u{2064}'),
-            Just('\u{2066}'), Just('\u{2069}'), Just('\u{feff}'), Just('\u{00ad}'), Just('\u{180e}')].prop_map(String::from),
+        prop_oneof![
+            Just('\u{200b}'),
+            Just('\u{200f}'),
+            Just('\u{202a}'),
+            Just('\u{202e}'),
+            Just('\u{2060}'),
+            Just('\u{2064}'),
+            Just('\u{2066}'),
+            Just('\u{2069}'),
+            Just('\u{feff}'),
+            Just('\u{00ad}'),
+            Just('\u{180e}')
+        ]
+        .prop_map(String::from),
         "[0-9a-f]{12}",
         any::<String>(),
     ];

@@ -47,7 +47,8 @@ pub const MAX_REPORTERS: usize = 8;
 const MAX_REPORTER_CHARS: usize = 64;
 
 /// Where the planner finds the ref: said by every refusal of a call without one.
-pub const WHERE_THE_REF_IS: &str = "take browser_session_ref from the last line of any message the herdr-continuity extension typed into your chat \
+pub const WHERE_THE_REF_IS: &str =
+    "take browser_session_ref from the last line of any message the herdr-continuity extension typed into your chat \
 ([herdr-continuity <id> ref=<browser_session_ref>]: the value after ref=), or from the extension's HUD in that chat";
 
 /// A stored pairing of a ChatGPT session with a chat.
@@ -109,7 +110,13 @@ impl Attributed {
 /// `browser_session_ref`, `paired` the pairing of its `openai/session`, `generating` the
 /// fresh generating chats and `stale` the generating facts too old to count. The error is
 /// the refusal's message.
-pub fn decide(given: Option<&str>, meta: &ClientMeta, paired: Option<&Pairing>, generating: &[String], stale: usize) -> Result<Attributed, String> {
+pub fn decide(
+    given: Option<&str>,
+    meta: &ClientMeta,
+    paired: Option<&Pairing>,
+    generating: &[String],
+    stale: usize,
+) -> Result<Attributed, String> {
     if let (Some(pairing), Some(subject)) = (paired, meta.openai_subject.as_deref()) {
         if pairing.subject.as_deref().is_some_and(|s| s != subject) {
             return Err(format!(
@@ -239,7 +246,10 @@ impl Attribution {
         generating_now(&reports, now)
     }
 
-    async fn with_pairs<T: Send + 'static>(&self, work: impl FnOnce(&mut PairStore) -> Result<T, DbError> + Send + 'static) -> Option<Result<T, DbError>> {
+    async fn with_pairs<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut PairStore) -> Result<T, DbError> + Send + 'static,
+    ) -> Option<Result<T, DbError>> {
         let store = self.pairs.clone()?;
         Some(off_worker(move || work(&mut lock(&store))).await)
     }
@@ -272,7 +282,10 @@ impl Attribution {
                 // Without the store a named ref still goes; a ref-less call may still have
                 // the generating evidence, but a pairing it may have is unknown: refuse.
                 Err(error) if given.is_none() => {
-                    return Err((ErrorCode::NotReady, format!("herdr_prompt: the pairing of this ChatGPT session could not be read ({error}); {WHERE_THE_REF_IS}")))
+                    return Err((
+                        ErrorCode::NotReady,
+                        format!("herdr_prompt: the pairing of this ChatGPT session could not be read ({error}); {WHERE_THE_REF_IS}"),
+                    ))
                 }
                 Err(_) => None,
             },
@@ -291,7 +304,9 @@ impl Attribution {
     /// evidence; a pairing already in force is kept).
     pub async fn learn(&self, meta: &ClientMeta, attributed: &Attributed) -> Result<(), DbError> {
         match (meta.openai_session.as_deref(), attributed) {
-            (Some(session), Attributed::Given(r) | Attributed::Generating(r)) => self.pair(session, r, meta.openai_subject.as_deref()).await,
+            (Some(session), Attributed::Given(r) | Attributed::Generating(r)) => {
+                self.pair(session, r, meta.openai_subject.as_deref()).await
+            }
             _ => Ok(()),
         }
     }
@@ -342,7 +357,10 @@ mod tests {
         assert_eq!(decide(Some(A), &ClientMeta::default(), None, &[B.to_owned()], 0), Ok(Attributed::Given(A.to_owned())));
         assert_eq!(decide(Some(A), &meta(Some("s1"), None), Some(&pairing(A)), &[], 0), Ok(Attributed::Given(A.to_owned())));
         // The pairing wins over a generating chat (it is the stronger evidence).
-        assert_eq!(decide(None, &meta(Some("s1"), Some("user-1")), Some(&pairing(A)), &[B.to_owned()], 0), Ok(Attributed::Paired(A.to_owned())));
+        assert_eq!(
+            decide(None, &meta(Some("s1"), Some("user-1")), Some(&pairing(A)), &[B.to_owned()], 0),
+            Ok(Attributed::Paired(A.to_owned()))
+        );
     }
 
     #[test]

@@ -72,10 +72,11 @@ pub async fn handle(router: &Router, request: &Request) -> Result<Value, MethodE
         let params: BridgeDecideParams = typed(request, "{conversation, batch_id, call, decision}")?;
         too_long("conversation", &params.conversation, MAX_REF_CHARS)?;
         too_long("batch_id", &params.batch_id, MAX_REF_CHARS)?;
-        let pending = bridge.decide(&params.conversation, &params.batch_id, params.call, params.decision, now).await.map_err(|e| match e {
-            DecideError::Refused(why) => (ErrorCode::BadRequest, why),
-            DecideError::Store(e) => store_failed(e),
-        })?;
+        let pending =
+            bridge.decide(&params.conversation, &params.batch_id, params.call, params.decision, now).await.map_err(|e| match e {
+                DecideError::Refused(why) => (ErrorCode::BadRequest, why),
+                DecideError::Store(e) => store_failed(e),
+            })?;
         return answer(MethodResult::BridgeDecided { batch_id: params.batch_id, call: params.call, decision: params.decision, pending });
     }
     if request.method == Method::BridgeDelivered {
@@ -90,7 +91,10 @@ pub async fn handle(router: &Router, request: &Request) -> Result<Value, MethodE
     too_long("workspace_id", &params.workspace_id, MAX_REF_CHARS)?;
     too_long("human_turn", &params.human_turn, MAX_REF_CHARS)?;
     if params.conversation.trim().is_empty() {
-        return Err((ErrorCode::BadRequest, "bridge.reply needs params.conversation, the chat's browser_session_ref (e.g. zai:conv:<id>)".to_owned()));
+        return Err((
+            ErrorCode::BadRequest,
+            "bridge.reply needs params.conversation, the chat's browser_session_ref (e.g. zai:conv:<id>)".to_owned(),
+        ));
     }
     if params.workspace_id.trim().is_empty() {
         return Err((
@@ -105,5 +109,13 @@ pub async fn handle(router: &Router, request: &Request) -> Result<Value, MethodE
         Some(results) => (Some(results.delivery_id), Some(results.text), results.delivered),
         None => (reply.batch_id, None, false),
     };
-    answer(MethodResult::BridgeReply { state: reply.state, calls: reply.calls, delivery_id, text, delivered, pending: reply.pending, rounds: reply.rounds })
+    answer(MethodResult::BridgeReply {
+        state: reply.state,
+        calls: reply.calls,
+        delivery_id,
+        text,
+        delivered,
+        pending: reply.pending,
+        rounds: reply.rounds,
+    })
 }

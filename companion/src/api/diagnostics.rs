@@ -23,10 +23,7 @@ pub const DIAGNOSTICS_FILE: &str = "diagnostics.json";
 /// Stores `request.params.diagnostics` in `home/diagnostics.json`.
 pub async fn handle(home: &Path, request: &Request) -> Result<Value, MethodError> {
     let Some(diagnostics) = request.params.get("diagnostics").filter(|d| d.is_object()) else {
-        return Err((
-            ErrorCode::BadRequest,
-            "diagnostics.report needs params.diagnostics, the page_diagnostics object".to_owned(),
-        ));
+        return Err((ErrorCode::BadRequest, "diagnostics.report needs params.diagnostics, the page_diagnostics object".to_owned()));
     };
     let stored_at = unix_millis();
     let text = json!({ "stored_at": stored_at, "diagnostics": diagnostics }).to_string();
@@ -40,7 +37,10 @@ pub async fn handle(home: &Path, request: &Request) -> Result<Value, MethodError
     let written = tokio::task::spawn_blocking(move || write_private(&path, &text)).await;
     match written {
         Ok(Ok(())) => Ok(json!({ "type": "diagnostics_stored", "stored_at": stored_at })),
-        Ok(Err(error)) => Err((ErrorCode::NotReady, format!("could not store the diagnostics in the companion home: {error}; check its permissions with herdr-companion doctor"))),
+        Ok(Err(error)) => Err((
+            ErrorCode::NotReady,
+            format!("could not store the diagnostics in the companion home: {error}; check its permissions with herdr-companion doctor"),
+        )),
         Err(error) => Err((ErrorCode::NotReady, format!("could not store the diagnostics: {error}"))),
     }
 }

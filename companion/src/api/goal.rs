@@ -85,7 +85,12 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
                 .map_err(|e| (ErrorCode::InboxUnavailable, format!("{method}: the parent inbox could not be read ({e}); retry")))?;
             u32::try_from(counts.running).unwrap_or(u32::MAX)
         }
-        None => return Err((ErrorCode::NotReady, format!("{method}: the runtime's parent inbox is not open (see runtime.log); retry in a moment"))),
+        None => {
+            return Err((
+                ErrorCode::NotReady,
+                format!("{method}: the runtime's parent inbox is not open (see runtime.log); retry in a moment"),
+            ))
+        }
     };
     let workspace = match (&workspace_id, api.events.as_ref()) {
         (Some(id), Some(events)) => workspace_state(&events.catalog(), id),

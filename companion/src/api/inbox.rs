@@ -14,13 +14,13 @@ use serde_json::{json, Map, Value};
 use super::Router;
 use crate::clock::unix_millis;
 use crate::herdr::HerdrError;
-use crate::inbox::store::{NewTask, StoreError};
 use crate::inbox::new_id;
+use crate::inbox::store::{NewTask, StoreError};
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use continuity_protocol::herdr::{HerdrErrorCode, HerdrMethod};
 
-pub use continuity_protocol::limits::{MAX_ACK_IDS, MAX_LIST, MAX_PENDING, MAX_PROMPT_BYTES, MAX_REF_CHARS};
 use continuity_protocol::limits::is_ref;
+pub use continuity_protocol::limits::{MAX_ACK_IDS, MAX_LIST, MAX_PENDING, MAX_PROMPT_BYTES, MAX_REF_CHARS};
 /// Characters of the prompt kept in the row.
 const PROMPT_PREVIEW_CHARS: usize = 200;
 /// Timeout of Herdr `agent.prompt`.
@@ -49,10 +49,9 @@ fn bad(message: String) -> MethodError {
 fn required_ref(params: &Map<String, Value>, method: &str, key: &str, example: &str) -> Result<String, MethodError> {
     match params.get(key) {
         Some(Value::String(s)) if is_ref(s) => Ok(s.clone()),
-        Some(Value::String(s)) if !s.is_empty() => Err(bad(format!(
-            "{method}: params.{key} is {} characters; at most {MAX_REF_CHARS} are allowed",
-            s.chars().count()
-        ))),
+        Some(Value::String(s)) if !s.is_empty() => {
+            Err(bad(format!("{method}: params.{key} is {} characters; at most {MAX_REF_CHARS} are allowed", s.chars().count())))
+        }
         _ => Err(bad(format!("{method} needs params.{key}, a non-empty string (e.g. {example})"))),
     }
 }
@@ -156,9 +155,9 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         _ => {
             let ids = match params.get("task_ids").and_then(Value::as_array) {
                 Some(ids) if !ids.is_empty() && ids.len() <= MAX_ACK_IDS => ids,
-                _ => return Err(bad(format!(
-                    "inbox.ack needs params.task_ids, an array of 1 to {MAX_ACK_IDS} task ids from inbox.pending"
-                ))),
+                _ => {
+                    return Err(bad(format!("inbox.ack needs params.task_ids, an array of 1 to {MAX_ACK_IDS} task ids from inbox.pending")))
+                }
             };
             let ids: Vec<String> = ids
                 .iter()
@@ -200,10 +199,7 @@ pub(super) async fn dispatch(api: &Router, request: DispatchRequest) -> Result<V
             )));
         }
     }
-    let after_seq = inbox
-        .last_event_seq()
-        .await
-        .map_err(|e| (ErrorCode::InboxUnavailable, format!("{e}; the task was not dispatched")))?;
+    let after_seq = inbox.last_event_seq().await.map_err(|e| (ErrorCode::InboxUnavailable, format!("{e}; the task was not dispatched")))?;
     let task = NewTask {
         task_id: new_id("task"),
         dispatch_id: new_id("dispatch"),
@@ -264,8 +260,10 @@ mod tests {
         assert!(DispatchRequest::parse(&params(good.clone())).is_ok());
         let mut missing = good.clone();
         missing.as_object_mut().map(|m| m.remove("browser_session_ref"));
-        expect_test::expect![[r#"bad_request: task.dispatch needs params.browser_session_ref, a non-empty string (e.g. the chat's stable session ref)"#]]
-            .assert_eq(&error_of(missing));
+        expect_test::expect![[
+            r#"bad_request: task.dispatch needs params.browser_session_ref, a non-empty string (e.g. the chat's stable session ref)"#
+        ]]
+        .assert_eq(&error_of(missing));
         let mut long_ref = good.clone();
         long_ref["pane_id"] = json!("p".repeat(257));
         expect_test::expect![[r#"bad_request: task.dispatch: params.pane_id is 257 characters; at most 256 are allowed"#]]
@@ -285,18 +283,16 @@ mod tests {
 
     #[test]
     fn herdr_refusals_become_clear_errors() {
-        let remote = |code: &str| HerdrError::Remote { method: HerdrMethod::AgentPrompt.as_str().into(), code: code.into(), message: "m".into() };
+        let remote =
+            |code: &str| HerdrError::Remote { method: HerdrMethod::AgentPrompt.as_str().into(), code: code.into(), message: "m".into() };
         let codes: Vec<ErrorCode> = ["agent_blocked", "agent_not_ready", "agent_not_found", "pane_not_found", "weird"]
             .iter()
             .map(|c| prompt_error("w1:p1", &remote(c)).0)
             .collect();
-        assert_eq!(codes, [
-            ErrorCode::AgentBlocked,
-            ErrorCode::AgentNotReady,
-            ErrorCode::NotFound,
-            ErrorCode::NotFound,
-            ErrorCode::HerdrError,
-        ]);
+        assert_eq!(
+            codes,
+            [ErrorCode::AgentBlocked, ErrorCode::AgentNotReady, ErrorCode::NotFound, ErrorCode::NotFound, ErrorCode::HerdrError,]
+        );
         assert!(prompt_error("w1:p1", &remote("agent_blocked")).1.contains("answer it in Herdr"));
     }
 }

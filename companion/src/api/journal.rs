@@ -13,14 +13,15 @@
 //!   journal is not open (X5: no package without live confirmation), and refuses ids that
 //!   could not stand in the seed block and any text carrying a seed or legacy marker.
 
-use continuity_protocol::journal::{
-    parse_resume_cursor, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams, ContinuitySearchParams,
-    DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS, MAX_TURN_TEXT_BYTES,
-    MAX_URL_CHARS,
-};
 use continuity_protocol::handoff::{
-    HandoffPrepareParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS, MAX_HANDOFF_OBJECTIVE_CHARS,
-    MAX_HANDOFF_QUEUE_ITEMS, MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START, SEED_PANES, SEED_TASKS,
+    HandoffPrepareParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_CONTINUITY_ID_CHARS, MAX_HANDOFF_ID_CHARS,
+    MAX_HANDOFF_OBJECTIVE_CHARS, MAX_HANDOFF_QUEUE_ITEMS, MAX_HANDOFF_SOURCE_URL_CHARS, MAX_HANDOFF_WORK_CHAIN_ID_CHARS, SEED_BLOCK_START,
+    SEED_PANES, SEED_TASKS,
+};
+use continuity_protocol::journal::{
+    parse_resume_cursor, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
+    ContinuitySearchParams, DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS,
+    MAX_TURN_TEXT_BYTES, MAX_URL_CHARS,
 };
 use continuity_protocol::MethodResult;
 use serde::de::DeserializeOwned;
@@ -113,7 +114,8 @@ pub fn append_params(params: &Map<String, Value>) -> Result<ContinuityAppendPara
 /// Validates `continuity.search` params (merging the URL's ids into the identity).
 pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodError> {
     let m = Method::ContinuitySearch;
-    let p: ContinuitySearchParams = typed(m, params, "{project_id?, workspace_id?, conversation_id?, conversation_url?, query?, limit?} with at least one of them")?;
+    let p: ContinuitySearchParams =
+        typed(m, params, "{project_id?, workspace_id?, conversation_id?, conversation_url?, query?, limit?} with at least one of them")?;
     check_id(m, "project_id", p.project_id.as_ref())?;
     check_id(m, "workspace_id", p.workspace_id.as_ref())?;
     check_id(m, "conversation_id", p.conversation_id.as_ref())?;
@@ -138,11 +140,18 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
         None => None,
         Some(text) => {
             check_chars(m, "query", text, MAX_SEARCH_QUERY_CHARS, false)?;
-            Some(fts_query(text).ok_or_else(|| bad(m, "query has no words to search for; send words the old conversation contained".to_owned()))?)
+            Some(
+                fts_query(text)
+                    .ok_or_else(|| bad(m, "query has no words to search for; send words the old conversation contained".to_owned()))?,
+            )
         }
     };
     if identity.is_empty() && fts.is_none() {
-        return Err(bad(m, "give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)".to_owned()));
+        return Err(bad(
+            m,
+            "give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)"
+                .to_owned(),
+        ));
     }
     Ok(SearchQuery { identity, fts, limit: check_limit(m, p.limit, DEFAULT_SEARCH_LIMIT)?, conversation_from_url })
 }
@@ -151,7 +160,8 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
 /// this runtime wrote, if any.
 pub fn resume_params(params: &Map<String, Value>) -> Result<(ResumeAnchor, Option<i64>), MethodError> {
     let m = Method::ContinuityResume;
-    let p: ContinuityResumeParams = typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}, and \"before\": a next_cursor to page back")?;
+    let p: ContinuityResumeParams =
+        typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}, and \"before\": a next_cursor to page back")?;
     let before = match &p.before {
         None => None,
         Some(cursor) => Some(parse_resume_cursor(cursor).ok_or_else(|| {
@@ -171,7 +181,9 @@ pub fn resume_params(params: &Map<String, Value>) -> Result<(ResumeAnchor, Optio
         }
         (None, Some(url)) => ResumeAnchor::Url(check_url(m, &url)?),
         (Some(_), Some(_)) => return Err(bad(m, "pass continuity_id or conversation_url, not both".to_owned())),
-        (None, None) => return Err(bad(m, "needs continuity_id or conversation_url (exactly one); continuity.search finds candidates".to_owned())),
+        (None, None) => {
+            return Err(bad(m, "needs continuity_id or conversation_url (exactly one); continuity.search finds candidates".to_owned()))
+        }
     };
     Ok((anchor, before))
 }
@@ -193,15 +205,20 @@ fn check_unmarked(method: Method, what: &str, value: &str) -> Result<(), MethodE
     let marker = markers.into_iter().find(|m| value.contains(m));
     match marker {
         None => Ok(()),
-        Some(marker) => Err(bad(method, format!("{what} contains `{marker}`, a marker the seed message must not repeat; send it without the marker"))),
+        Some(marker) => {
+            Err(bad(method, format!("{what} contains `{marker}`, a marker the seed message must not repeat; send it without the marker")))
+        }
     }
 }
 
 /// Validates `herdr_mcp.browser_handoff.prepare` params (all before any IO).
 pub fn prepare_params(params: &Map<String, Value>) -> Result<HandoffRequest, MethodError> {
     let m = Method::BrowserHandoffPrepare;
-    let p: HandoffPrepareParams =
-        typed(m, params, "{continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}")?;
+    let p: HandoffPrepareParams = typed(
+        m,
+        params,
+        "{continuity_id, source_url, objective?, work_chain_id?, handoff_id?, workspace_id?, browser_session_ref?, queue?}",
+    )?;
     check_token(m, "continuity_id", &p.continuity_id, MAX_HANDOFF_CONTINUITY_ID_CHARS, "send the id as the journal gave it")?;
     let source = check_url_named(m, "source_url", &p.source_url, MAX_HANDOFF_SOURCE_URL_CHARS)?;
     check_unmarked(m, "source_url", &p.source_url)?;
@@ -275,7 +292,13 @@ async fn seed_facts(api: &Router, request: &HandoffRequest) -> SeedFacts {
                 .values()
                 .filter(|p| p.workspace_id == workspace_id)
                 .take(SEED_PANES)
-                .map(|p| PaneFact { pane_id: p.pane_id.clone(), agent: p.agent.clone(), status: p.agent_status.clone(), cwd: p.cwd.clone(), git: None })
+                .map(|p| PaneFact {
+                    pane_id: p.pane_id.clone(),
+                    agent: p.agent.clone(),
+                    status: p.agent_status.clone(),
+                    cwd: p.cwd.clone(),
+                    git: None,
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -306,7 +329,8 @@ async fn seed_facts(api: &Router, request: &HandoffRequest) -> SeedFacts {
                     Some(total),
                 ),
                 Err(e) => {
-                    api.log.line(format_args!("handoff seed: the inbox could not be read ({e}); the seed says its open tasks are not known"));
+                    api.log
+                        .line(format_args!("handoff seed: the inbox could not be read ({e}); the seed says its open tasks are not known"));
                     (Vec::new(), None)
                 }
             }
@@ -342,7 +366,8 @@ pub async fn handle(api: &Router, method: Method, params: &Map<String, Value>) -
             let turn = append_params(params)?;
             let now = unix_millis() as i64;
             let (conversation_id, message_id) = (turn.conversation_id.clone(), turn.message_id.clone());
-            let (appended, legacy_packets) = journal.with_store(move |store| store.append_reporting(&turn, now)).await.map_err(journal_error)?;
+            let (appended, legacy_packets) =
+                journal.with_store(move |store| store.append_reporting(&turn, now)).await.map_err(journal_error)?;
             MethodResult::ContinuityAppended {
                 continuity_id: appended.continuity_id().to_owned(),
                 conversation_id,
@@ -403,7 +428,21 @@ mod tests {
         });
         let log = Arc::new(crate::log::RuntimeLog::open(&dir.join("runtime.log")));
         let journal = if with_journal { crate::journal::start(dir.join("state.db"), log.clone()).await } else { None };
-        Router::new(Services { herdr_status, boot_id: "boot".into(), log, events: None, inbox: None, home: dir.to_path_buf(), judge: None, journal, retention: None, work_memory: None, bridge: None, attribution: std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs()), write_tools: None })
+        Router::new(Services {
+            herdr_status,
+            boot_id: "boot".into(),
+            log,
+            events: None,
+            inbox: None,
+            home: dir.to_path_buf(),
+            judge: None,
+            journal,
+            retention: None,
+            work_memory: None,
+            bridge: None,
+            attribution: std::sync::Arc::new(crate::api::attribution::Attribution::without_pairs()),
+            write_tools: None,
+        })
     }
 
     async fn call(router: &Router, method: &str, params: Value) -> Result<Value, MethodError> {
@@ -536,16 +575,23 @@ mod tests {
         let result = &inner["result"];
         assert_eq!((result["type"].as_str(), result["resolution"].as_str()), (Some("continuity_search"), Some("unique_exact")));
         assert_eq!(result["candidates"][0]["recent_user_excerpt"], "Wire the route pool");
-        let resumed = call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {
-            "method": "continuity.resume", "params": format!("{{\"continuity_id\":{}}}", result["candidates"][0]["continuity_id"]),
-        }}))
+        let resumed = call(
+            &router,
+            "tools.call",
+            json!({"tool": "herdr_call", "arguments": {
+                "method": "continuity.resume", "params": format!("{{\"continuity_id\":{}}}", result["candidates"][0]["continuity_id"]),
+            }}),
+        )
         .await
         .expect("resume");
         assert_eq!(resumed["result"]["result"]["turns"][0]["text"], "Wire the route pool");
         // The journal's write is not a planner method.
-        let write = refusal(call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "continuity.append", "params": "{}"}})).await);
+        let write = refusal(
+            call(&router, "tools.call", json!({"tool": "herdr_call", "arguments": {"method": "continuity.append", "params": "{}"}})).await,
+        );
         assert!(write.starts_with("bad_request: herdr_call cannot reach `continuity.append`"), "{write}");
-        let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "continuity."}})).await.expect("methods");
+        let methods =
+            call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "continuity."}})).await.expect("methods");
         let listed = methods["result"]["methods"].as_array().cloned().unwrap_or_default();
         assert!(listed.len() == 4 && listed.iter().all(|m| m["available"] == true), "{listed:?}");
     }
@@ -628,8 +674,14 @@ mod tests {
     async fn x5_without_a_journal_prepare_answers_continuity_store_unavailable_and_keeps_the_source() {
         let dir = tempfile::tempdir().expect("tempdir");
         let router = router(dir.path(), false).await;
-        let answer = refusal(call(&router, "herdr_mcp.browser_handoff.prepare", json!({"continuity_id": "hc-1", "source_url": SOURCE})).await);
-        assert!(answer.starts_with("continuity_store_unavailable: herdr_mcp.browser_handoff.prepare: the continuity journal in state.db is not open"), "{answer}");
+        let answer =
+            refusal(call(&router, "herdr_mcp.browser_handoff.prepare", json!({"continuity_id": "hc-1", "source_url": SOURCE})).await);
+        assert!(
+            answer.starts_with(
+                "continuity_store_unavailable: herdr_mcp.browser_handoff.prepare: the continuity journal in state.db is not open"
+            ),
+            "{answer}"
+        );
         assert!(answer.contains(&format!("keep working in {SOURCE}")), "{answer}");
     }
 
@@ -661,7 +713,12 @@ mod tests {
         assert_eq!(db_bytes(dir.path()), before, "prepare is read-only: state.db and its WAL are unchanged");
         let listed = call(&router, "continuity.list", json!({})).await.expect("list");
         assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(1), "no chain was added");
-        let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "browser_handoff"}})).await.expect("methods");
-        assert_eq!(methods["result"]["methods"], json!([{"method": "herdr_mcp.browser_handoff.prepare", "source": "companion", "read_only": true, "available": true}]));
+        let methods = call(&router, "tools.call", json!({"tool": "herdr_methods", "arguments": {"query": "browser_handoff"}}))
+            .await
+            .expect("methods");
+        assert_eq!(
+            methods["result"]["methods"],
+            json!([{"method": "herdr_mcp.browser_handoff.prepare", "source": "companion", "read_only": true, "available": true}])
+        );
     }
 }

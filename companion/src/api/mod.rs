@@ -114,13 +114,42 @@ pub struct Router {
 impl Router {
     /// A router that owns `services`.
     pub fn new(services: Services) -> Self {
-        let Services { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools } = services;
+        let Services {
+            herdr_status,
+            boot_id,
+            log,
+            events,
+            inbox,
+            home,
+            judge,
+            journal,
+            retention,
+            work_memory,
+            bridge,
+            attribution,
+            write_tools,
+        } = services;
         let roots = std::sync::OnceLock::new();
         if let Some(tools) = &write_tools {
             // The read and the write tools share the one roots store.
             let _ = roots.set(Arc::clone(&tools.roots));
         }
-        Self { herdr_status, boot_id, log, events, inbox, home, judge, journal, retention, work_memory, bridge, attribution, write_tools, roots }
+        Self {
+            herdr_status,
+            boot_id,
+            log,
+            events,
+            inbox,
+            home,
+            judge,
+            journal,
+            retention,
+            work_memory,
+            bridge,
+            attribution,
+            write_tools,
+            roots,
+        }
     }
 
     /// The current Herdr status.
@@ -143,16 +172,12 @@ impl Router {
             Method::Hello => self.hello(request),
             Method::Ping => Ok(json!({ "type": "pong", "server_time": unix_millis() })),
             Method::HerdrStatus => Ok(json!({ "type": "herdr_status", "herdr": self.herdr() })),
-            Method::EventsSubscribe
-            | Method::HerdrWorkspaces
-            | Method::HerdrPanes
-            | Method::HerdrAgents
-            | Method::HerdrPaneRead => stream::handle(self, request, client).await,
-            Method::TaskDispatch
-            | Method::TaskList
-            | Method::InboxPending
-            | Method::InboxAck
-            | Method::InboxCounts => inbox::handle(self, request).await,
+            Method::EventsSubscribe | Method::HerdrWorkspaces | Method::HerdrPanes | Method::HerdrAgents | Method::HerdrPaneRead => {
+                stream::handle(self, request, client).await
+            }
+            Method::TaskDispatch | Method::TaskList | Method::InboxPending | Method::InboxAck | Method::InboxCounts => {
+                inbox::handle(self, request).await
+            }
             Method::DiagnosticsReport => diagnostics::handle(&self.home, request).await,
             Method::JudgeTurnEnd => judge::handle(self, request).await,
             Method::GoalSet | Method::GoalEvidence => goal::handle(self, request).await,
@@ -163,7 +188,9 @@ impl Router {
             | Method::ContinuityResume
             | Method::ContinuityList
             | Method::BrowserHandoffPrepare => journal::handle(self, request.method, &request.params).await,
-            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => bridge::handle(self, request).await,
+            Method::BridgePrompt | Method::BridgeReply | Method::BridgeDelivered | Method::BridgeDecide => {
+                bridge::handle(self, request).await
+            }
             Method::ChatsReport => attribution::handle(&self.attribution, request),
             Method::ProfilesGet => profiles::handle(&self.home).await,
             Method::ToolsAudit => write_tools::audit_page(self, &request.params).await,
@@ -195,7 +222,9 @@ impl Router {
                 }
                 strings
             }
-            Some(_) => return Err((ErrorCode::BadRequest, "hello params.requires must be a list of at most 256 capability names".to_owned())),
+            Some(_) => {
+                return Err((ErrorCode::BadRequest, "hello params.requires must be a list of at most 256 capability names".to_owned()))
+            }
         };
         if std::env::var_os(TEST_OLD_HELLO).is_some_and(|value| value == "1") {
             // Test-only stand-in: the answer a runtime of protocol 1 gave (no capabilities).

@@ -77,12 +77,13 @@ fn read_one(path: &Path) -> Result<Option<(String, u64)>, String> {
         return Err("is not a regular file: put the profile JSON in a plain file".to_owned());
     }
     if meta.len() > MAX_PROFILE_FILE_BYTES as u64 {
-        return Err(format!("has {} bytes, at most {MAX_PROFILE_FILE_BYTES} are read: keep only the selector and label tables", meta.len()));
+        return Err(format!(
+            "has {} bytes, at most {MAX_PROFILE_FILE_BYTES} are read: keep only the selector and label tables",
+            meta.len()
+        ));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_PROFILE_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| format!("could not be read ({error})"))?;
+    file.take(MAX_PROFILE_FILE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|error| format!("could not be read ({error})"))?;
     if bytes.len() > MAX_PROFILE_FILE_BYTES {
         return Err(format!("has more than {MAX_PROFILE_FILE_BYTES} bytes: keep only the selector and label tables"));
     }

@@ -13,13 +13,19 @@ use crate::retention::{Limits, Retention};
 /// Serves both methods.
 pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
     let Some(retention) = api.retention.clone() else {
-        return Err((ErrorCode::NotReady, "retention is not available: state.db could not be opened; see runtime.log and run herdr-companion doctor".to_owned()));
+        return Err((
+            ErrorCode::NotReady,
+            "retention is not available: state.db could not be opened; see runtime.log and run herdr-companion doctor".to_owned(),
+        ));
     };
     let set = match request.method {
         Method::RetentionSet => {
             if let Some(unknown) = request.params.keys().find(|key| *key != "limits") {
                 let shown: String = unknown.chars().take(64).flat_map(char::escape_debug).collect();
-                return Err((ErrorCode::BadRequest, format!("retention.set takes only params.limits, not `{shown}`; send {{\"limits\":{{\"inbox_days\":30}}}}")));
+                return Err((
+                    ErrorCode::BadRequest,
+                    format!("retention.set takes only params.limits, not `{shown}`; send {{\"limits\":{{\"inbox_days\":30}}}}"),
+                ));
             }
             let limits = request.params.get("limits").cloned().unwrap_or(Value::Null);
             Some(limits)

@@ -35,12 +35,8 @@ pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> R
         Method::HerdrAgents => Ok(json!({"type": "herdr_agents", "agents": catalog.agents()})),
         Method::HerdrPanes => {
             let filter = request.params.get("workspace_id").and_then(Value::as_str);
-            let panes: Vec<Value> = catalog
-                .panes
-                .values()
-                .filter(|p| filter.is_none_or(|w| p.workspace_id == w))
-                .map(|p| json!(p))
-                .collect();
+            let panes: Vec<Value> =
+                catalog.panes.values().filter(|p| filter.is_none_or(|w| p.workspace_id == w)).map(|p| json!(p)).collect();
             Ok(json!({"type": "herdr_panes", "panes": panes}))
         }
         _ => {
@@ -49,10 +45,10 @@ pub async fn handle(api: &Router, request: &Request, client: &ClientHandle) -> R
             };
             let lines = match request.params.get("lines") {
                 None => DEFAULT_READ_LINES,
-                Some(v) => v.as_u64().filter(|n| (1..=MAX_READ_LINES).contains(n)).ok_or((
-                    ErrorCode::BadRequest,
-                    format!("herdr.pane_read: lines must be an integer from 1 to {MAX_READ_LINES}"),
-                ))?,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| (1..=MAX_READ_LINES).contains(n))
+                    .ok_or((ErrorCode::BadRequest, format!("herdr.pane_read: lines must be an integer from 1 to {MAX_READ_LINES}")))?,
             };
             let socket = PathBuf::from(api.herdr().socket);
             // No `lines` to Herdr: below the screen height it counts blank rows (REFERENCE §1).

@@ -32,14 +32,14 @@ use serde_json::{json, Map, Value};
 
 use super::inbox::{checked_prompt, dispatch, DispatchRequest};
 use super::Router;
-use crate::journal::store::ChainRow;
-use crate::work_memory::{WorkMemory, WorkMemoryError};
 use crate::herdr::HerdrError;
+use crate::journal::store::ChainRow;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
+use crate::work_memory::{WorkMemory, WorkMemoryError};
 use continuity_protocol::limits::MAX_REF_CHARS;
 use continuity_protocol::tools::{
-    callable_herdr_method, CALLABLE_HERDR_METHODS, MAX_CALL_PARAMS_BYTES, MAX_CALL_RESULT_BYTES, MAX_METHOD_CHARS,
-    MAX_QUERY_CHARS, MAX_TOOL_ARGUMENTS_BYTES,
+    callable_herdr_method, CALLABLE_HERDR_METHODS, MAX_CALL_PARAMS_BYTES, MAX_CALL_RESULT_BYTES, MAX_METHOD_CHARS, MAX_QUERY_CHARS,
+    MAX_TOOL_ARGUMENTS_BYTES,
 };
 use continuity_protocol::{ClientMeta, LocalMethod, ToolName, ToolSpec};
 
@@ -194,11 +194,9 @@ impl Arguments<'_> {
     pub(super) fn text(&self, key: &str, max: usize, hint: &str) -> Result<Option<String>, MethodError> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.chars().count() > max => Err(bad(format!(
-                "{}: {key} is {} characters; at most {max} are allowed — {hint}",
-                self.tool,
-                s.chars().count()
-            ))),
+            Some(Value::String(s)) if s.chars().count() > max => {
+                Err(bad(format!("{}: {key} is {} characters; at most {max} are allowed — {hint}", self.tool, s.chars().count())))
+            }
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
             Some(_) => Err(bad(format!("{}: {key} must be a non-empty string — {hint}", self.tool))),
         }
@@ -206,8 +204,7 @@ impl Arguments<'_> {
 
     /// A required string argument of 1..=`max` characters.
     pub(super) fn required(&self, key: &str, max: usize, hint: &str) -> Result<String, MethodError> {
-        self.text(key, max, hint)?
-            .ok_or_else(|| bad(format!("{} needs {key}, a non-empty string — {hint}", self.tool)))
+        self.text(key, max, hint)?.ok_or_else(|| bad(format!("{} needs {key}, a non-empty string — {hint}", self.tool)))
     }
 }
 
@@ -287,7 +284,9 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
     };
     let same_workspace = |what: &str, given: Option<&Value>| -> Result<(), String> {
         match given.and_then(Value::as_str) {
-            Some(ws) if ws != workspace_id => Err(format!("{what}: workspace {ws} is not this chat's; it is bound to workspace {workspace_id} and reaches only that one")),
+            Some(ws) if ws != workspace_id => {
+                Err(format!("{what}: workspace {ws} is not this chat's; it is bound to workspace {workspace_id} and reaches only that one"))
+            }
             _ => Ok(()),
         }
     };
@@ -343,7 +342,14 @@ pub async fn confine(api: &Router, caller: &Caller, name: &str, map: &mut Map<St
             }
             let Some(callable) = callable_herdr_method(&method) else { return Ok(()) };
             use continuity_protocol::herdr::HerdrMethod;
-            if matches!(callable.method, HerdrMethod::SessionSnapshot | HerdrMethod::WorkspaceList | HerdrMethod::TabList | HerdrMethod::PaneList | HerdrMethod::AgentList) {
+            if matches!(
+                callable.method,
+                HerdrMethod::SessionSnapshot
+                    | HerdrMethod::WorkspaceList
+                    | HerdrMethod::TabList
+                    | HerdrMethod::PaneList
+                    | HerdrMethod::AgentList
+            ) {
                 return Err(format!("{what}: it reads across workspaces; this chat is bound to workspace {workspace_id} — use herdr_inspect, which lists that workspace's panes"));
             }
             same_workspace(&what, params.get("workspace_id"))?;
@@ -398,9 +404,13 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
     let in_own_chain = |conversation: &str, chain: Option<String>| conversation == own || (chain.is_some() && chain == own_chain);
     let not_own = NOT_OWN;
     match method {
-        LocalMethod::ContinuityList => Err(format!("it lists every journaled conversation; {not_own} — use continuity.resolve with this chat's conversation_id {own}")),
+        LocalMethod::ContinuityList => {
+            Err(format!("it lists every journaled conversation; {not_own} — use continuity.resolve with this chat's conversation_id {own}"))
+        }
         LocalMethod::ContinuityResolve => match text("conversation_id") {
-            Some(conversation) if !in_own_chain(&conversation, chain_of(api, &conversation).await) => Err(format!("conversation {conversation} is not this chat's; {not_own}")),
+            Some(conversation) if !in_own_chain(&conversation, chain_of(api, &conversation).await) => {
+                Err(format!("conversation {conversation} is not this chat's; {not_own}"))
+            }
             _ => Ok(false),
         },
         LocalMethod::ContinuityResume | LocalMethod::BrowserHandoffPrepare => {
@@ -447,14 +457,18 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
         }
         LocalMethod::WorkMemoryResume | LocalMethod::WorkMemorySearch => {
             // They name a partition, not a chain: it must be the one bound to this chat's chain.
-            let (Some(project_ref), Some(repo_id), Some(work_chain_id)) = (text("project_ref"), text("repo_id"), text("work_chain_id")) else {
+            let (Some(project_ref), Some(repo_id), Some(work_chain_id)) = (text("project_ref"), text("repo_id"), text("work_chain_id"))
+            else {
                 return Ok(false);
             };
             let Some(own_chain) = own_chain else {
                 return Err("this chat has no continuity chain yet (none of its turns is journaled), so it has no Work Memory to read; a chat reaches only the Work Memory of its own continuity chain".to_owned());
             };
             let bound = match api.work_memory.as_ref() {
-                Some(memory) => memory.chain_of_partition(project_ref.clone(), repo_id.clone(), work_chain_id.clone()).await.map_err(|e| format!("Work Memory could not be read ({e}); retry"))?,
+                Some(memory) => memory
+                    .chain_of_partition(project_ref.clone(), repo_id.clone(), work_chain_id.clone())
+                    .await
+                    .map_err(|e| format!("Work Memory could not be read ({e}); retry"))?,
                 None => return Ok(false),
             };
             match bound {
@@ -467,11 +481,17 @@ async fn confine_local(api: &Router, session_ref: &str, method: LocalMethod, par
             // The other work_memory.* calls name the chain: only this chat's, only as this chat.
             match text("continuity_id") {
                 Some(chain) if Some(&chain) == own_chain.as_ref() => {}
-                Some(chain) => return Err(format!("Work Memory of chain {chain} is not this chat's; a chat reaches only the Work Memory of its own continuity chain")),
+                Some(chain) => {
+                    return Err(format!(
+                        "Work Memory of chain {chain} is not this chat's; a chat reaches only the Work Memory of its own continuity chain"
+                    ))
+                }
                 None => return Err("name this chat's own continuity_id (continuity.resolve gives it)".to_owned()),
             }
             match text("session_ref") {
-                Some(other) if other != session_ref => Err(format!("session_ref {other} is not this chat's ({session_ref}); a chat writes Work Memory only as itself")),
+                Some(other) if other != session_ref => {
+                    Err(format!("session_ref {other} is not this chat's ({session_ref}); a chat writes Work Memory only as itself"))
+                }
                 _ => Ok(false),
             }
         }
@@ -594,7 +614,9 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
         return local_call(api, local, params).await;
     }
     if method == continuity_protocol::herdr::HerdrMethod::AgentPrompt {
-        return Err(bad("herdr_call does not send prompts; use herdr_prompt, which records the task so its result comes back to the chat".to_owned()));
+        return Err(bad(
+            "herdr_call does not send prompts; use herdr_prompt, which records the task so its result comes back to the chat".to_owned()
+        ));
     }
     let Some(callable) = callable_herdr_method(&method) else {
         return Err(bad(format!("herdr_call cannot reach `{method}`; herdr_methods lists the methods it can call")));
@@ -603,10 +625,11 @@ async fn call(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> 
         return Err(error);
     }
     let socket = PathBuf::from(api.herdr().socket);
-    let result = crate::herdr::request(&socket, callable.method, Value::Object(params), HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
-        HerdrError::Remote { .. } => (ErrorCode::HerdrError, format!("{error}; check the params against Herdr's schema for {method}")),
-        other => (ErrorCode::HerdrUnavailable, other.to_string()),
-    })?;
+    let result =
+        crate::herdr::request(&socket, callable.method, Value::Object(params), HERDR_CALL_TIMEOUT).await.map_err(|error| match error {
+            HerdrError::Remote { .. } => (ErrorCode::HerdrError, format!("{error}; check the params against Herdr's schema for {method}")),
+            other => (ErrorCode::HerdrUnavailable, other.to_string()),
+        })?;
     let size = serde_json::to_vec(&result).map(|b| b.len()).unwrap_or(usize::MAX);
     if size > MAX_CALL_RESULT_BYTES {
         return Err(bad(format!(
@@ -627,10 +650,7 @@ async fn local_call(api: &Router, method: LocalMethod, params: Map<String, Value
     if !WorkMemory::serves(method) {
         return Err((
             ErrorCode::NotAvailable,
-            format!(
-                "{method} is not served by herdr-companion {}; herdr_methods shows what is available",
-                env!("CARGO_PKG_VERSION")
-            ),
+            format!("{method} is not served by herdr-companion {}; herdr_methods shows what is available", env!("CARGO_PKG_VERSION")),
         ));
     }
     let Some(work_memory) = &api.work_memory else {
@@ -650,9 +670,8 @@ async fn local_call(api: &Router, method: LocalMethod, params: Map<String, Value
 fn methods(api: &Router, args: &Arguments<'_>) -> Result<Value, MethodError> {
     args.only_known()?;
     let query = args.text("query", MAX_QUERY_CHARS, "send part of a method name, or leave it out")?.map(|q| q.to_lowercase());
-    let herdr = CALLABLE_HERDR_METHODS
-        .iter()
-        .map(|c| json!({"method": c.method, "source": "herdr", "read_only": c.read_only, "available": true}));
+    let herdr =
+        CALLABLE_HERDR_METHODS.iter().map(|c| json!({"method": c.method, "source": "herdr", "read_only": c.read_only, "available": true}));
     let local = LocalMethod::ALL
         .iter()
         .map(|m| json!({"method": m, "source": "companion", "read_only": m.is_read_only(), "available": m.runtime_method().is_some() || WorkMemory::serves(*m) && api.work_memory.is_some()}));
@@ -678,7 +697,11 @@ fn inspect(api: &Router, caller: &Caller, args: &Arguments<'_>) -> Result<Value,
         Some(hub) => {
             let catalog = hub.catalog();
             let panes: Vec<Value> = catalog.panes.values().filter(|p| visible(&p.workspace_id)).map(|p| json!(p)).collect();
-            let workspaces = catalog.workspace_list().into_iter().filter(|w| w.get("workspace_id").and_then(Value::as_str).is_some_and(visible)).collect();
+            let workspaces = catalog
+                .workspace_list()
+                .into_iter()
+                .filter(|w| w.get("workspace_id").and_then(Value::as_str).is_some_and(visible))
+                .collect();
             (workspaces, panes)
         }
         None => (Vec::new(), Vec::new()),
@@ -701,7 +724,8 @@ mod tests {
         let names: Vec<ToolName> = specs.iter().map(|s| s.name).collect();
         assert_eq!(names, ToolName::ALL);
         for spec in &specs {
-            let mut schema: Vec<&str> = spec.input_schema["properties"].as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+            let mut schema: Vec<&str> =
+                spec.input_schema["properties"].as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
             let mut accepted = arguments_of(spec.name).to_vec();
             schema.sort_unstable();
             accepted.sort_unstable();

@@ -179,7 +179,9 @@ pub(super) async fn store(api: &Router) -> Result<Arc<RootStore>, MethodError> {
 /// The project roots of a call by `caller` (see the module invariants).
 pub async fn roots_for(api: &Router, caller: &Caller) -> Result<Roots, MethodError> {
     let store = store(api).await?;
-    let registered = off_worker(move || store.list()).await.map_err(|e| (ErrorCode::Error, format!("the project roots in state.db could not be read ({e})")))?;
+    let registered = off_worker(move || store.list())
+        .await
+        .map_err(|e| (ErrorCode::Error, format!("the project roots in state.db could not be read ({e})")))?;
     let panes: Vec<PathBuf> = match api.events.as_ref() {
         Some(hub) => hub
             .catalog()
@@ -196,7 +198,11 @@ pub async fn roots_for(api: &Router, caller: &Caller) -> Result<Roots, MethodErr
     };
     // Canonicalising touches the file system: off the async workers.
     let home = api.home.clone();
-    off_worker(move || Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref()))).await.map_err(|e| (ErrorCode::Error, e.to_string()))
+    off_worker(move || {
+        Ok::<_, crate::db::DbError>(Roots::for_call(registered, panes, &home, std::env::var_os("HOME").map(PathBuf::from).as_deref()))
+    })
+    .await
+    .map_err(|e| (ErrorCode::Error, e.to_string()))
 }
 
 /// An optional integer in `1..=max` (absent: `default`).
@@ -220,7 +226,10 @@ fn flag(args: &Arguments<'_>, key: &str) -> Result<bool, MethodError> {
 }
 
 /// Runs blocking tool work on the blocking pool.
-async fn blocking<T: Send + 'static>(tool: ToolName, work: impl FnOnce() -> Result<T, ToolError> + Send + 'static) -> Result<T, MethodError> {
+async fn blocking<T: Send + 'static>(
+    tool: ToolName,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, MethodError> {
     match tokio::task::spawn_blocking(work).await {
         Ok(result) => result.map_err(|e| failed(tool, e)),
         Err(lost) => Err((ErrorCode::Error, format!("{tool} stopped before it finished ({lost}); retry"))),
@@ -297,7 +306,9 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
         ToolName::HerdrSince => {
             let cursor = match args.map.get("cursor") {
                 None | Some(Value::Null) => None,
-                Some(value) => Some(value.as_i64().filter(|c| *c >= 0).ok_or_else(|| bad(format!("{tool}: cursor must be a non-negative integer (the cursor of the previous answer), or left out")))?),
+                Some(value) => Some(value.as_i64().filter(|c| *c >= 0).ok_or_else(|| {
+                    bad(format!("{tool}: cursor must be a non-negative integer (the cursor of the previous answer), or left out"))
+                })?),
             };
             let log_id = args.text("log_id", 64, "send the log_id of the previous answer, or leave it out")?;
             let mut workspace = args.text("workspace_id", MAX_REF_CHARS, "send a workspace id such as w1, or leave it out")?;
@@ -305,7 +316,12 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
                 // A bridge chat reads its own workspace's events only.
                 match &workspace {
                     Some(ws) if ws != workspace_id => {
-                        return Err((ErrorCode::Refused, format!("{tool}: workspace {ws} is not this chat's; it is bound to workspace {workspace_id} and reads only its events")))
+                        return Err((
+                            ErrorCode::Refused,
+                            format!(
+                            "{tool}: workspace {ws} is not this chat's; it is bound to workspace {workspace_id} and reads only its events"
+                        ),
+                        ))
                     }
                     _ => workspace = Some(workspace_id.clone()),
                 }
@@ -315,7 +331,8 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
                 return Err((ErrorCode::NotReady, format!("{tool}: the event log in state.db could not be opened; see runtime.log (herdr-companion doctor) and restart the runtime")));
             };
             let limit_i64 = i64::try_from(limit).unwrap_or(i64::MAX);
-            let (events, start, reset) = hub.events_page(cursor, log_id, limit_i64).await.map_err(|e| (ErrorCode::Error, format!("{tool}: {e}")))?;
+            let (events, start, reset) =
+                hub.events_page(cursor, log_id, limit_i64).await.map_err(|e| (ErrorCode::Error, format!("{tool}: {e}")))?;
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
             Ok(since::page(&events, hub.boot_id(), hub.log_id(), start, reset, limit, workspace.as_deref()))
         }
@@ -329,9 +346,7 @@ pub(super) async fn run(api: &Router, caller: &Caller, args: &Arguments<'_>) -> 
         | ToolName::HerdrExec
         | ToolName::HerdrExecStart
         | ToolName::HerdrExecRead
-        | ToolName::HerdrExecKill => {
-            Err((ErrorCode::Error, format!("{tool} is not a workstation tool")))
-        }
+        | ToolName::HerdrExecKill => Err((ErrorCode::Error, format!("{tool} is not a workstation tool"))),
     }
 }
 
@@ -348,7 +363,13 @@ mod tests {
     #[tokio::test]
     async fn the_read_and_the_write_tools_share_one_roots_store() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (_tx, herdr_status) = tokio::sync::watch::channel(HerdrStatus { state: HerdrState::NotRunning, protocol: None, version: None, socket: String::new(), detail: None });
+        let (_tx, herdr_status) = tokio::sync::watch::channel(HerdrStatus {
+            state: HerdrState::NotRunning,
+            protocol: None,
+            version: None,
+            socket: String::new(),
+            detail: None,
+        });
         let log = Arc::new(crate::log::RuntimeLog::open(&dir.path().join("runtime.log")));
         let write_tools = Arc::new(crate::tools::write::WriteTools::open(&dir.path().join("state.db"), "boot").expect("write tools"));
         let router = Router::new(Services {

@@ -86,13 +86,16 @@ pub fn specs() -> Vec<ToolSpec> {
                 (copy it from herdr_fs_read, whitespace included; add surrounding lines when it is not unique). Refused for a \
                 file with uncommitted changes or under a working agent unless confirmed. Writes through a temp file and a rename."
                 .to_owned(),
-            input_schema: object(&["path", "old_string", "new_string"], json!({
-                "path": path_arg("The file: absolute, or relative to the project root."),
-                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace; it must occur exactly once."},
-                "new_string": {"type": "string", "description": "The text that replaces it (may be empty)."},
-                "confirm_dirty": confirm(DIRTY),
-                "confirm_busy": confirm(BUSY),
-            })),
+            input_schema: object(
+                &["path", "old_string", "new_string"],
+                json!({
+                    "path": path_arg("The file: absolute, or relative to the project root."),
+                    "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace; it must occur exactly once."},
+                    "new_string": {"type": "string", "description": "The text that replaces it (may be empty)."},
+                    "confirm_dirty": confirm(DIRTY),
+                    "confirm_busy": confirm(BUSY),
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
@@ -102,13 +105,16 @@ pub fn specs() -> Vec<ToolSpec> {
                 replaced only with overwrite: true, and like every write it is refused when it has uncommitted changes or an \
                 agent works there, unless confirmed."
                 .to_owned(),
-            input_schema: object(&["path", "content"], json!({
-                "path": path_arg("The file: absolute, or relative to the project root."),
-                "content": {"type": "string", "description": "The whole new content."},
-                "overwrite": confirm("true: replace the file if it exists (otherwise an existing file is refused)."),
-                "confirm_dirty": confirm(DIRTY),
-                "confirm_busy": confirm(BUSY),
-            })),
+            input_schema: object(
+                &["path", "content"],
+                json!({
+                    "path": path_arg("The file: absolute, or relative to the project root."),
+                    "content": {"type": "string", "description": "The whole new content."},
+                    "overwrite": confirm("true: replace the file if it exists (otherwise an existing file is refused)."),
+                    "confirm_dirty": confirm(DIRTY),
+                    "confirm_busy": confirm(BUSY),
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
@@ -118,13 +124,16 @@ pub fn specs() -> Vec<ToolSpec> {
                 inside a project root, all or nothing: every hunk is checked against the current files first, and only if \
                 all apply is anything written. dry_run: true only checks and reports. Paths in the patch are relative to root."
                 .to_owned(),
-            input_schema: object(&["patch"], json!({
-                "root": path_arg("The directory the patch's relative paths start from (default: the project root, when there is one)."),
-                "patch": {"type": "string", "minLength": 1, "description": "The patch text."},
-                "dry_run": confirm("true: check that it applies and report, write nothing."),
-                "confirm_dirty": confirm(DIRTY),
-                "confirm_busy": confirm(BUSY),
-            })),
+            input_schema: object(
+                &["patch"],
+                json!({
+                    "root": path_arg("The directory the patch's relative paths start from (default: the project root, when there is one)."),
+                    "patch": {"type": "string", "minLength": 1, "description": "The patch text."},
+                    "dry_run": confirm("true: check that it applies and report, write nothing."),
+                    "confirm_dirty": confirm(DIRTY),
+                    "confirm_busy": confirm(BUSY),
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
@@ -135,14 +144,17 @@ pub fn specs() -> Vec<ToolSpec> {
                 non_idempotent_write needs an idempotency_key: a retry with the same key returns the first result and never \
                 runs it again. For longer runs use herdr_exec_start."
                 .to_owned(),
-            input_schema: object(&["root", "command", "intent"], json!({
-                "root": path_arg("The working directory, inside a project root."),
-                "command": argv_arg(),
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_EXEC_TIMEOUT_MS, "description": "Kill it after this long (default 30000, at most 60000)."},
-                "intent": {"type": "string", "enum": Intent::NAMES, "description": "read_only (changes nothing), idempotent_write (running it twice is the same as once) or non_idempotent_write (must run once: send an idempotency_key)."},
-                "idempotency_key": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS, "description": "A key you choose for this one run; required for non_idempotent_write."},
-                "confirm_busy": confirm(BUSY),
-            })),
+            input_schema: object(
+                &["root", "command", "intent"],
+                json!({
+                    "root": path_arg("The working directory, inside a project root."),
+                    "command": argv_arg(),
+                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_EXEC_TIMEOUT_MS, "description": "Kill it after this long (default 30000, at most 60000)."},
+                    "intent": {"type": "string", "enum": Intent::NAMES, "description": "read_only (changes nothing), idempotent_write (running it twice is the same as once) or non_idempotent_write (must run once: send an idempotency_key)."},
+                    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS, "description": "A key you choose for this one run; required for non_idempotent_write."},
+                    "confirm_busy": confirm(BUSY),
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
@@ -152,11 +164,14 @@ pub fn specs() -> Vec<ToolSpec> {
                 session_id at once; read its output with herdr_exec_read and stop it with herdr_exec_kill. A session cut by a \
                 runtime restart reads as interrupted."
                 .to_owned(),
-            input_schema: object(&["root", "command"], json!({
-                "root": path_arg("The working directory, inside a project root."),
-                "command": argv_arg(),
-                "confirm_busy": confirm(BUSY),
-            })),
+            input_schema: object(
+                &["root", "command"],
+                json!({
+                    "root": path_arg("The working directory, inside a project root."),
+                    "command": argv_arg(),
+                    "confirm_busy": confirm(BUSY),
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
@@ -165,21 +180,27 @@ pub fn specs() -> Vec<ToolSpec> {
             description: "A session's state (running, exited, killed, interrupted), exit code and output from an offset (the \
                 last 256 KiB of each stream are kept; next_offset continues)."
                 .to_owned(),
-            input_schema: object(&["session_id"], json!({
-                "session_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "From herdr_exec_start."},
-                "stream": {"type": "string", "enum": ["stdout", "stderr"], "description": "Which output (default stdout)."},
-                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (default 0; send next_offset to continue)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes to return (default and at most 65536)."},
-            })),
+            input_schema: object(
+                &["session_id"],
+                json!({
+                    "session_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "From herdr_exec_start."},
+                    "stream": {"type": "string", "enum": ["stdout", "stderr"], "description": "Which output (default stdout)."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from (default 0; send next_offset to continue)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes to return (default and at most 65536)."},
+                }),
+            ),
             read_only: false,
         },
         ToolSpec {
             name: ToolName::HerdrExecKill,
             title: "Kill a command session".to_owned(),
             description: "Stop a session's whole process group (SIGTERM, then SIGKILL after 2 s).".to_owned(),
-            input_schema: object(&["session_id"], json!({
-                "session_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "From herdr_exec_start."},
-            })),
+            input_schema: object(
+                &["session_id"],
+                json!({
+                    "session_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "From herdr_exec_start."},
+                }),
+            ),
             read_only: false,
         },
     ]
@@ -213,7 +234,9 @@ impl Args<'_> {
             None | Some(Value::Null) if required => Err(bad(format!("{} needs {key}, a string", self.tool))),
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.is_empty() && !allow_empty => Err(bad(format!("{}: {key} must not be empty", self.tool))),
-            Some(Value::String(s)) if s.chars().count() > max_chars => Err(bad(format!("{}: {key} is longer than {max_chars} characters", self.tool))),
+            Some(Value::String(s)) if s.chars().count() > max_chars => {
+                Err(bad(format!("{}: {key} is longer than {max_chars} characters", self.tool)))
+            }
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(_) => Err(bad(format!("{}: {key} must be a string", self.tool))),
         }
@@ -269,7 +292,8 @@ async fn roots_of_call(api: &Router, caller: &Caller) -> Result<Roots, MethodErr
 /// The caller's panes whose agent is working, each as (what to call it, its working
 /// directory resolved), resolved on the blocking pool.
 async fn working_panes(api: &Router, caller: &Caller) -> Result<Vec<(String, PathBuf)>, MethodError> {
-    let working: Vec<continuity_protocol::Pane> = caller_panes(api, caller).into_iter().filter(|p| p.agent_status == "working" && !p.cwd.is_empty()).collect();
+    let working: Vec<continuity_protocol::Pane> =
+        caller_panes(api, caller).into_iter().filter(|p| p.agent_status == "working" && !p.cwd.is_empty()).collect();
     if working.is_empty() {
         return Ok(Vec::new());
     }
@@ -352,7 +376,15 @@ pub async fn run(api: &Router, caller: &Caller, tool: ToolName, map: &Map<String
         return Err((ErrorCode::NotReady, format!("{tool}: the write tools' tables in state.db could not be opened; see runtime.log (herdr-companion doctor) and restart the runtime")));
     };
     let args = Args { tool, map };
-    let mut audit = Audit { root: String::new(), target: map.get("path").or_else(|| map.get("session_id")).or_else(|| map.get("command")).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).unwrap_or_default() };
+    let mut audit = Audit {
+        root: String::new(),
+        target: map
+            .get("path")
+            .or_else(|| map.get("session_id"))
+            .or_else(|| map.get("command"))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_default(),
+    };
     if tool == ToolName::HerdrFsPatch {
         // Every path the patch names, in the started row already.
         if let Some(files) = map.get("patch").and_then(Value::as_str).and_then(|text| patch::parse(text).ok()) {
@@ -360,7 +392,14 @@ pub async fn run(api: &Router, caller: &Caller, tool: ToolName, map: &Map<String
         }
     }
     let now = || i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX);
-    let started = AuditEntry { tool: tool.as_str().to_owned(), caller: caller_name(caller), root: String::new(), target: audit.target.clone(), outcome: "started".to_owned(), detail: String::new() };
+    let started = AuditEntry {
+        tool: tool.as_str().to_owned(),
+        caller: caller_name(caller),
+        root: String::new(),
+        target: audit.target.clone(),
+        outcome: "started".to_owned(),
+        detail: String::new(),
+    };
     let seq = match service.audit.start(started, now()).await {
         Ok(seq) => seq,
         Err(error) => {
@@ -372,13 +411,19 @@ pub async fn run(api: &Router, caller: &Caller, tool: ToolName, map: &Map<String
     let result = dispatch(api, caller, &service, &args, &mut audit).await;
     let (outcome, detail) = match &result {
         Ok(value) => outcome_of(value),
-        Err((code, message)) => (if *code == ErrorCode::Refused || *code == ErrorCode::BadRequest { "refused" } else { "failed" }.to_owned(), message.clone()),
+        Err((code, message)) => {
+            (if *code == ErrorCode::Refused || *code == ErrorCode::BadRequest { "refused" } else { "failed" }.to_owned(), message.clone())
+        }
     };
-    let entry = AuditEntry { tool: tool.as_str().to_owned(), caller: caller_name(caller), root: audit.root, target: audit.target, outcome, detail };
+    let entry =
+        AuditEntry { tool: tool.as_str().to_owned(), caller: caller_name(caller), root: audit.root, target: audit.target, outcome, detail };
     if let Err(error) = service.audit.finish(seq, entry).await {
         // Fail closed: an answer that is not in the audit log does not go out as a success.
         api.log.line(format_args!("tools audit: {error}"));
-        return Err((ErrorCode::Internal, format!("{tool}: the call ran but could not be recorded in the audit log ({error}); see runtime.log")));
+        return Err((
+            ErrorCode::Internal,
+            format!("{tool}: the call ran but could not be recorded in the audit log ({error}); see runtime.log"),
+        ));
     }
     result
 }
@@ -417,7 +462,13 @@ fn outcome_of(value: &Value) -> (String, String) {
     ("ok".to_owned(), detail)
 }
 
-async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate::tools::write::WriteTools>, args: &Args<'_>, audit: &mut Audit) -> Result<Value, MethodError> {
+async fn dispatch(
+    api: &Router,
+    caller: &Caller,
+    service: &std::sync::Arc<crate::tools::write::WriteTools>,
+    args: &Args<'_>,
+    audit: &mut Audit,
+) -> Result<Value, MethodError> {
     args.only_known()?;
     match args.tool {
         ToolName::HerdrExecRead => {
@@ -428,7 +479,8 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                 Some(other) => return Err(bad(format!("herdr_exec_read: stream is stdout or stderr, not {other}"))),
             };
             let offset = args.integer("offset", 0, u64::MAX)?.unwrap_or(0);
-            let limit = usize::try_from(args.integer("limit", 1, MAX_READ_BYTES as u64)?.unwrap_or(MAX_READ_BYTES as u64)).unwrap_or(MAX_READ_BYTES);
+            let limit = usize::try_from(args.integer("limit", 1, MAX_READ_BYTES as u64)?.unwrap_or(MAX_READ_BYTES as u64))
+                .unwrap_or(MAX_READ_BYTES);
             return service.sessions.read(&caller_name(caller), &id, stderr, offset, limit).await.map_err(session_error);
         }
         ToolName::HerdrExecKill => {
@@ -445,7 +497,10 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             let path_arg = args.string("path", true, false, MAX_PATH_CHARS)?.unwrap_or_default();
             let (confirm_dirty, confirm_busy) = (args.flag("confirm_dirty")?, args.flag("confirm_busy")?);
             let edit = if args.tool == ToolName::HerdrFsEdit {
-                Some((args.string("old_string", true, false, usize::MAX)?.unwrap_or_default(), args.string("new_string", true, true, usize::MAX)?.unwrap_or_default()))
+                Some((
+                    args.string("old_string", true, false, usize::MAX)?.unwrap_or_default(),
+                    args.string("new_string", true, true, usize::MAX)?.unwrap_or_default(),
+                ))
             } else {
                 None
             };
@@ -462,7 +517,9 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                 let meta = path.symlink_metadata().ok();
                 let exists = meta.is_some();
                 if edit.is_none() && exists && !overwrite {
-                    return Err(refused(format!("herdr_fs_write: {shown} exists; send overwrite: true to replace it (herdr_fs_edit changes part of it)")));
+                    return Err(refused(format!(
+                        "herdr_fs_write: {shown} exists; send overwrite: true to replace it (herdr_fs_edit changes part of it)"
+                    )));
                 }
                 if let Some(meta) = &meta {
                     edit::refuse_hard_link(tool.as_str(), &shown, meta).map_err(write_error)?;
@@ -476,14 +533,16 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                     }
                     (None, Some(content)) => {
                         if let Some(parent) = path.parent() {
-                            std::fs::create_dir_all(parent).map_err(|e| (ErrorCode::Internal, format!("herdr_fs_write: {} cannot be made ({e})", parent.display())))?;
+                            std::fs::create_dir_all(parent)
+                                .map_err(|e| (ErrorCode::Internal, format!("herdr_fs_write: {} cannot be made ({e})", parent.display())))?;
                         }
                         let summary = format!("{} {shown} ({} bytes)", if exists { "replaced" } else { "created" }, content.len());
                         (content, summary)
                     }
                     (None, None) => return Err(bad(format!("{tool} needs content"))),
                 };
-                edit::write_atomic(&path, new_text.as_bytes()).map_err(|e| (ErrorCode::Internal, format!("{tool}: {shown} could not be written ({e}); nothing was changed")))?;
+                edit::write_atomic(&path, new_text.as_bytes())
+                    .map_err(|e| (ErrorCode::Internal, format!("{tool}: {shown} could not be written ({e}); nothing was changed")))?;
                 Ok(json!({"path": shown, "bytes": new_text.len(), "git": git_name(&git), "summary": summary}))
             })
             .await
@@ -497,7 +556,13 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                 None => match roots.list().as_slice() {
                     [only] => only.clone(),
                     [] => return Err(refused(format!("herdr_fs_patch: {}", crate::tools::roots::RootError::NoRoots))),
-                    many => return Err(bad(format!("herdr_fs_patch: there are {} project roots ({}); send root, the directory the patch's paths start from", many.len(), roots.describe()))),
+                    many => {
+                        return Err(bad(format!(
+                            "herdr_fs_patch: there are {} project roots ({}); send root, the directory the patch's paths start from",
+                            many.len(),
+                            roots.describe()
+                        )))
+                    }
                 },
             };
             audit.root = root_of(&base);
@@ -536,7 +601,8 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             let (timeout_ms, intent, key) = if args.tool == ToolName::HerdrExec {
                 let timeout = args.integer("timeout_ms", 1, MAX_EXEC_TIMEOUT_MS)?.unwrap_or(DEFAULT_EXEC_TIMEOUT_MS);
                 let intent_name = args.string("intent", true, false, 32)?.unwrap_or_default();
-                let intent = Intent::parse(&intent_name).ok_or_else(|| bad(format!("herdr_exec: intent is one of {}, not {intent_name}", Intent::NAMES.join(", "))))?;
+                let intent = Intent::parse(&intent_name)
+                    .ok_or_else(|| bad(format!("herdr_exec: intent is one of {}, not {intent_name}", Intent::NAMES.join(", "))))?;
                 let key = args.string("idempotency_key", false, false, MAX_IDEMPOTENCY_KEY_CHARS)?;
                 if intent == Intent::NonIdempotentWrite && key.is_none() {
                     return Err(bad("herdr_exec: a non_idempotent_write needs an idempotency_key (one you choose for this run), so a retry can never run it twice".to_owned()));
@@ -566,7 +632,9 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
             };
             let scoped = format!("{}\u{1f}{key}", caller_name(caller));
             let now = i64::try_from(crate::clock::unix_millis()).unwrap_or(i64::MAX);
-            let claim = service.runs.claim(scoped.clone(), exec::fingerprint(&argv, &cwd), now).await.map_err(|e| (ErrorCode::Internal, format!("herdr_exec: the idempotency key could not be claimed ({e}); the command did not run")))?;
+            let claim = service.runs.claim(scoped.clone(), exec::fingerprint(&argv, &cwd), now).await.map_err(|e| {
+                (ErrorCode::Internal, format!("herdr_exec: the idempotency key could not be claimed ({e}); the command did not run"))
+            })?;
             match claim {
                 Claim::Claimed => {
                     // A task of its own: a dropped request (the caller went away) neither
@@ -592,10 +660,16 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
                     }
                     Ok(first)
                 }
-                Claim::Unfinished { interrupted: true } => Ok(json!({"idempotency_key": key, "state": "interrupted", "idempotent_replay": false,
-                    "note": "A run with this key was started but the runtime stopped before it finished; it is not run again. Check its effects, then use a new key if it must run."})),
-                Claim::Unfinished { interrupted: false } => Err(refused(format!("herdr_exec: the run with idempotency_key {key} is still running; wait for its answer (it is not run twice)"))),
-                Claim::OtherCommand(_) => Err(refused(format!("herdr_exec: idempotency_key {key} was used for another command or directory; choose a new key for a new command"))),
+                Claim::Unfinished { interrupted: true } => {
+                    Ok(json!({"idempotency_key": key, "state": "interrupted", "idempotent_replay": false,
+                    "note": "A run with this key was started but the runtime stopped before it finished; it is not run again. Check its effects, then use a new key if it must run."}))
+                }
+                Claim::Unfinished { interrupted: false } => Err(refused(format!(
+                    "herdr_exec: the run with idempotency_key {key} is still running; wait for its answer (it is not run twice)"
+                ))),
+                Claim::OtherCommand(_) => Err(refused(format!(
+                    "herdr_exec: idempotency_key {key} was used for another command or directory; choose a new key for a new command"
+                ))),
             }
         }
         _ => Err(bad(format!("{} is not a write tool", args.tool))),
@@ -604,7 +678,9 @@ async fn dispatch(api: &Router, caller: &Caller, service: &std::sync::Arc<crate:
 
 /// Runs blocking file and Git work on tokio's blocking pool.
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, MethodError> + Send + 'static) -> Result<T, MethodError> {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|lost| Err((ErrorCode::Internal, format!("the call stopped before it finished ({lost}); see runtime.log"))))
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|lost| Err((ErrorCode::Internal, format!("the call stopped before it finished ({lost}); see runtime.log"))))
 }
 
 fn annotate(result: &mut Value, intent: Option<Intent>, cwd: &Path) {
@@ -640,7 +716,12 @@ struct Step {
 }
 
 /// The dry run, then (unless `dry_run`) the all-or-nothing write.
-fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<PathBuf>)>, dry_run: bool, confirm_dirty: bool) -> Result<Value, MethodError> {
+fn apply_patch(
+    roots: &Roots,
+    planned: Vec<(patch::FilePatch, PathBuf, Option<PathBuf>)>,
+    dry_run: bool,
+    confirm_dirty: bool,
+) -> Result<Value, MethodError> {
     let tool = "herdr_fs_patch";
     let mut steps: Vec<Step> = Vec::new();
     let mut report = Vec::new();
@@ -651,7 +732,10 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
         match file.change {
             FileChange::Add(content) => {
                 if exists {
-                    return Err(refused(format!("{tool}: {} adds {shown}, which exists; nothing was written (patch it as an update, or delete it first)", file.path)));
+                    return Err(refused(format!(
+                        "{tool}: {} adds {shown}, which exists; nothing was written (patch it as an update, or delete it first)",
+                        file.path
+                    )));
                 }
                 report.push(json!({"path": shown, "action": "add", "added": content.lines().count(), "removed": 0}));
                 steps.push(Step { path, new: Some(content), old: None });
@@ -659,9 +743,12 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
             FileChange::Delete(hunks) => {
                 let old = edit::read_text(tool, &path, &shown, roots).map_err(write_error)?;
                 if let Some(hunks) = hunks {
-                    let rest = patch::apply_hunks(&old, &hunks).map_err(|e| refused(format!("{tool}: {shown}: {e}; nothing was written")))?;
+                    let rest =
+                        patch::apply_hunks(&old, &hunks).map_err(|e| refused(format!("{tool}: {shown}: {e}; nothing was written")))?;
                     if !rest.is_empty() {
-                        return Err(refused(format!("{tool}: the deletion of {shown} does not match its whole current text; nothing was written")));
+                        return Err(refused(format!(
+                            "{tool}: the deletion of {shown} does not match its whole current text; nothing was written"
+                        )));
                     }
                 }
                 report.push(json!({"path": shown, "action": "delete", "added": 0, "removed": old.lines().count()}));
@@ -676,8 +763,11 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
                         if to.symlink_metadata().is_ok() {
                             return Err(refused(format!("{tool}: {shown} moves to {}, which exists; nothing was written", to.display())));
                         }
-                        edit::check_git(tool, &to.display().to_string(), &edit::git_state(&to, roots), confirm_dirty).map_err(write_error)?;
-                        report.push(json!({"path": shown, "action": "move", "to": to.display().to_string(), "added": added, "removed": removed}));
+                        edit::check_git(tool, &to.display().to_string(), &edit::git_state(&to, roots), confirm_dirty)
+                            .map_err(write_error)?;
+                        report.push(
+                            json!({"path": shown, "action": "move", "to": to.display().to_string(), "added": added, "removed": removed}),
+                        );
                         steps.push(Step { path: to, new: Some(new), old: None });
                         steps.push(Step { path, new: None, old: Some(old) });
                     }
@@ -697,7 +787,9 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
     let mut done: Vec<&Step> = Vec::new();
     for step in &steps {
         let result = match &step.new {
-            Some(text) => step.path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| edit::write_atomic(&step.path, text.as_bytes())),
+            Some(text) => {
+                step.path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| edit::write_atomic(&step.path, text.as_bytes()))
+            }
             None => std::fs::remove_file(&step.path),
         };
         if let Err(error) = result {
@@ -714,7 +806,11 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
                 format!(
                     "{tool}: {} could not be written ({error}); {}",
                     step.path.display(),
-                    if undone { "the files already written were put back, so nothing changed" } else { "some files already written could not be put back: check git status" }
+                    if undone {
+                        "the files already written were put back, so nothing changed"
+                    } else {
+                        "some files already written could not be put back: check git status"
+                    }
                 ),
             ));
         }
@@ -726,10 +822,13 @@ fn apply_patch(roots: &Roots, planned: Vec<(patch::FilePatch, PathBuf, Option<Pa
 /// `tools.audit {limit?, before?}`: the newest audit rows.
 pub async fn audit_page(api: &Router, params: &Map<String, Value>) -> Result<Value, MethodError> {
     let Some(service) = api.write_tools.clone() else {
-        return Err((ErrorCode::NotReady, "the tool audit log in state.db could not be opened; see runtime.log and restart the runtime".to_owned()));
+        return Err((
+            ErrorCode::NotReady,
+            "the tool audit log in state.db could not be opened; see runtime.log and restart the runtime".to_owned(),
+        ));
     };
-    let typed: continuity_protocol::ToolsAuditParams =
-        serde_json::from_value(Value::Object(params.clone())).map_err(|e| bad(format!("tools.audit: {e}; send {{\"limit\": 1..200, \"before\": seq}}")))?;
+    let typed: continuity_protocol::ToolsAuditParams = serde_json::from_value(Value::Object(params.clone()))
+        .map_err(|e| bad(format!("tools.audit: {e}; send {{\"limit\": 1..200, \"before\": seq}}")))?;
     let entries = service.audit.page(typed.limit.unwrap_or(50), typed.before).await.map_err(|e| (ErrorCode::Internal, e.to_string()))?;
     Ok(json!({"type": "tools_audit", "entries": entries}))
 }

@@ -343,7 +343,12 @@ impl Batch {
     }
 
     fn key(&self, call: &CallLine) -> CallKey {
-        CallKey { conversation: self.conversation.clone(), message: self.message.clone(), index: call.index, hash: format!("{:016x}", call.hash) }
+        CallKey {
+            conversation: self.conversation.clone(),
+            message: self.message.clone(),
+            index: call.index,
+            hash: format!("{:016x}", call.hash),
+        }
     }
 
     /// What `state.db` remembers of the call at `index`.
@@ -550,7 +555,8 @@ pub fn protocol_prompt(tools: &[(String, String, Value)], browser_session_ref: O
     text.push_str("Tools:\n");
     for (name, description, schema) in tools {
         text.push_str(&format!("- {name}: {description}\n"));
-        let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let Some(properties) = schema.get("properties").and_then(Value::as_object) else { continue };
         if properties.is_empty() {
             text.push_str("  args: none ({})\n");
@@ -616,7 +622,9 @@ fn call_detail(tool: &str, args: &Map<String, Value>, params: &Map<String, Value
             string_at(args, "old_string").unwrap_or_default(),
             string_at(args, "new_string").unwrap_or_default()
         )),
-        Ok(ToolName::HerdrFsWrite) => Some(format!("{}\n{}", string_at(args, "path").unwrap_or_default(), string_at(args, "content").unwrap_or_default())),
+        Ok(ToolName::HerdrFsWrite) => {
+            Some(format!("{}\n{}", string_at(args, "path").unwrap_or_default(), string_at(args, "content").unwrap_or_default()))
+        }
         Ok(ToolName::HerdrExec | ToolName::HerdrExecStart) => args.get("command").and_then(Value::as_array).map(|argv| {
             let words: Vec<String> = argv.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect();
             format!("$ {}", words.join(" "))

@@ -145,7 +145,10 @@ impl BridgeService {
         Ok(Self { store: Arc::new(Mutex::new(BridgeStore::open(path)?)), gate: tokio::sync::Mutex::new(()) })
     }
 
-    async fn with_store<T: Send + 'static>(&self, work: impl FnOnce(&mut BridgeStore) -> Result<T, DbError> + Send + 'static) -> Result<T, DbError> {
+    async fn with_store<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut BridgeStore) -> Result<T, DbError> + Send + 'static,
+    ) -> Result<T, DbError> {
         let store = self.store.clone();
         off_worker(move || work(&mut lock(&store))).await
     }
@@ -162,7 +165,9 @@ impl BridgeService {
         let ReplyRequest { conversation, message_id, text, finished, workspace_id, auto, human_turn } = request;
         let calls = match detect(text, *finished) {
             Detection::Nothing => return Ok(ReplyAnswer::bare(BridgeState::Nothing, 0, self.rounds_used(conversation, human_turn).await?)),
-            Detection::Streaming => return Ok(ReplyAnswer::bare(BridgeState::Streaming, 0, self.rounds_used(conversation, human_turn).await?)),
+            Detection::Streaming => {
+                return Ok(ReplyAnswer::bare(BridgeState::Streaming, 0, self.rounds_used(conversation, human_turn).await?))
+            }
             Detection::Calls(calls) => calls,
         };
         let count = calls.len() as u64;
@@ -180,7 +185,8 @@ impl BridgeService {
             return Ok(ReplyAnswer::bare(BridgeState::RoundLimit, count, used));
         }
         let keys = batch.keys();
-        let records = self.with_store(move |s| keys.into_iter().map(|k| Ok((k.index, s.recorded(&k)?))).collect::<Result<Vec<_>, DbError>>()).await?;
+        let records =
+            self.with_store(move |s| keys.into_iter().map(|k| Ok((k.index, s.recorded(&k)?))).collect::<Result<Vec<_>, DbError>>()).await?;
         for (index, record) in records {
             batch.recorded(index, record);
         }
@@ -243,8 +249,10 @@ impl BridgeService {
                     }
                     BatchOutput::Done { delivery_id, text } => {
                         let results = StoredResults { delivery_id, text, calls: count, delivered: false };
-                        let (stored, conversation, message, turn) = (results.clone(), conversation.clone(), message.clone(), human_turn.clone());
-                        let used = self.with_store(move |s| s.store_results_and_round(&conversation, &message, &turn, &stored, now)).await?;
+                        let (stored, conversation, message, turn) =
+                            (results.clone(), conversation.clone(), message.clone(), human_turn.clone());
+                        let used =
+                            self.with_store(move |s| s.store_results_and_round(&conversation, &message, &turn, &stored, now)).await?;
                         return Ok(ReplyAnswer { results: Some(results), ..ReplyAnswer::bare(BridgeState::Results, count, used) });
                     }
                 }
@@ -264,7 +272,14 @@ impl BridgeService {
     /// The user's decision for call `call` (1-based) of `batch_id` in `conversation`;
     /// answers how many calls of the batch still wait. The same decision again changes
     /// nothing; anything the bridge cannot take is [`DecideError::Refused`] with why.
-    pub async fn decide(&self, conversation: &str, batch_id: &str, call: u64, decision: BridgeDecision, now: i64) -> Result<u64, DecideError> {
+    pub async fn decide(
+        &self,
+        conversation: &str,
+        batch_id: &str,
+        call: u64,
+        decision: BridgeDecision,
+        now: i64,
+    ) -> Result<u64, DecideError> {
         let _one_at_a_time = self.gate.lock().await;
         let (conversation, batch_id) = (conversation.to_owned(), batch_id.to_owned());
         let outcome = self

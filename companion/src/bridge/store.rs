@@ -61,10 +61,7 @@ pub struct BridgeStore {
 fn outcome_columns(outcome: &CallOutcome) -> (&'static str, String) {
     match outcome {
         CallOutcome::Ok(value) => ("ok", value.to_string()),
-        CallOutcome::Failed { code, message } => (
-            "failed",
-            serde_json::json!({"code": code, "message": message}).to_string(),
-        ),
+        CallOutcome::Failed { code, message } => ("failed", serde_json::json!({"code": code, "message": message}).to_string()),
         CallOutcome::Interrupted => ("interrupted", String::new()),
     }
 }
@@ -195,7 +192,14 @@ impl BridgeStore {
 
     /// Stores a results message and, when it is the first for its id, counts one round of
     /// (`conversation`, `human_turn`) in the same transaction. Returns the rounds used.
-    pub fn store_results_and_round(&mut self, conversation: &str, message: &str, human_turn: &str, results: &StoredResults, now: i64) -> Result<u64, DbError> {
+    pub fn store_results_and_round(
+        &mut self,
+        conversation: &str,
+        message: &str,
+        human_turn: &str,
+        results: &StoredResults,
+        now: i64,
+    ) -> Result<u64, DbError> {
         let tx = self.conn.transaction()?;
         let inserted = tx.execute(
             "INSERT OR IGNORE INTO bridge_results (delivery_id, conversation, message, calls, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -216,7 +220,11 @@ impl BridgeStore {
     pub fn rounds_used(&self, conversation: &str, human_turn: &str) -> Result<u64, DbError> {
         Ok(self
             .conn
-            .query_row("SELECT used FROM bridge_rounds WHERE conversation = ?1 AND human_turn = ?2", params![conversation, human_turn], |r| r.get::<_, i64>(0))
+            .query_row(
+                "SELECT used FROM bridge_rounds WHERE conversation = ?1 AND human_turn = ?2",
+                params![conversation, human_turn],
+                |r| r.get::<_, i64>(0),
+            )
             .optional()?
             .map_or(0, i64::unsigned_abs))
     }
@@ -240,7 +248,16 @@ impl BridgeStore {
             .query_row(
                 "SELECT conversation, message, calls, decidable, pending, hashes FROM bridge_batches WHERE batch_id = ?1",
                 params![batch_id],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?, r.get::<_, String>(5)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                },
             )
             .optional()?;
         Ok(row.map(|(conversation, message, calls, decidable, pending, hashes)| AskedBatch {
@@ -257,7 +274,11 @@ impl BridgeStore {
     pub fn decision(&self, batch_id: &str, index: usize) -> Result<Option<BridgeDecision>, DbError> {
         let stored = self
             .conn
-            .query_row("SELECT decision FROM bridge_decisions WHERE batch_id = ?1 AND call_index = ?2", params![batch_id, index as i64], |r| r.get::<_, String>(0))
+            .query_row(
+                "SELECT decision FROM bridge_decisions WHERE batch_id = ?1 AND call_index = ?2",
+                params![batch_id, index as i64],
+                |r| r.get::<_, String>(0),
+            )
             .optional()?;
         // A stored decision is one this code wrote; anything else reads as no decision.
         Ok(stored.and_then(|d| BridgeDecision::parse(&d).ok()))
@@ -274,7 +295,10 @@ impl BridgeStore {
 
     /// Marks `delivery_id` delivered; `false` when there is no such message.
     pub fn delivered(&mut self, delivery_id: &str, now: i64) -> Result<bool, DbError> {
-        self.conn.execute("UPDATE bridge_results SET delivered_at = ?2 WHERE delivery_id = ?1 AND delivered_at IS NULL", params![delivery_id, now])?;
+        self.conn.execute(
+            "UPDATE bridge_results SET delivered_at = ?2 WHERE delivery_id = ?1 AND delivered_at IS NULL",
+            params![delivery_id, now],
+        )?;
         Ok(self.results(delivery_id)?.is_some())
     }
 

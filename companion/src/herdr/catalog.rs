@@ -77,11 +77,7 @@ impl Catalog {
 
     /// The `agents` list for `hello` and `herdr.agents`.
     pub fn agents(&self) -> Vec<Value> {
-        self.panes
-            .values()
-            .filter(|p| p.agent.is_some())
-            .map(|p| self.agent_payload(p, None))
-            .collect()
+        self.panes.values().filter(|p| p.agent.is_some()).map(|p| self.agent_payload(p, None)).collect()
     }
 
     /// The `workspaces` list for `hello` and `herdr.workspaces`.
@@ -132,11 +128,7 @@ impl Catalog {
     pub fn apply_snapshot(&mut self, result: &Value) -> Result<Vec<StreamEvent>, SnapshotShapeError> {
         let snapshot = result.get("snapshot").unwrap_or(result);
         let list = |key: &str| {
-            snapshot
-                .get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .ok_or_else(|| SnapshotShapeError(format!("missing array `{key}`")))
+            snapshot.get(key).and_then(Value::as_array).cloned().ok_or_else(|| SnapshotShapeError(format!("missing array `{key}`")))
         };
         let mut workspaces = BTreeMap::new();
         for w in list("workspaces")? {
@@ -175,19 +167,15 @@ impl Catalog {
         }
         for (id, p) in &panes {
             let known = self.panes.get(id);
-            let same = known.is_some_and(|k| {
-                (&k.workspace_id, &k.tab_id, &k.agent, &k.cwd) == (&p.workspace_id, &p.tab_id, &p.agent, &p.cwd)
-            });
+            let same =
+                known.is_some_and(|k| (&k.workspace_id, &k.tab_id, &k.agent, &k.cwd) == (&p.workspace_id, &p.tab_id, &p.agent, &p.cwd));
             if !same {
                 events.push(StreamEvent { event: EventName::PaneUpsert, data: json!(p) });
             }
         }
         for (id, p) in &self.panes {
             if !panes.contains_key(id) {
-                events.push(StreamEvent {
-                    event: EventName::PaneRemoved,
-                    data: json!({"pane_id": id, "workspace_id": p.workspace_id}),
-                });
+                events.push(StreamEvent { event: EventName::PaneRemoved, data: json!({"pane_id": id, "workspace_id": p.workspace_id}) });
             }
         }
         for id in self.workspaces.keys() {
@@ -237,7 +225,10 @@ mod tests {
                 match e.event {
                     EventName::AgentWorking | EventName::AgentSettled => format!(
                         "{} {} {} -> {}\n",
-                        e.event, d["pane_id"].as_str().unwrap_or(""), d["previous_status"].as_str().unwrap_or(""), d["status"].as_str().unwrap_or("")
+                        e.event,
+                        d["pane_id"].as_str().unwrap_or(""),
+                        d["previous_status"].as_str().unwrap_or(""),
+                        d["status"].as_str().unwrap_or("")
                     ),
                     _ => format!("{} {}\n", e.event, d.get("pane_id").or(d.get("workspace_id")).and_then(Value::as_str).unwrap_or("")),
                 }
@@ -255,16 +246,22 @@ mod tests {
         let first = catalog
             .apply_snapshot(&snapshot(&[("w1:p1", "w1:t1", Some("pi"), "working"), ("w1:p2", "w1:t1", None, "unknown")]))
             .expect("shape");
-        check(&first, expect![[r#"
+        check(
+            &first,
+            expect![[r#"
             workspace_upsert w1
             pane_upsert w1:p1
             pane_upsert w1:p2
             agent_working w1:p1 unknown -> working
-        "#]]);
+        "#]],
+        );
         let status = json!({"agent": "pi", "agent_status": "idle", "pane_id": "w1:p1", "workspace_id": "w1"});
-        check(&catalog.apply_status(&status), expect![[r#"
+        check(
+            &catalog.apply_status(&status),
+            expect![[r#"
             agent_settled w1:p1 working -> idle
-        "#]]);
+        "#]],
+        );
         // A duplicate status event and a resync that finds the same facts produce nothing.
         check(&catalog.apply_status(&status), expect![[""]]);
         let again = catalog
@@ -290,12 +287,15 @@ mod tests {
                 ("w1:p4", "w1:t1", None, "unknown"),
             ]))
             .expect("shape");
-        check(&after, expect![[r#"
+        check(
+            &after,
+            expect![[r#"
             pane_upsert w1:p4
             pane_removed w1:p3
             agent_settled w1:p1 working -> blocked
             agent_settled w1:p2 working -> done
-        "#]]);
+        "#]],
+        );
     }
 
     #[test]

@@ -95,29 +95,16 @@ pub struct Pong {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Sends one request on a fresh connection and returns Herdr's `result` object.
-pub async fn request(
-    socket: &Path,
-    method: HerdrMethod,
-    params: Value,
-    timeout: Duration,
-) -> Result<Value, HerdrError> {
+pub async fn request(socket: &Path, method: HerdrMethod, params: Value, timeout: Duration) -> Result<Value, HerdrError> {
     let id = format!("hc-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
     let exchange = exchange(socket, &id, method, params);
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,
-        Err(_) => Err(HerdrError::Timeout {
-            method: method.as_str().to_owned(),
-            timeout,
-        }),
+        Err(_) => Err(HerdrError::Timeout { method: method.as_str().to_owned(), timeout }),
     }
 }
 
-async fn exchange(
-    socket: &Path,
-    id: &str,
-    method: HerdrMethod,
-    params: Value,
-) -> Result<Value, HerdrError> {
+async fn exchange(socket: &Path, id: &str, method: HerdrMethod, params: Value) -> Result<Value, HerdrError> {
     let io_error = |source: io::Error| classify_io(socket, source);
     let mut stream = UnixStream::connect(socket).await.map_err(io_error)?;
     let mut line = json!({ "id": id, "method": method, "params": params }).to_string();
@@ -126,31 +113,17 @@ async fn exchange(
     let mut reader = BufReader::new(stream).take(MAX_RESPONSE);
     let mut answer = String::new();
     reader.read_line(&mut answer).await.map_err(io_error)?;
-    let bad = |detail: String| HerdrError::BadResponse {
-        method: method.as_str().to_owned(),
-        detail,
-    };
+    let bad = |detail: String| HerdrError::BadResponse { method: method.as_str().to_owned(), detail };
     if answer.is_empty() {
         return Err(bad("the connection closed without an answer".to_owned()));
     }
-    let value: Value =
-        serde_json::from_str(answer.trim_end()).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let value: Value = serde_json::from_str(answer.trim_end()).map_err(|e| bad(format!("not JSON: {e}")))?;
     if value.get("id").and_then(Value::as_str) != Some(id) {
         return Err(bad(format!("answer id does not match request id {id}")));
     }
     if let Some(error) = value.get("error") {
-        let text = |key: &str| {
-            error
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        return Err(HerdrError::Remote {
-            method: method.as_str().to_owned(),
-            code: text("code"),
-            message: text("message"),
-        });
+        let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+        return Err(HerdrError::Remote { method: method.as_str().to_owned(), code: text("code"), message: text("message") });
     }
     match value.get("result") {
         Some(result @ Value::Object(_)) => Ok(result.clone()),
@@ -162,9 +135,7 @@ async fn exchange(
 fn classify_io(socket: &Path, source: io::Error) -> HerdrError {
     let socket = socket.to_path_buf();
     match source.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
-            HerdrError::NotRunning { socket }
-        }
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => HerdrError::NotRunning { socket },
         io::ErrorKind::PermissionDenied => HerdrError::PermissionDenied { socket },
         _ => HerdrError::Io { socket, source },
     }
@@ -179,10 +150,7 @@ pub async fn ping(socket: &Path, timeout: Duration) -> Result<Pong, HerdrError> 
         detail: format!("expected a pong with version and protocol, got {result}"),
     })?;
     if pong.protocol != SUPPORTED_PROTOCOL {
-        return Err(HerdrError::UnsupportedProtocol {
-            version: pong.version,
-            protocol: pong.protocol,
-        });
+        return Err(HerdrError::UnsupportedProtocol { version: pong.version, protocol: pong.protocol });
     }
     Ok(pong)
 }

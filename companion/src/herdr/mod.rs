@@ -36,23 +36,14 @@ impl SocketSources {
     /// Reads the environment; `session_flag` comes from the command line.
     pub fn from_env(session_flag: Option<String>) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        Self {
-            session_flag,
-            socket_path_env: var("HERDR_SOCKET_PATH"),
-            session_env: var("HERDR_SESSION"),
-            home: crate::paths::user_home(),
-        }
+        Self { session_flag, socket_path_env: var("HERDR_SOCKET_PATH"), session_env: var("HERDR_SESSION"), home: crate::paths::user_home() }
     }
 }
 
 /// Picks the Herdr socket: `--herdr-session`, then `HERDR_SOCKET_PATH`, then
 /// `HERDR_SESSION`, then `~/.config/herdr/herdr.sock`.
 pub fn discover_socket(sources: &SocketSources) -> PathBuf {
-    let config = sources
-        .home
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/"))
-        .join(".config/herdr");
+    let config = sources.home.clone().unwrap_or_else(|| PathBuf::from("/")).join(".config/herdr");
     let session_socket = |name: &str| config.join("sessions").join(name).join("herdr.sock");
     if let Some(name) = &sources.session_flag {
         return session_socket(name);

@@ -19,36 +19,20 @@ pub use continuity_protocol::HerdrConnection as HerdrStatus;
 pub fn status_from_ping(socket: &std::path::Path, outcome: &Result<Pong, HerdrError>) -> HerdrStatus {
     let socket = socket.display().to_string();
     let (state, protocol, version) = match outcome {
-        Ok(pong) => (
-            HerdrState::Connected,
-            Some(pong.protocol),
-            Some(pong.version.clone()),
-        ),
+        Ok(pong) => (HerdrState::Connected, Some(pong.protocol), Some(pong.version.clone())),
         Err(HerdrError::NotRunning { .. }) => (HerdrState::NotRunning, None, None),
         Err(HerdrError::PermissionDenied { .. }) => (HerdrState::PermissionDenied, None, None),
-        Err(HerdrError::UnsupportedProtocol { version, protocol }) => (
-            HerdrState::UnsupportedProtocol,
-            Some(*protocol),
-            Some(version.clone()),
-        ),
+        Err(HerdrError::UnsupportedProtocol { version, protocol }) => {
+            (HerdrState::UnsupportedProtocol, Some(*protocol), Some(version.clone()))
+        }
         Err(_) => (HerdrState::Error, None, None),
     };
-    HerdrStatus {
-        state,
-        protocol,
-        version,
-        socket,
-        detail: outcome.as_ref().err().map(|e| e.to_string()),
-    }
+    HerdrStatus { state, protocol, version, socket, detail: outcome.as_ref().err().map(|e| e.to_string()) }
 }
 
 /// Probes once, then keeps probing every `interval` in a background task; returns the
 /// receiving side of the published status.
-pub async fn spawn_monitor(
-    socket: PathBuf,
-    interval: Duration,
-    timeout: Duration,
-) -> watch::Receiver<HerdrStatus> {
+pub async fn spawn_monitor(socket: PathBuf, interval: Duration, timeout: Duration) -> watch::Receiver<HerdrStatus> {
     let first = status_from_ping(&socket, &ping(&socket, timeout).await);
     let (sender, receiver) = watch::channel(first);
     tokio::spawn(async move {

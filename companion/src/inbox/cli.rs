@@ -138,7 +138,10 @@ fn call(socket: &std::path::Path, method: Method, params: Value) -> Result<Value
     loop {
         let mut answer = String::new();
         if reader.read_line(&mut answer).map_err(unreachable)? == 0 {
-            return Err(unreachable(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the runtime closed the connection before answering")));
+            return Err(unreachable(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the runtime closed the connection before answering",
+            )));
         }
         let Ok(value) = serde_json::from_str::<Value>(&answer) else { continue };
         if value.get("id").and_then(Value::as_str) != Some(id) {
@@ -162,8 +165,9 @@ mod tests {
 
     #[test]
     fn dispatch_arguments_parse_and_mistakes_are_explained() {
-        let parsed = parse(&args(&["--session-ref", "R", "--pane", "w1:p1", "do it", "--turn", "t"]), &["--session-ref", "--pane", "--turn"], true)
-            .expect("parses");
+        let parsed =
+            parse(&args(&["--session-ref", "R", "--pane", "w1:p1", "do it", "--turn", "t"]), &["--session-ref", "--pane", "--turn"], true)
+                .expect("parses");
         assert_eq!((parsed.session_ref.as_deref(), parsed.text.as_deref(), parsed.turn.as_deref()), (Some("R"), Some("do it"), Some("t")));
         let err = parse(&args(&["a", "b"]), &[], true).expect_err("two texts");
         assert!(err.to_string().contains("quote the prompt"), "{err}");

@@ -38,14 +38,14 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
-use crate::db::{off_worker, DbCallLost, DbError, StateDb};
 use crate::clock::unix_millis;
+use crate::db::{off_worker, DbCallLost, DbError, StateDb};
 use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::Broadcast;
-use tokio::sync::watch;
 use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
 use store::{Counts, InboxStore, StoreError, TaskRecord};
+use tokio::sync::watch;
 use transition::{ending_for, Ending};
 
 /// Longest pane tail kept in a result summary, in bytes.
@@ -109,10 +109,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh id: prefix, start-time nanos, pid and a counter, in hex.
 pub fn new_id(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{prefix}-{nanos:x}-{:x}-{:x}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -162,12 +159,7 @@ pub fn result_summary(ending: &Ending, seq: i64, payload: &Value, tail: Option<&
 
 /// A short summary of a task for the advisor's frozen view.
 fn child_summary(task: &TaskRecord) -> Value {
-    let tail = task
-        .result
-        .as_ref()
-        .and_then(|r| r.get("tail"))
-        .and_then(Value::as_str)
-        .map(|t| tail_of(t, 512).0.to_owned());
+    let tail = task.result.as_ref().and_then(|r| r.get("tail")).and_then(Value::as_str).map(|t| tail_of(t, 512).0.to_owned());
     json!({
         "task_id": task.task_id,
         "pane_id": task.pane_id,
@@ -483,7 +475,12 @@ mod tests {
         let db_path = setup._dir.path().join("state.db");
         StateDb::open(&db_path)
             .expect("log")
-            .append("boot-1", 10, "agent_settled", &json!({"pane_id": "w1:p1", "workspace_id": "w1", "status": "idle", "previous_status": "working"}))
+            .append(
+                "boot-1",
+                10,
+                "agent_settled",
+                &json!({"pane_id": "w1:p1", "workspace_id": "w1", "status": "idle", "previous_status": "working"}),
+            )
             .expect("append");
         assert!(setup.inbox.store().pending("chat-a", 10).expect("pending").is_empty(), "not applied before the catch-up");
         let no_herdr = setup._dir.path().join("no-herdr.sock");
@@ -502,8 +499,11 @@ mod tests {
         assert_eq!(guidance_of_pending(&setup.inbox), [None]);
         assert!(settle_t1(&setup).await.is_none(), "a duplicate settle writes nothing (I2)");
         let events = setup.events.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        assert_eq!(events, [json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": "chat-a",
-            "counts": {"running": 1, "unacked": 1, "acked": 0}}})]);
+        assert_eq!(
+            events,
+            [json!({"event": EventName::InboxChanged, "data": {"browser_session_ref": "chat-a",
+            "counts": {"running": 1, "unacked": 1, "acked": 0}}})]
+        );
     }
 
     #[tokio::test]
@@ -513,10 +513,7 @@ mod tests {
         let handle = settle_t1(&setup).await.expect("written").expect("advisor asked");
         assert_eq!(guidance_of_pending(&setup.inbox), [None], "the terminal fact never waits for advice");
         handle.await.expect("advice task");
-        assert_eq!(
-            guidance_of_pending(&setup.inbox),
-            [Some(json!({"kind": "verify_completion", "note": "check the tests ran"}))]
-        );
+        assert_eq!(guidance_of_pending(&setup.inbox), [Some(json!({"kind": "verify_completion", "note": "check the tests ran"}))]);
         let seen = advisor.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
         assert_eq!(seen.len(), 1, "asked once");
         assert_eq!((seen[0].children.len(), seen[0].running_siblings.len()), (1, 1), "frozen view: t1 done, t2 running");

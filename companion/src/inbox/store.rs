@@ -233,10 +233,7 @@ impl InboxStore {
 
     /// One task by id.
     pub fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE task_id = ?1"), params![task_id], record)
-            .optional()?)
+        Ok(self.conn.query_row(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE task_id = ?1"), params![task_id], record).optional()?)
     }
 
     /// `session_ref`'s unacknowledged terminal tasks, oldest terminal first, at most `limit`.
@@ -275,10 +272,13 @@ impl InboxStore {
     /// handoff seed's open work).
     pub fn open_in_workspace(&self, session_ref: &str, workspace_id: &str, limit: usize) -> Result<(Vec<TaskRecord>, u64), StoreError> {
         let filter = "browser_session_ref = ?1 AND workspace_id = ?2 AND (state = 'running' OR acked_at IS NULL)";
-        let mut statement = self.conn.prepare(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE {filter} ORDER BY created_at, rowid LIMIT ?3"))?;
+        let mut statement =
+            self.conn.prepare(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE {filter} ORDER BY created_at, rowid LIMIT ?3"))?;
         let rows = statement.query_map(params![session_ref, workspace_id, limit as i64], record)?;
         let tasks: Vec<TaskRecord> = rows.collect::<Result<_, _>>()?;
-        let total: i64 = self.conn.query_row(&format!("SELECT count(*) FROM inbox_tasks WHERE {filter}"), params![session_ref, workspace_id], |r| r.get(0))?;
+        let total: i64 =
+            self.conn
+                .query_row(&format!("SELECT count(*) FROM inbox_tasks WHERE {filter}"), params![session_ref, workspace_id], |r| r.get(0))?;
         Ok((tasks, total.max(0) as u64))
     }
 
@@ -307,11 +307,9 @@ impl InboxStore {
                 continue; // a repeated id is answered once
             }
             let row: Option<(String, String, Option<i64>)> = tx
-                .query_row(
-                    "SELECT browser_session_ref, state, acked_at FROM inbox_tasks WHERE task_id = ?1",
-                    params![task_id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
+                .query_row("SELECT browser_session_ref, state, acked_at FROM inbox_tasks WHERE task_id = ?1", params![task_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()?;
             let list = match row {
                 None => &mut outcome.unknown,
@@ -395,7 +393,12 @@ mod tests {
         let refused = store.ack("chat-b", &["t1".to_owned(), "t2".to_owned(), "nope".to_owned()], 20).expect("ack");
         assert_eq!(
             refused,
-            AckOutcome { forbidden: vec!["t1".into()], not_terminal: vec!["t2".into()], unknown: vec!["nope".into()], ..AckOutcome::default() }
+            AckOutcome {
+                forbidden: vec!["t1".into()],
+                not_terminal: vec!["t2".into()],
+                unknown: vec!["nope".into()],
+                ..AckOutcome::default()
+            }
         );
         assert_eq!(store.counts("chat-a").expect("counts").unacked, 1, "a refused id is not acked");
 
@@ -411,7 +414,9 @@ mod tests {
     #[test]
     fn x9_open_tasks_of_a_workspace_are_running_or_unacked_of_the_ref_only_oldest_first() {
         let (_dir, mut store) = store();
-        for (id, session, pane) in [("t1", "chat-a", "w1:p1"), ("t2", "chat-a", "w1:p2"), ("t3", "chat-a", "w1:p1"), ("t4", "chat-b", "w1:p1")] {
+        for (id, session, pane) in
+            [("t1", "chat-a", "w1:p1"), ("t2", "chat-a", "w1:p2"), ("t3", "chat-a", "w1:p1"), ("t4", "chat-b", "w1:p1")]
+        {
             store.insert_running(&task(id, session, pane, 5)).expect("insert");
         }
         let mut other = task("t5", "chat-a", "w2:p1", 5);

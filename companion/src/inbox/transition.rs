@@ -54,9 +54,7 @@ pub fn ending_for(event: &str, data: &Value) -> Option<Ending> {
             _ => return None,
         },
         EventName::PaneRemoved => (TaskState::Failed, TaskTrigger::PaneClosed),
-        EventName::PaneUpsert if data.get("agent").is_some_and(Value::is_null) => {
-            (TaskState::Failed, TaskTrigger::AgentReleased)
-        }
+        EventName::PaneUpsert if data.get("agent").is_some_and(Value::is_null) => (TaskState::Failed, TaskTrigger::AgentReleased),
         _ => return None,
     };
     Some(Ending { pane_id, state, trigger })

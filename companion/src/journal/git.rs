@@ -85,7 +85,13 @@ mod tests {
         let tree = String::from_utf8_lossy(&tree.stdout).trim().to_owned();
         let object = format!("tree {tree}\nauthor t <t@e> 0 +0000\ncommitter t <t@e> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n fake\n -----END PGP SIGNATURE-----\n\nsigned\n");
         std::fs::write(dir.path().join("commit.txt"), object).expect("write");
-        let sha = std::process::Command::new("git").arg("-C").arg(&repo).args(["hash-object", "-t", "commit", "-w"]).arg(dir.path().join("commit.txt")).output().expect("git");
+        let sha = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["hash-object", "-t", "commit", "-w"])
+            .arg(dir.path().join("commit.txt"))
+            .output()
+            .expect("git");
         let sha = String::from_utf8_lossy(&sha.stdout).trim().to_owned();
         git(&repo, &["update-ref", "HEAD", &sha]);
         let marker = dir.path().join("ran");
@@ -98,5 +104,4 @@ mod tests {
         assert_eq!(fact.subject, "signed");
         assert!(!marker.exists(), "the repository's gpg.program ran");
     }
-
 }

@@ -28,10 +28,9 @@
 //!   it stand only ids cut to token characters.
 
 use continuity_protocol::handoff::{
-    AutomaticDelivery, HandoffDeliveryMethod, HandoffPackage, HandoffSafety, HandoffTarget, ManualDelivery,
-    PreparedHandoff, SessionCreateParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_QUEUE_ITEMS, SEED_BLOCK_END,
-    SEED_BLOCK_START, SEED_GOAL_CHARS, SEED_NEWEST_TURNS, SEED_QUEUE_ITEM_CHARS, SEED_TASK_PREVIEW_CHARS,
-    SEED_TURN_CHARS,
+    AutomaticDelivery, HandoffDeliveryMethod, HandoffPackage, HandoffSafety, HandoffTarget, ManualDelivery, PreparedHandoff,
+    SessionCreateParams, DELIVERY_MARKER_START, LEGACY_PACKET_MARKER, MAX_HANDOFF_QUEUE_ITEMS, SEED_BLOCK_END, SEED_BLOCK_START,
+    SEED_GOAL_CHARS, SEED_NEWEST_TURNS, SEED_QUEUE_ITEM_CHARS, SEED_TASK_PREVIEW_CHARS, SEED_TURN_CHARS,
 };
 use continuity_protocol::journal::JournalTurn;
 use continuity_protocol::MethodResult;
@@ -204,7 +203,12 @@ fn facts_section(request: &HandoffRequest, journal: &JournalFacts, facts: &SeedF
             let agent = pane.agent.as_deref().map_or_else(|| "no agent".to_owned(), token);
             let git = match &pane.git {
                 Some(git) => {
-                    record.push(format!("Pane {} last commit {}: {}", token(&pane.pane_id), token(&git.commit), one_line(&git.subject, 100)));
+                    record.push(format!(
+                        "Pane {} last commit {}: {}",
+                        token(&pane.pane_id),
+                        token(&git.commit),
+                        one_line(&git.subject, 100)
+                    ));
                     format!(", branch {} at {}", token(&git.branch), token(&git.commit))
                 }
                 None => String::new(),
@@ -216,7 +220,8 @@ fn facts_section(request: &HandoffRequest, journal: &JournalFacts, facts: &SeedF
     match facts.open_tasks {
         Some(0) => plain.push("- Open inbox tasks: none".to_owned()),
         Some(open) => {
-            let listed: Vec<String> = facts.tasks.iter().map(|t| format!("{} ({}, pane {})", token(&t.task_id), token(&t.state), token(&t.pane_id))).collect();
+            let listed: Vec<String> =
+                facts.tasks.iter().map(|t| format!("{} ({}, pane {})", token(&t.task_id), token(&t.state), token(&t.pane_id))).collect();
             let rest = open.saturating_sub(facts.tasks.len() as u64);
             let more = if rest > 0 { format!(" and {rest} more (herdr_inbox lists them)") } else { String::new() };
             plain.push(format!("- Open inbox tasks ({open}): {}{more}", listed.join(", ")));
@@ -225,7 +230,9 @@ fn facts_section(request: &HandoffRequest, journal: &JournalFacts, facts: &SeedF
             }
         }
         None if request.browser_session_ref.is_some() && request.workspace_id.is_some() => {
-            plain.push("- Open inbox tasks: not known (the inbox could not be read when this was written; herdr_inbox lists them)".to_owned());
+            plain.push(
+                "- Open inbox tasks: not known (the inbox could not be read when this was written; herdr_inbox lists them)".to_owned(),
+            );
         }
         None => {}
     }
@@ -445,14 +452,28 @@ mod tests {
                         agent: Some("codex".to_owned()),
                         status: "working".to_owned(),
                         cwd: "/home/u/parser".to_owned(),
-                        git: Some(GitFact { branch: "split-parser".to_owned(), commit: "1a2b3c4".to_owned(), subject: "parser: split the lexer out".to_owned() }),
+                        git: Some(GitFact {
+                            branch: "split-parser".to_owned(),
+                            commit: "1a2b3c4".to_owned(),
+                            subject: "parser: split the lexer out".to_owned(),
+                        }),
                     },
                     PaneFact { pane_id: "p2".to_owned(), agent: None, status: "idle".to_owned(), cwd: "/tmp".to_owned(), git: None },
                 ],
             }),
             tasks: vec![
-                TaskFact { task_id: "t-7f3a".to_owned(), state: "running".to_owned(), pane_id: "p1".to_owned(), preview: "Run the parser tests".to_owned() },
-                TaskFact { task_id: "t-8b1c".to_owned(), state: "completed".to_owned(), pane_id: "p1".to_owned(), preview: "Split the lexer".to_owned() },
+                TaskFact {
+                    task_id: "t-7f3a".to_owned(),
+                    state: "running".to_owned(),
+                    pane_id: "p1".to_owned(),
+                    preview: "Run the parser tests".to_owned(),
+                },
+                TaskFact {
+                    task_id: "t-8b1c".to_owned(),
+                    state: "completed".to_owned(),
+                    pane_id: "p1".to_owned(),
+                    preview: "Split the lexer".to_owned(),
+                },
             ],
             open_tasks: Some(2),
         }
@@ -498,7 +519,8 @@ mod tests {
             [assistant] turn 8
             [user] turn 9
             [assistant] turn 10
-            <<<END_HC_DATA n=2c17904608ba>>>"#]].assert_eq(facts);
+            <<<END_HC_DATA n=2c17904608ba>>>"#]]
+        .assert_eq(facts);
         assert!(!message.contains("turn 6"), "only the newest {SEED_NEWEST_TURNS} turns: {message}");
         assert_eq!(packaged_with(&store, &asked, &live_facts()), message, "the same facts give the same bytes");
     }
@@ -542,7 +564,10 @@ mod tests {
         assert_eq!(answer["automatic_delivery"]["params"]["message"].as_str(), Some(message));
         assert_eq!(answer["manual_delivery"]["copy_prompt"].as_str(), Some(message));
         assert!(!message.contains(LEGACY_PACKET_MARKER), "X11: no legacy packet is generated");
-        assert!(message.ends_with("[HERDR_CONTINUITY_REF id=hf-given continuity_id=hc-1]\ncontinuity_id: hc-1\n[END_HERDR_CONTINUITY_REF]"), "{message}");
+        assert!(
+            message.ends_with("[HERDR_CONTINUITY_REF id=hf-given continuity_id=hc-1]\ncontinuity_id: hc-1\n[END_HERDR_CONTINUITY_REF]"),
+            "{message}"
+        );
         expect_test::expect![[r#"
             This conversation takes over herdr-continuity chain hc-1 from an earlier conversation.
             Before anything else, call herdr_call with method "continuity.resume" and params {"continuity_id":"hc-1"} (a JSON string) to read what the chain recorded; it pages back with "before" set to its next_cursor.
@@ -577,7 +602,10 @@ mod tests {
         assert!(!message.contains("Objective:") && !message.contains("Work Memory chain:"), "{message}");
         assert!(message.contains("Earlier conversation: https://chatgpt.com/c/7c2d\n"), "{message}");
         assert_eq!(answer["handoff"]["target_context"], serde_json::json!({"provider": "chatgpt", "project_id": null}));
-        assert_eq!((answer["handoff"]["work_chain_id"].clone(), answer["source_route"].clone()), (serde_json::Value::Null, serde_json::Value::Null));
+        assert_eq!(
+            (answer["handoff"]["work_chain_id"].clone(), answer["source_route"].clone()),
+            (serde_json::Value::Null, serde_json::Value::Null)
+        );
     }
 
     #[test]
@@ -601,7 +629,11 @@ mod tests {
             git: Some(GitFact { branch: long(300), commit: long(300), subject: long(5_000) }),
         };
         let facts = SeedFacts {
-            workspace: Some(WorkspaceFacts { workspace_id: long(300), label: Some(long(5_000)), panes: (0..SEED_PANES).map(pane).collect() }),
+            workspace: Some(WorkspaceFacts {
+                workspace_id: long(300),
+                label: Some(long(5_000)),
+                panes: (0..SEED_PANES).map(pane).collect(),
+            }),
             tasks: (0..SEED_TASKS)
                 .map(|i| TaskFact { task_id: format!("{i}{}", long(300)), state: long(300), pane_id: long(300), preview: long(5_000) })
                 .collect(),

@@ -121,7 +121,10 @@ pub fn scan(text: &str) -> Vec<Packet> {
         if id.starts_with("hc-") || id.starts_with("hl-") {
             packets.push(Packet::Refused {
                 id: None,
-                reason: format!("a HERDR_HANDOFF_V1 packet id may not start with hc- or hl- (those are continuity chain ids); {} was not restored", id.chars().take(8).collect::<String>()),
+                reason: format!(
+                    "a HERDR_HANDOFF_V1 packet id may not start with hc- or hl- (those are continuity chain ids); {} was not restored",
+                    id.chars().take(8).collect::<String>()
+                ),
             });
             from = header_end + 3;
             continue;
@@ -147,7 +150,9 @@ pub fn scan(text: &str) -> Vec<Packet> {
         if body.contains(open.as_str()) {
             packets.push(Packet::Refused {
                 id: Some(id),
-                reason: "the HERDR_HANDOFF_V1 packet holds another opening marker before its end marker; paste each packet whole and on its own".to_owned(),
+                reason:
+                    "the HERDR_HANDOFF_V1 packet holds another opening marker before its end marker; paste each packet whole and on its own"
+                        .to_owned(),
             });
             continue;
         }
@@ -244,12 +249,22 @@ fn restored_texts(id: &str, body: &str, source_chain: &str, turn: &ContinuityApp
 /// Restores the packets of `turn` (recorded in `source_chain`) inside the append's `tx`.
 /// A restore is keyed by its source chain and packet id: a packet quoted in another chain
 /// (even with the same id) is a restore of its own, never a claim on this one.
-pub fn restore_in(tx: &Transaction<'_>, source_chain: &str, turn: &ContinuityAppendParams, now: i64) -> Result<Vec<LegacyPacketOutcome>, JournalError> {
+pub fn restore_in(
+    tx: &Transaction<'_>,
+    source_chain: &str,
+    turn: &ContinuityAppendParams,
+    now: i64,
+) -> Result<Vec<LegacyPacketOutcome>, JournalError> {
     let mut outcomes = Vec::new();
     for packet in scan(&turn.text) {
         let (id, body) = match packet {
             Packet::Refused { id, reason } => {
-                outcomes.push(LegacyPacketOutcome { packet_id: id, status: LegacyPacketStatus::Refused, continuity_id: None, reason: Some(reason) });
+                outcomes.push(LegacyPacketOutcome {
+                    packet_id: id,
+                    status: LegacyPacketStatus::Refused,
+                    continuity_id: None,
+                    reason: Some(reason),
+                });
                 continue;
             }
             Packet::Read { id, body } => (id, body),
@@ -261,7 +276,12 @@ pub fn restore_in(tx: &Transaction<'_>, source_chain: &str, turn: &ContinuityApp
             .optional()?;
         if let Some((chain, stored, message)) = known {
             let outcome = if stored == digest {
-                LegacyPacketOutcome { packet_id: Some(id), status: LegacyPacketStatus::AlreadyRestored, continuity_id: Some(chain), reason: None }
+                LegacyPacketOutcome {
+                    packet_id: Some(id),
+                    status: LegacyPacketStatus::AlreadyRestored,
+                    continuity_id: Some(chain),
+                    reason: None,
+                }
             } else {
                 LegacyPacketOutcome {
                     packet_id: Some(id.clone()),
@@ -283,8 +303,10 @@ pub fn restore_in(tx: &Transaction<'_>, source_chain: &str, turn: &ContinuityApp
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![source_chain, id, chain, digest, turn.message_id, now])?;
-        tx.prepare_cached("INSERT INTO journal_chains (continuity_id, project_id, title, created_at, updated_at) VALUES (?1, NULL, ?2, ?3, ?3)")?
-            .execute(params![chain, format!("Legacy handoff {id}"), now])?;
+        tx.prepare_cached(
+            "INSERT INTO journal_chains (continuity_id, project_id, title, created_at, updated_at) VALUES (?1, NULL, ?2, ?3, ?3)",
+        )?
+        .execute(params![chain, format!("Legacy handoff {id}"), now])?;
         let parts = texts.len();
         for (k, text) in texts.into_iter().enumerate() {
             let message = if parts == 1 { format!("legacy:{id}") } else { format!("legacy:{id}#{}", k + 1) };
@@ -292,11 +314,24 @@ pub fn restore_in(tx: &Transaction<'_>, source_chain: &str, turn: &ContinuityApp
                 "INSERT INTO journal_turns (continuity_id, message_id, conversation_id, role, text, workspace_id, observed_at, recorded_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
             )?
-            .execute(params![chain, message, turn.conversation_id, turn.role.as_str(), text, turn.observed_at.min(i64::MAX as u64) as i64, now])?;
+            .execute(params![
+                chain,
+                message,
+                turn.conversation_id,
+                turn.role.as_str(),
+                text,
+                turn.observed_at.min(i64::MAX as u64) as i64,
+                now
+            ])?;
             let turn_id = tx.last_insert_rowid();
             tx.prepare_cached("INSERT INTO journal_fts (rowid, text) VALUES (?1, ?2)")?.execute(params![turn_id, text])?;
         }
-        outcomes.push(LegacyPacketOutcome { packet_id: Some(id), status: LegacyPacketStatus::Restored, continuity_id: Some(chain), reason: None });
+        outcomes.push(LegacyPacketOutcome {
+            packet_id: Some(id),
+            status: LegacyPacketStatus::Restored,
+            continuity_id: Some(chain),
+            reason: None,
+        });
     }
     Ok(outcomes)
 }
@@ -328,6 +363,8 @@ pub fn restored_from(conn: &Connection, source_chain: &str, limit: usize) -> Res
     let mut statement = conn.prepare_cached(
         "SELECT packet_id, continuity_id, source_message_id FROM journal_legacy_restores WHERE source_continuity_id = ?1 ORDER BY packet_id LIMIT ?2",
     )?;
-    let rows = statement.query_map(params![source_chain, limit as i64], |r| Ok(LegacyPacketLink { packet_id: r.get(0)?, continuity_id: r.get(1)?, message_id: r.get(2)? }))?;
+    let rows = statement.query_map(params![source_chain, limit as i64], |r| {
+        Ok(LegacyPacketLink { packet_id: r.get(0)?, continuity_id: r.get(1)?, message_id: r.get(2)? })
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -1,9 +1,7 @@
 //! Legacy restore (SPEC X11): `HERDR_HANDOFF_V1` packets in appended turns, on a real
 //! `state.db` in a temporary directory.
 
-use continuity_protocol::journal::{
-    ContinuityAppendParams, LegacyPacketStatus, MAX_LEGACY_PACKETS_PER_TURN, MAX_LEGACY_PACKET_CHARS,
-};
+use continuity_protocol::journal::{ContinuityAppendParams, LegacyPacketStatus, MAX_LEGACY_PACKETS_PER_TURN, MAX_LEGACY_PACKET_CHARS};
 use continuity_protocol::{MethodResult, TurnRole};
 use proptest::prelude::*;
 
@@ -66,7 +64,10 @@ fn x11_a_packet_in_a_journaled_turn_is_restored_as_its_own_chain_and_resumes() {
     // The packet's chain resumes by its id and by the packet id; the content is fenced.
     for id in [restored.as_str(), "ht:lz9k2a:abc1234"] {
         let MethodResult::ContinuityResumed { continuity_id, turns, title, project_id, .. } = resumed(&store, id) else { panic!("resume") };
-        assert_eq!((continuity_id.as_str(), title.as_deref(), project_id), (restored.as_str(), Some("Legacy handoff ht:lz9k2a:abc1234"), None));
+        assert_eq!(
+            (continuity_id.as_str(), title.as_deref(), project_id),
+            (restored.as_str(), Some("Legacy handoff ht:lz9k2a:abc1234"), None)
+        );
         assert_eq!(turns.len(), 1);
         assert!(turns[0].text.contains("<<<HC_DATA kind=legacy_handoff n="), "{}", turns[0].text);
         assert!(turns[0].text.contains("Next: the judge's cooldown."), "{}", turns[0].text);
@@ -76,7 +77,10 @@ fn x11_a_packet_in_a_journaled_turn_is_restored_as_its_own_chain_and_resumes() {
     // names only it.
     let MethodResult::ContinuityResumed { turns, legacy_packets, .. } = resumed(&store, &source) else { panic!("resume") };
     assert_eq!(turns[0].text, text);
-    assert_eq!((legacy_packets.len(), legacy_packets[0].continuity_id.as_str(), legacy_packets[0].message_id.as_str()), (1, restored.as_str(), "m1"));
+    assert_eq!(
+        (legacy_packets.len(), legacy_packets[0].continuity_id.as_str(), legacy_packets[0].message_id.as_str()),
+        (1, restored.as_str(), "m1")
+    );
     let next = store.append(&turn("c2", "n1", "continue"), 20).expect("a new conversation joins the Project's only chain");
     assert_eq!(next, Appended::Inserted(source));
 }
@@ -91,7 +95,8 @@ fn x11_a_packet_is_idempotent_on_its_id_and_never_overwritten() {
     for outcomes in [&retry, &quoted] {
         assert_eq!(outcomes[0].status, LegacyPacketStatus::AlreadyRestored, "{outcomes:?}");
     }
-    let (appended, changed) = store.append_reporting(&turn("c1", "m3", &packet("ht:1:a", "Goal: something else entirely.")), 13).expect("append");
+    let (appended, changed) =
+        store.append_reporting(&turn("c1", "m3", &packet("ht:1:a", "Goal: something else entirely.")), 13).expect("append");
     assert!(matches!(appended, Appended::Inserted(_)), "the turn itself is recorded");
     assert_eq!(changed[0].status, LegacyPacketStatus::Refused);
     assert!(changed[0].reason.as_deref().is_some_and(|r| r.contains("never overwritten")), "{changed:?}");
@@ -224,7 +229,10 @@ fn x11_a_packet_id_equal_to_a_chain_id_is_ambiguous_and_chain_like_ids_are_refus
     assert!(matches!(&err, JournalError::Ambiguous(m) if m.contains("a chain with that id") && m.contains("hl-")), "{err:?}");
     for id in ["hc-0123", "hl-0123"] {
         let packets = scan(&packet(id, BODY));
-        assert!(matches!(&packets[..], [Packet::Refused { id: None, reason }] if reason.contains("may not start with hc- or hl-")), "{packets:?}");
+        assert!(
+            matches!(&packets[..], [Packet::Refused { id: None, reason }] if reason.contains("may not start with hc- or hl-")),
+            "{packets:?}"
+        );
     }
 }
 
@@ -259,7 +267,12 @@ fn x11_a_large_packet_is_restored_in_fenced_parts_that_resume_whole() {
         assert!(!t.text_truncated && t.text.len() <= continuity_protocol::journal::RESUME_TURN_TEXT_BYTES, "{}", t.text.len());
         assert_eq!(t.message_id, format!("legacy:ht:big#{}", k + 1));
         assert!(t.text.contains(&format!("(part {} of {parts})", k + 1)));
-        assert_eq!((t.text.matches("<<<HC_DATA kind=legacy_handoff").count(), t.text.matches("<<<END_HC_DATA").count()), (1, 1), "{}", t.text);
+        assert_eq!(
+            (t.text.matches("<<<HC_DATA kind=legacy_handoff").count(), t.text.matches("<<<END_HC_DATA").count()),
+            (1, 1),
+            "{}",
+            t.text
+        );
     }
 }
 

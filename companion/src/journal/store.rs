@@ -19,7 +19,8 @@
 use std::path::Path;
 
 use continuity_protocol::journal::{
-    ContinuityAppendParams, LegacyPacketLink, LegacyPacketOutcome, LegacyPacketStatus, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES, RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
+    ContinuityAppendParams, LegacyPacketLink, LegacyPacketOutcome, LegacyPacketStatus, EXCERPT_CHARS, MAX_CANDIDATE_WORKSPACES,
+    RESUME_TURNS, RESUME_TURN_TEXT_BYTES,
 };
 use continuity_protocol::{ChainCandidate, JournalTurn, MatchReason, TurnRole};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction, TransactionBehavior};
@@ -152,11 +153,7 @@ impl Identity {
 /// The FTS5 query for `text`: each word as a quoted token, all of them required; `None`
 /// when the text has no word.
 pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
-        .collect();
+    let words: Vec<String> = text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| format!("\"{w}\"")).collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
 
@@ -234,7 +231,11 @@ impl JournalStore {
 
     /// [`JournalStore::append`], and what became of each legacy packet the turn carries
     /// (restored in the same transaction, X11, [`super::legacy`]).
-    pub fn append_reporting(&mut self, turn: &ContinuityAppendParams, now: i64) -> Result<(Appended, Vec<LegacyPacketOutcome>), JournalError> {
+    pub fn append_reporting(
+        &mut self,
+        turn: &ContinuityAppendParams,
+        now: i64,
+    ) -> Result<(Appended, Vec<LegacyPacketOutcome>), JournalError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (appended, packets) = append_in(&tx, turn, now)?;
         // A retry changed nothing (the transaction is rolled back when dropped) — unless it
@@ -355,9 +356,9 @@ impl JournalStore {
 
     /// Up to `limit` chains, most recently updated first.
     pub fn recent_chains(&self, limit: u64) -> Result<Vec<ChainRow>, JournalError> {
-        let mut statement = self.conn.prepare_cached(
-            "SELECT continuity_id, project_id, title, updated_at FROM journal_chains ORDER BY updated_at DESC LIMIT ?1",
-        )?;
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT continuity_id, project_id, title, updated_at FROM journal_chains ORDER BY updated_at DESC LIMIT ?1")?;
         let rows = statement.query_map(params![limit as i64], chain_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -365,9 +366,9 @@ impl JournalStore {
     /// The workspaces a chain's turns were written under (at most
     /// [`MAX_CANDIDATE_WORKSPACES`], in name order).
     pub fn workspaces_of(&self, continuity_id: &str) -> Result<Vec<String>, JournalError> {
-        let mut statement = self.conn.prepare_cached(
-            "SELECT workspace_id FROM journal_chain_workspaces WHERE continuity_id = ?1 ORDER BY workspace_id LIMIT ?2",
-        )?;
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT workspace_id FROM journal_chain_workspaces WHERE continuity_id = ?1 ORDER BY workspace_id LIMIT ?2")?;
         let rows = statement.query_map(params![continuity_id, MAX_CANDIDATE_WORKSPACES as i64], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -165,8 +165,15 @@ fn c4_a_search_answer_names_why_each_candidate_is_listed_and_what_to_do() {
     let (_dir, mut store) = open();
     store.append(&in_project(turn("a", "a1", TurnRole::User, "wire the route pool"), PROJECT, "w1"), 1).expect("append");
     store.append(&in_project(turn("a", "a2", TurnRole::Assistant, "The pool is wired."), PROJECT, "w1"), 2).expect("append");
-    let query = SearchQuery { identity: Identity { workspace_id: Some("w1".into()), ..Identity::default() }, fts: fts_query("pool"), limit: 5, conversation_from_url: false };
-    let MethodResult::ContinuitySearch { candidates, instruction, confirmation_required, more, .. } = search(&store, &query).expect("search") else {
+    let query = SearchQuery {
+        identity: Identity { workspace_id: Some("w1".into()), ..Identity::default() },
+        fts: fts_query("pool"),
+        limit: 5,
+        conversation_from_url: false,
+    };
+    let MethodResult::ContinuitySearch { candidates, instruction, confirmation_required, more, .. } =
+        search(&store, &query).expect("search")
+    else {
         panic!("not a search answer")
     };
     assert!(!confirmation_required && !more);
@@ -252,7 +259,11 @@ fn c5_resume_pages_back_to_the_first_turn_with_a_cursor_stable_under_appends() {
 }
 
 fn url(conversation: &str, project: Option<&str>) -> ResumeAnchor {
-    ResumeAnchor::Url(ConversationUrl { conversation_id: conversation.to_owned(), project_id: project.map(str::to_owned), provider: continuity_protocol::handoff::HandoffProvider::Chatgpt })
+    ResumeAnchor::Url(ConversationUrl {
+        conversation_id: conversation.to_owned(),
+        project_id: project.map(str::to_owned),
+        provider: continuity_protocol::handoff::HandoffProvider::Chatgpt,
+    })
 }
 
 #[test]
@@ -300,11 +311,7 @@ fn c5_a_url_of_an_unjournaled_chat_in_a_project_resumes_its_only_chain_or_is_amb
 #[test]
 fn c6_a_conversation_never_journaled_is_named_as_such() {
     let (_dir, store) = open();
-    for error in [
-        resumed(&store, url("abc", None)).err(),
-        resumed(&store, url("abc", Some(PROJECT))).err(),
-        resolve(&store, "abc").err(),
-    ] {
+    for error in [resumed(&store, url("abc", None)).err(), resumed(&store, url("abc", Some(PROJECT))).err(), resolve(&store, "abc").err()] {
         let Some(JournalError::NotFound(message)) = error else { panic!("not found: {error:?}") };
         assert!(message.starts_with("conversation abc was never journaled"), "{message}");
         assert!(message.contains("cannot be fetched from its URL"), "{message}");

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::chain::Opinion;
 use super::JudgeService;
 use crate::config::{Capability, Config, ConfigError};
 use crate::inbox::advisor::{Advice, AdviceFuture, AdvisorError, AttentionAdvisor, FrozenView, GuidanceKind};
 use crate::providers::guidance::{self, GuidanceWord};
-use super::chain::Opinion;
 
 /// Guidance asks in flight at once: a burst of finished tasks (a workspace removed, many
 /// panes settling) must not fire one LLM call each; an ask over the bound is skipped.

@@ -89,7 +89,13 @@ where
     CF: Future<Output = Opinion>,
 {
     if let Some(stop) = gate::check(reply) {
-        return Verdict { verdict: JudgeVerdict::Done, source: JudgeSource::Script, confidence: None, reason: format!("safety gate: {stop}"), priors: None };
+        return Verdict {
+            verdict: JudgeVerdict::Done,
+            source: JudgeSource::Script,
+            confidence: None,
+            reason: format!("safety gate: {stop}"),
+            priors: None,
+        };
     }
     let mut notes = Vec::new();
     let mut priors = None;

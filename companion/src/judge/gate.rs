@@ -45,7 +45,8 @@ pub fn check(reply: &str) -> Option<String> {
 }
 
 fn is_own_message(text: &str) -> bool {
-    OWN_OPENINGS.iter().any(|opening| text.starts_with(opening)) || own_marker(text).is_some_and(|id| !id.starts_with("qb:") && delivery_id_shaped(id))
+    OWN_OPENINGS.iter().any(|opening| text.starts_with(opening))
+        || own_marker(text).is_some_and(|id| !id.starts_with("qb:") && delivery_id_shaped(id))
 }
 
 const MARKER_OPEN: &str = "[herdr-continuity ";
@@ -53,7 +54,11 @@ const MARKER_OPEN: &str = "[herdr-continuity ";
 /// JavaScript's `\s` (content.js's regexes): not `char::is_whitespace`, which counts U+0085
 /// and leaves out U+FEFF.
 fn js_space(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}')
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
 }
 
 /// The id of the marker at the start of `at` (`[herdr-continuity <id>]` or
@@ -84,7 +89,9 @@ fn last_delimiter_closes(text: &str) -> Option<bool> {
     while let Some(found) = text[from..].find("<<<") {
         let at = from + found;
         let rest = &text[at..];
-        let head = [(CLOSE, true), (OPEN, false)].into_iter().find_map(|(prefix, closes)| rest.strip_prefix(prefix).and_then(|r| r.strip_prefix(' ')).map(|body| (body, closes)));
+        let head = [(CLOSE, true), (OPEN, false)]
+            .into_iter()
+            .find_map(|(prefix, closes)| rest.strip_prefix(prefix).and_then(|r| r.strip_prefix(' ')).map(|body| (body, closes)));
         let ended = head.and_then(|(body, closes)| {
             let line = &body[..body.find('\n').unwrap_or(body.len())];
             line.find(">>>").map(|end| (rest.len() - body.len() + end + 3, closes))

@@ -61,7 +61,8 @@ impl GlobalRouteCache {
             }
             Err(error) => Err(error.to_string()),
         };
-        *self.entry.lock().unwrap_or_else(PoisonError::into_inner) = Some(Cached { source: (pool.url.clone(), pool.token.clone()), fetched_at: now, outcome: outcome.clone() });
+        *self.entry.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Cached { source: (pool.url.clone(), pool.token.clone()), fetched_at: now, outcome: outcome.clone() });
         outcome
     }
 }
@@ -76,7 +77,13 @@ mod tests {
     }
 
     fn route(name: &str) -> Route {
-        Route { name: name.to_owned(), protocol: RouteProtocol::Decision, url: "https://a.test".to_owned(), model: "m".to_owned(), api_key: String::new() }
+        Route {
+            name: name.to_owned(),
+            protocol: RouteProtocol::Decision,
+            url: "https://a.test".to_owned(),
+            model: "m".to_owned(),
+            api_key: String::new(),
+        }
     }
 
     #[test]

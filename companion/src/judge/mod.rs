@@ -18,8 +18,8 @@
 //! text and gets a verdict; a provider's answer that is not the documented shape is a
 //! failure, never a verdict; goal-mode priors ride along and never decide (J7).
 
-pub mod chain;
 pub mod advice;
+pub mod chain;
 pub mod cli;
 pub mod gate;
 pub mod global;
@@ -80,11 +80,26 @@ impl JudgeService {
     /// A service reading `home/config.json`, logging to `log` when given.
     pub fn new(home: PathBuf, log: Option<Arc<RuntimeLog>>) -> Result<Self, ClientError> {
         let client = crate::providers::http_client().map_err(|e| ClientError(e.to_string()))?;
-        Ok(Self { home, client, decision_pool: RoutePool::default(), chat_pool: RoutePool::default(), advice_pool: RoutePool::default(), advice_slots: tokio::sync::Semaphore::new(advice::ASKS_IN_FLIGHT), global_routes: GlobalRouteCache::default(), log })
+        Ok(Self {
+            home,
+            client,
+            decision_pool: RoutePool::default(),
+            chat_pool: RoutePool::default(),
+            advice_pool: RoutePool::default(),
+            advice_slots: tokio::sync::Semaphore::new(advice::ASKS_IN_FLIGHT),
+            global_routes: GlobalRouteCache::default(),
+            log,
+        })
     }
 
     /// Judges one turn. `conversation` only names it in the log.
-    pub async fn turn_end(&self, user_text: &str, assistant_text: &str, conversation: &str, stages: Stages) -> Result<Verdict, ConfigError> {
+    pub async fn turn_end(
+        &self,
+        user_text: &str,
+        assistant_text: &str,
+        conversation: &str,
+        stages: Stages,
+    ) -> Result<Verdict, ConfigError> {
         let settings = match stages {
             Stages::All => {
                 let home = self.home.clone();
@@ -97,12 +112,8 @@ impl JudgeService {
         };
         let turn = Turn { user_text, assistant_text };
         let skipped = stages == Stages::ScriptOnly;
-        let verdict = chain::judge(
-            assistant_text,
-            || self.ask_decision(&settings, turn, skipped),
-            || self.ask_chat(&settings, turn, skipped),
-        )
-        .await;
+        let verdict =
+            chain::judge(assistant_text, || self.ask_decision(&settings, turn, skipped), || self.ask_chat(&settings, turn, skipped)).await;
         if let Some(log) = &self.log {
             log.line(format_args!("judge: {conversation:?}: {} from {} ({})", verdict.verdict, verdict.source, verdict.reason));
         }
@@ -130,7 +141,9 @@ impl JudgeService {
         let deadline = RoutePool::deadline(settings);
         let mut failures = Vec::new();
         let no_local = settings.routes_of(capability).next().is_none();
-        if let Some(answered) = pool.first_answer_until(settings.routes_of(capability), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await {
+        if let Some(answered) =
+            pool.first_answer_until(settings.routes_of(capability), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await
+        {
             return Ok(answered);
         }
         match &settings.global_pool {
@@ -142,7 +155,9 @@ impl JudgeService {
                     if shared.is_empty() && no_local {
                         failures.push(format!("no {kind} route configured, locally or in the global route pool"));
                     }
-                    if let Some(answered) = pool.first_answer_until(shared.iter(), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await {
+                    if let Some(answered) =
+                        pool.first_answer_until(shared.iter(), settings, deadline, &mut failures, |r, t| call(r.clone(), t)).await
+                    {
                         return Ok(answered);
                     }
                 }
@@ -195,7 +210,9 @@ impl JudgeService {
     async fn ask_chat(&self, settings: &JudgeConfig, turn: Turn<'_>, skipped: bool) -> Opinion {
         let client = &self.client;
         let answered = self
-            .first_answer_of(&self.chat_pool, Capability::Chat, settings, skipped, |route, timeout| async move { chat::ask(client, &route, turn, timeout).await })
+            .first_answer_of(&self.chat_pool, Capability::Chat, settings, skipped, |route, timeout| async move {
+                chat::ask(client, &route, turn, timeout).await
+            })
             .await;
         let answered = match answered {
             Ok(answered) => answered,

@@ -45,7 +45,12 @@ impl RoutePool {
 
     /// Asks `routes` in order through `call(route, timeout)` until one answers; the error
     /// lists what happened to each route.
-    pub async fn first_answer<'r, T, F, Fut>(&self, routes: impl IntoIterator<Item = &'r Route>, settings: &JudgeConfig, call: F) -> Result<Answered<T>, String>
+    pub async fn first_answer<'r, T, F, Fut>(
+        &self,
+        routes: impl IntoIterator<Item = &'r Route>,
+        settings: &JudgeConfig,
+        call: F,
+    ) -> Result<Answered<T>, String>
     where
         F: FnMut(&'r Route, Duration) -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,

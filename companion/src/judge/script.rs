@@ -193,7 +193,15 @@ const STOP_SIGNS: &[(&str, &str)] = &[
 ];
 
 /// Courtesy phrases that say nothing about the work (dropped before reading).
-const COURTESIES: &[&str] = &["thanks for your patience", "thank you for your patience", "thanks for waiting", "感谢耐心等待", "感谢你的耐心", "谢谢耐心等待", "谢谢等待"];
+const COURTESIES: &[&str] = &[
+    "thanks for your patience",
+    "thank you for your patience",
+    "thanks for waiting",
+    "感谢耐心等待",
+    "感谢你的耐心",
+    "谢谢耐心等待",
+    "谢谢等待",
+];
 
 /// English openings of the assistant's own next step (at a word start).
 const EN_OWN_STEP: &[&str] = &[
@@ -219,7 +227,19 @@ const EN_PROGRESS: &[&str] = &["doing that now", "doing this now", "working on i
 const EN_NOT_WORK: &[&str] = &["waiting", "hoping", "thinking", "assuming", "guessing", "wondering", "going", "missing"];
 
 /// First-person phrases that announce no work.
-const EN_NOT_A_STEP: &[&str] = &["i'll leave", "i will leave", "i'll keep it", "i'll stop", "i'll skip", "i'll wait", "i'll hold", "i'll pause", "i won't", "i will not", "i'll not"];
+const EN_NOT_A_STEP: &[&str] = &[
+    "i'll leave",
+    "i will leave",
+    "i'll keep it",
+    "i'll stop",
+    "i'll skip",
+    "i'll wait",
+    "i'll hold",
+    "i'll pause",
+    "i won't",
+    "i will not",
+    "i'll not",
+];
 
 /// Chinese phrases that announce no work.
 const ZH_NOT_A_STEP: &[&str] = &["保持现状", "先不", "不再", "不打算", "暂不"];
@@ -237,7 +257,8 @@ const EN_LABELS: &[&str] = &["next:", "next step:", "next steps:", "next up:", "
 const ZH_AFTER_I: &[&str] = &["会", "将", "要", "来", "再", "接着", "继续", "这就", "马上", "现在", "正", "先", "去"];
 
 /// Chinese pending obligations.
-const ZH_PENDING: &[&str] = &["还需要", "仍需", "还要", "还缺", "尚需", "还没写", "还没做", "还没完成", "还没验证", "还没看", "还没跑", "还没接", "尚未", "仍未"];
+const ZH_PENDING: &[&str] =
+    &["还需要", "仍需", "还要", "还缺", "尚需", "还没写", "还没做", "还没完成", "还没验证", "还没看", "还没跑", "还没接", "尚未", "仍未"];
 
 /// Chinese progress markers.
 const ZH_PROGRESS: &[&str] = &["正在做", "正在进行", "进行中", "现在开始", "这就去", "⏳"];
@@ -287,7 +308,8 @@ fn done(why: &str) -> ScriptVerdict {
 
 /// Why `sentence` announces the assistant's own next step, if it does.
 fn own_step(sentence: &str) -> Option<&'static str> {
-    let en_blocked = EN_CONDITIONAL.iter().any(|w| contains_at_word(sentence, w)) || EN_REPORTED.iter().any(|w| contains_at_word(sentence, w));
+    let en_blocked =
+        EN_CONDITIONAL.iter().any(|w| contains_at_word(sentence, w)) || EN_REPORTED.iter().any(|w| contains_at_word(sentence, w));
     // "After this" (这之后, 此后) is the assistant's own order of work, not a wait.
     let zh_plain = sentence.replace("这之后", "").replace("此后", "");
     let zh_blocked = ZH_CONDITIONAL.iter().any(|w| zh_plain.contains(w)) || ZH_REPORTED.iter().any(|w| sentence.contains(w));
@@ -408,8 +430,7 @@ fn contains_at_word(text: &str, phrase: &str) -> bool {
     }
     let open_end = !phrase.ends_with(|c: char| c.is_alphanumeric());
     text.match_indices(phrase).any(|(at, _)| {
-        at_word_start(text, at)
-            && (open_end || text[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '\''))
+        at_word_start(text, at) && (open_end || text[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '\''))
     })
 }
 
@@ -553,7 +574,8 @@ mod tests {
             done     | no step of the assistant's own is announced; the script fails closed: done
             continue | the reply announces its own next step (下一步 of its own): "接下来我会接 hud 的文案。"
             done     | no step of the assistant's own is announced; the script fails closed: done
-            done     | no step of the assistant's own is announced; the script fails closed: done"#]].assert_eq(&printed.join("\n"));
+            done     | no step of the assistant's own is announced; the script fails closed: done"#]]
+        .assert_eq(&printed.join("\n"));
     }
 
     #[test]

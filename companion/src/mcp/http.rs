@@ -95,7 +95,14 @@ fn allowed_authorities(port: u16, public: Option<&PublicUrl>) -> (Vec<String>, V
     match public {
         None => own_authorities(port),
         Some(public) => {
-            let origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "https://127.0.0.1:*", "https://localhost:*", "https://[::1]:*"];
+            let origins = [
+                "http://127.0.0.1:*",
+                "http://localhost:*",
+                "http://[::1]:*",
+                "https://127.0.0.1:*",
+                "https://localhost:*",
+                "https://[::1]:*",
+            ];
             let mut allowed: Vec<String> = origins.iter().map(|o| (*o).to_owned()).collect();
             allowed.push(public.origin().to_owned());
             (vec![public.authority().to_owned()], allowed)
@@ -118,8 +125,10 @@ fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_with
     match (&auth.oauth, &public) {
         (Some(oauth), Some(public)) => {
             let routes = mcp.merge(endpoints::router(Arc::clone(oauth)));
-            let routes = if public.prefix().is_empty() { routes } else { axum::Router::new().merge(routes.clone()).nest(public.prefix(), routes) };
-            routes.layer(axum::middleware::from_fn_with_state(body_within, read_body_within))
+            let routes =
+                if public.prefix().is_empty() { routes } else { axum::Router::new().merge(routes.clone()).nest(public.prefix(), routes) };
+            routes
+                .layer(axum::middleware::from_fn_with_state(body_within, read_body_within))
                 .layer(axum::middleware::from_fn_with_state(Arc::new(public.clone()), require_public_host))
         }
         _ => mcp.layer(axum::middleware::from_fn_with_state(body_within, read_body_within)),
@@ -127,7 +136,12 @@ fn application(local: SocketAddr, auth: HttpAuth, tools: PlannerTools, body_with
 }
 
 /// [`serve`] with chosen timeouts.
-pub async fn serve_with(listener: tokio::net::TcpListener, auth: HttpAuth, tools: PlannerTools, timeouts: Timeouts) -> Result<(), McpError> {
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    auth: HttpAuth,
+    tools: PlannerTools,
+    timeouts: Timeouts,
+) -> Result<(), McpError> {
     let local = listener.local_addr().map_err(|source| McpError::Bind { address: SocketAddr::from(([127, 0, 0, 1], 0)), source })?;
     let public = auth.oauth.as_ref().map(|o| o.public.resource());
     let app = application(local, auth, tools, timeouts.body);
@@ -199,7 +213,8 @@ async fn require_bearer(State(gate): State<Arc<Gate>>, request: Request, next: N
         return next.run(request).await;
     }
     let Some(oauth) = &gate.oauth else {
-        let body = "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
+        let body =
+            "missing or wrong bearer token: send `Authorization: Bearer <mcp.token>` with the token from config.json in the companion home";
         return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer".to_owned())], body).into_response();
     };
     let metadata = oauth.public.resource_metadata_url();
@@ -360,7 +375,12 @@ mod tests {
         let host = ("Host", "herdr.example.com");
         let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
         let mcp_headers_owned = |bearer: String| async move {
-            let headers = [host, ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"), ("Authorization", bearer.as_str())];
+            let headers = [
+                host,
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Authorization", bearer.as_str()),
+            ];
             exchange(port, "POST", "/mcp", &headers, initialize).await
         };
 
@@ -377,16 +397,20 @@ mod tests {
         assert_eq!(metadata["code_challenge_methods_supported"], serde_json::json!(["S256"]));
         assert_eq!(metadata["token_endpoint"], "https://herdr.example.com/oauth/token");
 
-        let (status, answer) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[("Host", format!("127.0.0.1:{port}").as_str())], "").await;
+        let (status, answer) =
+            exchange(port, "GET", "/.well-known/oauth-authorization-server", &[("Host", format!("127.0.0.1:{port}").as_str())], "").await;
         assert!(status == 403 && answer.contains("the tunnel must pass the public Host header through"), "{answer}");
-        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "https://evil.example")], "").await;
+        let (status, _) =
+            exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "https://evil.example")], "").await;
         assert_eq!(status, 403, "a foreign Origin is refused");
-        let (status, _) = exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "http://localhost:6274")], "").await;
+        let (status, _) =
+            exchange(port, "GET", "/.well-known/oauth-authorization-server", &[host, ("Origin", "http://localhost:6274")], "").await;
         assert_eq!(status, 200, "a page on this machine may ask");
 
         let redirect = "https://chatgpt.com/connector_platform_oauth_redirect";
         let registration = format!(r#"{{"client_name":"ChatGPT <b>","redirect_uris":["{redirect}"],"token_endpoint_auth_method":"none"}}"#);
-        let (status, answer) = exchange(port, "POST", "/oauth/register", &[host, ("Content-Type", "application/json")], &registration).await;
+        let (status, answer) =
+            exchange(port, "POST", "/oauth/register", &[host, ("Content-Type", "application/json")], &registration).await;
         assert_eq!(status, 201, "{answer}");
         let client_id = json_body(&answer)["client_id"].as_str().expect("client_id").to_owned();
         let (status, answer) = exchange(port, "POST", "/oauth/register", &[host], r#"{"redirect_uris":["http://evil.example/cb"]}"#).await;
@@ -409,7 +433,10 @@ mod tests {
             .finish();
         let (status, page) = exchange(port, "GET", &format!("/oauth/authorize?{query}"), &[host], "").await;
         assert_eq!(status, 200, "{page}");
-        assert!(page.contains("ChatGPT &lt;b&gt;") && page.contains("chatgpt.com") && page.contains("herdr-companion oauth approve"), "{page}");
+        assert!(
+            page.contains("ChatGPT &lt;b&gt;") && page.contains("chatgpt.com") && page.contains("herdr-companion oauth approve"),
+            "{page}"
+        );
         let (request, code) = (attribute(&page, "data-request").to_owned(), attribute(&page, "data-code").to_owned());
         let (_, answer) = exchange(port, "GET", &format!("/oauth/status?request={request}"), &[host], "").await;
         assert_eq!(json_body(&answer)["status"], "waiting", "no code before the workstation approves");
@@ -422,7 +449,13 @@ mod tests {
         assert!(to.starts_with(redirect) && to.contains("state=xyz"), "{to}");
         let code = url::Url::parse(&to).expect("url").query_pairs().find(|(k, _)| k == "code").expect("code").1.into_owned();
         let form = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs([("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", redirect), ("client_id", &client_id), ("code_verifier", &verifier)])
+            .extend_pairs([
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", redirect),
+                ("client_id", &client_id),
+                ("code_verifier", &verifier),
+            ])
             .finish();
         let form_type = ("Content-Type", "application/x-www-form-urlencoded");
         let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &form).await;
@@ -440,7 +473,8 @@ mod tests {
         let (status, answer) = mcp_headers_owned(format!("Bearer {}", elsewhere.access_token)).await;
         assert!(status == 401 && answer.contains("another resource"), "{answer}");
 
-        let refresh = format!("grant_type=refresh_token&client_id={client_id}&refresh_token={}", tokens["refresh_token"].as_str().expect("refresh"));
+        let refresh =
+            format!("grant_type=refresh_token&client_id={client_id}&refresh_token={}", tokens["refresh_token"].as_str().expect("refresh"));
         let (status, answer) = exchange(port, "POST", "/oauth/token", &[host, form_type], &refresh).await;
         assert_eq!(status, 200, "{answer}");
         let rotated = json_body(&answer)["access_token"].as_str().expect("access").to_owned();

@@ -22,8 +22,8 @@ pub mod config;
 pub mod http;
 pub mod oauth;
 pub mod runtime_client;
-pub mod server;
 pub mod served;
+pub mod server;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -137,11 +137,7 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
         served::Record::write(&home, *address, public.as_deref())
     });
     let tools = PlannerTools::new(RuntimeClient::new(home.socket_path()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(McpError::Serve)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(McpError::Serve)?;
     runtime.block_on(async move {
         match http {
             Some((address, auth)) => http::serve(address, auth, tools).await,

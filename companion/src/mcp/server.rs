@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use continuity_protocol::{Call, ClientMeta, ErrorCode, MethodResult, NoParams, ToolCallParams, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -83,11 +83,7 @@ impl ServerHandler for PlannerTools {
         }
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         // The request's `_meta` (rmcp moves it into the context; the params' copy when it
         // did not): ChatGPT's `openai/session` and `openai/subject` attribute a
         // `herdr_prompt` without a `browser_session_ref` to its chat (crate::api::attribution).
@@ -95,11 +91,8 @@ impl ServerHandler for PlannerTools {
             (true, Some(params_meta)) => ClientMeta::from_request_meta(params_meta),
             _ => ClientMeta::from_request_meta(&context.meta),
         };
-        let call = Call::ToolsCall(ToolCallParams {
-            tool: request.name.into_owned(),
-            arguments: request.arguments.unwrap_or_default(),
-            meta,
-        });
+        let call =
+            Call::ToolsCall(ToolCallParams { tool: request.name.into_owned(), arguments: request.arguments.unwrap_or_default(), meta });
         let result = match self.runtime.call(&call).await {
             Ok(MethodResult::ToolResult { result, .. }) => CallToolResult::structured(result),
             Ok(other) => return Err(ErrorData::internal_error(format!("the runtime answered tools.call with {other:?}"), None)),

@@ -106,8 +106,7 @@ pub async fn ask(
 /// Reads `{answers: {…}}`.
 pub fn read_answer(answer: &Value, goal_priors: bool) -> Result<DecisionAnswer, ProviderError> {
     let answers = answer.get("answers").ok_or_else(|| ProviderError::Garbage("no `answers`".to_owned()))?;
-    let unfinished = probability(answers, QUESTION)?
-        .ok_or_else(|| ProviderError::Garbage(format!("no `answers.{QUESTION}.noul`")))?;
+    let unfinished = probability(answers, QUESTION)?.ok_or_else(|| ProviderError::Garbage(format!("no `answers.{QUESTION}.noul`")))?;
     let priors = if goal_priors {
         let [can_continue, needs_human, waiting_external, task_completed, needs_handoff] = [
             probability(answers, PRIORS[0].0)?,
@@ -159,7 +158,13 @@ mod tests {
     fn the_endpoint_joins_one_slash() {
         assert_eq!(endpoint("https://example.test/v1/"), "https://example.test/v1/systemone");
         assert_eq!(endpoint("http://127.0.0.1:9/v1"), "http://127.0.0.1:9/v1/systemone");
-        let route = |protocol| Route { name: "r".to_owned(), protocol, url: "https://jev.example.vercel.app/api/jev".to_owned(), model: "m".to_owned(), api_key: String::new() };
+        let route = |protocol| Route {
+            name: "r".to_owned(),
+            protocol,
+            url: "https://jev.example.vercel.app/api/jev".to_owned(),
+            model: "m".to_owned(),
+            api_key: String::new(),
+        };
         assert_eq!(endpoint_of(&route(RouteProtocol::DecisionVercel)), "https://jev.example.vercel.app/api/jev");
         assert_eq!(endpoint_of(&route(RouteProtocol::Decision)), "https://jev.example.vercel.app/api/jev/systemone");
     }

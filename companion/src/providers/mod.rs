@@ -87,13 +87,7 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
 }
 
 /// POSTs `body` to `url` for `route` and returns the answer's JSON.
-async fn post_json(
-    client: &reqwest::Client,
-    route: &Route,
-    url: &str,
-    body: &Value,
-    timeout: Duration,
-) -> Result<Value, ProviderError> {
+async fn post_json(client: &reqwest::Client, route: &Route, url: &str, body: &Value, timeout: Duration) -> Result<Value, ProviderError> {
     let mut request = client.post(url).json(body);
     if !route.api_key.is_empty() {
         request = request.bearer_auth(&route.api_key);
@@ -133,7 +127,13 @@ fn transport(error: &reqwest::Error, millis: u64) -> ProviderError {
         ProviderError::Timeout(millis)
     } else {
         // Only the kind, never the URL (it may carry a token in a query string).
-        let kind = if error.is_connect() { "connection failed" } else if error.is_body() { "body broken" } else { "request failed" };
+        let kind = if error.is_connect() {
+            "connection failed"
+        } else if error.is_body() {
+            "body broken"
+        } else {
+            "request failed"
+        };
         ProviderError::Transport(kind.to_owned())
     }
 }
@@ -167,8 +167,11 @@ mod tests {
     /// the request, and its bearer key, on to another host. A 302 is now an answer.
     #[tokio::test]
     async fn a_redirect_to_another_host_is_not_followed() {
-        let (elsewhere, elsewhere_hits) = server("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_owned());
-        let redirect = format!("HTTP/1.1 302 Found\r\nLocation: http://localhost:{elsewhere}/stolen\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let (elsewhere, elsewhere_hits) =
+            server("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".to_owned());
+        let redirect = format!(
+            "HTTP/1.1 302 Found\r\nLocation: http://localhost:{elsewhere}/stolen\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
         let (port, hits) = server(redirect);
         let client = http_client().expect("client");
         let route = Route {
@@ -193,7 +196,13 @@ mod tests {
         drop(closed);
         let (garbage, _) = server("HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nsecret-sk-key".to_owned());
         for url in [format!("http://127.0.0.1:{port}/v1?token=sk-key"), format!("http://127.0.0.1:{garbage}/v1?token=sk-key")] {
-            let route = Route { name: "r".into(), protocol: crate::config::RouteProtocol::Decision, url: url.clone(), model: "m".into(), api_key: "sk-key".into() };
+            let route = Route {
+                name: "r".into(),
+                protocol: crate::config::RouteProtocol::Decision,
+                url: url.clone(),
+                model: "m".into(),
+                api_key: "sk-key".into(),
+            };
             let error = post_json(&client, &route, &url, &serde_json::json!({}), Duration::from_secs(5)).await.expect_err("an error");
             let text = error.to_string();
             assert!(!text.contains("sk-key") && !text.contains("127.0.0.1"), "{text}");

@@ -38,7 +38,8 @@ pub async fn fetch(client: &reqwest::Client, pool: &GlobalPoolConfig, timeout: D
 
 /// Reads and checks `{routes: […]}`.
 pub fn read_answer(answer: serde_json::Value) -> Result<Vec<Route>, ProviderError> {
-    let PoolAnswer { routes } = serde_json::from_value(answer).map_err(|e| ProviderError::Garbage(format!("not a route list: {}", crate::config::without_values(&e))))?;
+    let PoolAnswer { routes } = serde_json::from_value(answer)
+        .map_err(|e| ProviderError::Garbage(format!("not a route list: {}", crate::config::without_values(&e))))?;
     if routes.len() > bounds::MAX_POOL_ROUTES {
         return Err(ProviderError::Garbage(format!("{} routes, more than {}", routes.len(), bounds::MAX_POOL_ROUTES)));
     }
@@ -59,7 +60,9 @@ mod tests {
     #[test]
     fn a_refused_pool_answer_echoes_no_key() {
         let refused = |answer| read_answer(answer).expect_err("refused").to_string();
-        let typed = refused(json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_key": ["sk-POOLKEY"]}]}));
+        let typed = refused(
+            json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_key": ["sk-POOLKEY"]}]}),
+        );
         let variant = refused(json!({"routes": [{"name": "a", "protocol": "sk-POOLKEY", "url": "https://a.test", "model": "m"}]}));
         let url = refused(json!({"routes": [route("a", "https://sk-POOLKEY@a.test/v1")]}));
         for text in [typed, variant, url] {
@@ -74,8 +77,10 @@ mod tests {
         let refused = |answer| read_answer(answer).expect_err("refused").to_string();
         assert!(refused(json!({"routes": [route("a", "http://10.0.0.2/v1")]})).contains("http:// only for 127.0.0.1"));
         assert!(refused(json!({"routes": [route("a", "https://a.test"), route("a", "https://b.test")]})).contains("names must be unique"));
-        assert!(refused(json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_kye": "k"}]})).contains("unknown field `api_kye`"));
-        assert!(refused(json!({"routes": [{"name": "a", "protocol": "grpc", "url": "https://a.test", "model": "m"}]})).contains("a value is not one of the known ones (expected one of `decision`"));
+        assert!(refused(json!({"routes": [{"name": "a", "protocol": "decision", "url": "https://a.test", "model": "m", "api_kye": "k"}]}))
+            .contains("unknown field `api_kye`"));
+        assert!(refused(json!({"routes": [{"name": "a", "protocol": "grpc", "url": "https://a.test", "model": "m"}]}))
+            .contains("a value is not one of the known ones (expected one of `decision`"));
         assert!(refused(json!({"route": []})).contains("not a route list"));
         let many: Vec<_> = (0..=bounds::MAX_POOL_ROUTES).map(|i| route(&format!("r{i}"), "https://a.test")).collect();
         assert!(refused(json!({"routes": many})).contains("more than 32"));

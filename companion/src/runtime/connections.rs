@@ -109,13 +109,7 @@ pub fn own_uid() -> u32 {
 }
 
 /// Accepts clients forever: each same-uid peer within the cap is served on its own task.
-pub async fn accept_loop<H: Handler>(
-    listener: UnixListener,
-    handler: Arc<H>,
-    events: Broadcast,
-    limits: Limits,
-    log: Arc<RuntimeLog>,
-) {
+pub async fn accept_loop<H: Handler>(listener: UnixListener, handler: Arc<H>, events: Broadcast, limits: Limits, log: Arc<RuntimeLog>) {
     let own = own_uid();
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     loop {
@@ -144,10 +138,7 @@ pub async fn accept_loop<H: Handler>(
                 tokio::spawn(client);
             }
             Err(_) => {
-                log.line(format_args!(
-                    "refused a client: {} connections are open, the most this runtime serves",
-                    limits.max_connections
-                ));
+                log.line(format_args!("refused a client: {} connections are open, the most this runtime serves", limits.max_connections));
                 tokio::spawn(refuse_overloaded(stream, limits.max_connections));
             }
         }
@@ -354,7 +345,8 @@ async fn serve_client<H: Handler>(
             ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
             ClientLine::Line(bytes) => {
                 if !subscribed {
-                    subscribed = protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
+                    subscribed =
+                        protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
                 }
                 let Ok(slot) = Arc::clone(&in_flight).acquire_owned().await else { break };
                 let handler = Arc::clone(&handler);

@@ -80,9 +80,7 @@ pub enum RuntimeError {
     #[error("cannot start the async runtime ({0}); check the process limits (ulimit -u, ulimit -n) and retry")]
     AsyncRuntime(std::io::Error),
     /// A filesystem step failed.
-    #[error(
-        "cannot {action} {path}: {source}; check that the companion home is writable by this user"
-    )]
+    #[error("cannot {action} {path}: {source}; check that the companion home is writable by this user")]
     Fs {
         /// What was attempted.
         action: &'static str,
@@ -95,11 +93,7 @@ pub enum RuntimeError {
 
 fn fs_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RuntimeError {
     let path = path.to_path_buf();
-    move |source| RuntimeError::Fs {
-        action,
-        path,
-        source,
-    }
+    move |source| RuntimeError::Fs { action, path, source }
 }
 
 /// Takes the single-instance lock; the returned file must stay open for the process life.
@@ -118,10 +112,7 @@ pub fn acquire_lock(home: &CompanionHome) -> Result<File, RuntimeError> {
     if rc != 0 {
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(RuntimeError::AlreadyRunning {
-                home: home.root().to_path_buf(),
-                lock: lock_path,
-            });
+            return Err(RuntimeError::AlreadyRunning { home: home.root().to_path_buf(), lock: lock_path });
         }
         return Err(fs_error("lock", &lock_path)(err));
     }
@@ -135,8 +126,7 @@ fn bind_socket(home: &CompanionHome) -> Result<UnixListener, RuntimeError> {
         fs::remove_file(&socket).map_err(fs_error("remove the stale socket", &socket))?;
     }
     let listener = UnixListener::bind(&socket).map_err(fs_error("bind the socket", &socket))?;
-    fs::set_permissions(&socket, fs::Permissions::from_mode(0o600))
-        .map_err(fs_error("set mode 0600 on", &socket))?;
+    fs::set_permissions(&socket, fs::Permissions::from_mode(0o600)).map_err(fs_error("set mode 0600 on", &socket))?;
     Ok(listener)
 }
 
@@ -149,11 +139,7 @@ const TASK_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 /// the lock released. Call it from the main thread before any other thread exists.
 pub fn run_until_stopped(options: RuntimeOptions) -> Result<(), RuntimeError> {
     let shutdown = shutdown::install().map_err(RuntimeError::Signals)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(RuntimeError::AsyncRuntime)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RuntimeError::AsyncRuntime)?;
     let result = rt.block_on(run(options, &shutdown));
     // Never wait unboundedly for tasks (a plain drop would wait for any worker that is
     // inside blocking code, and the process would outlive its stop signal).
@@ -167,8 +153,7 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
     // SAFETY: umask only changes this process's file-creation mask.
     unsafe { libc::umask(0o077) };
     let home = CompanionHome::resolve(options.home)?;
-    home.ensure_private_dirs()
-        .map_err(fs_error("create private directories in", home.root()))?;
+    home.ensure_private_dirs().map_err(fs_error("create private directories in", home.root()))?;
     let lock = acquire_lock(&home)?;
     let log = Arc::new(RuntimeLog::open(&home.log_path()));
     // Any `tracing` event in this process goes to runtime.log too.
@@ -196,19 +181,9 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
 
 /// Starts the Herdr monitor and the services, builds the router over them, then accepts
 /// clients forever.
-async fn serve(
-    listener: UnixListener,
-    home: CompanionHome,
-    herdr_session: Option<String>,
-    log: Arc<RuntimeLog>,
-) {
+async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Option<String>, log: Arc<RuntimeLog>) {
     let herdr_socket = herdr::discover_socket(&SocketSources::from_env(herdr_session));
-    let herdr_status = herdr::spawn_monitor(
-        herdr_socket.clone(),
-        HERDR_POLL_INTERVAL,
-        HERDR_PROBE_TIMEOUT,
-    )
-    .await;
+    let herdr_status = herdr::spawn_monitor(herdr_socket.clone(), HERDR_POLL_INTERVAL, HERDR_PROBE_TIMEOUT).await;
     let events = Broadcast::new(1024);
     spawn_herdr_state_publisher(herdr_status.clone(), events.clone(), log.clone());
     let boot_id = new_boot_id();
@@ -222,7 +197,9 @@ async fn serve(
         }
     };
     // Parent guidance (I5) asks the judge's routes; with none configured it gives none.
-    let advisor = judge.clone().map(|judge| Arc::new(crate::judge::advice::RouteAdvisor::new(judge)) as Arc<dyn crate::inbox::advisor::AttentionAdvisor>);
+    let advisor = judge
+        .clone()
+        .map(|judge| Arc::new(crate::judge::advice::RouteAdvisor::new(judge)) as Arc<dyn crate::inbox::advisor::AttentionAdvisor>);
     let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone(), advisor).await;
     let work_memory = match crate::work_memory::WorkMemory::open(&db_path) {
         Ok(work_memory) => Some(Arc::new(work_memory)),
@@ -262,7 +239,21 @@ async fn serve(
             None
         }
     };
-    let router = Arc::new(Router::new(Services { herdr_status, boot_id, log: log.clone(), events: stream, inbox, home: home.root().to_path_buf(), judge, journal, retention, work_memory, bridge, attribution, write_tools }));
+    let router = Arc::new(Router::new(Services {
+        herdr_status,
+        boot_id,
+        log: log.clone(),
+        events: stream,
+        inbox,
+        home: home.root().to_path_buf(),
+        judge,
+        journal,
+        retention,
+        work_memory,
+        bridge,
+        attribution,
+        write_tools,
+    }));
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 
@@ -273,7 +264,9 @@ fn spawn_reclaimer(retention: Arc<crate::retention::Retention>, log: Arc<Runtime
         loop {
             let worker = retention.clone();
             match tokio::task::spawn_blocking(move || worker.reclaim(crate::clock::unix_millis() as i64)).await {
-                Ok(Ok(reclaimed)) if reclaimed != crate::retention::Reclaimed::default() => log.line(format_args!("retention: reclaimed {reclaimed:?}")),
+                Ok(Ok(reclaimed)) if reclaimed != crate::retention::Reclaimed::default() => {
+                    log.line(format_args!("retention: reclaimed {reclaimed:?}"))
+                }
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => log.line(format_args!("retention: reclaiming failed: {error}")),
                 Err(error) => log.line(format_args!("retention: reclaiming failed: {error}")),
@@ -296,9 +289,6 @@ fn spawn_herdr_state_publisher(mut status: watch::Receiver<HerdrStatus>, events:
 
 /// A boot id unique per runtime start: start time in nanoseconds and the pid, in hex.
 fn new_boot_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{nanos:x}-{:x}", std::process::id())
 }

@@ -116,9 +116,7 @@ pub fn install() -> std::io::Result<Shutdown> {
     }
     let inner = Arc::new(Inner::default());
     let waiter = Arc::clone(&inner);
-    std::thread::Builder::new()
-        .name("signal-waiter".to_owned())
-        .spawn(move || wait_for_signals(&waiter, set))?;
+    std::thread::Builder::new().name("signal-waiter".to_owned()).spawn(move || wait_for_signals(&waiter, set))?;
     Ok(Shutdown { inner })
 }
 
@@ -126,9 +124,7 @@ fn stop_signals() -> std::io::Result<libc::sigset_t> {
     // SAFETY: sigemptyset initialises the zeroed set; sigaddset only writes into it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
-        if libc::sigemptyset(&mut set) != 0
-            || libc::sigaddset(&mut set, libc::SIGTERM) != 0
-            || libc::sigaddset(&mut set, libc::SIGINT) != 0
+        if libc::sigemptyset(&mut set) != 0 || libc::sigaddset(&mut set, libc::SIGTERM) != 0 || libc::sigaddset(&mut set, libc::SIGINT) != 0
         {
             return Err(std::io::Error::last_os_error());
         }
@@ -159,12 +155,10 @@ fn wait_for_signals(inner: &Arc<Inner>, set: libc::sigset_t) {
     inner.log(format_args!("runtime received {}; stopping", signal_name(first)));
     inner.requested.notify_one();
     let watchdog = Arc::clone(inner);
-    let armed = std::thread::Builder::new()
-        .name("stop-watchdog".to_owned())
-        .spawn(move || {
-            std::thread::sleep(FORCE_AFTER);
-            watchdog.force_exit(&format!("still running {} s after the stop signal", FORCE_AFTER.as_secs()));
-        });
+    let armed = std::thread::Builder::new().name("stop-watchdog".to_owned()).spawn(move || {
+        std::thread::sleep(FORCE_AFTER);
+        watchdog.force_exit(&format!("still running {} s after the stop signal", FORCE_AFTER.as_secs()));
+    });
     if armed.is_err() {
         // Without a watchdog thread, wait here instead (a second signal is then ignored).
         std::thread::sleep(FORCE_AFTER);

@@ -28,9 +28,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+use crate::clock::unix_millis;
 use crate::db::{off_worker, DbError, StateDb, StoredEvent};
 use crate::herdr::catalog::{Catalog, StreamEvent};
-use crate::clock::unix_millis;
 use crate::log::RuntimeLog;
 use crate::outbox::ClientHandle;
 use outputs::{LatestOutputs, OutputTail, SentOutputs};
@@ -94,10 +94,7 @@ impl EventHub {
     pub fn open(db_path: &Path, boot_id: String) -> Result<Arc<Self>, DbError> {
         let db = StateDb::open(db_path)?;
         let log_id = db.log_id()?;
-        let catalog: Catalog = db
-            .get(CATALOG_KEY)?
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
+        let catalog: Catalog = db.get(CATALOG_KEY)?.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
         let published = Published { catalog: Arc::new(catalog.clone()), last_seq: db.last_seq()? };
         let (live, _) = broadcast::channel(1024);
         Ok(Arc::new(Self {
@@ -129,10 +126,7 @@ impl EventHub {
     /// The catalog change is applied to a copy and takes effect only once its events and
     /// the persisted catalog are committed together: a failed write changes nothing, so
     /// the next resync produces the same events again (never lost, never twice).
-    fn update_catalog_blocking<R>(
-        &self,
-        change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R),
-    ) -> Result<R, DbError> {
+    fn update_catalog_blocking<R>(&self, change: impl FnOnce(&mut Catalog) -> (Vec<StreamEvent>, R)) -> Result<R, DbError> {
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = catalog.clone();
         let (events, result) = change(&mut next);
@@ -212,7 +206,12 @@ impl EventHub {
     /// the newest `limit`), and whether the cursor was
     /// not of this log (another `log_id`, or beyond its end), in which case the page starts
     /// at the log's beginning. Returns the events, the cursor used and that flag.
-    pub async fn events_page(self: &Arc<Self>, cursor: Option<i64>, log_id: Option<String>, limit: i64) -> Result<(Vec<StoredEvent>, i64, bool), DbError> {
+    pub async fn events_page(
+        self: &Arc<Self>,
+        cursor: Option<i64>,
+        log_id: Option<String>,
+        limit: i64,
+    ) -> Result<(Vec<StoredEvent>, i64, bool), DbError> {
         let hub = Arc::clone(self);
         off_worker(move || {
             let db = hub.db.lock().unwrap_or_else(|p| p.into_inner());
@@ -236,9 +235,7 @@ impl EventHub {
 
     async fn replay_after(self: &Arc<Self>, after: i64) -> Vec<StoredEvent> {
         let hub = Arc::clone(self);
-        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).events_after(after, REPLAY_BATCH))
-            .await
-            .unwrap_or_default()
+        off_worker(move || hub.db.lock().unwrap_or_else(|p| p.into_inner()).events_after(after, REPLAY_BATCH)).await.unwrap_or_default()
     }
 
     /// Handles `events.subscribe {after_seq?, log_id?}`: spawns the per-client sender and

@@ -43,10 +43,16 @@ const OUTPUT_TAIL_CHARS: usize = 2000;
 
 /// The lifecycle kinds the runtime subscribes to.
 const LIFECYCLE: &[HerdrSubscription] = &[
-    HerdrSubscription::WorkspaceCreated, HerdrSubscription::WorkspaceUpdated,
-    HerdrSubscription::WorkspaceRenamed, HerdrSubscription::WorkspaceClosed,
-    HerdrSubscription::TabCreated, HerdrSubscription::TabClosed, HerdrSubscription::PaneCreated,
-    HerdrSubscription::PaneUpdated, HerdrSubscription::PaneClosed, HerdrSubscription::PaneExited,
+    HerdrSubscription::WorkspaceCreated,
+    HerdrSubscription::WorkspaceUpdated,
+    HerdrSubscription::WorkspaceRenamed,
+    HerdrSubscription::WorkspaceClosed,
+    HerdrSubscription::TabCreated,
+    HerdrSubscription::TabClosed,
+    HerdrSubscription::PaneCreated,
+    HerdrSubscription::PaneUpdated,
+    HerdrSubscription::PaneClosed,
+    HerdrSubscription::PaneExited,
     HerdrSubscription::PaneAgentDetected,
 ];
 
@@ -97,10 +103,7 @@ async fn open_subscription(socket: &Path, subscriptions: Vec<Value>) -> Result<S
 }
 
 /// Reads one line; `Ok(None)` at EOF, `Ok(Some(Err(len)))` for a skipped oversized line.
-async fn read_capped_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    cap: usize,
-) -> std::io::Result<Option<Result<String, usize>>> {
+async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Option<Result<String, usize>>> {
     let mut line = Vec::new();
     let mut skipped = 0usize;
     loop {
@@ -121,11 +124,7 @@ async fn read_capped_line<R: AsyncBufRead + Unpin>(
         }
         reader.consume(used);
         if end {
-            return Ok(Some(if skipped > 0 {
-                Err(skipped)
-            } else {
-                Ok(String::from_utf8_lossy(&line).into_owned())
-            }));
+            return Ok(Some(if skipped > 0 { Err(skipped) } else { Ok(String::from_utf8_lossy(&line).into_owned()) }));
         }
     }
 }
@@ -170,7 +169,7 @@ pub fn output_fingerprint(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let digits = |at: usize| bytes.get(at).is_some_and(char::is_ascii_digit);
-        if digits(i) && bytes.get(i + 1).is_some_and(|c| *c == ':' ) && digits(i + 2) && digits(i + 3) {
+        if digits(i) && bytes.get(i + 1).is_some_and(|c| *c == ':') && digits(i + 2) && digits(i + 3) {
             normalised.push('#');
             i += 4;
             while bytes.get(i) == Some(&':') && digits(i + 1) && digits(i + 2) {
@@ -226,10 +225,7 @@ async fn status_subscription(socket: &Path, panes: &[String]) -> Result<Option<S
     if panes.is_empty() {
         return Ok(None);
     }
-    let subs = panes
-        .iter()
-        .map(|p| json!({"type": HerdrSubscription::PaneAgentStatusChanged, "pane_id": p}))
-        .collect();
+    let subs = panes.iter().map(|p| json!({"type": HerdrSubscription::PaneAgentStatusChanged, "pane_id": p})).collect();
     open_subscription(socket, subs).await.map(Some)
 }
 

@@ -98,7 +98,13 @@ impl AuditLog {
             let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let changed = conn.execute(
                 "UPDATE tool_audit SET root = ?2, target = ?3, outcome = ?4, detail = ?5 WHERE seq = ?1",
-                params![seq, cut(&entry.root, MAX_AUDIT_TARGET_CHARS), stored_target(&entry.target), entry.outcome, cut(&entry.detail, MAX_AUDIT_TARGET_CHARS)],
+                params![
+                    seq,
+                    cut(&entry.root, MAX_AUDIT_TARGET_CHARS),
+                    stored_target(&entry.target),
+                    entry.outcome,
+                    cut(&entry.detail, MAX_AUDIT_TARGET_CHARS)
+                ],
             )?;
             if changed == 1 {
                 Ok(())
@@ -170,7 +176,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = AuditLog::open(&dir.path().join("state.db")).expect("open");
         for n in 0..3 {
-            let entry = AuditEntry { tool: "herdr_exec".into(), caller: "mcp".into(), root: "/r".into(), target: format!("[\"{n}\"]"), outcome: "ok".into(), detail: "exit 0".into() };
+            let entry = AuditEntry {
+                tool: "herdr_exec".into(),
+                caller: "mcp".into(),
+                root: "/r".into(),
+                target: format!("[\"{n}\"]"),
+                outcome: "ok".into(),
+                detail: "exit 0".into(),
+            };
             log.record(entry, n).await.expect("record");
         }
         let page = log.page(2, None).await.expect("page");
@@ -186,7 +199,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = AuditLog::open(&dir.path().join("state.db")).expect("open");
         let argv = format!("[\"echo\",\"{}\"]", "x".repeat(2_000));
-        let entry = AuditEntry { tool: "herdr_exec".into(), caller: "mcp".into(), root: String::new(), target: argv.clone(), outcome: "started".into(), detail: String::new() };
+        let entry = AuditEntry {
+            tool: "herdr_exec".into(),
+            caller: "mcp".into(),
+            root: String::new(),
+            target: argv.clone(),
+            outcome: "started".into(),
+            detail: String::new(),
+        };
         let seq = log.start(entry.clone(), 1).await.expect("start");
         let page = log.page(1, None).await.expect("page");
         assert_eq!((page[0]["outcome"].as_str(), page[0]["target"].as_str()), (Some("started"), Some(argv.as_str())));

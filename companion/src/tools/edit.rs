@@ -182,9 +182,14 @@ pub fn read_opened(tool: &str, path: &Path, shown: &str, roots: &Roots, mut file
     }
     let mut bytes = Vec::new();
     // One byte more than the limit: a file that grew after the fstat is refused, not cut.
-    (&mut file).take(MAX_EDIT_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
+    (&mut file)
+        .take(MAX_EDIT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| WriteError::Io(format!("{tool}: {shown} cannot be read ({e})")))?;
     if bytes.len() as u64 > MAX_EDIT_FILE_BYTES {
-        return Err(WriteError::Refused(format!("{tool}: {shown} grew past {MAX_EDIT_FILE_BYTES} bytes while it was read; at most that many are edited here")));
+        return Err(WriteError::Refused(format!(
+            "{tool}: {shown} grew past {MAX_EDIT_FILE_BYTES} bytes while it was read; at most that many are edited here"
+        )));
     }
     String::from_utf8(bytes).map_err(|_| WriteError::Refused(format!("{tool}: {shown} is not UTF-8 text; it is not edited as text")))
 }
@@ -219,7 +224,9 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
 /// occurrences there were.
 pub fn replace_once(shown: &str, text: &str, old: &str, new: &str) -> Result<String, WriteError> {
     if old.is_empty() {
-        return Err(WriteError::Refused("herdr_fs_edit: old_string is empty; send the exact text to replace (herdr_fs_write writes a whole file)".to_owned()));
+        return Err(WriteError::Refused(
+            "herdr_fs_edit: old_string is empty; send the exact text to replace (herdr_fs_write writes a whole file)".to_owned(),
+        ));
     }
     let matches = text.match_indices(old).count();
     match matches {
@@ -262,7 +269,9 @@ mod tests {
         // The final name becomes a hard link to a file outside.
         std::fs::remove_file(&a).expect("rm");
         std::fs::hard_link(outside.join("secret.txt"), &a).expect("link");
-        assert!(matches!(read_text("t", &a, "a.txt", &roots), Err(WriteError::Refused(m)) if m.contains("hard link") || m.contains("names")));
+        assert!(
+            matches!(read_text("t", &a, "a.txt", &roots), Err(WriteError::Refused(m)) if m.contains("hard link") || m.contains("names"))
+        );
         // A directory on the path becomes a symlink to a directory outside: the open
         // follows it, and the recheck of the open file refuses it.
         std::fs::remove_dir_all(root.join("sub")).expect("rm");
@@ -301,7 +310,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = &std::fs::canonicalize(dir.path()).expect("canonical").join("repo");
         std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
-        let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
+        let git = |args: &[&str]| {
+            assert!(std::process::Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .status()
+                .expect("git")
+                .success())
+        };
         git(&["init", "-q"]);
         std::fs::write(repo.join("sub/a.txt"), "a\n").expect("w");
         git(&["add", "."]);
@@ -317,7 +335,16 @@ mod tests {
         let repo = &std::fs::canonicalize(dir.path()).expect("canonical");
         let roots = super::super::roots::Roots::new([repo.clone()], []);
         let git_state = |path: &Path| git_state(path, &roots);
-        let git = |args: &[&str]| assert!(std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git").success());
+        let git = |args: &[&str]| {
+            assert!(std::process::Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .status()
+                .expect("git")
+                .success())
+        };
         git(&["init", "-q"]);
         std::fs::write(repo.join(".gitignore"), ".env\n").expect("w");
         git(&["add", "."]);

@@ -144,7 +144,14 @@ pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
             command.env(&name, value);
         }
     }
-    command.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    command
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
     super::procs::die_with_the_runtime(&mut command);
     command
 }
@@ -160,7 +167,10 @@ pub async fn run(argv: &[String], cwd: &Path, timeout: Duration) -> Value {
     };
     let pgid = child.id().unwrap_or(0);
     let (out, err) = (Arc::new(Mutex::new(Capped::default())), Arc::new(Mutex::new(Capped::default())));
-    let readers = (child.stdout.take().map(|s| tokio::spawn(drain(s, out.clone()))), child.stderr.take().map(|s| tokio::spawn(drain(s, err.clone()))));
+    let readers = (
+        child.stdout.take().map(|s| tokio::spawn(drain(s, out.clone()))),
+        child.stderr.take().map(|s| tokio::spawn(drain(s, err.clone()))),
+    );
     let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (status.ok(), false),
         Err(_) => {
@@ -235,11 +245,16 @@ impl ExecRuns {
             let mut conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let row: Option<(String, String, Option<String>)> = tx
-                .query_row("SELECT fingerprint, boot_id, result FROM exec_runs WHERE key = ?1", params![key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row("SELECT fingerprint, boot_id, result FROM exec_runs WHERE key = ?1", params![key], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()?;
             let claim = match row {
                 None => {
-                    tx.execute("INSERT INTO exec_runs (key, fingerprint, boot_id, started_at) VALUES (?1, ?2, ?3, ?4)", params![key, fingerprint, boot, now])?;
+                    tx.execute(
+                        "INSERT INTO exec_runs (key, fingerprint, boot_id, started_at) VALUES (?1, ?2, ?3, ?4)",
+                        params![key, fingerprint, boot, now],
+                    )?;
                     Claim::Claimed
                 }
                 Some((stored, _, _)) if stored != fingerprint => Claim::OtherCommand(stored),

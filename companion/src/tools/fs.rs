@@ -67,7 +67,10 @@ pub fn read(roots: &Roots, request: &ReadRequest) -> Result<Value, ToolError> {
         return Err(ToolError::Bad(format!("{} is a directory; list it with herdr_fs_list", resolved.display())));
     }
     if !meta.is_file() {
-        return Err(ToolError::Bad(format!("{} is not a regular file (a device, socket or pipe); only files are read", resolved.display())));
+        return Err(ToolError::Bad(format!(
+            "{} is not a regular file (a device, socket or pipe); only files are read",
+            resolved.display()
+        )));
     }
     let size = meta.len();
     let root = roots.root_of(&resolved).map(|r| r.display().to_string());
@@ -273,7 +276,8 @@ pub fn list_until(roots: &Roots, request: &ListRequest, deadline: std::time::Ins
         "truncated": truncated,
     });
     if late {
-        result["note"] = json!(format!("stopped after {} s of walking; list a subdirectory or narrow it with glob", WALK_DEADLINE.as_secs()));
+        result["note"] =
+            json!(format!("stopped after {} s of walking; list a subdirectory or narrow it with glob", WALK_DEADLINE.as_secs()));
     } else if truncated {
         result["note"] = json!(format!("stopped at max_entries = {max}; narrow it with glob or list a subdirectory"));
     }
@@ -325,9 +329,33 @@ mod tests {
         let error = read(&roots, &read_req(&h.join("companion/mcp.token").display().to_string(), 1, None, 1000)).expect_err("refused");
         assert!(error.to_string().contains("companion home"), "{error}");
         assert!(read(&roots, &read_req(&h.join("proj/ok.txt").display().to_string(), 1, None, 1000)).is_ok());
-        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "PRIVATE KEY".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        let found = crate::tools::grep::grep(
+            &roots,
+            &crate::tools::grep::GrepRequest {
+                root: h.display().to_string(),
+                pattern: "PRIVATE KEY".to_owned(),
+                regex: false,
+                glob: None,
+                case_insensitive: false,
+                max_matches: 100,
+                max_bytes: 100_000,
+            },
+        )
+        .expect("grep");
         assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
-        let found = crate::tools::grep::grep(&roots, &crate::tools::grep::GrepRequest { root: h.display().to_string(), pattern: "TOKEN".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 }).expect("grep");
+        let found = crate::tools::grep::grep(
+            &roots,
+            &crate::tools::grep::GrepRequest {
+                root: h.display().to_string(),
+                pattern: "TOKEN".to_owned(),
+                regex: false,
+                glob: None,
+                case_insensitive: false,
+                max_matches: 100,
+                max_bytes: 100_000,
+            },
+        )
+        .expect("grep");
         assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
     }
 
@@ -338,7 +366,15 @@ mod tests {
         let listed = list_until(&roots, &request, std::time::Instant::now()).expect("list");
         assert_eq!(listed["truncated"], true);
         assert!(listed["note"].as_str().is_some_and(|n| n.contains("5 s")), "{listed}");
-        let request = crate::tools::grep::GrepRequest { root: ".".to_owned(), pattern: "one".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 100_000 };
+        let request = crate::tools::grep::GrepRequest {
+            root: ".".to_owned(),
+            pattern: "one".to_owned(),
+            regex: false,
+            glob: None,
+            case_insensitive: false,
+            max_matches: 100,
+            max_bytes: 100_000,
+        };
         let found = crate::tools::grep::grep_until(&roots, &request, std::time::Instant::now()).expect("grep");
         assert_eq!((found["truncated"].as_bool(), found["files_searched"].as_u64()), (Some(true), Some(0)));
         // The parallel walk cut by the deadline says its matches are not the path-order prefix.
@@ -387,8 +423,12 @@ mod tests {
         let r = list(&roots, &ListRequest { path: "src".to_owned(), recursive: false, glob: None, max_entries: 100 }).expect("list");
         let paths: Vec<&str> = r["entries"].as_array().expect("entries").iter().filter_map(|e| e["path"].as_str()).collect();
         assert_eq!(paths, ["deep", "lib.rs"]);
-        let r = list(&roots, &ListRequest { path: ".".to_owned(), recursive: true, glob: Some("**/*.rs".to_owned()), max_entries: 1 }).expect("list");
+        let r = list(&roots, &ListRequest { path: ".".to_owned(), recursive: true, glob: Some("**/*.rs".to_owned()), max_entries: 1 })
+            .expect("list");
         assert_eq!((r["count"].as_u64(), r["truncated"].as_bool()), (Some(1), Some(true)));
-        assert!(matches!(list(&roots, &ListRequest { path: ".".to_owned(), recursive: true, glob: Some("[".to_owned()), max_entries: 1 }), Err(ToolError::Bad(_))));
+        assert!(matches!(
+            list(&roots, &ListRequest { path: ".".to_owned(), recursive: true, glob: Some("[".to_owned()), max_entries: 1 }),
+            Err(ToolError::Bad(_))
+        ));
     }
 }

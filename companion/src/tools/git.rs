@@ -36,8 +36,8 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use super::fs::ToolError;
-use crate::gitcmd::{ceiling_of, filter_overrides, hardened_command, FILTER_QUERY};
 use super::roots::{RootError, Roots};
+use crate::gitcmd::{ceiling_of, filter_overrides, hardened_command, FILTER_QUERY};
 
 /// How long one `git` run may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,7 +131,10 @@ fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>
         }
         GitAction::Diff => {
             if request.staged && request.to.is_some() {
-                return Err(ToolError::Bad("diff: staged compares the index with HEAD (or with from); it takes no to — leave staged out to compare two revisions".to_owned()));
+                return Err(ToolError::Bad(
+                    "diff: staged compares the index with HEAD (or with from); it takes no to — leave staged out to compare two revisions"
+                        .to_owned(),
+                ));
             }
             if request.to.is_some() && request.from.is_none() {
                 return Err(ToolError::Bad("diff: to needs from (the older revision)".to_owned()));
@@ -225,17 +228,18 @@ async fn run_git(dir: &Path, ceiling: &Path, args: &[String], max_bytes: u64) ->
     query.args(FILTER_QUERY).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
     let filters = match tokio::time::timeout(GIT_TIMEOUT, query.output()).await {
         Ok(Ok(output)) => filter_overrides(&output.stdout),
-        Ok(Err(e)) => return Err(ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH"))),
+        Ok(Err(e)) => {
+            return Err(ToolError::Io(format!(
+                "git could not be started ({e}); install Git and make sure `git` is on the companion's PATH"
+            )))
+        }
         Err(_) => return Err(ToolError::Io(format!("git config took longer than {} s in {}", GIT_TIMEOUT.as_secs(), dir.display()))),
     };
     let mut command = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &filters));
-    command
-        .arg("--literal-pathspecs")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH")))?;
+    command.arg("--literal-pathspecs").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| {
+        ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH"))
+    })?;
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError::Io("git's output pipes were not opened".to_owned()));
     };
@@ -274,7 +278,9 @@ async fn run_git(dir: &Path, ceiling: &Path, args: &[String], max_bytes: u64) ->
         Ok::<_, std::io::Error>((status, out, err))
     };
     match tokio::time::timeout(GIT_TIMEOUT, work).await {
-        Ok(Ok((status, (stdout, dropped), stderr))) => Ok(GitOutput { ok: status.success(), stdout, dropped, stderr: String::from_utf8_lossy(&stderr).trim().to_owned() }),
+        Ok(Ok((status, (stdout, dropped), stderr))) => {
+            Ok(GitOutput { ok: status.success(), stdout, dropped, stderr: String::from_utf8_lossy(&stderr).trim().to_owned() })
+        }
         Ok(Err(e)) => Err(ToolError::Io(format!("git's output could not be read: {e}"))),
         Err(_) => Err(ToolError::Io(format!(
             "git took longer than {} s and was stopped; ask for less (a path, fewer commits) or check the repository",
@@ -315,7 +321,15 @@ const NAME_LIST_BYTES: u64 = 1024 * 1024;
 /// (`--name-only`) and each is checked with `lstat` ([`RootError::HardLink`], `refused`). A
 /// list too long to check is refused too.
 async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitRequest, pathspec: Option<&str>) -> Result<(), ToolError> {
-    let mut names = vec!["diff".to_owned(), "--no-ext-diff".to_owned(), "--no-textconv".to_owned(), "--no-relative".to_owned(), "--name-only".to_owned(), "-z".to_owned(), "--end-of-options".to_owned()];
+    let mut names = vec![
+        "diff".to_owned(),
+        "--no-ext-diff".to_owned(),
+        "--no-textconv".to_owned(),
+        "--no-relative".to_owned(),
+        "--name-only".to_owned(),
+        "-z".to_owned(),
+        "--end-of-options".to_owned(),
+    ];
     names.extend(request.from.iter().cloned());
     if let Some(pathspec) = pathspec {
         names.extend(["--".to_owned(), pathspec.to_owned()]);
@@ -335,14 +349,27 @@ async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitReq
         use std::os::unix::fs::MetadataExt;
         text.split('\0')
             .filter(|name| !name.is_empty())
-            .filter_map(|name| std::fs::symlink_metadata(top.join(name)).ok().filter(|m| m.is_file() && m.nlink() > 1).map(|m| (name.to_owned(), m.nlink())))
+            .filter_map(|name| {
+                std::fs::symlink_metadata(top.join(name))
+                    .ok()
+                    .filter(|m| m.is_file() && m.nlink() > 1)
+                    .map(|m| (name.to_owned(), m.nlink()))
+            })
             .collect::<Vec<(String, u64)>>()
     })
     .await
     .map_err(|lost| ToolError::Io(format!("the changed files could not be checked ({lost}); retry")))?;
     let Some((first, links)) = linked.first() else { return Ok(()) };
     // `refused`, as every hard-linked file is; the path names them all and what to do.
-    let more = if linked.len() > 1 { format!(" (and {} more changed files: {})", linked.len() - 1, linked[1..].iter().map(|l| l.0.as_str()).collect::<Vec<_>>().join(", ")) } else { String::new() };
+    let more = if linked.len() > 1 {
+        format!(
+            " (and {} more changed files: {})",
+            linked.len() - 1,
+            linked[1..].iter().map(|l| l.0.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    } else {
+        String::new()
+    };
     Err(ToolError::Root(RootError::HardLink {
         path: format!("{first}{more} (changed in the work tree: herdr_git does not diff the work tree while it is there; diff other files with path, or committed content with staged or to)"),
         links: *links,
@@ -417,7 +444,8 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
         }
     }
     if truncated {
-        result["note"] = json!(format!("output cut at max_bytes = {} ({} bytes left out); narrow it with path", request.max_bytes, output.dropped));
+        result["note"] =
+            json!(format!("output cut at max_bytes = {} ({} bytes left out); narrow it with path", request.max_bytes, output.dropped));
     }
     Ok(result)
 }
@@ -460,7 +488,13 @@ mod tests {
     }
 
     fn sh(dir: &Path, args: &[&str]) {
-        let status = std::process::Command::new("git").arg("-C").arg(dir).args(["-c", "user.name=t", "-c", "user.email=t@t"]).args(args).status().expect("git");
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .status()
+            .expect("git");
         assert!(status.success(), "git {args:?}");
     }
 
@@ -485,7 +519,10 @@ mod tests {
         diff.root = repo.join("sub").display().to_string();
         let error = git(&roots, &diff).await.expect_err("refused");
         assert!(matches!(error, ToolError::Root(RootError::HardLink { .. })), "refused as every hard link is: {error}");
-        assert!(error.to_string().contains("sub/a.txt") && error.to_string().contains("hard link") && !error.to_string().contains("SECRET"), "{error}");
+        assert!(
+            error.to_string().contains("sub/a.txt") && error.to_string().contains("hard link") && !error.to_string().contains("SECRET"),
+            "{error}"
+        );
         // Another path is diffed; committed content is shown.
         diff.root = repo.display().to_string();
         diff.path = Some("b.txt".to_owned());

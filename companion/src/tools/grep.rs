@@ -89,7 +89,11 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build(&request.pattern)
-        .map_err(|e| ToolError::Bad(format!("pattern is not a valid regular expression ({e}); fix it, or send regex: false to search for the text as it is")))?;
+        .map_err(|e| {
+            ToolError::Bad(format!(
+                "pattern is not a valid regular expression ({e}); fix it, or send regex: false to search for the text as it is"
+            ))
+        })?;
     let glob = request.glob.as_deref().map(glob_matcher).transpose()?;
     let search = Search {
         base: &base,
@@ -134,8 +138,15 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         result["moved"] = json!(format!("{moved} file(s) were not searched: a directory on their path changed during the search and they now lie outside {}; search again once the tree is stable", base.display()));
     }
     if found.stopped == Some(Stop::Deadline) {
-        let which = if order == "partial" { "the matches are those found in time, not the first ones in path order, so another run can differ" } else { "the matches are the first ones in path order" };
-        result["note"] = json!(format!("stopped after {} s of searching ({which}); narrow the search with glob or a subdirectory", super::fs::WALK_DEADLINE.as_secs()));
+        let which = if order == "partial" {
+            "the matches are those found in time, not the first ones in path order, so another run can differ"
+        } else {
+            "the matches are the first ones in path order"
+        };
+        result["note"] = json!(format!(
+            "stopped after {} s of searching ({which}); narrow the search with glob or a subdirectory",
+            super::fs::WALK_DEADLINE.as_secs()
+        ));
     } else if let Some(cap) = found.stopped {
         let cap = if cap == Stop::Bytes { "max_bytes" } else { "max_matches" };
         result["note"] = json!(format!("stopped at {cap}; narrow the search with glob or a subdirectory, or raise {cap}"));
@@ -317,7 +328,11 @@ impl Search<'_> {
             let shown = path.to_string_lossy().into_owned();
             hits.into_iter().map(move |hit| hit_json(&shown, hit))
         });
-        Some(Found { matches: matches.collect(), files_searched: searched.into_inner(), stopped: late.into_inner().then_some(Stop::Deadline) })
+        Some(Found {
+            matches: matches.collect(),
+            files_searched: searched.into_inner(),
+            stopped: late.into_inner().then_some(Stop::Deadline),
+        })
     }
 
     /// The sorted walk: files in path order, stopping at the first cap reached.
@@ -377,7 +392,15 @@ mod tests {
     use super::*;
 
     fn request(root: &str, pattern: &str, regex: bool) -> GrepRequest {
-        GrepRequest { root: root.to_owned(), pattern: pattern.to_owned(), regex, glob: None, case_insensitive: false, max_matches: 100, max_bytes: 10_000 }
+        GrepRequest {
+            root: root.to_owned(),
+            pattern: pattern.to_owned(),
+            regex,
+            glob: None,
+            case_insensitive: false,
+            max_matches: 100,
+            max_bytes: 10_000,
+        }
     }
 
     fn tree() -> (tempfile::TempDir, Roots) {
@@ -395,7 +418,12 @@ mod tests {
     }
 
     fn found(result: &Value) -> Vec<String> {
-        result["matches"].as_array().expect("matches").iter().map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"])).collect()
+        result["matches"]
+            .as_array()
+            .expect("matches")
+            .iter()
+            .map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"]))
+            .collect()
     }
 
     #[test]

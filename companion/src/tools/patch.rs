@@ -179,7 +179,14 @@ fn parse_unified(text: &str) -> Result<Vec<FilePatch>, PatchError> {
         }
         let change = match (&old_path, &new_path) {
             (None, Some(_)) => FileChange::Add(
-                hunks.iter().flat_map(|h| h.lines.iter()).filter_map(|l| match l { HunkLine::Add(s) => Some(s.as_str()), _ => None }).collect(),
+                hunks
+                    .iter()
+                    .flat_map(|h| h.lines.iter())
+                    .filter_map(|l| match l {
+                        HunkLine::Add(s) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect(),
             ),
             (Some(_), None) => FileChange::Delete(Some(hunks)),
             (Some(old), Some(new)) => {
@@ -266,7 +273,13 @@ fn parse_begin_patch(text: &str) -> Result<Vec<FilePatch>, PatchError> {
                     "-" => current.push(HunkLine::Remove(body)),
                     "+" => current.push(HunkLine::Add(body)),
                     "\n" => current.push(HunkLine::Context("\n".to_owned())),
-                    _ => return err(format!("line {}: `{bare}` in the section of {} starts with neither ' ', '-', '+' nor @@", i + 1, path.trim())),
+                    _ => {
+                        return err(format!(
+                            "line {}: `{bare}` in the section of {} starts with neither ' ', '-', '+' nor @@",
+                            i + 1,
+                            path.trim()
+                        ))
+                    }
                 }
                 i += 1;
             }
@@ -302,9 +315,17 @@ pub fn apply_hunks(text: &str, hunks: &[Hunk]) -> Result<String, PatchError> {
     let mut out = String::with_capacity(text.len());
     let mut cursor = 0usize;
     for (n, hunk) in hunks.iter().enumerate() {
-        let old: Vec<&str> = hunk.lines.iter().filter_map(|l| match l { HunkLine::Context(s) | HunkLine::Remove(s) => Some(s.as_str()), HunkLine::Add(_) => None }).collect();
+        let old: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                HunkLine::Context(s) | HunkLine::Remove(s) => Some(s.as_str()),
+                HunkLine::Add(_) => None,
+            })
+            .collect();
         let fits = |at: usize| -> bool {
-            at + old.len() <= file.len() && old.iter().enumerate().all(|(k, want)| line_matches(file[at + k], want, at + k + 1 == file.len()))
+            at + old.len() <= file.len()
+                && old.iter().enumerate().all(|(k, want)| line_matches(file[at + k], want, at + k + 1 == file.len()))
         };
         let hint = hunk.old_start.map(|s| s.saturating_sub(1)).unwrap_or(cursor).max(cursor);
         let at = if old.is_empty() {
@@ -330,7 +351,14 @@ pub fn apply_hunks(text: &str, hunks: &[Hunk]) -> Result<String, PatchError> {
             out.push_str(line);
         }
         let touches_end = at + old.len() == file.len() && file.last().is_some_and(|l| !l.ends_with('\n'));
-        let new: Vec<&str> = hunk.lines.iter().filter_map(|l| match l { HunkLine::Context(s) | HunkLine::Add(s) => Some(s.as_str()), HunkLine::Remove(_) => None }).collect();
+        let new: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                HunkLine::Context(s) | HunkLine::Add(s) => Some(s.as_str()),
+                HunkLine::Remove(_) => None,
+            })
+            .collect();
         let lenient_end = touches_end && old.last().is_some_and(|l| l.ends_with('\n'));
         for (k, line) in new.iter().enumerate() {
             if lenient_end && k + 1 == new.len() {

@@ -57,7 +57,9 @@ mod linux {
         let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
         dir.flatten()
             .filter_map(|entry| entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()))
-            .filter_map(|pid| stat(pid).filter(|(state, group, _)| *group == pgid && !matches!(state, 'Z' | 'X')).map(|(_, _, start)| (pid, start)))
+            .filter_map(|pid| {
+                stat(pid).filter(|(state, group, _)| *group == pgid && !matches!(state, 'Z' | 'X')).map(|(_, _, start)| (pid, start))
+            })
             .collect()
     }
 }
@@ -90,7 +92,9 @@ pub fn kill_recorded_group(pgid: u32, identity: Option<&str>, session: &str) -> 
             let (boot, start) = identity.rsplit_once(':')?;
             (Some(boot) == linux::boot_id().as_deref()).then(|| start.parse::<u64>().ok()).flatten()
         });
-        let proven = linux::members(pgid).into_iter().any(|(pid, start)| (pid == pgid && Some(start) == leader) || linux::carries(pid, marker.as_bytes()));
+        let proven = linux::members(pgid)
+            .into_iter()
+            .any(|(pid, start)| (pid == pgid && Some(start) == leader) || linux::carries(pid, marker.as_bytes()));
         if proven {
             super::exec::kill_group(pgid, libc::SIGKILL);
         }

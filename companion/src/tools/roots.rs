@@ -165,7 +165,12 @@ impl Roots {
     /// ancestors or a directory inside it is not taken as a root (a page could otherwise
     /// read the user's keys or the companion's token without a click), and every path
     /// inside `companion_home` is refused.
-    pub fn for_call(registered: impl IntoIterator<Item = PathBuf>, pane_dirs: impl IntoIterator<Item = PathBuf>, companion_home: &Path, user_home: Option<&Path>) -> Self {
+    pub fn for_call(
+        registered: impl IntoIterator<Item = PathBuf>,
+        pane_dirs: impl IntoIterator<Item = PathBuf>,
+        companion_home: &Path,
+        user_home: Option<&Path>,
+    ) -> Self {
         let protected: Vec<PathBuf> = std::fs::canonicalize(companion_home).ok().into_iter().collect();
         let user_home = user_home.and_then(|h| std::fs::canonicalize(h).ok());
         let mut skipped = Vec::new();
@@ -192,10 +197,16 @@ impl Roots {
     /// Refuses a resolved path inside the companion home or a credential location.
     fn check_protected(&self, path: &str, resolved: &Path) -> Result<(), RootError> {
         if self.protected.iter().any(|home| resolved.starts_with(home)) {
-            return Err(RootError::Protected { path: path.to_owned(), what: "inside the companion home (it holds the companion's tokens)" });
+            return Err(RootError::Protected {
+                path: path.to_owned(),
+                what: "inside the companion home (it holds the companion's tokens)",
+            });
         }
         if is_sensitive(resolved) {
-            return Err(RootError::Protected { path: path.to_owned(), what: "a credential location (.ssh, .gnupg, .aws, .config/gh, .netrc, .docker/config.json, .kube)" });
+            return Err(RootError::Protected {
+                path: path.to_owned(),
+                what: "a credential location (.ssh, .gnupg, .aws, .config/gh, .netrc, .docker/config.json, .kube)",
+            });
         }
         Ok(())
     }
@@ -494,7 +505,8 @@ impl RootStore {
         }
         drop(conn);
         let roots = self.list()?;
-        let roots = if roots.is_empty() { "none".to_owned() } else { roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ") };
+        let roots =
+            if roots.is_empty() { "none".to_owned() } else { roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ") };
         Err(RootStoreError::NotRegistered { path: path.display().to_string(), roots })
     }
 }
@@ -532,7 +544,14 @@ mod tests {
         symlink(dir.path(), root.join("up")).expect("symlink");
         let roots = Roots::new([root.clone()], []);
         let named = roots.describe();
-        for path in ["../secret.txt", "link", "up/secret.txt", "up/project/../secret.txt", &dir.path().join("secret.txt").display().to_string(), "/etc/passwd"] {
+        for path in [
+            "../secret.txt",
+            "link",
+            "up/secret.txt",
+            "up/project/../secret.txt",
+            &dir.path().join("secret.txt").display().to_string(),
+            "/etc/passwd",
+        ] {
             let error = roots.resolve(path).expect_err(path);
             assert!(matches!(error, RootError::Outside { .. }), "{path}: {error:?}");
             assert!(error.to_string().contains(&named), "{path}: {error}");

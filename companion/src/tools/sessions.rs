@@ -173,16 +173,27 @@ impl ExecSessions {
         // its waiter, nor a live entry that never ends (it would hold a slot until restart).
         let (answer, reply) = tokio::sync::oneshot::channel();
         tokio::spawn(async move { this.run(id, owner, argv, cwd, now, answer).await });
-        reply.await.unwrap_or_else(|_| Err(SessionError::Refused("herdr_exec_start: the session task ended before it answered; start it again".to_owned())))
+        reply.await.unwrap_or_else(|_| {
+            Err(SessionError::Refused("herdr_exec_start: the session task ended before it answered; start it again".to_owned()))
+        })
     }
 
     /// [`Self::start`]'s task: the row, the spawn, the recorded group, then the wait. The
     /// first answer goes to `answer`; the task runs on whether or not anyone hears it.
-    async fn run(self: Arc<Self>, id: String, owner: String, argv: Vec<String>, cwd: PathBuf, now: i64, answer: tokio::sync::oneshot::Sender<Result<Value, SessionError>>) {
+    async fn run(
+        self: Arc<Self>,
+        id: String,
+        owner: String,
+        argv: Vec<String>,
+        cwd: PathBuf,
+        now: i64,
+        answer: tokio::sync::oneshot::Sender<Result<Value, SessionError>>,
+    ) {
         let shown_command = serde_json::to_string(&argv).unwrap_or_default();
         let cwd_text = cwd.display().to_string();
         {
-            let (conn, row) = (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.clone()));
+            let (conn, row) =
+                (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.clone()));
             let inserted = off_worker(move || -> Result<(), DbError> {
                 lock(&conn).execute(
                     "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES (?1, ?6, ?2, ?3, ?4, ?5, 'running')",
@@ -222,7 +233,8 @@ impl ExecSessions {
             // Unrecorded, a crash would leave the group to its death signal alone: the
             // session is not started then (the group is killed, its entry and row end).
             let recorded = off_worker(move || -> Result<(), DbError> {
-                lock(&conn).execute("UPDATE exec_sessions SET pgid = ?2, start_identity = ?3 WHERE id = ?1", params![row, pgid, identity])?;
+                lock(&conn)
+                    .execute("UPDATE exec_sessions SET pgid = ?2, start_identity = ?3 WHERE id = ?1", params![row, pgid, identity])?;
                 Ok(())
             })
             .await;
@@ -238,7 +250,10 @@ impl ExecSessions {
             }
         }
         let _ = answer.send(Ok(json!({"session_id": id, "state": "running", "cwd": cwd_text, "command": argv})));
-        let pumps = (child.stdout.take().map(|s| tokio::spawn(pump(s, live.clone(), false))), child.stderr.take().map(|s| tokio::spawn(pump(s, live.clone(), true))));
+        let pumps = (
+            child.stdout.take().map(|s| tokio::spawn(pump(s, live.clone(), false))),
+            child.stderr.take().map(|s| tokio::spawn(pump(s, live.clone(), true))),
+        );
         let status = child.wait().await.ok();
         for p in [pumps.0, pumps.1].into_iter().flatten() {
             let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
@@ -253,7 +268,10 @@ impl ExecSessions {
         let (conn, id) = (self.conn.clone(), id.to_owned());
         let now = crate::clock::unix_millis();
         off_worker(move || -> Result<(), DbError> {
-            lock(&conn).execute("UPDATE exec_sessions SET state = ?2, exit_code = ?3, ended_at = ?4 WHERE id = ?1", params![id, state, code, now])?;
+            lock(&conn).execute(
+                "UPDATE exec_sessions SET state = ?2, exit_code = ?3, ended_at = ?4 WHERE id = ?1",
+                params![id, state, code, now],
+            )?;
             Ok(())
         })
         .await
@@ -263,7 +281,9 @@ impl ExecSessions {
         let (conn, id, owner) = (self.conn.clone(), id.to_owned(), owner.to_owned());
         off_worker(move || -> Result<_, DbError> {
             Ok(lock(&conn)
-                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1 AND owner = ?2", params![id, owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1 AND owner = ?2", params![id, owner], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()?)
         })
         .await
@@ -303,7 +323,9 @@ impl ExecSessions {
         let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
         let Some(live) = live else {
             return match self.stored(owner, id).await? {
-                Some((state, code, _)) => Ok(json!({"session_id": id, "state": state, "exit_code": code, "note": "It was not running in this runtime; nothing was killed."})),
+                Some((state, code, _)) => Ok(
+                    json!({"session_id": id, "state": state, "exit_code": code, "note": "It was not running in this runtime; nothing was killed."}),
+                ),
                 None => Err(Self::not_found(id)),
             };
         };
@@ -412,7 +434,10 @@ mod tests {
         }
         assert_eq!(read["data"], "hi\n");
         assert_eq!(read["state"], "running");
-        assert!(matches!(sessions.read("bridge:zai:conv:1", &id, false, 0, 100).await, Err(SessionError::NotFound(_))), "another caller's session is not there");
+        assert!(
+            matches!(sessions.read("bridge:zai:conv:1", &id, false, 0, 100).await, Err(SessionError::NotFound(_))),
+            "another caller's session is not there"
+        );
         // Another runtime start over the same state.db: the session is interrupted and its
         // process group, proven to be the session's, is killed.
         let after = ExecSessions::open(&db, "boot2").expect("reopen");

@@ -23,7 +23,15 @@ pub const SINCE_MAX_LIMIT: u64 = 500;
 ///
 /// `events` are the log's events after the (possibly reset) cursor, at most `limit + 1`
 /// of them (the extra one says `more`); `workspace` keeps only that workspace's events.
-pub fn page(events: &[StoredEvent], boot_id: &str, log_id: &str, cursor: i64, log_reset: bool, limit: usize, workspace: Option<&str>) -> Value {
+pub fn page(
+    events: &[StoredEvent],
+    boot_id: &str,
+    log_id: &str,
+    cursor: i64,
+    log_reset: bool,
+    limit: usize,
+    workspace: Option<&str>,
+) -> Value {
     let more = events.len() > limit;
     let taken = &events[..events.len().min(limit)];
     let next = taken.last().map_or(cursor, |e| e.seq);
@@ -59,7 +67,13 @@ mod tests {
     use super::*;
 
     fn event(seq: i64, ws: &str) -> StoredEvent {
-        StoredEvent { seq, boot_id: "b".to_owned(), at: seq * 10, event: "agent_settled".to_owned(), data: json!({"pane_id": format!("{ws}:p1"), "workspace_id": ws}) }
+        StoredEvent {
+            seq,
+            boot_id: "b".to_owned(),
+            at: seq * 10,
+            event: "agent_settled".to_owned(),
+            data: json!({"pane_id": format!("{ws}:p1"), "workspace_id": ws}),
+        }
     }
 
     #[test]

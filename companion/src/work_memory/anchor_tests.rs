@@ -28,8 +28,12 @@ fn journaled() -> (tempfile::TempDir, WorkMemoryStore, rusqlite::Connection, Str
     };
     let chain = journal.append(&turn, 5).expect("append").continuity_id().to_owned();
     let mut store = WorkMemoryStore::open(&path).expect("work memory");
-    run(&mut store, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo",
-        "work_chain_id": "main", "provider": "chatgpt", "session_ref": "chatgpt:conv:c1", "bound_at": 1}))
+    run(
+        &mut store,
+        LocalMethod::WorkMemoryBind,
+        json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo",
+        "work_chain_id": "main", "provider": "chatgpt", "session_ref": "chatgpt:conv:c1", "bound_at": 1}),
+    )
     .expect("bind");
     let raw = crate::db::open_connection(&path).expect("raw connection");
     (dir, store, raw, chain)
@@ -40,9 +44,13 @@ fn run(store: &mut WorkMemoryStore, method: LocalMethod, params: Value) -> Resul
 }
 
 fn put_on_journal(store: &mut WorkMemoryStore, chain: &str, message_id: &str) -> Result<Value, WorkMemoryError> {
-    run(store, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
+    run(
+        store,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
         "summary": "loader done", "checkpoint_json": "{\"next\":\"release notes\"}",
-        "through_journal_turn": {"continuity_id": chain, "message_id": message_id}, "created_at": 20}))
+        "through_journal_turn": {"continuity_id": chain, "message_id": message_id}, "created_at": 20}),
+    )
 }
 
 fn verified(store: &mut WorkMemoryStore) -> Value {
@@ -86,14 +94,22 @@ fn w1_a_put_naming_an_absent_or_foreign_journal_turn_is_refused() {
 #[test]
 fn w1_verified_is_computed_a_deleted_turn_anchor_or_an_edited_checkpoint_does_not_verify() {
     let (_dir, mut store, raw, chain) = journaled();
-    let m = run(&mut store, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt",
-        "session_ref": "chatgpt:conv:c1", "provider_message_ref": "u1", "role": "user", "text": "first", "observed_at": 10}))
+    let m = run(
+        &mut store,
+        LocalMethod::WorkMemoryAppendTurn,
+        json!({"continuity_id": chain, "provider": "chatgpt",
+        "session_ref": "chatgpt:conv:c1", "provider_message_ref": "u1", "role": "user", "text": "first", "observed_at": 10}),
+    )
     .expect("turn")["message_id"]
         .as_str()
         .expect("id")
         .to_owned();
-    run(&mut store, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
-        "summary": "s", "checkpoint_json": "{}", "through_message_id": m, "created_at": 20}))
+    run(
+        &mut store,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
+        "summary": "s", "checkpoint_json": "{}", "through_message_id": m, "created_at": 20}),
+    )
     .expect("put");
     assert_eq!(verified(&mut store), json!(true));
     raw.execute("UPDATE wm_checkpoints SET summary = 'rewritten'", []).expect("tamper");
@@ -139,8 +155,12 @@ fn w2_a_restored_legacy_chain_never_anchors_a_checkpoint() {
     };
     let (_, packets) = journal.append_reporting(&turn, 6).expect("append");
     let restored = packets[0].continuity_id.clone().expect("restored");
-    run(&mut store, LocalMethod::WorkMemoryBind, json!({"continuity_id": restored, "project_ref": "g-p-1", "repo_id": "repo",
-        "work_chain_id": "legacy", "provider": "chatgpt", "session_ref": "chatgpt:conv:c7", "bound_at": 2}))
+    run(
+        &mut store,
+        LocalMethod::WorkMemoryBind,
+        json!({"continuity_id": restored, "project_ref": "g-p-1", "repo_id": "repo",
+        "work_chain_id": "legacy", "provider": "chatgpt", "session_ref": "chatgpt:conv:c7", "bound_at": 2}),
+    )
     .expect("bind");
     let refused = put_on_journal(&mut store, &restored, "legacy:ht:w2").expect_err("a restored chain");
     assert!(refused.to_string().contains("restored legacy handoff packet"), "{refused}");

@@ -38,7 +38,10 @@ fn invalid(what: &str, detail: impl std::fmt::Display) -> WorkMemoryError {
 /// Checks a goal text (`""` clears).
 pub fn check_goal(what: &str, goal: &str) -> Result<(), WorkMemoryError> {
     if goal.len() > MAX_GOAL_BYTES {
-        return Err(invalid(what, format_args!("goal is {} bytes; at most {MAX_GOAL_BYTES} are allowed — state the goal in a sentence or two", goal.len())));
+        return Err(invalid(
+            what,
+            format_args!("goal is {} bytes; at most {MAX_GOAL_BYTES} are allowed — state the goal in a sentence or two", goal.len()),
+        ));
     }
     if goal.chars().any(|c| c.is_control() && c != '\n') {
         return Err(invalid(what, "goal contains a control character; send plain text"));
@@ -53,14 +56,20 @@ pub fn check(what: &str, params: &GoalParams) -> Result<(), WorkMemoryError> {
     }
     let Some(todos) = &params.todos else { return Ok(()) };
     if todos.len() > MAX_GOAL_TODOS {
-        return Err(invalid(what, format_args!("todos has {} items; at most {MAX_GOAL_TODOS} are allowed — group small steps", todos.len())));
+        return Err(invalid(
+            what,
+            format_args!("todos has {} items; at most {MAX_GOAL_TODOS} are allowed — group small steps", todos.len()),
+        ));
     }
     for (n, todo) in todos.iter().enumerate() {
         if todo.text.trim().is_empty() {
             return Err(invalid(what, format_args!("todos[{n}].text is empty; send what is to be done")));
         }
         if todo.text.len() > MAX_GOAL_TODO_BYTES {
-            return Err(invalid(what, format_args!("todos[{n}].text is {} bytes; at most {MAX_GOAL_TODO_BYTES} are allowed", todo.text.len())));
+            return Err(invalid(
+                what,
+                format_args!("todos[{n}].text is {} bytes; at most {MAX_GOAL_TODO_BYTES} are allowed", todo.text.len()),
+            ));
         }
     }
     if params.goal.as_deref() == Some("") && !todos.is_empty() {
@@ -74,7 +83,9 @@ impl WorkMemoryStore {
     pub fn goal(&self, session_ref: &str) -> Result<GoalState, WorkMemoryError> {
         let row: Option<(String, String, u64)> = self
             .conn
-            .query_row("SELECT goal, todos, updated_at FROM wm_goals WHERE session_ref = ?1", params![session_ref], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row("SELECT goal, todos, updated_at FROM wm_goals WHERE session_ref = ?1", params![session_ref], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .optional()?;
         let mut state = GoalState { session_ref: session_ref.to_owned(), ..GoalState::default() };
         if let Some((goal, todos, updated_at)) = row {

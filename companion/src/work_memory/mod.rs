@@ -12,18 +12,18 @@
 //!   field and says what to send; nothing is written then.
 //! - A refused call changes nothing (every change is one transaction, [`store`]).
 
-pub mod journal_anchor;
 pub mod goal;
+pub mod journal_anchor;
 pub mod store;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use continuity_protocol::work_memory::{
-    AppendEvidenceParams, GoalParams, GoalState, AppendTurnParams, BindParams, CheckpointPutParams, ResumeParams, SearchParams,
-    MAX_ACCOUNT_REF_BYTES, MAX_BODY_BYTES, MAX_CHECKPOINT_JSON_BYTES, MAX_COMMIT_SHA_BYTES, MAX_CONTINUITY_ID_BYTES,
-    MAX_EVIDENCE_ID_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES, MAX_REF_BYTES, MAX_RESUME_TURNS,
-    MAX_SEARCH_LIMIT, MAX_SUMMARY_BYTES, MAX_WORK_CHAIN_ID_BYTES,
+    AppendEvidenceParams, AppendTurnParams, BindParams, CheckpointPutParams, GoalParams, GoalState, ResumeParams, SearchParams,
+    MAX_ACCOUNT_REF_BYTES, MAX_BODY_BYTES, MAX_CHECKPOINT_JSON_BYTES, MAX_COMMIT_SHA_BYTES, MAX_CONTINUITY_ID_BYTES, MAX_EVIDENCE_ID_BYTES,
+    MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES, MAX_REF_BYTES, MAX_RESUME_TURNS, MAX_SEARCH_LIMIT, MAX_SUMMARY_BYTES,
+    MAX_WORK_CHAIN_ID_BYTES,
 };
 use continuity_protocol::LocalMethod;
 use serde::de::DeserializeOwned;
@@ -60,9 +60,17 @@ impl WorkMemory {
 
     /// The continuity chain the partition (`project_ref`, `repo_id`, `work_chain_id`) is
     /// bound to, if it is bound.
-    pub async fn chain_of_partition(&self, project_ref: String, repo_id: String, work_chain_id: String) -> Result<Option<String>, WorkMemoryError> {
+    pub async fn chain_of_partition(
+        &self,
+        project_ref: String,
+        repo_id: String,
+        work_chain_id: String,
+    ) -> Result<Option<String>, WorkMemoryError> {
         let store = self.store.clone();
-        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).chain_of_partition(&project_ref, &repo_id, &work_chain_id)).await
+        off_worker(move || {
+            store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).chain_of_partition(&project_ref, &repo_id, &work_chain_id)
+        })
+        .await
     }
 
     /// The goal of the scope `session_ref` (Goal mode's evidence, SPEC J7).
@@ -80,7 +88,8 @@ impl WorkMemory {
         goal::check_goal("goal.set", &goal)?;
         let params = GoalParams { session_ref, goal: Some(goal.trim().to_owned()), todos: None };
         let store = self.store.clone();
-        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).goal_put(&params, crate::clock::unix_millis())).await
+        off_worker(move || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).goal_put(&params, crate::clock::unix_millis()))
+            .await
     }
 
     /// Runs one `work_memory.*` call with `params` (a JSON object).
@@ -135,9 +144,8 @@ fn invalid(method: LocalMethod, detail: impl std::fmt::Display) -> WorkMemoryErr
 }
 
 fn parse<T: DeserializeOwned>(method: LocalMethod, params: Value) -> Result<T, WorkMemoryError> {
-    serde_json::from_value(params).map_err(|e| {
-        invalid(method, format_args!("{e}; herdr_methods and docs/PROTOCOL.md \"Work Memory\" list the fields it takes"))
-    })
+    serde_json::from_value(params)
+        .map_err(|e| invalid(method, format_args!("{e}; herdr_methods and docs/PROTOCOL.md \"Work Memory\" list the fields it takes")))
 }
 
 /// An id-like string: non-empty, no leading or trailing space, no control character, at
@@ -168,7 +176,10 @@ fn body(method: LocalMethod, field: &str, value: &str, max: usize) -> Result<(),
         return Err(invalid(method, format_args!("{field} is empty; send the text itself")));
     }
     if value.len() > max {
-        return Err(invalid(method, format_args!("{field} is {} bytes; at most {max} are allowed — split it or send a summary", value.len())));
+        return Err(invalid(
+            method,
+            format_args!("{field} is {} bytes; at most {max} are allowed — split it or send a summary", value.len()),
+        ));
     }
     Ok(())
 }
@@ -232,7 +243,10 @@ pub fn checked(method: LocalMethod, params: Value) -> Result<Call, WorkMemoryErr
             id(m, "continuity_id", &p.continuity_id, MAX_CONTINUITY_ID_BYTES)?;
             body(m, "summary", &p.summary, MAX_SUMMARY_BYTES)?;
             if p.checkpoint_json.len() > MAX_CHECKPOINT_JSON_BYTES {
-                return Err(invalid(m, format_args!("checkpoint_json is {} bytes; at most {MAX_CHECKPOINT_JSON_BYTES} are allowed", p.checkpoint_json.len())));
+                return Err(invalid(
+                    m,
+                    format_args!("checkpoint_json is {} bytes; at most {MAX_CHECKPOINT_JSON_BYTES} are allowed", p.checkpoint_json.len()),
+                ));
             }
             if !matches!(serde_json::from_str::<Value>(&p.checkpoint_json), Ok(Value::Object(_))) {
                 return Err(invalid(m, "checkpoint_json must be a JSON object encoded as a string, e.g. \"{\\\"next\\\":\\\"…\\\"}\""));

@@ -25,9 +25,8 @@ use std::path::Path;
 
 use continuity_protocol::work_memory::{
     AppendEvidenceParams, AppendEvidenceResult, AppendTurnParams, AppendTurnResult, BindParams, BindResult, Checkpoint,
-    CheckpointPutParams, CheckpointPutResult, Coverage, ResumeEvidence, ResumeParams, ResumeResult, ResumeTurn,
-    SearchHit, SearchParams, SearchResult, DEFAULT_RESUME_TURNS, DEFAULT_SEARCH_LIMIT, MAX_RESUME_EVIDENCE, MAX_RESUME_TEXT_BYTES,
-    RETENTION_POLICY,
+    CheckpointPutParams, CheckpointPutResult, Coverage, ResumeEvidence, ResumeParams, ResumeResult, ResumeTurn, SearchHit, SearchParams,
+    SearchResult, DEFAULT_RESUME_TURNS, DEFAULT_SEARCH_LIMIT, MAX_RESUME_EVIDENCE, MAX_RESUME_TEXT_BYTES, RETENTION_POLICY,
 };
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use sha2::{Digest, Sha256};
@@ -102,7 +101,12 @@ fn sha256(parts: &[&str]) -> String {
 
 /// A checkpoint's `sha256` over its stored fields; retention recomputes it to verify the
 /// checkpoint before reclaiming anything behind it (W4).
-pub fn checkpoint_digest(summary: &str, checkpoint_json: &str, through_message_id: Option<&str>, through_evidence_id: Option<&str>) -> String {
+pub fn checkpoint_digest(
+    summary: &str,
+    checkpoint_json: &str,
+    through_message_id: Option<&str>,
+    through_evidence_id: Option<&str>,
+) -> String {
     sha256(&[summary, checkpoint_json, through_message_id.unwrap_or(""), through_evidence_id.unwrap_or("")])
 }
 
@@ -149,11 +153,7 @@ fn portable_ref(source: &continuity_protocol::work_memory::PortableSource) -> St
 fn excerpt(text: &str, query: &str) -> String {
     const AROUND: usize = 120;
     let lower = text.to_lowercase();
-    let at = query
-        .split_whitespace()
-        .filter_map(|word| lower.find(&word.to_lowercase()))
-        .min()
-        .unwrap_or(0);
+    let at = query.split_whitespace().filter_map(|word| lower.find(&word.to_lowercase())).min().unwrap_or(0);
     // `lower` can differ in length from `text` for a few scripts: clamp, then find char bounds.
     let at = at.min(text.len());
     let mut start = at.saturating_sub(AROUND);
@@ -178,11 +178,7 @@ fn excerpt(text: &str, query: &str) -> String {
 /// An FTS5 query of the words of `query`, each quoted (no operator of the caller's reaches
 /// FTS5's query syntax), all required.
 fn fts_query(query: &str) -> String {
-    query
-        .split_whitespace()
-        .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(" ")
+    query.split_whitespace().map(|word| format!("\"{}\"", word.replace('"', "\"\""))).collect::<Vec<_>>().join(" ")
 }
 
 impl WorkMemoryStore {
@@ -390,8 +386,15 @@ impl WorkMemoryStore {
             Some(anchor) => Some(super::journal_anchor::text_digest_for_put(&tx, &p.continuity_id, anchor)?),
             None => None,
         };
-        let journal = p.through_journal_turn.as_ref().zip(journal_sha.as_deref()).map(|(a, d)| (a.continuity_id.as_str(), a.message_id.as_str(), d));
-        let digest = checkpoint_digest_anchored(&p.summary, &p.checkpoint_json, p.through_message_id.as_deref(), p.through_evidence_id.as_deref(), journal);
+        let journal =
+            p.through_journal_turn.as_ref().zip(journal_sha.as_deref()).map(|(a, d)| (a.continuity_id.as_str(), a.message_id.as_str(), d));
+        let digest = checkpoint_digest_anchored(
+            &p.summary,
+            &p.checkpoint_json,
+            p.through_message_id.as_deref(),
+            p.through_evidence_id.as_deref(),
+            journal,
+        );
         let current = latest_checkpoint(&tx, &p.continuity_id)?;
         let actual = current.as_ref().map_or(0, |c| c.revision);
         if actual != p.expected_checkpoint_revision {
@@ -450,7 +453,9 @@ impl WorkMemoryStore {
         // The stored row, read back with `verified` computed as every read computes it.
         let stored = latest_checkpoint(&tx, &p.continuity_id)?;
         tx.commit()?;
-        let checkpoint = stored.ok_or_else(|| WorkMemoryError::Conflict("checkpoint.put: the checkpoint just written cannot be read back; retry".to_owned()))?;
+        let checkpoint = stored.ok_or_else(|| {
+            WorkMemoryError::Conflict("checkpoint.put: the checkpoint just written cannot be read back; retry".to_owned())
+        })?;
         Ok(CheckpointPutResult::Stored { ok: true, checkpoint })
     }
 
@@ -548,9 +553,7 @@ impl WorkMemoryStore {
         let limit = i64::from(p.limit.unwrap_or(DEFAULT_SEARCH_LIMIT));
         let mut hits = self
             .conn
-            .prepare(
-                "SELECT source_kind, source_id, body FROM wm_fts WHERE wm_fts MATCH ?1 AND continuity_id = ?2 ORDER BY rank LIMIT ?3",
-            )?
+            .prepare("SELECT source_kind, source_id, body FROM wm_fts WHERE wm_fts MATCH ?1 AND continuity_id = ?2 ORDER BY rank LIMIT ?3")?
             .query_map(params![fts_query(&p.query), chain.continuity_id, limit + 1], |r| {
                 Ok(SearchHit { source_kind: r.get(0)?, source_id: r.get(1)?, excerpt: r.get(2)? })
             })?
@@ -661,11 +664,9 @@ fn latest_checkpoint(conn: &Connection, continuity_id: &str) -> Result<Option<Ch
                     sha256: r.get(3)?,
                     through_message_id: r.get(4)?,
                     through_evidence_id: r.get(5)?,
-                    through_journal_turn: journal
-                        .0
-                        .clone()
-                        .zip(journal.1.clone())
-                        .map(|(continuity_id, message_id)| continuity_protocol::work_memory::JournalTurnAnchor { continuity_id, message_id }),
+                    through_journal_turn: journal.0.clone().zip(journal.1.clone()).map(|(continuity_id, message_id)| {
+                        continuity_protocol::work_memory::JournalTurnAnchor { continuity_id, message_id }
+                    }),
                     created_at: r.get::<_, i64>(6)? as u64,
                     verified: false,
                 };

@@ -136,7 +136,9 @@ fn w3_resume_is_by_exact_partition_and_returns_what_follows_the_checkpoint() {
     bind(&mut s, "k1", "main").expect("ok");
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(turn(&mut s, "k1", &format!("u{i}"), &format!("turn number {i}")).expect("ok")["message_id"].as_str().expect("ok").to_owned());
+        ids.push(
+            turn(&mut s, "k1", &format!("u{i}"), &format!("turn number {i}")).expect("ok")["message_id"].as_str().expect("ok").to_owned(),
+        );
     }
     put(&mut s, "k1", 0, "through turn 2", &ids[2]).expect("ok");
     let resumed = resume(&mut s, "main", None).expect("ok");
@@ -151,7 +153,8 @@ fn w3_resume_is_by_exact_partition_and_returns_what_follows_the_checkpoint() {
     assert_eq!(one["turns"][0]["text"], "turn number 4");
     assert_eq!(one["coverage"]["display_truncated"], true);
     // Exact: another spelling of the partition is not found (no "latest", no "similar").
-    let err = run(&mut s, LocalMethod::WorkMemoryResume, json!({"project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "Main"})).expect_err("refused");
+    let err = run(&mut s, LocalMethod::WorkMemoryResume, json!({"project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "Main"}))
+        .expect_err("refused");
     assert_eq!(err.code(), "work_memory_not_found");
 }
 
@@ -200,11 +203,26 @@ fn search_finds_words_in_one_partition_only() {
 fn bad_params_are_refused_before_any_write_with_what_to_send() {
     let (_dir, mut s) = store();
     let cases = [
-        (json!({"continuity_id": "k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1, "extra": 1}), "unknown field"),
-        (json!({"continuity_id": " k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}), "whitespace"),
-        (json!({"continuity_id": "k\u{7}1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}), "control character"),
-        (json!({"continuity_id": "k".repeat(161), "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}), "at most 160"),
-        (json!({"continuity_id": "k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": -1}), "invalid value"),
+        (
+            json!({"continuity_id": "k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1, "extra": 1}),
+            "unknown field",
+        ),
+        (
+            json!({"continuity_id": " k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}),
+            "whitespace",
+        ),
+        (
+            json!({"continuity_id": "k\u{7}1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}),
+            "control character",
+        ),
+        (
+            json!({"continuity_id": "k".repeat(161), "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": 1}),
+            "at most 160",
+        ),
+        (
+            json!({"continuity_id": "k1", "project_ref": "p", "repo_id": "r", "work_chain_id": "w", "provider": "x", "session_ref": "s", "bound_at": -1}),
+            "invalid value",
+        ),
     ];
     for (params, expected) in cases {
         let err = run(&mut s, LocalMethod::WorkMemoryBind, params).expect_err("refused");

@@ -10,7 +10,10 @@ use crate::support::{output_within, LineClient, TestHome};
 #[test]
 fn doctor_prints_the_page_diagnostics_the_extension_reported_last() {
     let home = TestHome::new();
-    let before = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let before = output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]),
+        "doctor",
+    );
     assert!(String::from_utf8_lossy(&before.stdout).contains("no page diagnostics yet"), "{before:?}");
     let mut runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
@@ -32,7 +35,10 @@ fn doctor_prints_the_page_diagnostics_the_extension_reported_last() {
     // A report that is no object is refused with what to send.
     let bad = client.call("d-2", "diagnostics.report", json!({ "diagnostics": "oops" }));
     assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
-    let after = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let after = output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]),
+        "doctor",
+    );
     let text = String::from_utf8_lossy(&after.stdout);
     assert!(text.contains("last page diagnostics (chatgpt"), "{text}");
     assert!(text.contains("layout: none recognised"), "{text}");
@@ -40,7 +46,9 @@ fn doctor_prints_the_page_diagnostics_the_extension_reported_last() {
     assert!(text.contains("served by a fallback probe: stop (entry 1, 12×)"), "the fallback in use is a warning: {text}");
     assert!(!text.contains("turn (entry"), "a first probe is no warning: {text}");
     assert!(
-        text.contains("missing composer: looked at 200 element(s); tags div 120, form 1, main 1; roles log 1; data-* data-mobile-composer 1"),
+        text.contains(
+            "missing composer: looked at 200 element(s); tags div 120, form 1, main 1; roles log 1; data-* data-mobile-composer 1"
+        ),
         "{text}"
     );
     assert!(text.contains("csp: meta policy present, 2 violation(s) seen"), "{text}");

@@ -94,13 +94,28 @@ fn goal_evidence_reports_todos_tasks_and_the_workspace_j7() {
         {"text": "split the lexer", "done": true}, {"text": "write the tests"}, {"text": "update the docs"}]}));
     assert_eq!(set["result"]["type"], "tool_result", "{set}");
     let evidence = client.evidence(scope);
-    assert_eq!((evidence["goal"].clone(), evidence["todos_open"].clone(), evidence["todos_done"].clone()), (json!("ship the parser"), json!(2), json!(1)));
+    assert_eq!(
+        (evidence["goal"].clone(), evidence["todos_open"].clone(), evidence["todos_done"].clone()),
+        (json!("ship the parser"), json!(2), json!(1))
+    );
 
     // The HUD sets the same text: the list stays. A running task and a working agent show.
     let hud = client.result("goal.set", json!({"browser_session_ref": scope, "goal": " ship the parser "}));
     assert_eq!((hud["type"].clone(), hud["todos_open"].clone()), (json!("goal_evidence"), json!(2)));
     let dispatch = output_within(
-        &mut home.command(&["task", "dispatch", "--session-ref", scope, "--workspace", "w1", "--pane", "w1:p1", "--turn", "t1", "run the tests"]),
+        &mut home.command(&[
+            "task",
+            "dispatch",
+            "--session-ref",
+            scope,
+            "--workspace",
+            "w1",
+            "--pane",
+            "w1:p1",
+            "--turn",
+            "t1",
+            "run the tests",
+        ]),
         "task dispatch",
     );
     assert!(dispatch.status.success(), "{}", String::from_utf8_lossy(&dispatch.stderr));
@@ -110,13 +125,18 @@ fn goal_evidence_reports_todos_tasks_and_the_workspace_j7() {
     assert_eq!((busy["open_tasks"].clone(), busy["workspace"].clone()), (json!(1), json!("working")));
 
     // Every item done: the evidence says so (Goal mode stops on it).
-    client.planner_goal(json!({"session_ref": scope, "todos": [{"text": "split the lexer", "done": true}, {"text": "write the tests", "done": true}]}));
+    client.planner_goal(
+        json!({"session_ref": scope, "todos": [{"text": "split the lexer", "done": true}, {"text": "write the tests", "done": true}]}),
+    );
     let done = client.evidence(scope);
     assert_eq!((done["todos_open"].clone(), done["todos_done"].clone()), (json!(0), json!(2)));
 
     // Another goal from the HUD starts without the old list; "" clears.
     let other = client.result("goal.set", json!({"browser_session_ref": scope, "goal": "release 1.2"}));
-    assert_eq!((other["goal"].clone(), other["todos_open"].clone(), other["todos_done"].clone()), (json!("release 1.2"), json!(0), json!(0)));
+    assert_eq!(
+        (other["goal"].clone(), other["todos_open"].clone(), other["todos_done"].clone()),
+        (json!("release 1.2"), json!(0), json!(0))
+    );
     let cleared = client.result("goal.set", json!({"browser_session_ref": scope, "goal": ""}));
     assert_eq!(cleared["goal"], Value::Null);
     // Another scope never sees this one's goal.

@@ -38,16 +38,11 @@ async fn ping_reports_version_and_protocol_20() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("herdr.sock");
     tokio::spawn(fake_herdr(UnixListener::bind(&socket).expect("bind"), 20));
-    let pong = herdr::ping(&socket, Duration::from_secs(2))
-        .await
-        .expect("pong");
+    let pong = herdr::ping(&socket, Duration::from_secs(2)).await.expect("pong");
     assert_eq!((pong.version.as_str(), pong.protocol), ("0.8.2", 20));
     assert_eq!(pong.capabilities["live_handoff"], true);
     let s = status(&socket, &Ok(pong));
-    assert_eq!(
-        (s.state, s.protocol, s.detail),
-        (HerdrState::Connected, Some(20), None)
-    );
+    assert_eq!((s.state, s.protocol, s.detail), (HerdrState::Connected, Some(20), None));
 }
 
 #[tokio::test]
@@ -56,15 +51,10 @@ async fn protocol_19_is_unsupported() {
     let socket = dir.path().join("herdr.sock");
     tokio::spawn(fake_herdr(UnixListener::bind(&socket).expect("bind"), 19));
     let outcome = herdr::ping(&socket, Duration::from_secs(2)).await;
-    assert!(matches!(
-        outcome,
-        Err(HerdrError::UnsupportedProtocol { protocol: 19, .. })
-    ));
+    assert!(matches!(outcome, Err(HerdrError::UnsupportedProtocol { protocol: 19, .. })));
     let s = status(&socket, &outcome);
     assert_eq!(s.state, HerdrState::UnsupportedProtocol);
-    assert!(s
-        .detail
-        .is_some_and(|d| d.contains("update Herdr or the companion")));
+    assert!(s.detail.is_some_and(|d| d.contains("update Herdr or the companion")));
 }
 
 #[tokio::test]
@@ -98,10 +88,7 @@ fn the_runtime_reports_a_connected_herdr() {
     let socket: PathBuf = home.herdr_socket.clone();
     let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
         rt.block_on(async move {
             let listener = UnixListener::bind(&socket).expect("bind fake herdr");
             let _ = bound_tx.send(());
@@ -129,21 +116,12 @@ fn herdr_state_changes_are_pushed_to_every_client() {
     let _runtime = home.start_runtime();
     let mut first = LineClient::connect(&home.socket());
     let mut second = LineClient::connect(&home.socket());
-    assert_eq!(
-        first.call("a", "herdr.status", json!({}))["result"]["herdr"]["state"],
-        "not_running"
-    );
-    assert_eq!(
-        second.call("b", "herdr.status", json!({}))["result"]["herdr"]["state"],
-        "not_running"
-    );
+    assert_eq!(first.call("a", "herdr.status", json!({}))["result"]["herdr"]["state"], "not_running");
+    assert_eq!(second.call("b", "herdr.status", json!({}))["result"]["herdr"]["state"], "not_running");
 
     let socket = home.herdr_socket.clone();
     let _server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
         rt.block_on(async move {
             let listener = UnixListener::bind(&socket).expect("bind fake herdr");
             tokio::time::timeout(Duration::from_secs(20), fake_herdr(listener, 20)).await

@@ -4,10 +4,7 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::support::{
-    frame, output_within, send_sigterm, ChildGuard, DetachedRuntime, FrameReader, TestHome,
-    ORIGIN, PROCESS_WAIT,
-};
+use crate::support::{frame, output_within, send_sigterm, ChildGuard, DetachedRuntime, FrameReader, TestHome, ORIGIN, PROCESS_WAIT};
 
 fn is_host_error(v: &Value) -> bool {
     v["event"] == "host_error"
@@ -17,13 +14,7 @@ fn is_host_error(v: &Value) -> bool {
 #[test]
 fn a_wrong_origin_is_refused_without_output() {
     let home = TestHome::new();
-    for args in [
-        vec![
-            "host",
-            "chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
-        ],
-        vec!["host"],
-    ] {
+    for args in [vec!["host", "chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"], vec!["host"]] {
         let output = output_within(&mut home.command(&args), "the host");
         assert!(!output.status.success(), "{args:?}");
         assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
@@ -39,13 +30,8 @@ fn a_wrong_origin_is_refused_without_output() {
 fn bad_frames_get_host_errors_and_the_host_stays_up() {
     let home = TestHome::new();
     let _runtime = home.start_runtime();
-    let mut host = ChildGuard::spawn(
-        home.command(&["host", ORIGIN])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-        "the host",
-    );
+    let mut host =
+        ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
     let mut stdin = host.child.stdin.take().expect("stdin");
     let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
 
@@ -61,17 +47,11 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
     stdin.write_all(&frame(&oversize)).expect("write");
     let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "frame_too_large");
-    assert!(error["data"]["message"]
-        .as_str()
-        .unwrap_or("")
-        .contains("1 MiB"));
+    assert!(error["data"]["message"].as_str().unwrap_or("").contains("1 MiB"));
 
     // Still relaying: a hello goes through the real runtime and comes back.
-    let hello =
-        json!({"id":"h1","method":"hello","params":{"protocol":2,"extension_version":"0.1.0"}});
-    stdin
-        .write_all(&frame(hello.to_string().as_bytes()))
-        .expect("write");
+    let hello = json!({"id":"h1","method":"hello","params":{"protocol":2,"extension_version":"0.1.0"}});
+    stdin.write_all(&frame(hello.to_string().as_bytes())).expect("write");
     let answer = stdout.until(|v| v["id"] == "h1");
     assert_eq!(answer["result"]["type"], "hello");
     assert_eq!(answer["result"]["compatible"], true);
@@ -83,10 +63,7 @@ fn bad_frames_get_host_errors_and_the_host_stays_up() {
     drop(stdin);
     let error = stdout.until(is_host_error);
     assert_eq!(error["data"]["code"], "bad_frame");
-    assert!(error["data"]["message"]
-        .as_str()
-        .unwrap_or("")
-        .contains("mid-message"));
+    assert!(error["data"]["message"].as_str().unwrap_or("").contains("mid-message"));
     let status = host.wait_within(PROCESS_WAIT);
     assert!(status.success(), "host should exit cleanly, got {status}");
 }
@@ -107,9 +84,7 @@ fn the_host_starts_a_detached_runtime_that_outlives_it() {
     let mut stdin = host.child.stdin.take().expect("stdin");
     let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
     let ping = json!({"id":"p1","method":"ping","params":{}});
-    stdin
-        .write_all(&frame(ping.to_string().as_bytes()))
-        .expect("write");
+    stdin.write_all(&frame(ping.to_string().as_bytes())).expect("write");
     let answer = stdout.until(|v| v["id"] == "p1");
     // From here on the runtime is ours to stop, even if an assertion fails.
     let runtime = DetachedRuntime::from_log(&home);
@@ -127,31 +102,20 @@ fn the_host_starts_a_detached_runtime_that_outlives_it() {
     // Stop the runtime we caused to start: it removes its socket and exits.
     send_sigterm(runtime.pid);
     runtime.wait_for_exit();
-    assert!(
-        !home.socket().exists(),
-        "runtime did not remove its socket on SIGTERM"
-    );
+    assert!(!home.socket().exists(), "runtime did not remove its socket on SIGTERM");
 }
 
 /// N2: with no runtime and autostart disabled the host says so and exits 1.
 #[test]
 fn no_runtime_means_runtime_unreachable_and_exit_1() {
     let home = TestHome::new();
-    let mut host = ChildGuard::spawn(
-        home.command(&["host", ORIGIN])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-        "the host",
-    );
+    let mut host =
+        ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
     let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
     let error = stdout.next().expect("a host_error frame");
     assert_eq!(error["event"], "host_error");
     assert_eq!(error["data"]["code"], "runtime_unreachable");
-    assert!(error["data"]["message"]
-        .as_str()
-        .unwrap_or("")
-        .contains("herdr-companion runtime"));
+    assert!(error["data"]["message"].as_str().unwrap_or("").contains("herdr-companion runtime"));
     assert_eq!(host.wait_within(PROCESS_WAIT).code(), Some(1));
 }
 
@@ -171,25 +135,17 @@ fn an_oversize_runtime_message_becomes_response_too_large() {
         let mut line = String::new();
         reader.read_line(&mut line).expect("request");
         let request: Value = serde_json::from_str(&line).expect("JSON");
-        let big =
-            json!({"id": request["id"], "result": {"type": "big", "pad": "x".repeat(2 << 20)}});
+        let big = json!({"id": request["id"], "result": {"type": "big", "pad": "x".repeat(2 << 20)}});
         writeln!(writer, "{big}").expect("write big");
         writeln!(writer, "{}", json!({"event": "after", "data": {}})).expect("write small");
         // Keep the connection open until the host has read both.
         let _ = reader.read_line(&mut line);
     });
-    let mut host = ChildGuard::spawn(
-        home.command(&["host", ORIGIN])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-        "the host",
-    );
+    let mut host =
+        ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
     let mut stdin = host.child.stdin.take().expect("stdin");
     let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
-    stdin
-        .write_all(&frame(br#"{"id":"big-1","method":"whatever","params":{}}"#))
-        .expect("write");
+    stdin.write_all(&frame(br#"{"id":"big-1","method":"whatever","params":{}}"#)).expect("write");
     let error = stdout.next().expect("frame");
     assert_eq!(error["event"], "host_error");
     assert_eq!(error["data"]["code"], "response_too_large");

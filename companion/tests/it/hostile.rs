@@ -42,31 +42,63 @@ fn cases() -> Vec<Case> {
     let url = killer_url();
     let huge = "é".repeat(400_000);
     let mut cases = vec![
-        Case { what: "continuity.resume, non-ASCII at byte 32", line: request("c1", "continuity.resume", json!({"conversation_url": url})) },
-        Case { what: "continuity.search, non-ASCII at byte 32", line: request("c2", "continuity.search", json!({"conversation_url": url})) },
+        Case {
+            what: "continuity.resume, non-ASCII at byte 32",
+            line: request("c1", "continuity.resume", json!({"conversation_url": url})),
+        },
+        Case {
+            what: "continuity.search, non-ASCII at byte 32",
+            line: request("c2", "continuity.search", json!({"conversation_url": url})),
+        },
         Case {
             what: "browser_handoff.prepare, non-ASCII at byte 32",
             line: request("c3", "herdr_mcp.browser_handoff.prepare", json!({"continuity_id": "hc-x", "source_url": url})),
         },
         Case {
             what: "continuity.append, non-ASCII URL",
-            line: request("c4", "continuity.append", json!({"conversation_id": "x", "message_id": "m", "role": "user", "text": "t", "observed_at": 1, "conversation_url": url})),
+            line: request(
+                "c4",
+                "continuity.append",
+                json!({"conversation_id": "x", "message_id": "m", "role": "user", "text": "t", "observed_at": 1, "conversation_url": url}),
+            ),
         },
-        Case { what: "Project segment all multi-byte", line: request("c5", "continuity.search", json!({"conversation_url": format!("https://chatgpt.com/g/g-p-{}/c/x", "日".repeat(20))})) },
+        Case {
+            what: "Project segment all multi-byte",
+            line: request(
+                "c5",
+                "continuity.search",
+                json!({"conversation_url": format!("https://chatgpt.com/g/g-p-{}/c/x", "日".repeat(20))}),
+            ),
+        },
         Case { what: "wrong type: url a number", line: request("t1", "continuity.search", json!({"conversation_url": 5})) },
         Case { what: "wrong type: params an array", line: br#"{"id":"t2","method":"ping","params":[1,2]}"#.to_vec() },
         Case { what: "wrong type: id a number", line: br#"{"id":7,"method":"ping","params":{}}"#.to_vec() },
         Case { what: "wrong type: method an object", line: br#"{"id":"t4","method":{},"params":{}}"#.to_vec() },
         Case { what: "hello protocol a string", line: request("t5", "hello", json!({"protocol": "1"})) },
         Case { what: "huge number limit", line: br#"{"id":"n1","method":"continuity.list","params":{"limit":1e308}}"#.to_vec() },
-        Case { what: "number past u64", line: br#"{"id":"n2","method":"continuity.list","params":{"limit":18446744073709551616}}"#.to_vec() },
+        Case {
+            what: "number past u64",
+            line: br#"{"id":"n2","method":"continuity.list","params":{"limit":18446744073709551616}}"#.to_vec(),
+        },
         Case { what: "negative limit", line: request("n3", "continuity.search", json!({"query": "x", "limit": -1})) },
-        Case { what: "huge after_seq", line: br#"{"id":"n4","method":"inbox.pending","params":{"browser_session_ref":"chatgpt:conv:x","after_seq":1e400}}"#.to_vec() },
-        Case { what: "deep nesting 10 000 in params", line: format!(r#"{{"id":"d1","method":"ping","params":{{"x":{}}}}}"#, nested(10_000)).into_bytes() },
+        Case {
+            what: "huge after_seq",
+            line: br#"{"id":"n4","method":"inbox.pending","params":{"browser_session_ref":"chatgpt:conv:x","after_seq":1e400}}"#.to_vec(),
+        },
+        Case {
+            what: "deep nesting 10 000 in params",
+            line: format!(r#"{{"id":"d1","method":"ping","params":{{"x":{}}}}}"#, nested(10_000)).into_bytes(),
+        },
         Case { what: "deep nesting 10 000 as the line", line: nested(10_000).into_bytes() },
         Case { what: "huge non-ASCII string", line: request("h1", "continuity.search", json!({"query": huge})) },
-        Case { what: "huge URL", line: request("h2", "continuity.resume", json!({"conversation_url": format!("https://chatgpt.com/c/{}", "é".repeat(300_000))})) },
-        Case { what: "null params fields", line: request("z1", "continuity.resume", json!({"conversation_url": null, "continuity_id": null})) },
+        Case {
+            what: "huge URL",
+            line: request("h2", "continuity.resume", json!({"conversation_url": format!("https://chatgpt.com/c/{}", "é".repeat(300_000))})),
+        },
+        Case {
+            what: "null params fields",
+            line: request("z1", "continuity.resume", json!({"conversation_url": null, "continuity_id": null})),
+        },
         Case { what: "null id", line: br#"{"id":null,"method":"ping"}"#.to_vec() },
         Case { what: "null method", line: br#"{"id":"z3","method":null}"#.to_vec() },
         Case { what: "unknown method", line: request("u1", "runtime.shutdown", json!({})) },
@@ -74,7 +106,10 @@ fn cases() -> Vec<Case> {
         Case { what: "invalid UTF-8", line: b"{\"id\":\"x\",\"method\":\"\xff\xfe\"}".to_vec() },
         Case { what: "not JSON", line: b"GET / HTTP/1.1".to_vec() },
         Case { what: "a JSON string", line: br#""ping""#.to_vec() },
-        Case { what: "oversize line", line: format!(r#"{{"id":"o1","method":"ping","pad":"{}"}}"#, "x".repeat(1024 * 1024 + 10)).into_bytes() },
+        Case {
+            what: "oversize line",
+            line: format!(r#"{{"id":"o1","method":"ping","pad":"{}"}}"#, "x".repeat(1024 * 1024 + 10)).into_bytes(),
+        },
     ];
     // Every method with params of the wrong shape or hostile content (non-ASCII at every
     // boundary-sensitive spot the params take).
@@ -129,7 +164,8 @@ fn every_hostile_request_is_answered_with_an_error_and_the_runtime_keeps_serving
     for case in cases() {
         let mut client = LineClient::connect(&home.socket());
         client.send_raw(&case.line);
-        let answer = client.next().unwrap_or_else(|| panic!("{}: the connection closed without an answer\n{}", case.what, runtime.diagnostics()));
+        let answer =
+            client.next().unwrap_or_else(|| panic!("{}: the connection closed without an answer\n{}", case.what, runtime.diagnostics()));
         // Hostile params for every method may still be a valid request for a method that
         // reads none of them (tools.list, inbox.counts): a result is fine there.
         let code = match error_code(&answer) {
@@ -245,7 +281,8 @@ fn the_host_relays_on_after_hostile_frames() {
     use crate::support::{frame, ChildGuard, FrameReader, ORIGIN};
     use std::io::Write;
     let (home, mut runtime) = start();
-    let mut host = ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
+    let mut host =
+        ChildGuard::spawn(home.command(&["host", ORIGIN]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()), "the host");
     let mut stdin = host.child.stdin.take().expect("stdin");
     let mut stdout = FrameReader::new(host.child.stdout.take().expect("stdout"));
     // Answers are drained on their own thread, so the host never blocks on a full pipe.

@@ -113,7 +113,19 @@ fn rig(states: [&str; 2]) -> Rig {
 /// `herdr-companion task dispatch …` (the downlink stand-in); returns its printed result.
 fn cli_dispatch(rig: &Rig, session_ref: &str, pane: &str, text: &str) -> Value {
     let output = output_within(
-        &mut rig.home.command(&["task", "dispatch", "--session-ref", session_ref, "--workspace", "w1", "--pane", pane, "--turn", "turn-7", text]),
+        &mut rig.home.command(&[
+            "task",
+            "dispatch",
+            "--session-ref",
+            session_ref,
+            "--workspace",
+            "w1",
+            "--pane",
+            pane,
+            "--turn",
+            "turn-7",
+            text,
+        ]),
         "task dispatch",
     );
     assert!(output.status.success(), "task dispatch failed: {}", String::from_utf8_lossy(&output.stderr));
@@ -342,7 +354,8 @@ fn inbox_pending_pages_with_more_until_the_last_item_i2_i4() {
     let mut client = Client::connect(&rig.home);
     let ids = settle_tasks(&rig, &mut client, "chat-a", "w1:p1", 52);
     let first = client.result("inbox.pending", json!({"browser_session_ref": "chat-a"}));
-    let page: Vec<String> = first["items"].as_array().expect("items").iter().map(|t| t["task_id"].as_str().expect("id").to_owned()).collect();
+    let page: Vec<String> =
+        first["items"].as_array().expect("items").iter().map(|t| t["task_id"].as_str().expect("id").to_owned()).collect();
     assert_eq!((page.len(), first["more"].clone()), (50, json!(true)));
     let acked = client.result("inbox.ack", json!({"browser_session_ref": "chat-a", "task_ids": page}));
     assert_eq!(acked["acked"].as_array().map(Vec::len), Some(50));

@@ -13,24 +13,12 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
     let home = TestHome::new();
     let profile = home.dir.path().join("profile");
     let profile_arg = profile.display().to_string();
-    let output = output_within(&mut home.command(&[
-            "install",
-            "--browser",
-            "chromium",
-            "--user-data-dir",
-            &profile_arg,
-        ]), "install");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = output_within(&mut home.command(&["install", "--browser", "chromium", "--user-data-dir", &profile_arg]), "install");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let manifest_path = profile.join("NativeMessagingHosts/dev.herdr.continuity.json");
     assert!(String::from_utf8_lossy(&output.stdout).contains(&manifest_path.display().to_string()));
 
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest_path).expect("manifest"))
-            .expect("JSON");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&manifest_path).expect("manifest")).expect("JSON");
     assert_eq!(manifest["name"], "dev.herdr.continuity");
     assert_eq!(manifest["type"], "stdio");
     assert_eq!(manifest["allowed_origins"], serde_json::json!([ORIGIN]));
@@ -57,23 +45,11 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
     assert_eq!(host.wait_within(PROCESS_WAIT).code(), Some(1));
 
     // The doctor accepts the installed manifest.
-    let doctor = output_within(&mut home.command(&[
-            "doctor",
-            "--browser",
-            "chromium",
-            "--user-data-dir",
-            &profile_arg,
-        ]), "doctor");
+    let doctor = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", &profile_arg]), "doctor");
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert!(report.contains("ok    host manifest"), "{report}");
 
-    let output = output_within(&mut home.command(&[
-            "uninstall",
-            "--browser",
-            "chromium",
-            "--user-data-dir",
-            &profile_arg,
-        ]), "uninstall");
+    let output = output_within(&mut home.command(&["uninstall", "--browser", "chromium", "--user-data-dir", &profile_arg]), "uninstall");
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("removed host manifest"));
     assert!(!manifest_path.exists());
@@ -84,23 +60,12 @@ fn install_writes_a_working_manifest_and_uninstall_removes_it() {
 fn doctor_reports_a_missing_manifest_with_the_fix() {
     let home = TestHome::new();
     let profile = home.dir.path().join("profile").display().to_string();
-    let output = output_within(&mut home.command(&[
-            "doctor",
-            "--browser",
-            "chromium",
-            "--user-data-dir",
-            &profile,
-        ]), "doctor");
+    let output = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", &profile]), "doctor");
     assert_eq!(output.status.code(), Some(1));
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(report.contains("FAIL  host manifest"), "{report}");
     assert!(report.contains("is missing"), "{report}");
-    assert!(
-        report.contains(&format!(
-            "fix: run `herdr-companion install --browser chromium --user-data-dir {profile}`"
-        )),
-        "{report}"
-    );
+    assert!(report.contains(&format!("fix: run `herdr-companion install --browser chromium --user-data-dir {profile}`")), "{report}");
     assert!(report.contains("FAIL  runtime socket"), "{report}");
     assert!(report.contains("FAIL  Herdr at"), "{report}");
 }
@@ -113,15 +78,9 @@ fn doctor_explains_an_unsupported_herdr_protocol() {
     home.herdr_socket = home.dir.path().join("herdr.sock");
     let _standin = Standin::start(&home.herdr_socket, None, &["--protocol", "19"]);
     let profile = home.dir.path().join("profile").display().to_string();
-    let output = output_within(
-        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", &profile]),
-        "doctor",
-    );
+    let output = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", &profile]), "doctor");
     assert_eq!(output.status.code(), Some(1));
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(report.contains("unsupported protocol"), "{report}");
-    assert!(
-        report.contains("speaks socket protocol 19, this companion speaks 20; update Herdr or the companion"),
-        "{report}"
-    );
+    assert!(report.contains("speaks socket protocol 19, this companion speaks 20; update Herdr or the companion"), "{report}");
 }

@@ -33,7 +33,11 @@ fn write_config(home: &Path, judge: Value) {
 }
 
 fn turn_end(client: &mut LineClient, id: &str, reply: &str) -> Value {
-    client.call(id, "judge.turn_end", json!({"user_text": "Please build the judge.", "assistant_text": reply, "conversation": "chatgpt:conv:6a1b"}))
+    client.call(
+        id,
+        "judge.turn_end",
+        json!({"user_text": "Please build the judge.", "assistant_text": reply, "conversation": "chatgpt:conv:6a1b"}),
+    )
 }
 
 #[test]
@@ -71,8 +75,13 @@ fn a_confident_decision_is_final_and_the_llm_is_not_asked() {
 fn an_unsure_decision_goes_to_the_llm_whose_verdict_stands() {
     let home = TestHome::new();
     let decision = ProviderStandin::start(ProviderStandin::decision(0.5));
-    let chat = ProviderStandin::start(ProviderStandin::chat("```json\n{\"verdict\": \"done\", \"reason\": \"the next steps are the user's\"}\n```"));
-    write_config(&home.home(), json!({"routes": [route("jev", "decision", &decision), route("small", "openai-chat", &chat)], "threshold": 0.8}));
+    let chat = ProviderStandin::start(ProviderStandin::chat(
+        "```json\n{\"verdict\": \"done\", \"reason\": \"the next steps are the user's\"}\n```",
+    ));
+    write_config(
+        &home.home(),
+        json!({"routes": [route("jev", "decision", &decision), route("small", "openai-chat", &chat)], "threshold": 0.8}),
+    );
     let mut runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
     // The script would continue this reply; the LLM's done is not overridden.
@@ -96,7 +105,10 @@ fn with_both_providers_down_the_script_answers() {
     let home = TestHome::new();
     let decision = ProviderStandin::start(Behaviour::Status(503));
     let chat = ProviderStandin::start(Behaviour::Garbage);
-    write_config(&home.home(), json!({"routes": [route("jev", "decision", &decision), route("small", "openai-chat", &chat)], "call_timeout_ms": 1500, "pool_deadline_ms": 3000}));
+    write_config(
+        &home.home(),
+        json!({"routes": [route("jev", "decision", &decision), route("small", "openai-chat", &chat)], "call_timeout_ms": 1500, "pool_deadline_ms": 3000}),
+    );
     let mut runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
     let answer = turn_end(&mut client, "j-1", PENDING);
@@ -155,7 +167,10 @@ fn a_config_json_readable_by_others_is_refused_with_how_to_fix_it() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"), "{out:?}");
     // And the doctor names it as a failed check with the same fix.
-    let doctor = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let doctor = output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]),
+        "doctor",
+    );
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert!(report.contains("is refused") && report.contains(&format!("chmod 600 {}", path.display())), "{report}");
     runtime.terminate();
@@ -188,7 +203,11 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 #[test]
 fn the_pool_deadline_holds_and_no_route_is_started_after_it() {
-    let stuck = [ProviderStandin::start(Behaviour::Hang), ProviderStandin::start(Behaviour::Hang), ProviderStandin::start(ProviderStandin::decision(0.9))];
+    let stuck = [
+        ProviderStandin::start(Behaviour::Hang),
+        ProviderStandin::start(Behaviour::Hang),
+        ProviderStandin::start(ProviderStandin::decision(0.9)),
+    ];
     let routes = stuck.iter().enumerate().map(|(i, s)| route(&format!("r{i}"), "decision", s)).collect();
     let config = settings(routes, json!({"call_timeout_ms": 400, "pool_deadline_ms": 600}));
     let pool = companion::judge::pool::RoutePool::default();
@@ -211,7 +230,8 @@ fn the_pool_deadline_holds_and_no_route_is_started_after_it() {
 fn a_failed_route_cools_down_and_the_next_takes_over_only_then() {
     let first = ProviderStandin::start(ProviderStandin::decision(0.9));
     let second = ProviderStandin::start(ProviderStandin::decision(0.1));
-    let config = settings(vec![route("first", "decision", &first), route("second", "decision", &second)], json!({"cooldown_ms": 3_600_000}));
+    let config =
+        settings(vec![route("first", "decision", &first), route("second", "decision", &second)], json!({"cooldown_ms": 3_600_000}));
     let pool = companion::judge::pool::RoutePool::default();
     let client = reqwest::Client::builder().no_proxy().build().expect("client");
     let turn = companion::providers::Turn { user_text: "", assistant_text: PENDING };
@@ -228,7 +248,10 @@ fn a_failed_route_cools_down_and_the_next_takes_over_only_then() {
     assert_eq!(ask(&pool).map(|a| a.route), Ok("second".to_owned()), "the failed route is skipped while it cools down");
     assert_eq!(first.seen().len(), 2, "the cooling route was not asked again");
     // A slow answer within the per-call timeout is an answer, not a failure.
-    let slow = ProviderStandin::start(Behaviour::Slow(std::time::Duration::from_millis(200), json!({"answers": {"has_unfinished_work": {"noul": 0.3}}})));
+    let slow = ProviderStandin::start(Behaviour::Slow(
+        std::time::Duration::from_millis(200),
+        json!({"answers": {"has_unfinished_work": {"noul": 0.3}}}),
+    ));
     let config = settings(vec![route("slow", "decision", &slow)], json!({"call_timeout_ms": 5000}));
     let answered = block_on(companion::judge::pool::RoutePool::default().first_answer(config.routes.iter(), &config, |route, timeout| {
         companion::providers::decision::ask(&client, route, turn, false, timeout)
@@ -283,7 +306,8 @@ fn a_decision_vercel_route_sends_the_system_one_request_to_its_url_as_written() 
     assert_eq!(seen[0].body, typesafe.seen()[0].body, "the same System One request as a decision route");
     // Its failures hand on like any decision route's: a garbage answer is no verdict.
     edge.set(Behaviour::Garbage);
-    let verdict = ask(json!({"name": "edge2", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "m", "api_key": ""}));
+    let verdict =
+        ask(json!({"name": "edge2", "protocol": "decision-vercel", "url": format!("{origin}/api/jev"), "model": "m", "api_key": ""}));
     assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
     assert!(verdict.reason.contains("edge2 failed: unusable answer"), "{}", verdict.reason);
 }
@@ -305,7 +329,10 @@ fn the_global_pool_is_asked_only_after_the_local_routes_of_the_same_capability()
     let local_chat = ProviderStandin::start(ProviderStandin::chat(r#"{"verdict":"done","reason":"local chat"}"#));
     let pool = route_pool("pool-token", vec![route("typesafe", "decision", &shared), route("big", "openai-chat", &shared_chat)]);
     let home = tempfile::tempdir().expect("tempdir");
-    write_config(home.path(), json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "pool-token"), "cooldown_ms": 0}));
+    write_config(
+        home.path(),
+        json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "pool-token"), "cooldown_ms": 0}),
+    );
     let service = JudgeService::new(home.path().to_path_buf(), None).expect("service");
     let judge = |reply: &str| block_on(service.turn_end("Please build the judge.", reply, "t", Stages::All)).expect("verdict");
 
@@ -322,7 +349,11 @@ fn the_global_pool_is_asked_only_after_the_local_routes_of_the_same_capability()
     assert!(verdict.reason.contains("global:typesafe gives p(unfinished work) = 0.10"), "{}", verdict.reason);
     let fetches = pool.seen();
     assert_eq!(fetches.len(), 1);
-    assert_eq!((fetches[0].path.as_str(), fetches[0].bearer.as_deref()), ("/v1/routes", Some("pool-token")), "the token goes only to the pool, as its bearer");
+    assert_eq!(
+        (fetches[0].path.as_str(), fetches[0].bearer.as_deref()),
+        ("/v1/routes", Some("pool-token")),
+        "the token goes only to the pool, as its bearer"
+    );
     assert_eq!(shared.seen()[0].bearer.as_deref(), Some("key-typesafe"), "a pool route's own key goes to its provider");
     assert_eq!(local.seen().iter().filter(|s| s.bearer.as_deref() == Some("pool-token")).count(), 0);
 
@@ -362,7 +393,11 @@ fn a_pool_that_refuses_the_token_or_fails_leaves_the_local_routes_and_the_script
     write_config(home.path(), json!({"global_pool": global_pool(&pool, "wrong-token"), "cooldown_ms": 0}));
     let verdict = judge(PENDING);
     assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Continue, JudgeSource::Script), "{verdict:?}");
-    assert!(verdict.reason.contains("global route pool unavailable (the pool refused this machine's token (HTTP 401)"), "{}", verdict.reason);
+    assert!(
+        verdict.reason.contains("global route pool unavailable (the pool refused this machine's token (HTTP 401)"),
+        "{}",
+        verdict.reason
+    );
     assert!(verdict.reason.contains("check judge.global_pool.token"), "{}", verdict.reason);
     assert_eq!(pool.seen()[0].bearer.as_deref(), Some("wrong-token"));
     assert!(shared.seen().is_empty(), "no route of a refusing pool is asked");
@@ -370,11 +405,16 @@ fn a_pool_that_refuses_the_token_or_fails_leaves_the_local_routes_and_the_script
     // A local route still answers while the pool is down (only the pool is consulted after it fails).
     pool.set(Behaviour::Hang);
     local.set(Behaviour::Status(502));
-    write_config(home.path(), json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "right-token"), "call_timeout_ms": 300, "cooldown_ms": 0}));
+    write_config(
+        home.path(),
+        json!({"routes": [route("mine", "decision", &local)], "global_pool": global_pool(&pool, "right-token"), "call_timeout_ms": 300, "cooldown_ms": 0}),
+    );
     let verdict = judge(FINISHED);
     assert_eq!((verdict.verdict, verdict.source), (JudgeVerdict::Done, JudgeSource::Script), "{verdict:?}");
     assert!(
-        verdict.reason.contains("mine failed: HTTP 502, global route pool unavailable (no answer within 300 ms), so only the local routes were asked"),
+        verdict.reason.contains(
+            "mine failed: HTTP 502, global route pool unavailable (no answer within 300 ms), so only the local routes were asked"
+        ),
         "{}",
         verdict.reason
     );
@@ -387,7 +427,11 @@ fn a_pool_that_refuses_the_token_or_fails_leaves_the_local_routes_and_the_script
     write_config(home.path(), json!({"global_pool": global_pool(&pool, "right-token"), "cooldown_ms": 0}));
     let verdict = judge(FINISHED);
     assert_eq!(verdict.source, JudgeSource::Script, "{verdict:?}");
-    assert!(verdict.reason.contains("unusable answer (routes[1].url is refused: plain http:// goes to another machine"), "{}", verdict.reason);
+    assert!(
+        verdict.reason.contains("unusable answer (routes[1].url is refused: plain http:// goes to another machine"),
+        "{}",
+        verdict.reason
+    );
     assert!(!verdict.reason.contains("10.0.0.2"), "the pool's url is not echoed: {}", verdict.reason);
     assert!(shared.seen().is_empty(), "no route of a spoilt answer is used");
 
@@ -419,13 +463,22 @@ fn judge_classify_answers_every_line_and_names_bad_ones() {
         json!({"id": "b", "text": 3}).to_string(),
     ]
     .join("\n");
-    let mut child = home.command(&["judge", "classify", "--script-only"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut child = home
+        .command(&["judge", "classify", "--script-only"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
     std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes()).expect("write");
     let out = child.wait_with_output().expect("output");
     assert_eq!(out.status.code(), Some(1), "a refused line makes the exit status 1");
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
     assert_eq!(lines.len(), 5, "one output line per non-blank input line: {lines:?}");
-    assert_eq!((lines[0]["id"].as_str(), lines[0]["verdict"].as_str(), lines[0]["source"].as_str()), (Some("a"), Some("continue"), Some("script")));
+    assert_eq!(
+        (lines[0]["id"].as_str(), lines[0]["verdict"].as_str(), lines[0]["source"].as_str()),
+        (Some("a"), Some("continue"), Some("script"))
+    );
     assert_eq!((lines[1]["line"].as_u64(), lines[1]["id"].is_null()), (Some(2), true));
     assert!(lines[1]["error"].as_str().unwrap_or("").contains("line 2 is not JSON"), "{}", lines[1]);
     assert_eq!((lines[2]["id"].as_u64(), lines[2]["verdict"].as_str()), (Some(7), Some("done")));
@@ -551,7 +604,8 @@ fn the_gate_counts_as_ours_only_the_last_ledger_shaped_marker_outside_a_data_fen
     assert!(ours(&format!("{work}\n[herdr-continuity wake:w1/k3f9a.2.7 ref=chatgpt:conv:6a1b]")));
     assert!(ours(&format!("{work}\n[herdr-continuity seed:c1/e1.0.0]")));
     // Pasted markers without a ledger id are the human's (an old-style id, free text).
-    for marker in ["[herdr-continuity wake:w1#42]", "[herdr-continuity hello]", "[herdr-continuity x/y.z.1]", "[herdr-continuity x/abc.1.]"] {
+    for marker in ["[herdr-continuity wake:w1#42]", "[herdr-continuity hello]", "[herdr-continuity x/y.z.1]", "[herdr-continuity x/abc.1.]"]
+    {
         assert!(!ours(&format!("{work}\n{marker}")), "{marker}");
     }
     // A queued batch's marker carries the user's own text.

@@ -51,7 +51,11 @@ fn no_module_imports_a_layer_above_it() {
             for target in named_modules(line) {
                 if let Some(theirs) = layer(&target) {
                     if theirs > own {
-                        violations.push(format!("{}:{}: {module} (layer {own}) uses crate::{target} (layer {theirs})", relative.display(), number + 1));
+                        violations.push(format!(
+                            "{}:{}: {module} (layer {own}) uses crate::{target} (layer {theirs})",
+                            relative.display(),
+                            number + 1
+                        ));
                     }
                 }
             }

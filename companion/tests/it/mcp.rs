@@ -111,18 +111,29 @@ async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: 
     let read_only: Vec<bool> = tools.iter().map(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)).collect();
     assert_eq!(read_only[..4], [false, false, true, true], "herdr_methods and herdr_inspect are read-only");
     for (name, read_only) in names.iter().zip(&read_only) {
-        assert_eq!(*read_only, continuity_protocol::ToolName::parse(name).is_ok_and(|t| t.is_read_only()), "{name}'s MCP annotation is its class");
+        assert_eq!(
+            *read_only,
+            continuity_protocol::ToolName::parse(name).is_ok_and(|t| t.is_read_only()),
+            "{name}'s MCP annotation is its class"
+        );
     }
     let prompt_schema = Value::Object((*tools[0].input_schema).clone());
     assert_eq!(prompt_schema["required"], json!(["target", "text"]), "the ref may be left out (attributed on evidence)");
-    assert!(prompt_schema["properties"]["browser_session_ref"]["description"].as_str().is_some_and(|d| d.contains("the value after ref=")), "the schema says where the ref is");
+    assert!(
+        prompt_schema["properties"]["browser_session_ref"]["description"].as_str().is_some_and(|d| d.contains("the value after ref=")),
+        "the schema says where the ref is"
+    );
     let instructions = server.instructions.as_deref().unwrap_or_default();
     assert!(instructions.contains("take it from the last line of any message the herdr-continuity extension typed"), "{instructions}");
     assert!(instructions.contains("not evidence that the work succeeded"), "{instructions}");
     // The resume rule (C4): on "continue" the planner resolves or searches before it resumes,
     // and resumes on its own only what identity singles out.
-    let (resolve, search, resume) = (instructions.find("continuity.resolve"), instructions.find("continuity.search"), instructions.find("continuity.resume"));
-    assert!(resolve.zip(resume).is_some_and(|(a, b)| a < b) && search.zip(resume).is_some_and(|(a, b)| a < b), "resolve/search before resume: {instructions}");
+    let (resolve, search, resume) =
+        (instructions.find("continuity.resolve"), instructions.find("continuity.search"), instructions.find("continuity.resume"));
+    assert!(
+        resolve.zip(resume).is_some_and(|(a, b)| a < b) && search.zip(resume).is_some_and(|(a, b)| a < b),
+        "resolve/search before resume: {instructions}"
+    );
     for word in ["继续", "接着", "恢复上次", "unique_exact", "confirmation_required", "never invent an id"] {
         assert!(instructions.contains(word), "the instructions name {word}: {instructions}");
     }
@@ -133,13 +144,20 @@ async fn lists_the_tools_and_a_prompt_reaches_the_inbox(client: &Client, world: 
     let panes = inspect.structured_content.as_ref().map(|s| s["panes"].clone()).unwrap_or_default();
     assert!(panes.as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == "w1:p1" && p["agent"] == "bot")), "{inspect:?}");
 
-    let dispatched = call(client, "herdr_prompt", json!({
-        "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails", "turn_id": "turn-3",
-    }))
+    let dispatched = call(
+        client,
+        "herdr_prompt",
+        json!({
+            "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails", "turn_id": "turn-3",
+        }),
+    )
     .await;
     assert_eq!(dispatched.is_error, Some(false), "{dispatched:?}");
     let task = dispatched.structured_content.clone().expect("structured result");
-    assert_eq!((task["state"].as_str(), task["workspace_id"].as_str(), task["turn_id"].as_str()), (Some("running"), Some("w1"), Some("turn-3")));
+    assert_eq!(
+        (task["state"].as_str(), task["workspace_id"].as_str(), task["turn_id"].as_str()),
+        (Some("running"), Some("w1"), Some("turn-3"))
+    );
     let task_id = task["task_id"].as_str().expect("task_id").to_owned();
     assert!(task["dispatch_id"].as_str().is_some_and(|d| !d.is_empty() && d != task_id));
 
@@ -164,9 +182,13 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     lists_the_tools_and_a_prompt_reaches_the_inbox(&client, &world, "chatgpt:conv:mcp-stdio").await;
 
     // Arguments are checked with messages that say what to do; nothing reaches Herdr.
-    let oversize = call(&client, "herdr_prompt", json!({
-        "browser_session_ref": "chatgpt:conv:mcp-stdio", "target": "w1:p1", "text": "x".repeat(64 * 1024 + 1),
-    }))
+    let oversize = call(
+        &client,
+        "herdr_prompt",
+        json!({
+            "browser_session_ref": "chatgpt:conv:mcp-stdio", "target": "w1:p1", "text": "x".repeat(64 * 1024 + 1),
+        }),
+    )
     .await;
     assert!(error_text(&oversize).contains("text is 65537 bytes; at most 65536 (64 KiB)"), "{oversize:?}");
     let unknown_argument = call(&client, "herdr_inspect", json!({"verbose": true})).await;
@@ -180,16 +202,24 @@ async fn an_mcp_client_on_stdio_lists_the_tools_and_herdr_prompt_becomes_an_inbo
     assert!(error_text(&bypass).contains("use herdr_prompt"));
     let read = call(&client, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w1:p1\",\"source\":\"recent\"}"})).await;
     assert_eq!(read.is_error, Some(false), "{read:?}");
-    assert!(read.structured_content.as_ref().is_some_and(|r| r["result"]["read"]["text"].as_str().is_some_and(|t| t.contains("run the tests"))), "{read:?}");
+    assert!(
+        read.structured_content.as_ref().is_some_and(|r| r["result"]["read"]["text"].as_str().is_some_and(|t| t.contains("run the tests"))),
+        "{read:?}"
+    );
     let methods = call(&client, "herdr_methods", json!({"query": "work_memory"})).await;
     let listed = methods.structured_content.as_ref().map(|m| m["methods"].clone()).unwrap_or_default();
-    assert!(listed.as_array().is_some_and(|ms| ms.len() == 7 && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))), "{listed}");
+    assert!(
+        listed.as_array().is_some_and(|ms| ms.len() == 7
+            && ms.iter().all(|m| m["available"] == true && m["method"].as_str().is_some_and(|n| n.starts_with("work_memory.")))),
+        "{listed}"
+    );
     work_memory_through_herdr_call(&client).await;
     let unknown_tool = client.call_tool(CallToolRequestParams::new("herdr_shell")).await;
     assert!(unknown_tool.is_err_and(|e| e.to_string().contains("there is no tool `herdr_shell`")), "an unknown tool is a protocol error");
 
     // The registry's own answers are typed protocol messages (LineClient checks each).
-    let listed = world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == continuity_protocol::ToolName::ALL.len()));
+    let listed =
+        world.poll("tools.list", json!({}), |r| r["tools"].as_array().is_some_and(|t| t.len() == continuity_protocol::ToolName::ALL.len()));
     assert_eq!(listed["tools"][3]["name"], "herdr_inspect");
     world.poll("tools.call", json!({"tool": "herdr_methods", "arguments": {}}), |r| r["type"] == "tool_result");
 
@@ -258,9 +288,12 @@ async fn an_mcp_prompt_without_a_ref_is_attributed_on_evidence_or_refused() {
     assert_eq!((second["browser_session_ref"].as_str(), second["attributed"].as_str()), (Some(A), Some("paired_session")));
 
     // A conflicting ref, or another user on the same session, is refused — never switched.
-    let conflict = call_with_meta(&client, "herdr_prompt", json!({"browser_session_ref": B, "target": "w1:p1", "text": "x"}), session.clone()).await;
+    let conflict =
+        call_with_meta(&client, "herdr_prompt", json!({"browser_session_ref": B, "target": "w1:p1", "text": "x"}), session.clone()).await;
     assert!(error_text(&conflict).contains(&format!("paired with chat {A}, not {B}")), "{conflict:?}");
-    let other_user = call_with_meta(&client, "herdr_prompt", prompt("w1:p1"), json!({"openai/session": "v1/sess-1", "openai/subject": "v1/user-2"})).await;
+    let other_user =
+        call_with_meta(&client, "herdr_prompt", prompt("w1:p1"), json!({"openai/session": "v1/sess-1", "openai/subject": "v1/user-2"}))
+            .await;
     assert!(error_text(&other_user).contains("another user"), "{other_user:?}");
 
     // Two chats generate: a ref-less call without a pairing is ambiguous and refused; a call
@@ -268,11 +301,21 @@ async fn an_mcp_prompt_without_a_ref_is_attributed_on_evidence_or_refused() {
     report_chats(&world, &[(A, true), (B, true)]);
     let ambiguous = call(&client, "herdr_prompt", prompt("w1:p1")).await;
     assert!(error_text(&ambiguous).contains("2 bound chats are generating a reply right now"), "{ambiguous:?}");
-    let named = call_with_meta(&client, "herdr_prompt", json!({"browser_session_ref": B, "target": "w1:p1", "text": "y"}), json!({"openai/session": "v1/sess-2"})).await;
+    let named = call_with_meta(
+        &client,
+        "herdr_prompt",
+        json!({"browser_session_ref": B, "target": "w1:p1", "text": "y"}),
+        json!({"openai/session": "v1/sess-2"}),
+    )
+    .await;
     assert_eq!(named.is_error, Some(false), "{named:?}");
     assert_eq!(named.structured_content.as_ref().map(|r| r.get("attributed").is_none()), Some(true), "it named its ref");
     let learned = call_with_meta(&client, "herdr_prompt", prompt("w1:p2"), json!({"openai/session": "v1/sess-2"})).await;
-    assert_eq!(learned.structured_content.as_ref().and_then(|r| r["browser_session_ref"].as_str().map(str::to_owned)).as_deref(), Some(B), "{learned:?}");
+    assert_eq!(
+        learned.structured_content.as_ref().and_then(|r| r["browser_session_ref"].as_str().map(str::to_owned)).as_deref(),
+        Some(B),
+        "{learned:?}"
+    );
 
     // Each chat got exactly its own dispatches.
     let tasks = |r: &str| world.poll("task.list", json!({"browser_session_ref": r}), |_| true)["tasks"].as_array().map(Vec::len);
@@ -315,24 +358,53 @@ async fn work_memory_through_herdr_call(client: &Client) {
         async move { call(client, "herdr_call", arguments).await }
     };
     let partition = json!({"project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main"});
-    let bound = wm("work_memory.bind", json!({"continuity_id": "hc:mcp", "project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main",
-        "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio", "bound_at": 1})).await;
-    assert_eq!(bound.structured_content.as_ref().map(|r| r["result"]["retention_policy"].clone()), Some(json!("reclaim_behind_verified_checkpoint")), "{bound:?}");
-    let turn = wm("work_memory.append_turn", json!({"continuity_id": "hc:mcp", "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio",
-        "provider_message_ref": "u1", "role": "user", "text": "split the parser", "observed_at": 2})).await;
-    let message_id = turn.structured_content.as_ref().and_then(|r| r["result"]["message_id"].as_str().map(str::to_owned)).expect("message_id");
-    let put = |expected: u64| wm("work_memory.checkpoint.put", json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": expected,
-        "summary": "parser split planned", "checkpoint_json": "{\"next\":\"write tests\"}", "through_message_id": message_id, "created_at": 3}));
+    let bound = wm(
+        "work_memory.bind",
+        json!({"continuity_id": "hc:mcp", "project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "main",
+        "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio", "bound_at": 1}),
+    )
+    .await;
+    assert_eq!(
+        bound.structured_content.as_ref().map(|r| r["result"]["retention_policy"].clone()),
+        Some(json!("reclaim_behind_verified_checkpoint")),
+        "{bound:?}"
+    );
+    let turn = wm(
+        "work_memory.append_turn",
+        json!({"continuity_id": "hc:mcp", "provider": "chatgpt", "session_ref": "chatgpt:conv:mcp-stdio",
+        "provider_message_ref": "u1", "role": "user", "text": "split the parser", "observed_at": 2}),
+    )
+    .await;
+    let message_id =
+        turn.structured_content.as_ref().and_then(|r| r["result"]["message_id"].as_str().map(str::to_owned)).expect("message_id");
+    let put = |expected: u64| {
+        wm(
+            "work_memory.checkpoint.put",
+            json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": expected,
+        "summary": "parser split planned", "checkpoint_json": "{\"next\":\"write tests\"}", "through_message_id": message_id, "created_at": 3}),
+        )
+    };
     let stored = put(0).await;
     assert_eq!(stored.structured_content.as_ref().map(|r| r["result"]["checkpoint"]["revision"].clone()), Some(json!(1)), "{stored:?}");
-    let stale = wm("work_memory.checkpoint.put", json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": 0, "summary": "another",
-        "checkpoint_json": "{}", "through_message_id": message_id, "created_at": 4})).await;
+    let stale = wm(
+        "work_memory.checkpoint.put",
+        json!({"continuity_id": "hc:mcp", "expected_checkpoint_revision": 0, "summary": "another",
+        "checkpoint_json": "{}", "through_message_id": message_id, "created_at": 4}),
+    )
+    .await;
     let conflict = stale.structured_content.as_ref().map(|r| r["result"].clone()).unwrap_or_default();
-    assert_eq!((conflict["ok"].clone(), conflict["code"].clone(), conflict["actual"].clone()),
-        (json!(false), json!("work_memory_checkpoint_revision_conflict"), json!(1)), "{stale:?}");
+    assert_eq!(
+        (conflict["ok"].clone(), conflict["code"].clone(), conflict["actual"].clone()),
+        (json!(false), json!("work_memory_checkpoint_revision_conflict"), json!(1)),
+        "{stale:?}"
+    );
     let resumed = wm("work_memory.resume", partition.clone()).await;
     let result = resumed.structured_content.as_ref().map(|r| r["result"].clone()).unwrap_or_default();
-    assert_eq!((result["checkpoint_revision"].clone(), result["checkpoint"]["summary"].clone()), (json!(1), json!("parser split planned")), "{resumed:?}");
+    assert_eq!(
+        (result["checkpoint_revision"].clone(), result["checkpoint"]["summary"].clone()),
+        (json!(1), json!("parser split planned")),
+        "{resumed:?}"
+    );
     let missing = wm("work_memory.resume", json!({"project_ref": "g-p-mcp", "repo_id": "repo", "work_chain_id": "other"})).await;
     assert!(error_text(&missing).contains("work_memory_not_found"), "{missing:?}");
     let bad = wm("work_memory.bind", json!({"continuity_id": "", "project_ref": "p"})).await;
@@ -399,11 +471,14 @@ fn post(port: u16, headers: &[(&str, &str)], body: &[u8]) -> u16 {
 async fn an_mcp_client_over_http_with_the_token_works_and_other_requests_are_refused() {
     let world = world();
     let server = start_http(&world);
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(world.home.home().join("config.json")).expect("meta").permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(world.home.home().join("config.json")).expect("meta").permissions());
     assert_eq!(mode & 0o777, 0o600, "the token file is private");
 
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(server.token.clone()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(server.token.clone()),
+    );
     let client = ().serve(transport).await.expect("initialize over HTTP");
     lists_the_tools_and_a_prompt_reaches_the_inbox(&client, &world, "chatgpt:conv:mcp-http").await;
     client.cancel().await.expect("close the session");
@@ -496,7 +571,11 @@ fn oauth_deny_all_answers_without_a_code() {
     let home = TestHome::new();
     let denied = crate::support::output_within(&mut home.command(&["oauth", "deny", "--all"]), "oauth deny --all");
     assert_eq!(denied.status.code(), Some(0), "{}", String::from_utf8_lossy(&denied.stderr));
-    assert!(String::from_utf8_lossy(&denied.stdout).contains("no sign-in request is waiting"), "{}", String::from_utf8_lossy(&denied.stdout));
+    assert!(
+        String::from_utf8_lossy(&denied.stdout).contains("no sign-in request is waiting"),
+        "{}",
+        String::from_utf8_lossy(&denied.stdout)
+    );
     let both = crate::support::output_within(&mut home.command(&["oauth", "deny", "--all", "K7QX-M2PA"]), "oauth deny --all CODE");
     assert_eq!(both.status.code(), Some(2), "a code or --all, not both");
     let neither = crate::support::output_within(&mut home.command(&["oauth", "deny"]), "oauth deny");

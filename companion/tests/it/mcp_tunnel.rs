@@ -59,7 +59,8 @@ impl StdioPipe {
                 .lines
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("no answer to request {id} within {PROCESS_WAIT:?}"));
-            let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+            let value: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
             if value["id"] == *id {
                 return value;
             }
@@ -113,16 +114,24 @@ fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initiali
     assert!(panes.as_array().is_some_and(|ps| ps.iter().any(|p| p["pane_id"] == "w1:p1" && p["agent"] == "bot")), "{inspect}");
 
     let session_ref = "chatgpt:conv:tunnel-stdio";
-    let dispatched = pipe.request(json!(8), "tools/call", json!({"name": "herdr_prompt", "_meta": meta_2026(), "arguments": {
-        "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails"}}));
+    let dispatched = pipe.request(
+        json!(8),
+        "tools/call",
+        json!({"name": "herdr_prompt", "_meta": meta_2026(), "arguments": {
+        "browser_session_ref": session_ref, "target": "w1:p1", "text": "run the tests and fix what fails"}}),
+    );
     let task = &dispatched["result"]["structuredContent"];
     assert_eq!((dispatched["result"]["isError"].as_bool(), task["state"].as_str()), (Some(false), Some("running")), "{dispatched}");
     let task_id = task["task_id"].as_str().expect("task_id").to_owned();
     world.standin.report("w1:p1", "working");
     world.wait_for_pane("w1:p1", "working");
     world.standin.report("w1:p1", "idle");
-    let pending = world.poll("inbox.pending", json!({"browser_session_ref": session_ref}), |r| r["items"].as_array().is_some_and(|i| !i.is_empty()));
-    assert_eq!((pending["items"][0]["task_id"].as_str(), pending["items"][0]["state"].as_str()), (Some(task_id.as_str()), Some("completed")));
+    let pending =
+        world.poll("inbox.pending", json!({"browser_session_ref": session_ref}), |r| r["items"].as_array().is_some_and(|i| !i.is_empty()));
+    assert_eq!(
+        (pending["items"][0]["task_id"].as_str(), pending["items"][0]["state"].as_str()),
+        (Some(task_id.as_str()), Some("completed"))
+    );
 
     // server/discover names the versions this server speaks.
     let discovered = pipe.request(json!("d"), "server/discover", json!({"_meta": meta_2026()}));
@@ -150,8 +159,12 @@ fn stateless_2026_requests_on_stdio_list_the_tools_and_dispatch_without_initiali
         let legacy = pipe.request(json!(id * 10), "tools/list", json!({}));
         assert_eq!(tool_names(&legacy), all_tools(), "legacy tools/list after initialize {asked}: {legacy}");
         // ChatGPT's legacy tool calls carry only its own `openai/*` keys in `_meta`.
-        let call = pipe.request(json!(id * 10 + 1), "tools/call", json!({"name": "herdr_inspect", "arguments": {},
-            "_meta": {"openai/session": "v1/legacy-conversation", "openai/subject": "v1/user-1"}}));
+        let call = pipe.request(
+            json!(id * 10 + 1),
+            "tools/call",
+            json!({"name": "herdr_inspect", "arguments": {},
+            "_meta": {"openai/session": "v1/legacy-conversation", "openai/subject": "v1/user-1"}}),
+        );
         assert_eq!(call["result"]["isError"].as_bool(), Some(false), "legacy tools/call after initialize {asked}: {call}");
     }
     // And stateless requests still work after them.
@@ -231,7 +244,12 @@ fn mcp_http_answers_stateless_requests_forwarded_with_the_header_file() {
     assert_eq!(status, 200, "{listed}");
     assert_eq!(tool_names(&listed), all_tools(), "{listed}");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "herdr_inspect", "arguments": {}, "_meta": meta_2026()}});
-    let (status, inspected) = forward(port, authorization, &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "herdr_inspect")], &call);
+    let (status, inspected) = forward(
+        port,
+        authorization,
+        &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "herdr_inspect")],
+        &call,
+    );
     assert_eq!((status, inspected["result"]["isError"].as_bool()), (200, Some(false)), "{inspected}");
     let (status, _) = forward(port, "Bearer wrong", &version, &list);
     assert_eq!(status, 401, "a wrong bearer is refused");
@@ -296,14 +314,22 @@ fn doctor_passes_a_running_mcp_http_with_a_public_url_and_fails_a_server_for_ano
     let ok = format!("ok    mcp --http (pid {}) answers at http://{address}/box/mcp as {public}/mcp (Host herdr.example.com) and refuses a request without a token (401)", server.child.id());
     assert!(report.contains(&ok), "{report}");
     assert!(!report.contains("answers 403"), "{report}");
-    assert!(report.contains(&format!("serves the public URL {public}; in ChatGPT the MCP server URL is {public}/mcp with OAuth")), "{report}");
+    assert!(
+        report.contains(&format!("serves the public URL {public}; in ChatGPT the MCP server URL is {public}/mcp with OAuth")),
+        "{report}"
+    );
 
     // The record names another public host: that server answers 403 to it, and the check fails.
     let text = std::fs::read_to_string(&record).expect("record");
     std::fs::write(&record, text.replace("herdr.example.com", "other.example.com")).expect("rewrite");
     let wrong = crate::support::output_within(&mut world.home.command(&["doctor"]), "doctor");
     let report = String::from_utf8_lossy(&wrong.stdout);
-    assert!(report.contains(&format!("FAIL  http://{address}/box/mcp answers 403 to a request without a token as https://other.example.com/box/mcp")), "{report}");
+    assert!(
+        report.contains(&format!(
+            "FAIL  http://{address}/box/mcp answers 403 to a request without a token as https://other.example.com/box/mcp"
+        )),
+        "{report}"
+    );
     assert_eq!(wrong.status.code(), Some(1), "{report}");
 
     crate::support::send_sigterm(server.child.id());

@@ -73,7 +73,9 @@ impl ProviderStandin {
 
     /// A chat answer whose content is `content`.
     pub fn chat(content: &str) -> Behaviour {
-        Behaviour::Answer(json!({"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}))
+        Behaviour::Answer(
+            json!({"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}),
+        )
     }
 
     /// Changes what the next requests get.

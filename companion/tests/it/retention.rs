@@ -65,19 +65,31 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     for conversation in ["kept", "checked"] {
         journal.append_batch((0..turns).map(|i| journal_turn(conversation, i)), 2_000).expect("journal fill");
         let chain = journal.chain_of_conversation(conversation).expect("read").map(|c| c.continuity_id).expect("journaled");
-        wm(&mut memory, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": conversation,
-            "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"), "bound_at": 1}));
+        wm(
+            &mut memory,
+            LocalMethod::WorkMemoryBind,
+            json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": conversation,
+            "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"), "bound_at": 1}),
+        );
         for i in 0..turns {
-            wm(&mut memory, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"),
-                "provider_message_ref": format!("{conversation}-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}));
+            wm(
+                &mut memory,
+                LocalMethod::WorkMemoryAppendTurn,
+                json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{conversation}"),
+                "provider_message_ref": format!("{conversation}-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}),
+            );
         }
         chains.push(chain);
     }
     // The "checked" chain gets a checkpoint through its turn 120 (of 160).
     let checked = &chains[1];
     let anchor: i64 = count(&path, "SELECT id FROM wm_turns WHERE provider_message_ref = 'checked-msg-120'");
-    let put = wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": checked, "expected_checkpoint_revision": 0,
-        "summary": "goal and decisions so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
+    let put = wm(
+        &mut memory,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": checked, "expected_checkpoint_revision": 0,
+        "summary": "goal and decisions so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}),
+    );
     assert_eq!(put["ok"], true, "{put}");
 
     let results = |id: &str| StoredResults { delivery_id: id.to_owned(), text: format!("results {id}"), calls: 1, delivered: false };
@@ -97,16 +109,31 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     }
 
     let before = retention.sizes().expect("sizes");
-    assert_eq!(before.iter().map(|s| (s.store, s.rows)).collect::<Vec<_>>(), vec![("journal", 320), ("work_memory", 320), ("bridge_results", 3), ("inbox", 3)]);
+    assert_eq!(
+        before.iter().map(|s| (s.store, s.rows)).collect::<Vec<_>>(),
+        vec![("journal", 320), ("work_memory", 320), ("bridge_results", 3), ("inbox", 3)]
+    );
 
     let reclaimed = retention.reclaim(NOW).expect("reclaim");
     assert_eq!(
         reclaimed,
-        Reclaimed { journal_turns: 60, work_memory_turns: 60, work_memory_evidence: 0, bridge_results: 1, inbox_tasks: 1, exec_runs: 0, withheld: 120 },
+        Reclaimed {
+            journal_turns: 60,
+            work_memory_turns: 60,
+            work_memory_evidence: 0,
+            bridge_results: 1,
+            inbox_tasks: 1,
+            exec_runs: 0,
+            withheld: 120
+        },
         "60 of each store behind the checkpoint; the chain without one withholds 60 + 60"
     );
     let in_chain = |table: &str, chain: &str| count(&path, &format!("SELECT count(*) FROM {table} WHERE continuity_id = '{chain}'"));
-    assert_eq!((in_chain("journal_turns", &chains[0]), in_chain("wm_turns", &chains[0])), (160, 160), "nothing behind no checkpoint is lost");
+    assert_eq!(
+        (in_chain("journal_turns", &chains[0]), in_chain("wm_turns", &chains[0])),
+        (160, 160),
+        "nothing behind no checkpoint is lost"
+    );
     assert_eq!((in_chain("journal_turns", checked), in_chain("wm_turns", checked)), (100, 100));
     let kept = |sql: &str| count(&path, sql) == 1;
     assert!(kept(&format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), "the anchor stays");
@@ -124,7 +151,8 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     assert!(!kept("SELECT count(*) FROM inbox_tasks WHERE task_id = 'acked-old'"));
 
     // Work Memory still resumes the checked chain from its checkpoint.
-    let resumed = wm(&mut memory, LocalMethod::WorkMemoryResume, json!({"project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "checked"}));
+    let resumed =
+        wm(&mut memory, LocalMethod::WorkMemoryResume, json!({"project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "checked"}));
     assert_eq!(resumed["ok"], true, "{resumed}");
 
     // A second run has nothing left to take but still withholds the unchecked chain.
@@ -149,7 +177,8 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     assert_eq!(got["result"]["type"], "retention", "{got}");
     assert_eq!(got["result"]["limits"]["journal_turns"], DEFAULTS.journal_turns);
     assert_eq!(got["result"]["bounds"]["inbox_days"], json!({"min": 1, "max": 3650, "default": 30}));
-    let stores: Vec<&str> = got["result"]["sizes"].as_array().map(|s| s.iter().filter_map(|s| s["store"].as_str()).collect()).unwrap_or_default();
+    let stores: Vec<&str> =
+        got["result"]["sizes"].as_array().map(|s| s.iter().filter_map(|s| s["store"].as_str()).collect()).unwrap_or_default();
     assert_eq!(stores, ["journal", "work_memory", "bridge_results", "inbox"]);
     let refused = client.call("r2", "retention.set", json!({"limits": {"inbox_days": 0}}));
     assert_eq!(refused["error"]["code"], "bad_request", "{refused}");
@@ -159,7 +188,11 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     assert_eq!(stray["error"]["code"], "bad_request", "{stray}");
     assert!(stray["error"]["message"].as_str().is_some_and(|m| m.contains("`limit`")), "{stray}");
     let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 7, "journal_turns": 2000}}));
-    assert_eq!(set["result"]["limits"], json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}), "{set}");
+    assert_eq!(
+        set["result"]["limits"],
+        json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}),
+        "{set}"
+    );
     let again = client.call("r4", "retention.get", json!({}));
     assert_eq!(again["result"]["limits"]["inbox_days"], 7, "kept in state.db");
 
@@ -167,11 +200,22 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     let hello = client.call("h", "hello", json!({"protocol": 1, "extension_version": "0.1.0"}));
     assert_eq!(hello["result"]["compatible"], false);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let doctor = output_within(&mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]), "doctor");
+    let doctor = output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]),
+        "doctor",
+    );
     let text = String::from_utf8_lossy(&doctor.stdout);
-    assert!(text.contains("ok    storage journal: 0 rows, 0 bytes of text (limit 2000 turns per chain, reclaimed behind a verified checkpoint)"), "{text}");
+    assert!(
+        text.contains(
+            "ok    storage journal: 0 rows, 0 bytes of text (limit 2000 turns per chain, reclaimed behind a verified checkpoint)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("ok    storage inbox: 0 rows, 0 bytes of text (acknowledged tasks aged out after 7 days)"), "{text}");
-    assert!(text.contains("FAIL  extension 0.1.0 (protocol 1) does not match the runtime") && text.contains("fix: update the extension"), "{text}");
+    assert!(
+        text.contains("FAIL  extension 0.1.0 (protocol 1) does not match the runtime") && text.contains("fix: update the extension"),
+        "{text}"
+    );
 }
 
 /// Reclaim on one thread while another connection commits inserts in a loop: every reclaim
@@ -228,7 +272,10 @@ fn reclaim_succeeds_while_another_connection_commits() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().expect("writer thread");
-    assert!(committed.load(std::sync::atomic::Ordering::Relaxed) >= 500 && runs > 0, "the writer committed 500 times while reclaim ran {runs} times");
+    assert!(
+        committed.load(std::sync::atomic::Ordering::Relaxed) >= 500 && runs > 0,
+        "the writer committed 500 times while reclaim ran {runs} times"
+    );
     assert!(failures.is_empty(), "reclaim failed {} of {runs} times: {:?}", failures.len(), failures.first());
 }
 
@@ -259,15 +306,27 @@ fn reclaim_removes_more_than_a_batch_in_batches() {
     let retention = Retention::open(&path).expect("retention");
     retention.set_limits(&Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 }).expect("limits");
     let chain = "chain-batch";
-    wm(&mut memory, LocalMethod::WorkMemoryBind, json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "batch",
-        "provider": "chatgpt", "session_ref": "chatgpt:conv:batch", "bound_at": 1}));
+    wm(
+        &mut memory,
+        LocalMethod::WorkMemoryBind,
+        json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "batch",
+        "provider": "chatgpt", "session_ref": "chatgpt:conv:batch", "bound_at": 1}),
+    );
     for i in 0..1_300 {
-        wm(&mut memory, LocalMethod::WorkMemoryAppendTurn, json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": "chatgpt:conv:batch",
-            "provider_message_ref": format!("batch-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}));
+        wm(
+            &mut memory,
+            LocalMethod::WorkMemoryAppendTurn,
+            json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": "chatgpt:conv:batch",
+            "provider_message_ref": format!("batch-msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}),
+        );
     }
     let anchor: i64 = count(&path, "SELECT id FROM wm_turns WHERE provider_message_ref = 'batch-msg-1250'");
-    wm(&mut memory, LocalMethod::WorkMemoryCheckpointPut, json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
-        "summary": "so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}));
+    wm(
+        &mut memory,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": chain, "expected_checkpoint_revision": 0,
+        "summary": "so far", "checkpoint_json": "{}", "through_message_id": format!("m{anchor}"), "created_at": 20}),
+    );
     let reclaimed = retention.reclaim(NOW).expect("reclaim");
     assert_eq!((reclaimed.work_memory_turns, reclaimed.withheld), (1_200, 0));
     assert_eq!(count(&path, "SELECT count(*) FROM wm_turns"), 100);
@@ -297,8 +356,16 @@ async fn exec_run_keys_age_out_and_are_bounded_but_never_inside_their_retry_wind
     let extra = EXEC_RUNS_KEPT as i64 + 50;
     conn.execute_batch("BEGIN").expect("begin");
     for n in 0..extra {
-        conn.execute("INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')", rusqlite::params![format!("mcp:past-{n}"), past_window + n]).expect("insert");
-        conn.execute("INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')", rusqlite::params![format!("mcp:fresh-{n}"), fresh + n]).expect("insert");
+        conn.execute(
+            "INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')",
+            rusqlite::params![format!("mcp:past-{n}"), past_window + n],
+        )
+        .expect("insert");
+        conn.execute(
+            "INSERT INTO exec_runs (key, fingerprint, boot_id, started_at, result) VALUES (?1, 'f', 'boot1', ?2, '{}')",
+            rusqlite::params![format!("mcp:fresh-{n}"), fresh + n],
+        )
+        .expect("insert");
     }
     conn.execute_batch("COMMIT").expect("commit");
     let reclaimed = retention.reclaim(NOW).expect("reclaim");

@@ -7,11 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use crate::support::{output_within, send_signal, wait_within, LineClient, TestHome, PROCESS_WAIT};
 
 fn mode(path: &std::path::Path) -> u32 {
-    std::fs::metadata(path)
-        .expect("metadata")
-        .permissions()
-        .mode()
-        & 0o777
+    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
 }
 
 /// N2: the socket is 0600 inside a 0700 run directory inside a 0700 home.
@@ -37,7 +33,8 @@ fn hello_agrees_on_protocol_and_capabilities_in_both_directions() {
     let fine = client.call("1", "hello", json!({"protocol": 2, "extension_version": "0.2.0", "requires": ["hello", "inbox.pending"]}));
     let result = &fine["result"];
     assert_eq!(result["compatible"], true, "{fine}");
-    let capabilities: Vec<&str> = result["capabilities"].as_array().map(|names| names.iter().filter_map(|n| n.as_str()).collect()).unwrap_or_default();
+    let capabilities: Vec<&str> =
+        result["capabilities"].as_array().map(|names| names.iter().filter_map(|n| n.as_str()).collect()).unwrap_or_default();
     assert!(capabilities.contains(&"hello.capabilities") && capabilities.contains(&"continuity.resume"), "{fine}");
     assert!(result.get("missing").is_none(), "nothing is missing: {fine}");
 
@@ -52,7 +49,10 @@ fn hello_agrees_on_protocol_and_capabilities_in_both_directions() {
     assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
 
     let log = home.runtime_log();
-    assert!(log.contains("update the extension") && log.contains("run herdr-companion install again"), "the runtime log names the side to update:\n{log}");
+    assert!(
+        log.contains("update the extension") && log.contains("run herdr-companion install again"),
+        "the runtime log names the side to update:\n{log}"
+    );
 }
 
 /// hello.json keeps the hello of a worker (it carries `requires`), not the options page's or
@@ -93,11 +93,7 @@ fn methods_answer_with_documented_shapes() {
     let _runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
 
-    let hello = client.call(
-        "1",
-        "hello",
-        json!({"protocol": 2, "extension_version": "0.1.0"}),
-    );
+    let hello = client.call("1", "hello", json!({"protocol": 2, "extension_version": "0.1.0"}));
     let result = &hello["result"];
     assert_eq!(result["type"], "hello");
     assert_eq!(result["protocol"], 2);
@@ -105,29 +101,18 @@ fn methods_answer_with_documented_shapes() {
     assert_eq!(result["runtime_version"], env!("CARGO_PKG_VERSION"));
     assert!(result["boot_id"].as_str().is_some_and(|b| !b.is_empty()));
     assert_eq!(result["herdr"]["state"], "not_running");
-    assert_eq!(
-        result["herdr"]["socket"],
-        home.herdr_socket.display().to_string()
-    );
+    assert_eq!(result["herdr"]["socket"], home.herdr_socket.display().to_string());
 
-    let old = client.call(
-        "2",
-        "hello",
-        json!({"protocol": 0, "extension_version": "0.0.1"}),
-    );
+    let old = client.call("2", "hello", json!({"protocol": 0, "extension_version": "0.0.1"}));
     assert_eq!(old["result"]["compatible"], false);
 
     let pong = client.call("3", "ping", json!({}));
-    assert!(pong["result"]["server_time"]
-        .as_u64()
-        .is_some_and(|t| t > 0));
+    assert!(pong["result"]["server_time"].as_u64().is_some_and(|t| t > 0));
 
     let status = client.call("4", "herdr.status", json!({}));
     assert_eq!(status["result"]["type"], "herdr_status");
     assert_eq!(status["result"]["herdr"]["state"], "not_running");
-    assert!(status["result"]["herdr"]["detail"]
-        .as_str()
-        .is_some_and(|d| d.contains("herdr server")));
+    assert!(status["result"]["herdr"]["detail"].as_str().is_some_and(|d| d.contains("herdr server")));
 
     let unknown = client.call("5", "no.such", json!({}));
     assert_eq!(unknown["error"]["code"], "unknown_method");
@@ -146,10 +131,7 @@ fn methods_answer_with_documented_shapes() {
     let too_long = client.response_for("");
     assert_eq!(too_long["error"]["code"], "bad_request");
     // The connection survives an oversize line.
-    assert_eq!(
-        client.call("7", "ping", json!({}))["result"]["type"],
-        "pong"
-    );
+    assert_eq!(client.call("7", "ping", json!({}))["result"]["type"], "pong");
 }
 
 /// N2: a second runtime exits non-zero and leaves the live socket alone.
@@ -162,15 +144,9 @@ fn a_second_runtime_exits_without_touching_the_live_socket() {
     assert!(!second.status.success());
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(stderr.contains("already running"), "{stderr}");
-    assert_eq!(
-        std::fs::metadata(home.socket()).expect("socket").ino(),
-        inode_before
-    );
+    assert_eq!(std::fs::metadata(home.socket()).expect("socket").ino(), inode_before);
     let mut client = LineClient::connect(&home.socket());
-    assert_eq!(
-        client.call("1", "ping", json!({}))["result"]["type"],
-        "pong"
-    );
+    assert_eq!(client.call("1", "ping", json!({}))["result"]["type"], "pong");
 }
 
 /// N2: a socket file left by a crashed runtime is replaced by the next lock holder.
@@ -183,10 +159,7 @@ fn a_stale_socket_file_is_recovered() {
     assert!(std::os::unix::net::UnixStream::connect(home.socket()).is_err());
     let _runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
-    assert_eq!(
-        client.call("1", "ping", json!({}))["result"]["type"],
-        "pong"
-    );
+    assert_eq!(client.call("1", "ping", json!({}))["result"]["type"], "pong");
 }
 
 /// N2: SIGTERM and SIGINT stop the runtime cleanly: exit 0, socket removed, lock released
@@ -203,11 +176,7 @@ fn sigterm_and_sigint_remove_the_socket_and_release_the_lock() {
         let started = std::time::Instant::now();
         let status = runtime.signal_and_wait(signal);
         assert!(status.success(), "signal {signal}: {status}\n{}", runtime.diagnostics());
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(2),
-            "signal {signal}: the stop took {:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "signal {signal}: the stop took {:?}", started.elapsed());
         assert!(!home.socket().exists(), "signal {signal}: socket left behind");
         assert!(home.runtime_log().contains("runtime stopped by signal; socket removed, lock released"));
     }
@@ -224,14 +193,9 @@ fn a_stop_signal_during_start_up_is_never_lost() {
         let mut runtime = home.spawn_runtime();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         send_signal(runtime.child.id(), libc::SIGTERM);
-        let status = wait_within(&mut runtime.child, PROCESS_WAIT).unwrap_or_else(|| {
-            panic!("after {delay_ms} ms: the runtime ignored SIGTERM\n{}", runtime.diagnostics())
-        });
-        assert!(
-            status.success() || status.signal() == Some(libc::SIGTERM),
-            "after {delay_ms} ms: {status}\n{}",
-            runtime.diagnostics()
-        );
+        let status = wait_within(&mut runtime.child, PROCESS_WAIT)
+            .unwrap_or_else(|| panic!("after {delay_ms} ms: the runtime ignored SIGTERM\n{}", runtime.diagnostics()));
+        assert!(status.success() || status.signal() == Some(libc::SIGTERM), "after {delay_ms} ms: {status}\n{}", runtime.diagnostics());
         assert!(!home.socket().exists(), "after {delay_ms} ms: socket left behind");
     }
     // The lock is free: a new runtime starts and answers.
@@ -251,11 +215,7 @@ fn a_client_with_another_uid_is_refused() {
     }
     let home = TestHome::new();
     let _runtime = home.start_runtime();
-    for dir in [
-        home.dir.path().to_path_buf(),
-        home.home(),
-        home.home().join("run"),
-    ] {
+    for dir in [home.dir.path().to_path_buf(), home.home(), home.home().join("run")] {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
     std::fs::set_permissions(home.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod");
@@ -267,8 +227,7 @@ fn a_client_with_another_uid_is_refused() {
     let doctor = |as_nobody: bool| {
         let mut command = if as_nobody {
             let mut c = std::process::Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(&exe);
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&exe);
             c
         } else {
             std::process::Command::new(crate::support::bin())
@@ -286,10 +245,7 @@ fn a_client_with_another_uid_is_refused() {
     let as_root = doctor(false);
     assert!(as_root.contains("answers hello"), "{as_root}");
     let as_nobody = doctor(true);
-    assert!(
-        as_nobody.contains("FAIL  runtime does not answer hello"),
-        "{as_nobody}"
-    );
+    assert!(as_nobody.contains("FAIL  runtime does not answer hello"), "{as_nobody}");
     let log = std::fs::read_to_string(home.home().join("runtime.log")).expect("log");
     assert!(log.contains("refused a client with uid 65534"), "{log}");
 }

@@ -180,7 +180,9 @@ fn three_panes_settle_once_per_transition_in_any_order_p8() {
     step(&rig, &mut client, "w1:p3", "blocked", "agent_settled", &mut log);
     step(&rig, &mut client, "w1:p1", "idle", "agent_settled", &mut log);
     log.extend(client.drain(Duration::from_millis(700)));
-    check(&log, expect![[r#"
+    check(
+        &log,
+        expect![[r#"
         agent_working w1:p1 idle -> working
         agent_working w1:p2 idle -> working
         agent_working w1:p3 done -> working
@@ -191,7 +193,8 @@ fn three_panes_settle_once_per_transition_in_any_order_p8() {
         agent_working w1:p1 idle -> working
         agent_settled w1:p3 working -> blocked
         agent_settled w1:p1 working -> idle
-    "#]]);
+    "#]],
+    );
     let seqs: Vec<i64> = log.iter().filter_map(|m| m["data"]["seq"].as_i64()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq strictly increases: {seqs:?}");
     drop(rig.runtime);
@@ -210,19 +213,25 @@ fn restarting_herdr_mid_run_resyncs_and_delivers_each_missed_settle_once_p9() {
     rig.standin = Standin::start(&socket, Some(&seed(["idle", "blocked", "working"])), &[]);
     log.extend(client.events_until(agent_event("agent_working", "w1:p3")));
     log.extend(client.drain(Duration::from_secs(3)));
-    check(&log, expect![[r#"
+    check(
+        &log,
+        expect![[r#"
         agent_working w1:p1 unknown -> working
         agent_working w1:p2 unknown -> working
         agent_settled w1:p1 working -> idle
         agent_settled w1:p2 working -> blocked
         agent_working w1:p3 done -> working
-    "#]]);
+    "#]],
+    );
     // The runtime is live again: a new transition still arrives.
     rig.standin.report("w1:p3", "idle");
     let tail = client.events_until(agent_event("agent_settled", "w1:p3"));
-    check(&tail, expect![[r#"
+    check(
+        &tail,
+        expect![[r#"
         agent_settled w1:p3 working -> done
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -248,18 +257,24 @@ fn a_reconnecting_client_gets_what_it_missed_once_and_old_boots_are_stale_p9() {
     let boot = hello["data"]["boot_id"].clone();
     let mut missed = second.events_until(agent_event("agent_working", "w1:p2"));
     missed.extend(second.drain(Duration::from_millis(300)));
-    check(&missed, expect![[r#"
+    check(
+        &missed,
+        expect![[r#"
         agent_settled w1:p1 working -> idle
         agent_working w1:p2 idle -> working
-    "#]]);
+    "#]],
+    );
     assert!(missed.iter().all(|m| m["data"]["seq"].as_i64() > Some(last_seq) && m["data"]["stale"] == false));
     // A live event after the replay seam arrives once.
     rig.standin.report("w1:p2", "idle");
     let live = second.events_until(agent_event("agent_settled", "w1:p2"));
     let live_more = second.drain(Duration::from_millis(500));
-    check(&[live, live_more].concat(), expect![[r#"
+    check(
+        &[live, live_more].concat(),
+        expect![[r#"
         agent_settled w1:p2 working -> idle
-    "#]]);
+    "#]],
+    );
     drop(second);
 
     // After a runtime restart the old events replay marked stale (other boot_id).
@@ -282,17 +297,23 @@ fn junk_lines_from_herdr_are_skipped_and_the_subscription_survives() {
     client.subscribe(Some(0));
     client.events_until(|m| m["event"] == "pane_upsert" && m["data"]["pane_id"] == "w1:p3");
     std::thread::sleep(Duration::from_millis(300));
-    rig.standin.call("standin.inject_lines", json!({"oversized_bytes": 2 << 20, "lines": [
-        "not json at all", "[1,2,3]", "{\"event\":\"mystery\",\"data\":{}}",
-        "{\"event\":\"pane.agent_status_changed\",\"data\":{\"pane_id\":\"w1:p1\"}}",
-    ]}));
+    rig.standin.call(
+        "standin.inject_lines",
+        json!({"oversized_bytes": 2 << 20, "lines": [
+            "not json at all", "[1,2,3]", "{\"event\":\"mystery\",\"data\":{}}",
+            "{\"event\":\"pane.agent_status_changed\",\"data\":{\"pane_id\":\"w1:p1\"}}",
+        ]}),
+    );
     let mut log = Vec::new();
     step(&rig, &mut client, "w1:p1", "working", "agent_working", &mut log);
     step(&rig, &mut client, "w1:p1", "idle", "agent_settled", &mut log);
-    check(&log, expect![[r#"
+    check(
+        &log,
+        expect![[r#"
         agent_working w1:p1 idle -> working
         agent_settled w1:p1 working -> idle
-    "#]]);
+    "#]],
+    );
     let read = {
         client.send("r", "herdr.pane_read", json!({"pane_id": "w1:p1", "lines": 5}));
         loop {
@@ -330,7 +351,9 @@ const PANES: [&str; 3] = ["w1:p1", "w1:p2", "w1:p3"];
 fn is_output_of(pane: &str, text: &str) -> impl Fn(&Value) -> bool {
     let (pane, text) = (pane.to_owned(), text.to_owned());
     move |m: &Value| {
-        m["event"] == "agent_output" && m["data"]["pane_id"] == pane.as_str() && m["data"]["tail"].as_str().is_some_and(|t| t.contains(&text))
+        m["event"] == "agent_output"
+            && m["data"]["pane_id"] == pane.as_str()
+            && m["data"]["tail"].as_str().is_some_and(|t| t.contains(&text))
     }
 }
 
@@ -444,7 +467,10 @@ fn a_resume_in_the_same_log_replays_only_what_followed_p9() {
     let (hello, result, replay) = subscribe_with(&rig.home, json!({"after_seq": 0}));
     let log_id = hello["log_id"].as_str().expect("hello carries log_id").to_owned();
     assert!(!log_id.is_empty());
-    assert_eq!((hello["log_reset"].clone(), result["log_id"].clone(), result["log_reset"].clone()), (json!(false), json!(log_id), json!(false)));
+    assert_eq!(
+        (hello["log_reset"].clone(), result["log_id"].clone(), result["log_reset"].clone()),
+        (json!(false), json!(log_id), json!(false))
+    );
     let last = hello["last_seq"].as_i64().expect("last_seq");
     assert!(last >= 2 && seqs(&replay).last() == Some(&last), "{replay:?}");
 
@@ -531,8 +557,11 @@ fn a_blocked_event_write_stalls_no_reader_and_is_stored_once_when_it_can_be_p9_n
     blocker.execute_batch("ROLLBACK").expect("release the write lock");
     let mut seen = stream.events_until(agent_event("agent_working", "w1:p1"));
     seen.extend(stream.drain(Duration::from_millis(700)));
-    check(&seen, expect![[r#"
+    check(
+        &seen,
+        expect![[r#"
         agent_working w1:p1 idle -> working
-    "#]]);
+    "#]],
+    );
     wait_for_pane_status(&rig.home, "w1:p1", "working");
 }

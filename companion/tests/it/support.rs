@@ -32,10 +32,7 @@ pub fn standin_bin() -> PathBuf {
         let path = Path::new(bin()).with_file_name("herdr-standin");
         if !path.exists() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "herdr-standin"])
-                .status()
-                .expect("run cargo build -p herdr-standin");
+            let status = Command::new(cargo).args(["build", "-p", "herdr-standin"]).status().expect("run cargo build -p herdr-standin");
             assert!(status.success(), "cargo build -p herdr-standin failed");
         }
         path
@@ -51,13 +48,8 @@ pub struct ChildGuard {
 
 impl ChildGuard {
     pub fn spawn(command: &mut Command, what: &str) -> Self {
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-        Self {
-            child,
-            what: what.to_owned(),
-        }
+        let child = command.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        Self { child, what: what.to_owned() }
     }
 
     /// The exit status within `timeout`; panics (and kills the child) otherwise.
@@ -98,20 +90,13 @@ pub fn wait_within(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
 /// Runs `command` to completion like [`Command::output`], but at most [`PROCESS_WAIT`];
 /// a command still running then is killed and the test fails saying so.
 pub fn output_within(command: &mut Command, what: &str) -> Output {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut guard = ChildGuard::spawn(command, what);
     let stdout = drain_in_background(guard.child.stdout.take());
     let stderr = drain_in_background(guard.child.stderr.take());
     let status = guard.wait_within(PROCESS_WAIT);
     let collect = |rx: mpsc::Receiver<Vec<u8>>| rx.recv_timeout(PROCESS_WAIT).unwrap_or_default();
-    Output {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-    }
+    Output { status, stdout: collect(stdout), stderr: collect(stderr) }
 }
 
 fn drain_in_background(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
@@ -172,23 +157,9 @@ impl TestHome {
 
     /// Starts `herdr-companion runtime` without waiting for it.
     pub fn spawn_runtime(&self) -> RuntimeProcess {
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.runtime_stderr())
-            .expect("open runtime.stderr");
-        let child = self
-            .command(&["runtime"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("spawn runtime");
-        RuntimeProcess {
-            child,
-            log: self.home().join("runtime.log"),
-            stderr: self.runtime_stderr(),
-        }
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.runtime_stderr()).expect("open runtime.stderr");
+        let child = self.command(&["runtime"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).spawn().expect("spawn runtime");
+        RuntimeProcess { child, log: self.home().join("runtime.log"), stderr: self.runtime_stderr() }
     }
 
     /// Starts `herdr-companion runtime` and waits until its socket answers.
@@ -197,10 +168,7 @@ impl TestHome {
         let deadline = Instant::now() + PROCESS_WAIT;
         while UnixStream::connect(self.socket()).is_err() {
             if let Ok(Some(status)) = process.child.try_wait() {
-                panic!(
-                    "the runtime exited ({status}) before its socket came up\n{}",
-                    process.diagnostics()
-                );
+                panic!("the runtime exited ({status}) before its socket came up\n{}", process.diagnostics());
             }
             assert!(
                 Instant::now() < deadline,
@@ -235,10 +203,7 @@ impl RuntimeProcess {
             Some(status) => status,
             None => {
                 kill_and_reap(&mut self.child);
-                panic!(
-                    "the runtime was still running {PROCESS_WAIT:?} after signal {signal}\n{}",
-                    self.diagnostics()
-                );
+                panic!("the runtime was still running {PROCESS_WAIT:?} after signal {signal}\n{}", self.diagnostics());
             }
         }
     }
@@ -246,11 +211,7 @@ impl RuntimeProcess {
     /// The runtime's log and stderr, for failure messages.
     pub fn diagnostics(&self) -> String {
         let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
-        format!(
-            "--- runtime.log ---\n{}--- runtime stderr ---\n{}",
-            read(&self.log),
-            read(&self.stderr)
-        )
+        format!("--- runtime.log ---\n{}--- runtime stderr ---\n{}", read(&self.log), read(&self.stderr))
     }
 }
 
@@ -283,11 +244,9 @@ impl DetachedRuntime {
     pub fn is_running(&self) -> bool {
         match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
             // Field 3 (after the parenthesised name) is the state; Z = exited, unreaped.
-            Ok(stat) => stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next())
-                .is_some_and(|state| state != "Z" && state != "X"),
+            Ok(stat) => {
+                stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).is_some_and(|state| state != "Z" && state != "X")
+            }
             Err(_) => false,
         }
     }
@@ -296,11 +255,7 @@ impl DetachedRuntime {
     pub fn wait_for_exit(&self) {
         let deadline = Instant::now() + PROCESS_WAIT;
         while self.is_running() {
-            assert!(
-                Instant::now() < deadline,
-                "the detached runtime (pid {}) was still running after {PROCESS_WAIT:?}",
-                self.pid
-            );
+            assert!(Instant::now() < deadline, "the detached runtime (pid {}) was still running after {PROCESS_WAIT:?}", self.pid);
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -336,12 +291,7 @@ impl Standin {
     /// Starts the stand-in on `socket` (optionally seeded) and waits for its `ready` line.
     pub fn start(socket: &Path, seed: Option<&Value>, extra: &[&str]) -> Standin {
         let mut command = Command::new(standin_bin());
-        command
-            .arg("--socket")
-            .arg(socket)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped());
+        command.arg("--socket").arg(socket).args(extra).stdin(Stdio::null()).stdout(Stdio::piped());
         if let Some(seed) = seed {
             let seed_path = socket.with_extension("seed.json");
             std::fs::write(&seed_path, seed.to_string()).expect("write seed");
@@ -355,45 +305,27 @@ impl Standin {
             let _ = BufReader::new(stdout).read_line(&mut ready);
             let _ = tx.send(ready);
         });
-        let ready = rx
-            .recv_timeout(PROCESS_WAIT)
-            .unwrap_or_else(|_| panic!("herdr-standin did not say ready within {PROCESS_WAIT:?}"));
+        let ready = rx.recv_timeout(PROCESS_WAIT).unwrap_or_else(|_| panic!("herdr-standin did not say ready within {PROCESS_WAIT:?}"));
         assert!(ready.starts_with("ready "), "stand-in said {ready:?}");
-        Standin {
-            _process: process,
-            socket: socket.to_path_buf(),
-        }
+        Standin { _process: process, socket: socket.to_path_buf() }
     }
 
     /// One request to the stand-in; panics unless it answers with a result.
     pub fn call(&self, method: &str, params: Value) -> Value {
         let mut stream = UnixStream::connect(&self.socket).expect("connect stand-in");
-        stream
-            .set_read_timeout(Some(PROCESS_WAIT))
-            .expect("timeout");
+        stream.set_read_timeout(Some(PROCESS_WAIT)).expect("timeout");
         let line = json!({"id": "t", "method": method, "params": params});
-        stream
-            .write_all(format!("{line}\n").as_bytes())
-            .expect("write");
+        stream.write_all(format!("{line}\n").as_bytes()).expect("write");
         let mut answer = String::new();
-        BufReader::new(stream)
-            .read_line(&mut answer)
-            .unwrap_or_else(|e| panic!("stand-in did not answer {method}: {e}"));
-        let value: Value = serde_json::from_str(&answer)
-            .unwrap_or_else(|e| panic!("stand-in answered {method} with {answer:?}: {e}"));
-        assert!(
-            value.get("result").is_some(),
-            "stand-in refused {method}: {value}"
-        );
+        BufReader::new(stream).read_line(&mut answer).unwrap_or_else(|e| panic!("stand-in did not answer {method}: {e}"));
+        let value: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("stand-in answered {method} with {answer:?}: {e}"));
+        assert!(value.get("result").is_some(), "stand-in refused {method}: {value}");
         value
     }
 
     /// Reports agent `bot` in `pane` as `state` (a real agent's hook would).
     pub fn report(&self, pane: &str, state: &str) {
-        self.call(
-            "pane.report_agent",
-            json!({"pane_id": pane, "source": "custom:test", "agent": "bot", "state": state}),
-        );
+        self.call("pane.report_agent", json!({"pane_id": pane, "source": "custom:test", "agent": "bot", "state": state}));
     }
 }
 
@@ -416,14 +348,9 @@ pub struct LineClient {
 impl LineClient {
     pub fn connect(socket: &Path) -> Self {
         let stream = UnixStream::connect(socket).expect("connect runtime");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         let writer = stream.try_clone().expect("clone");
-        Self {
-            reader: BufReader::new(stream),
-            writer,
-        }
+        Self { reader: BufReader::new(stream), writer }
     }
 
     /// Sends a line; false when the runtime already closed the connection.
@@ -518,9 +445,7 @@ impl FrameReader {
     /// Frames until one matches `pred` (skipping e.g. `herdr_state` events).
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         loop {
-            let value = self
-                .next()
-                .expect("host closed stdout before the expected frame");
+            let value = self.next().expect("host closed stdout before the expected frame");
             if pred(&value) {
                 return value;
             }

@@ -93,7 +93,10 @@ impl Bench {
 
 async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else { panic!("arguments must be an object") };
-    client.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments)).await.unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
 }
 
 /// The structured result of a call that must succeed.
@@ -121,7 +124,9 @@ async fn an_mcp_client_edits_patches_and_runs_in_a_git_repository_confined_to_th
     let client = bench.client().await;
 
     let tools = client.list_all_tools().await.expect("tools/list");
-    for name in ["herdr_fs_edit", "herdr_fs_write", "herdr_fs_patch", "herdr_exec", "herdr_exec_start", "herdr_exec_read", "herdr_exec_kill"] {
+    for name in
+        ["herdr_fs_edit", "herdr_fs_write", "herdr_fs_patch", "herdr_exec", "herdr_exec_start", "herdr_exec_read", "herdr_exec_kill"]
+    {
         let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
         assert_ne!(tool.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true), "{name} is not read-only");
     }
@@ -129,7 +134,8 @@ async fn an_mcp_client_edits_patches_and_runs_in_a_git_repository_confined_to_th
     // Edit: unique match required, the count said otherwise.
     let twice = refused(&client, "herdr_fs_edit", json!({"path": "src/lib.txt", "old_string": "beta", "new_string": "BETA"})).await;
     assert!(twice.contains("old_string matches 2 times"), "{twice}");
-    let edited = ok(&client, "herdr_fs_edit", json!({"path": "src/lib.txt", "old_string": "gamma\nbeta", "new_string": "gamma\nBETA"})).await;
+    let edited =
+        ok(&client, "herdr_fs_edit", json!({"path": "src/lib.txt", "old_string": "gamma\nbeta", "new_string": "gamma\nBETA"})).await;
     assert_eq!(edited["git"], "clean");
     assert_eq!(read(&repo, "src/lib.txt"), "alpha\nbeta\ngamma\nBETA\n");
     // Now the file has uncommitted changes: refused unless confirmed.
@@ -171,9 +177,11 @@ async fn an_mcp_client_edits_patches_and_runs_in_a_git_repository_confined_to_th
         let text = refused(&client, "herdr_fs_write", json!({"path": path, "content": "x", "confirm_dirty": true})).await;
         assert!(text.contains("outside the project roots") && text.contains(&root), "{path}: {text}");
     }
-    let patch_out = refused(&client, "herdr_fs_patch", json!({"patch": "*** Begin Patch\n*** Add File: ../outside/p.txt\n+x\n*** End Patch\n"})).await;
+    let patch_out =
+        refused(&client, "herdr_fs_patch", json!({"patch": "*** Begin Patch\n*** Add File: ../outside/p.txt\n+x\n*** End Patch\n"})).await;
     assert!(patch_out.contains("outside the project roots"), "{patch_out}");
-    let exec_out = refused(&client, "herdr_exec", json!({"root": outside.display().to_string(), "command": ["true"], "intent": "read_only"})).await;
+    let exec_out =
+        refused(&client, "herdr_exec", json!({"root": outside.display().to_string(), "command": ["true"], "intent": "read_only"})).await;
     assert!(exec_out.contains("outside the project roots"), "{exec_out}");
     assert_eq!(std::fs::read_dir(&outside).expect("outside").count(), 0, "nothing was written outside the root");
 
@@ -191,7 +199,12 @@ async fn an_mcp_client_edits_patches_and_runs_in_a_git_repository_confined_to_th
     assert_eq!(read(&repo, "counter.txt"), "run\n", "the command ran exactly once");
     assert_eq!((first["stdout"].as_str(), second["stdout"].as_str()), (Some("1\n"), Some("1\n")));
     assert_eq!(second["idempotent_replay"], true);
-    let other = refused(&client, "herdr_exec", json!({"root": ".", "command": ["true"], "intent": "non_idempotent_write", "idempotency_key": "deploy-1"})).await;
+    let other = refused(
+        &client,
+        "herdr_exec",
+        json!({"root": ".", "command": ["true"], "intent": "non_idempotent_write", "idempotency_key": "deploy-1"}),
+    )
+    .await;
     assert!(other.contains("was used for another command"), "{other}");
     let keyless = refused(&client, "herdr_exec", json!({"root": ".", "command": ["true"], "intent": "non_idempotent_write"})).await;
     assert!(keyless.contains("needs an idempotency_key"), "{keyless}");
@@ -199,19 +212,29 @@ async fn an_mcp_client_edits_patches_and_runs_in_a_git_repository_confined_to_th
     // A working agent in the pane's directory: writes and writing commands wait unless confirmed.
     bench.standin.report("w1:p1", "working");
     bench.wait_for_pane("working");
-    let busy = refused(&client, "herdr_fs_write", json!({"path": "notes/todo.txt", "content": "two\n", "overwrite": true, "confirm_dirty": true})).await;
+    let busy =
+        refused(&client, "herdr_fs_write", json!({"path": "notes/todo.txt", "content": "two\n", "overwrite": true, "confirm_dirty": true}))
+            .await;
     assert!(busy.contains("pane w1:p1") && busy.contains("confirm_busy"), "{busy}");
     let busy_exec = refused(&client, "herdr_exec", json!({"root": ".", "command": ["touch", "x"], "intent": "idempotent_write"})).await;
     assert!(busy_exec.contains("is working"), "{busy_exec}");
     ok(&client, "herdr_exec", json!({"root": ".", "command": ["true"], "intent": "read_only"})).await;
-    ok(&client, "herdr_fs_write", json!({"path": "notes/todo.txt", "content": "two\n", "overwrite": true, "confirm_dirty": true, "confirm_busy": true})).await;
+    ok(
+        &client,
+        "herdr_fs_write",
+        json!({"path": "notes/todo.txt", "content": "two\n", "overwrite": true, "confirm_dirty": true, "confirm_busy": true}),
+    )
+    .await;
     bench.standin.report("w1:p1", "idle");
 
     // Every call is in the audit log, newest first, with its outcome.
     let audit = bench.poll("tools.audit", json!({"limit": 200}), |r| r["type"] == "tools_audit");
     let entries = audit["entries"].as_array().cloned().unwrap_or_default();
     let find = |tool: &str, outcome: &str| entries.iter().any(|e| e["tool"] == tool && e["outcome"] == outcome && e["caller"] == "mcp");
-    assert!(find("herdr_exec", "replayed") && find("herdr_exec", "ok") && find("herdr_fs_edit", "refused") && find("herdr_fs_patch", "ok"), "{audit}");
+    assert!(
+        find("herdr_exec", "replayed") && find("herdr_exec", "ok") && find("herdr_fs_edit", "refused") && find("herdr_fs_patch", "ok"),
+        "{audit}"
+    );
     let replay = entries.iter().find(|e| e["outcome"] == "replayed").expect("replay row");
     assert_eq!(replay["root"], root.as_str());
     assert!(replay["target"].as_str().is_some_and(|t| t.contains("counter.txt")), "{replay}");
@@ -259,10 +282,15 @@ async fn a_call_that_cannot_be_recorded_in_the_audit_log_does_not_run() {
     // The first call runs and leaves its row finished, with the whole argv.
     ok(&client, "herdr_exec", json!({"root": ".", "command": ["echo", "first"], "intent": "read_only"})).await;
     let audit = bench.poll("tools.audit", json!({"limit": 10}), |r| r["type"] == "tools_audit");
-    assert_eq!((audit["entries"][0]["outcome"].as_str(), audit["entries"][0]["target"].as_str()), (Some("ok"), Some("[\"echo\",\"first\"]")), "{audit}");
+    assert_eq!(
+        (audit["entries"][0]["outcome"].as_str(), audit["entries"][0]["target"].as_str()),
+        (Some("ok"), Some("[\"echo\",\"first\"]")),
+        "{audit}"
+    );
     // The audit table refuses every new row: the next call is refused before it runs.
     let conn = rusqlite::Connection::open(bench.home.home().join("state.db")).expect("open state.db");
-    conn.execute_batch("CREATE TRIGGER no_audit BEFORE INSERT ON tool_audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END;").expect("trigger");
+    conn.execute_batch("CREATE TRIGGER no_audit BEFORE INSERT ON tool_audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END;")
+        .expect("trigger");
     let text = refused(&client, "herdr_exec", json!({"root": ".", "command": ["touch", "ran"], "intent": "idempotent_write"})).await;
     assert!(text.contains("could not be recorded in the audit log"), "{text}");
     let text = refused(&client, "herdr_fs_write", json!({"path": "new.txt", "content": "x", "confirm_dirty": true})).await;
@@ -294,9 +322,21 @@ async fn a_root_that_is_not_a_repository_never_reaches_the_repository_above_it()
         outer.display(),
         git_state(&sub.join("a.txt"), &roots)
     );
-    let request = GitRequest { root: sub.display().to_string(), action: GitAction::Status, path: None, staged: false, from: None, to: None, max_count: 5, max_bytes: 4096 };
+    let request = GitRequest {
+        root: sub.display().to_string(),
+        action: GitAction::Status,
+        path: None,
+        staged: false,
+        from: None,
+        to: None,
+        max_count: 5,
+        max_bytes: 4096,
+    };
     let answer = herdr_git(&roots, &request).await;
-    assert!(answer.as_ref().is_err_and(|e| e.to_string().contains("not a git repository")), "herdr_git reached the repository above the root: {answer:?}");
+    assert!(
+        answer.as_ref().is_err_and(|e| e.to_string().contains("not a git repository")),
+        "herdr_git reached the repository above the root: {answer:?}"
+    );
     // Registered at the repository itself, the same file is the repository's (untracked).
     let whole = Roots::new([outer.clone()], []);
     assert_eq!(git_state(&sub.join("a.txt"), &whole), GitState::Dirty("??".to_owned()));
@@ -367,14 +407,26 @@ async fn a_hard_link_to_a_file_outside_the_roots_is_neither_read_nor_written() {
     let found = ok(&client, "herdr_fs_grep", json!({"root": ".", "pattern": "outside secret"})).await;
     assert_eq!((found["count"].as_u64(), found["hard_links_skipped"].as_u64()), (Some(0), Some(1)), "{found}");
     assert!(found["skipped"].as_str().is_some_and(|s| s.contains("copy such a file into the root")), "{found}");
-    let edit = refused(&client, "herdr_fs_edit", json!({"path": "src/alias.txt", "old_string": "outside", "new_string": "inside", "confirm_dirty": true})).await;
+    let edit = refused(
+        &client,
+        "herdr_fs_edit",
+        json!({"path": "src/alias.txt", "old_string": "outside", "new_string": "inside", "confirm_dirty": true}),
+    )
+    .await;
     assert!(said(&edit), "{edit}");
-    let write = refused(&client, "herdr_fs_write", json!({"path": "src/alias.txt", "content": "x\n", "overwrite": true, "confirm_dirty": true})).await;
+    let write =
+        refused(&client, "herdr_fs_write", json!({"path": "src/alias.txt", "content": "x\n", "overwrite": true, "confirm_dirty": true}))
+            .await;
     assert!(said(&write), "{write}");
     let patch = "*** Begin Patch\n*** Update File: src/alias.txt\n-outside secret\n+inside\n*** End Patch\n";
     let patched = refused(&client, "herdr_fs_patch", json!({"patch": patch, "confirm_dirty": true})).await;
     assert!(said(&patched), "{patched}");
-    let deleted = refused(&client, "herdr_fs_patch", json!({"patch": "*** Begin Patch\n*** Delete File: src/alias.txt\n*** End Patch\n", "confirm_dirty": true})).await;
+    let deleted = refused(
+        &client,
+        "herdr_fs_patch",
+        json!({"patch": "*** Begin Patch\n*** Delete File: src/alias.txt\n*** End Patch\n", "confirm_dirty": true}),
+    )
+    .await;
     assert!(said(&deleted), "{deleted}");
     assert_eq!(std::fs::read_to_string(&outside).expect("outside"), "outside secret\n");
     assert!(repo.join("src/alias.txt").exists());
@@ -402,7 +454,14 @@ async fn a_patch_naming_one_file_twice_by_two_spellings_is_refused() {
     for (first, second) in [("src/lib.txt", "src/../src/lib.txt"), ("./src/lib.txt", "src/lib.txt"), ("src/lib.txt", "code/lib.txt")] {
         let patch = format!("*** Begin Patch\n{}{}*** End Patch\n", section(first, "ONE"), section(second, "TWO"));
         let text = refused(&client, "herdr_fs_patch", json!({"patch": patch})).await;
-        assert!(text.contains("names") && text.contains("twice") && text.contains(first) && text.contains(second) && text.contains("nothing was written"), "{first} + {second}: {text}");
+        assert!(
+            text.contains("names")
+                && text.contains("twice")
+                && text.contains(first)
+                && text.contains(second)
+                && text.contains("nothing was written"),
+            "{first} + {second}: {text}"
+        );
         let dry = refused(&client, "herdr_fs_patch", json!({"patch": patch, "dry_run": true})).await;
         assert!(dry.contains("twice"), "{dry}");
     }
@@ -431,7 +490,9 @@ async fn a_root_added_on_the_command_line_is_seen_by_the_read_and_the_write_tool
         assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
     };
     assert!(refused(&client, "herdr_fs_read", json!({"path": notes})).await.contains("outside the project roots"));
-    assert!(refused(&client, "herdr_fs_write", json!({"path": written, "content": "x\n", "confirm_dirty": true})).await.contains("outside the project roots"));
+    assert!(refused(&client, "herdr_fs_write", json!({"path": written, "content": "x\n", "confirm_dirty": true}))
+        .await
+        .contains("outside the project roots"));
     run(&["roots", "add", &other.display().to_string()]);
     assert_eq!(ok(&client, "herdr_fs_read", json!({"path": notes})).await["content"], "other notes\n");
     assert_eq!(ok(&client, "herdr_fs_grep", json!({"root": other, "pattern": "notes"})).await["count"], 1);
@@ -439,7 +500,8 @@ async fn a_root_added_on_the_command_line_is_seen_by_the_read_and_the_write_tool
     assert_eq!(std::fs::read_to_string(other.join("new.txt")).expect("written"), "x\n");
     run(&["roots", "remove", &other.display().to_string()]);
     assert!(refused(&client, "herdr_fs_read", json!({"path": notes})).await.contains("outside the project roots"));
-    let again = refused(&client, "herdr_fs_write", json!({"path": written, "content": "y\n", "overwrite": true, "confirm_dirty": true})).await;
+    let again =
+        refused(&client, "herdr_fs_write", json!({"path": written, "content": "y\n", "overwrite": true, "confirm_dirty": true})).await;
     assert!(again.contains("outside the project roots"), "{again}");
     assert_eq!(std::fs::read_to_string(other.join("new.txt")).expect("kept"), "x\n");
     client.cancel().await.expect("close");

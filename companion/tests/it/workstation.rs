@@ -57,7 +57,10 @@ fn repository(dir: &Path) -> std::path::PathBuf {
 
 async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else { panic!("arguments must be an object") };
-    client.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments)).await.unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed: {e}"))
 }
 
 async fn ok(client: &Client, tool: &'static str, arguments: Value) -> Value {
@@ -139,18 +142,31 @@ async fn an_mcp_client_reads_lists_greps_and_diffs_a_repository_inside_its_roots
     let read = ok(&client, "herdr_fs_read", json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2})).await;
     assert_eq!((read["content"].as_str(), read["root"].as_str()), (Some("    42\n"), world.project.to_str()));
     let absolute = ok(&client, "herdr_fs_read", json!({"path": world.project.join("README.md"), "max_bytes": 7})).await;
-    assert_eq!((absolute["content"].as_str(), absolute["truncated"].as_bool(), absolute["next_start_line"].as_u64()), (Some("# demo\n"), Some(true), Some(2)));
+    assert_eq!(
+        (absolute["content"].as_str(), absolute["truncated"].as_bool(), absolute["next_start_line"].as_u64()),
+        (Some("# demo\n"), Some(true), Some(2))
+    );
 
     // herdr_fs_list: .gitignore'd target/ and .git are left out; the symlink is listed, not followed.
     let listed = ok(&client, "herdr_fs_list", json!({"path": ".", "recursive": true})).await;
-    let entries: Vec<(String, String)> = listed["entries"].as_array().expect("entries").iter().map(|e| (e["path"].as_str().unwrap_or("").to_owned(), e["type"].as_str().unwrap_or("").to_owned())).collect();
+    let entries: Vec<(String, String)> = listed["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap_or("").to_owned(), e["type"].as_str().unwrap_or("").to_owned()))
+        .collect();
     let names: Vec<&str> = entries.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(names, [".gitignore", "README.md", "escape", "src", "src/lib.rs", "src/new.rs"]);
     assert!(entries.contains(&("escape".to_owned(), "symlink".to_owned())));
 
     // herdr_fs_grep: literal, ignored files skipped, the symlink not searched.
     let grepped = ok(&client, "herdr_fs_grep", json!({"root": ".", "pattern": "needle"})).await;
-    let hits: Vec<String> = grepped["matches"].as_array().expect("matches").iter().map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"])).collect();
+    let hits: Vec<String> = grepped["matches"]
+        .as_array()
+        .expect("matches")
+        .iter()
+        .map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"]))
+        .collect();
     assert_eq!(hits, ["README.md:3", "src/new.rs:1"]);
     let regex = ok(&client, "herdr_fs_grep", json!({"root": "src", "pattern": "^\\s+4\\d$", "regex": true, "glob": "*.rs"})).await;
     assert_eq!(regex["count"], 1);
@@ -159,7 +175,12 @@ async fn an_mcp_client_reads_lists_greps_and_diffs_a_repository_inside_its_roots
 
     // herdr_git: status, diff of the work tree, staged, a path, two revisions; log; show.
     let status = ok(&client, "herdr_git", json!({"root": ".", "action": "status"})).await;
-    let changed: Vec<String> = status["entries"].as_array().expect("entries").iter().map(|e| format!("{} {}", e["status"].as_str().unwrap_or(""), e["path"].as_str().unwrap_or(""))).collect();
+    let changed: Vec<String> = status["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| format!("{} {}", e["status"].as_str().unwrap_or(""), e["path"].as_str().unwrap_or("")))
+        .collect();
     assert_eq!(changed, [" M README.md", "A  src/new.rs", "?? escape"], "XY as git status --porcelain gives them");
     assert_eq!(status["clean"], false);
     assert!(status["branch"].as_str().is_some_and(|b| b.starts_with("main")), "{status}");
@@ -211,7 +232,8 @@ async fn dot_dot_a_symlink_an_absolute_path_and_an_option_revision_are_refused_n
     }
     // A revision that is an option never reaches git (it would write a file).
     let written = world.project.join("pwned");
-    let text = refused(&client, "herdr_git", json!({"root": ".", "action": "diff", "from": format!("--output={}", written.display())})).await;
+    let text =
+        refused(&client, "herdr_git", json!({"root": ".", "action": "diff", "from": format!("--output={}", written.display())})).await;
     assert!(text.contains("is not a revision"), "{text}");
     assert!(!written.exists());
     let text = refused(&client, "herdr_fs_read", json!({"path": "src/lib.rs", "max_bytes": 10_000_000})).await;
@@ -272,12 +294,32 @@ fn a_parallel_grep_answers_the_sorted_walks_matches_in_path_order() {
     std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("out.txt")).expect("symlink file");
     std::fs::hard_link(outside.join("secret.txt"), root.join("many/linked.txt")).expect("hard link");
 
-    let mut expected = vec!["B.md:1".to_owned(), "a/b/c/deep.rs:3".to_owned(), "a/x.rs:1".to_owned(), "a-b.txt:2".to_owned(), "a.txt:1".to_owned(), "a.txt:3".to_owned()];
+    let mut expected = vec![
+        "B.md:1".to_owned(),
+        "a/b/c/deep.rs:3".to_owned(),
+        "a/x.rs:1".to_owned(),
+        "a-b.txt:2".to_owned(),
+        "a.txt:1".to_owned(),
+        "a.txt:3".to_owned(),
+    ];
     expected.extend((0..300).filter(|i| i % 7 == 0).map(|i| format!("many/f{i:03}.txt:2")));
     let roots = Roots::new([root.clone()], []);
-    let request = |max_matches: u64, max_bytes: u64| GrepRequest { root: root.display().to_string(), pattern: "needle".to_owned(), regex: false, glob: None, case_insensitive: false, max_matches, max_bytes };
+    let request = |max_matches: u64, max_bytes: u64| GrepRequest {
+        root: root.display().to_string(),
+        pattern: "needle".to_owned(),
+        regex: false,
+        glob: None,
+        case_insensitive: false,
+        max_matches,
+        max_bytes,
+    };
     let found = |result: &Value| -> Vec<String> {
-        result["matches"].as_array().expect("matches").iter().map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"])).collect()
+        result["matches"]
+            .as_array()
+            .expect("matches")
+            .iter()
+            .map(|m| format!("{}:{}", m["path"].as_str().unwrap_or(""), m["line"]))
+            .collect()
     };
     let all = grep(&roots, &request(1000, 100_000)).expect("grep");
     assert_eq!(found(&all), expected, "{all}");

@@ -63,8 +63,7 @@ impl Continuity {
         if !self.link_up {
             return;
         }
-        let pending: Vec<(String, Vec<String>)> =
-            self.orphan_acks.iter().map(|(r, ids)| (r.clone(), ids.clone())).collect();
+        let pending: Vec<(String, Vec<String>)> = self.orphan_acks.iter().map(|(r, ids)| (r.clone(), ids.clone())).collect();
         for (session_ref, ids) in pending {
             for chunk in ids.chunks(100) {
                 let task_ids = chunk.to_vec();

@@ -165,29 +165,88 @@ fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
 /// The page adapter's `not_submitted` reasons (docs/PROTOCOL.md) and the ledger's own, as
 /// codes; anything else reads as `not_sent`.
 const NOT_SENT_REASONS: [&str; 9] = [
-    "no_composer", "human_draft", "insert_failed", "send_button_missing", "fact_unresolved", "unknown_layout", "busy",
-    "left_in_composer", "other_conversation",
+    "no_composer",
+    "human_draft",
+    "insert_failed",
+    "send_button_missing",
+    "fact_unresolved",
+    "unknown_layout",
+    "busy",
+    "left_in_composer",
+    "other_conversation",
 ];
 
 /// Every reason code an entry may carry besides the wake gate's [`WakeWithheld`] names:
 /// the side panel has a text for each in `_locales` (a test checks both lists).
 pub const REASON_CODES: &[&str] = &[
-    "settled", "inbox_results", "new_output", "quiet_fallback", "queued_turn", "verdict_continue", "auto_on",
-    "send_pressed", "marker_seen", "not_sent", "lost_on_reload", "no_evidence", "insert_failed",
-    "send_button_missing", "busy", "left_in_composer", "no_composer", "human_draft", "unknown_layout", "fact_unresolved", "auto_off",
+    "settled",
+    "inbox_results",
+    "new_output",
+    "quiet_fallback",
+    "queued_turn",
+    "verdict_continue",
+    "auto_on",
+    "send_pressed",
+    "marker_seen",
+    "not_sent",
+    "lost_on_reload",
+    "no_evidence",
+    "insert_failed",
+    "send_button_missing",
+    "busy",
+    "left_in_composer",
+    "no_composer",
+    "human_draft",
+    "unknown_layout",
+    "fact_unresolved",
+    "auto_off",
     "other_conversation",
-    "queue_first", "page_busy", "reply_timeout", "assistant_stall", "send_timeout", "server_ahead",
-    "server_stalled", "synced", "request_not_accepted", "unknown", "suspect_page",
+    "queue_first",
+    "page_busy",
+    "reply_timeout",
+    "assistant_stall",
+    "send_timeout",
+    "server_ahead",
+    "server_stalled",
+    "synced",
+    "request_not_accepted",
+    "unknown",
+    "suspect_page",
     // Page health (continuity/health).
-    "health_pressure", "sustained_pressure", "heap_critical",
+    "health_pressure",
+    "sustained_pressure",
+    "heap_critical",
     // Permission cards (M5): accepted, clicked, gone, and `CardRefusal::CODES`.
-    "herdr_card", "allow_clicked", "card_gone", "not_chatgpt", "no_permission_wording", "other_connector",
-    "no_single_allow", "allow_not_usable", "no_deny", "no_key",
+    "herdr_card",
+    "allow_clicked",
+    "card_gone",
+    "not_chatgpt",
+    "no_permission_wording",
+    "other_connector",
+    "no_single_allow",
+    "allow_not_usable",
+    "no_deny",
+    "no_key",
     // Handoff (continuity/handoff): its steps and `HandoffRefusal` codes.
-    "handoff_started", "new_chat_opened", "seed_sent", "cut_over", "copy_prompt_offered", "workspace_working",
-    "in_flight", "no_continuity", "journal_unavailable", "bad_package", "seed_failed", "tab_asked_again",
+    "handoff_started",
+    "new_chat_opened",
+    "seed_sent",
+    "cut_over",
+    "copy_prompt_offered",
+    "workspace_working",
+    "in_flight",
+    "no_continuity",
+    "journal_unavailable",
+    "bad_package",
+    "seed_failed",
+    "tab_asked_again",
     // The JSON bridge's approval (continuity/bridge).
-    "awaiting_approval", "run_approved", "call_skipped", "call_refused", "round_limit", "auto_ran_read_only",
+    "awaiting_approval",
+    "run_approved",
+    "call_skipped",
+    "call_refused",
+    "round_limit",
+    "auto_ran_read_only",
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.
@@ -221,7 +280,14 @@ fn withheld_wake(bindings: &Bindings, key: &str, status: &ScopeStatus) -> Option
 
 impl Continuity {
     /// Records one entry.
-    pub(super) fn record_activity(&mut self, scope_key: &str, kind: ActivityKind, outcome: ActivityOutcome, reason: ActivityReason, id: Option<&str>) {
+    pub(super) fn record_activity(
+        &mut self,
+        scope_key: &str,
+        kind: ActivityKind,
+        outcome: ActivityOutcome,
+        reason: ActivityReason,
+        id: Option<&str>,
+    ) {
         self.record_activity_with_tool(scope_key, kind, outcome, reason, id, None);
     }
 
@@ -264,7 +330,13 @@ impl Continuity {
             // It did not land, with the named reason; it is held and goes once its App can be
             // attached (a pending wake's own `withheld` entry follows).
             let why = self.app_hold(&delivery.scope_key).map_or(WakeWithheld::AppNotAttached, |h| h.reason);
-            return self.record_activity(&delivery.scope_key, kind, ActivityOutcome::Failed, ActivityReason::Withheld(why), Some(&delivery.id));
+            return self.record_activity(
+                &delivery.scope_key,
+                kind,
+                ActivityOutcome::Failed,
+                ActivityReason::Withheld(why),
+                Some(&delivery.id),
+            );
         }
         let (outcome, reason) = match resolution {
             Resolution::Confirmed => (ActivityOutcome::Confirmed, "marker_seen"),

@@ -9,10 +9,8 @@ use super::*;
 impl Continuity {
     /// A call that will never be answered normally.
     pub(super) fn abandon(&mut self, now: Millis, purpose: Purpose, why: &str) {
-        let error = CallError {
-            code: ErrorCode::Offline,
-            message: crate::text::concat(&[why, "; the extension retries when it reconnects"]),
-        };
+        let error =
+            CallError { code: ErrorCode::Offline, message: crate::text::concat(&[why, "; the extension retries when it reconnects"]) };
         self.answered(now, purpose, Err(error));
     }
 
@@ -40,7 +38,9 @@ impl Continuity {
             (Purpose::Catalog, Ok(_)) => {}
             (Purpose::WakeTasks { scope_key, settle }, result) => {
                 let result = result.map(|answer| match answer {
-                    RuntimeAnswer::InboxPending { tasks, more } => RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks), more },
+                    RuntimeAnswer::InboxPending { tasks, more } => {
+                        RuntimeAnswer::InboxPending { tasks: self.unconfirmed(&scope_key, tasks), more }
+                    }
                     other => other,
                 });
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
@@ -106,7 +106,9 @@ impl Continuity {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
             (Purpose::Bridge { tab, pressed, conversation }, result) => self.bridge_answered(now, tab, pressed, &conversation, result),
-            (Purpose::BridgeDecide { tab, batch_id, call, decision }, result) => self.bridge_decided(tab, &batch_id, call, decision, result),
+            (Purpose::BridgeDecide { tab, batch_id, call, decision }, result) => {
+                self.bridge_decided(tab, &batch_id, call, decision, result)
+            }
             (Purpose::BridgePrompt { tab }, result) => self.bridge_prompt_answered(tab, result),
             (Purpose::Journal { key }, result) => self.journal_answered(now, key, result),
             (Purpose::GoalSet { key, clear, home }, result) => self.goal_set_answered(&key, clear, home, result),

@@ -132,12 +132,8 @@ impl Continuity {
         let Some(report) = self.pages.get(&tab) else { return };
         let Some(turn) = report.last_human_turn_id.as_deref() else { return };
         let Some(conversation) = classify_url(&report.url).conversation() else { return };
-        let keys: Vec<String> = self
-            .bindings
-            .list()
-            .filter(|b| b.delivery_target().as_ref() == Some(&conversation))
-            .map(|b| b.scope.key())
-            .collect();
+        let keys: Vec<String> =
+            self.bindings.list().filter(|b| b.delivery_target().as_ref() == Some(&conversation)).map(|b| b.scope.key()).collect();
         let (turn, apps) = (turn.to_owned(), report.human_apps.clone());
         for key in keys {
             if self.bindings.learn_app(&key, &turn, &apps) {

@@ -282,12 +282,15 @@ impl Continuity {
         // one remembered before it.
         if let Some(id) = self.pages.get(&tab).and_then(|p| p.last_human_turn_id.clone()) {
             self.bridge.human_turns.insert(key.clone(), id);
-        } else if turn.user_marker.is_none_or(|m| !super::semantic::delivery_id_shaped(m)) && !(turn.user_text.is_empty() && turn.user_message_id.is_none()) {
+        } else if turn.user_marker.is_none_or(|m| !super::semantic::delivery_id_shaped(m))
+            && !(turn.user_text.is_empty() && turn.user_message_id.is_none())
+        {
             let id = turn.user_message_id.clone().unwrap_or_else(|| text_turn_id(turn.user_text));
             self.bridge.human_turns.insert(key.clone(), id);
         }
         let human_turn = self.bridge.human_turns.get(&key).cloned().unwrap_or_default();
-        let last = LastReply { message_id: turn.message_id.unwrap_or_default(), text: bridge_text(turn.assistant_text).to_owned(), human_turn };
+        let last =
+            LastReply { message_id: turn.message_id.unwrap_or_default(), text: bridge_text(turn.assistant_text).to_owned(), human_turn };
         let state = self.bridge.tabs.entry(tab).or_default();
         if state.scope_key != key {
             *state = BridgeTab { scope_key: key, ..BridgeTab::default() };
@@ -314,7 +317,14 @@ impl Continuity {
     /// The runtime's answer to `bridge.reply`: an approval card, the round limit, or
     /// results — which go out with Auto on (or after a press) into a free page; otherwise
     /// they wait for the HUD's Send tool results.
-    pub(super) fn bridge_answered(&mut self, now: Millis, tab: TabId, pressed: bool, conversation: &str, result: Result<RuntimeAnswer, CallError>) {
+    pub(super) fn bridge_answered(
+        &mut self,
+        now: Millis,
+        tab: TabId,
+        pressed: bool,
+        conversation: &str,
+        result: Result<RuntimeAnswer, CallError>,
+    ) {
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
         // The tab still shows the chat that was asked about (not one it moved to since).
         let Some(scope) = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation) else { return };
@@ -333,7 +343,13 @@ impl Continuity {
                 state.batch_id = Some(batch_id.clone());
                 state.pending = pending;
                 if new {
-                    self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("awaiting_approval"), Some(&batch_id));
+                    self.record_activity(
+                        &key,
+                        ActivityKind::BridgeCall,
+                        ActivityOutcome::Withheld,
+                        ActivityReason::Code("awaiting_approval"),
+                        Some(&batch_id),
+                    );
                 }
                 return;
             }
@@ -343,7 +359,13 @@ impl Continuity {
                 state.batch_id = None;
                 state.pending.clear();
                 if new {
-                    self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("round_limit"), None);
+                    self.record_activity(
+                        &key,
+                        ActivityKind::BridgeCall,
+                        ActivityOutcome::Withheld,
+                        ActivityReason::Code("round_limit"),
+                        None,
+                    );
                 }
                 return;
             }
@@ -372,14 +394,21 @@ impl Continuity {
                 let id = crate::text::concat(&[&results.delivery_id, "#", &call.to_string()]);
                 match kind {
                     ResultCall::Refused => {
-                        self.record_activity(&key, ActivityKind::BridgeCall, ActivityOutcome::Withheld, ActivityReason::Code("call_refused"), Some(&id));
+                        self.record_activity(
+                            &key,
+                            ActivityKind::BridgeCall,
+                            ActivityOutcome::Withheld,
+                            ActivityReason::Code("call_refused"),
+                            Some(&id),
+                        );
                     }
                     ResultCall::Ran { tool, method } if auto_on && !decided.contains(&(results.delivery_id.clone(), call)) => {
                         let what = match method {
                             Some(method) => crate::text::concat(&[&tool, " · ", &method]),
                             None => tool,
                         };
-                        let (kind, outcome, reason) = (ActivityKind::BridgeCall, ActivityOutcome::Sent, ActivityReason::Code("auto_ran_read_only"));
+                        let (kind, outcome, reason) =
+                            (ActivityKind::BridgeCall, ActivityOutcome::Sent, ActivityReason::Code("auto_ran_read_only"));
                         self.record_activity_with_tool(&key, kind, outcome, reason, Some(&id), Some(&what));
                     }
                     ResultCall::Ran { .. } => {}
@@ -389,7 +418,10 @@ impl Continuity {
         // Already in the thread: never typed twice (one on its way holds its scope: the
         // ledger refuses a second delivery there).
         let subject = results.delivery_id.as_str();
-        let seen = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
+        let seen = self
+            .pages
+            .get(&tab)
+            .is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
         // A reply the user stopped is never continued on its own: its results wait for the
         // HUD's Send tool results.
         if seen || !(pressed || (self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab))) {
@@ -402,7 +434,9 @@ impl Continuity {
         }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             // Refused only while another delivery of the scope is on its way: Send later.
-            if let Ok(id) = self.post_delivery_as(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new(), pressed) {
+            if let Ok(id) =
+                self.post_delivery_as(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new(), pressed)
+            {
                 self.activity_sent(&key, DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
             }
         }
@@ -426,7 +460,14 @@ impl Continuity {
 
     /// The runtime's answer to `bridge.decide`: the call leaves the card; when none of the
     /// batch waits any more, the page's last reply is asked again for the results.
-    pub(super) fn bridge_decided(&mut self, tab: TabId, batch_id: &str, call: u32, decision: BridgeDecision, result: Result<RuntimeAnswer, CallError>) {
+    pub(super) fn bridge_decided(
+        &mut self,
+        tab: TabId,
+        batch_id: &str,
+        call: u32,
+        decision: BridgeDecision,
+        result: Result<RuntimeAnswer, CallError>,
+    ) {
         let key = self.bridge_scope(tab).map(|s| s.key());
         let Some(state) = self.bridge.tabs.get_mut(&tab) else { return };
         state.deciding.remove(&call);
@@ -483,7 +524,11 @@ impl Continuity {
         }
         Some(BridgeView {
             batch_id: state.batch_id.clone(),
-            pending: state.pending.iter().map(|call| BridgeCardCall { call: call.clone(), deciding: state.deciding.contains(&call.call) }).collect(),
+            pending: state
+                .pending
+                .iter()
+                .map(|call| BridgeCardCall { call: call.clone(), deciding: state.deciding.contains(&call.call) })
+                .collect(),
             round_limit: state.round_limit,
             rounds: state.rounds,
         })

@@ -24,7 +24,9 @@
 //!   current one (an older load, or the URL before a navigation) is not acted on.
 
 use super::*;
-use crate::permission_card::{asked_tool, classify, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS, MAX_CARDS};
+use crate::permission_card::{
+    asked_tool, classify, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS, MAX_CARDS,
+};
 
 /// The HUD's permission-card line of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -114,8 +116,7 @@ impl Continuity {
     /// profile's `permission_card` fact or a card in its newest report): recovery and the
     /// page's health meter treat it as a blocker.
     pub fn permission_card_waiting(&self, tab: TabId) -> bool {
-        self.pages.get(&tab).is_some_and(|p| p.permission_card)
-            || self.cards.tabs.get(&tab).is_some_and(|t| !t.report.cards.is_empty())
+        self.pages.get(&tab).is_some_and(|p| p.permission_card) || self.cards.tabs.get(&tab).is_some_and(|t| !t.report.cards.is_empty())
     }
 
     /// A page's `permission_cards` report.
@@ -216,7 +217,8 @@ impl Continuity {
             }
         }
         let Some(scope_key) = self.scope_of_tab(tab).map(|s| s.key()) else { return };
-        let (outcome, reason) = if clicked { (ActivityOutcome::Confirmed, "allow_clicked") } else { (ActivityOutcome::Failed, "card_gone") };
+        let (outcome, reason) =
+            if clicked { (ActivityOutcome::Confirmed, "allow_clicked") } else { (ActivityOutcome::Failed, "card_gone") };
         self.record_card_activity(&scope_key, outcome, reason, key, &tool);
     }
 

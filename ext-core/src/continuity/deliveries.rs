@@ -87,10 +87,7 @@ impl Continuity {
     pub(super) fn target_tab(&self, key: &str) -> Option<TabId> {
         let binding = self.bindings.list().find(|b| b.scope.key() == key)?;
         let target = binding.delivery_target()?;
-        self.pages
-            .iter()
-            .find(|(_, report)| classify_url(&report.url).conversation().as_ref() == Some(&target))
-            .map(|(tab, _)| *tab)
+        self.pages.iter().find(|(_, report)| classify_url(&report.url).conversation().as_ref() == Some(&target)).map(|(tab, _)| *tab)
     }
 
     /// Keeps one scheduler per binding and feeds it the binding, Auto and page facts.
@@ -107,7 +104,9 @@ impl Continuity {
             // generated: the scheduler must not post a second delivery (regression found
             // by continuity_props (e)).
             // So does a queued batch of the user (their next turn goes first, Q2).
-            let manual_in_flight = self.ledger.active_for(&key).is_some_and(|d| matches!(d.kind, DeliveryKind::Continue | DeliveryKind::JudgeContinue)) || self.queue_in_flight(&key);
+            let manual_in_flight =
+                self.ledger.active_for(&key).is_some_and(|d| matches!(d.kind, DeliveryKind::Continue | DeliveryKind::JudgeContinue))
+                    || self.queue_in_flight(&key);
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
@@ -128,9 +127,7 @@ impl Continuity {
             // X2: the source's automatic wakes pause while its handoff is in flight.
             let in_progress = self.handoff_in_flight(&key);
             let status = self.scopes.entry(key.clone()).or_default();
-            let scheduler = status
-                .scheduler
-                .get_or_insert_with(|| WakeScheduler::new(progress, language));
+            let scheduler = status.scheduler.get_or_insert_with(|| WakeScheduler::new(progress, language));
             scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some(workspace_id), has_delivery_target: has_target });
             scheduler.handle(now, SchedulerInput::AutoChanged { auto });
             scheduler.handle(now, SchedulerInput::Handoff { in_progress });

@@ -42,8 +42,7 @@ impl Continuity {
                 SettleOutput::Resubscribe { .. } => {
                     // The shell reopens the stream on the next LinkUp.
                 }
-                SettleOutput::ScopeWorking { workspace_id, .. }
-                | SettleOutput::PartialSettle { workspace_id, .. } => {
+                SettleOutput::ScopeWorking { workspace_id, .. } | SettleOutput::PartialSettle { workspace_id, .. } => {
                     if matches!(output, SettleOutput::ScopeWorking { .. }) {
                         // A new episode: output seen so far is not progress of it.
                         for pane in self.pane_outputs.values_mut().filter(|o| &o.workspace_id == workspace_id) {
@@ -69,11 +68,7 @@ impl Continuity {
                 SettleOutput::ScopeSettled { workspace_id, .. } => {
                     let keys = self.keys_bound_to(workspace_id);
                     for key in keys {
-                        let Some(session_ref) = self
-                            .bindings
-                            .list()
-                            .find(|b| b.scope.key() == key)
-                            .map(|b| browser_session_ref(&b.scope))
+                        let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope))
                         else {
                             continue;
                         };

@@ -118,7 +118,10 @@ impl Continuity {
             let turn = slot.probes;
             slot.probing = Some(turn);
             let workspace_id = self.bindings.binding_for(&scope).map(|b| b.workspace_id.clone()).unwrap_or_default();
-            self.call(Purpose::GoalProbe { key, turn }, RuntimeCall::GoalEvidence { session_ref: browser_session_ref(&scope), workspace_id });
+            self.call(
+                Purpose::GoalProbe { key, turn },
+                RuntimeCall::GoalEvidence { session_ref: browser_session_ref(&scope), workspace_id },
+            );
             return true;
         }
         if let Some(slot) = self.semantic.goals.get_mut(&key) {
@@ -142,7 +145,9 @@ impl Continuity {
         }
         slot.probing = None;
         let goal = match result {
-            Ok(RuntimeAnswer::GoalEvidence(evidence)) => evidence.goal.map(|g| crate::limits::clip(g.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS)),
+            Ok(RuntimeAnswer::GoalEvidence(evidence)) => {
+                evidence.goal.map(|g| crate::limits::clip(g.trim().to_owned(), crate::goal_supervisor::GOAL_MAX_CHARS))
+            }
             _ => None,
         };
         let slot = slot.clone();
@@ -214,7 +219,13 @@ impl Continuity {
 
     /// Ticks the supervisors whose deadline passed.
     pub(super) fn goal_tick(&mut self, now: Millis) {
-        let due: Vec<String> = self.semantic.goals.iter().filter(|(_, s)| s.machine.next_deadline().is_some_and(|at| at <= now)).map(|(k, _)| k.clone()).collect();
+        let due: Vec<String> = self
+            .semantic
+            .goals
+            .iter()
+            .filter(|(_, s)| s.machine.next_deadline().is_some_and(|at| at <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in due {
             if let Some(slot) = self.semantic.goals.get_mut(&key) {
                 slot.machine.handle(now, GoalInput::Tick);
@@ -281,7 +292,8 @@ impl Continuity {
             match output {
                 GoalOutput::FetchEvidence { turn } => {
                     let scope = self.scope_of_tab(slot.tab);
-                    let workspace_id = scope.as_ref().and_then(|s| self.bindings.binding_for(s)).map(|b| b.workspace_id.clone()).unwrap_or_default();
+                    let workspace_id =
+                        scope.as_ref().and_then(|s| self.bindings.binding_for(s)).map(|b| b.workspace_id.clone()).unwrap_or_default();
                     let session_ref = scope.as_ref().map(browser_session_ref).unwrap_or_default();
                     self.call(Purpose::GoalEvidence { key: key.to_owned(), turn }, RuntimeCall::GoalEvidence { session_ref, workspace_id });
                 }
@@ -293,7 +305,11 @@ impl Continuity {
                         continue;
                     }
                     let conversation = self.scope_of_tab(slot.tab).map(|s| browser_session_ref(&s)).unwrap_or_default();
-                    let call = RuntimeCall::JudgeTurnEnd { user_text: slot.user_text.clone(), assistant_text: slot.assistant_text.clone(), conversation };
+                    let call = RuntimeCall::JudgeTurnEnd {
+                        user_text: slot.user_text.clone(),
+                        assistant_text: slot.assistant_text.clone(),
+                        conversation,
+                    };
                     self.call(Purpose::GoalPriors { key: key.to_owned(), turn }, call);
                 }
                 GoalOutput::Decided(decision) => {
@@ -344,7 +360,10 @@ impl Continuity {
         } else {
             scope.as_ref().and_then(|s| self.app_block(&s.key())).or_else(|| self.rate_block_tab(slot.tab)).map(withheld_say)
         };
-        let free = self.pages.get(&slot.tab).is_some_and(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(slot.conversation.as_str()));
+        let free = self
+            .pages
+            .get(&slot.tab)
+            .is_some_and(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(slot.conversation.as_str()));
         let posted = match (why.is_none() && free, scope) {
             (true, Some(scope)) => {
                 let subject = crate::text::concat(&["goal:", key, "#", &decision.turn.to_string()]);

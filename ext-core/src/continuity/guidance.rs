@@ -108,7 +108,9 @@ crate::json_read::write_struct!(GuidanceLine { task_id, kind, note });
 pub fn hud_lines(tasks: &[super::InboxTask]) -> Vec<GuidanceLine> {
     tasks
         .iter()
-        .filter_map(|t| t.guidance.as_ref().map(|g| GuidanceLine { task_id: t.task_id.clone(), kind: g.kind.clone(), note: g.note.clone() }))
+        .filter_map(|t| {
+            t.guidance.as_ref().map(|g| GuidanceLine { task_id: t.task_id.clone(), kind: g.kind.clone(), note: g.note.clone() })
+        })
         .collect()
 }
 
@@ -131,6 +133,9 @@ mod tests {
             result: None,
             guidance: Some(TaskGuidance { kind: "needs_human".into(), note: Some("ask".into()) }),
         };
-        assert_eq!(advice_paragraph(Language::Zh, &[task]), "\n父任务建议（来自配置的模型，仅供参考，不是证据；以上任务事实为准）：\n- t1：需要由人查看");
+        assert_eq!(
+            advice_paragraph(Language::Zh, &[task]),
+            "\n父任务建议（来自配置的模型，仅供参考，不是证据；以上任务事实为准）：\n- t1：需要由人查看"
+        );
     }
 }

@@ -32,7 +32,9 @@ impl Continuity {
             .collect();
         for key in keys {
             let read_in_flight = self.calls.values().any(|p| match p {
-                Purpose::WakeTasks { scope_key, .. } | Purpose::InboxCheck { scope_key, .. } | Purpose::GuidanceRead { scope_key } => *scope_key == key,
+                Purpose::WakeTasks { scope_key, .. } | Purpose::InboxCheck { scope_key, .. } | Purpose::GuidanceRead { scope_key } => {
+                    *scope_key == key
+                }
                 _ => false,
             });
             if !read_in_flight {

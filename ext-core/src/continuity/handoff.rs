@@ -97,7 +97,18 @@ pub struct HandoffBook {
     pub rollovers: crate::rollover::Rollovers,
 }
 
-crate::json_read::json_struct!(Transfer { machine, site: default, project_id, source_conversation, source_tab, target_tab, seeds, seed_due, tab_requested, end_recorded: default });
+crate::json_read::json_struct!(Transfer {
+    machine,
+    site: default,
+    project_id,
+    source_conversation,
+    source_tab,
+    target_tab,
+    seeds,
+    seed_due,
+    tab_requested,
+    end_recorded: default
+});
 
 crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default, rollovers: default });
 
@@ -146,7 +157,10 @@ fn new_chat_page(url: &str) -> bool {
 
 fn package_of(state: &HandoffState) -> Option<&Package> {
     match state {
-        HandoffState::Opening { package, .. } | HandoffState::Seeding { package, .. } | HandoffState::SeedUncertain { package, .. } | HandoffState::CopyPrompt { package } => Some(package),
+        HandoffState::Opening { package, .. }
+        | HandoffState::Seeding { package, .. }
+        | HandoffState::SeedUncertain { package, .. }
+        | HandoffState::CopyPrompt { package } => Some(package),
         _ => None,
     }
 }
@@ -171,7 +185,8 @@ impl Continuity {
     /// (its items move to the new conversation at the cut-over, Q9).
     pub(super) fn handoff_holds_queue(&self, conversation: &str) -> bool {
         self.handoff.transfers.values().any(|t| {
-            t.machine.in_flight() && conversation.strip_prefix(t.site.as_str()).and_then(|c| c.strip_prefix(':')) == Some(t.source_conversation.as_str())
+            t.machine.in_flight()
+                && conversation.strip_prefix(t.site.as_str()).and_then(|c| c.strip_prefix(':')) == Some(t.source_conversation.as_str())
         })
     }
 
@@ -215,7 +230,8 @@ impl Continuity {
         let working = self.bindings.binding_for(&scope).is_some_and(|b| self.tracker.is_working(&b.workspace_id));
         // The scope's machine is taken out (not copied) and put back if it refuses the Start.
         let mut machine = self.handoff.transfers.get_mut(&key).map(|t| std::mem::take(&mut t.machine)).unwrap_or_default();
-        let start = HandoffInput::Start { conversation_id: conversation_id.clone(), source_url: report.url.clone(), workspace_working: working };
+        let start =
+            HandoffInput::Start { conversation_id: conversation_id.clone(), source_url: report.url.clone(), workspace_working: working };
         if let Err(refusal) = machine.handle(start) {
             if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
                 transfer.machine = machine;
@@ -244,7 +260,11 @@ impl Continuity {
     /// one, B3): no second Handoff from it.
     fn handoff_retired(&self, key: &str, page: &PageKind) -> bool {
         let (PageKind::ProjectChat { conversation_id, .. } | PageKind::Chat { conversation_id, .. }) = page else { return false };
-        let done = self.handoff.transfers.get(key).is_some_and(|t| matches!(t.machine.state(), HandoffState::Done { .. }) && t.source_conversation == *conversation_id);
+        let done = self
+            .handoff
+            .transfers
+            .get(key)
+            .is_some_and(|t| matches!(t.machine.state(), HandoffState::Done { .. }) && t.source_conversation == *conversation_id);
         done && page.scope().and_then(|s| self.bindings.binding_for(&s)).is_none_or(|b| b.active_conv_key.as_ref() != Some(conversation_id))
     }
 
@@ -286,7 +306,10 @@ impl Continuity {
     /// request may have been lost with that worker.
     fn handoff_tab_lost(&self, transfer: &Transfer) -> bool {
         let asked = package_of(transfer.machine.state()).is_some_and(|p| self.handoff_tabs_asked.contains(&p.transfer_id));
-        matches!(transfer.machine.state(), HandoffState::Opening { .. }) && transfer.tab_requested && transfer.target_tab.is_none() && !asked
+        matches!(transfer.machine.state(), HandoffState::Opening { .. })
+            && transfer.tab_requested
+            && transfer.target_tab.is_none()
+            && !asked
     }
 
     /// The scope keys of the transfers `test` accepts, in key order (one walk for every
@@ -327,7 +350,8 @@ impl Continuity {
         for key in keys {
             let Some(transfer) = self.handoff.transfers.get(&key) else { continue };
             let transfer_id = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone());
-            let adopt = transfer.target_tab.is_none() && transfer.tab_requested && transfer_id.is_some_and(|id| query_names(&report.url, &id));
+            let adopt =
+                transfer.target_tab.is_none() && transfer.tab_requested && transfer_id.is_some_and(|id| query_names(&report.url, &id));
             if transfer.target_tab != Some(tab) && !adopt {
                 continue;
             }
@@ -352,7 +376,9 @@ impl Continuity {
     /// The worker's `chrome.tabs.create` for a transfer answered: the new tab, or browser
     /// control is unavailable (X8).
     pub(super) fn handoff_tab(&mut self, now: Millis, transfer_id: &str, tab: Result<TabId, String>) {
-        let Some(key) = self.handoff_keys(&|t| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id)).into_iter().next() else {
+        let Some(key) =
+            self.handoff_keys(&|t| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id)).into_iter().next()
+        else {
             return;
         };
         self.handoff_tabs_asked.remove(transfer_id);
@@ -379,7 +405,9 @@ impl Continuity {
             (false, Ok(RuntimeAnswer::Prepared(package))) => HandoffInput::Prepared(Ok(package)),
             (true, Err(e)) => HandoffInput::Confirmed(Err(e.message)),
             (false, Err(e)) => HandoffInput::Prepared(Err(e.message)),
-            (true, Ok(_)) => HandoffInput::Confirmed(Err("the runtime's answer to continuity.resolve is not its documented shape".to_owned())),
+            (true, Ok(_)) => {
+                HandoffInput::Confirmed(Err("the runtime's answer to continuity.resolve is not its documented shape".to_owned()))
+            }
             (false, Ok(_)) => HandoffInput::Prepared(Err("the runtime's handoff package is not its documented shape".to_owned())),
         };
         let _ = transfer.machine.handle(input);
@@ -395,8 +423,12 @@ impl Continuity {
                 continue;
             }
             match t.machine.state() {
-                HandoffState::Confirming { conversation_id, .. } => keys.push((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() })),
-                HandoffState::Preparing { continuity_id, .. } => keys.push((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() })),
+                HandoffState::Confirming { conversation_id, .. } => {
+                    keys.push((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() }))
+                }
+                HandoffState::Preparing { continuity_id, .. } => {
+                    keys.push((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() }))
+                }
                 _ => {}
             }
         }
@@ -550,7 +582,13 @@ impl Continuity {
         let from = crate::text::concat(&[site.as_str(), ":", &source_conversation]);
         let to = crate::text::concat(&[site.as_str(), ":", new_conversation]);
         self.queue_move(from, to);
-        self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Confirmed, ActivityReason::Code("cut_over"), last_seed.as_deref());
+        self.record_activity(
+            key,
+            ActivityKind::Handoff,
+            ActivityOutcome::Confirmed,
+            ActivityReason::Code("cut_over"),
+            last_seed.as_deref(),
+        );
         self.notice(source_tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
         if let Some(tab) = target_tab {
             self.notice(tab, Say::new("handoffDone", vec![new_conversation.to_owned()]), NoticeTone::Info);
@@ -572,14 +610,21 @@ impl Continuity {
             return Some(HandoffView { step: "idle", line: None, button: "handoff", copy_prompt: None });
         };
         let state = transfer.machine.state();
-        let uncertain = transfer.seeds.last().and_then(|id| self.ledger.active().find(|d| &d.id == id)).is_some_and(|d| matches!(d.state, DeliveryState::Uncertain { .. }));
+        let uncertain = transfer
+            .seeds
+            .last()
+            .and_then(|id| self.ledger.active().find(|d| &d.id == id))
+            .is_some_and(|d| matches!(d.state, DeliveryState::Uncertain { .. }));
         let (line, button) = match state {
             HandoffState::Idle => (None, "handoff"),
             HandoffState::Seeding { .. } if uncertain => (Some(Say::new("handoffLine_seed_unconfirmed", vec![])), "none"),
-            HandoffState::Opening { .. } if self.handoff_tab_lost(transfer) => (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume"),
-            HandoffState::Confirming { .. } | HandoffState::Preparing { .. } | HandoffState::Opening { .. } | HandoffState::Seeding { .. } => {
-                (Some(Say::coded("handoffLine", state.step(), vec![])), "none")
+            HandoffState::Opening { .. } if self.handoff_tab_lost(transfer) => {
+                (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume")
             }
+            HandoffState::Confirming { .. }
+            | HandoffState::Preparing { .. }
+            | HandoffState::Opening { .. }
+            | HandoffState::Seeding { .. } => (Some(Say::coded("handoffLine", state.step(), vec![])), "none"),
             HandoffState::SeedUncertain { .. } => (Some(Say::coded("handoffLine", "seed_uncertain", vec![])), "resume"),
             HandoffState::CopyPrompt { .. } => (Some(Say::coded("handoffLine", "copy_prompt", vec![])), "copy_prompt"),
             HandoffState::Done { new_conversation } => {
@@ -589,7 +634,9 @@ impl Continuity {
             HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail }, source_url } => {
                 (Some(Say::new("handoffFailed_journal_unavailable", vec![detail.clone(), source_url.clone()])), "handoff")
             }
-            HandoffState::Failed { reason, source_url } => (Some(Say::coded("handoffFailed", reason.code(), vec![source_url.clone()])), "handoff"),
+            HandoffState::Failed { reason, source_url } => {
+                (Some(Say::coded("handoffFailed", reason.code(), vec![source_url.clone()])), "handoff")
+            }
         };
         Some(HandoffView { step: state.step(), line, button, copy_prompt: transfer.machine.copy_prompt().map(str::to_owned) })
     }

@@ -100,8 +100,16 @@ crate::json_read::write_struct!(HealthLine { level, decision, reason, spikes, lo
 pub const HEALTH_DECISIONS: [&str; 5] = ["none", "recorded", "probe", "reload", "withheld"];
 /// Every reason code of [`HealthLine::reason`] (the HUD shows `healthReason_<code>`).
 pub const HEALTH_REASONS: [&str; 10] = [
-    "spike", "sustained_pressure", "heap_critical", "not_proven", "auto_off", "human_input", "permission_card",
-    "delivery_uncertain", "not_quiet", "budgets_spent",
+    "spike",
+    "sustained_pressure",
+    "heap_critical",
+    "not_proven",
+    "auto_off",
+    "human_input",
+    "permission_card",
+    "delivery_uncertain",
+    "not_quiet",
+    "budgets_spent",
 ];
 
 impl Continuity {
@@ -128,7 +136,12 @@ impl Continuity {
         let meters = self.health.meters.entry(tab).or_default();
         if meters.page_load != page_load {
             let decision = meters.decision;
-            *meters = PageMeters { page_load: page_load.to_owned(), decision, meter: HealthMeter::with_thresholds(thresholds), ..PageMeters::default() };
+            *meters = PageMeters {
+                page_load: page_load.to_owned(),
+                decision,
+                meter: HealthMeter::with_thresholds(thresholds),
+                ..PageMeters::default()
+            };
             meters.progress_at = Some(now);
             meters.signature.clone_from(&signature);
         }
@@ -183,7 +196,8 @@ impl Continuity {
             return Some(Decision { what: "withheld", why: "not_quiet" });
         };
         let spent = planner.spent_why().is_some();
-        let conversation_id = self.pages.get(&tab).and_then(|r| classify_url(&r.url).conversation().map(|c| c.conversation_id.to_owned()))?;
+        let conversation_id =
+            self.pages.get(&tab).and_then(|r| classify_url(&r.url).conversation().map(|c| c.conversation_id.to_owned()))?;
         let decision = match &action {
             Some(RecoveryAction::Probe) => {
                 if let Some(meters) = self.health.meters.get_mut(&tab) {

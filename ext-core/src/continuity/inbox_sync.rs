@@ -6,8 +6,8 @@
 //! Invariants: at most one inbox read per scope in flight; an inbox wake never goes out
 //! while the workspace works or another wake is pending or in flight.
 
-use continuity_protocol::ErrorCode;
 use super::*;
+use continuity_protocol::ErrorCode;
 
 impl Continuity {
     /// Re-reads the inbox for every settle that was waiting for its `inbox.pending` answer
@@ -33,10 +33,7 @@ impl Continuity {
     pub(super) fn inbox_checks_due(&mut self) {
         let keys: Vec<String> = self.bindings.list().map(|b| b.scope.key()).collect();
         for key in keys {
-            let check_in_flight = self
-                .calls
-                .values()
-                .any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
+            let check_in_flight = self.calls.values().any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
             if check_in_flight {
                 continue;
             }
@@ -53,10 +50,7 @@ impl Continuity {
         let Some(binding) = self.bindings.list().find(|b| b.scope.key() == key) else {
             return true;
         };
-        let settle_read_in_flight = self
-            .calls
-            .values()
-            .any(|p| matches!(p, Purpose::WakeTasks { scope_key, .. } if scope_key == key));
+        let settle_read_in_flight = self.calls.values().any(|p| matches!(p, Purpose::WakeTasks { scope_key, .. } if scope_key == key));
         let status = self.scopes.get(key);
         let wake_busy = status.is_none_or(|s| {
             s.scheduler.as_ref().is_none_or(WakeScheduler::wake_pending_or_in_flight)
@@ -77,10 +71,7 @@ impl Continuity {
             .map(|b| (b.scope.key(), b.workspace_id.clone(), browser_session_ref(&b.scope)))
             .collect();
         for (key, workspace_id, session_ref) in due {
-            let check_in_flight = self
-                .calls
-                .values()
-                .any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
+            let check_in_flight = self.calls.values().any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
             if check_in_flight || self.inbox_check_blocked(&key) {
                 continue;
             }

@@ -97,7 +97,15 @@ pub struct JournalBook {
     pub(crate) opted: Vec<String>,
 }
 
-json_struct!(JournalBook { outbox: default, recent: default, dropped: default, missed: default, chains: default, floors: default, opted: default });
+json_struct!(JournalBook {
+    outbox: default,
+    recent: default,
+    dropped: default,
+    missed: default,
+    chains: default,
+    floors: default,
+    opted: default
+});
 
 /// The HUD's journal opt-in on `tab`'s conversation ([`ContinuityInput::JournalOpt`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -109,7 +109,10 @@ impl Continuity {
             return self.notice(tab, Say::new("judgeOff", vec![]), NoticeTone::Bad);
         }
         // The same chain as semantic Auto; the answer is shown, never acted on.
-        self.call(Purpose::Judge { tab }, RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: browser_session_ref(&scope) });
+        self.call(
+            Purpose::Judge { tab },
+            RuntimeCall::JudgeTurnEnd { user_text, assistant_text, conversation: browser_session_ref(&scope) },
+        );
     }
 }
 
@@ -127,10 +130,8 @@ impl Continuity {
             return;
         }
         for pane in reads.iter().filter(|p| p.agent.is_some()).take(8) {
-            let id = self.call(
-                Purpose::CheckRead { tab },
-                RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES },
-            );
+            let id =
+                self.call(Purpose::CheckRead { tab }, RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES });
             if let Some(run) = self.checks.get_mut(&tab) {
                 if self.calls.contains_key(&id) {
                     run.waiting.insert(id);

@@ -63,41 +63,37 @@ use serde::Serialize;
 
 use crate::auto_gate::{AutoGate, AutoState, HudAction, WakeWithheld};
 use crate::binding::{BindingInput, BindingOutput, Bindings, CatalogWorkspace, TabId};
-use crate::delivery_ledger::{
-    Baseline, BeginRefused, Delivery, DeliveryLedger, DeliveryState, LedgerOutput, Resolution,
-};
+use crate::delivery_ledger::{Baseline, BeginRefused, Delivery, DeliveryLedger, DeliveryState, LedgerOutput, Resolution};
 use crate::progress_push::ProgressConfig;
 use crate::scope::{classify_url, PageKind, Scope};
-use crate::settle_tracker::{
-    AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent,
-};
+use crate::settle_tracker::{AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent};
+use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::vec_map::{VecMap, VecSet};
 use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
-use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::Millis;
 
-mod activity;
 mod acks;
-mod app;
+mod activity;
 mod answers;
+mod app;
 mod bridge;
 mod cards;
 mod chats;
 mod deliveries;
 mod drains;
-mod guidance;
 mod goal;
+mod guidance;
 mod guidance_sync;
+mod handoff;
+mod health;
 mod inbox_sync;
 mod io;
+mod journal;
 mod manual;
 mod pacer;
 mod pane_output;
 mod persisted;
 mod queue;
-mod handoff;
-mod health;
-mod journal;
 mod recovery;
 mod rollover;
 mod semantic;
@@ -106,28 +102,28 @@ mod unresolved;
 mod views;
 
 pub use acks::CONFIRMED_TASKS_KEPT;
-pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
-use handoff::SEED_KEY_PREFIX;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
-pub use io::*;
-pub use unresolved::{Unresolved, UnresolvedWhy};
-pub use pane_output::*;
-pub use queue::{QueueDurable, QueueSend, QueueView};
-pub use handoff::{new_chat_url, HandoffBook, HandoffView, PrepareCall, Transfer, HANDOFF_QUERY, HANDOFF_QUEUE_ITEMS};
-pub use journal::{JournalOpt, MAX_OPTED};
-pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
-pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
-pub use semantic::SEMANTIC_REASON_MAX_CHARS;
+pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
 pub use bridge::{BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall};
 pub use cards::CardLine;
-pub use guidance::{GuidanceLine, TaskGuidance, KINDS as GUIDANCE_KINDS};
 pub use chats::CHATS_REPORT_REFRESH_MS;
+pub use guidance::{GuidanceLine, TaskGuidance, KINDS as GUIDANCE_KINDS};
+use handoff::SEED_KEY_PREFIX;
+pub use handoff::{new_chat_url, HandoffBook, HandoffView, PrepareCall, Transfer, HANDOFF_QUERY, HANDOFF_QUEUE_ITEMS};
+pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
+pub use io::*;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
+pub use journal::{JournalOpt, MAX_OPTED};
+pub use pane_output::*;
+pub use queue::{QueueDurable, QueueSend, QueueView};
+pub use recovery::{PageRecoveryReport, ProbeAnswer, ProbeNode, RecoveryCommand, RecoveryLine, RECOVERY_TICK_MS};
+pub use semantic::SEMANTIC_REASON_MAX_CHARS;
 pub use texts::*;
+pub use unresolved::{Unresolved, UnresolvedWhy};
 pub use views::*;
 
-pub use crate::delivery_ledger::DeliveryKind;
 pub use crate::binding::{AppMention, AppNeed};
+pub use crate::delivery_ledger::DeliveryKind;
 
 /// A delivery in flight as the previous release persisted it (per scope); restored into
 /// the [`DeliveryLedger`] as uncertain.
@@ -200,35 +196,93 @@ enum Purpose {
     Subscribe,
     Catalog,
     /// `inbox.pending` for a held settle of a scope.
-    WakeTasks { scope_key: String, settle: SettleOutput },
-    Ack { scope_key: String, task_ids: Vec<String> },
+    WakeTasks {
+        scope_key: String,
+        settle: SettleOutput,
+    },
+    Ack {
+        scope_key: String,
+        task_ids: Vec<String>,
+    },
     /// `inbox.ack` for tasks of a binding that no longer exists.
-    OrphanAck { session_ref: String, task_ids: Vec<String> },
-    Counts { scope_key: String },
+    OrphanAck {
+        session_ref: String,
+        task_ids: Vec<String>,
+    },
+    Counts {
+        scope_key: String,
+    },
     /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
-    InboxCheck { scope_key: String, workspace_id: String },
+    InboxCheck {
+        scope_key: String,
+        workspace_id: String,
+    },
     /// `inbox.pending` for the guidance of a pending wake's tasks only (never wakes).
-    GuidanceRead { scope_key: String },
-    CheckPanes { tab: TabId },
-    CheckRead { tab: TabId },
-    Judge { tab: TabId },
+    GuidanceRead {
+        scope_key: String,
+    },
+    CheckPanes {
+        tab: TabId,
+    },
+    CheckRead {
+        tab: TabId,
+    },
+    Judge {
+        tab: TabId,
+    },
     /// `judge.turn_end` of semantic Auto for a reply of `conversation`.
-    SemanticJudge { conversation: String, fingerprint: String, tab: TabId },
+    SemanticJudge {
+        conversation: String,
+        fingerprint: String,
+        tab: TabId,
+    },
     /// `bridge.reply` for a reply of `conversation` on `tab`.
-    Bridge { tab: TabId, pressed: bool, conversation: String },
+    Bridge {
+        tab: TabId,
+        pressed: bool,
+        conversation: String,
+    },
     /// `bridge.decide` of a call of `tab`'s approval card.
-    BridgeDecide { tab: TabId, batch_id: String, call: u32, decision: BridgeDecision },
+    BridgeDecide {
+        tab: TabId,
+        batch_id: String,
+        call: u32,
+        decision: BridgeDecision,
+    },
     /// `bridge.prompt` for the HUD of `tab`.
-    BridgePrompt { tab: TabId },
+    BridgePrompt {
+        tab: TabId,
+    },
     /// `continuity.append` of the outbox turn `key` (`<conversation>/<message>`).
-    Journal { key: String },
+    Journal {
+        key: String,
+    },
     /// A handoff's `continuity.resolve` (`resolve`) or package, for the transfer of scope `key`.
-    Handoff { key: String, resolve: bool },
+    Handoff {
+        key: String,
+        resolve: bool,
+    },
     /// `chats.report` (`chats`).
     ChatsReport,
     /// `profiles.get`.
     Profiles,
-    GoalSet { key: String, clear: bool, home: Option<String> }, GoalProbe { key: String, turn: u64 }, GoalEvidence { key: String, turn: u64 }, GoalPriors { key: String, turn: u64 }, // Goal mode (J7, `goal`)
+    GoalSet {
+        key: String,
+        clear: bool,
+        home: Option<String>,
+    },
+    GoalProbe {
+        key: String,
+        turn: u64,
+    },
+    GoalEvidence {
+        key: String,
+        turn: u64,
+    },
+    GoalPriors {
+        key: String,
+        turn: u64,
+    }, // Goal mode (J7, `goal`)
 }
 
 /// A Check Herdr run being collected.
@@ -467,11 +521,7 @@ impl Continuity {
                 self.call(Purpose::Subscribe, RuntimeCall::Subscribe { after_seq, log_id });
                 self.call(Purpose::Catalog, RuntimeCall::Workspaces);
                 self.call(Purpose::Profiles, RuntimeCall::ProfilesGet);
-                let refs: Vec<(String, String)> = self
-                    .bindings
-                    .list()
-                    .map(|b| (b.scope.key(), browser_session_ref(&b.scope)))
-                    .collect();
+                let refs: Vec<(String, String)> = self.bindings.list().map(|b| (b.scope.key(), browser_session_ref(&b.scope))).collect();
                 for (scope_key, session_ref) in refs {
                     self.call(Purpose::Counts { scope_key: scope_key.clone() }, RuntimeCall::InboxCounts { session_ref });
                     self.send_due_acks(&scope_key);
@@ -494,13 +544,7 @@ impl Continuity {
                 }
                 self.checks.clear();
             }
-            ContinuityInput::StreamHello {
-                boot_id,
-                last_seq,
-                agents,
-                log_id,
-                log_reset,
-            } => {
+            ContinuityInput::StreamHello { boot_id, last_seq, agents, log_id, log_reset } => {
                 // A new log (reset or replaced state.db): its seqs start again, so the marks
                 // of the old one must not drop its events (issue 7 item 5).
                 if log_reset || log_id.is_some() {
@@ -511,14 +555,7 @@ impl Continuity {
                         scheduler.handle(now, SchedulerInput::LogReset);
                     }
                 }
-                self.tracker.handle(
-                    now,
-                    SettleInput::StreamHello {
-                        boot_id,
-                        last_seq,
-                        agents,
-                    },
-                );
+                self.tracker.handle(now, SettleInput::StreamHello { boot_id, last_seq, agents });
                 self.drain_tracker(now);
                 self.inbox_checks_due();
             }
@@ -531,10 +568,7 @@ impl Continuity {
                 self.drain_tracker(now);
                 self.persist();
             }
-            ContinuityInput::InboxChanged {
-                session_ref,
-                counts,
-            } => self.inbox_changed(&session_ref, counts),
+            ContinuityInput::InboxChanged { session_ref, counts } => self.inbox_changed(&session_ref, counts),
             ContinuityInput::PageReported { tab, report } => {
                 let page = self.handoff_visit_kind(tab, classify_url(&report.url));
                 self.bindings.handle(now, BindingInput::PageVisited { tab, page });
@@ -616,7 +650,16 @@ impl Continuity {
             ContinuityInput::HandoffTab { transfer_id, tab } => self.handoff_tab(now, &transfer_id, tab),
             ContinuityInput::LlmJudge { tab, user_text, assistant_text } => self.llm_judge(tab, user_text, assistant_text),
             ContinuityInput::GoalSet { tab, text } => self.goal_set_pressed(tab, text),
-            ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped } => {
+            ContinuityInput::TurnEnded {
+                tab,
+                user_text,
+                assistant_text,
+                user_marker,
+                message_id,
+                user_message_id,
+                pressed,
+                user_stopped,
+            } => {
                 let human_id = user_message_id.clone();
                 if !pressed {
                     // First: a human turn after a Stop ends it, for the bridge and the judge.
@@ -626,14 +669,25 @@ impl Continuity {
                     if user_stopped {
                         self.stop_current_turn(now, tab);
                     }
-                    self.journal_turn_ended(now, tab, [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)]);
+                    self.journal_turn_ended(
+                        now,
+                        tab,
+                        [(user_message_id, "user", &user_text), (message_id.clone(), "assistant", &assistant_text)],
+                    );
                 }
                 // The bridge reads the reply from its start as the page sent it (up to 64 KiB;
                 // of a longer one only what precedes the page's cut line): a code fence is
                 // open or not from the reply's start, so a cut start would make a fenced
                 // call line look live. The judge reads the turn's end.
                 let user_text = crate::limits::clip_tail(user_text, crate::limits::MAX_TURN_USER_CHARS);
-                let turn = bridge::BridgeTurn { user_text: &user_text, user_marker: user_marker.as_deref(), user_message_id: human_id, message_id, assistant_text: &assistant_text, pressed };
+                let turn = bridge::BridgeTurn {
+                    user_text: &user_text,
+                    user_marker: user_marker.as_deref(),
+                    user_message_id: human_id,
+                    message_id,
+                    assistant_text: &assistant_text,
+                    pressed,
+                };
                 self.bridge_turn_ended(tab, turn);
                 let assistant_text = crate::limits::clip_tail(assistant_text, crate::limits::MAX_TURN_ASSISTANT_CHARS);
                 if !pressed {
@@ -765,27 +819,16 @@ impl Continuity {
     }
 
     fn page_kind(&self, tab: TabId) -> PageKind {
-        self.pages
-            .get(&tab)
-            .map_or(PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NotAUrl }, |p| classify_url(&p.url))
+        self.pages.get(&tab).map_or(PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NotAUrl }, |p| classify_url(&p.url))
     }
 
     fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<&mut ScopeStatus> {
-        let keys: VecSet<String> = self
-            .bindings
-            .list()
-            .filter(|b| browser_session_ref(&b.scope) == session_ref)
-            .map(|b| b.scope.key())
-            .collect();
-        self.scopes
-            .iter_mut()
-            .filter(|(k, _)| keys.contains(*k))
-            .map(|(_, s)| s)
-            .collect()
+        let keys: VecSet<String> =
+            self.bindings.list().filter(|b| browser_session_ref(&b.scope) == session_ref).map(|b| b.scope.key()).collect();
+        self.scopes.iter_mut().filter(|(k, _)| keys.contains(*k)).map(|(_, s)| s).collect()
     }
 
     fn scope_of_tab(&self, tab: TabId) -> Option<Scope> {
         self.page_kind(tab).scope()
     }
-
 }

@@ -129,7 +129,14 @@ impl Continuity {
     }
 
     /// A page's `rate_limited` message.
-    pub(super) fn pacer_page_rate_limited(&mut self, now: Millis, tab: TabId, page_load: &str, source: CooldownSource, retry_after_ms: Option<Millis>) {
+    pub(super) fn pacer_page_rate_limited(
+        &mut self,
+        now: Millis,
+        tab: TabId,
+        page_load: &str,
+        source: CooldownSource,
+        retry_after_ms: Option<Millis>,
+    ) {
         // A message of a page load the tab no longer shows still tells of the account; one
         // of a tab that never reported names no account and is dropped.
         if page_load.is_empty() || !self.pages.contains_key(&tab) {

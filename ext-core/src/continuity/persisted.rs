@@ -168,11 +168,8 @@ impl Continuity {
     /// release joins the ledger.
     fn restored(&mut self, now: Millis, epoch: &str) {
         self.ledger.ensure_epoch(epoch);
-        let legacy: Vec<(String, LegacyInFlight)> = self
-            .scopes
-            .iter_mut()
-            .filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d)))
-            .collect();
+        let legacy: Vec<(String, LegacyInFlight)> =
+            self.scopes.iter_mut().filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d))).collect();
         for (scope_key, old) in legacy {
             self.ledger.adopt(Delivery {
                 id: old.id,

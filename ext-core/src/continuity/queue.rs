@@ -287,7 +287,8 @@ impl Continuity {
     }
 
     fn queue_notice_conversation(&mut self, conversation: &str, note: &QueueNote) {
-        let tabs: Vec<TabId> = self.pages.iter().filter(|(_, r)| conversation_key(r).as_deref() == Some(conversation)).map(|(t, _)| *t).collect();
+        let tabs: Vec<TabId> =
+            self.pages.iter().filter(|(_, r)| conversation_key(r).as_deref() == Some(conversation)).map(|(t, _)| *t).collect();
         for tab in tabs {
             self.queue_notice(tab, note);
         }
@@ -327,7 +328,13 @@ impl Continuity {
             return;
         }
         // A confirmed batch whose removal could not be written yet: write it now.
-        let unwritten = self.queue.durable.removals.iter().find(|r| !self.queue.changes.iter().any(|(_, c)| matches!(c, QueueChange::Remove { send } if send == *r))).cloned();
+        let unwritten = self
+            .queue
+            .durable
+            .removals
+            .iter()
+            .find(|r| !self.queue.changes.iter().any(|(_, c)| matches!(c, QueueChange::Remove { send } if send == *r)))
+            .cloned();
         if let Some(send) = unwritten {
             return self.queue_change(QueueChange::Remove { send });
         }
@@ -349,7 +356,8 @@ impl Continuity {
             let Some(batch) = self.queue_batch(&conversation) else { continue };
             // Its marker already in the thread (the confirmation was lost with the state
             // that knew it): it landed, so it is removed, never typed again.
-            let landed = self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|m| m.split_once('/').is_some_and(|(stem, _)| stem == batch.id)));
+            let landed =
+                self.pages.get(&tab).is_some_and(|r| r.markers.iter().any(|m| m.split_once('/').is_some_and(|(stem, _)| stem == batch.id)));
             if landed {
                 let send = QueueSend { conversation, batch_id: batch.id, item_ids: batch.item_ids };
                 self.queue.durable.removals.push(send.clone());

@@ -386,7 +386,13 @@ impl Continuity {
         let Some((key, m)) = found else { return };
         // Never as the user's press: a resent Continue is automatic and waits out a cooldown.
         if self.post_delivery_as(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone(), false).is_err() {
-            self.record_activity(&key, ActivityKind::RecoveryRetry, ActivityOutcome::Withheld, ActivityReason::Code("resend_refused"), Some(&m.id));
+            self.record_activity(
+                &key,
+                ActivityKind::RecoveryRetry,
+                ActivityOutcome::Withheld,
+                ActivityReason::Code("resend_refused"),
+                Some(&m.id),
+            );
         }
     }
 

@@ -154,7 +154,8 @@ impl Continuity {
         }
         let (user_turns, user_turn_id) = (report.user_turns, report.last_user_turn_id.clone());
         let settings = self.semantic.settings;
-        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
+        let machine =
+            self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         if machine.stopped().is_some_and(|at| !at.is_older_than(user_turns, user_turn_id.as_deref())) {
             return;
         }
@@ -197,7 +198,8 @@ impl Continuity {
         let Some(conversation) = queue::conversation_key(report) else { return };
         let at = crate::semantic_auto::StoppedTurn { user_turns: report.user_turns, user_turn_id: report.last_user_turn_id.clone() };
         let settings = self.semantic.settings;
-        let machine = self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
+        let machine =
+            self.semantic.autos.entry(conversation.clone()).or_insert_with(|| SemanticAuto::new(settings.mode, settings.max_continues));
         machine.handle(SemanticInput::UserStopped { at });
         let before = self.semantic.held.len();
         self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
@@ -223,7 +225,14 @@ impl Continuity {
     }
 
     /// The judge answered (or the call failed: fail closed, as uncertain).
-    pub(super) fn semantic_answered(&mut self, now: Millis, conversation: &str, fingerprint: String, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
+    pub(super) fn semantic_answered(
+        &mut self,
+        now: Millis,
+        conversation: &str,
+        fingerprint: String,
+        tab: TabId,
+        result: Result<RuntimeAnswer, CallError>,
+    ) {
         let (verdict, source, reason) = match result {
             Ok(RuntimeAnswer::Verdict(answer)) => (answer.verdict, answer.source, answer.reason),
             Ok(_) => (Verdict::Uncertain, "error".to_owned(), "the companion gave no verdict".to_owned()),
@@ -249,7 +258,9 @@ impl Continuity {
                 // A continue's line is written when it is sent (or not).
                 SemanticOutput::Decided { verdict: Verdict::Continue, .. } => None,
                 SemanticOutput::Decided { verdict, source, reason } => Some(self.judge_line(verdict, &source, &reason, JudgeTail::Stops)),
-                SemanticOutput::Continue { subject, source, reason } => self.semantic_continue(now, conversation, tab, &subject, &source, &reason),
+                SemanticOutput::Continue { subject, source, reason } => {
+                    self.semantic_continue(now, conversation, tab, &subject, &source, &reason)
+                }
                 // The HUD says why the judge was not asked (or its continue held to the
                 // bound); the timeline records what happened to a `continue` verdict below.
                 SemanticOutput::Withheld(why) => {
@@ -303,14 +314,28 @@ impl Continuity {
         if let Some(why) = scope.as_ref().and_then(|s| self.app_block(&s.key())).or_else(|| self.rate_block_tab(tab)) {
             // Never without the chat's App: it waits, and goes once attaching works.
             self.semantic.held.retain(|h| h.delivery.is_some() || h.conversation != conversation);
-            let held = HeldContinue { conversation: conversation.to_owned(), delivery: None, tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+            let held = HeldContinue {
+                conversation: conversation.to_owned(),
+                delivery: None,
+                tab,
+                subject: subject.to_owned(),
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            };
             self.semantic.held.push(held);
             if let Some(scope) = &scope {
-                self.record_activity(&scope.key(), ActivityKind::JudgeContinue, ActivityOutcome::Withheld, ActivityReason::Withheld(why), Some(subject));
+                self.record_activity(
+                    &scope.key(),
+                    ActivityKind::JudgeContinue,
+                    ActivityOutcome::Withheld,
+                    ActivityReason::Withheld(why),
+                    Some(subject),
+                );
             }
             return Some(withheld_say(why));
         }
-        let free = self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
+        let free =
+            self.pages.get(&tab).filter(|r| queue::is_idle_for_queue(r) && queue::conversation_key(r).as_deref() == Some(conversation));
         let streak = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::streak);
         let max = self.semantic.autos.get(conversation).map_or(0, SemanticAuto::max_continues);
         let nonce = self.fence_nonce(&self.ledger.next_id(subject));
@@ -321,7 +346,14 @@ impl Continuity {
         };
         if let Some(id) = posted {
             if self.ledger.active().any(|d| d.id == id && d.app.is_some()) {
-                let held = HeldContinue { conversation: conversation.to_owned(), delivery: Some(id.clone()), tab, subject: subject.to_owned(), source: source.to_owned(), reason: reason.to_owned() };
+                let held = HeldContinue {
+                    conversation: conversation.to_owned(),
+                    delivery: Some(id.clone()),
+                    tab,
+                    subject: subject.to_owned(),
+                    source: source.to_owned(),
+                    reason: reason.to_owned(),
+                };
                 self.semantic.held.push(held);
             }
             self.judge_activity(tab, ActivityOutcome::Sent, "verdict_continue", Some(&id));
@@ -337,9 +369,11 @@ impl Continuity {
     /// Types the continues kept back for their App whose scope is no longer held.
     pub(super) fn semantic_retry_held(&mut self, now: Millis) {
         let waiting = std::mem::take(&mut self.semantic.held);
-        let (ready, kept): (Vec<HeldContinue>, Vec<HeldContinue>) = waiting
-            .into_iter()
-            .partition(|h| h.delivery.is_none() && self.rate_block_tab(h.tab).is_none() && self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none()));
+        let (ready, kept): (Vec<HeldContinue>, Vec<HeldContinue>) = waiting.into_iter().partition(|h| {
+            h.delivery.is_none()
+                && self.rate_block_tab(h.tab).is_none()
+                && self.scope_of_tab(h.tab).is_some_and(|s| self.app_block(&s.key()).is_none())
+        });
         self.semantic.held = kept;
         for held in ready {
             if let Some(note) = self.semantic_continue(now, &held.conversation, held.tab, &held.subject, &held.source, &held.reason) {
@@ -367,7 +401,10 @@ impl Continuity {
             self.semantic.held.push(HeldContinue { delivery: None, ..held });
             return;
         }
-        let Some(conversation) = delivery.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id])) else { return };
+        let Some(conversation) = delivery.conversation.as_ref().map(|c| crate::text::concat(&[c.site.as_str(), ":", &c.conversation_id]))
+        else {
+            return;
+        };
         if let Some(machine) = self.semantic.autos.get_mut(&conversation) {
             // Only a continue that certainly did not land leaves the bound (M7, fail closed).
             machine.handle(SemanticInput::ContinueResolved { confirmed: !resolution.retryable() });
@@ -380,7 +417,9 @@ impl Continuity {
         let conversations: Vec<String> = self
             .pages
             .values()
-            .filter(|r| classify_url(&r.url).scope().and_then(|s| self.bindings.binding_for(&s)).is_some_and(|b| b.workspace_id == workspace_id))
+            .filter(|r| {
+                classify_url(&r.url).scope().and_then(|s| self.bindings.binding_for(&s)).is_some_and(|b| b.workspace_id == workspace_id)
+            })
             .filter_map(queue::conversation_key)
             .collect();
         for conversation in conversations {
@@ -427,8 +466,8 @@ impl Continuity {
     /// The HUD line of `tab`'s conversation.
     pub(super) fn semantic_line(&self, tab: TabId) -> Option<Say> {
         let conversation = self.pages.get(&tab).and_then(queue::conversation_key)?;
-        self.goal_line(tab).or_else(|| self.semantic.notes.get(&conversation).cloned()).or_else(|| {
-            self.semantic.problem.map(|problem| Say::coded("judgeSettingsBad", problem, vec![]))
-        })
+        self.goal_line(tab)
+            .or_else(|| self.semantic.notes.get(&conversation).cloned())
+            .or_else(|| self.semantic.problem.map(|problem| Say::coded("judgeSettingsBad", problem, vec![])))
     }
 }

@@ -24,10 +24,7 @@ pub const TASK_RESULT_MAX_CHARS: usize = 300;
 pub fn browser_session_ref(scope: &Scope) -> String {
     match scope {
         Scope::Project { project_id } => crate::text::concat(&["chatgpt:project:", project_id]),
-        Scope::Conversation {
-            site,
-            conversation_id,
-        } => crate::text::concat(&[site.as_str(), ":conv:", conversation_id]),
+        Scope::Conversation { site, conversation_id } => crate::text::concat(&[site.as_str(), ":conv:", conversation_id]),
     }
 }
 
@@ -93,7 +90,13 @@ pub fn task_facts(language: Language, tasks: &[InboxTask], inbox_missing: bool, 
         if !facts.is_empty() {
             facts.push('\n');
         }
-        facts.push_str(&format!("- {} [{}] pane {}: {}", task.task_id, task.state, task.pane_id, bounded(&one_line(&task.prompt_preview), 120)));
+        facts.push_str(&format!(
+            "- {} [{}] pane {}: {}",
+            task.task_id,
+            task.state,
+            task.pane_id,
+            bounded(&one_line(&task.prompt_preview), 120)
+        ));
         if !status.is_empty() {
             facts.push_str(&format!(" → {status}"));
         }
@@ -142,7 +145,13 @@ pub fn last_lines(text: &str, max_chars: usize) -> Vec<String> {
 /// The Check Herdr text: a header line, then one block per pane (its id, agent, status and
 /// the pane's text) inside one data fence ([`fenced`], kind `agent_output`), bounded in
 /// total (the pane blocks are cut, never the fence's closing line).
-pub fn check_herdr_summary(language: Language, workspace_id: &str, panes: &[PaneInfo], texts: &VecMap<String, String>, nonce: &continuity_protocol::fence::Nonce) -> String {
+pub fn check_herdr_summary(
+    language: Language,
+    workspace_id: &str,
+    panes: &[PaneInfo],
+    texts: &VecMap<String, String>,
+    nonce: &continuity_protocol::fence::Nonce,
+) -> String {
     let header = format!("[Herdr check] Workspace {workspace_id}: {} pane(s).\n", panes.len());
     let mut blocks = String::new();
     for pane in panes {
@@ -358,7 +367,14 @@ impl Continuity {
 
     /// The continue message semantic Auto types: which judge decided and why.
     /// The judge's reason is a model's output: it goes inside a data fence (`nonce`).
-    pub(super) fn judge_continue_text(&self, source: &str, reason: &str, n: u32, max: u32, nonce: &continuity_protocol::fence::Nonce) -> String {
+    pub(super) fn judge_continue_text(
+        &self,
+        source: &str,
+        reason: &str,
+        n: u32,
+        max: u32,
+        nonce: &continuity_protocol::fence::Nonce,
+    ) -> String {
         let reason = fenced(self.language, "agent_output", reason, nonce);
         self.fill(
             "[Herdr] Continue: your last reply announced a next step of your own that is not done yet. The turn-end judge ($1) decided to continue; its reason follows. Go on with that step now; if it needs me or is already done, say so and stop. (Automatic continue $3 of at most $4 in a row.)\n$2",

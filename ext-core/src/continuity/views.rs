@@ -29,7 +29,11 @@ impl Continuity {
         let status = key.as_ref().and_then(|k| self.scopes.get(k));
         // The scope's delivery in flight (one search for its three fields).
         let delivery = key.as_ref().and_then(|k| self.ledger.active_for(k));
-        let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef { workspace_id: p.workspace_id.clone(), label: p.label.clone(), in_catalog: true });
+        let pending = self.bindings.pending_for(tab).map(|p| WorkspaceRef {
+            workspace_id: p.workspace_id.clone(),
+            label: p.label.clone(),
+            in_catalog: true,
+        });
         let auto = scope.as_ref().map_or(AutoState::Off, |s| self.auto.state(s));
         let project_auto_barred = matches!(scope, Some(Scope::Project { .. })) && !self.auto.allow_project_auto();
         let auto_note = (auto == AutoState::ProjectAutoNotAllowed || project_auto_barred).then_some(WakeWithheld::ProjectAutoNotAllowed);
@@ -40,7 +44,8 @@ impl Continuity {
         };
         // The chat's App first: while it cannot ride on a message, nothing of the scope (a
         // handoff's seed included) is typed, whatever else waits.
-        let app_reason = key.as_ref().and_then(|k| self.app_reason(k).or_else(|| self.app_reason(&crate::text::concat(&[SEED_KEY_PREFIX, k]))));
+        let app_reason =
+            key.as_ref().and_then(|k| self.app_reason(k).or_else(|| self.app_reason(&crate::text::concat(&[SEED_KEY_PREFIX, k]))));
         let withheld = app_reason
             .or_else(|| self.rate_block_tab(tab))
             .or_else(|| status.and_then(|s| s.scheduler.as_ref()).and_then(WakeScheduler::withheld))
@@ -48,7 +53,9 @@ impl Continuity {
             .map(|code| Withheld { code });
         let mut actions = vec![ViewAction::new("toggle_auto", self.auto.hud_action(&page, HudAction::ToggleAuto))];
         if page.has_composer_target() {
-            for (id, action) in [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)] {
+            for (id, action) in
+                [("continue", HudAction::Continue), ("check_herdr", HudAction::CheckHerdr), ("llm_judge", HudAction::LlmJudge)]
+            {
                 // The turn-end judge is ChatGPT's only (M6).
                 if action == HudAction::LlmJudge && !judged_site(&page) {
                     continue;
@@ -73,7 +80,11 @@ impl Continuity {
             page_kind,
             scope_key: key.clone(),
             session_ref: scope.as_ref().map(browser_session_ref),
-            binding: binding.map(|b| WorkspaceRef { workspace_id: b.workspace_id.clone(), label: b.label.clone(), in_catalog: b.workspace_in_catalog }),
+            binding: binding.map(|b| WorkspaceRef {
+                workspace_id: b.workspace_id.clone(),
+                label: b.label.clone(),
+                in_catalog: b.workspace_in_catalog,
+            }),
             pending_binding: pending,
             active_target: binding.and_then(|b| match b.scope {
                 Scope::Project { .. } => b.active_conv_key.clone(),
@@ -137,7 +148,10 @@ impl Continuity {
                 url: report.url.clone(),
                 scope_key: page.scope().map(|s| s.key()),
                 session_ref: page.scope().as_ref().map(browser_session_ref),
-                bound_to: page.scope().and_then(|s| self.bindings.binding_for(&s).map(|b| b.workspace_id.clone())).or_else(|| self.bindings.pending_for(tab).map(|p| p.workspace_id.clone())),
+                bound_to: page
+                    .scope()
+                    .and_then(|s| self.bindings.binding_for(&s).map(|b| b.workspace_id.clone()))
+                    .or_else(|| self.bindings.pending_for(tab).map(|p| p.workspace_id.clone())),
                 bindable,
                 reason,
             })
@@ -204,10 +218,7 @@ pub struct LockedWhy {
 
 impl ViewAction {
     fn new(id: &'static str, allowed: Result<(), crate::auto_gate::ActionLocked>) -> Self {
-        ViewAction {
-            id,
-            locked: allowed.err().map(|code| LockedWhy { code }),
-        }
+        ViewAction { id, locked: allowed.err().map(|code| LockedWhy { code }) }
     }
 }
 
@@ -407,12 +418,4 @@ write_struct!(PanelView { tab, catalog, catalog_error, bindings });
 
 write_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
 
-write_struct!(PanelBinding {
-    scope_key,
-    session_ref,
-    workspace_id,
-    label,
-    active_target,
-    in_catalog,
-    auto,
-});
+write_struct!(PanelBinding { scope_key, session_ref, workspace_id, label, active_target, in_catalog, auto });

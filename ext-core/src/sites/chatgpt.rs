@@ -49,7 +49,9 @@
 //!   a source recorded them and ChatGPT's zh-CN wording otherwise; no zh rate-limit
 //!   wording is recorded, so that set has none.
 
-use super::{AppMentions, AppPill, Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS};
+use super::{
+    AppMentions, AppPill, Detect, Facts, Generation, LabelSet, Probe, Scope, SiteProfile, DISABLED, NOT_STOP, STREAMING_RECHECK_MS,
+};
 
 /// Labels shared by the ChatGPT generations.
 const LABELS: &[LabelSet] = &[
@@ -128,8 +130,7 @@ const fn id_attr(css: &'static str, attr: &'static str) -> Probe {
 /// Deny beside Allow: a permission card found by its labels (SITES-2026 §1.7, COS #349).
 /// The card's buttons carry their label as text; excluding `aria-label`led buttons (every
 /// message action has one) keeps this document-wide probe cheap on long chats.
-const DENY_BESIDE_ALLOW: Probe =
-    Probe { css: "button:not([aria-label])", label: Some("deny"), beside: Some("allow"), ..Probe::DOC };
+const DENY_BESIDE_ALLOW: Probe = Probe { css: "button:not([aria-label])", label: Some("deny"), beside: Some("allow"), ..Probe::DOC };
 
 /// An Allow of any kind, with or without a Deny beside it: a card that lacks its Deny (or
 /// its plain Allow) is still a card waiting for the human, reported so the worker can say
@@ -148,10 +149,8 @@ const CLASSIC_COMPOSER: &[Probe] = &[
     Probe { css: "div.ProseMirror[role=\"textbox\"][contenteditable=\"true\"]", unique: true, ..Probe::DOC },
 ];
 
-const CLASSIC_ROOT: &[Probe] = &[
-    Probe::within(Scope::Closest, "form[data-type=\"unified-composer\"]"),
-    Probe::within(Scope::Closest, "form"),
-];
+const CLASSIC_ROOT: &[Probe] =
+    &[Probe::within(Scope::Closest, "form[data-type=\"unified-composer\"]"), Probe::within(Scope::Closest, "form")];
 
 const TESTID_SEND: &[Probe] = &[
     Probe::within(Scope::Root, "button[data-testid=\"send-button\"]"),
@@ -166,18 +165,13 @@ const TESTID_STOP: &[Probe] = &[
 ];
 
 const AUTHOR_USER: &[Probe] = &[Probe::doc("[data-message-author-role=\"user\"]"), Probe::doc("[data-turn=\"user\"]")];
-const AUTHOR_ASSISTANT: &[Probe] =
-    &[Probe::doc("[data-message-author-role=\"assistant\"]"), Probe::doc("[data-turn=\"assistant\"]")];
+const AUTHOR_ASSISTANT: &[Probe] = &[Probe::doc("[data-message-author-role=\"assistant\"]"), Probe::doc("[data-turn=\"assistant\"]")];
 
-const COPY_ACTION: &[Probe] = &[
-    Probe::within(Scope::Last, "button[data-testid=\"copy-turn-action-button\"]"),
-    labelled(Scope::Last, LABEL_BUTTON, "copy"),
-];
+const COPY_ACTION: &[Probe] =
+    &[Probe::within(Scope::Last, "button[data-testid=\"copy-turn-action-button\"]"), labelled(Scope::Last, LABEL_BUTTON, "copy")];
 
-const CLASSIC_RETRY: &[Probe] = &[
-    Probe::doc("button[data-testid=\"regenerate-thread-error-button\"]"),
-    labelled(Scope::Doc, "button", "retry"),
-];
+const CLASSIC_RETRY: &[Probe] =
+    &[Probe::doc("button[data-testid=\"regenerate-thread-error-button\"]"), labelled(Scope::Doc, "button", "retry")];
 
 /// Classic: `article` turns, `#prompt-textarea`, test-id Send / Stop.
 pub const CLASSIC: Generation = Generation {
@@ -185,12 +179,7 @@ pub const CLASSIC: Generation = Generation {
     detect: Detect {
         all: &[],
         any: &["#prompt-textarea", "article[data-testid^=\"conversation-turn-\"]"],
-        none: &[
-            "section[data-testid^=\"conversation-turn-\"]",
-            "section[data-turn-id]",
-            "[data-turn-key]",
-            "form[data-chatgpt-composer]",
-        ],
+        none: &["section[data-testid^=\"conversation-turn-\"]", "section[data-turn-id]", "[data-turn-key]", "form[data-chatgpt-composer]"],
     },
     facts: Facts {
         composer: CLASSIC_COMPOSER,
@@ -275,10 +264,7 @@ pub const THREAD: Generation = Generation {
         ],
         root: &[Probe::within(Scope::Closest, "form[data-chatgpt-composer]"), Probe::within(Scope::Closest, "form")],
         send: &[labelled(Scope::Root, LABEL_BUTTON, "send")],
-        stop: &[
-            labelled(Scope::Root, "button[type=\"button\"][aria-label]", "stop"),
-            labelled(Scope::Root, LABEL_BUTTON, "stop"),
-        ],
+        stop: &[labelled(Scope::Root, "button[type=\"button\"][aria-label]", "stop"), labelled(Scope::Root, LABEL_BUTTON, "stop")],
         turn_list: &[],
         turn: &[Probe::doc("div[data-turn-key]"), Probe::doc("[data-turn-key]"), Probe::doc("[data-content-search-turn-key]")],
         user: &[

@@ -35,16 +35,9 @@ pub const DS: Generation = Generation {
         send: &[Probe { css: CIRCLE, icon: Some("M8.3125 0.980206"), ..Probe::DOC }],
         stop: &[Probe { css: CIRCLE, icon: Some("M2 4.88C2 3.68009"), ..Probe::DOC }],
         turn_list: &[Probe::within(Scope::Closest, ".ds-virtual-list-visible-items")],
-        turn: &[
-            Probe::doc("[data-virtual-list-item-key]"),
-            Probe::doc(".ds-virtual-list-visible-items > *"),
-            Probe::doc(".ds-message"),
-        ],
+        turn: &[Probe::doc("[data-virtual-list-item-key]"), Probe::doc(".ds-virtual-list-visible-items > *"), Probe::doc(".ds-message")],
         user: &[Probe::doc(".ds-message:has(.ds-collapsible-text)"), Probe::doc(".ds-collapsible-text")],
-        assistant: &[
-            Probe::doc(".ds-message:has(.ds-assistant-message-main-content)"),
-            Probe::doc(".ds-message:has(.ds-markdown)"),
-        ],
+        assistant: &[Probe::doc(".ds-message:has(.ds-assistant-message-main-content)"), Probe::doc(".ds-message:has(.ds-markdown)")],
         message_id: &[Probe {
             css: "[data-virtual-list-item-key]",
             scope: Scope::Message,

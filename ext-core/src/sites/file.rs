@@ -79,11 +79,7 @@ type Checked<T> = Result<T, ProfileProblem>;
 /// Validates a profile file's text, parsed by `parse` (the worker passes the browser's
 /// `JSON.parse`, so the wasm carries no JSON text parser; its error text is shown), for
 /// `expected_site` when one is given. Returns the profile as it may be posted to a page.
-pub fn validate_profile_with(
-    text: &str,
-    parse: impl FnOnce(&str) -> Result<Value, String>,
-    expected_site: Option<&str>,
-) -> Checked<Value> {
+pub fn validate_profile_with(text: &str, parse: impl FnOnce(&str) -> Result<Value, String>, expected_site: Option<&str>) -> Checked<Value> {
     if text.len() > MAX_PROFILE_BYTES {
         return Err(ProfileProblem::at(
             "",
@@ -104,8 +100,19 @@ pub fn validate_profile_text(text: &str, expected_site: Option<&str>) -> Checked
 pub fn validate_profile(value: &Value, expected_site: Option<&str>) -> Checked<Value> {
     let top = object(value, "")?;
     top.only(&[
-        "schema", "site", "origin", "version", "date", "generations", "facts", "labels", "never", "disabled",
-        "streaming_recheck_ms", "turn_index_attr", "app_mentions",
+        "schema",
+        "site",
+        "origin",
+        "version",
+        "date",
+        "generations",
+        "facts",
+        "labels",
+        "never",
+        "disabled",
+        "streaming_recheck_ms",
+        "turn_index_attr",
+        "app_mentions",
     ])?;
     let schema = top.required("schema")?;
     if schema.as_u64() != Some(SCHEMA) {
@@ -191,7 +198,9 @@ impl<'a> Obj<'a, '_> {
     }
 
     fn required(&self, name: &str) -> Checked<&'a Value> {
-        self.0.get(name).ok_or_else(|| ProfileProblem::at(&join(self.1, name), "missing: add it (export the built-in profile to see its shape)"))
+        self.0
+            .get(name)
+            .ok_or_else(|| ProfileProblem::at(&join(self.1, name), "missing: add it (export the built-in profile to see its shape)"))
     }
 
     fn optional(&self, name: &str) -> Option<&'a Value> {
@@ -443,7 +452,10 @@ fn check_probe(value: &Value, path: &str, known: &Known<'_>, chain: bool) -> Che
             let generation_path = format!("{gens_path}[{i}]");
             let id = generation.as_str().ok_or_else(|| ProfileProblem::at(&generation_path, "must be a generation id"))?;
             if !known.generations.contains(&id) {
-                return Err(ProfileProblem::at(&generation_path, format!("no generation \"{id}\": list it in generations or name an existing one")));
+                return Err(ProfileProblem::at(
+                    &generation_path,
+                    format!("no generation \"{id}\": list it in generations or name an existing one"),
+                ));
             }
         }
     }

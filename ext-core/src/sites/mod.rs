@@ -91,16 +91,8 @@ pub struct Probe {
 
 impl Probe {
     /// A document-wide probe with no filters; the base the tables extend with `..`.
-    pub const DOC: Probe = Probe {
-        css: "",
-        scope: Scope::Doc,
-        label: None,
-        text: None,
-        icon: None,
-        attr: None,
-        beside: None,
-        unique: false,
-    };
+    pub const DOC: Probe =
+        Probe { css: "", scope: Scope::Doc, label: None, text: None, icon: None, attr: None, beside: None, unique: false };
 
     /// A document-wide probe for `css`.
     pub const fn doc(css: &'static str) -> Probe {
@@ -341,7 +333,8 @@ crate::json_read::write_unit_enum!(Scope {
 impl crate::json_read::WriteJson for Probe {
     fn write_json(&self) -> serde_json::Value {
         let mut object = crate::json_read::Object::default().with("css", self.css).with("scope", &self.scope);
-        for (name, value) in [("label", self.label), ("text", self.text), ("icon", self.icon), ("attr", self.attr), ("beside", self.beside)] {
+        for (name, value) in [("label", self.label), ("text", self.text), ("icon", self.icon), ("attr", self.attr), ("beside", self.beside)]
+        {
             if let Some(value) = value {
                 object.put(name, value.into());
             }
@@ -388,10 +381,7 @@ pub const PROFILES: &[&SiteProfile] = &[&chatgpt::PROFILE, &zai::PROFILE, &deeps
 /// The profile for a page URL or origin (`https://chatgpt.com/c/…` → ChatGPT's), by the
 /// same origin rule as the port check (`limits::url_under_origin`).
 pub fn profile_for(url_or_origin: &str) -> Option<&'static SiteProfile> {
-    PROFILES
-        .iter()
-        .copied()
-        .find(|profile| crate::limits::url_under_origin(url_or_origin, profile.origin))
+    PROFILES.iter().copied().find(|profile| crate::limits::url_under_origin(url_or_origin, profile.origin))
 }
 
 /// The built-in profile of `site` (`chatgpt`, `zai`, `deepseek`).

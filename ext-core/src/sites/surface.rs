@@ -59,7 +59,8 @@ pub const PAGE_SELECTORS: &[Declared] = &[
     },
     Declared {
         css: "pre",
-        purpose: "content.js: a reply's code blocks (outermost `pre`), whose text is put back between Markdown fence lines for the JSON bridge",
+        purpose:
+            "content.js: a reply's code blocks (outermost `pre`), whose text is put back between Markdown fence lines for the JSON bridge",
         checked: "2026-12-06",
         source: "HTML; z.ai and DeepSeek render a fenced block as <pre><code> (issue 23)",
     },

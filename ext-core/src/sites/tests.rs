@@ -79,8 +79,13 @@ fn data_is_streaming_is_not_a_chatgpt_attribute() {
         let mut selectors: Vec<&str> = generation.facts.named().iter().flat_map(|(_, p)| p.iter().map(|p| p.css)).collect();
         selectors.extend(generation.detect.all.iter().chain(generation.detect.any).chain(generation.detect.none));
         assert!(selectors.iter().all(|css| !css.contains("data-is-streaming")), "{}", generation.id);
-        assert!(selectors.iter().all(|css| !css.starts_with("article") || generation.id == "chatgpt.classic"
-            || generation.detect.none.contains(css)), "{}: article turns belong to the classic layout", generation.id);
+        assert!(
+            selectors
+                .iter()
+                .all(|css| !css.starts_with("article") || generation.id == "chatgpt.classic" || generation.detect.none.contains(css)),
+            "{}: article turns belong to the classic layout",
+            generation.id
+        );
     }
 }
 
@@ -125,7 +130,12 @@ fn the_composer_plus_is_never_send_or_stop_in_either_markup() {
         for (name, probes) in generation.facts.named() {
             for probe in probes {
                 for marker in ["composer-plus", "add-context", "Add files"] {
-                    assert!(!crate::text::contains_str(probe.css, marker), "{} finds {name} through the \"+\" ({})", generation.id, probe.css);
+                    assert!(
+                        !crate::text::contains_str(probe.css, marker),
+                        "{} finds {name} through the \"+\" ({})",
+                        generation.id,
+                        probe.css
+                    );
                 }
             }
         }
@@ -207,8 +217,11 @@ fn profiles_serialise_small_and_without_empty_filters() {
     assert_eq!(value["generations"][2]["id"], "chatgpt.classic");
     // The thread composer leads the chain; the classic one follows as a primary, before
     // any generation's fallback.
-    assert_eq!(value["facts"]["composer"][1], serde_json::json!({
-        "css": "#prompt-textarea", "scope": "doc", "gens": ["chatgpt.section", "chatgpt.classic"], "fallback": false}));
+    assert_eq!(
+        value["facts"]["composer"][1],
+        serde_json::json!({
+        "css": "#prompt-textarea", "scope": "doc", "gens": ["chatgpt.section", "chatgpt.classic"], "fallback": false})
+    );
     assert_eq!(builtin_profile_json("example"), serde_json::Value::Null);
 }
 
@@ -252,13 +265,19 @@ fn every_builtin_profile_has_its_dates_and_sources() {
     for (profile, generation) in all_generations() {
         let date = generation.checked.as_bytes();
         let digits = |range: std::ops::Range<usize>| date[range].iter().all(u8::is_ascii_digit);
-        assert!(date.len() == 10 && digits(0..4) && date[4] == b'-' && digits(5..7) && date[7] == b'-' && digits(8..10),
-            "{}: checked `{}` is not YYYY-MM-DD", generation.id, generation.checked);
+        assert!(
+            date.len() == 10 && digits(0..4) && date[4] == b'-' && digits(5..7) && date[7] == b'-' && digits(8..10),
+            "{}: checked `{}` is not YYYY-MM-DD",
+            generation.id,
+            generation.checked
+        );
         assert!(generation.source.starts_with("SITES-2026 §"), "{}: source `{}`", generation.id, generation.source);
         let flat = profile.flat();
         assert!(flat.date >= generation.checked, "{}: the profile's date is the newest check", profile.site);
-        assert!(flat.generations.iter().any(|head| head.id == generation.id && head.checked == generation.checked
-            && head.source == generation.source));
+        assert!(flat
+            .generations
+            .iter()
+            .any(|head| head.id == generation.id && head.checked == generation.checked && head.source == generation.source));
     }
     assert_eq!(chatgpt::PROFILE.flat().date, "2026-09-26");
     assert_eq!(deepseek::PROFILE.flat().date, deepseek::DS.checked);
@@ -339,10 +358,7 @@ mod merge {
             stop: &[Probe { css: "button", scope: Scope::Root, label: Some("stop"), ..Probe::DOC }],
             ..EMPTY
         },
-        labels: &[
-            LabelSet { key: "stop", en: &["Stop", "Halt"], zh: &["停止"] },
-            LabelSet { key: "only_new", en: &["New"], zh: &[] },
-        ],
+        labels: &[LabelSet { key: "stop", en: &["Stop", "Halt"], zh: &["停止"] }, LabelSet { key: "only_new", en: &["New"], zh: &[] }],
         never: &["[data-voice]", "[data-dictate]"],
         disabled: &["[disabled]"],
         pending_until_complete: true,
@@ -352,11 +368,7 @@ mod merge {
     const OLD: Generation = Generation {
         id: "test.old",
         detect: Detect { all: &[], any: &["#old"], none: &[] },
-        facts: Facts {
-            composer: &[SHARED, B1, SHARED_UNIQUE],
-            send: &[B1, SHARED],
-            ..EMPTY
-        },
+        facts: Facts { composer: &[SHARED, B1, SHARED_UNIQUE], send: &[B1, SHARED], ..EMPTY },
         labels: &[LabelSet { key: "stop", en: &["Halt", "Stop generating"], zh: &["停止", "停止生成"] }],
         never: &["[data-dictate]", "[data-speech]"],
         disabled: &["[disabled]", "[aria-disabled=\"true\"]"],
@@ -407,8 +419,7 @@ mod merge {
     #[test]
     fn labels_never_and_disabled_are_unioned_in_order() {
         let flat = PROFILE.flat();
-        let labels: Vec<(&str, Vec<&str>, Vec<&str>)> =
-            flat.labels.iter().map(|set| (set.key, set.en.clone(), set.zh.clone())).collect();
+        let labels: Vec<(&str, Vec<&str>, Vec<&str>)> = flat.labels.iter().map(|set| (set.key, set.en.clone(), set.zh.clone())).collect();
         assert_eq!(
             labels,
             [("stop", vec!["Stop", "Halt", "Stop generating"], vec!["停止", "停止生成"]), ("only_new", vec!["New"], vec![])]
@@ -423,14 +434,20 @@ mod merge {
         assert_eq!(json["schema"], 1);
         assert_eq!(json["version"], "builtin");
         assert_eq!(json["date"], "2026-10-02", "the newest check, not the first generation's");
-        assert_eq!(json["generations"], serde_json::json!([
-            {"id": "test.new", "detect": {"all": ["#new"], "any": [], "none": ["#old"]}, "pending_until_complete": true,
-             "checked": "2026-09-01", "source": "SITES-2026 §0: test"},
-            {"id": "test.old", "detect": {"all": [], "any": ["#old"], "none": []}, "pending_until_complete": false,
-             "checked": "2026-10-02", "source": "SITES-2026 §0: older test"},
-        ]));
-        assert_eq!(json["facts"]["stop"], serde_json::json!([
-            {"css": "button", "scope": "root", "label": "stop", "gens": ["test.new"], "fallback": false}]));
+        assert_eq!(
+            json["generations"],
+            serde_json::json!([
+                {"id": "test.new", "detect": {"all": ["#new"], "any": [], "none": ["#old"]}, "pending_until_complete": true,
+                 "checked": "2026-09-01", "source": "SITES-2026 §0: test"},
+                {"id": "test.old", "detect": {"all": [], "any": ["#old"], "none": []}, "pending_until_complete": false,
+                 "checked": "2026-10-02", "source": "SITES-2026 §0: older test"},
+            ])
+        );
+        assert_eq!(
+            json["facts"]["stop"],
+            serde_json::json!([
+            {"css": "button", "scope": "root", "label": "stop", "gens": ["test.new"], "fallback": false}])
+        );
         assert_eq!(json["facts"]["composer"][3]["unique"], true);
         assert_eq!(json["turn_index_attr"], "data-index");
         assert!(json.get("facts").and_then(|facts| facts.get("generations")).is_none());
@@ -449,13 +466,19 @@ fn chatgpt_reads_the_app_pills_of_both_generations_and_only_chatgpt_has_apps() {
         ]
     );
     // The new pill names its App (keyword = name lower-cased) and path; the old one its keyword.
-    assert_eq!((apps.pills[0].keyword_attr, apps.pills[0].name_attr, apps.pills[0].path_attr), (None, Some("app-mention-name"), Some("app-mention-path")));
+    assert_eq!(
+        (apps.pills[0].keyword_attr, apps.pills[0].name_attr, apps.pills[0].path_attr),
+        (None, Some("app-mention-name"), Some("app-mention-path"))
+    );
     assert_eq!((apps.pills[1].keyword_attr, apps.pills[1].name_attr, apps.pills[1].path_attr), (Some("data-keyword"), None, None));
     assert!(apps.picker.iter().all(|probe| matches!(probe.scope, Scope::Root | Scope::Doc) && probe.css.contains("[role=\"listbox\"]")));
     assert_eq!(apps.option, "[role=\"option\"]");
     assert!((1000..=5000).contains(&apps.wait_ms), "a bounded wait for the picker: {}", apps.wait_ms);
     assert!(zai::PROFILE.app_mentions.is_none() && deepseek::PROFILE.app_mentions.is_none());
     let value = builtin_profile_json("chatgpt");
-    assert_eq!(value["app_mentions"]["pills"][1], serde_json::json!({
-        "css": "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]", "keyword_attr": "data-keyword"}));
+    assert_eq!(
+        value["app_mentions"]["pills"][1],
+        serde_json::json!({
+        "css": "[data-inline-selection-pill][data-symbol=\"ecosystemMention\"][data-keyword]", "keyword_attr": "data-keyword"})
+    );
 }

@@ -24,10 +24,7 @@ pub const OPEN_WEBUI: Generation = Generation {
     facts: Facts {
         composer: &[Probe::doc("#chat-input"), Probe { css: "form textarea", unique: true, ..Probe::DOC }],
         root: &[Probe::within(Scope::Closest, "form")],
-        send: &[
-            Probe::within(Scope::Root, "#send-message-button"),
-            Probe::within(Scope::Root, "button[type=\"submit\"]"),
-        ],
+        send: &[Probe::within(Scope::Root, "#send-message-button"), Probe::within(Scope::Root, "button[type=\"submit\"]")],
         stop: &[Probe { css: "button[aria-label]", scope: Scope::Root, label: Some("stop"), ..Probe::DOC }],
         turn_list: &[],
         turn: &[Probe::doc("div[id^=\"message-\"]")],

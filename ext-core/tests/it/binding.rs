@@ -4,16 +4,12 @@ use expect_test::{expect, Expect};
 use ext_core::binding::{BindingInput, Bindings, CatalogWorkspace};
 use ext_core::scope::{classify_url, PageKind, Scope};
 
-const PROJECT_HOME: &str =
-    "https://chatgpt.com/g/g-p-0123456789ABCDEF0123456789abcdef-my-app/project";
+const PROJECT_HOME: &str = "https://chatgpt.com/g/g-p-0123456789ABCDEF0123456789abcdef-my-app/project";
 const PROJECT_CHAT_A: &str = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-renamed/c/6a1b2c3d-0000-4000-8000-00000000000a";
 const PROJECT_CHAT_B: &str = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000b";
 
 fn check_urls(urls: &[&str], expect: Expect) {
-    let lines: Vec<String> = urls
-        .iter()
-        .map(|url| format!("{url}\n  -> {:?}", classify_url(url)))
-        .collect();
+    let lines: Vec<String> = urls.iter().map(|url| format!("{url}\n  -> {:?}", classify_url(url))).collect();
     expect.assert_eq(&lines.join("\n"));
 }
 
@@ -72,10 +68,7 @@ fn both_urls_of_one_project_give_the_same_scope_key() {
     let home = classify_url(PROJECT_HOME).scope();
     let chat = classify_url(PROJECT_CHAT_A).scope();
     assert_eq!(home, chat);
-    assert_eq!(
-        home.map(|s| s.key()).as_deref(),
-        Some("project:g-p-0123456789abcdef0123456789abcdef")
-    );
+    assert_eq!(home.map(|s| s.key()).as_deref(), Some("project:g-p-0123456789abcdef0123456789abcdef"));
 }
 
 #[test]
@@ -87,10 +80,7 @@ fn root_and_project_home_pages_offer_scope_controls_only() {
 }
 
 fn workspace(id: &str, label: &str) -> CatalogWorkspace {
-    CatalogWorkspace {
-        workspace_id: id.to_string(),
-        label: label.to_string(),
-    }
+    CatalogWorkspace { workspace_id: id.to_string(), label: label.to_string() }
 }
 
 /// Feeds `(time, input)` steps and prints every output, then the final table.
@@ -128,14 +118,9 @@ fn describe_input(input: &BindingInput) -> String {
         BindingInput::PageVisited { tab, page } => format!("tab {tab} visits {}", page_name(page)),
         BindingInput::TabClosed { tab } => format!("tab {tab} closed"),
         BindingInput::CutOver { scope, conversation_id } => format!("cut-over of {} to {conversation_id}", scope.key()),
-        BindingInput::CatalogRefreshed { workspaces } => format!(
-            "catalog: {}",
-            workspaces
-                .iter()
-                .map(|w| format!("{}={}", w.workspace_id, w.label))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        BindingInput::CatalogRefreshed { workspaces } => {
+            format!("catalog: {}", workspaces.iter().map(|w| format!("{}={}", w.workspace_id, w.label)).collect::<Vec<_>>().join(", "))
+        }
     }
 }
 
@@ -199,7 +184,14 @@ fn root_page_binding_stays_pending_for_its_tab_and_migrates_once() {
             (7, BindingInput::PageVisited { tab: 3, page: classify_url(plain) }),
             (8, BindingInput::Bind { tab: 4, page: PageKind::Root, workspace: workspace("w4", "y") }),
             (9, BindingInput::TabClosed { tab: 4 }),
-            (10, BindingInput::Bind { tab: 5, page: classify_url("https://chatgpt.com/?temporary-chat=true"), workspace: workspace("w5", "z") }),
+            (
+                10,
+                BindingInput::Bind {
+                    tab: 5,
+                    page: classify_url("https://chatgpt.com/?temporary-chat=true"),
+                    workspace: workspace("w5", "z"),
+                },
+            ),
             (11, BindingInput::Unbind { tab: 1, page: classify_url(plain) }),
         ],
         expect![[r#"
@@ -246,6 +238,8 @@ fn bindings_survive_a_snapshot_round_trip() {
     restored.handle(3, BindingInput::PageVisited { tab: 9, page: classify_url("https://chat.z.ai/c/abc") });
     assert_eq!(
         restored.poll().map(|o| serde_json::to_string(&o).unwrap_or_default()).as_deref(),
-        Some(r#"{"type":"pending_migrated","tab":9,"scope":{"kind":"conversation","site":"zai","conversation_id":"abc"},"workspace_id":"w2"}"#)
+        Some(
+            r#"{"type":"pending_migrated","tab":9,"scope":{"kind":"conversation","site":"zai","conversation_id":"abc"},"workspace_id":"w2"}"#
+        )
     );
 }

@@ -3,18 +3,24 @@
 
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, DeliveryOutcome, ContinuityOutput, InboxTask, PageReport, RuntimeAnswer,
-    RuntimeCall, TaskCounts,
+    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, PageReport, RuntimeAnswer, RuntimeCall, TaskCounts,
 };
 use ext_core::json_read::WriteJson;
-use ext_core::snapshot::Snapshot;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
+use ext_core::snapshot::Snapshot;
 
 pub(crate) const CONV: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 pub(crate) const TAB: u32 = 7;
 
 pub(crate) fn idle_page() -> PageReport {
-    PageReport { url: CONV.into(), composer: true, generation: Some("chatgpt.classic".into()), unresolved: None, page_load: "load-1".into(), ..PageReport::default() }
+    PageReport {
+        url: CONV.into(),
+        composer: true,
+        generation: Some("chatgpt.classic".into()),
+        unresolved: None,
+        page_load: "load-1".into(),
+        ..PageReport::default()
+    }
 }
 
 /// The id of the active delivery whose id has the stem `stem` (e.g. `wake:w1#2`).
@@ -40,7 +46,10 @@ pub(crate) fn confirm(c: &mut Continuity, now: u64, stem: &str) {
 /// The adapter could not send it (nothing reached the chat).
 pub(crate) fn not_sent(c: &mut Continuity, now: u64, stem: &str) {
     let id = active_id(c, stem);
-    c.handle(now, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
+    c.handle(
+        now,
+        ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } },
+    );
 }
 
 /// A worker restart: the persisted state comes back into a new worker life.
@@ -74,9 +83,9 @@ pub(crate) fn drain_logging(c: &mut Continuity, now: u64, tasks: &[InboxTask], l
                 log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
                 let answer = match call {
                     RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: tasks.to_vec(), more: false },
-                    RuntimeCall::Workspaces => RuntimeAnswer::Workspaces {
-                        workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
-                    },
+                    RuntimeCall::Workspaces => {
+                        RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] }
+                    }
                     RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
                     _ => RuntimeAnswer::Subscribed,
                 };
@@ -87,7 +96,14 @@ pub(crate) fn drain_logging(c: &mut Continuity, now: u64, tasks: &[InboxTask], l
                 // As the shell hands it to the page: the written JSON.
                 let json = entry.write_json();
                 let field = |name: &str| json[name].as_str().unwrap_or("-").to_owned();
-                log.push(format!("activity {} {} {} {} {}", field("scope_key"), field("kind"), field("outcome"), field("reason"), field("id")));
+                log.push(format!(
+                    "activity {} {} {} {} {}",
+                    field("scope_key"),
+                    field("kind"),
+                    field("outcome"),
+                    field("reason"),
+                    field("id")
+                ));
             }
             ContinuityOutput::ViewsChanged | ContinuityOutput::Persist | ContinuityOutput::Activity(_) => {}
             // Nothing is queued in these transcripts: the queue's record is empty.
@@ -113,7 +129,14 @@ pub(crate) fn bound_with_auto(auto: bool) -> (Continuity, Vec<String>) {
 }
 
 pub(crate) fn task(id: &str) -> InboxTask {
-    InboxTask { task_id: id.into(), state: "completed".into(), pane_id: "w1:p1".into(), prompt_preview: "fix the tests".into(), result: Some("all green".into()), guidance: None }
+    InboxTask {
+        task_id: id.into(),
+        state: "completed".into(),
+        pane_id: "w1:p1".into(),
+        prompt_preview: "fix the tests".into(),
+        result: Some("all green".into()),
+        guidance: None,
+    }
 }
 
 #[test]
@@ -168,10 +191,7 @@ fn a_human_draft_holds_the_wake_and_a_failed_delivery_is_retried_without_acking(
     c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
     drain(&mut c, 2, &[task("t1")], &mut log);
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "held by the draft: {log:?}");
-    assert_eq!(
-        c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code),
-        Some(ext_core::auto_gate::WakeWithheld::HumanDraft)
-    );
+    assert_eq!(c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code), Some(ext_core::auto_gate::WakeWithheld::HumanDraft));
     // The user clears the draft: the wake goes out.
     c.handle(3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     drain(&mut c, 3, &[task("t1")], &mut log);
@@ -212,7 +232,17 @@ fn another_chat_bound_elsewhere_is_not_woken_by_this_workspace() {
     // I3 / routing: a settle of w2 does not touch a chat bound to w1.
     let (mut c, mut log) = bound_with_auto(true);
     for (seq, kind) in [(1, PaneEventKind::Working), (2, PaneEventKind::Settled(SettledStatus::Idle))] {
-        c.handle(seq, ContinuityInput::StreamEvent(StreamEvent { boot_id: "b1".into(), seq, workspace_id: "w2".into(), pane_id: "w2:p1".into(), kind, at: seq }));
+        c.handle(
+            seq,
+            ContinuityInput::StreamEvent(StreamEvent {
+                boot_id: "b1".into(),
+                seq,
+                workspace_id: "w2".into(),
+                pane_id: "w2:p1".into(),
+                kind,
+                at: seq,
+            }),
+        );
     }
     drain(&mut c, 2, &[task("t9")], &mut log);
     assert!(log.is_empty(), "{log:?}");
@@ -232,10 +262,8 @@ fn a_wake_confirmed_after_a_worker_restart_before_the_link_is_up_is_acked_on_lin
     let mut restarted = restart(&c, 10);
     log.clear();
     // The page (reconnected first) shows the marker: confirmed while the link is still down.
-    restarted.handle(10, ContinuityInput::PageReported {
-        tab: TAB,
-        report: PageReport { markers: vec![id], user_turns: 1, ..idle_page() },
-    });
+    restarted
+        .handle(10, ContinuityInput::PageReported { tab: TAB, report: PageReport { markers: vec![id], user_turns: 1, ..idle_page() } });
     drain(&mut restarted, 10, &[], &mut log);
     assert!(log.iter().all(|l| !l.contains("inbox_ack")), "offline: nothing sent yet: {log:?}");
     assert_eq!(restarted.page_view(TAB).expect("view").wake_count, 1);
@@ -281,7 +309,7 @@ fn new_output_while_working_is_pushed_once_unchanged_output_never_and_the_settle
     // O4: a 5 s check interval from the options page.
     c.handle(0, ContinuityInput::ProgressSettings { tick_sec: 5, fallback_sec: 3_600 });
     c.handle(1_000, event(1, PaneEventKind::Working)); // P2: checks start
-    // The runtime's first read of the working pane: what was already on screen (baseline).
+                                                       // The runtime's first read of the working pane: what was already on screen (baseline).
     c.handle(2_000, output(2, "claude ready\nRefactor the API client"));
     drain(&mut c, 2_000, &[], &mut log);
     run_until(&mut c, 6_500, &mut log);
@@ -370,10 +398,30 @@ fn stale_and_replayed_output_and_output_of_unbound_workspaces_are_ignored() {
     c.handle(2_000, output(6, "baseline\nnew line"));
     assert_eq!(c.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line"));
     // P9: a stale event (earlier runtime start) and a replay of an older seq change nothing.
-    c.handle(2_100, ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: None, tail: "old".into(), seq: 7, stale: true });
+    c.handle(
+        2_100,
+        ContinuityInput::AgentOutput {
+            workspace_id: "w1".into(),
+            pane_id: "w1:p1".into(),
+            agent: None,
+            tail: "old".into(),
+            seq: 7,
+            stale: true,
+        },
+    );
     c.handle(2_200, output(5, "baseline"));
     assert_eq!(c.progress_summary("w1").as_deref(), Some("w1:p1 (claude):\nbaseline\nnew line"));
-    c.handle(2_300, ContinuityInput::AgentOutput { workspace_id: "w2".into(), pane_id: "w2:p1".into(), agent: None, tail: "x".into(), seq: 8, stale: false });
+    c.handle(
+        2_300,
+        ContinuityInput::AgentOutput {
+            workspace_id: "w2".into(),
+            pane_id: "w2:p1".into(),
+            agent: None,
+            tail: "x".into(),
+            seq: 8,
+            stale: false,
+        },
+    );
     assert_eq!(c.progress_summary("w2"), None, "w2 is bound by no chat");
     // A new working episode: what is on screen now is the new baseline.
     c.handle(3_000, event(9, PaneEventKind::Settled(SettledStatus::Idle)));
@@ -393,9 +441,15 @@ fn the_summary_is_bounded_per_line_per_pane_and_in_total() {
     let long_line = "x".repeat(500);
     let many_lines: String = (1..=20).map(|i| format!("line {i}\n\n")).collect();
     for (pane, tail) in [("w1:p1", many_lines.clone()), ("w1:p2", long_line.clone()), ("w1:p3", format!("{many_lines}{long_line}"))] {
-        outputs.insert(pane.to_owned(), PaneOutput { workspace_id: "w1".into(), agent: Some("codex".into()), tail, baseline: String::new(), seq: 1 });
+        outputs.insert(
+            pane.to_owned(),
+            PaneOutput { workspace_id: "w1".into(), agent: Some("codex".into()), tail, baseline: String::new(), seq: 1 },
+        );
     }
-    outputs.insert("w1:p4".to_owned(), PaneOutput { workspace_id: "w1".into(), agent: None, tail: "same".into(), baseline: "same".into(), seq: 1 });
+    outputs.insert(
+        "w1:p4".to_owned(),
+        PaneOutput { workspace_id: "w1".into(), agent: None, tail: "same".into(), baseline: "same".into(), seq: 1 },
+    );
     let summary = progress_summary("w1", &outputs).expect("new output");
     assert!(summary.chars().count() <= PROGRESS_SUMMARY_MAX_CHARS, "{}", summary.chars().count());
     let first_block: Vec<&str> = summary.lines().take(5).collect();
@@ -554,7 +608,13 @@ fn an_inbox_read_while_a_settle_wake_is_in_flight_gives_no_second_wake() {
     log.clear();
     c.handle(3, ContinuityInput::LinkDown);
     c.handle(4, ContinuityInput::LinkUp);
-    c.handle(4, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    c.handle(
+        4,
+        ContinuityInput::InboxChanged {
+            session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(),
+            counts: TaskCounts { unacked: 1, ..TaskCounts::default() },
+        },
+    );
     drain(&mut c, 4, &[task("t1")], &mut log);
     assert!(log.iter().all(|l| !l.contains("inbox_pending") && !l.starts_with("deliver")), "deferred while the wake is in flight: {log:?}");
     // Confirmed: acked once; the deferred check then runs, and the runtime (not done with
@@ -581,9 +641,18 @@ fn an_inbox_check_answered_while_a_settle_read_is_in_flight_leaves_the_tasks_to_
     let settle_read = inbox_reads(&collect(&mut c));
     assert_eq!(settle_read.len(), 1);
     // An inbox_changed arrives while the settle read is out: no second read.
-    c.handle(5, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    c.handle(
+        5,
+        ContinuityInput::InboxChanged {
+            session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(),
+            counts: TaskCounts { unacked: 1, ..TaskCounts::default() },
+        },
+    );
     assert!(inbox_reads(&collect(&mut c)).is_empty(), "at most one read per scope in flight");
-    c.handle(6, ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false }) });
+    c.handle(
+        6,
+        ContinuityInput::Answered { id: settle_read[0], result: Ok(RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false }) },
+    );
     let delivered: Vec<String> = collect(&mut c)
         .into_iter()
         .filter_map(|o| match o {
@@ -606,7 +675,13 @@ fn a_settle_replaces_a_pending_inbox_wake_and_carries_its_tasks() {
     // settle's, with the task (never two deliveries carrying t1).
     let (mut c, mut log) = bound_with_auto(true);
     c.handle(1, ContinuityInput::PageReported { tab: TAB, report: PageReport { draft: true, ..idle_page() } });
-    c.handle(1, ContinuityInput::InboxChanged { session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(), counts: TaskCounts { unacked: 1, ..TaskCounts::default() } });
+    c.handle(
+        1,
+        ContinuityInput::InboxChanged {
+            session_ref: "chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into(),
+            counts: TaskCounts { unacked: 1, ..TaskCounts::default() },
+        },
+    );
     drain(&mut c, 1, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.contains("inbox_pending")).count(), 1, "{log:?}");
     c.handle(2, event(1, PaneEventKind::Working));
@@ -641,10 +716,13 @@ fn a_catalog_change_is_read_at_once_and_a_burst_costs_one_read_more_at_most() {
     c.handle(1, ContinuityInput::CatalogChanged { seq: 8 });
     c.handle(1, ContinuityInput::CatalogChanged { seq: 9 });
     let reads = |outputs: &[ContinuityOutput]| -> Vec<u64> {
-        outputs.iter().filter_map(|o| match o {
-            ContinuityOutput::Request { id, call: RuntimeCall::Workspaces } => Some(*id),
-            _ => None,
-        }).collect()
+        outputs
+            .iter()
+            .filter_map(|o| match o {
+                ContinuityOutput::Request { id, call: RuntimeCall::Workspaces } => Some(*id),
+                _ => None,
+            })
+            .collect()
     };
     let first = reads(&collect(&mut c));
     assert_eq!(first.len(), 1, "one read while it is out");

@@ -14,9 +14,9 @@ fn run(c: &mut Continuity, now: u64, log: &mut Vec<String>) {
 fn timeline(log: &[String]) -> String {
     log.iter()
         .filter_map(|line| {
-            line.strip_prefix("activity ").map(str::to_owned).or_else(|| {
-                line.strip_prefix("deliver ").map(|d| format!("(deliver {})", d.lines().next().unwrap_or_default()))
-            })
+            line.strip_prefix("activity ")
+                .map(str::to_owned)
+                .or_else(|| line.strip_prefix("deliver ").map(|d| format!("(deliver {})", d.lines().next().unwrap_or_default())))
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -37,7 +37,8 @@ fn a_settle_with_auto_on_records_the_wake_sent_with_its_reason_and_id_then_confi
     expect_test::expect![[r#"
         (deliver tab=7 id=wake:w1#2/0.0.0)
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/0.0.0
-        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake confirmed marker_seen wake:w1#2/0.0.0"#]].assert_eq(&timeline(&log));
+        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake confirmed marker_seen wake:w1#2/0.0.0"#]]
+    .assert_eq(&timeline(&log));
 }
 
 #[test]
@@ -63,7 +64,8 @@ fn a_human_draft_holds_the_wake_back_once_not_once_per_page_fact_and_a_new_reaso
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake withheld human_draft wake:w1#2
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake withheld page_generating wake:w1#2
         (deliver tab=7 id=wake:w1#2/0.0.0)
-        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/0.0.0"#]].assert_eq(&timeline(&log));
+        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/0.0.0"#]]
+    .assert_eq(&timeline(&log));
 }
 
 #[test]
@@ -80,7 +82,8 @@ fn with_auto_off_a_settle_is_withheld_saying_so_once_across_a_worker_restart_and
     expect_test::expect![[r#"
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake withheld auto_off wake:w1#2
         (deliver tab=7 id=wake:w1#2/r.1.0)
-        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/r.1.0"#]].assert_eq(&timeline(&log));
+        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/r.1.0"#]]
+    .assert_eq(&timeline(&log));
 }
 
 #[test]
@@ -98,7 +101,8 @@ fn a_wake_the_page_could_not_send_is_recorded_failed_then_held_for_its_retry_the
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake failed send_button_missing wake:w1#2/0.0.0
         chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake withheld delivery_retry_pending wake:w1#2
         (deliver tab=7 id=wake:w1#2/0.0.1)
-        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/0.0.1"#]].assert_eq(&timeline(&log));
+        chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 wake sent settled wake:w1#2/0.0.1"#]]
+    .assert_eq(&timeline(&log));
 }
 
 /// Every code an entry can carry, the kinds and the outcomes have a text in both locales of
@@ -109,14 +113,25 @@ fn every_activity_code_has_an_english_and_a_chinese_text() {
     use ext_core::json_read::ReadJson;
     // The wake gate's reasons, each checked to be one of its wire names.
     let withheld = [
-        "not_bound", "no_active_conversation", "auto_off", "project_auto_not_allowed", "handoff_in_progress",
-        "no_real_state_change", "unconfirmed_delivery", "page_generating", "human_draft", "no_composer", "fact_unresolved",
-        "delivery_retry_pending", "delivery_failed_repeatedly",
+        "not_bound",
+        "no_active_conversation",
+        "auto_off",
+        "project_auto_not_allowed",
+        "handoff_in_progress",
+        "no_real_state_change",
+        "unconfirmed_delivery",
+        "page_generating",
+        "human_draft",
+        "no_composer",
+        "fact_unresolved",
+        "delivery_retry_pending",
+        "delivery_failed_repeatedly",
     ];
     for code in withheld {
         assert!(WakeWithheld::read_json(&serde_json::Value::from(code)).is_ok(), "{code} is not a WakeWithheld name");
     }
-    let kinds = ["wake", "progress", "queue_batch", "judge_continue", "recovery_reload", "recovery_retry", "bridge_call", "permission_card"];
+    let kinds =
+        ["wake", "progress", "queue_batch", "judge_continue", "recovery_reload", "recovery_retry", "bridge_call", "permission_card"];
     let outcomes = ["sent", "confirmed", "not_confirmed", "withheld", "failed"];
     let keys = withheld
         .iter()
@@ -127,7 +142,8 @@ fn every_activity_code_has_an_english_and_a_chinese_text() {
     for locale in ["en", "zh_CN"] {
         let path = format!("{}/../extension/_locales/{locale}/messages.json", env!("CARGO_MANIFEST_DIR"));
         let messages: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("a locale")).expect("JSON");
-        let missing: Vec<String> = keys.clone().filter(|key| messages[key.as_str()]["message"].as_str().is_none_or(str::is_empty)).collect();
+        let missing: Vec<String> =
+            keys.clone().filter(|key| messages[key.as_str()]["message"].as_str().is_none_or(str::is_empty)).collect();
         assert!(missing.is_empty(), "{locale} has no text for {missing:?}");
     }
 }

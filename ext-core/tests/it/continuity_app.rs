@@ -9,17 +9,17 @@
 
 use std::collections::BTreeMap;
 
+use expect_test::expect;
 use ext_core::auto_gate::WakeWithheld;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    app_retry_wait, AppAttachFailure, AppMention, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask,
-    JudgeAnswer, RuntimeAnswer, RuntimeCall, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS,
+    app_retry_wait, AppAttachFailure, AppMention, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer,
+    RuntimeAnswer, RuntimeCall, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS,
 };
 use ext_core::json_read::WriteJson;
 use ext_core::semantic_auto::Verdict;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
 use ext_core::snapshot::Snapshot;
-use expect_test::expect;
 use proptest::prelude::*;
 
 use super::continuity::{event, idle_page, task, TAB};
@@ -52,7 +52,15 @@ struct W {
 
 impl W {
     fn new() -> Self {
-        let mut w = W { c: Continuity::with_epoch("e"), now: 0, log: Vec::new(), queue: None, tasks: Vec::new(), posted: Vec::new(), acked: Vec::new() };
+        let mut w = W {
+            c: Continuity::with_epoch("e"),
+            now: 0,
+            log: Vec::new(),
+            queue: None,
+            tasks: Vec::new(),
+            posted: Vec::new(),
+            acked: Vec::new(),
+        };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
         w.feed(ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
@@ -91,7 +99,9 @@ impl W {
                             RuntimeAnswer::Counts { counts: Default::default() }
                         }
                         RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
-                        RuntimeCall::Workspaces => RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] },
+                        RuntimeCall::Workspaces => RuntimeAnswer::Workspaces {
+                            workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
+                        },
                         RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer {
                             verdict: Verdict::Continue,
                             source: "llm".into(),
@@ -253,7 +263,11 @@ fn a_turn_is_read_once_our_own_turns_never_and_forget_app_holds_until_a_new_pill
     w.report_again();
     assert_eq!(w.app(), None, "a forgotten App is not learned again from the turn it came from");
     w.settle(3);
-    assert_eq!(w.posted.last().map(|(id, app)| (stem(id).to_owned(), app.clone())), Some(("wake:w1#4".to_owned(), None)), "plain once forgotten");
+    assert_eq!(
+        w.posted.last().map(|(id, app)| (stem(id).to_owned(), app.clone())),
+        Some(("wake:w1#4".to_owned(), None)),
+        "plain once forgotten"
+    );
     w.lands();
     w.human("u-3", vec![github()]);
     assert_eq!(w.app().as_deref(), Some("github"));
@@ -306,7 +320,10 @@ fn a_chat_without_an_app_gets_plain_deliveries() {
     w.feed(ContinuityInput::ToggleAuto { tab: TAB });
     w.feed(ContinuityInput::Continue { tab: TAB });
     w.lands();
-    assert_eq!(w.posted.iter().map(|(id, app)| (stem(id), app.is_some())).collect::<Vec<_>>(), [("wake:w1#2", false), ("continue:w1", false)]);
+    assert_eq!(
+        w.posted.iter().map(|(id, app)| (stem(id), app.is_some())).collect::<Vec<_>>(),
+        [("wake:w1#2", false), ("continue:w1", false)]
+    );
     assert!(!w.withheld().is_some_and(|r| r.wire_name().starts_with("app_")), "nothing held for an App");
 }
 
@@ -319,8 +336,22 @@ fn every_delivery_kind_carries_the_app() {
     // Progress: new output while the workspace works.
     w.feed(ContinuityInput::ProgressSettings { tick_sec: 30, fallback_sec: 600 });
     w.feed(event(1, PaneEventKind::Working));
-    w.feed(ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()), tail: "start".into(), seq: 0, stale: false });
-    w.feed(ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()), tail: "start\nwrote the loader".into(), seq: 0, stale: false });
+    w.feed(ContinuityInput::AgentOutput {
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        agent: Some("claude".into()),
+        tail: "start".into(),
+        seq: 0,
+        stale: false,
+    });
+    w.feed(ContinuityInput::AgentOutput {
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        agent: Some("claude".into()),
+        tail: "start\nwrote the loader".into(),
+        seq: 0,
+        stale: false,
+    });
     w.tick(31_000);
     w.lands();
     w.feed(event(2, PaneEventKind::Settled(SettledStatus::Done)));
@@ -341,9 +372,22 @@ fn every_delivery_kind_carries_the_app() {
     w.feed(ContinuityInput::ToggleAuto { tab: TAB });
     w.feed(ContinuityInput::Continue { tab: TAB });
     w.lands();
-    let kinds: Vec<(String, Option<String>)> = w.posted.iter().map(|(id, app)| (stem(id).split(':').next().unwrap_or_default().to_owned(), app.as_ref().map(|a| a.keyword.clone()))).collect();
+    let kinds: Vec<(String, Option<String>)> = w
+        .posted
+        .iter()
+        .map(|(id, app)| (stem(id).split(':').next().unwrap_or_default().to_owned(), app.as_ref().map(|a| a.keyword.clone())))
+        .collect();
     let herdr = Some("herdr".to_owned());
-    assert_eq!(kinds, [("progress".to_owned(), herdr.clone()), ("wake".into(), herdr.clone()), ("qb".into(), herdr.clone()), ("judge".into(), herdr.clone()), ("continue".into(), herdr)]);
+    assert_eq!(
+        kinds,
+        [
+            ("progress".to_owned(), herdr.clone()),
+            ("wake".into(), herdr.clone()),
+            ("qb".into(), herdr.clone()),
+            ("judge".into(), herdr.clone()),
+            ("continue".into(), herdr)
+        ]
+    );
 }
 
 // The picker does not open: nothing App-less is typed. The wake is held (not a failed
@@ -579,7 +623,11 @@ fn the_handoff_seed_carries_the_source_app_and_waits_for_it() {
     assert_eq!(seed_app(&w), Some(herdr()), "the seed carries the source's App");
     for failures in 1..=3 {
         let (tab, id, _) = w.seeds.last().cloned().expect("a seed");
-        w.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PickerNotOpened } });
+        w.feed(ContinuityInput::DeliveryReport {
+            tab,
+            id,
+            outcome: DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::PickerNotOpened },
+        });
         assert_eq!(w.c.page_view(handoff::SOURCE).and_then(|v| v.withheld).map(|x| x.code), Some(WakeWithheld::AppPickerNotOpened));
         w.feed(ContinuityInput::PageReported { tab: handoff::TARGET, report: handoff::page(&handoff::home_url(), "tgt-1") });
         assert_eq!(w.seeds.len(), usize::try_from(failures).unwrap_or(0), "nothing typed while held");
@@ -600,7 +648,14 @@ fn a_conversation_cut_over_moves_the_app_with_the_binding() {
     let mut b = ext_core::binding::Bindings::new();
     let old = ext_core::scope::Scope::Conversation { site: ext_core::scope::Site::Zai, conversation_id: "c-old".into() };
     let page = ext_core::scope::PageKind::Chat { site: ext_core::scope::Site::Zai, conversation_id: "c-old".into() };
-    b.handle(0, ext_core::binding::BindingInput::Bind { tab: 1, page, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    b.handle(
+        0,
+        ext_core::binding::BindingInput::Bind {
+            tab: 1,
+            page,
+            workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+        },
+    );
     assert!(b.learn_app(&old.key(), "u-1", &[herdr()]));
     b.handle(1, ext_core::binding::BindingInput::CutOver { scope: old, conversation_id: "c-new".into() });
     let moved = b.list().next().expect("the moved binding");
@@ -685,7 +740,11 @@ impl Run {
         for (id, app) in self.w.posted.iter().skip(from) {
             prop_assert!(!self.model.ambiguous, "{} typed while the App is ambiguous", id);
             prop_assert_eq!(app, &self.model.app, "{} carries {:?}, the binding's App is {:?}", id, app, self.model.app);
-            prop_assert!(!self.landed.contains_key(stem(id)) || !(id.starts_with("wake:") || id.starts_with("qb:")), "{} typed again after it landed", id);
+            prop_assert!(
+                !self.landed.contains_key(stem(id)) || !(id.starts_with("wake:") || id.starts_with("qb:")),
+                "{} typed again after it landed",
+                id
+            );
         }
         Ok(())
     }
@@ -727,7 +786,12 @@ impl Run {
                         }
                         1 => self.w.answer(DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() }),
                         n => {
-                            let detail = [AppAttachFailure::NoPermission, AppAttachFailure::PickerNotOpened, AppAttachFailure::OptionMissing, AppAttachFailure::PillNotReadBack][usize::from(n - 2)];
+                            let detail = [
+                                AppAttachFailure::NoPermission,
+                                AppAttachFailure::PickerNotOpened,
+                                AppAttachFailure::OptionMissing,
+                                AppAttachFailure::PillNotReadBack,
+                            ][usize::from(n - 2)];
                             self.w.answer(DeliveryOutcome::AppNotAttached { detail });
                         }
                     }

@@ -3,13 +3,13 @@
 //! ledger once (Auto on, or the HUD's Send tool results); never on ChatGPT, never for an
 //! unbound chat, never again for a message the thread shows or one on its way.
 
-use ext_core::binding::CatalogWorkspace;
 use continuity_protocol::ErrorCode;
+use expect_test::expect;
+use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, CallError, Continuity, ContinuityInput, ContinuityOutput, PageReport,
     PendingCall, RuntimeAnswer, RuntimeCall,
 };
-use expect_test::expect;
 
 use super::continuity::{confirm, idle_page, restart, TAB};
 
@@ -38,7 +38,19 @@ fn ended(c: &mut Continuity, now: u64, reply: &str) {
 
 /// The page's last turn: a reply that ended, or (`pressed`) sent again by Send tool results.
 fn turn(c: &mut Continuity, now: u64, reply: &str, pressed: bool) {
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: reply.into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed, user_stopped: false });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "look at the panes".into(),
+            assistant_text: reply.into(),
+            user_marker: None,
+            message_id: Some("message-a3".into()),
+            user_message_id: None,
+            pressed,
+            user_stopped: false,
+        },
+    );
 }
 
 /// Drains outputs into a log; `bridge.reply` is answered with `results` (`None`: state
@@ -53,7 +65,12 @@ fn drain(c: &mut Continuity, now: u64, results: &Option<BridgeResults>, log: &mu
 
 /// Drains outputs into a log, each request answered by `runtime`; deliveries, inserts,
 /// notices and Activity entries logged.
-fn drain_with(c: &mut Continuity, now: u64, log: &mut Vec<String>, runtime: &mut dyn FnMut(&RuntimeCall) -> Result<RuntimeAnswer, CallError>) {
+fn drain_with(
+    c: &mut Continuity,
+    now: u64,
+    log: &mut Vec<String>,
+    runtime: &mut dyn FnMut(&RuntimeCall) -> Result<RuntimeAnswer, CallError>,
+) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
@@ -64,14 +81,19 @@ fn drain_with(c: &mut Continuity, now: u64, log: &mut Vec<String>, runtime: &mut
             ContinuityOutput::Deliver { id, text, .. } => log.push(format!("deliver {id}\n{text}")),
             ContinuityOutput::Insert { text, .. } => log.push(format!("insert {text}")),
             ContinuityOutput::Notice { say, .. } => log.push(format!("notice {} {:?}", say.key, say.args)),
-            ContinuityOutput::Activity(a) => log.push(format!("activity {} {:?}", serde_json::to_string(&a.outcome).expect("json"), a.reason)),
+            ContinuityOutput::Activity(a) => {
+                log.push(format!("activity {} {:?}", serde_json::to_string(&a.outcome).expect("json"), a.reason))
+            }
             _ => {}
         }
     }
 }
 
 fn results() -> Option<BridgeResults> {
-    Some(BridgeResults { delivery_id: "bridge:5b0e6c2d9a174f38".into(), text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into() })
+    Some(BridgeResults {
+        delivery_id: "bridge:5b0e6c2d9a174f38".into(),
+        text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+    })
 }
 
 fn deliveries(log: &[String]) -> usize {
@@ -152,7 +174,19 @@ fn results_already_in_the_thread_are_not_sent_again() {
 fn the_bridge_is_only_for_bound_zai_and_deepseek_chats() {
     let (mut chatgpt, _) = super::continuity::bound_with_auto(true);
     let mut log = Vec::new();
-    chatgpt.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: String::new(), assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: false });
+    chatgpt.handle(
+        1,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: String::new(),
+            assistant_text: "{\"tool\":\"herdr_inspect\",\"args\":{}}".into(),
+            user_marker: None,
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     drain(&mut chatgpt, 1, &results(), &mut log);
     assert!(log.iter().all(|l| !l.contains("bridge")), "{log:?}");
     assert!(!actions(&chatgpt).contains(&"bridge_prompt"));
@@ -199,12 +233,18 @@ fn pending_call(call: u32, method: &str, mutating: bool) -> PendingCall {
 }
 
 fn approval(pending: Vec<PendingCall>) -> RuntimeAnswer {
-    RuntimeAnswer::Bridge { outcome: BridgeOutcome::Approval { batch_id: BATCH.into(), pending }, rounds: Some(BridgeRounds { used: 0, limit: 6 }) }
+    RuntimeAnswer::Bridge {
+        outcome: BridgeOutcome::Approval { batch_id: BATCH.into(), pending },
+        rounds: Some(BridgeRounds { used: 0, limit: 6 }),
+    }
 }
 
 fn batch_results() -> RuntimeAnswer {
     RuntimeAnswer::Bridge {
-        outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into() }),
+        outcome: BridgeOutcome::Results(BridgeResults {
+            delivery_id: BATCH.into(),
+            text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+        }),
         rounds: Some(BridgeRounds { used: 1, limit: 6 }),
     }
 }
@@ -225,11 +265,47 @@ fn requests<'a>(log: &'a [String], call: &str) -> Vec<&'a String> {
 fn a_reply_is_asked_with_the_chats_workspace_auto_and_human_turn() {
     let mut c = zai_world(true);
     let mut log = Vec::new();
-    c.handle(1, ContinuityInput::TurnEnded { tab: TAB, user_text: "look at the panes".into(), assistant_text: SEND_KEYS.into(), user_marker: None, message_id: Some("a1".into()), user_message_id: Some("u1".into()), pressed: false, user_stopped: false });
+    c.handle(
+        1,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "look at the panes".into(),
+            assistant_text: SEND_KEYS.into(),
+            user_marker: None,
+            message_id: Some("a1".into()),
+            user_message_id: Some("u1".into()),
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     drain(&mut c, 1, &None, &mut log);
-    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: "done".into(), user_marker: Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into()), message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false, user_stopped: false });
+    c.handle(
+        2,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "HERDR_TOOL_RESULTS (1 call)".into(),
+            assistant_text: "done".into(),
+            user_marker: Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into()),
+            message_id: Some("a2".into()),
+            user_message_id: Some("u2".into()),
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     drain(&mut c, 2, &None, &mut log);
-    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "and now?".into(), assistant_text: "ok".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: false });
+    c.handle(
+        3,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "and now?".into(),
+            assistant_text: "ok".into(),
+            user_marker: None,
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     drain(&mut c, 3, &None, &mut log);
     let asked: Vec<String> = requests(&log, "bridge_reply")
         .iter()
@@ -425,12 +501,15 @@ fn skip_and_run_each_call_and_a_refused_decision_says_why() {
     assert_eq!(requests(&log, "bridge_reply").len(), 2, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver bridge:9d3c1b7a5e2f4c60/")).count(), 1);
     let steps: Vec<&String> = log.iter().filter(|l| l.starts_with("activity")).collect();
-    assert_eq!(steps, [
-        "activity \"withheld\" Code(\"awaiting_approval\")",
-        "activity \"withheld\" Code(\"call_skipped\")",
-        "activity \"sent\" Code(\"run_approved\")",
-        "activity \"sent\" Code(\"send_pressed\")",
-    ]);
+    assert_eq!(
+        steps,
+        [
+            "activity \"withheld\" Code(\"awaiting_approval\")",
+            "activity \"withheld\" Code(\"call_skipped\")",
+            "activity \"sent\" Code(\"run_approved\")",
+            "activity \"sent\" Code(\"send_pressed\")",
+        ]
+    );
 }
 
 // R: issue 23 (M7) — the runtime's round limit shows as a HUD line (with the figures) and
@@ -440,7 +519,9 @@ fn the_round_limit_shows_a_line_and_one_activity_entry() {
     let mut c = zai_world(true);
     let mut log = Vec::new();
     let mut runtime = |call: &RuntimeCall| match call {
-        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: Some(BridgeRounds { used: 6, limit: 6 }) }),
+        RuntimeCall::BridgeReply { .. } => {
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: Some(BridgeRounds { used: 6, limit: 6 }) })
+        }
         _ => Ok(RuntimeAnswer::Subscribed),
     };
     ended(&mut c, 1, SEND_KEYS);
@@ -505,7 +586,13 @@ fn an_answer_for_a_chat_the_tab_left_shows_no_card_there() {
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: other });
     c.handle(2, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     while c.poll().is_some() {}
-    c.handle(3, ContinuityInput::Answered { id: reply_id.expect("bridge.reply asked"), result: Ok(approval(vec![pending_call(1, "pane.send_keys", true)])) });
+    c.handle(
+        3,
+        ContinuityInput::Answered {
+            id: reply_id.expect("bridge.reply asked"),
+            result: Ok(approval(vec![pending_call(1, "pane.send_keys", true)])),
+        },
+    );
     assert_eq!(c.page_view(TAB).and_then(|v| v.bridge), None, "no card of the other chat here");
     decide(&mut c, 4, BATCH, 1, BridgeDecision::Run);
     let mut log = Vec::new();
@@ -522,7 +609,10 @@ fn refused_calls_are_in_the_activity_timeline_once() {
     let mut log = Vec::new();
     let text = "HERDR_TOOL_RESULTS (3 calls)\n{\"call\":1,\"error\":\"refused\",\"message\":\"pane w2:p1 is not in workspace w1\",\"ok\":false,\"tool\":\"herdr_call\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_inspect\"}\n{\"call\":3,\"error\":\"refused\",\"message\":\"herdr_prompt reports to this chat only\",\"ok\":false,\"tool\":\"herdr_prompt\"}\nWrite the next tool call lines, or answer the user.";
     let mut runtime = |call: &RuntimeCall| match call {
-        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }), rounds: None }),
+        RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge {
+            outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }),
+            rounds: None,
+        }),
         _ => Ok(RuntimeAnswer::Subscribed),
     };
     ended(&mut c, 1, SEND_KEYS);
@@ -600,7 +690,19 @@ fn a_restarted_worker_derives_the_human_turn_from_the_page() {
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: PageReport { page_load: "load-2".into(), ..human } });
     drain(&mut c, 2, &None, &mut log);
     let ours = Some("bridge:9d3c1b7a5e2f4c60/k.0.0".into());
-    c.handle(3, ContinuityInput::TurnEnded { tab: TAB, user_text: "HERDR_TOOL_RESULTS (1 call)".into(), assistant_text: SEND_KEYS.into(), user_marker: ours, message_id: Some("a2".into()), user_message_id: Some("u2".into()), pressed: false, user_stopped: false });
+    c.handle(
+        3,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "HERDR_TOOL_RESULTS (1 call)".into(),
+            assistant_text: SEND_KEYS.into(),
+            user_marker: ours,
+            message_id: Some("a2".into()),
+            user_message_id: Some("u2".into()),
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     drain(&mut c, 3, &None, &mut log);
     let asked = requests(&log, "bridge_reply");
     assert_eq!(asked.len(), 1, "{log:?}");
@@ -621,7 +723,10 @@ fn calls_run_with_auto_have_their_own_activity_entries() {
                 asked += 1;
                 Ok(approval(vec![pending_call(2, "pane.send_keys", true)]))
             }
-            RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }), rounds: None }),
+            RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge {
+                outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }),
+                rounds: None,
+            }),
             RuntimeCall::BridgeDecide { .. } => Ok(RuntimeAnswer::BridgeDecided { pending: 0 }),
             _ => Ok(RuntimeAnswer::Subscribed),
         };
@@ -633,7 +738,9 @@ fn calls_run_with_auto_have_their_own_activity_entries() {
                         let result = runtime(&call);
                         c.handle(1, ContinuityInput::Answered { id, result });
                     }
-                    ContinuityOutput::Activity(a) => entries.push(format!("{:?} {} {}", a.reason, a.id.unwrap_or_default(), a.tool.unwrap_or_default())),
+                    ContinuityOutput::Activity(a) => {
+                        entries.push(format!("{:?} {} {}", a.reason, a.id.unwrap_or_default(), a.tool.unwrap_or_default()))
+                    }
                     _ => {}
                 }
             }
@@ -671,7 +778,10 @@ fn bridge_results_wait_for_the_rate_limit_cooldown_and_go_after_it() {
     use ext_core::request_pacer::CooldownSource;
     let mut c = zai_world(true);
     let mut log = Vec::new();
-    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None });
+    c.handle(
+        1,
+        ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None },
+    );
     ended(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
     drain(&mut c, 2, &results(), &mut log);
     assert_eq!(deliveries(&log), 0, "typed during the cooldown: {log:?}");
@@ -692,7 +802,10 @@ fn bridge_results_held_past_a_busy_cooldown_end_go_when_the_page_is_idle() {
     use ext_core::request_pacer::CooldownSource;
     let mut c = zai_world(true);
     let mut log = Vec::new();
-    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None });
+    c.handle(
+        1,
+        ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None },
+    );
     ended(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
     drain(&mut c, 2, &results(), &mut log);
     assert_eq!(deliveries(&log), 0, "typed during the cooldown: {log:?}");

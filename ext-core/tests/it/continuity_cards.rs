@@ -20,13 +20,20 @@ fn button(label: &str) -> CardButton {
 
 /// The tool a card of `connector` names (the fixture's: `herdr_prompt` for Herdr).
 fn tool_of(connector: &str) -> &'static str {
-    if connector == "Herdr" { "herdr_prompt" } else { "search_messages" }
+    if connector == "Herdr" {
+        "herdr_prompt"
+    } else {
+        "search_messages"
+    }
 }
 
 fn card(key: &str, connector: &str) -> CardFacts {
     CardFacts {
         key: key.into(),
-        wording: format!("Allow ChatGPT to use {connector}? This allows ChatGPT to run {} with your {connector} connector.", tool_of(connector)),
+        wording: format!(
+            "Allow ChatGPT to use {connector}? This allows ChatGPT to run {} with your {connector} connector.",
+            tool_of(connector)
+        ),
         buttons: vec![button("Deny"), button("Allow"), CardButton { opens_menu: true, ..button("Allow options") }],
     }
 }
@@ -210,8 +217,20 @@ fn a_stale_report_is_ignored_and_a_gone_card_stays_spent() {
 #[test]
 fn a_waiting_card_blocks_recovery() {
     use ext_core::continuity::{ProbeAnswer, ProbeNode};
-    let facts = PageRecoveryReport { page_load: "load-1".into(), assistant: true, send_timeout: true, retry_offered: true, ..PageRecoveryReport::default() };
-    let user = ProbeAnswer::Node(ProbeNode { id: "u2".into(), role: ext_core::stale_view::ServerRole::User, text_len: 20, finished: true, update_time_ms: Some(1) });
+    let facts = PageRecoveryReport {
+        page_load: "load-1".into(),
+        assistant: true,
+        send_timeout: true,
+        retry_offered: true,
+        ..PageRecoveryReport::default()
+    };
+    let user = ProbeAnswer::Node(ProbeNode {
+        id: "u2".into(),
+        role: ext_core::stale_view::ServerRole::User,
+        text_len: 20,
+        finished: true,
+        update_time_ms: Some(1),
+    });
     let run = |with_card: bool| {
         let (mut c, mut log) = bound_with_auto(true);
         if with_card {
@@ -246,7 +265,16 @@ fn shaped(key: u8, wording: u8, buttons: u8) -> CardFacts {
         3 => "ChatGPT wants to run an action.",
         _ => "允许 ChatGPT 使用 Herdr？",
     };
-    let all = [button("Deny"), button("Allow"), button("Always allow"), CardButton { enabled: false, ..button("Allow") }, CardButton { visible: false, ..button("Allow") }, CardButton { opens_menu: true, ..button("Allow") }, button("拒绝"), button("Cancel")];
+    let all = [
+        button("Deny"),
+        button("Allow"),
+        button("Always allow"),
+        CardButton { enabled: false, ..button("Allow") },
+        CardButton { visible: false, ..button("Allow") },
+        CardButton { opens_menu: true, ..button("Allow") },
+        button("拒绝"),
+        button("Cancel"),
+    ];
     let list = (0..all.len()).filter(|i| buttons & (1 << i) != 0).map(|i| all[i].clone()).collect();
     CardFacts { key: format!("t{}#0", key % 6), wording: wording.into(), buttons: list }
 }

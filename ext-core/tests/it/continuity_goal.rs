@@ -44,7 +44,19 @@ fn drain(c: &mut Continuity, now: u64, evidence: &Evidence, verdict: Verdict, lo
 
 fn ended(c: &mut Continuity, now: u64, n: u32, marker: Option<&str>) {
     let assistant_text = format!("Reply {n}: the lexer is split. Next I will write the parser tests and then the docs.");
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "ship it".into(), assistant_text, message_id: None, user_message_id: None, pressed: false, user_stopped: false, user_marker: marker.map(str::to_owned) });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "ship it".into(),
+            assistant_text,
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false,
+            user_marker: marker.map(str::to_owned),
+        },
+    );
 }
 
 fn line(c: &Continuity) -> String {
@@ -66,7 +78,10 @@ fn goal_mode_continues_on_open_todos_and_stops_when_done_against_the_prior_j7() 
     // Open items: continued, although the judge itself says done.
     ended(&mut c, 2, 1, None);
     drain(&mut c, 2, &evidence(2, 1), Verdict::Done, &mut log);
-    assert_eq!(line(&c), "Goal mode continues: 2 TODO items of the goal are open (1 done). Priors (advice only): can_continue 97%, task_completed 2%");
+    assert_eq!(
+        line(&c),
+        "Goal mode continues: 2 TODO items of the goal are open (1 done). Priors (advice only): can_continue 97%, task_completed 2%"
+    );
     let stem = c.ledger().active().find(|d| d.id.starts_with("goal:")).map(|d| d.id.clone()).expect("a goal continue");
     confirm(&mut c, 3, stem.split('/').next().unwrap_or_default());
     drain(&mut c, 3, &evidence(2, 1), Verdict::Done, &mut log);
@@ -74,7 +89,10 @@ fn goal_mode_continues_on_open_todos_and_stops_when_done_against_the_prior_j7() 
     // Every item done: stopped, against a "continue" verdict and a 97% can_continue prior.
     ended(&mut c, 30_000, 2, Some(&stem));
     drain(&mut c, 30_000, &evidence(0, 3), Verdict::Continue, &mut log);
-    assert_eq!(line(&c), "Goal mode stopped: all 3 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%");
+    assert_eq!(
+        line(&c),
+        "Goal mode stopped: all 3 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%"
+    );
     assert!(c.ledger().active().all(|d| !d.id.starts_with("judge:")), "semantic Auto continued a turn Goal mode took");
     expect_test::expect![[r#"
         request {"call":"goal_set","session_ref":"chatgpt:conv:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0","goal":"ship the parser"}
@@ -125,7 +143,10 @@ fn the_goal_survives_a_worker_restart_j7() {
     ended(&mut c, 3, 1, None);
     drain(&mut c, 3, &evidence(0, 2), Verdict::Continue, &mut log);
     assert!(log.iter().any(|l| l.starts_with("request {\"call\":\"goal_evidence\"")), "{log:#?} {}", line(&c));
-    assert_eq!(line(&c), "Goal mode stopped: all 2 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%");
+    assert_eq!(
+        line(&c),
+        "Goal mode stopped: all 2 TODO items of the goal are done. Priors (advice only): can_continue 97%, task_completed 2%"
+    );
 }
 
 /// The goal continue's ledger stem (`goal:<scope>#<turn>/...`) of the active one.
@@ -184,7 +205,9 @@ fn a_worker_restart_keeps_the_goal_rounds_j7() {
 // continue goes out as with no goal.
 #[test]
 fn evidence_that_says_nothing_gives_the_turn_back_to_the_judge_j7() {
-    for (name, answer) in [("nothing open", Some(evidence(0, 0))), ("no goal", Some(Evidence { goal: None, ..evidence(0, 0) })), ("unavailable", None)] {
+    for (name, answer) in
+        [("nothing open", Some(evidence(0, 0))), ("no goal", Some(Evidence { goal: None, ..evidence(0, 0) })), ("unavailable", None)]
+    {
         let (mut c, mut log) = bound_with_auto(true);
         c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
         c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
@@ -197,12 +220,20 @@ fn evidence_that_says_nothing_gives_the_turn_back_to_the_judge_j7() {
                 while let Some(output) = c.poll() {
                     match output {
                         ContinuityOutput::Request { id, call: RuntimeCall::GoalEvidence { .. } } => {
-                            let error = ext_core::continuity::CallError { code: continuity_protocol::ErrorCode::NotReady, message: "work memory is not ready".into() };
+                            let error = ext_core::continuity::CallError {
+                                code: continuity_protocol::ErrorCode::NotReady,
+                                message: "work memory is not ready".into(),
+                            };
                             c.handle(2, ContinuityInput::Answered { id, result: Err(error) });
                         }
                         ContinuityOutput::Request { id, call } => {
                             let answer = match call {
-                                RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer { verdict: Verdict::Continue, source: "jev".into(), reason: "next step".into(), priors: vec![] }),
+                                RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer {
+                                    verdict: Verdict::Continue,
+                                    source: "jev".into(),
+                                    reason: "next step".into(),
+                                    priors: vec![],
+                                }),
                                 _ => RuntimeAnswer::Subscribed,
                             };
                             c.handle(2, ContinuityInput::Answered { id, result: Ok(answer) });
@@ -219,15 +250,27 @@ fn evidence_that_says_nothing_gives_the_turn_back_to_the_judge_j7() {
 }
 
 /// Drains outputs, each runtime call answered by `answer` (`None`: as [`drain`] would).
-fn drain_answering(c: &mut Continuity, now: u64, log: &mut Vec<String>, answer: &dyn Fn(&RuntimeCall) -> Option<Result<RuntimeAnswer, ext_core::continuity::CallError>>) {
+fn drain_answering(
+    c: &mut Continuity,
+    now: u64,
+    log: &mut Vec<String>,
+    answer: &dyn Fn(&RuntimeCall) -> Option<Result<RuntimeAnswer, ext_core::continuity::CallError>>,
+) {
     while let Some(output) = c.poll() {
         match output {
             ContinuityOutput::Request { id, call } => {
                 log.push(format!("request {}", serde_json::to_string(&call).expect("json")));
                 let result = answer(&call).unwrap_or_else(|| {
                     Ok(match &call {
-                        RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer { verdict: Verdict::Continue, source: "jev".into(), reason: "next step".into(), priors: vec![] }),
-                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
+                        RuntimeCall::JudgeTurnEnd { .. } => RuntimeAnswer::Verdict(JudgeAnswer {
+                            verdict: Verdict::Continue,
+                            source: "jev".into(),
+                            reason: "next step".into(),
+                            priors: vec![],
+                        }),
+                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => {
+                            RuntimeAnswer::Counts { counts: Default::default() }
+                        }
                         _ => RuntimeAnswer::Subscribed,
                     })
                 });
@@ -258,7 +301,9 @@ fn clearing_the_goal_holds_here_when_the_runtime_fails_j7() {
     log.clear();
     ended(&mut c, 3, 1, None);
     // The runtime still holds the goal the user cleared here: it is not taken back.
-    drain_answering(&mut c, 3, &mut log, &|call| matches!(call, RuntimeCall::GoalEvidence { .. }).then(|| Ok(RuntimeAnswer::GoalEvidence(evidence(2, 0)))));
+    drain_answering(&mut c, 3, &mut log, &|call| {
+        matches!(call, RuntimeCall::GoalEvidence { .. }).then(|| Ok(RuntimeAnswer::GoalEvidence(evidence(2, 0))))
+    });
     assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "{log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "semantic Auto continues: {log:#?}");
 }
@@ -269,7 +314,10 @@ fn clearing_the_goal_holds_here_when_the_runtime_fails_j7() {
 fn a_goal_answer_lands_in_the_scope_it_was_set_for_j7() {
     let (mut c, mut log) = bound_with_auto(true);
     c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
-    let other = ext_core::continuity::PageReport { url: "https://chatgpt.com/c/11111111-2222-4333-8444-555555555555".into(), ..super::continuity::idle_page() };
+    let other = ext_core::continuity::PageReport {
+        url: "https://chatgpt.com/c/11111111-2222-4333-8444-555555555555".into(),
+        ..super::continuity::idle_page()
+    };
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: other });
     drain(&mut c, 2, &evidence(0, 0), Verdict::Done, &mut log);
     assert_eq!(line(&c), "", "the other chat got the goal");
@@ -337,7 +385,13 @@ fn a_project_goal_continues_only_the_chat_it_was_set_in_j7() {
     c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
     c.handle(0, ContinuityInput::AllowProjectAuto { allowed: true });
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: page(CHAT_A) });
-    c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    c.handle(
+        0,
+        ContinuityInput::Bind {
+            tab: TAB,
+            workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+        },
+    );
     c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
     c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
     drain(&mut c, 0, &evidence(0, 0), Verdict::Done, &mut log);

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use continuity_protocol::ErrorCode;
+use expect_test::expect;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
     CallError, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageReport, RuntimeAnswer, RuntimeCall,
@@ -17,7 +18,6 @@ use ext_core::handoff::Package;
 use ext_core::json_read::WriteJson;
 use ext_core::settle_tracker::{PaneEventKind, StreamEvent};
 use ext_core::snapshot::Snapshot;
-use expect_test::expect;
 use proptest::prelude::*;
 
 pub(super) const PROJECT: &str = "g-p-0123456789abcdef0123456789abcdef";
@@ -37,11 +37,24 @@ pub(super) fn home_url() -> String {
 }
 
 pub(super) fn page(url: &str, load: &str) -> PageReport {
-    PageReport { url: url.into(), composer: true, generation: Some("chatgpt.thread".into()), unresolved: None, page_load: load.into(), ..PageReport::default() }
+    PageReport {
+        url: url.into(),
+        composer: true,
+        generation: Some("chatgpt.thread".into()),
+        unresolved: None,
+        page_load: load.into(),
+        ..PageReport::default()
+    }
 }
 
 pub(super) fn package() -> Package {
-    Package { transfer_id: "ho-1".into(), continuity_id: "hc-1".into(), source_url: chat_url(OLD), message: SEED.into(), copy_prompt: SEED.into() }
+    Package {
+        transfer_id: "ho-1".into(),
+        continuity_id: "hc-1".into(),
+        source_url: chat_url(OLD),
+        message: SEED.into(),
+        copy_prompt: SEED.into(),
+    }
 }
 
 /// How the runtime answers.
@@ -77,7 +90,18 @@ impl World {
 
     /// A world whose source tab shows `url`, bound to w1.
     pub(super) fn on(url: &str, auto: bool) -> Self {
-        let mut w = World { c: Continuity::with_epoch("e"), now: 0, journal: Journal::Up, queue: None, log: Vec::new(), opened: Vec::new(), seeds: Vec::new(), delivered: Vec::new(), cut_overs: 0, probe: None };
+        let mut w = World {
+            c: Continuity::with_epoch("e"),
+            now: 0,
+            journal: Journal::Up,
+            queue: None,
+            log: Vec::new(),
+            opened: Vec::new(),
+            seeds: Vec::new(),
+            delivered: Vec::new(),
+            cut_overs: 0,
+            probe: None,
+        };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
         w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(url, "src-1") });
@@ -119,7 +143,12 @@ impl World {
     pub(super) fn line(&self, tab: u32) -> String {
         self.c.page_view(tab).and_then(|v| v.handoff).map_or("no handoff view".into(), |h| {
             let line = h.line.map_or("-".into(), |s| format!("{} {:?}", s.key, s.args));
-            format!("hud {} button={} copy={}", line, h.button, h.copy_prompt.map_or("none", |t| if t == SEED { "the seed's bytes" } else { "OTHER" }))
+            format!(
+                "hud {} button={} copy={}",
+                line,
+                h.button,
+                h.copy_prompt.map_or("none", |t| if t == SEED { "the seed's bytes" } else { "OTHER" })
+            )
         })
     }
 
@@ -138,28 +167,49 @@ impl World {
                             self.log.push(format!("continuity.resolve {conversation_id}"));
                             match self.journal {
                                 Journal::Up => Ok(RuntimeAnswer::Resolved { continuity_id: "hc-1".into() }),
-                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                                Journal::Down => Err(CallError {
+                                    code: ErrorCode::ContinuityStoreUnavailable,
+                                    message: "the journal is not open".into(),
+                                }),
                             }
                         }
-                        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue }) => {
+                        RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
+                            continuity_id,
+                            source_url,
+                            workspace_id,
+                            browser_session_ref,
+                            queue,
+                        }) => {
                             let workspace = workspace_id.as_deref().unwrap_or("none");
                             let session = browser_session_ref.as_deref().unwrap_or("none");
-                            self.log.push(format!("browser_handoff.prepare {continuity_id} {source_url} workspace={workspace} ref={session} queue={queue:?}"));
+                            self.log.push(format!(
+                                "browser_handoff.prepare {continuity_id} {source_url} workspace={workspace} ref={session} queue={queue:?}"
+                            ));
                             match self.journal {
                                 Journal::Up => Ok(RuntimeAnswer::Prepared(package())),
-                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                                Journal::Down => Err(CallError {
+                                    code: ErrorCode::ContinuityStoreUnavailable,
+                                    message: "the journal is not open".into(),
+                                }),
                             }
                         }
                         RuntimeCall::JournalAppend(entry) => {
                             self.log.push(format!("continuity.append {} {}", entry.role, entry.message_id));
                             match self.journal {
                                 Journal::Up => Ok(RuntimeAnswer::Appended { continuity_id: "hc-1".into() }),
-                                Journal::Down => Err(CallError { code: ErrorCode::ContinuityStoreUnavailable, message: "the journal is not open".into() }),
+                                Journal::Down => Err(CallError {
+                                    code: ErrorCode::ContinuityStoreUnavailable,
+                                    message: "the journal is not open".into(),
+                                }),
                             }
                         }
-                        RuntimeCall::Workspaces => Ok(RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] }),
+                        RuntimeCall::Workspaces => Ok(RuntimeAnswer::Workspaces {
+                            workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
+                        }),
                         RuntimeCall::InboxPending { .. } => Ok(RuntimeAnswer::InboxPending { tasks: Vec::new(), more: false }),
-                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => Ok(RuntimeAnswer::Counts { counts: Default::default() }),
+                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => {
+                            Ok(RuntimeAnswer::Counts { counts: Default::default() })
+                        }
                         _ => Ok(RuntimeAnswer::Subscribed),
                     };
                     self.c.handle(self.now, ContinuityInput::Answered { id, result });
@@ -269,7 +319,11 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
     w.open_target();
     w.note("new tab ready");
     let (_, _, text) = w.seeds.last().cloned().expect("seed");
-    assert_eq!(text.split_once("\n[herdr-continuity ").map(|(m, _)| m), Some(SEED), "the seed is the package's message, then the marker line");
+    assert_eq!(
+        text.split_once("\n[herdr-continuity ").map(|(m, _)| m),
+        Some(SEED),
+        "the seed is the package's message, then the marker line"
+    );
     let (_, marker) = text.split_once("\n[herdr-continuity ").expect("a marker line");
     assert!(marker.ends_with(&format!(" ref=chatgpt:project:{PROJECT}]")), "a Project's seed names the Project's session ref: {marker}");
     w.seed_submitted();
@@ -347,7 +401,14 @@ fn a_retired_source_does_not_hand_off_again() {
 #[test]
 fn a_handoff_is_refused_while_the_workspace_works_x2() {
     let mut w = World::new(true);
-    w.feed(ContinuityInput::StreamEvent(StreamEvent { boot_id: "b1".into(), seq: 1, workspace_id: "w1".into(), pane_id: "w1:p1".into(), kind: PaneEventKind::Working, at: 1 }));
+    w.feed(ContinuityInput::StreamEvent(StreamEvent {
+        boot_id: "b1".into(),
+        seq: 1,
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        kind: PaneEventKind::Working,
+        at: 1,
+    }));
     w.log.clear();
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
     w.note("pressed");
@@ -423,7 +484,20 @@ fn copy_prompt_only_after_certain_failures_never_while_uncertain_x8() {
         activity handoff not_confirmed no_evidence handoff:ho-1/e.0.0
         given up: target=6a1b2c3d-0000-4000-8000-00000000000a hud handoffLine_seed_uncertain [] button=resume copy=none
         hud handoffLine_copy_prompt [] button=copy_prompt copy=the seed's bytes"#]]
-    .assert_eq(&u.log.iter().filter(|l| !l.starts_with("continuity.") && !l.starts_with("browser_") && !l.starts_with("open_tab") && !l.contains("seed (after") && !l.contains(" sent ")).cloned().collect::<Vec<_>>().join("\n"));
+    .assert_eq(
+        &u.log
+            .iter()
+            .filter(|l| {
+                !l.starts_with("continuity.")
+                    && !l.starts_with("browser_")
+                    && !l.starts_with("open_tab")
+                    && !l.contains("seed (after")
+                    && !l.contains(" sent ")
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
 }
 
 // X7: "Resume handoff" probes the target — its marker present → the cut-over; absent → the
@@ -528,7 +602,8 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
     let mut w = World::on(old, true);
     let bindings = |w: &World| {
         let list: Vec<String> = w.c.bindings().list().map(|b| format!("{}→{}", b.scope.key(), b.workspace_id)).collect();
-        let auto: Vec<&str> = w.c.bindings().list().map(|b| if w.c.auto_gate().scope_toggle(&b.scope) { "auto on" } else { "auto off" }).collect();
+        let auto: Vec<&str> =
+            w.c.bindings().list().map(|b| if w.c.auto_gate().scope_toggle(&b.scope) { "auto on" } else { "auto off" }).collect();
         format!("{list:?} {auto:?}")
     };
     let mut busy = page(old, "src-1");
@@ -789,7 +864,12 @@ fn a_handoff_seed_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
     use ext_core::request_pacer::CooldownSource;
     let mut w = World::new(false);
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
-    w.feed(ContinuityInput::RateLimited { tab: SOURCE, page_load: "src-1".into(), source: CooldownSource::RetryAfter, retry_after_ms: Some(120_000) });
+    w.feed(ContinuityInput::RateLimited {
+        tab: SOURCE,
+        page_load: "src-1".into(),
+        source: CooldownSource::RetryAfter,
+        retry_after_ms: Some(120_000),
+    });
     w.open_target();
     assert!(w.seeds.is_empty(), "seed typed during the cooldown: {:?}", w.log);
     w.tick(119_000);

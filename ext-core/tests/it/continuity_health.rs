@@ -35,7 +35,12 @@ impl Load {
         match self {
             Load::Calm => HealthSample { callbacks: 5, drift_ms: 30, ..HealthSample::default() },
             Load::Storm => HealthSample { callbacks: 500, drift_ms: 200, long_task_ms: 400, long_tasks: 2, ..HealthSample::default() },
-            Load::Heavy => HealthSample { callbacks: 5, heap_used: Some(HEAP_CRITICAL_BYTES), heap_limit: Some(4 * HEAP_CRITICAL_BYTES), ..HealthSample::default() },
+            Load::Heavy => HealthSample {
+                callbacks: 5,
+                heap_used: Some(HEAP_CRITICAL_BYTES),
+                heap_limit: Some(4 * HEAP_CRITICAL_BYTES),
+                ..HealthSample::default()
+            },
         }
     }
 }
@@ -61,7 +66,17 @@ struct World {
 impl World {
     fn new(auto: bool) -> Self {
         let (c, _) = bound_with_auto(auto);
-        let mut w = World { c, now: T0, loads: 1, draft: false, generating: false, server: finished_assistant(), log: Vec::new(), commands: Vec::new(), accepted: Vec::new() };
+        let mut w = World {
+            c,
+            now: T0,
+            loads: 1,
+            draft: false,
+            generating: false,
+            server: finished_assistant(),
+            log: Vec::new(),
+            commands: Vec::new(),
+            accepted: Vec::new(),
+        };
         w.show();
         w
     }
@@ -115,7 +130,10 @@ impl World {
             self.commands.push(command.clone());
             match command {
                 RecoveryCommand::Probe { .. } => {
-                    self.log.push(format!("t={at}s probe -> {}", if self.server == finished_assistant() { "finished assistant" } else { "other" }));
+                    self.log.push(format!(
+                        "t={at}s probe -> {}",
+                        if self.server == finished_assistant() { "finished assistant" } else { "other" }
+                    ));
                     let answer = self.server.clone();
                     self.c.handle(self.now, ContinuityInput::SnapshotResult { tab, page_load: self.load(), answer });
                 }
@@ -210,7 +228,13 @@ fn a_human_draft_or_auto_off_holds_every_reload_back() {
 #[test]
 fn sustained_pressure_without_a_finished_reply_on_the_server_reloads_nothing() {
     let mut w = World::new(true);
-    w.server = ProbeAnswer::Node(ProbeNode { id: "a2".into(), role: ServerRole::Assistant, text_len: 400, finished: false, update_time_ms: Some(T0) });
+    w.server = ProbeAnswer::Node(ProbeNode {
+        id: "a2".into(),
+        role: ServerRole::Assistant,
+        text_len: 400,
+        finished: false,
+        update_time_ms: Some(T0),
+    });
     w.samples(Load::Storm, 120);
     assert_eq!(w.reloads(), 0);
     let probes = w.commands.len();
@@ -271,7 +295,8 @@ fn a_tab_reload_is_accepted_only_with_its_pending_record_same_conversation_and_a
     assert!(decided, "the tab reload was decided: {}", w.log.join("\n"));
     assert!(w.c.tab_reload_accepted(TAB));
     assert!(!w.c.tab_reload_accepted(TAB + 1), "another tab");
-    let elsewhere = PageReport { url: "https://chatgpt.com/c/11111111-2222-3333-4444-555555555555".into(), page_load: w.load(), ..idle_page() };
+    let elsewhere =
+        PageReport { url: "https://chatgpt.com/c/11111111-2222-3333-4444-555555555555".into(), page_load: w.load(), ..idle_page() };
     let mut moved = w.c.clone();
     moved.handle(w.now, ContinuityInput::PageReported { tab: TAB, report: elsewhere });
     assert!(!moved.tab_reload_accepted(TAB), "the tab shows another conversation now");
@@ -309,7 +334,9 @@ fn every_health_code_has_its_texts_in_english_and_chinese() {
     for name in ["en", "zh_CN"] {
         let path = format!("{}/../extension/_locales/{name}/messages.json", env!("CARGO_MANIFEST_DIR"));
         let messages: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("locale file")).expect("locale JSON");
-        let keys = ["normal", "warn", "high"].iter().map(|l| format!("healthLevel_{l}"))
+        let keys = ["normal", "warn", "high"]
+            .iter()
+            .map(|l| format!("healthLevel_{l}"))
             .chain(HEALTH_DECISIONS.iter().map(|d| format!("healthDecision_{d}")))
             .chain(HEALTH_REASONS.iter().map(|r| format!("healthReason_{r}")))
             .chain(["hudHealth".to_owned(), "healthSettingsInvalid".to_owned(), "recoveryReason_health_pressure".to_owned()]);

@@ -8,26 +8,29 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use continuity_protocol::ErrorCode;
+use expect_test::expect;
 use ext_core::context_pressure::{PressureLevel, VisibleThread};
 use ext_core::continuity::{
     CallError, Continuity, ContinuityInput, ContinuityOutput, JournalEntry, RuntimeAnswer, RuntimeCall, JOURNAL_RETRY_MS,
 };
-use expect_test::expect;
 use proptest::prelude::*;
 
 use crate::continuity::{bound_with_auto, idle_page, restart, TAB};
 
 fn ended(c: &mut Continuity, now: u64, user: (&str, &str), reply: (&str, &str)) {
-    c.handle(now, ContinuityInput::TurnEnded {
-        tab: TAB,
-        user_text: user.1.into(),
-        assistant_text: reply.1.into(),
-        user_marker: None,
-        message_id: Some(reply.0.into()).filter(|id: &String| !id.is_empty()),
-        user_message_id: Some(user.0.into()).filter(|id: &String| !id.is_empty()),
-        pressed: false,
-        user_stopped: false,
-    });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: user.1.into(),
+            assistant_text: reply.1.into(),
+            user_marker: None,
+            message_id: Some(reply.0.into()).filter(|id: &String| !id.is_empty()),
+            user_message_id: Some(user.0.into()).filter(|id: &String| !id.is_empty()),
+            pressed: false,
+            user_stopped: false,
+        },
+    );
 }
 
 /// What the runtime does with the next append.
@@ -43,7 +46,10 @@ fn drain(c: &mut Continuity, now: u64, runtime: Runtime, log: &mut Vec<String>) 
         if let ContinuityOutput::Request { id, call } = output {
             let result = match call {
                 RuntimeCall::JournalAppend(entry) => {
-                    log.push(format!("append {} {} {:?} project={:?} workspace={:?}", entry.role, entry.message_id, entry.text, entry.project_id, entry.workspace_id));
+                    log.push(format!(
+                        "append {} {} {:?} project={:?} workspace={:?}",
+                        entry.role, entry.message_id, entry.text, entry.project_id, entry.workspace_id
+                    ));
                     match runtime {
                         Runtime::Records => Ok(RuntimeAnswer::Appended { continuity_id: "hc-5f0c".into() }),
                         Runtime::Fails(code) => Err(CallError { code, message: "no".into() }),
@@ -57,9 +63,7 @@ fn drain(c: &mut Continuity, now: u64, runtime: Runtime, log: &mut Vec<String>) 
 }
 
 fn journal_line(c: &Continuity) -> String {
-    c.page_view(TAB)
-        .and_then(|v| v.journal)
-        .map_or("none".into(), |say| format!("{} {:?}", say.key, say.args))
+    c.page_view(TAB).and_then(|v| v.journal).map_or("none".into(), |say| format!("{} {:?}", say.key, say.args))
 }
 
 // C1: both turns of an ended reply are written, the user turn first, and the HUD names the
@@ -96,7 +100,19 @@ fn only_finished_turns_of_bound_chats_with_ids_are_journaled() {
 
     let (mut c, mut log) = bound_with_auto(false);
     ended(&mut c, 1, ("", "no id"), ("a-1", "   "));
-    c.handle(2, ContinuityInput::TurnEnded { tab: TAB, user_text: "x".into(), assistant_text: "y".into(), user_marker: None, message_id: Some("a-2".into()), user_message_id: Some("u-2".into()), pressed: true, user_stopped: false });
+    c.handle(
+        2,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "x".into(),
+            assistant_text: "y".into(),
+            user_marker: None,
+            message_id: Some("a-2".into()),
+            user_message_id: Some("u-2".into()),
+            pressed: true,
+            user_stopped: false,
+        },
+    );
     drain(&mut c, 2, Runtime::Records, &mut log);
     assert!(log.is_empty(), "no id, an empty text and a replay are not journaled: {log:?}");
 }
@@ -133,7 +149,13 @@ fn a_chat_opted_in_before_binding_is_journaled_from_then_on_and_kept_when_bound_
     drain(&mut c, 6, Runtime::Records, &mut log);
     log.push(format!("opted out: actions {:?} line {}", actions(&c), journal_line(&c)));
     c.handle(7, ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab: TAB, on: true }));
-    c.handle(7, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    c.handle(
+        7,
+        ContinuityInput::Bind {
+            tab: TAB,
+            workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+        },
+    );
     drain(&mut c, 7, Runtime::Records, &mut log);
     ended(&mut c, 8, ("u-3", "Now test it"), ("a-3", "Tested."));
     drain(&mut c, 8, Runtime::Records, &mut log);
@@ -210,10 +232,25 @@ fn a_project_chat_carries_its_project_and_a_long_turn_fits_the_cap() {
     let (mut c, mut log) = bound_with_auto(false);
     let url = "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-herdr/c/6a1b2c3d-0000-4000-8000-000000000001";
     c.handle(1, ContinuityInput::PageReported { tab: 8, report: ext_core::continuity::PageReport { url: url.into(), ..idle_page() } });
-    c.handle(1, ContinuityInput::Bind { tab: 8, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w2".into(), label: "web".into() } });
+    c.handle(
+        1,
+        ContinuityInput::Bind { tab: 8, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w2".into(), label: "web".into() } },
+    );
     drain(&mut c, 1, Runtime::Records, &mut log);
     let long = "é".repeat(40_000);
-    c.handle(2, ContinuityInput::TurnEnded { tab: 8, user_text: long, assistant_text: String::new(), user_marker: None, message_id: None, user_message_id: Some("u-9".into()), pressed: false, user_stopped: false });
+    c.handle(
+        2,
+        ContinuityInput::TurnEnded {
+            tab: 8,
+            user_text: long,
+            assistant_text: String::new(),
+            user_marker: None,
+            message_id: None,
+            user_message_id: Some("u-9".into()),
+            pressed: false,
+            user_stopped: false,
+        },
+    );
     let mut entries: Vec<JournalEntry> = Vec::new();
     while let Some(output) = c.poll() {
         if let ContinuityOutput::Request { call: RuntimeCall::JournalAppend(entry), .. } = output {
@@ -233,14 +270,26 @@ fn the_pressure_level_shows_and_its_floor_survives_a_restart_r1() {
     let (mut c, _) = bound_with_auto(false);
     let pressure = |c: &Continuity| c.page_view(TAB).and_then(|v| v.pressure);
     assert_eq!(pressure(&c), None, "no level before the page reported its thread");
-    c.handle(1, ContinuityInput::ThreadFacts { tab: TAB, thread: VisibleThread { turns: 10, latin_chars: 40_000, cjk_chars: 0, highest_turn: Some(199) } });
+    c.handle(
+        1,
+        ContinuityInput::ThreadFacts {
+            tab: TAB,
+            thread: VisibleThread { turns: 10, latin_chars: 40_000, cjk_chars: 0, highest_turn: Some(199) },
+        },
+    );
     let first = pressure(&c).expect("a level");
     assert_eq!(first.messages, 200);
     assert_eq!(first.tokens, 10_000 + 1_000 * 190 + 32_000);
     assert_eq!(first.level, PressureLevel::HighRisk);
     let mut c = restart(&c, 2);
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
-    c.handle(2, ContinuityInput::ThreadFacts { tab: TAB, thread: VisibleThread { turns: 4, latin_chars: 16_000, cjk_chars: 0, highest_turn: None } });
+    c.handle(
+        2,
+        ContinuityInput::ThreadFacts {
+            tab: TAB,
+            thread: VisibleThread { turns: 4, latin_chars: 16_000, cjk_chars: 0, highest_turn: None },
+        },
+    );
     let after = pressure(&c).expect("a level");
     assert_eq!(after.messages, 200, "the floor never decreases");
     assert_eq!(after.tokens, 4_000 + 1_000 * 196 + 32_000, "each turn not shown counts as the shown ones' average");
@@ -253,7 +302,9 @@ fn the_pressure_level_shows_and_its_floor_survives_a_restart_r1() {
 #[derive(Clone, Debug)]
 enum Step {
     /// A reply ends: a new user turn and reply (or the last ones reported again).
-    Turn { again: bool },
+    Turn {
+        again: bool,
+    },
     LinkDown,
     LinkUp,
     /// The runtime answers the append in flight.

@@ -7,8 +7,8 @@
 use ext_core::auto_gate::WakeWithheld;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand,
-    RuntimeAnswer, RuntimeCall, RECOVERY_TICK_MS,
+    Continuity, ContinuityInput, ContinuityOutput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand, RuntimeAnswer,
+    RuntimeCall, RECOVERY_TICK_MS,
 };
 use ext_core::request_pacer::{CooldownSource, PACE_MS, RETRY_AFTER_CAP_MS};
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
@@ -121,7 +121,15 @@ fn a_429_with_retry_after_holds_every_probe_of_the_account_for_that_long() {
     let mut c = two_frozen_tabs(Some("user-1"));
     let probes = run(&mut c, T0, T0 + 40_000, &unfinished());
     let (at, tab) = *probes.first().expect("a probe once suspect");
-    c.handle(at + 1, ContinuityInput::RateLimited { tab, page_load: format!("load-{tab}"), source: CooldownSource::RetryAfter, retry_after_ms: Some(516_000) });
+    c.handle(
+        at + 1,
+        ContinuityInput::RateLimited {
+            tab,
+            page_load: format!("load-{tab}"),
+            source: CooldownSource::RetryAfter,
+            retry_after_ms: Some(516_000),
+        },
+    );
     let until = at + 1 + 516_000;
     for t in [TAB, TAB2] {
         assert_eq!(c.page_view(t).and_then(|v| v.cooldown_until), Some(until), "every page of the account shows it");
@@ -137,7 +145,15 @@ fn a_429_with_retry_after_holds_every_probe_of_the_account_for_that_long() {
     assert!(!after.is_empty(), "probes again after it");
     // A `Retry-After` of a day is held for the cap, one hour.
     let mut capped = two_frozen_tabs(Some("user-1"));
-    capped.handle(T0, ContinuityInput::RateLimited { tab: TAB, page_load: "load-7".into(), source: CooldownSource::RetryAfter, retry_after_ms: Some(86_400_000) });
+    capped.handle(
+        T0,
+        ContinuityInput::RateLimited {
+            tab: TAB,
+            page_load: "load-7".into(),
+            source: CooldownSource::RetryAfter,
+            retry_after_ms: Some(86_400_000),
+        },
+    );
     assert_eq!(capped.page_view(TAB).and_then(|v| v.cooldown_until), Some(T0 + RETRY_AFTER_CAP_MS));
 }
 
@@ -147,7 +163,10 @@ fn a_429_with_retry_after_holds_every_probe_of_the_account_for_that_long() {
 #[test]
 fn a_resource_timing_429_holds_a_settle_wake_until_the_cooldown_ends() {
     let (mut c, mut log) = bound_with_auto(true);
-    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: None });
+    c.handle(
+        1,
+        ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: None },
+    );
     c.handle(2, event(1, PaneEventKind::Working));
     c.handle(3, event(2, PaneEventKind::Settled(SettledStatus::Done)));
     drain(&mut c, 3, &[task("t1")], &mut log);
@@ -164,7 +183,14 @@ fn a_resource_timing_429_holds_a_settle_wake_until_the_cooldown_ends() {
 }
 
 fn agent_output(seq: u64, tail: &str) -> ContinuityInput {
-    ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()), tail: tail.into(), seq, stale: false }
+    ContinuityInput::AgentOutput {
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        agent: Some("claude".into()),
+        tail: tail.into(),
+        seq,
+        stale: false,
+    }
 }
 
 fn run_until(c: &mut Continuity, until: u64, log: &mut Vec<String>) {
@@ -184,7 +210,13 @@ fn the_page_notice_holds_progress_until_the_cooldown_ends_but_not_a_manual_conti
     c.handle(1_000, event(1, PaneEventKind::Working));
     c.handle(2_000, agent_output(2, "claude ready"));
     drain(&mut c, 2_000, &[], &mut log);
-    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) } });
+    c.handle(
+        3_000,
+        ContinuityInput::RecoveryFacts {
+            tab: TAB,
+            facts: PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) },
+        },
+    );
     c.handle(4_000, agent_output(3, "claude ready\nrunning cargo test… 41 passed"));
     drain(&mut c, 4_000, &[], &mut log);
     run_until(&mut c, 32_000, &mut log);
@@ -197,7 +229,15 @@ fn the_page_notice_holds_progress_until_the_cooldown_ends_but_not_a_manual_conti
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=progress:w1/")).count(), 1, "{log:?}");
     // Manual: a second cooldown, then the user's own Continue is typed anyway.
     let mut manual = bound_with_auto(false).0;
-    manual.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: Some(300_000) });
+    manual.handle(
+        1,
+        ContinuityInput::RateLimited {
+            tab: TAB,
+            page_load: "load-1".into(),
+            source: CooldownSource::ResourceTiming,
+            retry_after_ms: Some(300_000),
+        },
+    );
     manual.handle(2, ContinuityInput::Continue { tab: TAB });
     let mut out = Vec::new();
     drain(&mut manual, 2, &[], &mut out);
@@ -311,60 +351,83 @@ proptest! {
 /// Drains one step's outputs: every probe at least the interval after the last one and
 /// outside a cooldown, no automatic delivery while `cooling` (the cooldown in force before
 /// the step) runs; probes answered as the test says, other calls neutrally.
-fn check(c: &mut Continuity, now: u64, cooling: Option<u64>, last_probe: &mut Option<u64>, next_answer: &mut ProbeAnswer) -> Result<(), TestCaseError> {
+fn check(
+    c: &mut Continuity,
+    now: u64,
+    cooling: Option<u64>,
+    last_probe: &mut Option<u64>,
+    next_answer: &mut ProbeAnswer,
+) -> Result<(), TestCaseError> {
     // A probe's answer comes back after the fetch, as in the shell: the outputs already
     // given (a wake typed in the same step) were carried out before the 429 was known.
     let mut answers: Vec<(_, String, ProbeAnswer, Option<u64>)> = Vec::new();
     loop {
-    for (tab, page_load, answer, retry_after_s) in answers.drain(..) {
-        if let Some(secs) = retry_after_s {
-            c.handle(now, ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source: CooldownSource::RetryAfter, retry_after_ms: Some(secs * 1000) });
+        for (tab, page_load, answer, retry_after_s) in answers.drain(..) {
+            if let Some(secs) = retry_after_s {
+                c.handle(
+                    now,
+                    ContinuityInput::RateLimited {
+                        tab,
+                        page_load: page_load.clone(),
+                        source: CooldownSource::RetryAfter,
+                        retry_after_ms: Some(secs * 1000),
+                    },
+                );
+            }
+            c.handle(now, ContinuityInput::SnapshotResult { tab, page_load, answer });
         }
-        c.handle(now, ContinuityInput::SnapshotResult { tab, page_load, answer });
-    }
-    let mut outputs = 0;
-    while let Some(output) = c.poll() {
-        outputs += 1;
-        match output {
-            ContinuityOutput::Recovery { tab, command: RecoveryCommand::Probe { .. } } => {
-                if let Some(last) = *last_probe {
-                    prop_assert!(now - last >= PACE_MS, "probe at +{} after one at +{}", now - T0, last - T0);
-                }
-                prop_assert!(cooling.is_none(), "probe at +{} during a cooldown until +{:?}", now - T0, cooling.map(|u| u - T0));
-                let in_cooldown = c.page_view(tab).and_then(|v| v.cooldown_until);
-                prop_assert!(in_cooldown.is_none(), "probe asked while the account cools down");
-                *last_probe = Some(now);
-                let answer = std::mem::replace(next_answer, unfinished());
-                let page_load = format!("load-{tab}");
-                let (answer, retry_after_s) = match answer {
-                    ProbeAnswer::Failed(why) if why.starts_with("http_429:") => {
-                        let secs: u64 = why["http_429:".len()..].parse().unwrap_or(0);
-                        (ProbeAnswer::Failed("http_429".into()), Some(secs))
+        let mut outputs = 0;
+        while let Some(output) = c.poll() {
+            outputs += 1;
+            match output {
+                ContinuityOutput::Recovery { tab, command: RecoveryCommand::Probe { .. } } => {
+                    if let Some(last) = *last_probe {
+                        prop_assert!(now - last >= PACE_MS, "probe at +{} after one at +{}", now - T0, last - T0);
                     }
-                    other => (other, None),
-                };
-                answers.push((tab, page_load, answer, retry_after_s));
+                    prop_assert!(cooling.is_none(), "probe at +{} during a cooldown until +{:?}", now - T0, cooling.map(|u| u - T0));
+                    let in_cooldown = c.page_view(tab).and_then(|v| v.cooldown_until);
+                    prop_assert!(in_cooldown.is_none(), "probe asked while the account cools down");
+                    *last_probe = Some(now);
+                    let answer = std::mem::replace(next_answer, unfinished());
+                    let page_load = format!("load-{tab}");
+                    let (answer, retry_after_s) = match answer {
+                        ProbeAnswer::Failed(why) if why.starts_with("http_429:") => {
+                            let secs: u64 = why["http_429:".len()..].parse().unwrap_or(0);
+                            (ProbeAnswer::Failed("http_429".into()), Some(secs))
+                        }
+                        other => (other, None),
+                    };
+                    answers.push((tab, page_load, answer, retry_after_s));
+                }
+                ContinuityOutput::Deliver { tab, id, .. } => {
+                    prop_assert!(
+                        cooling.is_none(),
+                        "{id} typed into tab {tab} at +{} during a cooldown until +{:?}",
+                        now - T0,
+                        cooling.map(|u| u - T0)
+                    );
+                    let shown = c.page_view(tab).and_then(|v| v.cooldown_until);
+                    prop_assert!(shown.is_none(), "{id} typed while the HUD says the account cools down");
+                }
+                ContinuityOutput::Request { id, call } => {
+                    let answer = match call {
+                        RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false },
+                        RuntimeCall::Workspaces => RuntimeAnswer::Workspaces {
+                            workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }],
+                        },
+                        RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => {
+                            RuntimeAnswer::Counts { counts: Default::default() }
+                        }
+                        _ => RuntimeAnswer::Subscribed,
+                    };
+                    c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
+                }
+                ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(None) }),
+                _ => {}
             }
-            ContinuityOutput::Deliver { tab, id, .. } => {
-                prop_assert!(cooling.is_none(), "{id} typed into tab {tab} at +{} during a cooldown until +{:?}", now - T0, cooling.map(|u| u - T0));
-                let shown = c.page_view(tab).and_then(|v| v.cooldown_until);
-                prop_assert!(shown.is_none(), "{id} typed while the HUD says the account cools down");
-            }
-            ContinuityOutput::Request { id, call } => {
-                let answer = match call {
-                    RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: vec![task("t1")], more: false },
-                    RuntimeCall::Workspaces => RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] },
-                    RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
-                    _ => RuntimeAnswer::Subscribed,
-                };
-                c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
-            }
-            ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(None) }),
-            _ => {}
         }
-    }
-    if outputs == 0 && answers.is_empty() {
-        return Ok(());
-    }
+        if outputs == 0 && answers.is_empty() {
+            return Ok(());
+        }
     }
 }

@@ -54,27 +54,24 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use ext_core::auto_gate::AutoState;
 use ext_core::binding::CatalogWorkspace;
 use ext_core::continuity::{
-    Activity, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport,
-    RuntimeAnswer, RuntimeCall, TaskCounts, Unresolved, UnresolvedWhy,
+    Activity, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport, RuntimeAnswer,
+    RuntimeCall, TaskCounts, Unresolved, UnresolvedWhy,
 };
-use ext_core::semantic_auto::Verdict;
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
-use ext_core::progress_push::ProgressConfig;
 use ext_core::json_read::{ReadJson, WriteJson};
-use ext_core::snapshot::Snapshot;
+use ext_core::progress_push::ProgressConfig;
+use ext_core::semantic_auto::Verdict;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
+use ext_core::snapshot::Snapshot;
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
-use ext_core::auto_gate::AutoState;
 use ext_core::Millis;
 use proptest::prelude::*;
 
 /// The two chat tabs of the world and the conversation each shows.
-const CHATS: [(u32, &str); 2] = [
-    (1, "0a000000-0000-4000-8000-00000000000a"),
-    (2, "0b000000-0000-4000-8000-00000000000b"),
-];
+const CHATS: [(u32, &str); 2] = [(1, "0a000000-0000-4000-8000-00000000000a"), (2, "0b000000-0000-4000-8000-00000000000b")];
 /// Semantic Auto's bound in this world (options page: judge use "in Auto").
 const JUDGE_MAX: u32 = 2;
 /// A third chat that is never open: its tasks must never reach the two tabs (I3).
@@ -652,18 +649,14 @@ impl World {
     /// ToggleAuto{chat0}, Work{w1,p1}, Settle{w1,p1}]` then link up used to wake while p2
     /// worked, because replayed history of the old generation was dropped as "stale".
     fn has_stale_working(&self, ws: &str) -> bool {
-        self.log.iter().any(|p| {
-            p.event.workspace_id == ws && p.event.kind == PaneEventKind::Working && self.stale_seqs.contains(&p.event.seq)
-        })
+        self.log
+            .iter()
+            .any(|p| p.event.workspace_id == ws && p.event.kind == PaneEventKind::Working && self.stale_seqs.contains(&p.event.seq))
     }
 
     /// The truth about `ws` as of the last event handed to the machine.
     fn truth_working_at_handed(&self, ws: &str) -> bool {
-        self.log
-            .iter()
-            .rev()
-            .find(|p| p.event.workspace_id == ws && p.event.seq <= self.handed_high_water)
-            .is_some_and(|p| p.working_after)
+        self.log.iter().rev().find(|p| p.event.workspace_id == ws && p.event.seq <= self.handed_high_water).is_some_and(|p| p.working_after)
     }
 
     fn drain(&mut self) -> Result<(), TestCaseError> {
@@ -682,7 +675,11 @@ impl World {
                     }
                 }
                 ContinuityOutput::QueueRead { op } => {
-                    let stored = if std::mem::take(&mut self.queue_read_fails) { Err("read failed".to_owned()) } else { self.queue_store.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose() };
+                    let stored = if std::mem::take(&mut self.queue_read_fails) {
+                        Err("read failed".to_owned())
+                    } else {
+                        self.queue_store.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose()
+                    };
                     self.inputs.push_back(ContinuityInput::QueueRead { op, stored });
                 }
                 ContinuityOutput::QueueWrite { op, record } => {
@@ -725,7 +722,11 @@ impl World {
     /// repeats the scope's previous entry (once per change, not per page fact).
     fn check_activity(&mut self, entry: Activity) -> Result<(), TestCaseError> {
         let json = entry.write_json();
-        let (kind, outcome, reason) = (json["kind"].as_str().unwrap_or_default(), json["outcome"].as_str().unwrap_or_default(), json["reason"].as_str().unwrap_or_default());
+        let (kind, outcome, reason) = (
+            json["kind"].as_str().unwrap_or_default(),
+            json["outcome"].as_str().unwrap_or_default(),
+            json["reason"].as_str().unwrap_or_default(),
+        );
         let auto = self.auto_on.get(&entry.scope_key).copied().unwrap_or(false);
         if let Some(id) = entry.id.as_deref().filter(|_| matches!(outcome, "failed" | "not_confirmed")) {
             self.unconfirmed_end(id, outcome == "failed")?;
@@ -738,8 +739,8 @@ impl World {
             *count += 1;
             prop_assert_eq!(*count, 1, "(k) {} recorded as sent twice", id);
         }
-        let named = ext_core::continuity::REASON_CODES.contains(&reason)
-            || ext_core::auto_gate::WakeWithheld::read_json(&json["reason"]).is_ok();
+        let named =
+            ext_core::continuity::REASON_CODES.contains(&reason) || ext_core::auto_gate::WakeWithheld::read_json(&json["reason"]).is_ok();
         prop_assert!(named, "the reason {reason} of {kind} {outcome} has no text in the side panel");
         if outcome == "sent" {
             prop_assert!(auto || kind == "queue_batch", "(l) {kind} {outcome} ({reason}) recorded with Auto off in {}", entry.scope_key);
@@ -747,7 +748,8 @@ impl World {
         if outcome == "withheld" && kind == "wake" && !auto {
             prop_assert!(
                 matches!(reason, "auto_off" | "not_bound" | "no_active_conversation" | "project_auto_not_allowed"),
-                "(l) a wake withheld with Auto off for {reason} in {}", entry.scope_key
+                "(l) a wake withheld with Auto off for {reason} in {}",
+                entry.scope_key
             );
         }
         if outcome == "withheld" {
@@ -780,7 +782,10 @@ impl World {
         let landed_before = self.landed_since_loss.contains(&format!("{conv}|{}", stem(&id)));
         prop_assert!(!(landed_before && (id.starts_with("wake:") || id.starts_with("inbox:"))), "typed twice: {id} landed before");
         // The marker names the delivery and the chat it was typed into (issue 24).
-        prop_assert!(text.ends_with(&format!("[herdr-continuity {id} ref={}]", session_ref(conv))), "marker line missing or naming another chat: {text}");
+        prop_assert!(
+            text.ends_with(&format!("[herdr-continuity {id} ref={}]", session_ref(conv))),
+            "marker line missing or naming another chat: {text}"
+        );
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
         if id.starts_with("wake:") || id.starts_with("inbox:") {
             self.wake_sent_entries.insert(id.clone(), 0);
@@ -803,12 +808,7 @@ impl World {
             prop_assert!(bound.is_some(), "{id} delivered to an unbound chat");
         }
         // I3: a wake carries only this chat's own tasks.
-        let carried: Vec<String> = self
-            .inbox
-            .keys()
-            .filter(|task| text.contains(&format!("- {task} [")))
-            .cloned()
-            .collect();
+        let carried: Vec<String> = self.inbox.keys().filter(|task| text.contains(&format!("- {task} ["))).cloned().collect();
         for task in &carried {
             let owner = self.inbox.get(task).map(|(owner, _)| owner.clone()).unwrap_or_default();
             prop_assert_eq!(&owner, &session_ref(conv), "I3: {} of {} carried into {}", task, owner, conv);
@@ -818,7 +818,10 @@ impl World {
         }
         // (a) no delivery id is offered again once confirmed (inbox wakes included).
         if id.starts_with("wake:") || id.starts_with("inbox:") {
-            prop_assert!(!self.confirmed.contains_key(&format!("{key}|{}", stem(&id))), "(a) {id} delivered again to {key} after it was confirmed");
+            prop_assert!(
+                !self.confirmed.contains_key(&format!("{key}|{}", stem(&id))),
+                "(a) {id} delivered again to {key} after it was confirmed"
+            );
         }
         if let Some((ws, first)) = inbox_parts(stem(&id)) {
             // (i) an inbox wake: the chat's own bound workspace, not working as far as the
@@ -952,7 +955,8 @@ impl World {
                     let kept = self.retention.map_or(0, |keep| self.log.len().saturating_sub(keep));
                     self.replay_gap |= self.log.iter().take(kept).any(|p| p.event.seq > after);
                     self.lost_seqs.extend(self.log.iter().take(kept).filter(|p| p.event.seq > after).map(|p| p.event.seq));
-                    let replay: Vec<StreamEvent> = self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
+                    let replay: Vec<StreamEvent> =
+                        self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
                     self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
                 } else {
                     // Nothing was ever handed over, so nothing is lost by starting live.
@@ -983,15 +987,16 @@ impl World {
             RuntimeCall::InboxAck { session_ref: acking, task_ids } => {
                 for task in &task_ids {
                     // (f) I4: only tasks of a confirmed delivery of the scope with this ref.
-                    let confirmed_in = self
-                        .confirmed
-                        .values()
-                        .find(|(_, tasks)| tasks.contains(task))
-                        .map(|(key, _)| key.clone());
+                    let confirmed_in = self.confirmed.values().find(|(_, tasks)| tasks.contains(task)).map(|(key, _)| key.clone());
                     prop_assert!(confirmed_in.is_some(), "(f) ack of {task} that no confirmed delivery carried");
                     let owner = self.inbox.get(task).map(|(o, _)| o.clone());
                     prop_assert_eq!(owner.as_deref(), Some(acking.as_str()), "(f) ack of {} under another ref", task);
-                    prop_assert_eq!(confirmed_in.map(|k| k.replace("chatgpt:", "chatgpt:conv:")), Some(acking.clone()), "(f) ack of {} for another scope", task);
+                    prop_assert_eq!(
+                        confirmed_in.map(|k| k.replace("chatgpt:", "chatgpt:conv:")),
+                        Some(acking.clone()),
+                        "(f) ack of {} for another scope",
+                        task
+                    );
                     if let Some(entry) = self.inbox.get_mut(task) {
                         entry.1 = true;
                     }
@@ -1034,10 +1039,18 @@ impl World {
         let was = panes.get(&pane_id).copied();
         // Herdr only reports real transitions (agent_settled only on working → settled).
         match (kind, was) {
-            (PaneEventKind::Working, Some(true)) | (PaneEventKind::Settled(_), None | Some(false)) | (PaneEventKind::PaneRemoved, None) => return Ok(()),
-            (PaneEventKind::Working, _) => { panes.insert(pane_id.clone(), true); }
-            (PaneEventKind::Settled(_), _) => { panes.insert(pane_id.clone(), false); }
-            (PaneEventKind::PaneRemoved, _) => { panes.remove(&pane_id); }
+            (PaneEventKind::Working, Some(true)) | (PaneEventKind::Settled(_), None | Some(false)) | (PaneEventKind::PaneRemoved, None) => {
+                return Ok(())
+            }
+            (PaneEventKind::Working, _) => {
+                panes.insert(pane_id.clone(), true);
+            }
+            (PaneEventKind::Settled(_), _) => {
+                panes.insert(pane_id.clone(), false);
+            }
+            (PaneEventKind::PaneRemoved, _) => {
+                panes.remove(&pane_id);
+            }
         }
         let working_after = panes.values().any(|w| *w);
         let event = StreamEvent { boot_id: self.boot_id(), seq: self.next_seq, workspace_id: ws, pane_id, kind, at: self.now };
@@ -1078,10 +1091,8 @@ impl World {
         let text = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
         // B7: in the very shape serde's derived `Serialize` writes (what every release so far
         // wrote and reads), every persisted field included.
-        let written: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("snapshot text: {e}")))?;
-        let serde_shape = serde_json::to_value(self.machine.snapshot())
-            .map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
+        let written: serde_json::Value = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("snapshot text: {e}")))?;
+        let serde_shape = serde_json::to_value(self.machine.snapshot()).map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
         prop_assert_eq!(written, serde_shape, "the hand-written writer differs from serde's shape");
         // The views the worker posts are written by hand too, in serde's shape (what the
         // page adapter and the side panel read).
@@ -1183,7 +1194,8 @@ impl World {
                 }
             }
             Op::ReplayTail(n) => {
-                let handed: Vec<StreamEvent> = self.log.iter().filter(|p| p.event.seq <= self.handed_high_water).map(|p| p.event.clone()).collect();
+                let handed: Vec<StreamEvent> =
+                    self.log.iter().filter(|p| p.event.seq <= self.handed_high_water).map(|p| p.event.clone()).collect();
                 if self.link_up && !handed.is_empty() {
                     let from = handed.len() - 1 - n % handed.len();
                     for event in handed[from..].iter().cloned() {
@@ -1300,7 +1312,11 @@ impl World {
                         if let Some(o) = self.outstanding.get_mut(&key) {
                             o.cannot_land = true;
                         }
-                        self.feed(ContinuityInput::DeliveryReport { tab, id: out.id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } })?;
+                        self.feed(ContinuityInput::DeliveryReport {
+                            tab,
+                            id: out.id,
+                            outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() },
+                        })?;
                     }
                     Answer::NeverAnswered { landed, left } => {
                         if landed {
@@ -1348,7 +1364,10 @@ impl World {
                     self.outstanding.remove(&key);
                     self.last_activity.remove(&key);
                     self.owed_wake.remove(&key);
-                    self.feed(ContinuityInput::Bind { tab, workspace: CatalogWorkspace { workspace_id: workspace(ws), label: workspace(ws) } })?;
+                    self.feed(ContinuityInput::Bind {
+                        tab,
+                        workspace: CatalogWorkspace { workspace_id: workspace(ws), label: workspace(ws) },
+                    })?;
                 }
             }
             Op::Unbind { chat } => {
@@ -1396,7 +1415,16 @@ impl World {
                 self.next_reply += 1;
                 let step = if pending { "Next I will run the integration tests." } else { "Everything is merged and green." };
                 let assistant_text = format!("Reply {}: the parser handles nested lists now. {step}", self.next_reply);
-                self.feed(ContinuityInput::TurnEnded { tab, user_text: String::new(), assistant_text, user_marker, message_id: None, user_message_id: None, pressed: false, user_stopped: false })?;
+                self.feed(ContinuityInput::TurnEnded {
+                    tab,
+                    user_text: String::new(),
+                    assistant_text,
+                    user_marker,
+                    message_id: None,
+                    user_message_id: None,
+                    pressed: false,
+                    user_stopped: false,
+                })?;
             }
         }
         prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));
@@ -1438,16 +1466,24 @@ impl World {
         self.delivered_since_mark.clear();
         self.advance(5 * 60_000)?;
         for (key, (id, ws, seq)) in owed {
-            let delivered_again = self.delivered_since_mark.iter().any(|(k, d)| {
-                k == &key && wake_parts(d).is_some_and(|(dws, dseq)| dws == ws && dseq >= seq)
-            }) || self.outstanding.get(&key).is_some_and(|o| o.id == id) || self.confirmed.contains_key(&format!("{key}|{id}"));
-            prop_assert!(delivered_again, "owed wake {id} of {key} was not delivered after the page became idle again; machine in flight: {:?}", self.machine.in_flight(&key));
+            let delivered_again = self
+                .delivered_since_mark
+                .iter()
+                .any(|(k, d)| k == &key && wake_parts(d).is_some_and(|(dws, dseq)| dws == ws && dseq >= seq))
+                || self.outstanding.get(&key).is_some_and(|o| o.id == id)
+                || self.confirmed.contains_key(&format!("{key}|{id}"));
+            prop_assert!(
+                delivered_again,
+                "owed wake {id} of {key} was not delivered after the page became idle again; machine in flight: {:?}",
+                self.machine.in_flight(&key)
+            );
         }
         // (j) P9, I2, I4: the pages confirm whatever arrives; then every terminal, unacked
         // task of a bound, Auto-on chat with an idle page and a settled workspace has been
         // delivered and acknowledged, whether or not its settle ever reached the machine.
         for _ in 0..6 {
-            let answers: Vec<(String, Outstanding)> = self.outstanding.iter().filter(|(_, o)| !o.lost).map(|(k, o)| (k.clone(), o.clone())).collect();
+            let answers: Vec<(String, Outstanding)> =
+                self.outstanding.iter().filter(|(_, o)| !o.lost).map(|(k, o)| (k.clone(), o.clone())).collect();
             for (key, out) in answers {
                 if out.cannot_land {
                     continue;
@@ -1467,8 +1503,13 @@ impl World {
             if !eligible {
                 continue;
             }
-            let stranded: Vec<&String> = self.inbox.iter().filter(|(_, (owner, acked))| *owner == session_ref(conv) && !acked).map(|(t, _)| t).collect();
-            prop_assert!(stranded.is_empty(), "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}", self.machine.in_flight(&key));
+            let stranded: Vec<&String> =
+                self.inbox.iter().filter(|(_, (owner, acked))| *owner == session_ref(conv) && !acked).map(|(t, _)| t).collect();
+            prop_assert!(
+                stranded.is_empty(),
+                "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}",
+                self.machine.in_flight(&key)
+            );
         }
         // Q2: on idle pages every queued text went out, unless its batch may have landed
         // unconfirmed (then the user is asked to retry, Q8) or the state was lost.
@@ -1490,7 +1531,10 @@ impl World {
         for delivery in self.machine.ledger().active() {
             prop_assert!(
                 delivery.posted_at + bound >= self.now,
-                "liveness: {} posted at {} is still unresolved at {} on an idle page", delivery.id, delivery.posted_at, self.now
+                "liveness: {} posted at {} is still unresolved at {} on an idle page",
+                delivery.id,
+                delivery.posted_at,
+                self.now
             );
         }
         Ok(())

@@ -6,8 +6,8 @@
 //! restart never repeats them. Transcripts print every recovery command and probe answer.
 
 use ext_core::continuity::{
-    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RecoveryCommand,
-    RECOVERY_TICK_MS,
+    Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode,
+    RecoveryCommand, RECOVERY_TICK_MS,
 };
 use ext_core::recovery::{ASSISTANT_STALL_MS, MAX_RELOADS_PER_HOUR, MAX_RESENDS, PROBE_INTERVAL_MS, RELOAD_COOLDOWN_MS, RESEND_SPACING_MS};
 use ext_core::snapshot::Snapshot;
@@ -296,14 +296,24 @@ fn server_ahead_reloads_once_and_a_restart_before_the_reload_does_not_reload_aga
 #[test]
 fn a_send_timeout_retries_only_when_the_server_is_still_at_the_user() {
     let cases = [
-        (user_node(), Shown::synced("L1"), (1, 0), expect_test::expect![[r#"
+        (
+            user_node(),
+            Shown::synced("L1"),
+            (1, 0),
+            expect_test::expect![[r#"
             t=0s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "u2", role: User, text_len: 20, finished: true, update_time_ms: Some(1800000000000) })
             t=0s activity "recovery_retry" "sent" "send_timeout"
-            t=0s ClickRetry"#]]),
-        (assistant("a9", 300, true), Shown::synced("L2"), (0, 1), expect_test::expect![[r#"
+            t=0s ClickRetry"#]],
+        ),
+        (
+            assistant("a9", 300, true),
+            Shown::synced("L2"),
+            (0, 1),
+            expect_test::expect![[r#"
             t=0s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a9", role: Assistant, text_len: 300, finished: true, update_time_ms: Some(1800000000000) })
             t=0s activity "recovery_reload" "sent" "send_timeout"
-            t=0s ReloadPage"#]]),
+            t=0s ReloadPage"#]],
+        ),
     ];
     for (server, then, (retries, reloads), transcript) in cases {
         let mut w = World::new(Shown::send_timeout("L1"), server, true);
@@ -383,7 +393,11 @@ fn a_stale_view_after_a_healthy_human_turn_is_reloaded_again_and_reloads_stay_bo
         w.shown = Shown::synced(&format!("L{loads}"));
         w.show();
         w.healthy_human_turn("and now the next step");
-        assert_eq!(w.hud(), format!("acted reload_page retries=1 reloads={} probes={}", 2.min(MAX_RELOADS_PER_HOUR - 1 - round), round + 1), "after round {round}");
+        assert_eq!(
+            w.hud(),
+            format!("acted reload_page retries=1 reloads={} probes={}", 2.min(MAX_RELOADS_PER_HOUR - 1 - round), round + 1),
+            "after round {round}"
+        );
         // Past the cooldown, the next stale view on this page load.
         let next = w.now - T0 + RELOAD_COOLDOWN_MS;
         w.run(next);
@@ -443,7 +457,8 @@ fn a_message_of_ours_the_server_never_accepted_is_resent_paced_and_bounded() {
         t=90s activity "recovery_retry" "sent" "request_not_accepted"
         t=90s deliver continue:w1
         t=150s probe 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 -> Node(ProbeNode { id: "a2", role: Assistant, text_len: 400, finished: true, update_time_ms: Some(1800000000000) })"#]].assert_eq(&w.log.join("\n"));
-    let sent_at: Vec<u64> = w.log.iter().filter(|l| l.contains(" deliver ")).filter_map(|l| l.strip_prefix("t=")?.split('s').next()?.parse().ok()).collect();
+    let sent_at: Vec<u64> =
+        w.log.iter().filter(|l| l.contains(" deliver ")).filter_map(|l| l.strip_prefix("t=")?.split('s').next()?.parse().ok()).collect();
     assert_eq!(sent_at.len(), 3);
     assert!(sent_at[1..].windows(2).all(|p| (p[1] - p[0]) * 1_000 >= RESEND_SPACING_MS), "paced: {sent_at:?}");
 

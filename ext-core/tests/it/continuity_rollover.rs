@@ -4,12 +4,12 @@
 //! transfer starts by itself, once per conversation, never from a stale source tab. The
 //! transcripts reuse the Handoff's simulated runtime and pages (`continuity_handoff`).
 
+use expect_test::expect;
 use ext_core::context_pressure::VisibleThread;
 use ext_core::continuity::{ContinuityInput, PageRecoveryReport, PageReport, ProbeAnswer, ProbeNode, RECOVERY_TICK_MS};
 use ext_core::recovery::RELOAD_COOLDOWN_MS;
-use ext_core::stale_view::ServerRole;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus, StreamEvent};
-use expect_test::expect;
+use ext_core::stale_view::ServerRole;
 use proptest::prelude::*;
 
 use super::continuity_handoff::{chat_url, page, Journal, World, NEW, OLD, SOURCE};
@@ -27,7 +27,14 @@ fn source(edit: impl FnOnce(&mut PageReport)) -> PageReport {
 }
 
 fn event(seq: u64, kind: PaneEventKind) -> ContinuityInput {
-    ContinuityInput::StreamEvent(StreamEvent { boot_id: "b1".into(), seq, workspace_id: "w1".into(), pane_id: "w1:p1".into(), kind, at: seq })
+    ContinuityInput::StreamEvent(StreamEvent {
+        boot_id: "b1".into(),
+        seq,
+        workspace_id: "w1".into(),
+        pane_id: "w1:p1".into(),
+        kind,
+        at: seq,
+    })
 }
 
 impl World {
@@ -123,7 +130,13 @@ fn a_project_conversation_rolls_over_once_when_every_condition_holds_r2() {
 #[test]
 fn spent_recovery_budgets_start_the_controlled_handoff_in_a_project_s7() {
     let mut w = World::new(true);
-    w.probe = Some(ProbeAnswer::Node(ProbeNode { id: "u-9".into(), role: ServerRole::User, text_len: 20, finished: true, update_time_ms: Some(0) }));
+    w.probe = Some(ProbeAnswer::Node(ProbeNode {
+        id: "u-9".into(),
+        role: ServerRole::User,
+        text_len: 20,
+        finished: true,
+        update_time_ms: Some(0),
+    }));
     let card = PageRecoveryReport {
         page_load: "src-1".into(),
         assistant: true,
@@ -339,7 +352,8 @@ fn a_settle_at_the_rollover_wakes_the_new_conversation_not_the_source_x2_r2() {
     w.log.push("-- the workspace settles".into());
     w.feed(event(2, PaneEventKind::Settled(SettledStatus::Idle)));
     w.complete_transfer();
-    let delivered: Vec<String> = w.delivered.iter().map(|(tab, id, _)| format!("tab={tab} {}", id.split('/').next().unwrap_or_default())).collect();
+    let delivered: Vec<String> =
+        w.delivered.iter().map(|(tab, id, _)| format!("tab={tab} {}", id.split('/').next().unwrap_or_default())).collect();
     w.log.push(format!("delivered {delivered:?}"));
     expect![[r#"
         -- the workspace settles

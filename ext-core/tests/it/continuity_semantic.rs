@@ -20,7 +20,19 @@ fn reply(n: u32) -> String {
 
 /// The page's reply `n` ended; the last user turn carried `marker` (ours) or none.
 fn ended(c: &mut Continuity, now: u64, n: u32, marker: Option<&str>) {
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text: "build the judge".into(), assistant_text: reply(n), message_id: None, user_message_id: None, pressed: false, user_stopped: false, user_marker: marker.map(str::to_owned) });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text: "build the judge".into(),
+            assistant_text: reply(n),
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false,
+            user_marker: marker.map(str::to_owned),
+        },
+    );
 }
 
 /// Drains outputs: every judge call is logged and answered with `answer`, other calls
@@ -36,7 +48,10 @@ fn drain(c: &mut Continuity, now: u64, answer: &Result<JudgeAnswer, CallError>, 
             ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
             ContinuityOutput::Deliver { id, text, .. } => log.push(format!("deliver {id}\n{text}")),
             ContinuityOutput::Notice { say, .. } => log.push(format!("notice {}", crate::locales::en(&say))),
-            ContinuityOutput::QueueRead { op } => c.handle(now, ContinuityInput::QueueRead { op, stored: Ok(queue.as_deref().map(|t| serde_json::from_str(t).expect("stored JSON"))) }),
+            ContinuityOutput::QueueRead { op } => c.handle(
+                now,
+                ContinuityInput::QueueRead { op, stored: Ok(queue.as_deref().map(|t| serde_json::from_str(t).expect("stored JSON"))) },
+            ),
             ContinuityOutput::QueueWrite { op, record } => {
                 *queue = Some(record.to_string());
                 c.handle(now, ContinuityInput::QueueWritten { op, result: Ok(()) });
@@ -210,7 +225,11 @@ fn settings_decide_whether_auto_asks_and_a_bad_value_is_named() {
     drain(&mut c, 1, &verdict(Verdict::Continue, "jev", "x"), &mut None, &mut log);
     settings(&mut c, r#"{"mode":"always","max_continues":99}"#);
     assert_eq!((c.judge_settings_in_force().mode, c.judge_settings_in_force().max_continues), (JudgeMode::ManualOnly, 3));
-    assert!(judge_line(&c).starts_with("Judge settings: the stored judge use is not off, manual_only or in_auto; the defaults are used"), "{}", judge_line(&c));
+    assert!(
+        judge_line(&c).starts_with("Judge settings: the stored judge use is not off, manual_only or in_auto; the defaults are used"),
+        "{}",
+        judge_line(&c)
+    );
     let (mut off, mut off_log) = bound_with_auto(false);
     settings(&mut off, r#"{"mode":"in_auto","max_continues":3}"#);
     ended(&mut off, 1, 1, None);
@@ -249,7 +268,15 @@ fn a_judge_continue_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
     use ext_core::request_pacer::CooldownSource;
     let (mut c, mut log) = semantic_world(3);
     let continue_jev = verdict(Verdict::Continue, "jev", "jev: next step announced");
-    c.handle(1, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: Some(60_000) });
+    c.handle(
+        1,
+        ContinuityInput::RateLimited {
+            tab: TAB,
+            page_load: "load-1".into(),
+            source: CooldownSource::ResourceTiming,
+            retry_after_ms: Some(60_000),
+        },
+    );
     ended(&mut c, 2, 1, None);
     drain(&mut c, 2, &continue_jev, &mut None, &mut log);
     assert!(log.iter().all(|l| !l.starts_with("deliver")), "typed during the cooldown: {log:?}");
@@ -272,7 +299,15 @@ fn a_queue_batch_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
     c.handle(1, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { generating: true, ..idle_page() } });
     c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into() });
     drain(&mut c, 1, &answer, &mut store, &mut log);
-    c.handle(2, ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::ResourceTiming, retry_after_ms: Some(20_000) });
+    c.handle(
+        2,
+        ContinuityInput::RateLimited {
+            tab: TAB,
+            page_load: "load-1".into(),
+            source: CooldownSource::ResourceTiming,
+            retry_after_ms: Some(20_000),
+        },
+    );
     c.handle(3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
     drain(&mut c, 3, &answer, &mut store, &mut log);
     assert!(!log.iter().any(|l| l.starts_with("deliver qb:")), "typed during the cooldown: {log:#?}");

@@ -24,7 +24,9 @@ fn reports(c: &mut Continuity, now: u64) -> Vec<(String, Vec<ChatFact>)> {
                     seen.push((reporter, chats));
                     RuntimeAnswer::ChatsReported
                 }
-                RuntimeCall::Workspaces => RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] },
+                RuntimeCall::Workspaces => {
+                    RuntimeAnswer::Workspaces { workspaces: vec![CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }] }
+                }
                 RuntimeCall::InboxAck { .. } | RuntimeCall::InboxCounts { .. } => RuntimeAnswer::Counts { counts: Default::default() },
                 RuntimeCall::InboxPending { .. } => RuntimeAnswer::InboxPending { tasks: Vec::new(), more: false },
                 _ => RuntimeAnswer::Subscribed,
@@ -123,7 +125,10 @@ fn an_older_runtime_without_chats_report_is_not_asked_again_until_the_next_link_
             let result = match call {
                 RuntimeCall::ChatsReport { .. } => {
                     asked += 1;
-                    Err(ext_core::continuity::CallError { code: continuity_protocol::ErrorCode::UnknownMethod, message: "unknown method chats.report".into() })
+                    Err(ext_core::continuity::CallError {
+                        code: continuity_protocol::ErrorCode::UnknownMethod,
+                        message: "unknown method chats.report".into(),
+                    })
                 }
                 _ => Ok(RuntimeAnswer::Subscribed),
             };

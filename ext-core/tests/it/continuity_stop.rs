@@ -11,7 +11,8 @@ use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
 use super::continuity::{bound_with_auto, confirm, event, idle_page, restart, task, TAB};
 
 /// The reply of the field report: its visible part already announced the next step.
-const STOPPED_REPLY: &str = "The parser is fixed and its unit tests pass. Next I will run the whole integration suite and report the failures.";
+const STOPPED_REPLY: &str =
+    "The parser is fixed and its unit tests pass. Next I will run the whole integration suite and report the failures.";
 
 fn in_auto(max: u32) -> Continuity {
     let (mut c, _) = bound_with_auto(true);
@@ -22,7 +23,19 @@ fn in_auto(max: u32) -> Continuity {
 
 fn ended(c: &mut Continuity, now: u64, user_text: &str, reply: &str, marker: Option<&str>) {
     let (user_text, assistant_text) = (user_text.to_owned(), reply.to_owned());
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: marker.map(str::to_owned), message_id: None, user_message_id: None, pressed: false, user_stopped: false });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text,
+            assistant_text,
+            user_marker: marker.map(str::to_owned),
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false,
+        },
+    );
 }
 
 /// The page as it is now, changed by `change`.
@@ -75,7 +88,12 @@ fn drain(c: &mut Continuity, now: u64, answer: &Result<JudgeAnswer, CallError>, 
 }
 
 fn go() -> Result<JudgeAnswer, CallError> {
-    Ok(JudgeAnswer { verdict: Verdict::Continue, source: "script".into(), reason: "the reply announces its own next step".into(), priors: Vec::new() })
+    Ok(JudgeAnswer {
+        verdict: Verdict::Continue,
+        source: "script".into(),
+        reason: "the reply announces its own next step".into(),
+        priors: Vec::new(),
+    })
 }
 
 fn judge_line(c: &Continuity) -> String {
@@ -117,7 +135,13 @@ fn a_reply_the_user_stopped_is_never_continued_however_it_reads() {
     // The human writes again: a new turn, a new decision.
     human_sends(&mut c, 4);
     reply_done(&mut c, 5);
-    ended(&mut c, 5, "go on with the suite", "The suite runs; 3 failures in the pool tests. Next I will fix the pool tests one by one.", None);
+    ended(
+        &mut c,
+        5,
+        "go on with the suite",
+        "The suite runs; 3 failures in the pool tests. Next I will fix the pool tests one by one.",
+        None,
+    );
     drain(&mut c, 5, &go(), None, &mut log);
     assert_eq!(continues(&log), 1, "{log:#?} {}", judge_line(&c));
 }
@@ -171,7 +195,13 @@ fn a_human_turn_drops_the_judge_continue_for_the_older_reply() {
     // The human writes while the judge thinks; their reply ends.
     human_sends(&mut c, 3);
     reply_done(&mut c, 4);
-    ended(&mut c, 4, "stop there, I will run the suite myself", "Understood, I will wait for your results before changing anything else.", None);
+    ended(
+        &mut c,
+        4,
+        "stop there, I will run the suite myself",
+        "Understood, I will wait for your results before changing anything else.",
+        None,
+    );
     drain(&mut c, 4, &go(), Some(&mut held), &mut log);
     let first = held.remove(0);
     c.handle(5, ContinuityInput::Answered { id: first, result: go().map(RuntimeAnswer::Verdict) });
@@ -243,18 +273,38 @@ fn a_wake_during_the_humans_turn_waits_and_goes_after_it() {
 fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
     use ext_core::binding::CatalogWorkspace;
     use ext_core::continuity::{BridgeOutcome, BridgeResults};
-    let zai = PageReport { url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(), generation: Some("zai.openwebui".into()), user_turns: 1, ..idle_page() };
+    let zai = PageReport {
+        url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(),
+        generation: Some("zai.openwebui".into()),
+        user_turns: 1,
+        ..idle_page()
+    };
     let mut c = Continuity::new();
     c.handle(0, ContinuityInput::LinkUp);
     c.handle(0, ContinuityInput::PageReported { tab: TAB, report: zai });
     c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
     c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
     while c.poll().is_some() {}
-    let results = BridgeResults { delivery_id: "bridge:5b0e6c2d9a174f38".into(), text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into() };
+    let results = BridgeResults {
+        delivery_id: "bridge:5b0e6c2d9a174f38".into(),
+        text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+    };
     let mut log = Vec::new();
     let run = |c: &mut Continuity, now: u64, pressed: bool, log: &mut Vec<String>| {
         let (user_text, assistant_text) = ("look at the panes".to_owned(), "{\"tool\":\"herdr_inspect\",\"args\":{}}".to_owned());
-        c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: Some("message-a3".into()), user_message_id: None, pressed, user_stopped: false });
+        c.handle(
+            now,
+            ContinuityInput::TurnEnded {
+                tab: TAB,
+                user_text,
+                assistant_text,
+                user_marker: None,
+                message_id: Some("message-a3".into()),
+                user_message_id: None,
+                pressed,
+                user_stopped: false,
+            },
+        );
         while let Some(output) = c.poll() {
             match output {
                 ContinuityOutput::Request { id, call: call @ RuntimeCall::BridgeReply { .. } } => {
@@ -262,7 +312,9 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
                     let answer = RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results.clone()), rounds: None };
                     c.handle(now, ContinuityInput::Answered { id, result: Ok(answer) });
                 }
-                ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
+                ContinuityOutput::Request { id, .. } => {
+                    c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) })
+                }
                 ContinuityOutput::Deliver { id, .. } => log.push(format!("deliver {id}")),
                 _ => {}
             }
@@ -280,7 +332,19 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
 /// (`turn_ended` with `user_stopped: true`).
 fn ended_stopped(c: &mut Continuity, now: u64, user_text: &str, reply: &str) {
     let (user_text, assistant_text) = (user_text.to_owned(), reply.to_owned());
-    c.handle(now, ContinuityInput::TurnEnded { tab: TAB, user_text, assistant_text, user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: true });
+    c.handle(
+        now,
+        ContinuityInput::TurnEnded {
+            tab: TAB,
+            user_text,
+            assistant_text,
+            user_marker: None,
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: true,
+        },
+    );
 }
 
 // R: issue 26 Found 4 (review 1) — the user presses Stop right after sending (the worker
@@ -331,7 +395,13 @@ fn a_stop_the_worker_never_heard_still_ends_the_reply() {
     // The human's next turn is a new decision.
     human_sends(&mut c, 3);
     reply_done(&mut c, 4);
-    ended(&mut c, 4, "go on with the suite", "The suite runs; 3 failures in the pool tests. Next I will fix the pool tests one by one.", None);
+    ended(
+        &mut c,
+        4,
+        "go on with the suite",
+        "The suite runs; 3 failures in the pool tests. Next I will fix the pool tests one by one.",
+        None,
+    );
     drain(&mut c, 4, &go(), None, &mut log);
     assert_eq!(continues(&log), 1, "{log:#?}");
 }
@@ -347,13 +417,26 @@ fn the_stop_note_leaves_with_the_humans_next_turn() {
         for judge in [None, Some(r#"{"mode":"in_auto","max_continues":3}"#)] {
             let mut c = Continuity::new();
             let report = match zai {
-                true => PageReport { url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(), generation: Some("zai.openwebui".into()), ..idle_page() },
+                true => PageReport {
+                    url: "https://chat.z.ai/c/7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f".into(),
+                    generation: Some("zai.openwebui".into()),
+                    ..idle_page()
+                },
                 false => idle_page(),
             };
             c.handle(0, ContinuityInput::LinkUp);
-            c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
+            c.handle(
+                0,
+                ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false },
+            );
             c.handle(0, ContinuityInput::PageReported { tab: TAB, report });
-            c.handle(0, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+            c.handle(
+                0,
+                ContinuityInput::Bind {
+                    tab: TAB,
+                    workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+                },
+            );
             c.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
             if let Some(stored) = judge {
                 c.handle(0, ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(stored).map_err(|_| ())) });

@@ -3,8 +3,7 @@
 //! P8, P9, S6).
 
 use ext_core::continuity::{
-    CallError, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageReport, RuntimeAnswer,
-    RuntimeCall,
+    CallError, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, PageReport, RuntimeAnswer, RuntimeCall,
 };
 use ext_core::delivery_ledger::{DeliveryState, SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
@@ -116,7 +115,13 @@ fn a_second_tab_of_the_conversation_without_the_marker_never_retypes_issue_23_it
     assert_eq!(delivers(&log), 1, "never typed again: {log:?}");
     // The typed tab shows it landed (late): a confirmation, still one message.
     let landed = at + 30_001;
-    c.handle(landed, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 2, last_user_turn_id: Some("u2".into()), markers: vec![id], ..thread_page() } });
+    c.handle(
+        landed,
+        ContinuityInput::PageReported {
+            tab: TAB,
+            report: PageReport { user_turns: 2, last_user_turn_id: Some("u2".into()), markers: vec![id], ..thread_page() },
+        },
+    );
     drain(&mut c, landed, &[], &mut log);
     assert!(c.in_flight(SCOPE).is_none());
     assert_eq!(c.page_view(TAB).expect("view").wake_count, 1);
@@ -146,7 +151,8 @@ fn a_reloaded_page_that_has_not_rendered_its_thread_never_retypes_then_its_marke
     advance(&mut c, 30_000, &mut log);
     assert_eq!(delivers(&log), 1, "never typed again: {log:?}");
     // The thread renders, with the marker in its new user turn: confirmed.
-    let rendered = PageReport { page_load: "load-2".into(), user_turns: 2, last_user_turn_id: Some("u2".into()), markers: vec![id], ..thread_page() };
+    let rendered =
+        PageReport { page_load: "load-2".into(), user_turns: 2, last_user_turn_id: Some("u2".into()), markers: vec![id], ..thread_page() };
     c.handle(30_001, ContinuityInput::PageReported { tab: TAB, report: rendered });
     drain(&mut c, 30_001, &[], &mut log);
     assert!(c.in_flight(SCOPE).is_none());
@@ -164,7 +170,13 @@ fn our_text_left_in_the_typed_tabs_composer_is_cleared_there_never_from_another_
     let id = active_id(&c, "wake:w1#2");
     let mut c = restart(&c, 5);
     log.clear();
-    c.handle(6, ContinuityInput::PageReported { tab: TAB, report: PageReport { composer_marker: Some(id.clone()), generating: true, ..thread_page() } });
+    c.handle(
+        6,
+        ContinuityInput::PageReported {
+            tab: TAB,
+            report: PageReport { composer_marker: Some(id.clone()), generating: true, ..thread_page() },
+        },
+    );
     c.handle(7, ContinuityInput::PageReported { tab: 9, report: PageReport { page_load: "load-9".into(), ..thread_page() } });
     drain(&mut c, 7, &[], &mut log);
     assert_eq!(active_id_or_empty(&c), id, "another tab's report resolves nothing: {log:?}");
@@ -245,7 +257,13 @@ fn an_old_marker_never_confirms_a_new_delivery_item_3() {
     lost.handle(0, ContinuityInput::LinkUp);
     lost.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
     lost.handle(0, ContinuityInput::PageReported { tab: TAB, report: page_with_old_marker.clone() });
-    lost.handle(0, ContinuityInput::Bind { tab: TAB, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    lost.handle(
+        0,
+        ContinuityInput::Bind {
+            tab: TAB,
+            workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+        },
+    );
     lost.handle(0, ContinuityInput::ToggleAuto { tab: TAB });
     let mut log2 = Vec::new();
     drain(&mut lost, 0, &[], &mut log2);
@@ -276,7 +294,10 @@ fn a_new_event_log_is_noticed_and_its_settles_wake_again_item_5() {
     // A reset state.db (or commits lost) made seq go backwards; every event was dropped
     // until seq caught up with the old high-water mark.
     let (mut c, mut log) = bound_with_auto(true);
-    c.handle(0, ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(0), agents: None, log_id: Some("L1".into()), log_reset: false });
+    c.handle(
+        0,
+        ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: Some(0), agents: None, log_id: Some("L1".into()), log_reset: false },
+    );
     for seq in 1..=50 {
         c.handle(seq, event(seq, if seq % 2 == 1 { PaneEventKind::Working } else { PaneEventKind::Settled(SettledStatus::Idle) }));
         drain(&mut c, seq, &[], &mut log);
@@ -290,10 +311,36 @@ fn a_new_event_log_is_noticed_and_its_settles_wake_again_item_5() {
     c.handle(100, ContinuityInput::LinkDown);
     c.handle(101, ContinuityInput::LinkUp);
     drain(&mut c, 101, &[], &mut log);
-    assert!(log.iter().any(|l| l.contains(r#""call":"subscribe","after_seq":50,"log_id":"L1""#)), "the resume point names its log: {log:?}");
-    c.handle(102, ContinuityInput::StreamHello { boot_id: "b2".into(), last_seq: Some(2), agents: None, log_id: Some("L2".into()), log_reset: true });
-    c.handle(103, ContinuityInput::StreamEvent(ext_core::settle_tracker::StreamEvent { boot_id: "b2".into(), seq: 1, workspace_id: "w1".into(), pane_id: "w1:p1".into(), kind: PaneEventKind::Working, at: 103 }));
-    c.handle(104, ContinuityInput::StreamEvent(ext_core::settle_tracker::StreamEvent { boot_id: "b2".into(), seq: 2, workspace_id: "w1".into(), pane_id: "w1:p1".into(), kind: PaneEventKind::Settled(SettledStatus::Done), at: 104 }));
+    assert!(
+        log.iter().any(|l| l.contains(r#""call":"subscribe","after_seq":50,"log_id":"L1""#)),
+        "the resume point names its log: {log:?}"
+    );
+    c.handle(
+        102,
+        ContinuityInput::StreamHello { boot_id: "b2".into(), last_seq: Some(2), agents: None, log_id: Some("L2".into()), log_reset: true },
+    );
+    c.handle(
+        103,
+        ContinuityInput::StreamEvent(ext_core::settle_tracker::StreamEvent {
+            boot_id: "b2".into(),
+            seq: 1,
+            workspace_id: "w1".into(),
+            pane_id: "w1:p1".into(),
+            kind: PaneEventKind::Working,
+            at: 103,
+        }),
+    );
+    c.handle(
+        104,
+        ContinuityInput::StreamEvent(ext_core::settle_tracker::StreamEvent {
+            boot_id: "b2".into(),
+            seq: 2,
+            workspace_id: "w1".into(),
+            pane_id: "w1:p1".into(),
+            kind: PaneEventKind::Settled(SettledStatus::Done),
+            at: 104,
+        }),
+    );
     drain(&mut c, 104, &[], &mut log);
     assert_eq!(delivers(&log), before + 1, "the new log's settle wakes: {log:?}");
     log.clear();

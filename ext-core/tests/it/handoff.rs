@@ -58,7 +58,10 @@ fn a_transfer_in_flight_survives_a_restart_without_a_second_new_chat() {
     assert_eq!(back.state(), h.state());
     back.handle(HandoffInput::Seed(SeedOutcome::Confirmed)).expect("seed");
     assert_eq!(drain(&mut back), [HandoffOutput::CutOver { new_conversation: "new".into() }]);
-    for state in [HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail: "x".into() }, source_url: "u".into() }, HandoffState::CopyPrompt { package: package() }] {
+    for state in [
+        HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail: "x".into() }, source_url: "u".into() },
+        HandoffState::CopyPrompt { package: package() },
+    ] {
         let text = serde_json::to_string(&state).expect("json");
         assert_eq!(ext_core::json_read::WriteJson::write_json(&state), serde_json::to_value(&state).expect("json"));
         assert_eq!(ext_core::json_read::from_str::<HandoffState>(&text).expect("read"), state);
@@ -85,8 +88,14 @@ fn a_seed_refused_twice_offers_copy_prompt_x8() {
 #[test]
 fn a_start_is_refused_with_its_reason_x2() {
     let mut h = Handoff::default();
-    assert_eq!(h.handle(HandoffInput::Start { conversation_id: "old".into(), source_url: String::new(), workspace_working: true }), Err(HandoffRefusal::WorkspaceWorking));
-    assert_eq!(h.handle(HandoffInput::Start { conversation_id: String::new(), source_url: String::new(), workspace_working: false }), Err(HandoffRefusal::NoContinuity));
+    assert_eq!(
+        h.handle(HandoffInput::Start { conversation_id: "old".into(), source_url: String::new(), workspace_working: true }),
+        Err(HandoffRefusal::WorkspaceWorking)
+    );
+    assert_eq!(
+        h.handle(HandoffInput::Start { conversation_id: String::new(), source_url: String::new(), workspace_working: false }),
+        Err(HandoffRefusal::NoContinuity)
+    );
     h.handle(start()).expect("start");
     assert_eq!(h.handle(start()), Err(HandoffRefusal::InFlight));
 }
@@ -97,7 +106,13 @@ fn a_journal_failure_keeps_the_source_x5() {
     let mut h = Handoff::default();
     h.handle(start()).expect("start");
     h.handle(HandoffInput::Confirmed(Err("journal_unavailable".into()))).expect("answer");
-    assert_eq!(h.state(), &HandoffState::Failed { reason: HandoffRefusal::JournalUnavailable { detail: "journal_unavailable".into() }, source_url: package().source_url });
+    assert_eq!(
+        h.state(),
+        &HandoffState::Failed {
+            reason: HandoffRefusal::JournalUnavailable { detail: "journal_unavailable".into() },
+            source_url: package().source_url
+        }
+    );
     assert!(drain(&mut h).contains(&HandoffOutput::ResumeSource));
 }
 

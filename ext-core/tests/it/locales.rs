@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use ext_core::auto_gate::{ActionLocked, WakeWithheld};
-use ext_core::continuity::{locked_say, queue_refusal_say, withheld_say, JudgeTail, Say, MANUAL_REFUSALS};
 use ext_core::binding::BindRefusal;
+use ext_core::continuity::{locked_say, queue_refusal_say, withheld_say, JudgeTail, Say, MANUAL_REFUSALS};
 use ext_core::queue::QueueRefusal;
 use ext_core::scope::UnsupportedPage;
 use ext_core::semantic_auto::SemanticWithheld;
@@ -122,7 +122,15 @@ fn every_say() -> Vec<Say> {
     all.extend(
         SemanticWithheld::ALL
             .iter()
-            .filter(|w| matches!(w, SemanticWithheld::QueueFirst | SemanticWithheld::StreakLimit | SemanticWithheld::JudgedBefore | SemanticWithheld::ShortReply))
+            .filter(|w| {
+                matches!(
+                    w,
+                    SemanticWithheld::QueueFirst
+                        | SemanticWithheld::StreakLimit
+                        | SemanticWithheld::JudgedBefore
+                        | SemanticWithheld::ShortReply
+                )
+            })
             .map(|w| Say::coded("semanticWithheld", w.wire_name(), vec![])),
     );
     for (key, n) in [
@@ -226,7 +234,8 @@ fn every_key_the_core_names_is_in_the_list_above() {
                 if name.is_empty() || name.contains(' ') {
                     continue;
                 }
-                let known = if coded { listed.iter().any(|k| k.starts_with(&format!("{name}_"))) } else { listed.iter().any(|k| k == name) };
+                let known =
+                    if coded { listed.iter().any(|k| k.starts_with(&format!("{name}_"))) } else { listed.iter().any(|k| k == name) };
                 assert!(known, "{}: {pattern}{name}… is not checked by every_say", path.display());
                 found += 1;
             }
@@ -333,7 +342,10 @@ fn every_bridge_approval_text_is_there() {
 #[test]
 fn a_say_renders_like_chrome_i18n() {
     let say = queue_refusal_say(&QueueRefusal::TooManyItems { count: 20 });
-    expect_test::expect!["Not queued: 20 of 20 messages are already waiting. Wait until they are sent, or clear the queue (right-click Queue)."].assert_eq(&en(&say));
+    expect_test::expect![
+        "Not queued: 20 of 20 messages are already waiting. Wait until they are sent, or clear the queue (right-click Queue)."
+    ]
+    .assert_eq(&en(&say));
     let zh = render(locale("zh_CN"), &say);
     expect_test::expect!["未加入队列：已有 20/20 条消息在等待。请等它们发出，或右键“排队”清空队列。"].assert_eq(&zh);
 }

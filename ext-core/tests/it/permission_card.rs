@@ -3,8 +3,8 @@
 //! facts (the DOM walk's are the page adapter's, e2e `permission-cards.spec.mjs`).
 
 use ext_core::permission_card::{
-    asked_connector, classify, CardButton, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards,
-    HERDR_CONNECTORS, MAX_CARDS, MAX_CARD_BUTTONS, MAX_WORDING_CHARS,
+    asked_connector, classify, CardButton, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS, MAX_CARDS,
+    MAX_CARD_BUTTONS, MAX_WORDING_CHARS,
 };
 use proptest::prelude::*;
 
@@ -51,13 +51,28 @@ fn a_herdr_card_is_accepted_with_its_plain_allow_m5() {
 // R: M5, M6 — every other card is left alone, with the reason.
 #[test]
 fn any_other_card_is_never_clicked_m5_m6() {
-    assert_eq!(refusal(&card("Allow ChatGPT to use GitHub? This allows ChatGPT to create a branch.", vec![button("Deny"), button("Allow")])), CardRefusal::OtherConnector { connector: "GitHub".into() });
-    assert_eq!(refusal(&card("Do you want to continue with this action?", vec![button("Deny"), button("Allow")])), CardRefusal::NoPermissionWording);
+    assert_eq!(
+        refusal(&card("Allow ChatGPT to use GitHub? This allows ChatGPT to create a branch.", vec![button("Deny"), button("Allow")])),
+        CardRefusal::OtherConnector { connector: "GitHub".into() }
+    );
+    assert_eq!(
+        refusal(&card("Do you want to continue with this action?", vec![button("Deny"), button("Allow")])),
+        CardRefusal::NoPermissionWording
+    );
     assert_eq!(refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Allow")])), CardRefusal::NoDeny);
     assert_eq!(refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), button("Always allow")])), CardRefusal::NoSingleAllow);
-    assert_eq!(refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), button("Allow"), button("Allow")])), CardRefusal::NoSingleAllow);
-    assert_eq!(refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), CardButton { enabled: false, ..button("Allow") }])), CardRefusal::AllowNotUsable);
-    assert_eq!(refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), CardButton { visible: false, ..button("Allow") }])), CardRefusal::AllowNotUsable);
+    assert_eq!(
+        refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), button("Allow"), button("Allow")])),
+        CardRefusal::NoSingleAllow
+    );
+    assert_eq!(
+        refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), CardButton { enabled: false, ..button("Allow") }])),
+        CardRefusal::AllowNotUsable
+    );
+    assert_eq!(
+        refusal(&card("Allow ChatGPT to use Herdr?", vec![button("Deny"), CardButton { visible: false, ..button("Allow") }])),
+        CardRefusal::AllowNotUsable
+    );
     assert_eq!(refusal(&CardFacts { key: String::new(), ..herdr_card() }), CardRefusal::NoKey);
     assert_eq!(classify(&herdr_card(), false, HERDR_CONNECTORS), CardDecision::Leave { reason: CardRefusal::NotChatGpt });
     assert_eq!(asked_connector("Allow ChatGPT to use Herdr Continuity?"), Some("Herdr Continuity".into()));
@@ -117,7 +132,10 @@ fn a_menu_opener_is_never_the_allow() {
     assert_eq!(refusal(&card(HERDR_ASK, vec![button("Deny"), button(""), menu("Allow options")])), CardRefusal::NoSingleAllow);
     assert_eq!(refusal(&card(HERDR_ASK, vec![menu("Deny"), button("Allow")])), CardRefusal::NoDeny);
     // The menu's own Allow beside the plain one does not make two.
-    assert!(matches!(decide(&card(HERDR_ASK, vec![button("Deny"), button("Allow"), menu("Allow")])), CardDecision::Accept { index: 1, .. }));
+    assert!(matches!(
+        decide(&card(HERDR_ASK, vec![button("Deny"), button("Allow"), menu("Allow")])),
+        CardDecision::Accept { index: 1, .. }
+    ));
 }
 
 // The page's report is read whole or refused whole (a page shapes it through its DOM).

@@ -20,7 +20,14 @@ struct Sim {
 
 impl Sim {
     fn new() -> Self {
-        Self { now: 0, push: ProgressPush::new(ProgressConfig::default()), summaries: vec![], deliver: true, trace: String::new(), checks: 0 }
+        Self {
+            now: 0,
+            push: ProgressPush::new(ProgressConfig::default()),
+            summaries: vec![],
+            deliver: true,
+            trace: String::new(),
+            checks: 0,
+        }
     }
 
     fn summary_at(&self, t: Millis) -> Option<String> {
@@ -80,14 +87,17 @@ fn ticks_check_but_only_new_summaries_are_sent_and_one_fallback_after_quiet() {
     sim.advance_to(60 * MIN);
     sim.input(ProgressInput::ScopeSettled);
     sim.advance_to(120 * MIN);
-    check(sim, expect![[r#"
+    check(
+        sim,
+        expect![[r#"
             0s  <- ScopeWorking
           180s  => SendProgress { summary: "tests: 40/120 passing" } (checks so far: 3)
           540s  => SendProgress { summary: "tests: 120/120 passing" } (checks so far: 9)
          1740s  => SendFallback { quiet_for_ms: 1200000 } (checks so far: 29)
          3600s  <- ScopeSettled
         checks: 60, next deadline: None
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -100,12 +110,15 @@ fn settle_stops_the_checks() {
     sim.input(ProgressInput::ScopeSettled);
     sim.summaries.push((2 * MIN, "linking"));
     sim.advance_to(90 * MIN);
-    check(sim, expect![[r#"
+    check(
+        sim,
+        expect![[r#"
             0s  <- ScopeWorking
            60s  => SendProgress { summary: "compiling" } (checks so far: 1)
            60s  <- ScopeSettled
         checks: 1, next deadline: None
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -123,13 +136,16 @@ fn the_last_sent_summary_survives_a_restart_and_is_not_sent_again() {
     sim.advance_to(12 * MIN);
     sim.summaries.push((12 * MIN, "step 2 of 3 done"));
     sim.advance_to(14 * MIN);
-    check(sim, expect![[r#"
+    check(
+        sim,
+        expect![[r#"
             0s  <- ScopeWorking
            60s  => SendProgress { summary: "step 1 of 3 done" } (checks so far: 1)
           -- service worker restarted --
           780s  => SendProgress { summary: "step 2 of 3 done" } (checks so far: 13)
         checks: 14, next deadline: Some(900000)
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -140,14 +156,17 @@ fn an_undelivered_fallback_is_offered_again_one_tick_later_not_in_a_loop() {
     sim.advance_to(22 * MIN);
     sim.deliver = true;
     sim.advance_to(60 * MIN);
-    check(sim, expect![[r#"
+    check(
+        sim,
+        expect![[r#"
             0s  <- ScopeWorking
          1200s  => SendFallback { quiet_for_ms: 1200000 } (checks so far: 20)
          1260s  => SendFallback { quiet_for_ms: 1260000 } (checks so far: 21)
          1320s  => SendFallback { quiet_for_ms: 1320000 } (checks so far: 22)
          1380s  => SendFallback { quiet_for_ms: 1380000 } (checks so far: 23)
         checks: 60, next deadline: Some(3660000)
-    "#]]);
+    "#]],
+    );
 }
 
 #[derive(Debug, Clone)]

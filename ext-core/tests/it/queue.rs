@@ -93,7 +93,10 @@ fn an_unreadable_or_newer_record_is_refused_never_replaced() {
         (r#"{"version": 2, "conversations": {}}"#, "written by a newer version"),
         (r#"{"conversations": {}}"#, "no version"),
         (r#"{"version": 1, "conversations": {"k": [{"id": "q:1", "text": "t"}]}}"#, "an item without time"),
-        (r#"{"version": 1, "conversations": {"k": [{"id": "q:1", "text": "t", "created_at": 1}, {"id": "q:1", "text": "u", "created_at": 2}]}}"#, "a bad or repeated item id"),
+        (
+            r#"{"version": 1, "conversations": {"k": [{"id": "q:1", "text": "t", "created_at": 1}, {"id": "q:1", "text": "u", "created_at": 2}]}}"#,
+            "a bad or repeated item id",
+        ),
     ] {
         assert_eq!(QueueBook::parse(Some(raw)), Err(QueueRefusal::StorageUnreadable { detail: detail.to_owned() }), "{raw}");
     }
@@ -119,9 +122,16 @@ fn items_older_than_seven_days_expire_and_are_named() {
 /// One step of a user and a flaky storage against the book.
 #[derive(Debug, Clone)]
 enum Op {
-    Add { conv: u8, len: usize },
-    SendAndConfirm { conv: u8 },
-    Clear { conv: u8 },
+    Add {
+        conv: u8,
+        len: usize,
+    },
+    SendAndConfirm {
+        conv: u8,
+    },
+    Clear {
+        conv: u8,
+    },
     /// The next read of the stored record fails (a storage error or a corrupted write).
     FailRead,
     /// The worker restarts: the book is read back from storage.
@@ -260,7 +270,9 @@ mod flow {
                             result: Ok(ext_core::continuity::RuntimeAnswer::InboxPending { tasks: Vec::new(), more: false }),
                         },
                     ),
-                    ContinuityOutput::Deliver { id, text, .. } => self.log.push(format!("deliver {}: {text:?}", id.split('/').next().unwrap_or(""))),
+                    ContinuityOutput::Deliver { id, text, .. } => {
+                        self.log.push(format!("deliver {}: {text:?}", id.split('/').next().unwrap_or("")))
+                    }
                     ContinuityOutput::QueueAccepted { text, .. } => self.log.push(format!("accepted {text:?}")),
                     ContinuityOutput::Notice { say, .. } => self.log.push(format!("notice {}", crate::locales::en(&say))),
                     _ => {}
@@ -292,7 +304,15 @@ mod flow {
 
     fn landed(c: &mut Continuity, b: &mut Browser, now: u64, id: &str, turns: u32) {
         feed(c, b, now, ContinuityInput::DeliveryReport { tab: TAB, id: id.to_owned(), outcome: DeliveryOutcome::Submitted });
-        feed(c, b, now, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: turns, markers: vec![id.to_owned()], ..idle_page() } });
+        feed(
+            c,
+            b,
+            now,
+            ContinuityInput::PageReported {
+                tab: TAB,
+                report: PageReport { user_turns: turns, markers: vec![id.to_owned()], ..idle_page() },
+            },
+        );
     }
 
     // R: Q1, Q2, Q3, Q5 — text queued while a reply streams is sent once, after the turn
@@ -325,7 +345,12 @@ mod flow {
         landed(&mut c, &mut b, 11, &id, 1);
         assert!(b.queued().is_empty(), "removed once confirmed");
         // The wake follows on the next idle report, never the batch again.
-        feed(&mut c, &mut b, 20, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } });
+        feed(
+            &mut c,
+            &mut b,
+            20,
+            ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } },
+        );
         let log = b.take_log();
         assert!(log.starts_with("deliver wake:w1#2"), "{log}");
         assert!(!log.contains("qb:"), "{log}");
@@ -339,7 +364,16 @@ mod flow {
         let mut b = Browser::default();
         feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into() });
         let id = queue_id(&c);
-        feed(&mut c, &mut b, 2, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() } });
+        feed(
+            &mut c,
+            &mut b,
+            2,
+            ContinuityInput::DeliveryReport {
+                tab: TAB,
+                id,
+                outcome: DeliveryOutcome::NotSubmitted { reason: "send_button_missing".into() },
+            },
+        );
         assert_eq!(b.queued(), ["run the tests"]);
         feed(&mut c, &mut b, 3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
         let log = b.take_log();
@@ -400,7 +434,12 @@ mod flow {
         let mut c = restart(&c, 5);
         b.drain(&mut c, 5);
         b.take_log();
-        feed(&mut c, &mut b, 6, ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } });
+        feed(
+            &mut c,
+            &mut b,
+            6,
+            ContinuityInput::PageReported { tab: TAB, report: PageReport { user_turns: 1, markers: vec![id], ..idle_page() } },
+        );
         assert!(b.queued().is_empty(), "the marker confirmed it after the restart");
         assert!(!b.take_log().contains("deliver"));
     }

@@ -14,7 +14,11 @@ fn streaming(load: &str, signature: &str) -> RecoveryFacts {
     RecoveryFacts {
         page_load: load.into(),
         generating: true,
-        view: DomView { last_assistant: Some(DomMessage { id: None, text_len: 120, streaming: true }), user_waiting: false, reasoning: false },
+        view: DomView {
+            last_assistant: Some(DomMessage { id: None, text_len: 120, streaming: true }),
+            user_waiting: false,
+            reasoning: false,
+        },
         signature: signature.into(),
         auto_on: true,
         chatgpt: true,
@@ -25,7 +29,11 @@ fn streaming(load: &str, signature: &str) -> RecoveryFacts {
 fn waiting(load: &str) -> RecoveryFacts {
     RecoveryFacts {
         page_load: load.into(),
-        view: DomView { last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: false }), user_waiting: true, reasoning: false },
+        view: DomView {
+            last_assistant: Some(DomMessage { id: Some("a1".into()), text_len: 500, streaming: false }),
+            user_waiting: true,
+            reasoning: false,
+        },
         auto_on: true,
         chatgpt: true,
         ..RecoveryFacts::default()
@@ -102,10 +110,18 @@ fn a_send_timeout_checks_the_server_before_retry_s6() {
     let with_error = |load: &str| RecoveryFacts { send_timeout: Some(true), ..waiting(load) };
     let mut p = RecoveryPlanner::default();
     assert_eq!(p.page(T0, with_error("L1")), Some(RecoveryAction::Probe));
-    assert_eq!(p.snapshot(T0, &node("a2", ServerRole::Assistant, true, T0)), Some(RecoveryAction::ReloadPage), "answered already: view sync");
+    assert_eq!(
+        p.snapshot(T0, &node("a2", ServerRole::Assistant, true, T0)),
+        Some(RecoveryAction::ReloadPage),
+        "answered already: view sync"
+    );
     let mut p = RecoveryPlanner::default();
     assert_eq!(p.page(T0, with_error("L1")), Some(RecoveryAction::Probe));
-    assert_eq!(p.snapshot(T0, &node("a1", ServerRole::Assistant, true, T0 - 90_000)), Some(RecoveryAction::ClickRetry), "not accepted: Retry once");
+    assert_eq!(
+        p.snapshot(T0, &node("a1", ServerRole::Assistant, true, T0 - 90_000)),
+        Some(RecoveryAction::ClickRetry),
+        "not accepted: Retry once"
+    );
     // The error comes back after the Retry.
     p.page(T0 + 1_000, waiting("L1"));
     assert_eq!(p.page(T0 + PROBE_INTERVAL_MS + 1_000, with_error("L1")), Some(RecoveryAction::Probe));
@@ -291,7 +307,15 @@ fn the_gate_holds_back_actions_m6() {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Page { load: u8, generating: bool, waiting: bool, signature: u8, error: Option<bool>, draft: bool, ours: bool },
+    Page {
+        load: u8,
+        generating: bool,
+        waiting: bool,
+        signature: u8,
+        error: Option<bool>,
+        draft: bool,
+        ours: bool,
+    },
     Snapshot(u8),
     RateLimited,
     Restart,

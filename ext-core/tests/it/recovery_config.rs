@@ -12,17 +12,23 @@ use serde_json::json;
 fn an_empty_record_gives_the_defaults_of_reference_2() {
     let config = RecoveryConfig::read(&json!({})).expect("an empty record is valid");
     assert_eq!(config, RecoveryConfig::default());
-    assert_eq!(config.timings, RecoveryTimings {
-        reply_timeout_ms: REPLY_TIMEOUT_MS,
-        assistant_stall_ms: ASSISTANT_STALL_MS,
-        server_stall_ms: SERVER_STALL_WAIT_MS,
-        reload_cooldown_ms: RELOAD_COOLDOWN_MS,
-    });
+    assert_eq!(
+        config.timings,
+        RecoveryTimings {
+            reply_timeout_ms: REPLY_TIMEOUT_MS,
+            assistant_stall_ms: ASSISTANT_STALL_MS,
+            server_stall_ms: SERVER_STALL_WAIT_MS,
+            reload_cooldown_ms: RELOAD_COOLDOWN_MS,
+        }
+    );
     assert_eq!((REPLY_TIMEOUT_MS, ASSISTANT_STALL_MS, SERVER_STALL_WAIT_MS, RELOAD_COOLDOWN_MS), (30_000, 30_000, 60_000, 60_000));
     let h = config.health;
     let figures = (h.callbacks_warn, h.callbacks_high, h.drift_warn_ms, h.drift_high_ms, h.heap_critical_bytes, h.sustained_ms, h.quiet_ms);
     assert_eq!(figures, (600, 2_400, 1_500, 5_000, 1_536 << 20, 30_000, 30_000), "REFERENCE §2");
-    assert_eq!((CALLBACKS_PER_MIN, DRIFT_MS, HEAP_CRITICAL_BYTES, SUSTAINED_MS, QUIET_MS), ((600, 2_400), (1_500, 5_000), 1_536 << 20, 30_000, 30_000));
+    assert_eq!(
+        (CALLBACKS_PER_MIN, DRIFT_MS, HEAP_CRITICAL_BYTES, SUSTAINED_MS, QUIET_MS),
+        ((600, 2_400), (1_500, 5_000), 1_536 << 20, 30_000, 30_000)
+    );
 }
 
 #[test]
@@ -31,11 +37,22 @@ fn a_valid_record_is_read_in_its_units() {
         "callbacks_warn_per_min": 300, "callbacks_high_per_min": 900, "drift_warn_ms": 800, "drift_high_ms": 2000,
         "heap_critical_mib": 1024, "sustained_sec": 10, "quiet_sec": 45});
     let config = RecoveryConfig::read(&record).expect("valid");
-    assert_eq!(config.timings, RecoveryTimings { reply_timeout_ms: 12_000, assistant_stall_ms: 15_000, server_stall_ms: 90_000, reload_cooldown_ms: 20_000 });
-    assert_eq!(config.health, HealthThresholds {
-        callbacks_warn: 300, callbacks_high: 900, drift_warn_ms: 800, drift_high_ms: 2_000,
-        heap_critical_bytes: 1024 * 1024 * 1024, sustained_ms: 10_000, quiet_ms: 45_000,
-    });
+    assert_eq!(
+        config.timings,
+        RecoveryTimings { reply_timeout_ms: 12_000, assistant_stall_ms: 15_000, server_stall_ms: 90_000, reload_cooldown_ms: 20_000 }
+    );
+    assert_eq!(
+        config.health,
+        HealthThresholds {
+            callbacks_warn: 300,
+            callbacks_high: 900,
+            drift_warn_ms: 800,
+            drift_high_ms: 2_000,
+            heap_critical_bytes: 1024 * 1024 * 1024,
+            sustained_ms: 10_000,
+            quiet_ms: 45_000,
+        }
+    );
 }
 
 // Every field, just outside its range, not a whole number, or of another type, refuses the

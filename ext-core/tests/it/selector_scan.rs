@@ -38,7 +38,10 @@ pub enum Tok {
     Ident(String),
     Str(String),
     /// A template literal: its fixed parts, and whether it has `${}` substitutions.
-    Template { parts: Vec<String>, substituted: bool },
+    Template {
+        parts: Vec<String>,
+        substituted: bool,
+    },
     Punct(String),
     Other,
 }
@@ -73,10 +76,8 @@ pub struct Found {
 }
 
 const PUNCT3: &[&str] = &["===", "!==", "...", "**=", "<<=", ">>=", "&&=", "||=", "??="];
-const PUNCT2: &[&str] = &[
-    "=>", "==", "!=", "<=", ">=", "&&", "||", "??", "?.", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
-    "<<", ">>", "**",
-];
+const PUNCT2: &[&str] =
+    &["=>", "==", "!=", "<=", ">=", "&&", "||", "??", "?.", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<", ">>", "**"];
 const REGEX_AFTER_WORDS: &[&str] =
     &["return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "instanceof", "yield", "await"];
 
@@ -185,12 +186,8 @@ impl Lexer<'_> {
                     }
                 }
                 let rest: String = self.chars[self.at..(self.at + 3).min(self.chars.len())].iter().collect();
-                let punct = PUNCT3
-                    .iter()
-                    .chain(PUNCT2)
-                    .find(|p| rest.starts_with(**p))
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| c.to_string());
+                let punct =
+                    PUNCT3.iter().chain(PUNCT2).find(|p| rest.starts_with(**p)).map(|p| p.to_string()).unwrap_or_else(|| c.to_string());
                 // `?.5` is a conditional and a number, not optional chaining.
                 let punct = if punct == "?." && self.peek(2).is_some_and(|c| c.is_ascii_digit()) { "?".to_string() } else { punct };
                 self.at += punct.chars().count();
@@ -337,10 +334,7 @@ fn arguments(tokens: &[Token], open: usize) -> Vec<std::ops::Range<usize>> {
 
 /// Parameter names of a parameter list `( … )` at `open` (plain names only).
 fn parameters(tokens: &[Token], open: usize) -> Vec<String> {
-    arguments(tokens, open)
-        .into_iter()
-        .map(|range| ident(tokens, range.start).unwrap_or("").to_string())
-        .collect()
+    arguments(tokens, open).into_iter().map(|range| ident(tokens, range.start).unwrap_or("").to_string()).collect()
 }
 
 /// Local wrappers: name → index of the parameter that reaches a sink as the selector.
@@ -348,13 +342,14 @@ fn wrappers(tokens: &[Token]) -> BTreeMap<String, usize> {
     // Every function definition: (name, parameter names, body range).
     let mut functions = Vec::new();
     for i in 0..tokens.len() {
-        let (name, open) = if matches!(ident(tokens, i), Some("const" | "let" | "var")) && punct(tokens, i + 2, "=") && punct(tokens, i + 3, "(") {
-            (ident(tokens, i + 1), i + 3)
-        } else if ident(tokens, i) == Some("function") && punct(tokens, i + 2, "(") {
-            (ident(tokens, i + 1), i + 2)
-        } else {
-            continue;
-        };
+        let (name, open) =
+            if matches!(ident(tokens, i), Some("const" | "let" | "var")) && punct(tokens, i + 2, "=") && punct(tokens, i + 3, "(") {
+                (ident(tokens, i + 1), i + 3)
+            } else if ident(tokens, i) == Some("function") && punct(tokens, i + 2, "(") {
+                (ident(tokens, i + 1), i + 2)
+            } else {
+                continue;
+            };
         let Some(name) = name else { continue };
         let after = close_of(tokens, open);
         let body_start = if punct(tokens, after, "=>") { after + 1 } else { after };
@@ -508,8 +503,8 @@ fn bindings(tokens: &[Token], blocks: &[std::ops::Range<usize>], name: &str) -> 
         });
         let Some(open) = open.filter(|&open| punct(tokens, open, "(")) else { continue };
         let close = close_of(tokens, open);
-        let function = (open >= 1 && ident(tokens, open - 1) == Some("function"))
-            || (open >= 2 && ident(tokens, open - 2) == Some("function"));
+        let function =
+            (open >= 1 && ident(tokens, open - 1) == Some("function")) || (open >= 2 && ident(tokens, open - 2) == Some("function"));
         if punct(tokens, close, "=>") || function {
             let body = if punct(tokens, close, "=>") { close + 1 } else { close };
             let end = if punct(tokens, body, "{") { close_of(tokens, body) } else { blocks[open].end };

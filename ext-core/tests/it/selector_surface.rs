@@ -122,8 +122,8 @@ fn every_declared_page_selector_is_used_once_with_its_date_and_source() {
              docs/SELECTORS.md with UPDATE_SELECTORS=1)"
         );
         let date = declared.checked.as_bytes();
-        let is_date = date.len() == 10
-            && date.iter().enumerate().all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() });
+        let is_date =
+            date.len() == 10 && date.iter().enumerate().all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() });
         assert!(is_date, "{css:?}: checked {:?} is not YYYY-MM-DD", declared.checked);
         assert!(!declared.purpose.trim().is_empty() && !declared.source.trim().is_empty(), "{css:?}: say its purpose and source");
     }
@@ -180,7 +180,8 @@ fn the_surface_test_fails_on_an_undeclared_selector_and_passes_a_declared_one() 
     let problems = undeclared("extension/synthetic.js", SYNTHETIC, &declared).expect("it scans");
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(
-        problems[0].starts_with("extension/synthetic.js:12: selector \"[data-new-thing]\" (passed to document.querySelector) is not declared."),
+        problems[0]
+            .starts_with("extension/synthetic.js:12: selector \"[data-new-thing]\" (passed to document.querySelector) is not declared."),
         "{}",
         problems[0]
     );

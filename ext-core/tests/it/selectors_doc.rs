@@ -63,7 +63,9 @@ fn scope(probe: &Probe) -> String {
 
 fn filters(probe: &Probe) -> String {
     let mut out = Vec::new();
-    for (name, value) in [("label", probe.label), ("text", probe.text), ("icon", probe.icon), ("attr", probe.attr), ("beside", probe.beside)] {
+    for (name, value) in
+        [("label", probe.label), ("text", probe.text), ("icon", probe.icon), ("attr", probe.attr), ("beside", probe.beside)]
+    {
         if let Some(value) = value {
             out.push(format!("{name}={}", code(value)));
         }
@@ -71,19 +73,18 @@ fn filters(probe: &Probe) -> String {
     if probe.unique {
         out.push("unique".to_string());
     }
-    if out.is_empty() { "—".to_string() } else { out.join(", ") }
+    if out.is_empty() {
+        "—".to_string()
+    } else {
+        out.join(", ")
+    }
 }
 
 fn chain_rows(out: &mut String, flat: &FlatProfile, chain: &[ChainProbe]) {
     out.push_str("| # | selector | scope | filters | generations | fallback | checked |\n|---|---|---|---|---|---|---|\n");
     for (index, entry) in chain.iter().enumerate() {
-        let checked = entry
-            .gens
-            .iter()
-            .filter_map(|id| flat.generations.iter().find(|g| g.id == *id))
-            .map(|g| g.checked)
-            .max()
-            .unwrap_or("");
+        let checked =
+            entry.gens.iter().filter_map(|id| flat.generations.iter().find(|g| g.id == *id)).map(|g| g.checked).max().unwrap_or("");
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -195,7 +196,8 @@ fn render() -> String {
          | selector | purpose | checked | source |\n|---|---|---|---|\n",
     );
     for declared in PAGE_SELECTORS {
-        let _ = writeln!(out, "| {} | {} | {} | {} |", code(declared.css), prose(declared.purpose), declared.checked, prose(declared.source));
+        let _ =
+            writeln!(out, "| {} | {} | {} | {} |", code(declared.css), prose(declared.purpose), declared.checked, prose(declared.source));
     }
     out
 }
@@ -210,7 +212,11 @@ fn selectors_doc_is_current() {
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     if committed != rendered {
-        let line = committed.lines().zip(rendered.lines()).position(|(a, b)| a != b).unwrap_or(committed.lines().count().min(rendered.lines().count()));
+        let line = committed
+            .lines()
+            .zip(rendered.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(committed.lines().count().min(rendered.lines().count()));
         panic!(
             "docs/SELECTORS.md is stale (first difference at line {}: the file has {:?}, the profiles give {:?}): \
              run `UPDATE_SELECTORS=1 cargo test -p ext-core selectors_doc` and commit docs/SELECTORS.md",

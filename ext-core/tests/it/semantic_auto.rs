@@ -7,7 +7,10 @@ use ext_core::semantic_auto::{
 use proptest::prelude::*;
 
 fn reply(n: u32) -> EndedTurn {
-    EndedTurn { assistant_text: format!("Reply {n}: I fixed the parser. Next I will run the integration tests."), user_text: "fix it".into() }
+    EndedTurn {
+        assistant_text: format!("Reply {n}: I fixed the parser. Next I will run the integration tests."),
+        user_text: "fix it".into(),
+    }
 }
 
 fn ended(turn: EndedTurn) -> SemanticInput {
@@ -19,7 +22,12 @@ fn drain(m: &mut SemanticAuto) -> Vec<SemanticOutput> {
 }
 
 fn verdict(fp: &str, verdict: Verdict) -> SemanticInput {
-    SemanticInput::Verdict { fingerprint: fp.to_owned(), verdict, source: "script".into(), reason: "a pending step on the last line".into() }
+    SemanticInput::Verdict {
+        fingerprint: fp.to_owned(),
+        verdict,
+        source: "script".into(),
+        reason: "a pending step on the last line".into(),
+    }
 }
 
 // R: J1, J2 — a finished reply is judged once; only "continue" continues, and the continue
@@ -35,7 +43,10 @@ fn a_reply_is_judged_once_and_only_continue_continues_j2() {
     assert_eq!(drain(&mut m), [SemanticOutput::Withheld(SemanticWithheld::Busy)]);
     m.handle(verdict(&fp, Verdict::Continue));
     let out = drain(&mut m);
-    assert!(matches!(&out[1], SemanticOutput::Continue { subject, source, reason } if *subject == format!("judge:{fp}") && source == "script" && reason.contains("pending")), "{out:?}");
+    assert!(
+        matches!(&out[1], SemanticOutput::Continue { subject, source, reason } if *subject == format!("judge:{fp}") && source == "script" && reason.contains("pending")),
+        "{out:?}"
+    );
     m.handle(SemanticInput::ContinueResolved { confirmed: true });
     m.handle(ended(reply(1)));
     assert_eq!(drain(&mut m), [SemanticOutput::Withheld(SemanticWithheld::JudgedBefore)]);

@@ -1,18 +1,13 @@
 //! Settle tracking (SPEC P1, P7, P8, P9).
 
 use expect_test::{expect, Expect};
-use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, SettledStatus, StreamEvent, WakeId};
+use ext_core::settle_tracker::{
+    AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, SettledStatus, StreamEvent, WakeId,
+};
 use proptest::prelude::*;
 
 fn ev(boot: &str, seq: u64, ws: &str, pane: &str, kind: PaneEventKind) -> SettleInput {
-    SettleInput::Event(StreamEvent {
-        boot_id: boot.into(),
-        seq,
-        workspace_id: ws.into(),
-        pane_id: pane.into(),
-        kind,
-        at: seq * 1000,
-    })
+    SettleInput::Event(StreamEvent { boot_id: boot.into(), seq, workspace_id: ws.into(), pane_id: pane.into(), kind, at: seq * 1000 })
 }
 
 const W: PaneEventKind = PaneEventKind::Working;
@@ -47,8 +42,12 @@ fn describe(input: &SettleInput) -> String {
 fn describe_out(out: &SettleOutput) -> String {
     match out {
         SettleOutput::ScopeWorking { workspace_id, .. } => format!("WORKING {workspace_id}"),
-        SettleOutput::PartialSettle { workspace_id, pane_id, still_working } => format!("partial {workspace_id}/{pane_id} ({still_working} still working)"),
-        SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, .. } => format!("WAKE {workspace_id} {outcome:?} id={}#{}", wake_id.boot_id, wake_id.seq),
+        SettleOutput::PartialSettle { workspace_id, pane_id, still_working } => {
+            format!("partial {workspace_id}/{pane_id} ({still_working} still working)")
+        }
+        SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, .. } => {
+            format!("WAKE {workspace_id} {outcome:?} id={}#{}", wake_id.boot_id, wake_id.seq)
+        }
         other => format!("{other:?}"),
     }
 }
@@ -340,7 +339,11 @@ fn a_snapshot_that_still_shows_work_or_a_replay_that_holds_the_settle_never_adds
             Some(SettleInput::Reconnected),
             // w1: the replay holds its settle → that one wake only. w2: one pane still works
             // in the snapshot → no wake, even though the other one settled.
-            Some(hello_with("b1", 9, &[("w1", "w1:p1", Some(SettledStatus::Done)), ("w2", "w2:p1", Some(SettledStatus::Idle)), ("w2", "w2:p2", None)])),
+            Some(hello_with(
+                "b1",
+                9,
+                &[("w1", "w1:p1", Some(SettledStatus::Done)), ("w2", "w2:p1", Some(SettledStatus::Idle)), ("w2", "w2:p2", None)],
+            )),
             Some(ev("b1", 8, "w1", "w1:p1", DONE)),
             Some(ev("b1", 9, "w2", "w2:p1", IDLE)),
             Some(SettleInput::StreamPosition { seq: 10 }),
@@ -429,13 +432,21 @@ fn reference_wakes(events: &[(u8, u8, PaneEventKind)]) -> Vec<u64> {
     let mut wakes = vec![];
     for (i, (ws, pane, kind)) in events.iter().enumerate() {
         match kind {
-            PaneEventKind::Working => { panes.insert((*ws, *pane), true); }
-            PaneEventKind::Settled(_) => { panes.insert((*ws, *pane), false); }
-            PaneEventKind::PaneRemoved => { panes.remove(&(*ws, *pane)); }
+            PaneEventKind::Working => {
+                panes.insert((*ws, *pane), true);
+            }
+            PaneEventKind::Settled(_) => {
+                panes.insert((*ws, *pane), false);
+            }
+            PaneEventKind::PaneRemoved => {
+                panes.remove(&(*ws, *pane));
+            }
         }
         let any = panes.iter().any(|((w, _), on)| w == ws && *on);
         let was = working.get(ws).copied().unwrap_or(false);
-        if was && !any { wakes.push(i as u64 + 1); }
+        if was && !any {
+            wakes.push(i as u64 + 1);
+        }
         working.insert(*ws, any);
     }
     wakes

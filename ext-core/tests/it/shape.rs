@@ -55,9 +55,25 @@ fn the_codemap_names_every_module() {
 /// `str` methods that take a pattern; with a string literal they instantiate std's
 /// substring searcher (ext-core `text`).
 const STR_PATTERN_METHODS: &[&str] = &[
-    "contains", "find", "rfind", "replace", "replacen", "split", "rsplit", "splitn", "rsplitn", "split_once",
-    "rsplit_once", "split_terminator", "matches", "rmatches", "match_indices", "rmatch_indices", "trim_matches",
-    "trim_start_matches", "trim_end_matches",
+    "contains",
+    "find",
+    "rfind",
+    "replace",
+    "replacen",
+    "split",
+    "rsplit",
+    "splitn",
+    "rsplitn",
+    "split_once",
+    "rsplit_once",
+    "split_terminator",
+    "matches",
+    "rmatches",
+    "match_indices",
+    "rmatch_indices",
+    "trim_matches",
+    "trim_start_matches",
+    "trim_end_matches",
 ];
 
 #[test]

@@ -132,9 +132,7 @@ fn every_persisted_enum_variant_is_written_as_serde_writes_it_and_reads_back() {
         SettleOutput::PartialSettle { workspace_id: "w1".into(), pane_id: "w1:p1".into(), still_working: 2 },
         SettleOutput::ScopeSettled { workspace_id: "w1".into(), wake_id, outcome: SettleOutcome::Blocked, at: 6 },
         SettleOutput::Resubscribe { resume: None },
-        SettleOutput::Resubscribe {
-            resume: Some(ResumePoint { boot_id: "b1".into(), after_seq: 4, log_id: Some("log".into()) }),
-        },
+        SettleOutput::Resubscribe { resume: Some(ResumePoint { boot_id: "b1".into(), after_seq: 4, log_id: Some("log".into()) }) },
         SettleOutput::GenerationChanged { boot_id: "b2".into() },
         SettleOutput::StaleGenerationRejected { boot_id: "b0".into() },
     ]);
@@ -142,7 +140,8 @@ fn every_persisted_enum_variant_is_written_as_serde_writes_it_and_reads_back() {
 
 #[test]
 fn a_snapshot_of_the_wrong_shape_is_unreadable_and_says_where() {
-    let wrong_field = r#"{"version": 2, "bindings": {"bindings": {}, "pending": {}}, "auto": {"allow_project_auto": "yes", "toggles": {}}}"#;
+    let wrong_field =
+        r#"{"version": 2, "bindings": {"bindings": {}, "pending": {}}, "auto": {"allow_project_auto": "yes", "toggles": {}}}"#;
     match Snapshot::parse(wrong_field) {
         Err(SnapshotError::Unreadable(why)) => assert!(why.contains("a boolean in `allow_project_auto`"), "{why}"),
         other => panic!("a mistyped field must not load: {other:?}"),

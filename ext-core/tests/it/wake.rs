@@ -75,7 +75,8 @@ impl Sim {
                     self.trace.push_str(&format!("t={:>4}s    => DELIVER {kind:?}\n", self.now / SEC));
                 }
                 SchedulerOutput::WithheldChanged { reason } => {
-                    let text = reason.map_or_else(|| "(nothing held back)".to_owned(), |r| crate::locales::en(&ext_core::continuity::withheld_say(r)));
+                    let text = reason
+                        .map_or_else(|| "(nothing held back)".to_owned(), |r| crate::locales::en(&ext_core::continuity::withheld_say(r)));
                     self.trace.push_str(&format!("t={:>4}s    => HUD: {text}\n", self.now / SEC));
                 }
             }
@@ -249,7 +250,12 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
     // user imported a profile override that fixes them, the page re-rendered): the held
     // wake goes out once more, exactly once, instead of waiting for a reload.
     let unresolved = SchedulerInput::Page(PageFacts {
-        composer_present: true, generating: false, human_draft: false, facts_resolved: false, app_held: None, rate_limited: false,
+        composer_present: true,
+        generating: false,
+        human_draft: false,
+        facts_resolved: false,
+        app_held: None,
+        rate_limited: false,
     });
     let mut sim = Sim::new();
     sim.input(bound("w1")).input(auto(true)).input(idle_page());

@@ -32,14 +32,8 @@ pub fn fake_chrome() -> (Function, Array) {
         "#,
     );
     let pair = factory.call0(&JsValue::NULL).expect("factory runs");
-    let connect: Function = Reflect::get(&pair, &"connect".into())
-        .expect("connect")
-        .dyn_into()
-        .expect("fn");
-    let ports: Array = Reflect::get(&pair, &"ports".into())
-        .expect("ports")
-        .dyn_into()
-        .expect("array");
+    let connect: Function = Reflect::get(&pair, &"connect".into()).expect("connect").dyn_into().expect("fn");
+    let ports: Array = Reflect::get(&pair, &"ports".into()).expect("ports").dyn_into().expect("array");
     (connect, ports)
 }
 
@@ -53,9 +47,7 @@ pub fn sent(port: &JsValue) -> Vec<serde_json::Value> {
 }
 
 fn js(value: serde_json::Value) -> JsValue {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .expect("to js")
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).expect("to js")
 }
 use serde::Serialize;
 
@@ -63,22 +55,14 @@ use serde::Serialize;
 pub fn deliver(port: &JsValue, message: serde_json::Value) {
     let message = js(message);
     for listener in Array::from(&get(port, "messageListeners")).iter() {
-        listener
-            .dyn_into::<Function>()
-            .expect("fn")
-            .call1(&JsValue::NULL, &message)
-            .expect("listener ran");
+        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, &message).expect("listener ran");
     }
 }
 
 /// Fires the onDisconnect listeners of a fake port (no lastError: the host exited).
 pub fn drop_port(port: &JsValue) {
     for listener in Array::from(&get(port, "disconnectListeners")).iter() {
-        listener
-            .dyn_into::<Function>()
-            .expect("fn")
-            .call1(&JsValue::NULL, port)
-            .expect("listener ran");
+        listener.dyn_into::<Function>().expect("fn").call1(&JsValue::NULL, port).expect("listener ran");
     }
 }
 
@@ -139,26 +123,15 @@ pub fn runtime_messages_parse_into_core_types() {
         })
     );
     assert_eq!(
-        link_message(
-            &json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})
-        ),
-        Ok(RuntimeMessage::Pong {
-            id: "ping-2".into()
-        })
+        link_message(&json!({"id": "ping-2", "result": {"type": "pong", "server_time": 5}})),
+        Ok(RuntimeMessage::Pong { id: "ping-2".into() })
     );
     assert_eq!(
-        link_message(
-            &json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})
-        ),
-        Ok(RuntimeMessage::HostError {
-            code: continuity_protocol::HostErrorCode::RuntimeUnreachable,
-            message: "m".into()
-        })
+        link_message(&json!({"event": "host_error", "data": {"code": "runtime_unreachable", "message": "m"}})),
+        Ok(RuntimeMessage::HostError { code: continuity_protocol::HostErrorCode::RuntimeUnreachable, message: "m".into() })
     );
     assert!(matches!(
-        link_message(
-            &json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})
-        ),
+        link_message(&json!({"event": "herdr_state", "data": {"herdr": {"state": "sleepy", "socket": "/s"}}})),
         Err(WireError::Malformed { .. })
     ));
     // Names and codes are the protocol's enums: a host error code it does not list is a
@@ -169,30 +142,17 @@ pub fn runtime_messages_parse_into_core_types() {
     ));
     assert_eq!(
         link_message(&json!({"id": "hello-3", "error": {"code": "brand_new", "message": "try later"}})),
-        Ok(RuntimeMessage::ErrorAnswer {
-            id: "hello-3".into(),
-            code: continuity_protocol::ErrorCode::Error,
-            message: "try later".into()
-        })
+        Ok(RuntimeMessage::ErrorAnswer { id: "hello-3".into(), code: continuity_protocol::ErrorCode::Error, message: "try later".into() })
     );
     // Events and answers the link does not read go elsewhere or nowhere, never to it.
     assert_eq!(wire::inbound(&json!({"event": "pane_upsert", "data": {}})), Ok(wire::Inbound::Unused));
-    assert_eq!(
-        wire::inbound(&json!({"id": "hello-4", "result": {"type": "events_subscribed"}})),
-        Ok(wire::Inbound::Unused)
-    );
+    assert_eq!(wire::inbound(&json!({"id": "hello-4", "result": {"type": "events_subscribed"}})), Ok(wire::Inbound::Unused));
     assert!(matches!(
         wire::inbound(&json!({"id": "c-9", "result": {"type": "inbox_counts"}})),
         Ok(wire::Inbound::CallAnswer { id: "c-9", outcome: Ok(_) })
     ));
-    assert!(matches!(
-        wire::inbound(&json!({"id": "hello-5", "result": {"type": "no_such_result"}})),
-        Err(WireError::UnknownShape(_))
-    ));
-    assert!(matches!(
-        link_message(&json!([1, 2])),
-        Err(WireError::UnknownShape(_))
-    ));
+    assert!(matches!(wire::inbound(&json!({"id": "hello-5", "result": {"type": "no_such_result"}})), Err(WireError::UnknownShape(_))));
+    assert!(matches!(link_message(&json!([1, 2])), Err(WireError::UnknownShape(_))));
     assert_eq!(
         wire::request_json(&Request::Hello {
             id: "hello-1".into(),
@@ -217,30 +177,19 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     LinkDriver::feed(&driver, ext_core::companion_link::Input::Start);
     assert_eq!(ports.length(), 1, "Start opens one native port");
     let native = ports.get(0);
-    assert_eq!(
-        get(&native, "name").as_string().as_deref(),
-        Some("dev.herdr.continuity")
-    );
+    assert_eq!(get(&native, "name").as_string().as_deref(), Some("dev.herdr.continuity"));
     let hello = sent(&native);
     assert_eq!(hello.len(), 1);
     assert_eq!(hello[0]["method"], "hello");
     assert_eq!(hello[0]["params"]["protocol"], 2);
 
-    let page = page_factory
-        .call1(&JsValue::NULL, &"page".into())
-        .expect("page port");
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     LinkDriver::page_connected(&driver, page.clone());
     // The site profile goes first (none for a port without a chat URL), then the HUD.
     assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null, "source": "builtin"}));
-    assert_eq!(
-        sent(&page)[1]["view"]["companion"]["key"],
-        "companionConnecting"
-    );
+    assert_eq!(sent(&page)[1]["view"]["companion"]["key"], "companionConnecting");
 
-    deliver(
-        &native,
-        hello_answer(hello[0]["id"].as_str().expect("id"), 2),
-    );
+    deliver(&native, hello_answer(hello[0]["id"].as_str().expect("id"), 2));
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
     // The shape the pages render (extension/content.js, extension/sidepanel.js).
@@ -250,42 +199,20 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     assert_eq!(view["herdr"]["tone"], "good");
     assert_eq!(view["actions"][0], json!({"id": "round_trip_test", "label": "actionRoundTripTest"}));
 
-    LinkDriver::page_message(
-        &driver,
-        &page,
-        &js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"})),
-    )
-    .expect("facts accepted");
-    assert_eq!(
-        driver.borrow().page_urls(),
-        vec!["https://chatgpt.com/c/1".to_owned()]
-    );
-    LinkDriver::page_message(
-        &driver,
-        &page,
-        &js(json!({"type": "action", "action": "round_trip_test"})),
-    )
-    .expect("action accepted");
+    LinkDriver::page_message(&driver, &page, &js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"}))).expect("facts accepted");
+    assert_eq!(driver.borrow().page_urls(), vec!["https://chatgpt.com/c/1".to_owned()]);
+    LinkDriver::page_message(&driver, &page, &js(json!({"type": "action", "action": "round_trip_test"}))).expect("action accepted");
     let ping = sent(&native).last().cloned().expect("ping sent");
     assert_eq!(ping["method"], "ping");
-    deliver(
-        &native,
-        json!({"id": ping["id"], "result": {"type": "pong", "server_time": 1}}),
-    );
+    deliver(&native, json!({"id": ping["id"], "result": {"type": "pong", "server_time": 1}}));
     let result = sent(&page).last().cloned().expect("round trip result");
     assert_eq!(result["type"], "round_trip_result");
     assert_eq!(result["ok"], true);
-    assert!(
-        result["ms"].as_f64().is_some_and(|ms| ms >= 0.0),
-        "ms is measured: {result}"
-    );
+    assert!(result["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "ms is measured: {result}");
     assert_eq!(result["status"]["key"], "roundTripAnswered");
 
     drop_port(&native);
-    assert_eq!(
-        sent(&page).last().expect("hud")["view"]["companion"]["key"],
-        "companionExited"
-    );
+    assert_eq!(sent(&page).last().expect("hud")["view"]["companion"]["key"], "companionExited");
     assert_eq!(ports.length(), 1, "no reconnect before the backoff");
     gloo_timers::future::TimeoutFuture::new(700).await;
     assert_eq!(ports.length(), 2, "reconnects after 0.5 s");
@@ -293,10 +220,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
 
     // A newer runtime: the HUD names the side to update and the port is closed.
     let second = ports.get(1);
-    deliver(
-        &second,
-        hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 3),
-    );
+    deliver(&second, hello_answer(sent(&second)[0]["id"].as_str().expect("id"), 3));
     assert_eq!(get(&second, "disconnected"), JsValue::TRUE);
     let hud = sent(&page).last().cloned().expect("hud");
     assert_eq!(hud["view"]["companion"]["key"], "hudVersionMismatchExtension");
@@ -324,8 +248,14 @@ pub fn continuity_messages_translate() {
     assert_eq!(
         event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1", "workspace_id": "w1",
             "agent": "claude", "tail": "41 passed", "seq": 12, "boot_id": "b", "at": 5, "stale": true}})),
-        Some(ContinuityInput::AgentOutput { workspace_id: "w1".into(), pane_id: "w1:p1".into(), agent: Some("claude".into()),
-            tail: "41 passed".into(), seq: 12, stale: true })
+        Some(ContinuityInput::AgentOutput {
+            workspace_id: "w1".into(),
+            pane_id: "w1:p1".into(),
+            agent: Some("claude".into()),
+            tail: "41 passed".into(),
+            seq: 12,
+            stale: true
+        })
     );
     // A task's result: its status line, then the pane tail on the following lines.
     let with_tail = answer_of(
@@ -352,16 +282,22 @@ pub fn continuity_messages_translate() {
         Ok(RuntimeAnswer::InboxPending { tasks, .. }) => assert_eq!(tasks[0].result.as_deref(), Some("ok done")),
         other => panic!("{other:?}"),
     }
-    let missing = answer_of(&RuntimeCall::InboxPending { session_ref: "r".into() },
-        &json!({"id": "c-3", "error": {"code": "unknown_method", "message": "no such method"}}));
+    let missing = answer_of(
+        &RuntimeCall::InboxPending { session_ref: "r".into() },
+        &json!({"id": "c-3", "error": {"code": "unknown_method", "message": "no such method"}}),
+    );
     assert_eq!(missing.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::UnknownMethod));
     let report = cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "composer": true,
-        "draft": true, "markers": ["wake:w1#2"]})).expect("facts");
+        "draft": true, "markers": ["wake:w1#2"]}))
+    .expect("facts");
     assert!(report.composer && report.draft && !report.generating);
     assert_eq!(report.markers, vec!["wake:w1#2".to_owned()]);
     assert_eq!(
         cw::port_command(&json!({"type": "bind", "tab_id": 3, "workspace_id": "w1", "label": "api"})),
-        Some(PortCommand::Bind { tab_id: 3, workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } })
+        Some(PortCommand::Bind {
+            tab_id: 3,
+            workspace: ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() }
+        })
     );
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "format_disk"})), None);
     // Issue 24: the newest human turn's App pills, read whole or the report is refused (a
@@ -370,7 +306,8 @@ pub fn continuity_messages_translate() {
     {
         use ext_core::continuity::{AppAttachFailure, AppMention, DeliveryOutcome};
         let pill = json!({"keyword": "herdr", "name": "Herdr", "path": "connector://apps/herdr"});
-        let facts = |apps: serde_json::Value| cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "human_apps": apps}));
+        let facts =
+            |apps: serde_json::Value| cw::page_report(&json!({"type": "page_facts", "url": "https://chatgpt.com/", "human_apps": apps}));
         let herdr = AppMention { keyword: "herdr".into(), name: "Herdr".into(), path: "connector://apps/herdr".into() };
         assert_eq!(facts(json!([pill.clone()])).map(|r| r.human_apps), Some(vec![herdr]));
         assert_eq!(facts(json!(null)).map(|r| r.human_apps), Some(Vec::new()));
@@ -403,21 +340,32 @@ pub fn continuity_messages_translate() {
         assert_eq!(cw::port_command(&json!({"type": "action", "action": "forget_app"})), Some(PortCommand::HudAction("forget_app")));
     }
     // Issue 11: the judge gets the turn's text; its verdict is read whole, or refused.
-    let judge = RuntimeCall::JudgeTurnEnd { user_text: "build it".into(), assistant_text: "Next I will test.".into(), conversation: "chatgpt:conv:x".into() };
+    let judge = RuntimeCall::JudgeTurnEnd {
+        user_text: "build it".into(),
+        assistant_text: "Next I will test.".into(),
+        conversation: "chatgpt:conv:x".into(),
+    };
     assert_eq!(
         cw::call_json("c-7", &judge),
         json!({"id": "c-7", "method": "judge.turn_end", "params": {"user_text": "build it", "assistant_text": "Next I will test.", "conversation": "chatgpt:conv:x"}})
     );
-    let verdict = answer_of(&judge, &json!({"id": "c-7", "result": {"type": "judge_verdict", "verdict": "done", "source": "llm",
-        "confidence": null, "reason": "the user's turn", "priors": {"can_continue": 0.4, "needs_human": 0.704, "needs_handoff": null}}}));
+    let verdict = answer_of(
+        &judge,
+        &json!({"id": "c-7", "result": {"type": "judge_verdict", "verdict": "done", "source": "llm",
+        "confidence": null, "reason": "the user's turn", "priors": {"can_continue": 0.4, "needs_human": 0.704, "needs_handoff": null}}}),
+    );
     match verdict {
         Ok(RuntimeAnswer::Verdict(v)) => {
-            assert_eq!((v.verdict, v.source.as_str(), v.reason.as_str()), (ext_core::semantic_auto::Verdict::Done, "llm", "the user's turn"));
+            assert_eq!(
+                (v.verdict, v.source.as_str(), v.reason.as_str()),
+                (ext_core::semantic_auto::Verdict::Done, "llm", "the user's turn")
+            );
             assert_eq!(v.priors, vec![("can_continue".to_owned(), 40), ("needs_human".to_owned(), 70)]);
         }
         other => panic!("{other:?}"),
     }
-    let odd = answer_of(&judge, &json!({"id": "c-8", "result": {"type": "judge_verdict", "verdict": "maybe", "source": "llm", "reason": "?"}}));
+    let odd =
+        answer_of(&judge, &json!({"id": "c-8", "result": {"type": "judge_verdict", "verdict": "maybe", "source": "llm", "reason": "?"}}));
     assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     // Issue 29, Goal mode (J7): the evidence is read whole, or it is no evidence (fail
     // closed); the HUD's goal is a port command with its text.
@@ -426,25 +374,57 @@ pub fn continuity_messages_translate() {
         cw::call_json("g-1", &evidence),
         json!({"id": "g-1", "method": "goal.evidence", "params": {"browser_session_ref": "chatgpt:conv:x", "workspace_id": "w1"}})
     );
-    let answered = answer_of(&evidence, &json!({"id": "c-41", "result": {"type": "goal_evidence", "browser_session_ref": "chatgpt:conv:x",
-        "goal": "ship", "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "blocked"}}));
-    let expected = ext_core::goal_supervisor::Evidence { goal: Some("ship".into()), todo_open: 2, todo_done: 1, open_tasks: 0, workspace: ext_core::goal_supervisor::WorkspaceState::Blocked };
+    let answered = answer_of(
+        &evidence,
+        &json!({"id": "c-41", "result": {"type": "goal_evidence", "browser_session_ref": "chatgpt:conv:x",
+        "goal": "ship", "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "blocked"}}),
+    );
+    let expected = ext_core::goal_supervisor::Evidence {
+        goal: Some("ship".into()),
+        todo_open: 2,
+        todo_done: 1,
+        open_tasks: 0,
+        workspace: ext_core::goal_supervisor::WorkspaceState::Blocked,
+    };
     assert_eq!(answered.map_err(|e| e.code), Ok(RuntimeAnswer::GoalEvidence(expected)));
-    for bad in [json!({"type": "goal_evidence", "goal": "ship", "todos_open": "2", "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
-                json!({"type": "goal_evidence", "goal": 3, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
-                json!({"type": "goal_evidence", "goal": null, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "asleep"}),
-                json!({"type": "goal_evidence", "goal": null, "todos_done": 1, "open_tasks": 0, "workspace": "idle"})] {
+    for bad in [
+        json!({"type": "goal_evidence", "goal": "ship", "todos_open": "2", "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+        json!({"type": "goal_evidence", "goal": 3, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+        json!({"type": "goal_evidence", "goal": null, "todos_open": 2, "todos_done": 1, "open_tasks": 0, "workspace": "asleep"}),
+        json!({"type": "goal_evidence", "goal": null, "todos_done": 1, "open_tasks": 0, "workspace": "idle"}),
+    ] {
         let odd = answer_of(&evidence, &json!({"id": "c-42", "result": bad}));
         assert_eq!(odd.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer));
     }
-    assert_eq!(cw::port_command(&json!({"type": "action", "action": "goal_set", "text": "ship it"})), Some(PortCommand::GoalSet { text: "ship it".into() }));
     assert_eq!(
-        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: Some("qb:1/0.0.0".into()), message_id: None, user_message_id: None, pressed: false, user_stopped: false })
+        cw::port_command(&json!({"type": "action", "action": "goal_set", "text": "ship it"})),
+        Some(PortCommand::GoalSet { text: "ship it".into() })
     );
     assert_eq!(
-        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3", "user_message_id": "u-1"})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: Some("message-a3".into()), user_message_id: Some("u-1".into()), pressed: false, user_stopped: false })
+        cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_marker": "qb:1/0.0.0"})),
+        Some(PortCommand::TurnEnded {
+            user_text: "u".into(),
+            assistant_text: "a".into(),
+            user_marker: Some("qb:1/0.0.0".into()),
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: false
+        })
+    );
+    assert_eq!(
+        cw::port_command(
+            &json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "message_id": "message-a3", "user_message_id": "u-1"})
+        ),
+        Some(PortCommand::TurnEnded {
+            user_text: "u".into(),
+            assistant_text: "a".into(),
+            user_marker: None,
+            message_id: Some("message-a3".into()),
+            user_message_id: Some("u-1".into()),
+            pressed: false,
+            user_stopped: false
+        })
     );
     // The journal (C1): one turn as `continuity.append`'s params; its answer names the chain.
     let entry = ext_core::continuity::JournalEntry {
@@ -463,48 +443,90 @@ pub fn continuity_messages_translate() {
     let params: continuity_protocol::journal::ContinuityAppendParams =
         serde_json::from_value(request["params"].clone()).expect("the runtime's params type reads what the worker sends");
     assert_eq!((params.message_id.as_str(), params.workspace_id.as_deref(), params.continuity_id), ("msg-7", Some("w1"), None));
-    let appended = answer_of(&append, &json!({"id": "c-10", "result": {"type": "continuity_appended", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "message_id": "msg-7", "inserted": false}}));
+    let appended = answer_of(
+        &append,
+        &json!({"id": "c-10", "result": {"type": "continuity_appended", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "message_id": "msg-7", "inserted": false}}),
+    );
     assert_eq!(appended.map_err(|e| e.code), Ok(RuntimeAnswer::Appended { continuity_id: "hc-5f0c".into() }));
     // R1: the visible thread; a field out of its type refuses the message.
     assert_eq!(
         cw::port_command(&json!({"type": "thread_facts", "turns": 4, "latin_chars": 900, "cjk_chars": 12, "highest_turn": 41})),
-        Some(PortCommand::ThreadFacts(ext_core::context_pressure::VisibleThread { turns: 4, latin_chars: 900, cjk_chars: 12, highest_turn: Some(41) }))
+        Some(PortCommand::ThreadFacts(ext_core::context_pressure::VisibleThread {
+            turns: 4,
+            latin_chars: 900,
+            cjk_chars: 12,
+            highest_turn: Some(41)
+        }))
     );
-    assert_eq!(cw::port_command(&json!({"type": "thread_facts", "turns": -1, "latin_chars": 0, "cjk_chars": 0, "highest_turn": null})), None);
+    assert_eq!(
+        cw::port_command(&json!({"type": "thread_facts", "turns": -1, "latin_chars": 0, "cjk_chars": 0, "highest_turn": null})),
+        None
+    );
     // Issue 26: the user's own Stop names its page load; without one it is not a command.
-    assert_eq!(cw::port_command(&json!({"type": "user_stop", "page_load": "load-1"})), Some(PortCommand::UserStop { page_load: "load-1".into() }));
+    assert_eq!(
+        cw::port_command(&json!({"type": "user_stop", "page_load": "load-1"})),
+        Some(PortCommand::UserStop { page_load: "load-1".into() })
+    );
     assert_eq!(cw::port_command(&json!({"type": "user_stop"})), None);
     // The Stop also travels with the turn it ended.
     assert_eq!(
         cw::port_command(&json!({"type": "turn_ended", "user_text": "u", "assistant_text": "a", "user_stopped": true})),
-        Some(PortCommand::TurnEnded { user_text: "u".into(), assistant_text: "a".into(), user_marker: None, message_id: None, user_message_id: None, pressed: false, user_stopped: true })
+        Some(PortCommand::TurnEnded {
+            user_text: "u".into(),
+            assistant_text: "a".into(),
+            user_marker: None,
+            message_id: None,
+            user_message_id: None,
+            pressed: false,
+            user_stopped: true
+        })
     );
     // The JSON bridge (O2, issue 23): the request carries the chat's workspace, Auto and
     // human turn; `results` carries a message, `approval` the batch and its pending calls,
     // `round_limit` nothing more, `streaming` nothing.
     use ext_core::continuity::{BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, PendingCall};
     let reply = RuntimeCall::BridgeReply {
-        conversation: "zai:c1".into(), message_id: "m".into(), text: "{}".into(), workspace_id: "w1".into(), auto: true, human_turn: "u7".into(),
+        conversation: "zai:c1".into(),
+        message_id: "m".into(),
+        text: "{}".into(),
+        workspace_id: "w1".into(),
+        auto: true,
+        human_turn: "u7".into(),
     };
     assert_eq!(
         cw::call_json("c-8", &reply),
         json!({"id": "c-8", "method": "bridge.reply", "params": {"conversation": "zai:c1", "message_id": "m", "text": "{}", "finished": true, "workspace_id": "w1", "auto": true, "human_turn": "u7"}})
     );
     let rounds = |used| Some(BridgeRounds { used, limit: 6 });
-    let results = answer_of(&reply, &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false, "pending": [], "rounds": {"used": 1, "limit": 6}}}));
+    let results = answer_of(
+        &reply,
+        &json!({"id": "c-9", "result": {"type": "bridge_reply", "state": "results", "calls": 1, "delivery_id": "bridge:00ff", "text": "HERDR_TOOL_RESULTS (1 call)", "delivered": false, "pending": [], "rounds": {"used": 1, "limit": 6}}}),
+    );
     assert_eq!(
         results.map_err(|e| e.code),
-        Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(BridgeResults { delivery_id: "bridge:00ff".into(), text: "HERDR_TOOL_RESULTS (1 call)".into() }), rounds: rounds(1) })
+        Ok(RuntimeAnswer::Bridge {
+            outcome: BridgeOutcome::Results(BridgeResults {
+                delivery_id: "bridge:00ff".into(),
+                text: "HERDR_TOOL_RESULTS (1 call)".into()
+            }),
+            rounds: rounds(1)
+        })
     );
-    let streaming = answer_of(&reply, &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 0, "limit": 6}}}));
+    let streaming = answer_of(
+        &reply,
+        &json!({"id": "c-10", "result": {"type": "bridge_reply", "state": "streaming", "calls": 0, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 0, "limit": 6}}}),
+    );
     assert_eq!(streaming.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Nothing, rounds: rounds(0) }));
-    let approval = answer_of(&reply, &json!({"id": "c-12", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
+    let approval = answer_of(
+        &reply,
+        &json!({"id": "c-12", "result": {"type": "bridge_reply", "state": "approval", "calls": 2, "delivery_id": "bridge:91c4e07a3d2b5f60", "text": null, "delivered": false,
         "pending": [
             {"call": 1, "tool": "herdr_call", "method": "pane.send_keys", "target": "w1:p1", "args_preview": "{\"method\":\"pane.send_keys\"", "mutating": true,
              "detail": "rm -rf ~\n", "detail_more": 42},
             {"call": 2, "tool": "herdr_inspect", "method": null, "target": null, "args_preview": "{}"},
             {"call": 0, "tool": "herdr_call"}
-        ], "rounds": {"used": 1, "limit": 6}}}));
+        ], "rounds": {"used": 1, "limit": 6}}}),
+    );
     assert_eq!(
         approval.map_err(|e| e.code),
         Ok(RuntimeAnswer::Bridge {
@@ -512,28 +534,63 @@ pub fn continuity_messages_translate() {
                 batch_id: "bridge:91c4e07a3d2b5f60".into(),
                 pending: vec![
                     // The decoded text the call would type, and how much of it was left out.
-                    PendingCall { call: 1, tool: "herdr_call".into(), method: Some("pane.send_keys".into()), target: Some("w1:p1".into()), args_preview: "{\"method\":\"pane.send_keys\"".into(), mutating: true, detail: Some("rm -rf ~\n".into()), detail_more: 42 },
+                    PendingCall {
+                        call: 1,
+                        tool: "herdr_call".into(),
+                        method: Some("pane.send_keys".into()),
+                        target: Some("w1:p1".into()),
+                        args_preview: "{\"method\":\"pane.send_keys\"".into(),
+                        mutating: true,
+                        detail: Some("rm -rf ~\n".into()),
+                        detail_more: 42
+                    },
                     // No `mutating`: read as mutating (the card never calls a write harmless).
-                    PendingCall { call: 2, tool: "herdr_inspect".into(), method: None, target: None, args_preview: "{}".into(), mutating: true, detail: None, detail_more: 0 },
+                    PendingCall {
+                        call: 2,
+                        tool: "herdr_inspect".into(),
+                        method: None,
+                        target: None,
+                        args_preview: "{}".into(),
+                        mutating: true,
+                        detail: None,
+                        detail_more: 0
+                    },
                 ],
             },
             rounds: rounds(1),
         }),
         "a call without a usable position is left out"
     );
-    let empty = answer_of(&reply, &json!({"id": "c-13", "result": {"type": "bridge_reply", "state": "approval", "delivery_id": "bridge:91c4e07a3d2b5f60", "pending": []}}));
+    let empty = answer_of(
+        &reply,
+        &json!({"id": "c-13", "result": {"type": "bridge_reply", "state": "approval", "delivery_id": "bridge:91c4e07a3d2b5f60", "pending": []}}),
+    );
     assert_eq!(empty.map_err(|e| e.code), Err(continuity_protocol::ErrorCode::BadAnswer), "an approval with no call to show");
-    let limit = answer_of(&reply, &json!({"id": "c-14", "result": {"type": "bridge_reply", "state": "round_limit", "calls": 1, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 6, "limit": 6}}}));
+    let limit = answer_of(
+        &reply,
+        &json!({"id": "c-14", "result": {"type": "bridge_reply", "state": "round_limit", "calls": 1, "delivery_id": null, "text": null, "delivered": false, "pending": [], "rounds": {"used": 6, "limit": 6}}}),
+    );
     assert_eq!(limit.map_err(|e| e.code), Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::RoundLimit, rounds: rounds(6) }));
-    let decide = RuntimeCall::BridgeDecide { conversation: "zai:c1".into(), batch_id: "bridge:91c4e07a3d2b5f60".into(), index: 1, decision: BridgeDecision::Run };
+    let decide = RuntimeCall::BridgeDecide {
+        conversation: "zai:c1".into(),
+        batch_id: "bridge:91c4e07a3d2b5f60".into(),
+        index: 1,
+        decision: BridgeDecision::Run,
+    };
     assert_eq!(
         cw::call_json("c-15", &decide),
         json!({"id": "c-15", "method": "bridge.decide", "params": {"conversation": "zai:c1", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run"}})
     );
-    let decided = answer_of(&decide, &json!({"id": "c-15", "result": {"type": "bridge_decided", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run", "pending": 0}}));
+    let decided = answer_of(
+        &decide,
+        &json!({"id": "c-15", "result": {"type": "bridge_decided", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 1, "decision": "run", "pending": 0}}),
+    );
     assert_eq!(decided.map_err(|e| e.code), Ok(RuntimeAnswer::BridgeDecided { pending: 0 }));
     let prompt = RuntimeCall::BridgePrompt { session_ref: "zai:conv:c1".into() };
-    assert_eq!(cw::call_json("c-11", &prompt), json!({"id": "c-11", "method": "bridge.prompt", "params": {"browser_session_ref": "zai:conv:c1"}}));
+    assert_eq!(
+        cw::call_json("c-11", &prompt),
+        json!({"id": "c-11", "method": "bridge.prompt", "params": {"browser_session_ref": "zai:conv:c1"}})
+    );
     let text = answer_of(&prompt, &json!({"id": "c-11", "result": {"type": "bridge_prompt", "text": "[herdr-continuity JSON bridge v1]"}}));
     assert_eq!(text.map_err(|e| e.code), Ok(RuntimeAnswer::BridgePrompt { text: "[herdr-continuity JSON bridge v1]".into() }));
     // The HUD's Run / Skip (a trusted click in content.js): anything else is not a decision.
@@ -541,7 +598,11 @@ pub fn continuity_messages_translate() {
         cw::port_command(&json!({"type": "bridge_decide", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 2, "decision": "skip"})),
         Some(PortCommand::BridgeDecide { batch_id: "bridge:91c4e07a3d2b5f60".into(), call: 2, decision: BridgeDecision::Skip })
     );
-    for bad in [json!({"type": "bridge_decide", "batch_id": "b", "call": 1, "decision": "always"}), json!({"type": "bridge_decide", "batch_id": "b", "call": -1, "decision": "run"}), json!({"type": "bridge_decide", "call": 1, "decision": "run"})] {
+    for bad in [
+        json!({"type": "bridge_decide", "batch_id": "b", "call": 1, "decision": "always"}),
+        json!({"type": "bridge_decide", "batch_id": "b", "call": -1, "decision": "run"}),
+        json!({"type": "bridge_decide", "call": 1, "decision": "run"}),
+    ] {
         assert_eq!(cw::port_command(&bad), None, "{bad}");
     }
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "bridge_prompt"})), Some(PortCommand::HudAction("bridge_prompt")));
@@ -557,8 +618,8 @@ pub fn continuity_messages_translate() {
 pub fn page_and_runtime_input_is_bounded() {
     use ext_core::continuity::{ContinuityInput, RuntimeAnswer, RuntimeCall};
     use ext_core::continuity::{Unresolved, UnresolvedWhy};
-    use ext_shell::continuity_wire as cw;
     use ext_core::limits::{MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_RUNTIME_TEXT_CHARS, MAX_URL_CHARS};
+    use ext_shell::continuity_wire as cw;
     let rejected = |value: serde_json::Value| matches!(wire::check_page_message(&value), Err(WireError::PageMessageRejected(_)));
     let long = |n: usize| "x".repeat(n);
 
@@ -582,7 +643,10 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(rejected(json!({"type": "page_facts", "url": "https://chatgpt.com/", "markers": [{"id": 1}]})));
     assert!(rejected(json!({"type": "delivery_report", "id": long(MAX_ID_CHARS + 1), "outcome": "submitted"})));
     assert!(rejected(json!({"type": "unbind", "scope_key": long(MAX_ID_CHARS + 1)})));
-    assert_eq!(wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})), Ok(()));
+    assert_eq!(
+        wire::check_page_message(&json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS)})),
+        Ok(())
+    );
     assert!(rejected(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": long(MAX_LABEL_CHARS + 1)})));
     assert!(rejected(json!({"type": "action", "action": {"id": "continue"}})), "nested objects are not a page message");
     // Issue 12: the ended turn's texts whole for the journal, at most 64 Ki characters each;
@@ -598,17 +662,20 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(rejected(judge(1, MAX_TURN_ASSISTANT_CHARS + 1)));
     assert!(rejected(json!(["page_facts"])));
     assert!(rejected(json!({"url": "https://chatgpt.com/"})), "no type");
-    let many: serde_json::Map<String, serde_json::Value> = (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();
+    let many: serde_json::Map<String, serde_json::Value> =
+        (0..20).map(|i| (format!("f{i}"), json!(i))).chain([("type".to_owned(), json!("page_facts"))]).collect();
     assert!(rejected(serde_json::Value::Object(many)));
 
     // Issue 25: a page_facts with every field the adapter sends (17) fits the caps, and its
     // `unresolved` / `unresolved_why` are a fact name or "profile" and "missing" or
     // "ambiguous", both null, or both absent; anything else rejects the message whole.
-    let full = |unresolved: serde_json::Value, why: serde_json::Value| json!({"type": "page_facts",
+    let full = |unresolved: serde_json::Value, why: serde_json::Value| {
+        json!({"type": "page_facts",
         "url": "https://chatgpt.com/c/1", "generation": "mixed", "page_load": "p1", "unresolved": unresolved,
         "unresolved_why": why, "composer": true, "draft": false, "composer_marker": null, "generating": false,
         "permission_card": false, "user_turns": 2, "last_user_turn_id": "u2", "last_human_turn_id": "u2",
-        "human_apps": [], "markers": [], "delivering": null});
+        "human_apps": [], "markers": [], "delivering": null})
+    };
     assert_eq!(full(json!(null), json!(null)).as_object().map(serde_json::Map::len), Some(17));
     assert_eq!(wire::check_page_message(&full(json!(null), json!(null))), Ok(()));
     assert_eq!(wire::check_page_message(&full(json!("composer"), json!("ambiguous"))), Ok(()));
@@ -646,7 +713,10 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(driver.borrow().page_urls().is_empty(), "nothing of a rejected message is kept");
     // The ended turn may be longer than the other messages' 16 KiB cap (its fields are capped).
     let ended = js(json!({"type": "turn_ended", "user_text": long(MAX_TURN_USER_CHARS), "assistant_text": long(MAX_TURN_ASSISTANT_CHARS)}));
-    assert!(!matches!(LinkDriver::page_message(&driver, &page, &ended), Err(WireError::PageMessageRejected(_))), "a full turn is within its caps");
+    assert!(
+        !matches!(LinkDriver::page_message(&driver, &page, &ended), Err(WireError::PageMessageRejected(_))),
+        "a full turn is within its caps"
+    );
     let stranger = page_factory.call1(&JsValue::NULL, &"page".into()).expect("port");
     let fine = js(json!({"type": "page_facts", "url": "https://chatgpt.com/c/1"}));
     assert!(matches!(LinkDriver::page_message(&driver, &stranger, &fine), Err(WireError::PageMessageRejected(_))));
@@ -697,10 +767,16 @@ pub fn page_and_runtime_input_is_bounded() {
         Some(ContinuityInput::AgentOutput { tail, .. }) => assert_eq!(tail.chars().count(), MAX_RUNTIME_TEXT_CHARS),
         other => panic!("{other:?}"),
     }
-    assert_eq!(event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1",
-        "workspace_id": long(MAX_ID_CHARS + 1), "tail": "t", "seq": 1}})), None);
-    let catalog = answer_of(&RuntimeCall::Workspaces, &json!({"id": "c-1", "result": {"workspaces":
-        (0..300).map(|i| json!({"workspace_id": format!("w{i}"), "label": long(1_000)})).collect::<Vec<_>>()}}));
+    assert_eq!(
+        event_of(&json!({"event": "agent_output", "data": {"pane_id": "w1:p1",
+        "workspace_id": long(MAX_ID_CHARS + 1), "tail": "t", "seq": 1}})),
+        None
+    );
+    let catalog = answer_of(
+        &RuntimeCall::Workspaces,
+        &json!({"id": "c-1", "result": {"workspaces":
+        (0..300).map(|i| json!({"workspace_id": format!("w{i}"), "label": long(1_000)})).collect::<Vec<_>>()}}),
+    );
     match catalog {
         Ok(RuntimeAnswer::Workspaces { workspaces }) => {
             assert_eq!(workspaces.len(), ext_core::limits::MAX_RUNTIME_LIST_ITEMS);
@@ -836,7 +912,8 @@ pub fn health_samples_are_bounded() {
     use ext_core::limits::{MAX_HEALTH_COUNT, MAX_HEALTH_HEAP_BYTES, MAX_HEALTH_SAMPLE_BYTES};
     use ext_shell::continuity_wire::{port_command, PortCommand};
     let sample = |extra: serde_json::Value| {
-        let mut value = json!({"type": "health_sample", "page_load": "load-1", "callbacks": 900, "drift_ms": 40, "long_task_ms": 250, "long_tasks": 1});
+        let mut value =
+            json!({"type": "health_sample", "page_load": "load-1", "callbacks": 900, "drift_ms": 40, "long_task_ms": 250, "long_tasks": 1});
         for (key, v) in extra.as_object().expect("an object") {
             value[key] = v.clone();
         }
@@ -886,7 +963,10 @@ pub fn handoff_calls_and_package_are_checked() {
     let resolve = RuntimeCall::ContinuityResolve { conversation_id: "6a1b".into() };
     let request = cw::call_json("c-1", &resolve);
     assert_eq!((request["method"].as_str(), request["params"].clone()), (Some("continuity.resolve"), json!({"conversation_id": "6a1b"})));
-    let resolved = answer_of(&resolve, &json!({"id": "c-1", "result": {"type": "continuity_resolved", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "project_id": null, "title": "t", "updated_at": 1}}));
+    let resolved = answer_of(
+        &resolve,
+        &json!({"id": "c-1", "result": {"type": "continuity_resolved", "continuity_id": "hc-5f0c", "conversation_id": "6a1b", "project_id": null, "title": "t", "updated_at": 1}}),
+    );
     assert_eq!(resolved.map_err(|e| e.code), Ok(RuntimeAnswer::Resolved { continuity_id: "hc-5f0c".into() }));
     let prepare = RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
         continuity_id: "hc-5f0c".into(),
@@ -911,7 +991,10 @@ pub fn handoff_calls_and_package_are_checked() {
     };
     match answer_of(&prepare, &package("seed", "seed", "seed")) {
         Ok(RuntimeAnswer::Prepared(p)) => {
-            assert_eq!((p.transfer_id.as_str(), p.continuity_id.as_str(), p.message.as_str(), p.copy_prompt.as_str()), ("ho-1", "hc-5f0c", "seed", "seed"));
+            assert_eq!(
+                (p.transfer_id.as_str(), p.continuity_id.as_str(), p.message.as_str(), p.copy_prompt.as_str()),
+                ("ho-1", "hc-5f0c", "seed", "seed")
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -920,7 +1003,10 @@ pub fn handoff_calls_and_package_are_checked() {
     assert!(answer_of(&prepare, &package(&long, &long, &long)).is_err(), "a message over the cap is refused, never cut");
     assert!(answer_of(&prepare, &package("", "", "")).is_err(), "an empty message");
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "handoff"})), Some(cw::PortCommand::HudAction("handoff")));
-    assert_eq!(cw::port_command(&json!({"type": "action", "action": "handoff_resume"})), Some(cw::PortCommand::HudAction("handoff_resume")));
+    assert_eq!(
+        cw::port_command(&json!({"type": "action", "action": "handoff_resume"})),
+        Some(cw::PortCommand::HudAction("handoff_resume"))
+    );
     assert_eq!(cw::port_command(&json!({"type": "action", "action": "copy_prompt"})), None, "Copy Prompt never reaches the worker");
 }
 
@@ -936,9 +1022,8 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     )
     .call0(&JsValue::NULL)
     .expect("storage stand-in");
-    let storage = || -> Vec<serde_json::Value> {
-        serde_wasm_bindgen::from_value(get(&js_sys::global(), "__storage")).expect("storage requests")
-    };
+    let storage =
+        || -> Vec<serde_json::Value> { serde_wasm_bindgen::from_value(get(&js_sys::global(), "__storage")).expect("storage requests") };
     let (connect, _native) = fake_chrome();
     let (page_factory, _pages) = fake_chrome();
     let driver = LinkDriver::new(connect, "0.1.0", Continuity::with_epoch("e1"));
@@ -984,7 +1069,14 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
     Reflect::set(&page, &"sender".into(), &js(json!({"url": url, "tab": {"id": 5}}))).expect("sender");
     LinkDriver::page_connected(&driver, page.clone());
-    let idle = PageReport { url: url.into(), composer: true, generation: Some("chatgpt.classic".into()), unresolved: None, page_load: "load-1".into(), ..PageReport::default() };
+    let idle = PageReport {
+        url: url.into(),
+        composer: true,
+        generation: Some("chatgpt.classic".into()),
+        unresolved: None,
+        page_load: "load-1".into(),
+        ..PageReport::default()
+    };
     LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 5, report: idle });
     let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
     LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 5, workspace });

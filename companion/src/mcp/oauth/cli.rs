@@ -77,7 +77,10 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                     age = age(request.age_secs),
                 )?;
             }
-            writeln!(out, "approve one that you started with `herdr-companion oauth approve CODE`, or `deny CODE` (`deny --all` for every one)")?;
+            writeln!(
+                out,
+                "approve one that you started with `herdr-companion oauth approve CODE`, or `deny CODE` (`deny --all` for every one)"
+            )?;
         }
         OAuthCommand::Approve(code) | OAuthCommand::Deny(code) => {
             let approve = matches!(command, OAuthCommand::Approve(_));

@@ -206,7 +206,8 @@ pub fn redirect_uri_problem(uri: &str) -> Option<String> {
 /// Validates an RFC 7591 registration request.
 pub fn parse_registration(body: &[u8]) -> Result<NewClient, OAuthError> {
     let metadata = |text: String| OAuthError::new("invalid_client_metadata", text);
-    let value: Value = serde_json::from_slice(body).map_err(|e| metadata(format!("the body is not JSON ({e}); send the client metadata as a JSON object")))?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| metadata(format!("the body is not JSON ({e}); send the client metadata as a JSON object")))?;
     let Some(object) = value.as_object() else {
         return Err(metadata("the body must be a JSON object of client metadata".into()));
     };
@@ -249,8 +250,9 @@ pub fn parse_registration(body: &[u8]) -> Result<NewClient, OAuthError> {
     // RFC 7591 §2: when absent, the method is client_secret_basic.
     let auth_method = match object.get("token_endpoint_auth_method") {
         None | Some(Value::Null) => AuthMethod::ClientSecretBasic,
-        Some(Value::String(method)) => AuthMethod::parse(method)
-            .ok_or_else(|| metadata(format!("token_endpoint_auth_method {method} is not supported; use one of {}", AuthMethod::ALL.join(", "))))?,
+        Some(Value::String(method)) => AuthMethod::parse(method).ok_or_else(|| {
+            metadata(format!("token_endpoint_auth_method {method} is not supported; use one of {}", AuthMethod::ALL.join(", ")))
+        })?,
         Some(_) => return Err(metadata("token_endpoint_auth_method must be a string".into())),
     };
     Ok(NewClient { name, redirect_uris, auth_method })
@@ -429,7 +431,8 @@ fn credentials(headers: &HeaderMap, form: &HashMap<String, String>) -> Result<Cl
     let decoded = base64::engine::general_purpose::STANDARD.decode(basic).map_err(|_| bad())?;
     let decoded = String::from_utf8(decoded).map_err(|_| bad())?;
     let (id, secret) = decoded.split_once(':').ok_or_else(bad)?;
-    let unescape = |part: &str| url::form_urlencoded::parse(format!("x={part}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
+    let unescape =
+        |part: &str| url::form_urlencoded::parse(format!("x={part}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
     let (id, secret) = (unescape(id), unescape(secret));
     if form.get("client_id").is_some_and(|given| *given != id) {
         return Err(OAuthError::new("invalid_request", "client_id in the form differs from the one in the Basic header"));
@@ -537,7 +540,8 @@ mod tests {
         assert_eq!((basic.name.as_str(), basic.auth_method), ("unnamed client", AuthMethod::ClientSecretBasic));
         let long_uri = format!(r#"{{"redirect_uris":["https://a.example/{}"]}}"#, "x".repeat(MAX_REDIRECT_URI_BYTES));
         let many = format!(r#"{{"redirect_uris":[{}]}}"#, [r#""https://a.example/cb""#; MAX_REDIRECT_URIS + 1].join(","));
-        let long_name = format!(r#"{{"client_name":"{}","redirect_uris":["https://a.example/cb"]}}"#, "n".repeat(MAX_CLIENT_NAME_CHARS + 1));
+        let long_name =
+            format!(r#"{{"client_name":"{}","redirect_uris":["https://a.example/cb"]}}"#, "n".repeat(MAX_CLIENT_NAME_CHARS + 1));
         for (body, error, says) in [
             (r#"{"redirect_uris":["http://evil.example/cb"]}"#.to_owned(), "invalid_redirect_uri", "neither https"),
             (r#"{"redirect_uris":["javascript:alert(1)"]}"#.to_owned(), "invalid_redirect_uri", "neither https"),
@@ -551,7 +555,11 @@ mod tests {
             (r#"{"client_name":"a\u0007b","redirect_uris":["https://a.example/cb"]}"#.to_owned(), "invalid_client_metadata", "control"),
             (r#"{"redirect_uris":["https://a.example/cb"],"grant_types":["implicit"]}"#.to_owned(), "invalid_client_metadata", "implicit"),
             (r#"{"redirect_uris":["https://a.example/cb"],"response_types":["token"]}"#.to_owned(), "invalid_client_metadata", "token"),
-            (r#"{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}"#.to_owned(), "invalid_client_metadata", "not supported"),
+            (
+                r#"{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}"#.to_owned(),
+                "invalid_client_metadata",
+                "not supported",
+            ),
             ("[1]".to_owned(), "invalid_client_metadata", "JSON object"),
             ("not json".to_owned(), "invalid_client_metadata", "not JSON"),
         ] {

@@ -17,8 +17,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use thiserror::Error;
 
 use super::{
-    new_secret, pkce_matches, random_bytes, secret_hash, valid_challenge, AuthMethod, ACCESS_TOKEN_SECS, CODE_SECS,
-    MAX_CLIENTS, MAX_PENDING, MAX_PENDING_PER_CLIENT, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
+    new_secret, pkce_matches, random_bytes, secret_hash, valid_challenge, AuthMethod, ACCESS_TOKEN_SECS, CODE_SECS, MAX_CLIENTS,
+    MAX_PENDING, MAX_PENDING_PER_CLIENT, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
 };
 use crate::paths::CompanionHome;
 
@@ -439,11 +439,9 @@ impl OAuthStore {
     fn client(&self, client_id: &str) -> Result<Option<StoredClient>, OAuthError> {
         let row = self
             .conn
-            .query_row(
-                "SELECT name, redirect_uris, auth_method, secret_hash FROM clients WHERE client_id = ?1",
-                params![client_id],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?)),
-            )
+            .query_row("SELECT name, redirect_uris, auth_method, secret_hash FROM clients WHERE client_id = ?1", params![client_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?))
+            })
             .optional()?;
         Ok(row.map(|(name, uris, method, secret_hash)| StoredClient {
             name,
@@ -460,13 +458,20 @@ impl OAuthStore {
         let Some(client_id) = params.client_id.as_deref() else {
             return Err(page("invalid_request", "the request has no client_id; the client must register first".into()));
         };
-        let Some(StoredClient { name: client_name, redirect_uris: uris, .. }) = self.client(client_id).map_err(AuthorizeRefusal::Page)? else {
-            return Err(page("invalid_client", format!("no client {client_id} is registered here (it may have been removed); let the client register again")));
+        let Some(StoredClient { name: client_name, redirect_uris: uris, .. }) = self.client(client_id).map_err(AuthorizeRefusal::Page)?
+        else {
+            return Err(page(
+                "invalid_client",
+                format!("no client {client_id} is registered here (it may have been removed); let the client register again"),
+            ));
         };
         let redirect_uri = match (params.redirect_uri.as_deref(), uris.as_slice()) {
             (Some(given), _) if uris.iter().any(|u| u == given) => given.to_owned(),
             (Some(given), _) => {
-                return Err(page("invalid_request", format!("redirect_uri {given} is not one the client registered; nothing is sent there")));
+                return Err(page(
+                    "invalid_request",
+                    format!("redirect_uri {given} is not one the client registered; nothing is sent there"),
+                ));
             }
             (None, [only]) => only.clone(),
             (None, _) => return Err(page("invalid_request", "the request has no redirect_uri and the client registered several".into())),
@@ -585,7 +590,8 @@ impl OAuthStore {
         let Some((client_id, redirect_uri, state, challenge, decision, expires_at)) = row else {
             return Ok(PollAnswer::Gone);
         };
-        let done = |store: &mut Self| store.conn.execute("UPDATE pending SET decision = 'delivered' WHERE request_hash = ?1", params![hash]);
+        let done =
+            |store: &mut Self| store.conn.execute("UPDATE pending SET decision = 'delivered' WHERE request_hash = ?1", params![hash]);
         match decision.as_str() {
             "pending" if expires_at > now => Ok(PollAnswer::Waiting(expires_at - now)),
             "pending" => {
@@ -600,7 +606,8 @@ impl OAuthStore {
             }
             "approved" => {
                 let code = new_secret("hc_ac_").map_err(no_random)?;
-                let resource: String = self.conn.query_row("SELECT resource FROM pending WHERE request_hash = ?1", params![hash], |r| r.get(0))?;
+                let resource: String =
+                    self.conn.query_row("SELECT resource FROM pending WHERE request_hash = ?1", params![hash], |r| r.get(0))?;
                 self.conn.execute(
                     "INSERT INTO codes (code_hash, client_id, redirect_uri, code_challenge, resource, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     params![secret_hash(&code), client_id, redirect_uri, challenge, resource, now + CODE_SECS],
@@ -779,7 +786,10 @@ impl OAuthStore {
     /// how many grants ended.
     pub fn revoke_client(&mut self, client_id: &str) -> Result<i64, OAuthError> {
         if self.client(client_id)?.is_none() {
-            return Err(OAuthError::new("invalid_client", format!("no client {client_id} is registered; `herdr-companion oauth clients` lists them")));
+            return Err(OAuthError::new(
+                "invalid_client",
+                format!("no client {client_id} is registered; `herdr-companion oauth clients` lists them"),
+            ));
         }
         let tx = self.conn.transaction()?;
         let grants: i64 = tx.query_row("SELECT count(*) FROM grants WHERE client_id = ?1", params![client_id], |r| r.get(0))?;
@@ -942,7 +952,10 @@ mod tests {
         };
         assert!(e.description.contains("not one the client registered"));
         for (change, error) in [
-            (&(|p: &mut AuthorizeParams| p.code_challenge_method = Some("plain".into())) as &dyn Fn(&mut AuthorizeParams), "invalid_request"),
+            (
+                &(|p: &mut AuthorizeParams| p.code_challenge_method = Some("plain".into())) as &dyn Fn(&mut AuthorizeParams),
+                "invalid_request",
+            ),
             (&|p: &mut AuthorizeParams| p.code_challenge_method = None, "invalid_request"),
             (&|p: &mut AuthorizeParams| p.code_challenge = Some("short".into()), "invalid_request"),
             (&|p: &mut AuthorizeParams| p.response_type = Some("token".into()), "unsupported_response_type"),
@@ -1094,7 +1107,8 @@ mod tests {
         let new = NewClient { name: "Inspector".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::ClientSecretPost };
         let made = store.register(new.clone(), 1000).expect("register");
         let secret = made.client_secret.clone().expect("a secret");
-        let credentials = |id: &str, secret: Option<&str>| ClientCredentials { client_id: Some(id.into()), client_secret: secret.map(str::to_owned) };
+        let credentials =
+            |id: &str, secret: Option<&str>| ClientCredentials { client_id: Some(id.into()), client_secret: secret.map(str::to_owned) };
         assert_eq!(store.authenticate(&credentials(&made.client_id, Some(&secret))).expect("ok"), made.client_id);
         assert_eq!(store.authenticate(&credentials(&made.client_id, Some("wrong"))).expect_err("wrong").code, "invalid_client");
         assert_eq!(store.authenticate(&credentials(&made.client_id, None)).expect_err("missing").code, "invalid_client");

@@ -66,11 +66,16 @@ fn an_override_that_does_not_validate_is_never_in_force_and_its_problem_is_named
     assert!(overrides.set_options(Some(&record(&[("chatgpt", &bad)])), &parse).is_empty(), "nothing changes");
     let in_force = overrides.in_force("chatgpt");
     assert_eq!(in_force.source, ProfileSource::Builtin);
-    assert_eq!(in_force.problem.as_deref(), Some("options: unknown field \"on_load\": a profile holds selector and label tables only; remove it"));
+    assert_eq!(
+        in_force.problem.as_deref(),
+        Some("options: unknown field \"on_load\": a profile holds selector and label tables only; remove it")
+    );
     // A companion file the runtime could not read, and one for another site's origin.
     overrides.set_companion(
-        &[companion("zai", Err("profiles/zai.json is a symbolic link: copy the profile into the file itself".to_owned())),
-          companion("deepseek", Ok(override_text("zai", "wrong-site")))],
+        &[
+            companion("zai", Err("profiles/zai.json is a symbolic link: copy the profile into the file itself".to_owned())),
+            companion("deepseek", Ok(override_text("zai", "wrong-site"))),
+        ],
         &parse,
     );
     assert_eq!(overrides.in_force("zai").source, ProfileSource::Builtin);
