@@ -95,7 +95,7 @@ impl JudgeService {
             .ok()
             .and_then(|hex| hex.get(..continuity_protocol::fence::NONCE_CHARS).and_then(continuity_protocol::fence::Nonce::parse))
             .ok_or_else(|| AdvisorError::Failed("cannot read /dev/urandom for the data fence's nonce".to_owned()))?;
-        let payload = serde_json::to_string_pretty(view).map_err(|e| AdvisorError::Failed(e.to_string()))?;
+        let payload = view.to_bounded_json(guidance::MAX_VIEW_CHARS);
         let (client, payload, nonce) = (&self.client, payload.as_str(), &nonce);
         let answered = self
             .first_answer_of(&self.advice_pool, Capability::Chat, &settings, false, |route, timeout| async move {

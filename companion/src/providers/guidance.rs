@@ -20,7 +20,8 @@ use crate::config::Route;
 
 /// Characters of the model's reason kept.
 pub const MAX_NOTE_CHARS: usize = 200;
-/// Characters of the frozen view sent (its end is kept; 16 + 16 bounded summaries fit).
+/// Characters of the frozen view sent (`FrozenView::to_bounded_json` fits the view in them,
+/// whole; the cut here only guards a caller that did not).
 pub const MAX_VIEW_CHARS: usize = 40_000;
 
 /// What the model is asked to do.
