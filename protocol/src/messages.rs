@@ -1081,6 +1081,10 @@ pub enum MethodResult {
         /// own chain (X11); absent when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         legacy_packets: Vec<crate::journal::LegacyPacketLink>,
+        /// More legacy packets were restored from this chain than `legacy_packets` lists
+        /// (it holds the first 32); absent when it lists them all.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        legacy_packets_truncated: bool,
         /// When its newest turn was recorded (ms).
         updated_at: u64,
         /// Treat this as persisted context; re-check live state first (C7).

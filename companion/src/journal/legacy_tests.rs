@@ -303,3 +303,28 @@ fn x11_the_fence_nonce_is_random() {
     assert_ne!(na, nb);
     assert_ne!(na, digest[..12]);
 }
+
+/// Closing note 29 (failed before: a resume listed 32 links and said nothing of the rest).
+#[test]
+fn x11_a_resume_lists_at_most_32_legacy_links_and_says_when_there_are_more() {
+    let (_dir, mut store) = open();
+    let mut source = None;
+    for n in 0..9 {
+        // Four packets per turn at most; nine turns make 36.
+        let text: String = (0..4).map(|k| packet(&format!("ht:t{n}:p{k}"), BODY)).collect::<Vec<_>>().join("\n");
+        let (appended, _) = store.append_reporting(&turn("c1", &format!("m{n}"), &text), 10 + n).expect("append");
+        if let Appended::Inserted(id) = appended {
+            source = Some(id);
+        }
+    }
+    let source = source.expect("the chain");
+    let MethodResult::ContinuityResumed { legacy_packets, legacy_packets_truncated, .. } = resumed(&store, &source) else {
+        panic!("resume")
+    };
+    assert_eq!((legacy_packets.len(), legacy_packets_truncated), (32, true));
+    let (_dir, mut few) = open();
+    let (appended, _) = few.append_reporting(&turn("c1", "m1", &packet("ht:one", BODY)), 1).expect("append");
+    let Appended::Inserted(one) = appended else { panic!("inserted") };
+    let MethodResult::ContinuityResumed { legacy_packets, legacy_packets_truncated, .. } = resumed(&few, &one) else { panic!("resume") };
+    assert_eq!((legacy_packets.len(), legacy_packets_truncated), (1, false));
+}

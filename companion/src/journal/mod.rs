@@ -290,10 +290,14 @@ pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<i64>) 
     let chain = anchored_chain(store, anchor)?;
     let page = store.turns_page(&chain.continuity_id, before)?;
     let (turns, more_turns) = (page.turns, page.older_than.is_some());
+    let mut legacy_packets = store.legacy_packets_of(&chain.continuity_id, MAX_LEGACY_LINKS + 1)?;
+    let legacy_packets_truncated = legacy_packets.len() > MAX_LEGACY_LINKS;
+    legacy_packets.truncate(MAX_LEGACY_LINKS);
     Ok(MethodResult::ContinuityResumed {
         next_cursor: page.older_than.map(continuity_protocol::journal::resume_cursor),
         workspace_ids: store.workspaces_of(&chain.continuity_id)?,
-        legacy_packets: store.legacy_packets_of(&chain.continuity_id, MAX_LEGACY_LINKS)?,
+        legacy_packets,
+        legacy_packets_truncated,
         continuity_id: chain.continuity_id,
         title: chain.title,
         project_id: chain.project_id,
