@@ -56,6 +56,12 @@ impl RateLimit {
         self.until = Some(self.until.map_or(until, |u| u.max(until)));
     }
 
+    /// Whether nothing of it matters any more at `now`: no cooldown running and no 429
+    /// counted within [`RESET_AFTER_MS`] (a new one would start again at the first step).
+    pub fn settled_at(&self, now: Millis) -> bool {
+        self.cooling_until(now).is_none() && self.last_counted.is_none_or(|last| now.saturating_sub(last) >= RESET_AFTER_MS)
+    }
+
     /// The end of the running cooldown, if one runs at `now`.
     pub fn cooling_until(&self, now: Millis) -> Option<Millis> {
         self.until.filter(|until| *until > now)

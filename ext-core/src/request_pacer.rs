@@ -136,6 +136,7 @@ impl RequestPacer {
 
     /// A request of `account` went out at `now`.
     pub fn requested(&mut self, account: &str, now: Millis) {
+        self.forget_idle(now);
         let pace = self.entry(account);
         pace.last_request = Some(pace.last_request.map_or(now, |at| at.max(now)));
     }
@@ -144,6 +145,7 @@ impl RequestPacer {
     /// [`RETRY_AFTER_CAP_MS`]) when the site gave one, else the next back-off step. A
     /// running cooldown is only ever extended.
     pub fn rate_limited(&mut self, account: &str, now: Millis, retry_after_ms: Option<Millis>, source: CooldownSource) {
+        self.forget_idle(now);
         let pace = self.entry(account);
         let (until, source) = match retry_after_ms {
             Some(ms) => (now.saturating_add(ms.min(RETRY_AFTER_CAP_MS)), source),
@@ -187,7 +189,19 @@ impl RequestPacer {
                 ended = true;
             }
         }
+        self.forget_idle(now);
         ended
+    }
+
+    /// Forgets the accounts with nothing left to remember at `now`: no cooldown (not even
+    /// an ended one [`RequestPacer::handle_timeout`] has not reported), the last request a
+    /// whole interval ago, and no 429 within the back-off's reset window. Such an account
+    /// paces exactly as one never seen, so the persisted map holds only live accounts.
+    fn forget_idle(&mut self, now: Millis) {
+        let interval = self.interval;
+        self.accounts.retain(|_, pace| {
+            pace.until.is_some() || pace.last_request.is_some_and(|at| at.saturating_add(interval) > now) || !pace.backoff.settled_at(now)
+        });
     }
 
     fn entry(&mut self, account: &str) -> &mut AccountPace {
@@ -243,6 +257,25 @@ mod tests {
         assert_eq!(p.next_deadline(), None);
         p.rate_limited("chatgpt:a", 40_000, None, CooldownSource::PageNotice);
         assert_eq!(p.cooldown_until("chatgpt:a", 40_000), Some(100_000), "second step");
+    }
+
+    /// Closing note 26 (failed before: every account ever seen stayed in the persisted map).
+    #[test]
+    fn an_account_idle_past_its_slot_and_back_off_window_is_forgotten() {
+        let mut p = RequestPacer::default();
+        p.requested("chatgpt:a", 0);
+        p.rate_limited("chatgpt:b", 0, None, CooldownSource::ResourceTiming);
+        p.requested("chatgpt:c", 0);
+        // Within its slot, its cooldown or its back-off window, each is kept.
+        p.requested("chatgpt:d", 30_000);
+        assert_eq!(p.accounts().count(), 4);
+        let later = crate::rate_limit::RESET_AFTER_MS + 1;
+        p.requested("chatgpt:c", later - 1_000);
+        p.requested("chatgpt:e", later);
+        // b's ended cooldown is kept until `handle_timeout` reports it (held writes wait on it).
+        assert_eq!(p.accounts().collect::<Vec<_>>(), ["chatgpt:b", "chatgpt:c", "chatgpt:e"], "a and d idled out; c is in its slot");
+        assert!(p.handle_timeout(later + PACE_MS), "b's ended cooldown is reported");
+        assert_eq!(p.accounts().count(), 0, "then everything idle is forgotten");
     }
 
     #[test]
