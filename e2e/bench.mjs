@@ -53,6 +53,7 @@ import { EXTENSION_DIR, EXTENSION_ID, EXTENSION_ORIGIN, NATIVE_HOST_NAME, REPO_R
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { contentScriptCostBench } from './bench/content-cost.mjs';
+import { coldStartBench } from './bench/cold-start.mjs';
 import { journalBench } from './bench/journal.mjs';
 import { judgeCorpusBench } from './bench/judge-corpus.mjs';
 import { recoveryBench } from './bench/recovery.mjs';
@@ -181,6 +182,12 @@ async function main() {
     console.log('\nbench: done');
     return;
   }
+  // BENCH_ONLY=cold-start runs only the worker cold start → first HUD view (e2e/bench/cold-start.mjs).
+  if (process.env.BENCH_ONLY === 'cold-start') {
+    await coldStartBench({ Sandbox, table });
+    console.log('\nbench: done');
+    return;
+  }
   // BENCH_ONLY=judge runs only the turn-end judge's corpus figures (e2e/bench/judge-corpus.mjs).
   if (process.env.BENCH_ONLY === 'judge') {
     await judgeCorpusBench({ table });
@@ -279,6 +286,7 @@ async function main() {
   } finally {
     await sandbox.dispose();
   }
+  await coldStartBench({ Sandbox, table });
   await continuityBench();
   await contentScriptCostBench({ Sandbox, table });
   await judgeCorpusBench({ table });
