@@ -4,7 +4,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { Sandbox } from '../lib/sandbox.mjs';
 import { coldStartBench } from '../bench/cold-start.mjs';
-import { contentScriptCostBench, extensionShare } from '../bench/content-cost.mjs';
+import { contentScriptCostBench, extensionCalls, extensionShare } from '../bench/content-cost.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const quiet = () => {};
@@ -27,7 +27,7 @@ test.describe('bench parts (issue 28)', () => {
     expect(run.companion, 'the first view carries a companion line').toMatch(/^companion[A-Z]/);
   });
 
-  test('the per-token part profiles a short and a long conversation and attributes samples to the extension', async () => {
+  test('the per-token part traces a short and a long conversation and attributes calls to the extension', async () => {
     test.setTimeout(120_000);
     const [result] = await contentScriptCostBench({ Sandbox, table: quiet, runs: 1, layouts: ['thread'], turnCounts: [2, 6], tokens: 30 });
     expect(result.sides.map((side) => side.turns)).toEqual([2, 6]);
@@ -35,9 +35,28 @@ test.describe('bench parts (issue 28)', () => {
       expect(side.windows).toHaveLength(1);
       expect(side.windows[0].stream.tokens).toBe(30);
       expect(side.computed, 'the content script recomputed facts during the stream').toBeGreaterThan(0);
-      expect(Number.isFinite(side.usPerToken) && side.usPerToken > 0, 'some extension time per token').toBe(true);
-      expect(side.selfUsPerToken).toBeLessThanOrEqual(side.usPerToken);
+      expect(side.calls, 'the trace holds calls of the extension\'s scripts').toBeGreaterThan(0);
+      expect(Number.isFinite(side.usPerToken) && side.usPerToken > 0, 'some extension CPU time per token').toBe(true);
+      expect(side.usPerToken, 'thread time within wall time').toBeLessThanOrEqual(side.wallUsPerToken);
     }
+  });
+
+  test('the extension\'s calls are its outermost FunctionCall events on a page main thread, counted in thread time', () => {
+    const page = { pid: 1, tid: 10 };
+    const worker = { pid: 2, tid: 20 };
+    const call = (at, ts, dur, tdur, url) => ({ ...at, ph: 'X', name: 'FunctionCall', ts, dur, tdur, args: { data: { url } } });
+    const events = [
+      { ...page, ph: 'M', name: 'thread_name', args: { name: 'CrRendererMain' } },
+      { ...worker, ph: 'M', name: 'thread_name', args: { name: 'ServiceWorker thread' } },
+      call(page, 100, 50, 40, `${EXTENSION_ORIGIN}content.js`),
+      call(page, 110, 10, 10, `${EXTENSION_ORIGIN}queue-button.js`), // inside the call above
+      call(page, 200, 30, 30, 'https://chatgpt.com/app.js'), // the page's own
+      call(page, 210, 5, 5, `${EXTENSION_ORIGIN}content.js`), // a listener the page's code ran: the page's time
+      call(page, 300, 20, 15, `${EXTENSION_ORIGIN}page-facts.js`),
+      call(worker, 100, 500, 500, `${EXTENSION_ORIGIN}worker.js`), // the service worker, not the page
+      { ...page, ph: 'X', name: 'TimerFire', ts: 400, dur: 10, tdur: 10, args: { data: {} } },
+    ];
+    expect(extensionCalls(events)).toEqual({ cpuMs: 0.055, wallMs: 0.07, calls: 2 });
   });
 
   test('samples count for the extension by any frame of its origin on the stack, each for its time to the next sample', () => {
