@@ -14,8 +14,8 @@
 //      clocks are wall-clock high-resolution times of the same machine.
 // The worker's User Timing marks (extension/worker.js: `herdr:script`, `herdr:wasm`,
 // `herdr:state`, `herdr:started`, `herdr:connect`, `herdr:page-connected`) split the figure
-// into its steps. A run the worker was started by
-// something else than the page's connect (an alarm) is not counted and is run again.
+// into its steps. A run whose worker something other than the page's connect started (an
+// alarm) is not counted and is run again.
 // BENCH_COLD_RUNS (20) runs; p50 / p95 next to the target (p50 ≤ 30 ms) with PASS / OVER.
 // BENCH_ONLY=cold-start runs only this part; BENCH_COLD_PROFILE=1 adds a CPU profile of one
 // more start (where the worker's own time goes). Nothing here asserts a time.
