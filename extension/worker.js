@@ -8,6 +8,12 @@
 import init, * as shell from './pkg/ext_shell.js';
 import { recordActivity } from './activity-log.js';
 
+// Start marks (User Timing; `npm run bench` reads them, e2e/bench/cold-start.mjs): this
+// module evaluated, the wasm ready, the stored state read, the worker started, and the
+// first page port's connect event and its handling. Once per worker life (a few entries).
+performance.mark('herdr:script');
+let firstPort = true;
+
 // The Activity timeline: ext-shell hands each entry the core records to this global
 // (set before the wasm starts) and activity-log.js stamps and stores it. A global rather
 // than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
@@ -71,9 +77,12 @@ globalThis.herdrTabs = (token, url) => {
 // this worker can call it (Playwright's `worker.evaluate`); unused, the clock is Date.now().
 globalThis.herdrTestClock = (ms) => ready.then(() => shell.advance_clock_for_test(ms));
 const ready = init().then(async () => {
+  performance.mark('herdr:wasm');
   const [localKeys, syncKeys] = shell.start_keys();
   const [local, sync] = await readStart(localKeys, syncKeys);
+  performance.mark('herdr:state');
   shell.start_worker(local, sync);
+  performance.mark('herdr:started');
   started = true;
   if (startProblem !== null) {
     startProblem = null;
@@ -92,7 +101,13 @@ chrome.runtime.onConnect.addListener((port) => {
     port.onDisconnect.addListener(() => waitingPorts.delete(port));
     if (startProblem !== null) tellStartProblem(port);
   }
-  forward(() => shell.page_connected(port));
+  const first = firstPort;
+  firstPort = false;
+  if (first) performance.mark('herdr:connect');
+  forward(() => {
+    shell.page_connected(port);
+    if (first) performance.mark('herdr:page-connected');
+  });
   port.onMessage.addListener((message) => forward(() => shell.page_message(port, message)));
   port.onDisconnect.addListener(() => forward(() => shell.page_disconnected(port)));
 });
