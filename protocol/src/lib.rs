@@ -18,6 +18,7 @@ pub mod handoff;
 pub mod herdr;
 pub mod journal;
 pub mod limits;
+pub mod marker;
 mod messages;
 mod names;
 pub mod tools;

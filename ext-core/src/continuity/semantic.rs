@@ -75,21 +75,7 @@ impl SemanticFlow {
     }
 }
 
-/// Whether `marker` is a delivery id as the ledger makes them,
-/// `<subject>/<epoch>.<life>.<n>` (epoch alphanumeric, life and n decimal): the id in our
-/// marker line ([`texts::marker_line`]). Any epoch: a restore from a release without one,
-/// or lost state, starts a new epoch while the thread still shows the old markers.
-pub(super) fn delivery_id_shaped(marker: &str) -> bool {
-    let Some((subject, tail)) = marker.rsplit_once('/') else { return false };
-    let mut parts = tail.split('.');
-    let epoch = parts.next().unwrap_or_default();
-    let numbers: Vec<&str> = parts.collect();
-    !subject.is_empty()
-        && !epoch.is_empty()
-        && epoch.bytes().all(|b| b.is_ascii_alphanumeric())
-        && numbers.len() == 2
-        && numbers.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-}
+pub(super) use continuity_protocol::marker::delivery_id_shaped;
 
 /// Whether the last user turn was the human's: no marker of ours (decided by the delivery
 /// id in the marker line, never by the text), or the marker of a queued batch (the user's
