@@ -43,6 +43,9 @@ pub enum DbError {
     /// The kv table lost the log's id (written at open, never deleted).
     #[error("state.db has no event log id (was it edited by hand?); delete state.db to start a new event log")]
     NoLogId,
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// No random bytes for a new log's id.
     #[error("cannot read /dev/urandom for the event log's id ({0}); check that /dev/urandom is readable")]
     Random(std::io::Error),
@@ -119,19 +122,9 @@ pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 impl StateDb {
-    /// Opens (creating if needed) `path` with WAL and the schema.
+    /// Opens (creating if needed) `path` with WAL at the current schema (`crate::schema`).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS events (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                boot_id TEXT NOT NULL,
-                at INTEGER NOT NULL,
-                event TEXT NOT NULL,
-                data TEXT NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         // The first open of a log names it; later opens (and the other connections of this
         // runtime, which may race this one) keep the name.
         conn.execute(

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError};
 
 /// Rows kept.
 pub const AUDIT_RETENTION: i64 = 2_000;
@@ -70,19 +70,7 @@ fn stored_target(text: &str) -> String {
 impl AuditLog {
     /// Opens (creating) the table in `state.db` at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS tool_audit (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                at INTEGER NOT NULL,
-                tool TEXT NOT NULL,
-                caller TEXT NOT NULL,
-                root TEXT NOT NULL,
-                target TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                detail TEXT NOT NULL
-            );",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 

@@ -23,7 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError};
 
 /// Longest timeout a call may ask for.
 pub const MAX_EXEC_TIMEOUT_MS: u64 = 60_000;
@@ -225,16 +225,7 @@ pub struct ExecRuns {
 impl ExecRuns {
     /// Opens (creating) the table in `state.db` at `path`.
     pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS exec_runs (
-                key TEXT PRIMARY KEY,
-                fingerprint TEXT NOT NULL,
-                boot_id TEXT NOT NULL,
-                started_at INTEGER NOT NULL,
-                result TEXT
-            );",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)), boot_id: boot_id.to_owned() })
     }
 

@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use rusqlite::{params, Connection};
 use thiserror::Error;
 
-use crate::db::{open_connection, DbError};
+use crate::db::DbError;
 
 /// Longest path a tool accepts, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -453,8 +453,7 @@ impl From<rusqlite::Error> for RootStoreError {
 impl RootStore {
     /// Opens (creating the table if needed) the roots of `state.db` at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS roots (path TEXT PRIMARY KEY, added_at INTEGER NOT NULL);")?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn: Mutex::new(conn) })
     }
 

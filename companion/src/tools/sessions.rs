@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::exec::{command, kill_group};
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError};
 
 /// Bytes kept per stream of a session.
 pub const RING_BYTES: usize = 256 * 1024;
@@ -118,26 +118,7 @@ impl ExecSessions {
     /// Opens the table in `state.db` at `path`; rows an earlier runtime left running become
     /// `interrupted`.
     pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS exec_sessions (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                boot_id TEXT NOT NULL,
-                cwd TEXT NOT NULL,
-                command TEXT NOT NULL,
-                started_at INTEGER NOT NULL,
-                state TEXT NOT NULL,
-                exit_code INTEGER,
-                ended_at INTEGER
-            );",
-        )?;
-        // Columns added after the table's first release.
-        for (column, kind) in [("pgid", "INTEGER"), ("start_identity", "TEXT")] {
-            if conn.prepare(&format!("SELECT {column} FROM exec_sessions LIMIT 0")).is_err() {
-                conn.execute_batch(&format!("ALTER TABLE exec_sessions ADD COLUMN {column} {kind};"))?;
-            }
-        }
+        let conn = crate::schema::open_state_db(path)?;
         // What an earlier start left running (it was SIGKILLed, or its Drop did not run):
         // its process groups go before its rows read `interrupted`.
         let left: Vec<(String, Option<i64>, Option<String>)> = conn
