@@ -381,3 +381,75 @@ fn oauth_db_from_before_versioning_keeps_its_clients_and_a_newer_one_is_refused(
     let refusal = crate::mcp::oauth::store::OAuthStore::open_path(&path).err().map(|e| e.to_string());
     assert!(refusal.as_deref().is_some_and(|e| e.contains("newer herdr-companion") && e.contains("oauth.db")), "{refusal:?}");
 }
+
+#[test]
+fn doctor_names_the_schema_version_and_fails_on_a_newer_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    drop(open_state_db(&path).expect("open"));
+    let current = crate::doctor::storage_checks(&path);
+    assert!(current.iter().all(|c| c.fix.is_none()), "{current:?}");
+    assert!(current.iter().any(|c| c.what.contains(&format!("schema version {} (current)", STATE_DB.current()))), "{current:?}");
+    Connection::open(&path).expect("open").pragma_update(None, "user_version", STATE_DB.current() + 1).expect("stamp newer");
+    let newer = crate::doctor::storage_checks(&path);
+    let failed: Vec<_> = newer.iter().filter(|c| c.fix.is_some()).collect();
+    assert_eq!(failed.len(), 1, "{newer:?}");
+    assert!(failed[0].what.contains("newer than this herdr-companion"), "{newer:?}");
+    assert!(failed[0].fix.as_deref().is_some_and(|fix| fix.contains("install the newer herdr-companion")), "{newer:?}");
+}
+
+/// The runtime's sources without their tests (`*tests.rs` files, `#[cfg(test)]` modules).
+fn runtime_sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read src").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.to_string_lossy().ends_with("tests.rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).expect("read source");
+            let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default().to_owned();
+            (file.strip_prefix(&src).expect("under src").display().to_string(), code)
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_schema_module_creates_or_alters_a_table() {
+    let sources = runtime_sources();
+    assert!(sources.len() > 20, "the sources were not found");
+    let offenders: Vec<&str> = sources
+        .iter()
+        .filter(|(file, code)| {
+            file != "schema.rs"
+                && ["CREATE TABLE", "ALTER TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE"].iter().any(|ddl| code.contains(ddl))
+        })
+        .map(|(file, _)| file.as_str())
+        .collect();
+    assert!(offenders.is_empty(), "a schema change is a migration in schema.rs: {offenders:?}");
+}
+
+#[test]
+fn every_sqlite_connection_is_opened_through_the_schema() {
+    // Only these open a connection themselves: `db::open_connection` (used by
+    // `schema::open_state_db`), the OAuth store (then `schema::migrate`), and doctor's
+    // read-only look.
+    let opening: Vec<String> = runtime_sources()
+        .into_iter()
+        .filter(|(file, code)| {
+            (code.contains("Connection::open") || code.contains("open_connection("))
+                && !["db.rs", "schema.rs", "doctor.rs", "mcp/oauth/store.rs"].contains(&file.as_str())
+        })
+        .map(|(file, _)| file)
+        .collect();
+    assert!(opening.is_empty(), "open state.db through crate::schema::open_state_db: {opening:?}");
+}

@@ -150,6 +150,17 @@ impl InboxStore {
         Ok(Self { conn })
     }
 
+    /// Events of the log (`state.db` `events`) with `seq > after`, oldest first, at most
+    /// `limit`, read on the inbox's own connection.
+    pub fn events_after(&self, after: i64, limit: i64) -> Result<Vec<crate::db::StoredEvent>, crate::db::DbError> {
+        crate::db::events_after(&self.conn, after, limit)
+    }
+
+    /// The event log's last seq (0 when empty).
+    pub fn last_event_seq(&self) -> Result<i64, crate::db::DbError> {
+        crate::db::last_seq(&self.conn)
+    }
+
     /// This connection's `PRAGMA synchronous` (2 = FULL).
     pub fn synchronous(&self) -> Result<i64, StoreError> {
         Ok(self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
