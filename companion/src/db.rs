@@ -11,13 +11,29 @@
 //!   never changed: a new or reset `state.db` is a new log with a new id, so a client can
 //!   tell that a `seq` it holds belongs to another log (docs/PROTOCOL.md "Event stream").
 //!
+//! Schema: every connection to `state.db` is opened through
+//! [`crate::schema::open_state_db`], which brings the file to the current schema version
+//! (or refuses one written by a newer runtime); no store creates or alters a table.
+//!
+//! Connections: one per service, opened once at the runtime's start. The event hub
+//! (`crate::stream::EventHub`), the inbox (`crate::inbox::Inbox`, which reads the event
+//! log on its own store's connection), the journal, Work Memory, retention, the bridge and
+//! the MCP pairings each own one; the write tools' four stores (audit, exec runs, exec
+//! sessions, roots) share one [`SharedConnection`]. Why not one connection for all: WAL
+//! lets readers run beside the one writer, so a long journal search or retention run on
+//! its own connection never holds up an event append; why not one per table: every
+//! connection costs its own page cache and file handles, and a service's writes that
+//! belong together (the write tools' audit and exec rows) go through one lock. SQLite
+//! serializes the writers across connections (`BEGIN IMMEDIATE`, the 5 s busy timeout).
+//! Outside the runtime only `doctor` (read-only) and the `roots` CLI open the file.
+//!
 //! Threading: a rusqlite call blocks (on a lock held by another connection, up to the
 //! busy timeout, and on fsync under FULL), so **no rusqlite call runs on a tokio async
-//! worker**. The runtime's connections (`crate::stream::EventHub`'s and
-//! `crate::inbox::Inbox`'s) sit behind `std::sync::Mutex`es that are only locked inside
-//! [`off_worker`] closures, which run on tokio's blocking pool; the mutex serializes the
-//! calls of one connection, and an async worker only ever awaits the result. The types in
-//! this module are synchronous and know nothing of tokio (tests call them directly).
+//! worker**, opening included (it may migrate the schema). Each connection sits behind a
+//! `std::sync::Mutex` that is only locked inside [`off_worker`] closures, which run on
+//! tokio's blocking pool; the mutex serializes the calls of one connection, and an async
+//! worker only ever awaits the result. The types in this module are synchronous and
+//! know nothing of tokio (tests call them directly).
 
 use std::path::Path;
 
@@ -43,6 +59,9 @@ pub enum DbError {
     /// The kv table lost the log's id (written at open, never deleted).
     #[error("state.db has no event log id (was it edited by hand?); delete state.db to start a new event log")]
     NoLogId,
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// No random bytes for a new log's id.
     #[error("cannot read /dev/urandom for the event log's id ({0}); check that /dev/urandom is readable")]
     Random(std::io::Error),
@@ -78,6 +97,16 @@ where
     E: From<DbCallLost> + Send + 'static,
 {
     tokio::task::spawn_blocking(work).await.map_err(|lost| E::from(DbCallLost(lost)))?
+}
+
+/// One connection to `state.db` shared by the stores of one service (e.g. the write
+/// tools' audit, exec runs, exec sessions and roots): lock it only inside [`off_worker`]
+/// closures (or on a thread of its own), one statement or transaction at a time.
+pub type SharedConnection = std::sync::Arc<std::sync::Mutex<Connection>>;
+
+/// Opens `state.db` at `path` at the current schema as a [`SharedConnection`].
+pub fn open_shared(path: &Path) -> Result<SharedConnection, DbError> {
+    Ok(std::sync::Arc::new(std::sync::Mutex::new(crate::schema::open_state_db(path)?)))
 }
 
 /// One event as stored and replayed.
@@ -119,19 +148,9 @@ pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 impl StateDb {
-    /// Opens (creating if needed) `path` with WAL and the schema.
+    /// Opens (creating if needed) `path` with WAL at the current schema (`crate::schema`).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS events (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                boot_id TEXT NOT NULL,
-                at INTEGER NOT NULL,
-                event TEXT NOT NULL,
-                data TEXT NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         // The first open of a log names it; later opens (and the other connections of this
         // runtime, which may race this one) keep the name.
         conn.execute(
@@ -175,22 +194,12 @@ impl StateDb {
 
     /// Events with `seq > after`, oldest first, at most `limit`.
     pub fn events_after(&self, after: i64, limit: i64) -> Result<Vec<StoredEvent>, DbError> {
-        let mut statement = self.conn.prepare("SELECT seq, boot_id, at, event, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
-        let rows = statement
-            .query_map(params![after, limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?)))?;
-        let mut events = Vec::new();
-        for row in rows {
-            let (seq, boot_id, at, event, data) = row?;
-            events.push(StoredEvent { seq, boot_id, at, event, data: serde_json::from_str(&data)? });
-        }
-        Ok(events)
+        events_after(&self.conn, after, limit)
     }
 
     /// The highest `seq` ever assigned (0 when none), surviving retention deletes.
     pub fn last_seq(&self) -> Result<i64, DbError> {
-        let from_sequence: Option<i64> =
-            self.conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0)).optional()?;
-        Ok(from_sequence.unwrap_or(0))
+        last_seq(&self.conn)
     }
 
     /// The oldest retained `seq` (None when the log is empty).
@@ -219,6 +228,27 @@ impl StateDb {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Events with `seq > after` in the log behind `conn`, oldest first, at most `limit`.
+pub fn events_after(conn: &Connection, after: i64, limit: i64) -> Result<Vec<StoredEvent>, DbError> {
+    let mut statement = conn.prepare("SELECT seq, boot_id, at, event, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+    let rows = statement
+        .query_map(params![after, limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?)))?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, boot_id, at, event, data) = row?;
+        events.push(StoredEvent { seq, boot_id, at, event, data: serde_json::from_str(&data)? });
+    }
+    Ok(events)
+}
+
+/// The highest `seq` ever assigned in the log behind `conn` (0 when none), surviving
+/// retention deletes.
+pub fn last_seq(conn: &Connection) -> Result<i64, DbError> {
+    let from_sequence: Option<i64> =
+        conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0)).optional()?;
+    Ok(from_sequence.unwrap_or(0))
 }
 
 /// Inserts one event inside `tx` and drops what falls out of retention.

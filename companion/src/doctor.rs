@@ -143,8 +143,9 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
     checks
 }
 
-/// Sizes per store in `state.db` and their retention limits, read only (issue 26
-/// "Retention"); no `state.db` yet is no failure.
+/// The schema version of `state.db` against this runtime's (`crate::schema`), then the sizes
+/// per store and their retention limits, read only (issue 26 "Retention"); no `state.db`
+/// yet is no failure.
 pub fn storage_checks(path: &Path) -> Vec<Check> {
     if !path.exists() {
         return vec![Check::ok(format!("storage: no {} yet (nothing stored)", path.display()))];
@@ -153,14 +154,32 @@ pub fn storage_checks(path: &Path) -> Vec<Check> {
     let read = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .and_then(|conn| conn.busy_timeout(std::time::Duration::from_secs(2)).map(|()| conn))
         .map_err(crate::db::DbError::from)
-        .and_then(|conn| crate::retention::describe(&conn));
+        .and_then(|conn| Ok((crate::schema::version(&conn)?, crate::retention::describe(&conn)?)));
     match read {
-        Ok(lines) => lines.into_iter().map(Check::ok).collect(),
+        Ok((version, lines)) => std::iter::once(schema_check(path, version)).chain(lines.into_iter().map(Check::ok)).collect(),
         Err(error) => vec![Check::fail(
             format!("storage: cannot read {}: {error}", path.display()),
             "stop the runtime, check the file's permissions (0600, yours), then start it again",
         )],
     }
+}
+
+/// `state.db`'s schema version `found` against the one this runtime writes.
+fn schema_check(path: &Path, found: i64) -> Check {
+    let current = crate::schema::STATE_DB.current();
+    let file = path.display();
+    if found > current {
+        return Check::fail(
+            format!("storage: {file} has schema version {found}, newer than this herdr-companion {} knows (up to {current}); the runtime refuses to open it", env!("CARGO_PKG_VERSION")),
+            format!("install the newer herdr-companion that wrote it again (re-run its installer); or, to start over with this version, stop the runtime and move {file} aside"),
+        );
+    }
+    if found < current {
+        return Check::ok(format!(
+            "storage: {file} has schema version {found}; the runtime brings it to {current} at its next start, keeping every row"
+        ));
+    }
+    Check::ok(format!("storage: {file} has schema version {current} (current)"))
 }
 
 /// Version agreement (N4): the running runtime against this `herdr-companion` (an older

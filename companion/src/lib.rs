@@ -48,6 +48,7 @@ pub mod protocol;
 pub mod providers;
 pub mod retention;
 pub mod runtime;
+pub mod schema;
 pub mod stream;
 pub mod tools;
 pub mod work_memory;

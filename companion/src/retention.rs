@@ -168,8 +168,7 @@ type Result<T> = std::result::Result<T, DbError>;
 impl Retention {
     /// Opens `path` (creating `retention_limits`).
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS retention_limits (store TEXT PRIMARY KEY, value INTEGER NOT NULL);")?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn: Mutex::new(conn) })
     }
 

@@ -169,15 +169,7 @@ pub struct PairStore {
 impl PairStore {
     /// Opens (creating if needed) the table in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS mcp_session_chats (
-                session TEXT PRIMARY KEY,
-                browser_session_ref TEXT NOT NULL,
-                subject TEXT,
-                paired_at INTEGER NOT NULL
-            );",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn })
     }
 

@@ -106,7 +106,7 @@ pub fn prompt_error(pane_id: &str, error: &HerdrError) -> MethodError {
 
 fn store_error(error: StoreError) -> MethodError {
     let code = match error {
-        StoreError::Sqlite(_) | StoreError::CallLost(_) => ErrorCode::InboxUnavailable,
+        StoreError::Sqlite(_) | StoreError::Schema(_) | StoreError::CallLost(_) => ErrorCode::InboxUnavailable,
     };
     (code, error.to_string())
 }

@@ -347,7 +347,9 @@ fn journal_error(error: JournalError) -> MethodError {
         JournalError::Ambiguous(_) => ErrorCode::ContinuityAmbiguous,
         JournalError::Conflict(_) => ErrorCode::ContinuityConflict,
         JournalError::Mismatch(_) => ErrorCode::ContinuityMismatch,
-        JournalError::Sqlite(_) | JournalError::CallLost(_) | JournalError::Random(_) => ErrorCode::ContinuityStoreUnavailable,
+        JournalError::Sqlite(_) | JournalError::Schema(_) | JournalError::CallLost(_) | JournalError::Random(_) => {
+            ErrorCode::ContinuityStoreUnavailable
+        }
     };
     (code, error.to_string())
 }

@@ -82,52 +82,7 @@ fn outcome_of(kind: Option<String>, body: Option<String>) -> Option<CallOutcome>
 impl BridgeStore {
     /// Opens (creating if needed) the bridge's tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS bridge_calls (
-                conversation TEXT NOT NULL,
-                message TEXT NOT NULL,
-                call_index INTEGER NOT NULL,
-                call_hash TEXT NOT NULL,
-                tool TEXT NOT NULL,
-                claimed_at INTEGER NOT NULL,
-                outcome_kind TEXT,
-                outcome TEXT,
-                PRIMARY KEY (conversation, message, call_index, call_hash)
-            );
-            CREATE TABLE IF NOT EXISTS bridge_results (
-                delivery_id TEXT PRIMARY KEY,
-                conversation TEXT NOT NULL,
-                message TEXT NOT NULL,
-                calls INTEGER NOT NULL,
-                text TEXT NOT NULL,
-                created_at INTEGER NOT NULL,
-                delivered_at INTEGER
-            );
-            CREATE TABLE IF NOT EXISTS bridge_batches (
-                batch_id TEXT PRIMARY KEY,
-                conversation TEXT NOT NULL,
-                message TEXT NOT NULL,
-                calls INTEGER NOT NULL,
-                decidable TEXT NOT NULL,
-                pending TEXT NOT NULL,
-                hashes TEXT NOT NULL,
-                asked_at INTEGER NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS bridge_decisions (
-                batch_id TEXT NOT NULL,
-                call_index INTEGER NOT NULL,
-                decision TEXT NOT NULL,
-                decided_at INTEGER NOT NULL,
-                PRIMARY KEY (batch_id, call_index)
-            );
-            CREATE TABLE IF NOT EXISTS bridge_rounds (
-                conversation TEXT NOT NULL,
-                human_turn TEXT NOT NULL,
-                used INTEGER NOT NULL,
-                PRIMARY KEY (conversation, human_turn)
-            );",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn })
     }
 

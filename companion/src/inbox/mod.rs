@@ -39,7 +39,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::clock::unix_millis;
-use crate::db::{off_worker, DbCallLost, DbError, StateDb};
+use crate::db::{off_worker, DbCallLost, DbError};
 use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::Broadcast;
@@ -70,10 +70,8 @@ pub type Notify = Box<dyn Fn(Value) + Send + Sync>;
 
 /// The parent inbox service: the store, the event-log reader and the optional advisor.
 pub struct Inbox {
-    /// The inbox rows.
+    /// The inbox rows, and its one connection to `state.db` (which also reads the event log).
     store: Mutex<InboxStore>,
-    /// A read connection to the event log.
-    events: Mutex<StateDb>,
     /// Parent guidance source; `None` = no advisor configured (guidance stays null).
     advisor: Option<Arc<dyn AttentionAdvisor>>,
     /// Bound on one advisor call.
@@ -180,20 +178,13 @@ impl Inbox {
         advice_timeout: Duration,
         notify: Notify,
     ) -> Result<Arc<Self>, InboxError> {
-        let events = StateDb::open(db_path)?;
         let mut store = InboxStore::open(db_path)?;
         if store.cursor()?.is_none() {
             // First start: earlier events predate every task. Set before any dispatch.
-            store.advance_cursor(events.last_seq()?)?;
+            let last = store.last_event_seq()?;
+            store.advance_cursor(last)?;
         }
-        Ok(Arc::new(Self {
-            store: Mutex::new(store),
-            events: Mutex::new(events),
-            advisor,
-            advice_timeout,
-            notify,
-            follow_gate: tokio::sync::Mutex::new(()),
-        }))
+        Ok(Arc::new(Self { store: Mutex::new(store), advisor, advice_timeout, notify, follow_gate: tokio::sync::Mutex::new(()) }))
     }
 
     /// The store, locked (a poisoned lock is still usable: every write is one statement
@@ -217,18 +208,18 @@ impl Inbox {
         off_worker(move || work(&mut inbox.lock_store())).await
     }
 
-    /// Runs `work` on the event-log connection on the blocking pool.
+    /// Runs `work` reading the event log on the store's connection, on the blocking pool.
     async fn with_events<T: Send + 'static>(
         self: &Arc<Self>,
-        work: impl FnOnce(&StateDb) -> Result<T, DbError> + Send + 'static,
+        work: impl FnOnce(&InboxStore) -> Result<T, DbError> + Send + 'static,
     ) -> Result<T, DbError> {
         let inbox = Arc::clone(self);
-        off_worker(move || work(&inbox.events.lock().unwrap_or_else(|p| p.into_inner()))).await
+        off_worker(move || work(&inbox.lock_store())).await
     }
 
     /// The event log's last seq (0 when empty).
     pub async fn last_event_seq(self: &Arc<Self>) -> Result<i64, DbError> {
-        self.with_events(StateDb::last_seq).await
+        self.with_events(InboxStore::last_event_seq).await
     }
 
     /// Pushes `inbox_changed {browser_session_ref, counts}` to all clients.
@@ -401,6 +392,7 @@ mod tests {
     use super::store::NewTask;
     use super::transition::TaskState;
     use super::*;
+    use crate::db::StateDb;
 
     /// The only fake allowed here: an advisor that answers after `delay`, or fails.
     #[derive(Debug)]

@@ -25,6 +25,9 @@ pub enum StoreError {
     /// SQLite refused an operation.
     #[error("state.db (parent inbox) error: {0}; check that the companion home is writable and the disk not full")]
     Sqlite(#[from] rusqlite::Error),
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// The call on the blocking pool was lost.
     #[error(transparent)]
     CallLost(#[from] crate::db::DbCallLost),
@@ -143,29 +146,19 @@ impl InboxStore {
     /// Opens (creating if needed) the inbox tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         // FULL: an acknowledgement or terminal result, once answered, survives power loss.
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS inbox_tasks (
-                task_id TEXT PRIMARY KEY,
-                dispatch_id TEXT NOT NULL UNIQUE,
-                turn_id TEXT,
-                browser_session_ref TEXT NOT NULL,
-                workspace_id TEXT NOT NULL,
-                pane_id TEXT NOT NULL,
-                prompt_preview TEXT NOT NULL,
-                state TEXT NOT NULL,
-                after_seq INTEGER NOT NULL,
-                created_at INTEGER NOT NULL,
-                finished_at INTEGER,
-                result TEXT,
-                guidance TEXT,
-                acked_at INTEGER
-            );
-            CREATE INDEX IF NOT EXISTS inbox_tasks_by_ref ON inbox_tasks (browser_session_ref, state);
-            CREATE INDEX IF NOT EXISTS inbox_tasks_by_pane ON inbox_tasks (pane_id, state);
-            CREATE TABLE IF NOT EXISTS inbox_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);",
-        )?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn })
+    }
+
+    /// Events of the log (`state.db` `events`) with `seq > after`, oldest first, at most
+    /// `limit`, read on the inbox's own connection.
+    pub fn events_after(&self, after: i64, limit: i64) -> Result<Vec<crate::db::StoredEvent>, crate::db::DbError> {
+        crate::db::events_after(&self.conn, after, limit)
+    }
+
+    /// The event log's last seq (0 when empty).
+    pub fn last_event_seq(&self) -> Result<i64, crate::db::DbError> {
+        crate::db::last_seq(&self.conn)
     }
 
     /// This connection's `PRAGMA synchronous` (2 = FULL).

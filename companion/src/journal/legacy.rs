@@ -40,19 +40,6 @@ use sha2::{Digest, Sha256};
 use super::handoff::token;
 use super::store::JournalError;
 
-/// The table of restored packets (created with the journal's tables).
-/// A restore is keyed by (source chain, packet id); its chain id is random.
-pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS journal_legacy_restores (
-    source_continuity_id TEXT NOT NULL,
-    packet_id TEXT NOT NULL,
-    continuity_id TEXT NOT NULL UNIQUE,
-    sha256 TEXT NOT NULL,
-    source_message_id TEXT NOT NULL,
-    recorded_at INTEGER NOT NULL,
-    PRIMARY KEY (source_continuity_id, packet_id)
-);
-CREATE INDEX IF NOT EXISTS journal_legacy_by_packet ON journal_legacy_restores (packet_id);";
-
 /// A packet of a text: read, or refused with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet {

@@ -38,6 +38,9 @@ pub enum JournalError {
     /// SQLite refused an operation.
     #[error("state.db (continuity journal) error: {0}; check that the companion home is writable and the disk not full, then retry")]
     Sqlite(#[from] rusqlite::Error),
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// The call on the blocking pool was lost.
     #[error(transparent)]
     CallLost(#[from] DbCallLost),
@@ -169,47 +172,7 @@ impl JournalStore {
     pub fn open(path: &Path) -> Result<Self, JournalError> {
         // WAL and synchronous=FULL: a turn the runtime acknowledged survives a power loss,
         // not only a crash.
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS journal_chains (
-                continuity_id TEXT PRIMARY KEY,
-                project_id TEXT,
-                title TEXT,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS journal_chains_by_project ON journal_chains (project_id, updated_at);
-            CREATE INDEX IF NOT EXISTS journal_chains_by_update ON journal_chains (updated_at);
-            CREATE TABLE IF NOT EXISTS journal_conversations (
-                conversation_id TEXT PRIMARY KEY,
-                continuity_id TEXT NOT NULL,
-                conversation_url TEXT,
-                title TEXT,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS journal_conversations_by_chain ON journal_conversations (continuity_id);
-            CREATE TABLE IF NOT EXISTS journal_chain_workspaces (
-                workspace_id TEXT NOT NULL,
-                continuity_id TEXT NOT NULL,
-                PRIMARY KEY (workspace_id, continuity_id)
-            ) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS journal_workspaces_by_chain ON journal_chain_workspaces (continuity_id);
-            CREATE TABLE IF NOT EXISTS journal_turns (
-                turn_id INTEGER PRIMARY KEY,
-                continuity_id TEXT NOT NULL,
-                message_id TEXT NOT NULL,
-                conversation_id TEXT NOT NULL,
-                role TEXT NOT NULL,
-                text TEXT NOT NULL,
-                workspace_id TEXT,
-                observed_at INTEGER NOT NULL,
-                recorded_at INTEGER NOT NULL,
-                UNIQUE (continuity_id, message_id)
-            );
-            CREATE INDEX IF NOT EXISTS journal_turns_by_chain ON journal_turns (continuity_id, turn_id);
-            CREATE VIRTUAL TABLE IF NOT EXISTS journal_fts USING fts5 (text, content = 'journal_turns', content_rowid = 'turn_id');",
-        )?;
-        conn.execute_batch(super::legacy::SCHEMA)?;
+        let conn = crate::schema::open_state_db(path)?;
         Ok(Self { conn })
     }
 

@@ -201,7 +201,7 @@ async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Optio
         .clone()
         .map(|judge| Arc::new(crate::judge::advice::RouteAdvisor::new(judge)) as Arc<dyn crate::inbox::advisor::AttentionAdvisor>);
     let inbox = crate::inbox::start(db_path.clone(), herdr_status.clone(), events.clone(), log.clone(), advisor).await;
-    let work_memory = match crate::work_memory::WorkMemory::open(&db_path) {
+    let work_memory = match blocking_open(&db_path, crate::work_memory::WorkMemory::open).await {
         Ok(work_memory) => Some(Arc::new(work_memory)),
         Err(error) => {
             log.line(format_args!("work memory: {error}"));
@@ -209,7 +209,7 @@ async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Optio
         }
     };
     let journal = crate::journal::start(db_path.clone(), log.clone()).await;
-    let retention = match crate::retention::Retention::open(&db_path) {
+    let retention = match blocking_open(&db_path, crate::retention::Retention::open).await {
         Ok(retention) => {
             let retention = Arc::new(retention);
             spawn_reclaimer(retention.clone(), log.clone());
@@ -220,19 +220,28 @@ async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Optio
             None
         }
     };
-    let bridge = match crate::bridge::BridgeService::open(&db_path) {
+    let bridge = match blocking_open(&db_path, crate::bridge::BridgeService::open).await {
         Ok(bridge) => Some(Arc::new(bridge)),
         Err(error) => {
             log.line(format_args!("bridge: {error}"));
             None
         }
     };
-    let (attribution, pairs_error) = crate::api::attribution::Attribution::open(&db_path);
+    let (attribution, pairs_error) =
+        match blocking_open(&db_path, |path| Ok::<_, crate::db::DbError>(crate::api::attribution::Attribution::open(path))).await {
+            Ok(opened) => opened,
+            Err(lost) => (crate::api::attribution::Attribution::without_pairs(), Some(lost)),
+        };
     if let Some(error) = pairs_error {
         log.line(format_args!("attribution: ChatGPT session pairings are not available: {error}"));
     }
     let attribution = Arc::new(attribution);
-    let write_tools = match crate::tools::write::WriteTools::open(&db_path, &boot_id) {
+    let write_tools = match blocking_open(&db_path, {
+        let boot_id = boot_id.clone();
+        move |path| crate::tools::write::WriteTools::open(path, &boot_id)
+    })
+    .await
+    {
         Ok(tools) => Some(Arc::new(tools)),
         Err(error) => {
             log.line(format_args!("write tools: {error}"));
@@ -259,6 +268,18 @@ async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Optio
 
 /// Reclaims under the retention limits now and every [`crate::retention::RECLAIM_EVERY`],
 /// on the blocking pool; what was removed (or withheld for want of a checkpoint) is logged.
+/// Opens a service on `state.db` at `db_path` on the blocking pool: opening runs the schema's
+/// migrations (`crate::schema`) and may wait on another connection's lock, which no async
+/// worker may (`crate::db`).
+async fn blocking_open<T, E>(db_path: &Path, open: impl FnOnce(&Path) -> Result<T, E> + Send + 'static) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: From<crate::db::DbCallLost> + Send + 'static,
+{
+    let path = db_path.to_path_buf();
+    crate::db::off_worker(move || open(&path)).await
+}
+
 fn spawn_reclaimer(retention: Arc<crate::retention::Retention>, log: Arc<RuntimeLog>) {
     tokio::spawn(async move {
         loop {

@@ -13,12 +13,11 @@
 //! first [`MAX_AUDIT_TARGET_CHARS`] characters and the SHA-256 of the whole.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 use serde_json::{json, Value};
 
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError, SharedConnection};
 
 /// Rows kept.
 pub const AUDIT_RETENTION: i64 = 2_000;
@@ -49,7 +48,7 @@ pub struct AuditEntry {
 /// The audit table.
 #[derive(Debug)]
 pub struct AuditLog {
-    conn: Arc<Mutex<Connection>>,
+    conn: SharedConnection,
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -68,22 +67,15 @@ fn stored_target(text: &str) -> String {
 }
 
 impl AuditLog {
-    /// Opens (creating) the table in `state.db` at `path`.
+    /// Opens `state.db` at `path` on a connection of its own (tests; the runtime shares
+    /// the write tools' connection, see [`AuditLog::on`]).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS tool_audit (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                at INTEGER NOT NULL,
-                tool TEXT NOT NULL,
-                caller TEXT NOT NULL,
-                root TEXT NOT NULL,
-                target TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                detail TEXT NOT NULL
-            );",
-        )?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Self::on(crate::db::open_shared(path)?))
+    }
+
+    /// The audit log on `conn`, a connection to `state.db` at the current schema.
+    pub fn on(conn: SharedConnection) -> Self {
+        Self { conn }
     }
 
     /// Records one call at `at` (unix ms).

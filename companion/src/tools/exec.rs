@@ -19,11 +19,11 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError, SharedConnection};
 
 /// Longest timeout a call may ask for.
 pub const MAX_EXEC_TIMEOUT_MS: u64 = 60_000;
@@ -218,24 +218,21 @@ pub enum Claim {
 /// The `exec_runs` table: idempotency keys and their results.
 #[derive(Debug)]
 pub struct ExecRuns {
-    conn: Arc<Mutex<Connection>>,
+    conn: SharedConnection,
     boot_id: String,
 }
 
 impl ExecRuns {
-    /// Opens (creating) the table in `state.db` at `path`.
+    /// Opens `state.db` at `path` on a connection of its own (tests; the runtime shares
+    /// the write tools' connection, see [`ExecRuns::on`]).
     pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS exec_runs (
-                key TEXT PRIMARY KEY,
-                fingerprint TEXT NOT NULL,
-                boot_id TEXT NOT NULL,
-                started_at INTEGER NOT NULL,
-                result TEXT
-            );",
-        )?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), boot_id: boot_id.to_owned() })
+        Ok(Self::on(crate::db::open_shared(path)?, boot_id))
+    }
+
+    /// The runs on `conn`, a connection to `state.db` at the current schema, for the
+    /// runtime start `boot_id`.
+    pub fn on(conn: SharedConnection, boot_id: &str) -> Self {
+        Self { conn, boot_id: boot_id.to_owned() }
     }
 
     /// Claims `key` for `fingerprint` (or says why not).

@@ -23,12 +23,11 @@
 
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 
 use rusqlite::{params, Connection};
 use thiserror::Error;
 
-use crate::db::{open_connection, DbError};
+use crate::db::{DbError, SharedConnection};
 
 /// Longest path a tool accepts, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -416,8 +415,9 @@ pub fn refuse_hard_link(path: &str, meta: &std::fs::Metadata) -> Result<(), Root
 /// tool call) and the `herdr-companion roots` commands.
 #[derive(Debug)]
 pub struct RootStore {
-    /// One connection; callers run it off the async workers (`crate::db::off_worker`).
-    conn: Mutex<Connection>,
+    /// Its connection (the write tools'); callers run it off the async workers
+    /// (`crate::db::off_worker`).
+    conn: SharedConnection,
 }
 
 /// A change to the registered roots that could not be made.
@@ -451,11 +451,15 @@ impl From<rusqlite::Error> for RootStoreError {
 }
 
 impl RootStore {
-    /// Opens (creating the table if needed) the roots of `state.db` at `path`.
+    /// Opens `state.db` at `path` on a connection of its own (the `roots` commands and
+    /// tests; the runtime shares the write tools' connection, see [`RootStore::on`]).
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS roots (path TEXT PRIMARY KEY, added_at INTEGER NOT NULL);")?;
-        Ok(Self { conn: Mutex::new(conn) })
+        Ok(Self::on(crate::db::open_shared(path)?))
+    }
+
+    /// The roots on `conn`, a connection to `state.db` at the current schema.
+    pub fn on(conn: SharedConnection) -> Self {
+        Self { conn }
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {

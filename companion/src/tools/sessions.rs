@@ -21,12 +21,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::exec::{command, kill_group};
-use crate::db::{off_worker, open_connection, DbError};
+use crate::db::{off_worker, DbError, SharedConnection};
 
 /// Bytes kept per stream of a session.
 pub const RING_BYTES: usize = 256 * 1024;
@@ -82,7 +82,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The exec sessions of this runtime, and the table that outlives it.
 #[derive(Debug)]
 pub struct ExecSessions {
-    conn: Arc<Mutex<Connection>>,
+    conn: SharedConnection,
     boot_id: String,
     live: Mutex<HashMap<String, Arc<Live>>>,
 }
@@ -115,29 +115,17 @@ async fn pump(mut reader: impl AsyncRead + Unpin, live: Arc<Live>, stderr: bool)
 }
 
 impl ExecSessions {
-    /// Opens the table in `state.db` at `path`; rows an earlier runtime left running become
-    /// `interrupted`.
+    /// Opens `state.db` at `path` on a connection of its own (tests; the runtime shares
+    /// the write tools' connection, see [`ExecSessions::on`]).
     pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
-        let conn = open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS exec_sessions (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                boot_id TEXT NOT NULL,
-                cwd TEXT NOT NULL,
-                command TEXT NOT NULL,
-                started_at INTEGER NOT NULL,
-                state TEXT NOT NULL,
-                exit_code INTEGER,
-                ended_at INTEGER
-            );",
-        )?;
-        // Columns added after the table's first release.
-        for (column, kind) in [("pgid", "INTEGER"), ("start_identity", "TEXT")] {
-            if conn.prepare(&format!("SELECT {column} FROM exec_sessions LIMIT 0")).is_err() {
-                conn.execute_batch(&format!("ALTER TABLE exec_sessions ADD COLUMN {column} {kind};"))?;
-            }
-        }
+        Self::on(crate::db::open_shared(path)?, boot_id)
+    }
+
+    /// The sessions on `conn`, a connection to `state.db` at the current schema, for the
+    /// runtime start `boot_id`; rows an earlier runtime left running become `interrupted`.
+    /// Blocking (call it on the blocking pool, see `crate::db`).
+    pub fn on(shared: SharedConnection, boot_id: &str) -> Result<Self, DbError> {
+        let conn = lock(&shared);
         // What an earlier start left running (it was SIGKILLed, or its Drop did not run):
         // its process groups go before its rows read `interrupted`.
         let left: Vec<(String, Option<i64>, Option<String>)> = conn
@@ -152,7 +140,8 @@ impl ExecSessions {
         conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
         // Keep the newest 500 rows.
         conn.execute("DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT 500)", [])?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()) })
+        drop(conn);
+        Ok(Self { conn: shared, boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()) })
     }
 
     fn running(&self) -> usize {

@@ -1,6 +1,7 @@
-//! The state of the write and exec tools in `state.db`, opened once per runtime start:
-//! the audit log ([`super::audit`]), the idempotency keys of `herdr_exec`
-//! ([`super::exec::ExecRuns`]) and the exec sessions ([`super::sessions`]).
+//! The state of the write and exec tools in `state.db`, opened once per runtime start on
+//! one connection: the audit log ([`super::audit`]), the idempotency keys of `herdr_exec`
+//! ([`super::exec::ExecRuns`]), the exec sessions ([`super::sessions`]) and the
+//! registered project roots ([`super::roots::RootStore`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,13 +26,15 @@ pub struct WriteTools {
 }
 
 impl WriteTools {
-    /// Opens the tables in `state.db` at `path` for the runtime start `boot_id`.
+    /// Opens `state.db` at `path` — one connection for the four stores — for the runtime
+    /// start `boot_id`. Blocking (call it on the blocking pool, see `crate::db`).
     pub fn open(path: &Path, boot_id: &str) -> Result<Self, DbError> {
+        let conn = crate::db::open_shared(path)?;
         Ok(Self {
-            audit: AuditLog::open(path)?,
-            runs: ExecRuns::open(path, boot_id)?,
-            sessions: Arc::new(ExecSessions::open(path, boot_id)?),
-            roots: Arc::new(RootStore::open(path)?),
+            audit: AuditLog::on(conn.clone()),
+            runs: ExecRuns::on(conn.clone(), boot_id),
+            sessions: Arc::new(ExecSessions::on(conn.clone(), boot_id)?),
+            roots: Arc::new(RootStore::on(conn)),
         })
     }
 }

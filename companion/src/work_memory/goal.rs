@@ -18,19 +18,6 @@ use rusqlite::{params, OptionalExtension};
 
 use super::store::{WorkMemoryError, WorkMemoryStore};
 
-/// Creates the table (idempotent).
-pub(super) fn create(store: &WorkMemoryStore) -> Result<(), WorkMemoryError> {
-    store.conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS wm_goals (
-            session_ref TEXT PRIMARY KEY,
-            goal TEXT NOT NULL,
-            todos TEXT NOT NULL,
-            updated_at INTEGER NOT NULL
-        );",
-    )?;
-    Ok(())
-}
-
 fn invalid(what: &str, detail: impl std::fmt::Display) -> WorkMemoryError {
     WorkMemoryError::Invalid(format!("{what}: {detail}"))
 }

@@ -18,20 +18,6 @@ use sha2::{Digest, Sha256};
 
 use super::store::WorkMemoryError;
 
-/// Adds the journal anchor's columns to `wm_checkpoints` when a database predates them.
-pub fn migrate(conn: &Connection) -> Result<(), WorkMemoryError> {
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('wm_checkpoints')")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for column in ["journal_continuity_id", "journal_message_id", "journal_text_sha256"] {
-        if !columns.iter().any(|c| c == column) {
-            conn.execute_batch(&format!("ALTER TABLE wm_checkpoints ADD COLUMN {column} TEXT"))?;
-        }
-    }
-    Ok(())
-}
-
 /// The SHA-256 (hex) of the text of the journal turn `anchor` names in `continuity_id`, or
 /// `None` when the anchor names another chain, the turn does not exist, or the journal has
 /// no tables here.

@@ -50,6 +50,9 @@ pub enum WorkMemoryError {
     /// SQLite failed.
     #[error("state.db: {0}; check the disk and runtime.log, then retry")]
     Store(#[from] rusqlite::Error),
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// The blocking call did not finish.
     #[error(transparent)]
     CallLost(#[from] crate::db::DbCallLost),
@@ -63,7 +66,7 @@ impl WorkMemoryError {
             Self::NotFound(_) => "work_memory_not_found",
             Self::Conflict(_) => "work_memory_conflict",
             Self::AnchorMissing(_) => "work_memory_anchor_missing",
-            Self::Store(_) | Self::CallLost(_) => "work_memory_store_failed",
+            Self::Store(_) | Self::Schema(_) | Self::CallLost(_) => "work_memory_store_failed",
         }
     }
 }
@@ -184,66 +187,8 @@ fn fts_query(query: &str) -> String {
 impl WorkMemoryStore {
     /// Opens (creating if needed) the Work Memory tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = crate::db::open_connection(path)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS wm_chains (
-                continuity_id TEXT PRIMARY KEY,
-                project_ref TEXT NOT NULL,
-                repo_id TEXT NOT NULL,
-                work_chain_id TEXT NOT NULL,
-                provider TEXT NOT NULL,
-                account_ref TEXT,
-                space_ref TEXT,
-                session_ref TEXT NOT NULL,
-                bound_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL,
-                UNIQUE (project_ref, repo_id, work_chain_id)
-            );
-            CREATE TABLE IF NOT EXISTS wm_turns (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                continuity_id TEXT NOT NULL,
-                provider TEXT NOT NULL,
-                account_ref TEXT,
-                space_ref TEXT,
-                session_ref TEXT NOT NULL,
-                provider_message_ref TEXT NOT NULL,
-                role TEXT NOT NULL,
-                text TEXT NOT NULL,
-                fingerprint TEXT,
-                observed_at INTEGER NOT NULL,
-                UNIQUE (continuity_id, provider, provider_message_ref)
-            );
-            CREATE TABLE IF NOT EXISTS wm_evidence (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                continuity_id TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                content TEXT NOT NULL,
-                sha256 TEXT NOT NULL,
-                provider TEXT,
-                account_ref TEXT,
-                space_ref TEXT,
-                session_ref TEXT,
-                portable_ref TEXT,
-                created_at INTEGER NOT NULL,
-                UNIQUE (continuity_id, kind, sha256)
-            );
-            CREATE TABLE IF NOT EXISTS wm_checkpoints (
-                continuity_id TEXT NOT NULL,
-                revision INTEGER NOT NULL,
-                summary TEXT NOT NULL,
-                checkpoint_json TEXT NOT NULL,
-                sha256 TEXT NOT NULL,
-                through_message_id TEXT,
-                through_evidence_id TEXT,
-                created_at INTEGER NOT NULL,
-                PRIMARY KEY (continuity_id, revision)
-            );
-            CREATE VIRTUAL TABLE IF NOT EXISTS wm_fts USING fts5 (body, continuity_id UNINDEXED, source_kind UNINDEXED, source_id UNINDEXED);",
-        )?;
-        super::journal_anchor::migrate(&conn)?;
-        let store = Self { conn };
-        super::goal::create(&store)?;
-        Ok(store)
+        let conn = crate::schema::open_state_db(path)?;
+        Ok(Self { conn })
     }
 
     /// `work_memory.bind`: a new partition is bound to `continuity_id`; the same pair again

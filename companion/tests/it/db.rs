@@ -65,3 +65,34 @@ fn a_waiting_state_db_write_never_stalls_other_requests_n3() {
     answered.sort();
     assert_eq!(answered, acks, "every waiting write completes once the lock is free");
 }
+
+// R: issue 28 — a state.db written by a newer runtime (a higher `PRAGMA user_version` than
+// this binary's schema knows) is refused untouched, and the user is told what to do: the
+// `roots` commands fail with the reason and `doctor` names it as a failing check. Failed
+// before: there was no schema version, so an older binary opened and wrote the file.
+#[test]
+fn an_older_binary_refuses_a_newer_state_db_and_says_what_to_do() {
+    let home = TestHome::new();
+    std::fs::create_dir_all(home.home()).expect("home");
+    let path = home.home().join("state.db");
+    let newer = companion::schema::STATE_DB.current() + 1;
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch("CREATE TABLE from_the_future (x INTEGER); INSERT INTO from_the_future VALUES (7);").expect("a newer table");
+        conn.pragma_update(None, "user_version", newer).expect("stamp");
+    }
+    let roots = crate::support::output_within(&mut home.command(&["roots", "list"]), "roots list");
+    let stderr = String::from_utf8_lossy(&roots.stderr);
+    assert!(!roots.status.success(), "refused: {stderr}");
+    assert!(stderr.contains(&format!("schema version {newer}")) && stderr.contains("Install that newer version again"), "{stderr}");
+    let doctor = crate::support::output_within(
+        &mut home.command(&["doctor", "--browser", "chromium", "--user-data-dir", home.home().to_str().expect("utf-8")]),
+        "doctor",
+    );
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(text.contains(&format!("FAIL  storage: {} has schema version {newer}", path.display())), "{text}");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("version");
+    let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0)).expect("tables");
+    assert_eq!((version, tables), (newer, 1), "left untouched: no downgrade, no table created");
+}

@@ -60,6 +60,9 @@ pub enum StoreError {
         /// What failed.
         source: rusqlite::Error,
     },
+    /// The file's schema is newer than this runtime's, or could not be brought to it.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
 }
 
 /// An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2, RFC 8707 `invalid_target`).
@@ -251,53 +254,6 @@ pub struct OAuthStore {
     conn: Connection,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS clients (
-  client_id TEXT PRIMARY KEY,
-  secret_hash TEXT,
-  auth_method TEXT NOT NULL,
-  name TEXT NOT NULL,
-  redirect_uris TEXT NOT NULL,
-  created_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pending (
-  request_hash TEXT PRIMARY KEY,
-  user_code TEXT NOT NULL UNIQUE,
-  client_id TEXT NOT NULL,
-  redirect_uri TEXT NOT NULL,
-  state TEXT,
-  code_challenge TEXT NOT NULL,
-  resource TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL,
-  decision TEXT NOT NULL DEFAULT 'pending'
-);
-CREATE TABLE IF NOT EXISTS codes (
-  code_hash TEXT PRIMARY KEY,
-  client_id TEXT NOT NULL,
-  redirect_uri TEXT NOT NULL,
-  code_challenge TEXT NOT NULL,
-  resource TEXT NOT NULL,
-  expires_at INTEGER NOT NULL,
-  grant_id TEXT
-);
-CREATE TABLE IF NOT EXISTS grants (
-  grant_id TEXT PRIMARY KEY,
-  client_id TEXT NOT NULL,
-  resource TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  last_used INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tokens (
-  token_hash TEXT PRIMARY KEY,
-  kind TEXT NOT NULL,
-  grant_id TEXT NOT NULL,
-  expires_at INTEGER NOT NULL,
-  rotated INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS tokens_by_grant ON tokens(grant_id);
-";
-
 /// The short code's alphabet: no 0/O, 1/I (32 symbols, so a byte modulo 32 is uniform).
 const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
@@ -375,10 +331,10 @@ impl OAuthStore {
             }
         }
         let sqlite = |source| StoreError::Sqlite { path: path.to_owned(), source };
-        let conn = Connection::open(path).map_err(sqlite)?;
+        let mut conn = Connection::open(path).map_err(sqlite)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(sqlite)?;
-        conn.execute_batch(SCHEMA).map_err(sqlite)?;
+        crate::schema::migrate(&mut conn, path, &crate::schema::OAUTH_DB)?;
         Ok(Self { conn })
     }
 
