@@ -6,6 +6,8 @@
 // clock moves in steps of one recovery tick, with real time between steps for the page to
 // answer what fell due, and never while a spec waits on a page timer.
 
+import { expect } from '@playwright/test';
+
 /** One recovery tick (ext-core continuity::RECOVERY_TICK_MS): the step the clock moves by. */
 export const CLOCK_STEP_MS = 5_000;
 /** Real time between two steps: what fell due reaches the page and its answer comes back. */
@@ -41,5 +43,50 @@ export async function runClock(worker, ms, until = null) {
     if (step <= 0) return moved;
     moved += step;
     await new Promise((resolve) => setTimeout(resolve, Math.min(SETTLE_MS, Math.max(0, left))));
+  }
+}
+
+/** How often `runClockWithSamples` looks at the page's sample count and `until`. */
+const LOOK_MS = 200;
+
+/**
+ * Like `runClock`, for waits on the page's health meters (health.spec.mjs): the worker
+ * judges pressure only when a `health_sample` arrives (content.js posts one every 5 s of
+ * real time, counted on the HUD host's `data-health-samples`), and it judges it by the
+ * worker time between samples. So the clock moves once per sample, `step` ms right after
+ * the page posted it: two consecutive samples lie `5 s + step` apart in worker time, and a
+ * storm's callbacks per minute read at most `(5 s + step) / 5 s` times lower than in real
+ * time (the fixture's storm is far above the threshold either way). Real time counts too;
+ * the wait ends once `ms` of worker time have passed or `until()` holds, and resolves to
+ * the offset it added. A reload starts the page's count again: any change counts as a sample.
+ */
+export async function runClockWithSamples(page, worker, ms, { step = CLOCK_STEP_MS, until = null } = {}) {
+  const count = () => page.locator('herdr-continuity-hud').getAttribute('data-health-samples', { timeout: LOOK_MS }).catch(() => null);
+  const start = Date.now();
+  let moved = 0;
+  let seen = await count();
+  for (;;) {
+    if (until && (await until())) return moved;
+    const left = ms - (Date.now() - start) - moved;
+    if (left <= 0) return moved;
+    const now = await count();
+    if (now !== null && now !== seen) {
+      seen = now;
+      const by = Math.min(step, left);
+      await advanceClock(worker, by);
+      moved += by;
+    }
+    await new Promise((resolve) => setTimeout(resolve, LOOK_MS));
+  }
+}
+
+/** Waits in real time until the page has posted `n` more health samples (none of the clock's doing). */
+export async function realSamples(page, n) {
+  const count = () => page.locator('herdr-continuity-hud').getAttribute('data-health-samples', { timeout: LOOK_MS }).catch(() => null);
+  let seen = await count();
+  for (let i = 0; i < n; i++) {
+    const before = seen;
+    await expect.poll(async () => (seen = await count()), { message: `health sample ${i + 1} of ${n} arrives`, timeout: 15_000, intervals: [LOOK_MS] })
+      .not.toBe(before);
   }
 }

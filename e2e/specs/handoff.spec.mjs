@@ -13,12 +13,14 @@
 // - with the journal's chain unknown the transfer fails, the source stays the target and
 //   no tab is opened (X5).
 //
-// Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker.
+// Every wait is a poll with a deadline on a HUD hook, the fixture's record or the worker;
+// the ledger's deadlines pass on the worker's test clock (e2e/lib/clock.mjs).
 import { test, expect } from '../lib/test.mjs';
 import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, ContinuityHud, turnAutoOn, watchHudHook } from '../lib/continuity.mjs';
 import { CSP_VARIANTS, MARKER_LINE } from '../fixtures/chatgpt.mjs';
 import { nativeRequestFromWorker, stopWorkerAndAwaitRestart } from '../lib/extension.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { runClock } from '../lib/clock.mjs';
 
 const PROJECT_CHAT = CHATS.find((c) => c.project);
 
@@ -139,7 +141,7 @@ for (const csp of CSP_VARIANTS) {
 
     test('an uncertain seed never offers Copy Prompt and keeps the source the target (X7, X8)', async ({ sandbox }) => {
       test.slow();
-      const { context, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
+      const { context, worker, fixture, page, hud } = await journaledProjectChat(sandbox, csp);
       const buttonHook = await watchHudHook(page, 'data-handoff-button');
       // The send times out and the server has nothing: no conversation, no marker, ever.
       fixture.seedFault = 'seed_send_timeout';
@@ -148,8 +150,10 @@ for (const csp of CSP_VARIANTS) {
       await hud.action('handoff').click();
       await opened;
       await hud.expect('data-handoff-step', 'seeding');
-      // Past the ledger's deadlines for typing and submitting (15 s + 20 s): unconfirmed.
-      await page.waitForTimeout(40_000);
+      // The send reached the server (which took the fault), then the worker's time runs
+      // past the ledger's deadlines for typing and submitting (15 s + 20 s): unconfirmed.
+      await expect.poll(() => fixture.seedFault, { message: 'the seed was sent', timeout: 40_000 }).toBeNull();
+      await runClock(worker, 40_000);
       await hud.expect('data-active-target', CONVERSATION, 'X7: the source stays the target');
       const buttons = (await buttonHook.read()).map((b) => b.value);
       expect(buttons, 'X8: never Copy Prompt while the seed is uncertain').not.toContain('copy_prompt');

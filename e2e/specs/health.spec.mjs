@@ -7,13 +7,17 @@
 // The thresholds are the options page's (saved once through the real options page, the
 // others through the same storage record): sustained pressure 10 s and a 10 s reload
 // cooldown instead of 30 s and 60 s, so a level-2 run fits in a test. Samples come every
-// 5 s; every wait is a poll on the fixture's counters or the HUD's hooks
-// (`data-health-level`, `-decision`, `-reason`, `data-recovery-state`). The fixed waits
-// show that nothing more happens: each outlasts the sustained time, a sample and the
-// cooldown together.
+// 5 s of real time; the worker's test clock (e2e/lib/clock.mjs `runClockWithSamples`)
+// moves 5 s ahead after each one, so two samples in a row lie 10 s apart for the worker and
+// pressure is sustained after two high samples instead of three. Every wait for an action
+// is a poll on the fixture's counters or the HUD's hooks (`data-health-level`, `-decision`,
+// `-reason`, `data-recovery-state`) within a deadline of worker time. The waits that show
+// nothing more happens each let the worker's time outlast the sustained time, a sample and
+// the cooldown together, with real samples arriving throughout.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, continuityWorld, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
 import { CSP_VARIANTS } from '../fixtures/chatgpt.mjs';
+import { realSamples, runClockWithSamples } from '../lib/clock.mjs';
 
 const PLAIN_CHAT = CHATS[1];
 const PATH = new URL(PLAIN_CHAT.url).pathname;
@@ -23,6 +27,19 @@ const FAST = { sustained_sec: 10, reload_cooldown_sec: 10 };
 const SAMPLE_MS = 5_000; // content.js HEALTH_TICK_MS × HEALTH_SAMPLE_TICKS
 const NOTHING_MORE_MS = 10_000 + 10_000 + 2 * SAMPLE_MS + 5_000;
 const ACT_MS = 60_000;
+
+/**
+ * Lets NOTHING_MORE_MS of the worker's time pass, the page sampling throughout. Under a
+ * lasting storm the clock moves 5 s per sample (the storm still reads high); on a page
+ * without one, QUIET_STEP_MS (nothing there is to read high).
+ */
+const nothingMore = (page, worker, step) => runClockWithSamples(page, worker, NOTHING_MORE_MS, { step });
+const QUIET_STEP_MS = 15_000;
+/** Within ACT_MS of the worker's time, `what()` comes to `value` (asserted afterwards). */
+async function withinAct(page, worker, what, value, message) {
+  await runClockWithSamples(page, worker, ACT_MS, { until: async () => (await what()) === value });
+  expect(await what(), message).toBe(value);
+}
 
 /** A bound plain chat with Auto on and one finished reply (the server holds it finished). */
 async function finishedChat(sandbox, csp) {
@@ -53,7 +70,10 @@ for (const csp of CSP_VARIANTS) {
       await fixture.setPressure(page, null);
       await hud.expect('data-health-decision', 'recorded', 'HUD: recorded, not acted on');
       await hud.expect('data-health-reason', 'spike');
-      await page.waitForTimeout(NOTHING_MORE_MS);
+      // The sample after the stop may still hold the storm's tail; the one after it holds
+      // none. Only then does the clock move (it would stretch a two-sample tail into 10 s).
+      await realSamples(page, 2);
+      await nothingMore(page, worker, QUIET_STEP_MS);
       expect(fixture.counts).toMatchObject({ pageLoads: 1, snapshotRequests: 0, userMessages: 1 });
       await hud.expect('data-recovery-state', 'healthy');
     });
@@ -81,11 +101,11 @@ for (const csp of CSP_VARIANTS) {
 
       // The storm lasts on this page only: the reload cures it.
       await fixture.setPressure(page, 'storm', { lasting: false });
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'the extension reloaded the page' }).toBe(2);
+      await withinAct(page, worker, () => fixture.loadsOf(PATH), 2, 'the extension reloaded the page');
       expect(fixture.counts.snapshotAuthorized, 'the server was asked first').toBeGreaterThan(0);
       await hud.expect('data-health-decision', 'reload', 'HUD: the decision');
       await hud.expect('data-health-reason', 'sustained_pressure');
-      await page.waitForTimeout(NOTHING_MORE_MS);
+      await nothingMore(page, worker, QUIET_STEP_MS); // the reload cured the page
       expect(fixture.counts).toMatchObject({ pageLoads: 2, userMessages: 1, retryClicks: 0 });
       await expect(page.locator(fixture.ui.finished).last(), 'the reloaded page shows the reply').toHaveText(REPLY);
     });
@@ -96,9 +116,10 @@ for (const csp of CSP_VARIANTS) {
       await page.locator(fixture.ui.composer).click();
       await page.keyboard.type('A thought I have not sent yet');
       await fixture.setPressure(page, 'storm');
-      await hud.expect('data-health-reason', 'human_input', 'HUD: held back by the draft', ACT_MS);
+      const reason = () => hud.host.getAttribute('data-health-reason').catch(() => null);
+      await withinAct(page, worker, reason, 'human_input', 'HUD: held back by the draft');
       await hud.expect('data-health-decision', 'withheld');
-      await page.waitForTimeout(NOTHING_MORE_MS);
+      await nothingMore(page, worker);
       expect(fixture.counts).toMatchObject({ pageLoads: 1, snapshotRequests: 0, userMessages: 1 });
     });
 
@@ -107,12 +128,13 @@ for (const csp of CSP_VARIANTS) {
       await saveThresholds(worker, FAST);
       // Every document the fixture serves storms too.
       await fixture.setPressure(page, 'storm');
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'level 1: location.reload()' }).toBe(2);
-      await expect.poll(() => fixture.loadsOf(PATH), { timeout: ACT_MS, message: 'level 2: chrome.tabs.reload' }).toBe(3);
-      await hud.expect('data-recovery-state', 'rollover', 'HUD: a new conversation is recommended', ACT_MS);
+      await withinAct(page, worker, () => fixture.loadsOf(PATH), 2, 'level 1: location.reload()');
+      await withinAct(page, worker, () => fixture.loadsOf(PATH), 3, 'level 2: chrome.tabs.reload');
+      const state = () => hud.state.getAttribute('data-recovery-state').catch(() => null);
+      await withinAct(page, worker, state, 'rollover', 'HUD: a new conversation is recommended');
       await hud.expect('data-health-reason', 'budgets_spent');
       const requests = fixture.counts.snapshotRequests;
-      await page.waitForTimeout(NOTHING_MORE_MS);
+      await nothingMore(page, worker);
       expect(fixture.counts, 'nothing more: no reload, no probe, no duplicate user message').toMatchObject({
         pageLoads: 3, userMessages: 1, retryClicks: 0, snapshotRequests: requests,
       });

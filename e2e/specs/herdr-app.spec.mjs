@@ -19,6 +19,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { Sandbox } from '../lib/sandbox.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { runClock } from '../lib/clock.mjs';
 import { inContentWorld } from '../lib/shadow.mjs';
 import { hudRoot, queueRoot } from '../lib/hud.mjs';
 import { backendMessages, expectExactlyOne } from '../lib/backend.mjs';
@@ -105,7 +106,7 @@ const HERDR = 'Herdr';
 /** A reply that declares its next step (the judge's script continues it) and one it calls done. */
 const PENDING = 'The config loader is in and its tests pass. Next I will write the route pool and its cooldown tests.';
 const FINISHED = 'The route pool is written, its cooldown tests pass and everything is committed on the branch.';
-/** How long a withheld App delivery waits before its retry (ext-core: 30 s after the first failure), with room. */
+/** How long a withheld App delivery waits before its retry (ext-core: 30 s after the first failure), with room; worker time. */
 const APP_RETRY_MS = 60_000;
 
 const messagesIn = (fixture, conversationId, filter = {}) => backendMessages(fixture, { conversationId, ...filter });
@@ -165,7 +166,7 @@ async function handoffTab(context) {
  * composer or in the Project's server draft, the HUD names `code`; `fix()` makes attaching
  * work; then the same wake goes out once, with the App. Returns the wake.
  */
-async function withheldWakeThenSent({ page, fixture, hud, sessionRef, code, fix, wakesBefore }) {
+async function withheldWakeThenSent({ page, worker, fixture, hud, sessionRef, code, fix, wakesBefore }) {
   const before = fixture.server.length;
   const pickerAsks = fixture.requests.get(BACKEND_APP_MENTIONS) ?? 0;
   await agentCycle(sandbox, hud, sessionRef, `Task for ${code}`);
@@ -179,6 +180,9 @@ async function withheldWakeThenSent({ page, fixture, hud, sessionRef, code, fix,
   await expect.poll(() => [...fixture.drafts.values()].filter((d) => d.conversationId === CONVERSATION && d.text.trim() !== '').map((d) => d.text),
     { message: 'no Project draft of the attempt stays on the server' }).toEqual([]);
   await fix();
+  // The retry waits on the worker's clock: moved ahead until the wake is no longer withheld
+  // (its delivery started; from there on real time, so its typing runs as it would).
+  await runClock(worker, APP_RETRY_MS, async () => (await hud.state.getAttribute('data-withheld')) !== code);
   const wake = await expectExactlyOne(fixture, { conversationId: CONVERSATION, marker: /^wake:/ }, {
     previous: wakesBefore,
     timeout: APP_RETRY_MS,
@@ -217,7 +221,7 @@ for (const layout of LAYOUTS) {
         fixture.appPicker = 'broken';
       }
       await page.bringToFront();
-      await withheldWakeThenSent({ page, fixture, hud, sessionRef, ...fixAttach, wakesBefore: 0 });
+      await withheldWakeThenSent({ page, worker, fixture, hud, sessionRef, ...fixAttach, wakesBefore: 0 });
 
       // 2. A queue batch: queued while the human's next (plain) message streams, sent after.
       fixture.streamMs = 6_000;

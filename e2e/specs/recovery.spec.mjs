@@ -150,6 +150,11 @@ for (const csp of CSP_VARIANTS) {
       await send(page, fixture, 'Say hello');
       await expect(page.locator(fixture.ui.finished).last()).toHaveText(REPLY);
       await hud.expect('data-recovery-state', 'healthy');
+      // The clock squeezes the page's health samples (5 s real) to 35 s apart: two late
+      // timer samples on a loaded machine would read as sustained pressure and probe. This
+      // test is about the stall timers, so the meters get the options page's longest
+      // sustained time (the record as the options page stores it, the rest defaults).
+      await worker.evaluate(() => chrome.storage.local.set({ herdrContinuityRecoveryV1: JSON.stringify({ sustained_sec: 600 }) }));
       // Longer than any recovery timer: a suspect page would have been probed by now.
       await runClock(worker, STALL_MS + TICK_MS + 2_000);
       await hud.expect('data-recovery-state', 'healthy', 'HUD: nothing to recover');
