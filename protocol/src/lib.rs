@@ -20,6 +20,7 @@ pub mod journal;
 pub mod limits;
 mod messages;
 mod names;
+pub mod port;
 pub mod tools;
 pub mod work_memory;
 
