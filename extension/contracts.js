@@ -232,6 +232,11 @@
           "label": "optionAllowProjectAuto"
         }
       ],
+      "sync_keys": {
+        "allow_project_auto": "allowProjectAuto",
+        "progress_fallback": "progressFallbackSec",
+        "progress_tick": "progressTickSec"
+      },
       "trusted_typing_key": "trustedTypingAllowed"
     }
   });

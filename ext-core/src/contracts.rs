@@ -89,7 +89,7 @@ pub fn contracts() -> Value {
                 "key": semantic_auto::SETTINGS_KEY,
                 "modes": semantic_auto::JudgeMode::ALL.iter().map(WriteJson::write_json).collect::<Vec<_>>(),
                 "default_mode": judge.mode.write_json(),
-                "max_continues": range(1, u64::from(semantic_auto::MAX_MAX_CONTINUES), u64::from(judge.max_continues)),
+                "max_continues": range(u64::from(semantic_auto::MIN_MAX_CONTINUES), u64::from(semantic_auto::MAX_MAX_CONTINUES), u64::from(judge.max_continues)),
             },
             "recovery": {
                 "key": recovery_config::SETTINGS_KEY,
@@ -100,6 +100,11 @@ pub fn contracts() -> Value {
                     }
                     field
                 }).collect::<Vec<_>>(),
+            },
+            "sync_keys": {
+                "progress_tick": PROGRESS_TICK_KEY,
+                "progress_fallback": PROGRESS_FALLBACK_KEY,
+                "allow_project_auto": ALLOW_PROJECT_AUTO_KEY,
             },
             "trusted_typing_key": TRUSTED_TYPING_KEY,
             "profile_overrides_key": sites::overrides::STORAGE_KEY,

@@ -85,3 +85,55 @@ fn the_shell_reads_and_writes_the_declared_messages() {
     }
     assert!(undeclared.is_empty(), "ext-shell posts message types not declared in protocol/src/port.rs: {undeclared:?}");
 }
+
+/// The ranges the options page checks (contracts.settings) are the ones ext-core enforces:
+/// each recovery field's bounds and `above` pairs as `RecoveryConfig::read` refuses them,
+/// the judge's bound as `JudgeSettings::parse` takes it.
+#[test]
+fn the_settings_ranges_are_the_ones_ext_core_enforces() {
+    use ext_core::recovery_config::{ConfigError, RecoveryConfig};
+    use ext_core::semantic_auto::JudgeSettings;
+    use serde_json::{json, Map, Value};
+    let contracts = ext_core::contracts::contracts();
+    let fields = contracts["settings"]["recovery"]["fields"].as_array().cloned().unwrap_or_default();
+    assert_eq!(fields.len(), ext_core::recovery_config::FIELDS.len());
+    let defaults: Map<String, Value> =
+        fields.iter().map(|f| (f["name"].as_str().unwrap_or_default().to_owned(), f["default"].clone())).collect();
+    assert!(RecoveryConfig::read(&Value::Object(defaults.clone())).is_ok(), "the defaults are accepted");
+    for field in &fields {
+        let name = field["name"].as_str().unwrap_or_default();
+        let (min, max) = (field["min"].as_u64().unwrap_or_default(), field["max"].as_u64().unwrap_or_default());
+        let with = |value: u64| {
+            let mut record = defaults.clone();
+            record.insert(name.to_owned(), json!(value));
+            RecoveryConfig::read(&Value::Object(record))
+        };
+        match field.get("above").and_then(Value::as_str) {
+            None => {
+                // A warn threshold at its max leaves its high one no room: not asked here.
+                let is_warn = fields.iter().any(|f| f.get("above").and_then(Value::as_str) == Some(name));
+                assert!(with(min).is_ok() && (is_warn || with(max).is_ok()), "{name}: {min} and {max} are accepted");
+                assert_eq!(with(max + 1).err().map(|e| e.field), Some(name), "{name}: above {max} is refused");
+                assert_eq!(with(min - 1).err().map(|e| e.field), Some(name), "{name}: below {min} is refused");
+            }
+            Some(warn) => {
+                let warn_default = defaults[warn].as_u64().unwrap_or_default();
+                assert!(matches!(with(warn_default), Err(ConfigError { field, .. }) if field == name), "{name} must lie above {warn}");
+                assert!(with(warn_default + 1).is_ok(), "{name} one above {warn} is accepted");
+            }
+        }
+    }
+    let judge = &contracts["settings"]["judge"];
+    let (min, max) = (judge["max_continues"]["min"].as_u64().unwrap_or(0), judge["max_continues"]["max"].as_u64().unwrap_or(0));
+    for mode in judge["modes"].as_array().cloned().unwrap_or_default() {
+        let mode = mode.as_str().unwrap_or_default();
+        for (n, ok) in [(min - 1, false), (min, true), (max, true), (max + 1, false)] {
+            let text = json!({"mode": mode, "max_continues": n}).to_string();
+            let (_, problem) = JudgeSettings::parse(Some(&text));
+            assert_eq!(problem.is_none(), ok, "judge mode {mode}, max_continues {n}");
+        }
+    }
+    let default = JudgeSettings::default();
+    assert_eq!(judge["default_mode"], json!(default.mode.wire_name()));
+    assert_eq!(judge["max_continues"]["default"], json!(default.max_continues));
+}
