@@ -14,13 +14,22 @@
       "version": 1
     },
     "caps": {
+      "app_mentions": 8,
       "audit_rows": 50,
+      "card_buttons": 6,
+      "card_label_chars": 64,
+      "card_wording_chars": 512,
+      "cards": 4,
+      "id_chars": 256,
       "journal_text_bytes": 65536,
       "page_message_bytes": 16384,
       "profile_file_bytes": 65536,
       "queue_items": 20,
       "queue_max_age_days": 7,
       "queue_merged_chars": 24000,
+      "rate_report_gap_ms": 10000,
+      "structure_elements": 200,
+      "structure_keys": 16,
       "tail_lines": 40,
       "turn_assistant_chars": 12000,
       "turn_user_chars": 6000
