@@ -9,11 +9,13 @@
 //   MAX_SCOPES scopes (the one whose newest entry is oldest dropped).
 // - A stored record this code cannot read is never overwritten: nothing is recorded until
 //   the user clears it from the side panel (which says so).
+import './contracts.js';
 
-export const ACTIVITY_KEY = 'herdrContinuityActivityV1';
-export const ACTIVITY_VERSION = 1;
-export const MAX_ENTRIES_PER_SCOPE = 200;
-export const MAX_SCOPES = 30;
+const { activity } = globalThis.herdrContracts;
+export const ACTIVITY_KEY = activity.key;
+export const ACTIVITY_VERSION = activity.version;
+export const MAX_ENTRIES_PER_SCOPE = activity.max_entries_per_scope;
+export const MAX_SCOPES = activity.max_scopes;
 
 const text = (value) => typeof value === 'string';
 const isEntry = (entry) => typeof entry === 'object' && entry !== null

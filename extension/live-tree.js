@@ -10,13 +10,13 @@
 // the pinned pane is kept in chrome.storage.local and is never followed by focus: it stays
 // what the user chose, marked stale with the reason when its pane closes or another agent
 // runs in it.
+import './contracts.js';
 import { button, element, errorText, message } from './page-dom.js';
 
-const HOST = 'dev.herdr.continuity';
-const PROTOCOL = 2;
-export const PINNED_KEY = 'herdrContinuityPinnedV1';
+const { protocol: { host: HOST, version: PROTOCOL }, settings, caps } = globalThis.herdrContracts;
+export const PINNED_KEY = settings.pinned_key;
 /** Lines the "Read last lines" action asks for. */
-export const TAIL_LINES = 40;
+export const TAIL_LINES = caps.tail_lines;
 /** Longest last-output line shown per pane, in characters. */
 const LAST_LINE_MAX = 160;
 const RECONNECT_MS = 2_000;

@@ -4,13 +4,13 @@
 // this section opens its own native port (like the side panel's live tree): `hello`, then
 // `retention.get`; Save sends `retention.set` with the changed limits. The companion checks
 // the bounds again and names them when it refuses; nothing here decides what is reclaimed.
+import './contracts.js';
 import { button, element, errorText, message, statusRegion } from './page-dom.js';
 
-const HOST = 'dev.herdr.continuity';
-const PROTOCOL = 2;
+const { protocol: { host: HOST, version: PROTOCOL }, retention } = globalThis.herdrContracts;
 /** The limits in display order (docs/PROTOCOL.md "Retention"). */
-const LIMITS = ['journal_turns', 'work_memory_turns', 'bridge_result_days', 'inbox_days'];
-const STORES = ['journal', 'work_memory', 'bridge_results', 'inbox'];
+const LIMITS = retention.limits;
+const STORES = retention.stores;
 const ANSWER_MS = 5_000;
 
 /** A native port answering requests by id; `close()` ends it. */

@@ -1,20 +1,25 @@
 // The options page (SPEC O4): one labelled input per entry of SETTINGS, loaded from and
 // saved to chrome.storage.sync. The worker reads the stored values (and ext-core clamps
 // them again), so this page only keeps what a user types within each setting's range.
+//
+// Every key, default and range here is ext-core's (`herdrContracts`, generated from
+// ext-core/src/contracts.rs): the page checks that a value is a whole number in that range
+// so a typo is named at once, and the worker validates every stored record again with
+// ext-core's rule, which is the one that counts (a refused record falls back to the
+// defaults and the HUD says so).
+import './contracts.js';
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { retentionSection } from './options-retention.js';
+
+const { settings: CONTRACT_SETTINGS, caps: CAPS, profiles: PROFILES, messages: MESSAGES } = globalThis.herdrContracts;
 
 /**
  * Every setting the page shows, in display order: `key` in chrome.storage.sync, `label`
  * (its i18n key), `kind` (one of KINDS) with its default and, for numbers, the range
- * (defaults from REFERENCE.md §2; SPEC P3, P5, M2, O4). A new setting is one line here
- * (and a new kind one entry of KINDS).
+ * (SPEC P3, P5, M2, O4). A new setting is one entry of ext-core's contracts (and a new kind
+ * one entry of KINDS).
  */
-const SETTINGS = [
-  { key: 'progressTickSec', label: 'optionProgressTickSec', kind: 'seconds', default: 60, min: 5, max: 3600 },
-  { key: 'progressFallbackSec', label: 'optionProgressFallbackSec', kind: 'seconds', default: 1200, min: 60, max: 86_400 },
-  { key: 'allowProjectAuto', label: 'optionAllowProjectAuto', kind: 'flag', default: false },
-];
+const SETTINGS = CONTRACT_SETTINGS.sync;
 
 /**
  * Clamps a whole number typed by the user into `min..=max`; null when the text is not a
@@ -78,11 +83,13 @@ function settingRow(spec, stored, status) {
 // which the worker reads and ext-core validates again (a bad record falls back to the
 // defaults there too, and the HUD says so). The queue's limits are fixed and only shown
 // (ext_core::queue MAX_ITEMS, MAX_MERGED_CHARS, MAX_AGE_MS).
-const JUDGE_KEY = 'herdrContinuityJudgeV1';
-const JUDGE_DEFAULTS = { mode: 'manual_only', max_continues: 3 };
-const JUDGE_MODES = [['off', 'optionJudgeOff'], ['manual_only', 'optionJudgeManual'], ['in_auto', 'optionJudgeInAuto']];
-const MAX_CONTINUES = { min: 1, max: 10 };
-const QUEUE_LIMITS = { items: 20, chars: 24_000, days: 7 };
+const JUDGE_KEY = CONTRACT_SETTINGS.judge.key;
+const MAX_CONTINUES = CONTRACT_SETTINGS.judge.max_continues;
+const JUDGE_DEFAULTS = { mode: CONTRACT_SETTINGS.judge.default_mode, max_continues: MAX_CONTINUES.default };
+/** Each judge mode's label (its i18n key). */
+const JUDGE_LABELS = { off: 'optionJudgeOff', manual_only: 'optionJudgeManual', in_auto: 'optionJudgeInAuto' };
+const JUDGE_MODES = CONTRACT_SETTINGS.judge.modes.map((mode) => [mode, JUDGE_LABELS[mode]]);
+const QUEUE_LIMITS = { items: CAPS.queue_items, chars: CAPS.queue_merged_chars, days: CAPS.queue_max_age_days };
 
 /** The stored judge record read as the core reads it: `{settings, problem}` (a problem code). */
 function readJudge(text) {
@@ -139,20 +146,8 @@ async function judgeSection() {
 // ext_core::recovery_config::FIELDS — the same names, ranges and defaults (REFERENCE §2).
 // A value that is not a whole number in its range, or a high threshold not above its warn
 // one, is named with its range and nothing is saved; the worker validates again.
-const RECOVERY_KEY = 'herdrContinuityRecoveryV1';
-const RECOVERY_FIELDS = [
-  { name: 'reply_timeout_sec', min: 10, max: 600, default: 30 },
-  { name: 'assistant_stall_sec', min: 10, max: 600, default: 30 },
-  { name: 'server_stall_sec', min: 10, max: 1800, default: 60 },
-  { name: 'reload_cooldown_sec', min: 10, max: 3600, default: 60 },
-  { name: 'callbacks_warn_per_min', min: 60, max: 100_000, default: 600 },
-  { name: 'callbacks_high_per_min', min: 60, max: 100_000, default: 2400, above: 'callbacks_warn_per_min' },
-  { name: 'drift_warn_ms', min: 100, max: 60_000, default: 1500 },
-  { name: 'drift_high_ms', min: 100, max: 60_000, default: 5000, above: 'drift_warn_ms' },
-  { name: 'heap_critical_mib', min: 128, max: 16_384, default: 1536 },
-  { name: 'sustained_sec', min: 10, max: 600, default: 30 },
-  { name: 'quiet_sec', min: 10, max: 600, default: 30 },
-];
+const RECOVERY_KEY = CONTRACT_SETTINGS.recovery.key;
+const RECOVERY_FIELDS = CONTRACT_SETTINGS.recovery.fields;
 
 /** The record from the inputs, or the first field that is out of range with its range. */
 function readRecovery(inputs) {
@@ -207,7 +202,7 @@ async function recoverySection() {
 // `trustedTypingAllowed` in chrome.storage.local (worker.js reads it on every request); the
 // `debugger` permission itself is granted with the extension (Chrome does not let an
 // extension ask for `debugger` later), so the state shown is both: allowed here and granted.
-const TRUSTED_TYPING_KEY = 'trustedTypingAllowed';
+const TRUSTED_TYPING_KEY = CONTRACT_SETTINGS.trusted_typing_key;
 
 async function trustedTypingState() {
   const [allowed, granted] = await Promise.all([
@@ -257,11 +252,13 @@ async function trustedTypingSection() {
 // built-in" drops the import (`profile_reset`). The validation of record is ext-core's
 // (sites/file.rs): this page only adds what a browser can tell and ext-core cannot — that
 // every selector parses as CSS here — and refuses such a file before sending it.
-const PROFILE_SITES = [['chatgpt', 'ChatGPT'], ['zai', 'Z.ai'], ['deepseek', 'DeepSeek']];
+/** Each site's name as its chats show it (the sites are ext-core's). */
+const SITE_NAMES = { chatgpt: 'ChatGPT', zai: 'Z.ai', deepseek: 'DeepSeek' };
+const PROFILE_SITES = PROFILES.sites.map((site) => [site, SITE_NAMES[site] ?? site]);
 /** Where the worker keeps imports (`{<site>: {text, imported_at}}`): watched to refresh. */
-const PROFILE_OVERRIDES_KEY = 'herdrContinuityProfileOverridesV1';
-const PROFILE_MAX_BYTES = 64 * 1024;
-const PROFILE_SOURCES = ['builtin', 'options', 'companion'];
+const PROFILE_OVERRIDES_KEY = CONTRACT_SETTINGS.profile_overrides_key;
+const PROFILE_MAX_BYTES = CAPS.profile_file_bytes;
+const PROFILE_SOURCES = PROFILES.sources;
 /** What ext-core refuses in a selector by itself (and names better): not parsed here. */
 const CODE_IN_SELECTOR = /[{};<\u0000]|javascript:|url\(/i;
 
@@ -357,7 +354,7 @@ function profileSite([site, name]) {
   const refuse = (text) => { say(note, ''); say(error, text); };
 
   const refresh = async () => {
-    let { answer, failed } = await askWorker({ type: 'profile_get', site });
+    let { answer, failed } = await askWorker({ type: MESSAGES.runtime_to_worker.profile_get, site });
     if (answer?.ok === false) {
       failed = message('optionProfileGetRefused', [String(answer.problem ?? '?')]);
       answer = null;
@@ -387,7 +384,7 @@ function profileSite([site, name]) {
     if (!file) return;
     say(error, '');
     if (file.size > PROFILE_MAX_BYTES) {
-      refuse(message('optionProfileRefused', [file.name, message('optionProfileTooLarge', ['64'])]));
+      refuse(message('optionProfileRefused', [file.name, message('optionProfileTooLarge', [String(PROFILE_MAX_BYTES / 1024)])]));
       return;
     }
     let text;
@@ -402,7 +399,7 @@ function profileSite([site, name]) {
       refuse(message('optionProfileRefused', [file.name, unparsable]));
       return;
     }
-    const { answer, failed } = await askWorker({ type: 'profile_import', site, text });
+    const { answer, failed } = await askWorker({ type: MESSAGES.runtime_to_worker.profile_import, site, text });
     if (failed || answer.ok !== true) {
       refuse(failed ?? message('optionProfileRefused', [file.name, typeof answer.problem === 'string' ? answer.problem : '?']));
       return;
@@ -414,7 +411,7 @@ function profileSite([site, name]) {
 
   const exportButton = button(message('optionProfileExport'), { 'data-profile-export': '' }, async () => {
     say(error, '');
-    const { answer, failed } = await askWorker({ type: 'profile_get', site });
+    const { answer, failed } = await askWorker({ type: MESSAGES.runtime_to_worker.profile_get, site });
     const profile = profileOf(answer);
     if (failed || !profile) {
       const why = failed ?? (answer?.ok === false ? String(answer.problem ?? '?') : message('optionProfileNoProfile'));
@@ -433,7 +430,7 @@ function profileSite([site, name]) {
 
   const reset = button(message('optionProfileReset'), { 'data-profile-reset': '' }, async () => {
     say(error, '');
-    const { answer, failed } = await askWorker({ type: 'profile_reset', site });
+    const { answer, failed } = await askWorker({ type: MESSAGES.runtime_to_worker.profile_reset, site });
     if (failed || answer.ok === false) {
       say(error, message('optionProfileResetFailed', [failed ?? String(answer.problem ?? answer.error ?? '?')]));
       return;

@@ -14,6 +14,8 @@
 (() => {
   const KEY = Symbol.for('herdr-continuity.queue-ui');
   if (globalThis[KEY]) return;
+  // Message types shared with Rust (contracts.js, loaded first by the manifest).
+  const TO_WORKER = globalThis.herdrContracts.messages.page_to_worker;
 
   const CSS = `
     :host { all: initial; position: fixed; contain: layout style; z-index: 2147483646; display: none;
@@ -71,7 +73,7 @@
     let view = null;
     const queueNow = () => {
       const el = deps.composer();
-      deps.post({ type: 'queue_add', text: el ? deps.composerText(el) : '' });
+      deps.post({ type: TO_WORKER.queue_add, text: el ? deps.composerText(el) : '' });
     };
     const closeConfirm = () => { confirm.hidden = true; button.focus(); };
     onTrusted(button, 'click', queueNow);
@@ -81,7 +83,7 @@
       confirm.hidden = false;
       no.focus();
     });
-    onTrusted(yes, 'click', () => { deps.post({ type: 'queue_clear' }); closeConfirm(); });
+    onTrusted(yes, 'click', () => { deps.post({ type: TO_WORKER.queue_clear }); closeConfirm(); });
     onTrusted(no, 'click', closeConfirm);
     onTrusted(confirm, 'keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
 

@@ -7,10 +7,14 @@
 // message of a shape it does not know is refused visibly instead of rendered in part.
 // The Activity timeline is read from its own stored record (activity-log.js), which the
 // worker writes: what the extension did or held back, and why, for the panel's tab.
+import './contracts.js';
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
 import { mountToolAudit } from './tool-audit.js';
 import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
+
+// The port's name and message types (generated from Rust: protocol/src/port.rs).
+const { ports: PORTS, messages: { panel_to_worker: TO_WORKER, worker_to_panel: FROM_WORKER } } = globalThis.herdrContracts;
 
 // ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
 // carry the continuity part the content script shows); a missing or mistyped one is not.
@@ -57,7 +61,7 @@ function hudView({ view }, post) {
   const lines = [['companion', view.companion], ['herdr', view.herdr]].map(([name, line]) =>
     element('p', `line tone-${line.tone}`, { 'data-line': name, 'data-key': line.key }, message(line.key, line.substitutions)));
   const actions = element('div', 'actions', {}, ...view.actions.map((action) =>
-    button(message(action.label), { 'data-action': action.id }, () => post({ type: 'action', action: action.id }))));
+    button(message(action.label), { 'data-action': action.id }, () => post({ type: TO_WORKER.action, action: action.id }))));
   return [...lines, actions];
 }
 
@@ -99,10 +103,10 @@ function panelView({ view }, post) {
     const name = `${label} (${workspace_id})`;
     if (bindTab === null) return element('li', '', {}, name);
     return element('li', '', {}, button(message('panelBind', [name]), { 'data-bind': workspace_id },
-      () => post({ type: 'bind', tab_id: bindTab, workspace_id, label })));
+      () => post({ type: TO_WORKER.bind, tab_id: bindTab, workspace_id, label })));
   }));
   if (view.catalog.length === 0) nodes.push(element('p', 'line', {}, message('panelCatalogEmpty')));
-  nodes.push(catalog, button(message('panelRefresh'), { 'data-refresh': '' }, () => post({ type: 'panel_refresh' })));
+  nodes.push(catalog, button(message('panelRefresh'), { 'data-refresh': '' }, () => post({ type: TO_WORKER.panel_refresh })));
 
   nodes.push(element('h2', '', {}, message('panelBindings')));
   const bindings = element('ul', 'bindings', { 'data-bindings': '' }, ...view.bindings.map((binding) => {
@@ -111,7 +115,7 @@ function panelView({ view }, post) {
     if (!binding.in_catalog) text += ` ${message('panelNotInCatalog')}`;
     return element('li', `binding${binding.in_catalog ? '' : ' tone-warning'}`, { 'data-binding-row': binding.scope_key, 'data-workspace': binding.workspace_id },
       element('span', 'binding-text', {}, text),
-      button(message('panelUnbind'), { 'data-unbind': binding.scope_key }, () => post({ type: 'unbind', scope_key: binding.scope_key })));
+      button(message('panelUnbind'), { 'data-unbind': binding.scope_key }, () => post({ type: TO_WORKER.unbind, scope_key: binding.scope_key })));
   }));
   if (view.bindings.length === 0) nodes.push(element('p', 'line', {}, message('panelNoBindings')));
   nodes.push(bindings);
@@ -337,18 +341,18 @@ startPage((app) => {
   mountToolAudit(regions.audit);
   // Message type → its shape, the region it replaces and the renderer of that region.
   const RENDERERS = {
-    hud: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
-    round_trip_result: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
-    start_problem: { shape: record({ error: optional(string) }), region: regions.start, render: startProblemView },
-    panel: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
-    diagnostics: {
+    [FROM_WORKER.hud]: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
+    [FROM_WORKER.round_trip_result]: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
+    [FROM_WORKER.start_problem]: { shape: record({ error: optional(string) }), region: regions.start, render: startProblemView },
+    [FROM_WORKER.panel]: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
+    [FROM_WORKER.diagnostics]: {
       shape: record({ diagnostics: optional(PAGE_DIAGNOSTICS), fact_order: list(string) }),
       region: regions.diagnostics,
       render: pageDiagnostics,
     },
   };
 
-  const port = chrome.runtime.connect({ name: 'panel' });
+  const port = chrome.runtime.connect({ name: PORTS.panel });
   const post = (command) => port.postMessage(command);
   port.onMessage.addListener((received) => {
     const type = object(received) && string(received.type) ? received.type : '?';
@@ -362,7 +366,7 @@ startPage((app) => {
     }
     region.replaceChildren(...renderer.render(received, post, region));
     if (region === regions.diagnostics) unfoldOnProblem();
-    if (type === 'panel') activity.scope(received.view.tab?.scope_key ?? null);
+    if (type === FROM_WORKER.panel) activity.scope(received.view.tab?.scope_key ?? null);
   });
-  post({ type: 'panel_hello', tab_id: tabFromLocation() });
+  post({ type: TO_WORKER.panel_hello, tab_id: tabFromLocation() });
 });

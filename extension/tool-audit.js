@@ -5,11 +5,10 @@
 // section opens its own native port like the live tree and the options page's storage
 // limits: `hello`, then `tools.audit`, again on Refresh and every 10 seconds while the panel
 // is open. It only displays; nothing here runs or decides a tool call.
+import './contracts.js';
 import { button, element, errorText, message } from './page-dom.js';
 
-const HOST = 'dev.herdr.continuity';
-const PROTOCOL = 2;
-const LIMIT = 50;
+const { protocol: { host: HOST, version: PROTOCOL }, caps: { audit_rows: LIMIT } } = globalThis.herdrContracts;
 const ANSWER_MS = 5_000;
 const REFRESH_MS = 10_000;
 const OUTCOMES = ['ok', 'failed', 'refused', 'replayed', 'interrupted'];

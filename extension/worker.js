@@ -5,6 +5,7 @@
 // events that woke the worker to listeners registered in the first turn), and each one
 // awaits the wasm init promise before forwarding. Port messages are forwarded through
 // the same promise, so their order is kept even while wasm is still compiling.
+import './contracts.js';
 import init, * as shell from './pkg/ext_shell.js';
 import { recordActivity } from './activity-log.js';
 
@@ -13,6 +14,9 @@ import { recordActivity } from './activity-log.js';
 // first page port's connect event and its handling. Once per worker life (a few entries).
 performance.mark('herdr:script');
 let firstPort = true;
+// Names, keys and caps shared with Rust (generated from ext-core/src/contracts.rs).
+const { ports: PORTS, messages: MESSAGES, settings: SETTINGS } = globalThis.herdrContracts;
+const { progress_tick: TICK_KEY, progress_fallback: FALLBACK_KEY, allow_project_auto: ALLOW_PROJECT_AUTO_KEY } = SETTINGS.sync_keys;
 
 // The Activity timeline: ext-shell hands each entry the core records to this global
 // (set before the wasm starts) and activity-log.js stamps and stores it. A global rather
@@ -39,7 +43,7 @@ let startProblem = null; // why the last start read failed; null while none fail
 let started = false;
 const waitingPorts = new Set(); // ports connected before the start: told of a start problem
 const tellStartProblem = (port) => {
-  try { port.postMessage({ type: 'start_problem', error: startProblem }); } catch { waitingPorts.delete(port); }
+  try { port.postMessage({ type: MESSAGES.worker_to_page.start_problem, error: startProblem }); } catch { waitingPorts.delete(port); }
 };
 const readStart = async (localKeys, syncKeys) => {
   for (let attempt = 0; ; attempt += 1) {
@@ -95,7 +99,7 @@ ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to
 const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
 
 chrome.runtime.onConnect.addListener((port) => {
-  if (port.name !== 'page' && port.name !== 'panel') return;
+  if (port.name !== PORTS.page && port.name !== PORTS.panel) return;
   if (!started) {
     waitingPorts.add(port);
     port.onDisconnect.addListener(() => waitingPorts.delete(port));
@@ -124,7 +128,7 @@ chrome.runtime.onStartup.addListener(() => {
 // The Queue's keyboard shortcut: the tab's content script queues its composer text.
 chrome.commands?.onCommand.addListener((command, tab) => {
   if (command === 'queue-composer' && tab?.id !== undefined) {
-    chrome.tabs.sendMessage(tab.id, { type: 'queue_request' }).catch(() => {});
+    chrome.tabs.sendMessage(tab.id, { type: MESSAGES.worker_to_tab.queue_request }).catch(() => {});
   }
 });
 // Trusted typing for the Herdr App (docs/PROTOCOL.md "trusted_type"; ARCHITECTURE.md
@@ -137,7 +141,7 @@ chrome.commands?.onCommand.addListener((command, tab) => {
 // Only our own content script in the top frame of a page of our host permissions may ask,
 // and only for an `@` mention (no spaces, no control characters); the tab must still show
 // such a page right before the debugger attaches (the keys go to its focused element).
-const TRUSTED_TYPING_KEY = 'trustedTypingAllowed';
+const TRUSTED_TYPING_KEY = SETTINGS.trusted_typing_key;
 const TRUSTED_MENTION = /^@[^\s\u0000-\u001f\u007f]{1,64}$/u;
 const allowedOrigin = (url) => {
   try {
@@ -177,7 +181,7 @@ const typeTrusted = async (tabId, message) => {
   return true;
 };
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
-  if (message?.type !== 'trusted_type') return false;
+  if (message?.type !== MESSAGES.runtime_to_worker.trusted_type) return false;
   const answer = (async () => {
     if (!ourPage(sender)) return { ok: false, error: 'not_a_page' };
     const valid = message.key === undefined && typeof message.text === 'string' && TRUSTED_MENTION.test(message.text);
@@ -197,8 +201,9 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
 // PROFILE_OVERRIDES_KEY (`{<site>: {text, imported_at}}`, read at start through the wasm's
 // start keys) and hands the stored record back. Only this extension's options page may
 // ask; one change at a time, so two imports never overwrite each other's record.
-const PROFILE_OVERRIDES_KEY = 'herdrContinuityProfileOverridesV1';
-const PROFILE_MESSAGES = new Set(['profile_import', 'profile_reset', 'profile_get']);
+const PROFILE_OVERRIDES_KEY = SETTINGS.profile_overrides_key;
+const { profile_import: PROFILE_IMPORT, profile_reset: PROFILE_RESET, profile_get: PROFILE_GET } = MESSAGES.runtime_to_worker;
+const PROFILE_MESSAGES = new Set([PROFILE_IMPORT, PROFILE_RESET, PROFILE_GET]);
 const optionsPage = (sender) => {
   if (sender?.id !== chrome.runtime.id || typeof sender.url !== 'string') return false;
   try {
@@ -225,11 +230,11 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   if (!PROFILE_MESSAGES.has(message?.type)) return false;
   const answer = (async () => {
     if (!optionsPage(sender)) return { ok: false, problem: 'refused: only the extension\'s options page may read or change site profiles' };
-    if (typeof message.site !== 'string') return { ok: false, problem: 'no site named: choose chatgpt, zai or deepseek' };
+    if (typeof message.site !== 'string') return { ok: false, problem: `no site named: choose ${globalThis.herdrContracts.profiles.sites.join(', ')}` };
     await ready;
     if (!started) return { ok: false, problem: `the extension has not started: ${startProblem ?? 'try again in a moment'}` };
-    if (message.type === 'profile_get') return shell.profile_get(message.site);
-    if (message.type === 'profile_reset') return storeProfiles(() => shell.profile_reset(message.site));
+    if (message.type === PROFILE_GET) return shell.profile_get(message.site);
+    if (message.type === PROFILE_RESET) return storeProfiles(() => shell.profile_reset(message.site));
     if (typeof message.text !== 'string') return { ok: false, problem: 'the file is not text: choose a profile JSON file' };
     return storeProfiles(() => shell.profile_import(message.site, message.text));
   })().catch((error) => ({ ok: false, problem: `the profile could not be saved: ${String(error?.message ?? error).slice(0, 300)}` }));
@@ -240,26 +245,26 @@ chrome.alarms.onAlarm.addListener((alarm) => forward(() => shell.on_alarm(alarm.
 chrome.tabs.onRemoved.addListener((tabId) => forward(() => shell.tab_removed(tabId)));
 chrome.tabs.onActivated.addListener((info) => forward(() => shell.tab_activated(info.tabId)));
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === 'sync' && changes.allowProjectAuto) {
-    forward(() => shell.allow_project_auto_changed(Boolean(changes.allowProjectAuto.newValue)));
+  if (area === 'sync' && changes[ALLOW_PROJECT_AUTO_KEY]) {
+    forward(() => shell.allow_project_auto_changed(Boolean(changes[ALLOW_PROJECT_AUTO_KEY].newValue)));
   }
-  if (area === 'sync' && (changes.progressTickSec || changes.progressFallbackSec)) {
+  if (area === 'sync' && (changes[TICK_KEY] || changes[FALLBACK_KEY])) {
     // Both values, as the wasm reads them at start (a number, else the default; a failed
     // read is the defaults): the change carries only the one that changed.
     const number = (value) => (typeof value === 'number' ? value : undefined);
-    chrome.storage.sync.get(['progressTickSec', 'progressFallbackSec']).catch(() => ({})).then((items) =>
-      forward(() => shell.progress_settings_changed(number(items?.progressTickSec), number(items?.progressFallbackSec))));
+    chrome.storage.sync.get([TICK_KEY, FALLBACK_KEY]).catch(() => ({})).then((items) =>
+      forward(() => shell.progress_settings_changed(number(items?.[TICK_KEY]), number(items?.[FALLBACK_KEY]))));
   }
-  if (area === 'local' && changes.herdrContinuityJudgeV1) {
-    const text = changes.herdrContinuityJudgeV1.newValue;
+  if (area === 'local' && changes[SETTINGS.judge.key]) {
+    const text = changes[SETTINGS.judge.key].newValue;
     forward(() => shell.judge_settings_changed(typeof text === 'string' ? text : undefined));
   }
   if (area === 'local' && changes[PROFILE_OVERRIDES_KEY]) {
     const record = changes[PROFILE_OVERRIDES_KEY].newValue;
     forward(() => shell.profile_overrides_changed(record ?? null));
   }
-  if (area === 'local' && changes.herdrContinuityRecoveryV1) {
-    const text = changes.herdrContinuityRecoveryV1.newValue;
+  if (area === 'local' && changes[SETTINGS.recovery.key]) {
+    const text = changes[SETTINGS.recovery.key].newValue;
     forward(() => shell.recovery_settings_changed(typeof text === 'string' ? text : undefined));
   }
 });

@@ -13,6 +13,8 @@ export const SNIPPET_ORIGIN = 'https://snippets.herdr.test';
 const CONTENT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'content.js'), 'utf8');
 // Loaded before content.js, as the manifest lists it (the snapshot comparison's lengths).
 const PLAIN_TEXT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'plain-text.js'), 'utf8');
+// The contracts shared with Rust, loaded first as the manifest lists them.
+const CONTRACTS_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'contracts.js'), 'utf8');
 
 /**
  * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
@@ -101,6 +103,7 @@ export async function openSnippet(context, file, profile) {
 export async function runAdapter(page, profile) {
   await page.evaluate(installStandIn);
   // Runtime.evaluate, like a content script, is not subject to the page's CSP.
+  await page.evaluate(CONTRACTS_SCRIPT);
   await page.evaluate(PLAIN_TEXT_SCRIPT);
   await page.evaluate(CONTENT_SCRIPT);
   await sendToPage(page, { type: 'profile', profile });

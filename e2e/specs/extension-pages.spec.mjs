@@ -513,6 +513,48 @@ test('the options page\'s judge section: a bad stored record shows the defaults 
   expect(JSON.parse(await local())).toEqual({ mode: 'in_auto', max_continues: 2 });
 });
 
+test('the options page\'s thresholds take their keys, ranges and defaults from the generated contracts: out of range or a high not above its warn is refused by name and saves nothing (O4, issue 28)', async () => {
+  const page = await open('options.html', { ready: 'input#drift_high_ms' });
+  // The contracts as the page loaded them (extension/contracts.js, generated from ext-core;
+  // ext-core tests/it/contracts.rs proves these ranges are the ones RecoveryConfig::read enforces).
+  const { key, fields } = await page.evaluate(() => globalThis.herdrContracts.settings.recovery);
+  expect(key).toBe('herdrContinuityRecoveryV1');
+  expect(await page.evaluate(() => Object.isFrozen(globalThis.herdrContracts.settings.recovery.fields[0])), 'deep-frozen').toBe(true);
+  for (const field of fields) {
+    const input = page.locator(`input#${field.name}`);
+    await expect(input).toHaveValue(String(field.default));
+    await expect(input).toHaveAttribute('min', String(field.min));
+    await expect(input).toHaveAttribute('max', String(field.max));
+  }
+  const note = page.locator('#recoveryStatus');
+  const local = () => page.evaluate((k) => window.__herdr.local[k], key);
+  const quiet = fields.find((field) => field.name === 'quiet_sec');
+  await page.locator('input#quiet_sec').fill(String(quiet.max + 1));
+  await page.locator('input#quiet_sec').press('Tab');
+  await expect(note).toHaveAttribute('data-field', 'quiet_sec');
+  await expect(note).toHaveText(MESSAGES.optionRecoveryOutOfRange.message
+    .replace('$1', MESSAGES.optionRecovery_quiet_sec.message).replace('$2', String(quiet.min)).replace('$3', String(quiet.max)));
+  expect(await local(), 'nothing saved').toBeUndefined();
+  await page.locator('input#quiet_sec').fill(String(quiet.default));
+  await page.locator('input#quiet_sec').press('Tab');
+  await expect(note).toHaveText(MESSAGES.optionRecoverySaved.message);
+  const defaults = Object.fromEntries(fields.map((field) => [field.name, field.default]));
+  expect(JSON.parse(await local())).toEqual(defaults);
+
+  const high = fields.find((field) => field.above === 'drift_warn_ms');
+  const warn = fields.find((field) => field.name === high.above);
+  await page.locator('input#drift_high_ms').fill(String(warn.default));
+  await page.locator('input#drift_high_ms').press('Tab');
+  await expect(note, 'a high threshold at its warn one is refused with the warn one + 1 as its minimum').toHaveText(MESSAGES.optionRecoveryOutOfRange.message
+    .replace('$1', MESSAGES.optionRecovery_drift_high_ms.message).replace('$2', String(warn.default + 1)).replace('$3', String(high.max)));
+  expect(JSON.parse(await local()), 'nothing saved').toEqual(defaults);
+
+  await page.locator('input#drift_high_ms').fill(String(warn.default + 1));
+  await page.locator('input#drift_high_ms').press('Tab');
+  await expect(note).toHaveText(MESSAGES.optionRecoverySaved.message);
+  expect(JSON.parse(await local())).toEqual({ ...defaults, drift_high_ms: warn.default + 1 });
+});
+
 // ---- Site profiles (issue 25): the options page's half, against the stand-in worker above.
 // The real worker, ext-core's validation and the companion file: profile-override.spec.
 const builtinProfile = (site) => ({

@@ -23,6 +23,7 @@ pub mod auto_gate;
 pub mod binding;
 pub mod context_pressure;
 pub mod continuity;
+pub mod contracts;
 pub mod delivery_ledger;
 pub mod permission_card;
 pub mod progress_push;

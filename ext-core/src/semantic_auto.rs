@@ -49,6 +49,8 @@ pub enum JudgeMode {
 
 /// Default bound on automatic continues in a row (M7).
 pub const DEFAULT_MAX_CONTINUES: u32 = 3;
+/// Fewest continues in a row an option may allow.
+pub const MIN_MAX_CONTINUES: u32 = 1;
 /// Most continues in a row an option may allow.
 pub const MAX_MAX_CONTINUES: u32 = 10;
 /// Fingerprints of judged replies kept.
@@ -384,7 +386,7 @@ impl SemanticAuto {
     /// New options (O4): the mode and the bound apply from the next reply on.
     pub fn configure(&mut self, settings: JudgeSettings) {
         self.mode = settings.mode;
-        self.max_continues = settings.max_continues.clamp(1, MAX_MAX_CONTINUES);
+        self.max_continues = settings.max_continues.clamp(MIN_MAX_CONTINUES, MAX_MAX_CONTINUES);
     }
 }
 
@@ -429,7 +431,9 @@ impl JudgeSettings {
             _ => problem = Some("bad_mode"),
         }
         match value.get("max_continues").and_then(serde_json::Value::as_u64) {
-            Some(n @ 1..=10) => settings.max_continues = n as u32,
+            Some(n) if (u64::from(MIN_MAX_CONTINUES)..=u64::from(MAX_MAX_CONTINUES)).contains(&n) => {
+                settings.max_continues = u32::try_from(n).unwrap_or(MAX_MAX_CONTINUES);
+            }
             _ => problem = problem.or(Some("bad_max")),
         }
         (settings, problem)

@@ -41,6 +41,7 @@ use std::rc::Rc;
 
 use ext_core::companion_link::Input;
 use ext_core::continuity::{Continuity, ContinuityInput};
+use ext_core::contracts::{ALLOW_PROJECT_AUTO_KEY, PROGRESS_FALLBACK_KEY, PROGRESS_TICK_KEY};
 use ext_core::limits;
 use ext_core::snapshot::{Snapshot, SnapshotError};
 use ext_core::wake::Language;
@@ -87,7 +88,7 @@ pub fn start_keys() -> js_sys::Array {
             ext_core::recovery_config::SETTINGS_KEY,
             ext_core::sites::overrides::STORAGE_KEY,
         ]),
-        keys(&["allowProjectAuto", "progressTickSec", "progressFallbackSec"]),
+        keys(&[ALLOW_PROJECT_AUTO_KEY, PROGRESS_TICK_KEY, PROGRESS_FALLBACK_KEY]),
     ]
     .into_iter()
     .collect()
@@ -127,11 +128,11 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
         },
         None => Continuity::with_epoch(&epoch),
     };
-    if let Some(allowed) = stored(&sync, "allowProjectAuto").and_then(|value| value.as_bool()) {
+    if let Some(allowed) = stored(&sync, ALLOW_PROJECT_AUTO_KEY).and_then(|value| value.as_bool()) {
         restored.handle(now, ContinuityInput::AllowProjectAuto { allowed });
     }
     let number = |key| stored(&sync, key).and_then(|value| value.as_f64());
-    restored.handle(now, progress_settings(number("progressTickSec"), number("progressFallbackSec")));
+    restored.handle(now, progress_settings(number(PROGRESS_TICK_KEY), number(PROGRESS_FALLBACK_KEY)));
     let record = |key| stored(&local, key).and_then(|value| value.as_string()).map(|text| js::parse(&text).map_err(|_| ()));
     let stored = record(ext_core::semantic_auto::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::JudgeSettings { stored });

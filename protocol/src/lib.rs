@@ -21,6 +21,7 @@ pub mod limits;
 pub mod marker;
 mod messages;
 mod names;
+pub mod port;
 pub mod tools;
 pub mod work_memory;
 

@@ -66,6 +66,13 @@ pub const MAX_PROFILE_FILE_BYTES: usize = 64 * 1024;
 /// The sites whose profile files `profiles.get` serves (the extension's built-in sites).
 pub const PROFILE_SITES: [&str; 3] = ["chatgpt", "zai", "deepseek"];
 
+/// The `retention.limits` names, in the options page's order (the fields of
+/// [`crate::RetentionLimits`]).
+pub const RETENTION_LIMITS: [&str; 4] = ["journal_turns", "work_memory_turns", "bridge_result_days", "inbox_days"];
+
+/// The `retention.sizes[].store` names, in the options page's order.
+pub const RETENTION_STORES: [&str; 4] = ["journal", "work_memory", "bridge_results", "inbox"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +84,16 @@ mod tests {
         assert!(!is_request_id(&"x".repeat(65)));
         assert!(is_ref(&"r".repeat(256)) && !is_ref(&"r".repeat(257)));
         assert!(is_log_id("5f0c9a7e2b1d4c3a8e6f0b2d4a6c8e01"));
+    }
+
+    #[test]
+    fn retention_limits_name_every_field_of_retention_limits() {
+        let limits = crate::RetentionLimits { journal_turns: 1, work_memory_turns: 2, bridge_result_days: 3, inbox_days: 4 };
+        let value = serde_json::to_value(limits).unwrap_or_default();
+        let mut names: Vec<&str> = value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        let mut expected = RETENTION_LIMITS.to_vec();
+        names.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
     }
 }

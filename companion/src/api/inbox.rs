@@ -143,13 +143,13 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
             let mut items = inbox.with_store(move |store| store.pending(&owned, MAX_PENDING + 1)).await.map_err(store_error)?;
             let more = items.len() > MAX_PENDING;
             items.truncate(MAX_PENDING);
-            let items: Vec<Value> = items.iter().map(|t| t.to_json()).collect();
+            let items: Vec<Value> = items.iter().map(|t| json!(t)).collect();
             Ok(json!({"type": "inbox_pending", "browser_session_ref": session_ref, "items": items, "more": more}))
         }
         Method::TaskList => {
             let owned = session_ref.clone();
             let tasks = inbox.with_store(move |store| store.list(&owned, MAX_LIST)).await.map_err(store_error)?;
-            let tasks: Vec<Value> = tasks.iter().map(|t| t.to_json()).collect();
+            let tasks: Vec<Value> = tasks.iter().map(|t| json!(t)).collect();
             Ok(json!({"type": "task_list", "browser_session_ref": session_ref, "tasks": tasks}))
         }
         _ => {

@@ -324,7 +324,12 @@ async fn seed_facts(api: &Router, request: &HandoffRequest) -> SeedFacts {
                 Ok((records, total)) => (
                     records
                         .into_iter()
-                        .map(|t| TaskFact { task_id: t.task_id, state: t.state, pane_id: t.pane_id, preview: t.prompt_preview })
+                        .map(|t| TaskFact {
+                            task_id: t.task_id,
+                            state: t.state.as_str().to_owned(),
+                            pane_id: t.pane_id,
+                            preview: t.prompt_preview,
+                        })
                         .collect(),
                     Some(total),
                 ),

@@ -21,21 +21,8 @@ use thiserror::Error;
 /// Most child summaries (and most running siblings) in one frozen view.
 pub const MAX_CHILDREN: usize = 16;
 
-/// The kind of guidance an advisor may give.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GuidanceKind {
-    /// The child says it is done; check its work before building on it.
-    VerifyCompletion,
-    /// Fine to continue without watching this child.
-    ContinueUnobserved,
-    /// A human must look.
-    NeedsHuman,
-    /// The child is stuck on a blocker the parent must resolve.
-    Blocker,
-    /// The child drifted from what was asked.
-    Drift,
-}
+/// The kind of guidance an advisor may give (the wire's `task.guidance.kind`).
+pub use continuity_protocol::GuidanceKind;
 
 /// Guidance for one terminal item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,9 +73,9 @@ pub async fn advise_within(advisor: Option<&dyn AttentionAdvisor>, view: &Frozen
 }
 
 impl Advice {
-    /// The `guidance` wire object.
-    pub fn to_json(&self) -> Value {
-        json!({"kind": self.kind, "note": self.note})
+    /// The `guidance` of the task.
+    pub fn guidance(&self) -> continuity_protocol::Guidance {
+        continuity_protocol::Guidance { kind: self.kind, note: self.note.clone() }
     }
 }
 

@@ -44,7 +44,8 @@ use crate::herdr::HerdrStatus;
 use crate::log::RuntimeLog;
 use crate::outbox::Broadcast;
 use advisor::{advise_within, AttentionAdvisor, FrozenView, MAX_CHILDREN};
-use store::{Counts, InboxStore, StoreError, TaskRecord};
+use continuity_protocol::{Task, TaskResult};
+use store::{Counts, InboxStore, StoreError};
 use tokio::sync::watch;
 use transition::{ending_for, Ending};
 
@@ -125,7 +126,7 @@ pub fn tail_of(text: &str, max_bytes: usize) -> (&str, bool) {
 
 /// The bounded result summary of a terminal transition: the settle payload's fields
 /// (each ≤ 256 bytes), the trigger and seq, and a pane tail ≤ [`MAX_RESULT_TAIL`] bytes.
-pub fn result_summary(ending: &Ending, seq: i64, payload: &Value, tail: Option<&str>) -> Value {
+pub fn result_summary(ending: &Ending, seq: i64, payload: &Value, tail: Option<&str>) -> TaskResult {
     let field = |key: &str| {
         payload.get(key).and_then(Value::as_str).map(|s| {
             let mut end = s.len().min(MAX_PAYLOAD_FIELD);
@@ -142,29 +143,30 @@ pub fn result_summary(ending: &Ending, seq: i64, payload: &Value, tail: Option<&
         }
         None => (None, false),
     };
-    json!({
-        "trigger": ending.trigger,
-        "seq": seq,
-        "status": field("status"),
-        "previous_status": field("previous_status"),
-        "agent": field("agent"),
-        "workspace_label": field("workspace_label"),
-        "cwd": field("cwd"),
-        "tail": tail,
-        "tail_truncated": tail_truncated,
-    })
+    TaskResult {
+        trigger: ending.trigger,
+        // The event log's seq is never negative.
+        seq: u64::try_from(seq).unwrap_or_default(),
+        status: field("status"),
+        previous_status: field("previous_status"),
+        agent: field("agent"),
+        workspace_label: field("workspace_label"),
+        cwd: field("cwd"),
+        tail,
+        tail_truncated,
+    }
 }
 
 /// A short summary of a task for the advisor's frozen view.
-fn child_summary(task: &TaskRecord) -> Value {
-    let tail = task.result.as_ref().and_then(|r| r.get("tail")).and_then(Value::as_str).map(|t| tail_of(t, 512).0.to_owned());
+fn child_summary(task: &Task) -> Value {
+    let tail = task.result.as_ref().and_then(|r| r.tail.as_deref()).map(|t| tail_of(t, 512).0.to_owned());
     json!({
         "task_id": task.task_id,
         "pane_id": task.pane_id,
         "state": task.state,
         "prompt_preview": task.prompt_preview,
-        "trigger": task.result.as_ref().and_then(|r| r.get("trigger")).cloned(),
-        "status": task.result.as_ref().and_then(|r| r.get("status")).cloned(),
+        "trigger": task.result.as_ref().map(|r| r.trigger),
+        "status": task.result.as_ref().and_then(|r| r.status.as_deref()),
         "tail": tail,
     })
 }
@@ -234,9 +236,9 @@ impl Inbox {
     /// is configured. The item is pending before this returns, with `guidance: null`.
     pub async fn finish(
         self: &Arc<Self>,
-        task: &TaskRecord,
+        task: &Task,
         ending: &Ending,
-        result: &Value,
+        result: &TaskResult,
         now: i64,
     ) -> Result<Option<Option<JoinHandle<()>>>, StoreError> {
         let (task_id, state, result_row) = (task.task_id.clone(), ending.state, result.clone());
@@ -281,7 +283,7 @@ impl Inbox {
         let Some(advice) = advise_within(self.advisor.as_deref(), &view, self.advice_timeout).await else {
             return;
         };
-        let (owned_task, guidance) = (task_id.to_owned(), advice.to_json());
+        let (owned_task, guidance) = (task_id.to_owned(), advice.guidance());
         if self.with_store(move |store| store.set_guidance(&owned_task, &guidance)).await.unwrap_or(false) {
             self.changed(session_ref).await;
         }
@@ -393,6 +395,7 @@ mod tests {
     use super::transition::TaskState;
     use super::*;
     use crate::db::StateDb;
+    use continuity_protocol::Guidance;
 
     /// The only fake allowed here: an advisor that answers after `delay`, or fails.
     #[derive(Debug)]
@@ -454,7 +457,7 @@ mod tests {
         setup.inbox.finish(&task, &ending, &result, 50).await.expect("finish")
     }
 
-    fn guidance_of_pending(inbox: &Inbox) -> Vec<Option<Value>> {
+    fn guidance_of_pending(inbox: &Inbox) -> Vec<Option<Guidance>> {
         inbox.store().pending("chat-a", 10).expect("pending").into_iter().map(|t| t.guidance).collect()
     }
 
@@ -505,7 +508,10 @@ mod tests {
         let handle = settle_t1(&setup).await.expect("written").expect("advisor asked");
         assert_eq!(guidance_of_pending(&setup.inbox), [None], "the terminal fact never waits for advice");
         handle.await.expect("advice task");
-        assert_eq!(guidance_of_pending(&setup.inbox), [Some(json!({"kind": "verify_completion", "note": "check the tests ran"}))]);
+        assert_eq!(
+            guidance_of_pending(&setup.inbox),
+            [Some(Guidance { kind: GuidanceKind::VerifyCompletion, note: Some("check the tests ran".to_owned()) })]
+        );
         let seen = advisor.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
         assert_eq!(seen.len(), 1, "asked once");
         assert_eq!((seen[0].children.len(), seen[0].running_siblings.len()), (1, 1), "frozen view: t1 done, t2 running");
@@ -546,10 +552,10 @@ mod tests {
         let ending = Ending { pane_id: "w1:p1".to_owned(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
         let long = format!("{}é{}", "x".repeat(10_000), "y".repeat(4_095));
         let summary = result_summary(&ending, 9, &json!({"status": "idle", "cwd": "c".repeat(1000)}), Some(&long));
-        let tail = summary["tail"].as_str().expect("tail");
+        let tail = summary.tail.as_deref().expect("tail");
         assert!(tail.len() <= MAX_RESULT_TAIL && tail.ends_with('y'), "{}", tail.len());
-        assert_eq!(summary["tail_truncated"], true);
-        assert_eq!(summary["cwd"].as_str().map(str::len), Some(256));
-        assert!(summary.to_string().len() < 5 * 1024);
+        assert!(summary.tail_truncated);
+        assert_eq!(summary.cwd.as_deref().map(str::len), Some(256));
+        assert!(json!(summary).to_string().len() < 5 * 1024);
     }
 }

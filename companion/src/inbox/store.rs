@@ -14,10 +14,11 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use thiserror::Error;
 
 use super::transition::TaskState;
+use continuity_protocol::{Guidance, Task, TaskResult};
 
 /// A store failure.
 #[derive(Debug, Error)]
@@ -56,37 +57,6 @@ pub struct NewTask {
     pub created_at: i64,
 }
 
-/// One inbox row as the wire shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskRecord {
-    /// Task id.
-    pub task_id: String,
-    /// Dispatch id.
-    pub dispatch_id: String,
-    /// Turn id, if given at dispatch.
-    pub turn_id: Option<String>,
-    /// Owning session ref.
-    pub browser_session_ref: String,
-    /// Target workspace.
-    pub workspace_id: String,
-    /// Target pane.
-    pub pane_id: String,
-    /// The first characters of the prompt.
-    pub prompt_preview: String,
-    /// `running | completed | blocked | failed`.
-    pub state: String,
-    /// Unix ms of the dispatch.
-    pub created_at: i64,
-    /// Unix ms of the terminal transition.
-    pub finished_at: Option<i64>,
-    /// Bounded result summary (settle payload + pane tail), once terminal.
-    pub result: Option<Value>,
-    /// Parent guidance from the attention advisor (I5), or null.
-    pub guidance: Option<Value>,
-    /// Unix ms of the acknowledgement.
-    pub acked_at: Option<i64>,
-}
-
 /// HUD counters of one session ref (I4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct Counts {
@@ -123,9 +93,19 @@ pub struct InboxStore {
 const COLUMNS: &str = "task_id, dispatch_id, turn_id, browser_session_ref, workspace_id, pane_id, \
     prompt_preview, state, created_at, finished_at, result, guidance, acked_at";
 
-fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
-    let json = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
-    Ok(TaskRecord {
+/// One row as the wire's `task`: a state this build does not know, or a result or guidance
+/// that is not the protocol's shape, is an error naming the column (never read as absent).
+fn record(row: &Row<'_>) -> rusqlite::Result<Task> {
+    fn typed<T: serde::de::DeserializeOwned>(row: &Row<'_>, column: usize) -> rusqlite::Result<Option<T>> {
+        let text: Option<String> = row.get(column)?;
+        text.map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|error| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(error)))
+    }
+    let state: String = row.get(7)?;
+    let state = TaskState::parse(&state)
+        .map_err(|error| rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(error)))?;
+    Ok(Task {
         task_id: row.get(0)?,
         dispatch_id: row.get(1)?,
         turn_id: row.get(2)?,
@@ -133,11 +113,11 @@ fn record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         workspace_id: row.get(4)?,
         pane_id: row.get(5)?,
         prompt_preview: row.get(6)?,
-        state: row.get(7)?,
+        state,
         created_at: row.get(8)?,
         finished_at: row.get(9)?,
-        result: json(row.get(10)?),
-        guidance: json(row.get(11)?),
+        result: typed(row, 10)?,
+        guidance: typed(row, 11)?,
         acked_at: row.get(12)?,
     })
 }
@@ -194,7 +174,7 @@ impl InboxStore {
     }
 
     /// Running tasks of `pane_id` that an event with `seq` may end, oldest first.
-    pub fn running_on_pane(&self, pane_id: &str, seq: i64) -> Result<Vec<TaskRecord>, StoreError> {
+    pub fn running_on_pane(&self, pane_id: &str, seq: i64) -> Result<Vec<Task>, StoreError> {
         let mut statement = self.conn.prepare(&format!(
             "SELECT {COLUMNS} FROM inbox_tasks WHERE pane_id = ?1 AND state = 'running' AND after_seq < ?2
              ORDER BY created_at, rowid"
@@ -205,32 +185,32 @@ impl InboxStore {
 
     /// Moves a running task to a terminal state; false when it was not running (a
     /// duplicate trigger), in which case nothing is written.
-    pub fn finish(&mut self, task_id: &str, state: TaskState, finished_at: i64, result: &Value) -> Result<bool, StoreError> {
+    pub fn finish(&mut self, task_id: &str, state: TaskState, finished_at: i64, result: &TaskResult) -> Result<bool, StoreError> {
         let changed = self.conn.execute(
             "UPDATE inbox_tasks SET state = ?2, finished_at = ?3, result = ?4
              WHERE task_id = ?1 AND state = 'running'",
-            params![task_id, state.as_str(), finished_at, result.to_string()],
+            params![task_id, state.as_str(), finished_at, json!(result).to_string()],
         )?;
         Ok(changed == 1)
     }
 
     /// Attaches parent guidance to a terminal, unacknowledged task; false otherwise.
-    pub fn set_guidance(&mut self, task_id: &str, guidance: &Value) -> Result<bool, StoreError> {
+    pub fn set_guidance(&mut self, task_id: &str, guidance: &Guidance) -> Result<bool, StoreError> {
         let changed = self.conn.execute(
             "UPDATE inbox_tasks SET guidance = ?2
              WHERE task_id = ?1 AND state != 'running' AND acked_at IS NULL",
-            params![task_id, guidance.to_string()],
+            params![task_id, json!(guidance).to_string()],
         )?;
         Ok(changed == 1)
     }
 
     /// One task by id.
-    pub fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    pub fn get(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
         Ok(self.conn.query_row(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE task_id = ?1"), params![task_id], record).optional()?)
     }
 
     /// `session_ref`'s unacknowledged terminal tasks, oldest terminal first, at most `limit`.
-    pub fn pending(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    pub fn pending(&self, session_ref: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
         let mut statement = self.conn.prepare(&format!(
             "SELECT {COLUMNS} FROM inbox_tasks
              WHERE browser_session_ref = ?1 AND state != 'running' AND acked_at IS NULL
@@ -241,7 +221,7 @@ impl InboxStore {
     }
 
     /// `session_ref`'s tasks, newest first, at most `limit`.
-    pub fn list(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    pub fn list(&self, session_ref: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
         let mut statement = self.conn.prepare(&format!(
             "SELECT {COLUMNS} FROM inbox_tasks WHERE browser_session_ref = ?1
              ORDER BY created_at DESC, rowid DESC LIMIT ?2"
@@ -251,7 +231,7 @@ impl InboxStore {
     }
 
     /// `session_ref`'s running tasks, oldest first, at most `limit`.
-    pub fn running(&self, session_ref: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    pub fn running(&self, session_ref: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
         let mut statement = self.conn.prepare(&format!(
             "SELECT {COLUMNS} FROM inbox_tasks WHERE browser_session_ref = ?1 AND state = 'running'
              ORDER BY created_at, rowid LIMIT ?2"
@@ -263,12 +243,12 @@ impl InboxStore {
     /// `session_ref`'s open tasks in `workspace_id` — running, or ended and not yet
     /// acknowledged — oldest first, at most `limit`, and how many there are in all (the
     /// handoff seed's open work).
-    pub fn open_in_workspace(&self, session_ref: &str, workspace_id: &str, limit: usize) -> Result<(Vec<TaskRecord>, u64), StoreError> {
+    pub fn open_in_workspace(&self, session_ref: &str, workspace_id: &str, limit: usize) -> Result<(Vec<Task>, u64), StoreError> {
         let filter = "browser_session_ref = ?1 AND workspace_id = ?2 AND (state = 'running' OR acked_at IS NULL)";
         let mut statement =
             self.conn.prepare(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE {filter} ORDER BY created_at, rowid LIMIT ?3"))?;
         let rows = statement.query_map(params![session_ref, workspace_id, limit as i64], record)?;
-        let tasks: Vec<TaskRecord> = rows.collect::<Result<_, _>>()?;
+        let tasks: Vec<Task> = rows.collect::<Result<_, _>>()?;
         let total: i64 =
             self.conn
                 .query_row(&format!("SELECT count(*) FROM inbox_tasks WHERE {filter}"), params![session_ref, workspace_id], |r| r.get(0))?;
@@ -336,13 +316,6 @@ impl InboxStore {
     }
 }
 
-impl TaskRecord {
-    /// The wire object.
-    pub fn to_json(&self) -> Value {
-        json!(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +334,20 @@ mod tests {
         }
     }
 
+    fn result(status: Option<&str>) -> TaskResult {
+        TaskResult {
+            trigger: continuity_protocol::TaskTrigger::AgentSettled,
+            seq: 1,
+            status: status.map(str::to_owned),
+            previous_status: None,
+            agent: None,
+            workspace_label: None,
+            cwd: None,
+            tail: None,
+            tail_truncated: false,
+        }
+    }
+
     fn store() -> (tempfile::TempDir, InboxStore) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = InboxStore::open(&dir.path().join("state.db")).expect("open");
@@ -374,8 +361,8 @@ mod tests {
         store.insert_running(&task("t2", "chat-b", "w1:p2", 5)).expect("insert");
         assert!(store.running_on_pane("w1:p1", 5).expect("query").is_empty(), "an event at after_seq predates the dispatch");
         assert_eq!(store.running_on_pane("w1:p1", 6).expect("query").len(), 1);
-        assert!(store.finish("t1", TaskState::Completed, 10, &json!({"status": "idle"})).expect("finish"));
-        assert!(!store.finish("t1", TaskState::Blocked, 11, &json!({})).expect("finish"), "terminal states are final");
+        assert!(store.finish("t1", TaskState::Completed, 10, &result(Some("idle"))).expect("finish"));
+        assert!(!store.finish("t1", TaskState::Blocked, 11, &result(None)).expect("finish"), "terminal states are final");
         let pending = store.pending("chat-a", 10).expect("pending");
         assert_eq!(pending.len(), 1);
         assert_eq!((pending[0].state.as_str(), pending[0].finished_at), ("completed", Some(10)));
@@ -401,7 +388,10 @@ mod tests {
         assert_eq!((again.acked.len(), again.already_acked.as_slice()), (0, ["t1".to_owned()].as_slice()));
         assert!(store.pending("chat-a", 10).expect("pending").is_empty());
         assert_eq!(store.counts("chat-a").expect("counts"), Counts { running: 0, unacked: 0, acked: 1 });
-        assert!(!store.set_guidance("t1", &json!({"kind": "drift"})).expect("guidance"), "no guidance after ack");
+        assert!(
+            !store.set_guidance("t1", &Guidance { kind: continuity_protocol::GuidanceKind::Drift, note: None }).expect("guidance"),
+            "no guidance after ack"
+        );
     }
 
     #[test]
@@ -415,8 +405,8 @@ mod tests {
         let mut other = task("t5", "chat-a", "w2:p1", 5);
         other.workspace_id = "w2".to_owned();
         store.insert_running(&other).expect("insert");
-        assert!(store.finish("t1", TaskState::Completed, 10, &json!({})).expect("finish"));
-        assert!(store.finish("t3", TaskState::Failed, 11, &json!({})).expect("finish"));
+        assert!(store.finish("t1", TaskState::Completed, 10, &result(None)).expect("finish"));
+        assert!(store.finish("t3", TaskState::Failed, 11, &result(None)).expect("finish"));
         store.ack("chat-a", &["t3".to_owned()], 12).expect("ack");
         let (open, total) = store.open_in_workspace("chat-a", "w1", 10).expect("open");
         let ids: Vec<&str> = open.iter().map(|t| t.task_id.as_str()).collect();
@@ -432,5 +422,25 @@ mod tests {
         store.advance_cursor(7).expect("advance");
         store.advance_cursor(3).expect("advance");
         assert_eq!(store.cursor().expect("cursor"), Some(7));
+    }
+
+    /// A row is read as the protocol's typed `Task`: a state this build does not know, or
+    /// a result that is not a `TaskResult`, is an error naming the column, never a task
+    /// with a made-up state or a silently dropped result.
+    #[test]
+    fn a_row_of_unknown_state_or_result_shape_is_an_error_not_a_task() {
+        let (_dir, mut store) = store();
+        store.insert_running(&task("t1", "chat-a", "w1:p1", 5)).expect("insert");
+        assert!(store.finish("t1", TaskState::Completed, 10, &result(Some("idle"))).expect("finish"));
+        let read = store.pending("chat-a", 10).expect("pending");
+        assert_eq!((read[0].state, read[0].result.as_ref().and_then(|r| r.status.as_deref())), (TaskState::Completed, Some("idle")));
+
+        store.conn.execute("UPDATE inbox_tasks SET result = '{\"status\": \"idle\"}' WHERE task_id = 't1'", []).expect("update");
+        let error = store.pending("chat-a", 10).expect_err("a result without trigger and seq is refused").to_string();
+        assert!(error.contains("column 10") || error.contains("10"), "{error}");
+
+        store.conn.execute("UPDATE inbox_tasks SET state = 'paused', result = NULL WHERE task_id = 't1'", []).expect("update");
+        let error = store.get("t1").expect_err("an unknown state is refused").to_string();
+        assert!(error.contains("paused"), "{error}");
     }
 }

@@ -83,7 +83,7 @@ async fn settle(rig: &Rig, id: &str, pane: &str, tail: &str) -> Option<tokio::ta
 
 async fn pending(rig: &Rig) -> Vec<(String, Option<Value>)> {
     let items = rig.inbox.with_store(|store| store.pending("chat-a", 100)).await.expect("pending");
-    items.into_iter().map(|t| (t.task_id, t.guidance)).collect()
+    items.into_iter().map(|t| (t.task_id, t.guidance.map(|g| json!(g)))).collect()
 }
 
 /// The frozen view the stand-in received (the fenced JSON of the user message).
@@ -197,7 +197,8 @@ fn at_most_sixteen_children_and_sixteen_running_siblings_are_frozen() {
             let owned = format!("done-{n:02}");
             let task = rig.inbox.with_store(move |store| store.get(&owned)).await.expect("get").expect("task");
             let ending = Ending { pane_id: task.pane_id.clone(), state: TaskState::Completed, trigger: TaskTrigger::AgentSettled };
-            rig.inbox.with_store(move |store| store.finish(&task.task_id, ending.state, 5, &json!({"tail": "ok"}))).await.expect("finish");
+            let result = result_summary(&ending, 5, &json!({}), Some("ok"));
+            rig.inbox.with_store(move |store| store.finish(&task.task_id, ending.state, 5, &result)).await.expect("finish");
         }
         settle(&rig, "done-19", "w1:d19", "ok").await.expect("asked").await.expect("advice task");
     });

@@ -46,7 +46,7 @@ pub const MAX_OUTBOX_ENTRIES: usize = 256;
 /// Most bytes of turn text the outbox keeps (the snapshot lives in `chrome.storage.local`).
 pub const MAX_OUTBOX_BYTES: usize = 2 * 1024 * 1024;
 /// Largest turn text written, in bytes (the runtime's cap, 64 KiB).
-pub const MAX_JOURNAL_TEXT_BYTES: usize = 64 * 1024;
+pub const MAX_JOURNAL_TEXT_BYTES: usize = continuity_protocol::journal::MAX_TURN_TEXT_BYTES;
 /// How long after a failed append the outbox is tried again.
 pub const JOURNAL_RETRY_MS: Millis = 30_000;
 /// Answered turns remembered, so a reply reported again is not written again.

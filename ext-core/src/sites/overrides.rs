@@ -38,6 +38,9 @@ pub enum ProfileSource {
 }
 
 impl ProfileSource {
+    /// Every source, builtin first.
+    pub const ALL: [Self; 3] = [Self::Builtin, Self::Options, Self::Companion];
+
     /// The wire name (`source` of the page's `profile` message).
     pub fn as_str(self) -> &'static str {
         match self {

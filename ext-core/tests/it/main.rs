@@ -23,6 +23,7 @@ mod continuity_rollover;
 mod continuity_semantic;
 mod continuity_sessref;
 mod continuity_stop;
+mod contracts;
 mod delivery;
 mod fence;
 mod goal_supervisor;
