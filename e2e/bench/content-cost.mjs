@@ -344,7 +344,7 @@ function profileTable(table, layout, profiles) {
     const byId = new Map(profile.nodes.map((node) => [node.id, node]));
     const parent = new Map();
     for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-    const where = (node) => `${node.callFrame.functionName || '(anonymous)'} content.js:${node.callFrame.lineNumber + 1}`;
+    const where = (node) => `${node.callFrame.functionName || '(anonymous)'} ${node.callFrame.url.split('/').pop()}:${node.callFrame.lineNumber + 1}`;
     for (const sample of profile.samples) {
       const leaf = byId.get(sample).callFrame.functionName;
       if (leaf === '(idle)' || leaf === '(program)') continue;
@@ -353,7 +353,7 @@ function profileTable(table, layout, profiles) {
       let inner = null;
       for (let id = sample; id !== undefined; id = parent.get(id)) {
         const node = byId.get(id);
-        if (!node.callFrame.url.endsWith('/content.js')) continue;
+        if (!/\/content(-[a-z-]+)?\.js$/.test(node.callFrame.url)) continue;
         inner ??= node;
         outer = node;
       }
