@@ -24,6 +24,7 @@ mod continuity_semantic;
 mod continuity_sessref;
 mod continuity_stop;
 mod delivery;
+mod extension_shape;
 mod fence;
 mod goal_supervisor;
 mod handoff;
