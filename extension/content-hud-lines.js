@@ -70,7 +70,7 @@
       out.push(p);
     }
     if (c.delivery_state === 'uncertain') out.push(para('delivery', 'hudDeliveryUncertain', [], 'withheld'));
-    out.push(para('auto', c.auto === 'on' ? 'hudAutoOn' : 'hudAutoOff', []));
+    out.push(para('auto', c.auto_line, []));
     if (c.auto_note) out.push(para('auto-note', `withheld_${c.auto_note}`, [], 'withheld'));
     if (c.binding) {
       out.push(c.scope_state === 'working'

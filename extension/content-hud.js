@@ -347,39 +347,13 @@
     if (focused) root.querySelector(`button[data-action="${focused}"]`)?.focus();
   };
 
-  // The collapsed pill: the view's state as one short line and the worst tone. Pure
-  // presentation of what the worker decided (no decisions here).
-  const TONE_RANK = { good: 0, pending: 1, warning: 2, bad: 3 };
+  // The collapsed pill: the view's state as one short line and the worst tone, both the
+  // core's (ext-core hud_pill): its parts' texts joined by " · " and the dot's tone.
   const renderSummary = (view) => {
-    const c = view.continuity;
-    const parts = [text('pillBrand')];
-    let tone = 'good';
-    const worse = (t) => { if (TONE_RANK[t] > TONE_RANK[tone]) tone = t; };
-    if (view.companion.tone !== 'good') {
-      parts.push(text('pillCompanionDown'));
-      worse(view.companion.tone);
-    } else if (view.herdr.tone !== 'good') {
-      parts.push(text('pillHerdrDown'));
-      worse(view.herdr.tone);
-    } else if (!c) {
-      parts.push(text('pillConnected'));
-    }
-    if (c) {
-      if (c.binding) parts.push(c.binding.label || c.binding.workspace_id);
-      else { parts.push(text('pillNotBound')); worse('pending'); }
-      parts.push(text(c.auto === 'on' ? 'pillAutoOn' : c.auto === 'not_allowed' ? 'pillAutoNotAllowed' : 'pillAutoOff'));
-      if (c.binding) {
-        if (c.scope_state === 'working') { parts.push(text('pillWorking', [String(c.working_panes)])); worse('pending'); }
-        else parts.push(text(c.scope_state === 'settled' ? 'pillSettled' : 'pillIdle'));
-      }
-      if (c.unresolved) { parts.push(text(c.unresolved.why === 'ambiguous' ? 'pillFactAmbiguous' : 'pillFactMissing', [c.unresolved.fact])); worse('warning'); }
-      if (c.withheld) { parts.push(text('pillHeld')); worse('warning'); }
-      // Tool calls waiting for Run / Skip: the collapsed HUD says so.
-      if (c.bridge?.pending?.length) { parts.push(text('pillBridgeApproval', [String(c.bridge.pending.length)])); worse('warning'); }
-    }
-    summary.textContent = parts.join(' · ');
-    dot.className = `dot tone-${tone}`;
-    hooks.dataset.summaryTone = tone;
+    const pill = view.pill;
+    summary.textContent = pill.parts.map((part) => text(part.key, part.args)).join(' · ');
+    dot.className = `dot tone-${pill.tone}`;
+    hooks.dataset.summaryTone = pill.tone;
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
   Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, pressRefused,

@@ -29,6 +29,7 @@ mod fence;
 mod goal_supervisor;
 mod handoff;
 mod health;
+mod hud_pill;
 mod locales;
 mod permission_card;
 mod progress_push;
