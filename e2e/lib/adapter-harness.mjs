@@ -108,6 +108,11 @@ export async function runAdapter(page, profile) {
   await sendToPage(page, { type: 'profile', profile });
 }
 
+/** Runs the content scripts on `page` once more, as a second injection into the same world would. */
+export async function runContentScriptsAgain(page) {
+  for (const script of CONTENT_SCRIPTS) await page.evaluate(script);
+}
+
 /** Posts `message` to the adapter as the worker would. */
 export function sendToPage(page, message) {
   return page.evaluate((m) => window.__herdr.send(m), message);
