@@ -4,14 +4,15 @@
 //! - no user-visible literal in the extension's JavaScript. What a user reads comes from
 //!   `extension/_locales/{en,zh_CN}/messages.json` through a key. Checked precisely (with the
 //!   selector scanner's lexer, `selector_scan::lex`): a *text sink* is
-//!   (a) the value assigned (`=`, `+=`) to a member `textContent`, `innerText`, `innerHTML`,
-//!       `outerHTML`, `title`, `placeholder`, `alt`, `ariaLabel` or `label`;
-//!   (b) the second argument of `setAttribute` whose first is `'aria-label'`, `'title'`,
-//!       `'placeholder'`, `'alt'`, `'aria-description'` or `'aria-valuetext'`;
-//!   (c) the arguments of `createTextNode`, `append`, `prepend`, `replaceChildren`,
-//!       `before`, `after`, `alert`, `confirm`, `prompt`; the children of the pages'
-//!       `element(tag, className, attributes, ...children)`, the label of `button(label, …)`
-//!       (extension/page-dom.js) and the text of the HUD's `showNotice(text, tone)`.
+//!   - the value assigned (`=`, `+=`) to a member `textContent`, `innerText`, `innerHTML`,
+//!     `outerHTML`, `title`, `placeholder`, `alt`, `ariaLabel` or `label`;
+//!   - the second argument of `setAttribute` whose first is `'aria-label'`, `'title'`,
+//!     `'placeholder'`, `'alt'`, `'aria-description'` or `'aria-valuetext'`;
+//!   - the arguments of `createTextNode`, `append`, `prepend`, `replaceChildren`, `before`,
+//!     `after`, `alert`, `confirm`, `prompt`; the children of the pages'
+//!     `element(tag, className, attributes, ...children)`, the label of `button(label, …)`
+//!     (extension/page-dom.js) and the text of the HUD's `showNotice(text, tone)`.
+//!
 //!   Inside a sink, a string literal or a template literal's fixed text holding a letter is
 //!   a violation, except inside the parentheses of a call: a key lookup's (`text(…)`,
 //!   `message(…)`, `getMessage(…)`) are keys, and any other call gives its result, not its
