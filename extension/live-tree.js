@@ -331,8 +331,7 @@ export function mountLiveTree(region) {
       const pane = model.panes.get(pinned.pane_id);
       output.dataset.kind = 'inspect';
       output.textContent = pane
-        ? [`pane_id: ${pane.pane_id}`, `workspace_id: ${pane.workspace_id}`, `tab_id: ${pane.tab_id}`, `agent: ${pane.agent ?? '—'}`,
-          `status: ${pane.status}`, `cwd: ${pane.cwd}`].join('\n')
+        ? message('treeInspectPane', [pane.pane_id, pane.workspace_id, pane.tab_id, pane.agent ?? '—', pane.status, pane.cwd])
         : message('treePinnedClosed');
     },
     read: () => {

@@ -1,4 +1,4 @@
-// The real content script (extension/content.js) on a recorded DOM snippet, without the
+// The real content scripts (extension/content*.js, in manifest order) on a recorded DOM snippet, without the
 // extension: a stand-in `chrome.runtime.connect` hands it a port the test drives, so the
 // test plays the worker — it sends the site profile ext-core produced and delivery
 // commands, and reads every message the adapter posted (page_facts, page_diagnostics,
@@ -10,11 +10,12 @@ import { REPO_ROOT } from './paths.mjs';
 
 export const SNIPPET_DIR = path.join(REPO_ROOT, 'e2e', 'snippets');
 export const SNIPPET_ORIGIN = 'https://snippets.herdr.test';
-const CONTENT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'content.js'), 'utf8');
-// Loaded before content.js, as the manifest lists it (the snapshot comparison's lengths).
-const PLAIN_TEXT_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'plain-text.js'), 'utf8');
-// The contracts shared with Rust, loaded first as the manifest lists them.
-const CONTRACTS_SCRIPT = readFileSync(path.join(REPO_ROOT, 'extension', 'contracts.js'), 'utf8');
+// The content scripts in the manifest's order (plain-text.js first: the snapshot comparison's
+// lengths), without the Queue button (queue-button.js), which the adapter runs without.
+const MANIFEST = JSON.parse(readFileSync(path.join(REPO_ROOT, 'manifest', 'manifest.json'), 'utf8'));
+const CONTENT_SCRIPTS = MANIFEST.content_scripts[0].js
+  .filter((file) => file !== 'queue-button.js')
+  .map((file) => readFileSync(path.join(REPO_ROOT, 'extension', file), 'utf8'));
 
 /**
  * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
@@ -103,10 +104,13 @@ export async function openSnippet(context, file, profile) {
 export async function runAdapter(page, profile) {
   await page.evaluate(installStandIn);
   // Runtime.evaluate, like a content script, is not subject to the page's CSP.
-  await page.evaluate(CONTRACTS_SCRIPT);
-  await page.evaluate(PLAIN_TEXT_SCRIPT);
-  await page.evaluate(CONTENT_SCRIPT);
+  for (const script of CONTENT_SCRIPTS) await page.evaluate(script);
   await sendToPage(page, { type: 'profile', profile });
+}
+
+/** Runs the content scripts on `page` once more, as a second injection into the same world would. */
+export async function runContentScriptsAgain(page) {
+  for (const script of CONTENT_SCRIPTS) await page.evaluate(script);
 }
 
 /** Posts `message` to the adapter as the worker would. */

@@ -180,7 +180,7 @@ export async function setProgressOptions(context, { tickSec, fallbackSec }) {
   return shown;
 }
 
-/** The HUD's state hooks kept inside its closed root (extension/content.js `hooks`); the rest stay on the host. */
+/** The HUD's state hooks kept inside its closed root (extension/content-hud.js `hooks`); the rest stay on the host. */
 const STATE_HOOK = /^data-(binding|active-target|auto|scope-state|wake-count|progress-count|withheld|tasks|layout|unresolved|delivery-state|recovery-(state|reason|probes|reloads-left)|card-(state|code|tool)|journal|pressure-(level|tokens|messages)|rollover|handoff-(step|button)|bridge-(pending|round-limit)|expanded|summary-tone|app|cooldown-until)$/;
 
 /** The continuity hooks of the HUD host element. */

@@ -4,7 +4,7 @@
 // presses: our controls act on trusted events only). Lines are identified by the i18n
 // message key the worker chose
 // (ext-core/src/hud.rs `HudView`), so the tests do not depend on the wording.
-// Hooks relied on (extension/content.js): `p[data-line="companion"|"herdr"][data-key]`,
+// Hooks relied on (extension/content-hud.js): `p[data-line="companion"|"herdr"][data-key]`,
 // `button[data-action]`, `p.status[data-key]` and the host's `data-roundtrip-ms`.
 import { ShadowLocator, expect } from './shadow.mjs';
 

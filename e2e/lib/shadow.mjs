@@ -1,5 +1,5 @@
 // Our own page UI (the HUD, the Queue button) lives in CLOSED shadow roots and acts only on
-// trusted input (extension/content.js `onTrusted`). Playwright's locators pierce open
+// trusted input (extension/content-hud.js `onTrusted`). Playwright's locators pierce open
 // shadow roots only, and a page-world `el.click()` is untrusted, so the tests reach our UI
 // the way nothing on the page can:
 // - reads run in the content script's isolated world (CDP `Runtime.evaluate` in the

@@ -3,11 +3,21 @@
 // real <button aria-expanded>) and Esc collapses it. Neither state ever overlaps the
 // composer or the send button, at a common laptop viewport and a small one, so a human
 // (and the extension's own delivery) can always press Send.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { test, expect } from '../lib/test.mjs';
+import { REPO_ROOT } from '../lib/paths.mjs';
 import { inShadowRoot } from '../lib/shadow.mjs';
 import { CHATS, continuityWorld, openAndBind } from '../lib/continuity.mjs';
 
 const [PROJECT_CHAT] = CHATS;
+const EN = JSON.parse(readFileSync(path.join(REPO_ROOT, 'extension', '_locales', 'en', 'messages.json'), 'utf8'));
+/** Auto's state → [the panel line's key, the pill part's key] (ext-core hud_pill::auto_keys). */
+const AUTO_KEYS = {
+  on: ['hudAutoOn', 'pillAutoOn'],
+  off: ['hudAutoOff', 'pillAutoOff'],
+  not_allowed: ['hudAutoNotAllowed', 'pillAutoNotAllowed'],
+};
 
 /** The page-coordinates box of `locator` (it must be rendered). */
 async function box(locator, what) {
@@ -84,6 +94,12 @@ test.describe('HUD placement', () => {
       await hud.action('toggle_auto').click();
       await hud.expect('data-auto', /^(on|not_allowed)$/);
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
+      // The panel's Auto line and the pill say the same Auto state (ext-core hud_pill
+      // auto_keys): on a Project without "allow Project Auto" both say "not allowed".
+      const auto = await hud.state.getAttribute('data-auto');
+      const [lineKey, pillKey] = AUTO_KEYS[auto];
+      await expect(hud.host.locator('p[data-line="auto"]')).toHaveAttribute('data-key', lineKey);
+      await expect(hud.host.locator('.summary')).toContainText(EN[pillKey].message);
 
       // A human can type and press the real Send button with the HUD expanded.
       await page.locator('#prompt-textarea').click();

@@ -16,6 +16,7 @@ pub mod goal_supervisor;
 pub mod handoff;
 pub mod health;
 pub mod hud;
+pub mod hud_pill;
 pub mod json_read;
 pub mod limits;
 

@@ -374,7 +374,8 @@ impl LinkDriver {
     fn broadcast_views(this: &Rc<RefCell<LinkDriver>>) {
         let posts: Vec<(JsValue, Vec<serde_json::Value>)> = {
             let mut driver = this.borrow_mut();
-            let hud = wire::hud_json(&driver.link.hud());
+            let link_view = driver.link.hud();
+            let hud = wire::hud_json(&link_view);
             let default_tab = driver.last_active_tab;
             let views: Vec<(bool, Vec<serde_json::Value>)> = driver
                 .pages
@@ -382,9 +383,12 @@ impl LinkDriver {
                 .map(|page| {
                     let mut messages = Vec::new();
                     let mut page_hud = hud.clone();
-                    if let Some(tab) = page.tab {
-                        if let Some(view) = page_hud.get_mut("view").and_then(serde_json::Value::as_object_mut) {
-                            view.insert("continuity".to_owned(), driver.continuity.page_view(tab).write_json());
+                    if let Some(view) = page_hud.get_mut("view").and_then(serde_json::Value::as_object_mut) {
+                        // The continuity view on a tab's page, and the pill of both (ext-core hud_pill).
+                        let continuity = page.tab.and_then(|tab| driver.continuity.page_view(tab));
+                        view.insert("pill".to_owned(), ext_core::hud_pill::pill(&link_view, continuity.as_ref()).write_json());
+                        if page.tab.is_some() {
+                            view.insert("continuity".to_owned(), continuity.write_json());
                         }
                     }
                     messages.push(page_hud);

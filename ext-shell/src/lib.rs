@@ -7,7 +7,7 @@
 //! Where it runs — **in the service worker only**. Wasm in a content script obeys the
 //! page's CSP: a strict nonce CSP without `'wasm-unsafe-eval'` makes compiling fail and
 //! reports a `securitypolicyviolation` to the page, and whether chatgpt.com allows wasm is
-//! unknown. So `extension/content.js` never loads this module; it renders the view models
+//! unknown. So the content scripts (`extension/content*.js`) never load this module; they render the view models
 //! the worker sends over a `page` port. The side panel and the options page load no wasm
 //! either: they are plain JS renderers (`extension/sidepanel.js`, `extension/options.js`)
 //! of the views the worker sends over a `panel` port, and of `chrome.storage.sync`.

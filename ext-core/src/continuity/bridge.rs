@@ -240,7 +240,7 @@ pub(super) fn result_calls(text: &str) -> Vec<(u32, ResultCall)> {
         .collect()
 }
 
-/// The end of the cut line content.js's `journalText` puts where it left a long turn's
+/// The end of the cut line content-turns.js's `journalText` puts where it left a long turn's
 /// middle out (a turn over 64 KiB keeps its start and its end around it).
 const CUT_LINE_END: &str = " characters left out by herdr-continuity …]";
 

@@ -76,6 +76,11 @@ impl Continuity {
             actions.push(ViewAction::new("bridge_prompt", Ok(())));
             actions.push(ViewAction::new("bridge_send", Ok(())));
         }
+        let auto_name = match auto {
+            AutoState::On => "on",
+            AutoState::Off => "off",
+            AutoState::ProjectAutoNotAllowed => "not_allowed",
+        };
         Some(ContinuityView {
             page_kind,
             scope_key: key.clone(),
@@ -90,11 +95,8 @@ impl Continuity {
                 Scope::Project { .. } => b.active_conv_key.clone(),
                 Scope::Conversation { .. } => None,
             }),
-            auto: match auto {
-                AutoState::On => "on",
-                AutoState::Off => "off",
-                AutoState::ProjectAutoNotAllowed => "not_allowed",
-            },
+            auto: auto_name,
+            auto_line: crate::hud_pill::auto_keys(auto_name).0,
             auto_note,
             scope_state,
             working_panes,
@@ -239,6 +241,9 @@ pub struct ContinuityView {
     pub active_target: Option<String>,
     /// `on | off | not_allowed`.
     pub auto: &'static str,
+    /// The panel's Auto line: `hudAutoOn | hudAutoOff | hudAutoNotAllowed`
+    /// (`crate::hud_pill::auto_keys`, the table the pill's Auto part comes from too).
+    pub auto_line: &'static str,
     /// Why Project Auto is unavailable, if it is (`withheld_<code>` of `_locales`).
     pub auto_note: Option<WakeWithheld>,
     /// `idle | working | settled`.
@@ -383,6 +388,7 @@ write_struct!(ContinuityView {
     pending_binding,
     active_target,
     auto,
+    auto_line,
     auto_note,
     scope_state,
     working_panes,

@@ -1,6 +1,6 @@
 //! Site profiles: what the page adapter looks for on each chat site, as data.
 //!
-//! Purpose: the content script (`extension/content.js`) holds no site selector. On
+//! Purpose: the content scripts (`extension/content*.js`) hold no site selector. On
 //! connect the worker sends it the profile of the page's origin ([`profile_for`]) as one
 //! flat profile ([`flat`]): per fact ([`FACT_NAMES`]) an ordered chain of [`Probe`]s merged
 //! across every known layout generation of the site. The script resolves each fact through

@@ -1,5 +1,5 @@
 //! The declared selector surface outside the site profiles: the few CSS selectors the
-//! content scripts (`extension/content.js`, `extension/queue-button.js`) use on a host
+//! content scripts (`extension/content*.js`, `extension/queue-button.js`) use on a host
 //! page themselves, each with its purpose, when it was last checked and its source.
 //!
 //! Purpose: every selector the extension uses on a host page is declared once — a site's
@@ -32,20 +32,20 @@ pub struct Declared {
 pub const PAGE_SELECTORS: &[Declared] = &[
     Declared {
         css: "herdr-continuity-hud",
-        purpose: "content.js: the HUD's host element of an earlier copy of the content script (a second injection does nothing)",
+        purpose: "content-hud.js: the HUD's host element of an earlier copy of the content script (a second injection does nothing)",
         checked: "2026-12-06",
-        source: "this extension's own element (content.js mounts it)",
+        source: "this extension's own element (content-hud.js mounts it)",
     },
     Declared {
         css: "main",
-        purpose: "content.js: where a missing composer was looked for (the page's main region, else the body), \
+        purpose: "content-diagnostics.js: where a missing composer was looked for (the page's main region, else the body), \
                   summarised by tag, role and data-* names in page_diagnostics `missing`",
         checked: "2026-12-06",
         source: "HTML (the main landmark); a page without one is looked at from the body",
     },
     Declared {
         css: "button",
-        purpose: "content.js: the buttons within three ancestors of a candidate (probe filter `beside`); the buttons \
+        purpose: "content scripts: the buttons within three ancestors of a candidate (probe filter `beside`); the buttons \
                   of the last turns whose label is a permission card's (Allow / Deny); never inside a quiet zone \
                   (a streaming reply's body holding a button is looked at in full)",
         checked: "2026-12-06",
@@ -53,44 +53,44 @@ pub const PAGE_SELECTORS: &[Declared] = &[
     },
     Declared {
         css: "path",
-        purpose: "content.js: the SVG paths of a candidate whose `d` starts with the probe's prefix (probe filter `icon`)",
+        purpose: "content-probes.js: the SVG paths of a candidate whose `d` starts with the probe's prefix (probe filter `icon`)",
         checked: "2026-12-06",
         source: "SVG",
     },
     Declared {
         css: "pre",
         purpose:
-            "content.js: a reply's code blocks (outermost `pre`), whose text is put back between Markdown fence lines for the JSON bridge",
+            "content-turns.js: a reply's code blocks (outermost `pre`), whose text is put back between Markdown fence lines for the JSON bridge",
         checked: "2026-12-06",
         source: "HTML; z.ai and DeepSeek render a fenced block as <pre><code> (issue 23)",
     },
     Declared {
         css: ":not(*)",
-        purpose: "content.js: matches nothing; the quiet path's `around` list when a generation has no probe that reads text",
+        purpose: "content-facts.js: matches nothing; the quiet path's `around` list when a generation has no probe that reads text",
         checked: "2026-12-06",
         source: "CSS Selectors 4",
     },
     Declared {
         css: "meta[http-equiv=\"Content-Security-Policy\" i]",
-        purpose: "content.js: whether the page declares a CSP in a meta tag (page_diagnostics `csp.meta`)",
+        purpose: "content-diagnostics.js: whether the page declares a CSP in a meta tag (page_diagnostics `csp.meta`)",
         checked: "2026-12-06",
         source: "HTML (CSP delivered by <meta http-equiv>)",
     },
     Declared {
         css: "button, [role=\"button\"], [role=\"menu\"], [role=\"menuitem\"], script, style",
-        purpose: "content.js: the parts of a permission card whose text is not its wording (buttons, menus, scripts, styles)",
+        purpose: "content-cards.js: the parts of a permission card whose text is not its wording (buttons, menus, scripts, styles)",
         checked: "2026-12-06",
         source: "HTML and WAI-ARIA roles",
     },
     Declared {
         css: "[hidden], [aria-hidden=\"true\"]",
-        purpose: "content.js: a permission card's button is not visible inside a hidden ancestor",
+        purpose: "content-cards.js: a permission card's button is not visible inside a hidden ancestor",
         checked: "2026-12-06",
         source: "HTML `hidden` and WAI-ARIA `aria-hidden`",
     },
     Declared {
         css: "button, [role=\"button\"]",
-        purpose: "content.js: a permission card's buttons (a card with more than six is sent with none)",
+        purpose: "content-cards.js: a permission card's buttons (a card with more than six is sent with none)",
         checked: "2026-12-06",
         source: "HTML and WAI-ARIA roles",
     },

@@ -451,10 +451,11 @@ fn the_floor_just_raised_is_kept_when_the_map_is_full() {
     assert!(kept.contains("0b1c2d3e-4f50-6172-8394-000000000000"), "the newest conversation's floor is persisted");
 }
 
-// R1: the page counts CJK characters with exactly the core's ranges (content.js's `CJK`).
+// R1: the page counts CJK characters with exactly the core's ranges (content-turns.js's `CJK`).
 #[test]
 fn the_page_counts_cjk_with_the_cores_ranges() {
-    let source = std::fs::read_to_string(format!("{}/../extension/content.js", env!("CARGO_MANIFEST_DIR"))).expect("content.js");
+    let source =
+        std::fs::read_to_string(format!("{}/../extension/content-turns.js", env!("CARGO_MANIFEST_DIR"))).expect("content-turns.js");
     let line = source.lines().find(|l| l.trim_start().starts_with("const CJK = /[")).expect("the CJK pattern");
     let body = line.split("/[").nth(1).and_then(|rest| rest.split("]/").next()).expect("a character class");
     let code = |s: &str| -> u32 {

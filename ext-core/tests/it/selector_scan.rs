@@ -7,7 +7,9 @@
 //! - Sinks: the DOM methods `querySelector`, `querySelectorAll`, `closest`, `matches`,
 //!   `webkitMatchesSelector` (their first argument), and every local wrapper — a
 //!   `const f = (a, css) => …` or `function f(a, css) {…}` that passes one of its own
-//!   parameters to a sink (found to a fixpoint, so wrappers of wrappers count).
+//!   parameters to a sink (found to a fixpoint, so wrappers of wrappers count). The
+//!   content scripts share one world: a wrapper one of them defines counts in all
+//!   (`scan_sharing`).
 //! - At a sink call the selector argument is a *literal* when it is a string literal, a
 //!   template literal without `${}`, or a name bound in the same file by
 //!   `const NAME = <string literal>` (reported at the call, naming the constant). A
@@ -274,23 +276,23 @@ impl Lexer<'_> {
 /// The DOM methods whose first argument is a selector.
 pub const DOM_SINKS: &[&str] = &["querySelector", "querySelectorAll", "closest", "matches", "webkitMatchesSelector"];
 
-fn ident(tokens: &[Token], i: usize) -> Option<&str> {
+pub fn ident(tokens: &[Token], i: usize) -> Option<&str> {
     match tokens.get(i).map(|t| &t.tok) {
         Some(Tok::Ident(name)) => Some(name),
         _ => None,
     }
 }
 
-fn punct(tokens: &[Token], i: usize, want: &str) -> bool {
+pub fn punct(tokens: &[Token], i: usize, want: &str) -> bool {
     matches!(tokens.get(i).map(|t| &t.tok), Some(Tok::Punct(p)) if p == want)
 }
 
-fn is_member(tokens: &[Token], i: usize) -> bool {
+pub fn is_member(tokens: &[Token], i: usize) -> bool {
     i > 0 && (punct(tokens, i - 1, ".") || punct(tokens, i - 1, "?."))
 }
 
 /// The index just past the bracket that closes the one opened at `open` (or the end).
-fn close_of(tokens: &[Token], open: usize) -> usize {
+pub fn close_of(tokens: &[Token], open: usize) -> usize {
     let mut depth = 0i32;
     for (i, token) in tokens.iter().enumerate().skip(open) {
         if let Tok::Punct(p) = &token.tok {
@@ -310,7 +312,7 @@ fn close_of(tokens: &[Token], open: usize) -> usize {
 }
 
 /// The arguments of a call whose `(` is at `open`: token ranges split at top-level commas.
-fn arguments(tokens: &[Token], open: usize) -> Vec<std::ops::Range<usize>> {
+pub fn arguments(tokens: &[Token], open: usize) -> Vec<std::ops::Range<usize>> {
     let end = close_of(tokens, open).saturating_sub(1);
     let mut args = Vec::new();
     let mut start = open + 1;
@@ -338,7 +340,7 @@ fn parameters(tokens: &[Token], open: usize) -> Vec<String> {
 }
 
 /// Local wrappers: name → index of the parameter that reaches a sink as the selector.
-fn wrappers(tokens: &[Token]) -> BTreeMap<String, usize> {
+fn wrappers(tokens: &[Token], shared: &BTreeMap<String, usize>) -> BTreeMap<String, usize> {
     // Every function definition: (name, parameter names, body range).
     let mut functions = Vec::new();
     for i in 0..tokens.len() {
@@ -360,7 +362,7 @@ fn wrappers(tokens: &[Token]) -> BTreeMap<String, usize> {
         };
         functions.push((name.to_string(), parameters(tokens, open), body_start..body_end));
     }
-    let mut found: BTreeMap<String, usize> = BTreeMap::new();
+    let mut found: BTreeMap<String, usize> = shared.clone();
     loop {
         let before = found.len();
         for (name, params, body) in &functions {
@@ -554,8 +556,19 @@ fn fixed_text(tok: &Tok) -> Option<String> {
 
 /// Every selector one content script's source passes to the DOM (see the module comment).
 pub fn scan(source: &str) -> Result<Vec<Found>, String> {
+    scan_sharing(source, &BTreeMap::new())
+}
+
+/// The wrappers `source` defines (name → the index of the parameter passed to a sink).
+pub fn wrappers_of(source: &str) -> Result<BTreeMap<String, usize>, String> {
+    Ok(wrappers(&lex(source)?.0, &BTreeMap::new()))
+}
+
+/// `scan` with the wrappers other files of the same world define (the content scripts share
+/// one isolated world and pass their helpers to each other: see `wrappers_of`).
+pub fn scan_sharing(source: &str, shared: &BTreeMap<String, usize>) -> Result<Vec<Found>, String> {
     let (tokens, substitutions) = lex(source)?;
-    let wrappers = wrappers(&tokens);
+    let wrappers = wrappers(&tokens, shared);
     let constants = string_constants(&tokens);
     let mut found = BTreeSet::new();
     for stream in std::iter::once(&tokens).chain(&substitutions) {

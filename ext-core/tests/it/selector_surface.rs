@@ -4,13 +4,13 @@
 //! test fails, naming file:line, on one that is not. `selector_scan` says how selectors
 //! are found; the tests at the end check that the scan finds what it must.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use ext_core::sites::surface::PAGE_SELECTORS;
 use ext_core::sites::{Probe, PROFILES};
 
-use super::selector_scan::{scan, Found, Kind};
+use super::selector_scan::{scan, scan_sharing, wrappers_of, Found, Kind};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -30,6 +30,17 @@ fn content_scripts() -> Vec<String> {
         }
     }
     files
+}
+
+/// The wrappers every content script defines: the scripts share one isolated world and
+/// one namespace (`extension/content-hud.js`), so a helper defined in one is a sink in all.
+fn shared_wrappers() -> BTreeMap<String, usize> {
+    let mut all = BTreeMap::new();
+    for file in content_scripts() {
+        let source = std::fs::read_to_string(repo().join("extension").join(&file)).expect("a content script");
+        all.extend(wrappers_of(&source).expect("the content script scans"));
+    }
+    all
 }
 
 /// Every selector the built-in profiles hold: probes of every fact, detection markers,
@@ -66,7 +77,17 @@ fn declared() -> BTreeSet<&'static str> {
 /// One line per host-page selector in `source` (a content script named `file`) that is not
 /// in `declared`, saying where it is and what to do.
 fn undeclared(file: &str, source: &str, declared: &BTreeSet<&str>) -> Result<Vec<String>, String> {
-    let found = scan(source).map_err(|problem| format!("{file}: cannot scan: {problem}"))?;
+    undeclared_sharing(file, source, declared, &BTreeMap::new())
+}
+
+/// `undeclared` with the wrappers the other content scripts define (`shared_wrappers`).
+fn undeclared_sharing(
+    file: &str,
+    source: &str,
+    declared: &BTreeSet<&str>,
+    shared: &BTreeMap<String, usize>,
+) -> Result<Vec<String>, String> {
+    let found = scan_sharing(source, shared).map_err(|problem| format!("{file}: cannot scan: {problem}"))?;
     Ok(found
         .into_iter()
         .filter(|f| f.kind != Kind::OwnUi && !declared.contains(f.css.as_str()))
@@ -93,10 +114,11 @@ fn every_selector_a_content_script_uses_on_the_page_is_declared() {
     let declared = declared();
     let scripts = content_scripts();
     assert!(scripts.contains(&"content.js".to_string()), "the manifest's content scripts: {scripts:?}");
+    let shared = shared_wrappers();
     let mut problems = Vec::new();
     for file in &scripts {
         let source = std::fs::read_to_string(repo().join("extension").join(file)).expect("a content script");
-        match undeclared(&format!("extension/{file}"), &source, &declared) {
+        match undeclared_sharing(&format!("extension/{file}"), &source, &declared, &shared) {
             Ok(lines) => problems.extend(lines),
             Err(problem) => problems.push(problem),
         }
@@ -106,10 +128,11 @@ fn every_selector_a_content_script_uses_on_the_page_is_declared() {
 
 #[test]
 fn every_declared_page_selector_is_used_once_with_its_date_and_source() {
+    let shared = shared_wrappers();
     let mut used = BTreeSet::new();
     for file in content_scripts() {
         let source = std::fs::read_to_string(repo().join("extension").join(&file)).expect("a content script");
-        let found = scan(&source).expect("the content script scans");
+        let found = scan_sharing(&source, &shared).expect("the content script scans");
         used.extend(found.into_iter().filter(|f| f.kind != Kind::OwnUi).map(|f| f.css));
     }
     let mut seen = BTreeSet::new();
@@ -225,4 +248,14 @@ const text = `${'[data-in-a-substitution]'}`;
         ],
         "{found:#?}"
     );
+}
+
+#[test]
+fn a_wrapper_one_content_script_defines_is_a_sink_in_the_others() {
+    let shared = wrappers_of("const queryAll = (scope, css) => [...scope.querySelectorAll(css)];\n").expect("it scans");
+    let other = "const { queryAll } = hc;\nconst buttons = queryAll(card, 'button');\n";
+    assert!(scan(other).expect("it scans").is_empty(), "alone, the file's `queryAll` is not known to be a sink");
+    let found = scan_sharing(other, &shared).expect("it scans");
+    let found: Vec<_> = found.iter().map(|f| (f.line, f.css.as_str(), f.kind)).collect();
+    assert_eq!(found, vec![(2, "button", Kind::Literal)]);
 }

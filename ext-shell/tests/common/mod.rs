@@ -192,8 +192,11 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     deliver(&native, hello_answer(hello[0]["id"].as_str().expect("id"), 2));
     let page_view = sent(&page).last().cloned().expect("a HUD update");
     assert_eq!(page_view["type"], "hud");
-    // The shape the pages render (extension/content.js, extension/sidepanel.js).
+    // The shape the pages render (extension/content-hud.js, extension/sidepanel.js).
     let view = &page_view["view"];
+    // The pill (ext-core hud_pill): keys in order and a tone, decided in the core.
+    assert_eq!(view["pill"]["parts"][0], json!({"key": "pillBrand", "args": []}));
+    assert!(view["pill"]["tone"].is_string(), "the pill has a tone: {view}");
     assert_eq!(view["companion"], json!({"key": "companionConnected", "substitutions": ["0.1.0"], "tone": "good"}));
     assert_eq!(view["herdr"]["key"], "herdrConnected");
     assert_eq!(view["herdr"]["tone"], "good");

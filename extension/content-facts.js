@@ -1,0 +1,394 @@
+// Content script: page facts sent to the worker — App mentions, `facts()`, the quiet path
+// and the streaming watch that keep the mutation observer cheap while a reply streams.
+(() => {
+  const hc = globalThis[Symbol.for('herdr-continuity.content')];
+  if (!hc) return; // a second injection: the first copy runs
+  const { host, pageLoad, queryAll, find, present, ownMarker, MARKER_USER_TURNS, composerText, squash, typed, observe,
+    generatingIn, messageId, humanTurn, sendTurnEnded, sendThreadFacts } = hc;
+
+  // ---- The Herdr App (docs/PROTOCOL.md "The Herdr App"; ext-core sites::AppMentions):
+  // the pills of the Apps a message carries, read in user turns (`human_apps`) and in the
+  // composer (the read-back before sending). A pill is `{keyword, name, path}`; fields are
+  // capped as ext-core reads them, and a pill without a keyword or name is not an App.
+  const APP_KEYWORD_MAX = 64;
+  const APP_NAME_MAX = 256;
+  const APP_PATH_MAX = 256; // ext-core limits: each field at most 256 characters
+  const APPS_MAX = 8;
+  const appMentions = () => hc.profile?.app_mentions ?? null;
+  const pillElements = (scope) => {
+    const apps = appMentions();
+    if (!apps || !scope) return [];
+    const out = [];
+    for (const pill of apps.pills) {
+      for (const el of queryAll(scope, pill.css)) if (!out.some((seen) => seen.el === el)) out.push({ el, pill });
+    }
+    return out;
+  };
+  const readPill = ({ el, pill }) => {
+    const attr = (name) => (name ? (el.getAttribute(name) ?? '').trim() : '');
+    const name = pill.name_attr ? attr(pill.name_attr) : (el.textContent || '').trim().replace(/^@/, '').trim();
+    const keyword = pill.keyword_attr ? attr(pill.keyword_attr) : name.toLowerCase();
+    const path = attr(pill.path_attr);
+    if (!keyword || !name || keyword.length > APP_KEYWORD_MAX || name.length > APP_NAME_MAX || path.length > APP_PATH_MAX) return null;
+    return { keyword, name, path };
+  };
+  const appsIn = (scope) => pillElements(scope).map(readPill).filter(Boolean).slice(0, APPS_MAX);
+  // A pill is the App asked for when its keyword (case aside) is the App's, and its name
+  // and path are the App's where both sides have one.
+  const sameApp = (found, app) => Boolean(found) && found.keyword.toLowerCase() === String(app.keyword).toLowerCase() &&
+    (!found.name || !app.name || found.name.toLowerCase() === String(app.name).toLowerCase()) &&
+    (!found.path || !app.path || found.path === app.path);
+  // The composer's text without its pills (what the adapter typed after the pill).
+  const plainText = (composer) => {
+    const pills = pillElements(composer).map(({ el }) => el);
+    if (!pills.length) return composerText(composer);
+    const copy = composer.cloneNode(true);
+    for (const el of pillElements(copy).map(({ el: pill }) => pill)) el.remove();
+    return composerText(copy);
+  };
+  // Whether the composer holds only what an App attempt typed. The composer was empty when
+  // the attempt began (deliver requires it), so App pills are ours (a wrong one the picker
+  // put there too), and so is text made only of pieces of `@<keyword>` (a mention typed in
+  // part, perhaps more than once: `@her@herdr`) followed by nothing or by a part of our
+  // message (typed after the pill).
+  const attemptIsOurs = (composer, app) => {
+    if (!composer) return false;
+    let rest = squash(plainText(composer)).toLowerCase();
+    const mention = squash(`@${app.keyword}`).toLowerCase();
+    for (;;) {
+      let n = 0;
+      while (n < mention.length && n < rest.length && rest[n] === mention[n]) n += 1;
+      if (n === 0) break;
+      rest = rest.slice(n);
+    }
+    const message = hc.delivering !== null ? squash(typed.get(hc.delivering.id) ?? '').toLowerCase() : '';
+    return rest === '' || (message !== '' && message.includes(rest));
+  };
+
+  hc.delivering = null;
+  hc.lastGenerating = false;
+  let lastFacts = '';
+  let lastGeneration;
+  let lastUnresolved;
+  const facts = () => {
+    hc.usagePass += 1;
+    const seen = observe();
+    hc.tally(seen);
+    hc.quiet = quietZoneOf(seen);
+    if (seen.view) hc.sendRecoveryFacts(seen);
+    lastGeneration = seen.label;
+    lastUnresolved = seen.unresolved;
+    const base = {
+      type: 'page_facts', url: location.href, generation: seen.label, page_load: pageLoad,
+      unresolved: seen.unresolved, unresolved_why: seen.why, account: hc.account,
+    };
+    if (!seen.view) {
+      return { ...base, composer: false, draft: false, composer_marker: null, generating: false, permission_card: false,
+        user_turns: 0, last_user_turn_id: null, last_human_turn_id: null, human_apps: [], markers: [], delivering: hc.delivering?.id ?? null };
+    }
+    const users = seen.users.list;
+    const human = humanTurn(seen.view, users);
+    const markers = [];
+    for (const turn of users.slice(-MARKER_USER_TURNS)) {
+      const own = ownMarker(turn.textContent || '');
+      if (own !== null) markers.push(own);
+    }
+    const text = seen.composer ? composerText(seen.composer) : '';
+    const composerOwn = ownMarker(text);
+    const composerMarker = composerOwn !== null && composerOwn.length <= 256 ? composerOwn : null;
+    // Text this page typed and did not send is not a draft; anything else in the composer
+    // is. After a reload the typed text is unknown: the marker line alone says it is ours.
+    // The App pill in front of it is ours too, and so is an App being attached right now.
+    const ours = (composerMarker !== null && (!typed.has(composerMarker) || squash(plainText(seen.composer)) === squash(typed.get(composerMarker)))) ||
+      (hc.delivering?.app !== undefined && attemptIsOurs(seen.composer, hc.delivering.app));
+    return {
+      ...base,
+      composer: Boolean(seen.composer),
+      draft: text.trim() !== '' && !ours,
+      composer_marker: composerMarker,
+      // A missed Stop or streaming cue would let a message be typed into a busy page.
+      generating: generatingIn(seen),
+      permission_card: hc.sendCards(seen, present(seen.view, 'permission_card', seen.ctx)),
+      user_turns: users.length,
+      last_user_turn_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
+      last_human_turn_id: human?.id ?? null,
+      human_apps: human ? appsIn(human.el) : [],
+      // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
+      // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
+      // send only the newest markers that fit.
+      markers: markers.filter((m) => m.length <= 256).slice(-16),
+      delivering: hc.delivering?.id ?? null,
+    };
+  };
+  // ---- The quiet path. While a reply streams, almost every mutation is text added to the
+  // reply's body, and no page fact reads that text (markers are read in user turns, the
+  // draft in the composer; streaming and completion cues are attributes and elements). So
+  // a recompute whose mutations all lie inside that body, and added no element any probe
+  // could match, has the facts it had, and is answered without evaluating them. The body
+  // qualifies ("quiet zone") only when nothing in it matches a probe of a page fact, no
+  // element around it is read for its text (composer, user message, label or text probes),
+  // and the generation's selectors depend on no sibling or descendant structure (`:has`,
+  // `:nth-…`, `+`, `~`), which added text could change elsewhere. Anything else — an
+  // attribute change, a mutation outside the body, a new URL, input, a command — makes
+  // the next recompute a full one.
+  const STRUCTURAL = /:has\(|:nth-|:first-|:last-|:only-|:empty|[+~](?!=)/;
+  const PAGE_FACTS = ['composer', 'root', 'stop', 'turn_list', 'turn', 'user', 'assistant', 'message_id',
+    'assistant_body', 'streaming', 'complete', 'permission_card'];
+  const compiledQuiet = new WeakMap(); // view → { inside, around } selector lists, or null
+  const quietSelectorsOf = (view) => {
+    if (compiledQuiet.has(view)) return compiledQuiet.get(view);
+    const probes = PAGE_FACTS.flatMap((fact) => view.facts[fact]);
+    const markers = view.generations.flatMap((gen) => [...gen.detect.all, ...gen.detect.any, ...gen.detect.none]);
+    const inside = ['button', ...markers, ...view.never, ...probes.map((probe) => probe.css)];
+    const around = [...view.facts.composer, ...view.facts.user, ...probes.filter((probe) => probe.label || probe.text || probe.beside)].map((probe) => probe.css);
+    let compiled = null;
+    if (!inside.some((css) => STRUCTURAL.test(css))) {
+      compiled = { inside: [...new Set(inside)].join(', '), around: [...new Set(around)].join(', ') || ':not(*)' };
+      try { document.createDocumentFragment().querySelector(`${compiled.inside}, ${compiled.around}`); } catch { compiled = null; }
+    }
+    compiledQuiet.set(view, compiled);
+    return compiled;
+  };
+  hc.quiet = null; // { zone, css, href, profile } from the last full recompute
+  const quietZoneOf = (seen) => {
+    if (!seen.view || !seen.last) return null;
+    const selectors = quietSelectorsOf(seen.view);
+    const zone = selectors ? find(seen.view, 'assistant_body', seen.ctx)?.el : null;
+    if (!zone || zone.querySelector(selectors.inside) || zone.closest(selectors.around)) return null;
+    return { zone, css: selectors.inside, href: location.href, profile: hc.profile };
+  };
+  // Runs in the recompute (never in the observer callback): O(records since the last one).
+  // While the observer leaves the zone's content out (the streaming watch, below), an
+  // element added or changed deep inside the zone makes no record, so the zone is looked
+  // at again instead (a query bounded by the reply's body).
+  const onlyQuietText = (batches) => {
+    if (!hc.quiet || hc.quiet.profile !== hc.profile || hc.quiet.href !== location.href || !hc.quiet.zone.isConnected) return false;
+    const { zone, css } = hc.quiet;
+    if (watchedZone === zone && zone.querySelector(css)) return false;
+    for (const records of batches) {
+      for (const record of records) {
+        if (record.type === 'attributes' || !zone.contains(record.target)) return false;
+        for (const node of record.addedNodes) {
+          if (node.nodeType === Node.ELEMENT_NODE && (node.matches(css) || node.querySelector(css))) return false;
+        }
+      }
+    }
+    return true;
+  };
+  // Mutation batches since the last recompute, kept (not read) by the observer callback;
+  // past QUIET_RECORDS_MAX records the next recompute is a full one anyway.
+  const QUIET_RECORDS_MAX = 256;
+  let pending = [];
+  let pendingRecords = 0;
+  let dirty = true;
+
+  // Debug counters for e2e/bench (content script cost): data-* on our host, which the
+  // observer below does not watch (its attributeFilter), so writing them causes no recompute.
+  // They are written on each full recompute and whenever the page asks (a
+  // `herdr-continuity:counters` event on the host, which runs this listener synchronously),
+  // not on each quiet recompute: an attribute write there would cost more than the
+  // recompute itself.
+  let factsComputed = 0;
+  let factsSkipped = 0;
+  let factsSent = 0;
+  let factsMs = 0;
+  const publishCounters = () => {
+    host.dataset.factsComputed = String(factsComputed);
+    host.dataset.factsSkipped = String(factsSkipped);
+    host.dataset.factsMs = factsMs.toFixed(3);
+  };
+  host.addEventListener('herdr-continuity:counters', publishCounters);
+  const sendFacts = (force = false) => {
+    const startedAt = performance.now();
+    const batches = pending;
+    const full = force || dirty;
+    pending = [];
+    pendingRecords = 0;
+    dirty = false;
+    factsComputed += 1;
+    if (!full && onlyQuietText(batches)) {
+      factsSkipped += 1;
+      factsMs += performance.now() - startedAt;
+      // The streaming watch sees no text or element added inside the zone: look again.
+      if (watchedZone) scheduleRecheck();
+      return;
+    }
+    const before = lastGeneration;
+    const beforeUnresolved = lastUnresolved;
+    const current = facts();
+    const json = JSON.stringify(current);
+    // A reply ended: its turn is reported once, after the facts that say so.
+    const ended = hc.wasGenerating && !current.generating && current.unresolved !== 'profile';
+    hc.wasGenerating = current.generating;
+    watchFor(current);
+    hc.lastGenerating = current.generating;
+    if (hc.diagnosticsDeferred && !hc.lastGenerating) {
+      hc.diagnosticsDeferred = false;
+      hc.scheduleDiagnostics();
+    }
+    factsMs += performance.now() - startedAt;
+    publishCounters();
+    host.dataset.generation = current.generation ?? '';
+    if (hc.profile && before !== undefined && (current.generation !== before || current.unresolved !== beforeUnresolved)) hc.sendDiagnostics(true);
+    if (!force && json === lastFacts) {
+      if (ended) sendTurnEnded();
+      return;
+    }
+    lastFacts = json;
+    hc.port?.postMessage(current);
+    host.dataset.factsSent = String(++factsSent);
+    if (ended) sendTurnEnded();
+    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false);
+    hc.scheduleDiagnostics();
+  };
+  // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
+  // streaming watch's next look into the zone, after the profile's streaming_recheck_ms);
+  // a mutation brings a pending recheck forward.
+  let scheduled = null; // null | { kind: 'soon' | 'recheck', timer }
+  const scheduleAfter = (kind, ms) => {
+    // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
+    // chat usually is one.
+    scheduled = { kind, timer: setTimeout(() => { scheduled = null; sendFacts(); }, ms) };
+  };
+  const scheduleRecompute = () => {
+    if (scheduled?.kind === 'soon') return;
+    if (scheduled) clearTimeout(scheduled.timer);
+    scheduleAfter('soon', 100);
+  };
+  const scheduleRecheck = () => {
+    if (!scheduled) scheduleAfter('recheck', hc.profile?.streaming_recheck_ms ?? 100);
+  };
+  // Anything but the observer (input, navigation, a command) makes the next recompute full.
+  const scheduleFacts = () => {
+    dirty = true;
+    scheduleRecompute();
+  };
+  // O(1) per batch, records unread here (the recompute reads them for the quiet path): the
+  // HUD's shadow tree is invisible to this observer, and our host's own data-* writes are
+  // outside attributeFilter, so no batch is ours alone (and an extra recompute would be
+  // coalesced and, unchanged, not sent). The attributes watched are the ones the profile's
+  // selectors name, plus the label, class, disabled and icon-path attributes the probe
+  // filters read.
+  const onRecords = (records) => {
+    hc.meters.callbacks += 1;
+    if (!dirty) {
+      pendingRecords += records.length;
+      if (pendingRecords > QUIET_RECORDS_MAX) { dirty = true; pending = []; } else pending.push(records);
+    }
+    scheduleRecompute();
+  };
+  const observer = new MutationObserver(onRecords);
+  // A press is read against the page as the user saw it when pressing: mutations not yet
+  // turned into facts are, first (and a reply that ended, into its `turn_ended`), so the
+  // worker hears them before the press, on the same port, in that order. Without it a
+  // reply that ended < 100 ms before "Journal this chat" was journaled as if it came after.
+  const flushFacts = () => {
+    if (observer.takeRecords().length) dirty = true;
+    if (!scheduled && !dirty) return;
+    if (scheduled) clearTimeout(scheduled.timer);
+    scheduled = null;
+    sendFacts();
+  };
+  // Posts what a press says (`make()` reads the page after the flush).
+  const postPress = (make) => {
+    flushFacts();
+    hc.port?.postMessage(make());
+  };
+  let watched = null; // { whole, shallow, own } observe() options for the profile's attributes
+  const watch = () => {
+    const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
+    for (const probes of Object.values(hc.profile?.facts ?? {})) {
+      for (const probe of probes) {
+        for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
+        if (probe.attr) names.add(probe.attr);
+      }
+    }
+    const attributeFilter = [...names];
+    watched = {
+      whole: { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter },
+      shallow: { childList: true, attributes: true, attributeFilter },
+      own: { attributes: true, attributeFilter },
+    };
+    watchWhole();
+  };
+  // ---- The streaming watch. While a reply streams into a quiet zone, nearly every
+  // mutation is a token of its text, and a document-wide observer pays for each one (a
+  // record, a callback, a timer) only for the quiet path to set it aside. So while the
+  // last full recompute saw the page generating into a quiet zone, the observer watches
+  // around the zone but not its content: the zone for its own attributes, each ancestor of
+  // it for its attributes and children (not deeper), and the other children of those
+  // ancestors with their whole subtrees (of the ones before the zone's branch, only the
+  // nearest: WATCH_BEFORE, below). Every change the facts read outside the zone still
+  // makes a record, as do the zone's own attributes (classic's streaming cue, thread's final id); what
+  // does not (text, elements added or changed in the zone) is looked at by a recompute
+  // that comes every profile `streaming_recheck_ms` while the watch lasts (onlyQuietText).
+  // A full recompute that finds the page no longer generating, or no quiet zone, goes
+  // back to watching the whole document.
+  let watchedZone = null; // the zone whose content the observer leaves out, or null
+  const rewatch = (observe) => {
+    // Records of our own synchronous work (none are expected) are not lost by disconnect().
+    if (observer.takeRecords().length) dirty = true;
+    observer.disconnect();
+    observe();
+    if (dirty) scheduleRecompute();
+  };
+  const watchWhole = () => rewatch(() => {
+    watchedZone = null;
+    watchedNodes = { zone: null, ancestors: [], siblings: [] };
+    observer.observe(document.documentElement, watched.whole);
+  });
+  // The nodes the watch registered on: the zone, its ancestors, and the siblings it
+  // watches whole. When a later full recompute finds the same nodes, the registrations
+  // stand as they are (comparing is cheaper than registering them again).
+  let watchedNodes = { zone: null, ancestors: [], siblings: [] };
+  // Of an ancestor's other children, the watch takes every one after the zone's branch and
+  // only the WATCH_BEFORE nearest before it: in a long chat those are the turn list's old
+  // turns, hundreds of subtrees that no page fact reads (markers come from the last
+  // MARKER_USER_TURNS user turns, the rest from the tail and the composer). The turn list
+  // itself is still watched for added and removed children, so a turn that appears or
+  // leaves makes a record; a change deep inside an older turn waits for the next full
+  // recompute (at the latest when the reply ends).
+  const WATCH_BEFORE = 2 * MARKER_USER_TURNS + 2;
+  const nodesAround = (zone) => {
+    const ancestors = [];
+    const siblings = [];
+    for (let node = zone; node !== document.documentElement; node = node.parentElement) {
+      const parent = node.parentElement;
+      ancestors.push(parent);
+      let before = 0;
+      for (let other = node.previousSibling; other && before < WATCH_BEFORE; other = other.previousSibling) {
+        siblings.push(other);
+        if (other.nodeType === Node.ELEMENT_NODE) before += 1;
+      }
+      for (let other = node.nextSibling; other; other = other.nextSibling) siblings.push(other);
+    }
+    return { zone, ancestors, siblings };
+  };
+  const sameNodes = (a, b) => a.length === b.length && a.every((node, i) => node === b[i]);
+  const watchAround = (zone) => {
+    const nodes = nodesAround(zone);
+    if (watchedZone === zone && sameNodes(nodes.ancestors, watchedNodes.ancestors) && sameNodes(nodes.siblings, watchedNodes.siblings)) {
+      scheduleRecheck();
+      return;
+    }
+    rewatch(() => {
+      watchedZone = zone;
+      watchedNodes = nodes;
+      observer.observe(zone, watched.own);
+      for (const node of nodes.ancestors) observer.observe(node, watched.shallow);
+      for (const node of nodes.siblings) observer.observe(node, watched.whole);
+      scheduleRecheck();
+    });
+  };
+  const watchFor = (current) => {
+    const zone = current.generating && hc.quiet && hc.quiet.zone.getRootNode() === document ? hc.quiet.zone : null;
+    // Re-registered after every full recompute: it may have followed a new sibling.
+    if (zone) watchAround(zone);
+    else if (watchedZone) watchWhole();
+  };
+  watch();
+  document.addEventListener('input', scheduleFacts, true);
+  addEventListener('popstate', scheduleFacts);
+  Object.assign(hc, { APP_KEYWORD_MAX, appMentions, pillElements, readPill, sameApp, plainText, attemptIsOurs, sendFacts,
+    scheduleFacts, postPress, watch });
+})();

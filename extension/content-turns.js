@@ -1,0 +1,168 @@
+// Content script: the journal reader — the ended turn's text (caps as ext-core limits),
+// the user's own Stop, and the visible thread's size for context pressure.
+(() => {
+  const hc = globalThis[Symbol.for('herdr-continuity.content')];
+  if (!hc) return; // a second injection: the first copy runs
+  const { pageLoad, find, isStop, ownMarker, oursByMarker, observe, messageId } = hc;
+
+  // ---- The ended turn (semantic Auto and the judge button, docs/PROTOCOL.md
+  // "turn_ended"): the last user turn's text without our marker lines and the last reply's
+  // text, each bounded (keeping the tail). Read only when a reply has ended (a full
+  // recompute saw generating go false) or the judge button is pressed, never per mutation;
+  // innerText (one layout read) keeps the reply's line structure for the judge.
+  const TURN_USER_MAX = 6000; // ext-core limits::MAX_TURN_USER_CHARS
+  const TURN_ASSISTANT_MAX = 12000; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
+  const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+(?: ref=[^\]\s]+)?\].*$/gm;
+  const tailChars = (value, max) => {
+    const chars = Array.from(value);
+    return chars.length > max ? chars.slice(-max).join('') : value;
+  };
+  const readText = (el) => (el ? (el.innerText ?? el.textContent ?? '') : '').trim();
+  // A reply as the JSON bridge must read it (issue 23: call lines inside Markdown code
+  // fences are not calls). z.ai and DeepSeek render a fenced block as <pre><code>, and
+  // innerText drops its ``` lines: each <pre>'s text is put back between ``` lines, found
+  // in order in the reply's text (inline code stays as it is).
+  const readReplyText = (el) => {
+    const whole = readText(el);
+    const blocks = el ? [...el.querySelectorAll('pre')].filter((pre) => !pre.parentElement?.closest('pre')) : [];
+    if (!blocks.length) return whole;
+    let out = '';
+    let at = 0;
+    for (const pre of blocks) {
+      const code = (pre.innerText ?? pre.textContent ?? '').replace(/\n+$/, '');
+      const found = code ? whole.indexOf(code, at) : -1;
+      if (found < 0) continue;
+      const before = whole.slice(at, found);
+      out += `${before}${before === '' || before.endsWith('\n') ? '' : '\n'}\`\`\`\n${code}\n\`\`\`\n`;
+      at = found + code.length;
+      if (whole[at] === '\n') at += 1;
+    }
+    return (out + whole.slice(at)).trim();
+  };
+  // The journal's copy of a turn (C1: at most 64 KiB of UTF-8, ext-core
+  // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
+  // a line that says how much was left out (the judge reads the end; the JSON bridge reads
+  // only what comes before that line, ext-core continuity/bridge `bridge_text`).
+  const JOURNAL_TEXT_BYTES = 64 * 1024;
+  const utf8 = new TextEncoder();
+  const bytesCut = (value, max, fromEnd) => {
+    const bytes = utf8.encode(value);
+    const part = fromEnd ? bytes.subarray(bytes.length - max) : bytes.subarray(0, max);
+    return new TextDecoder().decode(part).replace(fromEnd ? /^\uFFFD+/ : /\uFFFD+$/, '');
+  };
+  const journalText = (value) => {
+    if (value.length * 3 <= JOURNAL_TEXT_BYTES || utf8.encode(value).length <= JOURNAL_TEXT_BYTES) return value;
+    const half = (JOURNAL_TEXT_BYTES >> 1) - 128;
+    const head = bytesCut(value, half, false);
+    const tail = bytesCut(value, half, true);
+    return `${head}\n[… ${value.length - head.length - tail.length} characters left out by herdr-continuity …]\n${tail}`;
+  };
+  // `full` (a reply ended: the journal's copy, docs/PROTOCOL.md "turn_ended") or bounded
+  // (the judge button).
+  const endedTurn = (full = false) => {
+    const seen = observe();
+    if (!seen.view) return { user_text: '', assistant_text: '', user_marker: null };
+    const users = seen.users.list;
+    const raw = readText(users[users.length - 1] ?? null);
+    const marker = ownMarker(raw);
+    const body = seen.last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
+    const userText = raw.replace(MARKER_LINE, '').trim();
+    const replyText = readReplyText(body);
+    return {
+      user_text: full ? journalText(userText) : tailChars(userText, TURN_USER_MAX),
+      assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
+      user_marker: marker && marker.length <= 256 ? marker : null,
+      // The reply's own id (the JSON bridge keys its calls by it, O2; the journal, C1).
+      message_id: seen.last ? messageId(seen.view, seen.last.el) : null,
+      user_message_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
+    };
+  };
+  // FNV-1a, 64 bits, of the text's UTF-8 (as ext-core continuity/bridge text_turn_id).
+  const textTurnId = (value) => {
+    let hash = 0xcbf29ce484222325n;
+    for (const byte of utf8.encode(value)) hash = BigInt.asUintN(64, (hash ^ BigInt(byte)) * 0x100000001b3n);
+    return `text:${hash.toString(16).padStart(16, '0')}`;
+  };
+  // The newest user turn that carries no marker of ours (a results message, a wake are
+  // ours): the human's, from which the runtime counts tool rounds (M7) — its page id, else
+  // `text:` and the hash of its text. A page fact, read from the thread every time, so a
+  // worker restart in an Auto loop still knows it. A sent turn does not change: each is
+  // read once.
+  const humanTurns = new WeakMap(); // user turn element → its id, or '' when it is ours
+  // The newest human user turn: `{ id, el }`, or null.
+  const humanTurn = (view, users) => {
+    for (let i = users.length - 1; i >= 0 && i >= users.length - 64; i -= 1) {
+      let id = humanTurns.get(users[i]);
+      if (id === undefined) {
+        const raw = readText(users[i]);
+        const mid = messageId(view, users[i]);
+        const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
+        id = oursByMarker(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        humanTurns.set(users[i], id);
+      }
+      if (id) return { id, el: users[i] };
+    }
+    return null;
+  };
+  hc.wasGenerating = false;
+  const sendTurnEnded = () => {
+    hc.port?.postMessage({ type: 'turn_ended', ...endedTurn(true) });
+    sendThreadFacts(true);
+  };
+
+  // ---- The user's own Stop (docs/PROTOCOL.md "user_stop"): a trusted activation (a
+  // pointer press or click; Enter / Space on a focused button is a trusted click too) of the
+  // element the profile's `stop` fact resolves to. Our own clicks are `element.click()`,
+  // never trusted, and never on Stop. The worker marks the streaming reply as stopped by the
+  // user: it is never continued automatically. Read only on a trusted click, never per
+  // mutation.
+  const onUserStop = (event) => {
+    if (!event.isTrusted || !(event.target instanceof Element)) return;
+    const seen = observe();
+    if (!seen.view || !seen.stop) return;
+    for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
+      if (isStop(seen.view, el)) {
+        hc.postPress(() => ({ type: 'user_stop', page_load: pageLoad }));
+        return;
+      }
+    }
+  };
+  document.addEventListener('pointerdown', onUserStop, true);
+  document.addEventListener('click', onUserStop, true);
+
+  // ---- The visible thread, for context pressure (R1, docs/PROTOCOL.md "thread_facts"):
+  // how many turns, their characters (CJK apart) and the highest absolute turn index the
+  // profile's `turn_index_attr` gives. Read once per page (URL) while no reply streams and
+  // again when a reply ended — never per mutation.
+  // ext-core context_pressure::is_cjk's ranges (a test checks they are the same).
+  const CJK = /[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u{20000}-\u{2fa1f}]/gu;
+  hc.threadShape = '';
+  const turnChars = new WeakMap(); // turn element → [characters, CJK characters]
+  const sendThreadFacts = (force) => {
+    if (!force && location.href === hc.threadShape) return;
+    const seen = observe();
+    if (!seen.view) return;
+    hc.threadShape = location.href;
+    const turns = find(seen.view, 'turn', {}, true)?.list ?? [];
+    let chars = 0;
+    let cjk = 0;
+    // A finished turn's text does not change: each is read once (the newest two again,
+    // since a reply may still be growing there), so a long thread costs O(new turns).
+    turns.forEach((turn, i) => {
+      let counted = i < turns.length - 2 ? turnChars.get(turn) : undefined;
+      if (!counted) {
+        const value = turn.textContent || '';
+        counted = [value.length, value.match(CJK)?.length ?? 0];
+        turnChars.set(turn, counted);
+      }
+      chars += counted[0];
+      cjk += counted[1];
+    });
+    const attr = hc.profile?.turn_index_attr;
+    const index = attr && turns.length ? /(\d+)$/.exec(turns[turns.length - 1].getAttribute(attr) ?? '') : null;
+    const highest = index ? Number(index[1]) : null;
+    hc.port?.postMessage({ type: 'thread_facts', turns: turns.length, latin_chars: chars - cjk, cjk_chars: cjk,
+      highest_turn: highest !== null && Number.isSafeInteger(highest) && highest < 2 ** 31 ? highest : null });
+  };
+  Object.assign(hc, { utf8, endedTurn, humanTurn, sendTurnEnded, sendThreadFacts });
+})();
