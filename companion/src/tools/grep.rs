@@ -5,13 +5,16 @@
 //! - The walk is [`super::fs::walker`]'s: `.gitignore`-aware, `.git` skipped, symlinks
 //!   neither followed nor searched. Binary files (a NUL byte) are skipped, and so are
 //!   files with several names (hard links; counted in `hard_links_skipped`).
-//! - A directory is searched by `ignore`'s parallel walker, one searcher and matcher per
-//!   thread; the matches are collected and sorted by path (component order, the sorted
-//!   walk's), so the answer is the same as a sorted walk's (`order: "path"`). Cut by the
+//! - A directory's files come from [`TreeCache`] (its snapshot, checked by stat on this
+//!   call) or a fresh parallel walk, sorted by path (component order, the sorted walk's).
+//!   Contiguous parts of that list are searched on parallel threads, each part stopping
+//!   once its own matches pass a cap, and merged in order: the answer is a sorted
+//!   search's, caps included (`order: "path"`), whatever the cache held. Cut by the
 //!   deadline, it is the matches found in time (`order: "partial"`: another run can
-//!   differ). When a match beyond a cap exists,
-//!   which ones are kept depends on order: the search then runs again as the sorted walk,
-//!   stopping at the cap.
+//!   differ), and nothing is stored.
+//! - A file of at most [`CACHE_FILE_MAX`] bytes is read whole and searched as one slice,
+//!   from the disk or from the cache's copy alike, so both answer the same; a larger one is
+//!   searched as a stream. Every read that reaches the disk goes through [`open_plain`].
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
 //!   says so (`truncated`) only when a match beyond the cap exists. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
