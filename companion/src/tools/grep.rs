@@ -130,6 +130,8 @@ fn grep_inner(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline:
         let name = base.file_name().map_or_else(|| Arc::from(base.as_path()), |n| Arc::from(Path::new(n)));
         (vec![CachedFile { relative: name, stamp: None, content: None }], Fresh::Single)
     };
+    // Only a listing with files to read again has anything new for the cache.
+    let stale = files.iter().any(|f| f.content.is_none() && !f.stamp.is_some_and(|s| s.is_hard_link() || s.size() > CACHE_FILE_MAX));
     let taken = TreeCache::now();
     let mut found = search.run(&mut files, threads);
     if matches!(fresh, Fresh::Late) && found.stopped.is_none() {
@@ -138,7 +140,8 @@ fn grep_inner(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline:
     }
     if found.stopped != Some(Stop::Deadline) {
         match fresh {
-            Fresh::No => cache.refresh(&base, &search.refused, files, taken),
+            Fresh::No if stale => cache.refresh(&base, &search.refused, files, taken),
+            Fresh::No => {}
             Fresh::Walked(dirs, walked) => cache.store(&base, &search.refused, Walked { dirs, files, taken: walked }),
             Fresh::Late | Fresh::Single => {}
         }
@@ -449,6 +452,9 @@ impl Search<'_> {
                     Outcome::Searched(hits) => hits,
                 };
                 found.files_searched += 1;
+                if hits.is_empty() {
+                    continue;
+                }
                 let shown = files.get(start + offset).map(|f| f.relative.to_string_lossy().into_owned()).unwrap_or_default();
                 for (line, text, cut) in hits {
                     // A match beyond the cap exists: only then is the answer cut.

@@ -199,15 +199,29 @@ impl TreeCache {
             self.lock().0.remove(&key);
             return None;
         }
-        let files = parallel_map(&snapshot.files, threads, |file| {
-            let mut file = file.clone();
-            if file.stamp.is_none() || Stamp::lstat(&base.join(&file.relative)) != file.stamp {
-                file.stamp = None;
-                file.content = None;
-            }
-            file
+        // One open per directory and a stat by name in it: no path walk per file. A stamp
+        // that matches names the same unchanged inode, whichever path reached it.
+        let chunk = snapshot.files.len().div_ceil(threads.max(1)).max(1);
+        let parts: Vec<&[CachedFile]> = snapshot.files.chunks(chunk).collect();
+        let checked = parallel_map(&parts, threads, |part| {
+            let mut dir: Option<(&Path, Option<std::fs::File>)> = None;
+            part.iter()
+                .map(|cached| {
+                    let parent = cached.relative.parent().unwrap_or(Path::new(""));
+                    let mut file = cached.clone();
+                    if dir.as_ref().is_none_or(|(p, _)| *p != parent) {
+                        dir = Some((parent, open_dir(&base.join(parent))));
+                    }
+                    let now = dir.as_ref().and_then(|(_, fd)| fd.as_ref()).and_then(|fd| stat_at(fd, file.relative.file_name()?));
+                    if file.stamp.is_none() || now != file.stamp {
+                        file.stamp = None;
+                        file.content = None;
+                    }
+                    file
+                })
+                .collect::<Vec<_>>()
         });
-        Some(Listing { files })
+        Some(Listing { files: checked.into_iter().flatten().collect() })
     }
 
     /// Keeps a walk done by a call: its guards are stat'ed now; racy directories or guards
@@ -334,6 +348,35 @@ fn guard_files(dir: &Path, out: &mut Vec<(PathBuf, Option<Stamp>)>) {
     let exclude = common.join("info/exclude");
     let stamp = Stamp::lstat(&exclude);
     out.push((exclude, stamp));
+}
+
+/// A directory opened for [`stat_at`] (not through a final symlink).
+fn open_dir(dir: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(dir).ok()
+}
+
+/// The stamp of `name` in the open directory `dir` (its own, a symlink's too).
+fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr) -> Option<Stamp> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let name = std::ffi::CString::new(name.as_bytes()).ok()?;
+    // SAFETY: a zeroed `stat` is a valid buffer for fstatat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is NUL-terminated, `st` is ours, `dir` an open directory.
+    if unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Some(Stamp {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        mode: st.st_mode as u32,
+        nlink: st.st_nlink as u64,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+        ctime: i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
+    })
 }
 
 /// Whether `check` holds for every item, run on up to `threads` threads.
