@@ -195,27 +195,88 @@ pub fn read_opened(tool: &str, path: &Path, shown: &str, roots: &Roots, mut file
 }
 
 /// Writes `content` to `path` atomically: a temp file beside it (same permissions as the
-/// file it replaces), fsynced, renamed over it, and the directory fsynced.
+/// file it replaces), fsynced, renamed over it, and the directory fsynced — all through the
+/// directory opened once ([`write_atomic_at`]). `path` is resolved inside a root; a
+/// directory on it swapped since (for a symlink elsewhere) is refused, not followed.
 pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("the path has no directory"))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path.file_name().ok_or_else(|| std::io::Error::other("the path has no file name"))?;
+    let changed = || {
+        std::io::Error::other(format!(
+            "{} changed while it was written (a directory on it is now a symlink or elsewhere); nothing was written: check the path and retry",
+            dir.display()
+        ))
+    };
+    let opened = open_dir(dir).map_err(|e| if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) { changed() } else { e })?;
+    // The directory opened must be the one resolved: a component swapped for a symlink
+    // since would put the file elsewhere.
+    use std::os::unix::io::AsRawFd;
+    let now = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd())).or_else(|_| std::fs::canonicalize(dir))?;
+    if now != dir {
+        return Err(changed());
+    }
+    write_atomic_at(&opened, name, content)
+}
+
+/// Opens a directory for [`write_atomic_at`], not through a final symlink.
+pub fn open_dir(dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(dir)
+}
+
+/// [`write_atomic`] inside the open directory `dir`: every step by name relative to it
+/// (`openat`, `fstatat`, `renameat`), never following a symlink, so the file lands in that
+/// directory whatever its path leads to meanwhile.
+pub fn write_atomic_at(dir: &std::fs::File, name: &std::ffi::OsStr, content: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::{AsRawFd, FromRawFd};
+    let c = |s: &[u8]| std::ffi::CString::new(s).map_err(|_| std::io::Error::other("a file name with a NUL byte"));
+    let last = || std::io::Error::last_os_error();
+    let target = c(name.as_bytes())?;
     let suffix = crate::db::random_hex_128().unwrap_or_else(|_| format!("{}", std::process::id()));
-    let temp = dir.join(format!(".{name}.herdr-{}", &suffix[..12.min(suffix.len())]));
+    let mut temp_name = format!(".{}.herdr-", name.to_string_lossy()).into_bytes();
+    temp_name.extend_from_slice(&suffix.as_bytes()[..12.min(suffix.len())]);
+    let temp = c(&temp_name)?;
+    let fd = dir.as_raw_fd();
+    // The mode of the file replaced (not through a symlink), else 0666 less the umask.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `target` is a NUL-terminated name and `st` a stat buffer we own.
+    let mode = if unsafe { libc::fstatat(fd, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
+        Some(st.st_mode & 0o7777)
+    } else {
+        None
+    };
+    // SAFETY: `temp` is NUL-terminated; the flags create a new file, never through a symlink.
+    let raw = unsafe {
+        libc::openat(
+            fd,
+            temp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o666 as libc::c_uint,
+        )
+    };
+    if raw < 0 {
+        return Err(last());
+    }
+    // SAFETY: `raw` is a file descriptor we just opened and own.
+    let mut file = unsafe { std::fs::File::from_raw_fd(raw) };
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
+        if let Some(mode) = mode {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         file.write_all(content)?;
         file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
+        // SAFETY: both names are NUL-terminated and relative to the same open directory.
+        if unsafe { libc::renameat(fd, temp.as_ptr(), fd, target.as_ptr()) } != 0 {
+            return Err(last());
         }
+        let _ = dir.sync_all();
         Ok(())
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        // SAFETY: `temp` is NUL-terminated and relative to the open directory.
+        unsafe { libc::unlinkat(fd, temp.as_ptr(), 0) };
     }
     result
 }
@@ -301,6 +362,44 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
         assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o755);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    /// A parent directory swapped for a symlink (to outside the roots) after the path was
+    /// resolved: the write is refused, nothing is written through the symlink.
+    #[test]
+    fn an_atomic_write_never_follows_a_parent_swapped_for_a_symlink() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical");
+        let (inside, outside) = (base.join("root/src"), base.join("outside"));
+        std::fs::create_dir_all(&inside).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        let file = inside.join("a.rs");
+        std::fs::write(&file, "old").expect("write");
+        // The path was resolved inside the root; then src becomes a symlink to outside.
+        std::fs::rename(&inside, base.join("root/src.moved")).expect("rename");
+        std::os::unix::fs::symlink(&outside, &inside).expect("symlink");
+        let error = write_atomic(&file, b"new").expect_err("refused");
+        assert!(error.to_string().contains("changed while it was written"), "{error}");
+        assert_eq!(std::fs::read_dir(&outside).expect("dir").count(), 0, "nothing written outside");
+        assert_eq!(std::fs::read_to_string(base.join("root/src.moved/a.rs")).expect("read"), "old");
+    }
+
+    /// The write goes through the directory it opened: the directory renamed away in the
+    /// middle still gets the file, and a symlink put at the path meanwhile gets nothing.
+    #[test]
+    fn an_atomic_write_lands_in_the_directory_it_opened() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical");
+        let (inside, outside) = (base.join("src"), base.join("outside"));
+        std::fs::create_dir_all(&inside).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        let opened = open_dir(&inside).expect("open");
+        std::fs::rename(&inside, base.join("src.moved")).expect("rename");
+        std::os::unix::fs::symlink(&outside, &inside).expect("symlink");
+        write_atomic_at(&opened, std::ffi::OsStr::new("a.rs"), b"new").expect("write");
+        assert_eq!(std::fs::read_to_string(base.join("src.moved/a.rs")).expect("read"), "new");
+        assert_eq!(std::fs::read_dir(&outside).expect("dir").count(), 0);
+        assert_eq!(std::fs::read_dir(base.join("src.moved")).expect("dir").count(), 1, "no temp file left");
     }
 
     /// Nested roots (a pane in a repository's subdirectory listed before the repository's

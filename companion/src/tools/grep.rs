@@ -5,21 +5,25 @@
 //! - The walk is [`super::fs::walker`]'s: `.gitignore`-aware, `.git` skipped, symlinks
 //!   neither followed nor searched. Binary files (a NUL byte) are skipped, and so are
 //!   files with several names (hard links; counted in `hard_links_skipped`).
-//! - A directory is searched by `ignore`'s parallel walker, one searcher and matcher per
-//!   thread; the matches are collected and sorted by path (component order, the sorted
-//!   walk's), so the answer is the same as a sorted walk's (`order: "path"`). Cut by the
+//! - A directory's files come from [`TreeCache`] (its snapshot, checked by stat on this
+//!   call) or a fresh parallel walk, sorted by path (component order, the sorted walk's).
+//!   Contiguous parts of that list are searched on parallel threads, each part stopping
+//!   once its own matches pass a cap, and merged in order: the answer is a sorted
+//!   search's, caps included (`order: "path"`), whatever the cache held. Cut by the
 //!   deadline, it is the matches found in time (`order: "partial"`: another run can
-//!   differ). When a match beyond a cap exists,
-//!   which ones are kept depends on order: the search then runs again as the sorted walk,
-//!   stopping at the cap.
+//!   differ), and nothing is stored.
+//! - A file of at most [`CACHE_FILE_MAX`] bytes is read whole and searched as one slice,
+//!   from the disk or from the cache's copy alike, so both answer the same; a larger one is
+//!   searched as a stream. Every read that reaches the disk goes through [`open_plain`].
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
 //!   says so (`truncated`) only when a match beyond the cap exists. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
 
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -28,7 +32,8 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::WalkState;
 use serde_json::{json, Value};
 
-use super::fs::{glob_matcher, walk_builder, walker, ToolError};
+use super::fs::{glob_matcher, walk_builder, ToolError};
+use super::grep_cache::{CachedFile, Stamp, TreeCache, Walked, CACHE_FILE_MAX};
 use super::roots::Roots;
 
 /// Default `max_matches`.
@@ -65,9 +70,14 @@ pub struct GrepRequest {
     pub max_bytes: u64,
 }
 
-/// Searches (see the module invariants).
+/// Searches (see the module invariants), through the runtime's [`TreeCache`].
 pub fn grep(roots: &Roots, request: &GrepRequest) -> Result<Value, ToolError> {
-    grep_until(roots, request, Instant::now() + super::fs::WALK_DEADLINE)
+    grep_with(TreeCache::shared(), roots, request, Instant::now() + super::fs::WALK_DEADLINE)
+}
+
+/// [`grep`] through `cache`, stopping at `deadline`.
+pub fn grep_with(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline: Instant) -> Result<Value, ToolError> {
+    grep_inner(cache, roots, request, deadline)
 }
 
 /// Most memory the searcher's buffer may take for one file (a longer line skips the file).
@@ -75,6 +85,10 @@ pub const GREP_HEAP_LIMIT: usize = 16 * 1024 * 1024;
 
 /// [`grep`], stopping at `deadline` ([`super::fs::WALK_DEADLINE`] after the start).
 pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Result<Value, ToolError> {
+    grep_inner(TreeCache::shared(), roots, request, deadline)
+}
+
+fn grep_inner(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline: Instant) -> Result<Value, ToolError> {
     if request.pattern.is_empty() || request.pattern.len() > MAX_PATTERN_BYTES {
         return Err(ToolError::Bad(format!("pattern must be 1 to {MAX_PATTERN_BYTES} bytes")));
     }
@@ -95,9 +109,12 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
             ))
         })?;
     let glob = request.glob.as_deref().map(glob_matcher).transpose()?;
+    let base_is_dir = std::fs::symlink_metadata(&base).map(|m| m.is_dir()).unwrap_or(false);
     let search = Search {
         base: &base,
+        base_is_file: !base_is_dir,
         roots,
+        refused: roots.refused().to_vec(),
         matcher,
         glob,
         max_matches: usize::try_from(request.max_matches).unwrap_or(usize::MAX),
@@ -106,17 +123,32 @@ pub fn grep_until(roots: &Roots, request: &GrepRequest, deadline: Instant) -> Re
         hard_links: AtomicU64::new(0),
         moved: AtomicU64::new(0),
     };
-    let base_is_dir = std::fs::symlink_metadata(&base).map(|m| m.is_dir()).unwrap_or(false);
-    // A tree is searched in parallel; when that reaches a cap, the matches kept are the
-    // first ones in path order, which only the sorted walk knows: it runs again, in order.
-    let found = if base_is_dir { search.parallel() } else { None };
-    let (found, order) = match found {
-        // Cut by the deadline, the parallel walk's matches are the ones found in time, not
-        // the first ones in path order: another run can return others.
-        Some(found) if found.stopped == Some(Stop::Deadline) => (found, "partial"),
-        Some(found) => (found, "path"),
-        None => (search.sorted(!base_is_dir), "path"),
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 8);
+    let (mut files, fresh) = if base_is_dir {
+        search.listing(cache, threads)
+    } else {
+        let name = base.file_name().map_or_else(|| Arc::from(base.as_path()), |n| Arc::from(Path::new(n)));
+        (vec![CachedFile { relative: name, stamp: None, content: None }], Fresh::Single)
     };
+    // Only a listing with files to read again has anything new for the cache.
+    let stale = files.iter().any(|f| f.content.is_none() && !f.stamp.is_some_and(|s| s.is_hard_link() || s.size() > CACHE_FILE_MAX));
+    let taken = TreeCache::now();
+    let mut found = search.run(&mut files, threads);
+    if matches!(fresh, Fresh::Late) && found.stopped.is_none() {
+        // The walk itself was cut: files may be missing.
+        found.stopped = Some(Stop::Deadline);
+    }
+    if found.stopped != Some(Stop::Deadline) {
+        match fresh {
+            Fresh::No if stale => cache.refresh(&base, &search.refused, files, taken),
+            Fresh::No => {}
+            Fresh::Walked(dirs, walked) => cache.store(&base, &search.refused, Walked { dirs, files, taken: walked }),
+            Fresh::Late | Fresh::Single => {}
+        }
+    }
+    // Cut by the deadline, the matches are the ones found in time, not the first ones in
+    // path order: another run can return others.
+    let order = if found.stopped == Some(Stop::Deadline) { "partial" } else { "path" };
     let mut result = json!({
         "root": base,
         "pattern": request.pattern,
@@ -175,7 +207,11 @@ type Hit = (u64, String, bool);
 /// One search's settings, shared by its threads.
 struct Search<'a> {
     base: &'a Path,
+    /// The base is a file (searched alone, shown by its name).
+    base_is_file: bool,
     roots: &'a Roots,
+    /// The places the walk skips (the cache's key with the base).
+    refused: Vec<PathBuf>,
     matcher: RegexMatcher,
     glob: Option<globset::GlobMatcher>,
     max_matches: usize,
@@ -246,145 +282,227 @@ fn hit_json(path: &str, (line, text, cut): Hit) -> Value {
     item
 }
 
-impl Search<'_> {
-    /// The path shown for `path`: relative to the base directory (a file base: its name).
-    fn relative<'p>(&self, path: &'p Path, base_is_file: bool) -> &'p Path {
-        if base_is_file {
-            path.file_name().map(Path::new).unwrap_or(path)
-        } else {
-            path.strip_prefix(self.base).unwrap_or(path)
-        }
-    }
+/// What searching one file gave.
+enum Outcome {
+    /// Left out by the glob, unreadable, or not a regular file any more.
+    Skipped,
+    /// A file of several names.
+    HardLink,
+    /// Opened outside the base (a directory on its path swapped).
+    Moved,
+    /// Searched: the matching lines.
+    Searched(Vec<Hit>),
+}
 
-    /// The parallel walk (ripgrep's): every file searched, the matches collected and
-    /// sorted by path. `None` when the matches reach `max_matches` or `max_bytes` (the
-    /// caller then runs [`Self::sorted`]).
-    fn parallel(&self) -> Option<Found> {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 8);
+/// One thread's part of a search: the outcome of each file it got to, in path order, and
+/// whether the deadline stopped it.
+struct Part {
+    outcomes: Vec<Outcome>,
+    late: bool,
+}
+
+impl Search<'_> {
+    /// The files to search, in path order: the cache's walk when still current, else a
+    /// fresh walk; and whether the walk was cut by the deadline.
+    fn listing(&self, cache: &TreeCache, threads: usize) -> (Vec<CachedFile>, Fresh) {
+        if let Some(listing) = cache.validate(self.base, &self.refused, threads) {
+            return (listing.files, Fresh::No);
+        }
+        let taken = TreeCache::now();
         let walk = walk_builder(self.base, None, self.roots).threads(threads).build_parallel();
-        let files: Mutex<Vec<(PathBuf, Vec<Hit>)>> = Mutex::new(Vec::new());
-        let searched = AtomicU64::new(0);
-        let (count, bytes) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let capped = AtomicBool::new(false);
+        let found: Mutex<(Vec<PathBuf>, Vec<PathBuf>)> = Mutex::new((Vec::new(), Vec::new()));
         let late = AtomicBool::new(false);
         walk.run(|| {
-            // Per thread: one searcher, one matcher, one buffer of hits.
-            let mut searcher = searcher();
-            let matcher = self.matcher.clone();
-            let mut hits: Vec<Hit> = Vec::new();
-            let (files, searched, count, bytes, capped, late) = (&files, &searched, &count, &bytes, &capped, &late);
+            let (found, late) = (&found, &late);
             Box::new(move |entry| {
-                if capped.load(Ordering::Relaxed) {
-                    return WalkState::Quit;
-                }
                 if Instant::now() >= self.deadline {
                     late.store(true, Ordering::Relaxed);
                     return WalkState::Quit;
                 }
                 let Ok(entry) = entry else { return WalkState::Continue };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let relative = self.relative(entry.path(), false);
-                if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
-                    return WalkState::Continue;
-                }
-                let Some(file) = open_plain(entry.path(), self.base, &self.hard_links, &self.moved) else { return WalkState::Continue };
-                searched.fetch_add(1, Ordering::Relaxed);
-                // A read error ends the file's search with what was found, as ripgrep does.
-                let _ = searcher.search_file(
-                    &matcher,
-                    &file,
-                    Lossy(|line_number, line| {
-                        let (text, cut) = cut_line(line);
-                        let over_bytes = bytes.fetch_add(text.len(), Ordering::Relaxed) + text.len() > self.max_bytes;
-                        // A match beyond the cap exists: only then is the answer cut.
-                        let over_count = count.fetch_add(1, Ordering::Relaxed) + 1 > self.max_matches;
-                        if over_bytes || over_count {
-                            capped.store(true, Ordering::Relaxed);
-                            return Ok(false);
-                        }
-                        hits.push((line_number, text.to_owned(), cut));
-                        Ok(true)
-                    }),
-                );
-                if capped.load(Ordering::Relaxed) {
-                    return WalkState::Quit;
-                }
-                if !hits.is_empty() {
-                    let found = (relative.to_path_buf(), std::mem::take(&mut hits));
-                    files.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(found);
+                let Some(kind) = entry.file_type() else { return WalkState::Continue };
+                let mut found = found.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if kind.is_dir() {
+                    found.0.push(entry.into_path());
+                } else if kind.is_file() {
+                    found.1.push(entry.into_path());
                 }
                 WalkState::Continue
             })
         });
-        if capped.load(Ordering::Relaxed) {
-            return None;
-        }
-        let mut files = files.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (dirs, files) = found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut files: Vec<CachedFile> = files
+            .iter()
+            .filter_map(|path| path.strip_prefix(self.base).ok())
+            .map(|relative| CachedFile { relative: Arc::from(relative), stamp: None, content: None })
+            .collect();
         // Path order is component order: the sorted walk's (`a/x` before `a.txt`).
-        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let matches = files.into_iter().flat_map(|(path, hits)| {
-            let shown = path.to_string_lossy().into_owned();
-            hits.into_iter().map(move |hit| hit_json(&shown, hit))
-        });
-        Some(Found {
-            matches: matches.collect(),
-            files_searched: searched.into_inner(),
-            stopped: late.into_inner().then_some(Stop::Deadline),
-        })
+        files.sort_unstable_by(|a, b| a.relative.cmp(&b.relative));
+        if late.into_inner() {
+            return (files, Fresh::Late);
+        }
+        (files, Fresh::Walked(dirs, taken))
     }
 
-    /// The sorted walk: files in path order, stopping at the first cap reached.
-    fn sorted(&self, base_is_file: bool) -> Found {
-        self.hard_links.store(0, Ordering::Relaxed);
-        self.moved.store(0, Ordering::Relaxed);
-        let mut searcher = searcher();
+    /// Searches one file: its cached content, or the disk through [`open_plain`] (the
+    /// content read is handed back in `file` for the cache).
+    fn one(&self, searcher: &mut Searcher, file: &mut CachedFile, hits: &mut Vec<Hit>, stop: &mut dyn FnMut(&Hit) -> bool) -> Outcome {
+        if self.glob.as_ref().is_some_and(|g| !g.is_match(&*file.relative)) {
+            return Outcome::Skipped;
+        }
+        if file.content.is_none() && file.stamp.is_some_and(|s| s.is_hard_link()) {
+            return Outcome::HardLink;
+        }
+        let content = match &file.content {
+            Some(content) => Some(content.clone()),
+            None => {
+                let path = if self.base_is_file { self.base.to_path_buf() } else { self.base.join(&file.relative) };
+                let (hard_links, moved) = (AtomicU64::new(0), AtomicU64::new(0));
+                let Some(mut opened) = open_plain(&path, self.base, &hard_links, &moved) else {
+                    return if hard_links.into_inner() > 0 {
+                        Outcome::HardLink
+                    } else if moved.into_inner() > 0 {
+                        Outcome::Moved
+                    } else {
+                        Outcome::Skipped
+                    };
+                };
+                let Ok(meta) = opened.metadata() else { return Outcome::Skipped };
+                let stamp = Stamp::of(&meta);
+                file.stamp = Some(stamp);
+                if stamp.size() <= CACHE_FILE_MAX {
+                    // Read whole (as the cache keeps it), so a cached and a fresh search of
+                    // the same bytes answer the same.
+                    let mut bytes = Vec::with_capacity(usize::try_from(stamp.size()).unwrap_or(0));
+                    if (&mut opened).take(CACHE_FILE_MAX + 1).read_to_end(&mut bytes).is_err() {
+                        return Outcome::Skipped;
+                    }
+                    let bytes: Arc<[u8]> = Arc::from(bytes);
+                    // Grown or shrunk while read: searched as read, not kept.
+                    file.content = (bytes.len() as u64 == stamp.size()).then(|| bytes.clone());
+                    Some(bytes)
+                } else {
+                    let _ = searcher.search_file(&self.matcher, &opened, sink(hits, stop));
+                    return Outcome::Searched(std::mem::take(hits));
+                }
+            }
+        };
+        if let Some(content) = content {
+            // A search error ends the file's search with what was found, as ripgrep does.
+            let _ = searcher.search_slice(&self.matcher, &content, sink(hits, stop));
+        }
+        Outcome::Searched(std::mem::take(hits))
+    }
+
+    /// Searches `files` in path order on up to `threads` threads, one contiguous part
+    /// each, and merges the parts in order: the answer of one sorted search, stopping at
+    /// the first cap reached. A part stops once its own matches pass a cap (the matches
+    /// before it in path order only add to them, so the answer's cut is not later).
+    fn run(&self, files: &mut [CachedFile], threads: usize) -> Found {
+        let chunk = files.len().div_ceil(threads.max(1)).max(1);
+        let parts: Vec<Part> = std::thread::scope(|scope| {
+            let handles: Vec<_> = files
+                .chunks_mut(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut searcher = searcher();
+                        let mut hits = Vec::new();
+                        let (mut count, mut bytes, mut capped) = (0usize, 0usize, false);
+                        let mut outcomes = Vec::with_capacity(part.len());
+                        let mut late = false;
+                        for file in part.iter_mut() {
+                            if Instant::now() >= self.deadline {
+                                late = true;
+                                break;
+                            }
+                            let mut stop = |hit: &Hit| {
+                                count += 1;
+                                bytes += hit.1.len();
+                                capped = count > self.max_matches || bytes > self.max_bytes;
+                                capped
+                            };
+                            outcomes.push(self.one(&mut searcher, file, &mut hits, &mut stop));
+                            if capped {
+                                break;
+                            }
+                        }
+                        Part { outcomes, late }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        });
         let mut found = Found { matches: Vec::new(), files_searched: 0, stopped: None };
         let mut bytes = 0usize;
-        for entry in walker(self.base, None, self.roots) {
-            if Instant::now() >= self.deadline {
-                found.stopped = Some(Stop::Deadline);
-                break;
-            }
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            let relative = self.relative(entry.path(), base_is_file);
-            if self.glob.as_ref().is_some_and(|g| !g.is_match(relative)) {
-                continue;
-            }
-            let Some(file) = open_plain(entry.path(), self.base, &self.hard_links, &self.moved) else { continue };
-            found.files_searched += 1;
-            let shown = relative.to_string_lossy();
-            let (matches, stopped) = (&mut found.matches, &mut found.stopped);
-            // A read error ends the file's search with what was found, as ripgrep does.
-            let _ = searcher.search_file(
-                &self.matcher,
-                &file,
-                Lossy(|line_number, line| {
-                    // A match beyond the cap exists: only then is the answer cut.
-                    if matches.len() >= self.max_matches {
-                        *stopped = Some(Stop::Matches);
-                        return Ok(false);
+        let mut index = 0usize;
+        'parts: for part in parts {
+            let start = index;
+            index += chunk;
+            for (offset, outcome) in part.outcomes.into_iter().enumerate() {
+                let hits = match outcome {
+                    Outcome::Skipped => continue,
+                    Outcome::HardLink => {
+                        self.hard_links.fetch_add(1, Ordering::Relaxed);
+                        continue;
                     }
-                    let (text, cut) = cut_line(line);
+                    Outcome::Moved => {
+                        self.moved.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Outcome::Searched(hits) => hits,
+                };
+                found.files_searched += 1;
+                if hits.is_empty() {
+                    continue;
+                }
+                let shown = files.get(start + offset).map(|f| f.relative.to_string_lossy().into_owned()).unwrap_or_default();
+                for (line, text, cut) in hits {
+                    // A match beyond the cap exists: only then is the answer cut.
+                    if found.matches.len() >= self.max_matches {
+                        found.stopped = Some(Stop::Matches);
+                        break 'parts;
+                    }
                     if bytes + text.len() > self.max_bytes {
-                        *stopped = Some(Stop::Bytes);
-                        return Ok(false);
+                        found.stopped = Some(Stop::Bytes);
+                        break 'parts;
                     }
                     bytes += text.len();
-                    matches.push(hit_json(&shown, (line_number, text.to_owned(), cut)));
-                    Ok(true)
-                }),
-            );
-            if found.stopped.is_some() {
+                    found.matches.push(hit_json(&shown, (line, text, cut)));
+                }
+            }
+            if part.late {
+                found.stopped = Some(Stop::Deadline);
                 break;
             }
         }
         found
     }
+}
+
+/// The searcher's sink: each matching line cut and kept, until `stop` says a cap is passed.
+fn sink<'h>(
+    hits: &'h mut Vec<Hit>,
+    stop: &'h mut dyn FnMut(&Hit) -> bool,
+) -> Lossy<impl FnMut(u64, &str) -> Result<bool, std::io::Error> + 'h> {
+    Lossy(move |line_number, line| {
+        let (text, cut) = cut_line(line);
+        let hit = (line_number, text.to_owned(), cut);
+        let over = stop(&hit);
+        hits.push(hit);
+        Ok(!over)
+    })
+}
+
+/// Whether a listing came from a fresh walk.
+enum Fresh {
+    /// From the cache.
+    No,
+    /// A full walk: its directories and when it started, for the cache.
+    Walked(Vec<PathBuf>, i128),
+    /// A walk cut by the deadline: not kept.
+    Late,
+    /// A file searched alone: not kept.
+    Single,
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //!
 //! - [`roots`]: the project roots and the confinement of every path to them;
 //! - [`fs`]: `herdr_fs_read` (a file's lines) and `herdr_fs_list` (a directory's entries);
-//! - [`grep`]: `herdr_fs_grep` (ripgrep's crates);
+//! - [`grep`]: `herdr_fs_grep` (ripgrep's crates), over [`grep_cache`]'s walk and small
+//!   files' contents, checked by stat on every call;
 //! - [`git`]: `herdr_git` (status, diff, log, show through the `git` binary);
 //! - [`since`]: `herdr_since` (a page of the runtime's stored Herdr events).
 //! - [`edit`]: `herdr_fs_edit`, `herdr_fs_write`, and what every write shares (the Git
@@ -26,6 +27,7 @@ pub mod exec;
 pub mod fs;
 pub mod git;
 pub mod grep;
+pub mod grep_cache;
 pub mod patch;
 pub mod procs;
 pub mod roots;

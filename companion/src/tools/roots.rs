@@ -216,6 +216,11 @@ impl Roots {
         self.check_protected("", path).is_err()
     }
 
+    /// The places every walk skips besides credential locations (the companion home).
+    pub fn refused(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
     /// The roots (canonical paths).
     pub fn list(&self) -> Vec<PathBuf> {
         self.roots.clone()

@@ -8,6 +8,7 @@ mod cli;
 mod db;
 mod diagnostics;
 mod goal;
+mod grep_cache;
 mod guidance;
 mod herdr_client;
 mod host;
