@@ -26,6 +26,10 @@ use serde_json::{Map, Value};
 
 use crate::vec_map::VecMap;
 
+/// `#[derive(ReadJson, WriteJson)]`: a type's reader and writer generated from its
+/// definition and its `#[serde(...)]` attributes (the `json-derive` crate says which).
+pub use json_derive::{ReadJson, WriteJson};
+
 /// Why a JSON value does not have the shape of the type read from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadError {
