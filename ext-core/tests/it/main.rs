@@ -28,6 +28,7 @@ mod fence;
 mod goal_supervisor;
 mod handoff;
 mod health;
+mod json_derive;
 mod locales;
 mod permission_card;
 mod progress_push;
