@@ -65,7 +65,7 @@ impl ActionId {
 }
 
 /// A HUD button.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, crate::json_read::WriteJson)]
 pub struct HudAction {
     /// What it does.
     pub id: ActionId,
@@ -212,5 +212,3 @@ pub const MESSAGE_KEYS: &[&str] = &[
 
 // The worker writes the HUD view with these writers (`crate::json_read`), not serde's
 // derived code; serde's `Serialize` (tests, native tools) writes the same.
-
-crate::json_read::write_struct!(HudAction { id, label });

@@ -218,7 +218,7 @@ pub enum Suspect {
 }
 
 /// An action recorded before it is carried out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, crate::json_read::ReadJson, crate::json_read::WriteJson)]
 pub struct Pending {
     /// The action.
     pub action: RecoveryAction,
@@ -699,5 +699,3 @@ impl crate::json_read::WriteJson for RecoveryAction {
         crate::json_read::Object::tagged("action", tag).done()
     }
 }
-
-crate::json_read::json_struct!(Pending { action, at, page_load });

@@ -43,7 +43,7 @@ pub mod zai;
 pub mod surface;
 
 /// Where a probe looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, crate::json_read::WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// The whole document (`document.querySelectorAll`).
@@ -327,9 +327,6 @@ impl SiteProfile {
 
 // The profile as posted to the page: hand-written writers (`crate::json_read`), not serde's
 // derived `Serialize` (kept for the test that the two agree: smaller wasm).
-crate::json_read::write_unit_enum!(Scope {
-    "doc" => Doc, "root" => Root, "closest" => Closest, "tail" => Tail, "last" => Last, "message" => Message,
-});
 
 impl crate::json_read::WriteJson for Probe {
     fn write_json(&self) -> serde_json::Value {
