@@ -99,9 +99,7 @@ pub struct Fields<'a>(&'a Map<String, Value>);
 static NULL: Value = Value::Null;
 
 impl<'a> Fields<'a> {
-    /// The fields of `value`, which must be an object (not inlined: every struct's and
-    /// tagged enum's reader starts with it).
-    #[inline(never)]
+    /// The fields of `value`, which must be an object.
     pub fn of(value: &'a Value) -> Result<Self, ReadError> {
         value.as_object().map(Fields).ok_or(ReadError::expected("an object"))
     }
@@ -143,20 +141,17 @@ impl<'a> Fields<'a> {
     }
 
     /// The string tag `name` of an internally tagged enum.
-    #[inline(never)]
     pub fn tag(self, name: &'static str) -> Result<&'a str, ReadError> {
         self.raw(name).and_then(Value::as_str).ok_or(ReadError::expected("a known tag").in_field(name))
     }
 }
 
 /// The error of a tag or unit-variant string no variant has.
-#[inline(never)]
 pub fn unknown_variant(what: &'static str) -> ReadError {
     ReadError::expected(what)
 }
 
 /// The string of a unit enum's value.
-#[inline(never)]
 pub fn variant_name(value: &Value) -> Result<&str, ReadError> {
     value.as_str().ok_or(ReadError::expected("a string naming a variant"))
 }
