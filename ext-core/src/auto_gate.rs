@@ -16,13 +16,13 @@
 
 use serde::Serialize;
 
-use crate::json_read::{json_struct, json_unit_enum, write_unit_enum};
+use crate::json_read::{ReadJson, WriteJson};
 
 use crate::scope::{PageKind, Scope};
 use crate::vec_map::VecMap;
 
 /// The effective Auto state of a scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum AutoState {
     /// Auto is off for this scope (the default, M1).
@@ -50,7 +50,7 @@ pub enum HudAction {
 }
 
 /// Why a HUD control is unavailable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionLocked {
     /// Auto is on: it already drives this chat (M4).
@@ -66,7 +66,7 @@ pub enum ActionLocked {
 /// Driver contract: the shell calls the setters when the user changes the Options page or
 /// a HUD toggle and persists the struct (plain serde data) afterwards; queries are pure.
 /// There are no timers and no outputs to poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct AutoGate {
     /// Options page: "allow Project Auto" (M2). Off by default.
     allow_project_auto: bool,
@@ -135,7 +135,7 @@ impl AutoGate {
 }
 
 /// Every reason an automatic wake or progress message is not sent (M7). Displayable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum WakeWithheld {
     /// The scope is not bound to a Herdr workspace.
@@ -161,6 +161,7 @@ pub enum WakeWithheld {
     /// A fact the page needs (composer, its root, Send, Stop, the turns' roles)
     /// is missing or ambiguous there: nothing is typed (fail closed); the HUD view's
     /// `unresolved` names the fact.
+    #[serde(alias = "unknown_layout")]
     FactUnresolved,
     /// The last send failed; it is retried shortly.
     DeliveryRetryPending,
@@ -260,37 +261,3 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
 }
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
-json_unit_enum!(AutoState { "off" => Off, "on" => On, "project_auto_not_allowed" => ProjectAutoNotAllowed });
-json_unit_enum!(WakeWithheld {
-    "not_bound" => NotBound,
-    "no_active_conversation" => NoActiveConversation,
-    "auto_off" => AutoOff,
-    "project_auto_not_allowed" => ProjectAutoNotAllowed,
-    "handoff_in_progress" => HandoffInProgress,
-    "no_real_state_change" => NoRealStateChange,
-    "unconfirmed_delivery" => UnconfirmedDelivery,
-    "page_generating" => PageGenerating,
-    "human_draft" => HumanDraft,
-    "no_composer" => NoComposer,
-    "fact_unresolved" => FactUnresolved,
-    "delivery_retry_pending" => DeliveryRetryPending,
-    "delivery_failed_repeatedly" => DeliveryFailedRepeatedly,
-    "app_ambiguous" => AppAmbiguous,
-    "app_no_permission" => AppNoPermission,
-    "app_picker_not_opened" => AppPickerNotOpened,
-    "app_option_missing" => AppOptionMissing,
-    "app_pill_not_read_back" => AppPillNotReadBack,
-    "app_not_attached" => AppNotAttached,
-    "rate_limited" => RateLimited,
-} aliases {
-    // Its name before issue 25 (a persisted withheld mark or scheduler of an older build).
-    "unknown_layout" => FactUnresolved,
-});
-
-json_struct!(AutoGate { allow_project_auto, toggles });
-
-write_unit_enum!(ActionLocked {
-    "auto_is_on" => AutoIsOn,
-    "no_composer_on_this_page" => NoComposerOnThisPage,
-    "no_scope_on_this_page" => NoScopeOnThisPage,
-});

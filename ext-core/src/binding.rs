@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::json_read::json_struct;
+use crate::json_read::{ReadJson, WriteJson};
 use crate::scope::{ConversationRef, PageKind, Scope, Site, UnsupportedPage};
 use crate::vec_map::{VecMap, VecSet};
 use crate::Millis;
@@ -28,7 +28,7 @@ use crate::Millis;
 pub type TabId = u32;
 
 /// One workspace as the live Herdr catalog lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct CatalogWorkspace {
     /// Herdr's workspace id (`w1`): the identity of a binding.
     pub workspace_id: String,
@@ -40,7 +40,7 @@ pub struct CatalogWorkspace {
 /// `@<keyword>` selects in the composer's picker (old pill generation: its `data-keyword`;
 /// new: the lower-cased `app-mention-name`), `name` the pill's text, `path` its
 /// `app-mention-path` (`""` for the old generation).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct AppMention {
     /// The picker keyword (`herdr`).
     pub keyword: String,
@@ -63,7 +63,7 @@ pub enum AppNeed<'a> {
 }
 
 /// A durable binding of one scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ScopeBinding {
     /// The bound scope.
     pub scope: Scope,
@@ -141,7 +141,7 @@ impl ScopeBinding {
 }
 
 /// A binding made on the root page, waiting for the tab to enter a concrete scope (B4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct PendingBinding {
     /// The chosen workspace's id.
     pub workspace_id: String,
@@ -313,7 +313,7 @@ pub enum BindingOutput {
 /// drained batch; on a service-worker start it deserializes the last snapshot. This
 /// machine has no timers. Queries ([`Bindings::binding_for`], [`Bindings::list`], …) may be
 /// called at any time.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct Bindings {
     /// Durable bindings by [`Scope::key`].
     bindings: VecMap<String, ScopeBinding>,
@@ -534,22 +534,3 @@ impl Bindings {
 }
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
-json_struct!(CatalogWorkspace { workspace_id, label });
-
-json_struct!(AppMention { keyword, name, path });
-
-json_struct!(ScopeBinding {
-    scope,
-    workspace_id,
-    label,
-    workspace_in_catalog,
-    active_conv_key,
-    bound_at,
-    app: default,
-    app_ambiguous: default,
-    app_turn: default,
-});
-
-json_struct!(PendingBinding { workspace_id, label, saved_at });
-
-json_struct!(Bindings { bindings, pending } skip { outputs });

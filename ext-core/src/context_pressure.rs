@@ -19,6 +19,7 @@
 //!   a monotone function of the estimate.
 //! - Fail closed: a page that reports no turns gives no level (`None`), never "normal".
 
+use crate::json_read::{ReadJson, WriteJson};
 use serde::Serialize;
 
 /// Thresholds and sizes, in tokens (defaults: REFERENCE §2).
@@ -39,7 +40,7 @@ impl Default for PressureConfig {
 }
 
 /// How full the context is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum PressureLevel {
     /// Nothing to do.
@@ -57,7 +58,7 @@ pub enum PressureLevel {
 }
 
 /// What the page reports about its visible thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson)]
 pub struct VisibleThread {
     /// Turns rendered.
     pub turns: u32,
@@ -70,7 +71,7 @@ pub struct VisibleThread {
 }
 
 /// The estimate for the HUD.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct Pressure {
     /// Estimated tokens, reserve included.
     pub tokens: u64,
@@ -120,16 +121,3 @@ impl PressureConfig {
         Some(Pressure { tokens, messages: *floor, level: self.level(tokens) })
     }
 }
-
-crate::json_read::write_unit_enum!(PressureLevel {
-    "normal" => Normal,
-    "warn" => Warn,
-    "prepare" => Prepare,
-    "recommend" => Recommend,
-    "auto" => Auto,
-    "high_risk" => HighRisk,
-});
-
-crate::json_read::write_struct!(Pressure { tokens, messages, level });
-
-crate::json_read::read_struct!(VisibleThread { turns, latin_chars, cjk_chars, highest_turn });

@@ -57,9 +57,8 @@
 use std::collections::VecDeque;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::json_read::{ReadJson, WriteJson};
 
 use crate::binding::{AppMention, TabId};
 use crate::continuity::{marker_line, DeliveryOutcome, PageReport};
@@ -78,7 +77,7 @@ pub const UNCERTAIN_GIVE_UP_MS: Millis = 120_000;
 pub const APP_NOT_ATTACHED: &str = "app_not_attached";
 
 /// What a delivery carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryKind {
     /// A settle or inbox wake offered by the scheduler.
@@ -98,7 +97,7 @@ pub enum DeliveryKind {
 }
 
 /// What the page looked like when typing began.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct Baseline {
     /// The content script's load id.
     pub page_load: String,
@@ -109,7 +108,7 @@ pub struct Baseline {
 }
 
 /// Where a delivery stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum DeliveryState {
     /// Posted to the page; the adapter has not answered yet.
@@ -132,7 +131,7 @@ pub enum DeliveryState {
 }
 
 /// One message on its way into a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct Delivery {
     /// Unique id, also in the marker line.
     pub id: String,
@@ -248,7 +247,7 @@ pub enum BeginRefused {
 }
 
 /// The ledger of deliveries in progress (persisted with the continuity snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct DeliveryLedger {
     /// Drawn by the shell when the state was created.
     epoch: String,
@@ -550,45 +549,3 @@ fn marker_safe(subject: &str) -> String {
 }
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
-
-json_unit_enum!(DeliveryKind { "wake" => Wake, "progress" => Progress, "continue" => Continue, "queue" => Queue, "judge_continue" => JudgeContinue, "bridge_results" => BridgeResults, "handoff_seed" => HandoffSeed });
-
-json_struct!(Baseline { page_load, user_turns, last_user_turn_id });
-
-impl ReadJson for DeliveryState {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        match f.tag("state")? {
-            "typing" => Ok(DeliveryState::Typing { deadline: f.get("deadline")? }),
-            "submitted" => Ok(DeliveryState::Submitted { deadline: f.get("deadline")? }),
-            "uncertain" => Ok(DeliveryState::Uncertain { since: f.get("since")?, why: f.get("why")? }),
-            _ => Err(unknown_variant("a known delivery state")),
-        }
-    }
-}
-
-impl WriteJson for DeliveryState {
-    fn write_json(&self) -> Value {
-        match self {
-            DeliveryState::Typing { deadline } => Object::tagged("state", "typing").with("deadline", deadline),
-            DeliveryState::Submitted { deadline } => Object::tagged("state", "submitted").with("deadline", deadline),
-            DeliveryState::Uncertain { since, why } => Object::tagged("state", "uncertain").with("since", since).with("why", why),
-        }
-        .done()
-    }
-}
-
-json_struct!(Delivery {
-    id,
-    scope_key,
-    kind,
-    task_ids,
-    tab,
-    conversation,
-    baseline,
-    posted_at,
-    state,
-    app: default,
-} skip { page_idle, left_in_composer });
-
-json_struct!(DeliveryLedger { epoch, life, next, active } skip { outputs });

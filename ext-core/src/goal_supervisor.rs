@@ -32,6 +32,7 @@
 
 use serde::Serialize;
 
+use crate::json_read::{ReadJson, WriteJson};
 use crate::Millis;
 
 /// How long the evidence (and the priors) may take before the turn is decided without
@@ -282,21 +283,23 @@ struct Pending {
 
 /// What of a scope's Goal mode outlives a worker restart besides the goal (B7, M7): the
 /// bound on continues without a human turn, the cooldown, and the user's Stop hold across it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, WriteJson, ReadJson)]
 pub struct GoalCounts {
     /// Continues since the goal was set or the last human turn.
+    #[serde(default)]
     pub rounds: u32,
     /// When the last continue was decided.
+    #[serde(default)]
     pub last_continue: Option<Millis>,
     /// The user's Stop holds until a human turn.
+    #[serde(default)]
     pub stopped: bool,
     /// The conversation the goal belongs to (`<site>:<conversation id>`, where it was set
     /// or first picked up): in a ChatGPT Project the goal row is the Project's, and only
     /// this chat of it is continued. Kept by the driver; the machine does not read it.
+    #[serde(default)]
     pub conversation: Option<String>,
 }
-crate::json_read::read_struct!(GoalCounts { rounds: default, last_continue: default, stopped: default, conversation: default });
-crate::json_read::write_struct!(GoalCounts { rounds, last_continue, stopped, conversation });
 
 /// Goal mode of one scope (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -35,7 +35,7 @@
 use serde::Serialize;
 
 /// What the runtime's `browser_handoff.prepare` returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson, ReadJson)]
 pub struct Package {
     /// The transfer's id (in the seed's marker subject).
     pub transfer_id: String,
@@ -224,7 +224,7 @@ pub enum HandoffOutput {
 }
 
 /// The handoff of one Project (see the module doc).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson)]
 pub struct Handoff {
     state: HandoffState,
     #[serde(skip)]
@@ -358,8 +358,6 @@ impl Handoff {
     }
 }
 
-crate::json_read::read_struct!(Package { transfer_id, continuity_id, source_url, message, copy_prompt });
-
 impl crate::json_read::ReadJson for HandoffRefusal {
     fn read_json(value: &serde_json::Value) -> Result<Self, crate::json_read::ReadError> {
         let f = crate::json_read::Fields::of(value)?;
@@ -399,11 +397,7 @@ impl crate::json_read::ReadJson for HandoffState {
     }
 }
 
-crate::json_read::read_struct!(Handoff { state } skip { outputs });
-
-use crate::json_read::{Object, WriteJson};
-
-crate::json_read::write_struct!(Package { transfer_id, continuity_id, source_url, message, copy_prompt });
+use crate::json_read::{Object, ReadJson, WriteJson};
 
 impl WriteJson for HandoffRefusal {
     fn write_json(&self) -> serde_json::Value {

@@ -16,9 +16,10 @@
 use serde::Serialize;
 
 use crate::companion_link::{HerdrConnection, HerdrStatus, Incompatibility, LinkState, OfflineReason, ProbeOutcome};
+use crate::json_read::WriteJson;
 
 /// How a line should look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum Tone {
     /// Working as intended.
@@ -32,7 +33,7 @@ pub enum Tone {
 }
 
 /// One status line: an i18n key, its substitutions and a tone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct StatusLine {
     /// Message key in `messages.json`.
     pub key: &'static str,
@@ -43,7 +44,7 @@ pub struct StatusLine {
 }
 
 /// What a HUD button does when pressed; sent back by the page as `{"type":"action","action":…}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionId {
     /// Reconnect to the companion now.
@@ -64,7 +65,7 @@ impl ActionId {
 }
 
 /// A HUD button.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, crate::json_read::WriteJson)]
 pub struct HudAction {
     /// What it does.
     pub id: ActionId,
@@ -73,7 +74,7 @@ pub struct HudAction {
 }
 
 /// Everything a HUD renders.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct HudView {
     /// The companion (native host + runtime) line.
     pub companion: StatusLine,
@@ -211,12 +212,3 @@ pub const MESSAGE_KEYS: &[&str] = &[
 
 // The worker writes the HUD view with these writers (`crate::json_read`), not serde's
 // derived code; serde's `Serialize` (tests, native tools) writes the same.
-crate::json_read::write_unit_enum!(Tone { "good" => Good, "pending" => Pending, "warning" => Warning, "bad" => Bad });
-
-crate::json_read::write_struct!(StatusLine { key, substitutions, tone });
-
-crate::json_read::write_unit_enum!(ActionId { "retry_companion" => RetryCompanion, "round_trip_test" => RoundTripTest });
-
-crate::json_read::write_struct!(HudAction { id, label });
-
-crate::json_read::write_struct!(HudView { companion, herdr, actions });

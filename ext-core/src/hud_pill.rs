@@ -12,19 +12,19 @@
 
 use serde::Serialize;
 
+use crate::json_read::WriteJson;
+
 use crate::continuity::{ContinuityView, Say, UnresolvedWhy};
 use crate::hud::{HudView, Tone};
 
 /// The pill: its parts (message keys with substitutions) and the worst tone among them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct PillView {
     /// In display order.
     pub parts: Vec<Say>,
     /// The dot's tone.
     pub tone: Tone,
 }
-
-crate::json_read::write_struct!(PillView { parts, tone });
 
 /// The keys of Auto's state `auto` (`ContinuityView::auto`): the panel's line, the pill's part.
 pub fn auto_keys(auto: &str) -> (&'static str, &'static str) {

@@ -1,30 +1,36 @@
-//! Hand-written readers and writers of the persisted state's JSON ([`crate::snapshot`]).
+//! Readers and writers of the persisted state's JSON ([`crate::snapshot`]) and of what the
+//! worker posts, without serde's derived `Deserialize` / `Serialize` in the wasm.
 //!
 //! serde's derived `Deserialize` generates a visitor per type and field set, and that code
-//! was most of the wasm bundle (about 190 KB of 540 KB, Cargo.toml records the measurements).
-//! A reader here walks a parsed `serde_json::Value` instead: one small function per type,
-//! with the field lookups, the error and the primitive readers shared and not generic.
+//! was most of the wasm bundle (about 190 KB of 540 KB, docs/BENCH-LOG.md). A reader here
+//! walks a parsed `serde_json::Value` instead, with the field lookups, the error and the
+//! primitive readers shared and not generic; a writer builds a `Value` through
+//! [`Object::put`] (serde's derived `Serialize`, inlined into the persist timer, was the
+//! largest function left).
 //!
-//! The writer ([`WriteJson`]) is hand-written too, for the same reason (serde's derived
-//! `Serialize`, inlined into the persist timer, was the largest function left):
-//! [`json_struct!`] emits a struct's reader and writer from one field list, and each
-//! tagged enum's writer sits next to its reader. Both keep the shape serde's derives write
-//! (the types still derive `Serialize` for the tests and native tools): structs as objects
-//! keyed by field name (unknown keys ignored, an absent `Option` field is `None`, an absent
-//! `#[serde(default)]` field its default), `rename_all = "snake_case"` unit enums as
-//! strings, internally tagged enums as objects with their tag, maps with string keys
-//! (integers as decimal text).
+//! Each type's reader and writer is derived from its definition: `#[derive(ReadJson,
+//! WriteJson)]` (the `json-derive` crate) reads the type's `#[serde(...)]` attributes, the
+//! one description of its shape, and generates the calls below. The shapes are serde's:
+//! structs as objects keyed by field name (unknown keys ignored, an absent `Option` field is
+//! `None`, an absent `#[serde(default)]` field its default), `rename_all = "snake_case"` unit
+//! enums as strings, internally tagged enums as objects with their tag, maps with string
+//! keys (integers as decimal text). Shapes the derive does not know keep a hand-written
+//! `impl` next to the type.
 //!
 //! Invariants: for every persisted value `v`, reading what was written gives `v` back
 //! (`tests/it/continuity_props.rs` checks write → read → write on every worker restart;
-//! the machines' own property tests restore through these readers), and what
-//! [`WriteJson`] writes equals what serde's `Serialize` writes (`tests/it/snapshot.rs`).
+//! `tests/it/json_derive.rs` checks the derive itself), and what [`WriteJson`] writes equals
+//! what serde's `Serialize` writes (`tests/it/snapshot.rs`).
 
 use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
 
 use crate::vec_map::VecMap;
+
+/// `#[derive(ReadJson, WriteJson)]`: a type's reader and writer generated from its
+/// definition and its `#[serde(...)]` attributes (the `json-derive` crate says which).
+pub use json_derive::{ReadJson, WriteJson};
 
 /// Why a JSON value does not have the shape of the type read from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -368,98 +374,6 @@ impl<K: ReadKey + Ord, V: ReadJson> ReadJson for VecMap<K, V> {
     }
 }
 
-/// `impl ReadJson` for a unit-only enum written as its variant's snake_case name:
-/// `read_unit_enum!(Language { "en" => En, "zh" => Zh });`
-#[macro_export]
-macro_rules! read_unit_enum {
-    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
-        impl $crate::json_read::ReadJson for $ty {
-            fn read_json(value: &::serde_json::Value) -> Result<Self, $crate::json_read::ReadError> {
-                match $crate::json_read::variant_name(value)? {
-                    $($wire => Ok($ty::$variant),)*
-                    _ => Err($crate::json_read::unknown_variant(concat!("a known ", stringify!($ty)))),
-                }
-            }
-        }
-    };
-}
-pub use read_unit_enum;
-
-/// `impl WriteJson` for a unit-only enum written as its variant's snake_case name:
-/// `write_unit_enum!(Tone { "good" => Good, "bad" => Bad });`
-#[macro_export]
-macro_rules! write_unit_enum {
-    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? }) => {
-        impl $ty {
-            /// Every variant, in declaration order (tests walk them: each has its texts).
-            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
-
-            /// The variant's wire name (snake_case), also the suffix of its `_locales` keys.
-            pub fn wire_name(&self) -> &'static str {
-                match self {
-                    $($ty::$variant => $wire,)*
-                }
-            }
-        }
-
-        impl $crate::json_read::WriteJson for $ty {
-            fn write_json(&self) -> ::serde_json::Value {
-                ::serde_json::Value::from(self.wire_name())
-            }
-        }
-    };
-}
-pub use write_unit_enum;
-
-/// [`read_unit_enum!`] and [`write_unit_enum!`] from one list of names.
-#[macro_export]
-macro_rules! json_unit_enum {
-    ($ty:ident { $($wire:literal => $variant:ident),* $(,)? } $(aliases { $($alias:literal => $aliased:ident),* $(,)? })?) => {
-        $crate::read_unit_enum!($ty { $($wire => $variant,)* $($($alias => $aliased,)*)? });
-        $crate::write_unit_enum!($ty { $($wire => $variant),* });
-    };
-}
-pub use json_unit_enum;
-
-/// `impl ReadJson` for a struct written as an object keyed by field name:
-/// `read_struct!(Baseline { page_load, user_turns: default } skip { cached });` — a plain
-/// field is required (an `Option` one may be absent), `: default` is `#[serde(default)]`,
-/// `skip { … }` lists the `#[serde(skip)]` fields (their `Default`).
-#[macro_export]
-macro_rules! read_struct {
-    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
-        impl $crate::json_read::ReadJson for $ty {
-            fn read_json(value: &::serde_json::Value) -> Result<Self, $crate::json_read::ReadError> {
-                let fields = $crate::json_read::Fields::of(value)?;
-                Ok($ty {
-                    $($field: $crate::read_struct!(@field fields, $field $(, $how)?),)*
-                    $($($skipped: Default::default(),)*)?
-                })
-            }
-        }
-    };
-    (@field $fields:ident, $field:ident) => { $fields.get(stringify!($field))? };
-    (@field $fields:ident, $field:ident, default) => { $fields.or_default(stringify!($field))? };
-}
-pub use read_struct;
-
-/// `impl WriteJson` for a struct written as an object keyed by field name:
-/// `write_struct!(HudView { companion, herdr, actions });` (fields not listed are not
-/// written).
-#[macro_export]
-macro_rules! write_struct {
-    ($ty:ident { $($field:ident),* $(,)? }) => {
-        impl $crate::json_read::WriteJson for $ty {
-            fn write_json(&self) -> ::serde_json::Value {
-                let mut object = $crate::json_read::Object::default();
-                $(object.put(stringify!($field), $crate::json_read::WriteJson::write_json(&self.$field));)*
-                object.done()
-            }
-        }
-    };
-}
-pub use write_struct;
-
 /// A JSON object of the given members, each written by its [`WriteJson`]:
 /// `json_object!("type": "notice", "text": text)` — what `serde_json::json!` gives for
 /// the same members, without serde's `Serialize` (and its panicking `to_value`) in the wasm.
@@ -473,14 +387,3 @@ macro_rules! json_object {
     }};
 }
 pub use json_object;
-
-/// [`read_struct!`] and [`write_struct!`] from one field list: every field but the
-/// skipped ones is written under its name (`: default` only changes the reading).
-#[macro_export]
-macro_rules! json_struct {
-    ($ty:ident { $($field:ident $(: $how:ident)?),* $(,)? } $(skip { $($skipped:ident),* $(,)? })?) => {
-        $crate::read_struct!($ty { $($field $(: $how)?),* } $(skip { $($skipped),* })?);
-        $crate::write_struct!($ty { $($field),* });
-    };
-}
-pub use json_struct;

@@ -9,6 +9,10 @@
 /// Milliseconds on the shell's monotonic-enough clock (`Date.now()` in the browser).
 pub type Millis = u64;
 
+// The derived readers and writers (`json_read`'s `ReadJson`/`WriteJson` derives) name
+// this crate `::ext_core`, inside it too.
+extern crate self as ext_core;
+
 // Machines of the walking skeleton (companion link, HUD view model) and of the
 // continuity loop are declared below, one module per machine.
 pub mod companion_link;

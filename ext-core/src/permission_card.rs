@@ -21,7 +21,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::json_struct;
+use crate::json_read::{ReadJson, WriteJson};
 
 /// Connector names accepted by default.
 pub const HERDR_CONNECTORS: &[&str] = &["herdr"];
@@ -260,12 +260,10 @@ pub fn classify(card: &CardFacts, chatgpt: bool, connectors: &[&str]) -> CardDec
 /// The keys of the cards accepted, newest last (persist it: a key in it is never clicked
 /// again). Only keys: what the HUD shows of an acceptance is the composition's, for the
 /// page that shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct CardLedger {
     accepted: Vec<String>,
 }
-
-json_struct!(CardLedger { accepted });
 
 impl CardLedger {
     /// Whether the card `key` was accepted before.

@@ -18,14 +18,13 @@
 use std::collections::VecDeque;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::json_read::{json_struct, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::json_read::{ReadJson, WriteJson};
 
 use crate::Millis;
 
 /// Options page settings (O4) in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ProgressConfig {
     /// How often to check for a new summary (`progressTickSec`, default 60 s).
     pub tick_ms: Millis,
@@ -68,7 +67,7 @@ impl ProgressConfig {
 }
 
 /// A summary that was delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct SentSummary {
     /// The trimmed text.
     pub text: String,
@@ -77,7 +76,7 @@ pub struct SentSummary {
 }
 
 /// What is waiting for a delivery result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InFlightProgress {
     /// A new summary.
@@ -90,7 +89,7 @@ pub enum InFlightProgress {
 }
 
 /// Whether the scope is working.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum ProgressPhase {
     /// Settled or never worked: no checks.
@@ -164,7 +163,7 @@ pub enum ProgressOutput {
 /// drain [`ProgressPush::poll`]. Every `SendProgress` / `SendFallback` must be answered
 /// with `Delivered` or `NotDelivered`. Persist the struct (serde) after each batch; an
 /// in-flight message stays in flight across a restart until the owner answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ProgressPush {
     /// The settings in force (clamped).
     config: ProgressConfig,
@@ -309,60 +308,3 @@ impl ProgressPush {
         self.outputs.push_back(ProgressOutput::SendProgress { summary: text });
     }
 }
-
-// Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
-
-json_struct!(ProgressConfig { tick_ms, fallback_ms });
-
-json_struct!(SentSummary { text, at });
-
-impl ReadJson for InFlightProgress {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        match f.tag("kind")? {
-            "summary" => Ok(InFlightProgress::Summary { text: f.get("text")? }),
-            "fallback" => Ok(InFlightProgress::Fallback),
-            _ => Err(unknown_variant("a known progress in flight")),
-        }
-    }
-}
-
-impl WriteJson for InFlightProgress {
-    fn write_json(&self) -> Value {
-        match self {
-            InFlightProgress::Summary { text } => Object::tagged("kind", "summary").with("text", text),
-            InFlightProgress::Fallback => Object::tagged("kind", "fallback"),
-        }
-        .done()
-    }
-}
-
-impl ReadJson for ProgressPhase {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        match f.tag("phase")? {
-            "idle" => Ok(ProgressPhase::Idle),
-            "working" => Ok(ProgressPhase::Working {
-                since: f.get("since")?,
-                next_check_at: f.get("next_check_at")?,
-                fallback_due_at: f.get("fallback_due_at")?,
-            }),
-            _ => Err(unknown_variant("a known progress phase")),
-        }
-    }
-}
-
-impl WriteJson for ProgressPhase {
-    fn write_json(&self) -> Value {
-        match self {
-            ProgressPhase::Idle => Object::tagged("phase", "idle"),
-            ProgressPhase::Working { since, next_check_at, fallback_due_at } => Object::tagged("phase", "working")
-                .with("since", since)
-                .with("next_check_at", next_check_at)
-                .with("fallback_due_at", fallback_due_at),
-        }
-        .done()
-    }
-}
-
-json_struct!(ProgressPush { config, phase, last_sent, in_flight } skip { outputs });

@@ -12,6 +12,7 @@
 
 use serde::Serialize;
 
+use crate::json_read::{ReadJson, WriteJson};
 use crate::Millis;
 
 /// The cooldown steps.
@@ -22,7 +23,7 @@ pub const COUNT_WINDOW_MS: Millis = 10_000;
 pub const RESET_AFTER_MS: Millis = 10 * 60_000;
 
 /// The back-off state of one tab's site.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct RateLimit {
     /// 429s counted in this run of back-offs (0 = none).
     step: u32,
@@ -67,5 +68,3 @@ impl RateLimit {
         self.until.filter(|until| *until > now)
     }
 }
-
-crate::json_read::json_struct!(RateLimit { step, last_counted, until });

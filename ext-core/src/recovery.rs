@@ -57,6 +57,7 @@
 
 use serde::Serialize;
 
+use crate::json_read::{ReadJson, WriteJson};
 use crate::rate_limit::RateLimit;
 use crate::stale_view::{classify, DomView, ServerRole, Snapshot, ViewState};
 use crate::Millis;
@@ -217,7 +218,7 @@ pub enum Suspect {
 }
 
 /// An action recorded before it is carried out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, crate::json_read::ReadJson, crate::json_read::WriteJson)]
 pub struct Pending {
     /// The action.
     pub action: RecoveryAction,
@@ -228,19 +229,23 @@ pub struct Pending {
 }
 
 /// The planner of one conversation (see the module doc). Persist it whole.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct RecoveryPlanner {
     retries_used: u32,
     page_reloads_used: u32,
     tab_reloads_used: u32,
     /// Resends of this incident.
+    #[serde(default)]
     resends_used: u32,
     last_reload_at: Option<Millis>,
     /// The last resend (pacing).
+    #[serde(default)]
     last_resend_at: Option<Millis>,
     /// Reloads of the rolling hour (the hourly bound, across incidents).
+    #[serde(default)]
     reload_times: Vec<Millis>,
     /// Retry clicks and resends of the rolling hour.
+    #[serde(default)]
     resubmit_times: Vec<Millis>,
     /// An action decided and not yet seen done.
     pending: Option<Pending>,
@@ -694,7 +699,3 @@ impl crate::json_read::WriteJson for RecoveryAction {
         crate::json_read::Object::tagged("action", tag).done()
     }
 }
-
-crate::json_read::json_struct!(Pending { action, at, page_load });
-crate::json_read::json_struct!(RecoveryPlanner { retries_used, page_reloads_used, tab_reloads_used, resends_used: default, last_reload_at, last_resend_at: default, reload_times: default, resubmit_times: default, pending, rate_limit }
-    skip { status, page_load, progress_at, signature, waiting_since, last_probe_at, probe_out, stall_wait_until, facts, probes, health_probe, timings, streamed, hour_frees_at });

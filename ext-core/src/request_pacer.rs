@@ -31,6 +31,7 @@
 
 use serde::Serialize;
 
+use crate::json_read::{ReadJson, WriteJson};
 use crate::rate_limit::RateLimit;
 use crate::vec_map::VecMap;
 use crate::Millis;
@@ -43,7 +44,7 @@ pub const RETRY_AFTER_CAP_MS: Millis = 3_600_000;
 pub const MAX_ACCOUNT_CHARS: usize = 64;
 
 /// Where a cooldown came from (wire snake_case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum CooldownSource {
     /// A response of ours answered 429 with a `Retry-After` header.
@@ -57,7 +58,7 @@ pub enum CooldownSource {
 }
 
 /// The pacing state of one account.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct AccountPace {
     /// When the account's last request went out.
     last_request: Option<Millis>,
@@ -70,11 +71,12 @@ pub struct AccountPace {
 }
 
 /// The pacer of every account (see the module doc). Persist it whole.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct RequestPacer {
     /// The interval between two requests of one account.
     interval: Millis,
     /// Per account key.
+    #[serde(default)]
     accounts: VecMap<String, AccountPace>,
 }
 
@@ -208,15 +210,6 @@ impl RequestPacer {
         self.accounts.entry(account.to_owned()).or_default()
     }
 }
-
-crate::json_read::json_unit_enum!(CooldownSource {
-    "retry_after" => RetryAfter,
-    "resource_timing" => ResourceTiming,
-    "page_notice" => PageNotice,
-    "backoff" => Backoff,
-});
-crate::json_read::json_struct!(AccountPace { last_request, backoff, until, source });
-crate::json_read::json_struct!(RequestPacer { interval, accounts: default });
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,7 @@
 //! - a conversation starts at most one automatic rollover, whatever follows.
 
 use crate::context_pressure::PressureLevel;
+use crate::json_read::{ReadJson, WriteJson};
 
 /// What the composition knows of one page when it asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -164,14 +165,14 @@ pub fn check(facts: &RolloverFacts) -> Result<(), RolloverBlocker> {
 }
 
 /// The conversations that started an automatic rollover (persist with the snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, ReadJson, WriteJson)]
 pub struct Rollovers {
     /// Oldest first.
+    #[serde(default)]
     started: Vec<String>,
 }
 
 // Persisted in the handoff's book (`continuity::handoff::HandoffBook`).
-crate::json_read::json_struct!(Rollovers { started: default });
 
 /// At most this many sources are remembered; the one that started longest ago goes first.
 /// A conversation forgotten this way is one whose Project moved on long ago: its tab, if

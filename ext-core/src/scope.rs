@@ -18,10 +18,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::json_read::{unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 /// A web chat site the extension supports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "lowercase")]
 pub enum Site {
     /// chatgpt.com (and the legacy chat.openai.com host).
@@ -89,7 +89,7 @@ impl Scope {
 }
 
 /// A concrete conversation: where progress and continue messages are delivered.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, ReadJson, WriteJson)]
 pub struct ConversationRef {
     /// The site the conversation lives on.
     pub site: Site,
@@ -98,7 +98,7 @@ pub struct ConversationRef {
 }
 
 /// Why a page cannot be bound or driven.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsupportedPage {
     /// The string is not an http(s) URL.
@@ -112,14 +112,6 @@ pub enum UnsupportedPage {
     /// A path on a supported site that is not a chat (settings, library, GPT store, …).
     NotAChatPage,
 }
-
-crate::json_read::write_unit_enum!(UnsupportedPage {
-    "not_a_url" => NotAUrl,
-    "unknown_site" => UnknownSite,
-    "temporary_chat" => TemporaryChat,
-    "no_conversation_yet" => NoConversationYet,
-    "not_a_chat_page" => NotAChatPage,
-});
 
 /// What kind of page a tab shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -287,7 +279,6 @@ fn generic_chat(site: Site, id: &str) -> PageKind {
 }
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
-json_unit_enum!(Site { "chatgpt" => ChatGpt, "zai" => Zai, "deepseek" => DeepSeek });
 
 impl ReadJson for Scope {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
@@ -311,5 +302,3 @@ impl WriteJson for Scope {
         .done()
     }
 }
-
-json_struct!(ConversationRef { site, conversation_id });

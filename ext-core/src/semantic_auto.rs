@@ -32,10 +32,11 @@
 //! - A human turn supersedes a judge call out for an older reply: its verdict is dropped
 //!   ([`SemanticOutput::Superseded`]), never typed after the human's turn.
 
+use crate::json_read::{ReadJson, WriteJson};
 use serde::Serialize;
 
 /// When the judge is used (options page, O4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum JudgeMode {
     /// Never.
@@ -121,7 +122,7 @@ pub enum SemanticInput {
 }
 
 /// Why a reply was not judged or continued (HUD).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum SemanticWithheld {
     /// The judge is off or manual only.
@@ -147,11 +148,12 @@ pub enum SemanticWithheld {
 /// The user turn whose reply the user stopped, as the page showed it at the Stop: a turn
 /// ended for the same user turn is the stopped reply; a human turn after it (more user
 /// turns, or another id) is a new decision and ends the Stop.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct StoppedTurn {
     /// The page's number of user turns.
     pub user_turns: u32,
     /// The last user turn's page id, when it shows one.
+    #[serde(default)]
     pub user_turn_id: Option<String>,
 }
 
@@ -210,7 +212,7 @@ pub enum SemanticOutput {
 }
 
 /// Semantic Auto of one conversation (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct SemanticAuto {
     /// The judge mode.
     pub mode: JudgeMode,
@@ -221,11 +223,14 @@ pub struct SemanticAuto {
     /// Fingerprints of replies judged (newest last).
     judged: Vec<String>,
     /// A judge call out for this fingerprint.
+    #[serde(default)]
     asking: Option<String>,
     /// A continue out.
+    #[serde(default)]
     continuing: bool,
     /// The user stopped the reply to this user turn: nothing is asked or continued until
     /// a human turn.
+    #[serde(default)]
     stopped: Option<StoppedTurn>,
     #[serde(skip)]
     outputs: Vec<SemanticOutput>,
@@ -394,7 +399,7 @@ impl SemanticAuto {
 pub const SETTINGS_KEY: &str = "herdrContinuityJudgeV1";
 
 /// The judge settings of the options page (O4): `{"mode", "max_continues"}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct JudgeSettings {
     /// When the judge is used.
     pub mode: JudgeMode,
@@ -444,19 +449,3 @@ impl JudgeSettings {
         crate::json_read::WriteJson::write_json(self).to_string()
     }
 }
-
-crate::json_read::write_unit_enum!(SemanticWithheld {
-    "mode_off" => ModeOff,
-    "auto_off" => AutoOff,
-    "not_chat_gpt" => NotChatGpt,
-    "queue_first" => QueueFirst,
-    "streak_limit" => StreakLimit,
-    "judged_before" => JudgedBefore,
-    "short_reply" => ShortReply,
-    "busy" => Busy,
-    "user_stopped" => UserStopped,
-});
-crate::json_read::json_struct!(StoppedTurn { user_turns, user_turn_id: default });
-crate::json_read::json_unit_enum!(JudgeMode { "off" => Off, "manual_only" => ManualOnly, "in_auto" => InAuto });
-crate::json_read::write_struct!(JudgeSettings { mode, max_continues });
-crate::json_read::json_struct!(SemanticAuto { mode, max_continues, streak, judged, asking: default, continuing: default, stopped: default } skip { outputs });

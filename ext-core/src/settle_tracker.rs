@@ -60,7 +60,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::json_read::{unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 use crate::vec_map::VecMap;
 use crate::Millis;
@@ -69,7 +69,7 @@ use crate::Millis;
 const RETIRED_BOOTS_KEPT: usize = 16;
 
 /// Herdr's settled statuses (REFERENCE §1: "settled" is idle | done | blocked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum SettledStatus {
     /// The agent is idle.
@@ -160,7 +160,7 @@ pub enum SettleInput {
 
 /// The identity of one settle: the event that completed it. Unique per settle, so the
 /// delivery side can refuse to send the same wake twice.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, ReadJson, WriteJson)]
 pub struct WakeId {
     /// The runtime generation.
     pub boot_id: String,
@@ -169,7 +169,7 @@ pub struct WakeId {
 }
 
 /// How a workspace settled, for the wake text (A3: blocked / gone are diagnosed further).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum SettleOutcome {
     /// Every pane is idle.
@@ -183,7 +183,7 @@ pub enum SettleOutcome {
 }
 
 /// Where to resume a stream: the runtime replays everything after `after_seq`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ResumePoint {
     /// The generation the mark belongs to.
     pub boot_id: String,
@@ -195,7 +195,7 @@ pub struct ResumePoint {
 }
 
 /// Decisions for the shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SettleOutput {
     /// A workspace went from settled to working (P2).
@@ -243,7 +243,7 @@ pub enum SettleOutput {
 }
 
 /// What the tracker knows about one workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct WorkspaceActivity {
     /// Last known state of each pane.
     panes: VecMap<String, PaneState>,
@@ -278,7 +278,7 @@ struct PendingReconcile {
 /// [`SettleTracker::poll`]; persist the struct (serde) after each drained batch so the
 /// high-water mark survives a service-worker restart. When the stream drops, feed
 /// `Reconnected` and reopen it from the `Resubscribe` output. No timers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct SettleTracker {
     /// The runtime generation currently accepted.
     boot_id: Option<String>,
@@ -549,62 +549,6 @@ fn outcome_of(workspace: &WorkspaceActivity, trigger: PaneEventKind) -> SettleOu
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-json_unit_enum!(SettledStatus { "idle" => Idle, "done" => Done, "blocked" => Blocked });
-json_unit_enum!(SettleOutcome { "idle" => Idle, "done" => Done, "blocked" => Blocked, "pane_gone" => PaneGone });
-
-json_struct!(WakeId { boot_id, seq });
-
-json_struct!(ResumePoint { boot_id, after_seq, log_id: default });
-
-impl ReadJson for SettleOutput {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?;
-        Ok(match f.tag("type")? {
-            "scope_working" => SettleOutput::ScopeWorking { workspace_id: f.get("workspace_id")?, at: f.get("at")? },
-            "partial_settle" => SettleOutput::PartialSettle {
-                workspace_id: f.get("workspace_id")?,
-                pane_id: f.get("pane_id")?,
-                still_working: f.get("still_working")?,
-            },
-            "scope_settled" => SettleOutput::ScopeSettled {
-                workspace_id: f.get("workspace_id")?,
-                wake_id: f.get("wake_id")?,
-                outcome: f.get("outcome")?,
-                at: f.get("at")?,
-            },
-            "resubscribe" => SettleOutput::Resubscribe { resume: f.get("resume")? },
-            "generation_changed" => SettleOutput::GenerationChanged { boot_id: f.get("boot_id")? },
-            "stale_generation_rejected" => SettleOutput::StaleGenerationRejected { boot_id: f.get("boot_id")? },
-            _ => return Err(unknown_variant("a known SettleOutput type")),
-        })
-    }
-}
-
-impl WriteJson for SettleOutput {
-    fn write_json(&self) -> Value {
-        match self {
-            SettleOutput::ScopeWorking { workspace_id, at } => {
-                Object::tagged("type", "scope_working").with("workspace_id", workspace_id).with("at", at)
-            }
-            SettleOutput::PartialSettle { workspace_id, pane_id, still_working } => Object::tagged("type", "partial_settle")
-                .with("workspace_id", workspace_id)
-                .with("pane_id", pane_id)
-                .with("still_working", still_working),
-            SettleOutput::ScopeSettled { workspace_id, wake_id, outcome, at } => Object::tagged("type", "scope_settled")
-                .with("workspace_id", workspace_id)
-                .with("wake_id", wake_id)
-                .with("outcome", outcome)
-                .with("at", at),
-            SettleOutput::Resubscribe { resume } => Object::tagged("type", "resubscribe").with("resume", resume),
-            SettleOutput::GenerationChanged { boot_id } => Object::tagged("type", "generation_changed").with("boot_id", boot_id),
-            SettleOutput::StaleGenerationRejected { boot_id } => {
-                Object::tagged("type", "stale_generation_rejected").with("boot_id", boot_id)
-            }
-        }
-        .done()
-    }
-}
-
 impl ReadJson for PaneState {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
         let f = Fields::of(value)?;
@@ -625,14 +569,3 @@ impl WriteJson for PaneState {
         .done()
     }
 }
-
-json_struct!(WorkspaceActivity { panes, working });
-
-json_struct!(SettleTracker {
-    boot_id,
-    retired_boots,
-    high_water,
-    log_id: default,
-    replay_through: default,
-    workspaces,
-} skip { pending_reconcile, outputs });

@@ -27,7 +27,7 @@ use crate::binding::{Bindings, CatalogWorkspace};
 use crate::continuity::{HandoffBook, JournalBook, WithheldMark};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
-use crate::json_read::{read_struct, Object, ReadJson};
+use crate::json_read::{Object, ReadJson};
 use crate::permission_card::CardLedger;
 use crate::progress_push::ProgressConfig;
 use crate::recovery::RecoveryPlanner;
@@ -60,9 +60,10 @@ impl std::fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The persisted continuity state (see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson)]
 pub struct Snapshot {
     /// Format version; absent (0) in release 0.1.0's snapshots, which are version 1.
+    #[serde(default)]
     pub version: u32,
     /// Bindings (B1–B7).
     pub(crate) bindings: Bindings,
@@ -73,32 +74,44 @@ pub struct Snapshot {
     /// Per-scope state by scope key.
     pub(crate) scopes: VecMap<String, ScopeStatus>,
     /// Message language.
+    #[serde(default)]
     pub(crate) language: Language,
     /// Every message on its way into a page.
+    #[serde(default)]
     pub(crate) ledger: DeliveryLedger,
     /// Last catalog read (display only).
+    #[serde(default)]
     pub(crate) catalog: Vec<CatalogWorkspace>,
     /// Progress timing (clamped).
+    #[serde(default)]
     pub(crate) progress: ProgressConfig,
     /// Latest output per pane of bound workspaces.
+    #[serde(default)]
     pub(crate) pane_outputs: VecMap<String, PaneOutput>,
     /// Task ids carried by confirmed deliveries, per session ref.
+    #[serde(default)]
     pub(crate) confirmed_tasks: VecMap<String, VecDeque<String>>,
     /// Confirmed-but-unacknowledged task ids of bindings that are gone, per session ref.
+    #[serde(default)]
     pub(crate) orphan_acks: VecMap<String, Vec<String>>,
     /// Queue batches in flight, confirmed removals not yet written, undelivered batches.
+    #[serde(default)]
     pub(crate) queue: QueueDurable,
     /// Semantic Auto per conversation key: judged fingerprints, the streak (M7).
+    #[serde(default)]
     pub(crate) semantic: VecMap<String, SemanticAuto>,
     /// Stuck-page recovery per conversation key: budgets, the last reload, the pending
     /// record, the 429 back-off (S7, H5).
+    #[serde(default)]
     pub(crate) recovery: VecMap<String, RecoveryPlanner>,
     /// Tool-permission cards accepted (M5): a key in it is never clicked again.
     #[serde(default)]
     pub(crate) cards: CardLedger,
     /// Per scope key, the withheld wake its last Activity entry recorded (not again, O1).
+    #[serde(default)]
     pub(crate) withheld_marks: VecMap<String, WithheldMark>,
     /// The Continuity Journal's outbox, answered turns, chains and message floors (C1, R1).
+    #[serde(default)]
     pub(crate) journal: JournalBook,
     /// Handoffs per source scope and the conversations their cut-overs left (X1–X8).
     #[serde(default)]
@@ -251,28 +264,3 @@ impl SnapshotRef<'_> {
             .done()
     }
 }
-
-read_struct!(Snapshot {
-    version: default,
-    bindings,
-    auto,
-    tracker,
-    scopes,
-    language: default,
-    ledger: default,
-    catalog: default,
-    progress: default,
-    pane_outputs: default,
-    confirmed_tasks: default,
-    orphan_acks: default,
-    queue: default,
-    semantic: default,
-    recovery: default,
-    cards: default,
-    withheld_marks: default,
-    journal: default,
-    handoff: default,
-    pacer: default,
-    goals: default,
-    goal_counts: default,
-});

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::{json_struct, json_unit_enum, unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
+use crate::json_read::{unknown_variant, Fields, Object, ReadError, ReadJson, WriteJson};
 
 use crate::auto_gate::{wake_gate, AutoState, WakeFacts, WakeWithheld};
 use crate::progress_push::{ProgressConfig, ProgressInput, ProgressOutput, ProgressPush};
@@ -38,7 +38,7 @@ use crate::Millis;
 pub const RETRY_BACKOFF_MS: [Millis; 3] = [15_000, 30_000, 60_000];
 
 /// The language of injected messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum Language {
     /// English.
@@ -80,7 +80,7 @@ pub enum MessageKind {
 }
 
 /// What the content script reports about the delivery target page.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct PageFacts {
     /// A usable composer exists on the open target conversation.
     pub composer_present: bool,
@@ -190,7 +190,7 @@ pub enum SchedulerOutput {
 }
 
 /// A settle waiting to be delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct PendingWake {
     /// Its identity.
     pub wake_id: WakeId,
@@ -214,7 +214,7 @@ pub enum InFlight {
 }
 
 /// The scheduler's own timer (the progress timers live in [`ProgressPush`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct RetryTimer {
     /// When the failed wake may be offered again.
     pub at: Millis,
@@ -229,7 +229,7 @@ pub struct RetryTimer {
 /// `DeliveryConfirmed` or `DeliveryFailed` (after a restart, an in-flight delivery is still
 /// awaiting its answer: check the page and answer). Persist the struct (serde) after each
 /// drained batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct WakeScheduler {
     /// The bound workspace.
     workspace_id: Option<String>,
@@ -618,12 +618,6 @@ pub fn progress_text(language: Language, workspace_id: &str, summary: &str, nonc
 
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
-json_unit_enum!(Language { "en" => En, "zh" => Zh });
-
-json_struct!(PageFacts { composer_present, generating, human_draft, facts_resolved: default, app_held: default, rate_limited: default });
-
-json_struct!(PendingWake { wake_id, outcome });
-
 impl ReadJson for InFlight {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
         let f = Fields::of(value)?;
@@ -646,23 +640,3 @@ impl WriteJson for InFlight {
         .done()
     }
 }
-
-json_struct!(RetryTimer { at });
-
-json_struct!(WakeScheduler {
-    workspace_id,
-    has_delivery_target,
-    auto,
-    page,
-    handoff_in_progress,
-    language,
-    progress,
-    pending_wake,
-    pending_inbox: default,
-    newest_wake,
-    in_flight,
-    in_flight_wake_superseded: default,
-    failed_attempts,
-    retry,
-    shown_withheld,
-} skip { outputs });

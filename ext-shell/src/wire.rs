@@ -288,7 +288,7 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
 }
 
 /// The CSP as a content script observed it (`page_diagnostics.csp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct ObservedCsp {
     /// Whether the page has a `<meta http-equiv=Content-Security-Policy>`.
     pub meta: bool,
@@ -299,7 +299,7 @@ pub struct ObservedCsp {
 }
 
 /// One delivery outcome a page reported (`page_diagnostics.deliveries`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct DeliveryOutcomeSeen {
     /// The delivery id.
     pub id: String,
@@ -311,7 +311,7 @@ pub struct DeliveryOutcomeSeen {
 
 /// Which entry of a fact's fallback chain served it (`page_diagnostics.usage`): counts
 /// only, no page content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct FactUsage {
     /// The winning probe's index in the fact's chain (0 is the first probe).
     pub entry: u64,
@@ -326,7 +326,7 @@ pub struct FactUsage {
 
 /// Where the adapter looked for a needed fact it did not find (`page_diagnostics.missing`):
 /// the shape of that region, names and counts only — never text or attribute values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct StructureSummary {
     /// How many elements were walked (at most `limits::MAX_STRUCTURE_ELEMENTS`).
     pub elements: u64,
@@ -364,14 +364,6 @@ pub struct PageDiagnostics {
     /// The newest delivery outcomes of this page, oldest first.
     pub deliveries: Vec<DeliveryOutcomeSeen>,
 }
-
-ext_core::json_read::write_struct!(ObservedCsp { meta, violations, directives });
-
-ext_core::json_read::write_struct!(DeliveryOutcomeSeen { id, outcome, reason });
-
-ext_core::json_read::write_struct!(FactUsage { entry, gens, fallback, count });
-
-ext_core::json_read::write_struct!(StructureSummary { elements, tags, roles, data_attrs });
 
 impl ReadJson for FactUsage {
     fn read_json(value: &Value) -> Result<Self, ReadError> {

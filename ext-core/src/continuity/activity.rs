@@ -34,10 +34,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::*;
-use crate::json_read::{write_unit_enum, Object, WriteJson};
+use crate::json_read::{Object, ReadJson, WriteJson};
 
 /// What the extension did (or held back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
     /// A settle wake or an inbox wake (P8, I2).
@@ -61,20 +61,8 @@ pub enum ActivityKind {
     Handoff,
 }
 
-write_unit_enum!(ActivityKind {
-    "wake" => Wake,
-    "progress" => Progress,
-    "queue_batch" => QueueBatch,
-    "judge_continue" => JudgeContinue,
-    "recovery_reload" => RecoveryReload,
-    "recovery_retry" => RecoveryRetry,
-    "bridge_call" => BridgeCall,
-    "permission_card" => PermissionCard,
-    "handoff" => Handoff,
-});
-
 /// How it went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityOutcome {
     /// Typed into the page, or the page command issued.
@@ -88,14 +76,6 @@ pub enum ActivityOutcome {
     /// It certainly did not reach the chat; it may be offered again.
     Failed,
 }
-
-write_unit_enum!(ActivityOutcome {
-    "sent" => Sent,
-    "confirmed" => Confirmed,
-    "not_confirmed" => NotConfirmed,
-    "withheld" => Withheld,
-    "failed" => Failed,
-});
 
 /// Why, as a stable code the side panel translates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -250,15 +230,13 @@ pub const REASON_CODES: &[&str] = &[
 ];
 
 /// The withheld wake a scope's last Activity entry recorded: its id stem and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct WithheldMark {
     /// The wake's id stem (`wake:<ws>#<seq>` or `inbox:<ws>#<task>`).
     pub stem: String,
     /// Why it was held back.
     pub reason: WakeWithheld,
 }
-
-crate::json_read::json_struct!(WithheldMark { stem, reason });
 
 /// The id stem of a settle wake's deliveries (`wake:<ws>#<seq>`).
 pub(super) fn wake_stem(workspace_id: &str, seq: u64) -> String {

@@ -43,7 +43,7 @@
 //!   together, never reset).
 
 use super::*;
-use crate::json_read::{write_struct, write_unit_enum};
+use crate::json_read::WriteJson;
 use crate::scope::Site;
 
 /// A results message as the runtime answered it.
@@ -56,7 +56,7 @@ pub struct BridgeResults {
 }
 
 /// One call of a batch that waits for the user (`bridge_reply.pending[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct PendingCall {
     /// 1-based position in the batch.
     pub call: u32,
@@ -77,18 +77,14 @@ pub struct PendingCall {
     pub detail_more: u32,
 }
 
-write_struct!(PendingCall { call, tool, method, target, args_preview, mutating, detail, detail_more });
-
 /// Tool rounds of the chat's current human turn (`bridge_reply.rounds`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct BridgeRounds {
     /// Rounds that reached their results message.
     pub used: u32,
     /// The bound (M7).
     pub limit: u32,
 }
-
-write_struct!(BridgeRounds { used, limit });
 
 /// What `bridge.reply` answered (`bridge_reply.state`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,7 +106,7 @@ pub enum BridgeOutcome {
 }
 
 /// The user's decision on one pending call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum BridgeDecision {
     /// Run it.
@@ -118,8 +114,6 @@ pub enum BridgeDecision {
     /// Do not run it (the runtime answers it `skipped`).
     Skip,
 }
-
-write_unit_enum!(BridgeDecision { "run" => Run, "skip" => Skip });
 
 impl BridgeDecision {
     /// The wire name.
@@ -132,7 +126,7 @@ impl BridgeDecision {
 }
 
 /// A pending call as the HUD's approval card shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct BridgeCardCall {
     /// The call.
     pub call: PendingCall,
@@ -140,10 +134,8 @@ pub struct BridgeCardCall {
     pub deciding: bool,
 }
 
-write_struct!(BridgeCardCall { call, deciding });
-
 /// The HUD's JSON bridge part of a bound z.ai / DeepSeek chat.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct BridgeView {
     /// The batch whose calls wait, if any.
     pub batch_id: Option<String>,
@@ -154,8 +146,6 @@ pub struct BridgeView {
     /// Tool rounds of the current human turn, as the runtime last answered.
     pub rounds: Option<BridgeRounds>,
 }
-
-write_struct!(BridgeView { batch_id, pending, round_limit, rounds });
 
 /// The page's last reply as sent to `bridge.reply` (asked again after the last decision).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -24,12 +24,13 @@
 //!   current one (an older load, or the URL before a navigation) is not acted on.
 
 use super::*;
+use crate::json_read::WriteJson;
 use crate::permission_card::{
     asked_tool, classify, CardDecision, CardFacts, CardLedger, CardRefusal, PageCards, HERDR_CONNECTORS, MAX_CARDS,
 };
 
 /// The HUD's permission-card line of a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct CardLine {
     /// `accepted` (the newest card accepted on this page), `accepted_before` (a card shown
     /// now that was accepted before: not clicked again), `refused` (a card shown now that
@@ -45,8 +46,6 @@ pub struct CardLine {
     /// The Herdr tool the card's wording names (`""` when it names none).
     pub tool: String,
 }
-
-crate::json_read::write_struct!(CardLine { state, code, connector, at, tool });
 
 /// What the HUD says of one card: its connector and the tool its wording names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

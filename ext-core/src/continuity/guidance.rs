@@ -11,7 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::json_read::json_struct;
+use crate::json_read::{ReadJson, WriteJson};
 use crate::wake::Language;
 
 /// Characters of a guidance note kept (the runtime sends at most 200).
@@ -21,15 +21,13 @@ pub const MAX_NOTE_CHARS: usize = 200;
 pub const KINDS: [&str; 5] = ["verify_completion", "continue_unobserved", "needs_human", "blocker", "drift"];
 
 /// One task's guidance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default, ReadJson, WriteJson)]
 pub struct TaskGuidance {
     /// One of [`KINDS`].
     pub kind: String,
     /// The model's short reason, if it gave one.
     pub note: Option<String>,
 }
-
-json_struct!(TaskGuidance { kind, note });
 
 impl TaskGuidance {
     /// An inbox item's `guidance` value, when it is the documented shape.
@@ -92,7 +90,7 @@ pub fn advice_paragraph(language: Language, tasks: &[super::InboxTask]) -> Strin
 }
 
 /// A HUD line: the task and its guidance's kind (the JS renderer words it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct GuidanceLine {
     /// The task.
     pub task_id: String,
@@ -101,8 +99,6 @@ pub struct GuidanceLine {
     /// The model's note (shown as quoted text, never as our words).
     pub note: Option<String>,
 }
-
-crate::json_read::write_struct!(GuidanceLine { task_id, kind, note });
 
 /// The HUD's guidance lines of a scope's pending tasks.
 pub fn hud_lines(tasks: &[super::InboxTask]) -> Vec<GuidanceLine> {

@@ -37,6 +37,7 @@
 
 use super::*;
 use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
+use crate::json_read::{ReadJson, WriteJson};
 use crate::scope::Site;
 
 /// `herdr_mcp.browser_handoff.prepare {continuity_id, source_url, workspace_id,
@@ -62,11 +63,12 @@ pub const HANDOFF_QUEUE_ITEMS: usize = 5;
 pub const HANDOFF_QUERY: &str = "herdr_handoff=";
 
 /// One transfer and what the composition knows around its machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct Transfer {
     /// The machine.
     pub machine: Handoff,
     /// The source's site (ChatGPT, or z.ai: X10).
+    #[serde(default)]
     pub site: Site,
     /// The source's Project, `None` for a conversation outside a Project.
     pub project_id: Option<String>,
@@ -83,37 +85,26 @@ pub struct Transfer {
     /// The new tab was asked for (its `open_tab` left after the snapshot write).
     pub tab_requested: bool,
     /// The transfer's end (failed, Copy Prompt) is in the Activity timeline.
+    #[serde(default)]
     pub end_recorded: bool,
 }
 
 /// What the handoff keeps across worker restarts (in the snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct HandoffBook {
     /// Transfers by source scope key (the last one of each scope, finished or not).
+    #[serde(default)]
     pub transfers: VecMap<String, Transfer>,
     /// Per Project key, the conversation its last cut-over left.
+    #[serde(default)]
     pub retired: VecMap<String, String>,
     /// The conversations that started an automatic rollover (R2, `continuity::rollover`).
+    #[serde(default)]
     pub rollovers: crate::rollover::Rollovers,
 }
 
-crate::json_read::json_struct!(Transfer {
-    machine,
-    site: default,
-    project_id,
-    source_conversation,
-    source_tab,
-    target_tab,
-    seeds,
-    seed_due,
-    tab_requested,
-    end_recorded: default
-});
-
-crate::json_read::json_struct!(HandoffBook { transfers: default, retired: default, rollovers: default });
-
 /// What the HUD shows about a handoff on a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct HandoffView {
     /// The machine's step (`idle`, `confirming`, …, `done`, `failed`).
     pub step: &'static str,
@@ -124,8 +115,6 @@ pub struct HandoffView {
     /// The package's `copy_prompt`, only while Copy Prompt is offered (X8).
     pub copy_prompt: Option<String>,
 }
-
-crate::json_read::write_struct!(HandoffView { step, line, button, copy_prompt });
 
 /// The ledger key of a transfer's seeds (not the source scope's: the source keeps its own
 /// deliveries, and the seed goes to another tab).

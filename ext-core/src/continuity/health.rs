@@ -28,6 +28,7 @@
 use super::recovery::chatgpt_conversation;
 use super::*;
 use crate::health::{Activity as PageActivity, HealthLevel, HealthMeter, HealthSample, HealthThresholds};
+use crate::json_read::WriteJson;
 use crate::recovery::{RecoveryAction, RecoveryPlanner};
 use crate::recovery_config::{ConfigError, RecoveryConfig};
 
@@ -78,7 +79,7 @@ pub(super) struct HealthFlow {
 }
 
 /// The HUD's health line of a watched ChatGPT page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct HealthLine {
     /// `normal | warn | high`.
     pub level: &'static str,
@@ -93,8 +94,6 @@ pub struct HealthLine {
     /// The field of the options page's record that was refused (the defaults apply).
     pub settings_problem: Option<&'static str>,
 }
-
-crate::json_read::write_struct!(HealthLine { level, decision, reason, spikes, long_tasks, settings_problem });
 
 /// Every decision code of [`HealthLine::decision`] (the HUD shows `healthDecision_<code>`).
 pub const HEALTH_DECISIONS: [&str; 5] = ["none", "recorded", "probe", "reload", "withheld"];

@@ -6,6 +6,7 @@
 //! Invariant: nothing here decides anything; every field is a fact or a command.
 
 use super::*;
+use crate::json_read::{ReadJson, WriteJson};
 
 /// What the content script reports about its page (facts only). Its `Default` is a page
 /// that said nothing: no composer, and `unresolved` [`Unresolved::no_profile`] (nothing
@@ -80,7 +81,7 @@ impl Default for PageReport {
 
 /// Why the page could not attach a delivery's App (`not_submitted` with reason
 /// `app_not_attached`, its `detail`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum AppAttachFailure {
     /// Trusted key input needs the optional `debugger` permission, and editor insertion did not open the picker either.
@@ -94,14 +95,6 @@ pub enum AppAttachFailure {
     /// A detail this release does not know (or none): still not attached, still withheld.
     Unknown,
 }
-
-crate::json_read::json_unit_enum!(AppAttachFailure {
-    "no_permission" => NoPermission,
-    "picker_not_opened" => PickerNotOpened,
-    "option_missing" => OptionMissing,
-    "pill_not_read_back" => PillNotReadBack,
-    "unknown" => Unknown,
-});
 
 impl AppAttachFailure {
     /// The `detail` of a `not_submitted` report; any other text (or none) is `Unknown`.
@@ -140,7 +133,7 @@ pub enum DeliveryOutcome {
 }
 
 /// One terminal task of the parent inbox, reduced to what a wake shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct InboxTask {
     /// Task id (acknowledged after the wake is confirmed).
     pub task_id: String,
@@ -155,11 +148,12 @@ pub struct InboxTask {
     /// [`TASK_RESULT_MAX_CHARS`] characters, whole lines).
     pub result: Option<String>,
     /// Parent guidance (I5) the runtime attached, if any: advice, never evidence.
+    #[serde(default)]
     pub guidance: Option<TaskGuidance>,
 }
 
 /// HUD task counters of one session ref (I4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct TaskCounts {
     /// Dispatched, not terminal.
     pub running: u64,
@@ -749,7 +743,7 @@ pub enum ContinuityInput {
 }
 
 /// How a notice looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeTone {
     /// Informational.
@@ -757,8 +751,6 @@ pub enum NoticeTone {
     /// Something failed; the text says what to do.
     Bad,
 }
-
-crate::json_read::write_unit_enum!(NoticeTone { "info" => Info, "bad" => Bad });
 
 /// Decisions for the shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -39,7 +39,7 @@
 
 use super::*;
 use crate::context_pressure::{Pressure, PressureConfig, VisibleThread};
-use crate::json_read::json_struct;
+use crate::json_read::{ReadJson, WriteJson};
 
 /// Most turns the outbox keeps.
 pub const MAX_OUTBOX_ENTRIES: usize = 256;
@@ -55,7 +55,7 @@ const RECENT_KEPT: usize = 64;
 const CONVERSATIONS_KEPT: usize = 128;
 
 /// One turn waiting to be written (`continuity.append`'s params).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct JournalEntry {
     /// The site's conversation id.
     pub conversation_id: String,
@@ -75,37 +75,32 @@ pub struct JournalEntry {
     pub conversation_url: String,
 }
 
-json_struct!(JournalEntry { conversation_id, message_id, role, text, observed_at, project_id, workspace_id, conversation_url });
-
 /// The journal writer's persisted part.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct JournalBook {
     /// Turns not yet answered, oldest first.
+    #[serde(default)]
     pub(crate) outbox: Vec<JournalEntry>,
     /// `<conversation>/<message>` of the newest answered turns.
+    #[serde(default)]
     pub(crate) recent: Vec<String>,
     /// Turns the runtime refused for good.
+    #[serde(default)]
     pub(crate) dropped: u32,
     /// Turns that found the outbox full.
+    #[serde(default)]
     pub(crate) missed: u32,
     /// The chain of each conversation written to (conversation id → `continuity_id`).
+    #[serde(default)]
     pub(crate) chains: VecMap<String, String>,
     /// Each conversation's message floor (R1; never decreases).
+    #[serde(default)]
     pub(crate) floors: VecMap<String, u32>,
     /// Conversations (`<site>:<id>`) the user opted into the journal before binding them,
     /// oldest first (at most [`MAX_OPTED`]).
+    #[serde(default)]
     pub(crate) opted: Vec<String>,
 }
-
-json_struct!(JournalBook {
-    outbox: default,
-    recent: default,
-    dropped: default,
-    missed: default,
-    chains: default,
-    floors: default,
-    opted: default
-});
 
 /// The HUD's journal opt-in on `tab`'s conversation ([`ContinuityInput::JournalOpt`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -101,6 +101,7 @@ mod texts;
 mod unresolved;
 mod views;
 
+use crate::json_read::{ReadJson, WriteJson};
 pub use acks::CONFIRMED_TASKS_KEPT;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
@@ -127,7 +128,7 @@ pub use crate::delivery_ledger::DeliveryKind;
 
 /// A delivery in flight as the previous release persisted it (per scope); restored into
 /// the [`DeliveryLedger`] as uncertain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson)]
 pub struct LegacyInFlight {
     /// The delivery id.
     pub id: String,
@@ -142,7 +143,7 @@ pub struct LegacyInFlight {
 }
 
 /// The last confirmed wake of a scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct LastWake {
     /// When its delivery was confirmed.
     pub at: Millis,
@@ -153,7 +154,7 @@ pub struct LastWake {
 }
 
 /// Per-scope state besides its scheduler.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ScopeStatus {
     /// The wake scheduler.
     scheduler: Option<WakeScheduler>,

@@ -6,6 +6,7 @@
 //! most [`PROGRESS_SUMMARY_MAX_CHARS`]; panes of unbound workspaces are not kept.
 
 use super::*;
+use crate::json_read::{ReadJson, WriteJson};
 
 /// How many non-empty output lines of one pane a progress summary shows.
 pub const PROGRESS_LINES_PER_PANE: usize = 4;
@@ -18,7 +19,7 @@ pub const PROGRESS_SUMMARY_MAX_CHARS: usize = 600;
 
 /// The latest output of one pane (from `agent_output`), with the baseline of the current
 /// working episode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct PaneOutput {
     /// The workspace of the pane.
     pub workspace_id: String,

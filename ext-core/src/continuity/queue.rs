@@ -22,11 +22,11 @@
 //! - The queue calls no runtime method and changes no binding (Q10).
 
 use super::*;
-use crate::json_read::{json_struct, write_struct};
+use crate::json_read::{ReadJson, WriteJson};
 use crate::queue::{Batch, QueueBook, QueueRefusal};
 
 /// A batch on its way into a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct QueueSend {
     /// The conversation key (`<site>:<conversation id>`).
     pub conversation: String,
@@ -37,7 +37,7 @@ pub struct QueueSend {
 }
 
 /// What the queue keeps across worker restarts (in the snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct QueueDurable {
     /// Batches in flight, by delivery id.
     #[serde(default)]
@@ -87,10 +87,6 @@ pub(super) struct QueueFlow {
     last_load: Option<Millis>,
 }
 
-json_struct!(QueueSend { conversation, batch_id, item_ids });
-json_struct!(QueueDurable { sending: default, removals: default, undelivered: default, next_item: default });
-write_struct!(QueueView { count, merged_chars, state, previews });
-
 impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.
     pub(super) fn with_durable(durable: QueueDurable) -> Self {
@@ -104,7 +100,7 @@ pub(super) fn conversation_key(report: &PageReport) -> Option<String> {
 }
 
 /// The queue's figures for the HUD of one conversation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, WriteJson)]
 pub struct QueueView {
     /// Items queued (including a batch on its way).
     pub count: usize,

@@ -41,6 +41,7 @@
 //!   the turn), through the ledger's gates: a human's turn is never retyped.
 
 use super::*;
+use crate::json_read::WriteJson;
 use crate::recovery::{RecoveryAction, RecoveryFacts, RecoveryPlanner, RecoveryStatus, RecoveryTimings, Spent, Suspect};
 use crate::stale_view::{DomMessage, DomView, ServerNode, ServerRole, Snapshot as ServerSnapshot, ViewState};
 
@@ -130,7 +131,7 @@ impl RecoveryCommand {
 }
 
 /// The HUD's recovery line for one conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct RecoveryLine {
     /// `off | healthy | checking | observed | waiting | needs_user | acted | cooling |
     /// rollover`.
@@ -144,8 +145,6 @@ pub struct RecoveryLine {
     /// Snapshot probes asked for in this worker life.
     pub probes: u64,
 }
-
-crate::json_read::write_struct!(RecoveryLine { state, reason, retries_left, reloads_left, probes });
 
 /// The composition's recovery state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -9,6 +9,7 @@
 //! refusal's message says what happened and what to do (tests/it/locales.rs).
 
 use super::*;
+use crate::json_read::WriteJson;
 
 /// How many lines of a pane Check Herdr reads.
 pub const CHECK_HERDR_LINES: u32 = 40;
@@ -185,15 +186,13 @@ pub(super) fn bounded(text: &str, max: usize) -> String {
 /// renders it with `chrome.i18n.getMessage(key, args)` in the browser's language (the same
 /// choice as [`Continuity::language`]); the core writes no HUD sentence of its own, so
 /// neither language's texts weigh on the wasm.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct Say {
     /// The message key (`extension/_locales/*/messages.json`).
     pub key: String,
     /// Its substitutions, in order.
     pub args: Vec<String>,
 }
-
-crate::json_read::write_struct!(Say { key, args });
 
 impl Say {
     /// The message `key` with `args`.

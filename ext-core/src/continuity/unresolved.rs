@@ -2,10 +2,11 @@
 //! its name and why, read from the page's flat pair; while one is named nothing is typed
 //! or clicked on that page (fail closed).
 
+use crate::json_read::{ReadJson, WriteJson};
 use serde::Serialize;
 
 /// Why a needed page fact does not resolve (`page_facts.unresolved_why`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum UnresolvedWhy {
     /// No probe of the fact's chain found it.
@@ -14,18 +15,14 @@ pub enum UnresolvedWhy {
     Ambiguous,
 }
 
-crate::json_read::json_unit_enum!(UnresolvedWhy { "missing" => Missing, "ambiguous" => Ambiguous });
-
 /// A needed page fact that does not resolve (`page_facts.unresolved` + `unresolved_why`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct Unresolved {
     /// A fact name (`crate::sites::FACT_NAMES`) or `profile` (the page has no profile).
     pub fact: String,
     /// Missing or ambiguous.
     pub why: UnresolvedWhy,
 }
-
-crate::json_read::json_struct!(Unresolved { fact, why });
 
 impl Unresolved {
     /// The page has no site profile (or did not say whether its facts resolve).

@@ -185,7 +185,7 @@ impl Continuity {
 }
 
 /// A workspace as the HUD shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct WorkspaceRef {
     /// Id (identity).
     pub workspace_id: String,
@@ -196,14 +196,14 @@ pub struct WorkspaceRef {
 }
 
 /// Why nothing is sent now (the HUD shows `withheld_<code>` of `_locales`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct Withheld {
     /// The reason code.
     pub code: WakeWithheld,
 }
 
 /// One HUD button.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct ViewAction {
     /// Wire action name.
     pub id: &'static str,
@@ -212,7 +212,7 @@ pub struct ViewAction {
 }
 
 /// A locked button's reason (the HUD shows `locked_<code>` of `_locales`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct LockedWhy {
     /// The code.
     pub code: crate::auto_gate::ActionLocked,
@@ -225,7 +225,7 @@ impl ViewAction {
 }
 
 /// The continuity part of a page's HUD.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct ContinuityView {
     /// `root | project_home | project_chat | chat`.
     pub page_kind: &'static str,
@@ -317,7 +317,7 @@ pub struct ContinuityView {
 }
 
 /// The side panel's view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct PanelView {
     /// The tab the panel is about.
     pub tab: Option<PanelTab>,
@@ -330,7 +330,7 @@ pub struct PanelView {
 }
 
 /// The panel's current tab.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct PanelTab {
     /// The tab.
     pub tab_id: TabId,
@@ -349,7 +349,7 @@ pub struct PanelTab {
 }
 
 /// One binding row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct PanelBinding {
     /// Scope key.
     pub scope_key: String,
@@ -367,61 +367,8 @@ pub struct PanelBinding {
     pub auto: AutoState,
 }
 
-use crate::json_read::write_struct;
+use crate::json_read::WriteJson;
 
 // The worker writes the views with these writers (`crate::json_read`), not serde's derived
 // code; serde's `Serialize` (tests, native tools) writes the same. Nothing reads them back
 // in Rust: the HUD and the side panel are JS renderers of this JSON.
-write_struct!(WorkspaceRef { workspace_id, label, in_catalog });
-
-write_struct!(Withheld { code });
-
-write_struct!(ViewAction { id, locked });
-
-write_struct!(LockedWhy { code });
-
-write_struct!(ContinuityView {
-    page_kind,
-    scope_key,
-    session_ref,
-    binding,
-    pending_binding,
-    active_target,
-    auto,
-    auto_line,
-    auto_note,
-    scope_state,
-    working_panes,
-    tasks,
-    inbox_missing,
-    guidance,
-    last_wake,
-    wake_count,
-    progress_count,
-    layout,
-    unresolved,
-    delivery_state,
-    delivery_uncertain_why,
-    in_flight,
-    withheld,
-    app,
-    app_ambiguous,
-    actions,
-    queue,
-    judge,
-    recovery,
-    health,
-    card,
-    journal,
-    pressure,
-    rollover,
-    handoff,
-    bridge,
-    cooldown_until,
-});
-
-write_struct!(PanelView { tab, catalog, catalog_error, bindings });
-
-write_struct!(PanelTab { tab_id, url, scope_key, session_ref, bound_to, bindable, reason });
-
-write_struct!(PanelBinding { scope_key, session_ref, workspace_id, label, active_target, in_catalog, auto });

@@ -35,7 +35,7 @@ pub const BUILTIN_VERSION: &str = "builtin";
 
 /// A generation as the flat profile lists it: a diagnostic label with its detection rule,
 /// its streaming rule, and when and from what it was last checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct GenerationHead {
     /// `site.layout`, e.g. `chatgpt.thread`.
     pub id: &'static str,
@@ -63,7 +63,7 @@ pub struct ChainProbe {
 }
 
 /// A label set unioned over the generations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct MergedLabels {
     /// The key probes use.
     pub key: &'static str,
@@ -194,8 +194,6 @@ pub fn flatten(profile: &SiteProfile) -> FlatProfile {
 
 // Hand-written writers (`crate::json_read`), not serde's derived `Serialize` (kept for the
 // test that the two agree: smaller wasm).
-crate::json_read::write_struct!(GenerationHead { id, detect, pending_until_complete, checked, source });
-crate::json_read::write_struct!(MergedLabels { key, en, zh });
 
 impl WriteJson for ChainProbe {
     fn write_json(&self) -> serde_json::Value {

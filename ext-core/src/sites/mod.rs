@@ -30,6 +30,7 @@
 //! - A Send candidate that also matches a Stop probe is not Send (one flipping submit
 //!   button; DeepSeek's circle that differs only by its icon).
 
+use crate::json_read::WriteJson;
 use serde::Serialize;
 
 pub mod chatgpt;
@@ -42,7 +43,7 @@ pub mod zai;
 pub mod surface;
 
 /// Where a probe looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, crate::json_read::WriteJson)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// The whole document (`document.querySelectorAll`).
@@ -107,7 +108,7 @@ impl Probe {
 
 /// Which markers prove a generation: every `all` selector and at least one `any`
 /// selector (when `any` is not empty) match in the document, and no `none` selector does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct Detect {
     /// All of these match.
     pub all: &'static [&'static str],
@@ -272,7 +273,7 @@ pub struct AppPill {
 /// App of a chat from the pills of its newest human user turn (`human_apps`), and before
 /// typing a message that must carry the App it types `@<keyword>`, chooses the App in the
 /// picker and reads the pill back in the composer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, WriteJson)]
 pub struct AppMentions {
     /// The pill markups, newest first; a pill matching any of them is an attached App.
     pub pills: &'static [AppPill],
@@ -326,9 +327,6 @@ impl SiteProfile {
 
 // The profile as posted to the page: hand-written writers (`crate::json_read`), not serde's
 // derived `Serialize` (kept for the test that the two agree: smaller wasm).
-crate::json_read::write_unit_enum!(Scope {
-    "doc" => Doc, "root" => Root, "closest" => Closest, "tail" => Tail, "last" => Last, "message" => Message,
-});
 
 impl crate::json_read::WriteJson for Probe {
     fn write_json(&self) -> serde_json::Value {
@@ -346,7 +344,6 @@ impl crate::json_read::WriteJson for Probe {
     }
 }
 
-crate::json_read::write_struct!(Detect { all, any, none });
 impl crate::json_read::WriteJson for AppPill {
     fn write_json(&self) -> serde_json::Value {
         let mut object = crate::json_read::Object::default().with("css", self.css);
@@ -358,7 +355,6 @@ impl crate::json_read::WriteJson for AppPill {
         object.done()
     }
 }
-crate::json_read::write_struct!(AppMentions { pills, picker, option, option_keyword_attr, wait_ms });
 /// The profile as posted to a page: its flat profile (wire v2).
 impl crate::json_read::WriteJson for SiteProfile {
     fn write_json(&self) -> serde_json::Value {

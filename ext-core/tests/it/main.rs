@@ -31,6 +31,7 @@ mod goal_supervisor;
 mod handoff;
 mod health;
 mod hud_pill;
+mod json_derive;
 mod locales;
 mod permission_card;
 mod progress_push;
