@@ -41,3 +41,4 @@ pub mod stale_view;
 pub mod text;
 pub mod vec_map;
 pub mod wake;
+pub mod worker;
