@@ -143,8 +143,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     };
     restored.handle(now, ContinuityInput::LanguageChanged { language });
     restored.set_fence_entropy(&js::random_bytes_16());
-    // Outputs of the restore itself (views, persist) have nothing to act on yet.
-    while restored.poll().is_some() {}
+    // The worker drops the outputs of the restore itself (views, persist: nothing to act on yet).
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
     let overrides = Reflect::get(&local, &JsValue::from_str(ext_core::sites::overrides::STORAGE_KEY))

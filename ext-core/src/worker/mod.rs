@@ -308,7 +308,10 @@ pub struct Worker {
 
 impl Worker {
     /// A worker around a restored (or fresh) continuity machine; `parse` reads JSON text.
-    pub fn new(extension_version: &str, continuity: Continuity, parse: ParseJson) -> Self {
+    /// What the machine output while it was restored and given its settings (views, a
+    /// persist) has nothing to act on yet and is dropped.
+    pub fn new(extension_version: &str, mut continuity: Continuity, parse: ParseJson) -> Self {
+        while continuity.poll().is_some() {}
         Worker {
             link: CompanionLink::new(extension_version),
             continuity,
