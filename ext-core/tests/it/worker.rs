@@ -315,3 +315,218 @@ fn the_test_clock_moves_only_the_continuity_deadlines() {
     // The link keeps real time: its heartbeat deadline is where it was.
     assert!(shell.worker.next_deadline() <= link_only);
 }
+
+mod props {
+    //! The `Worker` under random interleavings, driven as the shell drives it: ports of two
+    //! tabs and a panel connect and close, pages report, the user presses Continue and
+    //! Queue, the panel binds, the native port drops and comes back (Retry), time passes to
+    //! the worker's deadlines, and storage answers — in any order, some failing — come back
+    //! after the step's outputs were carried out. After every step: a `deliver` goes only
+    //! to an open port of its tab and only after a successful write of a snapshot naming
+    //! it; nothing is posted to a port that is closed; a call goes on the wire only while a
+    //! native port is open; an answer to a call of a lost connection reaches nothing; a
+    //! port is never sent the same views twice in a row.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Connect(u32),
+        Close(u32),
+        Report(u32, u8),
+        Bind(u32),
+        Continue(u32),
+        Queue(u32),
+        NativeDrop,
+        Retry,
+        Advance(u16),
+        /// Answer the n-th waiting storage request; `false`: it fails.
+        Answer(u8, bool),
+        AnswerStaleCall,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (1u32..=2).prop_map(Step::Connect),
+            (1u32..=2).prop_map(Step::Close),
+            ((1u32..=2), 0u8..3).prop_map(|(t, l)| Step::Report(t, l)),
+            (1u32..=2).prop_map(Step::Bind),
+            (1u32..=2).prop_map(Step::Continue),
+            (1u32..=2).prop_map(Step::Queue),
+            Just(Step::NativeDrop),
+            Just(Step::Retry),
+            (1u16..20_000).prop_map(Step::Advance),
+            (any::<u8>(), prop::bool::weighted(0.8)).prop_map(|(n, ok)| Step::Answer(n, ok)),
+            Just(Step::AnswerStaleCall),
+        ]
+    }
+
+    struct World {
+        shell: Shell,
+        /// Open page ports by tab (port id = tab * 10 + generation).
+        open: BTreeMap<u32, u32>,
+        next_gen: u32,
+        /// Storage requests waiting for their answer: token, key, written value.
+        waiting: Vec<(u32, &'static str, Option<Value>)>,
+        /// Delivery ids named by a snapshot whose write succeeded.
+        durable: BTreeSet<String>,
+        /// Calls of connections since lost.
+        stale_calls: Vec<String>,
+        last_posted: BTreeMap<u32, Vec<Value>>,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let mut world = World {
+                shell: Shell::new(),
+                open: BTreeMap::new(),
+                next_gen: 1,
+                waiting: Vec::new(),
+                durable: BTreeSet::new(),
+                stale_calls: Vec::new(),
+                last_posted: BTreeMap::new(),
+            };
+            let out = world.shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: String::new() });
+            world.check(out).expect("the panel connects");
+            let out = world.shell.feed(WorkerInput::Start);
+            world.check(out).expect("the worker starts");
+            world
+        }
+
+        fn check(&mut self, outputs: Vec<WorkerOutput>) -> Result<(), TestCaseError> {
+            let mut views: BTreeMap<u32, Vec<Value>> = BTreeMap::new();
+            for output in outputs {
+                match output {
+                    WorkerOutput::Post { port, message } => {
+                        let open = port == 3 || self.open.values().any(|p| *p == port);
+                        prop_assert!(open, "posted to the closed port {}: {}", port, message);
+                        if message["type"] == "deliver" {
+                            let id = message["id"].as_str().unwrap_or_default().to_owned();
+                            prop_assert!(self.durable.contains(&id), "deliver {} before a snapshot naming it was written", id);
+                            let tab = self.open.iter().find(|(_, p)| **p == port).map(|(t, _)| *t);
+                            prop_assert!(tab.is_some(), "deliver to a port of no tab");
+                        }
+                        if matches!(message["type"].as_str(), Some("hud" | "panel" | "diagnostics")) {
+                            views.entry(port).or_default().push(message);
+                        }
+                    }
+                    WorkerOutput::Call { wire_id, .. } => {
+                        prop_assert!(self.shell.native.is_some(), "a call {} with no native port", wire_id);
+                    }
+                    WorkerOutput::StorageRead { token, key } => self.waiting.push((token, key, None)),
+                    WorkerOutput::StorageWrite { token, key, value } => {
+                        if token == 0 {
+                            continue;
+                        }
+                        self.waiting.push((token, key, Some(value)));
+                    }
+                    _ => {}
+                }
+            }
+            for (port, messages) in views {
+                prop_assert!(self.last_posted.get(&port) != Some(&messages), "the same views posted twice to {}", port);
+                self.last_posted.insert(port, messages);
+            }
+            Ok(())
+        }
+
+        fn page(&mut self, tab: u32, message: PageInput) -> Result<(), TestCaseError> {
+            let Some(port) = self.open.get(&tab).copied() else { return Ok(()) };
+            let out = self.shell.page(port, message);
+            self.check(out)
+        }
+
+        fn apply(&mut self, step: Step) -> Result<(), TestCaseError> {
+            match step {
+                Step::Connect(tab) => {
+                    if self.open.contains_key(&tab) {
+                        return Ok(());
+                    }
+                    self.next_gen += 1;
+                    let port = tab * 10 + self.next_gen;
+                    self.open.insert(tab, port);
+                    self.last_posted.remove(&port);
+                    let out = self.shell.feed(WorkerInput::PortConnected { port, tab: Some(tab), panel: false, url: url() });
+                    self.check(out)
+                }
+                Step::Close(tab) => {
+                    let Some(port) = self.open.remove(&tab) else { return Ok(()) };
+                    let out = self.shell.feed(WorkerInput::PortClosed { port });
+                    self.check(out)
+                }
+                Step::Report(tab, load) => {
+                    self.page(tab, PageInput::Facts { url: url(), report: Some(idle(&format!("load-{tab}-{load}"))) })
+                }
+                Step::Bind(tab) => {
+                    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+                    let out = self.shell.page(3, PageInput::Command(PortCommand::Bind { tab_id: tab, workspace }));
+                    self.check(out)
+                }
+                Step::Continue(tab) => self.page(tab, PageInput::Command(PortCommand::HudAction("continue"))),
+                Step::Queue(tab) => self.page(tab, PageInput::Command(PortCommand::QueueAdd { text: format!("next {tab}") })),
+                Step::NativeDrop => {
+                    let Some(port) = self.shell.native.take() else { return Ok(()) };
+                    let calls: Vec<String> = (1..=200).map(|n| format!("{}{n}", ext_core::worker::CALL_ID_PREFIX)).collect();
+                    self.stale_calls.extend(calls.into_iter().filter(|id| self.shell.worker.call_on_wire(id).is_some()));
+                    let out = self.shell.feed(WorkerInput::NativeClosed { port, error: Some("Native host has exited.".into()) });
+                    for id in &self.stale_calls {
+                        prop_assert!(self.shell.worker.call_on_wire(id).is_none(), "a call of a lost connection still waits: {}", id);
+                    }
+                    self.check(out)
+                }
+                Step::Retry => {
+                    let Some(port) = self.open.values().next().copied() else { return Ok(()) };
+                    let out = self.shell.page(port, PageInput::RetryCompanion);
+                    self.check(out)
+                }
+                Step::Advance(ms) => {
+                    self.shell.now += u64::from(ms);
+                    let out = self.shell.feed(WorkerInput::Timer);
+                    self.check(out)
+                }
+                Step::Answer(n, ok) => {
+                    if self.waiting.is_empty() {
+                        return Ok(());
+                    }
+                    let (token, key, value) = self.waiting.remove(usize::from(n) % self.waiting.len());
+                    if ok && key == STORAGE_KEY {
+                        if let Some(snapshot) = &value {
+                            let text = snapshot.to_string();
+                            for delivery in self.shell.worker.continuity().ledger().active() {
+                                if text.contains(&delivery.id) {
+                                    self.durable.insert(delivery.id.clone());
+                                }
+                            }
+                        }
+                    }
+                    let outcome = match (ok, value) {
+                        (false, _) => Err("QUOTA_BYTES quota exceeded".to_owned()),
+                        (true, _) => Ok(Value::Null),
+                    };
+                    let out = self.shell.feed(WorkerInput::Stored { token, outcome });
+                    self.check(out)
+                }
+                Step::AnswerStaleCall => {
+                    let Some(wire_id) = self.stale_calls.pop() else { return Ok(()) };
+                    let out =
+                        self.shell.feed(WorkerInput::CallAnswered { wire_id, result: Ok(ext_core::continuity::RuntimeAnswer::Subscribed) });
+                    prop_assert!(out.is_empty(), "an answer of a lost connection did something: {:?}", out);
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #[test]
+        fn the_worker_routes_as_the_shell_expects_under_any_interleaving(steps in prop::collection::vec(step(), 1..60)) {
+            let mut world = World::new();
+            for step in steps {
+                world.apply(step)?;
+            }
+        }
+    }
+}
