@@ -351,6 +351,8 @@
   // core's (ext-core hud_pill): its parts' texts joined by " · " and the dot's tone.
   const renderSummary = (view) => {
     const pill = view.pill;
+    // Every view the worker posts carries its pill; one without it leaves the pill as it was.
+    if (!pill || !Array.isArray(pill.parts)) return;
     summary.textContent = pill.parts.map((part) => text(part.key, part.args)).join(' · ');
     dot.className = `dot tone-${pill.tone}`;
     hooks.dataset.summaryTone = pill.tone;

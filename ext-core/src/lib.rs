@@ -47,3 +47,4 @@ pub mod stale_view;
 pub mod text;
 pub mod vec_map;
 pub mod wake;
+pub mod worker;

@@ -27,8 +27,7 @@ use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettledStatus, Stre
 use ext_core::stale_view::ServerRole;
 use serde_json::Value;
 
-/// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
-pub const CALL_ID_PREFIX: &str = "c-";
+pub use ext_core::worker::{PortCommand, CALL_ID_PREFIX};
 
 /// The JSON request for a call.
 pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
@@ -542,137 +541,6 @@ pub fn human_apps(value: &Value) -> Option<Vec<AppMention>> {
             Some(AppMention { keyword: field("keyword")?, name: field("name")?, path: field("path")? })
         })
         .collect()
-}
-
-/// A continuity command from a page or panel port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortCommand {
-    /// `delivery_report`.
-    DeliveryReport {
-        /// The delivery id.
-        id: String,
-        /// What the adapter did.
-        outcome: DeliveryOutcome,
-    },
-    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr` (`llm_judge`
-    /// carries the page's turn; `bridge_send` is a `turn_ended` with `pressed: true`;
-    /// `bridge_prompt` asks the runtime's `bridge.prompt` for the composer).
-    HudAction(&'static str),
-    /// `bridge_decide {batch_id, call, decision}`: Run / Skip on the HUD's approval card
-    /// (the content script sends it for a trusted click only).
-    BridgeDecide {
-        /// The batch.
-        batch_id: String,
-        /// 1-based position of the call.
-        call: u32,
-        /// Run or skip.
-        decision: BridgeDecision,
-    },
-    /// `panel_hello {tab_id}`.
-    PanelHello {
-        /// The tab to show; `None` = the last active chat tab.
-        tab_id: Option<u32>,
-    },
-    /// `panel_refresh`.
-    PanelRefresh,
-    /// `queue_add {text}`: the Queue button or its shortcut with the composer's text.
-    QueueAdd {
-        /// The composer's text (may be empty: retry an undelivered batch).
-        text: String,
-    },
-    /// `queue_clear`: the user confirmed clearing the conversation's queue.
-    QueueClear,
-    /// `action` `llm_judge {user_text, assistant_text}`: the HUD judge button with the
-    /// page's last turn.
-    LlmJudge {
-        /// The last user turn (marker lines removed).
-        user_text: String,
-        /// The last reply.
-        assistant_text: String,
-    },
-    /// `action` `goal_set {text}`: the HUD's Goal with the text typed in our UI (`""` clears).
-    GoalSet {
-        /// The goal.
-        text: String,
-    },
-    /// `turn_ended {user_text, assistant_text, user_marker}`: a reply ended.
-    TurnEnded {
-        /// The last user turn (marker lines removed).
-        user_text: String,
-        /// The reply.
-        assistant_text: String,
-        /// The marker id in that user turn, if it was a message of ours.
-        user_marker: Option<String>,
-        /// The reply's message id, when the page shows one.
-        message_id: Option<String>,
-        /// The user turn's message id, when the page shows one.
-        user_message_id: Option<String>,
-        /// `pressed: true`: the HUD's Send tool results sent the turn again.
-        pressed: bool,
-        /// `user_stopped: true`: the user pressed the page's Stop on this reply.
-        user_stopped: bool,
-    },
-    /// `bind {tab_id, workspace_id, label}`.
-    Bind {
-        /// The tab.
-        tab_id: u32,
-        /// The workspace.
-        workspace: CatalogWorkspace,
-    },
-    /// `unbind {scope_key}`.
-    Unbind {
-        /// The binding's scope key.
-        scope_key: String,
-    },
-    /// `recovery_facts {…}`: the page's last assistant message and thread error.
-    RecoveryFacts(PageRecoveryReport),
-    /// `health_sample {page_load, callbacks, drift_ms, long_task_ms, long_tasks, heap_used?,
-    /// heap_limit?}`: what the page's meters counted since the last sample (H1).
-    HealthSample {
-        /// The page load that counted.
-        page_load: String,
-        /// The counts, each within `ext_core::limits::MAX_HEALTH_COUNT`.
-        sample: ext_core::health::HealthSample,
-    },
-    /// `user_stop {page_load}`: the user pressed the page's Stop (a trusted activation the
-    /// content script did not make); the streaming reply is never continued automatically.
-    UserStop {
-        /// The page load that saw it.
-        page_load: String,
-    },
-    /// `thread_facts {turns, latin_chars, cjk_chars, highest_turn}`: the visible thread,
-    /// for its context pressure (R1).
-    ThreadFacts(ext_core::context_pressure::VisibleThread),
-    /// `permission_cards {page_load, url, cards}`: the cards a page shows, read and capped by
-    /// `ext_core::permission_card::PageCards::read` (refused whole otherwise).
-    PermissionCards(ext_core::permission_card::PageCards),
-    /// `card_result {key, outcome: "clicked" | "card_gone"}`: what a `card_allow` did.
-    CardResult {
-        /// The card's key.
-        key: String,
-        /// `clicked`.
-        clicked: bool,
-    },
-    /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
-    /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
-    SnapshotResult {
-        /// The page load that answered.
-        page_load: String,
-        /// The summary.
-        answer: ProbeAnswer,
-        /// With a failure `http_429`: the response's `Retry-After` in ms, when it had one.
-        retry_after_ms: Option<u64>,
-    },
-    /// `rate_limited {page_load, source, retry_after_ms}`: the page saw its account
-    /// rate-limited (a 429 in Resource Timing, ChatGPT's notice).
-    RateLimited {
-        /// The page load that saw it.
-        page_load: String,
-        /// Where.
-        source: CooldownSource,
-        /// `Retry-After` in ms, when known.
-        retry_after_ms: Option<u64>,
-    },
 }
 
 /// Parses a continuity command; `None` when the message is not one.

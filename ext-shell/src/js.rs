@@ -28,27 +28,6 @@ pub fn now_millis() -> Millis {
     js_sys::Date::now() as Millis
 }
 
-thread_local! {
-    /// How far the test seam moved the continuity machine's clock ahead (0 unless an e2e
-    /// test called `herdrTestClock` on the worker's global; ARCHITECTURE.md "Test seams").
-    static CLOCK_AHEAD: std::cell::Cell<Millis> = const { std::cell::Cell::new(0) };
-}
-
-/// The continuity machine's time: [`now_millis`] plus what the test seam added (nothing in
-/// use). The companion link keeps the real clock, so its handshake and heartbeat deadlines
-/// are never skipped.
-pub fn continuity_now() -> Millis {
-    now_millis().saturating_add(CLOCK_AHEAD.with(std::cell::Cell::get))
-}
-
-/// Moves the continuity clock `ms` ahead (the test seam only); returns the total offset.
-pub fn advance_continuity_clock(ms: Millis) -> Millis {
-    CLOCK_AHEAD.with(|ahead| {
-        ahead.set(ahead.get().saturating_add(ms));
-        ahead.get()
-    })
-}
-
 /// 16 bytes of `crypto.getRandomValues` (the nonces of fenced data); `Math.random` bytes
 /// when the global has no `crypto` (it always has in an extension's worker).
 pub fn random_bytes_16() -> Vec<u8> {

@@ -39,12 +39,12 @@ pub mod wire;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ext_core::companion_link::Input;
 use ext_core::continuity::{Continuity, ContinuityInput};
 use ext_core::contracts::{ALLOW_PROJECT_AUTO_KEY, PROGRESS_FALLBACK_KEY, PROGRESS_TICK_KEY};
 use ext_core::limits;
 use ext_core::snapshot::{Snapshot, SnapshotError};
 use ext_core::wake::Language;
+use ext_core::worker::WorkerInput;
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -111,7 +111,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     if already {
         return Ok(());
     }
-    let now = js::continuity_now();
+    let now = js::now_millis();
     // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
     let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
@@ -144,15 +144,14 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     };
     restored.handle(now, ContinuityInput::LanguageChanged { language });
     restored.set_fence_entropy(&js::random_bytes_16());
-    // Outputs of the restore itself (views, persist) have nothing to act on yet.
-    while restored.poll().is_some() {}
+    // The worker drops the outputs of the restore itself (views, persist: nothing to act on yet).
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));
     let overrides = Reflect::get(&local, &JsValue::from_str(ext_core::sites::overrides::STORAGE_KEY))
         .ok()
         .and_then(|value| js::json_value(&value).ok());
-    LinkDriver::profile_overrides_stored(&driver, overrides.as_ref().filter(|value| !value.is_null()));
-    LinkDriver::feed(&driver, Input::Start);
+    LinkDriver::feed(&driver, WorkerInput::ProfileOverrides { record: overrides.filter(|value| !value.is_null()) });
+    LinkDriver::feed(&driver, WorkerInput::Start);
     Ok(())
 }
 
@@ -163,12 +162,6 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn js_answer(token: u32, ok: bool, value: JsValue) {
     let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
-    if token == 0 {
-        if let Err(error) = outcome {
-            js::warn(&format!("herdr-continuity: saving state failed: {error}"));
-        }
-        return;
-    }
     if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
         LinkDriver::js_answered(&driver, token, outcome);
     }
@@ -177,7 +170,7 @@ pub fn js_answer(token: u32, ok: bool, value: JsValue) {
 /// `chrome.storage.onChanged` for `sync.allowProjectAuto` (options page, M2).
 #[wasm_bindgen]
 pub fn allow_project_auto_changed(allowed: bool) -> Result<(), JsValue> {
-    LinkDriver::feed_continuity(&worker()?, ContinuityInput::AllowProjectAuto { allowed });
+    LinkDriver::feed(&worker()?, WorkerInput::Continuity(ContinuityInput::AllowProjectAuto { allowed }));
     Ok(())
 }
 
@@ -198,7 +191,7 @@ fn progress_settings(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Contin
 /// `recovery_settings_changed`.
 #[wasm_bindgen]
 pub fn progress_settings_changed(tick_sec: Option<f64>, fallback_sec: Option<f64>) -> Result<(), JsValue> {
-    LinkDriver::feed_continuity(&worker()?, progress_settings(tick_sec, fallback_sec));
+    LinkDriver::feed(&worker()?, WorkerInput::Continuity(progress_settings(tick_sec, fallback_sec)));
     Ok(())
 }
 
@@ -208,7 +201,7 @@ pub fn progress_settings_changed(tick_sec: Option<f64>, fallback_sec: Option<f64
 #[wasm_bindgen]
 pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
     let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
-    LinkDriver::feed_continuity(&worker()?, ContinuityInput::RecoverySettings { stored });
+    LinkDriver::feed(&worker()?, WorkerInput::Continuity(ContinuityInput::RecoverySettings { stored }));
     Ok(())
 }
 
@@ -218,21 +211,21 @@ pub fn recovery_settings_changed(text: Option<String>) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn judge_settings_changed(text: Option<String>) -> Result<(), JsValue> {
     let stored = text.map(|text| js::parse(&text).map_err(|_| ()));
-    LinkDriver::feed_continuity(&worker()?, ContinuityInput::JudgeSettings { stored });
+    LinkDriver::feed(&worker()?, WorkerInput::Continuity(ContinuityInput::JudgeSettings { stored }));
     Ok(())
 }
 
 /// `chrome.tabs.onRemoved`.
 #[wasm_bindgen]
 pub fn tab_removed(tab_id: u32) -> Result<(), JsValue> {
-    LinkDriver::tab_closed(&worker()?, tab_id);
+    LinkDriver::feed(&worker()?, WorkerInput::TabClosed { tab: tab_id });
     Ok(())
 }
 
 /// `chrome.tabs.onActivated`.
 #[wasm_bindgen]
 pub fn tab_activated(tab_id: u32) -> Result<(), JsValue> {
-    LinkDriver::tab_activated(&worker()?, tab_id);
+    LinkDriver::feed(&worker()?, WorkerInput::TabActivated { tab: tab_id });
     Ok(())
 }
 
@@ -292,15 +285,16 @@ pub fn advance_clock_for_test(ms: f64) -> Result<f64, JsValue> {
         return Err(JsValue::from_str("herdrTestClock: give the ms to move ahead, a number from 0 to 86400000"));
     }
     // In range and finite: the cast cannot truncate beyond the fraction of a millisecond.
-    let ahead = LinkDriver::advance_continuity_clock(&worker()?, ms as ext_core::Millis);
+    let driver = worker()?;
+    LinkDriver::feed(&driver, WorkerInput::AdvanceClock { ms: ms as ext_core::Millis });
+    let ahead = driver.borrow().worker().clock_ahead();
     Ok(ahead as f64)
 }
 
 /// `chrome.alarms.onAlarm`: the keep-trying alarm wakes a worker whose timers died.
 #[wasm_bindgen]
 pub fn on_alarm(_name: String) -> Result<(), JsValue> {
-    let driver = worker()?;
-    LinkDriver::feed(&driver, Input::Timer);
+    LinkDriver::feed(&worker()?, WorkerInput::Alarm);
     Ok(())
 }
 
@@ -311,7 +305,7 @@ pub fn on_alarm(_name: String) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn profile_overrides_changed(record: JsValue) -> Result<(), JsValue> {
     let record = js::json_value(&record).ok().filter(|value| !value.is_null());
-    LinkDriver::profile_overrides_stored(&worker()?, record.as_ref());
+    LinkDriver::feed(&worker()?, WorkerInput::ProfileOverrides { record });
     Ok(())
 }
 
@@ -322,7 +316,7 @@ pub fn profile_overrides_changed(record: JsValue) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn profile_import(site: String, text: String) -> Result<JsValue, JsValue> {
     let driver = worker()?;
-    let imported = driver.borrow().profiles().import(&site, &text, js::now_millis(), &driver::parse_json);
+    let imported = driver.borrow().worker().profiles().import(&site, &text, js::now_millis(), &driver::parse_json);
     let answer = match imported {
         Ok((store, profile)) => {
             let (version, date) = ext_core::sites::file::version_and_date(&profile);
@@ -337,7 +331,7 @@ pub fn profile_import(site: String, text: String) -> Result<JsValue, JsValue> {
 /// site's override (`worker.js` writes it as for an import).
 #[wasm_bindgen]
 pub fn profile_reset(site: String) -> Result<JsValue, JsValue> {
-    let store = worker()?.borrow().profiles().reset(&site);
+    let store = worker()?.borrow().worker().profiles().reset(&site);
     Ok(js::to_js(&ext_core::json_object!("ok": true, "store": store)))
 }
 
@@ -351,7 +345,7 @@ pub fn profile_get(site: String) -> Result<JsValue, JsValue> {
     if !ext_core::sites::PROFILES.iter().any(|profile| profile.site == site) {
         return Ok(js::to_js(&ext_core::json_object!("ok": false, "problem": "no such site: choose chatgpt, zai or deepseek")));
     }
-    let in_force = driver.profiles().in_force(&site);
+    let in_force = driver.worker().profiles().in_force(&site);
     Ok(js::to_js(&ext_core::json_object!(
         "ok": true,
         "profile": in_force.profile,

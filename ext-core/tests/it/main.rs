@@ -49,3 +49,4 @@ mod shape;
 mod snapshot;
 mod stale_view;
 mod wake;
+mod worker;

@@ -100,3 +100,53 @@ fn no_str_pattern_search_reaches_the_wasm() {
     }
     assert!(found.is_empty(), "use ext_core::text (find_str / contains_str) or a char pattern instead:\n{}", found.join("\n"));
 }
+
+/// ext-shell only translates (issue 28, acceptance 1): the `Worker` decides, so no file of
+/// `ext-shell/src` names a machine's output or state (`ContinuityOutput`, the link's
+/// `Output` / `LinkState`), reads the continuity machine's state (`.continuity()`,
+/// `.ledger()`, views, `tab_reload_accepted`, `snapshot_value`) or drains a machine other
+/// than the worker (`.poll()` only as `worker.poll()`); and `driver.rs`, the JS handles
+/// around the worker, stays under 400 lines and names no `ContinuityInput` (the settings
+/// and native events that are continuity inputs one to one are translated in `lib.rs` and
+/// `wire.rs` / `continuity_wire.rs`).
+#[test]
+fn ext_shell_decides_nothing_the_worker_could() {
+    let shell = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ext-shell/src");
+    let mut files = Vec::new();
+    sources(&shell, &mut files);
+    assert!(files.len() >= 5, "found ext-shell's sources: {files:?}");
+    const NAMES: &[&str] = &[
+        "ContinuityOutput",
+        "LinkState",
+        "companion_link::Output",
+        "Output::",
+        ".continuity()",
+        ".ledger()",
+        "page_view(",
+        "panel_view(",
+        "tab_reload_accepted",
+        "snapshot_value",
+        "CompanionLink",
+    ];
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for name in NAMES {
+                let allowed = *name == "Output::" && code.contains("WorkerOutput::");
+                assert!(
+                    allowed || !code.contains(name),
+                    "{}:{}: ext-shell names `{name}`; move the decision into ext_core::worker: {line}",
+                    file.display(),
+                    number + 1
+                );
+            }
+            if code.contains(".poll()") {
+                assert!(code.contains("worker.poll()"), "{}:{}: ext-shell drains a machine: {line}", file.display(), number + 1);
+            }
+        }
+    }
+    let driver = std::fs::read_to_string(shell.join("driver.rs")).expect("driver.rs");
+    assert!(driver.lines().count() < 400, "ext-shell/src/driver.rs has {} lines (under 400)", driver.lines().count());
+    assert!(!driver.contains("ContinuityInput"), "driver.rs feeds the continuity machine itself; go through WorkerInput");
+}

@@ -174,7 +174,7 @@ pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     let (connect, ports) = fake_chrome();
     let (page_factory, _page_ports) = fake_chrome();
     let driver = LinkDriver::new(connect, "0.1.0", ext_core::continuity::Continuity::new());
-    LinkDriver::feed(&driver, ext_core::companion_link::Input::Start);
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Start);
     assert_eq!(ports.length(), 1, "Start opens one native port");
     let native = ports.get(0);
     assert_eq!(get(&native, "name").as_string().as_deref(), Some("dev.herdr.continuity"));
@@ -725,7 +725,10 @@ pub fn page_and_runtime_input_is_bounded() {
     assert!(matches!(LinkDriver::page_message(&driver, &stranger, &fine), Err(WireError::PageMessageRejected(_))));
     assert!(driver.borrow().page_urls().is_empty());
     let bind = js(json!({"type": "bind", "tab_id": 1, "workspace_id": "w1", "label": "api"}));
-    assert!(matches!(LinkDriver::page_message(&driver, &page, &bind), Err(WireError::UnknownPageMessage(_))), "a page cannot bind");
+    // A well-formed `bind` from a page is the worker's to refuse (ext_core::worker::commands).
+    LinkDriver::page_message(&driver, &page, &bind).expect("a bind is well formed");
+    let worker_refused = driver.borrow().worker().continuity().bindings().pending_for(1).is_none();
+    assert!(worker_refused && driver.borrow().worker().continuity().bindings().list().next().is_none(), "a page cannot bind");
     LinkDriver::page_message(&driver, &page, &fine).expect("facts within the caps are accepted");
     assert_eq!(driver.borrow().page_urls(), vec!["https://chatgpt.com/c/1".to_owned()]);
 
@@ -1047,13 +1050,13 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
         human_apps: vec![herdr],
         ..PageReport::default()
     };
-    LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 4, report: idle });
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::PageReported { tab: 4, report: idle }));
     let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
-    LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 4, workspace });
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::Bind { tab: 4, workspace }));
     let delivers = || sent(&page).into_iter().filter(|m| m["type"] == "deliver").collect::<Vec<_>>();
 
-    LinkDriver::feed_continuity(&driver, ContinuityInput::Continue { tab: 4 });
-    let id = driver.borrow().continuity().ledger().active().next().map(|d| d.id.clone()).expect("a delivery in the ledger");
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::Continue { tab: 4 }));
+    let id = driver.borrow().worker().continuity().ledger().active().next().map(|d| d.id.clone()).expect("a delivery in the ledger");
     assert!(delivers().is_empty(), "posted before the snapshot naming it was written: {:?}", delivers());
     let write = storage()
         .into_iter()
@@ -1080,11 +1083,11 @@ pub fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
         page_load: "load-1".into(),
         ..PageReport::default()
     };
-    LinkDriver::feed_continuity(&driver, ContinuityInput::PageReported { tab: 5, report: idle });
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::PageReported { tab: 5, report: idle }));
     let workspace = ext_core::binding::CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
-    LinkDriver::feed_continuity(&driver, ContinuityInput::Bind { tab: 5, workspace });
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::Bind { tab: 5, workspace }));
     let before = storage().len();
-    LinkDriver::feed_continuity(&driver, ContinuityInput::Continue { tab: 5 });
+    LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Continuity(ContinuityInput::Continue { tab: 5 }));
     let write = storage().into_iter().skip(before).find(|r| r["key"] == "continuity").expect("a snapshot write");
     let token = write["token"].as_u64().and_then(|t| u32::try_from(t).ok()).expect("token");
     LinkDriver::js_answered(&driver, token, Err("QUOTA_BYTES quota exceeded".into()));

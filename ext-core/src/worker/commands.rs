@@ -1,0 +1,248 @@
+//! What a page or panel port may ask of the continuity machine, and who may ask it.
+//!
+//! Purpose: [`PortCommand`] is a continuity command as `ext-shell` parsed it from a port
+//! message; [`Worker`](super::Worker) turns it into the [`ContinuityInput`]s it stands for,
+//! for the tab of the port that sent it.
+//!
+//! Invariants: a command needs the tab of its port (a panel names the tab itself only in
+//! `bind`); the HUD's approval card, recovery and health facts, the user's own Stop, thread
+//! facts, cards and probe answers are a page's, never a panel's; binding (`bind`, `unbind`,
+//! `panel_hello`, `panel_refresh`) is the panel's, never a page's (O1). Anything else is
+//! refused, and the refusal says which kind of port sent what.
+//!
+//! Driver contract: none of its own — [`commands_for`] is a pure function the worker calls.
+
+use crate::binding::{CatalogWorkspace, TabId};
+use crate::continuity::{BridgeDecision, ContinuityInput, DeliveryOutcome, JournalOpt, PageRecoveryReport, ProbeAnswer};
+use crate::request_pacer::CooldownSource;
+
+/// A continuity command from a page or panel port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortCommand {
+    /// `delivery_report`.
+    DeliveryReport {
+        /// The delivery id.
+        id: String,
+        /// What the adapter did.
+        outcome: DeliveryOutcome,
+    },
+    /// A continuity HUD button: `toggle_auto`, `continue`, `check_herdr` (`llm_judge`
+    /// carries the page's turn; `bridge_send` is a `turn_ended` with `pressed: true`;
+    /// `bridge_prompt` asks the runtime's `bridge.prompt` for the composer).
+    HudAction(&'static str),
+    /// `bridge_decide {batch_id, call, decision}`: Run / Skip on the HUD's approval card
+    /// (the content script sends it for a trusted click only).
+    BridgeDecide {
+        /// The batch.
+        batch_id: String,
+        /// 1-based position of the call.
+        call: u32,
+        /// Run or skip.
+        decision: BridgeDecision,
+    },
+    /// `panel_hello {tab_id}`.
+    PanelHello {
+        /// The tab to show; `None` = the last active chat tab.
+        tab_id: Option<u32>,
+    },
+    /// `panel_refresh`.
+    PanelRefresh,
+    /// `queue_add {text}`: the Queue button or its shortcut with the composer's text.
+    QueueAdd {
+        /// The composer's text (may be empty: retry an undelivered batch).
+        text: String,
+    },
+    /// `queue_clear`: the user confirmed clearing the conversation's queue.
+    QueueClear,
+    /// `action` `llm_judge {user_text, assistant_text}`: the HUD judge button with the
+    /// page's last turn.
+    LlmJudge {
+        /// The last user turn (marker lines removed).
+        user_text: String,
+        /// The last reply.
+        assistant_text: String,
+    },
+    /// `action` `goal_set {text}`: the HUD's Goal with the text typed in our UI (`""` clears).
+    GoalSet {
+        /// The goal.
+        text: String,
+    },
+    /// `turn_ended {user_text, assistant_text, user_marker}`: a reply ended.
+    TurnEnded {
+        /// The last user turn (marker lines removed).
+        user_text: String,
+        /// The reply.
+        assistant_text: String,
+        /// The marker id in that user turn, if it was a message of ours.
+        user_marker: Option<String>,
+        /// The reply's message id, when the page shows one.
+        message_id: Option<String>,
+        /// The user turn's message id, when the page shows one.
+        user_message_id: Option<String>,
+        /// `pressed: true`: the HUD's Send tool results sent the turn again.
+        pressed: bool,
+        /// `user_stopped: true`: the user pressed the page's Stop on this reply.
+        user_stopped: bool,
+    },
+    /// `bind {tab_id, workspace_id, label}`.
+    Bind {
+        /// The tab.
+        tab_id: u32,
+        /// The workspace.
+        workspace: CatalogWorkspace,
+    },
+    /// `unbind {scope_key}`.
+    Unbind {
+        /// The binding's scope key.
+        scope_key: String,
+    },
+    /// `recovery_facts {…}`: the page's last assistant message and thread error.
+    RecoveryFacts(PageRecoveryReport),
+    /// `health_sample {page_load, callbacks, drift_ms, long_task_ms, long_tasks, heap_used?,
+    /// heap_limit?}`: what the page's meters counted since the last sample (H1).
+    HealthSample {
+        /// The page load that counted.
+        page_load: String,
+        /// The counts, each within `crate::limits::MAX_HEALTH_COUNT`.
+        sample: crate::health::HealthSample,
+    },
+    /// `user_stop {page_load}`: the user pressed the page's Stop (a trusted activation the
+    /// content script did not make); the streaming reply is never continued automatically.
+    UserStop {
+        /// The page load that saw it.
+        page_load: String,
+    },
+    /// `thread_facts {turns, latin_chars, cjk_chars, highest_turn}`: the visible thread,
+    /// for its context pressure (R1).
+    ThreadFacts(crate::context_pressure::VisibleThread),
+    /// `permission_cards {page_load, url, cards}`: the cards a page shows, read and capped by
+    /// `crate::permission_card::PageCards::read` (refused whole otherwise).
+    PermissionCards(crate::permission_card::PageCards),
+    /// `card_result {key, outcome: "clicked" | "card_gone"}`: what a `card_allow` did.
+    CardResult {
+        /// The card's key.
+        key: String,
+        /// `clicked`.
+        clicked: bool,
+    },
+    /// `snapshot_result {page_load, node_id, role, text_len, finished, update_time} |
+    /// {page_load, failure}`: a snapshot probe's summary (never the snapshot).
+    SnapshotResult {
+        /// The page load that answered.
+        page_load: String,
+        /// The summary.
+        answer: ProbeAnswer,
+        /// With a failure `http_429`: the response's `Retry-After` in ms, when it had one.
+        retry_after_ms: Option<u64>,
+    },
+    /// `rate_limited {page_load, source, retry_after_ms}`: the page saw its account
+    /// rate-limited (a 429 in Resource Timing, ChatGPT's notice).
+    RateLimited {
+        /// The page load that saw it.
+        page_load: String,
+        /// Where.
+        source: CooldownSource,
+        /// `Retry-After` in ms, when known.
+        retry_after_ms: Option<u64>,
+    },
+}
+
+impl PortCommand {
+    /// The message's `type` on the wire (named in a refusal).
+    pub fn wire_name(&self) -> &'static str {
+        match self {
+            PortCommand::DeliveryReport { .. } => "delivery_report",
+            PortCommand::HudAction(_) | PortCommand::LlmJudge { .. } | PortCommand::GoalSet { .. } => "action",
+            PortCommand::BridgeDecide { .. } => "bridge_decide",
+            PortCommand::PanelHello { .. } => "panel_hello",
+            PortCommand::PanelRefresh => "panel_refresh",
+            PortCommand::QueueAdd { .. } => "queue_add",
+            PortCommand::QueueClear => "queue_clear",
+            PortCommand::TurnEnded { .. } => "turn_ended",
+            PortCommand::Bind { .. } => "bind",
+            PortCommand::Unbind { .. } => "unbind",
+            PortCommand::RecoveryFacts(_) => "recovery_facts",
+            PortCommand::HealthSample { .. } => "health_sample",
+            PortCommand::UserStop { .. } => "user_stop",
+            PortCommand::ThreadFacts(_) => "thread_facts",
+            PortCommand::PermissionCards(_) => "permission_cards",
+            PortCommand::CardResult { .. } => "card_result",
+            PortCommand::SnapshotResult { .. } => "snapshot_result",
+            PortCommand::RateLimited { .. } => "rate_limited",
+        }
+    }
+}
+
+/// Who sent a command: the tab of the port (`None` for a panel that has none) and whether
+/// the port is a side panel's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sender {
+    /// `port.sender.tab.id`.
+    pub tab: Option<TabId>,
+    /// A side panel's port.
+    pub panel: bool,
+}
+
+/// The continuity inputs `command` stands for, in order; `Err` names what the sender may
+/// not send. A `panel_hello` is answered by the worker itself (it also moves the panel).
+pub fn commands_for(command: PortCommand, sender: Sender) -> Result<Vec<ContinuityInput>, String> {
+    let refused = |name: &str| {
+        let kind = if sender.panel { "a side panel" } else { "a page" };
+        format!("herdr-continuity: {kind} port may not send `{name}`; the message is dropped")
+    };
+    let name = command.wire_name();
+    let panel = sender.panel;
+    let input = match (command, sender.tab) {
+        (PortCommand::DeliveryReport { id, outcome }, Some(tab)) => ContinuityInput::DeliveryReport { tab, id, outcome },
+        (PortCommand::HudAction(action), Some(tab)) => match action {
+            "toggle_auto" => ContinuityInput::ToggleAuto { tab },
+            "continue" => ContinuityInput::Continue { tab },
+            "handoff" => ContinuityInput::Handoff { tab },
+            "handoff_resume" => ContinuityInput::HandoffResume { tab },
+            "bridge_prompt" => ContinuityInput::BridgePrompt { tab },
+            "forget_app" => ContinuityInput::ForgetApp { tab },
+            "journal_opt_in" => ContinuityInput::JournalOpt(JournalOpt { tab, on: true }),
+            "journal_opt_out" => ContinuityInput::JournalOpt(JournalOpt { tab, on: false }),
+            _ => ContinuityInput::CheckHerdr { tab },
+        },
+        (PortCommand::LlmJudge { user_text, assistant_text }, Some(tab)) => ContinuityInput::LlmJudge { tab, user_text, assistant_text },
+        (PortCommand::GoalSet { text }, Some(tab)) => ContinuityInput::GoalSet { tab, text },
+        (
+            PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped },
+            Some(tab),
+        ) => ContinuityInput::TurnEnded { tab, user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped },
+        // The HUD's approval card is a page's, never the panel's.
+        (PortCommand::BridgeDecide { batch_id, call, decision }, Some(tab)) if !panel => {
+            ContinuityInput::BridgeDecide { tab, batch_id, call, decision }
+        }
+        (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
+        (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
+        (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
+        (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
+        // The user's own Stop is a page's, never the panel's.
+        (PortCommand::UserStop { page_load }, Some(tab)) if !panel => ContinuityInput::UserStop { tab, page_load },
+        (PortCommand::ThreadFacts(thread), Some(tab)) if !panel => ContinuityInput::ThreadFacts { tab, thread },
+        (PortCommand::SnapshotResult { page_load, answer, retry_after_ms }, Some(tab)) if !panel => {
+            // A 429 with `Retry-After`: the account's cooldown first, then the answer.
+            let is_429 = matches!(&answer, ProbeAnswer::Failed(why) if why == "http_429");
+            let mut inputs = Vec::new();
+            if let (true, Some(ms)) = (is_429, retry_after_ms) {
+                let source = CooldownSource::RetryAfter;
+                inputs.push(ContinuityInput::RateLimited { tab, page_load: page_load.clone(), source, retry_after_ms: Some(ms) });
+            }
+            inputs.push(ContinuityInput::SnapshotResult { tab, page_load, answer });
+            return Ok(inputs);
+        }
+        (PortCommand::RateLimited { page_load, source, retry_after_ms }, Some(tab)) if !panel => {
+            ContinuityInput::RateLimited { tab, page_load, source, retry_after_ms }
+        }
+        (PortCommand::CardResult { key, clicked }, Some(tab)) if !panel => ContinuityInput::CardResult { tab, key, clicked },
+        (PortCommand::PermissionCards(cards), Some(tab)) if !panel => ContinuityInput::PermissionCards { tab, cards },
+        // Binding is the panel's (O1): a content script never sends these.
+        (PortCommand::PanelHello { .. } | PortCommand::PanelRefresh, _) if panel => ContinuityInput::RefreshCatalog,
+        (PortCommand::Bind { tab_id, workspace }, _) if panel => ContinuityInput::Bind { tab: tab_id, workspace },
+        (PortCommand::Unbind { scope_key }, _) if panel => ContinuityInput::Unbind { scope_key },
+        _ => return Err(refused(name)),
+    };
+    Ok(vec![input])
+}

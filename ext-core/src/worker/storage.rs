@@ -1,0 +1,123 @@
+//! The worker's `chrome.storage.local` and `chrome.tabs` requests and what waits for their
+//! answers.
+//!
+//! Purpose: every request gets a token (never 0: 0 asks for no answer); the answer
+//! ([`WorkerInput::Stored`](super::WorkerInput::Stored)) carries out what waited for it.
+//!
+//! Invariants: a delivery, a budgeted recovery command, a card click and a handoff's new
+//! tab wait for the write of the snapshot that names them, and are dropped when it failed
+//! (a restarted worker must find their record, never repeat them); a tab is reloaded
+//! (H5 level 2) only while the core still holds the pending record for that page load; a
+//! queue record that is not JSON text is an error the queue reports, never an empty queue.
+//!
+//! Driver contract: part of [`Worker::handle`]; outputs are `StorageRead`, `StorageWrite`,
+//! `OpenTab`, `ReloadTab`, `Post`s and `Warn`s.
+
+use serde_json::Value;
+
+use super::{Worker, WorkerOutput, STORAGE_KEY};
+use crate::binding::TabId;
+use crate::continuity::{ContinuityInput, RecoveryCommand};
+use crate::json_object;
+
+/// What a request's answer is for.
+pub(super) enum StorageWait {
+    /// The queue's record, read for the change `op`.
+    QueueRead(u64),
+    /// The queue's record, written for the change `op`.
+    QueueWrite(u64),
+    /// The snapshot, written before `message` goes to the page of `tab` (`None`: the tab
+    /// is reloaded).
+    Persisted(TabId, Option<Value>),
+    /// The snapshot, written before a handoff's new tab is asked for (`transfer_id`, `url`).
+    OpenTab(String, String),
+    /// The new tab of the handoff `transfer_id`: `chrome.tabs.create`'s answer.
+    TabCreated(String),
+}
+
+impl Worker {
+    /// A new token (never 0) whose answer carries out `wait`.
+    pub(super) fn storage_token(&mut self, wait: StorageWait) -> u32 {
+        self.storage_token = self.storage_token.checked_add(1).unwrap_or(1);
+        let token = self.storage_token;
+        self.storage.insert(token, wait);
+        token
+    }
+
+    /// Writes the snapshot, then posts `message` to the page of `tab` (`None`: reloads the
+    /// tab); nothing when the write failed, so a command recorded as done is never repeated.
+    pub(super) fn post_when_persisted(&mut self, tab: TabId, message: Option<Value>) {
+        let value = self.continuity.snapshot_value();
+        let token = self.storage_token(StorageWait::Persisted(tab, message));
+        self.outputs.push_back(WorkerOutput::StorageWrite { token, key: STORAGE_KEY, value });
+    }
+
+    /// A handoff's new tab: the snapshot (with the request recorded) is written first, then
+    /// the tab is asked for; its answer goes back as `HandoffTab`.
+    pub(super) fn open_tab(&mut self, transfer_id: String, url: String) {
+        let value = self.continuity.snapshot_value();
+        let token = self.storage_token(StorageWait::OpenTab(transfer_id, url));
+        self.outputs.push_back(WorkerOutput::StorageWrite { token, key: STORAGE_KEY, value });
+    }
+
+    /// A recovery command; a budgeted one only once the snapshot holding its pending record
+    /// is written (a worker restart must find it, never repeat it).
+    pub(super) fn recovery_command(&mut self, tab: TabId, command: &RecoveryCommand) {
+        let message = match command {
+            RecoveryCommand::Probe { conversation_id } => {
+                return self.post_to_tab(tab, json_object!("type": "snapshot_probe", "conversation_id": conversation_id));
+            }
+            RecoveryCommand::ReloadPage => Some(json_object!("type": "recovery_reload")),
+            RecoveryCommand::ClickRetry => Some(json_object!("type": "recovery_retry")),
+            RecoveryCommand::ReloadTab => None,
+        };
+        self.post_when_persisted(tab, message);
+    }
+
+    /// The answer to the request `token`.
+    pub(super) fn stored(&mut self, token: u32, outcome: Result<Value, String>) {
+        if token == 0 {
+            if let Err(error) = outcome {
+                self.warn(format!("herdr-continuity: saving state failed: {error}"));
+            }
+            return;
+        }
+        let Some(wait) = self.storage.remove(&token) else { return };
+        match wait {
+            StorageWait::QueueRead(op) => {
+                let parse = self.parse;
+                let stored = outcome.and_then(|value| match value {
+                    Value::Null => Ok(None),
+                    Value::String(text) => parse(&text).map(Some),
+                    _ => Err("the stored value is not text".to_owned()),
+                });
+                self.continuity_input(ContinuityInput::QueueRead { op, stored });
+            }
+            StorageWait::QueueWrite(op) => self.continuity_input(ContinuityInput::QueueWritten { op, result: outcome.map(|_| ()) }),
+            // Not carried out when the write failed: the budget is spent, nothing repeats.
+            StorageWait::Persisted(..) | StorageWait::OpenTab(..) if outcome.is_err() => {}
+            StorageWait::Persisted(tab, Some(message)) => self.post_to_tab(tab, message),
+            // H5 level 2: only the page's own tab, and only while the core still holds its
+            // pending record for this page load, the same conversation, Auto on.
+            StorageWait::Persisted(tab, None) if self.continuity.tab_reload_accepted(tab) => {
+                self.outputs.push_back(WorkerOutput::ReloadTab { tab });
+            }
+            StorageWait::Persisted(_, None) => {
+                self.warn("herdr-continuity: a tab reload was refused (no matching pending record)".to_owned())
+            }
+            StorageWait::OpenTab(transfer_id, url) => {
+                let token = self.storage_token(StorageWait::TabCreated(transfer_id));
+                self.outputs.push_back(WorkerOutput::OpenTab { token, url });
+            }
+            StorageWait::TabCreated(transfer_id) => {
+                let tab = outcome.and_then(|id| {
+                    id.as_f64()
+                        .filter(|id| *id >= 0.0 && *id <= f64::from(u32::MAX))
+                        .map(|id| id as u32)
+                        .ok_or_else(|| "the new tab has no id".to_owned())
+                });
+                self.continuity_input(ContinuityInput::HandoffTab { transfer_id, tab });
+            }
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! Transcripts of the [`Worker`], driven exactly as `ext-shell` drives it: each input, then
+//! every output drained in order (an `OpenNative` answered at once), storage answered by
+//! token afterwards. They pin the routing the shell used to decide itself: a page message
+//! → continuity → a view posted to the right port; a native disconnect → the link →
+//! continuity (`LinkDown`, calls forgotten, new calls answered offline); a delivery and a
+//! queued text waiting for their storage writes; which port may send what.
+
+use ext_core::binding::CatalogWorkspace;
+use ext_core::companion_link::{
+    HerdrConnection, HerdrStatus, PortGeneration, Request, RuntimeMessage, PROTOCOL_VERSION, REQUIRED_CAPABILITIES,
+};
+use ext_core::continuity::{Continuity, ContinuityInput, PageReport, RuntimeCall};
+use ext_core::worker::{PageInput, PortCommand, Worker, WorkerInput, WorkerOutput, STORAGE_KEY};
+use serde_json::Value;
+
+const CONV: &str = "0a000000-0000-4000-8000-00000000000a";
+
+fn url() -> String {
+    format!("https://chatgpt.com/c/{CONV}")
+}
+
+fn parse(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// A worker and the shell around it: the outputs of the last input, and the clock.
+struct Shell {
+    worker: Worker,
+    now: u64,
+    native: Option<PortGeneration>,
+}
+
+impl Shell {
+    fn new() -> Self {
+        Shell { worker: Worker::new("0.1.0", Continuity::with_epoch("e1"), parse), now: 1_000, native: None }
+    }
+
+    /// One input and its outputs, as the shell carries them out (`OpenNative` answered with a
+    /// port at once; a `hello` answered by the runtime when `answer_hello`).
+    fn feed(&mut self, input: WorkerInput) -> Vec<WorkerOutput> {
+        self.worker.handle(self.now, input);
+        let mut seen = Vec::new();
+        while let Some(output) = self.worker.poll() {
+            match &output {
+                WorkerOutput::OpenNative { port } => {
+                    self.native = Some(*port);
+                    self.worker.handle(self.now, WorkerInput::NativeOpened { port: *port });
+                }
+                WorkerOutput::CloseNative { .. } => self.native = None,
+                WorkerOutput::SendLink { request: Request::Hello { id, .. } } => {
+                    let message = RuntimeMessage::HelloAnswer {
+                        id: id.clone(),
+                        runtime_version: "0.1.0".into(),
+                        protocol: PROTOCOL_VERSION,
+                        compatible: true,
+                        capabilities: Some(REQUIRED_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
+                        herdr: HerdrStatus {
+                            state: HerdrConnection::Connected,
+                            protocol: None,
+                            version: None,
+                            socket: "/tmp/herdr.sock".into(),
+                            detail: None,
+                        },
+                    };
+                    let port = self.native.expect("a hello goes on an open port");
+                    self.worker.handle(self.now, WorkerInput::LinkMessage { port, message });
+                }
+                _ => {}
+            }
+            seen.push(output);
+        }
+        seen
+    }
+
+    fn page(&mut self, port: u32, message: PageInput) -> Vec<WorkerOutput> {
+        self.feed(WorkerInput::Page { port, message })
+    }
+}
+
+fn idle(page_load: &str) -> PageReport {
+    PageReport {
+        url: url(),
+        composer: true,
+        generation: Some("chatgpt.classic".into()),
+        unresolved: None,
+        page_load: page_load.into(),
+        user_turns: 1,
+        last_human_turn_id: Some("u-1".into()),
+        ..PageReport::default()
+    }
+}
+
+fn posts_to(outputs: &[WorkerOutput], port: u32) -> Vec<&Value> {
+    outputs.iter().filter(|o| matches!(o, WorkerOutput::Post { port: p, .. } if *p == port)).filter_map(post).collect()
+}
+
+fn post(output: &WorkerOutput) -> Option<&Value> {
+    match output {
+        WorkerOutput::Post { message, .. } => Some(message),
+        _ => None,
+    }
+}
+
+fn typed<'a>(outputs: &'a [WorkerOutput], port: u32, kind: &str) -> Vec<&'a Value> {
+    posts_to(outputs, port).into_iter().filter(|m| m["type"] == kind).collect()
+}
+
+/// Two chat tabs and a side panel, connected in that order.
+fn two_tabs_and_a_panel(shell: &mut Shell) {
+    let first = shell.feed(WorkerInput::PortConnected { port: 1, tab: Some(1), panel: false, url: url() });
+    // A page gets its site profile before anything else, then the HUD.
+    let kinds: Vec<&Value> = posts_to(&first, 1).into_iter().map(|m| &m["type"]).collect();
+    assert_eq!(kinds.first().map(|k| k.as_str()), Some(Some("profile")), "{kinds:?}");
+    shell.feed(WorkerInput::PortConnected { port: 2, tab: Some(2), panel: false, url: "https://chatgpt.com/".into() });
+    shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: String::new() });
+}
+
+#[test]
+fn a_page_report_reaches_continuity_and_its_view_goes_to_that_tab_and_the_panel_only() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    assert_eq!(shell.worker.continuity().page(1).map(|p| p.page_load.as_str()), Some("load-1"), "continuity has the report of tab 1");
+    let hud = typed(&out, 1, "hud");
+    assert_eq!(hud.len(), 1, "tab 1 gets its new view once: {out:?}");
+    assert!(hud[0]["view"]["continuity"].is_object(), "the HUD carries tab 1's continuity view: {}", hud[0]);
+    assert!(posts_to(&out, 2).is_empty(), "tab 2's view did not change, nothing is posted to it: {out:?}");
+    // The panel shows the last active chat tab: tab 1 reported first.
+    let panel = typed(&out, 3, "panel");
+    assert_eq!(panel.len(), 1, "{out:?}");
+    // The same report again changes nothing: nothing is posted.
+    let again = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    assert!(again.iter().all(|o| !matches!(o, WorkerOutput::Post { .. })), "{again:?}");
+    assert_eq!(shell.worker.page_urls(), vec![url()]);
+}
+
+#[test]
+fn a_native_disconnect_goes_through_the_link_to_continuity_and_calls_are_answered_offline() {
+    let mut shell = Shell::new();
+    let out = shell.feed(WorkerInput::Start);
+    // Start → connectNative → hello → answered → connected → continuity subscribes.
+    let subscribe = out.iter().find_map(|o| match o {
+        WorkerOutput::Call { wire_id, call: call @ RuntimeCall::Subscribe { .. } } => Some((wire_id.clone(), call.clone())),
+        _ => None,
+    });
+    let (wire_id, call) = subscribe.expect("the link's connection makes continuity subscribe");
+    assert!(wire_id.starts_with(ext_core::worker::CALL_ID_PREFIX));
+    assert_eq!(shell.worker.call_on_wire(&wire_id), Some(&call), "the call waits for its answer");
+
+    let port = shell.native.expect("a native port is open");
+    let out = shell.feed(WorkerInput::NativeClosed { port, error: Some("Native host has exited.".into()) });
+    assert_eq!(shell.worker.call_on_wire(&wire_id), None, "calls of a lost connection are forgotten");
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::Call { .. } | WorkerOutput::SendLink { .. })), "nothing goes out: {out:?}");
+    // A call made now is answered `offline` inside the worker: nothing goes on the wire.
+    let out = shell.feed(WorkerInput::Continuity(ContinuityInput::RefreshCatalog));
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::Call { .. })), "{out:?}");
+    // The link tries again at its deadline, through the same timer.
+    let at = shell.worker.next_deadline().expect("the link's backoff is armed");
+    shell.now = at;
+    let out = shell.feed(WorkerInput::Timer);
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "{out:?}");
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::Call { call: RuntimeCall::Subscribe { .. }, .. })), "subscribed again: {out:?}");
+}
+
+#[test]
+fn a_delivery_is_posted_only_after_the_snapshot_naming_it_was_written() {
+    let mut shell = Shell::new();
+    shell.feed(WorkerInput::Start);
+    two_tabs_and_a_panel(&mut shell);
+    shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    shell.page(3, PageInput::Command(PortCommand::Bind { tab_id: 1, workspace }));
+    let out = shell.page(1, PageInput::Command(PortCommand::HudAction("continue")));
+    assert!(typed(&out, 1, "deliver").is_empty(), "not before the write: {out:?}");
+    let token = out
+        .iter()
+        .find_map(|o| match o {
+            WorkerOutput::StorageWrite { token, key, value } if *key == STORAGE_KEY && *token != 0 => Some((*token, value.clone())),
+            _ => None,
+        })
+        .map(|(token, snapshot)| {
+            let id = shell.worker.continuity().ledger().active().next().map(|d| d.id.clone()).expect("a delivery in the ledger");
+            assert!(snapshot.to_string().contains(&id), "the snapshot written names the delivery {id}");
+            token
+        })
+        .expect("the snapshot is written first");
+    let out = shell.feed(WorkerInput::Stored { token, outcome: Ok(Value::Null) });
+    let deliver = typed(&out, 1, "deliver");
+    assert_eq!(deliver.len(), 1, "then posted to tab 1's port only: {out:?}");
+    assert_eq!(deliver[0]["url"], url());
+    assert_eq!(deliver[0]["page_load"], "load-1");
+    assert!(posts_to(&out, 2).iter().all(|m| m["type"] != "deliver"));
+    // An answer for the same token again does nothing.
+    let out = shell.feed(WorkerInput::Stored { token, outcome: Ok(Value::Null) });
+    assert!(typed(&out, 1, "deliver").is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_failed_snapshot_write_posts_nothing_and_a_failed_debounced_write_is_warned() {
+    let mut shell = Shell::new();
+    shell.feed(WorkerInput::Start);
+    two_tabs_and_a_panel(&mut shell);
+    shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    shell.page(3, PageInput::Command(PortCommand::Bind { tab_id: 1, workspace }));
+    let out = shell.page(1, PageInput::Command(PortCommand::HudAction("continue")));
+    let token = out.iter().find_map(|o| match o {
+        WorkerOutput::StorageWrite { token, key, .. } if *key == STORAGE_KEY && *token != 0 => Some(*token),
+        _ => None,
+    });
+    let out = shell.feed(WorkerInput::Stored { token: token.expect("a write"), outcome: Err("QUOTA_BYTES quota exceeded".into()) });
+    assert!(typed(&out, 1, "deliver").is_empty(), "nothing recorded as done is carried out after a failed write: {out:?}");
+    // The debounced snapshot write (token 0) only warns when it fails.
+    let at = shell.worker.next_deadline().expect("a persist is due");
+    shell.now = shell.now.max(at);
+    let out = shell.feed(WorkerInput::Timer);
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::StorageWrite { token: 0, key, .. } if *key == STORAGE_KEY)), "{out:?}");
+    let out = shell.feed(WorkerInput::Stored { token: 0, outcome: Err("disk full".into()) });
+    assert!(matches!(out.as_slice(), [WorkerOutput::Warn(text)] if text.contains("disk full")), "{out:?}");
+}
+
+#[test]
+fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() })));
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "not before the queue record was read and written: {out:?}");
+    // The shell's storage: every read and write of the queue record answered in order.
+    let mut store: Option<String> = None;
+    let (mut reads, mut writes) = (0, 0);
+    let mut accepted = Vec::new();
+    let mut pending: std::collections::VecDeque<WorkerOutput> = out.into_iter().collect();
+    while let Some(output) = pending.pop_front() {
+        let answer = match output {
+            WorkerOutput::StorageRead { token, key } if key == ext_core::queue::STORE_KEY => {
+                reads += 1;
+                Some((token, Ok(store.clone().map_or(Value::Null, Value::String))))
+            }
+            WorkerOutput::StorageWrite { token, key, value } if key == ext_core::queue::STORE_KEY => {
+                writes += 1;
+                store = Some(value.to_string());
+                Some((token, Ok(Value::Null)))
+            }
+            WorkerOutput::Post { port: 1, message } if message["type"] == "queue_accepted" => {
+                assert!(reads > 0 && writes > 0, "accepted after {reads} reads and {writes} writes");
+                accepted.push(message);
+                None
+            }
+            _ => None,
+        };
+        if let Some((token, outcome)) = answer {
+            pending.extend(shell.feed(WorkerInput::Stored { token, outcome }));
+        }
+    }
+    assert_eq!(accepted.len(), 1, "accepted once");
+    assert_eq!(accepted[0]["text"], "next: run the tests");
+    assert!(store.is_some_and(|record| record.contains("next: run the tests")), "durably queued");
+    // A stored record that is not text is an error the queue reports, never an empty queue
+    // written over it.
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "and then lint".into() }));
+    let read = out.iter().find_map(|o| match o {
+        WorkerOutput::StorageRead { token, .. } => Some(*token),
+        _ => None,
+    });
+    let out = shell.feed(WorkerInput::Stored { token: read.expect("read again"), outcome: Ok(Value::Bool(true)) });
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)), "{out:?}");
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "{out:?}");
+}
+
+#[test]
+fn each_port_may_send_only_its_own_commands_and_an_unknown_port_nothing() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    // Binding is the panel's (O1).
+    let out = shell.page(1, PageInput::Command(PortCommand::Bind { tab_id: 1, workspace: workspace.clone() }));
+    assert!(matches!(out.as_slice(), [WorkerOutput::Warn(text)] if text.contains("a page port may not send `bind`")), "{out:?}");
+    assert!(shell.worker.continuity().bindings().list().next().is_none());
+    // The user's own Stop is a page's.
+    let out = shell.page(3, PageInput::Command(PortCommand::UserStop { page_load: "load-1".into() }));
+    assert!(matches!(out.as_slice(), [WorkerOutput::Warn(text)] if text.contains("a side panel port may not send `user_stop`")), "{out:?}");
+    // A port the worker never accepted is heard from with a refusal only.
+    let out = shell.page(9, PageInput::Facts { url: url(), report: Some(idle("load-9")) });
+    assert!(matches!(out.as_slice(), [WorkerOutput::Warn(_)]), "{out:?}");
+    assert!(shell.worker.continuity().page(1).is_none() && shell.worker.page_urls().is_empty());
+    // The panel's bind reaches the bindings.
+    shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    shell.page(3, PageInput::Command(PortCommand::Bind { tab_id: 1, workspace }));
+    assert_eq!(shell.worker.continuity().bindings().list().count(), 1);
+}
+
+#[test]
+fn a_tab_is_gone_for_continuity_when_its_last_port_closes_and_a_round_trip_answers_its_page() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    shell.feed(WorkerInput::PortConnected { port: 4, tab: Some(1), panel: false, url: url() });
+    shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    shell.feed(WorkerInput::PortClosed { port: 1 });
+    assert!(shell.worker.continuity().page(1).is_some(), "tab 1 still has a port");
+    shell.feed(WorkerInput::PortClosed { port: 4 });
+    assert!(shell.worker.continuity().page(1).is_none(), "its last port closed: PageGone");
+    // The round trip is offline without a companion, and answers the port that asked.
+    let out = shell.page(2, PageInput::RoundTrip { at: 5.5 });
+    assert!(matches!(out.as_slice(), [.., WorkerOutput::RoundTrip { port: 2, started_at, .. }] if *started_at == 5.5), "{out:?}");
+}
+
+#[test]
+fn the_test_clock_moves_only_the_continuity_deadlines() {
+    let mut shell = Shell::new();
+    shell.feed(WorkerInput::Start);
+    let link_only = shell.worker.next_deadline();
+    shell.feed(WorkerInput::AdvanceClock { ms: 60_000 });
+    assert_eq!(shell.worker.clock_ahead(), 60_000);
+    // The link keeps real time: its heartbeat deadline is where it was.
+    assert!(shell.worker.next_deadline() <= link_only);
+}
+
+mod props {
+    //! The `Worker` under random interleavings, driven as the shell drives it: ports of two
+    //! tabs and a panel connect and close, pages report, the user presses Continue and
+    //! Queue, the panel binds, the native port drops and comes back (Retry), time passes to
+    //! the worker's deadlines, and storage answers — in any order, some failing — come back
+    //! after the step's outputs were carried out. After every step: a `deliver` goes only
+    //! to an open port of its tab and only after a successful write of a snapshot naming
+    //! it; nothing is posted to a port that is closed; a call goes on the wire only while a
+    //! native port is open; an answer to a call of a lost connection reaches nothing; a
+    //! port is never sent the same views twice in a row.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Connect(u32),
+        Close(u32),
+        Report(u32, u8),
+        Bind(u32),
+        Continue(u32),
+        Queue(u32),
+        NativeDrop,
+        Retry,
+        Advance(u16),
+        /// Answer the n-th waiting storage request; `false`: it fails.
+        Answer(u8, bool),
+        AnswerStaleCall,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (1u32..=2).prop_map(Step::Connect),
+            (1u32..=2).prop_map(Step::Close),
+            ((1u32..=2), 0u8..3).prop_map(|(t, l)| Step::Report(t, l)),
+            (1u32..=2).prop_map(Step::Bind),
+            (1u32..=2).prop_map(Step::Continue),
+            (1u32..=2).prop_map(Step::Queue),
+            Just(Step::NativeDrop),
+            Just(Step::Retry),
+            (1u16..20_000).prop_map(Step::Advance),
+            (any::<u8>(), prop::bool::weighted(0.8)).prop_map(|(n, ok)| Step::Answer(n, ok)),
+            Just(Step::AnswerStaleCall),
+        ]
+    }
+
+    struct World {
+        shell: Shell,
+        /// Open page ports by tab (port id = tab * 10 + generation).
+        open: BTreeMap<u32, u32>,
+        next_gen: u32,
+        /// Storage requests waiting for their answer: token, key, written value.
+        waiting: Vec<(u32, &'static str, Option<Value>)>,
+        /// Delivery ids named by a snapshot whose write succeeded.
+        durable: BTreeSet<String>,
+        /// Calls of connections since lost.
+        stale_calls: Vec<String>,
+        last_posted: BTreeMap<u32, Vec<Value>>,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let mut world = World {
+                shell: Shell::new(),
+                open: BTreeMap::new(),
+                next_gen: 1,
+                waiting: Vec::new(),
+                durable: BTreeSet::new(),
+                stale_calls: Vec::new(),
+                last_posted: BTreeMap::new(),
+            };
+            let out = world.shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: String::new() });
+            world.check(out).expect("the panel connects");
+            let out = world.shell.feed(WorkerInput::Start);
+            world.check(out).expect("the worker starts");
+            world
+        }
+
+        fn check(&mut self, outputs: Vec<WorkerOutput>) -> Result<(), TestCaseError> {
+            let mut views: BTreeMap<u32, Vec<Value>> = BTreeMap::new();
+            for output in outputs {
+                match output {
+                    WorkerOutput::Post { port, message } => {
+                        let open = port == 3 || self.open.values().any(|p| *p == port);
+                        prop_assert!(open, "posted to the closed port {}: {}", port, message);
+                        if message["type"] == "deliver" {
+                            let id = message["id"].as_str().unwrap_or_default().to_owned();
+                            prop_assert!(self.durable.contains(&id), "deliver {} before a snapshot naming it was written", id);
+                            let tab = self.open.iter().find(|(_, p)| **p == port).map(|(t, _)| *t);
+                            prop_assert!(tab.is_some(), "deliver to a port of no tab");
+                        }
+                        if matches!(message["type"].as_str(), Some("hud" | "panel" | "diagnostics")) {
+                            views.entry(port).or_default().push(message);
+                        }
+                    }
+                    WorkerOutput::Call { wire_id, .. } => {
+                        prop_assert!(self.shell.native.is_some(), "a call {} with no native port", wire_id);
+                    }
+                    WorkerOutput::StorageRead { token, key } => self.waiting.push((token, key, None)),
+                    WorkerOutput::StorageWrite { token, key, value } => {
+                        if token == 0 {
+                            continue;
+                        }
+                        self.waiting.push((token, key, Some(value)));
+                    }
+                    _ => {}
+                }
+            }
+            for (port, messages) in views {
+                prop_assert!(self.last_posted.get(&port) != Some(&messages), "the same views posted twice to {}", port);
+                self.last_posted.insert(port, messages);
+            }
+            Ok(())
+        }
+
+        fn page(&mut self, tab: u32, message: PageInput) -> Result<(), TestCaseError> {
+            let Some(port) = self.open.get(&tab).copied() else { return Ok(()) };
+            let out = self.shell.page(port, message);
+            self.check(out)
+        }
+
+        fn apply(&mut self, step: Step) -> Result<(), TestCaseError> {
+            match step {
+                Step::Connect(tab) => {
+                    if self.open.contains_key(&tab) {
+                        return Ok(());
+                    }
+                    self.next_gen += 1;
+                    let port = tab * 10 + self.next_gen;
+                    self.open.insert(tab, port);
+                    self.last_posted.remove(&port);
+                    let out = self.shell.feed(WorkerInput::PortConnected { port, tab: Some(tab), panel: false, url: url() });
+                    self.check(out)
+                }
+                Step::Close(tab) => {
+                    let Some(port) = self.open.remove(&tab) else { return Ok(()) };
+                    let out = self.shell.feed(WorkerInput::PortClosed { port });
+                    self.check(out)
+                }
+                Step::Report(tab, load) => {
+                    self.page(tab, PageInput::Facts { url: url(), report: Some(idle(&format!("load-{tab}-{load}"))) })
+                }
+                Step::Bind(tab) => {
+                    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+                    let out = self.shell.page(3, PageInput::Command(PortCommand::Bind { tab_id: tab, workspace }));
+                    self.check(out)
+                }
+                Step::Continue(tab) => self.page(tab, PageInput::Command(PortCommand::HudAction("continue"))),
+                Step::Queue(tab) => self.page(tab, PageInput::Command(PortCommand::QueueAdd { text: format!("next {tab}") })),
+                Step::NativeDrop => {
+                    let Some(port) = self.shell.native.take() else { return Ok(()) };
+                    let calls: Vec<String> = (1..=200).map(|n| format!("{}{n}", ext_core::worker::CALL_ID_PREFIX)).collect();
+                    self.stale_calls.extend(calls.into_iter().filter(|id| self.shell.worker.call_on_wire(id).is_some()));
+                    let out = self.shell.feed(WorkerInput::NativeClosed { port, error: Some("Native host has exited.".into()) });
+                    for id in &self.stale_calls {
+                        prop_assert!(self.shell.worker.call_on_wire(id).is_none(), "a call of a lost connection still waits: {}", id);
+                    }
+                    self.check(out)
+                }
+                Step::Retry => {
+                    let Some(port) = self.open.values().next().copied() else { return Ok(()) };
+                    let out = self.shell.page(port, PageInput::RetryCompanion);
+                    self.check(out)
+                }
+                Step::Advance(ms) => {
+                    self.shell.now += u64::from(ms);
+                    let out = self.shell.feed(WorkerInput::Timer);
+                    self.check(out)
+                }
+                Step::Answer(n, ok) => {
+                    if self.waiting.is_empty() {
+                        return Ok(());
+                    }
+                    let (token, key, value) = self.waiting.remove(usize::from(n) % self.waiting.len());
+                    if ok && key == STORAGE_KEY {
+                        if let Some(snapshot) = &value {
+                            let text = snapshot.to_string();
+                            for delivery in self.shell.worker.continuity().ledger().active() {
+                                if text.contains(&delivery.id) {
+                                    self.durable.insert(delivery.id.clone());
+                                }
+                            }
+                        }
+                    }
+                    let outcome = match (ok, value) {
+                        (false, _) => Err("QUOTA_BYTES quota exceeded".to_owned()),
+                        (true, _) => Ok(Value::Null),
+                    };
+                    let out = self.shell.feed(WorkerInput::Stored { token, outcome });
+                    self.check(out)
+                }
+                Step::AnswerStaleCall => {
+                    let Some(wire_id) = self.stale_calls.pop() else { return Ok(()) };
+                    let out =
+                        self.shell.feed(WorkerInput::CallAnswered { wire_id, result: Ok(ext_core::continuity::RuntimeAnswer::Subscribed) });
+                    prop_assert!(out.is_empty(), "an answer of a lost connection did something: {:?}", out);
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #[test]
+        fn the_worker_routes_as_the_shell_expects_under_any_interleaving(steps in prop::collection::vec(step(), 1..60)) {
+            let mut world = World::new();
+            for step in steps {
+                world.apply(step)?;
+            }
+        }
+    }
+}
