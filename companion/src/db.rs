@@ -25,7 +25,14 @@
 //! connection costs its own page cache and file handles, and a service's writes that
 //! belong together (the write tools' audit and exec rows) go through one lock. SQLite
 //! serializes the writers across connections (`BEGIN IMMEDIATE`, the 5 s busy timeout).
-//! Outside the runtime only `doctor` (read-only) and the `roots` CLI open the file.
+//! One more connection in the runtime: when the write tools could not open, the workstation
+//! API opens the roots store on its own connection at first use (`api::workstation::store`;
+//! kept once open, a failed open is tried again at the next call). Before any service, the
+//! runtime opens the file once to check its version (`runtime::run`), and refuses to start
+//! on a newer one.
+//! Outside the runtime `doctor` (read-only, no migration), the `roots` CLI and
+//! `journal-bench` open the file; every open but doctor's migrates it, `roots list`
+//! included, also beside a running runtime (the steps only add).
 //!
 //! Threading: a rusqlite call blocks (on a lock held by another connection, up to the
 //! busy timeout, and on fsync under FULL), so **no rusqlite call runs on a tokio async
@@ -134,17 +141,32 @@ pub struct StateDb {
 /// Opens (creating if needed) a connection to `state.db` at `path` the way every part of
 /// the runtime does: a 5 s busy timeout, WAL, and `synchronous=FULL`.
 pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = open_unconfigured(path)?;
+    configure(&conn)?;
+    Ok(conn)
+}
+
+/// Opens (creating if needed) `path` with only the 5 s busy timeout: nothing is written to
+/// the file yet, so its version can be read (and a newer file refused) before
+/// [`configure`] switches it to WAL.
+pub fn open_unconfigured(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     // The busy timeout first: the other connections of this runtime may hold a lock
     // while this one switches to WAL, which would otherwise fail at once with BUSY.
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+/// Switches `conn`'s file to WAL (a write to its header) and the connection to
+/// `synchronous=FULL`.
+pub fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on power loss — a
     // lost commit makes `seq` go backwards for a client that already received it, undoes an
     // acknowledgement, loses a journal turn, or forgets that a bridge call was claimed (it
     // would run again).
     conn.pragma_update(None, "synchronous", "FULL")?;
-    Ok(conn)
+    Ok(())
 }
 
 impl StateDb {

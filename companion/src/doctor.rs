@@ -143,9 +143,9 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
     checks
 }
 
-/// The schema version of `state.db` against this runtime's (`crate::schema`), then the sizes
-/// per store and their retention limits, read only (issue 26 "Retention"); no `state.db`
-/// yet is no failure.
+/// The schema version of `state.db` against this runtime's (`crate::schema`), then (unless
+/// the file is newer, when its version's FAIL is the only line) the sizes per store and
+/// their retention limits, read only (issue 26 "Retention"); no `state.db` yet is no failure.
 pub fn storage_checks(path: &Path) -> Vec<Check> {
     if !path.exists() {
         return vec![Check::ok(format!("storage: no {} yet (nothing stored)", path.display()))];
@@ -154,7 +154,15 @@ pub fn storage_checks(path: &Path) -> Vec<Check> {
     let read = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .and_then(|conn| conn.busy_timeout(std::time::Duration::from_secs(2)).map(|()| conn))
         .map_err(crate::db::DbError::from)
-        .and_then(|conn| Ok((crate::schema::version(&conn)?, crate::retention::describe(&conn)?)));
+        .and_then(|conn| {
+            // The version first: a newer file's tables may not be the ones `describe`
+            // counts, and its FAIL (with its fix) must not turn into "cannot read".
+            let version = crate::schema::version(&conn)?;
+            if version > crate::schema::STATE_DB.current() {
+                return Ok((version, Vec::new()));
+            }
+            Ok((version, crate::retention::describe(&conn)?))
+        });
     match read {
         Ok((version, lines)) => std::iter::once(schema_check(path, version)).chain(lines.into_iter().map(Check::ok)).collect(),
         Err(error) => vec![Check::fail(

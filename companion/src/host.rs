@@ -3,7 +3,10 @@
 //! The host is a thin relay: browser frames → socket lines, socket lines → browser
 //! frames. It adds only `host_error` events. It starts a runtime when none answers
 //! (detached, in its own session, never waited on: Chrome SIGKILLs the host 2 s after the
-//! port closes and the runtime must survive that).
+//! port closes and the runtime must survive that). A runtime it starts that refuses to
+//! start (a `state.db` from a newer herdr-companion) is seen exiting while the host waits
+//! for its socket; its reason from runtime.log goes to the extension as the
+//! `runtime_unreachable` message.
 //!
 //! Invariants:
 //! - Nothing is written to stdout unless the caller origin is exactly
@@ -101,15 +104,29 @@ pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, Stri
             socket.display()
         ));
     }
-    if let Err(e) = spawn_detached_runtime(home) {
-        return Err(format!(
-            "could not start the companion runtime ({e}); run `herdr-companion runtime` by hand and check `herdr-companion doctor`"
-        ));
-    }
+    // Only what the runtime we start writes to runtime.log is read back (see below).
+    let log_start = std::fs::metadata(home.log_path()).map(|m| m.len()).unwrap_or(0);
+    let mut child = match spawn_detached_runtime(home) {
+        Ok(child) => Some(child),
+        Err(e) => {
+            return Err(format!(
+                "could not start the companion runtime ({e}); run `herdr-companion runtime` by hand and check `herdr-companion doctor`"
+            ))
+        }
+    };
     let deadline = Instant::now() + RUNTIME_START_WAIT;
     loop {
         if let Ok(stream) = UnixStream::connect(&socket) {
             return Ok(stream);
+        }
+        // A runtime that refused to start (a state.db from a newer herdr-companion) says
+        // why in runtime.log; waiting longer would not help. Any other early exit (e.g. it
+        // lost the start race to another runtime) waits for the socket as before.
+        if let Some(Ok(Some(_))) = child.as_mut().map(std::process::Child::try_wait) {
+            child = None;
+            if let Some(reason) = refusal_since(&home.log_path(), log_start) {
+                return Err(format!("the companion runtime refused to start: {reason}"));
+            }
         }
         if Instant::now() >= deadline {
             return Err(format!(
@@ -123,8 +140,24 @@ pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, Stri
     }
 }
 
+/// The reason in the last [`crate::log::REFUSED_TO_START`] line that runtime.log at
+/// `path` gained after byte `from`, if any.
+fn refusal_since(path: &Path, from: u64) -> Option<String> {
+    use std::io::Seek;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(io::SeekFrom::Start(from)).ok()?;
+    let mut text = String::new();
+    file.take(1 << 20).read_to_string(&mut text).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|line| line.split_once(crate::log::REFUSED_TO_START).map(|(_, reason)| reason))
+        .map(|reason| reason.trim().to_owned())
+}
+
 /// Starts `herdr-companion runtime` in its own session with no ties to this process.
-fn spawn_detached_runtime(home: &CompanionHome) -> io::Result<()> {
+/// The child is only polled with `try_wait` while the host waits for the socket, never
+/// waited on.
+fn spawn_detached_runtime(home: &CompanionHome) -> io::Result<std::process::Child> {
     let exe = std::env::current_exe()?;
     let mut command = Command::new(exe);
     command.arg("runtime").arg("--home").arg(home.root()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -136,7 +169,7 @@ fn spawn_detached_runtime(home: &CompanionHome) -> io::Result<()> {
         });
     }
     // The child is deliberately never waited on (see the module doc).
-    command.spawn().map(drop)
+    command.spawn()
 }
 
 /// Writes one message as a frame; an oversize message becomes a `response_too_large`

@@ -29,6 +29,10 @@ use tracing_subscriber::fmt::MakeWriter;
 /// Size at which `runtime.log` is rotated to `runtime.log.1` (1 MiB).
 pub const LOG_CAP_BYTES: u64 = 1024 * 1024;
 
+/// How the line that says why a runtime did not start begins (written by
+/// `crate::runtime`; the host that started that runtime shows the rest, `crate::host`).
+pub const REFUSED_TO_START: &str = "runtime refused to start:";
+
 /// An append-only file that rotates to `<path>.1` before it would exceed its cap.
 #[derive(Debug)]
 pub struct CappedFile {

@@ -1,6 +1,7 @@
 //! The schema of each SQLite file the runtime keeps — `state.db` ([`STATE_DB`]) and
 //! `oauth.db` ([`OAUTH_DB`]) — as an ordered list of migrations, and the one function that
-//! opens such a file and brings it to the current version ([`open_migrated`]).
+//! opens such a file and brings it to the current version ([`migrate`]; `state.db` through
+//! [`open_state_db`]).
 //!
 //! Invariants (tests in `schema_tests.rs`):
 //! - A file's version is its `PRAGMA user_version`: the number of migrations applied.
@@ -13,9 +14,12 @@
 //! - The steps and the new `user_version` run in one `BEGIN IMMEDIATE` transaction: a
 //!   file is at one version or the next, never between; two connections opening the same
 //!   file at once migrate it once (the second reads the version again inside its
-//!   transaction and finds nothing to do).
+//!   transaction and finds nothing to do; [`migrate`] returns the version it found, and
+//!   exactly one of them reports the old one).
 //! - A file at a version above the list's length was written by a newer runtime: it is
-//!   refused with [`SchemaError::Newer`] and left untouched (no silent downgrade).
+//!   refused with [`SchemaError::Newer`] and left untouched (no silent downgrade; for
+//!   `state.db` the version is read before the connection switches the file to WAL, so not
+//!   a byte of it changes).
 //! - No store creates or alters a table; the stores only open through this module.
 
 use std::path::{Path, PathBuf};
@@ -85,7 +89,8 @@ pub fn version(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Brings the file behind `conn` (at `path`, for errors) to `schema`'s current version, or
-/// refuses a newer one (see the module invariants). Returns the version found.
+/// refuses a newer one (see the module invariants). Returns the version found: the one read
+/// under the write lock when there was something to do, else the current one.
 pub fn migrate(conn: &mut Connection, path: &Path, schema: &Schema) -> Result<i64, SchemaError> {
     let current = schema.current();
     let sqlite = |source| SchemaError::Sqlite { file: path.to_owned(), current, source };
@@ -132,12 +137,25 @@ pub fn apply(tx: &Transaction<'_>, step: &Step) -> rusqlite::Result<()> {
 }
 
 /// Opens `state.db` at `path` the way every store of the runtime does (see
-/// [`crate::db::open_connection`]) at the current schema.
+/// [`crate::db::open_connection`]) at the current schema. A newer file is refused before
+/// anything is written to it (not even the switch to WAL).
 pub fn open_state_db(path: &Path) -> Result<Connection, SchemaError> {
+    open_state_db_reporting(path).map(|(conn, _)| conn)
+}
+
+/// [`open_state_db`], also returning the version the migration found (the current one when
+/// there was nothing to do, or when another connection migrated the file meanwhile).
+pub fn open_state_db_reporting(path: &Path) -> Result<(Connection, i64), SchemaError> {
     let current = STATE_DB.current();
-    let mut conn = crate::db::open_connection(path).map_err(|source| SchemaError::Sqlite { file: path.to_owned(), current, source })?;
-    migrate(&mut conn, path, &STATE_DB)?;
-    Ok(conn)
+    let sqlite = |source| SchemaError::Sqlite { file: path.to_owned(), current, source };
+    let mut conn = crate::db::open_unconfigured(path).map_err(sqlite)?;
+    let seen = version(&conn).map_err(sqlite)?;
+    if seen > current {
+        return Err(SchemaError::Newer { file: path.to_owned(), found: seen, current });
+    }
+    crate::db::configure(&conn).map_err(sqlite)?;
+    let found = migrate(&mut conn, path, &STATE_DB)?;
+    Ok((conn, found))
 }
 
 /// `state.db`: the event log, inbox, Continuity Journal, Work Memory, bridge, write tools,
@@ -437,6 +455,13 @@ const STATE_DB_MIGRATIONS: &[Migration] = &[
             "wm_checkpoints",
             &[("journal_continuity_id", "TEXT"), ("journal_message_id", "TEXT"), ("journal_text_sha256", "TEXT")],
         ),
+    },
+    // 15
+    Migration {
+        adds: "an exec session's owner, where the first exec_sessions table lacked it",
+        // Migration 6's table has `owner`; only a file from before versioning whose table
+        // predates the column lacks it, and its sessions were MCP's.
+        step: Step::AddColumns("exec_sessions", &[("owner", "TEXT NOT NULL DEFAULT 'mcp'")]),
     },
 ];
 

@@ -292,6 +292,29 @@ fn an_install_from_before_versioning_with_only_some_tables_gains_the_rest() {
 }
 
 #[test]
+fn an_exec_sessions_table_from_before_its_owner_column_gains_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    {
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE exec_sessions (id TEXT PRIMARY KEY, boot_id TEXT NOT NULL, cwd TEXT NOT NULL, command TEXT NOT NULL,
+                started_at INTEGER NOT NULL, state TEXT NOT NULL, exit_code INTEGER, ended_at INTEGER);
+             INSERT INTO exec_sessions VALUES ('s1', 'b', '/w', 'ls', 1, 'exited', 0, 2);",
+        )
+        .expect("the first exec_sessions shape");
+    }
+    let conn = open_state_db(&path).expect("opened");
+    let owner: String = conn.query_row("SELECT owner FROM exec_sessions WHERE id = 's1'", [], |r| r.get(0)).expect("the old row");
+    assert_eq!(owner, "mcp");
+    conn.execute(
+        "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES ('s2', 'bridge:x', 'b', '/w', 'ls', 3, 'running')",
+        [],
+    )
+    .expect("a new session as the store writes it");
+}
+
+#[test]
 fn a_state_db_from_a_newer_runtime_is_refused_and_left_untouched() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
@@ -300,6 +323,7 @@ fn a_state_db_from_a_newer_runtime_is_refused_and_left_untouched() {
     fill(&conn, 1);
     let before = contents(&conn);
     drop(conn);
+    let bytes = std::fs::read(&path).expect("the file");
     let refusal = StateDb::open(&path).expect_err("a newer file is refused");
     let text = refusal.to_string();
     assert!(
@@ -318,6 +342,9 @@ fn a_state_db_from_a_newer_runtime_is_refused_and_left_untouched() {
     ] {
         assert!(refused.as_deref().is_some_and(|e| e.contains("newer herdr-companion")), "every store refuses: {refused:?}");
     }
+    // Not a byte changed: not even the switch to WAL (the header) was written.
+    assert!(std::fs::read(&path).expect("the file") == bytes, "the refused file's bytes changed");
+    assert!(!dir.path().join("state.db-wal").exists(), "no WAL was created next to the refused file");
     let conn = Connection::open(&path).expect("open");
     assert_eq!(super::version(&conn).expect("version"), STATE_DB.current() + 1, "not downgraded");
     assert_eq!(contents(&conn), before, "no table created, no row changed");
@@ -345,16 +372,38 @@ fn opening_twice_changes_nothing() {
 fn connections_opening_a_new_file_at_once_migrate_it_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
+    // A fifth connection holds the write lock while the openers start, so that they all
+    // read version 0 on their fast path and then queue for the lock: each must read the
+    // version again under it, and only the first finds 0 (without that re-read every one
+    // of them would run the steps and report 0).
+    let holder = Connection::open(&path).expect("open");
+    holder.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    holder.execute_batch("BEGIN IMMEDIATE").expect("hold the write lock");
+    let start = std::sync::Arc::new(std::sync::Barrier::new(5));
     let openers: Vec<_> = (0..4)
         .map(|_| {
             let path = path.clone();
-            std::thread::spawn(move || open_state_db(&path).map(|conn| super::version(&conn)))
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                open_state_db_reporting(&path).map(|(conn, found)| (found, super::version(&conn)))
+            })
         })
         .collect();
+    start.wait();
+    // Well inside the openers' 5 s busy timeout; an opener that is slower than this to
+    // reach its first read takes the fast path afterwards, which the assertion allows.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    holder.execute_batch("COMMIT").expect("release");
+    let mut found = Vec::new();
     for opener in openers {
-        let version = opener.join().expect("the opener finished").expect("opened").expect("version");
-        assert_eq!(version, STATE_DB.current());
+        let (from, version) = opener.join().expect("the opener finished").expect("opened");
+        assert_eq!(version.expect("version"), STATE_DB.current());
+        found.push(from);
     }
+    found.sort_unstable();
+    let current = STATE_DB.current();
+    assert_eq!(found, vec![0, current, current, current], "exactly one opener migrated the file from 0");
 }
 
 #[test]
@@ -396,6 +445,15 @@ fn doctor_names_the_schema_version_and_fails_on_a_newer_one() {
     assert_eq!(failed.len(), 1, "{newer:?}");
     assert!(failed[0].what.contains("newer than this herdr-companion"), "{newer:?}");
     assert!(failed[0].fix.as_deref().is_some_and(|fix| fix.contains("install the newer herdr-companion")), "{newer:?}");
+    // A newer version that reshaped a table the size lines count is still named as newer
+    // (the version is read first), not as an unreadable file.
+    Connection::open(&path)
+        .expect("open")
+        .execute_batch("DROP TABLE journal_turns; CREATE TABLE journal_turns (turn_id INTEGER PRIMARY KEY, body TEXT NOT NULL);")
+        .expect("a newer shape");
+    let reshaped = crate::doctor::storage_checks(&path);
+    assert_eq!(reshaped.len(), 1, "{reshaped:?}");
+    assert!(reshaped[0].what.contains("newer than this herdr-companion") && !reshaped[0].what.contains("cannot read"), "{reshaped:?}");
 }
 
 /// The runtime's sources without their tests (`*tests.rs` files, `#[cfg(test)]` modules).

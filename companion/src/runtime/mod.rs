@@ -4,7 +4,9 @@
 //! 1. umask 077, home and `run/` forced to 0700;
 //! 2. the single-instance flock on `run/runtime.lock` is taken **before** the socket is
 //!    touched, so a second runtime never unlinks a live socket;
-//! 3. only the lock holder removes a stale socket file and binds a new one (mode 0600).
+//! 3. `state.db` is opened once at the current schema; a file from a newer runtime stops
+//!    the start (logged with [`crate::log::REFUSED_TO_START`], non-zero exit) before the socket exists;
+//! 4. only the lock holder removes a stale socket file and binds a new one (mode 0600).
 //!
 //! Stopping (SIGTERM/SIGINT, see [`shutdown`]): the main future removes the socket and
 //! releases the lock without waiting for any task; the tokio runtime then gets
@@ -79,6 +81,10 @@ pub enum RuntimeError {
     /// The tokio runtime could not be built.
     #[error("cannot start the async runtime ({0}); check the process limits (ulimit -u, ulimit -n) and retry")]
     AsyncRuntime(std::io::Error),
+    /// `state.db` was written by a newer runtime (or cannot be brought to this one's
+    /// schema): serving without it would only answer "not ready" to every client.
+    #[error(transparent)]
+    StateDb(crate::schema::SchemaError),
     /// A filesystem step failed.
     #[error("cannot {action} {path}: {source}; check that the companion home is writable by this user")]
     Fs {
@@ -159,6 +165,10 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
     // Any `tracing` event in this process goes to runtime.log too.
     log.install_as_global_default();
     shutdown.set_log(log.clone());
+    if let Err(error) = check_state_db(home.root().join("state.db")).await {
+        log.line(format_args!("{} {error}", crate::log::REFUSED_TO_START));
+        return Err(error);
+    }
     let listener = bind_socket(&home)?;
     shutdown.set_socket(home.socket_path());
     log.line(format_args!(
@@ -177,6 +187,17 @@ pub async fn run(options: RuntimeOptions, shutdown: &Shutdown) -> Result<(), Run
     drop(lock);
     log.line(format_args!("runtime stopped by signal; socket removed, lock released"));
     Ok(())
+}
+
+/// Opens `state.db` once before the socket is bound (bringing it to the current schema):
+/// a file from a newer runtime stops the start here, so the host and the extension are
+/// told why instead of every service answering "not ready". Other failures are left to the
+/// services, which log them and run without their store.
+async fn check_state_db(path: PathBuf) -> Result<(), RuntimeError> {
+    match tokio::task::spawn_blocking(move || crate::schema::open_state_db(&path)).await {
+        Ok(Err(error @ crate::schema::SchemaError::Newer { .. })) => Err(RuntimeError::StateDb(error)),
+        _ => Ok(()),
+    }
 }
 
 /// Starts the Herdr monitor and the services, builds the router over them, then accepts
@@ -266,8 +287,6 @@ async fn serve(listener: UnixListener, home: CompanionHome, herdr_session: Optio
     connections::accept_loop(listener, router, events, Limits::default(), log).await;
 }
 
-/// Reclaims under the retention limits now and every [`crate::retention::RECLAIM_EVERY`],
-/// on the blocking pool; what was removed (or withheld for want of a checkpoint) is logged.
 /// Opens a service on `state.db` at `db_path` on the blocking pool: opening runs the schema's
 /// migrations (`crate::schema`) and may wait on another connection's lock, which no async
 /// worker may (`crate::db`).
@@ -280,6 +299,8 @@ where
     crate::db::off_worker(move || open(&path)).await
 }
 
+/// Reclaims under the retention limits now and every [`crate::retention::RECLAIM_EVERY`],
+/// on the blocking pool; what was removed (or withheld for want of a checkpoint) is logged.
 fn spawn_reclaimer(retention: Arc<crate::retention::Retention>, log: Arc<RuntimeLog>) {
     tokio::spawn(async move {
         loop {

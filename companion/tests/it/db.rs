@@ -96,3 +96,54 @@ fn an_older_binary_refuses_a_newer_state_db_and_says_what_to_do() {
     let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0)).expect("tables");
     assert_eq!((version, tables), (newer, 1), "left untouched: no downgrade, no table created");
 }
+
+/// A `state.db` from a newer herdr-companion at `home`'s path (one table of its own).
+fn newer_state_db(home: &TestHome) -> i64 {
+    std::fs::create_dir_all(home.home()).expect("home");
+    let newer = companion::schema::STATE_DB.current() + 1;
+    let conn = rusqlite::Connection::open(home.home().join("state.db")).expect("open");
+    conn.execute_batch("CREATE TABLE from_the_future (x INTEGER); INSERT INTO from_the_future VALUES (7);").expect("a newer table");
+    conn.pragma_update(None, "user_version", newer).expect("stamp");
+    newer
+}
+
+// Review sqlite28 MED 1: the runtime used to start on a newer state.db with every store
+// closed and tell each client "not ready, retry in a moment"; it refuses to start instead,
+// saying why on stderr and in runtime.log, and never binds its socket.
+#[test]
+fn the_runtime_refuses_to_start_on_a_newer_state_db_and_says_why() {
+    let home = TestHome::new();
+    let newer = newer_state_db(&home);
+    let out = crate::support::output_within(&mut home.command(&["runtime"]), "the runtime");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused to start: {stderr}");
+    assert!(stderr.contains(&format!("schema version {newer}")) && stderr.contains("Install that newer version again"), "{stderr}");
+    let log = home.runtime_log();
+    let refusal = log.lines().find(|line| line.contains(companion::log::REFUSED_TO_START)).unwrap_or_default();
+    assert!(refusal.contains(&format!("schema version {newer}")) && refusal.contains("move"), "runtime.log says why: {log}");
+    assert!(!home.socket().exists(), "no socket for a runtime that did not start");
+}
+
+// Review sqlite28 MED 1: the host that starts such a runtime tells the extension why (its
+// `runtime_unreachable` message becomes the HUD's line) instead of "did not come up".
+#[test]
+fn the_host_passes_on_why_the_runtime_it_started_refused_to_start() {
+    use std::process::Stdio;
+    let home = TestHome::new();
+    let newer = newer_state_db(&home);
+    let mut host = crate::support::ChildGuard::spawn(
+        home.command(&["host", crate::support::ORIGIN])
+            .env_remove("HERDR_COMPANION_AUTOSTART")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "the host",
+    );
+    let mut stdout = crate::support::FrameReader::new(host.child.stdout.take().expect("stdout"));
+    let error = stdout.next().expect("a host_error frame");
+    assert_eq!((error["event"].as_str(), error["data"]["code"].as_str()), (Some("host_error"), Some("runtime_unreachable")), "{error}");
+    let message = error["data"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("the companion runtime refused to start:"), "{message}");
+    assert!(message.contains(&format!("schema version {newer}")) && message.contains("Install that newer version again"), "{message}");
+    assert_eq!(host.wait_within(PROCESS_WAIT).code(), Some(1));
+}
