@@ -39,7 +39,8 @@ const fn field(name: &'static str, min: u64, max: u64, default: u64) -> Field {
     Field { name, min, max, default }
 }
 
-/// Every field, in the options page's order (the ranges `extension/options.js` shows).
+/// Every field, in the options page's order (the ranges `extension/options.js` shows, read
+/// from the generated `extension/contracts.js`).
 pub const FIELDS: [Field; 11] = [
     field("reply_timeout_sec", 10, 600, 30),
     field("assistant_stall_sec", 10, 600, 30),

@@ -85,15 +85,21 @@ fn a_high_threshold_must_lie_above_its_warn_one() {
     assert_eq!(error, ConfigError { field: "drift_high_ms", min: 901, max: 60_000 });
 }
 
-// The options page shows the same fields with the same ranges and defaults (one table in
-// options.js, one here; the worker validates again, but the page must not refuse a value
-// the core takes, or offer one it refuses).
+// The options page shows the same fields with the same ranges and defaults: it takes them
+// from the generated contracts (`extension/contracts.js`, written from `FIELDS`; the contracts
+// test checks the file is current and that its ranges are the ones `read` enforces), never
+// from a table of its own. The worker validates again, but the page must not refuse a value
+// the core takes, or offer one it refuses.
 #[test]
-fn the_options_page_has_the_same_fields_ranges_and_defaults() {
+fn the_options_page_takes_its_fields_ranges_and_defaults_from_the_contracts() {
     let path = format!("{}/../extension/options.js", env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(path).expect("options.js").replace('_', "");
+    let source = std::fs::read_to_string(path).expect("options.js");
+    assert!(source.contains("CONTRACT_SETTINGS.recovery.fields"), "options.js reads the recovery fields from herdrContracts");
     for f in FIELDS {
-        let row = format!("{{ name: '{}', min: {}, max: {}, default: {}", f.name.replace('_', ""), f.min, f.max, f.default);
-        assert!(source.contains(&row), "options.js has no row {row}");
+        assert!(!source.contains(&format!("name: '{}'", f.name)), "options.js restates the field {} by hand", f.name);
+    }
+    let contracts = std::fs::read_to_string(format!("{}/../extension/contracts.js", env!("CARGO_MANIFEST_DIR"))).expect("contracts.js");
+    for f in FIELDS {
+        assert!(contracts.contains(&format!("\"{}\"", f.name)), "contracts.js names the field {}", f.name);
     }
 }
