@@ -93,20 +93,40 @@ pub struct InboxStore {
 const COLUMNS: &str = "task_id, dispatch_id, turn_id, browser_session_ref, workspace_id, pane_id, \
     prompt_preview, state, created_at, finished_at, result, guidance, acked_at";
 
+/// A row this build cannot read as a task: a state it does not know (a newer runtime's) or
+/// a result or guidance that is not the protocol's shape (edited by hand).
+#[derive(Debug, thiserror::Error)]
+#[error("inbox task {task_id} has a {column} this herdr-companion cannot read ({detail}); it is left in state.db for a companion that can, and not shown")]
+struct UnreadableRow {
+    task_id: String,
+    column: &'static str,
+    detail: String,
+}
+
 /// One row as the wire's `task`: a state this build does not know, or a result or guidance
-/// that is not the protocol's shape, is an error naming the column (never read as absent).
+/// that is not the protocol's shape, is an [`UnreadableRow`] error naming the task and the
+/// column (never read as absent).
 fn record(row: &Row<'_>) -> rusqlite::Result<Task> {
-    fn typed<T: serde::de::DeserializeOwned>(row: &Row<'_>, column: usize) -> rusqlite::Result<Option<T>> {
+    let task_id: String = row.get(0)?;
+    let unreadable = |column: usize, name: &'static str, detail: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            Box::new(UnreadableRow { task_id: task_id.clone(), column: name, detail }),
+        )
+    };
+    fn typed<T: serde::de::DeserializeOwned>(
+        row: &Row<'_>,
+        column: usize,
+        name: &'static str,
+        unreadable: &dyn Fn(usize, &'static str, String) -> rusqlite::Error,
+    ) -> rusqlite::Result<Option<T>> {
         let text: Option<String> = row.get(column)?;
-        text.map(|text| serde_json::from_str(&text))
-            .transpose()
-            .map_err(|error| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(error)))
+        text.map(|text| serde_json::from_str(&text)).transpose().map_err(|error| unreadable(column, name, error.to_string()))
     }
     let state: String = row.get(7)?;
-    let state = TaskState::parse(&state)
-        .map_err(|error| rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(error)))?;
+    let state = TaskState::parse(&state).map_err(|error| unreadable(7, "state", error.to_string()))?;
     Ok(Task {
-        task_id: row.get(0)?,
         dispatch_id: row.get(1)?,
         turn_id: row.get(2)?,
         browser_session_ref: row.get(3)?,
@@ -116,10 +136,29 @@ fn record(row: &Row<'_>) -> rusqlite::Result<Task> {
         state,
         created_at: row.get(8)?,
         finished_at: row.get(9)?,
-        result: typed(row, 10)?,
-        guidance: typed(row, 11)?,
+        result: typed(row, 10, "result", &unreadable)?,
+        guidance: typed(row, 11, "guidance", &unreadable)?,
         acked_at: row.get(12)?,
+        task_id,
     })
+}
+
+/// The rows of a list that read as tasks. A row this build cannot read ([`UnreadableRow`])
+/// is left out with a line in runtime.log naming it, so one such row never hides the
+/// others (a failed read would stop every finished task of the chat from reaching it);
+/// any other error fails the read.
+fn readable(rows: impl Iterator<Item = rusqlite::Result<Task>>) -> rusqlite::Result<Vec<Task>> {
+    let mut tasks = Vec::new();
+    for row in rows {
+        match row {
+            Ok(task) => tasks.push(task),
+            Err(rusqlite::Error::FromSqlConversionFailure(_, _, error)) if error.is::<UnreadableRow>() => {
+                tracing::warn!("{error}");
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(tasks)
 }
 
 impl InboxStore {
@@ -180,7 +219,7 @@ impl InboxStore {
              ORDER BY created_at, rowid"
         ))?;
         let rows = statement.query_map(params![pane_id, seq], record)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(readable(rows)?)
     }
 
     /// Moves a running task to a terminal state; false when it was not running (a
@@ -217,7 +256,7 @@ impl InboxStore {
              ORDER BY finished_at, rowid LIMIT ?2"
         ))?;
         let rows = statement.query_map(params![session_ref, limit as i64], record)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(readable(rows)?)
     }
 
     /// `session_ref`'s tasks, newest first, at most `limit`.
@@ -227,7 +266,7 @@ impl InboxStore {
              ORDER BY created_at DESC, rowid DESC LIMIT ?2"
         ))?;
         let rows = statement.query_map(params![session_ref, limit as i64], record)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(readable(rows)?)
     }
 
     /// `session_ref`'s running tasks, oldest first, at most `limit`.
@@ -237,7 +276,7 @@ impl InboxStore {
              ORDER BY created_at, rowid LIMIT ?2"
         ))?;
         let rows = statement.query_map(params![session_ref, limit as i64], record)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(readable(rows)?)
     }
 
     /// `session_ref`'s open tasks in `workspace_id` — running, or ended and not yet
@@ -248,7 +287,7 @@ impl InboxStore {
         let mut statement =
             self.conn.prepare(&format!("SELECT {COLUMNS} FROM inbox_tasks WHERE {filter} ORDER BY created_at, rowid LIMIT ?3"))?;
         let rows = statement.query_map(params![session_ref, workspace_id, limit as i64], record)?;
-        let tasks: Vec<Task> = rows.collect::<Result<_, _>>()?;
+        let tasks: Vec<Task> = readable(rows)?;
         let total: i64 =
             self.conn
                 .query_row(&format!("SELECT count(*) FROM inbox_tasks WHERE {filter}"), params![session_ref, workspace_id], |r| r.get(0))?;
@@ -428,19 +467,32 @@ mod tests {
     /// a result that is not a `TaskResult`, is an error naming the column, never a task
     /// with a made-up state or a silently dropped result.
     #[test]
-    fn a_row_of_unknown_state_or_result_shape_is_an_error_not_a_task() {
+    /// Review contracts28 #3 (failed before: one unreadable row failed the whole read, so
+    /// every other finished task of the chat stopped reaching it).
+    fn an_unreadable_row_is_never_read_as_a_task_and_never_hides_the_others() {
         let (_dir, mut store) = store();
-        store.insert_running(&task("t1", "chat-a", "w1:p1", 5)).expect("insert");
-        assert!(store.finish("t1", TaskState::Completed, 10, &result(Some("idle"))).expect("finish"));
+        for (id, at) in [("t1", 10), ("t2", 11)] {
+            store.insert_running(&task(id, "chat-a", "w1:p1", 5)).expect("insert");
+            assert!(store.finish(id, TaskState::Completed, at, &result(Some("idle"))).expect("finish"));
+        }
         let read = store.pending("chat-a", 10).expect("pending");
         assert_eq!((read[0].state, read[0].result.as_ref().and_then(|r| r.status.as_deref())), (TaskState::Completed, Some("idle")));
 
+        // A result that is not the protocol's shape: t1 is left out, t2 still reads.
         store.conn.execute("UPDATE inbox_tasks SET result = '{\"status\": \"idle\"}' WHERE task_id = 't1'", []).expect("update");
-        let error = store.pending("chat-a", 10).expect_err("a result without trigger and seq is refused").to_string();
-        assert!(error.contains("column 10") || error.contains("10"), "{error}");
+        let ids = |tasks: Vec<Task>| tasks.into_iter().map(|t| t.task_id).collect::<Vec<_>>();
+        assert_eq!(ids(store.pending("chat-a", 10).expect("pending")), ["t2"]);
+        assert_eq!(ids(store.list("chat-a", 10).expect("list")), ["t2"]);
+        let error = store.get("t1").expect_err("asked by id, the row is an error naming it").to_string();
+        assert!(error.contains("t1") && error.contains("result"), "{error}");
 
+        // A state this build does not know (a newer runtime's): the same.
         store.conn.execute("UPDATE inbox_tasks SET state = 'paused', result = NULL WHERE task_id = 't1'", []).expect("update");
+        assert_eq!(ids(store.pending("chat-a", 10).expect("pending")), ["t2"]);
         let error = store.get("t1").expect_err("an unknown state is refused").to_string();
-        assert!(error.contains("paused"), "{error}");
+        assert!(error.contains("paused") && error.contains("t1"), "{error}");
+        // Left in the table for a build that can read it.
+        let kept: i64 = store.conn.query_row("SELECT count(*) FROM inbox_tasks", [], |r| r.get(0)).expect("count");
+        assert_eq!(kept, 2);
     }
 }
