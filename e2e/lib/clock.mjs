@@ -61,10 +61,12 @@ const LOOK_MS = 200;
  * the offset it added. A reload starts the page's count again: any change counts as a sample.
  */
 export async function runClockWithSamples(page, worker, ms, { step = CLOCK_STEP_MS, until = null } = {}) {
-  const count = () => page.locator('herdr-continuity-hud').getAttribute('data-health-samples', { timeout: LOOK_MS }).catch(() => null);
+  const count = () => sampleCount(page);
   const start = Date.now();
   let moved = 0;
+  // A read that timed out (null) is no sample: the count to compare with is a real one.
   let seen = await count();
+  while (seen === null) seen = await count();
   for (;;) {
     if (until && (await until())) return moved;
     const left = ms - (Date.now() - start) - moved;
@@ -82,11 +84,20 @@ export async function runClockWithSamples(page, worker, ms, { step = CLOCK_STEP_
 
 /** Waits in real time until the page has posted `n` more health samples (none of the clock's doing). */
 export async function realSamples(page, n) {
-  const count = () => page.locator('herdr-continuity-hud').getAttribute('data-health-samples', { timeout: LOOK_MS }).catch(() => null);
-  let seen = await count();
+  let seen = await sampleCount(page);
+  while (seen === null) seen = await sampleCount(page);
   for (let i = 0; i < n; i++) {
     const before = seen;
-    await expect.poll(async () => (seen = await count()), { message: `health sample ${i + 1} of ${n} arrives`, timeout: 15_000, intervals: [LOOK_MS] })
-      .not.toBe(before);
+    // Only a real count that differs is a new sample; a read that timed out (null) is none.
+    await expect.poll(async () => {
+      const now = await sampleCount(page);
+      if (now !== null) seen = now;
+      return now === null ? before : now;
+    }, { message: `health sample ${i + 1} of ${n} arrives`, timeout: 15_000, intervals: [LOOK_MS] }).not.toBe(before);
   }
+}
+
+/** The page's health sample count on the HUD host, or null when the read timed out. */
+function sampleCount(page) {
+  return page.locator('herdr-continuity-hud').getAttribute('data-health-samples', { timeout: 1_000 }).catch(() => null);
 }

@@ -153,6 +153,10 @@ for (const csp of CSP_VARIANTS) {
       // The send reached the server (which took the fault), then the worker's time runs
       // past the ledger's deadlines for typing and submitting (15 s + 20 s): unconfirmed.
       await expect.poll(() => fixture.seedFault, { message: 'the seed was sent', timeout: 40_000 }).toBeNull();
+      // The page reports its `unconfirmed` after its own wait for the composer to clear
+      // (content-composer.js PLUMBING_WAIT_MS, 2 s, real time): that report reaches the
+      // worker before its deadlines move, so the test takes the path real use takes.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
       await runClock(worker, 40_000);
       await hud.expect('data-active-target', CONVERSATION, 'X7: the source stays the target');
       const buttons = (await buttonHook.read()).map((b) => b.value);

@@ -180,12 +180,17 @@ async function withheldWakeThenSent({ page, worker, fixture, hud, sessionRef, co
   await expect.poll(() => [...fixture.drafts.values()].filter((d) => d.conversationId === CONVERSATION && d.text.trim() !== '').map((d) => d.text),
     { message: 'no Project draft of the attempt stays on the server' }).toEqual([]);
   await fix();
-  // The retry waits on the worker's clock: moved ahead until the wake is no longer withheld
-  // (its delivery started; from there on real time, so its typing runs as it would).
-  await runClock(worker, APP_RETRY_MS, async () => (await hud.state.getAttribute('data-withheld')) !== code);
+  // The retry waits on the worker's clock: moved ahead until the wake's delivery started
+  // (the HUD shows a delivery state; the withheld reason stays until a delivery lands), and
+  // from there on real time, so its typing runs as it would. The whole wait keeps the old
+  // deadline: the clock's part and the real part together are at most APP_RETRY_MS.
+  const started = async () => (await hud.state.getAttribute('data-delivery-state')) !== ''
+    || (await hud.state.getAttribute('data-withheld')) !== code;
+  const moved = await runClock(worker, APP_RETRY_MS - 20_000, started);
+  expect(await started(), `the retry started within ${(APP_RETRY_MS - 20_000) / 1000} s of the worker's time`).toBe(true);
   const wake = await expectExactlyOne(fixture, { conversationId: CONVERSATION, marker: /^wake:/ }, {
     previous: wakesBefore,
-    timeout: APP_RETRY_MS,
+    timeout: APP_RETRY_MS - moved,
     message: 'the withheld wake goes out once attaching works again',
     checkpoint: () => expectIdleAfterWakes(page, fixture, hud, wakesBefore + 1, 30_000),
   });
