@@ -146,6 +146,66 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// A struct's fields read one by one without returning early: each read gives the value,
+/// or `None` and keeps the first error. The derive reads every field into a slot and builds
+/// the value once all are `Some`, so a reader has one drop of its slots instead of one
+/// ladder of drops per `?` (most of a derived reader's wasm, docs/BENCH-LOG.md).
+pub struct FieldReader<'a> {
+    fields: Fields<'a>,
+    error: Option<ReadError>,
+}
+
+impl<'a> FieldReader<'a> {
+    /// The reader of `value`'s fields; `value` must be an object.
+    pub fn of(value: &'a Value) -> Result<Self, ReadError> {
+        Ok(Self { fields: Fields::of(value)?, error: None })
+    }
+
+    /// The fields, for `only` and `tag`.
+    pub fn fields(&self) -> Fields<'a> {
+        self.fields
+    }
+
+    /// Field `name` (absent reads as `null`), or `None` after keeping its error.
+    pub fn get<T: ReadJson>(&mut self, name: &'static str) -> Option<T> {
+        let value = self.fields.raw(name).unwrap_or(&NULL);
+        self.slot(T::read_json(value), name)
+    }
+
+    /// Field `name`, `T::default()` when absent (`#[serde(default)]`), or `None` after
+    /// keeping its error.
+    pub fn or_default<T: ReadJson + Default>(&mut self, name: &'static str) -> Option<T> {
+        match self.fields.raw(name) {
+            Some(value) => self.slot(T::read_json(value), name),
+            None => Some(T::default()),
+        }
+    }
+
+    fn slot<T>(&mut self, read: Result<T, ReadError>, name: &'static str) -> Option<T> {
+        match read {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.keep(error, name);
+                None
+            }
+        }
+    }
+
+    /// Keeps `error`, found in field `name`, unless an earlier field's error is kept.
+    #[inline(never)]
+    fn keep(&mut self, error: ReadError, name: &'static str) {
+        if self.error.is_none() {
+            self.error = Some(error.in_field(name));
+        }
+    }
+
+    /// The first error kept (called when a slot is `None`, so there is one).
+    #[inline(never)]
+    pub fn error(self) -> ReadError {
+        self.error.unwrap_or(ReadError::expected("a readable field"))
+    }
+}
+
 /// The error of a tag or unit-variant string no variant has.
 pub fn unknown_variant(what: &'static str) -> ReadError {
     ReadError::expected(what)

@@ -2,8 +2,9 @@
 //! (`ext_core::json_read`), generated from the type's definition and the `#[serde(...)]`
 //! attributes it already carries, so the shape is described once, where the type is.
 //!
-//! The generated code is what the hand-written readers and writers were: a struct reads
-//! through `Fields` (one shared, non-generic lookup and error per field) and writes through
+//! A struct reads through `FieldReader`: every field into a slot (the first error kept),
+//! then the value built once, with no early return per field (each `?` would drop the
+//! fields read so far: that drop code was most of a reader's wasm). It writes through
 //! `Object::put`; no serde visitor reaches the wasm. It runs at build time only.
 //!
 //! Shapes (the same JSON serde's derives read and write):
@@ -244,20 +245,40 @@ impl Shape {
     }
 }
 
-/// The struct-literal members that read `fields` from `f` (a `Fields`).
-fn read_fields(fields: &[Field]) -> Tokens {
-    let members = fields.iter().map(|field| {
-        let ident = &field.ident;
+/// The expression reading `fields` through `reader` (a mutable `FieldReader`) into
+/// `constructor { .. }`: every field into a slot first, the value built once all are read,
+/// and otherwise the first field's error (no early return per field, so no drop ladder).
+fn read_fields(constructor: Tokens, fields: &[Field]) -> Tokens {
+    let read: Vec<&Field> = fields.iter().filter(|f| !f.skip).collect();
+    let slots: Vec<Ident> = read.iter().map(|f| quote::format_ident!("read_{}", f.ident)).collect();
+    let reads = read.iter().zip(&slots).map(|(field, slot)| {
         let key = &field.key;
-        if field.skip {
-            quote!(#ident: ::core::default::Default::default())
-        } else if field.default {
-            quote!(#ident: f.or_default(#key)?)
-        } else {
-            quote!(#ident: f.get(#key)?)
+        match field.default {
+            true => quote!(let #slot = reader.or_default(#key);),
+            false => quote!(let #slot = reader.get(#key);),
         }
     });
-    quote!(#(#members,)*)
+    let members = fields.iter().map(|field| {
+        let ident = &field.ident;
+        match field.skip {
+            true => quote!(#ident: ::core::default::Default::default()),
+            false => {
+                let slot = quote::format_ident!("read_{}", ident);
+                quote!(#ident: #slot)
+            }
+        }
+    });
+    let built = quote!(#constructor { #(#members,)* });
+    if slots.is_empty() {
+        return quote!(Ok(#built));
+    }
+    quote! {{
+        #(#reads)*
+        match (#(#slots,)*) {
+            (#(Some(#slots),)*) => Ok(#built),
+            _ => Err(reader.error()),
+        }
+    }}
 }
 
 fn known_keys(fields: &[Field], tag: Option<&str>) -> Vec<String> {
@@ -270,15 +291,16 @@ fn read_impl(shape: &Shape) -> Tokens {
     let expected = format!("a known {name}");
     let body = match &shape.kind {
         Kind::Struct { fields, deny_unknown } => {
-            let members = read_fields(fields);
+            let read = read_fields(quote!(#name), fields);
             let only = deny_unknown.then(|| {
                 let keys = known_keys(fields, None);
-                quote!(let f = f.only(&[#(#keys),*])?;)
+                quote!(reader.fields().only(&[#(#keys),*])?;)
             });
             quote! {
-                let f = ::ext_core::json_read::Fields::of(value)?;
+                #[allow(unused_mut)]
+                let mut reader = ::ext_core::json_read::FieldReader::of(value)?;
                 #only
-                Ok(#name { #members })
+                #read
             }
         }
         Kind::Units(variants) => {
@@ -301,14 +323,15 @@ fn read_impl(shape: &Shape) -> Tokens {
                 match &v.fields {
                     None => quote!(#(#wires)|* => Ok(#name::#ident),),
                     Some(fields) => {
-                        let members = read_fields(fields);
-                        quote!(#(#wires)|* => Ok(#name::#ident { #members }),)
+                        let read = read_fields(quote!(#name::#ident), fields);
+                        quote!(#(#wires)|* => #read,)
                     }
                 }
             });
             quote! {
-                let f = ::ext_core::json_read::Fields::of(value)?;
-                match f.tag(#tag)? {
+                #[allow(unused_mut)]
+                let mut reader = ::ext_core::json_read::FieldReader::of(value)?;
+                match reader.fields().tag(#tag)? {
                     #(#arms)*
                     _ => Err(::ext_core::json_read::unknown_variant(#expected)),
                 }
