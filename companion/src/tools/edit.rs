@@ -238,10 +238,13 @@ pub fn write_atomic_at(dir: &std::fs::File, name: &std::ffi::OsStr, content: &[u
     temp_name.extend_from_slice(&suffix.as_bytes()[..12.min(suffix.len())]);
     let temp = c(&temp_name)?;
     let fd = dir.as_raw_fd();
-    // The mode of the file replaced (not through a symlink), else 0666 less the umask.
+    // The mode of the regular file replaced (not through a symlink: a symlink's own mode
+    // is 0777), else 0666 less the umask.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `target` is a NUL-terminated name and `st` a stat buffer we own.
-    let mode = if unsafe { libc::fstatat(fd, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
+    let mode = if unsafe { libc::fstatat(fd, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0
+        && st.st_mode & libc::S_IFMT == libc::S_IFREG
+    {
         Some(st.st_mode & 0o7777)
     } else {
         None
@@ -400,6 +403,25 @@ mod tests {
         assert_eq!(std::fs::read_to_string(base.join("src.moved/a.rs")).expect("read"), "new");
         assert_eq!(std::fs::read_dir(&outside).expect("dir").count(), 0);
         assert_eq!(std::fs::read_dir(base.join("src.moved")).expect("dir").count(), 1, "no temp file left");
+    }
+
+    /// A name that became a symlink between the resolve and the write: the new file does
+    /// not take the symlink's own mode (0777) but the default one.
+    #[test]
+    fn an_atomic_write_over_a_symlink_does_not_take_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical");
+        std::fs::write(base.join("target.rs"), "old").expect("write");
+        std::fs::set_permissions(base.join("target.rs"), std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::os::unix::fs::symlink(base.join("target.rs"), base.join("a.rs")).expect("symlink");
+        let opened = open_dir(&base).expect("open");
+        write_atomic_at(&opened, std::ffi::OsStr::new("a.rs"), b"new").expect("write");
+        let meta = std::fs::symlink_metadata(base.join("a.rs")).expect("stat");
+        assert!(meta.is_file(), "the symlink is replaced by a file");
+        assert_eq!(meta.permissions().mode() & 0o022, 0, "not group or world writable: {:o}", meta.permissions().mode());
+        assert_eq!(meta.permissions().mode() & 0o111, 0, "not executable: {:o}", meta.permissions().mode());
+        assert_eq!(std::fs::read_to_string(base.join("target.rs")).expect("read"), "old", "the link's target is untouched");
     }
 
     /// Nested roots (a pane in a repository's subdirectory listed before the repository's

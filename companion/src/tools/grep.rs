@@ -15,6 +15,9 @@
 //! - A file of at most [`CACHE_FILE_MAX`] bytes is read whole and searched as one slice,
 //!   from the disk or from the cache's copy alike, so both answer the same; a larger one is
 //!   searched as a stream. Every read that reaches the disk goes through [`open_plain`].
+//!   A call keeps a read file's bytes for the cache only while the cache's budget has room
+//!   for them beside the snapshots and every other running call's ([`TreeCache::keep`]);
+//!   otherwise it searches them and drops them, so memory stays bounded while calls run.
 //! - At most `max_matches` matching lines and `max_bytes` of matched line text are
 //!   returned (each line cut at [`MAX_LINE_CHARS`] characters); the search stops there and
 //!   says so (`truncated`) only when a match beyond the cap exists. A regex is compiled with a size limit, so a hostile pattern is refused, not run.
@@ -22,7 +25,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -122,6 +125,9 @@ fn grep_inner(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline:
         deadline,
         hard_links: AtomicU64::new(0),
         moved: AtomicU64::new(0),
+        cache,
+        kept: AtomicUsize::new(0),
+        changed: AtomicBool::new(false),
     };
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 8);
     let (mut files, fresh) = if base_is_dir {
@@ -130,19 +136,24 @@ fn grep_inner(cache: &TreeCache, roots: &Roots, request: &GrepRequest, deadline:
         let name = base.file_name().map_or_else(|| Arc::from(base.as_path()), |n| Arc::from(Path::new(n)));
         (vec![CachedFile { relative: name, stamp: None, content: None }], Fresh::Single)
     };
-    // Only a listing with files to read again has anything new for the cache.
-    let stale = files.iter().any(|f| f.content.is_none() && !f.stamp.is_some_and(|s| s.is_hard_link() || s.size() > CACHE_FILE_MAX));
     let taken = TreeCache::now();
     let mut found = search.run(&mut files, threads);
+    // Only a call that learnt a new stamp or kept new bytes has anything new for the cache.
+    let stale = search.changed.load(Ordering::Relaxed);
     if matches!(fresh, Fresh::Late) && found.stopped.is_none() {
         // The walk itself was cut: files may be missing.
         found.stopped = Some(Stop::Deadline);
     }
     if found.stopped != Some(Stop::Deadline) {
         match fresh {
-            Fresh::No if stale => cache.refresh(&base, &search.refused, files, taken),
-            Fresh::No => {}
-            Fresh::Walked(dirs, walked) => cache.store(&base, &search.refused, Walked { dirs, files, taken: walked }),
+            // The store or refresh takes over the bytes the call kept.
+            Fresh::No(generation) if stale => {
+                cache.refresh(&base, &search.refused, generation, files, taken, search.kept.swap(0, Ordering::Relaxed));
+            }
+            Fresh::No(_) => {}
+            Fresh::Walked(dirs, walked) => {
+                cache.store(&base, &search.refused, Walked { dirs, files, taken: walked, kept: search.kept.swap(0, Ordering::Relaxed) });
+            }
             Fresh::Late | Fresh::Single => {}
         }
     }
@@ -221,6 +232,19 @@ struct Search<'a> {
     hard_links: AtomicU64,
     /// Files skipped because the open found them outside the base (a path swapped).
     moved: AtomicU64,
+    /// The cache whose budget bounds the contents this call keeps.
+    cache: &'a TreeCache,
+    /// Bytes of content this call keeps for the cache (taken by [`TreeCache::keep`]).
+    kept: AtomicUsize,
+    /// A file's stamp learnt or its content kept: something new for the cache.
+    changed: AtomicBool,
+}
+
+impl Drop for Search<'_> {
+    /// The contents this call kept and did not hand to the cache are dropped.
+    fn drop(&mut self) {
+        self.cache.release(*self.kept.get_mut());
+    }
 }
 
 /// A matched line's text without its line end, cut at [`MAX_LINE_CHARS`] characters.
@@ -238,7 +262,9 @@ fn cut_line(line: &str) -> (&str, bool) {
 /// directory on its path swapped for a symlink after the walk listed it: `O_NOFOLLOW`
 /// covers only the last name), counted in `moved`. Unreadable files are skipped, as
 /// ripgrep does.
-fn open_plain(path: &Path, base: &Path, hard_links: &AtomicU64, moved: &AtomicU64) -> Option<File> {
+/// A skipped hard link's stat (the open file's) is given in `link`, for the cache to skip
+/// it again without opening it.
+fn open_plain(path: &Path, base: &Path, hard_links: &AtomicU64, moved: &AtomicU64, link: &mut Option<Stamp>) -> Option<File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK).open(path).ok()?;
     if !opened_beneath(&file, path, base) {
@@ -251,6 +277,7 @@ fn open_plain(path: &Path, base: &Path, hard_links: &AtomicU64, moved: &AtomicU6
     }
     if meta.nlink() > 1 {
         hard_links.fetch_add(1, Ordering::Relaxed);
+        *link = Some(Stamp::of(&meta));
         return None;
     }
     Some(file)
@@ -306,7 +333,7 @@ impl Search<'_> {
     /// fresh walk; and whether the walk was cut by the deadline.
     fn listing(&self, cache: &TreeCache, threads: usize) -> (Vec<CachedFile>, Fresh) {
         if let Some(listing) = cache.validate(self.base, &self.refused, threads) {
-            return (listing.files, Fresh::No);
+            return (listing.files, Fresh::No(listing.generation));
         }
         let taken = TreeCache::now();
         let walk = walk_builder(self.base, None, self.roots).threads(threads).build_parallel();
@@ -358,8 +385,13 @@ impl Search<'_> {
             None => {
                 let path = if self.base_is_file { self.base.to_path_buf() } else { self.base.join(&file.relative) };
                 let (hard_links, moved) = (AtomicU64::new(0), AtomicU64::new(0));
-                let Some(mut opened) = open_plain(&path, self.base, &hard_links, &moved) else {
+                let mut link = None;
+                let Some(mut opened) = open_plain(&path, self.base, &hard_links, &moved, &mut link) else {
                     return if hard_links.into_inner() > 0 {
+                        if link.is_some() && file.stamp != link {
+                            file.stamp = link;
+                            self.changed.store(true, Ordering::Relaxed);
+                        }
                         Outcome::HardLink
                     } else if moved.into_inner() > 0 {
                         Outcome::Moved
@@ -369,7 +401,10 @@ impl Search<'_> {
                 };
                 let Ok(meta) = opened.metadata() else { return Outcome::Skipped };
                 let stamp = Stamp::of(&meta);
-                file.stamp = Some(stamp);
+                if file.stamp != Some(stamp) {
+                    file.stamp = Some(stamp);
+                    self.changed.store(true, Ordering::Relaxed);
+                }
                 if stamp.size() <= CACHE_FILE_MAX {
                     // Read whole (as the cache keeps it), so a cached and a fresh search of
                     // the same bytes answer the same.
@@ -378,8 +413,13 @@ impl Search<'_> {
                         return Outcome::Skipped;
                     }
                     let bytes: Arc<[u8]> = Arc::from(bytes);
-                    // Grown or shrunk while read: searched as read, not kept.
-                    file.content = (bytes.len() as u64 == stamp.size()).then(|| bytes.clone());
+                    // Grown or shrunk while read, or no room in the cache's budget now:
+                    // searched as read, not kept.
+                    if bytes.len() as u64 == stamp.size() && self.cache.keep(bytes.len()) {
+                        self.kept.fetch_add(bytes.len(), Ordering::Relaxed);
+                        self.changed.store(true, Ordering::Relaxed);
+                        file.content = Some(bytes.clone());
+                    }
                     Some(bytes)
                 } else {
                     let _ = searcher.search_file(&self.matcher, &opened, sink(hits, stop));
@@ -495,8 +535,8 @@ fn sink<'h>(
 
 /// Whether a listing came from a fresh walk.
 enum Fresh {
-    /// From the cache.
-    No,
+    /// From the cache: the generation of the snapshot validated.
+    No(u64),
     /// A full walk: its directories and when it started, for the cache.
     Walked(Vec<PathBuf>, i128),
     /// A walk cut by the deadline: not kept.
@@ -569,10 +609,10 @@ mod tests {
         std::fs::write(outside.path().join("src/a.rs"), "SECRET needle\n").expect("w");
         let listed = base.join("src/a.rs");
         let (links, moved) = (AtomicU64::new(0), AtomicU64::new(0));
-        assert!(open_plain(&listed, &base, &links, &moved).is_some());
+        assert!(open_plain(&listed, &base, &links, &moved, &mut None).is_some());
         std::fs::remove_dir_all(base.join("src")).expect("rm");
         std::os::unix::fs::symlink(outside.path().join("src"), base.join("src")).expect("symlink");
-        assert!(open_plain(&listed, &base, &links, &moved).is_none());
+        assert!(open_plain(&listed, &base, &links, &moved, &mut None).is_none());
         assert_eq!((links.into_inner(), moved.into_inner()), (0, 1));
     }
 

@@ -13,11 +13,31 @@
 //!   snapshot was taken — is never trusted (Git's racy-clean rule): a change in the same
 //!   clock tick could leave every field equal. A racy directory or guard keeps the
 //!   snapshot from being stored; a racy file's content is not kept.
-//! - Files of several names (hard links) are never read; the cache holds their stat
-//!   only, so they are still counted as skipped.
+//! - A guard file that is a symlink (`ignore` reads it through the link) is stamped twice:
+//!   the link itself and its target, so an edit of the target is seen.
+//! - Files of several names (hard links) are never read: the call that finds one opens
+//!   it, keeps the open file's stat and skips it, so a later call skips it again by that
+//!   stat (still counted as skipped) until its stat changes, and the tree stays cached.
 //! - Contents are kept only for files of at most [`CACHE_FILE_MAX`] bytes, and at most
-//!   the cache's budget ([`CACHE_BUDGET`] for the runtime's) in all; the least recently
-//!   used snapshots go first, and a snapshot larger than the budget keeps what fits.
+//!   the cache's budget ([`CACHE_BUDGET`] for the runtime's) in all — counting the
+//!   contents the calls running now have read for it ([`TreeCache::keep`]: a call that
+//!   finds no room searches the bytes and drops them) and each snapshot's listing (its
+//!   paths and stats, estimated); the least recently used snapshots go first, and a
+//!   snapshot larger than the budget keeps what fits (a listing alone larger than the
+//!   budget is not stored). Bytes a running call still searches from a listing it got
+//!   stay alive until that call ends, even if its snapshot was evicted meanwhile.
+//! - A call refreshes only the snapshot it validated (its generation): a snapshot stored
+//!   meanwhile by another call, from a newer walk, is never given an older file list.
+//! - A served file is checked by `fstatat` in its directory opened by path: the
+//!   directories above it are followed, not re-checked beneath the base as a read from the
+//!   disk is. A directory swapped for a symlink between the directory check and that
+//!   `fstatat` can therefore serve bytes read earlier from that very inode inside the root
+//!   (nothing new is read) where a fresh search would count the file in `moved_skipped`.
+//! - The racy rule compares the file system's stamps with this machine's clock: on a
+//!   network file system whose server clock lags by more than [`RACY_WINDOW`], with coarse
+//!   timestamps, a same-size edit in the same server tick as the read is not seen until
+//!   the file changes again (Git has the same limit); search such trees with a fresh root
+//!   or accept that window.
 //! - A snapshot is keyed by the canonical directory and the call's refused places (the
 //!   companion home), so a call never sees a walk filtered for another.
 
@@ -68,6 +88,15 @@ impl Stamp {
         std::fs::symlink_metadata(path).ok().map(|m| Self::of(&m))
     }
 
+    /// A guard file's stamps: its own, and when it is a symlink, its target's (`None`:
+    /// absent or dangling), since `ignore` reads it through the link.
+    fn guard(path: &Path) -> GuardStamp {
+        let own = Self::lstat(path);
+        let target =
+            own.filter(|s| s.mode & libc::S_IFMT == libc::S_IFLNK).and_then(|_| std::fs::metadata(path).ok().map(|m| Self::of(&m)));
+        (own, target)
+    }
+
     /// Whether the entry changed less than `window` before `taken` (nanoseconds since the epoch).
     fn racy(&self, taken: i128, window: Duration) -> bool {
         self.mtime.max(self.ctime) + i128::try_from(window.as_nanos()).unwrap_or(i128::MAX) >= taken
@@ -105,16 +134,22 @@ pub struct CachedFile {
     pub content: Option<Arc<[u8]>>,
 }
 
+/// A guard file's own stat and, for a symlink, its target's (`None`: absent).
+type GuardStamp = (Option<Stamp>, Option<Stamp>);
+
 /// One directory's walk, as stored.
 #[derive(Debug)]
 struct Snapshot {
-    /// Guard files (by absolute path) and their stat (`None`: absent).
-    guards: Vec<(PathBuf, Option<Stamp>)>,
+    /// Which store made it (a refresh keeps it): [`TreeCache::refresh`] replaces only the
+    /// snapshot its call validated.
+    generation: u64,
+    /// Guard files (by absolute path) and their stats.
+    guards: Vec<(PathBuf, GuardStamp)>,
     /// Every directory walked (the base first) and its stat.
     dirs: Vec<(PathBuf, Stamp)>,
     /// The files, in path order.
     files: Vec<CachedFile>,
-    /// Bytes of content held.
+    /// Bytes held: the contents and the listing's estimate ([`listing_bytes`]).
     bytes: usize,
     /// When last used (the cache's counter).
     used: AtomicU64,
@@ -132,6 +167,19 @@ pub struct TreeCache {
     window: Duration,
     /// The snapshots and the use counter.
     state: Mutex<(HashMap<Key, Arc<Snapshot>>, u64)>,
+    /// What counts against the budget (locked after `state` when both are).
+    usage: Mutex<Usage>,
+}
+
+/// The bytes counted against a cache's budget.
+#[derive(Debug, Default)]
+struct Usage {
+    /// Bytes the snapshots hold (their sum).
+    held: usize,
+    /// Bytes of content the calls running now have read and kept for the cache.
+    running: usize,
+    /// The most `held + running` has been.
+    peak: usize,
 }
 
 /// What [`TreeCache::validate`] gives a search: the files in path order, each with the
@@ -140,6 +188,8 @@ pub struct TreeCache {
 pub struct Listing {
     /// The files (path relative to the directory, stamp, content when current).
     pub files: Vec<CachedFile>,
+    /// The generation of the snapshot checked, for [`TreeCache::refresh`].
+    pub generation: u64,
 }
 
 /// A walk done for a call, handed back to be stored.
@@ -151,13 +201,57 @@ pub struct Walked {
     pub files: Vec<CachedFile>,
     /// When the walk started (nanoseconds since the epoch).
     pub taken: i128,
+    /// Bytes of `files`' contents the call holds through [`TreeCache::keep`].
+    pub kept: usize,
 }
 
 impl TreeCache {
     /// An empty cache holding at most `budget` bytes of content, distrusting stats newer
     /// than `window`.
     pub fn new(budget: usize, window: Duration) -> Self {
-        Self { budget, window, state: Mutex::new((HashMap::new(), 0)) }
+        Self { budget, window, state: Mutex::new((HashMap::new(), 0)), usage: Mutex::new(Usage::default()) }
+    }
+
+    /// Room for a running call to keep `len` more bytes of content for the cache: taken
+    /// (counted until [`Self::release`]) when the snapshots' bytes and every running
+    /// call's stay within the budget; `false`: search the bytes and drop them.
+    pub fn keep(&self, len: usize) -> bool {
+        let mut usage = self.usage();
+        if usage.held.saturating_add(usage.running).saturating_add(len) > self.budget {
+            return false;
+        }
+        usage.running += len;
+        usage.peak = usage.peak.max(usage.held + usage.running);
+        true
+    }
+
+    /// Gives back what a call took with [`Self::keep`] and did not hand to
+    /// [`Self::store`] or [`Self::refresh`] (which take it over).
+    pub fn release(&self, len: usize) {
+        let mut usage = self.usage();
+        usage.running = usage.running.saturating_sub(len);
+    }
+
+    /// The most bytes the snapshots and the running calls have held at once.
+    pub fn peak(&self) -> usize {
+        self.usage().peak
+    }
+
+    fn usage(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Snapshots held now.
+    pub fn snapshots(&self) -> usize {
+        self.lock().0.len()
+    }
+
+    /// Sets `held` from the snapshots (under the state lock and `usage`'s), the peak with
+    /// it, and gives back `taken_over` bytes a call had kept (now in a snapshot or dropped).
+    fn settle(usage: &mut Usage, snapshots: &HashMap<Key, Arc<Snapshot>>, taken_over: usize) {
+        usage.held = snapshots.values().map(|s| s.bytes).sum();
+        usage.running = usage.running.saturating_sub(taken_over);
+        usage.peak = usage.peak.max(usage.held + usage.running);
     }
 
     /// The runtime's cache ([`CACHE_BUDGET`], [`RACY_WINDOW`]).
@@ -193,10 +287,14 @@ impl TreeCache {
             snapshot.used.store(tick, Ordering::Relaxed);
             snapshot
         };
-        let guards_ok = parallel_all(&snapshot.guards, threads, |(path, stamp)| Stamp::lstat(path) == *stamp);
+        let guards_ok = parallel_all(&snapshot.guards, threads, |(path, stamp)| Stamp::guard(path) == *stamp);
         let dirs_ok = guards_ok && parallel_all(&snapshot.dirs, threads, |(path, stamp)| Stamp::lstat(path) == Some(*stamp));
         if !dirs_ok {
-            self.lock().0.remove(&key);
+            let mut state = self.lock();
+            if state.0.get(&key).is_some_and(|s| Arc::ptr_eq(s, &snapshot)) {
+                state.0.remove(&key);
+                Self::settle(&mut self.usage(), &state.0, 0);
+            }
             return None;
         }
         // One open per directory and a stat by name in it: no path walk per file. A stamp
@@ -221,46 +319,65 @@ impl TreeCache {
                 })
                 .collect::<Vec<_>>()
         });
-        Some(Listing { files: checked.into_iter().flatten().collect() })
+        Some(Listing { files: checked.into_iter().flatten().collect(), generation: snapshot.generation })
     }
 
     /// Keeps a walk done by a call: its guards are stat'ed now; racy directories or guards
     /// keep it from being stored, racy files' contents are dropped, and the budget applies.
+    /// It takes over the `walked.kept` bytes the call holds.
     pub fn store(&self, base: &Path, refused: &[PathBuf], walked: Walked) {
+        let kept = walked.kept;
+        if !self.store_walk(base, refused, walked) {
+            self.release(kept);
+        }
+    }
+
+    /// [`Self::store`]; `false` when nothing was stored (racy).
+    fn store_walk(&self, base: &Path, refused: &[PathBuf], walked: Walked) -> bool {
         let window = self.window;
         let racy = |stamp: &Stamp| stamp.racy(walked.taken, window);
         let mut guards = Vec::new();
         for dir in base.ancestors().skip(1).chain(walked.dirs.iter().map(PathBuf::as_path)) {
             guard_files(dir, &mut guards);
         }
-        if guards.iter().any(|(_, stamp)| stamp.as_ref().is_some_and(racy)) {
-            return;
+        if guards.iter().any(|(_, (own, target))| own.as_ref().is_some_and(racy) || target.as_ref().is_some_and(racy)) {
+            return false;
         }
         let mut dirs = Vec::with_capacity(walked.dirs.len());
         for dir in walked.dirs {
             match Stamp::lstat(&dir) {
                 Some(stamp) if !racy(&stamp) => dirs.push((dir, stamp)),
-                _ => return,
+                _ => return false,
             }
         }
         let key = (base.to_path_buf(), refused.to_vec());
+        let listing = listing_bytes(&guards, &dirs, &walked.files);
         let mut state = self.lock();
+        let mut usage = self.usage();
         state.0.remove(&key);
+        if listing > self.budget {
+            // The paths and stats alone would pass the budget: not kept.
+            Self::settle(&mut usage, &state.0, walked.kept);
+            return true;
+        }
+        // What the other running calls hold is theirs; this call's contents move here.
+        let others_running = usage.running.saturating_sub(walked.kept);
         // Room: the least recently used snapshots go first.
-        let wanted: usize = walked
-            .files
-            .iter()
-            .filter(|f| f.stamp.as_ref().is_some_and(|s| !racy(s)))
-            .filter_map(|f| f.content.as_ref().map(|c| c.len()))
-            .sum();
+        let wanted: usize = listing
+            + walked
+                .files
+                .iter()
+                .filter(|f| f.stamp.as_ref().is_some_and(|s| !racy(s)))
+                .filter_map(|f| f.content.as_ref().map(|c| c.len()))
+                .sum::<usize>();
         while state.0.len() >= MAX_SNAPSHOTS
-            || (!state.0.is_empty() && state.0.values().map(|s| s.bytes).sum::<usize>() + wanted > self.budget)
+            || (!state.0.is_empty() && state.0.values().map(|s| s.bytes).sum::<usize>() + others_running + wanted > self.budget)
         {
             let Some(oldest) = state.0.iter().min_by_key(|(_, s)| s.used.load(Ordering::Relaxed)).map(|(k, _)| k.clone()) else { break };
             state.0.remove(&oldest);
         }
-        let mut room = self.budget.saturating_sub(state.0.values().map(|s| s.bytes).sum::<usize>());
-        let mut bytes = 0;
+        let mut room = self.budget.saturating_sub(state.0.values().map(|s| s.bytes).sum::<usize>() + others_running + listing);
+        let mut bytes = listing;
         let files = walked
             .files
             .into_iter()
@@ -278,18 +395,28 @@ impl TreeCache {
             .collect();
         state.1 += 1;
         let used = state.1;
-        state.0.insert(key, Arc::new(Snapshot { guards, dirs, files, bytes, used: AtomicU64::new(used) }));
+        state.0.insert(key, Arc::new(Snapshot { generation: used, guards, dirs, files, bytes, used: AtomicU64::new(used) }));
+        Self::settle(&mut usage, &state.0, walked.kept);
+        true
     }
 
-    /// Replaces the snapshot's files by a validated listing's, with what the call read
-    /// again (contents of files that changed); a racy file's content is not kept.
-    pub fn refresh(&self, base: &Path, refused: &[PathBuf], files: Vec<CachedFile>, taken: i128) {
+    /// Replaces the files of the snapshot of `generation` (the one the call validated) by
+    /// the call's, with what it read again (contents of files that changed); a racy
+    /// file's content is not kept. `kept`: the bytes the call holds through [`Self::keep`].
+    /// A snapshot stored since (another call's newer walk) is left as it is.
+    pub fn refresh(&self, base: &Path, refused: &[PathBuf], generation: u64, files: Vec<CachedFile>, taken: i128, kept: usize) {
         let key = (base.to_path_buf(), refused.to_vec());
         let mut state = self.lock();
+        let mut usage = self.usage();
         let others: usize = state.0.iter().filter(|(k, _)| **k != key).map(|(_, s)| s.bytes).sum();
-        let Some(entry) = state.0.get_mut(&key) else { return };
-        let mut room = self.budget.saturating_sub(others);
-        let mut bytes = 0;
+        let others_running = usage.running.saturating_sub(kept);
+        let Some(entry) = state.0.get_mut(&key).filter(|e| e.generation == generation) else {
+            usage.running = usage.running.saturating_sub(kept);
+            return;
+        };
+        let listing = listing_bytes(&entry.guards, &entry.dirs, &files);
+        let mut room = self.budget.saturating_sub(others + others_running + listing);
+        let mut bytes = listing;
         let files: Vec<CachedFile> = files
             .into_iter()
             .map(|mut file| {
@@ -306,8 +433,9 @@ impl TreeCache {
             })
             .collect();
         let used = AtomicU64::new(entry.used.load(Ordering::Relaxed));
-        let snapshot = Snapshot { guards: entry.guards.clone(), dirs: entry.dirs.clone(), files, bytes, used };
+        let snapshot = Snapshot { generation, guards: entry.guards.clone(), dirs: entry.dirs.clone(), files, bytes, used };
         *entry = Arc::new(snapshot);
+        Self::settle(&mut usage, &state.0, kept);
     }
 
     /// Now, for [`Walked::taken`] and [`Self::refresh`].
@@ -316,24 +444,32 @@ impl TreeCache {
     }
 }
 
+/// The estimated bytes of a snapshot's listing: each entry's path and the record beside it.
+fn listing_bytes(guards: &[(PathBuf, GuardStamp)], dirs: &[(PathBuf, Stamp)], files: &[CachedFile]) -> usize {
+    let guards: usize = guards.iter().map(|(p, _)| p.as_os_str().len() + std::mem::size_of::<(PathBuf, GuardStamp)>()).sum();
+    let dirs: usize = dirs.iter().map(|(p, _)| p.as_os_str().len() + std::mem::size_of::<(PathBuf, Stamp)>()).sum();
+    let files: usize = files.iter().map(|f| f.relative.as_os_str().len() + std::mem::size_of::<CachedFile>()).sum();
+    guards + dirs + files
+}
+
 /// The files of `dir` that decide what a walk of it skips, as the `ignore` crate reads
 /// them: `.gitignore`, `.ignore`, `.git`, and the Git directory's `info/exclude` (through a
 /// `.git` file's `gitdir:` and `commondir` for a linked work tree).
-fn guard_files(dir: &Path, out: &mut Vec<(PathBuf, Option<Stamp>)>) {
+fn guard_files(dir: &Path, out: &mut Vec<(PathBuf, GuardStamp)>) {
     for name in [".gitignore", ".ignore"] {
         let path = dir.join(name);
-        let stamp = Stamp::lstat(&path);
+        let stamp = Stamp::guard(&path);
         out.push((path, stamp));
     }
     let git = dir.join(".git");
-    let stamp = Stamp::lstat(&git);
+    let stamp = Stamp::guard(&git);
     out.push((git.clone(), stamp));
     let Ok(meta) = std::fs::metadata(&git) else { return };
     let common = if meta.is_file() {
         let Ok(text) = std::fs::read_to_string(&git) else { return };
         let Some(real) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")).map(PathBuf::from) else { return };
         let file = real.join("commondir");
-        let stamp = Stamp::lstat(&file);
+        let stamp = Stamp::guard(&file);
         out.push((file.clone(), stamp));
         let Ok(line) = std::fs::read_to_string(&file) else { return };
         let line = line.lines().next().unwrap_or("").to_owned();
@@ -346,7 +482,7 @@ fn guard_files(dir: &Path, out: &mut Vec<(PathBuf, Option<Stamp>)>) {
         git
     };
     let exclude = common.join("info/exclude");
-    let stamp = Stamp::lstat(&exclude);
+    let stamp = Stamp::guard(&exclude);
     out.push((exclude, stamp));
 }
 

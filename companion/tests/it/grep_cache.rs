@@ -7,10 +7,11 @@
 //! system's clock to tick ([`tick`]) before each change, as two seconds would.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use companion::tools::grep::{grep_with, GrepRequest};
-use companion::tools::grep_cache::TreeCache;
+use companion::tools::grep_cache::{CachedFile, Stamp, TreeCache, Walked, RACY_WINDOW};
 use companion::tools::roots::Roots;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -101,34 +102,39 @@ fn a_cached_grep_sees_every_change_made_between_two_greps() {
     assert_eq!(cache.files_held(), 5, "the walk's files are held: {}", cache.bytes());
     check("unchanged", &["gen/out.rs:1:needle generated", "src/a.rs:1:fn needle() {}", "src/deep/b.rs:1:// needle in deep"]);
 
-    // Edited in place, the same size.
-    std::fs::write(w.root.join("src/a.rs"), "fn noodle() {}\nlet needle=1;\n").expect("edit");
-    check("edited", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle=1;", "src/deep/b.rs:1:// needle in deep"]);
+    // Edited in place, the same size, and its mtime set back: only its ctime tells.
+    let a = w.root.join("src/a.rs");
+    let before = std::fs::metadata(&a).expect("stat");
+    std::fs::write(&a, "fn noodle() {}\nlet needle\n").expect("edit");
+    std::fs::File::options().write(true).open(&a).and_then(|f| f.set_modified(before.modified()?)).expect("mtime back");
+    let after = std::fs::metadata(&a).expect("stat");
+    assert_eq!((after.len(), after.modified().ok()), (before.len(), before.modified().ok()), "same size, same mtime");
+    check("edited", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle", "src/deep/b.rs:1:// needle in deep"]);
     // Created in a directory already walked.
     std::fs::write(w.root.join("docs/new.md"), "a needle too\n").expect("create");
     check(
         "created",
-        &["docs/new.md:1:a needle too", "gen/out.rs:1:needle generated", "src/a.rs:2:let needle=1;", "src/deep/b.rs:1:// needle in deep"],
+        &["docs/new.md:1:a needle too", "gen/out.rs:1:needle generated", "src/a.rs:2:let needle", "src/deep/b.rs:1:// needle in deep"],
     );
     // Deleted.
     std::fs::remove_file(w.root.join("docs/new.md")).expect("delete");
-    check("deleted", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle=1;", "src/deep/b.rs:1:// needle in deep"]);
+    check("deleted", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle", "src/deep/b.rs:1:// needle in deep"]);
     // Renamed inside a directory, and into another one.
     std::fs::rename(w.root.join("src/deep/b.rs"), w.root.join("src/deep/z.rs")).expect("rename");
-    check("renamed", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle=1;", "src/deep/z.rs:1:// needle in deep"]);
+    check("renamed", &["gen/out.rs:1:needle generated", "src/a.rs:2:let needle", "src/deep/z.rs:1:// needle in deep"]);
     std::fs::rename(w.root.join("src/deep/z.rs"), w.root.join("docs/z.rs")).expect("move");
-    check("moved", &["docs/z.rs:1:// needle in deep", "gen/out.rs:1:needle generated", "src/a.rs:2:let needle=1;"]);
+    check("moved", &["docs/z.rs:1:// needle in deep", "gen/out.rs:1:needle generated", "src/a.rs:2:let needle"]);
     // A .gitignore edited in place (the same size) now ignores gen/ and no longer *.log.
     std::fs::write(w.root.join(".gitignore"), "gen/\n\n").expect("gitignore");
-    check("gitignore changed", &["docs/z.rs:1:// needle in deep", "src/a.rs:2:let needle=1;", "x.log:1:needle log"]);
+    check("gitignore changed", &["docs/z.rs:1:// needle in deep", "src/a.rs:2:let needle", "x.log:1:needle log"]);
     // A nested .gitignore created.
     std::fs::write(w.root.join("docs/.gitignore"), "z.rs\n").expect("gitignore");
-    check("nested gitignore", &["src/a.rs:2:let needle=1;", "x.log:1:needle log"]);
+    check("nested gitignore", &["src/a.rs:2:let needle", "x.log:1:needle log"]);
     // A directory swapped for a symlink to outside the root: not followed.
     std::fs::rename(w.root.join("src/deep"), w.root.join("src/gone")).expect("rename dir");
     std::fs::remove_dir_all(w.root.join("src/gone")).expect("rm");
     std::os::unix::fs::symlink(&w.outside, w.root.join("src/deep")).expect("symlink dir");
-    check("directory swapped for a symlink", &["src/a.rs:2:let needle=1;", "x.log:1:needle log"]);
+    check("directory swapped for a symlink", &["src/a.rs:2:let needle", "x.log:1:needle log"]);
     // A file swapped for a symlink to a file outside: not searched.
     std::fs::remove_file(w.root.join("src/a.rs")).expect("rm");
     std::os::unix::fs::symlink(w.outside.join("secret.rs"), w.root.join("src/a.rs")).expect("symlink file");
@@ -139,19 +145,172 @@ fn a_cached_grep_sees_every_change_made_between_two_greps() {
     assert_eq!(search(&cache, &roots, &req)["hard_links_skipped"], 1);
 }
 
-/// A file edited within the same clock tick as the cache's read, with the same size, is
-/// still seen in the runtime's configuration: its stat is racy, so it is read again.
+/// The racy rule, with the walk's start given: a file read with a stat older than the racy
+/// window is kept (and served while its stat holds), but one whose stat is within the
+/// window of the read is not: an edit in the same clock tick, of the same size, would leave
+/// that stat as it was, so the bytes read may already be stale. A walk whose directories
+/// changed within the window is not stored at all.
 #[test]
-fn a_same_size_edit_right_after_a_search_is_seen_through_the_racy_window() {
+fn a_file_read_within_the_racy_window_of_its_change_is_not_kept() {
+    let w = world();
+    let a = Path::new("src/a.rs");
+    let stamp = Stamp::of(&std::fs::metadata(w.root.join(a)).expect("stat"));
+    // What a call read, before an edit in the same tick that left the stat as it was.
+    let read: Arc<[u8]> = Arc::from(&b"fn needle() {}\nlet x = 0;\n"[..]);
+    let file = CachedFile { relative: Arc::from(a), stamp: Some(stamp), content: Some(read.clone()) };
+    let dirs = vec![w.root.clone(), w.root.join("src")];
+    let walked = |taken: i128| Walked { dirs: dirs.clone(), files: vec![file.clone()], taken, kept: 0 };
+    let ten_seconds_later = TreeCache::now() + 10_000_000_000;
+
+    // Every stat 10 s older than the walk: nothing is racy, the bytes are kept.
+    let cache = TreeCache::new(64 * 1024 * 1024, RACY_WINDOW);
+    cache.store(&w.root, &[], walked(ten_seconds_later));
+    let listing = cache.validate(&w.root, &[], 2).expect("stored");
+    assert_eq!(listing.files[0].content.as_deref(), Some(&*read), "an old stat is trusted");
+    // The same read refreshed by a call that started now: a.rs changed within the window.
+    cache.refresh(&w.root, &[], listing.generation, vec![file.clone()], TreeCache::now(), 0);
+    let listing = cache.validate(&w.root, &[], 2).expect("still stored");
+    assert_eq!(listing.files[0].content, None, "a racy stat is not trusted: read from the disk again");
+
+    // A walk that started now: its directories are racy, nothing is stored.
+    let now = TreeCache::new(64 * 1024 * 1024, RACY_WINDOW);
+    now.store(&w.root, &[], walked(TreeCache::now()));
+    assert!(now.validate(&w.root, &[], 2).is_none());
+    assert_eq!(now.snapshots(), 0);
+}
+
+/// Two calls on one tree, interleaved: A validates the snapshot, a file is created, B walks
+/// and stores the newer snapshot, then A refreshes with its older file list. The newer
+/// snapshot stays: the created file is searched from then on.
+#[test]
+fn a_refresh_never_gives_a_newer_snapshot_an_older_file_list() {
     let w = world();
     let roots = Roots::new([w.root.clone()], []);
-    let cache = TreeCache::new(64 * 1024 * 1024, companion::tools::grep_cache::RACY_WINDOW);
+    let cache = TreeCache::new(64 * 1024 * 1024, Duration::ZERO);
     let req = request(&w.root, "needle");
+    tick(&w.probe);
     search(&cache, &roots, &req);
-    std::fs::write(w.root.join("src/a.rs"), "fn noodle() {}\nlet needle=1;\n").expect("edit");
-    assert!(hits(&search(&cache, &roots, &req)).contains(&"src/a.rs:2:let needle=1;".to_owned()));
-    std::fs::write(w.root.join(".gitignore"), "gen/\n\n").expect("gitignore");
-    assert!(hits(&search(&cache, &roots, &req)).contains(&"x.log:1:needle log".to_owned()));
+    let a = cache.validate(&w.root, roots.refused(), 2).expect("call A validates");
+    tick(&w.probe);
+    std::fs::write(w.root.join("docs/new.md"), "a needle too\n").expect("create");
+    tick(&w.probe);
+    search(&cache, &roots, &req);
+    // A read one file again (its stamp learnt anew) and ends.
+    let mut files = a.files;
+    files[0].content = None;
+    cache.refresh(&w.root, roots.refused(), a.generation, files, TreeCache::now(), 0);
+    let cached = search(&cache, &roots, &req);
+    assert!(hits(&cached).contains(&"docs/new.md:1:a needle too".to_owned()), "{cached}");
+    assert_eq!(cached, search(&TreeCache::new(0, Duration::ZERO), &roots, &req));
+}
+
+/// A `.gitignore` that is a symlink to a file outside the searched directory: `ignore`
+/// reads the target, so an in-place edit of the target (the same size, nothing in the
+/// searched tree changed) is seen.
+#[test]
+fn an_edit_of_a_symlinked_gitignores_target_is_seen() {
+    let w = world();
+    let roots = Roots::new([w.root.clone()], []);
+    let (pkg, shared) = (w.root.join("pkg"), w.root.join("shared"));
+    std::fs::create_dir_all(pkg.join("gen")).expect("mkdir");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    std::fs::write(shared.join("gitignore"), "gen/\n").expect("write");
+    std::os::unix::fs::symlink("../shared/gitignore", pkg.join(".gitignore")).expect("symlink");
+    std::fs::write(pkg.join("gen/a.rs"), "needle gen\n").expect("write");
+    std::fs::write(pkg.join("b.md"), "needle md\n").expect("write");
+    let cache = TreeCache::new(64 * 1024 * 1024, Duration::ZERO);
+    let req = request(&pkg, "needle");
+    tick(&w.probe);
+    assert_eq!(hits(&search(&cache, &roots, &req)), ["b.md:1:needle md"]);
+    assert_eq!(cache.snapshots(), 1);
+    tick(&w.probe);
+    std::fs::write(shared.join("gitignore"), "*.md\n").expect("edit");
+    tick(&w.probe);
+    let cached = search(&cache, &roots, &req);
+    assert_eq!(hits(&cached), ["gen/a.rs:1:needle gen"]);
+    assert_eq!(cached, search(&TreeCache::new(0, Duration::ZERO), &roots, &req));
+}
+
+/// A snapshot's listing (its paths and stats) counts in the budget: a listing larger than
+/// the budget is not kept, and at most 16 directories are.
+#[test]
+fn a_snapshots_listing_counts_in_the_budget() {
+    let w = world();
+    let roots = Roots::new([w.root.clone()], []);
+    for i in 0..300 {
+        std::fs::write(w.root.join(format!("docs/empty{i:03}.txt")), "").expect("write");
+    }
+    for k in 0..17 {
+        std::fs::create_dir_all(w.root.join(format!("k/{k:02}"))).expect("mkdir");
+        std::fs::write(w.root.join(format!("k/{k:02}/n.txt")), "needle\n").expect("write");
+    }
+    tick(&w.probe);
+    let req = request(&w.root, "needle");
+    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    let roomy = TreeCache::new(64 * 1024 * 1024, Duration::ZERO);
+    assert_eq!(search(&roomy, &roots, &req), fresh);
+    let listing = roomy.bytes();
+    assert!(listing > 300 * std::mem::size_of::<CachedFile>(), "the 300 empty files' listing is counted: {listing} bytes");
+    let small = TreeCache::new(listing / 2, Duration::ZERO);
+    assert_eq!(search(&small, &roots, &req), fresh);
+    assert_eq!(small.snapshots(), 0, "a listing larger than the budget is not kept");
+    assert!(small.peak() <= listing / 2);
+    for k in 0..17 {
+        search(&roomy, &roots, &request(&w.root.join(format!("k/{k:02}")), "needle"));
+    }
+    assert_eq!(roomy.snapshots(), 16);
+}
+
+/// A call keeps at most the budget of what it reads, even before it stores, and two calls
+/// running at once share that budget; both answer what a fresh search answers.
+#[test]
+fn running_calls_keep_at_most_the_budget() {
+    let make = |w: &World| {
+        for i in 0..40 {
+            std::fs::write(w.root.join(format!("docs/f{i:02}.txt")), format!("{}needle {i}\n", "x".repeat(990))).expect("write");
+        }
+    };
+    let (one, two) = (world(), world());
+    make(&one);
+    make(&two);
+    tick(&one.probe);
+    let roots = Roots::new([one.root.clone(), two.root.clone()], []);
+    let (req1, req2) = (request(&one.root, "needle"), request(&two.root, "needle"));
+    let fresh1 = search(&TreeCache::new(0, Duration::ZERO), &roots, &req1);
+    let fresh2 = search(&TreeCache::new(0, Duration::ZERO), &roots, &req2);
+    let budget = 30_000;
+    let cache = TreeCache::new(budget, Duration::ZERO);
+    assert_eq!(search(&cache, &roots, &req1), fresh1);
+    assert!(cache.peak() <= budget, "one call held {} bytes", cache.peak());
+    let cache = TreeCache::new(budget, Duration::ZERO);
+    let (got1, got2) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| search(&cache, &roots, &req1));
+        let b = scope.spawn(|| search(&cache, &roots, &req2));
+        (a.join().expect("a"), b.join().expect("b"))
+    });
+    assert_eq!((got1, got2), (fresh1.clone(), fresh2));
+    assert!(cache.peak() <= budget, "two calls held {} bytes", cache.peak());
+    assert!(cache.bytes() <= budget);
+    assert_eq!(search(&cache, &roots, &req1), fresh1);
+}
+
+/// A tree with a hard link stays cached: the link's stat is kept, so a later call skips it
+/// without opening it (still counted as skipped).
+#[test]
+fn a_hard_links_stat_is_kept_so_its_tree_stays_cached() {
+    let w = world();
+    let roots = Roots::new([w.root.clone()], []);
+    std::fs::hard_link(w.root.join("src/deep/b.rs"), w.outside.join("b.rs")).expect("hard link");
+    tick(&w.probe);
+    let cache = TreeCache::new(64 * 1024 * 1024, Duration::ZERO);
+    let req = request(&w.root, "needle");
+    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    assert_eq!(fresh["hard_links_skipped"], 1);
+    assert_eq!(search(&cache, &roots, &req), fresh);
+    let listing = cache.validate(&w.root, roots.refused(), 2).expect("cached");
+    let link = listing.files.iter().find(|f| &*f.relative == Path::new("src/deep/b.rs")).expect("listed");
+    assert!(link.stamp.is_some_and(|s| s.is_hard_link()), "the hard link's stat is kept");
+    assert_eq!(search(&cache, &roots, &req), fresh);
 }
 
 /// The cache holds at most its budget of content, never a file over the per-file limit,
@@ -167,16 +326,19 @@ fn the_cache_holds_at_most_its_budget() {
     std::fs::write(w.root.join("docs/big.txt"), &big).expect("write");
     tick(&w.probe);
     let req = request(&w.root, "needle");
-    let fresh = search(&TreeCache::new(usize::MAX, Duration::ZERO), &roots, &req);
-    let small = TreeCache::new(1000, Duration::ZERO);
-    for _ in 0..3 {
-        assert_eq!(search(&small, &roots, &req), fresh);
-        assert!(small.bytes() <= 1000, "{} bytes held", small.bytes());
-        assert!(small.files_held() > 0);
-    }
+    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
     let roomy = TreeCache::new(usize::MAX, Duration::ZERO);
     assert_eq!(search(&roomy, &roots, &req), fresh);
     assert!(roomy.bytes() < 300 * 1024, "the big file is not held: {} bytes", roomy.bytes());
+    // Room for everything but 1000 bytes of content.
+    let budget = roomy.bytes() - 1000;
+    let small = TreeCache::new(budget, Duration::ZERO);
+    for _ in 0..3 {
+        assert_eq!(search(&small, &roots, &req), fresh);
+        assert!(small.bytes() <= budget, "{} bytes held", small.bytes());
+        assert!(small.peak() <= budget, "{} bytes at the peak", small.peak());
+        assert!(small.files_held() > 0 && small.files_held() < roomy.files_held());
+    }
     // Least recently used first: a second tree's snapshot pushes the first one's content out.
     let other = tempfile::tempdir().expect("tempdir");
     let other_root = other.path().canonicalize().expect("canonical");
@@ -184,7 +346,7 @@ fn the_cache_holds_at_most_its_budget() {
     tick(&w.probe);
     let both = Roots::new([w.root.clone(), other_root.clone()], []);
     search(&small, &both, &request(&other_root, "needle"));
-    assert!(small.bytes() <= 1000, "{} bytes held", small.bytes());
+    assert!(small.bytes() <= budget, "{} bytes held", small.bytes());
     assert_eq!(search(&small, &roots, &req), fresh);
 }
 
@@ -250,8 +412,10 @@ proptest! {
     ) {
         let w = world();
         let roots = Roots::new([w.root.clone()], []);
-        let cache = TreeCache::new(256, Duration::ZERO);
-        let runtime = TreeCache::new(64 * 1024 * 1024, companion::tools::grep_cache::RACY_WINDOW);
+        // A budget that keeps part of the tree, and the runtime's budget; both store (the
+        // racy rule is covered above, with the walk's start given).
+        let cache = TreeCache::new(16 * 1024, Duration::ZERO);
+        let runtime = TreeCache::new(64 * 1024 * 1024, Duration::ZERO);
         for c in &start {
             apply(&w.root, &w.outside, c);
         }
@@ -264,6 +428,7 @@ proptest! {
                 let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, req);
                 prop_assert_eq!(search(&cache, &roots, req), fresh.clone());
                 prop_assert_eq!(search(&runtime, &roots, req), fresh);
+                prop_assert_eq!(runtime.snapshots(), 1, "the runtime-sized cache stores the walk");
             }
             tick(&w.probe);
             for c in &round {
