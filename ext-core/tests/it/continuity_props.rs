@@ -1,6 +1,15 @@
 //! Property tests over the composed [`Continuity`] machine (issue 4, acceptance 2; SPEC P7,
 //! P8, P9, M1, M7, I3, I4, B7).
 //!
+//! The world drives the service worker's [`Worker`] exactly as `ext-shell` does (issue 28):
+//! the native port opens, says hello and disconnects through the companion link (Retry
+//! brings it back), continuity calls are answered by wire id, pages connect, report and
+//! send commands on their ports (a page gone is its port closing), the side panel binds,
+//! storage (the snapshot and the queue record, with failures) answers by token after the
+//! step's outputs were carried out, and time moves to `Worker::next_deadline`. Only the
+//! worker restart reads the snapshot from the machine in place (the newest state, as if
+//! its last debounced write had landed) rather than from the last stored write.
+//!
 //! A simulated world drives one `Continuity` with random interleavings: a faithful runtime
 //! (pane events of 1–3 workspaces × 1–3 panes with seq gaps, a replayable log, restarts
 //! with a new `boot_id` while seq continues, replays of old-generation events as stale),

@@ -195,6 +195,63 @@ fn a_delivery_is_posted_only_after_the_snapshot_naming_it_was_written() {
     assert!(typed(&out, 1, "deliver").is_empty(), "{out:?}");
 }
 
+/// Answers every storage request in `out` and what follows (the queue record kept in
+/// `store`, the next queue read failing when `fail_read`), returning every output seen.
+fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<String>, fail_read: bool) -> Vec<WorkerOutput> {
+    let mut pending: std::collections::VecDeque<WorkerOutput> = out.into_iter().collect();
+    let mut seen = Vec::new();
+    while let Some(output) = pending.pop_front() {
+        let answer = match &output {
+            WorkerOutput::StorageRead { token, .. } if fail_read => Some((*token, Err("read failed".to_owned()))),
+            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(store.clone().map_or(Value::Null, Value::String)))),
+            WorkerOutput::StorageWrite { token, key, value } if *key == ext_core::queue::STORE_KEY => {
+                *store = Some(value.to_string());
+                Some((*token, Ok(Value::Null)))
+            }
+            WorkerOutput::StorageWrite { token, .. } if *token != 0 => Some((*token, Ok(Value::Null))),
+            _ => None,
+        };
+        seen.push(output);
+        if let Some((token, outcome)) = answer {
+            pending.extend(shell.feed(WorkerInput::Stored { token, outcome }));
+        }
+    }
+    seen
+}
+
+// Regression (issue 28, found by the property world, failed before): `Worker::new` dropped
+// every output of the restored machine, including the queue's retried removal read; the
+// queue then waited forever for its answer and nothing queued was sent again.
+#[test]
+fn a_restored_worker_asks_first_for_the_queue_record_its_retried_removal_needs() {
+    let mut shell = Shell::new();
+    shell.feed(WorkerInput::Start);
+    two_tabs_and_a_panel(&mut shell);
+    let mut store = None;
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    answer_storage(&mut shell, out, &mut store, false);
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() }));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    let deliver = typed(&out, 1, "deliver");
+    assert_eq!(deliver.len(), 1, "the queued text goes out: {out:?}");
+    let id = deliver[0]["id"].as_str().expect("an id").to_owned();
+    // The page confirms it; the queue's removal of the sent text cannot read the record.
+    let outcome = ext_core::continuity::DeliveryOutcome::Submitted;
+    shell.page(1, PageInput::Command(PortCommand::DeliveryReport { id: id.clone(), outcome }));
+    let landed = PageReport { user_turns: 2, last_user_turn_id: Some(format!("msg-{id}")), markers: vec![id], ..idle("load-1") };
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(landed) });
+    answer_storage(&mut shell, out, &mut store, true);
+    // The worker restarts from its snapshot: the removal is retried, and its read goes out.
+    let text = shell.worker.continuity().snapshot_json().expect("a snapshot");
+    let restored = Continuity::from_snapshot(ext_core::snapshot::Snapshot::parse(&text).expect("readable"), shell.now, "e2");
+    let mut worker = Worker::new("0.1.0", restored, parse);
+    let first = worker.poll();
+    assert!(
+        matches!(first, Some(WorkerOutput::StorageRead { key, .. }) if key == ext_core::queue::STORE_KEY),
+        "the restored queue's read is carried out: {first:?}"
+    );
+}
+
 #[test]
 fn a_failed_snapshot_write_posts_nothing_and_a_failed_debounced_write_is_warned() {
     let mut shell = Shell::new();
