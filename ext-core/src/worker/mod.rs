@@ -309,10 +309,17 @@ pub struct Worker {
 impl Worker {
     /// A worker around a restored (or fresh) continuity machine; `parse` reads JSON text.
     /// What the machine output while it was restored and given its settings (views, a
-    /// persist) has nothing to act on yet and is dropped.
+    /// persist) has nothing to act on yet and is dropped — except the queue's storage
+    /// requests (a restored machine retries the removals the last worker could not write):
+    /// the queue waits for their answers, so they go out as the first outputs.
     pub fn new(extension_version: &str, mut continuity: Continuity, parse: ParseJson) -> Self {
-        while continuity.poll().is_some() {}
-        Worker {
+        let mut queue = Vec::new();
+        while let Some(output) = continuity.poll() {
+            if matches!(output, ContinuityOutput::QueueRead { .. } | ContinuityOutput::QueueWrite { .. }) {
+                queue.push(output);
+            }
+        }
+        let mut worker = Worker {
             link: CompanionLink::new(extension_version),
             continuity,
             parse,
@@ -331,7 +338,11 @@ impl Worker {
             storage_token: 0,
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
+        };
+        for output in queue {
+            worker.continuity_output(output, &mut Vec::new());
         }
+        worker
     }
 
     /// The continuity machine (read-only: tests, diagnostics).

@@ -1,6 +1,15 @@
 //! Property tests over the composed [`Continuity`] machine (issue 4, acceptance 2; SPEC P7,
 //! P8, P9, M1, M7, I3, I4, B7).
 //!
+//! The world drives the service worker's [`Worker`] exactly as `ext-shell` does (issue 28):
+//! the native port opens, says hello and disconnects through the companion link (Retry
+//! brings it back), continuity calls are answered by wire id, pages connect, report and
+//! send commands on their ports (a page gone is its port closing), the side panel binds,
+//! storage (the snapshot and the queue record, with failures) answers by token after the
+//! step's outputs were carried out, and time moves to `Worker::next_deadline`. Only the
+//! worker restart reads the snapshot from the machine in place (the newest state, as if
+//! its last debounced write had landed) rather than from the last stored write.
+//!
 //! A simulated world drives one `Continuity` with random interleavings: a faithful runtime
 //! (pane events of 1–3 workspaces × 1–3 panes with seq gaps, a replayable log, restarts
 //! with a new `boot_id` while seq continues, replays of old-generation events as stale),
@@ -56,9 +65,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ext_core::auto_gate::AutoState;
 use ext_core::binding::CatalogWorkspace;
+use ext_core::companion_link::{
+    HerdrConnection, HerdrStatus, PortGeneration, Request, RuntimeMessage, PROTOCOL_VERSION, REQUIRED_CAPABILITIES,
+};
 use ext_core::continuity::{
-    Activity, Continuity, ContinuityInput, ContinuityOutput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport, RuntimeAnswer,
-    RuntimeCall, TaskCounts, Unresolved, UnresolvedWhy,
+    Activity, Continuity, ContinuityInput, DeliveryOutcome, InboxTask, JudgeAnswer, PageReport, RuntimeAnswer, RuntimeCall, TaskCounts,
+    Unresolved, UnresolvedWhy,
 };
 use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, TYPING_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
 use ext_core::json_read::{ReadJson, WriteJson};
@@ -67,13 +79,25 @@ use ext_core::semantic_auto::Verdict;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::snapshot::Snapshot;
 use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use ext_core::worker::{PageInput, PortCommand, Worker, WorkerInput, WorkerOutput, STORAGE_KEY};
 use ext_core::Millis;
 use proptest::prelude::*;
+use serde_json::Value;
 
 /// The two chat tabs of the world and the conversation each shows.
 const CHATS: [(u32, &str); 2] = [(1, "0a000000-0000-4000-8000-00000000000a"), (2, "0b000000-0000-4000-8000-00000000000b")];
 /// Semantic Auto's bound in this world (options page: judge use "in Auto").
 const JUDGE_MAX: u32 = 2;
+/// The side panel's port (it binds and unbinds, and presses Retry for the world).
+const PANEL_PORT: u32 = 1_000;
+/// The extension's version in the link's `hello`.
+const EXTENSION_VERSION: &str = "0.1.0";
+
+/// JSON text as the shell parses it (`JSON.parse`).
+fn parse(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
 /// A third chat that is never open: its tasks must never reach the two tabs (I3).
 const OTHER_CONV: &str = "0c000000-0000-4000-8000-00000000000c";
 
@@ -299,7 +323,17 @@ struct Outstanding {
 /// The simulated world around one `Continuity`.
 struct World {
     now: Millis,
-    machine: Continuity,
+    /// The service worker's machine, driven as `ext-shell` drives it (see "The shell").
+    worker: Worker,
+    // --- the shell around it ---
+    /// The open native port.
+    native: Option<PortGeneration>,
+    /// Each open page's port, by tab (one per tab; a reload or a worker restart connects a
+    /// new one).
+    ports: BTreeMap<u32, u32>,
+    next_port: u32,
+    /// The continuity snapshot as last written to `chrome.storage.local`.
+    stored_snapshot: Option<Value>,
     // --- runtime truth ---
     boot: u32,
     next_seq: u64,
@@ -318,10 +352,14 @@ struct World {
     handed_high_water: u64,
     /// Seqs first handed to the machine while their generation was not the current one.
     stale_seqs: BTreeSet<u64>,
-    inputs: VecDeque<ContinuityInput>,
+    /// What JS feeds the worker next: answers to its outputs (native messages, storage),
+    /// the pages' reactions, in order, after the current input's outputs were carried out.
+    inputs: VecDeque<WorkerInput>,
     // --- the Activity timeline (O1) ---
     /// Per delivery id of an automatic wake typed into a page: its `sent` entries so far.
     wake_sent_entries: BTreeMap<String, u32>,
+    /// Wake deliveries the worker posted to a page.
+    wake_posted: BTreeSet<String>,
     /// Per scope: its newest Activity entry.
     last_activity: BTreeMap<String, Activity>,
     // --- pages and user ---
@@ -409,7 +447,11 @@ impl World {
     fn new(retention: Option<usize>, agents_in_hello: bool) -> Result<Self, TestCaseError> {
         let mut world = World {
             now: 0,
-            machine: Continuity::new(),
+            worker: Worker::new(EXTENSION_VERSION, Continuity::new(), parse),
+            native: None,
+            ports: BTreeMap::new(),
+            next_port: 1,
+            stored_snapshot: None,
             boot: 1,
             next_seq: 1,
             log: Vec::new(),
@@ -450,6 +492,7 @@ impl World {
             next_queue_text: 0,
             queue_state_lost: false,
             wake_sent_entries: BTreeMap::new(),
+            wake_posted: BTreeSet::new(),
             last_activity: BTreeMap::new(),
             judge_run: BTreeMap::new(),
             next_reply: 0,
@@ -457,7 +500,7 @@ impl World {
         let settings = format!(r#"{{"mode":"in_auto","max_continues":{JUDGE_MAX}}}"#);
         world.feed(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) })?;
         world.link_up = true;
-        world.feed(ContinuityInput::LinkUp)?;
+        world.start_worker()?;
         for (tab, _) in CHATS {
             world.open_page(tab);
             world.report_page(tab)?;
@@ -469,8 +512,99 @@ impl World {
         format!("b{}", self.boot)
     }
 
-    /// Feeds one input and everything it causes, checking each output.
+    /// The continuity machine inside the worker (read-only).
+    fn machine(&self) -> &Continuity {
+        self.worker.continuity()
+    }
+
+    // --- The shell: the world's actions become `WorkerInput`s, exactly as `ext-shell`
+    // feeds them (page facts and commands on the page's port, bindings on the side panel's,
+    // native events and settings one to one), and `WorkerOutput`s become what the world
+    // observes (see `drain`). ---
+
+    /// A (new) worker starts: the side panel connects, then the native port opens (it
+    /// fails while the companion is unreachable). The pages connect as they report.
+    fn start_worker(&mut self) -> Result<(), TestCaseError> {
+        self.native = None;
+        self.ports.clear();
+        self.inputs.push_back(WorkerInput::PortConnected { port: PANEL_PORT, tab: None, panel: true, url: String::new() });
+        self.inputs.push_back(WorkerInput::Start);
+        self.run()
+    }
+
+    /// What the shell feeds the worker for `input`: a page's facts and commands on its port
+    /// (the port connects first when the tab has none: a new page load), bindings on the
+    /// side panel's port, a page gone as its port closing, native events and settings as
+    /// they are. A page without a port sends nothing.
+    fn shell_inputs(&mut self, input: ContinuityInput) -> Result<Vec<WorkerInput>, TestCaseError> {
+        let page = |world: &Self, tab: u32, command: PortCommand| {
+            world.ports.get(&tab).map(|&port| WorkerInput::Page { port, message: PageInput::Command(command) }).into_iter().collect()
+        };
+        Ok(match input {
+            ContinuityInput::PageReported { tab, report } => {
+                let mut inputs = Vec::new();
+                let port = match self.ports.get(&tab) {
+                    Some(port) => *port,
+                    None => {
+                        let port = self.next_port;
+                        self.next_port += 1;
+                        self.ports.insert(tab, port);
+                        inputs.push(WorkerInput::PortConnected { port, tab: Some(tab), panel: false, url: report.url.clone() });
+                        port
+                    }
+                };
+                inputs.push(WorkerInput::Page { port, message: PageInput::Facts { url: report.url.clone(), report: Some(report) } });
+                inputs
+            }
+            ContinuityInput::PageGone { tab } => self.ports.remove(&tab).map(|port| WorkerInput::PortClosed { port }).into_iter().collect(),
+            ContinuityInput::DeliveryReport { tab, id, outcome } => page(self, tab, PortCommand::DeliveryReport { id, outcome }),
+            ContinuityInput::ToggleAuto { tab } => page(self, tab, PortCommand::HudAction("toggle_auto")),
+            ContinuityInput::Continue { tab } => page(self, tab, PortCommand::HudAction("continue")),
+            ContinuityInput::QueueAdd { tab, text } => page(self, tab, PortCommand::QueueAdd { text }),
+            ContinuityInput::TurnEnded {
+                tab,
+                user_text,
+                assistant_text,
+                user_marker,
+                message_id,
+                user_message_id,
+                pressed,
+                user_stopped,
+            } => {
+                let command =
+                    PortCommand::TurnEnded { user_text, assistant_text, user_marker, message_id, user_message_id, pressed, user_stopped };
+                page(self, tab, command)
+            }
+            ContinuityInput::Bind { tab, workspace } => {
+                let command = PortCommand::Bind { tab_id: tab, workspace };
+                vec![WorkerInput::Page { port: PANEL_PORT, message: PageInput::Command(command) }]
+            }
+            ContinuityInput::Unbind { scope_key } => {
+                vec![WorkerInput::Page { port: PANEL_PORT, message: PageInput::Command(PortCommand::Unbind { scope_key }) }]
+            }
+            input @ (ContinuityInput::StreamEvent(_)
+            | ContinuityInput::StreamHello { .. }
+            | ContinuityInput::InboxChanged { .. }
+            | ContinuityInput::JudgeSettings { .. }) => vec![WorkerInput::Continuity(input)],
+            other => return Err(TestCaseError::fail(format!("the world has no shell path for {other:?}"))),
+        })
+    }
+
+    /// Queues what the shell feeds for `input` after what is queued already.
+    fn push(&mut self, input: ContinuityInput) -> Result<(), TestCaseError> {
+        let inputs = self.shell_inputs(input)?;
+        self.inputs.extend(inputs);
+        Ok(())
+    }
+
+    /// Feeds one input (through the shell) and everything it causes, checking each output.
     fn feed(&mut self, input: ContinuityInput) -> Result<(), TestCaseError> {
+        self.push(input)?;
+        self.run()
+    }
+
+    /// Feeds one input the shell gives the worker directly.
+    fn feed_worker(&mut self, input: WorkerInput) -> Result<(), TestCaseError> {
         self.inputs.push_back(input);
         self.run()
     }
@@ -480,7 +614,7 @@ impl World {
         while let Some(input) = self.inputs.pop_front() {
             steps += 1;
             prop_assert!(steps < 10_000, "runaway input loop");
-            if let ContinuityInput::StreamEvent(event) = &input {
+            if let WorkerInput::Continuity(ContinuityInput::StreamEvent(event)) = &input {
                 if event.seq > self.handed_high_water {
                     self.handed_high_water = event.seq;
                     // Another generation's event outside the replay horizon: an old source.
@@ -489,19 +623,17 @@ impl World {
                         self.stale_seqs.insert(event.seq);
                     }
                 }
-            }
-            if let ContinuityInput::StreamEvent(event) = &input {
                 let bound = &self.bound;
                 self.judge_run.retain(|conv, _| bound.get(&scope_key(conv)) != Some(&event.workspace_id));
             }
-            if let ContinuityInput::StreamHello { boot_id, last_seq, .. } = &input {
+            if let WorkerInput::Continuity(ContinuityInput::StreamHello { boot_id, last_seq, .. }) = &input {
                 self.hello_boot = Some(boot_id.clone());
                 self.hello_last_seq = *last_seq;
             }
             if std::env::var_os("CONTINUITY_PROPS_TRACE").is_some() {
                 eprintln!("{:>8} <- {input:?}", self.now);
             }
-            self.machine.handle(self.now, input);
+            self.worker.handle(self.now, input);
             // The machine resolves deliveries before anything it outputs.
             self.observe_ledger();
             self.drain()?;
@@ -566,7 +698,7 @@ impl World {
         let keys: Vec<String> = self.outstanding.keys().cloned().collect();
         for key in keys {
             let Some(out) = self.outstanding.get(&key).cloned() else { continue };
-            if self.machine.ledger().active().any(|d| d.id == out.id) {
+            if self.machine().ledger().active().any(|d| d.id == out.id) {
                 continue;
             }
             self.resolve(&key, out.landed);
@@ -577,7 +709,7 @@ impl World {
     /// (liveness) none older than the bound while its page is idle.
     fn check_ledger(&self) -> Result<(), TestCaseError> {
         let mut scopes = BTreeSet::new();
-        for delivery in self.machine.ledger().active() {
+        for delivery in self.machine().ledger().active() {
             prop_assert!(scopes.insert(delivery.scope_key.clone()), "(e) two active deliveries for {}", delivery.scope_key);
         }
         Ok(())
@@ -659,58 +791,129 @@ impl World {
         self.log.iter().rev().find(|p| p.event.workspace_id == ws && p.event.seq <= self.handed_high_water).is_some_and(|p| p.working_after)
     }
 
+    /// The shell carries out the worker's outputs in order: `OpenNative` is answered at
+    /// once (a port while the companion is reachable, a failure otherwise); the runtime's
+    /// answers (the `hello`, continuity calls, the stream), the storage's answers (read,
+    /// written, or the failure the world set up) and the pages' reactions are fed after
+    /// this input's outputs were carried out.
     fn drain(&mut self) -> Result<(), TestCaseError> {
-        while let Some(output) = self.machine.poll() {
+        while let Some(output) = self.worker.poll() {
             if std::env::var_os("CONTINUITY_PROPS_TRACE").is_some() {
                 eprintln!("{:>8} -> {output:?}", self.now);
             }
             match output {
-                ContinuityOutput::Deliver { tab, id, text, .. } => self.check_delivery(tab, id, &text)?,
-                ContinuityOutput::Request { id, call } => self.answer_request(id, call)?,
-                ContinuityOutput::ClearComposer { tab, id } => {
-                    if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.composer_marker.as_deref() == Some(id.as_str())) {
-                        page.composer_marker = None;
-                        let report = page.report(conv_of_tab(tab));
-                        self.inputs.push_back(ContinuityInput::PageReported { tab, report });
+                WorkerOutput::OpenNative { port } => {
+                    prop_assert!(self.native.is_none(), "a second native port while {:?} is open", self.native);
+                    if self.link_up {
+                        self.native = Some(port);
+                        self.worker.handle(self.now, WorkerInput::NativeOpened { port });
+                    } else {
+                        let error = Some("Specified native messaging host not found.".to_owned());
+                        self.worker.handle(self.now, WorkerInput::NativeClosed { port, error });
                     }
                 }
-                ContinuityOutput::QueueRead { op } => {
-                    let stored = if std::mem::take(&mut self.queue_read_fails) {
+                WorkerOutput::CloseNative { port } => {
+                    if self.native == Some(port) {
+                        self.native = None;
+                    }
+                }
+                WorkerOutput::SendLink { request } => {
+                    let Some(port) = self.native else { return Err(TestCaseError::fail("a link request without a native port")) };
+                    let message = match request {
+                        Request::Hello { id, .. } => RuntimeMessage::HelloAnswer {
+                            id,
+                            runtime_version: "0.1.0".into(),
+                            protocol: PROTOCOL_VERSION,
+                            compatible: true,
+                            capabilities: Some(REQUIRED_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
+                            herdr: HerdrStatus {
+                                state: HerdrConnection::Connected,
+                                protocol: None,
+                                version: None,
+                                socket: "/tmp/herdr.sock".into(),
+                                detail: None,
+                            },
+                        },
+                        Request::Ping { id } => RuntimeMessage::Pong { id },
+                    };
+                    self.inputs.push_back(WorkerInput::LinkMessage { port, message });
+                }
+                WorkerOutput::Call { wire_id, call } => {
+                    prop_assert!(self.native.is_some() && self.link_up, "a continuity call {call:?} without a native port");
+                    self.answer_request(wire_id, call)?;
+                }
+                WorkerOutput::StorageRead { token, key } => {
+                    prop_assert_eq!(key, ext_core::queue::STORE_KEY, "a read of an unexpected storage key");
+                    let outcome = if std::mem::take(&mut self.queue_read_fails) {
                         Err("read failed".to_owned())
                     } else {
-                        self.queue_store.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose()
+                        Ok(self.queue_store.clone().map_or(Value::Null, Value::String))
                     };
-                    self.inputs.push_back(ContinuityInput::QueueRead { op, stored });
+                    self.inputs.push_back(WorkerInput::Stored { token, outcome });
                 }
-                ContinuityOutput::QueueWrite { op, record } => {
-                    let result = if std::mem::take(&mut self.queue_write_fails) {
+                WorkerOutput::StorageWrite { token, key, value } if key == STORAGE_KEY => {
+                    self.stored_snapshot = Some(value);
+                    self.inputs.push_back(WorkerInput::Stored { token, outcome: Ok(Value::Null) });
+                }
+                WorkerOutput::StorageWrite { token, key, value } => {
+                    prop_assert_eq!(key, ext_core::queue::STORE_KEY, "a write of an unexpected storage key");
+                    let outcome = if std::mem::take(&mut self.queue_write_fails) {
                         Err("quota".to_owned())
                     } else {
-                        self.queue_store = Some(record.to_string());
-                        Ok(())
+                        self.queue_store = Some(value.to_string());
+                        Ok(Value::Null)
                     };
-                    self.inputs.push_back(ContinuityInput::QueueWritten { op, result });
+                    self.inputs.push_back(WorkerInput::Stored { token, outcome });
                 }
-                ContinuityOutput::QueueAccepted { tab, text } => self.queue_accepted(tab, &text)?,
-                ContinuityOutput::Activity(entry) => self.check_activity(entry)?,
+                WorkerOutput::Post { port, message } => self.page_post(port, &message)?,
+                WorkerOutput::Activity(entry) => self.check_activity(entry)?,
+                WorkerOutput::OpenTab { .. } => return Err(TestCaseError::fail("X1: a handoff step without the HUD's Handoff")),
                 // These pages never report recovery facts: recovery has nothing to act on.
-                ContinuityOutput::Recovery { tab, command } => {
-                    prop_assert!(false, "recovery acted without recovery facts: {command:?} on tab {tab}");
+                WorkerOutput::ReloadTab { tab } => {
+                    prop_assert!(false, "recovery reloaded tab {tab} without recovery facts");
                 }
-                // These pages never report permission cards (M5: nothing to click).
-                ContinuityOutput::CardAllow { tab, key, .. } => {
-                    prop_assert!(false, "a card command without a card report: {key} on tab {tab}");
-                }
-                ContinuityOutput::OpenTab { .. } => {
-                    return Err(TestCaseError::fail("X1: a handoff step without the HUD's Handoff"));
-                }
-                ContinuityOutput::DeliverySeen { .. }
-                | ContinuityOutput::Notice { .. }
-                | ContinuityOutput::Insert { .. }
-                | ContinuityOutput::ViewsChanged
-                | ContinuityOutput::CompanionProfiles(_)
-                | ContinuityOutput::Persist => {}
+                WorkerOutput::Warn(text) => prop_assert!(false, "the worker warned: {text}"),
+                WorkerOutput::PostNative { .. } | WorkerOutput::RoundTrip { .. } => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A message the worker posted on a page or panel port, as the page (or panel) takes it.
+    fn page_post(&mut self, port: u32, message: &Value) -> Result<(), TestCaseError> {
+        let kind = message["type"].as_str().unwrap_or_default();
+        if port == PANEL_PORT {
+            prop_assert!(matches!(kind, "hud" | "panel" | "diagnostics"), "the side panel was sent {message}");
+            return Ok(());
+        }
+        let tab = self.ports.iter().find(|(_, p)| **p == port).map(|(tab, _)| *tab);
+        let Some(tab) = tab else { return Err(TestCaseError::fail(format!("a post to closed port {port}: {message}"))) };
+        let text = |field: &str| message[field].as_str().unwrap_or_default().to_owned();
+        match kind {
+            "deliver" => {
+                // The delivery names the page it was decided for: this page's URL and load.
+                let page_load = self.pages.get(&tab).map(|p| format!("L{}", p.load));
+                prop_assert_eq!(Some(text("page_load")), page_load, "a delivery for another page load of tab {}", tab);
+                prop_assert_eq!(text("url"), url(conv_of_tab(tab)), "a delivery for another conversation");
+                self.check_delivery(tab, text("id"), &text("text"))?;
+            }
+            "clear_composer" => {
+                let id = text("id");
+                if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.composer_marker.as_deref() == Some(id.as_str())) {
+                    page.composer_marker = None;
+                    let report = page.report(conv_of_tab(tab));
+                    self.push(ContinuityInput::PageReported { tab, report })?;
+                }
+            }
+            "queue_accepted" => self.queue_accepted(tab, &text("text"))?,
+            // These pages never report permission cards (M5: nothing to click).
+            "card_allow" => prop_assert!(false, "a card command without a card report: {message} on tab {tab}"),
+            // These pages never report recovery facts: recovery has nothing to act on.
+            "snapshot_probe" | "recovery_reload" | "recovery_retry" => {
+                prop_assert!(false, "recovery acted without recovery facts: {message} on tab {tab}");
+            }
+            "profile" | "hud" | "delivery_seen" | "notice" | "insert" => {}
+            other => prop_assert!(false, "a page was sent an unknown message {other}: {message}"),
         }
         Ok(())
     }
@@ -733,9 +936,10 @@ impl World {
         }
         if (kind, outcome) == ("wake", "sent") {
             let id = entry.id.clone().unwrap_or_default();
-            let Some(count) = self.wake_sent_entries.get_mut(&id) else {
-                return Err(TestCaseError::fail(format!("(k) a sent wake entry {id} without its delivery")));
-            };
+            // The entry goes out when the machine decides the delivery; the worker posts the
+            // delivery once the snapshot naming it is written, so the entry comes first (the
+            // end of the run checks that every entry's delivery was posted).
+            let count = self.wake_sent_entries.entry(id.clone()).or_insert(0);
             *count += 1;
             prop_assert_eq!(*count, 1, "(k) {} recorded as sent twice", id);
         }
@@ -764,8 +968,8 @@ impl World {
         // (o) Durable first (issue 23, item 7): the shell writes the machine's snapshot before
         // it posts a `deliver`; that snapshot must name the delivery, so a worker that dies
         // right after posting finds it in its ledger and never offers it again.
-        let written = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
-        prop_assert!(written.contains(&format!("\"id\":\"{id}\"")), "(o) {} posted before a snapshot naming it", id);
+        let written = self.stored_snapshot.as_ref().map(Value::to_string).unwrap_or_default();
+        prop_assert!(written.contains(&format!("\"id\":\"{id}\"")), "(o) {} posted before a snapshot naming it was stored", id);
         let conv = conv_of_tab(tab);
         prop_assert_ne!(conv, OTHER_CONV, "delivered to an unknown tab {}", tab);
         let key = scope_key(conv);
@@ -788,7 +992,8 @@ impl World {
         );
         let auto = self.auto_on.get(&key).copied().unwrap_or(false);
         if id.starts_with("wake:") || id.starts_with("inbox:") {
-            self.wake_sent_entries.insert(id.clone(), 0);
+            self.wake_sent_entries.entry(id.clone()).or_insert(0);
+            self.wake_posted.insert(id.clone());
         }
         if id.starts_with("qb:") {
             // The user's own queued turn: Auto and bindings do not matter (Q10).
@@ -891,7 +1096,7 @@ impl World {
         if let Some(page) = self.pages.get_mut(&tab) {
             page.draft = false;
             let report = page.report(conv);
-            self.inputs.push_back(ContinuityInput::PageReported { tab, report });
+            self.push(ContinuityInput::PageReported { tab, report })?;
         }
         Ok(())
     }
@@ -924,10 +1129,10 @@ impl World {
         Ok(())
     }
 
-    fn answer_request(&mut self, call_id: u64, call: RuntimeCall) -> Result<(), TestCaseError> {
+    fn answer_request(&mut self, wire_id: String, call: RuntimeCall) -> Result<(), TestCaseError> {
         let answer = match call {
             RuntimeCall::Subscribe { after_seq, .. } => {
-                self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(RuntimeAnswer::Subscribed) });
+                self.inputs.push_back(WorkerInput::CallAnswered { wire_id, result: Ok(RuntimeAnswer::Subscribed) });
                 // The runtime's agent snapshot: every known pane, settled or working.
                 let agents = self.agents_in_hello.then(|| {
                     self.panes
@@ -941,13 +1146,13 @@ impl World {
                         })
                         .collect()
                 });
-                self.inputs.push_back(ContinuityInput::StreamHello {
+                self.inputs.push_back(WorkerInput::Continuity(ContinuityInput::StreamHello {
                     boot_id: self.boot_id(),
                     last_seq: Some(self.log.iter().map(|p| p.event.seq).max().unwrap_or(0)),
                     agents,
                     log_id: Some("log-1".into()),
                     log_reset: false,
-                });
+                }));
                 // Without after_seq only live events follow; with it, the log after it.
                 if let Some(after) = after_seq {
                     prop_assert!(after <= self.handed_high_water, "resumes after an unseen seq {after}");
@@ -957,7 +1162,7 @@ impl World {
                     self.lost_seqs.extend(self.log.iter().take(kept).filter(|p| p.event.seq > after).map(|p| p.event.seq));
                     let replay: Vec<StreamEvent> =
                         self.log.iter().skip(kept).filter(|p| p.event.seq > after).map(|p| p.event.clone()).collect();
-                    self.inputs.extend(replay.into_iter().map(ContinuityInput::StreamEvent));
+                    self.inputs.extend(replay.into_iter().map(|event| WorkerInput::Continuity(ContinuityInput::StreamEvent(event))));
                 } else {
                     // Nothing was ever handed over, so nothing is lost by starting live.
                     prop_assert!(self.handed_high_water == 0 || self.hello_boot.is_none(), "subscribed from now after seeing events");
@@ -1028,7 +1233,7 @@ impl World {
                 return Err(TestCaseError::fail(format!("X1: a handoff call without the HUD's Handoff: {call:?}")));
             }
         };
-        self.inputs.push_back(ContinuityInput::Answered { id: call_id, result: Ok(answer) });
+        self.inputs.push_back(WorkerInput::CallAnswered { wire_id, result: Ok(answer) });
         Ok(())
     }
 
@@ -1062,18 +1267,26 @@ impl World {
         Ok(())
     }
 
+    /// The companion goes away: the native port disconnects (the worker's link then tells
+    /// continuity `LinkDown` and forgets the calls on the wire); it stays unreachable, so
+    /// the link's retries fail, until `link_up`.
     fn link_down(&mut self) -> Result<(), TestCaseError> {
         if self.link_up {
             self.link_up = false;
-            self.feed(ContinuityInput::LinkDown)?;
+            if let Some(port) = self.native.take() {
+                self.feed_worker(WorkerInput::NativeClosed { port, error: Some("Native host has exited.".into()) })?;
+            }
         }
         Ok(())
     }
 
+    /// The companion is reachable again and the user presses Retry (the side panel's): the
+    /// link opens a port and says hello (continuity hears `LinkUp` and resubscribes).
     fn link_up(&mut self) -> Result<(), TestCaseError> {
         if !self.link_up {
             self.link_up = true;
-            self.feed(ContinuityInput::LinkUp)?;
+            self.feed_worker(WorkerInput::Page { port: PANEL_PORT, message: PageInput::RetryCompanion })?;
+            prop_assert!(self.native.is_some(), "the link did not reconnect on Retry");
         }
         Ok(())
     }
@@ -1088,21 +1301,21 @@ impl World {
 
     fn worker_restart(&mut self) -> Result<(), TestCaseError> {
         // The shell's path: written from the machine in place, by the hand-written writers.
-        let text = self.machine.snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
+        let text = self.machine().snapshot_json().map_err(|e| TestCaseError::fail(format!("snapshot: {e}")))?;
         // B7: in the very shape serde's derived `Serialize` writes (what every release so far
         // wrote and reads), every persisted field included.
         let written: serde_json::Value = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("snapshot text: {e}")))?;
-        let serde_shape = serde_json::to_value(self.machine.snapshot()).map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
+        let serde_shape = serde_json::to_value(self.machine().snapshot()).map_err(|e| TestCaseError::fail(format!("serde: {e}")))?;
         prop_assert_eq!(written, serde_shape, "the hand-written writer differs from serde's shape");
         // The views the worker posts are written by hand too, in serde's shape (what the
         // page adapter and the side panel read).
         let tabs: Vec<Option<u32>> = self.pages.keys().copied().map(Some).chain([None]).collect();
         for tab in tabs {
             if let Some(tab) = tab {
-                let view = self.machine.page_view(tab);
+                let view = self.machine().page_view(tab);
                 prop_assert_eq!(view.write_json(), serde_json::to_value(&view).expect("page view"));
             }
-            let panel = self.machine.panel_view(tab);
+            let panel = self.machine().panel_view(tab);
             prop_assert_eq!(panel.write_json(), serde_json::to_value(&panel).expect("panel view"));
         }
         let snapshot = Snapshot::parse(&text).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
@@ -1111,12 +1324,11 @@ impl World {
         let again = snapshot.to_json().map_err(|e| TestCaseError::fail(format!("snapshot again: {e}")))?;
         prop_assert_eq!(&again, &text, "the snapshot read back differs from the one written");
         self.lives += 1;
-        self.machine = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
+        let continuity = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
+        self.worker = Worker::new(EXTENSION_VERSION, continuity, parse);
         self.inputs.clear();
-        // The new worker reconnects (a fresh stream) and the pages report again.
-        if self.link_up {
-            self.feed(ContinuityInput::LinkUp)?;
-        }
+        // The new worker reconnects (a fresh stream) and the pages connect and report again.
+        self.start_worker()?;
         let tabs: Vec<u32> = self.pages.keys().copied().collect();
         for tab in tabs {
             self.report_page(tab)?;
@@ -1127,12 +1339,13 @@ impl World {
     /// The stored state is gone: a fresh machine (new epoch) that knows no binding.
     fn lose_state(&mut self) -> Result<(), TestCaseError> {
         self.lives += 1;
+        self.stored_snapshot = None;
         self.queue_state_lost |= self.queue_model.values().any(|q| !q.is_empty()) || !self.queue_sent.is_empty();
-        self.machine = Continuity::with_epoch(&format!("lost{}", self.lives));
+        self.worker = Worker::new(EXTENSION_VERSION, Continuity::with_epoch(&format!("lost{}", self.lives)), parse);
         self.judge_run.clear();
         self.inputs.clear();
         let settings = format!(r#"{{"mode":"in_auto","max_continues":{JUDGE_MAX}}}"#);
-        self.inputs.push_back(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) });
+        self.push(ContinuityInput::JudgeSettings { stored: Some(serde_json::from_str(&settings).map_err(|_| ())) })?;
         self.bound.clear();
         self.auto_on.clear();
         // The timeline's withheld mark went with the state.
@@ -1150,9 +1363,7 @@ impl World {
         // The new worker reconnects and the pages report again.
         self.hello_boot = None;
         self.handed_high_water = 0;
-        if self.link_up {
-            self.feed(ContinuityInput::LinkUp)?;
-        }
+        self.start_worker()?;
         let tabs: Vec<u32> = self.pages.keys().copied().collect();
         for tab in tabs {
             self.report_page(tab)?;
@@ -1163,17 +1374,15 @@ impl World {
     fn advance(&mut self, by: Millis) -> Result<(), TestCaseError> {
         let until = self.now + by;
         let mut fired = 0;
-        while let Some(deadline) = self.machine.next_deadline() {
+        while let Some(deadline) = self.worker.next_deadline() {
             if deadline > until {
                 break;
             }
             fired += 1;
             prop_assert!(fired < 1_000, "runaway deadlines");
             self.now = self.now.max(deadline);
-            self.machine.handle_timeout(self.now);
-            self.observe_ledger();
-            self.drain()?;
-            self.run()?;
+            // The shell's timer for `next_deadline`.
+            self.feed_worker(WorkerInput::Timer)?;
         }
         self.now = until;
         Ok(())
@@ -1427,7 +1636,7 @@ impl World {
                 })?;
             }
         }
-        prop_assert_eq!(self.machine.page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));
+        prop_assert_eq!(self.machine().page_view(CHATS[0].0).is_some(), self.pages.contains_key(&CHATS[0].0));
         self.check_queue_kept()
     }
 
@@ -1475,7 +1684,7 @@ impl World {
             prop_assert!(
                 delivered_again,
                 "owed wake {id} of {key} was not delivered after the page became idle again; machine in flight: {:?}",
-                self.machine.in_flight(&key)
+                self.machine().in_flight(&key)
             );
         }
         // (j) P9, I2, I4: the pages confirm whatever arrives; then every terminal, unacked
@@ -1508,14 +1717,14 @@ impl World {
             prop_assert!(
                 stranded.is_empty(),
                 "(j) tasks {stranded:?} of {key} (bound to settled {ws}, Auto on, page idle) were never delivered; machine in flight: {:?}",
-                self.machine.in_flight(&key)
+                self.machine().in_flight(&key)
             );
         }
         // Q2: on idle pages every queued text went out, unless its batch may have landed
         // unconfirmed (then the user is asked to retry, Q8) or the state was lost.
         for (tab, conv) in CHATS {
             let remaining = self.queue_model.get(&scope_key(conv)).cloned().unwrap_or_default();
-            let state = self.machine.page_view(tab).and_then(|v| v.queue).map(|q| q.state);
+            let state = self.machine().page_view(tab).and_then(|v| v.queue).map(|q| q.state);
             if !remaining.is_empty() && !self.queue_state_lost {
                 prop_assert_eq!(state, Some("undelivered"), "Q2: {:?} of {} never sent on an idle page", remaining, conv);
             }
@@ -1526,9 +1735,10 @@ impl World {
         let bound = TYPING_DEADLINE_MS.max(SUBMITTED_DEADLINE_MS) + UNCERTAIN_GIVE_UP_MS;
         self.advance(bound + 1_000)?;
         for (id, entries) in &self.wake_sent_entries {
+            prop_assert!(self.wake_posted.contains(id), "(k) a sent wake entry {id} without its delivery");
             prop_assert_eq!(*entries, 1, "(k) wake {} typed into a page has {} sent entries", id, entries);
         }
-        for delivery in self.machine.ledger().active() {
+        for delivery in self.machine().ledger().active() {
             prop_assert!(
                 delivery.posted_at + bound >= self.now,
                 "liveness: {} posted at {} is still unresolved at {} on an idle page",
