@@ -603,13 +603,34 @@ mod props {
                     }
                     let (token, key, value) = self.waiting.remove(usize::from(n) % self.waiting.len());
                     if ok && key == STORAGE_KEY {
-                        if let Some(snapshot) = &value {
-                            let text = snapshot.to_string();
-                            for delivery in self.shell.worker.continuity().ledger().active() {
-                                if text.contains(&delivery.id) {
-                                    self.durable.insert(delivery.id.clone());
+                        // Durable: every delivery id the written snapshot itself names (review
+                        // worker28 #1: not the ledger's active ones at answer time — a delivery
+                        // resolved meanwhile is still posted, correctly, and was written).
+                        fn ids(value: &Value, out: &mut BTreeSet<String>) {
+                            match value {
+                                Value::String(s) if continuity_protocol::marker::delivery_id_shaped(s) => {
+                                    out.insert(s.clone());
                                 }
+                                // The record as stored: JSON text.
+                                Value::String(s) => {
+                                    if let Ok(inner @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(s) {
+                                        ids(&inner, out);
+                                    }
+                                }
+                                Value::Array(items) => items.iter().for_each(|v| ids(v, out)),
+                                Value::Object(map) => {
+                                    for (key, v) in map {
+                                        if continuity_protocol::marker::delivery_id_shaped(key) {
+                                            out.insert(key.clone());
+                                        }
+                                        ids(v, out);
+                                    }
+                                }
+                                _ => {}
                             }
+                        }
+                        if let Some(snapshot) = &value {
+                            ids(snapshot, &mut self.durable);
                         }
                     }
                     let outcome = match (ok, value) {
