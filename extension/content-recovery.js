@@ -13,8 +13,9 @@
   hc.lastRecovery = '';
   hc.pageReasoning = false; // the last recovery_facts said "reasoning": the long stall allowance is in use
   let accessToken = null;
-  // The signed-in account's id from the session JSON (`user.id`, else `account.id`; `account`
-  // is declared at the top, page_facts carries it): the worker paces backend reads per account.
+  // The signed-in account's id from the session JSON (`user.id`, else `account.id`; kept as
+  // `hc.account`, set up in content-hud.js, and page_facts carries it): the worker paces
+  // backend reads per account.
   const accountOf = (session) => [session?.user?.id, session?.account?.id]
     .find((id) => typeof id === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(id)) ?? null;
   // `Retry-After` in ms: delta-seconds or an HTTP date; null when absent or unreadable.

@@ -137,7 +137,7 @@ export function clicks(page) {
   return page.evaluate(() => window.__herdr.clicks);
 }
 
-/** The adapter's description of a probe in `page_diagnostics.facts` (content.js `describe`). */
+/** The adapter's description of a probe in `page_diagnostics.facts` (content-probes.js `describe`). */
 export function describeProbe(probe) {
   const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
   if (probe.unique) filters.push('unique');
