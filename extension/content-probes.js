@@ -4,6 +4,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const CAPS = globalThis.herdrContracts.caps; // extension/contracts.js (the worker's limits)
 
   // ---- The site profile (ext-core `sites` flat profile, docs/PROTOCOL.md "Site profiles
   // and page diagnostics"). The worker sends it on connect: per fact one chain of probes
@@ -191,7 +192,7 @@
     if (!probe) return null;
     const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
     if (probe.unique) filters.push('unique');
-    return [probe.css, ...filters].join(' ').slice(0, 256);
+    return [probe.css, ...filters].join(' ').slice(0, CAPS.selector_chars);
   };
 
   // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules

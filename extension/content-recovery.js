@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { pageLoad, labelsOf, find, present, isDisabled, ownMarker, observe, generatingIn, messageId, scheduleFacts } = hc;
 
   // ---- Recovery (docs/PROTOCOL.md "Recovery"): the facts the worker's recovery planner
@@ -69,7 +70,7 @@
     // it never got it (never a human's turn).
     const waitingMarker = userWaiting ? (ownMarker(lastUser.textContent || '') ?? null) : null;
     return {
-      type: 'recovery_facts',
+      type: TO_WORKER.recovery_facts,
       page_load: pageLoad,
       assistant: Boolean(last),
       assistant_id: last ? messageId(seen.view, last.el) : null,
@@ -120,7 +121,7 @@
     if (!message || typeof message.id !== 'string' || message.id === '' || typeof role !== 'string') return { failure: 'odd_shape' };
     const parts = Array.isArray(message.content?.parts) ? message.content.parts : [];
     return {
-      node_id: message.id.slice(0, 256),
+      node_id: message.id.slice(0, CAPS.id_chars),
       role: role === 'user' || role === 'assistant' ? role : 'other',
       text_len: plainLength(markdownPlain(parts.filter((part) => typeof part === 'string').join('\n'))),
       finished: message.end_turn === true || message.status === 'finished_successfully',
@@ -128,7 +129,7 @@
     };
   };
   const snapshotProbe = async (conversationId) => {
-    const answer = (fields) => hc.port?.postMessage({ type: 'snapshot_result', page_load: pageLoad, ...fields });
+    const answer = (fields) => hc.port?.postMessage({ type: TO_WORKER.snapshot_result, page_load: pageLoad, ...fields });
     if (probing) return;
     if (typeof conversationId !== 'string' || !/^[0-9A-Za-z-]{1,64}$/.test(conversationId)) { answer({ failure: 'odd_shape' }); return; }
     probing = true;
