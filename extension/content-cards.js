@@ -3,16 +3,17 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { host, pageLoad, queryAll, matches, closest, hasLabel, isDisabled, observe, messageId, scheduleFacts,
     signatureOf } = hc;
   // ---- Permission cards (docs/PROTOCOL.md "Permission cards", SPEC M5): what each card
   // in the last turns shows — its wording outside the buttons, each button's label and
   // state, a key — and the one click the worker may order. Read only while the profile's
   // `permission_card` fact holds. Whether a card is allowed is decided in the worker.
-  const CARD_MAX = 4; // ext-core permission_card::MAX_CARDS
-  const CARD_BUTTONS_MAX = 6; // MAX_CARD_BUTTONS (a card with more is sent with none)
-  const CARD_WORDING_MAX = 512; // MAX_WORDING_CHARS
-  const CARD_LABEL_MAX = 64; // MAX_BUTTON_LABEL_CHARS
+  const CARD_MAX = CAPS.cards; // ext-core permission_card::MAX_CARDS
+  const CARD_BUTTONS_MAX = CAPS.card_buttons; // MAX_CARD_BUTTONS (a card with more is sent with none)
+  const CARD_WORDING_MAX = CAPS.card_wording_chars; // MAX_WORDING_CHARS
+  const CARD_LABEL_MAX = CAPS.card_label_chars; // MAX_BUTTON_LABEL_CHARS
   const CARD_BUTTON_KEYS = ['allow', 'deny', 'card_allow'];
   const CARD_SKIP = 'button, [role="button"], [role="menu"], [role="menuitem"], script, style';
   hc.lastCards = null; // the JSON last sent; null: nothing sent on this port
@@ -80,7 +81,7 @@
     const json = JSON.stringify(cards);
     if (json !== hc.lastCards && !(hc.lastCards === null && cards.length === 0)) {
       hc.lastCards = json;
-      hc.port?.postMessage({ type: 'permission_cards', page_load: pageLoad, url: location.href, cards });
+      hc.port?.postMessage({ type: TO_WORKER.permission_cards, page_load: pageLoad, url: location.href, cards });
       host.dataset.cardsSent = String(Number(host.dataset.cardsSent ?? 0) + 1);
     }
     return shown;
@@ -94,7 +95,7 @@
     const facts = card?.facts.buttons[message.index];
     const usable = el && facts.enabled && facts.visible && !facts.opens_menu && hasLabel(seen.view, el, 'allow');
     if (usable) el.click();
-    hc.port?.postMessage({ type: 'card_result', key: String(message.key).slice(0, 256), outcome: usable ? 'clicked' : 'card_gone' });
+    hc.port?.postMessage({ type: TO_WORKER.card_result, key: String(message.key).slice(0, CAPS.id_chars), outcome: usable ? 'clicked' : 'card_gone' });
     scheduleFacts();
   };
   Object.assign(hc, { sendCards, cardAllow });

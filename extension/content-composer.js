@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { page_to_worker: TO_WORKER, runtime_to_worker: TO_RUNTIME } = globalThis.herdrContracts.messages; // extension/contracts.js
   const { text, host, status, factUnresolvedText, pageLoad, queryAll, hasMarker, composerText, squash, typed, observe,
     generatingIn, sendControl, soleComposer, APP_KEYWORD_MAX, appMentions, pillElements, readPill, sameApp,
     plainText, attemptIsOurs, sendFacts, scheduleFacts, watch, recentOutcomes, sendDiagnostics } = hc;
@@ -14,7 +15,7 @@
   const PLUMBING_WAIT_MS = 2000;
   const reports = new Map(); // id → delivery_report, kept until the worker says delivery_seen
   const report = (id, outcome, reason = null, detail = null) => {
-    const message = { type: 'delivery_report', id, outcome, reason, ...(detail && { detail }) };
+    const message = { type: TO_WORKER.delivery_report, id, outcome, reason, ...(detail && { detail }) };
     // A message withheld because its App could not be attached was never sent and nothing of
     // it is left in the composer: the worker's retry with the same id may type it.
     if (reason === 'app_not_attached') typed.delete(id);
@@ -244,7 +245,7 @@
     const before = new Set(pickersNow(apps));
     const mention = `@${keyword}`;
     caretToEnd(composer);
-    const typedBy = await askWorker({ type: 'trusted_type', text: mention });
+    const typedBy = await askWorker({ type: TO_RUNTIME.trusted_type, text: mention });
     const trusted = typedBy.ok === true;
     if (!trusted && typedBy.error !== 'no_permission') {
       // The worker failed (timeout, debugger_failed, …) perhaps after typing part of the

@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { host, pageLoad, exists, ruleHolds, candidates, usage, won, find, describe, observe, utf8 } = hc;
 
   // ---- Diagnostics ("What the extension sees"): the generation, per fact the probe that
@@ -52,8 +53,8 @@
   // ARIA roles and data-* attribute NAMES with counts, breadth first over at most 200
   // elements from the region's top (our own HUD left out). Never text, never an attribute
   // value (a role is kept only as a plain ARIA token); each map keeps its 16 most frequent.
-  const STRUCTURE_ELEMENTS = 200; // ext-core limits::MAX_STRUCTURE_ELEMENTS
-  const STRUCTURE_KEYS = 16; // ext-core limits::MAX_STRUCTURE_KEYS
+  const STRUCTURE_ELEMENTS = CAPS.structure_elements; // ext-core limits::MAX_STRUCTURE_ELEMENTS
+  const STRUCTURE_KEYS = CAPS.structure_keys; // ext-core limits::MAX_STRUCTURE_KEYS
   const STRUCTURE_NAME = /^[a-z][a-z0-9_.:-]{0,63}$/;
   const structureOf = (region) => {
     const maps = { tags: new Map(), roles: new Map(), data_attrs: new Map() };
@@ -138,7 +139,7 @@
       return Boolean(ctx) && chain.some((probe) => probe.fallback === false && candidates(seen.view, probe, ctx, false).length > 0);
     };
     return {
-      type: 'page_diagnostics',
+      type: TO_WORKER.page_diagnostics,
       page_load: pageLoad,
       site: hc.profile?.site ?? null,
       generation: seen.label,
@@ -154,7 +155,7 @@
   // and the whole report with it: the parts that grow with the page or a profile shrink
   // until it fits — the missing facts' summaries keep fewer of their most frequent names,
   // then `usage` names fewer generations (entry, fallback and count always stay).
-  const DIAGNOSTICS_BYTES = 15 * 1024;
+  const DIAGNOSTICS_BYTES = CAPS.page_message_bytes - 1024; // 1 KiB below the cap: the envelope and a margin
   const fitted = (report) => {
     const cutSummaries = (keep) => () => {
       for (const summary of Object.values(report.missing)) {

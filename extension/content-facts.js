@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { host, pageLoad, queryAll, find, present, ownMarker, MARKER_USER_TURNS, composerText, squash, typed, observe,
     generatingIn, messageId, humanTurn, sendTurnEnded, sendThreadFacts } = hc;
 
@@ -11,9 +12,9 @@
   // composer (the read-back before sending). A pill is `{keyword, name, path}`; fields are
   // capped as ext-core reads them, and a pill without a keyword or name is not an App.
   const APP_KEYWORD_MAX = 64;
-  const APP_NAME_MAX = 256;
-  const APP_PATH_MAX = 256; // ext-core limits: each field at most 256 characters
-  const APPS_MAX = 8;
+  const APP_NAME_MAX = CAPS.id_chars;
+  const APP_PATH_MAX = CAPS.id_chars; // ext-core limits: each field at most MAX_ID_CHARS
+  const APPS_MAX = CAPS.app_mentions;
   const appMentions = () => hc.profile?.app_mentions ?? null;
   const pillElements = (scope) => {
     const apps = appMentions();
@@ -79,7 +80,7 @@
     lastGeneration = seen.label;
     lastUnresolved = seen.unresolved;
     const base = {
-      type: 'page_facts', url: location.href, generation: seen.label, page_load: pageLoad,
+      type: TO_WORKER.page_facts, url: location.href, generation: seen.label, page_load: pageLoad,
       unresolved: seen.unresolved, unresolved_why: seen.why, account: hc.account,
     };
     if (!seen.view) {
@@ -95,7 +96,7 @@
     }
     const text = seen.composer ? composerText(seen.composer) : '';
     const composerOwn = ownMarker(text);
-    const composerMarker = composerOwn !== null && composerOwn.length <= 256 ? composerOwn : null;
+    const composerMarker = composerOwn !== null && composerOwn.length <= CAPS.id_chars ? composerOwn : null;
     // Text this page typed and did not send is not a draft; anything else in the composer
     // is. After a reload the typed text is unknown: the marker line alone says it is ours.
     // The App pill in front of it is ours too, and so is an App being attached right now.
@@ -116,7 +117,7 @@
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
       // MAX_ID_CHARS 256), so a page full of marker-like text must not silence the facts:
       // send only the newest markers that fit.
-      markers: markers.filter((m) => m.length <= 256).slice(-16),
+      markers: markers.filter((m) => m.length <= CAPS.id_chars).slice(-CAPS.markers),
       delivering: hc.delivering?.id ?? null,
     };
   };

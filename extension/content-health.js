@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { host, pageLoad } = hc;
 
   // ---- Page health meters (SPEC H1, docs/PROTOCOL.md "Page health"). This only counts,
@@ -26,7 +27,7 @@
     if (meters.ticks < HEALTH_SAMPLE_TICKS) return;
     const memory = performance.memory;
     hc.port?.postMessage({
-      type: 'health_sample',
+      type: TO_WORKER.health_sample,
       page_load: pageLoad,
       callbacks: meters.callbacks,
       drift_ms: Math.round(meters.driftMs),
@@ -68,7 +69,7 @@
   // backend, whoever fetched it (the page's own app included), seen in Resource Timing
   // (`responseStatus`), tells the worker to cool the account down. Same-origin `/backend-api/`
   // and `/api/` entries only; one report per 10 s (a burst of failed requests is one event).
-  const RATE_REPORT_GAP_MS = 10000; // ext-core rate_limit::COUNT_WINDOW_MS
+  const RATE_REPORT_GAP_MS = CAPS.rate_report_gap_ms; // ext-core rate_limit::COUNT_WINDOW_MS
   let lastRateReport = -Infinity;
   const backendUrl = (name) => {
     try {
@@ -82,7 +83,7 @@
       const now = performance.now();
       if (!hit || now - lastRateReport < RATE_REPORT_GAP_MS) return;
       lastRateReport = now;
-      hc.port?.postMessage({ type: 'rate_limited', page_load: pageLoad, source: 'resource_timing', retry_after_ms: null });
+      hc.port?.postMessage({ type: TO_WORKER.rate_limited, page_load: pageLoad, source: 'resource_timing', retry_after_ms: null });
     }).observe({ type: 'resource', buffered: false });
   }
   Object.assign(hc, { meters, healthWatch });

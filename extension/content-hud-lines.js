@@ -4,6 +4,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const TO_WORKER = globalThis.herdrContracts.messages.page_to_worker; // extension/contracts.js
   const { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, pressRefused,
     handoffButton, setChildren, keptButton } = hc;
 
@@ -159,9 +160,9 @@
       // The judge button carries the page's last turn (read now, once per press); Send tool
       // results sends the ended turn again, marked as pressed (docs/PROTOCOL.md).
       const button = keptButton(action.id, text(label), () => {
-        if (action.id === 'bridge_send') return hc.postPress(() => ({ type: 'turn_ended', ...hc.endedTurn(true), pressed: true }));
+        if (action.id === 'bridge_send') return hc.postPress(() => ({ type: TO_WORKER.turn_ended, ...hc.endedTurn(true), pressed: true }));
         const turn = action.id === 'llm_judge' ? hc.endedTurn() : null;
-        hc.postPress(() => ({ type: 'action', action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) }));
+        hc.postPress(() => ({ type: TO_WORKER.action, action: action.id, ...(turn && { user_text: turn.user_text, assistant_text: turn.assistant_text }) }));
       });
       if (action.locked) {
         button.disabled = true;
@@ -239,7 +240,7 @@
         onTrusted(button, 'click', (event) => {
           const refused = pressRefused(button, event);
           if (refused) { hc.showNotice(text(refused), 'bad'); status.dataset.key = refused; return; }
-          hc.postPress(() => ({ type: 'bridge_decide', batch_id: bridge.batch_id, call: p.call, decision }));
+          hc.postPress(() => ({ type: TO_WORKER.bridge_decide, batch_id: bridge.batch_id, call: p.call, decision }));
         });
         buttons.append(button);
       }

@@ -27,6 +27,7 @@
   }
   globalThis[GUARD] = true;
   const hc = (globalThis[NAMESPACE] = {});
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
 
   // Placement (HUD must never cover ChatGPT's composer or send button): fixed top-right,
   // below ChatGPT's header. Collapsed by default to a one-line status pill (a real
@@ -165,7 +166,7 @@
   goalForm.dataset.line = 'goal-form';
   const goalInput = document.createElement('input');
   goalInput.type = 'text';
-  goalInput.maxLength = 500;
+  goalInput.maxLength = CAPS.goal_chars;
   goalInput.dataset.goal = 'input';
   const goalSave = document.createElement('button');
   goalSave.type = 'button';
@@ -188,7 +189,7 @@
   const sendGoal = () => {
     const goal = goalInput.value.trim();
     closeGoal();
-    hc.postPress(() => ({ type: 'action', action: 'goal_set', text: goal }));
+    hc.postPress(() => ({ type: TO_WORKER.action, action: 'goal_set', text: goal }));
   };
   onTrusted(goalSave, 'click', sendGoal);
   onTrusted(goalCancel, 'click', closeGoal);
@@ -278,7 +279,7 @@
     if (!handoff || handoff.button === 'none') return [];
     const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
     const button = keptButton(id, text(`action_${id}`), () => {
-      if (id !== 'copy_prompt') return hc.postPress(() => ({ type: 'action', action: id }));
+      if (id !== 'copy_prompt') return hc.postPress(() => ({ type: TO_WORKER.action, action: id }));
       const prompt = handoff.copy_prompt ?? '';
       // What was copied stays inside the closed root (never on the host): a test hook.
       button.dataset.copied = prompt;
@@ -335,7 +336,7 @@
     }));
     const buttons = [...view.actions.map((action) => keptButton(action.id, text(action.label), () => {
       hc.roundTripStartedAt = performance.now();
-      hc.postPress(() => ({ type: 'action', action: action.id }));
+      hc.postPress(() => ({ type: TO_WORKER.action, action: action.id }));
     })), ...hc.renderContinuity(view)];
     setChildren(actions, buttons);
     for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);

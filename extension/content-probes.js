@@ -1,9 +1,10 @@
 // Content script: the site profile's probes (finding page facts through the chains the
-// worker sends), the delivery markers, the turn list and its caches, and `observe`, the
+// worker sends), the delivery markers (read with own-marker.js), the turn list and its caches, and `observe`, the
 // one read of the page every fact comes from.
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const CAPS = globalThis.herdrContracts.caps; // extension/contracts.js (the worker's limits)
 
   // ---- The site profile (ext-core `sites` flat profile, docs/PROTOCOL.md "Site profiles
   // and page diagnostics"). The worker sends it on connect: per fact one chain of probes
@@ -191,7 +192,7 @@
     if (!probe) return null;
     const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
     if (probe.unique) filters.push('unique');
-    return [probe.css, ...filters].join(' ').slice(0, 256);
+    return [probe.css, ...filters].join(' ').slice(0, CAPS.selector_chars);
   };
 
   // ---- Page facts (facts only; the worker decides). Coalesced: a mutation only schedules
@@ -206,30 +207,9 @@
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
   // (the quiet path, below), and while a reply streams its text makes no mutation record
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
-  // Our marker line: `[herdr-continuity <delivery id> ref=<session ref>]` (the ref is left
-  // out only on a handoff seed into a chat without an id yet); group 1 is the delivery id.
-  const MARKER = /\[herdr-continuity ([^\]\s]+)(?: ref=[^\]\s]+)?\]/g;
-  // A message's own marker (docs/PROTOCOL.md "Fenced data"): our marker line ends every
-  // message we type, after any data fence, so only the LAST marker of the text counts, and
-  // only when the nearest fence delimiter before it is a closing one (or there is none): a
-  // marker inside `<<<HC_DATA …>>>` … `<<<END_HC_DATA …>>>` is relayed agent/tool text and
-  // never ours. null when the text has no such marker.
-  const FENCE_DELIMITER = /<<<(END_)?HC_DATA [^\n]*?>>>/g;
-  const ownMarker = (text) => {
-    const last = [...text.matchAll(MARKER)].pop();
-    if (!last) return null;
-    const before = [...text.slice(0, last.index).matchAll(FENCE_DELIMITER)].pop();
-    return before && !before[1] ? null : last[1];
-  };
-  const hasMarker = (text, id) => ownMarker(text) === id;
-  // A delivery id as the worker's ledger makes them (`<subject>/<epoch>.<life>.<n>`, ext-core
-  // continuity/semantic `delivery_id_shaped`): a user turn is ours only by such an id in its
-  // own marker line, never by its text; a marker-like line without one is the human's.
-  const DELIVERY_ID = /^.+\/[A-Za-z0-9]+\.\d+\.\d+$/;
-  const oursByMarker = (text) => {
-    const id = ownMarker(text);
-    return id !== null && DELIVERY_ID.test(id);
-  };
+  // Our marker line and whose a text is: extension/own-marker.js (the rule of
+  // protocol/src/marker.rs, tested against its case list).
+  const { ownMarker, hasMarker, oursByMarker } = globalThis[Symbol.for('herdr-continuity.own-marker')];
   const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;

@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { pageLoad, labelsOf, find, present, isDisabled, ownMarker, observe, generatingIn, messageId, scheduleFacts } = hc;
 
   // ---- Recovery (docs/PROTOCOL.md "Recovery"): the facts the worker's recovery planner
@@ -13,8 +14,9 @@
   hc.lastRecovery = '';
   hc.pageReasoning = false; // the last recovery_facts said "reasoning": the long stall allowance is in use
   let accessToken = null;
-  // The signed-in account's id from the session JSON (`user.id`, else `account.id`; `account`
-  // is declared at the top, page_facts carries it): the worker paces backend reads per account.
+  // The signed-in account's id from the session JSON (`user.id`, else `account.id`; kept as
+  // `hc.account`, set up in content-hud.js, and page_facts carries it): the worker paces
+  // backend reads per account.
   const accountOf = (session) => [session?.user?.id, session?.account?.id]
     .find((id) => typeof id === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(id)) ?? null;
   // `Retry-After` in ms: delta-seconds or an HTTP date; null when absent or unreadable.
@@ -68,7 +70,7 @@
     // it never got it (never a human's turn).
     const waitingMarker = userWaiting ? (ownMarker(lastUser.textContent || '') ?? null) : null;
     return {
-      type: 'recovery_facts',
+      type: TO_WORKER.recovery_facts,
       page_load: pageLoad,
       assistant: Boolean(last),
       assistant_id: last ? messageId(seen.view, last.el) : null,
@@ -119,7 +121,7 @@
     if (!message || typeof message.id !== 'string' || message.id === '' || typeof role !== 'string') return { failure: 'odd_shape' };
     const parts = Array.isArray(message.content?.parts) ? message.content.parts : [];
     return {
-      node_id: message.id.slice(0, 256),
+      node_id: message.id.slice(0, CAPS.id_chars),
       role: role === 'user' || role === 'assistant' ? role : 'other',
       text_len: plainLength(markdownPlain(parts.filter((part) => typeof part === 'string').join('\n'))),
       finished: message.end_turn === true || message.status === 'finished_successfully',
@@ -127,7 +129,7 @@
     };
   };
   const snapshotProbe = async (conversationId) => {
-    const answer = (fields) => hc.port?.postMessage({ type: 'snapshot_result', page_load: pageLoad, ...fields });
+    const answer = (fields) => hc.port?.postMessage({ type: TO_WORKER.snapshot_result, page_load: pageLoad, ...fields });
     if (probing) return;
     if (typeof conversationId !== 'string' || !/^[0-9A-Za-z-]{1,64}$/.test(conversationId)) { answer({ failure: 'odd_shape' }); return; }
     probing = true;

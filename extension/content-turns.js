@@ -3,6 +3,7 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { pageLoad, find, isStop, ownMarker, oursByMarker, observe, messageId } = hc;
 
   // ---- The ended turn (semantic Auto and the judge button, docs/PROTOCOL.md
@@ -10,8 +11,8 @@
   // text, each bounded (keeping the tail). Read only when a reply has ended (a full
   // recompute saw generating go false) or the judge button is pressed, never per mutation;
   // innerText (one layout read) keeps the reply's line structure for the judge.
-  const TURN_USER_MAX = 6000; // ext-core limits::MAX_TURN_USER_CHARS
-  const TURN_ASSISTANT_MAX = 12000; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
+  const TURN_USER_MAX = CAPS.turn_user_chars; // ext-core limits::MAX_TURN_USER_CHARS
+  const TURN_ASSISTANT_MAX = CAPS.turn_assistant_chars; // ext-core limits::MAX_TURN_ASSISTANT_CHARS
   const MARKER_LINE = /^.*\[herdr-continuity [^\]\s]+(?: ref=[^\]\s]+)?\].*$/gm;
   const tailChars = (value, max) => {
     const chars = Array.from(value);
@@ -43,7 +44,7 @@
   // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
   // a line that says how much was left out (the judge reads the end; the JSON bridge reads
   // only what comes before that line, ext-core continuity/bridge `bridge_text`).
-  const JOURNAL_TEXT_BYTES = 64 * 1024;
+  const JOURNAL_TEXT_BYTES = CAPS.journal_text_bytes;
   const utf8 = new TextEncoder();
   const bytesCut = (value, max, fromEnd) => {
     const bytes = utf8.encode(value);
@@ -71,7 +72,7 @@
     return {
       user_text: full ? journalText(userText) : tailChars(userText, TURN_USER_MAX),
       assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
-      user_marker: marker && marker.length <= 256 ? marker : null,
+      user_marker: marker && marker.length <= CAPS.id_chars ? marker : null,
       // The reply's own id (the JSON bridge keys its calls by it, O2; the journal, C1).
       message_id: seen.last ? messageId(seen.view, seen.last.el) : null,
       user_message_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
@@ -97,7 +98,7 @@
         const raw = readText(users[i]);
         const mid = messageId(view, users[i]);
         const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
-        id = oursByMarker(raw) ? '' : (mid && mid.length <= 256 ? mid : (value ? textTurnId(value) : ''));
+        id = oursByMarker(raw) ? '' : (mid && mid.length <= CAPS.id_chars ? mid : (value ? textTurnId(value) : ''));
         humanTurns.set(users[i], id);
       }
       if (id) return { id, el: users[i] };
@@ -106,7 +107,7 @@
   };
   hc.wasGenerating = false;
   const sendTurnEnded = () => {
-    hc.port?.postMessage({ type: 'turn_ended', ...endedTurn(true) });
+    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true) });
     sendThreadFacts(true);
   };
 
@@ -122,7 +123,7 @@
     if (!seen.view || !seen.stop) return;
     for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
       if (isStop(seen.view, el)) {
-        hc.postPress(() => ({ type: 'user_stop', page_load: pageLoad }));
+        hc.postPress(() => ({ type: TO_WORKER.user_stop, page_load: pageLoad }));
         return;
       }
     }
@@ -161,7 +162,7 @@
     const attr = hc.profile?.turn_index_attr;
     const index = attr && turns.length ? /(\d+)$/.exec(turns[turns.length - 1].getAttribute(attr) ?? '') : null;
     const highest = index ? Number(index[1]) : null;
-    hc.port?.postMessage({ type: 'thread_facts', turns: turns.length, latin_chars: chars - cjk, cjk_chars: cjk,
+    hc.port?.postMessage({ type: TO_WORKER.thread_facts, turns: turns.length, latin_chars: chars - cjk, cjk_chars: cjk,
       highest_turn: highest !== null && Number.isSafeInteger(highest) && highest < 2 ** 31 ? highest : null });
   };
   Object.assign(hc, { utf8, endedTurn, humanTurn, sendTurnEnded, sendThreadFacts });

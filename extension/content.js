@@ -4,25 +4,27 @@
 (() => {
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
+  // Port and message names: extension/contracts.js (generated from the Rust side).
+  const { ports: { page: PORT }, messages: { worker_to_page: FROM_WORKER, worker_to_tab: TO_TAB } } = globalThis.herdrContracts;
   const { text, onTrusted, host, status, render, composerText, soleComposer, sendFacts, scheduleFacts, reports,
     selectContents, deliver, clearComposer, insert, showNotice, startProblem, setProfile, snapshotProbe,
     clickRetry, cardAllow } = hc;
 
   const onMessage = (message) => {
-    if (message?.type === 'profile') setProfile(message.profile);
-    if (message?.type === 'hud') render(message.view);
-    if (message?.type === 'deliver') deliver(message);
-    if (message?.type === 'clear_composer') clearComposer(message);
-    if (message?.type === 'delivery_seen') reports.delete(message.id);
-    if (message?.type === 'insert') insert(message.text);
-    if (message?.type === 'notice') showNotice(text(message.key, message.args), message.tone);
-    if (message?.type === 'queue_accepted') queueUi?.accepted(message.text);
-    if (message?.type === 'snapshot_probe') snapshotProbe(message.conversation_id);
-    if (message?.type === 'recovery_reload') location.reload();
-    if (message?.type === 'recovery_retry') clickRetry();
-    if (message?.type === 'card_allow') cardAllow(message);
-    if (message?.type === 'start_problem') startProblem(message.error);
-    if (message?.type === 'round_trip_result') {
+    if (message?.type === FROM_WORKER.profile) setProfile(message.profile);
+    if (message?.type === FROM_WORKER.hud) render(message.view);
+    if (message?.type === FROM_WORKER.deliver) deliver(message);
+    if (message?.type === FROM_WORKER.clear_composer) clearComposer(message);
+    if (message?.type === FROM_WORKER.delivery_seen) reports.delete(message.id);
+    if (message?.type === FROM_WORKER.insert) insert(message.text);
+    if (message?.type === FROM_WORKER.notice) showNotice(text(message.key, message.args), message.tone);
+    if (message?.type === FROM_WORKER.queue_accepted) queueUi?.accepted(message.text);
+    if (message?.type === FROM_WORKER.snapshot_probe) snapshotProbe(message.conversation_id);
+    if (message?.type === FROM_WORKER.recovery_reload) location.reload();
+    if (message?.type === FROM_WORKER.recovery_retry) clickRetry();
+    if (message?.type === FROM_WORKER.card_allow) cardAllow(message);
+    if (message?.type === FROM_WORKER.start_problem) startProblem(message.error);
+    if (message?.type === FROM_WORKER.round_trip_result) {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;
       if (message.ok) {
@@ -49,7 +51,7 @@
   }) ?? null;
   // The `queue-composer` keyboard command (chrome.commands), sent by our worker only.
   chrome.runtime.onMessage?.addListener((message, sender) => {
-    if (sender.id === chrome.runtime.id && message?.type === 'queue_request') queueUi?.request();
+    if (sender.id === chrome.runtime.id && message?.type === TO_TAB.queue_request) queueUi?.request();
   });
 
   // The worker may restart (MV3); reconnect the page port when it goes away. The
@@ -58,7 +60,7 @@
   const reloadedText = text('pageExtensionReloaded');
   const connect = () => {
     try {
-      hc.port = chrome.runtime.connect({ name: 'page' });
+      hc.port = chrome.runtime.connect({ name: PORT });
     } catch {
       hc.port = null;
       host.dataset.companion = 'extensionReloaded';

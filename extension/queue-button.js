@@ -37,7 +37,7 @@
   globalThis[KEY] = (deps) => {
     // deps: { text(key, subs), onTrusted(el, type, fn), post(message),
     //         composer() → element | null, composerText(el) → string, clearComposer(el) }
-    // Every control listens through content.js's `onTrusted` (real input only: a page's
+    // Every control listens through content-hud.js's `onTrusted` (real input only: a page's
     // dispatchEvent or el.click() queues and clears nothing).
     const { onTrusted } = deps;
     const host = document.createElement('herdr-continuity-queue');

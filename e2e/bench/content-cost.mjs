@@ -29,7 +29,7 @@
 // figure ≤ 1.2× the 10-turn one; PASS / OVER. The old page-level ScriptDuration ratio
 // against a browser without the extension is gone (its baseline was too small to measure
 // on a 2-core machine). The content script's own counters come from the HUD host's
-// `data-facts-computed` / `data-facts-sent` (extension/content.js).
+// `data-facts-computed` / `data-facts-sent` (extension/content-facts.js).
 // BENCH_PROFILE=1 also records a CPU profile (CDP Profiler, BENCH_SAMPLE_US (50) µs sampling)
 // and prints where the extension's samples fall (entry points, functions; wall-clock
 // samples, and the profiler's own cost lands in the CPU time beside them).
@@ -133,7 +133,7 @@ async function hostCounters(page) {
   return page.evaluate((selector) => {
     const host = document.querySelector(selector);
     if (!host) return null;
-    // The content script writes its quiet-path counters when asked (extension/content.js).
+    // The content script writes its quiet-path counters when asked (extension/content-facts.js).
     host.dispatchEvent(new Event('herdr-continuity:counters'));
     const n = (value) => Number(value ?? NaN);
     const d = host.dataset;

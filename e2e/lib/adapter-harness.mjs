@@ -13,9 +13,13 @@ export const SNIPPET_ORIGIN = 'https://snippets.herdr.test';
 // The content scripts in the manifest's order (plain-text.js first: the snapshot comparison's
 // lengths), without the Queue button (queue-button.js), which the adapter runs without.
 const MANIFEST = JSON.parse(readFileSync(path.join(REPO_ROOT, 'manifest', 'manifest.json'), 'utf8'));
+// Joined into one source and evaluated at once: Chrome runs the files of one `content_scripts`
+// entry in sequence in one task, so no timer or mutation callback of an earlier file runs
+// before the later files have defined what it uses.
 const CONTENT_SCRIPTS = MANIFEST.content_scripts[0].js
   .filter((file) => file !== 'queue-button.js')
-  .map((file) => readFileSync(path.join(REPO_ROOT, 'extension', file), 'utf8'));
+  .map((file) => readFileSync(path.join(REPO_ROOT, 'extension', file), 'utf8'))
+  .join('\n;\n');
 
 /**
  * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
@@ -104,13 +108,13 @@ export async function openSnippet(context, file, profile) {
 export async function runAdapter(page, profile) {
   await page.evaluate(installStandIn);
   // Runtime.evaluate, like a content script, is not subject to the page's CSP.
-  for (const script of CONTENT_SCRIPTS) await page.evaluate(script);
+  await page.evaluate(CONTENT_SCRIPTS);
   await sendToPage(page, { type: 'profile', profile });
 }
 
 /** Runs the content scripts on `page` once more, as a second injection into the same world would. */
 export async function runContentScriptsAgain(page) {
-  for (const script of CONTENT_SCRIPTS) await page.evaluate(script);
+  await page.evaluate(CONTENT_SCRIPTS);
 }
 
 /** Posts `message` to the adapter as the worker would. */
@@ -133,7 +137,7 @@ export function clicks(page) {
   return page.evaluate(() => window.__herdr.clicks);
 }
 
-/** The adapter's description of a probe in `page_diagnostics.facts` (content.js `describe`). */
+/** The adapter's description of a probe in `page_diagnostics.facts` (content-probes.js `describe`). */
 export function describeProbe(probe) {
   const filters = ['label', 'text', 'icon', 'attr', 'beside'].filter((key) => probe[key]).map((key) => `${key}=${probe[key]}`);
   if (probe.unique) filters.push('unique');

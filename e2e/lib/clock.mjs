@@ -1,7 +1,7 @@
 // The worker's test clock (ARCHITECTURE.md "Test seams"): `herdrTestClock(ms)` on the
 // extension worker's global moves the continuity machine's clock ahead and runs what fell
 // due, so a spec skips the core's stall, pace and back-off timers instead of sleeping
-// through them. Only the worker's own timers move: the page's (content.js's health samples,
+// through them. Only the worker's own timers move: the page's (content-health.js's health samples,
 // its probe timeout, the fixture's streams) and the companion link's keep real time. So the
 // clock moves in steps of one recovery tick, with real time between steps for the page to
 // answer what fell due, and never while a spec waits on a page timer.
@@ -51,7 +51,7 @@ const LOOK_MS = 200;
 
 /**
  * Like `runClock`, for waits on the page's health meters (health.spec.mjs): the worker
- * judges pressure only when a `health_sample` arrives (content.js posts one every 5 s of
+ * judges pressure only when a `health_sample` arrives (content-health.js posts one every 5 s of
  * real time, counted on the HUD host's `data-health-samples`), and it judges it by the
  * worker time between samples. So the clock moves once per sample, `step` ms right after
  * the page posted it: two consecutive samples lie `5 s + step` apart in worker time, and a

@@ -70,7 +70,7 @@ function factsSent(page) {
 /**
  * Changes the composer with `change` and waits until the content script has posted the
  * new page facts (draft or not) to the worker: the next `action` on the same port is then
- * handled with them. The hook is the host's `data-facts-sent` counter (content.js); a
+ * handled with them. The hook is the host's `data-facts-sent` counter (content-facts.js); a
  * build without it falls back to outlasting the facts throttle (100 ms) — a
  * synchronisation point, never an assertion.
  */

@@ -24,7 +24,7 @@ const PATH = new URL(PLAIN_CHAT.url).pathname;
 const REPLY = 'The nightly build is green and the release notes are drafted for review.';
 const RECOVERY_KEY = 'herdrContinuityRecoveryV1'; // ext-core recovery_config::SETTINGS_KEY
 const FAST = { sustained_sec: 10, reload_cooldown_sec: 10 };
-const SAMPLE_MS = 5_000; // content.js HEALTH_TICK_MS × HEALTH_SAMPLE_TICKS
+const SAMPLE_MS = 5_000; // content-health.js HEALTH_TICK_MS × HEALTH_SAMPLE_TICKS
 const NOTHING_MORE_MS = 10_000 + 10_000 + 2 * SAMPLE_MS + 5_000;
 const ACT_MS = 60_000;
 

@@ -49,7 +49,7 @@ async function trustedTypingOptions(context) {
   return { options, state, toggle };
 }
 
-/** Asks the worker for trusted typing from our content script's world, as content.js does. */
+/** Asks the worker for trusted typing from our content script's world, as content-composer.js does. */
 const askWorker = (page, message) => inContentWorld(page, (m) => chrome.runtime.sendMessage(m), message);
 
 test('trusted typing: off until the options page turns it on; then the worker types @herdr with trusted keys into the asking tab only, nothing but a mention', async () => {

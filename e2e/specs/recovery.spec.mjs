@@ -33,7 +33,7 @@ const TICK_MS = 5_000; // ext-core continuity::RECOVERY_TICK_MS
 // The planner asks one probe per 15 s per conversation (recovery::PROBE_INTERVAL_MS); the
 // account's request pacer lets one backend read go per 45 s (request_pacer::PACE_MS).
 const PROBE_MS = 45_000;
-const PROBE_TIMEOUT_MS = 10_000; // content.js PROBE_TIMEOUT_MS
+const PROBE_TIMEOUT_MS = 10_000; // content-recovery.js PROBE_TIMEOUT_MS
 const AFTER_STALL = STALL_MS + TICK_MS + 10_000;
 // A deadline's last part, in real time: what follows a worker timer on the page (a probe's
 // fetch, a reload, a click).

@@ -226,7 +226,7 @@ for (const [kind, file] of [['classic', 'chatgpt-classic.html'], ['section', 'ch
   });
 }
 
-// While a reply streams, the observer leaves the reply body's content out (content.js "the
+// While a reply streams, the observer leaves the reply body's content out (content-facts.js "the
 // streaming watch"): its text costs nothing, yet a probe's element that appears deep inside
 // the body, or anywhere else, still reaches the facts (M5: a permission card is never missed).
 test('while a reply streams, what appears inside its body or elsewhere still reaches the facts', async () => {
@@ -274,7 +274,7 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
   }
 });
 
-// The streaming watch leaves out the old turns of a long chat (content.js WATCH_BEFORE), but
+// The streaming watch leaves out the old turns of a long chat (content-facts.js WATCH_BEFORE), but
 // never the ones a page fact reads: a marker in any of the five newest user turns, and a new
 // turn, still reach the facts while a reply streams.
 test('while a reply streams in a long chat, the newest user turns and new turns still reach the facts', async () => {

@@ -14,7 +14,7 @@
 /// The start of our marker line.
 pub const MARKER_OPEN: &str = "[herdr-continuity ";
 
-/// JavaScript's `\s` (content.js's regexes): not `char::is_whitespace`, which counts U+0085
+/// JavaScript's `\s` (own-marker.js's regexes): not `char::is_whitespace`, which counts U+0085
 /// and leaves out U+FEFF.
 fn js_space(c: char) -> bool {
     matches!(
@@ -42,7 +42,7 @@ fn marker_at(at: &str) -> Option<&str> {
 }
 
 /// Whether the last fence delimiter of `text` is a closing one (`None`: there is none),
-/// found as content.js's `FENCE_DELIMITER` (`/<<<(END_)?HC_DATA [^\n]*?>>>/g`) finds it:
+/// found as own-marker.js's `FENCE_DELIMITER` (`/<<<(END_)?HC_DATA [^\n]*?>>>/g`) finds it:
 /// left to right, each delimiter running to the first `>>>` on its line, and the next
 /// search starting where the last delimiter ended (so a delimiter inside another's text
 /// is not one).
@@ -100,7 +100,7 @@ pub fn delivery_id_shaped(id: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// The page's rule (content.js `ownMarker`, `FENCE_DELIMITER`, JS `\s`), case by case
+    /// The page's rule (own-marker.js `ownMarker`, `FENCE_DELIMITER`, JS `\s`), case by case
     /// where a separate search for each delimiter or `char::is_whitespace` differ from it.
     #[test]
     fn the_own_marker_is_decided_as_the_page_decides_it() {

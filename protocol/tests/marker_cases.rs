@@ -1,5 +1,6 @@
 //! The own-marker rule against its one list of cases (`tests/fixtures/own-marker-cases.json`,
-//! which the content scripts' copy of the rule is tested against too).
+//! which the content scripts' copy of the rule, `extension/own-marker.js`, is tested against too by
+//! `e2e/specs/own-marker.spec.mjs`).
 
 use continuity_protocol::marker::{delivery_id_shaped, own_marker};
 use serde_json::Value;

@@ -1610,7 +1610,7 @@ impl World {
             Op::QueueWriteFails => self.queue_write_fails = true,
             Op::ReplyEnds { chat, pending } => {
                 let (tab, conv) = CHATS[chat];
-                // The page reports first that it stopped generating (content.js sends its
+                // The page reports first that it stopped generating (content-turns.js sends its
                 // facts, then the ended turn): a queued batch may go out at once.
                 if let Some(page) = self.pages.get_mut(&tab).filter(|p| p.generating) {
                     page.generating = false;

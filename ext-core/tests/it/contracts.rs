@@ -137,3 +137,38 @@ fn the_settings_ranges_are_the_ones_ext_core_enforces() {
     assert_eq!(judge["default_mode"], json!(default.mode.wire_name()));
     assert_eq!(judge["max_continues"]["default"], json!(default.max_continues));
 }
+
+/// The content scripts (`extension/content*.js`) take their port name and every message name
+/// from `herdrContracts`: none writes a declared message name as a literal type
+/// (`type: 'page_facts'`, `type === 'hud'`) or the port name (`connect({ name: 'page' })`).
+#[test]
+fn content_scripts_take_message_names_from_the_contracts() {
+    let contracts = ext_core::contracts::contracts();
+    let messages = contracts["messages"].as_object().cloned().unwrap_or_default();
+    let declared = |name: &str| messages.values().any(|set| set.get(name).is_some());
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(extension()).map(|dir| dir.filter_map(|entry| entry.ok().map(|e| e.path())).collect()).unwrap_or_default();
+    files.retain(|f| f.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("content") && n.ends_with(".js")));
+    files.sort();
+    assert!(files.len() > 1, "the content scripts are found: {files:?}");
+    let mut literal = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let short = file.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        for opener in ["type: '", "type === '", "type !== '"] {
+            for (at, _) in text.match_indices(opener) {
+                let name = text[at + opener.len()..].split('\'').next().unwrap_or_default();
+                if declared(name) {
+                    literal.push(format!("{short}: {opener}{name}'"));
+                }
+            }
+        }
+        if text.contains("connect({ name: '") {
+            literal.push(format!("{short}: a literal port name"));
+        }
+    }
+    assert!(
+        literal.is_empty(),
+        "content scripts restate contract names; read them from globalThis.herdrContracts (extension/contracts.js): {literal:?}"
+    );
+}

@@ -5,13 +5,17 @@
 //!   `extension/_locales/{en,zh_CN}/messages.json` through a key. Checked precisely (with the
 //!   selector scanner's lexer, `selector_scan::lex`): a *text sink* is
 //!   - the value assigned (`=`, `+=`) to a member `textContent`, `innerText`, `innerHTML`,
-//!     `outerHTML`, `title`, `placeholder`, `alt`, `ariaLabel` or `label`;
+//!     `outerHTML`, `title`, `placeholder`, `alt`, `ariaLabel`, `label`, `value`, `nodeValue`
+//!     or `data`;
 //!   - the second argument of `setAttribute` whose first is `'aria-label'`, `'title'`,
 //!     `'placeholder'`, `'alt'`, `'aria-description'` or `'aria-valuetext'`;
 //!   - the arguments of `createTextNode`, `append`, `prepend`, `replaceChildren`, `before`,
-//!     `after`, `alert`, `confirm`, `prompt`; the children of the pages'
-//!     `element(tag, className, attributes, ...children)`, the label of `button(label, …)`
-//!     (extension/page-dom.js) and the text of the HUD's `showNotice(text, tone)`.
+//!     `after`, `replaceWith`, `alert`, `confirm`, `prompt`; the second argument of
+//!     `insertAdjacentText` / `insertAdjacentHTML`; the children of the pages'
+//!     `element(tag, className, attributes, ...children)` and, in its attributes object, the
+//!     values of the text attributes above (and `ariaLabel`); the label of `button(label, …)`
+//!     (extension/page-dom.js) and the text of the HUD's `showNotice(text, tone)` — these
+//!     three called bare or as a member (`hc.showNotice(…)`, as the content scripts call them).
 //!
 //!   Inside a sink, a string literal or a template literal's fixed text holding a letter is
 //!   a violation, except inside the parentheses of a call: a key lookup's (`text(…)`,
@@ -25,10 +29,25 @@ use std::path::{Path, PathBuf};
 use super::selector_scan::{arguments, close_of, ident, is_member, lex, punct, Tok, Token};
 
 const MAX_LINES: usize = 500;
-const TEXT_PROPERTIES: &[&str] =
-    &["textContent", "innerText", "innerHTML", "outerHTML", "title", "placeholder", "alt", "ariaLabel", "label"];
+const TEXT_PROPERTIES: &[&str] = &[
+    "textContent",
+    "innerText",
+    "innerHTML",
+    "outerHTML",
+    "title",
+    "placeholder",
+    "alt",
+    "ariaLabel",
+    "label",
+    "value",
+    "nodeValue",
+    "data",
+];
 const TEXT_ATTRIBUTES: &[&str] = &["aria-label", "title", "placeholder", "alt", "aria-description", "aria-valuetext"];
-const TEXT_CALLS: &[&str] = &["createTextNode", "append", "prepend", "replaceChildren", "before", "after", "alert", "confirm", "prompt"];
+const TEXT_CALLS: &[&str] =
+    &["createTextNode", "append", "prepend", "replaceChildren", "before", "after", "replaceWith", "alert", "confirm", "prompt"];
+/// Calls whose second argument is text (the first is a position such as `'beforeend'`).
+const TEXT_SECOND_CALLS: &[&str] = &["insertAdjacentText", "insertAdjacentHTML"];
 
 fn extension() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension")
@@ -108,6 +127,38 @@ fn value_after(tokens: &[Token], op: usize) -> std::ops::Range<usize> {
     op + 1..i
 }
 
+/// In an object literal `{ … }` spanning `range`, the values of its text attributes
+/// (`title: …`, `'aria-label': …`, `ariaLabel: …`), keyed by a name or a string.
+fn text_attribute_values(tokens: &[Token], range: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    if range.is_empty() || !punct(tokens, range.start, "{") {
+        return out;
+    }
+    let end = close_of(tokens, range.start).saturating_sub(1);
+    let mut i = range.start + 1;
+    while i < end {
+        let key = match &tokens[i].tok {
+            Tok::Str(key) => Some(key.as_str()),
+            _ => ident(tokens, i),
+        };
+        if let (Some(key), true) = (key, punct(tokens, i + 1, ":")) {
+            let value = value_after(tokens, i + 1);
+            if TEXT_ATTRIBUTES.contains(&key) || key == "ariaLabel" {
+                out.push(value.clone());
+            }
+            i = value.end + 1;
+            continue;
+        }
+        // Anything else (a spread, a shorthand name, a method): on to the next entry.
+        if matches!(&tokens[i].tok, Tok::Punct(p) if matches!(p.as_str(), "(" | "[" | "{")) {
+            i = close_of(tokens, i);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Every user-visible literal in `source` (see the module comment): `(line, text)`.
 pub fn visible_literals(source: &str) -> Result<Vec<(usize, String)>, String> {
     let (tokens, _) = lex(source)?;
@@ -136,11 +187,21 @@ pub fn visible_literals(source: &str) -> Result<Vec<(usize, String)>, String> {
             for arg in args() {
                 out.extend(literals_in(&tokens, arg));
             }
-        } else if !member && name == "element" {
-            for arg in args().into_iter().skip(3) {
+        } else if member && TEXT_SECOND_CALLS.contains(&name) {
+            if let Some(text) = args().into_iter().nth(1) {
+                out.extend(literals_in(&tokens, text));
+            }
+        } else if name == "element" {
+            let args = args();
+            if let Some(attributes) = args.get(2) {
+                for value in text_attribute_values(&tokens, attributes.clone()) {
+                    out.extend(literals_in(&tokens, value));
+                }
+            }
+            for arg in args.into_iter().skip(3) {
                 out.extend(literals_in(&tokens, arg));
             }
-        } else if !member && (name == "button" || name == "showNotice") {
+        } else if name == "button" || name == "showNotice" {
             if let Some(label) = args().into_iter().next() {
                 out.extend(literals_in(&tokens, label));
             }
@@ -205,6 +266,17 @@ button('Press me', {}, press);
 button(message('pressKey'), {}, press);
 el.dataset.key = 'stillNotText';
 showNotice(kind === 'missing' ? text('noticeMissing') : 'Missing', 'bad');
+hc.showNotice('Member notice', 'bad');
+hc.button('Member button', {}, press);
+list.append(element('button', 'x', { title: 'Close', 'aria-label': 'Close it', 'data-k': 'notText' }));
+list.append(element('input', 'x', { placeholder: 'Type here', ariaLabel: text('inputKey') }));
+input.value = 'Typed by us';
+node.nodeValue = 'Node text';
+textNode.data = 'Data text';
+el.insertAdjacentText('beforeend', 'Adjacent text');
+el.insertAdjacentHTML('afterbegin', `<b>Adjacent html</b>`);
+el.replaceWith('Replacement text');
+input.value = '';
 "#;
 
 #[test]
@@ -213,6 +285,25 @@ fn the_literal_scan_finds_text_in_sinks_and_not_keys() {
     let found: Vec<(usize, &str)> = found.iter().map(|(line, text)| (*line, text.as_str())).collect();
     assert_eq!(
         found,
-        vec![(2, "Hello"), (5, " ${} more words"), (8, "Open"), (10, "Loose text"), (11, "Row text"), (12, "Press me"), (15, "Missing")]
+        vec![
+            (2, "Hello"),
+            (5, " ${} more words"),
+            (8, "Open"),
+            (10, "Loose text"),
+            (11, "Row text"),
+            (12, "Press me"),
+            (15, "Missing"),
+            (16, "Member notice"),
+            (17, "Member button"),
+            (18, "Close"),
+            (18, "Close it"),
+            (19, "Type here"),
+            (20, "Typed by us"),
+            (21, "Node text"),
+            (22, "Data text"),
+            (23, "Adjacent text"),
+            (24, "<b>Adjacent html</b>"),
+            (25, "Replacement text"),
+        ]
     );
 }

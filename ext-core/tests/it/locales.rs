@@ -245,7 +245,7 @@ fn every_key_the_core_names_is_in_the_list_above() {
     assert!(found >= 10, "the scan found only {found} key literals in src/continuity");
 }
 
-/// R1: the HUD's context-pressure line (`Pressure`, rendered by content.js) has its text
+/// R1: the HUD's context-pressure line (`Pressure`, rendered by content-hud-lines.js) has its text
 /// with the tokens, the messages and the level, and a text for every level.
 #[test]
 fn every_pressure_level_has_its_texts() {
@@ -261,7 +261,7 @@ fn every_pressure_level_has_its_texts() {
 }
 
 /// Issue 26: the HUD's rate-limit line (`cooldown_until` of the page view, rendered by
-/// content.js with the local time) and the withheld reason, in English and Chinese.
+/// content-hud-lines.js with the local time) and the withheld reason, in English and Chinese.
 #[test]
 fn the_cooldown_line_has_its_texts() {
     for name in ["en", "zh_CN"] {
@@ -273,7 +273,7 @@ fn the_cooldown_line_has_its_texts() {
 }
 
 /// R2: the HUD's automatic-rollover line (`rollover` of the page view, rendered by
-/// content.js) has a text for every blocker code and for `started`, without substitutions.
+/// content-hud-lines.js) has a text for every blocker code and for `started`, without substitutions.
 #[test]
 fn every_rollover_line_has_its_texts() {
     let mut codes: Vec<&str> = ext_core::rollover::RolloverBlocker::ALL.iter().map(|b| b.code()).collect();
@@ -287,7 +287,7 @@ fn every_rollover_line_has_its_texts() {
     }
 }
 
-/// M5: the HUD's permission-card line (`CardLine`, rendered by content.js) has a text for
+/// M5: the HUD's permission-card line (`CardLine`, rendered by content-hud-lines.js) has a text for
 /// every refusal code and for an accepted and a gone card, in English and Chinese, naming
 /// the connector only where the line carries one (and the time after it, then the tool an
 /// accepted card names); the Activity timeline's tool cell.
@@ -312,9 +312,9 @@ fn every_permission_card_line_has_its_texts() {
     }
 }
 
-/// Issue 23: the HUD's JSON bridge part (`BridgeView`, rendered by content.js) — the
+/// Issue 23: the HUD's JSON bridge part (`BridgeView`, rendered by content-hud-lines.js) — the
 /// approval card, its tags and buttons, the rounds and the round-limit lines, the pill —
-/// has its texts in English and Chinese with the substitutions content.js passes.
+/// has its texts in English and Chinese with the substitutions content-hud-lines.js passes.
 #[test]
 fn every_bridge_approval_text_is_there() {
     let lines = [

@@ -596,7 +596,7 @@ pub fn continuity_messages_translate() {
     );
     let text = answer_of(&prompt, &json!({"id": "c-11", "result": {"type": "bridge_prompt", "text": "[herdr-continuity JSON bridge v1]"}}));
     assert_eq!(text.map_err(|e| e.code), Ok(RuntimeAnswer::BridgePrompt { text: "[herdr-continuity JSON bridge v1]".into() }));
-    // The HUD's Run / Skip (a trusted click in content.js): anything else is not a decision.
+    // The HUD's Run / Skip (a trusted click in content-hud-lines.js): anything else is not a decision.
     assert_eq!(
         cw::port_command(&json!({"type": "bridge_decide", "batch_id": "bridge:91c4e07a3d2b5f60", "call": 2, "decision": "skip"})),
         Some(PortCommand::BridgeDecide { batch_id: "bridge:91c4e07a3d2b5f60".into(), call: 2, decision: BridgeDecision::Skip })
