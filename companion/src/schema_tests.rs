@@ -43,7 +43,7 @@ fn fill(conn: &Connection, version: usize) {
         sql.push(
             "INSERT INTO inbox_tasks (task_id, dispatch_id, turn_id, browser_session_ref, workspace_id, pane_id, prompt_preview,
                 state, after_seq, created_at, finished_at, result, guidance, acked_at)
-             VALUES ('task-1', 'disp-1', NULL, 'chat-1', 'w1', 'w1:p1', 'build it', 'done', 1, 10, 20, '{\"summary\":\"ok\"}', NULL, NULL);
+             VALUES ('task-1', 'disp-1', NULL, 'chat-1', 'w1', 'w1:p1', 'build it', 'completed', 1, 10, 20, '{\"trigger\":\"agent_settled\",\"seq\":1,\"status\":\"idle\",\"tail_truncated\":false}', NULL, NULL);
              INSERT INTO inbox_cursor (id, seq) VALUES (1, 1);",
         );
     }
