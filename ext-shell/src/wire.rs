@@ -5,10 +5,9 @@
 //! [`WireError`] and is dropped by the driver (logged), never guessed at.
 
 use continuity_protocol::{ErrorCode, EventName, HerdrState, HostErrorCode, Method, ResultType};
-use ext_core::binding::TabId;
 use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMessage};
 use ext_core::continuity::{CallError, ContinuityInput};
-use ext_core::hud::{ActionId, HudView, StatusLine};
+use ext_core::hud::{ActionId, StatusLine};
 use ext_core::json_object;
 use ext_core::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
@@ -504,20 +503,6 @@ pub fn page_diagnostics(value: &Value) -> Result<PageDiagnostics, WireError> {
     Ok(diagnostics)
 }
 
-/// `{"type":"diagnostics","tab_id":…,"diagnostics":…|null,"fact_order":[…]}` for a side
-/// panel showing `tab`: its page's newest report and the order the panel lists the facts
-/// in — `ext_core::sites::FACT_NAMES` order, then any others (the `facts` object itself
-/// is written with its keys sorted).
-pub fn panel_diagnostics_json(tab: Option<TabId>, diagnostics: Option<&PageDiagnostics>) -> Value {
-    let mut order: Vec<&str> = Vec::new();
-    if let Some(diagnostics) = diagnostics {
-        let known = ext_core::sites::FACT_NAMES;
-        order.extend(known.iter().copied().filter(|name| diagnostics.facts.contains_key(*name)));
-        order.extend(diagnostics.facts.keys().map(String::as_str).filter(|name| !known.contains(name)));
-    }
-    json_object!("type": "diagnostics", "tab_id": tab, "diagnostics": diagnostics, "fact_order": order)
-}
-
 /// Parses one message received on a page or panel port.
 pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
     let unknown = || WireError::UnknownPageMessage(crate::js::stringify(value));
@@ -528,22 +513,6 @@ pub fn page_message(value: &Value) -> Result<PageMessage, WireError> {
         }
         _ => Err(unknown()),
     }
-}
-
-/// `{"type":"profile","profile":…,"source":…}` sent to a page on connect and whenever its
-/// site's profile in force changes (`ext_core::sites::overrides`): the flat profile (wire
-/// v2) and where it comes from (`builtin`, `options`, `companion`); `null` for an origin
-/// with no profile (the adapter then types and clicks nothing).
-pub fn profile_json(in_force: Option<&ext_core::sites::overrides::InForce>) -> Value {
-    match in_force {
-        Some(in_force) => json_object!("type": "profile", "profile": in_force.profile, "source": in_force.source.as_str()),
-        None => json_object!("type": "profile", "profile": Value::Null, "source": "builtin"),
-    }
-}
-
-/// `{"type":"hud","view":…}` sent to pages and panels.
-pub fn hud_json(view: &HudView) -> Value {
-    json_object!("type": "hud", "view": view.write_json())
 }
 
 /// `{"type":"round_trip_result","ok":…,"ms":…,"status":…}` sent to the page that asked.

@@ -52,6 +52,7 @@ use crate::vec_map::VecMap;
 use crate::Millis;
 
 pub use commands::{commands_for, PortCommand, Sender};
+pub use pages::panel_diagnostics_message;
 use pages::Page;
 use storage::StorageWait;
 

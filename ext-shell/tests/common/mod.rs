@@ -869,14 +869,16 @@ pub fn page_diagnostics_are_bounded() {
     // The side panel lists the facts in FACT_NAMES order, then any the profile added.
     let mut with_extra = good.clone();
     with_extra["facts"]["a_new_fact"] = json!("div.new");
-    let extra = page_diagnostics(&with_extra).expect("within the caps");
-    let panel = wire::panel_diagnostics_json(Some(7), Some(&extra));
+    page_diagnostics(&with_extra).expect("within the caps");
+    // What the worker posts the panel (ext-core `worker::panel_diagnostics_message`) from the
+    // page's checked report.
+    let panel = ext_core::worker::panel_diagnostics_message(Some(7), Some(&with_extra));
     assert_eq!(panel["fact_order"], json!(["composer", "stop", "a_new_fact"]));
     assert_eq!(panel["diagnostics"]["facts"]["composer"], "#prompt-textarea");
     assert_eq!(panel["diagnostics"]["usage"], good["usage"], "the panel gets the usage counts");
     assert_eq!(panel["diagnostics"]["missing"], good["missing"], "and the missing facts' summaries");
     assert_eq!(panel["tab_id"], 7);
-    let nothing = wire::panel_diagnostics_json(None, None);
+    let nothing = ext_core::worker::panel_diagnostics_message(None, None);
     assert_eq!(nothing, json!({"type": "diagnostics", "tab_id": null, "diagnostics": null, "fact_order": []}));
 }
 
