@@ -245,7 +245,8 @@ pub fn write_atomic_at(dir: &std::fs::File, name: &std::ffi::OsStr, content: &[u
     let mode = if unsafe { libc::fstatat(fd, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0
         && st.st_mode & libc::S_IFMT == libc::S_IFREG
     {
-        Some(st.st_mode & 0o7777)
+        // `mode_t` is u16 on macOS.
+        Some(st.st_mode as u32 & 0o7777)
     } else {
         None
     };

@@ -47,6 +47,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+// The file type bits of a mode as u32: libc's constants are `mode_t`, u16 on macOS.
+#[allow(clippy::unnecessary_cast)]
+const S_IFMT: u32 = libc::S_IFMT as u32;
+#[allow(clippy::unnecessary_cast)]
+const S_IFREG: u32 = libc::S_IFREG as u32;
+#[allow(clippy::unnecessary_cast)]
+const S_IFLNK: u32 = libc::S_IFLNK as u32;
+
 /// Largest file whose content is kept (and searched as one slice).
 pub const CACHE_FILE_MAX: u64 = 256 * 1024;
 /// The runtime cache's content budget.
@@ -92,8 +100,7 @@ impl Stamp {
     /// absent or dangling), since `ignore` reads it through the link.
     fn guard(path: &Path) -> GuardStamp {
         let own = Self::lstat(path);
-        let target =
-            own.filter(|s| s.mode & libc::S_IFMT == libc::S_IFLNK).and_then(|_| std::fs::metadata(path).ok().map(|m| Self::of(&m)));
+        let target = own.filter(|s| s.mode & S_IFMT == S_IFLNK).and_then(|_| std::fs::metadata(path).ok().map(|m| Self::of(&m)));
         (own, target)
     }
 
@@ -104,7 +111,7 @@ impl Stamp {
 
     /// A regular file.
     pub fn is_file(&self) -> bool {
-        self.mode & libc::S_IFMT == libc::S_IFREG
+        self.mode & S_IFMT == S_IFREG
     }
 
     /// A file of several names.
