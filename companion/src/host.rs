@@ -5,8 +5,8 @@
 //! (detached, in its own session, never waited on: Chrome SIGKILLs the host 2 s after the
 //! port closes and the runtime must survive that). A runtime it starts that refuses to
 //! start (a `state.db` from a newer herdr-companion) is seen exiting while the host waits
-//! for its socket; its reason from runtime.log goes to the extension as the
-//! `runtime_unreachable` message.
+//! for its socket; its reason from runtime.log goes to the extension as a
+//! `runtime_refused_to_start` host error, which the extension does not retry on its own.
 //!
 //! Invariants:
 //! - Nothing is written to stdout unless the caller origin is exactly
@@ -67,9 +67,13 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
     let stdout = Arc::new(Mutex::new(io::stdout()));
     let stream = match connect_or_start_runtime(&home) {
         Ok(stream) => stream,
-        Err(message) => {
-            let event = protocol::host_error(HostErrorCode::RuntimeUnreachable, &message, None);
-            write_message(&stdout, &event);
+        Err(error) => {
+            let code = match error {
+                StartError::Unreachable(_) => HostErrorCode::RuntimeUnreachable,
+                StartError::Refused(_) => HostErrorCode::RuntimeRefusedToStart,
+            };
+            let message = error.to_string();
+            write_message(&stdout, &protocol::host_error(code, &message, None));
             return Err(HostError::RuntimeUnreachable(message));
         }
     };
@@ -91,27 +95,39 @@ pub fn run(origin: Option<String>) -> Result<(), HostError> {
     std::process::exit(0);
 }
 
+/// Why [`connect_or_start_runtime`] has no runtime to offer.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No runtime answers and none came up (or none may be started): worth retrying.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The runtime this host started refused to start and said why in runtime.log:
+    /// retrying cannot help until the user acts on that reason.
+    #[error("the companion runtime refused to start: {0}")]
+    Refused(String),
+}
+
 /// Connects to the runtime, starting one if needed and allowed (the host, and `mcp` at its
 /// start).
-pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, String> {
+pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, StartError> {
     let socket = home.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(stream);
     }
     if std::env::var(AUTOSTART_ENV).as_deref() == Ok("0") {
-        return Err(format!(
+        return Err(StartError::Unreachable(format!(
             "no companion runtime is listening on {} and {AUTOSTART_ENV}=0 forbids starting one; start it with `herdr-companion runtime`",
             socket.display()
-        ));
+        )));
     }
     // Only what the runtime we start writes to runtime.log is read back (see below).
     let log_start = std::fs::metadata(home.log_path()).map(|m| m.len()).unwrap_or(0);
     let mut child = match spawn_detached_runtime(home) {
         Ok(child) => Some(child),
         Err(e) => {
-            return Err(format!(
+            return Err(StartError::Unreachable(format!(
                 "could not start the companion runtime ({e}); run `herdr-companion runtime` by hand and check `herdr-companion doctor`"
-            ))
+            )))
         }
     };
     let deadline = Instant::now() + RUNTIME_START_WAIT;
@@ -125,16 +141,16 @@ pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, Stri
         if let Some(Ok(Some(_))) = child.as_mut().map(std::process::Child::try_wait) {
             child = None;
             if let Some(reason) = refusal_since(&home.log_path(), log_start) {
-                return Err(format!("the companion runtime refused to start: {reason}"));
+                return Err(StartError::Refused(reason));
             }
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(StartError::Unreachable(format!(
                 "the companion runtime did not come up on {} within {}s; see {} and run `herdr-companion doctor`",
                 socket.display(),
                 RUNTIME_START_WAIT.as_secs(),
                 home.log_path().display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(25));
     }

@@ -8,6 +8,9 @@ import { ChatGptFixture, CSP_VARIANTS, chatgptUrl } from '../fixtures/chatgpt.mj
 import { securityPolicyViolations } from '../lib/csp-recorder.mjs';
 import { HudProbe } from '../lib/hud.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 
 async function openChatGpt(context, csp) {
   const fixture = new ChatGptFixture({ csp });
@@ -76,5 +79,42 @@ test.describe('storage limits', () => {
     await expect(options.locator('#retentionStatus')).toContainText('Saved in the companion');
     await options.reload();
     await expect(options.locator('input#retention-inbox_days'), 'kept by the companion').toHaveValue('7', { timeout: 15_000 });
+  });
+});
+
+// A state.db written by a newer herdr-companion: the runtime the host starts refuses to
+// start and says why. The extension used to call that "unreachable, retrying
+// automatically" and start the runtime again on every back-off step; it now shows the
+// reason, waits for the user's Retry and starts nothing on its own.
+test.describe('a runtime that refuses to start', () => {
+  test('the HUD shows why and what to do, and only Retry starts it again', async ({ sandbox }) => {
+    await sandbox.startHerdr();
+    await sandbox.installHost();
+    // `PRAGMA user_version` far above this build's migrations (companion/src/schema.rs).
+    execFileSync('python3', ['-c', 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("CREATE TABLE from_the_future (x)"); c.execute("PRAGMA user_version = 999"); c.commit()',
+      path.join(sandbox.home, 'state.db')]);
+    const refusals = () => {
+      try {
+        return readFileSync(path.join(sandbox.home, 'runtime.log'), 'utf8').split('\n').filter((l) => l.includes('runtime refused to start:')).length;
+      } catch {
+        return 0;
+      }
+    };
+    const { context } = await sandbox.launchBrowser();
+    const { page, hud } = await openChatGpt(context, 'none');
+
+    await expect(hud.companion, 'the HUD says the runtime refused to start').toHaveAttribute('data-key', 'companionRuntimeWontStart', { timeout: 20_000 });
+    await hud.expand();
+    await expect(hud.companion).toContainText('schema version 999');
+    await expect(hud.companion).toContainText('Install that newer version again');
+    expect(refusals()).toBe(1);
+    // The link's longest back-off is 5 s (PROTOCOL.md "Companion link"): past it, a timer
+    // would have started the runtime again.
+    await page.waitForTimeout(6_500);
+    expect(refusals(), 'nothing starts the runtime again on its own').toBe(1);
+
+    await hud.action('retry_companion').click();
+    await expect.poll(refusals, { message: 'Retry starts it once more' }).toBe(2);
+    await expect(hud.companion).toHaveAttribute('data-key', 'companionRuntimeWontStart');
   });
 });

@@ -24,7 +24,8 @@
 //! - Differing protocol integers, or a runtime without a [`REQUIRED_CAPABILITIES`] name
 //!   (an answer without `capabilities` is a runtime older than protocol 2), end in
 //!   [`LinkState::Incompatible`], which names the side to update and is left only by
-//!   [`Input::RetryNow`] (or a new worker).
+//!   [`Input::RetryNow`] (or a new worker). So does a runtime that refused to start
+//!   (`host_error runtime_refused_to_start`): retrying on a timer cannot cure it.
 //! - Every round-trip probe finishes exactly once ([`Output::ProbeFinished`]).
 
 use continuity_protocol::{ErrorCode, HostErrorCode};
@@ -338,6 +339,12 @@ pub enum Incompatibility {
         /// The runtime's version string.
         runtime_version: String,
     },
+    /// The runtime the host started refused to start (`host_error
+    /// runtime_refused_to_start`, e.g. a `state.db` from a newer herdr-companion).
+    RuntimeWontStart {
+        /// The host's message: the runtime's reason and its fix.
+        message: String,
+    },
 }
 
 /// Where the link is.
@@ -606,6 +613,9 @@ impl CompanionLink {
                 // about one message; the host keeps running, so the link stays up.
                 if code == HostErrorCode::RuntimeUnreachable {
                     self.go_offline(now, OfflineReason::RuntimeUnreachable { message }, true);
+                } else if code == HostErrorCode::RuntimeRefusedToStart {
+                    self.go_offline(now, OfflineReason::HostExited, true);
+                    self.state = LinkState::Incompatible { why: Incompatibility::RuntimeWontStart { message } };
                 }
             }
         }

@@ -137,6 +137,7 @@ fn incompatible_line(why: &Incompatibility) -> StatusLine {
             line("hudVersionMismatchMissing", vec![runtime_version.clone(), missing.join(", ")], Tone::Bad)
         }
         Incompatibility::RuntimeRefused { runtime_version } => line("companionRuntimeRefused", vec![runtime_version.clone()], Tone::Bad),
+        Incompatibility::RuntimeWontStart { message } => line("companionRuntimeWontStart", vec![message.clone()], Tone::Bad),
     }
 }
 
@@ -195,6 +196,7 @@ pub const MESSAGE_KEYS: &[&str] = &[
     "hudVersionMismatchMissing",
     "hudVersionMismatchExtension",
     "companionRuntimeRefused",
+    "companionRuntimeWontStart",
     "herdrUnknown",
     "herdrConnected",
     "herdrNotRunning",

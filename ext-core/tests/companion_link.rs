@@ -240,6 +240,41 @@ fn successful_hello_resets_backoff_and_runtime_unreachable_goes_offline_with_rea
     "#]]);
 }
 
+// A runtime that refused to start (a state.db from a newer herdr-companion) used to be
+// reported as `runtime_unreachable` and retried on the backoff timer forever, each attempt
+// starting the runtime again; the HUD said "Retrying automatically". It waits for the user.
+#[test]
+fn a_runtime_that_refused_to_start_waits_for_the_user_instead_of_a_timer() {
+    let mut sim = Sim::new();
+    sim.feed(Input::Start);
+    sim.feed(Input::PortOpened { port: port(1) });
+    sim.feed(Input::Message {
+        port: port(1),
+        message: RuntimeMessage::HostError {
+            code: continuity_protocol::HostErrorCode::RuntimeRefusedToStart,
+            message: "the companion runtime refused to start: state.db has schema version 16".into(),
+        },
+    });
+    sim.feed(Input::PortClosed { port: port(1), error: Some("Native host has exited.".into()) });
+    sim.advance();
+    sim.feed(Input::RetryNow);
+    sim.check(expect![[r#"
+        t=0 <- Start
+            -> OpenPort { port: PortGeneration(1) }
+            -> HudChanged [companionConnecting [] | herdrUnknown []]
+        t=0 <- PortOpened { port: PortGeneration(1) }
+            -> Send { port: PortGeneration(1), request: Hello { id: "hello-1", extension_version: "0.1.0", protocol: 2, requires: […24] } }
+        t=0 <- Message { port: PortGeneration(1), message: HostError { code: RuntimeRefusedToStart, message: "the companion runtime refused to start: state.db has schema version 16" } }
+            -> ClosePort { port: PortGeneration(1) }
+            -> HudChanged [companionRuntimeWontStart ["the companion runtime refused to start: state.db has schema version 16"] | herdrUnknown []]
+        t=0 <- PortClosed { port: PortGeneration(1), error: Some("Native host has exited.") }
+        (no deadline)
+        t=0 <- RetryNow
+            -> OpenPort { port: PortGeneration(2) }
+            -> HudChanged [companionConnecting [] | herdrUnknown []]
+    "#]]);
+}
+
 #[test]
 fn unanswered_hello_times_out_closes_and_retries() {
     let mut sim = Sim::new();

@@ -438,6 +438,10 @@ wire_names! {
         FrameTooLarge = "frame_too_large",
         /// The host cannot reach the runtime (it then exits 1).
         RuntimeUnreachable = "runtime_unreachable",
+        /// The runtime the host started refused to start and says why (e.g. a `state.db`
+        /// from a newer herdr-companion); retrying cannot help until the user acts (the
+        /// host then exits 1).
+        RuntimeRefusedToStart = "runtime_refused_to_start",
         /// A runtime message over 1 MiB was dropped.
         ResponseTooLarge = "response_too_large",
     }

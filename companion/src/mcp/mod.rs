@@ -128,8 +128,8 @@ pub fn run(options: McpOptions) -> Result<(), McpError> {
     };
     // Like the browser's host, start a runtime when none runs, so a client that starts
     // before the browser works; the tools say what to do when this fails.
-    if let Err(message) = crate::host::connect_or_start_runtime(&home) {
-        eprintln!("herdr-companion mcp: {message}");
+    if let Err(error) = crate::host::connect_or_start_runtime(&home) {
+        eprintln!("herdr-companion mcp: {error}");
     }
     // For `doctor`: where this HTTP server listens, while it does (removed when it stops).
     let _served = http.as_ref().and_then(|(address, auth)| {

@@ -125,7 +125,8 @@ fn the_runtime_refuses_to_start_on_a_newer_state_db_and_says_why() {
 }
 
 // Review sqlite28 MED 1: the host that starts such a runtime tells the extension why (its
-// `runtime_unreachable` message becomes the HUD's line) instead of "did not come up".
+// message becomes the HUD's line) instead of "did not come up", as
+// `runtime_refused_to_start` — a code the extension does not retry on a timer.
 #[test]
 fn the_host_passes_on_why_the_runtime_it_started_refused_to_start() {
     use std::process::Stdio;
@@ -141,7 +142,11 @@ fn the_host_passes_on_why_the_runtime_it_started_refused_to_start() {
     );
     let mut stdout = crate::support::FrameReader::new(host.child.stdout.take().expect("stdout"));
     let error = stdout.next().expect("a host_error frame");
-    assert_eq!((error["event"].as_str(), error["data"]["code"].as_str()), (Some("host_error"), Some("runtime_unreachable")), "{error}");
+    assert_eq!(
+        (error["event"].as_str(), error["data"]["code"].as_str()),
+        (Some("host_error"), Some("runtime_refused_to_start")),
+        "{error}"
+    );
     let message = error["data"]["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("the companion runtime refused to start:"), "{message}");
     assert!(message.contains(&format!("schema version {newer}")) && message.contains("Install that newer version again"), "{message}");
