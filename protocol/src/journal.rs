@@ -202,19 +202,63 @@ pub struct ContinuityResumeParams {
     pub before: Option<String>,
 }
 
-/// A `continuity.resume` cursor: the oldest turn of the page it came with, written
-/// `t<turn number>` (opaque to the planner; only [`parse_resume_cursor`] reads it).
-pub fn resume_cursor(turn: i64) -> String {
-    format!("t{turn}")
+/// A `continuity.resume` cursor: the oldest turn of the page it came with and the chain it
+/// pages, written `t<turn number>-<8 hex naming the chain>` (opaque to the planner; only
+/// [`parse_resume_cursor`] reads it, and the runtime refuses it for another chain).
+pub fn resume_cursor(turn: i64, continuity_id: &str) -> String {
+    format!("t{turn}-{:08x}", chain_tag(continuity_id))
 }
 
-/// The turn number a `before` cursor names, `None` when it is not one this runtime wrote.
-pub fn parse_resume_cursor(cursor: &str) -> Option<i64> {
-    let digits = cursor.strip_prefix('t')?;
+/// A `before` cursor read back: the turn it names and the tag of the chain it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumeCursor {
+    /// The oldest turn of the page the cursor came with.
+    pub turn: i64,
+    /// [`chain_tag`] of the chain it pages.
+    pub chain: u32,
+}
+
+impl ResumeCursor {
+    /// Whether the cursor came from a page of `continuity_id`.
+    pub fn pages(&self, continuity_id: &str) -> bool {
+        self.chain == chain_tag(continuity_id)
+    }
+}
+
+/// The cursor a `before` names, `None` when it is not one this runtime wrote.
+pub fn parse_resume_cursor(cursor: &str) -> Option<ResumeCursor> {
+    let (digits, tag) = cursor.strip_prefix('t')?.split_once('-')?;
     if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok().filter(|n: &i64| *n > 0)
+    if tag.len() != 8 || !tag.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        return None;
+    }
+    let turn = digits.parse().ok().filter(|n: &i64| *n > 0)?;
+    Some(ResumeCursor { turn, chain: u32::from_str_radix(tag, 16).ok()? })
+}
+
+/// 32-bit FNV-1a of a continuity id: enough to tell a chain's cursors from another's.
+fn chain_tag(continuity_id: &str) -> u32 {
+    continuity_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_as_its_turn_and_chain_and_nothing_else_reads() {
+        let cursor = resume_cursor(4182, "hc-5f0c9a7e2b1d4c3a8e6f0b2d4a6c8e01");
+        let read = parse_resume_cursor(&cursor).expect("ours");
+        assert_eq!(read.turn, 4182);
+        assert!(read.pages("hc-5f0c9a7e2b1d4c3a8e6f0b2d4a6c8e01"));
+        assert!(!read.pages("hc-00000000000000000000000000000000"));
+        for bad in ["t4182", "t0-0000abcd", "t-1-0000abcd", "4182-0000abcd", "t12-ABCDEF01", "t12-abc", "t12-0000abcdx", "t12_0000abcd", ""]
+        {
+            assert_eq!(parse_resume_cursor(bad), None, "{bad}");
+        }
+    }
 }
 
 /// Params of `continuity.list`.

@@ -20,8 +20,8 @@ use continuity_protocol::handoff::{
 };
 use continuity_protocol::journal::{
     parse_resume_cursor, ContinuityAppendParams, ContinuityListParams, ContinuityResolveParams, ContinuityResumeParams,
-    ContinuitySearchParams, DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_TITLE_CHARS,
-    MAX_TURN_TEXT_BYTES, MAX_URL_CHARS,
+    ContinuitySearchParams, ResumeCursor, DEFAULT_SEARCH_LIMIT, MAX_CANDIDATES, MAX_JOURNAL_ID_CHARS, MAX_SEARCH_QUERY_CHARS,
+    MAX_TITLE_CHARS, MAX_TURN_TEXT_BYTES, MAX_URL_CHARS,
 };
 use continuity_protocol::MethodResult;
 use serde::de::DeserializeOwned;
@@ -158,7 +158,7 @@ pub fn search_params(params: &Map<String, Value>) -> Result<SearchQuery, MethodE
 
 /// Validates `continuity.resume` params: exactly one anchor (C5), and a `before` cursor
 /// this runtime wrote, if any.
-pub fn resume_params(params: &Map<String, Value>) -> Result<(ResumeAnchor, Option<i64>), MethodError> {
+pub fn resume_params(params: &Map<String, Value>) -> Result<(ResumeAnchor, Option<ResumeCursor>), MethodError> {
     let m = Method::ContinuityResume;
     let p: ContinuityResumeParams =
         typed(m, params, "{\"continuity_id\": …} or {\"conversation_url\": …}, and \"before\": a next_cursor to page back")?;
@@ -528,6 +528,7 @@ mod tests {
             ("continuity.resume", json!({"conversation_url": "https://chatgpt.com/c/1"})),
             ("continuity.resume", json!({"continuity_id": "hc-1", "before": "page-2"})),
             ("continuity.resume", json!({"continuity_id": "hc-1", "before": "t0"})),
+            ("continuity.resume", json!({"continuity_id": "hc-1", "before": "t12"})),
             ("continuity.resume", json!({"continuity_id": "hc-1", "before": 5})),
             ("continuity.search", json!({})),
             ("continuity.search", json!({"query": "?!"})),
@@ -548,6 +549,7 @@ mod tests {
             continuity_not_found: conversation 1 was never journaled: herdr-continuity records only the finalized turns of chats bound to a Herdr workspace or opted into the journal from the HUD, so a private chat it never saw cannot be fetched from its URL. Ask the user to paste what matters from it, or search by project_id / workspace_id (continuity.search)
             bad_request: continuity.resume: before `page-2` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)
             bad_request: continuity.resume: before `t0` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)
+            bad_request: continuity.resume: before `t12` is not a cursor of this runtime; pass the next_cursor of an earlier continuity.resume answer as it came (or leave before out for the newest turns)
             bad_request: continuity.resume: invalid type: integer `5`, expected a string; send {"continuity_id": …} or {"conversation_url": …}, and "before": a next_cursor to page back
             bad_request: continuity.search: give at least one of project_id, workspace_id, conversation_id, conversation_url or query (continuity.list lists the chains)
             bad_request: continuity.search: query has no words to search for; send words the old conversation contained

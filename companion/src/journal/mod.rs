@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use continuity_protocol::handoff::HandoffProvider;
-use continuity_protocol::journal::MAX_CANDIDATES;
+use continuity_protocol::journal::{ResumeCursor, MAX_CANDIDATES};
 use continuity_protocol::{ChainCandidate, MatchReason, MethodResult, Resolution};
 
 use crate::db::off_worker;
@@ -286,15 +286,21 @@ fn anchored_chain(store: &JournalStore, anchor: &ResumeAnchor) -> Result<ChainRo
 
 /// `continuity.resume`: one page of the chain's turns — the newest, or those older than
 /// the `before` cursor of an earlier page — and the instruction to re-check live state.
-pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<i64>) -> Result<MethodResult, JournalError> {
+pub fn resume(store: &JournalStore, anchor: &ResumeAnchor, before: Option<ResumeCursor>) -> Result<MethodResult, JournalError> {
     let chain = anchored_chain(store, anchor)?;
-    let page = store.turns_page(&chain.continuity_id, before)?;
+    if let Some(cursor) = before.filter(|cursor| !cursor.pages(&chain.continuity_id)) {
+        return Err(JournalError::Mismatch(format!(
+            "before (turn {}) is a cursor of another chain, not of {}; pass the next_cursor that came with this chain's last page (or leave before out for its newest turns)",
+            cursor.turn, chain.continuity_id
+        )));
+    }
+    let page = store.turns_page(&chain.continuity_id, before.map(|cursor| cursor.turn))?;
     let (turns, more_turns) = (page.turns, page.older_than.is_some());
     let mut legacy_packets = store.legacy_packets_of(&chain.continuity_id, MAX_LEGACY_LINKS + 1)?;
     let legacy_packets_truncated = legacy_packets.len() > MAX_LEGACY_LINKS;
     legacy_packets.truncate(MAX_LEGACY_LINKS);
     Ok(MethodResult::ContinuityResumed {
-        next_cursor: page.older_than.map(continuity_protocol::journal::resume_cursor),
+        next_cursor: page.older_than.map(|turn| continuity_protocol::journal::resume_cursor(turn, &chain.continuity_id)),
         workspace_ids: store.workspaces_of(&chain.continuity_id)?,
         legacy_packets,
         legacy_packets_truncated,

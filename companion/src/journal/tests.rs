@@ -255,7 +255,14 @@ fn c5_resume_pages_back_to_the_first_turn_with_a_cursor_stable_under_appends() {
     assert_eq!(pages, 4, "100 turns are 32 + 32 + 32 + 4");
     let all: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
     assert_eq!(seen, all, "paging back reaches the first turn (the goal), each turn once, in order");
-    assert_eq!(page(&store, &chain, Some("t1")), (Vec::new(), None), "nothing is older than the first turn");
+    let first = continuity_protocol::journal::resume_cursor(1, &chain);
+    assert_eq!(page(&store, &chain, Some(&first)), (Vec::new(), None), "nothing is older than the first turn");
+    // A cursor pages only the chain it came with: one of c1's refused for the other chain
+    // (it used to page the other chain from c1's turn number).
+    let other = chain_of(&store, "other");
+    let c1_cursor = continuity_protocol::journal::parse_resume_cursor(second_before.as_deref().expect("a second page")).expect("ours");
+    let refused = resume(&store, &ResumeAnchor::Chain(other.clone()), Some(c1_cursor)).expect_err("another chain's cursor");
+    assert!(refused.to_string().contains(&format!("a cursor of another chain, not of {other}")), "{refused}");
 }
 
 fn url(conversation: &str, project: Option<&str>) -> ResumeAnchor {
