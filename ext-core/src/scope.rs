@@ -206,9 +206,12 @@ pub fn classify_url(url: &str) -> PageKind {
 }
 
 fn classify_chatgpt(segments: &[&str], query: &str) -> PageKind {
-    let temporary = query.split('&').any(|pair| pair == "temporary-chat=true");
+    // A temporary chat keeps nothing and has no id to bind: whatever page it opens from
+    // (the root, a Project, a GPT), nothing binds or journals it.
+    if query.split('&').any(|pair| pair == "temporary-chat=true") {
+        return unsupported(UnsupportedPage::TemporaryChat);
+    }
     match segments {
-        [] if temporary => unsupported(UnsupportedPage::TemporaryChat),
         [] => PageKind::Root,
         ["c", id] => match normalise_uuid(id) {
             Some(conversation_id) => PageKind::Chat { site: Site::ChatGpt, conversation_id },

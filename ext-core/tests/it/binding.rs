@@ -20,6 +20,8 @@ fn chatgpt_urls_classify_into_page_kinds_with_the_slug_normalised_away() {
         &[
             "https://chatgpt.com/",
             "https://chatgpt.com/?temporary-chat=true",
+            "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/project?temporary-chat=true",
+            "https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a?model=x&temporary-chat=true",
             "https://chatgpt.com/c/6A1B2C3D-0000-4000-8000-00000000000A",
             PROJECT_HOME,
             PROJECT_CHAT_A,
@@ -36,6 +38,10 @@ fn chatgpt_urls_classify_into_page_kinds_with_the_slug_normalised_away() {
             https://chatgpt.com/
               -> Root
             https://chatgpt.com/?temporary-chat=true
+              -> Unsupported { reason: TemporaryChat }
+            https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef-my-app/project?temporary-chat=true
+              -> Unsupported { reason: TemporaryChat }
+            https://chatgpt.com/g/g-p-0123456789abcdef0123456789abcdef/c/6a1b2c3d-0000-4000-8000-00000000000a?model=x&temporary-chat=true
               -> Unsupported { reason: TemporaryChat }
             https://chatgpt.com/c/6A1B2C3D-0000-4000-8000-00000000000A
               -> Chat { site: ChatGpt, conversation_id: "6a1b2c3d-0000-4000-8000-00000000000a" }
