@@ -9,7 +9,9 @@
 // cooldown instead of 30 s and 60 s, so a level-2 run fits in a test. Samples come every
 // 5 s of real time; the worker's test clock (e2e/lib/clock.mjs `runClockWithSamples`)
 // moves 5 s ahead after each one, so two samples in a row lie 10 s apart for the worker and
-// pressure is sustained after two high samples instead of three. Every wait for an action
+// pressure is sustained after two high samples instead of three. Under a lasting storm it
+// moves 15 s (with the options page's lower callback thresholds, STORM), so the request
+// pacer's 45 s and the nothing-more spells take half the samples. Every wait for an action
 // is a poll on the fixture's counters or the HUD's hooks (`data-health-level`, `-decision`,
 // `-reason`, `data-recovery-state`) within a deadline of worker time. The waits that show
 // nothing more happens each let the worker's time outlast the sustained time, a sample and
