@@ -27,8 +27,15 @@ export function advanceClock(worker, ms) {
  * worker's clock stands exactly `ms` ahead of where it was, and runs on at real speed.
  * Resolves to how far it moved the clock (the offset it added). The caller still asserts
  * the outcome, within the rest of its deadline.
+ *
+ * `step` (default one recovery tick) is the most one step moves: a longer step takes fewer
+ * settles, and what falls due inside it runs at the step's end, up to `step` later in the
+ * worker's time than it would have — so a chain of timers reaches its outcome later, never
+ * sooner, and a deadline (the whole `ms`) can only be missed, never stretched. Only for one
+ * timer with nothing on the page in between: a chain of ticks that each wait for the page
+ * (recovery's stall → report → probe) needs tick-sized steps to meet its deadline.
  */
-export async function runClock(worker, ms, until = null) {
+export async function runClock(worker, ms, until = null, { step: most = CLOCK_STEP_MS } = {}) {
   // The worker's continuity time at which the wait ends: its Date.now() plus its offset.
   const end = await worker.evaluate(async (ms) => Date.now() + (await globalThis.herdrTestClock(0)) + ms, ms);
   let moved = 0;
@@ -39,7 +46,7 @@ export async function runClock(worker, ms, until = null) {
       const step = Math.max(0, Math.min(most, left));
       if (step > 0) await globalThis.herdrTestClock(step);
       return { step, left: left - step };
-    }, { end, most: CLOCK_STEP_MS });
+    }, { end, most });
     if (step <= 0) return moved;
     moved += step;
     await new Promise((resolve) => setTimeout(resolve, Math.min(SETTLE_MS, Math.max(0, left))));

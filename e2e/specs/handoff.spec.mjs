@@ -119,8 +119,15 @@ for (const csp of CSP_VARIANTS) {
       const { page: target } = await opened;
       await expect.poll(() => fixture.refusedSeeds.length, { message: 'the page refused the first seed', timeout: 30_000 }).toBe(1);
       fixture.seedFault = 'seed_failed';
-      await expect.poll(() => fixture.refusedSeeds.length, { message: 'the seed went once more and was refused again', timeout: 60_000 }).toBe(2);
-      await hud.expect('data-handoff-button', 'copy_prompt', 'X8: Copy Prompt after two certain failures', 40_000);
+      // A refused seed is known lost only when the ledger's submitted deadline (20 s,
+      // delivery_ledger::SUBMITTED_DEADLINE_MS) finds our text back in the idle composer: that
+      // deadline passes on the worker's clock, and each wait keeps its old deadline (the
+      // clock's part and the real part together: 60 s, then 40 s).
+      await runClock(worker, 45_000, () => fixture.refusedSeeds.length >= 2);
+      await expect.poll(() => fixture.refusedSeeds.length, { message: 'the seed went once more and was refused again', timeout: 15_000 }).toBe(2);
+      const copyOffered = async () => (await hud.state.getAttribute('data-handoff-button')) === 'copy_prompt';
+      await runClock(worker, 30_000, copyOffered);
+      await hud.expect('data-handoff-button', 'copy_prompt', 'X8: Copy Prompt after two certain failures', 10_000);
       await hud.expect('data-active-target', CONVERSATION, 'the source stays the target');
       expect(fixture.server.filter((m) => m.text.includes('HERDR_CONTINUITY_REF')), 'nothing reached a chat').toHaveLength(0);
       const { manual_delivery: { copy_prompt: prompt } } = await packageOf(worker);

@@ -9,7 +9,9 @@
 // cooldown instead of 30 s and 60 s, so a level-2 run fits in a test. Samples come every
 // 5 s of real time; the worker's test clock (e2e/lib/clock.mjs `runClockWithSamples`)
 // moves 5 s ahead after each one, so two samples in a row lie 10 s apart for the worker and
-// pressure is sustained after two high samples instead of three. Every wait for an action
+// pressure is sustained after two high samples instead of three. Under a lasting storm it
+// moves 15 s (with the options page's lower callback thresholds, STORM), so the request
+// pacer's 45 s and the nothing-more spells take half the samples. Every wait for an action
 // is a poll on the fixture's counters or the HUD's hooks (`data-health-level`, `-decision`,
 // `-reason`, `data-recovery-state`) within a deadline of worker time. The waits that show
 // nothing more happens each let the worker's time outlast the sustained time, a sample and
@@ -24,20 +26,32 @@ const PATH = new URL(PLAIN_CHAT.url).pathname;
 const REPLY = 'The nightly build is green and the release notes are drafted for review.';
 const RECOVERY_KEY = 'herdrContinuityRecoveryV1'; // ext-core recovery_config::SETTINGS_KEY
 const FAST = { sustained_sec: 10, reload_cooldown_sec: 10 };
+// Under a lasting storm the clock moves further per sample (STORM_STEP_MS), which spreads the
+// storm's callbacks over more of the worker's time: these tests also take the options page's
+// lower callback thresholds, so the storm (one callback per 4 ms burst) still reads high
+// with room to spare on a loaded machine.
+const STORM = { ...FAST, callbacks_warn_per_min: 300, callbacks_high_per_min: 600 };
+const STORM_STEP_MS = 15_000;
+const STORM_ACT_STEP_MS = 15_000;
 const SAMPLE_MS = 5_000; // content-health.js HEALTH_TICK_MS × HEALTH_SAMPLE_TICKS
 const NOTHING_MORE_MS = 10_000 + 10_000 + 2 * SAMPLE_MS + 5_000;
 const ACT_MS = 60_000;
 
 /**
  * Lets NOTHING_MORE_MS of the worker's time pass, the page sampling throughout. Under a
- * lasting storm the clock moves 5 s per sample (the storm still reads high); on a page
- * without one, QUIET_STEP_MS (nothing there is to read high).
+ * lasting storm the clock moves STORM_STEP_MS per sample (the storm still reads high, with
+ * the STORM thresholds); on a page without one, QUIET_STEP_MS (nothing there is to read
+ * high). Either way each step is followed by a sample, judged more than the sustained time
+ * after the one before.
  */
-const nothingMore = (page, worker, step) => runClockWithSamples(page, worker, NOTHING_MORE_MS, { step });
+const nothingMore = (page, worker, step = STORM_STEP_MS) => runClockWithSamples(page, worker, NOTHING_MORE_MS, { step });
 const QUIET_STEP_MS = 15_000;
-/** Within ACT_MS of the worker's time, `what()` comes to `value` (asserted afterwards). */
-async function withinAct(page, worker, what, value, message) {
-  await runClockWithSamples(page, worker, ACT_MS, { until: async () => (await what()) === value });
+/**
+ * Within ACT_MS of the worker's time, `what()` comes to `value` (asserted afterwards); the
+ * clock moves `step` per sample (5 s unless the test stores the STORM thresholds).
+ */
+async function withinAct(page, worker, what, value, message, step = undefined) {
+  await runClockWithSamples(page, worker, ACT_MS, { step, until: async () => (await what()) === value });
   expect(await what(), message).toBe(value);
 }
 
@@ -115,12 +129,12 @@ for (const csp of CSP_VARIANTS) {
 
     test('with a human draft in the composer, sustained pressure reloads nothing (H3, H4)', async ({ sandbox }) => {
       const { page, hud, fixture, worker } = await finishedChat(sandbox, csp);
-      await saveThresholds(worker, FAST);
+      await saveThresholds(worker, STORM);
       await page.locator(fixture.ui.composer).click();
       await page.keyboard.type('A thought I have not sent yet');
       await fixture.setPressure(page, 'storm');
       const reason = () => hud.host.getAttribute('data-health-reason').catch(() => null);
-      await withinAct(page, worker, reason, 'human_input', 'HUD: held back by the draft');
+      await withinAct(page, worker, reason, 'human_input', 'HUD: held back by the draft', STORM_ACT_STEP_MS);
       await hud.expect('data-health-decision', 'withheld');
       await nothingMore(page, worker);
       expect(fixture.counts).toMatchObject({ pageLoads: 1, snapshotRequests: 0, userMessages: 1 });
@@ -128,13 +142,13 @@ for (const csp of CSP_VARIANTS) {
 
     test('pressure a reload does not cure: one page reload, one tab reload, then rollover_recommended and nothing more (H5, H6)', async ({ sandbox }) => {
       const { page, hud, fixture, worker } = await finishedChat(sandbox, csp);
-      await saveThresholds(worker, FAST);
+      await saveThresholds(worker, STORM);
       // Every document the fixture serves storms too.
       await fixture.setPressure(page, 'storm');
-      await withinAct(page, worker, () => fixture.loadsOf(PATH), 2, 'level 1: location.reload()');
-      await withinAct(page, worker, () => fixture.loadsOf(PATH), 3, 'level 2: chrome.tabs.reload');
+      await withinAct(page, worker, () => fixture.loadsOf(PATH), 2, 'level 1: location.reload()', STORM_ACT_STEP_MS);
+      await withinAct(page, worker, () => fixture.loadsOf(PATH), 3, 'level 2: chrome.tabs.reload', STORM_ACT_STEP_MS);
       const state = () => hud.state.getAttribute('data-recovery-state').catch(() => null);
-      await withinAct(page, worker, state, 'rollover', 'HUD: a new conversation is recommended');
+      await withinAct(page, worker, state, 'rollover', 'HUD: a new conversation is recommended', STORM_ACT_STEP_MS);
       await hud.expect('data-health-reason', 'budgets_spent');
       const requests = fixture.counts.snapshotRequests;
       await nothingMore(page, worker);

@@ -183,10 +183,12 @@ async function withheldWakeThenSent({ page, worker, fixture, hud, sessionRef, co
   // The retry waits on the worker's clock: moved ahead until the wake's delivery started
   // (the HUD shows a delivery state; the withheld reason stays until a delivery lands), and
   // from there on real time, so its typing runs as it would. The whole wait keeps the old
-  // deadline: the clock's part and the real part together are at most APP_RETRY_MS.
+  // deadline: the clock's part and the real part together are at most APP_RETRY_MS. The
+  // clock moves 15 s a step (the retry falls due at most a step late, never early), so the
+  // 30 s retry takes two settles, not six.
   const started = async () => (await hud.state.getAttribute('data-delivery-state')) !== ''
     || (await hud.state.getAttribute('data-withheld')) !== code;
-  const moved = await runClock(worker, APP_RETRY_MS - 20_000, started);
+  const moved = await runClock(worker, APP_RETRY_MS - 20_000, started, { step: 15_000 });
   expect(await started(), `the retry started within ${(APP_RETRY_MS - 20_000) / 1000} s of the worker's time`).toBe(true);
   const wake = await expectExactlyOne(fixture, { conversationId: CONVERSATION, marker: /^wake:/ }, {
     previous: wakesBefore,

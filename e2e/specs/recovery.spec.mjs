@@ -83,7 +83,7 @@ for (const csp of CSP_VARIANTS) {
     test('a stream that comes back by itself after the placeholder is left alone: no reload, no Retry, no probe (S8)', async ({ sandbox }) => {
       const { page, hud, fixture, worker } = await stuckWorld(sandbox, csp);
       fixture.fault = 'disconnect_recovers';
-      fixture.disconnectRecoverMs = 8_000;
+      fixture.disconnectRecoverMs = 3_000; // well inside the 30 s stall timer, as 8 s was
       const sentAt = Date.now();
       await send(page, fixture, 'Rebuild the search index');
       await expect(page.getByText(INTERRUPTED_TEXT), 'the page shows the placeholder').toBeVisible();
