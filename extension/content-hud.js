@@ -197,24 +197,23 @@
     if (event.key === 'Enter' && !event.isComposing) { event.preventDefault(); sendGoal(); }
     if (event.key === 'Escape') closeGoal();
   });
-  // Goal mode acts on ChatGPT chats only (the other sites continue through the JSON
-  // bridge), so the form is offered there only.
-  const goalUi = (c) => {
-    if (!c?.binding || hc.profile?.site !== 'chatgpt') { closeGoal(); return []; }
+  // The Goal button, when the view offers it (bound ChatGPT chats: ext-core decides), with
+  // the form after it while open; `null` closes the form.
+  const goalUi = (button) => {
+    if (!button) { closeGoal(); return []; }
     goalInput.placeholder = text('hudGoalPlaceholder');
     goalInput.setAttribute('aria-label', text('hudGoalPlaceholder'));
     goalSave.textContent = text('hudGoalSave');
     goalCancel.textContent = text('hudGoalCancel');
-    const button = keptButton('goal', text('hudGoal'), () => {
-      if (goalOpen) return closeGoal();
-      goalOpen = true;
-      button.setAttribute('aria-expanded', 'true');
-      button.after(goalForm);
-      goalInput.focus();
-    });
-    button.title = text('hudGoalTitle');
     button.setAttribute('aria-expanded', String(goalOpen));
     return goalOpen ? [button, goalForm] : [button];
+  };
+  const toggleGoal = (button) => {
+    if (goalOpen) return closeGoal();
+    goalOpen = true;
+    button.setAttribute('aria-expanded', 'true');
+    button.after(goalForm);
+    goalInput.focus();
   };
 
   // ---- Click-jacking (issue 23): our host sits in the page's DOM, so the page can restyle
@@ -273,22 +272,22 @@
     return null;
   };
 
-  // The Handoff button the worker named: Handoff / Resume handoff go to the worker; Copy
-  // Prompt writes the package's copy_prompt (the worker's bytes, unchanged) to the clipboard.
-  const handoffButton = (handoff) => {
-    if (!handoff || handoff.button === 'none') return [];
-    const id = handoff.button === 'resume' ? 'handoff_resume' : handoff.button;
-    const button = keptButton(id, text(`action_${id}`), () => {
-      if (id !== 'copy_prompt') return hc.postPress(() => ({ type: TO_WORKER.action, action: id }));
-      const prompt = handoff.copy_prompt ?? '';
-      // What was copied stays inside the closed root (never on the host): a test hook.
-      button.dataset.copied = prompt;
-      navigator.clipboard.writeText(prompt).then(
-        () => { host.dataset.copied = 'yes'; hc.showNotice(text('hudPromptCopied'), 'info'); },
-        () => { host.dataset.copied = 'no'; hc.showNotice(text('hudPromptNotCopied'), 'bad'); },
-      );
-    });
-    return [button];
+  // A refused press says why (a notice, and the status's key for tests); true when refused.
+  const refusedPress = (button, event) => {
+    const refused = pressRefused(button, event);
+    if (refused) { hc.showNotice(text(refused), 'bad'); status.dataset.key = refused; }
+    return Boolean(refused);
+  };
+
+  // Copy Prompt: the Handoff package's copy_prompt (the worker's bytes, unchanged) to the
+  // clipboard.
+  const copyPrompt = (button, prompt) => {
+    // What was copied stays inside the closed root (never on the host): a test hook.
+    button.dataset.copied = prompt;
+    navigator.clipboard.writeText(prompt).then(
+      () => { host.dataset.copied = 'yes'; hc.showNotice(text('hudPromptCopied'), 'info'); },
+      () => { host.dataset.copied = 'no'; hc.showNotice(text('hudPromptNotCopied'), 'bad'); },
+    );
   };
 
   // The HUD's action buttons are kept across views: one element per action id, its label,
@@ -359,6 +358,6 @@
     hooks.dataset.summaryTone = pill.tone;
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
-  Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, pressRefused,
-    handoffButton, setChildren, keptButton, render });
+  Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, toggleGoal,
+    refusedPress, copyPrompt, setChildren, keptButton, render });
 })();

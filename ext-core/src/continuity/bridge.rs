@@ -132,7 +132,29 @@ pub struct BridgeCardCall {
     pub call: PendingCall,
     /// A decision on it is on its way to the runtime (its buttons are disabled).
     pub deciding: bool,
+    /// The key of its tag: `hudBridgeMutating` (it changes things) or `hudBridgeReadOnly`.
+    pub tag: &'static str,
+    /// How much of its detail is left out (`hudBridgeDetailMore`), when some is.
+    pub more: Option<Say>,
 }
+
+/// A Run / Skip button of the approval card: the decision it sends, its label's key and
+/// its accessible name's key (`$1` the call, `$2` the tool and method).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
+pub struct BridgeButton {
+    /// `run | skip` (`bridge_decide.decision`).
+    pub decision: &'static str,
+    /// Message key of its label.
+    pub label: &'static str,
+    /// Message key of its accessible name.
+    pub aria: &'static str,
+}
+
+/// The card's buttons under each call, in order.
+pub const BRIDGE_BUTTONS: [BridgeButton; 2] = [
+    BridgeButton { decision: "run", label: "bridgeRun", aria: "bridgeRunLabel" },
+    BridgeButton { decision: "skip", label: "bridgeSkip", aria: "bridgeSkipLabel" },
+];
 
 /// The HUD's JSON bridge part of a bound z.ai / DeepSeek chat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
@@ -145,6 +167,12 @@ pub struct BridgeView {
     pub round_limit: bool,
     /// Tool rounds of the current human turn, as the runtime last answered.
     pub rounds: Option<BridgeRounds>,
+    /// Message key of the card's accessible name.
+    pub card_label: &'static str,
+    /// Message key of a call's target line (`$1` the target).
+    pub target_key: &'static str,
+    /// The buttons under each call ([`BRIDGE_BUTTONS`]).
+    pub buttons: Vec<BridgeButton>,
 }
 
 /// The page's last reply as sent to `bridge.reply` (asked again after the last decision).
@@ -517,10 +545,19 @@ impl Continuity {
             pending: state
                 .pending
                 .iter()
-                .map(|call| BridgeCardCall { call: call.clone(), deciding: state.deciding.contains(&call.call) })
+                .map(|call| BridgeCardCall {
+                    call: call.clone(),
+                    deciding: state.deciding.contains(&call.call),
+                    tag: if call.mutating { "hudBridgeMutating" } else { "hudBridgeReadOnly" },
+                    more: (call.detail.is_some() && call.detail_more > 0)
+                        .then(|| Say::new("hudBridgeDetailMore", vec![call.detail_more.to_string()])),
+                })
                 .collect(),
             round_limit: state.round_limit,
             rounds: state.rounds,
+            card_label: "hudBridgeApprovalLabel",
+            target_key: "hudBridgeTarget",
+            buttons: BRIDGE_BUTTONS.to_vec(),
         })
     }
 

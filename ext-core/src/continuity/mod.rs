@@ -86,6 +86,7 @@ mod guidance;
 mod guidance_sync;
 mod handoff;
 mod health;
+mod hud_lines;
 mod inbox_sync;
 mod io;
 mod journal;
@@ -105,13 +106,16 @@ use crate::json_read::{ReadJson, WriteJson};
 pub use acks::CONFIRMED_TASKS_KEPT;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
-pub use bridge::{BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall};
+pub use bridge::{
+    BridgeButton, BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall, BRIDGE_BUTTONS,
+};
 pub use cards::CardLine;
 pub use chats::CHATS_REPORT_REFRESH_MS;
 pub use guidance::{GuidanceLine, TaskGuidance, KINDS as GUIDANCE_KINDS};
 use handoff::SEED_KEY_PREFIX;
 pub use handoff::{new_chat_url, HandoffBook, HandoffView, PrepareCall, Transfer, HANDOFF_QUERY, HANDOFF_QUEUE_ITEMS};
 pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
+pub use hud_lines::{Arg, Hook, HudLine, LinePart, LineTone};
 pub use io::*;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use journal::{JournalOpt, MAX_OPTED};

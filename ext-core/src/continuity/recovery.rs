@@ -144,6 +144,8 @@ pub struct RecoveryLine {
     pub reloads_left: u32,
     /// Snapshot probes asked for in this worker life.
     pub probes: u64,
+    /// The page shows a reasoning / thinking placeholder: the long stall allowance is in use.
+    pub reasoning: bool,
 }
 
 /// The composition's recovery state.
@@ -497,6 +499,7 @@ impl Continuity {
             retries_left: planner.retries_left(self.now),
             reloads_left: planner.reloads_left(self.now),
             probes: planner.probes(),
+            reasoning: self.recovery.facts.get(&tab).is_some_and(|f| f.reasoning),
         })
     }
 }

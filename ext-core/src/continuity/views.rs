@@ -81,7 +81,26 @@ impl Continuity {
             AutoState::Off => "off",
             AutoState::ProjectAutoNotAllowed => "not_allowed",
         };
-        Some(ContinuityView {
+        if auto == AutoState::Off {
+            actions[0].label = "actionAutoTurnOn".to_owned();
+        } else {
+            actions[0].label = "actionAutoTurnOff".to_owned();
+        }
+        let handoff = self.handoff_view(tab);
+        // The Handoff button the worker names (Copy Prompt copies the view's `copy_prompt`).
+        match handoff.as_ref().map(|h| h.button) {
+            None | Some("none") => {}
+            Some("resume") => actions.push(ViewAction::new("handoff_resume", Ok(()))),
+            Some(id) => actions.push(ViewAction::new(id, Ok(()))),
+        }
+        // Goal mode (J7) acts on bound ChatGPT chats only: the button opens the page's form.
+        if binding.is_some() && judged_site(&page) {
+            let mut goal = ViewAction::new("goal", Ok(()));
+            goal.label = "hudGoal".to_owned();
+            goal.title = Some("hudGoalTitle".to_owned());
+            actions.push(goal);
+        }
+        let mut view = ContinuityView {
             page_kind,
             scope_key: key.clone(),
             session_ref: scope.as_ref().map(browser_session_ref),
@@ -130,10 +149,13 @@ impl Continuity {
             journal: self.journal_line(tab),
             pressure: self.pressure_line(tab),
             rollover: self.rollover_line(tab),
-            handoff: self.handoff_view(tab),
+            handoff,
             bridge: self.bridge_view(tab),
             cooldown_until: self.cooldown_line(tab),
-        })
+            lines: Vec::new(),
+        };
+        view.lines = super::hud_lines::lines(&view);
+        Some(view)
     }
 
     /// What the side panel shows for `tab` (the tab it is about, if any).
@@ -202,25 +224,37 @@ pub struct Withheld {
     pub code: WakeWithheld,
 }
 
-/// One HUD button.
+/// One HUD button: the command it sends (`id`) and its label's message key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct ViewAction {
-    /// Wire action name.
+    /// Wire action name (the command a press sends; `goal` opens the Goal form and
+    /// `copy_prompt` copies the Handoff's `copy_prompt` instead).
     pub id: &'static str,
+    /// Message key of its label.
+    pub label: String,
+    /// Message key of its tooltip, if it has one.
+    pub title: Option<String>,
     /// Why it is locked, if it is.
     pub locked: Option<LockedWhy>,
 }
 
-/// A locked button's reason (the HUD shows `locked_<code>` of `_locales`).
+/// A locked button's reason: its code and the key of the text saying it (`locked_<code>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct LockedWhy {
     /// The code.
     pub code: crate::auto_gate::ActionLocked,
+    /// Message key of the locked button's tooltip.
+    pub key: String,
 }
 
 impl ViewAction {
     fn new(id: &'static str, allowed: Result<(), crate::auto_gate::ActionLocked>) -> Self {
-        ViewAction { id, locked: allowed.err().map(|code| LockedWhy { code }) }
+        ViewAction {
+            id,
+            label: crate::text::concat(&["action_", id]),
+            title: None,
+            locked: allowed.err().map(|code| LockedWhy { code, key: crate::text::concat(&["locked_", code.wire_name()]) }),
+        }
     }
 }
 
@@ -314,6 +348,9 @@ pub struct ContinuityView {
     /// While ChatGPT rate-limits the page's account: the epoch ms until which automatic
     /// messages and backend reads wait (`hudCooldownUntil`); `None` otherwise.
     pub cooldown_until: Option<Millis>,
+    /// The expanded HUD's lines in display order: keys, substitutions, tones and hooks
+    /// (`hud_lines::lines` of the fields above; the page renders them as they come).
+    pub lines: Vec<super::hud_lines::HudLine>,
 }
 
 /// The side panel's view.

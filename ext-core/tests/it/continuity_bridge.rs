@@ -146,7 +146,7 @@ fn without_auto_the_results_wait_for_the_send_button() {
     ended(&mut c, 1, "{\"tool\":\"herdr_inspect\",\"args\":{}}");
     drain(&mut c, 1, &results(), &mut log);
     assert_eq!(deliveries(&log), 0, "{log:?}");
-    assert_eq!(actions(&c), ["toggle_auto", "continue", "check_herdr", "bridge_prompt", "bridge_send"]);
+    assert_eq!(actions(&c), ["toggle_auto", "continue", "check_herdr", "bridge_prompt", "bridge_send", "handoff"]);
     turn(&mut c, 2, "{\"tool\":\"herdr_inspect\",\"args\":{}}", true);
     drain(&mut c, 2, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "{log:?}");
@@ -371,6 +371,8 @@ fn calls_awaiting_approval_show_a_card_and_nothing_is_decided_without_a_press() 
                         detail_more: 0,
                     },
                     deciding: false,
+                    tag: "hudBridgeMutating",
+                    more: None,
                 },
             ],
             round_limit: false,
@@ -380,6 +382,20 @@ fn calls_awaiting_approval_show_a_card_and_nothing_is_decided_without_a_press() 
                     limit: 6,
                 },
             ),
+            card_label: "hudBridgeApprovalLabel",
+            target_key: "hudBridgeTarget",
+            buttons: [
+                BridgeButton {
+                    decision: "run",
+                    label: "bridgeRun",
+                    aria: "bridgeRunLabel",
+                },
+                BridgeButton {
+                    decision: "skip",
+                    label: "bridgeSkip",
+                    aria: "bridgeSkipLabel",
+                },
+            ],
         }
     "#]]
     .assert_debug_eq(&bridge);

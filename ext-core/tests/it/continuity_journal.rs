@@ -161,15 +161,15 @@ fn a_chat_opted_in_before_binding_is_journaled_from_then_on_and_kept_when_bound_
     drain(&mut c, 8, Runtime::Records, &mut log);
     log.push(format!("bound: actions {:?} line {}", actions(&c), journal_line(&c)));
     expect![[r#"
-        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in"] line none
-        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out"] line journalNothingYet []
+        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in", "handoff"] line none
+        actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out", "handoff"] line journalNothingYet []
         append user u-1 "Split the parser" project=None workspace=None
         append assistant a-1 "Split." project=None workspace=None
-        after a restart: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out"] line journalRecorded ["hc-5f0c"]
-        opted out: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in"] line none
+        after a restart: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_out", "handoff"] line journalRecorded ["hc-5f0c"]
+        opted out: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "journal_opt_in", "handoff"] line none
         append user u-3 "Now test it" project=None workspace=Some("w1")
         append assistant a-3 "Tested." project=None workspace=Some("w1")
-        bound: actions ["toggle_auto", "continue", "check_herdr", "llm_judge"] line journalRecorded ["hc-5f0c"]"#]]
+        bound: actions ["toggle_auto", "continue", "check_herdr", "llm_judge", "handoff", "goal"] line journalRecorded ["hc-5f0c"]"#]]
     .assert_eq(&log.join("\n"));
 }
 

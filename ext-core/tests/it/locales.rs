@@ -80,6 +80,10 @@ fn every_say() -> Vec<Say> {
     all.extend(UnsupportedPage::ALL.iter().map(|u| Say::new(&BindRefusal::UnsupportedPage(*u).message_key(), vec![])));
     all.push(Say::new(&BindRefusal::EmptyWorkspaceId.message_key(), vec![]));
     all.extend(MANUAL_REFUSALS.iter().map(|w| Say::coded("manualRefused", w.wire_name(), vec![])));
+    // What the HUD's lines append or list (continuity::hud_lines, the bridge card).
+    all.push(Say::new("hudGuidanceNote", vec!["note".into()]));
+    all.push(Say::new("hudRecoveryReasoning", vec![]));
+    all.push(Say::new("hudBridgeDetailMore", vec!["12".into()]));
     // A manual Continue the page did not send for another reason (manual::continue_not_sent).
     all.push(Say::new("manualNotSent", vec![]));
     for refusal in [
