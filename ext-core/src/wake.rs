@@ -3,7 +3,8 @@
 //!
 //! It combines the scope's settle signals (from [`crate::settle_tracker::SettleTracker`]),
 //! its [`ProgressPush`], its Auto state (from [`crate::auto_gate::AutoGate`]), the page's
-//! facts (generating, human draft, composer present) and delivery results. A settle becomes
+//! facts (generating, human draft, composer present, another delivery in flight) and
+//! delivery results. A settle becomes
 //! a *pending wake* that waits until [`wake_gate`] allows it; it is offered for delivery
 //! once, and nothing else is offered until the shell confirms or fails that delivery.
 //!
@@ -98,6 +99,11 @@ pub struct PageFacts {
     /// The page's account is in a rate-limit cooldown: nothing automatic is typed.
     #[serde(default)]
     pub rate_limited: bool,
+    /// Another message of the scope awaits its answer in the delivery ledger (a manual
+    /// Continue, a queued batch), or our own unsent text sits in the composer: nothing is
+    /// typed over it (withheld as `unconfirmed_delivery`).
+    #[serde(default)]
+    pub delivery_in_flight: bool,
 }
 
 /// Facts the shell feeds in.
@@ -479,7 +485,7 @@ impl WakeScheduler {
             auto: self.auto,
             handoff_in_progress: self.handoff_in_progress,
             real_state_change,
-            unconfirmed_delivery: self.in_flight.is_some(),
+            unconfirmed_delivery: self.in_flight.is_some() || self.page.delivery_in_flight,
             page_generating: self.page.generating,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,

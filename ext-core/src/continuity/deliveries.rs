@@ -100,11 +100,11 @@ impl Continuity {
         let keys: VecSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
         self.scopes.retain(|k, _| keys.contains(k));
         for (key, workspace_id, has_target, auto) in bound {
-            // A manual continue awaiting its answer occupies the page like a reply being
-            // generated: the scheduler must not post a second delivery (regression found
-            // by continuity_props (e)).
-            // So does a queued batch of the user (their next turn goes first, Q2).
-            let manual_in_flight =
+            // A manual Continue or a queued batch of the user awaiting its answer (the
+            // user's next turn goes first, Q2), or our own unsent text still in the composer
+            // (the ledger clears it first), is another delivery in flight: the scheduler must
+            // not post a second one (regressions found by continuity_props (e)).
+            let other_in_flight =
                 self.ledger.active_for(&key).is_some_and(|d| matches!(d.kind, DeliveryKind::Continue | DeliveryKind::JudgeContinue))
                     || self.queue_in_flight(&key);
             let facts = self
@@ -113,13 +113,11 @@ impl Continuity {
                 .map(|r| PageFacts {
                     composer_present: r.composer,
                     facts_resolved: r.unresolved.is_none(),
-                    // Our own unsent text in the composer occupies it like a reply being
-                    // written: the ledger clears it first (found by continuity_props: a wake
-                    // was typed after a Continue whose text was still there).
-                    generating: r.generating || r.permission_card || manual_in_flight || r.composer_marker.is_some(),
+                    generating: r.generating || r.permission_card,
                     human_draft: r.draft,
                     app_held: None,
                     rate_limited: false,
+                    delivery_in_flight: other_in_flight || r.composer_marker.is_some(),
                 })
                 .unwrap_or_default();
             let facts = PageFacts { app_held: self.app_block(&key), rate_limited: self.rate_block(&key).is_some(), ..facts };

@@ -25,7 +25,15 @@ fn settled(ws: &str, seq: u64, outcome: SettleOutcome) -> SchedulerInput {
 }
 
 fn page(composer_present: bool, generating: bool, human_draft: bool) -> SchedulerInput {
-    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, facts_resolved: true, app_held: None, rate_limited: false })
+    SchedulerInput::Page(PageFacts {
+        composer_present,
+        generating,
+        human_draft,
+        facts_resolved: true,
+        app_held: None,
+        rate_limited: false,
+        delivery_in_flight: false,
+    })
 }
 
 fn idle_page() -> SchedulerInput {
@@ -256,6 +264,7 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
         facts_resolved: false,
         app_held: None,
         rate_limited: false,
+        delivery_in_flight: false,
     });
     let mut sim = Sim::new();
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
@@ -370,7 +379,7 @@ proptest! {
             match op {
                 Op::Working => s.handle(now, working("w1")),
                 Op::Settle(seq) => s.handle(now, settled("w1", seq, SettleOutcome::Idle)),
-                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false }; s.handle(now, SchedulerInput::Page(facts)); }
+                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: false }; s.handle(now, SchedulerInput::Page(facts)); }
                 Op::Auto(on) => { auto_on = on; s.handle(now, auto(on)); }
                 Op::Confirm => {
                     if let Some(MessageKind::Wake { wake_id, .. }) = awaiting.take() { confirmed.push(wake_id); }

@@ -1,0 +1,32 @@
+//! Continuity as a router (issue 28): the machines it steers are fed only inputs that
+//! happened. A manual Continue in flight reaches the wake scheduler as another delivery in
+//! flight, never as a page that generates; a handoff's hold on a Project's delivery target
+//! reaches the binding table as a hold, never as a Project home page the tab does not show.
+
+use ext_core::auto_gate::WakeWithheld;
+use ext_core::continuity::ContinuityInput;
+use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
+
+use crate::continuity::{bound_with_auto, confirm, drain, event, task, TAB};
+
+#[test]
+fn a_wake_held_by_a_manual_continue_in_flight_says_so_and_goes_once_it_is_confirmed() {
+    // The Continue button works with Auto off; Auto is turned on while it awaits its answer.
+    let (mut c, mut log) = bound_with_auto(false);
+    c.handle(1, ContinuityInput::Continue { tab: TAB });
+    drain(&mut c, 1, &[], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=continue:w1/")).count(), 1, "{log:?}");
+    c.handle(1, ContinuityInput::ToggleAuto { tab: TAB });
+    log.clear();
+    c.handle(2, event(1, PaneEventKind::Working));
+    c.handle(3, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 3, &[task("t1")], &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "nothing is typed over the Continue: {log:?}");
+    // The page is not generating: the scheduler was told what is true, another delivery of
+    // the scope awaits its answer (failed before: the HUD said the page was generating).
+    let withheld = c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code);
+    assert_eq!(withheld, Some(WakeWithheld::UnconfirmedDelivery));
+    confirm(&mut c, 4, "continue:w1");
+    drain(&mut c, 4, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")).count(), 1, "the wake is not lost: {log:?}");
+}
