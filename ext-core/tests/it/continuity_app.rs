@@ -654,6 +654,7 @@ fn a_conversation_cut_over_moves_the_app_with_the_binding() {
             tab: 1,
             page,
             workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+            target_held: false,
         },
     );
     assert!(b.learn_app(&old.key(), "u-1", &[herdr()]));

@@ -30,3 +30,26 @@ fn a_wake_held_by_a_manual_continue_in_flight_says_so_and_goes_once_it_is_confir
     drain(&mut c, 4, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")).count(), 1, "the wake is not lost: {log:?}");
 }
+
+/// Continuity never makes up what a tab shows: no page kind is built in `continuity/` from
+/// fields taken elsewhere (what a tab shows comes from `classify_url` of its report only).
+/// Failed before: `handoff.rs` told the binding table a Project's conversation was its home.
+#[test]
+fn continuity_builds_no_page_kind_of_its_own() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/continuity");
+    let mut made_up = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/continuity is readable") {
+        let path = entry.expect("a directory entry").path();
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("PageKind::") {
+                let rest = &line[at..];
+                let value = rest.split('}').next().unwrap_or(rest);
+                if [".clone()", ".into()", "to_owned()", "String::"].iter().any(|copied| value.contains(copied)) {
+                    made_up.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(made_up.is_empty(), "Continuity feeds a machine a page no tab shows; give it a real input instead:\n{}", made_up.join("\n"));
+}
