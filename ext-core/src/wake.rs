@@ -210,8 +210,11 @@ pub struct PendingWake {
 pub enum InFlight {
     /// A wake.
     Wake(PendingWake),
-    /// A progress or fallback message (tracked inside [`ProgressPush`]).
-    Progress,
+    /// A progress message or the fallback status.
+    Progress {
+        /// The summary it carries (trimmed); `None`: the fallback status.
+        summary: Option<String>,
+    },
     /// An inbox wake.
     Inbox {
         /// The key of [`MessageKind::Inbox`].
@@ -368,7 +371,7 @@ impl WakeScheduler {
             SchedulerInput::LogReset => self.newest_wake = None,
             SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
                 Some(InFlight::Wake(_) | InFlight::Inbox { .. }) => self.failed_attempts = 0,
-                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
+                Some(InFlight::Progress { summary }) => self.progress.handle(now, ProgressInput::Delivered { summary }),
                 None => {}
             },
             SchedulerInput::DeliveryFailed => match self.in_flight.take() {
@@ -390,7 +393,9 @@ impl WakeScheduler {
                     }
                     self.schedule_retry(now);
                 }
-                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                Some(InFlight::Progress { summary }) => {
+                    self.progress.handle(now, ProgressInput::NotDelivered { fallback: summary.is_none() })
+                }
                 None => {}
             },
             // Like a failure, but no retry is scheduled and no attempt counted.
@@ -407,7 +412,9 @@ impl WakeScheduler {
                     {
                         self.pending_inbox = Some(key);
                     }
-                    Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                    Some(InFlight::Progress { summary }) => {
+                        self.progress.handle(now, ProgressInput::NotDelivered { fallback: summary.is_none() })
+                    }
                     _ => {}
                 }
             }
@@ -554,12 +561,16 @@ impl WakeScheduler {
     fn offer_progress(&mut self, now: Millis, kind: MessageKind) {
         // A settle outranks progress, and progress obeys the same gate as a wake.
         let allowed = self.pending_wake.is_none() && self.pending_inbox.is_none() && wake_gate(&self.facts(true)).is_ok();
+        let summary = match &kind {
+            MessageKind::Progress { summary } => Some(summary.clone()),
+            _ => None,
+        };
         if allowed {
             let text = self.render(&kind);
-            self.in_flight = Some(InFlight::Progress);
+            self.in_flight = Some(InFlight::Progress { summary });
             self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
         } else {
-            self.progress.handle(now, ProgressInput::NotDelivered);
+            self.progress.handle(now, ProgressInput::NotDelivered { fallback: summary.is_none() });
         }
     }
 
@@ -629,7 +640,7 @@ impl ReadJson for InFlight {
         let f = Fields::of(value)?;
         match f.tag("kind")? {
             "wake" => PendingWake::read_json(value).map(InFlight::Wake),
-            "progress" => Ok(InFlight::Progress),
+            "progress" => Ok(InFlight::Progress { summary: f.get("summary")? }),
             "inbox" => Ok(InFlight::Inbox { key: f.get("key")? }),
             _ => Err(unknown_variant("a known delivery in flight")),
         }
@@ -640,7 +651,7 @@ impl WriteJson for InFlight {
     fn write_json(&self) -> Value {
         match self {
             InFlight::Wake(pending) => Object::tagged("kind", "wake").with("wake_id", &pending.wake_id).with("outcome", &pending.outcome),
-            InFlight::Progress => Object::tagged("kind", "progress"),
+            InFlight::Progress { summary } => Object::tagged("kind", "progress").with("summary", summary),
             InFlight::Inbox { key } => Object::tagged("kind", "inbox").with("key", key),
         }
         .done()
