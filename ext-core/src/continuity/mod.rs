@@ -69,7 +69,7 @@ use crate::scope::{classify_url, PageKind, Scope};
 use crate::settle_tracker::{AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent};
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::vec_map::{VecMap, VecSet};
-use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use crate::wake::{InFlight, Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use crate::Millis;
 
 mod acks;
