@@ -7,7 +7,7 @@ use ext_core::auto_gate::WakeWithheld;
 use ext_core::continuity::ContinuityInput;
 use ext_core::settle_tracker::{PaneEventKind, SettledStatus};
 
-use crate::continuity::{bound_with_auto, confirm, drain, event, task, TAB};
+use crate::continuity::{bound_with_auto, confirm, drain, event, not_sent, task, TAB};
 
 #[test]
 fn a_wake_held_by_a_manual_continue_in_flight_says_so_and_goes_once_it_is_confirmed() {
@@ -52,4 +52,26 @@ fn continuity_builds_no_page_kind_of_its_own() {
         }
     }
     assert!(made_up.is_empty(), "Continuity feeds a machine a page no tab shows; give it a real input instead:\n{}", made_up.join("\n"));
+}
+
+/// The delivery ledger is the only record of a message in flight: the snapshot holds the
+/// wake in the ledger's delivery and nowhere else, and the answer naming that record brings
+/// the wake back when the page could not send it.
+#[test]
+fn the_ledger_alone_records_a_wake_in_flight_and_its_answer_brings_the_wake_back() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 2, &[task("t1")], &mut log);
+    let json: serde_json::Value = serde_json::from_str(&c.snapshot().to_json().expect("persist")).expect("json");
+    let scheduler = &json["scopes"]["chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"]["scheduler"];
+    assert!(scheduler.get("in_flight").is_none() && scheduler["progress"].get("in_flight").is_none(), "a second record: {scheduler}");
+    assert_eq!(json["ledger"]["active"][0]["message"]["kind"], "wake", "{}", json["ledger"]);
+    log.clear();
+    not_sent(&mut c, 3, "wake:w1#2");
+    drain(&mut c, 3, &[task("t1")], &mut log);
+    let due = c.next_deadline().expect("a retry is scheduled");
+    c.handle_timeout(due);
+    drain(&mut c, due, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")).count(), 1, "offered again once: {log:?}");
 }
