@@ -163,6 +163,8 @@ pub enum BindingInput {
         page: PageKind,
         /// The chosen workspace.
         workspace: CatalogWorkspace,
+        /// A handoff holds the Project's delivery target (see [`BindingInput::PageVisited`]).
+        target_held: bool,
     },
     /// The user removes the binding of the page shown in `tab` (or its pending binding).
     Unbind {
@@ -182,6 +184,10 @@ pub enum BindingInput {
         tab: TabId,
         /// What it shows now.
         page: PageKind,
+        /// A handoff holds the Project's delivery target (its transfer is in flight, or the
+        /// conversation is the one its cut-over left and the tab did not navigate to it):
+        /// the conversation shown does not become the target (B3, X2, X6).
+        target_held: bool,
     },
     /// A tab was closed: its pending binding is dropped.
     TabClosed {
@@ -333,14 +339,14 @@ impl Bindings {
     /// Feeds one input.
     pub fn handle(&mut self, now: Millis, input: BindingInput) {
         match input {
-            BindingInput::Bind { tab, page, workspace } => self.bind(now, tab, page, workspace),
+            BindingInput::Bind { tab, page, workspace, target_held } => self.bind(now, tab, page, workspace, target_held),
             BindingInput::Unbind { tab, page } => self.unbind(tab, &page),
             BindingInput::UnbindScope { scope } => {
                 if let Some(removed) = self.bindings.remove(&scope.key()) {
                     self.outputs.push_back(BindingOutput::Unbound { scope, workspace_id: removed.workspace_id });
                 }
             }
-            BindingInput::PageVisited { tab, page } => self.visit(now, tab, &page),
+            BindingInput::PageVisited { tab, page, target_held } => self.visit(now, tab, &page, target_held),
             BindingInput::TabClosed { tab } => {
                 if self.pending.remove(&tab).is_some() {
                     self.outputs.push_back(BindingOutput::PendingDiscarded { tab, reason: PendingDiscardReason::TabClosed });
@@ -404,7 +410,7 @@ impl Bindings {
         self.bindings.values().filter(move |b| b.workspace_id == workspace_id).map(|b| &b.scope)
     }
 
-    fn bind(&mut self, now: Millis, tab: TabId, page: PageKind, workspace: CatalogWorkspace) {
+    fn bind(&mut self, now: Millis, tab: TabId, page: PageKind, workspace: CatalogWorkspace, target_held: bool) {
         if workspace.workspace_id.is_empty() {
             self.outputs.push_back(BindingOutput::BindRefused { reason: BindRefusal::EmptyWorkspaceId });
             return;
@@ -418,7 +424,9 @@ impl Bindings {
                 // An explicit bind on a concrete page supersedes the tab's pending choice.
                 self.pending.remove(&tab);
                 self.install(now, scope, workspace.workspace_id, workspace.label);
-                self.note_active_conversation(&page);
+                if !target_held {
+                    self.note_active_conversation(&page);
+                }
             }
             (PageKind::Unsupported { reason }, None) => {
                 self.outputs.push_back(BindingOutput::BindRefused { reason: BindRefusal::UnsupportedPage(*reason) });
@@ -470,7 +478,7 @@ impl Bindings {
         }
     }
 
-    fn visit(&mut self, now: Millis, tab: TabId, page: &PageKind) {
+    fn visit(&mut self, now: Millis, tab: TabId, page: &PageKind, target_held: bool) {
         if let Some(scope) = page.scope() {
             if let Some(pending) = self.pending.remove(&tab) {
                 if self.bindings.contains_key(&scope.key()) {
@@ -485,7 +493,9 @@ impl Bindings {
                 }
             }
         }
-        self.note_active_conversation(page);
+        if !target_held {
+            self.note_active_conversation(page);
+        }
     }
 
     /// B3: the concrete conversation open in a bound Project becomes its delivery target.

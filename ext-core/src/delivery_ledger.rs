@@ -155,6 +155,10 @@ pub struct Delivery {
     /// The App the page attaches before its text (`None`: a plain message).
     #[serde(default)]
     pub app: Option<AppMention>,
+    /// The scheduler's message it carries (a wake, an inbox wake, progress): the only record
+    /// of that message in flight; the scheduler is answered with it.
+    #[serde(default)]
+    pub message: Option<crate::wake::InFlight>,
     /// The last page report of its conversation was idle (not persisted: pages report
     /// again after a restart).
     #[serde(skip)]
@@ -198,6 +202,9 @@ impl Resolution {
 }
 
 /// Decisions for the composition.
+// `Resolved` carries the whole delivery (with the scheduler's message); each output is
+// drained right after it is made, so boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LedgerOutput {
     /// Post `deliver {id, text, app}` to the page of `tab`.
@@ -361,11 +368,20 @@ impl DeliveryLedger {
             posted_at: now,
             state: DeliveryState::Typing { deadline: now.saturating_add(TYPING_DEADLINE_MS) },
             app: app.clone(),
+            message: None,
             page_idle: is_idle(page),
             left_in_composer: false,
         });
         self.outputs.push_back(LedgerOutput::Post { tab, id: id.clone(), text, app });
         Ok(id)
+    }
+
+    /// Records the scheduler's `message` with the active delivery `id` (before its `Post` is
+    /// drained, so the snapshot naming the delivery names the message too).
+    pub fn carry(&mut self, id: &str, message: crate::wake::InFlight) {
+        if let Some(delivery) = self.active.iter_mut().find(|d| d.id == id) {
+            delivery.message = Some(message);
+        }
     }
 
     /// The id the next [`DeliveryLedger::begin`] of `subject` gives (a message that fences

@@ -10,8 +10,10 @@
 //! Invariants:
 //! - Two delivered summaries in a row are never equal (after trimming), across working
 //!   episodes and restarts.
-//! - At most one message is in flight; nothing new is offered until the owner reports
-//!   [`ProgressInput::Delivered`] or [`ProgressInput::NotDelivered`].
+//! - It keeps no record of a message in flight (the owner's delivery ledger is the only
+//!   one): the owner answers every offer, at once with [`ProgressInput::NotDelivered`] when
+//!   it cannot send it now (one message of a scope is in flight at a time), or later with
+//!   what its record of the message carried.
 //! - At most one fallback per quiet stretch; a delivered new summary starts a new stretch.
 //! - While idle (settled), no deadline exists and nothing is offered.
 
@@ -75,19 +77,6 @@ pub struct SentSummary {
     pub at: Millis,
 }
 
-/// What is waiting for a delivery result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum InFlightProgress {
-    /// A new summary.
-    Summary {
-        /// The trimmed text offered.
-        text: String,
-    },
-    /// The fallback status.
-    Fallback,
-}
-
 /// Whether the scope is working.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "phase", rename_all = "snake_case")]
@@ -127,10 +116,16 @@ pub enum ProgressInput {
         /// The summary text; `None` when none exists or the check failed.
         summary: Option<String>,
     },
-    /// The in-flight message was confirmed on the page.
-    Delivered,
-    /// The in-flight message was not sent (withheld or failed).
-    NotDelivered,
+    /// An offered message was confirmed on the page.
+    Delivered {
+        /// The summary it carried (trimmed, as offered); `None`: it was the fallback.
+        summary: Option<String>,
+    },
+    /// An offered message was not sent (withheld or failed).
+    NotDelivered {
+        /// It was the fallback status.
+        fallback: bool,
+    },
     /// New options.
     ConfigChanged {
         /// The new settings.
@@ -161,8 +156,9 @@ pub enum ProgressOutput {
 /// Driver contract: feed facts with [`ProgressPush::handle`]; when the clock reaches
 /// [`ProgressPush::next_deadline`], call [`ProgressPush::handle_timeout`]; after either,
 /// drain [`ProgressPush::poll`]. Every `SendProgress` / `SendFallback` must be answered
-/// with `Delivered` or `NotDelivered`. Persist the struct (serde) after each batch; an
-/// in-flight message stays in flight across a restart until the owner answers.
+/// with `Delivered` or `NotDelivered`, naming what the offer carried (the owner keeps the
+/// record of a message in flight, across restarts too). Persist the struct (serde) after
+/// each batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct ProgressPush {
     /// The settings in force (clamped).
@@ -171,8 +167,6 @@ pub struct ProgressPush {
     phase: ProgressPhase,
     /// The last delivered summary (P6).
     last_sent: Option<SentSummary>,
-    /// The message awaiting a delivery result.
-    in_flight: Option<InFlightProgress>,
     /// Decisions not yet drained (not persisted).
     #[serde(skip)]
     outputs: VecDeque<ProgressOutput>,
@@ -181,7 +175,7 @@ pub struct ProgressPush {
 impl ProgressPush {
     /// An idle machine.
     pub fn new(config: ProgressConfig) -> Self {
-        Self { config: config.clamped(), phase: ProgressPhase::Idle, last_sent: None, in_flight: None, outputs: VecDeque::new() }
+        Self { config: config.clamped(), phase: ProgressPhase::Idle, last_sent: None, outputs: VecDeque::new() }
     }
 
     /// The last delivered summary.
@@ -192,11 +186,6 @@ impl ProgressPush {
     /// Whether the scope is working.
     pub fn is_working(&self) -> bool {
         matches!(self.phase, ProgressPhase::Working { .. })
-    }
-
-    /// What is awaiting a delivery result.
-    pub fn in_flight(&self) -> Option<&InFlightProgress> {
-        self.in_flight.as_ref()
     }
 
     /// Feeds one fact.
@@ -213,8 +202,8 @@ impl ProgressPush {
             }
             ProgressInput::ScopeSettled => self.phase = ProgressPhase::Idle,
             ProgressInput::SummaryChecked { summary } => self.consider(summary),
-            ProgressInput::Delivered => {
-                if let Some(InFlightProgress::Summary { text }) = self.in_flight.take() {
+            ProgressInput::Delivered { summary } => {
+                if let Some(text) = summary {
                     self.last_sent = Some(SentSummary { text, at: now });
                     // A new summary starts a new quiet stretch (P5).
                     if let ProgressPhase::Working { fallback_due_at, .. } = &mut self.phase {
@@ -222,8 +211,8 @@ impl ProgressPush {
                     }
                 }
             }
-            ProgressInput::NotDelivered => {
-                if let Some(InFlightProgress::Fallback) = self.in_flight.take() {
+            ProgressInput::NotDelivered { fallback } => {
+                if fallback {
                     // Offer the fallback again at the next check, not in a tight loop.
                     let tick = self.config.tick_ms;
                     if let ProgressPhase::Working { fallback_due_at, .. } = &mut self.phase {
@@ -254,9 +243,8 @@ impl ProgressPush {
             self.outputs.push_back(ProgressOutput::CheckSummary);
         }
         if let Some(due) = *fallback_due_at {
-            if now >= due && self.in_flight.is_none() {
+            if now >= due {
                 *fallback_due_at = None;
-                self.in_flight = Some(InFlightProgress::Fallback);
                 self.outputs.push_back(ProgressOutput::SendFallback { quiet_for_ms: now.saturating_sub(quiet_since) });
             }
         }
@@ -272,8 +260,7 @@ impl ProgressPush {
         let ProgressPhase::Working { next_check_at, fallback_due_at, .. } = &self.phase else {
             return None;
         };
-        let timers =
-            [(ProgressTimer::Check, Some(*next_check_at)), (ProgressTimer::Fallback, fallback_due_at.filter(|_| self.in_flight.is_none()))];
+        let timers = [(ProgressTimer::Check, Some(*next_check_at)), (ProgressTimer::Fallback, *fallback_due_at)];
         timers.into_iter().filter_map(|(timer, at)| at.map(|at| (timer, at))).min_by_key(|(_, at)| *at)
     }
 
@@ -294,7 +281,7 @@ impl ProgressPush {
     }
 
     fn consider(&mut self, summary: Option<String>) {
-        if !self.is_working() || self.in_flight.is_some() {
+        if !self.is_working() {
             return;
         }
         let Some(text) = summary.map(|s| s.trim().to_string()) else {
@@ -304,7 +291,6 @@ impl ProgressPush {
         if text.is_empty() || unchanged {
             return;
         }
-        self.in_flight = Some(InFlightProgress::Summary { text: text.clone() });
         self.outputs.push_back(ProgressOutput::SendProgress { summary: text });
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! It combines the scope's settle signals (from [`crate::settle_tracker::SettleTracker`]),
 //! its [`ProgressPush`], its Auto state (from [`crate::auto_gate::AutoGate`]), the page's
-//! facts (generating, human draft, composer present) and delivery results. A settle becomes
+//! facts (generating, human draft, composer present, another delivery in flight) and
+//! delivery results. A settle becomes
 //! a *pending wake* that waits until [`wake_gate`] allows it; it is offered for delivery
 //! once, and nothing else is offered until the shell confirms or fails that delivery.
 //!
@@ -12,6 +13,10 @@
 //!   Auto off, never while the page generates or holds a human draft.
 //! - At most one delivery is in flight; a wake id that was confirmed delivered is never
 //!   offered again, whatever replays or restarts happen.
+//! - It keeps no record of what is in flight: the owner's delivery ledger holds the
+//!   message ([`InFlight`]), says whether one is in flight ([`PageFacts::delivery_in_flight`])
+//!   and names it in the answer.
+
 //! - A failed wake delivery is retried on a bounded backoff ([`RETRY_BACKOFF_MS`]), then
 //!   withheld until the page's composer reappears (a reload): never an unbounded loop.
 //! - A new working phase supersedes an undelivered wake (its settle is no longer true).
@@ -98,6 +103,11 @@ pub struct PageFacts {
     /// The page's account is in a rate-limit cooldown: nothing automatic is typed.
     #[serde(default)]
     pub rate_limited: bool,
+    /// Another message of the scope awaits its answer in the delivery ledger (a manual
+    /// Continue, a queued batch), or our own unsent text sits in the composer: nothing is
+    /// typed over it (withheld as `unconfirmed_delivery`).
+    #[serde(default)]
+    pub delivery_in_flight: bool,
 }
 
 /// Facts the shell feeds in.
@@ -145,9 +155,15 @@ pub enum SchedulerInput {
     /// compared with the old log's.
     LogReset,
     /// The delivered message is confirmed on the page.
-    DeliveryConfirmed,
+    DeliveryConfirmed {
+        /// The message, as the ledger's record of it says (`None`: the record names none).
+        message: Option<InFlight>,
+    },
     /// The delivery did not happen (submit failed, composer vanished).
-    DeliveryFailed,
+    DeliveryFailed {
+        /// The message, as the ledger's record of it says.
+        message: Option<InFlight>,
+    },
     /// The delivery did not happen because the chat's App could not ride on it: what was in
     /// flight is pending again without spending a retry, and `reason` holds it (as
     /// [`PageFacts::app_held`], until the next page facts say otherwise); progress counts as
@@ -155,6 +171,8 @@ pub enum SchedulerInput {
     DeliveryHeld {
         /// The `app_*` reason.
         reason: WakeWithheld,
+        /// The message, as the ledger's record of it says.
+        message: Option<InFlight>,
     },
     /// New options.
     ConfigChanged {
@@ -198,14 +216,19 @@ pub struct PendingWake {
     pub outcome: SettleOutcome,
 }
 
-/// What was offered and awaits a delivery result.
+/// What was offered and awaits a delivery result: the owner keeps it with the delivery
+/// (the delivery ledger is the only record of a message in flight) and names it in the
+/// answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InFlight {
     /// A wake.
     Wake(PendingWake),
-    /// A progress or fallback message (tracked inside [`ProgressPush`]).
-    Progress,
+    /// A progress message or the fallback status.
+    Progress {
+        /// The summary it carries (trimmed); `None`: the fallback status.
+        summary: Option<String>,
+    },
     /// An inbox wake.
     Inbox {
         /// The key of [`MessageKind::Inbox`].
@@ -223,12 +246,13 @@ pub struct RetryTimer {
 /// The wake scheduler of one bound scope.
 ///
 /// Driver contract: create one per bound scope; feed facts with [`WakeScheduler::handle`]
-/// (route the settle tracker's outputs of the bound workspace as `Settle`); when the clock
-/// reaches [`WakeScheduler::next_deadline`] call [`WakeScheduler::handle_timeout`]; after
-/// either, drain [`WakeScheduler::poll`] until `None`. Answer every `Deliver` with
-/// `DeliveryConfirmed` or `DeliveryFailed` (after a restart, an in-flight delivery is still
-/// awaiting its answer: check the page and answer). Persist the struct (serde) after each
-/// drained batch.
+/// (route the settle tracker's outputs of the bound workspace as `Settle`; page facts say
+/// whether a delivery of the scope is in flight); when the clock reaches
+/// [`WakeScheduler::next_deadline`] call [`WakeScheduler::handle_timeout`]; after either,
+/// drain [`WakeScheduler::poll`] until `None`. Keep each `Deliver`'s [`InFlight::of`] with
+/// the delivery and answer it with `DeliveryConfirmed`, `DeliveryFailed` or `DeliveryHeld`
+/// naming it (after a restart, a delivery in flight is still awaiting its answer: check the
+/// page and answer). Persist the struct (serde) after each drained batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct WakeScheduler {
     /// The bound workspace.
@@ -253,8 +277,6 @@ pub struct WakeScheduler {
     /// The newest wake ever accepted (pending, in flight or delivered); a settle of the
     /// same runtime generation at or below it is a replay and is ignored.
     newest_wake: Option<WakeId>,
-    /// What awaits a delivery result.
-    in_flight: Option<InFlight>,
     /// The wake in flight no longer reports the truth (the workspace went working again or
     /// the binding changed since it was offered): if its delivery fails it is dropped, not
     /// retried (P7, P8).
@@ -285,7 +307,6 @@ impl WakeScheduler {
             pending_wake: None,
             pending_inbox: None,
             newest_wake: None,
-            in_flight: None,
             in_flight_wake_superseded: false,
             failed_attempts: 0,
             retry: None,
@@ -304,11 +325,9 @@ impl WakeScheduler {
         self.pending_inbox.as_deref()
     }
 
-    /// Whether a wake (settle or inbox) is pending or awaits its delivery result.
-    pub fn wake_pending_or_in_flight(&self) -> bool {
-        self.pending_wake.is_some()
-            || self.pending_inbox.is_some()
-            || matches!(self.in_flight, Some(InFlight::Wake(_) | InFlight::Inbox { .. }))
+    /// Whether a wake (settle or inbox) is pending (one in flight is in the owner's ledger).
+    pub fn wake_pending(&self) -> bool {
+        self.pending_wake.is_some() || self.pending_inbox.is_some()
     }
 
     /// What the HUD should say is held back, if anything.
@@ -348,7 +367,7 @@ impl WakeScheduler {
             SchedulerInput::Handoff { in_progress } => self.handoff_in_progress = in_progress,
             SchedulerInput::SummaryChecked { summary } => self.progress.handle(now, ProgressInput::SummaryChecked { summary }),
             SchedulerInput::InboxWake { key } => {
-                if !self.wake_pending_or_in_flight() && self.workspace_id.is_some() {
+                if !self.wake_pending() && self.workspace_id.is_some() {
                     self.pending_inbox = Some(key);
                     self.retry = None;
                     self.failed_attempts = 0;
@@ -360,12 +379,12 @@ impl WakeScheduler {
                 self.progress.handle(now, ProgressInput::ScopeSettled);
             }
             SchedulerInput::LogReset => self.newest_wake = None,
-            SchedulerInput::DeliveryConfirmed => match self.in_flight.take() {
+            SchedulerInput::DeliveryConfirmed { message } => match self.answered(message) {
                 Some(InFlight::Wake(_) | InFlight::Inbox { .. }) => self.failed_attempts = 0,
-                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::Delivered),
+                Some(InFlight::Progress { summary }) => self.progress.handle(now, ProgressInput::Delivered { summary }),
                 None => {}
             },
-            SchedulerInput::DeliveryFailed => match self.in_flight.take() {
+            SchedulerInput::DeliveryFailed { message } => match self.answered(message) {
                 Some(InFlight::Wake(wake)) => {
                     // Keep it unless something newer replaced it or the workspace went
                     // working again meanwhile (regression: a failed wake was retried
@@ -384,14 +403,16 @@ impl WakeScheduler {
                     }
                     self.schedule_retry(now);
                 }
-                Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                Some(InFlight::Progress { summary }) => {
+                    self.progress.handle(now, ProgressInput::NotDelivered { fallback: summary.is_none() })
+                }
                 None => {}
             },
             // Like a failure, but no retry is scheduled and no attempt counted.
-            SchedulerInput::DeliveryHeld { reason } => {
+            SchedulerInput::DeliveryHeld { reason, message } => {
                 // Held first: the wake must not be offered again on the old facts.
                 self.page.app_held = Some(reason);
-                match self.in_flight.take() {
+                match self.answered(message) {
                     Some(InFlight::Wake(wake)) if self.pending_wake.is_none() && !self.in_flight_wake_superseded => {
                         self.pending_wake = Some(wake);
                         self.pending_inbox = None;
@@ -401,7 +422,9 @@ impl WakeScheduler {
                     {
                         self.pending_inbox = Some(key);
                     }
-                    Some(InFlight::Progress) => self.progress.handle(now, ProgressInput::NotDelivered),
+                    Some(InFlight::Progress { summary }) => {
+                        self.progress.handle(now, ProgressInput::NotDelivered { fallback: summary.is_none() })
+                    }
                     _ => {}
                 }
             }
@@ -411,6 +434,13 @@ impl WakeScheduler {
             }
         }
         self.pump(now);
+    }
+
+    /// An answer: the ledger's record of the message is gone, so nothing of the scope is in
+    /// flight any more (the ledger holds one message per scope).
+    fn answered(&mut self, message: Option<InFlight>) -> Option<InFlight> {
+        self.page.delivery_in_flight = false;
+        message
     }
 
     /// Backoff after a failed wake delivery (bounded by [`RETRY_BACKOFF_MS`]).
@@ -479,7 +509,7 @@ impl WakeScheduler {
             auto: self.auto,
             handoff_in_progress: self.handoff_in_progress,
             real_state_change,
-            unconfirmed_delivery: self.in_flight.is_some(),
+            unconfirmed_delivery: self.page.delivery_in_flight,
             page_generating: self.page.generating,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
@@ -521,15 +551,16 @@ impl WakeScheduler {
         }
         if self.wake_blocker().is_none() {
             if let Some(wake) = self.pending_wake.take() {
-                let kind = MessageKind::Wake { wake_id: wake.wake_id.clone(), outcome: wake.outcome };
+                let kind = MessageKind::Wake { wake_id: wake.wake_id, outcome: wake.outcome };
                 let text = self.render(&kind);
-                self.in_flight = Some(InFlight::Wake(wake));
+                // In flight from now on, until the owner's facts or answer say otherwise.
+                self.page.delivery_in_flight = true;
                 self.in_flight_wake_superseded = false;
                 self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
             } else if let Some(key) = self.pending_inbox.take() {
-                let kind = MessageKind::Inbox { key: key.clone() };
+                let kind = MessageKind::Inbox { key };
                 let text = self.render(&kind);
-                self.in_flight = Some(InFlight::Inbox { key });
+                self.page.delivery_in_flight = true;
                 self.in_flight_wake_superseded = false;
                 self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
             }
@@ -550,10 +581,10 @@ impl WakeScheduler {
         let allowed = self.pending_wake.is_none() && self.pending_inbox.is_none() && wake_gate(&self.facts(true)).is_ok();
         if allowed {
             let text = self.render(&kind);
-            self.in_flight = Some(InFlight::Progress);
+            self.page.delivery_in_flight = true;
             self.outputs.push_back(SchedulerOutput::Deliver { kind, text });
         } else {
-            self.progress.handle(now, ProgressInput::NotDelivered);
+            self.progress.handle(now, ProgressInput::NotDelivered { fallback: matches!(kind, MessageKind::Fallback { .. }) });
         }
     }
 
@@ -616,6 +647,18 @@ pub fn progress_text(language: Language, workspace_id: &str, summary: &str, nonc
     }
 }
 
+impl InFlight {
+    /// The record of an offered message the owner keeps with its delivery.
+    pub fn of(kind: &MessageKind) -> Self {
+        match kind {
+            MessageKind::Wake { wake_id, outcome } => InFlight::Wake(PendingWake { wake_id: wake_id.clone(), outcome: *outcome }),
+            MessageKind::Inbox { key } => InFlight::Inbox { key: key.clone() },
+            MessageKind::Progress { summary } => InFlight::Progress { summary: Some(summary.clone()) },
+            MessageKind::Fallback { .. } => InFlight::Progress { summary: None },
+        }
+    }
+}
+
 // Readers and writers of the persisted shapes (crate::json_read; the same shape serde writes).
 
 impl ReadJson for InFlight {
@@ -623,7 +666,7 @@ impl ReadJson for InFlight {
         let f = Fields::of(value)?;
         match f.tag("kind")? {
             "wake" => PendingWake::read_json(value).map(InFlight::Wake),
-            "progress" => Ok(InFlight::Progress),
+            "progress" => Ok(InFlight::Progress { summary: f.get("summary")? }),
             "inbox" => Ok(InFlight::Inbox { key: f.get("key")? }),
             _ => Err(unknown_variant("a known delivery in flight")),
         }
@@ -634,7 +677,7 @@ impl WriteJson for InFlight {
     fn write_json(&self) -> Value {
         match self {
             InFlight::Wake(pending) => Object::tagged("kind", "wake").with("wake_id", &pending.wake_id).with("outcome", &pending.outcome),
-            InFlight::Progress => Object::tagged("kind", "progress"),
+            InFlight::Progress { summary } => Object::tagged("kind", "progress").with("summary", summary),
             InFlight::Inbox { key } => Object::tagged("kind", "inbox").with("key", key),
         }
         .done()

@@ -452,9 +452,17 @@ impl Continuity {
         }
         if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             // Refused only while another delivery of the scope is on its way: Send later.
-            if let Ok(id) =
-                self.post_delivery_as(now, &key, tab, DeliveryKind::BridgeResults, &results.delivery_id, &results.text, Vec::new(), pressed)
-            {
+            if let Ok(id) = self.post_delivery_as(
+                now,
+                &key,
+                tab,
+                DeliveryKind::BridgeResults,
+                &results.delivery_id,
+                &results.text,
+                Vec::new(),
+                pressed,
+                None,
+            ) {
                 self.activity_sent(&key, DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
             }
         }

@@ -21,11 +21,12 @@ impl Continuity {
         body: &str,
         task_ids: Vec<String>,
     ) -> Result<String, BeginRefused> {
-        self.post_delivery_as(now, key, tab, kind, subject, body, task_ids, kind == DeliveryKind::Continue)
+        self.post_delivery_as(now, key, tab, kind, subject, body, task_ids, kind == DeliveryKind::Continue, None)
     }
 
     /// [`Self::post_delivery`]; `manual`: the user pressed for it, so a rate-limit cooldown
     /// does not hold it (the HUD shows the cooldown); anything automatic waits for its end.
+    /// `message`: the scheduler's record of what it offered, kept with the delivery.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn post_delivery_as(
         &mut self,
@@ -37,6 +38,7 @@ impl Continuity {
         body: &str,
         task_ids: Vec<String>,
         manual: bool,
+        message: Option<InFlight>,
     ) -> Result<String, BeginRefused> {
         if !manual && self.rate_block_tab(tab).is_some() {
             return Err(BeginRefused::RateLimited);
@@ -60,6 +62,9 @@ impl Continuity {
             _ => Some(browser_session_ref(&scope)),
         };
         let result = self.ledger.begin(now, key, session_ref.as_deref(), kind, subject, body, task_ids.clone(), tab, &page, app);
+        if let (Ok(id), Some(message)) = (&result, message) {
+            self.ledger.carry(id, message);
+        }
         if let Ok(id) = &result {
             let message = recovery::SentMessage { id: id.clone(), kind, subject: subject.to_owned(), body: body.to_owned(), task_ids };
             self.recovery_sent(key, message);
@@ -100,29 +105,32 @@ impl Continuity {
         let keys: VecSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
         self.scopes.retain(|k, _| keys.contains(k));
         for (key, workspace_id, has_target, auto) in bound {
-            // A manual continue awaiting its answer occupies the page like a reply being
-            // generated: the scheduler must not post a second delivery (regression found
-            // by continuity_props (e)).
-            // So does a queued batch of the user (their next turn goes first, Q2).
-            let manual_in_flight =
-                self.ledger.active_for(&key).is_some_and(|d| matches!(d.kind, DeliveryKind::Continue | DeliveryKind::JudgeContinue))
-                    || self.queue_in_flight(&key);
+            // A manual Continue or a queued batch of the user awaiting its answer (the
+            // user's next turn goes first, Q2), or our own unsent text still in the composer
+            // (the ledger clears it first), is another delivery in flight: the scheduler must
+            // not post a second one (regressions found by continuity_props (e)).
+            // The ledger is the only record of a message in flight: the scheduler's own
+            // too, so any delivery of the scope holds the next one.
+            let in_flight = self.ledger.active_for(&key).is_some();
             let facts = self
                 .target_tab(&key)
                 .and_then(|tab| self.pages.get(&tab))
                 .map(|r| PageFacts {
                     composer_present: r.composer,
                     facts_resolved: r.unresolved.is_none(),
-                    // Our own unsent text in the composer occupies it like a reply being
-                    // written: the ledger clears it first (found by continuity_props: a wake
-                    // was typed after a Continue whose text was still there).
-                    generating: r.generating || r.permission_card || manual_in_flight || r.composer_marker.is_some(),
+                    generating: r.generating || r.permission_card,
                     human_draft: r.draft,
                     app_held: None,
                     rate_limited: false,
+                    delivery_in_flight: r.composer_marker.is_some(),
                 })
                 .unwrap_or_default();
-            let facts = PageFacts { app_held: self.app_block(&key), rate_limited: self.rate_block(&key).is_some(), ..facts };
+            let facts = PageFacts {
+                app_held: self.app_block(&key),
+                rate_limited: self.rate_block(&key).is_some(),
+                delivery_in_flight: facts.delivery_in_flight || in_flight,
+                ..facts
+            };
             let (language, progress) = (self.language, self.progress);
             // X2: the source's automatic wakes pause while its handoff is in flight.
             let in_progress = self.handoff_in_flight(&key);
@@ -156,10 +164,11 @@ impl Continuity {
     }
 
     pub(super) fn scheduler_delivery(&mut self, now: Millis, key: &str, kind: MessageKind, text: String) {
+        let message = InFlight::of(&kind);
         let Some(tab) = self.target_tab(key) else {
             // The gate said the composer is present, so a tab exists; if not, fail fast.
             if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
-                scheduler.handle(now, SchedulerInput::DeliveryFailed);
+                scheduler.handle(now, SchedulerInput::DeliveryFailed { message: Some(message) });
             }
             return;
         };
@@ -198,15 +207,16 @@ impl Continuity {
             MessageKind::Progress { .. } => "new_output",
             MessageKind::Fallback { .. } => "quiet_fallback",
         };
-        match self.post_delivery(now, key, tab, delivery_kind, &subject, &body, task_ids) {
+        match self.post_delivery_as(now, key, tab, delivery_kind, &subject, &body, task_ids, false, Some(message.clone())) {
             Ok(id) => self.activity_sent(key, delivery_kind, reason, &id),
             Err(refused) => {
                 // Held for its App: pending again, not a failed attempt (the reason keeps the
                 // scheduler from offering it again at once).
+                let message = Some(message);
                 let input = match (refused, self.app_block(key)) {
-                    (BeginRefused::AppHeld, Some(reason)) => SchedulerInput::DeliveryHeld { reason },
-                    (BeginRefused::RateLimited, _) => SchedulerInput::DeliveryHeld { reason: WakeWithheld::RateLimited },
-                    _ => SchedulerInput::DeliveryFailed,
+                    (BeginRefused::AppHeld, Some(reason)) => SchedulerInput::DeliveryHeld { reason, message },
+                    (BeginRefused::RateLimited, _) => SchedulerInput::DeliveryHeld { reason: WakeWithheld::RateLimited, message },
+                    _ => SchedulerInput::DeliveryFailed { message },
                 };
                 if let Some(scheduler) = self.scopes.get_mut(key).and_then(|s| s.scheduler.as_mut()) {
                     scheduler.handle(now, input);
@@ -252,6 +262,11 @@ impl Continuity {
             status.inbox_check_due = true;
         }
         let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);
+        if scheduled && delivery.message.is_none() && !confirmed && !delivery.task_ids.is_empty() {
+            // A wake whose record names no message (saved by an earlier release, or a
+            // resend) cannot be offered again: its tasks are read from the inbox again.
+            status.inbox_check_due = true;
+        }
         if confirmed {
             if delivery.kind == DeliveryKind::Wake {
                 status.wake_count = status.wake_count.saturating_add(1);
@@ -272,12 +287,13 @@ impl Continuity {
         if let Some(scheduler) = status.scheduler.as_mut().filter(|_| scheduled) {
             // Held for its App: pending again, not a failed attempt (it goes once attaching
             // works, its exactly-once kept).
+            let message = delivery.message.clone();
             let input = if resolution.app_not_attached() {
-                SchedulerInput::DeliveryHeld { reason: app_reason.unwrap_or(WakeWithheld::AppNotAttached) }
+                SchedulerInput::DeliveryHeld { reason: app_reason.unwrap_or(WakeWithheld::AppNotAttached), message }
             } else if resolution.retryable() {
-                SchedulerInput::DeliveryFailed
+                SchedulerInput::DeliveryFailed { message }
             } else {
-                SchedulerInput::DeliveryConfirmed
+                SchedulerInput::DeliveryConfirmed { message }
             };
             scheduler.handle(now, input);
         }

@@ -179,20 +179,17 @@ impl Continuity {
         })
     }
 
-    /// What the binding table is told a tab shows: a Project's new conversation does not
-    /// become its target while a transfer of the Project is in flight, and the conversation
-    /// its cut-over left does not take the target back unless the tab navigated to it.
-    pub(super) fn handoff_visit_kind(&self, tab: TabId, page: PageKind) -> PageKind {
-        let PageKind::ProjectChat { project_id, conversation_id } = &page else { return page };
+    /// Whether a handoff holds the delivery target of the Project `page` belongs to: a
+    /// Project's new conversation does not become its target while a transfer of the Project
+    /// is in flight, and the conversation its cut-over left does not take the target back
+    /// unless the tab navigated to it (the binding table's `target_held`).
+    pub(super) fn handoff_holds_target(&self, tab: TabId, page: &PageKind) -> bool {
+        let PageKind::ProjectChat { project_id, conversation_id } = page else { return false };
         let key = Scope::Project { project_id: project_id.clone() }.key();
         let held = self.handoff_in_flight(&key);
         let retired = self.handoff.retired.get(&key) == Some(conversation_id)
-            && self.pages.get(&tab).is_none_or(|before| classify_url(&before.url) == page);
-        if held || retired {
-            PageKind::ProjectHome { project_id: project_id.clone() }
-        } else {
-            page
-        }
+            && self.pages.get(&tab).is_none_or(|before| classify_url(&before.url) == *page);
+        held || retired
     }
 
     /// The HUD's Handoff button (X1).

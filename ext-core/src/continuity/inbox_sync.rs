@@ -53,7 +53,7 @@ impl Continuity {
         let settle_read_in_flight = self.calls.values().any(|p| matches!(p, Purpose::WakeTasks { scope_key, .. } if scope_key == key));
         let status = self.scopes.get(key);
         let wake_busy = status.is_none_or(|s| {
-            s.scheduler.as_ref().is_none_or(WakeScheduler::wake_pending_or_in_flight)
+            s.scheduler.as_ref().is_none_or(WakeScheduler::wake_pending)
                 || self.ledger.active_for(key).is_some_and(|d| d.kind == DeliveryKind::Wake)
         });
         self.tracker.is_working(&binding.workspace_id) || settle_read_in_flight || wake_busy

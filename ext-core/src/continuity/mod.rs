@@ -69,7 +69,7 @@ use crate::scope::{classify_url, PageKind, Scope};
 use crate::settle_tracker::{AgentSnapshot, PaneEventKind, SettleInput, SettleOutput, SettleTracker, StreamEvent};
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 use crate::vec_map::{VecMap, VecSet};
-use crate::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use crate::wake::{InFlight, Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use crate::Millis;
 
 mod acks;
@@ -575,8 +575,9 @@ impl Continuity {
             }
             ContinuityInput::InboxChanged { session_ref, counts } => self.inbox_changed(&session_ref, counts),
             ContinuityInput::PageReported { tab, report } => {
-                let page = self.handoff_visit_kind(tab, classify_url(&report.url));
-                self.bindings.handle(now, BindingInput::PageVisited { tab, page });
+                let page = classify_url(&report.url);
+                let target_held = self.handoff_holds_target(tab, &page);
+                self.bindings.handle(now, BindingInput::PageVisited { tab, page, target_held });
                 self.drain_bindings();
                 // The new facts reach the schedulers before a restored delivery is resolved
                 // from the same report: resolving may release the next wake, which must be
@@ -621,8 +622,9 @@ impl Continuity {
                 self.drain_ledger(now);
             }
             ContinuityInput::Bind { tab, workspace } => {
-                let page = self.handoff_visit_kind(tab, self.page_kind(tab));
-                self.bindings.handle(now, BindingInput::Bind { tab, page, workspace });
+                let page = self.page_kind(tab);
+                let target_held = self.handoff_holds_target(tab, &page);
+                self.bindings.handle(now, BindingInput::Bind { tab, page, workspace, target_held });
                 self.drain_bindings();
                 self.app_learn(tab);
             }

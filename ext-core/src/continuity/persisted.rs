@@ -129,6 +129,7 @@ impl Continuity {
                 posted_at: old.at,
                 state: DeliveryState::Uncertain { since: now, why: "restarted".to_owned() },
                 app: None,
+                message: None,
                 page_idle: false,
                 left_in_composer: false,
             });

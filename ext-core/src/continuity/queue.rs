@@ -434,11 +434,6 @@ impl Continuity {
     pub(super) fn queue_move(&mut self, from: String, to: String) {
         self.queue_change(QueueChange::Move { from, to });
     }
-
-    /// Whether a batch is in flight on the scope `key` (it occupies the page like a reply).
-    pub(super) fn queue_in_flight(&self, key: &str) -> bool {
-        self.ledger.active_for(key).is_some_and(|d| d.kind == DeliveryKind::Queue)
-    }
 }
 
 /// How long an unreadable book waits before it is read again.

@@ -386,7 +386,7 @@ impl Continuity {
         });
         let Some((key, m)) = found else { return };
         // Never as the user's press: a resent Continue is automatic and waits out a cooldown.
-        if self.post_delivery_as(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone(), false).is_err() {
+        if self.post_delivery_as(now, &key, tab, m.kind, &m.subject, &m.body, m.task_ids.clone(), false, None).is_err() {
             self.record_activity(
                 &key,
                 ActivityKind::RecoveryRetry,

@@ -116,17 +116,25 @@ fn check_bindings(steps: Vec<(u64, BindingInput)>, expect: Expect) {
 
 fn describe_input(input: &BindingInput) -> String {
     match input {
-        BindingInput::Bind { tab, page, workspace } => {
-            format!("bind tab {tab} on {} to {}", page_name(page), workspace.workspace_id)
+        BindingInput::Bind { tab, page, workspace, target_held } => {
+            format!("bind tab {tab} on {} to {}{}", page_name(page), workspace.workspace_id, held(*target_held))
         }
         BindingInput::Unbind { tab, page } => format!("unbind tab {tab} on {}", page_name(page)),
         BindingInput::UnbindScope { scope } => format!("unbind scope {}", scope.key()),
-        BindingInput::PageVisited { tab, page } => format!("tab {tab} visits {}", page_name(page)),
+        BindingInput::PageVisited { tab, page, target_held } => format!("tab {tab} visits {}{}", page_name(page), held(*target_held)),
         BindingInput::TabClosed { tab } => format!("tab {tab} closed"),
         BindingInput::CutOver { scope, conversation_id } => format!("cut-over of {} to {conversation_id}", scope.key()),
         BindingInput::CatalogRefreshed { workspaces } => {
             format!("catalog: {}", workspaces.iter().map(|w| format!("{}={}", w.workspace_id, w.label)).collect::<Vec<_>>().join(", "))
         }
+    }
+}
+
+fn held(target_held: bool) -> &'static str {
+    if target_held {
+        " (target held by a handoff)"
+    } else {
+        ""
     }
 }
 
@@ -145,10 +153,10 @@ fn project_binding_on_home_page_then_active_target_follows_the_open_conversation
     // B2 (bind on home before any conversation), B3 (active_conv_key), B1 (label refresh).
     check_bindings(
         vec![
-            (1, BindingInput::Bind { tab: 7, page: classify_url(PROJECT_HOME), workspace: workspace("w1", "api") }),
-            (2, BindingInput::PageVisited { tab: 7, page: classify_url(PROJECT_CHAT_A) }),
-            (3, BindingInput::PageVisited { tab: 7, page: classify_url(PROJECT_CHAT_A) }),
-            (4, BindingInput::PageVisited { tab: 8, page: classify_url(PROJECT_CHAT_B) }),
+            (1, BindingInput::Bind { tab: 7, page: classify_url(PROJECT_HOME), workspace: workspace("w1", "api"), target_held: false }),
+            (2, BindingInput::PageVisited { tab: 7, page: classify_url(PROJECT_CHAT_A), target_held: false }),
+            (3, BindingInput::PageVisited { tab: 7, page: classify_url(PROJECT_CHAT_A), target_held: false }),
+            (4, BindingInput::PageVisited { tab: 8, page: classify_url(PROJECT_CHAT_B), target_held: false }),
             (5, BindingInput::CatalogRefreshed { workspaces: vec![workspace("w1", "api-v2")] }),
             (6, BindingInput::CatalogRefreshed { workspaces: vec![] }),
             (7, BindingInput::CatalogRefreshed { workspaces: vec![workspace("w1", "api-v2")] }),
@@ -174,6 +182,32 @@ fn project_binding_on_home_page_then_active_target_follows_the_open_conversation
 }
 
 #[test]
+fn a_visit_while_a_handoff_holds_the_target_leaves_the_target_where_it_is() {
+    // B3 with X2/X6: the binding table is told the page the tab shows and, as its own fact,
+    // that a handoff holds the Project's target; the conversation does not become the target.
+    check_bindings(
+        vec![
+            (1, BindingInput::Bind { tab: 7, page: classify_url(PROJECT_CHAT_A), workspace: workspace("w1", "api"), target_held: false }),
+            (2, BindingInput::PageVisited { tab: 8, page: classify_url(PROJECT_CHAT_B), target_held: true }),
+            (3, BindingInput::Bind { tab: 8, page: classify_url(PROJECT_CHAT_B), workspace: workspace("w1", "api"), target_held: true }),
+            (4, BindingInput::PageVisited { tab: 8, page: classify_url(PROJECT_CHAT_B), target_held: false }),
+        ],
+        expect![[r#"
+            t=1 bind tab 7 on project chat …0a to w1
+              => {"type":"bound","scope":{"kind":"project","project_id":"g-p-0123456789abcdef0123456789abcdef"},"workspace_id":"w1"}
+              => {"type":"active_target_changed","project_id":"g-p-0123456789abcdef0123456789abcdef","conversation_id":"6a1b2c3d-0000-4000-8000-00000000000a"}
+            t=2 tab 8 visits project chat …0b (target held by a handoff)
+            t=3 bind tab 8 on project chat …0b to w1 (target held by a handoff)
+              => {"type":"bound","scope":{"kind":"project","project_id":"g-p-0123456789abcdef0123456789abcdef"},"workspace_id":"w1"}
+            t=4 tab 8 visits project chat …0b
+              => {"type":"active_target_changed","project_id":"g-p-0123456789abcdef0123456789abcdef","conversation_id":"6a1b2c3d-0000-4000-8000-00000000000b"}
+            final:
+              project:g-p-0123456789abcdef0123456789abcdef -> w1 (api, in catalog: true) active=Some("6a1b2c3d-0000-4000-8000-00000000000b")
+        "#]],
+    );
+}
+
+#[test]
 fn root_page_binding_stays_pending_for_its_tab_and_migrates_once() {
     // B4: pending per tab, migrated once on the first concrete scope; another tab's root
     // page is unaffected; a migrated tab moving on does not rebind anything.
@@ -181,14 +215,14 @@ fn root_page_binding_stays_pending_for_its_tab_and_migrates_once() {
     let other = "https://chatgpt.com/c/6a1b2c3d-0000-4000-8000-0000000000c2";
     check_bindings(
         vec![
-            (1, BindingInput::Bind { tab: 1, page: PageKind::Root, workspace: workspace("w2", "docs") }),
-            (2, BindingInput::PageVisited { tab: 2, page: classify_url(plain) }),
-            (3, BindingInput::PageVisited { tab: 1, page: PageKind::Root }),
-            (4, BindingInput::PageVisited { tab: 1, page: classify_url(plain) }),
-            (5, BindingInput::PageVisited { tab: 1, page: classify_url(other) }),
-            (6, BindingInput::Bind { tab: 3, page: PageKind::Root, workspace: workspace("w3", "x") }),
-            (7, BindingInput::PageVisited { tab: 3, page: classify_url(plain) }),
-            (8, BindingInput::Bind { tab: 4, page: PageKind::Root, workspace: workspace("w4", "y") }),
+            (1, BindingInput::Bind { tab: 1, page: PageKind::Root, workspace: workspace("w2", "docs"), target_held: false }),
+            (2, BindingInput::PageVisited { tab: 2, page: classify_url(plain), target_held: false }),
+            (3, BindingInput::PageVisited { tab: 1, page: PageKind::Root, target_held: false }),
+            (4, BindingInput::PageVisited { tab: 1, page: classify_url(plain), target_held: false }),
+            (5, BindingInput::PageVisited { tab: 1, page: classify_url(other), target_held: false }),
+            (6, BindingInput::Bind { tab: 3, page: PageKind::Root, workspace: workspace("w3", "x"), target_held: false }),
+            (7, BindingInput::PageVisited { tab: 3, page: classify_url(plain), target_held: false }),
+            (8, BindingInput::Bind { tab: 4, page: PageKind::Root, workspace: workspace("w4", "y"), target_held: false }),
             (9, BindingInput::TabClosed { tab: 4 }),
             (
                 10,
@@ -196,6 +230,7 @@ fn root_page_binding_stays_pending_for_its_tab_and_migrates_once() {
                     tab: 5,
                     page: classify_url("https://chatgpt.com/?temporary-chat=true"),
                     workspace: workspace("w5", "z"),
+                    target_held: false,
                 },
             ),
             (11, BindingInput::Unbind { tab: 1, page: classify_url(plain) }),
@@ -230,8 +265,11 @@ fn root_page_binding_stays_pending_for_its_tab_and_migrates_once() {
 fn bindings_survive_a_snapshot_round_trip() {
     // B7: the table is plain serde data.
     let mut table = Bindings::new();
-    table.handle(1, BindingInput::Bind { tab: 7, page: classify_url(PROJECT_CHAT_A), workspace: workspace("w1", "api") });
-    table.handle(2, BindingInput::Bind { tab: 9, page: PageKind::Root, workspace: workspace("w2", "docs") });
+    table.handle(
+        1,
+        BindingInput::Bind { tab: 7, page: classify_url(PROJECT_CHAT_A), workspace: workspace("w1", "api"), target_held: false },
+    );
+    table.handle(2, BindingInput::Bind { tab: 9, page: PageKind::Root, workspace: workspace("w2", "docs"), target_held: false });
     let json = serde_json::to_string(&table).expect("serializes");
     let mut restored: Bindings = ext_core::json_read::from_str(&json).expect("deserializes");
     while table.poll().is_some() {}
@@ -241,7 +279,7 @@ fn bindings_survive_a_snapshot_round_trip() {
     assert_eq!(binding.workspace_id, "w1");
     assert_eq!(binding.active_conv_key.as_deref(), Some("6a1b2c3d-0000-4000-8000-00000000000a"));
     // The pending root binding also survived and still migrates.
-    restored.handle(3, BindingInput::PageVisited { tab: 9, page: classify_url("https://chat.z.ai/c/abc") });
+    restored.handle(3, BindingInput::PageVisited { tab: 9, page: classify_url("https://chat.z.ai/c/abc"), target_held: false });
     assert_eq!(
         restored.poll().map(|o| serde_json::to_string(&o).unwrap_or_default()).as_deref(),
         Some(

@@ -300,8 +300,8 @@ fn several_apps_hold_every_message_until_a_human_turn_carries_exactly_one() {
         a turn without a pill: app=herdr ambiguous=true withheld=app_ambiguous forget_button=true
         deliver qb:0a6ee2cb169ccbe6 app=github
         activity queue_batch sent queued_turn qb:0a6ee2cb169ccbe6
-        activity wake withheld page_generating wake:w1#2
-        one App again: app=github ambiguous=false withheld=page_generating forget_button=true
+        activity wake withheld unconfirmed_delivery wake:w1#2
+        one App again: app=github ambiguous=false withheld=unconfirmed_delivery forget_button=true
         activity queue_batch confirmed marker_seen qb:0a6ee2cb169ccbe6
         deliver wake:w1#2 app=github
         activity wake sent settled wake:w1#2
@@ -654,6 +654,7 @@ fn a_conversation_cut_over_moves_the_app_with_the_binding() {
             tab: 1,
             page,
             workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() },
+            target_held: false,
         },
     );
     assert!(b.learn_app(&old.key(), "u-1", &[herdr()]));

@@ -78,7 +78,7 @@ use ext_core::progress_push::ProgressConfig;
 use ext_core::semantic_auto::Verdict;
 use ext_core::settle_tracker::{AgentSnapshot, PaneEventKind, SettleOutput, SettledStatus, StreamEvent, WakeId};
 use ext_core::snapshot::Snapshot;
-use ext_core::wake::{Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use ext_core::wake::{InFlight, Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use ext_core::worker::{PageInput, PortCommand, Worker, WorkerInput, WorkerOutput, STORAGE_KEY};
 use ext_core::Millis;
 use proptest::prelude::*;
@@ -1890,7 +1890,7 @@ proptest! {
         let mut scheduler = WakeScheduler::new(ProgressConfig { tick_ms: 60_000, fallback_ms: 600_000 }, Language::En);
         let mut now: Millis = 0;
         scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some("w1".into()), has_delivery_target: true });
-        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, facts_resolved: true, app_held: None, rate_limited: false }));
+        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: false }));
         scheduler.handle(now, SchedulerInput::AutoChanged { auto: AutoState::On });
         let mut summary: Option<String> = None;
         let mut awaiting: Option<MessageKind> = None;
@@ -1910,19 +1910,20 @@ proptest! {
                 ProgressOp::Summary(i) => summary = Some(texts[usize::from(i)].to_owned()),
                 ProgressOp::Page { composer, generating, draft, resolved } => {
                     page_open = composer && !generating && !draft && resolved;
-                    scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, facts_resolved: resolved, app_held: None, rate_limited: false }));
+                    scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, facts_resolved: resolved, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }));
                 }
                 ProgressOp::Auto(on) => scheduler.handle(now, SchedulerInput::AutoChanged { auto: if on { AutoState::On } else { AutoState::Off } }),
                 ProgressOp::Answer(ok) => {
                     if let Some(kind) = awaiting.take() {
+                        let message = Some(InFlight::of(&kind));
                         if ok {
                             if let MessageKind::Progress { summary } = kind {
                                 prop_assert_ne!(delivered.last(), Some(&summary), "P4: unchanged summary delivered twice");
                                 delivered.push(summary);
                             }
-                            scheduler.handle(now, SchedulerInput::DeliveryConfirmed);
+                            scheduler.handle(now, SchedulerInput::DeliveryConfirmed { message });
                         } else {
-                            scheduler.handle(now, SchedulerInput::DeliveryFailed);
+                            scheduler.handle(now, SchedulerInput::DeliveryFailed { message });
                         }
                     }
                 }

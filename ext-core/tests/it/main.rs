@@ -20,6 +20,7 @@ mod continuity_profiles;
 mod continuity_props;
 mod continuity_recovery;
 mod continuity_rollover;
+mod continuity_router;
 mod continuity_semantic;
 mod continuity_sessref;
 mod continuity_stop;

@@ -51,7 +51,12 @@ impl Sim {
                 }
                 other => {
                     self.trace.push_str(&format!("{:>5}s  => {other:?} (checks so far: {})\n", self.now / 1000, self.checks));
-                    let answer = if self.deliver { ProgressInput::Delivered } else { ProgressInput::NotDelivered };
+                    let summary = match other {
+                        ProgressOutput::SendProgress { summary } => Some(summary),
+                        _ => None,
+                    };
+                    let fallback = summary.is_none();
+                    let answer = if self.deliver { ProgressInput::Delivered { summary } } else { ProgressInput::NotDelivered { fallback } };
                     self.push.handle(self.now, answer);
                 }
             }
@@ -230,20 +235,20 @@ proptest! {
                                     prop_assert!(!summary.is_empty());
                                     if deliver {
                                         prop_assert_ne!(delivered.last(), Some(&summary));
-                                        delivered.push(summary);
+                                        delivered.push(summary.clone());
                                         fallbacks_in_quiet = 0;
-                                        push.handle(now, ProgressInput::Delivered);
+                                        push.handle(now, ProgressInput::Delivered { summary: Some(summary) });
                                     } else {
-                                        push.handle(now, ProgressInput::NotDelivered);
+                                        push.handle(now, ProgressInput::NotDelivered { fallback: false });
                                     }
                                 }
                                 ProgressOutput::SendFallback { .. } => {
                                     prop_assert!(push.is_working());
                                     if deliver {
                                         fallbacks_in_quiet += 1;
-                                        push.handle(now, ProgressInput::Delivered);
+                                        push.handle(now, ProgressInput::Delivered { summary: None });
                                     } else {
-                                        push.handle(now, ProgressInput::NotDelivered);
+                                        push.handle(now, ProgressInput::NotDelivered { fallback: true });
                                     }
                                 }
                             }

@@ -4,7 +4,7 @@ use expect_test::{expect, Expect};
 use ext_core::auto_gate::AutoState;
 use ext_core::progress_push::ProgressConfig;
 use ext_core::settle_tracker::{SettleOutcome, SettleOutput, WakeId};
-use ext_core::wake::{render_message, Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
+use ext_core::wake::{render_message, InFlight, Language, MessageKind, PageFacts, SchedulerInput, SchedulerOutput, WakeScheduler};
 use ext_core::Millis;
 use proptest::prelude::*;
 
@@ -25,7 +25,15 @@ fn settled(ws: &str, seq: u64, outcome: SettleOutcome) -> SchedulerInput {
 }
 
 fn page(composer_present: bool, generating: bool, human_draft: bool) -> SchedulerInput {
-    SchedulerInput::Page(PageFacts { composer_present, generating, human_draft, facts_resolved: true, app_held: None, rate_limited: false })
+    SchedulerInput::Page(PageFacts {
+        composer_present,
+        generating,
+        human_draft,
+        facts_resolved: true,
+        app_held: None,
+        rate_limited: false,
+        delivery_in_flight: false,
+    })
 }
 
 fn idle_page() -> SchedulerInput {
@@ -45,11 +53,19 @@ struct Sim {
     scheduler: WakeScheduler,
     trace: String,
     summary: Option<String>,
+    /// The driver's ledger: the record of the message in flight.
+    ledger: Option<InFlight>,
 }
 
 impl Sim {
     fn new() -> Self {
-        Self { now: 0, scheduler: WakeScheduler::new(ProgressConfig::default(), Language::En), trace: String::new(), summary: None }
+        Self {
+            now: 0,
+            scheduler: WakeScheduler::new(ProgressConfig::default(), Language::En),
+            trace: String::new(),
+            summary: None,
+            ledger: None,
+        }
     }
 
     fn at(&mut self, t: Millis) -> &mut Self {
@@ -59,6 +75,13 @@ impl Sim {
 
     fn input(&mut self, input: SchedulerInput) -> &mut Self {
         self.trace.push_str(&format!("t={:>4}s <- {}\n", self.now / SEC, short(&input)));
+        // The driver's facts and answers come from its ledger.
+        let input = match input {
+            SchedulerInput::Page(facts) => SchedulerInput::Page(PageFacts { delivery_in_flight: self.ledger.is_some(), ..facts }),
+            SchedulerInput::DeliveryConfirmed { .. } => SchedulerInput::DeliveryConfirmed { message: self.ledger.take() },
+            SchedulerInput::DeliveryFailed { .. } => SchedulerInput::DeliveryFailed { message: self.ledger.take() },
+            other => other,
+        };
         self.scheduler.handle(self.now, input);
         self.drain();
         self
@@ -72,6 +95,7 @@ impl Sim {
                     self.scheduler.handle(self.now, SchedulerInput::SummaryChecked { summary });
                 }
                 SchedulerOutput::Deliver { kind, .. } => {
+                    self.ledger = Some(InFlight::of(&kind));
                     self.trace.push_str(&format!("t={:>4}s    => DELIVER {kind:?}\n", self.now / SEC));
                 }
                 SchedulerOutput::WithheldChanged { reason } => {
@@ -107,6 +131,8 @@ fn short(input: &SchedulerInput) -> String {
             format!("{workspace_id} settled {outcome:?} (wake {}#{})", wake_id.boot_id, wake_id.seq)
         }
         SchedulerInput::Page(p) => format!("page composer={} generating={} draft={}", p.composer_present, p.generating, p.human_draft),
+        SchedulerInput::DeliveryConfirmed { .. } => "DeliveryConfirmed".to_owned(),
+        SchedulerInput::DeliveryFailed { .. } => "DeliveryFailed".to_owned(),
         other => format!("{other:?}"),
     }
 }
@@ -119,7 +145,7 @@ fn auto_on_with_a_human_draft_submits_nothing_and_the_hud_says_why() {
     sim.input(working("w1"));
     sim.at(5 * SEC).input(settled("w1", 7, SettleOutcome::Done));
     sim.at(40 * SEC).input(page(true, false, false));
-    sim.at(41 * SEC).input(SchedulerInput::DeliveryConfirmed);
+    sim.at(41 * SEC).input(SchedulerInput::DeliveryConfirmed { message: None });
     // A replay of the same settle after a reconnect is not sent again.
     sim.input(settled("w1", 7, SettleOutcome::Done));
     sim.check(expect![[r#"
@@ -147,12 +173,12 @@ fn a_settle_waits_for_the_page_to_stop_generating_and_progress_never_interrupts(
     sim.input(working("w1"));
     sim.summary = Some("ran 40 of 120 tests".into());
     sim.at(61 * SEC);
-    sim.input(SchedulerInput::DeliveryConfirmed).input(page(true, true, false));
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None }).input(page(true, true, false));
     sim.summary = Some("ran 120 of 120 tests".into());
     sim.at(2 * MIN + SEC);
     sim.at(2 * MIN + 30 * SEC).input(settled("w1", 9, SettleOutcome::Blocked));
     sim.at(3 * MIN).input(idle_page());
-    sim.input(SchedulerInput::DeliveryConfirmed);
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None });
     sim.at(60 * MIN);
     sim.check(expect![[r#"
         t=   0s <- BindingChanged { workspace_id: Some("w1"), has_delivery_target: true }
@@ -198,7 +224,7 @@ fn failed_deliveries_back_off_then_wait_for_a_reload() {
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
     sim.input(working("w1")).input(settled("w1", 2, SettleOutcome::Idle));
     for _ in 0..4 {
-        sim.input(SchedulerInput::DeliveryFailed);
+        sim.input(SchedulerInput::DeliveryFailed { message: None });
         let next = sim.scheduler.next_deadline();
         sim.trace.push_str(&format!("       next deadline: {:?}\n", next.map(|d| d / SEC)));
         if let Some(deadline) = next {
@@ -207,7 +233,7 @@ fn failed_deliveries_back_off_then_wait_for_a_reload() {
     }
     sim.at(30 * MIN);
     sim.input(page(false, false, false)).input(idle_page());
-    sim.input(SchedulerInput::DeliveryConfirmed);
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None });
     sim.check(expect![[r#"
         t=   0s <- BindingChanged { workspace_id: Some("w1"), has_delivery_target: true }
         t=   0s    => HUD: Not sent: Auto is off for this chat. Turn Auto on, or continue by hand.
@@ -256,12 +282,13 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
         facts_resolved: false,
         app_held: None,
         rate_limited: false,
+        delivery_in_flight: false,
     });
     let mut sim = Sim::new();
     sim.input(bound("w1")).input(auto(true)).input(idle_page());
     sim.input(working("w1")).input(settled("w1", 2, SettleOutcome::Idle));
     for _ in 0..4 {
-        sim.input(SchedulerInput::DeliveryFailed);
+        sim.input(SchedulerInput::DeliveryFailed { message: None });
         if let Some(deadline) = sim.scheduler.next_deadline() {
             sim.at(deadline);
         }
@@ -270,7 +297,7 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
     let before = sim.trace.matches("=> DELIVER").count();
     sim.at(30 * MIN).input(unresolved).input(idle_page());
     assert_eq!(sim.trace.matches("=> DELIVER").count(), before + 1, "{}", sim.trace);
-    sim.input(SchedulerInput::DeliveryConfirmed).input(idle_page());
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None }).input(idle_page());
     assert_eq!(sim.trace.matches("=> DELIVER").count(), before + 1, "sent once: {}", sim.trace);
 }
 
@@ -284,8 +311,8 @@ fn a_delivery_in_flight_across_a_restart_waits_for_its_answer() {
     sim.trace.push_str("  -- service worker restarted --\n");
     sim.input(settled("w1", 2, SettleOutcome::Idle));
     sim.input(working("w1")).input(settled("w1", 5, SettleOutcome::Done));
-    sim.input(SchedulerInput::DeliveryConfirmed);
-    sim.input(SchedulerInput::DeliveryConfirmed);
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None });
+    sim.input(SchedulerInput::DeliveryConfirmed { message: None });
     sim.check(expect![[r#"
         t=   0s <- BindingChanged { workspace_id: Some("w1"), has_delivery_target: true }
         t=   0s    => HUD: Not sent: Auto is off for this chat. Turn Auto on, or continue by hand.
@@ -370,13 +397,20 @@ proptest! {
             match op {
                 Op::Working => s.handle(now, working("w1")),
                 Op::Settle(seq) => s.handle(now, settled("w1", seq, SettleOutcome::Idle)),
-                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false }; s.handle(now, SchedulerInput::Page(facts)); }
+                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }; s.handle(now, SchedulerInput::Page(facts)); }
                 Op::Auto(on) => { auto_on = on; s.handle(now, auto(on)); }
+                // The driver answers what its ledger holds, naming it.
                 Op::Confirm => {
-                    if let Some(MessageKind::Wake { wake_id, .. }) = awaiting.take() { confirmed.push(wake_id); }
-                    s.handle(now, SchedulerInput::DeliveryConfirmed);
+                    if let Some(kind) = awaiting.take() {
+                        if let MessageKind::Wake { wake_id, .. } = &kind { confirmed.push(wake_id.clone()); }
+                        s.handle(now, SchedulerInput::DeliveryConfirmed { message: Some(InFlight::of(&kind)) });
+                    }
                 }
-                Op::Fail => { awaiting = None; s.handle(now, SchedulerInput::DeliveryFailed); }
+                Op::Fail => {
+                    if let Some(kind) = awaiting.take() {
+                        s.handle(now, SchedulerInput::DeliveryFailed { message: Some(InFlight::of(&kind)) });
+                    }
+                }
                 Op::Advance(ms) => {
                     let until = now + ms;
                     while let Some(d) = s.next_deadline() {
