@@ -31,7 +31,11 @@ function binProfile(value) {
   throw new Error(`HERDR_CONTINUITY_BIN_PROFILE is '${value}'; set it to 'release' (the default) or 'debug', or unset it`);
 }
 
-/** The Rust sources a native binary is built from: the crate's own, the protocol crate's, the manifests. */
+/**
+ * The Rust sources a native binary is built from: the crates' `src/` files, without the
+ * `#[cfg(test)]` modules' files (`tests.rs`, `*_tests.rs`), which cargo rebuilds only the
+ * tests for. Manifests are left out: cargo relinks nothing for an edit that changes no unit.
+ */
 const BIN_SOURCES = {
   'herdr-companion': ['companion', 'protocol'],
   'herdr-standin': ['herdr-standin', 'protocol'],
@@ -53,11 +57,7 @@ export function binaryProblem(bin) {
     return `${bin} is missing. Build it with: ${build}`;
   }
   const crates = BIN_SOURCES[path.basename(bin)] ?? [];
-  const files = [path.join(REPO_ROOT, 'Cargo.toml'), path.join(REPO_ROOT, 'Cargo.lock')];
-  for (const crate of crates) {
-    files.push(path.join(REPO_ROOT, crate, 'Cargo.toml'));
-    files.push(...rustFiles(path.join(REPO_ROOT, crate, 'src')));
-  }
+  const files = crates.flatMap((crate) => rustFiles(path.join(REPO_ROOT, crate, 'src')));
   for (const file of files) {
     if (statSync(file).mtimeMs > built) {
       return `${bin} is older than ${path.relative(REPO_ROOT, file)}, so it is not the build of these sources. Rebuild it with: ${build}`;
@@ -71,7 +71,7 @@ function rustFiles(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) out.push(...rustFiles(full));
-    else if (entry.name.endsWith('.rs')) out.push(full);
+    else if (entry.name.endsWith('.rs') && entry.name !== 'tests.rs' && !entry.name.endsWith('_tests.rs')) out.push(full);
   }
   return out;
 }
