@@ -7,8 +7,12 @@
 #   3. npm binaryen's wasm-opt -Oz (never Debian's /usr/bin/wasm-opt: it breaks
 #      wasm-bindgen 0.2.130 output; see ../shared/TOOLCHAIN.md), no strip
 #   4. dist/extension/: manifest (with `key`), loaders, pages, CSS, _locales
-#   5. herdr-companion + herdr-standin (cargo build --release)
-# Honours CARGO_TARGET_DIR (default: target/). Prints the wasm size raw and gzipped and
+#   5. herdr-companion + herdr-standin: release (cargo build --release) for the demo, the
+#      bench and users; with HERDR_CONTINUITY_BIN_PROFILE=debug (npm test) the dev binaries,
+#      built by `cargo test --workspace --exclude ext-shell --no-run`: the compile the native
+#      tests need anyway (cargo builds a package's binaries for its integration tests), so
+#      npm test compiles the native dependency tree once, not a second time with release's LTO
+# Honours CARGO_TARGET_DIR (default: target/); e2e/lib/paths.mjs reads the same variables. Prints the wasm size raw and gzipped and
 # fails when the wasm imports anything from `env`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +22,11 @@ say() { printf 'build: %s\n' "$*"; }
 die() { printf 'build: error: %s\n' "$*" >&2; exit 1; }
 
 target_dir="${CARGO_TARGET_DIR:-target}"
+bin_profile="${HERDR_CONTINUITY_BIN_PROFILE:-release}"
+case "$bin_profile" in
+  release|debug) ;;
+  *) die "HERDR_CONTINUITY_BIN_PROFILE is '$bin_profile'; set it to 'release' (the default) or 'debug', or unset it" ;;
+esac
 dist="dist/extension"
 wasm_opt="node_modules/.bin/wasm-opt"
 
@@ -88,11 +97,16 @@ node -e '
   fs.writeFileSync(dst, JSON.stringify(manifest, null, 2) + "\n");
 ' manifest/manifest.json "$dist/manifest.json" "$key"
 
-say "cargo build companion + herdr-standin (release)"
-cargo build --release -p companion -p herdr-standin
+if [[ "$bin_profile" == release ]]; then
+  say "cargo build companion + herdr-standin (release)"
+  cargo build --release -p companion -p herdr-standin
+else
+  say "cargo test --no-run: the native tests and the dev companion + herdr-standin"
+  cargo test --workspace --exclude ext-shell --no-run
+fi
 
 after=$(stat -c %s "$bg")
 gz=$(gzip -9 -c "$bg" | wc -c)
 say "extension: $dist (id $(cat manifest/extension-id.txt))"
-say "binaries: $target_dir/release/herdr-companion $target_dir/release/herdr-standin"
+say "binaries: $target_dir/$bin_profile/herdr-companion $target_dir/$bin_profile/herdr-standin"
 say "wasm: ${after} B raw (${before} B before wasm-opt), ${gz} B gzip"

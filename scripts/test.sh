@@ -81,9 +81,13 @@ part_times+=("setup $((SECONDS - started))")
 
 banner "build"
 started=$SECONDS
-bash scripts/build.sh || { echo "test: scripts/build.sh failed — the extension could not be built; see the error above"; exit 1; }
+# The e2e tests run the dev binaries (e2e/lib/paths.mjs reads the same variable): build.sh
+# compiles them with the native tests in one `cargo test --no-run`, so the native dependency
+# tree is compiled once (dev), not also with release's LTO. A failed compile stops here, so
+# no suite runs binaries older than the sources (paths.mjs also refuses a stale binary).
+export HERDR_CONTINUITY_BIN_PROFILE=debug
+bash scripts/build.sh || { echo "test: scripts/build.sh failed — the extension or the native tests could not be built; see the error above"; exit 1; }
 part_times+=("build $((SECONDS - started))")
-# build.sh also builds the release binaries the e2e tests run (herdr-companion, herdr-standin).
 
 # ext-shell builds natively but all its tests are wasm-bindgen-test tests (0 run natively);
 # they run in headless Chromium through scripts/test-wasm.sh, so native cargo test skips it.

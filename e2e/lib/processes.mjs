@@ -3,7 +3,7 @@
 // a grace period), and `stop()` resolves only once the process has exited.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { COMPANION_BIN, STANDIN_BIN } from './paths.mjs';
+import { binaryProblem, COMPANION_BIN, STANDIN_BIN } from './paths.mjs';
 
 /** A child process with its collected output, for error messages. */
 export class OwnedProcess {
@@ -54,10 +54,13 @@ export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Fails when `bin` is missing or older than its sources (checked once per binary and run). */
+const checkedBinaries = new Set();
 function requireBinary(bin) {
-  if (!existsSync(bin)) {
-    throw new Error(`${bin} is missing. Build it with: cargo build --release -p companion -p herdr-standin`);
-  }
+  if (checkedBinaries.has(bin)) return;
+  const problem = binaryProblem(bin);
+  if (problem) throw new Error(problem);
+  checkedBinaries.add(bin);
 }
 
 /**
