@@ -239,7 +239,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
       [
         row('worker.js and the wasm glue fetched and evaluated (herdr:script)', (r) => m(r, 'herdr:script')),
         row('wasm compiled and instantiated (herdr:wasm)', (r) => m(r, 'herdr:wasm')),
-        row('stored state read, chrome.storage local + sync (herdr:state)', (r) => m(r, 'herdr:state')),
+        row('stored state read, chrome.storage local + sync, read during the compile (herdr:state)', (r) => m(r, 'herdr:state')),
         row('start_worker returned (herdr:started)', (r) => m(r, 'herdr:started')),
         row('page port connect event in the worker (herdr:connect)', (r) => m(r, 'herdr:connect')),
         row('page_connected posted the profile and the view (herdr:page-connected)', (r) => m(r, 'herdr:page-connected')),

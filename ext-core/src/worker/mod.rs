@@ -60,6 +60,16 @@ use storage::StorageWait;
 pub const PERSIST_DEBOUNCE_MS: Millis = 200;
 /// The `chrome.storage.local` key of the continuity snapshot.
 pub const STORAGE_KEY: &str = "continuity";
+/// What a worker start reads from `chrome.storage.local` before anything else: the snapshot,
+/// the judge and recovery settings, the profile overrides. Generated into
+/// `extension/contracts.js` (`start_keys.local`), so `worker.js` issues the read while the
+/// wasm compiles; the shell hands the items to the start as read.
+pub const START_LOCAL_KEYS: [&str; 4] =
+    [STORAGE_KEY, crate::semantic_auto::SETTINGS_KEY, crate::recovery_config::SETTINGS_KEY, crate::sites::overrides::STORAGE_KEY];
+/// What a worker start reads from `chrome.storage.sync` (`start_keys.sync`): Auto in projects
+/// and the progress timings.
+pub const START_SYNC_KEYS: [&str; 3] =
+    [crate::contracts::ALLOW_PROJECT_AUTO_KEY, crate::contracts::PROGRESS_TICK_KEY, crate::contracts::PROGRESS_FALLBACK_KEY];
 /// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
 pub const CALL_ID_PREFIX: &str = "c-";
 
