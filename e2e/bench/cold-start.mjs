@@ -247,6 +247,19 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
         row('first view rendered on the page (HUD host data-companion written)', (r) => r.view),
       ],
     );
+    // The same runs as durations of one step each (each run's own difference): on a busy
+    // machine a step's end moves with every wait before it, its length much less.
+    const span = (from, to) => (r) => (to === 'view' ? r.view : m(r, to)) - m(r, from);
+    table(
+      'the same runs, per step (its duration in each run)',
+      ['step', 'p50', 'p95', 'min', 'max'],
+      [
+        row('wasm compile and instantiate (herdr:script → herdr:wasm)', span('herdr:script', 'herdr:wasm')),
+        row('start_worker (the later of herdr:wasm / herdr:state → herdr:started)', (r) => m(r, 'herdr:started') - Math.max(m(r, 'herdr:wasm'), m(r, 'herdr:state'))),
+        row('page_connected (herdr:started → herdr:page-connected)', span('herdr:started', 'herdr:page-connected')),
+        row('post → rendered on the page (herdr:page-connected → view)', span('herdr:page-connected', 'view')),
+      ],
+    );
     // What the first view said of the companion: it is posted at the port's connect, before
     // the native host answered (companionConnecting), not after.
     const said = [...new Set(runs.map((r) => r.companion))].join(', ');
