@@ -261,7 +261,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
       ],
     );
     // What the first view said of the companion: it is posted at the port's connect, before
-    // the native host answered (companionConnecting), not after.
+    // the worker opened the native port (companionStarting), not after.
     const said = [...new Set(runs.map((r) => r.companion))].join(', ');
     say(`the first view's companion line: ${said}`);
     const sorted = pick((r) => r.view);
