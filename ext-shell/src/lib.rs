@@ -140,12 +140,19 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
 /// The answer of `worker.js` to the request `token`: of `herdrStorage`
 /// ([`js::storage_request`]) `ok` with the value read (`undefined` when nothing is stored; a
 /// write's is `undefined`), of `herdrTabs` ([`js::create_tab_request`]) the new tab's id; else the
-/// error thrown.
+/// error thrown. Before the worker exists only [`start_worker`]'s own write can be answered
+/// (the unreadable state kept aside, when the start then failed): its failure is warned here,
+/// as the worker warns a failed write of its own.
 #[wasm_bindgen]
 pub fn js_answer(token: u32, ok: bool, value: JsValue) {
     let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
-    if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
-        LinkDriver::js_answered(&driver, token, outcome);
+    match WORKER.with(|worker| worker.borrow().clone()) {
+        Some(driver) => LinkDriver::js_answered(&driver, token, outcome),
+        None => {
+            if let Err(error) = outcome {
+                js::warn(&format!("herdr-continuity: saving state failed: {error}"));
+            }
+        }
     }
 }
 
