@@ -331,6 +331,7 @@
       delete host.dataset.startProblem;
     }
   };
+  let profileWork = 0;
   const setProfile = (next) => {
     // The flat profile (ext-core sites::flat, schema 1): its chains, labels and generations.
     hc.profile = next && next.schema === 1 && next.facts && typeof next.facts === 'object' && Array.isArray(next.generations) &&
@@ -338,10 +339,16 @@
     hc.quiet = null;
     hc.turnCache = { profile: null, list: null, probe: null, listProbe: null };
     hc.userTurns = { shape: null, list: [], probe: null };
-    watch();
-    sendFacts(true);
-    // Always answered with diagnostics, also on a page that matches no generation.
-    sendDiagnostics(true);
+    // The page's work for the profile (watch, facts, diagnostics) runs in a task of its own:
+    // a (re)started worker posts the profile and the HUD view together, and the view is shown
+    // first (docs/PROTOCOL.md "profile"). A newer profile meanwhile runs it once, for itself.
+    clearTimeout(profileWork);
+    profileWork = setTimeout(() => {
+      watch();
+      sendFacts(true);
+      // Always answered with diagnostics, also on a page that matches no generation.
+      sendDiagnostics(true);
+    }, 0);
   };
   Object.assign(hc, { reports, selectContents, deliver, clearComposer, insert, showNotice, startProblem, setProfile });
 })();

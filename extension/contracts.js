@@ -250,6 +250,19 @@
         "progress_tick": "progressTickSec"
       },
       "trusted_typing_key": "trustedTypingAllowed"
+    },
+    "start_keys": {
+      "local": [
+        "continuity",
+        "herdrContinuityJudgeV1",
+        "herdrContinuityRecoveryV1",
+        "herdrContinuityProfileOverridesV1"
+      ],
+      "sync": [
+        "allowProjectAuto",
+        "progressTickSec",
+        "progressFallbackSec"
+      ]
     }
   });
 })();

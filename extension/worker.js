@@ -15,7 +15,7 @@ import { recordActivity } from './activity-log.js';
 performance.mark('herdr:script');
 let firstPort = true;
 // Names, keys and caps shared with Rust (generated from ext-core/src/contracts.rs).
-const { ports: PORTS, messages: MESSAGES, settings: SETTINGS } = globalThis.herdrContracts;
+const { ports: PORTS, messages: MESSAGES, settings: SETTINGS, start_keys: START_KEYS } = globalThis.herdrContracts;
 const { progress_tick: TICK_KEY, progress_fallback: FALLBACK_KEY, allow_project_auto: ALLOW_PROJECT_AUTO_KEY } = SETTINGS.sync_keys;
 
 // The Activity timeline: ext-shell hands each entry the core records to this global
@@ -23,8 +23,8 @@ const { progress_tick: TICK_KEY, progress_fallback: FALLBACK_KEY, allow_project_
 // than a wasm-bindgen JS import keeps the store a plain module the side panel imports too.
 globalThis.herdrActivity = recordActivity;
 
-// Strict start (issue 23): the start reads its stored state and settings here (the keys
-// come from the wasm: a storage read in the wasm is a future of its own). A read that fails
+// Strict start (issue 23): the start reads its stored state and settings here (a storage
+// read in the wasm is a future of its own), at once, while the wasm compiles. A read that fails
 // starts nothing — the wasm, the only writer of the state, starts only with what was read,
 // so no persist can overwrite bindings, Auto, the delivery ledger, the journal outbox or
 // transfers with an empty state. It is tried again with a growing delay (START_RETRY_MS,
@@ -80,11 +80,16 @@ globalThis.herdrTabs = (token, url) => {
 // clock ahead instead of sleeping through its stall, pace and back-off timers. Only code in
 // this worker can call it (Playwright's `worker.evaluate`); unused, the clock is Date.now().
 globalThis.herdrTestClock = (ms) => ready.then(() => shell.advance_clock_for_test(ms));
+// The start's read goes out with the wasm's compile, not after it: the keys are the core's
+// (`herdrContracts.start_keys`, generated from ext-core `worker::START_LOCAL_KEYS` /
+// `START_SYNC_KEYS`), and the start takes the items only once both are here.
+const startRead = readStart(START_KEYS.local, START_KEYS.sync).then((items) => {
+  performance.mark('herdr:state');
+  return items;
+});
 const ready = init().then(async () => {
   performance.mark('herdr:wasm');
-  const [localKeys, syncKeys] = shell.start_keys();
-  const [local, sync] = await readStart(localKeys, syncKeys);
-  performance.mark('herdr:state');
+  const [local, sync] = await startRead;
   shell.start_worker(local, sync);
   performance.mark('herdr:started');
   started = true;

@@ -239,7 +239,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
       [
         row('worker.js and the wasm glue fetched and evaluated (herdr:script)', (r) => m(r, 'herdr:script')),
         row('wasm compiled and instantiated (herdr:wasm)', (r) => m(r, 'herdr:wasm')),
-        row('stored state read, chrome.storage local + sync (herdr:state)', (r) => m(r, 'herdr:state')),
+        row('stored state read, chrome.storage local + sync, read during the compile (herdr:state)', (r) => m(r, 'herdr:state')),
         row('start_worker returned (herdr:started)', (r) => m(r, 'herdr:started')),
         row('page port connect event in the worker (herdr:connect)', (r) => m(r, 'herdr:connect')),
         row('page_connected posted the profile and the view (herdr:page-connected)', (r) => m(r, 'herdr:page-connected')),
@@ -247,8 +247,21 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
         row('first view rendered on the page (HUD host data-companion written)', (r) => r.view),
       ],
     );
+    // The same runs as durations of one step each (each run's own difference): on a busy
+    // machine a step's end moves with every wait before it, its length much less.
+    const span = (from, to) => (r) => (to === 'view' ? r.view : m(r, to)) - m(r, from);
+    table(
+      'the same runs, per step (its duration in each run)',
+      ['step', 'p50', 'p95', 'min', 'max'],
+      [
+        row('wasm compile and instantiate (herdr:script → herdr:wasm)', span('herdr:script', 'herdr:wasm')),
+        row('start_worker (the later of herdr:wasm / herdr:state → herdr:started)', (r) => m(r, 'herdr:started') - Math.max(m(r, 'herdr:wasm'), m(r, 'herdr:state'))),
+        row('page_connected (herdr:started → herdr:page-connected)', span('herdr:started', 'herdr:page-connected')),
+        row('post → rendered on the page (herdr:page-connected → view)', span('herdr:page-connected', 'view')),
+      ],
+    );
     // What the first view said of the companion: it is posted at the port's connect, before
-    // the native host answered (companionConnecting), not after.
+    // the worker opened the native port (companionStarting), not after.
     const said = [...new Set(runs.map((r) => r.companion))].join(', ');
     say(`the first view's companion line: ${said}`);
     const sorted = pick((r) => r.view);

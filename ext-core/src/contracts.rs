@@ -69,6 +69,7 @@ pub fn contracts() -> Value {
             "host": continuity_protocol::HOST_NAME,
         },
         "ports": { "page": port::PAGE_PORT, "panel": port::PANEL_PORT },
+        "start_keys": { "local": crate::worker::START_LOCAL_KEYS, "sync": crate::worker::START_SYNC_KEYS },
         "messages": {
             "page_to_worker": names(port::PageToWorker::ALL.iter().map(|n| n.as_str())),
             "worker_to_page": names(port::WorkerToPage::ALL.iter().map(|n| n.as_str())),

@@ -12,8 +12,9 @@
 //! either: they are plain JS renderers (`extension/sidepanel.js`, `extension/options.js`)
 //! of the views the worker sends over a `panel` port, and of `chrome.storage.sync`.
 //!
-//! Entry points (called by `extension/worker.js`): [`start_keys`] and [`start_worker`]
-//! (`worker.js` reads the stored state and settings in between), [`page_connected`],
+//! Entry points (called by `extension/worker.js`): [`start_worker`] (with the stored state
+//! and settings `worker.js` read under `herdrContracts.start_keys`, the keys
+//! `ext_core::worker::START_LOCAL_KEYS` / `START_SYNC_KEYS` name), [`page_connected`],
 //! [`page_message`], [`page_disconnected`], [`on_alarm`], [`tab_removed`],
 //! [`tab_activated`], [`allow_project_auto_changed`], [`progress_settings_changed`],
 //! [`profile_overrides_changed`], and the options page's [`profile_import`],
@@ -75,25 +76,6 @@ fn worker() -> Result<Rc<RefCell<LinkDriver>>, JsValue> {
     Err(JsError::new("herdr-continuity: the worker has not started (start_worker restores the state first)").into())
 }
 
-/// The storage keys [`start_worker`] reads, `[local keys, sync keys]`: `worker.js` reads
-/// them before the start (a storage read in the wasm is a future of its own, kilobytes of
-/// it), so the keys are named here, once.
-#[wasm_bindgen]
-pub fn start_keys() -> js_sys::Array {
-    let keys = |names: &[&str]| names.iter().map(|name| JsValue::from_str(name)).collect::<js_sys::Array>();
-    [
-        keys(&[
-            driver::STORAGE_KEY,
-            ext_core::semantic_auto::SETTINGS_KEY,
-            ext_core::recovery_config::SETTINGS_KEY,
-            ext_core::sites::overrides::STORAGE_KEY,
-        ]),
-        keys(&[ALLOW_PROJECT_AUTO_KEY, PROGRESS_TICK_KEY, PROGRESS_FALLBACK_KEY]),
-    ]
-    .into_iter()
-    .collect()
-}
-
 /// The value of `key` in `items` (an object `chrome.storage.*.get` gave), if any.
 fn stored(items: &JsValue, key: &str) -> Option<JsValue> {
     Reflect::get(items, &JsValue::from_str(key)).ok()
@@ -101,7 +83,7 @@ fn stored(items: &JsValue, key: &str) -> Option<JsValue> {
 
 /// Service worker start (top level of `worker.js`, after `init()`): restore the persisted
 /// continuity state (B7), then connect to the companion. `local` and `sync` are what
-/// `chrome.storage.local` and `chrome.storage.sync` hold under [`start_keys`] (`worker.js`
+/// `chrome.storage.local` and `chrome.storage.sync` hold under `ext_core::worker::START_LOCAL_KEYS` / `START_SYNC_KEYS` (`worker.js`
 /// reads them first and starts nothing until both reads succeeded: a failed read is tried
 /// again, never an empty state); `worker.js` forwards no event before this
 /// returned, so the state is back first.
@@ -158,12 +140,19 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
 /// The answer of `worker.js` to the request `token`: of `herdrStorage`
 /// ([`js::storage_request`]) `ok` with the value read (`undefined` when nothing is stored; a
 /// write's is `undefined`), of `herdrTabs` ([`js::create_tab_request`]) the new tab's id; else the
-/// error thrown.
+/// error thrown. Before the worker exists only [`start_worker`]'s own write can be answered
+/// (the unreadable state kept aside, when the start then failed): its failure is warned here,
+/// as the worker warns a failed write of its own.
 #[wasm_bindgen]
 pub fn js_answer(token: u32, ok: bool, value: JsValue) {
     let outcome = if ok { Ok(value) } else { Err(js::error_text(&value)) };
-    if let Some(driver) = WORKER.with(|worker| worker.borrow().clone()) {
-        LinkDriver::js_answered(&driver, token, outcome);
+    match WORKER.with(|worker| worker.borrow().clone()) {
+        Some(driver) => LinkDriver::js_answered(&driver, token, outcome),
+        None => {
+            if let Err(error) = outcome {
+                js::warn(&format!("herdr-continuity: saving state failed: {error}"));
+            }
+        }
     }
 }
 

@@ -56,3 +56,19 @@ fn handoff_calls_and_package_are_checked() {
 fn a_delivery_leaves_only_after_the_snapshot_naming_it_is_written() {
     common::a_delivery_leaves_only_after_the_snapshot_naming_it_is_written();
 }
+
+/// A storage write answered before the worker exists — `start_worker` keeps an unreadable
+/// state aside, then fails to create the driver — is not dropped silently: its failure is
+/// warned, as the worker warns a failed write of its own (review worker28 #6).
+#[wasm_bindgen_test]
+fn a_failed_write_before_the_worker_started_is_warned() {
+    let console = js_sys::Reflect::get(&js_sys::global(), &"console".into()).expect("console");
+    let original = js_sys::Reflect::get(&console, &"warn".into()).expect("console.warn");
+    let warned = js_sys::Array::new();
+    let record = js_sys::Function::new_with_args("text", "this.push(String(text))").bind0(&warned);
+    js_sys::Reflect::set(&console, &"warn".into(), &record).expect("replace console.warn");
+    ext_shell::js_answer(0, false, wasm_bindgen::JsValue::from_str("QUOTA_BYTES quota exceeded"));
+    js_sys::Reflect::set(&console, &"warn".into(), &original).expect("restore console.warn");
+    let texts: Vec<String> = warned.iter().filter_map(|text| text.as_string()).collect();
+    assert_eq!(texts, ["herdr-continuity: saving state failed: QUOTA_BYTES quota exceeded"], "{texts:?}");
+}

@@ -21,6 +21,8 @@
 //!   carried out only after the snapshot naming them was written ([`storage`]); a failed
 //!   write carries out nothing (never repeated after a restart).
 //! - The snapshot is written at most once per [`PERSIST_DEBOUNCE_MS`] burst (B7).
+//! - `Start` opens the native port at the next `Timer` (due at once), never within the
+//!   start's own turn: the pages that woke the worker get their first view first.
 //! - A port is sent its view only when it changed ([`pages`]).
 //!
 //! Driver contract: call [`Worker::handle`] with the real clock (`Date.now()`), then drain
@@ -60,6 +62,16 @@ use storage::StorageWait;
 pub const PERSIST_DEBOUNCE_MS: Millis = 200;
 /// The `chrome.storage.local` key of the continuity snapshot.
 pub const STORAGE_KEY: &str = "continuity";
+/// What a worker start reads from `chrome.storage.local` before anything else: the snapshot,
+/// the judge and recovery settings, the profile overrides. Generated into
+/// `extension/contracts.js` (`start_keys.local`), so `worker.js` issues the read while the
+/// wasm compiles; the shell hands the items to the start as read.
+pub const START_LOCAL_KEYS: [&str; 4] =
+    [STORAGE_KEY, crate::semantic_auto::SETTINGS_KEY, crate::recovery_config::SETTINGS_KEY, crate::sites::overrides::STORAGE_KEY];
+/// What a worker start reads from `chrome.storage.sync` (`start_keys.sync`): Auto in projects
+/// and the progress timings.
+pub const START_SYNC_KEYS: [&str; 3] =
+    [crate::contracts::ALLOW_PROJECT_AUTO_KEY, crate::contracts::PROGRESS_TICK_KEY, crate::contracts::PROGRESS_FALLBACK_KEY];
 /// The wire id prefix of continuity requests (the link uses `hello-` / `ping-`).
 pub const CALL_ID_PREFIX: &str = "c-";
 
@@ -101,7 +113,9 @@ pub enum PageInput {
 /// What JS reports to the worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerInput {
-    /// The worker started (after the state was restored): connect to the companion.
+    /// The worker started (after the state was restored): connect to the companion, at the
+    /// next [`WorkerInput::Timer`] (due at once), so the pages that connected with the start
+    /// get their first view before `connectNative` and the `hello`.
     Start,
     /// `chrome.alarms.onAlarm`: the keep-trying alarm (the link's timer, whatever is due).
     Alarm,
@@ -289,6 +303,8 @@ pub struct Worker {
     ahead: Millis,
     /// The open native port's generation.
     native: Option<PortGeneration>,
+    /// `Start` arrived and the link has not been started yet (it starts at the next timer).
+    link_start_due: bool,
     /// Whether the link was connected after the last pump (edges feed LinkUp / LinkDown).
     link_connected: bool,
     pages: Vec<Page>,
@@ -327,6 +343,7 @@ impl Worker {
             now: 0,
             ahead: 0,
             native: None,
+            link_start_due: false,
             link_connected: false,
             pages: Vec::new(),
             probes: VecMap::new(),
@@ -384,7 +401,8 @@ impl Worker {
     /// When [`WorkerInput::Timer`] is due (real time).
     pub fn next_deadline(&self) -> Option<Millis> {
         let continuity = self.continuity.next_deadline().map(|at| at.saturating_sub(self.ahead));
-        [self.link.next_deadline(), continuity, self.persist_at].into_iter().flatten().min()
+        let start = self.link_start_due.then_some(self.now);
+        [self.link.next_deadline(), continuity, self.persist_at, start].into_iter().flatten().min()
     }
 
     /// The continuity machine's time.
@@ -396,8 +414,11 @@ impl Worker {
     pub fn handle(&mut self, now: Millis, input: WorkerInput) {
         self.now = now;
         match input {
-            WorkerInput::Start => self.link_input(Input::Start),
-            WorkerInput::Alarm => self.link_input(Input::Timer),
+            WorkerInput::Start => self.link_start_due = true,
+            WorkerInput::Alarm => {
+                self.start_link();
+                self.link_input(Input::Timer);
+            }
             WorkerInput::Timer => self.timer(),
             WorkerInput::AdvanceClock { ms } => {
                 self.ahead = self.ahead.saturating_add(ms);
@@ -443,6 +464,7 @@ impl Worker {
 
     /// Whatever is due: the link's deadline, continuity's, the coalesced snapshot write.
     fn timer(&mut self) {
+        self.start_link();
         if self.link.next_deadline().is_some_and(|at| at <= self.now) {
             self.link_input(Input::Timer);
         }
@@ -455,6 +477,13 @@ impl Worker {
             self.persist_at = None;
             let value = self.continuity.snapshot_value();
             self.outputs.push_back(WorkerOutput::StorageWrite { token: 0, key: STORAGE_KEY, value });
+        }
+    }
+
+    /// The link's deferred `Start`, once.
+    fn start_link(&mut self) {
+        if std::mem::take(&mut self.link_start_due) {
+            self.link_input(Input::Start);
         }
     }
 

@@ -522,13 +522,15 @@ impl World {
     // native events and settings one to one), and `WorkerOutput`s become what the world
     // observes (see `drain`). ---
 
-    /// A (new) worker starts: the side panel connects, then the native port opens (it
-    /// fails while the companion is unreachable). The pages connect as they report.
+    /// A (new) worker starts: the side panel connects, then the native port opens at the
+    /// start's timer (it fails while the companion is unreachable). The pages connect as they report.
     fn start_worker(&mut self) -> Result<(), TestCaseError> {
         self.native = None;
         self.ports.clear();
         self.inputs.push_back(WorkerInput::PortConnected { port: PANEL_PORT, tab: None, panel: true, url: String::new() });
         self.inputs.push_back(WorkerInput::Start);
+        // The shell's timer for `next_deadline`, due at once: the link starts.
+        self.inputs.push_back(WorkerInput::Timer);
         self.run()
     }
 

@@ -72,6 +72,15 @@ impl Shell {
         seen
     }
 
+    /// The worker starts as the shell starts it: `Start`, then the timer it arms for
+    /// `next_deadline` (due at once) opens the native port.
+    fn start(&mut self) -> Vec<WorkerOutput> {
+        let mut out = self.feed(WorkerInput::Start);
+        assert_eq!(self.worker.next_deadline(), Some(self.now), "the link starts at the next timer");
+        out.extend(self.feed(WorkerInput::Timer));
+        out
+    }
+
     fn page(&mut self, port: u32, message: PageInput) -> Vec<WorkerOutput> {
         self.feed(WorkerInput::Page { port, message })
     }
@@ -137,7 +146,7 @@ fn a_page_report_reaches_continuity_and_its_view_goes_to_that_tab_and_the_panel_
 #[test]
 fn a_native_disconnect_goes_through_the_link_to_continuity_and_calls_are_answered_offline() {
     let mut shell = Shell::new();
-    let out = shell.feed(WorkerInput::Start);
+    let out = shell.start();
     // Start → connectNative → hello → answered → connected → continuity subscribes.
     let subscribe = out.iter().find_map(|o| match o {
         WorkerOutput::Call { wire_id, call: call @ RuntimeCall::Subscribe { .. } } => Some((wire_id.clone(), call.clone())),
@@ -165,7 +174,7 @@ fn a_native_disconnect_goes_through_the_link_to_continuity_and_calls_are_answere
 #[test]
 fn a_delivery_is_posted_only_after_the_snapshot_naming_it_was_written() {
     let mut shell = Shell::new();
-    shell.feed(WorkerInput::Start);
+    shell.start();
     two_tabs_and_a_panel(&mut shell);
     shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
     let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
@@ -225,7 +234,7 @@ fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<
 #[test]
 fn a_restored_worker_asks_first_for_the_queue_record_its_retried_removal_needs() {
     let mut shell = Shell::new();
-    shell.feed(WorkerInput::Start);
+    shell.start();
     two_tabs_and_a_panel(&mut shell);
     let mut store = None;
     let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
@@ -255,7 +264,7 @@ fn a_restored_worker_asks_first_for_the_queue_record_its_retried_removal_needs()
 #[test]
 fn a_failed_snapshot_write_posts_nothing_and_a_failed_debounced_write_is_warned() {
     let mut shell = Shell::new();
-    shell.feed(WorkerInput::Start);
+    shell.start();
     two_tabs_and_a_panel(&mut shell);
     shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
     let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
@@ -365,7 +374,7 @@ fn a_tab_is_gone_for_continuity_when_its_last_port_closes_and_a_round_trip_answe
 #[test]
 fn the_test_clock_moves_only_the_continuity_deadlines() {
     let mut shell = Shell::new();
-    shell.feed(WorkerInput::Start);
+    shell.start();
     let link_only = shell.worker.next_deadline();
     shell.feed(WorkerInput::AdvanceClock { ms: 60_000 });
     assert_eq!(shell.worker.clock_ahead(), 60_000);
@@ -467,7 +476,7 @@ mod props {
             };
             let out = world.shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: String::new() });
             world.check(out).expect("the panel connects");
-            let out = world.shell.feed(WorkerInput::Start);
+            let out = world.shell.start();
             world.check(out).expect("the worker starts");
             world
         }
@@ -683,4 +692,38 @@ mod props {
             .expect("the world holds");
         assert!(delivered.get() >= 100, "only {} deliveries in 64 cases", delivered.get());
     }
+}
+
+/// Issue 28 (cold start): the pages that woke a stopped worker get their site profile and
+/// first HUD view before the companion is connected — `Start` opens no native port within
+/// its own turn, the timer it arms (due at once) does, and an alarm before it does too.
+#[test]
+fn the_start_connects_the_companion_after_the_pages_waiting_got_their_first_view() {
+    let mut shell = Shell::new();
+    let out = shell.feed(WorkerInput::Start);
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "no connectNative in the start's turn: {out:?}");
+    assert_eq!(shell.worker.next_deadline(), Some(shell.now), "the link's start is due at once");
+    // The page whose connect started the worker: its profile and HUD go out, the link not yet started.
+    let out = shell.feed(WorkerInput::PortConnected { port: 1, tab: Some(1), panel: false, url: url() });
+    let types: Vec<_> = out
+        .iter()
+        .filter_map(|o| match o {
+            WorkerOutput::Post { port: 1, message } => message.get("type").and_then(Value::as_str),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(types, ["profile", "hud"], "{out:?}");
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "{out:?}");
+    // The timer: the native port opens, the hello is answered, the page hears of it.
+    let out = shell.feed(WorkerInput::Timer);
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "{out:?}");
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::Post { port: 1, .. })), "the page is told: {out:?}");
+    let again = shell.feed(WorkerInput::Timer);
+    assert!(!again.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "started once: {again:?}");
+
+    // An alarm that comes first starts it as well.
+    let mut shell = Shell::new();
+    shell.feed(WorkerInput::Start);
+    let out = shell.feed(WorkerInput::Alarm);
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "{out:?}");
 }

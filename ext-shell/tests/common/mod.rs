@@ -169,25 +169,31 @@ pub fn runtime_messages_parse_into_core_types() {
     assert!(wire::page_message(&json!({"type": "action", "action": "format_disk"})).is_err());
 }
 
-/// Start → hello → connected → round trip → host exits → reconnect after the backoff.
+/// Start → a page's first view → the timer opens the port → hello → connected → round trip → host exits → reconnect after the backoff.
 pub async fn driver_handshakes_probes_and_reconnects_with_fake_ports() {
     let (connect, ports) = fake_chrome();
     let (page_factory, _page_ports) = fake_chrome();
     let driver = LinkDriver::new(connect, "0.1.0", ext_core::continuity::Continuity::new());
     LinkDriver::feed(&driver, ext_core::worker::WorkerInput::Start);
-    assert_eq!(ports.length(), 1, "Start opens one native port");
+    assert_eq!(ports.length(), 0, "Start opens no native port in its own turn");
+
+    // The page that woke the worker gets its view first.
+    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
+    LinkDriver::page_connected(&driver, page.clone());
+    // The site profile goes first (none for a port without a chat URL), then the HUD.
+    assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null, "source": "builtin"}));
+    assert_eq!(sent(&page)[1]["view"]["companion"]["key"], "companionStarting");
+
+    // The timer the start armed (due at once) opens the native port.
+    gloo_timers::future::TimeoutFuture::new(20).await;
+    assert_eq!(ports.length(), 1, "the start's timer opens one native port");
     let native = ports.get(0);
     assert_eq!(get(&native, "name").as_string().as_deref(), Some("dev.herdr.continuity"));
     let hello = sent(&native);
     assert_eq!(hello.len(), 1);
     assert_eq!(hello[0]["method"], "hello");
     assert_eq!(hello[0]["params"]["protocol"], 2);
-
-    let page = page_factory.call1(&JsValue::NULL, &"page".into()).expect("page port");
-    LinkDriver::page_connected(&driver, page.clone());
-    // The site profile goes first (none for a port without a chat URL), then the HUD.
-    assert_eq!(sent(&page)[0], json!({"type": "profile", "profile": null, "source": "builtin"}));
-    assert_eq!(sent(&page)[1]["view"]["companion"]["key"], "companionConnecting");
+    assert_eq!(sent(&page).last().expect("hud")["view"]["companion"]["key"], "companionConnecting");
 
     deliver(&native, hello_answer(hello[0]["id"].as_str().expect("id"), 2));
     let page_view = sent(&page).last().cloned().expect("a HUD update");
