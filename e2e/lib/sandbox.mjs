@@ -148,12 +148,12 @@ export class Sandbox {
   async dispose() {
     let pids = this.processesOfThisHome();
     for (const pid of pids) safeKill(pid, 'SIGKILL');
-    for (let i = 0; i < 200 && pids.length > 0; i++) {
+    for (let i = 0; i < 500 && pids.length > 0; i++) {
       await sleep(10);
       pids = pids.filter(isAlive);
     }
     if (pids.length > 0) {
-      throw new Error(`Processes of ${this.home} survived SIGKILL for 2 s: ${pids.join(', ')}; ${this.dir} was kept for a look.`);
+      throw new Error(`Processes of ${this.home} survived SIGKILL for 5 s: ${pids.join(', ')}; ${this.dir} was kept for a look.`);
     }
     await this.context?.close().catch(() => {});
     this.context = null;
