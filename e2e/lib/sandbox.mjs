@@ -146,7 +146,9 @@ export class Sandbox {
    * with a detached `rm -rf` that outlives this process, so no test waits for the disk.
    */
   async dispose() {
-    let pids = this.processesOfThisHome();
+    // The runtime and stand-in this sandbox started, by pid too: a test may have changed their env.
+    const owned = [this.runtime, this.standin].filter((proc) => proc?.running).map((proc) => proc.child.pid);
+    let pids = [...new Set([...this.processesOfThisHome(), ...owned])];
     for (const pid of pids) safeKill(pid, 'SIGKILL');
     for (let i = 0; i < 500 && pids.length > 0; i++) {
       await sleep(10);
