@@ -21,18 +21,20 @@ const CONTENT_SCRIPTS = MANIFEST.content_scripts[0].js
   .map((file) => readFileSync(path.join(REPO_ROOT, 'extension', file), 'utf8'))
   .join('\n;\n');
 
+let profilesJson = null;
 /**
  * Every site profile as the worker sends it: the flat profile (schema 1, one probe chain per
  * fact, each probe with its `gens` and `fallback`), from `cargo run -p ext-core --example
- * site_profiles`.
+ * site_profiles`, run once per process (the runner and each worker load many specs); each
+ * call returns its own copy.
  */
 export function siteProfiles() {
-  const out = execFileSync('cargo', ['run', '--quiet', '-p', 'ext-core', '--example', 'site_profiles'], {
+  profilesJson ??= execFileSync('cargo', ['run', '--quiet', '-p', 'ext-core', '--example', 'site_profiles'], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     maxBuffer: 1 << 22,
   });
-  return JSON.parse(out);
+  return JSON.parse(profilesJson);
 }
 
 /** The snippets: `{ file, site, generation (null for "none"), state }` from each first line. */

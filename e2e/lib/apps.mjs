@@ -1,7 +1,7 @@
 // The Herdr App in tests: a human attaching an App with the `@` picker of the ChatGPT
 // fixture (Playwright's keyboard is trusted input, so the picker opens as for a person), and
 // reading the Apps the fixture's server recorded on a message.
-import { expect } from '@playwright/test';
+import { expect } from './shadow.mjs';
 import { APPS, APP_PICKER, PILL_ANY, appOption, pillSelector } from '../fixtures/chatgpt.mjs';
 
 export { APPS, APP_PICKER, PILL_ANY, appOption, pillSelector };

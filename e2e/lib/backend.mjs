@@ -6,7 +6,7 @@
 // still be on its way): the caller passes a checkpoint that proves the extension is done
 // with that delivery (e.g. the HUD counts the wake and the page is idle again), and the
 // count is taken after it.
-import { expect } from '@playwright/test';
+import { expect } from './shadow.mjs';
 import { MARKER_LINE } from '../fixtures/chatgpt.mjs';
 
 /**

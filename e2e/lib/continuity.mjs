@@ -272,8 +272,9 @@ export const CHATS = [
  * fixtures/chatgpt.mjs).
  */
 export async function continuityWorld(sandbox, { streamMs = STREAM_MS, csp = 'none', uiLang = null, ...fixtureOptions } = {}) {
-  await startSeededHerdr(sandbox);
-  await sandbox.installHost();
+  // The host manifest is a file: written while the stand-in starts. The runtime comes after
+  // Herdr, as a user's does.
+  await Promise.all([startSeededHerdr(sandbox), sandbox.installHost()]);
   await sandbox.startRuntime();
   const { context, worker } = await sandbox.launchBrowser({ lang: uiLang });
   const fixture = new ChatGptFixture({ streamMs, csp, ...fixtureOptions });
@@ -396,8 +397,9 @@ export async function watchHudHook(page, attribute) {
  * `conversation`'s short thread.
  */
 export async function chatSiteWorld(sandbox, site, conversation, fixtureOptions = {}) {
-  await startSeededHerdr(sandbox);
-  await sandbox.installHost();
+  // The host manifest is a file: written while the stand-in starts. The runtime comes after
+  // Herdr, as a user's does.
+  await Promise.all([startSeededHerdr(sandbox), sandbox.installHost()]);
   await sandbox.startRuntime();
   const { context, worker } = await sandbox.launchBrowser();
   const fixture = new ChatSiteFixture({ site, ...fixtureOptions });

@@ -6,8 +6,10 @@
 //   `HERDR_CONTINUITY_HOME` and `HERDR_SOCKET_PATH` point inside it, and Chromium reads the
 //   host manifest from `<userDataDir>/NativeMessagingHosts/`.
 // - `dispose()` stops every process the sandbox started, including a runtime the native host
-//   autostarted (found by its environment, which names this sandbox's home), and removes the dir.
+//   autostarted (found by its environment, which names this sandbox's home), and removes the
+//   dir (in a detached `rm -rf`, so the next test does not wait for it).
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from '@playwright/test';
@@ -135,21 +137,40 @@ export class Sandbox {
     return pids;
   }
 
+  /**
+   * Ends the sandbox at once: the test is over and nothing these processes still do is
+   * observed, so there is no graceful shutdown to wait out. Every process whose environment
+   * names this sandbox's home (Chromium and its helpers, the native host, the runtime and the
+   * stand-in this sandbox started, a runtime the host autostarted) gets SIGKILL; dispose
+   * waits until they are gone, lets Playwright see its browser's end, and removes the dir
+   * with a detached `rm -rf` that outlives this process, so no test waits for the disk.
+   */
   async dispose() {
-    await this.context?.close().catch(() => {});
-    this.context = null;
-    await this.stopRuntime();
-    await this.stopHerdr();
-    // A runtime the host autostarted is no child of ours; it carries our home in its env.
-    let pids = this.processesOfThisHome();
-    for (const pid of pids) safeKill(pid, 'SIGTERM');
-    for (let i = 0; i < 40 && pids.length > 0; i++) {
-      await sleep(50);
+    // The runtime and stand-in this sandbox started, by pid too: a test may have changed their env.
+    const owned = [this.runtime, this.standin].filter((proc) => proc?.running).map((proc) => proc.child.pid);
+    let pids = [...new Set([...this.processesOfThisHome(), ...owned])];
+    for (const pid of pids) safeKill(pid, 'SIGKILL');
+    for (let i = 0; i < 500 && pids.length > 0; i++) {
+      await sleep(10);
       pids = pids.filter(isAlive);
     }
-    for (const pid of pids) safeKill(pid, 'SIGKILL');
-    rmSync(this.dir, { recursive: true, force: true });
+    if (pids.length > 0) {
+      throw new Error(`Processes of ${this.home} survived SIGKILL for 5 s: ${pids.join(', ')}; ${this.dir} was kept for a look.`);
+    }
+    await this.context?.close().catch(() => {});
+    this.context = null;
+    await Promise.all([this.runtime?.exited, this.standin?.exited]);
+    this.runtime = null;
+    this.standin = null;
+    removeInBackground(this.dir);
   }
+}
+
+/** `rm -rf dir` in a detached process: done even when the test process exits first. */
+function removeInBackground(dir) {
+  const child = spawn('rm', ['-rf', '--', dir], { detached: true, stdio: 'ignore' });
+  child.on('error', () => rmSync(dir, { recursive: true, force: true }));
+  child.unref();
 }
 
 function safeKill(pid, signal) {
@@ -160,10 +181,11 @@ function safeKill(pid, signal) {
   }
 }
 
+/** Whether `pid` still runs: a zombie (killed, not yet reaped by its parent) does not. */
 function isAlive(pid) {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }

@@ -1,8 +1,7 @@
 // The ChatGPT fixture itself (no extension): every route serves the documented page shape
 // under both CSP variants, the strict variant really enforces its CSP, and the in-page fake
 // server records a submitted message. If these fail, the extension tests cannot be trusted.
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import {
   BACKEND_APP_MENTIONS, BACKEND_DRAFTS, ChatGptFixture, CSP_VARIANTS, DRAFT_DEBOUNCE_MS, HERDR_TOOL_REPLY, LAYOUTS, NO_TOOLS_REPLY,
   PILL_ANY, PILL_GENERATIONS, SEED_FAILED_TEXT, SEND_TIMEOUT_TEXT, chatgptUrl, submittedMessages,
@@ -10,7 +9,6 @@ import {
 import { appsOf, attachAppLikeHuman, insertTextByScript, sendHumanWithApp } from '../lib/apps.mjs';
 import { backendMessages } from '../lib/backend.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
 const PROJECT_HEX = '0123456789abcdef0123456789abcdef';
 const PROJECT_ID = `g-p-${PROJECT_HEX}`;
@@ -21,8 +19,8 @@ for (const csp of CSP_VARIANTS) {
     let browser;
     let context;
     let fixture;
-    test.beforeEach(async () => {
-      browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    test.beforeEach(async ({ plainBrowser }) => {
+      browser = plainBrowser;
       context = await browser.newContext();
       await recordSecurityPolicyViolations(context);
       fixture = new ChatGptFixture({ csp, streamMs: 50 });
@@ -36,7 +34,7 @@ for (const csp of CSP_VARIANTS) {
       await fixture.install(context);
     });
     test.afterEach(async () => {
-      await browser?.close();
+      await closeContexts(browser);
     });
 
     test('serves every ChatGPT route with composer and turns (REFERENCE §3)', async () => {
@@ -206,8 +204,8 @@ for (const csp of CSP_VARIANTS) {
     let fixture;
     let page;
     /** The Project home with one earlier conversation in its list. */
-    test.beforeEach(async () => {
-      browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    test.beforeEach(async ({ plainBrowser }) => {
+      browser = plainBrowser;
       const context = await browser.newContext();
       await recordSecurityPolicyViolations(context);
       fixture = new ChatGptFixture({ csp, streamMs: 50 });
@@ -219,7 +217,7 @@ for (const csp of CSP_VARIANTS) {
     });
     test.afterEach(async () => {
       expect(await securityPolicyViolations(page)).toEqual([]);
-      await browser?.close();
+      await closeContexts(browser);
     });
 
     const listed = () => page.locator('aside [data-project-conversation]');
@@ -360,11 +358,11 @@ async function clearComposer(page, fixture) {
 
 test.describe('ChatGPT fixture, the Herdr App', () => {
   let browser;
-  test.beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  test.beforeAll(({ plainBrowser }) => {
+    browser = plainBrowser;
   });
-  test.afterAll(async () => {
-    await browser?.close();
+  test.afterEach(async () => {
+    await closeContexts(browser);
   });
 
   for (const layout of LAYOUTS) {

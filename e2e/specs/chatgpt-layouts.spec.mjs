@@ -4,11 +4,9 @@
 // turns, an open edit box, read-aloud Stop, the error card with Retry) behave as on
 // ChatGPT, and the backend and its test hooks (late confirmation, held submit) are the
 // same in every layout. If these fail, the layout specs cannot be trusted.
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { ChatGptFixture, CSP_VARIANTS, FAILURE_TEXT, LABELS, LAYOUTS, NO_TOOLS_REPLY, RENAMED_MARKERS, chatgptUrl } from '../fixtures/chatgpt.mjs';
 import { recordSecurityPolicyViolations, securityPolicyViolations } from '../lib/csp-recorder.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
 const CONVERSATION = '9d2c4b1a-7e6f-4a5b-8c9d-0e1f2a3b4c5d';
 const SEEDED = [
@@ -19,11 +17,11 @@ const SEEDED = [
 ];
 
 let browser;
-test.beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeAll(async ({ plainBrowser }) => {
+  browser = plainBrowser;
 });
 test.afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 /** A fresh context with the fixture installed, on the seeded conversation. */

@@ -1,20 +1,18 @@
 // The content scripts as files by concern (issue 28): loaded in the manifest's order into
 // one world, they share one namespace object that no one can reach after they loaded, and
 // a second injection into the same world does nothing (one HUD, one port).
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { openSnippet, runContentScriptsAgain, serveSnippets, siteProfiles } from '../lib/adapter-harness.mjs';
 
 let browser;
 let context;
-test.beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeAll(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await serveSnippets(context);
 });
 test.afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 test('the content scripts run once per world and leave no namespace behind', async () => {

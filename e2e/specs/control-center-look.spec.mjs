@@ -12,7 +12,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { CHROMIUM_BIN, REPO_ROOT } from '../lib/paths.mjs';
 
 const ORIGIN = 'https://pages.herdr.test';
@@ -172,8 +172,14 @@ function installChrome({ messages, storedLocal, companion }) {
 
 let browser;
 let context;
-test.beforeEach(async () => {
+// One browser per file (its own flags for stable screenshots), a fresh context per test.
+test.beforeAll(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu', '--font-render-hinting=none'] });
+});
+test.afterAll(async () => {
+  await browser?.close();
+});
+test.beforeEach(async () => {
   context = await browser.newContext({ viewport: { width: 400, height: 900 }, deviceScaleFactor: 1, timezoneId: 'UTC', locale: 'en-US' });
   await context.route(`${ORIGIN}/**`, (route) => {
     const file = path.basename(new URL(route.request().url()).pathname);
@@ -181,7 +187,7 @@ test.beforeEach(async () => {
   });
 });
 test.afterEach(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 const COMPANION = { workspaces: WORKSPACES, panes: PANES, output: OUTPUT, audit: AUDIT, retention: RETENTION, profiles: PROFILES };

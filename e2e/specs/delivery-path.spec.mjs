@@ -17,14 +17,12 @@
 // content script, fed ext-core's profile (e2e/lib/adapter-harness.mjs: the test plays the
 // worker), delivers on a Project home of each layout with one Send click: exactly one
 // message, no form submission, the composer's "+" never pressed.
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, agentCycle, continuityWorld, expectIdleAfterWakes, openAndBind, persistedContinuity, turnAutoOn } from '../lib/continuity.mjs';
 import { countMessages, expectExactlyOne } from '../lib/backend.mjs';
 import { stopWorkerAndAwaitRestart } from '../lib/extension.mjs';
 import { clicks, runAdapter, sendToPage, siteProfiles } from '../lib/adapter-harness.mjs';
 import { ChatGptFixture, LAYOUTS, chatgptUrl } from '../fixtures/chatgpt.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
 const WAKES = { conversationId: CONVERSATION, marker: /^wake:/ };
@@ -132,11 +130,11 @@ test.describe('one send click is the submit primitive (field notes §1, 2026-10-
   const PROJECT_HEX = '0123456789abcdef0123456789abcdef';
   let profiles = null;
   let browser;
-  test.beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  test.beforeAll(async ({ plainBrowser }) => {
+    browser = plainBrowser;
   });
   test.afterAll(async () => {
-    await browser?.close();
+    await closeContexts(browser);
   });
   const pageCounts = (page) => page.evaluate(() => {
     const { formSubmits, sendClicks, plusClicks } = window.__chatgptFixture;

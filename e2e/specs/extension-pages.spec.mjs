@@ -6,9 +6,8 @@
 // are covered by continuity-actions, continuity-progress and site-diagnostics.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN, REPO_ROOT } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
+import { REPO_ROOT } from '../lib/paths.mjs';
 
 const ORIGIN = 'https://pages.herdr.test';
 const EXTENSION_SRC = path.join(REPO_ROOT, 'extension');
@@ -91,8 +90,8 @@ function installChrome({ messages, stored, storedLocal = {}, failSet, profiles =
 
 let browser;
 let context;
-test.beforeEach(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeEach(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await context.route(`${ORIGIN}/**`, (route) => {
     const file = path.basename(new URL(route.request().url()).pathname);
@@ -100,7 +99,7 @@ test.beforeEach(async () => {
   });
 });
 test.afterEach(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 /** Opens `file` (with `query`) under the stand-in chrome; waits until `ready` is shown. */

@@ -3,9 +3,7 @@
 // only the message's last marker, outside every fence, is read — in a user turn (page_facts
 // `markers`, so the ledger never confirms a message that was never typed) and in the
 // composer (`composer_marker`, which holds wakes back).
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { lastPosted, runAdapter, serveSnippets, siteProfiles, SNIPPET_ORIGIN } from '../lib/adapter-harness.mjs';
 
 const PROFILES = siteProfiles();
@@ -25,12 +23,12 @@ const CUT = fenced(INNER).slice(0, 5);
 
 let browser;
 let context;
-test.beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeAll(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await serveSnippets(context);
 });
-test.afterAll(async () => browser?.close());
+test.afterAll(() => closeContexts(browser));
 
 // The thread snippet with `turn` (lines) as its newest user turn and `composer` (lines, one
 // paragraph each, as ProseMirror holds them) in the composer; the adapter's page_facts.

@@ -9,9 +9,7 @@
 // named failure with its cleanup (also after a worker that failed half-way), a message whose
 // own text contains `@herdr`, and that a deliver without `app` types no mention.
 // The whole extension against the ChatGPT fixture is e2e/specs/herdr-app.spec.mjs.
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { lastPosted, openSnippet, sendToPage, serveSnippets, siteProfiles } from '../lib/adapter-harness.mjs';
 
 const PROFILES = siteProfiles();
@@ -19,13 +17,13 @@ const HERDR = { keyword: 'herdr', name: 'Herdr', path: 'connector://apps/herdr' 
 
 let browser;
 let context;
-test.beforeEach(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeEach(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await serveSnippets(context);
 });
 test.afterEach(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 // The classic composer's page side with an App picker. `pill`: 'mention' (2026-10-10) or

@@ -3,21 +3,19 @@
 // with no user turn waiting after it, is "reasoning" (the 30-minute stall allowance); an
 // earlier reply that merely mentions thinking, with a user turn waiting and Stop shown, is
 // a stall candidate (reasoning false).
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import { lastPosted, runAdapter, serveSnippets, siteProfiles, SNIPPET_ORIGIN } from '../lib/adapter-harness.mjs';
 
 const PROFILES = siteProfiles();
 
 let browser;
 let context;
-test.beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeAll(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await serveSnippets(context);
 });
-test.afterAll(async () => browser?.close());
+test.afterAll(() => closeContexts(browser));
 
 // Opens the streaming snippet, sets the assistant turn's text and (optionally) appends a
 // user turn after it, then runs the adapter and returns its recovery_facts.

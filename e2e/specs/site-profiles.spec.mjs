@@ -6,9 +6,7 @@
 // of every fact chain matches in a snippet of one of its generations, that dictation / voice /
 // read-aloud Stop controls never read as generating, and the delivery contract of
 // docs/PROTOCOL.md "One delivery path on the internal ports" in every generation.
-import { chromium } from '@playwright/test';
-import { test, expect } from '../lib/test.mjs';
-import { CHROMIUM_BIN } from '../lib/paths.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
 import {
   allPosted, clicks, describeProbe, lastPosted, openSnippet, sendToPage, serveSnippets, siteProfiles, snippets,
 } from '../lib/adapter-harness.mjs';
@@ -18,13 +16,13 @@ const SNIPPETS = snippets();
 
 let browser;
 let context;
-test.beforeEach(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM_BIN, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+test.beforeEach(async ({ plainBrowser }) => {
+  browser = plainBrowser;
   context = await browser.newContext();
   await serveSnippets(context);
 });
 test.afterEach(async () => {
-  await browser?.close();
+  await closeContexts(browser);
 });
 
 const open = (file) => openSnippet(context, file, PROFILES[SNIPPETS.find((s) => s.file === file).site]);
