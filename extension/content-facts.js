@@ -71,9 +71,11 @@
   let lastFacts = '';
   let lastGeneration;
   let lastUnresolved;
+  let factsSeen = null; // the page as the last facts() read it, for what the same recompute sends next
   const facts = () => {
     hc.usagePass += 1;
     const seen = observe();
+    factsSeen = seen;
     hc.tally(seen);
     hc.quiet = quietZoneOf(seen);
     if (seen.view) hc.sendRecoveryFacts(seen);
@@ -247,14 +249,14 @@
     if (host.dataset.generation !== (current.generation ?? '')) host.dataset.generation = current.generation ?? '';
     if (hc.profile && before !== undefined && (current.generation !== before || current.unresolved !== beforeUnresolved)) hc.sendDiagnostics(true);
     if (!force && json === lastFacts) {
-      if (ended) sendTurnEnded();
+      if (ended) sendTurnEnded(factsSeen);
       return;
     }
     lastFacts = json;
     hc.port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
-    if (ended) sendTurnEnded();
-    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false);
+    if (ended) sendTurnEnded(factsSeen);
+    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false, factsSeen);
     hc.scheduleDiagnostics();
   };
   // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
