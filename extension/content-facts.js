@@ -71,9 +71,11 @@
   let lastFacts = '';
   let lastGeneration;
   let lastUnresolved;
+  let factsSeen = null; // the page as the last facts() read it, for what the same recompute sends next
   const facts = () => {
     hc.usagePass += 1;
     const seen = observe();
+    factsSeen = seen;
     hc.tally(seen);
     hc.quiet = quietZoneOf(seen);
     if (seen.view) hc.sendRecoveryFacts(seen);
@@ -160,15 +162,32 @@
   };
   // Runs in the recompute (never in the observer callback): O(records since the last one).
   // While the observer leaves the zone's content out (the streaming watch, below), an
-  // element added or changed deep inside the zone makes no record, so the zone is looked
-  // at again instead (a query bounded by the reply's body).
+  // element added deep inside the zone makes no record, so the zone is looked at again
+  // instead: each element in it is matched once (`seenIn`), when first seen; an attribute
+  // changed on one is a record (the watch observes the zone's attributes, subtree too).
+  // An attribute changed inside the zone is quiet when its element matches no probe (no
+  // selector depends on another element's attributes: STRUCTURAL).
+  let seenIn = { zone: null, all: null, els: null };
+  const newMatchIn = (zone, css) => {
+    if (seenIn.zone !== zone) seenIn = { zone, all: zone.getElementsByTagName('*'), els: new WeakSet() };
+    for (const el of seenIn.all) {
+      if (seenIn.els.has(el)) continue;
+      if (el.matches(css)) return true;
+      seenIn.els.add(el);
+    }
+    return false;
+  };
   const onlyQuietText = (batches) => {
     if (!hc.quiet || hc.quiet.profile !== hc.profile || hc.quiet.href !== location.href || !hc.quiet.zone.isConnected) return false;
     const { zone, css } = hc.quiet;
-    if (watchedZone === zone && zone.querySelector(css)) return false;
+    if (watchedZone === zone && newMatchIn(zone, css)) return false;
     for (const records of batches) {
       for (const record of records) {
-        if (record.type === 'attributes' || !zone.contains(record.target)) return false;
+        if (!zone.contains(record.target)) return false;
+        if (record.type === 'attributes') {
+          if (record.target === zone || record.target.matches(css)) return false;
+          continue;
+        }
         for (const node of record.addedNodes) {
           if (node.nodeType === Node.ELEMENT_NODE && (node.matches(css) || node.querySelector(css))) return false;
         }
@@ -185,10 +204,9 @@
 
   // Debug counters for e2e/bench (content script cost): data-* on our host, which the
   // observer below does not watch (its attributeFilter), so writing them causes no recompute.
-  // They are written on each full recompute and whenever the page asks (a
-  // `herdr-continuity:counters` event on the host, which runs this listener synchronously),
-  // not on each quiet recompute: an attribute write there would cost more than the
-  // recompute itself.
+  // They are written only when the page asks (a `herdr-continuity:counters` event on the
+  // host, which runs this listener synchronously): an attribute write on each recompute
+  // would cost more than a quiet recompute itself.
   let factsComputed = 0;
   let factsSkipped = 0;
   let factsSent = 0;
@@ -228,18 +246,17 @@
       hc.scheduleDiagnostics();
     }
     factsMs += performance.now() - startedAt;
-    publishCounters();
-    host.dataset.generation = current.generation ?? '';
+    if (host.dataset.generation !== (current.generation ?? '')) host.dataset.generation = current.generation ?? '';
     if (hc.profile && before !== undefined && (current.generation !== before || current.unresolved !== beforeUnresolved)) hc.sendDiagnostics(true);
     if (!force && json === lastFacts) {
-      if (ended) sendTurnEnded();
+      if (ended) sendTurnEnded(factsSeen);
       return;
     }
     lastFacts = json;
     hc.port?.postMessage(current);
     host.dataset.factsSent = String(++factsSent);
-    if (ended) sendTurnEnded();
-    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false);
+    if (ended) sendTurnEnded(factsSeen);
+    else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false, factsSeen);
     hc.scheduleDiagnostics();
   };
   // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
@@ -295,9 +312,9 @@
     flushFacts();
     hc.port?.postMessage(make());
   };
-  let watched = null; // { whole, shallow, own } observe() options for the profile's attributes
+  let watched = null; // { whole, shallow, zone } observe() options for the profile's attributes
   const watch = () => {
-    const names = new Set(['class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
+    const names = new Set(['id', 'class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
     for (const probes of Object.values(hc.profile?.facts ?? {})) {
       for (const probe of probes) {
         for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
@@ -308,7 +325,7 @@
     watched = {
       whole: { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter },
       shallow: { childList: true, attributes: true, attributeFilter },
-      own: { attributes: true, attributeFilter },
+      zone: { subtree: true, attributes: true, attributeFilter },
     };
     watchWhole();
   };
@@ -316,13 +333,14 @@
   // mutation is a token of its text, and a document-wide observer pays for each one (a
   // record, a callback, a timer) only for the quiet path to set it aside. So while the
   // last full recompute saw the page generating into a quiet zone, the observer watches
-  // around the zone but not its content: the zone for its own attributes, each ancestor of
-  // it for its attributes and children (not deeper), and the other children of those
-  // ancestors with their whole subtrees (of the ones before the zone's branch, only the
-  // nearest: WATCH_BEFORE, below). Every change the facts read outside the zone still
-  // makes a record, as do the zone's own attributes (classic's streaming cue, thread's final id); what
-  // does not (text, elements added or changed in the zone) is looked at by a recompute
-  // that comes every profile `streaming_recheck_ms` while the watch lasts (onlyQuietText).
+  // around the zone but not its content: the zone and its subtree for attributes only,
+  // each ancestor of it for its attributes and children (not deeper), and the other
+  // children of those ancestors with their whole subtrees (of the ones before the zone's
+  // branch, only the nearest: WATCH_BEFORE, below). Every change the facts read outside
+  // the zone still makes a record, as does every watched attribute in it (classic's
+  // streaming cue, thread's final id); what does not (text, elements added in the zone) is
+  // looked at by a recompute that comes every profile `streaming_recheck_ms` while the
+  // watch lasts (onlyQuietText).
   // A full recompute that finds the page no longer generating, or no quiet zone, goes
   // back to watching the whole document.
   let watchedZone = null; // the zone whose content the observer leaves out, or null
@@ -375,7 +393,7 @@
     rewatch(() => {
       watchedZone = zone;
       watchedNodes = nodes;
-      observer.observe(zone, watched.own);
+      observer.observe(zone, watched.zone);
       for (const node of nodes.ancestors) observer.observe(node, watched.shallow);
       for (const node of nodes.siblings) observer.observe(node, watched.whole);
       scheduleRecheck();

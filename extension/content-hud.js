@@ -242,10 +242,16 @@
       if (placed.get(id)?.at !== at) placed.set(id, { at, since: performance.now() });
     }
     for (const id of [...placed.keys()]) if (!seen.has(id)) placed.delete(id);
+    watchPlaces();
   };
   // While a card is up its buttons' places are looked at often: a host the page moves
-  // keeps its presses waiting until it has stood still for PRESS_SETTLE_MS.
-  setInterval(() => { if (placed.size) notePlaces(); }, 150);
+  // keeps its presses waiting until it has stood still for PRESS_SETTLE_MS. The timer runs
+  // only then (a page with no card pays nothing per tick while a reply streams).
+  let placesTimer = null;
+  const watchPlaces = () => {
+    if (placed.size && placesTimer === null) placesTimer = setInterval(notePlaces, 150);
+    else if (!placed.size && placesTimer !== null) { clearInterval(placesTimer); placesTimer = null; }
+  };
   // The host as we style it; anything the page changed there that can hide, shrink, move
   // or disguise it refuses the press.
   const hiddenByPage = (button) => {
@@ -263,6 +269,7 @@
     const record = placed.get(button.dataset.action);
     if (!record || record.at !== at) {
       placed.set(button.dataset.action, { at, since: now });
+      watchPlaces();
       return 'noticeBridgePressTooSoon';
     }
     if (now - record.since < PRESS_SETTLE_MS) return 'noticeBridgePressTooSoon';

@@ -31,7 +31,65 @@
   const queryAll = (scope, css) => { try { return [...scope.querySelectorAll(css)]; } catch { return []; } };
   const matches = (el, css) => { try { return el.matches(css); } catch { return false; } };
   const closest = (el, css) => { try { return el?.closest(css) ?? null; } catch { return null; } };
-  const exists = (css) => { try { return document.querySelector(css) !== null; } catch { return false; } };
+  // ---- The live page: everything but the old turns. A long chat's turn list holds
+  // hundreds of units no page fact reads (a reply streams, a card waits, an error shows in
+  // the newest units or outside the list), so every document-wide probe but the turn and
+  // user lists (`WHOLE_THREAD`, which count the thread) looks at the live page only: the
+  // turn list's ancestors themselves, their other children's subtrees, and the list's last
+  // TAIL_TURNS units. Its cost does not grow with the turns. Without a known turn list (a
+  // short chat, a page being built) it is the whole document. The parts are found again on
+  // each observe() (a portal added beside the list counts at once); they come in document
+  // order, so a first match is the document's first live one.
+  const TAIL_TURNS = 12;
+  const WHOLE_THREAD = new Set(['turn', 'user']);
+  hc.livePass = 0;
+  let live = { pass: -1, list: null, parts: null };
+  const liveParts = () => {
+    const list = hc.turnCache?.profile === hc.profile ? hc.turnCache.list : null;
+    if (live.pass === hc.livePass && live.list === list) return live.parts;
+    let parts = null; // [{ el, deep }]: `deep` its subtree, else the element alone
+    if (list?.isConnected && list.childElementCount > 0) {
+      const path = [];
+      for (let node = list; node; node = node.parentElement) path.unshift(node);
+      const before = [];
+      const after = [];
+      for (let i = 0; i < path.length - 1; i++) {
+        before.push({ el: path[i], deep: false });
+        let child = path[i].firstElementChild;
+        for (; child && child !== path[i + 1]; child = child.nextElementSibling) before.push({ el: child, deep: true });
+        const level = [];
+        for (child = child?.nextElementSibling; child; child = child.nextElementSibling) level.push({ el: child, deep: true });
+        after.unshift(level);
+      }
+      before.push({ el: list, deep: false });
+      const tail = [];
+      for (let unit = list.lastElementChild; unit && tail.length < TAIL_TURNS; unit = unit.previousElementSibling) tail.unshift({ el: unit, deep: true });
+      parts = [...before, ...tail, ...after.flat()];
+    }
+    live = { pass: hc.livePass, list, parts };
+    return parts;
+  };
+  // Every match of `css` in the live page (document order), or its first (null: none).
+  const liveAll = (css) => {
+    const parts = liveParts();
+    if (!parts) return queryAll(document, css);
+    const out = [];
+    for (const { el, deep } of parts) {
+      if (matches(el, css)) out.push(el);
+      if (deep) out.push(...queryAll(el, css));
+    }
+    return out;
+  };
+  const liveFirst = (css) => {
+    const parts = liveParts();
+    if (!parts) { try { return document.querySelector(css); } catch { return null; } }
+    for (const { el, deep } of parts) {
+      if (matches(el, css)) return el;
+      if (deep) { try { const found = el.querySelector(css); if (found) return found; } catch { return null; } }
+    }
+    return null;
+  };
+  const exists = (css) => liveFirst(css) !== null;
   const ruleHolds = (rule) => rule.all.every(exists) && (rule.any.length === 0 || rule.any.some(exists)) && !rule.none.some(exists);
   // The diagnostic label's generation: the first whose detection rule holds.
   const detect = () => hc.profile?.generations.find((gen) => ruleHolds(gen.detect)) ?? null;
@@ -93,7 +151,7 @@
   const firstOf = (probe, ctx) => {
     const first = (el) => (el ? (matches(el, probe.css) ? el : (() => { try { return el.querySelector(probe.css); } catch { return null; } })()) : null);
     switch (probe.scope) {
-      case 'doc': try { return document.querySelector(probe.css); } catch { return null; }
+      case 'doc': if (ctx.whole) { try { return document.querySelector(probe.css); } catch { return null; } } return liveFirst(probe.css);
       case 'root': return ctx.root && ctx.root !== document ? (() => { try { return ctx.root.querySelector(probe.css); } catch { return null; } })() : null;
       case 'tail': for (const unit of ctx.tail) { const el = first(unit); if (el) return el; } return null;
       case 'last': return first(ctx.last);
@@ -110,7 +168,7 @@
     }
     let found;
     switch (probe.scope) {
-      case 'doc': found = queryAll(document, probe.css); break;
+      case 'doc': found = ctx.whole ? queryAll(document, probe.css) : liveAll(probe.css); break;
       case 'root': found = ctx.root ? queryAll(ctx.root, probe.css) : []; break;
       case 'closest': { const up = closest(ctx.from?.parentElement, probe.css); found = up ? [up] : []; break; }
       case 'tail': found = ctx.tail.flatMap((unit) => selfAndInside(unit, probe.css)); break;
@@ -146,6 +204,7 @@
   // The first probe of a fact that finds something wins: { el, list, probe } or null
   // (`list` holds every match only when `all` is asked for).
   const find = (view, fact, ctx = {}, all = false) => {
+    if (WHOLE_THREAD.has(fact) && !ctx.whole) ctx = { ...ctx, whole: true };
     for (const probe of view.facts[fact]) {
       const list = candidates(view, probe, ctx, all);
       if (list.length) { won(fact, probe); return { el: list[0], list, probe }; }
@@ -184,7 +243,7 @@
     };
     if (rest.some((probe) => candidates(view, probe, ctx).length > 0)) return true;
     if (ctx.root && ctx.root !== document && holds(ctx.root.querySelectorAll(css))) return true;
-    return holds(document.querySelectorAll(css));
+    return holds(liveAll(css));
   };
   const isStop = (view, el) => view.facts.stop.some((probe) => matches(el, probe.css) && passes(view, probe, el)) && !neverControl(view, el);
   const isDisabled = (view, el) => el.disabled === true || view.disabled.some((css) => matches(el, css));
@@ -210,7 +269,6 @@
   // Our marker line and whose a text is: extension/own-marker.js (the rule of
   // protocol/src/marker.rs, tested against its case list).
   const { ownMarker, hasMarker, oursByMarker } = globalThis[Symbol.for('herdr-continuity.own-marker')];
-  const TAIL_TURNS = 12;
   // Markers are read from this many of the newest user turns (facts(), the streaming watch).
   const MARKER_USER_TURNS = 5;
   // The turn list: the element whose children are the turns or their wrappers (a profile
@@ -308,6 +366,7 @@
   // While it is not null nothing is typed or clicked.
   const observe = () => {
     if (!hc.profile) return { view: null, label: null, unresolved: 'profile', why: 'missing' };
+    hc.livePass += 1;
     const shape = shapeNow();
     const composerHit = composerNow();
     let unresolved = null;
@@ -351,7 +410,7 @@
   // The composer when its chain finds exactly one, for removing our own text and for the
   // Queue button (which need no other fact).
   const soleComposer = () => {
-    const hit = hc.profile ? find(hc.profile, 'composer', {}, true) : null;
+    const hit = hc.profile ? find(hc.profile, 'composer', { whole: true }, true) : null;
     return hit?.list.length === 1 ? hit.el : null;
   };
   const messageId = (view, el) => {

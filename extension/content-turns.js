@@ -60,8 +60,9 @@
   };
   // `full` (a reply ended: the journal's copy, docs/PROTOCOL.md "turn_ended") or bounded
   // (the judge button).
-  const endedTurn = (full = false) => {
-    const seen = observe();
+  // `seen`: the page as the recompute that found the reply ended just read it (nothing has
+  // changed the page since), else read now.
+  const endedTurn = (full = false, seen = observe()) => {
     if (!seen.view) return { user_text: '', assistant_text: '', user_marker: null };
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
@@ -106,9 +107,9 @@
     return null;
   };
   hc.wasGenerating = false;
-  const sendTurnEnded = () => {
-    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true) });
-    sendThreadFacts(true);
+  const sendTurnEnded = (seen = observe()) => {
+    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true, seen) });
+    sendThreadFacts(true, seen);
   };
 
   // ---- The user's own Stop (docs/PROTOCOL.md "user_stop"): a trusted activation (a
@@ -139,9 +140,9 @@
   const CJK = /[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u{20000}-\u{2fa1f}]/gu;
   hc.threadShape = '';
   const turnChars = new WeakMap(); // turn element → [characters, CJK characters]
-  const sendThreadFacts = (force) => {
+  const sendThreadFacts = (force, seen) => {
     if (!force && location.href === hc.threadShape) return;
-    const seen = observe();
+    seen ??= observe();
     if (!seen.view) return;
     hc.threadShape = location.href;
     const turns = find(seen.view, 'turn', {}, true)?.list ?? [];

@@ -46,6 +46,8 @@ const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
 const SAMPLE_US = Math.max(10, Number(process.env.BENCH_SAMPLE_US ?? 50));
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const BENCH_LAYOUTS = (process.env.BENCH_LAYOUTS ?? LAYOUTS.join(',')).split(',').map((l) => l.trim()).filter(Boolean);
+/** Rows of the by-entry-point table (the costliest entry points). */
+const ENTRY_ROWS = 12;
 /** Tokens per paragraph of the streamed reply (a new <p> then, like markdown rendering). */
 const TOKENS_PER_PARAGRAPH = 25;
 /** issue 28: the content script's own main-thread time per streamed token. */
@@ -212,19 +214,28 @@ export function extensionCalls(events, origin = EXTENSION_ORIGIN) {
   let cpu = 0;
   let wall = 0;
   let calls = 0;
+  const entries = new Map(); // `function file:line` → { calls, cpuMs }
   for (const list of byThread.values()) {
     list.sort((a, b) => a.ts - b.ts);
     let end = -Infinity;
     for (const e of list) {
       if (e.ts < end) continue; // inside an outer call, counted with it (or the page's own)
       end = e.ts + (e.dur ?? 0);
-      if (!String(e.args?.data?.url ?? '').startsWith(origin)) continue;
+      const data = e.args?.data ?? {};
+      const url = String(data.url ?? '');
+      if (!url.startsWith(origin)) continue;
+      const us = e.tdur ?? e.dur ?? 0;
       calls += 1;
       wall += e.dur ?? 0;
-      cpu += e.tdur ?? e.dur ?? 0;
+      cpu += us;
+      const key = `${data.functionName || '(anonymous)'} ${url.slice(origin.length)}:${(data.lineNumber ?? -1) + 1}`;
+      const entry = entries.get(key) ?? { calls: 0, cpuMs: 0 };
+      entry.calls += 1;
+      entry.cpuMs += us / 1000;
+      entries.set(key, entry);
     }
   }
-  return { cpuMs: cpu / 1000, wallMs: wall / 1000, calls };
+  return { cpuMs: cpu / 1000, wallMs: wall / 1000, calls, entries };
 }
 
 /** Starts a devtools.timeline trace on `cdp`; the returned function ends it and gives its events. */
@@ -362,6 +373,38 @@ function layoutTables(table, layout, sides) {
   );
 }
 
+/**
+ * Where the extension's thread time goes, by entry point (the outermost call's function,
+ * file and line in the trace): calls and CPU time per window (the mean over the windows),
+ * per page, the costliest first.
+ */
+function entryTable(table, layout, sides) {
+  const perSide = sides.map((side) => {
+    const out = new Map();
+    for (const w of side.windows) {
+      for (const [key, { calls, cpuMs }] of w.calls.entries) {
+        const sum = out.get(key) ?? { calls: 0, cpuMs: 0 };
+        sum.calls += calls / side.windows.length;
+        sum.cpuMs += cpuMs / side.windows.length;
+        out.set(key, sum);
+      }
+    }
+    return out;
+  });
+  const keys = [...new Set(perSide.flatMap((m) => [...m.keys()]))];
+  const cost = (key) => Math.max(...perSide.map((m) => m.get(key)?.cpuMs ?? 0));
+  keys.sort((a, b) => cost(b) - cost(a));
+  const cell = (m, key) => {
+    const e = m.get(key);
+    return e ? `${e.calls.toFixed(1)} / ${e.cpuMs.toFixed(2)} ms` : '—';
+  };
+  table(
+    `[${layout}] the extension's calls by entry point (outermost call in the trace): calls / CPU time per window, mean of the windows`,
+    ['entry point', ...sides.map((s) => `${s.turns} turns`)],
+    keys.slice(0, ENTRY_ROWS).map((key) => [key, ...perSide.map((m) => cell(m, key))]),
+  );
+}
+
 /** BENCH_PROFILE=1: where the extension's samples fall, by entry point and by running function. */
 function profileTables(table, layout, side) {
   const merged = (pick) => {
@@ -399,6 +442,7 @@ export async function contentScriptCostBench({ Sandbox, table, runs = RUNS, layo
       if (Number.isNaN(side.computed)) throw new Error('the HUD host carries no data-facts-computed counter; rebuild the extension (bash scripts/build.sh)');
     }
     layoutTables(table, layout, sides);
+    entryTable(table, layout, sides);
     if (PROFILE) for (const side of sides) profileTables(table, layout, side);
     const first = sides[0];
     const last = sides[sides.length - 1];

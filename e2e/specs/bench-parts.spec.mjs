@@ -44,7 +44,7 @@ test.describe('bench parts (issue 28)', () => {
   test('the extension\'s calls are its outermost FunctionCall events on a page main thread, counted in thread time', () => {
     const page = { pid: 1, tid: 10 };
     const worker = { pid: 2, tid: 20 };
-    const call = (at, ts, dur, tdur, url) => ({ ...at, ph: 'X', name: 'FunctionCall', ts, dur, tdur, args: { data: { url } } });
+    const call = (at, ts, dur, tdur, url) => ({ ...at, ph: 'X', name: 'FunctionCall', ts, dur, tdur, args: { data: { url, functionName: 'f', lineNumber: 0 } } });
     const events = [
       { ...page, ph: 'M', name: 'thread_name', args: { name: 'CrRendererMain' } },
       { ...worker, ph: 'M', name: 'thread_name', args: { name: 'ServiceWorker thread' } },
@@ -56,7 +56,10 @@ test.describe('bench parts (issue 28)', () => {
       call(worker, 100, 500, 500, `${EXTENSION_ORIGIN}worker.js`), // the service worker, not the page
       { ...page, ph: 'X', name: 'TimerFire', ts: 400, dur: 10, tdur: 10, args: { data: {} } },
     ];
-    expect(extensionCalls(events)).toEqual({ cpuMs: 0.055, wallMs: 0.07, calls: 2 });
+    expect(extensionCalls(events)).toEqual({
+      cpuMs: 0.055, wallMs: 0.07, calls: 2,
+      entries: new Map([['f content.js:1', { calls: 1, cpuMs: 0.04 }], ['f page-facts.js:1', { calls: 1, cpuMs: 0.015 }]]),
+    });
   });
 
   test('samples count for the extension by any frame of its origin on the stack, each for its time to the next sample', () => {
