@@ -204,12 +204,10 @@ impl LinkDriver {
             let seen = wire::page_diagnostics(&value)?.write_json();
             let port = id.ok_or_else(not_accepted)?;
             // The report without its `type`, for the companion.
-            let report = match value.as_object() {
-                Some(map) => serde_json::Value::Object(
-                    map.iter().filter(|(key, _)| key.as_str() != "type").map(|(k, v)| (k.clone(), v.clone())).collect(),
-                ),
-                None => value.clone(),
-            };
+            let mut report = value.clone();
+            if let Some(map) = report.as_object_mut() {
+                map.remove("type");
+            }
             Self::feed(this, WorkerInput::Page { port, message: PageInput::Diagnostics { seen, report } });
             return Ok(());
         }

@@ -38,11 +38,13 @@ impl Continuity {
                     generating |= page.generating;
                 }
             }
-            if open && !facts.iter().any(|f| f.session_ref == session_ref) {
-                facts.push(ChatFact { session_ref, generating });
+            // Kept in ref order, one fact per ref (the first binding's): a sorted insert.
+            if open {
+                if let Err(at) = facts.binary_search_by(|f| f.session_ref.cmp(&session_ref)) {
+                    facts.insert(at, ChatFact { session_ref, generating });
+                }
             }
         }
-        facts.sort_by(|a, b| a.session_ref.cmp(&b.session_ref));
         facts
     }
 

@@ -144,9 +144,10 @@ pub fn flatten(profile: &SiteProfile) -> FlatProfile {
                 }
             }
             // Primaries first: a fallback wins only when no generation's primary finds the
-            // fact (stable, so each half keeps the walk's order).
-            chain.sort_by_key(|entry| entry.fallback);
-            (*name, chain)
+            // fact (each half keeps the walk's order).
+            let (mut primaries, fallbacks): (Vec<ChainProbe>, Vec<ChainProbe>) = chain.into_iter().partition(|entry| !entry.fallback);
+            primaries.extend(fallbacks);
+            (*name, primaries)
         })
         .collect();
     let mut labels: Vec<MergedLabels> = Vec::new();

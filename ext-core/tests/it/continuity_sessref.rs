@@ -143,3 +143,20 @@ fn an_older_runtime_without_chats_report_is_not_asked_again_until_the_next_link_
     c.handle(2, ContinuityInput::LinkUp);
     assert_eq!(reports(&mut c, 2), vec![("ep1".to_owned(), fact(true))], "asked again after a link-up");
 }
+
+#[test]
+fn bound_chats_are_reported_in_ref_order_whatever_order_they_were_bound_in() {
+    use ext_core::continuity::PageReport;
+    let conversation = |id: &str| PageReport { url: format!("https://chatgpt.com/c/{id}"), ..idle_page() };
+    let (late, early) = ("ffffffff-2222-4333-8444-555555555555", "11111111-2222-4333-8444-555555555555");
+    let mut c = Continuity::with_epoch("ep1");
+    c.handle(0, ContinuityInput::LinkUp);
+    for (tab, id, workspace) in [(1, late, "w1"), (2, early, "w2")] {
+        c.handle(0, ContinuityInput::PageReported { tab, report: conversation(id) });
+        let workspace = CatalogWorkspace { workspace_id: workspace.into(), label: workspace.into() };
+        c.handle(0, ContinuityInput::Bind { tab, workspace });
+    }
+    let refs = |chats: &[ChatFact]| chats.iter().map(|f| f.session_ref.clone()).collect::<Vec<_>>();
+    let last = reports(&mut c, 0).pop().expect("a chats.report");
+    assert_eq!(refs(&last.1), vec![format!("chatgpt:conv:{early}"), format!("chatgpt:conv:{late}")]);
+}
