@@ -178,16 +178,22 @@ impl Continuity {
         if on == had {
             return;
         }
+        let mut forgot = None;
         if on {
             book.opted.push(key);
             let excess = book.opted.len().saturating_sub(MAX_OPTED);
-            book.opted.drain(..excess);
+            forgot = book.opted.drain(..excess).last();
         } else {
             book.opted.retain(|k| *k != key);
         }
         self.persist();
-        let say = if on { "journalOptedIn" } else { "journalOptedOut" };
-        self.notice(tab, Say::new(say, vec![]), NoticeTone::Info);
+        // Forgetting the oldest opt-in is said, naming it: that chat is no longer journaled.
+        let say = match (on, forgot) {
+            (true, Some(oldest)) => Say::new("journalOptedInForgot", vec![oldest, MAX_OPTED.to_string()]),
+            (true, None) => Say::new("journalOptedIn", vec![]),
+            (false, _) => Say::new("journalOptedOut", vec![]),
+        };
+        self.notice(tab, say, NoticeTone::Info);
         self.emit(ContinuityOutput::ViewsChanged);
     }
 

@@ -121,6 +121,35 @@ fn actions(c: &Continuity) -> Vec<String> {
     c.page_view(TAB).map(|v| v.actions.iter().map(|a| a.id.to_string()).collect()).unwrap_or_default()
 }
 
+// Past MAX_OPTED opt-ins the oldest is forgotten; that used to happen silently (the
+// notice said only "Journal on"), so a chat stopped being journaled without a word.
+#[test]
+fn opting_in_one_chat_too_many_says_which_chat_is_no_longer_journaled() {
+    let mut c = Continuity::new();
+    c.handle(0, ContinuityInput::LinkUp);
+    let conversation = |i: usize| format!("https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-{i:012x}");
+    let mut notices = Vec::new();
+    for i in 0..=ext_core::continuity::MAX_OPTED {
+        let now = i as u64 + 1;
+        c.handle(
+            now,
+            ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { url: conversation(i), ..idle_page() } },
+        );
+        c.handle(now, ContinuityInput::JournalOpt(ext_core::continuity::JournalOpt { tab: TAB, on: true }));
+        while let Some(output) = c.poll() {
+            if let ContinuityOutput::Notice { say, .. } = output {
+                notices.push((say.key, say.args));
+            }
+        }
+    }
+    let last = notices.pop().expect("a notice for the last opt-in");
+    assert!(notices.iter().all(|(key, _)| key == "journalOptedIn"), "the first {} opt-ins forget nothing", ext_core::continuity::MAX_OPTED);
+    assert_eq!(
+        last,
+        ("journalOptedInForgot".to_owned(), vec!["chatgpt:0b1c2d3e-4f50-6172-8394-000000000000".to_owned(), "256".to_owned()])
+    );
+}
+
 // X3: an unbound chat is journaled once the user opts it in (from that moment, without a
 // workspace), no longer once opted out, and on after it is bound — into the same
 // conversation, so its chain keeps what was journaled before the binding. The opt-in

@@ -86,6 +86,10 @@ fn every_say() -> Vec<Say> {
     all.push(Say::new("hudBridgeDetailMore", vec!["12".into()]));
     // A manual Continue the page did not send for another reason (manual::continue_not_sent).
     all.push(Say::new("manualNotSent", vec![]));
+    // The journal opt-in's notices (continuity::journal::journal_opt).
+    all.push(Say::new("journalOptedIn", vec![]));
+    all.push(Say::new("journalOptedOut", vec![]));
+    all.push(Say::new("journalOptedInForgot", vec!["chatgpt:1".into(), "256".into()]));
     for refusal in [
         QueueRefusal::NoConversation,
         QueueRefusal::EmptyText,
