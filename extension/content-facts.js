@@ -165,8 +165,11 @@
   // element added deep inside the zone makes no record, so the zone is looked at again
   // instead: each element in it is matched once (`seenIn`), when first seen; an attribute
   // changed on one is a record (the watch observes the zone's attributes, subtree too).
-  // An attribute changed inside the zone is quiet when its element matches no probe (no
-  // selector depends on another element's attributes: STRUCTURAL).
+  // An attribute changed inside the zone is quiet when neither its element nor anything
+  // inside it matches a probe: a descendant or child combinator (`.done .final`) reads an
+  // ancestor's attributes, so the element's subtree is matched again (an element cached in
+  // `seenIn` may match now); sibling combinators and `:has` never reach the quiet path
+  // (STRUCTURAL).
   let seenIn = { zone: null, all: null, els: null };
   const newMatchIn = (zone, css) => {
     if (seenIn.zone !== zone) seenIn = { zone, all: zone.getElementsByTagName('*'), els: new WeakSet() };
@@ -185,7 +188,7 @@
       for (const record of records) {
         if (!zone.contains(record.target)) return false;
         if (record.type === 'attributes') {
-          if (record.target === zone || record.target.matches(css)) return false;
+          if (record.target === zone || record.target.matches(css) || record.target.querySelector(css)) return false;
           continue;
         }
         for (const node of record.addedNodes) {
@@ -313,14 +316,19 @@
     hc.port?.postMessage(make());
   };
   let watched = null; // { whole, shallow, zone } observe() options for the profile's attributes
+  // The attributes watched: the ones the probe filters read, and every one a selector of the
+  // profile names — its fact chains, `never` and `disabled` lists, and the generations'
+  // detection rules (the quiet path's selectors include the `never` and detection ones).
   const watch = () => {
-    const names = new Set(['id', 'class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd']);
-    for (const probes of Object.values(hc.profile?.facts ?? {})) {
-      for (const probe of probes) {
-        for (const m of probe.css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
-        if (probe.attr) names.add(probe.attr);
-      }
-    }
+    const names = new Set(['id', 'class', 'aria-label', 'title', 'disabled', 'aria-disabled', 'aria-busy', 'd', 'data-testid']);
+    const profile = hc.profile;
+    const selectors = [
+      ...Object.values(profile?.facts ?? {}).flat().map((probe) => probe.css),
+      ...(profile?.never ?? []), ...(profile?.disabled ?? []),
+      ...(profile?.generations ?? []).flatMap((gen) => [...gen.detect.all, ...gen.detect.any, ...gen.detect.none]),
+    ];
+    for (const css of selectors) for (const m of css.matchAll(/\[([a-zA-Z0-9_-]+)/g)) names.add(m[1]);
+    for (const probe of Object.values(profile?.facts ?? {}).flat()) if (probe.attr) names.add(probe.attr);
     const attributeFilter = [...names];
     watched = {
       whole: { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter },

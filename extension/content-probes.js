@@ -33,15 +33,18 @@
   const closest = (el, css) => { try { return el?.closest(css) ?? null; } catch { return null; } };
   // ---- The live page: everything but the old turns. A long chat's turn list holds
   // hundreds of units no page fact reads (a reply streams, a card waits, an error shows in
-  // the newest units or outside the list), so every document-wide probe but the turn and
-  // user lists (`WHOLE_THREAD`, which count the thread) looks at the live page only: the
-  // turn list's ancestors themselves, their other children's subtrees, and the list's last
+  // the newest units or outside the list), so every document-wide probe looks at the live
+  // page only, but for the ones that need the whole document (`WHOLE_DOC`): the turn and
+  // user lists, which count the thread, and the composer chain and every `unique` probe,
+  // whose "exactly one" must count every match (an inline editor opened on an old message
+  // makes the composer ambiguous, so nothing is typed; soleComposer agrees). The live page
+  // is the turn list's ancestors themselves, their other children's subtrees, and the list's last
   // TAIL_TURNS units. Its cost does not grow with the turns. Without a known turn list (a
   // short chat, a page being built) it is the whole document. The parts are found again on
   // each observe() (a portal added beside the list counts at once); they come in document
   // order, so a first match is the document's first live one.
   const TAIL_TURNS = 12;
-  const WHOLE_THREAD = new Set(['turn', 'user']);
+  const WHOLE_DOC = new Set(['turn', 'user', 'composer']);
   hc.livePass = 0;
   let live = { pass: -1, list: null, parts: null };
   const liveParts = () => {
@@ -168,7 +171,7 @@
     }
     let found;
     switch (probe.scope) {
-      case 'doc': found = ctx.whole ? queryAll(document, probe.css) : liveAll(probe.css); break;
+      case 'doc': found = ctx.whole || probe.unique ? queryAll(document, probe.css) : liveAll(probe.css); break;
       case 'root': found = ctx.root ? queryAll(ctx.root, probe.css) : []; break;
       case 'closest': { const up = closest(ctx.from?.parentElement, probe.css); found = up ? [up] : []; break; }
       case 'tail': found = ctx.tail.flatMap((unit) => selfAndInside(unit, probe.css)); break;
@@ -204,7 +207,7 @@
   // The first probe of a fact that finds something wins: { el, list, probe } or null
   // (`list` holds every match only when `all` is asked for).
   const find = (view, fact, ctx = {}, all = false) => {
-    if (WHOLE_THREAD.has(fact) && !ctx.whole) ctx = { ...ctx, whole: true };
+    if (WHOLE_DOC.has(fact) && !ctx.whole) ctx = { ...ctx, whole: true };
     for (const probe of view.facts[fact]) {
       const list = candidates(view, probe, ctx, all);
       if (list.length) { won(fact, probe); return { el: list[0], list, probe }; }
@@ -407,10 +410,10 @@
   // The Send control, only while it is the one control the send chain found that is not
   // Stop (a flipping submit button that shows Stop is never Send) and it is enabled.
   const sendControl = (seen) => (seen.send && !isDisabled(seen.view, seen.send) ? seen.send : null);
-  // The composer when its chain finds exactly one, for removing our own text and for the
-  // Queue button (which need no other fact).
+  // The composer when its chain finds exactly one in the whole document (as observe() looks
+  // for it), for removing our own text and for the Queue button (which need no other fact).
   const soleComposer = () => {
-    const hit = hc.profile ? find(hc.profile, 'composer', { whole: true }, true) : null;
+    const hit = hc.profile ? find(hc.profile, 'composer', {}, true) : null;
     return hit?.list.length === 1 ? hit.el : null;
   };
   const messageId = (view, el) => {

@@ -3,11 +3,13 @@
 // The real content scripts on the ChatGPT streaming and attention snippets of every layout,
 // once with one older turn in front (the turn list is known, and short) and once with 40:
 // every page fact, recovery fact and diagnostics fact is the same, except the user turns
-// counted (the `user` fact reads the whole thread).
+// counted (the `user` fact reads the whole thread). The composer chain also reads the whole
+// document: a second composer match in an old turn (an inline editor on an old message)
+// still makes the page "composer ambiguous", and nothing is typed.
 import { chromium } from '@playwright/test';
 import { test, expect } from '../lib/test.mjs';
 import { CHROMIUM_BIN } from '../lib/paths.mjs';
-import { lastPosted, runAdapter, serveSnippets, siteProfiles, SNIPPET_ORIGIN } from '../lib/adapter-harness.mjs';
+import { lastPosted, runAdapter, sendToPage, serveSnippets, siteProfiles, SNIPPET_ORIGIN } from '../lib/adapter-harness.mjs';
 
 const PROFILES = siteProfiles();
 const TURN = 'article[data-testid^="conversation-turn-"], section[data-testid^="conversation-turn-"], [data-turn-key]';
@@ -59,4 +61,37 @@ for (const layout of ['classic', 'section', 'thread']) {
       expect(long.diagnostics.matching).toEqual(short.diagnostics.matching);
     });
   }
+}
+
+// A copy of the composer (its form, when it has one) put into the oldest of 40 older turns,
+// far outside the live page's last 12 units: the composer chain finds two, the page is
+// `unresolved: composer` (ambiguous), and a delivery types nothing.
+for (const layout of ['classic', 'section', 'thread']) {
+  test(`${layout}: a composer match in a turn 40 units back still makes the composer ambiguous; nothing is typed`, async () => {
+    const page = await context.newPage();
+    await page.goto(`${SNIPPET_ORIGIN}/chatgpt-${layout}.html`);
+    const chain = PROFILES.chatgpt.facts.composer.filter((probe) => probe.scope === 'doc').map((probe) => probe.css);
+    const placed = await page.evaluate(({ css, chain, older }) => {
+      const first = document.querySelector(css);
+      const unit = first.parentElement.querySelectorAll(css).length === 1 && first.parentElement.children.length === 1 ? first.parentElement : first;
+      for (let i = 0; i < older; i++) unit.before(unit.cloneNode(true));
+      const composer = chain.map((c) => document.querySelector(c)).find(Boolean);
+      const oldest = unit.parentElement.firstElementChild;
+      oldest.append((composer.closest('form') ?? composer).cloneNode(true));
+      const units = [...oldest.parentElement.children];
+      return { back: units.length - 1 - units.indexOf(oldest), matches: chain.map((c) => document.querySelectorAll(c).length) };
+    }, { css: TURN, chain, older: 40 });
+    expect(placed.back, 'the copy sits far outside the last 12 units').toBeGreaterThan(12);
+    expect(placed.matches.some((n) => n === 2), 'a probe of the chain matches both').toBe(true);
+    await runAdapter(page, PROFILES.chatgpt);
+    await expect.poll(() => lastPosted(page, 'page_facts'), { timeout: 10_000 }).not.toBeNull();
+    const facts = await lastPosted(page, 'page_facts');
+    expect({ unresolved: facts.unresolved, why: facts.unresolved_why }).toEqual({ unresolved: 'composer', why: 'ambiguous' });
+    const before = await page.evaluate(() => document.body.textContent);
+    await sendToPage(page, { type: 'deliver', id: 'wake:w1#1', text: 'hello\n[herdr-continuity wake:w1#1]' });
+    await expect.poll(() => lastPosted(page, 'delivery_report'), { timeout: 10_000 })
+      .toEqual({ type: 'delivery_report', id: 'wake:w1#1', outcome: 'not_submitted', reason: 'fact_unresolved' });
+    expect(await page.evaluate(() => document.body.textContent), 'nothing was typed').toBe(before);
+    await page.close();
+  });
 }

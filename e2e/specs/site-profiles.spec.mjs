@@ -272,6 +272,62 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
   }
 });
 
+// While a reply streams, an attribute change that makes a probe match reaches the facts even
+// when the element it lands on is not the one that matches: a class set on a wrapper inside
+// the reply body makes a descendant-combinator probe match an element the watch has already
+// looked at (content-facts.js onlyQuietText), and an attribute only a `never` selector names
+// is watched too (content-facts.js watch()).
+test('while a reply streams, an ancestor attribute in its body and a never-only attribute still reach the facts', async () => {
+  const bodies = {
+    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
+  };
+  const probe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
+    label: null, text: null, icon: null, attr: null, beside: null, unique: false });
+  const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
+    document.querySelector(css).append(document.createTextNode(' tok'));
+    setTimeout(resolve, 300);
+  }), body);
+  for (const [file, body] of Object.entries(bodies)) {
+    // (a) A card probe `.hc-done .hc-card`; the card is in the reply body before its wrapper
+    // gets the class.
+    const cards = structuredClone(PROFILES.chatgpt);
+    cards.facts.permission_card = [probe('.hc-done .hc-card'), ...cards.facts.permission_card];
+    let page = await openSnippet(context, file, cards);
+    await page.evaluate((css) => {
+      const wrap = document.createElement('div');
+      wrap.className = 'hc-wrap';
+      wrap.innerHTML = '<span class="hc-card">waiting</span>';
+      document.querySelector(css).append(wrap);
+    }, body);
+    await token(page, body);
+    expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
+    await token(page, body);
+    await page.evaluate(() => document.querySelector('.hc-wrap').classList.add('hc-done'));
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).permission_card,
+      { message: `${file}: the wrapper's class makes the card match`, timeout: 5_000 }).toBe(true);
+    await page.close();
+    // (b) Stop is the only cue of generating; an attribute that only a `never` selector
+    // names, set on it, makes it a control that is never Stop.
+    const never = structuredClone(PROFILES.chatgpt);
+    never.facts.streaming = [];
+    for (const gen of never.generations) gen.pending_until_complete = false;
+    never.never = [...never.never, '[data-hc-never]'];
+    page = await openSnippet(context, file, never);
+    await token(page, body);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await token(page, body);
+    await page.evaluate(() => {
+      const stop = document.querySelector('[data-testid="stop-button"], button[aria-label="Stop"]');
+      stop.setAttribute('data-hc-never', '');
+    });
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).generating,
+      { message: `${file}: Stop marked never`, timeout: 5_000 }).toBe(false);
+    await page.close();
+  }
+});
+
 // The streaming watch leaves out the old turns of a long chat (content-facts.js WATCH_BEFORE), but
 // never the ones a page fact reads: a marker in any of the five newest user turns, and a new
 // turn, still reach the facts while a reply streams.
