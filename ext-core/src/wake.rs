@@ -90,6 +90,9 @@ pub struct PageFacts {
     pub composer_present: bool,
     /// The page is generating a reply.
     pub generating: bool,
+    /// The page shows a permission card waiting for the user's answer.
+    #[serde(default)]
+    pub permission_card: bool,
     /// The composer holds unsent text the user typed.
     pub human_draft: bool,
     /// Every fact the page needs resolves (`page_facts.unresolved` is null); otherwise
@@ -527,6 +530,7 @@ impl WakeScheduler {
             real_state_change,
             unconfirmed_delivery: self.page.delivery_in_flight,
             page_generating: self.page.generating,
+            permission_card: self.page.permission_card,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
             facts_resolved: self.page.facts_resolved,
