@@ -154,6 +154,9 @@ pub enum WakeWithheld {
     UnconfirmedDelivery,
     /// The page is still generating a reply (M7).
     PageGenerating,
+    /// The page shows a permission card waiting for the user's answer (an agent asks to
+    /// run a tool): nothing is typed until it is answered.
+    PermissionCard,
     /// The composer holds text the user typed and has not sent.
     HumanDraft,
     /// The page has no usable composer (closed tab, not loaded, or not a conversation).
@@ -195,6 +198,7 @@ impl WakeWithheld {
             WakeWithheld::HandoffInProgress
                 | WakeWithheld::UnconfirmedDelivery
                 | WakeWithheld::PageGenerating
+                | WakeWithheld::PermissionCard
                 | WakeWithheld::HumanDraft
                 | WakeWithheld::NoComposer
                 | WakeWithheld::DeliveryRetryPending
@@ -220,6 +224,8 @@ pub struct WakeFacts {
     pub unconfirmed_delivery: bool,
     /// The page is generating.
     pub page_generating: bool,
+    /// The page shows a permission card waiting for the user's answer.
+    pub permission_card: bool,
     /// The composer holds unsent human text.
     pub human_draft: bool,
     /// The composer exists and can take a message.
@@ -250,6 +256,7 @@ pub fn wake_gate(facts: &WakeFacts) -> Result<(), WakeWithheld> {
         (!facts.real_state_change, WakeWithheld::NoRealStateChange),
         (facts.unconfirmed_delivery, WakeWithheld::UnconfirmedDelivery),
         (facts.page_generating, WakeWithheld::PageGenerating),
+        (facts.permission_card, WakeWithheld::PermissionCard),
         (facts.human_draft, WakeWithheld::HumanDraft),
         (!facts.composer_present, WakeWithheld::NoComposer),
         (!facts.facts_resolved, WakeWithheld::FactUnresolved),

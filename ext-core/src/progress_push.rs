@@ -77,6 +77,20 @@ pub struct SentSummary {
     pub at: Millis,
 }
 
+/// A progress message in flight as an earlier release saved it in [`ProgressPush`] (read
+/// only; the delivery ledger holds the message in flight now).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LegacyInFlightProgress {
+    /// A new summary.
+    Summary {
+        /// The trimmed text offered.
+        text: String,
+    },
+    /// The fallback status.
+    Fallback,
+}
+
 /// Whether the scope is working.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 #[serde(tag = "phase", rename_all = "snake_case")]
@@ -167,6 +181,10 @@ pub struct ProgressPush {
     phase: ProgressPhase,
     /// The last delivered summary (P6).
     last_sent: Option<SentSummary>,
+    /// The message in flight as an earlier release saved it here (read, never written: the
+    /// owner moves it into its delivery record on restore, see [`ProgressPush::take_legacy_in_flight`]).
+    #[serde(default, skip_serializing, rename = "in_flight")]
+    legacy_in_flight: Option<LegacyInFlightProgress>,
     /// Decisions not yet drained (not persisted).
     #[serde(skip)]
     outputs: VecDeque<ProgressOutput>,
@@ -175,7 +193,16 @@ pub struct ProgressPush {
 impl ProgressPush {
     /// An idle machine.
     pub fn new(config: ProgressConfig) -> Self {
-        Self { config: config.clamped(), phase: ProgressPhase::Idle, last_sent: None, outputs: VecDeque::new() }
+        Self { config: config.clamped(), phase: ProgressPhase::Idle, last_sent: None, legacy_in_flight: None, outputs: VecDeque::new() }
+    }
+
+    /// The message an earlier release saved as in flight here, once (restore only): the
+    /// summary it carried, or `Some(None)` for the fallback status.
+    pub fn take_legacy_in_flight(&mut self) -> Option<Option<String>> {
+        self.legacy_in_flight.take().map(|old| match old {
+            LegacyInFlightProgress::Summary { text } => Some(text),
+            LegacyInFlightProgress::Fallback => None,
+        })
     }
 
     /// The last delivered summary.

@@ -16,7 +16,6 @@
 //! - It keeps no record of what is in flight: the owner's delivery ledger holds the
 //!   message ([`InFlight`]), says whether one is in flight ([`PageFacts::delivery_in_flight`])
 //!   and names it in the answer.
-
 //! - A failed wake delivery is retried on a bounded backoff ([`RETRY_BACKOFF_MS`]), then
 //!   withheld until the page's composer reappears (a reload): never an unbounded loop.
 //! - A new working phase supersedes an undelivered wake (its settle is no longer true).
@@ -91,6 +90,9 @@ pub struct PageFacts {
     pub composer_present: bool,
     /// The page is generating a reply.
     pub generating: bool,
+    /// The page shows a permission card waiting for the user's answer.
+    #[serde(default)]
+    pub permission_card: bool,
     /// The composer holds unsent text the user typed.
     pub human_draft: bool,
     /// Every fact the page needs resolves (`page_facts.unresolved` is null); otherwise
@@ -282,6 +284,11 @@ pub struct WakeScheduler {
     /// retried (P7, P8).
     #[serde(default)]
     in_flight_wake_superseded: bool,
+    /// The message in flight as an earlier release saved it here (read, never written: the
+    /// owner moves it into its delivery record on restore, see
+    /// [`WakeScheduler::take_legacy_in_flight`]).
+    #[serde(default, skip_serializing, rename = "in_flight")]
+    legacy_in_flight: Option<InFlight>,
     /// Failed deliveries of the pending wake so far.
     failed_attempts: u32,
     /// Backoff before the next offer of a failed wake.
@@ -308,10 +315,22 @@ impl WakeScheduler {
             pending_inbox: None,
             newest_wake: None,
             in_flight_wake_superseded: false,
+            legacy_in_flight: None,
             failed_attempts: 0,
             retry: None,
             shown_withheld: None,
             outputs: VecDeque::new(),
+        }
+    }
+
+    /// The message an earlier release saved as in flight in this scheduler (and its
+    /// [`ProgressPush`]), once (restore only): the owner carries it into the delivery it
+    /// belongs to, so that delivery's answer names it.
+    pub fn take_legacy_in_flight(&mut self) -> Option<InFlight> {
+        let progress = self.progress.take_legacy_in_flight();
+        match (self.legacy_in_flight.take(), progress) {
+            (Some(InFlight::Progress { .. }) | None, Some(summary)) => Some(InFlight::Progress { summary }),
+            (old, _) => old,
         }
     }
 
@@ -511,6 +530,7 @@ impl WakeScheduler {
             real_state_change,
             unconfirmed_delivery: self.page.delivery_in_flight,
             page_generating: self.page.generating,
+            permission_card: self.page.permission_card,
             human_draft: self.page.human_draft,
             composer_present: self.page.composer_present,
             facts_resolved: self.page.facts_resolved,

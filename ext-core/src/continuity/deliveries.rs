@@ -118,7 +118,8 @@ impl Continuity {
                 .map(|r| PageFacts {
                     composer_present: r.composer,
                     facts_resolved: r.unresolved.is_none(),
-                    generating: r.generating || r.permission_card,
+                    generating: r.generating,
+                    permission_card: r.permission_card,
                     human_draft: r.draft,
                     app_held: None,
                     rate_limited: false,

@@ -134,6 +134,20 @@ impl Continuity {
                 left_in_composer: false,
             });
         }
+        // The message an earlier release kept in the scheduler joins its delivery, so the
+        // delivery's answer names it (a wake not sent becomes pending again, a confirmed
+        // summary is remembered as sent). Without a delivery of the scope it is dropped.
+        let carried: Vec<(String, InFlight)> = self
+            .scopes
+            .iter_mut()
+            .filter_map(|(key, s)| s.scheduler.as_mut().and_then(WakeScheduler::take_legacy_in_flight).map(|m| (key.clone(), m)))
+            .collect();
+        for (scope_key, message) in carried {
+            let id = self.ledger.active_for(&scope_key).filter(|d| d.message.is_none()).map(|d| d.id.clone());
+            if let Some(id) = id {
+                self.ledger.carry(&id, message);
+            }
+        }
         self.ledger.restored(now);
         self.queue_restored();
         self.semantic_restored();

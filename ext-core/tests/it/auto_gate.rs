@@ -90,6 +90,7 @@ fn all_clear() -> WakeFacts {
         unconfirmed_delivery: false,
         facts_resolved: true,
         page_generating: false,
+        permission_card: false,
         human_draft: false,
         composer_present: true,
         app_held: None,
@@ -111,7 +112,7 @@ fn auto_on_with_a_human_draft_withholds_and_says_why() {
 fn every_withheld_reason_and_lock_is_listed_once() {
     // Their texts are `_locales` messages (checked in `locales`); here the lists they are
     // checked from hold every variant exactly once.
-    assert_eq!(WakeWithheld::ALL.len(), 20);
+    assert_eq!(WakeWithheld::ALL.len(), 21);
     for (i, reason) in WakeWithheld::ALL.iter().enumerate() {
         assert!(!WakeWithheld::ALL[..i].contains(reason), "{reason:?} twice");
     }
@@ -128,17 +129,17 @@ proptest! {
     fn gate_passes_exactly_when_every_m7_condition_holds(
         bound: bool, target: bool, auto in any_auto(), handoff: bool, change: bool,
         unconfirmed: bool, generating: bool, draft: bool, composer: bool, resolved: bool, app_held: bool,
-        rate_limited: bool,
+        rate_limited: bool, card: bool,
     ) {
         let facts = WakeFacts {
             bound, has_delivery_target: target, auto, handoff_in_progress: handoff,
             real_state_change: change, unconfirmed_delivery: unconfirmed,
-            page_generating: generating, human_draft: draft, composer_present: composer,
+            page_generating: generating, permission_card: card, human_draft: draft, composer_present: composer,
             facts_resolved: resolved, app_held: app_held.then_some(WakeWithheld::AppPickerNotOpened),
             rate_limited,
         };
         let expected = bound && target && auto == AutoState::On && !handoff && change
-            && !unconfirmed && !generating && !draft && composer && resolved && !app_held && !rate_limited;
+            && !unconfirmed && !generating && !draft && composer && resolved && !app_held && !rate_limited && !card;
         prop_assert_eq!(wake_gate(&facts).is_ok(), expected);
     }
 }

@@ -121,6 +121,7 @@ fn every_activity_code_has_an_english_and_a_chinese_text() {
         "no_real_state_change",
         "unconfirmed_delivery",
         "page_generating",
+        "permission_card",
         "human_draft",
         "no_composer",
         "fact_unresolved",

@@ -1892,7 +1892,7 @@ proptest! {
         let mut scheduler = WakeScheduler::new(ProgressConfig { tick_ms: 60_000, fallback_ms: 600_000 }, Language::En);
         let mut now: Millis = 0;
         scheduler.handle(now, SchedulerInput::BindingChanged { workspace_id: Some("w1".into()), has_delivery_target: true });
-        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, human_draft: false, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: false }));
+        scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: true, generating: false, permission_card: false, human_draft: false, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: false }));
         scheduler.handle(now, SchedulerInput::AutoChanged { auto: AutoState::On });
         let mut summary: Option<String> = None;
         let mut awaiting: Option<MessageKind> = None;
@@ -1912,7 +1912,7 @@ proptest! {
                 ProgressOp::Summary(i) => summary = Some(texts[usize::from(i)].to_owned()),
                 ProgressOp::Page { composer, generating, draft, resolved } => {
                     page_open = composer && !generating && !draft && resolved;
-                    scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, human_draft: draft, facts_resolved: resolved, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }));
+                    scheduler.handle(now, SchedulerInput::Page(PageFacts { composer_present: composer, generating, permission_card: false, human_draft: draft, facts_resolved: resolved, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }));
                 }
                 ProgressOp::Auto(on) => scheduler.handle(now, SchedulerInput::AutoChanged { auto: if on { AutoState::On } else { AutoState::Off } }),
                 ProgressOp::Answer(ok) => {

@@ -75,3 +75,22 @@ fn the_ledger_alone_records_a_wake_in_flight_and_its_answer_brings_the_wake_back
     drain(&mut c, due, &[task("t1")], &mut log);
     assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")).count(), 1, "offered again once: {log:?}");
 }
+
+/// A permission card waiting for the user's answer reaches the scheduler as what it is, not
+/// as a generating page: the HUD names it, and the wake goes once it is answered.
+#[test]
+fn a_wake_held_by_a_permission_card_says_so_and_goes_once_it_is_answered() {
+    let (mut c, mut log) = bound_with_auto(true);
+    let card = ext_core::continuity::PageReport { permission_card: true, ..crate::continuity::idle_page() };
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: card });
+    c.handle(2, event(1, PaneEventKind::Working));
+    c.handle(3, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 3, &[task("t1")], &mut log);
+    assert!(log.iter().all(|l| !l.starts_with("deliver")), "nothing is typed over the card: {log:?}");
+    // Failed before: the HUD said the page was generating a reply.
+    let withheld = c.page_view(TAB).and_then(|v| v.withheld).map(|w| w.code);
+    assert_eq!(withheld, Some(WakeWithheld::PermissionCard));
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: crate::continuity::idle_page() });
+    drain(&mut c, 4, &[task("t1")], &mut log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("deliver tab=7 id=wake:w1#2/")).count(), 1, "{log:?}");
+}

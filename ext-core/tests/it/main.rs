@@ -50,6 +50,7 @@ mod semantic_auto;
 mod settle_tracker;
 mod shape;
 mod snapshot;
+mod snapshot_upgrade;
 mod stale_view;
 mod wake;
 mod worker;

@@ -106,6 +106,7 @@ fn every_persisted_enum_variant_is_written_as_serde_writes_it_and_reads_back() {
         WakeWithheld::NoRealStateChange,
         WakeWithheld::UnconfirmedDelivery,
         WakeWithheld::PageGenerating,
+        WakeWithheld::PermissionCard,
         WakeWithheld::HumanDraft,
         WakeWithheld::NoComposer,
         WakeWithheld::FactUnresolved,

@@ -28,6 +28,7 @@ fn page(composer_present: bool, generating: bool, human_draft: bool) -> Schedule
     SchedulerInput::Page(PageFacts {
         composer_present,
         generating,
+        permission_card: false,
         human_draft,
         facts_resolved: true,
         app_held: None,
@@ -278,6 +279,7 @@ fn a_page_whose_facts_resolve_again_gets_a_fresh_delivery_budget() {
     let unresolved = SchedulerInput::Page(PageFacts {
         composer_present: true,
         generating: false,
+        permission_card: false,
         human_draft: false,
         facts_resolved: false,
         app_held: None,
@@ -397,7 +399,7 @@ proptest! {
             match op {
                 Op::Working => s.handle(now, working("w1")),
                 Op::Settle(seq) => s.handle(now, settled("w1", seq, SettleOutcome::Idle)),
-                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }; s.handle(now, SchedulerInput::Page(facts)); }
+                Op::Page(c, g, d) => { facts = PageFacts { composer_present: c, generating: g, permission_card: false, human_draft: d, facts_resolved: true, app_held: None, rate_limited: false, delivery_in_flight: awaiting.is_some() }; s.handle(now, SchedulerInput::Page(facts)); }
                 Op::Auto(on) => { auto_on = on; s.handle(now, auto(on)); }
                 // The driver answers what its ledger holds, naming it.
                 Op::Confirm => {
