@@ -362,13 +362,14 @@ impl TreeCache {
         let mut state = self.lock();
         let mut usage = self.usage();
         state.0.remove(&key);
-        if listing > self.budget {
-            // The paths and stats alone would pass the budget: not kept.
+        // What the other running calls hold is theirs; this call's contents move here.
+        let others_running = usage.running.saturating_sub(walked.kept);
+        if listing.saturating_add(others_running) > self.budget {
+            // The paths and stats alone would pass the budget beside what the other running
+            // calls hold (evicting snapshots cannot make that room): not kept.
             Self::settle(&mut usage, &state.0, walked.kept);
             return true;
         }
-        // What the other running calls hold is theirs; this call's contents move here.
-        let others_running = usage.running.saturating_sub(walked.kept);
         // Room: the least recently used snapshots go first.
         let wanted: usize = listing
             + walked
@@ -422,6 +423,13 @@ impl TreeCache {
             return;
         };
         let listing = listing_bytes(&entry.guards, &entry.dirs, &files);
+        if others.saturating_add(others_running).saturating_add(listing) > self.budget {
+            // No room for even the listing beside the rest: the snapshot goes (the next
+            // call walks again) rather than the budget being passed.
+            state.0.remove(&key);
+            Self::settle(&mut usage, &state.0, kept);
+            return;
+        }
         let mut room = self.budget.saturating_sub(others + others_running + listing);
         let mut bytes = listing;
         let files: Vec<CachedFile> = files
