@@ -1,10 +1,10 @@
 //! The content scripts decide nothing the view can say (issue 28, acceptance 1: "the view is
 //! data"): which lines show, their message keys, tones and the buttons' labels come from
 //! ext-core (`continuity::hud_lines`, `ViewAction::label`), so no `extension/content-*.js`
-//! holds a message key or a tone name — not in a string, not as a key prefix (`'withheld_'
-//! + code`, `withheld_${code}`), not inside a `${…}` — except the few in [`PAGE_OWN`], each
-//! about something only the page knows. A key or tone written elsewhere is a decision made
-//! in JavaScript: move it into the view.
+//! holds a message key or a tone name: not in a string, not as a key prefix
+//! (`'withheld_' + code`, `withheld_${code}`), not inside a `${…}`, except the few in
+//! [`PAGE_OWN`], each about something only the page knows. A key or tone written elsewhere
+//! is a decision made in JavaScript: move it into the view.
 
 use super::selector_scan::{lex, Tok, Token};
 use ext_core::continuity::LineTone;
