@@ -302,7 +302,6 @@
   // none when the pressed element left the tree in between; rebuilt on every view (frequent
   // on a loaded machine), a button pressed as a view arrived did nothing and said nothing.
   const keptButtons = new Map(); // data-action → button
-  hc.keptCard = { key: '', nodes: [] }; // the bridge card's nodes and the view they show
   // Makes `nodes` the element children of `parent`, leaving each one already in its place
   // untouched (a node moved or re-inserted is removed first, which cancels a click on it).
   const setChildren = (parent, nodes) => {

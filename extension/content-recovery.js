@@ -12,7 +12,6 @@
   // order. Whether and when is decided there; this only reads and carries out. The
   // session's access token lives in this closure only: never stored, never posted.
   hc.lastRecovery = '';
-  hc.pageReasoning = false; // the last recovery_facts said "reasoning": the long stall allowance is in use
   let accessToken = null;
   // The signed-in account's id from the session JSON (`user.id`, else `account.id`; kept as
   // `hc.account`, set up in content-hud.js, and page_facts carries it): the worker paces
@@ -94,7 +93,6 @@
     const json = JSON.stringify(current);
     if (json === hc.lastRecovery) return;
     hc.lastRecovery = json;
-    hc.pageReasoning = current.reasoning;
     hc.port?.postMessage(current);
   };
   // One GET from the page's origin (cookies included), bounded in time; the body is read

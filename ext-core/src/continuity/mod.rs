@@ -115,7 +115,7 @@ pub use guidance::{GuidanceLine, TaskGuidance, KINDS as GUIDANCE_KINDS};
 use handoff::SEED_KEY_PREFIX;
 pub use handoff::{new_chat_url, HandoffBook, HandoffView, PrepareCall, Transfer, HANDOFF_QUERY, HANDOFF_QUEUE_ITEMS};
 pub use health::{HealthLine, HEALTH_DECISIONS, HEALTH_REASONS};
-pub use hud_lines::{Arg, Hook, HudLine, LinePart, LineTone};
+pub use hud_lines::{lines as view_lines, Arg, Hook, HudLine, LinePart, LineTone};
 pub use io::*;
 pub use journal::{JournalBook, JournalEntry, JOURNAL_RETRY_MS, MAX_JOURNAL_TEXT_BYTES, MAX_OUTBOX_BYTES, MAX_OUTBOX_ENTRIES};
 pub use journal::{JournalOpt, MAX_OPTED};

@@ -88,11 +88,7 @@ impl Continuity {
         }
         let handoff = self.handoff_view(tab);
         // The Handoff button the worker names (Copy Prompt copies the view's `copy_prompt`).
-        match handoff.as_ref().map(|h| h.button) {
-            None | Some("none") => {}
-            Some("resume") => actions.push(ViewAction::new("handoff_resume", Ok(()))),
-            Some(id) => actions.push(ViewAction::new(id, Ok(()))),
-        }
+        actions.extend(handoff.as_ref().and_then(|h| handoff_action(h.button)));
         // Goal mode (J7) acts on bound ChatGPT chats only: the button opens the page's form.
         if binding.is_some() && judged_site(&page) {
             let mut goal = ViewAction::new("goal", Ok(()));
@@ -222,6 +218,16 @@ pub struct WorkspaceRef {
 pub struct Withheld {
     /// The reason code.
     pub code: WakeWithheld,
+}
+
+/// The HUD button for the Handoff's `button` (`none`: no button; `resume` sends
+/// `handoff_resume`; `copy_prompt` copies the view's `copy_prompt`; any other is its command).
+pub fn handoff_action(button: &'static str) -> Option<ViewAction> {
+    match button {
+        "none" => None,
+        "resume" => Some(ViewAction::new("handoff_resume", Ok(()))),
+        id => Some(ViewAction::new(id, Ok(()))),
+    }
 }
 
 /// One HUD button: the command it sends (`id`) and its label's message key.
