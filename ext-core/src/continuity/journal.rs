@@ -182,7 +182,7 @@ impl Continuity {
         if on {
             book.opted.push(key);
             let excess = book.opted.len().saturating_sub(MAX_OPTED);
-            forgot = book.opted.drain(..excess).last();
+            forgot = book.opted.drain(..excess).next_back();
         } else {
             book.opted.retain(|k| *k != key);
         }
