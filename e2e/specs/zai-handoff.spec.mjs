@@ -71,6 +71,10 @@ test.describe('Handoff on z.ai (X10)', () => {
     const seen = await bindingHook.read();
     expect(seen.map((b) => b.value)).toEqual([WORKSPACE.id, '']);
     expect(seen[1].at).toBeGreaterThanOrEqual(seed.at);
+    // The snapshot is written within the persist debounce (200 ms, B7) after the move the
+    // HUD already shows; the polls that saw it come every 50–200 ms, so wait for the write.
+    await expect.poll(async () => JSON.stringify((await persistedContinuity(worker))?.bindings ?? null),
+      { message: 'the persisted binding names the new conversation', timeout: 5_000 }).toContain(`zai:${created}`);
     const bindings = JSON.stringify((await persistedContinuity(worker))?.bindings ?? null);
     expect(bindings, 'the persisted binding names the new conversation').toContain(`zai:${created}`);
     expect(bindings, 'and no longer the source').not.toContain(`zai:${CONVERSATION}`);
