@@ -328,7 +328,7 @@ fn a_delivery_in_flight_across_a_restart_waits_for_its_answer() {
         t=   0s <- w1 settled Idle (wake b1#2)
         t=   0s <- w1 working
         t=   0s <- w1 settled Done (wake b1#5)
-        t=   0s    => HUD: Waiting: the last message is not yet confirmed on the page. Check the chat before sending anything else.
+        t=   0s    => HUD: Waiting: the last message typed here is not yet confirmed on the page; the next one follows once it is. If this stays, check the chat before sending anything else.
         t=   0s <- DeliveryConfirmed
         t=   0s    => DELIVER Wake { wake_id: WakeId { boot_id: "b1", seq: 5 }, outcome: Done }
         t=   0s    => HUD: (nothing held back)
