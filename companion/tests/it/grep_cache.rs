@@ -294,6 +294,27 @@ fn running_calls_keep_at_most_the_budget() {
     assert_eq!(search(&cache, &roots, &req1), fresh1);
 }
 
+/// Another call's kept bytes leave too little room for even this call's listing: the walk
+/// is not stored, so the budget is never passed (it was: the listing went in beside them;
+/// the race above showed it as two calls holding 42 034 of 30 000 B).
+#[test]
+fn a_listing_that_does_not_fit_beside_a_running_call_is_not_stored() {
+    let w = world();
+    for i in 0..40 {
+        std::fs::write(w.root.join(format!("docs/f{i:02}.txt")), format!("{}needle {i}\n", "x".repeat(990))).expect("write");
+    }
+    tick(&w.probe);
+    let roots = Roots::new([w.root.clone()], []);
+    let req = request(&w.root, "needle");
+    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    let budget = 30_000;
+    let cache = TreeCache::new(budget, Duration::ZERO);
+    assert!(cache.keep(budget - 100), "another running call holds nearly the whole budget");
+    assert_eq!(search(&cache, &roots, &req), fresh);
+    assert!(cache.peak() <= budget, "held {} of {budget} bytes", cache.peak());
+    assert_eq!(cache.snapshots(), 0, "no room for the listing: nothing stored");
+}
+
 /// A tree with a hard link stays cached: the link's stat is kept, so a later call skips it
 /// without opening it (still counted as skipped).
 #[test]
