@@ -458,3 +458,42 @@ proptest! {
         }
     }
 }
+
+/// A refresh keeps only the contents that fit beside the other running calls' bytes,
+/// whatever the call hands in: here a call read again every file the first walk could not
+/// keep (another call held half the budget then, and still does), and the snapshot still
+/// stays within what that call leaves.
+#[test]
+fn a_refresh_keeps_only_what_fits_beside_a_running_call() {
+    let w = world();
+    for i in 0..40 {
+        std::fs::write(w.root.join(format!("docs/f{i:02}.txt")), format!("{}needle {i}\n", "x".repeat(990))).expect("write");
+    }
+    tick(&w.probe);
+    let roots = Roots::new([w.root.clone()], []);
+    let req = request(&w.root, "needle");
+    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    let budget = 60_000;
+    let other = 30_000;
+    let cache = TreeCache::new(budget, Duration::ZERO);
+    assert!(cache.keep(other), "another running call holds half the budget");
+    assert_eq!(search(&cache, &roots, &req), fresh);
+    assert!(cache.bytes() + other <= budget, "the walk is stored beside it: {} B", cache.bytes());
+    let listing = cache.validate(&w.root, roots.refused(), 2).expect("stored");
+    assert!(listing.files.iter().any(|f| f.content.is_none()), "some contents did not fit");
+    let taken = TreeCache::now();
+    let files: Vec<CachedFile> = listing
+        .files
+        .into_iter()
+        .map(|f| {
+            let content = std::fs::read(w.root.join(&*f.relative)).expect("read");
+            CachedFile { content: Some(content.into()), ..f }
+        })
+        .collect();
+    cache.refresh(&w.root, roots.refused(), listing.generation, files, taken, 0);
+    assert_eq!(cache.snapshots(), 1, "refreshed in place");
+    assert!(cache.bytes() + other <= budget, "the refreshed snapshot ({} B) fits beside the running call ({other} B)", cache.bytes());
+    assert!(cache.peak() <= budget, "held {} of {budget} bytes", cache.peak());
+    cache.release(other);
+    assert_eq!(search(&cache, &roots, &req), fresh);
+}
