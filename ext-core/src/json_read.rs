@@ -211,6 +211,13 @@ pub fn unknown_variant(what: &'static str) -> ReadError {
     ReadError::expected(what)
 }
 
+/// Where `name` is in `names` (a unit enum's or a tag's variant names), `names.len()` when
+/// it is none of them (one loop, not a string match per variant in every enum's reader).
+#[inline(never)]
+pub fn variant_index(name: &str, names: &[&str]) -> usize {
+    names.iter().position(|known| *known == name).unwrap_or(names.len())
+}
+
 /// The string of a unit enum's value.
 pub fn variant_name(value: &Value) -> Result<&str, ReadError> {
     value.as_str().ok_or(ReadError::expected("a string naming a variant"))
@@ -351,9 +358,19 @@ impl<T: WriteJson> WriteJson for Option<T> {
     }
 }
 
+/// The array of `items`' JSON. A loop, not `collect()`: its iterator adapters are
+/// instantiated for each item type (the push of a `Value` is one function for all).
+fn write_items<'a, T: WriteJson + 'a>(items: impl ExactSizeIterator<Item = &'a T>) -> Value {
+    let mut written = Vec::with_capacity(items.len());
+    for item in items {
+        written.push(item.write_json());
+    }
+    Value::Array(written)
+}
+
 impl<T: WriteJson> WriteJson for [T] {
     fn write_json(&self) -> Value {
-        Value::Array(self.iter().map(T::write_json).collect())
+        write_items(self.iter())
     }
 }
 
@@ -365,7 +382,7 @@ impl<T: WriteJson> WriteJson for Vec<T> {
 
 impl<T: WriteJson> WriteJson for VecDeque<T> {
     fn write_json(&self) -> Value {
-        Value::Array(self.iter().map(T::write_json).collect())
+        write_items(self.iter())
     }
 }
 
@@ -423,13 +440,24 @@ impl ReadKey for u32 {
     }
 }
 
+/// Calls `each` with every entry of the object `value` (not generic: the walk of
+/// serde_json's map is here once, not in every map type's reader).
+#[inline(never)]
+fn each_entry(value: &Value, each: &mut dyn FnMut(&str, &Value) -> Result<(), ReadError>) -> Result<(), ReadError> {
+    let object = value.as_object().ok_or(ReadError::expected("an object"))?;
+    for (key, value) in object {
+        each(key, value)?;
+    }
+    Ok(())
+}
+
 impl<K: ReadKey + Ord, V: ReadJson> ReadJson for VecMap<K, V> {
     fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let object = value.as_object().ok_or(ReadError::expected("an object"))?;
         let mut map = VecMap::new();
-        for (key, value) in object {
+        each_entry(value, &mut |key, value| {
             map.insert(K::read_key(key)?, V::read_json(value)?);
-        }
+            Ok(())
+        })?;
         Ok(map)
     }
 }

@@ -9,7 +9,7 @@ use ext_core::companion_link::{HerdrConnection, HerdrStatus, Request, RuntimeMes
 use ext_core::continuity::{CallError, ContinuityInput};
 use ext_core::hud::{ActionId, StatusLine};
 use ext_core::json_object;
-use ext_core::json_read::{Fields, Object, ReadError, ReadJson, WriteJson};
+use ext_core::json_read::{Fields, ReadError, ReadJson, WriteJson};
 use ext_core::limits::{self, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_MARKERS, MAX_PAGE_FIELDS, MAX_URL_CHARS};
 use ext_core::vec_map::VecMap;
 use serde::Serialize;
@@ -287,7 +287,8 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
 }
 
 /// The CSP as a content script observed it (`page_diagnostics.csp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+#[serde(deny_unknown_fields)]
 pub struct ObservedCsp {
     /// Whether the page has a `<meta http-equiv=Content-Security-Policy>`.
     pub meta: bool,
@@ -298,7 +299,8 @@ pub struct ObservedCsp {
 }
 
 /// One delivery outcome a page reported (`page_diagnostics.deliveries`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+#[serde(deny_unknown_fields)]
 pub struct DeliveryOutcomeSeen {
     /// The delivery id.
     pub id: String,
@@ -310,7 +312,8 @@ pub struct DeliveryOutcomeSeen {
 
 /// Which entry of a fact's fallback chain served it (`page_diagnostics.usage`): counts
 /// only, no page content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+#[serde(deny_unknown_fields)]
 pub struct FactUsage {
     /// The winning probe's index in the fact's chain (0 is the first probe).
     pub entry: u64,
@@ -325,7 +328,8 @@ pub struct FactUsage {
 
 /// Where the adapter looked for a needed fact it did not find (`page_diagnostics.missing`):
 /// the shape of that region, names and counts only — never text or attribute values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+#[serde(deny_unknown_fields)]
 pub struct StructureSummary {
     /// How many elements were walked (at most `limits::MAX_STRUCTURE_ELEMENTS`).
     pub elements: u64,
@@ -339,7 +343,8 @@ pub struct StructureSummary {
 
 /// `{"type":"page_diagnostics",…}`: what the page adapter sees ("What the extension sees"
 /// in the side panel). The only page message with nested values; no page content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+#[serde(deny_unknown_fields)]
 pub struct PageDiagnostics {
     /// Always `page_diagnostics`.
     #[serde(rename = "type")]
@@ -355,82 +360,15 @@ pub struct PageDiagnostics {
     /// Fact name → the probe that matched (described) or `null`.
     pub facts: VecMap<String, Option<String>>,
     /// Fact name → the chain entry that served it last and how often (absent: never found).
+    #[serde(default)]
     pub usage: VecMap<String, FactUsage>,
     /// Needed fact that is missing → the structure of the region where it was looked for.
+    #[serde(default)]
     pub missing: VecMap<String, StructureSummary>,
     /// The CSP as observed.
     pub csp: ObservedCsp,
     /// The newest delivery outcomes of this page, oldest first.
     pub deliveries: Vec<DeliveryOutcomeSeen>,
-}
-
-impl ReadJson for FactUsage {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?.only(&["entry", "gens", "fallback", "count"])?;
-        Ok(FactUsage { entry: f.get("entry")?, gens: f.get("gens")?, fallback: f.get("fallback")?, count: f.get("count")? })
-    }
-}
-
-impl ReadJson for StructureSummary {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?.only(&["elements", "tags", "roles", "data_attrs"])?;
-        Ok(StructureSummary {
-            elements: f.get("elements")?,
-            tags: f.get("tags")?,
-            roles: f.get("roles")?,
-            data_attrs: f.get("data_attrs")?,
-        })
-    }
-}
-
-impl WriteJson for PageDiagnostics {
-    fn write_json(&self) -> Value {
-        Object::default()
-            .with("type", &self.kind)
-            .with("page_load", &self.page_load)
-            .with("site", &self.site)
-            .with("generation", &self.generation)
-            .with("matching", &self.matching)
-            .with("facts", &self.facts)
-            .with("usage", &self.usage)
-            .with("missing", &self.missing)
-            .with("csp", &self.csp)
-            .with("deliveries", &self.deliveries)
-            .done()
-    }
-}
-
-impl ReadJson for ObservedCsp {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?.only(&["meta", "violations", "directives"])?;
-        Ok(ObservedCsp { meta: f.get("meta")?, violations: f.get("violations")?, directives: f.get("directives")? })
-    }
-}
-
-impl ReadJson for DeliveryOutcomeSeen {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        let f = Fields::of(value)?.only(&["id", "outcome", "reason"])?;
-        Ok(DeliveryOutcomeSeen { id: f.get("id")?, outcome: f.get("outcome")?, reason: f.get("reason")? })
-    }
-}
-
-impl ReadJson for PageDiagnostics {
-    fn read_json(value: &Value) -> Result<Self, ReadError> {
-        const FIELDS: &[&str] = &["type", "page_load", "site", "generation", "matching", "facts", "usage", "missing", "csp", "deliveries"];
-        let f = Fields::of(value)?.only(FIELDS)?;
-        Ok(PageDiagnostics {
-            kind: f.get("type")?,
-            page_load: f.get("page_load")?,
-            site: f.get("site")?,
-            generation: f.get("generation")?,
-            matching: f.get("matching")?,
-            facts: f.get("facts")?,
-            usage: f.or_default("usage")?,
-            missing: f.or_default("missing")?,
-            csp: f.get("csp")?,
-            deliveries: f.get("deliveries")?,
-        })
-    }
 }
 
 /// Parses a `page_diagnostics` message, checking it against the caps of

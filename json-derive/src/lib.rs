@@ -285,6 +285,21 @@ fn known_keys(fields: &[Field], tag: Option<&str>) -> Vec<String> {
     tag.map(str::to_owned).into_iter().chain(fields.iter().filter(|f| !f.skip).map(|f| f.key.clone())).collect()
 }
 
+/// The names a variant is read from (each variant's wire name in order, then the aliases)
+/// and, per variant, the indices of its names in that table: the reader looks the string
+/// up once (`json_read::variant_index`) and matches the index, not each string.
+fn name_table(variants: &[Variant]) -> (Vec<&String>, Vec<Vec<usize>>) {
+    let mut names: Vec<&String> = variants.iter().map(|v| &v.wire).collect();
+    let mut indices: Vec<Vec<usize>> = (0..variants.len()).map(|i| vec![i]).collect();
+    for (v, at) in variants.iter().zip(&mut indices) {
+        for alias in &v.aliases {
+            at.push(names.len());
+            names.push(alias);
+        }
+    }
+    (names, indices)
+}
+
 fn read_impl(shape: &Shape) -> Tokens {
     let name = &shape.name;
     let (impl_generics, type_generics, where_clause) = shape.generics.split_for_impl();
@@ -304,34 +319,34 @@ fn read_impl(shape: &Shape) -> Tokens {
             }
         }
         Kind::Units(variants) => {
-            let arms = variants.iter().map(|v| {
+            let (names, indices) = name_table(variants);
+            let arms = variants.iter().zip(&indices).map(|(v, at)| {
                 let ident = &v.ident;
-                let wires = std::iter::once(&v.wire).chain(&v.aliases);
-                quote!(#(#wires)|* => Ok(#name::#ident),)
+                quote!(#(#at)|* => Ok(#name::#ident),)
             });
             quote! {
-                match ::ext_core::json_read::variant_name(value)? {
+                match ::ext_core::json_read::variant_index(::ext_core::json_read::variant_name(value)?, &[#(#names),*]) {
                     #(#arms)*
                     _ => Err(::ext_core::json_read::unknown_variant(#expected)),
                 }
             }
         }
         Kind::Tagged { tag, variants } => {
-            let arms = variants.iter().map(|v| {
+            let (names, indices) = name_table(variants);
+            let arms = variants.iter().zip(&indices).map(|(v, at)| {
                 let ident = &v.ident;
-                let wires = std::iter::once(&v.wire).chain(&v.aliases);
                 match &v.fields {
-                    None => quote!(#(#wires)|* => Ok(#name::#ident),),
+                    None => quote!(#(#at)|* => Ok(#name::#ident),),
                     Some(fields) => {
                         let read = read_fields(quote!(#name::#ident), fields);
-                        quote!(#(#wires)|* => #read,)
+                        quote!(#(#at)|* => #read,)
                     }
                 }
             });
             quote! {
                 #[allow(unused_mut)]
                 let mut reader = ::ext_core::json_read::FieldReader::of(value)?;
-                match reader.fields().tag(#tag)? {
+                match ::ext_core::json_read::variant_index(reader.fields().tag(#tag)?, &[#(#names),*]) {
                     #(#arms)*
                     _ => Err(::ext_core::json_read::unknown_variant(#expected)),
                 }

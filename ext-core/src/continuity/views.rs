@@ -264,18 +264,24 @@ impl ViewAction {
     }
 }
 
-/// The continuity part of a page's HUD.
+/// The continuity part of a page's HUD. The fields marked `skip_serializing` are what
+/// [`super::hud_lines::lines`] is built from and no renderer reads: they stay out of the
+/// message the worker posts (and its writer out of the wasm).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, WriteJson)]
 pub struct ContinuityView {
     /// `root | project_home | project_chat | chat`.
+    #[serde(skip_serializing)]
     pub page_kind: &'static str,
     /// The page's scope key.
+    #[serde(skip_serializing)]
     pub scope_key: Option<String>,
     /// The scope's `browser_session_ref` (for `herdr_prompt`).
+    #[serde(skip_serializing)]
     pub session_ref: Option<String>,
     /// The scope's binding.
     pub binding: Option<WorkspaceRef>,
     /// Root page: the tab's pending binding (B4).
+    #[serde(skip_serializing)]
     pub pending_binding: Option<WorkspaceRef>,
     /// Project: the conversation receiving messages (B3).
     pub active_target: Option<String>,
@@ -283,20 +289,26 @@ pub struct ContinuityView {
     pub auto: &'static str,
     /// The panel's Auto line: `hudAutoOn | hudAutoOff | hudAutoNotAllowed`
     /// (`crate::hud_pill::auto_keys`, the table the pill's Auto part comes from too).
+    #[serde(skip_serializing)]
     pub auto_line: &'static str,
     /// Why Project Auto is unavailable, if it is (`withheld_<code>` of `_locales`).
+    #[serde(skip_serializing)]
     pub auto_note: Option<WakeWithheld>,
     /// `idle | working | settled`.
     pub scope_state: &'static str,
     /// Panes working now.
+    #[serde(skip_serializing)]
     pub working_panes: u32,
     /// Inbox counters.
     pub tasks: Option<TaskCounts>,
     /// The companion lacks the parent inbox.
+    #[serde(skip_serializing)]
     pub inbox_missing: bool,
     /// Parent guidance of the pending tasks (I5): advice, shown as such.
+    #[serde(skip_serializing)]
     pub guidance: Vec<GuidanceLine>,
     /// The last confirmed message.
+    #[serde(skip_serializing)]
     pub last_wake: Option<LastWake>,
     /// Confirmed wakes since binding.
     pub wake_count: u32,
@@ -312,8 +324,10 @@ pub struct ContinuityView {
     pub delivery_state: Option<&'static str>,
     /// Why it is uncertain (`no_answer`, `not_seen`, `page_gone`, `unconfirmed`,
     /// `restarted`).
+    #[serde(skip_serializing)]
     pub delivery_uncertain_why: Option<String>,
     /// The delivery awaiting confirmation.
+    #[serde(skip_serializing)]
     pub in_flight: Option<String>,
     /// Why the next message would not be sent now (an `app_*` code first: the chat's App
     /// cannot ride on a message).
@@ -328,6 +342,7 @@ pub struct ContinuityView {
     pub queue: Option<QueueView>,
     /// Semantic Auto's last word on this conversation (a verdict, why it stopped or was
     /// not asked), or a judge settings problem; `None` when there is nothing to say.
+    #[serde(skip_serializing)]
     pub judge: Option<Say>,
     /// Stuck-page recovery on a ChatGPT conversation: state, reason, budgets left, probes.
     pub recovery: Option<RecoveryLine>,

@@ -399,3 +399,33 @@ fn the_handoff_button_is_the_worker_s_named_one() {
         copy_prompt -> copy_prompt=action_copy_prompt"#]]
     .assert_eq(&out.join("\n"));
 }
+
+/// The HUD message carries the lines, the buttons and the state the page's hooks, queue
+/// button and approval card read; what only the lines are built from stays in the core
+/// (wasmcut29: its writer was dead weight in the wasm).
+#[test]
+fn the_hud_message_leaves_out_what_only_the_lines_are_built_from() {
+    use ext_core::json_read::WriteJson;
+    let json = view(PROJECT_CHAT, true, 1).write_json();
+    let sent: Vec<&str> = json.as_object().expect("an object").keys().map(String::as_str).collect();
+    for kept in ["lines", "actions", "binding", "active_target", "auto", "scope_state", "withheld", "layout", "queue", "handoff"] {
+        assert!(sent.contains(&kept), "{kept} is sent: {sent:?}");
+    }
+    for left_out in [
+        "page_kind",
+        "scope_key",
+        "session_ref",
+        "pending_binding",
+        "auto_line",
+        "auto_note",
+        "working_panes",
+        "inbox_missing",
+        "guidance",
+        "last_wake",
+        "delivery_uncertain_why",
+        "in_flight",
+        "judge",
+    ] {
+        assert!(!sent.contains(&left_out), "{left_out} is not sent: {sent:?}");
+    }
+}
