@@ -328,6 +328,46 @@ test('while a reply streams, an ancestor attribute in its body and a never-only 
   }
 });
 
+// While a reply streams, an element the watch has already looked at and that is then MOVED
+// inside the reply body (under a wrapper whose class makes a descendant-combinator probe
+// match it) reaches the facts before the reply ends: a move makes no record of the watch's
+// kind, so the streaming recheck looks again at every element whose parent changed, and at
+// what is inside it (content-facts.js newMatchIn).
+test('while a reply streams, an element moved inside its body is looked at again', async () => {
+  const bodies = {
+    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
+  };
+  const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
+    document.querySelector(css).append(document.createTextNode(' tok'));
+    setTimeout(resolve, 300);
+  }), body);
+  for (const [file, body] of Object.entries(bodies)) {
+    const cards = structuredClone(PROFILES.chatgpt);
+    const doc = cards.facts.permission_card.find((p) => p.scope === 'doc');
+    cards.facts.permission_card = [{ ...doc, css: '.hc-done .hc-card', scope: 'doc', label: null, text: null, icon: null, attr: null,
+      beside: null, unique: false }, ...cards.facts.permission_card];
+    const page = await openSnippet(context, file, cards);
+    // A finished wrapper and, beside it, a card in a wrapper of its own (the card and its
+    // wrapper each looked at once, neither matching); two tokens, so the watch has seen both.
+    await page.evaluate((css) => {
+      const reply = document.querySelector(css);
+      reply.insertAdjacentHTML('beforeend', '<div class="hc-done"><p>done</p></div><div class="hc-box"><p><span class="hc-card">waiting</span></p></div>');
+    }, body);
+    await token(page, body);
+    await token(page, body);
+    expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
+    // The card's wrapper moves under the finished one: the card's own parent is unchanged.
+    await page.evaluate(() => document.querySelector('.hc-done').append(document.querySelector('.hc-box')));
+    await token(page, body);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).permission_card,
+      { message: `${file}: the moved card matches under its new ancestor`, timeout: 5_000 }).toBe(true);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await page.close();
+  }
+});
+
 // The streaming watch leaves out the old turns of a long chat (content-facts.js WATCH_BEFORE), but
 // never the ones a page fact reads: a marker in any of the five newest user turns, and a new
 // turn, still reach the facts while a reply streams.
