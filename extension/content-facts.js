@@ -275,8 +275,14 @@
   let scheduled = null; // null | { kind: 'soon' | 'recheck', timer }
   const scheduleAfter = (kind, ms) => {
     // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
-    // chat usually is one.
-    scheduled = { kind, timer: setTimeout(() => { scheduled = null; sendFacts(); }, ms) };
+    // chat usually is one. While the streaming watch lasts, the health meters ride on this
+    // timer (content-health.js healthBeat: its lateness is their drift).
+    const due = performance.now() + ms;
+    scheduled = { kind, timer: setTimeout(() => {
+      scheduled = null;
+      if (watchedZone) hc.healthBeat?.(performance.now() - due);
+      sendFacts();
+    }, ms) };
   };
   const scheduleRecompute = () => {
     if (scheduled?.kind === 'soon') return;
@@ -367,6 +373,7 @@
     if (dirty) scheduleRecompute();
   };
   const watchWhole = () => rewatch(() => {
+    if (watchedZone) hc.healthRide?.(false);
     watchedZone = null;
     watchedNodes = { zone: null, ancestors: [], siblings: [] };
     observer.observe(document.documentElement, watched.whole);
@@ -406,6 +413,7 @@
       return;
     }
     rewatch(() => {
+      if (!watchedZone) hc.healthRide?.(true);
       watchedZone = zone;
       watchedNodes = nodes;
       observer.observe(zone, watched.zone);
