@@ -224,17 +224,27 @@ for (const [kind, file] of [['classic', 'chatgpt-classic.html'], ['section', 'ch
   });
 }
 
+// The streaming snippets and the element each streams its reply into; a permission-card
+// probe of `css` alone (document scope, no filter); one token appended to the reply, then
+// 300 ms, so the streaming watch has looked at the reply (at least one recompute).
+const STREAMING_BODIES = {
+  'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
+};
+const cardProbe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
+  label: null, text: null, icon: null, attr: null, beside: null, unique: false });
+const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
+  document.querySelector(css).append(document.createTextNode(' tok'));
+  setTimeout(resolve, 300);
+}), body);
+
 // While a reply streams, the observer leaves the reply body's content out (content-facts.js "the
 // streaming watch"): its text costs nothing, yet a probe's element that appears deep inside
 // the body, or anywhere else, still reaches the facts (M5: a permission card is never missed).
 test('while a reply streams, what appears inside its body or elsewhere still reaches the facts', async () => {
-  const bodies = {
-    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
-  };
   const card = (page) => lastPosted(page, 'page_facts').then((facts) => facts.permission_card);
-  for (const [file, body] of Object.entries(bodies)) {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     const page = await open(file);
     expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
     // Tokens and paragraphs, one task each, like a streamed reply.
@@ -278,22 +288,11 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
 // looked at (content-facts.js onlyQuietText), and an attribute only a `never` selector names
 // is watched too (content-facts.js watch()).
 test('while a reply streams, an ancestor attribute in its body and a never-only attribute still reach the facts', async () => {
-  const bodies = {
-    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
-  };
-  const probe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
-    label: null, text: null, icon: null, attr: null, beside: null, unique: false });
-  const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
-    document.querySelector(css).append(document.createTextNode(' tok'));
-    setTimeout(resolve, 300);
-  }), body);
-  for (const [file, body] of Object.entries(bodies)) {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     // (a) A card probe `.hc-done .hc-card`; the card is in the reply body before its wrapper
     // gets the class.
     const cards = structuredClone(PROFILES.chatgpt);
-    cards.facts.permission_card = [probe('.hc-done .hc-card'), ...cards.facts.permission_card];
+    cards.facts.permission_card = [cardProbe('.hc-done .hc-card'), ...cards.facts.permission_card];
     let page = await openSnippet(context, file, cards);
     await page.evaluate((css) => {
       const wrap = document.createElement('div');
@@ -334,20 +333,9 @@ test('while a reply streams, an ancestor attribute in its body and a never-only 
 // kind, so the streaming recheck looks again at every element whose parent changed, and at
 // what is inside it (content-facts.js newMatchIn).
 test('while a reply streams, an element moved inside its body is looked at again', async () => {
-  const bodies = {
-    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
-  };
-  const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
-    document.querySelector(css).append(document.createTextNode(' tok'));
-    setTimeout(resolve, 300);
-  }), body);
-  for (const [file, body] of Object.entries(bodies)) {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     const cards = structuredClone(PROFILES.chatgpt);
-    const doc = cards.facts.permission_card.find((p) => p.scope === 'doc');
-    cards.facts.permission_card = [{ ...doc, css: '.hc-done .hc-card', scope: 'doc', label: null, text: null, icon: null, attr: null,
-      beside: null, unique: false }, ...cards.facts.permission_card];
+    cards.facts.permission_card = [cardProbe('.hc-done .hc-card'), ...cards.facts.permission_card];
     const page = await openSnippet(context, file, cards);
     // A finished wrapper and, beside it, a card in a wrapper of its own (the card and its
     // wrapper each looked at once, neither matching); two tokens, so the watch has seen both.
