@@ -17,8 +17,8 @@
   // While the facts' streaming watch runs (content-facts.js), its recheck timer fires every
   // profile `streaming_recheck_ms` anyway, and every call into the page is a cost per
   // streamed token: the meters then ride on it (`healthRide(true)` stops their own timer;
-  // each of the watch's timers calls `healthBeat` with its own lateness, and counts the
-  // ticks the time since the last one covers). Without the watch the own timer runs again.
+  // each of the watch's timers calls `healthBeat` with its own lateness, which counts a tick
+  // once a tick's time has passed). Without the watch the own timer runs again.
   const HEALTH_TICK_MS = 1000;
   const HEALTH_SAMPLE_TICKS = 5;
   const meters = { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0, last: 0, timer: null, longTaskObserver: null, sent: 0, counted: 0,
@@ -51,13 +51,14 @@
     meters.last = now;
     countTick(late);
   };
+  // At most one tick per beat, as a timer of their own counts one per run however late (a
+  // hidden tab's timers may run once a minute); the phase is kept while the beats are on time.
   const healthBeat = (late) => {
     if (!meters.on || !meters.riding) return;
     const now = performance.now();
-    for (let lateness = late; now - meters.last >= HEALTH_TICK_MS; lateness = 0) {
-      meters.last += HEALTH_TICK_MS;
-      countTick(lateness);
-    }
+    if (now - meters.last < HEALTH_TICK_MS) return;
+    meters.last = now - meters.last >= 2 * HEALTH_TICK_MS ? now : meters.last + HEALTH_TICK_MS;
+    countTick(late);
   };
   // The own timer runs while the meters are on and do not ride on the watch's.
   const ownTimer = () => {

@@ -356,6 +356,41 @@ test('while a reply streams, an element moved inside its body is looked at again
   }
 });
 
+// While a reply streams, the health meters have no timer of their own: they ride on the
+// streaming watch's recheck timer (content-health.js healthBeat). Their samples still come
+// every five ticks, with the chat observer's callbacks counted.
+test('while a reply streams, the health samples ride on the streaming recheck and still come', async () => {
+  const view = {
+    companion: { key: 'companionNotInstalled', substitutions: [], tone: 'bad' },
+    herdr: { key: 'herdrUnknown', substitutions: [], tone: 'pending' },
+    actions: [],
+    continuity: { lines: [], actions: [], health: { level: 'normal', decision: null, reason: null, spikes: 0 } },
+  };
+  const [file, body] = Object.entries(STREAMING_BODIES)[2];
+  const page = await open(file);
+  await sendToPage(page, { type: 'hud', view });
+  const samples = () => page.evaluate(() => window.__herdr.posted.filter((p) => p.message.type === 'health_sample').length);
+  // 6.5 s of tokens, one every 50 ms, a new paragraph every ten: the watch's recheck runs all along.
+  await page.evaluate((css) => new Promise((resolve) => {
+    const reply = document.querySelector(css);
+    let paragraph = null;
+    let sent = 0;
+    const tick = () => {
+      if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
+      paragraph.append(document.createTextNode(` tok${sent}`));
+      sent += 1;
+      if (sent < 130) setTimeout(tick, 50); else resolve();
+    };
+    tick();
+  }), body);
+  expect((await lastPosted(page, 'page_facts')).generating).toBe(true);
+  expect(await samples()).toBeGreaterThanOrEqual(1);
+  const sample = await lastPosted(page, 'health_sample');
+  expect(sample.callbacks).toBeGreaterThanOrEqual(0);
+  expect(sample.drift_ms).toBeGreaterThanOrEqual(0);
+  await page.close();
+});
+
 // The streaming watch leaves out the old turns of a long chat (content-facts.js WATCH_BEFORE), but
 // never the ones a page fact reads: a marker in any of the five newest user turns, and a new
 // turn, still reach the facts while a reply streams.
