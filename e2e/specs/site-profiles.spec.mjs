@@ -234,6 +234,20 @@ const STREAMING_BODIES = {
 };
 const cardProbe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
   label: null, text: null, icon: null, attr: null, beside: null, unique: false });
+// `count` tokens into the reply, one every `everyMs` ms and a new paragraph every ten, one
+// task each, like a streamed reply.
+const streamTokens = (page, body, count, everyMs) => page.evaluate(({ css, count: n, everyMs: ms }) => new Promise((resolve) => {
+  const reply = document.querySelector(css);
+  let paragraph = null;
+  let sent = 0;
+  const tick = () => {
+    if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
+    paragraph.append(document.createTextNode(` tok${sent}`));
+    sent += 1;
+    if (sent < n) setTimeout(tick, ms); else resolve();
+  };
+  tick();
+}), { css: body, count, everyMs });
 const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
   document.querySelector(css).append(document.createTextNode(' tok'));
   setTimeout(resolve, 300);
@@ -247,19 +261,7 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
   for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     const page = await open(file);
     expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
-    // Tokens and paragraphs, one task each, like a streamed reply.
-    await page.evaluate((css) => new Promise((resolve) => {
-      const reply = document.querySelector(css);
-      let paragraph = null;
-      let sent = 0;
-      const tick = () => {
-        if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
-        paragraph.append(document.createTextNode(` tok${sent}`));
-        sent += 1;
-        if (sent < 60) setTimeout(tick, 5); else resolve();
-      };
-      tick();
-    }), body);
+    await streamTokens(page, body, 60, 5);
     // A card nested in the reply's last paragraph (no record of the document observer's
     // kind reaches the adapter for it while the reply streams).
     await page.evaluate((css) => {
@@ -370,19 +372,8 @@ test('while a reply streams, the health samples ride on the streaming recheck an
   const page = await open(file);
   await sendToPage(page, { type: 'hud', view });
   const samples = () => page.evaluate(() => window.__herdr.posted.filter((p) => p.message.type === 'health_sample').length);
-  // 6.5 s of tokens, one every 50 ms, a new paragraph every ten: the watch's recheck runs all along.
-  await page.evaluate((css) => new Promise((resolve) => {
-    const reply = document.querySelector(css);
-    let paragraph = null;
-    let sent = 0;
-    const tick = () => {
-      if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
-      paragraph.append(document.createTextNode(` tok${sent}`));
-      sent += 1;
-      if (sent < 130) setTimeout(tick, 50); else resolve();
-    };
-    tick();
-  }), body);
+  // 6.5 s of tokens: the watch's recheck runs all along.
+  await streamTokens(page, body, 130, 50);
   expect((await lastPosted(page, 'page_facts')).generating).toBe(true);
   expect(await samples()).toBeGreaterThanOrEqual(1);
   const sample = await lastPosted(page, 'health_sample');
