@@ -163,20 +163,27 @@
   // Runs in the recompute (never in the observer callback): O(records since the last one).
   // While the observer leaves the zone's content out (the streaming watch, below), an
   // element added deep inside the zone makes no record, so the zone is looked at again
-  // instead: each element in it is matched once (`seenIn`), when first seen; an attribute
-  // changed on one is a record (the watch observes the zone's attributes, subtree too).
+  // instead: each element in it is matched when first seen, and again (with everything
+  // inside it) when its parent is no longer the one it had then — a move makes no record
+  // either, and a descendant combinator reads the new ancestors (`seenIn` keeps each
+  // element's parent as last looked at). An attribute changed on one is a record (the
+  // watch observes the zone's attributes, subtree too).
   // An attribute changed inside the zone is quiet when neither its element nor anything
   // inside it matches a probe: a descendant or child combinator (`.done .final`) reads an
   // ancestor's attributes, so the element's subtree is matched again (an element cached in
   // `seenIn` may match now); sibling combinators and `:has` never reach the quiet path
   // (STRUCTURAL).
-  let seenIn = { zone: null, all: null, els: null };
+  let seenIn = { zone: null, all: null, parents: null };
   const newMatchIn = (zone, css) => {
-    if (seenIn.zone !== zone) seenIn = { zone, all: zone.getElementsByTagName('*'), els: new WeakSet() };
-    for (const el of seenIn.all) {
-      if (seenIn.els.has(el)) continue;
-      if (el.matches(css)) return true;
-      seenIn.els.add(el);
+    if (seenIn.zone !== zone) seenIn = { zone, all: zone.getElementsByTagName('*'), parents: new WeakMap() };
+    const { all, parents } = seenIn;
+    for (let i = 0, n = all.length; i < n; i++) {
+      const el = all[i];
+      const parent = el.parentNode;
+      const was = parents.get(el);
+      if (was === parent) continue;
+      if (el.matches(css) || (was !== undefined && el.querySelector(css))) return true;
+      parents.set(el, parent);
     }
     return false;
   };
@@ -268,8 +275,14 @@
   let scheduled = null; // null | { kind: 'soon' | 'recheck', timer }
   const scheduleAfter = (kind, ms) => {
     // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
-    // chat usually is one.
-    scheduled = { kind, timer: setTimeout(() => { scheduled = null; sendFacts(); }, ms) };
+    // chat usually is one. While the streaming watch lasts, the health meters ride on this
+    // timer (content-health.js healthBeat: its lateness is their drift).
+    const due = performance.now() + ms;
+    scheduled = { kind, timer: setTimeout(() => {
+      scheduled = null;
+      if (watchedZone) hc.healthBeat?.(performance.now() - due);
+      sendFacts();
+    }, ms) };
   };
   const scheduleRecompute = () => {
     if (scheduled?.kind === 'soon') return;
@@ -360,6 +373,7 @@
     if (dirty) scheduleRecompute();
   };
   const watchWhole = () => rewatch(() => {
+    if (watchedZone) hc.healthRide?.(false);
     watchedZone = null;
     watchedNodes = { zone: null, ancestors: [], siblings: [] };
     observer.observe(document.documentElement, watched.whole);
@@ -399,6 +413,7 @@
       return;
     }
     rewatch(() => {
+      if (!watchedZone) hc.healthRide?.(true);
       watchedZone = zone;
       watchedNodes = nodes;
       observer.observe(zone, watched.zone);

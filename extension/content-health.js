@@ -14,14 +14,17 @@
   // performance.memory. Every HEALTH_SAMPLE_TICKS ticks it posts one health_sample. It
   // runs only while the worker's view has a health line (a watched ChatGPT conversation);
   // what the figures mean, and whether anything is done, is decided there.
+  // While the facts' streaming watch runs (content-facts.js), its recheck timer fires every
+  // profile `streaming_recheck_ms` anyway, and every call into the page is a cost per
+  // streamed token: the meters then ride on it (`healthRide(true)` stops their own timer;
+  // each of the watch's timers calls `healthBeat` with its own lateness, which counts a tick
+  // once a tick's time has passed). Without the watch the own timer runs again.
   const HEALTH_TICK_MS = 1000;
   const HEALTH_SAMPLE_TICKS = 5;
-  const meters = { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0, last: 0, timer: null, longTaskObserver: null, sent: 0, counted: 0 };
+  const meters = { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0, last: 0, timer: null, longTaskObserver: null, sent: 0, counted: 0,
+    on: false, riding: false };
   const resetMeters = () => Object.assign(meters, { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0 });
-  const healthTick = () => {
-    const now = performance.now();
-    const late = now - meters.last - HEALTH_TICK_MS;
-    meters.last = now;
+  const countTick = (late) => {
     if (!document.hidden && late > meters.driftMs) meters.driftMs = late;
     meters.ticks += 1;
     if (meters.ticks < HEALTH_SAMPLE_TICKS) return;
@@ -42,18 +45,49 @@
     host.dataset.healthCallbacks = String(meters.counted);
     resetMeters();
   };
-  const healthWatch = (on) => {
-    if (on === (meters.timer !== null)) return;
-    if (!on) {
+  const healthTick = () => {
+    const now = performance.now();
+    const late = now - meters.last - HEALTH_TICK_MS;
+    meters.last = now;
+    countTick(late);
+  };
+  // At most one tick per beat, as a timer of their own counts one per run however late (a
+  // hidden tab's timers may run once a minute); the phase is kept while the beats are on time.
+  const healthBeat = (late) => {
+    if (!meters.on || !meters.riding) return;
+    const now = performance.now();
+    if (now - meters.last < HEALTH_TICK_MS) return;
+    meters.last = now - meters.last >= 2 * HEALTH_TICK_MS ? now : meters.last + HEALTH_TICK_MS;
+    countTick(late);
+  };
+  // The own timer runs while the meters are on and do not ride on the watch's.
+  const ownTimer = () => {
+    const want = meters.on && !meters.riding;
+    if (want === (meters.timer !== null)) return;
+    if (want) {
+      meters.last = performance.now();
+      meters.timer = setInterval(healthTick, HEALTH_TICK_MS);
+    } else {
       clearInterval(meters.timer);
       meters.timer = null;
+    }
+  };
+  const healthRide = (riding) => {
+    meters.riding = riding;
+    ownTimer();
+  };
+  const healthWatch = (on) => {
+    if (on === meters.on) return;
+    meters.on = on;
+    if (!on) {
+      ownTimer();
       meters.longTaskObserver?.disconnect();
       meters.longTaskObserver = null;
       return;
     }
     resetMeters();
     meters.last = performance.now();
-    meters.timer = setInterval(healthTick, HEALTH_TICK_MS);
+    ownTimer();
     if (globalThis.PerformanceObserver?.supportedEntryTypes?.includes('longtask')) {
       meters.longTaskObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) {
@@ -86,5 +120,5 @@
       hc.port?.postMessage({ type: TO_WORKER.rate_limited, page_load: pageLoad, source: 'resource_timing', retry_after_ms: null });
     }).observe({ type: 'resource', buffered: false });
   }
-  Object.assign(hc, { meters, healthWatch });
+  Object.assign(hc, { meters, healthWatch, healthRide, healthBeat });
 })();

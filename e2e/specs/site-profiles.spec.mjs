@@ -224,32 +224,44 @@ for (const [kind, file] of [['classic', 'chatgpt-classic.html'], ['section', 'ch
   });
 }
 
+// The streaming snippets and the element each streams its reply into; a permission-card
+// probe of `css` alone (document scope, no filter); one token appended to the reply, then
+// 300 ms, so the streaming watch has looked at the reply (at least one recompute).
+const STREAMING_BODIES = {
+  'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
+};
+const cardProbe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
+  label: null, text: null, icon: null, attr: null, beside: null, unique: false });
+// `count` tokens into the reply, one every `everyMs` ms and a new paragraph every ten, one
+// task each, like a streamed reply.
+const streamTokens = (page, body, count, everyMs) => page.evaluate(({ css, count: n, everyMs: ms }) => new Promise((resolve) => {
+  const reply = document.querySelector(css);
+  let paragraph = null;
+  let sent = 0;
+  const tick = () => {
+    if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
+    paragraph.append(document.createTextNode(` tok${sent}`));
+    sent += 1;
+    if (sent < n) setTimeout(tick, ms); else resolve();
+  };
+  tick();
+}), { css: body, count, everyMs });
+const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
+  document.querySelector(css).append(document.createTextNode(' tok'));
+  setTimeout(resolve, 300);
+}), body);
+
 // While a reply streams, the observer leaves the reply body's content out (content-facts.js "the
 // streaming watch"): its text costs nothing, yet a probe's element that appears deep inside
 // the body, or anywhere else, still reaches the facts (M5: a permission card is never missed).
 test('while a reply streams, what appears inside its body or elsewhere still reaches the facts', async () => {
-  const bodies = {
-    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
-  };
   const card = (page) => lastPosted(page, 'page_facts').then((facts) => facts.permission_card);
-  for (const [file, body] of Object.entries(bodies)) {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     const page = await open(file);
     expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
-    // Tokens and paragraphs, one task each, like a streamed reply.
-    await page.evaluate((css) => new Promise((resolve) => {
-      const reply = document.querySelector(css);
-      let paragraph = null;
-      let sent = 0;
-      const tick = () => {
-        if (sent % 10 === 0) { paragraph = document.createElement('p'); reply.append(paragraph); }
-        paragraph.append(document.createTextNode(` tok${sent}`));
-        sent += 1;
-        if (sent < 60) setTimeout(tick, 5); else resolve();
-      };
-      tick();
-    }), body);
+    await streamTokens(page, body, 60, 5);
     // A card nested in the reply's last paragraph (no record of the document observer's
     // kind reaches the adapter for it while the reply streams).
     await page.evaluate((css) => {
@@ -278,22 +290,11 @@ test('while a reply streams, what appears inside its body or elsewhere still rea
 // looked at (content-facts.js onlyQuietText), and an attribute only a `never` selector names
 // is watched too (content-facts.js watch()).
 test('while a reply streams, an ancestor attribute in its body and a never-only attribute still reach the facts', async () => {
-  const bodies = {
-    'chatgpt-classic-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-section-streaming.html': '[data-message-author-role="assistant"] > .markdown',
-    'chatgpt-thread-streaming.html': '[data-markdown-text-style="assistant-message"]',
-  };
-  const probe = (css) => ({ ...PROFILES.chatgpt.facts.permission_card.find((p) => p.scope === 'doc'), css, scope: 'doc',
-    label: null, text: null, icon: null, attr: null, beside: null, unique: false });
-  const token = (page, body) => page.evaluate((css) => new Promise((resolve) => {
-    document.querySelector(css).append(document.createTextNode(' tok'));
-    setTimeout(resolve, 300);
-  }), body);
-  for (const [file, body] of Object.entries(bodies)) {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
     // (a) A card probe `.hc-done .hc-card`; the card is in the reply body before its wrapper
     // gets the class.
     const cards = structuredClone(PROFILES.chatgpt);
-    cards.facts.permission_card = [probe('.hc-done .hc-card'), ...cards.facts.permission_card];
+    cards.facts.permission_card = [cardProbe('.hc-done .hc-card'), ...cards.facts.permission_card];
     let page = await openSnippet(context, file, cards);
     await page.evaluate((css) => {
       const wrap = document.createElement('div');
@@ -326,6 +327,59 @@ test('while a reply streams, an ancestor attribute in its body and a never-only 
       { message: `${file}: Stop marked never`, timeout: 5_000 }).toBe(false);
     await page.close();
   }
+});
+
+// While a reply streams, an element the watch has already looked at and that is then MOVED
+// inside the reply body (under a wrapper whose class makes a descendant-combinator probe
+// match it) reaches the facts before the reply ends: a move makes no record of the watch's
+// kind, so the streaming recheck looks again at every element whose parent changed, and at
+// what is inside it (content-facts.js newMatchIn).
+test('while a reply streams, an element moved inside its body is looked at again', async () => {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
+    const cards = structuredClone(PROFILES.chatgpt);
+    cards.facts.permission_card = [cardProbe('.hc-done .hc-card'), ...cards.facts.permission_card];
+    const page = await openSnippet(context, file, cards);
+    // A finished wrapper and, beside it, a card in a wrapper of its own (the card and its
+    // wrapper each looked at once, neither matching); two tokens, so the watch has seen both.
+    await page.evaluate((css) => {
+      const reply = document.querySelector(css);
+      reply.insertAdjacentHTML('beforeend', '<div class="hc-done"><p>done</p></div><div class="hc-box"><p><span class="hc-card">waiting</span></p></div>');
+    }, body);
+    await token(page, body);
+    await token(page, body);
+    expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true, permission_card: false });
+    // The card's wrapper moves under the finished one: the card's own parent is unchanged.
+    await page.evaluate(() => document.querySelector('.hc-done').append(document.querySelector('.hc-box')));
+    await token(page, body);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).permission_card,
+      { message: `${file}: the moved card matches under its new ancestor`, timeout: 5_000 }).toBe(true);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await page.close();
+  }
+});
+
+// While a reply streams, the health meters have no timer of their own: they ride on the
+// streaming watch's recheck timer (content-health.js healthBeat). Their samples still come
+// every five ticks, with the chat observer's callbacks counted.
+test('while a reply streams, the health samples ride on the streaming recheck and still come', async () => {
+  const view = {
+    companion: { key: 'companionNotInstalled', substitutions: [], tone: 'bad' },
+    herdr: { key: 'herdrUnknown', substitutions: [], tone: 'pending' },
+    actions: [],
+    continuity: { lines: [], actions: [], health: { level: 'normal', decision: null, reason: null, spikes: 0 } },
+  };
+  const [file, body] = Object.entries(STREAMING_BODIES)[2];
+  const page = await open(file);
+  await sendToPage(page, { type: 'hud', view });
+  const samples = () => page.evaluate(() => window.__herdr.posted.filter((p) => p.message.type === 'health_sample').length);
+  // 6.5 s of tokens: the watch's recheck runs all along.
+  await streamTokens(page, body, 130, 50);
+  expect((await lastPosted(page, 'page_facts')).generating).toBe(true);
+  expect(await samples()).toBeGreaterThanOrEqual(1);
+  const sample = await lastPosted(page, 'health_sample');
+  expect(sample.callbacks).toBeGreaterThanOrEqual(0);
+  expect(sample.drift_ms).toBeGreaterThanOrEqual(0);
+  await page.close();
 });
 
 // The streaming watch leaves out the old turns of a long chat (content-facts.js WATCH_BEFORE), but
