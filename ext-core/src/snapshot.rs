@@ -128,6 +128,10 @@ pub struct Snapshot {
     /// not reset the bound on continues nor drop the user's Stop.
     #[serde(default)]
     pub(crate) goal_counts: VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// The scopes whose inbox check is due (I2, P9; earlier releases kept the flag in
+    /// `scopes.*.inbox_check_due`, still read).
+    #[serde(default)]
+    pub(crate) inbox_checks: crate::inbox_checks::InboxChecks,
 }
 
 impl Snapshot {
@@ -178,6 +182,7 @@ impl Snapshot {
             pacer: &self.pacer,
             goals: &self.goals,
             goal_counts: &self.goal_counts,
+            inbox_checks: &self.inbox_checks,
         }
         .to_value()
         .to_string())
@@ -232,6 +237,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) goals: &'a VecMap<String, String>,
     /// See [`Snapshot::goal_counts`].
     pub(crate) goal_counts: &'a VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// See [`Snapshot::inbox_checks`].
+    pub(crate) inbox_checks: &'a crate::inbox_checks::InboxChecks,
 }
 
 impl SnapshotRef<'_> {
@@ -261,6 +268,7 @@ impl SnapshotRef<'_> {
             .with("pacer", self.pacer)
             .with("goals", self.goals)
             .with("goal_counts", self.goal_counts)
+            .with("inbox_checks", self.inbox_checks)
             .done()
     }
 }
