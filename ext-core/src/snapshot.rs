@@ -6,8 +6,8 @@
 //! What is kept: bindings and Auto toggles, the settle tracker's marks (generation, seq
 //! high-water mark, per-pane states), each bound scope's scheduler (pending wake, last
 //! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
-//! the acks still due and the tasks already carried, the latest pane output per pane, the
-//! progress timing and the message language. What is not: page facts (pages report again),
+//! the acks still due and the tasks already carried, the due inbox checks, the latest pane
+//! output per pane, the progress timing and the message language. What is not: page facts (pages report again),
 //! runtime calls in flight (re-issued), views.
 //!
 //! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a

@@ -29,18 +29,30 @@ fn printed(output: &CheckOutput) -> String {
     }
 }
 
-/// Each step's input and what the machine asked for after it, one line per step.
-fn transcript(steps: Vec<(&str, CheckInput)>) -> String {
-    let mut machine = CheckHerdr::default();
+/// A machine's transcript (also of `inbox_checks` and `handoff_transfer`): per step its
+/// name, what the machine asked for after it (`-`: nothing) and what `state` says of it.
+pub(crate) fn machine_transcript<M, I, O>(
+    machine: &mut M,
+    steps: Vec<(&str, I)>,
+    handle: impl Fn(&mut M, I),
+    poll: impl Fn(&mut M) -> Option<O>,
+    print: impl Fn(&O) -> String,
+    state: impl Fn(&M) -> String,
+) -> String {
     let mut out = String::new();
     for (name, input) in steps {
-        machine.handle(0, input);
-        let mut said = Vec::new();
-        while let Some(output) = machine.poll() {
-            said.push(printed(&output));
-        }
-        out += &format!("{name:<14} → {}\n", if said.is_empty() { "-".to_owned() } else { said.join(" | ") });
+        handle(machine, input);
+        let said: Vec<String> = std::iter::from_fn(|| poll(machine)).map(|o| print(&o)).collect();
+        let said = if said.is_empty() { "-".to_owned() } else { said.join(" | ") };
+        out += format!("{name:<16} → {said}{}", state(machine)).trim_end();
+        out.push('\n');
     }
+    out
+}
+
+fn transcript(steps: Vec<(&str, CheckInput)>) -> String {
+    let mut machine = CheckHerdr::default();
+    let out = machine_transcript(&mut machine, steps, |m, i| m.handle(0, i), CheckHerdr::poll, printed, |_| String::new());
     assert_eq!(machine.next_deadline(), None, "no timers");
     out
 }
@@ -74,19 +86,19 @@ fn a_run_reads_the_agent_panes_and_ends_once_with_what_answered() {
         ("no panes", CheckInput::Panes { tab: 7, run: 3, panes: Ok(vec![pane("p2", None)]) }),
     ]);
     expect![[r#"
-        locked         → refused tab=7 Locked(AutoIsOn)
-        no composer    → refused tab=7 Locked(NoComposerOnThisPage)
-        unbound        → refused tab=7 NotBound
-        press          → read_panes tab=7 run=1 w1
-        panes          → read_pane tab=7 run=1 p1 | read_pane tab=7 run=1 p3
-        p3 fails       → -
-        p3 again       → -
-        p1             → summary tab=7 seq=1 w1 panes=["p1", "p2", "p3"] texts=["p1=\"$ make\""]
-        p1 again       → -
-        press          → read_panes tab=7 run=2 w1
-        panes fail     → failed tab=7 "herdr is down"
-        press          → read_panes tab=7 run=3 w1
-        no panes       → summary tab=7 seq=2 w1 panes=["p2"] texts=[]
+        locked           → refused tab=7 Locked(AutoIsOn)
+        no composer      → refused tab=7 Locked(NoComposerOnThisPage)
+        unbound          → refused tab=7 NotBound
+        press            → read_panes tab=7 run=1 w1
+        panes            → read_pane tab=7 run=1 p1 | read_pane tab=7 run=1 p3
+        p3 fails         → -
+        p3 again         → -
+        p1               → summary tab=7 seq=1 w1 panes=["p1", "p2", "p3"] texts=["p1=\"$ make\""]
+        p1 again         → -
+        press            → read_panes tab=7 run=2 w1
+        panes fail       → failed tab=7 "herdr is down"
+        press            → read_panes tab=7 run=3 w1
+        no panes         → summary tab=7 seq=2 w1 panes=["p2"] texts=[]
     "#]]
     .assert_eq(&out);
 }
@@ -110,19 +122,19 @@ fn a_new_press_replaces_the_run_and_answers_of_the_old_one_are_not_read() {
         ("its panes", CheckInput::Panes { tab: 7, run: 4, panes: panes(&["p1"]) }),
     ]);
     expect![[r#"
-        press          → read_panes tab=7 run=1 w1
-        panes          → read_pane tab=7 run=1 p1 | read_pane tab=7 run=1 p2
-        press again    → read_panes tab=7 run=2 w1
-        old p1         → -
-        old panes      → -
-        other tab      → read_panes tab=8 run=3 w2
-        panes          → read_pane tab=7 run=2 p1
-        tab 8 gone     → -
-        tab 8 panes    → -
-        p1             → summary tab=7 seq=1 w1 panes=["p1"] texts=["p1=\"new\""]
-        press          → read_panes tab=7 run=4 w1
-        link down      → -
-        its panes      → -
+        press            → read_panes tab=7 run=1 w1
+        panes            → read_pane tab=7 run=1 p1 | read_pane tab=7 run=1 p2
+        press again      → read_panes tab=7 run=2 w1
+        old p1           → -
+        old panes        → -
+        other tab        → read_panes tab=8 run=3 w2
+        panes            → read_pane tab=7 run=2 p1
+        tab 8 gone       → -
+        tab 8 panes      → -
+        p1               → summary tab=7 seq=1 w1 panes=["p1"] texts=["p1=\"new\""]
+        press            → read_panes tab=7 run=4 w1
+        link down        → -
+        its panes        → -
     "#]]
     .assert_eq(&out);
 }

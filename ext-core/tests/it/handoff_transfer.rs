@@ -11,6 +11,8 @@ use ext_core::handoff_transfer::{SeedEnd, TargetPage, Transfer, TransferInput, T
 use ext_core::scope::Site;
 use proptest::prelude::*;
 
+use crate::check_herdr::machine_transcript;
+
 const SOURCE: &str = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 const SOURCE_URL: &str = "https://chatgpt.com/c/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
 const NEW: &str = "6a1b2c3d-0000-4000-8000-00000000000a";
@@ -58,22 +60,18 @@ fn page(tab: u32, url: &str, idle: bool) -> TransferInput {
     TransferInput::Page { tab, url: url.into(), idle }
 }
 
-/// Each step: its name, then what the transfer asked for, its step and what it holds.
+/// Each step: its name, then what the transfer asked for, its step and what it holds; the
+/// steps start with the chain confirmed and the package prepared.
 fn transcript(transfer: &mut Transfer, steps: Vec<(&str, TransferInput)>) -> String {
+    let state = |t: &Transfer| {
+        let seed = t.seed_to_post().map(|(tab, subject, _)| format!(" seed_to_post=({tab}, {subject})")).unwrap_or_default();
+        format!(" [{} target={:?} seeds={:?}{seed}]", t.machine.state().step(), t.target_tab, t.seeds)
+    };
     let mut out = format!("{:<16} → {}\n", "start", drained(transfer));
-    for (name, input) in steps {
-        let posting = matches!(input, TransferInput::SeedPosted { .. });
-        transfer.handle(0, input);
-        let seed = transfer.seed_to_post().map(|(tab, subject, _)| format!(" seed_to_post=({tab}, {subject})")).unwrap_or_default();
-        out += &format!(
-            "{name:<16} → {} [{} target={:?} seeds={:?}{seed}{}]\n",
-            drained(transfer),
-            transfer.machine.state().step(),
-            transfer.target_tab,
-            transfer.seeds,
-            if posting { " posted" } else { "" }
-        );
-    }
+    let prepared =
+        vec![("confirmed", TransferInput::Confirmed(Ok("hc-1".into()))), ("prepared", TransferInput::Prepared(Ok(package(true))))];
+    let steps = prepared.into_iter().chain(steps).collect();
+    out += &machine_transcript(transfer, steps, |t, i| t.handle(0, i), Transfer::poll, printed, state);
     assert_eq!(transfer.next_deadline(), None, "no timers");
     out
 }
@@ -84,8 +82,6 @@ fn a_transfer_goes_from_its_package_to_the_cut_over_on_evidence() {
     let out = transcript(
         &mut transfer,
         vec![
-            ("confirmed", TransferInput::Confirmed(Ok("hc-1".into()))),
-            ("prepared", TransferInput::Prepared(Ok(package(true)))),
             ("other transfer", page(9, OTHER_TRANSFER, true)),
             ("its tab, busy", page(8, OPENED, false)),
             ("tab answered", TransferInput::TabOpened(Ok(3))),
@@ -105,7 +101,7 @@ fn a_transfer_goes_from_its_package_to_the_cut_over_on_evidence() {
         its tab, busy    → persist | persist [opening target=Some(8) seeds=[]]
         tab answered     → activity new_chat_opened | persist [opening target=Some(8) seeds=[]]
         its tab, idle    → seed_due | persist [seeding target=Some(8) seeds=[] seed_to_post=(8, handoff:tr-1)]
-        posted           → - [seeding target=Some(8) seeds=["handoff:tr-1/e.1"] posted]
+        posted           → - [seeding target=Some(8) seeds=["handoff:tr-1/e.1"]]
         confirmed seed   → persist [seeding target=Some(8) seeds=["handoff:tr-1/e.1"]]
         new id, tab 3    → - [seeding target=Some(8) seeds=["handoff:tr-1/e.1"]]
         new id           → cut_over 6a1b2c3d-0000-4000-8000-00000000000a | persist [done target=Some(8) seeds=["handoff:tr-1/e.1"]]
@@ -120,8 +116,6 @@ fn an_uncertain_seed_waits_for_resume_and_a_lost_tab_is_asked_for_again() {
     let out = transcript(
         &mut transfer,
         vec![
-            ("confirmed", TransferInput::Confirmed(Ok("hc-1".into()))),
-            ("prepared", TransferInput::Prepared(Ok(package(true)))),
             ("its tab, idle", page(8, OPENED, true)),
             ("posted", TransferInput::SeedPosted { id: "s1".into() }),
             ("app not attached", TransferInput::SeedEnded(SeedEnd::AppNotAttached)),
@@ -139,13 +133,13 @@ fn an_uncertain_seed_waits_for_resume_and_a_lost_tab_is_asked_for_again() {
         confirmed        → prepare hc-1 | persist [preparing target=None seeds=[]]
         prepared         → persist | open_tab https://chatgpt.com/?herdr_handoff=tr-1 | persist [opening target=None seeds=[]]
         its tab, idle    → persist | seed_due | persist [seeding target=Some(8) seeds=[] seed_to_post=(8, handoff:tr-1)]
-        posted           → - [seeding target=Some(8) seeds=["s1"] posted]
+        posted           → - [seeding target=Some(8) seeds=["s1"]]
         app not attached → persist [seeding target=Some(8) seeds=["s1"] seed_to_post=(8, handoff:tr-1)]
-        posted again     → - [seeding target=Some(8) seeds=["s1", "s2"] posted]
+        posted again     → - [seeding target=Some(8) seeds=["s1", "s2"]]
         uncertain        → persist [seed_uncertain target=Some(8) seeds=["s1", "s2"]]
         resume, no page  → resume_no_target [seed_uncertain target=Some(8) seeds=["s1", "s2"]]
         resume, absent   → seed_due | persist [seeding target=Some(8) seeds=["s1", "s2"] seed_to_post=(8, handoff:tr-1)]
-        posted           → - [seeding target=Some(8) seeds=["s1", "s2", "s3"] posted]
+        posted           → - [seeding target=Some(8) seeds=["s1", "s2", "s3"]]
         uncertain        → persist [seed_uncertain target=Some(8) seeds=["s1", "s2", "s3"]]
         resume, present  → cut_over 6a1b2c3d-0000-4000-8000-00000000000a | persist [done target=Some(8) seeds=["s1", "s2", "s3"]]
     "#]]
@@ -171,19 +165,19 @@ fn an_uncertain_seed_waits_for_resume_and_a_lost_tab_is_asked_for_again() {
 #[test]
 fn a_failed_transfer_ends_once() {
     let mut transfer = started();
-    let out = transcript(
-        &mut transfer,
-        vec![
-            ("confirmed", TransferInput::Confirmed(Ok("hc-1".into()))),
-            ("bad package", TransferInput::Prepared(Ok(package(false)))),
-            ("late answer", TransferInput::Prepared(Ok(package(true)))),
-        ],
-    );
+    let steps = vec![
+        ("confirmed", TransferInput::Confirmed(Ok("hc-1".into()))),
+        ("bad package", TransferInput::Prepared(Ok(package(false)))),
+        ("late answer", TransferInput::Prepared(Ok(package(true)))),
+    ];
+    let step = |t: &Transfer| format!(" [{}]", t.machine.state().step());
+    let start = format!("{:<16} → {}\n", "start", drained(&mut transfer));
+    let out = start + &machine_transcript(&mut transfer, steps, |t, i| t.handle(0, i), Transfer::poll, printed, step);
     expect![[r#"
         start            → confirm 0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 | persist
-        confirmed        → prepare hc-1 | persist [preparing target=None seeds=[]]
-        bad package      → ended bad_package | persist [failed target=None seeds=[]]
-        late answer      → persist [failed target=None seeds=[]]
+        confirmed        → prepare hc-1 | persist [preparing]
+        bad package      → ended bad_package | persist [failed]
+        late answer      → persist [failed]
     "#]]
     .assert_eq(&out);
 }

@@ -11,6 +11,7 @@ use ext_core::inbox_checks::{CheckAnswer, DueBecause, InboxCheckInput, InboxChec
 use ext_core::snapshot::Snapshot;
 use proptest::prelude::*;
 
+use crate::check_herdr::machine_transcript;
 use crate::continuity::{bound_with_auto, task};
 
 fn printed(output: &InboxCheckOutput) -> String {
@@ -25,18 +26,13 @@ fn printed(output: &InboxCheckOutput) -> String {
 }
 
 fn transcript(steps: Vec<(&str, InboxCheckInput)>) -> String {
+    let state = |m: &InboxChecks| {
+        let due = ["a", "b"].iter().filter(|k| m.is_due(k)).copied().collect::<Vec<_>>().join(",");
+        let out = ["a", "b"].iter().filter(|k| m.in_flight(k)).copied().collect::<Vec<_>>().join(",");
+        format!(" [due=[{due}] out=[{out}]]")
+    };
     let mut machine = InboxChecks::default();
-    let mut out = String::new();
-    for (name, input) in steps {
-        machine.handle(0, input);
-        let mut said = Vec::new();
-        while let Some(output) = machine.poll() {
-            said.push(printed(&output));
-        }
-        let due = ["a", "b"].iter().filter(|k| machine.is_due(k)).copied().collect::<Vec<_>>().join(",");
-        let out_ = ["a", "b"].iter().filter(|k| machine.in_flight(k)).copied().collect::<Vec<_>>().join(",");
-        out += &format!("{name:<16} → {:<40} due=[{due}] out=[{out_}]\n", if said.is_empty() { "-".to_owned() } else { said.join(" | ") });
-    }
+    let out = machine_transcript(&mut machine, steps, |m, i| m.handle(0, i), InboxChecks::poll, printed, state);
     assert_eq!(machine.next_deadline(), None, "no timers");
     out
 }
@@ -69,16 +65,16 @@ fn a_due_check_is_read_once_the_scope_is_quiet_and_its_tasks_wake_once() {
         ("answer again", answered("a", &["t3"], false, Some("w1"), true)),
     ]);
     expect![[r#"
-        quiet, not due   → -                                        due=[] out=[]
-        bound            → -                                        due=[a] out=[]
-        quiet            → read a ref=ref-a                         due=[] out=[a]
-        grew meanwhile   → -                                        due=[a] out=[a]
-        quiet again      → -                                        due=[a] out=[a]
-        answer           → wake a first=t1 tasks=["t2", "t1"]       due=[a] out=[]
-        quiet            → read a ref=ref-a                         due=[] out=[a]
-        read             → -                                        due=[] out=[a]
-        nothing          → -                                        due=[] out=[]
-        answer again     → -                                        due=[] out=[]
+        quiet, not due   → - [due=[] out=[]]
+        bound            → - [due=[a] out=[]]
+        quiet            → read a ref=ref-a [due=[] out=[a]]
+        grew meanwhile   → - [due=[a] out=[a]]
+        quiet again      → - [due=[a] out=[a]]
+        answer           → wake a first=t1 tasks=["t2", "t1"] [due=[a] out=[]]
+        quiet            → read a ref=ref-a [due=[] out=[a]]
+        read             → - [due=[] out=[a]]
+        nothing          → - [due=[] out=[]]
+        answer again     → - [due=[] out=[]]
     "#]]
     .assert_eq(&out);
 }
@@ -106,21 +102,21 @@ fn a_busy_or_rebound_scope_keeps_its_tasks_for_a_later_read() {
         ("settle short", due("b", DueBecause::SettleReadIncomplete)),
     ]);
     expect![[r#"
-        reconnected      → -                                        due=[a,b] out=[]
-        a quiet          → read a ref=ref-a                         due=[b] out=[a]
-        reconnected      → -                                        due=[b] out=[a]
-        a busy answer    → -                                        due=[a,b] out=[]
-        b quiet          → read b ref=ref-b                         due=[a] out=[b]
-        b settles        → -                                        due=[a] out=[b]
-        b rebound        → -                                        due=[a] out=[]
-        a quiet          → read a ref=ref-a                         due=[] out=[a]
-        a paging         → wake a first=t1 tasks=["t1"]             due=[a] out=[]
-        a quiet          → read a ref=ref-a                         due=[] out=[a]
-        a no inbox       → no_inbox a                               due=[] out=[]
-        a failed         → -                                        due=[] out=[]
-        wake ended       → -                                        due=[a] out=[]
-        a unbound        → -                                        due=[] out=[]
-        settle short     → -                                        due=[b] out=[]
+        reconnected      → - [due=[a,b] out=[]]
+        a quiet          → read a ref=ref-a [due=[b] out=[a]]
+        reconnected      → - [due=[b] out=[a]]
+        a busy answer    → - [due=[a,b] out=[]]
+        b quiet          → read b ref=ref-b [due=[a] out=[b]]
+        b settles        → - [due=[a] out=[b]]
+        b rebound        → - [due=[a] out=[]]
+        a quiet          → read a ref=ref-a [due=[] out=[a]]
+        a paging         → wake a first=t1 tasks=["t1"] [due=[a] out=[]]
+        a quiet          → read a ref=ref-a [due=[] out=[a]]
+        a no inbox       → no_inbox a [due=[] out=[]]
+        a failed         → - [due=[] out=[]]
+        wake ended       → - [due=[a] out=[]]
+        a unbound        → - [due=[] out=[]]
+        settle short     → - [due=[b] out=[]]
     "#]]
     .assert_eq(&out);
 }
