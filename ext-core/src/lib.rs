@@ -18,14 +18,17 @@ extern crate self as ext_core;
 pub mod companion_link;
 pub mod goal_supervisor;
 pub mod handoff;
+pub mod handoff_transfer;
 pub mod health;
 pub mod hud;
 pub mod hud_pill;
+pub mod inbox_checks;
 pub mod json_read;
 pub mod limits;
 
 pub mod auto_gate;
 pub mod binding;
+pub mod check_herdr;
 pub mod context_pressure;
 pub mod continuity;
 pub mod contracts;

@@ -6,8 +6,8 @@
 //! What is kept: bindings and Auto toggles, the settle tracker's marks (generation, seq
 //! high-water mark, per-pane states), each bound scope's scheduler (pending wake, last
 //! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
-//! the acks still due and the tasks already carried, the latest pane output per pane, the
-//! progress timing and the message language. What is not: page facts (pages report again),
+//! the acks still due and the tasks already carried, the due inbox checks, the latest pane
+//! output per pane, the progress timing and the message language. What is not: page facts (pages report again),
 //! runtime calls in flight (re-issued), views.
 //!
 //! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a
@@ -128,6 +128,10 @@ pub struct Snapshot {
     /// not reset the bound on continues nor drop the user's Stop.
     #[serde(default)]
     pub(crate) goal_counts: VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// The scopes whose inbox check is due (I2, P9; earlier releases kept the flag in
+    /// `scopes.*.inbox_check_due`, still read).
+    #[serde(default)]
+    pub(crate) inbox_checks: crate::inbox_checks::InboxChecks,
 }
 
 impl Snapshot {
@@ -178,6 +182,7 @@ impl Snapshot {
             pacer: &self.pacer,
             goals: &self.goals,
             goal_counts: &self.goal_counts,
+            inbox_checks: &self.inbox_checks,
         }
         .to_value()
         .to_string())
@@ -232,6 +237,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) goals: &'a VecMap<String, String>,
     /// See [`Snapshot::goal_counts`].
     pub(crate) goal_counts: &'a VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// See [`Snapshot::inbox_checks`].
+    pub(crate) inbox_checks: &'a crate::inbox_checks::InboxChecks,
 }
 
 impl SnapshotRef<'_> {
@@ -261,6 +268,7 @@ impl SnapshotRef<'_> {
             .with("pacer", self.pacer)
             .with("goals", self.goals)
             .with("goal_counts", self.goal_counts)
+            .with("inbox_checks", self.inbox_checks)
             .done()
     }
 }

@@ -45,30 +45,33 @@ impl Continuity {
                 });
                 if let Some(status) = self.scopes.get_mut(&scope_key) {
                     status.settle_awaiting_tasks = None;
-                    match result {
+                    let incomplete = match result {
                         Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
                             // The rest is read once this wake is confirmed and acked (paging).
-                            status.inbox_check_due |= more;
                             status.inbox_missing = false;
                             status.wake_tasks = tasks;
+                            more
                         }
                         Err(error) if error.code == ErrorCode::UnknownMethod => {
                             status.inbox_missing = true;
                             status.wake_tasks.clear();
+                            false
                         }
                         _ => {
                             // The wake goes without task facts; its tasks stay unacked and
                             // an inbox check picks them up once the scope is quiet.
                             status.wake_tasks.clear();
-                            status.inbox_check_due = true;
+                            true
                         }
+                    };
+                    if incomplete {
+                        let because = crate::inbox_checks::DueBecause::SettleReadIncomplete;
+                        self.inbox_check(crate::inbox_checks::InboxCheckInput::Due { key: scope_key.clone(), because });
                     }
                 }
                 self.feed_settle(now, &scope_key, settle);
             }
-            (Purpose::InboxCheck { scope_key, workspace_id }, result) => {
-                self.inbox_checked(now, &scope_key, &workspace_id, result);
-            }
+            (Purpose::InboxCheck { scope_key }, result) => self.inbox_checked(scope_key, result),
             (Purpose::GuidanceRead { scope_key }, result) => self.guidance_read(&scope_key, result),
             (Purpose::Ack { scope_key, task_ids }, result) => {
                 let retry_later = !ack_settled(&result);
@@ -99,8 +102,8 @@ impl Continuity {
                     status.apply_counts(&result);
                 }
             }
-            (Purpose::CheckPanes { tab }, result) => self.check_panes_answered(tab, result),
-            (Purpose::CheckRead { tab }, result) => self.check_read_answered(tab, result),
+            (Purpose::CheckPanes { tab, run }, result) => self.check_panes_answered(now, tab, run, result),
+            (Purpose::CheckRead { tab, run, pane_id }, result) => self.check_read_answered(now, tab, run, pane_id, result),
             (Purpose::Judge { tab }, result) => self.judge_answered(tab, result),
             (Purpose::SemanticJudge { conversation, fingerprint, tab }, result) => {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);

@@ -103,7 +103,11 @@ impl Continuity {
             .map(|b| (b.scope.key(), b.workspace_id.clone(), b.active_conv_key.is_some(), self.auto.state(&b.scope)))
             .collect();
         let keys: VecSet<String> = bound.iter().map(|(k, ..)| k.clone()).collect();
-        self.scopes.retain(|k, _| keys.contains(k));
+        let gone: Vec<String> = self.scopes.keys().filter(|k| !keys.contains(*k)).cloned().collect();
+        for key in gone {
+            self.scopes.remove(&key);
+            self.inbox_check(crate::inbox_checks::InboxCheckInput::Unbound { key });
+        }
         for (key, workspace_id, has_target, auto) in bound {
             // A manual Continue or a queued batch of the user awaiting its answer (the
             // user's next turn goes first, Q2), or our own unsent text still in the composer
@@ -255,19 +259,21 @@ impl Continuity {
             self.notice(delivery.tab, Say::new("deliveryAbandoned", vec![]), NoticeTone::Bad);
         }
         let app_reason = self.app_block(&key);
-        let Some(status) = self.scopes.get_mut(&key) else { return };
-        if *resolution == Resolution::Abandoned && !delivery.task_ids.is_empty() {
-            // Its tasks are still unacknowledged in the durable inbox: read them again once
-            // the scope is quiet (the inbox is the truth, I2/I4), instead of retyping this
-            // message blindly.
-            status.inbox_check_due = true;
+        if !self.scopes.contains_key(&key) {
+            return;
         }
         let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);
-        if scheduled && delivery.message.is_none() && !confirmed && !delivery.task_ids.is_empty() {
-            // A wake whose record names no message (saved by an earlier release, or a
-            // resend) cannot be offered again: its tasks are read from the inbox again.
-            status.inbox_check_due = true;
+        // Its tasks are still unacknowledged in the durable inbox: read them again once the
+        // scope is quiet (the inbox is the truth, I2/I4), instead of retyping this message
+        // blindly — an abandoned delivery, or a wake whose record names no message (saved
+        // by an earlier release, or a resend) that cannot be offered again.
+        let abandoned = *resolution == Resolution::Abandoned;
+        let unofferable = scheduled && delivery.message.is_none() && !confirmed;
+        if (abandoned || unofferable) && !delivery.task_ids.is_empty() {
+            let because = crate::inbox_checks::DueBecause::WakeEndedWithTasks;
+            self.inbox_check(crate::inbox_checks::InboxCheckInput::Due { key: key.clone(), because });
         }
+        let Some(status) = self.scopes.get_mut(&key) else { return };
         if confirmed {
             if delivery.kind == DeliveryKind::Wake {
                 status.wake_count = status.wake_count.saturating_add(1);

@@ -4,6 +4,7 @@
 //! scheduler of every scope bound to its workspace.
 
 use super::*;
+use crate::inbox_checks::{DueBecause, InboxCheckInput};
 
 impl Continuity {
     pub(super) fn drain_bindings(&mut self) {
@@ -14,8 +15,9 @@ impl Continuity {
                     // the previous binding of this scope are kept by session ref.
                     self.keep_orphan_acks(&scope);
                     let status = self.scopes.entry(scope.key()).or_default();
+                    *status = ScopeStatus::default();
                     // Existing results of this chat are read once the new binding is quiet.
-                    *status = ScopeStatus { inbox_check_due: true, ..ScopeStatus::default() };
+                    self.inbox_check(InboxCheckInput::Due { key: scope.key(), because: DueBecause::Bound });
                     if self.link_up {
                         self.call(
                             Purpose::Counts { scope_key: scope.key() },
@@ -26,6 +28,7 @@ impl Continuity {
                 BindingOutput::Unbound { scope, .. } => {
                     self.keep_orphan_acks(&scope);
                     self.scopes.remove(&scope.key());
+                    self.inbox_check(InboxCheckInput::Unbound { key: scope.key() });
                     self.app_hold_end(&scope.key());
                     let bindings = &self.bindings;
                     self.pane_outputs.retain(|_, o| bindings.scopes_bound_to(&o.workspace_id).next().is_some());
@@ -76,7 +79,7 @@ impl Continuity {
                             status.settle_awaiting_tasks = Some(output.clone());
                             status.settled_once = true;
                             // This settle's inbox read replaces a due inbox check.
-                            status.inbox_check_due = false;
+                            self.inbox_check(InboxCheckInput::SettleRead { key: key.clone() });
                         }
                         // Progress stops now, before the inbox read (P8).
                         if let Some(scheduler) = self.scopes.get_mut(&key).and_then(|s| s.scheduler.as_mut()) {

@@ -8,18 +8,23 @@
 //! `inbox.pending` read per scope is in flight.
 
 use super::*;
+use crate::inbox_checks::{DueBecause, InboxCheckInput};
 
 impl Continuity {
     /// An `inbox_changed` for `session_ref`: a grown `unacked` count makes an inbox check
     /// due (read once the scope is quiet); a pending wake's tasks are re-read for guidance.
     pub(super) fn inbox_changed(&mut self, session_ref: &str, counts: TaskCounts) {
-        for status in self.scopes_with_ref(session_ref) {
+        let mut grew = Vec::new();
+        for (key, status) in self.scopes_with_ref(session_ref) {
             // New unacknowledged results: read them once the scope is quiet.
             if counts.unacked > status.counts.map_or(0, |c| c.unacked) {
-                status.inbox_check_due = true;
+                grew.push(key);
             }
             status.counts = Some(counts);
             status.inbox_missing = false;
+        }
+        for key in grew {
+            self.inbox_check(InboxCheckInput::Due { key, because: DueBecause::UnackedGrew });
         }
         let keys: Vec<String> = self
             .bindings

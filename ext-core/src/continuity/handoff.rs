@@ -1,7 +1,9 @@
-//! The HUD's Handoff in the continuity loop (SPEC X1–X8, B8, C2, Q9): drives one
-//! [`crate::handoff::Handoff`] machine per source scope (a ChatGPT Project, or a plain
-//! ChatGPT conversation) from the HUD's buttons, the runtime's answers, the pages' facts and
-//! the delivery ledger.
+//! The HUD's Handoff in the continuity loop (SPEC X1–X8, B8, C2, Q9): one
+//! [`crate::handoff_transfer::Transfer`] per source scope (a ChatGPT Project, or a plain
+//! ChatGPT or z.ai conversation), fed the HUD's buttons, the runtime's answers, the pages'
+//! facts and the delivery ledger's resolutions; this file starts transfers (the gate of a
+//! Start), routes their inputs, carries out their outputs (calls, the new tab, the seed's
+//! delivery, the cut-over on bindings, Auto and the queue) and renders their HUD part.
 //!
 //! One transfer: the HUD's Handoff (Auto on or off, X1) → refused while the bound workspace
 //! works (X2) → the source's automatic wakes pause (its scheduler sees
@@ -36,7 +38,9 @@
 //! - Nothing asks a chat or an LLM for a summary; a failure keeps the source and its URL.
 
 use super::*;
-use crate::handoff::{Handoff, HandoffInput, HandoffOutput, HandoffRefusal, HandoffState, Package, SeedOutcome};
+use crate::handoff::{HandoffInput, HandoffRefusal, HandoffState, SeedOutcome};
+pub use crate::handoff_transfer::{new_chat_url, Transfer, HANDOFF_QUERY};
+use crate::handoff_transfer::{SeedEnd, TargetPage, TransferInput, TransferOutput};
 use crate::json_read::{ReadJson, WriteJson};
 use crate::scope::Site;
 
@@ -59,36 +63,6 @@ pub struct PrepareCall {
 /// Most queued messages the prepare call names (the runtime's `MAX_HANDOFF_QUEUE_ITEMS`).
 pub const HANDOFF_QUEUE_ITEMS: usize = 5;
 
-/// The query parameter that names a transfer in its new tab's URL.
-pub const HANDOFF_QUERY: &str = "herdr_handoff=";
-
-/// One transfer and what the composition knows around its machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
-pub struct Transfer {
-    /// The machine.
-    pub machine: Handoff,
-    /// The source's site (ChatGPT, or z.ai: X10).
-    #[serde(default)]
-    pub site: Site,
-    /// The source's Project, `None` for a conversation outside a Project.
-    pub project_id: Option<String>,
-    /// The source conversation.
-    pub source_conversation: String,
-    /// The tab the Handoff was pressed in.
-    pub source_tab: TabId,
-    /// The new conversation's tab, once opened (or found by its URL after a restart).
-    pub target_tab: Option<TabId>,
-    /// The seed deliveries posted (ids), oldest first.
-    pub seeds: Vec<String>,
-    /// The machine asked for a seed that has not been posted yet (the page was busy).
-    pub seed_due: bool,
-    /// The new tab was asked for (its `open_tab` left after the snapshot write).
-    pub tab_requested: bool,
-    /// The transfer's end (failed, Copy Prompt) is in the Activity timeline.
-    #[serde(default)]
-    pub end_recorded: bool,
-}
-
 /// What the handoff keeps across worker restarts (in the snapshot).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct HandoffBook {
@@ -101,6 +75,17 @@ pub struct HandoffBook {
     /// The conversations that started an automatic rollover (R2, `continuity::rollover`).
     #[serde(default)]
     pub rollovers: crate::rollover::Rollovers,
+}
+
+impl HandoffBook {
+    /// The book as the snapshot holds it (nothing of this worker life).
+    pub(super) fn persisted(&self) -> Self {
+        let mut transfers = VecMap::new();
+        for (key, transfer) in self.transfers.iter() {
+            transfers.insert(key.clone(), transfer.persisted());
+        }
+        Self { transfers, retired: self.retired.clone(), rollovers: self.rollovers.clone() }
+    }
 }
 
 /// What the HUD shows about a handoff on a page.
@@ -124,40 +109,6 @@ fn seed_key(key: &str) -> String {
 
 /// The prefix of a transfer's ledger key (its source's scope key follows).
 pub(super) const SEED_KEY_PREFIX: &str = "handoff:";
-
-/// The new tab's URL: the Project's home (ChatGPT opens a new chat of the Project there),
-/// ChatGPT's or z.ai's new chat, naming the transfer.
-pub fn new_chat_url(site: Site, project_id: Option<&str>, transfer_id: &str) -> String {
-    match (site, project_id) {
-        (_, Some(project)) => crate::text::concat(&["https://chatgpt.com/g/", project, "/project?", HANDOFF_QUERY, transfer_id]),
-        (Site::Zai, None) => crate::text::concat(&["https://chat.z.ai/?", HANDOFF_QUERY, transfer_id]),
-        (_, None) => crate::text::concat(&["https://chatgpt.com/?", HANDOFF_QUERY, transfer_id]),
-    }
-}
-
-/// A page where a new chat starts: ChatGPT's root or a Project's home, z.ai's root.
-fn new_chat_page(url: &str) -> bool {
-    match classify_url(url) {
-        PageKind::Root | PageKind::ProjectHome { .. } => true,
-        PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NoConversationYet } => url.starts_with("https://chat.z.ai/"),
-        _ => false,
-    }
-}
-
-fn package_of(state: &HandoffState) -> Option<&Package> {
-    match state {
-        HandoffState::Opening { package, .. }
-        | HandoffState::Seeding { package, .. }
-        | HandoffState::SeedUncertain { package, .. }
-        | HandoffState::CopyPrompt { package } => Some(package),
-        _ => None,
-    }
-}
-
-fn query_names(url: &str, transfer_id: &str) -> bool {
-    let wanted = crate::text::concat(&[HANDOFF_QUERY, transfer_id]);
-    url.split_once('?').is_some_and(|(_, query)| query.split(['&', '#']).any(|part| part == wanted))
-}
 
 impl Continuity {
     /// Whether a transfer of the scope `key` is in flight (its source's wakes pause, X2).
@@ -224,19 +175,7 @@ impl Continuity {
             }
             return self.handoff_refused(tab, Some(&key), &refusal);
         }
-        let transfer = Transfer {
-            machine,
-            site,
-            project_id,
-            source_conversation: conversation_id,
-            source_tab: tab,
-            target_tab: None,
-            seeds: Vec::new(),
-            seed_due: false,
-            tab_requested: false,
-            end_recorded: false,
-        };
-        self.handoff.transfers.insert(key.clone(), transfer);
+        self.handoff.transfers.insert(key.clone(), Transfer::start(machine, site, project_id, conversation_id, tab));
         self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("handoff_started"), None);
         self.handoff_drain(now, &key);
     }
@@ -261,41 +200,15 @@ impl Continuity {
         }
     }
 
-    /// "Resume handoff" (X7): probes the target's thread for the seed's marker — present →
-    /// the cut-over; absent → the seed goes again.
+    /// "Resume handoff" (X7): the transfer hears what its target tab shows.
     pub(super) fn handoff_resume(&mut self, now: Millis, tab: TabId) {
         let Some(key) = self.handoff_key_of_tab(tab) else { return };
         let Some(transfer) = self.handoff.transfers.get(&key) else { return };
-        if self.handoff_tab_lost(transfer) {
-            // Its tab was asked for before a restart and never showed up: ask again (no seed
-            // was typed anywhere, so no second conversation can come of it).
-            self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("tab_asked_again"), None);
-            return self.handoff_output(now, &key, HandoffOutput::OpenNewChat);
-        }
-        if !matches!(transfer.machine.state(), HandoffState::SeedUncertain { .. }) {
-            return;
-        }
-        let Some(target) = transfer.target_tab.and_then(|t| self.pages.get(&t)) else {
-            return self.notice(tab, Say::new("handoffResumeNoTarget", vec![]), NoticeTone::Bad);
-        };
-        let seed_present = target.markers.iter().any(|m| transfer.seeds.contains(m));
-        let new_conversation = self.handoff_new_conversation(transfer, target);
-        let Some(transfer) = self.handoff.transfers.get_mut(&key) else { return };
-        if let Some(conversation_id) = new_conversation {
-            let _ = transfer.machine.handle(HandoffInput::NewConversation { conversation_id });
-        }
-        let _ = transfer.machine.handle(HandoffInput::Resume { seed_present });
-        self.handoff_drain(now, &key);
-    }
-
-    /// A transfer whose new tab was asked for by an earlier worker life and is not known: the
-    /// request may have been lost with that worker.
-    fn handoff_tab_lost(&self, transfer: &Transfer) -> bool {
-        let asked = package_of(transfer.machine.state()).is_some_and(|p| self.handoff_tabs_asked.contains(&p.transfer_id));
-        matches!(transfer.machine.state(), HandoffState::Opening { .. })
-            && transfer.tab_requested
-            && transfer.target_tab.is_none()
-            && !asked
+        let target = transfer
+            .target_tab
+            .and_then(|t| self.pages.get(&t))
+            .map(|page| TargetPage { url: page.url.clone(), markers: page.markers.clone() });
+        self.handoff_input(now, &key, TransferInput::Resume { target }, tab);
     }
 
     /// The scope keys of the transfers `test` accepts, in key order (one walk for every
@@ -317,200 +230,124 @@ impl Continuity {
         own.or_else(|| self.handoff_keys(&|t| t.target_tab == Some(tab) && t.machine.in_flight()).into_iter().next())
     }
 
-    /// The new conversation a target page shows: a conversation of the source's Project (or
-    /// of ChatGPT outside one) other than the source.
-    fn handoff_new_conversation(&self, transfer: &Transfer, report: &PageReport) -> Option<String> {
-        let id = match (classify_url(&report.url), &transfer.project_id) {
-            (PageKind::ProjectChat { project_id, conversation_id }, Some(ours)) if project_id == *ours => conversation_id,
-            (PageKind::Chat { site, conversation_id }, None) if site == transfer.site => conversation_id,
-            _ => return None,
-        };
-        (id != transfer.source_conversation).then_some(id)
-    }
-
-    /// A page reported: the new tab is found by its URL, becomes ready for the seed, shows
-    /// the new conversation's id.
+    /// A page reported: every transfer in flight hears it (its new tab is found by its URL,
+    /// becomes ready for the seed, shows the new conversation's id), then a due seed goes.
     pub(super) fn handoff_page(&mut self, now: Millis, tab: TabId) {
-        let Some(report) = self.pages.get(&tab).cloned() else { return };
+        let Some(report) = self.pages.get(&tab) else { return };
+        let (url, idle) = (report.url.clone(), queue::is_idle_for_queue(report));
         let keys = self.handoff_keys(&|t| t.machine.in_flight());
         for key in keys {
-            let Some(transfer) = self.handoff.transfers.get(&key) else { continue };
-            let transfer_id = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone());
-            let adopt =
-                transfer.target_tab.is_none() && transfer.tab_requested && transfer_id.is_some_and(|id| query_names(&report.url, &id));
-            if transfer.target_tab != Some(tab) && !adopt {
-                continue;
+            self.handoff_input(now, &key, TransferInput::Page { tab, url: url.clone(), idle }, tab);
+            // A page of its new tab (known before, or found by its URL now).
+            if self.handoff.transfers.get(&key).is_some_and(|t| t.target_tab == Some(tab)) {
+                self.handoff_post_seed(now, &key);
             }
-            let new_conversation = self.handoff_new_conversation(transfer, &report);
-            let ready = new_chat_page(&report.url) && queue::is_idle_for_queue(&report);
-            let Some(transfer) = self.handoff.transfers.get_mut(&key) else { continue };
-            if adopt {
-                transfer.target_tab = Some(tab);
-                self.outputs.push_back(ContinuityOutput::Persist);
-            }
-            if let Some(conversation_id) = new_conversation {
-                let _ = transfer.machine.handle(HandoffInput::NewConversation { conversation_id });
-            }
-            if ready && matches!(transfer.machine.state(), HandoffState::Opening { .. }) {
-                let _ = transfer.machine.handle(HandoffInput::TargetReady);
-            }
-            self.handoff_drain(now, &key);
-            self.handoff_post_seed(now, &key);
         }
     }
 
-    /// The worker's `chrome.tabs.create` for a transfer answered: the new tab, or browser
-    /// control is unavailable (X8).
+    /// The worker's `chrome.tabs.create` for a transfer answered: the new tab (whose page
+    /// may have reported already), or browser control is unavailable (X8).
     pub(super) fn handoff_tab(&mut self, now: Millis, transfer_id: &str, tab: Result<TabId, String>) {
-        let Some(key) =
-            self.handoff_keys(&|t| package_of(t.machine.state()).is_some_and(|p| p.transfer_id == transfer_id)).into_iter().next()
-        else {
+        let Some(key) = self.handoff_keys(&|t| t.transfer_id() == Some(transfer_id)).into_iter().next() else {
             return;
         };
-        self.handoff_tabs_asked.remove(transfer_id);
-        let Some(transfer) = self.handoff.transfers.get_mut(&key) else { return };
-        match tab {
-            Ok(tab) => {
-                transfer.target_tab.get_or_insert(tab);
-                self.record_activity(&key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("new_chat_opened"), None);
-                self.persist();
-                self.handoff_page(now, tab);
-            }
-            Err(_) => {
-                let _ = transfer.machine.handle(HandoffInput::BrowserControlUnavailable);
-                self.handoff_drain(now, &key);
-            }
+        let opened = tab.as_ref().ok().copied();
+        self.handoff_input(now, &key, TransferInput::TabOpened(tab), 0);
+        if let Some(tab) = opened {
+            self.handoff_page(now, tab);
         }
     }
 
     /// A runtime answer for a transfer (`continuity.resolve` or the package).
     pub(super) fn handoff_answered(&mut self, now: Millis, key: &str, resolve: bool, result: Result<RuntimeAnswer, CallError>) {
-        let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
         let input = match (resolve, result) {
-            (true, Ok(RuntimeAnswer::Resolved { continuity_id })) => HandoffInput::Confirmed(Ok(continuity_id)),
-            (false, Ok(RuntimeAnswer::Prepared(package))) => HandoffInput::Prepared(Ok(package)),
-            (true, Err(e)) => HandoffInput::Confirmed(Err(e.message)),
-            (false, Err(e)) => HandoffInput::Prepared(Err(e.message)),
+            (true, Ok(RuntimeAnswer::Resolved { continuity_id })) => TransferInput::Confirmed(Ok(continuity_id)),
+            (false, Ok(RuntimeAnswer::Prepared(package))) => TransferInput::Prepared(Ok(package)),
+            (true, Err(e)) => TransferInput::Confirmed(Err(e.message)),
+            (false, Err(e)) => TransferInput::Prepared(Err(e.message)),
             (true, Ok(_)) => {
-                HandoffInput::Confirmed(Err("the runtime's answer to continuity.resolve is not its documented shape".to_owned()))
+                TransferInput::Confirmed(Err("the runtime's answer to continuity.resolve is not its documented shape".to_owned()))
             }
-            (false, Ok(_)) => HandoffInput::Prepared(Err("the runtime's handoff package is not its documented shape".to_owned())),
+            (false, Ok(_)) => TransferInput::Prepared(Err("the runtime's handoff package is not its documented shape".to_owned())),
         };
-        let _ = transfer.machine.handle(input);
-        self.handoff_drain(now, key);
+        self.handoff_input(now, key, input, 0);
     }
 
     /// On link-up: the calls of transfers restored while confirming or preparing (their
     /// answers were lost with the worker) go again.
     pub(super) fn handoff_link_up(&mut self, now: Millis) {
-        let mut keys: Vec<(String, HandoffOutput)> = Vec::new();
-        for (k, t) in self.handoff.transfers.iter() {
-            if self.calls.values().any(|p| matches!(p, Purpose::Handoff { key, .. } if key == k)) {
-                continue;
+        let keys = self.handoff_keys(&|_| true);
+        for key in keys {
+            if !self.calls.values().any(|p| matches!(p, Purpose::Handoff { key: k, .. } if *k == key)) {
+                self.handoff_input(now, &key, TransferInput::Reconnected, 0);
             }
-            match t.machine.state() {
-                HandoffState::Confirming { conversation_id, .. } => {
-                    keys.push((k.clone(), HandoffOutput::Confirm { conversation_id: conversation_id.clone() }))
-                }
-                HandoffState::Preparing { continuity_id, .. } => {
-                    keys.push((k.clone(), HandoffOutput::Prepare { continuity_id: continuity_id.clone() }))
-                }
-                _ => {}
-            }
-        }
-        for (key, output) in keys {
-            self.handoff_output(now, &key, output);
         }
     }
 
     /// How a seed's delivery ended.
     pub(super) fn handoff_seed_resolved(&mut self, now: Millis, delivery: &Delivery, resolution: &Resolution) {
         let Some(key) = self.handoff_keys(&|t| t.seeds.contains(&delivery.id)).into_iter().next() else { return };
-        if resolution.app_not_attached() {
+        let end = match resolution {
             // Its App could not be attached: not an attempt of the seed; it stays due and goes
             // once attaching works (never without the source's App).
-            if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
-                transfer.seed_due = true;
-            }
-            self.persist();
-            return;
-        }
-        let outcome = match resolution {
-            Resolution::Confirmed => SeedOutcome::Confirmed,
-            Resolution::NotSent { .. } | Resolution::Lost => SeedOutcome::NotSent,
-            Resolution::Abandoned => SeedOutcome::Uncertain,
+            _ if resolution.app_not_attached() => SeedEnd::AppNotAttached,
+            Resolution::Confirmed => SeedEnd::Outcome(SeedOutcome::Confirmed),
+            Resolution::NotSent { .. } | Resolution::Lost => SeedEnd::Outcome(SeedOutcome::NotSent),
+            Resolution::Abandoned => SeedEnd::Outcome(SeedOutcome::Uncertain),
         };
-        if let Some(transfer) = self.handoff.transfers.get_mut(&key) {
-            let _ = transfer.machine.handle(HandoffInput::Seed(outcome));
+        self.handoff_input(now, &key, TransferInput::SeedEnded(end), delivery.tab);
+        if end != SeedEnd::AppNotAttached {
+            self.handoff_post_seed(now, &key);
         }
-        self.handoff_drain(now, &key);
-        self.handoff_post_seed(now, &key);
     }
 
+    /// What a transfer asked for since its last input.
     fn handoff_drain(&mut self, now: Millis, key: &str) {
-        while let Some(output) = self.handoff.transfers.get_mut(key).and_then(|t| t.machine.poll()) {
-            self.handoff_output(now, key, output);
-        }
-        // The end's code (the refusal's codes are `'static`): no copy of the state.
-        let ended = match self.handoff.transfers.get(key).map(|t| t.machine.state()) {
-            Some(HandoffState::Failed { reason, .. }) => Some(reason.code()),
-            Some(HandoffState::CopyPrompt { .. }) => Some("copy_prompt_offered"),
-            _ => None,
-        };
-        if let Some(code) = ended {
-            if !self.handoff_reported(key) {
-                self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(code), None);
-            }
-        }
-        self.persist();
+        self.handoff_carry_out(now, key, 0);
     }
 
-    /// Marks a transfer's end as recorded: a failed or Copy Prompt transfer is recorded once,
-    /// not on every later input.
-    fn handoff_reported(&mut self, key: &str) -> bool {
-        let Some(transfer) = self.handoff.transfers.get_mut(key) else { return true };
-        std::mem::replace(&mut transfer.end_recorded, true)
+    /// Feeds the transfer of `key` (`tab`: the tab the input came from, for a notice) and
+    /// carries out what it asks for; whether the transfer was there.
+    fn handoff_input(&mut self, now: Millis, key: &str, input: TransferInput, tab: TabId) -> bool {
+        let Some(transfer) = self.handoff.transfers.get_mut(key) else { return false };
+        transfer.handle(now, input);
+        self.handoff_carry_out(now, key, tab);
+        true
     }
 
-    fn handoff_output(&mut self, now: Millis, key: &str, output: HandoffOutput) {
-        match output {
-            // The source's scheduler reads `handoff_in_flight` on its next sync.
-            HandoffOutput::PauseSource | HandoffOutput::ResumeSource => {}
-            HandoffOutput::Confirm { conversation_id } => {
-                self.call(Purpose::Handoff { key: key.to_owned(), resolve: true }, RuntimeCall::ContinuityResolve { conversation_id });
-            }
-            HandoffOutput::Prepare { continuity_id } => {
-                let source_url = match self.handoff.transfers.get(key).map(|t| t.machine.state()) {
-                    Some(HandoffState::Preparing { source_url, .. }) => source_url.clone(),
-                    _ => return,
-                };
-                // The seed's facts (X9): the bound workspace and its inbox ref, the queue.
-                let binding = self.bindings.list().find(|b| b.scope.key() == key);
-                let workspace_id = binding.map(|b| b.workspace_id.clone());
-                let browser_session_ref = binding.map(|b| browser_session_ref(&b.scope));
-                let queue = match self.handoff.transfers.get(key) {
-                    Some(t) => self.queue_texts(&crate::text::concat(&[t.site.as_str(), ":", &t.source_conversation]), HANDOFF_QUEUE_ITEMS),
-                    None => Vec::new(),
-                };
-                let call = RuntimeCall::HandoffPrepare(PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue });
-                self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, call);
-            }
-            HandoffOutput::OpenNewChat => {
-                let Some(transfer) = self.handoff.transfers.get_mut(key) else { return };
-                let Some(transfer_id) = package_of(transfer.machine.state()).map(|p| p.transfer_id.clone()) else { return };
-                transfer.tab_requested = true;
-                let url = new_chat_url(transfer.site, transfer.project_id.as_deref(), &transfer_id);
-                self.handoff_tabs_asked.insert(transfer_id.clone());
-                self.persist();
-                self.emit(ContinuityOutput::OpenTab { transfer_id, url });
-            }
-            HandoffOutput::SendSeed { .. } => {
-                if let Some(transfer) = self.handoff.transfers.get_mut(key) {
-                    transfer.seed_due = true;
+    fn handoff_carry_out(&mut self, now: Millis, key: &str, tab: TabId) {
+        while let Some(output) = self.handoff.transfers.get_mut(key).and_then(Transfer::poll) {
+            match output {
+                TransferOutput::Confirm { conversation_id } => {
+                    self.call(Purpose::Handoff { key: key.to_owned(), resolve: true }, RuntimeCall::ContinuityResolve { conversation_id });
                 }
-                self.handoff_post_seed(now, key);
+                TransferOutput::Prepare { continuity_id, source_url } => {
+                    // The seed's facts (X9): the bound workspace and its inbox ref, the queue.
+                    let binding = self.bindings.list().find(|b| b.scope.key() == key);
+                    let workspace_id = binding.map(|b| b.workspace_id.clone());
+                    let browser_session_ref = binding.map(|b| browser_session_ref(&b.scope));
+                    let queue = match self.handoff.transfers.get(key) {
+                        Some(t) => {
+                            self.queue_texts(&crate::text::concat(&[t.site.as_str(), ":", &t.source_conversation]), HANDOFF_QUEUE_ITEMS)
+                        }
+                        None => Vec::new(),
+                    };
+                    let call =
+                        RuntimeCall::HandoffPrepare(PrepareCall { continuity_id, source_url, workspace_id, browser_session_ref, queue });
+                    self.call(Purpose::Handoff { key: key.to_owned(), resolve: false }, call);
+                }
+                TransferOutput::OpenTab { transfer_id, url } => self.emit(ContinuityOutput::OpenTab { transfer_id, url }),
+                TransferOutput::SeedDue => self.handoff_post_seed(now, key),
+                TransferOutput::CutOver { new_conversation } => self.handoff_cut_over(key, &new_conversation),
+                TransferOutput::Activity(code) => {
+                    self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code(code), None);
+                }
+                TransferOutput::Ended(code) => {
+                    self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Failed, ActivityReason::Code(code), None);
+                }
+                TransferOutput::ResumeNoTarget => self.notice(tab, Say::new("handoffResumeNoTarget", vec![]), NoticeTone::Bad),
+                TransferOutput::Persist => self.persist(),
             }
-            HandoffOutput::CutOver { new_conversation } => self.handoff_cut_over(key, &new_conversation),
         }
     }
 
@@ -524,18 +361,13 @@ impl Continuity {
 
     /// Posts a due seed once the new chat's page is idle.
     fn handoff_post_seed(&mut self, now: Millis, key: &str) {
-        let Some(transfer) = self.handoff.transfers.get(key) else { return };
-        let (Some(tab), true) = (transfer.target_tab, transfer.seed_due) else { return };
-        let Some(package) = package_of(transfer.machine.state()).cloned() else { return };
+        let Some((tab, subject, message)) = self.handoff.transfers.get(key).and_then(Transfer::seed_to_post) else { return };
         if !self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
             return;
         }
-        let subject = crate::text::concat(&["handoff:", &package.transfer_id]);
-        if let Ok(id) = self.post_delivery(now, &seed_key(key), tab, DeliveryKind::HandoffSeed, &subject, &package.message, Vec::new()) {
-            if let Some(transfer) = self.handoff.transfers.get_mut(key) {
-                transfer.seed_due = false;
-                transfer.seeds.push(id.clone());
-            }
+        let message = message.to_owned();
+        if let Ok(id) = self.post_delivery(now, &seed_key(key), tab, DeliveryKind::HandoffSeed, &subject, &message, Vec::new()) {
+            self.handoff_input(now, key, TransferInput::SeedPosted { id: id.clone() }, tab);
             self.record_activity(key, ActivityKind::Handoff, ActivityOutcome::Sent, ActivityReason::Code("seed_sent"), Some(&id));
         }
     }
@@ -604,9 +436,7 @@ impl Continuity {
         let (line, button) = match state {
             HandoffState::Idle => (None, "handoff"),
             HandoffState::Seeding { .. } if uncertain => (Some(Say::new("handoffLine_seed_unconfirmed", vec![])), "none"),
-            HandoffState::Opening { .. } if self.handoff_tab_lost(transfer) => {
-                (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume")
-            }
+            HandoffState::Opening { .. } if transfer.tab_lost() => (Some(Say::new("handoffLine_tab_unknown", vec![])), "resume"),
             HandoffState::Confirming { .. }
             | HandoffState::Preparing { .. }
             | HandoffState::Opening { .. }

@@ -1,12 +1,15 @@
-//! Inbox reads outside a settle (I2, I4, P9): a scope gets an *inbox check* after link-up,
-//! stream `hello`, binding and a growing `unacked` count; it runs only while the scope is
-//! quiet, and its unacknowledged tasks become one inbox wake. A settle waiting for its own
-//! inbox read is persisted and re-read after a worker restart.
+//! Inbox reads of the composition: the inbox checks ([`crate::inbox_checks::InboxChecks`],
+//! reads outside a settle) fed the facts they need and their outputs carried out, and the
+//! settle reads a worker restart lost re-issued (a settle waiting for its own inbox read is
+//! persisted).
 //!
-//! Invariants: at most one inbox read per scope in flight; an inbox wake never goes out
-//! while the workspace works or another wake is pending or in flight.
+//! Invariants: what the checks machine is told is what happened (a due reason, a reconnect,
+//! a settle's own read, a scope that is quiet now); an inbox wake goes through the scope's
+//! scheduler like a settle wake (the same gate, Auto rules, retries and ack after
+//! confirmation, I4).
 
 use super::*;
+use crate::inbox_checks::{CheckAnswer, InboxCheckInput, InboxCheckOutput};
 use continuity_protocol::ErrorCode;
 
 impl Continuity {
@@ -27,20 +30,37 @@ impl Continuity {
         }
     }
 
-    /// Marks an inbox check due for every bound scope (link-up, stream `hello`) that has
-    /// none in flight (a check sent on this link already sees what the `hello` announces:
-    /// the runtime catches up with its event log before answering `inbox.pending`).
-    pub(super) fn inbox_checks_due(&mut self) {
-        let keys: Vec<String> = self.bindings.list().map(|b| b.scope.key()).collect();
-        for key in keys {
-            let check_in_flight = self.calls.values().any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
-            if check_in_flight {
-                continue;
-            }
-            if let Some(status) = self.scopes.get_mut(&key) {
-                status.inbox_check_due = true;
+    /// Feeds the inbox checks and carries out what they decide.
+    pub(super) fn inbox_check(&mut self, input: InboxCheckInput) {
+        let now = self.now;
+        self.inbox_checks.handle(now, input);
+        while let Some(output) = self.inbox_checks.poll() {
+            match output {
+                InboxCheckOutput::Read { key, session_ref } => {
+                    self.call(Purpose::InboxCheck { scope_key: key }, RuntimeCall::InboxPending { session_ref });
+                }
+                InboxCheckOutput::NoInbox { key } => {
+                    if let Some(status) = self.scopes.get_mut(&key) {
+                        status.inbox_missing = true;
+                    }
+                }
+                InboxCheckOutput::Wake { key, first, tasks } => {
+                    let Some(status) = self.scopes.get_mut(&key) else { continue };
+                    status.inbox_missing = false;
+                    status.wake_tasks = tasks;
+                    if let Some(scheduler) = status.scheduler.as_mut() {
+                        scheduler.handle(now, SchedulerInput::InboxWake { key: first });
+                    }
+                    self.drain_scheduler(now, &key);
+                }
             }
         }
+    }
+
+    /// Link-up or stream `hello`: every bound scope's check is due.
+    pub(super) fn inbox_checks_due(&mut self) {
+        let keys: Vec<String> = self.bindings.list().map(|b| b.scope.key()).filter(|k| self.scopes.contains_key(k)).collect();
+        self.inbox_check(InboxCheckInput::Reconnected { keys });
     }
 
     /// Why an inbox check of `key` must wait (or its answer must not become a wake): the
@@ -59,68 +79,31 @@ impl Continuity {
         self.tracker.is_working(&binding.workspace_id) || settle_read_in_flight || wake_busy
     }
 
-    /// Starts the due inbox checks of quiet scopes (at most one read per scope in flight).
+    /// Tells the checks which scopes with a due check are quiet now (while the link is up).
     pub(super) fn run_due_inbox_checks(&mut self) {
         if !self.link_up {
             return;
         }
-        let due: Vec<(String, String, String)> = self
+        let quiet: Vec<(String, String, String)> = self
             .bindings
             .list()
-            .filter(|b| self.scopes.get(&b.scope.key()).is_some_and(|s| s.inbox_check_due))
             .map(|b| (b.scope.key(), b.workspace_id.clone(), browser_session_ref(&b.scope)))
+            .filter(|(key, ..)| self.inbox_checks.is_due(key) && !self.inbox_checks.in_flight(key) && !self.inbox_check_blocked(key))
             .collect();
-        for (key, workspace_id, session_ref) in due {
-            let check_in_flight = self.calls.values().any(|p| matches!(p, Purpose::InboxCheck { scope_key, .. } if *scope_key == key));
-            if check_in_flight || self.inbox_check_blocked(&key) {
-                continue;
-            }
-            if let Some(status) = self.scopes.get_mut(&key) {
-                status.inbox_check_due = false;
-            }
-            self.call(Purpose::InboxCheck { scope_key: key, workspace_id }, RuntimeCall::InboxPending { session_ref });
+        for (key, workspace_id, session_ref) in quiet {
+            self.inbox_check(InboxCheckInput::Quiet { key, workspace_id, session_ref });
         }
     }
 
-    /// The answer to an inbox check: its unconfirmed tasks become one inbox wake if the scope
-    /// is still quiet; otherwise the check stays due (it runs again once the scope is quiet).
-    pub(super) fn inbox_checked(&mut self, now: Millis, key: &str, workspace_id: &str, result: Result<RuntimeAnswer, CallError>) {
-        let tasks = match result {
-            Ok(RuntimeAnswer::InboxPending { tasks, more }) => {
-                if more {
-                    if let Some(status) = self.scopes.get_mut(key) {
-                        status.inbox_check_due = true;
-                    }
-                }
-                tasks
-            }
-            Err(error) if error.code == ErrorCode::UnknownMethod => {
-                if let Some(status) = self.scopes.get_mut(key) {
-                    status.inbox_missing = true;
-                }
-                return;
-            }
-            // Offline or refused: the next link-up, `hello` or `inbox_changed` checks again.
-            _ => return,
+    /// The answer to an inbox check, with the tasks already carried removed.
+    pub(super) fn inbox_checked(&mut self, key: String, result: Result<RuntimeAnswer, CallError>) {
+        let answer = match result {
+            Ok(RuntimeAnswer::InboxPending { tasks, more }) => CheckAnswer::Tasks { tasks: self.unconfirmed(&key, tasks), more },
+            Err(error) if error.code == ErrorCode::UnknownMethod => CheckAnswer::NoInbox,
+            _ => CheckAnswer::Failed,
         };
-        let tasks = self.unconfirmed(key, tasks);
-        let same_binding = self.bindings.list().any(|b| b.scope.key() == key && b.workspace_id == workspace_id);
-        if tasks.is_empty() || !same_binding {
-            return;
-        }
-        if self.inbox_check_blocked(key) {
-            if let Some(status) = self.scopes.get_mut(key) {
-                status.inbox_check_due = true;
-            }
-            return;
-        }
-        let Some(first) = tasks.iter().map(|t| t.task_id.clone()).min() else { return };
-        let Some(status) = self.scopes.get_mut(key) else { return };
-        status.inbox_missing = false;
-        status.wake_tasks = tasks;
-        if let Some(scheduler) = status.scheduler.as_mut() {
-            scheduler.handle(now, SchedulerInput::InboxWake { key: first });
-        }
-        self.drain_scheduler(now, key);
+        let bound_to = self.bindings.list().find(|b| b.scope.key() == key).map(|b| b.workspace_id.clone());
+        let quiet = !self.inbox_check_blocked(&key);
+        self.inbox_check(InboxCheckInput::Answered { key, answer, bound_to, quiet });
     }
 }

@@ -2,10 +2,14 @@
 //! message), Check Herdr (live pane state into the composer, not sent) and the LLM judge
 //! (the runtime's semantic service; the extension holds no provider, J4).
 //!
+//! Check Herdr's runs are [`crate::check_herdr::CheckHerdr`]'s: this file hands it the
+//! press and the answers, and turns its outputs into calls, notices and the insert.
+//!
 //! Invariants: a manual Continue is refused, with the reason, while a delivery is in
 //! flight, while the page generates or holds a human draft, or when its layout is unknown.
 
 use super::*;
+use crate::check_herdr::{CheckInput, CheckOutput, CheckRefusal};
 
 impl Continuity {
     pub(super) fn manual_continue(&mut self, now: Millis, tab: TabId) {
@@ -70,29 +74,40 @@ impl Continuity {
         self.notice(delivery.tab, say, NoticeTone::Bad);
     }
 
-    pub(super) fn check_herdr(&mut self, tab: TabId) {
+    /// The HUD's Check Herdr: the machine hears the press with the action's lock and the
+    /// chat's binding as they are.
+    pub(super) fn check_herdr(&mut self, now: Millis, tab: TabId) {
         let page = self.page_kind(tab);
-        if let Err(locked) = self.auto.hud_action(&page, HudAction::CheckHerdr) {
-            return self.notice(tab, locked_say(locked), NoticeTone::Bad);
-        }
-        let Some(binding) = page.scope().and_then(|s| self.bindings.binding_for(&s).cloned()) else {
-            return self.notice(tab, withheld_say(WakeWithheld::NotBound), NoticeTone::Bad);
-        };
-        self.checks.insert(tab, CheckRun { workspace_id: binding.workspace_id.clone(), ..CheckRun::default() });
-        self.call(Purpose::CheckPanes { tab }, RuntimeCall::Panes { workspace_id: binding.workspace_id });
+        let locked = self.auto.hud_action(&page, HudAction::CheckHerdr).err();
+        let workspace_id = page.scope().and_then(|s| self.bindings.binding_for(&s)).map(|b| b.workspace_id.clone());
+        self.check_input(now, CheckInput::Pressed { tab, locked, workspace_id });
     }
 
-    pub(super) fn finish_check(&mut self, tab: TabId) {
-        let done = self.checks.get(&tab).is_some_and(|run| run.waiting.is_empty());
-        if !done {
-            return;
+    /// Feeds [`crate::check_herdr::CheckHerdr`] and carries out what it decides.
+    pub(super) fn check_input(&mut self, now: Millis, input: CheckInput) {
+        self.check.handle(now, input);
+        while let Some(output) = self.check.poll() {
+            match output {
+                CheckOutput::Refused { tab, why: CheckRefusal::Locked(locked) } => self.notice(tab, locked_say(locked), NoticeTone::Bad),
+                CheckOutput::Refused { tab, why: CheckRefusal::NotBound } => {
+                    self.notice(tab, withheld_say(WakeWithheld::NotBound), NoticeTone::Bad)
+                }
+                CheckOutput::ReadPanes { tab, run, workspace_id } => {
+                    self.call(Purpose::CheckPanes { tab, run }, RuntimeCall::Panes { workspace_id });
+                }
+                CheckOutput::ReadPane { tab, run, pane_id } => {
+                    let call = RuntimeCall::PaneRead { pane_id: pane_id.clone(), lines: CHECK_HERDR_LINES };
+                    self.call(Purpose::CheckRead { tab, run, pane_id }, call);
+                }
+                CheckOutput::Failed { tab, message } => self.notice(tab, Say::new("checkHerdrFailed", vec![message]), NoticeTone::Bad),
+                CheckOutput::Summary { tab, seq, workspace_id, panes, texts } => {
+                    // Inserted, not delivered: no delivery id, so the run's number stands in.
+                    let nonce = self.fence_nonce(&format!("check:{tab}:{seq}"));
+                    let text = check_herdr_summary(self.language, &workspace_id, &panes, &texts, &nonce);
+                    self.emit(ContinuityOutput::Insert { tab, text });
+                }
+            }
         }
-        let Some(run) = self.checks.remove(&tab) else { return };
-        // Inserted, not delivered: no delivery id, so a run counter stands in for the nonce.
-        self.fence_seq = self.fence_seq.wrapping_add(1);
-        let nonce = self.fence_nonce(&format!("check:{tab}:{}", self.fence_seq));
-        let text = check_herdr_summary(self.language, &run.workspace_id, &run.panes, &run.texts, &nonce);
-        self.emit(ContinuityOutput::Insert { tab, text });
     }
 
     pub(super) fn llm_judge(&mut self, tab: TabId, user_text: String, assistant_text: String) {
@@ -117,48 +132,30 @@ impl Continuity {
 }
 
 impl Continuity {
-    /// `herdr.panes` for a Check Herdr run: read each agent pane (at most 8), or say why not.
-    pub(super) fn check_panes_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
+    /// `herdr.panes` answered for a Check Herdr run.
+    pub(super) fn check_panes_answered(&mut self, now: Millis, tab: TabId, run: u64, result: Result<RuntimeAnswer, CallError>) {
         let panes = match result {
-            Ok(RuntimeAnswer::Panes { panes }) => panes,
-            other => return self.check_failed(tab, other),
+            Ok(RuntimeAnswer::Panes { panes }) => Ok(panes),
+            Err(error) => Err(error.message),
+            Ok(_) => Err("the companion answered herdr.panes with an unexpected result".to_owned()),
         };
-        let reads: Vec<PaneInfo> = panes.clone();
-        if let Some(run) = self.checks.get_mut(&tab) {
-            run.panes = panes;
-        } else {
-            return;
-        }
-        for pane in reads.iter().filter(|p| p.agent.is_some()).take(8) {
-            let id =
-                self.call(Purpose::CheckRead { tab }, RuntimeCall::PaneRead { pane_id: pane.pane_id.clone(), lines: CHECK_HERDR_LINES });
-            if let Some(run) = self.checks.get_mut(&tab) {
-                if self.calls.contains_key(&id) {
-                    run.waiting.insert(id);
-                }
-            }
-        }
-        self.finish_check(tab);
-    }
-
-    fn check_failed(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
-        self.checks.remove(&tab);
-        let message = match result {
-            Err(error) => error.message,
-            Ok(_) => "the companion answered herdr.panes with an unexpected result".to_owned(),
-        };
-        self.notice(tab, Say::new("checkHerdrFailed", vec![message]), NoticeTone::Bad);
+        self.check_input(now, CheckInput::Panes { tab, run, panes });
     }
 
     /// One pane's text for a Check Herdr run.
-    pub(super) fn check_read_answered(&mut self, tab: TabId, result: Result<RuntimeAnswer, CallError>) {
-        if let Some(run) = self.checks.get_mut(&tab) {
-            run.waiting.retain(|id| self.calls.contains_key(id));
-            if let Ok(RuntimeAnswer::PaneText { pane_id, text }) = result {
-                run.texts.insert(pane_id, text);
-            }
-        }
-        self.finish_check(tab);
+    pub(super) fn check_read_answered(
+        &mut self,
+        now: Millis,
+        tab: TabId,
+        run: u64,
+        pane_id: String,
+        result: Result<RuntimeAnswer, CallError>,
+    ) {
+        let text = match result {
+            Ok(RuntimeAnswer::PaneText { pane_id, text }) => Some((pane_id, text)),
+            _ => None,
+        };
+        self.check_input(now, CheckInput::PaneText { tab, run, pane_id, text });
     }
 
     /// The judge's verdict for the HUD button (J4: only the runtime's semantic service

@@ -12,16 +12,11 @@
 //! leaves its tasks unacknowledged; the scheduler retries it once the page is idle again.
 //!
 //! Inbox wakes (I2, I4, P9: the parent inbox is the truth, the settle only a trigger): a
-//! settle the extension never saw (its saved state was lost and it subscribed live-only,
-//! or the settle fell outside the runtime's event retention) must not strand a result. So
-//! a scope gets an *inbox check* due after every link-up, every stream `hello`, its binding
-//! and every `inbox_changed` whose `unacked` count grew; the check (`inbox.pending`) runs
-//! only while the scope is quiet — link up, workspace not working, no settle read in
-//! flight, no wake pending or in flight — and at most one read per scope is in flight. Its
-//! unacknowledged terminal tasks become one wake of the scheduler
-//! ([`crate::wake::MessageKind::Inbox`], id `inbox:<ws>#<smallest task id>`, the same gate,
-//! Auto rules, retries and ack-after-confirmation as a settle wake). A settle's own inbox
-//! read replaces a due check, and a settle wake replaces a pending inbox wake.
+//! settle the extension never saw must not strand a result, so [`crate::inbox_checks`]
+//! reads a scope's inbox outside a settle once the scope is quiet; its unacknowledged
+//! terminal tasks become one wake of the scheduler ([`crate::wake::MessageKind::Inbox`], id
+//! `inbox:<ws>#<smallest task id>`, the same gate, Auto rules, retries and
+//! ack-after-confirmation as a settle wake). A settle wake replaces a pending inbox wake.
 //!
 //! Progress (P2–P6): the runtime's `agent_output` events (sent only when a working pane's
 //! normalised output changed) keep the latest tail per pane. When the scope goes working,
@@ -34,10 +29,13 @@
 //! a settle stops progress before its inbox read starts, so it never precedes the wake.
 //!
 //! Files: `io` (inputs and outputs), `deliveries` (schedulers → [`DeliveryLedger`] →
-//! resolutions), `inbox_sync` (inbox reads outside a settle), `acks` (I4), `pane_output`
-//! (progress tails), `manual` (HUD actions), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's tool-permission cards), `journal` (the Continuity Journal's writer, context pressure), `handoff` (the HUD's Handoff), `views` (HUD
-//! and panel), `texts` (every text), `activity` (the Activity timeline's entries); this file
-//! routes inputs to them.
+//! resolutions), `inbox_sync` (the inbox checks' facts and outputs), `acks` (I4),
+//! `pane_output` (progress tails), `manual` (HUD actions; Check Herdr's runs are
+//! [`crate::check_herdr`]'s), `recovery` (stuck ChatGPT pages), `cards` (ChatGPT's
+//! tool-permission cards), `journal` (the Continuity Journal's writer, context pressure),
+//! `handoff` (the HUD's Handoff; each transfer is a [`crate::handoff_transfer::Transfer`]),
+//! `views` (HUD and panel), `texts` (every text), `activity` (the Activity timeline's
+//! entries); this file routes inputs to them.
 //!
 //! Invariants:
 //! - Every message typed into a page goes through the [`DeliveryLedger`]: ids are unique
@@ -52,9 +50,9 @@
 //! - Nothing is delivered automatically unless [`crate::auto_gate::wake_gate`] passes (the
 //!   schedulers enforce it); a manual Continue is refused while a delivery is in flight,
 //!   while the page generates, or while the composer holds a human draft.
-//! - Persisted: bindings, Auto, tracker marks, the ledger, acks due, per-scope counters and
-//!   a settle waiting for its inbox read; page facts and requests in flight are not (pages
-//!   report again on reconnect, requests are re-issued).
+//! - Persisted: bindings, Auto, tracker marks, the ledger, acks due, per-scope counters, a
+//!   settle waiting for its inbox read and the due inbox checks; page facts and requests in
+//!   flight are not (pages report again on reconnect, requests are re-issued).
 
 use continuity_protocol::ErrorCode;
 use std::collections::VecDeque;
@@ -190,9 +188,10 @@ pub struct ScopeStatus {
     /// Confirmed progress messages since binding.
     #[serde(default)]
     progress_count: u32,
-    /// An inbox check (`inbox.pending` outside a settle) should run once the scope is quiet.
-    #[serde(default)]
-    inbox_check_due: bool,
+    /// An inbox check was due when an earlier release saved this (read, never written: the
+    /// due checks are [`crate::inbox_checks::InboxChecks`]'s now).
+    #[serde(default, skip_serializing, rename = "inbox_check_due")]
+    legacy_inbox_check_due: bool,
 }
 
 /// What a runtime call in flight is for.
@@ -217,20 +216,24 @@ enum Purpose {
     Counts {
         scope_key: String,
     },
-    /// `inbox.pending` outside a settle (lost settle, reconnect, `inbox_changed`).
+    /// `inbox.pending` outside a settle (`crate::inbox_checks`).
     InboxCheck {
         scope_key: String,
-        workspace_id: String,
     },
     /// `inbox.pending` for the guidance of a pending wake's tasks only (never wakes).
     GuidanceRead {
         scope_key: String,
     },
+    /// `herdr.panes` of Check Herdr's run `run` (`crate::check_herdr`).
     CheckPanes {
         tab: TabId,
+        run: u64,
     },
+    /// `herdr.pane_read` of one pane for Check Herdr's run `run`.
     CheckRead {
         tab: TabId,
+        run: u64,
+        pane_id: String,
     },
     Judge {
         tab: TabId,
@@ -290,15 +293,6 @@ enum Purpose {
     }, // Goal mode (J7, `goal`)
 }
 
-/// A Check Herdr run being collected.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct CheckRun {
-    workspace_id: String,
-    waiting: VecSet<CallId>,
-    panes: Vec<PaneInfo>,
-    texts: VecMap<String, String>,
-}
-
 /// The composed continuity machine of the worker.
 ///
 /// Driver contract: build it with [`Continuity::from_snapshot`] (the stored [`Snapshot`])
@@ -345,8 +339,10 @@ pub struct Continuity {
     next_call: CallId,
     /// Whether the companion link is up.
     link_up: bool,
-    /// Check Herdr runs by tab.
-    checks: VecMap<TabId, CheckRun>,
+    /// Inbox reads outside a settle: which scopes' are due, which are out (I2, P9).
+    inbox_checks: crate::inbox_checks::InboxChecks,
+    /// Check Herdr's runs, one per tab (M4; not persisted).
+    check: crate::check_herdr::CheckHerdr,
     /// The catalog changed while a read was out: read it again when that one answers.
     catalog_reread: bool,
     /// The time of the input being handled (for answers made without IO).
@@ -370,9 +366,6 @@ pub struct Continuity {
     journal: journal::JournalFlow,
     /// Handoffs per source scope and the conversations cut-overs left (X1–X8; persisted).
     handoff: handoff::HandoffBook,
-    /// Transfers whose `chrome.tabs.create` this worker asked for and has not heard back
-    /// from (not persisted: after a restart an unanswered request may have been lost).
-    handoff_tabs_asked: VecSet<String>,
     /// The JSON bridge's approval cards and last replies per tab, human turns per scope
     /// (not persisted).
     bridge: bridge::BridgeFlow,
@@ -383,8 +376,6 @@ pub struct Continuity {
     chats: chats::ChatsFlow,
     /// The key of fence nonces: the shell's 16 random bytes at start (not persisted).
     fence_key: Option<[u8; 16]>,
-    /// Fenced texts that carry no delivery id (Check Herdr inserts): their nonce's id.
-    fence_seq: u64,
     /// One request pacer per site account: backend reads paced, 429 cooldowns (issue 26).
     pacer: pacer::PacerFlow,
     /// Decisions not yet drained.
@@ -547,7 +538,7 @@ impl Continuity {
                 for (_, purpose) in lost {
                     self.abandon(now, purpose, "the companion disconnected");
                 }
-                self.checks.clear();
+                self.check_input(now, crate::check_herdr::CheckInput::LinkDown);
             }
             ContinuityInput::StreamHello { boot_id, last_seq, agents, log_id, log_reset } => {
                 // A new log (reset or replaced state.db): its seqs start again, so the marks
@@ -606,7 +597,7 @@ impl Continuity {
             ContinuityInput::RecoverySettings { stored } => self.recovery_settings(stored.as_ref().map(|r| r.as_ref())),
             ContinuityInput::PageGone { tab } => {
                 self.page_gone(now, tab);
-                self.checks.remove(&tab);
+                self.check_input(now, crate::check_herdr::CheckInput::PageGone { tab });
             }
             ContinuityInput::TabClosed { tab } => {
                 self.page_gone(now, tab);
@@ -647,7 +638,7 @@ impl Continuity {
                 }
             }
             ContinuityInput::Continue { tab } => self.manual_continue(now, tab),
-            ContinuityInput::CheckHerdr { tab } => self.check_herdr(tab),
+            ContinuityInput::CheckHerdr { tab } => self.check_herdr(now, tab),
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision } => self.bridge_decide(tab, &batch_id, call, decision),
             ContinuityInput::BridgePrompt { tab } => self.bridge_prompt(tab),
             ContinuityInput::ForgetApp { tab } => self.app_forget(now, tab),
@@ -829,10 +820,10 @@ impl Continuity {
         self.pages.get(&tab).map_or(PageKind::Unsupported { reason: crate::scope::UnsupportedPage::NotAUrl }, |p| classify_url(&p.url))
     }
 
-    fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<&mut ScopeStatus> {
+    fn scopes_with_ref(&mut self, session_ref: &str) -> Vec<(String, &mut ScopeStatus)> {
         let keys: VecSet<String> =
             self.bindings.list().filter(|b| browser_session_ref(&b.scope) == session_ref).map(|b| b.scope.key()).collect();
-        self.scopes.iter_mut().filter(|(k, _)| keys.contains(*k)).map(|(_, s)| s).collect()
+        self.scopes.iter_mut().filter(|(k, _)| keys.contains(*k)).map(|(k, s)| (k.clone(), s)).collect()
     }
 
     fn scope_of_tab(&self, tab: TabId) -> Option<Scope> {

@@ -27,10 +27,11 @@ impl Continuity {
             cards: self.cards.ledger.clone(),
             withheld_marks: self.withheld_marks.clone(),
             journal: self.journal.book.clone(),
-            handoff: self.handoff.clone(),
+            handoff: self.handoff.persisted(),
             pacer: self.pacer.pacer.clone(),
             goals: self.goal_texts(),
             goal_counts: self.goal_counts(),
+            inbox_checks: self.inbox_checks.persisted(),
         }
     }
 
@@ -65,6 +66,7 @@ impl Continuity {
             pacer: &self.pacer.pacer,
             goals: &self.goal_texts(),
             goal_counts: &self.goal_counts(),
+            inbox_checks: &self.inbox_checks,
         }
         .to_value()
     }
@@ -97,6 +99,7 @@ impl Continuity {
         machine.journal = journal::JournalFlow::with_book(snapshot.journal);
         machine.handoff = snapshot.handoff;
         machine.pacer.pacer = snapshot.pacer;
+        machine.inbox_checks = snapshot.inbox_checks;
         machine.restored(now, epoch);
         machine
     }
@@ -115,6 +118,12 @@ impl Continuity {
     /// release joins the ledger.
     fn restored(&mut self, now: Millis, epoch: &str) {
         self.ledger.ensure_epoch(epoch);
+        // An earlier release kept the due inbox checks in the scopes' state.
+        for (key, status) in self.scopes.iter_mut() {
+            if std::mem::take(&mut status.legacy_inbox_check_due) {
+                self.inbox_checks.restore_due(key.clone());
+            }
+        }
         let legacy: Vec<(String, LegacyInFlight)> =
             self.scopes.iter_mut().filter_map(|(key, s)| s.legacy_in_flight.take().map(|d| (key.clone(), d))).collect();
         for (scope_key, old) in legacy {

@@ -3,6 +3,7 @@
 
 mod auto_gate;
 mod binding;
+mod check_herdr;
 mod context_pressure;
 mod continuity;
 mod continuity_activity;
@@ -30,10 +31,12 @@ mod extension_shape;
 mod fence;
 mod goal_supervisor;
 mod handoff;
+mod handoff_transfer;
 mod health;
 mod hud_lines;
 mod hud_pill;
 mod hud_renderer_shape;
+mod inbox_checks;
 mod json_derive;
 mod locales;
 mod permission_card;
