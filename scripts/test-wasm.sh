@@ -3,7 +3,9 @@
 # tests/worker.rs (a service worker). Offline: needs /usr/bin/chromedriver, wasm-bindgen
 # (+ wasm-bindgen-test-runner) on PATH at the Cargo.lock version, and
 # ext-shell/webdriver.json (Chromium binary, --no-sandbox since we may run as root).
-# Uses wasm-pack when installed, else cargo's runner from .cargo/config.toml.
+# Cargo runs them with the runner .cargo/config.toml names (wasm-bindgen-test-runner, from
+# wasm-bindgen-cli), headless unless NO_HEADLESS=1: the same tests wasm-pack would run
+# (`wasm-pack test --headless --chrome ext-shell` counts the same), without installing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -12,12 +14,8 @@ export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 command -v wasm-bindgen-test-runner >/dev/null || { echo "test-wasm: wasm-bindgen-test-runner missing; run npm run setup" >&2; exit 1; }
 
 status=0
-if command -v wasm-pack >/dev/null 2>&1; then
-  wasm-pack test --headless --chrome ext-shell || status=$?
-else
-  # wasm-bindgen-test-runner looks for webdriver.json in the current directory.
-  (cd ext-shell && cargo test --target wasm32-unknown-unknown --tests) || status=$?
-fi
+# wasm-bindgen-test-runner looks for webdriver.json in the current directory.
+(cd ext-shell && cargo test --target wasm32-unknown-unknown --tests) || status=$?
 # Each chromedriver session leaves ~12 MB of scoped dirs behind; scripts/test.sh removes
 # the ones no running browser uses (removing all here would break a concurrent session).
 exit $status
