@@ -7,7 +7,8 @@
 //! high-water mark, per-pane states), each bound scope's scheduler (pending wake, last
 //! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
 //! the acks still due and the tasks already carried, the latest pane output per pane, the
-//! progress timing and the message language. What is not: page facts (pages report again),
+//! progress timing, the message language and the JSON bridge replies whose results are
+//! still owed to their chats. What is not: page facts (pages report again),
 //! runtime calls in flight (re-issued), views.
 //!
 //! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a
@@ -128,6 +129,10 @@ pub struct Snapshot {
     /// not reset the bound on continues nor drop the user's Stop.
     #[serde(default)]
     pub(crate) goal_counts: VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// JSON bridge results owed to their chats (the replies, not the results' text): a
+    /// restart asks the runtime again and types them once.
+    #[serde(default)]
+    pub(crate) bridge: crate::continuity::BridgeBook,
 }
 
 impl Snapshot {
@@ -178,6 +183,7 @@ impl Snapshot {
             pacer: &self.pacer,
             goals: &self.goals,
             goal_counts: &self.goal_counts,
+            bridge: &self.bridge,
         }
         .to_value()
         .to_string())
@@ -232,6 +238,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) goals: &'a VecMap<String, String>,
     /// See [`Snapshot::goal_counts`].
     pub(crate) goal_counts: &'a VecMap<String, crate::goal_supervisor::GoalCounts>,
+    /// See [`Snapshot::bridge`].
+    pub(crate) bridge: &'a crate::continuity::BridgeBook,
 }
 
 impl SnapshotRef<'_> {
@@ -261,6 +269,7 @@ impl SnapshotRef<'_> {
             .with("pacer", self.pacer)
             .with("goals", self.goals)
             .with("goal_counts", self.goal_counts)
+            .with("bridge", self.bridge)
             .done()
     }
 }

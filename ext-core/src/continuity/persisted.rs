@@ -31,6 +31,7 @@ impl Continuity {
             pacer: self.pacer.pacer.clone(),
             goals: self.goal_texts(),
             goal_counts: self.goal_counts(),
+            bridge: self.bridge.book.clone(),
         }
     }
 
@@ -65,6 +66,7 @@ impl Continuity {
             pacer: &self.pacer.pacer,
             goals: &self.goal_texts(),
             goal_counts: &self.goal_counts(),
+            bridge: &self.bridge.book,
         }
         .to_value()
     }
@@ -97,6 +99,7 @@ impl Continuity {
         machine.journal = journal::JournalFlow::with_book(snapshot.journal);
         machine.handoff = snapshot.handoff;
         machine.pacer.pacer = snapshot.pacer;
+        machine.bridge_restore(snapshot.bridge);
         machine.restored(now, epoch);
         machine
     }
