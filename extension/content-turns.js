@@ -107,8 +107,14 @@
     return null;
   };
   hc.wasGenerating = false;
+  // The user turn count when the user pressed Stop (null: no Stop since the last turn end):
+  // the turn that ends next with the same count is the one stopped (`turn_ended.user_stopped`
+  // pins the Stop to its turn, whatever the worker heard of `user_stop`).
+  let stoppedAt = null;
   const sendTurnEnded = (seen = observe()) => {
-    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true, seen) });
+    const stopped = stoppedAt !== null && Boolean(seen.view) && seen.users.list.length === stoppedAt;
+    stoppedAt = null;
+    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true, seen), user_stopped: stopped });
     sendThreadFacts(true, seen);
   };
 
@@ -124,6 +130,7 @@
     if (!seen.view || !seen.stop) return;
     for (let el = event.target; el && el !== document.documentElement; el = el.parentElement) {
       if (isStop(seen.view, el)) {
+        stoppedAt = seen.users.list.length;
         hc.postPress(() => ({ type: TO_WORKER.user_stop, page_load: pageLoad }));
         return;
       }

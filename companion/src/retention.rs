@@ -10,11 +10,19 @@
 //!   names); the journal's anchor is the journal turn whose `message_id` is the anchor
 //!   turn's `provider_message_ref`. A chain without such a checkpoint keeps everything and
 //!   is reported as `withheld`.
+//! - **Work Memory checkpoints** (`wm_checkpoints`): a chain keeps its latest checkpoint and
+//!   at most [`WM_CHECKPOINTS_KEPT`] superseded ones (and their search rows); older superseded
+//!   revisions go, only while the latest verifies (as above). Nothing reads a superseded
+//!   revision but search: the revision compare-and-swap and resume read the latest.
 //! - **Bridge results** (`bridge_results`): a results message *delivered* more than
 //!   `bridge_result_days` ago loses its text and stays as a tombstone (its delivery key,
 //!   delivered), so a replayed reply finds it delivered; an undelivered one is kept (it is not in its
-//!   chat yet). The call records (`bridge_calls`) are kept: they are what makes a replayed
-//!   reply never run a tool twice.
+//!   chat yet). Behind a tombstone the reply's call records (`bridge_calls`, with each tool's
+//!   output), its approval batch and its decisions go too: a replay of the same reply is
+//!   answered from the tombstone before any call is looked up, and a call of a *reclaimed*
+//!   reply (a tombstone of the same conversation and message) that has no record reads as
+//!   claimed without an outcome (`interrupted`, never run): a reply read differently later
+//!   still runs nothing twice. Calls of a reply with no results message are kept.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
 //!   out; a running or unacknowledged one is kept.
 //! - **Exec idempotency keys** (`exec_runs`, `herdr_exec`): a key replays its first result
@@ -49,6 +57,9 @@ pub const EXEC_RUN_RETRY_MS: i64 = DAY_MS;
 pub const EXEC_RUN_DAYS: i64 = 30;
 /// Most `exec_runs` keys kept (past the retry window, the oldest over it go).
 pub const EXEC_RUNS_KEPT: u64 = 10_000;
+
+/// Superseded Work Memory checkpoints kept per chain besides its latest.
+pub const WM_CHECKPOINTS_KEPT: u64 = 100;
 
 /// Rows removed per transaction of [`Retention::reclaim`].
 pub const BATCH: u64 = 500;
@@ -147,8 +158,13 @@ pub struct Reclaimed {
     pub work_memory_turns: u64,
     /// Work Memory evidence items removed.
     pub work_memory_evidence: u64,
+    /// Superseded Work Memory checkpoints removed.
+    pub work_memory_checkpoints: u64,
     /// Bridge results messages removed.
     pub bridge_results: u64,
+    /// Bridge call records (with their approval batches and decisions) removed behind a
+    /// results tombstone.
+    pub bridge_calls: u64,
     /// Inbox tasks removed.
     pub inbox_tasks: u64,
     /// `herdr_exec` idempotency keys removed.
@@ -210,15 +226,21 @@ impl Retention {
         // In batches of at most BATCH rows, one transaction each, so the write lock is never
         // held for the whole reclaim; every batch is again only behind a verified checkpoint.
         let mut total = Reclaimed::default();
+        // What only a few reclaims find (superseded checkpoints, call records behind a
+        // tombstone) is looked for first, read-only (WAL: no lock), so a reclaim with none
+        // holds the write lock no longer than the other stores need.
+        let rare = rare_work(&conn, &limits, now_ms)?;
         loop {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut budget = BATCH;
-            let pass = reclaim(&tx, &limits, now_ms, &mut budget)?;
+            let pass = reclaim(&tx, &limits, now_ms, &mut budget, rare)?;
             tx.commit()?;
             total.journal_turns += pass.journal_turns;
             total.work_memory_turns += pass.work_memory_turns;
             total.work_memory_evidence += pass.work_memory_evidence;
+            total.work_memory_checkpoints += pass.work_memory_checkpoints;
             total.bridge_results += pass.bridge_results;
+            total.bridge_calls += pass.bridge_calls;
             total.inbox_tasks += pass.inbox_tasks;
             total.exec_runs += pass.exec_runs;
             // The pass that found nothing more to remove counts what is withheld.
@@ -287,8 +309,18 @@ pub fn sizes(conn: &Connection) -> Result<Vec<StoreSize>> {
     Ok(vec![
         // Bytes, not characters: `length` of a TEXT counts characters, of a BLOB bytes.
         measure("journal", &[("journal_turns", "length(CAST(text AS BLOB))")])?,
-        measure("work_memory", &[("wm_turns", "length(CAST(text AS BLOB))"), ("wm_evidence", "length(CAST(content AS BLOB))")])?,
-        measure("bridge_results", &[("bridge_results", "length(CAST(text AS BLOB))")])?,
+        measure(
+            "work_memory",
+            &[
+                ("wm_turns", "length(CAST(text AS BLOB))"),
+                ("wm_evidence", "length(CAST(content AS BLOB))"),
+                ("wm_checkpoints", "length(CAST(summary AS BLOB)) + length(CAST(checkpoint_json AS BLOB))"),
+            ],
+        )?,
+        measure(
+            "bridge_results",
+            &[("bridge_results", "length(CAST(text AS BLOB))"), ("bridge_calls", "length(CAST(coalesce(outcome, '') AS BLOB))")],
+        )?,
         measure("inbox", &[("inbox_tasks", "length(CAST(prompt_preview AS BLOB)) + length(CAST(coalesce(result, '') AS BLOB))")])?,
     ])
 }
@@ -345,7 +377,88 @@ fn over_limit(conn: &Connection, table: &str, limit: u64) -> Result<Vec<(String,
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) -> Result<Reclaimed> {
+/// Superseded checkpoints of each chain beyond the newest [`WM_CHECKPOINTS_KEPT`], only in a
+/// chain whose latest checkpoint verifies, with their search rows; returns how many went.
+fn reclaim_checkpoints(conn: &Connection, budget: &mut u64) -> Result<u64> {
+    let chains: Vec<(String, i64)> = {
+        let mut statement =
+            conn.prepare("SELECT continuity_id, max(revision) FROM wm_checkpoints GROUP BY continuity_id HAVING count(*) > ?1 + 1")?;
+        let rows = statement.query_map(params![WM_CHECKPOINTS_KEPT as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let mut gone = 0;
+    for (chain, latest) in chains {
+        if *budget == 0 || verified_checkpoint(conn, &chain)?.is_none() {
+            continue;
+        }
+        // Revisions count up from 1 without gaps: the latest and the KEPT before it stay.
+        let below = latest - WM_CHECKPOINTS_KEPT as i64 - 1;
+        let revisions: Vec<i64> = {
+            let mut statement =
+                conn.prepare("SELECT revision FROM wm_checkpoints WHERE continuity_id = ?1 AND revision <= ?2 ORDER BY revision LIMIT ?3")?;
+            let rows = statement.query_map(params![chain, below, *budget as i64], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        for revision in &revisions {
+            conn.execute("DELETE FROM wm_checkpoints WHERE continuity_id = ?1 AND revision = ?2", params![chain, revision])?;
+            if table_exists(conn, "wm_fts")? {
+                conn.execute(
+                    "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'checkpoint' AND source_id = ?2",
+                    params![chain, format!("r{revision}")],
+                )?;
+            }
+        }
+        let count = revisions.len() as u64;
+        *budget -= count;
+        gone += count;
+    }
+    Ok(gone)
+}
+
+/// The call records of replies whose results message is a tombstone (text reclaimed), with
+/// the approval batch and decisions of that message; returns how many call records went.
+fn reclaim_bridge_calls(conn: &Connection, budget: &mut u64) -> Result<u64> {
+    let gone = conn.execute(
+        "DELETE FROM bridge_calls WHERE rowid IN (SELECT c.rowid FROM bridge_calls c JOIN bridge_results r
+           ON r.conversation = c.conversation AND r.message = c.message WHERE r.text = '' AND r.delivered_at IS NOT NULL LIMIT ?1)",
+        params![*budget as i64],
+    )? as u64;
+    *budget -= gone;
+    for table in ["bridge_decisions", "bridge_batches"] {
+        if table_exists(conn, table)? {
+            let removed = conn.execute(
+                &format!(
+                    "DELETE FROM {table} WHERE rowid IN (SELECT t.rowid FROM {table} t JOIN bridge_results r ON r.delivery_id = t.batch_id
+                       WHERE r.text = '' AND r.delivered_at IS NOT NULL LIMIT ?1)"
+                ),
+                params![*budget as i64],
+            )? as u64;
+            *budget -= removed;
+        }
+    }
+    Ok(gone)
+}
+
+/// Which rare parts of a reclaim have work: `(checkpoints, bridge call records)`.
+fn rare_work(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<(bool, bool)> {
+    let found =
+        |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<bool> { Ok(conn.query_row(sql, params, |_| Ok(())).optional()?.is_some()) };
+    let checkpoints = table_exists(conn, "wm_checkpoints")?
+        && found("SELECT 1 FROM wm_checkpoints GROUP BY continuity_id HAVING count(*) > ?1 + 1 LIMIT 1", &[&(WM_CHECKPOINTS_KEPT as i64)])?;
+    let cutoff = now_ms - limits.bridge_result_days as i64 * DAY_MS;
+    let calls = table_exists(conn, "bridge_calls")?
+        && table_exists(conn, "bridge_results")?
+        && table_exists(conn, "bridge_batches")?
+        && found(
+            "SELECT 1 FROM bridge_results r WHERE r.delivered_at IS NOT NULL AND (r.text <> '' AND r.delivered_at < ?1 OR r.text = '')
+               AND (EXISTS (SELECT 1 FROM bridge_calls c WHERE c.conversation = r.conversation AND c.message = r.message)
+                 OR EXISTS (SELECT 1 FROM bridge_batches b WHERE b.batch_id = r.delivery_id)) LIMIT 1",
+            &[&cutoff],
+        )?;
+    Ok((checkpoints, calls))
+}
+
+fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, rare: (bool, bool)) -> Result<Reclaimed> {
     let mut out = Reclaimed::default();
     if table_exists(conn, "wm_turns")? {
         for (chain, count) in over_limit(conn, "wm_turns", limits.work_memory_turns)? {
@@ -388,6 +501,9 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) ->
                 _ => out.withheld += excess,
             }
         }
+    }
+    if rare.0 {
+        out.work_memory_checkpoints = reclaim_checkpoints(conn, budget)?;
     }
     if table_exists(conn, "journal_turns")? {
         for (chain, count) in over_limit(conn, "journal_turns", limits.journal_turns)? {
@@ -437,6 +553,9 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64) ->
             params![cutoff, *budget as i64],
         )? as u64;
         *budget -= out.bridge_results;
+        if rare.1 {
+            out.bridge_calls = reclaim_bridge_calls(conn, budget)?;
+        }
     }
     if table_exists(conn, "inbox_tasks")? {
         let cutoff = now_ms - limits.inbox_days as i64 * DAY_MS;

@@ -63,6 +63,22 @@ export async function serveSnippets(context, { head = '' } = {}) {
   });
 }
 
+/**
+ * One browser context serving the snippets for the tests of a `describe` (opened before
+ * them on the plain browser, closed after with `closeContexts`); returns its getter.
+ */
+export function snippetContext(test, closeContexts) {
+  let browser = null;
+  let context = null;
+  test.beforeAll(async ({ plainBrowser }) => {
+    browser = plainBrowser;
+    context = await browser.newContext();
+    await serveSnippets(context);
+  });
+  test.afterAll(() => closeContexts(browser));
+  return () => context;
+}
+
 // Installed in the page before the content script: the stand-in chrome API. Every port the
 // adapter opens is kept; `posted` holds `{ port, message }` for every message it sent.
 function installStandIn() {

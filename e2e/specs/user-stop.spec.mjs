@@ -8,11 +8,18 @@
 // - the human writes again and the same words end on their own: continued exactly once
 //   (the options' bound is 1, so the reply to the continue is not continued again).
 //
+// - on every site profile (the recorded streaming DOM of each ChatGPT generation, z.ai and
+//   DeepSeek, the real content scripts, the test playing the worker): a trusted press on the
+//   Stop the profile resolves sends `user_stop`, and the `turn_ended` of the reply it ended
+//   says `user_stopped: true` (the Stop pinned to its turn, whatever the worker heard of
+//   `user_stop`); a reply that ends without a press says `false`.
+//
 // "Never" and "once" are counted at the fixture's backend and at the decision stand-in
 // after the second reply's checkpoint (the HUD says Auto reached its bound), never after a
 // sleep: a continue of the stopped reply would have been typed before the human's second
 // message ended, and the judge would have been asked twice.
-import { test, expect } from '../lib/test.mjs';
+import { closeContexts, test, expect } from '../lib/test.mjs';
+import { lastPosted, runAdapter, siteProfiles, snippetContext, SNIPPET_ORIGIN } from '../lib/adapter-harness.mjs';
 import { CHATS, CONVERSATION, continuityWorld, openAndBind, turnAutoOn } from '../lib/continuity.mjs';
 import { hudRoot } from '../lib/hud.mjs';
 import { backendMessages, expectExactlyOne } from '../lib/backend.mjs';
@@ -92,3 +99,54 @@ for (const csp of CSP_VARIANTS) {
     });
   });
 }
+
+// The streaming snippet of each site profile (generation), the profile, and its Stop.
+const STREAMING = [
+  ['chatgpt-classic-streaming.html', 'chatgpt', 'button[data-testid="stop-button"]'],
+  ['chatgpt-section-streaming.html', 'chatgpt', 'button[data-testid="stop-button"]'],
+  ['chatgpt-thread-streaming.html', 'chatgpt', 'form button[aria-label="Stop"]'],
+  ['zai-streaming.html', 'zai', 'form button[aria-label="停止"]'],
+  ['deepseek-streaming.html', 'deepseek', '.composer .ds-button--circle'],
+];
+
+/** What a site does when its reply ends (after a Stop, or on its own): the Stop control and
+ * the streaming cues go, the last reply gets its finished cues (copy action, message id). */
+function endReply(stopSelector) {
+  document.querySelector(stopSelector)?.remove();
+  for (const el of document.querySelectorAll('.result-streaming')) el.classList.remove('result-streaming');
+  for (const el of document.querySelectorAll('[aria-busy]')) el.removeAttribute('aria-busy');
+  for (const el of document.querySelectorAll('.status-description, .ds-loading')) el.replaceWith('Stopped here.');
+  const replies = document.querySelectorAll('[data-message-author-role="assistant"], [data-chatgpt-search-unit-key$=":assistant"], .chat-assistant, .ds-markdown');
+  const last = replies[replies.length - 1];
+  if (last) {
+    last.insertAdjacentHTML('beforeend', '<span data-chatgpt-selection-message-id="ended-1">.</span>'
+      + '<button data-testid="copy-turn-action-button" aria-label="Copy">⧉</button>');
+  }
+}
+
+test.describe('the page pins the user\'s Stop to its turn (turn_ended.user_stopped), every site profile', () => {
+  const profiles = siteProfiles();
+  const context = snippetContext(test, closeContexts);
+
+  for (const [file, site, stop] of STREAMING) {
+    test(`${file}: a trusted Stop, then the reply ends: user_stopped true; a reply ending on its own: false`, async () => {
+      for (const pressed of [true, false]) {
+        const page = await context().newPage();
+        await page.goto(`${SNIPPET_ORIGIN}/${file}`);
+        // A site's Stop never submits its form (a snippet's button would navigate away).
+        await page.evaluate(() => document.addEventListener('submit', (event) => event.preventDefault(), true));
+        await runAdapter(page, profiles[site]);
+        await expect.poll(async () => (await lastPosted(page, 'page_facts'))?.generating, { message: 'the reply streams' }).toBe(true);
+        if (pressed) {
+          await page.click(stop);
+          await expect.poll(() => lastPosted(page, 'user_stop'), { message: 'the Stop is reported' }).not.toBeNull();
+        }
+        await page.evaluate(endReply, stop);
+        await expect.poll(() => lastPosted(page, 'turn_ended'), { message: 'the reply ended' }).not.toBeNull();
+        const ended = await lastPosted(page, 'turn_ended');
+        expect(ended.user_stopped, `${file}, Stop pressed: ${pressed}`).toBe(pressed);
+        await page.close();
+      }
+    });
+  }
+});

@@ -8,7 +8,9 @@
 //!
 //! Invariants (tests in `tests/it/rate_limit.rs`): at most one 429 counts per
 //! [`COUNT_WINDOW_MS`]; the cooldown never exceeds the cap and never shortens while it
-//! runs; after [`RESET_AFTER_MS`] without a 429 the next one starts at 30 s again.
+//! runs; after [`RESET_AFTER_MS`] without a 429 the next one starts at 30 s again. A notice
+//! that stays on the page is one 429: the driver counts it when it appears and, while it
+//! stays, only holds again for the current step ([`RateLimit::step_ms`]).
 
 use serde::Serialize;
 
@@ -49,6 +51,12 @@ impl RateLimit {
         let until = now.saturating_add(COOLDOWNS_MS[self.step as usize - 1]);
         self.until = Some(self.until.map_or(until, |u| u.max(until)));
         true
+    }
+
+    /// The length of the current back-off step (the first one before any 429 counted): how
+    /// long a 429 that is still shown holds again without counting as a new one.
+    pub fn step_ms(&self) -> Millis {
+        COOLDOWNS_MS[(self.step.max(1) as usize).min(COOLDOWNS_MS.len()) - 1]
     }
 
     /// Holds until at least `until` (a cooldown of the account set elsewhere, e.g. by

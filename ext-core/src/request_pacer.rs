@@ -10,7 +10,9 @@
 //! in the page's Resource Timing, or ChatGPT's visible rate-limit notice — starts a
 //! cooldown of the account: `Retry-After` when the site gave one (capped at
 //! [`RETRY_AFTER_CAP_MS`]), else the back-off steps of [`crate::rate_limit`] (30 s, 60 s,
-//! 120 s). A cooldown never shortens while it runs. During a cooldown no request goes
+//! 120 s). A cooldown never shortens while it runs. A notice still shown when its cooldown
+//! ends holds the account again for the same step ([`RequestPacer::still_limited`]): it is
+//! one 429, not a new one per look. During a cooldown no request goes
 //! out, and the composition holds every automatic write of the account's pages
 //! ([`crate::auto_gate::WakeWithheld::RateLimited`]).
 //!
@@ -161,6 +163,19 @@ impl RequestPacer {
         if running.is_none_or(|u| until > u) {
             pace.until = Some(until);
             pace.source = Some(source);
+        }
+    }
+
+    /// `account` still shows the rate-limit notice that started its cooldown, which ended at
+    /// `now`: it is held again for the current back-off step, without counting a new 429
+    /// (a notice that stays is the same 429, not one per look).
+    pub fn still_limited(&mut self, account: &str, now: Millis) {
+        self.forget_idle(now);
+        let pace = self.entry(account);
+        let until = now.saturating_add(pace.backoff.step_ms());
+        if pace.until.filter(|u| *u > now).is_none_or(|u| until > u) {
+            pace.until = Some(until);
+            pace.source = Some(CooldownSource::PageNotice);
         }
     }
 

@@ -7,7 +7,8 @@
 //! high-water mark, per-pane states), each bound scope's scheduler (pending wake, last
 //! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
 //! the acks still due and the tasks already carried, the due inbox checks, the latest pane
-//! output per pane, the progress timing and the message language. What is not: page facts (pages report again),
+//! output per pane, the progress timing, the message language and the JSON bridge replies
+//! whose results are still owed to their chats. What is not: page facts (pages report again),
 //! runtime calls in flight (re-issued), views.
 //!
 //! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a
@@ -132,6 +133,10 @@ pub struct Snapshot {
     /// `scopes.*.inbox_check_due`, still read).
     #[serde(default)]
     pub(crate) inbox_checks: crate::inbox_checks::InboxChecks,
+    /// JSON bridge results owed to their chats (the replies, not the results' text): a
+    /// restart asks the runtime again and types them once.
+    #[serde(default)]
+    pub(crate) bridge: crate::continuity::BridgeBook,
 }
 
 impl Snapshot {
@@ -183,6 +188,7 @@ impl Snapshot {
             goals: &self.goals,
             goal_counts: &self.goal_counts,
             inbox_checks: &self.inbox_checks,
+            bridge: &self.bridge,
         }
         .to_value()
         .to_string())
@@ -239,6 +245,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) goal_counts: &'a VecMap<String, crate::goal_supervisor::GoalCounts>,
     /// See [`Snapshot::inbox_checks`].
     pub(crate) inbox_checks: &'a crate::inbox_checks::InboxChecks,
+    /// See [`Snapshot::bridge`].
+    pub(crate) bridge: &'a crate::continuity::BridgeBook,
 }
 
 impl SnapshotRef<'_> {
@@ -269,6 +277,7 @@ impl SnapshotRef<'_> {
             .with("goals", self.goals)
             .with("goal_counts", self.goal_counts)
             .with("inbox_checks", self.inbox_checks)
+            .with("bridge", self.bridge)
             .done()
     }
 }

@@ -68,6 +68,7 @@ pub fn call_json(wire_id: &str, call: &RuntimeCall) -> Value {
             json_object!("conversation": conversation, "batch_id": batch_id, "call": index, "decision": decision.as_str()),
         ),
         RuntimeCall::BridgePrompt { session_ref } => (Method::BridgePrompt, json_object!("browser_session_ref": session_ref)),
+        RuntimeCall::BridgeDelivered { delivery_id } => (Method::BridgeDelivered, json_object!("delivery_id": delivery_id)),
         RuntimeCall::JournalAppend(entry) => (Method::ContinuityAppend, ext_core::json_read::WriteJson::write_json(entry)),
         RuntimeCall::ContinuityResolve { conversation_id } => (Method::ContinuityResolve, json_object!("conversation_id": conversation_id)),
         RuntimeCall::HandoffPrepare(ext_core::continuity::PrepareCall {
@@ -225,6 +226,7 @@ pub fn answer(call: &RuntimeCall, outcome: Result<&Value, CallError>) -> Result<
             .and_then(|n| u32::try_from(n).ok())
             .map(|pending| RuntimeAnswer::BridgeDecided { pending })
             .ok_or_else(|| bad_answer(Method::BridgeDecide.as_str())),
+        RuntimeCall::BridgeDelivered { .. } => Ok(RuntimeAnswer::BridgeDelivered),
         RuntimeCall::BridgePrompt { .. } => str_of(result, "text")
             .filter(|text| limits::within(text, limits::MAX_BRIDGE_PROMPT_CHARS))
             .map(|text| RuntimeAnswer::BridgePrompt { text })
@@ -283,9 +285,11 @@ fn bridge_reply(result: &Value) -> Option<RuntimeAnswer> {
         Some(BridgeRounds { used: n("used")?, limit: n("limit")? })
     });
     let outcome = match result.get("state").and_then(Value::as_str) {
-        Some("results") => {
-            BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? })
-        }
+        Some("results") => BridgeOutcome::Results(BridgeResults {
+            delivery_id: id_of(result, "delivery_id")?,
+            text: str_of(result, "text")?,
+            delivered: result.get("delivered").and_then(Value::as_bool).unwrap_or(false),
+        }),
         Some("approval") => {
             let pending: Vec<PendingCall> = list_of(result, "pending")?
                 .filter_map(|p| {
@@ -314,9 +318,11 @@ fn bridge_reply(result: &Value) -> Option<RuntimeAnswer> {
         }
         Some("round_limit") => BridgeOutcome::RoundLimit,
         // An older runtime sends no state: `results` is known by its message.
-        None if result.get("text").is_some_and(Value::is_string) => {
-            BridgeOutcome::Results(BridgeResults { delivery_id: id_of(result, "delivery_id")?, text: str_of(result, "text")? })
-        }
+        None if result.get("text").is_some_and(Value::is_string) => BridgeOutcome::Results(BridgeResults {
+            delivery_id: id_of(result, "delivery_id")?,
+            text: str_of(result, "text")?,
+            delivered: result.get("delivered").and_then(Value::as_bool).unwrap_or(false),
+        }),
         _ => BridgeOutcome::Nothing,
     };
     Some(RuntimeAnswer::Bridge { outcome, rounds })

@@ -28,15 +28,14 @@ pub fn now_millis() -> Millis {
     js_sys::Date::now() as Millis
 }
 
-/// 16 bytes of `crypto.getRandomValues` (the nonces of fenced data); `Math.random` bytes
-/// when the global has no `crypto` (it always has in an extension's worker).
-pub fn random_bytes_16() -> Vec<u8> {
-    let array = js_sys::Uint8Array::new_with_length(16);
-    let filled = global_path(&["crypto"]).and_then(|crypto| call_method(&crypto, "getRandomValues", &[array.clone().into()])).is_some();
-    if filled {
-        return array.to_vec();
-    }
-    (0..16).map(|_| (js_sys::Math::random() * 256.0) as u8).collect()
+/// `len` bytes of `crypto.getRandomValues` (the nonces of fenced data, the ledger's epoch),
+/// or `None` when the global has no `crypto` or the call fails: there is no weaker stand-in
+/// (fail closed; the caller refuses to start).
+pub fn crypto_random(len: u32) -> Option<Vec<u8>> {
+    let array = js_sys::Uint8Array::new_with_length(len);
+    let crypto = global_path(&["crypto"])?;
+    call_method(&crypto, "getRandomValues", &[array.clone().into()])?;
+    Some(array.to_vec())
 }
 
 /// `performance.now()` of the current global (window or worker); `Date.now()` if absent.

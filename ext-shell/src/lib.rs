@@ -94,9 +94,18 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
         return Ok(());
     }
     let now = js::now_millis();
+    // The fences' key (16 bytes) and the ledger's epoch (4) from crypto.getRandomValues, or
+    // no start: a fence whose nonce could be guessed does not fence (fail closed, said why).
+    let Some(random) = js::crypto_random(20) else {
+        return Err(JsError::new(
+            "herdr-continuity did not start: crypto.getRandomValues is not available, and relayed text is never typed without an unguessable fence nonce; use a browser that provides Web Crypto",
+        )
+        .into());
+    };
+    let (fence_key, epoch_bytes) = random.split_at(16);
     // Fresh randomness for delivery ids: a lost state gets a new epoch, so an id is never
     // reused (ext-core `delivery_ledger`); a restored state keeps its own.
-    let epoch = format!("{:x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
+    let epoch: String = epoch_bytes.iter().map(|b| format!("{b:02x}")).collect();
     let mut restored = match stored(&local, driver::STORAGE_KEY).and_then(|value| value.as_string()) {
         Some(text) => match js::parse(&text).map_err(SnapshotError::Unreadable).and_then(|value| Snapshot::read(&value)) {
             Ok(snapshot) => Continuity::from_snapshot(snapshot, now, &epoch),
@@ -125,7 +134,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
         _ => Language::En,
     };
     restored.handle(now, ContinuityInput::LanguageChanged { language });
-    restored.set_fence_entropy(&js::random_bytes_16());
+    restored.set_fence_entropy(fence_key);
     // The worker drops the outputs of the restore itself (views, persist: nothing to act on yet).
     let driver = LinkDriver::new(chrome_connect_native()?, &js::extension_version(), restored);
     WORKER.with(|worker| *worker.borrow_mut() = Some(driver.clone()));

@@ -6,8 +6,10 @@
 //! decided and which were listed as pending), the user's decisions (`bridge_decisions`, by
 //! batch and call) and the tool rounds of each (conversation, human turn) (`bridge_rounds`).
 //!
-//! Invariants: a call row is inserted before its tool runs and never deleted or claimed a
-//! second time ([`BridgeStore::claim`] refuses an existing key); a results message, once
+//! Invariants: a call row is inserted before its tool runs and never claimed a second time
+//! ([`BridgeStore::claim`] refuses an existing key); only `crate::retention` deletes one,
+//! behind its reply's results tombstone, after which a call of that reply without a row reads
+//! as claimed (interrupted), so nothing of it runs again; a results message, once
 //! stored for a reply and its calls, is the answer to every replay of that reply; a
 //! decision, once stored, never changes; a round is counted exactly when a results message
 //! is first stored (in the same transaction).
@@ -97,9 +99,26 @@ impl BridgeStore {
             )
             .optional()?;
         Ok(match row {
+            // Retention reclaimed the reply's records behind its results tombstone: a call of
+            // it with no record is one that may have run (never again; read as interrupted).
+            None if self.reclaimed(&key.conversation, &key.message)? => Recorded::Claimed(None),
             None => Recorded::New,
             Some((kind, body)) => Recorded::Claimed(outcome_of(kind, body)),
         })
+    }
+
+    /// Whether retention reclaimed the records of (`conversation`, `message`): a delivered
+    /// results message of it has lost its text (`crate::retention`).
+    fn reclaimed(&self, conversation: &str, message: &str) -> Result<bool, DbError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM bridge_results WHERE conversation = ?1 AND message = ?2 AND text = '' AND delivered_at IS NOT NULL LIMIT 1",
+                params![conversation, message],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
     }
 
     /// Claims `key` for `tool`; `false` when it was claimed before (then it must not run).

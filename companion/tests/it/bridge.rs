@@ -1073,3 +1073,51 @@ fn a_bridge_chat_reads_the_work_memory_of_its_own_chain_only() {
     }
     runtime.terminate();
 }
+
+// Leftovers of issue 26: `bridge_calls` (each tool's output) grew without bound. Behind a
+// results tombstone (delivered, aged out by retention) the reply's call records, approval
+// batch and decisions go; a replay of the same reply is answered from the tombstone, and the
+// same reply read differently (another call line added: another delivery id, the same calls)
+// still runs nothing it ran before. Failed before: no call record was ever reclaimed.
+#[test]
+fn call_records_go_behind_an_aged_tombstone_and_a_replay_still_runs_nothing_twice() {
+    use companion::retention::{Limits, Retention};
+    const DAY: i64 = 24 * 3600 * 1000;
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let retention = Retention::open(&db).expect("retention");
+    retention.set_limits(&Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 }).expect("limits");
+    let tools = CountingTools::default();
+    let old = "{\"tool\":\"herdr_inspect\",\"args\":{}}\n{\"tool\":\"herdr_methods\",\"args\":{\"query\":\"pane\"}}";
+    let mut asked = req("zai:c1", "m-old", old, true);
+    asked.auto = false;
+    let first = approving(&rt, &bridge, &tools, &asked, 1).results.expect("a results message");
+    assert!(rt.block_on(bridge.delivered(&first.delivery_id, 1)).expect("the store answers"));
+    // A newer reply whose results are not delivered keeps everything.
+    let fresh_reply = "{\"tool\":\"herdr_inspect\",\"args\":{\"n\":2}}";
+    let kept = rt.block_on(bridge.reply(&tools, &req("zai:c1", "m-new", fresh_reply, true), 39 * DAY)).expect("answers");
+    assert_eq!(kept.state, BridgeState::Results);
+    assert_eq!(tools.total(), 3);
+    let count = |sql: &str| -> i64 { rusqlite::Connection::open(&db).expect("open").query_row(sql, [], |r| r.get(0)).expect("count") };
+    assert_eq!(count("SELECT count(*) FROM bridge_calls"), 3);
+    assert_eq!(count("SELECT count(*) FROM bridge_batches"), 1);
+
+    let reclaimed = retention.reclaim(40 * DAY).expect("reclaim");
+    assert_eq!((reclaimed.bridge_results, reclaimed.bridge_calls), (1, 2), "{reclaimed:?}");
+    assert_eq!(count("SELECT count(*) FROM bridge_calls"), 1, "only the undelivered reply's call stays");
+    assert_eq!(count("SELECT count(*) FROM bridge_batches"), 0);
+    assert_eq!(count("SELECT count(*) FROM bridge_decisions"), 0);
+
+    // The same reply again: the tombstone answers, nothing runs.
+    let replay = rt.block_on(bridge.reply(&tools, &asked, 41 * DAY)).expect("the store answers");
+    assert_eq!(replay.state, BridgeState::Results);
+    assert!(replay.results.as_ref().is_some_and(|r| r.delivered), "{replay:?}");
+    // The same reply read with one more call line (another delivery id): no call of a
+    // reclaimed reply can be told from one that ran, so each is interrupted, none runs.
+    let longer = format!("{old}\n{{\"tool\":\"herdr_inspect\",\"args\":{{\"n\":3}}}}");
+    let variant = rt.block_on(bridge.reply(&tools, &req("zai:c1", "m-old", &longer, true), 41 * DAY)).expect("answers");
+    let text = variant.results.expect("a results message").text;
+    assert_eq!(tools.total(), 3, "nothing ran again: {text}");
+    assert_eq!(text.matches("\"error\":\"interrupted\"").count(), 3, "{text}");
+    assert_eq!(retention.reclaim(41 * DAY).expect("again").bridge_calls, 0, "nothing more to reclaim");
+}

@@ -111,7 +111,7 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
     let before = retention.sizes().expect("sizes");
     assert_eq!(
         before.iter().map(|s| (s.store, s.rows)).collect::<Vec<_>>(),
-        vec![("journal", 320), ("work_memory", 320), ("bridge_results", 3), ("inbox", 3)]
+        vec![("journal", 320), ("work_memory", 321), ("bridge_results", 3), ("inbox", 3)]
     );
 
     let reclaimed = retention.reclaim(NOW).expect("reclaim");
@@ -121,7 +121,9 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
             journal_turns: 60,
             work_memory_turns: 60,
             work_memory_evidence: 0,
+            work_memory_checkpoints: 0,
             bridge_results: 1,
+            bridge_calls: 0,
             inbox_tasks: 1,
             exec_runs: 0,
             withheld: 120
@@ -377,4 +379,63 @@ async fn exec_run_keys_age_out_and_are_bounded_but_never_inside_their_retry_wind
     // A key kept still replays its first result instead of running again.
     assert!(matches!(runs.claim("mcp:fresh-0".to_owned(), "f".to_owned(), NOW).await.expect("claim"), Claim::Done(_)));
     assert_eq!(retention.reclaim(NOW).expect("again").exec_runs, 0, "nothing more to reclaim");
+}
+
+// Leftovers of issue 26: `wm_checkpoints` grew by one row (up to 72 KiB) per put, forever.
+// A chain keeps its latest checkpoint and the newest WM_CHECKPOINTS_KEPT superseded ones
+// (and their search rows), only while the latest verifies; the chain goes on from its
+// latest revision. Failed before: every revision stayed.
+#[test]
+fn superseded_checkpoints_are_bounded_per_chain_behind_a_verified_latest() {
+    use companion::retention::WM_CHECKPOINTS_KEPT;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut memory = WorkMemoryStore::open(&path).expect("work memory");
+    let retention = Retention::open(&path).expect("retention");
+    let puts = WM_CHECKPOINTS_KEPT + 31; // the latest, 100 superseded kept, 30 reclaimed
+    for chain in ["checked", "tampered"] {
+        wm(
+            &mut memory,
+            LocalMethod::WorkMemoryBind,
+            json!({"continuity_id": chain, "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": chain,
+            "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{chain}"), "bound_at": 1}),
+        );
+        let turn = wm(
+            &mut memory,
+            LocalMethod::WorkMemoryAppendTurn,
+            json!({"continuity_id": chain, "provider": "chatgpt", "session_ref": format!("chatgpt:conv:{chain}"),
+            "provider_message_ref": format!("{chain}-msg-1"), "role": "user", "text": "the goal", "observed_at": 10}),
+        );
+        for revision in 0..puts {
+            let put = wm(
+                &mut memory,
+                LocalMethod::WorkMemoryCheckpointPut,
+                json!({"continuity_id": chain, "expected_checkpoint_revision": revision,
+                "summary": format!("summary {revision}"), "checkpoint_json": "{}", "through_message_id": turn["message_id"], "created_at": 20}),
+            );
+            assert_eq!(put["ok"], true, "{put}");
+        }
+    }
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute("UPDATE wm_checkpoints SET summary = 'edited' WHERE continuity_id = 'tampered' AND revision = ?1", [puts as i64])
+        .expect("tamper");
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!(reclaimed.work_memory_checkpoints, 30, "{reclaimed:?}");
+    let rows = |chain: &str| count(&path, &format!("SELECT count(*) FROM wm_checkpoints WHERE continuity_id = '{chain}'"));
+    assert_eq!(rows("checked"), WM_CHECKPOINTS_KEPT as i64 + 1);
+    assert_eq!(rows("tampered"), puts as i64, "nothing goes behind a latest checkpoint that does not verify");
+    assert_eq!(count(&path, "SELECT min(revision) FROM wm_checkpoints WHERE continuity_id = 'checked'"), 31);
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM wm_fts WHERE continuity_id = 'checked' AND source_kind = 'checkpoint'"),
+        WM_CHECKPOINTS_KEPT as i64 + 1,
+        "the search index follows"
+    );
+    let next = wm(
+        &mut memory,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": "checked", "expected_checkpoint_revision": puts,
+        "summary": "next", "checkpoint_json": "{}", "through_message_id": "m1", "created_at": 30}),
+    );
+    assert_eq!(next["checkpoint"]["revision"], puts + 1, "{next}");
+    assert_eq!(retention.reclaim(NOW).expect("again").work_memory_checkpoints, 1);
 }

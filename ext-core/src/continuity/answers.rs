@@ -113,6 +113,8 @@ impl Continuity {
                 self.bridge_decided(tab, &batch_id, call, decision, result)
             }
             (Purpose::BridgePrompt { tab }, result) => self.bridge_prompt_answered(tab, result),
+            // The runtime's record only; a lost one is sent again with the next replay's answer.
+            (Purpose::BridgeDelivered, _) => {}
             (Purpose::Journal { key }, result) => self.journal_answered(now, key, result),
             (Purpose::GoalSet { key, clear, home }, result) => self.goal_set_answered(&key, clear, home, result),
             (Purpose::GoalProbe { key, turn }, result) => self.goal_probe_answered(now, &key, turn, result),

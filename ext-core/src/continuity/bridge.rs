@@ -32,9 +32,19 @@
 //! - The HUD offers Insert JSON tool prompt on those chats; its text is the runtime's
 //!   `bridge.prompt`, asked over the worker's one companion connection (like every call
 //!   here) and put into the composer without sending.
-//! - The worker persists no bridge state: the approval card and the last reply live in
-//!   memory per tab; after a worker restart Send tool results asks the runtime again, which
-//!   answers from its record (the same batch waits, nothing runs twice).
+//! - Results owed to a chat are never lost and typed once ([`BridgeBook`], persisted): a
+//!   reply whose results must go (Auto on and not stopped, or Send tool results / a Run) is
+//!   recorded when it is asked of the runtime and kept until the ledger confirms its results
+//!   in the thread. An answer that never came (the runtime restarted, the link dropped) is
+//!   asked again at the next connect; results held by a cooldown, a busy page or another
+//!   delivery of the chat are offered again at each page report and cooldown end; after a
+//!   worker restart the runtime is asked again (it answers from its record: nothing runs
+//!   twice; the results' text is not stored here). A confirmed delivery is reported
+//!   (`bridge.delivered`); results the page shows or the runtime calls delivered are never
+//!   typed again; a delivery that certainly did not land is offered again, an abandoned one
+//!   is not (the HUD says so; Send tool results asks again).
+//! - The approval card and the last reply live in memory per tab; after a worker restart
+//!   Send tool results asks the runtime again (the same batch waits, nothing runs twice).
 //! - The human turn: the id of the page's last user turn that is not a message of ours (its
 //!   page id, else `text:` and a hash of its text). The page reports it with its facts
 //!   (`last_human_turn_id`, looked up back through the thread's user turns), so a worker
@@ -53,6 +63,8 @@ pub struct BridgeResults {
     pub delivery_id: String,
     /// The message.
     pub text: String,
+    /// The runtime says it is in its chat already (`bridge.delivered`): never typed again.
+    pub delivered: bool,
 }
 
 /// One call of a batch that waits for the user (`bridge_reply.pending[]`).
@@ -204,11 +216,51 @@ struct BridgeTab {
     decided: Vec<(String, u32)>,
 }
 
-/// The composition's bridge state: per tab, and the newest human turn per scope.
+/// A reply whose results are owed to its chat (see the module doc), one per chat.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+pub(crate) struct OwedReply {
+    /// The chat's scope key.
+    key: String,
+    /// The chat's `browser_session_ref` (`bridge.reply`'s `conversation`).
+    conversation: String,
+    /// The tab it was seen in (any tab showing the chat will do).
+    tab: TabId,
+    /// The reply as it went to `bridge.reply`.
+    message_id: String,
+    text: String,
+    human_turn: String,
+    /// The user asked for it (Send tool results, a Run): typed even with Auto off or in a
+    /// cooldown.
+    pressed: bool,
+    /// The results' id once the runtime answered.
+    #[serde(default)]
+    delivery_id: Option<String>,
+    /// The ledger's delivery of them, once posted.
+    #[serde(default)]
+    delivery: Option<String>,
+    /// The results message (not persisted: the runtime answers it again).
+    #[serde(skip)]
+    results: Option<String>,
+    /// A `bridge.reply` for it is out.
+    #[serde(skip)]
+    asking: bool,
+}
+
+/// The persisted part of the bridge: the replies whose results are owed to their chats.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+pub struct BridgeBook {
+    /// One per chat, oldest first.
+    #[serde(default)]
+    owed: Vec<OwedReply>,
+}
+
+/// The composition's bridge state: per tab, the newest human turn per scope, and the
+/// results owed (persisted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct BridgeFlow {
     tabs: VecMap<TabId, BridgeTab>,
     human_turns: VecMap<String, String>,
+    pub(super) book: BridgeBook,
 }
 
 /// Most calls of one results message recorded in the Activity timeline (a reply runs at
@@ -320,16 +372,150 @@ impl Continuity {
     /// `bridge.reply` for `last` of `tab`'s chat.
     fn bridge_ask(&mut self, tab: TabId, scope: &Scope, last: LastReply, pressed: bool) {
         let Some(workspace_id) = self.bindings.binding_for(scope).map(|b| b.workspace_id.clone()) else { return };
+        // A reply the user stopped runs nothing on its own: its calls wait for the card.
+        let auto = self.auto.state(scope) == AutoState::On && !self.user_stopped(tab);
+        if auto || pressed {
+            self.bridge_owe(tab, scope, &last, pressed);
+        }
         let call = RuntimeCall::BridgeReply {
             conversation: browser_session_ref(scope),
             message_id: last.message_id,
             text: last.text,
             workspace_id,
-            // A reply the user stopped runs nothing on its own: its calls wait for the card.
-            auto: self.auto.state(scope) == AutoState::On && !self.user_stopped(tab),
+            auto,
             human_turn: last.human_turn,
         };
         self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
+    }
+
+    /// Records that the results of `last` are owed to the chat `key` (a newer reply replaces
+    /// an older one; the same reply again keeps what is known of it).
+    fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool) {
+        let (key, conversation) = (scope.key(), browser_session_ref(scope));
+        let owed = &mut self.bridge.book.owed;
+        let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && o.text == last.text;
+        if let Some(o) = owed.iter_mut().find(|o| same(o)) {
+            o.tab = tab;
+            o.pressed |= pressed;
+            o.asking = true;
+        } else {
+            owed.retain(|o| o.key != key);
+            owed.push(OwedReply {
+                key,
+                conversation,
+                tab,
+                message_id: last.message_id.clone(),
+                text: last.text.clone(),
+                human_turn: last.human_turn.clone(),
+                pressed,
+                asking: true,
+                ..OwedReply::default()
+            });
+        }
+        self.persist();
+    }
+
+    /// The runtime answered (or did not) for the owed reply of `conversation`: an answer
+    /// that never came is asked again at the next connect (a refusal is not: Send tool
+    /// results asks again); results are kept to be typed, anything else owes nothing.
+    fn bridge_owed_answered(&mut self, conversation: &str, result: &Result<RuntimeAnswer, CallError>) {
+        let owed = &mut self.bridge.book.owed;
+        let Some(at) = owed.iter().position(|o| o.asking && o.conversation == conversation) else { return };
+        owed[at].asking = false;
+        match result {
+            Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return,
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if !results.delivered => {
+                owed[at].delivery_id = Some(results.delivery_id.clone());
+                owed[at].results = Some(results.text.clone());
+                return;
+            }
+            _ => {
+                owed.remove(at);
+            }
+        }
+        self.persist();
+    }
+
+    /// Offers every owed result that can go now, once: to a tab showing its chat, outside a
+    /// cooldown (unless pressed), into an idle page, with Auto still on (unless pressed);
+    /// results the page shows already are done. Asks the runtime again for an owed reply
+    /// with no results in hand (after a restart, or an answer that never came).
+    pub(super) fn bridge_offer(&mut self, now: Millis) {
+        let keys: Vec<String> = self.bridge.book.owed.iter().map(|o| o.key.clone()).collect();
+        for key in keys {
+            let Some(o) = self.bridge.book.owed.iter().find(|o| o.key == key).cloned() else { continue };
+            if o.delivery.is_some() || o.asking {
+                continue;
+            }
+            let tab = if self.bridge_scope(o.tab).is_some_and(|s| s.key() == key) {
+                Some(o.tab)
+            } else {
+                self.pages.keys().copied().find(|t| self.bridge_scope(*t).is_some_and(|s| s.key() == key))
+            };
+            let (Some(tab), Some(scope)) = (tab, tab.and_then(|t| self.bridge_scope(t))) else { continue };
+            let auto = self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab);
+            if !o.pressed && !auto {
+                // Auto went off (or the user stopped the reply): the results wait for Send tool results.
+                self.bridge.book.owed.retain(|x| x.key != key);
+                self.persist();
+                continue;
+            }
+            if let Some(id) = &o.delivery_id {
+                let seen = self
+                    .pages
+                    .get(&tab)
+                    .is_some_and(|r| r.markers.iter().any(|m| m.strip_prefix(id.as_str()).is_some_and(|rest| rest.starts_with('/'))));
+                if seen {
+                    self.bridge.book.owed.retain(|x| x.key != key);
+                    self.persist();
+                    self.call(Purpose::BridgeDelivered, RuntimeCall::BridgeDelivered { delivery_id: id.clone() });
+                    continue;
+                }
+            }
+            let (Some(id), Some(text)) = (o.delivery_id.clone(), o.results.clone()) else {
+                if self.link_up {
+                    let last = LastReply { message_id: o.message_id, text: o.text, human_turn: o.human_turn };
+                    self.bridge_ask(tab, &scope, last, o.pressed);
+                }
+                continue;
+            };
+            if (!o.pressed && self.rate_block_tab(tab).is_some()) || !self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
+                continue;
+            }
+            // Refused only while another delivery of the chat is on its way: offered again.
+            let kind = DeliveryKind::BridgeResults;
+            if let Ok(delivery) = self.post_delivery_as(now, &key, tab, kind, &id, &text, Vec::new(), o.pressed, None) {
+                if let Some(x) = self.bridge.book.owed.iter_mut().find(|x| x.key == key) {
+                    x.delivery = Some(delivery.clone());
+                }
+                self.persist();
+                self.activity_sent(&key, kind, if o.pressed { "send_pressed" } else { "auto_on" }, &delivery);
+            }
+        }
+    }
+
+    /// The ledger resolved a results delivery: confirmed, it is done (and the runtime told);
+    /// certainly not typed, it is offered again; abandoned (no evidence either way), it is
+    /// not typed again on its own.
+    pub(super) fn bridge_resolved(&mut self, delivery: &Delivery, resolution: &Resolution) {
+        let subject = delivery.id.split('/').next().unwrap_or_default().to_owned();
+        let at = self.bridge.book.owed.iter().position(|o| o.delivery.as_deref() == Some(delivery.id.as_str()));
+        match (at, resolution) {
+            (Some(at), r) if r.retryable() => self.bridge.book.owed[at].delivery = None,
+            (Some(at), _) => {
+                self.bridge.book.owed.remove(at);
+            }
+            (None, _) => {}
+        }
+        self.persist();
+        if *resolution == Resolution::Confirmed {
+            self.call(Purpose::BridgeDelivered, RuntimeCall::BridgeDelivered { delivery_id: subject });
+        }
+    }
+
+    /// The persisted book, restored.
+    pub(super) fn bridge_restore(&mut self, book: BridgeBook) {
+        self.bridge.book = book;
     }
 
     /// The runtime's answer to `bridge.reply`: an approval card, the round limit, or
@@ -343,6 +529,7 @@ impl Continuity {
         conversation: &str,
         result: Result<RuntimeAnswer, CallError>,
     ) {
+        self.bridge_owed_answered(conversation, &result);
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
         // The tab still shows the chat that was asked about (not one it moved to since).
         let Some(scope) = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation) else { return };
@@ -433,39 +620,10 @@ impl Continuity {
                 }
             }
         }
-        // Already in the thread: never typed twice (one on its way holds its scope: the
-        // ledger refuses a second delivery there).
-        let subject = results.delivery_id.as_str();
-        let seen = self
-            .pages
-            .get(&tab)
-            .is_some_and(|r| r.markers.iter().any(|id| id.strip_prefix(subject).is_some_and(|rest| rest.starts_with('/'))));
-        // A reply the user stopped is never continued on its own: its results wait for the
-        // HUD's Send tool results.
-        if seen || !(pressed || (self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab))) {
-            return;
-        }
-        if !pressed && self.rate_block_tab(tab).is_some() {
-            // A rate-limit cooldown: typed when it ends (issue 26).
-            self.pacer_hold_bridge(pacer::HeldBridge { tab, key, delivery_id: results.delivery_id, text: results.text });
-            return;
-        }
-        if self.pages.get(&tab).is_some_and(queue::is_idle_for_queue) {
-            // Refused only while another delivery of the scope is on its way: Send later.
-            if let Ok(id) = self.post_delivery_as(
-                now,
-                &key,
-                tab,
-                DeliveryKind::BridgeResults,
-                &results.delivery_id,
-                &results.text,
-                Vec::new(),
-                pressed,
-                None,
-            ) {
-                self.activity_sent(&key, DeliveryKind::BridgeResults, if pressed { "send_pressed" } else { "auto_on" }, &id);
-            }
-        }
+        // Owed results go now if they can, else at the next page report, cooldown end or
+        // connect; results nobody asked for wait for Send tool results.
+        let _ = pressed;
+        self.bridge_offer(now);
     }
 
     /// The HUD's Run / Skip on call `call` of batch `batch_id` (a trusted click): only for

@@ -250,6 +250,9 @@ impl Continuity {
         if delivery.kind == DeliveryKind::JudgeContinue {
             self.semantic_resolved(&delivery, resolution);
         }
+        if delivery.kind == DeliveryKind::BridgeResults {
+            self.bridge_resolved(&delivery, resolution);
+        }
         let key = delivery.scope_key.clone();
         let confirmed = *resolution == Resolution::Confirmed;
         if confirmed {

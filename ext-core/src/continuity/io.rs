@@ -281,6 +281,12 @@ pub enum RuntimeCall {
         /// The chat's ref.
         session_ref: String,
     },
+    /// `bridge.delivered {delivery_id}`: the ledger confirmed a results message in its chat
+    /// (the runtime answers every replay of its reply `delivered`).
+    BridgeDelivered {
+        /// The results' id (`bridge:<hex>`).
+        delivery_id: String,
+    },
     /// `continuity.append` of one journal turn (C1).
     JournalAppend(super::JournalEntry),
     /// `continuity.resolve {conversation_id}`: a handoff confirms its chain live (C2).
@@ -376,6 +382,8 @@ pub enum RuntimeAnswer {
         /// The prompt.
         text: String,
     },
+    /// `bridge_delivered`.
+    BridgeDelivered,
     /// `continuity_appended`.
     Appended {
         /// The turn's chain.

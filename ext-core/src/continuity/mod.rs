@@ -105,7 +105,8 @@ pub use acks::CONFIRMED_TASKS_KEPT;
 pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
 pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
 pub use bridge::{
-    BridgeButton, BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall, BRIDGE_BUTTONS,
+    BridgeBook, BridgeButton, BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall,
+    BRIDGE_BUTTONS,
 };
 pub use cards::CardLine;
 pub use chats::CHATS_REPORT_REFRESH_MS;
@@ -261,6 +262,8 @@ enum Purpose {
     BridgePrompt {
         tab: TabId,
     },
+    /// `bridge.delivered` of a results message the ledger confirmed.
+    BridgeDelivered,
     /// `continuity.append` of the outbox turn `key` (`<conversation>/<message>`).
     Journal {
         key: String,
@@ -415,8 +418,8 @@ impl Continuity {
     }
 
     /// The nonce of the fence in the message `id` (PROTOCOL.md "Fenced data"): SipHash-2-4
-    /// of `id` keyed by the shell's entropy; without entropy (a shell that gave fewer than 16
-    /// bytes) a key drawn from the ledger's epoch (the shell's randomness too) stands in.
+    /// of `id` keyed by the shell's entropy. The shell does not start without 16 bytes of
+    /// `crypto.getRandomValues`; only a machine given none (tests) keys on its ledger's epoch.
     pub(super) fn fence_nonce(&self, id: &str) -> continuity_protocol::fence::Nonce {
         let key = self.fence_key.unwrap_or_else(|| {
             let epoch = self.ledger.epoch().as_bytes();
@@ -527,6 +530,7 @@ impl Continuity {
                 self.reissue_held_settles();
                 self.journal_pump();
                 self.handoff_link_up(now);
+                self.bridge_offer(now);
             }
             ContinuityInput::LinkDown => {
                 self.link_up = false;

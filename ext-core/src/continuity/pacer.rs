@@ -11,7 +11,7 @@
 //! - Writes: while the account of a page cools down, nothing automatic is typed there
 //!   ([`Continuity::rate_block_tab`] in `post_delivery`, the schedulers' facts, the judge's
 //!   and the bridge's holds): wakes and progress stay pending in their scheduler, queue
-//!   batches stay queued, a judge continue, a bridge result and a handoff seed are kept, and
+//!   batches stay queued, a judge continue, a bridge result (owed, persisted) and a handoff seed are kept, and
 //!   all of them are offered again when the cooldown ends ([`Continuity::pacer_timeout`]).
 //!   A manual Continue or a pressed Send still goes (the user decided); the HUD shows the
 //!   cooldown's end (`cooldown_until`) on every page of the account.
@@ -22,27 +22,11 @@
 use super::*;
 use crate::request_pacer::{account_key, CooldownSource, RequestPacer};
 
-/// A bridge result kept back by a cooldown (typed when it ends, if still due).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HeldBridge {
-    /// The tab of the reply it answers.
-    pub(super) tab: TabId,
-    /// Its ledger key.
-    pub(super) key: String,
-    /// The results' delivery id.
-    pub(super) delivery_id: String,
-    /// The text to type.
-    pub(super) text: String,
-}
-
 /// The pacer's composed state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct PacerFlow {
     /// The pacer (persisted).
     pub(super) pacer: RequestPacer,
-    /// Bridge results held by a cooldown (not persisted: a restarted worker's bridge asks
-    /// again on the next turn end or Send).
-    pub(super) held_bridge: Vec<HeldBridge>,
 }
 
 impl Continuity {
@@ -155,11 +139,12 @@ impl Continuity {
         if !self.pacer.pacer.handle_timeout(now) {
             return;
         }
-        // A notice still shown: the account is still limited (the next back-off step),
-        // nothing is released (found by the property test: a wake typed under the notice).
+        // A notice still shown: the account is still limited, nothing is released (found by
+        // the property test: a wake typed under the notice). It is the same 429: held again
+        // for the current step, not counted as the next one.
         for tab in self.recovery_notice_tabs() {
             if let Some(account) = self.account_of_tab(tab) {
-                self.pacer.pacer.rate_limited(&account, now, None, CooldownSource::PageNotice);
+                self.pacer.pacer.still_limited(&account, now);
             }
         }
         self.persist();
@@ -169,41 +154,10 @@ impl Continuity {
         self.pacer_retry_bridge(now);
     }
 
-    /// Keeps a bridge result for after the cooldown (the newest per tab).
-    pub(super) fn pacer_hold_bridge(&mut self, held: HeldBridge) {
-        self.pacer.held_bridge.retain(|h| h.tab != held.tab);
-        self.pacer.held_bridge.push(held);
-    }
-
-    /// Types the bridge results a cooldown kept back whose page is idle and whose account no
-    /// longer cools down (each once; one already in the thread, or whose tab is gone, is
-    /// dropped). Results whose page is busy or whose delivery was refused stay held and are
-    /// offered again at the page's next report: the model waits for them, and no later turn
-    /// end would ask again.
+    /// Offers the bridge results a cooldown (or a busy page) kept back again
+    /// (`continuity/bridge`'s owed results: each typed once, when its page is idle).
     pub(super) fn pacer_retry_bridge(&mut self, now: Millis) {
-        if self.pacer.held_bridge.is_empty() {
-            return;
-        }
-        let held = std::mem::take(&mut self.pacer.held_bridge);
-        for h in held {
-            if self.rate_block_tab(h.tab).is_some() {
-                self.pacer.held_bridge.push(h);
-                continue;
-            }
-            let Some(report) = self.pages.get(&h.tab) else { continue };
-            let seen = report.markers.iter().any(|id| id.strip_prefix(h.delivery_id.as_str()).is_some_and(|rest| rest.starts_with('/')));
-            if seen {
-                continue;
-            }
-            if !queue::is_idle_for_queue(report) {
-                self.pacer.held_bridge.push(h);
-                continue;
-            }
-            match self.post_delivery(now, &h.key, h.tab, DeliveryKind::BridgeResults, &h.delivery_id, &h.text, Vec::new()) {
-                Ok(id) => self.activity_sent(&h.key, DeliveryKind::BridgeResults, "auto_on", &id),
-                Err(_) => self.pacer.held_bridge.push(h),
-            }
-        }
+        self.bridge_offer(now);
     }
 
     /// The HUD's `cooldown_until` of `tab`: the epoch ms its account's cooldown ends.

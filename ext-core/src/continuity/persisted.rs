@@ -32,6 +32,7 @@ impl Continuity {
             goals: self.goal_texts(),
             goal_counts: self.goal_counts(),
             inbox_checks: self.inbox_checks.persisted(),
+            bridge: self.bridge.book.clone(),
         }
     }
 
@@ -67,6 +68,7 @@ impl Continuity {
             goals: &self.goal_texts(),
             goal_counts: &self.goal_counts(),
             inbox_checks: &self.inbox_checks,
+            bridge: &self.bridge.book,
         }
         .to_value()
     }
@@ -100,6 +102,7 @@ impl Continuity {
         machine.handoff = snapshot.handoff;
         machine.pacer.pacer = snapshot.pacer;
         machine.inbox_checks = snapshot.inbox_checks;
+        machine.bridge_restore(snapshot.bridge);
         machine.restored(now, epoch);
         machine
     }

@@ -165,6 +165,9 @@ pub(super) struct RecoveryFlow {
     /// Per scope key, the last message of ours sent into it (this worker life): what a
     /// resend sends again when the waiting turn carries its marker.
     sent: VecMap<String, SentMessage>,
+    /// Per tab, the page load whose visible rate-limit notice was counted: a notice that
+    /// stays is one 429, counted when it appears, not at every report while it is shown.
+    notices: VecMap<TabId, String>,
 }
 
 /// A message of ours as it was handed to the ledger.
@@ -214,7 +217,15 @@ impl Continuity {
     /// The page of `tab` reported (facts or recovery facts): its planner sees it now.
     pub(super) fn recovery_page(&mut self, now: Millis, tab: TabId) {
         let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
-        if rate_limited && self.cooldown_of_tab(tab).is_none() {
+        // The notice counts once, when it appears on this page load; while it stays, the
+        // pacer holds the account again at each cooldown's end (`pacer_timeout`).
+        let appeared = rate_limited && self.recovery.notices.get(&tab) != Some(&facts.page_load);
+        if rate_limited {
+            self.recovery.notices.insert(tab, facts.page_load.clone());
+        } else {
+            self.recovery.notices.remove(&tab);
+        }
+        if appeared && self.cooldown_of_tab(tab).is_none() {
             // ChatGPT's notice: the account's cooldown (every tab of it, every write).
             self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::PageNotice);
         }
@@ -222,7 +233,7 @@ impl Continuity {
         let timings = self.recovery.timings;
         let planner = self.recovery.planners.entry(key.clone()).or_default();
         planner.set_timings(timings);
-        if rate_limited {
+        if appeared {
             planner.rate_limited(now);
         }
         if let Some(until) = cooldown {
@@ -266,6 +277,7 @@ impl Continuity {
     pub(super) fn recovery_page_gone(&mut self, tab: TabId) {
         self.health_page_gone(tab);
         self.recovery.facts.remove(&tab);
+        self.recovery.notices.remove(&tab);
         self.recovery.probing.retain(|_, (asked, _)| *asked != tab);
     }
 

@@ -93,6 +93,7 @@ fn results() -> Option<BridgeResults> {
     Some(BridgeResults {
         delivery_id: "bridge:5b0e6c2d9a174f38".into(),
         text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+        delivered: false,
     })
 }
 
@@ -244,6 +245,7 @@ fn batch_results() -> RuntimeAnswer {
         outcome: BridgeOutcome::Results(BridgeResults {
             delivery_id: BATCH.into(),
             text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+            delivered: false,
         }),
         rounds: Some(BridgeRounds { used: 1, limit: 6 }),
     }
@@ -626,7 +628,7 @@ fn refused_calls_are_in_the_activity_timeline_once() {
     let text = "HERDR_TOOL_RESULTS (3 calls)\n{\"call\":1,\"error\":\"refused\",\"message\":\"pane w2:p1 is not in workspace w1\",\"ok\":false,\"tool\":\"herdr_call\"}\n{\"call\":2,\"ok\":true,\"result\":{},\"tool\":\"herdr_inspect\"}\n{\"call\":3,\"error\":\"refused\",\"message\":\"herdr_prompt reports to this chat only\",\"ok\":false,\"tool\":\"herdr_prompt\"}\nWrite the next tool call lines, or answer the user.";
     let mut runtime = |call: &RuntimeCall| match call {
         RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge {
-            outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }),
+            outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into(), delivered: false }),
             rounds: None,
         }),
         _ => Ok(RuntimeAnswer::Subscribed),
@@ -740,7 +742,7 @@ fn calls_run_with_auto_have_their_own_activity_entries() {
                 Ok(approval(vec![pending_call(2, "pane.send_keys", true)]))
             }
             RuntimeCall::BridgeReply { .. } => Ok(RuntimeAnswer::Bridge {
-                outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into() }),
+                outcome: BridgeOutcome::Results(BridgeResults { delivery_id: BATCH.into(), text: text.into(), delivered: false }),
                 rounds: None,
             }),
             RuntimeCall::BridgeDecide { .. } => Ok(RuntimeAnswer::BridgeDecided { pending: 0 }),
@@ -837,4 +839,96 @@ fn bridge_results_held_past_a_busy_cooldown_end_go_when_the_page_is_idle() {
     c.handle(50_000, ContinuityInput::PageReported { tab: TAB, report: PageReport { url: ZAI.into(), ..zai_page() } });
     drain(&mut c, 50_000, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "once");
+}
+
+const CALL: &str = "{\"tool\":\"herdr_inspect\",\"args\":{}}";
+
+// Leftovers of issue 26: results held by a cooldown were kept in memory only; a worker
+// restart lost them and the model waited for ever. Now the owed reply is persisted: the
+// restarted worker asks the runtime again (it answers from its record) and types the results
+// once, after the cooldown; the confirmed delivery is reported (`bridge.delivered`).
+// Failed before: nothing was typed after the restart.
+#[test]
+fn results_held_by_a_cooldown_survive_a_worker_restart_and_go_once() {
+    use ext_core::request_pacer::CooldownSource;
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    c.handle(
+        1,
+        ContinuityInput::RateLimited { tab: TAB, page_load: "load-1".into(), source: CooldownSource::PageNotice, retry_after_ms: None },
+    );
+    ended(&mut c, 2, CALL);
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "typed during the cooldown: {log:?}");
+    let shown = c.page(TAB).cloned().expect("the page");
+    let mut c = restart(&c, 3);
+    c.handle(3, ContinuityInput::LinkUp);
+    c.handle(3, ContinuityInput::PageReported { tab: TAB, report: shown });
+    drain(&mut c, 3, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "still cooling: {log:?}");
+    c.handle_timeout(30_001);
+    drain(&mut c, 30_001, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    confirm(&mut c, 30_002, "bridge:5b0e6c2d9a174f38");
+    drain(&mut c, 30_002, &results(), &mut log);
+    assert_eq!(requests(&log, "bridge_delivered").len(), 1, "{log:?}");
+    let again = restart(&c, 30_003);
+    let mut c = again;
+    c.handle(30_003, ContinuityInput::LinkUp);
+    let page = c.page(TAB).cloned().unwrap_or_else(zai_page);
+    c.handle(30_003, ContinuityInput::PageReported { tab: TAB, report: page });
+    drain(&mut c, 30_003, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "once: {log:?}");
+}
+
+// Leftovers of issue 26: a `bridge.reply` whose answer never came (the runtime restarted
+// while the calls ran, the link dropped) left its results in the runtime and nothing asked
+// for them. Now the reply is asked again at the next connect and its results typed once.
+// Failed before: nothing was asked again, nothing typed.
+#[test]
+fn a_reply_whose_answer_never_came_is_asked_again_at_the_next_connect() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    // The requests go out; the runtime restarts before it answers.
+    while c.poll().is_some() {}
+    c.handle(2, ContinuityInput::LinkDown);
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0);
+    c.handle(3, ContinuityInput::LinkUp);
+    drain(&mut c, 3, &results(), &mut log);
+    assert_eq!(requests(&log, "bridge_reply").len(), 1, "{log:?}");
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    c.handle(4, ContinuityInput::LinkDown);
+    c.handle(5, ContinuityInput::LinkUp);
+    drain(&mut c, 5, &results(), &mut log);
+    assert_eq!(requests(&log, "bridge_reply").len(), 1, "the results are on their way: not asked again");
+    assert_eq!(deliveries(&log), 1);
+}
+
+// Leftovers of issue 26: results answered while the page was busy (the user had started
+// typing, or a reply streamed) were dropped. Now they go at the page's next idle report,
+// once; and a delivery that certainly did not land is offered again.
+// Failed before: nothing was typed.
+#[test]
+fn results_answered_to_a_busy_page_go_when_it_is_idle() {
+    use super::continuity::not_sent;
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: PageReport { generating: true, ..zai_page() } });
+    drain(&mut c, 1, &results(), &mut log);
+    assert_eq!(deliveries(&log), 0, "typed into a busy page: {log:?}");
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    not_sent(&mut c, 3, "bridge:5b0e6c2d9a174f38");
+    drain(&mut c, 3, &results(), &mut log);
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, 4, &results(), &mut log);
+    assert_eq!(deliveries(&log), 2, "offered again after it certainly did not land: {log:?}");
+    confirm(&mut c, 5, "bridge:5b0e6c2d9a174f38");
+    c.handle(6, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, 6, &results(), &mut log);
+    assert_eq!(deliveries(&log), 2, "once confirmed, never again");
 }

@@ -244,6 +244,45 @@ fn the_page_notice_holds_progress_until_the_cooldown_ends_but_not_a_manual_conti
     assert_eq!(out.iter().filter(|l| l.starts_with("deliver tab=7 id=continue:w1/")).count(), 1, "{out:?}");
 }
 
+// Leftovers of issue 26: ChatGPT's rate-limit notice that stays on the page is one 429. It
+// counts when it appears; while it stays, every report of it changes nothing and each
+// cooldown's end holds the account again for the same step (nothing automatic is typed
+// under it). The next real 429 after it is the second step, not the cap. Failed before: each
+// cooldown end stepped the back-off (30 s, then 60 s, 120 s) and each report ≥ 10 s apart
+// stepped the recovery planner's, as if every look were a new 429.
+#[test]
+fn a_notice_that_stays_on_the_page_counts_once() {
+    let (mut c, mut log) = bound_with_auto(true);
+    let notice = PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) };
+    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice.clone() });
+    drain(&mut c, 3_000, &[], &mut log);
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(33_000));
+    let mut now = 3_000;
+    while now < 300_000 {
+        now += 15_000;
+        run_until(&mut c, now, &mut log);
+        let facts = PageRecoveryReport { signature: format!("{now}:x"), ..notice.clone() };
+        c.handle(now, ContinuityInput::RecoveryFacts { tab: TAB, facts });
+        drain(&mut c, now, &[], &mut log);
+        let until = c.page_view(TAB).and_then(|v| v.cooldown_until);
+        assert!(until.is_some_and(|u| u > now && u - now <= 30_000), "at +{now} the notice holds for one step: {until:?}");
+    }
+    let steps: Vec<u64> = c.snapshot_value()["recovery"]
+        .as_object()
+        .map(|planners| planners.values().filter_map(|p| p["rate_limit"]["step"].as_u64()).collect())
+        .unwrap_or_default();
+    assert_eq!(steps, [1], "the recovery planner counted the notice once");
+    // The notice goes; the cooldown ends; a new 429 is the second step (60 s).
+    c.handle(now, ContinuityInput::RecoveryFacts { tab: TAB, facts: PageRecoveryReport { assistant_streaming: false, ..frozen(TAB) } });
+    run_until(&mut c, now + 31_000, &mut log);
+    now += 31_000;
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), None, "the cooldown ended with the notice");
+    let rate_limited =
+        ContinuityInput::RateLimited { tab: TAB, page_load: "load-7".into(), source: CooldownSource::ResourceTiming, retry_after_ms: None };
+    c.handle(now, rate_limited);
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(now + 60_000));
+}
+
 /// What the property test feeds.
 #[derive(Debug, Clone)]
 enum Op {

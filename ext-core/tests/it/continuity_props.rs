@@ -1227,7 +1227,10 @@ impl World {
                 RuntimeAnswer::Verdict(JudgeAnswer { verdict, source: "script".into(), reason: "the last line".into(), priors: Vec::new() })
             }
             // The model's chats are ChatGPT's, which has a real MCP connector (O2, M6).
-            RuntimeCall::BridgeReply { .. } | RuntimeCall::BridgeDecide { .. } | RuntimeCall::BridgePrompt { .. } => {
+            RuntimeCall::BridgeReply { .. }
+            | RuntimeCall::BridgeDecide { .. }
+            | RuntimeCall::BridgePrompt { .. }
+            | RuntimeCall::BridgeDelivered { .. } => {
                 return Err(TestCaseError::fail(format!("O2: a ChatGPT chat used the JSON bridge: {call:?}")));
             }
             // The model never presses Handoff (continuity_handoff has its own property test).

@@ -288,6 +288,7 @@ fn the_bridge_does_not_continue_a_stopped_reply_on_its_own() {
     let results = BridgeResults {
         delivery_id: "bridge:5b0e6c2d9a174f38".into(),
         text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+        delivered: false,
     };
     let mut log = Vec::new();
     let run = |c: &mut Continuity, now: u64, pressed: bool, log: &mut Vec<String>| {

@@ -150,3 +150,33 @@ fn ext_shell_decides_nothing_the_worker_could() {
     assert!(driver.lines().count() < 400, "ext-shell/src/driver.rs has {} lines (under 400)", driver.lines().count());
     assert!(!driver.contains("ContinuityInput"), "driver.rs feeds the continuity machine itself; go through WorkerInput");
 }
+
+/// A fence nonce must be unguessable (leftovers of issue 26): no `Math.random` in ext-shell
+/// or in an extension script; the shell takes `crypto.getRandomValues` or does not start.
+/// Failed before: `js::random_bytes_16` fell back to `Math.random` bytes, and the ledger's
+/// epoch (the core's stand-in fence key) was `Math.random`.
+#[test]
+fn no_math_random_feeds_a_fence() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    sources(&root.join("ext-shell/src"), &mut files);
+    for entry in std::fs::read_dir(root.join("extension")).expect("extension/ is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "js") {
+            files.push(path);
+        }
+    }
+    assert!(files.len() > 10, "found the sources: {files:?}");
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !code.contains("Math::random") && !code.contains("Math.random"),
+                "{}:{}: randomness from Math.random; use crypto.getRandomValues and fail closed without it: {line}",
+                file.display(),
+                number + 1
+            );
+        }
+    }
+}

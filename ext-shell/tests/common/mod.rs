@@ -516,7 +516,8 @@ pub fn continuity_messages_translate() {
         Ok(RuntimeAnswer::Bridge {
             outcome: BridgeOutcome::Results(BridgeResults {
                 delivery_id: "bridge:00ff".into(),
-                text: "HERDR_TOOL_RESULTS (1 call)".into()
+                text: "HERDR_TOOL_RESULTS (1 call)".into(),
+                delivered: false
             }),
             rounds: rounds(1)
         })
