@@ -40,7 +40,8 @@ export class CompanionClient {
     this.post = post;
     this.pending = new Map();
     this.next = 1;
-    this.watcher = null;
+    this.watchers = [];
+    this.state = null; // [connected, reason] as last told
     this.closedReason = null;
   }
 
@@ -63,11 +64,18 @@ export class CompanionClient {
     });
   }
 
-  /** `onState(connected, reason)` on every change of the worker's connection; in the side
-   * panel also `onEvent(name, data)` for the Herdr stream's events. */
+  /** `onState(connected, reason)` now (once known) and on every change of the worker's
+   * connection; in the side panel also `onEvent(name, data)` for the Herdr stream's events.
+   * One `companion_watch` per port, however many watch. */
   watch({ onState, onEvent = () => {} }) {
-    this.watcher = { onState, onEvent };
-    this.post({ type: TO_WORKER.companion_watch });
+    this.watchers.push({ onState, onEvent });
+    if (this.watchers.length === 1) this.post({ type: TO_WORKER.companion_watch });
+    else if (this.state) onState(...this.state);
+  }
+
+  tell(connected, reason) {
+    this.state = [connected, reason];
+    for (const watcher of this.watchers) watcher.onState(connected, reason);
   }
 
   /** A message from the worker; true when it was one of the client's. */
@@ -83,10 +91,10 @@ export class CompanionClient {
         return true;
       }
       case FROM_WORKER.companion_event:
-        if (string(received.event)) this.watcher?.onEvent(received.event, received.data);
+        if (string(received.event)) for (const watcher of this.watchers) watcher.onEvent(received.event, received.data);
         return true;
       case FROM_WORKER.companion_state:
-        this.watcher?.onState(received.connected === true, statusText(received.status));
+        this.tell(received.connected === true, statusText(received.status));
         return true;
       default:
         return false;
@@ -98,7 +106,7 @@ export class CompanionClient {
     this.closedReason = reason;
     for (const { reject } of this.pending.values()) reject(new Error(reason));
     this.pending.clear();
-    this.watcher?.onState(false, reason);
+    this.tell(false, reason);
   }
 }
 

@@ -61,6 +61,7 @@ export function mountToolAudit(region, companion) {
   };
   const again = button(message('auditRefresh'), { 'data-audit-refresh': '' }, () => refresh());
   region.replaceChildren(element('h2', '', {}, message('auditTitle')), element('p', 'line', {}, message('auditNote')), again, note, rows);
-  refresh();
+  // Read as soon as (and each time) the worker is connected to the companion.
+  companion.watch({ onState: (connected) => { if (connected) refresh(); } });
   setInterval(() => { if (document.visibilityState === 'visible') refresh(); }, REFRESH_MS);
 }
