@@ -14,7 +14,8 @@
 //! Invariants:
 //! - Every accepted call is answered exactly once: by the companion, `not_connected` when
 //!   the connection is lost, or `timed_out` at its deadline; a refused one at once, with
-//!   the reason. A late answer (after a timeout) is dropped.
+//!   the reason (one without a usable id, which cannot be answered, is dropped with a
+//!   warning). A late answer (after a timeout) is dropped.
 //! - A call's answer goes to the port that asked, under the id it asked with; a closed
 //!   port's calls are forgotten with it (their answers dropped), so no entry outlives its
 //!   port, its answer or its deadline.
@@ -28,8 +29,6 @@
 use continuity_protocol::{EventName, Method};
 use serde_json::Value;
 
-#[cfg(doc)]
-use super::commands::companion_watch;
 use super::commands::{companion_call, CallFailure, ExtensionPage, Sender};
 use super::{PortId, Worker, WorkerOutput};
 use crate::continuity::CallError;
