@@ -37,6 +37,27 @@
       "turn_assistant_chars": 12000,
       "turn_user_chars": 6000
     },
+    "companion_calls": {
+      "failures": [
+        "not_allowed",
+        "bad_request",
+        "too_many",
+        "not_connected",
+        "timed_out",
+        "companion"
+      ],
+      "methods": {
+        "herdr_agents": "herdr.agents",
+        "herdr_pane_read": "herdr.pane_read",
+        "herdr_panes": "herdr.panes",
+        "herdr_workspaces": "herdr.workspaces",
+        "retention_get": "retention.get",
+        "retention_set": "retention.set",
+        "tools_audit": "tools.audit"
+      },
+      "per_port": 8,
+      "timeout_ms": 10000
+    },
     "messages": {
       "page_to_worker": {
         "action": "action",
@@ -59,6 +80,8 @@
       "panel_to_worker": {
         "action": "action",
         "bind": "bind",
+        "companion_call": "companion_call",
+        "companion_watch": "companion_watch",
         "panel_hello": "panel_hello",
         "panel_refresh": "panel_refresh",
         "unbind": "unbind"
@@ -86,6 +109,9 @@
         "start_problem": "start_problem"
       },
       "worker_to_panel": {
+        "companion_answer": "companion_answer",
+        "companion_event": "companion_event",
+        "companion_state": "companion_state",
         "diagnostics": "diagnostics",
         "hud": "hud",
         "panel": "panel",

@@ -1,10 +1,10 @@
 // The Control Center's live Herdr view (SPEC O1): the workspace → tab → pane → agent tree,
 // the Pinned Target and its read-only actions. Display only: it changes nothing in Herdr,
-// the chat or the continuity state, so it does not go through the worker's core — while
-// the side panel is open it keeps its own connection to the companion (the same native
-// host, `docs/PROTOCOL.md` "Event stream"): `hello`, `events.subscribe` (no position: the
-// current catalog arrives in the stream's `hello`, then live changes), `herdr.panes` once,
-// and `herdr.pane_read` when the user asks for a pane's tail.
+// the chat or the continuity state. It reads the companion through the worker's one
+// connection (companion-client.js; docs/PROTOCOL.md "Companion calls from the extension
+// pages"): `companion_watch` brings the connection's state and the Herdr stream's events;
+// on each connection it reads `herdr.workspaces`, `herdr.agents` and `herdr.panes`, and
+// `herdr.pane_read` when the user asks for a pane's tail.
 //
 // Every message from the port is checked for the fields used (anything else is ignored);
 // the pinned pane is kept in chrome.storage.local and is never followed by focus: it stays
@@ -13,13 +13,12 @@
 import './contracts.js';
 import { button, element, errorText, message } from './page-dom.js';
 
-const { protocol: { host: HOST, version: PROTOCOL }, settings, caps } = globalThis.herdrContracts;
+const { settings, caps, companion_calls: { methods: METHODS } } = globalThis.herdrContracts;
 export const PINNED_KEY = settings.pinned_key;
 /** Lines the "Read last lines" action asks for. */
 export const TAIL_LINES = caps.tail_lines;
 /** Longest last-output line shown per pane, in characters. */
 const LAST_LINE_MAX = 160;
-const RECONNECT_MS = 2_000;
 
 const string = (value) => typeof value === 'string';
 const object = (value) => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -118,77 +117,6 @@ export class HerdrModel {
   }
 }
 
-/** The companion connection of the live view: requests by id, events to `onEvent`. */
-class LiveLink {
-  constructor({ onEvent, onState }) {
-    this.onEvent = onEvent;
-    this.onState = onState;
-    this.pending = new Map();
-    this.next = 1;
-    this.port = null;
-    this.connect();
-  }
-
-  connect() {
-    let port;
-    try {
-      port = chrome.runtime.connectNative(HOST);
-    } catch (error) {
-      this.onState('down', errorText(error));
-      setTimeout(() => this.connect(), RECONNECT_MS);
-      return;
-    }
-    this.port = port;
-    port.onMessage.addListener((received) => this.received(received));
-    port.onDisconnect.addListener(() => {
-      const reason = chrome.runtime.lastError?.message ?? message('treeDisconnected');
-      this.port = null;
-      for (const { reject } of this.pending.values()) reject(new Error(reason));
-      this.pending.clear();
-      this.onState('down', reason);
-      setTimeout(() => this.connect(), RECONNECT_MS);
-    });
-    this.request('hello', { protocol: PROTOCOL, extension_version: chrome.runtime.getManifest().version })
-      .then((hello) => {
-        if (hello.compatible === false) throw new Error(message('treeIncompatible'));
-        this.onState('up', null);
-        return Promise.all([this.request('events.subscribe', {}), this.request('herdr.panes', {})]);
-      })
-      .then(([, panes]) => {
-        if (Array.isArray(panes?.panes)) for (const pane of panes.panes) this.onEvent('pane_upsert', pane);
-      })
-      .catch((error) => this.onState('down', errorText(error)));
-  }
-
-  request(method, params) {
-    if (!this.port) return Promise.reject(new Error(message('treeDisconnected')));
-    const id = `panel-${this.next++}`;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.port.postMessage({ id, method, params });
-    });
-  }
-
-  received(received) {
-    if (!object(received)) return;
-    if (string(received.event)) {
-      this.onEvent(received.event, received.data);
-      return;
-    }
-    const waiting = string(received.id) ? this.pending.get(received.id) : null;
-    if (!waiting) return;
-    this.pending.delete(received.id);
-    if (object(received.error)) {
-      const code = string(received.error.code) ? received.error.code : 'error';
-      waiting.reject(new Error(`${code}: ${string(received.error.message) ? received.error.message : ''}`));
-    } else if (object(received.result)) {
-      waiting.resolve(received.result);
-    } else {
-      waiting.reject(new Error(message('treeBadAnswer')));
-    }
-  }
-}
-
 /** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button. */
 function treeNodes(model, pinned, pin) {
   const workspaces = [...model.workspaces.values()].sort((a, b) => a.number - b.number || a.workspace_id.localeCompare(b.workspace_id));
@@ -244,8 +172,9 @@ function pinnedNodes(model, pinned, actions, output) {
   return nodes;
 }
 
-/** Mounts the live view into `region` (the side panel's `section.live`). */
-export function mountLiveTree(region) {
+/** Mounts the live view into `region` (the side panel's `section.live`); `companion` is the
+ * side panel's CompanionClient. */
+export function mountLiveTree(region, companion) {
   const model = new HerdrModel();
   let pinned = null;
   let state = { up: false, reason: null };
@@ -322,9 +251,21 @@ export function mountLiveTree(region) {
     schedule();
   };
   const pin = (pane) => savePinned({ pane_id: pane.pane_id, workspace_id: pane.workspace_id, agent: pane.agent ?? null, pinned_at: Date.now() });
-  const link = new LiveLink({
+  // On each connection: the catalog (as the stream's `hello` carries it) and the panes.
+  const load = () => Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
+    .then(([workspaces, agents, panes]) => {
+      model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents });
+      if (Array.isArray(panes?.panes)) for (const pane of panes.panes) model.apply('pane_upsert', pane);
+      schedule();
+    })
+    .catch((error) => { state = { up: false, reason: errorText(error) }; schedule(); });
+  companion.watch({
     onEvent: (name, data) => { if (model.apply(name, data)) schedule(); },
-    onState: (up, reason) => { state = { up: up === 'up', reason }; schedule(); },
+    onState: (up, reason) => {
+      state = { up, reason };
+      schedule();
+      if (up) load();
+    },
   });
   const actions = {
     inspect: () => {
@@ -337,7 +278,7 @@ export function mountLiveTree(region) {
     read: () => {
       output.dataset.kind = 'read';
       output.textContent = message('treeReading');
-      link.request('herdr.pane_read', { pane_id: pinned.pane_id, lines: TAIL_LINES })
+      companion.call(METHODS.herdr_pane_read, { pane_id: pinned.pane_id, lines: TAIL_LINES })
         .then((read) => {
           const text = string(read.text) ? read.text : '';
           output.textContent = text.split('\n').slice(-TAIL_LINES).join('\n') || message('treeTailEmpty');

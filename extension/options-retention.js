@@ -1,51 +1,18 @@
 // The options page's "Storage limits" section (issue 26 "Retention", SPEC W4; docs/PROTOCOL.md
 // "Retention"): what the companion keeps, how big each store is, and the limits — each
-// within the bounds the companion answers. The limits live in the companion's state.db, so
-// this section opens its own native port (like the side panel's live tree): `hello`, then
-// `retention.get`; Save sends `retention.set` with the changed limits. The companion checks
-// the bounds again and names them when it refuses; nothing here decides what is reclaimed.
+// within the bounds the companion answers. The limits live in the companion's state.db:
+// this section calls the companion through the worker's one connection (companion-client.js,
+// a `panel` port of the options page's own): `retention.get` each time the worker connects;
+// Save sends `retention.set` with the changed limits. The companion checks the bounds again
+// and names them when it refuses; nothing here decides what is reclaimed.
 import './contracts.js';
 import { button, element, errorText, message, statusRegion } from './page-dom.js';
+import { companionPort } from './companion-client.js';
 
-const { protocol: { host: HOST, version: PROTOCOL }, retention } = globalThis.herdrContracts;
+const { retention, companion_calls: { methods: METHODS } } = globalThis.herdrContracts;
 /** The limits in display order (docs/PROTOCOL.md "Retention"). */
 const LIMITS = retention.limits;
 const STORES = retention.stores;
-const ANSWER_MS = 5_000;
-
-/** A native port answering requests by id; `close()` ends it. */
-function companionPort() {
-  const port = chrome.runtime.connectNative(HOST);
-  const pending = new Map();
-  let next = 1;
-  let closed = null;
-  port.onMessage.addListener((received) => {
-    const waiting = pending.get(received?.id);
-    if (!waiting) return;
-    pending.delete(received.id);
-    if (received.error) waiting.reject(new Error(received.error.message ?? received.error.code));
-    else waiting.resolve(received.result);
-  });
-  port.onDisconnect.addListener(() => {
-    closed = chrome.runtime.lastError?.message ?? message('optionRetentionClosed');
-    for (const { reject } of pending.values()) reject(new Error(closed));
-    pending.clear();
-  });
-  return {
-    request(method, params) {
-      if (closed) return Promise.reject(new Error(closed));
-      const id = `options-${next++}`;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        setTimeout(() => {
-          if (pending.delete(id)) reject(new Error(message('optionRetentionNoAnswer')));
-        }, ANSWER_MS);
-        port.postMessage({ id, method, params });
-      });
-    },
-    close: () => port.disconnect(),
-  };
-}
 
 /** `1 234 567` bytes as KiB / MiB with one decimal. */
 function bytesText(bytes) {
@@ -62,7 +29,7 @@ export function retentionSection() {
   const status = statusRegion('retention-status', { id: 'retentionStatus' });
   const inputs = new Map();
   let bounds = {};
-  let port = null;
+  const companion = companionPort();
 
   const render = (answer) => {
     bounds = answer.bounds ?? {};
@@ -83,20 +50,10 @@ export function retentionSection() {
     save.disabled = false;
   };
 
-  const connect = async () => {
-    port?.close();
-    port = companionPort();
-    const hello = await port.request('hello', { protocol: PROTOCOL, extension_version: chrome.runtime.getManifest().version });
-    if (hello?.compatible !== true || hello?.protocol !== PROTOCOL || !Array.isArray(hello?.capabilities) || !hello.capabilities.includes('retention.get')) {
-      throw new Error(message('optionRetentionMismatch', [String(hello?.runtime_version ?? '?'), String(hello?.protocol ?? '?')]));
-    }
-    return port;
-  };
-
   const load = async () => {
     save.disabled = true;
     try {
-      const answer = await (await connect()).request('retention.get', {});
+      const answer = await companion.call(METHODS.retention_get);
       render(answer);
       state.textContent = '';
     } catch (failure) {
@@ -118,14 +75,23 @@ export function retentionSection() {
       limits[name] = value;
     }
     try {
-      render(await (await connect()).request('retention.set', { limits }));
+      render(await companion.call(METHODS.retention_set, { limits }));
       status.textContent = message('optionRetentionSaved');
     } catch (failure) {
       status.textContent = message('optionRetentionSaveFailed', [errorText(failure)]);
     }
   });
   save.disabled = true;
-  load();
+  // Read when the worker is connected (again); while it is not, say why (the HUD's line).
+  companion.watch({
+    onState: (connected, reason) => {
+      if (connected) load();
+      else {
+        save.disabled = true;
+        state.textContent = message('optionRetentionUnavailable', [reason]);
+      }
+    },
+  });
   return element('fieldset', 'retention', { id: 'retention' }, element('legend', '', {}, message('optionRetentionHeading')),
     element('p', 'retention-help', {}, message('optionRetentionNote')), state, sizes, rows, save, status);
 }

@@ -11,6 +11,7 @@ import './contracts.js';
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
 import { mountToolAudit } from './tool-audit.js';
+import { CompanionClient } from './companion-client.js';
 import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
 
 // The port's name and message types (generated from Rust: protocol/src/port.rs).
@@ -334,11 +335,14 @@ startPage((app) => {
   };
   app.append(regions.start, regions.hud, regions.status, regions.panel, regions.live, regions.activity, regions.audit, diagnostics);
   const activity = mountActivity(regions.activity);
-  // The live Herdr tree and the Pinned Target keep their own companion connection
-  // (live-tree.js): they only display, so they need nothing from the worker's core.
-  mountLiveTree(regions.live);
-  // The audit log of the write and exec tools, read from the companion the same way.
-  mountToolAudit(regions.audit);
+  const port = chrome.runtime.connect({ name: PORTS.panel });
+  const post = (command) => port.postMessage(command);
+  // The live Herdr tree, the Pinned Target and the tools' audit log read the companion
+  // through this port (the worker's one companion connection, companion-client.js).
+  const companion = new CompanionClient(post);
+  port.onDisconnect.addListener(() => companion.closed(message('companionCallPortClosed')));
+  mountLiveTree(regions.live, companion);
+  mountToolAudit(regions.audit, companion);
   // Message type → its shape, the region it replaces and the renderer of that region.
   const RENDERERS = {
     [FROM_WORKER.hud]: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
@@ -352,9 +356,8 @@ startPage((app) => {
     },
   };
 
-  const port = chrome.runtime.connect({ name: PORTS.panel });
-  const post = (command) => port.postMessage(command);
   port.onMessage.addListener((received) => {
+    if (companion.received(received)) return;
     const type = object(received) && string(received.type) ? received.type : '?';
     const renderer = Object.hasOwn(RENDERERS, type) ? RENDERERS[type] : null;
     const region = renderer?.region ?? regions.status;

@@ -109,8 +109,8 @@ const WORKER_MESSAGES = [
   },
 ];
 
-// Runs in the page before its scripts: the stand-in chrome API — the panel port (worker),
-// a native port answering as the companion, chrome.storage and chrome.i18n.
+// Runs in the page before its scripts: the stand-in chrome API — the panel port (worker,
+// relaying the companion's answers), chrome.storage and chrome.i18n.
 function installChrome({ messages, storedLocal, companion }) {
   const herdr = { local: { ...storedLocal }, listeners: [], storageListeners: [] };
   window.__herdr = herdr;
@@ -118,33 +118,28 @@ function installChrome({ messages, storedLocal, companion }) {
     const entry = messages[key];
     return entry ? entry.message.replace(/\$(\d)/g, (_, n) => substitutions[n - 1] ?? '') : '';
   };
+  // The companion as the worker relays it (ext-core `worker::calls`): `companion_call`s are
+  // answered by id, `companion_watch` with a connected state; `herdr.emit` sends a stream
+  // event down every panel port.
   const answers = {
-    hello: { compatible: true, protocol: 2, runtime_version: '0.1.0', capabilities: ['tools.audit', 'retention.get', 'retention.set', 'events.subscribe'] },
-    'events.subscribe': {},
+    'herdr.workspaces': { workspaces: companion.workspaces },
+    'herdr.agents': { agents: [] },
     'herdr.panes': { panes: companion.panes },
     'tools.audit': { entries: companion.audit },
     'retention.get': companion.retention,
   };
-  // Every native port's listeners: `herdr.emit` sends an event down each (the stream).
-  const ports = [];
-  herdr.emit = (event, data) => ports.forEach((listeners) => listeners.forEach((listener) => listener({ event, data })));
-  const connectNative = () => {
-    const listeners = [];
-    ports.push(listeners);
-    const deliver = (value) => setTimeout(() => listeners.forEach((listener) => listener(value)), 0);
-    return {
-      onMessage: { addListener: (listener) => listeners.push(listener) },
-      onDisconnect: { addListener: () => {} },
-      disconnect: () => {},
-      postMessage: ({ id, method }) => {
-        deliver({ id, result: answers[method] ?? {} });
-        if (method === 'events.subscribe') deliver({ event: 'hello', data: { workspaces: companion.workspaces, agents: [] } });
-        // The output after the panes are known (the panel drops output of a pane it does not know).
-        if (method === 'herdr.panes') {
-          for (const [paneId, tail] of Object.entries(companion.output)) deliver({ event: 'agent_output', data: { pane_id: paneId, tail } });
-        }
-      },
-    };
+  const toPages = (value) => setTimeout(() => herdr.listeners.forEach((listener) => listener(value)), 0);
+  herdr.emit = (event, data) => toPages({ type: 'companion_event', event, data });
+  const relay = (request) => {
+    if (request?.type === 'companion_watch') {
+      toPages({ type: 'companion_state', connected: true, status: { key: 'companionConnected', substitutions: ['0.1.0'], tone: 'good' } });
+    }
+    if (request?.type !== 'companion_call') return;
+    toPages({ type: 'companion_answer', id: request.id, result: answers[request.method] ?? {} });
+    // The output after the panes are known (the panel drops output of a pane it does not know).
+    if (request.method === 'herdr.panes') {
+      for (const [paneId, tail] of Object.entries(companion.output)) herdr.emit('agent_output', { pane_id: paneId, tail });
+    }
   };
   window.chrome = {
     i18n: { getMessage },
@@ -152,11 +147,10 @@ function installChrome({ messages, storedLocal, companion }) {
       getManifest: () => ({ version: '0.1.0' }),
       sendMessage: async (request) => (request.type === 'profile_get' ? companion.profiles[request.site] : undefined),
       connect: () => ({
-        postMessage: () => {},
+        postMessage: relay,
         onMessage: { addListener: (listener) => herdr.listeners.push(listener) },
         onDisconnect: { addListener: () => {} },
       }),
-      connectNative,
     },
     storage: {
       sync: { get: async (defaults) => ({ ...defaults }), set: async () => {} },

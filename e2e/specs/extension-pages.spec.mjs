@@ -111,7 +111,9 @@ async function open(file, { query = '', stored = {}, storedLocal = {}, failSet =
   return page;
 }
 const send = (page, message) => page.evaluate((m) => window.__herdr.send(m), message);
-const posted = (page) => page.evaluate(() => window.__herdr.posted);
+// The panel's commands; its companion calls (the live tree's and the audit log's, through
+// the same port) are control-center-look.spec.mjs's.
+const posted = (page) => page.evaluate(() => window.__herdr.posted.filter((m) => m.type !== 'companion_call' && m.type !== 'companion_watch'));
 const stored = (page) => page.evaluate(() => window.__herdr.sync);
 
 const HUD = {

@@ -145,6 +145,15 @@ pub fn contracts() -> Value {
             "sites": wire_limits::PROFILE_SITES,
             "sources": sites::overrides::ProfileSource::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         },
+        "companion_calls": {
+            "failures": crate::worker::CallFailure::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+            // `herdr_panes: "herdr.panes"`: the methods the pages may call, so JS names none.
+            "methods": Value::Object(crate::worker::COMPANION_CALLS.iter().map(|(method, _)| {
+                (method.as_str().replace('.', "_"), Value::from(method.as_str()))
+            }).collect()),
+            "timeout_ms": crate::limits::COMPANION_CALL_TIMEOUT_MS,
+            "per_port": crate::limits::MAX_COMPANION_CALLS_PER_PORT,
+        },
         "retention": {
             "limits": wire_limits::RETENTION_LIMITS,
             "stores": wire_limits::RETENTION_STORES,

@@ -98,6 +98,44 @@ pub const MAX_BRIDGE_PROMPT_CHARS: usize = 32_000;
 /// Most items kept from one runtime list (workspaces, panes, inbox tasks).
 pub const MAX_RUNTIME_LIST_ITEMS: usize = 256;
 
+/// Most `companion_call`s one extension page port may have waiting for the companion; one
+/// more is refused `too_many`.
+pub const MAX_COMPANION_CALLS_PER_PORT: usize = 8;
+/// How long a `companion_call` waits for the companion's answer before it is answered
+/// `timed_out` (the runtime's own bound per request is 30 s; the pages ask small reads).
+pub const COMPANION_CALL_TIMEOUT_MS: u64 = 10_000;
+
+/// Checks a `companion_call`'s `params` before anything reads them: an object (or absent)
+/// of at most [`MAX_PAGE_FIELDS`] fields whose values are scalars, strings of at most
+/// [`MAX_ID_CHARS`], or one level of such an object (`retention.set {limits: {…}}`).
+/// `Err` says what is wrong, for the refusal the page is answered.
+pub fn check_companion_params(params: Option<&serde_json::Value>) -> Result<(), String> {
+    use serde_json::Value;
+    fn flat(object: &serde_json::Map<String, Value>, nested: bool) -> Result<(), String> {
+        if object.len() > MAX_PAGE_FIELDS {
+            return Err(format!("{} fields in `params` (at most {MAX_PAGE_FIELDS})", object.len()));
+        }
+        for (key, value) in object {
+            if !within(key, MAX_ID_CHARS) {
+                return Err("a field name in `params` is too long".to_owned());
+            }
+            match value {
+                Value::Null | Value::Bool(_) | Value::Number(_) => {}
+                Value::String(text) if within(text, MAX_ID_CHARS) => {}
+                Value::String(_) => return Err(format!("`params.{key}` is longer than {MAX_ID_CHARS} characters")),
+                Value::Object(inner) if !nested => flat(inner, true)?,
+                _ => return Err(format!("`params.{key}` has the wrong shape")),
+            }
+        }
+        Ok(())
+    }
+    match params {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(object)) => flat(object, false),
+        Some(_) => Err("`params` is not an object".to_owned()),
+    }
+}
+
 /// Origins whose pages may connect a `page` port (the manifest's content-script matches).
 pub const ALLOWED_PAGE_ORIGINS: &[&str] = &["https://chatgpt.com", "https://chat.z.ai", "https://chat.deepseek.com"];
 

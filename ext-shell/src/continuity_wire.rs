@@ -632,6 +632,13 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             retry_after_ms: retry_after_ms(value).ok()?,
         }),
         "rate_limited" => rate_limited(value).ok(),
+        // Read as sent: the worker checks the method, id and params and answers a refusal.
+        "companion_call" => Some(PortCommand::CompanionCall {
+            id: str_of(value, "id").unwrap_or_default(),
+            method: str_of(value, "method").unwrap_or_default(),
+            params: value.get("params").cloned(),
+        }),
+        "companion_watch" => Some(PortCommand::CompanionWatch),
         _ => None,
     }
 }

@@ -152,7 +152,8 @@ impl LinkDriver {
     pub fn page_connected(this: &Rc<RefCell<LinkDriver>>, port: JsValue) {
         let tab = js::sender_tab_id(&port);
         let panel = js::port_name(&port).as_deref() == Some("panel");
-        let url = if panel { String::new() } else { js::port_sender(&port).url.unwrap_or_default() };
+        // A panel's URL says which of our pages it is (the worker's companion-call allowlist).
+        let url = js::port_sender(&port).url.unwrap_or_default();
         let id = {
             let mut driver = this.borrow_mut();
             let id = driver.next_port;
@@ -269,19 +270,31 @@ impl LinkDriver {
                     Ok(value) => value,
                     Err(error) => return js::warn(&WireError::UnknownShape(error).to_string()),
                 };
-                let input = match wire::inbound(&value) {
-                    Ok(Inbound::Link(message)) => WorkerInput::LinkMessage { port, message },
-                    Ok(Inbound::CallAnswer { id, outcome }) => {
+                // A watching side panel is also sent the stream's events (the worker picks which).
+                let watched = if this.borrow().worker.watches_stream() { wire::stream_event(&value) } else { None };
+                let input =
+                    match wire::inbound(&value) {
+                        Ok(Inbound::Link(message)) => Some(WorkerInput::LinkMessage { port, message }),
                         // Read against the call it answers; an answer no call waits for is dropped.
-                        let result = this.borrow().worker.call_on_wire(id).map(|call| continuity_wire::answer(call, outcome));
-                        let Some(result) = result else { return };
-                        WorkerInput::CallAnswered { wire_id: id.to_owned(), result }
-                    }
-                    Ok(Inbound::Continuity(input)) => WorkerInput::Continuity(input),
-                    Ok(Inbound::Unused) => return,
-                    Err(error) => return js::warn(&error.to_string()),
-                };
-                LinkDriver::feed(&this, input);
+                        Ok(Inbound::CallAnswer { id, outcome }) => this.borrow().worker.call_on_wire(id).map(|call| {
+                            WorkerInput::CallAnswered { wire_id: id.to_owned(), result: continuity_wire::answer(call, outcome) }
+                        }),
+                        Ok(Inbound::PageCallAnswer { id, outcome }) => {
+                            Some(WorkerInput::PageCallAnswered { wire_id: id.to_owned(), result: outcome.cloned() })
+                        }
+                        Ok(Inbound::Continuity(input)) => Some(WorkerInput::Continuity(input)),
+                        Ok(Inbound::Unused) => None,
+                        Err(error) => {
+                            js::warn(&error.to_string());
+                            None
+                        }
+                    };
+                if let Some(input) = input {
+                    LinkDriver::feed(&this, input);
+                }
+                if let Some((name, data)) = watched {
+                    LinkDriver::feed(&this, WorkerInput::StreamEvent { name, data });
+                }
             }
         });
         let on_disconnect = Closure::<dyn FnMut(JsValue)>::new(move |_port: JsValue| {

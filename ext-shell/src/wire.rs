@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::continuity_wire::{self, CALL_ID_PREFIX};
+use ext_core::worker::PAGE_CALL_ID_PREFIX;
 
 /// A message that does not match the protocol.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -65,6 +66,14 @@ pub enum Inbound<'a> {
         /// The `result` object, or the error the runtime answered.
         outcome: Result<&'a Value, CallError>,
     },
+    /// The answer to an extension page's call (an id with [`PAGE_CALL_ID_PREFIX`]): its
+    /// wire id and the `result` object or the error, handed to the page as they are.
+    PageCallAnswer {
+        /// The request's wire id.
+        id: &'a str,
+        /// The `result` object, or the error the runtime answered.
+        outcome: Result<&'a Value, CallError>,
+    },
     /// A stream or inbox event for the continuity machine.
     Continuity(ContinuityInput),
     /// A protocol message nothing in the extension uses (a result type or an event the
@@ -95,6 +104,13 @@ pub fn inbound(value: &Value) -> Result<Inbound<'_>, WireError> {
     let id = message.get::<String>("id").map_err(|_| unknown())?;
     let id_str = value.get("id").and_then(Value::as_str).unwrap_or_default();
     let for_continuity = id.starts_with(CALL_ID_PREFIX);
+    if id.starts_with(PAGE_CALL_ID_PREFIX) {
+        let outcome = match value.get("error") {
+            Some(error) => Err(error_body(error)),
+            None => Ok(value.get("result").ok_or_else(unknown)?),
+        };
+        return Ok(Inbound::PageCallAnswer { id: id_str, outcome });
+    }
     if let Some(error) = value.get("error") {
         let error = error_body(error);
         return Ok(match for_continuity {
@@ -203,6 +219,13 @@ pub enum PageMessage {
     Action(ActionId),
 }
 
+/// A stream event's name and data (for a watching side panel, `ext_core::worker::calls`);
+/// `None` for anything else or an event name the protocol does not know.
+pub fn stream_event(value: &Value) -> Option<(EventName, Value)> {
+    let name = EventName::parse(value.get("event")?.as_str()?).ok()?;
+    Some((name, value.get("data").cloned().unwrap_or(Value::Null)))
+}
+
 /// Checks a page or panel message against `ext_core::limits` before anything reads it: a
 /// flat JSON object of at most [`MAX_PAGE_FIELDS`] fields with a string `type`; `url` at most
 /// [`MAX_URL_CHARS`], `label` at most [`MAX_LABEL_CHARS`], every other string (ids, markers,
@@ -229,6 +252,8 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     let queue_add = object.get("type").and_then(Value::as_str) == Some("queue_add");
     let turn_ended = object.get("type").and_then(Value::as_str) == Some("turn_ended");
     let goal_set = object.get("action").and_then(Value::as_str) == Some("goal_set");
+    // A `companion_call`'s `params` are checked by the worker, which answers the refusal.
+    let companion_call = object.get("type").and_then(Value::as_str) == Some("companion_call");
     let string_cap = |key: &str| match key {
         "url" => MAX_URL_CHARS,
         "label" => MAX_LABEL_CHARS,
@@ -242,6 +267,9 @@ pub fn check_page_message(value: &Value) -> Result<(), WireError> {
     for (key, field) in object {
         if !limits::within(key, MAX_ID_CHARS) {
             return reject("a field name is too long".into());
+        }
+        if companion_call && key == "params" {
+            continue;
         }
         match field {
             Value::Null | Value::Bool(_) | Value::Number(_) => {}

@@ -96,6 +96,12 @@ wire_names! {
         Bind = "bind",
         /// Remove a binding.
         Unbind = "unbind",
+        /// `{id, method, params}`: one read of the companion through the worker's native
+        /// port; the worker checks the method against ext-core's allowlist and answers
+        /// `companion_answer` with the same `id`.
+        CompanionCall = "companion_call",
+        /// Forward the Herdr stream's events to this port (the side panel's live tree).
+        CompanionWatch = "companion_watch",
     }
 }
 
@@ -112,6 +118,12 @@ wire_names! {
         StartProblem = "start_problem",
         /// The answer to a round-trip test.
         RoundTripResult = "round_trip_result",
+        /// `{id, result}` or `{id, error: {code, detail}}`: the answer to a `companion_call`.
+        CompanionAnswer = "companion_answer",
+        /// `{event, data}`: a Herdr stream event, to a port that sent `companion_watch`.
+        CompanionEvent = "companion_event",
+        /// `{connected}`: the worker's companion connection, to a watching port.
+        CompanionState = "companion_state",
     }
 }
 

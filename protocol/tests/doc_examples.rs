@@ -23,7 +23,7 @@
 //! these): the error-response template, whose code is the placeholder `<snake_case>`; the
 //! params default `{}`; the shape of the companion's `config.json` (`{"mcp": {"token": …}}`);
 //! and the extension-internal port messages `page_facts` (url only),
-//! `deliver`, `panel_refresh`, `queue_clear`, `queue_request`, `recovery_reload`, `recovery_retry` and the HUD `actions` list, which never cross the native
+//! `deliver`, `panel_refresh`, `queue_clear`, `queue_request`, `recovery_reload`, `recovery_retry`, `companion_watch` and the HUD `actions` list, which never cross the native
 //! port (ext-shell's `wire` and `continuity_wire` read them); and the Activity timeline's
 //! stored record (`chrome.storage.local`, written by `extension/activity-log.js`).
 
@@ -44,6 +44,7 @@ const NOT_RUNTIME_MESSAGES: &[&str] = &[
     r#"{"mcp": {"token": "…"}}"#,
     r#"{"type":"recovery_reload"}"#,
     r#"{"type":"recovery_retry"}"#,
+    r#"{"type":"companion_watch"}"#,
     r#"{"version":1,"scopes":{"chatgpt:3b9f1c2d-4e5f-4a6b-8c7d-9e0f1a2b3c4d":[{"t":1764620000000,"kind":"wake","outcome":"withheld","reason":"human_draft","id":"wake:w1#42"}]}}"#,
 ];
 

@@ -8,9 +8,15 @@
 //! `bind`); the HUD's approval card, recovery and health facts, the user's own Stop, thread
 //! facts, cards and probe answers are a page's, never a panel's; binding (`bind`, `unbind`,
 //! `panel_hello`, `panel_refresh`) is the panel's, never a page's (O1). Anything else is
-//! refused, and the refusal says which kind of port sent what.
+//! refused, and the refusal says which kind of port sent what. A `companion_call` is an
+//! extension page's only, for a method on [`COMPANION_CALLS`] named for that page (the side
+//! panel's reads, the options page's storage limits); `companion_watch` is an extension
+//! page's only ([`companion_call`], [`companion_watch`]).
 //!
 //! Driver contract: none of its own — [`commands_for`] is a pure function the worker calls.
+
+use continuity_protocol::Method;
+use serde_json::Value;
 
 use crate::binding::{CatalogWorkspace, TabId};
 use crate::continuity::{BridgeDecision, ContinuityInput, DeliveryOutcome, JournalOpt, PageRecoveryReport, ProbeAnswer};
@@ -145,6 +151,18 @@ pub enum PortCommand {
         /// `Retry-After` in ms, when known.
         retry_after_ms: Option<u64>,
     },
+    /// `companion_call {id, method, params}`: an extension page's read of the companion
+    /// through the worker's native port (checked by [`companion_call`]).
+    CompanionCall {
+        /// The page's request id (at most `MAX_ID_CHARS`), named in the answer.
+        id: String,
+        /// The method as sent (not yet checked).
+        method: String,
+        /// The params as sent (not yet checked; `None` when absent).
+        params: Option<Value>,
+    },
+    /// `companion_watch`: the side panel's live tree asks for the Herdr stream's events.
+    CompanionWatch,
 }
 
 impl PortCommand {
@@ -169,6 +187,8 @@ impl PortCommand {
             PortCommand::CardResult { .. } => "card_result",
             PortCommand::SnapshotResult { .. } => "snapshot_result",
             PortCommand::RateLimited { .. } => "rate_limited",
+            PortCommand::CompanionCall { .. } => "companion_call",
+            PortCommand::CompanionWatch => "companion_watch",
         }
     }
 }
@@ -245,4 +265,125 @@ pub fn commands_for(command: PortCommand, sender: Sender) -> Result<Vec<Continui
         _ => return Err(refused(name)),
     };
     Ok(vec![input])
+}
+
+/// The side panel's page (`chrome-extension://<id>/sidepanel.html`).
+pub const SIDE_PANEL_PAGE: &str = "/sidepanel.html";
+/// The options page (`chrome-extension://<id>/options.html`).
+pub const OPTIONS_PAGE: &str = "/options.html";
+
+/// Which of our extension pages opened a `panel` port, by its sender URL's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionPage {
+    /// The side panel (Control Center).
+    SidePanel,
+    /// The options page.
+    Options,
+    /// Another URL (or a content script's port): no companion call.
+    Other,
+}
+
+impl ExtensionPage {
+    /// The page of a port's sender URL: an extension URL's path (its id is the sender
+    /// check's, `crate::limits::check_sender`), query and fragment ignored.
+    pub fn of_url(url: &str) -> Self {
+        let rest = url.strip_prefix("chrome-extension://").unwrap_or("");
+        let path = rest.find('/').map_or("", |at| &rest[at..]);
+        let path = path.find(['?', '#']).map_or(path, |at| &path[..at]);
+        match path {
+            SIDE_PANEL_PAGE => ExtensionPage::SidePanel,
+            OPTIONS_PAGE => ExtensionPage::Options,
+            _ => ExtensionPage::Other,
+        }
+    }
+}
+
+/// The companion methods an extension page may call through the worker, and which page:
+/// the side panel's live tree reads Herdr (workspaces, panes, agents, a pane's last lines)
+/// and its tools section reads the audit log; the options page reads and sets the storage
+/// limits (the companion checks `retention.set`'s bounds again). Nothing else — no task,
+/// inbox, journal, tool or bridge method — is reachable from a page.
+pub const COMPANION_CALLS: &[(Method, ExtensionPage)] = &[
+    (Method::HerdrWorkspaces, ExtensionPage::SidePanel),
+    (Method::HerdrPanes, ExtensionPage::SidePanel),
+    (Method::HerdrAgents, ExtensionPage::SidePanel),
+    (Method::HerdrPaneRead, ExtensionPage::SidePanel),
+    (Method::ToolsAudit, ExtensionPage::SidePanel),
+    (Method::RetentionGet, ExtensionPage::Options),
+    (Method::RetentionSet, ExtensionPage::Options),
+];
+
+/// Why a `companion_call` got no answer of the companion (`companion_answer.error.code`;
+/// the page shows the locale text `companionCall_<code>` with `detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The method is unknown, or not one this page may call.
+    NotAllowed,
+    /// The request id or the params are missing, too long or of the wrong shape.
+    BadRequest,
+    /// The port already has `MAX_COMPANION_CALLS_PER_PORT` calls waiting.
+    TooMany,
+    /// The worker is not connected to the companion (or lost it while the call waited).
+    NotConnected,
+    /// The companion did not answer within `COMPANION_CALL_TIMEOUT_MS`.
+    TimedOut,
+    /// The companion answered an error (its code and message are the detail).
+    Companion,
+}
+
+impl CallFailure {
+    /// Every failure, in the order `contracts.js` lists them.
+    pub const ALL: [CallFailure; 6] = [
+        CallFailure::NotAllowed,
+        CallFailure::BadRequest,
+        CallFailure::TooMany,
+        CallFailure::NotConnected,
+        CallFailure::TimedOut,
+        CallFailure::Companion,
+    ];
+
+    /// The code on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallFailure::NotAllowed => "not_allowed",
+            CallFailure::BadRequest => "bad_request",
+            CallFailure::TooMany => "too_many",
+            CallFailure::NotConnected => "not_connected",
+            CallFailure::TimedOut => "timed_out",
+            CallFailure::Companion => "companion",
+        }
+    }
+}
+
+/// The method a `companion_call` from `sender` (a port of `page`) may make, or why not:
+/// only an extension page's port, only a known method listed for that page in
+/// [`COMPANION_CALLS`], only an id of at most `MAX_ID_CHARS` and params that pass
+/// [`crate::limits::check_companion_params`]. The detail names what was refused.
+pub fn companion_call(
+    id: &str,
+    method: &str,
+    params: Option<&Value>,
+    sender: Sender,
+    page: ExtensionPage,
+) -> Result<Method, (CallFailure, String)> {
+    let method_name = crate::limits::clip(method.to_owned(), crate::limits::MAX_DIAGNOSTIC_NAME_CHARS);
+    let not_allowed = || (CallFailure::NotAllowed, method_name.clone());
+    if !sender.panel {
+        return Err(not_allowed());
+    }
+    if id.is_empty() || !crate::limits::within(id, crate::limits::MAX_ID_CHARS) {
+        return Err((CallFailure::BadRequest, "id".to_owned()));
+    }
+    // Looked up in the allowlist by its wire name (an unknown method is in no entry): a full
+    // `Method::parse` would add every method name to the wasm for seven.
+    let method = COMPANION_CALLS.iter().find(|(allowed, on)| allowed.as_str() == method && *on == page).map(|(allowed, _)| *allowed);
+    let method = method.ok_or_else(not_allowed)?;
+    crate::limits::check_companion_params(params).map_err(|why| (CallFailure::BadRequest, why))?;
+    Ok(method)
+}
+
+/// Whether `sender` (a port of `page`) may watch the companion's state: our side panel and
+/// options page (the Herdr stream's events go to the side panel only, `worker::calls`).
+pub fn companion_watch(sender: Sender, page: ExtensionPage) -> bool {
+    sender.panel && page != ExtensionPage::Other
 }

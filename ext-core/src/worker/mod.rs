@@ -33,13 +33,14 @@
 //! answer within the same turn except `OpenNative`; storage and tab answers come back as
 //! [`WorkerInput::Stored`] with the output's token.
 
+mod calls;
 mod commands;
 mod pages;
 mod storage;
 
 use std::collections::VecDeque;
 
-use continuity_protocol::ErrorCode;
+use continuity_protocol::{ErrorCode, EventName};
 use serde_json::Value;
 
 use crate::binding::TabId;
@@ -53,7 +54,11 @@ use crate::sites::overrides::ProfileOverrides;
 use crate::vec_map::VecMap;
 use crate::Millis;
 
-pub use commands::{commands_for, PortCommand, Sender};
+pub use calls::{PAGE_CALL_ID_PREFIX, WATCHED_EVENTS};
+pub use commands::{
+    commands_for, companion_call, companion_watch, CallFailure, ExtensionPage, PortCommand, Sender, COMPANION_CALLS, OPTIONS_PAGE,
+    SIDE_PANEL_PAGE,
+};
 pub use pages::panel_diagnostics_message;
 use pages::Page;
 use storage::StorageWait;
@@ -177,6 +182,21 @@ pub enum WorkerInput {
         port: PortGeneration,
         /// The message.
         message: RuntimeMessage,
+    },
+    /// The companion's answer to an extension page's call (a wire id with
+    /// [`PAGE_CALL_ID_PREFIX`]): the `result` object or the error it answered.
+    PageCallAnswered {
+        /// The request's wire id.
+        wire_id: String,
+        /// The answer.
+        result: Result<Value, CallError>,
+    },
+    /// A stream event, fed while [`Worker::watches_stream`] (besides its continuity input).
+    StreamEvent {
+        /// The event's name.
+        name: EventName,
+        /// Its `data`.
+        data: Value,
     },
     /// The answer to a continuity call on the wire, read against its call
     /// ([`Worker::call_on_wire`]).
@@ -319,6 +339,9 @@ pub struct Worker {
     last_active_tab: Option<TabId>,
     storage: VecMap<u32, StorageWait>,
     storage_token: u32,
+    /// Extension pages' companion calls on the wire, by wire id ([`calls`]).
+    page_calls: VecMap<String, calls::PageCall>,
+    next_page_call: u64,
     profiles: ProfileOverrides,
     outputs: VecDeque<WorkerOutput>,
 }
@@ -354,6 +377,8 @@ impl Worker {
             last_active_tab: None,
             storage: VecMap::new(),
             storage_token: 0,
+            page_calls: VecMap::new(),
+            next_page_call: 0,
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
         };
@@ -402,7 +427,7 @@ impl Worker {
     pub fn next_deadline(&self) -> Option<Millis> {
         let continuity = self.continuity.next_deadline().map(|at| at.saturating_sub(self.ahead));
         let start = self.link_start_due.then_some(self.now);
-        [self.link.next_deadline(), continuity, self.persist_at, start].into_iter().flatten().min()
+        [self.link.next_deadline(), continuity, self.persist_at, start, self.page_calls_deadline()].into_iter().flatten().min()
     }
 
     /// The continuity machine's time.
@@ -452,6 +477,8 @@ impl Worker {
                     self.continuity_input(ContinuityInput::Answered { id, result });
                 }
             }
+            WorkerInput::PageCallAnswered { wire_id, result } => self.page_call_answered(&wire_id, result),
+            WorkerInput::StreamEvent { name, data } => self.stream_event(name, data),
             WorkerInput::Continuity(input) => self.continuity_input(input),
             WorkerInput::ProfileOverrides { record } => {
                 let parse = self.parse;
@@ -465,6 +492,7 @@ impl Worker {
     /// Whatever is due: the link's deadline, continuity's, the coalesced snapshot write.
     fn timer(&mut self) {
         self.start_link();
+        self.page_calls_due();
         if self.link.next_deadline().is_some_and(|at| at <= self.now) {
             self.link_input(Input::Timer);
         }
@@ -527,9 +555,12 @@ impl Worker {
         if connected != std::mem::replace(&mut self.link_connected, connected) {
             if !connected {
                 self.calls.clear();
+                self.page_calls_link_lost();
             }
             self.continuity_input(if connected { ContinuityInput::LinkUp } else { ContinuityInput::LinkDown });
         }
+        // Watching extension pages hear a new connection state or companion line.
+        self.post_companion_state();
     }
 
     /// Drains the continuity machine's outputs, answering calls that cannot go out.

@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::commands::{companion_watch, ExtensionPage};
 use super::{commands_for, PageInput, PortCommand, PortId, Probe, Sender, Worker, WorkerOutput, CALL_ID_PREFIX};
 use crate::binding::TabId;
 use crate::companion_link::Input;
@@ -41,6 +42,12 @@ pub(super) struct Page {
     diagnostics: Option<Value>,
     /// The site of a content-script port's origin (its profile is posted to it).
     site: Option<&'static str>,
+    /// Which of our pages opened a panel port (its companion calls, [`super::calls`]).
+    pub(super) extension: ExtensionPage,
+    /// A page watching the companion's state (and, a side panel, the Herdr stream).
+    pub(super) watch: bool,
+    /// The last `companion_state` posted to a watching page.
+    pub(super) state_sent: Option<Value>,
 }
 
 /// `{"type":"profile","profile":…,"source":…}`: the flat profile (wire v2) in force for a
@@ -69,6 +76,7 @@ pub fn panel_diagnostics_message(tab: Option<TabId>, diagnostics: Option<&Value>
 impl Worker {
     pub(super) fn port_connected(&mut self, port: PortId, tab: Option<TabId>, panel: bool, url: &str) {
         let mut site = None;
+        let extension = if panel { ExtensionPage::of_url(url) } else { ExtensionPage::Other };
         if !panel {
             site = crate::sites::profile_for(url).map(|profile| profile.site);
             let in_force = site.map(|site| self.profiles.in_force(site));
@@ -76,7 +84,19 @@ impl Worker {
         }
         // The new port's first HUD view (with its pill) goes out with the broadcast: it has
         // no last view yet.
-        self.pages.push(Page { port, url: None, tab, panel, panel_tab: None, last_view: None, diagnostics: None, site });
+        self.pages.push(Page {
+            port,
+            url: None,
+            tab,
+            panel,
+            panel_tab: None,
+            last_view: None,
+            diagnostics: None,
+            site,
+            extension,
+            watch: false,
+            state_sent: None,
+        });
         self.broadcast_views();
     }
 
@@ -84,6 +104,7 @@ impl Worker {
         let tab = self.pages.iter().find(|page| page.port == port).and_then(|page| page.tab);
         self.pages.retain(|page| page.port != port);
         self.probes.retain(|_, probe| probe.port != port);
+        self.page_calls_port_closed(port);
         if let Some(tab) = tab.filter(|tab| !self.pages.iter().any(|page| page.tab == Some(*tab))) {
             self.continuity_input(ContinuityInput::PageGone { tab });
         }
@@ -128,6 +149,18 @@ impl Worker {
                     self.outputs.push_back(WorkerOutput::PostNative { message });
                 }
             }
+            PageInput::Command(PortCommand::CompanionCall { id, method, params }) => {
+                let extension = page.extension;
+                self.page_call(port, sender, extension, id, &method, params);
+            }
+            PageInput::Command(PortCommand::CompanionWatch) => {
+                if companion_watch(sender, page.extension) {
+                    page.watch = true;
+                    self.post_companion_state();
+                } else {
+                    self.warn("herdr-continuity: only an extension page may watch the companion; companion_watch dropped".to_owned());
+                }
+            }
             PageInput::Command(command) => {
                 if let PortCommand::PanelHello { tab_id } = &command {
                     if sender.panel {
@@ -154,6 +187,10 @@ impl Worker {
             .iter()
             .map(|page| {
                 let mut messages = Vec::new();
+                // The options page shows no view: it opens its port for companion calls only.
+                if page.extension == ExtensionPage::Options {
+                    return messages;
+                }
                 let mut page_hud = hud.clone();
                 if let Some(view) = page_hud.get_mut("view").and_then(Value::as_object_mut) {
                     // The continuity view on a tab's page, and the pill of both (`crate::hud_pill`).

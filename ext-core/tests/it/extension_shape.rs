@@ -212,6 +212,29 @@ pub fn visible_literals(source: &str) -> Result<Vec<(usize, String)>, String> {
     Ok(out)
 }
 
+/// One companion client (issue 28): only the service worker opens a native port; the side
+/// panel and the options page call the companion through it (`companion_call`,
+/// ext-core `worker::calls`). `pkg/` is the worker's own wasm glue.
+#[test]
+fn only_the_worker_opens_a_native_port() {
+    let mut found = Vec::new();
+    for path in js_files() {
+        let file = name(&path);
+        let inside = path.strip_prefix(extension()).unwrap_or(&path);
+        if inside == Path::new("worker.js") || inside.starts_with("pkg") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("a script reads");
+        let (tokens, _) = lex(&source).unwrap_or_else(|error| panic!("{file}: {error}"));
+        for i in 0..tokens.len() {
+            if ident(&tokens, i) == Some("connectNative") {
+                found.push(format!("{file}:{}", tokens[i].line));
+            }
+        }
+    }
+    assert!(found.is_empty(), "only extension/worker.js opens a native port; call the companion through the worker:\n{}", found.join("\n"));
+}
+
 #[test]
 fn every_extension_script_is_at_most_500_lines() {
     let files = js_files();

@@ -10,7 +10,7 @@ use ext_core::companion_link::{
     HerdrConnection, HerdrStatus, PortGeneration, Request, RuntimeMessage, PROTOCOL_VERSION, REQUIRED_CAPABILITIES,
 };
 use ext_core::continuity::{Continuity, ContinuityInput, PageReport, RuntimeCall};
-use ext_core::worker::{PageInput, PortCommand, Worker, WorkerInput, WorkerOutput, STORAGE_KEY};
+use ext_core::worker::{ExtensionPage, PageInput, PortCommand, Worker, WorkerInput, WorkerOutput, PAGE_CALL_ID_PREFIX, STORAGE_KEY};
 use serde_json::Value;
 
 const CONV: &str = "0a000000-0000-4000-8000-00000000000a";
@@ -726,4 +726,245 @@ fn the_start_connects_the_companion_after_the_pages_waiting_got_their_first_view
     shell.feed(WorkerInput::Start);
     let out = shell.feed(WorkerInput::Alarm);
     assert!(out.iter().any(|o| matches!(o, WorkerOutput::OpenNative { .. })), "{out:?}");
+}
+
+// ---- Companion calls from the extension pages (issue 28: one companion client) ----
+
+const SIDE_PANEL_URL: &str = "chrome-extension://abcdefghijklmnopabcdefghijklmnop/sidepanel.html?tab=1";
+const OPTIONS_URL: &str = "chrome-extension://abcdefghijklmnopabcdefghijklmnop/options.html";
+
+fn call(id: &str, method: &str, params: Value) -> PageInput {
+    PageInput::Command(PortCommand::CompanionCall { id: id.into(), method: method.into(), params: Some(params) })
+}
+
+/// The requests posted on the native port for pages' calls: `(wire id, method, params)`.
+fn page_calls_out(outputs: &[WorkerOutput]) -> Vec<(String, String, Value)> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            WorkerOutput::PostNative { message } if message["id"].as_str().is_some_and(|id| id.starts_with(PAGE_CALL_ID_PREFIX)) => Some((
+                message["id"].as_str().unwrap_or_default().to_owned(),
+                message["method"].as_str().unwrap_or_default().to_owned(),
+                message["params"].clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A connected worker with two side panels (ports 3 and 4), an options page (5) and a chat
+/// page (1).
+fn connected_with_pages() -> Shell {
+    let mut shell = Shell::new();
+    shell.start();
+    shell.feed(WorkerInput::PortConnected { port: 1, tab: Some(1), panel: false, url: url() });
+    shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: SIDE_PANEL_URL.into() });
+    shell.feed(WorkerInput::PortConnected { port: 4, tab: None, panel: true, url: SIDE_PANEL_URL.into() });
+    shell.feed(WorkerInput::PortConnected { port: 5, tab: None, panel: true, url: OPTIONS_URL.into() });
+    shell
+}
+
+fn answer_error<'a>(outputs: &'a [WorkerOutput], port: u32, id: &str) -> &'a Value {
+    let answers = typed(outputs, port, "companion_answer");
+    assert_eq!(answers.len(), 1, "one answer to port {port}: {outputs:?}");
+    assert_eq!(answers[0]["id"], id, "{}", answers[0]);
+    &answers[0]["error"]
+}
+
+#[test]
+fn extension_pages_are_told_apart_by_their_path() {
+    assert_eq!(ExtensionPage::of_url(SIDE_PANEL_URL), ExtensionPage::SidePanel);
+    assert_eq!(ExtensionPage::of_url(OPTIONS_URL), ExtensionPage::Options);
+    assert_eq!(ExtensionPage::of_url("chrome-extension://abc/options.html#limits"), ExtensionPage::Options);
+    assert_eq!(ExtensionPage::of_url("chrome-extension://abc/sub/sidepanel.html"), ExtensionPage::Other);
+    assert_eq!(ExtensionPage::of_url("https://chatgpt.com/sidepanel.html"), ExtensionPage::Other, "extension pages only");
+    assert_eq!(ExtensionPage::of_url(""), ExtensionPage::Other);
+}
+
+#[test]
+fn a_side_panel_call_goes_out_on_the_workers_port_and_its_answer_comes_back_to_that_port_only() {
+    let mut shell = connected_with_pages();
+    let out = shell.page(3, call("7", "herdr.panes", serde_json::json!({})));
+    let sent = page_calls_out(&out);
+    assert_eq!(sent.len(), 1, "one request on the native port: {out:?}");
+    let (wire_id, method, params) = &sent[0];
+    assert_eq!((method.as_str(), params), ("herdr.panes", &serde_json::json!({})));
+    assert!(posts_to(&out, 3).is_empty(), "no answer before the companion's: {out:?}");
+    // The same page id from another port is another call.
+    let other = page_calls_out(&shell.page(4, call("7", "herdr.pane_read", serde_json::json!({"pane_id": "w1:p1", "lines": 40}))));
+    assert_eq!(other.len(), 1);
+    assert_ne!(other[0].0, *wire_id, "each call has its own wire id");
+    assert_eq!(shell.worker.page_calls_waiting(), 2);
+
+    let result = serde_json::json!({"type": "herdr_panes", "panes": []});
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: wire_id.clone(), result: Ok(result.clone()) });
+    let answers = typed(&out, 3, "companion_answer");
+    assert_eq!(answers.len(), 1, "{out:?}");
+    assert_eq!((&answers[0]["id"], &answers[0]["result"]), (&Value::from("7"), &result));
+    assert!(posts_to(&out, 4).is_empty() && posts_to(&out, 5).is_empty(), "nobody else hears it: {out:?}");
+    // The companion's error is handed on as the page's failure `companion`, naming its code.
+    let error = continuity_error(continuity_protocol::ErrorCode::NotFound, "no pane w1:p1");
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: other[0].0.clone(), result: Err(error) });
+    let error = answer_error(&out, 4, "7");
+    assert_eq!(error["code"], "companion");
+    assert_eq!(error["detail"], "not_found: no pane w1:p1");
+    assert_eq!(shell.worker.page_calls_waiting(), 0, "nothing left waiting");
+    // The options page reads and sets the storage limits.
+    assert_eq!(page_calls_out(&shell.page(5, call("1", "retention.get", serde_json::json!({})))).len(), 1);
+    let limits = serde_json::json!({"limits": {"inbox_days": 7}});
+    assert_eq!(page_calls_out(&shell.page(5, call("2", "retention.set", limits))).len(), 1);
+}
+
+fn continuity_error(code: continuity_protocol::ErrorCode, message: &str) -> ext_core::continuity::CallError {
+    ext_core::continuity::CallError { code, message: message.into() }
+}
+
+#[test]
+fn a_call_outside_the_allowlist_or_from_the_wrong_page_is_refused_with_its_reason() {
+    let mut shell = connected_with_pages();
+    let refusals = [
+        (3, "task.dispatch", serde_json::json!({}), "not_allowed"),
+        (3, "tools.call", serde_json::json!({}), "not_allowed"),
+        (3, "no.such_method", serde_json::json!({}), "not_allowed"),
+        (3, "retention.set", serde_json::json!({"limits": {}}), "not_allowed"),
+        (5, "herdr.pane_read", serde_json::json!({}), "not_allowed"),
+        (1, "herdr.panes", serde_json::json!({}), "not_allowed"),
+        (3, "herdr.panes", serde_json::json!({"a": {"b": {"c": 1}}}), "bad_request"),
+        (3, "herdr.panes", serde_json::json!({"pane_id": "x".repeat(300)}), "bad_request"),
+        (3, "herdr.panes", serde_json::json!([1, 2]), "bad_request"),
+    ];
+    for (port, method, params, code) in refusals {
+        let out = shell.page(port, call("9", method, params.clone()));
+        assert!(page_calls_out(&out).is_empty(), "{method} {params} from port {port} does not go out: {out:?}");
+        let error = answer_error(&out, port, "9");
+        assert_eq!(error["code"], code, "{method} {params} from port {port}: {error}");
+        if code == "not_allowed" {
+            assert_eq!(error["detail"], method, "the refusal names the method");
+        }
+    }
+    // An id that cannot be answered under is dropped with a warning.
+    let out = shell.page(3, call(&"i".repeat(300), "herdr.panes", serde_json::json!({})));
+    assert!(page_calls_out(&out).is_empty() && posts_to(&out, 3).is_empty(), "{out:?}");
+    assert!(out.iter().any(|o| matches!(o, WorkerOutput::Warn(_))), "{out:?}");
+    // At most MAX_COMPANION_CALLS_PER_PORT wait per port; one more is refused `too_many`.
+    for n in 0..ext_core::limits::MAX_COMPANION_CALLS_PER_PORT {
+        assert_eq!(page_calls_out(&shell.page(3, call(&n.to_string(), "herdr.panes", serde_json::json!({})))).len(), 1);
+    }
+    let out = shell.page(3, call("over", "herdr.panes", serde_json::json!({})));
+    assert_eq!(answer_error(&out, 3, "over")["code"], "too_many");
+    assert!(page_calls_out(&out).is_empty());
+    // A second call under an id still waiting is refused.
+    let out = shell.page(4, call("dup", "herdr.panes", serde_json::json!({})));
+    assert_eq!(page_calls_out(&out).len(), 1);
+    let out = shell.page(4, call("dup", "herdr.panes", serde_json::json!({})));
+    assert_eq!(answer_error(&out, 4, "dup")["code"], "bad_request");
+}
+
+#[test]
+fn a_closed_ports_answer_is_dropped_and_its_calls_do_not_leak() {
+    let mut shell = connected_with_pages();
+    let sent = page_calls_out(&shell.page(3, call("1", "tools.audit", serde_json::json!({"limit": 50}))));
+    assert_eq!(sent.len(), 1);
+    shell.feed(WorkerInput::PortClosed { port: 3 });
+    assert_eq!(shell.worker.page_calls_waiting(), 0, "the port's calls went with it");
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(serde_json::json!({"entries": []})) });
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::Post { .. })), "the answer is dropped: {out:?}");
+    assert_eq!(shell.worker.next_deadline().filter(|at| *at > shell.now + 1_000), None, "no timer kept for it");
+}
+
+#[test]
+fn a_companion_disconnect_answers_every_waiting_call_and_new_calls_are_refused_until_it_is_back() {
+    let mut shell = connected_with_pages();
+    let first = page_calls_out(&shell.page(3, call("a", "herdr.workspaces", serde_json::json!({}))));
+    page_calls_out(&shell.page(4, call("b", "herdr.agents", serde_json::json!({}))));
+    page_calls_out(&shell.page(5, call("c", "retention.get", serde_json::json!({}))));
+    assert_eq!(shell.worker.page_calls_waiting(), 3);
+    let port = shell.native.expect("connected");
+    let out = shell.feed(WorkerInput::NativeClosed { port, error: Some("Native host has exited.".into()) });
+    for (port, id) in [(3, "a"), (4, "b"), (5, "c")] {
+        let error = answer_error(&out, port, id);
+        assert_eq!(error["code"], "not_connected", "{error}");
+        assert!(error["status"]["key"].is_string(), "with the HUD's companion line, which says why: {error}");
+    }
+    assert_eq!(shell.worker.page_calls_waiting(), 0, "nothing left waiting");
+    // A late answer of the lost connection is dropped.
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: first[0].0.clone(), result: Ok(serde_json::json!({})) });
+    assert!(!out.iter().any(|o| matches!(o, WorkerOutput::Post { .. })), "{out:?}");
+    // While disconnected a call is answered at once and nothing goes out.
+    let out = shell.page(3, call("d", "herdr.panes", serde_json::json!({})));
+    assert_eq!(answer_error(&out, 3, "d")["code"], "not_connected");
+    assert!(page_calls_out(&out).is_empty());
+    // Once the link is back, calls go out again.
+    shell.now = shell.worker.next_deadline().expect("the link's backoff");
+    shell.feed(WorkerInput::Timer);
+    assert_eq!(page_calls_out(&shell.page(3, call("e", "herdr.panes", serde_json::json!({})))).len(), 1);
+}
+
+#[test]
+fn a_call_the_companion_does_not_answer_times_out_once_and_its_late_answer_is_dropped() {
+    let mut shell = connected_with_pages();
+    let sent = page_calls_out(&shell.page(3, call("slow", "herdr.pane_read", serde_json::json!({"pane_id": "w1:p1"}))));
+    let due = shell.now + ext_core::limits::COMPANION_CALL_TIMEOUT_MS;
+    assert!(shell.worker.next_deadline().is_some_and(|at| at <= due), "a timer is armed for the call");
+    shell.now = due - 1;
+    let out = shell.feed(WorkerInput::Timer);
+    assert!(typed(&out, 3, "companion_answer").is_empty(), "not before its deadline: {out:?}");
+    shell.now = due;
+    let out = shell.feed(WorkerInput::Timer);
+    let error = answer_error(&out, 3, "slow");
+    assert_eq!(error["code"], "timed_out");
+    assert_eq!(shell.worker.page_calls_waiting(), 0);
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(serde_json::json!({"text": ""})) });
+    assert!(typed(&out, 3, "companion_answer").is_empty(), "answered once: {out:?}");
+}
+
+#[test]
+fn a_watching_side_panel_gets_the_stream_and_every_watcher_the_connection_state() {
+    use continuity_protocol::EventName;
+    let mut shell = connected_with_pages();
+    assert!(!shell.worker.watches_stream(), "nobody watches yet");
+    let out = shell.page(3, PageInput::Command(PortCommand::CompanionWatch));
+    let state = typed(&out, 3, "companion_state");
+    assert_eq!(state.len(), 1, "{out:?}");
+    assert_eq!(state[0]["connected"], true);
+    assert!(shell.worker.watches_stream());
+    let out = shell.page(5, PageInput::Command(PortCommand::CompanionWatch));
+    assert_eq!(typed(&out, 5, "companion_state").len(), 1, "the options page hears the state too: {out:?}");
+    // A chat page may not watch.
+    let out = shell.page(1, PageInput::Command(PortCommand::CompanionWatch));
+    assert!(typed(&out, 1, "companion_state").is_empty() && out.iter().any(|o| matches!(o, WorkerOutput::Warn(_))), "{out:?}");
+
+    let data = serde_json::json!({"pane_id": "w1:p1", "tail": "done"});
+    let out = shell.feed(WorkerInput::StreamEvent { name: EventName::AgentOutput, data: data.clone() });
+    let events = typed(&out, 3, "companion_event");
+    assert_eq!(events.len(), 1, "{out:?}");
+    assert_eq!((&events[0]["event"], &events[0]["data"]), (&Value::from("agent_output"), &data));
+    assert!(
+        posts_to(&out, 4).is_empty() && posts_to(&out, 5).is_empty() && posts_to(&out, 1).is_empty(),
+        "watchers only, side panels only: {out:?}"
+    );
+    let out = shell.feed(WorkerInput::StreamEvent { name: EventName::InboxChanged, data: serde_json::json!({}) });
+    assert!(typed(&out, 3, "companion_event").is_empty(), "only what the live tree draws: {out:?}");
+
+    let port = shell.native.expect("connected");
+    let out = shell.feed(WorkerInput::NativeClosed { port, error: None });
+    for port in [3, 5] {
+        let state = typed(&out, port, "companion_state");
+        assert_eq!(state.len(), 1, "{out:?}");
+        assert_eq!(state[0]["connected"], false);
+        assert!(state[0]["status"]["key"].is_string(), "{}", state[0]);
+    }
+    assert!(typed(&out, 4, "companion_state").is_empty(), "not a watcher");
+    // A closed watcher is no longer one.
+    shell.feed(WorkerInput::PortClosed { port: 3 });
+    assert!(!shell.worker.watches_stream());
+}
+
+#[test]
+fn the_options_page_is_sent_no_view() {
+    let mut shell = Shell::new();
+    let out = shell.feed(WorkerInput::PortConnected { port: 5, tab: None, panel: true, url: OPTIONS_URL.into() });
+    assert!(posts_to(&out, 5).is_empty(), "{out:?}");
+    let out = shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: SIDE_PANEL_URL.into() });
+    assert!(!typed(&out, 3, "panel").is_empty(), "a side panel is: {out:?}");
 }

@@ -1,0 +1,204 @@
+//! The extension pages' companion calls: the one companion client is the worker's.
+//!
+//! Purpose: the side panel (live Herdr tree, tools' audit log) and the options page (storage
+//! limits) read the companion through the worker's native port instead of opening their own
+//! (issue 28). A `companion_call {id, method, params}` on a `panel` port is checked by
+//! [`super::commands::companion_call`], posted on the native port under a wire id of its
+//! own ([`PAGE_CALL_ID_PREFIX`]) and answered to the asking port as `companion_answer {id,
+//! result}` or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
+//! `not_connected` one also carries the HUD's companion line, `status`, which says why). A
+//! watching page (`companion_watch`) is sent `companion_state {connected, status}` whenever
+//! either changes, and a watching side panel the Herdr stream's events the live tree draws
+//! ([`WATCHED_EVENTS`]).
+//!
+//! Invariants:
+//! - Every accepted call is answered exactly once: by the companion, `not_connected` when
+//!   the connection is lost, or `timed_out` at its deadline; a refused one at once, with
+//!   the reason (one without a usable id, which cannot be answered, is dropped with a
+//!   warning). A late answer (after a timeout) is dropped.
+//! - A call's answer goes to the port that asked, under the id it asked with; a closed
+//!   port's calls are forgotten with it (their answers dropped), so no entry outlives its
+//!   port, its answer or its deadline.
+//! - A port has at most [`MAX_COMPANION_CALLS_PER_PORT`] calls waiting.
+//!
+//! Driver contract: part of [`Worker::handle`]; the shell feeds
+//! [`super::WorkerInput::PageCallAnswered`] for a native answer whose id has
+//! [`PAGE_CALL_ID_PREFIX`], and [`super::WorkerInput::StreamEvent`] for a stream event while
+//! [`Worker::watches_stream`]. Outputs are `PostNative` (the call) and `Post`s.
+
+use continuity_protocol::{EventName, Method};
+use serde_json::Value;
+
+use super::commands::{companion_call, CallFailure, ExtensionPage, Sender};
+use super::{PortId, Worker, WorkerOutput};
+use crate::continuity::CallError;
+use crate::hud::StatusLine;
+use crate::json_object;
+use crate::json_read::WriteJson;
+use crate::limits::{COMPANION_CALL_TIMEOUT_MS, MAX_COMPANION_CALLS_PER_PORT};
+use crate::Millis;
+
+/// The wire id prefix of the pages' calls (continuity's are `c-`, the link's `hello-` /
+/// `ping-`).
+pub const PAGE_CALL_ID_PREFIX: &str = "p-";
+
+/// The stream events a watching side panel is sent: what the live tree draws.
+pub const WATCHED_EVENTS: [EventName; 8] = [
+    EventName::Hello,
+    EventName::WorkspaceUpsert,
+    EventName::WorkspaceRemoved,
+    EventName::PaneUpsert,
+    EventName::PaneRemoved,
+    EventName::AgentWorking,
+    EventName::AgentSettled,
+    EventName::AgentOutput,
+];
+
+/// A page's call waiting for the companion.
+#[derive(Debug, Clone)]
+pub(super) struct PageCall {
+    /// The asking port.
+    port: PortId,
+    /// The page's request id.
+    id: String,
+    /// When it is answered `timed_out`.
+    deadline: Millis,
+}
+
+/// `companion_answer {id, error: {code, detail}}`.
+fn failure(id: &str, code: CallFailure, detail: &str) -> Value {
+    json_object!("type": "companion_answer", "id": id, "error": json_object!("code": code.as_str(), "detail": detail))
+}
+
+/// `companion_answer {id, error: {code: "not_connected", detail: "", status}}`: with the HUD's
+/// companion line, which says why (connecting, unreachable, a version mismatch …).
+fn not_connected(id: &str, status: &StatusLine) -> Value {
+    let error = json_object!("code": CallFailure::NotConnected.as_str(), "detail": "", "status": status.write_json());
+    json_object!("type": "companion_answer", "id": id, "error": error)
+}
+
+impl Worker {
+    /// A `companion_call` from `port`: refused with the reason, or posted on the native port.
+    pub(super) fn page_call(&mut self, port: PortId, sender: Sender, page: ExtensionPage, id: String, method: &str, params: Option<Value>) {
+        let method = match companion_call(&id, method, params.as_ref(), sender, page) {
+            Ok(method) => method,
+            Err((code, detail)) => {
+                // An id that cannot be named back is refused by a warning only.
+                if code == CallFailure::BadRequest && detail == "id" {
+                    return self.warn("herdr-continuity: a companion_call without a usable id was dropped".to_owned());
+                }
+                return self.post_page(port, failure(&id, code, &detail));
+            }
+        };
+        if !self.link_connected {
+            let status = self.link.hud().companion;
+            return self.post_page(port, not_connected(&id, &status));
+        }
+        let waiting = self.page_calls.values().filter(|call| call.port == port).count();
+        if waiting >= MAX_COMPANION_CALLS_PER_PORT {
+            return self.post_page(port, failure(&id, CallFailure::TooMany, ""));
+        }
+        if self.page_calls.values().any(|call| call.port == port && call.id == id) {
+            return self.post_page(port, failure(&id, CallFailure::BadRequest, "id"));
+        }
+        self.next_page_call = self.next_page_call.wrapping_add(1);
+        let wire_id = format!("{PAGE_CALL_ID_PREFIX}{}", self.next_page_call);
+        let params = params.filter(|p| !p.is_null()).unwrap_or_else(|| json_object!());
+        let message = json_object!("id": wire_id.as_str(), "method": Method::as_str(method), "params": params);
+        let deadline = self.now.saturating_add(COMPANION_CALL_TIMEOUT_MS);
+        self.page_calls.insert(wire_id, PageCall { port, id, deadline });
+        self.outputs.push_back(WorkerOutput::PostNative { message });
+    }
+
+    /// The companion answered the call `wire_id`: to its port, when it still waits.
+    pub(super) fn page_call_answered(&mut self, wire_id: &str, result: Result<Value, CallError>) {
+        let Some(call) = self.page_calls.remove(wire_id) else { return };
+        let message = match result {
+            Ok(result) => json_object!("type": "companion_answer", "id": call.id.as_str(), "result": result),
+            Err(error) => {
+                let detail = crate::text::concat(&[error.code.as_str(), ": ", error.message.as_str()]);
+                failure(&call.id, CallFailure::Companion, &detail)
+            }
+        };
+        self.post_page(call.port, message);
+    }
+
+    /// Posts `companion_state {connected, status}` to every watching port that was not sent
+    /// this state yet (after `companion_watch`, a connection edge, a new HUD companion line).
+    pub(super) fn post_companion_state(&mut self) {
+        if !self.pages.iter().any(|page| page.watch) {
+            return;
+        }
+        let message = json_object!("type": "companion_state", "connected": self.link_connected, "status": self.link.hud().companion);
+        let mut posts = Vec::new();
+        for page in self.pages.iter_mut().filter(|page| page.watch) {
+            if page.state_sent.as_ref() != Some(&message) {
+                page.state_sent = Some(message.clone());
+                posts.push(page.port);
+            }
+        }
+        for port in posts {
+            self.post_page(port, message.clone());
+        }
+    }
+
+    /// Whether a side panel watches the stream (the shell then feeds its events).
+    pub fn watches_stream(&self) -> bool {
+        self.pages.iter().any(|page| page.watch && page.extension == ExtensionPage::SidePanel)
+    }
+
+    /// How many pages' calls wait for the companion (tests: nothing leaks).
+    pub fn page_calls_waiting(&self) -> usize {
+        self.page_calls.len()
+    }
+
+    /// A stream event: to every watching port, when the live tree draws it.
+    pub(super) fn stream_event(&mut self, name: EventName, data: Value) {
+        if !WATCHED_EVENTS.contains(&name) {
+            return;
+        }
+        let ports: Vec<PortId> =
+            self.pages.iter().filter(|page| page.watch && page.extension == ExtensionPage::SidePanel).map(|page| page.port).collect();
+        let message = json_object!("type": "companion_event", "event": name.as_str(), "data": data);
+        for port in ports {
+            self.post_page(port, message.clone());
+        }
+    }
+
+    /// The companion connection was lost: every waiting call is answered `not_connected`
+    /// (its answer cannot come any more).
+    pub(super) fn page_calls_link_lost(&mut self) {
+        let status = self.link.hud().companion;
+        let calls: Vec<PageCall> = self.page_calls.values().cloned().collect();
+        self.page_calls.clear();
+        for call in calls {
+            self.post_page(call.port, not_connected(&call.id, &status));
+        }
+    }
+
+    /// Calls past their deadline are answered `timed_out`.
+    pub(super) fn page_calls_due(&mut self) {
+        let now = self.now;
+        let due: Vec<(String, PageCall)> =
+            self.page_calls.iter().filter(|(_, call)| call.deadline <= now).map(|(wire, call)| (wire.clone(), call.clone())).collect();
+        for (wire_id, call) in due {
+            self.page_calls.remove(&wire_id);
+            let seconds = (COMPANION_CALL_TIMEOUT_MS / 1_000).to_string();
+            self.post_page(call.port, failure(&call.id, CallFailure::TimedOut, &seconds));
+        }
+    }
+
+    /// The earliest deadline of a waiting call.
+    pub(super) fn page_calls_deadline(&self) -> Option<Millis> {
+        self.page_calls.values().map(|call| call.deadline).min()
+    }
+
+    /// A port closed: its calls are forgotten (a later answer is dropped).
+    pub(super) fn page_calls_port_closed(&mut self, port: PortId) {
+        self.page_calls.retain(|_, call| call.port != port);
+    }
+
+    fn post_page(&mut self, port: PortId, message: Value) {
+        self.outputs.push_back(WorkerOutput::Post { port, message });
+    }
+}
