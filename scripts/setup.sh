@@ -88,10 +88,8 @@ zig_have="$("$zig_dir/ziglang/zig" version 2>/dev/null || true)"
 need_zig=0
 if [[ "$zig_have" == "$zig_version" ]]; then
   say "skip zig: $zig_dir has zig $zig_have"
-elif ! command -v python3 >/dev/null 2>&1; then
-  say "python3 is not on PATH; install it (apt-get install -y python3 python3-pip) and rerun"
-  exit 1
 else
+  # Without python3 the zig step fails with what to do; the other installs still run.
   need_zig=1
 fi
 
@@ -115,6 +113,10 @@ install_wasm_bindgen() {
   cargo install wasm-bindgen-cli --version "$wb_want" --force
 }
 install_zig() {
+  if ! command -v python3 >/dev/null 2>&1; then
+    say "python3 is not on PATH; install it (apt-get install -y python3 python3-pip) and rerun"
+    return 1
+  fi
   say "installing PyPI ziglang==$zig_version into $zig_dir (have: ${zig_have:-none}; ~100 MB download)"
   rm -rf "$zig_dir"
   local pip_install=(python3 -m pip install --disable-pip-version-check --no-input --target "$zig_dir" "ziglang==$zig_version")
@@ -130,9 +132,21 @@ install_npm() {
 }
 
 step_logs="$(mktemp -d /tmp/herdr-continuity-setup.XXXXXX)"
-trap 'rm -rf "$step_logs"' EXIT
 step_names=()
 step_pids=()
+# Interrupted (Ctrl-C, a CI timeout): the installs still running stop too, with what they
+# started (apt-get, cargo's rustc jobs), so a rerun does not meet a held dpkg or cargo lock.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+stop_steps() {
+  local pid
+  for pid in "${step_pids[@]}"; do kill_tree "$pid"; done
+}
+trap 'rm -rf "$step_logs"' EXIT
+trap 'say "interrupted: stopping the installs under way"; stop_steps; exit 130' INT TERM
 # start_step NAME FUNCTION: runs FUNCTION in the background (errexit on inside), its output
 # into NAME's log, its exit status and seconds into NAME.status.
 start_step() {
