@@ -418,22 +418,24 @@ impl Continuity {
     /// The runtime answered (or did not) for the owed reply of `conversation`: an answer
     /// that never came is asked again at the next connect (a refusal is not: Send tool
     /// results asks again); results are kept to be typed, anything else owes nothing.
-    fn bridge_owed_answered(&mut self, conversation: &str, result: &Result<RuntimeAnswer, CallError>) {
+    /// Whether it stored results to be typed.
+    fn bridge_owed_answered(&mut self, conversation: &str, result: &Result<RuntimeAnswer, CallError>) -> bool {
         let owed = &mut self.bridge.book.owed;
-        let Some(at) = owed.iter().position(|o| o.asking && o.conversation == conversation) else { return };
+        let Some(at) = owed.iter().position(|o| o.asking && o.conversation == conversation) else { return false };
         owed[at].asking = false;
         match result {
-            Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return,
+            Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return false,
             Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if !results.delivered => {
                 owed[at].delivery_id = Some(results.delivery_id.clone());
                 owed[at].results = Some(results.text.clone());
-                return;
+                return true;
             }
             _ => {
                 owed.remove(at);
             }
         }
         self.persist();
+        false
     }
 
     /// Offers every owed result that can go now, once: to a tab showing its chat, outside a
@@ -529,12 +531,20 @@ impl Continuity {
         conversation: &str,
         result: Result<RuntimeAnswer, CallError>,
     ) {
-        self.bridge_owed_answered(conversation, &result);
+        let stored = self.bridge_owed_answered(conversation, &result);
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
-        // The tab still shows the chat that was asked about (not one it moved to since).
-        let Some(scope) = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation) else { return };
-        let key = scope.key();
-        let Some(state) = self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == key) else { return };
+        // The tab still shows the chat that was asked about (not one it moved to since) and
+        // its state is known. Owed results go all the same: after a worker restart (no tab
+        // state) or to another tab showing the chat, nothing else offers them until the
+        // next page report, which an idle chat never sends.
+        let shown = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation);
+        let key = shown.as_ref().map(Scope::key).unwrap_or_default();
+        let (Some(scope), Some(state)) = (shown, self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == key)) else {
+            if stored {
+                self.bridge_offer(now);
+            }
+            return;
+        };
         if rounds.is_some() {
             state.rounds = rounds;
         }

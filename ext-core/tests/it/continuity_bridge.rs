@@ -932,3 +932,30 @@ fn results_answered_to_a_busy_page_go_when_it_is_idle() {
     drain(&mut c, 6, &results(), &mut log);
     assert_eq!(deliveries(&log), 2, "once confirmed, never again");
 }
+
+// Review 35 M1: after a worker restart the tab's bridge state is gone (only the owed book is
+// restored); the runtime's answer to the owed reply asked again stored its results, then
+// found no tab state and returned: nothing offered them until the next page report, which
+// an idle chat never sends. Now the stored results are offered at once.
+// Failed before: 0 deliveries.
+#[test]
+fn owed_results_asked_again_after_a_worker_restart_go_without_another_page_report() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    // The `bridge.reply` is out; the worker restarts before its answer comes.
+    while c.poll().is_some() {}
+    let shown = c.page(TAB).cloned().expect("the page");
+    let mut c = restart(&c, 2);
+    c.handle(2, ContinuityInput::LinkUp);
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: shown });
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(requests(&log, "bridge_reply").len(), 1, "{log:?}");
+    assert_eq!(deliveries(&log), 1, "owed results waited for another page report: {log:?}");
+    confirm(&mut c, 3, "bridge:5b0e6c2d9a174f38");
+    drain(&mut c, 3, &results(), &mut log);
+    let page = c.page(TAB).cloned().unwrap_or_else(zai_page);
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: page });
+    drain(&mut c, 4, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "once: {log:?}");
+}
