@@ -389,17 +389,24 @@ impl Continuity {
     }
 
     /// Records that the results of `last` are owed to the chat `key` (a newer reply replaces
-    /// an older one; the same reply again keeps what is known of it).
+    /// an older one whose results are not on their way; the same reply again, by its page id
+    /// when it has one (a re-read may render its text a little differently), keeps what is
+    /// known of it).
     fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool) {
         let (key, conversation) = (scope.key(), browser_session_ref(scope));
         let owed = &mut self.bridge.book.owed;
-        let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && o.text == last.text;
+        let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && (!last.message_id.is_empty() || o.text == last.text);
         if let Some(o) = owed.iter_mut().find(|o| same(o)) {
             o.tab = tab;
             o.pressed |= pressed;
             o.asking = true;
+            if o.delivery.is_none() {
+                o.text.clone_from(&last.text);
+            }
         } else {
-            owed.retain(|o| o.key != key);
+            // Results on their way stay until the ledger resolves them (a delivery that
+            // certainly did not land is offered again, one that is abandoned is not).
+            owed.retain(|o| o.key != key || o.delivery.is_some());
             owed.push(OwedReply {
                 key,
                 conversation,
@@ -425,11 +432,27 @@ impl Continuity {
         owed[at].asking = false;
         match result {
             Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return false,
+            // Results another entry of the chat has on their way (the same reply read again
+            // as another): they owe nothing more.
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. })
+                if owed[at].delivery.is_none()
+                    && owed
+                        .iter()
+                        .any(|o| o.key == owed[at].key && o.delivery.is_some() && o.delivery_id.as_ref() == Some(&results.delivery_id)) =>
+            {
+                owed.remove(at);
+            }
             Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if !results.delivered => {
                 owed[at].delivery_id = Some(results.delivery_id.clone());
                 owed[at].results = Some(results.text.clone());
-                return true;
+                return owed[at].delivery.is_none();
             }
+            // Results on their way stay until the ledger resolves them, whatever a re-read
+            // of their reply answers (unless the runtime says they are in the chat).
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if results.delivered => {
+                owed.remove(at);
+            }
+            _ if owed[at].delivery.is_some() => return false,
             _ => {
                 owed.remove(at);
             }
@@ -443,10 +466,18 @@ impl Continuity {
     /// results the page shows already are done. Asks the runtime again for an owed reply
     /// with no results in hand (after a restart, or an answer that never came).
     pub(super) fn bridge_offer(&mut self, now: Millis) {
-        let keys: Vec<String> = self.bridge.book.owed.iter().map(|o| o.key.clone()).collect();
+        let mut keys: Vec<String> = Vec::new();
+        for o in &self.bridge.book.owed {
+            if !keys.contains(&o.key) {
+                keys.push(o.key.clone());
+            }
+        }
+        // An entry whose results are on their way is the ledger's until it resolves them;
+        // a chat's other entry (a newer reply) waits behind it.
+        let waiting = |x: &OwedReply, key: &str| x.key == key && x.delivery.is_none();
         for key in keys {
-            let Some(o) = self.bridge.book.owed.iter().find(|o| o.key == key).cloned() else { continue };
-            if o.delivery.is_some() || o.asking {
+            let Some(o) = self.bridge.book.owed.iter().find(|o| waiting(o, &key)).cloned() else { continue };
+            if o.asking {
                 continue;
             }
             let tab = if self.bridge_scope(o.tab).is_some_and(|s| s.key() == key) {
@@ -458,7 +489,7 @@ impl Continuity {
             let auto = self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab);
             if !o.pressed && !auto {
                 // Auto went off (or the user stopped the reply): the results wait for Send tool results.
-                self.bridge.book.owed.retain(|x| x.key != key);
+                self.bridge.book.owed.retain(|x| !waiting(x, &key));
                 self.persist();
                 continue;
             }
@@ -468,7 +499,7 @@ impl Continuity {
                     .get(&tab)
                     .is_some_and(|r| r.markers.iter().any(|m| m.strip_prefix(id.as_str()).is_some_and(|rest| rest.starts_with('/'))));
                 if seen {
-                    self.bridge.book.owed.retain(|x| x.key != key);
+                    self.bridge.book.owed.retain(|x| !waiting(x, &key) || x.delivery_id.as_ref() != Some(id));
                     self.persist();
                     self.call(Purpose::BridgeDelivered, RuntimeCall::BridgeDelivered { delivery_id: id.clone() });
                     continue;
@@ -487,7 +518,7 @@ impl Continuity {
             // Refused only while another delivery of the chat is on its way: offered again.
             let kind = DeliveryKind::BridgeResults;
             if let Ok(delivery) = self.post_delivery_as(now, &key, tab, kind, &id, &text, Vec::new(), o.pressed, None) {
-                if let Some(x) = self.bridge.book.owed.iter_mut().find(|x| x.key == key) {
+                if let Some(x) = self.bridge.book.owed.iter_mut().find(|x| waiting(x, &key)) {
                     x.delivery = Some(delivery.clone());
                 }
                 self.persist();

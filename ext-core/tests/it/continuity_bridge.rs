@@ -959,3 +959,42 @@ fn owed_results_asked_again_after_a_worker_restart_go_without_another_page_repor
     drain(&mut c, 4, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "once: {log:?}");
 }
+
+// Review 35 L1: the same reply read again (Send tool results reads the page's last turn
+// now) with a text that differs at all dropped the owed entry whose results were on their
+// way and owed them afresh; when that delivery then ended with no evidence either way
+// (abandoned: never typed again on its own) the fresh entry typed the same results again.
+// Now the same message id is the same reply, and an entry on its way is never replaced.
+// Failed before: 2 deliveries.
+#[test]
+fn the_same_reply_read_again_does_not_type_its_results_a_second_time() {
+    use ext_core::continuity::DeliveryOutcome;
+    use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    drain(&mut c, 1, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    // Send was clicked; whether the page took it is not known.
+    let id = super::continuity::active_id(&c, "bridge:5b0e6c2d9a174f38");
+    c.handle(2, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::Submitted });
+    // Send tool results reads the reply again: the page renders it a little differently.
+    turn(&mut c, 3, &format!("{CALL}\n"), true);
+    drain(&mut c, 3, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    // The delivery is never seen: uncertain, then abandoned on the idle page.
+    let t = 3 + SUBMITTED_DEADLINE_MS + 1;
+    c.handle_timeout(t);
+    c.handle(t, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, t, &results(), &mut log);
+    let t = t + UNCERTAIN_GIVE_UP_MS + 1;
+    c.handle_timeout(t);
+    drain(&mut c, t, &results(), &mut log);
+    assert!(log.iter().any(|l| l.contains("no_evidence")), "abandoned: {log:?}");
+    c.handle(t + 1, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, t + 1, &results(), &mut log);
+    c.handle(t + 2, ContinuityInput::LinkDown);
+    c.handle(t + 2, ContinuityInput::LinkUp);
+    drain(&mut c, t + 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "typed a second time: {log:?}");
+}
