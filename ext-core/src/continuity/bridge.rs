@@ -42,7 +42,10 @@
 //!   twice; the results' text is not stored here). A confirmed delivery is reported
 //!   (`bridge.delivered`); results the page shows or the runtime calls delivered are never
 //!   typed again; a delivery that certainly did not land is offered again, an abandoned one
-//!   is not (the HUD says so; Send tool results asks again).
+//!   is not (the HUD says so; Send tool results asks again). An entry whose results are on
+//!   their way is never replaced (a newer reply of the chat waits behind it; the same reply
+//!   read again, by its page id, is the same entry), and an answer is credited only to the
+//!   entry whose ask it answers.
 //! - The approval card and the last reply live in memory per tab; after a worker restart
 //!   Send tool results asks the runtime again (the same batch waits, nothing runs twice).
 //! - The human turn: the id of the page's last user turn that is not a message of ours (its
@@ -216,7 +219,8 @@ struct BridgeTab {
     decided: Vec<(String, u32)>,
 }
 
-/// A reply whose results are owed to its chat (see the module doc), one per chat.
+/// A reply whose results are owed to its chat (see the module doc), one per chat (more
+/// while results of the chat are on their way).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub(crate) struct OwedReply {
     /// The chat's scope key.
@@ -241,15 +245,15 @@ pub(crate) struct OwedReply {
     /// The results message (not persisted: the runtime answers it again).
     #[serde(skip)]
     results: Option<String>,
-    /// A `bridge.reply` for it is out.
+    /// The `bridge.reply` for it that is out (its ask number: only that answer is its).
     #[serde(skip)]
-    asking: bool,
+    asking: Option<u64>,
 }
 
 /// The persisted part of the bridge: the replies whose results are owed to their chats.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct BridgeBook {
-    /// One per chat, oldest first.
+    /// One per chat (more while results of the chat are on their way), oldest first.
     #[serde(default)]
     owed: Vec<OwedReply>,
 }
@@ -261,6 +265,8 @@ pub(super) struct BridgeFlow {
     tabs: VecMap<TabId, BridgeTab>,
     human_turns: VecMap<String, String>,
     pub(super) book: BridgeBook,
+    /// The last `bridge.reply` ask's number (per worker life).
+    asks: u64,
 }
 
 /// Most calls of one results message recorded in the Activity timeline (a reply runs at
@@ -374,8 +380,10 @@ impl Continuity {
         let Some(workspace_id) = self.bindings.binding_for(scope).map(|b| b.workspace_id.clone()) else { return };
         // A reply the user stopped runs nothing on its own: its calls wait for the card.
         let auto = self.auto.state(scope) == AutoState::On && !self.user_stopped(tab);
+        self.bridge.asks += 1;
+        let ask = self.bridge.asks;
         if auto || pressed {
-            self.bridge_owe(tab, scope, &last, pressed);
+            self.bridge_owe(tab, scope, &last, pressed, ask);
         }
         let call = RuntimeCall::BridgeReply {
             conversation: browser_session_ref(scope),
@@ -385,21 +393,21 @@ impl Continuity {
             auto,
             human_turn: last.human_turn,
         };
-        self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
+        self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope), ask }, call);
     }
 
     /// Records that the results of `last` are owed to the chat `key` (a newer reply replaces
     /// an older one whose results are not on their way; the same reply again, by its page id
     /// when it has one (a re-read may render its text a little differently), keeps what is
     /// known of it).
-    fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool) {
+    fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool, ask: u64) {
         let (key, conversation) = (scope.key(), browser_session_ref(scope));
         let owed = &mut self.bridge.book.owed;
         let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && (!last.message_id.is_empty() || o.text == last.text);
         if let Some(o) = owed.iter_mut().find(|o| same(o)) {
             o.tab = tab;
             o.pressed |= pressed;
-            o.asking = true;
+            o.asking = Some(ask);
             if o.delivery.is_none() {
                 o.text.clone_from(&last.text);
             }
@@ -415,44 +423,43 @@ impl Continuity {
                 text: last.text.clone(),
                 human_turn: last.human_turn.clone(),
                 pressed,
-                asking: true,
+                asking: Some(ask),
                 ..OwedReply::default()
             });
         }
         self.persist();
     }
 
-    /// The runtime answered (or did not) for the owed reply of `conversation`: an answer
+    /// The runtime answered (or did not) ask `ask` of an owed reply: an answer
     /// that never came is asked again at the next connect (a refusal is not: Send tool
-    /// results asks again); results are kept to be typed, anything else owes nothing.
-    /// Whether it stored results to be typed.
-    fn bridge_owed_answered(&mut self, conversation: &str, result: &Result<RuntimeAnswer, CallError>) -> bool {
+    /// results asks again); results are kept to be typed (the return: `true`), anything else
+    /// owes nothing; an answer to another ask (a reply not owed) is not this one's.
+    fn bridge_owed_answered(&mut self, ask: u64, result: &Result<RuntimeAnswer, CallError>) -> bool {
         let owed = &mut self.bridge.book.owed;
-        let Some(at) = owed.iter().position(|o| o.asking && o.conversation == conversation) else { return false };
-        owed[at].asking = false;
+        let Some(at) = owed.iter().position(|o| o.asking == Some(ask)) else { return false };
+        owed[at].asking = None;
         match result {
             Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return false,
-            // Results another entry of the chat has on their way (the same reply read again
-            // as another): they owe nothing more.
-            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. })
-                if owed[at].delivery.is_none()
-                    && owed
-                        .iter()
-                        .any(|o| o.key == owed[at].key && o.delivery.is_some() && o.delivery_id.as_ref() == Some(&results.delivery_id)) =>
-            {
-                owed.remove(at);
-            }
-            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if !results.delivered => {
-                owed[at].delivery_id = Some(results.delivery_id.clone());
-                owed[at].results = Some(results.text.clone());
-                return owed[at].delivery.is_none();
-            }
-            // Results on their way stay until the ledger resolves them, whatever a re-read
-            // of their reply answers (unless the runtime says they are in the chat).
             Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if results.delivered => {
                 owed.remove(at);
             }
+            // Results on their way are the ledger's until it resolves them, whatever a
+            // re-read of their reply answers.
             _ if owed[at].delivery.is_some() => return false,
+            // Results another entry of the chat has on their way (the same reply read again
+            // as another): they owe nothing more.
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. })
+                if owed
+                    .iter()
+                    .any(|o| o.key == owed[at].key && o.delivery.is_some() && o.delivery_id.as_ref() == Some(&results.delivery_id)) =>
+            {
+                owed.remove(at);
+            }
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) => {
+                owed[at].delivery_id = Some(results.delivery_id.clone());
+                owed[at].results = Some(results.text.clone());
+                return true;
+            }
             _ => {
                 owed.remove(at);
             }
@@ -477,7 +484,7 @@ impl Continuity {
         let waiting = |x: &OwedReply, key: &str| x.key == key && x.delivery.is_none();
         for key in keys {
             let Some(o) = self.bridge.book.owed.iter().find(|o| waiting(o, &key)).cloned() else { continue };
-            if o.asking {
+            if o.asking.is_some() {
                 continue;
             }
             let tab = if self.bridge_scope(o.tab).is_some_and(|s| s.key() == key) {
@@ -560,9 +567,10 @@ impl Continuity {
         tab: TabId,
         pressed: bool,
         conversation: &str,
+        ask: u64,
         result: Result<RuntimeAnswer, CallError>,
     ) {
-        let stored = self.bridge_owed_answered(conversation, &result);
+        let stored = self.bridge_owed_answered(ask, &result);
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
         // The tab still shows the chat that was asked about (not one it moved to since) and
         // its state is known. Owed results go all the same: after a worker restart (no tab

@@ -998,3 +998,65 @@ fn the_same_reply_read_again_does_not_type_its_results_a_second_time() {
     drain(&mut c, t + 2, &results(), &mut log);
     assert_eq!(deliveries(&log), 1, "typed a second time: {log:?}");
 }
+
+// Review 35 L2: an answer to `bridge.reply` was credited to the first owed entry of its
+// chat still asking, whichever reply it answered: the results of a reply asked with Auto
+// off (they wait for Send tool results) were typed in place of the owed reply's, whose own
+// answer then found nothing asking and was lost. Now each answer is matched to its ask.
+// Failed before: the other reply's results typed, the owed ones never.
+#[test]
+fn an_answer_is_credited_only_to_the_owed_reply_it_answers() {
+    let mut c = zai_world(true);
+    let reply = |c: &mut Continuity, now: u64, message_id: &str| {
+        c.handle(
+            now,
+            ContinuityInput::TurnEnded {
+                tab: TAB,
+                user_text: "look at the panes".into(),
+                assistant_text: CALL.into(),
+                user_marker: None,
+                message_id: Some(message_id.into()),
+                user_message_id: None,
+                pressed: false,
+                user_stopped: false,
+            },
+        );
+    };
+    let asks = |c: &mut Continuity| {
+        let mut ids = Vec::new();
+        while let Some(output) = c.poll() {
+            if let ContinuityOutput::Request { id, call: RuntimeCall::BridgeReply { message_id, .. } } = output {
+                ids.push((id, message_id));
+            }
+        }
+        ids
+    };
+    // Reply a1 ends with Auto on: its results are owed. Its answer is slow.
+    reply(&mut c, 1, "message-a1");
+    let owed = asks(&mut c);
+    // Auto off: reply b2 is asked about, its results wait for Send tool results.
+    c.handle(2, ContinuityInput::ToggleAuto { tab: TAB });
+    reply(&mut c, 2, "message-b2");
+    let other = asks(&mut c);
+    c.handle(3, ContinuityInput::ToggleAuto { tab: TAB });
+    while c.poll().is_some() {}
+    assert_eq!((owed.len(), other.len()), (1, 1), "{owed:?} {other:?}");
+    let answer = |id: &str| {
+        Ok(RuntimeAnswer::Bridge {
+            outcome: BridgeOutcome::Results(BridgeResults {
+                delivery_id: id.into(),
+                text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+                delivered: false,
+            }),
+            rounds: None,
+        })
+    };
+    let mut log = Vec::new();
+    c.handle(4, ContinuityInput::Answered { id: other[0].0, result: answer("bridge:bbbbbbbbbbbbbbbb") });
+    drain(&mut c, 4, &None, &mut log);
+    c.handle(5, ContinuityInput::Answered { id: owed[0].0, result: answer("bridge:aaaaaaaaaaaaaaaa") });
+    drain(&mut c, 5, &None, &mut log);
+    let typed = |stem: &str| log.iter().filter(|l| l.starts_with(&format!("deliver {stem}/"))).count();
+    assert_eq!(typed("bridge:bbbbbbbbbbbbbbbb"), 0, "results nobody asked to type: {log:?}");
+    assert_eq!(typed("bridge:aaaaaaaaaaaaaaaa"), 1, "the owed results: {log:?}");
+}
