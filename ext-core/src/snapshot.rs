@@ -8,7 +8,8 @@
 //! progress summary), counters and a settle waiting for its inbox read, the delivery ledger,
 //! the acks still due and the tasks already carried, the due inbox checks, the latest pane
 //! output per pane, the progress timing, the message language and the JSON bridge replies
-//! whose results are still owed to their chats. What is not: page facts (pages report again),
+//! whose results are still owed to their chats, and per tab the page load whose rate-limit
+//! notice was counted. What is not: page facts (pages report again),
 //! runtime calls in flight (re-issued), views.
 //!
 //! Versions: `1` is release 0.1.0's snapshot, which had no `version` field and kept a
@@ -24,7 +25,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::auto_gate::AutoGate;
-use crate::binding::{Bindings, CatalogWorkspace};
+use crate::binding::{Bindings, CatalogWorkspace, TabId};
 use crate::continuity::{HandoffBook, JournalBook, WithheldMark};
 use crate::continuity::{PaneOutput, QueueDurable, ScopeStatus};
 use crate::delivery_ledger::DeliveryLedger;
@@ -137,6 +138,10 @@ pub struct Snapshot {
     /// restart asks the runtime again and types them once.
     #[serde(default)]
     pub(crate) bridge: crate::continuity::BridgeBook,
+    /// Per tab, the page load whose visible rate-limit notice was counted as a 429: after a
+    /// restart the same notice still shown is not counted again.
+    #[serde(default)]
+    pub(crate) recovery_notices: VecMap<TabId, String>,
 }
 
 impl Snapshot {
@@ -189,6 +194,7 @@ impl Snapshot {
             goal_counts: &self.goal_counts,
             inbox_checks: &self.inbox_checks,
             bridge: &self.bridge,
+            recovery_notices: &self.recovery_notices,
         }
         .to_value()
         .to_string())
@@ -247,6 +253,8 @@ pub(crate) struct SnapshotRef<'a> {
     pub(crate) inbox_checks: &'a crate::inbox_checks::InboxChecks,
     /// See [`Snapshot::bridge`].
     pub(crate) bridge: &'a crate::continuity::BridgeBook,
+    /// See [`Snapshot::recovery_notices`].
+    pub(crate) recovery_notices: &'a VecMap<TabId, String>,
 }
 
 impl SnapshotRef<'_> {
@@ -278,6 +286,7 @@ impl SnapshotRef<'_> {
             .with("goal_counts", self.goal_counts)
             .with("inbox_checks", self.inbox_checks)
             .with("bridge", self.bridge)
+            .with("recovery_notices", self.recovery_notices)
             .done()
     }
 }

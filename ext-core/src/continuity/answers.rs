@@ -108,7 +108,9 @@ impl Continuity {
             (Purpose::SemanticJudge { conversation, fingerprint, tab }, result) => {
                 self.semantic_answered(now, &conversation, fingerprint, tab, result);
             }
-            (Purpose::Bridge { tab, pressed, conversation }, result) => self.bridge_answered(now, tab, pressed, &conversation, result),
+            (Purpose::Bridge { tab, pressed, conversation, ask }, result) => {
+                self.bridge_answered(now, tab, pressed, &conversation, ask, result)
+            }
             (Purpose::BridgeDecide { tab, batch_id, call, decision }, result) => {
                 self.bridge_decided(tab, &batch_id, call, decision, result)
             }

@@ -42,7 +42,10 @@
 //!   twice; the results' text is not stored here). A confirmed delivery is reported
 //!   (`bridge.delivered`); results the page shows or the runtime calls delivered are never
 //!   typed again; a delivery that certainly did not land is offered again, an abandoned one
-//!   is not (the HUD says so; Send tool results asks again).
+//!   is not (the HUD says so; Send tool results asks again). An entry whose results are on
+//!   their way is never replaced (a newer reply of the chat waits behind it; the same reply
+//!   read again, by its page id, is the same entry), and an answer is credited only to the
+//!   entry whose ask it answers.
 //! - The approval card and the last reply live in memory per tab; after a worker restart
 //!   Send tool results asks the runtime again (the same batch waits, nothing runs twice).
 //! - The human turn: the id of the page's last user turn that is not a message of ours (its
@@ -216,7 +219,8 @@ struct BridgeTab {
     decided: Vec<(String, u32)>,
 }
 
-/// A reply whose results are owed to its chat (see the module doc), one per chat.
+/// A reply whose results are owed to its chat (see the module doc), one per chat (more
+/// while results of the chat are on their way).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub(crate) struct OwedReply {
     /// The chat's scope key.
@@ -241,15 +245,15 @@ pub(crate) struct OwedReply {
     /// The results message (not persisted: the runtime answers it again).
     #[serde(skip)]
     results: Option<String>,
-    /// A `bridge.reply` for it is out.
+    /// The `bridge.reply` for it that is out (its ask number: only that answer is its).
     #[serde(skip)]
-    asking: bool,
+    asking: Option<u64>,
 }
 
 /// The persisted part of the bridge: the replies whose results are owed to their chats.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct BridgeBook {
-    /// One per chat, oldest first.
+    /// One per chat (more while results of the chat are on their way), oldest first.
     #[serde(default)]
     owed: Vec<OwedReply>,
 }
@@ -261,6 +265,8 @@ pub(super) struct BridgeFlow {
     tabs: VecMap<TabId, BridgeTab>,
     human_turns: VecMap<String, String>,
     pub(super) book: BridgeBook,
+    /// The last `bridge.reply` ask's number (per worker life).
+    asks: u64,
 }
 
 /// Most calls of one results message recorded in the Activity timeline (a reply runs at
@@ -374,8 +380,10 @@ impl Continuity {
         let Some(workspace_id) = self.bindings.binding_for(scope).map(|b| b.workspace_id.clone()) else { return };
         // A reply the user stopped runs nothing on its own: its calls wait for the card.
         let auto = self.auto.state(scope) == AutoState::On && !self.user_stopped(tab);
+        self.bridge.asks += 1;
+        let ask = self.bridge.asks;
         if auto || pressed {
-            self.bridge_owe(tab, scope, &last, pressed);
+            self.bridge_owe(tab, scope, &last, pressed, ask);
         }
         let call = RuntimeCall::BridgeReply {
             conversation: browser_session_ref(scope),
@@ -385,21 +393,28 @@ impl Continuity {
             auto,
             human_turn: last.human_turn,
         };
-        self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope) }, call);
+        self.call(Purpose::Bridge { tab, pressed, conversation: browser_session_ref(scope), ask }, call);
     }
 
     /// Records that the results of `last` are owed to the chat `key` (a newer reply replaces
-    /// an older one; the same reply again keeps what is known of it).
-    fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool) {
+    /// an older one whose results are not on their way; the same reply again, by its page id
+    /// when it has one (a re-read may render its text a little differently), keeps what is
+    /// known of it).
+    fn bridge_owe(&mut self, tab: TabId, scope: &Scope, last: &LastReply, pressed: bool, ask: u64) {
         let (key, conversation) = (scope.key(), browser_session_ref(scope));
         let owed = &mut self.bridge.book.owed;
-        let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && o.text == last.text;
+        let same = |o: &OwedReply| o.key == key && o.message_id == last.message_id && (!last.message_id.is_empty() || o.text == last.text);
         if let Some(o) = owed.iter_mut().find(|o| same(o)) {
             o.tab = tab;
             o.pressed |= pressed;
-            o.asking = true;
+            o.asking = Some(ask);
+            if o.delivery.is_none() {
+                o.text.clone_from(&last.text);
+            }
         } else {
-            owed.retain(|o| o.key != key);
+            // Results on their way stay until the ledger resolves them (a delivery that
+            // certainly did not land is offered again, one that is abandoned is not).
+            owed.retain(|o| o.key != key || o.delivery.is_some());
             owed.push(OwedReply {
                 key,
                 conversation,
@@ -408,32 +423,49 @@ impl Continuity {
                 text: last.text.clone(),
                 human_turn: last.human_turn.clone(),
                 pressed,
-                asking: true,
+                asking: Some(ask),
                 ..OwedReply::default()
             });
         }
         self.persist();
     }
 
-    /// The runtime answered (or did not) for the owed reply of `conversation`: an answer
+    /// The runtime answered (or did not) ask `ask` of an owed reply: an answer
     /// that never came is asked again at the next connect (a refusal is not: Send tool
-    /// results asks again); results are kept to be typed, anything else owes nothing.
-    fn bridge_owed_answered(&mut self, conversation: &str, result: &Result<RuntimeAnswer, CallError>) {
+    /// results asks again); results are kept to be typed (the return: `true`), anything else
+    /// owes nothing; an answer to another ask (a reply not owed) is not this one's.
+    fn bridge_owed_answered(&mut self, ask: u64, result: &Result<RuntimeAnswer, CallError>) -> bool {
         let owed = &mut self.bridge.book.owed;
-        let Some(at) = owed.iter().position(|o| o.asking && o.conversation == conversation) else { return };
-        owed[at].asking = false;
+        let Some(at) = owed.iter().position(|o| o.asking == Some(ask)) else { return false };
+        owed[at].asking = None;
         match result {
-            Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return,
-            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if !results.delivered => {
+            Err(error) if matches!(error.code, ErrorCode::Offline | ErrorCode::Timeout | ErrorCode::NotReady) => return false,
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) if results.delivered => {
+                owed.remove(at);
+            }
+            // Results on their way are the ledger's until it resolves them, whatever a
+            // re-read of their reply answers.
+            _ if owed[at].delivery.is_some() => return false,
+            // Results another entry of the chat has on their way (the same reply read again
+            // as another): they owe nothing more.
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. })
+                if owed
+                    .iter()
+                    .any(|o| o.key == owed[at].key && o.delivery.is_some() && o.delivery_id.as_ref() == Some(&results.delivery_id)) =>
+            {
+                owed.remove(at);
+            }
+            Ok(RuntimeAnswer::Bridge { outcome: BridgeOutcome::Results(results), .. }) => {
                 owed[at].delivery_id = Some(results.delivery_id.clone());
                 owed[at].results = Some(results.text.clone());
-                return;
+                return true;
             }
             _ => {
                 owed.remove(at);
             }
         }
         self.persist();
+        false
     }
 
     /// Offers every owed result that can go now, once: to a tab showing its chat, outside a
@@ -441,10 +473,18 @@ impl Continuity {
     /// results the page shows already are done. Asks the runtime again for an owed reply
     /// with no results in hand (after a restart, or an answer that never came).
     pub(super) fn bridge_offer(&mut self, now: Millis) {
-        let keys: Vec<String> = self.bridge.book.owed.iter().map(|o| o.key.clone()).collect();
+        let mut keys: Vec<String> = Vec::new();
+        for o in &self.bridge.book.owed {
+            if !keys.contains(&o.key) {
+                keys.push(o.key.clone());
+            }
+        }
+        // An entry whose results are on their way is the ledger's until it resolves them;
+        // a chat's other entry (a newer reply) waits behind it.
+        let waiting = |x: &OwedReply, key: &str| x.key == key && x.delivery.is_none();
         for key in keys {
-            let Some(o) = self.bridge.book.owed.iter().find(|o| o.key == key).cloned() else { continue };
-            if o.delivery.is_some() || o.asking {
+            let Some(o) = self.bridge.book.owed.iter().find(|o| waiting(o, &key)).cloned() else { continue };
+            if o.asking.is_some() {
                 continue;
             }
             let tab = if self.bridge_scope(o.tab).is_some_and(|s| s.key() == key) {
@@ -456,7 +496,7 @@ impl Continuity {
             let auto = self.auto.state(&scope) == AutoState::On && !self.user_stopped(tab);
             if !o.pressed && !auto {
                 // Auto went off (or the user stopped the reply): the results wait for Send tool results.
-                self.bridge.book.owed.retain(|x| x.key != key);
+                self.bridge.book.owed.retain(|x| !waiting(x, &key));
                 self.persist();
                 continue;
             }
@@ -466,7 +506,7 @@ impl Continuity {
                     .get(&tab)
                     .is_some_and(|r| r.markers.iter().any(|m| m.strip_prefix(id.as_str()).is_some_and(|rest| rest.starts_with('/'))));
                 if seen {
-                    self.bridge.book.owed.retain(|x| x.key != key);
+                    self.bridge.book.owed.retain(|x| !waiting(x, &key) || x.delivery_id.as_ref() != Some(id));
                     self.persist();
                     self.call(Purpose::BridgeDelivered, RuntimeCall::BridgeDelivered { delivery_id: id.clone() });
                     continue;
@@ -485,7 +525,7 @@ impl Continuity {
             // Refused only while another delivery of the chat is on its way: offered again.
             let kind = DeliveryKind::BridgeResults;
             if let Ok(delivery) = self.post_delivery_as(now, &key, tab, kind, &id, &text, Vec::new(), o.pressed, None) {
-                if let Some(x) = self.bridge.book.owed.iter_mut().find(|x| x.key == key) {
+                if let Some(x) = self.bridge.book.owed.iter_mut().find(|x| waiting(x, &key)) {
                     x.delivery = Some(delivery.clone());
                 }
                 self.persist();
@@ -527,14 +567,23 @@ impl Continuity {
         tab: TabId,
         pressed: bool,
         conversation: &str,
+        ask: u64,
         result: Result<RuntimeAnswer, CallError>,
     ) {
-        self.bridge_owed_answered(conversation, &result);
+        let stored = self.bridge_owed_answered(ask, &result);
         let Ok(RuntimeAnswer::Bridge { outcome, rounds }) = result else { return };
-        // The tab still shows the chat that was asked about (not one it moved to since).
-        let Some(scope) = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation) else { return };
-        let key = scope.key();
-        let Some(state) = self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == key) else { return };
+        // The tab still shows the chat that was asked about (not one it moved to since) and
+        // its state is known. Owed results go all the same: after a worker restart (no tab
+        // state) or to another tab showing the chat, nothing else offers them until the
+        // next page report, which an idle chat never sends.
+        let shown = self.bridge_scope(tab).filter(|s| browser_session_ref(s) == conversation);
+        let key = shown.as_ref().map(Scope::key).unwrap_or_default();
+        let (Some(scope), Some(state)) = (shown, self.bridge.tabs.get_mut(&tab).filter(|t| t.scope_key == key)) else {
+            if stored {
+                self.bridge_offer(now);
+            }
+            return;
+        };
         if rounds.is_some() {
             state.rounds = rounds;
         }

@@ -245,11 +245,13 @@ enum Purpose {
         fingerprint: String,
         tab: TabId,
     },
-    /// `bridge.reply` for a reply of `conversation` on `tab`.
+    /// `bridge.reply` for a reply of `conversation` on `tab`; `ask` numbers it (an owed
+    /// reply takes only the answer to its own ask).
     Bridge {
         tab: TabId,
         pressed: bool,
         conversation: String,
+        ask: u64,
     },
     /// `bridge.decide` of a call of `tab`'s approval card.
     BridgeDecide {

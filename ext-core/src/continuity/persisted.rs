@@ -33,6 +33,7 @@ impl Continuity {
             goal_counts: self.goal_counts(),
             inbox_checks: self.inbox_checks.persisted(),
             bridge: self.bridge.book.clone(),
+            recovery_notices: self.recovery.notices.clone(),
         }
     }
 
@@ -69,6 +70,7 @@ impl Continuity {
             goal_counts: &self.goal_counts(),
             inbox_checks: &self.inbox_checks,
             bridge: &self.bridge.book,
+            recovery_notices: &self.recovery.notices,
         }
         .to_value()
     }
@@ -95,7 +97,7 @@ impl Continuity {
         machine.queue = queue::QueueFlow::with_durable(snapshot.queue);
         machine.semantic = semantic::SemanticFlow::with_autos(snapshot.semantic);
         machine.restore_goals(snapshot.goals, snapshot.goal_counts, now);
-        machine.recovery = recovery::RecoveryFlow::with_planners(snapshot.recovery);
+        machine.recovery = recovery::RecoveryFlow::with_planners(snapshot.recovery, snapshot.recovery_notices);
         machine.cards = cards::CardFlow::with_ledger(snapshot.cards);
         machine.withheld_marks = snapshot.withheld_marks;
         machine.journal = journal::JournalFlow::with_book(snapshot.journal);

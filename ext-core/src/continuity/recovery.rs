@@ -166,8 +166,9 @@ pub(super) struct RecoveryFlow {
     /// resend sends again when the waiting turn carries its marker.
     sent: VecMap<String, SentMessage>,
     /// Per tab, the page load whose visible rate-limit notice was counted: a notice that
-    /// stays is one 429, counted when it appears, not at every report while it is shown.
-    notices: VecMap<TabId, String>,
+    /// stays is one 429, counted when it appears, not at every report while it is shown
+    /// (persisted: nor again after a worker restart).
+    pub(super) notices: VecMap<TabId, String>,
 }
 
 /// A message of ours as it was handed to the ledger.
@@ -182,12 +183,13 @@ pub(super) struct SentMessage {
 
 impl RecoveryFlow {
     /// The planners of a restored snapshot: what the old worker recorded as pending may have
-    /// happened and is never repeated (the budgets it spent stay spent).
-    pub(super) fn with_planners(mut planners: VecMap<String, RecoveryPlanner>) -> Self {
+    /// happened and is never repeated (the budgets it spent stay spent); the notices it
+    /// counted are not counted again.
+    pub(super) fn with_planners(mut planners: VecMap<String, RecoveryPlanner>, notices: VecMap<TabId, String>) -> Self {
         for planner in planners.values_mut() {
             planner.restored();
         }
-        Self { planners, ..Self::default() }
+        Self { planners, notices, ..Self::default() }
     }
 
     /// The next tick, if any.
@@ -219,15 +221,27 @@ impl Continuity {
         let Some((key, conversation_id, facts, rate_limited)) = self.recovery_input(tab) else { return };
         // The notice counts once, when it appears on this page load; while it stays, the
         // pacer holds the account again at each cooldown's end (`pacer_timeout`).
-        let appeared = rate_limited && self.recovery.notices.get(&tab) != Some(&facts.page_load);
-        if rate_limited {
-            self.recovery.notices.insert(tab, facts.page_load.clone());
-        } else {
-            self.recovery.notices.remove(&tab);
+        let counted = self.recovery.notices.get(&tab) == Some(&facts.page_load);
+        let appeared = rate_limited && !counted;
+        if rate_limited != counted {
+            if rate_limited {
+                self.recovery.notices.insert(tab, facts.page_load.clone());
+            } else {
+                self.recovery.notices.remove(&tab);
+            }
+            self.persist();
         }
         if appeared && self.cooldown_of_tab(tab).is_none() {
             // ChatGPT's notice: the account's cooldown (every tab of it, every write).
             self.pacer_rate_limited(now, tab, None, crate::request_pacer::CooldownSource::PageNotice);
+        } else if rate_limited && self.cooldown_of_tab(tab).is_none() {
+            // The counted notice still shown with no cooldown running (a worker restarted
+            // after the cooldown's end): held again for the current step, as at that end.
+            if let Some(account) = self.account_of_tab(tab) {
+                self.pacer.pacer.still_limited(&account, now);
+                self.persist();
+                self.sync_schedulers(now);
+            }
         }
         let cooldown = self.cooldown_of_tab(tab);
         let timings = self.recovery.timings;

@@ -932,3 +932,131 @@ fn results_answered_to_a_busy_page_go_when_it_is_idle() {
     drain(&mut c, 6, &results(), &mut log);
     assert_eq!(deliveries(&log), 2, "once confirmed, never again");
 }
+
+// Review 35 M1: after a worker restart the tab's bridge state is gone (only the owed book is
+// restored); the runtime's answer to the owed reply asked again stored its results, then
+// found no tab state and returned: nothing offered them until the next page report, which
+// an idle chat never sends. Now the stored results are offered at once.
+// Failed before: 0 deliveries.
+#[test]
+fn owed_results_asked_again_after_a_worker_restart_go_without_another_page_report() {
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    // The `bridge.reply` is out; the worker restarts before its answer comes.
+    while c.poll().is_some() {}
+    let shown = c.page(TAB).cloned().expect("the page");
+    let mut c = restart(&c, 2);
+    c.handle(2, ContinuityInput::LinkUp);
+    c.handle(2, ContinuityInput::PageReported { tab: TAB, report: shown });
+    drain(&mut c, 2, &results(), &mut log);
+    assert_eq!(requests(&log, "bridge_reply").len(), 1, "{log:?}");
+    assert_eq!(deliveries(&log), 1, "owed results waited for another page report: {log:?}");
+    confirm(&mut c, 3, "bridge:5b0e6c2d9a174f38");
+    drain(&mut c, 3, &results(), &mut log);
+    let page = c.page(TAB).cloned().unwrap_or_else(zai_page);
+    c.handle(4, ContinuityInput::PageReported { tab: TAB, report: page });
+    drain(&mut c, 4, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "once: {log:?}");
+}
+
+// Review 35 L1: the same reply read again (Send tool results reads the page's last turn
+// now) with a text that differs at all dropped the owed entry whose results were on their
+// way and owed them afresh; when that delivery then ended with no evidence either way
+// (abandoned: never typed again on its own) the fresh entry typed the same results again.
+// Now the same message id is the same reply, and an entry on its way is never replaced.
+// Failed before: 2 deliveries.
+#[test]
+fn the_same_reply_read_again_does_not_type_its_results_a_second_time() {
+    use ext_core::continuity::DeliveryOutcome;
+    use ext_core::delivery_ledger::{SUBMITTED_DEADLINE_MS, UNCERTAIN_GIVE_UP_MS};
+    let mut c = zai_world(true);
+    let mut log = Vec::new();
+    ended(&mut c, 1, CALL);
+    drain(&mut c, 1, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    // Send was clicked; whether the page took it is not known.
+    let id = super::continuity::active_id(&c, "bridge:5b0e6c2d9a174f38");
+    c.handle(2, ContinuityInput::DeliveryReport { tab: TAB, id, outcome: DeliveryOutcome::Submitted });
+    // Send tool results reads the reply again: the page renders it a little differently.
+    turn(&mut c, 3, &format!("{CALL}\n"), true);
+    drain(&mut c, 3, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "{log:?}");
+    // The delivery is never seen: uncertain, then abandoned on the idle page.
+    let t = 3 + SUBMITTED_DEADLINE_MS + 1;
+    c.handle_timeout(t);
+    c.handle(t, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, t, &results(), &mut log);
+    let t = t + UNCERTAIN_GIVE_UP_MS + 1;
+    c.handle_timeout(t);
+    drain(&mut c, t, &results(), &mut log);
+    assert!(log.iter().any(|l| l.contains("no_evidence")), "abandoned: {log:?}");
+    c.handle(t + 1, ContinuityInput::PageReported { tab: TAB, report: zai_page() });
+    drain(&mut c, t + 1, &results(), &mut log);
+    c.handle(t + 2, ContinuityInput::LinkDown);
+    c.handle(t + 2, ContinuityInput::LinkUp);
+    drain(&mut c, t + 2, &results(), &mut log);
+    assert_eq!(deliveries(&log), 1, "typed a second time: {log:?}");
+}
+
+// Review 35 L2: an answer to `bridge.reply` was credited to the first owed entry of its
+// chat still asking, whichever reply it answered: the results of a reply asked with Auto
+// off (they wait for Send tool results) were typed in place of the owed reply's, whose own
+// answer then found nothing asking and was lost. Now each answer is matched to its ask.
+// Failed before: the other reply's results typed, the owed ones never.
+#[test]
+fn an_answer_is_credited_only_to_the_owed_reply_it_answers() {
+    let mut c = zai_world(true);
+    let reply = |c: &mut Continuity, now: u64, message_id: &str| {
+        c.handle(
+            now,
+            ContinuityInput::TurnEnded {
+                tab: TAB,
+                user_text: "look at the panes".into(),
+                assistant_text: CALL.into(),
+                user_marker: None,
+                message_id: Some(message_id.into()),
+                user_message_id: None,
+                pressed: false,
+                user_stopped: false,
+            },
+        );
+    };
+    let asks = |c: &mut Continuity| {
+        let mut ids = Vec::new();
+        while let Some(output) = c.poll() {
+            if let ContinuityOutput::Request { id, call: RuntimeCall::BridgeReply { message_id, .. } } = output {
+                ids.push((id, message_id));
+            }
+        }
+        ids
+    };
+    // Reply a1 ends with Auto on: its results are owed. Its answer is slow.
+    reply(&mut c, 1, "message-a1");
+    let owed = asks(&mut c);
+    // Auto off: reply b2 is asked about, its results wait for Send tool results.
+    c.handle(2, ContinuityInput::ToggleAuto { tab: TAB });
+    reply(&mut c, 2, "message-b2");
+    let other = asks(&mut c);
+    c.handle(3, ContinuityInput::ToggleAuto { tab: TAB });
+    while c.poll().is_some() {}
+    assert_eq!((owed.len(), other.len()), (1, 1), "{owed:?} {other:?}");
+    let answer = |id: &str| {
+        Ok(RuntimeAnswer::Bridge {
+            outcome: BridgeOutcome::Results(BridgeResults {
+                delivery_id: id.into(),
+                text: "HERDR_TOOL_RESULTS (1 call)\n{\"call\":1,\"ok\":true}".into(),
+                delivered: false,
+            }),
+            rounds: None,
+        })
+    };
+    let mut log = Vec::new();
+    c.handle(4, ContinuityInput::Answered { id: other[0].0, result: answer("bridge:bbbbbbbbbbbbbbbb") });
+    drain(&mut c, 4, &None, &mut log);
+    c.handle(5, ContinuityInput::Answered { id: owed[0].0, result: answer("bridge:aaaaaaaaaaaaaaaa") });
+    drain(&mut c, 5, &None, &mut log);
+    let typed = |stem: &str| log.iter().filter(|l| l.starts_with(&format!("deliver {stem}/"))).count();
+    assert_eq!(typed("bridge:bbbbbbbbbbbbbbbb"), 0, "results nobody asked to type: {log:?}");
+    assert_eq!(typed("bridge:aaaaaaaaaaaaaaaa"), 1, "the owed results: {log:?}");
+}

@@ -470,3 +470,32 @@ fn check(
         }
     }
 }
+
+// Review 35 L4: which page load's notice was counted lived in memory only; after a worker
+// restart whose persisted cooldown had ended, the notice still on screen counted as a new
+// 429 (one more back-off step per restart). Now it is persisted: the same notice on the same
+// page load holds the account again for the current step, counted once.
+// Failed before: a 60 s cooldown (the second step) and the planner's step 2.
+#[test]
+fn a_notice_still_shown_after_a_worker_restart_is_not_a_new_429() {
+    let (mut c, mut log) = bound_with_auto(true);
+    let notice = PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) };
+    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice.clone() });
+    drain(&mut c, 3_000, &[], &mut log);
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(33_000));
+    // The worker sleeps past the cooldown's end, then starts again; the page reports again.
+    let now = 100_000;
+    let mut c = restart(&c, now);
+    c.handle(now, ContinuityInput::LinkUp);
+    run_until(&mut c, now, &mut log);
+    let shown = c.page(TAB).cloned().unwrap_or_else(idle_page);
+    c.handle(now, ContinuityInput::PageReported { tab: TAB, report: shown });
+    c.handle(now, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice });
+    drain(&mut c, now, &[], &mut log);
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(now + 30_000), "held again for the same step");
+    let steps: Vec<u64> = c.snapshot_value()["recovery"]
+        .as_object()
+        .map(|planners| planners.values().filter_map(|p| p["rate_limit"]["step"].as_u64()).collect())
+        .unwrap_or_default();
+    assert_eq!(steps, [1], "the recovery planner counted the notice once");
+}
