@@ -7,7 +7,9 @@
 // back by id; this file only pairs answers with promises and turns a failure into an Error
 // whose text is the locale's `companionCall_<code>` (the code is the core's). `watch()`
 // asks for `companion_state {connected, status}` (and, in the side panel, the Herdr
-// stream's events as `companion_event {event, data}`).
+// stream's events as `companion_event {event, data}`). The worker stops when idle (MV3) and
+// its ports close: `panelPort` connects again after a short backoff (which wakes it), asks
+// `companion_watch` again and fails only the calls waiting at that moment.
 import './contracts.js';
 import { message } from './page-dom.js';
 
@@ -42,12 +44,10 @@ export class CompanionClient {
     this.next = 1;
     this.watchers = [];
     this.state = null; // [connected, reason] as last told
-    this.closedReason = null;
   }
 
   /** The companion's `result` of `method`, or an Error that says why there is none. */
   call(method, params = {}) {
-    if (this.closedReason !== null) return Promise.reject(new Error(this.closedReason));
     const id = String(this.next++);
     const request = { type: TO_WORKER.companion_call, id, method, params };
     if (new TextEncoder().encode(JSON.stringify(request)).length > MAX_BYTES) {
@@ -101,20 +101,64 @@ export class CompanionClient {
     }
   }
 
-  /** The port closed: every waiting call fails with `reason`, and so does every later one. */
-  closed(reason) {
-    this.closedReason = reason;
+  /** The port closed: every waiting call fails with `reason` (a later one goes on the next
+   * port; until there is one it fails the same way). */
+  dropped(reason) {
     for (const { reject } of this.pending.values()) reject(new Error(reason));
     this.pending.clear();
     this.tell(false, reason);
   }
+
+  /** A new port: the watch is asked for again (its state and events come anew). */
+  reconnected() {
+    if (this.watchers.length > 0) this.post({ type: TO_WORKER.companion_watch });
+  }
+}
+
+// The first reconnect waits this long, each next one twice as long up to the last (a
+// message from the worker starts again from the first).
+const RECONNECT_MS = [250, 500, 1_000, 2_000];
+
+/** A `panel` port to the worker that connects again whenever it closes, and its client:
+ * `{client, post}`. A message that is not the client's goes to `onMessage`; `onConnect(post)`
+ * runs on each new port after the watch is asked again (the side panel's `panel_hello`).
+ * `post` throws, with the reason, between a close and the next port. */
+export function panelPort({ onMessage = () => {}, onConnect = () => {} } = {}) {
+  const closedText = message('companionCallPortClosed');
+  let port = null;
+  let attempt = 0;
+  const post = (command) => {
+    if (!port) throw new Error(closedText);
+    port.postMessage(command);
+  };
+  const client = new CompanionClient(post);
+  const connect = () => {
+    try {
+      port = chrome.runtime.connect({ name: PORTS.panel });
+    } catch (error) {
+      // The extension was reloaded or removed: this page's context is gone for good.
+      port = null;
+      client.dropped(`${closedText} (${error?.message ?? error})`);
+      return;
+    }
+    port.onMessage.addListener((received) => {
+      attempt = 0;
+      if (!client.received(received)) onMessage(received);
+    });
+    port.onDisconnect.addListener(() => {
+      port = null;
+      client.dropped(closedText);
+      setTimeout(connect, RECONNECT_MS[Math.min(attempt, RECONNECT_MS.length - 1)]);
+      attempt += 1;
+    });
+    client.reconnected();
+    onConnect(post);
+  };
+  connect();
+  return { client, post };
 }
 
 /** A `panel` port of its own and its client (the options page, which shows no view). */
 export function companionPort() {
-  const port = chrome.runtime.connect({ name: PORTS.panel });
-  const client = new CompanionClient((request) => port.postMessage(request));
-  port.onMessage.addListener((received) => client.received(received));
-  port.onDisconnect.addListener(() => client.closed(message('companionCallPortClosed')));
-  return client;
+  return panelPort().client;
 }

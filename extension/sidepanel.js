@@ -11,11 +11,11 @@ import './contracts.js';
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
 import { mountToolAudit } from './tool-audit.js';
-import { CompanionClient } from './companion-client.js';
+import { panelPort } from './companion-client.js';
 import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
 
 // The port's name and message types (generated from Rust: protocol/src/port.rs).
-const { ports: PORTS, messages: { panel_to_worker: TO_WORKER, worker_to_panel: FROM_WORKER } } = globalThis.herdrContracts;
+const { messages: { panel_to_worker: TO_WORKER, worker_to_panel: FROM_WORKER } } = globalThis.herdrContracts;
 
 // ---- The shapes the worker sends. Extra fields are allowed (the panel's HUD view may
 // carry the continuity part the content script shows); a missing or mistyped one is not.
@@ -335,12 +335,13 @@ startPage((app) => {
   };
   app.append(regions.start, regions.hud, regions.status, regions.panel, regions.live, regions.activity, regions.audit, diagnostics);
   const activity = mountActivity(regions.activity);
-  const port = chrome.runtime.connect({ name: PORTS.panel });
-  const post = (command) => port.postMessage(command);
   // The live Herdr tree, the Pinned Target and the tools' audit log read the companion
-  // through this port (the worker's one companion connection, companion-client.js).
-  const companion = new CompanionClient(post);
-  port.onDisconnect.addListener(() => companion.closed(message('companionCallPortClosed')));
+  // through this port (the worker's one companion connection, companion-client.js); it
+  // connects again when the worker stops, and says hello for its tab on each connection.
+  const { client: companion, post } = panelPort({
+    onMessage: (received) => shown(received),
+    onConnect: (send) => send({ type: TO_WORKER.panel_hello, tab_id: tabFromLocation() }),
+  });
   mountLiveTree(regions.live, companion);
   mountToolAudit(regions.audit, companion);
   // Message type → its shape, the region it replaces and the renderer of that region.
@@ -356,8 +357,7 @@ startPage((app) => {
     },
   };
 
-  port.onMessage.addListener((received) => {
-    if (companion.received(received)) return;
+  function shown(received) {
     const type = object(received) && string(received.type) ? received.type : '?';
     const renderer = Object.hasOwn(RENDERERS, type) ? RENDERERS[type] : null;
     const region = renderer?.region ?? regions.status;
@@ -370,6 +370,5 @@ startPage((app) => {
     region.replaceChildren(...renderer.render(received, post, region));
     if (region === regions.diagnostics) unfoldOnProblem();
     if (type === FROM_WORKER.panel) activity.scope(received.view.tab?.scope_key ?? null);
-  });
-  post({ type: TO_WORKER.panel_hello, tab_id: tabFromLocation() });
+  }
 });

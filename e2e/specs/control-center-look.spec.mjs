@@ -112,7 +112,7 @@ const WORKER_MESSAGES = [
 // Runs in the page before its scripts: the stand-in chrome API — the panel port (worker,
 // relaying the companion's answers), chrome.storage and chrome.i18n.
 function installChrome({ messages, storedLocal, companion }) {
-  const herdr = { local: { ...storedLocal }, listeners: [], storageListeners: [] };
+  const herdr = { local: { ...storedLocal }, listeners: [], storageListeners: [], posted: [], connects: 0, disconnects: [] };
   window.__herdr = herdr;
   const getMessage = (key, substitutions = []) => {
     const entry = messages[key];
@@ -127,10 +127,12 @@ function installChrome({ messages, storedLocal, companion }) {
     'herdr.panes': { panes: companion.panes },
     'tools.audit': { entries: companion.audit },
     'retention.get': companion.retention,
+    'retention.set': companion.retention,
   };
   const toPages = (value) => setTimeout(() => herdr.listeners.forEach((listener) => listener(value)), 0);
   herdr.emit = (event, data) => toPages({ type: 'companion_event', event, data });
   const relay = (request) => {
+    herdr.posted.push(JSON.parse(JSON.stringify(request)));
     if (request?.type === 'companion_watch') {
       toPages({ type: 'companion_state', connected: true, status: { key: 'companionConnected', substitutions: ['0.1.0'], tone: 'good' } });
     }
@@ -141,16 +143,27 @@ function installChrome({ messages, storedLocal, companion }) {
       for (const [paneId, tail] of Object.entries(companion.output)) herdr.emit('agent_output', { pane_id: paneId, tail });
     }
   };
+  // The worker stopped (MV3 stops an idle one): every port disconnects, its listeners
+  // hear nothing more.
+  herdr.stopWorker = () => {
+    const disconnects = herdr.disconnects.splice(0);
+    herdr.listeners.length = 0;
+    herdr.posted.length = 0;
+    disconnects.forEach((listener) => listener());
+  };
   window.chrome = {
     i18n: { getMessage },
     runtime: {
       getManifest: () => ({ version: '0.1.0' }),
       sendMessage: async (request) => (request.type === 'profile_get' ? companion.profiles[request.site] : undefined),
-      connect: () => ({
-        postMessage: relay,
-        onMessage: { addListener: (listener) => herdr.listeners.push(listener) },
-        onDisconnect: { addListener: () => {} },
-      }),
+      connect: () => {
+        herdr.connects += 1;
+        return {
+          postMessage: relay,
+          onMessage: { addListener: (listener) => herdr.listeners.push(listener) },
+          onDisconnect: { addListener: (listener) => herdr.disconnects.push(listener) },
+        };
+      },
     },
     storage: {
       sync: { get: async (defaults) => ({ ...defaults }), set: async () => {} },
@@ -354,5 +367,33 @@ test.describe('Control Center look (issue 28)', () => {
     await page.keyboard.press('Enter');
     await expect(page.locator('section.diagnostics details')).toHaveAttribute('open', '');
     await expect(page.locator('[data-diagnostics] button[data-copy-diagnostics]')).toBeVisible();
+  });
+});
+
+// Review 35 M3: the worker stops (idle, or the companion unreachable) and its ports close;
+// an open options page or side panel connects again and works as before.
+test.describe('extension pages after a worker stop', () => {
+  test('the options page connects again: its storage limits load and save', async () => {
+    const page = await optionsPage();
+    await page.evaluate(() => window.__herdr.stopWorker());
+    await expect.poll(() => page.evaluate(() => window.__herdr.connects), 'a new port').toBe(2);
+    const save = page.locator('#retentionSave');
+    await expect(save).toBeEnabled();
+    await expect(page.locator('#retentionState')).toBeEmpty();
+    await page.locator('input#retention-inbox_days').fill('7');
+    await save.click();
+    await expect(page.locator('#retentionStatus')).toHaveText(messagesOf('en').optionRetentionSaved.message);
+  });
+
+  test('the side panel connects again: it says hello for its tab, watches, and its live tree is up', async () => {
+    const page = await boundPanel();
+    await page.evaluate(() => window.__herdr.stopWorker());
+    await expect.poll(() => page.evaluate(() => window.__herdr.connects), 'a new port').toBe(2);
+    await expect.poll(() => page.evaluate(() => window.__herdr.posted.map((m) => m.type).filter((t) => t !== 'companion_call')))
+      .toEqual(['companion_watch', 'panel_hello']);
+    expect(await page.evaluate(() => window.__herdr.posted.find((m) => m.type === 'panel_hello').tab_id)).toBe(7);
+    await expect(page.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up');
+    await expect(page.locator('[data-tree-pane]')).toHaveCount(PANES.length);
+    await expect(page.locator('[data-audit-entry]')).toHaveCount(AUDIT.length);
   });
 });

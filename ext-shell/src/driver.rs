@@ -270,10 +270,11 @@ impl LinkDriver {
                     Ok(value) => value,
                     Err(error) => return js::warn(&WireError::UnknownShape(error).to_string()),
                 };
+                let read = wire::inbound(&value);
                 // A watching side panel is also sent the stream's events (the worker picks which).
-                let watched = if this.borrow().worker.watches_stream() { wire::stream_event(&value) } else { None };
+                let watched = if this.borrow().worker.watches_stream() { wire::stream_event(&value, &read) } else { None };
                 let input =
-                    match wire::inbound(&value) {
+                    match read {
                         Ok(Inbound::Link(message)) => Some(WorkerInput::LinkMessage { port, message }),
                         // Read against the call it answers; an answer no call waits for is dropped.
                         Ok(Inbound::CallAnswer { id, outcome }) => this.borrow().worker.call_on_wire(id).map(|call| {

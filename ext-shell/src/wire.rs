@@ -219,9 +219,14 @@ pub enum PageMessage {
     Action(ActionId),
 }
 
-/// A stream event's name and data (for a watching side panel, `ext_core::worker::calls`);
-/// `None` for anything else or an event name the protocol does not know.
-pub fn stream_event(value: &Value) -> Option<(EventName, Value)> {
+/// A stream event's name and data (for a watching side panel, `ext_core::worker::calls`),
+/// only of an event [`inbound`] read (`read`): one it refused, or could not read within
+/// `ext_core::limits` (an id over its cap: `Unused`), is relayed to no page either. `None`
+/// for anything else or an event name the protocol does not know.
+pub fn stream_event(value: &Value, read: &Result<Inbound<'_>, WireError>) -> Option<(EventName, Value)> {
+    if !matches!(read, Ok(Inbound::Continuity(_))) {
+        return None;
+    }
     let name = EventName::parse(value.get("event")?.as_str()?).ok()?;
     Some((name, value.get("data").cloned().unwrap_or(Value::Null)))
 }

@@ -30,7 +30,7 @@ pub(super) struct Page {
     pub(super) port: PortId,
     /// The page's URL, once reported.
     pub(super) url: Option<String>,
-    /// The tab of a content-script port; `None` for panels.
+    /// The tab of a content-script port; `None` for panels (even one opened in a tab).
     pub(super) tab: Option<TabId>,
     /// A side-panel port.
     panel: bool,
@@ -75,6 +75,10 @@ pub fn panel_diagnostics_message(tab: Option<TabId>, diagnostics: Option<&Value>
 
 impl Worker {
     pub(super) fn port_connected(&mut self, port: PortId, tab: Option<TabId>, panel: bool, url: &str) {
+        // The tab bookkeeping (the active tab, a tab's newest port, `PageGone`) is the content
+        // scripts' only: an extension page opened in a tab (the options page, `open_in_tab`)
+        // has `sender.tab` but is no chat page of that tab.
+        let tab = tab.filter(|_| !panel);
         let mut site = None;
         let extension = if panel { ExtensionPage::of_url(url) } else { ExtensionPage::Other };
         if !panel {

@@ -968,3 +968,42 @@ fn the_options_page_is_sent_no_view() {
     let out = shell.feed(WorkerInput::PortConnected { port: 3, tab: None, panel: true, url: SIDE_PANEL_URL.into() });
     assert!(!typed(&out, 3, "panel").is_empty(), "a side panel is: {out:?}");
 }
+
+/// Review 35 M2: the options page opened in a tab (`options_ui.open_in_tab`) has a panel
+/// port with `sender.tab`; the tab bookkeeping is the content scripts' only. Activating
+/// its tab does not move the side panel, a delivery goes to the chat page of the tab, and
+/// the chat page closing while the options port is open is the tab gone for continuity.
+#[test]
+fn the_options_page_in_a_tab_is_not_that_tabs_page() {
+    let mut shell = Shell::new();
+    shell.start();
+    shell.feed(WorkerInput::PortConnected { port: 1, tab: Some(3), panel: false, url: url() });
+    shell.page(1, PageInput::Facts { url: url(), report: None });
+    shell.feed(WorkerInput::PortConnected { port: 2, tab: None, panel: true, url: SIDE_PANEL_URL.replace("?tab=1", "") });
+    shell.feed(WorkerInput::PortConnected { port: 5, tab: Some(9), panel: true, url: OPTIONS_URL.into() });
+    let out = shell.feed(WorkerInput::TabActivated { tab: 9 });
+    assert!(typed(&out, 2, "panel").is_empty(), "the panel still shows tab 3: {out:?}");
+    assert!(typed(&out, 2, "diagnostics").iter().all(|m| m["tab_id"] == 3), "{out:?}");
+
+    // A chat page in tab 9, then the options page opened there again before its close.
+    shell.feed(WorkerInput::PortConnected { port: 4, tab: Some(9), panel: false, url: url() });
+    shell.page(4, PageInput::Facts { url: url(), report: Some(idle("load-9")) });
+    let workspace = CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() };
+    shell.page(2, PageInput::Command(PortCommand::Bind { tab_id: 9, workspace }));
+    shell.feed(WorkerInput::PortClosed { port: 5 });
+    shell.feed(WorkerInput::PortConnected { port: 6, tab: Some(9), panel: true, url: OPTIONS_URL.into() });
+    let out = shell.page(4, PageInput::Command(PortCommand::HudAction("continue")));
+    let token = out
+        .iter()
+        .find_map(|o| match o {
+            WorkerOutput::StorageWrite { token, key, .. } if *key == STORAGE_KEY && *token != 0 => Some(*token),
+            _ => None,
+        })
+        .expect("the snapshot naming the delivery is written");
+    let out = shell.feed(WorkerInput::Stored { token, outcome: Ok(Value::Null) });
+    assert_eq!(typed(&out, 4, "deliver").len(), 1, "the delivery goes to tab 9's chat page: {out:?}");
+    assert!(posts_to(&out, 6).is_empty(), "nothing is posted to the options page: {out:?}");
+
+    shell.feed(WorkerInput::PortClosed { port: 4 });
+    assert!(shell.worker.continuity().page(9).is_none(), "tab 9's chat page closed: PageGone");
+}

@@ -105,6 +105,14 @@ fn answer_of(
 }
 
 pub fn runtime_messages_parse_into_core_types() {
+    // Review 35 L5: a watching side panel is relayed only the stream events `inbound` read
+    // (the same caps as the continuity machine's): an id over its cap is relayed to no page.
+    let output = |pane_id: String| json!({"event": "agent_output", "data": {"workspace_id": "w1", "pane_id": pane_id, "tail": "ok", "seq": 4, "boot_id": "b1"}});
+    let relayed = |value: serde_json::Value| wire::stream_event(&value, &wire::inbound(&value)).map(|(name, _)| name.as_str());
+    assert_eq!(relayed(output("w1:p1".into())), Some("agent_output"));
+    assert_eq!(relayed(output("p".repeat(ext_core::limits::MAX_ID_CHARS + 1))), None, "over the id cap");
+    assert_eq!(relayed(json!({"event": "pane_upsert", "data": {"pane_id": "w1:p1"}})), None, "not a stored event (no seq)");
+    assert_eq!(relayed(json!({"event": "herdr_state", "data": {"herdr": {"state": "bogus"}}})), None, "refused by inbound");
     assert_eq!(
         link_message(&hello_answer("hello-1", 2)),
         Ok(RuntimeMessage::HelloAnswer {
