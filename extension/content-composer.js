@@ -319,13 +319,15 @@
     status.dataset.tone = tone;
   };
   // The worker could not read its stored state at start (worker.js strict start): said in
-  // the status line until the worker reports it could (`error: null`).
-  const startProblem = (error) => {
+  // the status line until the worker reports it could (`error: null`). `failed`: the start
+  // itself failed, for good in this worker life (`startFailed`: reload or reinstall).
+  const startProblem = (error, failed) => {
     if (typeof error === 'string' && error) {
-      showNotice(text('startProblem', [error]), 'bad');
-      status.dataset.key = 'startProblem';
+      const key = failed === true ? 'startFailed' : 'startProblem';
+      showNotice(text(key, [error]), 'bad');
+      status.dataset.key = key;
       host.dataset.startProblem = 'yes';
-    } else if (status.dataset.key === 'startProblem') {
+    } else if (status.dataset.key === 'startProblem' || status.dataset.key === 'startFailed') {
       status.textContent = '';
       delete status.dataset.key;
       delete host.dataset.startProblem;

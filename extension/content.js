@@ -23,7 +23,7 @@
     if (message?.type === FROM_WORKER.recovery_reload) location.reload();
     if (message?.type === FROM_WORKER.recovery_retry) clickRetry();
     if (message?.type === FROM_WORKER.card_allow) cardAllow(message);
-    if (message?.type === FROM_WORKER.start_problem) startProblem(message.error);
+    if (message?.type === FROM_WORKER.start_problem) startProblem(message.error, message.failed);
     if (message?.type === FROM_WORKER.round_trip_result) {
       status.textContent = text(message.status.key, message.status.substitutions);
       status.dataset.key = message.status.key;

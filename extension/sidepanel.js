@@ -69,11 +69,13 @@ function hudView({ view }, post) {
 /** The answer to a round-trip test, in the status region. */
 /**
  * The worker could not read its stored state at start (`start_problem {error}`): nothing is
- * saved until it can, and it tries again by itself; `error: null` once it could.
+ * saved until it can, and it tries again by itself; `error: null` once it could. With
+ * `failed: true` the start itself failed, for good in this worker life (`startFailed`).
  */
-function startProblemView({ error }, _post, region) {
+function startProblemView({ error, failed }, _post, region) {
   region.toggleAttribute('data-start-problem', Boolean(error));
-  return error ? [element('p', 'line tone-bad', { role: 'alert', 'data-key': 'startProblem' }, message('startProblem', [error]))] : [];
+  const key = failed === true ? 'startFailed' : 'startProblem';
+  return error ? [element('p', 'line tone-bad', { role: 'alert', 'data-key': key }, message(key, [error]))] : [];
 }
 
 function roundTrip({ status }, _post, region) {
@@ -348,7 +350,7 @@ startPage((app) => {
   const RENDERERS = {
     [FROM_WORKER.hud]: { shape: record({ view: HUD_VIEW }), region: regions.hud, render: hudView },
     [FROM_WORKER.round_trip_result]: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
-    [FROM_WORKER.start_problem]: { shape: record({ error: optional(string) }), region: regions.start, render: startProblemView },
+    [FROM_WORKER.start_problem]: { shape: record({ error: optional(string), failed: optional(flag) }), region: regions.start, render: startProblemView },
     [FROM_WORKER.panel]: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
     [FROM_WORKER.diagnostics]: {
       shape: record({ diagnostics: optional(PAGE_DIAGNOSTICS), fact_order: list(string) }),

@@ -29,7 +29,11 @@ globalThis.herdrActivity = recordActivity;
 // so no persist can overwrite bindings, Auto, the delivery ledger, the journal outbox or
 // transfers with an empty state. It is tried again with a growing delay (START_RETRY_MS,
 // the last one repeated), and every page and side panel connected meanwhile is told why
-// (`start_problem {error}`; `error: null` once the state is read).
+// (`start_problem {error}`; `error: null` once the state is read). A start that fails
+// itself (the wasm does not load, or `start_worker` refuses, e.g. without
+// crypto.getRandomValues) is final for this worker life: `startFailed` keeps why, and every
+// waiting port and every later one gets `start_problem {error, failed: true}` (fail closed,
+// said why; the page shows `startFailed`, no retry text).
 const START_RETRY_MS = [1000, 2000, 5000, 10000, 30000];
 const stored = (area, keys) => {
   const store = chrome.storage?.[area];
@@ -41,9 +45,11 @@ const stored = (area, keys) => {
 };
 let startProblem = null; // why the last start read failed; null while none failed or once started
 let started = false;
+let startFailed = null; // why the start itself failed (final); null unless it did
 const waitingPorts = new Set(); // ports connected before the start: told of a start problem
 const tellStartProblem = (port) => {
-  try { port.postMessage({ type: MESSAGES.worker_to_page.start_problem, error: startProblem }); } catch { waitingPorts.delete(port); }
+  const message = startFailed === null ? { error: startProblem } : { error: startFailed, failed: true };
+  try { port.postMessage({ type: MESSAGES.worker_to_page.start_problem, ...message }); } catch { waitingPorts.delete(port); }
 };
 const readStart = async (localKeys, syncKeys) => {
   for (let attempt = 0; ; attempt += 1) {
@@ -99,7 +105,11 @@ const ready = init().then(async () => {
   }
   waitingPorts.clear();
 });
-ready.catch((error) => console.error('herdr-continuity: the wasm shell failed to start:', error));
+ready.catch((error) => {
+  console.error('herdr-continuity: the wasm shell failed to start:', error);
+  startFailed = (error instanceof Error ? error.message : String(error ?? '')) || 'unknown error';
+  for (const port of waitingPorts) tellStartProblem(port);
+});
 
 const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
 
@@ -108,7 +118,7 @@ chrome.runtime.onConnect.addListener((port) => {
   if (!started) {
     waitingPorts.add(port);
     port.onDisconnect.addListener(() => waitingPorts.delete(port));
-    if (startProblem !== null) tellStartProblem(port);
+    if (startProblem !== null || startFailed !== null) tellStartProblem(port);
   }
   const first = firstPort;
   firstPort = false;
@@ -236,8 +246,8 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   const answer = (async () => {
     if (!optionsPage(sender)) return { ok: false, problem: 'refused: only the extension\'s options page may read or change site profiles' };
     if (typeof message.site !== 'string') return { ok: false, problem: `no site named: choose ${globalThis.herdrContracts.profiles.sites.join(', ')}` };
-    await ready;
-    if (!started) return { ok: false, problem: `the extension has not started: ${startProblem ?? 'try again in a moment'}` };
+    await ready.catch(() => {});
+    if (!started) return { ok: false, problem: `the extension has not started: ${startFailed ?? startProblem ?? 'try again in a moment'}` };
     if (message.type === PROFILE_GET) return shell.profile_get(message.site);
     if (message.type === PROFILE_RESET) return storeProfiles(() => shell.profile_reset(message.site));
     if (typeof message.text !== 'string') return { ok: false, problem: 'the file is not text: choose a profile JSON file' };

@@ -76,7 +76,9 @@ const PAGE_OWN: &[(&str, &str, usize, &str)] = &[
     ("content-hud.js", "hudPromptNotCopied", 1, "the clipboard's answer"),
     ("content-hud.js", "bad", 2, "the tone of a refused press and of a failed copy"),
     // The worker's start error, said in the status line until it is gone.
-    ("content-composer.js", "startProblem", 3, "the status line's key of the start error"),
+    ("content-composer.js", "startProblem", 2, "the status line's key of the start error"),
+    // The start itself failed (worker.js `startFailed`): the core never ran, so the page says it.
+    ("content-composer.js", "startFailed", 2, "the status line's key of the failed start"),
     ("content-composer.js", "bad", 2, "the tone of the composer notice and of the start error"),
 ];
 
