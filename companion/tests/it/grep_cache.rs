@@ -294,11 +294,9 @@ fn running_calls_keep_at_most_the_budget() {
     assert_eq!(search(&cache, &roots, &req1), fresh1);
 }
 
-/// Another call's kept bytes leave too little room for even this call's listing: the walk
-/// is not stored, so the budget is never passed (it was: the listing went in beside them;
-/// the race above showed it as two calls holding 42 034 of 30 000 B).
-#[test]
-fn a_listing_that_does_not_fit_beside_a_running_call_is_not_stored() {
+/// A world with 40 more files of 1 000 bytes each that all match, its roots, the search and
+/// what a search with an empty cache answers.
+fn forty_kilobyte_files() -> (World, Roots, GrepRequest, Value) {
     let w = world();
     for i in 0..40 {
         std::fs::write(w.root.join(format!("docs/f{i:02}.txt")), format!("{}needle {i}\n", "x".repeat(990))).expect("write");
@@ -307,6 +305,15 @@ fn a_listing_that_does_not_fit_beside_a_running_call_is_not_stored() {
     let roots = Roots::new([w.root.clone()], []);
     let req = request(&w.root, "needle");
     let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    (w, roots, req, fresh)
+}
+
+/// Another call's kept bytes leave too little room for even this call's listing: the walk
+/// is not stored, so the budget is never passed (it was: the listing went in beside them;
+/// the race above showed it as two calls holding 42 034 of 30 000 B).
+#[test]
+fn a_listing_that_does_not_fit_beside_a_running_call_is_not_stored() {
+    let (w, roots, req, fresh) = forty_kilobyte_files();
     let budget = 30_000;
     let cache = TreeCache::new(budget, Duration::ZERO);
     assert!(cache.keep(budget - 100), "another running call holds nearly the whole budget");
@@ -465,14 +472,7 @@ proptest! {
 /// stays within what that call leaves.
 #[test]
 fn a_refresh_keeps_only_what_fits_beside_a_running_call() {
-    let w = world();
-    for i in 0..40 {
-        std::fs::write(w.root.join(format!("docs/f{i:02}.txt")), format!("{}needle {i}\n", "x".repeat(990))).expect("write");
-    }
-    tick(&w.probe);
-    let roots = Roots::new([w.root.clone()], []);
-    let req = request(&w.root, "needle");
-    let fresh = search(&TreeCache::new(0, Duration::ZERO), &roots, &req);
+    let (w, roots, req, fresh) = forty_kilobyte_files();
     let budget = 60_000;
     let other = 30_000;
     let cache = TreeCache::new(budget, Duration::ZERO);
