@@ -313,7 +313,7 @@ fn forty_kilobyte_files() -> (World, Roots, GrepRequest, Value) {
 /// the race above showed it as two calls holding 42 034 of 30 000 B).
 #[test]
 fn a_listing_that_does_not_fit_beside_a_running_call_is_not_stored() {
-    let (w, roots, req, fresh) = forty_kilobyte_files();
+    let (_world, roots, req, fresh) = forty_kilobyte_files();
     let budget = 30_000;
     let cache = TreeCache::new(budget, Duration::ZERO);
     assert!(cache.keep(budget - 100), "another running call holds nearly the whole budget");
