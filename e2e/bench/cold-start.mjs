@@ -42,7 +42,6 @@ export const COLD_START_TARGET_MS = 30;
 /** A connect that reached the worker later than this after its script ran did not start it. */
 const STARTED_BY_CONNECT_MS = 250;
 const CACHE = process.env.BENCH_COLD_CACHE ?? '';
-if (!['', 'warm', 'none'].includes(CACHE)) throw new Error(`BENCH_COLD_CACHE is '${CACHE}'; set it to 'warm' or 'none', or unset it`);
 /** How long the first life idles with BENCH_COLD_CACHE=warm (V8 writes the entry ~2 s after its first optimized function). */
 const WARM_MS = 4_000;
 const TRACE = process.env.BENCH_COLD_TRACE === '1';
@@ -235,10 +234,10 @@ async function wasmTrace(context) {
 }
 
 /** One cold start: stop, wait for the page's reconnect to start the worker, read the figures. */
-async function coldStart(context, page, stopper, oldOrigin) {
-  const endTrace = TRACE ? await wasmTrace(context) : null;
+async function coldStart(context, page, stopper, oldOrigin, { cache, trace }) {
+  const endTrace = trace ? await wasmTrace(context) : null;
   await page.evaluate(() => { globalThis.__herdrBenchRenders = []; globalThis.__herdrBenchFacts = []; });
-  if (CACHE === 'none') await stopper.clearCache();
+  if (cache === 'none') await stopper.clearCache();
   await stopper.stop();
   // The page is watched first and the worker read only once the page took a view: every read
   // of the worker's marks (`worker.evaluate`) runs a DevTools task on its main thread, and
@@ -262,9 +261,10 @@ async function coldStart(context, page, stopper, oldOrigin) {
 /**
  * Runs `runs` cold starts and prints the tables with `table(title, header, rows)`; returns
  * the runs' figures. `sandbox` (the smoke test's) is used and left open when given; `say`
- * prints the summary lines.
+ * prints the summary lines; `cache` and `trace` are BENCH_COLD_CACHE's and BENCH_COLD_TRACE's.
  */
-export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sandbox: given = null, say = console.log }) {
+export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sandbox: given = null, say = console.log, cache = CACHE, trace = TRACE }) {
+  if (!['', 'warm', 'none'].includes(cache)) throw new Error(`BENCH_COLD_CACHE is '${cache}'; set it to 'warm' or 'none', or unset it`);
   const sandbox = given ?? new Sandbox({ autostart: false });
   try {
     const { context, worker } = await continuityWorld(sandbox);
@@ -272,15 +272,15 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     await watchRenders(page);
     const stopper = await workerStopper(context, page);
     let origin = (await workerLife(context))?.origin ?? 0;
-    if (CACHE === 'warm') {
-      const endTrace = TRACE ? await wasmTrace(context) : null;
+    if (cache === 'warm') {
+      const endTrace = trace ? await wasmTrace(context) : null;
       await sleep(WARM_MS);
       if (endTrace) say(`BENCH_COLD_CACHE=warm: the first life wrote a wasm code cache entry while it idled ${WARM_MS} ms: ${(await endTrace()).cacheWritten ? 'yes' : 'no'}`);
     }
     const runs = [];
     let other = 0;
     while (runs.length < wanted) {
-      const run = await coldStart(context, page, stopper, origin);
+      const run = await coldStart(context, page, stopper, origin, { cache, trace });
       origin = run.origin;
       if (run.byConnect) runs.push(run);
       else if (++other > wanted) throw new Error(`cold start bench: ${other} worker starts were not the page's connect (an alarm or another event woke it first)`);
@@ -293,7 +293,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
       return [what, ms(quantile(sorted, 0.5)), ms(quantile(sorted, 0.95)), ms(sorted[0]), ms(sorted[sorted.length - 1])];
     };
     const m = (run, name) => run.marks[name] ?? NaN;
-    const life = { warm: 'the wasm code cache written before the runs', none: 'the caches cleared before each stop', '': 'the wasm code cache as earlier lives left it' }[CACHE];
+    const life = { warm: 'the wasm code cache written before the runs', none: 'the caches cleared before each stop', '': 'the wasm code cache as earlier lives left it' }[cache];
     table(
       `service worker cold start → first HUD view (${runs.length} runs, ${life}; ${other} starts by another event not counted): steps from the worker's performance.timeOrigin`,
       ['step (ends at)', 'p50', 'p95', 'min', 'max'],
@@ -325,7 +325,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     // the worker opened the native port (companionStarting), not after.
     const said = [...new Set(runs.map((r) => r.companion))].join(', ');
     say(`the first view's companion line: ${said}`);
-    if (TRACE) {
+    if (trace) {
       const traced = runs.filter((r) => r.wasm.traced);
       const count = (f) => traced.filter((r) => f(r.wasm)).length;
       const lazy = (f) => traced.map((r) => f(r.wasm)).sort((a, b) => a - b);
