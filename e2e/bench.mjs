@@ -18,7 +18,8 @@
 // worker's first view, p50 / p95 over BENCH_COLD_RUNS (20) starts next to the target (p50
 // ≤ 30 ms) with PASS / OVER, split into steps by the worker's User Timing marks.
 // BENCH_ONLY=cold-start runs only that part; BENCH_COLD_PROFILE=1 adds a CPU profile of one
-// more start.
+// more start; BENCH_COLD_CACHE=warm|none runs every start with / without V8's wasm code cache
+// entry (unset: as earlier lives left it); BENCH_COLD_TRACE=1 says which starts read it.
 //
 // Content script cost (e2e/bench/content-cost.mjs, issue 28): the extension's own
 // main-thread CPU time per streamed token (a devtools.timeline trace of the page: the thread

@@ -19,6 +19,19 @@
 // BENCH_COLD_RUNS (20) runs; p50 / p95 next to the target (p50 ≤ 30 ms) with PASS / OVER.
 // BENCH_ONLY=cold-start runs only this part; BENCH_COLD_PROFILE=1 adds a CPU profile of one
 // more start (where the worker's own time goes). Nothing here asserts a time.
+// V8's wasm code cache: Chrome streams the wasm from `chrome-extension://` with a code cache.
+// V8 writes the module's entry about 2 s after a life's first optimized function
+// (`--wasm-caching-timeout-ms`); a later start deserializes it and compiles the functions that
+// life had run on background threads, not lazily on the main thread at their first call. A life
+// this bench stops at once is too short to write it, so whether a run finds an entry depends on
+// the lives before it. BENCH_COLD_CACHE=warm: the first life idles WARM_MS before the runs, so
+// every run finds its entry (as a start after Chrome stopped a worker idle for 30 s);
+// BENCH_COLD_CACHE=none: the browser's caches are cleared before each stop, so no run finds
+// one (as the first start after an install or update). Unset: neither (the entry is whatever
+// earlier lives left). BENCH_COLD_TRACE=1 traces each start (category v8.wasm, browser-wide)
+// and says how many read an entry and how many functions the main thread compiled lazily
+// (each life runs in a new renderer, which joins the trace as it starts: a start whose
+// streaming compile is missing from the trace is counted as not traced).
 import { CHATS, continuityWorld, openAndBind } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { HUD_HOST } from '../lib/hud.mjs';
@@ -28,6 +41,10 @@ const RUNS = Math.max(1, Number(process.env.BENCH_COLD_RUNS ?? 20));
 export const COLD_START_TARGET_MS = 30;
 /** A connect that reached the worker later than this after its script ran did not start it. */
 const STARTED_BY_CONNECT_MS = 250;
+const CACHE = process.env.BENCH_COLD_CACHE ?? '';
+/** How long the first life idles with BENCH_COLD_CACHE=warm (V8 writes the entry ~2 s after its first optimized function). */
+const WARM_MS = 4_000;
+const TRACE = process.env.BENCH_COLD_TRACE === '1';
 const MARKS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:page-connected'];
 const PLAIN_CHAT = CHATS.find((chat) => !chat.project);
 
@@ -91,6 +108,7 @@ async function workerStopper(context, page) {
       for (const versionId of versions.keys()) await cdp.send('ServiceWorker.stopWorker', { versionId }).catch(() => {});
       await until('the worker stopped', () => [...versions.values()].every((status) => status === 'stopped'));
     },
+    clearCache: () => cdp.send('Network.clearBrowserCache'),
     close: () => cdp.detach(),
   };
 }
@@ -186,30 +204,67 @@ async function profiledStart(context, page, stopper, table) {
   return life.origin;
 }
 
+/**
+ * BENCH_COLD_TRACE=1: a browser-wide trace of V8's wasm events (only the worker runs wasm);
+ * the returned function ends it and says whether the start read the code cache, whether a
+ * life wrote it, and the main thread's lazy compiles (count, ms).
+ */
+async function wasmTrace(context) {
+  const cdp = await context.browser().newBrowserCDPSession();
+  const events = [];
+  let complete;
+  const done = new Promise((resolve) => { complete = resolve; });
+  cdp.on('Tracing.dataCollected', ({ value }) => events.push(...value));
+  cdp.on('Tracing.tracingComplete', () => complete());
+  await cdp.send('Tracing.start', { transferMode: 'ReportEvents', traceConfig: { includedCategories: ['v8.wasm'], excludedCategories: ['*'] } });
+  return async () => {
+    await cdp.send('Tracing.end');
+    await done;
+    await cdp.detach();
+    const named = (name) => events.filter((e) => e.name === name);
+    const lazy = named('wasm.CompileLazy');
+    return {
+      traced: named('wasm.StartStreamingCompilation').length > 0,
+      cacheHit: named('wasm.Deserialize').length > 0,
+      cacheWritten: named('wasm.SerializeModule').length > 0,
+      lazyCompiles: lazy.length,
+      lazyMs: lazy.reduce((sum, e) => sum + (e.dur ?? 0), 0) / 1000,
+    };
+  };
+}
+
 /** One cold start: stop, wait for the page's reconnect to start the worker, read the figures. */
-async function coldStart(context, page, stopper, oldOrigin) {
+async function coldStart(context, page, stopper, oldOrigin, { cache, trace }) {
+  const endTrace = trace ? await wasmTrace(context) : null;
   await page.evaluate(() => { globalThis.__herdrBenchRenders = []; globalThis.__herdrBenchFacts = []; });
+  if (cache === 'none') await stopper.clearCache();
   await stopper.stop();
+  // The page is watched first and the worker read only once the page took a view: every read
+  // of the worker's marks (`worker.evaluate`) runs a DevTools task on its main thread, and
+  // polled while it starts it would add to the very time measured.
+  const renders = () => page.evaluate(() => globalThis.__herdrBenchRenders);
+  await until('a view on the page after the stop', async () => (await renders()).length > 0);
   const life = await until('the worker started again and took the page port', async () => {
     const found = await workerLife(context);
     return found && found.origin > oldOrigin ? found : null;
   });
-  const first = await until('the first view of the new worker on the page', async () =>
-    (await page.evaluate(() => globalThis.__herdrBenchRenders)).find(({ at }) => at > life.origin));
+  const first = await until('the first view of the new worker on the page', async () => (await renders()).find(({ at }) => at > life.origin));
   const view = first.at - life.origin;
   // Page facts / diagnostics the content script sent (for the new worker's profile) before it rendered the view.
   const facts = (await page.evaluate(() => globalThis.__herdrBenchFacts)).filter((at) => at > life.origin && at <= life.origin + view);
   const m = life.marks;
   const byConnect = m['herdr:connect'] !== undefined && m['herdr:connect'] - m['herdr:script'] <= STARTED_BY_CONNECT_MS;
-  return { origin: life.origin, view, companion: first.companion, facts: facts.length ? facts[facts.length - 1] - life.origin : NaN, marks: m, byConnect };
+  const wasm = endTrace ? await endTrace() : null;
+  return { origin: life.origin, view, companion: first.companion, facts: facts.length ? facts[facts.length - 1] - life.origin : NaN, marks: m, byConnect, wasm };
 }
 
 /**
  * Runs `runs` cold starts and prints the tables with `table(title, header, rows)`; returns
  * the runs' figures. `sandbox` (the smoke test's) is used and left open when given; `say`
- * prints the summary lines.
+ * prints the summary lines; `cache` and `trace` are BENCH_COLD_CACHE's and BENCH_COLD_TRACE's.
  */
-export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sandbox: given = null, say = console.log }) {
+export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sandbox: given = null, say = console.log, cache = CACHE, trace = TRACE }) {
+  if (!['', 'warm', 'none'].includes(cache)) throw new Error(`BENCH_COLD_CACHE is '${cache}'; set it to 'warm' or 'none', or unset it`);
   const sandbox = given ?? new Sandbox({ autostart: false });
   try {
     const { context, worker } = await continuityWorld(sandbox);
@@ -217,10 +272,15 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     await watchRenders(page);
     const stopper = await workerStopper(context, page);
     let origin = (await workerLife(context))?.origin ?? 0;
+    if (cache === 'warm') {
+      const endTrace = trace ? await wasmTrace(context) : null;
+      await sleep(WARM_MS);
+      if (endTrace) say(`BENCH_COLD_CACHE=warm: the first life wrote a wasm code cache entry while it idled ${WARM_MS} ms: ${(await endTrace()).cacheWritten ? 'yes' : 'no'}`);
+    }
     const runs = [];
     let other = 0;
     while (runs.length < wanted) {
-      const run = await coldStart(context, page, stopper, origin);
+      const run = await coldStart(context, page, stopper, origin, { cache, trace });
       origin = run.origin;
       if (run.byConnect) runs.push(run);
       else if (++other > wanted) throw new Error(`cold start bench: ${other} worker starts were not the page's connect (an alarm or another event woke it first)`);
@@ -233,8 +293,9 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
       return [what, ms(quantile(sorted, 0.5)), ms(quantile(sorted, 0.95)), ms(sorted[0]), ms(sorted[sorted.length - 1])];
     };
     const m = (run, name) => run.marks[name] ?? NaN;
+    const life = { warm: 'the wasm code cache written before the runs', none: 'the caches cleared before each stop', '': 'the wasm code cache as earlier lives left it' }[cache];
     table(
-      `service worker cold start → first HUD view (${runs.length} runs; ${other} starts by another event not counted): steps from the worker's performance.timeOrigin`,
+      `service worker cold start → first HUD view (${runs.length} runs, ${life}; ${other} starts by another event not counted): steps from the worker's performance.timeOrigin`,
       ['step (ends at)', 'p50', 'p95', 'min', 'max'],
       [
         row('worker.js and the wasm glue fetched and evaluated (herdr:script)', (r) => m(r, 'herdr:script')),
@@ -264,6 +325,14 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     // the worker opened the native port (companionStarting), not after.
     const said = [...new Set(runs.map((r) => r.companion))].join(', ');
     say(`the first view's companion line: ${said}`);
+    if (trace) {
+      const traced = runs.filter((r) => r.wasm.traced);
+      const count = (f) => traced.filter((r) => f(r.wasm)).length;
+      const lazy = (f) => traced.map((r) => f(r.wasm)).sort((a, b) => a - b);
+      const compiles = lazy((w) => w.lazyCompiles);
+      say(`V8 wasm code cache: read by ${count((w) => w.cacheHit)} of ${traced.length} traced starts (${runs.length - traced.length} joined the trace too late to tell), written during ${count((w) => w.cacheWritten)}; ` +
+        `functions the worker's main thread compiled lazily from its start to this bench's reading of the view, p50 ${quantile(compiles, 0.5)} (min ${compiles[0]}, max ${compiles[compiles.length - 1]}), ${ms(quantile(lazy((w) => w.lazyMs), 0.5))} p50`);
+    }
     const sorted = pick((r) => r.view);
     const p50 = quantile(sorted, 0.5);
     say(

@@ -27,6 +27,26 @@ test.describe('bench parts (issue 28)', () => {
     expect(run.companion, 'the first view carries a companion line').toMatch(/^companion[A-Z]/);
   });
 
+  // Chrome streams the worker's wasm with a code cache: V8 writes an entry during a life that
+  // lasts (the bench's warm mode idles its first one) and the next starts read it instead of
+  // compiling the start's functions on the main thread. A load that loses it (a module built
+  // from bytes, a response without Chrome's cache handler) fails here; so does a bench whose
+  // `none` mode leaves an entry to read. (Each life runs in a new renderer, which joins the
+  // trace as it starts: a start the trace did not see streaming is left out.)
+  const cacheRuns = async (sandbox, cache) => {
+    const { runs } = await coldStartBench({ Sandbox, table: quiet, say: quiet, runs: 2, sandbox, cache, trace: true });
+    for (const run of runs) expect(run.companion, 'the worker started and its first view reached the page').toMatch(/^companion[A-Z]/);
+    const traced = runs.filter((run) => run.wasm.traced);
+    expect(traced.length, 'starts the trace saw streaming the wasm (Chrome caches only a streamed compile)').toBeGreaterThan(0);
+    return traced;
+  };
+  test('a start after a life that lasted reads V8\'s wasm code cache entry and shows its view', async ({ sandbox }) => {
+    for (const run of await cacheRuns(sandbox, 'warm')) expect(run.wasm.cacheHit, 'the start deserialized the module from the code cache').toBe(true);
+  });
+  test('with the caches cleared before each stop no start reads a code cache entry, and each still shows its view', async ({ sandbox }) => {
+    for (const run of await cacheRuns(sandbox, 'none')) expect(run.wasm.cacheHit, 'the start compiled the module afresh').toBe(false);
+  });
+
   test('the per-token part traces a short and a long conversation and attributes calls to the extension', async () => {
     test.setTimeout(120_000);
     const [result] = await contentScriptCostBench({ Sandbox, table: quiet, runs: 1, layouts: ['thread'], turnCounts: [2, 6], tokens: 30 });
