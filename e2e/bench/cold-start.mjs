@@ -336,7 +336,7 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     const sorted = pick((r) => r.view);
     const p50 = quantile(sorted, 0.5);
     say(
-      `worker cold start → first HUD view: p50 ${ms(p50)}, p95 ${ms(quantile(sorted, 0.95))} (${runs.length} runs), target p50 ≤ ${COLD_START_TARGET_MS} ms: ${p50 <= COLD_START_TARGET_MS ? 'PASS' : 'OVER'}`,
+      `worker cold start → first HUD view (${life}): p50 ${ms(p50)}, p95 ${ms(quantile(sorted, 0.95))} (${runs.length} runs), target p50 ≤ ${COLD_START_TARGET_MS} ms: ${p50 <= COLD_START_TARGET_MS ? 'PASS' : 'OVER'}`,
     );
     if (process.env.BENCH_COLD_PROFILE === '1') {
       const again = await workerStopper(context, page);
