@@ -15,6 +15,14 @@ pub fn find_str(text: &str, needle: &str) -> Option<usize> {
     text.as_bytes().windows(needle.len()).position(|window| window == needle.as_bytes())
 }
 
+/// The byte offset of the last `needle` in `text` (`Some(text.len())` for an empty needle).
+pub fn rfind_str(text: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(text.len());
+    }
+    text.as_bytes().windows(needle.len()).rposition(|window| window == needle.as_bytes())
+}
+
 /// True when `text` contains `needle`.
 pub fn contains_str(text: &str, needle: &str) -> bool {
     find_str(text, needle).is_some()
@@ -80,6 +88,7 @@ mod tests {
         #[test]
         fn find_str_agrees_with_std(text in "[ab中 ]{0,16}", needle in "[ab中]{0,3}") {
             prop_assert_eq!(find_str(&text, &needle), text.find(needle.as_str()));
+            prop_assert_eq!(rfind_str(&text, &needle), text.rfind(needle.as_str()));
             prop_assert_eq!(contains_str(&text, &needle), text.contains(needle.as_str()));
         }
 

@@ -308,7 +308,7 @@ pub(super) fn result_calls(text: &str) -> Vec<(u32, ResultCall)> {
                 return None;
             }
             let name = line.strip_suffix("\"}")?;
-            let tool = name.get(name.rfind(TOOL)? + TOOL.len()..)?;
+            let tool = name.get(crate::text::rfind_str(name, TOOL)? + TOOL.len()..)?;
             let plain = !tool.is_empty() && tool.len() <= 64 && tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
             plain.then(|| (call, ResultCall::Ran { tool: tool.to_owned(), method: None }))
         })
