@@ -327,7 +327,10 @@ const CUT_LINE_END: &str = " characters left out by herdr-continuity …]";
 fn bridge_text(text: &str) -> &str {
     // The cut line holds no line break: the last one before its end starts it.
     match crate::text::find_str(text, CUT_LINE_END) {
-        Some(at) => &text[..text[..at].rfind('\n').unwrap_or(0)],
+        Some(at) => {
+            let end = text.get(..at).and_then(|head| head.rfind('\n')).unwrap_or(0);
+            text.get(..end).unwrap_or_default()
+        }
         None => text,
     }
 }
