@@ -29,14 +29,14 @@ pub fn contains_str(text: &str, needle: &str) -> bool {
 }
 
 /// The number of characters of `text`, as `text.chars().count()` says: the bytes that do
-/// not continue a character. std's counter is a word-at-a-time loop of 800 B of wasm.
+/// not continue a character. (No smaller than std's counter any more, which `Formatter::pad`
+/// brings into the wasm anyway: measured equal, docs/BENCH-LOG.md wasmsize30.)
 pub fn char_count(text: &str) -> usize {
     text.bytes().filter(|byte| byte & 0xC0 != 0x80).count()
 }
 
 /// The byte offset of the character `n` of `text` (its length when it has `n` characters
-/// or fewer): where `text.chars().skip(n)` starts, without std's `Chars::advance_by`
-/// (which counts with the same word-at-a-time loop).
+/// or fewer): where `text.chars().skip(n)` starts (as small as `char_indices().nth(n)`).
 pub fn char_offset(text: &str, n: usize) -> usize {
     for (seen, (at, _)) in text.char_indices().enumerate() {
         if seen == n {
