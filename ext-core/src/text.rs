@@ -15,20 +15,28 @@ pub fn find_str(text: &str, needle: &str) -> Option<usize> {
     text.as_bytes().windows(needle.len()).position(|window| window == needle.as_bytes())
 }
 
+/// The byte offset of the last `needle` in `text` (`Some(text.len())` for an empty needle).
+pub fn rfind_str(text: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(text.len());
+    }
+    text.as_bytes().windows(needle.len()).rposition(|window| window == needle.as_bytes())
+}
+
 /// True when `text` contains `needle`.
 pub fn contains_str(text: &str, needle: &str) -> bool {
     find_str(text, needle).is_some()
 }
 
 /// The number of characters of `text`, as `text.chars().count()` says: the bytes that do
-/// not continue a character. std's counter is a word-at-a-time loop of 800 B of wasm.
+/// not continue a character. (No smaller than std's counter any more, which `Formatter::pad`
+/// brings into the wasm anyway: measured equal, docs/BENCH-LOG.md wasmsize30.)
 pub fn char_count(text: &str) -> usize {
     text.bytes().filter(|byte| byte & 0xC0 != 0x80).count()
 }
 
 /// The byte offset of the character `n` of `text` (its length when it has `n` characters
-/// or fewer): where `text.chars().skip(n)` starts, without std's `Chars::advance_by`
-/// (which counts with the same word-at-a-time loop).
+/// or fewer): where `text.chars().skip(n)` starts (as small as `char_indices().nth(n)`).
 pub fn char_offset(text: &str, n: usize) -> usize {
     for (seen, (at, _)) in text.char_indices().enumerate() {
         if seen == n {
@@ -80,6 +88,7 @@ mod tests {
         #[test]
         fn find_str_agrees_with_std(text in "[ab中 ]{0,16}", needle in "[ab中]{0,3}") {
             prop_assert_eq!(find_str(&text, &needle), text.find(needle.as_str()));
+            prop_assert_eq!(rfind_str(&text, &needle), text.rfind(needle.as_str()));
             prop_assert_eq!(contains_str(&text, &needle), text.contains(needle.as_str()));
         }
 

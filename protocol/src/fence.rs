@@ -102,8 +102,8 @@ pub fn siphash24(key: &[u8; 16], data: &[u8]) -> u64 {
 /// The nonce of a message: the first 12 hex characters of SipHash-2-4 of `id` (the delivery
 /// id) keyed by `key` (16 random bytes), lowercase.
 pub fn nonce(key: &[u8; 16], id: &str) -> Nonce {
-    let hex = format!("{:016x}", siphash24(key, id.as_bytes()));
-    Nonce(hex[..NONCE_CHARS].to_owned())
+    // The hash's top 48 bits: its first 12 of 16 hex digits.
+    Nonce(format!("{:012x}", siphash24(key, id.as_bytes()) >> 16))
 }
 
 /// Whether `nonce` has the documented shape (12 lowercase hex characters).
@@ -238,6 +238,14 @@ mod tests {
         assert_eq!(siphash24(&key, &msg[..1]), 0x74f8_39c5_93dc_67fd);
         assert_eq!(siphash24(&key, &msg[..8]), 0x93f5_f579_9a93_2462);
         assert_eq!(siphash24(&key, &msg[..15]), 0xa129_ca61_49be_45e5);
+    }
+
+    #[test]
+    fn a_nonce_is_the_first_twelve_of_the_hash_s_sixteen_hex_digits() {
+        for (key, id) in [([0_u8; 16], ""), ([1; 16], "wake:w1#1/e.0.0"), ([0xff; 16], "progress:p9")] {
+            let full = format!("{:016x}", siphash24(&key, id.as_bytes()));
+            assert_eq!(nonce(&key, id).as_str(), &full[..NONCE_CHARS], "{id}");
+        }
     }
 
     #[test]

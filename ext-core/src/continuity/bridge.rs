@@ -308,7 +308,7 @@ pub(super) fn result_calls(text: &str) -> Vec<(u32, ResultCall)> {
                 return None;
             }
             let name = line.strip_suffix("\"}")?;
-            let tool = name.get(name.rfind(TOOL)? + TOOL.len()..)?;
+            let tool = name.get(crate::text::rfind_str(name, TOOL)? + TOOL.len()..)?;
             let plain = !tool.is_empty() && tool.len() <= 64 && tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
             plain.then(|| (call, ResultCall::Ran { tool: tool.to_owned(), method: None }))
         })
@@ -327,7 +327,10 @@ const CUT_LINE_END: &str = " characters left out by herdr-continuity …]";
 fn bridge_text(text: &str) -> &str {
     // The cut line holds no line break: the last one before its end starts it.
     match crate::text::find_str(text, CUT_LINE_END) {
-        Some(at) => &text[..text[..at].rfind('\n').unwrap_or(0)],
+        Some(at) => {
+            let end = text.get(..at).and_then(|head| head.rfind('\n')).unwrap_or(0);
+            text.get(..end).unwrap_or_default()
+        }
         None => text,
     }
 }

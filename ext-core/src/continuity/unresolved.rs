@@ -52,7 +52,7 @@ impl Unresolved {
             return Err(format!("`unresolved` is longer than {} characters", crate::limits::MAX_FACT_NAME_CHARS));
         }
         if fact != "profile" && !crate::sites::FACT_NAMES.contains(&fact.as_str()) {
-            return Err(format!("`unresolved` is not a fact name or \"profile\": {fact:?}"));
+            return Err(format!("`unresolved` is not a fact name or \"profile\": `{fact}`"));
         }
         let why = match why.and_then(serde_json::Value::as_str) {
             Some("missing") => UnresolvedWhy::Missing,

@@ -372,7 +372,7 @@ pub(crate) const STREAMING_RECHECK_MS: u32 = 500;
 pub(crate) const DISABLED: &[&str] = &["[disabled]", "[aria-disabled=\"true\"]"];
 
 /// Every known site profile.
-pub const PROFILES: &[&SiteProfile] = &[&chatgpt::PROFILE, &zai::PROFILE, &deepseek::PROFILE];
+pub static PROFILES: &[&SiteProfile] = &[&chatgpt::PROFILE, &zai::PROFILE, &deepseek::PROFILE];
 
 /// The profile for a page URL or origin (`https://chatgpt.com/c/…` → ChatGPT's), by the
 /// same origin rule as the port check (`limits::url_under_origin`).

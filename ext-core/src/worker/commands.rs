@@ -288,8 +288,8 @@ impl ExtensionPage {
     /// check's, `crate::limits::check_sender`), query and fragment ignored.
     pub fn of_url(url: &str) -> Self {
         let rest = url.strip_prefix("chrome-extension://").unwrap_or("");
-        let path = rest.find('/').map_or("", |at| &rest[at..]);
-        let path = path.find(['?', '#']).map_or(path, |at| &path[..at]);
+        let path = rest.find('/').and_then(|at| rest.get(at..)).unwrap_or("");
+        let path = path.split(['?', '#']).next().unwrap_or(path);
         match path {
             SIDE_PANEL_PAGE => ExtensionPage::SidePanel,
             OPTIONS_PAGE => ExtensionPage::Options,

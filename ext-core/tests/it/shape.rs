@@ -92,13 +92,45 @@ fn no_str_pattern_search_reaches_the_wasm() {
         for (n, line) in shipped.lines().enumerate() {
             let code = line.split("//").next().unwrap_or_default();
             for method in STR_PATTERN_METHODS {
-                if code.contains(&format!(".{method}(\"")) {
-                    found.push(format!("{}:{}: .{method}(\"…\")", file.display(), n + 1));
+                // A literal or a named `&str` constant (`.rfind(TOOL)`): both instantiate the
+                // searcher; a `char` or a closure does not.
+                for call in code.split(&format!(".{method}(")).skip(1) {
+                    if call.starts_with('"') || call.starts_with(|c: char| c.is_ascii_uppercase()) {
+                        found.push(format!("{}:{}: .{method}({}…)", file.display(), n + 1, call.chars().take(12).collect::<String>()));
+                    }
                 }
             }
         }
     }
     assert!(found.is_empty(), "use ext_core::text (find_str / contains_str) or a char pattern instead:\n{}", found.join("\n"));
+}
+
+/// No `Debug` formatting (`{x:?}`) in code the wasm ships (ext-core, ext-shell, the
+/// protocol crate; tests aside): a `str` or `char` printed with `Debug` brings std's escaping
+/// and its Unicode tables, and with them the string-slicing panic's message (4.4 KB of the
+/// wasm's gzip for one error text, issue 28). Name a value in backticks (`` `{x}` ``).
+#[test]
+fn no_debug_formatting_reaches_the_wasm() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [src(), root.join("../ext-shell/src"), root.join("../protocol/src")] {
+        sources(&dir, &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files {
+        if file.file_name().is_some_and(|n| n == "tests.rs") || file.components().any(|c| c.as_os_str() == "tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let shipped = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in shipped.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains(":?}") || code.contains(":#?}") || code.contains("dbg!(") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "no `Debug` formatting in the wasm's code; name the value in backticks instead:\n{}", found.join("\n"));
 }
 
 /// ext-shell only translates (issue 28, acceptance 1): the `Worker` decides, so no file of
