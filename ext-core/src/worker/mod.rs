@@ -36,6 +36,7 @@
 mod calls;
 mod commands;
 mod pages;
+mod relay;
 mod storage;
 
 use std::collections::VecDeque;
@@ -342,6 +343,8 @@ pub struct Worker {
     /// Extension pages' companion calls on the wire, by wire id ([`calls`]).
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
+    /// Stream events not relayed to a watching side panel ([`relay`]).
+    stream_events_dropped: u64,
     profiles: ProfileOverrides,
     outputs: VecDeque<WorkerOutput>,
 }
@@ -379,6 +382,7 @@ impl Worker {
             storage_token: 0,
             page_calls: VecMap::new(),
             next_page_call: 0,
+            stream_events_dropped: 0,
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
         };
