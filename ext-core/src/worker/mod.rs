@@ -214,8 +214,8 @@ pub enum WorkerInput {
         /// The record.
         record: Option<Value>,
     },
-    /// The answer to a storage or tab request of `token`: the value read (`Null` when
-    /// nothing is stored), written (`Null`), the new tab's id, or the error thrown.
+    /// The answer to a storage or tab request of `token`: the items read (`{key: value}`,
+    /// `{}` when nothing is stored), written (`Null`), the new tab's id, or the error thrown.
     Stored {
         /// The output's token (0: a fire-and-forget snapshot write).
         token: u32,
@@ -261,7 +261,9 @@ pub enum WorkerOutput {
         /// The request.
         message: Value,
     },
-    /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }`.
+    /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }` carrying the
+    /// items `chrome.storage.local.get(key)` gave (an object without `key` when nothing is
+    /// stored: a stored JSON `null` is not nothing).
     StorageRead {
         /// The answer's token.
         token: u32,

@@ -204,6 +204,14 @@ fn a_delivery_is_posted_only_after_the_snapshot_naming_it_was_written() {
     assert!(typed(&out, 1, "deliver").is_empty(), "{out:?}");
 }
 
+/// A queue read's answer: the items `chrome.storage.local.get` gives for the record `store`.
+fn queue_items(store: &Option<String>) -> Value {
+    match store {
+        Some(text) => serde_json::json!({ ext_core::queue::STORE_KEY: text }),
+        None => serde_json::json!({}),
+    }
+}
+
 /// Answers every storage request in `out` and what follows (the queue record kept in
 /// `store`, the next queue read failing when `fail_read`), returning every output seen.
 fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<String>, fail_read: bool) -> Vec<WorkerOutput> {
@@ -212,7 +220,7 @@ fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<
     while let Some(output) = pending.pop_front() {
         let answer = match &output {
             WorkerOutput::StorageRead { token, .. } if fail_read => Some((*token, Err("read failed".to_owned()))),
-            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(store.clone().map_or(Value::Null, Value::String)))),
+            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(queue_items(store)))),
             WorkerOutput::StorageWrite { token, key, value } if *key == ext_core::queue::STORE_KEY => {
                 *store = Some(value.to_string());
                 Some((*token, Ok(Value::Null)))
@@ -301,7 +309,7 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
         let answer = match output {
             WorkerOutput::StorageRead { token, key } if key == ext_core::queue::STORE_KEY => {
                 reads += 1;
-                Some((token, Ok(store.clone().map_or(Value::Null, Value::String))))
+                Some((token, Ok(queue_items(&store))))
             }
             WorkerOutput::StorageWrite { token, key, value } if key == ext_core::queue::STORE_KEY => {
                 writes += 1;
@@ -329,9 +337,67 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
         WorkerOutput::StorageRead { token, .. } => Some(*token),
         _ => None,
     });
-    let out = shell.feed(WorkerInput::Stored { token: read.expect("read again"), outcome: Ok(Value::Bool(true)) });
+    let out = shell.feed(WorkerInput::Stored {
+        token: read.expect("read again"),
+        outcome: Ok(serde_json::json!({ ext_core::queue::STORE_KEY: true })),
+    });
     assert!(!out.iter().any(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)), "{out:?}");
     assert!(typed(&out, 1, "queue_accepted").is_empty(), "{out:?}");
+}
+
+/// Answers every queue read in `out` and after it with `items` (what
+/// `chrome.storage.local.get` gave), every queue write with success; every output seen.
+fn answer_queue_reads(shell: &mut Shell, out: Vec<WorkerOutput>, items: &Value) -> Vec<WorkerOutput> {
+    let mut pending: std::collections::VecDeque<WorkerOutput> = out.into_iter().collect();
+    let mut seen = Vec::new();
+    while let Some(output) = pending.pop_front() {
+        let answer = match &output {
+            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(items.clone()))),
+            WorkerOutput::StorageWrite { token, key, .. } if *key == ext_core::queue::STORE_KEY => Some((*token, Ok(Value::Null))),
+            _ => None,
+        };
+        seen.push(output);
+        if let Some((token, outcome)) = answer {
+            pending.extend(shell.feed(WorkerInput::Stored { token, outcome }));
+        }
+    }
+    seen
+}
+
+fn queue_writes(out: &[WorkerOutput]) -> usize {
+    out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)).count()
+}
+
+// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave. An
+// item that is absent is an empty queue; one stored as JSON `null` (never written by us) is
+// not: it is refused like any unreadable record and never written over.
+#[test]
+fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_empty() {
+    let key = ext_core::queue::STORE_KEY;
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({}));
+    assert_eq!(queue_writes(&out), 1, "an absent record is an empty queue, written: {out:?}");
+    assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
+    assert_eq!(queue_writes(&out), 0, "never written over: {out:?}");
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "the text stays in the composer: {out:?}");
+    let notices = typed(&out, 1, "notice");
+    assert!(
+        notices.iter().any(|n| n["key"] == "queueRefused_storage_unreadable" && n["args"][0].as_str().is_some_and(|a| a.contains("null"))),
+        "the HUD says why: {notices:?}"
+    );
+    // The same for anything but text, and for an answer that is not the items read.
+    for answer in [serde_json::json!({ key: 7 }), Value::Null, serde_json::json!("{}")] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        let out = answer_queue_reads(&mut shell, out, &answer);
+        assert_eq!(queue_writes(&out), 0, "{answer}: {out:?}");
+        assert!(typed(&out, 1, "queue_accepted").is_empty(), "{answer}: {out:?}");
+    }
 }
 
 #[test]
@@ -644,7 +710,9 @@ mod props {
                     }
                     let outcome = match (ok, value) {
                         (false, _) => Err("QUOTA_BYTES quota exceeded".to_owned()),
-                        (true, _) => Ok(Value::Null),
+                        // A read: the items read, nothing stored.
+                        (true, None) => Ok(serde_json::json!({})),
+                        (true, Some(_)) => Ok(Value::Null),
                     };
                     let out = self.shell.feed(WorkerInput::Stored { token, outcome });
                     self.check(out)
