@@ -30,6 +30,14 @@
 //!   retry window: no key younger is ever reclaimed, finished or not); after that it is kept
 //!   [`EXEC_RUN_DAYS`] days, or until more than [`EXEC_RUNS_KEPT`] keys exist, when the
 //!   oldest past the window go first.
+//! - **Kept on purpose, unbounded**: a results tombstone (one small row per reply that ran
+//!   tools) is what makes a replay of its reply run nothing once its call records are gone,
+//!   and the bridge cannot tell a replay from a new reply any other way (a reply carries no
+//!   order or time; a branch switch can make an old reply the page's last one again).
+//!   `bridge_rounds` (one row per human turn with tool rounds, no time) is what keeps a
+//!   human turn at 6 rounds: a row that went would give a revived turn (its last reply
+//!   still shown, read again) a new allowance without a new message. Bounding either needs
+//!   a rule that gives up one of those guarantees.
 //!
 //! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
 //! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
