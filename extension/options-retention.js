@@ -4,7 +4,8 @@
 // this section calls the companion through the worker's one connection (companion-client.js,
 // a `panel` port of the options page's own): `retention.get` each time the worker connects;
 // Save sends `retention.set` with the changed limits. The companion checks the bounds again
-// and names them when it refuses; nothing here decides what is reclaimed.
+// and names them when it refuses, and says when its reclaim goes on after its answer
+// (`reclaiming`); nothing here decides what is reclaimed.
 import './contracts.js';
 import { button, element, errorText, message, statusRegion } from './page-dom.js';
 import { companionPort } from './companion-client.js';
@@ -75,8 +76,10 @@ export function retentionSection() {
       limits[name] = value;
     }
     try {
-      render(await companion.call(METHODS.retention_set, { limits }));
-      status.textContent = message('optionRetentionSaved');
+      const answer = await companion.call(METHODS.retention_set, { limits });
+      render(answer);
+      // `reclaiming`: the companion stored the limits and goes on reclaiming after it answered.
+      status.textContent = message(answer.reclaiming === true ? 'optionRetentionSavedReclaiming' : 'optionRetentionSaved');
     } catch (failure) {
       status.textContent = message('optionRetentionSaveFailed', [errorText(failure)]);
     }

@@ -65,11 +65,12 @@ const readStart = async (localKeys, syncKeys) => {
   }
 };
 // chrome.storage.local for the wasm (ext-shell `js::storage_request`): a read (`text`
-// undefined) or a write of `key`, answered through `js_answer` with `token` — a storage
+// undefined) or a write of `key`, answered through `js_answer` with `token` (a read with
+// the items read, as they are: without `key` when nothing is stored) — a storage
 // promise awaited in the wasm would be a future, kilobytes of it.
 globalThis.herdrStorage = (token, key, text) => {
   Promise.resolve()
-    .then(() => (text === undefined ? chrome.storage.local.get(key).then((items) => items?.[key]) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
+    .then(() => (text === undefined ? chrome.storage.local.get(key) : chrome.storage.local.set({ [key]: text }).then(() => undefined)))
     .then((value) => shell.js_answer(token, true, value), (error) => shell.js_answer(token, false, error));
 };
 // A handoff's new tab (the wasm asks after the snapshot naming it is written): answered

@@ -30,6 +30,14 @@
 //!   retry window: no key younger is ever reclaimed, finished or not); after that it is kept
 //!   [`EXEC_RUN_DAYS`] days, or until more than [`EXEC_RUNS_KEPT`] keys exist, when the
 //!   oldest past the window go first.
+//! - **Kept on purpose, unbounded**: a results tombstone (one small row per reply that ran
+//!   tools) is what makes a replay of its reply run nothing once its call records are gone,
+//!   and the bridge cannot tell a replay from a new reply any other way (a reply carries no
+//!   order or time; a branch switch can make an old reply the page's last one again).
+//!   `bridge_rounds` (one row per human turn with tool rounds, no time) is what keeps a
+//!   human turn at 6 rounds: a row that went would give a revived turn (its last reply
+//!   still shown, read again) a new allowance without a new message. Bounding either needs
+//!   a rule that gives up one of those guarantees.
 //!
 //! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
 //! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
@@ -63,6 +71,10 @@ pub const WM_CHECKPOINTS_KEPT: u64 = 100;
 
 /// Rows removed per transaction of [`Retention::reclaim`].
 pub const BATCH: u64 = 500;
+
+/// How long `retention.set` reclaims before it answers; what is left goes on after the
+/// answer (the worker waits 10 s for a page's call, the runtime 30 s for any request).
+pub const SET_RECLAIM_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The user's limits (options page, `retention.set`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,10 +229,18 @@ impl Retention {
         sizes(&conn)
     }
 
-    /// Reclaims under the stored limits at `now_ms`, in one transaction.
+    /// Reclaims everything the stored limits allow at `now_ms`, batch by batch.
     pub fn reclaim(&self, now_ms: i64) -> Result<Reclaimed> {
+        Ok(self.reclaim_within(now_ms, std::time::Duration::MAX)?.0)
+    }
+
+    /// Reclaims under the stored limits at `now_ms` until nothing is left or `budget_time` has
+    /// passed (looked at between batches; the first batch always runs): what went, and
+    /// whether nothing is left. The connection is locked per batch, so `retention.get` and
+    /// `retention.set` are answered between the batches of a long reclaim.
+    pub fn reclaim_within(&self, now_ms: i64, budget_time: std::time::Duration) -> Result<(Reclaimed, bool)> {
+        let started = std::time::Instant::now();
         let limits = self.limits()?;
-        let mut conn = self.conn();
         // IMMEDIATE, as every write here: a deferred transaction reads, then fails with
         // SQLITE_BUSY_SNAPSHOT on its first write when another connection committed meanwhile.
         // In batches of at most BATCH rows, one transaction each, so the write lock is never
@@ -229,8 +249,9 @@ impl Retention {
         // What only a few reclaims find (superseded checkpoints, call records behind a
         // tombstone) is looked for first, read-only (WAL: no lock), so a reclaim with none
         // holds the write lock no longer than the other stores need.
-        let rare = rare_work(&conn, &limits, now_ms)?;
+        let rare = rare_work(&self.conn(), &limits, now_ms)?;
         loop {
+            let mut conn = self.conn();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut budget = BATCH;
             let pass = reclaim(&tx, &limits, now_ms, &mut budget, rare)?;
@@ -246,7 +267,10 @@ impl Retention {
             // The pass that found nothing more to remove counts what is withheld.
             total.withheld = pass.withheld;
             if budget == BATCH {
-                return Ok(total);
+                return Ok((total, true));
+            }
+            if started.elapsed() >= budget_time {
+                return Ok((total, false));
             }
         }
     }

@@ -127,7 +127,7 @@ function installChrome({ messages, storedLocal, companion }) {
     'herdr.panes': { panes: companion.panes },
     'tools.audit': { entries: companion.audit },
     'retention.get': companion.retention,
-    'retention.set': companion.retention,
+    'retention.set': companion.retention_set ?? companion.retention,
   };
   const toPages = (value) => setTimeout(() => herdr.listeners.forEach((listener) => listener(value)), 0);
   herdr.emit = (event, data) => toPages({ type: 'companion_event', event, data });
@@ -223,11 +223,11 @@ async function boundPanel({ locale = 'en', colorScheme = 'light' } = {}) {
 }
 
 /** The options page, every section filled. */
-async function optionsPage({ colorScheme = 'light' } = {}) {
+async function optionsPage({ colorScheme = 'light', companion = COMPANION } = {}) {
   const page = await context.newPage();
   await page.setViewportSize({ width: 820, height: 900 }); // a browser tab, not a side panel
   await page.emulateMedia({ colorScheme, reducedMotion: 'reduce' });
-  await page.addInitScript(installChrome, { messages: messagesOf('en'), storedLocal: {}, companion: COMPANION });
+  await page.addInitScript(installChrome, { messages: messagesOf('en'), storedLocal: {}, companion });
   await page.goto(`${ORIGIN}/options.html`);
   await expect(page.locator('[data-profile-site="deepseek"] [data-profile-version]')).toHaveAttribute('data-profile-version', 'builtin');
   await expect(page.locator('#retentionSizes li')).toHaveCount(4);
@@ -383,6 +383,16 @@ test.describe('extension pages after a worker stop', () => {
     await page.locator('input#retention-inbox_days').fill('7');
     await save.click();
     await expect(page.locator('#retentionStatus')).toHaveText(messagesOf('en').optionRetentionSaved.message);
+  });
+
+  // Leftovers30 #5: on a large state.db the companion answers before its reclaim is done
+  // (`reclaiming: true`); the page says the limits are saved and the rest goes on.
+  test('a save whose reclaim goes on after the answer says saved and still removing', async () => {
+    const page = await optionsPage({ companion: { ...COMPANION, retention_set: { ...RETENTION, reclaiming: true } } });
+    await expect(page.locator('#retentionSave')).toBeEnabled();
+    await page.locator('input#retention-inbox_days').fill('7');
+    await page.locator('#retentionSave').click();
+    await expect(page.locator('#retentionStatus')).toHaveText(messagesOf('en').optionRetentionSavedReclaiming.message);
   });
 
   test('the side panel connects again: it says hello for its tab, watches, and its live tree is up', async () => {

@@ -154,6 +154,22 @@ test.describe('the Queue (issue 11)', () => {
     await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable');
   });
 
+  test('a queue record stored as JSON null is refused and kept, never read as an empty queue (review worker28 #5)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    // Not what the extension writes (always JSON text): another writer's, never replaced.
+    await worker.evaluate((key) => chrome.storage.local.set({ [key]: null }), STORE_KEY);
+    const raw = () => worker.evaluate((key) => chrome.storage.local.get(key).then((items) => (Object.hasOwn(items, key) ? { value: items[key] } : 'absent')), STORE_KEY);
+    expect(await raw(), 'Chrome keeps a stored null').toEqual({ value: null });
+    await startSlowReply(page, fixture);
+    await type(page, fixture, 'Do not lose me either.');
+    await queueButton(page).click();
+    await expect(statusLine(page), 'the HUD says why').toContainText('null', { timeout: 10_000 });
+    expect(await composerText(page, fixture), 'the text stays in the composer').toBe('Do not lose me either.');
+    expect(await raw(), 'the stored null is not overwritten').toEqual({ value: null });
+    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable');
+  });
+
   test('over-limit text is refused with a message and nothing is stored (Q6)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const page = await openChat(context, fixture);

@@ -248,8 +248,8 @@ impl LinkDriver {
         continuity_wire::port_command(value).ok_or_else(|| WireError::UnknownPageMessage(js::stringify(value)))
     }
 
-    /// The answer of `worker.js` to the storage or tab request `token`: the value read
-    /// (`undefined` when nothing is stored) or written, the new tab's id, or the error.
+    /// The answer of `worker.js` to the storage or tab request `token`: the items read, the
+    /// write's `undefined`, the new tab's id, or the error.
     pub fn js_answered(this: &Rc<RefCell<LinkDriver>>, token: u32, outcome: Result<JsValue, String>) {
         let outcome = outcome.and_then(|value| match value.is_undefined() {
             true => Ok(serde_json::Value::Null),

@@ -147,8 +147,8 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
 }
 
 /// The answer of `worker.js` to the request `token`: of `herdrStorage`
-/// ([`js::storage_request`]) `ok` with the value read (`undefined` when nothing is stored; a
-/// write's is `undefined`), of `herdrTabs` ([`js::create_tab_request`]) the new tab's id; else the
+/// ([`js::storage_request`]) `ok` with the items read (an object without the key when
+/// nothing is stored; a write's is `undefined`), of `herdrTabs` ([`js::create_tab_request`]) the new tab's id; else the
 /// error thrown. Before the worker exists only [`start_worker`]'s own write can be answered
 /// (the unreadable state kept aside, when the start then failed): its failure is warned here,
 /// as the worker warns a failed write of its own.

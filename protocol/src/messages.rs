@@ -1162,6 +1162,10 @@ pub enum MethodResult {
         bounds: std::collections::BTreeMap<String, RetentionBound>,
         /// Each store's size.
         sizes: Vec<RetentionSize>,
+        /// `retention.set` only: whether reclaiming under the new limits goes on after the
+        /// answer (it reclaims a few seconds first; the limits are stored either way).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reclaiming: Option<bool>,
     },
     /// Answer to `tools.audit`.
     ToolsAudit {

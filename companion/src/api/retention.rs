@@ -1,5 +1,10 @@
 //! `retention.get` / `retention.set`: the storage limits the options page shows and sets,
 //! their bounds, and each store's size (`crate::retention`, SPEC W4).
+//!
+//! Invariant: `retention.set` answers only what is true when it answers — the limits are
+//! stored, and `reclaiming` says whether reclaiming under them goes on after the answer
+//! (it reclaims for at most [`SET_RECLAIM_BUDGET`] first, so a large `state.db` never makes
+//! a save that succeeded look like one that timed out).
 
 use std::sync::Arc;
 
@@ -8,7 +13,7 @@ use serde_json::Value;
 use super::Router;
 use crate::clock::unix_millis;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
-use crate::retention::{Limits, Retention};
+use crate::retention::{Limits, Retention, SET_RECLAIM_BUDGET};
 
 /// Serves both methods.
 pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
@@ -33,24 +38,50 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         _ => None,
     };
     let log = api.log.clone();
-    let answer = tokio::task::spawn_blocking(move || answer(&retention, set.as_ref(), &log)).await;
-    match answer {
+    let (worker, worker_log) = (retention.clone(), log.clone());
+    let answer = tokio::task::spawn_blocking(move || answer(&worker, set.as_ref(), &worker_log)).await;
+    let answer = match answer {
         Ok(answer) => answer,
         Err(error) => Err((ErrorCode::Internal, format!("retention failed: {error}"))),
+    };
+    // What the budget left goes on after the answer, on the blocking pool.
+    if answer.as_ref().is_ok_and(|body| body["reclaiming"] == true) {
+        tokio::spawn(async move {
+            let reclaimed = tokio::task::spawn_blocking(move || retention.reclaim(unix_millis() as i64)).await;
+            match reclaimed {
+                Ok(Ok(reclaimed)) => log.line(format_args!("retention: reclaimed after retention.set answered: {reclaimed:?}")),
+                Ok(Err(error)) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+                Err(error) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+            }
+        });
     }
+    answer
 }
 
 fn answer(retention: &Arc<Retention>, set: Option<&Value>, log: &crate::log::RuntimeLog) -> Result<Value, MethodError> {
     let failed = |error: crate::db::DbError| (ErrorCode::NotReady, error.to_string());
     let mut limits = retention.limits().map_err(failed)?;
+    let mut reclaiming = None;
     if let Some(wanted) = set {
         limits = Limits::checked(limits, wanted).map_err(|why| (ErrorCode::BadRequest, why))?;
         retention.set_limits(&limits).map_err(failed)?;
-        let reclaimed = retention.reclaim(unix_millis() as i64).map_err(failed)?;
-        log.line(format_args!("retention: limits set to {limits:?}; reclaimed {reclaimed:?}"));
+        // Stored: from here on the answer is a success, never an error that reads as "not
+        // saved"; a failed reclaim is logged and tried again after the answer.
+        let (reclaimed, finished) = match retention.reclaim_within(unix_millis() as i64, SET_RECLAIM_BUDGET) {
+            Ok(done) => done,
+            Err(error) => {
+                log.line(format_args!("retention: limits set to {limits:?}; reclaiming failed: {error}"));
+                (Default::default(), false)
+            }
+        };
+        log.line(format_args!("retention: limits set to {limits:?}; reclaimed {reclaimed:?}; finished: {finished}"));
+        reclaiming = Some(!finished);
     }
     let mut body = limits.to_json();
     body["type"] = Value::from("retention");
+    if let Some(reclaiming) = reclaiming {
+        body["reclaiming"] = Value::Bool(reclaiming);
+    }
     body["sizes"] = serde_json::to_value(retention.sizes().map_err(failed)?).map_err(|e| (ErrorCode::Internal, e.to_string()))?;
     Ok(body)
 }

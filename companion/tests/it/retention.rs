@@ -195,6 +195,9 @@ fn retention_methods_show_and_set_limits_within_bounds() {
         json!({"journal_turns": 2000, "work_memory_turns": DEFAULTS.work_memory_turns, "bridge_result_days": 30, "inbox_days": 7}),
         "{set}"
     );
+    // Truthful (leftovers30 #5): the answer says whether reclaiming goes on after it; here
+    // nothing was over the limits, so it is done.
+    assert_eq!(set["result"]["reclaiming"], false, "{set}");
     let again = client.call("r4", "retention.get", json!({}));
     assert_eq!(again["result"]["limits"]["inbox_days"], 7, "kept in state.db");
 
@@ -333,6 +336,36 @@ fn reclaim_removes_more_than_a_batch_in_batches() {
     assert_eq!((reclaimed.work_memory_turns, reclaimed.withheld), (1_200, 0));
     assert_eq!(count(&path, "SELECT count(*) FROM wm_turns"), 100);
     assert_eq!(count(&path, &format!("SELECT count(*) FROM wm_turns WHERE id = {anchor}")), 1);
+}
+
+/// Leftovers30 #5: `retention.set` reclaims only within a time budget before it answers (a
+/// large `state.db` once outlasted the worker's 10 s wait, and the options page said "not
+/// saved" after a save that succeeded); the rest goes on after the answer. With no budget
+/// one batch runs and the reclaim says it is not finished; what is left goes at the next.
+#[test]
+fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let _inbox = InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    let batch = companion::retention::BATCH as usize;
+    let mut conn = rusqlite::Connection::open(&path).expect("open");
+    let tx = conn.transaction().expect("tx");
+    for i in 0..batch + 100 {
+        tx.execute(
+            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
+             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?2)",
+            rusqlite::params![format!("acked-{i}"), NOW - 50 * DAY],
+        )
+        .expect("inbox row");
+    }
+    tx.commit().expect("commit");
+    let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((first.inbox_tasks, finished), (batch as u64, false), "one batch, then it stops and says so");
+    let (rest, finished) = retention.reclaim_within(NOW, std::time::Duration::from_secs(3_600)).expect("reclaim");
+    assert_eq!((rest.inbox_tasks, finished), (100, true));
+    let (none, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((none, finished), (Reclaimed::default(), true), "nothing left is finished at once");
 }
 
 // Issue 27: `exec_runs`, the idempotency keys of `herdr_exec`, grew without bound.

@@ -9,7 +9,7 @@
 //! `not_connected` one also carries the HUD's companion line, `status`, which says why). A
 //! watching page (`companion_watch`) is sent `companion_state {connected, status}` whenever
 //! either changes, and a watching side panel the Herdr stream's events the live tree draws
-//! ([`WATCHED_EVENTS`]).
+//! ([`WATCHED_EVENTS`]), each only in its shape and within the caps ([`super::relay`]).
 //!
 //! Invariants:
 //! - Every accepted call is answered exactly once: by the companion, `not_connected` when
@@ -147,16 +147,34 @@ impl Worker {
         self.pages.iter().any(|page| page.watch && page.extension == ExtensionPage::SidePanel)
     }
 
+    /// How many stream events were not relayed to a watching side panel (each was warned).
+    pub fn stream_events_dropped(&self) -> u64 {
+        self.stream_events_dropped
+    }
+
     /// How many pages' calls wait for the companion (tests: nothing leaks).
     pub fn page_calls_waiting(&self) -> usize {
         self.page_calls.len()
     }
 
-    /// A stream event: to every watching port, when the live tree draws it.
+    /// A stream event: to every watching side panel, when the live tree draws it, as
+    /// [`super::relay::relayed`] checks and bounds it; one it refuses is counted and warned.
     pub(super) fn stream_event(&mut self, name: EventName, data: Value) {
         if !WATCHED_EVENTS.contains(&name) {
             return;
         }
+        let data = match super::relay::relayed(name, &data) {
+            Ok(Some(data)) => data,
+            Ok(None) => return,
+            Err(why) => {
+                self.stream_events_dropped = self.stream_events_dropped.saturating_add(1);
+                let dropped = self.stream_events_dropped;
+                return self.warn(format!(
+                    "herdr-continuity: a `{}` stream event was not relayed to the side panel: {why} ({dropped} dropped so far)",
+                    name.as_str()
+                ));
+            }
+        };
         let ports: Vec<PortId> =
             self.pages.iter().filter(|page| page.watch && page.extension == ExtensionPage::SidePanel).map(|page| page.port).collect();
         let message = json_object!("type": "companion_event", "event": name.as_str(), "data": data);

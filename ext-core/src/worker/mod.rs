@@ -36,6 +36,7 @@
 mod calls;
 mod commands;
 mod pages;
+mod relay;
 mod storage;
 
 use std::collections::VecDeque;
@@ -213,8 +214,8 @@ pub enum WorkerInput {
         /// The record.
         record: Option<Value>,
     },
-    /// The answer to a storage or tab request of `token`: the value read (`Null` when
-    /// nothing is stored), written (`Null`), the new tab's id, or the error thrown.
+    /// The answer to a storage or tab request of `token`: the items read (`{key: value}`,
+    /// `{}` when nothing is stored), written (`Null`), the new tab's id, or the error thrown.
     Stored {
         /// The output's token (0: a fire-and-forget snapshot write).
         token: u32,
@@ -260,7 +261,9 @@ pub enum WorkerOutput {
         /// The request.
         message: Value,
     },
-    /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }`.
+    /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }` carrying the
+    /// items `chrome.storage.local.get(key)` gave (an object without `key` when nothing is
+    /// stored: a stored JSON `null` is not nothing).
     StorageRead {
         /// The answer's token.
         token: u32,
@@ -342,6 +345,8 @@ pub struct Worker {
     /// Extension pages' companion calls on the wire, by wire id ([`calls`]).
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
+    /// Stream events not relayed to a watching side panel ([`relay`]).
+    stream_events_dropped: u64,
     profiles: ProfileOverrides,
     outputs: VecDeque<WorkerOutput>,
 }
@@ -379,6 +384,7 @@ impl Worker {
             storage_token: 0,
             page_calls: VecMap::new(),
             next_page_call: 0,
+            stream_events_dropped: 0,
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
         };

@@ -8,7 +8,8 @@
 //! tab wait for the write of the snapshot that names them, and are dropped when it failed
 //! (a restarted worker must find their record, never repeat them); a tab is reloaded
 //! (H5 level 2) only while the core still holds the pending record for that page load; a
-//! queue record that is not JSON text is an error the queue reports, never an empty queue.
+//! queue record that is not JSON text — a JSON `null` too — is an error the queue reports,
+//! never an empty queue: only a record that is absent from the items read is one.
 //!
 //! Driver contract: part of [`Worker::handle`]; outputs are `StorageRead`, `StorageWrite`,
 //! `OpenTab`, `ReloadTab`, `Post`s and `Warn`s.
@@ -86,10 +87,13 @@ impl Worker {
         match wait {
             StorageWait::QueueRead(op) => {
                 let parse = self.parse;
-                let stored = outcome.and_then(|value| match value {
-                    Value::Null => Ok(None),
-                    Value::String(text) => parse(&text).map(Some),
-                    _ => Err("the stored value is not text".to_owned()),
+                // The items read: the record's absence is an empty queue, nothing else is.
+                let stored = outcome.and_then(|items| match items.as_object().map(|items| items.get(crate::queue::STORE_KEY)) {
+                    None => Err("the storage answer is not the items read".to_owned()),
+                    Some(None) => Ok(None),
+                    Some(Some(Value::String(text))) => parse(text).map(Some),
+                    Some(Some(Value::Null)) => Err("the stored value is null".to_owned()),
+                    Some(Some(_)) => Err("the stored value is not text".to_owned()),
                 });
                 self.continuity_input(ContinuityInput::QueueRead { op, stored });
             }

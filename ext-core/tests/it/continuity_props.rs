@@ -849,7 +849,11 @@ impl World {
                     let outcome = if std::mem::take(&mut self.queue_read_fails) {
                         Err("read failed".to_owned())
                     } else {
-                        Ok(self.queue_store.clone().map_or(Value::Null, Value::String))
+                        // The items `chrome.storage.local.get` gives.
+                        Ok(match &self.queue_store {
+                            Some(text) => serde_json::json!({ ext_core::queue::STORE_KEY: text }),
+                            None => serde_json::json!({}),
+                        })
                     };
                     self.inputs.push_back(WorkerInput::Stored { token, outcome });
                 }

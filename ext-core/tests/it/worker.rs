@@ -204,6 +204,14 @@ fn a_delivery_is_posted_only_after_the_snapshot_naming_it_was_written() {
     assert!(typed(&out, 1, "deliver").is_empty(), "{out:?}");
 }
 
+/// A queue read's answer: the items `chrome.storage.local.get` gives for the record `store`.
+fn queue_items(store: &Option<String>) -> Value {
+    match store {
+        Some(text) => serde_json::json!({ ext_core::queue::STORE_KEY: text }),
+        None => serde_json::json!({}),
+    }
+}
+
 /// Answers every storage request in `out` and what follows (the queue record kept in
 /// `store`, the next queue read failing when `fail_read`), returning every output seen.
 fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<String>, fail_read: bool) -> Vec<WorkerOutput> {
@@ -212,7 +220,7 @@ fn answer_storage(shell: &mut Shell, out: Vec<WorkerOutput>, store: &mut Option<
     while let Some(output) = pending.pop_front() {
         let answer = match &output {
             WorkerOutput::StorageRead { token, .. } if fail_read => Some((*token, Err("read failed".to_owned()))),
-            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(store.clone().map_or(Value::Null, Value::String)))),
+            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(queue_items(store)))),
             WorkerOutput::StorageWrite { token, key, value } if *key == ext_core::queue::STORE_KEY => {
                 *store = Some(value.to_string());
                 Some((*token, Ok(Value::Null)))
@@ -301,7 +309,7 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
         let answer = match output {
             WorkerOutput::StorageRead { token, key } if key == ext_core::queue::STORE_KEY => {
                 reads += 1;
-                Some((token, Ok(store.clone().map_or(Value::Null, Value::String))))
+                Some((token, Ok(queue_items(&store))))
             }
             WorkerOutput::StorageWrite { token, key, value } if key == ext_core::queue::STORE_KEY => {
                 writes += 1;
@@ -329,9 +337,67 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
         WorkerOutput::StorageRead { token, .. } => Some(*token),
         _ => None,
     });
-    let out = shell.feed(WorkerInput::Stored { token: read.expect("read again"), outcome: Ok(Value::Bool(true)) });
+    let out = shell.feed(WorkerInput::Stored {
+        token: read.expect("read again"),
+        outcome: Ok(serde_json::json!({ ext_core::queue::STORE_KEY: true })),
+    });
     assert!(!out.iter().any(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)), "{out:?}");
     assert!(typed(&out, 1, "queue_accepted").is_empty(), "{out:?}");
+}
+
+/// Answers every queue read in `out` and after it with `items` (what
+/// `chrome.storage.local.get` gave), every queue write with success; every output seen.
+fn answer_queue_reads(shell: &mut Shell, out: Vec<WorkerOutput>, items: &Value) -> Vec<WorkerOutput> {
+    let mut pending: std::collections::VecDeque<WorkerOutput> = out.into_iter().collect();
+    let mut seen = Vec::new();
+    while let Some(output) = pending.pop_front() {
+        let answer = match &output {
+            WorkerOutput::StorageRead { token, .. } => Some((*token, Ok(items.clone()))),
+            WorkerOutput::StorageWrite { token, key, .. } if *key == ext_core::queue::STORE_KEY => Some((*token, Ok(Value::Null))),
+            _ => None,
+        };
+        seen.push(output);
+        if let Some((token, outcome)) = answer {
+            pending.extend(shell.feed(WorkerInput::Stored { token, outcome }));
+        }
+    }
+    seen
+}
+
+fn queue_writes(out: &[WorkerOutput]) -> usize {
+    out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)).count()
+}
+
+// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave. An
+// item that is absent is an empty queue; one stored as JSON `null` (never written by us) is
+// not: it is refused like any unreadable record and never written over.
+#[test]
+fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_empty() {
+    let key = ext_core::queue::STORE_KEY;
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({}));
+    assert_eq!(queue_writes(&out), 1, "an absent record is an empty queue, written: {out:?}");
+    assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
+    assert_eq!(queue_writes(&out), 0, "never written over: {out:?}");
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "the text stays in the composer: {out:?}");
+    let notices = typed(&out, 1, "notice");
+    assert!(
+        notices.iter().any(|n| n["key"] == "queueRefused_storage_unreadable" && n["args"][0].as_str().is_some_and(|a| a.contains("null"))),
+        "the HUD says why: {notices:?}"
+    );
+    // The same for anything but text, and for an answer that is not the items read.
+    for answer in [serde_json::json!({ key: 7 }), Value::Null, serde_json::json!("{}")] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        let out = answer_queue_reads(&mut shell, out, &answer);
+        assert_eq!(queue_writes(&out), 0, "{answer}: {out:?}");
+        assert!(typed(&out, 1, "queue_accepted").is_empty(), "{answer}: {out:?}");
+    }
 }
 
 #[test]
@@ -644,7 +710,9 @@ mod props {
                     }
                     let outcome = match (ok, value) {
                         (false, _) => Err("QUOTA_BYTES quota exceeded".to_owned()),
-                        (true, _) => Ok(Value::Null),
+                        // A read: the items read, nothing stored.
+                        (true, None) => Ok(serde_json::json!({})),
+                        (true, Some(_)) => Ok(Value::Null),
                     };
                     let out = self.shell.feed(WorkerInput::Stored { token, outcome });
                     self.check(out)
@@ -934,7 +1002,7 @@ fn a_watching_side_panel_gets_the_stream_and_every_watcher_the_connection_state(
     let out = shell.page(1, PageInput::Command(PortCommand::CompanionWatch));
     assert!(typed(&out, 1, "companion_state").is_empty() && out.iter().any(|o| matches!(o, WorkerOutput::Warn(_))), "{out:?}");
 
-    let data = serde_json::json!({"pane_id": "w1:p1", "tail": "done"});
+    let data = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "agent": "pi", "tail": "done"});
     let out = shell.feed(WorkerInput::StreamEvent { name: EventName::AgentOutput, data: data.clone() });
     let events = typed(&out, 3, "companion_event");
     assert_eq!(events.len(), 1, "{out:?}");
@@ -958,6 +1026,86 @@ fn a_watching_side_panel_gets_the_stream_and_every_watcher_the_connection_state(
     // A closed watcher is no longer one.
     shell.feed(WorkerInput::PortClosed { port: 3 });
     assert!(!shell.worker.watches_stream());
+}
+
+/// The one `companion_event` posted to the side panel on port 3 for `name` / `data`, or
+/// `None` when it was not relayed (then a warning says so).
+fn relayed(shell: &mut Shell, name: continuity_protocol::EventName, data: Value) -> Option<Value> {
+    let out = shell.feed(WorkerInput::StreamEvent { name, data });
+    let events = typed(&out, 3, "companion_event");
+    assert!(events.len() <= 1, "{out:?}");
+    let event = events.first().map(|event| event["data"].clone());
+    let warned = out.iter().any(|o| matches!(o, WorkerOutput::Warn(text) if text.contains(name.as_str())));
+    assert_eq!(event.is_none(), warned, "a dropped event is said, a relayed one is not: {out:?}");
+    event
+}
+
+#[test]
+fn stream_events_are_relayed_to_the_side_panel_only_in_their_shape_and_within_the_caps() {
+    // Pane titles, labels, cwds and agent output come from terminals: untrusted text.
+    use continuity_protocol::EventName;
+    use ext_core::limits::{MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS, MAX_RUNTIME_TEXT_CHARS};
+    let mut shell = connected_with_pages();
+    shell.page(3, PageInput::Command(PortCommand::CompanionWatch));
+    let chars = |value: &Value| value.as_str().map(|text| text.chars().count()).unwrap_or(usize::MAX);
+    let long_id = "p".repeat(MAX_ID_CHARS + 1);
+    let huge = "ü".repeat(100_000);
+
+    // Within the caps: the fields the live tree draws, as sent.
+    let pane = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tab_id": "w1:t1", "agent": null,
+        "agent_status": "working", "cwd": "/src", "seq": 45, "boot_id": "b1", "at": 1, "stale": false});
+    let data = relayed(&mut shell, EventName::PaneUpsert, pane).expect("a well-formed pane is relayed");
+    assert_eq!(data["pane_id"], "w1:p1");
+    assert_eq!(
+        (&data["tab_id"], &data["agent"], &data["agent_status"], &data["cwd"]),
+        (&"w1:t1".into(), &Value::Null, &"working".into(), &"/src".into())
+    );
+
+    // Untrusted texts are clipped; fields nobody draws are not relayed.
+    let pane = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "agent": huge, "agent_status": huge, "cwd": huge,
+        "seq": 46, "title": huge, "html": "<img src=x onerror=alert(1)>"});
+    let data = relayed(&mut shell, EventName::PaneUpsert, pane).expect("long texts are clipped, not refused");
+    for key in ["agent", "agent_status", "cwd"] {
+        assert_eq!(chars(&data[key]), MAX_RUNTIME_SHORT_CHARS, "{key}");
+    }
+    assert!(data.get("title").is_none() && data.get("html").is_none(), "{data}");
+    let workspace = serde_json::json!({"workspace_id": "w1", "label": huge, "number": 1, "agent_status": "idle", "seq": 47});
+    let data = relayed(&mut shell, EventName::WorkspaceUpsert, workspace).expect("relayed");
+    assert_eq!(chars(&data["label"]), MAX_LABEL_CHARS);
+    assert_eq!(data["number"], 1);
+    let output = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "agent": "pi", "tail": format!("{huge}\nlast line")});
+    let data = relayed(&mut shell, EventName::AgentOutput, output).expect("relayed");
+    assert_eq!(chars(&data["tail"]), MAX_RUNTIME_TEXT_CHARS);
+    assert!(data["tail"].as_str().is_some_and(|tail| tail.ends_with("\nlast line")), "a tail keeps its end");
+    let agents: Vec<Value> = (0..MAX_RUNTIME_LIST_ITEMS + 10)
+        .map(|n| serde_json::json!({"workspace_id": "w1", "pane_id": format!("w1:p{n}"), "agent": "pi", "status": "idle", "cwd": huge}))
+        .collect();
+    let hello = serde_json::json!({"boot_id": "b1", "last_seq": 47, "workspaces": [{"workspace_id": "w1", "label": huge, "number": 1}], "agents": agents});
+    let data = relayed(&mut shell, EventName::Hello, hello).expect("relayed");
+    assert_eq!(data["agents"].as_array().map(Vec::len), Some(MAX_RUNTIME_LIST_ITEMS), "a list keeps its first items");
+    assert_eq!(chars(&data["agents"][0]["cwd"]), MAX_RUNTIME_SHORT_CHARS);
+    assert_eq!(chars(&data["workspaces"][0]["label"]), MAX_LABEL_CHARS);
+
+    // Ids are never cut: an event with an id over its cap, a missing id or a field of the
+    // wrong shape is dropped whole, counted and said.
+    let dropped: [(EventName, Value); 9] = [
+        (EventName::PaneUpsert, serde_json::json!({"pane_id": long_id, "workspace_id": "w1", "seq": 48})),
+        (EventName::PaneUpsert, serde_json::json!({"workspace_id": "w1", "seq": 49})),
+        (EventName::PaneUpsert, serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "cwd": {"x": 1}, "seq": 50})),
+        (EventName::PaneUpsert, serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tab_id": long_id, "seq": 51})),
+        (EventName::WorkspaceUpsert, serde_json::json!({"workspace_id": 7, "label": "x", "seq": 52})),
+        (EventName::WorkspaceUpsert, serde_json::json!({"workspace_id": "w1", "label": ["x"], "seq": 53})),
+        (EventName::WorkspaceRemoved, serde_json::json!({"workspace_id": long_id, "seq": 54})),
+        (EventName::AgentOutput, serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tail": 5})),
+        (EventName::Hello, serde_json::json!({"boot_id": "b1", "workspaces": [{"workspace_id": long_id}], "agents": []})),
+    ];
+    for (n, (name, data)) in dropped.into_iter().enumerate() {
+        assert_eq!(relayed(&mut shell, name, data.clone()), None, "{} {data}", name.as_str());
+        assert_eq!(shell.worker.stream_events_dropped(), n as u64 + 1);
+    }
+    // The watcher goes on hearing good events.
+    let removed = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "seq": 55});
+    assert!(relayed(&mut shell, EventName::PaneRemoved, removed).is_some());
 }
 
 #[test]

@@ -1,0 +1,126 @@
+//! The Herdr stream's events as a watching side panel is sent them ([`super::calls`]).
+//!
+//! Purpose: pane titles, workspace labels, cwds, agent names and agent output come from
+//! terminals, so they are untrusted. An event is relayed only as the fields the live tree
+//! draws, each checked against its shape and bounded by `crate::limits`, like every other
+//! runtime text the worker passes on (docs/PROTOCOL.md "Companion calls from the extension
+//! pages").
+//!
+//! Invariants:
+//! - Only the fields of [`fields_of`] are relayed; nothing else the runtime put in `data`.
+//! - An id (`workspace_id`, `pane_id`, `tab_id`) is never cut: one over [`MAX_ID_CHARS`],
+//!   a missing required id or a field of another type drops the whole event ([`relayed`]
+//!   says why), never a part of it.
+//! - Texts are clipped: labels to [`MAX_LABEL_CHARS`], other strings to
+//!   [`MAX_RUNTIME_SHORT_CHARS`], a tail to [`MAX_RUNTIME_TEXT_CHARS`] keeping its end;
+//!   `hello`'s lists keep their first [`MAX_RUNTIME_LIST_ITEMS`].
+//!
+//! Driver contract: a pure function; `Worker::stream_event` calls it once per event and
+//! counts and warns a refusal.
+
+use continuity_protocol::EventName;
+use serde_json::{Map, Value};
+
+use crate::limits::{
+    clip, clip_tail, within, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_RUNTIME_LIST_ITEMS, MAX_RUNTIME_SHORT_CHARS, MAX_RUNTIME_TEXT_CHARS,
+};
+
+/// What one relayed field must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// A string of at most [`MAX_ID_CHARS`]; required.
+    Id,
+    /// A string of at most [`MAX_ID_CHARS`] when present (`null` reads as absent).
+    OptionalId,
+    /// A label, clipped to [`MAX_LABEL_CHARS`].
+    Label,
+    /// A short text, clipped to [`MAX_RUNTIME_SHORT_CHARS`]; `null` is kept.
+    Short,
+    /// Terminal output, clipped to [`MAX_RUNTIME_TEXT_CHARS`] keeping its end; required.
+    Tail,
+    /// A whole number ≥ 0.
+    Count,
+}
+
+/// A workspace of `workspace_upsert` and of `hello.workspaces`.
+const WORKSPACE: &[(&str, Field)] =
+    &[("workspace_id", Field::Id), ("label", Field::Label), ("number", Field::Count), ("agent_status", Field::Short)];
+/// An agent of `agent_working` / `agent_settled` and of `hello.agents`.
+const AGENT: &[(&str, Field)] = &[
+    ("workspace_id", Field::Id),
+    ("pane_id", Field::Id),
+    ("workspace_label", Field::Label),
+    ("agent", Field::Short),
+    ("status", Field::Short),
+    ("cwd", Field::Short),
+];
+const PANE: &[(&str, Field)] = &[
+    ("pane_id", Field::Id),
+    ("workspace_id", Field::Id),
+    ("tab_id", Field::OptionalId),
+    ("agent", Field::Short),
+    ("agent_status", Field::Short),
+    ("cwd", Field::Short),
+];
+const OUTPUT: &[(&str, Field)] = &[("pane_id", Field::Id), ("workspace_id", Field::Id), ("agent", Field::Short), ("tail", Field::Tail)];
+
+/// The fields an event is relayed with (`hello`'s lists are read by [`relayed`]); `None` for
+/// an event the live tree does not draw.
+fn fields_of(name: EventName) -> Option<&'static [(&'static str, Field)]> {
+    Some(match name {
+        EventName::Hello => &[],
+        EventName::WorkspaceUpsert => WORKSPACE,
+        EventName::WorkspaceRemoved => &[("workspace_id", Field::Id)],
+        EventName::PaneUpsert => PANE,
+        EventName::PaneRemoved => &[("pane_id", Field::Id), ("workspace_id", Field::Id)],
+        EventName::AgentWorking | EventName::AgentSettled => AGENT,
+        EventName::AgentOutput => OUTPUT,
+        _ => return None,
+    })
+}
+
+/// `data` as the side panel is sent it, or why it is not relayed (`Ok(None)`: an event the
+/// live tree does not draw).
+pub(super) fn relayed(name: EventName, data: &Value) -> Result<Option<Value>, String> {
+    let Some(fields) = fields_of(name) else { return Ok(None) };
+    let mut out = object(data, fields)?;
+    if name == EventName::Hello {
+        for (key, shape) in [("workspaces", WORKSPACE), ("agents", AGENT)] {
+            match data.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    let items = items.iter().take(MAX_RUNTIME_LIST_ITEMS).map(|item| object(item, shape).map(Value::Object));
+                    let items = items.collect::<Result<Vec<Value>, String>>().map_err(|why| format!("`{key}`: {why}"))?;
+                    out.insert(key.to_owned(), Value::Array(items));
+                }
+                Some(_) => return Err(format!("`{key}` is not a list")),
+            }
+        }
+    }
+    Ok(Some(Value::Object(out)))
+}
+
+/// The `fields` of `value`, checked and bounded.
+fn object(value: &Value, fields: &[(&str, Field)]) -> Result<Map<String, Value>, String> {
+    let Some(value) = value.as_object() else { return Err("not an object".to_owned()) };
+    let mut out = Map::new();
+    for &(key, field) in fields {
+        let got = value.get(key).filter(|v| !v.is_null() || field == Field::Short);
+        let kept = match (field, got) {
+            (Field::Id | Field::Tail, None) => return Err(format!("no `{key}`")),
+            (_, None) => continue,
+            (Field::Id | Field::OptionalId, Some(Value::String(id))) if within(id, MAX_ID_CHARS) => Value::from(id.as_str()),
+            (Field::Id | Field::OptionalId, Some(Value::String(_))) => {
+                return Err(format!("`{key}` is longer than {MAX_ID_CHARS} characters"))
+            }
+            (Field::Label, Some(Value::String(text))) => Value::String(clip(text.clone(), MAX_LABEL_CHARS)),
+            (Field::Short, Some(Value::Null)) => Value::Null,
+            (Field::Short, Some(Value::String(text))) => Value::String(clip(text.clone(), MAX_RUNTIME_SHORT_CHARS)),
+            (Field::Tail, Some(Value::String(text))) => Value::String(clip_tail(text.clone(), MAX_RUNTIME_TEXT_CHARS)),
+            (Field::Count, Some(number @ Value::Number(n))) if n.as_u64().is_some() => number.clone(),
+            (_, Some(_)) => return Err(format!("`{key}` has the wrong type")),
+        };
+        out.insert(key.to_owned(), kept);
+    }
+    Ok(out)
+}
