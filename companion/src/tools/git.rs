@@ -312,6 +312,26 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
     Ok((dir, ceiling, pathspec))
 }
 
+/// The error of a failed `git action` in `dir`. When git found no repository
+/// (`GIT_CEILING_DIRECTORIES` stops its search at the roots) and a directory above the roots
+/// holds a `.git` (a pane opened in a subdirectory of a repository), it says which and how
+/// to register it; only that name's existence is checked, nothing there is read.
+fn git_failed(action: &str, dir: &Path, ceiling: &Path, stderr: &str) -> ToolError {
+    let what = if stderr.is_empty() { "no message" } else { stderr };
+    let above = stderr
+        .to_ascii_lowercase()
+        .contains("not a git repository")
+        .then(|| ceiling.ancestors().find(|d| d.join(".git").exists()))
+        .flatten();
+    let hint = above.map_or_else(String::new, |top| {
+        format!(
+            "; the repository's top level {top} is above the project roots and herdr_git looks for a repository only inside them: ask the user to register it with herdr-companion roots add {top}",
+            top = top.display()
+        )
+    });
+    ToolError::Bad(format!("git {action} failed in {}: {what}{hint}", dir.display()))
+}
+
 /// Most bytes of the changed-file list read before a work-tree diff.
 const NAME_LIST_BYTES: u64 = 1024 * 1024;
 
@@ -338,7 +358,7 @@ async fn refuse_hard_linked_changes(dir: &Path, ceiling: &Path, request: &GitReq
     let listed = run_git(dir, ceiling, &names, NAME_LIST_BYTES).await?;
     if !top.ok || !listed.ok {
         let what = if listed.stderr.is_empty() { top.stderr } else { listed.stderr };
-        return Err(ToolError::Bad(format!("git diff failed in {}: {what}", dir.display())));
+        return Err(git_failed("diff", dir, ceiling, &what));
     }
     if listed.dropped > 0 {
         return Err(ToolError::Bad(format!("diff: more changed files than can be checked for hard links (over {NAME_LIST_BYTES} bytes of names); send path to diff part of the tree")));
@@ -393,8 +413,7 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     }
     let output = run_git(&dir, &ceiling, &args, request.max_bytes).await?;
     if !output.ok {
-        let what = if output.stderr.is_empty() { "no message".to_owned() } else { output.stderr.clone() };
-        return Err(ToolError::Bad(format!("git {} failed in {}: {what}", args[0], dir.display())));
+        return Err(git_failed(&args[0], &dir, &ceiling, &output.stderr));
     }
     let truncated = output.dropped > 0;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -531,6 +550,35 @@ mod tests {
         diff.path = None;
         diff.staged = true;
         assert!(git(&roots, &diff).await.is_ok());
+    }
+
+    /// A root below a repository's top level (a pane opened in a subdirectory): git finds no
+    /// repository inside the roots, and the error says where the repository is and how to
+    /// register it; nothing above the root is read.
+    #[tokio::test]
+    async fn a_root_below_the_repository_top_is_refused_with_the_way_to_register_the_repository() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+        sh(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("sub/a.txt"), "one\n").expect("w");
+        std::fs::write(repo.join("outside.txt"), "OUTSIDE\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "one"]);
+        let top = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.join("sub")], []);
+        let mut status = request(GitAction::Status);
+        status.root = repo.join("sub").display().to_string();
+        let error = git(&roots, &status).await.expect_err("no repository inside the roots").to_string();
+        assert!(error.contains(&format!("herdr-companion roots add {}", top.display())), "{error}");
+        assert!(!error.contains("OUTSIDE") && !error.contains("outside.txt"), "{error}");
+        let mut diff = request(GitAction::Diff);
+        diff.root = status.root.clone();
+        let error = git(&roots, &diff).await.expect_err("no repository inside the roots").to_string();
+        assert!(error.contains(&format!("herdr-companion roots add {}", top.display())), "{error}");
+        // Registered, the repository is read.
+        let roots = Roots::new([repo.join("sub"), top.clone()], []);
+        assert!(git(&roots, &status).await.is_ok());
     }
 
     #[tokio::test]
