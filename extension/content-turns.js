@@ -4,7 +4,7 @@
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
   const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
-  const { pageLoad, find, isStop, ownMarker, oursByMarker, observe, messageId } = hc;
+  const { pageLoad, find, isStop, ownMarker, oursByMarker, observe, messageId, threadFind } = hc;
 
   // ---- The ended turn (semantic Auto and the judge button, docs/PROTOCOL.md
   // "turn_ended"): the last user turn's text without our marker lines and the last reply's
@@ -152,7 +152,7 @@
     seen ??= observe();
     if (!seen.view) return;
     hc.threadShape = location.href;
-    const turns = find(seen.view, 'turn', {}, true)?.list ?? [];
+    const turns = threadFind(seen.view, 'turn')?.list ?? [];
     let chars = 0;
     let cjk = 0;
     // A finished turn's text does not change: each is read once (the newest two again,
