@@ -261,10 +261,11 @@
   // one recompute (≤ 1 per 100 ms); an unchanged result is not sent.
   // Cost invariants (REFERENCE.md §2: "a full DOM scan on every streamed token"; measured by
   // e2e/bench/content-cost.mjs): the observer callback is O(1) per batch; a recompute reads
-  // no layout (textContent, never innerText) and, once the turn list is known, touches only
-  // the composer's form and the last TAIL_TURNS units of the turn list, plus the user
-  // messages of the units added since (threadFind), and the document-wide probes of Stop and
-  // the permission card when their scoped look found nothing. A
+  // no layout (textContent; innerText only for a new user turn without a page id, whose
+  // text hash is its id) and, once the turn list is known, touches only the composer's form
+  // and the last TAIL_TURNS units of the turn list, plus the user messages of the units
+  // added since (threadFind), and the document-wide probes of Stop and the permission card
+  // when their scoped look found nothing. A
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
   // (the quiet path, below), and while a reply streams its text makes no mutation record
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
@@ -442,8 +443,19 @@
     const label = shape.gen?.id ?? (composer ? 'mixed' : null);
     return {
       view, label, unresolved, why, composerHit, composer, rootHit, root, turns, users, last, ctx,
-      send: sends.length === 1 ? sends[0] : null, stop, streaming, complete,
+      send: sends.length === 1 ? sends[0] : null, stop, streaming, complete, memo: new Map(),
     };
+  };
+  // What several readers of one recompute ask of the same page — the last reply's body
+  // (null: none found), a message's id — is looked up once per `seen`.
+  const bodyOf = (seen) => {
+    if (!seen.memo.has(bodyOf)) seen.memo.set(bodyOf, seen.last ? find(seen.view, 'assistant_body', seen.ctx)?.el ?? null : null);
+    return seen.memo.get(bodyOf);
+  };
+  const idOf = (seen, el) => {
+    if (!el) return null;
+    if (!seen.memo.has(el)) seen.memo.set(el, messageId(seen.view, el));
+    return seen.memo.get(el);
   };
   const generatingIn = (seen) => Boolean(seen.stop || seen.streaming ||
     (seen.view.pending_until_complete && seen.last && !seen.complete));
@@ -463,5 +475,5 @@
   };
   Object.assign(hc, { pageLoad, labelsOf, queryAll, matches, closest, exists, ruleHolds, hasLabel, candidates, usage, won, find,
     present, isStop, isDisabled, describe, ownMarker, hasMarker, oursByMarker, MARKER_USER_TURNS, composerText,
-    squash, typed, observe, generatingIn, sendControl, soleComposer, messageId, threadFind });
+    squash, typed, observe, generatingIn, sendControl, soleComposer, messageId, threadFind, bodyOf, idOf });
 })();
