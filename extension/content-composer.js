@@ -340,7 +340,6 @@
       Array.isArray(next.labels) && Array.isArray(next.never) && Array.isArray(next.disabled) ? next : null;
     hc.quiet = null;
     hc.turnCache = { profile: null, list: null, probe: null, listProbe: null };
-    hc.userTurns = { shape: null, list: [], probe: null };
     // The page's work for the profile (watch, facts, diagnostics) runs in a task of its own:
     // a (re)started worker posts the profile and the HUD view together, and the view is shown
     // first (docs/PROTOCOL.md "profile"). A newer profile meanwhile runs it once, for itself.

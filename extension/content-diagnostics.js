@@ -182,11 +182,17 @@
   // At most one diagnostics pass per 2 s: it evaluates every fact, not only the cheap ones.
   // While a reply streams it waits for the reply to end (the streaming page is where the
   // content script's cost is measured; a generation change and a delivery outcome are
-  // still reported at once).
+  // still reported at once): asked for then, it is only marked due (no timer that would
+  // fire into the stream to find it still streaming); the recompute that sees the reply
+  // ended schedules it.
   let diagnosticsScheduled = false;
   hc.diagnosticsDeferred = false;
   const scheduleDiagnostics = () => {
     if (diagnosticsScheduled || !hc.profile) return;
+    if (hc.lastGenerating) {
+      hc.diagnosticsDeferred = true;
+      return;
+    }
     diagnosticsScheduled = true;
     setTimeout(() => {
       diagnosticsScheduled = false;

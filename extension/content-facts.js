@@ -4,8 +4,8 @@
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
   const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
-  const { host, pageLoad, queryAll, find, present, ownMarker, MARKER_USER_TURNS, composerText, squash, typed, observe,
-    generatingIn, messageId, humanTurn, sendTurnEnded, sendThreadFacts } = hc;
+  const { host, pageLoad, queryAll, present, ownMarker, MARKER_USER_TURNS, composerText, squash, typed, observe,
+    generatingIn, idOf, bodyOf, humanTurn, sendTurnEnded, sendThreadFacts } = hc;
 
   // ---- The Herdr App (docs/PROTOCOL.md "The Herdr App"; ext-core sites::AppMentions):
   // the pills of the Apps a message carries, read in user turns (`human_apps`) and in the
@@ -113,7 +113,7 @@
       generating: generatingIn(seen),
       permission_card: hc.sendCards(seen, present(seen.view, 'permission_card', seen.ctx)),
       user_turns: users.length,
-      last_user_turn_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
+      last_user_turn_id: users.length ? idOf(seen, users[users.length - 1]) : null,
       last_human_turn_id: human?.id ?? null,
       human_apps: human ? appsIn(human.el) : [],
       // The worker rejects a page_facts over its caps (ext-core limits.rs: MAX_MARKERS 16,
@@ -156,7 +156,7 @@
   const quietZoneOf = (seen) => {
     if (!seen.view || !seen.last) return null;
     const selectors = quietSelectorsOf(seen.view);
-    const zone = selectors ? find(seen.view, 'assistant_body', seen.ctx)?.el : null;
+    const zone = selectors ? bodyOf(seen) : null;
     if (!zone || zone.querySelector(selectors.inside) || zone.closest(selectors.around)) return null;
     return { zone, css: selectors.inside, href: location.href, profile: hc.profile };
   };
@@ -238,9 +238,7 @@
     if (!full && onlyQuietText(batches)) {
       factsSkipped += 1;
       factsMs += performance.now() - startedAt;
-      // The streaming watch sees no text or element added inside the zone: look again.
-      if (watchedZone) scheduleRecheck();
-      return;
+      return; // the streaming watch's interval looks again
     }
     const before = lastGeneration;
     const beforeUnresolved = lastUnresolved;
@@ -269,28 +267,39 @@
     else if (!current.generating && current.unresolved !== 'profile') sendThreadFacts(false, factsSeen);
     hc.scheduleDiagnostics();
   };
-  // One recompute timer: `soon` (≤ 100 ms after a mutation or an input) or `recheck` (the
-  // streaming watch's next look into the zone, after the profile's streaming_recheck_ms);
-  // a mutation brings a pending recheck forward.
-  let scheduled = null; // null | { kind: 'soon' | 'recheck', timer }
-  const scheduleAfter = (kind, ms) => {
-    // setTimeout, not requestAnimationFrame: rAF is paused in background tabs, and a bound
-    // chat usually is one. While the streaming watch lasts, the health meters ride on this
-    // timer (content-health.js healthBeat: its lateness is their drift).
-    const due = performance.now() + ms;
-    scheduled = { kind, timer: setTimeout(() => {
-      scheduled = null;
-      if (watchedZone) hc.healthBeat?.(performance.now() - due);
-      sendFacts();
-    }, ms) };
-  };
+  // The recompute timer (`soon`: ≤ 100 ms after a mutation or an input) and, while the
+  // streaming watch lasts, one interval of the profile's streaming_recheck_ms that looks
+  // into the zone (a tick while a recompute is due leaves the look to it). One interval,
+  // not a timer armed again after each look: a call into the page costs the same however
+  // little it does, and arming a timer is a part of it. setTimeout / setInterval, not
+  // requestAnimationFrame: rAF is paused in background tabs, and a bound chat usually is
+  // one. While the watch lasts, the health meters ride on the interval (content-health.js
+  // healthBeat: its lateness is their drift).
+  let scheduled = null; // null | { timer }
   const scheduleRecompute = () => {
-    if (scheduled?.kind === 'soon') return;
-    if (scheduled) clearTimeout(scheduled.timer);
-    scheduleAfter('soon', 100);
+    if (scheduled) return;
+    scheduled = { timer: setTimeout(() => {
+      scheduled = null;
+      sendFacts();
+    }, 100) };
   };
-  const scheduleRecheck = () => {
-    if (!scheduled) scheduleAfter('recheck', hc.profile?.streaming_recheck_ms ?? 100);
+  let recheck = null; // null | { timer, ms, due }
+  const recheckTick = () => {
+    const now = performance.now();
+    const late = now - recheck.due;
+    recheck.due = late > recheck.ms ? now + recheck.ms : recheck.due + recheck.ms;
+    hc.healthBeat?.(late);
+    if (!scheduled) sendFacts();
+  };
+  const recheckEvery = (on) => {
+    if (on === (recheck !== null)) return;
+    if (on) {
+      const ms = hc.profile?.streaming_recheck_ms ?? 100;
+      recheck = { timer: setInterval(recheckTick, ms), ms, due: performance.now() + ms };
+    } else {
+      clearInterval(recheck.timer);
+      recheck = null;
+    }
   };
   // Anything but the observer (input, navigation, a command) makes the next recompute full.
   const scheduleFacts = () => {
@@ -347,6 +356,7 @@
       whole: { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter },
       shallow: { childList: true, attributes: true, attributeFilter },
       zone: { subtree: true, attributes: true, attributeFilter },
+      text: { characterData: true }, // a text or comment node: it has no attributes or children
     };
     watchWhole();
   };
@@ -373,6 +383,7 @@
     if (dirty) scheduleRecompute();
   };
   const watchWhole = () => rewatch(() => {
+    recheckEvery(false);
     if (watchedZone) hc.healthRide?.(false);
     watchedZone = null;
     watchedNodes = { zone: null, ancestors: [], siblings: [] };
@@ -382,6 +393,8 @@
   // watches whole. When a later full recompute finds the same nodes, the registrations
   // stand as they are (comparing is cheaper than registering them again).
   let watchedNodes = { zone: null, ancestors: [], siblings: [] };
+  // Our own HUD host is left out (its closed shadow tree is invisible to an observer, and it
+  // carries no attribute the filter names).
   // Of an ancestor's other children, the watch takes every one after the zone's branch and
   // only the WATCH_BEFORE nearest before it: in a long chat those are the turn list's old
   // turns, hundreds of subtrees that no page fact reads (markers come from the last
@@ -398,28 +411,25 @@
       ancestors.push(parent);
       let before = 0;
       for (let other = node.previousSibling; other && before < WATCH_BEFORE; other = other.previousSibling) {
-        siblings.push(other);
+        if (other !== host) siblings.push(other);
         if (other.nodeType === Node.ELEMENT_NODE) before += 1;
       }
-      for (let other = node.nextSibling; other; other = other.nextSibling) siblings.push(other);
+      for (let other = node.nextSibling; other; other = other.nextSibling) if (other !== host) siblings.push(other);
     }
     return { zone, ancestors, siblings };
   };
   const sameNodes = (a, b) => a.length === b.length && a.every((node, i) => node === b[i]);
   const watchAround = (zone) => {
     const nodes = nodesAround(zone);
-    if (watchedZone === zone && sameNodes(nodes.ancestors, watchedNodes.ancestors) && sameNodes(nodes.siblings, watchedNodes.siblings)) {
-      scheduleRecheck();
-      return;
-    }
+    if (watchedZone === zone && sameNodes(nodes.ancestors, watchedNodes.ancestors) && sameNodes(nodes.siblings, watchedNodes.siblings)) return;
     rewatch(() => {
       if (!watchedZone) hc.healthRide?.(true);
       watchedZone = zone;
       watchedNodes = nodes;
       observer.observe(zone, watched.zone);
       for (const node of nodes.ancestors) observer.observe(node, watched.shallow);
-      for (const node of nodes.siblings) observer.observe(node, watched.whole);
-      scheduleRecheck();
+      for (const node of nodes.siblings) observer.observe(node, node.nodeType === Node.ELEMENT_NODE ? watched.whole : watched.text);
+      recheckEvery(true);
     });
   };
   const watchFor = (current) => {

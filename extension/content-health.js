@@ -14,11 +14,11 @@
   // performance.memory. Every HEALTH_SAMPLE_TICKS ticks it posts one health_sample. It
   // runs only while the worker's view has a health line (a watched ChatGPT conversation);
   // what the figures mean, and whether anything is done, is decided there.
-  // While the facts' streaming watch runs (content-facts.js), its recheck timer fires every
-  // profile `streaming_recheck_ms` anyway, and every call into the page is a cost per
+  // While the facts' streaming watch runs (content-facts.js), its recheck interval fires
+  // every profile `streaming_recheck_ms` anyway, and every call into the page is a cost per
   // streamed token: the meters then ride on it (`healthRide(true)` stops their own timer;
-  // each of the watch's timers calls `healthBeat` with its own lateness, which counts a tick
-  // once a tick's time has passed). Without the watch the own timer runs again.
+  // each tick of the interval calls `healthBeat` with its lateness, which counts a tick once
+  // a tick's time has passed). Without the watch the own timer runs again.
   const HEALTH_TICK_MS = 1000;
   const HEALTH_SAMPLE_TICKS = 5;
   const meters = { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0, last: 0, timer: null, longTaskObserver: null, sent: 0, counted: 0,

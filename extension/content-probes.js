@@ -261,11 +261,11 @@
   // one recompute (≤ 1 per 100 ms); an unchanged result is not sent.
   // Cost invariants (REFERENCE.md §2: "a full DOM scan on every streamed token"; measured by
   // e2e/bench/content-cost.mjs): the observer callback is O(1) per batch; a recompute reads
-  // no layout (textContent, never innerText) and, once the turn list is known, touches only
-  // the composer's form and the last TAIL_TURNS units of the turn list, plus one
-  // document-wide query of user messages when the turn list itself changed (a turn added
-  // or removed; streaming into the last turn does not change it), and the document-wide
-  // probes of Stop and the permission card when their scoped look found nothing. A
+  // no layout (textContent; innerText only for a new user turn without a page id, whose
+  // text hash is its id) and, once the turn list is known, touches only the composer's form
+  // and the last TAIL_TURNS units of the turn list, plus the user messages of the units
+  // added since (threadFind), and the document-wide probes of Stop and the permission card
+  // when their scoped look found nothing. A
   // recompute whose mutations were all text inside the streaming reply evaluates nothing
   // (the quiet path, below), and while a reply streams its text makes no mutation record
   // at all (the streaming watch). Old turns are virtualized away by the sites anyway.
@@ -279,7 +279,6 @@
   // turns wrapped in their own `section` / `div` still share one list). Kept while it is
   // in the document and the profile is the same; with fewer than two turns nothing is kept.
   hc.turnCache = { profile: null, list: null, probe: null, listProbe: null };
-  hc.userTurns = { shape: null, list: [], probe: null };
   const commonAncestor = (a, b) => {
     for (let node = a.parentElement; node; node = node.parentElement) if (node.contains(b)) return node;
     return null;
@@ -305,18 +304,60 @@
     for (let unit = list.lastElementChild; unit && tail.length < TAIL_TURNS; unit = unit.previousElementSibling) tail.unshift(unit);
     return tail;
   };
-  // The user messages, queried document-wide again only when the turn list's shape
-  // changed, a cached one left the document, or no list is known (a short chat).
-  const usersNow = (list) => {
-    const shape = list && [hc.profile, list, list.childElementCount, list.firstElementChild, list.lastElementChild];
-    const same = shape && hc.userTurns.shape && shape.every((part, i) => part === hc.userTurns.shape[i]) &&
-      hc.userTurns.list.slice(-MARKER_USER_TURNS).every((turn) => turn.isConnected);
-    if (!same) {
-      const users = find(hc.profile, 'user', {}, true);
-      hc.userTurns = { shape, list: users?.list ?? [], probe: users?.probe ?? null };
-    }
-    return hc.userTurns;
+  // The user messages on every full recompute, through `threadFind` (below): the settled
+  // units' matches kept, the newest units read again. (A cache keyed by the list's shape —
+  // unit count, first and last unit — missed a user message rendered into a unit that was
+  // already there: a unit that came first and its message after.)
+  const usersNow = () => {
+    const users = threadFind(hc.profile, 'user');
+    return { list: users?.list ?? [], probe: users?.probe ?? null };
   };
+  // `find(view, fact, {}, true)` of a fact that counts the thread (`turn`, `user`: every
+  // match in the whole document), kept for the turn list's settled units — all but its last
+  // TAIL_TURNS, which are looked at again each time — while the list only grew at its end:
+  // the same list, the same first unit, the last settled unit where it was (as many units
+  // before it) and the newest MARKER_USER_TURNS kept matches still in the document. So a
+  // submit on a long chat looks at the new units, not at the hundreds of old ones (old turns
+  // are history, as for the live page). Anything else (a list replaced, units removed before
+  // the tail, a match outside the list, a chain whose earlier probe now matches in the
+  // tail, a chat too short to have settled units) is a whole-document query, as before.
+  const settled = new Map(); // fact → { chain, list, first, edge, at, probe, kept }
+  const threadFind = (view, fact) => {
+    const chain = view.facts[fact];
+    const list = hc.turnCache.profile === hc.profile ? hc.turnCache.list : null;
+    const was = settled.get(fact);
+    const at = list ? list.childElementCount - TAIL_TURNS - 1 : -1;
+    const edge = at >= 0 ? list.children[at] : null;
+    const reuse = was && edge && was.chain === chain && was.list === list && list.isConnected && was.first === list.firstElementChild &&
+      was.at <= at && list.children[was.at] === was.edge && was.kept.slice(-MARKER_USER_TURNS).every((el) => el.isConnected);
+    if (reuse) {
+      // The kept matches lie in the units up to `was.edge`; the rest of the list is scanned.
+      const fresh = [];
+      let winner = -1;
+      const last = chain.indexOf(was.probe);
+      for (let i = 0; i <= last && winner < 0; i++) {
+        for (let unit = was.edge.nextElementSibling; unit; unit = unit.nextElementSibling) {
+          for (const el of selfAndInside(unit, chain[i].css)) if (passes(view, chain[i], el)) fresh.push(el);
+        }
+        if (fresh.length) winner = i;
+      }
+      if (winner === last || (winner < 0 && was.kept.length)) {
+        const all = [...was.kept, ...fresh];
+        settled.set(fact, { ...was, edge, at, kept: [...was.kept, ...fresh.filter((el) => upTo(edge, el))] });
+        won(fact, was.probe);
+        return { el: all[0], list: all, probe: was.probe };
+      }
+    }
+    const hit = find(view, fact, {}, true);
+    settled.delete(fact);
+    const plain = hit && chain.every((probe) => probe.scope === 'doc' && !probe.unique);
+    if (plain && edge && hit.list.every((el) => el !== list && list.contains(el))) {
+      settled.set(fact, { chain, list, first: list.firstElementChild, edge, at, probe: hit.probe, kept: hit.list.filter((el) => upTo(edge, el)) });
+    }
+    return hit;
+  };
+  // Whether `el` lies in `unit` or in a unit before it.
+  const upTo = (unit, el) => unit === el || unit.contains(el) || Boolean(unit.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING);
   // The turn generation: the generations of the probe that found the turns (narrowed to
   // the diagnostic label's when it is one of them: a classic page's turns found by a probe
   // classic shares with section are classic turns), else the label's, else every
@@ -384,7 +425,7 @@
     if (composer && !rootHit) fail('root', 'missing');
     const root = rootHit?.el ?? null;
     const turns = turnsNow();
-    const users = usersNow(turns.list);
+    const users = usersNow();
     const labelled = shape.gen ? [shape.gen.id] : null;
     const turnGens = gensOf(turns.probe);
     const view = viewOf((turnGens && labelled && turnGens.includes(labelled[0]) ? labelled : turnGens) ?? labelled ?? hc.profile.generations.map((gen) => gen.id));
@@ -402,8 +443,19 @@
     const label = shape.gen?.id ?? (composer ? 'mixed' : null);
     return {
       view, label, unresolved, why, composerHit, composer, rootHit, root, turns, users, last, ctx,
-      send: sends.length === 1 ? sends[0] : null, stop, streaming, complete,
+      send: sends.length === 1 ? sends[0] : null, stop, streaming, complete, memo: new Map(),
     };
+  };
+  // What several readers of one recompute ask of the same page — the last reply's body
+  // (null: none found), a message's id — is looked up once per `seen`.
+  const bodyOf = (seen) => {
+    if (!seen.memo.has(bodyOf)) seen.memo.set(bodyOf, seen.last ? find(seen.view, 'assistant_body', seen.ctx)?.el ?? null : null);
+    return seen.memo.get(bodyOf);
+  };
+  const idOf = (seen, el) => {
+    if (!el) return null;
+    if (!seen.memo.has(el)) seen.memo.set(el, messageId(seen.view, el));
+    return seen.memo.get(el);
   };
   const generatingIn = (seen) => Boolean(seen.stop || seen.streaming ||
     (seen.view.pending_until_complete && seen.last && !seen.complete));
@@ -423,5 +475,5 @@
   };
   Object.assign(hc, { pageLoad, labelsOf, queryAll, matches, closest, exists, ruleHolds, hasLabel, candidates, usage, won, find,
     present, isStop, isDisabled, describe, ownMarker, hasMarker, oursByMarker, MARKER_USER_TURNS, composerText,
-    squash, typed, observe, generatingIn, sendControl, soleComposer, messageId });
+    squash, typed, observe, generatingIn, sendControl, soleComposer, messageId, threadFind, bodyOf, idOf });
 })();

@@ -4,7 +4,7 @@
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
   const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
-  const { pageLoad, labelsOf, find, present, isDisabled, ownMarker, observe, generatingIn, messageId, scheduleFacts } = hc;
+  const { pageLoad, labelsOf, find, present, isDisabled, ownMarker, observe, generatingIn, idOf, bodyOf, scheduleFacts } = hc;
 
   // ---- Recovery (docs/PROTOCOL.md "Recovery"): the facts the worker's recovery planner
   // reads (the last assistant message, a user turn waiting, a send-timeout card, a
@@ -55,7 +55,7 @@
   };
   const recoveryFacts = (seen) => {
     const last = seen.last;
-    const body = last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? last.el) : null;
+    const body = last ? (bodyOf(seen) ?? last.el) : null;
     const bodyText = body?.textContent ?? '';
     const users = seen.users.list;
     const lastUser = users[users.length - 1] ?? null;
@@ -72,7 +72,7 @@
       type: TO_WORKER.recovery_facts,
       page_load: pageLoad,
       assistant: Boolean(last),
-      assistant_id: last ? messageId(seen.view, last.el) : null,
+      assistant_id: last ? idOf(seen, last.el) : null,
       assistant_len: plainLength(bodyText),
       assistant_streaming: Boolean(seen.streaming) || Boolean(generating && last && !seen.complete),
       signature: signatureOf(bodyText),

@@ -4,7 +4,7 @@
   const hc = globalThis[Symbol.for('herdr-continuity.content')];
   if (!hc) return; // a second injection: the first copy runs
   const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
-  const { pageLoad, find, isStop, ownMarker, oursByMarker, observe, messageId } = hc;
+  const { pageLoad, isStop, ownMarker, oursByMarker, observe, messageId, threadFind, bodyOf, idOf } = hc;
 
   // ---- The ended turn (semantic Auto and the judge button, docs/PROTOCOL.md
   // "turn_ended"): the last user turn's text without our marker lines and the last reply's
@@ -67,7 +67,7 @@
     const users = seen.users.list;
     const raw = readText(users[users.length - 1] ?? null);
     const marker = ownMarker(raw);
-    const body = seen.last ? (find(seen.view, 'assistant_body', seen.ctx)?.el ?? seen.last.el) : null;
+    const body = seen.last ? (bodyOf(seen) ?? seen.last.el) : null;
     const userText = raw.replace(MARKER_LINE, '').trim();
     const replyText = readReplyText(body);
     return {
@@ -75,8 +75,8 @@
       assistant_text: full ? journalText(replyText) : tailChars(replyText, TURN_ASSISTANT_MAX),
       user_marker: marker && marker.length <= CAPS.id_chars ? marker : null,
       // The reply's own id (the JSON bridge keys its calls by it, O2; the journal, C1).
-      message_id: seen.last ? messageId(seen.view, seen.last.el) : null,
-      user_message_id: users.length ? messageId(seen.view, users[users.length - 1]) : null,
+      message_id: seen.last ? idOf(seen, seen.last.el) : null,
+      user_message_id: users.length ? idOf(seen, users[users.length - 1]) : null,
     };
   };
   // FNV-1a, 64 bits, of the text's UTF-8 (as ext-core continuity/bridge text_turn_id).
@@ -91,15 +91,21 @@
   // worker restart in an Auto loop still knows it. A sent turn does not change: each is
   // read once.
   const humanTurns = new WeakMap(); // user turn element → its id, or '' when it is ours
-  // The newest human user turn: `{ id, el }`, or null.
+  // The newest human user turn: `{ id, el }`, or null. Whose a turn is, is read from its
+  // textContent, as the facts' markers are; its rendered text (innerText, which lays the
+  // page out: on a long chat the submit's recompute paid for the whole page's layout) only
+  // when the turn has no page id and its hash is the id.
   const humanTurn = (view, users) => {
     for (let i = users.length - 1; i >= 0 && i >= users.length - 64; i -= 1) {
       let id = humanTurns.get(users[i]);
       if (id === undefined) {
-        const raw = readText(users[i]);
         const mid = messageId(view, users[i]);
-        const value = tailChars(raw.replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
-        id = oursByMarker(raw) ? '' : (mid && mid.length <= CAPS.id_chars ? mid : (value ? textTurnId(value) : ''));
+        if (oursByMarker(users[i].textContent || '')) id = '';
+        else if (mid && mid.length <= CAPS.id_chars) id = mid;
+        else {
+          const value = tailChars(readText(users[i]).replace(MARKER_LINE, '').trim(), TURN_USER_MAX);
+          id = value ? textTurnId(value) : '';
+        }
         humanTurns.set(users[i], id);
       }
       if (id) return { id, el: users[i] };
@@ -152,7 +158,7 @@
     seen ??= observe();
     if (!seen.view) return;
     hc.threadShape = location.href;
-    const turns = find(seen.view, 'turn', {}, true)?.list ?? [];
+    const turns = threadFind(seen.view, 'turn')?.list ?? [];
     let chars = 0;
     let cjk = 0;
     // A finished turn's text does not change: each is read once (the newest two again,

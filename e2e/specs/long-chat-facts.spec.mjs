@@ -95,3 +95,65 @@ for (const layout of ['classic', 'section', 'thread']) {
     await page.close();
   });
 }
+
+// The user turns of a long chat as it grows and shrinks (content-probes.js `threadFind`):
+// the matches in the turn list's settled units are kept and only the newest units are looked
+// at again, so every user turn appended counts, also one whose unit came first and its user
+// message later (a unit rendered in two steps); a list whose first units went (virtualised
+// from its top) is counted whole again. `user_turns` is held to the page's own count through
+// the profile's user chain (its first probe that matches, as the adapter reads it).
+for (const layout of ['classic', 'section', 'thread']) {
+  test(`${layout}: a long chat's user turns counted as units come at its end and go at its top`, async () => {
+    const page = await context.newPage();
+    await page.goto(`${SNIPPET_ORIGIN}/chatgpt-${layout}.html`);
+    const chain = PROFILES.chatgpt.facts.user.map((probe) => probe.css);
+    const units = await page.evaluate(({ css, chain, older }) => {
+      const first = document.querySelector(css);
+      const unit = first.parentElement.querySelectorAll(css).length === 1 && first.parentElement.children.length === 1 ? first.parentElement : first;
+      for (let i = 0; i < older; i++) unit.before(unit.cloneNode(true));
+      const list = unit.parentElement;
+      const userUnit = [...list.children].find((u) => chain.some((c) => u.matches(c) || u.querySelector(c)));
+      window.__longChat = { list, userUnit: userUnit.cloneNode(true), chain };
+      return list.children.length;
+    }, { css: TURN, chain, older: 40 });
+    expect(units, 'more units than the live tail').toBeGreaterThan(13);
+    const expected = () => page.evaluate(() => {
+      const { chain } = window.__longChat;
+      return chain.map((c) => document.querySelectorAll(c).length).find((n) => n > 0) ?? 0;
+    });
+    const counted = async () => (await lastPosted(page, 'page_facts'))?.user_turns ?? null;
+    await runAdapter(page, PROFILES.chatgpt);
+    await expect.poll(counted, { timeout: 10_000 }).toBe(await expected());
+    const before = await expected();
+    // Two user units at the end, one after the other.
+    for (let i = 1; i <= 2; i++) {
+      await page.evaluate(() => window.__longChat.list.append(window.__longChat.userUnit.cloneNode(true)));
+      await expect.poll(counted, { timeout: 10_000 }).toBe(before + i);
+    }
+    // A unit that comes empty and gets its user message after a recompute has seen it (the
+    // HUD host's recompute counter, written when asked: content-facts.js).
+    const recomputes = () => page.evaluate(() => {
+      const host = document.querySelector('herdr-continuity-hud');
+      host.dispatchEvent(new Event('herdr-continuity:counters'));
+      return Number(host.dataset.factsComputed);
+    });
+    const seen = await recomputes();
+    await page.evaluate(() => {
+      const { list, userUnit } = window.__longChat;
+      window.__longChat.shell = list.appendChild(userUnit.cloneNode(false));
+    });
+    await expect.poll(recomputes, { timeout: 10_000 }).toBeGreaterThan(seen);
+    await page.evaluate(() => {
+      const { shell, userUnit } = window.__longChat;
+      for (const child of userUnit.children) shell.append(child.cloneNode(true));
+    });
+    await expect.poll(counted, { timeout: 10_000 }).toBe(await expected());
+    expect(await expected(), 'the shell holds a user message now').toBe(before + 3);
+    // The five oldest units go (the list virtualised from its top): counted whole again.
+    await page.evaluate(() => { for (let i = 0; i < 5; i++) window.__longChat.list.firstElementChild.remove(); });
+    const after = await expected();
+    expect(after, 'old user turns went with them').toBeLessThan(before + 3);
+    await expect.poll(counted, { timeout: 10_000 }).toBe(after);
+    await page.close();
+  });
+}
