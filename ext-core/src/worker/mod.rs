@@ -360,7 +360,10 @@ impl Worker {
     pub fn new(extension_version: &str, mut continuity: Continuity, parse: ParseJson) -> Self {
         let mut queue = Vec::new();
         while let Some(output) = continuity.poll() {
-            if matches!(output, ContinuityOutput::QueueRead { .. } | ContinuityOutput::QueueWrite { .. }) {
+            if matches!(
+                output,
+                ContinuityOutput::QueueRead { .. } | ContinuityOutput::QueueWrite { .. } | ContinuityOutput::QueueKeepAside { .. }
+            ) {
                 queue.push(output);
             }
         }
@@ -626,6 +629,10 @@ impl Worker {
             ContinuityOutput::QueueWrite { op, record } => {
                 let token = self.storage_token(StorageWait::QueueWrite(op));
                 self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::STORE_KEY, value: record });
+            }
+            ContinuityOutput::QueueKeepAside { op, record } => {
+                let token = self.storage_token(StorageWait::QueueWrite(op));
+                self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::ASIDE_KEY, value: record });
             }
             ContinuityOutput::QueueAccepted { tab, text } => self.post_to_tab(tab, json_object!("type": "queue_accepted", "text": text)),
             ContinuityOutput::Recovery { tab, command } => self.recovery_command(tab, &command),

@@ -368,11 +368,12 @@ fn queue_writes(out: &[WorkerOutput]) -> usize {
     out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)).count()
 }
 
-// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave. An
-// item that is absent is an empty queue; one stored as JSON `null` (never written by us) is
-// not: it is refused like any unreadable record and never written over.
+// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave; an
+// item that is absent is an empty queue. Review fix30 MED 3 (failed before): one stored as
+// JSON `null` holds no items either — it was refused, which blocked the queue for good and
+// withheld Auto in every chat; now it is an empty book, said once in Activity.
 #[test]
-fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_empty() {
+fn a_queue_record_stored_as_null_or_absent_is_an_empty_queue_said_once() {
     let key = ext_core::queue::STORE_KEY;
     let mut shell = Shell::new();
     two_tabs_and_a_panel(&mut shell);
@@ -382,22 +383,67 @@ fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_e
     assert_eq!(queue_writes(&out), 1, "an absent record is an empty queue, written: {out:?}");
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
 
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
-    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
-    assert_eq!(queue_writes(&out), 0, "never written over: {out:?}");
-    assert!(typed(&out, 1, "queue_accepted").is_empty(), "the text stays in the composer: {out:?}");
-    let notices = typed(&out, 1, "notice");
-    assert!(
-        notices.iter().any(|n| n["key"] == "queueRefused_storage_unreadable" && n["args"][0].as_str().is_some_and(|a| a.contains("null"))),
-        "the HUD says why: {notices:?}"
-    );
-    // The same for anything but text, and for an answer that is not the items read.
+    let null_notes = |out: &[WorkerOutput]| {
+        out.iter()
+            .filter(|o| matches!(o, WorkerOutput::Activity(a) if a.reason == ext_core::continuity::ActivityReason::Code("queue_null")))
+            .count()
+    };
+    let mut notes = 0;
+    for text in ["second", "third"] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
+        assert_eq!(queue_writes(&out), 1, "a null record holds no items: written over with the new one: {out:?}");
+        assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+        notes += null_notes(&out);
+    }
+    assert_eq!(notes, 1, "said once in Activity");
+    // Anything but text or null, and an answer that is not the items read, is refused.
     for answer in [serde_json::json!({ key: 7 }), Value::Null, serde_json::json!("{}")] {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "fourth".into() }));
         let out = answer_queue_reads(&mut shell, out, &answer);
         assert_eq!(queue_writes(&out), 0, "{answer}: {out:?}");
         assert!(typed(&out, 1, "queue_accepted").is_empty(), "{answer}: {out:?}");
     }
+}
+
+// Review fix30 MED 3 (failed before): an unreadable record was never written over, and the
+// user's Clear was refused too ("reload the extension", which does not help): the queue was
+// blocked for good. Now Clear (the HUD asked first) keeps the record aside under
+// `queue::ASIDE_KEY`, then writes an empty book, and the queue works again.
+#[test]
+fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut store = Some("{not json".to_owned());
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "refused: {out:?}");
+    assert_eq!(store.as_deref(), Some("{not json"), "never written over by an add");
+    let notices = typed(&out, 1, "notice");
+    assert!(notices.iter().any(|n| n["key"] == "queueRefused_record_unreadable"), "the HUD says why and what to do: {notices:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    let writes: Vec<(&str, &Value)> = out
+        .iter()
+        .filter_map(|o| match o {
+            WorkerOutput::StorageWrite { key, value, .. } if *key != STORAGE_KEY => Some((*key, value)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes.first().map(|(k, v)| (*k, (*v).clone())),
+        Some((ext_core::queue::ASIDE_KEY, Value::String("{not json".into()))),
+        "kept aside first: {out:?}"
+    );
+    assert_eq!(writes.get(1).map(|(k, _)| *k), Some(ext_core::queue::STORE_KEY), "then an empty book: {out:?}");
+    assert_eq!(ext_core::queue::QueueBook::parse(store.as_deref()), Ok(ext_core::queue::QueueBook::new()));
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_aside"), "{out:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
 }
 
 #[test]
