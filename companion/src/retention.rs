@@ -73,7 +73,7 @@ pub const WM_CHECKPOINTS_KEPT: u64 = 100;
 pub const BATCH: u64 = 500;
 
 /// How long `retention.set` reclaims before it answers; what is left goes on after the
-/// answer (the worker waits 10 s for a page's call, the runtime 30 s for any request).
+/// answer (the worker waits 40 s for `retention.set`, the runtime 30 s for any request).
 pub const SET_RECLAIM_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The user's limits (options page, `retention.set`).

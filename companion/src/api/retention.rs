@@ -4,7 +4,9 @@
 //! Invariant: `retention.set` answers only what is true when it answers — the limits are
 //! stored, and `reclaiming` says whether reclaiming under them goes on after the answer
 //! (it reclaims for at most [`SET_RECLAIM_BUDGET`] first, so a large `state.db` never makes
-//! a save that succeeded look like one that timed out).
+//! a save that succeeded look like one that timed out). Once they are stored the answer is a
+//! success: its `sizes` are best-effort (left out when they cannot be read, or when the set
+//! took [`SET_SIZES_BEFORE`] already).
 
 use std::sync::Arc;
 
@@ -14,6 +16,10 @@ use super::Router;
 use crate::clock::unix_millis;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use crate::retention::{Limits, Retention, SET_RECLAIM_BUDGET};
+
+/// A `retention.set` that took this long already answers without `sizes` (reading them
+/// reads every stored text): well inside the runtime's 30 s request bound.
+const SET_SIZES_BEFORE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves both methods.
 pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
@@ -59,6 +65,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
 }
 
 fn answer(retention: &Arc<Retention>, set: Option<&Value>, log: &crate::log::RuntimeLog) -> Result<Value, MethodError> {
+    let started = std::time::Instant::now();
     let failed = |error: crate::db::DbError| (ErrorCode::NotReady, error.to_string());
     let mut limits = retention.limits().map_err(failed)?;
     let mut reclaiming = None;
@@ -82,6 +89,20 @@ fn answer(retention: &Arc<Retention>, set: Option<&Value>, log: &crate::log::Run
     if let Some(reclaiming) = reclaiming {
         body["reclaiming"] = Value::Bool(reclaiming);
     }
-    body["sizes"] = serde_json::to_value(retention.sizes().map_err(failed)?).map_err(|e| (ErrorCode::Internal, e.to_string()))?;
+    if set.is_none() {
+        body["sizes"] = serde_json::to_value(retention.sizes().map_err(failed)?).map_err(|e| (ErrorCode::Internal, e.to_string()))?;
+        return Ok(body);
+    }
+    // Stored: the sizes are best-effort. Past the budget (they read every text under the
+    // lock) or when they cannot be read they are left out, and the page keeps its own.
+    if started.elapsed() >= SET_SIZES_BEFORE {
+        log.line(format_args!("retention: the set's answer leaves out the sizes: it took {:?} already", started.elapsed()));
+        return Ok(body);
+    }
+    match retention.sizes().map(serde_json::to_value) {
+        Ok(Ok(sizes)) => body["sizes"] = sizes,
+        Ok(Err(error)) => log.line(format_args!("retention: the set's answer leaves out the sizes: {error}")),
+        Err(error) => log.line(format_args!("retention: the set's answer leaves out the sizes: {error}")),
+    }
     Ok(body)
 }

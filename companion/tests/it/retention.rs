@@ -223,6 +223,48 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     );
 }
 
+/// The `state.db` under a test home (wherever the runtime keeps it).
+fn find_state_db(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|name| name == "state.db") {
+            return Some(path);
+        }
+        if path.is_dir() {
+            if let Some(found) = find_state_db(&path) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// Review fix30 MED 2 (failed before): once `retention.set` stored the limits its answer is a
+/// success — reading the sizes afterwards is best-effort: when it fails the answer leaves
+/// `sizes` out (the page keeps the ones it shows) instead of answering an error that reads
+/// as "not saved".
+#[test]
+fn a_retention_set_whose_sizes_cannot_be_read_still_answers_that_the_limits_are_stored() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    let got = client.call("r1", "retention.get", json!({}));
+    assert_eq!(got["result"]["type"], "retention", "{got}");
+    // A store whose sizes cannot be read (its text column is not where sizes looks).
+    let db = find_state_db(home.dir.path()).expect("state.db");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch("ALTER TABLE inbox_tasks RENAME COLUMN prompt_preview TO preview").expect("rename");
+    drop(conn);
+    let broken = client.call("r2", "retention.get", json!({}));
+    assert!(broken["error"]["message"].as_str().is_some_and(|m| m.contains("prompt_preview")), "sizes fail: {broken}");
+    let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 9}}));
+    assert_eq!(set["result"]["limits"]["inbox_days"], 9, "a success: {set}");
+    assert!(set["result"].get("sizes").is_none(), "no sizes rather than wrong ones: {set}");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let stored: i64 = conn.query_row("SELECT value FROM retention_limits WHERE store = 'inbox_days'", [], |r| r.get(0)).expect("stored");
+    assert_eq!(stored, 9);
+}
+
 /// Reclaim on one thread while another connection commits inserts in a loop: every reclaim
 /// succeeds. Failed before: reclaim opened a deferred transaction, read, then upgraded to a
 /// write, and SQLite answered SQLITE_BUSY_SNAPSHOT whenever the other connection had

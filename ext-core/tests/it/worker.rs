@@ -1032,6 +1032,32 @@ fn a_call_the_companion_does_not_answer_times_out_once_and_its_late_answer_is_dr
     assert!(typed(&out, 3, "companion_answer").is_empty(), "answered once: {out:?}");
 }
 
+// Review fix30 MED 2 (failed before): `retention.set` may take the runtime's whole request
+// bound (30 s: a busy database, a first batch of deletes) and its limits are stored even so;
+// the page's 10 s wait answered it `timed_out` while it went on. It waits longer than the
+// runtime does.
+#[test]
+fn a_retention_set_waits_longer_than_the_runtimes_request_bound() {
+    let mut shell = connected_with_pages();
+    let limits = serde_json::json!({"limits": {"inbox_days": 7}});
+    let sent = page_calls_out(&shell.page(5, call("set", "retention.set", limits)));
+    assert_eq!(sent.len(), 1);
+    let start = shell.now;
+    for after in [ext_core::limits::COMPANION_CALL_TIMEOUT_MS, 30_000] {
+        shell.now = start + after;
+        let out = shell.feed(WorkerInput::Timer);
+        assert!(typed(&out, 5, "companion_answer").is_empty(), "no `timed_out` {after} ms in: {out:?}");
+    }
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(serde_json::json!({"limits": {}})) });
+    assert_eq!(typed(&out, 5, "companion_answer").len(), 1, "its answer reaches the page: {out:?}");
+    // It is still bounded: one the companion never answers is `timed_out` in the end.
+    let sent = page_calls_out(&shell.page(5, call("set2", "retention.set", serde_json::json!({"limits": {}}))));
+    assert_eq!(sent.len(), 1);
+    shell.now += ext_core::limits::RETENTION_SET_TIMEOUT_MS;
+    let out = shell.feed(WorkerInput::Timer);
+    assert_eq!(answer_error(&out, 5, "set2")["code"], "timed_out");
+}
+
 #[test]
 fn a_watching_side_panel_gets_the_stream_and_every_watcher_the_connection_state() {
     use continuity_protocol::EventName;
