@@ -50,14 +50,21 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         Ok(answer) => answer,
         Err(error) => Err((ErrorCode::Internal, format!("retention failed: {error}"))),
     };
-    // What the budget left goes on after the answer, on the blocking pool.
-    if answer.as_ref().is_ok_and(|body| body["reclaiming"] == true) {
+    // What the budget left goes on after the answer, on the blocking pool: one task, which
+    // a later Save asks for one more pass (each batch reads the limits in force).
+    if answer.as_ref().is_ok_and(|body| body["reclaiming"] == true) && retention.background_wanted() {
         tokio::spawn(async move {
-            let reclaimed = tokio::task::spawn_blocking(move || retention.reclaim(unix_millis() as i64)).await;
-            match reclaimed {
-                Ok(Ok(reclaimed)) => log.line(format_args!("retention: reclaimed after retention.set answered: {reclaimed:?}")),
-                Ok(Err(error)) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
-                Err(error) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+            loop {
+                let worker = retention.clone();
+                let reclaimed = tokio::task::spawn_blocking(move || worker.reclaim(unix_millis() as i64)).await;
+                match reclaimed {
+                    Ok(Ok(reclaimed)) => log.line(format_args!("retention: reclaimed after retention.set answered: {reclaimed:?}")),
+                    Ok(Err(error)) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+                    Err(error) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+                }
+                if !retention.background_again() {
+                    break;
+                }
             }
         });
     }

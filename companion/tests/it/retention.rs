@@ -410,6 +410,73 @@ fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished(
     assert_eq!((none, finished), (Reclaimed::default(), true), "nothing left is finished at once");
 }
 
+/// `count` inbox tasks acknowledged `days_ago` days before `NOW`.
+fn acked_tasks(path: &std::path::Path, count: usize, days_ago: i64) {
+    let mut conn = rusqlite::Connection::open(path).expect("open");
+    let tx = conn.transaction().expect("tx");
+    for i in 0..count {
+        tx.execute(
+            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
+             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?2)",
+            rusqlite::params![format!("acked-{days_ago}-{i}"), NOW - days_ago * DAY],
+        )
+        .expect("inbox row");
+    }
+    tx.commit().expect("commit");
+}
+
+/// Review fix30 MED 1 (failed before): a reclaim read the limits once at its start, so an
+/// older `retention.set`'s reclaim went on deleting under limits the user had replaced
+/// since. Each batch reads the stored limits in its own transaction: 3 batches of tasks
+/// acknowledged 50 days ago, `inbox_days = 7`; after the first batch the user stores 365 —
+/// only the first batch's rows are gone. LOW 1: a batch that finished the work says so,
+/// even when the budget is spent.
+#[test]
+fn each_reclaim_batch_reads_the_limits_in_force_and_the_last_batch_says_it_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let _inbox = InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    let user = Retention::open(&path).expect("the options page's connection");
+    let batch = companion::retention::BATCH;
+    retention.set_limits(&Limits { inbox_days: 7, ..DEFAULTS }).expect("limits");
+    acked_tasks(&path, 3 * batch as usize, 50);
+    let mut batches = 0;
+    let (reclaimed, finished) = retention
+        .reclaim_observed(NOW, std::time::Duration::MAX, &mut |_| {
+            batches += 1;
+            if batches == 1 {
+                user.set_limits(&Limits { inbox_days: 365, ..DEFAULTS }).expect("the user's new limits");
+            }
+        })
+        .expect("reclaim");
+    assert_eq!((reclaimed.inbox_tasks, finished), (batch, true), "only the first batch went");
+    assert_eq!(count(&path, "SELECT count(*) FROM inbox_tasks"), 2 * batch as i64);
+
+    // LOW 1: the batch that removed the last rows finished the work, budget spent or not.
+    user.set_limits(&Limits { inbox_days: 7, ..DEFAULTS }).expect("limits");
+    let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((first.inbox_tasks, finished), (batch, false));
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute("DELETE FROM inbox_tasks WHERE rowid IN (SELECT rowid FROM inbox_tasks LIMIT 100)", []).expect("fewer than a batch left");
+    let (last, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((last.inbox_tasks, finished), (batch - 100, true), "the last batch finished it");
+}
+
+/// Review fix30 MED 1: the reclaims a Save leaves for after its answer are merged into one
+/// task (before: one spawn per Save, each under the limits of its start): a Save
+/// while it runs asks it for one more pass, and once it ended the next Save starts one.
+#[test]
+fn background_reclaims_after_saves_are_one_task_asked_for_one_more_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let retention = Retention::open(&dir.path().join("state.db")).expect("retention");
+    assert!(retention.background_wanted(), "the first Save starts the task");
+    assert!(!retention.background_wanted() && !retention.background_wanted(), "later Saves start none");
+    assert!(retention.background_again(), "one more pass for them (merged)");
+    assert!(!retention.background_again(), "then it ends");
+    assert!(retention.background_wanted(), "the next Save starts it again");
+}
+
 // Issue 27: `exec_runs`, the idempotency keys of `herdr_exec`, grew without bound.
 // Keys older than the retention days go, and over the count limit the oldest go, but never
 // a key within its retry window (it could still be retried and must replay, not run).
