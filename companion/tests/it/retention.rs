@@ -391,17 +391,7 @@ fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished(
     let _inbox = InboxStore::open(&path).expect("inbox");
     let retention = Retention::open(&path).expect("retention");
     let batch = companion::retention::BATCH as usize;
-    let mut conn = rusqlite::Connection::open(&path).expect("open");
-    let tx = conn.transaction().expect("tx");
-    for i in 0..batch + 100 {
-        tx.execute(
-            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
-             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?2)",
-            rusqlite::params![format!("acked-{i}"), NOW - 50 * DAY],
-        )
-        .expect("inbox row");
-    }
-    tx.commit().expect("commit");
+    acked_tasks(&path, batch + 100, 50);
     let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
     assert_eq!((first.inbox_tasks, finished), (batch as u64, false), "one batch, then it stops and says so");
     let (rest, finished) = retention.reclaim_within(NOW, std::time::Duration::from_secs(3_600)).expect("reclaim");
