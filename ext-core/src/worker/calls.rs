@@ -5,7 +5,7 @@
 //! (issue 28). A `companion_call {id, method, params}` on a `panel` port is checked by
 //! [`super::commands::companion_call`], posted on the native port under a wire id of its
 //! own ([`PAGE_CALL_ID_PREFIX`]) and answered to the asking port as `companion_answer {id,
-//! result}` or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
+//! result}` (a `herdr.*` result only in its shape and within the caps, [`super::relay`]) or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
 //! `not_connected` one also carries the HUD's companion line, `status`, which says why). A
 //! watching page (`companion_watch`) is sent `companion_state {connected, status}` whenever
 //! either changes, and a watching side panel the Herdr stream's events the live tree draws
@@ -124,11 +124,17 @@ impl Worker {
         self.outputs.push_back(WorkerOutput::PostNative { message });
     }
 
-    /// The companion answered the call `wire_id`: to its port, when it still waits.
+    /// The companion answered the call `wire_id`: to its port, when it still waits, in its
+    /// shape and within the caps ([`super::relay::answer`]).
     pub(super) fn page_call_answered(&mut self, wire_id: &str, result: Result<Value, CallError>) {
         let Some(call) = self.page_calls.remove(wire_id) else { return };
-        let message = match result {
-            Ok(result) => json_object!("type": "companion_answer", "id": call.id.as_str(), "result": result),
+        // The relay's limits are end to end: an answer goes in its shape and within the caps.
+        let message = match result.map(|result| super::relay::answer(call.method, &result)) {
+            Ok(Ok(result)) => json_object!("type": "companion_answer", "id": call.id.as_str(), "result": result),
+            Ok(Err(why)) => {
+                let detail = crate::text::concat(&["the answer is not in its shape: ", why.as_str()]);
+                failure(&call.id, CallFailure::Companion, &detail)
+            }
             Err(error) => {
                 let detail = crate::text::concat(&[error.code.as_str(), ": ", error.message.as_str()]);
                 failure(&call.id, CallFailure::Companion, &detail)

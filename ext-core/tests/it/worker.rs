@@ -933,6 +933,50 @@ fn continuity_error(code: continuity_protocol::ErrorCode, message: &str) -> ext_
     ext_core::continuity::CallError { code, message: message.into() }
 }
 
+// Review fix30 MED 4 (failed before): the relay's limits are end to end — the side panel's
+// `herdr.*` answers were posted unchanged, so a terminal's cwd, label or output reached the
+// page unbounded. They go through the stream's shapes (WORKSPACE / AGENT / PANE), and
+// `herdr.pane_read`'s text is clipped keeping its end.
+#[test]
+fn the_side_panels_herdr_answers_are_sent_only_in_their_shape_and_within_the_caps() {
+    use ext_core::limits::{MAX_LABEL_CHARS, MAX_RUNTIME_SHORT_CHARS, MAX_RUNTIME_TEXT_CHARS};
+    let mut shell = connected_with_pages();
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let mut ask = |method: &str, params: Value, result: Value| -> Value {
+        let sent = page_calls_out(&shell.page(3, call("a", method, params)));
+        let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(result) });
+        let answers = typed(&out, 3, "companion_answer");
+        assert_eq!(answers.len(), 1, "{out:?}");
+        answers[0].clone()
+    };
+    let long = "ü".repeat(100_000);
+    let pane = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tab_id": "w1:t1", "agent": "codex",
+        "agent_status": "working", "cwd": long, "secret": "not drawn"});
+    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [pane]}));
+    let panes = &answer["result"]["panes"];
+    assert_eq!(chars(&panes[0]["cwd"]), MAX_RUNTIME_SHORT_CHARS, "the cwd is clipped");
+    assert_eq!(panes[0]["pane_id"], "w1:p1");
+    assert!(panes[0].get("secret").is_none(), "only the drawn fields");
+
+    let workspace = serde_json::json!({"workspace_id": "w1", "label": long, "number": 1, "agent_status": "idle"});
+    let answer = ask("herdr.workspaces", serde_json::json!({}), serde_json::json!({"type": "herdr_workspaces", "workspaces": [workspace]}));
+    assert_eq!(chars(&answer["result"]["workspaces"][0]["label"]), MAX_LABEL_CHARS);
+
+    let agent = serde_json::json!({"workspace_id": "w1", "pane_id": "w1:p1", "workspace_label": null, "agent": long, "status": "working", "cwd": "/w"});
+    let answer = ask("herdr.agents", serde_json::json!({}), serde_json::json!({"type": "herdr_agents", "agents": [agent]}));
+    assert_eq!(chars(&answer["result"]["agents"][0]["agent"]), MAX_RUNTIME_SHORT_CHARS);
+
+    let text = format!("{long}\nthe last line");
+    let read = serde_json::json!({"type": "herdr_pane_read", "pane_id": "w1:p1", "lines": 40, "text": text, "truncated": false});
+    let answer = ask("herdr.pane_read", serde_json::json!({"pane_id": "w1:p1", "lines": 40}), read);
+    let text = &answer["result"]["text"];
+    assert!(chars(text) <= MAX_RUNTIME_TEXT_CHARS && text.as_str().is_some_and(|t| t.ends_with("the last line")), "{answer}");
+
+    // An answer out of its shape (a pane without its id) is not passed on in part.
+    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [{"workspace_id": "w1"}]}));
+    assert_eq!(answer["error"]["code"], "companion", "{answer}");
+}
+
 #[test]
 fn a_call_outside_the_allowlist_or_from_the_wrong_page_is_refused_with_its_reason() {
     let mut shell = connected_with_pages();
