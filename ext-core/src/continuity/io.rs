@@ -841,7 +841,8 @@ pub enum ContinuityOutput {
     QueueKeepAside {
         /// The change it is for.
         op: u64,
-        /// The stored value as read (the shell stores its JSON text).
+        /// The record as read (the worker writes the value exactly as its read found it
+        /// stored, as JSON text; this one only when it has none).
         record: serde_json::Value,
     },
     /// Post `{"type":"queue_accepted",text}`: the text is durably queued; the page empties

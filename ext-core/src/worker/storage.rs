@@ -87,6 +87,7 @@ impl Worker {
         match wait {
             StorageWait::QueueRead(op) => {
                 let parse = self.parse;
+                self.queue_raw = outcome.as_ref().ok().and_then(|items| items.get(crate::queue::STORE_KEY)).cloned();
                 // The items read: the record's absence is an empty queue; a stored JSON `null`
                 // (as a value or as text) is passed on as `null` (no items: continuity reads
                 // it as an empty book and says so once). Text is the record's JSON; a value
