@@ -248,8 +248,6 @@ fn a_retention_set_whose_sizes_cannot_be_read_still_answers_that_the_limits_are_
     let home = TestHome::new();
     let _runtime = home.start_runtime();
     let mut client = LineClient::connect(&home.socket());
-    let got = client.call("r1", "retention.get", json!({}));
-    assert_eq!(got["result"]["type"], "retention", "{got}");
     // A store whose sizes cannot be read (its text column is not where sizes looks).
     let db = find_state_db(home.dir.path()).expect("state.db");
     let conn = rusqlite::Connection::open(&db).expect("open");
@@ -386,10 +384,7 @@ fn reclaim_removes_more_than_a_batch_in_batches() {
 /// one batch runs and the reclaim says it is not finished; what is left goes at the next.
 #[test]
 fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    let _inbox = InboxStore::open(&path).expect("inbox");
-    let retention = Retention::open(&path).expect("retention");
+    let (_dir, path, retention) = inbox_world();
     let batch = companion::retention::BATCH as usize;
     acked_tasks(&path, batch + 100, 50);
     let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
@@ -398,6 +393,15 @@ fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished(
     assert_eq!((rest.inbox_tasks, finished), (100, true));
     let (none, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
     assert_eq!((none, finished), (Reclaimed::default(), true), "nothing left is finished at once");
+}
+
+/// A `state.db` with the inbox's tables (kept while the directory is), and its retention.
+fn inbox_world() -> (tempfile::TempDir, std::path::PathBuf, Retention) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    (dir, path, retention)
 }
 
 /// `count` inbox tasks acknowledged `days_ago` days before `NOW`.
@@ -423,10 +427,7 @@ fn acked_tasks(path: &std::path::Path, count: usize, days_ago: i64) {
 /// even when the budget is spent.
 #[test]
 fn each_reclaim_batch_reads_the_limits_in_force_and_the_last_batch_says_it_finished() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    let _inbox = InboxStore::open(&path).expect("inbox");
-    let retention = Retention::open(&path).expect("retention");
+    let (_dir, path, retention) = inbox_world();
     let user = Retention::open(&path).expect("the options page's connection");
     let batch = companion::retention::BATCH;
     retention.set_limits(&Limits { inbox_days: 7, ..DEFAULTS }).expect("limits");
