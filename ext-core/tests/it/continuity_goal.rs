@@ -405,3 +405,24 @@ fn a_project_goal_continues_only_the_chat_it_was_set_in_j7() {
     assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "another chat of the Project was continued toward the goal: {log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "{log:#?} {} {:?}", line(&c), c.page_view(TAB));
 }
+
+// Review fix30 MED 3: a stored queue that cannot be read holds Goal mode back with that
+// reason, never "your queued messages go first" (nothing is queued that anyone can see).
+#[test]
+fn an_unreadable_queue_holds_goal_mode_back_with_its_own_reason_j7() {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    // The user queues a text; the stored record is of another version.
+    c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::QueueRead { op } = output {
+            c.handle(2, ContinuityInput::QueueRead { op, stored: Ok(Some(serde_json::json!({"version": 9, "conversations": {}}))) });
+        }
+    }
+    ended(&mut c, 3, 1, None);
+    drain(&mut c, 3, &evidence(2, 1), Verdict::Continue, &mut log);
+    assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
+    assert!(line(&c).starts_with("Goal mode did not continue: the stored queue cannot be read"), "{}", line(&c));
+}
