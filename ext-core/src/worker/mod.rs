@@ -263,7 +263,7 @@ pub enum WorkerOutput {
     },
     /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }` carrying the
     /// items `chrome.storage.local.get(key)` gave (an object without `key` when nothing is
-    /// stored: a stored JSON `null` is not nothing).
+    /// stored; a stored JSON `null` is kept as `null`: the queue reads it as no items).
     StorageRead {
         /// The answer's token.
         token: u32,
