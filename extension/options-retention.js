@@ -42,12 +42,16 @@ export function retentionSection() {
       return element('label', 'setting', {}, element('span', 'caption', {}, message(`optionRetention_${name}`)), input,
         element('span', 'retention-bound', {}, message('optionRetentionBound', [String(bound.min), String(bound.max), String(bound.default)])));
     }));
-    const byStore = new Map((answer.sizes ?? []).map((size) => [size.store, size]));
-    sizes.replaceChildren(...STORES.map((store) => {
-      const size = byStore.get(store) ?? { rows: 0, bytes: 0 };
-      return element('li', '', { 'data-store': store },
-        message('optionRetentionSize', [message(`optionRetentionStore_${store}`), String(size.rows), bytesText(size.bytes)]));
-    }));
+    // A save's answer may leave the sizes out (best-effort once the limits are stored): the
+    // ones shown stay.
+    if (Array.isArray(answer.sizes)) {
+      const byStore = new Map(answer.sizes.map((size) => [size.store, size]));
+      sizes.replaceChildren(...STORES.map((store) => {
+        const size = byStore.get(store) ?? { rows: 0, bytes: 0 };
+        return element('li', '', { 'data-store': store },
+          message('optionRetentionSize', [message(`optionRetentionStore_${store}`), String(size.rows), bytesText(size.bytes)]));
+      }));
+    }
     save.disabled = false;
   };
 

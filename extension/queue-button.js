@@ -8,8 +8,9 @@
 //
 // - click / Enter / Space: queue the composer's text (`queue_add {text}`); with an empty
 //   composer the worker retries an undelivered batch (Q8);
-// - right-click / the context-menu key: ask (`queueClearConfirm` with the worker's count)
-//   and on yes clear this conversation's queue (`queue_clear`, Q7);
+// - right-click / the context-menu key: ask (the worker's `clear` question key with its
+//   count) and on yes clear this conversation's queue (`queue_clear`, Q7; an unreadable
+//   queue is kept aside and an empty one starts);
 // - the `queue-composer` command (chrome.commands) does what a click does.
 (() => {
   const KEY = Symbol.for('herdr-continuity.queue-ui');
@@ -79,7 +80,7 @@
     onTrusted(button, 'click', queueNow);
     onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
-      question.textContent = view ? deps.text('queueClearConfirm', [String(view.count)]) : deps.text('queueClearQuestion');
+      question.textContent = view ? deps.text(view.clear, [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
       no.focus();
     });

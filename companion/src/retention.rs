@@ -42,8 +42,11 @@
 //! The limits live in `retention_limits` (`store`, `value`); [`Limits::checked`] refuses a
 //! value outside [`BOUNDS`] with the bounds in the message. [`Retention::reclaim`] runs at
 //! runtime start, every [`RECLAIM_EVERY`], and after `retention.set`, in transactions of
-//! at most [`BATCH`] rows. A table that does not exist (its service
-//! could not open) is skipped.
+//! at most [`BATCH`] rows, each reading the limits in force in its own transaction (a
+//! reclaim never goes on under limits the user replaced since it started). What a
+//! `retention.set` leaves goes on in one background task ([`Retention::background_wanted`]:
+//! a later Save asks it for one more pass, never a second task). A table that does not
+//! exist (its service could not open) is skipped.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -73,7 +76,7 @@ pub const WM_CHECKPOINTS_KEPT: u64 = 100;
 pub const BATCH: u64 = 500;
 
 /// How long `retention.set` reclaims before it answers; what is left goes on after the
-/// answer (the worker waits 10 s for a page's call, the runtime 30 s for any request).
+/// answer (the worker waits 40 s for `retention.set`, the runtime 30 s for any request).
 pub const SET_RECLAIM_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The user's limits (options page, `retention.set`).
@@ -189,6 +192,9 @@ pub struct Reclaimed {
 #[derive(Debug)]
 pub struct Retention {
     conn: Mutex<Connection>,
+    /// The background reclaim after `retention.set`: `(running, again)` — one task at a
+    /// time; a Save while it runs asks it for one more pass instead of a second task.
+    background: Mutex<(bool, bool)>,
 }
 
 type Result<T> = std::result::Result<T, DbError>;
@@ -197,7 +203,31 @@ impl Retention {
     /// Opens `path` (creating `retention_limits`).
     pub fn open(path: &Path) -> Result<Self> {
         let conn = crate::schema::open_state_db(path)?;
-        Ok(Self { conn: Mutex::new(conn) })
+        Ok(Self { conn: Mutex::new(conn), background: Mutex::new((false, false)) })
+    }
+
+    /// A background reclaim is wanted (a `retention.set` left work): `true` when the caller
+    /// is to start the one task (none runs); else the running one goes once more before it
+    /// ends (merged, never a second task).
+    pub fn background_wanted(&self) -> bool {
+        let mut state = self.background.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.0 {
+            state.1 = true;
+            return false;
+        }
+        *state = (true, false);
+        true
+    }
+
+    /// The background task finished a pass: `true` when a Save asked for one more meanwhile
+    /// (the task goes on), `false` when it ends (the next Save starts a new one).
+    pub fn background_again(&self) -> bool {
+        let mut state = self.background.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if std::mem::take(&mut state.1) {
+            return true;
+        }
+        state.0 = false;
+        false
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -239,8 +269,19 @@ impl Retention {
     /// whether nothing is left. The connection is locked per batch, so `retention.get` and
     /// `retention.set` are answered between the batches of a long reclaim.
     pub fn reclaim_within(&self, now_ms: i64, budget_time: std::time::Duration) -> Result<(Reclaimed, bool)> {
+        self.reclaim_observed(now_ms, budget_time, &mut |_| ())
+    }
+
+    /// [`Self::reclaim_within`], calling `after_batch` with what each committed batch
+    /// removed, between batches (the connection unlocked): tests change the limits there.
+    pub fn reclaim_observed(
+        &self,
+        now_ms: i64,
+        budget_time: std::time::Duration,
+        after_batch: &mut dyn FnMut(&Reclaimed),
+    ) -> Result<(Reclaimed, bool)> {
         let started = std::time::Instant::now();
-        let limits = self.limits()?;
+        let mut limits = self.limits()?;
         // IMMEDIATE, as every write here: a deferred transaction reads, then fails with
         // SQLITE_BUSY_SNAPSHOT on its first write when another connection committed meanwhile.
         // In batches of at most BATCH rows, one transaction each, so the write lock is never
@@ -249,13 +290,23 @@ impl Retention {
         // What only a few reclaims find (superseded checkpoints, call records behind a
         // tombstone) is looked for first, read-only (WAL: no lock), so a reclaim with none
         // holds the write lock no longer than the other stores need.
-        let rare = rare_work(&self.conn(), &limits, now_ms)?;
+        let mut rare = rare_work(&self.conn(), &limits, now_ms)?;
         loop {
             let mut conn = self.conn();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // The limits in force now, read in the batch's own transaction: a reclaim never
+            // goes on under limits the user has replaced since it started (the rare stores'
+            // work is looked for again when they changed).
+            let stored = stored_limits(&tx)?;
+            if stored != limits {
+                limits = stored;
+                rare = rare_work(&tx, &limits, now_ms)?;
+            }
             let mut budget = BATCH;
             let pass = reclaim(&tx, &limits, now_ms, &mut budget, rare)?;
             tx.commit()?;
+            drop(conn);
+            after_batch(&pass);
             total.journal_turns += pass.journal_turns;
             total.work_memory_turns += pass.work_memory_turns;
             total.work_memory_evidence += pass.work_memory_evidence;
@@ -266,7 +317,9 @@ impl Retention {
             total.exec_runs += pass.exec_runs;
             // The pass that found nothing more to remove counts what is withheld.
             total.withheld = pass.withheld;
-            if budget == BATCH {
+            // A pass that left budget removed everything the limits allow: finished (also
+            // when the time budget is spent now: the answer says it is done).
+            if budget > 0 {
                 return Ok((total, true));
             }
             if started.elapsed() >= budget_time {

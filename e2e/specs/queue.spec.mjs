@@ -152,22 +152,28 @@ test.describe('the Queue (issue 11)', () => {
     expect(await composerText(page, fixture), 'the text stays in the composer').toBe('Do not lose me.');
     expect(await storedQueue(worker), 'the unreadable record is not overwritten').toBe('{"version":7,"conversations":{}}');
     await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable');
+    // The way out (review fix30 MED 3): right-click asks, Clear keeps the record aside and
+    // starts an empty queue, and Queue works again.
+    await queueButton(page).click({ button: 'right' });
+    await expect(queueHost(page).locator('.confirm p')).toContainText('kept aside');
+    await queueHost(page).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'empty', { timeout: 10_000 });
+    const aside = await worker.evaluate(() => chrome.storage.local.get('herdrContinuityQueueV1Aside').then((items) => items.herdrContinuityQueueV1Aside));
+    expect(JSON.parse(aside), 'the stored value, kept aside verbatim (as JSON text)').toBe('{"version":7,"conversations":{}}');
+    await queueButton(page).click();
+    await expect.poll(() => composerText(page, fixture), { message: 'queued: the composer is emptied once it is stored', timeout: 10_000 }).toBe('');
   });
 
-  test('a queue record stored as JSON null is refused and kept, never read as an empty queue (review worker28 #5)', async ({ sandbox }) => {
+  test('a queue record stored as JSON null holds no items: the queue works (review fix30 MED 3)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const page = await openChat(context, fixture);
-    // Not what the extension writes (always JSON text): another writer's, never replaced.
+    // Not what the extension writes (always JSON text); it holds nothing to keep.
     await worker.evaluate((key) => chrome.storage.local.set({ [key]: null }), STORE_KEY);
     const raw = () => worker.evaluate((key) => chrome.storage.local.get(key).then((items) => (Object.hasOwn(items, key) ? { value: items[key] } : 'absent')), STORE_KEY);
     expect(await raw(), 'Chrome keeps a stored null').toEqual({ value: null });
     await startSlowReply(page, fixture);
-    await type(page, fixture, 'Do not lose me either.');
-    await queueButton(page).click();
-    await expect(statusLine(page), 'the HUD says why').toContainText('null', { timeout: 10_000 });
-    expect(await composerText(page, fixture), 'the text stays in the composer').toBe('Do not lose me either.');
-    expect(await raw(), 'the stored null is not overwritten').toEqual({ value: null });
-    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable');
+    await queue(page, fixture, 'Do not lose me either.', 1);
+    expect(await storedQueue(worker), 'an empty book with the text, written over the null').toContain('Do not lose me either.');
   });
 
   test('over-limit text is refused with a message and nothing is stored (Q6)', async ({ sandbox }) => {

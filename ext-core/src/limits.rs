@@ -104,6 +104,10 @@ pub const MAX_COMPANION_CALLS_PER_PORT: usize = 8;
 /// How long a `companion_call` waits for the companion's answer before it is answered
 /// `timed_out` (the runtime's own bound per request is 30 s; the pages ask small reads).
 pub const COMPANION_CALL_TIMEOUT_MS: u64 = 10_000;
+/// How long the options page's `retention.set` waits: longer than the runtime's own bound
+/// per request (30 s), since the runtime stores the limits and may reclaim a first batch
+/// within it (an answer the page stopped waiting for would hide limits that were stored).
+pub const RETENTION_SET_TIMEOUT_MS: u64 = 40_000;
 
 /// Checks a `companion_call`'s `params` before anything reads them: an object (or absent)
 /// of at most [`MAX_PAGE_FIELDS`] fields whose values are scalars, strings of at most

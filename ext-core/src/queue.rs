@@ -32,6 +32,9 @@ use crate::Millis;
 
 /// The `chrome.storage.local` key of the book. A new format gets a new key and version.
 pub const STORE_KEY: &str = "herdrContinuityQueueV1";
+/// The `chrome.storage.local` key an unreadable record is kept under when the user clears
+/// the queue (its stored value as JSON text; a later such Clear replaces it).
+pub const ASIDE_KEY: &str = "herdrContinuityQueueV1Aside";
 /// The stored record's version.
 pub const STORE_VERSION: u64 = 1;
 /// Most items one conversation may queue.
@@ -107,6 +110,13 @@ pub enum QueueRefusal {
         /// What went wrong, for the HUD.
         detail: String,
     },
+    /// The storage was read but the record in it is not a readable book; nothing was
+    /// changed or written. The user's Clear keeps it aside under [`ASIDE_KEY`] and starts an
+    /// empty book (the continuity loop's Clear; nothing here writes).
+    RecordUnreadable {
+        /// What is wrong with it, for the HUD.
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for QueueRefusal {
@@ -126,7 +136,10 @@ impl std::fmt::Display for QueueRefusal {
             }
             Self::BadId => f.write_str("the queue entry has a bad id: reload the page and try again"),
             Self::StorageUnreadable { detail } => {
-                write!(f, "the stored queue could not be read ({detail}); nothing was changed: reload the extension and try again")
+                write!(f, "the stored queue could not be read ({detail}); nothing was changed: try again")
+            }
+            Self::RecordUnreadable { detail } => {
+                write!(f, "the stored queue is not readable ({detail}); nothing was changed: clear the queue to keep it aside and start an empty one")
             }
         }
     }
@@ -202,6 +215,9 @@ impl QueueBook {
     pub fn read(stored: Option<&Value>) -> Result<Self, QueueRefusal> {
         let Some(value) = stored else { return Ok(Self::new()) };
         let bad = |detail: &str| QueueRefusal::StorageUnreadable { detail: detail.to_owned() };
+        if !value.is_object() {
+            return Err(bad("not a queue record"));
+        }
         match value.get("version").and_then(Value::as_u64) {
             Some(STORE_VERSION) => {}
             Some(_) => return Err(bad("written by a newer version")),

@@ -1160,8 +1160,10 @@ pub enum MethodResult {
         limits: RetentionLimits,
         /// Each limit's bound and default, by name.
         bounds: std::collections::BTreeMap<String, RetentionBound>,
-        /// Each store's size.
-        sizes: Vec<RetentionSize>,
+        /// Each store's size; `retention.set` leaves it out when it cannot read them, or
+        /// took long already (its limits are stored either way: the page keeps its sizes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<Vec<RetentionSize>>,
         /// `retention.set` only: whether reclaiming under the new limits goes on after the
         /// answer (it reclaims a few seconds first; the limits are stored either way).
         #[serde(default, skip_serializing_if = "Option::is_none")]

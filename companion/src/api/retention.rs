@@ -4,7 +4,9 @@
 //! Invariant: `retention.set` answers only what is true when it answers — the limits are
 //! stored, and `reclaiming` says whether reclaiming under them goes on after the answer
 //! (it reclaims for at most [`SET_RECLAIM_BUDGET`] first, so a large `state.db` never makes
-//! a save that succeeded look like one that timed out).
+//! a save that succeeded look like one that timed out). Once they are stored the answer is a
+//! success: its `sizes` are best-effort (left out when they cannot be read, or when the set
+//! took [`SET_SIZES_BEFORE`] already).
 
 use std::sync::Arc;
 
@@ -14,6 +16,10 @@ use super::Router;
 use crate::clock::unix_millis;
 use crate::protocol::{ErrorCode, Method, MethodError, Request};
 use crate::retention::{Limits, Retention, SET_RECLAIM_BUDGET};
+
+/// A `retention.set` that took this long already answers without `sizes` (reading them
+/// reads every stored text): well inside the runtime's 30 s request bound.
+const SET_SIZES_BEFORE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves both methods.
 pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodError> {
@@ -44,14 +50,21 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
         Ok(answer) => answer,
         Err(error) => Err((ErrorCode::Internal, format!("retention failed: {error}"))),
     };
-    // What the budget left goes on after the answer, on the blocking pool.
-    if answer.as_ref().is_ok_and(|body| body["reclaiming"] == true) {
+    // What the budget left goes on after the answer, on the blocking pool: one task, which
+    // a later Save asks for one more pass (each batch reads the limits in force).
+    if answer.as_ref().is_ok_and(|body| body["reclaiming"] == true) && retention.background_wanted() {
         tokio::spawn(async move {
-            let reclaimed = tokio::task::spawn_blocking(move || retention.reclaim(unix_millis() as i64)).await;
-            match reclaimed {
-                Ok(Ok(reclaimed)) => log.line(format_args!("retention: reclaimed after retention.set answered: {reclaimed:?}")),
-                Ok(Err(error)) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
-                Err(error) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+            loop {
+                let worker = retention.clone();
+                let reclaimed = tokio::task::spawn_blocking(move || worker.reclaim(unix_millis() as i64)).await;
+                match reclaimed {
+                    Ok(Ok(reclaimed)) => log.line(format_args!("retention: reclaimed after retention.set answered: {reclaimed:?}")),
+                    Ok(Err(error)) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+                    Err(error) => log.line(format_args!("retention: reclaiming after retention.set failed: {error}")),
+                }
+                if !retention.background_again() {
+                    break;
+                }
             }
         });
     }
@@ -59,6 +72,7 @@ pub async fn handle(api: &Router, request: &Request) -> Result<Value, MethodErro
 }
 
 fn answer(retention: &Arc<Retention>, set: Option<&Value>, log: &crate::log::RuntimeLog) -> Result<Value, MethodError> {
+    let started = std::time::Instant::now();
     let failed = |error: crate::db::DbError| (ErrorCode::NotReady, error.to_string());
     let mut limits = retention.limits().map_err(failed)?;
     let mut reclaiming = None;
@@ -82,6 +96,20 @@ fn answer(retention: &Arc<Retention>, set: Option<&Value>, log: &crate::log::Run
     if let Some(reclaiming) = reclaiming {
         body["reclaiming"] = Value::Bool(reclaiming);
     }
-    body["sizes"] = serde_json::to_value(retention.sizes().map_err(failed)?).map_err(|e| (ErrorCode::Internal, e.to_string()))?;
+    if set.is_none() {
+        body["sizes"] = serde_json::to_value(retention.sizes().map_err(failed)?).map_err(|e| (ErrorCode::Internal, e.to_string()))?;
+        return Ok(body);
+    }
+    // Stored: the sizes are best-effort. Past the budget (they read every text under the
+    // lock) or when they cannot be read they are left out, and the page keeps its own.
+    if started.elapsed() >= SET_SIZES_BEFORE {
+        log.line(format_args!("retention: the set's answer leaves out the sizes: it took {:?} already", started.elapsed()));
+        return Ok(body);
+    }
+    match retention.sizes().map(serde_json::to_value) {
+        Ok(Ok(sizes)) => body["sizes"] = sizes,
+        Ok(Err(error)) => log.line(format_args!("retention: the set's answer leaves out the sizes: {error}")),
+        Err(error) => log.line(format_args!("retention: the set's answer leaves out the sizes: {error}")),
+    }
     Ok(body)
 }

@@ -223,6 +223,46 @@ fn retention_methods_show_and_set_limits_within_bounds() {
     );
 }
 
+/// The `state.db` under a test home (wherever the runtime keeps it).
+fn find_state_db(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|name| name == "state.db") {
+            return Some(path);
+        }
+        if path.is_dir() {
+            if let Some(found) = find_state_db(&path) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// Review fix30 MED 2 (failed before): once `retention.set` stored the limits its answer is a
+/// success — reading the sizes afterwards is best-effort: when it fails the answer leaves
+/// `sizes` out (the page keeps the ones it shows) instead of answering an error that reads
+/// as "not saved".
+#[test]
+fn a_retention_set_whose_sizes_cannot_be_read_still_answers_that_the_limits_are_stored() {
+    let home = TestHome::new();
+    let _runtime = home.start_runtime();
+    let mut client = LineClient::connect(&home.socket());
+    // A store whose sizes cannot be read (its text column is not where sizes looks).
+    let db = find_state_db(home.dir.path()).expect("state.db");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch("ALTER TABLE inbox_tasks RENAME COLUMN prompt_preview TO preview").expect("rename");
+    drop(conn);
+    let broken = client.call("r2", "retention.get", json!({}));
+    assert!(broken["error"]["message"].as_str().is_some_and(|m| m.contains("prompt_preview")), "sizes fail: {broken}");
+    let set = client.call("r3", "retention.set", json!({"limits": {"inbox_days": 9}}));
+    assert_eq!(set["result"]["limits"]["inbox_days"], 9, "a success: {set}");
+    assert!(set["result"].get("sizes").is_none(), "no sizes rather than wrong ones: {set}");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let stored: i64 = conn.query_row("SELECT value FROM retention_limits WHERE store = 'inbox_days'", [], |r| r.get(0)).expect("stored");
+    assert_eq!(stored, 9);
+}
+
 /// Reclaim on one thread while another connection commits inserts in a loop: every reclaim
 /// succeeds. Failed before: reclaim opened a deferred transaction, read, then upgraded to a
 /// write, and SQLite answered SQLITE_BUSY_SNAPSHOT whenever the other connection had
@@ -344,28 +384,88 @@ fn reclaim_removes_more_than_a_batch_in_batches() {
 /// one batch runs and the reclaim says it is not finished; what is left goes at the next.
 #[test]
 fn a_reclaim_within_a_budget_stops_between_batches_and_says_whether_it_finished() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("state.db");
-    let _inbox = InboxStore::open(&path).expect("inbox");
-    let retention = Retention::open(&path).expect("retention");
+    let (_dir, path, retention) = inbox_world();
     let batch = companion::retention::BATCH as usize;
-    let mut conn = rusqlite::Connection::open(&path).expect("open");
-    let tx = conn.transaction().expect("tx");
-    for i in 0..batch + 100 {
-        tx.execute(
-            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
-             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?2)",
-            rusqlite::params![format!("acked-{i}"), NOW - 50 * DAY],
-        )
-        .expect("inbox row");
-    }
-    tx.commit().expect("commit");
+    acked_tasks(&path, batch + 100, 50);
     let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
     assert_eq!((first.inbox_tasks, finished), (batch as u64, false), "one batch, then it stops and says so");
     let (rest, finished) = retention.reclaim_within(NOW, std::time::Duration::from_secs(3_600)).expect("reclaim");
     assert_eq!((rest.inbox_tasks, finished), (100, true));
     let (none, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
     assert_eq!((none, finished), (Reclaimed::default(), true), "nothing left is finished at once");
+}
+
+/// A `state.db` with the inbox's tables (kept while the directory is), and its retention.
+fn inbox_world() -> (tempfile::TempDir, std::path::PathBuf, Retention) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    InboxStore::open(&path).expect("inbox");
+    let retention = Retention::open(&path).expect("retention");
+    (dir, path, retention)
+}
+
+/// `count` inbox tasks acknowledged `days_ago` days before `NOW`.
+fn acked_tasks(path: &std::path::Path, count: usize, days_ago: i64) {
+    let mut conn = rusqlite::Connection::open(path).expect("open");
+    let tx = conn.transaction().expect("tx");
+    for i in 0..count {
+        tx.execute(
+            "INSERT INTO inbox_tasks (task_id, dispatch_id, browser_session_ref, workspace_id, pane_id, prompt_preview, state, after_seq, created_at, finished_at, result, acked_at)
+             VALUES (?1, ?1, 'chatgpt:conv:c1', 'w1', 'w1:p1', 'do it', 'done', 0, ?2, ?2, '{}', ?2)",
+            rusqlite::params![format!("acked-{days_ago}-{i}"), NOW - days_ago * DAY],
+        )
+        .expect("inbox row");
+    }
+    tx.commit().expect("commit");
+}
+
+/// Review fix30 MED 1 (failed before): a reclaim read the limits once at its start, so an
+/// older `retention.set`'s reclaim went on deleting under limits the user had replaced
+/// since. Each batch reads the stored limits in its own transaction: 3 batches of tasks
+/// acknowledged 50 days ago, `inbox_days = 7`; after the first batch the user stores 365 —
+/// only the first batch's rows are gone. LOW 1: a batch that finished the work says so,
+/// even when the budget is spent.
+#[test]
+fn each_reclaim_batch_reads_the_limits_in_force_and_the_last_batch_says_it_finished() {
+    let (_dir, path, retention) = inbox_world();
+    let user = Retention::open(&path).expect("the options page's connection");
+    let batch = companion::retention::BATCH;
+    retention.set_limits(&Limits { inbox_days: 7, ..DEFAULTS }).expect("limits");
+    acked_tasks(&path, 3 * batch as usize, 50);
+    let mut batches = 0;
+    let (reclaimed, finished) = retention
+        .reclaim_observed(NOW, std::time::Duration::MAX, &mut |_| {
+            batches += 1;
+            if batches == 1 {
+                user.set_limits(&Limits { inbox_days: 365, ..DEFAULTS }).expect("the user's new limits");
+            }
+        })
+        .expect("reclaim");
+    assert_eq!((reclaimed.inbox_tasks, finished), (batch, true), "only the first batch went");
+    assert_eq!(count(&path, "SELECT count(*) FROM inbox_tasks"), 2 * batch as i64);
+
+    // LOW 1: the batch that removed the last rows finished the work, budget spent or not.
+    user.set_limits(&Limits { inbox_days: 7, ..DEFAULTS }).expect("limits");
+    let (first, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((first.inbox_tasks, finished), (batch, false));
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute("DELETE FROM inbox_tasks WHERE rowid IN (SELECT rowid FROM inbox_tasks LIMIT 100)", []).expect("fewer than a batch left");
+    let (last, finished) = retention.reclaim_within(NOW, std::time::Duration::ZERO).expect("reclaim");
+    assert_eq!((last.inbox_tasks, finished), (batch - 100, true), "the last batch finished it");
+}
+
+/// Review fix30 MED 1: the reclaims a Save leaves for after its answer are merged into one
+/// task (before: one spawn per Save, each under the limits of its start): a Save
+/// while it runs asks it for one more pass, and once it ended the next Save starts one.
+#[test]
+fn background_reclaims_after_saves_are_one_task_asked_for_one_more_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let retention = Retention::open(&dir.path().join("state.db")).expect("retention");
+    assert!(retention.background_wanted(), "the first Save starts the task");
+    assert!(!retention.background_wanted() && !retention.background_wanted(), "later Saves start none");
+    assert!(retention.background_again(), "one more pass for them (merged)");
+    assert!(!retention.background_again(), "then it ends");
+    assert!(retention.background_wanted(), "the next Save starts it again");
 }
 
 // Issue 27: `exec_runs`, the idempotency keys of `herdr_exec`, grew without bound.

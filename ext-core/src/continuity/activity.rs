@@ -182,6 +182,8 @@ pub const REASON_CODES: &[&str] = &[
     "auto_off",
     "other_conversation",
     "queue_first",
+    "queue_unreadable",
+    "queue_null",
     "page_busy",
     "reply_timeout",
     "assistant_stall",

@@ -727,7 +727,9 @@ pub enum ContinuityInput {
         tab: TabId,
     },
     /// The stored queue record as read for a [`ContinuityOutput::QueueRead`]: `Ok(None)`
-    /// when nothing is stored, `Err` with what went wrong when the read failed.
+    /// when nothing is stored, `Ok(Some(Value::Null))` for a stored JSON `null` (no items:
+    /// an empty book, said once in Activity), `Err` with what went wrong when the read
+    /// itself failed (a value that is not a readable record is `Ok`: the change refuses it).
     QueueRead {
         /// The change it was read for.
         op: u64,
@@ -831,6 +833,16 @@ pub enum ContinuityOutput {
         /// The change it is for.
         op: u64,
         /// The record (the shell stores its JSON text).
+        record: serde_json::Value,
+    },
+    /// Keep an unreadable queue record aside (`chrome.storage.local`, key
+    /// [`crate::queue::ASIDE_KEY`]) before the user's Clear writes an empty book over it;
+    /// answer with [`ContinuityInput::QueueWritten`] (on an error nothing is written over).
+    QueueKeepAside {
+        /// The change it is for.
+        op: u64,
+        /// The record as read (the worker writes the value exactly as its read found it
+        /// stored, as JSON text; this one only when it has none).
         record: serde_json::Value,
     },
     /// Post `{"type":"queue_accepted",text}`: the text is durably queued; the page empties

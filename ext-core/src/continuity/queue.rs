@@ -12,7 +12,13 @@
 //! Invariants:
 //! - A failed read or an unreadable record never leads to a write (fail closed): the change
 //!   is refused with the reason, and the composer keeps what the user typed until the add
-//!   is durably written.
+//!   is durably written. The one way out is the user's Clear (the HUD asked first): an
+//!   unreadable record (the storage read worked) is first kept aside under
+//!   [`crate::queue::ASIDE_KEY`], and only once that write succeeded is an empty book
+//!   written. A stored JSON `null` holds no items: it is an empty book (said once in
+//!   Activity).
+//! - While the book is unreadable, semantic Auto and Goal mode are withheld with that
+//!   reason (`queue_unreadable`), not with "your queued messages go first".
 //! - A batch's items are removed only after the ledger confirmed it (Q5); that removal is
 //!   persisted in the snapshot until it is written, and items waiting for removal are never
 //!   sent again.
@@ -78,6 +84,10 @@ pub(super) struct QueueFlow {
     book: Option<QueueBook>,
     /// The last read failed (the HUD says so; the refusal's notice said why).
     unreadable: bool,
+    /// The running Clear's keep-aside of an unreadable record: being written, or written.
+    aside: Aside,
+    /// A stored `null` was read and said in Activity (once per worker).
+    null_noted: bool,
     /// Changes waiting; the front one is running.
     changes: VecDeque<(u64, QueueChange)>,
     /// The running change's id and whether it is writing (`Some(book)`) or reading.
@@ -92,6 +102,15 @@ impl QueueFlow {
     pub(super) fn with_durable(durable: QueueDurable) -> Self {
         Self { durable, ..Self::default() }
     }
+}
+
+/// Where the running Clear's keep-aside of an unreadable record is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Aside {
+    #[default]
+    None,
+    Writing,
+    Kept,
 }
 
 /// The conversation key of a page, if it shows one.
@@ -110,6 +129,9 @@ pub struct QueueView {
     pub state: &'static str,
     /// The first characters of each item, in order.
     pub previews: Vec<String>,
+    /// The `_locales` key of the Queue button's clear question (its `$1`: `count`): an
+    /// unreadable book asks whether to keep it aside and start an empty one.
+    pub clear: &'static str,
 }
 
 impl Continuity {
@@ -172,13 +194,38 @@ impl Continuity {
         if self.queue.running.as_ref().map(|(id, _)| *id) != Some(op) {
             return;
         }
-        let book = stored.map_err(|detail| QueueRefusal::StorageUnreadable { detail }).and_then(|s| QueueBook::read(s.as_ref()));
-        let mut book = match book {
+        let record = match stored {
+            Err(detail) => {
+                // What is stored is unknown: nothing is written, not even by a Clear.
+                self.queue.unreadable = true;
+                self.queue.book = None;
+                return self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
+            }
+            // A stored `null` holds no items: an empty book.
+            Ok(Some(serde_json::Value::Null)) => {
+                self.queue_null_read();
+                None
+            }
+            Ok(record) => record,
+        };
+        let mut book = match QueueBook::read(record.as_ref()) {
             Ok(book) => book,
             Err(refusal) => {
                 self.queue.unreadable = true;
                 self.queue.book = None;
-                return self.queue_finished(now, Err(refusal));
+                let detail = match refusal {
+                    QueueRefusal::StorageUnreadable { detail } => detail,
+                    other => other.to_string(),
+                };
+                let clearing = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { .. })));
+                if let (true, Some(record)) = (clearing, record) {
+                    // The user's Clear: the record is kept aside, then an empty book written.
+                    self.emit(ContinuityOutput::QueueKeepAside { op, record });
+                    self.queue.aside = Aside::Writing;
+                    self.queue.running = Some((op, Some(QueueBook::new())));
+                    return;
+                }
+                return self.queue_finished(now, Err(QueueRefusal::RecordUnreadable { detail }));
             }
         };
         self.queue.unreadable = false;
@@ -233,8 +280,14 @@ impl Continuity {
         if id != op {
             return;
         }
+        if self.queue.aside == Aside::Writing && result.is_ok() {
+            // Kept aside: now the empty book goes over the unreadable record.
+            self.queue.aside = Aside::Kept;
+            return self.emit(ContinuityOutput::QueueWrite { op, record: book.to_value() });
+        }
         match result {
             Ok(()) => {
+                self.queue.unreadable = false;
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
@@ -248,8 +301,12 @@ impl Continuity {
 
     fn queue_finished(&mut self, now: Millis, result: Result<(), QueueRefusal>) {
         self.queue.running = None;
+        let aside = std::mem::take(&mut self.queue.aside);
         if let Some((_, change)) = self.queue.changes.pop_front() {
-            self.queue_report(&change, result.as_ref().err());
+            match (&change, &result, aside) {
+                (QueueChange::Clear { tab, .. }, Ok(()), Aside::Kept) => self.queue_notice(*tab, &QueueNote::ClearedAside),
+                _ => self.queue_report(&change, result.as_ref().err()),
+            }
             if let (QueueChange::Remove { send }, Ok(())) = (&change, &result) {
                 self.queue.durable.removals.retain(|r| r != send);
                 self.persist();
@@ -271,6 +328,35 @@ impl Continuity {
             (QueueChange::Add { tab, .. } | QueueChange::Clear { tab, .. }, Some(refusal)) => self.queue_refused(*tab, refusal),
             (QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Move { .. }, _) => {}
         }
+    }
+
+    /// A stored `null` was read as an empty book: said once in Activity (the change's tab's
+    /// scope, else the first page's).
+    fn queue_null_read(&mut self) {
+        if self.queue.null_noted {
+            return;
+        }
+        let tab = match self.queue.changes.front() {
+            Some((_, QueueChange::Add { tab, .. } | QueueChange::Clear { tab, .. })) => Some(*tab),
+            _ => None,
+        };
+        let scope = tab.and_then(|t| self.scope_of_tab(t)).or_else(|| self.pages.keys().find_map(|t| self.scope_of_tab(*t)));
+        if let Some(scope) = scope {
+            self.queue.null_noted = true;
+            self.record_activity(
+                &scope.key(),
+                ActivityKind::QueueBatch,
+                ActivityOutcome::Withheld,
+                ActivityReason::Code("queue_null"),
+                None,
+            );
+        }
+    }
+
+    /// Whether the stored book cannot be read now (the read failed or the record is not
+    /// readable): Auto and Goal mode are withheld with that reason, not "queue first".
+    pub(super) fn queue_unreadable(&self) -> bool {
+        self.queue.unreadable
     }
 
     fn queue_refused(&mut self, tab: TabId, refusal: &QueueRefusal) {
@@ -409,6 +495,7 @@ impl Continuity {
             merged_chars: status.merged_chars,
             state,
             previews: items.iter().map(|i| crate::text::first_chars(&i.text, QUEUE_PREVIEW_CHARS).to_owned()).collect(),
+            clear: if state == "unreadable" { "queueClearUnreadable" } else { "queueClearConfirm" },
         })
     }
 
@@ -449,6 +536,8 @@ pub(super) enum QueueNote {
     Expired,
     Undelivered,
     Resending,
+    /// The user's Clear kept an unreadable record aside and started an empty book.
+    ClearedAside,
 }
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a

@@ -253,7 +253,12 @@ impl Continuity {
                     if why == crate::semantic_auto::SemanticWithheld::UserStopped {
                         self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
                     }
-                    texts::semantic_withheld_say(why)
+                    // The queue held it back because it cannot be read, not for queued turns.
+                    if why == crate::semantic_auto::SemanticWithheld::QueueFirst && self.queue_unreadable() {
+                        Some(Say::coded("semanticWithheld", "queue_unreadable", vec![]))
+                    } else {
+                        texts::semantic_withheld_say(why)
+                    }
                 }
                 // The judge call for an older reply is dropped: never typed after the human.
                 SemanticOutput::Superseded { fingerprint, by_stop } => {
@@ -290,9 +295,14 @@ impl Continuity {
             return Some(self.judge_line(Verdict::Continue, source, reason, JudgeTail::AutoOff));
         }
         if self.queue_holds(conversation) {
-            // The user queued their next turn while the judge was thinking: it goes first.
+            // The user queued their next turn while the judge was thinking: it goes first
+            // (or the stored queue cannot be read, and that is the reason said).
             if let Some(machine) = self.semantic.autos.get_mut(conversation) {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
+            }
+            if self.queue_unreadable() {
+                self.judge_activity(tab, ActivityOutcome::Withheld, "queue_unreadable", Some(subject));
+                return Some(Say::coded("semanticWithheld", "queue_unreadable", vec![]));
             }
             self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
             return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);

@@ -223,6 +223,7 @@ pub fn queue_refusal_say(refusal: &crate::queue::QueueRefusal) -> Say {
         R::TooManyConversations => ("too_many_conversations", vec![MAX_CONVERSATIONS.to_string()]),
         R::BadId => ("bad_id", vec![]),
         R::StorageUnreadable { detail } => ("storage_unreadable", vec![detail.clone()]),
+        R::RecordUnreadable { detail } => ("record_unreadable", vec![detail.clone()]),
     };
     Say::coded("queueRefused", code, args)
 }
@@ -262,6 +263,7 @@ pub(super) fn queue_note_say(note: &super::queue::QueueNote) -> Say {
         N::Expired => "expired",
         N::Undelivered => "undelivered",
         N::Resending => "resending",
+        N::ClearedAside => return Say::coded("queueNote", "cleared_aside", vec![crate::queue::ASIDE_KEY.to_owned()]),
     };
     Say::coded("queueNote", code, vec![])
 }

@@ -5,7 +5,7 @@
 //! (issue 28). A `companion_call {id, method, params}` on a `panel` port is checked by
 //! [`super::commands::companion_call`], posted on the native port under a wire id of its
 //! own ([`PAGE_CALL_ID_PREFIX`]) and answered to the asking port as `companion_answer {id,
-//! result}` or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
+//! result}` (a `herdr.*` result only in its shape and within the caps, [`super::relay`]) or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
 //! `not_connected` one also carries the HUD's companion line, `status`, which says why). A
 //! watching page (`companion_watch`) is sent `companion_state {connected, status}` whenever
 //! either changes, and a watching side panel the Herdr stream's events the live tree draws
@@ -20,6 +20,8 @@
 //!   port's calls are forgotten with it (their answers dropped), so no entry outlives its
 //!   port, its answer or its deadline.
 //! - A port has at most [`MAX_COMPANION_CALLS_PER_PORT`] calls waiting.
+//! - A call waits [`COMPANION_CALL_TIMEOUT_MS`], `retention.set` [`RETENTION_SET_TIMEOUT_MS`]
+//!   (longer than the runtime's 30 s request bound: its limits may be stored meanwhile).
 //!
 //! Driver contract: part of [`Worker::handle`]; the shell feeds
 //! [`super::WorkerInput::PageCallAnswered`] for a native answer whose id has
@@ -35,7 +37,7 @@ use crate::continuity::CallError;
 use crate::hud::StatusLine;
 use crate::json_object;
 use crate::json_read::WriteJson;
-use crate::limits::{COMPANION_CALL_TIMEOUT_MS, MAX_COMPANION_CALLS_PER_PORT};
+use crate::limits::{COMPANION_CALL_TIMEOUT_MS, MAX_COMPANION_CALLS_PER_PORT, RETENTION_SET_TIMEOUT_MS};
 use crate::Millis;
 
 /// The wire id prefix of the pages' calls (continuity's are `c-`, the link's `hello-` /
@@ -61,8 +63,20 @@ pub(super) struct PageCall {
     port: PortId,
     /// The page's request id.
     id: String,
+    /// The method asked (its answer is shaped by it, its deadline set by it).
+    method: Method,
     /// When it is answered `timed_out`.
     deadline: Millis,
+}
+
+/// How long a page's call waits for the companion: `retention.set` longer than the
+/// runtime's own request bound (it stores the limits, then may reclaim a first batch), every
+/// other (small reads) [`COMPANION_CALL_TIMEOUT_MS`].
+fn call_timeout_ms(method: Method) -> Millis {
+    match method {
+        Method::RetentionSet => RETENTION_SET_TIMEOUT_MS,
+        _ => COMPANION_CALL_TIMEOUT_MS,
+    }
 }
 
 /// `companion_answer {id, error: {code, detail}}`.
@@ -105,16 +119,22 @@ impl Worker {
         let wire_id = format!("{PAGE_CALL_ID_PREFIX}{}", self.next_page_call);
         let params = params.filter(|p| !p.is_null()).unwrap_or_else(|| json_object!());
         let message = json_object!("id": wire_id.as_str(), "method": Method::as_str(method), "params": params);
-        let deadline = self.now.saturating_add(COMPANION_CALL_TIMEOUT_MS);
-        self.page_calls.insert(wire_id, PageCall { port, id, deadline });
+        let deadline = self.now.saturating_add(call_timeout_ms(method));
+        self.page_calls.insert(wire_id, PageCall { port, id, method, deadline });
         self.outputs.push_back(WorkerOutput::PostNative { message });
     }
 
-    /// The companion answered the call `wire_id`: to its port, when it still waits.
+    /// The companion answered the call `wire_id`: to its port, when it still waits, in its
+    /// shape and within the caps ([`super::relay::answer`]).
     pub(super) fn page_call_answered(&mut self, wire_id: &str, result: Result<Value, CallError>) {
         let Some(call) = self.page_calls.remove(wire_id) else { return };
-        let message = match result {
-            Ok(result) => json_object!("type": "companion_answer", "id": call.id.as_str(), "result": result),
+        // The relay's limits are end to end: an answer goes in its shape and within the caps.
+        let message = match result.map(|result| super::relay::answer(call.method, &result)) {
+            Ok(Ok(result)) => json_object!("type": "companion_answer", "id": call.id.as_str(), "result": result),
+            Ok(Err(why)) => {
+                let detail = crate::text::concat(&["the answer is not in its shape: ", why.as_str()]);
+                failure(&call.id, CallFailure::Companion, &detail)
+            }
             Err(error) => {
                 let detail = crate::text::concat(&[error.code.as_str(), ": ", error.message.as_str()]);
                 failure(&call.id, CallFailure::Companion, &detail)
@@ -201,7 +221,7 @@ impl Worker {
             self.page_calls.iter().filter(|(_, call)| call.deadline <= now).map(|(wire, call)| (wire.clone(), call.clone())).collect();
         for (wire_id, call) in due {
             self.page_calls.remove(&wire_id);
-            let seconds = (COMPANION_CALL_TIMEOUT_MS / 1_000).to_string();
+            let seconds = (call_timeout_ms(call.method) / 1_000).to_string();
             self.post_page(call.port, failure(&call.id, CallFailure::TimedOut, &seconds));
         }
     }

@@ -263,7 +263,7 @@ pub enum WorkerOutput {
     },
     /// Read `key` of `chrome.storage.local`; answer with `Stored { token, … }` carrying the
     /// items `chrome.storage.local.get(key)` gave (an object without `key` when nothing is
-    /// stored: a stored JSON `null` is not nothing).
+    /// stored; a stored JSON `null` is kept as `null`: the queue reads it as no items).
     StorageRead {
         /// The answer's token.
         token: u32,
@@ -342,6 +342,8 @@ pub struct Worker {
     last_active_tab: Option<TabId>,
     storage: VecMap<u32, StorageWait>,
     storage_token: u32,
+    /// The queue record as the last queue read found it (a Clear keeps exactly this aside).
+    queue_raw: Option<Value>,
     /// Extension pages' companion calls on the wire, by wire id ([`calls`]).
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
@@ -360,7 +362,10 @@ impl Worker {
     pub fn new(extension_version: &str, mut continuity: Continuity, parse: ParseJson) -> Self {
         let mut queue = Vec::new();
         while let Some(output) = continuity.poll() {
-            if matches!(output, ContinuityOutput::QueueRead { .. } | ContinuityOutput::QueueWrite { .. }) {
+            if matches!(
+                output,
+                ContinuityOutput::QueueRead { .. } | ContinuityOutput::QueueWrite { .. } | ContinuityOutput::QueueKeepAside { .. }
+            ) {
                 queue.push(output);
             }
         }
@@ -382,6 +387,7 @@ impl Worker {
             last_active_tab: None,
             storage: VecMap::new(),
             storage_token: 0,
+            queue_raw: None,
             page_calls: VecMap::new(),
             next_page_call: 0,
             stream_events_dropped: 0,
@@ -626,6 +632,12 @@ impl Worker {
             ContinuityOutput::QueueWrite { op, record } => {
                 let token = self.storage_token(StorageWait::QueueWrite(op));
                 self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::STORE_KEY, value: record });
+            }
+            ContinuityOutput::QueueKeepAside { op, record } => {
+                // Verbatim: the value as stored (this change's read), not its parsed form.
+                let value = self.queue_raw.take().unwrap_or(record);
+                let token = self.storage_token(StorageWait::QueueWrite(op));
+                self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::ASIDE_KEY, value });
             }
             ContinuityOutput::QueueAccepted { tab, text } => self.post_to_tab(tab, json_object!("type": "queue_accepted", "text": text)),
             ContinuityOutput::Recovery { tab, command } => self.recovery_command(tab, &command),

@@ -1,4 +1,5 @@
-//! The Herdr stream's events as a watching side panel is sent them ([`super::calls`]).
+//! The Herdr stream's events as a watching side panel is sent them, and the side panel's
+//! `herdr.*` call answers ([`answer`]) in the same shapes ([`super::calls`]).
 //!
 //! Purpose: pane titles, workspace labels, cwds, agent names and agent output come from
 //! terminals, so they are untrusted. An event is relayed only as the fields the live tree
@@ -15,10 +16,11 @@
 //!   [`MAX_RUNTIME_SHORT_CHARS`], a tail to [`MAX_RUNTIME_TEXT_CHARS`] keeping its end;
 //!   `hello`'s lists keep their first [`MAX_RUNTIME_LIST_ITEMS`].
 //!
-//! Driver contract: a pure function; `Worker::stream_event` calls it once per event and
-//! counts and warns a refusal.
+//! Driver contract: pure functions; `Worker::stream_event` calls [`relayed`] once per event
+//! and counts and warns a refusal; `Worker::page_call_answered` calls [`answer`] once per
+//! answer and answers a refusal as the failure `companion` naming why.
 
-use continuity_protocol::EventName;
+use continuity_protocol::{EventName, Method};
 use serde_json::{Map, Value};
 
 use crate::limits::{
@@ -40,6 +42,8 @@ enum Field {
     Tail,
     /// A whole number ≥ 0.
     Count,
+    /// `true` or `false`.
+    Flag,
 }
 
 /// A workspace of `workspace_upsert` and of `hello.workspaces`.
@@ -63,6 +67,9 @@ const PANE: &[(&str, Field)] = &[
     ("cwd", Field::Short),
 ];
 const OUTPUT: &[(&str, Field)] = &[("pane_id", Field::Id), ("workspace_id", Field::Id), ("agent", Field::Short), ("tail", Field::Tail)];
+/// The answer to `herdr.pane_read`.
+const PANE_READ: &[(&str, Field)] =
+    &[("type", Field::OptionalId), ("pane_id", Field::Id), ("lines", Field::Count), ("text", Field::Tail), ("truncated", Field::Flag)];
 
 /// The fields an event is relayed with (`hello`'s lists are read by [`relayed`]); `None` for
 /// an event the live tree does not draw.
@@ -86,18 +93,43 @@ pub(super) fn relayed(name: EventName, data: &Value) -> Result<Option<Value>, St
     let mut out = object(data, fields)?;
     if name == EventName::Hello {
         for (key, shape) in [("workspaces", WORKSPACE), ("agents", AGENT)] {
-            match data.get(key) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    let items = items.iter().take(MAX_RUNTIME_LIST_ITEMS).map(|item| object(item, shape).map(Value::Object));
-                    let items = items.collect::<Result<Vec<Value>, String>>().map_err(|why| format!("`{key}`: {why}"))?;
-                    out.insert(key.to_owned(), Value::Array(items));
-                }
-                Some(_) => return Err(format!("`{key}` is not a list")),
+            if let Some(items) = list(data, key, shape)? {
+                out.insert(key.to_owned(), items);
             }
         }
     }
     Ok(Some(Value::Object(out)))
+}
+
+/// A side panel's `herdr.*` call answered: `result` as the page is sent it — the list of
+/// `herdr.workspaces` / `herdr.panes` / `herdr.agents` through the stream's shapes (its
+/// first [`MAX_RUNTIME_LIST_ITEMS`]), `herdr.pane_read` with its text clipped keeping its
+/// end; any other method's answer as it is. `Err`: why it is not passed on (never a part).
+pub(super) fn answer(method: Method, result: &Value) -> Result<Value, String> {
+    let (key, shape) = match method {
+        Method::HerdrWorkspaces => ("workspaces", WORKSPACE),
+        Method::HerdrPanes => ("panes", PANE),
+        Method::HerdrAgents => ("agents", AGENT),
+        Method::HerdrPaneRead => return object(result, PANE_READ).map(Value::Object),
+        _ => return Ok(result.clone()),
+    };
+    let mut out = object(result, &[("type", Field::OptionalId)])?;
+    let items = list(result, key, shape)?.ok_or_else(|| format!("no `{key}`"))?;
+    out.insert(key.to_owned(), items);
+    Ok(Value::Object(out))
+}
+
+/// The list `key` of `value` (`None` when absent or `null`), each item in `shape`.
+fn list(value: &Value, key: &str, shape: &[(&str, Field)]) -> Result<Option<Value>, String> {
+    match value.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => {
+            let items = items.iter().take(MAX_RUNTIME_LIST_ITEMS).map(|item| object(item, shape).map(Value::Object));
+            let items = items.collect::<Result<Vec<Value>, String>>().map_err(|why| format!("`{key}`: {why}"))?;
+            Ok(Some(Value::Array(items)))
+        }
+        Some(_) => Err(format!("`{key}` is not a list")),
+    }
 }
 
 /// The `fields` of `value`, checked and bounded.
@@ -118,6 +150,7 @@ fn object(value: &Value, fields: &[(&str, Field)]) -> Result<Map<String, Value>,
             (Field::Short, Some(Value::String(text))) => Value::String(clip(text.clone(), MAX_RUNTIME_SHORT_CHARS)),
             (Field::Tail, Some(Value::String(text))) => Value::String(clip_tail(text.clone(), MAX_RUNTIME_TEXT_CHARS)),
             (Field::Count, Some(number @ Value::Number(n))) if n.as_u64().is_some() => number.clone(),
+            (Field::Flag, Some(flag @ Value::Bool(_))) => flag.clone(),
             (_, Some(_)) => return Err(format!("`{key}` has the wrong type")),
         };
         out.insert(key.to_owned(), kept);

@@ -87,13 +87,18 @@ impl Worker {
         match wait {
             StorageWait::QueueRead(op) => {
                 let parse = self.parse;
-                // The items read: the record's absence is an empty queue, nothing else is.
+                self.queue_raw = outcome.as_ref().ok().and_then(|items| items.get(crate::queue::STORE_KEY)).cloned();
+                // The items read: the record's absence is an empty queue; a stored JSON `null`
+                // (as a value or as text) is passed on as `null` (no items: continuity reads
+                // it as an empty book and says so once). Text is the record's JSON; a value
+                // that is not text, or text that is not JSON, is passed as it is: an
+                // unreadable record, refused by every change but the user's Clear, which
+                // keeps it aside first.
                 let stored = outcome.and_then(|items| match items.as_object().map(|items| items.get(crate::queue::STORE_KEY)) {
                     None => Err("the storage answer is not the items read".to_owned()),
                     Some(None) => Ok(None),
-                    Some(Some(Value::String(text))) => parse(text).map(Some),
-                    Some(Some(Value::Null)) => Err("the stored value is null".to_owned()),
-                    Some(Some(_)) => Err("the stored value is not text".to_owned()),
+                    Some(Some(Value::String(text))) => Ok(Some(parse(text).unwrap_or_else(|_| Value::String(text.clone())))),
+                    Some(Some(other)) => Ok(Some(other.clone())),
                 });
                 self.continuity_input(ContinuityInput::QueueRead { op, stored });
             }

@@ -59,6 +59,15 @@ fn ended(c: &mut Continuity, now: u64, n: u32, marker: Option<&str>) {
     );
 }
 
+/// A bound chat with Auto on, the judge in Auto and the goal "ship the parser" set.
+fn parser_goal() -> (Continuity, Vec<String>) {
+    let (mut c, mut log) = bound_with_auto(true);
+    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
+    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
+    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    (c, log)
+}
+
 fn line(c: &Continuity) -> String {
     c.page_view(TAB).and_then(|v| v.judge).map(|say| crate::locales::en(&say)).unwrap_or_default()
 }
@@ -113,10 +122,7 @@ fn goal_mode_continues_on_open_todos_and_stops_when_done_against_the_prior_j7() 
 // R: J7 — the HUD's empty goal clears it: the next ended turn goes to semantic Auto again.
 #[test]
 fn clearing_the_goal_gives_the_turn_back_to_semantic_auto_j7() {
-    let (mut c, mut log) = bound_with_auto(true);
-    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
-    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
-    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    let (mut c, mut log) = parser_goal();
     c.handle(2, ContinuityInput::GoalSet { tab: TAB, text: String::new() });
     drain(&mut c, 2, &Evidence { goal: None, ..evidence(0, 0) }, Verdict::Done, &mut log);
     assert_eq!(line(&c), "Goal cleared · Auto goes back to the turn-end judge.");
@@ -291,10 +297,7 @@ fn not_ready() -> ext_core::continuity::CallError {
 // that cannot store the clear does not lock the scope into Goal mode.
 #[test]
 fn clearing_the_goal_holds_here_when_the_runtime_fails_j7() {
-    let (mut c, mut log) = bound_with_auto(true);
-    c.handle(0, ContinuityInput::JudgeSettings { stored: Some(Ok(serde_json::json!({"mode": "in_auto", "max_continues": 3}))) });
-    c.handle(1, ContinuityInput::GoalSet { tab: TAB, text: "ship the parser".into() });
-    drain(&mut c, 1, &evidence(0, 0), Verdict::Done, &mut log);
+    let (mut c, mut log) = parser_goal();
     c.handle(2, ContinuityInput::GoalSet { tab: TAB, text: "  ".into() });
     drain_answering(&mut c, 2, &mut log, &|call| matches!(call, RuntimeCall::GoalSet { .. }).then(|| Err(not_ready())));
     assert_eq!(line(&c), "Goal cleared here; the runtime did not store it (work memory is not ready), so the planner may still see it. Auto goes back to the turn-end judge.");
@@ -404,4 +407,22 @@ fn a_project_goal_continues_only_the_chat_it_was_set_in_j7() {
     drain(&mut c, 3, &evidence(2, 0), Verdict::Continue, &mut log);
     assert!(c.ledger().active().all(|d| !d.id.starts_with("goal:")), "another chat of the Project was continued toward the goal: {log:#?}");
     assert!(c.ledger().active().any(|d| d.id.starts_with("judge:")), "{log:#?} {} {:?}", line(&c), c.page_view(TAB));
+}
+
+// Review fix30 MED 3: a stored queue that cannot be read holds Goal mode back with that
+// reason, never "your queued messages go first" (nothing is queued that anyone can see).
+#[test]
+fn an_unreadable_queue_holds_goal_mode_back_with_its_own_reason_j7() {
+    let (mut c, mut log) = parser_goal();
+    // The user queues a text; the stored record is of another version.
+    c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::QueueRead { op } = output {
+            c.handle(2, ContinuityInput::QueueRead { op, stored: Ok(Some(serde_json::json!({"version": 9, "conversations": {}}))) });
+        }
+    }
+    ended(&mut c, 3, 1, None);
+    drain(&mut c, 3, &evidence(2, 1), Verdict::Continue, &mut log);
+    assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
+    assert!(line(&c).starts_with("Goal mode did not continue: the stored queue cannot be read"), "{}", line(&c));
 }

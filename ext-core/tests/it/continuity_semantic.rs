@@ -215,6 +215,33 @@ fn the_queue_beats_the_judge() {
     assert_eq!(judge_line(&c), "Your queued messages go first; the judge was not asked about this reply.");
 }
 
+// Review fix30 MED 3 (failed before): a queue record stored as JSON `null` holds no items,
+// so semantic Auto asks its judge; a record that cannot be read withholds Auto with its own
+// reason (never "your queued messages go first").
+#[test]
+fn a_null_queue_record_lets_the_judge_be_asked_and_an_unreadable_one_withholds_with_its_own_reason() {
+    for (stored, asked) in [("null", true), (r#"{"version":9,"conversations":{}}"#, false)] {
+        let (c, mut log) = semantic_world(3);
+        // A worker start reads the stored queue (the settings come from storage too).
+        let mut c = restart(&c, 1);
+        settings(&mut c, r#"{"mode":"in_auto","max_continues":3}"#);
+        c.handle(1, ContinuityInput::LinkUp);
+        c.handle(1, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+        let mut store = Some(stored.to_owned());
+        let answer = verdict(Verdict::Continue, "jev", "x");
+        drain(&mut c, 1, &answer, &mut store, &mut log);
+        ended(&mut c, 1, 1, None);
+        drain(&mut c, 1, &answer, &mut store, &mut log);
+        assert_eq!(log.iter().any(|l| l.starts_with("judge.turn_end")), asked, "{stored}: {log:#?} {}", judge_line(&c));
+        if !asked {
+            assert_eq!(
+                judge_line(&c),
+                "The stored queue cannot be read, so the judge was not asked about this reply. Clear the queue (right-click Queue) to keep the unreadable record aside and start an empty one."
+            );
+        }
+    }
+}
+
 // R: O4, M6 — judge use "manual only" (the default) and Auto off ask nothing at turn end; a
 // stored value that is not valid falls back to the default and the HUD says so.
 #[test]

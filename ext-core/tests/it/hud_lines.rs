@@ -382,7 +382,7 @@ fn every_line_rule_has_its_tone_and_visibility() {
 }
 
 fn queue(state: &'static str, previews: Vec<String>) -> QueueView {
-    QueueView { count: 2, merged_chars: 40, state, previews }
+    QueueView { count: 2, merged_chars: 40, state, previews, clear: "queueClearConfirm" }
 }
 
 /// The Handoff's button, as the view names it: none, Resume (`handoff_resume`), Copy Prompt.

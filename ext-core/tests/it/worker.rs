@@ -368,11 +368,12 @@ fn queue_writes(out: &[WorkerOutput]) -> usize {
     out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { key, .. } if *key == ext_core::queue::STORE_KEY)).count()
 }
 
-// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave. An
-// item that is absent is an empty queue; one stored as JSON `null` (never written by us) is
-// not: it is refused like any unreadable record and never written over.
+// Review worker28 #5: a read is answered with the items `chrome.storage.local.get` gave; an
+// item that is absent is an empty queue. Review fix30 MED 3 (failed before): one stored as
+// JSON `null` holds no items either — it was refused, which blocked the queue for good and
+// withheld Auto in every chat; now it is an empty book, said once in Activity.
 #[test]
-fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_empty() {
+fn a_queue_record_stored_as_null_or_absent_is_an_empty_queue_said_once() {
     let key = ext_core::queue::STORE_KEY;
     let mut shell = Shell::new();
     two_tabs_and_a_panel(&mut shell);
@@ -382,22 +383,67 @@ fn a_queue_record_stored_as_null_is_refused_and_kept_and_only_an_absent_one_is_e
     assert_eq!(queue_writes(&out), 1, "an absent record is an empty queue, written: {out:?}");
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
 
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
-    let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
-    assert_eq!(queue_writes(&out), 0, "never written over: {out:?}");
-    assert!(typed(&out, 1, "queue_accepted").is_empty(), "the text stays in the composer: {out:?}");
-    let notices = typed(&out, 1, "notice");
-    assert!(
-        notices.iter().any(|n| n["key"] == "queueRefused_storage_unreadable" && n["args"][0].as_str().is_some_and(|a| a.contains("null"))),
-        "the HUD says why: {notices:?}"
-    );
-    // The same for anything but text, and for an answer that is not the items read.
+    let null_notes = |out: &[WorkerOutput]| {
+        out.iter()
+            .filter(|o| matches!(o, WorkerOutput::Activity(a) if a.reason == ext_core::continuity::ActivityReason::Code("queue_null")))
+            .count()
+    };
+    let mut notes = 0;
+    for text in ["second", "third"] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
+        assert_eq!(queue_writes(&out), 1, "a null record holds no items: written over with the new one: {out:?}");
+        assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+        notes += null_notes(&out);
+    }
+    assert_eq!(notes, 1, "said once in Activity");
+    // Anything but text or null, and an answer that is not the items read, is refused.
     for answer in [serde_json::json!({ key: 7 }), Value::Null, serde_json::json!("{}")] {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "fourth".into() }));
         let out = answer_queue_reads(&mut shell, out, &answer);
         assert_eq!(queue_writes(&out), 0, "{answer}: {out:?}");
         assert!(typed(&out, 1, "queue_accepted").is_empty(), "{answer}: {out:?}");
     }
+}
+
+// Review fix30 MED 3 (failed before): an unreadable record was never written over, and the
+// user's Clear was refused too ("reload the extension", which does not help): the queue was
+// blocked for good. Now Clear (the HUD asked first) keeps the record aside under
+// `queue::ASIDE_KEY`, then writes an empty book, and the queue works again.
+#[test]
+fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut store = Some("{not json".to_owned());
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    assert!(typed(&out, 1, "queue_accepted").is_empty(), "refused: {out:?}");
+    assert_eq!(store.as_deref(), Some("{not json"), "never written over by an add");
+    let notices = typed(&out, 1, "notice");
+    assert!(notices.iter().any(|n| n["key"] == "queueRefused_record_unreadable"), "the HUD says why and what to do: {notices:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    let writes: Vec<(&str, &Value)> = out
+        .iter()
+        .filter_map(|o| match o {
+            WorkerOutput::StorageWrite { key, value, .. } if *key != STORAGE_KEY => Some((*key, value)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes.first().map(|(k, v)| (*k, (*v).clone())),
+        Some((ext_core::queue::ASIDE_KEY, Value::String("{not json".into()))),
+        "kept aside first: {out:?}"
+    );
+    assert_eq!(writes.get(1).map(|(k, _)| *k), Some(ext_core::queue::STORE_KEY), "then an empty book: {out:?}");
+    assert_eq!(ext_core::queue::QueueBook::parse(store.as_deref()), Ok(ext_core::queue::QueueBook::new()));
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_aside"), "{out:?}");
+
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = answer_storage(&mut shell, out, &mut store, false);
+    assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
 }
 
 #[test]
@@ -887,6 +933,50 @@ fn continuity_error(code: continuity_protocol::ErrorCode, message: &str) -> ext_
     ext_core::continuity::CallError { code, message: message.into() }
 }
 
+// Review fix30 MED 4 (failed before): the relay's limits are end to end — the side panel's
+// `herdr.*` answers were posted unchanged, so a terminal's cwd, label or output reached the
+// page unbounded. They go through the stream's shapes (WORKSPACE / AGENT / PANE), and
+// `herdr.pane_read`'s text is clipped keeping its end.
+#[test]
+fn the_side_panels_herdr_answers_are_sent_only_in_their_shape_and_within_the_caps() {
+    use ext_core::limits::{MAX_LABEL_CHARS, MAX_RUNTIME_SHORT_CHARS, MAX_RUNTIME_TEXT_CHARS};
+    let mut shell = connected_with_pages();
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let mut ask = |method: &str, params: Value, result: Value| -> Value {
+        let sent = page_calls_out(&shell.page(3, call("a", method, params)));
+        let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(result) });
+        let answers = typed(&out, 3, "companion_answer");
+        assert_eq!(answers.len(), 1, "{out:?}");
+        answers[0].clone()
+    };
+    let long = "ü".repeat(100_000);
+    let pane = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tab_id": "w1:t1", "agent": "codex",
+        "agent_status": "working", "cwd": long, "secret": "not drawn"});
+    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [pane]}));
+    let panes = &answer["result"]["panes"];
+    assert_eq!(chars(&panes[0]["cwd"]), MAX_RUNTIME_SHORT_CHARS, "the cwd is clipped");
+    assert_eq!(panes[0]["pane_id"], "w1:p1");
+    assert!(panes[0].get("secret").is_none(), "only the drawn fields");
+
+    let workspace = serde_json::json!({"workspace_id": "w1", "label": long, "number": 1, "agent_status": "idle"});
+    let answer = ask("herdr.workspaces", serde_json::json!({}), serde_json::json!({"type": "herdr_workspaces", "workspaces": [workspace]}));
+    assert_eq!(chars(&answer["result"]["workspaces"][0]["label"]), MAX_LABEL_CHARS);
+
+    let agent = serde_json::json!({"workspace_id": "w1", "pane_id": "w1:p1", "workspace_label": null, "agent": long, "status": "working", "cwd": "/w"});
+    let answer = ask("herdr.agents", serde_json::json!({}), serde_json::json!({"type": "herdr_agents", "agents": [agent]}));
+    assert_eq!(chars(&answer["result"]["agents"][0]["agent"]), MAX_RUNTIME_SHORT_CHARS);
+
+    let text = format!("{long}\nthe last line");
+    let read = serde_json::json!({"type": "herdr_pane_read", "pane_id": "w1:p1", "lines": 40, "text": text, "truncated": false});
+    let answer = ask("herdr.pane_read", serde_json::json!({"pane_id": "w1:p1", "lines": 40}), read);
+    let text = &answer["result"]["text"];
+    assert!(chars(text) <= MAX_RUNTIME_TEXT_CHARS && text.as_str().is_some_and(|t| t.ends_with("the last line")), "{answer}");
+
+    // An answer out of its shape (a pane without its id) is not passed on in part.
+    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [{"workspace_id": "w1"}]}));
+    assert_eq!(answer["error"]["code"], "companion", "{answer}");
+}
+
 #[test]
 fn a_call_outside_the_allowlist_or_from_the_wrong_page_is_refused_with_its_reason() {
     let mut shell = connected_with_pages();
@@ -984,6 +1074,32 @@ fn a_call_the_companion_does_not_answer_times_out_once_and_its_late_answer_is_dr
     assert_eq!(shell.worker.page_calls_waiting(), 0);
     let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(serde_json::json!({"text": ""})) });
     assert!(typed(&out, 3, "companion_answer").is_empty(), "answered once: {out:?}");
+}
+
+// Review fix30 MED 2 (failed before): `retention.set` may take the runtime's whole request
+// bound (30 s: a busy database, a first batch of deletes) and its limits are stored even so;
+// the page's 10 s wait answered it `timed_out` while it went on. It waits longer than the
+// runtime does.
+#[test]
+fn a_retention_set_waits_longer_than_the_runtimes_request_bound() {
+    let mut shell = connected_with_pages();
+    let limits = serde_json::json!({"limits": {"inbox_days": 7}});
+    let sent = page_calls_out(&shell.page(5, call("set", "retention.set", limits)));
+    assert_eq!(sent.len(), 1);
+    let start = shell.now;
+    for after in [ext_core::limits::COMPANION_CALL_TIMEOUT_MS, 30_000] {
+        shell.now = start + after;
+        let out = shell.feed(WorkerInput::Timer);
+        assert!(typed(&out, 5, "companion_answer").is_empty(), "no `timed_out` {after} ms in: {out:?}");
+    }
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(serde_json::json!({"limits": {}})) });
+    assert_eq!(typed(&out, 5, "companion_answer").len(), 1, "its answer reaches the page: {out:?}");
+    // It is still bounded: one the companion never answers is `timed_out` in the end.
+    let sent = page_calls_out(&shell.page(5, call("set2", "retention.set", serde_json::json!({"limits": {}}))));
+    assert_eq!(sent.len(), 1);
+    shell.now += ext_core::limits::RETENTION_SET_TIMEOUT_MS;
+    let out = shell.feed(WorkerInput::Timer);
+    assert_eq!(answer_error(&out, 5, "set2")["code"], "timed_out");
 }
 
 #[test]
