@@ -517,18 +517,25 @@ mod tests {
         assert!(status.success(), "git {args:?}");
     }
 
-    /// A tracked file replaced by a hard link to a file outside the roots: the work-tree
-    /// diff is refused and names it; the text outside never appears.
-    #[tokio::test]
-    async fn a_work_tree_diff_refuses_a_hard_linked_file_and_shows_nothing_of_it() {
+    /// A repository `repo` in a temporary directory with one commit of `sub/a.txt` and of
+    /// `file` (holding `text`) at its top.
+    fn repository_with_sub(file: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
         sh(&repo, &["init", "-q"]);
         std::fs::write(repo.join("sub/a.txt"), "one\n").expect("w");
-        std::fs::write(repo.join("b.txt"), "one\n").expect("w");
+        std::fs::write(repo.join(file), text).expect("w");
         sh(&repo, &["add", "."]);
         sh(&repo, &["commit", "-qm", "one"]);
+        (dir, repo)
+    }
+
+    /// A tracked file replaced by a hard link to a file outside the roots: the work-tree
+    /// diff is refused and names it; the text outside never appears.
+    #[tokio::test]
+    async fn a_work_tree_diff_refuses_a_hard_linked_file_and_shows_nothing_of_it() {
+        let (dir, repo) = repository_with_sub("b.txt", "one\n");
         std::fs::write(dir.path().join("secret.txt"), "SECRET\n").expect("w");
         std::fs::remove_file(repo.join("sub/a.txt")).expect("rm");
         std::fs::hard_link(dir.path().join("secret.txt"), repo.join("sub/a.txt")).expect("link");
@@ -557,14 +564,7 @@ mod tests {
     /// register it; nothing above the root is read.
     #[tokio::test]
     async fn a_root_below_the_repository_top_is_refused_with_the_way_to_register_the_repository() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
-        sh(&repo, &["init", "-q"]);
-        std::fs::write(repo.join("sub/a.txt"), "one\n").expect("w");
-        std::fs::write(repo.join("outside.txt"), "OUTSIDE\n").expect("w");
-        sh(&repo, &["add", "."]);
-        sh(&repo, &["commit", "-qm", "one"]);
+        let (_dir, repo) = repository_with_sub("outside.txt", "OUTSIDE\n");
         let top = repo.canonicalize().expect("canonical");
         let roots = Roots::new([repo.join("sub")], []);
         let mut status = request(GitAction::Status);
