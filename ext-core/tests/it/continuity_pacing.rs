@@ -244,6 +244,17 @@ fn the_page_notice_holds_progress_until_the_cooldown_ends_but_not_a_manual_conti
     assert_eq!(out.iter().filter(|l| l.starts_with("deliver tab=7 id=continue:w1/")).count(), 1, "{out:?}");
 }
 
+/// A bound chat with Auto on whose page shows ChatGPT's rate-limit notice at 3 s: the first
+/// step's 30 s cooldown holds the account. Returns the notice's report, to show it again.
+fn rate_limit_notice_shown() -> (Continuity, Vec<String>, PageRecoveryReport) {
+    let (mut c, mut log) = bound_with_auto(true);
+    let notice = PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) };
+    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice.clone() });
+    drain(&mut c, 3_000, &[], &mut log);
+    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(33_000));
+    (c, log, notice)
+}
+
 // Leftovers of issue 26: ChatGPT's rate-limit notice that stays on the page is one 429. It
 // counts when it appears; while it stays, every report of it changes nothing and each
 // cooldown's end holds the account again for the same step (nothing automatic is typed
@@ -252,11 +263,7 @@ fn the_page_notice_holds_progress_until_the_cooldown_ends_but_not_a_manual_conti
 // stepped the recovery planner's, as if every look were a new 429.
 #[test]
 fn a_notice_that_stays_on_the_page_counts_once() {
-    let (mut c, mut log) = bound_with_auto(true);
-    let notice = PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) };
-    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice.clone() });
-    drain(&mut c, 3_000, &[], &mut log);
-    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(33_000));
+    let (mut c, mut log, notice) = rate_limit_notice_shown();
     let mut now = 3_000;
     while now < 300_000 {
         now += 15_000;
@@ -478,11 +485,7 @@ fn check(
 // Failed before: a 60 s cooldown (the second step) and the planner's step 2.
 #[test]
 fn a_notice_still_shown_after_a_worker_restart_is_not_a_new_429() {
-    let (mut c, mut log) = bound_with_auto(true);
-    let notice = PageRecoveryReport { rate_limited: true, assistant_streaming: false, ..frozen(TAB) };
-    c.handle(3_000, ContinuityInput::RecoveryFacts { tab: TAB, facts: notice.clone() });
-    drain(&mut c, 3_000, &[], &mut log);
-    assert_eq!(c.page_view(TAB).and_then(|v| v.cooldown_until), Some(33_000));
+    let (c, mut log, notice) = rate_limit_notice_shown();
     // The worker sleeps past the cooldown's end, then starts again; the page reports again.
     let now = 100_000;
     let mut c = restart(&c, now);
