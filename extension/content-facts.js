@@ -327,7 +327,8 @@
   // reply that ended < 100 ms before "Journal this chat" was journaled as if it came after.
   const flushFacts = () => {
     if (observer.takeRecords().length) dirty = true;
-    if (!scheduled && !dirty) return;
+    // While the streaming watch lasts its next look is always due: a press looks first.
+    if (!scheduled && !dirty && !recheck) return;
     if (scheduled) clearTimeout(scheduled.timer);
     scheduled = null;
     sendFacts();

@@ -318,18 +318,27 @@ fn locate(roots: &Roots, request: &GitRequest) -> Result<(PathBuf, PathBuf, Opti
 /// to register it; only that name's existence is checked, nothing there is read.
 fn git_failed(action: &str, dir: &Path, ceiling: &Path, stderr: &str) -> ToolError {
     let what = if stderr.is_empty() { "no message" } else { stderr };
-    let above = stderr
-        .to_ascii_lowercase()
-        .contains("not a git repository")
-        .then(|| ceiling.ancestors().find(|d| d.join(".git").exists()))
-        .flatten();
-    let hint = above.map_or_else(String::new, |top| {
+    let home = std::env::var_os("HOME").and_then(|home| std::fs::canonicalize(home).ok());
+    let hint = repository_to_register(ceiling, stderr, home.as_deref()).map_or_else(String::new, |top| {
         format!(
             "; the repository's top level {top} is above the project roots and herdr_git looks for a repository only inside them: ask the user to register it with herdr-companion roots add {top}",
             top = top.display()
         )
     });
     ToolError::Bad(format!("git {action} failed in {}: {what}{hint}", dir.display()))
+}
+
+/// The repository above the roots that `git_failed` names: the nearest directory above
+/// `ceiling` holding a `.git`, when git found no repository — never `/`, the user's home or
+/// one of its ancestors (a dotfiles repository at `~` would have the user open their whole
+/// home to the planner).
+fn repository_to_register(ceiling: &Path, stderr: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if !stderr.to_ascii_lowercase().contains("not a git repository") {
+        return None;
+    }
+    let top = ceiling.ancestors().find(|dir| dir.join(".git").exists())?;
+    let too_wide = top == Path::new("/") || home.is_some_and(|home| home.starts_with(top));
+    (!too_wide).then(|| top.to_path_buf())
 }
 
 /// Most bytes of the changed-file list read before a work-tree diff.
@@ -579,6 +588,20 @@ mod tests {
         // Registered, the repository is read.
         let roots = Roots::new([repo.join("sub"), top.clone()], []);
         assert!(git(&roots, &status).await.is_ok());
+    }
+
+    /// A dotfiles repository at the user's home (or above it) is never named: registering it
+    /// would open the whole home to the planner.
+    #[test]
+    fn a_repository_at_the_home_directory_or_above_is_never_suggested() {
+        let (_dir, repo) = repository_with_sub("b.txt", "one\n");
+        let top = repo.canonicalize().expect("canonical");
+        let ceiling = top.join("sub");
+        let refused = "fatal: not a git repository (or any of the parent directories): .git";
+        assert_eq!(repository_to_register(&ceiling, refused, None), Some(top.clone()));
+        assert_eq!(repository_to_register(&ceiling, refused, Some(&top)), None, "the home itself");
+        assert_eq!(repository_to_register(&ceiling, refused, Some(&ceiling)), None, "above the home");
+        assert_eq!(repository_to_register(&ceiling, "fatal: bad revision", None), None);
     }
 
     #[tokio::test]

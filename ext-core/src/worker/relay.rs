@@ -110,7 +110,14 @@ pub(super) fn answer(method: Method, result: &Value) -> Result<Value, String> {
         Method::HerdrWorkspaces => ("workspaces", WORKSPACE),
         Method::HerdrPanes => ("panes", PANE),
         Method::HerdrAgents => ("agents", AGENT),
-        Method::HerdrPaneRead => return object(result, PANE_READ).map(Value::Object),
+        Method::HerdrPaneRead => {
+            let mut read = object(result, PANE_READ)?;
+            // A text the worker cut is a truncated read, whatever the runtime said.
+            if result.get("text").and_then(Value::as_str).is_some_and(|text| !within(text, MAX_RUNTIME_TEXT_CHARS)) {
+                read.insert("truncated".to_owned(), Value::Bool(true));
+            }
+            return Ok(Value::Object(read));
+        }
         _ => return Ok(result.clone()),
     };
     let mut out = object(result, &[("type", Field::OptionalId)])?;

@@ -8,8 +8,9 @@
 //! tab wait for the write of the snapshot that names them, and are dropped when it failed
 //! (a restarted worker must find their record, never repeat them); a tab is reloaded
 //! (H5 level 2) only while the core still holds the pending record for that page load; a
-//! queue record that is not JSON text — a JSON `null` too — is an error the queue reports,
-//! never an empty queue: only a record that is absent from the items read is one.
+//! queue record read is passed on as it is stored (its absence, or a JSON `null`, holds no
+//! items: an empty queue; text that is not JSON, or a value that is not a queue, is a record
+//! the queue refuses and keeps until the user's Clear sets it aside).
 //!
 //! Driver contract: part of [`Worker::handle`]; outputs are `StorageRead`, `StorageWrite`,
 //! `OpenTab`, `ReloadTab`, `Post`s and `Warn`s.

@@ -971,6 +971,7 @@ fn the_side_panels_herdr_answers_are_sent_only_in_their_shape_and_within_the_cap
     let answer = ask("herdr.pane_read", serde_json::json!({"pane_id": "w1:p1", "lines": 40}), read);
     let text = &answer["result"]["text"];
     assert!(chars(text) <= MAX_RUNTIME_TEXT_CHARS && text.as_str().is_some_and(|t| t.ends_with("the last line")), "{answer}");
+    assert_eq!(answer["result"]["truncated"], true, "the worker cut the text: the read says so: {answer}");
 
     // An answer out of its shape (a pane without its id) is not passed on in part.
     let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [{"workspace_id": "w1"}]}));
