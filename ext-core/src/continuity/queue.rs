@@ -17,8 +17,11 @@
 //!   [`crate::queue::ASIDE_KEY`], and only once that write succeeded is an empty book
 //!   written. A stored JSON `null` holds no items: it is an empty book (said once in
 //!   Activity).
-//! - While the book is unreadable, semantic Auto and Goal mode are withheld with that
-//!   reason (`queue_unreadable`), not with "your queued messages go first".
+//! - While the book cannot be used ([`QueueTrouble`]), semantic Auto and Goal mode are
+//!   withheld with its own reason, not with "your queued messages go first": a storage read
+//!   or write that failed (`queue_storage_failed`: read again every [`QUEUE_RELOAD_MS`];
+//!   Clear is refused until a read succeeds) or a record that is not a queue
+//!   (`queue_unreadable`: the user's Clear keeps it aside, then empties).
 //! - A batch's items are removed only after the ledger confirmed it (Q5); that removal is
 //!   persisted in the snapshot until it is written, and items waiting for removal are never
 //!   sent again.
@@ -82,8 +85,8 @@ pub(super) struct QueueFlow {
     pub(super) durable: QueueDurable,
     /// The book as last read or written; `None` before the first read.
     book: Option<QueueBook>,
-    /// The last read failed (the HUD says so; the refusal's notice said why).
-    unreadable: bool,
+    /// Why the book cannot be used now (the HUD says so; the refusal's notice said why).
+    trouble: Option<QueueTrouble>,
     /// The running Clear's keep-aside of an unreadable record: being written, or written.
     aside: Aside,
     /// A stored `null` was read and said in Activity (once per worker).
@@ -101,6 +104,27 @@ impl QueueFlow {
     /// The flow of a restored snapshot: nothing read yet.
     pub(super) fn with_durable(durable: QueueDurable) -> Self {
         Self { durable, ..Self::default() }
+    }
+}
+
+/// Why the stored book cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum QueueTrouble {
+    /// The storage read, or a write, failed: what is stored is unknown. Read again every
+    /// [`QUEUE_RELOAD_MS`]; nothing (not even a Clear) is written until a read succeeds.
+    StorageFailed,
+    /// The storage was read, and the record in it is not a queue: the user's Clear keeps it
+    /// aside, then writes an empty book.
+    NotAQueue,
+}
+
+impl QueueTrouble {
+    /// The Activity reason and the `semanticWithheld_` / `goalWhy_` code.
+    pub(super) fn code(self) -> &'static str {
+        match self {
+            Self::StorageFailed => "queue_storage_failed",
+            Self::NotAQueue => "queue_unreadable",
+        }
     }
 }
 
@@ -125,12 +149,14 @@ pub struct QueueView {
     pub count: usize,
     /// Characters of the merged batch.
     pub merged_chars: usize,
-    /// `waiting | sending | undelivered | unreadable | empty`.
+    /// `waiting | sending | undelivered | unreadable | storage_failed | empty`
+    /// (`unreadable`: the record is not a queue; `storage_failed`: reading or saving failed).
     pub state: &'static str,
     /// The first characters of each item, in order.
     pub previews: Vec<String>,
     /// The `_locales` key of the Queue button's clear question (its `$1`: `count`): an
-    /// unreadable book asks whether to keep it aside and start an empty one.
+    /// unreadable book asks whether to keep it aside and start an empty one; a book whose
+    /// storage failed says Clear works only once a read succeeds.
     pub clear: &'static str,
 }
 
@@ -197,7 +223,7 @@ impl Continuity {
         let record = match stored {
             Err(detail) => {
                 // What is stored is unknown: nothing is written, not even by a Clear.
-                self.queue.unreadable = true;
+                self.queue.trouble = Some(QueueTrouble::StorageFailed);
                 self.queue.book = None;
                 return self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
@@ -211,7 +237,7 @@ impl Continuity {
         let mut book = match QueueBook::read(record.as_ref()) {
             Ok(book) => book,
             Err(refusal) => {
-                self.queue.unreadable = true;
+                self.queue.trouble = Some(QueueTrouble::NotAQueue);
                 self.queue.book = None;
                 let detail = match refusal {
                     QueueRefusal::StorageUnreadable { detail } => detail,
@@ -228,7 +254,7 @@ impl Continuity {
                 return self.queue_finished(now, Err(QueueRefusal::RecordUnreadable { detail }));
             }
         };
-        self.queue.unreadable = false;
+        self.queue.trouble = None;
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
@@ -287,12 +313,13 @@ impl Continuity {
         }
         match result {
             Ok(()) => {
-                self.queue.unreadable = false;
+                self.queue.trouble = None;
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
             Err(detail) => {
                 // What is stored is unknown now: read it again before the next decision.
+                self.queue.trouble = Some(QueueTrouble::StorageFailed);
                 self.queue.book = None;
                 self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
@@ -353,10 +380,10 @@ impl Continuity {
         }
     }
 
-    /// Whether the stored book cannot be read now (the read failed or the record is not
-    /// readable): Auto and Goal mode are withheld with that reason, not "queue first".
-    pub(super) fn queue_unreadable(&self) -> bool {
-        self.queue.unreadable
+    /// Why the stored book cannot be used now, if it cannot: Auto and Goal mode are
+    /// withheld with that reason, not "queue first".
+    pub(super) fn queue_trouble(&self) -> Option<QueueTrouble> {
+        self.queue.trouble
     }
 
     fn queue_refused(&mut self, tab: TabId, refusal: &QueueRefusal) {
@@ -478,8 +505,11 @@ impl Continuity {
         let conversation = self.pages.get(&tab).and_then(conversation_key)?;
         let durable = &self.queue.durable;
         let items = self.queue.book.as_ref().map(|b| b.items(&conversation)).unwrap_or_default();
-        let state = if self.queue.unreadable {
-            "unreadable"
+        let state = if let Some(trouble) = self.queue.trouble {
+            match trouble {
+                QueueTrouble::StorageFailed => "storage_failed",
+                QueueTrouble::NotAQueue => "unreadable",
+            }
         } else if durable.undelivered.contains_key(&conversation) {
             "undelivered"
         } else if durable.sending.values().any(|s| s.conversation == conversation) {
@@ -495,7 +525,11 @@ impl Continuity {
             merged_chars: status.merged_chars,
             state,
             previews: items.iter().map(|i| crate::text::first_chars(&i.text, QUEUE_PREVIEW_CHARS).to_owned()).collect(),
-            clear: if state == "unreadable" { "queueClearUnreadable" } else { "queueClearConfirm" },
+            clear: match state {
+                "unreadable" => "queueClearUnreadable",
+                "storage_failed" => "queueClearStorageFailed",
+                _ => "queueClearConfirm",
+            },
         })
     }
 

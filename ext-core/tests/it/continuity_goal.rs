@@ -426,3 +426,24 @@ fn an_unreadable_queue_holds_goal_mode_back_with_its_own_reason_j7() {
     assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
     assert!(line(&c).starts_with("Goal mode did not continue: the stored queue cannot be read"), "{}", line(&c));
 }
+
+// Leftovers31 (failed before): a failed storage read held Goal mode back with the text of a
+// record that is not a queue (which suggests Clear, refused until a read succeeds).
+#[test]
+fn a_failed_queue_read_holds_goal_mode_back_saying_to_wait() {
+    let (mut c, mut log) = parser_goal();
+    c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+    while let Some(output) = c.poll() {
+        if let ContinuityOutput::QueueRead { op } = output {
+            c.handle(2, ContinuityInput::QueueRead { op, stored: Err("read failed".into()) });
+        }
+    }
+    ended(&mut c, 3, 1, None);
+    drain(&mut c, 3, &evidence(2, 1), Verdict::Continue, &mut log);
+    assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
+    assert!(
+        line(&c).starts_with("Goal mode did not continue: the queue storage could not be read or saved (it is read again every 10 seconds"),
+        "{}",
+        line(&c)
+    );
+}
