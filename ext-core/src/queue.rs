@@ -117,6 +117,12 @@ pub enum QueueRefusal {
         /// What is wrong with it, for the HUD.
         detail: String,
     },
+    /// The user's Clear could not keep the unreadable record aside; nothing was written
+    /// over it. The next Clear tries again and, failing again, deletes it without a copy.
+    AsideFailed {
+        /// The storage error, for the HUD.
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for QueueRefusal {
@@ -141,6 +147,10 @@ impl std::fmt::Display for QueueRefusal {
             Self::RecordUnreadable { detail } => {
                 write!(f, "the stored queue is not readable ({detail}); nothing was changed: clear the queue to keep it aside and start an empty one")
             }
+            Self::AsideFailed { detail } => write!(
+                f,
+                "the unreadable queue could not be kept aside ({detail}); nothing was overwritten: clear again to retry (if it fails again, the record is deleted without a copy)"
+            ),
         }
     }
 }

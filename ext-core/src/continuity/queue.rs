@@ -15,7 +15,11 @@
 //!   is durably written. The one way out is the user's Clear (the HUD asked first): an
 //!   unreadable record (the storage read worked) is first kept aside under
 //!   [`crate::queue::ASIDE_KEY`], and only once that write succeeded is an empty book
-//!   written. A stored JSON `null` holds no items: it is an empty book (said once in
+//!   written. When keeping it aside fails (storage quota, the set-aside list full), nothing
+//!   is overwritten and the HUD names the error; the next Clear (its question says so)
+//!   tries again and, if keeping it aside fails again, writes the empty book without a
+//!   copy: the user confirmed deleting it, and the queue, Auto and Goal are not withheld for
+//!   good. A stored JSON `null` holds no items: it is an empty book (said once in
 //!   Activity).
 //! - While the book cannot be used ([`QueueTrouble`]), semantic Auto and Goal mode are
 //!   withheld with its own reason, not with "your queued messages go first": a storage read
@@ -89,6 +93,9 @@ pub(super) struct QueueFlow {
     trouble: Option<QueueTrouble>,
     /// The running Clear's keep-aside of an unreadable record: being written, or written.
     aside: Aside,
+    /// Why the last Clear's keep-aside failed: the next Clear tries again and, failing
+    /// again, writes the empty book without a copy. Forgotten once a book is read or written.
+    aside_failed: Option<String>,
     /// A stored `null` was read and said in Activity (once per worker).
     null_noted: bool,
     /// Changes waiting; the front one is running.
@@ -129,12 +136,14 @@ impl QueueTrouble {
 }
 
 /// Where the running Clear's keep-aside of an unreadable record is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 enum Aside {
     #[default]
     None,
     Writing,
     Kept,
+    /// Keeping it aside failed again (why): the empty book is written without a copy.
+    Forced(String),
 }
 
 /// The conversation key of a page, if it shows one.
@@ -149,8 +158,9 @@ pub struct QueueView {
     pub count: usize,
     /// Characters of the merged batch.
     pub merged_chars: usize,
-    /// `waiting | sending | undelivered | unreadable | storage_failed | empty`
-    /// (`unreadable`: the record is not a queue; `storage_failed`: reading or saving failed).
+    /// `waiting | sending | undelivered | unreadable | aside_failed | storage_failed | empty`
+    /// (`unreadable`: the record is not a queue; `aside_failed`: and the last Clear could not
+    /// keep it aside; `storage_failed`: reading or saving failed).
     pub state: &'static str,
     /// The first characters of each item, in order.
     pub previews: Vec<String>,
@@ -255,6 +265,7 @@ impl Continuity {
             }
         };
         self.queue.trouble = None;
+        self.queue.aside_failed = None;
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
@@ -306,14 +317,26 @@ impl Continuity {
         if id != op {
             return;
         }
-        if self.queue.aside == Aside::Writing && result.is_ok() {
-            // Kept aside: now the empty book goes over the unreadable record.
-            self.queue.aside = Aside::Kept;
+        if self.queue.aside == Aside::Writing {
+            match result {
+                // Kept aside: now the empty book goes over the unreadable record.
+                Ok(()) => self.queue.aside = Aside::Kept,
+                // Failed again, after the HUD said so and the user confirmed this Clear:
+                // the empty book goes over it without a copy.
+                Err(detail) if self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
+                // Nothing was written over: the HUD says why and what the next Clear does.
+                Err(detail) => {
+                    self.queue.aside = Aside::None;
+                    self.queue.aside_failed = Some(detail.clone());
+                    return self.queue_finished(now, Err(QueueRefusal::AsideFailed { detail }));
+                }
+            }
             return self.emit(ContinuityOutput::QueueWrite { op, record: book.to_value() });
         }
         match result {
             Ok(()) => {
                 self.queue.trouble = None;
+                self.queue.aside_failed = None;
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
@@ -332,6 +355,9 @@ impl Continuity {
         if let Some((_, change)) = self.queue.changes.pop_front() {
             match (&change, &result, aside) {
                 (QueueChange::Clear { tab, .. }, Ok(()), Aside::Kept) => self.queue_notice(*tab, &QueueNote::ClearedAside),
+                (QueueChange::Clear { tab, .. }, Ok(()), Aside::Forced(detail)) => {
+                    self.queue_notice(*tab, &QueueNote::ClearedForced(detail))
+                }
                 _ => self.queue_report(&change, result.as_ref().err()),
             }
             if let (QueueChange::Remove { send }, Ok(())) = (&change, &result) {
@@ -391,7 +417,7 @@ impl Continuity {
     }
 
     fn queue_notice(&mut self, tab: TabId, note: &QueueNote) {
-        let tone = if matches!(note, QueueNote::Undelivered) { NoticeTone::Bad } else { NoticeTone::Info };
+        let tone = if matches!(note, QueueNote::Undelivered | QueueNote::ClearedForced(_)) { NoticeTone::Bad } else { NoticeTone::Info };
         self.notice(tab, texts::queue_note_say(note), tone);
     }
 
@@ -508,6 +534,7 @@ impl Continuity {
         let state = if let Some(trouble) = self.queue.trouble {
             match trouble {
                 QueueTrouble::StorageFailed => "storage_failed",
+                QueueTrouble::NotAQueue if self.queue.aside_failed.is_some() => "aside_failed",
                 QueueTrouble::NotAQueue => "unreadable",
             }
         } else if durable.undelivered.contains_key(&conversation) {
@@ -528,6 +555,7 @@ impl Continuity {
             clear: match state {
                 "unreadable" => "queueClearUnreadable",
                 "storage_failed" => "queueClearStorageFailed",
+                "aside_failed" => "queueClearAsideFailed",
                 _ => "queueClearConfirm",
             },
         })
@@ -572,6 +600,8 @@ pub(super) enum QueueNote {
     Resending,
     /// The user's Clear kept an unreadable record aside and started an empty book.
     ClearedAside,
+    /// Keeping it aside failed twice (why): the user's confirmed Clear deleted it.
+    ClearedForced(String),
 }
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a

@@ -99,21 +99,24 @@ fn every_say() -> Vec<Say> {
         QueueRefusal::BadId,
         QueueRefusal::StorageUnreadable { detail: "d".into() },
         QueueRefusal::RecordUnreadable { detail: "d".into() },
+        QueueRefusal::AsideFailed { detail: "d".into() },
     ] {
         all.push(queue_refusal_say(&refusal));
     }
     // The queue view's states (the HUD and the Queue button render `queueLine_<state>` with
     // the count and the characters) and the clear question.
-    for state in ["waiting", "sending", "undelivered", "unreadable", "storage_failed", "empty"] {
+    for state in ["waiting", "sending", "undelivered", "unreadable", "aside_failed", "storage_failed", "empty"] {
         all.push(Say::coded("queueLine", state, vec!["2".into(), "40".into()]));
     }
     all.push(Say::new("queueClearConfirm", vec!["2".into()]));
     all.push(Say::new("queueClearUnreadable", vec![]));
     all.push(Say::new("queueClearStorageFailed", vec![]));
+    all.push(Say::new("queueClearAsideFailed", vec![]));
     for note in ["queued", "cleared", "expired", "undelivered", "resending"] {
         all.push(Say::coded("queueNote", note, vec![]));
     }
     all.push(Say::coded("queueNote", "cleared_aside", vec![ext_core::queue::ASIDE_KEY.into()]));
+    all.push(Say::coded("queueNote", "cleared_forced", vec!["quota".into()]));
     // The stored queue cannot be read: Auto and Goal mode say so (continuity/semantic, goal).
     all.push(Say::coded("semanticWithheld", "queue_unreadable", vec![]));
     all.push(Say::coded("semanticWithheld", "queue_storage_failed", vec![]));
