@@ -463,7 +463,7 @@ fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue
         })
         .collect();
     assert_eq!(
-        writes.first().map(|(k, v)| (*k, (*v).clone())),
+        writes.first().map(|(k, v)| (*k, v["records"][0]["record"].clone())),
         Some((ext_core::queue::ASIDE_KEY, Value::String("{not json".into()))),
         "kept aside first: {out:?}"
     );
@@ -524,6 +524,51 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
+}
+
+// Leftovers31 (failed before): a second Clear of an unreadable queue wrote its record over
+// the first set-aside copy. Every set-aside record is kept now, up to
+// `queue::MAX_ASIDE_RECORDS`; beyond that the keep-aside is refused (nothing replaced) and
+// says why, like any failed keep-aside.
+#[test]
+fn every_cleared_unreadable_record_is_kept_aside_and_a_full_list_is_never_overwritten() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut stored = Stored { queue: Some("{first".into()), ..Stored::default() };
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    answer_stored(&mut shell, out, &mut stored);
+    let records = |stored: &Stored| -> Vec<Value> {
+        let aside: Value = serde_json::from_str(stored.aside.as_deref().unwrap_or("null")).expect("JSON");
+        aside["records"].as_array().map(|r| r.iter().map(|r| r["record"].clone()).collect()).unwrap_or_default()
+    };
+    for (n, bad) in ["{second", "{third"].iter().enumerate() {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_aside"), "{out:?}");
+        assert_eq!(records(&stored).len(), n + 1, "{:?}", stored.aside);
+        stored.queue = Some((*bad).to_owned());
+        reread(&mut shell, &mut stored);
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "x".into() }));
+        answer_stored(&mut shell, out, &mut stored);
+    }
+    assert_eq!(records(&stored), [Value::from("{first"), Value::from("{second")]);
+    // A copy kept by an earlier release (the record's JSON text alone) stays the first.
+    stored.aside = Some(Value::from("{older").to_string());
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(records(&stored), [Value::from("{older"), Value::from("{third")]);
+    // A full list is never overwritten: the keep-aside is refused, and says why.
+    let full: Vec<Value> = (0..ext_core::queue::MAX_ASIDE_RECORDS).map(|i| serde_json::json!({"kept_at": i, "record": i})).collect();
+    stored.aside = Some(serde_json::json!({"version": 1, "records": full}).to_string());
+    let before = stored.aside.clone();
+    stored.queue = Some("{fourth".into());
+    reread(&mut shell, &mut stored);
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!((stored.aside.clone(), stored.queue.as_deref()), (before, Some("{fourth")), "{out:?}");
+    let notices = typed(&out, 1, "notice");
+    let refused = notices.iter().find(|n| n["key"] == "queueRefused_aside_failed").unwrap_or_else(|| panic!("{notices:?}"));
+    assert!(refused["args"][0].as_str().is_some_and(|why| why.contains("already kept aside")), "{refused}");
 }
 
 #[test]
