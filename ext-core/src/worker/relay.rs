@@ -1,5 +1,5 @@
 //! The Herdr stream's events as a watching side panel is sent them, and the side panel's
-//! `herdr.*` call answers ([`answer`]) in the same shapes ([`super::calls`]).
+//! `herdr.*` and `tools.audit` call answers ([`answer`]) in the same way ([`super::calls`]).
 //!
 //! Purpose: pane titles, workspace labels, cwds, agent names and agent output come from
 //! terminals, so they are untrusted. An event is relayed only as the fields the live tree
@@ -40,6 +40,9 @@ enum Field {
     Short,
     /// Terminal output, clipped to [`MAX_RUNTIME_TEXT_CHARS`] keeping its end; required.
     Tail,
+    /// A longer text (a command line, a tool's detail), clipped to [`MAX_RUNTIME_TEXT_CHARS`]
+    /// keeping its start.
+    Text,
     /// A whole number ≥ 0.
     Count,
     /// `true` or `false`.
@@ -71,6 +74,18 @@ const OUTPUT: &[(&str, Field)] = &[("pane_id", Field::Id), ("workspace_id", Fiel
 const PANE_READ: &[(&str, Field)] =
     &[("type", Field::OptionalId), ("pane_id", Field::Id), ("lines", Field::Count), ("text", Field::Tail), ("truncated", Field::Flag)];
 
+/// A row of `tools.audit` (docs/PROTOCOL.md "Write and exec tools").
+const AUDIT_ENTRY: &[(&str, Field)] = &[
+    ("seq", Field::Count),
+    ("at", Field::Count),
+    ("tool", Field::Short),
+    ("caller", Field::Short),
+    ("root", Field::Short),
+    ("target", Field::Text),
+    ("outcome", Field::Short),
+    ("detail", Field::Text),
+];
+
 /// The fields an event is relayed with (`hello`'s lists are read by [`relayed`]); `None` for
 /// an event the live tree does not draw.
 fn fields_of(name: EventName) -> Option<&'static [(&'static str, Field)]> {
@@ -101,15 +116,17 @@ pub(super) fn relayed(name: EventName, data: &Value) -> Result<Option<Value>, St
     Ok(Some(Value::Object(out)))
 }
 
-/// A side panel's `herdr.*` call answered: `result` as the page is sent it — the list of
-/// `herdr.workspaces` / `herdr.panes` / `herdr.agents` through the stream's shapes (its
-/// first [`MAX_RUNTIME_LIST_ITEMS`]), `herdr.pane_read` with its text clipped keeping its
-/// end; any other method's answer as it is. `Err`: why it is not passed on (never a part).
+/// A side panel's `herdr.*` or `tools.audit` call answered: `result` as the page is sent
+/// it — the list of `herdr.workspaces` / `herdr.panes` / `herdr.agents` through the
+/// stream's shapes and `tools.audit`'s rows in [`AUDIT_ENTRY`] (each list's first
+/// [`MAX_RUNTIME_LIST_ITEMS`]), `herdr.pane_read` with its text clipped keeping its end;
+/// any other method's answer (the options page's `retention.*`) as it is. `Err`: why it is not passed on (never a part).
 pub(super) fn answer(method: Method, result: &Value) -> Result<Value, String> {
     let (key, shape) = match method {
         Method::HerdrWorkspaces => ("workspaces", WORKSPACE),
         Method::HerdrPanes => ("panes", PANE),
         Method::HerdrAgents => ("agents", AGENT),
+        Method::ToolsAudit => ("entries", AUDIT_ENTRY),
         Method::HerdrPaneRead => {
             let mut read = object(result, PANE_READ)?;
             // A text the worker cut is a truncated read, whatever the runtime said.
@@ -156,6 +173,7 @@ fn object(value: &Value, fields: &[(&str, Field)]) -> Result<Map<String, Value>,
             (Field::Short, Some(Value::Null)) => Value::Null,
             (Field::Short, Some(Value::String(text))) => Value::String(clip(text.clone(), MAX_RUNTIME_SHORT_CHARS)),
             (Field::Tail, Some(Value::String(text))) => Value::String(clip_tail(text.clone(), MAX_RUNTIME_TEXT_CHARS)),
+            (Field::Text, Some(Value::String(text))) => Value::String(clip(text.clone(), MAX_RUNTIME_TEXT_CHARS)),
             (Field::Count, Some(number @ Value::Number(n))) if n.as_u64().is_some() => number.clone(),
             (Field::Flag, Some(flag @ Value::Bool(_))) => flag.clone(),
             (_, Some(_)) => return Err(format!("`{key}` has the wrong type")),

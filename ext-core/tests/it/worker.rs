@@ -1103,6 +1103,35 @@ fn the_side_panels_herdr_answers_are_sent_only_in_their_shape_and_within_the_cap
     assert_eq!(answer["error"]["code"], "companion", "{answer}");
 }
 
+// Leftovers31 (failed before): `tools.audit` answers went to the side panel unchanged, so a
+// command line, a path or a tool's detail of any length (and any field the runtime added)
+// reached the page. Each row goes in its shape now, its texts clipped like the `herdr.*`
+// answers'.
+#[test]
+fn the_side_panels_tools_audit_answers_are_sent_only_in_their_shape_and_within_the_caps() {
+    use ext_core::limits::{MAX_RUNTIME_SHORT_CHARS, MAX_RUNTIME_TEXT_CHARS};
+    let mut shell = connected_with_pages();
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let long = "ü".repeat(100_000);
+    let row = serde_json::json!({"seq": 18, "at": 1_765_024_441_000_u64, "tool": "herdr_exec", "caller": "mcp", "root": long,
+        "target": long, "outcome": "ok", "detail": long, "secret": "not drawn"});
+    let sent = page_calls_out(&shell.page(3, call("a", "tools.audit", serde_json::json!({"limit": 50}))));
+    let result = serde_json::json!({"type": "tools_audit", "entries": [row], "extra": long});
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(result) });
+    let answers = typed(&out, 3, "companion_answer");
+    let answer = &answers[0]["result"];
+    assert_eq!(answer["type"], "tools_audit", "{answer}");
+    assert!(answer.get("extra").is_none(), "{answer}");
+    let entry = &answer["entries"][0];
+    assert_eq!(
+        (&entry["seq"], &entry["tool"], &entry["caller"], &entry["outcome"]),
+        (&18.into(), &"herdr_exec".into(), &"mcp".into(), &"ok".into())
+    );
+    assert_eq!(chars(&entry["root"]), MAX_RUNTIME_SHORT_CHARS);
+    assert_eq!((chars(&entry["target"]), chars(&entry["detail"])), (MAX_RUNTIME_TEXT_CHARS, MAX_RUNTIME_TEXT_CHARS));
+    assert!(entry.get("secret").is_none(), "only the drawn fields: {entry}");
+}
+
 #[test]
 fn a_call_outside_the_allowlist_or_from_the_wrong_page_is_refused_with_its_reason() {
     let mut shell = connected_with_pages();
