@@ -11,10 +11,13 @@
 //! - Only the fields of [`fields_of`] are relayed; nothing else the runtime put in `data`.
 //! - An id (`workspace_id`, `pane_id`, `tab_id`) is never cut: one over [`MAX_ID_CHARS`],
 //!   a missing required id or a field of another type drops the whole event ([`relayed`]
-//!   says why), never a part of it.
+//!   says why), never a part of it — except in a list (`hello`'s, an answer's): there only
+//!   that item is dropped, and counted.
 //! - Texts are clipped: labels to [`MAX_LABEL_CHARS`], other strings to
 //!   [`MAX_RUNTIME_SHORT_CHARS`], a tail to [`MAX_RUNTIME_TEXT_CHARS`] keeping its end;
-//!   `hello`'s lists keep their first [`MAX_RUNTIME_LIST_ITEMS`].
+//!   a list keeps its first [`MAX_RUNTIME_LIST_ITEMS`]. What a list does not show is
+//!   counted in the data the panel is sent: `dropped` (items out of their shape) and `cut`
+//!   (items past the cap), each only when not 0, so the panel says so.
 //!
 //! Driver contract: pure functions; `Worker::stream_event` calls [`relayed`] once per event
 //! and counts and warns a refusal; `Worker::page_call_answered` calls [`answer`] once per
@@ -107,11 +110,13 @@ pub(super) fn relayed(name: EventName, data: &Value) -> Result<Option<Value>, St
     let Some(fields) = fields_of(name) else { return Ok(None) };
     let mut out = object(data, fields)?;
     if name == EventName::Hello {
+        let mut hidden = Hidden::default();
         for (key, shape) in [("workspaces", WORKSPACE), ("agents", AGENT)] {
-            if let Some(items) = list(data, key, shape)? {
+            if let Some(items) = list(data, key, shape, &mut hidden)? {
                 out.insert(key.to_owned(), items);
             }
         }
+        hidden.note(&mut out);
     }
     Ok(Some(Value::Object(out)))
 }
@@ -138,19 +143,43 @@ pub(super) fn answer(method: Method, result: &Value) -> Result<Value, String> {
         _ => return Ok(result.clone()),
     };
     let mut out = object(result, &[("type", Field::OptionalId)])?;
-    let items = list(result, key, shape)?.ok_or_else(|| format!("no `{key}`"))?;
+    let mut hidden = Hidden::default();
+    let items = list(result, key, shape, &mut hidden)?.ok_or_else(|| format!("no `{key}`"))?;
     out.insert(key.to_owned(), items);
+    hidden.note(&mut out);
     Ok(Value::Object(out))
 }
 
-/// The list `key` of `value` (`None` when absent or `null`), each item in `shape`.
-fn list(value: &Value, key: &str, shape: &[(&str, Field)]) -> Result<Option<Value>, String> {
+/// What lists did not show: items out of their shape, items past the cap.
+#[derive(Default)]
+struct Hidden {
+    dropped: usize,
+    cut: usize,
+}
+
+impl Hidden {
+    /// `dropped` / `cut` into `out`, each only when not 0.
+    fn note(&self, out: &mut Map<String, Value>) {
+        for (key, count) in [("dropped", self.dropped), ("cut", self.cut)] {
+            if count > 0 {
+                out.insert(key.to_owned(), Value::from(count));
+            }
+        }
+    }
+}
+
+/// The list `key` of `value` (`None` when absent or `null`): its first
+/// [`MAX_RUNTIME_LIST_ITEMS`] items, each in `shape`; one out of its shape is dropped alone.
+/// What is not shown is added to `hidden`.
+fn list(value: &Value, key: &str, shape: &[(&str, Field)], hidden: &mut Hidden) -> Result<Option<Value>, String> {
     match value.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => {
-            let items = items.iter().take(MAX_RUNTIME_LIST_ITEMS).map(|item| object(item, shape).map(Value::Object));
-            let items = items.collect::<Result<Vec<Value>, String>>().map_err(|why| format!("`{key}`: {why}"))?;
-            Ok(Some(Value::Array(items)))
+            hidden.cut += items.len().saturating_sub(MAX_RUNTIME_LIST_ITEMS);
+            let shown = items.iter().take(MAX_RUNTIME_LIST_ITEMS).filter_map(|item| object(item, shape).ok().map(Value::Object));
+            let shown: Vec<Value> = shown.collect();
+            hidden.dropped += items.len().min(MAX_RUNTIME_LIST_ITEMS) - shown.len();
+            Ok(Some(Value::Array(shown)))
         }
         Some(_) => Err(format!("`{key}` is not a list")),
     }

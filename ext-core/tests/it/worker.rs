@@ -1098,8 +1098,9 @@ fn the_side_panels_herdr_answers_are_sent_only_in_their_shape_and_within_the_cap
     assert!(chars(text) <= MAX_RUNTIME_TEXT_CHARS && text.as_str().is_some_and(|t| t.ends_with("the last line")), "{answer}");
     assert_eq!(answer["result"]["truncated"], true, "the worker cut the text: the read says so: {answer}");
 
-    // An answer out of its shape (a pane without its id) is not passed on in part.
-    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": [{"workspace_id": "w1"}]}));
+    // An answer out of its shape (its list not a list) is not passed on in part; a bad item
+    // of the list is dropped alone (a_bad_list_item_is_dropped_alone_and_a_cut_list_is_counted).
+    let answer = ask("herdr.panes", serde_json::json!({}), serde_json::json!({"type": "herdr_panes", "panes": {"workspace_id": "w1"}}));
     assert_eq!(answer["error"]["code"], "companion", "{answer}");
 }
 
@@ -1360,6 +1361,7 @@ fn stream_events_are_relayed_to_the_side_panel_only_in_their_shape_and_within_th
     // Ids are never cut: an event with an id over its cap, a missing id or a field of the
     // wrong shape is dropped whole, counted and said.
     let dropped: [(EventName, Value); 9] = [
+        (EventName::Hello, serde_json::json!({"boot_id": "b1", "workspaces": {"workspace_id": "w1"}, "agents": []})),
         (EventName::PaneUpsert, serde_json::json!({"pane_id": long_id, "workspace_id": "w1", "seq": 48})),
         (EventName::PaneUpsert, serde_json::json!({"workspace_id": "w1", "seq": 49})),
         (EventName::PaneUpsert, serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "cwd": {"x": 1}, "seq": 50})),
@@ -1368,7 +1370,6 @@ fn stream_events_are_relayed_to_the_side_panel_only_in_their_shape_and_within_th
         (EventName::WorkspaceUpsert, serde_json::json!({"workspace_id": "w1", "label": ["x"], "seq": 53})),
         (EventName::WorkspaceRemoved, serde_json::json!({"workspace_id": long_id, "seq": 54})),
         (EventName::AgentOutput, serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "tail": 5})),
-        (EventName::Hello, serde_json::json!({"boot_id": "b1", "workspaces": [{"workspace_id": long_id}], "agents": []})),
     ];
     for (n, (name, data)) in dropped.into_iter().enumerate() {
         assert_eq!(relayed(&mut shell, name, data.clone()), None, "{} {data}", name.as_str());
@@ -1377,6 +1378,42 @@ fn stream_events_are_relayed_to_the_side_panel_only_in_their_shape_and_within_th
     // The watcher goes on hearing good events.
     let removed = serde_json::json!({"pane_id": "w1:p1", "workspace_id": "w1", "seq": 55});
     assert!(relayed(&mut shell, EventName::PaneRemoved, removed).is_some());
+}
+
+// Leftovers31 (failed before): one malformed item dropped the whole `hello` (the live tree
+// then showed nothing new until the next load), and a list over MAX_RUNTIME_LIST_ITEMS hid
+// the rest silently. Now only the bad item is dropped, and the relayed data counts what is
+// not shown (`dropped`, `cut`) so the panel says so; the same for the `herdr.*` answers.
+#[test]
+fn a_bad_list_item_is_dropped_alone_and_a_cut_list_is_counted() {
+    use continuity_protocol::EventName;
+    use ext_core::limits::{MAX_ID_CHARS, MAX_RUNTIME_LIST_ITEMS};
+    let mut shell = connected_with_pages();
+    shell.page(3, PageInput::Command(PortCommand::CompanionWatch));
+    let workspaces: Vec<Value> =
+        (0..MAX_RUNTIME_LIST_ITEMS + 10).map(|n| serde_json::json!({"workspace_id": format!("w{n}"), "number": n})).collect();
+    let mut workspaces = workspaces;
+    workspaces[1] = serde_json::json!({"workspace_id": "p".repeat(MAX_ID_CHARS + 1)});
+    workspaces[2] = serde_json::json!({"label": "no id"});
+    let agents = serde_json::json!([{"workspace_id": "w0", "pane_id": "w0:p1", "agent": "pi"}, {"pane_id": 5}]);
+    let hello = serde_json::json!({"boot_id": "b1", "last_seq": 47, "workspaces": workspaces, "agents": agents});
+    let data = relayed(&mut shell, EventName::Hello, hello).expect("relayed without its bad items");
+    let ids: Vec<&str> =
+        data["workspaces"].as_array().map(|w| w.iter().filter_map(|w| w["workspace_id"].as_str()).collect()).unwrap_or_default();
+    assert_eq!((ids.len(), ids[0], ids[1]), (MAX_RUNTIME_LIST_ITEMS - 2, "w0", "w3"), "the bad items alone are dropped");
+    assert_eq!(data["agents"].as_array().map(Vec::len), Some(1));
+    assert_eq!((&data["dropped"], &data["cut"]), (&3.into(), &10.into()), "what is not shown is counted: {}", data["dropped"]);
+    assert_eq!(shell.worker.stream_events_dropped(), 0, "no event was dropped");
+    // A well-formed short list says nothing more.
+    let hello = serde_json::json!({"boot_id": "b1", "workspaces": [{"workspace_id": "w1"}], "agents": []});
+    let data = relayed(&mut shell, EventName::Hello, hello).expect("relayed");
+    assert!(data.get("dropped").is_none() && data.get("cut").is_none(), "{data}");
+    // The side panel's `herdr.panes` answer: the same.
+    let sent = page_calls_out(&shell.page(3, call("a", "herdr.panes", serde_json::json!({}))));
+    let panes = serde_json::json!({"type": "herdr_panes", "panes": [{"workspace_id": "w1"}, {"pane_id": "w1:p1", "workspace_id": "w1"}]});
+    let out = shell.feed(WorkerInput::PageCallAnswered { wire_id: sent[0].0.clone(), result: Ok(panes) });
+    let answer = &typed(&out, 3, "companion_answer")[0]["result"];
+    assert_eq!((answer["panes"].as_array().map(Vec::len), &answer["dropped"]), (Some(1), &1.into()), "{answer}");
 }
 
 #[test]
