@@ -40,6 +40,7 @@ export class HerdrModel {
     this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
     this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
+    this.eventsDropped = 0; // stream events the worker did not relay (out of their shape)
   }
 
   workspace(data) {
@@ -129,6 +130,7 @@ function treeNodes(model, pinned, pin) {
   const notes = [
     ...(cut ? [element('p', 'line tone-warning', { 'data-tree-cut': String(cut) }, message('treeCut', [String(cut), String(LIST_MAX)]))] : []),
     ...(dropped ? [element('p', 'line tone-warning', { 'data-tree-dropped': String(dropped) }, message('treeDropped', [String(dropped)]))] : []),
+    ...(model.eventsDropped ? [element('p', 'line tone-warning', { 'data-tree-events-dropped': String(model.eventsDropped) }, message('treeEventsDropped', [String(model.eventsDropped)]))] : []),
   ];
   return [...notes, ...treeList(model, pinned, pin)];
 }
@@ -278,10 +280,12 @@ export function mountLiveTree(region, companion) {
     .catch((error) => { state = { up: false, reason: errorText(error) }; schedule(); });
   companion.watch({
     onEvent: (name, data) => { if (model.apply(name, data)) schedule(); },
-    onState: (up, reason) => {
+    onState: (up, reason, dropped) => {
+      const changed = up !== state.up || reason !== state.reason;
       state = { up, reason };
+      model.eventsDropped = count(dropped);
       schedule();
-      if (up) load();
+      if (up && changed) load();
     },
   });
   const actions = {

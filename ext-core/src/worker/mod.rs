@@ -348,7 +348,7 @@ pub struct Worker {
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
     /// Stream events not relayed to a watching side panel ([`relay`]).
-    stream_events_dropped: u64,
+    stream_drops: calls::StreamDrops,
     profiles: ProfileOverrides,
     outputs: VecDeque<WorkerOutput>,
 }
@@ -390,7 +390,7 @@ impl Worker {
             queue_raw: None,
             page_calls: VecMap::new(),
             next_page_call: 0,
-            stream_events_dropped: 0,
+            stream_drops: calls::StreamDrops::default(),
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
         };
