@@ -328,15 +328,27 @@ fn git_failed(action: &str, dir: &Path, ceiling: &Path, stderr: &str) -> ToolErr
     ToolError::Bad(format!("git {action} failed in {}: {what}{hint}", dir.display()))
 }
 
-/// The repository above the roots that `git_failed` names: the nearest directory above
-/// `ceiling` holding a `.git`, when git found no repository — never `/`, the user's home or
-/// one of its ancestors (a dotfiles repository at `~` would have the user open their whole
-/// home to the planner).
+/// The repository above the roots that `git_failed` names: the nearest directory from
+/// `ceiling` (the root's parent) up that is a repository's top (a `.git` directory holding `HEAD`, or a
+/// `.git` file, a linked worktree's), only when git's search for one stopped at the ceiling
+/// ("not a git repository (or any of the parent directories)"; a broken worktree's "not a
+/// git repository: <gitdir>" is another failure) — never `/`, the user's home or one of its
+/// ancestors (a dotfiles repository at `~` would have the user open their whole home to the
+/// planner).
 fn repository_to_register(ceiling: &Path, stderr: &str, home: Option<&Path>) -> Option<PathBuf> {
-    if !stderr.to_ascii_lowercase().contains("not a git repository") {
+    // Git's two ways of saying its search found nothing (`diff` has its own).
+    let stderr = stderr.to_ascii_lowercase();
+    if !["not a git repository (or any of the parent directories)", "not a git repository. use --no-index"]
+        .iter()
+        .any(|m| stderr.contains(m))
+    {
         return None;
     }
-    let top = ceiling.ancestors().find(|dir| dir.join(".git").exists())?;
+    let is_top = |dir: &Path| {
+        let git = dir.join(".git");
+        git.join("HEAD").is_file() || std::fs::symlink_metadata(&git).is_ok_and(|meta| meta.is_file())
+    };
+    let top = ceiling.ancestors().find(|dir| is_top(dir))?;
     let too_wide = top == Path::new("/") || home.is_some_and(|home| home.starts_with(top));
     (!too_wide).then(|| top.to_path_buf())
 }
@@ -602,6 +614,32 @@ mod tests {
         assert_eq!(repository_to_register(&ceiling, refused, Some(&top)), None, "the home itself");
         assert_eq!(repository_to_register(&ceiling, refused, Some(&ceiling)), None, "above the home");
         assert_eq!(repository_to_register(&ceiling, "fatal: bad revision", None), None);
+    }
+
+    /// Leftovers31 (failed before): a broken worktree (its `.git` file names a git directory
+    /// that is gone) also got "ask the user to register" — naming the root itself, or a
+    /// repository above it that git never looked for. Only git's own "not found up to the
+    /// ceiling" message, with a repository top (a `.git` holding `HEAD`) above the root, gets
+    /// the hint.
+    #[tokio::test]
+    async fn a_broken_worktree_or_a_stray_git_name_above_gets_no_register_hint() {
+        let (dir, repo) = repository_with_sub("b.txt", "one\n");
+        let top = repo.canonicalize().expect("canonical");
+        let worktree = top.join("sub");
+        // Its git directory: inside the root, and no longer one (pruned, emptied).
+        let gone = worktree.join("gone");
+        std::fs::create_dir_all(&gone).expect("mkdir");
+        std::fs::write(worktree.join(".git"), format!("gitdir: {}\n", gone.display())).expect("w");
+        let broken = format!("fatal: not a git repository: {}", gone.display());
+        assert_eq!(repository_to_register(&top, &broken, None), None);
+        let error = git(&Roots::new([worktree.clone()], []), &request(GitAction::Status)).await.expect_err("a broken worktree");
+        assert!(error.to_string().contains("not a git repository") && !error.to_string().contains("roots add"), "{error}");
+        // An empty `.git` directory above the root is no repository.
+        let plain = dir.path().canonicalize().expect("canonical").join("plain");
+        std::fs::create_dir_all(plain.join(".git")).expect("mkdir");
+        std::fs::create_dir_all(plain.join("sub")).expect("mkdir");
+        let not_found = "fatal: not a git repository (or any of the parent directories): .git";
+        assert_eq!(repository_to_register(&plain.join("sub"), not_found, None), None);
     }
 
     #[tokio::test]
