@@ -195,6 +195,8 @@ pub struct Retention {
     /// The background reclaim after `retention.set`: `(running, again)` — one task at a
     /// time; a Save while it runs asks it for one more pass instead of a second task.
     background: Mutex<(bool, bool)>,
+    /// How long `retention.set` reclaims before it answers ([`SET_RECLAIM_BUDGET`]).
+    set_budget: std::time::Duration,
 }
 
 type Result<T> = std::result::Result<T, DbError>;
@@ -203,7 +205,19 @@ impl Retention {
     /// Opens `path` (creating `retention_limits`).
     pub fn open(path: &Path) -> Result<Self> {
         let conn = crate::schema::open_state_db(path)?;
-        Ok(Self { conn: Mutex::new(conn), background: Mutex::new((false, false)) })
+        Ok(Self { conn: Mutex::new(conn), background: Mutex::new((false, false)), set_budget: SET_RECLAIM_BUDGET })
+    }
+
+    /// This service with `retention.set` reclaiming for `budget` before it answers (tests:
+    /// `ZERO` leaves work for the background reclaim after one batch).
+    pub fn with_set_budget(mut self, budget: std::time::Duration) -> Self {
+        self.set_budget = budget;
+        self
+    }
+
+    /// How long `retention.set` reclaims before it answers.
+    pub fn set_budget(&self) -> std::time::Duration {
+        self.set_budget
     }
 
     /// A background reclaim is wanted (a `retention.set` left work): `true` when the caller
