@@ -465,7 +465,7 @@ const STATE_DB_MIGRATIONS: &[Migration] = &[
     },
     // 16
     Migration {
-        adds: "Work Memory's search rows keyed by their source (crate::work_memory::store::fts_rowid)",
+        adds: "Work Memory's search rows keyed by their source (work_memory::store::fts_rowid)",
         // Each row's rowid from its source: a turn `m<id>` id·4, evidence `e<id>` id·4+1, a
         // checkpoint `r<revision>` its row's rowid·4+2, so reclaiming deletes by rowid
         // instead of scanning the table. A row whose source is gone (or a second row of
