@@ -64,8 +64,9 @@ export class CompanionClient {
     });
   }
 
-  /** `onState(connected, reason)` now (once known) and on every change of the worker's
-   * connection; in the side panel also `onEvent(name, data)` for the Herdr stream's events.
+  /** `onState(connected, reason, dropped)` now (once known) and on every change of the
+   * worker's connection or of `dropped` (the stream events the worker did not relay); in the
+   * side panel also `onEvent(name, data)` for the Herdr stream's events.
    * One `companion_watch` per port, however many watch. */
   watch({ onState, onEvent = () => {} }) {
     this.watchers.push({ onState, onEvent });
@@ -73,9 +74,9 @@ export class CompanionClient {
     else if (this.state) onState(...this.state);
   }
 
-  tell(connected, reason) {
-    this.state = [connected, reason];
-    for (const watcher of this.watchers) watcher.onState(connected, reason);
+  tell(connected, reason, dropped = 0) {
+    this.state = [connected, reason, dropped];
+    for (const watcher of this.watchers) watcher.onState(connected, reason, dropped);
   }
 
   /** A message from the worker; true when it was one of the client's. */
@@ -94,7 +95,7 @@ export class CompanionClient {
         if (string(received.event)) for (const watcher of this.watchers) watcher.onEvent(received.event, received.data);
         return true;
       case FROM_WORKER.companion_state:
-        this.tell(received.connected === true, statusText(received.status));
+        this.tell(received.connected === true, statusText(received.status), Number.isInteger(received.stream_events_dropped) ? received.stream_events_dropped : 0);
         return true;
       default:
         return false;

@@ -30,6 +30,7 @@
       "queue_max_age_days": 7,
       "queue_merged_chars": 24000,
       "rate_report_gap_ms": 10000,
+      "runtime_list_items": 256,
       "selector_chars": 256,
       "structure_elements": 200,
       "structure_keys": 16,

@@ -17,12 +17,15 @@ const { settings, caps, companion_calls: { methods: METHODS } } = globalThis.her
 export const PINNED_KEY = settings.pinned_key;
 /** Lines the "Read last lines" action asks for. */
 export const TAIL_LINES = caps.tail_lines;
+/** Most items of one Herdr list the worker relays (the rest is counted as `cut`). */
+const LIST_MAX = caps.runtime_list_items;
 /** Longest last-output line shown per pane, in characters. */
 const LAST_LINE_MAX = 160;
 
 const string = (value) => typeof value === 'string';
 const object = (value) => typeof value === 'object' && value !== null && !Array.isArray(value);
 const optionalString = (value) => value == null || string(value);
+const count = (value) => (Number.isInteger(value) && value > 0 ? value : 0);
 
 /** The last non-blank line of a tail, clipped. */
 function lastLine(tail) {
@@ -36,6 +39,8 @@ export class HerdrModel {
   constructor() {
     this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
+    this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
+    this.eventsDropped = 0; // stream events the worker did not relay (out of their shape)
   }
 
   workspace(data) {
@@ -65,6 +70,7 @@ export class HerdrModel {
       case 'hello':
         if (!Array.isArray(data.workspaces)) return false;
         this.workspaces.clear();
+        this.hidden = { cut: count(data.cut), dropped: count(data.dropped) };
         for (const ws of data.workspaces) this.workspace(ws);
         if (Array.isArray(data.agents)) for (const agent of data.agents) this.agentUpdate(agent);
         return true;
@@ -117,8 +123,19 @@ export class HerdrModel {
   }
 }
 
-/** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button. */
+/** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button;
+ * first, what of Herdr's lists is not shown (cut at the worker's cap, or out of shape). */
 function treeNodes(model, pinned, pin) {
+  const { cut, dropped } = model.hidden;
+  const notes = [
+    ...(cut ? [element('p', 'line tone-warning', { 'data-tree-cut': String(cut) }, message('treeCut', [String(cut), String(LIST_MAX)]))] : []),
+    ...(dropped ? [element('p', 'line tone-warning', { 'data-tree-dropped': String(dropped) }, message('treeDropped', [String(dropped)]))] : []),
+    ...(model.eventsDropped ? [element('p', 'line tone-warning', { 'data-tree-events-dropped': String(model.eventsDropped) }, message('treeEventsDropped', [String(model.eventsDropped)]))] : []),
+  ];
+  return [...notes, ...treeList(model, pinned, pin)];
+}
+
+function treeList(model, pinned, pin) {
   const workspaces = [...model.workspaces.values()].sort((a, b) => a.number - b.number || a.workspace_id.localeCompare(b.workspace_id));
   if (workspaces.length === 0) return [element('p', 'line', { 'data-tree-empty': '' }, message('treeEmpty'))];
   return [element('ul', 'tree', { 'data-tree': '', 'aria-label': message('treeTitle') }, ...workspaces.map((ws) => {
@@ -254,17 +271,21 @@ export function mountLiveTree(region, companion) {
   // On each connection: the catalog (as the stream's `hello` carries it) and the panes.
   const load = () => Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
     .then(([workspaces, agents, panes]) => {
-      model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents });
+      // What the worker did not show of the three lists (docs/PROTOCOL.md, the relay).
+      const hidden = (key) => [workspaces, agents, panes].reduce((sum, answer) => sum + count(answer?.[key]), 0);
+      model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents, cut: hidden('cut'), dropped: hidden('dropped') });
       if (Array.isArray(panes?.panes)) for (const pane of panes.panes) model.apply('pane_upsert', pane);
       schedule();
     })
     .catch((error) => { state = { up: false, reason: errorText(error) }; schedule(); });
   companion.watch({
     onEvent: (name, data) => { if (model.apply(name, data)) schedule(); },
-    onState: (up, reason) => {
+    onState: (up, reason, dropped) => {
+      const changed = up !== state.up || reason !== state.reason;
       state = { up, reason };
+      model.eventsDropped = count(dropped);
       schedule();
-      if (up) load();
+      if (up && changed) load();
     },
   });
   const actions = {

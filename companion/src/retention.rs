@@ -56,6 +56,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::db::DbError;
+use crate::work_memory::store::{fts_rowid, FtsSource};
 
 /// How often the runtime reclaims (also once at start).
 pub const RECLAIM_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
@@ -195,6 +196,8 @@ pub struct Retention {
     /// The background reclaim after `retention.set`: `(running, again)` — one task at a
     /// time; a Save while it runs asks it for one more pass instead of a second task.
     background: Mutex<(bool, bool)>,
+    /// How long `retention.set` reclaims before it answers ([`SET_RECLAIM_BUDGET`]).
+    set_budget: std::time::Duration,
 }
 
 type Result<T> = std::result::Result<T, DbError>;
@@ -203,7 +206,19 @@ impl Retention {
     /// Opens `path` (creating `retention_limits`).
     pub fn open(path: &Path) -> Result<Self> {
         let conn = crate::schema::open_state_db(path)?;
-        Ok(Self { conn: Mutex::new(conn), background: Mutex::new((false, false)) })
+        Ok(Self { conn: Mutex::new(conn), background: Mutex::new((false, false)), set_budget: SET_RECLAIM_BUDGET })
+    }
+
+    /// This service with `retention.set` reclaiming for `budget` before it answers (tests:
+    /// `ZERO` leaves work for the background reclaim after one batch).
+    pub fn with_set_budget(mut self, budget: std::time::Duration) -> Self {
+        self.set_budget = budget;
+        self
+    }
+
+    /// How long `retention.set` reclaims before it answers.
+    pub fn set_budget(&self) -> std::time::Duration {
+        self.set_budget
     }
 
     /// A background reclaim is wanted (a `retention.set` left work): `true` when the caller
@@ -477,13 +492,13 @@ fn reclaim_checkpoints(conn: &Connection, budget: &mut u64) -> Result<u64> {
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         };
         for revision in &revisions {
+            let row: Option<i64> = conn
+                .query_row("SELECT rowid FROM wm_checkpoints WHERE continuity_id = ?1 AND revision = ?2", params![chain, revision], |r| {
+                    r.get(0)
+                })
+                .optional()?;
             conn.execute("DELETE FROM wm_checkpoints WHERE continuity_id = ?1 AND revision = ?2", params![chain, revision])?;
-            if table_exists(conn, "wm_fts")? {
-                conn.execute(
-                    "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'checkpoint' AND source_id = ?2",
-                    params![chain, format!("r{revision}")],
-                )?;
-            }
+            delete_search_rows(conn, FtsSource::Checkpoint, row)?;
         }
         let count = revisions.len() as u64;
         *budget -= count;
@@ -516,6 +531,31 @@ fn reclaim_bridge_calls(conn: &Connection, budget: &mut u64) -> Result<u64> {
     Ok(gone)
 }
 
+/// Deletes the oldest `limit` rows of `chain` in `table` (`wm_turns` / `wm_evidence`) below
+/// `anchor`, and their search rows by rowid (never a scan of `wm_fts`); returns how many.
+fn delete_oldest(conn: &Connection, table: &str, source: FtsSource, chain: &str, anchor: i64, limit: u64) -> Result<u64> {
+    let ids: Vec<i64> = {
+        let mut statement = conn.prepare(&format!("SELECT id FROM {table} WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3"))?;
+        let rows = statement.query_map(params![chain, anchor, limit as i64], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let mut delete = conn.prepare(&format!("DELETE FROM {table} WHERE id = ?1"))?;
+    for id in &ids {
+        delete.execute([id])?;
+        delete_search_rows(conn, source, Some(*id))?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// Deletes the `wm_fts` row of the source row `row`, by its rowid (the table comes with the
+/// Work Memory tables, state.db migration 4).
+fn delete_search_rows(conn: &Connection, source: FtsSource, row: Option<i64>) -> Result<()> {
+    if let Some(row) = row {
+        conn.prepare_cached("DELETE FROM wm_fts WHERE rowid = ?1")?.execute([fts_rowid(source, row)])?;
+    }
+    Ok(())
+}
+
 /// Which rare parts of a reclaim have work: `(checkpoints, bridge call records)`.
 fn rare_work(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<(bool, bool)> {
     let found =
@@ -542,15 +582,8 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
             let excess = count - limits.work_memory_turns;
             match verified_checkpoint(conn, &chain)? {
                 Some((Some(anchor), _)) => {
-                    let gone = conn.execute(
-                        "DELETE FROM wm_turns WHERE id IN (SELECT id FROM wm_turns WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
-                        params![chain, anchor, excess.min(*budget) as i64],
-                    )? as u64;
+                    let gone = delete_oldest(conn, "wm_turns", FtsSource::Turn, &chain, anchor, excess.min(*budget))?;
                     *budget -= gone;
-                    conn.execute(
-                        "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'turn' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_turns WHERE continuity_id = ?1)",
-                        params![chain],
-                    )?;
                     out.work_memory_turns += gone;
                     out.withheld += excess - gone;
                 }
@@ -563,15 +596,8 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
             let excess = count - limits.work_memory_turns;
             match verified_checkpoint(conn, &chain)? {
                 Some((_, Some(anchor))) => {
-                    let gone = conn.execute(
-                        "DELETE FROM wm_evidence WHERE id IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1 AND id < ?2 ORDER BY id LIMIT ?3)",
-                        params![chain, anchor, excess.min(*budget) as i64],
-                    )? as u64;
+                    let gone = delete_oldest(conn, "wm_evidence", FtsSource::Evidence, &chain, anchor, excess.min(*budget))?;
                     *budget -= gone;
-                    conn.execute(
-                        "DELETE FROM wm_fts WHERE continuity_id = ?1 AND source_kind = 'evidence' AND CAST(substr(source_id, 2) AS INTEGER) NOT IN (SELECT id FROM wm_evidence WHERE continuity_id = ?1)",
-                        params![chain],
-                    )?;
                     out.work_memory_evidence += gone;
                     out.withheld += excess - gone;
                 }
@@ -660,3 +686,7 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "retention_tests.rs"]
+mod tests;

@@ -67,7 +67,9 @@ fn fill(conn: &Connection, version: usize) {
              INSERT INTO wm_evidence (continuity_id, kind, content, sha256, created_at) VALUES ('wc-1', 'note', 'seen', 'abc', 1);
              INSERT INTO wm_checkpoints (continuity_id, revision, summary, checkpoint_json, sha256, created_at)
                 VALUES ('wc-1', 1, 'so far', '{}', 'def', 1);
-             INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES ('an old turn', 'wc-1', 'turn', '1');",
+             INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES ('an old turn', 'wc-1', 'turn', '1');
+             INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES ('an old turn', 'wc-1', 'turn', 'm1');
+             INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES ('so far', 'wc-1', 'checkpoint', 'r1');",
         );
     }
     if version >= 5 {
@@ -260,6 +262,18 @@ fn every_earlier_state_db_opens_at_the_current_version_with_every_row() {
             );
             assert_eq!(columns(&conn), today, "v{version} (stamped {stamp}) has today's tables and columns");
             let after = contents(&conn);
+            // Migration 16 ran (its file had search rows, from before it):
+            if version >= 4 && (version < 16 || stamp == 0) {
+                // Migration 16: a search row is keyed by its source; one without a source
+                // keeps its text under a negative rowid.
+                let rowid = |id: &str| -> i64 {
+                    conn.query_row("SELECT rowid FROM wm_fts WHERE source_id = ?1", [id], |r| r.get(0)).expect("a search row")
+                };
+                let checkpoint: i64 = conn.query_row("SELECT rowid FROM wm_checkpoints", [], |r| r.get(0)).expect("checkpoint");
+                use crate::work_memory::store::{fts_rowid, FtsSource};
+                assert_eq!((rowid("m1"), rowid("r1")), (fts_rowid(FtsSource::Turn, 1), fts_rowid(FtsSource::Checkpoint, checkpoint)));
+                assert!(rowid("1") < 0, "v{version} (stamped {stamp})");
+            }
             for (table, rows) in &before {
                 let kept = after.get(table).expect("the table is still there");
                 for row in rows {

@@ -87,6 +87,24 @@ test.describe('Control Center live view', () => {
     await panel.locator('button[data-pinned-action="unpin"]').click();
     await expect(panel.locator('[data-pinned-none]')).toHaveCount(1);
   });
+
+  // Leftovers31: the worker relays the first 256 items of each of Herdr's lists; the tree
+  // says how many more it does not show instead of hiding them silently.
+  test('a catalog longer than the relay\'s cap says how many workspaces are not shown', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
+    // Two are seeded; enough more that the list is over the cap.
+    for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
+    const panel = await context.newPage();
+    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
+    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    const cut = panel.locator('[data-tree-cut]');
+    // The workspaces (2 over) and the panes (one per workspace, so at least 2 over).
+    await expect(cut, 'the tree says the list is cut').toHaveAttribute('data-tree-cut', /^\d+$/, { timeout: 15_000 });
+    expect(Number(await cut.getAttribute('data-tree-cut'))).toBeGreaterThanOrEqual(4);
+    await expect(cut).toContainText(`the first ${max} of each list`);
+    await expect(panel.locator('[data-tree-workspace]')).toHaveCount(max);
+  });
 });
 
 const PLAIN_CHAT = CHATS[1];

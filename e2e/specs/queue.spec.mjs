@@ -159,7 +159,8 @@ test.describe('the Queue (issue 11)', () => {
     await queueHost(page).locator('button[data-action="queue_clear_yes"]').click();
     await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'empty', { timeout: 10_000 });
     const aside = await worker.evaluate(() => chrome.storage.local.get('herdrContinuityQueueV1Aside').then((items) => items.herdrContinuityQueueV1Aside));
-    expect(JSON.parse(aside), 'the stored value, kept aside verbatim (as JSON text)').toBe('{"version":7,"conversations":{}}');
+    const kept = JSON.parse(aside).records.map((r) => r.record);
+    expect(kept, 'the stored value, kept aside verbatim, in the list of records kept aside').toEqual(['{"version":7,"conversations":{}}']);
     await queueButton(page).click();
     await expect.poll(() => composerText(page, fixture), { message: 'queued: the composer is emptied once it is stored', timeout: 10_000 }).toBe('');
   });

@@ -140,6 +140,7 @@ pub fn contracts() -> Value {
             "rate_report_gap_ms": crate::rate_limit::COUNT_WINDOW_MS,
             "tail_lines": TAIL_LINES,
             "audit_rows": AUDIT_ROWS,
+            "runtime_list_items": crate::limits::MAX_RUNTIME_LIST_ITEMS,
         },
         "profiles": {
             "sites": wire_limits::PROFILE_SITES,

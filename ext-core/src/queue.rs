@@ -32,9 +32,11 @@ use crate::Millis;
 
 /// The `chrome.storage.local` key of the book. A new format gets a new key and version.
 pub const STORE_KEY: &str = "herdrContinuityQueueV1";
-/// The `chrome.storage.local` key an unreadable record is kept under when the user clears
-/// the queue (its stored value as JSON text; a later such Clear replaces it).
+/// The `chrome.storage.local` key unreadable records are kept under when the user clears
+/// the queue ([`aside_with`]: every record kept, never one replaced).
 pub const ASIDE_KEY: &str = "herdrContinuityQueueV1Aside";
+/// Most records kept aside; one more Clear's keep-aside is refused (nothing replaced).
+pub const MAX_ASIDE_RECORDS: usize = 5;
 /// The stored record's version.
 pub const STORE_VERSION: u64 = 1;
 /// Most items one conversation may queue.
@@ -117,6 +119,12 @@ pub enum QueueRefusal {
         /// What is wrong with it, for the HUD.
         detail: String,
     },
+    /// The user's Clear could not keep the unreadable record aside; nothing was written
+    /// over it. The next Clear tries again and, failing again, deletes it without a copy.
+    AsideFailed {
+        /// The storage error, for the HUD.
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for QueueRefusal {
@@ -141,6 +149,10 @@ impl std::fmt::Display for QueueRefusal {
             Self::RecordUnreadable { detail } => {
                 write!(f, "the stored queue is not readable ({detail}); nothing was changed: clear the queue to keep it aside and start an empty one")
             }
+            Self::AsideFailed { detail } => write!(
+                f,
+                "the unreadable queue could not be kept aside ({detail}); nothing was overwritten: clear again to retry (if it fails again, the record is deleted without a copy)"
+            ),
         }
     }
 }
@@ -191,6 +203,27 @@ fn fnv1a(parts: &[&str]) -> u64 {
 
 fn valid_key(key: &str) -> bool {
     !key.is_empty() && crate::limits::within(key, MAX_KEY_CHARS)
+}
+
+/// The set-aside records (as stored under [`ASIDE_KEY`], parsed; `None`: none) with
+/// `record` added, kept at `now`: `{"version":1,"records":[{"kept_at","record"}]}`, oldest
+/// first. A copy kept by an earlier release (the record alone) stays, as the first with no
+/// `kept_at`. `Err` (nothing is replaced): [`MAX_ASIDE_RECORDS`] are kept already.
+pub fn aside_with(stored: Option<Value>, record: Value, now: Millis) -> Result<Value, String> {
+    let mut records = match stored {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(list))
+            if list.get("version").and_then(Value::as_u64) == Some(1) && list.get("records").is_some_and(Value::is_array) =>
+        {
+            list.get("records").and_then(Value::as_array).cloned().unwrap_or_default()
+        }
+        Some(older) => vec![json_object!("kept_at": Value::Null, "record": older)],
+    };
+    if records.len() >= MAX_ASIDE_RECORDS {
+        return Err(format!("{MAX_ASIDE_RECORDS} unreadable queue records are already kept aside under {ASIDE_KEY}; none is replaced"));
+    }
+    records.push(json_object!("kept_at": now, "record": record));
+    Ok(json_object!("version": 1u64, "records": records))
 }
 
 impl QueueBook {

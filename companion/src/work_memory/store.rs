@@ -7,7 +7,8 @@
 //!   provider, provider_message_ref)` and `(continuity_id, kind, sha256)`; their rowids are
 //!   the anchors `m<n>` / `e<n>`.
 //! - `wm_checkpoints`: `(continuity_id, revision)`; `revision` = the previous one + 1.
-//! - `wm_fts`: FTS5 over turn text, evidence content and checkpoint summaries.
+//! - `wm_fts`: FTS5 over turn text, evidence content and checkpoint summaries; each row's
+//!   rowid is its source's ([`fts_rowid`]), so a reclaimed source's row goes by rowid.
 //!
 //! Invariants (tests below and in `tests/it/work_memory.rs`):
 //! - A checkpoint is stored only when `expected_checkpoint_revision` is the chain's current
@@ -31,6 +32,28 @@ use continuity_protocol::work_memory::{
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
+
+/// What a `wm_fts` row indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FtsSource {
+    /// A `wm_turns` row (`m<id>`).
+    Turn,
+    /// A `wm_evidence` row (`e<id>`).
+    Evidence,
+    /// A `wm_checkpoints` row (`r<revision>`), by its rowid.
+    Checkpoint,
+}
+
+/// The `wm_fts` rowid of the source row `row` (state.db migration 16 keyed the older rows
+/// the same way): distinct per source, never negative.
+pub fn fts_rowid(source: FtsSource, row: i64) -> i64 {
+    let kind = match source {
+        FtsSource::Turn => 0,
+        FtsSource::Evidence => 1,
+        FtsSource::Checkpoint => 2,
+    };
+    row.saturating_mul(4).saturating_add(kind)
+}
 
 /// Why a Work Memory call was refused; [`WorkMemoryError::code`] is herdr-mcp's spelling.
 #[derive(Debug, Error)]
@@ -277,8 +300,8 @@ impl WorkMemoryStore {
         let id = tx.last_insert_rowid();
         let message_id = format!("m{id}");
         tx.execute(
-            "INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES (?1, ?2, 'turn', ?3)",
-            params![p.text, p.continuity_id, message_id],
+            "INSERT INTO wm_fts (rowid, body, continuity_id, source_kind, source_id) VALUES (?4, ?1, ?2, 'turn', ?3)",
+            params![p.text, p.continuity_id, message_id, fts_rowid(FtsSource::Turn, id)],
         )?;
         touch(&tx, &p.continuity_id, p.observed_at)?;
         tx.commit()?;
@@ -312,10 +335,11 @@ impl WorkMemoryStore {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![p.continuity_id, p.kind, p.content, digest, p.provider, p.account_ref, p.space_ref, p.session_ref, portable, p.created_at as i64],
         )?;
-        let evidence_id = format!("e{}", tx.last_insert_rowid());
+        let id = tx.last_insert_rowid();
+        let evidence_id = format!("e{id}");
         tx.execute(
-            "INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES (?1, ?2, 'evidence', ?3)",
-            params![p.content, p.continuity_id, evidence_id],
+            "INSERT INTO wm_fts (rowid, body, continuity_id, source_kind, source_id) VALUES (?4, ?1, ?2, 'evidence', ?3)",
+            params![p.content, p.continuity_id, evidence_id, fts_rowid(FtsSource::Evidence, id)],
         )?;
         touch(&tx, &p.continuity_id, p.created_at)?;
         tx.commit()?;
@@ -390,9 +414,10 @@ impl WorkMemoryStore {
                 journal_sha
             ],
         )?;
+        let row = tx.last_insert_rowid();
         tx.execute(
-            "INSERT INTO wm_fts (body, continuity_id, source_kind, source_id) VALUES (?1, ?2, 'checkpoint', ?3)",
-            params![p.summary, p.continuity_id, format!("r{revision}")],
+            "INSERT INTO wm_fts (rowid, body, continuity_id, source_kind, source_id) VALUES (?4, ?1, ?2, 'checkpoint', ?3)",
+            params![p.summary, p.continuity_id, format!("r{revision}"), fts_rowid(FtsSource::Checkpoint, row)],
         )?;
         touch(&tx, &p.continuity_id, p.created_at)?;
         // The stored row, read back with `verified` computed as every read computes it.

@@ -183,6 +183,7 @@ pub const REASON_CODES: &[&str] = &[
     "other_conversation",
     "queue_first",
     "queue_unreadable",
+    "queue_storage_failed",
     "queue_null",
     "page_busy",
     "reply_timeout",

@@ -314,9 +314,9 @@ impl Continuity {
                 }
                 GoalOutput::Decided(decision) => {
                     let mut note = Some(goal_say(&decision));
-                    if decision.why == GoalWhy::QueueFirst && self.queue_unreadable() {
-                        // The queue held it back because it cannot be read.
-                        note = note.map(|say| Say::coded("goalWhy", "queue_unreadable", say.args));
+                    if let Some(trouble) = self.queue_trouble().filter(|_| decision.why == GoalWhy::QueueFirst) {
+                        // The queue held it back because it cannot be used.
+                        note = note.map(|say| Say::coded("goalWhy", trouble.code(), say.args));
                     }
                     if decision.action == GoalAction::Continue {
                         if let Some(withheld) = self.goal_continue(now, key, &slot, &decision) {
@@ -360,7 +360,7 @@ impl Continuity {
         } else if self.user_stopped(slot.tab) {
             Some(Say::coded("goalWhy", "user_stopped", vec!["—".to_owned()]))
         } else if self.queue_holds(&slot.conversation) {
-            let code = if self.queue_unreadable() { "queue_unreadable" } else { "queue_first" };
+            let code = self.queue_trouble().map_or("queue_first", |trouble| trouble.code());
             Some(Say::coded("goalWhy", code, vec!["—".to_owned()]))
         } else {
             scope.as_ref().and_then(|s| self.app_block(&s.key())).or_else(|| self.rate_block_tab(slot.tab)).map(withheld_say)

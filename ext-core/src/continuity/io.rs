@@ -836,8 +836,9 @@ pub enum ContinuityOutput {
         record: serde_json::Value,
     },
     /// Keep an unreadable queue record aside (`chrome.storage.local`, key
-    /// [`crate::queue::ASIDE_KEY`]) before the user's Clear writes an empty book over it;
-    /// answer with [`ContinuityInput::QueueWritten`] (on an error nothing is written over).
+    /// [`crate::queue::ASIDE_KEY`], added to the records kept there: [`crate::queue::aside_with`])
+    /// before the user's Clear writes an empty book over it; answer with
+    /// [`ContinuityInput::QueueWritten`] (on an error nothing is written over).
     QueueKeepAside {
         /// The change it is for.
         op: u64,

@@ -15,10 +15,17 @@
 //!   is durably written. The one way out is the user's Clear (the HUD asked first): an
 //!   unreadable record (the storage read worked) is first kept aside under
 //!   [`crate::queue::ASIDE_KEY`], and only once that write succeeded is an empty book
-//!   written. A stored JSON `null` holds no items: it is an empty book (said once in
+//!   written. When keeping it aside fails (storage quota, the set-aside list full), nothing
+//!   is overwritten and the HUD names the error; the next Clear (its question says so)
+//!   tries again and, if keeping it aside fails again, writes the empty book without a
+//!   copy: the user confirmed deleting it, and the queue, Auto and Goal are not withheld for
+//!   good. A stored JSON `null` holds no items: it is an empty book (said once in
 //!   Activity).
-//! - While the book is unreadable, semantic Auto and Goal mode are withheld with that
-//!   reason (`queue_unreadable`), not with "your queued messages go first".
+//! - While the book cannot be used ([`QueueTrouble`]), semantic Auto and Goal mode are
+//!   withheld with its own reason, not with "your queued messages go first": a storage read
+//!   or write that failed (`queue_storage_failed`: read again every [`QUEUE_RELOAD_MS`];
+//!   Clear is refused until a read succeeds) or a record that is not a queue
+//!   (`queue_unreadable`: the user's Clear keeps it aside, then empties).
 //! - A batch's items are removed only after the ledger confirmed it (Q5); that removal is
 //!   persisted in the snapshot until it is written, and items waiting for removal are never
 //!   sent again.
@@ -82,10 +89,13 @@ pub(super) struct QueueFlow {
     pub(super) durable: QueueDurable,
     /// The book as last read or written; `None` before the first read.
     book: Option<QueueBook>,
-    /// The last read failed (the HUD says so; the refusal's notice said why).
-    unreadable: bool,
+    /// Why the book cannot be used now (the HUD says so; the refusal's notice said why).
+    trouble: Option<QueueTrouble>,
     /// The running Clear's keep-aside of an unreadable record: being written, or written.
     aside: Aside,
+    /// Why the last Clear's keep-aside failed: the next Clear tries again and, failing
+    /// again, writes the empty book without a copy. Forgotten once a book is read or written.
+    aside_failed: Option<String>,
     /// A stored `null` was read and said in Activity (once per worker).
     null_noted: bool,
     /// Changes waiting; the front one is running.
@@ -104,13 +114,36 @@ impl QueueFlow {
     }
 }
 
+/// Why the stored book cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum QueueTrouble {
+    /// The storage read, or a write, failed: what is stored is unknown. Read again every
+    /// [`QUEUE_RELOAD_MS`]; nothing (not even a Clear) is written until a read succeeds.
+    StorageFailed,
+    /// The storage was read, and the record in it is not a queue: the user's Clear keeps it
+    /// aside, then writes an empty book.
+    NotAQueue,
+}
+
+impl QueueTrouble {
+    /// The Activity reason and the `semanticWithheld_` / `goalWhy_` code.
+    pub(super) fn code(self) -> &'static str {
+        match self {
+            Self::StorageFailed => "queue_storage_failed",
+            Self::NotAQueue => "queue_unreadable",
+        }
+    }
+}
+
 /// Where the running Clear's keep-aside of an unreadable record is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 enum Aside {
     #[default]
     None,
     Writing,
     Kept,
+    /// Keeping it aside failed again (why): the empty book is written without a copy.
+    Forced(String),
 }
 
 /// The conversation key of a page, if it shows one.
@@ -125,12 +158,15 @@ pub struct QueueView {
     pub count: usize,
     /// Characters of the merged batch.
     pub merged_chars: usize,
-    /// `waiting | sending | undelivered | unreadable | empty`.
+    /// `waiting | sending | undelivered | unreadable | aside_failed | storage_failed | empty`
+    /// (`unreadable`: the record is not a queue; `aside_failed`: and the last Clear could not
+    /// keep it aside; `storage_failed`: reading or saving failed).
     pub state: &'static str,
     /// The first characters of each item, in order.
     pub previews: Vec<String>,
     /// The `_locales` key of the Queue button's clear question (its `$1`: `count`): an
-    /// unreadable book asks whether to keep it aside and start an empty one.
+    /// unreadable book asks whether to keep it aside and start an empty one; a book whose
+    /// storage failed says Clear works only once a read succeeds.
     pub clear: &'static str,
 }
 
@@ -197,7 +233,7 @@ impl Continuity {
         let record = match stored {
             Err(detail) => {
                 // What is stored is unknown: nothing is written, not even by a Clear.
-                self.queue.unreadable = true;
+                self.queue.trouble = Some(QueueTrouble::StorageFailed);
                 self.queue.book = None;
                 return self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
@@ -211,7 +247,7 @@ impl Continuity {
         let mut book = match QueueBook::read(record.as_ref()) {
             Ok(book) => book,
             Err(refusal) => {
-                self.queue.unreadable = true;
+                self.queue.trouble = Some(QueueTrouble::NotAQueue);
                 self.queue.book = None;
                 let detail = match refusal {
                     QueueRefusal::StorageUnreadable { detail } => detail,
@@ -228,7 +264,8 @@ impl Continuity {
                 return self.queue_finished(now, Err(QueueRefusal::RecordUnreadable { detail }));
             }
         };
-        self.queue.unreadable = false;
+        self.queue.trouble = None;
+        self.queue.aside_failed = None;
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
@@ -280,19 +317,32 @@ impl Continuity {
         if id != op {
             return;
         }
-        if self.queue.aside == Aside::Writing && result.is_ok() {
-            // Kept aside: now the empty book goes over the unreadable record.
-            self.queue.aside = Aside::Kept;
+        if self.queue.aside == Aside::Writing {
+            match result {
+                // Kept aside: now the empty book goes over the unreadable record.
+                Ok(()) => self.queue.aside = Aside::Kept,
+                // Failed again, after the HUD said so and the user confirmed this Clear:
+                // the empty book goes over it without a copy.
+                Err(detail) if self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
+                // Nothing was written over: the HUD says why and what the next Clear does.
+                Err(detail) => {
+                    self.queue.aside = Aside::None;
+                    self.queue.aside_failed = Some(detail.clone());
+                    return self.queue_finished(now, Err(QueueRefusal::AsideFailed { detail }));
+                }
+            }
             return self.emit(ContinuityOutput::QueueWrite { op, record: book.to_value() });
         }
         match result {
             Ok(()) => {
-                self.queue.unreadable = false;
+                self.queue.trouble = None;
+                self.queue.aside_failed = None;
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
             Err(detail) => {
                 // What is stored is unknown now: read it again before the next decision.
+                self.queue.trouble = Some(QueueTrouble::StorageFailed);
                 self.queue.book = None;
                 self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
@@ -305,6 +355,9 @@ impl Continuity {
         if let Some((_, change)) = self.queue.changes.pop_front() {
             match (&change, &result, aside) {
                 (QueueChange::Clear { tab, .. }, Ok(()), Aside::Kept) => self.queue_notice(*tab, &QueueNote::ClearedAside),
+                (QueueChange::Clear { tab, .. }, Ok(()), Aside::Forced(detail)) => {
+                    self.queue_notice(*tab, &QueueNote::ClearedForced(detail))
+                }
                 _ => self.queue_report(&change, result.as_ref().err()),
             }
             if let (QueueChange::Remove { send }, Ok(())) = (&change, &result) {
@@ -353,10 +406,10 @@ impl Continuity {
         }
     }
 
-    /// Whether the stored book cannot be read now (the read failed or the record is not
-    /// readable): Auto and Goal mode are withheld with that reason, not "queue first".
-    pub(super) fn queue_unreadable(&self) -> bool {
-        self.queue.unreadable
+    /// Why the stored book cannot be used now, if it cannot: Auto and Goal mode are
+    /// withheld with that reason, not "queue first".
+    pub(super) fn queue_trouble(&self) -> Option<QueueTrouble> {
+        self.queue.trouble
     }
 
     fn queue_refused(&mut self, tab: TabId, refusal: &QueueRefusal) {
@@ -364,7 +417,7 @@ impl Continuity {
     }
 
     fn queue_notice(&mut self, tab: TabId, note: &QueueNote) {
-        let tone = if matches!(note, QueueNote::Undelivered) { NoticeTone::Bad } else { NoticeTone::Info };
+        let tone = if matches!(note, QueueNote::Undelivered | QueueNote::ClearedForced(_)) { NoticeTone::Bad } else { NoticeTone::Info };
         self.notice(tab, texts::queue_note_say(note), tone);
     }
 
@@ -478,8 +531,12 @@ impl Continuity {
         let conversation = self.pages.get(&tab).and_then(conversation_key)?;
         let durable = &self.queue.durable;
         let items = self.queue.book.as_ref().map(|b| b.items(&conversation)).unwrap_or_default();
-        let state = if self.queue.unreadable {
-            "unreadable"
+        let state = if let Some(trouble) = self.queue.trouble {
+            match trouble {
+                QueueTrouble::StorageFailed => "storage_failed",
+                QueueTrouble::NotAQueue if self.queue.aside_failed.is_some() => "aside_failed",
+                QueueTrouble::NotAQueue => "unreadable",
+            }
         } else if durable.undelivered.contains_key(&conversation) {
             "undelivered"
         } else if durable.sending.values().any(|s| s.conversation == conversation) {
@@ -495,7 +552,12 @@ impl Continuity {
             merged_chars: status.merged_chars,
             state,
             previews: items.iter().map(|i| crate::text::first_chars(&i.text, QUEUE_PREVIEW_CHARS).to_owned()).collect(),
-            clear: if state == "unreadable" { "queueClearUnreadable" } else { "queueClearConfirm" },
+            clear: match state {
+                "unreadable" => "queueClearUnreadable",
+                "storage_failed" => "queueClearStorageFailed",
+                "aside_failed" => "queueClearAsideFailed",
+                _ => "queueClearConfirm",
+            },
         })
     }
 
@@ -538,6 +600,8 @@ pub(super) enum QueueNote {
     Resending,
     /// The user's Clear kept an unreadable record aside and started an empty book.
     ClearedAside,
+    /// Keeping it aside failed twice (why): the user's confirmed Clear deleted it.
+    ClearedForced(String),
 }
 
 /// A page a batch may be typed into: composer there, nothing streaming or waiting for a

@@ -253,11 +253,10 @@ impl Continuity {
                     if why == crate::semantic_auto::SemanticWithheld::UserStopped {
                         self.judge_activity(tab, ActivityOutcome::Withheld, "user_stopped", None);
                     }
-                    // The queue held it back because it cannot be read, not for queued turns.
-                    if why == crate::semantic_auto::SemanticWithheld::QueueFirst && self.queue_unreadable() {
-                        Some(Say::coded("semanticWithheld", "queue_unreadable", vec![]))
-                    } else {
-                        texts::semantic_withheld_say(why)
+                    // The queue held it back because it cannot be used, not for queued turns.
+                    match self.queue_trouble().filter(|_| why == crate::semantic_auto::SemanticWithheld::QueueFirst) {
+                        Some(trouble) => Some(Say::coded("semanticWithheld", trouble.code(), vec![])),
+                        None => texts::semantic_withheld_say(why),
                     }
                 }
                 // The judge call for an older reply is dropped: never typed after the human.
@@ -300,9 +299,9 @@ impl Continuity {
             if let Some(machine) = self.semantic.autos.get_mut(conversation) {
                 machine.handle(SemanticInput::ContinueResolved { confirmed: false });
             }
-            if self.queue_unreadable() {
-                self.judge_activity(tab, ActivityOutcome::Withheld, "queue_unreadable", Some(subject));
-                return Some(Say::coded("semanticWithheld", "queue_unreadable", vec![]));
+            if let Some(trouble) = self.queue_trouble() {
+                self.judge_activity(tab, ActivityOutcome::Withheld, trouble.code(), Some(subject));
+                return Some(Say::coded("semanticWithheld", trouble.code(), vec![]));
             }
             self.judge_activity(tab, ActivityOutcome::Withheld, "queue_first", Some(subject));
             return texts::semantic_withheld_say(crate::semantic_auto::SemanticWithheld::QueueFirst);

@@ -224,6 +224,7 @@ pub fn queue_refusal_say(refusal: &crate::queue::QueueRefusal) -> Say {
         R::BadId => ("bad_id", vec![]),
         R::StorageUnreadable { detail } => ("storage_unreadable", vec![detail.clone()]),
         R::RecordUnreadable { detail } => ("record_unreadable", vec![detail.clone()]),
+        R::AsideFailed { detail } => ("aside_failed", vec![detail.clone()]),
     };
     Say::coded("queueRefused", code, args)
 }
@@ -264,6 +265,7 @@ pub(super) fn queue_note_say(note: &super::queue::QueueNote) -> Say {
         N::Undelivered => "undelivered",
         N::Resending => "resending",
         N::ClearedAside => return Say::coded("queueNote", "cleared_aside", vec![crate::queue::ASIDE_KEY.to_owned()]),
+        N::ClearedForced(detail) => return Say::coded("queueNote", "cleared_forced", vec![detail.clone()]),
     };
     Say::coded("queueNote", code, vec![])
 }

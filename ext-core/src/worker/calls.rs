@@ -7,9 +7,11 @@
 //! own ([`PAGE_CALL_ID_PREFIX`]) and answered to the asking port as `companion_answer {id,
 //! result}` (a `herdr.*` result only in its shape and within the caps, [`super::relay`]) or `companion_answer {id, error: {code, detail}}` ([`CallFailure`]; a
 //! `not_connected` one also carries the HUD's companion line, `status`, which says why). A
-//! watching page (`companion_watch`) is sent `companion_state {connected, status}` whenever
-//! either changes, and a watching side panel the Herdr stream's events the live tree draws
-//! ([`WATCHED_EVENTS`]), each only in its shape and within the caps ([`super::relay`]).
+//! watching page (`companion_watch`) is sent `companion_state {connected, status}` (a side
+//! panel also `stream_events_dropped`) whenever one changes, and a watching side panel the Herdr
+//! stream's events the live tree draws ([`WATCHED_EVENTS`]), each only in its shape and
+//! within the caps ([`super::relay`]); one refused is counted ([`StreamDrops`]), and the
+//! count is warned and sent at most once per [`STREAM_DROP_REPORT_MS`].
 //!
 //! Invariants:
 //! - Every accepted call is answered exactly once: by the companion, `not_connected` when
@@ -55,6 +57,24 @@ pub const WATCHED_EVENTS: [EventName; 8] = [
     EventName::AgentSettled,
     EventName::AgentOutput,
 ];
+
+/// How often, at most, dropped stream events are warned and their count sent.
+pub const STREAM_DROP_REPORT_MS: Millis = 10_000;
+
+/// The stream events not relayed to a watching side panel: counted; warned (with the
+/// count and the last reason) and sent to the watchers at most once per
+/// [`STREAM_DROP_REPORT_MS`], the drops of an interval that were not said when it ends.
+#[derive(Debug, Default)]
+pub(super) struct StreamDrops {
+    /// All so far.
+    count: u64,
+    /// The count the watchers were last sent.
+    sent: u64,
+    /// When the last report went out.
+    said_at: Option<Millis>,
+    /// The newest drop not reported yet: why.
+    unsaid: Option<String>,
+}
 
 /// A page's call waiting for the companion.
 #[derive(Debug, Clone)]
@@ -149,16 +169,22 @@ impl Worker {
         if !self.pages.iter().any(|page| page.watch) {
             return;
         }
-        let message = json_object!("type": "companion_state", "connected": self.link_connected, "status": self.link.hud().companion);
+        let state = json_object!("type": "companion_state", "connected": self.link_connected, "status": self.link.hud().companion);
+        // The side panel (the stream's watcher) also hears how many events were not relayed.
+        let mut panel = state.clone();
+        if let Some(fields) = panel.as_object_mut() {
+            fields.insert("stream_events_dropped".to_owned(), Value::from(self.stream_drops.sent));
+        }
         let mut posts = Vec::new();
         for page in self.pages.iter_mut().filter(|page| page.watch) {
-            if page.state_sent.as_ref() != Some(&message) {
+            let message = if page.extension == ExtensionPage::SidePanel { &panel } else { &state };
+            if page.state_sent.as_ref() != Some(message) {
                 page.state_sent = Some(message.clone());
-                posts.push(page.port);
+                posts.push((page.port, message.clone()));
             }
         }
-        for port in posts {
-            self.post_page(port, message.clone());
+        for (port, message) in posts {
+            self.post_page(port, message);
         }
     }
 
@@ -167,9 +193,10 @@ impl Worker {
         self.pages.iter().any(|page| page.watch && page.extension == ExtensionPage::SidePanel)
     }
 
-    /// How many stream events were not relayed to a watching side panel (each was warned).
+    /// How many stream events were not relayed to a watching side panel (sent to it, and
+    /// warned, at most once per [`STREAM_DROP_REPORT_MS`]).
     pub fn stream_events_dropped(&self) -> u64 {
-        self.stream_events_dropped
+        self.stream_drops.count
     }
 
     /// How many pages' calls wait for the companion (tests: nothing leaks).
@@ -187,12 +214,9 @@ impl Worker {
             Ok(Some(data)) => data,
             Ok(None) => return,
             Err(why) => {
-                self.stream_events_dropped = self.stream_events_dropped.saturating_add(1);
-                let dropped = self.stream_events_dropped;
-                return self.warn(format!(
-                    "herdr-continuity: a `{}` stream event was not relayed to the side panel: {why} ({dropped} dropped so far)",
-                    name.as_str()
-                ));
+                self.stream_drops.count = self.stream_drops.count.saturating_add(1);
+                self.stream_drops.unsaid = Some(crate::text::concat(&["a `", name.as_str(), "` stream event: ", why.as_str()]));
+                return self.stream_drops_due();
             }
         };
         let ports: Vec<PortId> =
@@ -214,8 +238,25 @@ impl Worker {
         }
     }
 
-    /// Calls past their deadline are answered `timed_out`.
+    /// The drops not said yet, once their interval allows: warned with the count, and the
+    /// count sent to the watchers.
+    fn stream_drops_due(&mut self) {
+        let drops = &mut self.stream_drops;
+        if drops.said_at.is_some_and(|at| self.now < at.saturating_add(STREAM_DROP_REPORT_MS)) {
+            return;
+        }
+        let Some(why) = drops.unsaid.take() else { return };
+        drops.said_at = Some(self.now);
+        drops.sent = drops.count;
+        let count = drops.count;
+        self.warn(format!("herdr-continuity: stream events were not relayed to the side panel ({count} dropped so far); the last, {why}"));
+        self.post_companion_state();
+    }
+
+    /// Calls past their deadline are answered `timed_out`; dropped stream events not said
+    /// yet are, once their interval ended.
     pub(super) fn page_calls_due(&mut self) {
+        self.stream_drops_due();
         let now = self.now;
         let due: Vec<(String, PageCall)> =
             self.page_calls.iter().filter(|(_, call)| call.deadline <= now).map(|(wire, call)| (wire.clone(), call.clone())).collect();
@@ -226,9 +267,11 @@ impl Worker {
         }
     }
 
-    /// The earliest deadline of a waiting call.
+    /// The earliest deadline of a waiting call, or of the dropped stream events' report.
     pub(super) fn page_calls_deadline(&self) -> Option<Millis> {
-        self.page_calls.values().map(|call| call.deadline).min()
+        let drops = &self.stream_drops;
+        let report = drops.said_at.filter(|_| drops.unsaid.is_some()).map(|at| at.saturating_add(STREAM_DROP_REPORT_MS));
+        self.page_calls.values().map(|call| call.deadline).chain(report).min()
     }
 
     /// A port closed: its calls are forgotten (a later answer is dropped).

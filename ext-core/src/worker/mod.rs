@@ -348,7 +348,7 @@ pub struct Worker {
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
     /// Stream events not relayed to a watching side panel ([`relay`]).
-    stream_events_dropped: u64,
+    stream_drops: calls::StreamDrops,
     profiles: ProfileOverrides,
     outputs: VecDeque<WorkerOutput>,
 }
@@ -390,7 +390,7 @@ impl Worker {
             queue_raw: None,
             page_calls: VecMap::new(),
             next_page_call: 0,
-            stream_events_dropped: 0,
+            stream_drops: calls::StreamDrops::default(),
             profiles: ProfileOverrides::default(),
             outputs: VecDeque::new(),
         };
@@ -634,10 +634,11 @@ impl Worker {
                 self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::STORE_KEY, value: record });
             }
             ContinuityOutput::QueueKeepAside { op, record } => {
-                // Verbatim: the value as stored (this change's read), not its parsed form.
+                // Verbatim: the value as stored (this change's read), not its parsed form,
+                // added to the records kept aside before (read first: none is replaced).
                 let value = self.queue_raw.take().unwrap_or(record);
-                let token = self.storage_token(StorageWait::QueueWrite(op));
-                self.outputs.push_back(WorkerOutput::StorageWrite { token, key: crate::queue::ASIDE_KEY, value });
+                let token = self.storage_token(StorageWait::AsideRead(op, value));
+                self.outputs.push_back(WorkerOutput::StorageRead { token, key: crate::queue::ASIDE_KEY });
             }
             ContinuityOutput::QueueAccepted { tab, text } => self.post_to_tab(tab, json_object!("type": "queue_accepted", "text": text)),
             ContinuityOutput::Recovery { tab, command } => self.recovery_command(tab, &command),

@@ -10,7 +10,9 @@
 //! (H5 level 2) only while the core still holds the pending record for that page load; a
 //! queue record read is passed on as it is stored (its absence, or a JSON `null`, holds no
 //! items: an empty queue; text that is not JSON, or a value that is not a queue, is a record
-//! the queue refuses and keeps until the user's Clear sets it aside).
+//! the queue refuses and keeps until the user's Clear sets it aside); a keep-aside reads the
+//! set-aside records first and adds this one ([`crate::queue::aside_with`]): none is ever
+//! replaced, and a failed read or a full list fails the keep-aside (nothing is written).
 //!
 //! Driver contract: part of [`Worker::handle`]; outputs are `StorageRead`, `StorageWrite`,
 //! `OpenTab`, `ReloadTab`, `Post`s and `Warn`s.
@@ -28,6 +30,8 @@ pub(super) enum StorageWait {
     QueueRead(u64),
     /// The queue's record, written for the change `op`.
     QueueWrite(u64),
+    /// The set-aside records, read to add `record` (as stored) for the change `op`.
+    AsideRead(u64, Value),
     /// The snapshot, written before `message` goes to the page of `tab` (`None`: the tab
     /// is reloaded).
     Persisted(TabId, Option<Value>),
@@ -104,6 +108,22 @@ impl Worker {
                 self.continuity_input(ContinuityInput::QueueRead { op, stored });
             }
             StorageWait::QueueWrite(op) => self.continuity_input(ContinuityInput::QueueWritten { op, result: outcome.map(|_| ()) }),
+            StorageWait::AsideRead(op, record) => {
+                let key = crate::queue::ASIDE_KEY;
+                let stored = outcome.map_err(|error| format!("the records kept aside could not be read: {error}")).map(|items| match items
+                    .get(key)
+                {
+                    Some(Value::String(text)) => Some((self.parse)(text).unwrap_or_else(|_| Value::String(text.clone()))),
+                    other => other.cloned(),
+                });
+                match stored.and_then(|stored| crate::queue::aside_with(stored, record, self.now)) {
+                    Ok(value) => {
+                        let token = self.storage_token(StorageWait::QueueWrite(op));
+                        self.outputs.push_back(WorkerOutput::StorageWrite { token, key, value });
+                    }
+                    Err(detail) => self.continuity_input(ContinuityInput::QueueWritten { op, result: Err(detail) }),
+                }
+            }
             // Not carried out when the write failed: the budget is spent, nothing repeats.
             StorageWait::Persisted(..) | StorageWait::OpenTab(..) if outcome.is_err() => {}
             StorageWait::Persisted(tab, Some(message)) => self.post_to_tab(tab, message),

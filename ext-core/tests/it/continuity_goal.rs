@@ -413,16 +413,35 @@ fn a_project_goal_continues_only_the_chat_it_was_set_in_j7() {
 // reason, never "your queued messages go first" (nothing is queued that anyone can see).
 #[test]
 fn an_unreadable_queue_holds_goal_mode_back_with_its_own_reason_j7() {
-    let (mut c, mut log) = parser_goal();
     // The user queues a text; the stored record is of another version.
+    let (c, log) = queued_then_ended(Ok(Some(serde_json::json!({"version": 9, "conversations": {}}))));
+    assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
+    assert!(line(&c).starts_with("Goal mode did not continue: the stored queue cannot be read"), "{}", line(&c));
+}
+
+/// Goal mode with a text queued, the queue's read answered `stored`, and a turn ended.
+fn queued_then_ended(stored: Result<Option<serde_json::Value>, String>) -> (Continuity, Vec<String>) {
+    let (mut c, mut log) = parser_goal();
     c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
     while let Some(output) = c.poll() {
         if let ContinuityOutput::QueueRead { op } = output {
-            c.handle(2, ContinuityInput::QueueRead { op, stored: Ok(Some(serde_json::json!({"version": 9, "conversations": {}}))) });
+            c.handle(2, ContinuityInput::QueueRead { op, stored: stored.clone() });
         }
     }
     ended(&mut c, 3, 1, None);
     drain(&mut c, 3, &evidence(2, 1), Verdict::Continue, &mut log);
+    (c, log)
+}
+
+// Leftovers31 (failed before): a failed storage read held Goal mode back with the text of a
+// record that is not a queue (which suggests Clear, refused until a read succeeds).
+#[test]
+fn a_failed_queue_read_holds_goal_mode_back_saying_to_wait() {
+    let (c, log) = queued_then_ended(Err("read failed".into()));
     assert!(!log.iter().any(|l| l.starts_with("deliver")), "{log:#?}");
-    assert!(line(&c).starts_with("Goal mode did not continue: the stored queue cannot be read"), "{}", line(&c));
+    assert!(
+        line(&c).starts_with("Goal mode did not continue: the queue storage could not be read or saved (it is read again every 10 seconds"),
+        "{}",
+        line(&c)
+    );
 }

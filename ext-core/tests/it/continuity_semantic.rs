@@ -48,10 +48,18 @@ fn drain(c: &mut Continuity, now: u64, answer: &Result<JudgeAnswer, CallError>, 
             ContinuityOutput::Request { id, .. } => c.handle(now, ContinuityInput::Answered { id, result: Ok(RuntimeAnswer::Subscribed) }),
             ContinuityOutput::Deliver { id, text, .. } => log.push(format!("deliver {id}\n{text}")),
             ContinuityOutput::Notice { say, .. } => log.push(format!("notice {}", crate::locales::en(&say))),
-            ContinuityOutput::QueueRead { op } => c.handle(
-                now,
-                ContinuityInput::QueueRead { op, stored: Ok(queue.as_deref().map(|t| serde_json::from_str(t).expect("stored JSON"))) },
-            ),
+            // `!read`: the storage read fails; `!write`: reads find nothing, writes fail.
+            ContinuityOutput::QueueRead { op } => {
+                let stored = match queue.as_deref() {
+                    Some("!read") => Err("read failed".to_owned()),
+                    Some("!write") => Ok(None),
+                    other => Ok(other.map(|t| serde_json::from_str(t).expect("stored JSON"))),
+                };
+                c.handle(now, ContinuityInput::QueueRead { op, stored });
+            }
+            ContinuityOutput::QueueWrite { op, .. } if queue.as_deref() == Some("!write") => {
+                c.handle(now, ContinuityInput::QueueWritten { op, result: Err("quota".to_owned()) });
+            }
             ContinuityOutput::QueueWrite { op, record } => {
                 *queue = Some(record.to_string());
                 c.handle(now, ContinuityInput::QueueWritten { op, result: Ok(()) });
@@ -215,21 +223,28 @@ fn the_queue_beats_the_judge() {
     assert_eq!(judge_line(&c), "Your queued messages go first; the judge was not asked about this reply.");
 }
 
+/// Semantic Auto in force after a worker start that read the queue's record `stored`
+/// (see [`drain`]); returns the world, its log, the record and the judge's answer.
+fn restarted_with_queue(stored: &str) -> (Continuity, Vec<String>, Option<String>, Result<JudgeAnswer, CallError>) {
+    let (c, mut log) = semantic_world(3);
+    // A worker start reads the stored queue (the settings come from storage too).
+    let mut c = restart(&c, 1);
+    settings(&mut c, r#"{"mode":"in_auto","max_continues":3}"#);
+    c.handle(1, ContinuityInput::LinkUp);
+    c.handle(1, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
+    let mut store = Some(stored.to_owned());
+    let answer = verdict(Verdict::Continue, "jev", "x");
+    drain(&mut c, 1, &answer, &mut store, &mut log);
+    (c, log, store, answer)
+}
+
 // Review fix30 MED 3 (failed before): a queue record stored as JSON `null` holds no items,
 // so semantic Auto asks its judge; a record that cannot be read withholds Auto with its own
 // reason (never "your queued messages go first").
 #[test]
 fn a_null_queue_record_lets_the_judge_be_asked_and_an_unreadable_one_withholds_with_its_own_reason() {
     for (stored, asked) in [("null", true), (r#"{"version":9,"conversations":{}}"#, false)] {
-        let (c, mut log) = semantic_world(3);
-        // A worker start reads the stored queue (the settings come from storage too).
-        let mut c = restart(&c, 1);
-        settings(&mut c, r#"{"mode":"in_auto","max_continues":3}"#);
-        c.handle(1, ContinuityInput::LinkUp);
-        c.handle(1, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
-        let mut store = Some(stored.to_owned());
-        let answer = verdict(Verdict::Continue, "jev", "x");
-        drain(&mut c, 1, &answer, &mut store, &mut log);
+        let (mut c, mut log, mut store, answer) = restarted_with_queue(stored);
         ended(&mut c, 1, 1, None);
         drain(&mut c, 1, &answer, &mut store, &mut log);
         assert_eq!(log.iter().any(|l| l.starts_with("judge.turn_end")), asked, "{stored}: {log:#?} {}", judge_line(&c));
@@ -239,6 +254,26 @@ fn a_null_queue_record_lets_the_judge_be_asked_and_an_unreadable_one_withholds_w
                 "The stored queue cannot be read, so the judge was not asked about this reply. Clear the queue (right-click Queue) to keep the unreadable record aside and start an empty one."
             );
         }
+    }
+}
+
+// Leftovers31 (failed before): a storage read that failed, and a write that failed (what is
+// stored is unknown), said "queue_unreadable" (whose text suggests Clear, refused until a
+// read works) or "your queued messages go first" (nothing was queued). Each now has its own
+// reason, saying what to do.
+#[test]
+fn a_failed_queue_read_or_write_withholds_auto_saying_to_wait_not_to_clear() {
+    let storage_failed = "The queue storage could not be read or saved, so the judge was not asked about this reply. Nothing is lost: the queue is read again every 10 seconds and Clear works only once a read succeeds. If this keeps failing, reload the extension.";
+    for stored in ["!read", "!write"] {
+        let (mut c, mut log, mut store, answer) = restarted_with_queue(stored);
+        c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+        drain(&mut c, 1, &answer, &mut store, &mut log);
+        ended(&mut c, 1, 1, None);
+        drain(&mut c, 1, &answer, &mut store, &mut log);
+        assert!(!log.iter().any(|l| l.starts_with("judge.turn_end") || l.starts_with("deliver")), "{stored}: {log:#?}");
+        assert_eq!(judge_line(&c), storage_failed, "{stored}");
+        let view = c.page_view(TAB).and_then(|v| v.queue).expect("a queue view");
+        assert_eq!((view.state, view.clear), ("storage_failed", "queueClearStorageFailed"), "{stored}");
     }
 }
 

@@ -99,22 +99,27 @@ fn every_say() -> Vec<Say> {
         QueueRefusal::BadId,
         QueueRefusal::StorageUnreadable { detail: "d".into() },
         QueueRefusal::RecordUnreadable { detail: "d".into() },
+        QueueRefusal::AsideFailed { detail: "d".into() },
     ] {
         all.push(queue_refusal_say(&refusal));
     }
     // The queue view's states (the HUD and the Queue button render `queueLine_<state>` with
     // the count and the characters) and the clear question.
-    for state in ["waiting", "sending", "undelivered", "unreadable", "empty"] {
+    for state in ["waiting", "sending", "undelivered", "unreadable", "aside_failed", "storage_failed", "empty"] {
         all.push(Say::coded("queueLine", state, vec!["2".into(), "40".into()]));
     }
     all.push(Say::new("queueClearConfirm", vec!["2".into()]));
     all.push(Say::new("queueClearUnreadable", vec![]));
+    all.push(Say::new("queueClearStorageFailed", vec![]));
+    all.push(Say::new("queueClearAsideFailed", vec![]));
     for note in ["queued", "cleared", "expired", "undelivered", "resending"] {
         all.push(Say::coded("queueNote", note, vec![]));
     }
     all.push(Say::coded("queueNote", "cleared_aside", vec![ext_core::queue::ASIDE_KEY.into()]));
+    all.push(Say::coded("queueNote", "cleared_forced", vec!["quota".into()]));
     // The stored queue cannot be read: Auto and Goal mode say so (continuity/semantic, goal).
     all.push(Say::coded("semanticWithheld", "queue_unreadable", vec![]));
+    all.push(Say::coded("semanticWithheld", "queue_storage_failed", vec![]));
     for tail in [JudgeTail::None, JudgeTail::Stops, JudgeTail::Sent { n: 1, max: 3 }, JudgeTail::NotFree, JudgeTail::AutoOff] {
         let n = if matches!(tail, JudgeTail::Sent { .. }) { 5 } else { 3 };
         all.push(Say::new(tail.key(), vec!["x".into(); n]));
@@ -204,6 +209,7 @@ fn every_say() -> Vec<Say> {
         ("goalWhy_user_stopped", 1),
         ("goalWhy_queue_first", 1),
         ("goalWhy_queue_unreadable", 1),
+        ("goalWhy_queue_storage_failed", 1),
         ("goalWhy_busy", 1),
         ("goalWhy_superseded", 1),
         ("goalWhy_round_limit", 2),

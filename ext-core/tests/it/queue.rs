@@ -248,8 +248,9 @@ mod flow {
                             self.fail_reads -= 1;
                             Err("storage error".to_owned())
                         } else {
-                            // As the shell does: text that is not JSON is a failed read.
-                            self.stored.as_deref().map(|text| serde_json::from_str(text).map_err(|_| "not JSON".to_owned())).transpose()
+                            // As the worker does (worker/storage.rs): text that is not JSON is
+                            // passed on as text, a record that is not a queue.
+                            Ok(self.stored.as_deref().map(|text| serde_json::from_str(text).unwrap_or_else(|_| text.into())))
                         };
                         c.handle(now, ContinuityInput::QueueRead { op, stored });
                     }

@@ -1,0 +1,92 @@
+//! Reclaiming Work Memory deletes its search rows by rowid: the work of a reclaim does not
+//! grow with the rest of the search index.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use continuity_protocol::LocalMethod;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::work_memory::store::WorkMemoryStore;
+
+const NOW: i64 = 400 * DAY_MS;
+
+fn wm(store: &mut WorkMemoryStore, method: LocalMethod, params: Value) -> Value {
+    crate::work_memory::checked(method, params).expect("valid params").run(store).expect("work memory call")
+}
+
+/// A chain of 160 turns with a verified checkpoint at turn 120 (limit 100: 60 to reclaim),
+/// and `filler` search rows of another chain; returns the SQLite steps of one reclaim and
+/// the chain's turn rows left in the index.
+fn reclaim_steps(filler: usize) -> (u64, i64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut memory = WorkMemoryStore::open(&path).expect("work memory");
+    let retention = Retention::open(&path).expect("retention");
+    retention.set_limits(&Limits { work_memory_turns: 100, ..DEFAULTS }).expect("limits");
+    let session = "chatgpt:conv:c";
+    wm(
+        &mut memory,
+        LocalMethod::WorkMemoryBind,
+        json!({"continuity_id": "wc-1", "project_ref": "g-p-1", "repo_id": "repo", "work_chain_id": "c",
+        "provider": "chatgpt", "session_ref": session, "bound_at": 1}),
+    );
+    let mut ids = Vec::new();
+    for i in 0..160 {
+        let added = wm(
+            &mut memory,
+            LocalMethod::WorkMemoryAppendTurn,
+            json!({"continuity_id": "wc-1", "provider": "chatgpt", "session_ref": session,
+            "provider_message_ref": format!("msg-{i}"), "role": "user", "text": format!("turn {i}"), "observed_at": 10}),
+        );
+        ids.push(added["message_id"].as_str().expect("an id").to_owned());
+    }
+    let put = wm(
+        &mut memory,
+        LocalMethod::WorkMemoryCheckpointPut,
+        json!({"continuity_id": "wc-1", "expected_checkpoint_revision": 0, "summary": "so far", "checkpoint_json": "{}",
+        "through_message_id": ids[120], "created_at": 20}),
+    );
+    assert_eq!(put["ok"], true, "{put}");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute_batch("BEGIN").expect("begin");
+    for n in 0..filler {
+        conn.execute(
+            "INSERT INTO wm_fts (rowid, body, continuity_id, source_kind, source_id) VALUES (?1, 'other text', 'wc-2', 'turn', 'm0')",
+            [-(n as i64) - 1],
+        )
+        .expect("filler");
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    let steps = Arc::new(AtomicU64::new(0));
+    let counted = steps.clone();
+    retention.conn().progress_handler(
+        100,
+        Some(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            false
+        }),
+    );
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!(reclaimed.work_memory_turns, 60, "{reclaimed:?}");
+    retention.conn().progress_handler(100, None::<fn() -> bool>);
+    let indexed: i64 = conn
+        .query_row("SELECT count(*) FROM wm_fts WHERE continuity_id = 'wc-1' AND source_kind = 'turn'", [], |r| r.get(0))
+        .expect("count");
+    (steps.load(Ordering::Relaxed), indexed)
+}
+
+/// Leftovers31 (failed before): every batch deleted its search rows with
+/// `DELETE FROM wm_fts WHERE continuity_id = ?`, a scan of the whole index (its columns are
+/// not indexed), so a reclaim's work grew with every chain's search rows. Now they go by
+/// rowid (keyed by their source): the same reclaim next to 20 000 other rows does about the
+/// same work, and removes exactly the reclaimed turns' rows.
+#[test]
+fn a_reclaim_deletes_search_rows_by_rowid_whatever_the_size_of_the_index() {
+    let (small, indexed) = reclaim_steps(0);
+    assert_eq!(indexed, 100, "the reclaimed turns' rows go, the others stay");
+    let (large, indexed) = reclaim_steps(20_000);
+    assert_eq!(indexed, 100);
+    assert!(large < small * 2, "the reclaim scanned the search index: {large} steps next to 20 000 rows, {small} without");
+}
