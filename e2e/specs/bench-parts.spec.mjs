@@ -8,7 +8,7 @@ import { contentScriptCostBench, extensionCalls, extensionShare } from '../bench
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const quiet = () => {};
-const STEPS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:page-connected'];
+const STEPS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:start-view', 'herdr:page-connected'];
 
 test.describe('bench parts (issue 28)', () => {
   test.use({ sandboxOptions: { autostart: false } });
@@ -19,11 +19,17 @@ test.describe('bench parts (issue 28)', () => {
     const [run] = runs;
     expect(run.byConnect, 'the page port\'s connect started the worker').toBe(true);
     for (const step of STEPS) expect(Number.isFinite(run.marks[step]), `worker mark ${step}`).toBe(true);
-    // The steps happen in this order in one worker life, and the page renders after the post.
+    // The steps happen in this order in one worker life, and the page renders after the post:
+    // the stored start view first (the bound chat's page is in the record), posted before
+    // the wasm starts, then the core's live view.
     expect(run.marks['herdr:wasm']).toBeGreaterThanOrEqual(run.marks['herdr:script']);
     expect(run.marks['herdr:started']).toBeGreaterThanOrEqual(run.marks['herdr:state']);
+    expect(run.marks['herdr:start-view']).toBeGreaterThanOrEqual(run.marks['herdr:state']);
+    expect(run.marks['herdr:started']).toBeGreaterThanOrEqual(run.marks['herdr:start-view']);
     expect(run.marks['herdr:page-connected']).toBeGreaterThanOrEqual(run.marks['herdr:started']);
-    expect(run.view).toBeGreaterThan(run.marks['herdr:page-connected']);
+    expect(run.started, 'the first view was the stored start view').toBe(true);
+    expect(run.view).toBeGreaterThan(run.marks['herdr:start-view']);
+    expect(run.live).toBeGreaterThan(run.marks['herdr:page-connected']);
     expect(run.companion, 'the first view carries a companion line').toMatch(/^companion[A-Z]/);
   });
 
