@@ -327,7 +327,10 @@
     return button;
   };
 
-  const render = (view) => {
+  // `provisional`: the start view worker.js posted from storage while a restarted worker's
+  // wasm compiles (docs/PROTOCOL.md "Start view"), rendered like any view; the host's
+  // `data-start-view` says so until the core's live view replaces it (tests, the bench).
+  const render = (view, provisional = false) => {
     // A view may change which button exists; keep keyboard focus on the same action.
     const focused = root.activeElement?.dataset?.action ?? null;
     const statusLines = [['companion', view.companion], ['herdr', view.herdr]];
@@ -345,6 +348,8 @@
     })), ...hc.renderContinuity(view)];
     setChildren(actions, buttons);
     for (const id of keptButtons.keys()) if (!buttons.some((button) => button.dataset.action === id)) keptButtons.delete(id);
+    if (provisional) host.dataset.startView = '';
+    else delete host.dataset.startView;
     host.dataset.companion = view.companion.key;
     host.dataset.herdr = view.herdr.key;
     renderSummary(view);

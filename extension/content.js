@@ -12,7 +12,7 @@
 
   const onMessage = (message) => {
     if (message?.type === FROM_WORKER.profile) setProfile(message.profile);
-    if (message?.type === FROM_WORKER.hud) render(message.view);
+    if (message?.type === FROM_WORKER.hud) render(message.view, message.provisional === true);
     if (message?.type === FROM_WORKER.deliver) deliver(message);
     if (message?.type === FROM_WORKER.clear_composer) clearComposer(message);
     if (message?.type === FROM_WORKER.delivery_seen) reports.delete(message.id);

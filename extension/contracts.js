@@ -283,13 +283,15 @@
         "continuity",
         "herdrContinuityJudgeV1",
         "herdrContinuityRecoveryV1",
-        "herdrContinuityProfileOverridesV1"
+        "herdrContinuityProfileOverridesV1",
+        "herdrContinuityStartViewV1"
       ],
       "sync": [
         "allowProjectAuto",
         "progressTickSec",
         "progressFallbackSec"
-      ]
+      ],
+      "view": "herdrContinuityStartViewV1"
     }
   });
 })();

@@ -11,7 +11,8 @@ import { recordActivity } from './activity-log.js';
 
 // Start marks (User Timing; `npm run bench` reads them, e2e/bench/cold-start.mjs): this
 // module evaluated, the wasm ready, the stored state read, the worker started, and the
-// first page port's connect event and its handling. Once per worker life (a few entries).
+// first page port's connect event, its start view posted and its handling. Once per worker
+// life (a few entries).
 performance.mark('herdr:script');
 let firstPort = true;
 // Names, keys and caps shared with Rust (generated from ext-core/src/contracts.rs).
@@ -86,7 +87,7 @@ globalThis.herdrTabs = (token, url) => {
 // Test seam (ARCHITECTURE.md "Test seams"): the e2e tests move the continuity machine's
 // clock ahead instead of sleeping through its stall, pace and back-off timers. Only code in
 // this worker can call it (Playwright's `worker.evaluate`); unused, the clock is Date.now().
-globalThis.herdrTestClock = (ms) => ready.then(() => shell.advance_clock_for_test(ms));
+globalThis.herdrTestClock = (ms) => { wake(); return ready.then(() => shell.advance_clock_for_test(ms)); };
 // The start's read goes out with the wasm's compile, not after it: the keys are the core's
 // (`herdrContracts.start_keys`, generated from ext-core `worker::START_LOCAL_KEYS` /
 // `START_SYNC_KEYS`), and the start takes the items only once both are here.
@@ -94,9 +95,17 @@ const startRead = readStart(START_KEYS.local, START_KEYS.sync).then((items) => {
   performance.mark('herdr:state');
   return items;
 });
+// The wasm starts at the first event of this worker life that needs it (`wake`: `forward`,
+// the options page's profile messages, the test clock), not before: a worker runs because
+// an event woke it, and when that is a page's connect, the page is posted its start view
+// first (below) — `start_worker` then holds the thread for ~10 ms, and a connect arriving
+// meanwhile would wait behind it.
+let wake;
+const woken = new Promise((resolve) => { wake = resolve; });
 const ready = init().then(async () => {
   performance.mark('herdr:wasm');
   const [local, sync] = await startRead;
+  await woken;
   shell.start_worker(local, sync);
   performance.mark('herdr:started');
   started = true;
@@ -112,17 +121,43 @@ ready.catch((error) => {
   for (const port of waitingPorts) tellStartProblem(port);
 });
 
-const forward = (fn) => ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
+const forward = (fn) => {
+  wake();
+  return ready.then(fn).catch((error) => console.error('herdr-continuity:', error));
+};
+
+// The start view (issue 28; ext-core `worker::start_view`, docs/PROTOCOL.md "Start view"): a
+// page port that connects before the worker started is posted, once the start read is in,
+// the message the core stored for its `sender.url` under `start_keys.view`, as it is — the
+// view the restored core will post at this connect, marked provisional. Nothing when the
+// record is missing, unreadable, of another version or lists no such URL, or once the worker
+// started (the live view is then on its way, and must not be overtaken).
+const startView = (local, url) => {
+  try {
+    const record = JSON.parse(local[START_KEYS.view]);
+    if (record?.version !== chrome.runtime.getManifest().version || typeof url !== 'string') return null;
+    return Object.hasOwn(record.pages ?? {}, url) ? record.pages[url] : null;
+  } catch {
+    return null;
+  }
+};
+const postStartView = (port, first) => startRead.then(([local]) => {
+  const view = started || startFailed !== null ? null : startView(local, port.sender?.url);
+  if (!view) return;
+  try { port.postMessage(view); } catch { return; }
+  if (first) performance.mark('herdr:start-view');
+});
 
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== PORTS.page && port.name !== PORTS.panel) return;
+  const first = firstPort;
+  firstPort = false;
   if (!started) {
     waitingPorts.add(port);
     port.onDisconnect.addListener(() => waitingPorts.delete(port));
     if (startProblem !== null || startFailed !== null) tellStartProblem(port);
+    if (port.name === PORTS.page) postStartView(port, first);
   }
-  const first = firstPort;
-  firstPort = false;
   if (first) performance.mark('herdr:connect');
   forward(() => {
     shell.page_connected(port);
@@ -247,6 +282,7 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   const answer = (async () => {
     if (!optionsPage(sender)) return { ok: false, problem: 'refused: only the extension\'s options page may read or change site profiles' };
     if (typeof message.site !== 'string') return { ok: false, problem: `no site named: choose ${globalThis.herdrContracts.profiles.sites.join(', ')}` };
+    wake();
     await ready.catch(() => {});
     if (!started) return { ok: false, problem: `the extension has not started: ${startFailed ?? startProblem ?? 'try again in a moment'}` };
     if (message.type === PROFILE_GET) return shell.profile_get(message.site);

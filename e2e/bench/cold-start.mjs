@@ -11,7 +11,11 @@
 //      before worker.js and the wasm glue are fetched) to the moment the page's HUD host
 //      took the first view of that worker (the content script's render writes the host's
 //      `data-companion`; a MutationObserver in the page's main world stamps it). Both
-//      clocks are wall-clock high-resolution times of the same machine.
+//      clocks are wall-clock high-resolution times of the same machine. That first view is
+//      the start view when worker.js posted one (ext-core `worker::start_view`: the core's
+//      view stored for the page, posted while the wasm compiles; the host has
+//      `data-start-view` while it shows); printed next to it, and not to be mistaken for it:
+//      the core's live view (the first view without `data-start-view`, after page_connected).
 // The worker's User Timing marks (extension/worker.js: `herdr:script`, `herdr:wasm`,
 // `herdr:state`, `herdr:started`, `herdr:connect`, `herdr:page-connected`) split the figure
 // into its steps. A run whose worker something other than the page's connect started (an
@@ -45,7 +49,7 @@ const CACHE = process.env.BENCH_COLD_CACHE ?? '';
 /** How long the first life idles with BENCH_COLD_CACHE=warm (V8 writes the entry ~2 s after its first optimized function). */
 const WARM_MS = 4_000;
 const TRACE = process.env.BENCH_COLD_TRACE === '1';
-const MARKS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:page-connected'];
+const MARKS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:start-view', 'herdr:page-connected'];
 const PLAIN_CHAT = CHATS.find((chat) => !chat.project);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -75,7 +79,9 @@ async function watchRenders(page) {
     new MutationObserver((records) => {
       const at = performance.timeOrigin + performance.now();
       for (const record of records) {
-        if (record.attributeName === 'data-companion') globalThis.__herdrBenchRenders.push({ at, companion: host.dataset.companion });
+        if (record.attributeName === 'data-companion') {
+          globalThis.__herdrBenchRenders.push({ at, companion: host.dataset.companion, start: host.hasAttribute('data-start-view') });
+        }
         else globalThis.__herdrBenchFacts.push(at);
       }
     }).observe(host, { attributes: true, attributeFilter: ['data-companion', 'data-facts-sent', 'data-diagnostics-sent'] });
@@ -95,7 +101,7 @@ async function workerLife(context) {
 }
 
 /** A CDP handle that stops the extension's service worker (from the chat page's session). */
-async function workerStopper(context, page) {
+export async function workerStopper(context, page) {
   const cdp = await context.newCDPSession(page);
   const versions = new Map();
   cdp.on('ServiceWorker.workerVersionUpdated', ({ versions: updated }) => {
@@ -250,12 +256,13 @@ async function coldStart(context, page, stopper, oldOrigin, { cache, trace }) {
   });
   const first = await until('the first view of the new worker on the page', async () => (await renders()).find(({ at }) => at > life.origin));
   const view = first.at - life.origin;
+  const live = await until('the live view of the new worker on the page', async () => (await renders()).find(({ at, start }) => at > life.origin && !start));
   // Page facts / diagnostics the content script sent (for the new worker's profile) before it rendered the view.
   const facts = (await page.evaluate(() => globalThis.__herdrBenchFacts)).filter((at) => at > life.origin && at <= life.origin + view);
   const m = life.marks;
   const byConnect = m['herdr:connect'] !== undefined && m['herdr:connect'] - m['herdr:script'] <= STARTED_BY_CONNECT_MS;
   const wasm = endTrace ? await endTrace() : null;
-  return { origin: life.origin, view, companion: first.companion, facts: facts.length ? facts[facts.length - 1] - life.origin : NaN, marks: m, byConnect, wasm };
+  return { origin: life.origin, view, live: live.at - life.origin, started: first.start, companion: first.companion, facts: facts.length ? facts[facts.length - 1] - life.origin : NaN, marks: m, byConnect, wasm };
 }
 
 /**
@@ -303,14 +310,16 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
         row('stored state read, chrome.storage local + sync, read during the compile (herdr:state)', (r) => m(r, 'herdr:state')),
         row('start_worker returned (herdr:started)', (r) => m(r, 'herdr:started')),
         row('page port connect event in the worker (herdr:connect)', (r) => m(r, 'herdr:connect')),
+        row('start view posted by worker.js, when it was (herdr:start-view)', (r) => m(r, 'herdr:start-view')),
         row('page_connected posted the profile and the view (herdr:page-connected)', (r) => m(r, 'herdr:page-connected')),
         row('  page facts / diagnostics sent before the view (their last, when any)', (r) => r.facts),
         row('first view rendered on the page (HUD host data-companion written)', (r) => r.view),
+        row('  the core\'s live view rendered (the first without data-start-view)', (r) => r.live),
       ],
     );
     // The same runs as durations of one step each (each run's own difference): on a busy
     // machine a step's end moves with every wait before it, its length much less.
-    const span = (from, to) => (r) => (to === 'view' ? r.view : m(r, to)) - m(r, from);
+    const span = (from, to) => (r) => (to === 'view' || to === 'live' ? r[to] : m(r, to)) - m(r, from);
     table(
       'the same runs, per step (its duration in each run)',
       ['step', 'p50', 'p95', 'min', 'max'],
@@ -318,7 +327,8 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
         row('wasm compile and instantiate (herdr:script → herdr:wasm)', span('herdr:script', 'herdr:wasm')),
         row('start_worker (the later of herdr:wasm / herdr:state → herdr:started)', (r) => m(r, 'herdr:started') - Math.max(m(r, 'herdr:wasm'), m(r, 'herdr:state'))),
         row('page_connected (herdr:started → herdr:page-connected)', span('herdr:started', 'herdr:page-connected')),
-        row('post → rendered on the page (herdr:page-connected → view)', span('herdr:page-connected', 'view')),
+        row('start view post → rendered on the page (herdr:start-view → first view)', span('herdr:start-view', 'view')),
+        row('live view post → rendered on the page (herdr:page-connected → live view)', span('herdr:page-connected', 'live')),
       ],
     );
     // What the first view said of the companion: it is posted at the port's connect, before
@@ -335,15 +345,18 @@ export async function coldStartBench({ Sandbox, table, runs: wanted = RUNS, sand
     }
     const sorted = pick((r) => r.view);
     const p50 = quantile(sorted, 0.5);
+    const liveSorted = pick((r) => r.live);
+    const startViews = runs.filter((r) => r.started).length;
     say(
-      `worker cold start → first HUD view (${life}): p50 ${ms(p50)}, p95 ${ms(quantile(sorted, 0.95))} (${runs.length} runs), target p50 ≤ ${COLD_START_TARGET_MS} ms: ${p50 <= COLD_START_TARGET_MS ? 'PASS' : 'OVER'}`,
+      `worker cold start → first HUD view (${life}): p50 ${ms(p50)}, p95 ${ms(quantile(sorted, 0.95))} (${runs.length} runs, ${startViews} of them the stored start view), target p50 ≤ ${COLD_START_TARGET_MS} ms: ${p50 <= COLD_START_TARGET_MS ? 'PASS' : 'OVER'}; ` +
+        `the core's live view: p50 ${ms(quantile(liveSorted, 0.5))}, p95 ${ms(quantile(liveSorted, 0.95))}`,
     );
     if (process.env.BENCH_COLD_PROFILE === '1') {
       const again = await workerStopper(context, page);
       await profiledStart(context, page, again, table);
       await again.close();
     }
-    return { runs, p50, p95: quantile(sorted, 0.95) };
+    return { runs, p50, p95: quantile(sorted, 0.95), liveP50: quantile(liveSorted, 0.5) };
   } finally {
     if (!given) await sandbox.dispose();
   }

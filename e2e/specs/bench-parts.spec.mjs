@@ -8,7 +8,7 @@ import { contentScriptCostBench, extensionCalls, extensionShare } from '../bench
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 
 const quiet = () => {};
-const STEPS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:page-connected'];
+const STEPS = ['herdr:script', 'herdr:wasm', 'herdr:state', 'herdr:started', 'herdr:connect', 'herdr:start-view', 'herdr:page-connected'];
 
 test.describe('bench parts (issue 28)', () => {
   test.use({ sandboxOptions: { autostart: false } });
@@ -19,20 +19,29 @@ test.describe('bench parts (issue 28)', () => {
     const [run] = runs;
     expect(run.byConnect, 'the page port\'s connect started the worker').toBe(true);
     for (const step of STEPS) expect(Number.isFinite(run.marks[step]), `worker mark ${step}`).toBe(true);
-    // The steps happen in this order in one worker life, and the page renders after the post.
+    // The steps happen in this order in one worker life, and the page renders after the post:
+    // the stored start view first (the bound chat's page is in the record), posted before
+    // the wasm starts, then the core's live view.
     expect(run.marks['herdr:wasm']).toBeGreaterThanOrEqual(run.marks['herdr:script']);
     expect(run.marks['herdr:started']).toBeGreaterThanOrEqual(run.marks['herdr:state']);
+    expect(run.marks['herdr:start-view']).toBeGreaterThanOrEqual(run.marks['herdr:state']);
+    expect(run.marks['herdr:started']).toBeGreaterThanOrEqual(run.marks['herdr:start-view']);
     expect(run.marks['herdr:page-connected']).toBeGreaterThanOrEqual(run.marks['herdr:started']);
-    expect(run.view).toBeGreaterThan(run.marks['herdr:page-connected']);
+    expect(run.started, 'the first view was the stored start view').toBe(true);
+    expect(run.view).toBeGreaterThan(run.marks['herdr:start-view']);
+    expect(run.live).toBeGreaterThan(run.marks['herdr:page-connected']);
     expect(run.companion, 'the first view carries a companion line').toMatch(/^companion[A-Z]/);
   });
 
-  // Chrome streams the worker's wasm with a code cache: V8 writes an entry during a life that
-  // lasts (the bench's warm mode idles its first one) and the next starts read it instead of
-  // compiling the start's functions on the main thread. A load that loses it (a module built
-  // from bytes, a response without Chrome's cache handler) fails here; so does a bench whose
-  // `none` mode leaves an entry to read. (Each life runs in a new renderer, which joins the
-  // trace as it starts: a start the trace did not see streaming is left out.)
+  // Chrome streams the worker's wasm with a code cache. Whether V8 writes an entry during a
+  // life is its own heuristic (enough optimized code, ~2 s after it): stop 37 saw an idle
+  // life write none with main's module as with the start view's (with a lower caching
+  // threshold, a lower tiering budget and 2 000 test-clock steps too), so no test asserts it;
+  // the bench's warm mode says whether one was written and read (docs/BENCH-LOG.md). What is
+  // asserted: the worker streams its module from the extension (a module built from bytes is
+  // not streamed and can never be cached), and with the caches cleared before each stop no
+  // start reads an entry. (Each life runs in a new renderer, which joins the trace as it
+  // starts: a start the trace did not see streaming is left out.)
   const cacheRuns = async (sandbox, cache) => {
     const { runs } = await coldStartBench({ Sandbox, table: quiet, say: quiet, runs: 2, sandbox, cache, trace: true });
     for (const run of runs) expect(run.companion, 'the worker started and its first view reached the page').toMatch(/^companion[A-Z]/);
@@ -40,9 +49,6 @@ test.describe('bench parts (issue 28)', () => {
     expect(traced.length, 'starts the trace saw streaming the wasm (Chrome caches only a streamed compile)').toBeGreaterThan(0);
     return traced;
   };
-  test('a start after a life that lasted reads V8\'s wasm code cache entry and shows its view', async ({ sandbox }) => {
-    for (const run of await cacheRuns(sandbox, 'warm')) expect(run.wasm.cacheHit, 'the start deserialized the module from the code cache').toBe(true);
-  });
   test('with the caches cleared before each stop no start reads a code cache entry, and each still shows its view', async ({ sandbox }) => {
     for (const run of await cacheRuns(sandbox, 'none')) expect(run.wasm.cacheHit, 'the start compiled the module afresh').toBe(false);
   });

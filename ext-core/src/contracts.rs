@@ -69,7 +69,11 @@ pub fn contracts() -> Value {
             "host": continuity_protocol::HOST_NAME,
         },
         "ports": { "page": port::PAGE_PORT, "panel": port::PANEL_PORT },
-        "start_keys": { "local": crate::worker::START_LOCAL_KEYS, "sync": crate::worker::START_SYNC_KEYS },
+        "start_keys": {
+            "local": crate::worker::START_LOCAL_KEYS,
+            "sync": crate::worker::START_SYNC_KEYS,
+            "view": crate::worker::START_VIEW_KEY,
+        },
         "messages": {
             "page_to_worker": names(port::PageToWorker::ALL.iter().map(|n| n.as_str())),
             "worker_to_page": names(port::WorkerToPage::ALL.iter().map(|n| n.as_str())),

@@ -37,6 +37,7 @@ mod calls;
 mod commands;
 mod pages;
 mod relay;
+mod start_view;
 mod storage;
 
 use std::collections::VecDeque;
@@ -62,6 +63,7 @@ pub use commands::{
 };
 pub use pages::panel_diagnostics_message;
 use pages::Page;
+pub use start_view::{start_view, START_VIEW_KEY, START_VIEW_PAGES};
 use storage::StorageWait;
 
 /// How long persisted-state writes are coalesced (one write per burst, B7).
@@ -69,11 +71,17 @@ pub const PERSIST_DEBOUNCE_MS: Millis = 200;
 /// The `chrome.storage.local` key of the continuity snapshot.
 pub const STORAGE_KEY: &str = "continuity";
 /// What a worker start reads from `chrome.storage.local` before anything else: the snapshot,
-/// the judge and recovery settings, the profile overrides. Generated into
-/// `extension/contracts.js` (`start_keys.local`), so `worker.js` issues the read while the
+/// the judge and recovery settings, the profile overrides, the start view ([`start_view`]:
+/// `worker.js` posts it while the wasm compiles). Generated into `extension/contracts.js`
+/// (`start_keys.local`, and `start_keys.view`), so `worker.js` issues the read while the
 /// wasm compiles; the shell hands the items to the start as read.
-pub const START_LOCAL_KEYS: [&str; 4] =
-    [STORAGE_KEY, crate::semantic_auto::SETTINGS_KEY, crate::recovery_config::SETTINGS_KEY, crate::sites::overrides::STORAGE_KEY];
+pub const START_LOCAL_KEYS: [&str; 5] = [
+    STORAGE_KEY,
+    crate::semantic_auto::SETTINGS_KEY,
+    crate::recovery_config::SETTINGS_KEY,
+    crate::sites::overrides::STORAGE_KEY,
+    START_VIEW_KEY,
+];
 /// What a worker start reads from `chrome.storage.sync` (`start_keys.sync`): Auto in projects
 /// and the progress timings.
 pub const START_SYNC_KEYS: [&str; 3] =
@@ -318,6 +326,12 @@ struct Probe {
 /// The service worker's machine (see the module header).
 pub struct Worker {
     link: CompanionLink,
+    /// The extension's version (the start view's record names it).
+    version: String,
+    /// The page URLs the start view is kept for, newest first ([`start_view`]).
+    start_urls: Vec<String>,
+    /// `start_urls` changed since the record was last written.
+    start_dirty: bool,
     continuity: Continuity,
     parse: ParseJson,
     /// Real time of the current input.
@@ -371,6 +385,9 @@ impl Worker {
         }
         let mut worker = Worker {
             link: CompanionLink::new(extension_version),
+            version: extension_version.to_owned(),
+            start_urls: Vec::new(),
+            start_dirty: false,
             continuity,
             parse,
             now: 0,
@@ -517,6 +534,7 @@ impl Worker {
             self.persist_at = None;
             let value = self.continuity.snapshot_value();
             self.outputs.push_back(WorkerOutput::StorageWrite { token: 0, key: STORAGE_KEY, value });
+            self.start_view_write();
         }
     }
 

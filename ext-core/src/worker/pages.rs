@@ -5,8 +5,9 @@
 //! (the link's HUD with the tab's continuity view; a panel also gets its panel view and the
 //! newest `page_diagnostics` of the tab it shows) and the site profile a page is sent.
 //!
-//! Invariants: a page gets its site profile before anything else, then the HUD (docs/
-//! PROTOCOL.md "One delivery path"); a port is sent its views only when they changed; a
+//! Invariants: a page gets its site profile before anything else the core posts, then the
+//! HUD (docs/PROTOCOL.md "One delivery path"; only `worker.js`'s start view, built by
+//! [`page_hud`] too, comes before: [`super::start_view`]); a port is sent its views only when they changed; a
 //! delivery goes to the newest port of its tab only (never typed twice); a tab is gone for
 //! continuity (`PageGone`) when its last port closed; a message from a port the worker does
 //! not know is refused.
@@ -20,7 +21,8 @@ use super::commands::{companion_watch, ExtensionPage};
 use super::{commands_for, PageInput, PortCommand, PortId, Probe, Sender, Worker, WorkerOutput, CALL_ID_PREFIX};
 use crate::binding::TabId;
 use crate::companion_link::Input;
-use crate::continuity::ContinuityInput;
+use crate::continuity::{ContinuityInput, ContinuityView};
+use crate::hud::HudView;
 use crate::json_object;
 use crate::json_read::WriteJson;
 use crate::sites::overrides::InForce;
@@ -60,6 +62,20 @@ pub fn profile_message(in_force: Option<&InForce>) -> Value {
     }
 }
 
+/// `{"type":"hud","view":…}`: the link's view (`hud`, written) with the pill of it and the
+/// continuity view, and that view itself on a tab's page (`continuity`: `Some` for a tab's
+/// page, its view `None` on a page that is no chat) — what a page or panel port is posted.
+pub(super) fn page_hud(link_view: &HudView, mut hud: Value, continuity: Option<Option<ContinuityView>>) -> Value {
+    if let Some(view) = hud.as_object_mut() {
+        let shown = continuity.as_ref().and_then(Option::as_ref);
+        view.insert("pill".to_owned(), crate::hud_pill::pill(link_view, shown).write_json());
+        if let Some(continuity) = continuity {
+            view.insert("continuity".to_owned(), continuity.write_json());
+        }
+    }
+    json_object!("type": "hud", "view": hud)
+}
+
 /// `{"type":"diagnostics","tab_id":…,"diagnostics":…|null,"fact_order":[…]}` for a side
 /// panel showing `tab`: its page's newest report and the order the panel lists the facts
 /// in — `sites::FACT_NAMES` order, then any others (in key order).
@@ -82,6 +98,9 @@ impl Worker {
         let mut site = None;
         let extension = if panel { ExtensionPage::of_url(url) } else { ExtensionPage::Other };
         if !panel {
+            if tab.is_some() {
+                self.start_view_seen(url);
+            }
             site = crate::sites::profile_for(url).map(|profile| profile.site);
             let in_force = site.map(|site| self.profiles.in_force(site));
             self.post(port, profile_message(in_force.as_ref()));
@@ -121,12 +140,18 @@ impl Worker {
         let sender = Sender { tab: page.tab, panel: page.panel };
         match message {
             PageInput::Facts { url, report } => {
+                // A URL the page did not report before (it navigated) joins the start view's
+                // pages; the same URL again costs nothing.
+                let seen = (sender.tab.is_some() && page.url.as_ref() != Some(&url)).then(|| url.clone());
                 page.url = Some(url);
                 if sender.tab.is_some() && self.last_active_tab.is_none() {
                     self.last_active_tab = sender.tab;
                 }
                 if let (Some(tab), Some(report)) = (sender.tab, report) {
                     self.continuity_input(ContinuityInput::PageReported { tab, report });
+                }
+                if let Some(url) = seen {
+                    self.start_view_seen(&url);
                 }
             }
             PageInput::RetryCompanion => self.link_input(Input::RetryNow),
@@ -184,7 +209,7 @@ impl Worker {
     /// only when they changed.
     pub(super) fn broadcast_views(&mut self) {
         let link_view = self.link.hud();
-        let hud = json_object!("type": "hud", "view": link_view.write_json());
+        let hud = link_view.write_json();
         let default_tab = self.last_active_tab;
         let views: Vec<Vec<Value>> = self
             .pages
@@ -195,16 +220,8 @@ impl Worker {
                 if page.extension == ExtensionPage::Options {
                     return messages;
                 }
-                let mut page_hud = hud.clone();
-                if let Some(view) = page_hud.get_mut("view").and_then(Value::as_object_mut) {
-                    // The continuity view on a tab's page, and the pill of both (`crate::hud_pill`).
-                    let continuity = page.tab.and_then(|tab| self.continuity.page_view(tab));
-                    view.insert("pill".to_owned(), crate::hud_pill::pill(&link_view, continuity.as_ref()).write_json());
-                    if page.tab.is_some() {
-                        view.insert("continuity".to_owned(), continuity.write_json());
-                    }
-                }
-                messages.push(page_hud);
+                let continuity = page.tab.map(|tab| self.continuity.page_view(tab));
+                messages.push(page_hud(&link_view, hud.clone(), continuity));
                 if page.panel {
                     let tab = page.panel_tab.or(default_tab);
                     messages.push(json_object!("type": "panel", "view": self.continuity.panel_view(tab).write_json()));

@@ -334,6 +334,8 @@ struct World {
     next_port: u32,
     /// The continuity snapshot as last written to `chrome.storage.local`.
     stored_snapshot: Option<Value>,
+    /// The start view record as last written (`worker::START_VIEW_KEY`).
+    stored_start_view: Option<Value>,
     // --- runtime truth ---
     boot: u32,
     next_seq: u64,
@@ -452,6 +454,7 @@ impl World {
             ports: BTreeMap::new(),
             next_port: 1,
             stored_snapshot: None,
+            stored_start_view: None,
             boot: 1,
             next_seq: 1,
             log: Vec::new(),
@@ -860,6 +863,10 @@ impl World {
                 WorkerOutput::StorageWrite { token, key, value } if key == STORAGE_KEY => {
                     self.stored_snapshot = Some(value);
                     self.inputs.push_back(WorkerInput::Stored { token, outcome: Ok(Value::Null) });
+                }
+                WorkerOutput::StorageWrite { token, key, value } if key == ext_core::worker::START_VIEW_KEY => {
+                    prop_assert_eq!(token, 0, "the start view is written fire and forget");
+                    self.stored_start_view = Some(value);
                 }
                 WorkerOutput::StorageWrite { token, key, value } => {
                     prop_assert_eq!(key, ext_core::queue::STORE_KEY, "a write of an unexpected storage key");
@@ -1332,6 +1339,7 @@ impl World {
         // write is the same text, every persisted field included).
         let again = snapshot.to_json().map_err(|e| TestCaseError::fail(format!("snapshot again: {e}")))?;
         prop_assert_eq!(&again, &text, "the snapshot read back differs from the one written");
+        self.check_start_view(&text)?;
         self.lives += 1;
         let continuity = Continuity::from_snapshot(snapshot, self.now, &format!("life{}", self.lives));
         self.worker = Worker::new(EXTENSION_VERSION, continuity, parse);
@@ -1341,6 +1349,32 @@ impl World {
         let tabs: Vec<u32> = self.pages.keys().copied().collect();
         for tab in tabs {
             self.report_page(tab)?;
+        }
+        Ok(())
+    }
+
+    /// Issue 28: every page the stored start view names is shown, while the wasm compiles,
+    /// exactly the view a worker restored from `snapshot` posts at that page's connect (a
+    /// worker started as the shell starts it: `Start`, then the page's port, before its timer).
+    fn check_start_view(&self, snapshot: &str) -> Result<(), TestCaseError> {
+        let Some(record) = &self.stored_start_view else { return Ok(()) };
+        prop_assert_eq!(&record["version"], EXTENSION_VERSION);
+        let pages = record["pages"].as_object().cloned().unwrap_or_default();
+        prop_assert!(!pages.is_empty() && pages.len() <= ext_core::worker::START_VIEW_PAGES, "{}", record);
+        for (url, stored) in pages {
+            let restored = Snapshot::parse(snapshot).map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+            let mut worker = Worker::new(EXTENSION_VERSION, Continuity::from_snapshot(restored, self.now, "probe"), parse);
+            worker.handle(self.now, WorkerInput::Start);
+            worker.handle(self.now, WorkerInput::PortConnected { port: 999, tab: Some(1), panel: false, url: url.clone() });
+            let posted = std::iter::from_fn(|| worker.poll())
+                .find_map(|output| match output {
+                    WorkerOutput::Post { message, .. } if message["type"] == "hud" => Some(message),
+                    _ => None,
+                })
+                .ok_or_else(|| TestCaseError::fail("a restored worker posted no view at a page's connect"))?;
+            let mut stored = stored.clone();
+            prop_assert_eq!(stored.as_object_mut().and_then(|m| m.remove("provisional")), Some(Value::Bool(true)));
+            prop_assert_eq!(stored, posted, "the start view of {} differs from the restored worker's first view", url);
         }
         Ok(())
     }

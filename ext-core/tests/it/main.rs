@@ -55,5 +55,6 @@ mod shape;
 mod snapshot;
 mod snapshot_upgrade;
 mod stale_view;
+mod start_view;
 mod wake;
 mod worker;
