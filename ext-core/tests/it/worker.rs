@@ -1443,10 +1443,16 @@ fn dropped_stream_events_are_counted_for_the_panel_and_warned_at_most_once_per_i
     assert_eq!(warns(&out), 1, "once, not once per event: {out:?}");
     assert_eq!(states(&out), [Value::from(1)], "the panel hears the count: {out:?}");
     assert_eq!(shell.worker.stream_events_dropped(), 50);
-    // When the interval ends, the drops not said yet are said, with the count.
-    let due = shell.worker.next_deadline().expect("the report is due");
-    shell.now = due;
-    let out = shell.feed(WorkerInput::Timer);
+    // When the interval ends, the drops not said yet are said, with the count (the start
+    // view's snapshot write, due first, is stepped past).
+    let mut out = Vec::new();
+    for _ in 0..4 {
+        shell.now = shell.worker.next_deadline().expect("the report is due");
+        out = shell.feed(WorkerInput::Timer);
+        if warns(&out) > 0 {
+            break;
+        }
+    }
     assert_eq!(warns(&out), 1, "{out:?}");
     assert!(out.iter().any(|o| matches!(o, WorkerOutput::Warn(t) if t.contains("50 dropped so far"))), "{out:?}");
     assert_eq!(states(&out), [Value::from(50)], "{out:?}");
