@@ -9,8 +9,9 @@
 // - click / Enter / Space: queue the composer's text (`queue_add {text}`); with an empty
 //   composer the worker retries an undelivered batch (Q8);
 // - right-click / the context-menu key: ask (the worker's `clear` question key with its
-//   count) and on yes clear this conversation's queue (`queue_clear`, Q7; an unreadable
-//   queue is kept aside and an empty one starts);
+//   count) and on yes clear this conversation's queue (`queue_clear {question}`, naming the
+//   key of the question shown, Q7; an unreadable queue is kept aside and an empty one
+//   starts; only the question that says so lets a failed keep-aside delete it);
 // - the `queue-composer` command (chrome.commands) does what a click does.
 (() => {
   const KEY = Symbol.for('herdr-continuity.queue-ui');
@@ -72,6 +73,8 @@
     document.documentElement.append(host);
 
     let view = null;
+    // The key of the clear question shown (the worker's `clear` when it was asked).
+    let asked = null;
     const queueNow = () => {
       const el = deps.composer();
       deps.post({ type: TO_WORKER.queue_add, text: el ? deps.composerText(el) : '' });
@@ -80,11 +83,12 @@
     onTrusted(button, 'click', queueNow);
     onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
-      question.textContent = view ? deps.text(view.clear, [String(view.count)]) : deps.text('queueClearQuestion');
+      asked = view?.clear ?? null;
+      question.textContent = asked ? deps.text(asked, [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
       no.focus();
     });
-    onTrusted(yes, 'click', () => { deps.post({ type: TO_WORKER.queue_clear }); closeConfirm(); });
+    onTrusted(yes, 'click', () => { deps.post({ type: TO_WORKER.queue_clear, question: asked }); closeConfirm(); });
     onTrusted(no, 'click', closeConfirm);
     onTrusted(confirm, 'keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
 

@@ -1,7 +1,8 @@
 // Issue 11, the Queue (SPEC Q1–Q8, Q10), in real Chromium with the built extension, the
 // real companion and the ChatGPT fixture: the user queues their next message while a reply
 // streams; it is sent once, merged in order, after the turn ends; it survives a worker
-// restart; a storage failure never loses or overwrites it; over-limit text is refused with a
+// restart; a storage failure never loses or overwrites it (an unreadable record is deleted
+// without a copy only from the question that says so); over-limit text is refused with a
 // message; it goes before a wake that became due at the same time.
 //
 // "Sent once" is counted at the fixture's backend after a checkpoint (the queue is empty
@@ -163,6 +164,43 @@ test.describe('the Queue (issue 11)', () => {
     expect(kept, 'the stored value, kept aside verbatim, in the list of records kept aside').toEqual(['{"version":7,"conversations":{}}']);
     await queueButton(page).click();
     await expect.poll(() => composerText(page, fixture), { message: 'queued: the composer is emptied once it is stored', timeout: 10_000 }).toBe('');
+  });
+
+  test('a failed keep-aside deletes the unreadable queue only from the question that says so (clearfix31)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const first = await openChat(context, fixture);
+    const second = await openChat(context, fixture);
+    const record = '{"version":7,"conversations":{}}';
+    await worker.evaluate((key) => chrome.storage.local.set({ [key]: '{"version":7,"conversations":{}}' }), STORE_KEY);
+    // Keeping it aside fails as a full storage does.
+    await worker.evaluate((key) => {
+      const local = chrome.storage.local;
+      const set = local.set.bind(local);
+      local.set = (items) => (Object.hasOwn(items, key) ? Promise.reject(new Error('QUOTA_BYTES quota exceeded')) : set(items));
+    }, `${STORE_KEY}Aside`);
+    await type(first, fixture, 'Read the queue.');
+    await queueButton(first).click();
+    await expect(queueHost(first)).toHaveAttribute('data-queue-state', 'unreadable', { timeout: 10_000 });
+    // The second tab asks the ordinary question ("kept aside") and waits for the answer.
+    await expect(queueHost(second)).toHaveAttribute('data-queue-state', 'unreadable', { timeout: 10_000 });
+    await queueButton(second).click({ button: 'right' });
+    await expect(queueHost(second).locator('.confirm p')).toContainText('kept aside');
+    // The first tab's Clear: the keep-aside fails, nothing is overwritten, and it says so.
+    await queueButton(first).click({ button: 'right' });
+    await queueHost(first).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(queueHost(first)).toHaveAttribute('data-queue-state', 'aside_failed', { timeout: 10_000 });
+    await expect(statusLine(first)).toContainText('QUOTA_BYTES quota exceeded');
+    // The second tab confirms the question it showed: only a retry, never a deletion.
+    await queueHost(second).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(statusLine(second), 'refused again, naming the error').toContainText('nothing was overwritten or deleted', { timeout: 10_000 });
+    expect(await storedQueue(worker), 'the unreadable record is still there').toBe(record);
+    // The question that says a second failure deletes it, confirmed: deleted without a copy.
+    await queueButton(first).click({ button: 'right' });
+    await expect(queueHost(first).locator('.confirm p')).toContainText('deleted without a copy');
+    await queueHost(first).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(queueHost(first)).toHaveAttribute('data-queue-state', 'empty', { timeout: 10_000 });
+    await expect(statusLine(first)).toContainText('as you confirmed');
+    expect(JSON.parse(await storedQueue(worker)), 'an empty queue').toEqual({ version: 1, conversations: {} });
   });
 
   test('a queue record stored as JSON null holds no items: the queue works (review fix30 MED 3)', async ({ sandbox }) => {

@@ -610,7 +610,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),
         "queue_add" => Some(PortCommand::QueueAdd { text: value.get("text")?.as_str()?.to_owned() }),
-        "queue_clear" => Some(PortCommand::QueueClear),
+        "queue_clear" => Some(PortCommand::QueueClear { question: id_of(value, "question") }),
         "bind" => Some(PortCommand::Bind {
             tab_id: tab_of(value)?,
             workspace: CatalogWorkspace { workspace_id: str_of(value, "workspace_id")?, label: str_of(value, "label").unwrap_or_default() },
@@ -763,5 +763,30 @@ mod pacer_wire_tests {
         assert!(
             port_command(&json!({"type": "snapshot_result", "page_load": "p1", "failure": "http_429", "retry_after_ms": "soon"})).is_none()
         );
+    }
+}
+
+#[cfg(test)]
+mod queue_wire_tests {
+    //! The page's Clear names the question it confirmed (clearfix31).
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_clear_carries_the_question_it_confirmed_and_none_when_the_page_sent_none() {
+        let clear = |message: Value| match port_command(&message) {
+            Some(PortCommand::QueueClear { question }) => question,
+            other => panic!("{message}: {other:?}"),
+        };
+        assert_eq!(clear(json!({"type": "queue_clear", "question": "queueClearAsideFailed"})).as_deref(), Some("queueClearAsideFailed"));
+        // An older page, a view-less question, anything that is not a key: no question.
+        for message in [
+            json!({"type": "queue_clear"}),
+            json!({"type": "queue_clear", "question": null}),
+            json!({"type": "queue_clear", "question": 1}),
+            json!({"type": "queue_clear", "question": "q".repeat(MAX_ID_CHARS + 1)}),
+        ] {
+            assert_eq!(clear(message.clone()), None, "{message}");
+        }
     }
 }

@@ -725,6 +725,8 @@ pub enum ContinuityInput {
     QueueClear {
         /// The tab.
         tab: TabId,
+        /// The `_locales` key of the question the user confirmed (`None`: the page sent none).
+        question: Option<String>,
     },
     /// The stored queue record as read for a [`ContinuityOutput::QueueRead`]: `Ok(None)`
     /// when nothing is stored, `Ok(Some(Value::Null))` for a stored JSON `null` (no items:

@@ -739,7 +739,7 @@ impl Continuity {
                 }
             }
             ContinuityInput::QueueAdd { tab, text } => self.queue_add(tab, &text),
-            ContinuityInput::QueueClear { tab } => self.queue_clear(tab),
+            ContinuityInput::QueueClear { tab, question } => self.queue_clear(tab, question.as_deref()),
             ContinuityInput::QueueRead { op, stored } => self.queue_read(now, op, stored),
             ContinuityInput::QueueWritten { op, result } => self.queue_written(now, op, result),
         }

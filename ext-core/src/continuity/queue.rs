@@ -76,8 +76,9 @@ pub(super) enum QueueChange {
     Add { tab: TabId, conversation: String, item_id: String, text: String },
     /// A confirmed batch leaves.
     Remove { send: QueueSend },
-    /// The user cleared the conversation's queue from `tab`.
-    Clear { tab: TabId, conversation: String },
+    /// The user cleared the conversation's queue from `tab`; `forcible`: the question they
+    /// confirmed was [`CLEAR_ASIDE_FAILED`] (a keep-aside failing again deletes the record).
+    Clear { tab: TabId, conversation: String, forcible: bool },
     /// A handoff's cut-over: the unsent items of `from` move to `to`, in order (Q9).
     Move { from: String, to: String },
 }
@@ -192,10 +193,13 @@ impl Continuity {
         self.queue_change(QueueChange::Add { tab, conversation, item_id, text: text.to_owned() });
     }
 
-    /// Clears the queue of `tab`'s conversation (Q7; the HUD asked the user first).
-    pub(super) fn queue_clear(&mut self, tab: TabId) {
+    /// Clears the queue of `tab`'s conversation (Q7; the HUD asked the user first, with the
+    /// `question` key the page names: only [`CLEAR_ASIDE_FAILED`] may delete an unreadable
+    /// record without a copy; no key, from an older page, never does).
+    pub(super) fn queue_clear(&mut self, tab: TabId, question: Option<&str>) {
+        let forcible = question == Some(CLEAR_ASIDE_FAILED);
         match self.pages.get(&tab).and_then(conversation_key) {
-            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation }),
+            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation, forcible }),
             None => self.queue_refused(tab, &QueueRefusal::NoConversation),
         }
     }
@@ -318,13 +322,15 @@ impl Continuity {
             return;
         }
         if self.queue.aside == Aside::Writing {
+            let forcible = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { forcible: true, .. })));
             match result {
                 // Kept aside: now the empty book goes over the unreadable record.
                 Ok(()) => self.queue.aside = Aside::Kept,
-                // Failed again, after the HUD said so and the user confirmed this Clear:
-                // the empty book goes over it without a copy.
-                Err(detail) if self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
-                // Nothing was written over: the HUD says why and what the next Clear does.
+                // Failed again, after the HUD said so and the user confirmed this Clear from
+                // the question that says so: the empty book goes over it without a copy.
+                Err(detail) if forcible && self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
+                // Nothing was written over (a Clear confirming any other question, or none,
+                // only retries): the HUD says why and what the next Clear does.
                 Err(detail) => {
                     self.queue.aside = Aside::None;
                     self.queue.aside_failed = Some(detail.clone());
@@ -555,7 +561,7 @@ impl Continuity {
             clear: match state {
                 "unreadable" => "queueClearUnreadable",
                 "storage_failed" => "queueClearStorageFailed",
-                "aside_failed" => "queueClearAsideFailed",
+                "aside_failed" => CLEAR_ASIDE_FAILED,
                 _ => "queueClearConfirm",
             },
         })
@@ -584,6 +590,10 @@ impl Continuity {
         self.queue_change(QueueChange::Move { from, to });
     }
 }
+
+/// The clear question that says a keep-aside failing again deletes the unreadable record
+/// without a copy: the one question whose confirmed Clear may do so.
+const CLEAR_ASIDE_FAILED: &str = "queueClearAsideFailed";
 
 /// How long an unreadable book waits before it is read again.
 const QUEUE_RELOAD_MS: Millis = 10_000;

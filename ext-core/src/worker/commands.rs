@@ -58,8 +58,12 @@ pub enum PortCommand {
         /// The composer's text (may be empty: retry an undelivered batch).
         text: String,
     },
-    /// `queue_clear`: the user confirmed clearing the conversation's queue.
-    QueueClear,
+    /// `queue_clear {question}`: the user confirmed clearing the conversation's queue.
+    QueueClear {
+        /// The `_locales` key of the question the user confirmed (the view's `clear` key
+        /// when the page asked); `None` from a page that sends none (an older content script).
+        question: Option<String>,
+    },
     /// `action` `llm_judge {user_text, assistant_text}`: the HUD judge button with the
     /// page's last turn.
     LlmJudge {
@@ -175,7 +179,7 @@ impl PortCommand {
             PortCommand::PanelHello { .. } => "panel_hello",
             PortCommand::PanelRefresh => "panel_refresh",
             PortCommand::QueueAdd { .. } => "queue_add",
-            PortCommand::QueueClear => "queue_clear",
+            PortCommand::QueueClear { .. } => "queue_clear",
             PortCommand::TurnEnded { .. } => "turn_ended",
             PortCommand::Bind { .. } => "bind",
             PortCommand::Unbind { .. } => "unbind",
@@ -236,7 +240,7 @@ pub fn commands_for(command: PortCommand, sender: Sender) -> Result<Vec<Continui
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision }
         }
         (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
-        (PortCommand::QueueClear, Some(tab)) => ContinuityInput::QueueClear { tab },
+        (PortCommand::QueueClear { question }, Some(tab)) => ContinuityInput::QueueClear { tab, question },
         (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
         (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },
         // The user's own Stop is a page's, never the panel's.

@@ -475,7 +475,7 @@ mod flow {
         let mut b = Browser::default();
         feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
         feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "a".into() });
-        feed(&mut c, &mut b, 2, ContinuityInput::QueueClear { tab: TAB });
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueClear { tab: TAB, question: Some("queueClearConfirm".into()) });
         assert!(b.queued().is_empty());
         assert!(b.take_log().ends_with("notice The queue of this conversation is cleared."));
         feed(&mut c, &mut b, 3, ContinuityInput::PageReported { tab: TAB, report: idle_page() });

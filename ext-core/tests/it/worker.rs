@@ -453,7 +453,7 @@ fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue
     let notices = typed(&out, 1, "notice");
     assert!(notices.iter().any(|n| n["key"] == "queueRefused_record_unreadable"), "the HUD says why and what to do: {notices:?}");
 
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = shell.page(1, clear("queueClearUnreadable"));
     let out = answer_storage(&mut shell, out, &mut store, false);
     let writes: Vec<(&str, &Value)> = out
         .iter()
@@ -483,6 +483,11 @@ fn reread(shell: &mut Shell, stored: &mut Stored) {
     answer_stored(shell, out, stored);
 }
 
+/// The page's Clear, confirming the question with this `_locales` key.
+fn clear(question: &str) -> PageInput {
+    PageInput::Command(PortCommand::QueueClear { question: Some(question.to_owned()) })
+}
+
 /// The HUD's queue state and clear question of tab 1.
 fn queue_state(shell: &Shell) -> Option<(&'static str, &'static str)> {
     shell.worker.continuity().page_view(1).and_then(|v| v.queue).map(|q| (q.state, q.clear))
@@ -502,7 +507,7 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
     answer_stored(&mut shell, out, &mut stored);
     assert_eq!(queue_state(&shell), Some(("unreadable", "queueClearUnreadable")));
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = shell.page(1, clear("queueClearUnreadable"));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(stored.queue.as_deref(), Some("{not json"), "nothing overwritten: {out:?}");
     let notices = typed(&out, 1, "notice");
@@ -514,7 +519,7 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     assert_eq!(queue_state(&shell), Some(("aside_failed", "queueClearAsideFailed")));
 
     // The user confirms the second Clear; keeping it aside fails again.
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = shell.page(1, clear("queueClearAsideFailed"));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(ext_core::queue::QueueBook::parse(stored.queue.as_deref()), Ok(ext_core::queue::QueueBook::new()), "{out:?}");
     let notices = typed(&out, 1, "notice");
@@ -524,6 +529,50 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
+}
+
+// Clearfix31 (failed before: the stale question's Clear deleted the record without a copy):
+// the page's Clear named no question, so once a keep-aside had failed, a Clear confirmed
+// from a second tab (or any view) still asking the ordinary "keep it aside" question
+// deleted the unreadable record without a copy. Only a Clear confirming the question that
+// says so (`queueClearAsideFailed`), while the last keep-aside failed, is forced; any other
+// Clear — and one from a page that names no question — only tries to keep it aside again.
+#[test]
+fn only_a_clear_confirming_the_aside_failed_question_deletes_without_a_copy() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    shell.feed(WorkerInput::PortConnected { port: 4, tab: Some(4), panel: false, url: url() });
+    let quota = "QUOTA_BYTES quota exceeded";
+    let mut stored = Stored { queue: Some("{not json".into()), fail_aside: Some(quota), ..Stored::default() };
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    out.extend(shell.page(4, PageInput::Facts { url: url(), report: Some(idle("load-4")) }));
+    answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(queue_state(&shell), Some(("unreadable", "queueClearUnreadable")));
+    // The aside-failed question confirmed before any keep-aside failed: not forced either.
+    let out = shell.page(1, clear("queueClearAsideFailed"));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(stored.queue.as_deref(), Some("{not json"), "nothing overwritten: {out:?}");
+    assert_eq!(queue_state(&shell), Some(("aside_failed", "queueClearAsideFailed")));
+
+    // Tab 4 still shows the ordinary question; an older page names none. Each retries the
+    // keep-aside, which fails again: nothing is written, and the HUD says why again.
+    let older = PageInput::Command(PortCommand::QueueClear { question: None });
+    for (what, command) in [("the ordinary question", clear("queueClearUnreadable")), ("no question", older)] {
+        let out = shell.page(4, command);
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(stored.queue.as_deref(), Some("{not json"), "{what}: never deleted without a copy: {out:?}");
+        let notices = typed(&out, 4, "notice");
+        assert!(notices.iter().all(|n| n["key"] != "queueNote_cleared_forced"), "{what}: {notices:?}");
+        let refused = notices.iter().find(|n| n["key"] == "queueRefused_aside_failed").unwrap_or_else(|| panic!("{what}: {notices:?}"));
+        assert_eq!(refused["args"][0], quota, "{what}");
+        assert_eq!(queue_state(&shell), Some(("aside_failed", "queueClearAsideFailed")), "{what}");
+    }
+
+    // The question that says a second failure deletes it without a copy, confirmed: forced.
+    let out = shell.page(1, clear("queueClearAsideFailed"));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(ext_core::queue::QueueBook::parse(stored.queue.as_deref()), Ok(ext_core::queue::QueueBook::new()), "{out:?}");
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_forced"), "{out:?}");
 }
 
 // Leftovers31 (failed before): a second Clear of an unreadable queue wrote its record over
@@ -542,7 +591,7 @@ fn every_cleared_unreadable_record_is_kept_aside_and_a_full_list_is_never_overwr
         aside["records"].as_array().map(|r| r.iter().map(|r| r["record"].clone()).collect()).unwrap_or_default()
     };
     for (n, bad) in ["{second", "{third"].iter().enumerate() {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+        let out = shell.page(1, clear("queueClearUnreadable"));
         let out = answer_stored(&mut shell, out, &mut stored);
         assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_aside"), "{out:?}");
         assert_eq!(records(&stored).len(), n + 1, "{:?}", stored.aside);
@@ -554,7 +603,7 @@ fn every_cleared_unreadable_record_is_kept_aside_and_a_full_list_is_never_overwr
     assert_eq!(records(&stored), [Value::from("{first"), Value::from("{second")]);
     // A copy kept by an earlier release (the record's JSON text alone) stays the first.
     stored.aside = Some(Value::from("{older").to_string());
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = shell.page(1, clear("queueClearUnreadable"));
     answer_stored(&mut shell, out, &mut stored);
     assert_eq!(records(&stored), [Value::from("{older"), Value::from("{third")]);
     // A full list is never overwritten: the keep-aside is refused, and says why.
@@ -563,7 +612,7 @@ fn every_cleared_unreadable_record_is_kept_aside_and_a_full_list_is_never_overwr
     let before = stored.aside.clone();
     stored.queue = Some("{fourth".into());
     reread(&mut shell, &mut stored);
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueClear));
+    let out = shell.page(1, clear("queueClearUnreadable"));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!((stored.aside.clone(), stored.queue.as_deref()), (before, Some("{fourth")), "{out:?}");
     let notices = typed(&out, 1, "notice");
