@@ -377,10 +377,10 @@
   // The observer's registrations: node → the options it was last observed with. observe()
   // on a node the observer already watches replaces that node's options (DOM standard), so
   // a watch registers only the nodes whose options change: the ones above the turn list
-  // stay from one reply to the next (registering ~30 nodes afresh at each submit was a
-  // third of that recompute). A node an earlier watch registered and this one does not
-  // want ("stale": an older turn, a finished reply) only adds records — each makes the
-  // next recompute a full one, so no fact is missed — and is cut by building the
+  // stay from one reply to the next (~30 nodes registered afresh at each submit: ~0.5 ms
+  // between trace marks, docs/BENCH-LOG.md). A node an earlier watch registered and this
+  // one does not want ("stale": an older turn, a finished reply) only adds records — each
+  // makes the next recompute a full one, so no fact is missed — and is cut by building the
   // registrations afresh (disconnect) once more than STALE_MAX are left, or when one lies
   // inside the zone (its records would be the streamed tokens).
   const STALE_MAX = 24;
