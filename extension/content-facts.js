@@ -162,35 +162,23 @@
   };
   // Runs in the recompute (never in the observer callback): O(records since the last one).
   // While the observer leaves the zone's content out (the streaming watch, below), an
-  // element added deep inside the zone makes no record, so the zone is looked at again
-  // instead: each element in it is matched when first seen, and again (with everything
-  // inside it) when its parent is no longer the one it had then — a move makes no record
-  // either, and a descendant combinator reads the new ancestors (`seenIn` keeps each
-  // element's parent as last looked at). An attribute changed on one is a record (the
-  // watch observes the zone's attributes, subtree too).
+  // element added deep inside the zone, or moved in it, makes no record, so the zone is
+  // looked at again instead (`lookIn`): one query of the zone, native, for any element
+  // that matches a probe now — a new one, or an old one under new ancestors (a descendant
+  // combinator reads them). The zone matched nothing when it became quiet, so any match
+  // is news. An attribute changed on one is a record (the watch observes the zone's
+  // attributes, subtree too).
   // An attribute changed inside the zone is quiet when neither its element nor anything
   // inside it matches a probe: a descendant or child combinator (`.done .final`) reads an
-  // ancestor's attributes, so the element's subtree is matched again (an element cached in
-  // `seenIn` may match now); sibling combinators and `:has` never reach the quiet path
-  // (STRUCTURAL).
-  let seenIn = { zone: null, all: null, parents: null };
-  const newMatchIn = (zone, css) => {
-    if (seenIn.zone !== zone) seenIn = { zone, all: zone.getElementsByTagName('*'), parents: new WeakMap() };
-    const { all, parents } = seenIn;
-    for (let i = 0, n = all.length; i < n; i++) {
-      const el = all[i];
-      const parent = el.parentNode;
-      const was = parents.get(el);
-      if (was === parent) continue;
-      if (el.matches(css) || (was !== undefined && el.querySelector(css))) return true;
-      parents.set(el, parent);
-    }
-    return false;
-  };
+  // ancestor's attributes, so the element's subtree is matched again; sibling combinators
+  // and `:has` never reach the quiet path (STRUCTURAL).
+  const lookIn = (zone, css) => zone.querySelector(css) !== null;
+  // Whether the quiet zone of the last full recompute still stands for this page.
+  const quietStands = () => hc.quiet !== null && hc.quiet.profile === hc.profile && hc.quiet.href === location.href && hc.quiet.zone.isConnected;
   const onlyQuietText = (batches) => {
-    if (!hc.quiet || hc.quiet.profile !== hc.profile || hc.quiet.href !== location.href || !hc.quiet.zone.isConnected) return false;
+    if (!quietStands()) return false;
     const { zone, css } = hc.quiet;
-    if (watchedZone === zone && newMatchIn(zone, css)) return false;
+    if (watchedZone === zone && lookIn(zone, css)) return false;
     for (const records of batches) {
       for (const record of records) {
         if (!zone.contains(record.target)) return false;
@@ -283,13 +271,22 @@
       sendFacts();
     }, 100) };
   };
+  // A tick whose only input is the zone (no record since the last recompute, nothing made
+  // the next one full) is the look alone: the zone still quiet and still matching nothing
+  // is the facts it had (counted as a quiet recompute). Anything else is a recompute.
   let recheck = null; // null | { timer, ms, due }
   const recheckTick = () => {
     const now = performance.now();
     const late = now - recheck.due;
     recheck.due = late > recheck.ms ? now + recheck.ms : recheck.due + recheck.ms;
-    hc.healthBeat?.(late);
-    if (!scheduled) sendFacts();
+    hc.healthBeat?.(late, now);
+    if (scheduled) return;
+    if (!dirty && pending.length === 0 && watchedZone !== null && quietStands() && hc.quiet.zone === watchedZone && !lookIn(watchedZone, hc.quiet.css)) {
+      factsComputed += 1;
+      factsSkipped += 1;
+      return;
+    }
+    sendFacts();
   };
   const recheckEvery = (on) => {
     if (on === (recheck !== null)) return;
@@ -359,6 +356,7 @@
       zone: { subtree: true, attributes: true, attributeFilter },
       text: { characterData: true }, // a text or comment node: it has no attributes or children
     };
+    rebuild(); // the attribute filter changed: every registration afresh
     watchWhole();
   };
   // ---- The streaming watch. While a reply streams into a quiet zone, nearly every
@@ -376,24 +374,35 @@
   // A full recompute that finds the page no longer generating, or no quiet zone, goes
   // back to watching the whole document.
   let watchedZone = null; // the zone whose content the observer leaves out, or null
-  const rewatch = (observe) => {
+  // The observer's registrations: node → the options it was last observed with. observe()
+  // on a node the observer already watches replaces that node's options (DOM standard), so
+  // a watch registers only the nodes whose options change: the ones above the turn list
+  // stay from one reply to the next (~30 nodes registered afresh at each submit: ~0.5 ms
+  // between trace marks, docs/BENCH-LOG.md). A node an earlier watch registered and this
+  // one does not want ("stale": an older turn, a finished reply) only adds records — each
+  // makes the next recompute a full one, so no fact is missed — and is cut by building the
+  // registrations afresh (disconnect) once more than STALE_MAX are left, or when one lies
+  // inside the zone (its records would be the streamed tokens).
+  const STALE_MAX = 24;
+  let registered = new Map();
+  const register = (node, options) => {
+    if (registered.get(node) === options) return;
+    observer.observe(node, options);
+    registered.set(node, options);
+  };
+  const rebuild = () => {
     // Records of our own synchronous work (none are expected) are not lost by disconnect().
     if (observer.takeRecords().length) dirty = true;
     observer.disconnect();
-    observe();
-    if (dirty) scheduleRecompute();
+    registered = new Map();
   };
-  const watchWhole = () => rewatch(() => {
+  const watchWhole = () => {
     recheckEvery(false);
     if (watchedZone) hc.healthRide?.(false);
     watchedZone = null;
-    watchedNodes = { zone: null, ancestors: [], siblings: [] };
-    observer.observe(document.documentElement, watched.whole);
-  });
-  // The nodes the watch registered on: the zone, its ancestors, and the siblings it
-  // watches whole. When a later full recompute finds the same nodes, the registrations
-  // stand as they are (comparing is cheaper than registering them again).
-  let watchedNodes = { zone: null, ancestors: [], siblings: [] };
+    register(document.documentElement, watched.whole);
+    if (dirty) scheduleRecompute();
+  };
   // Our own HUD host is left out (its closed shadow tree is invisible to an observer, and it
   // carries no attribute the filter names).
   // Of an ancestor's other children, the watch takes every one after the zone's branch and
@@ -405,33 +414,36 @@
   // recompute (at the latest when the reply ends).
   const WATCH_BEFORE = 2 * MARKER_USER_TURNS + 2;
   const nodesAround = (zone) => {
-    const ancestors = [];
-    const siblings = [];
+    const wanted = new Map([[zone, watched.zone]]);
     for (let node = zone; node !== document.documentElement; node = node.parentElement) {
       const parent = node.parentElement;
-      ancestors.push(parent);
+      wanted.set(parent, watched.shallow);
       let before = 0;
       for (let other = node.previousSibling; other && before < WATCH_BEFORE; other = other.previousSibling) {
-        if (other !== host) siblings.push(other);
+        if (other !== host) wanted.set(other, other.nodeType === Node.ELEMENT_NODE ? watched.whole : watched.text);
         if (other.nodeType === Node.ELEMENT_NODE) before += 1;
       }
-      for (let other = node.nextSibling; other; other = other.nextSibling) if (other !== host) siblings.push(other);
+      for (let other = node.nextSibling; other; other = other.nextSibling) {
+        if (other !== host) wanted.set(other, other.nodeType === Node.ELEMENT_NODE ? watched.whole : watched.text);
+      }
     }
-    return { zone, ancestors, siblings };
+    return wanted;
   };
-  const sameNodes = (a, b) => a.length === b.length && a.every((node, i) => node === b[i]);
   const watchAround = (zone) => {
-    const nodes = nodesAround(zone);
-    if (watchedZone === zone && sameNodes(nodes.ancestors, watchedNodes.ancestors) && sameNodes(nodes.siblings, watchedNodes.siblings)) return;
-    rewatch(() => {
-      if (!watchedZone) hc.healthRide?.(true);
-      watchedZone = zone;
-      watchedNodes = nodes;
-      observer.observe(zone, watched.zone);
-      for (const node of nodes.ancestors) observer.observe(node, watched.shallow);
-      for (const node of nodes.siblings) observer.observe(node, node.nodeType === Node.ELEMENT_NODE ? watched.whole : watched.text);
-      recheckEvery(true);
-    });
+    const wanted = nodesAround(zone);
+    let stale = 0;
+    let inside = false;
+    for (const node of registered.keys()) {
+      if (wanted.has(node)) continue;
+      stale += 1;
+      if (zone.contains(node)) inside = true;
+    }
+    if (stale > STALE_MAX || inside) rebuild();
+    for (const [node, options] of wanted) register(node, options);
+    if (!watchedZone) hc.healthRide?.(true);
+    watchedZone = zone;
+    recheckEvery(true);
+    if (dirty) scheduleRecompute();
   };
   const watchFor = (current) => {
     const zone = current.generating && hc.quiet && hc.quiet.zone.getRootNode() === document ? hc.quiet.zone : null;

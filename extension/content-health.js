@@ -53,9 +53,9 @@
   };
   // At most one tick per beat, as a timer of their own counts one per run however late (a
   // hidden tab's timers may run once a minute); the phase is kept while the beats are on time.
-  const healthBeat = (late) => {
+  // `now`: the beat's performance.now().
+  const healthBeat = (late, now) => {
     if (!meters.on || !meters.riding) return;
-    const now = performance.now();
     if (now - meters.last < HEALTH_TICK_MS) return;
     meters.last = now - meters.last >= 2 * HEALTH_TICK_MS ? now : meters.last + HEALTH_TICK_MS;
     countTick(late);

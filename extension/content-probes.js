@@ -64,9 +64,13 @@
         for (child = child?.nextElementSibling; child; child = child.nextElementSibling) level.push({ el: child, deep: true });
         after.unshift(level);
       }
-      before.push({ el: list, deep: false });
+      // A list of at most TAIL_TURNS units is its own tail: one query instead of one per unit.
       const tail = [];
-      for (let unit = list.lastElementChild; unit && tail.length < TAIL_TURNS; unit = unit.previousElementSibling) tail.unshift({ el: unit, deep: true });
+      if (list.childElementCount <= TAIL_TURNS) tail.push({ el: list, deep: true });
+      else {
+        before.push({ el: list, deep: false });
+        for (let unit = list.lastElementChild; unit && tail.length < TAIL_TURNS; unit = unit.previousElementSibling) tail.unshift({ el: unit, deep: true });
+      }
       parts = [...before, ...tail, ...after.flat()];
     }
     live = { pass: hc.livePass, list, parts };
@@ -77,19 +81,24 @@
     const parts = liveParts();
     if (!parts) return queryAll(document, css);
     const out = [];
-    for (const { el, deep } of parts) {
-      if (matches(el, css)) out.push(el);
-      if (deep) out.push(...queryAll(el, css));
-    }
+    try {
+      for (const { el, deep } of parts) {
+        if (el.matches(css)) out.push(el);
+        if (deep) for (const found of el.querySelectorAll(css)) out.push(found);
+      }
+    } catch { return []; }
     return out;
   };
   const liveFirst = (css) => {
     const parts = liveParts();
     if (!parts) { try { return document.querySelector(css); } catch { return null; } }
-    for (const { el, deep } of parts) {
-      if (matches(el, css)) return el;
-      if (deep) { try { const found = el.querySelector(css); if (found) return found; } catch { return null; } }
-    }
+    try {
+      for (const { el, deep } of parts) {
+        if (el.matches(css)) return el;
+        const found = deep ? el.querySelector(css) : null;
+        if (found) return found;
+      }
+    } catch { return null; }
     return null;
   };
   const exists = (css) => liveFirst(css) !== null;

@@ -358,6 +358,37 @@ test('while a reply streams, an element moved inside its body is looked at again
   }
 });
 
+// While a reply streams, a reply that ends by a cue only its body shows (a completion
+// element added deep inside the body: no record of the streaming watch's kind, and nothing
+// else on the page changes) still ends: the streaming recheck's look into the body finds
+// it, the full recompute says the page is no longer generating, and the ended turn is
+// reported (content-facts.js recheckTick, lookIn; why the recheck exists).
+test('while a reply streams, a reply that ends by a cue deep inside its body, with no other change, ends', async () => {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
+    // Generating only until a `.hc-finished` element shows in the last reply (no Stop, no
+    // streaming cue), as a layout whose replies are pending until complete.
+    const ends = structuredClone(PROFILES.chatgpt);
+    ends.facts.stop = [];
+    ends.facts.streaming = [];
+    for (const gen of ends.generations) gen.pending_until_complete = true;
+    ends.facts.complete = [{ ...cardProbe('.hc-finished'), scope: 'last', gens: ends.generations.map((gen) => gen.id) }];
+    const page = await openSnippet(context, file, ends);
+    await streamTokens(page, body, 20, 5);
+    await token(page, body);
+    expect(await lastPosted(page, 'page_facts'), file).toMatchObject({ generating: true });
+    expect(await lastPosted(page, 'turn_ended'), file).toBeNull();
+    await page.evaluate((css) => {
+      const done = document.createElement('span');
+      done.className = 'hc-finished';
+      document.querySelector(css).lastElementChild.append(done);
+    }, body);
+    await expect.poll(async () => (await lastPosted(page, 'page_facts')).generating,
+      { message: `${file}: the cue inside the body ends the reply`, timeout: 5_000 }).toBe(false);
+    expect(await lastPosted(page, 'turn_ended'), file).not.toBeNull();
+    await page.close();
+  }
+});
+
 // While a reply streams, the health meters have no timer of their own: they ride on the
 // streaming watch's recheck timer (content-health.js healthBeat). Their samples still come
 // every five ticks, with the chat observer's callbacks counted.
