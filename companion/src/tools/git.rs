@@ -420,13 +420,13 @@ impl Drop for Snapshot {
 const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A work-tree diff (not `staged`, no `to`) diffs what it checked: the changed files are
-/// listed (`--name-only`), each is read through the confined path ([`Roots::open_file`]:
+/// listed (`--raw --no-renames`: a renamed file's old name is a deletion), each is read through the confined path ([`Roots::open_file`]:
 /// inside a root, no symlink followed, a hard link refused, [`super::roots::RootError::HardLink`]), its
 /// bytes hashed (`git hash-object --no-filters`) into a private object directory, and the
 /// diff compares an index of those blobs with the base (`from`, or the repository's index
 /// as a tree) — git never reads the work tree again, so a file swapped after the check is
 /// not what is shown. A symlink's target is read as the link (never followed); a deleted
-/// file leaves the index; a directory in a file's place (a submodule) keeps the base entry.
+/// file (also one removed from the index and left on disk) leaves the index; a directory in a file's place (a submodule) keeps the base entry.
 /// A list too long to check, or more than [`SNAPSHOT_BYTES`] of changed files, is refused.
 async fn snapshot_work_tree(
     roots: &Roots,
@@ -440,8 +440,12 @@ async fn snapshot_work_tree(
         "--no-ext-diff".to_owned(),
         "--no-textconv".to_owned(),
         "--no-relative".to_owned(),
-        "--name-only".to_owned(),
+        "--raw".to_owned(),
         "-z".to_owned(),
+        // Each path's own state: a rename would list only the new name (the old one's
+        // deletion lost); the final diff still detects renames.
+        "--no-renames".to_owned(),
+        "--full-index".to_owned(),
         "--end-of-options".to_owned(),
     ];
     names.extend(request.from.iter().cloned());
@@ -508,9 +512,9 @@ async fn snapshot_work_tree(
         return Err(git_failed("diff", dir, ceiling, &base.stderr));
     }
     // Each changed file, read once through the confined path.
-    let (text, checked_roots, copies) = (String::from_utf8_lossy(&listed.stdout).into_owned(), roots.clone(), snapshot.dir.clone());
+    let (listing, checked_roots, copies) = (listed_paths(&listed.stdout)?, roots.clone(), snapshot.dir.clone());
     let read_top = top.clone();
-    let entries = tokio::task::spawn_blocking(move || read_changed(&checked_roots, &read_top, &text, &copies))
+    let entries = tokio::task::spawn_blocking(move || read_changed(&checked_roots, &read_top, &listing, &copies))
         .await
         .map_err(|lost| ToolError::Io(format!("the changed files could not be read ({lost}); retry")))??;
     if entries.is_empty() {
@@ -544,6 +548,30 @@ async fn snapshot_work_tree(
     Ok(snapshot)
 }
 
+/// One path of the changed-file listing (`git diff --raw -z --no-renames`): its name
+/// (relative to the top), whether it is deleted (`D`: it leaves the index even when a file
+/// of that name is on disk, untracked).
+struct Listed {
+    name: String,
+    deleted: bool,
+}
+
+/// The paths of a `--raw -z` listing: `:<old mode> <new mode> <old id> <new id> <status>`
+/// then the name, each NUL-terminated.
+fn listed_paths(raw: &[u8]) -> Result<Vec<Listed>, ToolError> {
+    let text = String::from_utf8_lossy(raw);
+    let mut records = text.split('\0').filter(|r| !r.is_empty());
+    let mut listing = Vec::new();
+    while let Some(meta) = records.next() {
+        let fields: Vec<&str> = meta.strip_prefix(':').unwrap_or(meta).split(' ').collect();
+        let (Some(status), Some(name)) = (fields.get(4), records.next()) else {
+            return Err(ToolError::Io(format!("git diff --raw listed an entry it did not describe: {meta:?}")));
+        };
+        listing.push(Listed { name: name.to_owned(), deleted: status.starts_with('D') });
+    }
+    Ok(listing)
+}
+
 /// One changed file of a snapshot: its name (relative to the top), its mode (`None`:
 /// deleted) and the private copy of the bytes read.
 struct Changed {
@@ -552,18 +580,22 @@ struct Changed {
     copy: Option<PathBuf>,
 }
 
-/// Reads each changed file of the NUL-separated `names` (relative to `top`) through the
-/// confined path into a private copy in `copies`.
-fn read_changed(roots: &Roots, top: &Path, names: &str, copies: &Path) -> Result<Vec<Changed>, ToolError> {
+/// Reads each changed file of `listing` (relative to `top`) through the confined path into
+/// a private copy in `copies`; a deleted one is not read.
+fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) -> Result<Vec<Changed>, ToolError> {
     use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     let mut entries = Vec::new();
     let mut total = 0u64;
-    for (n, name) in names.split('\0').filter(|name| !name.is_empty()).enumerate() {
+    for (n, Listed { name, deleted }) in listing.iter().enumerate() {
         let path = top.join(name);
         let unreadable = |e: std::io::Error| ToolError::Io(format!("{} cannot be read: {e}", path.display()));
         let (mode, bytes) = match std::fs::symlink_metadata(&path) {
+            _ if *deleted => {
+                entries.push(Changed { name: name.to_owned(), mode: None, copy: None });
+                continue;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 entries.push(Changed { name: name.to_owned(), mode: None, copy: None });
                 continue;
@@ -784,21 +816,33 @@ mod tests {
         let roots = Roots::new([repo.clone()], []);
         let index = std::fs::read(repo.join(".git/index")).expect("the index");
         for (from, path) in [(None, None), (Some("HEAD~1"), None), (None, Some("b.txt"))] {
-            let mut diff = request(GitAction::Diff);
-            diff.root = repo.display().to_string();
-            diff.max_bytes = 64 * 1024;
-            diff.from = from.map(str::to_owned);
-            diff.path = path.map(str::to_owned);
-            let shown = git(&roots, &diff).await.expect("diffed");
-            let mut args = vec!["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch"];
-            args.extend(from);
-            if let Some(path) = path {
-                args.extend(["--", path]);
-            }
-            let plain = std::process::Command::new("git").arg("-C").arg(&repo).args(&args).output().expect("git");
-            assert_eq!(shown["text"].as_str(), Some(String::from_utf8_lossy(&plain.stdout).as_ref()), "{from:?} {path:?}");
+            shows_what_git_diff_shows(&roots, &repo, from, path).await;
         }
         assert_eq!(std::fs::read(repo.join(".git/index")).expect("the index"), index, "the repository's index is not written");
+        // Gitfix31 (failed before): a staged rename listed only its new name, and a file
+        // removed from the index but still on disk was read back — both deletions lost.
+        sh(&repo, &["mv", "b.txt", "c.txt"]);
+        sh(&repo, &["rm", "-q", "--cached", "run.sh"]);
+        shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
+        shows_what_git_diff_shows(&roots, &repo, None, None).await;
+    }
+
+    /// Asserts that `herdr_git diff` (work tree, `from`, `path`) in `repo` shows what plain
+    /// `git diff` shows, byte for byte.
+    async fn shows_what_git_diff_shows(roots: &Roots, repo: &Path, from: Option<&str>, path: Option<&str>) {
+        let mut diff = request(GitAction::Diff);
+        diff.root = repo.display().to_string();
+        diff.max_bytes = 64 * 1024;
+        diff.from = from.map(str::to_owned);
+        diff.path = path.map(str::to_owned);
+        let shown = git(roots, &diff).await.expect("diffed");
+        let mut args = vec!["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch"];
+        args.extend(from);
+        if let Some(path) = path {
+            args.extend(["--", path]);
+        }
+        let plain = std::process::Command::new("git").arg("-C").arg(repo).args(&args).output().expect("git");
+        assert_eq!(shown["text"].as_str(), Some(String::from_utf8_lossy(&plain.stdout).as_ref()), "{from:?} {path:?}");
     }
 
     fn sh(dir: &Path, args: &[&str]) {
