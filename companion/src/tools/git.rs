@@ -239,18 +239,35 @@ async fn run_git_with(
     env: &[(&str, PathBuf)],
     stdin: Option<Vec<u8>>,
 ) -> Result<GitOutput, ToolError> {
+    let filters = filters_of(dir, ceiling).await?;
+    run_git_filtered(dir, ceiling, &filters, args, max_bytes, env, stdin).await
+}
+
+/// The filter drivers the configuration of the repository at `dir` names (each switched
+/// off by [`hardened_command`]).
+async fn filters_of(dir: &Path, ceiling: &Path) -> Result<Vec<String>, ToolError> {
     let mut query = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &[]));
     query.args(FILTER_QUERY).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
-    let filters = match tokio::time::timeout(GIT_TIMEOUT, query.output()).await {
-        Ok(Ok(output)) => filter_overrides(&output.stdout),
+    match tokio::time::timeout(GIT_TIMEOUT, query.output()).await {
+        Ok(Ok(output)) => Ok(filter_overrides(&output.stdout)),
         Ok(Err(e)) => {
-            return Err(ToolError::Io(format!(
-                "git could not be started ({e}); install Git and make sure `git` is on the companion's PATH"
-            )))
+            Err(ToolError::Io(format!("git could not be started ({e}); install Git and make sure `git` is on the companion's PATH")))
         }
-        Err(_) => return Err(ToolError::Io(format!("git config took longer than {} s in {}", GIT_TIMEOUT.as_secs(), dir.display()))),
-    };
-    let mut command = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &filters));
+        Err(_) => Err(ToolError::Io(format!("git config took longer than {} s in {}", GIT_TIMEOUT.as_secs(), dir.display()))),
+    }
+}
+
+/// [`run_git_with`] with the `filters` of [`filters_of`] already read.
+async fn run_git_filtered(
+    dir: &Path,
+    ceiling: &Path,
+    filters: &[String],
+    args: &[String],
+    max_bytes: u64,
+    env: &[(&str, PathBuf)],
+    stdin: Option<Vec<u8>>,
+) -> Result<GitOutput, ToolError> {
+    let mut command = tokio::process::Command::from(hardened_command(dir, Some(ceiling), filters));
     command.arg("--literal-pathspecs").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     for (name, value) in env {
         command.env(name, value);
@@ -422,7 +439,7 @@ const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 /// A work-tree diff (not `staged`, no `to`) diffs what it checked: the changed files are
 /// listed (`--raw --no-renames`: a renamed file's old name is a deletion), each is read through the confined path ([`Roots::open_file`]:
 /// inside a root, no symlink followed, a hard link refused, [`super::roots::RootError::HardLink`]), its
-/// bytes hashed (`git hash-object --no-filters`) into a private object directory, and the
+/// bytes hashed as `git add` would store them at that path (`git hash-object --path`: line endings converted, no configured filter program run) into a private object directory, and the
 /// diff compares an index of those blobs with the base (`from`, or the repository's index
 /// as a tree) — git never reads the work tree again, so a file swapped after the check is
 /// not what is shown. A symlink's target is read as the link (never followed); a deleted
@@ -520,21 +537,29 @@ async fn snapshot_work_tree(
     if entries.is_empty() {
         return Ok(snapshot);
     }
-    // Their bytes as blobs (no filter runs: `--no-filters`), then the snapshot's index.
-    let paths: Vec<u8> =
-        entries.iter().filter_map(|e| e.copy.as_ref()).flat_map(|copy| format!("{}\n", copy.display()).into_bytes()).collect();
-    let hash = ["hash-object".to_owned(), "-w".to_owned(), "--no-filters".to_owned(), "--stdin-paths".to_owned()];
-    let hashed = run_git_with(&top, ceiling, &hash, 16 * 1024 * 1024, &env, Some(paths)).await?;
-    if !hashed.ok {
-        return Err(git_failed("diff", dir, ceiling, &hashed.stderr));
-    }
-    let ids = String::from_utf8_lossy(&hashed.stdout).into_owned();
-    let mut ids = ids.lines();
-    let mut info = Vec::new();
+    // Their bytes as blobs, each converted as `git add` would at its path (line endings; a
+    // configured filter program never runs: [`hardened_command`]), a link as it is.
+    let filters = filters_of(&top, ceiling).await?;
+    let mut ids = Vec::new();
     for entry in &entries {
-        let (mode, id) = match entry.mode {
-            Some(mode) => (mode, ids.next().ok_or_else(|| ToolError::Io("git hash-object answered fewer ids than files".to_owned()))?),
-            None => ("0", "0000000000000000000000000000000000000000"),
+        let (Some(mode), Some(copy)) = (entry.mode, &entry.copy) else {
+            ids.push(None);
+            continue;
+        };
+        let mut hash = vec!["hash-object".to_owned(), "-w".to_owned()];
+        hash.push(if mode == "120000" { "--no-filters".to_owned() } else { format!("--path={}", entry.name) });
+        hash.extend(["--".to_owned(), copy.display().to_string()]);
+        let hashed = run_git_filtered(&top, ceiling, &filters, &hash, 4096, &env, None).await?;
+        if !hashed.ok {
+            return Err(git_failed("diff", dir, ceiling, &hashed.stderr));
+        }
+        ids.push(Some(String::from_utf8_lossy(&hashed.stdout).trim().to_owned()));
+    }
+    let mut info = Vec::new();
+    for (entry, id) in entries.iter().zip(&ids) {
+        let (mode, id) = match (entry.mode, id) {
+            (Some(mode), Some(id)) => (mode, id.as_str()),
+            _ => ("0", "0000000000000000000000000000000000000000"),
         };
         info.extend_from_slice(format!("{mode} {id}\t").as_bytes());
         info.extend_from_slice(entry.name.as_bytes());
@@ -550,10 +575,12 @@ async fn snapshot_work_tree(
 
 /// One path of the changed-file listing (`git diff --raw -z --no-renames`): its name
 /// (relative to the top), whether it is deleted (`D`: it leaves the index even when a file
-/// of that name is on disk, untracked).
+/// of that name is on disk, untracked) and its mode as git sees it in the work tree (with
+/// `core.fileMode=false`, the index's).
 struct Listed {
     name: String,
     deleted: bool,
+    mode: String,
 }
 
 /// The paths of a `--raw -z` listing: `:<old mode> <new mode> <old id> <new id> <status>`
@@ -564,10 +591,10 @@ fn listed_paths(raw: &[u8]) -> Result<Vec<Listed>, ToolError> {
     let mut listing = Vec::new();
     while let Some(meta) = records.next() {
         let fields: Vec<&str> = meta.strip_prefix(':').unwrap_or(meta).split(' ').collect();
-        let (Some(status), Some(name)) = (fields.get(4), records.next()) else {
+        let (Some(mode), Some(status), Some(name)) = (fields.get(1), fields.get(4), records.next()) else {
             return Err(ToolError::Io(format!("git diff --raw listed an entry it did not describe: {meta:?}")));
         };
-        listing.push(Listed { name: name.to_owned(), deleted: status.starts_with('D') });
+        listing.push(Listed { name: name.to_owned(), deleted: status.starts_with('D'), mode: (*mode).to_owned() });
     }
     Ok(listing)
 }
@@ -588,7 +615,7 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     use std::os::unix::fs::PermissionsExt;
     let mut entries = Vec::new();
     let mut total = 0u64;
-    for (n, Listed { name, deleted }) in listing.iter().enumerate() {
+    for (n, Listed { name, deleted, mode: listed }) in listing.iter().enumerate() {
         let path = top.join(name);
         let unreadable = |e: std::io::Error| ToolError::Io(format!("{} cannot be read: {e}", path.display()));
         let (mode, bytes) = match std::fs::symlink_metadata(&path) {
@@ -611,7 +638,16 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
                 let executable = file.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
                 let mut bytes = Vec::new();
                 file.take(SNAPSHOT_BYTES.saturating_sub(total) + 1).read_to_end(&mut bytes).map_err(unreadable)?;
-                (if executable { "100755" } else { "100644" }, bytes)
+                // The mode git sees (`core.fileMode=false`: the index's; `core.symlinks=false`:
+                // a link kept as a file holding its target), else the file's own.
+                let mode = match listed.as_str() {
+                    "100644" => "100644",
+                    "100755" => "100755",
+                    "120000" => "120000",
+                    _ if executable => "100755",
+                    _ => "100644",
+                };
+                (mode, bytes)
             }
             // A directory (a submodule) or a special file: the base entry stays.
             Ok(_) => continue,
@@ -825,6 +861,27 @@ mod tests {
         sh(&repo, &["rm", "-q", "--cached", "run.sh"]);
         shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
         shows_what_git_diff_shows(&roots, &repo, None, None).await;
+    }
+
+    /// Gitfix31 (failed before): with `core.fileMode=false` every changed file showed an
+    /// old/new mode pair, and a file git converts (`text eol=crlf`) was hashed as read, so a
+    /// one-line edit showed every line changed. Modes come from git's listing and each file
+    /// is hashed as git would store it at its path.
+    #[tokio::test]
+    async fn a_work_tree_diff_shows_modes_and_line_endings_as_git_diff_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, repo) = repository_with_sub("b.txt", "one\ntwo\n");
+        let repo = repo.canonicalize().expect("canonical");
+        std::fs::write(repo.join(".gitattributes"), "b.txt text eol=crlf\n").expect("w");
+        sh(&repo, &["add", ".gitattributes"]);
+        sh(&repo, &["commit", "-qm", "crlf"]);
+        sh(&repo, &["config", "core.fileMode", "false"]);
+        std::fs::write(repo.join("b.txt"), "one\r\ntwo\r\nthree\r\n").expect("w");
+        std::fs::write(repo.join("sub/a.txt"), "one\nmore\n").expect("w");
+        std::fs::set_permissions(repo.join("sub/a.txt"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let roots = Roots::new([repo.clone()], []);
+        shows_what_git_diff_shows(&roots, &repo, None, None).await;
+        shows_what_git_diff_shows(&roots, &repo, Some("HEAD~1"), None).await;
     }
 
     /// Asserts that `herdr_git diff` (work tree, `from`, `path`) in `repo` shows what plain
