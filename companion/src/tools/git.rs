@@ -437,14 +437,18 @@ impl Drop for Snapshot {
 const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A work-tree diff (not `staged`, no `to`) diffs what it checked: the changed files are
-/// listed (`--raw --no-renames`: a renamed file's old name is a deletion), each is read through the confined path ([`Roots::open_file`]:
-/// inside a root, no symlink followed, a hard link refused, [`super::roots::RootError::HardLink`]), its
-/// bytes hashed as `git add` would store them at that path (`git hash-object --path`: line endings converted, no configured filter program run) into a private object directory, and the
-/// diff compares an index of those blobs with the base (`from`, or the repository's index
-/// as a tree) — git never reads the work tree again, so a file swapped after the check is
-/// not what is shown. A symlink's target is read as the link (never followed); a deleted
-/// file (also one removed from the index and left on disk) leaves the index; a directory in a file's place (a submodule) keeps the base entry.
-/// A list too long to check, or more than [`SNAPSHOT_BYTES`] of changed files, is refused.
+/// listed (`--raw --no-renames`: a renamed file's old name is a deletion), each is read
+/// through the confined path ([`Roots::open_file`]: inside a root, no symlink followed, a
+/// hard link refused, [`super::roots::RootError::HardLink`]), its bytes hashed as `git add`
+/// would store them at that path (`git hash-object --path`: line endings converted, no
+/// configured filter program run) into a private object directory, and the diff compares
+/// an index of those blobs with the base (`from`, or the repository's index as a tree) —
+/// git never reads the work tree again, so a file swapped after the check is not what is
+/// shown. A symlink's target is read as the link (never followed); a deleted file (also
+/// one removed from the index and left on disk, or below a directory replaced by a
+/// symlink, never followed) leaves the index; a directory in a file's place (a submodule)
+/// keeps the base entry. A list too long to check, or more than [`SNAPSHOT_BYTES`] of
+/// changed files, is refused.
 async fn snapshot_work_tree(
     roots: &Roots,
     dir: &Path,
@@ -618,8 +622,14 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     for (n, Listed { name, deleted, mode: listed }) in listing.iter().enumerate() {
         let path = top.join(name);
         let unreadable = |e: std::io::Error| ToolError::Io(format!("{} cannot be read: {e}", path.display()));
+        // A directory above it that is a symlink (or no directory): git sees no file there.
+        let below_a_link = Path::new(name)
+            .ancestors()
+            .skip(1)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .any(|dir| std::fs::symlink_metadata(top.join(dir)).map_or(true, |meta| !meta.file_type().is_dir()));
         let (mode, bytes) = match std::fs::symlink_metadata(&path) {
-            _ if *deleted => {
+            _ if *deleted || below_a_link => {
                 entries.push(Changed { name: name.to_owned(), mode: None, copy: None });
                 continue;
             }
@@ -882,6 +892,32 @@ mod tests {
         let roots = Roots::new([repo.clone()], []);
         shows_what_git_diff_shows(&roots, &repo, None, None).await;
         shows_what_git_diff_shows(&roots, &repo, Some("HEAD~1"), None).await;
+    }
+
+    /// Gitfix31 (failed before): a tracked `sub/a.txt` whose directory was replaced by a
+    /// symlink to a directory outside the roots refused the whole diff (or showed what the
+    /// link outside pointed at). A name below a symlink is deleted, as git sees it; the link
+    /// is never followed.
+    #[tokio::test]
+    async fn a_file_below_a_symlinked_directory_is_deleted_and_never_read() {
+        let (dir, repo) = repository_with_sub("b.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(outside.join("a.txt"), "SECRET\n").expect("w");
+        std::fs::remove_dir_all(repo.join("sub")).expect("rm");
+        std::os::unix::fs::symlink(&outside, repo.join("sub")).expect("ln");
+        std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        shows_what_git_diff_shows(&roots, &repo, None, None).await;
+        shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
+        // Swapped after git listed the names as changed: read as deleted, never followed
+        // (a regular file or a link outside).
+        std::os::unix::fs::symlink("/SECRET-LINK", outside.join("l")).expect("ln");
+        let copies = tempfile::tempdir().expect("tempdir");
+        let listing = ["sub/a.txt", "sub/l"].map(|name| Listed { name: name.to_owned(), deleted: false, mode: "100644".to_owned() });
+        let read = read_changed(&roots, &repo, &listing, copies.path()).expect("read as deleted");
+        assert!(read.iter().all(|entry| entry.mode.is_none() && entry.copy.is_none()), "deleted");
     }
 
     /// Asserts that `herdr_git diff` (work tree, `from`, `path`) in `repo` shows what plain
