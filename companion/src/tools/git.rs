@@ -473,7 +473,7 @@ async fn snapshot_work_tree(
     if let Some(pathspec) = pathspec {
         names.extend(["--".to_owned(), pathspec.to_owned()]);
     }
-    let located = ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"].map(str::to_owned);
+    let located = ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format"].map(str::to_owned);
     let top = run_git(dir, ceiling, &located, 64 * 1024).await?;
     let listed = run_git(dir, ceiling, &names, NAME_LIST_BYTES).await?;
     if !top.ok || !listed.ok {
@@ -485,10 +485,12 @@ async fn snapshot_work_tree(
     }
     let located = String::from_utf8_lossy(&top.stdout).into_owned();
     let mut lines = located.lines();
-    let (Some(top), Some(git_dir), Some(common)) = (lines.next(), lines.next(), lines.next()) else {
+    let (Some(top), Some(git_dir), Some(common), Some(format)) = (lines.next(), lines.next(), lines.next(), lines.next()) else {
         return Err(ToolError::Io(format!("git rev-parse did not say where the repository is in {}", dir.display())));
     };
     let (top, git_dir) = (PathBuf::from(top), PathBuf::from(git_dir));
+    // A deleted entry's id: zeros of the repository's id length (SHA-1 or SHA-256).
+    let gone = "0".repeat(if format == "sha256" { 64 } else { 40 });
     let objects = dir.join(common).join("objects");
     static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let private = std::env::temp_dir().join(format!(
@@ -517,7 +519,7 @@ async fn snapshot_work_tree(
                 }
                 _ => {}
             }
-            let tree = run_git_with(&top, ceiling, &["write-tree".to_owned()], 4096, &real, None).await?;
+            let tree = run_git_with(&top, ceiling, &index_command(&["write-tree"]), 4096, &real, None).await?;
             if !tree.ok {
                 return Err(ToolError::Bad(format!(
                     "diff: the index cannot be compared with the work tree ({}): resolve the merge, or diff with staged or from",
@@ -527,7 +529,8 @@ async fn snapshot_work_tree(
             String::from_utf8_lossy(&tree.stdout).trim().to_owned()
         }
     };
-    let read = ["read-tree".to_owned(), "--end-of-options".to_owned(), snapshot.base.clone()];
+    let mut read = index_command(&["read-tree", "--end-of-options"]);
+    read.push(snapshot.base.clone());
     let base = run_git_with(&top, ceiling, &read, 4096, &env, None).await?;
     if !base.ok {
         return Err(git_failed("diff", dir, ceiling, &base.stderr));
@@ -563,18 +566,25 @@ async fn snapshot_work_tree(
     for (entry, id) in entries.iter().zip(&ids) {
         let (mode, id) = match (entry.mode, id) {
             (Some(mode), Some(id)) => (mode, id.as_str()),
-            _ => ("0", "0000000000000000000000000000000000000000"),
+            _ => ("0", gone.as_str()),
         };
         info.extend_from_slice(format!("{mode} {id}\t").as_bytes());
         info.extend_from_slice(entry.name.as_bytes());
         info.push(0);
     }
-    let update = ["update-index".to_owned(), "-z".to_owned(), "--index-info".to_owned()];
+    let update = index_command(&["update-index", "-z", "--index-info"]);
     let updated = run_git_with(&top, ceiling, &update, 4096, &env, Some(info)).await?;
     if !updated.ok {
         return Err(git_failed("diff", dir, ceiling, &updated.stderr));
     }
     Ok(snapshot)
+}
+
+/// A command that writes a snapshot's index: `-c core.splitIndex=false` first, so that a
+/// repository's `core.splitIndex=true` never puts a `sharedindex.*` file into its git
+/// directory (the index is written whole, in the private directory).
+fn index_command(args: &[&str]) -> Vec<String> {
+    ["-c", "core.splitIndex=false"].iter().chain(args).map(|a| (*a).to_owned()).collect()
 }
 
 /// One path of the changed-file listing (`git diff --raw -z --no-renames`): its name
@@ -918,6 +928,39 @@ mod tests {
         let listing = ["sub/a.txt", "sub/l"].map(|name| Listed { name: name.to_owned(), deleted: false, mode: "100644".to_owned() });
         let read = read_changed(&roots, &repo, &listing, copies.path()).expect("read as deleted");
         assert!(read.iter().all(|entry| entry.mode.is_none() && entry.copy.is_none()), "deleted");
+    }
+
+    /// Gitfix31 (failed before): in a SHA-256 repository a deleted file was written with a
+    /// 40-zero id, which `update-index` refused; with `core.splitIndex=true` the snapshot's
+    /// index writes could put `sharedindex.*` files into the repository's git directory.
+    #[tokio::test]
+    async fn a_work_tree_diff_in_a_sha256_or_split_index_repository_shows_what_git_diff_shows() {
+        for (init, split) in [(&["init", "-q", "--object-format=sha256"][..], false), (&["init", "-q"][..], true)] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let repo = dir.path().join("repo");
+            std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+            sh(&repo, init);
+            let repo = repo.canonicalize().expect("canonical");
+            if split {
+                sh(&repo, &["config", "core.splitIndex", "true"]);
+            }
+            std::fs::write(repo.join("sub/a.txt"), "one\n").expect("w");
+            std::fs::write(repo.join("b.txt"), "one\n").expect("w");
+            sh(&repo, &["add", "."]);
+            sh(&repo, &["commit", "-qm", "one"]);
+            std::fs::remove_file(repo.join("sub/a.txt")).expect("rm");
+            std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+            let listed = || {
+                let mut names: Vec<_> = std::fs::read_dir(repo.join(".git")).expect("ls").map(|e| e.expect("entry").file_name()).collect();
+                names.sort();
+                names
+            };
+            let git_dir = listed();
+            let roots = Roots::new([repo.clone()], []);
+            shows_what_git_diff_shows(&roots, &repo, None, None).await;
+            shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
+            assert_eq!(listed(), git_dir, "nothing written into the git directory (split: {split})");
+        }
     }
 
     /// Asserts that `herdr_git diff` (work tree, `from`, `path`) in `repo` shows what plain
