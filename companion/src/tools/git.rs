@@ -522,7 +522,7 @@ async fn snapshot_work_tree(
             let tree = run_git_with(&top, ceiling, &index_command(&["write-tree"]), 4096, &real, None).await?;
             if !tree.ok {
                 return Err(ToolError::Bad(format!(
-                    "diff: the index cannot be compared with the work tree ({}): resolve the merge, or diff with staged or from",
+                    "diff: the index cannot be compared with the work tree ({}), as during a merge with conflicts: send from: \"HEAD\" to see the work tree (conflict markers included) against the last commit, or resolve the merge",
                     tree.stderr
                 )));
             }
@@ -961,6 +961,32 @@ mod tests {
             shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
             assert_eq!(listed(), git_dir, "nothing written into the git directory (split: {split})");
         }
+    }
+
+    /// Gitfix31 (review L2): during a merge with conflicts the index has no tree to compare
+    /// the work tree with; the refusal says to send `from: "HEAD"`, and that diff (the work
+    /// tree, conflict markers included, against the last commit) shows what `git diff HEAD`
+    /// shows.
+    #[tokio::test]
+    async fn a_work_tree_diff_during_a_conflicted_merge_names_from_head_which_works() {
+        let (_dir, repo) = repository_with_sub("b.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        sh(&repo, &["checkout", "-qb", "other"]);
+        std::fs::write(repo.join("b.txt"), "theirs\n").expect("w");
+        std::fs::write(repo.join("c.txt"), "clean\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "theirs"]);
+        sh(&repo, &["checkout", "-q", "-"]);
+        std::fs::write(repo.join("b.txt"), "ours\n").expect("w");
+        sh(&repo, &["commit", "-qam", "ours"]);
+        let merged = std::process::Command::new("git").arg("-C").arg(&repo).args(["merge", "-q", "other"]).output().expect("git");
+        assert!(!merged.status.success(), "a conflict");
+        let roots = Roots::new([repo.clone()], []);
+        let mut diff = request(GitAction::Diff);
+        diff.root = repo.display().to_string();
+        let error = git(&roots, &diff).await.expect_err("no tree of a conflicted index").to_string();
+        assert!(error.contains("from: \"HEAD\""), "{error}");
+        shows_what_git_diff_shows(&roots, &repo, Some("HEAD"), None).await;
     }
 
     /// Asserts that `herdr_git diff` (work tree, `from`, `path`) in `repo` shows what plain
