@@ -21,6 +21,9 @@
 //!   copy: the user confirmed deleting it, and the queue, Auto and Goal are not withheld for
 //!   good. A stored JSON `null` holds no items: it is an empty book (said once in
 //!   Activity).
+//! - A readable book's items are cleared only by a Clear confirming the question about them
+//!   (`queueClearConfirm`, or none from an older page); a Clear confirmed from a question
+//!   about an unreadable record or a failed read is refused (the queue changed; ask again).
 //! - While the book cannot be used ([`QueueTrouble`]), semantic Auto and Goal mode are
 //!   withheld with its own reason, not with "your queued messages go first": a storage read
 //!   or write that failed (`queue_storage_failed`: read again every [`QUEUE_RELOAD_MS`];
@@ -76,9 +79,8 @@ pub(super) enum QueueChange {
     Add { tab: TabId, conversation: String, item_id: String, text: String },
     /// A confirmed batch leaves.
     Remove { send: QueueSend },
-    /// The user cleared the conversation's queue from `tab`; `forcible`: the question they
-    /// confirmed was [`CLEAR_ASIDE_FAILED`] (a keep-aside failing again deletes the record).
-    Clear { tab: TabId, conversation: String, forcible: bool },
+    /// The user cleared the conversation's queue from `tab`, confirming the question `asked`.
+    Clear { tab: TabId, conversation: String, asked: ClearAsked },
     /// A handoff's cut-over: the unsent items of `from` move to `to`, in order (Q9).
     Move { from: String, to: String },
 }
@@ -113,6 +115,19 @@ impl QueueFlow {
     pub(super) fn with_durable(durable: QueueDurable) -> Self {
         Self { durable, ..Self::default() }
     }
+}
+
+/// Which clear question the user confirmed (the page names its `_locales` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClearAsked {
+    /// `queueClearConfirm` ("Clear the N queued messages?"), or no key (an older page): the
+    /// one Clear that may delete a readable queue's messages.
+    Messages,
+    /// [`CLEAR_ASIDE_FAILED`]: a keep-aside failing again deletes the unreadable record.
+    AsideFailed,
+    /// Another question (the record is unreadable, the storage failed): a readable queue
+    /// is not cleared by it (the user was not asked about its messages).
+    Other,
 }
 
 /// Why the stored book cannot be used.
@@ -195,11 +210,16 @@ impl Continuity {
 
     /// Clears the queue of `tab`'s conversation (Q7; the HUD asked the user first, with the
     /// `question` key the page names: only [`CLEAR_ASIDE_FAILED`] may delete an unreadable
-    /// record without a copy; no key, from an older page, never does).
+    /// record without a copy; no key, from an older page, never does; only `queueClearConfirm`
+    /// or no key clears a readable queue's messages).
     pub(super) fn queue_clear(&mut self, tab: TabId, question: Option<&str>) {
-        let forcible = question == Some(CLEAR_ASIDE_FAILED);
+        let asked = match question {
+            None | Some(CLEAR_CONFIRM) => ClearAsked::Messages,
+            Some(CLEAR_ASIDE_FAILED) => ClearAsked::AsideFailed,
+            Some(_) => ClearAsked::Other,
+        };
         match self.pages.get(&tab).and_then(conversation_key) {
-            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation, forcible }),
+            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation, asked }),
             None => self.queue_refused(tab, &QueueRefusal::NoConversation),
         }
     }
@@ -274,14 +294,18 @@ impl Continuity {
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
         let applied = match &change {
-            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Clear { .. } | QueueChange::Move { .. } => Ok(()),
+            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Move { .. } => Ok(()),
             QueueChange::Add { conversation, item_id, text, .. } => book.add(conversation, item_id, text, now).map(|_| ()),
+            // The user was asked about an unreadable record or a failed read, not about these
+            // messages: the queue changed since; they are asked again (review 37 M2).
+            QueueChange::Clear { asked, .. } if *asked != ClearAsked::Messages => Err(QueueRefusal::QueueChanged),
+            QueueChange::Clear { .. } => Ok(()),
         };
         match &change {
             QueueChange::Remove { send } => {
                 book.remove(&send.conversation, &send.item_ids);
             }
-            QueueChange::Clear { conversation, .. } => {
+            QueueChange::Clear { conversation, .. } if applied.is_ok() => {
                 book.clear(conversation);
             }
             QueueChange::Move { from, to } => {
@@ -322,7 +346,7 @@ impl Continuity {
             return;
         }
         if self.queue.aside == Aside::Writing {
-            let forcible = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { forcible: true, .. })));
+            let forcible = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { asked: ClearAsked::AsideFailed, .. })));
             match result {
                 // Kept aside: now the empty book goes over the unreadable record.
                 Ok(()) => self.queue.aside = Aside::Kept,
@@ -562,7 +586,7 @@ impl Continuity {
                 "unreadable" => "queueClearUnreadable",
                 "storage_failed" => "queueClearStorageFailed",
                 "aside_failed" => CLEAR_ASIDE_FAILED,
-                _ => "queueClearConfirm",
+                _ => CLEAR_CONFIRM,
             },
         })
     }
@@ -594,6 +618,10 @@ impl Continuity {
 /// The clear question that says a keep-aside failing again deletes the unreadable record
 /// without a copy: the one question whose confirmed Clear may do so.
 const CLEAR_ASIDE_FAILED: &str = "queueClearAsideFailed";
+
+/// The clear question of a readable queue ("Clear the N queued messages?"): with no key
+/// (an older page), the one question whose confirmed Clear deletes a readable queue's messages.
+const CLEAR_CONFIRM: &str = "queueClearConfirm";
 
 /// How long an unreadable book waits before it is read again.
 const QUEUE_RELOAD_MS: Millis = 10_000;

@@ -575,6 +575,55 @@ fn only_a_clear_confirming_the_aside_failed_question_deletes_without_a_copy() {
     assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_forced"), "{out:?}");
 }
 
+// Review 37 M2 (failed before: both queued messages were deleted): a Clear confirmed from a
+// question that never asked about deleting messages ("the queue cannot be read… try
+// anyway?", a stale "keep it aside" or "failed last time") cleared a queue that had become
+// readable, without "Clear the 2 queued messages?". Now a readable queue is cleared only by
+// a Clear confirming `queueClearConfirm` (or naming no question, an older page); any other
+// is refused: the queue changed, ask again.
+#[test]
+fn a_clear_confirming_another_question_never_deletes_a_readable_queues_messages() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut stored = Stored::default();
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    answer_stored(&mut shell, out, &mut stored);
+    // The reply streams, so the queued messages wait.
+    let streaming = PageReport { generating: true, ..idle("load-1") };
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(streaming) });
+    answer_stored(&mut shell, out, &mut stored);
+    for text in ["first", "second"] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+    }
+    let items =
+        |stored: &Stored| ext_core::queue::QueueBook::parse(stored.queue.as_deref()).map(|b| b.items(&format!("chatgpt:{CONV}")).len());
+    assert_eq!(items(&stored), Ok(2));
+    for question in ["queueClearStorageFailed", "queueClearUnreadable", "queueClearAsideFailed"] {
+        // A read fails: the HUD asks the storage-failed question.
+        stored.fail_read = true;
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(queue_state(&shell).map(|(_, clear)| clear), Some("queueClearStorageFailed"));
+        // The Clear's own read succeeds: the readable book, two messages the user was never
+        // asked about.
+        stored.fail_read = false;
+        let out = shell.page(1, clear(question));
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(items(&stored), Ok(2), "{question}: nothing deleted: {out:?}");
+        let notices = typed(&out, 1, "notice");
+        assert!(notices.iter().any(|n| n["key"] == "queueRefused_queue_changed"), "{question}: the HUD says ask again: {notices:?}");
+        assert!(notices.iter().all(|n| n["key"] != "queueNote_cleared"), "{question}: {notices:?}");
+        assert_eq!(queue_state(&shell), Some(("waiting", "queueClearConfirm")), "{question}: the question to ask now");
+    }
+    // The question about the messages, confirmed: cleared.
+    let out = shell.page(1, clear("queueClearConfirm"));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(items(&stored), Ok(0), "{out:?}");
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared"), "{out:?}");
+}
+
 // Leftovers31 (failed before): a second Clear of an unreadable queue wrote its record over
 // the first set-aside copy. Every set-aside record is kept now, up to
 // `queue::MAX_ASIDE_RECORDS`; beyond that the keep-aside is refused (nothing replaced) and
