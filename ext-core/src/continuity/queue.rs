@@ -68,6 +68,13 @@ pub struct QueueDurable {
     /// Next item number (item ids are `q:<ledger token>`).
     #[serde(default)]
     pub next_item: u64,
+    /// Why the last Clear's keep-aside of an unreadable record failed (at most
+    /// [`ASIDE_FAILED_CHARS`]): the next Clear confirming [`CLEAR_ASIDE_FAILED`] tries again
+    /// and, failing again, writes the empty book without a copy — across a worker restart
+    /// too (review 37 L9; an older snapshot has none). Forgotten once a book is read or
+    /// written.
+    #[serde(default)]
+    pub aside_failed: Option<String>,
 }
 
 /// One change to the stored book.
@@ -96,9 +103,6 @@ pub(super) struct QueueFlow {
     trouble: Option<QueueTrouble>,
     /// The running Clear's keep-aside of an unreadable record: being written, or written.
     aside: Aside,
-    /// Why the last Clear's keep-aside failed: the next Clear tries again and, failing
-    /// again, writes the empty book without a copy. Forgotten once a book is read or written.
-    aside_failed: Option<String>,
     /// A stored `null` was read and said in Activity (once per worker).
     null_noted: bool,
     /// Changes waiting; the front one is running.
@@ -289,7 +293,7 @@ impl Continuity {
             }
         };
         self.queue.trouble = None;
-        self.queue.aside_failed = None;
+        self.queue_aside_failed(None);
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
@@ -352,12 +356,12 @@ impl Continuity {
                 Ok(()) => self.queue.aside = Aside::Kept,
                 // Failed again, after the HUD said so and the user confirmed this Clear from
                 // the question that says so: the empty book goes over it without a copy.
-                Err(detail) if forcible && self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
+                Err(detail) if forcible && self.queue.durable.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
                 // Nothing was written over (a Clear confirming any other question, or none,
                 // only retries): the HUD says why and what the next Clear does.
                 Err(detail) => {
                     self.queue.aside = Aside::None;
-                    self.queue.aside_failed = Some(detail.clone());
+                    self.queue_aside_failed(Some(&detail));
                     return self.queue_finished(now, Err(QueueRefusal::AsideFailed { detail }));
                 }
             }
@@ -366,7 +370,7 @@ impl Continuity {
         match result {
             Ok(()) => {
                 self.queue.trouble = None;
-                self.queue.aside_failed = None;
+                self.queue_aside_failed(None);
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
@@ -376,6 +380,15 @@ impl Continuity {
                 self.queue.book = None;
                 self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
+        }
+    }
+
+    /// Remembers (persisted) why the last keep-aside failed, or forgets it.
+    fn queue_aside_failed(&mut self, detail: Option<&str>) {
+        let detail = detail.map(|d| crate::text::first_chars(d, ASIDE_FAILED_CHARS).to_owned());
+        if self.queue.durable.aside_failed != detail {
+            self.queue.durable.aside_failed = detail;
+            self.persist();
         }
     }
 
@@ -564,7 +577,7 @@ impl Continuity {
         let state = if let Some(trouble) = self.queue.trouble {
             match trouble {
                 QueueTrouble::StorageFailed => "storage_failed",
-                QueueTrouble::NotAQueue if self.queue.aside_failed.is_some() => "aside_failed",
+                QueueTrouble::NotAQueue if self.queue.durable.aside_failed.is_some() => "aside_failed",
                 QueueTrouble::NotAQueue => "unreadable",
             }
         } else if durable.undelivered.contains_key(&conversation) {
@@ -622,6 +635,9 @@ const CLEAR_ASIDE_FAILED: &str = "queueClearAsideFailed";
 /// The clear question of a readable queue ("Clear the N queued messages?"): with no key
 /// (an older page), the one question whose confirmed Clear deletes a readable queue's messages.
 const CLEAR_CONFIRM: &str = "queueClearConfirm";
+
+/// How many characters of a failed keep-aside's error the snapshot keeps.
+const ASIDE_FAILED_CHARS: usize = 200;
 
 /// How long an unreadable book waits before it is read again.
 const QUEUE_RELOAD_MS: Millis = 10_000;
