@@ -469,12 +469,13 @@ const STATE_DB_MIGRATIONS: &[Migration] = &[
         // Each row's rowid from its source: a turn `m<id>` id·4, evidence `e<id>` id·4+1, a
         // checkpoint `r<revision>` its row's rowid·4+2, so reclaiming deletes by rowid
         // instead of scanning the table. A row whose source is gone (or a second row of
-        // one source) keeps its text under a negative rowid, which no key ever takes.
+        // one source) is dropped: no rowid reclaim would ever reach it, and search would
+        // still return it (review 37 L8).
         step: Step::Sql(
             "CREATE VIRTUAL TABLE wm_fts_keyed USING fts5 (body, continuity_id UNINDEXED, source_kind UNINDEXED, source_id UNINDEXED);
              INSERT INTO wm_fts_keyed (rowid, body, continuity_id, source_kind, source_id)
-               SELECT CASE WHEN key IS NOT NULL AND row_number() OVER (PARTITION BY key ORDER BY old) = 1 THEN key ELSE -old END,
-                      body, continuity_id, source_kind, source_id
+               SELECT key, body, continuity_id, source_kind, source_id
+               FROM (SELECT key, body, continuity_id, source_kind, source_id, row_number() OVER (PARTITION BY key ORDER BY old) AS nth
                FROM (SELECT f.rowid AS old, f.body, f.continuity_id, f.source_kind, f.source_id,
                        CASE f.source_kind
                          WHEN 'turn' THEN (SELECT t.id * 4 FROM wm_turns t WHERE 'm' || t.id = f.source_id
@@ -484,7 +485,8 @@ const STATE_DB_MIGRATIONS: &[Migration] = &[
                          WHEN 'checkpoint' THEN (SELECT c.rowid * 4 + 2 FROM wm_checkpoints c WHERE c.continuity_id = f.continuity_id
                                                    AND 'r' || c.revision = f.source_id)
                        END AS key
-                     FROM wm_fts f);
+                     FROM wm_fts f))
+               WHERE key IS NOT NULL AND nth = 1;
              DROP TABLE wm_fts;
              ALTER TABLE wm_fts_keyed RENAME TO wm_fts;",
         ),

@@ -119,6 +119,10 @@ pub enum QueueRefusal {
         /// What is wrong with it, for the HUD.
         detail: String,
     },
+    /// The user's Clear confirmed a question about an unreadable record or a failed read,
+    /// and the queue read now is readable: its messages were not what the user was asked
+    /// about, so nothing was cleared; the HUD asks again.
+    QueueChanged,
     /// The user's Clear could not keep the unreadable record aside; nothing was written
     /// over it. The next Clear tries again and, failing again, deletes it without a copy.
     AsideFailed {
@@ -148,6 +152,9 @@ impl std::fmt::Display for QueueRefusal {
             }
             Self::RecordUnreadable { detail } => {
                 write!(f, "the stored queue is not readable ({detail}); nothing was changed: clear the queue to keep it aside and start an empty one")
+            }
+            Self::QueueChanged => {
+                f.write_str("the queue changed since you were asked: nothing was cleared; ask again to clear its messages")
             }
             Self::AsideFailed { detail } => write!(
                 f,

@@ -129,6 +129,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
     restored.handle(now, ContinuityInput::JudgeSettings { stored });
     let stored = record(ext_core::recovery_config::SETTINGS_KEY);
     restored.handle(now, ContinuityInput::RecoverySettings { stored });
+    let start_view = record(ext_core::worker::START_VIEW_KEY).and_then(Result::ok);
     let language = match js::ui_language() {
         Some(lang) if lang.starts_with("zh") => Language::Zh,
         _ => Language::En,
@@ -142,6 +143,7 @@ pub fn start_worker(local: JsValue, sync: JsValue) -> Result<(), JsValue> {
         .ok()
         .and_then(|value| js::json_value(&value).ok());
     LinkDriver::feed(&driver, WorkerInput::ProfileOverrides { record: overrides.filter(|value| !value.is_null()) });
+    LinkDriver::feed(&driver, WorkerInput::StartView { record: start_view });
     LinkDriver::feed(&driver, WorkerInput::Start);
     Ok(())
 }

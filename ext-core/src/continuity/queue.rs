@@ -21,6 +21,9 @@
 //!   copy: the user confirmed deleting it, and the queue, Auto and Goal are not withheld for
 //!   good. A stored JSON `null` holds no items: it is an empty book (said once in
 //!   Activity).
+//! - A readable book's items are cleared only by a Clear confirming the question about them
+//!   (`queueClearConfirm`, or none from an older page); a Clear confirmed from a question
+//!   about an unreadable record or a failed read is refused (the queue changed; ask again).
 //! - While the book cannot be used ([`QueueTrouble`]), semantic Auto and Goal mode are
 //!   withheld with its own reason, not with "your queued messages go first": a storage read
 //!   or write that failed (`queue_storage_failed`: read again every [`QUEUE_RELOAD_MS`];
@@ -65,6 +68,13 @@ pub struct QueueDurable {
     /// Next item number (item ids are `q:<ledger token>`).
     #[serde(default)]
     pub next_item: u64,
+    /// Why the last Clear's keep-aside of an unreadable record failed (at most
+    /// [`ASIDE_FAILED_CHARS`]): the next Clear confirming [`CLEAR_ASIDE_FAILED`] tries again
+    /// and, failing again, writes the empty book without a copy — across a worker restart
+    /// too (review 37 L9; an older snapshot has none). Forgotten once a book is read or
+    /// written.
+    #[serde(default)]
+    pub aside_failed: Option<String>,
 }
 
 /// One change to the stored book.
@@ -76,9 +86,8 @@ pub(super) enum QueueChange {
     Add { tab: TabId, conversation: String, item_id: String, text: String },
     /// A confirmed batch leaves.
     Remove { send: QueueSend },
-    /// The user cleared the conversation's queue from `tab`; `forcible`: the question they
-    /// confirmed was [`CLEAR_ASIDE_FAILED`] (a keep-aside failing again deletes the record).
-    Clear { tab: TabId, conversation: String, forcible: bool },
+    /// The user cleared the conversation's queue from `tab`, confirming the question `asked`.
+    Clear { tab: TabId, conversation: String, asked: ClearAsked },
     /// A handoff's cut-over: the unsent items of `from` move to `to`, in order (Q9).
     Move { from: String, to: String },
 }
@@ -94,9 +103,6 @@ pub(super) struct QueueFlow {
     trouble: Option<QueueTrouble>,
     /// The running Clear's keep-aside of an unreadable record: being written, or written.
     aside: Aside,
-    /// Why the last Clear's keep-aside failed: the next Clear tries again and, failing
-    /// again, writes the empty book without a copy. Forgotten once a book is read or written.
-    aside_failed: Option<String>,
     /// A stored `null` was read and said in Activity (once per worker).
     null_noted: bool,
     /// Changes waiting; the front one is running.
@@ -113,6 +119,19 @@ impl QueueFlow {
     pub(super) fn with_durable(durable: QueueDurable) -> Self {
         Self { durable, ..Self::default() }
     }
+}
+
+/// Which clear question the user confirmed (the page names its `_locales` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClearAsked {
+    /// `queueClearConfirm` ("Clear the N queued messages?"), or no key (an older page): the
+    /// one Clear that may delete a readable queue's messages.
+    Messages,
+    /// [`CLEAR_ASIDE_FAILED`]: a keep-aside failing again deletes the unreadable record.
+    AsideFailed,
+    /// Another question (the record is unreadable, the storage failed): a readable queue
+    /// is not cleared by it (the user was not asked about its messages).
+    Other,
 }
 
 /// Why the stored book cannot be used.
@@ -195,11 +214,16 @@ impl Continuity {
 
     /// Clears the queue of `tab`'s conversation (Q7; the HUD asked the user first, with the
     /// `question` key the page names: only [`CLEAR_ASIDE_FAILED`] may delete an unreadable
-    /// record without a copy; no key, from an older page, never does).
+    /// record without a copy; no key, from an older page, never does; only `queueClearConfirm`
+    /// or no key clears a readable queue's messages).
     pub(super) fn queue_clear(&mut self, tab: TabId, question: Option<&str>) {
-        let forcible = question == Some(CLEAR_ASIDE_FAILED);
+        let asked = match question {
+            None | Some(CLEAR_CONFIRM) => ClearAsked::Messages,
+            Some(CLEAR_ASIDE_FAILED) => ClearAsked::AsideFailed,
+            Some(_) => ClearAsked::Other,
+        };
         match self.pages.get(&tab).and_then(conversation_key) {
-            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation, forcible }),
+            Some(conversation) => self.queue_change(QueueChange::Clear { tab, conversation, asked }),
             None => self.queue_refused(tab, &QueueRefusal::NoConversation),
         }
     }
@@ -269,19 +293,23 @@ impl Continuity {
             }
         };
         self.queue.trouble = None;
-        self.queue.aside_failed = None;
+        self.queue_aside_failed(None);
         let before = book.clone();
         let expired = book.expire(now);
         let Some((_, change)) = self.queue.changes.front().cloned() else { return };
         let applied = match &change {
-            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Clear { .. } | QueueChange::Move { .. } => Ok(()),
+            QueueChange::Load | QueueChange::Remove { .. } | QueueChange::Move { .. } => Ok(()),
             QueueChange::Add { conversation, item_id, text, .. } => book.add(conversation, item_id, text, now).map(|_| ()),
+            // The user was asked about an unreadable record or a failed read, not about these
+            // messages: the queue changed since; they are asked again (review 37 M2).
+            QueueChange::Clear { asked, .. } if *asked != ClearAsked::Messages => Err(QueueRefusal::QueueChanged),
+            QueueChange::Clear { .. } => Ok(()),
         };
         match &change {
             QueueChange::Remove { send } => {
                 book.remove(&send.conversation, &send.item_ids);
             }
-            QueueChange::Clear { conversation, .. } => {
+            QueueChange::Clear { conversation, .. } if applied.is_ok() => {
                 book.clear(conversation);
             }
             QueueChange::Move { from, to } => {
@@ -322,18 +350,18 @@ impl Continuity {
             return;
         }
         if self.queue.aside == Aside::Writing {
-            let forcible = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { forcible: true, .. })));
+            let forcible = matches!(self.queue.changes.front(), Some((_, QueueChange::Clear { asked: ClearAsked::AsideFailed, .. })));
             match result {
                 // Kept aside: now the empty book goes over the unreadable record.
                 Ok(()) => self.queue.aside = Aside::Kept,
                 // Failed again, after the HUD said so and the user confirmed this Clear from
                 // the question that says so: the empty book goes over it without a copy.
-                Err(detail) if forcible && self.queue.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
+                Err(detail) if forcible && self.queue.durable.aside_failed.is_some() => self.queue.aside = Aside::Forced(detail),
                 // Nothing was written over (a Clear confirming any other question, or none,
                 // only retries): the HUD says why and what the next Clear does.
                 Err(detail) => {
                     self.queue.aside = Aside::None;
-                    self.queue.aside_failed = Some(detail.clone());
+                    self.queue_aside_failed(Some(&detail));
                     return self.queue_finished(now, Err(QueueRefusal::AsideFailed { detail }));
                 }
             }
@@ -342,7 +370,7 @@ impl Continuity {
         match result {
             Ok(()) => {
                 self.queue.trouble = None;
-                self.queue.aside_failed = None;
+                self.queue_aside_failed(None);
                 self.queue.book = Some(book);
                 self.queue_finished(now, Ok(()));
             }
@@ -352,6 +380,15 @@ impl Continuity {
                 self.queue.book = None;
                 self.queue_finished(now, Err(QueueRefusal::StorageUnreadable { detail }));
             }
+        }
+    }
+
+    /// Remembers (persisted) why the last keep-aside failed, or forgets it.
+    fn queue_aside_failed(&mut self, detail: Option<&str>) {
+        let detail = detail.map(|d| crate::text::first_chars(d, ASIDE_FAILED_CHARS).to_owned());
+        if self.queue.durable.aside_failed != detail {
+            self.queue.durable.aside_failed = detail;
+            self.persist();
         }
     }
 
@@ -540,7 +577,7 @@ impl Continuity {
         let state = if let Some(trouble) = self.queue.trouble {
             match trouble {
                 QueueTrouble::StorageFailed => "storage_failed",
-                QueueTrouble::NotAQueue if self.queue.aside_failed.is_some() => "aside_failed",
+                QueueTrouble::NotAQueue if self.queue.durable.aside_failed.is_some() => "aside_failed",
                 QueueTrouble::NotAQueue => "unreadable",
             }
         } else if durable.undelivered.contains_key(&conversation) {
@@ -562,7 +599,7 @@ impl Continuity {
                 "unreadable" => "queueClearUnreadable",
                 "storage_failed" => "queueClearStorageFailed",
                 "aside_failed" => CLEAR_ASIDE_FAILED,
-                _ => "queueClearConfirm",
+                _ => CLEAR_CONFIRM,
             },
         })
     }
@@ -594,6 +631,13 @@ impl Continuity {
 /// The clear question that says a keep-aside failing again deletes the unreadable record
 /// without a copy: the one question whose confirmed Clear may do so.
 const CLEAR_ASIDE_FAILED: &str = "queueClearAsideFailed";
+
+/// The clear question of a readable queue ("Clear the N queued messages?"): with no key
+/// (an older page), the one question whose confirmed Clear deletes a readable queue's messages.
+const CLEAR_CONFIRM: &str = "queueClearConfirm";
+
+/// How many characters of a failed keep-aside's error the snapshot keeps.
+const ASIDE_FAILED_CHARS: usize = 200;
 
 /// How long an unreadable book waits before it is read again.
 const QUEUE_RELOAD_MS: Millis = 10_000;

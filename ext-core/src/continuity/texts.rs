@@ -224,6 +224,7 @@ pub fn queue_refusal_say(refusal: &crate::queue::QueueRefusal) -> Say {
         R::BadId => ("bad_id", vec![]),
         R::StorageUnreadable { detail } => ("storage_unreadable", vec![detail.clone()]),
         R::RecordUnreadable { detail } => ("record_unreadable", vec![detail.clone()]),
+        R::QueueChanged => ("queue_changed", vec![]),
         R::AsideFailed { detail } => ("aside_failed", vec![detail.clone()]),
     };
     Say::coded("queueRefused", code, args)

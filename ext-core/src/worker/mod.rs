@@ -222,6 +222,12 @@ pub enum WorkerInput {
         /// The record.
         record: Option<Value>,
     },
+    /// The start view record as the start read it ([`START_VIEW_KEY`]; `None`: none stored,
+    /// or not JSON): of this version, its pages are kept in the record this life writes.
+    StartView {
+        /// The record.
+        record: Option<Value>,
+    },
     /// The answer to a storage or tab request of `token`: the items read (`{key: value}`,
     /// `{}` when nothing is stored), written (`Null`), the new tab's id, or the error thrown.
     Stored {
@@ -514,6 +520,7 @@ impl Worker {
                 let changed = self.profiles.set_options(record.as_ref(), &parse);
                 self.post_profiles(&changed);
             }
+            WorkerInput::StartView { record } => self.start_view_stored(record.as_ref()),
             WorkerInput::Stored { token, outcome } => self.stored(token, outcome),
         }
     }

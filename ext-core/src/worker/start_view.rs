@@ -21,7 +21,9 @@
 //!   record of another version, an unreadable one, or for a URL it does not list.
 //! - Bounded: [`START_VIEW_PAGES`] URLs of allowed page origins, each within
 //!   `limits::MAX_URL_CHARS`; written only when it changed, with the snapshot's debounced
-//!   write.
+//!   write. A new worker life starts from the stored record's URLs when it names this
+//!   version (`WorkerInput::StartView`), so its first write keeps the pages that did not
+//!   reconnect.
 //!
 //! Driver contract: part of [`Worker::handle`]; the output is a `StorageWrite` (token 0).
 
@@ -50,19 +52,40 @@ pub fn start_view(extension_version: &str) -> Value {
     message
 }
 
+/// A page URL the record may hold: of an allowed page origin, within `MAX_URL_CHARS`.
+fn start_view_allowed(url: &str) -> bool {
+    within(url, MAX_URL_CHARS) && ALLOWED_PAGE_ORIGINS.iter().any(|origin| url_under_origin(url, origin))
+}
+
 impl Worker {
     /// A page of `url` connected or reported: a URL the record does not hold yet becomes its
     /// newest (the oldest goes past [`START_VIEW_PAGES`]), written with the next snapshot
     /// write (one per [`super::PERSIST_DEBOUNCE_MS`] burst, however many pages report).
     pub(super) fn start_view_seen(&mut self, url: &str) {
-        let allowed = within(url, MAX_URL_CHARS) && ALLOWED_PAGE_ORIGINS.iter().any(|origin| url_under_origin(url, origin));
-        if !allowed || self.start_urls.iter().any(|seen| seen == url) {
+        if !start_view_allowed(url) || self.start_urls.iter().any(|seen| seen == url) {
             return;
         }
         self.start_urls.insert(0, url.to_owned());
         self.start_urls.truncate(START_VIEW_PAGES);
         self.start_dirty = true;
         self.persist_at.get_or_insert(self.now.saturating_add(super::PERSIST_DEBOUNCE_MS));
+    }
+
+    /// The record the start read (review 37 L7): when it names this version, its page URLs
+    /// are kept after the ones seen this life (allowed, bounded as any seen), so this life's
+    /// first write does not drop the pages that did not reconnect. Nothing is written for
+    /// them alone. The stored order is not kept (the record is a JSON object).
+    pub(super) fn start_view_stored(&mut self, record: Option<&Value>) {
+        let Some(record) = record.filter(|r| r["version"].as_str() == Some(self.version.as_str())) else { return };
+        let Some(pages) = record["pages"].as_object() else { return };
+        for url in pages.keys() {
+            if self.start_urls.len() >= START_VIEW_PAGES {
+                break;
+            }
+            if start_view_allowed(url) && !self.start_urls.contains(url) {
+                self.start_urls.push(url.clone());
+            }
+        }
     }
 
     /// The record, when it changed since it was last written.

@@ -99,6 +99,7 @@ fn every_say() -> Vec<Say> {
         QueueRefusal::BadId,
         QueueRefusal::StorageUnreadable { detail: "d".into() },
         QueueRefusal::RecordUnreadable { detail: "d".into() },
+        QueueRefusal::QueueChanged,
         QueueRefusal::AsideFailed { detail: "d".into() },
     ] {
         all.push(queue_refusal_say(&refusal));

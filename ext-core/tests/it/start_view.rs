@@ -123,13 +123,19 @@ fn a_bound_page_with_auto_on_is_shown_at_a_restart_exactly_what_the_restored_wor
     assert_eq!(stored, restored_first_view(&snapshot.expect("a snapshot write"), &chat(1)));
 }
 
-#[test]
-fn the_record_holds_the_pages_seen_last_of_allowed_origins_only() {
+/// A fresh worker started at 1 000 ms, with the pages `chat(1..=pages)` connected.
+fn started_with_pages(pages: u32) -> Worker {
     let mut worker = Worker::new(VERSION, Continuity::with_epoch("e1"), parse);
     worker.handle(1_000, WorkerInput::Start);
-    for n in 1..=10 {
+    for n in 1..=pages {
         worker.handle(1_000, WorkerInput::PortConnected { port: n, tab: Some(n), panel: false, url: chat(n) });
     }
+    worker
+}
+
+#[test]
+fn the_record_holds_the_pages_seen_last_of_allowed_origins_only() {
+    let mut worker = started_with_pages(10);
     // A page that reports a URL of another site, or an over-long one, adds nothing.
     let long = format!("{}?{}", chat(11), "x".repeat(ext_core::limits::MAX_URL_CHARS));
     for url in ["https://evil.example/c/1".to_owned(), "https://chatgpt.com.evil.example/".to_owned(), long] {
@@ -150,4 +156,44 @@ fn the_record_holds_the_pages_seen_last_of_allowed_origins_only() {
     worker.handle(3_000, WorkerInput::PortConnected { port: 20, tab: Some(12), panel: false, url: chat(12) });
     drain(&mut worker);
     assert_eq!(written(&mut worker, 3_000).1, None);
+}
+
+// Review 37 L7 (failed before: the first write of a new worker life held only the page that
+// connected): the record was rebuilt from empty each worker life, dropping the pages that
+// did not reconnect. The start hands the worker the record it read; of this version, its
+// pages are kept (bounded as before); a record of another version seeds nothing.
+#[test]
+fn a_new_worker_life_keeps_the_pages_of_the_stored_record() {
+    let mut first = started_with_pages(3);
+    drain(&mut first);
+    let stored = written(&mut first, 1_000).1.expect("written");
+    let urls = |record: &Value| -> Vec<String> {
+        let mut urls: Vec<String> = record["pages"].as_object().expect("pages").keys().cloned().collect();
+        urls.sort();
+        urls
+    };
+    let next_life = |record: Value| {
+        let mut worker = Worker::new(VERSION, Continuity::with_epoch("e2"), parse);
+        worker.handle(50_000, WorkerInput::StartView { record: Some(record) });
+        worker.handle(50_000, WorkerInput::Start);
+        worker.handle(50_000, WorkerInput::PortConnected { port: 4, tab: Some(4), panel: false, url: chat(4) });
+        drain(&mut worker);
+        written(&mut worker, 50_000).1.expect("written")
+    };
+    assert_eq!(urls(&next_life(stored.clone())), [1, 2, 3, 4].map(chat), "the pages that did not reconnect are kept");
+    // Another version's record, or one that names pages of other sites or too many, seeds
+    // only what this version may write.
+    let mut older = stored.clone();
+    older["version"] = "0.0.9".into();
+    assert_eq!(urls(&next_life(older)), [chat(4)]);
+    let mut crowded = stored;
+    let pages = crowded["pages"].as_object_mut().expect("pages");
+    let view = pages[&chat(1)].clone();
+    pages.insert("https://evil.example/c/1".into(), view.clone());
+    for n in 10..30 {
+        pages.insert(chat(n), view.clone());
+    }
+    let seeded = urls(&next_life(crowded));
+    assert_eq!(seeded.len(), START_VIEW_PAGES, "{seeded:?}");
+    assert!(seeded.contains(&chat(4)) && seeded.iter().all(|u| u.starts_with("https://chatgpt.com/")), "{seeded:?}");
 }

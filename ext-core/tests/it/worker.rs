@@ -498,17 +498,26 @@ fn queue_state(shell: &Shell) -> Option<(&'static str, &'static str)> {
 // Auto and Goal stayed withheld for good. Now the HUD names the storage error; a second
 // Clear (asked with a question that says so) tries once more and, when keeping it aside
 // fails again, deletes the unreadable record without a copy, as the user confirmed.
+/// Tab 1's queue record is unreadable and keeping it aside fails as a full storage does
+/// (`QUOTA`); the user's first Clear is confirmed: what it output, and the storage.
+fn a_first_clear_whose_keep_aside_fails(shell: &mut Shell) -> (Vec<WorkerOutput>, Stored) {
+    two_tabs_and_a_panel(shell);
+    let mut stored = Stored { queue: Some("{not json".into()), fail_aside: Some(QUOTA), ..Stored::default() };
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    answer_stored(shell, out, &mut stored);
+    assert_eq!(queue_state(shell), Some(("unreadable", "queueClearUnreadable")));
+    let out = shell.page(1, clear("queueClearUnreadable"));
+    (answer_stored(shell, out, &mut stored), stored)
+}
+
+/// The storage error of [`a_first_clear_whose_keep_aside_fails`].
+const QUOTA: &str = "QUOTA_BYTES quota exceeded";
+
 #[test]
 fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_the_queue() {
     let mut shell = Shell::new();
-    two_tabs_and_a_panel(&mut shell);
-    let quota = "QUOTA_BYTES quota exceeded";
-    let mut stored = Stored { queue: Some("{not json".into()), fail_aside: Some(quota), ..Stored::default() };
-    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
-    answer_stored(&mut shell, out, &mut stored);
-    assert_eq!(queue_state(&shell), Some(("unreadable", "queueClearUnreadable")));
-    let out = shell.page(1, clear("queueClearUnreadable"));
-    let out = answer_stored(&mut shell, out, &mut stored);
+    let quota = QUOTA;
+    let (out, mut stored) = a_first_clear_whose_keep_aside_fails(&mut shell);
     assert_eq!(stored.queue.as_deref(), Some("{not json"), "nothing overwritten: {out:?}");
     let notices = typed(&out, 1, "notice");
     let refused = notices.iter().find(|n| n["key"] == "queueRefused_aside_failed").unwrap_or_else(|| panic!("{notices:?}"));
@@ -529,6 +538,37 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
+}
+
+// Review 37 L9 (failed before: after a worker restart the HUD asked the ordinary "keep it
+// aside" question again, and one more failing Clear was needed): the failed keep-aside is
+// kept in the snapshot, so the question that says a second failure deletes the record
+// holds across a restart, and confirming it does so.
+#[test]
+fn a_failed_keep_aside_is_remembered_across_a_worker_restart() {
+    let mut shell = Shell::new();
+    let (_, mut stored) = a_first_clear_whose_keep_aside_fails(&mut shell);
+    assert_eq!(queue_state(&shell), Some(("aside_failed", "queueClearAsideFailed")));
+    // The worker restarts from its snapshot; the pages connect and report again.
+    let text = shell.worker.continuity().snapshot_json().expect("a snapshot");
+    let restored = Continuity::from_snapshot(ext_core::snapshot::Snapshot::parse(&text).expect("readable"), shell.now, "e2");
+    shell.worker = Worker::new("0.1.0", restored, parse);
+    two_tabs_and_a_panel(&mut shell);
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-2")) });
+    answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(queue_state(&shell), Some(("aside_failed", "queueClearAsideFailed")), "the question that says so, after the restart");
+    let out = shell.page(1, clear("queueClearAsideFailed"));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(ext_core::queue::QueueBook::parse(stored.queue.as_deref()), Ok(ext_core::queue::QueueBook::new()), "{out:?}");
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_forced"), "{out:?}");
+    // A readable book forgets it: the next restart starts without it.
+    let text = shell.worker.continuity().snapshot_json().expect("a snapshot");
+    let snapshot: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(snapshot["queue"]["aside_failed"], Value::Null, "{text}");
+    // An older snapshot, without it, reads as none.
+    let mut older = snapshot;
+    older["queue"].as_object_mut().expect("the queue's part").remove("aside_failed");
+    assert!(ext_core::snapshot::Snapshot::parse(&older.to_string()).is_ok(), "an older snapshot reads");
 }
 
 // Clearfix31 (failed before: the stale question's Clear deleted the record without a copy):
@@ -573,6 +613,55 @@ fn only_a_clear_confirming_the_aside_failed_question_deletes_without_a_copy() {
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(ext_core::queue::QueueBook::parse(stored.queue.as_deref()), Ok(ext_core::queue::QueueBook::new()), "{out:?}");
     assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_forced"), "{out:?}");
+}
+
+// Review 37 M2 (failed before: both queued messages were deleted): a Clear confirmed from a
+// question that never asked about deleting messages ("the queue cannot be read… try
+// anyway?", a stale "keep it aside" or "failed last time") cleared a queue that had become
+// readable, without "Clear the 2 queued messages?". Now a readable queue is cleared only by
+// a Clear confirming `queueClearConfirm` (or naming no question, an older page); any other
+// is refused: the queue changed, ask again.
+#[test]
+fn a_clear_confirming_another_question_never_deletes_a_readable_queues_messages() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut stored = Stored::default();
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    answer_stored(&mut shell, out, &mut stored);
+    // The reply streams, so the queued messages wait.
+    let streaming = PageReport { generating: true, ..idle("load-1") };
+    let out = shell.page(1, PageInput::Facts { url: url(), report: Some(streaming) });
+    answer_stored(&mut shell, out, &mut stored);
+    for text in ["first", "second"] {
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
+    }
+    let items =
+        |stored: &Stored| ext_core::queue::QueueBook::parse(stored.queue.as_deref()).map(|b| b.items(&format!("chatgpt:{CONV}")).len());
+    assert_eq!(items(&stored), Ok(2));
+    for question in ["queueClearStorageFailed", "queueClearUnreadable", "queueClearAsideFailed"] {
+        // A read fails: the HUD asks the storage-failed question.
+        stored.fail_read = true;
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(queue_state(&shell).map(|(_, clear)| clear), Some("queueClearStorageFailed"));
+        // The Clear's own read succeeds: the readable book, two messages the user was never
+        // asked about.
+        stored.fail_read = false;
+        let out = shell.page(1, clear(question));
+        let out = answer_stored(&mut shell, out, &mut stored);
+        assert_eq!(items(&stored), Ok(2), "{question}: nothing deleted: {out:?}");
+        let notices = typed(&out, 1, "notice");
+        assert!(notices.iter().any(|n| n["key"] == "queueRefused_queue_changed"), "{question}: the HUD says ask again: {notices:?}");
+        assert!(notices.iter().all(|n| n["key"] != "queueNote_cleared"), "{question}: {notices:?}");
+        assert_eq!(queue_state(&shell), Some(("waiting", "queueClearConfirm")), "{question}: the question to ask now");
+    }
+    // The question about the messages, confirmed: cleared.
+    let out = shell.page(1, clear("queueClearConfirm"));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(items(&stored), Ok(0), "{out:?}");
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared"), "{out:?}");
 }
 
 // Leftovers31 (failed before): a second Clear of an unreadable queue wrote its record over
