@@ -40,17 +40,34 @@ export class HerdrModel {
     this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
     this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
+    // Workspaces and panes Herdr added after the catalog while the tree already held
+    // LIST_MAX of them: counted with the cut, not shown (the tree stays within the cap).
+    this.over = { workspaces: new Map(), panes: new Map() }; // id → its workspace_id
     this.eventsDropped = 0; // stream events the worker did not relay (out of their shape)
   }
 
   workspace(data) {
     if (!object(data) || !string(data.workspace_id)) return;
+    if (this.overCap(this.workspaces, this.over.workspaces, data.workspace_id, data.workspace_id)) return;
     const label = string(data.label) ? data.label : data.workspace_id;
     this.workspaces.set(data.workspace_id, { workspace_id: data.workspace_id, label, number: Number.isInteger(data.number) ? data.number : 0 });
   }
 
+  /** True when `id` is new to `shown`, which already holds LIST_MAX: it goes to `over`. */
+  overCap(shown, over, id, workspaceId) {
+    if (shown.has(id) || shown.size < LIST_MAX) return false;
+    over.set(id, workspaceId);
+    return true;
+  }
+
+  /** Items of Herdr's lists not shown: the relay's cut and what came over the cap since. */
+  cut() {
+    return this.hidden.cut + this.over.workspaces.size + this.over.panes.size;
+  }
+
   pane(data) {
     if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return;
+    if (this.overCap(this.panes, this.over.panes, data.pane_id, data.workspace_id)) return;
     const before = this.panes.get(data.pane_id);
     this.panes.set(data.pane_id, {
       pane_id: data.pane_id,
@@ -71,6 +88,7 @@ export class HerdrModel {
         if (!Array.isArray(data.workspaces)) return false;
         this.workspaces.clear();
         this.hidden = { cut: count(data.cut), dropped: count(data.dropped) };
+        this.over = { workspaces: new Map(), panes: new Map() };
         for (const ws of data.workspaces) this.workspace(ws);
         if (Array.isArray(data.agents)) for (const agent of data.agents) this.agentUpdate(agent);
         return true;
@@ -80,13 +98,15 @@ export class HerdrModel {
       case 'workspace_removed':
         if (!string(data.workspace_id)) return false;
         this.workspaces.delete(data.workspace_id);
+        this.over.workspaces.delete(data.workspace_id);
+        for (const [id, workspaceId] of this.over.panes) if (workspaceId === data.workspace_id) this.over.panes.delete(id);
         for (const [id, pane] of this.panes) if (pane.workspace_id === data.workspace_id) this.panes.delete(id);
         return true;
       case 'pane_upsert':
         this.pane(data);
         return true;
       case 'pane_removed':
-        return string(data.pane_id) && this.panes.delete(data.pane_id);
+        return string(data.pane_id) && (this.over.panes.delete(data.pane_id) || this.panes.delete(data.pane_id));
       case 'agent_working':
       case 'agent_settled':
         return this.agentUpdate(data);
@@ -126,7 +146,8 @@ export class HerdrModel {
 /** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button;
  * first, what of Herdr's lists is not shown (cut at the worker's cap, or out of shape). */
 function treeNodes(model, pinned, pin) {
-  const { cut, dropped } = model.hidden;
+  const { dropped } = model.hidden;
+  const cut = model.cut();
   const notes = [
     ...(cut ? [element('p', 'line tone-warning', { 'data-tree-cut': String(cut) }, message('treeCut', [String(cut), String(LIST_MAX)]))] : []),
     ...(dropped ? [element('p', 'line tone-warning', { 'data-tree-dropped': String(dropped) }, message('treeDropped', [String(dropped)]))] : []),

@@ -105,6 +105,23 @@ test.describe('Control Center live view', () => {
     await expect(cut).toContainText(`the first ${max} of each list`);
     await expect(panel.locator('[data-tree-workspace]')).toHaveCount(max);
   });
+
+  // Failed before (stop 37's full run, under load): workspaces Herdr adds while the panel is
+  // open came as stream events after the capped catalog, and the tree took every one.
+  test('workspaces Herdr adds while the panel is open stop at the cap, and the rest are counted', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
+    const panel = await context.newPage();
+    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
+    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    await expect(panel.locator(`[data-tree-workspace="${WORKSPACE.id}"]`)).toHaveCount(1, { timeout: 15_000 });
+    // Two are seeded; `max` more arrive one by one on the live stream.
+    for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
+    const cut = panel.locator('[data-tree-cut]');
+    await expect(cut, 'the two over the cap are counted').toHaveAttribute('data-tree-cut', /^\d+$/, { timeout: 20_000 });
+    await expect.poll(async () => Number(await cut.getAttribute('data-tree-cut')), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    await expect(panel.locator('[data-tree-workspace]')).toHaveCount(max);
+  });
 });
 
 const PLAIN_CHAT = CHATS[1];
