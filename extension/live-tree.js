@@ -40,6 +40,7 @@ export class HerdrModel {
     this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
     this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
+    this.paneHidden = { cut: 0, dropped: 0 }; // and of the last `herdr.panes` answer
     // Workspaces and panes Herdr added after the catalog while the tree already held
     // LIST_MAX of them: counted with the cut, not shown (the tree stays within the cap).
     this.over = { workspaces: new Map(), panes: new Map() }; // id → its workspace_id
@@ -62,7 +63,7 @@ export class HerdrModel {
 
   /** Items of Herdr's lists not shown: the relay's cut and what came over the cap since. */
   cut() {
-    return this.hidden.cut + this.over.workspaces.size + this.over.panes.size;
+    return this.hidden.cut + this.paneHidden.cut + this.over.workspaces.size + this.over.panes.size;
   }
 
   pane(data) {
@@ -146,7 +147,7 @@ export class HerdrModel {
 /** The tree: workspaces (by Herdr's number) → tabs → panes, each pane with its Pin button;
  * first, what of Herdr's lists is not shown (cut at the worker's cap, or out of shape). */
 function treeNodes(model, pinned, pin) {
-  const { dropped } = model.hidden;
+  const dropped = model.hidden.dropped + model.paneHidden.dropped;
   const cut = model.cut();
   const notes = [
     ...(cut ? [element('p', 'line tone-warning', { 'data-tree-cut': String(cut) }, message('treeCut', [String(cut), String(LIST_MAX)]))] : []),
@@ -293,8 +294,10 @@ export function mountLiveTree(region, companion) {
   const load = () => Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
     .then(([workspaces, agents, panes]) => {
       // What the worker did not show of the three lists (docs/PROTOCOL.md, the relay).
-      const hidden = (key) => [workspaces, agents, panes].reduce((sum, answer) => sum + count(answer?.[key]), 0);
+      // The panes' part is kept apart: a later stream `hello` carries workspaces and agents only.
+      const hidden = (key) => [workspaces, agents].reduce((sum, answer) => sum + count(answer?.[key]), 0);
       model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents, cut: hidden('cut'), dropped: hidden('dropped') });
+      model.paneHidden = { cut: count(panes?.cut), dropped: count(panes?.dropped) };
       if (Array.isArray(panes?.panes)) for (const pane of panes.panes) model.apply('pane_upsert', pane);
       schedule();
     })
