@@ -333,7 +333,7 @@
   // Posts what a press says (`make()` reads the page after the flush).
   const postPress = (make) => {
     flushFacts();
-    hc.port?.postMessage(make());
+    hc.send(make());
   };
   let watched = null; // { whole, shallow, zone } observe() options for the profile's attributes
   // The attributes watched: the ones the probe filters read, and every one a selector of the

@@ -120,7 +120,7 @@
   const sendTurnEnded = (seen = observe()) => {
     const stopped = stoppedAt !== null && Boolean(seen.view) && seen.users.list.length === stoppedAt;
     stoppedAt = null;
-    hc.port?.postMessage({ type: TO_WORKER.turn_ended, ...endedTurn(true, seen), user_stopped: stopped });
+    hc.send({ type: TO_WORKER.turn_ended, ...endedTurn(true, seen), user_stopped: stopped });
     sendThreadFacts(true, seen);
   };
 

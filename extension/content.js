@@ -40,7 +40,7 @@
   const queueUi = globalThis[Symbol.for('herdr-continuity.queue-ui')]?.({
     text,
     onTrusted,
-    post: (message) => hc.port?.postMessage(message),
+    post: (message) => hc.send(message),
     composer: soleComposer,
     composerText,
     clearComposer: (el) => {
@@ -58,19 +58,25 @@
   // extension being reloaded or removed ends this script's context, which throws here;
   // chrome.i18n is gone with it, hence its text read now.
   const reloadedText = text('pageExtensionReloaded');
+  let reconnect = null;
   const connect = () => {
+    clearTimeout(reconnect);
+    reconnect = null;
+    let port;
     try {
-      hc.port = chrome.runtime.connect({ name: PORT });
+      port = chrome.runtime.connect({ name: PORT });
     } catch {
       hc.port = null;
       host.dataset.companion = 'extensionReloaded';
       status.textContent = reloadedText;
       return;
     }
-    hc.port.onMessage.addListener(onMessage);
-    hc.port.onDisconnect.addListener(() => {
+    hc.port = port;
+    port.onMessage.addListener(onMessage);
+    port.onDisconnect.addListener(() => {
+      if (hc.port !== port) return; // a port already replaced (hc.send connected afresh)
       hc.port = null;
-      setTimeout(connect, 1000);
+      reconnect = setTimeout(connect, 1000);
     });
     hc.lastRecovery = '';
     hc.lastCards = null;
@@ -79,6 +85,21 @@
     // Reports the previous worker never acknowledged are told again (the worker ignores
     // ids it no longer waits for).
     for (const message of reports.values()) hc.port.postMessage(message);
+  };
+  // What the user did (a press, a queued message, a turn that ended) is sent now, never
+  // dropped: a port that is down — Chrome stopped the idle worker, the reconnect is still a
+  // second away — is connected first (the connect wakes the worker and tells it the page's
+  // facts before this), and a port that went away without its disconnect event yet (its
+  // `postMessage` throws) is replaced.
+  hc.send = (message) => {
+    if (!hc.port) connect();
+    try {
+      hc.port?.postMessage(message);
+    } catch {
+      hc.port = null;
+      connect();
+      hc.port?.postMessage(message);
+    }
   };
   connect();
   globalThis[Symbol.for('herdr-continuity.content')] = null; // the files' closures keep it

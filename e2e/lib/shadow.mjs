@@ -63,13 +63,21 @@ export async function inContentWorld(page, fn, arg) {
 // Runs in the isolated world: the element(s) `query` names, and what a matcher reads.
 // `query`: { host, path: [css…], nth } — `path` empty: the host itself; each css is looked
 // for inside the previous match (the first step inside the host's closed root).
-function probe({ query, read }) {
+function findAll(query) {
   const host = document.querySelector(query.host);
   let found = host ? [host] : [];
   for (const [i, css] of query.path.entries()) {
     const scopes = i === 0 ? found.map((h) => chrome.dom.openOrClosedShadowRoot(h)).filter(Boolean) : found;
     found = scopes.flatMap((scope) => [...scope.querySelectorAll(css)]);
   }
+  return found;
+}
+
+// `fn(input, findAll)` as a self-contained function for `inContentWorld`.
+const withFind = (fn) => new Function('input', `return (${fn})(input, ${findAll});`);
+
+function probeWith({ query, read }, find) {
+  const found = find(query);
   if (read === 'count') return found.length;
   const el = query.nth === -1 ? found.at(-1) : found[query.nth];
   if (!el) return { attached: false };
@@ -96,6 +104,50 @@ function probe({ query, read }) {
   if (read === 'focus') el.focus();
   return result;
 }
+
+const CLICK_ATTEMPTS = 3;
+// The event a release of each mouse button makes on the element it was pressed on.
+const CLICK_EVENT = { left: 'click', right: 'contextmenu' };
+
+// Runs in the isolated world: watches the next click (`type`: the event the button's release
+// makes) inside the element's root. A click on
+// the element (or inside it) goes on; one on anything else there is stopped in the capture
+// phase, before any of our listeners sees it.
+function armClickWith({ query, type }, find) {
+  const found = find(query);
+  const el = query.nth === -1 ? found.at(-1) : found[query.nth];
+  const watch = { landed: 'outside', stop: () => {} };
+  globalThis.__herdrTestClickWatch?.stop();
+  globalThis.__herdrTestClickWatch = watch;
+  if (!el) return;
+  const root = el.getRootNode();
+  const onClick = (event) => {
+    if (event.composedPath().includes(el)) {
+      watch.landed = 'hit';
+    } else {
+      watch.landed = `stopped on ${event.composedPath()[0]?.nodeName ?? '?'}`;
+      event.stopImmediatePropagation();
+      event.preventDefault();
+    }
+    watch.stop();
+  };
+  root.addEventListener(type, onClick, true);
+  watch.stop = () => root.removeEventListener(type, onClick, true);
+}
+
+// Where the watched click landed ('hit', 'stopped on …', or 'outside' the root); the
+// watch ends. CDP's mouse release answers once the page handled it, so the click was
+// dispatched by now.
+function disarmClick() {
+  const watch = globalThis.__herdrTestClickWatch;
+  if (!watch) return 'outside';
+  watch.stop();
+  globalThis.__herdrTestClickWatch = null;
+  return watch.landed;
+}
+
+const probe = withFind(probeWith);
+const armClick = withFind(armClickWith);
 
 /**
  * Runs `fn(root, host, arg)` in our content script's isolated world, `root` being the closed
@@ -176,10 +228,29 @@ export class ShadowLocator {
     return point;
   }
 
-  /** A real mouse click at the element's centre (a trusted event). */
+  /**
+   * A real mouse click at the element's centre (a trusted event). The HUD may re-lay out
+   * between the last look and the press (a view that adds or removes a line moves the
+   * buttons): the click is watched inside the element's root, and one that would land on
+   * anything else there is stopped before it does anything and tried again, as Playwright's
+   * own hit-target check does. `force`: one click at the point, unwatched (tests that move
+   * or cover our host on purpose).
+   */
   async click({ button = 'left', timeout, force = false } = {}) {
-    const { x, y } = await this.actionable(timeout, force);
-    await this.page.mouse.click(x, y, { button });
+    for (let attempt = 1; ; attempt += 1) {
+      const { x, y } = await this.actionable(timeout, force);
+      if (force) {
+        await this.page.mouse.click(x, y, { button });
+        return;
+      }
+      await inContentWorld(this.page, armClick, { query: this.query, type: CLICK_EVENT[button] ?? 'auxclick' });
+      await this.page.mouse.click(x, y, { button });
+      const landed = await inContentWorld(this.page, disarmClick, null);
+      if (landed === 'hit') return;
+      if (attempt === CLICK_ATTEMPTS) {
+        throw new Error(`${this}: ${CLICK_ATTEMPTS} clicks at its centre landed elsewhere (last: ${landed ?? 'the page went away'})`);
+      }
+    }
   }
 
   /** Focuses the element (from our world: focus is no input); keys then go to it. */

@@ -19,10 +19,11 @@
 // chat's confirmed wake proves was reached, never after a sleep.
 import { test, expect } from '../lib/test.mjs';
 import {
-  CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, herdrRequest,
+  AGENT, CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, continuityWorld, dispatchTask, herdrRequest,
   listTasks, openAndBind, reportAgent, tabIdOf, turnAutoOn,
 } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { nativeRequestFromWorker } from '../lib/extension.mjs';
 import { HUD_HOST } from '../lib/hud.mjs';
 import { inShadowRoot } from '../lib/shadow.mjs';
 import { chatgptUrl } from '../fixtures/chatgpt.mjs';
@@ -109,11 +110,24 @@ function printLines(sandbox, paneId, lines) {
 }
 
 /** A second agent pane in w1 (split of w1:p1), with `agent` reported working. */
-async function addAgentPane(sandbox, agent) {
+async function addAgentPane(sandbox, worker, agent) {
   const split = await herdrRequest(sandbox.herdrSocket, 'pane.split', { target_pane_id: WORKSPACE.pane, direction: 'right' });
   const paneId = split.pane.pane_id;
   await reportAgent(sandbox, paneId, 'working', agent);
+  await runtimeKnows(worker, paneId, agent);
   return paneId;
+}
+
+/**
+ * Check Herdr lists the panes the runtime's catalog holds, which Herdr's events fill: waits
+ * until it holds `paneId` with its `agent` working (under load the events can land after a
+ * press).
+ */
+async function runtimeKnows(worker, paneId, agent) {
+  await expect.poll(async () => {
+    const answer = await nativeRequestFromWorker(worker, 'herdr.panes', { workspace_id: WORKSPACE.id }).catch(() => null);
+    return (answer?.result?.panes ?? []).some((pane) => pane.pane_id === paneId && pane.agent === agent && pane.agent_status === 'working');
+  }, { message: `the runtime knows pane ${paneId} and its ${agent} working`, timeout: 15_000 }).toBe(true);
 }
 
 /** Long numbered lines for a pane (`width` chars each). */
@@ -271,7 +285,8 @@ test.describe('HUD manual actions and the side panel (M4, B1, B5)', () => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
     await reportAgent(sandbox, WORKSPACE.pane, 'working');
-    const second = await addAgentPane(sandbox, 'codex');
+    await runtimeKnows(worker, WORKSPACE.pane, AGENT);
+    const second = await addAgentPane(sandbox, worker, 'codex');
     // Each pane's last 40 rows hold 8 000 characters: 16 000 in all, far over the cap.
     await printLines(sandbox, WORKSPACE.pane, longLines('claude', 80));
     await printLines(sandbox, second, longLines('codex', 80));

@@ -110,6 +110,23 @@ test.describe('the start view of a restarted worker', () => {
     expect((await renders(page)).filter(bound).every((render) => render.auto === 'off' && !render.start)).toBe(true);
   });
 
+  // Chrome stops an idle worker and the page's port goes with it; the page reconnects a
+  // second later. A press in that second was dropped (`hc.port` was null): now the press
+  // connects the port at once, which starts the worker, and reaches it.
+  test('a HUD press while the worker is stopped and the page has not reconnected yet reaches the new worker', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
+    await hud.expand();
+    await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
+    await hud.expect('data-auto', 'off', 'Auto is off before the stop');
+    const stopper = await workerStopper(context, page);
+    await stopper.stop();
+    await hud.action('toggle_auto').click();
+    await hud.expect('data-auto', 'on', 'the press reached the restarted worker');
+    await expect.poll(() => storedAuto(worker), { message: 'Auto on is stored' }).toContain(true);
+    await stopper.close();
+  });
+
   test('worker.js posts no start view for a URL the record does not list, nor from a record of another version', async ({ sandbox }) => {
     const { context, worker } = await continuityWorld(sandbox);
     const { page } = await openAndBind(context, worker, PLAIN_CHAT);
