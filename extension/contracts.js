@@ -85,6 +85,7 @@
         "companion_watch": "companion_watch",
         "panel_hello": "panel_hello",
         "panel_refresh": "panel_refresh",
+        "queue_aside_remove": "queue_aside_remove",
         "unbind": "unbind"
       },
       "runtime_to_worker": {
@@ -116,6 +117,7 @@
         "diagnostics": "diagnostics",
         "hud": "hud",
         "panel": "panel",
+        "queue_aside": "queue_aside",
         "round_trip_result": "round_trip_result",
         "start_problem": "start_problem"
       },

@@ -1,5 +1,6 @@
 // The side panel (Control Center, SPEC O1): a renderer of the views the worker computes,
-// and the live Herdr tree with the Pinned Target (live-tree.js).
+// the live Herdr tree with the Pinned Target (live-tree.js) and the queue's records kept
+// aside (queue-aside.js).
 // It connects a `panel` port, renders each view it receives — the HUD view (ext-core
 // `hud::HudView`), the panel view (`continuity::PanelView`) and the tab's page diagnostics
 // ("What the extension sees") — and posts the buttons' commands back. It decides nothing:
@@ -11,6 +12,7 @@ import './contracts.js';
 import { button, element, errorText, message, startPage, statusRegion } from './page-dom.js';
 import { mountLiveTree } from './live-tree.js';
 import { mountToolAudit } from './tool-audit.js';
+import { queueAsideView } from './queue-aside.js';
 import { panelPort } from './companion-client.js';
 import { ACTIVITY_KEY, clearActivity, loadActivity } from './activity-log.js';
 
@@ -43,6 +45,11 @@ const PANEL_VIEW = record({
   bindings: list(record({
     scope_key: string, session_ref: string, workspace_id: string, label: string, active_target: optional(string), in_catalog: flag,
   })),
+});
+const QUEUE_ASIDE = record({
+  title: string, line: optional(STATUS_LINE), notice: optional(STATUS_LINE),
+  records: list(record({ id: string, kept_at: optional(whole), line: STATUS_LINE, preview: optional(string), text: optional(string) })),
+  copy: string, copied: string, copy_failed: string, remove: string, confirm: string, yes: string, no: string,
 });
 const PAGE_DIAGNOSTICS = record({
   site: optional(string),
@@ -319,6 +326,7 @@ startPage((app) => {
     hud: element('section', 'hud'),
     status: statusRegion('round-trip'),
     panel: element('section', 'control-center'),
+    aside: element('section', 'queue-aside', { 'data-queue-aside': '', 'data-aside-count': '0' }),
     // Folded away: a `<details>` whose summary names it; the renderer fills its body.
     diagnostics: element('div', 'diagnostics-body'),
     live: element('section', 'live', { 'data-live': '' }),
@@ -335,7 +343,7 @@ startPage((app) => {
     if (problem && !diagnosticsProblem) folded.open = true;
     diagnosticsProblem = problem;
   };
-  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.live, regions.activity, regions.audit, diagnostics);
+  app.append(regions.start, regions.hud, regions.status, regions.panel, regions.aside, regions.live, regions.activity, regions.audit, diagnostics);
   const activity = mountActivity(regions.activity);
   // The live Herdr tree, the Pinned Target and the tools' audit log read the companion
   // through this port (the worker's one companion connection, companion-client.js); it
@@ -352,6 +360,7 @@ startPage((app) => {
     [FROM_WORKER.round_trip_result]: { shape: record({ status: STATUS_LINE }), region: regions.status, render: roundTrip },
     [FROM_WORKER.start_problem]: { shape: record({ error: optional(string), failed: optional(flag) }), region: regions.start, render: startProblemView },
     [FROM_WORKER.panel]: { shape: record({ view: PANEL_VIEW }), region: regions.panel, render: panelView },
+    [FROM_WORKER.queue_aside]: { shape: record({ view: QUEUE_ASIDE }), region: regions.aside, render: queueAsideView },
     [FROM_WORKER.diagnostics]: {
       shape: record({ diagnostics: optional(PAGE_DIAGNOSTICS), fact_order: list(string) }),
       region: regions.diagnostics,

@@ -356,7 +356,7 @@ pub fn without_values(error: &serde_json::Error) -> String {
     format!("{shown}{suffix}")
 }
 
-fn current_uid() -> u32 {
+pub(crate) fn current_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }

@@ -3,12 +3,14 @@
 // streams; it is sent once, merged in order, after the turn ends; it survives a worker
 // restart; a storage failure never loses or overwrites it (an unreadable record is deleted
 // without a copy only from the question that says so); over-limit text is refused with a
-// message; it goes before a wake that became due at the same time.
+// message; it goes before a wake that became due at the same time; the side panel shows the
+// records a Clear kept aside, copies each one's text and removes one only after a confirm.
 //
 // "Sent once" is counted at the fixture's backend after a checkpoint (the queue is empty
 // again and the reply finished), never after a sleep.
 import { test, expect } from '../lib/test.mjs';
-import { CHATS, CONVERSATION, agentCycle, continuityWorld, openAndBind, relaunchBrowser, turnAutoOn } from '../lib/continuity.mjs';
+import { CHATS, CONVERSATION, agentCycle, continuityWorld, openAndBind, relaunchBrowser, tabIdOf, turnAutoOn } from '../lib/continuity.mjs';
+import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
 import { HUD_HOST, HudProbe, hudRoot, queueRoot } from '../lib/hud.mjs';
 import { backendMessages, countMessages, expectExactlyOne } from '../lib/backend.mjs';
 
@@ -201,6 +203,66 @@ test.describe('the Queue (issue 11)', () => {
     await expect(queueHost(first)).toHaveAttribute('data-queue-state', 'empty', { timeout: 10_000 });
     await expect(statusLine(first)).toContainText('as you confirmed');
     expect(JSON.parse(await storedQueue(worker)), 'an empty queue').toEqual({ version: 1, conversations: {} });
+  });
+
+  test('the side panel shows a record kept aside, copies its text as stored and removes it only after a confirm (issue 28)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    // Not a queue, with text that must stay data: markup, a line separator, non-ASCII.
+    const record = '{"version":7,"conversations":{"x":"<b data-markup>not markup</b>\u2028ünï  cødé\n"}}';
+    await worker.evaluate(([key, value]) => chrome.storage.local.set({ [key]: value }), [STORE_KEY, record]);
+    await type(page, fixture, 'Read the queue.');
+    await queueButton(page).click();
+    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'unreadable', { timeout: 10_000 });
+    const panel = await context.newPage();
+    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html?tab=${await tabIdOf(worker, page.url())}`);
+    await expect(panel.locator('[data-panel-tab]'), 'the panel shows the chat tab').toBeVisible({ timeout: 15_000 });
+    const aside = panel.locator('[data-queue-aside]');
+    await expect(aside.locator('[data-aside-line]'), 'none kept aside: nothing shown').toHaveCount(0);
+    // The Clear keeps it aside; the open panel shows 1 kept.
+    await queueButton(page).click({ button: 'right' });
+    await queueHost(page).locator('button[data-action="queue_clear_yes"]').click();
+    await expect(queueHost(page)).toHaveAttribute('data-queue-state', 'empty', { timeout: 10_000 });
+    await expect(aside, 'the panel shows the record kept aside').toHaveAttribute('data-aside-count', '1', { timeout: 10_000 });
+    await expect(aside.locator('[data-aside-line]')).toContainText('1 of at most 5');
+    await expect(aside.locator('[data-markup]'), 'the text is data, never markup').toHaveCount(0);
+    const keptAside = () => worker.evaluate((key) => chrome.storage.local.get(key).then((items) => JSON.parse(items[key]).records.map((r) => r.record)), `${STORE_KEY}Aside`);
+    expect(await keptAside()).toEqual([record]);
+    // Copy: byte for byte the value as stored (the clipboard seen at its entry point:
+    // extension pages are opaque origins to Playwright's permission API).
+    await panel.evaluate(() => { navigator.clipboard.writeText = async (text) => { window.__copied = text; }; });
+    await aside.locator('[data-aside-copy]').click();
+    await expect(aside.locator('[data-aside-status]')).toContainText('clipboard');
+    expect(await panel.evaluate(() => window.__copied), 'the copy is the stored value').toBe(record);
+    // Remove… asks first; Keep (or Escape) posts nothing.
+    const remove = aside.locator('[data-aside-remove]');
+    await remove.focus();
+    await panel.keyboard.press('Enter');
+    await expect(aside.locator('[data-aside-confirm]')).toBeVisible();
+    await expect(aside.locator('[data-aside-no]'), 'the confirm opens on Keep').toBeFocused();
+    await panel.keyboard.press('Enter');
+    await expect(aside.locator('[data-aside-confirm]')).toBeHidden();
+    await expect(remove, 'the focus goes back to Remove…').toBeFocused();
+    // A removal the user did not confirm, posted on a panel port, removes nothing: the
+    // port's refresh afterwards is answered only once the worker had it (in order).
+    const id = await remove.getAttribute('data-aside-remove');
+    const answered = await panel.evaluate((recordId) => new Promise((resolve) => {
+      const port = chrome.runtime.connect({ name: 'panel' });
+      port.onMessage.addListener((message) => { if (message.type === 'queue_aside') resolve(message.view.records.length); });
+      port.postMessage({ type: 'queue_aside_remove', id: recordId, question: null });
+      port.postMessage({ type: 'panel_refresh' });
+    }), id);
+    expect(answered, 'not removed without the confirm').toBe(1);
+    expect(await keptAside()).toEqual([record]);
+    // Confirmed from the keyboard: removed, 0 kept.
+    await remove.focus();
+    await panel.keyboard.press('Enter');
+    await panel.keyboard.press('Shift+Tab');
+    await expect(aside.locator('[data-aside-yes]')).toBeFocused();
+    await panel.keyboard.press('Enter');
+    await expect(aside, 'removed').toHaveAttribute('data-aside-count', '0', { timeout: 10_000 });
+    await expect(aside.locator('[data-aside-notice]')).toContainText('removed');
+    expect(await keptAside()).toEqual([]);
   });
 
   test('a queue record stored as JSON null holds no items: the queue works (review fix30 MED 3)', async ({ sandbox }) => {

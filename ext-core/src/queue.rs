@@ -198,12 +198,17 @@ fn merged_len<'a>(texts: impl Iterator<Item = &'a str>) -> usize {
 
 /// FNV-1a, 64 bit: a stable, dependency-free hash for batch ids.
 fn fnv1a(parts: &[&str]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for byte in part.bytes().chain(std::iter::once(b'\n')) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
+    parts.iter().fold(FNV_START, |hash, part| fnv_feed(fnv_feed(hash, part.as_bytes()), b"\n"))
+}
+
+/// FNV-1a's offset basis.
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a over `bytes`, from `hash`.
+fn fnv_feed(mut hash: u64, bytes: &[u8]) -> u64 {
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
 }
@@ -217,7 +222,21 @@ fn valid_key(key: &str) -> bool {
 /// first. A copy kept by an earlier release (the record alone) stays, as the first with no
 /// `kept_at`. `Err` (nothing is replaced): [`MAX_ASIDE_RECORDS`] are kept already.
 pub fn aside_with(stored: Option<Value>, record: Value, now: Millis) -> Result<Value, String> {
-    let mut records = match stored {
+    let mut records = aside_list(stored);
+    if records.len() >= MAX_ASIDE_RECORDS {
+        return Err(format!(
+            "{MAX_ASIDE_RECORDS} unreadable queue records are already kept aside under {ASIDE_KEY}; none is replaced: remove one in the side panel (Queue records kept aside)"
+        ));
+    }
+    records.push(json_object!("kept_at": now, "record": record));
+    Ok(json_object!("version": 1u64, "records": records))
+}
+
+/// The set-aside list's entries (`{"kept_at","record"}`), oldest first: a stored
+/// version-1 list's, none for `None` or `null`, or a copy kept by an earlier release (any
+/// other value) as the one entry with no `kept_at`.
+fn aside_list(stored: Option<Value>) -> Vec<Value> {
+    match stored {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(list))
             if list.get("version").and_then(Value::as_u64) == Some(1) && list.get("records").is_some_and(Value::is_array) =>
@@ -225,11 +244,75 @@ pub fn aside_with(stored: Option<Value>, record: Value, now: Millis) -> Result<V
             list.get("records").and_then(Value::as_array).cloned().unwrap_or_default()
         }
         Some(older) => vec![json_object!("kept_at": Value::Null, "record": older)],
-    };
-    if records.len() >= MAX_ASIDE_RECORDS {
-        return Err(format!("{MAX_ASIDE_RECORDS} unreadable queue records are already kept aside under {ASIDE_KEY}; none is replaced"));
     }
-    records.push(json_object!("kept_at": now, "record": record));
+}
+
+/// One record kept aside, as the side panel shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsideRecord {
+    /// `qa:<FNV-1a of kept_at and the value>`: names the record in a removal, so a list
+    /// changed meanwhile never loses another record.
+    pub id: String,
+    /// When it was kept aside (`None`: a copy an earlier release kept).
+    pub kept_at: Option<Millis>,
+    /// The value as it was stored (the queue stores JSON text: a string). Data only: never
+    /// rendered as markup.
+    pub record: Value,
+}
+
+impl AsideRecord {
+    /// The stored text, when the value is text (it is, as the queue stores it).
+    pub fn text(&self) -> Option<&str> {
+        self.record.as_str()
+    }
+}
+
+/// The id of an entry ([`AsideRecord::id`]): its `kept_at` and its value, walked (no JSON
+/// text is made: serde_json's writer stays out of the wasm).
+fn aside_id(entry: &Value) -> String {
+    fn walk(hash: u64, value: &Value) -> u64 {
+        match value {
+            Value::Null => fnv_feed(hash, b"n"),
+            Value::Bool(flag) => fnv_feed(hash, if *flag { b"t" } else { b"f" }),
+            Value::Number(n) => {
+                let bits = n.as_u64().or_else(|| n.as_i64().map(|i| i as u64)).or_else(|| n.as_f64().map(f64::to_bits));
+                fnv_feed(fnv_feed(hash, b"#"), &bits.unwrap_or_default().to_le_bytes())
+            }
+            Value::String(text) => fnv_feed(fnv_feed(fnv_feed(hash, b"\""), &text.len().to_le_bytes()), text.as_bytes()),
+            Value::Array(items) => fnv_feed(items.iter().fold(fnv_feed(hash, b"["), walk), b"]"),
+            Value::Object(fields) => {
+                let inner = fields.iter().fold(fnv_feed(hash, b"{"), |hash, (key, field)| {
+                    walk(fnv_feed(fnv_feed(hash, &key.len().to_le_bytes()), key.as_bytes()), field)
+                });
+                fnv_feed(inner, b"}")
+            }
+        }
+    }
+    let kept = entry.get("kept_at").unwrap_or(&Value::Null);
+    let record = entry.get("record").unwrap_or(&Value::Null);
+    format!("qa:{:016x}", walk(walk(FNV_START, kept), record))
+}
+
+/// The records kept aside (as stored under [`ASIDE_KEY`], parsed), oldest first.
+pub fn aside_records(stored: Option<Value>) -> Vec<AsideRecord> {
+    aside_list(stored)
+        .into_iter()
+        .map(|mut entry| {
+            let id = aside_id(&entry);
+            let kept_at = entry.get("kept_at").and_then(Value::as_u64);
+            let record = entry.get_mut("record").map(Value::take).unwrap_or_default();
+            AsideRecord { id, kept_at, record }
+        })
+        .collect()
+}
+
+/// The set-aside records without the one named `id` (the first, when two are the same), in
+/// the stored form; `Err` when none is named so (the list changed: nothing is removed).
+pub fn aside_without(stored: Option<Value>, id: &str) -> Result<Value, String> {
+    let mut records = aside_list(stored);
+    let at = records.iter().position(|entry| aside_id(entry) == id);
+    let at = at.ok_or_else(|| "that record is no longer kept aside".to_owned())?;
+    records.remove(at);
     Ok(json_object!("version": 1u64, "records": records))
 }
 

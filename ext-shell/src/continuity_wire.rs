@@ -639,6 +639,7 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
             params: value.get("params").cloned(),
         }),
         "companion_watch" => Some(PortCommand::CompanionWatch),
+        "queue_aside_remove" => Some(PortCommand::QueueAsideRemove { id: id_of(value, "id")?, question: id_of(value, "question") }),
         _ => None,
     }
 }
@@ -788,5 +789,19 @@ mod queue_wire_tests {
         ] {
             assert_eq!(clear(message.clone()), None, "{message}");
         }
+    }
+
+    #[test]
+    fn a_removal_of_a_record_kept_aside_carries_its_id_and_the_question_confirmed() {
+        let removal = json!({"type": "queue_aside_remove", "id": "qa:0123456789abcdef", "question": "panelAsideConfirm"});
+        assert_eq!(
+            port_command(&removal),
+            Some(PortCommand::QueueAsideRemove { id: "qa:0123456789abcdef".into(), question: Some("panelAsideConfirm".into()) })
+        );
+        let unconfirmed = json!({"type": "queue_aside_remove", "id": "qa:1", "question": null});
+        assert_eq!(port_command(&unconfirmed), Some(PortCommand::QueueAsideRemove { id: "qa:1".into(), question: None }));
+        // No id, or one too long to be ours: not a removal.
+        assert_eq!(port_command(&json!({"type": "queue_aside_remove", "question": "panelAsideConfirm"})), None);
+        assert_eq!(port_command(&json!({"type": "queue_aside_remove", "id": "q".repeat(MAX_ID_CHARS + 1)})), None);
     }
 }

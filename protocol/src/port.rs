@@ -102,6 +102,8 @@ wire_names! {
         CompanionCall = "companion_call",
         /// Forward the Herdr stream's events to this port (the side panel's live tree).
         CompanionWatch = "companion_watch",
+        /// `{id, question}`: remove a queue record kept aside, as the user confirmed.
+        QueueAsideRemove = "queue_aside_remove",
     }
 }
 
@@ -124,6 +126,8 @@ wire_names! {
         CompanionEvent = "companion_event",
         /// `{connected}`: the worker's companion connection, to a watching port.
         CompanionState = "companion_state",
+        /// `{view}`: the queue's records kept aside, their texts and the keys to show them.
+        QueueAside = "queue_aside",
     }
 }
 

@@ -113,7 +113,7 @@ pub fn specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: ToolName::HerdrGit,
             title: "Git status, diff, log, show".to_owned(),
-            description: format!("Read a Git repository in a project root. action status: branch and changed files. diff: the work tree against the index; staged: the index against HEAD; from alone: the work tree against that revision; from and to: two revisions; path narrows it. log: the latest max_count commits (default {}, at most {}) from from (default HEAD). show: one revision (from, default HEAD). Output at most max_bytes (default {}, at most {}). Read-only. {ROOTS}", git::LOG_DEFAULT_COUNT, git::LOG_MAX_COUNT, git::GIT_DEFAULT_BYTES, git::GIT_MAX_BYTES),
+            description: format!("Read a Git repository in a project root. action status: branch and changed files. diff: the work tree against the index; staged: the index against HEAD; from alone: the work tree against that revision; from and to: two revisions; from as a range A..B (A...B: from their merge base): those two revisions, never the work tree; path narrows it. log: the latest max_count commits (default {}, at most {}) from from (default HEAD). show: one revision (from, default HEAD). Output at most max_bytes (default {}, at most {}). Read-only. {ROOTS}", git::LOG_DEFAULT_COUNT, git::LOG_MAX_COUNT, git::GIT_DEFAULT_BYTES, git::GIT_MAX_BYTES),
             input_schema: json!({
                 "type": "object", "additionalProperties": false, "required": ["root", "action"],
                 "properties": {
@@ -121,7 +121,7 @@ pub fn specs() -> Vec<ToolSpec> {
                     "action": {"type": "string", "enum": ["status", "diff", "log", "show"], "description": "What to read."},
                     "path": path("Only this file or directory (relative to root, or absolute inside it)."),
                     "staged": flag("diff: the index against HEAD (what a commit would record)."),
-                    "from": {"type": "string", "minLength": 1, "maxLength": git::MAX_REV_CHARS, "description": "A revision (commit id, branch, tag, HEAD~2): diff's older side, log's start, show's commit."},
+                    "from": {"type": "string", "minLength": 1, "maxLength": git::MAX_REV_CHARS, "description": "A revision (commit id, branch, tag, HEAD~2): diff's older side, log's start, show's commit. diff also takes a range A..B or A...B here (then no to, no staged)."},
                     "to": {"type": "string", "minLength": 1, "maxLength": git::MAX_REV_CHARS, "description": "diff: the newer revision (with from)."},
                     "max_count": count(format!("log: most commits (default {}).", git::LOG_DEFAULT_COUNT), git::LOG_MAX_COUNT),
                     "max_bytes": count(format!("Most bytes of output (default {}).", git::GIT_DEFAULT_BYTES), git::GIT_MAX_BYTES),

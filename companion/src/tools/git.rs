@@ -25,8 +25,10 @@
 //!   changed file is read once through the confined path (a hard link refused, as every
 //!   other read refuses one), hashed into a private object directory and diffed from
 //!   there ([`snapshot_work_tree`]); git never reads the work tree again. `show`, `log`, a
-//!   staged diff and a diff of two revisions read only Git's objects, which hold what was
-//!   committed or added.
+//!   staged diff and a diff of two revisions (`from` and `to`, or a range `A..B` / `A...B` in
+//!   `from`) read only Git's objects, which hold what was committed or added. The private
+//!   directories a crash left (ours: the name, the uid, stale) are swept before a new one is
+//!   made ([`sweep_stale_snapshots`]).
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
 //!   output are kept (the rest is read and dropped, so it never blocks on a full pipe).
 
@@ -114,6 +116,12 @@ pub fn check_rev(key: &str, rev: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Whether a revision argument is a range (`A..B`, `A...B`, either side may be left out):
+/// a diff of two revisions, read from Git's objects only, never the work tree.
+fn is_range(rev: &str) -> bool {
+    rev.contains("..")
+}
+
 /// The `git` command line (after the global options) for `request`, with `pathspec`
 /// (relative to the repository directory) when a path was given.
 fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>, ToolError> {
@@ -140,6 +148,23 @@ fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>
             }
             if request.to.is_some() && request.from.is_none() {
                 return Err(ToolError::Bad("diff: to needs from (the older revision)".to_owned()));
+            }
+            if let Some(to) = request.to.as_deref().filter(|to| is_range(to)) {
+                return Err(ToolError::Bad(format!(
+                    "diff: to `{to}` is a range; to is one revision (the newer side): send the range alone as from (from: \"A..B\")"
+                )));
+            }
+            if let Some(from) = request.from.as_deref().filter(|from| is_range(from)) {
+                if request.to.is_some() {
+                    return Err(ToolError::Bad(format!(
+                        "diff: from `{from}` is already two revisions; send it without to, or send from and to as one revision each"
+                    )));
+                }
+                if request.staged {
+                    return Err(ToolError::Bad(format!(
+                        "diff: staged compares the index with one revision, and from `{from}` is a range of two: leave staged out to diff the range"
+                    )));
+                }
             }
             args.extend(owned(&["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch"]));
             if request.staged {
@@ -433,6 +458,56 @@ impl Drop for Snapshot {
     }
 }
 
+/// The name of a work-tree diff's private directory starts so (then `<pid>-<n>-<nanos>`).
+const SNAPSHOT_PREFIX: &str = "herdr-git-";
+/// A private directory older than this is left from a process that ended mid-diff (a diff
+/// takes at most a few [`GIT_TIMEOUT`]s).
+pub const STALE_SNAPSHOT_AGE: Duration = Duration::from_secs(10 * 60);
+/// Stale directories are looked for at most this often (the first diff of a runtime does).
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
+
+/// Removes the work-tree diffs' private directories a crash left in `parent` (the system
+/// temp directory): only a directory (never a symlink) directly in it, named
+/// `herdr-git-<digits>-<digits>-<digits>`, owned by `uid` and last modified more than
+/// [`STALE_SNAPSHOT_AGE`] before `now`. Returns what it removed; a directory it cannot read
+/// or remove is left.
+pub fn sweep_stale_snapshots(parent: &Path, uid: u32, now: std::time::SystemTime) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let ours = |name: &str| {
+        let parts: Vec<&str> = name.strip_prefix(SNAPSHOT_PREFIX).map(|rest| rest.split('-').collect()).unwrap_or_default();
+        parts.len() == 3 && parts.iter().all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(ours) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let old = meta.modified().ok().and_then(|at| now.duration_since(at).ok()).is_some_and(|age| age > STALE_SNAPSHOT_AGE);
+        if meta.is_dir() && meta.uid() == uid && old && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// [`sweep_stale_snapshots`] of the system temp directory, at most once per
+/// [`SWEEP_INTERVAL`] in this process (on the blocking pool).
+async fn sweep_stale_snapshots_due() {
+    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    {
+        let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| at.elapsed() < SWEEP_INTERVAL) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+    }
+    let sweep = || sweep_stale_snapshots(&std::env::temp_dir(), crate::config::current_uid(), std::time::SystemTime::now());
+    let _ = tokio::task::spawn_blocking(sweep).await;
+}
+
 /// Most bytes of the changed files a work-tree diff reads.
 const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -492,9 +567,10 @@ async fn snapshot_work_tree(
     // A deleted entry's id: zeros of the repository's id length (SHA-1 or SHA-256).
     let gone = "0".repeat(if format == "sha256" { 64 } else { 40 });
     let objects = dir.join(common).join("objects");
+    sweep_stale_snapshots_due().await;
     static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let private = std::env::temp_dir().join(format!(
-        "herdr-git-{}-{}-{}",
+        "{SNAPSHOT_PREFIX}{}-{}-{}",
         std::process::id(),
         MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
@@ -697,7 +773,9 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let mut args = arguments(request, pathspec.as_deref())?;
-    let snapshot = if request.action == GitAction::Diff && !request.staged && request.to.is_none() {
+    // A diff reads the work tree only without staged, to or a range in from.
+    let range = request.from.as_deref().is_some_and(is_range);
+    let snapshot = if request.action == GitAction::Diff && !request.staged && request.to.is_none() && !range {
         let snapshot = snapshot_work_tree(roots, &dir, &ceiling, request, pathspec.as_deref()).await?;
         // The snapshot's index against its base, never the work tree again.
         let at = args.iter().position(|a| a == "--end-of-options").unwrap_or(args.len());
@@ -847,6 +925,73 @@ mod tests {
         staged.to = Some("HEAD".to_owned());
         assert!(arguments(&staged, None).is_err());
         assert!(arguments(&request(GitAction::Log), None).expect("args").contains(&"--max-count=5".to_owned()));
+    }
+
+    /// Leftovers32 (failed before: git's read-tree error): `from: "A..B"` went the work-tree
+    /// way and failed deep in `read-tree`. A range is two revisions, read from Git's objects
+    /// only: what `from: A, to: B` shows (`A...B` from their merge base); with `to` or
+    /// `staged` it is refused before Git runs, saying what to send.
+    #[tokio::test]
+    async fn a_range_in_from_diffs_two_revisions_and_never_the_work_tree() {
+        let (_dir, repo) = repository_with_sub("b.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+        sh(&repo, &["commit", "-qam", "two"]);
+        std::fs::write(repo.join("b.txt"), "dirty\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        let diff = |from: &str, to: Option<&str>, staged: bool| {
+            let mut diff = request(GitAction::Diff);
+            diff.root = repo.display().to_string();
+            diff.max_bytes = 64 * 1024;
+            (diff.from, diff.to, diff.staged) = (Some(from.to_owned()), to.map(str::to_owned), staged);
+            diff
+        };
+        let pair = git(&roots, &diff("HEAD~1", Some("HEAD"), false)).await.expect("two revisions");
+        for range in ["HEAD~1..HEAD", "HEAD~1...HEAD"] {
+            let shown = git(&roots, &diff(range, None, false)).await.expect("a range is diffed");
+            let text = shown["text"].as_str().unwrap_or_default();
+            assert!(text.contains("+two") && !text.contains("dirty"), "{range}: {shown}");
+            assert_eq!(shown["text"], pair["text"], "{range}");
+        }
+        for (from, to, staged, says) in [
+            ("HEAD~1..HEAD", Some("HEAD"), false, "send it without to"),
+            ("HEAD~1..HEAD", None, true, "leave staged out"),
+            ("HEAD~1", Some("HEAD~1..HEAD"), false, "send the range alone as from"),
+        ] {
+            let error = git(&roots, &diff(from, to, staged)).await.expect_err("refused").to_string();
+            assert!(error.contains(says), "{from} {to:?} {staged}: {error}");
+        }
+    }
+
+    /// L4 (leftovers32): a diff's private directory left by a crash stays in the temp
+    /// directory for good. A sweep removes only ours: the name, our uid, stale, a directory.
+    #[test]
+    fn a_stale_private_directory_is_swept_and_a_fresh_or_other_one_is_not() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let uid = crate::config::current_uid();
+        let made = |name: &str| {
+            let path = parent.path().join(name);
+            std::fs::create_dir_all(path.join("objects")).expect("mkdir");
+            path
+        };
+        let stale = made("herdr-git-41-0-1700000000000000000");
+        let fresh = made("herdr-git-42-1-1700000000000000001");
+        let other = made("herdr-gitx-43-0-1");
+        let loose = made("herdr-git-notes");
+        let file = parent.path().join("herdr-git-44-0-2");
+        std::fs::write(&file, "not a directory").expect("w");
+        let link = parent.path().join("herdr-git-45-0-3");
+        std::os::unix::fs::symlink(&fresh, &link).expect("ln");
+        // An hour on: every entry is older than the stale age but `fresh`, touched at "now".
+        let now = std::time::SystemTime::now() + Duration::from_secs(3600);
+        std::fs::File::open(&fresh).expect("open").set_modified(now).expect("touch");
+        assert_eq!(sweep_stale_snapshots(parent.path(), uid, now), std::slice::from_ref(&stale));
+        assert!(!stale.exists() && fresh.exists() && other.exists() && loose.exists() && file.exists() && fresh.join("objects").exists());
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "a symlink is never followed or removed");
+        // Another uid's directory is never removed.
+        let foreign = made("herdr-git-46-0-4");
+        assert!(sweep_stale_snapshots(parent.path(), uid.wrapping_add(1), now).is_empty());
+        assert!(foreign.exists());
     }
 
     /// A work-tree diff from the snapshot shows what `git diff` shows: a changed, a

@@ -167,6 +167,14 @@ pub enum PortCommand {
     },
     /// `companion_watch`: the side panel's live tree asks for the Herdr stream's events.
     CompanionWatch,
+    /// `queue_aside_remove {id, question}`: the side panel's removal of a queue record kept
+    /// aside, naming the question the user confirmed (`super::aside`).
+    QueueAsideRemove {
+        /// The record's id (`queue::AsideRecord::id`).
+        id: String,
+        /// The `_locales` key of the question confirmed (`None`: none was).
+        question: Option<String>,
+    },
 }
 
 impl PortCommand {
@@ -193,6 +201,7 @@ impl PortCommand {
             PortCommand::RateLimited { .. } => "rate_limited",
             PortCommand::CompanionCall { .. } => "companion_call",
             PortCommand::CompanionWatch => "companion_watch",
+            PortCommand::QueueAsideRemove { .. } => "queue_aside_remove",
         }
     }
 }

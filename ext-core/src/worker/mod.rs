@@ -33,6 +33,7 @@
 //! answer within the same turn except `OpenNative`; storage and tab answers come back as
 //! [`WorkerInput::Stored`] with the output's token.
 
+mod aside;
 mod calls;
 mod commands;
 mod pages;
@@ -56,6 +57,7 @@ use crate::sites::overrides::ProfileOverrides;
 use crate::vec_map::VecMap;
 use crate::Millis;
 
+pub use aside::{aside_view_message, ASIDE_CONFIRM, ASIDE_PREVIEW_CHARS, ASIDE_TEXTS};
 pub use calls::{PAGE_CALL_ID_PREFIX, WATCHED_EVENTS};
 pub use commands::{
     commands_for, companion_call, companion_watch, CallFailure, ExtensionPage, PortCommand, Sender, COMPANION_CALLS, OPTIONS_PAGE,
@@ -364,6 +366,8 @@ pub struct Worker {
     storage_token: u32,
     /// The queue record as the last queue read found it (a Clear keeps exactly this aside).
     queue_raw: Option<Value>,
+    /// The records kept aside: their changes one at a time, the side panels' view ([`aside`]).
+    aside: aside::AsideLane,
     /// Extension pages' companion calls on the wire, by wire id ([`calls`]).
     page_calls: VecMap<String, calls::PageCall>,
     next_page_call: u64,
@@ -411,6 +415,7 @@ impl Worker {
             storage: VecMap::new(),
             storage_token: 0,
             queue_raw: None,
+            aside: aside::AsideLane::default(),
             page_calls: VecMap::new(),
             next_page_call: 0,
             stream_drops: calls::StreamDrops::default(),
@@ -661,9 +666,9 @@ impl Worker {
             ContinuityOutput::QueueKeepAside { op, record } => {
                 // Verbatim: the value as stored (this change's read), not its parsed form,
                 // added to the records kept aside before (read first: none is replaced).
+                // One list change at a time: after a removal the side panel started, if any.
                 let value = self.queue_raw.take().unwrap_or(record);
-                let token = self.storage_token(StorageWait::AsideRead(op, value));
-                self.outputs.push_back(WorkerOutput::StorageRead { token, key: crate::queue::ASIDE_KEY });
+                self.aside_job(aside::AsideJob::Keep(op, value));
             }
             ContinuityOutput::QueueAccepted { tab, text } => self.post_to_tab(tab, json_object!("type": "queue_accepted", "text": text)),
             ContinuityOutput::Recovery { tab, command } => self.recovery_command(tab, &command),

@@ -89,6 +89,13 @@ pub fn panel_diagnostics_message(tab: Option<TabId>, diagnostics: Option<&Value>
     json_object!("type": "diagnostics", "tab_id": tab, "diagnostics": diagnostics, "fact_order": order)
 }
 
+impl Page {
+    /// A side panel's port (not the options page's, which shows no view).
+    pub(super) fn is_panel(&self) -> bool {
+        self.panel && self.extension != ExtensionPage::Options
+    }
+}
+
 impl Worker {
     pub(super) fn port_connected(&mut self, port: PortId, tab: Option<TabId>, panel: bool, url: &str) {
         // The tab bookkeeping (the active tab, a tab's newest port, `PageGone`) is the content
@@ -190,12 +197,20 @@ impl Worker {
                     self.warn("herdr-continuity: only an extension page may watch the companion; companion_watch dropped".to_owned());
                 }
             }
+            PageInput::Command(PortCommand::QueueAsideRemove { id, question }) => {
+                let extension = page.extension;
+                self.aside_remove(sender.panel, extension, id, question);
+            }
             PageInput::Command(command) => {
                 if let PortCommand::PanelHello { tab_id } = &command {
                     if sender.panel {
                         page.panel_tab = *tab_id;
                         page.last_view = None;
                     }
+                }
+                // A panel's hello or refresh reads the queue records kept aside for it too.
+                if sender.panel && matches!(command, PortCommand::PanelHello { .. } | PortCommand::PanelRefresh) {
+                    self.aside_view_read();
                 }
                 match commands_for(command, sender) {
                     Ok(inputs) => inputs.into_iter().for_each(|input| self.continuity_input(input)),

@@ -32,6 +32,14 @@ pub(super) enum StorageWait {
     QueueWrite(u64),
     /// The set-aside records, read to add `record` (as stored) for the change `op`.
     AsideRead(u64, Value),
+    /// The set-aside records with `record` added, written for the change `op`.
+    AsideWritten(u64),
+    /// The set-aside records, read to remove the one with this id ([`super::aside`]).
+    AsideRemoveRead(String),
+    /// The set-aside records without the removed one, written.
+    AsideRemoved,
+    /// The set-aside records, read for the side panels' view.
+    AsideView,
     /// The snapshot, written before `message` goes to the page of `tab` (`None`: the tab
     /// is reloaded).
     Persisted(TabId, Option<Value>),
@@ -110,20 +118,25 @@ impl Worker {
             StorageWait::QueueWrite(op) => self.continuity_input(ContinuityInput::QueueWritten { op, result: outcome.map(|_| ()) }),
             StorageWait::AsideRead(op, record) => {
                 let key = crate::queue::ASIDE_KEY;
-                let stored = outcome.map_err(|error| format!("the records kept aside could not be read: {error}")).map(|items| match items
-                    .get(key)
-                {
-                    Some(Value::String(text)) => Some((self.parse)(text).unwrap_or_else(|_| Value::String(text.clone()))),
-                    other => other.cloned(),
-                });
-                match stored.and_then(|stored| crate::queue::aside_with(stored, record, self.now)) {
+                let stored = outcome.map_err(|error| format!("the records kept aside could not be read: {error}"));
+                match stored.and_then(|items| crate::queue::aside_with(self.aside_stored(&items), record, self.now)) {
                     Ok(value) => {
-                        let token = self.storage_token(StorageWait::QueueWrite(op));
+                        let token = self.storage_token(StorageWait::AsideWritten(op));
                         self.outputs.push_back(WorkerOutput::StorageWrite { token, key, value });
                     }
-                    Err(detail) => self.continuity_input(ContinuityInput::QueueWritten { op, result: Err(detail) }),
+                    Err(detail) => {
+                        self.continuity_input(ContinuityInput::QueueWritten { op, result: Err(detail) });
+                        self.aside_done();
+                    }
                 }
             }
+            StorageWait::AsideWritten(op) => {
+                self.continuity_input(ContinuityInput::QueueWritten { op, result: outcome.map(|_| ()) });
+                self.aside_done();
+            }
+            StorageWait::AsideRemoveRead(id) => self.aside_remove_read(&id, outcome),
+            StorageWait::AsideRemoved => self.aside_removed(outcome.map(|_| ())),
+            StorageWait::AsideView => self.aside_view_answered(token, outcome),
             // Not carried out when the write failed: the budget is spent, nothing repeats.
             StorageWait::Persisted(..) | StorageWait::OpenTab(..) if outcome.is_err() => {}
             StorageWait::Persisted(tab, Some(message)) => self.post_to_tab(tab, message),

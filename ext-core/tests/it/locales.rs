@@ -86,6 +86,8 @@ fn every_say() -> Vec<Say> {
     all.push(Say::new("hudBridgeDetailMore", vec!["12".into()]));
     // A manual Continue the page did not send for another reason (manual::continue_not_sent).
     all.push(Say::new("manualNotSent", vec![]));
+    // The side panel's queue records kept aside (worker::aside).
+    all.extend(ext_core::worker::ASIDE_TEXTS.iter().map(|(key, n)| Say::new(key, vec!["x".into(); *n])));
     // The journal opt-in's notices (continuity::journal::journal_opt).
     all.push(Say::new("journalOptedIn", vec![]));
     all.push(Say::new("journalOptedOut", vec![]));
