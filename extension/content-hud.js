@@ -57,6 +57,8 @@
     .status { clear: both; float: right; max-width: 300px; margin: 4px 0 0; padding: 3px 8px;
       background: #fff; border: 1px solid #d0d7de; border-radius: 6px; }
     .status:empty { display: none; }
+    .actions { padding-bottom: 6px; margin-bottom: 4px; border-bottom: 1px solid #d0d7de; }
+    .actions:empty { display: none; }
     .continuity:empty { display: none; }
     .continuity { margin-top: 6px; padding-top: 6px; border-top: 1px solid #d0d7de; }
     .continuity p { margin: 2px 0; }
@@ -110,11 +112,15 @@
   const continuity = document.createElement('div');
   continuity.className = 'continuity';
   const actions = document.createElement('div');
+  actions.className = 'actions';
   const status = document.createElement('p');
   status.className = 'status';
   status.setAttribute('role', 'status');
   status.setAttribute('aria-live', 'polite');
-  panel.append(lines, continuity, actions);
+  // The buttons come first: the lines below them come and go as views arrive, and a button
+  // that moved under the pointer as it was pressed was a press lost without a word (the
+  // release lands beside it). A long panel scrolls its lines, never its buttons away.
+  panel.append(actions, lines, continuity);
   // What the HUD shows (Auto, the binding, a card waiting, …) as data-* hooks for tests:
   // inside the closed root, never on the host, so the page cannot tell that a card is up
   // (and time a click-jack for it).

@@ -96,7 +96,9 @@
     try {
       hc.port?.postMessage(message);
     } catch {
+      const old = hc.port;
       hc.port = null;
+      try { old?.disconnect(); } catch { /* already gone */ }
       connect();
       hc.port?.postMessage(message);
     }

@@ -15,8 +15,9 @@ const statusLine = (line, attributes = {}) =>
 /** One record: when it was kept, its line, its text's start, Copy text and Remove… with its confirm. */
 function recordRow(record, view, post, status) {
   const cells = [];
-  if (record.kept_at != null) {
-    const at = new Date(record.kept_at);
+  const at = record.kept_at != null ? new Date(record.kept_at) : null;
+  // A time out of Date's range (a list edited by hand) is left out, not a section that fails.
+  if (at && !Number.isNaN(at.getTime())) {
     cells.push(element('time', 'aside-time', { datetime: at.toISOString() }, at.toLocaleString()), ' ');
   }
   cells.push(element('span', '', { 'data-key': record.line.key }, message(record.line.key, record.line.substitutions)));
@@ -46,7 +47,14 @@ function recordRow(record, view, post, status) {
     remove.focus();
   };
   const yes = button(message(view.yes), { 'data-aside-yes': record.id }, () => {
-    post({ type: TO_WORKER.queue_aside_remove, id: record.id, question: view.confirm });
+    // The panel's port is down while the worker restarts: `post` throws, saying so; the
+    // confirm stays open to press again.
+    try {
+      post({ type: TO_WORKER.queue_aside_remove, id: record.id, question: view.confirm });
+    } catch (error) {
+      status.textContent = errorText(error);
+      return;
+    }
     close();
   });
   const keep = button(message(view.no), { 'data-aside-no': record.id }, close);

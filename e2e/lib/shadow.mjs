@@ -13,7 +13,7 @@
 // by lib/test.mjs) takes a ShadowLocator where Playwright's takes a Locator and polls the
 // same matchers (toHaveAttribute, toHaveClass, toContainText, toHaveText, toBeVisible, toBeHidden,
 // toBeEnabled, toBeDisabled, toBeAttached, toHaveCount, toBeFocused), `.not` included.
-import { expect as baseExpect } from '@playwright/test';
+import { expect as baseExpect, test as baseTest } from '@playwright/test';
 
 const EXTENSION_ORIGIN = 'chrome-extension://';
 const contexts = new WeakMap(); // page → { cdp, ids: Map<frameId, contextId>, main }
@@ -119,7 +119,7 @@ function armClickWith({ query, type }, find) {
   const watch = { landed: 'outside', stop: () => {} };
   globalThis.__herdrTestClickWatch?.stop();
   globalThis.__herdrTestClickWatch = watch;
-  if (!el) return;
+  if (!el) return false;
   const root = el.getRootNode();
   const onClick = (event) => {
     if (event.composedPath().includes(el)) {
@@ -133,6 +133,7 @@ function armClickWith({ query, type }, find) {
   };
   root.addEventListener(type, onClick, true);
   watch.stop = () => root.removeEventListener(type, onClick, true);
+  return true;
 }
 
 // Where the watched click landed ('hit', 'stopped on …', or 'outside' the root); the
@@ -233,7 +234,8 @@ export class ShadowLocator {
    * between the last look and the press (a view that adds or removes a line moves the
    * buttons): the click is watched inside the element's root, and one that would land on
    * anything else there is stopped before it does anything and tried again, as Playwright's
-   * own hit-target check does. `force`: one click at the point, unwatched (tests that move
+   * own hit-target check does — said in the console and the test's annotations
+   * (`click-again`), never silently. `force`: one click at the point, unwatched (tests that move
    * or cover our host on purpose).
    */
   async click({ button = 'left', timeout, force = false } = {}) {
@@ -243,13 +245,19 @@ export class ShadowLocator {
         await this.page.mouse.click(x, y, { button });
         return;
       }
-      await inContentWorld(this.page, armClick, { query: this.query, type: CLICK_EVENT[button] ?? 'auxclick' });
-      await this.page.mouse.click(x, y, { button });
-      const landed = await inContentWorld(this.page, disarmClick, null);
-      if (landed === 'hit') return;
-      if (attempt === CLICK_ATTEMPTS) {
-        throw new Error(`${this}: ${CLICK_ATTEMPTS} clicks at its centre landed elsewhere (last: ${landed ?? 'the page went away'})`);
+      // Not armed (the element left the tree since the look): no click, look again.
+      const armed = await inContentWorld(this.page, armClick, { query: this.query, type: CLICK_EVENT[button] ?? 'auxclick' });
+      let landed = 'nowhere: the element was gone when the click was armed';
+      if (armed) {
+        await this.page.mouse.click(x, y, { button });
+        landed = (await inContentWorld(this.page, disarmClick, null)) ?? 'the page went away';
+        if (landed === 'hit') return;
       }
+      if (attempt === CLICK_ATTEMPTS) throw new Error(`${this}: ${CLICK_ATTEMPTS} clicks at its centre landed elsewhere (last: ${landed})`);
+      // Said, never silent: the report carries every click that had to be made again.
+      const note = `${this}: the click landed ${landed === 'outside' ? 'outside its root' : landed}; clicked again`;
+      console.warn(note);
+      try { baseTest.info().annotations.push({ type: 'click-again', description: note }); } catch { /* outside a test */ }
     }
   }
 

@@ -83,5 +83,6 @@ test.describe('a click on our closed-root UI', () => {
     await page.waitForTimeout(500);
     expect(await hud.state.getAttribute('data-auto'), 'one press only: Auto was not turned off again').toBe('on');
     expect(await hud.host.locator('p[data-test-line]').count(), 'the button moved').toBe(1);
+    expect(test.info().annotations.filter((a) => a.type === 'click-again'), 'the second click is reported').toHaveLength(1);
   });
 });

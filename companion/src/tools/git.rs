@@ -192,8 +192,10 @@ fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>
             args.push(request.from.clone().unwrap_or_else(|| "HEAD".to_owned()));
         }
     }
+    // Always a `--`: without it a revision that does not resolve but names a file is taken
+    // as a path, and `git diff` then reads the work tree itself (review38 M1).
+    args.push("--".to_owned());
     if let Some(pathspec) = pathspec {
-        args.push("--".to_owned());
         args.push(pathspec.to_owned());
     }
     Ok(args)
@@ -468,14 +470,17 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
 
 /// Removes the work-tree diffs' private directories a crash left in `parent` (the system
 /// temp directory): only a directory (never a symlink) directly in it, named
-/// `herdr-git-<digits>-<digits>-<digits>`, owned by `uid` and last modified more than
+/// `herdr-git-<pid>-<digits>-<digits>` whose process no longer runs (a clock stepped forward
+/// or a long diff never loses a live directory), owned by `uid` and last modified more than
 /// [`STALE_SNAPSHOT_AGE`] before `now`. Returns what it removed; a directory it cannot read
 /// or remove is left.
 pub fn sweep_stale_snapshots(parent: &Path, uid: u32, now: std::time::SystemTime) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let ours = |name: &str| {
         let parts: Vec<&str> = name.strip_prefix(SNAPSHOT_PREFIX).map(|rest| rest.split('-').collect()).unwrap_or_default();
-        parts.len() == 3 && parts.iter().all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        parts.len() == 3
+            && parts.iter().all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            && !process_may_run(parts[0])
     };
     let Ok(entries) = std::fs::read_dir(parent) else { return Vec::new() };
     let mut removed = Vec::new();
@@ -491,6 +496,18 @@ pub fn sweep_stale_snapshots(parent: &Path, uid: u32, now: std::time::SystemTime
         }
     }
     removed
+}
+
+/// Whether the process `pid` (decimal) may still run: ours, one `kill(pid, 0)` finds (or may
+/// not signal), or a pid that cannot be asked about.
+fn process_may_run(pid: &str) -> bool {
+    let Ok(pid) = pid.parse::<libc::pid_t>() else { return true };
+    if pid <= 0 || u32::try_from(pid).is_ok_and(|pid| pid == std::process::id()) {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; `kill` only checks that the process exists.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// [`sweep_stale_snapshots`] of the system temp directory, at most once per
@@ -963,6 +980,31 @@ mod tests {
         }
     }
 
+    /// Review38 M1: a `from` or `to` that is no revision but names a file was taken by git as
+    /// a path, so `git diff` read the work tree itself (not the checked snapshot): `to:
+    /// "b.txt"` showed the dirty file, and so did `from: "x..y"` for a file of that name.
+    #[tokio::test]
+    async fn a_revision_that_names_a_file_is_refused_never_read_as_a_path() {
+        let (_dir, repo) = repository_with_sub("b.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        std::fs::write(repo.join("x..y"), "kept\n").expect("w");
+        sh(&repo, &["add", "x..y"]);
+        sh(&repo, &["commit", "-qm", "x..y"]);
+        std::fs::write(repo.join("b.txt"), "dirty\n").expect("w");
+        std::fs::write(repo.join("x..y"), "dirty too\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        for (from, to) in [("HEAD", Some("b.txt")), ("x..y", None)] {
+            let mut diff = request(GitAction::Diff);
+            diff.root = repo.display().to_string();
+            diff.max_bytes = 64 * 1024;
+            (diff.from, diff.to) = (Some(from.to_owned()), to.map(str::to_owned));
+            match git(&roots, &diff).await {
+                Ok(shown) => panic!("{from} {to:?}: read as a path: {shown}"),
+                Err(error) => assert!(!error.to_string().contains("dirty"), "{from} {to:?}: {error}"),
+            }
+        }
+    }
+
     /// L4 (leftovers32): a diff's private directory left by a crash stays in the temp
     /// directory for good. A sweep removes only ours: the name, our uid, stale, a directory.
     #[test]
@@ -974,7 +1016,10 @@ mod tests {
             std::fs::create_dir_all(path.join("objects")).expect("mkdir");
             path
         };
-        let stale = made("herdr-git-41-0-1700000000000000000");
+        // A pid above Linux's and macOS's highest: no process has it.
+        let stale = made("herdr-git-99999999-0-1700000000000000000");
+        // Ours, as stale by its time: a live process's directory is never removed.
+        let live = made(&format!("herdr-git-{}-7-1700000000000000000", std::process::id()));
         let fresh = made("herdr-git-42-1-1700000000000000001");
         let other = made("herdr-gitx-43-0-1");
         let loose = made("herdr-git-notes");
@@ -987,6 +1032,7 @@ mod tests {
         std::fs::File::open(&fresh).expect("open").set_modified(now).expect("touch");
         assert_eq!(sweep_stale_snapshots(parent.path(), uid, now), std::slice::from_ref(&stale));
         assert!(!stale.exists() && fresh.exists() && other.exists() && loose.exists() && file.exists() && fresh.join("objects").exists());
+        assert!(live.exists(), "a directory of a process that runs stays");
         assert!(std::fs::symlink_metadata(&link).is_ok(), "a symlink is never followed or removed");
         // Another uid's directory is never removed.
         let foreign = made("herdr-git-46-0-4");
