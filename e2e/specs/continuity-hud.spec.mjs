@@ -91,9 +91,14 @@ test.describe('HUD placement', () => {
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
 
       // The expanded HUD stays expanded across view updates (a click that changes state).
+      const before = await box(hud.action('toggle_auto'), 'the Auto button');
       await hud.action('toggle_auto').click();
       await hud.expect('data-auto', /^(on|not_allowed)$/);
       await expect(hud.toggle).toHaveAttribute('aria-expanded', 'true');
+      // The view changed the lines (Auto's, the withheld reason's): the buttons above them
+      // stayed where they were, so a press as a view arrives lands on its button.
+      const after = await box(hud.action('toggle_auto'), 'the Auto button');
+      expect({ x: after.x, y: after.y }, 'the Auto button did not move').toEqual({ x: before.x, y: before.y });
       // The panel's Auto line and the pill say the same Auto state (ext-core hud_pill
       // auto_keys): on a Project without "allow Project Auto" both say "not allowed".
       const auto = await hud.state.getAttribute('data-auto');
