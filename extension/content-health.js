@@ -5,6 +5,9 @@
   if (!hc) return; // a second injection: the first copy runs
   const { caps: CAPS, messages: { page_to_worker: TO_WORKER } } = globalThis.herdrContracts; // extension/contracts.js
   const { host, pageLoad } = hc;
+  // Read once (content-facts.js `clock`: the first read of an accessor global in a call costs).
+  const clock = performance;
+  const doc = document;
 
   // ---- Page health meters (SPEC H1, docs/PROTOCOL.md "Page health"). This only counts,
   // O(1) per event: the chat observer's callbacks (one increment in onRecords, no second
@@ -25,10 +28,10 @@
     on: false, riding: false };
   const resetMeters = () => Object.assign(meters, { callbacks: 0, driftMs: 0, longTaskMs: 0, longTasks: 0, ticks: 0 });
   const countTick = (late) => {
-    if (!document.hidden && late > meters.driftMs) meters.driftMs = late;
+    if (!doc.hidden && late > meters.driftMs) meters.driftMs = late;
     meters.ticks += 1;
     if (meters.ticks < HEALTH_SAMPLE_TICKS) return;
-    const memory = performance.memory;
+    const memory = clock.memory;
     hc.port?.postMessage({
       type: TO_WORKER.health_sample,
       page_load: pageLoad,
@@ -46,7 +49,7 @@
     resetMeters();
   };
   const healthTick = () => {
-    const now = performance.now();
+    const now = clock.now();
     const late = now - meters.last - HEALTH_TICK_MS;
     meters.last = now;
     countTick(late);
