@@ -411,8 +411,8 @@ export async function chatSiteWorld(sandbox, site, conversation, fixtureOptions 
   return { context, worker, fixture };
 }
 
-/** Opens `conversation` of a site fixture, binds it to w1 from the side panel, turns its Auto on (M3). */
-export async function openSiteBoundWithAuto(context, worker, fixture, conversation) {
+/** Opens `conversation` of a site fixture and binds it to w1 from the side panel (B6). */
+export async function openSiteBound(context, worker, fixture, conversation) {
   const page = await context.newPage();
   await page.goto(fixture.url(conversation));
   await new HudProbe(page).expectCompanionConnected();
@@ -420,6 +420,12 @@ export async function openSiteBoundWithAuto(context, worker, fixture, conversati
   const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
   await hud.expect('data-binding', WORKSPACE.id, 'HUD shows the conversation bound (B6)');
   await panel.close();
+  return { page, hud };
+}
+
+/** `openSiteBound`, then its Auto turned on (M3). */
+export async function openSiteBoundWithAuto(context, worker, fixture, conversation) {
+  const { page, hud } = await openSiteBound(context, worker, fixture, conversation);
   await hud.turnAutoOn();
   return { page, hud };
 }

@@ -5,8 +5,7 @@
 import { existsSync } from 'node:fs';
 import { Sandbox } from '../lib/sandbox.mjs';
 import { closeContexts, test, expect } from '../lib/test.mjs';
-import { ContinuityHud, WORKSPACE, bindFromPanel, chatSiteWorld, startSeededHerdr } from '../lib/continuity.mjs';
-import { HudProbe } from '../lib/hud.mjs';
+import { chatSiteWorld, openSiteBound, startSeededHerdr } from '../lib/continuity.mjs';
 import { inShadowRoot } from '../lib/shadow.mjs';
 
 test('dispose ends every process of the sandbox (stand-in, runtime, Chromium, host) and removes its dir', async () => {
@@ -56,13 +55,7 @@ test.describe('a click on our closed-root UI', () => {
   test('a HUD button that moves as it is pressed is pressed once, when the click lands on it', async ({ sandbox }) => {
     const conversation = '2d4f6a8b-1c3e-4a5b-9c7d-0e1f2a3b4c5d';
     const { context, worker, fixture } = await chatSiteWorld(sandbox, 'zai', conversation, { replyWith: () => 'ok' });
-    const page = await context.newPage();
-    await page.goto(fixture.url(conversation));
-    await new HudProbe(page).expectCompanionConnected();
-    const hud = new ContinuityHud(page);
-    const { panel } = await bindFromPanel(context, worker, page, WORKSPACE.id);
-    await hud.expect('data-binding', WORKSPACE.id, 'the chat is bound');
-    await panel.close();
+    const { page, hud } = await openSiteBound(context, worker, fixture, conversation);
     await hud.expect('data-auto', 'off', 'Auto is off before the press');
     await hud.expand();
     await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
