@@ -16,6 +16,9 @@
 //! Invariant: every cap counts Unicode scalar values (`char`s), never bytes, so a cap never
 //! splits a character.
 
+/// How deep a JSON value may nest where it crosses into the core from JavaScript (ext-shell's
+/// walk of a JS value refuses a deeper one; serde_json's own parser stops at 128).
+pub const MAX_JSON_DEPTH: u32 = 64;
 /// Longest page URL a page may report (`page_facts.url`).
 pub const MAX_URL_CHARS: usize = 2_048;
 /// Longest id a page may send: delivery ids, turn ids, markers, workspace ids, scope keys,

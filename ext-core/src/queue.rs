@@ -220,8 +220,15 @@ fn valid_key(key: &str) -> bool {
 /// The set-aside records (as stored under [`ASIDE_KEY`], parsed; `None`: none) with
 /// `record` added, kept at `now`: `{"version":1,"records":[{"kept_at","record"}]}`, oldest
 /// first. A copy kept by an earlier release (the record alone) stays, as the first with no
-/// `kept_at`. `Err` (nothing is replaced): [`MAX_ASIDE_RECORDS`] are kept already.
+/// `kept_at`. `Err` (nothing is replaced): [`MAX_ASIDE_RECORDS`] are kept already, or the
+/// record nests so deep that the list holding it could not be read back
+/// ([`ASIDE_RECORD_MAX_DEPTH`]).
 pub fn aside_with(stored: Option<Value>, record: Value, now: Millis) -> Result<Value, String> {
+    if nests_deeper_than(&record, ASIDE_RECORD_MAX_DEPTH) {
+        return Err(format!(
+            "the unreadable queue record nests deeper than {ASIDE_RECORD_MAX_DEPTH} levels, so no list could hold it and be read again; it is not kept aside"
+        ));
+    }
     let mut records = aside_list(stored);
     if records.len() >= MAX_ASIDE_RECORDS {
         return Err(format!(
@@ -230,6 +237,22 @@ pub fn aside_with(stored: Option<Value>, record: Value, now: Millis) -> Result<V
     }
     records.push(json_object!("kept_at": now, "record": record));
     Ok(json_object!("version": 1u64, "records": records))
+}
+
+/// How deep a record kept aside may nest: the list holds it three levels down (the list, its
+/// `records`, the entry), and the whole list must cross back within
+/// [`crate::limits::MAX_JSON_DEPTH`] (a deeper one made the list unreadable, and then read as
+/// one copy an earlier release kept: review38 L5).
+pub const ASIDE_RECORD_MAX_DEPTH: u32 = crate::limits::MAX_JSON_DEPTH - 3;
+
+/// Whether `value` holds a value more than `levels` levels below it.
+fn nests_deeper_than(value: &Value, levels: u32) -> bool {
+    let deeper = |item: &Value| levels == 0 || nests_deeper_than(item, levels - 1);
+    match value {
+        Value::Array(items) => items.iter().any(deeper),
+        Value::Object(map) => map.values().any(deeper),
+        _ => false,
+    }
 }
 
 /// The set-aside list's entries (`{"kept_at","record"}`), oldest first: a stored

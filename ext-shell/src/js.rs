@@ -96,8 +96,8 @@ pub fn json_text(value: &JsValue) -> Option<String> {
 /// the browser's `JSON.parse` / `JSON.stringify`: serde_json's own text parser and printer
 /// (with their number formatting) are not in the wasm (issue 8: -5 800 B gzip).
 ///
-/// How deep a value may nest (serde_json's own parser stops at 128).
-const MAX_DEPTH: u32 = 64;
+/// How deep a value may nest.
+const MAX_DEPTH: u32 = ext_core::limits::MAX_JSON_DEPTH;
 
 /// A JSON value as the JS value `JSON.parse` would give for its text.
 pub fn to_js(value: &serde_json::Value) -> JsValue {

@@ -493,3 +493,25 @@ proptest! {
         prop_assert_eq!(ext_core::queue::normalize_text(&text), reference);
     }
 }
+
+// Review38 L5: a record kept aside sits three levels down in the stored list; one nested to
+// the shell's depth limit made the list unreadable (then read as one older copy, so a
+// removal took every record). Such a record is refused before the list is written.
+#[test]
+fn a_record_nested_too_deep_for_the_list_is_not_kept_aside() {
+    use ext_core::queue::{aside_records, aside_with, ASIDE_RECORD_MAX_DEPTH};
+    let nested = |levels: u32| (0..levels).fold(serde_json::json!("q"), |inner, _| serde_json::json!([inner]));
+    let kept = aside_with(None, nested(ASIDE_RECORD_MAX_DEPTH), 5).expect("at the limit it is kept");
+    let refused = aside_with(Some(kept.clone()), nested(ASIDE_RECORD_MAX_DEPTH + 1), 6).expect_err("one deeper is refused");
+    assert!(refused.contains("nests deeper than 61 levels"), "{refused}");
+    // The list that holds the deepest record kept still crosses the shell's limit: 64 levels.
+    fn depth(value: &serde_json::Value) -> u32 {
+        match value {
+            serde_json::Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            serde_json::Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    assert_eq!(depth(&kept), ext_core::limits::MAX_JSON_DEPTH);
+    assert_eq!(aside_records(Some(kept)).len(), 1);
+}
