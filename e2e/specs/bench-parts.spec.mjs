@@ -28,10 +28,11 @@ test.describe('bench parts (issue 28)', () => {
     expect(run.marks['herdr:started']).toBeGreaterThanOrEqual(run.marks['herdr:start-view']);
     expect(run.marks['herdr:page-connected']).toBeGreaterThanOrEqual(run.marks['herdr:started']);
     expect(run.started, 'the first view was the stored start view').toBe(true);
-    // After the connect that asked for it (the start view's mark is taken once postMessage
-    // returned, which the page's render can precede).
+    // After the connect that asked for it, and the live view after the core started (the
+    // start view's and page-connected's marks are taken once the post returned, which the
+    // page's render can precede: tokencost32 saw the live view 0.3 ms before its mark).
     expect(run.view).toBeGreaterThan(run.marks['herdr:connect']);
-    expect(run.live).toBeGreaterThan(run.marks['herdr:page-connected']);
+    expect(run.live).toBeGreaterThan(run.marks['herdr:started']);
     expect(run.companion, 'the first view carries a companion line').toMatch(/^companion[A-Z]/);
   });
 
