@@ -119,7 +119,7 @@
   status.setAttribute('aria-live', 'polite');
   // The buttons come first: the lines below them come and go as views arrive, and a button
   // that moved under the pointer as it was pressed was a press lost without a word (the
-  // release lands beside it). A long panel scrolls its lines, never its buttons away.
+  // release lands beside it). A view that changes the lines no longer moves them.
   panel.append(actions, lines, continuity);
   // What the HUD shows (Auto, the binding, a card waiting, …) as data-* hooks for tests:
   // inside the closed root, never on the host, so the page cannot tell that a card is up
