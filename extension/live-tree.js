@@ -19,6 +19,8 @@ export const PINNED_KEY = settings.pinned_key;
 export const TAIL_LINES = caps.tail_lines;
 /** Most items of one Herdr list the worker relays (the rest is counted as `cut`). */
 const LIST_MAX = caps.runtime_list_items;
+/** Shortest time between two reads of the lists that stream events ask for (ms). */
+const RELOAD_GAP_MS = 1000;
 /** Longest last-output line shown per pane, in characters. */
 const LAST_LINE_MAX = 160;
 
@@ -41,34 +43,50 @@ export class HerdrModel {
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
     this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
     this.paneHidden = { cut: 0, dropped: 0 }; // and of the last `herdr.panes` answer
-    // Workspaces and panes Herdr added after the catalog while the tree already held
-    // LIST_MAX of them: counted with the cut, not shown (the tree stays within the cap).
-    this.over = { workspaces: new Map(), panes: new Map() }; // id → its workspace_id
     this.eventsDropped = 0; // stream events the worker did not relay (out of their shape)
+    // The tree shows what the worker's relay shows and counts what it cut; it knows how many
+    // items were cut, not which. So when the stream adds an item while the tree already holds
+    // LIST_MAX (new, or one the relay cut), or removes one while items are cut (a shown one's
+    // place is free, or the count drops), the lists are read again: the relay's answer
+    // says what is shown now and how many are not.
+    this.reloadWanted = false;
+  }
+
+  /** True once after a stream event that wants the lists read again. */
+  takeReload() {
+    const wanted = this.reloadWanted;
+    this.reloadWanted = false;
+    return wanted;
   }
 
   workspace(data) {
     if (!object(data) || !string(data.workspace_id)) return;
-    if (this.overCap(this.workspaces, this.over.workspaces, data.workspace_id, data.workspace_id)) return;
+    if (this.overCap(this.workspaces, data.workspace_id)) return;
     const label = string(data.label) ? data.label : data.workspace_id;
     this.workspaces.set(data.workspace_id, { workspace_id: data.workspace_id, label, number: Number.isInteger(data.number) ? data.number : 0 });
   }
 
-  /** True when `id` is new to `shown`, which already holds LIST_MAX: it goes to `over`. */
-  overCap(shown, over, id, workspaceId) {
+  /** True when `id` is new to `shown`, which already holds LIST_MAX: not shown, and counted
+   * by the relay once the lists are read again. */
+  overCap(shown, id) {
     if (shown.has(id) || shown.size < LIST_MAX) return false;
-    over.set(id, workspaceId);
+    this.reloadWanted = true;
     return true;
   }
 
-  /** Items of Herdr's lists not shown: the relay's cut and what came over the cap since. */
+  /** A workspace or pane left Herdr: read the lists again while any item is not shown. */
+  removed() {
+    if (this.cut() > 0) this.reloadWanted = true;
+  }
+
+  /** Items of Herdr's lists not shown (the relay's cut in its last answers). */
   cut() {
-    return this.hidden.cut + this.paneHidden.cut + this.over.workspaces.size + this.over.panes.size;
+    return this.hidden.cut + this.paneHidden.cut;
   }
 
   pane(data) {
     if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return;
-    if (this.overCap(this.panes, this.over.panes, data.pane_id, data.workspace_id)) return;
+    if (this.overCap(this.panes, data.pane_id)) return;
     const before = this.panes.get(data.pane_id);
     this.panes.set(data.pane_id, {
       pane_id: data.pane_id,
@@ -89,7 +107,6 @@ export class HerdrModel {
         if (!Array.isArray(data.workspaces)) return false;
         this.workspaces.clear();
         this.hidden = { cut: count(data.cut), dropped: count(data.dropped) };
-        this.over = { workspaces: new Map(), panes: new Map() };
         for (const ws of data.workspaces) this.workspace(ws);
         if (Array.isArray(data.agents)) for (const agent of data.agents) this.agentUpdate(agent);
         return true;
@@ -99,15 +116,16 @@ export class HerdrModel {
       case 'workspace_removed':
         if (!string(data.workspace_id)) return false;
         this.workspaces.delete(data.workspace_id);
-        this.over.workspaces.delete(data.workspace_id);
-        for (const [id, workspaceId] of this.over.panes) if (workspaceId === data.workspace_id) this.over.panes.delete(id);
         for (const [id, pane] of this.panes) if (pane.workspace_id === data.workspace_id) this.panes.delete(id);
+        this.removed();
         return true;
       case 'pane_upsert':
         this.pane(data);
         return true;
       case 'pane_removed':
-        return string(data.pane_id) && (this.over.panes.delete(data.pane_id) || this.panes.delete(data.pane_id));
+        if (!string(data.pane_id)) return false;
+        this.removed();
+        return this.panes.delete(data.pane_id);
       case 'agent_working':
       case 'agent_settled':
         return this.agentUpdate(data);
@@ -290,7 +308,27 @@ export function mountLiveTree(region, companion) {
     schedule();
   };
   const pin = (pane) => savePinned({ pane_id: pane.pane_id, workspace_id: pane.workspace_id, agent: pane.agent ?? null, pinned_at: Date.now() });
-  // On each connection: the catalog (as the stream's `hello` carries it) and the panes.
+  // On each connection, and when a stream event wants it (HerdrModel `reloadWanted`): the
+  // catalog (as the stream's `hello` carries it) and the panes. One read at a time, at most
+  // one every RELOAD_GAP_MS: a burst of events reads once more after the read in flight.
+  let loading = null;
+  let loadAgain = false;
+  let lastLoad = -Infinity;
+  let reloadTimer = null;
+  const reload = () => {
+    if (loading) { loadAgain = true; return; }
+    if (reloadTimer) return;
+    const wait = lastLoad + RELOAD_GAP_MS - performance.now();
+    if (wait > 0) {
+      reloadTimer = setTimeout(() => { reloadTimer = null; reload(); }, wait);
+      return;
+    }
+    lastLoad = performance.now();
+    loading = load().finally(() => {
+      loading = null;
+      if (loadAgain) { loadAgain = false; reload(); }
+    });
+  };
   const load = () => Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
     .then(([workspaces, agents, panes]) => {
       // What the worker did not show of the three lists (docs/PROTOCOL.md, the relay).
@@ -303,13 +341,16 @@ export function mountLiveTree(region, companion) {
     })
     .catch((error) => { state = { up: false, reason: errorText(error) }; schedule(); });
   companion.watch({
-    onEvent: (name, data) => { if (model.apply(name, data)) schedule(); },
+    onEvent: (name, data) => {
+      if (model.apply(name, data)) schedule();
+      if (model.takeReload() && state.up) reload();
+    },
     onState: (up, reason, dropped) => {
       const changed = up !== state.up || reason !== state.reason;
       state = { up, reason };
       model.eventsDropped = count(dropped);
       schedule();
-      if (up && changed) load();
+      if (up && changed) reload();
     },
   });
   const actions = {

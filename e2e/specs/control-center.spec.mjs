@@ -13,7 +13,7 @@
 //   once per page fact; the entries survive the panel reopening and a worker restart.
 import { test, expect } from '../lib/test.mjs';
 import {
-  AGENT, CHATS, CONVERSATION, ContinuityHud, WORKSPACE, agentCycle, boundChatWithDraft, continuityWorld, herdrRequest, paneOutput,
+  AGENT, CHATS, CONVERSATION, ContinuityHud, OTHER_WORKSPACE, WORKSPACE, agentCycle, boundChatWithDraft, continuityWorld, herdrRequest, paneOutput,
   relaunchBrowser, reportAgent, tabIdOf,
 } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
@@ -121,6 +121,34 @@ test.describe('Control Center live view', () => {
     await expect(cut, 'the two over the cap are counted').toHaveAttribute('data-tree-cut', /^\d+$/, { timeout: 20_000 });
     await expect.poll(async () => Number(await cut.getAttribute('data-tree-cut')), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
     await expect(panel.locator('[data-tree-workspace]')).toHaveCount(max);
+  });
+
+  // Stop 38's closing note: when a shown workspace closed while others were counted over the
+  // cap, the tree showed one fewer until the panel was reopened; nothing took its place.
+  test('a shown workspace that closes while others are over the cap gives its place to one of them', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
+    // Two are seeded; `max` more, so the relay leaves the last two (and their panes) out.
+    for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
+    const panel = await context.newPage();
+    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
+    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    const workspaces = panel.locator('[data-tree-workspace]');
+    const cut = panel.locator('[data-tree-cut]');
+    await expect(workspaces).toHaveCount(max, { timeout: 15_000 });
+    await expect(cut).toHaveAttribute('data-tree-cut', /^\d+$/, { timeout: 15_000 });
+    const cutBefore = Number(await cut.getAttribute('data-tree-cut'));
+    expect(cutBefore, 'two workspaces and their panes are left out').toBeGreaterThanOrEqual(4);
+    await expect(panel.locator(`[data-tree-workspace="${OTHER_WORKSPACE.id}"]`), 'w2 is shown').toHaveCount(1);
+    // w2's only pane closes, and w2 with it: the pane and the workspace leave the tree.
+    await herdrRequest(sandbox.herdrSocket, 'pane.close', { pane_id: OTHER_WORKSPACE.pane });
+    await expect(panel.locator(`[data-tree-workspace="${OTHER_WORKSPACE.id}"]`), 'w2 is gone').toHaveCount(0, { timeout: 15_000 });
+    await expect(workspaces, 'a workspace left out before takes its place').toHaveCount(max, { timeout: 15_000 });
+    // The count is the relay's, read again: one workspace and one pane fewer left out. (A
+    // first fix that kept counting the stream's over-cap items apart read 3 here at times:
+    // an event about an item the relay had cut was counted once more.)
+    await expect.poll(async () => Number(await cut.getAttribute('data-tree-cut')),
+      { message: 'one workspace and one pane fewer are left out', timeout: 15_000 }).toBe(cutBefore - 2);
   });
 });
 
