@@ -645,3 +645,47 @@ test('the options page says when the worker does not answer about profiles, and 
   await expect(page.locator('[data-profile-site="zai"] [data-profile-hint]')).toContainText('profiles/zai.json');
   await expect(page.locator('[data-profile-site="deepseek"] [data-profile-error]'), 'a refused profile_get is shown').toHaveText("The extension did not show this site's profile: only the options page may ask");
 });
+
+// The live tree's model (extension/live-tree.js HerdrModel) on its own: what it shows and
+// counts of Herdr's lists against the relay's cap, and when it asks for the lists again.
+// The control-center spec drives the same through the real companion; these cases are the
+// orderings a run there may or may not hit (b63c214: a stream `hello` after the panes'
+// answer; a removal and an over-cap item while some are cut).
+test('the live tree counts what the relay cut, keeps the panes\' count across a stream hello, and reads the lists again when a place frees (O1)', async () => {
+  const page = await open('sidepanel.html', { ready: 'section.live' });
+  const result = await page.evaluate(async () => {
+    const { HerdrModel } = await import('./live-tree.js');
+    const max = globalThis.herdrContracts.caps.runtime_list_items;
+    const ws = (n) => ({ workspace_id: `w${n}`, label: `ws ${n}`, number: n });
+    const pane = (n) => ({ pane_id: `w${n}:p1`, workspace_id: `w${n}`, tab_id: 't1', agent: null, agent_status: 'idle', cwd: '/' });
+    const model = new HerdrModel();
+    const out = {};
+    // The lists as the relay answers them on a connection: `max` of each shown, 2 of each cut.
+    model.apply('hello', { workspaces: Array.from({ length: max }, (_, i) => ws(i + 1)), agents: [], cut: 2, dropped: 0 });
+    model.paneHidden = { cut: 2, dropped: 0 };
+    for (let i = 1; i <= max; i++) model.apply('pane_upsert', pane(i));
+    out.loaded = { shown: model.workspaces.size, panes: model.panes.size, cut: model.cut(), reload: model.takeReload() };
+    // A stream hello (workspaces and agents only) later: the panes' count is still there.
+    model.apply('hello', { workspaces: Array.from({ length: max }, (_, i) => ws(i + 1)), agents: [], cut: 2, dropped: 0 });
+    out.afterStreamHello = model.cut();
+    // An item new to a full list: not shown, not counted here, the lists read again (once).
+    model.apply('workspace_upsert', ws(max + 10));
+    out.overCap = { shown: model.workspaces.size, has: model.workspaces.has(`w${max + 10}`), cut: model.cut(), reload: model.takeReload(), again: model.takeReload() };
+    // A shown item that leaves while some are cut: the lists read again.
+    model.apply('workspace_removed', { workspace_id: 'w1' });
+    out.removedWhileCut = { shown: model.workspaces.size, panes: model.panes.size, reload: model.takeReload() };
+    // Nothing cut: a removal needs no read.
+    const small = new HerdrModel();
+    small.apply('hello', { workspaces: [ws(1), ws(2)], agents: [] });
+    small.apply('pane_upsert', pane(1));
+    small.apply('pane_removed', { pane_id: 'w1:p1', workspace_id: 'w1' });
+    out.removedNothingCut = { panes: small.panes.size, reload: small.takeReload() };
+    return { max, out };
+  });
+  const { max, out } = result;
+  expect(out.loaded).toEqual({ shown: max, panes: max, cut: 4, reload: false });
+  expect(out.afterStreamHello, 'the panes\' cut is kept apart from the catalog\'s').toBe(4);
+  expect(out.overCap).toEqual({ shown: max, has: false, cut: 4, reload: true, again: false });
+  expect(out.removedWhileCut).toEqual({ shown: max - 1, panes: max - 1, reload: true });
+  expect(out.removedNothingCut).toEqual({ panes: 0, reload: false });
+});
