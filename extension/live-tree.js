@@ -21,6 +21,8 @@ export const TAIL_LINES = caps.tail_lines;
 const LIST_MAX = caps.runtime_list_items;
 /** Shortest time between two reads of the lists that stream events ask for (ms). */
 const RELOAD_GAP_MS = 1000;
+/** After a read of the lists failed, how long until it is made again (ms). */
+const LOAD_RETRY_MS = 5000;
 /** Longest last-output line shown per pane, in characters. */
 const LAST_LINE_MAX = 160;
 
@@ -234,7 +236,8 @@ function pinnedNodes(model, pinned, actions, output) {
 export function mountLiveTree(region, companion) {
   const model = new HerdrModel();
   let pinned = null;
-  let state = { up: false, reason: null };
+  let state = { up: false, reason: null }; // the companion link, as companion_watch says
+  let listError = null; // why the last read of the lists failed (read again soon), or null
   const output = element('pre', 'pane-tail', { 'data-pinned-output': '', tabindex: '0' });
   const status = element('p', 'line', { role: 'status', 'aria-live': 'polite', 'data-live-state': 'connecting' }, message('treeConnecting'));
   const treeRegion = element('div', 'tree-region', {});
@@ -256,8 +259,10 @@ export function mountLiveTree(region, companion) {
   let scheduled = null;
   const render = () => {
     scheduled = null;
-    status.dataset.liveState = state.up ? 'up' : 'down';
-    status.textContent = state.up ? message('treeLive') : message('treeDown', [state.reason ?? '']);
+    const up = state.up && listError === null;
+    status.dataset.liveState = up ? 'up' : 'down';
+    status.textContent = up ? message('treeLive')
+      : state.up ? message('treeListsFailed', [listError, String(LOAD_RETRY_MS / 1000)]) : message('treeDown', [state.reason ?? '']);
     // The stream re-renders often: remember where the keyboard focus is, and the output's scroll.
     const focus = focusOf(document.activeElement);
     const scrollTop = output.scrollTop;
@@ -315,6 +320,7 @@ export function mountLiveTree(region, companion) {
   let loadAgain = false;
   let lastLoad = -Infinity;
   let reloadTimer = null;
+  let retryTimer = null;
   const reload = () => {
     if (loading) { loadAgain = true; return; }
     if (reloadTimer) return;
@@ -334,12 +340,23 @@ export function mountLiveTree(region, companion) {
       // What the worker did not show of the three lists (docs/PROTOCOL.md, the relay).
       // The panes' part is kept apart: a later stream `hello` carries workspaces and agents only.
       const hidden = (key) => [workspaces, agents].reduce((sum, answer) => sum + count(answer?.[key]), 0);
+      // The panes are the answers' (a pane the relay no longer shows leaves the tree), each
+      // with the last output line it had.
+      const lastLines = new Map([...model.panes.values()].map((pane) => [pane.pane_id, pane.last_line]));
+      model.panes.clear();
       model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents, cut: hidden('cut'), dropped: hidden('dropped') });
       model.paneHidden = { cut: count(panes?.cut), dropped: count(panes?.dropped) };
       if (Array.isArray(panes?.panes)) for (const pane of panes.panes) model.apply('pane_upsert', pane);
+      for (const pane of model.panes.values()) pane.last_line ||= lastLines.get(pane.pane_id) ?? '';
+      model.takeReload(); // the lists just read are the relay's: nothing to read again for them
       schedule();
     })
-    .catch((error) => { state = { up: false, reason: errorText(error) }; schedule(); });
+    .then(() => { listError = null; }, (error) => {
+      // Shown as the view being down, with why; read again while the link is up.
+      listError = errorText(error);
+      schedule();
+      if (!retryTimer) retryTimer = setTimeout(() => { retryTimer = null; if (state.up) reload(); }, LOAD_RETRY_MS);
+    });
   companion.watch({
     onEvent: (name, data) => {
       if (model.apply(name, data)) schedule();

@@ -129,6 +129,7 @@ function installChrome({ messages, storedLocal, companion }) {
     'retention.get': companion.retention,
     'retention.set': companion.retention_set ?? companion.retention,
   };
+  const failing = new Set(companion.failOnce ?? []);
   const toPages = (value) => setTimeout(() => herdr.listeners.forEach((listener) => listener(value)), 0);
   herdr.emit = (event, data) => toPages({ type: 'companion_event', event, data });
   const relay = (request) => {
@@ -137,6 +138,11 @@ function installChrome({ messages, storedLocal, companion }) {
       toPages({ type: 'companion_state', connected: true, status: { key: 'companionConnected', substitutions: ['0.1.0'], tone: 'good' } });
     }
     if (request?.type !== 'companion_call') return;
+    // `companion.failOnce`: methods whose first call fails as a call the worker gave up on.
+    if (failing.delete(request.method)) {
+      toPages({ type: 'companion_answer', id: request.id, error: { code: 'timed_out', detail: '10' } });
+      return;
+    }
     toPages({ type: 'companion_answer', id: request.id, result: answers[request.method] ?? {} });
     // The output after the panes are known (the panel drops output of a pane it does not know).
     if (request.method === 'herdr.panes') {
@@ -405,5 +411,21 @@ test.describe('extension pages after a worker stop', () => {
     await expect(page.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up');
     await expect(page.locator('[data-tree-pane]')).toHaveCount(PANES.length);
     await expect(page.locator('[data-audit-entry]')).toHaveCount(AUDIT.length);
+  });
+});
+
+// The live tree's reads of Herdr's lists (extension/live-tree.js).
+test.describe('the live tree\'s reads', () => {
+  // A read of the lists that failed left the tree down until the link itself changed.
+  test('the side panel\'s live tree says why a read of Herdr\'s lists failed, and reads them again', async () => {
+    const page = await context.newPage();
+    await page.addInitScript(installChrome, { messages: messagesOf('en'), storedLocal: {}, companion: { ...COMPANION, failOnce: ['herdr.panes'] } });
+    await page.goto(`${ORIGIN}/sidepanel.html?tab=7`);
+    const live = page.locator('[data-live-state]');
+    await expect(live).toHaveAttribute('data-live-state', 'down');
+    await expect(live).toHaveText("Could not read Herdr's lists: the companion did not answer within 10 seconds. Trying again in 5 seconds.");
+    await expect(live, 'read again').toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    await expect(page.locator('[data-tree-pane]')).toHaveCount(PANES.length);
+    expect(await page.evaluate(() => window.__herdr.posted.filter((m) => m.method === 'herdr.panes').length)).toBe(2);
   });
 });

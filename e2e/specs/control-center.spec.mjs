@@ -140,6 +140,12 @@ test.describe('Control Center live view', () => {
     const cutBefore = Number(await cut.getAttribute('data-tree-cut'));
     expect(cutBefore, 'two workspaces and their panes are left out').toBeGreaterThanOrEqual(4);
     await expect(panel.locator(`[data-tree-workspace="${OTHER_WORKSPACE.id}"]`), 'w2 is shown').toHaveCount(1);
+    // A shown pane's last output line (the stream's, not in the lists read again; output is
+    // followed while its agent works).
+    await reportAgent(sandbox, WORKSPACE.pane, 'working');
+    await paneOutput(sandbox, WORKSPACE.pane, 'compiling crate parser');
+    const lastLine = panel.locator(`[data-tree-pane="${WORKSPACE.pane}"] [data-last-line]`);
+    await expect(lastLine).toContainText('compiling crate parser', { timeout: 15_000 });
     // w2's only pane closes, and w2 with it: the pane and the workspace leave the tree.
     await herdrRequest(sandbox.herdrSocket, 'pane.close', { pane_id: OTHER_WORKSPACE.pane });
     await expect(panel.locator(`[data-tree-workspace="${OTHER_WORKSPACE.id}"]`), 'w2 is gone').toHaveCount(0, { timeout: 15_000 });
@@ -149,6 +155,7 @@ test.describe('Control Center live view', () => {
     // an event about an item the relay had cut was counted once more.)
     await expect.poll(async () => Number(await cut.getAttribute('data-tree-cut')),
       { message: 'one workspace and one pane fewer are left out', timeout: 15_000 }).toBe(cutBefore - 2);
+    await expect(lastLine, 'the lists read again keep the last output line').toContainText('compiling crate parser');
   });
 });
 
