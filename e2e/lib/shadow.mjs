@@ -196,13 +196,12 @@ export class ShadowLocator {
 
   /** `fn(element, arg)` in our isolated world (the element this locator names, or null). */
   evaluate(fn, arg) {
-    return inContentWorld(this.page, new Function('input', `let el = document.querySelector(input.query.host);
-      for (const [i, css] of input.query.path.entries()) {
-        const scope = i === 0 ? (el && chrome.dom.openOrClosedShadowRoot(el)) : el;
-        const all = scope ? [...scope.querySelectorAll(css)] : [];
-        el = i === input.query.path.length - 1 ? (input.query.nth === -1 ? all.at(-1) : all[input.query.nth]) : all[0];
-      }
-      return (${fn})(el ?? null, input.arg);`), { query: this.query, arg });
+    // The same walk as every other read (findAll), so `evaluate` names the element `state`,
+    // `count` and the clicks name.
+    const run = new Function('input', 'find', `const all = find(input.query);
+      const el = input.query.nth === -1 ? all.at(-1) : all[input.query.nth];
+      return (${fn})(el ?? null, input.arg);`);
+    return inContentWorld(this.page, withFind(run), { query: this.query, arg });
   }
 
   /** Waits until the element is there, visible and enabled; returns its centre. */
