@@ -86,6 +86,14 @@ export class HerdrModel {
     return this.hidden.cut + this.paneHidden.cut;
   }
 
+  /** What the tree does not show: the relay's cut, and the panes it sent of a workspace it
+   * cut (the lists are cut apart, so a pane may come without its workspace). */
+  notShown() {
+    let orphans = 0;
+    for (const pane of this.panes.values()) if (!this.workspaces.has(pane.workspace_id)) orphans += 1;
+    return this.cut() + orphans;
+  }
+
   pane(data) {
     if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return;
     if (this.overCap(this.panes, data.pane_id)) return;
@@ -168,7 +176,7 @@ export class HerdrModel {
  * first, what of Herdr's lists is not shown (cut at the worker's cap, or out of shape). */
 function treeNodes(model, pinned, pin) {
   const dropped = model.hidden.dropped + model.paneHidden.dropped;
-  const cut = model.cut();
+  const cut = model.notShown();
   const notes = [
     ...(cut ? [element('p', 'line tone-warning', { 'data-tree-cut': String(cut) }, message('treeCut', [String(cut), String(LIST_MAX)]))] : []),
     ...(dropped ? [element('p', 'line tone-warning', { 'data-tree-dropped': String(dropped) }, message('treeDropped', [String(dropped)]))] : []),

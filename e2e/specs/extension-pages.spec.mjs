@@ -651,7 +651,7 @@ test('the options page says when the worker does not answer about profiles, and 
 // The control-center spec drives the same through the real companion; these cases are the
 // orderings a run there may or may not hit (b63c214: a stream `hello` after the panes'
 // answer; a removal and an over-cap item while some are cut).
-test('the live tree counts what the relay cut, keeps the panes\' count across a stream hello, and reads the lists again when a place frees (O1)', async () => {
+test('the live tree counts what the relay cut and the panes of a workspace it cut, keeps the panes\' count across a stream hello, and reads the lists again when a place frees (O1)', async () => {
   const page = await open('sidepanel.html', { ready: 'section.live' });
   const result = await page.evaluate(async () => {
     const { HerdrModel } = await import('./live-tree.js');
@@ -680,6 +680,10 @@ test('the live tree counts what the relay cut, keeps the panes\' count across a 
     small.apply('pane_upsert', pane(1));
     small.apply('pane_removed', { pane_id: 'w1:p1', workspace_id: 'w1' });
     out.removedNothingCut = { panes: small.panes.size, reload: small.takeReload() };
+    // A pane the relay sent of a workspace it cut (the lists are cut apart) is not shown:
+    // counted with the cut.
+    small.apply('pane_upsert', pane(7));
+    out.orphan = { cut: small.cut(), notShown: small.notShown() };
     return { max, out };
   });
   const { max, out } = result;
@@ -688,4 +692,5 @@ test('the live tree counts what the relay cut, keeps the panes\' count across a 
   expect(out.overCap).toEqual({ shown: max, has: false, cut: 4, reload: true, again: false });
   expect(out.removedWhileCut).toEqual({ shown: max - 1, panes: max - 1, reload: true });
   expect(out.removedNothingCut).toEqual({ panes: 0, reload: false });
+  expect(out.orphan).toEqual({ cut: 0, notShown: 1 });
 });
