@@ -38,20 +38,23 @@ function lastLine(tail) {
   return line.length > LAST_LINE_MAX ? `${line.slice(0, LAST_LINE_MAX - 1)}…` : line;
 }
 
-/** What the companion told us about Herdr, kept current from the stream. */
+/** What the companion told us about Herdr: the lists as a read answered them, kept current
+ * from the stream. */
 export class HerdrModel {
   constructor() {
     this.workspaces = new Map(); // workspace_id → { workspace_id, label, number }
     this.panes = new Map(); // pane_id → { pane_id, workspace_id, tab_id, agent, status, cwd, last_line }
-    this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the last catalog
-    this.paneHidden = { cut: 0, dropped: 0 }; // and of the last `herdr.panes` answer
+    this.hidden = { cut: 0, dropped: 0 }; // what the worker's relay did not show of the workspaces (and agents) read
+    this.paneHidden = { cut: 0, dropped: 0 }; // and of the panes read
     this.eventsDropped = 0; // stream events the worker did not relay (out of their shape)
     // The tree shows what the worker's relay shows and counts what it cut; it knows how many
-    // items were cut, not which. So when the stream adds an item while the tree already holds
-    // LIST_MAX (new, or one the relay cut), or removes one while items are cut (a shown one's
-    // place is free, or the count drops), the lists are read again: the relay's answer
-    // says what is shown now and how many are not.
+    // items were cut, not which. So the lists are read again when the stream adds an item
+    // the tree has no place for and has not seen before (new, or one the relay cut: once
+    // each, `overSeen`), or removes one while items are cut (a shown one's place is free,
+    // or the count drops): the relay's answers say what is shown now and how many are not.
     this.reloadWanted = false;
+    this.overSeen = new Set(); // ids the stream brought while their list was full
+    this.closed = new Set(); // panes the stream said were removed (the pin's "closed")
   }
 
   /** True once after a stream event that wants the lists read again. */
@@ -59,6 +62,24 @@ export class HerdrModel {
     const wanted = this.reloadWanted;
     this.reloadWanted = false;
     return wanted;
+  }
+
+  /** The three lists as the relay answered a read, in place of what the tree held: each
+   * pane keeps its last output line, and `keep` (the pinned pane) its entry when the panes
+   * were cut and it is not among them. The agents only update the panes read (the panes'
+   * list places them); the agents' cut is not counted, as their panes are the panes'. */
+  loaded(workspaces, agents, panes, keep = null) {
+    const before = this.panes;
+    this.panes = new Map();
+    this.workspaces.clear();
+    this.hidden = { cut: count(workspaces?.cut), dropped: count(workspaces?.dropped) + count(agents?.dropped) };
+    this.paneHidden = { cut: count(panes?.cut), dropped: count(panes?.dropped) };
+    for (const ws of Array.isArray(workspaces?.workspaces) ? workspaces.workspaces : []) this.workspace(ws);
+    for (const pane of Array.isArray(panes?.panes) ? panes.panes : []) this.pane(pane);
+    for (const agent of Array.isArray(agents?.agents) ? agents.agents : []) if (this.panes.has(agent?.pane_id)) this.agentUpdate(agent);
+    for (const pane of this.panes.values()) pane.last_line ||= before.get(pane.pane_id)?.last_line ?? '';
+    if (keep !== null && before.has(keep) && !this.panes.has(keep) && this.paneHidden.cut > 0) this.panes.set(keep, before.get(keep));
+    this.reloadWanted = false;
   }
 
   workspace(data) {
@@ -69,16 +90,22 @@ export class HerdrModel {
   }
 
   /** True when `id` is new to `shown`, which already holds LIST_MAX: not shown, and counted
-   * by the relay once the lists are read again. */
+   * by the relay once the lists are read again (asked once per id). */
   overCap(shown, id) {
     if (shown.has(id) || shown.size < LIST_MAX) return false;
-    this.reloadWanted = true;
+    if (!this.overSeen.has(id) && this.overSeen.size < 4 * LIST_MAX) {
+      this.overSeen.add(id);
+      this.reloadWanted = true;
+    }
     return true;
   }
 
-  /** A workspace or pane left Herdr: read the lists again while any item is not shown. */
+  /** A workspace or pane left Herdr: while any item is not shown, the lists are read
+   * again, and every item over the cap may ask once more. */
   removed() {
-    if (this.cut() > 0) this.reloadWanted = true;
+    if (this.cut() === 0) return;
+    this.reloadWanted = true;
+    this.overSeen.clear();
   }
 
   /** Items of Herdr's lists not shown (the relay's cut in its last answers). */
@@ -98,6 +125,7 @@ export class HerdrModel {
     if (!object(data) || !string(data.pane_id) || !string(data.workspace_id)) return;
     if (this.overCap(this.panes, data.pane_id)) return;
     const before = this.panes.get(data.pane_id);
+    this.closed.delete(data.pane_id);
     this.panes.set(data.pane_id, {
       pane_id: data.pane_id,
       workspace_id: data.workspace_id,
@@ -109,16 +137,25 @@ export class HerdrModel {
     });
   }
 
-  /** One stream event or hello; true when the tree changed. */
+  /** A pane the stream removed. */
+  paneGone(id) {
+    if (this.closed.size >= 4 * LIST_MAX) this.closed.clear();
+    this.closed.add(id);
+    return this.panes.delete(id);
+  }
+
+  /** One stream event; true when the tree changed. A stream `hello` (the connection's
+   * workspaces and agents, its cut counting both lists) is drawn, and the lists are read
+   * for the counts. */
   apply(name, data) {
     if (!object(data)) return false;
     switch (name) {
       case 'hello':
         if (!Array.isArray(data.workspaces)) return false;
         this.workspaces.clear();
-        this.hidden = { cut: count(data.cut), dropped: count(data.dropped) };
         for (const ws of data.workspaces) this.workspace(ws);
-        if (Array.isArray(data.agents)) for (const agent of data.agents) this.agentUpdate(agent);
+        if (Array.isArray(data.agents)) for (const agent of data.agents) if (this.panes.has(agent?.pane_id)) this.agentUpdate(agent);
+        this.reloadWanted = true;
         return true;
       case 'workspace_upsert':
         this.workspace(data);
@@ -126,7 +163,7 @@ export class HerdrModel {
       case 'workspace_removed':
         if (!string(data.workspace_id)) return false;
         this.workspaces.delete(data.workspace_id);
-        for (const [id, pane] of this.panes) if (pane.workspace_id === data.workspace_id) this.panes.delete(id);
+        for (const [id, pane] of this.panes) if (pane.workspace_id === data.workspace_id) this.paneGone(id);
         this.removed();
         return true;
       case 'pane_upsert':
@@ -135,7 +172,7 @@ export class HerdrModel {
       case 'pane_removed':
         if (!string(data.pane_id)) return false;
         this.removed();
-        return this.panes.delete(data.pane_id);
+        return this.paneGone(data.pane_id);
       case 'agent_working':
       case 'agent_settled':
         return this.agentUpdate(data);
@@ -163,10 +200,13 @@ export class HerdrModel {
     return true;
   }
 
-  /** Why the pinned pane is stale, or null when it is still what was pinned. */
+  /** Why the pinned pane is stale, or null when it is still what was pinned. A pane not
+   * in the lists read while panes are cut may only be cut: it is not called closed then. */
   staleReason(pinned) {
     const pane = this.panes.get(pinned.pane_id);
-    if (!pane) return message('treePinnedClosed');
+    if (!pane) {
+      return this.paneHidden.cut > 0 && !this.closed.has(pinned.pane_id) ? message('treePinnedNotListed', [String(LIST_MAX)]) : message('treePinnedClosed');
+    }
     if ((pane.agent ?? null) !== (pinned.agent ?? null)) return message('treePinnedOtherAgent', [pane.agent ?? '—', pinned.agent ?? '—']);
     return null;
   }
@@ -321,17 +361,20 @@ export function mountLiveTree(region, companion) {
     schedule();
   };
   const pin = (pane) => savePinned({ pane_id: pane.pane_id, workspace_id: pane.workspace_id, agent: pane.agent ?? null, pinned_at: Date.now() });
-  // On each connection, and when a stream event wants it (HerdrModel `reloadWanted`): the
-  // catalog (as the stream's `hello` carries it) and the panes. One read at a time, at most
-  // one every RELOAD_GAP_MS: a burst of events reads once more after the read in flight.
+  // The lists read on each connection, and when a stream event wants it (HerdrModel
+  // `reloadWanted`). One read at a time, at most one every RELOAD_GAP_MS: a burst of events
+  // reads once more after the read in flight. The stream's events that come while a read
+  // waits are drawn at once and applied again after its answers (an upsert or a removal
+  // applied twice is the same), so an answer older than them does not undo them.
   let loading = null;
   let loadAgain = false;
   let lastLoad = -Infinity;
   let reloadTimer = null;
   let retryTimer = null;
+  let during = null; // [name, data] of the events while a read waits, or null
   const reload = () => {
     if (loading) { loadAgain = true; return; }
-    if (reloadTimer) return;
+    if (reloadTimer || !state.up) return;
     const wait = lastLoad + RELOAD_GAP_MS - performance.now();
     if (wait > 0) {
       reloadTimer = setTimeout(() => { reloadTimer = null; reload(); }, wait);
@@ -343,37 +386,40 @@ export function mountLiveTree(region, companion) {
       if (loadAgain) { loadAgain = false; reload(); }
     });
   };
-  const load = () => Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
-    .then(([workspaces, agents, panes]) => {
-      // What the worker did not show of the three lists (docs/PROTOCOL.md, the relay).
-      // The panes' part is kept apart: a later stream `hello` carries workspaces and agents only.
-      const hidden = (key) => [workspaces, agents].reduce((sum, answer) => sum + count(answer?.[key]), 0);
-      // The panes are the answers' (a pane the relay no longer shows leaves the tree), each
-      // with the last output line it had.
-      const lastLines = new Map([...model.panes.values()].map((pane) => [pane.pane_id, pane.last_line]));
-      model.panes.clear();
-      model.apply('hello', { workspaces: workspaces?.workspaces, agents: agents?.agents, cut: hidden('cut'), dropped: hidden('dropped') });
-      model.paneHidden = { cut: count(panes?.cut), dropped: count(panes?.dropped) };
-      if (Array.isArray(panes?.panes)) for (const pane of panes.panes) model.apply('pane_upsert', pane);
-      for (const pane of model.panes.values()) pane.last_line ||= lastLines.get(pane.pane_id) ?? '';
-      model.takeReload(); // the lists just read are the relay's: nothing to read again for them
-      schedule();
-    })
-    .then(() => { listError = null; }, (error) => {
-      // Shown as the view being down, with why; read again while the link is up.
-      listError = errorText(error);
-      schedule();
-      if (!retryTimer) retryTimer = setTimeout(() => { retryTimer = null; if (state.up) reload(); }, LOAD_RETRY_MS);
-    });
+  const load = () => {
+    during = [];
+    return Promise.all([companion.call(METHODS.herdr_workspaces), companion.call(METHODS.herdr_agents), companion.call(METHODS.herdr_panes)])
+      .then(([workspaces, agents, panes]) => {
+        // What the worker did not show of the lists (docs/PROTOCOL.md, the relay).
+        model.loaded(workspaces, agents, panes, pinned?.pane_id ?? null);
+        for (const [name, data] of during) model.apply(name, data);
+        if (model.takeReload()) loadAgain = true;
+        listError = null;
+        clearTimeout(retryTimer);
+        retryTimer = null;
+        schedule();
+      }, (error) => {
+        // Shown as the view being down, with why; read again while the link is up.
+        listError = errorText(error).replace(/[.。]\s*$/, '');
+        schedule();
+        if (!retryTimer) retryTimer = setTimeout(() => { retryTimer = null; reload(); }, LOAD_RETRY_MS);
+      })
+      .finally(() => { during = null; });
+  };
   companion.watch({
     onEvent: (name, data) => {
       if (model.apply(name, data)) schedule();
-      if (model.takeReload() && state.up) reload();
+      if (during) {
+        if (during.length < 4 * LIST_MAX) during.push([name, data]);
+        else loadAgain = true;
+      }
+      if (model.takeReload()) reload();
     },
     onState: (up, reason, dropped) => {
       const changed = up !== state.up || reason !== state.reason;
       state = { up, reason };
       model.eventsDropped = count(dropped);
+      if (changed) listError = null;
       schedule();
       if (up && changed) reload();
     },

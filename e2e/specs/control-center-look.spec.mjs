@@ -143,7 +143,10 @@ function installChrome({ messages, storedLocal, companion }) {
       toPages({ type: 'companion_answer', id: request.id, error: { code: 'timed_out', detail: '10' } });
       return;
     }
-    toPages({ type: 'companion_answer', id: request.id, result: answers[request.method] ?? {} });
+    // `companion.slow`: method → ms its answer waits (a read the stream's events overtake).
+    const answer = () => toPages({ type: 'companion_answer', id: request.id, result: answers[request.method] ?? {} });
+    if (companion.slow?.[request.method]) setTimeout(answer, companion.slow[request.method]);
+    else answer();
     // The output after the panes are known (the panel drops output of a pane it does not know).
     if (request.method === 'herdr.panes') {
       for (const [paneId, tail] of Object.entries(companion.output)) herdr.emit('agent_output', { pane_id: paneId, tail });
@@ -427,5 +430,21 @@ test.describe('the live tree\'s reads', () => {
     await expect(live, 'read again').toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
     await expect(page.locator('[data-tree-pane]')).toHaveCount(PANES.length);
     expect(await page.evaluate(() => window.__herdr.posted.filter((m) => m.method === 'herdr.panes').length)).toBe(2);
+  });
+
+  // Review (stop 39) M3: an event that came while a read waited was undone by the read's
+  // older answer (the workspace it added left the tree again).
+  test('a stream event that comes while the lists are read is not undone by their answers', async () => {
+    const page = await context.newPage();
+    await page.addInitScript(installChrome, { messages: messagesOf('en'), storedLocal: {}, companion: { ...COMPANION, slow: { 'herdr.panes': 1500 } } });
+    await page.goto(`${ORIGIN}/sidepanel.html?tab=7`);
+    await expect.poll(() => page.evaluate(() => window.__herdr.posted.some((m) => m.method === 'herdr.panes')), 'the read asked').toBe(true);
+    await page.evaluate(() => {
+      window.__herdr.emit('workspace_upsert', { workspace_id: 'w9', label: 'docs', number: 9 });
+      window.__herdr.emit('pane_upsert', { pane_id: 'w9:p1', workspace_id: 'w9', tab_id: 'w9:t1', agent: null, agent_status: 'idle', cwd: '/home/user/docs' });
+    });
+    // Before the answers only w9's pane is known; after them, the read's three and w9's.
+    await expect(page.locator('[data-tree-pane]'), 'the read answered and w9 is still there').toHaveCount(PANES.length + 1, { timeout: 10_000 });
+    await expect(page.locator('[data-tree-workspace="w9"] [data-tree-pane="w9:p1"]')).toHaveCount(1);
   });
 });

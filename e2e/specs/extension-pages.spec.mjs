@@ -649,48 +649,64 @@ test('the options page says when the worker does not answer about profiles, and 
 // The live tree's model (extension/live-tree.js HerdrModel) on its own: what it shows and
 // counts of Herdr's lists against the relay's cap, and when it asks for the lists again.
 // The control-center spec drives the same through the real companion; these cases are the
-// orderings a run there may or may not hit (b63c214: a stream `hello` after the panes'
-// answer; a removal and an over-cap item while some are cut).
-test('the live tree counts what the relay cut and the panes of a workspace it cut, keeps the panes\' count across a stream hello, and reads the lists again when a place frees (O1)', async () => {
+// orderings and counts a run there may or may not hit (b63c214: a stream `hello` after a
+// read; review stop 39: a cut pane's events, the agents' cut, the pinned pane cut).
+test('the live tree counts what the relay cut and the panes of a workspace it cut, asks for the lists again once per reason, and does not call a cut pinned pane closed (O1)', async () => {
   const page = await open('sidepanel.html', { ready: 'section.live' });
-  const result = await page.evaluate(async () => {
+  const { max, out, texts } = await page.evaluate(async () => {
     const { HerdrModel } = await import('./live-tree.js');
     const max = globalThis.herdrContracts.caps.runtime_list_items;
     const ws = (n) => ({ workspace_id: `w${n}`, label: `ws ${n}`, number: n });
     const pane = (n) => ({ pane_id: `w${n}:p1`, workspace_id: `w${n}`, tab_id: 't1', agent: null, agent_status: 'idle', cwd: '/' });
+    const range = (n, make) => Array.from({ length: n }, (_, i) => make(i + 1));
     const model = new HerdrModel();
     const out = {};
-    // The lists as the relay answers them on a connection: `max` of each shown, 2 of each cut.
-    model.apply('hello', { workspaces: Array.from({ length: max }, (_, i) => ws(i + 1)), agents: [], cut: 2, dropped: 0 });
-    model.paneHidden = { cut: 2, dropped: 0 };
-    for (let i = 1; i <= max; i++) model.apply('pane_upsert', pane(i));
+    const texts = [];
+    // A read: `max` of each list shown, 2 workspaces and 2 panes cut, 5 agents cut (their
+    // panes are the panes' list: not counted).
+    model.loaded({ workspaces: range(max, ws), cut: 2 }, { agents: [], cut: 5 }, { panes: range(max, pane), cut: 2 });
+    model.apply('agent_output', { pane_id: 'w3:p1', workspace_id: 'w3', tail: 'building\n' });
     out.loaded = { shown: model.workspaces.size, panes: model.panes.size, cut: model.cut(), reload: model.takeReload() };
-    // A stream hello (workspaces and agents only) later: the panes' count is still there.
-    model.apply('hello', { workspaces: Array.from({ length: max }, (_, i) => ws(i + 1)), agents: [], cut: 2, dropped: 0 });
-    out.afterStreamHello = model.cut();
-    // An item new to a full list: not shown, not counted here, the lists read again (once).
-    model.apply('workspace_upsert', ws(max + 10));
-    out.overCap = { shown: model.workspaces.size, has: model.workspaces.has(`w${max + 10}`), cut: model.cut(), reload: model.takeReload(), again: model.takeReload() };
-    // A shown item that leaves while some are cut: the lists read again.
+    // A stream hello later: drawn, counts kept, and the lists read for its counts.
+    model.apply('hello', { workspaces: range(max, ws), agents: [], cut: 9 });
+    out.afterStreamHello = { cut: model.cut(), reload: model.takeReload() };
+    // An item the tree has no place for: asked once, not again for the same id.
+    model.apply('pane_upsert', pane(max + 10));
+    out.overCap = { has: model.panes.has(`w${max + 10}:p1`), cut: model.cut(), reload: model.takeReload() };
+    model.apply('agent_working', { ...pane(max + 10), status: 'working' });
+    out.overCapAgain = model.takeReload();
+    // A shown item that leaves while some are cut: the lists read again (the place is free:
+    // the item the tree had no place for takes it when the stream brings it again).
     model.apply('workspace_removed', { workspace_id: 'w1' });
     out.removedWhileCut = { shown: model.workspaces.size, panes: model.panes.size, reload: model.takeReload() };
-    // Nothing cut: a removal needs no read.
+    model.apply('pane_upsert', pane(max + 10));
+    out.afterRemoval = { has: model.panes.has(`w${max + 10}:p1`), reload: model.takeReload() };
+    // A read again keeps each pane's last line; the pinned pane, cut now, keeps its entry.
+    model.loaded({ workspaces: range(max, (i) => ws(i + 1)), cut: 1 }, { agents: [] }, { panes: range(max, (i) => pane(i + 2)), cut: 1 }, 'w2:p1');
+    out.reread = { line: model.panes.get('w3:p1')?.last_line, pinnedKept: model.panes.has('w2:p1'), w1: model.panes.has('w1:p1') };
+    // A pinned pane not in the lists while panes are cut is not called closed; once the
+    // stream removed it, it is.
+    model.panes.delete('w2:p1');
+    texts.push(model.staleReason({ pane_id: 'w2:p1', agent: null }));
+    model.apply('pane_removed', { pane_id: 'w2:p1', workspace_id: 'w2' });
+    texts.push(model.staleReason({ pane_id: 'w2:p1', agent: null }));
+    // Nothing cut: a removal needs no read; a pane of a workspace not shown is counted.
     const small = new HerdrModel();
-    small.apply('hello', { workspaces: [ws(1), ws(2)], agents: [] });
-    small.apply('pane_upsert', pane(1));
+    small.loaded({ workspaces: [ws(1), ws(2)] }, { agents: [] }, { panes: [pane(1)] });
     small.apply('pane_removed', { pane_id: 'w1:p1', workspace_id: 'w1' });
     out.removedNothingCut = { panes: small.panes.size, reload: small.takeReload() };
-    // A pane the relay sent of a workspace it cut (the lists are cut apart) is not shown:
-    // counted with the cut.
     small.apply('pane_upsert', pane(7));
     out.orphan = { cut: small.cut(), notShown: small.notShown() };
-    return { max, out };
+    return { max, out, texts };
   });
-  const { max, out } = result;
   expect(out.loaded).toEqual({ shown: max, panes: max, cut: 4, reload: false });
-  expect(out.afterStreamHello, 'the panes\' cut is kept apart from the catalog\'s').toBe(4);
-  expect(out.overCap).toEqual({ shown: max, has: false, cut: 4, reload: true, again: false });
+  expect(out.afterStreamHello).toEqual({ cut: 4, reload: true });
+  expect(out.overCap).toEqual({ has: false, cut: 4, reload: true });
+  expect(out.overCapAgain, 'a cut pane\'s events do not read the lists again and again').toBe(false);
   expect(out.removedWhileCut).toEqual({ shown: max - 1, panes: max - 1, reload: true });
+  expect(out.afterRemoval).toEqual({ has: true, reload: false });
+  expect(out.reread).toEqual({ line: 'building', pinnedKept: true, w1: false });
+  expect(texts).toEqual([`it is not among the first ${max} panes the side panel shows, so its state is not known here`, 'the pane is closed']);
   expect(out.removedNothingCut).toEqual({ panes: 0, reload: false });
   expect(out.orphan).toEqual({ cut: 0, notShown: 1 });
 });
