@@ -128,7 +128,10 @@
   // draft in the composer; streaming and completion cues are attributes and elements). So
   // a recompute whose mutations all lie inside that body, and added no element any probe
   // could match, has the facts it had, and is answered without evaluating them. The body
-  // qualifies ("quiet zone") only when nothing in it matches a probe of a page fact, no
+  // qualifies ("quiet zone") only when nothing in it is a page fact's element (`hitIn`: a
+  // filterless probe's, a detection marker's or a `never` control's selector matches, or a
+  // filtered probe's selector matches and its filters pass — a code block's Copy button
+  // matches `button[aria-label]` but is no Stop), no
   // element around it is read for its text (composer, user message, label or text probes),
   // and the generation's selectors depend on no sibling or descendant structure (`:has`,
   // `:nth-…`, `+`, `~`), which added text could change elsewhere. Anything else — an
@@ -137,42 +140,57 @@
   const STRUCTURAL = /:has\(|:nth-|:first-|:last-|:only-|:empty|[+~](?!=)/;
   const PAGE_FACTS = ['composer', 'root', 'stop', 'turn_list', 'turn', 'user', 'assistant', 'message_id',
     'assistant_body', 'streaming', 'complete', 'permission_card'];
-  const compiledQuiet = new WeakMap(); // view → { inside, around } selector lists, or null
+  // view → { view, inside, held, heldCss, any, around } (selector lists), or null
+  const compiledQuiet = new WeakMap();
   const quietSelectorsOf = (view) => {
     if (compiledQuiet.has(view)) return compiledQuiet.get(view);
     const probes = PAGE_FACTS.flatMap((fact) => view.facts[fact]);
     const markers = view.generations.flatMap((gen) => [...gen.detect.all, ...gen.detect.any, ...gen.detect.none]);
-    const inside = ['button', ...markers, ...view.never, ...probes.map((probe) => probe.css)];
+    const held = probes.filter((probe) => probe.label || probe.text || probe.icon || probe.beside);
+    const inside = [...markers, ...view.never, ...probes.filter((probe) => !held.includes(probe)).map((probe) => probe.css)];
     const around = [...view.facts.composer, ...view.facts.user, ...probes.filter((probe) => probe.label || probe.text || probe.beside)].map((probe) => probe.css);
+    const list = (all) => [...new Set(all)].join(', ') || ':not(*)';
     let compiled = null;
-    if (!inside.some((css) => STRUCTURAL.test(css))) {
-      compiled = { inside: [...new Set(inside)].join(', '), around: [...new Set(around)].join(', ') || ':not(*)' };
-      try { document.createDocumentFragment().querySelector(`${compiled.inside}, ${compiled.around}`); } catch { compiled = null; }
+    if (![...inside, ...held.map((probe) => probe.css)].some((css) => STRUCTURAL.test(css))) {
+      compiled = { view, inside: list(inside), held, heldCss: list(held.map((probe) => probe.css)), around: list(around) };
+      compiled.any = `${compiled.inside}, ${compiled.heldCss}`;
+      try { document.createDocumentFragment().querySelector(`${compiled.any}, ${compiled.around}`); } catch { compiled = null; }
     }
     compiledQuiet.set(view, compiled);
     return compiled;
   };
-  hc.quiet = null; // { zone, css, href, profile } from the last full recompute
+  // Whether `el` (with `self`) or anything inside it is a page fact's element, by the quiet
+  // zone's selectors `q`: one native query when nothing matches (the usual look); else the
+  // filtered probes' matches are held against their filters.
+  const hitIn = (el, q, self = true) => {
+    if (!(self && el.matches(q.any)) && el.querySelector(q.any) === null) return false;
+    if ((self && el.matches(q.inside)) || el.querySelector(q.inside) !== null) return true;
+    const found = [...(self && el.matches(q.heldCss) ? [el] : []), ...el.querySelectorAll(q.heldCss)];
+    return found.some((one) => q.held.some((probe) => one.matches(probe.css) && hc.passes(q.view, probe, one)));
+  };
+  // A change inside a filtered probe's element (its text, an icon's path) may make it pass.
+  const insideHeld = (node, q) => (node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement)?.closest(q.heldCss) != null;
+  hc.quiet = null; // { zone, q, href, profile } from the last full recompute
   const quietZoneOf = (seen) => {
     if (!seen.view || !seen.last) return null;
     const selectors = quietSelectorsOf(seen.view);
     const zone = selectors ? bodyOf(seen) : null;
-    if (!zone || zone.querySelector(selectors.inside) || zone.closest(selectors.around)) return null;
-    return { zone, css: selectors.inside, href: location.href, profile: hc.profile };
+    if (!zone || hitIn(zone, selectors, false) || zone.closest(selectors.around)) return null;
+    return { zone, q: selectors, href: location.href, profile: hc.profile };
   };
   // Runs in the recompute (never in the observer callback): O(records since the last one).
   // While the observer leaves the zone's content out (the streaming watch, below), an
   // element added deep inside the zone, or moved in it, makes no record, so the zone is
   // looked at again instead (`lookIn`): one query of the zone, native, for any element
-  // that matches a probe now — a new one, or an old one under new ancestors (a descendant
-  // combinator reads them). The zone matched nothing when it became quiet, so any match
-  // is news. An attribute changed on one is a record (the watch observes the zone's
-  // attributes, subtree too).
+  // that is a page fact's element now — a new one, an old one under new ancestors (a
+  // descendant combinator reads them), or one whose text now passes a filter. The zone held
+  // none when it became quiet, so any is news. An attribute changed on one is a record (the
+  // watch observes the zone's attributes, subtree too).
   // An attribute changed inside the zone is quiet when neither its element nor anything
   // inside it matches a probe: a descendant or child combinator (`.done .final`) reads an
   // ancestor's attributes, so the element's subtree is matched again; sibling combinators
   // and `:has` never reach the quiet path (STRUCTURAL).
-  const lookIn = (zone, css) => zone.querySelector(css) !== null;
+  const lookIn = (zone, q) => hitIn(zone, q, false);
   // Whether the quiet zone of the last full recompute still stands for this page.
   // `clock` / `place`: the page's `performance` and `location`, read once here. In this
   // world a call that reads the window's accessor globals (`document`, `location`,
@@ -185,17 +203,17 @@
   const quietStands = () => hc.quiet !== null && hc.quiet.profile === hc.profile && hc.quiet.href === place.href && hc.quiet.zone.isConnected;
   const onlyQuietText = (batches) => {
     if (!quietStands()) return false;
-    const { zone, css } = hc.quiet;
-    if (watchedZone === zone && lookIn(zone, css)) return false;
+    const { zone, q } = hc.quiet;
+    if (watchedZone === zone && lookIn(zone, q)) return false;
     for (const records of batches) {
       for (const record of records) {
-        if (!zone.contains(record.target)) return false;
+        if (!zone.contains(record.target) || insideHeld(record.target, q)) return false;
         if (record.type === 'attributes') {
-          if (record.target === zone || record.target.matches(css) || record.target.querySelector(css)) return false;
+          if (record.target === zone || hitIn(record.target, q)) return false;
           continue;
         }
         for (const node of record.addedNodes) {
-          if (node.nodeType === Node.ELEMENT_NODE && (node.matches(css) || node.querySelector(css))) return false;
+          if (node.nodeType === Node.ELEMENT_NODE && hitIn(node, q)) return false;
         }
       }
     }
@@ -289,7 +307,7 @@
     recheck.due = late > recheck.ms ? now + recheck.ms : recheck.due + recheck.ms;
     hc.healthBeat?.(late, now);
     if (scheduled) return;
-    if (!dirty && pending.length === 0 && watchedZone !== null && quietStands() && hc.quiet.zone === watchedZone && !lookIn(watchedZone, hc.quiet.css)) {
+    if (!dirty && pending.length === 0 && watchedZone !== null && quietStands() && hc.quiet.zone === watchedZone && !lookIn(watchedZone, hc.quiet.q)) {
       factsComputed += 1;
       factsSkipped += 1;
       return;

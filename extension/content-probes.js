@@ -482,7 +482,7 @@
     const value = hit ? hit.el.getAttribute(hit.probe.attr) : null;
     return value ? value.trim().split(/\s+/)[0] : null;
   };
-  Object.assign(hc, { pageLoad, labelsOf, queryAll, matches, closest, exists, ruleHolds, hasLabel, candidates, usage, won, find,
+  Object.assign(hc, { pageLoad, labelsOf, queryAll, matches, closest, exists, ruleHolds, hasLabel, passes, candidates, usage, won, find,
     present, isStop, isDisabled, describe, ownMarker, hasMarker, oursByMarker, MARKER_USER_TURNS, composerText,
     squash, typed, observe, generatingIn, sendControl, soleComposer, messageId, threadFind, bodyOf, idOf });
 })();

@@ -13,6 +13,9 @@
 // reply's body (a new <p> every few tokens, like markdown rendering; the fixture's own reply
 // is told to stream for an hour so that it never overwrites them) and ends the reply with the
 // fixture's Stop, which finishes the message the way a completed stream does.
+// BENCH_CODE_AT=<n> puts a code block with its Copy button (SITES-2026: `button[aria-label=
+// "Copy code"]` in ChatGPT's replies) into the reply before the paragraph that starts at
+// token n (a multiple of 25); unset, the reply is paragraphs only.
 // Both pages (10 and 400 turns, one browser each) are open at once and stream BENCH_RUNS (5)
 // windows each, alternating which goes first (a b, b a, …), so a load change on the shared
 // machine falls on both.
@@ -42,6 +45,7 @@ import { HUD_HOST } from '../lib/hud.mjs';
 const TURN_COUNTS = (process.env.BENCH_TURN_COUNTS ?? '10,400').split(',').map(Number);
 const TOKENS = Number(process.env.BENCH_STREAM_TOKENS ?? 400);
 const TOKEN_MS = Number(process.env.BENCH_TOKEN_MS ?? 20);
+const CODE_AT = process.env.BENCH_CODE_AT ? Number(process.env.BENCH_CODE_AT) : -1;
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
 const SAMPLE_US = Math.max(10, Number(process.env.BENCH_SAMPLE_US ?? 50));
 const PROFILE = process.env.BENCH_PROFILE === '1';
@@ -85,7 +89,7 @@ function longConversation(turns) {
  * (Enter), waits for the fixture's streaming reply, streams `tokens` tokens into its body,
  * then ends it with the fixture's Stop. Resolves with what it did.
  */
-function streamInPage({ composer, stop, body, tokens, tokenMs, tokensPerParagraph }) {
+function streamInPage({ composer, stop, body, tokens, tokenMs, tokensPerParagraph, codeAt }) {
   return new Promise((resolve, reject) => {
     const bodies = () => document.querySelectorAll(body);
     const before = bodies().length;
@@ -107,6 +111,11 @@ function streamInPage({ composer, stop, body, tokens, tokenMs, tokensPerParagrap
       const streamStart = performance.now();
       const tick = () => {
         if (sent % tokensPerParagraph === 0) {
+          if (sent === codeAt) {
+            const pre = document.createElement('pre');
+            pre.innerHTML = '<div><span>rust</span><button aria-label="Copy code" data-code-copy-state="idle">Copy code</button></div><code>fn main() {}</code>';
+            reply.append(pre);
+          }
           paragraph = document.createElement('p');
           reply.append(paragraph);
           appended += 1;
@@ -276,7 +285,7 @@ async function measureStream(page, layout, tokens) {
   }
   const endTrace = await startTrace(cdp);
   const stream = await page.evaluate(streamInPage, {
-    composer: ui.composer, stop: ui.stop, body: REPLY_BODY[layout], tokens, tokenMs: TOKEN_MS, tokensPerParagraph: TOKENS_PER_PARAGRAPH,
+    composer: ui.composer, stop: ui.stop, body: REPLY_BODY[layout], tokens, tokenMs: TOKEN_MS, tokensPerParagraph: TOKENS_PER_PARAGRAPH, codeAt: CODE_AT,
   });
   await sleep(500); // the last coalesced recompute (≤ 100 ms) lands inside the window
   const calls = extensionCalls(await endTrace());
@@ -359,7 +368,7 @@ const perWindow = (w) => (w.calls.cpuMs * 1000) / w.stream.tokens;
 
 function layoutTables(table, layout, sides) {
   table(
-    `[${layout}] the extension's main-thread CPU time while ${sides[0].tokens} tokens stream every ${TOKEN_MS} ms (devtools.timeline trace: its scripts' outermost FunctionCall events on the page's main thread, thread time; median of ${sides[0].windows.length} windows per page)`,
+    `[${layout}] the extension's main-thread CPU time while ${sides[0].tokens} tokens stream every ${TOKEN_MS} ms${CODE_AT >= 0 ? `, a code block with its Copy button before token ${CODE_AT}` : ''} (devtools.timeline trace: its scripts' outermost FunctionCall events on the page's main thread, thread time; median of ${sides[0].windows.length} windows per page)`,
     ['conversation', 'turns shown', 'calls', 'CPU time', 'per token', 'wall per token', ...(PROFILE ? ['profile samples per token'] : []), 'facts recomputes', 'of which quiet path', 'page_facts sent'],
     sides.map((s) => [
       `${s.turns} turns`, s.shown, Math.round(s.calls), `${s.cpuMs.toFixed(2)} ms`, us(s.usPerToken), us(s.wallUsPerToken), ...(PROFILE ? [us(s.sampledUsPerToken)] : []),
@@ -432,6 +441,9 @@ export async function contentScriptCostBench({ Sandbox, table, runs = RUNS, layo
   if (unknown.length) throw new Error(`BENCH_LAYOUTS names ${unknown.join(', ')}; use some of ${LAYOUTS.join(', ')}`);
   if (turnCounts.length < 2 || turnCounts.some((n) => !Number.isInteger(n) || n < 2)) {
     throw new Error(`BENCH_TURN_COUNTS is ${turnCounts.join(',')}; give two or more whole turn counts ≥ 2, smallest first (default 10,400)`);
+  }
+  if (process.env.BENCH_CODE_AT && !(Number.isInteger(CODE_AT) && CODE_AT >= 0 && CODE_AT % TOKENS_PER_PARAGRAPH === 0 && CODE_AT < tokens)) {
+    throw new Error(`BENCH_CODE_AT is ${process.env.BENCH_CODE_AT}; give a token number that starts a paragraph (a multiple of ${TOKENS_PER_PARAGRAPH}) below ${tokens}, or leave it unset`);
   }
   const results = [];
   for (const layout of layouts) {

@@ -389,6 +389,39 @@ test('while a reply streams, a reply that ends by a cue deep inside its body, wi
   }
 });
 
+// Stop 39: a reply with a code block streamed at ~10x the cost per token. The code block's
+// Copy button (SITES-2026: `button[aria-label="Copy code"]` in the reply) matched the quiet
+// zone's bare `button` and the Stop / completion probes' `button[aria-label]` selectors, so
+// the reply body stopped being quiet and every token's mutation cost a full recompute. A
+// filtered probe's element counts only when its filters pass; a button that passes (a Stop
+// in the reply) still does.
+const fullRecomputes = (page) => page.evaluate(() => {
+  const host = document.querySelector('herdr-continuity-hud');
+  host.dispatchEvent(new Event('herdr-continuity:counters'));
+  return Number(host.dataset.factsComputed) - Number(host.dataset.factsSkipped ?? 0);
+});
+const codeBlock = (label) => `<pre><div class="code-head"><span>rust</span><button aria-label="${label}">${label}</button></div><code>fn main() {}</code></pre>`;
+test('while a reply streams, a code block\'s Copy button in it keeps the reply quiet; a Stop in it does not', async () => {
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
+    const page = await open(file);
+    await streamTokens(page, body, 20, 10);
+    await token(page, body);
+    await page.evaluate(({ css, html }) => document.querySelector(css).insertAdjacentHTML('beforeend', html), { css: body, html: codeBlock('Copy code') });
+    await token(page, body);
+    const before = await fullRecomputes(page);
+    // 1.5 s of tokens after the code block: quiet, so no full recompute (before: one every 100 ms).
+    await streamTokens(page, body, 75, 20);
+    await token(page, body);
+    expect(await fullRecomputes(page) - before, `${file}: full recomputes while the reply streams past its code block`).toBeLessThanOrEqual(1);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    // A button in the reply that is a page fact's element (a labelled Stop) still ends the quiet.
+    await page.evaluate(({ css, html }) => document.querySelector(css).insertAdjacentHTML('beforeend', html), { css: body, html: codeBlock('Stop') });
+    const seen = await fullRecomputes(page);
+    await expect.poll(() => fullRecomputes(page), { message: `${file}: a Stop in the reply is looked at`, timeout: 5_000 }).toBeGreaterThan(seen);
+    await page.close();
+  }
+});
+
 // While a reply streams, the health meters have no timer of their own: they ride on the
 // streaming watch's recheck timer (content-health.js healthBeat). Their samples still come
 // every five ticks, with the chat observer's callbacks counted.
