@@ -166,7 +166,7 @@
     if (!(self && el.matches(q.any)) && el.querySelector(q.any) === null) return false;
     if ((self && el.matches(q.inside)) || el.querySelector(q.inside) !== null) return true;
     const found = [...(self && el.matches(q.heldCss) ? [el] : []), ...el.querySelectorAll(q.heldCss)];
-    return found.some((one) => q.held.some((probe) => one.matches(probe.css) && hc.passes(q.view, probe, one)));
+    return found.some((one) => q.held.some((probe) => hc.matches(one, probe.css) && hc.passes(q.view, probe, one)));
   };
   // A change inside a filtered probe's element (its text, an icon's path) may make it pass.
   const insideHeld = (node, q) => (node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement)?.closest(q.heldCss) != null;
@@ -201,8 +201,10 @@
   const clock = performance;
   const place = location;
   const quietStands = () => hc.quiet !== null && hc.quiet.profile === hc.profile && hc.quiet.href === place.href && hc.quiet.zone.isConnected;
+  // Only while the page generates: when it does not, the facts outside a reply's (Retry, a
+  // thread error, Send) are read, and a button in the reply may be one of them.
   const onlyQuietText = (batches) => {
-    if (!quietStands()) return false;
+    if (!hc.lastGenerating || !quietStands()) return false;
     const { zone, q } = hc.quiet;
     if (watchedZone === zone && lookIn(zone, q)) return false;
     for (const records of batches) {

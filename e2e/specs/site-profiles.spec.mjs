@@ -422,6 +422,41 @@ test('while a reply streams, a code block\'s Copy button in it keeps the reply q
   }
 });
 
+// Review (stop 39) of the Copy-button fix: a button in the reply that is no page fact's
+// element until its text changes (no record while the watch leaves the reply out) is seen by
+// the streaming recheck; and on a page that does not generate, nothing in a reply is taken
+// as quiet (Retry, a thread error and a permission card's Allow are read then). The idle half
+// also passed without that rule here (a later full recompute found the card within the poll);
+// it guards the outcome, not the path.
+const BODIES = {
+  'chatgpt-classic.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-section.html': '[data-message-author-role="assistant"] > .markdown',
+  'chatgpt-thread.html': '[data-markdown-text-style="assistant-message"]',
+};
+test('a button in a reply that becomes a permission card\'s by its text alone, or beside an Allow, reaches the facts, streaming or not', async () => {
+  const card = (page) => lastPosted(page, 'page_facts').then((facts) => facts.permission_card);
+  for (const [file, body] of Object.entries(STREAMING_BODIES)) {
+    const page = await open(file);
+    await page.evaluate((css) => document.querySelector(css).insertAdjacentHTML('beforeend', '<p><button class="hc-later"></button></p>'), body);
+    await token(page, body);
+    expect(await card(page), file).toBe(false);
+    await page.evaluate(() => { document.querySelector('.hc-later').textContent = 'Allow'; });
+    await expect.poll(() => card(page), { message: `${file}: its text made it the card's Allow`, timeout: 5_000 }).toBe(true);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(true);
+    await page.close();
+  }
+  for (const [file, body] of Object.entries(BODIES)) {
+    const page = await open(file);
+    expect((await lastPosted(page, 'page_facts')).generating, file).toBe(false);
+    await page.evaluate((css) => document.querySelector(css).insertAdjacentHTML('beforeend', '<div class="hc-card-row"><button>Deny</button></div>'), body);
+    await page.waitForTimeout(300); // one coalesced recompute (100 ms) has looked at it
+    expect(await card(page), file).toBe(false);
+    await page.evaluate(() => document.querySelector('.hc-card-row').insertAdjacentHTML('beforeend', '<button aria-label="Allow">Allow</button>'));
+    await expect.poll(() => card(page), { message: `${file}: Deny beside an Allow, on an idle page`, timeout: 5_000 }).toBe(true);
+    await page.close();
+  }
+});
+
 // While a reply streams, the health meters have no timer of their own: they ride on the
 // streaming watch's recheck timer (content-health.js healthBeat). Their samples still come
 // every five ticks, with the chat observer's callbacks counted.
