@@ -91,13 +91,7 @@ test.describe('Control Center live view', () => {
   // Leftovers31: the worker relays the first 256 items of each of Herdr's lists; the tree
   // says how many more it does not show instead of hiding them silently.
   test('a catalog longer than the relay\'s cap says how many workspaces are not shown', async ({ sandbox }) => {
-    const { context, worker } = await continuityWorld(sandbox);
-    const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
-    // Two are seeded; enough more that the list is over the cap.
-    for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
-    const panel = await context.newPage();
-    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
-    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    const { panel, max } = await panelOverCap(sandbox);
     const cut = panel.locator('[data-tree-cut]');
     // The workspaces (2 over) and the panes (one per workspace, so at least 2 over).
     await expect(cut, 'the tree says the list is cut').toHaveAttribute('data-tree-cut', /^\d+$/, { timeout: 15_000 });
@@ -126,15 +120,9 @@ test.describe('Control Center live view', () => {
   // Stop 38's closing note: when a shown workspace closed while others were counted over the
   // cap, the tree showed one fewer until the panel was reopened; nothing took its place.
   test('a shown workspace that closes while others are over the cap gives its place to one of them', async ({ sandbox }) => {
-    const { context, worker } = await continuityWorld(sandbox);
-    const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
-    // Two are seeded; `max` more, so the relay leaves two workspaces and two panes out (each
-    // list cut apart, in its own order) — and so the panes it sends of the two workspaces
-    // it left out are not shown either.
-    for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
-    const panel = await context.newPage();
-    await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
-    await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+    // The relay leaves two workspaces and two panes out (each list cut apart, in its own
+    // order), and so the panes it sends of the two workspaces it left out are not shown either.
+    const { panel, max } = await panelOverCap(sandbox);
     const workspaces = panel.locator('[data-tree-workspace]');
     const cut = panel.locator('[data-tree-cut]');
     await expect(workspaces).toHaveCount(max, { timeout: 15_000 });
@@ -162,6 +150,18 @@ test.describe('Control Center live view', () => {
     await expect(lastLine, 'the lists read again keep the last output line').toContainText('compiling crate parser');
   });
 });
+
+/** The side panel, live, once Herdr holds its two seeded workspaces and the relay's cap more
+ * (`max`): every list over the cap. */
+async function panelOverCap(sandbox) {
+  const { context, worker } = await continuityWorld(sandbox);
+  const { runtime_list_items: max } = await worker.evaluate(() => globalThis.herdrContracts.caps);
+  for (let i = 0; i < max; i++) await herdrRequest(sandbox.herdrSocket, 'workspace.create', { label: `extra ${i}`, cwd: '/tmp' });
+  const panel = await context.newPage();
+  await panel.goto(`${EXTENSION_ORIGIN}sidepanel.html`);
+  await expect(panel.locator('[data-live-state]')).toHaveAttribute('data-live-state', 'up', { timeout: 15_000 });
+  return { panel, max };
+}
 
 const PLAIN_CHAT = CHATS[1];
 
