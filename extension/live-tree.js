@@ -78,7 +78,10 @@ export class HerdrModel {
     for (const pane of Array.isArray(panes?.panes) ? panes.panes : []) this.pane(pane);
     for (const agent of Array.isArray(agents?.agents) ? agents.agents : []) if (this.panes.has(agent?.pane_id)) this.agentUpdate(agent);
     for (const pane of this.panes.values()) pane.last_line ||= before.get(pane.pane_id)?.last_line ?? '';
-    if (keep !== null && before.has(keep) && !this.panes.has(keep) && this.paneHidden.cut > 0) this.panes.set(keep, before.get(keep));
+    if (keep !== null && before.has(keep) && !this.panes.has(keep) && this.paneHidden.cut > 0) {
+      this.panes.set(keep, before.get(keep));
+      this.paneHidden.cut -= 1; // one of the panes cut is the one kept
+    }
     this.reloadWanted = false;
   }
 
