@@ -3,22 +3,30 @@
 //! client ([`Broadcast`], for `herdr_state` and `inbox_changed`). A leaf: services push
 //! into them without knowing about connections, the router or the accept loop.
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
+use tokio::task::AbortHandle;
 
 use crate::protocol;
 
 /// The sending side of one client connection.
+///
+/// Invariant: a connection has at most one event subscription; a newer one ends the older
+/// ([`ClientHandle::replace_subscription`]), so an event is never sent twice on one connection.
 #[derive(Debug, Clone)]
 pub struct ClientHandle {
     /// Lines queued for this client's socket.
     outbox: mpsc::Sender<String>,
+    /// The task that sends this connection's subscribed events, shared by every clone.
+    subscription: Arc<Mutex<Option<AbortHandle>>>,
 }
 
 impl ClientHandle {
     /// Wraps a client's outbox.
     pub fn new(outbox: mpsc::Sender<String>) -> Self {
-        Self { outbox }
+        Self { outbox, subscription: Arc::default() }
     }
 
     /// Queues a message for this client; false once the client is gone.
@@ -29,6 +37,23 @@ impl ClientHandle {
     /// True once the client connection has closed.
     pub fn is_closed(&self) -> bool {
         self.outbox.is_closed()
+    }
+
+    /// Completes once the connection takes no more lines: it closed, or it is closing and
+    /// only writes out what was queued. A task that waits for something to send (an event
+    /// subscription) selects on this, so it never outlives its connection.
+    pub async fn closed(&self) {
+        self.outbox.closed().await;
+    }
+
+    /// Ends this connection's event subscription, if any, then makes the task `start`
+    /// spawns the subscription (two subscribes on one connection: the newer one wins).
+    pub fn replace_subscription(&self, start: impl FnOnce() -> AbortHandle) {
+        let mut held = self.subscription.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(older) = held.take() {
+            older.abort();
+        }
+        *held = Some(start());
     }
 }
 

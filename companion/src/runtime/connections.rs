@@ -11,8 +11,11 @@
 //! [`Limits::request_timeout`] is dropped and answered `timeout`. A connection that sends
 //! no complete line within [`Limits::idle_timeout`] of connecting, or leaves a started line
 //! unfinished that long, is closed (a client that connects and says nothing, or half a
-//! line, holds no place under the cap for long); a client that has sent a request may then
-//! wait for events as long as it likes.
+//! line, holds no place under the cap for long); only a client that subscribed to the event
+//! stream may then wait between lines as long as it likes. A client that stops reading is
+//! closed once one line to it waits [`Limits::write_timeout`]. When a connection ends, the
+//! answers still due are written, and then nothing that holds its [`ClientHandle`] (an event
+//! subscription) keeps its permit.
 //!
 //! Panics: a request whose handler panics is answered `internal` (the panic is caught at
 //! the request, logged, and nothing else is affected); the release profile unwinds
@@ -31,7 +34,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{broadcast, mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::log::RuntimeLog;
 use crate::outbox::{Broadcast, ClientHandle};
@@ -66,16 +69,23 @@ pub struct Limits {
     /// How long a connection may go without a complete first line, and how long any
     /// started line may stay unfinished, before the connection is closed.
     pub idle_timeout: Duration,
+    /// How long one line to the client may take to write (a client that stops reading
+    /// fills its socket) before the connection is closed.
+    pub write_timeout: Duration,
 }
 
 /// [`Limits::idle_timeout`]'s default: a client's first line and every line it starts
 /// must be complete within this (the host and the CLI send theirs at once).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// [`Limits::write_timeout`]'s default: a client that has read nothing while a socket's
+/// buffer of lines (hundreds of KB) waited this long is not reading.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Default for Limits {
     /// 64 connections (a browser needs one per profile, plus the CLI and doctor), 1 MiB
     /// lines, 16 requests in flight per connection, 30 s per request (the slowest method,
-    /// `task.dispatch`, waits at most 5 s for Herdr), [`IDLE_TIMEOUT`].
+    /// `task.dispatch`, waits at most 5 s for Herdr), [`IDLE_TIMEOUT`], [`WRITE_TIMEOUT`].
     fn default() -> Self {
         Self {
             max_connections: 64,
@@ -83,6 +93,7 @@ impl Default for Limits {
             max_in_flight: 16,
             request_timeout: Duration::from_secs(30),
             idle_timeout: IDLE_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
         }
     }
 }
@@ -273,7 +284,24 @@ pub async fn respond<H: Handler>(handler: &H, line: &[u8], client: &ClientHandle
     }
 }
 
+/// Why a connection's writer stopped.
+enum WriterEnd {
+    /// Everything queued was written and no more can come.
+    Drained,
+    /// The socket refused a write (the client closed it).
+    Failed,
+    /// One line took longer than [`Limits::write_timeout`] to write.
+    TimedOut,
+}
+
 /// Serves one client connection until it closes; `_permit` is its place under the cap.
+///
+/// The connection ends when the client closes it (or is idle, above) or stops reading
+/// ([`Limits::write_timeout`]). Then the answers of its requests still running are written
+/// (each ends within its deadline), and the outbox is closed: whatever still holds a
+/// [`ClientHandle`] (an event subscription) can send no more, and sees
+/// [`ClientHandle::closed`]. So the permit is given back once the answers are out, never
+/// held by a subscription waiting for an event.
 async fn serve_client<H: Handler>(
     stream: UnixStream,
     handler: Arc<H>,
@@ -285,15 +313,30 @@ async fn serve_client<H: Handler>(
     let (read_half, mut write_half) = stream.into_split();
     let (outbox, mut outbox_rx) = mpsc::channel::<String>(256);
     let client = ClientHandle::new(outbox.clone());
+    let (closing, mut closing_rx) = oneshot::channel::<()>();
 
-    let writer = tokio::spawn(async move {
-        while let Some(mut line) = outbox_rx.recv().await {
+    let mut writer = tokio::spawn(async move {
+        let mut draining = false;
+        loop {
+            let next = tokio::select! {
+                next = outbox_rx.recv() => next,
+                _ = &mut closing_rx, if !draining => {
+                    // No line is taken after this; the queued ones are still written.
+                    draining = true;
+                    outbox_rx.close();
+                    continue;
+                }
+            };
+            let Some(mut line) = next else { return WriterEnd::Drained };
             line.push('\n');
-            if write_half.write_all(line.as_bytes()).await.is_err() {
-                return;
+            match tokio::time::timeout(limits.write_timeout, write_half.write_all(line.as_bytes())).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return WriterEnd::Failed,
+                Err(_) => return WriterEnd::TimedOut,
             }
         }
     });
+    let mut writer_end = None;
     let event_outbox = outbox.clone();
     let forwarder = tokio::spawn(async move {
         loop {
@@ -318,9 +361,17 @@ async fn serve_client<H: Handler>(
         // stream (`events.subscribe`: the extension's host relay, the live tree), which is
         // what it then waits for. A request's answer comes within the request timeout
         // (30 s), shorter than the idle timeout (60 s), so a waiting caller is answered
-        // before its connection can be closed.
+        // before its connection can be closed. A writer that stopped (the client stopped
+        // reading) ends the connection too.
         let start_within = if subscribed { None } else { Some(limits.idle_timeout) };
-        let line = match read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout)).await {
+        let read = tokio::select! {
+            read = read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout)) => read,
+            end = &mut writer => {
+                writer_end = Some(end.unwrap_or(WriterEnd::Failed));
+                break;
+            }
+        };
+        let line = match read {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
@@ -348,7 +399,14 @@ async fn serve_client<H: Handler>(
                     subscribed =
                         protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
                 }
-                let Ok(slot) = Arc::clone(&in_flight).acquire_owned().await else { break };
+                let slot = tokio::select! {
+                    slot = Arc::clone(&in_flight).acquire_owned() => slot,
+                    end = &mut writer => {
+                        writer_end = Some(end.unwrap_or(WriterEnd::Failed));
+                        break;
+                    }
+                };
+                let Ok(slot) = slot else { break };
                 let handler = Arc::clone(&handler);
                 let client = client.clone();
                 let log = Arc::clone(&log);
@@ -361,9 +419,28 @@ async fn serve_client<H: Handler>(
         }
     }
     forwarder.abort();
+    // The answers of the requests still running go out first (each request ends within its
+    // deadline; a writer that stops makes their sends fail at once).
+    if writer_end.is_none() {
+        let every_slot = u32::try_from(limits.max_in_flight).unwrap_or(u32::MAX);
+        tokio::select! {
+            _ = in_flight.acquire_many(every_slot) => {}
+            end = &mut writer => writer_end = Some(end.unwrap_or(WriterEnd::Failed)),
+        }
+    }
+    let _ = closing.send(());
     drop(outbox);
     drop(client);
-    let _ = writer.await;
+    let end = match writer_end {
+        Some(end) => end,
+        None => writer.await.unwrap_or(WriterEnd::Failed),
+    };
+    if matches!(end, WriterEnd::TimedOut) {
+        log.line(format_args!(
+            "closed a client connection: a line to it waited {} ms to be written (the client stopped reading; write timeout)",
+            limits.write_timeout.as_millis()
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -529,6 +606,87 @@ mod tests {
         assert_eq!(next_within(&mut pinger, Duration::from_secs(5)).await, Some(None), "a client that spoke once and then idled is closed");
         tokio::time::sleep(idle * 3).await;
         assert_eq!(listener.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a subscribed client may idle");
+    }
+
+    /// Answers `ping`; `events.subscribe` starts a task that keeps a copy of the client's
+    /// handle and waits for something to send that never comes (a feed on a quiet
+    /// workstation), and counts the feeds that saw their connection close.
+    struct QuietFeed(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Handler for QuietFeed {
+        async fn handle(&self, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
+            if request.method == Method::EventsSubscribe {
+                let (held, ended) = (client.clone(), Arc::clone(&self.0));
+                tokio::spawn(async move {
+                    held.closed().await;
+                    ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                    drop(held);
+                });
+            }
+            Ok(json!({"type": "pong", "server_time": 0}))
+        }
+    }
+
+    /// Connects until a client's `ping` is answered (not `overloaded`), for at most `wait`.
+    async fn served_within(socket: &Path, wait: Duration) -> bool {
+        let until = tokio::time::Instant::now() + wait;
+        while tokio::time::Instant::now() < until {
+            let mut newcomer = Client::connect(socket).await;
+            if let Some(Some(answer)) = next_within_after_send(&mut newcomer, "n", Duration::from_millis(500)).await {
+                if answer["id"] == "n" {
+                    return true;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    async fn next_within_after_send(client: &mut Client, id: &str, wait: Duration) -> Option<Option<Value>> {
+        client.send(id, "ping").await;
+        next_within(client, wait).await
+    }
+
+    /// Review of stop 40: a subscribed connection that closed kept its permit while anything
+    /// held its handle (the event feed, until the next event). Now the outbox closes once
+    /// the answers are out: the permit comes back, and the feed sees `closed()`.
+    #[tokio::test]
+    async fn a_closed_connection_gives_its_place_back_though_a_feed_still_holds_its_handle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ended = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let socket = start_with(&dir, Limits { max_connections: 1, ..Limits::default() }, QuietFeed(Arc::clone(&ended)));
+        let mut subscriber = Client::connect(&socket).await;
+        assert_eq!(subscriber.call("s", "events.subscribe").await.map(|v| v["id"].clone()), Some(json!("s")));
+        drop(subscriber);
+        assert!(served_within(&socket, Duration::from_secs(5)).await, "the closed subscriber still holds the only place");
+        assert_eq!(ended.load(std::sync::atomic::Ordering::SeqCst), 1, "the feed saw its connection close");
+    }
+
+    /// Review of stop 40: a client that sent requests and never read its answers filled
+    /// its socket; the writer waited for ever, and the connection kept its place. Now a line
+    /// that waits `write_timeout` to be written closes the connection.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let limits = Limits { max_connections: 1, write_timeout: Duration::from_millis(200), ..Limits::default() };
+        let socket = start(&dir, limits);
+        let (read, mut write) = UnixStream::connect(&socket).await.expect("connect").into_split();
+        let mut pings = String::new();
+        for n in 0..20_000 {
+            pings.push_str(&format!("{}\n", json!({"id": format!("{n}"), "method": "ping", "params": {}})));
+        }
+        // Written in the background (the runtime stops reading once its answers back up);
+        // the read half is kept open and never read.
+        let flood = tokio::spawn(async move {
+            let _ = write.write_all(pings.as_bytes()).await;
+            write
+        });
+        assert!(served_within(&socket, Duration::from_secs(10)).await, "the client that stopped reading still holds the only place");
+        drop(read);
+        flood.abort();
+        let log = std::fs::read_to_string(dir.path().join("runtime.log")).unwrap_or_default();
+        assert!(log.contains("the client stopped reading; write timeout"), "{log}");
     }
 
     #[tokio::test]

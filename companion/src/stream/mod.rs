@@ -11,7 +11,9 @@
 //! - A subscription (`events.subscribe {after_seq}`) gets `hello`, then every stored event
 //!   with `seq > after_seq` in order, then live events; the subscriber remembers the last
 //!   `seq` it sent and drops anything not above it, so the replay/live seam has no
-//!   duplicates and no gaps (a lagging subscriber refills from the log).
+//!   duplicates and no gaps (a lagging subscriber refills from the log). A connection has
+//!   one subscription (a second `events.subscribe` on it ends the first), and a
+//!   subscription ends with its connection, not at the next event.
 //! - Each event carries the `boot_id` of the runtime that produced it; events from an
 //!   older boot are sent with `stale: true` (docs/PROTOCOL.md "Event stream").
 //! - `agent_output` is not a stored event: pane output tails live in memory, newest per
@@ -280,13 +282,19 @@ impl EventHub {
             "workspaces": catalog.workspace_list(),
             "agents": catalog.agents(),
         }});
-        let mut feed = Feed { hub: Arc::clone(self), client, sent: start, outputs: SentOutputs::default() };
-        tokio::spawn(async move {
+        let mut feed = Feed { hub: Arc::clone(self), client: client.clone(), sent: start, outputs: SentOutputs::default() };
+        let run = async move {
             if !(feed.send(&hello).await && feed.refill(None).await && feed.send_latest_outputs().await) {
                 return;
             }
             loop {
-                let more = match live.recv().await {
+                // A connection that closes ends its feed at once, not at the next event
+                // (which on a quiet workstation may never come).
+                let next = tokio::select! {
+                    next = live.recv() => next,
+                    () = feed.client.closed() => return,
+                };
+                let more = match next {
                     Ok(Live::Stored(stored)) => feed.live_stored(&stored).await,
                     Ok(Live::Output(tail)) => feed.output(&tail).await,
                     // Missed items: refill stored events from the log, then resend the
@@ -298,7 +306,8 @@ impl EventHub {
                     return;
                 }
             }
-        });
+        };
+        client.replace_subscription(|| tokio::spawn(run).abort_handle());
         Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "log_id": self.log_id, "log_reset": log_reset,
             "last_seq": last_seq, "after_seq": start}))
     }

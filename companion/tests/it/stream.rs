@@ -565,3 +565,49 @@ fn a_blocked_event_write_stalls_no_reader_and_is_stored_once_when_it_can_be_p9_n
     );
     wait_for_pane_status(&rig.home, "w1:p1", "working");
 }
+
+// R: N3 — review of stop 40: a subscribed client that closed kept its place under the
+// runtime's connection cap (64) until the next live event reached its feed, which on a
+// quiet workstation may never come. 64 ordinary reconnects (host restarts, browser
+// restarts) then locked every client out with `overloaded`. Now a connection's
+// subscription ends with it.
+#[test]
+fn subscribed_clients_that_close_give_their_places_back_on_a_quiet_workstation_n3() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    for _ in 0..64 {
+        let mut client = StreamClient::connect(&rig.home);
+        client.subscribe(None);
+    }
+    // Each closed connection gives its place back once its (no) answers are out: allow a
+    // moment, then a 65th client must be served, not told `overloaded`.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut client = StreamClient::connect(&rig.home);
+        // A refused client's connection is closed at once: its write may fail.
+        let sent = client.writer.write_all(format!("{}\n", json!({"id": "p", "method": "ping", "params": {}})).as_bytes()).is_ok();
+        let answer = if sent { client.next_within(Duration::from_secs(2)).unwrap_or(Value::Null) } else { Value::Null };
+        if answer["result"]["type"] == "pong" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a client after 64 closed subscribers is still refused: {answer}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// R: P8, P9 — a second `events.subscribe` on one connection ended nothing: two feeds sent
+// every later event twice on it. The newer subscription now replaces the older.
+#[test]
+fn a_connection_that_subscribes_twice_gets_each_event_once_p8() {
+    let rig = rig(["idle", "idle", "idle"], &[]);
+    wait_for_pane_status(&rig.home, "w1:p3", "done");
+    let mut client = StreamClient::connect(&rig.home);
+    client.subscribe(None);
+    client.subscribe(None);
+    client.drain(Duration::from_millis(300));
+    rig.standin.report("w1:p1", "working");
+    let mut seen = client.events_until(agent_event("agent_working", "w1:p1"));
+    seen.extend(client.drain(Duration::from_millis(800)));
+    let working = seen.iter().filter(|m| agent_event("agent_working", "w1:p1")(m)).count();
+    assert_eq!(working, 1, "{seen:#?}");
+}
