@@ -15,6 +15,8 @@
 //!   reading or killing it is told there is no such session.
 //! - At most [`MAX_RUNNING_SESSIONS`] run at once; kill sends SIGTERM to the group, then
 //!   SIGKILL after [`KILL_GRACE`].
+//! - Memory is bounded: only the newest [`MAX_FINISHED_KEPT`] finished sessions keep their
+//!   output; an older one answers from its row. Finished rows past the newest 500 go.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,11 @@ use crate::db::{off_worker, DbError, SharedConnection};
 pub const RING_BYTES: usize = 256 * 1024;
 /// Most sessions running at once.
 pub const MAX_RUNNING_SESSIONS: usize = 8;
+/// Most finished sessions whose output stays in memory (the newest); an older one answers
+/// from its row in `state.db`.
+pub const MAX_FINISHED_KEPT: usize = 32;
+/// Most rows `exec_sessions` keeps (the newest; running ones whatever their age).
+pub const MAX_SESSION_ROWS: i64 = 500;
 /// Most bytes one `herdr_exec_read` returns.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
 /// Time between SIGTERM and SIGKILL on kill.
@@ -85,6 +92,8 @@ pub struct ExecSessions {
     conn: SharedConnection,
     boot_id: String,
     live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The ids of the finished sessions still in `live`, oldest first.
+    finished: Mutex<VecDeque<String>>,
 }
 
 /// Why a session call failed (`bad_request`-like refusals, and not found).
@@ -138,10 +147,13 @@ impl ExecSessions {
             }
         }
         conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
-        // Keep the newest 500 rows.
-        conn.execute("DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT 500)", [])?;
+        // Keep the newest rows.
+        conn.execute(
+            "DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT ?1)",
+            params![MAX_SESSION_ROWS],
+        )?;
         drop(conn);
-        Ok(Self { conn: shared, boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()) })
+        Ok(Self { conn: shared, boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()), finished: Mutex::default() })
     }
 
     fn running(&self) -> usize {
@@ -251,28 +263,51 @@ impl ExecSessions {
         let state = if live.killed.load(std::sync::atomic::Ordering::SeqCst) { "killed" } else { "exited" };
         *lock(&live.end) = Some((state, code));
         let _ = self.finish(&id, state, code).await;
+        self.keep_finished(id);
     }
 
+    /// Keeps the output of the newest [`MAX_FINISHED_KEPT`] finished sessions, `id` the
+    /// newest; older ones leave memory (their rows answer for them).
+    fn keep_finished(&self, id: String) {
+        let mut finished = lock(&self.finished);
+        finished.push_back(id);
+        while finished.len() > MAX_FINISHED_KEPT {
+            if let Some(oldest) = finished.pop_front() {
+                lock(&self.live).remove(&oldest);
+            }
+        }
+    }
+
+    /// Records a session's end, and keeps the newest [`MAX_SESSION_ROWS`] rows (a running
+    /// session's row stays whatever its age: the next start kills its group by it).
     async fn finish(&self, id: &str, state: &'static str, code: Option<i32>) -> Result<(), DbError> {
         let (conn, id) = (self.conn.clone(), id.to_owned());
         let now = crate::clock::unix_millis();
         off_worker(move || -> Result<(), DbError> {
-            lock(&conn).execute(
+            let conn = lock(&conn);
+            conn.execute(
                 "UPDATE exec_sessions SET state = ?2, exit_code = ?3, ended_at = ?4 WHERE id = ?1",
                 params![id, state, code, now],
+            )?;
+            conn.execute(
+                "DELETE FROM exec_sessions WHERE state != 'running' AND id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT ?1)",
+                params![MAX_SESSION_ROWS],
             )?;
             Ok(())
         })
         .await
     }
 
-    async fn stored(&self, owner: &str, id: &str) -> Result<Option<(String, Option<i32>, String)>, DbError> {
-        let (conn, id, owner) = (self.conn.clone(), id.to_owned(), owner.to_owned());
+    /// `owner`'s session `id` as stored: (state, exit code, command, of this runtime start).
+    async fn stored(&self, owner: &str, id: &str) -> Result<Option<(String, Option<i32>, String, bool)>, DbError> {
+        let (conn, id, owner, boot_id) = (self.conn.clone(), id.to_owned(), owner.to_owned(), self.boot_id.clone());
         off_worker(move || -> Result<_, DbError> {
             Ok(lock(&conn)
-                .query_row("SELECT state, exit_code, command FROM exec_sessions WHERE id = ?1 AND owner = ?2", params![id, owner], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
+                .query_row(
+                    "SELECT state, exit_code, command, boot_id = ?3 FROM exec_sessions WHERE id = ?1 AND owner = ?2",
+                    params![id, owner, boot_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )
                 .optional()?)
         })
         .await
@@ -287,9 +322,15 @@ impl ExecSessions {
         let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
         let Some(live) = live else {
             return match self.stored(owner, id).await? {
-                Some((state, code, command)) => Ok(json!({
+                Some((state, code, command, this_start)) => Ok(json!({
                     "session_id": id, "state": state, "exit_code": code, "command": command, "data": "", "next_offset": offset, "dropped_bytes": 0,
-                    "note": if state == "interrupted" { "The runtime stopped while this session ran; its processes were stopped and its output is gone. Start it again if it is still needed." } else { "This session belongs to an earlier runtime start; its output is gone." },
+                    "note": if state == "interrupted" {
+                        "The runtime stopped while this session ran; its processes were stopped and its output is gone. Start it again if it is still needed.".to_owned()
+                    } else if this_start {
+                        format!("Its output is no longer kept: the runtime keeps the output of the last {MAX_FINISHED_KEPT} finished sessions. Start it again if it is still needed.")
+                    } else {
+                        "This session belongs to an earlier runtime start; its output is gone.".to_owned()
+                    },
                 })),
                 None => Err(Self::not_found(id)),
             };
@@ -312,7 +353,7 @@ impl ExecSessions {
         let live = lock(&self.live).get(id).filter(|l| l.owner == owner).cloned();
         let Some(live) = live else {
             return match self.stored(owner, id).await? {
-                Some((state, code, _)) => Ok(
+                Some((state, code, _, _)) => Ok(
                     json!({"session_id": id, "state": state, "exit_code": code, "note": "It was not running in this runtime; nothing was killed."}),
                 ),
                 None => Err(Self::not_found(id)),
@@ -403,6 +444,34 @@ mod tests {
         assert_eq!(sessions.running(), 0, "a dropped start left a session that never ends");
         let ended: Vec<_> = lock(&sessions.live).values().map(|l| *lock(&l.end)).collect();
         assert_eq!(ended, [Some(("exited", Some(3)))]);
+    }
+
+    /// Review of stop 40: a finished session's output (two rings of up to 256 KiB) stayed
+    /// in memory until the runtime stopped, so a planner that ran builds all day grew the
+    /// runtime without bound. Now only the newest [`MAX_FINISHED_KEPT`] finished sessions
+    /// keep their output; an older one reads from its row, saying its output is gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_the_newest_finished_sessions_keep_their_output_in_memory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sessions = Arc::new(ExecSessions::open(&dir.path().join("state.db"), "boot1").expect("open"));
+        let argv: Vec<String> = ["sh", "-c", "echo done"].iter().map(|s| (*s).to_owned()).collect();
+        let mut ids = Vec::new();
+        for n in 0..MAX_FINISHED_KEPT + 5 {
+            let started = sessions.start("mcp", &argv, dir.path(), i64::try_from(n).unwrap_or(0)).await.expect("start");
+            ids.push(started["session_id"].as_str().expect("id").to_owned());
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while sessions.read("mcp", ids.last().expect("id"), false, 0, 10).await.expect("read")["state"] == "running" {
+                assert!(tokio::time::Instant::now() < deadline, "a session that echoes never ended");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        assert_eq!(lock(&sessions.live).len(), MAX_FINISHED_KEPT, "finished sessions kept in memory");
+        let newest = sessions.read("mcp", ids.last().expect("id"), false, 0, 100).await.expect("read");
+        assert_eq!((newest["state"].clone(), newest["data"].clone()), (json!("exited"), json!("done\n")));
+        let oldest = sessions.read("mcp", &ids[0], false, 0, 100).await.expect("read");
+        assert_eq!((oldest["state"].clone(), oldest["exit_code"].clone(), oldest["data"].clone()), (json!("exited"), json!(0), json!("")));
+        expect_test::expect!["Its output is no longer kept: the runtime keeps the output of the last 32 finished sessions. Start it again if it is still needed."]
+            .assert_eq(oldest["note"].as_str().unwrap_or_default());
     }
 
     #[tokio::test]
