@@ -21,8 +21,20 @@
   const readText = (el) => (el ? (el.innerText ?? el.textContent ?? '') : '').trim();
   // A reply as the JSON bridge must read it (issue 23: call lines inside Markdown code
   // fences are not calls). z.ai and DeepSeek render a fenced block as <pre><code>, and
-  // innerText drops its ``` lines: each <pre>'s text is put back between ``` lines, found
-  // in order in the reply's text (inline code stays as it is).
+  // innerText drops its fence lines: each <pre>'s text is put back between fence lines,
+  // found in order in the reply's text as whole lines (a <pre> is a block: an inline copy
+  // of its text, `like this` mid-sentence, is not it). The fence is one backtick longer
+  // than the longest run in the code (at least three), so no line of the code closes it
+  // (a ``` line in a Markdown example would, CommonMark). A block not found in the text
+  // is not shown (a collapsed one: its text is not in innerText either): nothing to fence.
+  const fenceFor = (code) => '`'.repeat(Math.max(3, ...Array.from(code.matchAll(/`+/g), (run) => run[0].length + 1)));
+  const blockAt = (whole, code, from) => {
+    for (let found = whole.indexOf(code, from); found >= 0; found = whole.indexOf(code, found + 1)) {
+      const end = found + code.length;
+      if ((found === 0 || whole[found - 1] === '\n') && (end === whole.length || whole[end] === '\n')) return found;
+    }
+    return -1;
+  };
   const readReplyText = (el) => {
     const whole = readText(el);
     const blocks = el ? [...el.querySelectorAll('pre')].filter((pre) => !pre.parentElement?.closest('pre')) : [];
@@ -31,10 +43,10 @@
     let at = 0;
     for (const pre of blocks) {
       const code = (pre.innerText ?? pre.textContent ?? '').replace(/\n+$/, '');
-      const found = code ? whole.indexOf(code, at) : -1;
+      const found = code ? blockAt(whole, code, at) : -1;
       if (found < 0) continue;
-      const before = whole.slice(at, found);
-      out += `${before}${before === '' || before.endsWith('\n') ? '' : '\n'}\`\`\`\n${code}\n\`\`\`\n`;
+      const fence = fenceFor(code);
+      out += `${whole.slice(at, found)}${fence}\n${code}\n${fence}\n`;
       at = found + code.length;
       if (whole[at] === '\n') at += 1;
     }

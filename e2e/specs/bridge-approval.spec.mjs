@@ -158,6 +158,43 @@ for (const site of ['zai', 'deepseek']) {
       await expect(rows('awaiting_approval'), 'nothing was asked about').toHaveCount(0);
     });
 
+    // Review of stop 40: the reply's text put each code block back between ``` lines found
+    // by the first copy of its text. A block whose code holds a ``` line (a Markdown
+    // example in a longer fence) was closed early by it, and a block whose text also stood
+    // inline earlier (`like this`) was fenced there instead: either left a call line of
+    // the block unfenced, and it was read as a call.
+    test('a call in a code block stays fenced when the block holds ``` lines or its text also stands inline earlier: nothing is asked, nothing runs', async ({ sandbox }) => {
+      const nested = `nested-${site}`;
+      const inline = `inline-${site}`;
+      const nestedCall = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: nested, keys: ['enter'] });
+      const inlineCall = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: inline, keys: ['enter'] });
+      const reply = [
+        'An example reply, as Markdown:',
+        '````markdown',
+        'Example reply:',
+        '```',
+        nestedCall,
+        '```',
+        '````',
+        `Write \`${inlineCall}\` alone on a line:`,
+        '```',
+        inlineCall,
+        '```',
+        'That is all.',
+      ].join('\n');
+      const { context, worker, fixture, page, hud } = await boundChat(sandbox, site, reply);
+      await ask(page, fixture, 'Show me the format.');
+      await expect(page.locator(`${fixture.ui.assistantTurn} pre code`).first()).toContainText(nested, { timeout: 20_000 });
+      await expect(page.locator(`${fixture.ui.assistantTurn}`).last()).toContainText('That is all.', { timeout: 20_000 });
+      await page.waitForTimeout(2500);
+      await hud.expect('data-bridge-pending', '0', 'nothing was asked about');
+      expect(bridgeMessages(fixture), 'no results message: the reply has no call').toEqual([]);
+      expect(await timesInPane(sandbox, nested), 'the call in the nested example never ran').toBe(0);
+      expect(await timesInPane(sandbox, inline), 'the call in the block never ran').toBe(0);
+      const rows = await bridgeActivity(context, worker, page);
+      await expect(rows('awaiting_approval')).toHaveCount(0);
+    });
+
     test('a fence that opens before the 12 000-character mark keeps a pane.send_keys line after it fenced: nothing runs, nothing is asked', async ({ sandbox }) => {
       const token = `long-fenced-${site}`;
       const filler = Array.from({ length: 200 }, (_, i) => `line ${String(i).padStart(3, '0')} ${'x'.repeat(70)}`);
