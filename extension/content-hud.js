@@ -223,11 +223,12 @@
   };
 
   // ---- Click-jacking (issue 23): our host sits in the page's DOM, so the page can restyle
-  // it or move it under the pointer just before a click. A Run / Skip press counts only
-  // when its button has stood still, where it is now, for PRESS_SETTLE_MS (a card that
-  // just appeared, was re-rendered elsewhere or moved with its host waits), it is a single
-  // click (a double-click's second press is dropped), and the HUD is shown as we style
-  // it: visible, opaque, not transformed, filtered or clipped, on top where the pointer is.
+  // it, paint over it or move it under the pointer just before a click. Every HUD press
+  // counts only when the HUD is shown as we style it: visible, opaque, not transformed,
+  // filtered or clipped, not painted over, on top where the pointer is. A Run / Skip press
+  // also needs its button to have stood still, where it is now, for PRESS_SETTLE_MS (a
+  // card that just appeared, was re-rendered elsewhere or moved with its host waits), and
+  // to be a single click (a double-click's second press is dropped).
   const PRESS_SETTLE_MS = 600;
   const placed = new Map(); // button's data-action → { at: its place, since: when it got there }
   // A button's place: the host's corner in the viewport (the page can move the host) and
@@ -268,6 +269,21 @@
     if (style.zoom && Number(style.zoom) !== 1) return true;
     return button.checkVisibility?.({ opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true }) === false;
   };
+  // What the browser last said of the HUD's visibility (IntersectionObserver v2): anything
+  // the page paints over any part of it (an overlay that lets clicks through,
+  // `pointer-events: none`, which elementFromPoint skips; a top-layer popover), or an
+  // opacity, transform or filter on it, makes it not visible. `null` until the first report
+  // (within ~100 ms of the host's insertion).
+  let hudSeen = null; // { shown, visible }
+  new IntersectionObserver((entries) => {
+    const entry = entries[entries.length - 1];
+    hudSeen = { shown: entry.isIntersecting, visible: entry.isVisible === true };
+  }, { trackVisibility: true, delay: 100 }).observe(host);
+  // Any HUD press (Auto, Check Herdr, Continue, …): refused when the HUD is not shown as we
+  // style it, when the browser said it is painted over, or, for a pointer press, when our
+  // host is not what is on top at the pointer.
+  const coveredPress = (button, event) => hiddenByPage(button) || (hudSeen !== null && hudSeen.shown && !hudSeen.visible) ||
+    (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== host);
   const pressRefused = (button, event) => {
     if (event.detail > 1) return 'noticeBridgePressTooSoon';
     const now = performance.now();
@@ -279,18 +295,18 @@
       return 'noticeBridgePressTooSoon';
     }
     if (now - record.since < PRESS_SETTLE_MS) return 'noticeBridgePressTooSoon';
-    if (hiddenByPage(button)) return 'noticeBridgePressHidden';
-    // A pointer press: what is on top at the pointer is our host (no page overlay).
-    if (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== host) return 'noticeBridgePressHidden';
+    // A card's press also needs the browser to have seen the HUD whole (the card stood
+    // still for PRESS_SETTLE_MS, so it has reported).
+    if (coveredPress(button, event) || !hudSeen?.visible) return 'noticeBridgePressHidden';
     return null;
   };
 
   // A refused press says why (a notice, and the status's key for tests); true when refused.
-  const refusedPress = (button, event) => {
-    const refused = pressRefused(button, event);
-    if (refused) { hc.showNotice(text(refused), 'bad'); status.dataset.key = refused; }
-    return Boolean(refused);
+  const refuse = (why) => {
+    if (why) { hc.showNotice(text(why), 'bad'); status.dataset.key = why; }
+    return Boolean(why);
   };
+  const refusedPress = (button, event) => refuse(pressRefused(button, event));
 
   // Copy Prompt: the Handoff package's copy_prompt (the worker's bytes, unchanged) to the
   // clipboard.
@@ -321,7 +337,9 @@
       button = document.createElement('button');
       button.type = 'button';
       button.dataset.action = id;
-      onTrusted(button, 'click', (event) => presses.get(button)?.(event));
+      onTrusted(button, 'click', (event) => {
+        if (!refuse(coveredPress(button, event) ? 'noticeBridgePressHidden' : null)) presses.get(button)?.(event);
+      });
       keptButtons.set(id, button);
     }
     presses.set(button, press);

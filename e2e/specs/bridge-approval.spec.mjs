@@ -213,7 +213,7 @@ for (const site of ['zai', 'deepseek']) {
       await expect(rows('awaiting_approval')).toHaveCount(0);
     });
 
-    test('Run counts only once the card stood still where it is shown: a host the page moves or fades refuses the press; a settled real press runs', async ({ sandbox }) => {
+    test('Run counts only once the card stood still where it is shown: a host the page moves, fades or paints over refuses the press; a settled real press runs', async ({ sandbox }) => {
       const token = `jacked-${site}`;
       const call = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] });
       const { page, fixture, hud } = await boundChat(sandbox, site, `Typing it.\n${call}`);
@@ -243,8 +243,24 @@ for (const site of ['zai', 'deepseek']) {
       await page.waitForTimeout(1000);
       await hud.expect('data-bridge-pending', '1', 'no refused press ran the call');
       expect(await timesInPane(sandbox, token), 'nothing ran').toBe(0);
-      // As we style it, still for a moment: the user's press runs the call.
-      await page.evaluate(() => document.querySelector('herdr-continuity-hud').removeAttribute('style'));
+      // As we style it, but painted over by the page with a layer that lets clicks through
+      // (review of stop 40: elementFromPoint skips it, so such a cover showing a harmless
+      // card got the user's real press on Run): refused as hidden.
+      await page.evaluate(() => {
+        document.querySelector('herdr-continuity-hud').removeAttribute('style');
+        const cover = document.createElement('div');
+        cover.id = 'page-cover';
+        cover.style.cssText = 'position:fixed;inset:0;z-index:2147483647;pointer-events:none;background:rgba(255,255,255,0.02)';
+        document.documentElement.append(cover);
+      });
+      await page.waitForTimeout(1000);
+      await hud.action('bridge_run:1').click();
+      await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+      await page.waitForTimeout(1000);
+      await hud.expect('data-bridge-pending', '1', 'the press through the cover ran nothing');
+      expect(await timesInPane(sandbox, token), 'nothing ran').toBe(0);
+      // As we style it, uncovered, still for a moment: the user's press runs the call.
+      await page.evaluate(() => document.getElementById('page-cover').remove());
       await page.waitForTimeout(1000);
       await hud.action('bridge_run:1').click();
       await hud.expect('data-bridge-pending', '0');

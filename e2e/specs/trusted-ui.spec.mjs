@@ -85,6 +85,41 @@ test.describe('trusted UI', () => {
     await hud.expect('data-auto', 'off', 'Enter on the focused button switches it off');
   });
 
+  // Review of stop 40: only Run and Skip refused a press on a HUD the page faded or
+  // painted over, so a page could steer the user's real click onto Auto (then its forged
+  // read-only calls would run on their own) or Check Herdr behind a decoy.
+  test('a real press on a HUD the page fades or paints over does nothing; uncovered it works', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
+    await hud.expand();
+    await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
+    await hud.expect('data-auto', 'off');
+    const status = hud.host.locator('p.status');
+
+    await page.evaluate(() => document.querySelector('herdr-continuity-hud').style.setProperty('opacity', '0.3', 'important'));
+    await hud.action('toggle_auto').click();
+    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    await page.evaluate(() => {
+      document.querySelector('herdr-continuity-hud').removeAttribute('style');
+      const cover = document.createElement('div');
+      cover.id = 'page-cover';
+      cover.style.cssText = 'position:fixed;inset:0;z-index:2147483647;pointer-events:none;background:rgba(255,255,255,0.02)';
+      document.documentElement.append(cover);
+    });
+    await page.waitForTimeout(500);
+    await status.evaluate((el) => { el.dataset.key = ''; });
+    await hud.action('toggle_auto').click();
+    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    // The round trip is the checkpoint: the worker has handled anything posted before it.
+    await page.evaluate(() => document.getElementById('page-cover').remove());
+    await page.waitForTimeout(500);
+    await hud.action('round_trip_test').click();
+    await expect(status).toHaveAttribute('data-key', 'roundTripAnswered', { timeout: 15_000 });
+    await hud.expect('data-auto', 'off', 'no press on the faded or covered HUD switched Auto on');
+    await hud.action('toggle_auto').click();
+    await hud.expect('data-auto', 'on', 'a press on the HUD as we show it works');
+  });
+
   test('Handoff and the Queue button ignore synthetic clicks; a real press still works', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, PROJECT_CHAT);
