@@ -20,13 +20,15 @@
 //! only with that or with the chat's Auto on; while any call of a batch waits for the user
 //! nothing of it runs; at most [`MAX_ROUNDS_PER_HUMAN_TURN`] batches reach their results
 //! message per (conversation, human turn), counted in `state.db`; replies and decisions are
-//! handled one at a time (a replay that arrives while its first delivery still runs waits
-//! for it and gets the same message); every store access runs on the blocking pool
+//! handled one at a time per chat (a replay that arrives while its first delivery still
+//! runs waits for it and gets the same message; another chat's do not wait); every store
+//! access runs on the blocking pool
 //! (`crate::db::off_worker`).
 
 pub mod machine;
 pub mod store;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -112,8 +114,9 @@ pub enum DecideError {
 pub struct BridgeService {
     /// The bridge's rows in `state.db`.
     store: Arc<Mutex<BridgeStore>>,
-    /// One reply (or decision) at a time.
-    gate: tokio::sync::Mutex<()>,
+    /// One reply (or decision) of a chat at a time, per chat (its `browser_session_ref`): a
+    /// replay waits for its first delivery, and a chat whose tools run long holds up no other.
+    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// A fresh nonce for the results' data fence: 12 hex characters of `/dev/urandom`. When the
@@ -142,7 +145,18 @@ impl ReplyAnswer {
 impl BridgeService {
     /// Opens the bridge's tables in `state.db` at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        Ok(Self { store: Arc::new(Mutex::new(BridgeStore::open(path)?)), gate: tokio::sync::Mutex::new(()) })
+        Ok(Self { store: Arc::new(Mutex::new(BridgeStore::open(path)?)), gates: Mutex::default() })
+    }
+
+    /// Waits for `conversation`'s turn: held until the guard drops. Gates no one holds or
+    /// waits for leave the map, so it stays as small as the chats in a call right now.
+    async fn one_at_a_time(&self, conversation: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let gate = {
+            let mut gates = self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            gates.retain(|_, gate| Arc::strong_count(gate) > 1);
+            Arc::clone(gates.entry(conversation.to_owned()).or_default())
+        };
+        gate.lock_owned().await
     }
 
     async fn with_store<T: Send + 'static>(
@@ -173,7 +187,7 @@ impl BridgeService {
         let count = calls.len() as u64;
         let message = message_key(message_id, text);
         let mut batch = Batch::new(conversation, &message, calls, fence_nonce()?);
-        let _one_at_a_time = self.gate.lock().await;
+        let _one_at_a_time = self.one_at_a_time(conversation).await;
         let id = batch.delivery_id().to_owned();
         let lookup = id.clone();
         if let Some(stored) = self.with_store(move |s| s.results(&lookup)).await? {
@@ -280,7 +294,7 @@ impl BridgeService {
         decision: BridgeDecision,
         now: i64,
     ) -> Result<u64, DecideError> {
-        let _one_at_a_time = self.gate.lock().await;
+        let _one_at_a_time = self.one_at_a_time(conversation).await;
         let (conversation, batch_id) = (conversation.to_owned(), batch_id.to_owned());
         let outcome = self
             .with_store(move |s| {

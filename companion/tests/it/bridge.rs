@@ -1121,3 +1121,54 @@ fn call_records_go_behind_an_aged_tombstone_and_a_replay_still_runs_nothing_twic
     assert_eq!(text.matches("\"error\":\"interrupted\"").count(), 3, "{text}");
     assert_eq!(retention.reclaim(41 * DAY).expect("again").bridge_calls, 0, "nothing more to reclaim");
 }
+
+/// Holds every `herdr_inspect` of chat `zai:slow` until released; answers the rest at once.
+struct HeldTools {
+    release: tokio::sync::Notify,
+    held: AtomicUsize,
+}
+
+impl ToolRunner for HeldTools {
+    async fn refusal(&self, _caller: BridgeCaller, _tool: String, _args: Map<String, Value>) -> Option<String> {
+        None
+    }
+
+    async fn run_tool(&self, caller: BridgeCaller, _tool: String, args: Map<String, Value>) -> CallOutcome {
+        if caller.session_ref == "zai:slow" {
+            let released = self.release.notified();
+            self.held.fetch_add(1, Ordering::SeqCst);
+            released.await;
+        }
+        CallOutcome::Ok(json!({"echo": args}))
+    }
+}
+
+// Review of stop 40: one lock served every chat, held while a batch's tools ran (up to
+// 75 s for an approved `herdr_exec`): another chat's reply, and its user's Run or Skip,
+// waited behind it and could time out. The bridge now serialises per chat.
+#[test]
+fn a_chat_whose_tools_run_long_holds_up_no_other_chat() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bridge = std::sync::Arc::new(BridgeService::open(&dir.path().join("state.db")).expect("state.db opens"));
+    let tools = std::sync::Arc::new(HeldTools { release: tokio::sync::Notify::new(), held: AtomicUsize::new(0) });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
+    rt.block_on(async {
+        let reply = "{\"tool\":\"herdr_inspect\",\"args\":{}}";
+        let slow = {
+            let (bridge, tools) = (std::sync::Arc::clone(&bridge), std::sync::Arc::clone(&tools));
+            tokio::spawn(async move { bridge.reply(tools.as_ref(), &req("zai:slow", "m1", reply, true), 1).await })
+        };
+        while tools.held.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        let other =
+            tokio::time::timeout(std::time::Duration::from_secs(5), bridge.reply(tools.as_ref(), &req("zai:other", "m1", reply, true), 1))
+                .await
+                .expect("the other chat's reply is answered while the first chat's tool still runs")
+                .expect("the store answers");
+        assert_eq!(other.state, BridgeState::Results);
+        tools.release.notify_waiters();
+        let slow = slow.await.expect("the first chat's reply task").expect("the store answers");
+        assert_eq!(slow.state, BridgeState::Results);
+    });
+}
