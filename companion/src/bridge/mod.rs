@@ -241,7 +241,8 @@ impl BridgeService {
                 calls: count,
                 decidable: batch.decidable(),
                 pending: pending.iter().map(|p| (p.call - 1) as usize).collect(),
-                hashes: (0..batch.len()).filter_map(|i| batch.key_of(i)).map(|k| k.hash).collect(),
+                // Only calls within the batch cap can be decided (`decidable`).
+                hashes: (0..batch.len().min(machine::MAX_CALLS_PER_BATCH)).filter_map(|i| batch.key_of(i)).map(|k| k.hash).collect(),
             };
             let batch_id = id.clone();
             self.with_store(move |s| s.ask(&batch_id, &asked, now)).await?;

@@ -1172,3 +1172,27 @@ fn a_chat_whose_tools_run_long_holds_up_no_other_chat() {
         assert_eq!(slow.state, BridgeState::Results);
     });
 }
+
+// Review of stop 40: a batch waiting for the user stored the hash of every call line of
+// its reply, though only the first MAX_CALLS_PER_BATCH can ever be decided: a 200 000-
+// character reply of call lines stored ~16 000 hashes in one row. Now only those.
+#[test]
+fn a_waiting_batch_stores_the_hashes_of_the_calls_that_can_be_decided_only() {
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let tools = CountingTools::default();
+    let lines: Vec<String> =
+        (0..MAX_CALLS_PER_BATCH + 40).map(|n| format!("{{\"tool\":\"herdr_inspect\",\"args\":{{\"n\":{n}}}}}")).collect();
+    let reply = format!("{SEND_KEYS}\n{}", lines.join("\n"));
+    let asked = rt.block_on(bridge.reply(&tools, &req("zai:conv:c1", "m1", &reply, true), 1)).expect("the store answers");
+    assert_eq!(asked.state, BridgeState::Approval);
+    let stored: String = rusqlite::Connection::open(&db)
+        .expect("open")
+        .query_row("SELECT hashes FROM bridge_batches", [], |r| r.get(0))
+        .expect("the waiting batch's row");
+    let hashes: Vec<String> = serde_json::from_str(&stored).expect("a JSON list");
+    assert_eq!(hashes.len(), MAX_CALLS_PER_BATCH);
+    // The decision still finds its call by that list.
+    let batch = asked.batch_id.expect("the batch id");
+    assert_eq!(rt.block_on(bridge.decide("zai:conv:c1", &batch, 1, BridgeDecision::Skip, 2)).expect("taken"), 0);
+}
