@@ -19,7 +19,8 @@
 //! - timeouts on every connection: a request's head must arrive within [`HEADER_TIMEOUT`]
 //!   of the connection opening or of the previous answer (so an idle keep-alive connection
 //!   is closed after it too), and its body within [`BODY_TIMEOUT`] (408 else). A tool call
-//!   itself is bounded by the runtime's own request limit, not here.
+//!   itself is bounded by the runtime's own request limit, not here;
+//! - at most [`MAX_CONNECTIONS`] connections at once: one more is closed unread.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,6 +50,10 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a request's body may take to arrive once its head has.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Most connections served at once; one more is closed at once. A planner's client keeps a
+/// few (a tunnel may open one per request), far below a process's descriptor limit.
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// Parses `--http`'s value and refuses anything but a loopback address.
 pub fn loopback_address(text: &str) -> Result<SocketAddr, McpError> {
     let address: SocketAddr = text.parse().map_err(|_| McpError::BadAddress(text.to_owned()))?;
@@ -77,16 +82,18 @@ pub struct HttpAuth {
 /// Serves MCP on `address` until SIGINT / SIGTERM.
 pub async fn serve(address: SocketAddr, auth: HttpAuth, tools: PlannerTools) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(address).await.map_err(|source| McpError::Bind { address, source })?;
-    serve_with(listener, auth, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT }).await
+    serve_with(listener, auth, tools, Timeouts { header: HEADER_TIMEOUT, body: BODY_TIMEOUT, connections: MAX_CONNECTIONS }).await
 }
 
-/// The connection timeouts of [`serve_with`] (tests use short ones).
+/// The connection timeouts and cap of [`serve_with`] (tests use short and small ones).
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     /// [`HEADER_TIMEOUT`].
     pub header: Duration,
     /// [`BODY_TIMEOUT`].
     pub body: Duration,
+    /// [`MAX_CONNECTIONS`].
+    pub connections: usize,
 }
 
 /// The hosts and origins rmcp's own checks allow: this server's loopback authorities, or
@@ -152,6 +159,7 @@ pub async fn serve_with(
     }
     let stop = stop_signal();
     tokio::pin!(stop);
+    let places = Arc::new(tokio::sync::Semaphore::new(timeouts.connections));
     loop {
         let stream = tokio::select! {
             _ = &mut stop => return Ok(()),
@@ -165,8 +173,14 @@ pub async fn serve_with(
                 }
             },
         };
+        // Over the cap the connection is closed unread: it holds no descriptor for long.
+        let Ok(place) = Arc::clone(&places).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
+            let _place = place;
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(timeouts.header).keep_alive(true);
             // A connection's error (a timeout, a reset) ends that connection only.
@@ -302,7 +316,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("address").port();
         let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
-        let timeouts = Timeouts { header: Duration::from_millis(300), body: Duration::from_millis(300) };
+        let timeouts = Timeouts { header: Duration::from_millis(300), body: Duration::from_millis(300), connections: MAX_CONNECTIONS };
         tokio::spawn(serve_with(listener, HttpAuth { token: "secret".to_owned(), oauth: None }, tools, timeouts));
         let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
 
@@ -325,6 +339,35 @@ mod tests {
         idle.write_all(request.as_bytes()).await.expect("write");
         let answer = until_closed(&mut idle).await;
         assert!(answer.starts_with("HTTP/1.1 401"), "answered, then the idle keep-alive connection closed: {answer}");
+    }
+
+    /// Review of stop 40: nothing bounded how many connections the server held at once, so
+    /// a flood of them through a public tunnel, each alive until its head timeout, could use
+    /// up the process's descriptors. One over the cap is closed at once; a place frees when
+    /// a connection ends.
+    #[tokio::test]
+    async fn a_connection_over_the_cap_is_closed_at_once_and_a_place_frees_when_one_ends() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
+        let limits = Timeouts { header: Duration::from_millis(800), body: Duration::from_millis(800), connections: 2 };
+        tokio::spawn(serve_with(listener, HttpAuth { token: "secret".to_owned(), oauth: None }, tools, limits));
+        let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
+        let (first, second) = (connect().await.expect("connect"), connect().await.expect("connect"));
+        let started = tokio::time::Instant::now();
+        let mut third = connect().await.expect("connect");
+        assert_eq!(until_closed(&mut third).await, "", "the connection over the cap is closed without an answer");
+        assert!(started.elapsed() < Duration::from_millis(600), "closed at once, not after the head timeout: {:?}", started.elapsed());
+        drop((first, second));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let (status, _) = exchange(port, "POST", MCP_PATH, &[("Host", &format!("127.0.0.1:{port}"))], "{}").await;
+            if status == 401 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no place came free: {status}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// One HTTP/1.1 exchange on a fresh connection: (status, headers and body as text).
@@ -371,7 +414,12 @@ mod tests {
         let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
         let oauth = OAuthServer::new(public, OAuthStore::open_path(&db).expect("open"));
         let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
-        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        tokio::spawn(serve_with(
+            listener,
+            auth,
+            tools,
+            Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5), connections: MAX_CONNECTIONS },
+        ));
         let host = ("Host", "herdr.example.com");
         let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
         let mcp_headers_owned = |bearer: String| async move {
@@ -505,7 +553,12 @@ mod tests {
         let tools = PlannerTools::new(super::super::runtime_client::RuntimeClient::new("/nonexistent/companion.sock".into()));
         let oauth = OAuthServer::new(public, OAuthStore::open_path(&dir.path().join("oauth.db")).expect("open"));
         let auth = HttpAuth { token: "s".repeat(40), oauth: Some(oauth) };
-        tokio::spawn(serve_with(listener, auth, tools, Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5) }));
+        tokio::spawn(serve_with(
+            listener,
+            auth,
+            tools,
+            Timeouts { header: Duration::from_secs(5), body: Duration::from_secs(5), connections: MAX_CONNECTIONS },
+        ));
         let host = ("Host", "box.tail1.ts.net");
         for path in [
             "/.well-known/oauth-authorization-server/herdr",
