@@ -131,7 +131,25 @@
   hooks.dataset.expanded = 'false';
   document.documentElement.append(host);
 
+  // What the browser last said of the HUD's visibility (IntersectionObserver v2): anything
+  // the page paints over any part of it (an overlay that lets clicks through,
+  // `pointer-events: none`, which elementFromPoint skips; a top-layer popover), or an
+  // opacity, transform or filter on it, makes it not visible. Watched only while the panel,
+  // where every button but the pill is, is open (the occlusion test runs in the browser's
+  // rendering every 100 ms while watched); `null` until the first report, ~100 ms after.
+  let hudSeen = null; // { shown, visible }
+  const visibility = new IntersectionObserver((entries) => {
+    const entry = entries[entries.length - 1];
+    hudSeen = { shown: entry.isIntersecting, visible: entry.isVisible === true };
+  }, { trackVisibility: true, delay: 100 });
+  const watchVisibility = (on) => {
+    hudSeen = null;
+    if (on) visibility.observe(host);
+    else visibility.unobserve(host);
+  };
+
   const setExpanded = (expanded) => {
+    if (expanded !== (toggle.getAttribute('aria-expanded') === 'true')) watchVisibility(expanded);
     panel.classList.toggle('collapsed', !expanded);
     toggle.setAttribute('aria-expanded', String(expanded));
     hooks.dataset.expanded = String(expanded);
@@ -269,16 +287,6 @@
     if (style.zoom && Number(style.zoom) !== 1) return true;
     return button.checkVisibility?.({ opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true }) === false;
   };
-  // What the browser last said of the HUD's visibility (IntersectionObserver v2): anything
-  // the page paints over any part of it (an overlay that lets clicks through,
-  // `pointer-events: none`, which elementFromPoint skips; a top-layer popover), or an
-  // opacity, transform or filter on it, makes it not visible. `null` until the first report
-  // (within ~100 ms of the host's insertion).
-  let hudSeen = null; // { shown, visible }
-  new IntersectionObserver((entries) => {
-    const entry = entries[entries.length - 1];
-    hudSeen = { shown: entry.isIntersecting, visible: entry.isVisible === true };
-  }, { trackVisibility: true, delay: 100 }).observe(host);
   // Any HUD press (Auto, Check Herdr, Continue, …): refused when the HUD is not shown as we
   // style it, when the browser said it is painted over, or, for a pointer press, when our
   // host is not what is on top at the pointer.
