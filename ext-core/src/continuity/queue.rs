@@ -622,8 +622,14 @@ impl Continuity {
     }
 
     /// A handoff's cut-over: the unsent items of `from` move to `to` (Q9), durably, as one
-    /// more change of the book.
+    /// more change of the book. A batch of `from` that may have landed (Q8) moves held: it
+    /// goes into `to` only on the user's own press there (`from` stays held too, in case
+    /// its items have not moved yet).
     pub(super) fn queue_move(&mut self, from: String, to: String) {
+        if let Some(batch) = self.queue.durable.undelivered.get(&from).cloned() {
+            self.queue.durable.undelivered.insert(to.clone(), batch);
+            self.persist();
+        }
         self.queue_change(QueueChange::Move { from, to });
     }
 }

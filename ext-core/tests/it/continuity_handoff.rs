@@ -877,3 +877,34 @@ fn a_handoff_seed_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
     w.tick(2_000);
     assert_eq!(w.seeds.len(), 1, "{:?}", w.log);
 }
+
+// Q8, Q9 (review of stop 40): a queued batch typed into the source that was never seen
+// there (abandoned: it may have landed) is held until the user presses Queue with an empty
+// composer. A handoff moved its items to the new conversation without that hold, so the
+// cut-over typed them there at once: a message that may already be in the old chat, sent
+// again without the user asking. It now moves held.
+#[test]
+fn a_batch_that_may_have_landed_moves_held_and_goes_only_on_the_users_press_q8_q9() {
+    let mut w = World::new(false);
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    let (tab, id, _) = w.delivered.last().cloned().expect("the batch is typed into the idle source");
+    assert_eq!(tab, SOURCE);
+    w.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::Submitted });
+    // The page stays idle and never shows the batch's marker: the delivery is abandoned.
+    for _ in 0..30 {
+        w.tick(5_000);
+        w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    }
+    assert_eq!(w.delivered.len(), 1, "an abandoned batch is not typed again by itself");
+    w.log.clear();
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.complete_transfer();
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: page(&chat_url(NEW), "tgt-1") });
+    w.tick(5_000);
+    assert_eq!(w.queue_items().get(&format!("chatgpt:{NEW}")), Some(&vec!["first".to_owned()]), "the items moved");
+    assert_eq!(w.delivered.len(), 1, "the moved batch that may have landed is not typed into the new chat by itself: {:#?}", w.log);
+    // The user's press with an empty composer in the new chat sends it there.
+    w.feed(ContinuityInput::QueueAdd { tab: TARGET, text: String::new() });
+    let (tab, _, text) = w.delivered.last().cloned().expect("sent on the user's press");
+    assert_eq!((tab, text.split('\n').next()), (TARGET, Some("first")));
+}
