@@ -137,10 +137,16 @@
   // opacity, transform or filter on it, makes it not visible. Watched only while the panel,
   // where every button but the pill is, is open (the occlusion test runs in the browser's
   // rendering every 100 ms while watched); `null` until the first report, ~100 ms after.
-  let hudSeen = null; // { shown, visible }
+  // `since`: when it became visible again after it was seen covered (a page that lifts its
+  // cover as the pointer comes, or at the press, is read within 100 ms: a press counts only
+  // once the HUD has been seen whole for PRESS_SETTLE_MS), or -Infinity when the watch's
+  // first report found it whole.
+  let hudSeen = null; // { visible, since }
   const visibility = new IntersectionObserver((entries) => {
     const entry = entries[entries.length - 1];
-    hudSeen = { shown: entry.isIntersecting, visible: entry.isVisible === true };
+    const visible = entry.isIntersecting && entry.isVisible === true;
+    const since = hudSeen === null ? -Infinity : hudSeen.visible ? hudSeen.since : entry.time;
+    hudSeen = { visible, since: visible ? since : null };
   }, { trackVisibility: true, delay: 100 });
   const watchVisibility = (on) => {
     hudSeen = null;
@@ -290,7 +296,8 @@
   // Any HUD press (Auto, Check Herdr, Continue, …): refused when the HUD is not shown as we
   // style it, when the browser said it is painted over, or, for a pointer press, when our
   // host is not what is on top at the pointer.
-  const coveredPress = (button, event) => hiddenByPage(button) || (hudSeen !== null && hudSeen.shown && !hudSeen.visible) ||
+  const seenWhole = (event) => hudSeen.visible && event.timeStamp - hudSeen.since >= PRESS_SETTLE_MS;
+  const coveredPress = (button, event) => hiddenByPage(button) || (hudSeen !== null && !seenWhole(event)) ||
     (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== host);
   const pressRefused = (button, event) => {
     if (event.detail > 1) return 'noticeBridgePressTooSoon';
@@ -305,7 +312,7 @@
     if (now - record.since < PRESS_SETTLE_MS) return 'noticeBridgePressTooSoon';
     // A card's press also needs the browser to have seen the HUD whole (the card stood
     // still for PRESS_SETTLE_MS, so it has reported).
-    if (coveredPress(button, event) || !hudSeen?.visible) return 'noticeBridgePressHidden';
+    if (coveredPress(button, event) || hudSeen === null) return 'noticeBridgePressHidden';
     return null;
   };
 

@@ -27,7 +27,11 @@
   // than the longest run in the code (at least three), so no line of the code closes it
   // (a ``` line in a Markdown example would, CommonMark). A block not found in the text
   // is not shown (a collapsed one: its text is not in innerText either): nothing to fence.
-  const fenceFor = (code) => '`'.repeat(Math.max(3, ...Array.from(code.matchAll(/`+/g), (run) => run[0].length + 1)));
+  const fenceFor = (code) => {
+    let longest = 2;
+    for (const run of code.matchAll(/`+/g)) longest = Math.max(longest, run[0].length);
+    return '`'.repeat(longest + 1);
+  };
   const blockAt = (whole, code, from) => {
     for (let found = whole.indexOf(code, from); found >= 0; found = whole.indexOf(code, found + 1)) {
       const end = found + code.length;

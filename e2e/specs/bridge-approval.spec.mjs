@@ -259,8 +259,21 @@ for (const site of ['zai', 'deepseek']) {
       await page.waitForTimeout(1000);
       await hud.expect('data-bridge-pending', '1', 'the press through the cover ran nothing');
       expect(await timesInPane(sandbox, token), 'nothing ran').toBe(0);
+      // The page lifts its cover the moment the press begins (review of stop 40: the
+      // browser reads the HUD whole again before the release): the press does not count.
+      await status.evaluate((el) => { el.dataset.key = ''; });
+      await page.evaluate(() => document.addEventListener('pointerdown', () => document.getElementById('page-cover')?.remove(), { capture: true, once: true }));
+      const run = await hud.action('bridge_run:1').boundingBox();
+      await page.mouse.move(run.x + run.width / 2, run.y + run.height / 2);
+      await page.mouse.down();
+      await page.waitForTimeout(250);
+      await page.mouse.up();
+      await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+      await page.waitForTimeout(1000);
+      await hud.expect('data-bridge-pending', '1', 'the press as the cover lifted ran nothing');
+      expect(await timesInPane(sandbox, token), 'nothing ran').toBe(0);
       // As we style it, uncovered, still for a moment: the user's press runs the call.
-      await page.evaluate(() => document.getElementById('page-cover').remove());
+      await page.evaluate(() => document.getElementById('page-cover')?.remove());
       await page.waitForTimeout(1000);
       await hud.action('bridge_run:1').click();
       await hud.expect('data-bridge-pending', '0');

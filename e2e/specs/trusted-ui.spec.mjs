@@ -111,8 +111,9 @@ test.describe('trusted UI', () => {
     await hud.action('toggle_auto').click();
     await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
     // The round trip is the checkpoint: the worker has handled anything posted before it.
+    // A press counts once the uncovered HUD has been seen whole for 600 ms.
     await page.evaluate(() => document.getElementById('page-cover').remove());
-    await page.waitForTimeout(500);
+    await page.waitForTimeout(1000);
     await hud.action('round_trip_test').click();
     await expect(status).toHaveAttribute('data-key', 'roundTripAnswered', { timeout: 15_000 });
     await hud.expect('data-auto', 'off', 'no press on the faded or covered HUD switched Auto on');
