@@ -3,11 +3,12 @@
 //! client ([`Broadcast`], for `herdr_state` and `inbox_changed`). A leaf: services push
 //! into them without knowing about connections, the router or the accept loop.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
-use tokio::task::AbortHandle;
+use tokio::task::JoinHandle;
 
 use crate::protocol;
 
@@ -20,7 +21,7 @@ pub struct ClientHandle {
     /// Lines queued for this client's socket.
     outbox: mpsc::Sender<String>,
     /// The task that sends this connection's subscribed events, shared by every clone.
-    subscription: Arc<Mutex<Option<AbortHandle>>>,
+    subscription: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl ClientHandle {
@@ -46,14 +47,19 @@ impl ClientHandle {
         self.outbox.closed().await;
     }
 
-    /// Ends this connection's event subscription, if any, then makes the task `start`
-    /// spawns the subscription (two subscribes on one connection: the newer one wins).
-    pub fn replace_subscription(&self, start: impl FnOnce() -> AbortHandle) {
+    /// Makes `feed` this connection's event subscription: spawned once the one before it,
+    /// if any, has ended (aborted, and awaited, so nothing of it follows the new feed's
+    /// first line). Two subscribes on one connection: the newer one wins.
+    pub fn replace_subscription(&self, feed: impl Future<Output = ()> + Send + 'static) {
         let mut held = self.subscription.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(older) = held.take() {
-            older.abort();
-        }
-        *held = Some(start());
+        let older = held.take();
+        *held = Some(tokio::spawn(async move {
+            if let Some(older) = older {
+                older.abort();
+                let _ = older.await;
+            }
+            feed.await;
+        }));
     }
 }
 

@@ -307,7 +307,7 @@ impl EventHub {
                 }
             }
         };
-        client.replace_subscription(|| tokio::spawn(run).abort_handle());
+        client.replace_subscription(run);
         Ok(json!({"type": "events_subscribed", "boot_id": self.boot_id, "log_id": self.log_id, "log_reset": log_reset,
             "last_seq": last_seq, "after_seq": start}))
     }
