@@ -22,12 +22,13 @@ impl Continuity {
         tasks
     }
 
-    /// Remembers the tasks of a confirmed delivery of `key` so no later wake carries them.
+    /// Remembers the tasks of a confirmed delivery of `key` so no later wake carries them
+    /// (also when `key` is no longer bound: a rebinding reads the inbox again).
     pub(super) fn remember_confirmed(&mut self, key: &str, task_ids: Vec<String>) {
         if task_ids.is_empty() {
             return;
         }
-        let Some(session_ref) = self.bindings.list().find(|b| b.scope.key() == key).map(|b| browser_session_ref(&b.scope)) else {
+        let Some(session_ref) = Scope::from_key(key).map(|scope| browser_session_ref(&scope)) else {
             return;
         };
         let confirmed = self.confirmed_tasks.entry(session_ref).or_default();
@@ -55,6 +56,24 @@ impl Continuity {
                 due.push(id);
             }
         }
+        self.send_orphan_acks();
+    }
+
+    /// Acknowledges the tasks of a delivery of `key` confirmed after its scope went (the
+    /// chat was unbound while the message was on its way): by session ref, as
+    /// [`Self::keep_orphan_acks`] does for the acks a scope still owed.
+    pub(super) fn ack_orphaned_delivery(&mut self, key: &str, task_ids: &[String]) {
+        let Some(session_ref) = Scope::from_key(key).map(|scope| browser_session_ref(&scope)) else { return };
+        if task_ids.is_empty() {
+            return;
+        }
+        let due = self.orphan_acks.entry(session_ref).or_default();
+        for id in task_ids {
+            if !due.contains(id) {
+                due.push(id.clone());
+            }
+        }
+        self.persist();
         self.send_orphan_acks();
     }
 

@@ -263,6 +263,9 @@ impl Continuity {
         }
         let app_reason = self.app_block(&key);
         if !self.scopes.contains_key(&key) {
+            if confirmed {
+                self.ack_orphaned_delivery(&key, &delivery.task_ids);
+            }
             return;
         }
         let scheduled = matches!(delivery.kind, DeliveryKind::Wake | DeliveryKind::Progress);

@@ -170,6 +170,45 @@ fn a_settle_wakes_the_idle_page_once_with_its_own_tasks_and_acks_after_confirmat
     assert_eq!(view.scope_state, "settled");
 }
 
+// I4 (review of stop 40): a wake with tasks was typed, the user unbound the chat, then
+// the page showed the wake's marker. The confirmed tasks were neither acknowledged nor
+// remembered (both looked up the binding, gone), so binding the chat again read them
+// from the inbox and woke it with them a second time. They are acknowledged now, and a
+// new binding's inbox read does not carry them.
+#[test]
+fn a_wake_confirmed_after_its_chat_was_unbound_is_acknowledged_and_not_carried_again() {
+    let (mut c, mut log) = bound_with_auto(true);
+    let tasks = [task("t1")];
+    c.handle(1, event(1, PaneEventKind::Working));
+    c.handle(2, event(2, PaneEventKind::Settled(SettledStatus::Done)));
+    drain(&mut c, 2, &tasks, &mut log);
+    let id = active_id(&c, "wake:w1#2");
+    c.handle(3, ContinuityInput::DeliveryReport { tab: TAB, id: id.clone(), outcome: DeliveryOutcome::Submitted });
+    c.handle(4, ContinuityInput::Unbind { scope_key: "chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0".into() });
+    drain(&mut c, 4, &tasks, &mut log);
+    log.clear();
+    let mut page = c.page(TAB).cloned().unwrap_or_else(idle_page);
+    page.user_turns += 1;
+    page.markers.push(id);
+    c.handle(5, ContinuityInput::PageReported { tab: TAB, report: page });
+    drain(&mut c, 5, &tasks, &mut log);
+    assert!(
+        log.iter().any(|l| l.contains(r#""call":"inbox_ack""#) && l.contains(r#""task_ids":["t1"]"#)),
+        "the confirmed task is acknowledged: {log:#?}"
+    );
+    // Bound again, with the inbox still (as if the ack had not landed yet) listing t1:
+    // nothing carries it a second time.
+    log.clear();
+    c.handle(6, ContinuityInput::Bind { tab: TAB, workspace: CatalogWorkspace { workspace_id: "w1".into(), label: "api".into() } });
+    c.handle(6, ContinuityInput::ToggleAuto { tab: TAB });
+    drain(&mut c, 6, &tasks, &mut log);
+    for at in 7..40 {
+        c.handle_timeout(at * 1_000);
+        drain(&mut c, at * 1_000, &tasks, &mut log);
+    }
+    assert!(!log.iter().any(|l| l.starts_with("deliver")), "t1 is not delivered again: {log:#?}");
+}
+
 #[test]
 fn with_auto_off_nothing_is_delivered_and_the_hud_says_why() {
     // M1, M7: Auto off never submits.
