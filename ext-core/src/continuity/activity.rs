@@ -142,9 +142,14 @@ fn delivery_activity_kind(kind: DeliveryKind) -> Option<ActivityKind> {
     })
 }
 
+/// The reason of a delivery the worker never posted because the snapshot naming it could
+/// not be written (`chrome.storage` full or failing): certainly not in the chat.
+pub const STATE_NOT_SAVED: &str = "state_not_saved";
+
 /// The page adapter's `not_submitted` reasons (docs/PROTOCOL.md) and the ledger's own, as
 /// codes; anything else reads as `not_sent`.
-const NOT_SENT_REASONS: [&str; 9] = [
+const NOT_SENT_REASONS: [&str; 10] = [
+    STATE_NOT_SAVED,
     "no_composer",
     "human_draft",
     "insert_failed",
@@ -173,6 +178,7 @@ pub const REASON_CODES: &[&str] = &[
     "no_evidence",
     "insert_failed",
     "send_button_missing",
+    STATE_NOT_SAVED,
     "busy",
     "left_in_composer",
     "no_composer",

@@ -241,6 +241,10 @@ impl Continuity {
         if *resolution == Resolution::Confirmed {
             self.app_landed(&delivery.scope_key);
         }
+        // Whatever it carried, it never reached the page: the HUD says why.
+        if matches!(resolution, Resolution::NotSent { reason } if reason == STATE_NOT_SAVED) {
+            self.notice(delivery.tab, Say::new("deliveryNotSaved", vec![]), NoticeTone::Bad);
+        }
         if delivery.kind == DeliveryKind::HandoffSeed {
             return self.handoff_seed_resolved(now, &delivery, resolution);
         }

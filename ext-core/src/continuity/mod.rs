@@ -102,7 +102,7 @@ mod views;
 
 use crate::json_read::{ReadJson, WriteJson};
 pub use acks::CONFIRMED_TASKS_KEPT;
-pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES};
+pub use activity::{Activity, ActivityKind, ActivityOutcome, ActivityReason, WithheldMark, REASON_CODES, STATE_NOT_SAVED};
 pub use app::{app_retry_wait, app_withheld, APP_RETRY_FIRST_MS, APP_RETRY_MAX_MS};
 pub use bridge::{
     BridgeBook, BridgeButton, BridgeCardCall, BridgeDecision, BridgeOutcome, BridgeResults, BridgeRounds, BridgeView, PendingCall,

@@ -112,6 +112,10 @@ pub(super) struct QueueFlow {
     next_op: u64,
     /// When the book was last read because it was not known.
     last_load: Option<Millis>,
+    /// No batch goes before this: the last one could not be saved before it was typed
+    /// (`chrome.storage` failing), so the next try waits [`QUEUE_RELOAD_MS`] instead of
+    /// writing again at once.
+    not_before: Option<Millis>,
 }
 
 impl QueueFlow {
@@ -516,6 +520,11 @@ impl Continuity {
         if let Some(send) = unwritten {
             return self.queue_change(QueueChange::Remove { send });
         }
+        match self.queue.not_before {
+            Some(at) if now < at => return,
+            Some(_) => self.queue.not_before = None,
+            None => {}
+        }
         let tabs: Vec<(TabId, String, String)> = self
             .pages
             .iter()
@@ -564,6 +573,10 @@ impl Continuity {
                 self.queue.durable.undelivered.insert(send.conversation.clone(), send.batch_id);
                 self.queue_notice(delivery.tab, &QueueNote::Undelivered);
             }
+            // Never typed: the state naming it could not be saved; it goes again later.
+            Resolution::NotSent { reason } if reason == STATE_NOT_SAVED => {
+                self.queue.not_before = Some(now.saturating_add(QUEUE_RELOAD_MS));
+            }
             // Certainly not in the thread: it goes again on the next idle page.
             _ => self.flush_queues(now),
         }
@@ -604,8 +617,12 @@ impl Continuity {
         })
     }
 
-    /// When an unknown or unreadable book is read again.
+    /// When an unknown or unreadable book is read again, or a batch that could not be
+    /// saved is tried again.
     pub(super) fn queue_deadline(&self) -> Option<Millis> {
+        if self.queue.book.is_some() && self.queue.running.is_none() {
+            return self.queue.not_before;
+        }
         if self.queue.book.is_some() || self.queue.running.is_some() || self.pages.is_empty() {
             return None;
         }

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::{Worker, WorkerOutput, STORAGE_KEY};
 use crate::binding::TabId;
-use crate::continuity::{ContinuityInput, RecoveryCommand};
+use crate::continuity::{ContinuityInput, DeliveryOutcome, RecoveryCommand, STATE_NOT_SAVED};
 use crate::json_object;
 
 /// What a request's answer is for.
@@ -137,7 +137,15 @@ impl Worker {
             StorageWait::AsideRemoveRead(id) => self.aside_remove_read(&id, outcome),
             StorageWait::AsideRemoved => self.aside_removed(outcome.map(|_| ())),
             StorageWait::AsideView => self.aside_view_answered(token, outcome),
-            // Not carried out when the write failed: the budget is spent, nothing repeats.
+            // Not carried out when the write failed: the budget is spent, nothing repeats. A
+            // message never posted is certainly not in the chat: not sent (a wake is offered
+            // again by its scheduler), never left to look as if it may have landed.
+            StorageWait::Persisted(tab, Some(message)) if outcome.is_err() => {
+                if let (Some("deliver"), Some(id)) = (message["type"].as_str(), message["id"].as_str()) {
+                    let outcome = DeliveryOutcome::NotSubmitted { reason: STATE_NOT_SAVED.to_owned() };
+                    self.continuity_input(ContinuityInput::DeliveryReport { tab, id: id.to_owned(), outcome });
+                }
+            }
             StorageWait::Persisted(..) | StorageWait::OpenTab(..) if outcome.is_err() => {}
             StorageWait::Persisted(tab, Some(message)) => self.post_to_tab(tab, message),
             // H5 level 2: only the page's own tab, and only while the core still holds its

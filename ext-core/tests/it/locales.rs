@@ -167,6 +167,7 @@ fn every_say() -> Vec<Say> {
         ("bridgePromptFailed", 1),
         ("noticeBridgePromptFailed", 0),
         ("deliveryAbandoned", 0),
+        ("deliveryNotSaved", 0),
         // The chat's App (continuity/app): the HUD's Forget App.
         ("appForgotten", 0),
         // The journal line (C1).

@@ -230,6 +230,8 @@ struct Stored {
     fail_read: bool,
     /// The error every write of the set-aside records fails with.
     fail_aside: Option<&'static str>,
+    /// The error every snapshot write a command waits for fails with.
+    fail_snapshot: Option<&'static str>,
 }
 
 /// [`answer_storage`] over [`Stored`].
@@ -255,7 +257,9 @@ fn answer_stored(shell: &mut Shell, out: Vec<WorkerOutput>, stored: &mut Stored)
                     Some((*token, Ok(Value::Null)))
                 }
             },
-            WorkerOutput::StorageWrite { token, .. } if *token != 0 => Some((*token, Ok(Value::Null))),
+            WorkerOutput::StorageWrite { token, .. } if *token != 0 => {
+                Some((*token, stored.fail_snapshot.map_or(Ok(Value::Null), |e| Err(e.to_owned()))))
+            }
             _ => None,
         };
         seen.push(output);
@@ -314,6 +318,11 @@ fn a_failed_snapshot_write_posts_nothing_and_a_failed_debounced_write_is_warned(
     });
     let out = shell.feed(WorkerInput::Stored { token: token.expect("a write"), outcome: Err("QUOTA_BYTES quota exceeded".into()) });
     assert!(typed(&out, 1, "deliver").is_empty(), "nothing recorded as done is carried out after a failed write: {out:?}");
+    // Review of stop 40: the message was never posted, so it is certainly not in the chat:
+    // not sent (and offered again), never left to look "abandoned, may have landed".
+    assert!(shell.worker.continuity().ledger().active().next().is_none(), "the delivery ended at once: {out:?}");
+    let notices = typed(&out, 1, "notice");
+    assert!(notices.iter().any(|n| n["key"] == "deliveryNotSaved"), "the page says why: {out:?}");
     // The debounced snapshot write (token 0) only warns when it fails.
     let at = shell.worker.next_deadline().expect("a persist is due");
     shell.now = shell.now.max(at);
@@ -321,6 +330,31 @@ fn a_failed_snapshot_write_posts_nothing_and_a_failed_debounced_write_is_warned(
     assert!(out.iter().any(|o| matches!(o, WorkerOutput::StorageWrite { token: 0, key, .. } if *key == STORAGE_KEY)), "{out:?}");
     let out = shell.feed(WorkerInput::Stored { token: 0, outcome: Err("disk full".into()) });
     assert!(matches!(out.as_slice(), [WorkerOutput::Warn(text)] if text.contains("disk full")), "{out:?}");
+}
+
+// Review of stop 40: a queued batch whose snapshot write failed was left to look "may
+// have landed"; now it is not sent, and it is tried again 10 s later, not at once (a
+// storage that keeps failing is not written in a loop).
+#[test]
+fn a_queued_batch_whose_state_could_not_be_saved_is_tried_again_later_not_at_once() {
+    let mut shell = Shell::new();
+    two_tabs_and_a_panel(&mut shell);
+    let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
+    let mut stored = Stored { fail_snapshot: Some("QUOTA_BYTES quota exceeded"), ..Stored::default() };
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() })));
+    let out = answer_stored(&mut shell, out, &mut stored);
+    let snapshot_writes = |out: &[WorkerOutput]| {
+        out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { token, key, .. } if *key == STORAGE_KEY && *token != 0)).count()
+    };
+    assert!(typed(&out, 1, "deliver").is_empty(), "{out:?}");
+    assert_eq!(snapshot_writes(&out), 1, "written once, not tried again at once: {out:?}");
+    assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "deliveryNotSaved"), "the page says why: {out:?}");
+    // 10 s later, the page still idle and the storage working again: the batch goes.
+    stored.fail_snapshot = None;
+    shell.now += 10_000;
+    let out = shell.feed(WorkerInput::Timer);
+    let out = answer_stored(&mut shell, out, &mut stored);
+    assert_eq!(typed(&out, 1, "deliver").len(), 1, "tried again: {out:?}");
 }
 
 #[test]
