@@ -52,6 +52,15 @@ pub struct QueueSend {
     pub item_ids: Vec<String>,
 }
 
+/// A handoff's move of a conversation's unsent items to its new conversation (Q9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
+pub struct QueueMove {
+    /// The retired conversation's key.
+    pub from: String,
+    /// The new conversation's key.
+    pub to: String,
+}
+
 /// What the queue keeps across worker restarts (in the snapshot).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ReadJson, WriteJson)]
 pub struct QueueDurable {
@@ -61,6 +70,10 @@ pub struct QueueDurable {
     /// Confirmed batches whose removal is not written yet.
     #[serde(default)]
     pub removals: Vec<QueueSend>,
+    /// Cut-overs' moves not written yet: made again until they are; no batch of their
+    /// `from` goes meanwhile (an older snapshot has none).
+    #[serde(default)]
+    pub moves: Vec<QueueMove>,
     /// Conversations whose last batch may or may not have landed: batch id. Not resent
     /// until the user asks (Q8).
     #[serde(default)]
@@ -411,6 +424,10 @@ impl Continuity {
                 self.queue.durable.removals.retain(|r| r != send);
                 self.persist();
             }
+            if let (QueueChange::Move { from, to }, Ok(())) = (&change, &result) {
+                self.queue.durable.moves.retain(|m| !(&m.from == from && &m.to == to));
+                self.persist();
+            }
         }
         self.queue_next();
         self.flush_queues(now);
@@ -488,7 +505,8 @@ impl Continuity {
         let book = self.queue.book.as_ref()?;
         let durable = &self.queue.durable;
         let busy = durable.sending.values().chain(&durable.removals).any(|s| s.conversation == conversation);
-        if busy || durable.undelivered.contains_key(conversation) {
+        let moving = durable.moves.iter().any(|m| m.from == conversation);
+        if busy || moving || durable.undelivered.contains_key(conversation) {
             return None;
         }
         book.batch(conversation)
@@ -519,6 +537,19 @@ impl Continuity {
             .cloned();
         if let Some(send) = unwritten {
             return self.queue_change(QueueChange::Remove { send });
+        }
+        // A cut-over's move not written yet (it failed, or the worker stopped first).
+        let unmoved = self
+            .queue
+            .durable
+            .moves
+            .iter()
+            .find(|m| {
+                !self.queue.changes.iter().any(|(_, c)| matches!(c, QueueChange::Move { from, to } if *from == m.from && *to == m.to))
+            })
+            .cloned();
+        if let Some(QueueMove { from, to }) = unmoved {
+            return self.queue_change(QueueChange::Move { from, to });
         }
         match self.queue.not_before {
             Some(at) if now < at => return,
@@ -645,8 +676,9 @@ impl Continuity {
     pub(super) fn queue_move(&mut self, from: String, to: String) {
         if let Some(batch) = self.queue.durable.undelivered.get(&from).cloned() {
             self.queue.durable.undelivered.insert(to.clone(), batch);
-            self.persist();
         }
+        self.queue.durable.moves.push(QueueMove { from: from.clone(), to: to.clone() });
+        self.persist();
         self.queue_change(QueueChange::Move { from, to });
     }
 }

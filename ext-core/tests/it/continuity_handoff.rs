@@ -81,6 +81,8 @@ pub(super) struct World {
     pub(super) cut_overs: usize,
     /// How the source page answers a recovery snapshot probe (`None`: it does not).
     pub(super) probe: Option<ext_core::continuity::ProbeAnswer>,
+    /// How many of the next queue record writes fail (`chrome.storage` failing).
+    pub(super) queue_write_fails: u32,
 }
 
 impl World {
@@ -101,6 +103,7 @@ impl World {
             delivered: Vec::new(),
             cut_overs: 0,
             probe: None,
+            queue_write_fails: 0,
         };
         w.feed(ContinuityInput::LinkUp);
         w.feed(ContinuityInput::StreamHello { boot_id: "b1".into(), last_seq: None, agents: None, log_id: None, log_reset: false });
@@ -239,8 +242,14 @@ impl World {
                     self.c.handle(self.now, ContinuityInput::QueueRead { op, stored });
                 }
                 ContinuityOutput::QueueWrite { op, record } => {
-                    self.queue = Some(record);
-                    self.c.handle(self.now, ContinuityInput::QueueWritten { op, result: Ok(()) });
+                    let result = if self.queue_write_fails > 0 {
+                        self.queue_write_fails -= 1;
+                        Err("QUOTA_BYTES quota exceeded".to_owned())
+                    } else {
+                        self.queue = Some(record);
+                        Ok(())
+                    };
+                    self.c.handle(self.now, ContinuityInput::QueueWritten { op, result });
                 }
                 ContinuityOutput::Activity(entry) => {
                     let json = entry.write_json();
@@ -907,4 +916,38 @@ fn a_batch_that_may_have_landed_moves_held_and_goes_only_on_the_users_press_q8_q
     w.feed(ContinuityInput::QueueAdd { tab: TARGET, text: String::new() });
     let (tab, _, text) = w.delivered.last().cloned().expect("sent on the user's press");
     assert_eq!((tab, text.split('\n').next()), (TARGET, Some("first")));
+}
+
+// Q9 (review of stop 40): the cut-over's move of the source's queued items was a change in
+// memory only. When writing it failed, or the worker stopped first, it was never made
+// again: the items stayed under the retired source, and its tab, still open, typed them
+// into the old chat. The move is now kept in the snapshot and made again until written.
+#[test]
+fn a_cut_overs_queue_move_that_could_not_be_written_is_made_again_also_after_a_restart_q9() {
+    let mut w = World::new(false);
+    let mut busy = page(&chat_url(OLD), "src-1");
+    busy.generating = true;
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    w.feed(ContinuityInput::Handoff { tab: SOURCE });
+    w.open_target();
+    w.seed_submitted();
+    // The new chat is busy: nothing queued may go into it yet either.
+    let mut new_busy = page(&chat_url(NEW), "tgt-1");
+    new_busy.generating = true;
+    w.queue_write_fails = 1;
+    w.seed_seen();
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: new_busy.clone() });
+    assert_eq!(w.cut_overs, 1);
+    w.restart();
+    w.feed(ContinuityInput::PageReported { tab: SOURCE, report: page(&chat_url(OLD), "src-1") });
+    w.feed(ContinuityInput::PageReported { tab: TARGET, report: new_busy });
+    w.tick(30_000);
+    assert!(w.delivered.iter().all(|(tab, _, _)| *tab != SOURCE), "nothing queued went into the retired source: {:#?}", w.delivered);
+    assert_eq!(
+        w.queue_items(),
+        BTreeMap::from([(format!("chatgpt:{NEW}"), vec!["first".to_owned()])]),
+        "the items moved to the new conversation: {:#?}",
+        w.log
+    );
 }
