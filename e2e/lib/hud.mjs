@@ -17,6 +17,19 @@ export const hudRoot = (page) => new ShadowLocator(page, HUD_HOST);
 export const queueRoot = (page) => new ShadowLocator(page, QUEUE_HOST);
 
 /** Message keys of a companion that is not connected (ext-core hud.rs `offline_line`). */
+/**
+ * As a hostile page would: our host's style removed, then a see-through layer over the whole
+ * page that lets clicks through (`pointer-events: none`, which `elementFromPoint` skips),
+ * `#page-cover`. The HUD must refuse presses while it is there.
+ */
+export const coverThePage = (page) => page.evaluate((tag) => {
+  document.querySelector(tag).removeAttribute('style');
+  const cover = document.createElement('div');
+  cover.id = 'page-cover';
+  cover.style.cssText = 'position:fixed;inset:0;z-index:2147483647;pointer-events:none;background:rgba(255,255,255,0.02)';
+  document.documentElement.append(cover);
+}, HUD_HOST);
+
 export const COMPANION_OFFLINE_KEYS = [
   'companionExited',
   'companionRuntimeUnreachable',

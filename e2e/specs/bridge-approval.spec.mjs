@@ -15,6 +15,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { OTHER_WORKSPACE, WORKSPACE, chatSiteWorld, herdrRequest, openSiteBoundWithAuto, reportAgent, tabIdOf } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
+import { coverThePage } from '../lib/hud.mjs';
 
 const CONVERSATION = '2d4f6a8b-1c3e-4a5b-9c7d-0e1f2a3b4c5d';
 const OTHER_CHAT_REF = 'zai:conv:99999999-aaaa-4bbb-8ccc-dddddddddddd';
@@ -246,13 +247,7 @@ for (const site of ['zai', 'deepseek']) {
       // As we style it, but painted over by the page with a layer that lets clicks through
       // (review of stop 40: elementFromPoint skips it, so such a cover showing a harmless
       // card got the user's real press on Run): refused as hidden.
-      await page.evaluate(() => {
-        document.querySelector('herdr-continuity-hud').removeAttribute('style');
-        const cover = document.createElement('div');
-        cover.id = 'page-cover';
-        cover.style.cssText = 'position:fixed;inset:0;z-index:2147483647;pointer-events:none;background:rgba(255,255,255,0.02)';
-        document.documentElement.append(cover);
-      });
+      await coverThePage(page);
       await page.waitForTimeout(1000);
       await hud.action('bridge_run:1').click();
       await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');

@@ -7,7 +7,7 @@
 // same button pressed with the real mouse or keyboard works.
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, continuityWorld, openAndBind } from '../lib/continuity.mjs';
-import { HUD_HOST, QUEUE_HOST, queueRoot } from '../lib/hud.mjs';
+import { HUD_HOST, QUEUE_HOST, coverThePage, queueRoot } from '../lib/hud.mjs';
 
 const PROJECT_CHAT = CHATS[0];
 const PLAIN_CHAT = CHATS[1];
@@ -99,13 +99,7 @@ test.describe('trusted UI', () => {
     await page.evaluate(() => document.querySelector('herdr-continuity-hud').style.setProperty('opacity', '0.3', 'important'));
     await hud.action('toggle_auto').click();
     await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
-    await page.evaluate(() => {
-      document.querySelector('herdr-continuity-hud').removeAttribute('style');
-      const cover = document.createElement('div');
-      cover.id = 'page-cover';
-      cover.style.cssText = 'position:fixed;inset:0;z-index:2147483647;pointer-events:none;background:rgba(255,255,255,0.02)';
-      document.documentElement.append(cover);
-    });
+    await coverThePage(page);
     await page.waitForTimeout(500);
     await status.evaluate((el) => { el.dataset.key = ''; });
     await hud.action('toggle_auto').click();
