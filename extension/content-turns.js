@@ -25,19 +25,23 @@
   // found in order in the reply's text as whole lines (a <pre> is a block: an inline copy
   // of its text, `like this` mid-sentence, is not it). The fence is one backtick longer
   // than the longest run in the code (at least three), so no line of the code closes it
-  // (a ``` line in a Markdown example would, CommonMark). A block not found in the text
-  // is not shown (a collapsed one: its text is not in innerText either): nothing to fence.
+  // (a ``` line in a Markdown example would, CommonMark). A block found only inside a line
+  // (a site that lays a <pre> out inline) is fenced there, on lines of its own; one not
+  // found at all is not shown (a collapsed one: its text is not in innerText either).
   const fenceFor = (code) => {
     let longest = 2;
     for (const run of code.matchAll(/`+/g)) longest = Math.max(longest, run[0].length);
     return '`'.repeat(longest + 1);
   };
+  // Where `code` stands in `whole` from `from`: its first copy as whole lines, else its first
+  // copy at all, else -1.
   const blockAt = (whole, code, from) => {
-    for (let found = whole.indexOf(code, from); found >= 0; found = whole.indexOf(code, found + 1)) {
+    const first = whole.indexOf(code, from);
+    for (let found = first; found >= 0; found = whole.indexOf(code, found + 1)) {
       const end = found + code.length;
       if ((found === 0 || whole[found - 1] === '\n') && (end === whole.length || whole[end] === '\n')) return found;
     }
-    return -1;
+    return first;
   };
   const readReplyText = (el) => {
     const whole = readText(el);
@@ -49,8 +53,9 @@
       const code = (pre.innerText ?? pre.textContent ?? '').replace(/\n+$/, '');
       const found = code ? blockAt(whole, code, at) : -1;
       if (found < 0) continue;
+      const before = whole.slice(at, found);
       const fence = fenceFor(code);
-      out += `${whole.slice(at, found)}${fence}\n${code}\n${fence}\n`;
+      out += `${before}${before === '' || before.endsWith('\n') ? '' : '\n'}${fence}\n${code}\n${fence}\n`;
       at = found + code.length;
       if (whole[at] === '\n') at += 1;
     }

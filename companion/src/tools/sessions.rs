@@ -39,6 +39,10 @@ pub const MAX_RUNNING_SESSIONS: usize = 8;
 pub const MAX_FINISHED_KEPT: usize = 32;
 /// Most rows `exec_sessions` keeps (the newest; running ones whatever their age).
 pub const MAX_SESSION_ROWS: i64 = 500;
+/// Deletes the finished rows past the newest `?1` (a running session's row stays: a later
+/// start kills its group by it; at start, earlier starts' rows are `interrupted` first).
+const KEEP_NEWEST_ROWS: &str =
+    "DELETE FROM exec_sessions WHERE state != 'running' AND id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT ?1)";
 /// Most bytes one `herdr_exec_read` returns.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
 /// Time between SIGTERM and SIGKILL on kill.
@@ -147,11 +151,7 @@ impl ExecSessions {
             }
         }
         conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
-        // Keep the newest rows.
-        conn.execute(
-            "DELETE FROM exec_sessions WHERE id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT ?1)",
-            params![MAX_SESSION_ROWS],
-        )?;
+        conn.execute(KEEP_NEWEST_ROWS, params![MAX_SESSION_ROWS])?;
         drop(conn);
         Ok(Self { conn: shared, boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()), finished: Mutex::default() })
     }
@@ -289,10 +289,7 @@ impl ExecSessions {
                 "UPDATE exec_sessions SET state = ?2, exit_code = ?3, ended_at = ?4 WHERE id = ?1",
                 params![id, state, code, now],
             )?;
-            conn.execute(
-                "DELETE FROM exec_sessions WHERE state != 'running' AND id NOT IN (SELECT id FROM exec_sessions ORDER BY started_at DESC LIMIT ?1)",
-                params![MAX_SESSION_ROWS],
-            )?;
+            conn.execute(KEEP_NEWEST_ROWS, params![MAX_SESSION_ROWS])?;
             Ok(())
         })
         .await
@@ -464,6 +461,12 @@ mod tests {
                 assert!(tokio::time::Instant::now() < deadline, "a session that echoes never ended");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+        }
+        // The last session's read says `exited` as soon as its end is known; it leaves the
+        // older ones' memory a moment later (after its row is written).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while lock(&sessions.live).len() > MAX_FINISHED_KEPT && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(lock(&sessions.live).len(), MAX_FINISHED_KEPT, "finished sessions kept in memory");
         let newest = sessions.read("mcp", ids.last().expect("id"), false, 0, 100).await.expect("read");

@@ -50,27 +50,25 @@ impl Continuity {
             return;
         }
         let ids = std::mem::take(&mut status.ack_due);
-        let due = self.orphan_acks.entry(browser_session_ref(scope)).or_default();
-        for id in ids {
-            if !due.contains(&id) {
-                due.push(id);
-            }
-        }
-        self.send_orphan_acks();
+        self.owe_acks(browser_session_ref(scope), ids);
     }
 
     /// Acknowledges the tasks of a delivery of `key` confirmed after its scope went (the
     /// chat was unbound while the message was on its way): by session ref, as
     /// [`Self::keep_orphan_acks`] does for the acks a scope still owed.
     pub(super) fn ack_orphaned_delivery(&mut self, key: &str, task_ids: &[String]) {
-        let Some(session_ref) = Scope::from_key(key).map(|scope| browser_session_ref(&scope)) else { return };
-        if task_ids.is_empty() {
-            return;
+        if let (Some(scope), false) = (Scope::from_key(key), task_ids.is_empty()) {
+            self.owe_acks(browser_session_ref(&scope), task_ids.to_vec());
         }
+    }
+
+    /// Adds `ids` to the acks owed under `session_ref` (kept in the snapshot) and sends them
+    /// when online.
+    fn owe_acks(&mut self, session_ref: String, ids: Vec<String>) {
         let due = self.orphan_acks.entry(session_ref).or_default();
-        for id in task_ids {
-            if !due.contains(id) {
-                due.push(id.clone());
+        for id in ids {
+            if !due.contains(&id) {
+                due.push(id);
             }
         }
         self.persist();
