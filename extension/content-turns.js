@@ -61,8 +61,8 @@
     }
     return (out + whole.slice(at)).trim();
   };
-  // The journal's copy of a turn (C1: at most 64 KiB of UTF-8, ext-core
-  // continuity::MAX_JOURNAL_TEXT_BYTES): a longer turn keeps its start and its end around
+  // The journal's copy of a turn (C1: at most 64 KiB, ext-core
+  // continuity::MAX_JOURNAL_TEXT_BYTES, counted as JSON: below): a longer turn keeps its start and its end around
   // a line that says how much was left out (the judge reads the end; the JSON bridge reads
   // only what comes before that line, ext-core continuity/bridge `bridge_text`).
   const JOURNAL_TEXT_BYTES = CAPS.journal_text_bytes;
@@ -72,12 +72,28 @@
     const part = fromEnd ? bytes.subarray(bytes.length - max) : bytes.subarray(0, max);
     return new TextDecoder().decode(part).replace(fromEnd ? /^\uFFFD+/ : /\uFFFD+$/, '');
   };
+  // The cap counts the text as it crosses to the worker, JSON (its UTF-8 with every escape:
+  // `"` and `\` take two bytes, a control character six), so that both turns' message stays
+  // under the worker's cap of a `turn_ended` (ext-core limits MAX_TURN_MESSAGE_BYTES) and no
+  // turn is dropped there. Six bytes a UTF-16 unit is the most JSON takes.
+  const jsonBytes = (value) => utf8.encode(JSON.stringify(value)).length - 2;
   const journalText = (value) => {
-    if (value.length * 3 <= JOURNAL_TEXT_BYTES || utf8.encode(value).length <= JOURNAL_TEXT_BYTES) return value;
-    const half = (JOURNAL_TEXT_BYTES >> 1) - 128;
-    const head = bytesCut(value, half, false);
-    const tail = bytesCut(value, half, true);
-    return `${head}\n[… ${value.length - head.length - tail.length} characters left out by herdr-continuity …]\n${tail}`;
+    if (value.length * 6 <= JOURNAL_TEXT_BYTES || jsonBytes(value) <= JOURNAL_TEXT_BYTES) return value;
+    const cutAt = (half) => {
+      const head = bytesCut(value, half, false);
+      const tail = bytesCut(value, half, true);
+      return `${head}\n[… ${value.length - head.length - tail.length} characters left out by herdr-continuity …]\n${tail}`;
+    };
+    // Each side half of the cap in UTF-8, smaller while escapes make it longer; the last
+    // try's sides fit even at six bytes a byte.
+    let half = (JOURNAL_TEXT_BYTES >> 1) - 128;
+    for (let tries = 0; tries < 4; tries += 1) {
+      const cut = cutAt(half);
+      const size = jsonBytes(cut);
+      if (size <= JOURNAL_TEXT_BYTES) return cut;
+      half = Math.floor(half * (JOURNAL_TEXT_BYTES - 512) / size);
+    }
+    return cutAt(Math.floor(JOURNAL_TEXT_BYTES / 12) - 128);
   };
   // `full` (a reply ended: the journal's copy, docs/PROTOCOL.md "turn_ended") or bounded
   // (the judge button).

@@ -36,6 +36,16 @@
     .confirm p { margin: 0 0 6px; }
     .confirm button { margin-right: 6px; border-radius: 6px; box-shadow: none; }`;
 
+  // A composer text longer than a queue can hold goes as its first CUT characters and its
+  // whole length: the worker refuses it naming that length, and the message stays under
+  // its cap (ext-core limits MAX_QUEUE_TEXT_CHARS). Characters, as the queue counts them.
+  const CUT = globalThis.herdrContracts.caps.queue_merged_chars + 1;
+  const fitted = (text) => {
+    if (text.length <= CUT) return { text };
+    const chars = Array.from(text);
+    return chars.length <= CUT ? { text } : { text: chars.slice(0, CUT).join(''), whole_chars: chars.length };
+  };
+
   globalThis[KEY] = (deps) => {
     // deps: { text(key, subs), onTrusted(el, type, fn), post(message),
     //         composer() → element | null, composerText(el) → string, clearComposer(el) }
@@ -77,7 +87,7 @@
     let asked = null;
     const queueNow = () => {
       const el = deps.composer();
-      deps.post({ type: TO_WORKER.queue_add, text: el ? deps.composerText(el) : '' });
+      deps.post({ type: TO_WORKER.queue_add, ...fitted(el ? deps.composerText(el) : '') });
     };
     const closeConfirm = () => { confirm.hidden = true; button.focus(); };
     onTrusted(button, 'click', queueNow);

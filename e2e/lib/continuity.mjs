@@ -109,17 +109,19 @@ export async function listTasks(sandbox, sessionRef) {
   return JSON.parse(out).tasks;
 }
 
-/** The Chrome tab id of the page showing `url` (asked from the extension's worker). */
-/** Sends `text` from the composer as the user and waits until the reply has ended. */
-export async function askAndWait(page, fixture, text) {
+/** Sends `text` from the composer as the user and waits until the reply has ended;
+ * `paste`: the text goes in at once, as a paste does (a long text typed key by key is slow). */
+export async function askAndWait(page, fixture, text, { paste = false } = {}) {
   const before = fixture.server.length;
   await page.locator('#prompt-textarea').click();
-  await page.keyboard.type(text);
+  if (paste) await page.keyboard.insertText(text);
+  else await page.keyboard.type(text);
   await page.keyboard.press('Enter');
   await expect.poll(() => fixture.server.length, { message: 'the fixture received the message' }).toBeGreaterThan(before);
   await expect(page.locator('button[data-testid="stop-button"]'), 'the reply has ended').toHaveCount(0, { timeout: 20_000 });
 }
 
+/** The Chrome tab id of the page showing `url` (asked from the extension's worker). */
 export async function tabIdOf(worker, url) {
   let tabs = [];
   for (let i = 0; i < 50; i++) {

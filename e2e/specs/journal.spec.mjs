@@ -16,6 +16,8 @@ import { test, expect } from '../lib/test.mjs';
 import { askAndWait, CHATS, CONVERSATION, continuityWorld, openAndBind, persistedContinuity, relaunchBrowser, ContinuityHud } from '../lib/continuity.mjs';
 import { HudProbe } from '../lib/hud.mjs';
 import { nativeRequestFromWorker } from '../lib/extension.mjs';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 
 const CHAT = CHATS.find((c) => !c.project);
 
@@ -52,6 +54,27 @@ test.describe('Continuity Journal writer (C1) and context pressure (R1)', () => 
     await expect(hud.host.locator('p[data-line="journal"]')).toContainText(record.continuity_id);
     await expect(hud.host.locator('p[data-line="pressure"]')).toContainText('tokens');
     expect(Number(await hud.state.getAttribute('data-pressure-messages'))).toBeGreaterThanOrEqual(4);
+  });
+
+  test('a turn whose JSON escapes double its size is journaled, cut to fit, not dropped at the port (C1)', async ({ sandbox }) => {
+    // Each `"` is one byte of text and two of JSON: under 64 KiB of text each, the two
+    // turns' message would be ~250 KB of JSON, over what the worker takes from a page.
+    const question = `Quote check ${'"'.repeat(60_000)}`;
+    const { context, worker, fixture } = await continuityWorld(sandbox, { replyWith: () => `Quoted ${'"'.repeat(65_000)} done` });
+    const { page, hud } = await openAndBind(context, worker, CHAT);
+    await askAndWait(page, fixture, question, { paste: true });
+    await hud.expect('data-journal', 'journalRecorded', 'C1: the turns are recorded');
+    // The turns as stored (`continuity.resume` shows each turn's start only).
+    const stored = JSON.parse(execFileSync('python3', ['-c',
+      'import json,sqlite3,sys; c=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro", uri=True); print(json.dumps(dict(c.execute("SELECT role, text FROM journal_turns"))))',
+      path.join(sandbox.home, 'state.db')], { encoding: 'utf8', maxBuffer: 1 << 24 }));
+    expect(stored.user.startsWith('Quote check """'), 'the question, its start kept').toBe(true);
+    expect(stored.assistant.startsWith('Quoted """'), 'the reply, its start kept').toBe(true);
+    expect(stored.assistant.slice(-20), 'and its end').toBe(`${'"'.repeat(15)} done`);
+    for (const text of [stored.user, stored.assistant]) {
+      expect(text).toContain('characters left out by herdr-continuity');
+      expect(Buffer.byteLength(JSON.stringify(text)) - 2, 'at most 64 KiB as JSON').toBeLessThanOrEqual(64 * 1024);
+    }
   });
 
   test.describe('with the runtime stopped (no autostart)', () => {

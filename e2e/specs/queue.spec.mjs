@@ -288,6 +288,26 @@ test.describe('the Queue (issue 11)', () => {
     expect(await storedQueue(worker)).toBeNull();
   });
 
+  test('a text far over the limit is refused with its whole length, not dropped unheard (Q6)', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture);
+    // Past what one page message may carry; emoji are two UTF-16 units but one character.
+    const long = `${'y'.repeat(30_000)}${'🙂'.repeat(12_000)}`;
+    await type(page, fixture, long);
+    await queueButton(page).click();
+    await expect(statusLine(page)).toContainText('42000 characters, more than 24000', { timeout: 10_000 });
+    expect(await composerText(page, fixture), 'the composer keeps every character').toBe(long);
+    expect(await storedQueue(worker)).toBeNull();
+    // A text of emoji the length of the limit in UTF-16 units but half of it in characters
+    // is queued whole: the page's cut counts characters, as the queue does.
+    await page.locator(fixture.ui.composer).evaluate((el) => { el.textContent = ''; });
+    const emoji = '🙂'.repeat(12_000);
+    await type(page, fixture, emoji);
+    await queueButton(page).click();
+    await expect.poll(() => storedQueue(worker), { timeout: 10_000 }).toContain('🙂🙂🙂');
+  });
+
   test('the queued turn goes before a wake that became due while the reply streamed (Q2, M7)', async ({ sandbox }) => {
     const { context, worker, fixture } = await continuityWorld(sandbox);
     const { page, hud } = await openAndBind(context, worker, CHAT);

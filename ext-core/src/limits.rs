@@ -56,13 +56,17 @@ pub const MAX_TURN_MESSAGE_BYTES: usize = 192 * 1_024;
 /// longer turn to 64 KiB of UTF-8; the judge and the bridge read only the end).
 pub const MAX_TURN_TEXT_CHARS: usize = 64 * 1_024;
 /// Longest `queue_add` message as JSON text (the one page message that carries the user's
-/// composer text: up to the queue's merged limit of 24 000 characters, which may need four
-/// bytes each, plus escapes). Checked before it is parsed; a longer text is refused with a
-/// message by the queue, never cut.
-pub const MAX_QUEUE_MESSAGE_BYTES: usize = 128 * 1_024;
-/// Longest composer text a `queue_add` may carry, in characters: one more than the
-/// queue's merged limit, so that an over-long text is refused with the queue's message.
+/// composer text: up to [`MAX_QUEUE_TEXT_CHARS`], each of which may take six bytes of JSON
+/// as a `\u` escape, and the envelope). Checked before it is parsed.
+pub const MAX_QUEUE_MESSAGE_BYTES: usize = 6 * MAX_QUEUE_TEXT_CHARS + 1_024;
+/// Longest composer text a `queue_add` may carry, in characters: more than the queue's
+/// merged limit, so that an over-long text is refused with the queue's message. A longer
+/// composer text is sent cut to one more than the merged limit, with its whole length
+/// (`whole_chars`), and refused with that length; the composer keeps it all.
 pub const MAX_QUEUE_TEXT_CHARS: usize = crate::queue::MAX_MERGED_CHARS + 1_000;
+// The page's cut text fits the message however it escapes, and the check of the longest
+// message (`turn_ended`'s) comes first.
+const _: () = assert!(MAX_QUEUE_MESSAGE_BYTES <= MAX_TURN_MESSAGE_BYTES);
 
 /// Most facts one `page_diagnostics` may report (`sites::Facts` has 16).
 pub const MAX_DIAGNOSTIC_FACTS: usize = 24;

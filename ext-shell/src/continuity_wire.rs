@@ -609,7 +609,14 @@ pub fn port_command(value: &Value) -> Option<PortCommand> {
         }),
         "panel_hello" => Some(PortCommand::PanelHello { tab_id: tab_of(value) }),
         "panel_refresh" => Some(PortCommand::PanelRefresh),
-        "queue_add" => Some(PortCommand::QueueAdd { text: value.get("text")?.as_str()?.to_owned() }),
+        "queue_add" => Some(PortCommand::QueueAdd {
+            text: value.get("text")?.as_str()?.to_owned(),
+            // Present only with a cut text; anything but a count refuses the message.
+            whole_chars: match value.get("whole_chars") {
+                None | Some(Value::Null) => None,
+                Some(count) => Some(usize::try_from(count.as_u64()?).ok()?),
+            },
+        }),
         "queue_clear" => Some(PortCommand::QueueClear { question: id_of(value, "question") }),
         "bind" => Some(PortCommand::Bind {
             tab_id: tab_of(value)?,
@@ -769,9 +776,25 @@ mod pacer_wire_tests {
 
 #[cfg(test)]
 mod queue_wire_tests {
-    //! The page's Clear names the question it confirmed (clearfix31).
+    //! The page's Clear names the question it confirmed (clearfix31); a cut text carries
+    //! its whole length.
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_queued_text_carries_its_whole_length_only_as_a_count() {
+        let add = |message: Value| match port_command(&message) {
+            Some(PortCommand::QueueAdd { text, whole_chars }) => Some((text, whole_chars)),
+            None => None,
+            other => panic!("{message}: {other:?}"),
+        };
+        assert_eq!(add(json!({"type": "queue_add", "text": "next"})), Some(("next".to_owned(), None)));
+        assert_eq!(add(json!({"type": "queue_add", "text": "next", "whole_chars": null})), Some(("next".to_owned(), None)));
+        assert_eq!(add(json!({"type": "queue_add", "text": "x", "whole_chars": 90000})), Some(("x".to_owned(), Some(90_000))));
+        for bad in [json!(-1), json!(1.5), json!("90000"), json!([1])] {
+            assert_eq!(add(json!({"type": "queue_add", "text": "x", "whole_chars": bad})), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_clear_carries_the_question_it_confirmed_and_none_when_the_page_sent_none() {

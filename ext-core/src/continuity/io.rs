@@ -718,8 +718,11 @@ pub enum ContinuityInput {
     QueueAdd {
         /// The tab.
         tab: TabId,
-        /// The composer's text as the page read it.
+        /// The composer's text as the page read it (its start when `whole_chars` is set).
         text: String,
+        /// The composer text's whole length in characters when the page sent only its start
+        /// (longer than a queue holds): refused with that length, nothing queued (Q6).
+        whole_chars: Option<usize>,
     },
     /// HUD: the user confirmed clearing the queue of `tab`'s conversation (Q7).
     QueueClear {

@@ -738,7 +738,7 @@ impl Continuity {
                     self.answered(now, purpose, result);
                 }
             }
-            ContinuityInput::QueueAdd { tab, text } => self.queue_add(tab, &text),
+            ContinuityInput::QueueAdd { tab, text, whole_chars } => self.queue_add(tab, &text, whole_chars),
             ContinuityInput::QueueClear { tab, question } => self.queue_clear(tab, question.as_deref()),
             ContinuityInput::QueueRead { op, stored } => self.queue_read(now, op, stored),
             ContinuityInput::QueueWritten { op, result } => self.queue_written(now, op, result),

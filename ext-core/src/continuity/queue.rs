@@ -210,10 +210,16 @@ pub struct QueueView {
 impl Continuity {
     /// Queues the composer's `text` of `tab` (Q1); with an empty composer, sends an
     /// undelivered batch again (Q8).
-    pub(super) fn queue_add(&mut self, tab: TabId, text: &str) {
+    pub(super) fn queue_add(&mut self, tab: TabId, text: &str, whole_chars: Option<usize>) {
         let Some(conversation) = self.pages.get(&tab).and_then(conversation_key) else {
             return self.queue_refused(tab, &QueueRefusal::NoConversation);
         };
+        // Only the start of a text too long to queue came: refused with its whole length,
+        // the start never queued as if it were the text.
+        if let Some(chars) = whole_chars {
+            let merged_chars = chars.max(crate::queue::MAX_MERGED_CHARS + 1);
+            return self.queue_refused(tab, &QueueRefusal::TooLong { merged_chars });
+        }
         if crate::queue::normalize_text(text).is_empty() {
             if self.queue.durable.undelivered.remove(&conversation).is_some() {
                 self.persist();

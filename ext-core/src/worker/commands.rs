@@ -55,8 +55,13 @@ pub enum PortCommand {
     PanelRefresh,
     /// `queue_add {text}`: the Queue button or its shortcut with the composer's text.
     QueueAdd {
-        /// The composer's text (may be empty: retry an undelivered batch).
+        /// The composer's text (may be empty: retry an undelivered batch); its start when
+        /// `whole_chars` is set.
         text: String,
+        /// `whole_chars`: the composer text's whole length in characters, sent with its
+        /// cut start when it is longer than a queue can hold (the page message stays under
+        /// its cap, and the refusal names the real length).
+        whole_chars: Option<usize>,
     },
     /// `queue_clear {question}`: the user confirmed clearing the conversation's queue.
     QueueClear {
@@ -248,7 +253,7 @@ pub fn commands_for(command: PortCommand, sender: Sender) -> Result<Vec<Continui
         (PortCommand::BridgeDecide { batch_id, call, decision }, Some(tab)) if !panel => {
             ContinuityInput::BridgeDecide { tab, batch_id, call, decision }
         }
-        (PortCommand::QueueAdd { text }, Some(tab)) => ContinuityInput::QueueAdd { tab, text },
+        (PortCommand::QueueAdd { text, whole_chars }, Some(tab)) => ContinuityInput::QueueAdd { tab, text, whole_chars },
         (PortCommand::QueueClear { question }, Some(tab)) => ContinuityInput::QueueClear { tab, question },
         (PortCommand::RecoveryFacts(facts), Some(tab)) if !panel => ContinuityInput::RecoveryFacts { tab, facts },
         (PortCommand::HealthSample { page_load, sample }, Some(tab)) if !panel => ContinuityInput::HealthSample { tab, page_load, sample },

@@ -285,7 +285,7 @@ fn several_apps_hold_every_message_until_a_human_turn_carries_exactly_one() {
     w.human("u-2", vec![herdr(), github()]);
     w.note("two Apps");
     w.settle(1);
-    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "and the docs".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "and the docs".into(), whole_chars: None });
     w.human("u-3", Vec::new());
     w.note("a turn without a pill");
     w.human("u-4", vec![github()]);
@@ -356,7 +356,7 @@ fn every_delivery_kind_carries_the_app() {
     w.lands();
     w.feed(event(2, PaneEventKind::Settled(SettledStatus::Done)));
     w.lands();
-    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "now the docs".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "now the docs".into(), whole_chars: None });
     w.lands();
     w.feed(ContinuityInput::TurnEnded {
         tab: TAB,
@@ -452,7 +452,7 @@ fn the_app_retry_backoff_doubles_from_30_s_to_at_most_5_min() {
 fn a_queue_batch_held_for_its_app_stays_queued_and_goes_once() {
     let mut w = W::new();
     w.human("u-1", vec![herdr()]);
-    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into(), whole_chars: None });
     w.answer(DeliveryOutcome::AppNotAttached { detail: AppAttachFailure::OptionMissing });
     let book = ext_core::queue::QueueBook::read(w.queue.as_ref()).expect("queue record");
     assert_eq!(book.items("chatgpt:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0").len(), 1, "still queued");
@@ -776,7 +776,7 @@ impl Run {
             Op::Queue => {
                 let text = format!("item {}", self.queued.len());
                 self.queued.push(text.clone());
-                self.w.feed(ContinuityInput::QueueAdd { tab: TAB, text });
+                self.w.feed(ContinuityInput::QueueAdd { tab: TAB, text, whole_chars: None });
             }
             Op::Answer(how) => {
                 if let Some((id, _)) = self.w.active() {
@@ -835,7 +835,7 @@ proptest! {
                 run.step(&Op::Tick(300_000))?;
                 run.step(&Op::Reload)?;
                 // Q8: the user retries a batch given up on (an empty Queue press).
-                run.w.feed(ContinuityInput::QueueAdd { tab: TAB, text: String::new() });
+                run.w.feed(ContinuityInput::QueueAdd { tab: TAB, text: String::new(), whole_chars: None });
             }
         }
         prop_assert!(run.w.active().is_none(), "still on its way: {:?}", run.w.active());

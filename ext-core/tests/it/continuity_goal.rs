@@ -422,7 +422,7 @@ fn an_unreadable_queue_holds_goal_mode_back_with_its_own_reason_j7() {
 /// Goal mode with a text queued, the queue's read answered `stored`, and a turn ended.
 fn queued_then_ended(stored: Result<Option<serde_json::Value>, String>) -> (Continuity, Vec<String>) {
     let (mut c, mut log) = parser_goal();
-    c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+    c.handle(2, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into(), whole_chars: None });
     while let Some(output) = c.poll() {
         if let ContinuityOutput::QueueRead { op } = output {
             c.handle(2, ContinuityInput::QueueRead { op, stored: stored.clone() });

@@ -319,8 +319,8 @@ fn the_target_moves_only_after_the_seed_is_confirmed_and_the_queue_follows_x6_b8
     let mut busy = page(&chat_url(OLD), "src-1");
     busy.generating = true;
     w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy.clone() });
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into(), whole_chars: None });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into(), whole_chars: None });
     w.log.clear();
     w.note("before");
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
@@ -618,8 +618,8 @@ fn a_zai_conversation_binding_moves_only_after_the_seed_is_confirmed_x10() {
     let mut busy = page(old, "src-1");
     busy.generating = true;
     w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy });
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into(), whole_chars: None });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "second".into(), whole_chars: None });
     w.log.clear();
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
     let transfer_id = w.opened.last().cloned().expect("a new tab asked for");
@@ -793,7 +793,7 @@ proptest! {
                 Op::QueueAdd(k) => {
                     let text = format!("item {n}.{k}");
                     let before_items = w.queue.clone();
-                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: text.clone() });
+                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: text.clone(), whole_chars: None });
                     if w.queue != before_items {
                         added.push(text);
                     }
@@ -895,7 +895,7 @@ fn a_handoff_seed_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
 #[test]
 fn a_batch_that_may_have_landed_moves_held_and_goes_only_on_the_users_press_q8_q9() {
     let mut w = World::new(false);
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into(), whole_chars: None });
     let (tab, id, _) = w.delivered.last().cloned().expect("the batch is typed into the idle source");
     assert_eq!(tab, SOURCE);
     w.feed(ContinuityInput::DeliveryReport { tab, id, outcome: DeliveryOutcome::Submitted });
@@ -913,7 +913,7 @@ fn a_batch_that_may_have_landed_moves_held_and_goes_only_on_the_users_press_q8_q
     assert_eq!(w.queue_items().get(&format!("chatgpt:{NEW}")), Some(&vec!["first".to_owned()]), "the items moved");
     assert_eq!(w.delivered.len(), 1, "the moved batch that may have landed is not typed into the new chat by itself: {:#?}", w.log);
     // The user's press with an empty composer in the new chat sends it there.
-    w.feed(ContinuityInput::QueueAdd { tab: TARGET, text: String::new() });
+    w.feed(ContinuityInput::QueueAdd { tab: TARGET, text: String::new(), whole_chars: None });
     let (tab, _, text) = w.delivered.last().cloned().expect("sent on the user's press");
     assert_eq!((tab, text.split('\n').next()), (TARGET, Some("first")));
 }
@@ -928,7 +928,7 @@ fn a_cut_overs_queue_move_that_could_not_be_written_is_made_again_also_after_a_r
     let mut busy = page(&chat_url(OLD), "src-1");
     busy.generating = true;
     w.feed(ContinuityInput::PageReported { tab: SOURCE, report: busy });
-    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into() });
+    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: "first".into(), whole_chars: None });
     w.feed(ContinuityInput::Handoff { tab: SOURCE });
     w.open_target();
     w.seed_submitted();

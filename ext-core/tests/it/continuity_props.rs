@@ -565,7 +565,7 @@ impl World {
             ContinuityInput::DeliveryReport { tab, id, outcome } => page(self, tab, PortCommand::DeliveryReport { id, outcome }),
             ContinuityInput::ToggleAuto { tab } => page(self, tab, PortCommand::HudAction("toggle_auto")),
             ContinuityInput::Continue { tab } => page(self, tab, PortCommand::HudAction("continue")),
-            ContinuityInput::QueueAdd { tab, text } => page(self, tab, PortCommand::QueueAdd { text }),
+            ContinuityInput::QueueAdd { tab, text, whole_chars } => page(self, tab, PortCommand::QueueAdd { text, whole_chars }),
             ContinuityInput::TurnEnded {
                 tab,
                 user_text,
@@ -1646,7 +1646,7 @@ impl World {
                     page.draft = true;
                     self.queue_typing.insert(tab, text.clone());
                     self.report_page(tab)?;
-                    self.feed(ContinuityInput::QueueAdd { tab, text })?;
+                    self.feed(ContinuityInput::QueueAdd { tab, text, whole_chars: None })?;
                 }
             }
             Op::QueueReadFails => self.queue_read_fails = true,

@@ -303,7 +303,7 @@ proptest! {
                 Op::SourceVisits => w.feed(ContinuityInput::PageReported { tab: SOURCE, report: source(|_| {}) }),
                 Op::QueueAdd => {
                     turn += 1;
-                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: format!("queued {turn}") });
+                    w.feed(ContinuityInput::QueueAdd { tab: SOURCE, text: format!("queued {turn}"), whole_chars: None });
                 }
                 Op::Transfer => {
                     if !w.opened.is_empty() {

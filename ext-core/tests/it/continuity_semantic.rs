@@ -212,7 +212,7 @@ fn the_queue_beats_the_judge() {
     let mut store = None;
     // The user queues their next message while the reply streams; it waits for the end.
     c.handle(1, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { generating: true, ..idle_page() } });
-    c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into() });
+    c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into(), whole_chars: None });
     drain(&mut c, 1, &verdict(Verdict::Continue, "jev", "x"), &mut store, &mut log);
     assert!(store.as_deref().is_some_and(|s| s.contains("Then run the tests.")), "{store:?}");
     c.handle(2, ContinuityInput::PageReported { tab: TAB, report: idle_page() });
@@ -266,7 +266,7 @@ fn a_failed_queue_read_or_write_withholds_auto_saying_to_wait_not_to_clear() {
     let storage_failed = "The queue storage could not be read or saved, so the judge was not asked about this reply. Nothing is lost: the queue is read again every 10 seconds and Clear works only once a read succeeds. If this keeps failing, reload the extension.";
     for stored in ["!read", "!write"] {
         let (mut c, mut log, mut store, answer) = restarted_with_queue(stored);
-        c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into() });
+        c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "then the docs".into(), whole_chars: None });
         drain(&mut c, 1, &answer, &mut store, &mut log);
         ended(&mut c, 1, 1, None);
         drain(&mut c, 1, &answer, &mut store, &mut log);
@@ -359,7 +359,7 @@ fn a_queue_batch_waits_for_the_rate_limit_cooldown_and_goes_after_it() {
     let mut store = None;
     let answer = verdict(Verdict::Done, "jev", "x");
     c.handle(1, ContinuityInput::PageReported { tab: TAB, report: ext_core::continuity::PageReport { generating: true, ..idle_page() } });
-    c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into() });
+    c.handle(1, ContinuityInput::QueueAdd { tab: TAB, text: "Then run the tests.".into(), whole_chars: None });
     drain(&mut c, 1, &answer, &mut store, &mut log);
     c.handle(
         2,

@@ -325,8 +325,8 @@ mod flow {
         let (mut c, _) = bound_with_auto(true);
         let mut b = Browser::default();
         feed(&mut c, &mut b, 1, ContinuityInput::PageReported { tab: TAB, report: page(true) });
-        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "first, then".into() });
-        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "second\r\n".into() });
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "first, then".into(), whole_chars: None });
+        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "second\r\n".into(), whole_chars: None });
         // The workspace settles while the reply still streams: the wake waits too.
         feed(&mut c, &mut b, 4, event(1, PaneEventKind::Working));
         feed(&mut c, &mut b, 4, event(2, PaneEventKind::Settled(SettledStatus::Idle)));
@@ -363,7 +363,7 @@ mod flow {
     fn a_blocked_send_keeps_the_batch_and_sends_it_again_once_q4() {
         let (mut c, _) = bound_with_auto(false);
         let mut b = Browser::default();
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into() });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into(), whole_chars: None });
         let id = queue_id(&c);
         feed(
             &mut c,
@@ -393,21 +393,21 @@ mod flow {
         feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
         b.fail_reads = 1;
         let before = b.stored.clone();
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "new".into(), whole_chars: None });
         let log = b.take_log();
         assert!(!log.contains("accepted"), "{log}");
         assert!(log.contains("could not be read or saved (storage error)"), "{log}");
         assert_eq!(b.stored, before, "nothing written after a failed read");
         b.fail_writes = 1;
-        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "new".into(), whole_chars: None });
         assert!(!b.take_log().contains("accepted"));
         assert_eq!(b.stored, before);
-        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "new".into() });
+        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "new".into(), whole_chars: None });
         assert!(b.take_log().contains("accepted \"new\""));
         assert_eq!(b.queued(), ["kept", "new"]);
         // An unreadable record is never replaced.
         b.stored = Some("{garbage".into());
-        feed(&mut c, &mut b, 4, ContinuityInput::QueueAdd { tab: TAB, text: "more".into() });
+        feed(&mut c, &mut b, 4, ContinuityInput::QueueAdd { tab: TAB, text: "more".into(), whole_chars: None });
         assert_eq!(b.stored.as_deref(), Some("{garbage"));
         assert_eq!(c.page_view(TAB).and_then(|v| v.queue).map(|q| q.state), Some("unreadable"));
     }
@@ -418,10 +418,30 @@ mod flow {
         let (mut c, _) = bound_with_auto(false);
         let mut b = Browser::default();
         feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "x".repeat(24_001) });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "x".repeat(24_001), whole_chars: None });
         let log = b.take_log();
         assert!(log.contains("notice Not queued: the queued text would be 24001 characters, more than 24000."), "{log}");
         assert!(b.queued().is_empty());
+    }
+
+    // R: Q6 — a composer text too long for one page message comes as its start and its
+    // whole length: refused naming that length, its start never queued as the text.
+    #[test]
+    fn a_cut_composer_text_is_refused_with_its_whole_length_and_its_start_is_not_queued_q6() {
+        let (mut c, _) = bound_with_auto(false);
+        let mut b = Browser::default();
+        feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "x".repeat(24_001), whole_chars: Some(90_000) });
+        let log = b.take_log();
+        assert!(log.contains("notice Not queued: the queued text would be 90000 characters, more than 24000."), "{log}");
+        // A page that names a whole length under the limit still sent only a start.
+        feed(&mut c, &mut b, 2, ContinuityInput::QueueAdd { tab: TAB, text: "short".into(), whole_chars: Some(10) });
+        let log = b.take_log();
+        assert!(log.contains("notice Not queued: the queued text would be 24001 characters, more than 24000."), "{log}");
+        assert!(b.queued().is_empty());
+        // The queue still takes a whole text.
+        feed(&mut c, &mut b, 3, ContinuityInput::QueueAdd { tab: TAB, text: "run the tests".into(), whole_chars: None });
+        assert_eq!(b.queued(), ["run the tests"]);
     }
 
     // R: B7, Q5 — a worker restart with a batch in flight: the confirmation that arrives
@@ -430,7 +450,7 @@ mod flow {
     fn a_batch_in_flight_survives_a_worker_restart_and_is_removed_once_confirmed() {
         let (mut c, _) = bound_with_auto(false);
         let mut b = Browser::default();
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "next step".into() });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "next step".into(), whole_chars: None });
         let id = queue_id(&c);
         let mut c = restart(&c, 5);
         b.drain(&mut c, 5);
@@ -451,7 +471,7 @@ mod flow {
     fn an_unconfirmed_batch_waits_for_the_user_and_an_empty_queue_click_retries_it_q8() {
         let (mut c, _) = bound_with_auto(false);
         let mut b = Browser::default();
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "deploy".into() });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "deploy".into(), whole_chars: None });
         b.take_log();
         let give_up = 1 + TYPING_DEADLINE_MS + UNCERTAIN_GIVE_UP_MS + 1;
         while let Some(at) = c.next_deadline().filter(|at| *at <= give_up) {
@@ -463,7 +483,7 @@ mod flow {
         assert!(!log.contains("deliver"), "{log}");
         assert_eq!(c.page_view(TAB).and_then(|v| v.queue).map(|q| q.state), Some("undelivered"));
         assert_eq!(b.queued(), ["deploy"]);
-        feed(&mut c, &mut b, give_up + 1, ContinuityInput::QueueAdd { tab: TAB, text: "  ".into() });
+        feed(&mut c, &mut b, give_up + 1, ContinuityInput::QueueAdd { tab: TAB, text: "  ".into(), whole_chars: None });
         let log = b.take_log();
         assert!(log.contains("deliver qb:"), "{log}");
     }
@@ -474,7 +494,7 @@ mod flow {
         let (mut c, _) = bound_with_auto(false);
         let mut b = Browser::default();
         feed(&mut c, &mut b, 0, ContinuityInput::PageReported { tab: TAB, report: page(true) });
-        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "a".into() });
+        feed(&mut c, &mut b, 1, ContinuityInput::QueueAdd { tab: TAB, text: "a".into(), whole_chars: None });
         feed(&mut c, &mut b, 2, ContinuityInput::QueueClear { tab: TAB, question: Some("queueClearConfirm".into()) });
         assert!(b.queued().is_empty());
         assert!(b.take_log().ends_with("notice The queue of this conversation is cleared."));

@@ -281,7 +281,7 @@ fn a_restored_worker_asks_first_for_the_queue_record_its_retried_removal_needs()
     let mut store = None;
     let out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
     answer_storage(&mut shell, out, &mut store, false);
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() }));
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into(), whole_chars: None }));
     let out = answer_storage(&mut shell, out, &mut store, false);
     let deliver = typed(&out, 1, "deliver");
     assert_eq!(deliver.len(), 1, "the queued text goes out: {out:?}");
@@ -341,7 +341,7 @@ fn a_queued_batch_whose_state_could_not_be_saved_is_tried_again_later_not_at_onc
     two_tabs_and_a_panel(&mut shell);
     let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
     let mut stored = Stored { fail_snapshot: Some("QUOTA_BYTES quota exceeded"), ..Stored::default() };
-    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() })));
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into(), whole_chars: None })));
     let out = answer_stored(&mut shell, out, &mut stored);
     let snapshot_writes = |out: &[WorkerOutput]| {
         out.iter().filter(|o| matches!(o, WorkerOutput::StorageWrite { token, key, .. } if *key == STORAGE_KEY && *token != 0)).count()
@@ -362,7 +362,7 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
     let mut shell = Shell::new();
     two_tabs_and_a_panel(&mut shell);
     let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
-    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into() })));
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "next: run the tests".into(), whole_chars: None })));
     assert!(typed(&out, 1, "queue_accepted").is_empty(), "not before the queue record was read and written: {out:?}");
     // The shell's storage: every read and write of the queue record answered in order.
     let mut store: Option<String> = None;
@@ -396,7 +396,7 @@ fn a_queued_text_is_accepted_only_after_the_queue_record_was_read_and_written() 
     assert!(store.is_some_and(|record| record.contains("next: run the tests")), "durably queued");
     // A stored record that is not text is an error the queue reports, never an empty queue
     // written over it.
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "and then lint".into() }));
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "and then lint".into(), whole_chars: None }));
     let read = out.iter().find_map(|o| match o {
         WorkerOutput::StorageRead { token, .. } => Some(*token),
         _ => None,
@@ -442,7 +442,7 @@ fn a_queue_record_stored_as_null_or_absent_is_an_empty_queue_said_once() {
     let mut shell = Shell::new();
     two_tabs_and_a_panel(&mut shell);
     let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
-    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into(), whole_chars: None })));
     let out = answer_queue_reads(&mut shell, out, &serde_json::json!({}));
     assert_eq!(queue_writes(&out), 1, "an absent record is an empty queue, written: {out:?}");
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
@@ -454,7 +454,7 @@ fn a_queue_record_stored_as_null_or_absent_is_an_empty_queue_said_once() {
     };
     let mut notes = 0;
     for text in ["second", "third"] {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into(), whole_chars: None }));
         let out = answer_queue_reads(&mut shell, out, &serde_json::json!({ key: null }));
         assert_eq!(queue_writes(&out), 1, "a null record holds no items: written over with the new one: {out:?}");
         assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
@@ -463,7 +463,7 @@ fn a_queue_record_stored_as_null_or_absent_is_an_empty_queue_said_once() {
     assert_eq!(notes, 1, "said once in Activity");
     // Anything but text or null, and an answer that is not the items read, is refused.
     for answer in [serde_json::json!({ key: 7 }), Value::Null, serde_json::json!("{}")] {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "fourth".into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "fourth".into(), whole_chars: None }));
         let out = answer_queue_reads(&mut shell, out, &answer);
         assert_eq!(queue_writes(&out), 0, "{answer}: {out:?}");
         assert!(typed(&out, 1, "queue_accepted").is_empty(), "{answer}: {out:?}");
@@ -480,7 +480,7 @@ fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue
     two_tabs_and_a_panel(&mut shell);
     let mut store = Some("{not json".to_owned());
     let mut out = shell.page(1, PageInput::Facts { url: url(), report: Some(idle("load-1")) });
-    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into() })));
+    out.extend(shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "first".into(), whole_chars: None })));
     let out = answer_storage(&mut shell, out, &mut store, false);
     assert!(typed(&out, 1, "queue_accepted").is_empty(), "refused: {out:?}");
     assert_eq!(store.as_deref(), Some("{not json"), "never written over by an add");
@@ -505,7 +505,7 @@ fn clearing_an_unreadable_queue_keeps_the_record_aside_and_leaves_a_usable_queue
     assert_eq!(ext_core::queue::QueueBook::parse(store.as_deref()), Ok(ext_core::queue::QueueBook::new()));
     assert!(typed(&out, 1, "notice").iter().any(|n| n["key"] == "queueNote_cleared_aside"), "{out:?}");
 
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into(), whole_chars: None }));
     let out = answer_storage(&mut shell, out, &mut store, false);
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
 }
@@ -569,7 +569,7 @@ fn a_clear_whose_keep_aside_fails_says_why_and_a_confirmed_second_clear_empties_
     let forced = notices.iter().find(|n| n["key"] == "queueNote_cleared_forced").unwrap_or_else(|| panic!("{notices:?}"));
     assert_eq!(forced["args"][0], quota);
     assert_eq!(queue_state(&shell).map(|(state, _)| state), Some("empty"));
-    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into() }));
+    let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "second".into(), whole_chars: None }));
     let out = answer_stored(&mut shell, out, &mut stored);
     assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "the queue works again: {out:?}");
 }
@@ -667,7 +667,7 @@ fn a_clear_confirming_another_question_never_deletes_a_readable_queues_messages(
     let out = shell.page(1, PageInput::Facts { url: url(), report: Some(streaming) });
     answer_stored(&mut shell, out, &mut stored);
     for text in ["first", "second"] {
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: text.into(), whole_chars: None }));
         let out = answer_stored(&mut shell, out, &mut stored);
         assert_eq!(typed(&out, 1, "queue_accepted").len(), 1, "{out:?}");
     }
@@ -677,7 +677,7 @@ fn a_clear_confirming_another_question_never_deletes_a_readable_queues_messages(
     for question in ["queueClearStorageFailed", "queueClearUnreadable", "queueClearAsideFailed"] {
         // A read fails: the HUD asks the storage-failed question.
         stored.fail_read = true;
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "third".into(), whole_chars: None }));
         answer_stored(&mut shell, out, &mut stored);
         assert_eq!(queue_state(&shell).map(|(_, clear)| clear), Some("queueClearStorageFailed"));
         // The Clear's own read succeeds: the readable book, two messages the user was never
@@ -720,7 +720,7 @@ fn every_cleared_unreadable_record_is_kept_aside_and_a_full_list_is_never_overwr
         assert_eq!(records(&stored).len(), n + 1, "{:?}", stored.aside);
         stored.queue = Some((*bad).to_owned());
         reread(&mut shell, &mut stored);
-        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "x".into() }));
+        let out = shell.page(1, PageInput::Command(PortCommand::QueueAdd { text: "x".into(), whole_chars: None }));
         answer_stored(&mut shell, out, &mut stored);
     }
     assert_eq!(records(&stored), [Value::from("{first"), Value::from("{second")]);
@@ -1091,7 +1091,9 @@ mod props {
                     self.check(out)
                 }
                 Step::Continue(tab) => self.page(tab, PageInput::Command(PortCommand::HudAction("continue"))),
-                Step::Queue(tab) => self.page(tab, PageInput::Command(PortCommand::QueueAdd { text: format!("next {tab}") })),
+                Step::Queue(tab) => {
+                    self.page(tab, PageInput::Command(PortCommand::QueueAdd { text: format!("next {tab}"), whole_chars: None }))
+                }
                 Step::NativeDrop => {
                     let Some(port) = self.shell.native.take() else { return Ok(()) };
                     let calls: Vec<String> = (1..=200).map(|n| format!("{}{n}", ext_core::worker::CALL_ID_PREFIX)).collect();
