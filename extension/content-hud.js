@@ -131,31 +131,42 @@
   hooks.dataset.expanded = 'false';
   document.documentElement.append(host);
 
-  // What the browser last said of the HUD's visibility (IntersectionObserver v2): anything
-  // the page paints over any part of it (an overlay that lets clicks through,
+  // What the browser last said of one of our elements' visibility (IntersectionObserver v2):
+  // anything the page paints over any part of it (an overlay that lets clicks through,
   // `pointer-events: none`, which elementFromPoint skips; a top-layer popover), or an
-  // opacity, transform or filter on it, makes it not visible. Watched only while the panel,
-  // where every button but the pill is, is open (the occlusion test runs in the browser's
-  // rendering every 100 ms while watched); `null` until the first report, ~100 ms after.
-  // `since`: when it became visible again after it was seen covered (a page that lifts its
-  // cover as the pointer comes, or at the press, is read within 100 ms: a press counts only
-  // once the HUD has been seen whole for PRESS_SETTLE_MS), or -Infinity when the watch's
-  // first report found it whole.
-  let hudSeen = null; // { visible, since }
-  const visibility = new IntersectionObserver((entries) => {
-    const entry = entries[entries.length - 1];
-    const visible = entry.isIntersecting && entry.isVisible === true;
-    const since = hudSeen === null ? -Infinity : hudSeen.visible ? hudSeen.since : entry.time;
-    hudSeen = { visible, since: visible ? since : null };
-  }, { trackVisibility: true, delay: 100 });
-  const watchVisibility = (on) => {
-    hudSeen = null;
-    if (on) visibility.observe(host);
-    else visibility.unobserve(host);
+  // opacity, transform or filter on it or above it, makes it not visible. Watched only while
+  // a press may come (the HUD: while its panel, where every button but the pill is, is open;
+  // the Queue button: while the pointer or focus is on it), since the occlusion test runs in
+  // the browser's rendering every 100 ms while watched. `seen` is `null` until the first
+  // report, ~100 ms after `watch`. `since`: when it became visible again after it was seen
+  // covered (a page that lifts its cover as the pointer comes, or at the press, is read
+  // within 100 ms: a press counts only once it has been seen whole for PRESS_SETTLE_MS), or
+  // -Infinity when the watch's first report found it whole.
+  const visibilityWatch = () => {
+    let seen = null; // { visible, since }
+    let watched = null;
+    const observer = new IntersectionObserver((entries) => {
+      const entry = entries[entries.length - 1];
+      const visible = entry.isIntersecting && entry.isVisible === true;
+      const since = seen === null ? -Infinity : seen.visible ? seen.since : entry.time;
+      seen = { visible, since: visible ? since : null };
+    }, { trackVisibility: true, delay: 100 });
+    return {
+      get seen() { return seen; },
+      // `el`: what to watch now, or null.
+      watch(el) {
+        if (el === watched) return;
+        seen = null;
+        if (watched) observer.unobserve(watched);
+        watched = el;
+        if (el) observer.observe(el);
+      },
+    };
   };
+  const hudWatch = visibilityWatch();
 
   const setExpanded = (expanded) => {
-    if (expanded !== (toggle.getAttribute('aria-expanded') === 'true')) watchVisibility(expanded);
+    hudWatch.watch(expanded ? host : null);
     panel.classList.toggle('collapsed', !expanded);
     toggle.setAttribute('aria-expanded', String(expanded));
     hooks.dataset.expanded = String(expanded);
@@ -283,22 +294,23 @@
     if (placed.size && placesTimer === null) placesTimer = setInterval(notePlaces, 150);
     else if (!placed.size && placesTimer !== null) { clearInterval(placesTimer); placesTimer = null; }
   };
-  // The host as we style it; anything the page changed there that can hide, shrink, move
-  // or disguise it refuses the press.
-  const hiddenByPage = (button) => {
-    const style = getComputedStyle(host);
+  // One of our hosts as we style it; anything the page changed there that can hide, shrink,
+  // move or disguise it refuses the press.
+  const hiddenByPage = (guarded, button) => {
+    const style = getComputedStyle(guarded);
     if (style.display === 'none' || style.visibility !== 'visible' || Number(style.opacity) < 0.95) return true;
     if (style.position !== 'fixed' || style.clipPath !== 'none' || style.filter !== 'none' || style.mixBlendMode !== 'normal') return true;
     if ([style.transform, style.scale, style.rotate, style.translate].some((v) => v && v !== 'none')) return true;
     if (style.zoom && Number(style.zoom) !== 1) return true;
     return button.checkVisibility?.({ opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true }) === false;
   };
-  // Any HUD press (Auto, Check Herdr, Continue, …): refused when the HUD is not shown as we
-  // style it, when the browser said it is painted over, or, for a pointer press, when our
-  // host is not what is on top at the pointer.
-  const seenWhole = (event) => hudSeen.visible && event.timeStamp - hudSeen.since >= PRESS_SETTLE_MS;
-  const coveredPress = (button, event) => hiddenByPage(button) || (hudSeen !== null && !seenWhole(event)) ||
-    (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== host);
+  // Any press on our UI (Auto, Check Herdr, Continue, the Queue button, …): refused when its
+  // host is not shown as we style it, when the browser said it is painted over, or, for a
+  // pointer press, when the host is not what is on top at the pointer.
+  const seenWhole = (seen, event) => seen.visible && event.timeStamp - seen.since >= PRESS_SETTLE_MS;
+  const coveredPress = (button, event, guarded = host, seen = hudWatch.seen) => hiddenByPage(guarded, button) ||
+    (seen !== null && !seenWhole(seen, event)) ||
+    (event.detail > 0 && document.elementFromPoint(event.clientX, event.clientY) !== guarded);
   const pressRefused = (button, event) => {
     if (event.detail > 1) return 'noticeBridgePressTooSoon';
     const now = performance.now();
@@ -312,7 +324,7 @@
     if (now - record.since < PRESS_SETTLE_MS) return 'noticeBridgePressTooSoon';
     // A card's press also needs the browser to have seen the HUD whole (the card stood
     // still for PRESS_SETTLE_MS, so it has reported).
-    if (coveredPress(button, event) || hudSeen === null) return 'noticeBridgePressHidden';
+    if (coveredPress(button, event) || hudWatch.seen === null) return 'noticeBridgePressHidden';
     return null;
   };
 
@@ -322,6 +334,14 @@
     return Boolean(why);
   };
   const refusedPress = (button, event) => refuse(pressRefused(button, event));
+  // Any press but a card's: true when refused as covered (the HUD says why).
+  const refusedCovered = (button, event, guarded, seen) =>
+    refuse(coveredPress(button, event, guarded, seen) ? 'noticeBridgePressHidden' : null);
+  // The same guard for another host of ours (the Queue button's), with its own watch.
+  const pressGuard = (guarded) => {
+    const watch = visibilityWatch();
+    return { watch: (el) => watch.watch(el), refused: (button, event) => refusedCovered(button, event, guarded, watch.seen) };
+  };
 
   // Copy Prompt: the Handoff package's copy_prompt (the worker's bytes, unchanged) to the
   // clipboard.
@@ -353,7 +373,7 @@
       button.type = 'button';
       button.dataset.action = id;
       onTrusted(button, 'click', (event) => {
-        if (!refuse(coveredPress(button, event) ? 'noticeBridgePressHidden' : null)) presses.get(button)?.(event);
+        if (!refusedCovered(button, event)) presses.get(button)?.(event);
       });
       keptButtons.set(id, button);
     }
@@ -409,5 +429,5 @@
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
   Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, toggleGoal,
-    refusedPress, copyPrompt, setChildren, keptButton, render });
+    refusedPress, pressGuard, copyPrompt, setChildren, keptButton, render });
 })();

@@ -40,6 +40,7 @@
   const queueUi = globalThis[Symbol.for('herdr-continuity.queue-ui')]?.({
     text,
     onTrusted,
+    guard: hc.pressGuard,
     post: (message) => hc.send(message),
     composer: soleComposer,
     composerText,

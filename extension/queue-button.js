@@ -47,10 +47,13 @@
   };
 
   globalThis[KEY] = (deps) => {
-    // deps: { text(key, subs), onTrusted(el, type, fn), post(message),
-    //         composer() → element | null, composerText(el) → string, clearComposer(el) }
+    // deps: { text(key, subs), onTrusted(el, type, fn), guard(host) → press guard,
+    //         post(message), composer() → element | null, composerText(el) → string,
+    //         clearComposer(el) }
     // Every control listens through content-hud.js's `onTrusted` (real input only: a page's
-    // dispatchEvent or el.click() queues and clears nothing).
+    // dispatchEvent or el.click() queues and clears nothing), and a press counts only when
+    // the page has not faded, moved or painted over our host (content-hud.js `pressGuard`;
+    // the HUD says why one was refused).
     const { onTrusted } = deps;
     const host = document.createElement('herdr-continuity-queue');
     const root = host.attachShadow({ mode: 'closed' });
@@ -89,16 +92,31 @@
       const el = deps.composer();
       deps.post({ type: TO_WORKER.queue_add, ...fitted(el ? deps.composerText(el) : '') });
     };
-    const closeConfirm = () => { confirm.hidden = true; button.focus(); };
-    onTrusted(button, 'click', queueNow);
+    // The browser's look at our host: the question while it is open, else the button while
+    // the pointer or keyboard focus is on it, else nothing.
+    const guard = deps.guard(host);
+    let pointed = false;
+    let focused = false;
+    const rewatch = () => guard.watch(!confirm.hidden ? confirm : pointed || focused ? button : null);
+    onTrusted(host, 'pointerenter', () => { pointed = true; rewatch(); });
+    onTrusted(host, 'pointerleave', () => { pointed = false; rewatch(); });
+    onTrusted(host, 'focusin', () => { focused = true; rewatch(); });
+    onTrusted(host, 'focusout', () => { focused = false; rewatch(); });
+    const closeConfirm = () => { confirm.hidden = true; rewatch(); button.focus(); };
+    onTrusted(button, 'click', (event) => { if (!guard.refused(button, event)) queueNow(); });
     onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
       asked = view?.clear ?? null;
       question.textContent = asked ? deps.text(asked, [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
+      rewatch();
       no.focus();
     });
-    onTrusted(yes, 'click', () => { deps.post({ type: TO_WORKER.queue_clear, question: asked }); closeConfirm(); });
+    onTrusted(yes, 'click', (event) => {
+      if (guard.refused(yes, event)) return;
+      deps.post({ type: TO_WORKER.queue_clear, question: asked });
+      closeConfirm();
+    });
     onTrusted(no, 'click', closeConfirm);
     onTrusted(confirm, 'keydown', (event) => { if (event.key === 'Escape') closeConfirm(); });
 

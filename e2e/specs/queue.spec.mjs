@@ -11,7 +11,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, agentCycle, continuityWorld, openAndBind, relaunchBrowser, tabIdOf, turnAutoOn } from '../lib/continuity.mjs';
 import { EXTENSION_ORIGIN } from '../lib/paths.mjs';
-import { HUD_HOST, HudProbe, hudRoot, queueRoot } from '../lib/hud.mjs';
+import { HUD_HOST, HudProbe, coverThePage, hudRoot, queueRoot } from '../lib/hud.mjs';
 import { backendMessages, countMessages, expectExactlyOne } from '../lib/backend.mjs';
 
 const CHAT = CHATS.find((c) => !c.project);
@@ -48,9 +48,9 @@ async function openChat(context, fixture) {
 }
 
 /** The human's message whose reply streams for a while. */
-async function startSlowReply(page, fixture) {
+async function startSlowReply(page, fixture, ms = SLOW_REPLY_MS) {
   const before = fixture.server.length;
-  fixture.streamMs = SLOW_REPLY_MS;
+  fixture.streamMs = ms;
   await type(page, fixture, 'Refactor the parser, please.', { send: true });
   // The backend answered the message with the slow stream (it reads `streamMs` then).
   await expect.poll(() => fixture.server.length, { message: 'the human message reached the backend' }).toBe(before + 1);
@@ -306,6 +306,44 @@ test.describe('the Queue (issue 11)', () => {
     await type(page, fixture, emoji);
     await queueButton(page).click();
     await expect.poll(() => storedQueue(worker), { timeout: 10_000 }).toContain('🙂🙂🙂');
+  });
+
+  test('a real press on the Queue button or its Clear under a page\'s cover does nothing; uncovered it works', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture, 30_000);
+    await queue(page, fixture, 'Keep me.', 1);
+    await type(page, fixture, 'A draft the page wants queued.');
+    // A decoy the page paints over everything, which lets the pointer through to our button.
+    await coverThePage(page);
+    const status = statusLine(page);
+    // The pointer rests on the button first, as a user's does before a press.
+    const { x, y } = await queueButton(page).actionable();
+    await page.mouse.move(x, y);
+    await page.waitForTimeout(400);
+    await queueButton(page).click();
+    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    await queueButton(page).click({ button: 'right' });
+    const yes = queueHost(page).locator('button[data-action="queue_clear_yes"]');
+    await expect(yes).toBeVisible();
+    await page.waitForTimeout(400);
+    await status.evaluate((el) => { el.dataset.key = ''; });
+    await yes.click();
+    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    // The round trip is the checkpoint: the worker has handled anything posted before it.
+    const hud = new HudProbe(page);
+    await hud.expand();
+    await page.evaluate(() => document.getElementById('page-cover').remove());
+    await page.waitForTimeout(1_000);
+    await hud.action('round_trip_test').click();
+    await expect(status).toHaveAttribute('data-key', 'roundTripAnswered', { timeout: 15_000 });
+    await expect(queueHost(page), 'nothing queued or cleared under the cover').toHaveAttribute('data-queue-count', '1');
+    expect(await storedQueue(worker)).not.toContain('A draft');
+    // Uncovered, the question still open: its Yes clears.
+    await yes.click();
+    await expect(queueHost(page), 'cleared').toHaveAttribute('data-queue-count', '0', { timeout: 10_000 });
+    await queueButton(page).click();
+    await expect(queueHost(page), 'and the Queue button queues').toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
   });
 
   test('the queued turn goes before a wake that became due while the reply streamed (Q2, M7)', async ({ sandbox }) => {
