@@ -23,6 +23,16 @@
 //!   reply (a tombstone of the same conversation and message) that has no record reads as
 //!   claimed without an outcome (`interrupted`, never run): a reply read differently later
 //!   still runs nothing twice. Calls of a reply with no results message are kept.
+//! - **Unanswered approval batches** (`bridge_batches`, `bridge_decisions`): a batch with no
+//!   results message of its own (the user never decided every call it asked about, or the
+//!   reply never came back after the last decision), asked and last decided more than
+//!   `bridge_result_days` ago, goes with its decisions. This is safe because a decision only
+//!   ever lets a call run: a replay of the reply finds no decision and asks the user again
+//!   (never runs a mutating call, nor a read with Auto off, on a decision that went), and a
+//!   call claimed before stays in `bridge_calls` (answered from its record, never run
+//!   again). A batch with a results message is left to the rule above (undelivered: kept),
+//!   and so is every call record. A card left open past the limit and pressed then is
+//!   refused (no such batch); the next replay asks again.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
 //!   out; a running or unacknowledged one is kept.
 //! - **Exec idempotency keys** (`exec_runs`, `herdr_exec`): a key replays its first result
@@ -181,6 +191,9 @@ pub struct Reclaimed {
     /// Bridge call records (with their approval batches and decisions) removed behind a
     /// results tombstone.
     pub bridge_calls: u64,
+    /// Approval batches never answered (no results message), with their decisions, removed
+    /// after `bridge_result_days`.
+    pub bridge_batches: u64,
     /// Inbox tasks removed.
     pub inbox_tasks: u64,
     /// `herdr_exec` idempotency keys removed.
@@ -303,8 +316,8 @@ impl Retention {
         // held for the whole reclaim; every batch is again only behind a verified checkpoint.
         let mut total = Reclaimed::default();
         // What only a few reclaims find (superseded checkpoints, call records behind a
-        // tombstone) is looked for first, read-only (WAL: no lock), so a reclaim with none
-        // holds the write lock no longer than the other stores need.
+        // tombstone, unanswered batches) is looked for first, read-only (WAL: no lock), so
+        // a reclaim with none holds the write lock no longer than the other stores need.
         let mut rare = rare_work(&self.conn(), &limits, now_ms)?;
         loop {
             let mut conn = self.conn();
@@ -328,6 +341,7 @@ impl Retention {
             total.work_memory_checkpoints += pass.work_memory_checkpoints;
             total.bridge_results += pass.bridge_results;
             total.bridge_calls += pass.bridge_calls;
+            total.bridge_batches += pass.bridge_batches;
             total.inbox_tasks += pass.inbox_tasks;
             total.exec_runs += pass.exec_runs;
             // The pass that found nothing more to remove counts what is withheld.
@@ -531,6 +545,39 @@ fn reclaim_bridge_calls(conn: &Connection, budget: &mut u64) -> Result<u64> {
     Ok(gone)
 }
 
+/// The approval batches asked, and last decided, before `?1` that have no results message
+/// of their own (see the module doc for why they may go), at most `?2`.
+const UNANSWERED_BATCHES: &str = "SELECT b.batch_id FROM bridge_batches b WHERE b.asked_at < ?1
+      AND NOT EXISTS (SELECT 1 FROM bridge_results r WHERE r.delivery_id = b.batch_id)
+      AND NOT EXISTS (SELECT 1 FROM bridge_decisions d WHERE d.batch_id = b.batch_id AND d.decided_at >= ?1)
+    LIMIT ?2";
+
+/// Unanswered approval batches asked before `cutoff`, each with its decisions (never the
+/// reply's call records); returns how many batches went.
+fn reclaim_unanswered_batches(conn: &Connection, cutoff: i64, budget: &mut u64) -> Result<u64> {
+    let ids: Vec<String> = {
+        let mut statement = conn.prepare(UNANSWERED_BATCHES)?;
+        let rows = statement.query_map(params![cutoff, *budget as i64], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let mut gone = 0;
+    for id in ids {
+        // A batch and its decisions go together: a batch never goes without its decisions.
+        let decisions: i64 = conn.query_row("SELECT count(*) FROM bridge_decisions WHERE batch_id = ?1", params![id], |r| r.get(0))?;
+        let rows = decisions.unsigned_abs() + 1;
+        if rows > *budget {
+            // The rest goes in the next transaction (a spent budget says there is more).
+            *budget = 0;
+            break;
+        }
+        conn.execute("DELETE FROM bridge_decisions WHERE batch_id = ?1", params![id])?;
+        conn.execute("DELETE FROM bridge_batches WHERE batch_id = ?1", params![id])?;
+        *budget -= rows;
+        gone += 1;
+    }
+    Ok(gone)
+}
+
 /// Deletes the oldest `limit` rows of `chain` in `table` (`wm_turns` / `wm_evidence`) below
 /// `anchor`, and their search rows by rowid (never a scan of `wm_fts`); returns how many.
 fn delete_oldest(conn: &Connection, table: &str, source: FtsSource, chain: &str, anchor: i64, limit: u64) -> Result<u64> {
@@ -556,8 +603,19 @@ fn delete_search_rows(conn: &Connection, source: FtsSource, row: Option<i64>) ->
     Ok(())
 }
 
-/// Which rare parts of a reclaim have work: `(checkpoints, bridge call records)`.
-fn rare_work(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<(bool, bool)> {
+/// Which rare parts of a reclaim have work.
+#[derive(Debug, Clone, Copy)]
+struct Rare {
+    /// Superseded checkpoints over the limit.
+    checkpoints: bool,
+    /// Call records behind a results tombstone.
+    calls: bool,
+    /// Unanswered approval batches past the limit.
+    batches: bool,
+}
+
+/// Looks (read-only) for which rare parts of a reclaim have work.
+fn rare_work(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<Rare> {
     let found =
         |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<bool> { Ok(conn.query_row(sql, params, |_| Ok(())).optional()?.is_some()) };
     let checkpoints = table_exists(conn, "wm_checkpoints")?
@@ -572,10 +630,14 @@ fn rare_work(conn: &Connection, limits: &Limits, now_ms: i64) -> Result<(bool, b
                  OR EXISTS (SELECT 1 FROM bridge_batches b WHERE b.batch_id = r.delivery_id)) LIMIT 1",
             &[&cutoff],
         )?;
-    Ok((checkpoints, calls))
+    let batches = table_exists(conn, "bridge_results")?
+        && table_exists(conn, "bridge_batches")?
+        && table_exists(conn, "bridge_decisions")?
+        && found(UNANSWERED_BATCHES, &[&cutoff, &1])?;
+    Ok(Rare { checkpoints, calls, batches })
 }
 
-fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, rare: (bool, bool)) -> Result<Reclaimed> {
+fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, rare: Rare) -> Result<Reclaimed> {
     let mut out = Reclaimed::default();
     if table_exists(conn, "wm_turns")? {
         for (chain, count) in over_limit(conn, "wm_turns", limits.work_memory_turns)? {
@@ -605,7 +667,7 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
             }
         }
     }
-    if rare.0 {
+    if rare.checkpoints {
         out.work_memory_checkpoints = reclaim_checkpoints(conn, budget)?;
     }
     if table_exists(conn, "journal_turns")? {
@@ -656,8 +718,11 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
             params![cutoff, *budget as i64],
         )? as u64;
         *budget -= out.bridge_results;
-        if rare.1 {
+        if rare.calls {
             out.bridge_calls = reclaim_bridge_calls(conn, budget)?;
+        }
+        if rare.batches {
+            out.bridge_batches = reclaim_unanswered_batches(conn, cutoff, budget)?;
         }
     }
     if table_exists(conn, "inbox_tasks")? {

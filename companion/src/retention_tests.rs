@@ -90,3 +90,69 @@ fn a_reclaim_deletes_search_rows_by_rowid_whatever_the_size_of_the_index() {
     assert_eq!(indexed, 100);
     assert!(large < small * 2, "the reclaim scanned the search index: {large} steps next to 20 000 rows, {small} without");
 }
+
+/// An approval batch of two calls in chat `c` for reply `message`, asked at `asked_at`.
+fn asked_batch(bridge: &mut crate::bridge::store::BridgeStore, batch_id: &str, message: &str, asked_at: i64) {
+    let batch = crate::bridge::store::AskedBatch {
+        conversation: "zai:c".to_owned(),
+        message: message.to_owned(),
+        calls: 2,
+        decidable: vec![0, 1],
+        pending: vec![0, 1],
+        hashes: vec!["00000000000000a1".to_owned(), "00000000000000a2".to_owned()],
+    };
+    bridge.ask(batch_id, &batch, asked_at).expect("ask");
+}
+
+/// Leftovers (failed before): a batch the chat asked about and the user never finished
+/// (no Run or Skip on every call, so no results message) was kept forever, with its
+/// decisions. Now one asked (and last decided) more than `bridge_result_days` ago goes with
+/// its decisions; a fresh one, one decided lately and one with a results message stay, and
+/// the reply's claimed calls stay whatever happens to its batch.
+#[test]
+fn an_old_batch_the_user_never_answered_goes_and_a_fresh_or_answered_one_stays() {
+    use continuity_protocol::BridgeDecision;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut bridge = crate::bridge::store::BridgeStore::open(&path).expect("bridge");
+    let retention = Retention::open(&path).expect("retention");
+    let old = NOW - 40 * DAY_MS;
+    // Asked long ago, one call decided then, the other never: no results message.
+    asked_batch(&mut bridge, "b-old", "m-old", old);
+    bridge.decide("b-old", 0, BridgeDecision::Run, old).expect("decide");
+    let claimed = crate::bridge::machine::CallKey {
+        conversation: "zai:c".to_owned(),
+        message: "m-old".to_owned(),
+        index: 0,
+        hash: "00000000000000a1".to_owned(),
+    };
+    assert!(bridge.claim(&claimed, "herdr_inspect", old).expect("claim"));
+    // Asked yesterday.
+    asked_batch(&mut bridge, "b-fresh", "m-fresh", NOW - DAY_MS);
+    // Asked long ago, a call decided yesterday (the card stayed open).
+    asked_batch(&mut bridge, "b-decided-lately", "m-lately", old);
+    bridge.decide("b-decided-lately", 0, BridgeDecision::Skip, NOW - DAY_MS).expect("decide");
+    // Asked long ago and answered: its results message is not delivered yet.
+    asked_batch(&mut bridge, "b-undelivered", "m-undelivered", old);
+    bridge.decide("b-undelivered", 0, BridgeDecision::Run, old).expect("decide");
+    let results = crate::bridge::store::StoredResults {
+        delivery_id: "b-undelivered".to_owned(),
+        text: "HERDR_TOOL_RESULTS".to_owned(),
+        calls: 2,
+        delivered: false,
+    };
+    bridge.store_results("zai:c", "m-undelivered", &results, old).expect("results");
+
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!(reclaimed, Reclaimed { bridge_batches: 1, ..Reclaimed::default() });
+    let conn = retention.conn();
+    let ids = |table: &str| -> Vec<String> {
+        let mut statement = conn.prepare(&format!("SELECT DISTINCT batch_id FROM {table} ORDER BY batch_id")).expect("prepare");
+        let rows = statement.query_map([], |r| r.get(0)).expect("query");
+        rows.collect::<rusqlite::Result<Vec<String>>>().expect("rows")
+    };
+    assert_eq!(ids("bridge_batches"), ["b-decided-lately", "b-fresh", "b-undelivered"], "{reclaimed:?}");
+    assert_eq!(ids("bridge_decisions"), ["b-decided-lately", "b-undelivered"], "the old batch's decisions go with it");
+    let calls: i64 = conn.query_row("SELECT count(*) FROM bridge_calls", [], |r| r.get(0)).expect("count");
+    assert_eq!(calls, 1, "a claimed call stays: it never runs again");
+}

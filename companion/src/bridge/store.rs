@@ -11,8 +11,9 @@
 //! behind its reply's results tombstone, after which a call of that reply without a row reads
 //! as claimed (interrupted), so nothing of it runs again; a results message, once
 //! stored for a reply and its calls, is the answer to every replay of that reply; a
-//! decision, once stored, never changes; a round is counted exactly when a results message
-//! is first stored (in the same transaction).
+//! decision, once stored, never changes (retention may drop it with its batch, one never
+//! answered for `bridge_result_days`: its reply then asks the user again); a round is
+//! counted exactly when a results message is first stored (in the same transaction).
 
 use std::path::Path;
 

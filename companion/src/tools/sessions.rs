@@ -13,8 +13,9 @@
 //!   On Linux a session's leader also dies with the runtime (`PR_SET_PDEATHSIG`).
 //! - A session belongs to its caller (`owner`: `mcp` or `bridge:<ref>`): another caller
 //!   reading or killing it is told there is no such session.
-//! - At most [`MAX_RUNNING_SESSIONS`] run at once; kill sends SIGTERM to the group, then
-//!   SIGKILL after [`KILL_GRACE`].
+//! - At most [`MAX_RUNNING_SESSIONS`] run at once, also when starts come at the same moment
+//!   (a start holds its place from the check until its session runs or fails); kill sends
+//!   SIGTERM to the group, then SIGKILL after [`KILL_GRACE`].
 //! - Memory is bounded: only the newest [`MAX_FINISHED_KEPT`] finished sessions keep their
 //!   output; an older one answers from its row. Finished rows past the newest 500 go.
 
@@ -98,6 +99,35 @@ pub struct ExecSessions {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The ids of the finished sessions still in `live`, oldest first.
     finished: Mutex<VecDeque<String>>,
+    /// Starts that passed the cap and are not in `live` yet (their row is being stored,
+    /// their process spawned). Locked before `live` wherever both are.
+    starting: Mutex<usize>,
+}
+
+/// A start's place under the cap until its session is in `live`; dropped before that (the
+/// start failed, or its task ended), it frees the place.
+struct Slot {
+    sessions: Arc<ExecSessions>,
+    filled: bool,
+}
+
+impl Slot {
+    /// The session runs: it goes into `live` (counted there from now) and the place is
+    /// given back, under one lock, so it is never counted twice nor not at all.
+    fn fill(mut self, id: String, live: Arc<Live>) {
+        let mut starting = lock(&self.sessions.starting);
+        lock(&self.sessions.live).insert(id, live);
+        *starting -= 1;
+        self.filled = true;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.filled {
+            *lock(&self.sessions.starting) -= 1;
+        }
+    }
 }
 
 /// Why a session call failed (`bad_request`-like refusals, and not found).
@@ -153,27 +183,45 @@ impl ExecSessions {
         conn.execute("UPDATE exec_sessions SET state = 'interrupted' WHERE state = 'running' AND boot_id != ?1", params![boot_id])?;
         conn.execute(KEEP_NEWEST_ROWS, params![MAX_SESSION_ROWS])?;
         drop(conn);
-        Ok(Self { conn: shared, boot_id: boot_id.to_owned(), live: Mutex::new(HashMap::new()), finished: Mutex::default() })
+        Ok(Self {
+            conn: shared,
+            boot_id: boot_id.to_owned(),
+            live: Mutex::new(HashMap::new()),
+            finished: Mutex::default(),
+            starting: Mutex::new(0),
+        })
     }
 
     fn running(&self) -> usize {
         lock(&self.live).values().filter(|l| lock(&l.end).is_none()).count()
     }
 
+    /// A place under the cap for one start, or `None` when [`MAX_RUNNING_SESSIONS`] run or
+    /// are starting. The check and the count are one step: starts made at once cannot all
+    /// pass it (the session only counts as running once it is in `live`, after awaits).
+    fn reserve(self: &Arc<Self>) -> Option<Slot> {
+        let mut starting = lock(&self.starting);
+        if self.running() + *starting >= MAX_RUNNING_SESSIONS {
+            return None;
+        }
+        *starting += 1;
+        Some(Slot { sessions: self.clone(), filled: false })
+    }
+
     /// Starts `argv` in `cwd` for `owner`; its session id.
     pub async fn start(self: &Arc<Self>, owner: &str, argv: &[String], cwd: &Path, now: i64) -> Result<Value, SessionError> {
-        if self.running() >= MAX_RUNNING_SESSIONS {
+        let Some(slot) = self.reserve() else {
             return Err(SessionError::Refused(format!(
                 "herdr_exec_start: {MAX_RUNNING_SESSIONS} sessions run already; herdr_exec_kill one that is no longer needed"
             )));
-        }
+        };
         let id = format!("xs-{}", &crate::db::random_hex_128().map_err(|e| SessionError::Store(DbError::Random(e)))?[..16]);
-        let (this, owner, argv, cwd) = (self.clone(), owner.to_owned(), argv.to_vec(), cwd.to_path_buf());
+        let (owner, argv, cwd) = (owner.to_owned(), argv.to_vec(), cwd.to_path_buf());
         // Everything from the row to the end of the process runs in its own task: a caller
         // that goes away (the request future dropped) cannot leave a started group without
         // its waiter, nor a live entry that never ends (it would hold a slot until restart).
         let (answer, reply) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move { this.run(id, owner, argv, cwd, now, answer).await });
+        tokio::spawn(Self::run(slot, id, owner, argv, cwd, now, answer));
         reply.await.unwrap_or_else(|_| {
             Err(SessionError::Refused("herdr_exec_start: the session task ended before it answered; start it again".to_owned()))
         })
@@ -181,8 +229,10 @@ impl ExecSessions {
 
     /// [`Self::start`]'s task: the row, the spawn, the recorded group, then the wait. The
     /// first answer goes to `answer`; the task runs on whether or not anyone hears it.
+    /// `slot` holds the session's place under the cap until it is in `live` (and the
+    /// sessions it belongs to).
     async fn run(
-        self: Arc<Self>,
+        slot: Slot,
         id: String,
         owner: String,
         argv: Vec<String>,
@@ -190,11 +240,12 @@ impl ExecSessions {
         now: i64,
         answer: tokio::sync::oneshot::Sender<Result<Value, SessionError>>,
     ) {
+        let this = slot.sessions.clone();
         let shown_command = serde_json::to_string(&argv).unwrap_or_default();
         let cwd_text = cwd.display().to_string();
         {
             let (conn, row) =
-                (self.conn.clone(), (id.clone(), self.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.clone()));
+                (this.conn.clone(), (id.clone(), this.boot_id.clone(), cwd_text.clone(), shown_command.clone(), owner.clone()));
             let inserted = off_worker(move || -> Result<(), DbError> {
                 lock(&conn).execute(
                     "INSERT INTO exec_sessions (id, owner, boot_id, cwd, command, started_at, state) VALUES (?1, ?6, ?2, ?3, ?4, ?5, 'running')",
@@ -204,6 +255,7 @@ impl ExecSessions {
             })
             .await;
             if let Err(e) = inserted {
+                drop(slot);
                 let _ = answer.send(Err(SessionError::Store(e)));
                 return;
             }
@@ -211,7 +263,8 @@ impl ExecSessions {
         let mut child = match command(&argv, &cwd).env(super::procs::SESSION_ENV, &id).spawn() {
             Ok(child) => child,
             Err(e) => {
-                let _ = self.finish(&id, "failed", None).await;
+                let _ = this.finish(&id, "failed", None).await;
+                drop(slot);
                 let _ = answer.send(Err(SessionError::Refused(format!(
                     "herdr_exec_start: {} could not be started ({e}); check the program name (no shell runs unless you send [\"sh\",\"-c\",\"…\"])",
                     argv[0]
@@ -227,9 +280,9 @@ impl ExecSessions {
             end: Mutex::new(None),
             killed: std::sync::atomic::AtomicBool::new(false),
         });
-        lock(&self.live).insert(id.clone(), live.clone());
+        slot.fill(id.clone(), live.clone());
         {
-            let (conn, row, pgid) = (self.conn.clone(), id.clone(), live.pgid);
+            let (conn, row, pgid) = (this.conn.clone(), id.clone(), live.pgid);
             let identity = super::procs::start_identity(pgid);
             // Unrecorded, a crash would leave the group to its death signal alone: the
             // session is not started then (the group is killed, its entry and row end).
@@ -244,8 +297,8 @@ impl ExecSessions {
                 kill_group(live.pgid, libc::SIGKILL);
                 let _ = child.wait().await;
                 *lock(&live.end) = Some(("failed", None));
-                lock(&self.live).remove(&id);
-                let _ = self.finish(&id, "failed", None).await;
+                lock(&this.live).remove(&id);
+                let _ = this.finish(&id, "failed", None).await;
                 let _ = answer.send(Err(SessionError::Store(e)));
                 return;
             }
@@ -262,8 +315,8 @@ impl ExecSessions {
         let code = status.and_then(|s| s.code());
         let state = if live.killed.load(std::sync::atomic::Ordering::SeqCst) { "killed" } else { "exited" };
         *lock(&live.end) = Some((state, code));
-        let _ = self.finish(&id, state, code).await;
-        self.keep_finished(id);
+        let _ = this.finish(&id, state, code).await;
+        this.keep_finished(id);
     }
 
     /// Keeps the output of the newest [`MAX_FINISHED_KEPT`] finished sessions, `id` the
@@ -475,6 +528,32 @@ mod tests {
         assert_eq!((oldest["state"].clone(), oldest["exit_code"].clone(), oldest["data"].clone()), (json!("exited"), json!(0), json!("")));
         expect_test::expect!["Its output is no longer kept: the runtime keeps the output of the last 32 finished sessions. Start it again if it is still needed."]
             .assert_eq(oldest["note"].as_str().unwrap_or_default());
+    }
+
+    /// The cap was checked before the session's row was stored (an await) and the session
+    /// counted only once it ran, so starts made at the same moment all passed the check and
+    /// more than [`MAX_RUNNING_SESSIONS`] ran. Now a start holds its slot from the check on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_starts_never_run_more_than_the_cap() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sessions = Arc::new(ExecSessions::open(&dir.path().join("state.db"), "boot1").expect("open"));
+        let argv: Vec<String> = ["sleep", "30"].iter().map(|s| (*s).to_owned()).collect();
+        let starts = (0..MAX_RUNNING_SESSIONS + 4).map(|n| {
+            let (sessions, argv, cwd) = (sessions.clone(), argv.clone(), dir.path().to_path_buf());
+            tokio::spawn(async move { sessions.start("mcp", &argv, &cwd, i64::try_from(n).unwrap_or(0)).await })
+        });
+        let answers: Vec<_> = futures::future::join_all(starts).await.into_iter().map(|a| a.expect("start task")).collect();
+        let started: Vec<String> =
+            answers.iter().filter_map(|a| a.as_ref().ok()).map(|v| v["session_id"].as_str().expect("id").to_owned()).collect();
+        let refused = answers.iter().filter(|a| matches!(a, Err(SessionError::Refused(_)))).count();
+        let running = sessions.running();
+        for id in &started {
+            sessions.kill("mcp", id).await.expect("kill");
+        }
+        assert_eq!((started.len(), refused, running), (MAX_RUNNING_SESSIONS, 4, MAX_RUNNING_SESSIONS));
+        // A slot freed by a kill is free again.
+        let again = sessions.start("mcp", &argv, dir.path(), 99).await.expect("start after the kills");
+        sessions.kill("mcp", again["session_id"].as_str().expect("id")).await.expect("kill");
     }
 
     #[tokio::test]

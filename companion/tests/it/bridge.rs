@@ -1122,6 +1122,54 @@ fn call_records_go_behind_an_aged_tombstone_and_a_replay_still_runs_nothing_twic
     assert_eq!(retention.reclaim(41 * DAY).expect("again").bridge_calls, 0, "nothing more to reclaim");
 }
 
+// Leftovers: an approval batch the user never finished (no results message) was kept
+// forever. Retention now drops it, with its decisions, once it was asked and last decided
+// more than `bridge_result_days` ago. A replay of its reply then asks again: a decision that
+// went is never taken as a Run, and a call claimed before (a runtime that stopped while it
+// ran) stays claimed and never runs again. Failed before: the batch stayed, so the replay
+// ran call 2 on its month-old decision.
+#[test]
+fn a_replay_after_its_unfinished_batch_was_reclaimed_asks_again_and_runs_nothing_twice() {
+    use companion::bridge::machine::CallKey;
+    use companion::bridge::store::BridgeStore;
+    use companion::retention::{Limits, Retention};
+    const DAY: i64 = 24 * 3600 * 1000;
+    let (rt, _dir, db) = fresh();
+    let bridge = BridgeService::open(&db).expect("state.db opens");
+    let retention = Retention::open(&db).expect("retention");
+    retention.set_limits(&Limits { journal_turns: 100, work_memory_turns: 100, bridge_result_days: 30, inbox_days: 30 }).expect("limits");
+    let tools = CountingTools::default();
+    let prompt = "{\"tool\":\"herdr_prompt\",\"args\":{\"target\":\"w1:p1\",\"text\":\"go\"}}";
+    let request = req("zai:c1", "m1", &format!("{SEND_KEYS}\n{prompt}"), true);
+    let asked = rt.block_on(bridge.reply(&tools, &request, 1)).expect("the store answers");
+    assert_eq!((asked.state, asked.pending.len()), (BridgeState::Approval, 2));
+    let batch = asked.batch_id.expect("the batch id");
+    for call in [1, 2] {
+        rt.block_on(bridge.decide("zai:c1", &batch, call, BridgeDecision::Run, 1)).expect("the decision is taken");
+    }
+    // The runtime stopped after it claimed call 1 and before the results were stored.
+    let mut store = BridgeStore::open(&db).expect("the store opens");
+    let hash = store.asked(&batch).expect("read").expect("the batch").hashes[0].clone();
+    let key = CallKey { conversation: "zai:c1".to_owned(), message: "m1".to_owned(), index: 0, hash };
+    assert!(store.claim(&key, "herdr_call", 1).expect("claim"));
+
+    let count = |sql: &str| -> i64 { rusqlite::Connection::open(&db).expect("open").query_row(sql, [], |r| r.get(0)).expect("count") };
+    retention.reclaim(40 * DAY).expect("reclaim");
+    assert_eq!(count("SELECT count(*) FROM bridge_batches") + count("SELECT count(*) FROM bridge_decisions"), 0);
+    assert_eq!(count("SELECT count(*) FROM bridge_calls"), 1, "the claim stays");
+
+    // The same reply again: call 2's Run went with its batch, so it is asked again; call 1
+    // is claimed, so it is not asked and never runs.
+    let replay = rt.block_on(bridge.reply(&tools, &request, 41 * DAY)).expect("the store answers");
+    assert_eq!(tools.total(), 0, "nothing runs on a decision that was reclaimed");
+    assert_eq!((replay.state, replay.pending.iter().map(|p| p.call).collect::<Vec<_>>()), (BridgeState::Approval, vec![2]));
+    rt.block_on(bridge.decide("zai:c1", &batch, 2, BridgeDecision::Run, 41 * DAY)).expect("the decision is taken");
+    let results = rt.block_on(bridge.reply(&tools, &request, 41 * DAY)).expect("the store answers");
+    let text = results.results.expect("a results message").text;
+    assert_eq!(tools.total(), 1, "call 2 ran once, call 1 never: {text}");
+    assert_eq!(text.matches("\"error\":\"interrupted\"").count(), 1, "{text}");
+}
+
 /// Holds every `herdr_inspect` of chat `zai:slow` until released; answers the rest at once.
 struct HeldTools {
     release: tokio::sync::Notify,

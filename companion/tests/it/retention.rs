@@ -124,6 +124,7 @@ fn reclaims_only_behind_a_verified_checkpoint_and_ages_out_finished_rows() {
             work_memory_checkpoints: 0,
             bridge_results: 1,
             bridge_calls: 0,
+            bridge_batches: 0,
             inbox_tasks: 1,
             exec_runs: 0,
             withheld: 120
