@@ -136,20 +136,24 @@
   // `pointer-events: none`, which elementFromPoint skips; a top-layer popover), or an
   // opacity, transform or filter on it or above it, makes it not visible. Watched only while
   // a press may come (the HUD: while its panel, where every button but the pill is, is open;
-  // the Queue button: while the pointer or focus is on it), since the occlusion test runs in
-  // the browser's rendering every 100 ms while watched. `seen` is `null` until the first
-  // report, ~100 ms after `watch`. `since`: when it became visible again after it was seen
-  // covered (a page that lifts its cover as the pointer comes, or at the press, is read
-  // within 100 ms: a press counts only once it has been seen whole for PRESS_SETTLE_MS), or
-  // -Infinity when the watch's first report found it whole.
-  const visibilityWatch = () => {
+  // the Queue button: while it is shown; its Clear question: while open), since the
+  // occlusion test runs in the browser's rendering every 100 ms while watched. `seen` is
+  // `null` until the first report, ~100 ms after `watch`. `since`: when it became visible
+  // again after it was seen covered (a page that lifts its cover as the pointer comes, or at
+  // the press, is read within 100 ms: a press counts only once it has been seen whole for
+  // PRESS_SETTLE_MS), or -Infinity when the watch's first report found it whole. A report
+  // about an element no longer watched (queued before `watch` changed) is dropped.
+  // `report(seen)`: told of each change.
+  const visibilityWatch = (report = () => {}) => {
     let seen = null; // { visible, since }
     let watched = null;
     const observer = new IntersectionObserver((entries) => {
-      const entry = entries[entries.length - 1];
+      const entry = entries.findLast((one) => one.target === watched);
+      if (!entry) return;
       const visible = entry.isIntersecting && entry.isVisible === true;
       const since = seen === null ? -Infinity : seen.visible ? seen.since : entry.time;
       seen = { visible, since: visible ? since : null };
+      report(seen);
     }, { trackVisibility: true, delay: 100 });
     return {
       get seen() { return seen; },
@@ -157,6 +161,7 @@
       watch(el) {
         if (el === watched) return;
         seen = null;
+        report(seen);
         if (watched) observer.unobserve(watched);
         watched = el;
         if (el) observer.observe(el);
@@ -337,10 +342,18 @@
   // Any press but a card's: true when refused as covered (the HUD says why).
   const refusedCovered = (button, event, guarded, seen) =>
     refuse(coveredPress(button, event, guarded, seen) ? 'noticeBridgePressHidden' : null);
-  // The same guard for another host of ours (the Queue button's), with its own watch.
-  const pressGuard = (guarded) => {
-    const watch = visibilityWatch();
-    return { watch: (el) => watch.watch(el), refused: (button, event) => refusedCovered(button, event, guarded, watch.seen) };
+  // The same guard for another element of ours (the Queue button, its Clear question) in
+  // `guarded`, its host, with its own watch of `el`. It fails closed: a press before the
+  // browser's first report on `el` is refused too (the watch does not depend on any event
+  // the page could keep from us).
+  // `el`'s `data-seen-since` (inside our closed root, so for tests only) says since when it
+  // has been seen whole ("" while not).
+  const pressGuard = (guarded, el) => {
+    const watch = visibilityWatch((seen) => { el.dataset.seenSince = seen?.visible ? String(seen.since) : ''; });
+    return {
+      watch: (on) => watch.watch(on ? el : null),
+      refused: (button, event) => refusedCovered(button, event, guarded, watch.seen ?? { visible: false, since: null }),
+    };
   };
 
   // Copy Prompt: the Handoff package's copy_prompt (the worker's bytes, unchanged) to the

@@ -29,6 +29,7 @@
       "queue_items": 20,
       "queue_max_age_days": 7,
       "queue_merged_chars": 24000,
+      "queue_text_chars": 25000,
       "rate_report_gap_ms": 10000,
       "runtime_list_items": 256,
       "selector_chars": 256,

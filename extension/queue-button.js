@@ -36,10 +36,12 @@
     .confirm p { margin: 0 0 6px; }
     .confirm button { margin-right: 6px; border-radius: 6px; box-shadow: none; }`;
 
-  // A composer text longer than a queue can hold goes as its first CUT characters and its
-  // whole length: the worker refuses it naming that length, and the message stays under
-  // its cap (ext-core limits MAX_QUEUE_TEXT_CHARS). Characters, as the queue counts them.
-  const CUT = globalThis.herdrContracts.caps.queue_merged_chars + 1;
+  // A composer text longer than a page message may carry goes as its first CUT characters
+  // and its whole length: the worker refuses it naming that length, and the message stays
+  // under its cap (ext-core limits MAX_QUEUE_TEXT_CHARS, above the queue's own limit, so
+  // every text the queue could take after trimming goes whole and the queue decides).
+  // Characters, as the worker counts them.
+  const CUT = globalThis.herdrContracts.caps.queue_text_chars;
   const fitted = (text) => {
     if (text.length <= CUT) return { text };
     const chars = Array.from(text);
@@ -47,9 +49,9 @@
   };
 
   globalThis[KEY] = (deps) => {
-    // deps: { text(key, subs), onTrusted(el, type, fn), guard(host) → press guard,
-    //         post(message), composer() → element | null, composerText(el) → string,
-    //         clearComposer(el) }
+    // deps: { text(key, subs), onTrusted(el, type, fn), guard(host, el) → press guard,
+    //         hud (the HUD's host, kept clear of), post(message), composer() → element | null,
+    //         composerText(el) → string, clearComposer(el) }
     // Every control listens through content-hud.js's `onTrusted` (real input only: a page's
     // dispatchEvent or el.click() queues and clears nothing), and a press counts only when
     // the page has not faded, moved or painted over our host (content-hud.js `pressGuard`;
@@ -92,28 +94,23 @@
       const el = deps.composer();
       deps.post({ type: TO_WORKER.queue_add, ...fitted(el ? deps.composerText(el) : '') });
     };
-    // The browser's look at our host: the question while it is open, else the button while
-    // the pointer or keyboard focus is on it, else nothing.
-    const guard = deps.guard(host);
-    let pointed = false;
-    let focused = false;
-    const rewatch = () => guard.watch(!confirm.hidden ? confirm : pointed || focused ? button : null);
-    onTrusted(host, 'pointerenter', () => { pointed = true; rewatch(); });
-    onTrusted(host, 'pointerleave', () => { pointed = false; rewatch(); });
-    onTrusted(host, 'focusin', () => { focused = true; rewatch(); });
-    onTrusted(host, 'focusout', () => { focused = false; rewatch(); });
-    const closeConfirm = () => { confirm.hidden = true; rewatch(); button.focus(); };
-    onTrusted(button, 'click', (event) => { if (!guard.refused(button, event)) queueNow(); });
+    // The browser's look at the button, always (one small element), and at the question
+    // while it is open; each press is judged by its own element's.
+    const buttonGuard = deps.guard(host, button);
+    const confirmGuard = deps.guard(host, confirm);
+    buttonGuard.watch(true);
+    const closeConfirm = () => { confirm.hidden = true; confirmGuard.watch(false); button.focus(); };
+    onTrusted(button, 'click', (event) => { if (!buttonGuard.refused(button, event)) queueNow(); });
     onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
       asked = view?.clear ?? null;
       question.textContent = asked ? deps.text(asked, [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
-      rewatch();
+      confirmGuard.watch(true);
       no.focus();
     });
     onTrusted(yes, 'click', (event) => {
-      if (guard.refused(yes, event)) return;
+      if (confirmGuard.refused(yes, event)) return;
       deps.post({ type: TO_WORKER.queue_clear, question: asked });
       closeConfirm();
     });
@@ -133,8 +130,21 @@
       host.style.top = `${Math.max(8, box.top - 30)}px`;
       host.setAttribute('data-placed', '');
       placedFor = el;
+      clearOfHud();
+    };
+    // Never under our own HUD: the user could not see the button whole, and the browser
+    // counts the HUD as covering it (its presses would be refused). Beside it instead,
+    // looked at again whenever the HUD changes size (opened, closed, a longer view).
+    const clearOfHud = () => {
+      const hud = deps.hud?.getBoundingClientRect();
+      if (!hud || hud.width === 0) return;
+      const mine = host.getBoundingClientRect();
+      if (mine.left < hud.right && mine.right > hud.left && mine.top < hud.bottom && mine.bottom > hud.top) {
+        host.style.right = `${window.innerWidth - hud.left + 8}px`;
+      }
     };
     window.addEventListener('resize', place, { passive: true });
+    if (deps.hud) new ResizeObserver(() => { if (host.hasAttribute('data-placed')) place(); }).observe(deps.hud);
 
     return {
       // The worker's queue view (ContinuityView.queue), or null off a conversation.

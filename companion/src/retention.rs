@@ -26,13 +26,15 @@
 //! - **Unanswered approval batches** (`bridge_batches`, `bridge_decisions`): a batch with no
 //!   results message of its own (the user never decided every call it asked about, or the
 //!   reply never came back after the last decision), asked and last decided more than
-//!   `bridge_result_days` ago, goes with its decisions. This is safe because a decision only
-//!   ever lets a call run: a replay of the reply finds no decision and asks the user again
-//!   (never runs a mutating call, nor a read with Auto off, on a decision that went), and a
-//!   call claimed before stays in `bridge_calls` (answered from its record, never run
-//!   again). A batch with a results message is left to the rule above (undelivered: kept),
-//!   and so is every call record. A card left open past the limit and pressed then is
-//!   refused (no such batch); the next replay asks again.
+//!   `bridge_result_days` ago, goes with its decisions. A Run that went only lets a replay
+//!   ask the user again (never runs a mutating call, nor a read with Auto off, on a decision
+//!   that went); a Skip is kept as its call's record in `bridge_calls` (skipped, as its
+//!   results would say), which a replay reads before any decision, so a skipped call never
+//!   runs, not even a read with Auto on. A call claimed before stays in `bridge_calls`
+//!   (answered from its record, never run again). A batch with a results message is left
+//!   to the rule above (undelivered: kept), and so is every call record. A card left open
+//!   past the limit and pressed then is refused (no such batch, and a press racing the
+//!   reclaim stores no decision); the next replay asks again.
 //! - **Inbox** (`inbox_tasks`): a task *acknowledged* more than `inbox_days` ago is aged
 //!   out; a running or unacknowledged one is kept.
 //! - **Exec idempotency keys** (`exec_runs`, `herdr_exec`): a key replays its first result
@@ -552,9 +554,19 @@ const UNANSWERED_BATCHES: &str = "SELECT b.batch_id FROM bridge_batches b WHERE 
       AND NOT EXISTS (SELECT 1 FROM bridge_decisions d WHERE d.batch_id = b.batch_id AND d.decided_at >= ?1)
     LIMIT ?2";
 
-/// Unanswered approval batches asked before `cutoff`, each with its decisions (never the
-/// reply's call records); returns how many batches went.
-fn reclaim_unanswered_batches(conn: &Connection, cutoff: i64, budget: &mut u64) -> Result<u64> {
+/// Each Skip of batch `?1` as its call's record (outcome `failed`, code `skipped`, as a
+/// skipped call is answered), unless the call has one: a replay reads the record before any
+/// decision, so a skipped call never runs once its batch is gone.
+const SKIPS_AS_RECORDS: &str =
+    "INSERT OR IGNORE INTO bridge_calls (conversation, message, call_index, call_hash, tool, claimed_at, outcome_kind, outcome)
+    SELECT b.conversation, b.message, d.call_index, json_extract(b.hashes, '$[' || d.call_index || ']'), '', ?2, 'failed', ?3
+      FROM bridge_batches b JOIN bridge_decisions d ON d.batch_id = b.batch_id
+     WHERE b.batch_id = ?1 AND d.decision = 'skip' AND json_valid(b.hashes)
+       AND json_type(b.hashes, '$[' || d.call_index || ']') = 'text'";
+
+/// Unanswered approval batches asked before `cutoff`, each with its decisions (a Skip kept
+/// as its call's record; never the reply's other call records); returns how many batches went.
+fn reclaim_unanswered_batches(conn: &Connection, cutoff: i64, now_ms: i64, budget: &mut u64) -> Result<u64> {
     let ids: Vec<String> = {
         let mut statement = conn.prepare(UNANSWERED_BATCHES)?;
         let rows = statement.query_map(params![cutoff, *budget as i64], |r| r.get(0))?;
@@ -570,6 +582,8 @@ fn reclaim_unanswered_batches(conn: &Connection, cutoff: i64, budget: &mut u64) 
             *budget = 0;
             break;
         }
+        let skipped = json!({"code": "skipped", "message": "the user skipped this call"}).to_string();
+        conn.execute(SKIPS_AS_RECORDS, params![id, now_ms, skipped])?;
         conn.execute("DELETE FROM bridge_decisions WHERE batch_id = ?1", params![id])?;
         conn.execute("DELETE FROM bridge_batches WHERE batch_id = ?1", params![id])?;
         *budget -= rows;
@@ -722,7 +736,7 @@ fn reclaim(conn: &Connection, limits: &Limits, now_ms: i64, budget: &mut u64, ra
             out.bridge_calls = reclaim_bridge_calls(conn, budget)?;
         }
         if rare.batches {
-            out.bridge_batches = reclaim_unanswered_batches(conn, cutoff, budget)?;
+            out.bridge_batches = reclaim_unanswered_batches(conn, cutoff, now_ms, budget)?;
         }
     }
     if table_exists(conn, "inbox_tasks")? {

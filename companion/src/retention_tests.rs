@@ -156,3 +156,34 @@ fn an_old_batch_the_user_never_answered_goes_and_a_fresh_or_answered_one_stays()
     let calls: i64 = conn.query_row("SELECT count(*) FROM bridge_calls", [], |r| r.get(0)).expect("count");
     assert_eq!(calls, 1, "a claimed call stays: it never runs again");
 }
+
+/// Review of the above (failed before): a Skip is the user's answer that a call never runs.
+/// Reclaimed with its batch, it was forgotten, and a replay of the reply asked again — or,
+/// for a read with Auto on, ran the call the user had skipped. The Skip now stays as the
+/// call's record, which a replay reads before any decision.
+#[test]
+fn a_skip_outlives_its_reclaimed_batch_as_the_calls_record() {
+    use crate::bridge::machine::{CallKey, CallOutcome, Recorded};
+    use continuity_protocol::BridgeDecision;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("state.db");
+    let mut bridge = crate::bridge::store::BridgeStore::open(&path).expect("bridge");
+    let retention = Retention::open(&path).expect("retention");
+    let old = NOW - 40 * DAY_MS;
+    asked_batch(&mut bridge, "b-old", "m-old", old);
+    bridge.decide("b-old", 1, BridgeDecision::Skip, old).expect("decide");
+    let reclaimed = retention.reclaim(NOW).expect("reclaim");
+    assert_eq!(reclaimed.bridge_batches, 1, "{reclaimed:?}");
+    let key =
+        |index: usize, hash: &str| CallKey { conversation: "zai:c".to_owned(), message: "m-old".to_owned(), index, hash: hash.to_owned() };
+    assert_eq!(
+        bridge.recorded(&key(1, "00000000000000a2")).expect("recorded"),
+        Recorded::Claimed(Some(CallOutcome::Failed { code: "skipped".to_owned(), message: "the user skipped this call".to_owned() })),
+        "the skipped call reads as skipped"
+    );
+    assert_eq!(bridge.recorded(&key(0, "00000000000000a1")).expect("recorded"), Recorded::New, "the undecided call is asked again");
+    assert_eq!(bridge.decision("b-old", 1).expect("decision"), None, "the batch's decisions went with it");
+    // A press on a card left open past the reclaim (it read the batch before) stores nothing.
+    assert!(!bridge.decide("b-old", 0, BridgeDecision::Run, NOW).expect("decide"), "no batch, no decision");
+    assert_eq!(bridge.decision("b-old", 0).expect("decision"), None);
+}

@@ -99,6 +99,13 @@ function probeWith({ query, read }, find) {
     box: { x: box.x + box.width / 2, y: box.y + box.height / 2 },
     rect: { x: box.x, y: box.y, width: box.width, height: box.height },
     hit: atCentre !== null && (atCentre === el || el.contains(atCentre)),
+    // An element whose presses wait for the browser to have seen it whole for 600 ms
+    // (content-hud.js `pressGuard`, PRESS_SETTLE_MS) carries, on itself or an ancestor in
+    // the root, when that began (`data-seen-since`; "" while not seen whole).
+    settled: (() => {
+      const since = el.closest('[data-seen-since]')?.dataset.seenSince;
+      return since === undefined || (since !== '' && performance.now() - Number(since) >= 600);
+    })(),
   };
   if (read === 'scroll') el.scrollIntoView({ block: 'center', inline: 'center' });
   if (read === 'focus') el.focus();
@@ -206,7 +213,8 @@ export class ShadowLocator {
 
   /** Waits until the element is there, visible and enabled; returns its centre. */
   // Visible, enabled, at the same place in two looks in a row (the HUD re-lays out as views
-  // arrive: a click read from a moving box lands beside it) and not covered at its centre.
+  // arrive: a click read from a moving box lands beside it), not covered at its centre, and
+  // seen whole long enough where a press guard watches it (`settled`).
   // `force`: visible and enabled only (a test that makes the page move our host on purpose).
   async actionable(timeout = 15_000, force = false) {
     let point = null;
@@ -221,7 +229,7 @@ export class ShadowLocator {
       }
       const stable = now.box.x === s.box.x && now.box.y === s.box.y && (!before || (before.x === now.box.x && before.y === now.box.y));
       before = now.box;
-      if (!stable || !now.hit) return false;
+      if (!stable || !now.hit || !now.settled) return false;
       point = now.box;
       return true;
     }, { message: `${this} is visible, enabled, still and not covered`, timeout }).toBe(true);
@@ -261,8 +269,13 @@ export class ShadowLocator {
   }
 
   /** Focuses the element (from our world: focus is no input); keys then go to it. */
+  // Once it is there and, where a press guard watches it, seen whole long enough (a key
+  // press on it is judged as a click is).
   async focus() {
-    await baseExpect.poll(async () => (await this.state('focus')).attached, { message: `${this} is there to focus` }).toBe(true);
+    await baseExpect.poll(async () => {
+      const s = await this.state('focus');
+      return s.attached && s.settled;
+    }, { message: `${this} is there to focus, and settled` }).toBe(true);
   }
 
   /** Focuses the element and presses `key` on the real keyboard (a trusted event). */

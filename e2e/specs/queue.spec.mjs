@@ -299,10 +299,10 @@ test.describe('the Queue (issue 11)', () => {
     await expect(statusLine(page)).toContainText('42000 characters, more than 24000', { timeout: 10_000 });
     expect(await composerText(page, fixture), 'the composer keeps every character').toBe(long);
     expect(await storedQueue(worker)).toBeNull();
-    // A text of emoji the length of the limit in UTF-16 units but half of it in characters
-    // is queued whole: the page's cut counts characters, as the queue does.
+    // A text of emoji over the limit in UTF-16 units but half of it in characters is queued
+    // whole: the page's cut counts characters, as the queue does.
     await page.locator(fixture.ui.composer).evaluate((el) => { el.textContent = ''; });
-    const emoji = '🙂'.repeat(12_000);
+    const emoji = '🙂'.repeat(13_000);
     await type(page, fixture, emoji);
     await queueButton(page).click();
     await expect.poll(() => storedQueue(worker), { timeout: 10_000 }).toContain('🙂🙂🙂');
@@ -314,27 +314,34 @@ test.describe('the Queue (issue 11)', () => {
     await startSlowReply(page, fixture, 30_000);
     await queue(page, fixture, 'Keep me.', 1);
     await type(page, fixture, 'A draft the page wants queued.');
-    // A decoy the page paints over everything, which lets the pointer through to our button.
+    // A decoy the page paints over everything, which lets the pointer through to our button;
+    // the page also keeps from us every pointer and focus event it can.
+    await page.evaluate(() => {
+      for (const type of ['pointerenter', 'pointerover', 'focusin', 'focus', 'mousedown', 'pointerdown']) {
+        window.addEventListener(type, (event) => { event.stopImmediatePropagation(); if (type === 'mousedown') event.preventDefault(); }, true);
+      }
+    });
     await coverThePage(page);
     const status = statusLine(page);
-    // The pointer rests on the button first, as a user's does before a press.
-    const { x, y } = await queueButton(page).actionable();
+    // The pointer rests on the button first, as a user's does before a press. Every press
+    // here is one real click at the button's place (`force`: the helper's own wait for a
+    // press-ready button would never end under the cover).
+    const { x, y } = await queueButton(page).actionable(15_000, true);
     await page.mouse.move(x, y);
     await page.waitForTimeout(400);
-    await queueButton(page).click();
+    await queueButton(page).click({ force: true });
     await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
-    await queueButton(page).click({ button: 'right' });
+    await queueButton(page).click({ button: 'right', force: true });
     const yes = queueHost(page).locator('button[data-action="queue_clear_yes"]');
     await expect(yes).toBeVisible();
     await page.waitForTimeout(400);
     await status.evaluate((el) => { el.dataset.key = ''; });
-    await yes.click();
+    await yes.click({ force: true });
     await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
     // The round trip is the checkpoint: the worker has handled anything posted before it.
+    await page.evaluate(() => document.getElementById('page-cover').remove());
     const hud = new HudProbe(page);
     await hud.expand();
-    await page.evaluate(() => document.getElementById('page-cover').remove());
-    await page.waitForTimeout(1_000);
     await hud.action('round_trip_test').click();
     await expect(status).toHaveAttribute('data-key', 'roundTripAnswered', { timeout: 15_000 });
     await expect(queueHost(page), 'nothing queued or cleared under the cover').toHaveAttribute('data-queue-count', '1');

@@ -129,6 +129,7 @@ pub fn contracts() -> Value {
             "turn_assistant_chars": crate::limits::MAX_TURN_ASSISTANT_CHARS,
             "queue_items": queue::MAX_ITEMS,
             "queue_merged_chars": queue::MAX_MERGED_CHARS,
+            "queue_text_chars": crate::limits::MAX_QUEUE_TEXT_CHARS,
             "queue_max_age_days": queue::MAX_AGE_MS / (24 * 60 * 60 * 1_000),
             "app_mentions": crate::limits::MAX_APP_MENTIONS,
             "id_chars": crate::limits::MAX_ID_CHARS,

@@ -61,7 +61,7 @@ pub const MAX_TURN_TEXT_CHARS: usize = 64 * 1_024;
 pub const MAX_QUEUE_MESSAGE_BYTES: usize = 6 * MAX_QUEUE_TEXT_CHARS + 1_024;
 /// Longest composer text a `queue_add` may carry, in characters: more than the queue's
 /// merged limit, so that an over-long text is refused with the queue's message. A longer
-/// composer text is sent cut to one more than the merged limit, with its whole length
+/// composer text is sent cut to this many characters, with its whole length
 /// (`whole_chars`), and refused with that length; the composer keeps it all.
 pub const MAX_QUEUE_TEXT_CHARS: usize = crate::queue::MAX_MERGED_CHARS + 1_000;
 // The page's cut text fits the message however it escapes, and the check of the longest

@@ -335,7 +335,9 @@ impl BridgeService {
                         _ => Err(format!("bridge.decide: call {call} of batch {batch_id} already ran or was answered; it cannot be {}", if decision == BridgeDecision::Skip { "skipped" } else { "run" })),
                     });
                 }
-                s.decide(&batch_id, index, decision, now)?;
+                if !s.decide(&batch_id, index, decision, now)? {
+                    return Ok(Err(unknown()));
+                }
                 Ok(Ok(pending(s)?))
             })
             .await?;

@@ -259,13 +259,16 @@ impl BridgeStore {
         Ok(stored.and_then(|d| BridgeDecision::parse(&d).ok()))
     }
 
-    /// Stores a decision (an existing one is kept: decisions never change).
-    pub fn decide(&mut self, batch_id: &str, index: usize, decision: BridgeDecision, now: i64) -> Result<(), DbError> {
+    /// Stores a decision (an existing one is kept: decisions never change) while its batch
+    /// is there; `false` when retention reclaimed the batch since it was read (no decision
+    /// is left without its batch).
+    pub fn decide(&mut self, batch_id: &str, index: usize, decision: BridgeDecision, now: i64) -> Result<bool, DbError> {
         self.conn.execute(
-            "INSERT OR IGNORE INTO bridge_decisions (batch_id, call_index, decision, decided_at) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT OR IGNORE INTO bridge_decisions (batch_id, call_index, decision, decided_at)
+               SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM bridge_batches WHERE batch_id = ?1)",
             params![batch_id, index as i64, decision.as_str(), now],
         )?;
-        Ok(())
+        Ok(self.decision(batch_id, index)?.is_some())
     }
 
     /// Marks `delivery_id` delivered; `false` when there is no such message.
