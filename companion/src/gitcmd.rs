@@ -9,8 +9,19 @@
 //!   transports and lazy fetch (`protocol.allow=never`, `core.sshCommand=`,
 //!   `GIT_NO_LAZY_FETCH`), and each filter driver the repository names (found first with
 //!   [`FILTER_QUERY`], switched off by [`filter_overrides`] names); no pager, no colour, no
-//!   optional locks, no prompt, no system configuration, no implicit bare repository; every
-//!   inherited `GIT_*` variable and `PAGER` is removed; stdin is closed.
+//!   optional locks, no prompt, no system configuration, no implicit bare repository;
+//!   stdin is closed.
+//! - Every setting goes through the environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`,
+//!   `GIT_CONFIG_VALUE_<n>`), never `-c`: git splits a `-c` argument at its first `=`, so
+//!   a filter named `a=b` would set another key and keep its program. Names are bytes as
+//!   git printed them (NUL-separated, never converted).
+//! - A submodule is never entered: its summary is off (`status.submoduleSummary=false`,
+//!   `diff.submodule=short`), and the callers that compare the work tree pass
+//!   `--ignore-submodules=all` (git would run `git status` in the submodule, whose own
+//!   filters were never read).
+//! - The child's environment is cleared, then holds only [`INHERITED_ENV`] and `LC_*` of
+//!   the runtime (as `herdr_exec`'s commands) and the settings above: no agent socket, no
+//!   token, no inherited `GIT_*` or `PAGER`.
 //! - A `ceiling` (the parent of the registered project root) is a `GIT_CEILING_DIRECTORIES`
 //!   entry: Git looks for a repository in the root and below it, never above it, so a root
 //!   that is not itself inside a repository never reads (or runs the configuration of) a
@@ -20,54 +31,68 @@
 //!
 //! A leaf: it names no other module of the crate.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// The configuration keys that would run a program and are switched off on every run (the
-/// filter drivers are found per repository by [`filter_overrides`]).
-const HARDENING: [&str; 18] = [
-    "-c",
-    "safe.bareRepository=explicit",
-    "-c",
-    "log.showSignature=false",
-    "-c",
-    "protocol.allow=never",
-    "-c",
-    "core.fsmonitor=",
-    "-c",
-    "diff.external=",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.quotepath=false",
-    "-c",
-    "color.ui=false",
-    "-c",
-    "core.sshCommand=",
+/// The runtime's environment variables a child process inherits (`herdr_exec`'s commands
+/// and every `git` run); every other one (the SSH agent socket, `HERDR_*`, tokens) is
+/// withheld. `LC_*` are kept too ([`inherited_env`]).
+pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "LOGNAME"];
+
+/// The runtime's variables a child inherits: [`INHERITED_ENV`] and `LC_*`.
+pub fn inherited_env() -> impl Iterator<Item = (OsString, OsString)> {
+    std::env::vars_os().filter(|(name, _)| {
+        let text = name.to_string_lossy();
+        INHERITED_ENV.contains(&text.as_ref()) || text.starts_with("LC_")
+    })
+}
+
+/// The configuration set on every run, so that no program it names runs (the filter
+/// drivers are found per repository by [`filter_overrides`]).
+const HARDENING: [(&str, &str); 11] = [
+    ("safe.bareRepository", "explicit"),
+    ("log.showSignature", "false"),
+    ("protocol.allow", "never"),
+    ("core.fsmonitor", ""),
+    ("diff.external", ""),
+    ("core.hooksPath", "/dev/null"),
+    ("core.quotepath", "false"),
+    ("color.ui", "false"),
+    ("core.sshCommand", ""),
+    ("status.submoduleSummary", "false"),
+    ("diff.submodule", "short"),
 ];
+
+/// The configuration of one run, as `(key, value)` pairs: [`HARDENING`], then each filter
+/// driver in `filters` switched off.
+fn settings(filters: &[OsString]) -> Vec<(OsString, OsString)> {
+    let mut pairs: Vec<(OsString, OsString)> = HARDENING.iter().map(|(key, value)| (key.into(), value.into())).collect();
+    for name in filters {
+        for (key, value) in [("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")] {
+            let mut full = OsString::from("filter.");
+            full.push(name);
+            full.push(".");
+            full.push(key);
+            pairs.push((full, value.into()));
+        }
+    }
+    pairs
+}
 
 /// The one `git` command every tool runs (`herdr_git` and the write tools' dirty check):
 /// no configuration-named program runs (hooks, fsmonitor, external diff, signature check,
 /// transport, the filter drivers in `filters` from [`filter_overrides`]), no pager, no
-/// optional locks, no system configuration, no lazy fetch, no prompt, every inherited
-/// `GIT_*` variable removed, no repository looked for above `ceiling` (when given).
-pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[String]) -> std::process::Command {
+/// optional locks, no system configuration, no lazy fetch, no prompt, only the
+/// [`inherited_env`] of the runtime, no repository looked for above `ceiling` (when given).
+pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[OsString]) -> std::process::Command {
     let mut command = std::process::Command::new("git");
-    command.arg("-C").arg(dir).args(HARDENING);
-    for name in filters {
-        for key in ["clean", "smudge", "process"] {
-            command.arg("-c").arg(format!("filter.{name}.{key}="));
-        }
-        command.arg("-c").arg(format!("filter.{name}.required=false"));
-    }
-    command.args(["--no-pager", "--no-optional-locks"]);
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(&var);
-        }
-    }
-    for var in ["PAGER", "GIT_PAGER"] {
-        command.env_remove(var);
+    command.arg("-C").arg(dir).args(["--no-pager", "--no-optional-locks"]);
+    command.env_clear().envs(inherited_env());
+    let pairs = settings(filters);
+    command.env("GIT_CONFIG_COUNT", pairs.len().to_string());
+    for (n, (key, value)) in pairs.iter().enumerate() {
+        command.env(format!("GIT_CONFIG_KEY_{n}"), key).env(format!("GIT_CONFIG_VALUE_{n}"), value);
     }
     command
         .env("GIT_NO_LAZY_FETCH", "1")
@@ -83,17 +108,20 @@ pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[String]) 
 }
 
 /// The arguments that read the filter driver names of the repository at `dir` (Git reads
-/// its configuration only).
-pub const FILTER_QUERY: [&str; 4] = ["config", "--includes", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"];
+/// its configuration only), NUL-separated.
+pub const FILTER_QUERY: [&str; 5] = ["config", "-z", "--includes", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"];
 
-/// The filter driver names in the output of [`FILTER_QUERY`] (`filter.<name>.<key> value`
-/// lines; a name may hold dots).
-pub fn filter_overrides(output: &[u8]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for line in String::from_utf8_lossy(output).lines() {
-        let key = line.split(' ').next().unwrap_or("");
-        let Some(rest) = key.strip_prefix("filter.") else { continue };
-        let Some((name, _)) = rest.rsplit_once('.') else { continue };
+/// The filter driver names in the output of [`FILTER_QUERY`] (`filter.<name>.<key>`, a
+/// newline and the value, each record NUL-terminated; a name may hold dots, `=`, spaces
+/// and bytes that are not UTF-8, and is kept as it is).
+pub fn filter_overrides(output: &[u8]) -> Vec<OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut names: Vec<OsString> = Vec::new();
+    for record in output.split(|b| *b == 0) {
+        let key = record.split(|b| *b == b'\n').next().unwrap_or_default();
+        let Some(rest) = key.strip_prefix(b"filter.") else { continue };
+        let Some(dot) = rest.iter().rposition(|b| *b == b'.') else { continue };
+        let name = OsStr::from_bytes(&rest[..dot]);
         if !name.is_empty() && !names.iter().any(|n| n == name) {
             names.push(name.to_owned());
         }
@@ -105,4 +133,48 @@ pub fn filter_overrides(output: &[u8]) -> Vec<String> {
 /// root without one).
 pub fn ceiling_of(root: &Path) -> PathBuf {
     root.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Git41 HIGH-1 (failed before): the names were read from space- and line-separated
+    /// output, lossily, so a name with a space or bytes that are not UTF-8 came out wrong
+    /// and its filter was never switched off. They are read NUL-separated (`-z`), as bytes.
+    #[test]
+    fn filter_names_with_an_equals_sign_a_space_or_odd_bytes_are_read_whole() {
+        use std::os::unix::ffi::OsStrExt;
+        assert!(FILTER_QUERY.contains(&"-z"), "the query asks for NUL-separated output");
+        let output = b"filter.a=b.clean\ntouch x\0filter.sp ace.smudge\ncat\0filter.\xff.process\nx\0filter.dot.ted.required\0filter.a=b.smudge\ny\0";
+        let names = filter_overrides(output);
+        let names: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+        assert_eq!(names, [&b"a=b"[..], b"sp ace", b"\xff", b"dot.ted"]);
+    }
+
+    /// Git41 LOW-1 (failed before): a git child inherited the whole environment but `GIT_*`
+    /// and `PAGER` (an agent socket, tokens). It gets the allowlist of `herdr_exec`'s
+    /// commands and its own settings only; read from the running child's environment.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_git_child_sees_only_the_allowlisted_environment() {
+        std::env::set_var("HERDR_GIT41_SECRET", "hunter2");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut command = hardened_command(dir.path(), Some(dir.path()), &[]);
+        command.args(["hash-object", "--stdin"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = command.spawn().expect("git");
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id()));
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let environ = environ.expect("the child's environment");
+        let vars: Vec<String> =
+            environ.split(|b| *b == 0).filter(|v| !v.is_empty()).map(|v| String::from_utf8_lossy(v).into_owned()).collect();
+        assert!(vars.iter().any(|v| v.starts_with("PATH=")), "{vars:?}");
+        assert!(vars.iter().any(|v| v == "GIT_CONFIG_NOSYSTEM=1"), "{vars:?}");
+        assert!(!vars.iter().any(|v| v.contains("hunter2")), "{vars:?}");
+        for var in &vars {
+            let name = var.split('=').next().unwrap_or("");
+            assert!(name.starts_with("GIT_") || name.starts_with("LC_") || INHERITED_ENV.contains(&name), "{name} reached git");
+        }
+    }
 }

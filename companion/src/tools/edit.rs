@@ -77,7 +77,10 @@ pub fn git_state(path: &Path, roots: &Roots) -> GitState {
         Err(why) => return GitState::NoRepository(why),
     };
     let mut command = crate::gitcmd::hardened_command(dir, Some(&ceiling), &filters);
-    command.args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--"]).arg(path);
+    // Never into a submodule: git would run `git status` there, with its own filters.
+    command
+        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=all", "--"])
+        .arg(path);
     match run_with_timeout(command, GIT_CHECK_TIMEOUT) {
         Ok((true, stdout, _)) => {
             let text = String::from_utf8_lossy(&stdout);

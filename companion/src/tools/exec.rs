@@ -127,9 +127,9 @@ pub fn kill_group(pgid: u32, signal: i32) {
     }
 }
 
-/// The runtime's environment variables a command inherits; every other one (the SSH agent
-/// socket, `HERDR_*`, tokens) is withheld.
-pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "LOGNAME"];
+/// The runtime's environment variables a command inherits (shared with every `git` run);
+/// every other one (the SSH agent socket, `HERDR_*`, tokens) is withheld.
+pub use crate::gitcmd::INHERITED_ENV;
 
 /// A command ready to spawn in its own process group (stdin closed, output piped), with only
 /// the [`INHERITED_ENV`] variables and `LC_*` of the runtime, that dies with the runtime
@@ -137,13 +137,7 @@ pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "S
 /// from `spawn_blocking` or `block_in_place`): the death signal follows the spawning thread.
 pub fn command(argv: &[String], cwd: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);
-    command.env_clear();
-    for (name, value) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if INHERITED_ENV.contains(&text.as_ref()) || text.starts_with("LC_") {
-            command.env(&name, value);
-        }
-    }
+    command.env_clear().envs(crate::gitcmd::inherited_env());
     command
         .args(&argv[1..])
         .current_dir(cwd)

@@ -14,13 +14,23 @@
 //! - Git never looks for a repository above the project root (`GIT_CEILING_DIRECTORIES`)
 //!   and never runs a command from the repository's configuration while reading:
 //!   one command builder (`crate::gitcmd::hardened_command`, also the write tools' dirty
-//!   check and the journal's handoff seed) switches
-//!   off every configuration-named program (hooks, fsmonitor, external diff, signature
-//!   check's gpg, transports and lazy fetch, and each filter driver the repository's
-//!   configuration names, read first with `git config --get-regexp`), `--no-ext-diff`,
-//!   `--no-textconv`, no pager, no colour, no optional locks (a status does not write the
-//!   index), no prompt, no system configuration; every inherited `GIT_*` variable is
-//!   removed. A `.git` file or link to a Git directory outside the roots is refused.
+//!   check and the journal's handoff seed) switches off, through the environment
+//!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`), every
+//!   configuration-named program (hooks, fsmonitor, external diff, signature check's gpg,
+//!   transports and lazy fetch, and each filter driver the repository's configuration
+//!   names, read first with `git config -z --get-regexp`, names kept byte for byte),
+//!   `--no-ext-diff`, `--no-textconv`, no pager, no colour, no optional locks (a status
+//!   does not write the index), no prompt, no system configuration; git's environment is
+//!   cleared but for `herdr_exec`'s allowlist (`crate::gitcmd::INHERITED_ENV`, `LC_*`).
+//! - A submodule is never entered (`--ignore-submodules=all` on status and the work-tree
+//!   listing): git would run `git status` inside it, with filters never read.
+//! - Where git reads is confined to the roots: a `.git` file or link to a Git directory
+//!   outside them is refused ([`check_git_link`]; a `.git` file is opened without following
+//!   a link or waiting on a FIFO, at most [`DOT_GIT_BYTES`] read); then git is asked for
+//!   its Git directory, common directory (`commondir`) and work tree (`core.worktree`),
+//!   and each, the object directory and every `objects/info/alternates` entry (followed
+//!   [`ALTERNATES_DEPTH`] deep) must be inside a root and outside the refused places
+//!   ([`confine_repository`]).
 //! - A diff that reads the work tree (not `staged`, no `to`) diffs what it checked: each
 //!   changed file is read once through the confined path (a hard link refused, as every
 //!   other read refuses one), hashed into a private object directory and diffed from
@@ -32,6 +42,7 @@
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
 //!   output are kept (the rest is read and dropped, so it never blocks on a full pipe).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -137,7 +148,8 @@ fn arguments(request: &GitRequest, pathspec: Option<&str>) -> Result<Vec<String>
             if request.from.is_some() || request.to.is_some() || request.staged {
                 return Err(ToolError::Bad("status takes no from, to or staged; send only root and, optionally, path".to_owned()));
             }
-            args.extend(owned(&["status", "--porcelain=v1", "--branch", "-z", "--untracked-files=normal"]));
+            // Never into a submodule: git would run `git status` there, with its own filters.
+            args.extend(owned(&["status", "--porcelain=v1", "--branch", "-z", "--untracked-files=normal", "--ignore-submodules=all"]));
         }
         GitAction::Diff => {
             if request.staged && request.to.is_some() {
@@ -216,7 +228,8 @@ struct GitOutput {
 
 /// Refuses a repository whose `.git` (the first found from `dir` up to its root) is a file
 /// or a symlink pointing outside the roots (`gitdir:` elsewhere: another repository's
-/// configuration would run).
+/// configuration would run), and a `.git` that is no regular file (a FIFO would block) or
+/// holds more than [`DOT_GIT_BYTES`].
 pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
     let top = roots.outermost_root_of(dir).map(Path::to_path_buf);
     let mut at = Some(dir);
@@ -229,10 +242,10 @@ pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
             let target = if meta.file_type().is_symlink() {
                 std::fs::canonicalize(&dot_git).ok()
             } else {
-                std::fs::read_to_string(&dot_git).ok().and_then(|text| {
-                    let line = text.lines().next().unwrap_or("").strip_prefix("gitdir:")?.trim().to_owned();
-                    std::fs::canonicalize(here.join(line)).ok()
-                })
+                let text = read_small_file(roots, &dot_git, DOT_GIT_BYTES)?;
+                let text = String::from_utf8_lossy(&text);
+                let line = text.lines().next().unwrap_or("").strip_prefix("gitdir:").map(|line| line.trim().to_owned());
+                line.and_then(|line| std::fs::canonicalize(here.join(line)).ok())
             };
             return match target {
                 Some(target) if roots.root_of(&target).is_some() && !roots.is_refused(&target) => Ok(()),
@@ -247,6 +260,123 @@ pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
             break;
         }
         at = here.parent();
+    }
+    Ok(())
+}
+
+/// Most bytes of a `.git` file read (`gitdir: <path>`).
+const DOT_GIT_BYTES: u64 = 4 * 1024;
+/// Most bytes of an `objects/info/alternates` file read.
+const ALTERNATES_BYTES: u64 = 64 * 1024;
+/// How deep alternates of alternates are followed (git's own limit).
+const ALTERNATES_DEPTH: usize = 5;
+
+/// The bytes of the small regular file `path` (a `.git` file, an alternates list), at most
+/// `max` of them: opened as every file tool opens a file ([`Roots::open_file`]: inside a
+/// root, no symlink followed, never blocking on a FIFO), then refused when it is not a
+/// regular file or holds more than `max` bytes.
+fn read_small_file(roots: &Roots, path: &Path, max: u64) -> Result<Vec<u8>, ToolError> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let (_, file) = roots.open_file(&shown)?;
+    let meta = file.metadata().map_err(|e| ToolError::Io(format!("{shown} cannot be read: {e}")))?;
+    if !meta.is_file() {
+        return Err(ToolError::Bad(format!(
+            "{shown} is not a regular file (a FIFO, a device or a directory); Git cannot use it as it is: remove it or replace it with the file Git wrote, then call again"
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| ToolError::Io(format!("{shown} cannot be read: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(ToolError::Bad(format!(
+            "{shown} holds more than {} KiB; a Git file of this kind is a line or a short list: herdr_git does not read it, check what wrote it",
+            max / 1024
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Refuses a repository where git would read outside the roots: asks git where the Git
+/// directory, the common directory (a planted `commondir`) and the work tree
+/// (`core.worktree`) are, and refuses any of them outside the roots or in a refused place
+/// (the companion home, a credential location); then the object directory (a symlink) and
+/// each `objects/info/alternates` entry, followed as deep as git does. `action` names the
+/// call in a git failure.
+async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &str) -> Result<(), ToolError> {
+    let asked = ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-toplevel"].map(str::to_owned);
+    let mut located = run_git_filtered(dir, ceiling, &[], &asked, 64 * 1024, &[], None).await?;
+    let mut expected = 3;
+    if !located.ok && located.stderr.contains("must be run in a work tree") {
+        // Inside a Git directory: no work tree to check.
+        located = run_git_filtered(dir, ceiling, &[], &asked[..3], 64 * 1024, &[], None).await?;
+        expected = 2;
+    }
+    if !located.ok {
+        return Err(git_failed(action, dir, ceiling, &located.stderr));
+    }
+    let text = String::from_utf8_lossy(&located.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let names = ["Git directory", "common Git directory (its commondir)", "work tree (core.worktree or the top level)"];
+    // A path holding a newline comes out as more lines: refused too.
+    if lines.len() != expected {
+        return Err(ToolError::Io(format!("git rev-parse did not say where the repository is in {}; check the repository", dir.display())));
+    }
+    let (roots_c, dir_c) = (roots.clone(), dir.to_path_buf());
+    let places: Vec<(String, PathBuf)> = names.iter().zip(&lines).map(|(name, line)| ((*name).to_owned(), dir.join(line))).collect();
+    tokio::task::spawn_blocking(move || {
+        for (what, path) in &places {
+            inside_roots(&roots_c, &dir_c, what, path)?;
+        }
+        let common =
+            std::fs::canonicalize(&places[1].1).map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", places[1].1.display())))?;
+        let objects = common.join("objects");
+        if std::fs::symlink_metadata(&objects).is_ok() {
+            check_alternates(&roots_c, &dir_c, &inside_roots(&roots_c, &dir_c, "object directory", &objects)?, 0)?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|lost| ToolError::Io(format!("the repository could not be checked ({lost}); retry")))?
+}
+
+/// `path` canonical when it is inside a root and not in a refused place; else the refusal
+/// of the repository at `dir`, naming `what` git would read there.
+fn inside_roots(roots: &Roots, dir: &Path, what: &str, path: &Path) -> Result<PathBuf, ToolError> {
+    let canonical = std::fs::canonicalize(path).ok();
+    match canonical {
+        Some(canonical) if roots.root_of(&canonical).is_some() && !roots.is_refused(&canonical) => Ok(canonical),
+        _ => Err(ToolError::Bad(format!(
+            "the repository at {} has its {what} at {}, which is outside the project roots ({}) or cannot be resolved; herdr_git reads only repositories that stay inside the roots: fix the repository (or register that directory with herdr-companion roots add PATH, if it is the user's project)",
+            dir.display(),
+            path.display(),
+            roots.describe()
+        ))),
+    }
+}
+
+/// Refuses an alternates entry of the object directory `objects` (canonical, inside the
+/// roots) outside the roots, and then the entries of each alternate, `depth` levels down.
+fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> Result<(), ToolError> {
+    let list = objects.join("info").join("alternates");
+    if std::fs::symlink_metadata(&list).is_err() {
+        return Ok(());
+    }
+    let text = read_small_file(roots, &list, ALTERNATES_BYTES)?;
+    for line in String::from_utf8_lossy(&text).lines() {
+        let entry = line.trim_end_matches('\r');
+        if entry.is_empty() || entry.starts_with('#') {
+            continue;
+        }
+        if entry.starts_with('"') {
+            return Err(ToolError::Bad(format!(
+                "{} holds a quoted entry ({entry}); herdr_git reads only repositories whose alternates are plain paths inside the roots: fix the file",
+                list.display()
+            )));
+        }
+        let alternate = inside_roots(roots, dir, "alternate object directory (objects/info/alternates)", &objects.join(entry))?;
+        if depth + 1 < ALTERNATES_DEPTH {
+            check_alternates(roots, dir, &alternate, depth + 1)?;
+        }
     }
     Ok(())
 }
@@ -272,7 +402,7 @@ async fn run_git_with(
 
 /// The filter drivers the configuration of the repository at `dir` names (each switched
 /// off by [`hardened_command`]).
-async fn filters_of(dir: &Path, ceiling: &Path) -> Result<Vec<String>, ToolError> {
+async fn filters_of(dir: &Path, ceiling: &Path) -> Result<Vec<OsString>, ToolError> {
     let mut query = tokio::process::Command::from(hardened_command(dir, Some(ceiling), &[]));
     query.args(FILTER_QUERY).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
     match tokio::time::timeout(GIT_TIMEOUT, query.output()).await {
@@ -288,7 +418,7 @@ async fn filters_of(dir: &Path, ceiling: &Path) -> Result<Vec<String>, ToolError
 async fn run_git_filtered(
     dir: &Path,
     ceiling: &Path,
-    filters: &[String],
+    filters: &[OsString],
     args: &[String],
     max_bytes: u64,
     env: &[(&str, PathBuf)],
@@ -559,6 +689,8 @@ async fn snapshot_work_tree(
         // deletion lost); the final diff still detects renames.
         "--no-renames".to_owned(),
         "--full-index".to_owned(),
+        // A submodule keeps its base entry anyway; never entered (its own filters).
+        "--ignore-submodules=all".to_owned(),
         "--end-of-options".to_owned(),
     ];
     names.extend(request.from.iter().cloned());
@@ -790,6 +922,7 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let mut args = arguments(request, pathspec.as_deref())?;
+    confine_repository(roots, &dir, &ceiling, &args[0]).await?;
     // A diff reads the work tree only without staged, to or a range in from.
     let range = request.from.as_deref().is_some_and(is_range);
     let snapshot = if request.action == GitAction::Diff && !request.staged && request.to.is_none() && !range {
@@ -1348,5 +1481,218 @@ mod tests {
         std::fs::write(linked.join(".git"), format!("gitdir: {}\n", repo.join(".git").display())).expect("w");
         let error = git(&Roots::new([linked], []), &request(GitAction::Status)).await.expect_err("refused");
         assert!(error.to_string().contains("outside the project roots"), "{error}");
+    }
+
+    /// A repository `name` in `dir` with one commit of `file` holding `text`; its path,
+    /// canonical.
+    fn repository_in(dir: &Path, name: &str, file: &str, text: &str) -> PathBuf {
+        let repo = dir.join(name);
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        sh(&repo, &["init", "-q"]);
+        std::fs::write(repo.join(file), text).expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", text.trim()]);
+        repo.canonicalize().expect("canonical")
+    }
+
+    /// `git` run in `dir` with `args` (and no hardening: the test's own), its output.
+    fn sh_out(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().expect("git");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Git41 HIGH-1 (failed before: the clean filter ran): git splits `-c
+    /// filter.<name>.clean=` at the first `=`, so for a filter named `a=b` the override set
+    /// another key and the repository's clean command ran during status, the work-tree
+    /// diff and the write tools' dirty check. The overrides go through the environment (a
+    /// key there may hold `=`), and names are read NUL-separated, as bytes.
+    #[tokio::test]
+    async fn a_filter_whose_name_holds_an_equals_sign_or_odd_bytes_never_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        sh(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "one\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "one\n").expect("w");
+        std::fs::write(repo.join(".gitattributes"), b"a.txt filter=a=b\nb.txt filter=\xff\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "one"]);
+        let repo = repo.canonicalize().expect("canonical");
+        let marker = dir.path().join("ran");
+        let run = format!("touch {}; cat", marker.display());
+        let mut config = std::fs::read(repo.join(".git/config")).expect("config");
+        for name in [&b"a=b"[..], b"\xff"] {
+            config.extend_from_slice(b"[filter \"");
+            config.extend_from_slice(name);
+            config.extend_from_slice(format!("\"]\n\tclean = {run}\n\tsmudge = {run}\n").as_bytes());
+        }
+        std::fs::write(repo.join(".git/config"), config).expect("w");
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(repo.join("a.txt"), "two\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        let status = git(&roots, &request(GitAction::Status)).await.expect("status");
+        assert!(!marker.exists(), "status ran the filter: {status}");
+        assert_eq!(status["entries"].as_array().map(Vec::len), Some(2), "{status}");
+        let mut diff = request(GitAction::Diff);
+        diff.max_bytes = 64 * 1024;
+        let shown = git(&roots, &diff).await.expect("diff");
+        assert!(!marker.exists(), "the work-tree diff ran the filter: {shown}");
+        assert!(shown["text"].as_str().is_some_and(|t| t.contains("+two")), "{shown}");
+        let state = crate::tools::edit::git_state(&repo.join("a.txt"), &roots);
+        assert!(!marker.exists(), "the dirty check ran the filter: {state:?}");
+        assert_eq!(state, crate::tools::edit::GitState::Dirty("M".to_owned()));
+    }
+
+    /// Git41 HIGH-2 (failed before: the submodule's filter ran): status and the work-tree
+    /// diff went into a checked-out submodule (git runs `git status` in it), whose own
+    /// filters (in `.git/modules/<sub>/config`) were never read into the overrides.
+    /// Submodules are ignored now.
+    #[tokio::test]
+    async fn a_submodules_own_filter_never_runs_while_the_superproject_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inner = repository_in(dir.path(), "inner", "f.txt", "one\n");
+        let repo = repository_in(dir.path(), "repo", "b.txt", "one\n");
+        sh(&repo, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", &inner.display().to_string(), "sub"]);
+        sh(&repo, &["commit", "-qm", "sub"]);
+        let marker = dir.path().join("ran");
+        sh(&repo.join("sub"), &["config", "filter.evil.clean", &format!("touch {}; cat", marker.display())]);
+        let module = repo.join(".git/modules/sub");
+        std::fs::create_dir_all(module.join("info")).expect("mkdir");
+        std::fs::write(module.join("info/attributes"), "* filter=evil\n").expect("w");
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(repo.join("sub/f.txt"), "two\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "two\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        let status = git(&roots, &request(GitAction::Status)).await.expect("status");
+        assert!(!marker.exists(), "status ran the submodule's filter: {status}");
+        let mut diff = request(GitAction::Diff);
+        diff.max_bytes = 64 * 1024;
+        let shown = git(&roots, &diff).await.expect("diff");
+        assert!(!marker.exists(), "the work-tree diff ran the submodule's filter: {shown}");
+        assert!(shown["text"].as_str().is_some_and(|t| t.contains("+two")), "{shown}");
+        for path in [repo.join("sub"), repo.join("b.txt")] {
+            let state = crate::tools::edit::git_state(&path, &roots);
+            assert!(!marker.exists(), "the dirty check of {} ran the submodule's filter: {state:?}", path.display());
+        }
+    }
+
+    /// Runs `request` with `roots` on a thread of its own and waits at most 20 s for it.
+    fn answered_promptly(roots: Roots, request: GitRequest) -> Result<Value, String> {
+        let (send, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let _ = send.send(runtime.block_on(git(&roots, &request)).map_err(|e| e.to_string()));
+        });
+        answer.recv_timeout(Duration::from_secs(20)).expect("answered within 20 s")
+    }
+
+    /// Git41 MED-2 (failed before: it hung): a FIFO named `.git` was read with
+    /// `read_to_string`, which blocks until something writes to it, on a blocking thread
+    /// that never came back. The `.git` file is opened without blocking and refused when it
+    /// is not a regular file.
+    #[test]
+    fn a_fifo_named_dot_git_is_refused_promptly() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let made = std::process::Command::new("mkfifo").arg(root.join(".git")).status().expect("mkfifo");
+        assert!(made.success());
+        let error = answered_promptly(Roots::new([root.clone()], []), request(GitAction::Status)).expect_err("refused");
+        assert!(error.contains(".git") && error.contains("not a regular file"), "{error}");
+    }
+
+    /// Git41 MED-2 (failed before: git's own error): a `.git` file was read whole, however
+    /// big. At most 4 KiB is read; a bigger one is refused, saying so.
+    #[test]
+    fn a_dot_git_file_over_4_kib_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        let real = repository_in(&root, "real", "a.txt", "one\n");
+        let worktree = root.join("wt");
+        std::fs::create_dir_all(&worktree).expect("mkdir");
+        let mut text = format!("gitdir: {}\n", real.join(".git").display());
+        text.push_str(&"#\n".repeat(32 * 1024));
+        std::fs::write(worktree.join(".git"), text).expect("w");
+        let mut status = request(GitAction::Status);
+        status.root = worktree.display().to_string();
+        let error = answered_promptly(Roots::new([root.clone()], []), status).expect_err("refused");
+        assert!(error.contains(".git") && error.contains("4 KiB"), "{error}");
+    }
+
+    /// A private repository outside the roots with one commit whose text is `SECRET`: its
+    /// path and the commit's id.
+    fn private_repository(dir: &Path) -> (PathBuf, String) {
+        let private = repository_in(dir, "private", "secret.txt", "SECRET\n");
+        let id = sh_out(&private, &["rev-parse", "HEAD"]);
+        (private, id)
+    }
+
+    /// Git41 MED-1 (failed before: `show` printed the private commit): a `.git` directory
+    /// inside the roots whose `commondir` names a repository outside them had git read that
+    /// repository's objects and refs. Where git will read is asked of git and refused
+    /// outside the roots.
+    #[tokio::test]
+    async fn a_git_directory_whose_commondir_is_outside_the_roots_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, _) = private_repository(dir.path());
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+        std::fs::copy(private.join(".git/HEAD"), root.join(".git/HEAD")).expect("cp");
+        std::fs::write(root.join(".git/commondir"), format!("{}\n", private.join(".git").display())).expect("w");
+        let roots = Roots::new([root.clone()], []);
+        for action in [GitAction::Show, GitAction::Log, GitAction::Status] {
+            let error = git(&roots, &request(action)).await.expect_err("refused").to_string();
+            assert!(error.contains("outside the project roots") && !error.contains("SECRET"), "{action:?}: {error}");
+        }
+    }
+
+    /// Git41 MED-1 (failed before: the outside files were listed): `core.worktree` in a
+    /// repository's config made its work tree a directory outside the roots.
+    #[tokio::test]
+    async fn a_repository_whose_work_tree_is_outside_the_roots_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = dir.path().canonicalize().expect("canonical").join("outside");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(outside.join("leaked-name.txt"), "SECRET\n").expect("w");
+        let repo = repository_in(&dir.path().join("root"), "repo", "a.txt", "one\n");
+        sh(&repo, &["config", "core.worktree", &outside.display().to_string()]);
+        let roots = Roots::new([repo.clone()], []);
+        for action in [GitAction::Status, GitAction::Diff, GitAction::Log] {
+            let error = git(&roots, &request(action)).await.expect_err("refused").to_string();
+            assert!(error.contains("work tree") && error.contains("outside the project roots"), "{action:?}: {error}");
+            assert!(!error.contains("leaked-name") && !error.contains("SECRET"), "{action:?}: {error}");
+        }
+    }
+
+    /// Git41 MED-1 (failed before: `show` printed the private commit): an
+    /// `objects/info/alternates` entry outside the roots (directly, through an alternate
+    /// inside them, or an `objects` symlinked outside) had git read another repository's
+    /// objects.
+    #[tokio::test]
+    async fn a_repository_whose_objects_lead_outside_the_roots_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, id) = private_repository(dir.path());
+        let objects = private.join(".git/objects");
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        let direct = repository_in(&root, "direct", "a.txt", "one\n");
+        std::fs::write(direct.join(".git/objects/info/alternates"), format!("{}\n", objects.display())).expect("w");
+        let nested = repository_in(&root, "nested", "a.txt", "one\n");
+        let middle = root.join("middle/objects");
+        std::fs::create_dir_all(middle.join("info")).expect("mkdir");
+        std::fs::write(middle.join("info/alternates"), format!("{}\n", objects.display())).expect("w");
+        std::fs::write(nested.join(".git/objects/info/alternates"), "../../../middle/objects\n").expect("w");
+        let linked = repository_in(&root, "linked", "a.txt", "one\n");
+        std::fs::remove_dir_all(linked.join(".git/objects")).expect("rm");
+        std::os::unix::fs::symlink(&objects, linked.join(".git/objects")).expect("ln");
+        let roots = Roots::new([root.clone()], []);
+        for repo in [direct, nested, linked] {
+            let mut show = request(GitAction::Show);
+            show.root = repo.display().to_string();
+            show.from = Some(id.clone());
+            let error = git(&roots, &show).await.expect_err("refused").to_string();
+            assert!(error.contains("outside the project roots") && !error.contains("SECRET"), "{}: {error}", repo.display());
+        }
     }
 }
