@@ -41,6 +41,7 @@
 //! alternate: drain [`Batch::poll`] (claim and start each [`BatchOutput::Run`]) and feed
 //! each finished call to [`Batch::finished`], until [`BatchOutput::Done`].
 
+use crate::tools::exec::DEFAULT_EXEC_TIMEOUT_MS;
 use continuity_protocol::limits::{MAX_ARGS_PREVIEW_CHARS, MAX_PENDING_DETAIL_CHARS, MAX_ROUNDS_PER_HUMAN_TURN};
 use continuity_protocol::tools::callable_herdr_method;
 use continuity_protocol::{LocalMethod, ToolName};
@@ -625,13 +626,104 @@ fn call_detail(tool: &str, args: &Map<String, Value>, params: &Map<String, Value
         Ok(ToolName::HerdrFsWrite) => {
             Some(format!("{}\n{}", string_at(args, "path").unwrap_or_default(), string_at(args, "content").unwrap_or_default()))
         }
-        Ok(ToolName::HerdrExec | ToolName::HerdrExecStart) => args.get("command").and_then(Value::as_array).map(|argv| {
-            let words: Vec<String> = argv.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect();
-            format!("$ {}", words.join(" "))
-        }),
+        Ok(tool @ (ToolName::HerdrExec | ToolName::HerdrExecStart)) => {
+            args.get("command").and_then(Value::as_array).map(|argv| exec_detail(tool, args, argv))
+        }
         _ => None,
     };
     typed.unwrap_or_else(|| Value::Object(args.clone()).to_string())
+}
+
+/// An exec call for the approval card: a line naming where it runs (its `root`, and for
+/// `herdr_exec` the timeout), then `$ ` and each argument quoted as a POSIX shell would
+/// need it ([`shell_word`]), so that no two commands look the same.
+fn exec_detail(tool: ToolName, args: &Map<String, Value>, argv: &[Value]) -> String {
+    let root = match args.get("root") {
+        Some(Value::String(root)) => shell_word(root),
+        Some(other) => format!("(root {other}, not a path)"),
+        None => "(no root sent)".to_owned(),
+    };
+    let timeout = match (tool, args.get("timeout_ms")) {
+        (ToolName::HerdrExecStart, _) => String::new(),
+        (_, None) => format!(" (timeout {DEFAULT_EXEC_TIMEOUT_MS} ms, the default)"),
+        (_, Some(ms)) => match ms.as_u64() {
+            Some(ms) => format!(" (timeout {ms} ms)"),
+            None => format!(" (timeout_ms {ms}, not a number)"),
+        },
+    };
+    // A non-string is refused by the tool; shown as its JSON, quoted the same way.
+    let words: Vec<String> = argv.iter().map(|w| shell_word(&w.as_str().map_or_else(|| w.to_string(), str::to_owned))).collect();
+    format!("in {root}{timeout}\n$ {}", words.join(" "))
+}
+
+/// A run of this many spaces or more in an argument is shown as `<N spaces>`: it could
+/// push the rest of the argument out of sight.
+const SPACE_RUN: usize = 8;
+
+/// Whether `c` must be shown escaped: a control character (a newline would pass for a
+/// second line) or an invisible or direction-changing format character.
+fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{fe00}'..='\u{fe0f}'
+                | '\u{feff}'
+                | '\u{e0000}'..='\u{e0fff}'
+        )
+}
+
+/// `word` as one POSIX shell word: bare when it holds only safe characters, else in
+/// single quotes (`'\''` for a quote, `''` when empty). A word with a control or invisible
+/// character, or a long run of spaces, is shown in `$'…'` form instead: `\n`, `\t`, `\r`,
+/// `\xHH`, `\uHHHH`, `\UHHHHHHHH` for the characters, `\\`, `\'` and `\x3c` (`<`) for themselves, and
+/// `<N spaces>` for a run of [`SPACE_RUN`] or more (a mark of the card, not shell).
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_owned();
+    }
+    let long_run = word.split(|c| c != ' ').any(|run| run.len() >= SPACE_RUN);
+    if !long_run && !word.chars().any(hidden_char) {
+        return format!("'{}'", word.replace('\'', "'\\''"));
+    }
+    let mut out = String::from("$'");
+    let mut spaces = 0usize;
+    let flush = |out: &mut String, spaces: &mut usize| {
+        if *spaces >= SPACE_RUN {
+            out.push_str(&format!("<{spaces} spaces>"));
+        } else {
+            out.push_str(&" ".repeat(*spaces));
+        }
+        *spaces = 0;
+    };
+    for c in word.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        flush(&mut out, &mut spaces);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '<' => out.push_str("\\x3c"),
+            c if hidden_char(c) && u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if hidden_char(c) && u32::from(c) <= 0xffff => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if hidden_char(c) => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    flush(&mut out, &mut spaces);
+    out.push('\'');
+    out
 }
 
 /// `text` cut to at most `max` characters (on a character boundary), and how many

@@ -359,6 +359,66 @@ mod tests {
         assert_eq!(found["matches"].as_array().map(Vec::len), Some(0), "{found}");
     }
 
+    /// Sec41: tokens, dotenv files and a repository's `.git/config` were read without a
+    /// click and found by a search; now every one is refused or skipped, and the dotenv
+    /// templates (no secrets) are still read, listed and searched.
+    #[test]
+    fn dotenv_files_token_files_and_git_config_are_refused_and_skipped_but_templates_are_read() {
+        let (_dir, roots) = project();
+        let root = roots.list()[0].clone();
+        std::fs::create_dir_all(root.join(".config/gcloud")).expect("mkdir");
+        std::fs::create_dir_all(root.join(".config/github-copilot")).expect("mkdir");
+        let secrets = [
+            ".env",
+            ".env.local",
+            "src/.env.production",
+            ".git-credentials",
+            ".pypirc",
+            ".config/gcloud/credentials.db",
+            ".config/github-copilot/hosts.json",
+            ".git/config",
+        ];
+        for path in secrets {
+            std::fs::write(root.join(path), "SECRET=hunter2\n").expect("w");
+        }
+        let templates = [".env.example", ".env.sample", ".env.template", ".env.dist"];
+        for path in templates {
+            std::fs::write(root.join(path), "SECRET=\n").expect("w");
+        }
+        for path in secrets {
+            let error = read(&roots, &read_req(path, 1, None, 1000)).expect_err(path).to_string();
+            assert!(error.contains("credential location"), "{path}: {error}");
+        }
+        for path in templates {
+            let r = read(&roots, &read_req(path, 1, None, 1000)).expect(path);
+            assert_eq!(r["content"], "SECRET=\n", "{path}");
+        }
+        let listed = list(&roots, &ListRequest { path: ".".to_owned(), recursive: true, glob: None, max_entries: 500 }).expect("list");
+        let paths: Vec<&str> = listed["entries"].as_array().expect("entries").iter().filter_map(|e| e["path"].as_str()).collect();
+        for path in secrets {
+            assert!(!paths.contains(&path), "{path} listed: {paths:?}");
+        }
+        for path in templates {
+            assert!(paths.contains(&path), "{path} not listed: {paths:?}");
+        }
+        let found = crate::tools::grep::grep(
+            &roots,
+            &crate::tools::grep::GrepRequest {
+                root: ".".to_owned(),
+                pattern: "SECRET=".to_owned(),
+                regex: false,
+                glob: None,
+                case_insensitive: false,
+                max_matches: 100,
+                max_bytes: 100_000,
+            },
+        )
+        .expect("grep");
+        let mut files: Vec<&str> = found["matches"].as_array().expect("matches").iter().filter_map(|m| m["path"].as_str()).collect();
+        files.sort_unstable();
+        assert_eq!(files, [".env.dist", ".env.example", ".env.sample", ".env.template"], "{found}");
+    }
+
     #[test]
     fn a_walk_stops_at_its_deadline_and_says_so() {
         let (_dir, roots) = project();

@@ -1356,6 +1356,31 @@ mod tests {
         (dir, repo)
     }
 
+    /// Sec41: `herdr_git` named a dotenv file or the repository's own `.git/config` as its
+    /// path and showed them; a work-tree diff read a changed tracked `.env.local` too. Both
+    /// are refused now, saying it is a credential location; the text never appears.
+    #[tokio::test]
+    async fn a_dotenv_file_or_the_git_config_as_a_git_path_is_refused_never_shown() {
+        let (_dir, repo) = repository_with_sub(".env.local", "KEY=committed\n");
+        let repo = repo.canonicalize().expect("canonical");
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET\n").expect("w");
+        std::fs::write(repo.join(".env"), "KEY=SECRET\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        for (action, path) in [(GitAction::Diff, Some(".env")), (GitAction::Log, Some(".git/config")), (GitAction::Diff, None)] {
+            let mut call = request(action);
+            call.root = repo.display().to_string();
+            call.path = path.map(str::to_owned);
+            call.max_bytes = 64 * 1024;
+            match git(&roots, &call).await {
+                Ok(shown) => panic!("{path:?}: shown: {shown}"),
+                Err(error) => {
+                    let error = error.to_string();
+                    assert!(error.contains("credential location") && !error.contains("SECRET"), "{path:?}: {error}");
+                }
+            }
+        }
+    }
+
     /// A tracked file replaced by a hard link to a file outside the roots: the work-tree
     /// diff is refused and names it; the text outside never appears.
     #[tokio::test]

@@ -37,7 +37,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub enum RootError {
     /// No root is registered and the caller's workspace has no pane with a working directory.
     #[error(
-        "no project root is set: register a project directory with herdr-companion roots add PATH, or open a Herdr pane in the project (the working directories of the bound workspace's panes are roots, except /, the home directory and the companion home)"
+        "no project root is set: register a project directory with herdr-companion roots add PATH, or open a Herdr pane in the project (the working directories of the bound workspace's panes are roots, except /, the home directory, a directory holding it and the companion home)"
     )]
     NoRoots,
     /// The path resolves outside every root.
@@ -74,12 +74,14 @@ pub enum RootError {
         roots: String,
     },
     /// The path is inside the companion home or a credential location.
-    #[error("{path} is {what}; no Herdr tool reads or writes there, whatever the project roots")]
+    #[error("{path} is {what}; no Herdr tool reads, lists or writes it, whatever the project roots: {advice}")]
     Protected {
         /// The path as sent.
         path: String,
         /// What it is.
         what: &'static str,
+        /// What to do instead.
+        advice: &'static str,
     },
     /// The file has other names (a hard link): one of them may be outside every root.
     #[error("{path} is a hard link ({links} names share this one file), so it may be a file outside the project roots under another name; no Herdr tool reads or writes it. Copy it into the root as a file of its own (cp FILE FILE.own && mv FILE.own FILE), then call again")]
@@ -102,13 +104,69 @@ pub enum RootError {
 }
 
 /// Directories and files no tool touches, whatever the roots: credentials of the user's
-/// tools. A path with one of these as a component (or `.config/gh`, `.docker/config.json`)
-/// is refused.
-pub const SENSITIVE_NAMES: [&str; 5] = [".ssh", ".gnupg", ".aws", ".kube", ".netrc"];
+/// tools. A path with one of these as a component is refused, and so is one of the pairs
+/// of [`SENSITIVE_PAIRS`], a dotenv file ([`is_dotenv`]) and a repository's Git
+/// configuration (`.git/config`: remote URLs often carry a token).
+pub const SENSITIVE_NAMES: [&str; 7] = [".ssh", ".gnupg", ".aws", ".kube", ".netrc", ".git-credentials", ".pypirc"];
 
-/// Whether `path` names (or lies inside) a credential location ([`SENSITIVE_NAMES`],
-/// `.config/gh`, `.docker/config.json`).
+/// A directory and the name directly inside it that are credential locations.
+pub const SENSITIVE_PAIRS: [(&str, &str); 4] =
+    [(".config", "gh"), (".config", "gcloud"), (".config", "github-copilot"), (".docker", "config.json")];
+
+/// The dotenv templates: meant to be read, they hold no secrets.
+pub const DOTENV_TEMPLATES: [&str; 4] = [".env.example", ".env.sample", ".env.template", ".env.dist"];
+
+/// What kind of credential location a path is ([`sensitive_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sensitive {
+    /// A tool's keys or tokens ([`SENSITIVE_NAMES`], [`SENSITIVE_PAIRS`]).
+    Credentials,
+    /// A dotenv file: `.env` or `.env.<anything>` but the templates.
+    Dotenv,
+    /// A `config` directly inside a `.git` directory (or a submodule's Git directory).
+    GitConfig,
+}
+
+impl Sensitive {
+    /// What it is, for a refusal.
+    pub fn what(self) -> &'static str {
+        match self {
+            Self::Credentials => "a credential location (.ssh, .gnupg, .aws, .kube, .netrc, .git-credentials, .pypirc, .config/gh, .config/gcloud, .config/github-copilot, .docker/config.json: the user's keys and tokens)",
+            Self::Dotenv => "a credential location (a dotenv file, .env or .env.*: it holds the project's secrets)",
+            Self::GitConfig => "a credential location (a repository's .git/config: its remote URLs can carry a token)",
+        }
+    }
+
+    /// What to do instead, for a refusal.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Self::Credentials => "if the task needs a value from it, ask the user to share that value in the chat",
+            Self::Dotenv => "read the template instead (.env.example, .env.sample, .env.template or .env.dist) for the variable names, or ask the user to share the values the task needs in the chat",
+            Self::GitConfig => "use herdr_git for the repository's status, diffs and history, or ask the user for the setting the task needs",
+        }
+    }
+}
+
+/// Whether the file name `name` is a dotenv file: `.env` or `.env.<anything>`, but not one
+/// of the [`DOTENV_TEMPLATES`].
+pub fn is_dotenv(name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = name.as_bytes();
+    (bytes == b".env" || bytes.starts_with(b".env.")) && !DOTENV_TEMPLATES.iter().any(|t| bytes == t.as_bytes())
+}
+
+/// Whether `path` names (or lies inside) a credential location ([`sensitive_kind`]).
 pub fn is_sensitive(path: &Path) -> bool {
+    sensitive_kind(path).is_some()
+}
+
+/// The kind of credential location `path` names or lies inside, if any: a component in
+/// [`SENSITIVE_NAMES`], a pair of [`SENSITIVE_PAIRS`], a `config` directly inside a `.git`
+/// directory (or a submodule's, last in a path under `.git/modules`), or a last name that
+/// is a dotenv file ([`is_dotenv`]). A directory of a dotenv name (a virtualenv called
+/// `.env`) is refused itself, so a walk skips it whole, but a path inside it is not.
+pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
+    use std::ffi::OsStr;
     // No allocation: a walk asks this of every entry.
     let mut names = path
         .components()
@@ -117,16 +175,27 @@ pub fn is_sensitive(path: &Path) -> bool {
             _ => None,
         })
         .peekable();
+    // The name before this one, and whether a `.git/modules` came before (submodules).
+    let mut prev: Option<&OsStr> = None;
+    let mut in_modules = false;
     while let Some(name) = names.next() {
         let next = names.peek().copied();
-        if SENSITIVE_NAMES.iter().any(|s| name == std::ffi::OsStr::new(s))
-            || (name == std::ffi::OsStr::new(".config") && next == Some(std::ffi::OsStr::new("gh")))
-            || (name == std::ffi::OsStr::new(".docker") && next == Some(std::ffi::OsStr::new("config.json")))
+        if SENSITIVE_NAMES.iter().any(|s| name == OsStr::new(s))
+            || SENSITIVE_PAIRS.iter().any(|(dir, inside)| name == OsStr::new(dir) && next == Some(OsStr::new(inside)))
         {
-            return true;
+            return Some(Sensitive::Credentials);
+        }
+        let after_git = prev == Some(OsStr::new(".git"));
+        if name == OsStr::new("config") && (after_git || (in_modules && next.is_none())) {
+            return Some(Sensitive::GitConfig);
+        }
+        in_modules |= after_git && name == OsStr::new("modules");
+        prev = Some(name);
+        if next.is_none() && is_dotenv(name) {
+            return Some(Sensitive::Dotenv);
         }
     }
-    false
+    None
 }
 
 /// The project roots of one call, canonicalised.
@@ -136,8 +205,9 @@ pub struct Roots {
     roots: Vec<PathBuf>,
     /// The companion home, canonical: refused whatever the roots (it holds the MCP token).
     protected: Vec<PathBuf>,
-    /// Pane working directories not taken as roots (`/`, `$HOME`, the companion home or
-    /// one of its ancestors), named in refusals.
+    /// Pane working directories not taken as roots (`/`, `$HOME` or a directory holding
+    /// it, the companion home, one of its ancestors or a directory inside it), named in
+    /// refusals.
     skipped: Vec<PathBuf>,
 }
 
@@ -160,10 +230,10 @@ impl Roots {
     }
 
     /// The roots of a call as the runtime builds them: like [`Roots::new`], but a pane
-    /// working directory that is `/`, `user_home`, or the companion home, one of its
-    /// ancestors or a directory inside it is not taken as a root (a page could otherwise
-    /// read the user's keys or the companion's token without a click), and every path
-    /// inside `companion_home` is refused.
+    /// working directory that is `/`, `user_home` or a directory holding it (`/home`: every
+    /// user's home), or the companion home, one of its ancestors or a directory inside it is
+    /// not taken as a root (a page could otherwise read the user's keys or the companion's
+    /// token without a click), and every path inside `companion_home` is refused.
     pub fn for_call(
         registered: impl IntoIterator<Item = PathBuf>,
         pane_dirs: impl IntoIterator<Item = PathBuf>,
@@ -176,8 +246,9 @@ impl Roots {
         let mut panes = Vec::new();
         for dir in pane_dirs {
             let Ok(canonical) = std::fs::canonicalize(&dir) else { continue };
+            // `/`, the home or a directory holding it (`/home`: every user's home).
             let too_wide = canonical == Path::new("/")
-                || user_home.as_deref() == Some(canonical.as_path())
+                || user_home.as_deref().is_some_and(|home| home.starts_with(&canonical))
                 || protected.iter().any(|home| home.starts_with(&canonical) || canonical.starts_with(home));
             if too_wide {
                 if !skipped.contains(&canonical) {
@@ -199,13 +270,11 @@ impl Roots {
             return Err(RootError::Protected {
                 path: path.to_owned(),
                 what: "inside the companion home (it holds the companion's tokens)",
+                advice: "work on files inside the project roots",
             });
         }
-        if is_sensitive(resolved) {
-            return Err(RootError::Protected {
-                path: path.to_owned(),
-                what: "a credential location (.ssh, .gnupg, .aws, .config/gh, .netrc, .docker/config.json, .kube)",
-            });
+        if let Some(kind) = sensitive_kind(resolved) {
+            return Err(RootError::Protected { path: path.to_owned(), what: kind.what(), advice: kind.advice() });
         }
         Ok(())
     }
@@ -236,7 +305,7 @@ impl Roots {
         if !self.skipped.is_empty() {
             let skipped = self.skipped.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ");
             out.push_str(&format!(
-                "; the pane directories {skipped} are not roots (/, the home directory and the companion home never are): register a project directory with herdr-companion roots add PATH"
+                "; the pane directories {skipped} are not roots (/, the home directory, a directory holding it and the companion home never are): register a project directory with herdr-companion roots add PATH"
             ));
         }
         out
@@ -622,6 +691,86 @@ mod tests {
         assert!(matches!(store.remove(Path::new("/nowhere")), Err(RootStoreError::NotRegistered { .. })));
         assert_eq!(store.remove(&root).expect("remove"), added);
         assert!(store.list().expect("list").is_empty());
+    }
+
+    #[test]
+    fn tokens_dotenv_files_and_a_repositorys_git_config_are_credential_locations_but_dotenv_templates_are_not() {
+        for path in [
+            "/p/.git-credentials",
+            "/home/u/.pypirc",
+            "/home/u/.config/gcloud",
+            "/home/u/.config/gcloud/credentials.db",
+            "/home/u/.config/github-copilot/hosts.json",
+            "/p/.git/config",
+            "/p/.git/modules/sub/config",
+            "/p/.env",
+            "/p/api/.env",
+            "/p/.env.local",
+            "/p/.env.production",
+            "/p/.env.example.local",
+            "/p/.env.",
+            ".env",
+        ] {
+            assert!(is_sensitive(Path::new(path)), "{path} is a credential location");
+        }
+        for path in [
+            "/p/.env.example",
+            "/p/.env.sample",
+            "/p/.env.template",
+            "/p/.env.dist",
+            "/p/env",
+            "/p/src/.env/lib/site.py",
+            "/p/.git/HEAD",
+            "/p/.git/worktrees/config",
+            "/p/.git/modules/config/HEAD",
+            "/p/config",
+            "/p/.config/nvim/init.lua",
+            "/p/git/config",
+            "/p/.github/config",
+            "/p/.environment",
+        ] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    #[test]
+    fn a_dotenv_file_or_git_config_is_refused_with_what_to_do_and_a_template_resolves() {
+        let (_dir, root) = tree();
+        std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+        std::fs::write(root.join(".git/config"), "[remote \"origin\"]\n\turl = https://u:tok@example.com/r\n").expect("w");
+        std::fs::write(root.join(".env"), "KEY=secret\n").expect("w");
+        std::fs::write(root.join(".env.example"), "KEY=\n").expect("w");
+        let roots = Roots::new([root.clone()], []);
+        // Reading, and writing a file not there yet (the write tools resolve the same way).
+        for path in [".env", ".env.local", "src/.env", ".git/config", ".git-credentials", ".pypirc"] {
+            let error = roots.resolve(path).expect_err(path);
+            assert!(matches!(error, RootError::Protected { .. }), "{path}: {error:?}");
+        }
+        let error = roots.open_file(".env").expect_err("refused").to_string();
+        assert!(error.contains("credential location") && error.contains(".env.example") && error.contains("ask the user"), "{error}");
+        let error = roots.resolve(".git/config").expect_err("refused").to_string();
+        assert!(error.contains("credential location") && error.contains("herdr_git"), "{error}");
+        assert!(roots.open_file(".env.example").is_ok());
+    }
+
+    #[test]
+    fn a_pane_in_a_directory_holding_the_home_is_not_taken_as_a_root() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home/me");
+        std::fs::create_dir_all(home.join("proj")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join("home/other")).expect("mkdir");
+        // The companion home elsewhere: its ancestors are skipped already.
+        let companion = dir.path().join("companion");
+        std::fs::create_dir_all(&companion).expect("mkdir");
+        let above = dir.path().join("home");
+        let roots = Roots::for_call([], [above.clone(), home.join("proj")], &companion, Some(&home));
+        let canonical = |p: &Path| std::fs::canonicalize(p).expect("canonical");
+        assert_eq!(roots.list(), vec![canonical(&home.join("proj"))], "the directory holding the home is no root");
+        let described = roots.describe();
+        assert!(described.contains(&canonical(&above).display().to_string()) && described.contains("not roots"), "{described}");
+        // The other user's home is out of reach.
+        let error = roots.resolve(&dir.path().join("home/other").display().to_string()).expect_err("refused");
+        assert!(matches!(error, RootError::Outside { .. }), "{error:?}");
     }
 
     use proptest::prelude::*;

@@ -944,6 +944,43 @@ fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
     assert_eq!(asked.pending.iter().map(|p| (p.detail.as_str(), p.detail_more)).collect::<Vec<_>>(), vec![("keys: enter", 0)]);
 }
 
+/// Sec41: the exec card showed `$ ` and the words joined by spaces, so `["rm","a b"]` and
+/// `["rm","a","b"]` looked the same, and a newline or a long run of spaces in an argument
+/// could pass for a second line or push the rest out of sight. Each argument is quoted as
+/// a POSIX shell would need it now, controls escaped, and the card names the directory.
+#[test]
+fn an_exec_card_quotes_each_argument_and_names_where_it_runs() {
+    use companion::bridge::machine::classify;
+    let object = |v: Value| v.as_object().cloned().expect("an object");
+    let card = |tool: &str, args: Value| classify(tool, &object(args)).detail;
+    let exec = |argv: Value| card("herdr_exec", json!({"root": "/home/me/proj", "command": argv, "intent": "read_only"}));
+    let one = exec(json!(["rm", "a b"]));
+    let two = exec(json!(["rm", "a", "b"]));
+    assert_ne!(one, two);
+    assert_eq!(one, "in /home/me/proj (timeout 30000 ms, the default)\n$ rm 'a b'");
+    assert_eq!(two, "in /home/me/proj (timeout 30000 ms, the default)\n$ rm a b");
+    // Quotes, an empty argument, and words a shell would read otherwise.
+    let odd = exec(json!(["sh", "-c", "echo 'hi' && ls ~", "", "$HOME", "a*"]));
+    assert!(odd.ends_with("$ sh -c 'echo '\\''hi'\\'' && ls ~' '' '$HOME' 'a*'"), "{odd}");
+    // A newline cannot make a second line, nor a run of spaces push text out of sight.
+    let hidden = exec(json!(["sh", "-c", "true\nrm -rf ~"]));
+    assert_eq!(hidden.lines().count(), 2, "{hidden}");
+    assert!(hidden.ends_with("$ sh -c $'true\\nrm -rf ~'"), "{hidden}");
+    let spaced = exec(json!(["sh", "-c", format!("true{}; curl evil", " ".repeat(300))]));
+    assert!(!spaced.contains("    ") && spaced.contains("300 spaces") && spaced.contains("; curl evil"), "{spaced}");
+    // The mark cannot be forged: a `<` of the argument itself is escaped in that form.
+    let forged = exec(json!(["sh", "-c", format!("a{}<9 spaces>", " ".repeat(9))]));
+    assert!(forged.ends_with("$ sh -c $'a<9 spaces>\\x3c9 spaces>'"), "{forged}");
+    // Other controls and invisible format characters are shown escaped.
+    let sly = exec(json!(["echo", "a\u{1b}[2Kb", "x\u{202e}y", "p\u{2028}q"]));
+    assert!(sly.ends_with("$ echo $'a\\x1b[2Kb' $'x\\u202ey' $'p\\u2028q'"), "{sly}");
+    // The timeout sent, and herdr_exec_start (no timeout).
+    let timed = card("herdr_exec", json!({"root": "src", "command": ["make"], "timeout_ms": 5000, "intent": "read_only"}));
+    assert_eq!(timed, "in src (timeout 5000 ms)\n$ make");
+    let started = card("herdr_exec_start", json!({"root": "/p/a b", "command": ["npm", "run", "dev"]}));
+    assert_eq!(started, "in '/p/a b'\n$ npm run dev");
+}
+
 // Review of issue 23: a bridge chat could read other chains through `conversation_url` —
 // only the URL's conversation was checked, not its Project, and a chat not journaled yet
 // fell back to its URL's Project (search) or that Project's only chain (resume).
