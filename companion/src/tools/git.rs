@@ -571,6 +571,9 @@ struct Snapshot {
     base: String,
     /// The repository's object directory (read through, never written).
     objects: PathBuf,
+    /// Changed files left out because they are credential locations (`roots::is_sensitive`,
+    /// a `.env.development` committed with the project): named in the result, never read.
+    withheld: Vec<String>,
 }
 
 impl Snapshot {
@@ -729,7 +732,7 @@ async fn snapshot_work_tree(
         std::fs::DirBuilder::new().mode(0o700).create(&private).and_then(|()| std::fs::create_dir(private.join("objects")))
     };
     made.map_err(|e| ToolError::Io(format!("a private directory for the diff could not be made in {}: {e}", private.display())))?;
-    let mut snapshot = Snapshot { dir: private, base: String::new(), objects };
+    let mut snapshot = Snapshot { dir: private, base: String::new(), objects, withheld: Vec::new() };
     let env = snapshot.env();
     // The base: `from`, or the repository's index as a tree (its objects go to the snapshot).
     snapshot.base = match &request.from {
@@ -763,9 +766,10 @@ async fn snapshot_work_tree(
     // Each changed file, read once through the confined path.
     let (listing, checked_roots, copies) = (listed_paths(&listed.stdout)?, roots.clone(), snapshot.dir.clone());
     let read_top = top.clone();
-    let entries = tokio::task::spawn_blocking(move || read_changed(&checked_roots, &read_top, &listing, &copies))
+    let (entries, withheld) = tokio::task::spawn_blocking(move || read_changed(&checked_roots, &read_top, &listing, &copies))
         .await
         .map_err(|lost| ToolError::Io(format!("the changed files could not be read ({lost}); retry")))??;
+    snapshot.withheld = withheld;
     if entries.is_empty() {
         return Ok(snapshot);
     }
@@ -847,15 +851,21 @@ struct Changed {
 }
 
 /// Reads each changed file of `listing` (relative to `top`) through the confined path into
-/// a private copy in `copies`; a deleted one is not read.
-fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) -> Result<Vec<Changed>, ToolError> {
+/// a private copy in `copies`; a deleted one is not read, and a credential location is not
+/// read at all: its base entry stays, and its name is returned apart.
+fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) -> Result<(Vec<Changed>, Vec<String>), ToolError> {
     use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     let mut entries = Vec::new();
+    let mut withheld = Vec::new();
     let mut total = 0u64;
     for (n, Listed { name, deleted, mode: listed }) in listing.iter().enumerate() {
         let path = top.join(name);
+        if crate::tools::roots::is_sensitive(Path::new(name)) {
+            withheld.push(name.to_owned());
+            continue;
+        }
         let unreadable = |e: std::io::Error| ToolError::Io(format!("{} cannot be read: {e}", path.display()));
         // A directory above it that is a symlink (or no directory): git sees no file there.
         let below_a_link = Path::new(name)
@@ -907,7 +917,7 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
         std::fs::write(&copy, &bytes).map_err(|e| ToolError::Io(format!("the diff's private copy could not be written: {e}")))?;
         entries.push(Changed { name: name.to_owned(), mode: Some(mode), copy: Some(copy) });
     }
-    Ok(entries)
+    Ok((entries, withheld))
 }
 
 /// Runs the request (see the module invariants).
@@ -941,6 +951,7 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     tests::before_diff(&dir);
     let env = snapshot.as_ref().map(Snapshot::env);
     let output = run_git_with(&dir, &ceiling, &args, request.max_bytes, env.as_ref().map_or(&[][..], |e| &e[..]), None).await?;
+    let withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
     drop(snapshot);
     if !output.ok {
         return Err(git_failed(&args[0], &dir, &ceiling, &output.stderr));
@@ -992,9 +1003,19 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
             result["text"] = json!(text);
         }
     }
+    let mut notes = Vec::new();
     if truncated {
-        result["note"] =
-            json!(format!("output cut at max_bytes = {} ({} bytes left out); narrow it with path", request.max_bytes, output.dropped));
+        notes.push(format!("output cut at max_bytes = {} ({} bytes left out); narrow it with path", request.max_bytes, output.dropped));
+    }
+    if !withheld.is_empty() {
+        notes.push(format!(
+            "{} changed file(s) left out, credential locations no Herdr tool reads (listed in withheld): ask the user about them",
+            withheld.len()
+        ));
+        result["withheld"] = json!(withheld);
+    }
+    if !notes.is_empty() {
+        result["note"] = json!(notes.join("; "));
     }
     Ok(result)
 }
@@ -1250,7 +1271,7 @@ mod tests {
         std::os::unix::fs::symlink("/SECRET-LINK", outside.join("l")).expect("ln");
         let copies = tempfile::tempdir().expect("tempdir");
         let listing = ["sub/a.txt", "sub/l"].map(|name| Listed { name: name.to_owned(), deleted: false, mode: "100644".to_owned() });
-        let read = read_changed(&roots, &repo, &listing, copies.path()).expect("read as deleted");
+        let (read, _) = read_changed(&roots, &repo, &listing, copies.path()).expect("read as deleted");
         assert!(read.iter().all(|entry| entry.mode.is_none() && entry.copy.is_none()), "deleted");
     }
 
@@ -1366,7 +1387,7 @@ mod tests {
         std::fs::write(repo.join(".env.local"), "KEY=SECRET\n").expect("w");
         std::fs::write(repo.join(".env"), "KEY=SECRET\n").expect("w");
         let roots = Roots::new([repo.clone()], []);
-        for (action, path) in [(GitAction::Diff, Some(".env")), (GitAction::Log, Some(".git/config")), (GitAction::Diff, None)] {
+        for (action, path) in [(GitAction::Diff, Some(".env")), (GitAction::Log, Some(".git/config"))] {
             let mut call = request(action);
             call.root = repo.display().to_string();
             call.path = path.map(str::to_owned);
@@ -1379,6 +1400,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Final read (failed before): a work-tree diff failed whole while a tracked credential
+    /// location (a `.env.development` many projects commit) had changes. It now shows the
+    /// other files, leaves that one out unread and names it.
+    #[tokio::test]
+    async fn a_work_tree_diff_leaves_a_changed_dotenv_file_out_and_names_it() {
+        let (_dir, repo) = repository_with_sub(".env.local", "KEY=committed\n");
+        let repo = repo.canonicalize().expect("canonical");
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET\n").expect("w");
+        std::fs::write(repo.join("sub/a.txt"), "changed\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        let mut call = request(GitAction::Diff);
+        call.root = repo.display().to_string();
+        call.max_bytes = 64 * 1024;
+        let shown = git(&roots, &call).await.expect("diff");
+        let text = shown["text"].as_str().expect("text");
+        assert!(text.contains("+changed") && !text.contains("SECRET") && !text.contains(".env.local"), "{shown}");
+        assert_eq!(shown["withheld"], json!([".env.local"]), "{shown}");
+        assert!(shown["note"].as_str().is_some_and(|n| n.contains("credential")), "{shown}");
     }
 
     /// A tracked file replaced by a hard link to a file outside the roots: the work-tree
