@@ -340,19 +340,25 @@
   };
   const refusedPress = (button, event) => refuse(pressRefused(button, event));
   // Any press but a card's: true when refused as covered (the HUD says why).
-  const refusedCovered = (button, event, guarded, seen) =>
-    refuse(coveredPress(button, event, guarded, seen) ? 'noticeBridgePressHidden' : null);
+  const refusedCovered = (button, event) => refuse(coveredPress(button, event) ? 'noticeBridgePressHidden' : null);
   // The same guard for another element of ours (the Queue button, its Clear question) in
   // `guarded`, its host, with its own watch of `el`. It fails closed: a press before the
   // browser's first report on `el` is refused too (the watch does not depend on any event
-  // the page could keep from us).
+  // the page could keep from us). `refusal(button, event)`: `notices.soon` while `el` has
+  // not been seen whole for PRESS_SETTLE_MS (not reported yet, just shown or uncovered),
+  // `notices.hidden` while it is hidden, covered or filtered, else null.
   // `el`'s `data-seen-since` (inside our closed root, so for tests only) says since when it
   // has been seen whole ("" while not).
-  const pressGuard = (guarded, el) => {
+  const pressGuard = (guarded, el, notices) => {
     const watch = visibilityWatch((seen) => { el.dataset.seenSince = seen?.visible ? String(seen.since) : ''; });
     return {
       watch: (on) => watch.watch(on ? el : null),
-      refused: (button, event) => refusedCovered(button, event, guarded, watch.seen ?? { visible: false, since: null }),
+      refusal: (button, event) => {
+        const seen = watch.seen;
+        if (seen !== null && !seen.visible) return notices.hidden;
+        if (seen === null || !seenWhole(seen, event)) return notices.soon;
+        return coveredPress(button, event, guarded, seen) ? notices.hidden : null;
+      },
     };
   };
 
@@ -442,5 +448,5 @@
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
   Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, toggleGoal,
-    refusedPress, pressGuard, copyPrompt, setChildren, keptButton, render });
+    refusedPress, refuse, pressGuard, copyPrompt, setChildren, keptButton, render });
 })();

@@ -41,6 +41,7 @@
     text,
     onTrusted,
     guard: hc.pressGuard,
+    refuse: hc.refuse,
     hud: hc.host,
     post: (message) => hc.send(message),
     composer: soleComposer,

@@ -49,7 +49,8 @@
   };
 
   globalThis[KEY] = (deps) => {
-    // deps: { text(key, subs), onTrusted(el, type, fn), guard(host, el) → press guard,
+    // deps: { text(key, subs), onTrusted(el, type, fn), guard(host, el, notices) → press
+    //         guard, refuse(key) → true when it said why a press was refused,
     //         hud (the HUD's host, kept clear of), post(message), composer() → element | null,
     //         composerText(el) → string, clearComposer(el) }
     // Every control listens through content-hud.js's `onTrusted` (real input only: a page's
@@ -94,23 +95,40 @@
       const el = deps.composer();
       deps.post({ type: TO_WORKER.queue_add, ...fitted(el ? deps.composerText(el) : '') });
     };
-    // The browser's look at the button, always (one small element), and at the question
-    // while it is open; each press is judged by its own element's.
-    const buttonGuard = deps.guard(host, button);
-    const confirmGuard = deps.guard(host, confirm);
+    // A press counts only on the button as we placed and show it (content-hud.js
+    // `pressGuard`): the browser's look at the button, always (one small element), and at
+    // the question while it is open, each press judged by its own element's; and the host
+    // where `place` put it, for PRESS_SETTLE_MS (a page that moves our host under the
+    // pointer, or a button that just moved, waits). The HUD says why a press was refused.
+    const notices = { hidden: 'noticeQueuePressHidden', soon: 'noticeQueuePressTooSoon' };
+    const buttonGuard = deps.guard(host, button, notices);
+    const confirmGuard = deps.guard(host, confirm, notices);
     buttonGuard.watch(true);
+    const SETTLE_MS = 600;
+    let placedAt = null; // { at: the host's right edge and top, since }
+    const cornerOf = () => { const r = host.getBoundingClientRect(); return `${Math.round(r.right)},${Math.round(r.top)}`; };
+    const moved = (event) => {
+      if (placedAt === null || placedAt.at !== cornerOf()) return notices.hidden;
+      return event.timeStamp - placedAt.since < SETTLE_MS ? notices.soon : null;
+    };
+    // Refused as hidden when either says so (the likelier cause to name), else as too soon.
+    const refused = (guard, el, event) => {
+      const why = [moved(event), guard.refusal(el, event)];
+      return deps.refuse(why.includes(notices.hidden) ? notices.hidden : why.find(Boolean) ?? null);
+    };
     const closeConfirm = () => { confirm.hidden = true; confirmGuard.watch(false); button.focus(); };
-    onTrusted(button, 'click', (event) => { if (!buttonGuard.refused(button, event)) queueNow(); });
+    onTrusted(button, 'click', (event) => { if (!refused(buttonGuard, button, event)) queueNow(); });
     onTrusted(button, 'contextmenu', (event) => {
       event.preventDefault();
       asked = view?.clear ?? null;
       question.textContent = asked ? deps.text(asked, [String(view.count)]) : deps.text('queueClearQuestion');
       confirm.hidden = false;
       confirmGuard.watch(true);
+      place();
       no.focus();
     });
     onTrusted(yes, 'click', (event) => {
-      if (confirmGuard.refused(yes, event)) return;
+      if (refused(confirmGuard, yes, event)) return;
       deps.post({ type: TO_WORKER.queue_clear, question: asked });
       closeConfirm();
     });
@@ -131,15 +149,21 @@
       host.setAttribute('data-placed', '');
       placedFor = el;
       clearOfHud();
+      const at = cornerOf();
+      if (placedAt?.at === at) return;
+      placedAt = { at, since: performance.now() };
+      // Since when it stands where it is (inside our closed root, for tests only).
+      button.dataset.placedSince = confirm.dataset.placedSince = String(placedAt.since);
     };
-    // Never under our own HUD: the user could not see the button whole, and the browser
-    // counts the HUD as covering it (its presses would be refused). Beside it instead,
-    // looked at again whenever the HUD changes size (opened, closed, a longer view).
+    // Never under our own HUD, nor the open question: the user could not see them whole,
+    // and the browser counts the HUD as covering them (their presses would be refused).
+    // Beside it instead, looked at again whenever the HUD changes size (opened, closed, a
+    // longer view) or the question opens.
     const clearOfHud = () => {
       const hud = deps.hud?.getBoundingClientRect();
       if (!hud || hud.width === 0) return;
-      const mine = host.getBoundingClientRect();
-      if (mine.left < hud.right && mine.right > hud.left && mine.top < hud.bottom && mine.bottom > hud.top) {
+      const boxes = [host.getBoundingClientRect(), ...(confirm.hidden ? [] : [confirm.getBoundingClientRect()])];
+      if (boxes.some((mine) => mine.left < hud.right && mine.right > hud.left && mine.top < hud.bottom && mine.bottom > hud.top)) {
         host.style.right = `${window.innerWidth - hud.left + 8}px`;
       }
     };

@@ -101,11 +101,13 @@ function probeWith({ query, read }, find) {
     hit: atCentre !== null && (atCentre === el || el.contains(atCentre)),
     // An element whose presses wait for the browser to have seen it whole for 600 ms
     // (content-hud.js `pressGuard`, PRESS_SETTLE_MS) carries, on itself or an ancestor in
-    // the root, when that began (`data-seen-since`; "" while not seen whole).
-    settled: (() => {
-      const since = el.closest('[data-seen-since]')?.dataset.seenSince;
+    // the root, when that began (`data-seen-since`; "" while not seen whole); one whose
+    // presses wait for its host to have stood still as long (queue-button.js), since when
+    // it has (`data-placed-since`).
+    settled: ['seenSince', 'placedSince'].every((hook) => {
+      const since = el.closest(`[data-${hook.replace('S', '-s')}]`)?.dataset[hook];
       return since === undefined || (since !== '' && performance.now() - Number(since) >= 600);
-    })(),
+    }),
   };
   if (read === 'scroll') el.scrollIntoView({ block: 'center', inline: 'center' });
   if (read === 'focus') el.focus();

@@ -330,14 +330,14 @@ test.describe('the Queue (issue 11)', () => {
     await page.mouse.move(x, y);
     await page.waitForTimeout(400);
     await queueButton(page).click({ force: true });
-    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    await expect(status).toHaveAttribute('data-key', 'noticeQueuePressHidden');
     await queueButton(page).click({ button: 'right', force: true });
     const yes = queueHost(page).locator('button[data-action="queue_clear_yes"]');
     await expect(yes).toBeVisible();
     await page.waitForTimeout(400);
     await status.evaluate((el) => { el.dataset.key = ''; });
     await yes.click({ force: true });
-    await expect(status).toHaveAttribute('data-key', 'noticeBridgePressHidden');
+    await expect(status).toHaveAttribute('data-key', 'noticeQueuePressHidden');
     // The round trip is the checkpoint: the worker has handled anything posted before it.
     await page.evaluate(() => document.getElementById('page-cover').remove());
     const hud = new HudProbe(page);
@@ -351,6 +351,29 @@ test.describe('the Queue (issue 11)', () => {
     await expect(queueHost(page), 'cleared').toHaveAttribute('data-queue-count', '0', { timeout: 10_000 });
     await queueButton(page).click();
     await expect(queueHost(page), 'and the Queue button queues').toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
+  });
+
+  test('the Queue button refuses a press when the page moved it (under the pointer), until it is placed again and stood still', async ({ sandbox }) => {
+    const { context, worker, fixture } = await continuityWorld(sandbox);
+    const page = await openChat(context, fixture);
+    await startSlowReply(page, fixture, 30_000);
+    await type(page, fixture, 'A draft the page wants queued.');
+    await queueButton(page).actionable();
+    // The page slides our host 120 px to the left, where the pointer is.
+    await page.evaluate((tag) => {
+      const host = document.querySelector(tag);
+      host.style.right = `${parseFloat(host.style.right) + 120}px`;
+    }, 'herdr-continuity-queue');
+    await page.waitForTimeout(700);
+    await queueButton(page).click({ force: true });
+    const status = statusLine(page);
+    await expect(status).toHaveAttribute('data-key', 'noticeQueuePressHidden');
+    await expect(queueHost(page), 'nothing queued').toHaveAttribute('data-queue-count', '0');
+    // Placed again by us (a resize), it counts once it has stood still.
+    await page.setViewportSize({ width: 1200, height: 720 });
+    await queueButton(page).click();
+    await expect(queueHost(page), 'queued').toHaveAttribute('data-queue-count', '1', { timeout: 10_000 });
+    expect(await storedQueue(worker)).toContain('A draft the page wants queued.');
   });
 
   test('the queued turn goes before a wake that became due while the reply streamed (Q2, M7)', async ({ sandbox }) => {

@@ -661,12 +661,20 @@ fn exec_detail(tool: ToolName, args: &Map<String, Value>, argv: &[Value]) -> Str
 const SPACE_RUN: usize = 8;
 
 /// Whether `c` must be shown escaped: a control character (a newline would pass for a
-/// second line) or an invisible or direction-changing format character.
+/// second line), a blank other than the space (a run of them would push text out of sight
+/// where a run of spaces is counted), or an invisible or direction-changing format character.
 fn hidden_char(c: char) -> bool {
     c.is_control()
+        || (c.is_whitespace() && c != ' ')
         || matches!(
             c,
             '\u{ad}'
+                | '\u{34f}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{2800}'
+                | '\u{3164}'
+                | '\u{ffa0}'
                 | '\u{61c}'
                 | '\u{180e}'
                 | '\u{200b}'..='\u{200f}'

@@ -974,6 +974,12 @@ fn an_exec_card_quotes_each_argument_and_names_where_it_runs() {
     // Other controls and invisible format characters are shown escaped.
     let sly = exec(json!(["echo", "a\u{1b}[2Kb", "x\u{202e}y", "p\u{2028}q"]));
     assert!(sly.ends_with("$ echo $'a\\x1b[2Kb' $'x\\u202ey' $'p\\u2028q'"), "{sly}");
+    // Final read (failed before): blanks other than the space (an ideographic space, a
+    // no-break space, a braille or Hangul filler) pushed text out of sight as spaces did.
+    for blank in ['\u{3000}', '\u{a0}', '\u{2003}', '\u{2800}', '\u{3164}', '\u{ffa0}', '\u{34f}'] {
+        let padded = exec(json!(["sh", "-c", format!("true{}; curl evil", blank.to_string().repeat(300))]));
+        assert!(!padded.contains(blank) && padded.contains("; curl evil"), "{blank:?}: {padded}");
+    }
     // The timeout sent, and herdr_exec_start (no timeout).
     let timed = card("herdr_exec", json!({"root": "src", "command": ["make"], "timeout_ms": 5000, "intent": "read_only"}));
     assert_eq!(timed, "in src (timeout 5000 ms)\n$ make");
