@@ -6,7 +6,8 @@
 //! name a program):
 //! - No configuration-named program runs: hooks (`core.hooksPath=/dev/null`), fsmonitor,
 //!   external diff, the signature check's `gpg.program` (`log.showSignature=false`),
-//!   transports and lazy fetch (`protocol.allow=never`, `core.sshCommand=`,
+//!   transports and lazy fetch (`GIT_ALLOW_PROTOCOL` empty, which a repository's own
+//!   `protocol.<name>.allow` cannot undo; `protocol.allow=never`, `core.sshCommand=`,
 //!   `GIT_NO_LAZY_FETCH`), and each filter driver the repository names (found first with
 //!   [`FILTER_QUERY`], switched off by [`filter_overrides`] names); no pager, no colour, no
 //!   optional locks, no prompt, no system configuration, no implicit bare repository;
@@ -96,6 +97,9 @@ pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[OsString]
     }
     command
         .env("GIT_NO_LAZY_FETCH", "1")
+        // Empty: no transport at all; it wins over a repository's `protocol.<name>.allow`
+        // (which beats `protocol.allow=never`), and older git honours it too.
+        .env("GIT_ALLOW_PROTOCOL", "")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
@@ -136,7 +140,7 @@ pub fn ceiling_of(root: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Git41 HIGH-1 (failed before): the names were read from space- and line-separated
@@ -150,6 +154,57 @@ mod tests {
         let names = filter_overrides(output);
         let names: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
         assert_eq!(names, [&b"a=b"[..], b"sp ace", b"\xff", b"dot.ted"]);
+    }
+
+    /// A partial clone (blobs left on the server) whose remote URL runs `touch MARKER`
+    /// through the `ext::` transport, which its own config allows: the temporary
+    /// directory, the clone and the id of a blob it lacks.
+    pub(crate) fn partial_clone_with_ext_remote(marker: &Path) -> (tempfile::TempDir, PathBuf, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = |at: &Path, args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(at)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let (source, work, clone) = (dir.path().join("src.git"), dir.path().join("work"), dir.path().join("clone"));
+        std::fs::create_dir_all(&work).expect("mkdir");
+        git(dir.path(), &["init", "-q", "--bare", "src.git"]);
+        git(&source, &["config", "uploadpack.allowFilter", "true"]);
+        git(&work, &["init", "-q"]);
+        std::fs::write(work.join("a.txt"), "one\n").expect("w");
+        git(&work, &["add", "."]);
+        git(&work, &["commit", "-qm", "one"]);
+        std::fs::write(work.join("a.txt"), "two\n").expect("w");
+        git(&work, &["commit", "-qam", "two"]);
+        git(&work, &["push", "-q", &source.display().to_string(), "HEAD:refs/heads/main"]);
+        let url = format!("file://{}", source.display());
+        git(dir.path(), &["clone", "-q", "--filter=blob:none", "--no-checkout", &url, "clone"]);
+        git(&clone, &["config", "remote.origin.url", &format!("ext::sh -c touch% {}", marker.display())]);
+        git(&clone, &["config", "protocol.ext.allow", "always"]);
+        let blob = git(&work, &["rev-parse", "HEAD:a.txt"]);
+        (dir, clone, blob)
+    }
+
+    /// Git41 H2 (failed before: the marker was made): a repository's own
+    /// `protocol.ext.allow=always` won over our `protocol.allow=never`, and a partial
+    /// clone fetched a missing blob through its remote, running the URL's command;
+    /// `GIT_NO_LAZY_FETCH` stops that only from Git 2.44, so it is taken away here as an
+    /// older git would ignore it. `GIT_ALLOW_PROTOCOL` (empty) allows no transport at all.
+    #[test]
+    fn a_repository_config_that_allows_a_transport_never_runs_it_on_a_lazy_fetch() {
+        let marks = tempfile::tempdir().expect("tempdir");
+        let marker = marks.path().join("PWNED");
+        let (_dir, clone, blob) = partial_clone_with_ext_remote(&marker);
+        let mut command = hardened_command(&clone, None, &[]);
+        command.env_remove("GIT_NO_LAZY_FETCH").args(["cat-file", "-p", &blob]).stdout(Stdio::null()).stderr(Stdio::null());
+        let _ = command.status().expect("git");
+        assert!(!marker.exists(), "the remote's command ran");
     }
 
     /// Git41 LOW-1 (failed before): a git child inherited the whole environment but `GIT_*`

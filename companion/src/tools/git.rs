@@ -17,7 +17,8 @@
 //!   check and the journal's handoff seed) switches off, through the environment
 //!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`), every
 //!   configuration-named program (hooks, fsmonitor, external diff, signature check's gpg,
-//!   transports and lazy fetch, and each filter driver the repository's configuration
+//!   transports and lazy fetch (`GIT_ALLOW_PROTOCOL` empty, which the repository's own
+//!   `protocol.<name>.allow` cannot undo), and each filter driver the repository's configuration
 //!   names, read first with `git config -z --get-regexp`, names kept byte for byte),
 //!   `--no-ext-diff`, `--no-textconv`, no pager, no colour, no optional locks (a status
 //!   does not write the index), no prompt, no system configuration; git's environment is
@@ -1685,6 +1686,29 @@ mod tests {
         status.root = worktree.display().to_string();
         let error = answered_promptly(Roots::new([root.clone()], []), status).expect_err("refused");
         assert!(error.contains(".git") && error.contains("4 KiB"), "{error}");
+    }
+
+    /// Git41 H2: a partial clone whose own config allows the `ext::` transport of its
+    /// remote URL: `show` and `diff` of a blob it lacks never fetch it (the URL's command
+    /// never runs); they fail or show nothing of it.
+    #[tokio::test]
+    async fn a_blob_a_partial_clone_lacks_is_never_fetched_through_its_remote() {
+        let marks = tempfile::tempdir().expect("tempdir");
+        let marker = marks.path().join("PWNED");
+        let (_dir, clone, blob) = crate::gitcmd::tests::partial_clone_with_ext_remote(&marker);
+        let clone = clone.canonicalize().expect("canonical");
+        let roots = Roots::new([clone.clone()], []);
+        let mut show = request(GitAction::Show);
+        show.root = clone.display().to_string();
+        show.from = Some(blob);
+        let mut diff = request(GitAction::Diff);
+        diff.root = clone.display().to_string();
+        diff.from = Some("HEAD~1".to_owned());
+        diff.to = Some("HEAD".to_owned());
+        for call in [show, diff] {
+            let _ = git(&roots, &call).await;
+            assert!(!marker.exists(), "{:?}: the remote's command ran", call.action);
+        }
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its
