@@ -12,6 +12,9 @@
 //!   [`FILTER_QUERY`], switched off by [`filter_overrides`] names); no pager, no colour, no
 //!   optional locks, no prompt, no system configuration, no implicit bare repository;
 //!   stdin is closed.
+//! - Git older than [`MIN_GIT`] (2.31) ignores `GIT_CONFIG_COUNT`, so every setting below
+//!   would be lost: the callers refuse it ([`version_refusal`] of [`installed_version`],
+//!   asked once).
 //! - Every setting goes through the environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`,
 //!   `GIT_CONFIG_VALUE_<n>`), never `-c`: git splits a `-c` argument at its first `=`, so
 //!   a filter named `a=b` would set another key and keep its program. Names are bytes as
@@ -139,6 +142,56 @@ pub fn ceiling_of(root: &Path) -> PathBuf {
     root.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
 }
 
+/// The oldest Git the hardening holds on: older git ignores `GIT_CONFIG_COUNT` and its
+/// keys, so every setting of [`HARDENING`] would be lost.
+pub const MIN_GIT: (u32, u32) = (2, 31);
+
+/// The version in `git version` output (`git version 2.47.3`, `git version 2.39.5 (Apple
+/// Git-154)`, `git version 2.45.0.windows.1`): its text and (major, minor).
+pub fn parse_git_version(output: &str) -> Option<(String, (u32, u32))> {
+    let word = output.trim().strip_prefix("git version ")?.split_whitespace().next()?;
+    let mut parts = word.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((word.to_owned(), (major, minor)))
+}
+
+/// Why Git cannot be used, for the `git version` output `found` (`None`: git did not
+/// run, which the git run itself then reports): older than [`MIN_GIT`], or a version
+/// that cannot be read.
+pub fn version_refusal(found: Option<&str>) -> Option<String> {
+    let found = found?;
+    let (major, minor) = MIN_GIT;
+    match parse_git_version(found) {
+        Some((_, version)) if version >= MIN_GIT => None,
+        Some((text, _)) => Some(format!("herdr_git needs Git {major}.{minor} or newer (found {text}): upgrade Git")),
+        None => Some(format!(
+            "herdr_git needs Git {major}.{minor} or newer and could not read the version of `git` (it said {:?}): upgrade Git",
+            found.trim().chars().take(80).collect::<String>()
+        )),
+    }
+}
+
+/// The output of `git version` on the runtime's PATH, asked once (kept once git ran);
+/// `None` when git cannot be run.
+pub fn installed_version() -> Option<String> {
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(found) = FOUND.get() {
+        return Some(found.clone());
+    }
+    let output = std::process::Command::new("git")
+        .arg("version")
+        .env_clear()
+        .envs(inherited_env())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let found = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    Some(FOUND.get_or_init(|| found).clone())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -231,5 +284,26 @@ pub(crate) mod tests {
             let name = var.split('=').next().unwrap_or("");
             assert!(name.starts_with("GIT_") || name.starts_with("LC_") || INHERITED_ENV.contains(&name), "{name} reached git");
         }
+    }
+
+    /// Git41 H1: the versions git prints on Linux, macOS and Windows are read, and one
+    /// older than 2.31 is refused with what to do.
+    #[test]
+    fn git_versions_are_read_and_one_older_than_2_31_is_refused() {
+        assert_eq!(parse_git_version("git version 2.47.3\n"), Some(("2.47.3".to_owned(), (2, 47))));
+        assert_eq!(parse_git_version("git version 2.39.5 (Apple Git-154)"), Some(("2.39.5".to_owned(), (2, 39))));
+        assert_eq!(parse_git_version("git version 2.45.0.windows.1"), Some(("2.45.0.windows.1".to_owned(), (2, 45))));
+        assert_eq!(parse_git_version("hub version 2.14"), None);
+        for fine in ["git version 2.31.0", "git version 2.47.3", "git version 3.0.0"] {
+            assert_eq!(version_refusal(Some(fine)), None, "{fine}");
+        }
+        assert_eq!(
+            version_refusal(Some("git version 2.30.9")).as_deref(),
+            Some("herdr_git needs Git 2.31 or newer (found 2.30.9): upgrade Git")
+        );
+        assert!(version_refusal(Some("git version 1.9.1")).is_some());
+        assert!(version_refusal(Some("something else")).is_some_and(|why| why.contains("2.31")));
+        assert_eq!(version_refusal(None), None, "git that does not run reports itself");
+        assert!(installed_version().is_some_and(|found| version_refusal(Some(&found)).is_none()), "this machine's git");
     }
 }

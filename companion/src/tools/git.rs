@@ -6,6 +6,8 @@
 //! every machine that has a repository; it is run with a timeout and its output capped.
 //!
 //! Invariants:
+//! - Git older than 2.31 is refused (`crate::gitcmd::MIN_GIT`): it ignores
+//!   `GIT_CONFIG_COUNT`, so none of the hardening below would hold.
 //! - Every argument is checked before `git` runs: a revision is 1..=[`MAX_REV_CHARS`] of
 //!   `[A-Za-z0-9._/~^@{}:+-]` and never starts with `-` (no option injection such as
 //!   `--output=/path`); revisions follow `--end-of-options`, paths follow `--` with
@@ -923,6 +925,18 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
 
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
+    let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version)
+        .await
+        .map_err(|lost| ToolError::Io(format!("the Git version could not be read ({lost}); retry")))?;
+    git_found(roots, request, found.as_deref()).await
+}
+
+/// [`git`] with the `git version` output `found`: refused below `crate::gitcmd::MIN_GIT`
+/// (older git ignores the hardening's settings).
+async fn git_found(roots: &Roots, request: &GitRequest, found: Option<&str>) -> Result<Value, ToolError> {
+    if let Some(why) = crate::gitcmd::version_refusal(found) {
+        return Err(ToolError::Bad(why));
+    }
     // Resolving and the .git check read the disk: on the blocking pool.
     let (located, checked) = (roots.clone(), request.clone());
     let (dir, ceiling, pathspec) = tokio::task::spawn_blocking(move || {
@@ -1708,6 +1722,22 @@ mod tests {
         for call in [show, diff] {
             let _ = git(&roots, &call).await;
             assert!(!marker.exists(), "{:?}: the remote's command ran", call.action);
+        }
+    }
+
+    /// Git41 H1: with a git older than 2.31 (which ignores the hardening's settings)
+    /// every action is refused before git runs, saying to upgrade.
+    #[tokio::test]
+    async fn every_action_is_refused_with_a_git_older_than_2_31() {
+        let (_dir, repo) = repository_with_sub("a.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.clone()], []);
+        for action in [GitAction::Status, GitAction::Diff, GitAction::Log, GitAction::Show] {
+            let mut call = request(action);
+            call.root = repo.display().to_string();
+            let error = git_found(&roots, &call, Some("git version 2.30.2")).await.expect_err("refused").to_string();
+            assert_eq!(error, "herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git", "{action:?}");
+            git_found(&roots, &call, Some("git version 2.47.3")).await.expect("a newer git runs");
         }
     }
 
