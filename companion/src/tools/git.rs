@@ -31,8 +31,8 @@
 //!   outside them is refused ([`check_git_link`]; a `.git` file is opened without following
 //!   a link or waiting on a FIFO, at most [`DOT_GIT_BYTES`] read); then git is asked for
 //!   its Git directory, common directory (`commondir`) and work tree (`core.worktree`),
-//!   and each, the object directory and every `objects/info/alternates` entry (followed
-//!   [`ALTERNATES_DEPTH`] deep) must be inside a root and outside the refused places
+//!   and each, the object directory and every `objects/info/alternates` entry (the
+//!   repository's own list and those of alternates [`ALTERNATES_DEPTH`] deep, as git) must be inside a root and outside the refused places
 //!   ([`confine_repository`]).
 //! - A diff that reads the work tree (not `staged`, no `to`) diffs what it checked: each
 //!   changed file is read once through the confined path (a hard link refused, as every
@@ -271,7 +271,8 @@ pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
 const DOT_GIT_BYTES: u64 = 4 * 1024;
 /// Most bytes of an `objects/info/alternates` file read.
 const ALTERNATES_BYTES: u64 = 64 * 1024;
-/// How deep alternates of alternates are followed (git's own limit).
+/// How many alternates deep the lists are read, as git does: the repository's own list
+/// (depth 0) and those of alternates down to this depth (git ignores one deeper).
 const ALTERNATES_DEPTH: usize = 5;
 
 /// The bytes of the small regular file `path` (a `.git` file, an alternates list), at most
@@ -358,7 +359,8 @@ fn inside_roots(roots: &Roots, dir: &Path, what: &str, path: &Path) -> Result<Pa
 }
 
 /// Refuses an alternates entry of the object directory `objects` (canonical, inside the
-/// roots) outside the roots, and then the entries of each alternate, `depth` levels down.
+/// roots) outside the roots, and then the entries of each alternate, `depth` levels down
+/// (the lists of depth 0 to [`ALTERNATES_DEPTH`], six in all, as git reads).
 fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> Result<(), ToolError> {
     let list = objects.join("info").join("alternates");
     if std::fs::symlink_metadata(&list).is_err() {
@@ -377,7 +379,7 @@ fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> 
             )));
         }
         let alternate = inside_roots(roots, dir, "alternate object directory (objects/info/alternates)", &objects.join(entry))?;
-        if depth + 1 < ALTERNATES_DEPTH {
+        if depth < ALTERNATES_DEPTH {
             check_alternates(roots, dir, &alternate, depth + 1)?;
         }
     }
@@ -1739,6 +1741,52 @@ mod tests {
             assert_eq!(error, "herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git", "{action:?}");
             git_found(&roots, &call, Some("git version 2.47.3")).await.expect("a newer git runs");
         }
+    }
+
+    /// Git41 M1 (failed before: `show` printed the private commit): git follows six
+    /// alternates lists (the repository's own and those of the first five alternates);
+    /// the check read one list fewer, so a chain repo → a1 → … → a5 → outside passed. A
+    /// chain one alternate longer is not followed by git itself.
+    #[tokio::test]
+    async fn an_alternates_chain_as_long_as_git_follows_is_checked_to_its_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, id) = private_repository(dir.path());
+        let objects = private.join(".git/objects");
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        // `links` alternates inside the roots between the repository and the private objects.
+        let chained = |name: &str, links: usize| {
+            let repo = repository_in(&root, name, "a.txt", "one\n");
+            let mut list = repo.join(".git/objects/info/alternates");
+            for n in 1..=links {
+                let next = root.join(format!("{name}-a{n}/objects"));
+                std::fs::create_dir_all(next.join("info")).expect("mkdir");
+                std::fs::write(&list, format!("{}\n", next.display())).expect("w");
+                list = next.join("info/alternates");
+            }
+            std::fs::write(&list, format!("{}\n", objects.display())).expect("w");
+            repo
+        };
+        let (edge, deeper) = (chained("edge", 5), chained("deeper", 6));
+        let plain = |repo: &Path| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["cat-file", "-e", &id])
+                .stderr(Stdio::null())
+                .status()
+                .expect("git")
+                .success()
+        };
+        assert!(plain(&edge) && !plain(&deeper), "git follows five alternates of alternates, not six");
+        let roots = Roots::new([root.clone()], []);
+        let mut show = request(GitAction::Show);
+        show.root = edge.display().to_string();
+        show.from = Some(id.clone());
+        let error = git(&roots, &show).await.expect_err("refused").to_string();
+        assert!(error.contains("outside the project roots") && !error.contains("SECRET"), "{error}");
+        show.root = deeper.display().to_string();
+        let shown = format!("{:?}", git(&roots, &show).await);
+        assert!(!shown.contains("SECRET"), "{shown}");
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its
