@@ -32,8 +32,10 @@
 //!   a link or waiting on a FIFO, at most [`DOT_GIT_BYTES`] read); then git is asked for
 //!   its Git directory, common directory (`commondir`) and work tree (`core.worktree`),
 //!   and each, the object directory and every `objects/info/alternates` entry (the
-//!   repository's own list and those of alternates [`ALTERNATES_DEPTH`] deep, as git) must be inside a root and outside the refused places
-//!   ([`confine_repository`]).
+//!   repository's own list and those of alternates [`ALTERNATES_DEPTH`] deep, as git)
+//!   must be inside a root and outside the refused places ([`confine_repository`]); a
+//!   symlink inside an object directory (`objects/`, `objects/pack/`, `objects/info/`) or
+//!   for `index` / `packed-refs` is refused ([`refuse_links_git_reads`]).
 //! - A diff that reads the work tree (not `staged`, no `to`) diffs what it checked: each
 //!   changed file is read once through the confined path (a hard link refused, as every
 //!   other read refuses one), hashed into a private object directory and diffed from
@@ -328,19 +330,68 @@ async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &
     let (roots_c, dir_c) = (roots.clone(), dir.to_path_buf());
     let places: Vec<(String, PathBuf)> = names.iter().zip(&lines).map(|(name, line)| ((*name).to_owned(), dir.join(line))).collect();
     tokio::task::spawn_blocking(move || {
+        let mut canonical = Vec::new();
         for (what, path) in &places {
-            inside_roots(&roots_c, &dir_c, what, path)?;
+            canonical.push(inside_roots(&roots_c, &dir_c, what, path)?);
         }
-        let common =
-            std::fs::canonicalize(&places[1].1).map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", places[1].1.display())))?;
+        let (git_dir, common) = (&canonical[0], &canonical[1]);
         let objects = common.join("objects");
         if std::fs::symlink_metadata(&objects).is_ok() {
             check_alternates(&roots_c, &dir_c, &inside_roots(&roots_c, &dir_c, "object directory", &objects)?, 0)?;
         }
-        Ok(())
+        refuse_links_git_reads(&dir_c, git_dir, common)
     })
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be checked ({lost}); retry")))?
+}
+
+/// Most entries of `objects`, `objects/pack` or `objects/info` looked at for a link.
+const OBJECT_ENTRIES_CHECKED: usize = 20_000;
+
+/// Refuses a symlink where git reads the index or refs without checking where it leads:
+/// `index` and `packed-refs` (a hard link is kept: `git clone --local` makes them); then
+/// [`refuse_links_in_objects`] of the object directory.
+fn refuse_links_git_reads(dir: &Path, git_dir: &Path, common: &Path) -> Result<(), ToolError> {
+    for file in [git_dir.join("index"), git_dir.join("packed-refs"), common.join("index"), common.join("packed-refs")] {
+        if std::fs::symlink_metadata(&file).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(link_refused(dir, &file));
+        }
+    }
+    refuse_links_in_objects(dir, &common.join("objects"))
+}
+
+/// Refuses a symlink in the object directory `objects` (the repository's or an
+/// alternate): an entry of `objects/` (a fan-out directory such as `objects/ab`, `pack`,
+/// `info`), of `objects/pack/` or of `objects/info/`; only `objects` itself is resolved
+/// and checked against the roots. Each entry's type is read from the listing, at most
+/// [`OBJECT_ENTRIES_CHECKED`] per directory (more is refused).
+fn refuse_links_in_objects(dir: &Path, objects: &Path) -> Result<(), ToolError> {
+    for listed in [objects.to_path_buf(), objects.join("pack"), objects.join("info")] {
+        let Ok(entries) = std::fs::read_dir(&listed) else { continue };
+        for (n, entry) in entries.enumerate() {
+            let entry = entry.map_err(|e| ToolError::Io(format!("{} cannot be listed: {e}", listed.display())))?;
+            if n >= OBJECT_ENTRIES_CHECKED {
+                return Err(ToolError::Bad(format!(
+                    "{} holds more than {OBJECT_ENTRIES_CHECKED} entries, too many to check for links; run `git gc` in the repository and retry",
+                    listed.display()
+                )));
+            }
+            let kind = entry.file_type().map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", entry.path().display())))?;
+            if kind.is_symlink() {
+                return Err(link_refused(dir, &entry.path()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a symlink at `path` in the repository at `dir`.
+fn link_refused(dir: &Path, path: &Path) -> ToolError {
+    ToolError::Bad(format!(
+        "the repository at {} has a symbolic link where git reads its objects or index ({}): git would read what it names, which may be outside the project roots; herdr_git reads only repositories without such links: replace the link with a copy of what it names (or clone the repository again)",
+        dir.display(),
+        path.display()
+    ))
 }
 
 /// `path` canonical when it is inside a root and not in a refused place; else the refusal
@@ -379,6 +430,7 @@ fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> 
             )));
         }
         let alternate = inside_roots(roots, dir, "alternate object directory (objects/info/alternates)", &objects.join(entry))?;
+        refuse_links_in_objects(dir, &alternate)?;
         if depth < ALTERNATES_DEPTH {
             check_alternates(roots, dir, &alternate, depth + 1)?;
         }
@@ -1787,6 +1839,57 @@ mod tests {
         show.root = deeper.display().to_string();
         let shown = format!("{:?}", git(&roots, &show).await);
         assert!(!shown.contains("SECRET"), "{shown}");
+    }
+
+    /// Git41 M4 (failed before: `show` printed the private blob, `status` named its
+    /// file): only `objects` itself was resolved, so a symlink inside it (`objects/pack`
+    /// or a fan-out directory such as `objects/e9` to another repository's) or an `index`
+    /// symlinked to another repository's had git read outside the roots. Each is refused;
+    /// the hard links of `git clone --local` are not.
+    #[tokio::test]
+    async fn a_symlink_inside_the_objects_or_for_the_index_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, _) = private_repository(dir.path());
+        let blob = sh_out(&private, &["rev-parse", "HEAD:secret.txt"]);
+        let packed = repository_in(dir.path(), "packed", "secret.txt", "SECRET\n");
+        sh(&packed, &["repack", "-q", "-a", "-d"]);
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        let empty = |name: &str| {
+            let repo = root.join(name);
+            std::fs::create_dir_all(&repo).expect("mkdir");
+            sh(&repo, &["init", "-q"]);
+            repo
+        };
+        let fan_out = empty("fanout");
+        let link = |from: &Path, to: &Path| {
+            let _ = std::fs::remove_dir_all(to);
+            std::os::unix::fs::symlink(from, to).expect("ln");
+        };
+        link(&private.join(".git/objects").join(&blob[..2]), &fan_out.join(".git/objects").join(&blob[..2]));
+        let pack = empty("pack");
+        link(&packed.join(".git/objects/pack"), &pack.join(".git/objects/pack"));
+        let roots = Roots::new([root.clone()], []);
+        for repo in [&fan_out, &pack] {
+            let mut show = request(GitAction::Show);
+            show.root = repo.display().to_string();
+            show.from = Some(blob.clone());
+            show.max_bytes = 64 * 1024;
+            let error = git(&roots, &show).await.expect_err("refused").to_string();
+            assert!(error.contains("symbolic link") && !error.contains("SECRET"), "{}: {error}", repo.display());
+        }
+        let index = repository_in(&root, "index", "a.txt", "one\n");
+        std::fs::remove_file(index.join(".git/index")).expect("rm");
+        std::os::unix::fs::symlink(private.join(".git/index"), index.join(".git/index")).expect("ln");
+        let mut status = request(GitAction::Status);
+        status.root = index.display().to_string();
+        status.max_bytes = 64 * 1024;
+        let error = git(&roots, &status).await.expect_err("refused").to_string();
+        assert!(error.contains("symbolic link") && !error.contains("secret.txt"), "{error}");
+        let source = repository_in(&root, "source", "a.txt", "one\n");
+        sh(&root, &["clone", "-q", "--local", &source.display().to_string(), "cloned"]);
+        let mut show = request(GitAction::Show);
+        show.root = root.join("cloned").display().to_string();
+        git(&roots, &show).await.expect("a clone's hard links are read");
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its
