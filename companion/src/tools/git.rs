@@ -41,7 +41,10 @@
 //!   other read refuses one), hashed into a private object directory and diffed from
 //!   there ([`snapshot_work_tree`]); git never reads the work tree again. `show`, `log`, a
 //!   staged diff and a diff of two revisions (`from` and `to`, or a range `A..B` / `A...B` in
-//!   `from`) read only Git's objects, which hold what was committed or added. The private
+//!   `from`) read only Git's objects, which hold what was committed or added; a
+//!   credential location there is kept out too: a revision naming one (`HEAD:.env`) is
+//!   refused ([`check_rev`]), and the changed names are listed first and a credential
+//!   location among them left out and named ([`narrow_to_readable`]). The private
 //!   directories a crash left (ours: the name, the uid, stale) are swept before a new one is
 //!   made ([`sweep_stale_snapshots`]).
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
@@ -128,6 +131,15 @@ pub fn check_rev(key: &str, rev: &str) -> Result<(), ToolError> {
             "{key} `{}` is not a revision: send a commit id, branch, tag or an expression like HEAD~2 (letters, digits and . _ / ~ ^ @ {{ }} : + -, not starting with -, at most {MAX_REV_CHARS} characters)",
             rev.chars().take(80).collect::<String>()
         )));
+    }
+    // `REV:path` (and `:path`, `:N:path`) reads that file from Git's objects.
+    for (at, _) in rev.match_indices(':') {
+        let path = rev[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit() || c == ':');
+        if super::roots::is_sensitive(Path::new(path)) {
+            return Err(ToolError::Bad(format!(
+                "{key} `{rev}` names {path}, a credential location no Herdr tool reads (its committed text included): ask the user about it instead"
+            )));
+        }
     }
     Ok(())
 }
@@ -307,8 +319,8 @@ fn read_small_file(roots: &Roots, path: &Path, max: u64) -> Result<Vec<u8>, Tool
 /// (`core.worktree`) are, and refuses any of them outside the roots or in a refused place
 /// (the companion home, a credential location); then the object directory (a symlink) and
 /// each `objects/info/alternates` entry, followed as deep as git does. `action` names the
-/// call in a git failure.
-async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &str) -> Result<(), ToolError> {
+/// call in a git failure. The work tree's top (canonical), when there is one.
+async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &str) -> Result<Option<PathBuf>, ToolError> {
     let asked = ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-toplevel"].map(str::to_owned);
     let mut located = run_git_filtered(dir, ceiling, &[], &asked, 64 * 1024, &[], None).await?;
     let mut expected = 3;
@@ -339,7 +351,8 @@ async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &
         if std::fs::symlink_metadata(&objects).is_ok() {
             check_alternates(&roots_c, &dir_c, &inside_roots(&roots_c, &dir_c, "object directory", &objects)?, 0)?;
         }
-        refuse_links_git_reads(&dir_c, git_dir, common)
+        refuse_links_git_reads(&dir_c, git_dir, common)?;
+        Ok(canonical.get(2).cloned())
     })
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be checked ({lost}); retry")))?
@@ -977,6 +990,56 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     Ok((entries, withheld))
 }
 
+/// Most changed names a diff or `show` of Git's objects is narrowed to (as explicit
+/// paths) when one of them is withheld; more is refused.
+const MAX_NARROWED_NAMES: usize = 2000;
+/// Most bytes of those names together.
+const MAX_NARROWED_BYTES: usize = 64 * 1024;
+
+/// The command that lists the names `args` (a diff or `show` of Git's objects) would
+/// show, NUL-separated, both sides of a rename.
+fn name_listing(args: &[String]) -> Vec<String> {
+    let mut listing = vec![args[0].clone(), "--name-only".to_owned(), "-z".to_owned(), "--no-renames".to_owned()];
+    if args[0] == "show" {
+        listing.push("--format=".to_owned());
+    }
+    listing.extend(args[1..].iter().filter(|a| !matches!(a.as_str(), "--stat" | "--patch" | "--format=fuller")).cloned());
+    listing
+}
+
+/// The credential locations ([`super::roots::is_sensitive`]) among the NUL-separated
+/// `names` git listed (relative to the top), left out: `args` then names only the others,
+/// as literal paths after `--` (absolute from the work tree's `top`, when there is one),
+/// or, when every name is withheld, shows a commit's header only. Too many names to pass
+/// is refused.
+fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) -> Result<Vec<String>, ToolError> {
+    let names: Vec<String> = names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    let (withheld, kept): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| super::roots::is_sensitive(Path::new(n)));
+    if withheld.is_empty() {
+        return Ok(withheld);
+    }
+    if kept.len() > MAX_NARROWED_NAMES || kept.iter().map(String::len).sum::<usize>() > MAX_NARROWED_BYTES {
+        return Err(ToolError::Bad(format!(
+            "{}: {} changed file(s) here are credential locations no Herdr tool reads, and too many others ({}) to name one by one; diff part of the tree with path",
+            args[0],
+            withheld.len(),
+            kept.len()
+        )));
+    }
+    let dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args.truncate(dashes);
+    args.push("--".to_owned());
+    if kept.is_empty() && args[0] == "show" {
+        // The commit's header only: no pathspec would match nothing.
+        args.retain(|a| a != "--stat" && a != "--patch");
+        args.insert(1, "--no-patch".to_owned());
+    }
+    for name in kept {
+        args.push(top.map_or_else(|| name.clone(), |top| top.join(&name).display().to_string()));
+    }
+    Ok(withheld)
+}
+
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
     let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version)
@@ -1001,7 +1064,7 @@ async fn git_found(roots: &Roots, request: &GitRequest, found: Option<&str>) -> 
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let mut args = arguments(request, pathspec.as_deref())?;
-    confine_repository(roots, &dir, &ceiling, &args[0]).await?;
+    let top = confine_repository(roots, &dir, &ceiling, &args[0]).await?;
     // A diff reads the work tree only without staged, to or a range in from.
     let range = request.from.as_deref().is_some_and(is_range);
     let snapshot = if request.action == GitAction::Diff && !request.staged && request.to.is_none() && !range {
@@ -1018,9 +1081,28 @@ async fn git_found(roots: &Roots, request: &GitRequest, found: Option<&str>) -> 
     };
     #[cfg(test)]
     tests::before_diff(&dir);
-    let env = snapshot.as_ref().map(Snapshot::env);
-    let output = run_git_with(&dir, &ceiling, &args, request.max_bytes, env.as_ref().map_or(&[][..], |e| &e[..]), None).await?;
-    let withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
+    // Git's objects (show, a staged diff, two revisions) may hold a credential location too:
+    // its name is listed first and left out.
+    let mut withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
+    let mut nothing_left = false;
+    if snapshot.is_none() && matches!(request.action, GitAction::Diff | GitAction::Show) {
+        let listed = run_git(&dir, &ceiling, &name_listing(&args), 4 * 1024 * 1024).await?;
+        if !listed.ok {
+            return Err(git_failed(&args[0], &dir, &ceiling, &listed.stderr));
+        }
+        if listed.dropped > 0 {
+            return Err(ToolError::Bad(format!("{}: too many changed files to check; diff part of the tree with path", args[0])));
+        }
+        withheld = narrow_to_readable(&mut args, &listed.stdout, top.as_deref())?;
+        nothing_left = request.action == GitAction::Diff && !withheld.is_empty() && args.last().is_some_and(|a| a == "--");
+    }
+    let output = if !nothing_left {
+        let env = snapshot.as_ref().map(Snapshot::env);
+        run_git_with(&dir, &ceiling, &args, request.max_bytes, env.as_ref().map_or(&[][..], |e| &e[..]), None).await?
+    } else {
+        // Every changed file is withheld: nothing to diff.
+        GitOutput { ok: true, stdout: Vec::new(), dropped: 0, stderr: String::new() }
+    };
     drop(snapshot);
     if !output.ok {
         return Err(git_failed(&args[0], &dir, &ceiling, &output.stderr));
@@ -1890,6 +1972,66 @@ mod tests {
         let mut show = request(GitAction::Show);
         show.root = root.join("cloned").display().to_string();
         git(&roots, &show).await.expect("a clone's hard links are read");
+    }
+
+    /// Git41 M2 (failed before: each showed `SECRET`): a credential location reached the
+    /// chat through Git's objects: `show HEAD:.env.local`, a staged `.env`, and `show` or a
+    /// diff of two revisions that change (or delete) a tracked `.env.local`. A revision
+    /// naming one is refused; the others leave it out, show the rest and name it.
+    #[tokio::test]
+    async fn a_credential_location_in_gits_objects_is_left_out_of_show_and_diffs() {
+        let (_dir, repo) = repository_with_sub(".env.local", "KEY=SECRET\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.clone()], []);
+        let call = |action: GitAction, from: Option<&str>, to: Option<&str>, staged: bool| {
+            let mut call = request(action);
+            call.root = repo.join("sub").display().to_string();
+            call.from = from.map(str::to_owned);
+            call.to = to.map(str::to_owned);
+            call.staged = staged;
+            call.max_bytes = 64 * 1024;
+            call
+        };
+        for from in ["HEAD:.env.local", ":.env.local", "HEAD:sub/../.env.local"] {
+            for action in [GitAction::Show, GitAction::Log] {
+                let error = git(&roots, &call(action, Some(from), None, false)).await.expect_err("refused").to_string();
+                assert!(error.contains("credential location") && !error.contains("SECRET"), "{from}: {error}");
+            }
+        }
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET2\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "shown\n").expect("w");
+        sh(&repo, &["add", "."]);
+        let staged = git(&roots, &call(GitAction::Diff, None, None, true)).await.expect("diffed");
+        let text = staged["text"].as_str().unwrap_or_default();
+        assert!(text.contains("+shown") && !text.contains("SECRET"), "{staged}");
+        assert_eq!(staged["withheld"], json!([".env.local"]), "{staged}");
+        sh(&repo, &["commit", "-qm", "two"]);
+        sh(&repo, &["rm", "-q", ".env.local"]);
+        sh(&repo, &["commit", "-qm", "three"]);
+        for (action, from, to) in [
+            (GitAction::Show, None, None),
+            (GitAction::Show, Some("HEAD~1"), None),
+            (GitAction::Show, Some("HEAD~2"), None),
+            (GitAction::Diff, Some("HEAD~2"), Some("HEAD~1")),
+            (GitAction::Diff, Some("HEAD~2..HEAD"), None),
+            (GitAction::Diff, Some("HEAD~2"), Some("HEAD")),
+        ] {
+            let shown = git(&roots, &call(action, from, to, false)).await.expect("shown");
+            let text = shown["text"].as_str().unwrap_or_default();
+            assert!(!text.contains("SECRET") && !text.is_empty(), "{action:?} {from:?} {to:?}: {shown}");
+            assert_eq!(shown["withheld"], json!([".env.local"]), "{action:?} {from:?} {to:?}: {shown}");
+            assert!(shown["note"].as_str().is_some_and(|n| n.contains("withheld")), "{shown}");
+        }
+        let range = git(&roots, &call(GitAction::Diff, Some("HEAD~2..HEAD"), None, false)).await.expect("shown");
+        assert!(range["text"].as_str().is_some_and(|t| t.contains("+shown")), "{range}");
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET3\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "only the env"]);
+        let show = git(&roots, &call(GitAction::Show, None, None, false)).await.expect("shown");
+        let text = show["text"].as_str().unwrap_or_default();
+        assert!(text.contains("only the env") && !text.contains("SECRET"), "{show}");
+        let diff = git(&roots, &call(GitAction::Diff, Some("HEAD~1"), Some("HEAD"), false)).await.expect("diffed");
+        assert_eq!((&diff["text"], &diff["withheld"]), (&json!(""), &json!([".env.local"])), "{diff}");
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its
