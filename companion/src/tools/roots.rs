@@ -162,7 +162,8 @@ pub fn is_sensitive(path: &Path) -> bool {
 
 /// The kind of credential location `path` names or lies inside, if any: a component in
 /// [`SENSITIVE_NAMES`], a pair of [`SENSITIVE_PAIRS`], a `config` directly inside a `.git`
-/// directory (or a submodule's, last in a path under `.git/modules`), or a last name that
+/// directory (or a submodule's, last in a path under `.git/modules` and after a
+/// submodule's name, not right after `modules`), or a last name that
 /// is a dotenv file ([`is_dotenv`]). A directory of a dotenv name (a virtualenv called
 /// `.env`) is refused itself, so a walk skips it whole, but a path inside it is not.
 pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
@@ -186,7 +187,10 @@ pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
             return Some(Sensitive::Credentials);
         }
         let after_git = prev == Some(OsStr::new(".git"));
-        if name == OsStr::new("config") && (after_git || (in_modules && next.is_none())) {
+        // Under `.git/modules`, `config` right after `modules` is a submodule's name (its
+        // Git directory); after a submodule's name it is that submodule's config.
+        let after_modules = prev == Some(OsStr::new("modules"));
+        if name == OsStr::new("config") && (after_git || (in_modules && next.is_none() && !after_modules)) {
             return Some(Sensitive::GitConfig);
         }
         in_modules |= after_git && name == OsStr::new("modules");
@@ -730,6 +734,19 @@ mod tests {
             "/p/.environment",
         ] {
             assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    /// Git41 LOW (failed before): a submodule named `config` has its Git directory at
+    /// `.git/modules/config`, which was taken for a submodule's config file; only a
+    /// `config` below a submodule's name is one.
+    #[test]
+    fn a_submodule_named_config_is_no_credential_location_but_its_config_file_is() {
+        for path in ["/p/.git/modules/config", "/p/.git/modules/a/modules/config", "/p/.git/modules/config/objects/ab"] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is a submodule's Git directory");
+        }
+        for path in ["/p/.git/modules/config/config", "/p/.git/modules/a/modules/config/config", "/p/.git/modules/a/config"] {
+            assert!(is_sensitive(Path::new(path)), "{path} is a submodule's config");
         }
     }
 
