@@ -932,7 +932,8 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     let mut total = 0u64;
     for (n, Listed { name, deleted, mode: listed }) in listing.iter().enumerate() {
         let path = top.join(name);
-        if crate::tools::roots::is_sensitive(Path::new(name)) {
+        // The whole path: a dotfiles repository at `~/.config` holds `gh/hosts.yml`.
+        if crate::tools::roots::is_sensitive(&path) {
             withheld.push(name.to_owned());
             continue;
         }
@@ -1014,7 +1015,9 @@ fn name_listing(args: &[String]) -> Vec<String> {
 /// is refused.
 fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) -> Result<Vec<String>, ToolError> {
     let names: Vec<String> = names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect();
-    let (withheld, kept): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| super::roots::is_sensitive(Path::new(n)));
+    // The whole path where there is a work tree (a dotfiles repository at `~/.config`).
+    let whole = |name: &str| top.map_or_else(|| PathBuf::from(name), |top| top.join(name));
+    let (withheld, kept): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| super::roots::is_sensitive(&whole(n)));
     if withheld.is_empty() {
         return Ok(withheld);
     }
@@ -1035,7 +1038,7 @@ fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) 
         args.insert(1, "--no-patch".to_owned());
     }
     for name in kept {
-        args.push(top.map_or_else(|| name.clone(), |top| top.join(&name).display().to_string()));
+        args.push(whole(&name).display().to_string());
     }
     Ok(withheld)
 }
@@ -2032,6 +2035,36 @@ mod tests {
         assert!(text.contains("only the env") && !text.contains("SECRET"), "{show}");
         let diff = git(&roots, &call(GitAction::Diff, Some("HEAD~1"), Some("HEAD"), false)).await.expect("diffed");
         assert_eq!((&diff["text"], &diff["withheld"]), (&json!(""), &json!([".env.local"])), "{diff}");
+    }
+
+    /// Git41 LOW d (failed before: the diff failed whole): a changed file was judged a
+    /// credential location by its name inside the repository only, so in a dotfiles
+    /// repository at `~/.config` a changed `gh/hosts.yml` was read and refused. Its whole
+    /// path is judged: it is left out and named, in work-tree and staged diffs.
+    #[tokio::test]
+    async fn a_dotfiles_repository_leaves_out_a_credential_location_judged_by_its_whole_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".config/gh")).expect("mkdir");
+        let repo = repository_in(dir.path(), ".config", "gh/hosts.yml", "token: one\n");
+        std::fs::write(repo.join("init.lua"), "one\n").expect("w");
+        sh(&repo, &["add", "init.lua"]);
+        sh(&repo, &["commit", "-qm", "two"]);
+        std::fs::write(repo.join("gh/hosts.yml"), "token: SECRET\n").expect("w");
+        std::fs::write(repo.join("init.lua"), "shown\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        for staged in [false, true] {
+            if staged {
+                sh(&repo, &["add", "."]);
+            }
+            let mut diff = request(GitAction::Diff);
+            diff.root = repo.display().to_string();
+            diff.staged = staged;
+            diff.max_bytes = 64 * 1024;
+            let shown = git(&roots, &diff).await.expect("diffed");
+            let text = shown["text"].as_str().unwrap_or_default();
+            assert!(text.contains("+shown") && !text.contains("SECRET"), "staged {staged}: {shown}");
+            assert_eq!(shown["withheld"], json!(["gh/hosts.yml"]), "staged {staged}: {shown}");
+        }
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its
