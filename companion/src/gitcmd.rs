@@ -46,7 +46,12 @@ pub const INHERITED_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "TERM", "USER", "S
 
 /// The runtime's variables a child inherits: [`INHERITED_ENV`] and `LC_*`.
 pub fn inherited_env() -> impl Iterator<Item = (OsString, OsString)> {
-    std::env::vars_os().filter(|(name, _)| {
+    inherited_from(std::env::vars_os())
+}
+
+/// The variables of `vars` a child inherits: [`INHERITED_ENV`] and `LC_*`.
+fn inherited_from(vars: impl Iterator<Item = (OsString, OsString)>) -> impl Iterator<Item = (OsString, OsString)> {
+    vars.filter(|(name, _)| {
         let text = name.to_string_lossy();
         INHERITED_ENV.contains(&text.as_ref()) || text.starts_with("LC_")
     })
@@ -90,9 +95,19 @@ fn settings(filters: &[OsString]) -> Vec<(OsString, OsString)> {
 /// optional locks, no system configuration, no lazy fetch, no prompt, only the
 /// [`inherited_env`] of the runtime, no repository looked for above `ceiling` (when given).
 pub fn hardened_command(dir: &Path, ceiling: Option<&Path>, filters: &[OsString]) -> std::process::Command {
+    hardened_command_in(std::env::vars_os(), dir, ceiling, filters)
+}
+
+/// [`hardened_command`] for a runtime whose environment is `vars`.
+fn hardened_command_in(
+    vars: impl Iterator<Item = (OsString, OsString)>,
+    dir: &Path,
+    ceiling: Option<&Path>,
+    filters: &[OsString],
+) -> std::process::Command {
     let mut command = std::process::Command::new("git");
     command.arg("-C").arg(dir).args(["--no-pager", "--no-optional-locks"]);
-    command.env_clear().envs(inherited_env());
+    command.env_clear().envs(inherited_from(vars));
     let pairs = settings(filters);
     command.env("GIT_CONFIG_COUNT", pairs.len().to_string());
     for (n, (key, value)) in pairs.iter().enumerate() {
@@ -266,9 +281,14 @@ pub(crate) mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_git_child_sees_only_the_allowlisted_environment() {
-        std::env::set_var("HERDR_GIT41_SECRET", "hunter2");
+        // The runtime's environment is given, not set: tests run side by side.
+        let mut runtime: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        for (name, value) in [("HERDR_GIT41_SECRET", "hunter2"), ("GIT_CONFIG_PARAMETERS", "'core.pager'='hunter2'"), ("PAGER", "hunter2")]
+        {
+            runtime.push((name.into(), value.into()));
+        }
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut command = hardened_command(dir.path(), Some(dir.path()), &[]);
+        let mut command = hardened_command_in(runtime.into_iter(), dir.path(), Some(dir.path()), &[]);
         command.args(["hash-object", "--stdin"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
         let mut child = command.spawn().expect("git");
         let environ = std::fs::read(format!("/proc/{}/environ", child.id()));
@@ -280,6 +300,7 @@ pub(crate) mod tests {
         assert!(vars.iter().any(|v| v.starts_with("PATH=")), "{vars:?}");
         assert!(vars.iter().any(|v| v == "GIT_CONFIG_NOSYSTEM=1"), "{vars:?}");
         assert!(!vars.iter().any(|v| v.contains("hunter2")), "{vars:?}");
+        assert!(!vars.iter().any(|v| v.starts_with("GIT_CONFIG_PARAMETERS=") || v.starts_with("PAGER=")), "{vars:?}");
         for var in &vars {
             let name = var.split('=').next().unwrap_or("");
             assert!(name.starts_with("GIT_") || name.starts_with("LC_") || INHERITED_ENV.contains(&name), "{name} reached git");
