@@ -24,7 +24,8 @@
 //!   `--ignore-submodules=all` (git would run `git status` in the submodule, whose own
 //!   filters were never read).
 //! - The child's environment is cleared, then holds only [`INHERITED_ENV`] and `LC_*` of
-//!   the runtime (as `herdr_exec`'s commands) and the settings above: no agent socket, no
+//!   the runtime (as `herdr_exec`'s commands), `XDG_CONFIG_HOME` (git's alone: where the
+//!   user's global config is) and the settings above: no agent socket, no
 //!   token, no inherited `GIT_*` or `PAGER`.
 //! - A `ceiling` (the parent of the registered project root) is a `GIT_CEILING_DIRECTORIES`
 //!   entry: Git looks for a repository in the root and below it, never above it, so a root
@@ -105,9 +106,14 @@ fn hardened_command_in(
     ceiling: Option<&Path>,
     filters: &[OsString],
 ) -> std::process::Command {
+    let vars: Vec<(OsString, OsString)> = vars.collect();
     let mut command = std::process::Command::new("git");
     command.arg("-C").arg(dir).args(["--no-pager", "--no-optional-locks"]);
-    command.env_clear().envs(inherited_from(vars));
+    command.env_clear().envs(inherited_from(vars.iter().cloned()));
+    // Git's alone: where the user's global config is (`safe.directory`, `excludesFile`).
+    if let Some((name, value)) = vars.iter().find(|(name, _)| name == "XDG_CONFIG_HOME") {
+        command.env(name, value);
+    }
     let pairs = settings(filters);
     command.env("GIT_CONFIG_COUNT", pairs.len().to_string());
     for (n, (key, value)) in pairs.iter().enumerate() {
@@ -303,7 +309,10 @@ pub(crate) mod tests {
         assert!(!vars.iter().any(|v| v.starts_with("GIT_CONFIG_PARAMETERS=") || v.starts_with("PAGER=")), "{vars:?}");
         for var in &vars {
             let name = var.split('=').next().unwrap_or("");
-            assert!(name.starts_with("GIT_") || name.starts_with("LC_") || INHERITED_ENV.contains(&name), "{name} reached git");
+            assert!(
+                name.starts_with("GIT_") || name.starts_with("LC_") || INHERITED_ENV.contains(&name) || name == "XDG_CONFIG_HOME",
+                "{name} reached git"
+            );
         }
     }
 
@@ -326,5 +335,26 @@ pub(crate) mod tests {
         assert!(version_refusal(Some("something else")).is_some_and(|why| why.contains("2.31")));
         assert_eq!(version_refusal(None), None, "git that does not run reports itself");
         assert!(installed_version().is_some_and(|found| version_refusal(Some(&found)).is_none()), "this machine's git");
+    }
+
+    /// Git41 LOW b (failed before: git did not find it): git reads the user's global
+    /// config at `$XDG_CONFIG_HOME/git/config` (its `safe.directory`, `excludesFile`), so
+    /// a custom `XDG_CONFIG_HOME` reaches git (and only git: not `herdr_exec`'s commands).
+    #[test]
+    fn git_reads_the_global_config_at_a_custom_xdg_config_home() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (home, xdg) = (dir.path().join("home"), dir.path().join("xdg"));
+        std::fs::create_dir_all(&home).expect("mkdir");
+        std::fs::create_dir_all(xdg.join("git")).expect("mkdir");
+        std::fs::write(xdg.join("git/config"), "[herdr]\n\tprobe = xdg\n").expect("w");
+        let runtime: Vec<(OsString, OsString)> = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), home.into()),
+            ("XDG_CONFIG_HOME".into(), xdg.into()),
+        ];
+        let mut command = hardened_command_in(runtime.into_iter(), dir.path(), Some(dir.path()), &[]);
+        let output = command.args(["config", "--global", "--get", "herdr.probe"]).output().expect("git");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "xdg");
+        assert!(!INHERITED_ENV.contains(&"XDG_CONFIG_HOME"), "herdr_exec's commands do not get it");
     }
 }
