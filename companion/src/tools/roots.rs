@@ -149,10 +149,19 @@ impl Sensitive {
 
 /// Whether the file name `name` is a dotenv file: `.env` or `.env.<anything>`, but not one
 /// of the [`DOTENV_TEMPLATES`].
+/// Compared without case: macOS file systems are case-insensitive (`.ENV` is `.env`).
 pub fn is_dotenv(name: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let bytes = name.as_bytes();
-    (bytes == b".env" || bytes.starts_with(b".env.")) && !DOTENV_TEMPLATES.iter().any(|t| bytes == t.as_bytes())
+    let dotenv = bytes.get(..4).is_some_and(|head| head.eq_ignore_ascii_case(b".env")) && matches!(bytes.get(4), None | Some(b'.'));
+    dotenv && !DOTENV_TEMPLATES.iter().any(|t| same_name(name, t))
+}
+
+/// Whether the file name `name` is `text`, without case (macOS file systems are
+/// case-insensitive: `.SSH` is `.ssh` there).
+fn same_name(name: &std::ffi::OsStr, text: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    name.as_bytes().eq_ignore_ascii_case(text.as_bytes())
 }
 
 /// Whether `path` names (or lies inside) a credential location ([`sensitive_kind`]).
@@ -181,19 +190,19 @@ pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
     let mut in_modules = false;
     while let Some(name) = names.next() {
         let next = names.peek().copied();
-        if SENSITIVE_NAMES.iter().any(|s| name == OsStr::new(s))
-            || SENSITIVE_PAIRS.iter().any(|(dir, inside)| name == OsStr::new(dir) && next == Some(OsStr::new(inside)))
+        if SENSITIVE_NAMES.iter().any(|s| same_name(name, s))
+            || SENSITIVE_PAIRS.iter().any(|(dir, inside)| same_name(name, dir) && next.is_some_and(|next| same_name(next, inside)))
         {
             return Some(Sensitive::Credentials);
         }
-        let after_git = prev == Some(OsStr::new(".git"));
+        let after_git = prev.is_some_and(|prev| same_name(prev, ".git"));
         // Under `.git/modules`, `config` right after `modules` is a submodule's name (its
         // Git directory); after a submodule's name it is that submodule's config.
-        let after_modules = prev == Some(OsStr::new("modules"));
-        if name == OsStr::new("config") && (after_git || (in_modules && next.is_none() && !after_modules)) {
+        let after_modules = prev.is_some_and(|prev| same_name(prev, "modules"));
+        if same_name(name, "config") && (after_git || (in_modules && next.is_none() && !after_modules)) {
             return Some(Sensitive::GitConfig);
         }
-        in_modules |= after_git && name == OsStr::new("modules");
+        in_modules |= after_git && same_name(name, "modules");
         prev = Some(name);
         if next.is_none() && is_dotenv(name) {
             return Some(Sensitive::Dotenv);
@@ -733,6 +742,21 @@ mod tests {
             "/p/.github/config",
             "/p/.environment",
         ] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    /// Git41 LOW c (failed before): macOS file systems are case-insensitive, so `.ENV`,
+    /// `.SSH/id_ed25519` and `.GIT/CONFIG` name the credential files themselves there;
+    /// names are compared without case.
+    #[test]
+    fn credential_names_in_another_case_are_credential_locations_too() {
+        for path in
+            ["/p/.ENV", "/p/.Env.Local", "/h/.SSH/id_ed25519", "/h/.Config/GH/hosts.yml", "/p/.GIT/CONFIG", "/h/.Docker/Config.json"]
+        {
+            assert!(is_sensitive(Path::new(path)), "{path} is a credential location");
+        }
+        for path in ["/p/.ENV.EXAMPLE", "/p/.Environment", "/p/.GIT/HEAD"] {
             assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
         }
     }
