@@ -15,10 +15,12 @@
 //! - Git older than [`MIN_GIT`] (2.31) ignores `GIT_CONFIG_COUNT`, so every setting below
 //!   would be lost: the callers refuse it ([`version_refusal`] of [`installed_version`],
 //!   asked once).
-//! - Every setting goes through the environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`,
-//!   `GIT_CONFIG_VALUE_<n>`), never `-c`: git splits a `-c` argument at its first `=`, so
-//!   a filter named `a=b` would set another key and keep its program. Names are bytes as
-//!   git printed them (NUL-separated, never converted).
+//! - Every setting here goes through the environment (`GIT_CONFIG_COUNT`,
+//!   `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`), never `-c`: git splits a `-c` argument
+//!   at its first `=`, so a filter named `a=b` would set another key and keep its program.
+//!   Names are bytes as git printed them (NUL-separated, never converted). (A caller may
+//!   add a fixed key of its own with `-c`, as `tools::git` does for a snapshot index's
+//!   `core.splitIndex=false`; never a name read from a repository.)
 //! - A submodule is never entered: its summary is off (`status.submoduleSummary=false`,
 //!   `diff.submodule=short`), and the callers that compare the work tree pass
 //!   `--ignore-submodules=all` (git would run `git status` in the submodule, whose own

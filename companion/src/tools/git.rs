@@ -17,7 +17,8 @@
 //!   and never runs a command from the repository's configuration while reading:
 //!   one command builder (`crate::gitcmd::hardened_command`, also the write tools' dirty
 //!   check and the journal's handoff seed) switches off, through the environment
-//!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`), every
+//!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`; only the
+//!   fixed `-c core.splitIndex=false` of a snapshot's index, [`index_command`]), every
 //!   configuration-named program (hooks, fsmonitor, external diff, signature check's gpg,
 //!   transports and lazy fetch (`GIT_ALLOW_PROTOCOL` empty, which the repository's own
 //!   `protocol.<name>.allow` cannot undo), and each filter driver the repository's configuration
