@@ -138,6 +138,7 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
         }
     }
     checks.push(herdr_check(herdr_from_runtime, herdr_session));
+    checks.push(git_check(crate::gitcmd::installed_version().as_deref()));
     checks.extend(storage_checks(&home.root().join("state.db")));
     checks.extend(downlink_checks(home));
     checks
@@ -337,6 +338,20 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
             format!("Herdr at {}: {}", status.socket, describe_state(status.state)),
             status.detail.unwrap_or_else(|| "check that `herdr server` runs".to_owned()),
         )
+    }
+}
+
+/// Git on the PATH for the `git version` output `found`: `herdr_git` and the write tools'
+/// Git check refuse a git older than `crate::gitcmd::MIN_GIT`.
+fn git_check(found: Option<&str>) -> Check {
+    let (major, minor) = crate::gitcmd::MIN_GIT;
+    match (found, crate::gitcmd::version_refusal(found)) {
+        (None, _) => Check::fail(
+            "git: not found on the PATH",
+            format!("install Git {major}.{minor} or newer; herdr_git and the write tools' Git check need it"),
+        ),
+        (Some(found), None) => Check::ok(format!("{} (herdr_git needs {major}.{minor} or newer)", found.trim())),
+        (Some(found), Some(why)) => Check::fail(format!("{} is too old for herdr_git", found.trim()), why),
     }
 }
 
@@ -845,5 +860,16 @@ mod tests {
         let check = socket_path_length_check(Os::MacOs, &long).expect("too long on macOS");
         assert!(check.what.contains("macOS allows at most 103"), "{}", check.what);
         assert!(check.fix.as_deref().is_some_and(|f| f.contains("HERDR_CONTINUITY_HOME")));
+    }
+
+    /// Git41 H1: the doctor names a git older than 2.31 (which herdr_git refuses) and says
+    /// to upgrade; a newer one passes, a missing one fails.
+    #[test]
+    fn the_doctor_fails_a_git_older_than_2_31_and_says_to_upgrade() {
+        let old = git_check(Some("git version 2.30.2"));
+        assert_eq!(old.fix.as_deref(), Some("herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git"));
+        assert!(old.what.contains("2.30.2"), "{old:?}");
+        assert_eq!(git_check(Some("git version 2.39.5 (Apple Git-154)")).fix, None);
+        assert!(git_check(None).fix.is_some_and(|fix| fix.contains("install Git 2.31")));
     }
 }

@@ -8,7 +8,8 @@
 //!   after [`GIT_TIMEOUT`], built by the runtime's one hardened command line
 //!   (`crate::gitcmd`): nothing the repository's config names runs (no hook, fsmonitor,
 //!   signature program or fetch), no prompt, no lock taken, no inherited `GIT_*` variable.
-//! - Where Git does not answer (no repository, no `git`, a timeout), there is no fact:
+//! - Where Git does not answer (no repository, no `git`, a timeout, a git older than 2.31,
+//!   which ignores the hardening's settings), there is no fact:
 //!   `None`, never a guess.
 
 use std::path::Path;
@@ -36,7 +37,14 @@ async fn git_line(cwd: &Path, args: &[&str]) -> Option<String> {
 /// The branch and last commit of the repository at `cwd`, when it is one and `git`
 /// answers in time.
 pub async fn head(cwd: &Path) -> Option<GitFact> {
-    if !cwd.is_absolute() {
+    let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version).await.ok()?;
+    head_found(cwd, found.as_deref()).await
+}
+
+/// [`head`] with the `git version` output `found`: no fact from a git older than
+/// `crate::gitcmd::MIN_GIT` (it ignores the hardening's settings).
+async fn head_found(cwd: &Path, found: Option<&str>) -> Option<GitFact> {
+    if crate::gitcmd::version_refusal(found).is_some() || !cwd.is_absolute() {
         return None;
     }
     let branch = git_line(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]).await?;
@@ -103,5 +111,16 @@ mod tests {
         let fact = head(&repo).await.expect("a repository");
         assert_eq!(fact.subject, "signed");
         assert!(!marker.exists(), "the repository's gpg.program ran");
+    }
+
+    /// Git41 H1: a git older than 2.31 (which ignores the hardening's settings) is never
+    /// asked: no fact.
+    #[tokio::test]
+    async fn a_git_older_than_2_31_gives_no_fact() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+        assert!(head_found(dir.path(), Some("git version 2.47.3")).await.is_some());
+        assert_eq!(head_found(dir.path(), Some("git version 2.30.2")).await, None);
     }
 }

@@ -57,6 +57,15 @@ pub enum GitState {
 /// root that is not itself in a repository is `NoRepository` even when a directory above
 /// it is one; a path in no root is `NoRepository` too.
 pub fn git_state(path: &Path, roots: &Roots) -> GitState {
+    git_state_found(path, roots, crate::gitcmd::installed_version().as_deref())
+}
+
+/// [`git_state`] with the `git version` output `found`: below `crate::gitcmd::MIN_GIT`
+/// (older git ignores the hardening's settings) Git is not asked: `NoRepository`, why.
+fn git_state_found(path: &Path, roots: &Roots, found: Option<&str>) -> GitState {
+    if let Some(why) = crate::gitcmd::version_refusal(found) {
+        return GitState::NoRepository(why);
+    }
     let Some(root) = roots.outermost_root_of(path) else {
         return GitState::NoRepository(format!("{} is in no project root", path.display()));
     };
@@ -484,5 +493,21 @@ mod tests {
         assert_eq!(git_state(&repo.join("new.txt")), GitState::Dirty("??".to_owned()));
         assert_eq!(git_state(&repo.join(".gitignore")), GitState::Clean);
         assert_eq!(git_state(&repo.join("absent.txt")), GitState::Clean);
+    }
+
+    /// Git41 H1: with a git older than 2.31 (which ignores the hardening's settings) the
+    /// dirty check never asks Git: the write is refused unless confirmed, saying to upgrade.
+    #[test]
+    fn with_a_git_older_than_2_31_a_write_needs_confirm_dirty_and_says_to_upgrade() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = std::fs::canonicalize(dir.path()).expect("canonical");
+        assert!(std::process::Command::new("git").arg("-C").arg(&repo).args(["init", "-q"]).status().expect("git").success());
+        let roots = super::super::roots::Roots::new([repo.clone()], []);
+        let state = git_state_found(&repo.join("absent.txt"), &roots, Some("git version 2.30.2"));
+        let why = "herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git";
+        assert_eq!(state, GitState::NoRepository(why.to_owned()));
+        let error = check_git("herdr_fs_write", "absent.txt", &state, false).expect_err("refused");
+        assert!(error.to_string().contains(why), "{error}");
+        assert_eq!(git_state_found(&repo.join("absent.txt"), &roots, Some("git version 2.47.3")), GitState::Clean);
     }
 }

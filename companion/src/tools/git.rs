@@ -6,6 +6,8 @@
 //! every machine that has a repository; it is run with a timeout and its output capped.
 //!
 //! Invariants:
+//! - Git older than 2.31 is refused (`crate::gitcmd::MIN_GIT`): it ignores
+//!   `GIT_CONFIG_COUNT`, so none of the hardening below would hold.
 //! - Every argument is checked before `git` runs: a revision is 1..=[`MAX_REV_CHARS`] of
 //!   `[A-Za-z0-9._/~^@{}:+-]` and never starts with `-` (no option injection such as
 //!   `--output=/path`); revisions follow `--end-of-options`, paths follow `--` with
@@ -15,9 +17,11 @@
 //!   and never runs a command from the repository's configuration while reading:
 //!   one command builder (`crate::gitcmd::hardened_command`, also the write tools' dirty
 //!   check and the journal's handoff seed) switches off, through the environment
-//!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`), every
+//!   (`GIT_CONFIG_COUNT`..., never `-c`, which git splits at the first `=`; only the
+//!   fixed `-c core.splitIndex=false` of a snapshot's index, [`index_command`]), every
 //!   configuration-named program (hooks, fsmonitor, external diff, signature check's gpg,
-//!   transports and lazy fetch, and each filter driver the repository's configuration
+//!   transports and lazy fetch (`GIT_ALLOW_PROTOCOL` empty, which the repository's own
+//!   `protocol.<name>.allow` cannot undo), and each filter driver the repository's configuration
 //!   names, read first with `git config -z --get-regexp`, names kept byte for byte),
 //!   `--no-ext-diff`, `--no-textconv`, no pager, no colour, no optional locks (a status
 //!   does not write the index), no prompt, no system configuration; git's environment is
@@ -28,15 +32,20 @@
 //!   outside them is refused ([`check_git_link`]; a `.git` file is opened without following
 //!   a link or waiting on a FIFO, at most [`DOT_GIT_BYTES`] read); then git is asked for
 //!   its Git directory, common directory (`commondir`) and work tree (`core.worktree`),
-//!   and each, the object directory and every `objects/info/alternates` entry (followed
-//!   [`ALTERNATES_DEPTH`] deep) must be inside a root and outside the refused places
-//!   ([`confine_repository`]).
+//!   and each, the object directory and every `objects/info/alternates` entry (the
+//!   repository's own list and those of alternates [`ALTERNATES_DEPTH`] deep, as git)
+//!   must be inside a root and outside the refused places ([`confine_repository`]); a
+//!   symlink inside an object directory (`objects/`, `objects/pack/`, `objects/info/`) or
+//!   for `index` / `packed-refs` is refused ([`refuse_links_git_reads`]).
 //! - A diff that reads the work tree (not `staged`, no `to`) diffs what it checked: each
 //!   changed file is read once through the confined path (a hard link refused, as every
 //!   other read refuses one), hashed into a private object directory and diffed from
 //!   there ([`snapshot_work_tree`]); git never reads the work tree again. `show`, `log`, a
 //!   staged diff and a diff of two revisions (`from` and `to`, or a range `A..B` / `A...B` in
-//!   `from`) read only Git's objects, which hold what was committed or added. The private
+//!   `from`) read only Git's objects, which hold what was committed or added; a
+//!   credential location there is kept out too: a revision naming one (`HEAD:.env`) is
+//!   refused ([`check_rev`]), and the changed names are listed first and a credential
+//!   location among them left out and named ([`narrow_to_readable`]). The private
 //!   directories a crash left (ours: the name, the uid, stale) are swept before a new one is
 //!   made ([`sweep_stale_snapshots`]).
 //! - It runs at most [`GIT_TIMEOUT`] (then it is killed) and at most `max_bytes` of its
@@ -123,6 +132,15 @@ pub fn check_rev(key: &str, rev: &str) -> Result<(), ToolError> {
             "{key} `{}` is not a revision: send a commit id, branch, tag or an expression like HEAD~2 (letters, digits and . _ / ~ ^ @ {{ }} : + -, not starting with -, at most {MAX_REV_CHARS} characters)",
             rev.chars().take(80).collect::<String>()
         )));
+    }
+    // `REV:path` (and `:path`, `:N:path`) reads that file from Git's objects.
+    for (at, _) in rev.match_indices(':') {
+        let path = rev[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit() || c == ':');
+        if super::roots::is_sensitive(Path::new(path)) {
+            return Err(ToolError::Bad(format!(
+                "{key} `{rev}` names {path}, a credential location no Herdr tool reads (its committed text included): ask the user about it instead"
+            )));
+        }
     }
     Ok(())
 }
@@ -268,7 +286,8 @@ pub fn check_git_link(roots: &Roots, dir: &Path) -> Result<(), ToolError> {
 const DOT_GIT_BYTES: u64 = 4 * 1024;
 /// Most bytes of an `objects/info/alternates` file read.
 const ALTERNATES_BYTES: u64 = 64 * 1024;
-/// How deep alternates of alternates are followed (git's own limit).
+/// How many alternates deep the lists are read, as git does: the repository's own list
+/// (depth 0) and those of alternates down to this depth (git ignores one deeper).
 const ALTERNATES_DEPTH: usize = 5;
 
 /// The bytes of the small regular file `path` (a `.git` file, an alternates list), at most
@@ -301,8 +320,8 @@ fn read_small_file(roots: &Roots, path: &Path, max: u64) -> Result<Vec<u8>, Tool
 /// (`core.worktree`) are, and refuses any of them outside the roots or in a refused place
 /// (the companion home, a credential location); then the object directory (a symlink) and
 /// each `objects/info/alternates` entry, followed as deep as git does. `action` names the
-/// call in a git failure.
-async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &str) -> Result<(), ToolError> {
+/// call in a git failure. The work tree's top (canonical), when there is one.
+async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &str) -> Result<Option<PathBuf>, ToolError> {
     let asked = ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-toplevel"].map(str::to_owned);
     let mut located = run_git_filtered(dir, ceiling, &[], &asked, 64 * 1024, &[], None).await?;
     let mut expected = 3;
@@ -324,19 +343,69 @@ async fn confine_repository(roots: &Roots, dir: &Path, ceiling: &Path, action: &
     let (roots_c, dir_c) = (roots.clone(), dir.to_path_buf());
     let places: Vec<(String, PathBuf)> = names.iter().zip(&lines).map(|(name, line)| ((*name).to_owned(), dir.join(line))).collect();
     tokio::task::spawn_blocking(move || {
+        let mut canonical = Vec::new();
         for (what, path) in &places {
-            inside_roots(&roots_c, &dir_c, what, path)?;
+            canonical.push(inside_roots(&roots_c, &dir_c, what, path)?);
         }
-        let common =
-            std::fs::canonicalize(&places[1].1).map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", places[1].1.display())))?;
+        let (git_dir, common) = (&canonical[0], &canonical[1]);
         let objects = common.join("objects");
         if std::fs::symlink_metadata(&objects).is_ok() {
             check_alternates(&roots_c, &dir_c, &inside_roots(&roots_c, &dir_c, "object directory", &objects)?, 0)?;
         }
-        Ok(())
+        refuse_links_git_reads(&dir_c, git_dir, common)?;
+        Ok(canonical.get(2).cloned())
     })
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be checked ({lost}); retry")))?
+}
+
+/// Most entries of `objects`, `objects/pack` or `objects/info` looked at for a link.
+const OBJECT_ENTRIES_CHECKED: usize = 20_000;
+
+/// Refuses a symlink where git reads the index or refs without checking where it leads:
+/// `index` and `packed-refs` (a hard link is kept: `git clone --local` makes them); then
+/// [`refuse_links_in_objects`] of the object directory.
+fn refuse_links_git_reads(dir: &Path, git_dir: &Path, common: &Path) -> Result<(), ToolError> {
+    for file in [git_dir.join("index"), git_dir.join("packed-refs"), common.join("index"), common.join("packed-refs")] {
+        if std::fs::symlink_metadata(&file).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(link_refused(dir, &file));
+        }
+    }
+    refuse_links_in_objects(dir, &common.join("objects"))
+}
+
+/// Refuses a symlink in the object directory `objects` (the repository's or an
+/// alternate): an entry of `objects/` (a fan-out directory such as `objects/ab`, `pack`,
+/// `info`), of `objects/pack/` or of `objects/info/`; only `objects` itself is resolved
+/// and checked against the roots. Each entry's type is read from the listing, at most
+/// [`OBJECT_ENTRIES_CHECKED`] per directory (more is refused).
+fn refuse_links_in_objects(dir: &Path, objects: &Path) -> Result<(), ToolError> {
+    for listed in [objects.to_path_buf(), objects.join("pack"), objects.join("info")] {
+        let Ok(entries) = std::fs::read_dir(&listed) else { continue };
+        for (n, entry) in entries.enumerate() {
+            let entry = entry.map_err(|e| ToolError::Io(format!("{} cannot be listed: {e}", listed.display())))?;
+            if n >= OBJECT_ENTRIES_CHECKED {
+                return Err(ToolError::Bad(format!(
+                    "{} holds more than {OBJECT_ENTRIES_CHECKED} entries, too many to check for links; run `git gc` in the repository and retry",
+                    listed.display()
+                )));
+            }
+            let kind = entry.file_type().map_err(|e| ToolError::Io(format!("{} cannot be read: {e}", entry.path().display())))?;
+            if kind.is_symlink() {
+                return Err(link_refused(dir, &entry.path()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a symlink at `path` in the repository at `dir`.
+fn link_refused(dir: &Path, path: &Path) -> ToolError {
+    ToolError::Bad(format!(
+        "the repository at {} has a symbolic link where git reads its objects or index ({}): git would read what it names, which may be outside the project roots; herdr_git reads only repositories without such links: replace the link with a copy of what it names (or clone the repository again)",
+        dir.display(),
+        path.display()
+    ))
 }
 
 /// `path` canonical when it is inside a root and not in a refused place; else the refusal
@@ -355,7 +424,8 @@ fn inside_roots(roots: &Roots, dir: &Path, what: &str, path: &Path) -> Result<Pa
 }
 
 /// Refuses an alternates entry of the object directory `objects` (canonical, inside the
-/// roots) outside the roots, and then the entries of each alternate, `depth` levels down.
+/// roots) outside the roots, and then the entries of each alternate, `depth` levels down
+/// (the lists of depth 0 to [`ALTERNATES_DEPTH`], six in all, as git reads).
 fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> Result<(), ToolError> {
     let list = objects.join("info").join("alternates");
     if std::fs::symlink_metadata(&list).is_err() {
@@ -374,7 +444,8 @@ fn check_alternates(roots: &Roots, dir: &Path, objects: &Path, depth: usize) -> 
             )));
         }
         let alternate = inside_roots(roots, dir, "alternate object directory (objects/info/alternates)", &objects.join(entry))?;
-        if depth + 1 < ALTERNATES_DEPTH {
+        refuse_links_in_objects(dir, &alternate)?;
+        if depth < ALTERNATES_DEPTH {
             check_alternates(roots, dir, &alternate, depth + 1)?;
         }
     }
@@ -862,7 +933,8 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     let mut total = 0u64;
     for (n, Listed { name, deleted, mode: listed }) in listing.iter().enumerate() {
         let path = top.join(name);
-        if crate::tools::roots::is_sensitive(Path::new(name)) {
+        // The whole path: a dotfiles repository at `~/.config` holds `gh/hosts.yml`.
+        if crate::tools::roots::is_sensitive(&path) {
             withheld.push(name.to_owned());
             continue;
         }
@@ -920,8 +992,72 @@ fn read_changed(roots: &Roots, top: &Path, listing: &[Listed], copies: &Path) ->
     Ok((entries, withheld))
 }
 
+/// Most changed names a diff or `show` of Git's objects is narrowed to (as explicit
+/// paths) when one of them is withheld; more is refused.
+const MAX_NARROWED_NAMES: usize = 2000;
+/// Most bytes of those names together.
+const MAX_NARROWED_BYTES: usize = 64 * 1024;
+
+/// The command that lists the names `args` (a diff or `show` of Git's objects) would
+/// show, NUL-separated, both sides of a rename.
+fn name_listing(args: &[String]) -> Vec<String> {
+    let mut listing = vec![args[0].clone(), "--name-only".to_owned(), "-z".to_owned(), "--no-renames".to_owned()];
+    if args[0] == "show" {
+        listing.push("--format=".to_owned());
+    }
+    listing.extend(args[1..].iter().filter(|a| !matches!(a.as_str(), "--stat" | "--patch" | "--format=fuller")).cloned());
+    listing
+}
+
+/// The credential locations ([`super::roots::is_sensitive`]) among the NUL-separated
+/// `names` git listed (relative to the top), left out: `args` then names only the others,
+/// as literal paths after `--` (absolute from the work tree's `top`, when there is one),
+/// or, when every name is withheld, shows a commit's header only. Too many names to pass
+/// is refused.
+fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) -> Result<Vec<String>, ToolError> {
+    let names: Vec<String> = names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    // The whole path where there is a work tree (a dotfiles repository at `~/.config`).
+    let whole = |name: &str| top.map_or_else(|| PathBuf::from(name), |top| top.join(name));
+    let (withheld, kept): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| super::roots::is_sensitive(&whole(n)));
+    if withheld.is_empty() {
+        return Ok(withheld);
+    }
+    if kept.len() > MAX_NARROWED_NAMES || kept.iter().map(String::len).sum::<usize>() > MAX_NARROWED_BYTES {
+        return Err(ToolError::Bad(format!(
+            "{}: {} changed file(s) here are credential locations no Herdr tool reads, and too many others ({}) to name one by one; diff part of the tree with path",
+            args[0],
+            withheld.len(),
+            kept.len()
+        )));
+    }
+    let dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args.truncate(dashes);
+    args.push("--".to_owned());
+    if kept.is_empty() && args[0] == "show" {
+        // The commit's header only: no pathspec would match nothing.
+        args.retain(|a| a != "--stat" && a != "--patch");
+        args.insert(1, "--no-patch".to_owned());
+    }
+    for name in kept {
+        args.push(whole(&name).display().to_string());
+    }
+    Ok(withheld)
+}
+
 /// Runs the request (see the module invariants).
 pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError> {
+    let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version)
+        .await
+        .map_err(|lost| ToolError::Io(format!("the Git version could not be read ({lost}); retry")))?;
+    git_found(roots, request, found.as_deref()).await
+}
+
+/// [`git`] with the `git version` output `found`: refused below `crate::gitcmd::MIN_GIT`
+/// (older git ignores the hardening's settings).
+async fn git_found(roots: &Roots, request: &GitRequest, found: Option<&str>) -> Result<Value, ToolError> {
+    if let Some(why) = crate::gitcmd::version_refusal(found) {
+        return Err(ToolError::Bad(why));
+    }
     // Resolving and the .git check read the disk: on the blocking pool.
     let (located, checked) = (roots.clone(), request.clone());
     let (dir, ceiling, pathspec) = tokio::task::spawn_blocking(move || {
@@ -932,7 +1068,7 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     .await
     .map_err(|lost| ToolError::Io(format!("the repository could not be located ({lost}); retry")))??;
     let mut args = arguments(request, pathspec.as_deref())?;
-    confine_repository(roots, &dir, &ceiling, &args[0]).await?;
+    let top = confine_repository(roots, &dir, &ceiling, &args[0]).await?;
     // A diff reads the work tree only without staged, to or a range in from.
     let range = request.from.as_deref().is_some_and(is_range);
     let snapshot = if request.action == GitAction::Diff && !request.staged && request.to.is_none() && !range {
@@ -949,9 +1085,28 @@ pub async fn git(roots: &Roots, request: &GitRequest) -> Result<Value, ToolError
     };
     #[cfg(test)]
     tests::before_diff(&dir);
-    let env = snapshot.as_ref().map(Snapshot::env);
-    let output = run_git_with(&dir, &ceiling, &args, request.max_bytes, env.as_ref().map_or(&[][..], |e| &e[..]), None).await?;
-    let withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
+    // Git's objects (show, a staged diff, two revisions) may hold a credential location too:
+    // its name is listed first and left out.
+    let mut withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
+    let mut nothing_left = false;
+    if snapshot.is_none() && matches!(request.action, GitAction::Diff | GitAction::Show) {
+        let listed = run_git(&dir, &ceiling, &name_listing(&args), 4 * 1024 * 1024).await?;
+        if !listed.ok {
+            return Err(git_failed(&args[0], &dir, &ceiling, &listed.stderr));
+        }
+        if listed.dropped > 0 {
+            return Err(ToolError::Bad(format!("{}: too many changed files to check; diff part of the tree with path", args[0])));
+        }
+        withheld = narrow_to_readable(&mut args, &listed.stdout, top.as_deref())?;
+        nothing_left = request.action == GitAction::Diff && !withheld.is_empty() && args.last().is_some_and(|a| a == "--");
+    }
+    let output = if !nothing_left {
+        let env = snapshot.as_ref().map(Snapshot::env);
+        run_git_with(&dir, &ceiling, &args, request.max_bytes, env.as_ref().map_or(&[][..], |e| &e[..]), None).await?
+    } else {
+        // Every changed file is withheld: nothing to diff.
+        GitOutput { ok: true, stdout: Vec::new(), dropped: 0, stderr: String::new() }
+    };
     drop(snapshot);
     if !output.ok {
         return Err(git_failed(&args[0], &dir, &ceiling, &output.stderr));
@@ -1685,6 +1840,232 @@ mod tests {
         status.root = worktree.display().to_string();
         let error = answered_promptly(Roots::new([root.clone()], []), status).expect_err("refused");
         assert!(error.contains(".git") && error.contains("4 KiB"), "{error}");
+    }
+
+    /// Git41 H2: a partial clone whose own config allows the `ext::` transport of its
+    /// remote URL: `show` and `diff` of a blob it lacks never fetch it (the URL's command
+    /// never runs); they fail or show nothing of it.
+    #[tokio::test]
+    async fn a_blob_a_partial_clone_lacks_is_never_fetched_through_its_remote() {
+        let marks = tempfile::tempdir().expect("tempdir");
+        let marker = marks.path().join("PWNED");
+        let (_dir, clone, blob) = crate::gitcmd::tests::partial_clone_with_ext_remote(&marker);
+        let clone = clone.canonicalize().expect("canonical");
+        let roots = Roots::new([clone.clone()], []);
+        let mut show = request(GitAction::Show);
+        show.root = clone.display().to_string();
+        show.from = Some(blob);
+        let mut diff = request(GitAction::Diff);
+        diff.root = clone.display().to_string();
+        diff.from = Some("HEAD~1".to_owned());
+        diff.to = Some("HEAD".to_owned());
+        for call in [show, diff] {
+            let _ = git(&roots, &call).await;
+            assert!(!marker.exists(), "{:?}: the remote's command ran", call.action);
+        }
+    }
+
+    /// Git41 H1: with a git older than 2.31 (which ignores the hardening's settings)
+    /// every action is refused before git runs, saying to upgrade.
+    #[tokio::test]
+    async fn every_action_is_refused_with_a_git_older_than_2_31() {
+        let (_dir, repo) = repository_with_sub("a.txt", "one\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.clone()], []);
+        for action in [GitAction::Status, GitAction::Diff, GitAction::Log, GitAction::Show] {
+            let mut call = request(action);
+            call.root = repo.display().to_string();
+            let error = git_found(&roots, &call, Some("git version 2.30.2")).await.expect_err("refused").to_string();
+            assert_eq!(error, "herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git", "{action:?}");
+            git_found(&roots, &call, Some("git version 2.47.3")).await.expect("a newer git runs");
+        }
+    }
+
+    /// Git41 M1 (failed before: `show` printed the private commit): git follows six
+    /// alternates lists (the repository's own and those of the first five alternates);
+    /// the check read one list fewer, so a chain repo → a1 → … → a5 → outside passed. A
+    /// chain one alternate longer is not followed by git itself.
+    #[tokio::test]
+    async fn an_alternates_chain_as_long_as_git_follows_is_checked_to_its_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, id) = private_repository(dir.path());
+        let objects = private.join(".git/objects");
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        // `links` alternates inside the roots between the repository and the private objects.
+        let chained = |name: &str, links: usize| {
+            let repo = repository_in(&root, name, "a.txt", "one\n");
+            let mut list = repo.join(".git/objects/info/alternates");
+            for n in 1..=links {
+                let next = root.join(format!("{name}-a{n}/objects"));
+                std::fs::create_dir_all(next.join("info")).expect("mkdir");
+                std::fs::write(&list, format!("{}\n", next.display())).expect("w");
+                list = next.join("info/alternates");
+            }
+            std::fs::write(&list, format!("{}\n", objects.display())).expect("w");
+            repo
+        };
+        let (edge, deeper) = (chained("edge", 5), chained("deeper", 6));
+        let plain = |repo: &Path| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["cat-file", "-e", &id])
+                .stderr(Stdio::null())
+                .status()
+                .expect("git")
+                .success()
+        };
+        assert!(plain(&edge) && !plain(&deeper), "git follows five alternates of alternates, not six");
+        let roots = Roots::new([root.clone()], []);
+        let mut show = request(GitAction::Show);
+        show.root = edge.display().to_string();
+        show.from = Some(id.clone());
+        let error = git(&roots, &show).await.expect_err("refused").to_string();
+        assert!(error.contains("outside the project roots") && !error.contains("SECRET"), "{error}");
+        show.root = deeper.display().to_string();
+        let shown = format!("{:?}", git(&roots, &show).await);
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+
+    /// Git41 M4 (failed before: `show` printed the private blob, `status` named its
+    /// file): only `objects` itself was resolved, so a symlink inside it (`objects/pack`
+    /// or a fan-out directory such as `objects/e9` to another repository's) or an `index`
+    /// symlinked to another repository's had git read outside the roots. Each is refused;
+    /// the hard links of `git clone --local` are not.
+    #[tokio::test]
+    async fn a_symlink_inside_the_objects_or_for_the_index_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (private, _) = private_repository(dir.path());
+        let blob = sh_out(&private, &["rev-parse", "HEAD:secret.txt"]);
+        let packed = repository_in(dir.path(), "packed", "secret.txt", "SECRET\n");
+        sh(&packed, &["repack", "-q", "-a", "-d"]);
+        let root = dir.path().canonicalize().expect("canonical").join("root");
+        let empty = |name: &str| {
+            let repo = root.join(name);
+            std::fs::create_dir_all(&repo).expect("mkdir");
+            sh(&repo, &["init", "-q"]);
+            repo
+        };
+        let fan_out = empty("fanout");
+        let link = |from: &Path, to: &Path| {
+            let _ = std::fs::remove_dir_all(to);
+            std::os::unix::fs::symlink(from, to).expect("ln");
+        };
+        link(&private.join(".git/objects").join(&blob[..2]), &fan_out.join(".git/objects").join(&blob[..2]));
+        let pack = empty("pack");
+        link(&packed.join(".git/objects/pack"), &pack.join(".git/objects/pack"));
+        let roots = Roots::new([root.clone()], []);
+        for repo in [&fan_out, &pack] {
+            let mut show = request(GitAction::Show);
+            show.root = repo.display().to_string();
+            show.from = Some(blob.clone());
+            show.max_bytes = 64 * 1024;
+            let error = git(&roots, &show).await.expect_err("refused").to_string();
+            assert!(error.contains("symbolic link") && !error.contains("SECRET"), "{}: {error}", repo.display());
+        }
+        let index = repository_in(&root, "index", "a.txt", "one\n");
+        std::fs::remove_file(index.join(".git/index")).expect("rm");
+        std::os::unix::fs::symlink(private.join(".git/index"), index.join(".git/index")).expect("ln");
+        let mut status = request(GitAction::Status);
+        status.root = index.display().to_string();
+        status.max_bytes = 64 * 1024;
+        let error = git(&roots, &status).await.expect_err("refused").to_string();
+        assert!(error.contains("symbolic link") && !error.contains("secret.txt"), "{error}");
+        let source = repository_in(&root, "source", "a.txt", "one\n");
+        sh(&root, &["clone", "-q", "--local", &source.display().to_string(), "cloned"]);
+        let mut show = request(GitAction::Show);
+        show.root = root.join("cloned").display().to_string();
+        git(&roots, &show).await.expect("a clone's hard links are read");
+    }
+
+    /// Git41 M2 (failed before: each showed `SECRET`): a credential location reached the
+    /// chat through Git's objects: `show HEAD:.env.local`, a staged `.env`, and `show` or a
+    /// diff of two revisions that change (or delete) a tracked `.env.local`. A revision
+    /// naming one is refused; the others leave it out, show the rest and name it.
+    #[tokio::test]
+    async fn a_credential_location_in_gits_objects_is_left_out_of_show_and_diffs() {
+        let (_dir, repo) = repository_with_sub(".env.local", "KEY=SECRET\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.clone()], []);
+        let call = |action: GitAction, from: Option<&str>, to: Option<&str>, staged: bool| {
+            let mut call = request(action);
+            call.root = repo.join("sub").display().to_string();
+            call.from = from.map(str::to_owned);
+            call.to = to.map(str::to_owned);
+            call.staged = staged;
+            call.max_bytes = 64 * 1024;
+            call
+        };
+        for from in ["HEAD:.env.local", ":.env.local", "HEAD:sub/../.env.local"] {
+            for action in [GitAction::Show, GitAction::Log] {
+                let error = git(&roots, &call(action, Some(from), None, false)).await.expect_err("refused").to_string();
+                assert!(error.contains("credential location") && !error.contains("SECRET"), "{from}: {error}");
+            }
+        }
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET2\n").expect("w");
+        std::fs::write(repo.join("b.txt"), "shown\n").expect("w");
+        sh(&repo, &["add", "."]);
+        let staged = git(&roots, &call(GitAction::Diff, None, None, true)).await.expect("diffed");
+        let text = staged["text"].as_str().unwrap_or_default();
+        assert!(text.contains("+shown") && !text.contains("SECRET"), "{staged}");
+        assert_eq!(staged["withheld"], json!([".env.local"]), "{staged}");
+        sh(&repo, &["commit", "-qm", "two"]);
+        sh(&repo, &["rm", "-q", ".env.local"]);
+        sh(&repo, &["commit", "-qm", "three"]);
+        for (action, from, to) in [
+            (GitAction::Show, None, None),
+            (GitAction::Show, Some("HEAD~1"), None),
+            (GitAction::Show, Some("HEAD~2"), None),
+            (GitAction::Diff, Some("HEAD~2"), Some("HEAD~1")),
+            (GitAction::Diff, Some("HEAD~2..HEAD"), None),
+            (GitAction::Diff, Some("HEAD~2"), Some("HEAD")),
+        ] {
+            let shown = git(&roots, &call(action, from, to, false)).await.expect("shown");
+            let text = shown["text"].as_str().unwrap_or_default();
+            assert!(!text.contains("SECRET") && !text.is_empty(), "{action:?} {from:?} {to:?}: {shown}");
+            assert_eq!(shown["withheld"], json!([".env.local"]), "{action:?} {from:?} {to:?}: {shown}");
+            assert!(shown["note"].as_str().is_some_and(|n| n.contains("withheld")), "{shown}");
+        }
+        let range = git(&roots, &call(GitAction::Diff, Some("HEAD~2..HEAD"), None, false)).await.expect("shown");
+        assert!(range["text"].as_str().is_some_and(|t| t.contains("+shown")), "{range}");
+        std::fs::write(repo.join(".env.local"), "KEY=SECRET3\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "only the env"]);
+        let show = git(&roots, &call(GitAction::Show, None, None, false)).await.expect("shown");
+        let text = show["text"].as_str().unwrap_or_default();
+        assert!(text.contains("only the env") && !text.contains("SECRET"), "{show}");
+        let diff = git(&roots, &call(GitAction::Diff, Some("HEAD~1"), Some("HEAD"), false)).await.expect("diffed");
+        assert_eq!((&diff["text"], &diff["withheld"]), (&json!(""), &json!([".env.local"])), "{diff}");
+    }
+
+    /// Git41 LOW d (failed before: the diff failed whole): a changed file was judged a
+    /// credential location by its name inside the repository only, so in a dotfiles
+    /// repository at `~/.config` a changed `gh/hosts.yml` was read and refused. Its whole
+    /// path is judged: it is left out and named, in work-tree and staged diffs.
+    #[tokio::test]
+    async fn a_dotfiles_repository_leaves_out_a_credential_location_judged_by_its_whole_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".config/gh")).expect("mkdir");
+        let repo = repository_in(dir.path(), ".config", "gh/hosts.yml", "token: one\n");
+        std::fs::write(repo.join("init.lua"), "one\n").expect("w");
+        sh(&repo, &["add", "init.lua"]);
+        sh(&repo, &["commit", "-qm", "two"]);
+        std::fs::write(repo.join("gh/hosts.yml"), "token: SECRET\n").expect("w");
+        std::fs::write(repo.join("init.lua"), "shown\n").expect("w");
+        let roots = Roots::new([repo.clone()], []);
+        for staged in [false, true] {
+            if staged {
+                sh(&repo, &["add", "."]);
+            }
+            let mut diff = request(GitAction::Diff);
+            diff.root = repo.display().to_string();
+            diff.staged = staged;
+            diff.max_bytes = 64 * 1024;
+            let shown = git(&roots, &diff).await.expect("diffed");
+            let text = shown["text"].as_str().unwrap_or_default();
+            assert!(text.contains("+shown") && !text.contains("SECRET"), "staged {staged}: {shown}");
+            assert_eq!(shown["withheld"], json!(["gh/hosts.yml"]), "staged {staged}: {shown}");
+        }
     }
 
     /// A private repository outside the roots with one commit whose text is `SECRET`: its

@@ -149,10 +149,19 @@ impl Sensitive {
 
 /// Whether the file name `name` is a dotenv file: `.env` or `.env.<anything>`, but not one
 /// of the [`DOTENV_TEMPLATES`].
+/// Compared without case: macOS file systems are case-insensitive (`.ENV` is `.env`).
 pub fn is_dotenv(name: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let bytes = name.as_bytes();
-    (bytes == b".env" || bytes.starts_with(b".env.")) && !DOTENV_TEMPLATES.iter().any(|t| bytes == t.as_bytes())
+    let dotenv = bytes.get(..4).is_some_and(|head| head.eq_ignore_ascii_case(b".env")) && matches!(bytes.get(4), None | Some(b'.'));
+    dotenv && !DOTENV_TEMPLATES.iter().any(|t| same_name(name, t))
+}
+
+/// Whether the file name `name` is `text`, without case (macOS file systems are
+/// case-insensitive: `.SSH` is `.ssh` there).
+fn same_name(name: &std::ffi::OsStr, text: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    name.as_bytes().eq_ignore_ascii_case(text.as_bytes())
 }
 
 /// Whether `path` names (or lies inside) a credential location ([`sensitive_kind`]).
@@ -162,7 +171,8 @@ pub fn is_sensitive(path: &Path) -> bool {
 
 /// The kind of credential location `path` names or lies inside, if any: a component in
 /// [`SENSITIVE_NAMES`], a pair of [`SENSITIVE_PAIRS`], a `config` directly inside a `.git`
-/// directory (or a submodule's, last in a path under `.git/modules`), or a last name that
+/// directory (or a submodule's, last in a path under `.git/modules` and after a
+/// submodule's name, not right after `modules`), or a last name that
 /// is a dotenv file ([`is_dotenv`]). A directory of a dotenv name (a virtualenv called
 /// `.env`) is refused itself, so a walk skips it whole, but a path inside it is not.
 pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
@@ -180,16 +190,19 @@ pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
     let mut in_modules = false;
     while let Some(name) = names.next() {
         let next = names.peek().copied();
-        if SENSITIVE_NAMES.iter().any(|s| name == OsStr::new(s))
-            || SENSITIVE_PAIRS.iter().any(|(dir, inside)| name == OsStr::new(dir) && next == Some(OsStr::new(inside)))
+        if SENSITIVE_NAMES.iter().any(|s| same_name(name, s))
+            || SENSITIVE_PAIRS.iter().any(|(dir, inside)| same_name(name, dir) && next.is_some_and(|next| same_name(next, inside)))
         {
             return Some(Sensitive::Credentials);
         }
-        let after_git = prev == Some(OsStr::new(".git"));
-        if name == OsStr::new("config") && (after_git || (in_modules && next.is_none())) {
+        let after_git = prev.is_some_and(|prev| same_name(prev, ".git"));
+        // Under `.git/modules`, `config` right after `modules` is a submodule's name (its
+        // Git directory); after a submodule's name it is that submodule's config.
+        let after_modules = prev.is_some_and(|prev| same_name(prev, "modules"));
+        if same_name(name, "config") && (after_git || (in_modules && next.is_none() && !after_modules)) {
             return Some(Sensitive::GitConfig);
         }
-        in_modules |= after_git && name == OsStr::new("modules");
+        in_modules |= after_git && same_name(name, "modules");
         prev = Some(name);
         if next.is_none() && is_dotenv(name) {
             return Some(Sensitive::Dotenv);
@@ -730,6 +743,34 @@ mod tests {
             "/p/.environment",
         ] {
             assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    /// Git41 LOW c (failed before): macOS file systems are case-insensitive, so `.ENV`,
+    /// `.SSH/id_ed25519` and `.GIT/CONFIG` name the credential files themselves there;
+    /// names are compared without case.
+    #[test]
+    fn credential_names_in_another_case_are_credential_locations_too() {
+        for path in
+            ["/p/.ENV", "/p/.Env.Local", "/h/.SSH/id_ed25519", "/h/.Config/GH/hosts.yml", "/p/.GIT/CONFIG", "/h/.Docker/Config.json"]
+        {
+            assert!(is_sensitive(Path::new(path)), "{path} is a credential location");
+        }
+        for path in ["/p/.ENV.EXAMPLE", "/p/.Environment", "/p/.GIT/HEAD"] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    /// Git41 LOW (failed before): a submodule named `config` has its Git directory at
+    /// `.git/modules/config`, which was taken for a submodule's config file; only a
+    /// `config` below a submodule's name is one.
+    #[test]
+    fn a_submodule_named_config_is_no_credential_location_but_its_config_file_is() {
+        for path in ["/p/.git/modules/config", "/p/.git/modules/a/modules/config", "/p/.git/modules/config/objects/ab"] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is a submodule's Git directory");
+        }
+        for path in ["/p/.git/modules/config/config", "/p/.git/modules/a/modules/config/config", "/p/.git/modules/a/config"] {
+            assert!(is_sensitive(Path::new(path)), "{path} is a submodule's config");
         }
     }
 
