@@ -346,10 +346,11 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
 fn git_check(found: Option<&str>) -> Check {
     let (major, minor) = crate::gitcmd::MIN_GIT;
     match (found, crate::gitcmd::version_refusal(found)) {
-        (None, _) => Check::fail(
-            "git: not found on the PATH",
-            format!("install Git {major}.{minor} or newer; herdr_git and the write tools' Git check need it"),
-        ),
+        // Git is optional: without it only herdr_git and the write tools' Git check are not
+        // there (a write then needs confirm_dirty), so its absence is said, not failed.
+        (None, _) => {
+            Check::ok(format!("git: not found on the PATH (herdr_git is unavailable until Git {major}.{minor} or newer is installed)"))
+        }
         (Some(found), None) => Check::ok(format!("{} (herdr_git needs {major}.{minor} or newer)", found.trim())),
         (Some(found), Some(why)) => Check::fail(format!("{} is too old for herdr_git", found.trim()), why),
     }
@@ -870,6 +871,7 @@ mod tests {
         assert_eq!(old.fix.as_deref(), Some("herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git"));
         assert!(old.what.contains("2.30.2"), "{old:?}");
         assert_eq!(git_check(Some("git version 2.39.5 (Apple Git-154)")).fix, None);
-        assert!(git_check(None).fix.is_some_and(|fix| fix.contains("install Git 2.31")));
+        let none = git_check(None);
+        assert!(none.fix.is_none() && none.what.contains("Git 2.31 or newer"), "optional: said, not failed");
     }
 }

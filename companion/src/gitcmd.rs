@@ -195,8 +195,8 @@ pub fn version_refusal(found: Option<&str>) -> Option<String> {
     }
 }
 
-/// The output of `git version` on the runtime's PATH, asked once (kept once git ran);
-/// `None` when git cannot be run.
+/// The output of `git version` on the runtime's PATH, asked once (kept once a git new
+/// enough ran); `None` when git cannot be run.
 pub fn installed_version() -> Option<String> {
     static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     if let Some(found) = FOUND.get() {
@@ -212,6 +212,10 @@ pub fn installed_version() -> Option<String> {
         .ok()
         .filter(|o| o.status.success())?;
     let found = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    // A version refused is asked again next time: the user may have upgraded since.
+    if version_refusal(Some(&found)).is_some() {
+        return Some(found);
+    }
     Some(FOUND.get_or_init(|| found).clone())
 }
 

@@ -1001,7 +1001,9 @@ const MAX_NARROWED_BYTES: usize = 64 * 1024;
 /// The command that lists the names `args` (a diff or `show` of Git's objects) would
 /// show, NUL-separated, both sides of a rename.
 fn name_listing(args: &[String]) -> Vec<String> {
-    let mut listing = vec![args[0].clone(), "--name-only".to_owned(), "-z".to_owned(), "--no-renames".to_owned()];
+    // `--no-relative`: names from the top whatever the user's `diff.relative` says.
+    let mut listing =
+        vec![args[0].clone(), "--name-only".to_owned(), "-z".to_owned(), "--no-renames".to_owned(), "--no-relative".to_owned()];
     if args[0] == "show" {
         listing.push("--format=".to_owned());
     }
@@ -1015,12 +1017,21 @@ fn name_listing(args: &[String]) -> Vec<String> {
 /// or, when every name is withheld, shows a commit's header only. Too many names to pass
 /// is refused.
 fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) -> Result<Vec<String>, ToolError> {
-    let names: Vec<String> = names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    let raw: Vec<&[u8]> = names.split(|b| *b == 0).filter(|n| !n.is_empty()).collect();
+    let names: Vec<String> = raw.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
     // The whole path where there is a work tree (a dotfiles repository at `~/.config`).
     let whole = |name: &str| top.map_or_else(|| PathBuf::from(name), |top| top.join(name));
     let (withheld, kept): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| super::roots::is_sensitive(&whole(n)));
     if withheld.is_empty() {
         return Ok(withheld);
+    }
+    // A name that is not UTF-8 could not be passed back as it is: refused, never dropped.
+    if raw.iter().any(|n| std::str::from_utf8(n).is_err()) {
+        return Err(ToolError::Bad(format!(
+            "{}: {} changed file(s) here are credential locations no Herdr tool reads, and a name that is not UTF-8 cannot be named one by one; diff part of the tree with path",
+            args[0],
+            withheld.len()
+        )));
     }
     if kept.len() > MAX_NARROWED_NAMES || kept.iter().map(String::len).sum::<usize>() > MAX_NARROWED_BYTES {
         return Err(ToolError::Bad(format!(
@@ -1042,6 +1053,43 @@ fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) 
         args.push(whole(&name).display().to_string());
     }
     Ok(withheld)
+}
+
+/// The command that lists the names a diff or `show` would show, to leave credential
+/// locations out; `None` when nothing is listed. A `show` of one revision is asked what it
+/// is with its tags peeled: a commit is listed by the peeled commit (an annotated tag's own
+/// text is never read as names); a file or a tree is shown whole, its path vetted by
+/// `check_rev`, and nothing is listed.
+async fn names_listing(dir: &Path, ceiling: &Path, args: &[String], request: &GitRequest) -> Result<Option<Vec<String>>, ToolError> {
+    let mut listing = name_listing(args);
+    let rev = request.from.clone().unwrap_or_else(|| "HEAD".to_owned());
+    if request.action != GitAction::Show || is_range(&rev) {
+        return Ok(Some(listing));
+    }
+    let kind_of = |rev: String| async move {
+        let ask = ["cat-file", "-t", "--end-of-options", rev.as_str()].map(str::to_owned);
+        let kind = run_git(dir, ceiling, &ask, 64).await?;
+        if !kind.ok {
+            return Err(git_failed("show", dir, ceiling, &kind.stderr));
+        }
+        Ok::<_, ToolError>(String::from_utf8_lossy(&kind.stdout).trim().to_owned())
+    };
+    // A tag is peeled (`^{}` after `rev:path` would name a path: only a tag is peeled).
+    let peeled = format!("{rev}^{{}}");
+    let (kind, listed_rev) = match kind_of(rev.clone()).await?.as_str() {
+        "tag" => (kind_of(peeled.clone()).await?, peeled),
+        other => (other.to_owned(), rev),
+    };
+    if kind != "commit" {
+        return Ok(None);
+    }
+    let peeled = listed_rev;
+    if let Some(at) = listing.iter().position(|a| a == "--end-of-options") {
+        if let Some(slot) = listing.get_mut(at + 1) {
+            *slot = peeled;
+        }
+    }
+    Ok(Some(listing))
 }
 
 /// Runs the request (see the module invariants).
@@ -1089,8 +1137,12 @@ async fn git_found(roots: &Roots, request: &GitRequest, found: Option<&str>) -> 
     // its name is listed first and left out.
     let mut withheld = snapshot.as_ref().map(|s| s.withheld.clone()).unwrap_or_default();
     let mut nothing_left = false;
-    if snapshot.is_none() && matches!(request.action, GitAction::Diff | GitAction::Show) {
-        let listed = run_git(&dir, &ceiling, &name_listing(&args), 4 * 1024 * 1024).await?;
+    let listing = match snapshot.is_none() && matches!(request.action, GitAction::Diff | GitAction::Show) {
+        true => names_listing(&dir, &ceiling, &args, request).await?,
+        false => None,
+    };
+    if let Some(listing) = listing {
+        let listed = run_git(&dir, &ceiling, &listing, 4 * 1024 * 1024).await?;
         if !listed.ok {
             return Err(git_failed(&args[0], &dir, &ceiling, &listed.stderr));
         }
@@ -2036,6 +2088,41 @@ mod tests {
         assert!(text.contains("only the env") && !text.contains("SECRET"), "{show}");
         let diff = git(&roots, &call(GitAction::Diff, Some("HEAD~1"), Some("HEAD"), false)).await.expect("diffed");
         assert_eq!((&diff["text"], &diff["withheld"]), (&json!(""), &json!([".env.local"])), "{diff}");
+    }
+
+    /// Final read of git41b (failed before): a `show` of a file read the file's text as
+    /// the changed names (a README naming `~/.ssh/config` came back "withheld" and whole),
+    /// an annotated tag's message was read as names (a `.env` it tags was shown), and a
+    /// user's `diff.relative` made the narrowed names miss. A file is shown whole, a tag is
+    /// listed by its commit, and names are listed from the top.
+    #[tokio::test]
+    async fn a_shown_file_a_tag_and_diff_relative_are_read_as_git_means_them() {
+        let (_dir, repo) = repository_with_sub("README.md", "Keys live in ~/.ssh/config and .env\n");
+        let repo = repo.canonicalize().expect("canonical");
+        let roots = Roots::new([repo.clone()], []);
+        let call = |action: GitAction, from: Option<&str>| {
+            let mut call = request(action);
+            call.root = repo.join("sub").display().to_string();
+            call.from = from.map(str::to_owned);
+            call.max_bytes = 64 * 1024;
+            call
+        };
+        let file = git(&roots, &call(GitAction::Show, Some("HEAD:README.md"))).await.expect("shown");
+        assert!(file["text"].as_str().is_some_and(|t| t.contains("~/.ssh/config")), "{file}");
+        assert_eq!(file.get("withheld"), None, "{file}");
+        std::fs::write(repo.join(".env"), "KEY=SECRET\n").expect("w");
+        std::fs::write(repo.join("sub/a.txt"), "tagged\n").expect("w");
+        sh(&repo, &["add", "."]);
+        sh(&repo, &["commit", "-qm", "two"]);
+        sh(&repo, &["tag", "-a", "v1", "-m", "release one"]);
+        let tag = git(&roots, &call(GitAction::Show, Some("v1"))).await.expect("shown");
+        let text = tag["text"].as_str().unwrap_or_default();
+        assert!(text.contains("release one") && text.contains("+tagged") && !text.contains("SECRET"), "{tag}");
+        assert_eq!(tag["withheld"], json!([".env"]), "{tag}");
+        sh(&repo, &["config", "diff.relative", "true"]);
+        let relative = git(&roots, &call(GitAction::Diff, Some("HEAD~1"))).await.expect("diffed");
+        let text = relative["text"].as_str().unwrap_or_default();
+        assert!(text.contains("+tagged") && !text.contains("SECRET"), "{relative}");
     }
 
     /// Git41 LOW d (failed before: the diff failed whole): a changed file was judged a
