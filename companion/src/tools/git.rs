@@ -1058,28 +1058,35 @@ fn narrow_to_readable(args: &mut Vec<String>, names: &[u8], top: Option<&Path>) 
 /// The command that lists the names a diff or `show` would show, to leave credential
 /// locations out; `None` when nothing is listed. A `show` of one revision is asked what it
 /// is with its tags peeled: a commit is listed by the peeled commit (an annotated tag's own
-/// text is never read as names); a file or a tree is shown whole, its path vetted by
-/// `check_rev`, and nothing is listed.
+/// text is never read as names); a tree lists nothing (it shows names only); a file is
+/// shown whole only as `rev:path`, its path vetted by `check_rev` (by a tag or an id it is
+/// refused).
 async fn names_listing(dir: &Path, ceiling: &Path, args: &[String], request: &GitRequest) -> Result<Option<Vec<String>>, ToolError> {
     let mut listing = name_listing(args);
     let rev = request.from.clone().unwrap_or_else(|| "HEAD".to_owned());
     if request.action != GitAction::Show || is_range(&rev) {
         return Ok(Some(listing));
     }
+    // `None`: git could not say (`HEAD^@` names commits `show` expands): listed as given.
     let kind_of = |rev: String| async move {
         let ask = ["cat-file", "-t", "--end-of-options", rev.as_str()].map(str::to_owned);
         let kind = run_git(dir, ceiling, &ask, 64).await?;
-        if !kind.ok {
-            return Err(git_failed("show", dir, ceiling, &kind.stderr));
-        }
-        Ok::<_, ToolError>(String::from_utf8_lossy(&kind.stdout).trim().to_owned())
+        Ok::<_, ToolError>(kind.ok.then(|| String::from_utf8_lossy(&kind.stdout).trim().to_owned()))
     };
     // A tag is peeled (`^{}` after `rev:path` would name a path: only a tag is peeled).
     let peeled = format!("{rev}^{{}}");
-    let (kind, listed_rev) = match kind_of(rev.clone()).await?.as_str() {
-        "tag" => (kind_of(peeled.clone()).await?, peeled),
-        other => (other.to_owned(), rev),
+    let (kind, listed_rev) = match kind_of(rev.clone()).await? {
+        None => return Ok(Some(listing)),
+        Some(kind) if kind == "tag" => (kind_of(peeled.clone()).await?.unwrap_or_default(), peeled),
+        Some(other) => (other, rev.clone()),
     };
+    // A file reached by a tag or an id, not by `rev:path`, could be a credential
+    // location's: refused (a `rev:path` was vetted by `check_rev`).
+    if kind == "blob" && !rev.contains(':') {
+        return Err(ToolError::Bad(format!(
+            "show: {rev} is a file's contents; show a file as REV:path (for example HEAD:src/main.rs), so its path can be checked"
+        )));
+    }
     if kind != "commit" {
         return Ok(None);
     }
@@ -2119,6 +2126,13 @@ mod tests {
         let text = tag["text"].as_str().unwrap_or_default();
         assert!(text.contains("release one") && text.contains("+tagged") && !text.contains("SECRET"), "{tag}");
         assert_eq!(tag["withheld"], json!([".env"]), "{tag}");
+        // A file reached by a tag or an id is refused (only `rev:path` is checked); a form
+        // `show` expands to commits still shows.
+        sh(&repo, &["tag", "lwenv", "HEAD:.env"]);
+        let error = git(&roots, &call(GitAction::Show, Some("lwenv"))).await.expect_err("refused").to_string();
+        assert!(error.contains("REV:path") && !error.contains("SECRET"), "{error}");
+        let parents = git(&roots, &call(GitAction::Show, Some("HEAD^@"))).await.expect("shown");
+        assert!(parents["text"].as_str().is_some_and(|t| !t.is_empty()), "{parents}");
         sh(&repo, &["config", "diff.relative", "true"]);
         let relative = git(&roots, &call(GitAction::Diff, Some("HEAD~1"))).await.expect("diffed");
         let text = relative["text"].as_str().unwrap_or_default();
