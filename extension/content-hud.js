@@ -448,5 +448,5 @@
     toggle.title = text(toggle.getAttribute('aria-expanded') === 'true' ? 'hudHideDetails' : 'hudShowDetails');
   };
   Object.assign(hc, { text, onTrusted, host, continuity, status, hooks, para, fmtTime, factUnresolvedText, goalUi, toggleGoal,
-    refusedPress, refuse, pressGuard, copyPrompt, setChildren, keptButton, render });
+    refusedPress, refuse, pressGuard, PRESS_SETTLE_MS, copyPrompt, setChildren, keptButton, render });
 })();

@@ -42,6 +42,7 @@
     onTrusted,
     guard: hc.pressGuard,
     refuse: hc.refuse,
+    settleMs: hc.PRESS_SETTLE_MS,
     hud: hc.host,
     post: (message) => hc.send(message),
     composer: soleComposer,

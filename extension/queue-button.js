@@ -50,7 +50,8 @@
 
   globalThis[KEY] = (deps) => {
     // deps: { text(key, subs), onTrusted(el, type, fn), guard(host, el, notices) → press
-    //         guard, refuse(key) → true when it said why a press was refused,
+    //         guard, refuse(key) → true when it said why a press was refused, settleMs (how
+    //         long a press waits after the button appears or moves: the HUD's PRESS_SETTLE_MS),
     //         hud (the HUD's host, kept clear of), post(message), composer() → element | null,
     //         composerText(el) → string, clearComposer(el) }
     // Every control listens through content-hud.js's `onTrusted` (real input only: a page's
@@ -104,12 +105,11 @@
     const buttonGuard = deps.guard(host, button, notices);
     const confirmGuard = deps.guard(host, confirm, notices);
     buttonGuard.watch(true);
-    const SETTLE_MS = 600;
     let placedAt = null; // { at: the host's right edge and top, since }
     const cornerOf = () => { const r = host.getBoundingClientRect(); return `${Math.round(r.right)},${Math.round(r.top)}`; };
     const moved = (event) => {
       if (placedAt === null || placedAt.at !== cornerOf()) return notices.hidden;
-      return event.timeStamp - placedAt.since < SETTLE_MS ? notices.soon : null;
+      return event.timeStamp - placedAt.since < deps.settleMs ? notices.soon : null;
     };
     // Refused as hidden when either says so (the likelier cause to name), else as too soon.
     const refused = (guard, el, event) => {

@@ -554,12 +554,12 @@ const UNANSWERED_BATCHES: &str = "SELECT b.batch_id FROM bridge_batches b WHERE 
       AND NOT EXISTS (SELECT 1 FROM bridge_decisions d WHERE d.batch_id = b.batch_id AND d.decided_at >= ?1)
     LIMIT ?2";
 
-/// Each Skip of batch `?1` as its call's record (outcome `failed`, code `skipped`, as a
-/// skipped call is answered), unless the call has one: a replay reads the record before any
+/// Each Skip of batch `?1` as its call's record (`?3`, `?4`: the outcome a skipped call is
+/// answered with, `bridge::machine::skipped`), unless the call has one: a replay reads the record before any
 /// decision, so a skipped call never runs once its batch is gone.
 const SKIPS_AS_RECORDS: &str =
     "INSERT OR IGNORE INTO bridge_calls (conversation, message, call_index, call_hash, tool, claimed_at, outcome_kind, outcome)
-    SELECT b.conversation, b.message, d.call_index, json_extract(b.hashes, '$[' || d.call_index || ']'), '', ?2, 'failed', ?3
+    SELECT b.conversation, b.message, d.call_index, json_extract(b.hashes, '$[' || d.call_index || ']'), '', ?2, ?3, ?4
       FROM bridge_batches b JOIN bridge_decisions d ON d.batch_id = b.batch_id
      WHERE b.batch_id = ?1 AND d.decision = 'skip' AND json_valid(b.hashes)
        AND json_type(b.hashes, '$[' || d.call_index || ']') = 'text'";
@@ -582,8 +582,8 @@ fn reclaim_unanswered_batches(conn: &Connection, cutoff: i64, now_ms: i64, budge
             *budget = 0;
             break;
         }
-        let skipped = json!({"code": "skipped", "message": "the user skipped this call"}).to_string();
-        conn.execute(SKIPS_AS_RECORDS, params![id, now_ms, skipped])?;
+        let (kind, body) = crate::bridge::store::outcome_columns(&crate::bridge::machine::skipped());
+        conn.execute(SKIPS_AS_RECORDS, params![id, now_ms, kind, body])?;
         conn.execute("DELETE FROM bridge_decisions WHERE batch_id = ?1", params![id])?;
         conn.execute("DELETE FROM bridge_batches WHERE batch_id = ?1", params![id])?;
         *budget -= rows;

@@ -163,7 +163,7 @@ fn an_old_batch_the_user_never_answered_goes_and_a_fresh_or_answered_one_stays()
 /// call's record, which a replay reads before any decision.
 #[test]
 fn a_skip_outlives_its_reclaimed_batch_as_the_calls_record() {
-    use crate::bridge::machine::{CallKey, CallOutcome, Recorded};
+    use crate::bridge::machine::{CallKey, Recorded};
     use continuity_protocol::BridgeDecision;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
@@ -178,7 +178,7 @@ fn a_skip_outlives_its_reclaimed_batch_as_the_calls_record() {
         |index: usize, hash: &str| CallKey { conversation: "zai:c".to_owned(), message: "m-old".to_owned(), index, hash: hash.to_owned() };
     assert_eq!(
         bridge.recorded(&key(1, "00000000000000a2")).expect("recorded"),
-        Recorded::Claimed(Some(CallOutcome::Failed { code: "skipped".to_owned(), message: "the user skipped this call".to_owned() })),
+        Recorded::Claimed(Some(crate::bridge::machine::skipped())),
         "the skipped call reads as skipped"
     );
     assert_eq!(bridge.recorded(&key(0, "00000000000000a1")).expect("recorded"), Recorded::New, "the undecided call is asked again");

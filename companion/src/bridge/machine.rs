@@ -249,6 +249,12 @@ pub enum CallOutcome {
     Interrupted,
 }
 
+/// How a call the user skipped is answered (and recorded once its batch is reclaimed:
+/// `crate::retention`).
+pub fn skipped() -> CallOutcome {
+    CallOutcome::Failed { code: "skipped".to_owned(), message: "the user skipped this call".to_owned() }
+}
+
 /// What `state.db` remembers of a call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Recorded {
@@ -385,7 +391,7 @@ impl Batch {
     /// The user skipped the call at `index`: answered `skipped`, never run.
     pub fn skip(&mut self, index: usize) {
         if let Some(slot @ Slot::Ready) = self.slots.get_mut(index) {
-            *slot = Slot::Answered(CallOutcome::Failed { code: "skipped".to_owned(), message: "the user skipped this call".to_owned() });
+            *slot = Slot::Answered(skipped());
         }
     }
 

@@ -61,7 +61,7 @@ pub struct BridgeStore {
     conn: Connection,
 }
 
-fn outcome_columns(outcome: &CallOutcome) -> (&'static str, String) {
+pub(crate) fn outcome_columns(outcome: &CallOutcome) -> (&'static str, String) {
     match outcome {
         CallOutcome::Ok(value) => ("ok", value.to_string()),
         CallOutcome::Failed { code, message } => ("failed", serde_json::json!({"code": code, "message": message}).to_string()),
