@@ -122,6 +122,8 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
         }
     };
     let mut herdr_from_runtime = None;
+    // The git the running runtime finds (`Some(None)`: none), when it answers and says.
+    let mut git_from_runtime: Option<Option<String>> = None;
     if socket_ok {
         match runtime_hello(&socket) {
             Ok(result) => {
@@ -130,6 +132,11 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
                     .and_then(|text| serde_json::from_str::<Value>(&text).ok());
                 checks.extend(agreement_checks(&result, last_hello.as_ref()));
                 herdr_from_runtime = serde_json::from_value::<Value>(result["herdr"].clone()).ok();
+                git_from_runtime = match result.get("git").and_then(|git| git.get("version")) {
+                    Some(Value::String(found)) => Some(Some(found.clone())),
+                    Some(Value::Null) => Some(None),
+                    _ => None,
+                };
             }
             Err(e) => checks.push(Check::fail(
                 format!("runtime does not answer hello: {e}"),
@@ -138,7 +145,11 @@ pub fn run_checks(target: &Target, home: &CompanionHome, herdr_session: Option<S
         }
     }
     checks.push(herdr_check(herdr_from_runtime, herdr_session));
-    checks.push(git_check(crate::gitcmd::installed_version().as_deref()));
+    checks.push(match git_from_runtime {
+        Some(found) => git_check(found.as_deref(), "the runtime's PATH"),
+        // No runtime answered (or an older one): the git this shell finds.
+        None => git_check(crate::gitcmd::installed_version().as_deref(), "this shell's PATH"),
+    });
     checks.extend(storage_checks(&home.root().join("state.db")));
     checks.extend(downlink_checks(home));
     checks
@@ -341,18 +352,20 @@ fn herdr_check(from_runtime: Option<Value>, herdr_session: Option<String>) -> Ch
     }
 }
 
-/// Git on the PATH for the `git version` output `found`: `herdr_git` and the write tools'
-/// Git check refuse a git older than `crate::gitcmd::MIN_GIT`.
-fn git_check(found: Option<&str>) -> Check {
+/// Git on the PATH `on` for the `git version` output `found`: `herdr_git` and the write
+/// tools' Git check refuse a git older than `crate::gitcmd::MIN_GIT`.
+fn git_check(found: Option<&str>, on: &str) -> Check {
     let (major, minor) = crate::gitcmd::MIN_GIT;
+    // One line, however long or odd the version text is.
+    let shown = |found: &str| found.trim().chars().take(100).map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
     match (found, crate::gitcmd::version_refusal(found)) {
         // Git is optional: without it only herdr_git and the write tools' Git check are not
         // there (a write then needs confirm_dirty), so its absence is said, not failed.
         (None, _) => {
-            Check::ok(format!("git: not found on the PATH (herdr_git is unavailable until Git {major}.{minor} or newer is installed)"))
+            Check::ok(format!("git: not found on {on} (herdr_git is unavailable until Git {major}.{minor} or newer is installed there)"))
         }
-        (Some(found), None) => Check::ok(format!("{} (herdr_git needs {major}.{minor} or newer)", found.trim())),
-        (Some(found), Some(why)) => Check::fail(format!("{} is too old for herdr_git", found.trim()), why),
+        (Some(found), None) => Check::ok(format!("{} on {on} (herdr_git needs {major}.{minor} or newer)", shown(found))),
+        (Some(found), Some(why)) => Check::fail(format!("{} on {on} is too old for herdr_git", shown(found)), why),
     }
 }
 
@@ -867,11 +880,11 @@ mod tests {
     /// to upgrade; a newer one passes, a missing one fails.
     #[test]
     fn the_doctor_fails_a_git_older_than_2_31_and_says_to_upgrade() {
-        let old = git_check(Some("git version 2.30.2"));
+        let old = git_check(Some("git version 2.30.2"), "the runtime's PATH");
         assert_eq!(old.fix.as_deref(), Some("herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git"));
         assert!(old.what.contains("2.30.2"), "{old:?}");
-        assert_eq!(git_check(Some("git version 2.39.5 (Apple Git-154)")).fix, None);
-        let none = git_check(None);
+        assert_eq!(git_check(Some("git version 2.39.5 (Apple Git-154)"), "the runtime's PATH").fix, None);
+        let none = git_check(None, "the runtime's PATH");
         assert!(none.fix.is_none() && none.what.contains("Git 2.31 or newer"), "optional: said, not failed");
     }
 }

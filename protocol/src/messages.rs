@@ -839,6 +839,13 @@ pub struct Counts {
     pub acked: u64,
 }
 
+/// The git a runtime finds on its PATH (`hello`'s `git`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitFound {
+    /// The first line of `git version` (`"git version 2.47.3"`); `null` when no git runs.
+    pub version: Option<String>,
+}
+
 /// A result object, told apart by its `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -862,6 +869,10 @@ pub enum MethodResult {
         boot_id: String,
         /// The Herdr connection.
         herdr: HerdrConnection,
+        /// The git this runtime finds on its PATH: only in the answer to the doctor's
+        /// `hello` (`extension_version` `"doctor"`), which judges it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        git: Option<GitFound>,
     },
     /// Answer to `ping`.
     Pong {

@@ -169,7 +169,19 @@ impl Router {
     /// events later) and returns its result object or its error.
     pub async fn route(&self, request: &Request, client: &ClientHandle) -> Result<Value, MethodError> {
         match request.method {
-            Method::Hello => self.hello(request),
+            Method::Hello => {
+                let mut answer = self.hello(request)?;
+                // The doctor's hello also carries the git this runtime finds on its PATH
+                // (`version` null: none): the runtime may have another PATH than the doctor's shell
+                // (a browser started it), and herdr_git refuses a git too old. A worker's
+                // hello does not: the browser has no use for the workstation's tools.
+                let doctor = request.params.get("extension_version").and_then(Value::as_str) == Some(DOCTOR_VERSION);
+                if doctor && answer["compatible"] == true {
+                    let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version).await.ok().flatten();
+                    answer["git"] = json!({ "version": found });
+                }
+                Ok(answer)
+            }
             Method::Ping => Ok(json!({ "type": "pong", "server_time": unix_millis() })),
             Method::HerdrStatus => Ok(json!({ "type": "herdr_status", "herdr": self.herdr() })),
             Method::EventsSubscribe | Method::HerdrWorkspaces | Method::HerdrPanes | Method::HerdrAgents | Method::HerdrPaneRead => {

@@ -697,6 +697,7 @@ fn git_name(state: &GitState) -> &'static str {
         GitState::Clean => "clean",
         GitState::Dirty(_) => "dirty_confirmed",
         GitState::NoRepository(_) => "no_repository_confirmed",
+        GitState::Unknown(_) => "git_unknown_confirmed",
     }
 }
 

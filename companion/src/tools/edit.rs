@@ -47,8 +47,10 @@ pub enum GitState {
     /// Changed, staged, untracked or ignored (Git holds no copy of it): the porcelain status
     /// code (`M`, `??`, `!!`, …).
     Dirty(String),
-    /// Not inside a Git work tree (or Git could not tell: why).
+    /// Not inside a Git work tree (why).
     NoRepository(String),
+    /// Git could not be asked (missing, too old, timed out, failed): why.
+    Unknown(String),
 }
 
 /// The Git state of `path` (which may not exist yet), asked of the `git` binary in its
@@ -61,10 +63,10 @@ pub fn git_state(path: &Path, roots: &Roots) -> GitState {
 }
 
 /// [`git_state`] with the `git version` output `found`: below `crate::gitcmd::MIN_GIT`
-/// (older git ignores the hardening's settings) Git is not asked: `NoRepository`, why.
+/// (older git ignores the hardening's settings) Git is not asked: `Unknown`, why.
 fn git_state_found(path: &Path, roots: &Roots, found: Option<&str>) -> GitState {
     if let Some(why) = crate::gitcmd::version_refusal(found) {
-        return GitState::NoRepository(why);
+        return GitState::Unknown(why);
     }
     let Some(root) = roots.outermost_root_of(path) else {
         return GitState::NoRepository(format!("{} is in no project root", path.display()));
@@ -83,7 +85,7 @@ fn git_state_found(path: &Path, roots: &Roots, found: Option<&str>) -> GitState 
     query.args(crate::gitcmd::FILTER_QUERY);
     let filters = match run_with_timeout(query, GIT_CHECK_TIMEOUT) {
         Ok((_, stdout, _)) => crate::gitcmd::filter_overrides(&stdout),
-        Err(why) => return GitState::NoRepository(why),
+        Err(why) => return GitState::Unknown(why),
     };
     let mut command = crate::gitcmd::hardened_command(dir, Some(&ceiling), &filters);
     // Never into a submodule: git would run `git status` there, with its own filters.
@@ -99,7 +101,7 @@ fn git_state_found(path: &Path, roots: &Roots, found: Option<&str>) -> GitState 
             }
         }
         Ok((false, _, stderr)) => GitState::NoRepository(String::from_utf8_lossy(&stderr).trim().chars().take(200).collect()),
-        Err(why) => GitState::NoRepository(why),
+        Err(why) => GitState::Unknown(why),
     }
 }
 
@@ -145,6 +147,9 @@ pub fn check_git(tool: &str, shown: &str, state: &GitState, confirm_dirty: bool)
         ))),
         GitState::NoRepository(why) => Err(WriteError::Refused(format!(
             "{tool}: {shown} is not in a Git work tree ({why}), so Git cannot undo this write; send confirm_dirty: true to write anyway"
+        ))),
+        GitState::Unknown(why) => Err(WriteError::Refused(format!(
+            "{tool}: could not ask Git whether {shown} has a copy to go back to ({why}), so this write may not be undoable; send confirm_dirty: true to write anyway"
         ))),
     }
 }
@@ -505,9 +510,11 @@ mod tests {
         let roots = super::super::roots::Roots::new([repo.clone()], []);
         let state = git_state_found(&repo.join("absent.txt"), &roots, Some("git version 2.30.2"));
         let why = "herdr_git needs Git 2.31 or newer (found 2.30.2): upgrade Git";
-        assert_eq!(state, GitState::NoRepository(why.to_owned()));
-        let error = check_git("herdr_fs_write", "absent.txt", &state, false).expect_err("refused");
-        assert!(error.to_string().contains(why), "{error}");
+        assert_eq!(state, GitState::Unknown(why.to_owned()));
+        // Stop 41's leftover (failed before): the refusal said the file "is not in a Git work
+        // tree", which it is; it now says Git could not be asked, and why.
+        let error = check_git("herdr_fs_write", "absent.txt", &state, false).expect_err("refused").to_string();
+        assert!(error.contains(why) && error.contains("could not ask Git") && !error.contains("not in a Git work tree"), "{error}");
         assert_eq!(git_state_found(&repo.join("absent.txt"), &roots, Some("git version 2.47.3")), GitState::Clean);
     }
 }

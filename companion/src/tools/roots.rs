@@ -107,23 +107,34 @@ pub enum RootError {
 /// tools. A path with one of these as a component is refused, and so is one of the pairs
 /// of [`SENSITIVE_PAIRS`], a dotenv file ([`is_dotenv`]) and a repository's Git
 /// configuration (`.git/config`: remote URLs often carry a token).
-pub const SENSITIVE_NAMES: [&str; 7] = [".ssh", ".gnupg", ".aws", ".kube", ".netrc", ".git-credentials", ".pypirc"];
+pub const SENSITIVE_NAMES: [&str; 10] =
+    [".ssh", ".gnupg", ".aws", ".azure", ".kube", ".netrc", ".git-credentials", ".pypirc", ".npmrc", ".vault-token"];
 
 /// A directory and the name directly inside it that are credential locations.
-pub const SENSITIVE_PAIRS: [(&str, &str); 4] =
-    [(".config", "gh"), (".config", "gcloud"), (".config", "github-copilot"), (".docker", "config.json")];
+pub const SENSITIVE_PAIRS: [(&str, &str); 7] = [
+    (".config", "gh"),
+    (".config", "gcloud"),
+    (".config", "github-copilot"),
+    (".docker", "config.json"),
+    (".cargo", "credentials"),
+    (".cargo", "credentials.toml"),
+    (".terraform.d", "credentials.tfrc.json"),
+];
 
-/// The dotenv templates: meant to be read, they hold no secrets.
-pub const DOTENV_TEMPLATES: [&str; 4] = [".env.example", ".env.sample", ".env.template", ".env.dist"];
+/// The dotenv templates' last parts (`.env.example`, `.envrc.sample`, `example.env`):
+/// meant to be read, they hold no secrets.
+pub const DOTENV_TEMPLATES: [&str; 4] = ["example", "sample", "template", "dist"];
 
 /// What kind of credential location a path is ([`sensitive_kind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sensitive {
     /// A tool's keys or tokens ([`SENSITIVE_NAMES`], [`SENSITIVE_PAIRS`]).
     Credentials,
-    /// A dotenv file: `.env` or `.env.<anything>` but the templates.
+    /// A dotenv file: `.env`, `.env.<anything>`, `<name>.env` or direnv's `.envrc`, but
+    /// the templates.
     Dotenv,
-    /// A `config` directly inside a `.git` directory (or a submodule's Git directory).
+    /// A `config` directly inside a `.git` directory, a bare repository's `<name>.git`
+    /// directory or a submodule's Git directory.
     GitConfig,
 }
 
@@ -131,9 +142,9 @@ impl Sensitive {
     /// What it is, for a refusal.
     pub fn what(self) -> &'static str {
         match self {
-            Self::Credentials => "a credential location (.ssh, .gnupg, .aws, .kube, .netrc, .git-credentials, .pypirc, .config/gh, .config/gcloud, .config/github-copilot, .docker/config.json: the user's keys and tokens)",
-            Self::Dotenv => "a credential location (a dotenv file, .env or .env.*: it holds the project's secrets)",
-            Self::GitConfig => "a credential location (a repository's .git/config: its remote URLs can carry a token)",
+            Self::Credentials => "a credential location (.ssh, .gnupg, .aws, .azure, .kube, .netrc, .git-credentials, .pypirc, .npmrc, .vault-token, .config/gh, .config/gcloud, .config/github-copilot, .docker/config.json, .cargo/credentials, .terraform.d/credentials.tfrc.json: the user's keys and tokens)",
+            Self::Dotenv => "a credential location (a dotenv file, .env, .env.*, *.env or direnv's .envrc: it holds the project's secrets)",
+            Self::GitConfig => "a credential location (a repository's .git/config, or a bare repository's config: its remote URLs can carry a token)",
         }
     }
 
@@ -141,20 +152,36 @@ impl Sensitive {
     pub fn advice(self) -> &'static str {
         match self {
             Self::Credentials => "if the task needs a value from it, ask the user to share that value in the chat",
-            Self::Dotenv => "read the template instead (.env.example, .env.sample, .env.template or .env.dist) for the variable names, or ask the user to share the values the task needs in the chat",
+            Self::Dotenv => "read the template instead (.env.example, .env.sample, .env.template, .env.dist or example.env) for the variable names, or ask the user to share the values the task needs in the chat",
             Self::GitConfig => "use herdr_git for the repository's status, diffs and history, or ask the user for the setting the task needs",
         }
     }
 }
 
-/// Whether the file name `name` is a dotenv file: `.env` or `.env.<anything>`, but not one
-/// of the [`DOTENV_TEMPLATES`].
-/// Compared without case: macOS file systems are case-insensitive (`.ENV` is `.env`).
+/// Whether the file name `name` is a dotenv file: `.env`, `.envrc` (direnv's), either of
+/// them followed by `.<anything>`, or `<name>.env`; but not a template, one whose other
+/// part is one of the [`DOTENV_TEMPLATES`] (`.env.example`, `.envrc.sample`,
+/// `example.env`). Compared without case: macOS file systems are case-insensitive (`.ENV`
+/// is `.env`).
 pub fn is_dotenv(name: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let bytes = name.as_bytes();
-    let dotenv = bytes.get(..4).is_some_and(|head| head.eq_ignore_ascii_case(b".env")) && matches!(bytes.get(4), None | Some(b'.'));
-    dotenv && !DOTENV_TEMPLATES.iter().any(|t| same_name(name, t))
+    let template = |part: &[u8]| DOTENV_TEMPLATES.iter().any(|t| part.eq_ignore_ascii_case(t.as_bytes()));
+    // `.env`, `.envrc`, and either followed by `.<rest>`.
+    for head in [&b".env"[..], b".envrc"] {
+        if bytes.get(..head.len()).is_some_and(|h| h.eq_ignore_ascii_case(head)) {
+            match bytes.get(head.len()..) {
+                Some([]) => return true,
+                Some([b'.', rest @ ..]) => return !template(rest),
+                _ => {}
+            }
+        }
+    }
+    // `<stem>.env`: a stem that is not itself a dotenv name's start.
+    match bytes.len().checked_sub(4).map(|cut| bytes.split_at(cut)) {
+        Some((stem, tail)) if !stem.is_empty() && tail.eq_ignore_ascii_case(b".env") => !template(stem),
+        _ => false,
+    }
 }
 
 /// Whether the file name `name` is `text`, without case (macOS file systems are
@@ -196,10 +223,15 @@ pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
             return Some(Sensitive::Credentials);
         }
         let after_git = prev.is_some_and(|prev| same_name(prev, ".git"));
+        // A bare repository's directory, `<name>.git`.
+        let after_bare = prev.is_some_and(|prev| {
+            let prev = std::os::unix::ffi::OsStrExt::as_bytes(prev);
+            prev.len() > 4 && prev[prev.len() - 4..].eq_ignore_ascii_case(b".git")
+        });
         // Under `.git/modules`, `config` right after `modules` is a submodule's name (its
         // Git directory); after a submodule's name it is that submodule's config.
         let after_modules = prev.is_some_and(|prev| same_name(prev, "modules"));
-        if same_name(name, "config") && (after_git || (in_modules && next.is_none() && !after_modules)) {
+        if same_name(name, "config") && (after_git || after_bare || (in_modules && next.is_none() && !after_modules)) {
             return Some(Sensitive::GitConfig);
         }
         in_modules |= after_git && same_name(name, "modules");
@@ -741,6 +773,49 @@ mod tests {
             "/p/git/config",
             "/p/.github/config",
             "/p/.environment",
+        ] {
+            assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
+        }
+    }
+
+    /// Stop 41's leftovers (failed before): direnv's `.envrc`, a dotenv file named
+    /// `<name>.env`, npm's `.npmrc` (a registry `_authToken`), Cargo's registry token, a
+    /// bare repository's `config` and the other token stores below are credential
+    /// locations; `<template>.env` files and names that only contain `env` are not.
+    #[test]
+    fn envrc_named_env_files_npmrc_cargo_tokens_and_a_bare_repositorys_config_are_credential_locations() {
+        for path in [
+            "/p/.envrc",
+            "/p/.envrc.local",
+            "/p/app.env",
+            "/p/config/prod.env",
+            "/p/Prod.ENV",
+            "/p/.npmrc",
+            "/home/u/.npmrc",
+            "/home/u/.cargo/credentials",
+            "/home/u/.cargo/credentials.toml",
+            "/srv/repo.git/config",
+            "/srv/Repo.GIT/config",
+            "/home/u/.vault-token",
+            "/home/u/.azure/msal_token_cache.json",
+            "/home/u/.terraform.d/credentials.tfrc.json",
+        ] {
+            assert!(is_sensitive(Path::new(path)), "{path} is a credential location");
+        }
+        for path in [
+            "/p/example.env",
+            "/p/sample.env",
+            "/p/template.env",
+            "/p/app.env.example",
+            "/p/src/venv.env/lib/site.py",
+            "/p/environment.rs",
+            "/p/.envrc.example",
+            "/home/u/.cargo/config.toml",
+            "/home/u/.cargo/registry/index",
+            "/srv/repo.git/HEAD",
+            "/p/.git/worktrees/config",
+            "/p/docs/git/config",
+            "/p/.terraform.d/plugins",
         ] {
             assert!(!is_sensitive(Path::new(path)), "{path} is not a credential location");
         }

@@ -250,6 +250,36 @@ fn a_client_with_another_uid_is_refused() {
     assert!(log.contains("refused a client with uid 65534"), "{log}");
 }
 
+/// Stop 41's leftover (failed before): `doctor` judged the git on its own PATH, but the
+/// runtime (started by the browser, on macOS with the system's PATH) may find another. The
+/// doctor now asks the running runtime which git it finds, and judges that one.
+#[test]
+fn the_doctor_judges_the_git_the_runtime_finds_not_its_own() {
+    let home = TestHome::new();
+    let bin = home.dir.path().join("old-git");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\necho 'git version 2.30.2'\n").expect("write git");
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path =
+        std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+            .expect("PATH");
+    let _runtime = home.start_runtime_with(&[("PATH", path.as_os_str())]);
+
+    let mut client = LineClient::connect(&home.socket());
+    let answer = client.call("d", "hello", json!({"protocol": companion::protocol::PROTOCOL_VERSION, "extension_version": "doctor"}));
+    assert_eq!(answer["result"]["git"]["version"], "git version 2.30.2", "{answer}");
+    // A worker's hello does not carry it: the browser has no use for the workstation's tools.
+    let worker =
+        client.call("w", "hello", json!({"protocol": companion::protocol::PROTOCOL_VERSION, "extension_version": "1.0.0", "requires": []}));
+    assert!(worker["result"].get("git").is_none(), "{worker}");
+
+    let output = output_within(home.command(&["doctor", "--user-data-dir"]).arg(home.dir.path()), "doctor");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("git version 2.30.2 on the runtime's PATH is too old for herdr_git"), "{text}");
+    assert!(text.contains("upgrade Git"), "{text}");
+}
+
 /// Bounded work (issue 8): the runtime serves at most 64 connections at once; the 65th is
 /// told `overloaded` (id `""`) and closed, and a closed connection frees its place.
 #[test]

@@ -164,7 +164,16 @@ impl TestHome {
 
     /// Starts `herdr-companion runtime` and waits until its socket answers.
     pub fn start_runtime(&self) -> RuntimeProcess {
-        let mut process = self.spawn_runtime();
+        self.start_runtime_with(&[])
+    }
+
+    /// [`Self::start_runtime`] with `vars` added to (or replacing) the runtime's environment.
+    pub fn start_runtime_with(&self, vars: &[(&str, &std::ffi::OsStr)]) -> RuntimeProcess {
+        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(self.runtime_stderr()).expect("open runtime.stderr");
+        let mut command = self.command(&["runtime"]);
+        command.envs(vars.iter().copied()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
+        let child = command.spawn().expect("spawn runtime");
+        let mut process = RuntimeProcess { child, log: self.home().join("runtime.log"), stderr: self.runtime_stderr() };
         let deadline = Instant::now() + PROCESS_WAIT;
         while UnixStream::connect(self.socket()).is_err() {
             if let Ok(Some(status)) = process.child.try_wait() {
