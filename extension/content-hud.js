@@ -270,7 +270,10 @@
   // card that just appeared, was re-rendered elsewhere or moved with its host waits), and
   // to be a single click (a double-click's second press is dropped).
   const PRESS_SETTLE_MS = 600;
-  const placed = new Map(); // button's data-action → { at: its place, since: when it got there }
+  // Keyed by the button itself, not its action: every batch's first Run is `bridge_run:1`,
+  // and a newer batch's card drawn where the old one stood must wait again (review 42). A
+  // card showing the same calls keeps its nodes (content-hud-lines.js), so its time.
+  const placed = new Map(); // button → { at: its place, since: when it got there }
   // A button's place: the host's corner in the viewport (the page can move the host) and
   // the button's place inside the panel's content (a re-render can move it; the user's
   // scrolling of the panel does not count).
@@ -283,12 +286,11 @@
   const notePlaces = () => {
     const seen = new Set();
     for (const button of root.querySelectorAll('.bridge-card button[data-action]')) {
-      const id = button.dataset.action;
       const at = placeOf(button);
-      seen.add(id);
-      if (placed.get(id)?.at !== at) placed.set(id, { at, since: performance.now() });
+      seen.add(button);
+      if (placed.get(button)?.at !== at) placed.set(button, { at, since: performance.now() });
     }
-    for (const id of [...placed.keys()]) if (!seen.has(id)) placed.delete(id);
+    for (const button of [...placed.keys()]) if (!seen.has(button)) placed.delete(button);
     watchPlaces();
   };
   // While a card is up its buttons' places are looked at often: a host the page moves
@@ -320,9 +322,9 @@
     if (event.detail > 1) return 'noticeBridgePressTooSoon';
     const now = performance.now();
     const at = placeOf(button);
-    const record = placed.get(button.dataset.action);
+    const record = placed.get(button);
     if (!record || record.at !== at) {
-      placed.set(button.dataset.action, { at, since: now });
+      placed.set(button, { at, since: now });
       watchPlaces();
       return 'noticeBridgePressTooSoon';
     }
@@ -409,8 +411,11 @@
   // wasm compiles (docs/PROTOCOL.md "Start view"), rendered like any view; the host's
   // `data-start-view` says so until the core's live view replaces it (tests, the bench).
   const render = (view, provisional = false) => {
-    // A view may change which button exists; keep keyboard focus on the same action.
-    const focused = root.activeElement?.dataset?.action ?? null;
+    // A view may change which button exists; keep keyboard focus on the same action, but
+    // never move it onto another card's button: a repeated Enter would approve a call the
+    // user has not read (review 42).
+    const focusedButton = root.activeElement;
+    const focused = focusedButton?.dataset?.action ?? null;
     const statusLines = [['companion', view.companion], ['herdr', view.herdr]];
     lines.replaceChildren(...statusLines.map(([name, line]) => {
       const p = document.createElement('p');
@@ -433,7 +438,9 @@
     renderSummary(view);
     hc.queueUi?.render(view.continuity?.queue ?? null);
     notePlaces();
-    if (focused) root.querySelector(`button[data-action="${focused}"]`)?.focus();
+    const again = focused ? root.querySelector(`button[data-action="${focused}"]`) : null;
+    const onCard = (button) => [...root.querySelectorAll('.bridge-card')].some((card) => card.contains(button));
+    if (again && (again === focusedButton || !onCard(again))) again.focus();
   };
 
   // The collapsed pill: the view's state as one short line and the worst tone, both the

@@ -279,6 +279,48 @@ for (const site of ['zai', 'deepseek']) {
     // arriving in between (an agent's state, a health count) replaced the pressed Run and
     // the browser dispatched no click: the press did nothing. The card is kept while it
     // shows the same calls. (The HUD is the same on both sites: run on z.ai.)
+    // Review 42 MED-1: the settle record was keyed by the button's action (`bridge_run:1`),
+    // the same for every batch, so a newer batch's card drawn where the old one stood took
+    // a press at once, and a focused Run moved to the new batch's Run (a repeated Enter ran
+    // it). Each card's buttons now settle on their own, and focus never moves to another
+    // batch's button.
+    if (site === 'zai') test('a card replaced in place by a newer batch waits again: a press right after the swap runs nothing, and focus does not move onto it', async ({ sandbox }) => {
+      const [tokenA, tokenB] = ['swap-AAAAAAAA', 'swap-BBBBBBBB'];
+      const callA = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: tokenA, keys: ['enter'] });
+      const callB = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: tokenB, keys: ['enter'] });
+      const { context, worker, fixture } = await chatSiteWorld(sandbox, site, CONVERSATION, {
+        streamMs: 600,
+        replyWith: (text) => (text.startsWith('HERDR_TOOL_RESULTS') ? 'Noted.' : `Typing it.\n${text.includes('second') ? callB : callA}`),
+      });
+      const { page, hud } = await openSiteBoundWithAuto(context, worker, fixture, CONVERSATION);
+      await ask(page, fixture, 'first');
+      await hud.expect('data-bridge-pending', '1', 'card A');
+      await hud.expand();
+      const item = hud.host.locator('[data-line="bridge-approval"] li[data-call="1"]');
+      await expect(item).toContainText(tokenA);
+      await page.waitForTimeout(1500); // card A has settled
+      const boxA = await hud.action('bridge_run:1').boundingBox();
+      await ask(page, fixture, 'second');
+      // While the newer reply streams, the user tabs to card A's Run.
+      await hud.action('bridge_run:1').focus();
+      await expect(item).toContainText(tokenA);
+      await expect(item).toContainText(tokenB, { timeout: 20_000 });
+      const boxB = await hud.action('bridge_run:1').boundingBox();
+      expect(boxB, 'the new Run stands where the old one stood').toEqual(boxA);
+      expect(await hud.host.locator('button[data-action="bridge_run:1"]').evaluate((el) => el.matches(':focus')),
+        'focus did not move onto the new batch\'s Run').toBe(false);
+      const status = hud.host.locator('p.status');
+      await page.mouse.click(boxB.x + boxB.width / 2, boxB.y + boxB.height / 2);
+      await expect(status).toHaveAttribute('data-key', 'noticeBridgePressTooSoon');
+      await page.waitForTimeout(1500);
+      expect(await timesInPane(sandbox, tokenB), 'the press right after the swap ran nothing').toBe(0);
+      // Settled, the user's press runs the call they now see.
+      await hud.action('bridge_run:1').click();
+      await hud.expect('data-bridge-pending', '0');
+      await expect.poll(() => timesInPane(sandbox, tokenB), { timeout: 20_000, message: 'the keys reached the pane' }).toBe(1);
+      expect(await timesInPane(sandbox, tokenA), 'the replaced batch never ran').toBe(0);
+    });
+
     if (site === 'zai') test('a HUD view that arrives between press and release does not lose the Run press', async ({ sandbox }) => {
       const token = `held-press-${site}`;
       const call = herdrCall('pane.send_keys', { pane_id: WORKSPACE.pane, text: token, keys: ['enter'] });

@@ -604,34 +604,34 @@ const TYPING_METHODS: [&str; 3] = ["pane.send_text", "pane.send_keys", "pane.sen
 /// `herdr_call` of a typing method the params' `text` and then its `keys` (one line
 /// `keys: …`), for `herdr_prompt` its `text`, else the args JSON (compact). Never empty.
 fn call_detail(tool: &str, args: &Map<String, Value>, params: &Map<String, Value>) -> String {
+    let shown = |map: &Map<String, Value>, key: &str, as_: Shown| visible(&string_at(map, key).unwrap_or_default(), as_);
     let typed = match ToolName::parse(tool) {
-        Ok(ToolName::HerdrPrompt) => string_at(args, "text"),
+        Ok(ToolName::HerdrPrompt) => string_at(args, "text").map(|text| visible(&text, Shown::Typed)),
         Ok(ToolName::HerdrCall) if string_at(args, "method").is_some_and(|m| TYPING_METHODS.contains(&m.as_str())) => {
             let mut parts = Vec::new();
             if let Some(text) = string_at(params, "text").filter(|t| !t.is_empty()) {
-                parts.push(text);
+                parts.push(visible(&text, Shown::Typed));
             }
-            let keys = match params.get("keys") {
+            let keys: Vec<String> = match params.get("keys") {
                 Some(Value::String(key)) => vec![key.clone()],
                 Some(Value::Array(keys)) => keys.iter().map(|k| k.as_str().map_or_else(|| k.to_string(), str::to_owned)).collect(),
                 _ => Vec::new(),
             };
             if !keys.is_empty() {
+                let keys: Vec<String> = keys.iter().map(|key| visible(key, Shown::Line)).collect();
                 parts.push(format!("keys: {}", keys.join(" ")));
             }
             (!parts.is_empty()).then(|| parts.join("\n"))
         }
         // The write tools: what would change, as the user reads it.
-        Ok(ToolName::HerdrFsPatch) => string_at(args, "patch"),
+        Ok(ToolName::HerdrFsPatch) => string_at(args, "patch").map(|patch| visible(&patch, Shown::File)),
         Ok(ToolName::HerdrFsEdit) => Some(format!(
             "{}\n--- old\n{}\n+++ new\n{}",
-            string_at(args, "path").unwrap_or_default(),
-            string_at(args, "old_string").unwrap_or_default(),
-            string_at(args, "new_string").unwrap_or_default()
+            shown(args, "path", Shown::Line),
+            shown(args, "old_string", Shown::File),
+            shown(args, "new_string", Shown::File)
         )),
-        Ok(ToolName::HerdrFsWrite) => {
-            Some(format!("{}\n{}", string_at(args, "path").unwrap_or_default(), string_at(args, "content").unwrap_or_default()))
-        }
+        Ok(ToolName::HerdrFsWrite) => Some(format!("{}\n{}", shown(args, "path", Shown::Line), shown(args, "content", Shown::File))),
         Ok(tool @ (ToolName::HerdrExec | ToolName::HerdrExecStart)) => {
             args.get("command").and_then(Value::as_array).map(|argv| exec_detail(tool, args, argv))
         }
@@ -666,30 +666,97 @@ fn exec_detail(tool: ToolName, args: &Map<String, Value>, argv: &[Value]) -> Str
 /// push the rest of the argument out of sight.
 const SPACE_RUN: usize = 8;
 
+/// A run of this many blank lines or more in typed text is shown as one `⟨N blank lines⟩`:
+/// it could push what follows below the card's scroll box.
+const BLANK_RUN: usize = 3;
+
+/// How [`visible`] shows a text on the approval card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// Typed into a pane or an agent (a shell): a tab is a keystroke (completion), marked.
+    Typed,
+    /// A file's text: its tabs and indentation are the file's, kept.
+    File,
+    /// One line (a path, a key name): a line end is a mark too.
+    Line,
+}
+
+/// `text` for the approval card, every character that could hide or disguise what runs
+/// shown as a mark: `⟨CR⟩` for a carriage return (followed by a line break, as the pane
+/// takes it: Enter), `⟨TAB⟩` in typed text, `⟨U+XXXX⟩` for any other control, a blank other
+/// than the space and an invisible or direction-changing character
+/// (`continuity_protocol::fence::invisible_format`), `⟨N spaces⟩` for a run of
+/// [`SPACE_RUN`] spaces or more after a line's indentation, `⟨N blank lines⟩` for a run of
+/// [`BLANK_RUN`] or more, and `⟨U+27E8⟩` for a `⟨` of the text itself, so no mark is
+/// forged. Line feeds stay line breaks (but `⟨LF⟩` in [`Shown::Line`]).
+fn visible(text: &str, as_: Shown) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut spaces = 0usize;
+    let mut line_start = true;
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        if spaces >= SPACE_RUN && !line_start {
+            out.push_str(&format!("⟨{spaces} spaces⟩"));
+        } else {
+            out.push_str(&" ".repeat(spaces));
+        }
+        spaces = 0;
+        line_start = false;
+        match c {
+            '\n' if as_ == Shown::Line => out.push_str("⟨LF⟩"),
+            '\n' => {
+                out.push('\n');
+                line_start = true;
+            }
+            '\r' => {
+                out.push_str("⟨CR⟩");
+                if as_ != Shown::Line && chars.peek() != Some(&'\n') {
+                    out.push('\n');
+                    line_start = true;
+                }
+            }
+            '\t' if as_ == Shown::File => out.push('\t'),
+            '\t' => out.push_str("⟨TAB⟩"),
+            '⟨' => out.push_str("⟨U+27E8⟩"),
+            c if hidden_char(c) => out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push_str(&" ".repeat(spaces));
+    collapse_blank_runs(&out)
+}
+
+/// `text` with each run of [`BLANK_RUN`] or more blank lines (empty or only spaces and
+/// tabs) as one `⟨N blank lines⟩` line.
+fn collapse_blank_runs(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut index = 0;
+    while index < lines.len() {
+        let blank = |line: &str| line.chars().all(|c| c == ' ' || c == '\t');
+        let run = lines[index..].iter().take_while(|line| blank(line)).count();
+        // The text's last line, empty after a final line end, is no blank line of its own.
+        let run = if index + run == lines.len() { run.saturating_sub(1) } else { run };
+        if run >= BLANK_RUN {
+            out.push(format!("⟨{run} blank lines⟩"));
+            index += run;
+        } else {
+            out.push(lines[index].to_owned());
+            index += 1;
+        }
+    }
+    out.join("\n")
+}
+
 /// Whether `c` must be shown escaped: a control character (a newline would pass for a
 /// second line), a blank other than the space (a run of them would push text out of sight
 /// where a run of spaces is counted), or an invisible or direction-changing format character.
 fn hidden_char(c: char) -> bool {
-    c.is_control()
-        || (c.is_whitespace() && c != ' ')
-        || matches!(
-            c,
-            '\u{ad}'
-                | '\u{34f}'
-                | '\u{115f}'
-                | '\u{1160}'
-                | '\u{2800}'
-                | '\u{3164}'
-                | '\u{ffa0}'
-                | '\u{61c}'
-                | '\u{180e}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{fe00}'..='\u{fe0f}'
-                | '\u{feff}'
-                | '\u{e0000}'..='\u{e0fff}'
-        )
+    c.is_control() || (c.is_whitespace() && c != ' ') || continuity_protocol::fence::invisible_format(c)
 }
 
 /// `word` as one POSIX shell word: bare when it holds only safe characters, else in

