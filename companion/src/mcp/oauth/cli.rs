@@ -6,8 +6,8 @@ use std::io::Write;
 
 use thiserror::Error;
 
-use super::now_secs;
 use super::store::{OAuthError, OAuthStore, StoreError};
+use super::{now_secs, MAX_PENDING};
 use crate::paths::CompanionHome;
 
 /// One `oauth` subcommand.
@@ -66,6 +66,7 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                 writeln!(out, "no sign-in request is waiting")?;
                 return Ok(());
             }
+            let full = waiting.len() as i64 >= MAX_PENDING;
             for request in waiting {
                 writeln!(
                     out,
@@ -81,6 +82,12 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                 out,
                 "approve one that you started with `herdr-companion oauth approve CODE`, or `deny CODE` (`deny --all` for every one)"
             )?;
+            if full {
+                writeln!(
+                    out,
+                    "the list is full ({MAX_PENDING}): each new sign-in request pushes out the oldest. If you did not start most of these, someone else knows your tunnel URL: approve only the code your own sign-in page shows (the newest is listed last), and a new tunnel URL stops them"
+                )?;
+            }
         }
         OAuthCommand::Approve(code) | OAuthCommand::Deny(code) => {
             let approve = matches!(command, OAuthCommand::Approve(_));
@@ -158,6 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = CompanionHome::at(dir.path().join("home"));
         let mut store = OAuthStore::open(&home).expect("open");
+        store.lift_rate_limits();
         let now = now_secs();
         let params = |client_id: &str| AuthorizeParams {
             client_id: Some(client_id.into()),
@@ -178,7 +186,10 @@ mod tests {
         }
         let new = NewClient { name: "ChatGPT".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
         let mine = store.register(new, now).expect("register").client_id;
-        assert!(store.begin(&params(&mine), RESOURCE, ISSUER, now).is_err(), "the list is full");
+        let mut listed = Vec::new();
+        run(&home, &OAuthCommand::Pending, &mut listed).expect("pending");
+        let listed = String::from_utf8(listed).expect("utf-8");
+        assert!(listed.contains("the list is full (20)") && listed.contains("pushes out the oldest"), "{listed}");
 
         let mut out = Vec::new();
         run(&home, &OAuthCommand::DenyAll, &mut out).expect("deny --all");

@@ -9,7 +9,7 @@
 //! | `/.well-known/oauth-authorization-server[/prefix]` | RFC 8414 metadata |
 //! | `POST /oauth/register` | RFC 7591 dynamic client registration |
 //! | `GET /oauth/authorize` | the consent page: client, redirect host, short code |
-//! | `GET /oauth/status?request=ID` | the page's poll: waiting, or where to go |
+//! | `GET /oauth/status?request=ID` | the page's poll: waiting, pushed out, or where to go |
 //! | `POST /oauth/token` | authorization code (PKCE S256) and refresh token grants |
 //! | `POST /oauth/revoke` | RFC 7009 revocation |
 
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::store::{AuthorizeParams, AuthorizeRefusal, ClientCredentials, NewClient, OAuthError, OAuthStore, PollAnswer};
 use super::{
-    is_loopback_host, now_secs, AuthMethod, PublicUrl, MAX_CLIENT_NAME_CHARS, MAX_OAUTH_BODY_BYTES, MAX_REDIRECT_URIS,
+    is_loopback_host, now_secs, AuthMethod, PublicUrl, MAX_CLIENT_NAME_CHARS, MAX_OAUTH_BODY_BYTES, MAX_PENDING, MAX_REDIRECT_URIS,
     MAX_REDIRECT_URI_BYTES, PENDING_SECS, SCOPE,
 };
 use crate::mcp::http::MCP_PATH;
@@ -111,12 +111,21 @@ fn json_answer(status: StatusCode, body: &Value) -> Response {
     (status, headers, body.to_string()).into_response()
 }
 
-/// RFC 6749 §5.2's error body (`WWW-Authenticate: Basic` with 401, §5.2 `invalid_client`).
+/// RFC 6749 §5.2's error body (`WWW-Authenticate: Basic` with 401, §5.2 `invalid_client`;
+/// `Retry-After` with a rate-limit refusal's 429).
 fn error_answer(error: &OAuthError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut answer = json_answer(status, &json!({"error": error.code, "error_description": error.description}));
     if status == StatusCode::UNAUTHORIZED {
         answer.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Basic realm=\"herdr-companion\""));
+    }
+    with_retry_after(answer, error)
+}
+
+/// `answer` with `Retry-After` when `error` is a rate-limit refusal.
+fn with_retry_after(mut answer: Response, error: &OAuthError) -> Response {
+    if let Some(secs) = error.retry_after_secs {
+        answer.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(secs.max(1)));
     }
     answer
 }
@@ -330,7 +339,8 @@ fn refusal_page(error: &OAuthError) -> Response {
         code = error.code,
         text = html_escape(&error.description)
     );
-    html_page(StatusCode::BAD_REQUEST, "Sign-in refused", &body)
+    let status = if error.status() == 429 { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::BAD_REQUEST };
+    with_retry_after(html_page(status, "Sign-in refused", &body), error)
 }
 
 /// `GET /oauth/authorize`: starts a consent request and shows what the user approves on
@@ -384,6 +394,7 @@ async fn authorize(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response
              .then(function (a) {{\
                if (a.redirect_to) {{ status.textContent = 'Returning to the client… / 正在返回…'; location.replace(a.redirect_to); return; }}\
                if (a.status === 'gone') {{ status.textContent = 'This request is no longer waiting; start the sign-in again. / 此请求已失效，请重新登录。'; return; }}\
+               if (a.status === 'pushed_out') {{ status.textContent = 'More than {max_pending} newer sign-in requests came before this one was approved, so it was pushed out; someone else may know this tunnel URL. Start the sign-in again and approve the new code right away. / 在批准之前又来了超过 {max_pending} 个新的登录请求，此请求已被挤出；可能有其他人知道此隧道地址。请重新登录，并立即批准新的代码。'; return; }}\
                later();\
              }}, later);\
          }}\
@@ -395,6 +406,7 @@ async fn authorize(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response
         client = html_escape(&begun.client_name),
         host = html_escape(&redirect_host),
         wait_ms = (PENDING_SECS + 60) * 1000,
+        max_pending = MAX_PENDING,
     );
     html_page(StatusCode::OK, "Approve on your workstation", &body)
 }
@@ -414,6 +426,7 @@ async fn status(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response {
         Ok(PollAnswer::Approved(to)) => json_answer(StatusCode::OK, &json!({"status": "approved", "redirect_to": to})),
         Ok(PollAnswer::Refused(to)) => json_answer(StatusCode::OK, &json!({"status": "refused", "redirect_to": to})),
         Ok(PollAnswer::Gone) => json_answer(StatusCode::OK, &json!({"status": "gone"})),
+        Ok(PollAnswer::PushedOut) => json_answer(StatusCode::OK, &json!({"status": "pushed_out"})),
         Err(error) => error_answer(&error),
     }
 }
@@ -567,6 +580,20 @@ mod tests {
             assert_eq!(refused.code, error, "{body}: {refused}");
             assert!(refused.description.contains(says), "{body}: {refused}");
         }
+    }
+
+    /// Review 42: a rate-limit refusal is a 429 with `Retry-After`, as JSON and as the page.
+    #[test]
+    fn a_rate_limit_refusal_says_when_to_retry() {
+        let mut error = OAuthError::new("temporarily_unavailable", "too many sign-in requests; wait 12 seconds");
+        error.retry_after_secs = Some(12);
+        for answer in [error_answer(&error), refusal_page(&error)] {
+            assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+            assert_eq!(answer.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("12"));
+        }
+        let plain = OAuthError::new("invalid_request", "no");
+        assert_eq!(refusal_page(&plain).status(), StatusCode::BAD_REQUEST);
+        assert!(error_answer(&plain).headers().get(header::RETRY_AFTER).is_none());
     }
 
     #[test]

@@ -28,8 +28,14 @@
 //! - sizes and counts are capped ([`MAX_CLIENTS`], [`MAX_PENDING`], field lengths), so an
 //!   unauthenticated caller cannot grow `oauth.db` without bound; the caps evict rather
 //!   than refuse where a stranger could otherwise lock the user out (a client's third
-//!   waiting request replaces its oldest, a new client replaces the oldest one without a
-//!   grant), and `oauth deny --all` clears every waiting request at once.
+//!   waiting request replaces its oldest, a request beyond [`MAX_PENDING`] pushes out the
+//!   oldest waiting one, a new client replaces the oldest one that neither holds a grant
+//!   nor is signing in), and `oauth deny --all` clears every waiting request at once;
+//! - registrations and authorization requests pass a global token bucket each
+//!   ([`REGISTER_BURST`] / [`REGISTER_EVERY_SECS`], [`AUTHORIZE_BURST`] /
+//!   [`AUTHORIZE_EVERY_SECS`]; behind a tunnel there is no caller identity to limit per
+//!   caller), so strangers cannot push the user's request out of the list faster than the
+//!   user types its code.
 
 pub mod cli;
 pub mod endpoints;
@@ -51,11 +57,21 @@ pub const REFRESH_TOKEN_SECS: i64 = 30 * 24 * 3600;
 pub const CODE_SECS: i64 = 300;
 /// How long a consent request waits for `oauth approve` / `deny` (seconds).
 pub const PENDING_SECS: i64 = 600;
-/// Most registered clients kept; a registration beyond evicts the oldest client without a
-/// grant (any age), and is refused only when every client holds a grant.
+/// Most registered clients kept; a registration beyond evicts the oldest client that holds
+/// no grant and is not signing in (no waiting or approved request, no unused code), and is
+/// refused only when every client holds a grant or is signing in.
 pub const MAX_CLIENTS: i64 = 100;
-/// Most consent requests waiting at once (all clients together).
+/// Most consent requests waiting at once (all clients together); a new one pushes out the
+/// oldest, so the newest (the one whose code the user reads) stays.
 pub const MAX_PENDING: i64 = 20;
+/// Registrations accepted at once (all clients together) before the rate limit applies.
+pub const REGISTER_BURST: i64 = 5;
+/// After the burst, one more registration every this many seconds.
+pub const REGISTER_EVERY_SECS: i64 = 20;
+/// Authorization requests (consent requests started) accepted at once, all clients together.
+pub const AUTHORIZE_BURST: i64 = 5;
+/// After the burst, one more authorization request every this many seconds.
+pub const AUTHORIZE_EVERY_SECS: i64 = 15;
 /// Most consent requests of one client waiting at once; a new one replaces its oldest.
 pub const MAX_PENDING_PER_CLIENT: i64 = 2;
 /// Most redirect URIs of one client.

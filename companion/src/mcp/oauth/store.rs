@@ -17,8 +17,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use thiserror::Error;
 
 use super::{
-    new_secret, pkce_matches, random_bytes, secret_hash, valid_challenge, AuthMethod, ACCESS_TOKEN_SECS, CODE_SECS, MAX_CLIENTS,
-    MAX_PENDING, MAX_PENDING_PER_CLIENT, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
+    new_secret, pkce_matches, random_bytes, secret_hash, valid_challenge, AuthMethod, ACCESS_TOKEN_SECS, AUTHORIZE_BURST,
+    AUTHORIZE_EVERY_SECS, CODE_SECS, MAX_CLIENTS, MAX_PENDING, MAX_PENDING_PER_CLIENT, MAX_STATE_BYTES, PENDING_SECS, REFRESH_TOKEN_SECS,
+    REGISTER_BURST, REGISTER_EVERY_SECS,
 };
 use crate::paths::CompanionHome;
 
@@ -72,20 +73,63 @@ pub struct OAuthError {
     pub code: &'static str,
     /// What happened and what to do, for a person.
     pub description: String,
+    /// For a rate-limit refusal (`temporarily_unavailable`): seconds until a retry can get in
+    /// (the answer's `Retry-After`).
+    pub retry_after_secs: Option<i64>,
 }
 
 impl OAuthError {
     /// An error with `code` and `description`.
     pub fn new(code: &'static str, description: impl Into<String>) -> Self {
-        Self { code, description: description.into() }
+        Self { code, description: description.into(), retry_after_secs: None }
     }
 
-    /// The HTTP status it is answered with.
+    /// The HTTP status it is answered with (429 for a rate-limit refusal).
     pub fn status(&self) -> u16 {
         match self.code {
             "invalid_client" => 401,
+            "temporarily_unavailable" => 429,
             "server_error" => 500,
             _ => 400,
+        }
+    }
+}
+
+/// A token bucket on the store's clock (Unix seconds): up to `burst` requests at once, then
+/// one more every `every_secs`. Global — behind a tunnel every caller looks the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenBucket {
+    /// Most tokens held.
+    burst: i64,
+    /// Seconds per new token.
+    every_secs: i64,
+    /// Tokens held now.
+    tokens: i64,
+    /// When the last token was added, or the bucket was last seen full.
+    filled_at: i64,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub const fn new(burst: i64, every_secs: i64) -> Self {
+        Self { burst, every_secs, tokens: burst, filled_at: 0 }
+    }
+
+    /// Takes a token at `now`; without one, `Err` holds the seconds until the next (≥ 1).
+    pub fn take(&mut self, now: i64) -> Result<(), i64> {
+        if self.tokens >= self.burst || now < self.filled_at {
+            // Full (time adds nothing), or the clock went back: count from now.
+            self.filled_at = now;
+        } else {
+            let gained = now.saturating_sub(self.filled_at) / self.every_secs;
+            self.tokens = self.tokens.saturating_add(gained).min(self.burst);
+            self.filled_at = if self.tokens >= self.burst { now } else { self.filled_at + gained * self.every_secs };
+        }
+        if self.tokens > 0 {
+            self.tokens -= 1;
+            Ok(())
+        } else {
+            Err((self.filled_at + self.every_secs - now).max(1))
         }
     }
 }
@@ -213,6 +257,9 @@ pub enum PollAnswer {
     Approved(String),
     /// Denied on the workstation, or expired: go to this URL (with `error=access_denied`).
     Refused(String),
+    /// Pushed out of the full list by newer requests before anyone approved it: the page
+    /// says so (the sign-in must start again).
+    PushedOut,
     /// No such request, or its answer was already collected.
     Gone,
 }
@@ -249,9 +296,15 @@ struct StoredClient {
     secret_hash: Option<String>,
 }
 
-/// `oauth.db`.
+/// `oauth.db`, and the rate limits of this process's endpoints.
 pub struct OAuthStore {
     conn: Connection,
+    /// Registrations (all clients together).
+    registrations: TokenBucket,
+    /// Authorization requests that start a consent request (all clients together).
+    authorizations: TokenBucket,
+    /// False only in tests that need more than the limits allow.
+    limited: bool,
 }
 
 /// The short code's alphabet: no 0/O, 1/I (32 symbols, so a byte modulo 32 is uniform).
@@ -335,7 +388,12 @@ impl OAuthStore {
         conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;").map_err(sqlite)?;
         crate::schema::migrate(&mut conn, path, &crate::schema::OAUTH_DB)?;
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            registrations: TokenBucket::new(REGISTER_BURST, REGISTER_EVERY_SECS),
+            authorizations: TokenBucket::new(AUTHORIZE_BURST, AUTHORIZE_EVERY_SECS),
+            limited: true,
+        })
     }
 
     /// Drops what has expired: codes, tokens, grants without tokens, and consent requests
@@ -348,20 +406,36 @@ impl OAuthStore {
         Ok(())
     }
 
-    /// Registers a client (RFC 7591). At [`MAX_CLIENTS`], the oldest client that has no
-    /// grant leaves (whatever its age, with its waiting requests and codes): registration
-    /// is open to anyone who found the tunnel URL, so a full list must never lock out the
-    /// user's own client. Refused only when every client holds a grant.
+    /// Registers a client (RFC 7591), within the registration rate limit
+    /// ([`REGISTER_BURST`], then one every [`REGISTER_EVERY_SECS`]; `temporarily_unavailable`
+    /// beyond). At [`MAX_CLIENTS`], the oldest client that neither holds a grant nor is
+    /// signing in (a waiting or approved request, an unused code) leaves, whatever its age,
+    /// with its requests and codes: registration is open to anyone who found the tunnel URL,
+    /// so a full list must never lock out the user's own client, nor evict it mid sign-in.
+    /// Refused only when every client holds a grant or is signing in.
     pub fn register(&mut self, client: NewClient, now: i64) -> Result<RegisteredClient, OAuthError> {
         self.sweep(now)?;
+        if self.limited {
+            self.registrations.take(now).map_err(|secs| {
+                let mut error = OAuthError::new(
+                    "temporarily_unavailable",
+                    format!("too many client registrations reached this server just now (all clients together may register {REGISTER_BURST} at once, then one every {REGISTER_EVERY_SECS} seconds); retry in {secs} seconds"),
+                );
+                error.retry_after_secs = Some(secs);
+                error
+            })?;
+        }
         let count: i64 = self.conn.query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?;
         if count >= MAX_CLIENTS {
             let tx = self.conn.transaction()?;
             let evicted: Vec<String> = {
                 let mut statement = tx.prepare(
-                    "SELECT client_id FROM clients WHERE client_id NOT IN (SELECT client_id FROM grants) ORDER BY created_at, rowid LIMIT ?1",
+                    "SELECT client_id FROM clients WHERE client_id NOT IN (SELECT client_id FROM grants)
+                       AND client_id NOT IN (SELECT client_id FROM codes)
+                       AND client_id NOT IN (SELECT client_id FROM pending WHERE decision = 'approved' OR (decision = 'pending' AND expires_at > ?2))
+                     ORDER BY created_at, rowid LIMIT ?1",
                 )?;
-                let rows = statement.query_map(params![count - MAX_CLIENTS + 1], |r| r.get(0))?;
+                let rows = statement.query_map(params![count - MAX_CLIENTS + 1, now], |r| r.get(0))?;
                 rows.collect::<Result<_, _>>()?
             };
             for client_id in &evicted {
@@ -374,7 +448,7 @@ impl OAuthStore {
             if left >= MAX_CLIENTS {
                 return Err(OAuthError::new(
                     "invalid_client_metadata",
-                    format!("this server already has {MAX_CLIENTS} registered clients, each with a grant; revoke unused ones with `herdr-companion oauth revoke CLIENT_ID` on the workstation (`oauth clients` lists them)"),
+                    format!("this server already has {MAX_CLIENTS} registered clients and none can make room: each holds a grant or is signing in (its sign-in request waits for approval); on the workstation, `herdr-companion oauth deny --all` ends the waiting sign-ins and `herdr-companion oauth revoke CLIENT_ID` frees a client you no longer use (`herdr-companion oauth clients` lists them), then register again"),
                 ));
             }
         }
@@ -450,6 +524,16 @@ impl OAuthStore {
         if params.resource.as_deref().is_some_and(|r| !same_resource(r, resource)) {
             return Err(refuse("invalid_target", "this server grants tokens only for its own MCP endpoint (resource)"));
         }
+        if self.limited {
+            self.authorizations.take(now).map_err(|secs| {
+                let mut error = OAuthError::new(
+                    "temporarily_unavailable",
+                    format!("too many sign-in requests reached this server just now (all clients together may start {AUTHORIZE_BURST} at once, then one every {AUTHORIZE_EVERY_SECS} seconds); wait {secs} seconds and start the sign-in again. If you did not send them, someone else knows your tunnel URL: `herdr-companion oauth pending` on the workstation lists them, and a new tunnel URL stops them"),
+                );
+                error.retry_after_secs = Some(secs);
+                AuthorizeRefusal::Page(error)
+            })?;
+        }
         // This client's oldest waiting requests make room for the new one: a client keeps
         // at most MAX_PENDING_PER_CLIENT, so repeated requests cannot fill the list.
         let sql = |e: rusqlite::Error| AuthorizeRefusal::Page(e.into());
@@ -465,10 +549,23 @@ impl OAuthStore {
             .query_row("SELECT count(*) FROM pending WHERE decision = 'pending' AND expires_at > ?1", params![now], |r| r.get(0))
             .map_err(sql)?;
         if waiting >= MAX_PENDING {
-            return Err(page(
-                "temporarily_unavailable",
-                format!("{MAX_PENDING} sign-in requests are already waiting; on the workstation approve yours (`herdr-companion oauth pending`) or clear them all with `herdr-companion oauth deny --all`, then sign in again"),
-            ));
+            // The list is full: the oldest waiting requests are pushed out (their pages and
+            // `oauth approve` say so), never the new one — its code is what the user is
+            // reading. Pushed-out requests are kept (for those messages) up to MAX_PENDING.
+            self.conn
+                .execute(
+                    "UPDATE pending SET decision = 'evicted' WHERE request_hash IN (SELECT request_hash FROM pending
+                       WHERE decision = 'pending' AND expires_at > ?1 ORDER BY created_at, rowid LIMIT ?2)",
+                    params![now, waiting - MAX_PENDING + 1],
+                )
+                .map_err(sql)?;
+            self.conn
+                .execute(
+                    "DELETE FROM pending WHERE request_hash IN (SELECT request_hash FROM pending
+                       WHERE decision = 'evicted' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?1)",
+                    params![MAX_PENDING],
+                )
+                .map_err(sql)?;
         }
         let random = |e| AuthorizeRefusal::Page(no_random(e));
         let request_id = new_secret("").map_err(random)?;
@@ -508,6 +605,17 @@ impl OAuthStore {
         let wanted = normalized_code(user_code);
         let waiting = self.pending(now)?;
         let Some(found) = waiting.into_iter().find(|p| normalized_code(&p.user_code) == wanted) else {
+            let pushed_out: Vec<String> = {
+                let mut statement = self.conn.prepare("SELECT user_code FROM pending WHERE decision = 'evicted'")?;
+                let rows = statement.query_map([], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            if pushed_out.iter().any(|code| normalized_code(code) == wanted) {
+                return Err(OAuthError::new(
+                    "invalid_request",
+                    format!("sign-in request {user_code} was pushed out before it was approved: more than {MAX_PENDING} newer sign-in requests came after it, so someone else may know your tunnel URL; start the sign-in again from the client and approve its new code right away (`herdr-companion oauth pending` lists the waiting ones, `oauth deny --all` clears them, and a new tunnel URL stops strangers)"),
+                ));
+            }
             return Err(OAuthError::new(
                 "invalid_request",
                 format!("no sign-in request with code {user_code} is waiting (it expired, was decided, or the code is mistyped); run `herdr-companion oauth pending` to see the waiting ones"),
@@ -555,6 +663,7 @@ impl OAuthStore {
                 let text = "nobody approved the sign-in on the workstation within 10 minutes; start again";
                 Ok(PollAnswer::Refused(error_redirect(&redirect_uri, state.as_deref(), issuer, "access_denied", text)))
             }
+            "evicted" => Ok(PollAnswer::PushedOut),
             "denied" => {
                 done(self)?;
                 let text = "the sign-in was denied on the workstation";
@@ -777,6 +886,13 @@ impl OAuthStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Test support: no rate limit on registrations and authorization requests (for tests
+    /// that need more of them at once than the limits allow).
+    #[cfg(test)]
+    pub fn lift_rate_limits(&mut self) {
+        self.limited = false;
+    }
+
     /// Test support: a live access token bound to `resource` for `client_id`, as another
     /// server sharing this `oauth.db` would have issued it.
     #[cfg(test)]
@@ -895,6 +1011,7 @@ mod tests {
     #[test]
     fn authorization_requests_need_a_known_client_its_redirect_pkce_s256_and_this_resource() {
         let (_dir, mut store) = store();
+        store.lift_rate_limits();
         let id = client(&mut store);
         let refused = |store: &mut OAuthStore, change: &dyn Fn(&mut AuthorizeParams)| {
             let mut p = params(&id);
@@ -921,13 +1038,30 @@ mod tests {
             assert!(to.starts_with(REDIRECT), "{to}");
             assert_eq!(query_value(&to, "error").as_deref(), Some(error), "{to}");
         }
+        // A full list refuses nothing (review 42): the new request pushes out the oldest,
+        // whose page and `oauth approve` say what happened and what to do.
+        let mut others = Vec::new();
         for _ in 0..MAX_PENDING / 2 {
             let other = client(&mut store);
-            store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin");
-            store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin");
+            others.push(store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin"));
+            others.push(store.begin(&params(&other), RESOURCE, ISSUER, 1000).expect("begin"));
         }
-        let AuthorizeRefusal::Page(e) = refused(&mut store, &|_| {}) else { panic!("page") };
-        assert!(e.description.contains("already waiting") && e.description.contains("oauth deny --all"), "{e}");
+        let mine = store.begin(&params(&id), RESOURCE, ISSUER, 1001).expect("a full list makes room");
+        let waiting = store.pending(1002).expect("pending");
+        assert_eq!(waiting.len() as i64, MAX_PENDING);
+        assert!(waiting.iter().any(|p| p.user_code == mine.user_code) && waiting.iter().all(|p| p.user_code != others[0].user_code));
+        assert_eq!(store.poll(&others[0].request_id, ISSUER, 1002).expect("poll"), PollAnswer::PushedOut);
+        let late = store.decide(&others[0].user_code, true, 1003).expect_err("a pushed-out request cannot be approved");
+        assert!(late.description.contains("pushed out") && late.description.contains("start the sign-in again"), "{late}");
+        assert_eq!(store.poll(&others[1].request_id, ISSUER, 1003).expect("poll"), PollAnswer::Waiting(PENDING_SECS - 3));
+        // Pushed-out requests are kept (for those messages) up to MAX_PENDING, no more.
+        for n in 0..MAX_PENDING * 3 {
+            let other = client(&mut store);
+            store.begin(&params(&other), RESOURCE, ISSUER, 1004 + n).expect("begin");
+        }
+        let kept: i64 = store.conn.query_row("SELECT count(*) FROM pending", [], |r| r.get(0)).expect("count");
+        assert_eq!(kept, 2 * MAX_PENDING, "{MAX_PENDING} waiting and {MAX_PENDING} pushed out");
+        assert_eq!(store.poll(&others[0].request_id, ISSUER, 1100).expect("poll"), PollAnswer::Gone, "forgotten at last");
     }
 
     /// Review of issue 24: one client (anyone who found the tunnel URL can register one)
@@ -936,6 +1070,7 @@ mod tests {
     #[test]
     fn a_client_keeps_at_most_two_waiting_sign_ins_and_a_new_one_replaces_its_oldest() {
         let (_dir, mut store) = store();
+        store.lift_rate_limits();
         let stranger = client(&mut store);
         let first = store.begin(&params(&stranger), RESOURCE, ISSUER, 1000).expect("begin");
         let second = store.begin(&params(&stranger), RESOURCE, ISSUER, 1001).expect("begin");
@@ -953,15 +1088,18 @@ mod tests {
     }
 
     /// Review of issue 24: registration is unauthenticated, so a full client list must not
-    /// lock the user out: a new registration evicts the oldest client that has no grant,
-    /// whatever its age, with its waiting requests; clients with grants are never evicted.
+    /// lock the user out: a new registration evicts the oldest client that has no grant
+    /// (and is not signing in, review 42), whatever its age, with its requests; clients with
+    /// grants are never evicted.
     #[test]
     fn a_full_client_list_makes_room_by_evicting_the_oldest_client_without_a_grant() {
         let (_dir, mut store) = store();
+        store.lift_rate_limits();
         let (granted, pair) = signed_in(&mut store);
         let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
         let oldest = store.register(new.clone(), 1000).expect("register").client_id;
         let begun = store.begin(&params(&oldest), RESOURCE, ISSUER, 1000).expect("begin");
+        store.decide(&begun.user_code, false, 1000).expect("denied: it is no longer signing in");
         for _ in 2..MAX_CLIENTS {
             store.register(new.clone(), 1001).expect("register");
         }
@@ -970,15 +1108,14 @@ mod tests {
         assert_eq!(listed.len() as i64, MAX_CLIENTS);
         assert!(listed.iter().all(|c| c.client_id != oldest), "the oldest client without a grant left");
         assert!(listed.iter().any(|c| c.client_id == granted) && listed.iter().any(|c| c.client_id == mine));
-        assert!(store.pending(1003).expect("pending").is_empty(), "its waiting request left with it");
-        assert_eq!(store.poll(&begun.request_id, ISSUER, 1003).expect("poll"), PollAnswer::Gone);
+        assert_eq!(store.poll(&begun.request_id, ISSUER, 1003).expect("poll"), PollAnswer::Gone, "its request left with it");
         assert!(store.access_token_resource(&pair.access_token, 1003).expect("lookup").is_some(), "the grant stays");
 
         for listed in store.clients(1004).expect("clients") {
             store.grant_directly(&listed.client_id, RESOURCE, 1004).expect("grant");
         }
         let full = store.register(new, 1005).expect_err("every client holds a grant");
-        assert!(full.description.contains("each with a grant") && full.description.contains("oauth revoke"), "{full}");
+        assert!(full.description.contains("each holds a grant") && full.description.contains("oauth revoke"), "{full}");
         assert_eq!(store.clients(1005).expect("clients").len() as i64, MAX_CLIENTS, "no client with a grant was evicted");
     }
 
@@ -1060,6 +1197,7 @@ mod tests {
     #[test]
     fn confidential_clients_need_their_secret_and_the_client_count_is_capped() {
         let (_dir, mut store) = store();
+        store.lift_rate_limits();
         let new = NewClient { name: "Inspector".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::ClientSecretPost };
         let made = store.register(new.clone(), 1000).expect("register");
         let secret = made.client_secret.clone().expect("a secret");
@@ -1074,5 +1212,155 @@ mod tests {
             store.register(new.clone(), 1000).expect("register");
         }
         store.register(new, 1001).expect("an unused client makes room at once");
+    }
+
+    /// Review 42 (F2): registration is open, so strangers who found the tunnel URL can
+    /// register clients and fill the waiting list, even while keeping to the rate limits.
+    /// The user's own sign-in still gets in (the oldest waiting request makes room), its
+    /// code stays approvable while fewer than MAX_PENDING newer requests arrive, and the
+    /// sign-in completes.
+    #[test]
+    fn strangers_who_fill_the_waiting_list_cannot_keep_the_users_sign_in_out() {
+        let (_dir, mut store) = store();
+        let evil = "https://attacker.example/cb";
+        let register = |store: &mut OAuthStore, redirect: &str, now: i64| {
+            let new = NewClient { name: "ChatGPT".into(), redirect_uris: vec![redirect.into()], auth_method: AuthMethod::None };
+            store.register(new, now).expect("register").client_id
+        };
+        let to_evil = |id: &str| AuthorizeParams { redirect_uri: Some(evil.into()), ..params(id) };
+        // One new client every 30 s with two requests: within the rate limits.
+        let mut now = 10_000;
+        let mut oldest = None;
+        for _ in 0..MAX_PENDING / MAX_PENDING_PER_CLIENT {
+            let id = register(&mut store, evil, now);
+            for _ in 0..MAX_PENDING_PER_CLIENT {
+                let begun = store.begin(&to_evil(&id), RESOURCE, ISSUER, now).expect("a stranger's sign-in waits");
+                oldest.get_or_insert(begun.request_id);
+            }
+            now += 30;
+        }
+        assert_eq!(store.pending(now).expect("pending").len() as i64, MAX_PENDING, "the strangers filled the list");
+
+        let mine = register(&mut store, REDIRECT, now);
+        let begun = store.begin(&params(&mine), RESOURCE, ISSUER, now + 1).expect("the user's sign-in gets in");
+        let waiting = store.pending(now + 1).expect("pending");
+        assert_eq!(waiting.len() as i64, MAX_PENDING, "still capped");
+        assert_eq!(waiting.last().map(|p| p.user_code.as_str()), Some(begun.user_code.as_str()), "the newest is listed last");
+        let oldest = oldest.expect("a first request");
+        assert!(!matches!(store.poll(&oldest, ISSUER, now + 1).expect("poll"), PollAnswer::Waiting(_)), "the oldest made room");
+
+        // The strangers go on at their pace while the user types the code.
+        for _ in 0..5 {
+            now += 30;
+            let id = register(&mut store, evil, now);
+            store.begin(&to_evil(&id), RESOURCE, ISSUER, now).expect("a stranger's sign-in waits");
+        }
+        store.decide(&begun.user_code, true, now + 1).expect("the user approves the code the page shows");
+        let PollAnswer::Approved(to) = store.poll(&begun.request_id, ISSUER, now + 2).expect("poll") else { panic!("approved") };
+        let code = query_value(&to, "code").expect("code");
+        let pair = store.exchange_code(&mine, &code, Some(REDIRECT), Some(VERIFIER), Some(RESOURCE), now + 3).expect("tokens");
+        assert!(store.access_token_resource(&pair.access_token, now + 4).expect("lookup").is_some());
+    }
+
+    /// Review 42 (F2): a client whose sign-in waits for approval is not evicted by new
+    /// registrations, however many come; when every client holds a grant or is signing in,
+    /// a registration is refused and says what to do.
+    #[test]
+    fn a_client_in_the_middle_of_signing_in_is_not_evicted_by_new_registrations() {
+        let (_dir, mut store) = store();
+        store.lift_rate_limits();
+        let mine = client(&mut store);
+        let begun = store.begin(&params(&mine), RESOURCE, ISSUER, 1000).expect("begin");
+        let stranger =
+            NewClient { name: "ChatGPT".into(), redirect_uris: vec!["https://attacker.example/cb".into()], auth_method: AuthMethod::None };
+        for n in 0..MAX_CLIENTS + 20 {
+            store.register(stranger.clone(), 1001 + n).expect("a stranger registers");
+        }
+        let listed = store.clients(1200).expect("clients");
+        assert_eq!(listed.len() as i64, MAX_CLIENTS, "still capped");
+        assert!(listed.iter().any(|c| c.client_id == mine), "the user's client, signing in, stays");
+        store.decide(&begun.user_code, true, 1201).expect("approve");
+        let PollAnswer::Approved(to) = store.poll(&begun.request_id, ISSUER, 1202).expect("poll") else { panic!("approved") };
+        let code = query_value(&to, "code").expect("code");
+        store.exchange_code(&mine, &code, Some(REDIRECT), Some(VERIFIER), Some(RESOURCE), 1203).expect("tokens");
+
+        // Every client holds a grant but one, which is signing in: nothing can make room.
+        let signing_in = store.clients(1204).expect("clients").iter().find(|c| c.grants == 0).expect("a client").client_id.clone();
+        for listed in store.clients(1204).expect("clients") {
+            if listed.client_id != signing_in && listed.grants == 0 {
+                store.grant_directly(&listed.client_id, RESOURCE, 1204).expect("grant");
+            }
+        }
+        let own = AuthorizeParams { redirect_uri: Some("https://attacker.example/cb".into()), ..params(&signing_in) };
+        store.begin(&own, RESOURCE, ISSUER, 1205).expect("begin");
+        let full = store.register(stranger.clone(), 1206).expect_err("nothing can make room");
+        assert!(full.description.contains("signing in") && full.description.contains("oauth deny --all"), "{full}");
+        assert!(store.clients(1206).expect("clients").iter().any(|c| c.client_id == signing_in), "not evicted");
+        store.deny_all(1207).expect("deny --all");
+        store.register(stranger, 1208).expect("a denied sign-in no longer protects its client");
+        assert!(store.clients(1208).expect("clients").iter().all(|c| c.client_id != signing_in), "evicted now");
+    }
+
+    /// Review 42 (F2): registrations and sign-in requests pass a global rate limit (behind
+    /// a tunnel there is no caller identity to limit per caller): a real client's few pass,
+    /// a burst is refused with `temporarily_unavailable` saying when to retry, and requests
+    /// get in again with time, at a few a minute for as long as they come.
+    #[test]
+    fn registrations_and_sign_in_requests_are_rate_limited_and_get_in_again_with_time() {
+        let (_dir, mut store) = store();
+        let new = NewClient { name: "ChatGPT".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
+        let mut accepted = 0;
+        let refused = loop {
+            match store.register(new.clone(), 5000) {
+                Ok(_) => accepted += 1,
+                Err(error) => break error,
+            }
+            assert!(accepted < 50, "a burst of registrations is never refused");
+        };
+        assert!((3..=10).contains(&accepted), "a real client's registrations pass: {accepted}");
+        assert_eq!(refused.code, "temporarily_unavailable", "{refused}");
+        assert!(refused.description.contains("seconds"), "says when to retry: {refused}");
+        assert!(store.register(new.clone(), 5001).is_err(), "still refused a second later");
+        let id = store.register(new.clone(), 5060).expect("a minute later a registration gets in").client_id;
+        for n in 1..=30 {
+            store.register(new.clone(), 5060 + 20 * n).expect("three a minute pass");
+        }
+
+        let mut accepted = 0;
+        let refused = loop {
+            match store.begin(&params(&id), RESOURCE, ISSUER, 6000) {
+                Ok(_) => accepted += 1,
+                Err(refusal) => break refusal,
+            }
+            assert!(accepted < 50, "a burst of sign-in requests is never refused");
+        };
+        assert!((3..=10).contains(&accepted), "a real client's sign-in requests pass: {accepted}");
+        let AuthorizeRefusal::Page(refused) = refused else { panic!("the page says it: {refused:?}") };
+        assert_eq!(refused.code, "temporarily_unavailable", "{refused}");
+        assert!(refused.description.contains("seconds"), "says when to retry: {refused}");
+        assert!(store.begin(&params(&id), RESOURCE, ISSUER, 6001).is_err(), "still refused a second later");
+        let begun = store.begin(&params(&id), RESOURCE, ISSUER, 6060).expect("a minute later a sign-in gets in");
+        for n in 1..=40 {
+            store.begin(&params(&id), RESOURCE, ISSUER, 6060 + 15 * n).expect("four a minute pass");
+        }
+        assert_eq!(store.poll(&begun.request_id, ISSUER, 6700).expect("poll"), PollAnswer::Gone, "replaced by the client's newer ones");
+    }
+
+    #[test]
+    fn the_token_bucket_refills_one_token_per_interval_up_to_its_burst_and_survives_a_clock_going_back() {
+        let mut bucket = TokenBucket::new(3, 10);
+        for _ in 0..3 {
+            bucket.take(100).expect("the burst");
+        }
+        assert_eq!(bucket.take(100), Err(10), "the next token in 10 s");
+        assert_eq!(bucket.take(104), Err(6));
+        bucket.take(110).expect("one token after 10 s");
+        assert_eq!(bucket.take(115), Err(5), "counted from the last token, not from the refusal");
+        bucket.take(1000).expect("refilled");
+        bucket.take(1000).expect("refilled");
+        bucket.take(1000).expect("up to the burst only");
+        assert_eq!(bucket.take(1000), Err(10));
+        assert_eq!(bucket.take(500), Err(10), "a clock that went back counts from the new now, not from the future");
+        bucket.take(510).expect("10 s later");
     }
 }
