@@ -36,6 +36,14 @@ globalThis.herdrActivity = recordActivity;
 // waiting port and every later one gets `start_problem {error, failed: true}` (fail closed,
 // said why; the page shows `startFailed`, no retry text).
 const START_RETRY_MS = [1000, 2000, 5000, 10000, 30000];
+// chrome.storage.local and .sync answer content scripts by default, so a compromised chat
+// renderer could turn on trusted typing, a binding or Auto there. Our content scripts never
+// use them: both are kept to the extension's own pages and this worker, at every start (a
+// browser without the setting says so in the worker's console).
+for (const area of ['local', 'sync']) {
+  Promise.resolve(chrome.storage?.[area]?.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }))
+    .catch((error) => console.warn(`herdr-continuity: chrome.storage.${area} stays open to content scripts: ${error?.message ?? error}`));
+}
 const stored = (area, keys) => {
   const store = chrome.storage?.[area];
   if (typeof store?.get !== 'function') return Promise.reject(new Error(`chrome.storage.${area} is not available`));

@@ -8,6 +8,7 @@
 import { test, expect } from '../lib/test.mjs';
 import { CHATS, CONVERSATION, continuityWorld, openAndBind } from '../lib/continuity.mjs';
 import { HUD_HOST, QUEUE_HOST, coverThePage, queueRoot } from '../lib/hud.mjs';
+import { inContentWorld } from '../lib/shadow.mjs';
 
 const PROJECT_CHAT = CHATS[0];
 const PLAIN_CHAT = CHATS[1];
@@ -83,6 +84,27 @@ test.describe('trusted UI', () => {
     await hud.expect('data-auto', 'on', 'a real click switches Auto on');
     await hud.action('toggle_auto').press('Enter');
     await hud.expect('data-auto', 'off', 'Enter on the focused button switches it off');
+  });
+
+  // Review 42 LOW-5: chrome.storage.local and .sync answer content scripts by default, so a
+  // compromised chat renderer could turn on trusted typing, a binding or Auto there. Our
+  // content scripts never use them; the worker keeps both to the extension's own pages.
+  test('the content script\'s world can neither read nor write the extension\'s storage', async ({ sandbox }) => {
+    const { context, worker } = await continuityWorld(sandbox);
+    const { page, hud } = await openAndBind(context, worker, PLAIN_CHAT);
+    await hud.expand();
+    await expect(hud.action('toggle_auto')).toBeEnabled({ timeout: 15_000 });
+    const tried = await inContentWorld(page, async () => {
+      const outcome = async (call) => { try { await call(); return 'allowed'; } catch (error) { return `refused: ${error.message}`; } };
+      return {
+        localGet: await outcome(() => chrome.storage.local.get(null)),
+        localSet: await outcome(() => chrome.storage.local.set({ 'herdr-continuity.trusted-typing': true })),
+        syncSet: await outcome(() => chrome.storage.sync.set({ probe: 1 })),
+      };
+    });
+    for (const [call, outcome] of Object.entries(tried)) expect(outcome, call).toMatch(/^refused: /);
+    // The worker itself still reads and writes them (the binding made above is stored).
+    expect(await worker.evaluate(() => chrome.storage.local.get(null).then((items) => Object.keys(items).length > 0))).toBe(true);
   });
 
   // Review of stop 40: only Run and Skip refused a press on a HUD the page faded or
