@@ -466,6 +466,14 @@ mod tests {
     use std::path::Path;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
+    /// The MCP front end's cap on its runtime connections (review 42 F3) leaves most of the
+    /// places to the browser's hosts and the CLI. Checked here: the front end may not name
+    /// the runtime's modules (tests/it/layering.rs).
+    #[test]
+    fn the_mcp_front_ends_cap_is_well_under_the_connection_limit() {
+        assert!(crate::mcp::runtime_client::MAX_RUNTIME_CALLS * 4 <= Limits::default().max_connections);
+    }
+
     #[test]
     fn only_the_runtime_uid_is_allowed() {
         assert!(peer_allowed(1000, 1000));
