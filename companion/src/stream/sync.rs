@@ -223,7 +223,8 @@ pub async fn run_sync(socket: PathBuf, hub: Arc<EventHub>, log: Arc<RuntimeLog>)
     loop {
         let started = tokio::time::Instant::now();
         let end = session(&socket, &hub, &log, &mut fingerprints).await;
-        log.line(format_args!("herdr sync: {end}"));
+        // Herdr's error messages are in `end`: logged escaped, as all of Herdr's text.
+        log.line(format_args!("herdr sync: {}", end.to_string().escape_debug()));
         if started.elapsed() > Duration::from_secs(10) {
             backoff = MIN_BACKOFF;
         }
@@ -279,7 +280,7 @@ async fn session_inner(
     fingerprints: &mut Fingerprints,
 ) -> Result<std::convert::Infallible, SessionEnd> {
     let pong = ping(socket, REQUEST_TIMEOUT).await?;
-    log.line(format_args!("herdr sync: connected to Herdr {} (protocol {})", pong.version, pong.protocol));
+    log.line(format_args!("herdr sync: connected to Herdr {:?} (protocol {})", pong.version, pong.protocol));
     let lifecycle = LIFECYCLE.iter().map(|k| json!({"type": k})).collect();
     let mut lifecycle = open_subscription(socket, lifecycle).await?;
     let mut panes = resync(socket, hub, log, fingerprints).await?;
@@ -315,7 +316,7 @@ async fn session_inner(
                         Ok((name, data)) if name == HerdrSubscription::PaneAgentStatusChanged.event_name() => {
                             hub.update_catalog(move |catalog| (catalog.apply_status(&data), ())).await?;
                         }
-                        Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event `{name}`")),
+                        Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event {name:?}")),
                         Err(why) => log.line(format_args!("herdr sync: skipped a status line: {why}")),
                     },
                 }
