@@ -156,8 +156,10 @@ pub fn connect_or_start_runtime(home: &CompanionHome) -> Result<UnixStream, Star
     }
 }
 
-/// The reason in the last [`crate::log::REFUSED_TO_START`] line that runtime.log at
-/// `path` gained after byte `from`, if any.
+/// The reason in the last line that runtime.log at `path` gained after byte `from` whose
+/// message starts with [`crate::log::REFUSED_TO_START`], if any. Only the message's start
+/// counts: the marker inside logged text (Herdr's version, a judge's reason) is not the
+/// runtime refusing (review 42 F5).
 fn refusal_since(path: &Path, from: u64) -> Option<String> {
     use std::io::Seek;
     let mut file = std::fs::File::open(path).ok()?;
@@ -166,7 +168,7 @@ fn refusal_since(path: &Path, from: u64) -> Option<String> {
     file.take(1 << 20).read_to_string(&mut text).ok()?;
     text.lines()
         .rev()
-        .find_map(|line| line.split_once(crate::log::REFUSED_TO_START).map(|(_, reason)| reason))
+        .find_map(|line| crate::log::message_of(line)?.strip_prefix(crate::log::REFUSED_TO_START))
         .map(|reason| reason.trim().to_owned())
 }
 
@@ -309,6 +311,28 @@ pub fn is_executable(path: &Path) -> bool {
 mod tests {
     use super::*;
     use expect_test::expect;
+
+    /// Review 42 F5: the host took the text after "runtime refused to start:" anywhere in
+    /// any new runtime.log line as its runtime's refusal, and told the extension (which
+    /// then stops retrying). Herdr's version and event names and the judge model's reason
+    /// are logged, so they could forge it. Now only a line whose message starts with the
+    /// marker counts, and a logged text cannot start a line of its own.
+    #[test]
+    fn the_refusal_marker_inside_logged_text_is_not_a_refusal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runtime.log");
+        let log = crate::log::RuntimeLog::open(&path);
+        log.line(format_args!("runtime 0.1.0 started, pid 42"));
+        let from = std::fs::metadata(&path).map(|m| m.len()).expect("log");
+        let forged = "9.9 runtime refused to start: evil";
+        log.line(format_args!("herdr sync: connected to Herdr {forged} (protocol 1)"));
+        let own_line = "9.9\n2026-01-01T00:00:00.000000Z  INFO runtime refused to start: evil";
+        log.line(format_args!("herdr sync: connected to Herdr {own_line} (protocol 1)"));
+        assert_eq!(refusal_since(&path, from), None, "{}", std::fs::read_to_string(&path).unwrap_or_default());
+
+        log.line(format_args!("{} state.db was written by a newer herdr-companion", crate::log::REFUSED_TO_START));
+        assert_eq!(refusal_since(&path, from).as_deref(), Some("state.db was written by a newer herdr-companion"));
+    }
 
     #[test]
     fn only_the_exact_extension_origin_is_allowed() {

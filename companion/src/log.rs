@@ -15,7 +15,10 @@
 //!   the lock held appends without counting (only while force-stopping);
 //! - logging never fails the runtime: if the file cannot be opened or written, lines go
 //!   to stderr instead ([`RuntimeLog::line`]) or are dropped ([`RuntimeLog::try_line`]);
-//! - [`RuntimeLog::try_line`] never waits for a lock.
+//! - [`RuntimeLog::try_line`] never waits for a lock;
+//! - one message is one line: a line break in a message is written as `\n` / `\r`, so no
+//!   logged text (Herdr's, a model's) can start a line of its own, and a line's message is
+//!   what follows its own timestamp and level ([`message_of`]).
 
 use std::fmt::Arguments;
 use std::fs::{self, File, OpenOptions};
@@ -32,6 +35,29 @@ pub const LOG_CAP_BYTES: u64 = 1024 * 1024;
 /// How the line that says why a runtime did not start begins (written by
 /// `crate::runtime`; the host that started that runtime shows the rest, `crate::host`).
 pub const REFUSED_TO_START: &str = "runtime refused to start:";
+
+/// The message of one `runtime.log` line: what follows its timestamp and level, or `None`
+/// when the line does not have that shape. A marker such as [`REFUSED_TO_START`] is matched
+/// at the start of this, never anywhere in a line (review 42 F5: logged text from Herdr or
+/// a judge model could carry it).
+pub fn message_of(line: &str) -> Option<&str> {
+    let (stamp, rest) = line.split_once(' ')?;
+    if !(stamp.ends_with('Z') && stamp.as_bytes().get(10) == Some(&b'T')) {
+        return None;
+    }
+    let (level, message) = rest.trim_start().split_once(' ')?;
+    ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level).then_some(message)
+}
+
+/// `message` on one line: its line breaks written as `\n` / `\r`.
+fn one_line(message: Arguments<'_>) -> std::borrow::Cow<'static, str> {
+    let text = message.to_string();
+    if text.contains(['\n', '\r']) {
+        text.replace('\n', "\\n").replace('\r', "\\r").into()
+    } else {
+        text.into()
+    }
+}
 
 /// An append-only file that rotates to `<path>.1` before it would exceed its cap.
 #[derive(Debug)]
@@ -205,6 +231,7 @@ impl RuntimeLog {
 
     /// Writes one `INFO` line.
     pub fn line(&self, message: Arguments<'_>) {
+        let message = one_line(message);
         tracing::dispatcher::with_default(&self.dispatch, || tracing::info!("{message}"));
     }
 
@@ -213,6 +240,7 @@ impl RuntimeLog {
     /// the line is dropped (used while force-stopping, when a stuck thread may hold the
     /// lock or stderr may be a full pipe nobody reads).
     pub fn try_line(&self, message: Arguments<'_>) {
+        let message = one_line(message);
         tracing::dispatcher::with_default(&self.urgent, || tracing::warn!("{message}"));
     }
 }

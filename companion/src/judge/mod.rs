@@ -115,7 +115,7 @@ impl JudgeService {
         let verdict =
             chain::judge(assistant_text, || self.ask_decision(&settings, turn, skipped), || self.ask_chat(&settings, turn, skipped)).await;
         if let Some(log) = &self.log {
-            log.line(format_args!("judge: {conversation:?}: {} from {} ({})", verdict.verdict, verdict.source, verdict.reason));
+            log.line(format_args!("judge: {conversation:?}: {} from {} ({:?})", verdict.verdict, verdict.source, verdict.reason));
         }
         Ok(verdict)
     }

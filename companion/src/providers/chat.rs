@@ -4,8 +4,9 @@
 //! already ends in `/chat/completions` is used as it is, anything else gets
 //! `/v1/chat/completions`. The model is told to answer one JSON object
 //! `{"verdict": "continue" | "done" | "unsure", "reason": "…"}`; the first `{…}` of the
-//! reply's content is read, so a model that wraps it in prose or a code fence still counts,
-//! but a reply with no such object, or another verdict word, is garbage.
+//! reply's content that is a JSON object (of at most 8 KiB, among its first 32 `{…}`) is
+//! read, so a model that wraps it in prose or a code fence still counts, but a reply with
+//! no such object, or another verdict word, is garbage. Reading is linear in the reply.
 
 use std::time::Duration;
 
@@ -100,27 +101,70 @@ pub fn read_answer(answer: &Value) -> Result<ChatAnswer, ProviderError> {
     Ok(ChatAnswer { verdict, reason: reason.chars().take(MAX_REASON_CHARS).collect() })
 }
 
-/// The first balanced `{…}` in `text` that parses as a JSON object.
+/// Longest `{…}` tried as the verdict: the object is one word and one short sentence, so a
+/// longer span is prose or code, and parsing it would only cost time.
+const MAX_VERDICT_BYTES: usize = 8 * 1024;
+
+/// Most spans parsed in one reply: with [`MAX_VERDICT_BYTES`] this bounds the parsing to
+/// 256 KiB (one answer's size), whatever the reply holds.
+const MAX_PARSES: usize = 32;
+
+/// The first `{…}` in `text` (by where it starts) that parses as a JSON object.
+///
+/// Linear in `text` (review 42 F1): the candidates are found in two single passes — one
+/// that counts braces only (a brace quoted in prose does not hide the object after it),
+/// one that skips braces inside JSON strings (a `}` in the reason does not cut the
+/// object) — and at most [`MAX_PARSES`] of them, each at most [`MAX_VERDICT_BYTES`], are
+/// parsed. Restarting a scan at every `{` instead cost n²/2 steps on unbalanced braces,
+/// synchronously on one of the runtime's two async workers.
 fn first_object(text: &str) -> Option<serde_json::Map<String, Value>> {
-    text.match_indices('{').find_map(|(start, _)| {
-        let mut depth = 0usize;
-        for (offset, ch) in text[start..].char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return match serde_json::from_str::<Value>(&text[start..start + offset + 1]) {
-                            Ok(Value::Object(map)) => Some(map),
-                            _ => None,
-                        };
-                    }
-                }
+    let mut spans = first_spans(text, false);
+    spans.extend(first_spans(text, true));
+    spans.sort_unstable();
+    spans.dedup();
+    spans.into_iter().take(MAX_PARSES).find_map(|(start, end)| match serde_json::from_str::<Value>(&text[start..end]) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    })
+}
+
+/// The [`MAX_PARSES`] balanced `{…}` of `text` that start first, each at most
+/// [`MAX_VERDICT_BYTES`], as byte ranges, found in one pass: each `}` closes the latest open
+/// `{`. With `strings`, a `"` inside an open `{` starts a JSON string (with `\` escapes)
+/// whose braces do not count; outside any `{` a quote is prose and starts nothing. Only
+/// the first few are kept (a max-heap on the start), so a reply of many small `{…}` costs
+/// no more memory or sorting than a short one.
+fn first_spans(text: &str, strings: bool) -> Vec<(usize, usize)> {
+    let mut open = Vec::new();
+    let mut first = std::collections::BinaryHeap::with_capacity(MAX_PARSES + 1);
+    let (mut in_string, mut escaped) = (false, false);
+    for (at, byte) in text.bytes().enumerate() {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
                 _ => {}
             }
+            continue;
         }
-        None
-    })
+        match byte {
+            b'"' if strings && !open.is_empty() => in_string = true,
+            b'{' => open.push(at),
+            b'}' => {
+                let Some(start) = open.pop() else { continue };
+                let later = first.len() == MAX_PARSES && first.peek().is_some_and(|&(latest, _)| latest < start);
+                if at + 1 - start <= MAX_VERDICT_BYTES && !later {
+                    first.push((start, at + 1));
+                    if first.len() > MAX_PARSES {
+                        first.pop();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    first.into_vec()
 }
 
 #[cfg(test)]
@@ -140,6 +184,47 @@ mod tests {
         assert!(read(r#"{"verdict":"maybe"}"#).is_err());
         assert!(read("continue").is_err(), "a bare word is not the documented answer");
         assert!(read_answer(&json!({"error": "overloaded"})).is_err());
+    }
+
+    /// The verdict is found after prose, inside prose braces and with braces in its strings,
+    /// however much prose comes first.
+    #[test]
+    fn the_verdict_object_is_found_among_prose_and_braces() {
+        let read = |content: &str| read_answer(&reply(content)).map(|a| (a.verdict, a.reason));
+        let done = |reason: &str| Ok((ChatVerdict::Done, reason.to_owned()));
+        assert_eq!(read(r#"Plan: {not json} then {"verdict":"done","reason":"r"}"#), done("r"));
+        assert_eq!(read(r#"I think {maybe. {"verdict":"done","reason":"r"}"#), done("r"), "an unclosed prose brace");
+        assert_eq!(read(r#"He typed "{" then {"verdict":"done","reason":"r"}"#), done("r"), "a quoted prose brace");
+        assert_eq!(read(r#"{"verdict":"done","reason":"the } and { in a string"}"#), done("the } and { in a string"));
+        let after_prose = format!("{}\n{{\"verdict\":\"done\",\"reason\":\"r\"}}", "so much prose. ".repeat(10_000));
+        assert_eq!(read(&after_prose), done("r"), "a verdict after 150 KB of prose");
+    }
+
+    /// Review 42 F1: the verdict finder restarted a scan to the end of the reply at every
+    /// `{`, so a reply of unbalanced braces (up to MAX_ANSWER_BYTES, 256 KiB) cost n²/2
+    /// steps — about 17 minutes in a debug build — synchronously on one of the runtime's
+    /// two async workers. One pass reads each of these in tens of milliseconds in a debug
+    /// build on a loaded machine; the bound (2 s, in a thread so the old code fails instead
+    /// of hanging the suite) separates the two by orders of magnitude either way.
+    #[test]
+    fn a_reply_of_hostile_braces_is_read_in_linear_time() {
+        let n = super::super::MAX_ANSWER_BYTES;
+        let hostile = [
+            "{".repeat(n),
+            r#"{"a":"#.repeat(n / 5),
+            format!("{}{}", "{".repeat(n / 2), "}".repeat(n / 2)),
+            "{x}".repeat(n / 3),
+            r#"{"a":"{"#.repeat(n / 7),
+        ];
+        for content in hostile {
+            let (done, finished) = std::sync::mpsc::channel();
+            let head: String = content.chars().take(12).collect();
+            std::thread::spawn(move || {
+                let _ = done.send(read_answer(&reply(&content)).is_err());
+            });
+            let outcome = finished.recv_timeout(std::time::Duration::from_secs(2));
+            assert_eq!(outcome, Ok(true), "256 KiB starting {head:?} was not refused within 2 s");
+        }
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! [`Limits::request_timeout`] is dropped and answered `timeout`. A connection that sends
 //! no complete line within [`Limits::idle_timeout`] of connecting, or leaves a started line
 //! unfinished that long, is closed (a client that connects and says nothing, or half a
-//! line, holds no place under the cap for long); only a client that subscribed to the event
-//! stream may then wait between lines as long as it likes. A client that stops reading is
+//! line, holds no place under the cap for long); only a client whose `events.subscribe` was
+//! answered with a result (a subscription made, not refused) may then wait between lines as
+//! long as it likes. A client that stops reading is
 //! closed once one line to it waits [`Limits::write_timeout`]. When a connection ends, the
 //! answers still due are written, and then nothing that holds its [`ClientHandle`] (an event
 //! subscription) keeps its permit.
@@ -28,6 +29,7 @@
 use std::future::Future;
 
 use futures::FutureExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -185,17 +187,21 @@ pub enum ClientLine {
 
 /// Reads one line of at most `cap` bytes without ever buffering more than `cap`.
 pub async fn read_capped_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Option<ClientLine>> {
-    read_line_within(reader, cap, None, None).await
+    read_line_within(reader, cap, None, None, None).await
 }
 
 /// [`read_capped_line`] with deadlines: the line's first byte must come within
 /// `start_within` (`None`: wait for ever) and the whole line within `finish_within` of its
-/// first byte (`None`: no bound). A missed deadline is an `io::ErrorKind::TimedOut` error.
+/// first byte (`None`: no bound). A missed deadline is an `io::ErrorKind::TimedOut` error,
+/// except that a missed `start_within` is waived when `may_idle` is set by then: a
+/// subscription made while this line was already awaited (its answer comes after the
+/// read began) still lets the connection idle.
 async fn read_line_within<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     cap: usize,
     start_within: Option<Duration>,
     finish_within: Option<Duration>,
+    may_idle: Option<&AtomicBool>,
 ) -> std::io::Result<Option<ClientLine>> {
     let mut line = Vec::new();
     let mut too_long = false;
@@ -206,6 +212,10 @@ async fn read_line_within<R: AsyncBufRead + Unpin>(
             None => reader.fill_buf().await?,
             Some(at) => match tokio::time::timeout_at(at, reader.fill_buf()).await {
                 Ok(chunk) => chunk?,
+                Err(_) if !started && may_idle.is_some_and(|flag| flag.load(Ordering::Acquire)) => {
+                    deadline = None;
+                    continue;
+                }
                 Err(_) => return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client's line did not come in time")),
             },
         };
@@ -354,18 +364,21 @@ async fn serve_client<H: Handler>(
 
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
     let mut reader = BufReader::new(read_half);
-    let mut subscribed = false;
+    // Set once an `events.subscribe` of this connection was answered with a result: only a
+    // subscription actually made lets the connection idle (review 42 F4: a refused one
+    // did too, and held a place under the cap for ever).
+    let subscribed = Arc::new(AtomicBool::new(false));
     loop {
         // A client must send each line within the idle timeout of the previous one (or of
-        // connecting), and end any line it starts within it — unless it asked for the event
-        // stream (`events.subscribe`: the extension's host relay, the live tree), which is
-        // what it then waits for. A request's answer comes within the request timeout
+        // connecting), and end any line it starts within it — unless it subscribed to the
+        // event stream (`events.subscribe` answered with a result: the extension's host
+        // relay, the live tree), which is what it then waits for. A request's answer comes within the request timeout
         // (30 s), shorter than the idle timeout (60 s), so a waiting caller is answered
         // before its connection can be closed. A writer that stopped (the client stopped
         // reading) ends the connection too.
-        let start_within = if subscribed { None } else { Some(limits.idle_timeout) };
+        let start_within = (!subscribed.load(Ordering::Acquire)).then_some(limits.idle_timeout);
         let read = tokio::select! {
-            read = read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout)) => read,
+            read = read_line_within(&mut reader, limits.max_line, start_within, Some(limits.idle_timeout), Some(subscribed.as_ref())) => read,
             end = &mut writer => {
                 writer_end = Some(end.unwrap_or(WriterEnd::Failed));
                 break;
@@ -395,10 +408,8 @@ async fn serve_client<H: Handler>(
             }
             ClientLine::Line(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
             ClientLine::Line(bytes) => {
-                if !subscribed {
-                    subscribed =
-                        protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
-                }
+                let subscribes = !subscribed.load(Ordering::Acquire)
+                    && protocol::parse_request(&bytes).is_ok_and(|request| request.method == continuity_protocol::Method::EventsSubscribe);
                 let slot = tokio::select! {
                     slot = Arc::clone(&in_flight).acquire_owned() => slot,
                     end = &mut writer => {
@@ -410,8 +421,12 @@ async fn serve_client<H: Handler>(
                 let handler = Arc::clone(&handler);
                 let client = client.clone();
                 let log = Arc::clone(&log);
+                let subscribed = Arc::clone(&subscribed);
                 tokio::spawn(async move {
                     let reply = respond(handler.as_ref(), &bytes, &client, limits.request_timeout, &log).await;
+                    if subscribes && reply.get("result").is_some() {
+                        subscribed.store(true, Ordering::Release);
+                    }
                     client.send(&reply).await;
                     drop(slot);
                 });
@@ -450,6 +465,14 @@ mod tests {
     use serde_json::json;
     use std::path::Path;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    /// The MCP front end's cap on its runtime connections (review 42 F3) leaves most of the
+    /// places to the browser's hosts and the CLI. Checked here: the front end may not name
+    /// the runtime's modules (tests/it/layering.rs).
+    #[test]
+    fn the_mcp_front_ends_cap_is_well_under_the_connection_limit() {
+        assert!(crate::mcp::runtime_client::MAX_RUNTIME_CALLS * 4 <= Limits::default().max_connections);
+    }
 
     #[test]
     fn only_the_runtime_uid_is_allowed() {
@@ -606,6 +629,57 @@ mod tests {
         assert_eq!(next_within(&mut pinger, Duration::from_secs(5)).await, Some(None), "a client that spoke once and then idled is closed");
         tokio::time::sleep(idle * 3).await;
         assert_eq!(listener.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a subscribed client may idle");
+    }
+
+    /// Refuses `events.subscribe` whose `after_seq` is negative (as the router does, and as
+    /// it refuses a bad `log_id` or a disabled stream); makes any other subscription after
+    /// `delay`; answers everything else at once.
+    struct PickySubscribe {
+        delay: Duration,
+    }
+
+    impl Handler for PickySubscribe {
+        async fn handle(&self, request: &Request, _client: &ClientHandle) -> Result<Value, MethodError> {
+            match request.method {
+                Method::EventsSubscribe if request.params.get("after_seq").and_then(Value::as_i64).is_some_and(|seq| seq < 0) => {
+                    Err((ErrorCode::BadRequest, "after_seq must be a non-negative integer".to_owned()))
+                }
+                Method::EventsSubscribe => {
+                    tokio::time::sleep(self.delay).await;
+                    Ok(json!({"type": "subscribed"}))
+                }
+                _ => Ok(json!({"type": "pong", "server_time": 0})),
+            }
+        }
+    }
+
+    /// Sends `events.subscribe` with `after_seq` and returns the answer.
+    async fn subscribe(client: &mut Client, id: &str, after_seq: i64) -> Option<Value> {
+        let line = format!("{}\n", json!({"id": id, "method": "events.subscribe", "params": {"after_seq": after_seq}}));
+        client.write.write_all(line.as_bytes()).await.expect("write");
+        client.next().await
+    }
+
+    /// Review 42 F4: a connection that sent `events.subscribe` was exempt from the idle
+    /// timeout even when the subscription was refused, so a refused subscribe held a place
+    /// under the cap for ever. Now only a subscription actually made exempts it (also one
+    /// that is made while the next line is already awaited).
+    #[tokio::test]
+    async fn a_refused_subscribe_does_not_exempt_the_connection_from_the_idle_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let idle = Duration::from_millis(150);
+        let limits = Limits { idle_timeout: idle, max_connections: 2, ..Limits::default() };
+        let socket = start_with(&dir, limits, PickySubscribe { delay: idle / 3 });
+        let mut refused = Client::connect(&socket).await;
+        let answer = subscribe(&mut refused, "r", -1).await.expect("answered");
+        assert_eq!(answer["error"]["code"], "bad_request", "{answer}");
+        let mut subscriber = Client::connect(&socket).await;
+        assert_eq!(subscribe(&mut subscriber, "s", 0).await.map(|v| v["id"].clone()), Some(json!("s")));
+
+        assert_eq!(next_within(&mut refused, Duration::from_secs(5)).await, Some(None), "a refused subscriber that idled is closed");
+        tokio::time::sleep(idle * 3).await;
+        assert_eq!(subscriber.call("2", "ping").await.map(|v| v["id"].clone()), Some(json!("2")), "a subscribed client may idle");
+        assert!(served_within(&socket, Duration::from_secs(5)).await, "the refused subscriber's place was given back");
     }
 
     /// Answers `ping`; `events.subscribe` starts a task that keeps a copy of the client's

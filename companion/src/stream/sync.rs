@@ -191,14 +191,40 @@ pub fn output_fingerprint(text: &str) -> String {
     normalised.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The last output fingerprint of each working pane, so only changed output is published.
+///
+/// Kept to the panes the catalog still has (review 42 F6): it lives as long as the runtime,
+/// and each entry holds up to [`OUTPUT_LINES`] rows of text, so a runtime that sees many
+/// short-lived panes (or a Herdr that names panes anew) grew it without bound.
+#[derive(Debug, Default)]
+struct Fingerprints(std::collections::HashMap<String, String>);
+
+impl Fingerprints {
+    /// Records `fingerprint` for `pane`; false when it is empty or the one recorded.
+    fn changed(&mut self, pane: &str, fingerprint: String) -> bool {
+        if fingerprint.is_empty() || self.0.get(pane) == Some(&fingerprint) {
+            return false;
+        }
+        self.0.insert(pane.to_owned(), fingerprint);
+        true
+    }
+
+    /// Forgets every pane not in `panes` (the catalog's, after a resync).
+    fn keep_only(&mut self, panes: &[String]) {
+        let present: std::collections::HashSet<&str> = panes.iter().map(String::as_str).collect();
+        self.0.retain(|pane, _| present.contains(pane.as_str()));
+    }
+}
+
 /// Runs the sync loop forever (spawn it).
 pub async fn run_sync(socket: PathBuf, hub: Arc<EventHub>, log: Arc<RuntimeLog>) {
     let mut backoff = MIN_BACKOFF;
-    let mut fingerprints = std::collections::HashMap::<String, String>::new();
+    let mut fingerprints = Fingerprints::default();
     loop {
         let started = tokio::time::Instant::now();
         let end = session(&socket, &hub, &log, &mut fingerprints).await;
-        log.line(format_args!("herdr sync: {end}"));
+        // Herdr's error messages are in `end`: logged escaped, as all of Herdr's text.
+        log.line(format_args!("herdr sync: {}", end.to_string().escape_debug()));
         if started.elapsed() > Duration::from_secs(10) {
             backoff = MIN_BACKOFF;
         }
@@ -207,7 +233,9 @@ pub async fn run_sync(socket: PathBuf, hub: Arc<EventHub>, log: Arc<RuntimeLog>)
     }
 }
 
-async fn resync(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog) -> Result<Vec<String>, SessionEnd> {
+/// Brings the catalog in step with Herdr's snapshot and returns its pane ids; the output
+/// fingerprints of panes that are gone are dropped with them.
+async fn resync(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog, fingerprints: &mut Fingerprints) -> Result<Vec<String>, SessionEnd> {
     let snapshot = request(socket, HerdrMethod::SessionSnapshot, json!({}), REQUEST_TIMEOUT).await?;
     let panes = hub
         .update_catalog(move |catalog| match catalog.apply_snapshot(&snapshot) {
@@ -215,10 +243,12 @@ async fn resync(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog) -> Result<
             Err(e) => (Vec::new(), Err(e)),
         })
         .await?;
-    panes.or_else(|e| {
+    let panes = panes.unwrap_or_else(|e| {
         log.line(format_args!("herdr sync: {e}"));
-        Ok(hub.catalog().pane_ids())
-    })
+        hub.catalog().pane_ids()
+    });
+    fingerprints.keep_only(&panes);
+    Ok(panes)
 }
 
 async fn status_subscription(socket: &Path, panes: &[String]) -> Result<Option<Subscription>, SessionEnd> {
@@ -236,12 +266,7 @@ async fn next_line(sub: &mut Option<Subscription>) -> std::io::Result<Option<Res
     }
 }
 
-async fn session(
-    socket: &Path,
-    hub: &Arc<EventHub>,
-    log: &RuntimeLog,
-    fingerprints: &mut std::collections::HashMap<String, String>,
-) -> SessionEnd {
+async fn session(socket: &Path, hub: &Arc<EventHub>, log: &RuntimeLog, fingerprints: &mut Fingerprints) -> SessionEnd {
     match session_inner(socket, hub, log, fingerprints).await {
         Ok(never) => match never {},
         Err(end) => end,
@@ -252,16 +277,16 @@ async fn session_inner(
     socket: &Path,
     hub: &Arc<EventHub>,
     log: &RuntimeLog,
-    fingerprints: &mut std::collections::HashMap<String, String>,
+    fingerprints: &mut Fingerprints,
 ) -> Result<std::convert::Infallible, SessionEnd> {
     let pong = ping(socket, REQUEST_TIMEOUT).await?;
-    log.line(format_args!("herdr sync: connected to Herdr {} (protocol {})", pong.version, pong.protocol));
+    log.line(format_args!("herdr sync: connected to Herdr {:?} (protocol {})", pong.version, pong.protocol));
     let lifecycle = LIFECYCLE.iter().map(|k| json!({"type": k})).collect();
     let mut lifecycle = open_subscription(socket, lifecycle).await?;
-    let mut panes = resync(socket, hub, log).await?;
+    let mut panes = resync(socket, hub, log, fingerprints).await?;
     let mut statuses = status_subscription(socket, &panes).await?;
     // Close the window between the snapshot and the status subscription.
-    panes = resync(socket, hub, log).await?;
+    panes = resync(socket, hub, log, fingerprints).await?;
     let mut poll = tokio::time::interval(OUTPUT_POLL);
     loop {
         tokio::select! {
@@ -273,11 +298,11 @@ async fn session_inner(
                         Err(why) => log.line(format_args!("herdr sync: skipped a lifecycle line: {why}")),
                         Ok((name, _)) => {
                             let _ = name;
-                            let now = resync(socket, hub, log).await?;
+                            let now = resync(socket, hub, log, fingerprints).await?;
                             if now != panes {
                                 let fresh = status_subscription(socket, &now).await?;
                                 statuses = fresh;
-                                panes = resync(socket, hub, log).await?;
+                                panes = resync(socket, hub, log, fingerprints).await?;
                             }
                         }
                     },
@@ -291,7 +316,7 @@ async fn session_inner(
                         Ok((name, data)) if name == HerdrSubscription::PaneAgentStatusChanged.event_name() => {
                             hub.update_catalog(move |catalog| (catalog.apply_status(&data), ())).await?;
                         }
-                        Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event `{name}`")),
+                        Ok((name, _)) => log.line(format_args!("herdr sync: skipped an unknown event {name:?}")),
                         Err(why) => log.line(format_args!("herdr sync: skipped a status line: {why}")),
                     },
                 }
@@ -301,11 +326,9 @@ async fn session_inner(
                     let params = json!({"pane_id": pane_id, "source": "recent", "lines": OUTPUT_LINES});
                     let Ok(result) = request(socket, HerdrMethod::PaneRead, params, REQUEST_TIMEOUT).await else { continue };
                     let text = result.pointer("/read/text").and_then(Value::as_str).unwrap_or("");
-                    let fingerprint = output_fingerprint(text);
-                    if fingerprint.is_empty() || fingerprints.get(&pane_id) == Some(&fingerprint) {
+                    if !fingerprints.changed(&pane_id, output_fingerprint(text)) {
                         continue;
                     }
-                    fingerprints.insert(pane_id.clone(), fingerprint);
                     let tail: String = {
                         let chars: Vec<char> = text.trim_end().chars().collect();
                         chars[chars.len().saturating_sub(OUTPUT_TAIL_CHARS)..].iter().collect()
@@ -334,6 +357,44 @@ mod tests {
         let b = output_fingerprint("⠙ building 12:01:09 step 3\n");
         assert_eq!(a, b);
         assert_ne!(a, output_fingerprint("⠙ building 12:01:09 step 4"));
+    }
+
+    /// A stand-in Herdr that answers every `session.snapshot` with one workspace holding
+    /// the panes in `panes` at that moment.
+    async fn snapshot_herdr(listener: tokio::net::UnixListener, panes: Arc<std::sync::Mutex<Vec<&'static str>>>) {
+        while let Ok((stream, _)) = listener.accept().await {
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line).await;
+            let id = serde_json::from_str::<Value>(&line).ok().and_then(|v| v["id"].as_str().map(str::to_owned));
+            let listed: Vec<Value> =
+                panes.lock().expect("panes").iter().map(|p| json!({"pane_id": p, "workspace_id": "w1", "tab_id": "t1"})).collect();
+            let snapshot = json!({"workspaces": [{"workspace_id": "w1", "label": "w", "number": 1}], "panes": listed});
+            let answer = json!({"id": id, "result": {"snapshot": snapshot}});
+            let _ = reader.get_mut().write_all(format!("{answer}\n").as_bytes()).await;
+        }
+    }
+
+    /// Review 42 F6: the output fingerprints lived as long as the runtime and were never
+    /// pruned, so every pane ever seen working kept up to 60 rows of text. Now a resync
+    /// drops the fingerprints of panes that are gone and keeps the others (their repeated
+    /// output is still not published again).
+    #[tokio::test]
+    async fn a_resync_forgets_the_fingerprints_of_panes_that_are_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("herdr.sock");
+        let panes = Arc::new(std::sync::Mutex::new(vec!["p1", "p2"]));
+        tokio::spawn(snapshot_herdr(tokio::net::UnixListener::bind(&socket).expect("bind"), Arc::clone(&panes)));
+        let hub = EventHub::open(&dir.path().join("state.db"), "boot".to_owned()).expect("hub");
+        let log = RuntimeLog::open(&dir.path().join("runtime.log"));
+        let mut fingerprints = Fingerprints::default();
+        assert_eq!(resync(&socket, &hub, &log, &mut fingerprints).await.expect("resync"), ["p1", "p2"]);
+        assert!(fingerprints.changed("p1", "building".to_owned()) && fingerprints.changed("p2", "testing".to_owned()));
+
+        *panes.lock().expect("panes") = vec!["p2"];
+        assert_eq!(resync(&socket, &hub, &log, &mut fingerprints).await.expect("resync"), ["p2"]);
+        assert_eq!(fingerprints.0.keys().collect::<Vec<_>>(), ["p2"], "p1 is gone, so is its fingerprint");
+        assert!(!fingerprints.changed("p2", "testing".to_owned()), "a kept pane's repeated output is not new");
     }
 
     #[tokio::test]
