@@ -204,8 +204,9 @@ mod tests {
     /// `{`, so a reply of unbalanced braces (up to MAX_ANSWER_BYTES, 256 KiB) cost n²/2
     /// steps — about 17 minutes in a debug build — synchronously on one of the runtime's
     /// two async workers. One pass reads each of these in tens of milliseconds in a debug
-    /// build on a loaded machine; the bound (2 s, in a thread so the old code fails instead
-    /// of hanging the suite) separates the two by orders of magnitude either way.
+    /// build on a loaded machine; the bound (20 s, in a thread so the old code fails instead
+    /// of hanging the suite) is no speed target: it separates the two by orders of magnitude
+    /// either way, so a loaded test machine cannot make it fail.
     #[test]
     fn a_reply_of_hostile_braces_is_read_in_linear_time() {
         let n = super::super::MAX_ANSWER_BYTES;
@@ -222,8 +223,8 @@ mod tests {
             std::thread::spawn(move || {
                 let _ = done.send(read_answer(&reply(&content)).is_err());
             });
-            let outcome = finished.recv_timeout(std::time::Duration::from_secs(2));
-            assert_eq!(outcome, Ok(true), "256 KiB starting {head:?} was not refused within 2 s");
+            let outcome = finished.recv_timeout(std::time::Duration::from_secs(20));
+            assert_eq!(outcome, Ok(true), "256 KiB starting {head:?} was not refused within 20 s");
         }
     }
 
