@@ -114,10 +114,12 @@ pub fn valid_nonce(nonce: &str) -> bool {
 /// Invisible characters (zero-width spaces and joiners, direction marks, embeddings and
 /// isolates, the Arabic letter mark, word joiners, invisible operators and the deprecated
 /// format characters, BOM, soft hyphen, combining grapheme joiner, Mongolian vowel
-/// separator, Hangul fillers, Braille blank, line and paragraph separators, variation
-/// selectors and Unicode tags): a reader that ignores them would see `<\u{200b}<<` as a
-/// delimiter, and tags spell text a model reads and a person does not see, so
-/// [`neutralise`] removes them first. The approval card escapes the same set.
+/// separator and free variation selectors, Hangul fillers, line and paragraph separators,
+/// variation selectors, shorthand and musical format controls, the unassigned specials
+/// and Unicode tags): a reader that ignores them would see `<\u{200b}<<` as a delimiter,
+/// and tags spell text a model reads and a person does not see, so [`neutralise`] removes
+/// them first (a line or paragraph separator becomes a line end). The approval card
+/// escapes the same set.
 pub fn invisible_format(c: char) -> bool {
     matches!(
         c,
@@ -128,15 +130,17 @@ pub fn invisible_format(c: char) -> bool {
             | '\u{1160}'
             | '\u{17b4}'
             | '\u{17b5}'
-            | '\u{180e}'
+            | '\u{180b}'..='\u{180f}'
             | '\u{200b}'..='\u{200f}'
             | '\u{2028}'..='\u{202e}'
             | '\u{2060}'..='\u{206f}'
-            | '\u{2800}'
             | '\u{3164}'
             | '\u{fe00}'..='\u{fe0f}'
             | '\u{feff}'
             | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
             | '\u{e0000}'..='\u{e0fff}'
     )
 }
@@ -161,7 +165,8 @@ pub fn neutralise(payload: &str) -> String {
             }
         }
     };
-    for c in payload.chars().filter(|c| !invisible_format(*c)) {
+    let line_ends = payload.chars().map(|c| if matches!(c, '\u{2028}' | '\u{2029}') { '\n' } else { c });
+    for c in line_ends.filter(|c| !invisible_format(*c)) {
         match (c, run) {
             ('<' | '>', Some((r, n))) if r == c => run = Some((r, n + 1)),
             ('<' | '>', _) => {
@@ -249,14 +254,24 @@ mod tests {
             '\u{1160}',
             '\u{3164}',
             '\u{ffa0}',
-            '\u{2028}',
             '\u{206a}',
             '\u{fe00}',
             '\u{e0001}',
             '\u{e01ef}',
+            // Review of the fix (failed before): Mongolian free variation selectors, shorthand
+            // and musical format controls, and the unassigned specials.
+            '\u{180b}',
+            '\u{180f}',
+            '\u{1bca0}',
+            '\u{1d173}',
+            '\u{fff0}',
         ] {
             assert_eq!(neutralise(&format!("a{hidden}b")), "ab", "U+{:04X}", u32::from(hidden));
         }
+        // A line or paragraph separator is a line end, not two words joined; a braille blank
+        // is part of a braille chart in a terminal's output, kept.
+        assert_eq!(neutralise("one\u{2028}two\u{2029}three"), "one\ntwo\nthree");
+        assert_eq!(neutralise("⣿\u{2800}⡇"), "⣿\u{2800}⡇");
     }
 
     #[test]

@@ -177,8 +177,12 @@ impl Router {
                 // hello does not: the browser has no use for the workstation's tools.
                 let doctor = request.params.get("extension_version").and_then(Value::as_str) == Some(DOCTOR_VERSION);
                 if doctor && answer["compatible"] == true {
-                    let found = tokio::task::spawn_blocking(crate::gitcmd::installed_version).await.ok().flatten();
-                    answer["git"] = json!({ "version": found });
+                    // Bounded: a git that does not answer leaves `git` out (the doctor then
+                    // judges its own), never the hello unanswered.
+                    let asked = tokio::task::spawn_blocking(crate::gitcmd::installed_version);
+                    if let Ok(Ok(found)) = tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
+                        answer["git"] = json!({ "version": found });
+                    }
                 }
                 Ok(answer)
             }

@@ -666,6 +666,14 @@ fn exec_detail(tool: ToolName, args: &Map<String, Value>, argv: &[Value]) -> Str
 /// push the rest of the argument out of sight.
 const SPACE_RUN: usize = 8;
 
+/// A line's indentation of this many spaces or more is shown as `⟨N spaces⟩` on the card:
+/// deeper than code indents, it could push the rest of the line out of sight.
+const INDENT_RUN: usize = 40;
+
+/// A run of this many tabs or more in a file's text is shown as `⟨N tabs⟩` (fewer are the
+/// file's indentation, kept).
+const TAB_RUN: usize = 8;
+
 /// A run of this many blank lines or more in typed text is shown as one `⟨N blank lines⟩`:
 /// it could push what follows below the card's scroll box.
 const BLANK_RUN: usize = 3;
@@ -686,7 +694,8 @@ enum Shown {
 /// takes it: Enter), `⟨TAB⟩` in typed text, `⟨U+XXXX⟩` for any other control, a blank other
 /// than the space and an invisible or direction-changing character
 /// (`continuity_protocol::fence::invisible_format`), `⟨N spaces⟩` for a run of
-/// [`SPACE_RUN`] spaces or more after a line's indentation, `⟨N blank lines⟩` for a run of
+/// [`SPACE_RUN`] spaces or more after a line's start ([`INDENT_RUN`] at its start),
+/// `⟨N tabs⟩` for [`TAB_RUN`] tabs or more in a file's text, `⟨N blank lines⟩` for a run of
 /// [`BLANK_RUN`] or more, and `⟨U+27E8⟩` for a `⟨` of the text itself, so no mark is
 /// forged. Line feeds stay line breaks (but `⟨LF⟩` in [`Shown::Line`]).
 fn visible(text: &str, as_: Shown) -> String {
@@ -699,7 +708,7 @@ fn visible(text: &str, as_: Shown) -> String {
             spaces += 1;
             continue;
         }
-        if spaces >= SPACE_RUN && !line_start {
+        if spaces >= if line_start { INDENT_RUN } else { SPACE_RUN } {
             out.push_str(&format!("⟨{spaces} spaces⟩"));
         } else {
             out.push_str(&" ".repeat(spaces));
@@ -719,7 +728,17 @@ fn visible(text: &str, as_: Shown) -> String {
                     line_start = true;
                 }
             }
-            '\t' if as_ == Shown::File => out.push('\t'),
+            '\t' if as_ == Shown::File => {
+                let mut tabs = 1;
+                while chars.next_if_eq(&'\t').is_some() {
+                    tabs += 1;
+                }
+                if tabs >= TAB_RUN {
+                    out.push_str(&format!("⟨{tabs} tabs⟩"));
+                } else {
+                    out.push_str(&"\t".repeat(tabs));
+                }
+            }
             '\t' => out.push_str("⟨TAB⟩"),
             '⟨' => out.push_str("⟨U+27E8⟩"),
             c if hidden_char(c) => out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c))),
@@ -756,7 +775,7 @@ fn collapse_blank_runs(text: &str) -> String {
 /// second line), a blank other than the space (a run of them would push text out of sight
 /// where a run of spaces is counted), or an invisible or direction-changing format character.
 fn hidden_char(c: char) -> bool {
-    c.is_control() || (c.is_whitespace() && c != ' ') || continuity_protocol::fence::invisible_format(c)
+    c.is_control() || (c.is_whitespace() && c != ' ') || c == '\u{2800}' || continuity_protocol::fence::invisible_format(c)
 }
 
 /// `word` as one POSIX shell word: bare when it holds only safe characters, else in

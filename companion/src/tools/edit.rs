@@ -100,7 +100,16 @@ fn git_state_found(path: &Path, roots: &Roots, found: Option<&str>) -> GitState 
                 None => GitState::Clean,
             }
         }
-        Ok((false, _, stderr)) => GitState::NoRepository(String::from_utf8_lossy(&stderr).trim().chars().take(200).collect()),
+        // Only "not a git repository" means that; any other failure (a repository Git
+        // refuses as of dubious ownership, a broken index) is Git not answering.
+        Ok((false, _, stderr)) => {
+            let why: String = String::from_utf8_lossy(&stderr).trim().chars().take(200).collect();
+            if why.contains("not a git repository") {
+                GitState::NoRepository(why)
+            } else {
+                GitState::Unknown(why)
+            }
+        }
         Err(why) => GitState::Unknown(why),
     }
 }
@@ -498,6 +507,25 @@ mod tests {
         assert_eq!(git_state(&repo.join("new.txt")), GitState::Dirty("??".to_owned()));
         assert_eq!(git_state(&repo.join(".gitignore")), GitState::Clean);
         assert_eq!(git_state(&repo.join("absent.txt")), GitState::Clean);
+    }
+
+    /// Review of stop 42's fix (failed before): a repository Git refuses (owned by another
+    /// user: "dubious ownership") was called "not in a Git work tree"; Git did not answer.
+    #[test]
+    fn a_repository_git_refuses_is_git_not_answering_not_no_repository() {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            panic!("this test needs root to give the repository to another user; run the suite as root (CI does)");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = std::fs::canonicalize(dir.path()).expect("canonical");
+        assert!(std::process::Command::new("git").arg("-C").arg(&repo).args(["init", "-q"]).status().expect("git").success());
+        assert!(std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(&repo).status().expect("chown").success());
+        let roots = super::super::roots::Roots::new([repo.clone()], []);
+        let state = git_state(&repo.join("a.txt"), &roots);
+        assert!(matches!(&state, GitState::Unknown(why) if why.contains("dubious ownership")), "{state:?}");
+        let error = check_git("herdr_fs_write", "a.txt", &state, false).expect_err("refused").to_string();
+        assert!(error.contains("could not ask Git") && error.contains("dubious ownership"), "{error}");
     }
 
     /// Git41 H1: with a git older than 2.31 (which ignores the hardening's settings) the

