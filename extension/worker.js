@@ -198,10 +198,12 @@ chrome.commands?.onCommand.addListener((command, tab) => {
 // in chrome.storage.local) and Chrome grants `debugger`; otherwise, and on any failure, it
 // answers `{ok: false, error}` — never throws, never decides what is typed or when.
 // Only our own content script in the top frame of a page of our host permissions may ask,
-// and only for an `@` mention (no spaces, no control characters); the tab must still show
+// and only for an `@` mention of a name (letters, digits, `.`, `_`, `-`: the keyword is
+// learned from the page, which must not slip symbols or a direction override into trusted
+// keys); the tab must still show
 // such a page right before the debugger attaches (the keys go to its focused element).
 const TRUSTED_TYPING_KEY = SETTINGS.trusted_typing_key;
-const TRUSTED_MENTION = /^@[^\s\u0000-\u001f\u007f]{1,64}$/u;
+const TRUSTED_MENTION = /^@[\p{L}\p{N}][\p{L}\p{N}._-]{0,63}$/u;
 const allowedOrigin = (url) => {
   try {
     const origin = new URL(url).origin;

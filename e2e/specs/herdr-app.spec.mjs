@@ -86,7 +86,10 @@ test('trusted typing: off until the options page turns it on; then the worker ty
 
   // Nothing but an @ mention is typed: no key (the page picks the App by a click, so an Enter
   // that could send a stray `@herdr` is never asked for).
-  for (const bad of [{ text: 'hello' }, { text: '@her dr' }, { text: '@herdr\n' }, { key: 'Enter' }, { key: 'Backspace' }, { text: '@herdr', key: 'Enter' }, {}]) {
+  // Review 42 LOW-3: the keyword is learned from the page, so only a name is typed — letters,
+  // digits, `.`, `_`, `-` — never symbols or a direction override a page could slip in.
+  const forged = [{ text: '@##!!##' }, { text: '@her\u202edr' }, { text: '@herdr;rm' }, { text: '@-herdr' }];
+  for (const bad of [{ text: 'hello' }, { text: '@her dr' }, { text: '@herdr\n' }, { key: 'Enter' }, { key: 'Backspace' }, { text: '@herdr', key: 'Enter' }, {}, ...forged]) {
     expect(await askWorker(page, { type: 'trusted_type', ...bad }), JSON.stringify(bad)).toEqual({ ok: false, error: 'bad_request' });
   }
   await expect(composer).toHaveText('@herdr');
