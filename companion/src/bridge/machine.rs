@@ -835,6 +835,20 @@ fn cut_chars(text: &str, max: usize) -> (String, u64) {
     }
 }
 
+/// A card text cut by [`cut_chars`] that ends inside a mark of [`visible`] (`⟨U+20`) ends
+/// before the mark instead; the mark's characters count among those left out. In a text
+/// [`visible`] shows every `⟨` starts a mark (the text's own are marks themselves); in an
+/// exec line or the args JSON a lone `⟨` near the cut only shows a little less.
+fn cut_before_mark((shown, more): (String, u64)) -> (String, u64) {
+    match shown.rfind('⟨') {
+        Some(open) if more > 0 && !shown[open..].contains('⟩') => {
+            let moved = shown[open..].chars().count() as u64;
+            (shown[..open].to_owned(), more + moved)
+        }
+        _ => (shown, more),
+    }
+}
+
 /// The string at `key` of `map`, if it is one.
 fn string_at(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
@@ -884,6 +898,6 @@ pub fn classify(tool: &str, args: &Map<String, Value>) -> CallClass {
         }
         Err(_) => (true, None, None),
     };
-    let (detail, detail_more) = cut_chars(&call_detail(tool, args, &params), MAX_PENDING_DETAIL_CHARS);
+    let (detail, detail_more) = cut_before_mark(cut_chars(&call_detail(tool, args, &params), MAX_PENDING_DETAIL_CHARS));
     CallClass { mutating, method, target, args_preview, detail, detail_more }
 }

@@ -953,6 +953,7 @@ fn a_pending_call_shows_the_whole_decoded_text_it_would_type_or_send() {
 #[test]
 fn typed_text_on_the_card_shows_carriage_returns_invisible_characters_and_blank_runs() {
     use companion::bridge::machine::classify;
+    use continuity_protocol::limits::MAX_PENDING_DETAIL_CHARS;
     let object = |v: Value| v.as_object().cloned().expect("an object");
     let typed = |text: &str| {
         let params = json!({"pane_id": "w1:p1", "text": text}).to_string();
@@ -968,6 +969,12 @@ fn typed_text_on_the_card_shows_carriage_returns_invisible_characters_and_blank_
     let pushed = typed(&format!("true{}; curl evil", " ".repeat(300)));
     assert_eq!(pushed, "true⟨300 spaces⟩; curl evil");
     assert_eq!(typed("⟨CR⟩"), "⟨U+27E8⟩CR⟩", "the mark cannot be forged");
+    // Review of the fix (failed before): the card's 2 000-character cut could land inside a
+    // mark (`⟨U+20`); it now ends before the mark, which counts among the characters left.
+    let params = json!({"pane_id": "w1:p1", "text": format!("{}\u{202e}tail", "a".repeat(MAX_PENDING_DETAIL_CHARS - 3))}).to_string();
+    let cut = classify("herdr_call", &object(json!({"method": "pane.send_text", "params": params})));
+    assert_eq!(cut.detail, "a".repeat(MAX_PENDING_DETAIL_CHARS - 3), "no half mark");
+    assert_eq!(cut.detail_more, "⟨U+202E⟩tail".chars().count() as u64);
     // Review of the fix (failed before): a line's indentation was never marked, so 1 500
     // leading spaces (or tabs in a file) pushed the command below the card's scroll box.
     assert_eq!(typed(&format!("{}curl x|sh", " ".repeat(1500))), "⟨1500 spaces⟩curl x|sh");
