@@ -62,8 +62,12 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
     match command {
         OAuthCommand::Pending => {
             let waiting = store.pending(now).map_err(OAuthCliError::Refused)?;
+            let strangers = store.strangers_note(now).map_err(OAuthCliError::Refused)?;
             if waiting.is_empty() {
                 writeln!(out, "no sign-in request is waiting")?;
+                if let Some(note) = strangers {
+                    writeln!(out, "{note}")?;
+                }
                 return Ok(());
             }
             let full = waiting.len() as i64 >= MAX_PENDING;
@@ -87,6 +91,9 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
                     out,
                     "the list is full ({MAX_PENDING}): each new sign-in request pushes out the oldest. If you did not start most of these, someone else knows your tunnel URL: approve only the code your own sign-in page shows (the newest is listed last), and a new tunnel URL stops them"
                 )?;
+            }
+            if let Some(note) = strangers {
+                writeln!(out, "{note}")?;
             }
         }
         OAuthCommand::Approve(code) | OAuthCommand::Deny(code) => {
@@ -165,7 +172,6 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = CompanionHome::at(dir.path().join("home"));
         let mut store = OAuthStore::open(&home).expect("open");
-        store.lift_rate_limits();
         let now = now_secs();
         let params = |client_id: &str| AuthorizeParams {
             client_id: Some(client_id.into()),
@@ -208,5 +214,57 @@ mod tests {
         let mut none = Vec::new();
         run(&home, &OAuthCommand::DenyAll, &mut none).expect("deny --all");
         assert_eq!(String::from_utf8(none).expect("utf-8"), "no sign-in request is waiting\n");
+    }
+
+    /// Review 42: strangers' activity is visible on the workstation. Once requests were
+    /// pushed out, `oauth pending` says how many in the last 10 minutes and that someone
+    /// else may know the tunnel URL (pointing to the README's way to a new one), also when
+    /// none waits; `oauth approve` of a pushed-out code says the same.
+    #[test]
+    fn pending_and_approve_say_how_many_requests_were_pushed_out_and_what_that_means() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CompanionHome::at(dir.path().join("home"));
+        let mut store = OAuthStore::open(&home).expect("open");
+        let now = now_secs();
+        let params = |client_id: &str| AuthorizeParams {
+            client_id: Some(client_id.into()),
+            redirect_uri: Some(REDIRECT.into()),
+            response_type: Some("code".into()),
+            code_challenge: Some(crate::mcp::oauth::base64url(&[7u8; 32])),
+            code_challenge_method: Some("S256".into()),
+            state: None,
+            resource: Some(RESOURCE.into()),
+        };
+        let mut first = None;
+        for n in 0..MAX_PENDING + 3 {
+            let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
+            let id = store.register(new, now - 500 + 20 * n).expect("register").client_id;
+            let begun = store.begin(&params(&id), RESOURCE, ISSUER, now - 500 + 20 * n).expect("begin");
+            first.get_or_insert(begun.user_code);
+        }
+        let text = |command: &OAuthCommand| {
+            let mut out = Vec::new();
+            let result = run(&home, command, &mut out);
+            (result.map_err(|e| e.to_string()), String::from_utf8(out).expect("utf-8"))
+        };
+        let (listed, out) = text(&OAuthCommand::Pending);
+        listed.expect("pending");
+        assert!(
+            out.contains("3 sign-in requests were pushed out in the last 10 minutes")
+                && out.contains("someone else may know your tunnel URL")
+                && out.contains("new tunnel URL"),
+            "{out}"
+        );
+        let (approved, _) = text(&OAuthCommand::Approve(first.expect("a first code")));
+        let refused = approved.expect_err("pushed out");
+        assert!(
+            refused.contains("pushed out") && refused.contains("3 sign-in requests were pushed out in the last 10 minutes"),
+            "{refused}"
+        );
+        let (denied, _) = text(&OAuthCommand::DenyAll);
+        denied.expect("deny --all");
+        let (listed, out) = text(&OAuthCommand::Pending);
+        listed.expect("pending");
+        assert!(out.contains("no sign-in request is waiting") && out.contains("3 sign-in requests were pushed out"), "{out}");
     }
 }

@@ -95,7 +95,7 @@ pub fn router(server: Arc<OAuthServer>) -> axum::Router {
         .route(&format!("{RESOURCE_METADATA_PATH}{prefix}{MCP_PATH}"), get(resource_metadata))
         .route(SERVER_METADATA_PATH, get(server_metadata))
         .route(REGISTER_PATH, post(register))
-        .route(AUTHORIZE_PATH, get(authorize))
+        .route(AUTHORIZE_PATH, get(authorize).head(no_head))
         .route(STATUS_PATH, get(status))
         .route(TOKEN_PATH, post(token))
         .route(REVOKE_PATH, post(revoke));
@@ -111,21 +111,12 @@ fn json_answer(status: StatusCode, body: &Value) -> Response {
     (status, headers, body.to_string()).into_response()
 }
 
-/// RFC 6749 §5.2's error body (`WWW-Authenticate: Basic` with 401, §5.2 `invalid_client`;
-/// `Retry-After` with a rate-limit refusal's 429).
+/// RFC 6749 §5.2's error body (`WWW-Authenticate: Basic` with 401, §5.2 `invalid_client`).
 fn error_answer(error: &OAuthError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut answer = json_answer(status, &json!({"error": error.code, "error_description": error.description}));
     if status == StatusCode::UNAUTHORIZED {
         answer.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Basic realm=\"herdr-companion\""));
-    }
-    with_retry_after(answer, error)
-}
-
-/// `answer` with `Retry-After` when `error` is a rate-limit refusal.
-fn with_retry_after(mut answer: Response, error: &OAuthError) -> Response {
-    if let Some(secs) = error.retry_after_secs {
-        answer.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(secs.max(1)));
     }
     answer
 }
@@ -339,8 +330,13 @@ fn refusal_page(error: &OAuthError) -> Response {
         code = error.code,
         text = html_escape(&error.description)
     );
-    let status = if error.status() == 429 { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::BAD_REQUEST };
-    with_retry_after(html_page(status, "Sign-in refused", &body), error)
+    html_page(StatusCode::BAD_REQUEST, "Sign-in refused", &body)
+}
+
+/// `HEAD /oauth/authorize`: 405. axum would answer HEAD with the GET handler, and a link
+/// checker, an unfurler or a prefetch of a pasted URL would start a consent request.
+async fn no_head() -> Response {
+    (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET")]).into_response()
 }
 
 /// `GET /oauth/authorize`: starts a consent request and shows what the user approves on
@@ -362,7 +358,18 @@ async fn authorize(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response
     };
     let (resource, issuer) = (server.public.resource(), server.public.issuer());
     let begun = server
-        .with_store(move |store, now| Ok(store.begin(&params, &resource, &issuer, now)))
+        .with_store(move |store, now| {
+            Ok(match store.begin(&params, &resource, &issuer, now) {
+                // A refusal on the page also says when strangers are pushing requests out.
+                Err(AuthorizeRefusal::Page(mut error)) => {
+                    if let Ok(Some(note)) = store.strangers_note(now) {
+                        error.description = format!("{}. {note}", error.description);
+                    }
+                    Err(AuthorizeRefusal::Page(error))
+                }
+                other => other,
+            })
+        })
         .await
         .unwrap_or_else(|error| Err(AuthorizeRefusal::Page(error)));
     let begun = match begun {
@@ -394,7 +401,7 @@ async fn authorize(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response
              .then(function (a) {{\
                if (a.redirect_to) {{ status.textContent = 'Returning to the client… / 正在返回…'; location.replace(a.redirect_to); return; }}\
                if (a.status === 'gone') {{ status.textContent = 'This request is no longer waiting; start the sign-in again. / 此请求已失效，请重新登录。'; return; }}\
-               if (a.status === 'pushed_out') {{ status.textContent = 'More than {max_pending} newer sign-in requests came before this one was approved, so it was pushed out; someone else may know this tunnel URL. Start the sign-in again and approve the new code right away. / 在批准之前又来了超过 {max_pending} 个新的登录请求，此请求已被挤出；可能有其他人知道此隧道地址。请重新登录，并立即批准新的代码。'; return; }}\
+               if (a.status === 'pushed_out') {{ status.textContent = 'At least {max_pending} newer sign-in requests came before this one was decided, so it was pushed out (' + a.pushed_out_recently + ' in the last {minutes} minutes); someone else may know this tunnel URL. Start the sign-in again and approve the new code right away; a new tunnel URL stops them (README, \\u201cThrough your own HTTPS tunnel\\u201d). / 在决定之前又来了 {max_pending} 个新的登录请求，此请求已被挤出（最近 {minutes} 分钟内共 ' + a.pushed_out_recently + ' 个）；可能有其他人知道此隧道地址。请重新登录，并立即批准新的代码；更换隧道地址可阻止他们（见 README“Through your own HTTPS tunnel”）。'; return; }}\
                later();\
              }}, later);\
          }}\
@@ -421,12 +428,19 @@ async fn status(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response {
         return error_answer(&OAuthError::new("invalid_request", "request is missing; the consent page sends it"));
     };
     let issuer = server.public.issuer();
-    match server.with_store(move |store, now| store.poll(&request, &issuer, now)).await {
-        Ok(PollAnswer::Waiting(expires_in)) => json_answer(StatusCode::OK, &json!({"status": "waiting", "expires_in": expires_in})),
-        Ok(PollAnswer::Approved(to)) => json_answer(StatusCode::OK, &json!({"status": "approved", "redirect_to": to})),
-        Ok(PollAnswer::Refused(to)) => json_answer(StatusCode::OK, &json!({"status": "refused", "redirect_to": to})),
-        Ok(PollAnswer::Gone) => json_answer(StatusCode::OK, &json!({"status": "gone"})),
-        Ok(PollAnswer::PushedOut) => json_answer(StatusCode::OK, &json!({"status": "pushed_out"})),
+    let answer = server.with_store(move |store, now| {
+        let answer = store.poll(&request, &issuer, now)?;
+        let recently = if answer == PollAnswer::PushedOut { store.pushed_out_recently(now)? } else { 0 };
+        Ok((answer, recently))
+    });
+    match answer.await {
+        Ok((PollAnswer::Waiting(expires_in), _)) => json_answer(StatusCode::OK, &json!({"status": "waiting", "expires_in": expires_in})),
+        Ok((PollAnswer::Approved(to), _)) => json_answer(StatusCode::OK, &json!({"status": "approved", "redirect_to": to})),
+        Ok((PollAnswer::Refused(to), _)) => json_answer(StatusCode::OK, &json!({"status": "refused", "redirect_to": to})),
+        Ok((PollAnswer::Gone, _)) => json_answer(StatusCode::OK, &json!({"status": "gone"})),
+        Ok((PollAnswer::PushedOut, recently)) => {
+            json_answer(StatusCode::OK, &json!({"status": "pushed_out", "pushed_out_recently": recently}))
+        }
         Err(error) => error_answer(&error),
     }
 }
@@ -582,18 +596,53 @@ mod tests {
         }
     }
 
-    /// Review 42: a rate-limit refusal is a 429 with `Retry-After`, as JSON and as the page.
-    #[test]
-    fn a_rate_limit_refusal_says_when_to_retry() {
-        let mut error = OAuthError::new("temporarily_unavailable", "too many sign-in requests; wait 12 seconds");
-        error.retry_after_secs = Some(12);
-        for answer in [error_answer(&error), refusal_page(&error)] {
-            assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
-            assert_eq!(answer.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("12"));
+    /// One request to the server on `port`, read to its end.
+    async fn ask(port: u16, method: &str, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: herdr.example.com\r\nConnection: close\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+        read.expect("answered").expect("read");
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    /// Review 42 (LOW-8): a HEAD of the sign-in page (a link checker, an unfurler, a
+    /// prefetch of the pasted URL) starts no consent request: 405 with `Allow: GET`. A GET
+    /// of the same URL still does.
+    #[tokio::test]
+    async fn a_head_request_to_the_sign_in_page_starts_no_consent_request() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("oauth.db");
+        let mut store = OAuthStore::open_path(&db).expect("open");
+        let redirect = "https://chatgpt.com/connector_platform_oauth_redirect";
+        let new = NewClient { name: "ChatGPT".into(), redirect_uris: vec![redirect.into()], auth_method: AuthMethod::None };
+        let client_id = store.register(new, now_secs()).expect("register").client_id;
+        let public = PublicUrl::parse("https://herdr.example.com").expect("url");
+        let server = OAuthServer::new(public, OAuthStore::open_path(&db).expect("open"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        tokio::spawn(async move { axum::serve(listener, router(server)).await });
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("response_type", "code"),
+                ("client_id", client_id.as_str()),
+                ("redirect_uri", redirect),
+                ("code_challenge", crate::mcp::oauth::base64url(&[7u8; 32]).as_str()),
+                ("code_challenge_method", "S256"),
+                ("resource", "https://herdr.example.com/mcp"),
+            ])
+            .finish();
+        let path = format!("{AUTHORIZE_PATH}?{query}");
+        for _ in 0..3 {
+            let head = ask(port, "HEAD", &path).await;
+            assert!(head.starts_with("HTTP/1.1 405") && head.to_ascii_lowercase().contains("allow: get"), "{head}");
         }
-        let plain = OAuthError::new("invalid_request", "no");
-        assert_eq!(refusal_page(&plain).status(), StatusCode::BAD_REQUEST);
-        assert!(error_answer(&plain).headers().get(header::RETRY_AFTER).is_none());
+        assert!(store.pending(now_secs()).expect("pending").is_empty(), "a HEAD starts no consent request");
+        let page = ask(port, "GET", &path).await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert_eq!(store.pending(now_secs()).expect("pending").len(), 1, "a GET does");
     }
 
     #[test]
