@@ -164,6 +164,19 @@ mod tests {
     const ISSUER: &str = "https://herdr.example.com";
     const REDIRECT: &str = "https://chatgpt.com/connector_platform_oauth_redirect";
 
+    /// A sign-in request of `client_id` as ChatGPT's connector makes it.
+    fn params(client_id: &str) -> AuthorizeParams {
+        AuthorizeParams {
+            client_id: Some(client_id.into()),
+            redirect_uri: Some(REDIRECT.into()),
+            response_type: Some("code".into()),
+            code_challenge: Some(crate::mcp::oauth::base64url(&[7u8; 32])),
+            code_challenge_method: Some("S256".into()),
+            state: None,
+            resource: Some(RESOURCE.into()),
+        }
+    }
+
     /// Review of issue 24: `oauth deny --all` clears every waiting sign-in (strangers'
     /// requests that filled the list), each page goes back with `access_denied`, and the
     /// user's own sign-in gets in again.
@@ -173,15 +186,6 @@ mod tests {
         let home = CompanionHome::at(dir.path().join("home"));
         let mut store = OAuthStore::open(&home).expect("open");
         let now = now_secs();
-        let params = |client_id: &str| AuthorizeParams {
-            client_id: Some(client_id.into()),
-            redirect_uri: Some(REDIRECT.into()),
-            response_type: Some("code".into()),
-            code_challenge: Some(crate::mcp::oauth::base64url(&[7u8; 32])),
-            code_challenge_method: Some("S256".into()),
-            state: None,
-            resource: Some(RESOURCE.into()),
-        };
         let mut pages = Vec::new();
         for _ in 0..super::super::MAX_PENDING / 2 {
             let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
@@ -226,15 +230,6 @@ mod tests {
         let home = CompanionHome::at(dir.path().join("home"));
         let mut store = OAuthStore::open(&home).expect("open");
         let now = now_secs();
-        let params = |client_id: &str| AuthorizeParams {
-            client_id: Some(client_id.into()),
-            redirect_uri: Some(REDIRECT.into()),
-            response_type: Some("code".into()),
-            code_challenge: Some(crate::mcp::oauth::base64url(&[7u8; 32])),
-            code_challenge_method: Some("S256".into()),
-            state: None,
-            resource: Some(RESOURCE.into()),
-        };
         let mut first = None;
         for n in 0..MAX_PENDING + 3 {
             let new = NewClient { name: "Stranger".into(), redirect_uris: vec![REDIRECT.into()], auth_method: AuthMethod::None };
