@@ -41,8 +41,11 @@ const START_RETRY_MS = [1000, 2000, 5000, 10000, 30000];
 // use them: both are kept to the extension's own pages and this worker, at every start (a
 // browser without the setting says so in the worker's console).
 for (const area of ['local', 'sync']) {
-  Promise.resolve(chrome.storage?.[area]?.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }))
-    .catch((error) => console.warn(`herdr-continuity: chrome.storage.${area} stays open to content scripts: ${error?.message ?? error}`));
+  const store = chrome.storage?.[area];
+  const keep = typeof store?.setAccessLevel === 'function'
+    ? Promise.resolve().then(() => store.setAccessLevel({ accessLevel: 'TRUSTED_CONTEXTS' }))
+    : Promise.reject(new Error('this browser cannot restrict it (setAccessLevel is missing)'));
+  keep.catch((error) => console.warn(`herdr-continuity: chrome.storage.${area} stays open to content scripts: ${error?.message ?? error}`));
 }
 const stored = (area, keys) => {
   const store = chrome.storage?.[area];

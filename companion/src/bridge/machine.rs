@@ -701,52 +701,62 @@ enum Shown {
 fn visible(text: &str, as_: Shown) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
-    let mut spaces = 0usize;
+    // The run of blanks before the next character: spaces, and a file's tabs.
+    let mut run = String::new();
     let mut line_start = true;
     while let Some(c) = chars.next() {
-        if c == ' ' {
-            spaces += 1;
-            continue;
-        }
-        if spaces >= if line_start { INDENT_RUN } else { SPACE_RUN } {
-            out.push_str(&format!("⟨{spaces} spaces⟩"));
-        } else {
-            out.push_str(&" ".repeat(spaces));
-        }
-        spaces = 0;
-        line_start = false;
         match c {
-            '\n' if as_ == Shown::Line => out.push_str("⟨LF⟩"),
-            '\n' => {
-                out.push('\n');
-                line_start = true;
+            ' ' => run.push(c),
+            '\t' if as_ == Shown::File => run.push(c),
+            _ => {
+                blanks(&mut out, &run, line_start);
+                run.clear();
+                line_start = false;
+                shown_char(&mut out, c, as_, &mut chars, &mut line_start);
             }
-            '\r' => {
-                out.push_str("⟨CR⟩");
-                if as_ != Shown::Line && chars.peek() != Some(&'\n') {
-                    out.push('\n');
-                    line_start = true;
-                }
-            }
-            '\t' if as_ == Shown::File => {
-                let mut tabs = 1;
-                while chars.next_if_eq(&'\t').is_some() {
-                    tabs += 1;
-                }
-                if tabs >= TAB_RUN {
-                    out.push_str(&format!("⟨{tabs} tabs⟩"));
-                } else {
-                    out.push_str(&"\t".repeat(tabs));
-                }
-            }
-            '\t' => out.push_str("⟨TAB⟩"),
-            '⟨' => out.push_str("⟨U+27E8⟩"),
-            c if hidden_char(c) => out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c))),
-            c => out.push(c),
         }
     }
-    out.push_str(&" ".repeat(spaces));
+    blanks(&mut out, &run, line_start);
     collapse_blank_runs(&out)
+}
+
+/// A run of spaces and tabs as [`visible`] shows it: as it is, or as one mark when it could
+/// push text out of sight — spaces alone from [`SPACE_RUN`] ([`INDENT_RUN`] at a line's
+/// start), tabs alone from [`TAB_RUN`], a mix from the spaces' bound.
+fn blanks(out: &mut String, run: &str, line_start: bool) {
+    let tabs = run.bytes().filter(|&b| b == b'\t').count();
+    let spaces = run.len() - tabs;
+    let bound = if line_start { INDENT_RUN } else { SPACE_RUN };
+    let mark = match (spaces, tabs) {
+        (0, 0) => return,
+        (_, 0) => (spaces >= bound).then(|| format!("⟨{spaces} spaces⟩")),
+        (0, _) => (tabs >= TAB_RUN).then(|| format!("⟨{tabs} tabs⟩")),
+        _ => (spaces + tabs >= bound).then(|| format!("⟨{spaces} spaces and {tabs} tabs⟩")),
+    };
+    out.push_str(mark.as_deref().unwrap_or(run));
+}
+
+/// One character other than a blank of a run, as [`visible`] shows it (`line_start` set
+/// when it ends a line).
+fn shown_char(out: &mut String, c: char, as_: Shown, chars: &mut std::iter::Peekable<std::str::Chars<'_>>, line_start: &mut bool) {
+    match c {
+        '\n' if as_ == Shown::Line => out.push_str("⟨LF⟩"),
+        '\n' => {
+            out.push('\n');
+            *line_start = true;
+        }
+        '\r' => {
+            out.push_str("⟨CR⟩");
+            if as_ != Shown::Line && chars.peek() != Some(&'\n') {
+                out.push('\n');
+                *line_start = true;
+            }
+        }
+        '\t' => out.push_str("⟨TAB⟩"),
+        '⟨' => out.push_str("⟨U+27E8⟩"),
+        c if hidden_char(c) => out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c))),
+        c => out.push(c),
+    }
 }
 
 /// `text` with each run of [`BLANK_RUN`] or more blank lines (empty or only spaces and
@@ -837,11 +847,15 @@ fn cut_chars(text: &str, max: usize) -> (String, u64) {
 
 /// A card text cut by [`cut_chars`] that ends inside a mark of [`visible`] (`⟨U+20`) ends
 /// before the mark instead; the mark's characters count among those left out. In a text
-/// [`visible`] shows every `⟨` starts a mark (the text's own are marks themselves); in an
-/// exec line or the args JSON a lone `⟨` near the cut only shows a little less.
+/// [`visible`] shows every `⟨` starts a mark (the text's own are marks themselves); an exec
+/// line or the args JSON keeps a literal `⟨`, so only a short tail written as a mark is
+/// moved (at most 40 characters: never the rest of a command).
 fn cut_before_mark((shown, more): (String, u64)) -> (String, u64) {
+    // A mark's start: `⟨` then at most 40 of the characters a mark is written with.
+    let mark_start =
+        |tail: &str| tail.chars().count() <= 41 && tail.chars().skip(1).all(|c| c.is_ascii_alphanumeric() || c == '+' || c == ' ');
     match shown.rfind('⟨') {
-        Some(open) if more > 0 && !shown[open..].contains('⟩') => {
+        Some(open) if more > 0 && mark_start(&shown[open..]) => {
             let moved = shown[open..].chars().count() as u64;
             (shown[..open].to_owned(), more + moved)
         }

@@ -89,7 +89,7 @@ pub fn run(home: &CompanionHome, command: &OAuthCommand, out: &mut impl Write) -
             if full {
                 writeln!(
                     out,
-                    "the list is full ({MAX_PENDING}): each new sign-in request pushes out the oldest. If you did not start most of these, someone else knows your tunnel URL: approve only the code your own sign-in page shows (the newest is listed last), and a new tunnel URL stops them"
+                    "the list is full ({MAX_PENDING}): each new sign-in request pushes out the oldest. If you did not start most of these, someone else knows your tunnel URL: approve only the code your own sign-in page shows, compared in full (a stranger's request may be the newest: approving it gives them this computer's tools), and a new tunnel URL stops them"
                 )?;
             }
             if let Some(note) = strangers {
@@ -200,6 +200,9 @@ mod tests {
         run(&home, &OAuthCommand::Pending, &mut listed).expect("pending");
         let listed = String::from_utf8(listed).expect("utf-8");
         assert!(listed.contains("the list is full (20)") && listed.contains("pushes out the oldest"), "{listed}");
+        // Final review of stop 42: "the newest is listed last" steered a hurried user to a
+        // stranger's request (under a flood the newest is theirs); the code is compared.
+        assert!(listed.contains("compared in full") && !listed.contains("newest is listed last"), "{listed}");
 
         let mut out = Vec::new();
         run(&home, &OAuthCommand::DenyAll, &mut out).expect("deny --all");
