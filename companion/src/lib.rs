@@ -39,6 +39,7 @@ pub mod host;
 pub mod inbox;
 pub mod install;
 pub mod journal;
+pub mod json_text;
 pub mod judge;
 pub mod log;
 pub mod mcp;

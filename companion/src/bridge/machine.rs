@@ -99,20 +99,13 @@ pub fn fnv1a(parts: &[&[u8]]) -> u64 {
 /// `None` when the text ends first.
 fn object_end(text: &str, start: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (offset, byte) in text.as_bytes()[start..].iter().enumerate() {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
+    let mut strings = crate::json_text::Strings::default();
+    for (offset, &byte) in text.as_bytes()[start..].iter().enumerate() {
+        if strings.skip(byte) {
             continue;
         }
         match byte {
-            b'"' => in_string = true,
+            b'"' => strings.open(),
             b'{' => depth += 1,
             b'}' => {
                 depth -= 1;
@@ -845,15 +838,20 @@ fn cut_chars(text: &str, max: usize) -> (String, u64) {
     }
 }
 
+/// The longest a mark of [`visible`] is between its brackets (`500 spaces and 500 tabs` is
+/// 24): a cut tail longer than this is no mark's start.
+const MAX_MARK_CHARS: usize = 40;
+
 /// A card text cut by [`cut_chars`] that ends inside a mark of [`visible`] (`⟨U+20`) ends
 /// before the mark instead; the mark's characters count among those left out. In a text
 /// [`visible`] shows every `⟨` starts a mark (the text's own are marks themselves); an exec
 /// line or the args JSON keeps a literal `⟨`, so only a short tail written as a mark is
-/// moved (at most 40 characters: never the rest of a command).
+/// moved (at most [`MAX_MARK_CHARS`]: never the rest of a command).
 fn cut_before_mark((shown, more): (String, u64)) -> (String, u64) {
-    // A mark's start: `⟨` then at most 40 of the characters a mark is written with.
-    let mark_start =
-        |tail: &str| tail.chars().count() <= 41 && tail.chars().skip(1).all(|c| c.is_ascii_alphanumeric() || c == '+' || c == ' ');
+    // A mark's start: `⟨` then at most MAX_MARK_CHARS of the characters a mark is written with.
+    let mark_start = |tail: &str| {
+        tail.chars().count() <= MAX_MARK_CHARS + 1 && tail.chars().skip(1).all(|c| c.is_ascii_alphanumeric() || c == '+' || c == ' ')
+    };
     match shown.rfind('⟨') {
         Some(open) if more > 0 && mark_start(&shown[open..]) => {
             let moved = shown[open..].chars().count() as u64;

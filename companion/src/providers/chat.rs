@@ -137,19 +137,13 @@ fn first_object(text: &str) -> Option<serde_json::Map<String, Value>> {
 fn first_spans(text: &str, strings: bool) -> Vec<(usize, usize)> {
     let mut open = Vec::new();
     let mut first = std::collections::BinaryHeap::with_capacity(MAX_PARSES + 1);
-    let (mut in_string, mut escaped) = (false, false);
+    let mut in_strings = crate::json_text::Strings::default();
     for (at, byte) in text.bytes().enumerate() {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
+        if in_strings.skip(byte) {
             continue;
         }
         match byte {
-            b'"' if strings && !open.is_empty() => in_string = true,
+            b'"' if strings && !open.is_empty() => in_strings.open(),
             b'{' => open.push(at),
             b'}' => {
                 let Some(start) = open.pop() else { continue };

@@ -8,9 +8,8 @@ use std::path::Path;
 /// binary (host, install, doctor, CLI), which are not part of the runtime's layering.
 fn layer(module: &str) -> Option<u8> {
     match module {
-        "protocol" | "db" | "schema" | "herdr" | "log" | "outbox" | "clock" | "paths" | "framing" | "config" | "providers" | "gitcmd" => {
-            Some(0)
-        }
+        "protocol" | "db" | "schema" | "herdr" | "log" | "outbox" | "clock" | "paths" | "framing" | "config" | "providers" | "gitcmd"
+        | "json_text" => Some(0),
         "stream" | "inbox" | "journal" | "judge" | "work_memory" | "bridge" | "tools" => Some(1),
         "api" => Some(2),
         "runtime" => Some(3),
